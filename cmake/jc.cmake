@@ -1,0 +1,22 @@
+# Helpers shared by every target: warnings, a library and a Catch2 test in one line.
+
+set(JC_WARNINGS -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers)
+
+# jc_library(name SRCS ... DEPS ...)
+function(jc_library name)
+  cmake_parse_arguments(ARG "" "" "SRCS;DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SRCS})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR})
+  target_compile_options(${name} PRIVATE ${JC_WARNINGS})
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+endfunction()
+
+# jc_test(name SRCS ... DEPS ...): a Catch2 v2 binary registered with CTest.
+# Every test binary shares one precompiled main (jc_catch_main).
+function(jc_test name)
+  cmake_parse_arguments(ARG "" "" "SRCS;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SRCS})
+  target_compile_options(${name} PRIVATE ${JC_WARNINGS})
+  target_link_libraries(${name} PRIVATE jc_catch_main ${ARG_DEPS})
+  catch_discover_tests(${name} PROPERTIES TIMEOUT 120)
+endfunction()

@@ -1,0 +1,25 @@
+#pragma once
+
+// JSON <-> protobuf through protobuf's own JSON mapping, with clear errors.
+
+#include "absl/strings/string_view.h"
+#include <string>
+#include <string_view>
+
+#include <google/protobuf/message.h>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace jc {
+
+// Field naming on output. The standard's Tables 1-6 use snake_case (ai_center_id);
+// Appendix A uses lowerCamelCase (imageId, resourceSpecId). Input accepts both.
+enum class JsonNames { kSnakeCase, kCamelCase };
+
+absl::StatusOr<std::string> ProtoToJson(const google::protobuf::Message& message,
+                                        JsonNames names);
+// Parses `json` into `message`; unknown fields are an error so typos do not pass silently.
+absl::Status JsonToProto(absl::string_view json, google::protobuf::Message* message);
+
+}  // namespace jc

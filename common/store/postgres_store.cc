@@ -1,0 +1,210 @@
+#include "absl/strings/string_view.h"
+#include "common/store/postgres_store.h"
+
+#include <condition_variable>
+#include <mutex>
+#include <pqxx/pqxx>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace jc::store {
+namespace {
+
+// Maps a libpqxx exception to a status; the SQL text is left out of the message because
+// it can carry user data.
+absl::Status FromPqxx(const std::exception& e, absl::string_view what) {
+  std::string msg = absl::StrCat(what, ": ", e.what());
+  if (dynamic_cast<const pqxx::unique_violation*>(&e) != nullptr) {
+    return absl::AlreadyExistsError(msg);
+  }
+  if (dynamic_cast<const pqxx::broken_connection*>(&e) != nullptr) {
+    return absl::UnavailableError(msg);
+  }
+  if (dynamic_cast<const pqxx::serialization_failure*>(&e) != nullptr) {
+    return absl::AbortedError(msg);
+  }
+  return absl::InternalError(msg);
+}
+
+class PostgresStore;
+
+class PostgresTransaction final : public Transaction {
+ public:
+  PostgresTransaction(PostgresStore* store, std::unique_ptr<pqxx::connection> conn);
+  ~PostgresTransaction() override;
+
+  absl::StatusOr<Rows> Query(absl::string_view sql, const Params& params) override {
+    try {
+      pqxx::result r = Run(sql, params);
+      Rows rows;
+      rows.reserve(r.size());
+      for (const auto& pg_row : r) {
+        Row row(pg_row.size());
+        for (size_t c = 0; c < pg_row.size(); ++c) {
+          if (!pg_row[static_cast<pqxx::row::size_type>(c)].is_null()) {
+            row[c] = pg_row[static_cast<pqxx::row::size_type>(c)].c_str();
+          }
+        }
+        rows.push_back(std::move(row));
+      }
+      return rows;
+    } catch (const std::exception& e) {
+      failed_ = true;
+      return FromPqxx(e, "query");
+    }
+  }
+
+  absl::StatusOr<int64_t> Exec(absl::string_view sql, const Params& params) override {
+    try {
+      return static_cast<int64_t>(Run(sql, params).affected_rows());
+    } catch (const std::exception& e) {
+      failed_ = true;
+      return FromPqxx(e, "exec");
+    }
+  }
+
+  absl::Status Commit() override {
+    try {
+      work_->commit();
+      return absl::OkStatus();
+    } catch (const std::exception& e) {
+      failed_ = true;
+      return FromPqxx(e, "commit");
+    }
+  }
+
+ private:
+  pqxx::result Run(absl::string_view sql, const Params& params) {
+    std::vector<std::string> storage;
+    storage.reserve(params.size());
+    std::vector<const char*> pointers;
+    pointers.reserve(params.size());
+    for (const SqlValue& v : params) {
+      if (std::holds_alternative<std::nullptr_t>(v)) {
+        pointers.push_back(nullptr);
+        continue;
+      }
+      if (auto* n = std::get_if<int64_t>(&v)) {
+        storage.push_back(std::to_string(*n));
+      } else if (auto* d = std::get_if<double>(&v)) {
+        storage.push_back(absl::StrCat(*d));
+      } else {
+        storage.push_back(std::get<std::string>(v));
+      }
+      pointers.push_back(nullptr);  // filled below, once storage stops moving
+    }
+    size_t s = 0;
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (!std::holds_alternative<std::nullptr_t>(params[i])) pointers[i] = storage[s++].c_str();
+    }
+    return work_->exec_params(std::string(sql), pqxx::prepare::make_dynamic_params(pointers));
+  }
+
+  PostgresStore* store_;
+  std::unique_ptr<pqxx::connection> conn_;
+  std::unique_ptr<pqxx::work> work_;
+  bool failed_ = false;
+};
+
+class PostgresStore final : public Store {
+ public:
+  PostgresStore(std::string uri, std::string schema, int pool_size)
+      : uri_(std::move(uri)), schema_(std::move(schema)), pool_size_(pool_size) {}
+
+  absl::StatusOr<std::unique_ptr<Transaction>> Begin() override {
+    JC_ASSIGN_OR_RETURN(auto conn, Acquire());
+    try {
+      return std::unique_ptr<Transaction>(new PostgresTransaction(this, std::move(conn)));
+    } catch (const std::exception& e) {
+      Release(nullptr);
+      return FromPqxx(e, "begin");
+    }
+  }
+
+  absl::string_view backend() const override { return "postgres"; }
+  absl::string_view for_update() const override { return " FOR UPDATE"; }
+
+  absl::Status Ping() override {
+    JC_ASSIGN_OR_RETURN(auto txn, Begin());
+    JC_ASSIGN_OR_RETURN(auto rows, txn->Query("SELECT 1"));
+    return txn->Commit();
+  }
+
+  absl::StatusOr<std::unique_ptr<pqxx::connection>> Acquire() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return !idle_.empty() || open_ < pool_size_; });
+    if (!idle_.empty()) {
+      auto conn = std::move(idle_.back());
+      idle_.pop_back();
+      return conn;
+    }
+    ++open_;
+    lock.unlock();
+    try {
+      auto conn = std::make_unique<pqxx::connection>(uri_);
+      if (!schema_.empty()) {
+        pqxx::nontransaction n(*conn);
+        n.exec("SET search_path TO " + n.quote_name(schema_) + ", public");
+      }
+      return conn;
+    } catch (const std::exception& e) {
+      Release(nullptr);
+      return absl::UnavailableError(absl::StrCat("cannot connect to PostgreSQL: ", e.what()));
+    }
+  }
+
+  // Returns a connection to the pool; nullptr (or a broken one) frees its slot.
+  void Release(std::unique_ptr<pqxx::connection> conn) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (conn != nullptr && conn->is_open()) {
+      idle_.push_back(std::move(conn));
+    } else {
+      --open_;
+    }
+    cv_.notify_one();
+  }
+
+  const std::string& schema() const { return schema_; }
+
+ private:
+  std::string uri_;
+  std::string schema_;
+  int pool_size_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<pqxx::connection>> idle_;
+  int open_ = 0;
+};
+
+PostgresTransaction::PostgresTransaction(PostgresStore* store,
+                                         std::unique_ptr<pqxx::connection> conn)
+    : store_(store), conn_(std::move(conn)), work_(std::make_unique<pqxx::work>(*conn_)) {}
+
+PostgresTransaction::~PostgresTransaction() {
+  // Aborting an unfinished pqxx::work happens in its destructor; it must go before the
+  // connection is handed back.
+  work_.reset();
+  store_->Release(failed_ && !conn_->is_open() ? nullptr : std::move(conn_));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Store>> OpenPostgresStore(const std::string& uri,
+                                                         const std::string& schema,
+                                                         int pool_size) {
+  if (!schema.empty()) {
+    try {
+      pqxx::connection conn(uri);
+      pqxx::nontransaction n(conn);
+      n.exec("CREATE SCHEMA IF NOT EXISTS " + n.quote_name(schema));
+    } catch (const std::exception& e) {
+      return absl::UnavailableError(absl::StrCat("cannot connect to PostgreSQL: ", e.what()));
+    }
+  }
+  auto store = std::make_unique<PostgresStore>(uri, schema, pool_size);
+  JC_RETURN_IF_ERROR(store->Ping());
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+}  // namespace jc::store

@@ -1,0 +1,99 @@
+#include "absl/strings/string_view.h"
+#include "common/store/schema.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace jc::store {
+
+// Each resource is stored as its protobuf JSON document (`doc`) next to the columns that
+// lists filter and page on. See docs/adr/0002-store-documents.md for why.
+const std::vector<Migration>& Migrations() {
+  static const auto* migrations = new std::vector<Migration>{
+      {1,
+       "centers, resource specs, images, datasets",
+       {
+           "CREATE TABLE centers ("
+           "  id TEXT PRIMARY KEY,"
+           "  region TEXT NOT NULL,"
+           "  status INTEGER NOT NULL,"
+           "  doc TEXT NOT NULL)",
+           "CREATE INDEX centers_region ON centers (region)",
+           "CREATE TABLE resource_specs ("
+           "  id TEXT PRIMARY KEY,"
+           "  service_type TEXT NOT NULL,"
+           "  doc TEXT NOT NULL)",
+           // The spec x center mapping of 6.1.2: which centers offer a spec and at
+           // what price there (NULL = the spec's own price).
+           "CREATE TABLE spec_centers ("
+           "  spec_id TEXT NOT NULL,"
+           "  center_id TEXT NOT NULL,"
+           "  price INTEGER,"
+           "  PRIMARY KEY (spec_id, center_id))",
+           "CREATE INDEX spec_centers_center ON spec_centers (center_id)",
+           "CREATE TABLE images ("
+           "  id TEXT PRIMARY KEY,"
+           "  center_id TEXT NOT NULL,"
+           "  framework TEXT NOT NULL,"
+           "  doc TEXT NOT NULL)",
+           "CREATE INDEX images_center ON images (center_id)",
+           "CREATE TABLE datasets ("
+           "  id TEXT PRIMARY KEY,"
+           "  data_name TEXT NOT NULL,"
+           "  created_user TEXT NOT NULL,"
+           "  doc TEXT NOT NULL)",
+           "CREATE TABLE dataset_locations ("
+           "  dataset_id TEXT NOT NULL,"
+           "  center_id TEXT NOT NULL,"
+           "  PRIMARY KEY (dataset_id, center_id))",
+           "CREATE INDEX dataset_locations_center ON dataset_locations (center_id)",
+       }},
+  };
+  return *migrations;
+}
+
+absl::StatusOr<int> SchemaVersion(Store& store) {
+  JC_RETURN_IF_ERROR(store
+                         .Exec("CREATE TABLE IF NOT EXISTS schema_migrations ("
+                               "  version INTEGER PRIMARY KEY,"
+                               "  description TEXT NOT NULL)")
+                         .status());
+  JC_ASSIGN_OR_RETURN(Rows rows, store.Query("SELECT MAX(version) FROM schema_migrations"));
+  int version = 0;
+  if (!rows.empty() && rows[0][0].has_value() && !absl::SimpleAtoi(*rows[0][0], &version)) {
+    return absl::DataLossError("schema_migrations holds a non-numeric version");
+  }
+  return version;
+}
+
+absl::Status Migrate(Store& store) {
+  JC_ASSIGN_OR_RETURN(int current, SchemaVersion(store));
+  const auto& all = Migrations();
+  int newest = all.empty() ? 0 : all.back().version;
+  if (current > newest) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the database schema is at version ", current, " but this binary knows only up to ",
+        newest, "; run a newer jointcloud"));
+  }
+  for (const Migration& m : all) {
+    if (m.version <= current) continue;
+    JC_ASSIGN_OR_RETURN(auto txn, store.Begin());
+    for (absl::string_view sql : m.statements) {
+      auto done = txn->Exec(sql);
+      if (!done.ok()) {
+        return absl::Status(done.status().code(),
+                            absl::StrCat("migration ", m.version, " (", m.description,
+                                         "): ", done.status().message()));
+      }
+    }
+    JC_RETURN_IF_ERROR(txn->Exec("INSERT INTO schema_migrations (version, description) "
+                                 "VALUES ($1, $2)",
+                                 {int64_t{m.version}, std::string(m.description)})
+                           .status());
+    JC_RETURN_IF_ERROR(txn->Commit());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace jc::store

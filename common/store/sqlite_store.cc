@@ -1,0 +1,159 @@
+#include "absl/strings/string_view.h"
+#include "common/store/sqlite_store.h"
+
+#include <sqlite3.h>
+
+#include <cctype>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace jc::store {
+namespace {
+
+absl::Status SqliteError(sqlite3* db, int rc, absl::string_view what) {
+  int ext = db != nullptr ? sqlite3_extended_errcode(db) : rc;
+  std::string msg = absl::StrCat(what, ": ", db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+  if (ext == SQLITE_CONSTRAINT_PRIMARYKEY || ext == SQLITE_CONSTRAINT_UNIQUE) {
+    return absl::AlreadyExistsError(msg);
+  }
+  if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) return absl::UnavailableError(msg);
+  return absl::InternalError(msg);
+}
+
+// Rewrites PostgreSQL's $N placeholders into SQLite's equivalent ?N.
+std::string RewritePlaceholders(absl::string_view sql) {
+  std::string out(sql);
+  for (size_t i = 0; i + 1 < out.size(); ++i) {
+    if (out[i] == '$' && std::isdigit(static_cast<unsigned char>(out[i + 1]))) out[i] = '?';
+  }
+  return out;
+}
+
+class SqliteStore;
+
+class SqliteTransaction final : public Transaction {
+ public:
+  SqliteTransaction(sqlite3* db, std::unique_lock<std::mutex> lock)
+      : db_(db), lock_(std::move(lock)) {}
+  ~SqliteTransaction() override {
+    if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+
+  absl::StatusOr<Rows> Query(absl::string_view sql, const Params& params) override {
+    Rows rows;
+    JC_RETURN_IF_ERROR(Run(sql, params, &rows));
+    return rows;
+  }
+
+  absl::StatusOr<int64_t> Exec(absl::string_view sql, const Params& params) override {
+    JC_RETURN_IF_ERROR(Run(sql, params, nullptr));
+    return static_cast<int64_t>(sqlite3_changes(db_));
+  }
+
+  absl::Status Commit() override {
+    int rc = sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr);
+    if (rc != SQLITE_OK) return SqliteError(db_, rc, "commit");
+    done_ = true;
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status Run(absl::string_view sql, const Params& params, Rows* rows) {
+    std::string text = RewritePlaceholders(sql);
+    sqlite3_stmt* stmt = nullptr;
+    int rc = sqlite3_prepare_v2(db_, text.c_str(), static_cast<int>(text.size()), &stmt, nullptr);
+    if (rc != SQLITE_OK) return SqliteError(db_, rc, "prepare");
+    std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> guard(stmt, sqlite3_finalize);
+    for (size_t i = 0; i < params.size(); ++i) {
+      int idx = static_cast<int>(i) + 1;
+      const SqlValue& v = params[i];
+      if (std::holds_alternative<std::nullptr_t>(v)) {
+        rc = sqlite3_bind_null(stmt, idx);
+      } else if (auto* n = std::get_if<int64_t>(&v)) {
+        rc = sqlite3_bind_int64(stmt, idx, *n);
+      } else if (auto* d = std::get_if<double>(&v)) {
+        rc = sqlite3_bind_double(stmt, idx, *d);
+      } else {
+        const std::string& s = std::get<std::string>(v);
+        rc = sqlite3_bind_text(stmt, idx, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+      }
+      if (rc != SQLITE_OK) return SqliteError(db_, rc, "bind");
+    }
+    while ((rc = sqlite3_step(stmt)) == SQLITE_ROW) {
+      if (rows == nullptr) continue;
+      int n = sqlite3_column_count(stmt);
+      Row row(n);
+      for (int c = 0; c < n; ++c) {
+        if (sqlite3_column_type(stmt, c) == SQLITE_NULL) continue;
+        const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt, c));
+        row[c] = std::string(p, sqlite3_column_bytes(stmt, c));
+      }
+      rows->push_back(std::move(row));
+    }
+    if (rc != SQLITE_DONE) return SqliteError(db_, rc, "step");
+    return absl::OkStatus();
+  }
+
+  sqlite3* db_;
+  std::unique_lock<std::mutex> lock_;
+  bool done_ = false;
+};
+
+class SqliteStore final : public Store {
+ public:
+  explicit SqliteStore(sqlite3* db) : db_(db) {}
+  ~SqliteStore() override { sqlite3_close_v2(db_); }
+
+  absl::StatusOr<std::unique_ptr<Transaction>> Begin() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    // IMMEDIATE takes the write lock up front, so a transaction never fails half-way
+    // with SQLITE_BUSY when it turns from reading to writing.
+    int rc = sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr);
+    if (rc != SQLITE_OK) return SqliteError(db_, rc, "begin");
+    return std::unique_ptr<Transaction>(new SqliteTransaction(db_, std::move(lock)));
+  }
+
+  absl::string_view backend() const override { return "sqlite"; }
+  absl::string_view for_update() const override { return ""; }
+
+  absl::Status Ping() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    int rc = sqlite3_exec(db_, "SELECT 1", nullptr, nullptr, nullptr);
+    return rc == SQLITE_OK ? absl::OkStatus() : SqliteError(db_, rc, "ping");
+  }
+
+ private:
+  std::mutex mu_;
+  sqlite3* db_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
+  sqlite3* db = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &db,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                           nullptr);
+  if (rc != SQLITE_OK) {
+    absl::Status s = absl::UnavailableError(
+        absl::StrCat("cannot open SQLite database \"", path, "\": ", sqlite3_errstr(rc)));
+    sqlite3_close_v2(db);
+    return s;
+  }
+  // WAL lets readers of other processes (sqlite3 CLI) look while we write; FULL sync
+  // makes every acknowledged commit survive power loss, not just a process crash.
+  for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL",
+                             "PRAGMA foreign_keys=ON", "PRAGMA busy_timeout=5000"}) {
+    rc = sqlite3_exec(db, pragma, nullptr, nullptr, nullptr);
+    if (rc != SQLITE_OK) {
+      absl::Status s = SqliteError(db, rc, pragma);
+      sqlite3_close_v2(db);
+      return s;
+    }
+  }
+  return std::unique_ptr<Store>(new SqliteStore(db));
+}
+
+}  // namespace jc::store

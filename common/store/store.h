@@ -1,0 +1,64 @@
+#pragma once
+
+// The persistence interface every service uses. Two backends implement it: PostgreSQL
+// through libpqxx for real deployments and SQLite as the zero-setup embedded default.
+// Repositories write portable SQL with $1, $2 ... placeholders; the SQLite backend
+// rewrites them. Both backends run the same versioned migrations (schema.cc).
+
+#include "absl/strings/string_view.h"
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace jc::store {
+
+using SqlValue = std::variant<std::nullptr_t, int64_t, double, std::string>;
+using Params = std::vector<SqlValue>;
+
+// One result row; every column is returned as text (NULL as nullopt).
+using Row = std::vector<std::optional<std::string>>;
+using Rows = std::vector<Row>;
+
+// A unit of work. Destroying it without Commit() rolls back.
+class Transaction {
+ public:
+  virtual ~Transaction() = default;
+  virtual absl::StatusOr<Rows> Query(absl::string_view sql, const Params& params = {}) = 0;
+  // Returns the number of rows affected. A unique-key violation is AlreadyExists.
+  virtual absl::StatusOr<int64_t> Exec(absl::string_view sql, const Params& params = {}) = 0;
+  virtual absl::Status Commit() = 0;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  virtual absl::StatusOr<std::unique_ptr<Transaction>> Begin() = 0;
+  // "sqlite" or "postgres".
+  virtual absl::string_view backend() const = 0;
+  // Cheap liveness probe used by /readyz.
+  virtual absl::Status Ping() = 0;
+  // Row-lock suffix for a read-modify-write SELECT (" FOR UPDATE" on PostgreSQL;
+  // empty on SQLite, whose transactions already hold the database's write lock).
+  virtual absl::string_view for_update() const = 0;
+
+  // One-statement conveniences, each in its own transaction.
+  absl::StatusOr<Rows> Query(absl::string_view sql, const Params& params = {});
+  absl::StatusOr<int64_t> Exec(absl::string_view sql, const Params& params = {});
+};
+
+// Opens a store from a URI and brings its schema to the newest version:
+//   sqlite:///abs/path/jointcloud.db   sqlite::memory:
+//   postgresql://user@host:port/db[?options]   (libpq connection URI)
+// For PostgreSQL, `schema` selects a schema inside the database (created if missing);
+// tests use it to get an isolated namespace per test.
+absl::StatusOr<std::unique_ptr<Store>> OpenStore(const std::string& uri,
+                                                 const std::string& schema = "");
+
+}  // namespace jc::store

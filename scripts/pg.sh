@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# A throwaway PostgreSQL for tests: `scripts/pg.sh start DIR` initializes a cluster in DIR,
+# starts it on a free loopback port as a non-root user and prints its connection URI;
+# `scripts/pg.sh stop DIR` stops it. PostgreSQL refuses to run as root, so as root it
+# runs as the `postgres` user that Debian's package creates.
+set -euo pipefail
+cmd=$1
+dir=$2
+bindir=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+
+as_owner() {
+  if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+free_port() {
+  for port in $(seq 55432 55532); do
+    if ! (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then echo "$port"; return; fi
+  done
+  echo "pg.sh: no free port in 55432-55532" >&2
+  exit 1
+}
+
+case "$cmd" in
+  start)
+    mkdir -p "$dir"
+    [[ $(id -u) -eq 0 ]] && chown postgres "$dir"
+    as_owner "$bindir/initdb" -D "$dir/data" -A trust -U postgres -E UTF8 >"$dir/initdb.log"
+    port=$(free_port)
+    # fsync off: the data is thrown away after the run, and tests should not wait on disks.
+    as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
+      -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off -c max_connections=200" \
+      >/dev/null
+    echo "$port" >"$dir/port"
+    echo "postgresql://postgres@127.0.0.1:$port/postgres"
+    ;;
+  stop)
+    if [[ -f "$dir/data/postmaster.pid" ]]; then
+      as_owner "$bindir/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null || true
+    fi
+    rm -rf "$dir"
+    ;;
+  *)
+    echo "usage: pg.sh start|stop DIR" >&2
+    exit 2
+    ;;
+esac

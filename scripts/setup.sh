@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs, from Debian's packages, whatever Jointcloud needs to build, run and test that
+# is not installed yet. Does nothing (and needs no network) when everything is present.
+#   scripts/setup.sh            build and run dependencies
+#   scripts/setup.sh --test     plus what the test suite starts (PostgreSQL, docker-compose)
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
+  nlohmann-json3-dev libpqxx-dev libcpp-httplib-dev prometheus-cpp-dev libspdlog-dev
+  catch2 libsqlite3-dev libyaml-cpp-dev curl ca-certificates
+)
+if [[ "${1:-}" == "--test" ]]; then
+  packages+=(postgresql docker-compose)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "setup: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "setup: need root or sudo to install packages" >&2; exit 1; }
+  SUDO="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

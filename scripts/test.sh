@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The whole test suite: installs what is missing, builds, starts a throwaway PostgreSQL,
+# runs every test on the embedded store (SQLite) and again on PostgreSQL, stops what it
+# started, and exits non-zero if anything failed.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build="${JC_BUILD_DIR:-$root/build}"
+start=$(date +%s)
+
+"$root/scripts/setup.sh" --test || exit 1
+"$root/scripts/build.sh" || exit 1
+built=$(date +%s)
+
+pgdir=$(mktemp -d /tmp/jc-pg.XXXXXX)
+cleanup() { "$root/scripts/pg.sh" stop "$pgdir"; }
+trap cleanup EXIT
+pg_uri=$("$root/scripts/pg.sh" start "$pgdir") || { echo "test: PostgreSQL did not start"; cat "$pgdir"/*.log; exit 1; }
+echo "test: PostgreSQL at $pg_uri"
+
+failed=0
+passed=0
+run_suite() {
+  local backend=$1
+  echo "=== tests on the $backend store ==="
+  local log="$build/ctest-$backend.log"
+  JC_TEST_STORE=$backend JC_TEST_PG_URI=$pg_uri \
+    ctest --test-dir "$build" --output-on-failure -j"$(nproc)" 2>&1 | tee "$log"
+  local line
+  line=$(grep -E "tests passed, [0-9]+ tests failed out of [0-9]+" "$log" | tail -n 1)
+  if [[ -z "$line" ]]; then
+    echo "test: ctest produced no summary on $backend"
+    failed=$((failed + 1))
+    return
+  fi
+  local total fails
+  total=$(sed -E 's/.*out of ([0-9]+).*/\1/' <<<"$line")
+  fails=$(sed -E 's/.*tests passed, ([0-9]+) tests failed.*/\1/' <<<"$line")
+  passed=$((passed + total - fails))
+  failed=$((failed + fails))
+}
+run_suite sqlite
+run_suite postgres
+
+end=$(date +%s)
+echo "test: build $((built - start))s, tests $((end - built))s"
+echo "${passed} passed, ${failed} failed"
+[[ $failed -eq 0 ]]

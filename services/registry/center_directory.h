@@ -1,0 +1,35 @@
+#pragma once
+
+// How other services look centers up: directly when the registry runs in the same
+// library (tests), or over gRPC (RegistryClient) in the server.
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "jointcloud/v1/registry.pb.h"
+
+namespace grpc {
+class Channel;
+}
+
+namespace jc::registry {
+
+namespace v1 = ::jointcloud::v1;
+
+class Registry;
+
+class CenterDirectory {
+ public:
+  virtual ~CenterDirectory() = default;
+  // NotFound when no such center is registered.
+  virtual absl::StatusOr<::jointcloud::v1::Center> GetCenter(const std::string& id) = 0;
+};
+
+// Calls a Registry object in the same process.
+std::unique_ptr<CenterDirectory> MakeLocalCenterDirectory(Registry* registry);
+
+// Calls jointcloud.v1.RegistryService over `channel` (in-process or remote).
+std::unique_ptr<CenterDirectory> MakeGrpcCenterDirectory(std::shared_ptr<grpc::Channel> channel);
+
+}  // namespace jc::registry

@@ -1,0 +1,282 @@
+#include "absl/strings/string_view.h"
+#include "services/registry/registry.h"
+
+#include <google/protobuf/util/field_mask_util.h>
+#include <google/protobuf/util/time_util.h>
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/paging.h"
+#include "common/status_macros.h"
+#include "common/store/doc.h"
+#include "common/validate.h"
+
+namespace jc::registry {
+namespace {
+
+using google::protobuf::FieldMask;
+using google::protobuf::util::FieldMaskUtil;
+
+// Fields a client may change after creation.
+const std::vector<std::string>& MutableFields() {
+  static const auto* fields = new std::vector<std::string>{
+      "name", "region", "status", "geometry", "capacity", "security_grade",
+      "adapter_address", "network_topology", "labels"};
+  return *fields;
+}
+
+google::protobuf::Timestamp ToProto(absl::Time t) {
+  return google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
+}
+
+absl::Status CheckResources(const v1::ComputingResources& r) {
+  const std::pair<const char*, int32_t> fields[] = {
+      {"cpu", r.cpu()},         {"gpu", r.gpu()},         {"npu", r.npu()},
+      {"mlu", r.mlu()},         {"memory", r.memory()},   {"storage", r.storage()},
+      {"user_define", r.user_define()}};
+  for (const auto& [name, value] : fields) {
+    if (value < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("capacity.", name, " must not be negative (got ", value, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Center> LoadCenter(store::Transaction& txn, const std::string& id,
+                                      absl::string_view lock_suffix) {
+  JC_ASSIGN_OR_RETURN(store::Rows rows,
+                      txn.Query(absl::StrCat("SELECT doc FROM centers WHERE id = $1", lock_suffix),
+                                {id}));
+  if (rows.empty()) return absl::NotFoundError(absl::StrCat("center \"", id, "\" not found"));
+  return store::DecodeDoc<v1::Center>(rows[0][0]);
+}
+
+absl::Status SaveCenter(store::Transaction& txn, const v1::Center& center) {
+  JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(center));
+  JC_ASSIGN_OR_RETURN(int64_t n, txn.Exec("UPDATE centers SET region = $2, status = $3, doc = $4 "
+                                          "WHERE id = $1",
+                                          {center.ai_center_id(), center.region(),
+                                           int64_t{center.status()}, doc}));
+  if (n == 0) {
+    return absl::NotFoundError(absl::StrCat("center \"", center.ai_center_id(), "\" not found"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateCenter(const v1::Center& c) {
+  JC_RETURN_IF_ERROR(CheckId("ai_center_id", c.ai_center_id()));
+  JC_RETURN_IF_ERROR(CheckRequiredText("name", c.name()));
+  JC_RETURN_IF_ERROR(CheckOptionalText("region", c.region()));
+  if (c.has_status() && (c.status() < 0 || c.status() > 2)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "status must be 0 (unavailable), 1 (available) or 2 (unknown); got ", c.status()));
+  }
+  if (!c.geometry().empty()) {
+    if (c.geometry_size() != 2) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "geometry must be [longitude, latitude]; got ", c.geometry_size(), " numbers"));
+    }
+    double lon = c.geometry(0), lat = c.geometry(1);
+    if (!std::isfinite(lon) || lon < -180 || lon > 180) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("geometry longitude must be within [-180, 180]; got ", lon));
+    }
+    if (!std::isfinite(lat) || lat < -90 || lat > 90) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("geometry latitude must be within [-90, 90]; got ", lat));
+    }
+  }
+  JC_RETURN_IF_ERROR(CheckResources(c.capacity()));
+  if (c.security_grade() < 0) {
+    return absl::InvalidArgumentError("security_grade must not be negative");
+  }
+  JC_RETURN_IF_ERROR(CheckOptionalText("adapter_address", c.adapter_address(), 255));
+  JC_RETURN_IF_ERROR(CheckOptionalText("network_topology", c.network_topology(), 255));
+  for (const auto& [key, value] : c.labels()) {
+    JC_RETURN_IF_ERROR(CheckRequiredText("label key", key));
+    JC_RETURN_IF_ERROR(CheckOptionalText(absl::StrCat("label \"", key, "\""), value, 255));
+  }
+  return absl::OkStatus();
+}
+
+Registry::Registry(store::Store* store, const Clock* clock, RegistryOptions options)
+    : store_(store), clock_(clock), options_(options), started_(clock->Now()) {}
+
+void Registry::Publish(v1::CenterEvent::Type type, const v1::Center& center,
+                       int previous_status) {
+  v1::CenterEvent event;
+  event.set_type(type);
+  *event.mutable_center() = center;
+  event.set_previous_status(previous_status);
+  *event.mutable_at() = ToProto(clock_->Now());
+  events_.Append(std::move(event), [](v1::CenterEvent& e, uint64_t rev) { e.set_revision(rev); });
+}
+
+absl::StatusOr<v1::Center> Registry::Create(v1::Center center) {
+  JC_RETURN_IF_ERROR(ValidateCenter(center));
+  if (!center.has_status()) center.set_status(kUnknown);
+  auto now = ToProto(clock_->Now());
+  *center.mutable_created_at() = now;
+  *center.mutable_updated_at() = now;
+  JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(center));
+  auto inserted = store_->Exec("INSERT INTO centers (id, region, status, doc) VALUES ($1, $2, $3, $4)",
+                               {center.ai_center_id(), center.region(),
+                                int64_t{center.status()}, doc});
+  if (absl::IsAlreadyExists(inserted.status())) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("center \"", center.ai_center_id(), "\" already exists"));
+  }
+  JC_RETURN_IF_ERROR(inserted.status());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_seen_[center.ai_center_id()] = clock_->Now();
+  }
+  Publish(v1::CenterEvent::JOINED, center, center.status());
+  return center;
+}
+
+absl::StatusOr<v1::Center> Registry::Get(const std::string& id) {
+  JC_RETURN_IF_ERROR(CheckId("ai_center_id", id));
+  JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+  JC_ASSIGN_OR_RETURN(v1::Center center, LoadCenter(*txn, id, ""));
+  JC_RETURN_IF_ERROR(txn->Commit());
+  return center;
+}
+
+absl::StatusOr<v1::Center> Registry::Update(const v1::Center& patch, const FieldMask& mask) {
+  JC_RETURN_IF_ERROR(CheckId("ai_center_id", patch.ai_center_id()));
+  FieldMask effective = mask;
+  if (effective.paths().empty()) {
+    for (const auto& f : MutableFields()) effective.add_paths(f);
+  }
+  for (const auto& path : effective.paths()) {
+    std::string top = path.substr(0, path.find('.'));
+    if (top == "ai_center_id") continue;  // the key itself; it cannot change
+    if (std::find(MutableFields().begin(), MutableFields().end(), top) == MutableFields().end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "field \"", path, "\" cannot be updated; updatable fields: ",
+          absl::StrJoin(MutableFields(), ", ")));
+    }
+  }
+  JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+  JC_ASSIGN_OR_RETURN(v1::Center center,
+                      LoadCenter(*txn, patch.ai_center_id(), store_->for_update()));
+  int previous = center.status();
+  FieldMaskUtil::MergeOptions merge;
+  merge.set_replace_message_fields(true);
+  merge.set_replace_repeated_fields(true);
+  FieldMaskUtil::MergeMessageTo(patch, effective, merge, &center);
+  if (!center.has_status()) center.set_status(previous);
+  JC_RETURN_IF_ERROR(ValidateCenter(center));
+  *center.mutable_updated_at() = ToProto(clock_->Now());
+  JC_RETURN_IF_ERROR(SaveCenter(*txn, center));
+  JC_RETURN_IF_ERROR(txn->Commit());
+  Publish(previous != center.status() ? v1::CenterEvent::STATUS_CHANGED : v1::CenterEvent::UPDATED,
+          center, previous);
+  return center;
+}
+
+absl::Status Registry::Delete(const std::string& id) {
+  JC_RETURN_IF_ERROR(CheckId("ai_center_id", id));
+  JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+  JC_ASSIGN_OR_RETURN(v1::Center center, LoadCenter(*txn, id, store_->for_update()));
+  JC_RETURN_IF_ERROR(txn->Exec("DELETE FROM centers WHERE id = $1", {id}).status());
+  JC_RETURN_IF_ERROR(txn->Commit());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_seen_.erase(id);
+  }
+  Publish(v1::CenterEvent::LEFT, center, center.status());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::ListCentersResponse> Registry::List(const v1::ListCentersRequest& req) {
+  JC_ASSIGN_OR_RETURN(int page_size, NormalizePageSize(req.page_size()));
+  JC_ASSIGN_OR_RETURN(std::string after, DecodePageToken(req.page_token()));
+  if (req.has_status() && (req.status() < 0 || req.status() > 2)) {
+    return absl::InvalidArgumentError("status filter must be 0, 1 or 2");
+  }
+  std::string sql = "SELECT id, doc FROM centers WHERE id > $1";
+  store::Params params{after};
+  if (!req.region().empty()) {
+    params.push_back(req.region());
+    absl::StrAppend(&sql, " AND region = $", params.size());
+  }
+  if (req.has_status()) {
+    params.push_back(int64_t{req.status()});
+    absl::StrAppend(&sql, " AND status = $", params.size());
+  }
+  // One row more than asked tells whether another page exists.
+  params.push_back(int64_t{page_size + 1});
+  absl::StrAppend(&sql, " ORDER BY id LIMIT $", params.size());
+  JC_ASSIGN_OR_RETURN(store::Rows rows, store_->Query(sql, params));
+  v1::ListCentersResponse out;
+  for (size_t i = 0; i < rows.size() && static_cast<int>(i) < page_size; ++i) {
+    JC_ASSIGN_OR_RETURN(*out.add_centers(), store::DecodeDoc<v1::Center>(rows[i][1]));
+  }
+  if (static_cast<int>(rows.size()) > page_size) {
+    out.set_next_page_token(EncodePageToken(*rows[page_size - 1][0]));
+  }
+  return out;
+}
+
+absl::StatusOr<v1::Center> Registry::SetStatus(const std::string& id, int status) {
+  JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+  JC_ASSIGN_OR_RETURN(v1::Center center, LoadCenter(*txn, id, store_->for_update()));
+  int previous = center.status();
+  if (previous == status) return center;
+  center.set_status(status);
+  *center.mutable_updated_at() = ToProto(clock_->Now());
+  JC_RETURN_IF_ERROR(SaveCenter(*txn, center));
+  JC_RETURN_IF_ERROR(txn->Commit());
+  Publish(v1::CenterEvent::STATUS_CHANGED, center, previous);
+  return center;
+}
+
+absl::StatusOr<int> Registry::Heartbeat(const std::string& id, bool healthy) {
+  JC_RETURN_IF_ERROR(CheckId("ai_center_id", id));
+  JC_ASSIGN_OR_RETURN(v1::Center center, SetStatus(id, healthy ? kAvailable : kUnavailable));
+  std::lock_guard<std::mutex> lock(mu_);
+  last_seen_[id] = clock_->Now();
+  return center.status();
+}
+
+absl::StatusOr<int> Registry::SweepHealth() {
+  // Status lives in the store so every replica and every restart agree on it; the
+  // sweep reads the ids and statuses only (no documents) to stay cheap.
+  JC_ASSIGN_OR_RETURN(store::Rows rows, store_->Query("SELECT id, status FROM centers"));
+  absl::Time now = clock_->Now();
+  int changed = 0;
+  for (const auto& row : rows) {
+    const std::string& id = *row[0];
+    int status = std::stoi(*row[1]);
+    absl::Time seen;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = last_seen_.find(id);
+      seen = it == last_seen_.end() ? started_ : it->second;
+    }
+    absl::Duration silent = now - seen;
+    int target = status;
+    if (silent >= options_.unavailable_after) {
+      target = kUnavailable;
+    } else if (silent >= options_.unknown_after && status == kAvailable) {
+      target = kUnknown;
+    }
+    if (target == status) continue;
+    auto set = SetStatus(id, target);
+    if (set.ok()) {
+      ++changed;
+    } else if (!absl::IsNotFound(set.status())) {
+      return set.status();
+    }
+  }
+  return changed;
+}
+
+}  // namespace jc::registry

@@ -1,0 +1,68 @@
+#include <catch2/catch.hpp>
+
+#include "common/store/schema.h"
+#include "tests/testing/test_store.h"
+
+using jc::store::Params;
+
+TEST_CASE("the store migrates, inserts, queries and rolls back", "[C2][store]") {
+  auto store = jc::testing::MakeTestStore();
+  INFO("backend " << store->backend());
+  CHECK(store->backend() == jc::testing::TestStoreBackend());
+
+  auto version = jc::store::SchemaVersion(*store);
+  REQUIRE(version.ok());
+  CHECK(*version == jc::store::Migrations().back().version);
+  // Migrating again is a no-op.
+  REQUIRE(jc::store::Migrate(*store).ok());
+
+  REQUIRE(store->Exec("INSERT INTO centers (id, region, status, doc) VALUES ($1, $2, $3, $4)",
+                      {std::string("c1"), std::string("north"), int64_t{1}, std::string("{}")})
+              .ok());
+  auto dup = store->Exec("INSERT INTO centers (id, region, status, doc) VALUES ($1, $2, $3, $4)",
+                         {std::string("c1"), std::string("x"), int64_t{1}, std::string("{}")});
+  CHECK(absl::IsAlreadyExists(dup.status()));
+
+  auto rows = store->Query("SELECT id, region, status FROM centers WHERE status = $1",
+                           {int64_t{1}});
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() == 1);
+  CHECK(*(*rows)[0][0] == "c1");
+  CHECK(*(*rows)[0][2] == "1");
+
+  {
+    auto txn = store->Begin();
+    REQUIRE(txn.ok());
+    REQUIRE((*txn)->Exec("DELETE FROM centers").ok());
+    // Dropped without Commit(): rolled back.
+  }
+  CHECK(store->Query("SELECT id FROM centers")->size() == 1);
+
+  auto null_row = store->Query("SELECT NULL");
+  REQUIRE(null_row.ok());
+  CHECK_FALSE((*null_row)[0][0].has_value());
+}
+
+TEST_CASE("bad store URIs are refused with a clear message", "[C2][C5][store]") {
+  auto bad = jc::store::OpenStore("mysql://nope");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(absl::IsInvalidArgument(bad.status()));
+  auto unreachable = jc::store::OpenStore("sqlite:///nonexistent-dir/x/y.db");
+  CHECK_FALSE(unreachable.ok());
+}
+
+TEST_CASE("the embedded store keeps data across reopen", "[C2][store]") {
+  std::string path = "/tmp/jc-store-test-" + std::to_string(::getpid()) + ".db";
+  std::remove(path.c_str());
+  {
+    auto store = jc::store::OpenStore("sqlite://" + path);
+    REQUIRE(store.ok());
+    REQUIRE((*store)->Exec("INSERT INTO centers (id, region, status, doc) VALUES ($1,$2,$3,$4)",
+                           {std::string("kept"), std::string(""), int64_t{2}, std::string("{}")})
+                .ok());
+  }
+  auto reopened = jc::store::OpenStore("sqlite://" + path);
+  REQUIRE(reopened.ok());
+  CHECK((*reopened)->Query("SELECT id FROM centers")->size() == 1);
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
+}
