@@ -35,6 +35,7 @@ class PostgresTransaction final : public Transaction {
   ~PostgresTransaction() override;
 
   absl::StatusOr<Rows> Query(absl::string_view sql, const Params& params) override {
+    if (work_ == nullptr) return absl::FailedPreconditionError("transaction already committed");
     try {
       pqxx::result r = Run(sql, params);
       Rows rows;
@@ -56,6 +57,7 @@ class PostgresTransaction final : public Transaction {
   }
 
   absl::StatusOr<int64_t> Exec(absl::string_view sql, const Params& params) override {
+    if (work_ == nullptr) return absl::FailedPreconditionError("transaction already committed");
     try {
       return static_cast<int64_t>(Run(sql, params).affected_rows());
     } catch (const std::exception& e) {
@@ -64,15 +66,7 @@ class PostgresTransaction final : public Transaction {
     }
   }
 
-  absl::Status Commit() override {
-    try {
-      work_->commit();
-      return absl::OkStatus();
-    } catch (const std::exception& e) {
-      failed_ = true;
-      return FromPqxx(e, "commit");
-    }
-  }
+  absl::Status Commit() override;
 
  private:
   pqxx::result Run(absl::string_view sql, const Params& params) {
@@ -184,8 +178,23 @@ PostgresTransaction::PostgresTransaction(PostgresStore* store,
 PostgresTransaction::~PostgresTransaction() {
   // Aborting an unfinished pqxx::work happens in its destructor; it must go before the
   // connection is handed back.
+  if (conn_ == nullptr) return;  // committed: already handed back
   work_.reset();
   store_->Release(failed_ && !conn_->is_open() ? nullptr : std::move(conn_));
+}
+
+absl::Status PostgresTransaction::Commit() {
+  if (work_ == nullptr) return absl::FailedPreconditionError("transaction already committed");
+  try {
+    work_->commit();
+    // Hand the connection back now, so it serves others while this object lives on.
+    work_.reset();
+    store_->Release(std::move(conn_));
+    return absl::OkStatus();
+  } catch (const std::exception& e) {
+    failed_ = true;
+    return FromPqxx(e, "commit");
+  }
 }
 
 }  // namespace

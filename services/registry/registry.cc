@@ -1,23 +1,21 @@
 #include "absl/strings/string_view.h"
 #include "services/registry/registry.h"
 
-#include <google/protobuf/util/field_mask_util.h>
-#include <google/protobuf/util/time_util.h>
 
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "common/paging.h"
 #include "common/status_macros.h"
-#include "common/store/doc.h"
+#include "common/store/doc_table.h"
+#include "common/timestamp.h"
+#include "common/update_mask.h"
 #include "common/validate.h"
 
 namespace jc::registry {
 namespace {
 
 using google::protobuf::FieldMask;
-using google::protobuf::util::FieldMaskUtil;
 
 // Fields a client may change after creation.
 const std::vector<std::string>& MutableFields() {
@@ -25,10 +23,6 @@ const std::vector<std::string>& MutableFields() {
       "name", "region", "status", "geometry", "capacity", "security_grade",
       "adapter_address", "network_topology", "labels"};
   return *fields;
-}
-
-google::protobuf::Timestamp ToProto(absl::Time t) {
-  return google::protobuf::util::TimeUtil::NanosecondsToTimestamp(absl::ToUnixNanos(t));
 }
 
 absl::Status CheckResources(const v1::ComputingResources& r) {
@@ -47,11 +41,7 @@ absl::Status CheckResources(const v1::ComputingResources& r) {
 
 absl::StatusOr<v1::Center> LoadCenter(store::Transaction& txn, const std::string& id,
                                       absl::string_view lock_suffix) {
-  JC_ASSIGN_OR_RETURN(store::Rows rows,
-                      txn.Query(absl::StrCat("SELECT doc FROM centers WHERE id = $1", lock_suffix),
-                                {id}));
-  if (rows.empty()) return absl::NotFoundError(absl::StrCat("center \"", id, "\" not found"));
-  return store::DecodeDoc<v1::Center>(rows[0][0]);
+  return store::LoadDoc<v1::Center>(txn, "centers", "center", id, lock_suffix);
 }
 
 absl::Status SaveCenter(store::Transaction& txn, const v1::Center& center) {
@@ -113,14 +103,14 @@ void Registry::Publish(v1::CenterEvent::Type type, const v1::Center& center,
   event.set_type(type);
   *event.mutable_center() = center;
   event.set_previous_status(previous_status);
-  *event.mutable_at() = ToProto(clock_->Now());
+  *event.mutable_at() = ToTimestamp(clock_->Now());
   events_.Append(std::move(event), [](v1::CenterEvent& e, uint64_t rev) { e.set_revision(rev); });
 }
 
 absl::StatusOr<v1::Center> Registry::Create(v1::Center center) {
   JC_RETURN_IF_ERROR(ValidateCenter(center));
   if (!center.has_status()) center.set_status(kUnknown);
-  auto now = ToProto(clock_->Now());
+  auto now = ToTimestamp(clock_->Now());
   *center.mutable_created_at() = now;
   *center.mutable_updated_at() = now;
   JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(center));
@@ -150,30 +140,14 @@ absl::StatusOr<v1::Center> Registry::Get(const std::string& id) {
 
 absl::StatusOr<v1::Center> Registry::Update(const v1::Center& patch, const FieldMask& mask) {
   JC_RETURN_IF_ERROR(CheckId("ai_center_id", patch.ai_center_id()));
-  FieldMask effective = mask;
-  if (effective.paths().empty()) {
-    for (const auto& f : MutableFields()) effective.add_paths(f);
-  }
-  for (const auto& path : effective.paths()) {
-    std::string top = path.substr(0, path.find('.'));
-    if (top == "ai_center_id") continue;  // the key itself; it cannot change
-    if (std::find(MutableFields().begin(), MutableFields().end(), top) == MutableFields().end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "field \"", path, "\" cannot be updated; updatable fields: ",
-          absl::StrJoin(MutableFields(), ", ")));
-    }
-  }
   JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
   JC_ASSIGN_OR_RETURN(v1::Center center,
                       LoadCenter(*txn, patch.ai_center_id(), store_->for_update()));
   int previous = center.status();
-  FieldMaskUtil::MergeOptions merge;
-  merge.set_replace_message_fields(true);
-  merge.set_replace_repeated_fields(true);
-  FieldMaskUtil::MergeMessageTo(patch, effective, merge, &center);
+  JC_RETURN_IF_ERROR(ApplyUpdate(patch, mask, MutableFields(), {"ai_center_id"}, &center));
   if (!center.has_status()) center.set_status(previous);
   JC_RETURN_IF_ERROR(ValidateCenter(center));
-  *center.mutable_updated_at() = ToProto(clock_->Now());
+  *center.mutable_updated_at() = ToTimestamp(clock_->Now());
   JC_RETURN_IF_ERROR(SaveCenter(*txn, center));
   JC_RETURN_IF_ERROR(txn->Commit());
   Publish(previous != center.status() ? v1::CenterEvent::STATUS_CHANGED : v1::CenterEvent::UPDATED,
@@ -196,32 +170,19 @@ absl::Status Registry::Delete(const std::string& id) {
 }
 
 absl::StatusOr<v1::ListCentersResponse> Registry::List(const v1::ListCentersRequest& req) {
-  JC_ASSIGN_OR_RETURN(int page_size, NormalizePageSize(req.page_size()));
-  JC_ASSIGN_OR_RETURN(std::string after, DecodePageToken(req.page_token()));
   if (req.has_status() && (req.status() < 0 || req.status() > 2)) {
     return absl::InvalidArgumentError("status filter must be 0, 1 or 2");
   }
-  std::string sql = "SELECT id, doc FROM centers WHERE id > $1";
-  store::Params params{after};
-  if (!req.region().empty()) {
-    params.push_back(req.region());
-    absl::StrAppend(&sql, " AND region = $", params.size());
-  }
-  if (req.has_status()) {
-    params.push_back(int64_t{req.status()});
-    absl::StrAppend(&sql, " AND status = $", params.size());
-  }
-  // One row more than asked tells whether another page exists.
-  params.push_back(int64_t{page_size + 1});
-  absl::StrAppend(&sql, " ORDER BY id LIMIT $", params.size());
-  JC_ASSIGN_OR_RETURN(store::Rows rows, store_->Query(sql, params));
+  std::vector<store::Condition> where;
+  if (!req.region().empty()) where.push_back({"region = $?", req.region()});
+  if (req.has_status()) where.push_back({"status = $?", int64_t{req.status()}});
+  JC_ASSIGN_OR_RETURN(store::DocPage page,
+                      store::ListDocs(*store_, "centers", where, req.page_token(), req.page_size()));
   v1::ListCentersResponse out;
-  for (size_t i = 0; i < rows.size() && static_cast<int>(i) < page_size; ++i) {
-    JC_ASSIGN_OR_RETURN(*out.add_centers(), store::DecodeDoc<v1::Center>(rows[i][1]));
+  for (const auto& doc : page.docs) {
+    JC_ASSIGN_OR_RETURN(*out.add_centers(), store::DecodeDoc<v1::Center>(doc));
   }
-  if (static_cast<int>(rows.size()) > page_size) {
-    out.set_next_page_token(EncodePageToken(*rows[page_size - 1][0]));
-  }
+  out.set_next_page_token(page.next_page_token);
   return out;
 }
 
@@ -231,7 +192,7 @@ absl::StatusOr<v1::Center> Registry::SetStatus(const std::string& id, int status
   int previous = center.status();
   if (previous == status) return center;
   center.set_status(status);
-  *center.mutable_updated_at() = ToProto(clock_->Now());
+  *center.mutable_updated_at() = ToTimestamp(clock_->Now());
   JC_RETURN_IF_ERROR(SaveCenter(*txn, center));
   JC_RETURN_IF_ERROR(txn->Commit());
   Publish(v1::CenterEvent::STATUS_CHANGED, center, previous);

@@ -1,0 +1,47 @@
+#include "common/store/doc_table.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "common/paging.h"
+#include "common/status_macros.h"
+
+namespace jc::store {
+
+absl::StatusOr<std::optional<std::string>> LoadDocText(Transaction& txn, absl::string_view table,
+                                                       absl::string_view what,
+                                                       const std::string& id,
+                                                       absl::string_view lock_suffix) {
+  JC_ASSIGN_OR_RETURN(Rows rows, txn.Query(absl::StrCat("SELECT doc FROM ", table,
+                                                        " WHERE id = $1", lock_suffix),
+                                           {id}));
+  if (rows.empty()) return absl::NotFoundError(absl::StrCat(what, " \"", id, "\" not found"));
+  return rows[0][0];
+}
+
+absl::StatusOr<DocPage> ListDocs(Store& store, absl::string_view table,
+                                 const std::vector<Condition>& conditions,
+                                 const std::string& page_token, int requested_page_size) {
+  JC_ASSIGN_OR_RETURN(int page_size, NormalizePageSize(requested_page_size));
+  JC_ASSIGN_OR_RETURN(std::string after, DecodePageToken(page_token));
+  std::string sql = absl::StrCat("SELECT id, doc FROM ", table, " WHERE id > $1");
+  Params params{after};
+  for (const Condition& c : conditions) {
+    params.push_back(c.value);
+    absl::StrAppend(&sql, " AND ",
+                    absl::StrReplaceAll(c.sql, {{"$?", absl::StrCat("$", params.size())}}));
+  }
+  // One row more than asked tells whether another page exists.
+  params.push_back(int64_t{page_size + 1});
+  absl::StrAppend(&sql, " ORDER BY id LIMIT $", params.size());
+  JC_ASSIGN_OR_RETURN(Rows rows, store.Query(sql, params));
+  DocPage page;
+  for (size_t i = 0; i < rows.size() && static_cast<int>(i) < page_size; ++i) {
+    page.docs.push_back(std::move(rows[i][1]));
+  }
+  if (static_cast<int>(rows.size()) > page_size) {
+    page.next_page_token = EncodePageToken(*rows[page_size - 1][0]);
+  }
+  return page;
+}
+
+}  // namespace jc::store

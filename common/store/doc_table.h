@@ -1,0 +1,48 @@
+#pragma once
+
+// Helpers for tables that keep one resource per row as a JSON document next to an `id`
+// key and the columns that lists filter on.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/store/doc.h"
+#include "common/store/store.h"
+
+namespace jc::store {
+
+// Reads the document with `id`; NotFound says "<what> "<id>" not found".
+absl::StatusOr<std::optional<std::string>> LoadDocText(Transaction& txn, absl::string_view table,
+                                                       absl::string_view what,
+                                                       const std::string& id,
+                                                       absl::string_view lock_suffix);
+
+template <typename Message>
+absl::StatusOr<Message> LoadDoc(Transaction& txn, absl::string_view table, absl::string_view what,
+                                const std::string& id, absl::string_view lock_suffix = "") {
+  auto text = LoadDocText(txn, table, what, id, lock_suffix);
+  if (!text.ok()) return text.status();
+  return DecodeDoc<Message>(*text);
+}
+
+// A filter of a list: `sql` holds "$?" where the value's placeholder goes,
+// e.g. {"region = $?", "north"}.
+struct Condition {
+  std::string sql;
+  SqlValue value;
+};
+
+struct DocPage {
+  std::vector<std::optional<std::string>> docs;
+  std::string next_page_token;
+};
+
+// One page of documents ordered by id, after the page token, matching every condition.
+absl::StatusOr<DocPage> ListDocs(Store& store, absl::string_view table,
+                                 const std::vector<Condition>& conditions,
+                                 const std::string& page_token, int requested_page_size);
+
+}  // namespace jc::store

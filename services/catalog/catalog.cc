@@ -1,0 +1,440 @@
+#include "services/catalog/catalog.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/quantity.h"
+#include "common/status_macros.h"
+#include "common/store/doc_table.h"
+#include "common/timestamp.h"
+#include "common/update_mask.h"
+#include "common/validate.h"
+
+namespace jc::catalog {
+namespace {
+
+const std::vector<std::string>& SpecMutableFields() {
+  static const auto* f = new std::vector<std::string>{
+      "resource_spec_name", "resource_quantity", "service_type", "price",
+      "computing_center_list"};
+  return *f;
+}
+
+const std::vector<std::string>& ImageMutableFields() {
+  static const auto* f = new std::vector<std::string>{"name", "ai_center_id", "base_os",
+                                                      "framework", "resource_spec"};
+  return *f;
+}
+
+const std::set<std::string>& ServiceTypes() {
+  static const auto* s = new std::set<std::string>{"interactive", "batch", "streaming"};
+  return *s;
+}
+
+// The spec's centers, sorted and without duplicates.
+std::vector<std::string> SortedCenters(const v1::ResourceSpec& spec) {
+  std::vector<std::string> ids = SplitList(spec.computing_center_list());
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+absl::Status CheckPrice(int32_t price) {
+  if (price < 0) return absl::InvalidArgumentError(absl::StrCat("price must not be negative (got ", price, ")"));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Demand> SpecDemand(const v1::ResourceSpec& spec) {
+  if (spec.resource_quantity().empty()) {
+    return absl::InvalidArgumentError(
+        "resource_quantity is required, e.g. {\"cpu\":\"1\",\"memory\":\"2Gi\",\"gpu\":\"1\"}");
+  }
+  Demand d;
+  for (const auto& [name, text] : spec.resource_quantity()) {
+    JC_RETURN_IF_ERROR(CheckRequiredText("resource_quantity key", name));
+    auto q = Quantity::Parse(text);
+    if (!q.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("resource_quantity[\"", name, "\"]: ", q.status().message()));
+    }
+    auto units = [&]() -> absl::StatusOr<int32_t> {
+      int64_t v = name == "memory"    ? q->CeilMebibytes()
+                  : name == "storage" ? q->CeilGibibytes()
+                                      : q->CeilUnits();
+      if (v > std::numeric_limits<int32_t>::max()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("resource_quantity[\"", name, "\"] = ", text, " is too large"));
+      }
+      return static_cast<int32_t>(v);
+    };
+    auto& t = d.table2;
+    if (name == "cpu") {
+      JC_ASSIGN_OR_RETURN(int32_t v, units());
+      t.set_cpu(v);
+    } else if (name == "gpu") {
+      JC_ASSIGN_OR_RETURN(int32_t v, units());
+      t.set_gpu(v);
+    } else if (name == "npu") {
+      JC_ASSIGN_OR_RETURN(int32_t v, units());
+      t.set_npu(v);
+    } else if (name == "mlu") {
+      JC_ASSIGN_OR_RETURN(int32_t v, units());
+      t.set_mlu(v);
+    } else if (name == "memory") {
+      JC_ASSIGN_OR_RETURN(int32_t v, units());
+      t.set_memory(v);
+    } else if (name == "storage") {
+      JC_ASSIGN_OR_RETURN(int32_t v, units());
+      t.set_storage(v);
+    } else if (name == "user_define") {
+      JC_ASSIGN_OR_RETURN(int32_t v, units());
+      t.set_user_define(v);
+    } else {
+      d.other[name] = q->milli();
+    }
+  }
+  return d;
+}
+
+absl::Status ValidateSpec(const v1::ResourceSpec& spec) {
+  JC_RETURN_IF_ERROR(CheckId("resource_spec_id", spec.resource_spec_id()));
+  JC_RETURN_IF_ERROR(CheckRequiredText("resource_spec_name", spec.resource_spec_name()));
+  JC_RETURN_IF_ERROR(SpecDemand(spec).status());
+  JC_RETURN_IF_ERROR(CheckRequiredText("service_type", spec.service_type()));
+  for (const std::string& type : SplitList(spec.service_type())) {
+    if (!ServiceTypes().count(type)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "service_type \"", type, "\" is not one of interactive, batch, streaming"));
+    }
+  }
+  JC_RETURN_IF_ERROR(CheckPrice(spec.price()));
+  for (const std::string& center : SplitList(spec.computing_center_list())) {
+    JC_RETURN_IF_ERROR(CheckId("computing_center_list entry", center));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateImage(const v1::Image& image) {
+  JC_RETURN_IF_ERROR(CheckId("image_id", image.image_id()));
+  JC_RETURN_IF_ERROR(CheckRequiredText("name", image.name()));
+  JC_RETURN_IF_ERROR(CheckId("ai_center_id", image.ai_center_id()));
+  JC_RETURN_IF_ERROR(CheckOptionalText("base_os.base_os", image.base_os().base_os()));
+  JC_RETURN_IF_ERROR(CheckOptionalText("base_os.cuda_version", image.base_os().cuda_version()));
+  JC_RETURN_IF_ERROR(CheckOptionalText("framework", image.framework(), 255));
+  for (const std::string& spec : SplitList(image.resource_spec())) {
+    JC_RETURN_IF_ERROR(CheckId("resource_spec entry", spec));
+  }
+  return absl::OkStatus();
+}
+
+int32_t InstancesThatFit(const Demand& demand, const v1::ComputingResources& cap,
+                         std::string* why) {
+  const auto& d = demand.table2;
+  const std::tuple<const char*, int32_t, int32_t> rows[] = {
+      {"cpu", d.cpu(), cap.cpu()},         {"gpu", d.gpu(), cap.gpu()},
+      {"npu", d.npu(), cap.npu()},         {"mlu", d.mlu(), cap.mlu()},
+      {"memory", d.memory(), cap.memory()}, {"storage", d.storage(), cap.storage()},
+      {"user_define", d.user_define(), cap.user_define()}};
+  int64_t fit = std::numeric_limits<int32_t>::max();
+  for (const auto& [name, need, have] : rows) {
+    if (need <= 0) continue;
+    int64_t n = have / need;
+    if (n == 0 && why != nullptr && why->empty()) {
+      *why = absl::StrCat("needs ", need, " ", name, ", center has ", have);
+    }
+    fit = std::min(fit, n);
+  }
+  return static_cast<int32_t>(fit);
+}
+
+Catalog::Catalog(store::Store* store, const Clock* clock, registry::CenterDirectory* centers)
+    : store_(store), clock_(clock), centers_(centers) {}
+
+absl::StatusOr<std::vector<std::string>> Catalog::CheckCenters(v1::ResourceSpec* spec) {
+  std::vector<std::string> ids = SortedCenters(*spec);
+  for (const std::string& id : ids) {
+    auto center = centers_->GetCenter(id);
+    if (absl::IsNotFound(center.status())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("computing_center_list names unknown center \"", id, "\""));
+    }
+    JC_RETURN_IF_ERROR(center.status());
+  }
+  spec->set_computing_center_list(JoinList(ids));
+  return ids;
+}
+
+absl::StatusOr<v1::ResourceSpec> Catalog::CreateSpec(v1::ResourceSpec spec) {
+  JC_RETURN_IF_ERROR(ValidateSpec(spec));
+  JC_ASSIGN_OR_RETURN(std::vector<std::string> centers, CheckCenters(&spec));
+  auto now = ToTimestamp(clock_->Now());
+  *spec.mutable_created_at() = now;
+  *spec.mutable_updated_at() = now;
+  JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(spec));
+  JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+  auto inserted = txn->Exec("INSERT INTO resource_specs (id, service_type, doc) VALUES ($1, $2, $3)",
+                            {spec.resource_spec_id(), spec.service_type(), doc});
+  if (absl::IsAlreadyExists(inserted.status())) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("resource spec \"", spec.resource_spec_id(), "\" already exists"));
+  }
+  JC_RETURN_IF_ERROR(inserted.status());
+  for (const std::string& center : centers) {
+    JC_RETURN_IF_ERROR(txn->Exec("INSERT INTO spec_centers (spec_id, center_id) VALUES ($1, $2)",
+                                 {spec.resource_spec_id(), center})
+                           .status());
+  }
+  JC_RETURN_IF_ERROR(txn->Commit());
+  return spec;
+}
+
+absl::StatusOr<v1::ResourceSpec> Catalog::GetSpec(const std::string& id) {
+  JC_RETURN_IF_ERROR(CheckId("resource_spec_id", id));
+  JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+  return store::LoadDoc<v1::ResourceSpec>(*txn, "resource_specs", "resource spec", id);
+}
+
+absl::StatusOr<v1::ResourceSpec> Catalog::UpdateSpec(const v1::ResourceSpec& patch,
+                                                     const google::protobuf::FieldMask& mask) {
+  JC_RETURN_IF_ERROR(CheckId("resource_spec_id", patch.resource_spec_id()));
+  // Centers are checked before the transaction opens: the directory may call the
+  // registry, which must not wait on a transaction this call holds.
+  JC_ASSIGN_OR_RETURN(v1::ResourceSpec draft, GetSpec(patch.resource_spec_id()));
+  JC_RETURN_IF_ERROR(ApplyUpdate(patch, mask, SpecMutableFields(), {"resource_spec_id"}, &draft));
+  JC_RETURN_IF_ERROR(ValidateSpec(draft));
+  JC_ASSIGN_OR_RETURN(std::vector<std::string> centers, CheckCenters(&draft));
+
+  JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+  JC_ASSIGN_OR_RETURN(v1::ResourceSpec spec,
+                      store::LoadDoc<v1::ResourceSpec>(*txn, "resource_specs", "resource spec",
+                                                       patch.resource_spec_id(),
+                                                       store_->for_update()));
+  JC_RETURN_IF_ERROR(ApplyUpdate(patch, mask, SpecMutableFields(), {"resource_spec_id"}, &spec));
+  if (SortedCenters(spec) != centers) {
+    return absl::AbortedError("the spec's center list changed during the update; retry");
+  }
+  spec.set_computing_center_list(draft.computing_center_list());
+  *spec.mutable_updated_at() = ToTimestamp(clock_->Now());
+  JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(spec));
+  JC_RETURN_IF_ERROR(txn->Exec("UPDATE resource_specs SET service_type = $2, doc = $3 WHERE id = $1",
+                               {spec.resource_spec_id(), spec.service_type(), doc})
+                         .status());
+  // Keep per-center prices of centers that stay; drop the rows of centers removed.
+  JC_ASSIGN_OR_RETURN(store::Rows existing,
+                      txn->Query("SELECT center_id FROM spec_centers WHERE spec_id = $1",
+                                 {spec.resource_spec_id()}));
+  std::set<std::string> had;
+  for (const auto& row : existing) had.insert(*row[0]);
+  for (const std::string& center : had) {
+    if (std::find(centers.begin(), centers.end(), center) == centers.end()) {
+      JC_RETURN_IF_ERROR(txn->Exec("DELETE FROM spec_centers WHERE spec_id = $1 AND center_id = $2",
+                                   {spec.resource_spec_id(), center})
+                             .status());
+    }
+  }
+  for (const std::string& center : centers) {
+    if (had.count(center)) continue;
+    JC_RETURN_IF_ERROR(txn->Exec("INSERT INTO spec_centers (spec_id, center_id) VALUES ($1, $2)",
+                                 {spec.resource_spec_id(), center})
+                           .status());
+  }
+  JC_RETURN_IF_ERROR(txn->Commit());
+  return spec;
+}
+
+absl::Status Catalog::DeleteSpec(const std::string& id) {
+  JC_RETURN_IF_ERROR(CheckId("resource_spec_id", id));
+  JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+  JC_ASSIGN_OR_RETURN(int64_t n, txn->Exec("DELETE FROM resource_specs WHERE id = $1", {id}));
+  if (n == 0) return absl::NotFoundError(absl::StrCat("resource spec \"", id, "\" not found"));
+  JC_RETURN_IF_ERROR(txn->Exec("DELETE FROM spec_centers WHERE spec_id = $1", {id}).status());
+  return txn->Commit();
+}
+
+absl::StatusOr<v1::ListResourceSpecsResponse> Catalog::ListSpecs(
+    const v1::ListResourceSpecsRequest& req) {
+  std::vector<store::Condition> where;
+  if (!req.ai_center_id().empty()) {
+    where.push_back({"id IN (SELECT spec_id FROM spec_centers WHERE center_id = $?)",
+                     req.ai_center_id()});
+  }
+  if (!req.service_type().empty()) {
+    // service_type holds a comma list; match whole items only.
+    where.push_back({"(',' || service_type || ',') LIKE $?",
+                     absl::StrCat("%,", req.service_type(), ",%")});
+  }
+  JC_ASSIGN_OR_RETURN(store::DocPage page, store::ListDocs(*store_, "resource_specs", where,
+                                                          req.page_token(), req.page_size()));
+  v1::ListResourceSpecsResponse out;
+  for (const auto& doc : page.docs) {
+    JC_ASSIGN_OR_RETURN(*out.add_specs(), store::DecodeDoc<v1::ResourceSpec>(doc));
+  }
+  out.set_next_page_token(page.next_page_token);
+  return out;
+}
+
+absl::StatusOr<v1::SpecCenterOffer> Catalog::MakeOffer(const v1::ResourceSpec& spec,
+                                                       const std::string& center_id,
+                                                       std::optional<int32_t> price) {
+  v1::SpecCenterOffer offer;
+  offer.set_resource_spec_id(spec.resource_spec_id());
+  offer.set_ai_center_id(center_id);
+  offer.set_price(price.value_or(spec.price()));
+  auto center = centers_->GetCenter(center_id);
+  if (absl::IsNotFound(center.status())) {
+    offer.set_reason("center is no longer registered");
+    return offer;
+  }
+  JC_RETURN_IF_ERROR(center.status());
+  offer.set_center_status(center->status());
+  JC_ASSIGN_OR_RETURN(Demand demand, SpecDemand(spec));
+  std::string why;
+  offer.set_capacity_instances(InstancesThatFit(demand, center->capacity(), &why));
+  if (offer.capacity_instances() == 0) {
+    offer.set_reason(why);
+  } else if (center->status() != 1) {
+    offer.set_reason(center->status() == 0 ? "center is unavailable" : "center status is unknown");
+  } else {
+    offer.set_can_run(true);
+  }
+  return offer;
+}
+
+absl::StatusOr<v1::SpecCenterOffer> Catalog::SetSpecCenterPrice(
+    const v1::SetSpecCenterPriceRequest& req) {
+  JC_RETURN_IF_ERROR(CheckId("resource_spec_id", req.resource_spec_id()));
+  JC_RETURN_IF_ERROR(CheckId("ai_center_id", req.ai_center_id()));
+  JC_RETURN_IF_ERROR(CheckPrice(req.price()));
+  JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+  JC_ASSIGN_OR_RETURN(v1::ResourceSpec spec,
+                      store::LoadDoc<v1::ResourceSpec>(*txn, "resource_specs", "resource spec",
+                                                       req.resource_spec_id()));
+  JC_ASSIGN_OR_RETURN(int64_t n, txn->Exec("UPDATE spec_centers SET price = $3 "
+                                           "WHERE spec_id = $1 AND center_id = $2",
+                                           {req.resource_spec_id(), req.ai_center_id(),
+                                            int64_t{req.price()}}));
+  if (n == 0) {
+    return absl::NotFoundError(absl::StrCat("resource spec \"", req.resource_spec_id(),
+                                            "\" is not offered by center \"", req.ai_center_id(),
+                                            "\"; add the center to computing_center_list first"));
+  }
+  JC_RETURN_IF_ERROR(txn->Commit());
+  return MakeOffer(spec, req.ai_center_id(), req.price());
+}
+
+absl::StatusOr<v1::ListSpecCenterOffersResponse> Catalog::ListOffers(
+    const v1::ListSpecCenterOffersRequest& req) {
+  if (req.resource_spec_id().empty() == req.ai_center_id().empty()) {
+    return absl::InvalidArgumentError("give exactly one of resource_spec_id and ai_center_id");
+  }
+  store::Rows rows;
+  if (!req.resource_spec_id().empty()) {
+    JC_RETURN_IF_ERROR(GetSpec(req.resource_spec_id()).status());
+    JC_ASSIGN_OR_RETURN(rows, store_->Query("SELECT spec_id, center_id, price FROM spec_centers "
+                                            "WHERE spec_id = $1 ORDER BY center_id",
+                                            {req.resource_spec_id()}));
+  } else {
+    JC_RETURN_IF_ERROR(CheckId("ai_center_id", req.ai_center_id()));
+    JC_ASSIGN_OR_RETURN(rows, store_->Query("SELECT spec_id, center_id, price FROM spec_centers "
+                                            "WHERE center_id = $1 ORDER BY spec_id",
+                                            {req.ai_center_id()}));
+  }
+  v1::ListSpecCenterOffersResponse out;
+  for (const auto& row : rows) {
+    JC_ASSIGN_OR_RETURN(v1::ResourceSpec spec, GetSpec(*row[0]));
+    std::optional<int32_t> price;
+    if (row[2].has_value()) price = std::stoi(*row[2]);
+    JC_ASSIGN_OR_RETURN(*out.add_offers(), MakeOffer(spec, *row[1], price));
+  }
+  return out;
+}
+
+absl::Status Catalog::CheckImageReferences(v1::Image* image) {
+  auto center = centers_->GetCenter(image->ai_center_id());
+  if (absl::IsNotFound(center.status())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ai_center_id names unknown center \"", image->ai_center_id(), "\""));
+  }
+  JC_RETURN_IF_ERROR(center.status());
+  std::vector<std::string> specs = SplitList(image->resource_spec());
+  for (const std::string& spec : specs) {
+    auto found = GetSpec(spec);
+    if (absl::IsNotFound(found.status())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("resource_spec names unknown resource spec \"", spec, "\""));
+    }
+    JC_RETURN_IF_ERROR(found.status());
+  }
+  image->set_resource_spec(JoinList(specs));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Image> Catalog::CreateImage(v1::Image image) {
+  JC_RETURN_IF_ERROR(ValidateImage(image));
+  JC_RETURN_IF_ERROR(CheckImageReferences(&image));
+  auto now = ToTimestamp(clock_->Now());
+  *image.mutable_created_at() = now;
+  *image.mutable_updated_at() = now;
+  JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(image));
+  auto inserted = store_->Exec("INSERT INTO images (id, center_id, framework, doc) "
+                               "VALUES ($1, $2, $3, $4)",
+                               {image.image_id(), image.ai_center_id(), image.framework(), doc});
+  if (absl::IsAlreadyExists(inserted.status())) {
+    return absl::AlreadyExistsError(absl::StrCat("image \"", image.image_id(), "\" already exists"));
+  }
+  JC_RETURN_IF_ERROR(inserted.status());
+  return image;
+}
+
+absl::StatusOr<v1::Image> Catalog::GetImage(const std::string& id) {
+  JC_RETURN_IF_ERROR(CheckId("image_id", id));
+  JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+  return store::LoadDoc<v1::Image>(*txn, "images", "image", id);
+}
+
+absl::StatusOr<v1::Image> Catalog::UpdateImage(const v1::Image& patch,
+                                               const google::protobuf::FieldMask& mask) {
+  JC_RETURN_IF_ERROR(CheckId("image_id", patch.image_id()));
+  JC_ASSIGN_OR_RETURN(v1::Image image, GetImage(patch.image_id()));
+  JC_RETURN_IF_ERROR(ApplyUpdate(patch, mask, ImageMutableFields(), {"image_id"}, &image));
+  JC_RETURN_IF_ERROR(ValidateImage(image));
+  JC_RETURN_IF_ERROR(CheckImageReferences(&image));
+  *image.mutable_updated_at() = ToTimestamp(clock_->Now());
+  JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(image));
+  JC_ASSIGN_OR_RETURN(int64_t n,
+                      store_->Exec("UPDATE images SET center_id = $2, framework = $3, doc = $4 "
+                                   "WHERE id = $1",
+                                   {image.image_id(), image.ai_center_id(), image.framework(), doc}));
+  if (n == 0) return absl::NotFoundError(absl::StrCat("image \"", image.image_id(), "\" not found"));
+  return image;
+}
+
+absl::Status Catalog::DeleteImage(const std::string& id) {
+  JC_RETURN_IF_ERROR(CheckId("image_id", id));
+  JC_ASSIGN_OR_RETURN(int64_t n, store_->Exec("DELETE FROM images WHERE id = $1", {id}));
+  if (n == 0) return absl::NotFoundError(absl::StrCat("image \"", id, "\" not found"));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::ListImagesResponse> Catalog::ListImages(const v1::ListImagesRequest& req) {
+  std::vector<store::Condition> where;
+  if (!req.ai_center_id().empty()) where.push_back({"center_id = $?", req.ai_center_id()});
+  if (!req.framework().empty()) {
+    where.push_back({"(',' || framework || ',') LIKE $?", absl::StrCat("%,", req.framework(), ",%")});
+  }
+  JC_ASSIGN_OR_RETURN(store::DocPage page,
+                      store::ListDocs(*store_, "images", where, req.page_token(), req.page_size()));
+  v1::ListImagesResponse out;
+  for (const auto& doc : page.docs) {
+    JC_ASSIGN_OR_RETURN(*out.add_images(), store::DecodeDoc<v1::Image>(doc));
+  }
+  out.set_next_page_token(page.next_page_token);
+  return out;
+}
+
+}  // namespace jc::catalog

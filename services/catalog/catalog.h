@@ -1,0 +1,69 @@
+#pragma once
+
+// Resource-spec catalog with its spec x center mapping (standard 6.1.2, Table 3) and
+// the image catalog (6.2, Table 5). Domain logic only: no gRPC types here.
+
+#include "absl/status/statusor.h"
+#include "common/clock.h"
+#include "common/store/store.h"
+#include "jointcloud/v1/catalog.pb.h"
+#include "services/registry/center_directory.h"
+
+namespace jc::catalog {
+
+namespace v1 = ::jointcloud::v1;
+
+// What one instance of a spec needs, in the units of Table 2 (cores, devices, MB, GB).
+// Resources outside Table 2 are kept by name in `other` (milli-units).
+struct Demand {
+  v1::ComputingResources table2;
+  std::map<std::string, int64_t> other;
+};
+
+// Parses and checks `resource_quantity`; InvalidArgument names the bad entry.
+absl::StatusOr<Demand> SpecDemand(const v1::ResourceSpec& spec);
+// Checks every field of a spec except the centers it names.
+absl::Status ValidateSpec(const v1::ResourceSpec& spec);
+absl::Status ValidateImage(const v1::Image& image);
+
+// How many instances of `demand` fit in `capacity`; 0 when one does not fit, in which
+// case `why` says which resource is short.
+int32_t InstancesThatFit(const Demand& demand, const v1::ComputingResources& capacity,
+                         std::string* why);
+
+class Catalog {
+ public:
+  Catalog(store::Store* store, const Clock* clock, registry::CenterDirectory* centers);
+
+  absl::StatusOr<v1::ResourceSpec> CreateSpec(v1::ResourceSpec spec);
+  absl::StatusOr<v1::ResourceSpec> GetSpec(const std::string& id);
+  absl::StatusOr<v1::ResourceSpec> UpdateSpec(const v1::ResourceSpec& patch,
+                                              const google::protobuf::FieldMask& mask);
+  absl::Status DeleteSpec(const std::string& id);
+  absl::StatusOr<v1::ListResourceSpecsResponse> ListSpecs(const v1::ListResourceSpecsRequest& req);
+
+  absl::StatusOr<v1::SpecCenterOffer> SetSpecCenterPrice(const v1::SetSpecCenterPriceRequest& req);
+  absl::StatusOr<v1::ListSpecCenterOffersResponse> ListOffers(
+      const v1::ListSpecCenterOffersRequest& req);
+
+  absl::StatusOr<v1::Image> CreateImage(v1::Image image);
+  absl::StatusOr<v1::Image> GetImage(const std::string& id);
+  absl::StatusOr<v1::Image> UpdateImage(const v1::Image& patch,
+                                        const google::protobuf::FieldMask& mask);
+  absl::Status DeleteImage(const std::string& id);
+  absl::StatusOr<v1::ListImagesResponse> ListImages(const v1::ListImagesRequest& req);
+
+ private:
+  // Normalizes the spec's center list and checks that every center is registered.
+  absl::StatusOr<std::vector<std::string>> CheckCenters(v1::ResourceSpec* spec);
+  absl::Status CheckImageReferences(v1::Image* image);
+  absl::StatusOr<v1::SpecCenterOffer> MakeOffer(const v1::ResourceSpec& spec,
+                                                const std::string& center_id,
+                                                std::optional<int32_t> price);
+
+  store::Store* store_;
+  const Clock* clock_;
+  registry::CenterDirectory* centers_;
+};
+
+}  // namespace jc::catalog

@@ -1,0 +1,72 @@
+#include "services/catalog/catalog_service.h"
+
+#include "common/grpc_status.h"
+#include "jointcloud/v1/catalog.grpc.pb.h"
+
+namespace jc::catalog {
+namespace {
+
+using grpc::ServerContext;
+using grpc::Status;
+
+class CatalogService final : public v1::CatalogService::Service {
+ public:
+  explicit CatalogService(Catalog* catalog) : c_(catalog) {}
+
+  Status CreateResourceSpec(ServerContext*, const v1::CreateResourceSpecRequest* req,
+                            v1::ResourceSpec* resp) override {
+    return Reply(c_->CreateSpec(req->spec()), resp);
+  }
+  Status GetResourceSpec(ServerContext*, const v1::GetResourceSpecRequest* req,
+                         v1::ResourceSpec* resp) override {
+    return Reply(c_->GetSpec(req->resource_spec_id()), resp);
+  }
+  Status UpdateResourceSpec(ServerContext*, const v1::UpdateResourceSpecRequest* req,
+                            v1::ResourceSpec* resp) override {
+    return Reply(c_->UpdateSpec(req->spec(), req->update_mask()), resp);
+  }
+  Status DeleteResourceSpec(ServerContext*, const v1::DeleteResourceSpecRequest* req,
+                            google::protobuf::Empty*) override {
+    return ToGrpcStatus(c_->DeleteSpec(req->resource_spec_id()));
+  }
+  Status ListResourceSpecs(ServerContext*, const v1::ListResourceSpecsRequest* req,
+                           v1::ListResourceSpecsResponse* resp) override {
+    return Reply(c_->ListSpecs(*req), resp);
+  }
+  Status SetSpecCenterPrice(ServerContext*, const v1::SetSpecCenterPriceRequest* req,
+                            v1::SpecCenterOffer* resp) override {
+    return Reply(c_->SetSpecCenterPrice(*req), resp);
+  }
+  Status ListSpecCenterOffers(ServerContext*, const v1::ListSpecCenterOffersRequest* req,
+                              v1::ListSpecCenterOffersResponse* resp) override {
+    return Reply(c_->ListOffers(*req), resp);
+  }
+  Status CreateImage(ServerContext*, const v1::CreateImageRequest* req, v1::Image* resp) override {
+    return Reply(c_->CreateImage(req->image()), resp);
+  }
+  Status GetImage(ServerContext*, const v1::GetImageRequest* req, v1::Image* resp) override {
+    return Reply(c_->GetImage(req->image_id()), resp);
+  }
+  Status UpdateImage(ServerContext*, const v1::UpdateImageRequest* req, v1::Image* resp) override {
+    return Reply(c_->UpdateImage(req->image(), req->update_mask()), resp);
+  }
+  Status DeleteImage(ServerContext*, const v1::DeleteImageRequest* req,
+                     google::protobuf::Empty*) override {
+    return ToGrpcStatus(c_->DeleteImage(req->image_id()));
+  }
+  Status ListImages(ServerContext*, const v1::ListImagesRequest* req,
+                    v1::ListImagesResponse* resp) override {
+    return Reply(c_->ListImages(*req), resp);
+  }
+
+ private:
+  Catalog* c_;
+};
+
+}  // namespace
+
+std::unique_ptr<grpc::Service> MakeCatalogService(Catalog* catalog) {
+  return std::make_unique<CatalogService>(catalog);
+}
+
+}  // namespace jc::catalog

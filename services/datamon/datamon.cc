@@ -1,0 +1,221 @@
+#include "services/datamon/datamon.h"
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "common/store/doc_table.h"
+#include "common/timestamp.h"
+#include "common/update_mask.h"
+#include "common/validate.h"
+#include "services/datamon/source_selection.h"
+
+namespace jc::datamon {
+namespace {
+
+const std::vector<std::string>& MutableFields() {
+  static const auto* f =
+      new std::vector<std::string>{"created_user", "location", "is_private", "size_mb"};
+  return *f;
+}
+
+absl::Status CheckKey(const v1::DatasetKey& key) {
+  JC_RETURN_IF_ERROR(CheckId("data_name", key.data_name()));
+  return CheckId("data_version", key.data_version());
+}
+
+v1::DatasetKey KeyOf(const v1::Dataset& d) {
+  v1::DatasetKey key;
+  key.set_data_name(d.data_name());
+  key.set_data_version(d.data_version());
+  return key;
+}
+
+// Names and versions are URL-safe ids, so "/" cannot occur in either half.
+std::string RowId(const v1::DatasetKey& key) {
+  return absl::StrCat(key.data_name(), "/", key.data_version());
+}
+
+std::string Describe(const v1::DatasetKey& key) {
+  return absl::StrCat("dataset ", key.data_name(), ":", key.data_version());
+}
+
+}  // namespace
+
+absl::Status ValidateDataset(const v1::Dataset& d) {
+  JC_RETURN_IF_ERROR(CheckKey(KeyOf(d)));
+  JC_RETURN_IF_ERROR(CheckOptionalText("created_user", d.created_user()));
+  if (d.size_mb() < 0) return absl::InvalidArgumentError("size_mb must not be negative");
+  std::set<std::string> seen;
+  for (int i = 0; i < d.location_size(); ++i) {
+    const auto& l = d.location(i);
+    std::string at = absl::StrCat("location[", i, "].");
+    JC_RETURN_IF_ERROR(CheckId(at + "ai_center_id", l.ai_center_id()));
+    if (!seen.insert(l.ai_center_id()).second) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "location lists center \"", l.ai_center_id(), "\" twice; one entry per center"));
+    }
+    JC_RETURN_IF_ERROR(CheckRequiredText(at + "dataset_url", l.dataset_url(), 1024));
+    if (l.access() != "r" && l.access() != "rw" && l.access() != "none") {
+      return absl::InvalidArgumentError(
+          absl::StrCat(at, "access must be \"r\", \"rw\" or \"none\"; got \"", l.access(), "\""));
+    }
+    if (l.download_rate_limit() < 0 || l.concurrency_limit() < 0 || l.current_downloads() < 0 ||
+        l.download_cost() < 0 || l.download_state().succeeded() < 0 ||
+        l.download_state().interrupted() < 0 || l.download_state().failed() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          at, "download_rate_limit, concurrency_limit, current_downloads, download_cost and "
+              "download_state counts must not be negative"));
+    }
+    JC_RETURN_IF_ERROR(CheckOptionalText(at + "network_topology", l.network_topology(), 255));
+  }
+  return absl::OkStatus();
+}
+
+Datamon::Datamon(store::Store* store, const Clock* clock, registry::CenterDirectory* centers,
+                 std::map<std::string, double> weights)
+    : store_(store), clock_(clock), centers_(centers), weights_(std::move(weights)) {}
+
+absl::Status Datamon::CheckLocations(const v1::Dataset& dataset) {
+  for (const auto& l : dataset.location()) {
+    auto center = centers_->GetCenter(l.ai_center_id());
+    if (absl::IsNotFound(center.status())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("location names unknown center \"", l.ai_center_id(), "\""));
+    }
+    JC_RETURN_IF_ERROR(center.status());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Datamon::SaveLocations(store::Transaction& txn, const std::string& id,
+                                    const v1::Dataset& dataset) {
+  JC_RETURN_IF_ERROR(txn.Exec("DELETE FROM dataset_locations WHERE dataset_id = $1", {id}).status());
+  for (const auto& l : dataset.location()) {
+    JC_RETURN_IF_ERROR(txn.Exec("INSERT INTO dataset_locations (dataset_id, center_id) "
+                                "VALUES ($1, $2)",
+                                {id, l.ai_center_id()})
+                           .status());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Dataset> Datamon::Create(v1::Dataset dataset) {
+  JC_RETURN_IF_ERROR(ValidateDataset(dataset));
+  JC_RETURN_IF_ERROR(CheckLocations(dataset));
+  auto now = ToTimestamp(clock_->Now());
+  *dataset.mutable_created_at() = now;
+  *dataset.mutable_updated_at() = now;
+  std::string id = RowId(KeyOf(dataset));
+  JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(dataset));
+  JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+  auto inserted = txn->Exec("INSERT INTO datasets (id, data_name, created_user, doc) "
+                            "VALUES ($1, $2, $3, $4)",
+                            {id, dataset.data_name(), dataset.created_user(), doc});
+  if (absl::IsAlreadyExists(inserted.status())) {
+    return absl::AlreadyExistsError(absl::StrCat(Describe(KeyOf(dataset)), " already exists"));
+  }
+  JC_RETURN_IF_ERROR(inserted.status());
+  JC_RETURN_IF_ERROR(SaveLocations(*txn, id, dataset));
+  JC_RETURN_IF_ERROR(txn->Commit());
+  return dataset;
+}
+
+absl::StatusOr<v1::Dataset> Datamon::Get(const v1::DatasetKey& key) {
+  JC_RETURN_IF_ERROR(CheckKey(key));
+  JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+  auto found = store::LoadDoc<v1::Dataset>(*txn, "datasets", "dataset", RowId(key));
+  if (absl::IsNotFound(found.status())) {
+    return absl::NotFoundError(absl::StrCat(Describe(key), " not found"));
+  }
+  return found;
+}
+
+absl::StatusOr<v1::Dataset> Datamon::Update(const v1::Dataset& patch,
+                                            const google::protobuf::FieldMask& mask) {
+  v1::DatasetKey key = KeyOf(patch);
+  JC_ASSIGN_OR_RETURN(v1::Dataset dataset, Get(key));
+  JC_RETURN_IF_ERROR(
+      ApplyUpdate(patch, mask, MutableFields(), {"data_name", "data_version"}, &dataset));
+  JC_RETURN_IF_ERROR(ValidateDataset(dataset));
+  JC_RETURN_IF_ERROR(CheckLocations(dataset));
+  *dataset.mutable_updated_at() = ToTimestamp(clock_->Now());
+  JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(dataset));
+  std::string id = RowId(key);
+  JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+  JC_ASSIGN_OR_RETURN(int64_t n, txn->Exec("UPDATE datasets SET created_user = $2, doc = $3 "
+                                           "WHERE id = $1",
+                                           {id, dataset.created_user(), doc}));
+  if (n == 0) return absl::NotFoundError(absl::StrCat(Describe(key), " not found"));
+  JC_RETURN_IF_ERROR(SaveLocations(*txn, id, dataset));
+  JC_RETURN_IF_ERROR(txn->Commit());
+  return dataset;
+}
+
+absl::Status Datamon::Delete(const v1::DatasetKey& key) {
+  JC_RETURN_IF_ERROR(CheckKey(key));
+  std::string id = RowId(key);
+  JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+  JC_ASSIGN_OR_RETURN(int64_t n, txn->Exec("DELETE FROM datasets WHERE id = $1", {id}));
+  if (n == 0) return absl::NotFoundError(absl::StrCat(Describe(key), " not found"));
+  JC_RETURN_IF_ERROR(txn->Exec("DELETE FROM dataset_locations WHERE dataset_id = $1", {id}).status());
+  return txn->Commit();
+}
+
+absl::StatusOr<v1::ListDatasetsResponse> Datamon::List(const v1::ListDatasetsRequest& req) {
+  std::vector<store::Condition> where;
+  if (!req.data_name().empty()) where.push_back({"data_name = $?", req.data_name()});
+  if (!req.created_user().empty()) where.push_back({"created_user = $?", req.created_user()});
+  if (!req.ai_center_id().empty()) {
+    where.push_back({"id IN (SELECT dataset_id FROM dataset_locations WHERE center_id = $?)",
+                     req.ai_center_id()});
+  }
+  JC_ASSIGN_OR_RETURN(store::DocPage page,
+                      store::ListDocs(*store_, "datasets", where, req.page_token(), req.page_size()));
+  v1::ListDatasetsResponse out;
+  for (const auto& doc : page.docs) {
+    JC_ASSIGN_OR_RETURN(*out.add_datasets(), store::DecodeDoc<v1::Dataset>(doc));
+  }
+  out.set_next_page_token(page.next_page_token);
+  return out;
+}
+
+absl::StatusOr<v1::SelectMigrationSourcesResponse> Datamon::SelectSources(
+    const v1::SelectMigrationSourcesRequest& req) {
+  JC_RETURN_IF_ERROR(CheckId("target_center_id", req.target_center_id()));
+  SelectionInput in;
+  in.weights = weights_;
+  for (const auto& [name, w] : req.weights()) {
+    if (!in.weights.count(name)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown migration evaluator \"", name,
+          "\"; known: least_load, least_time, topology_affinity, success_rate, rate_limit"));
+    }
+    if (!(w >= 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("weight of \"", name, "\" must be a non-negative number"));
+    }
+    in.weights[name] = w;
+  }
+  JC_ASSIGN_OR_RETURN(in.dataset, Get(req.key()));
+  auto target = centers_->GetCenter(req.target_center_id());
+  if (absl::IsNotFound(target.status())) {
+    return absl::NotFoundError(
+        absl::StrCat("target center \"", req.target_center_id(), "\" not found"));
+  }
+  JC_RETURN_IF_ERROR(target.status());
+  in.target_center_id = req.target_center_id();
+  in.target_topology =
+      req.target_topology().empty() ? target->network_topology() : req.target_topology();
+  for (const auto& l : in.dataset.location()) {
+    auto center = centers_->GetCenter(l.ai_center_id());
+    if (center.ok()) {
+      in.centers[l.ai_center_id()] = {true, center->status()};
+    } else if (!absl::IsNotFound(center.status())) {
+      return center.status();
+    }
+  }
+  return datamon::SelectSources(in);
+}
+
+}  // namespace jc::datamon

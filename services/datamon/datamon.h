@@ -1,0 +1,48 @@
+#pragma once
+
+// Data monitor (standard 6.3.1, Table 6): datasets and where each center keeps them;
+// and migration source selection (6.3.2) over that. Domain logic only.
+
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "common/clock.h"
+#include "common/store/store.h"
+#include "jointcloud/v1/datamon.pb.h"
+#include "services/registry/center_directory.h"
+
+namespace jc::datamon {
+
+namespace v1 = ::jointcloud::v1;
+
+absl::Status ValidateDataset(const v1::Dataset& dataset);
+
+class Datamon {
+ public:
+  // `weights` are the configured evaluator weights (complete; see DefaultWeights()).
+  Datamon(store::Store* store, const Clock* clock, registry::CenterDirectory* centers,
+          std::map<std::string, double> weights);
+
+  absl::StatusOr<v1::Dataset> Create(v1::Dataset dataset);
+  absl::StatusOr<v1::Dataset> Get(const v1::DatasetKey& key);
+  absl::StatusOr<v1::Dataset> Update(const v1::Dataset& patch,
+                                     const google::protobuf::FieldMask& mask);
+  absl::Status Delete(const v1::DatasetKey& key);
+  absl::StatusOr<v1::ListDatasetsResponse> List(const v1::ListDatasetsRequest& req);
+
+  absl::StatusOr<v1::SelectMigrationSourcesResponse> SelectSources(
+      const v1::SelectMigrationSourcesRequest& req);
+
+ private:
+  absl::Status CheckLocations(const v1::Dataset& dataset);
+  absl::Status SaveLocations(store::Transaction& txn, const std::string& id,
+                             const v1::Dataset& dataset);
+
+  store::Store* store_;
+  const Clock* clock_;
+  registry::CenterDirectory* centers_;
+  std::map<std::string, double> weights_;
+};
+
+}  // namespace jc::datamon

@@ -1,0 +1,172 @@
+#include <catch2/catch.hpp>
+
+#include "services/catalog/catalog.h"
+#include "services/registry/registry.h"
+#include "tests/testing/fixtures.h"
+#include "tests/testing/test_store.h"
+
+namespace v1 = jointcloud::v1;
+using jc::testing::MakeCenter;
+using jc::testing::MakeSpec;
+
+namespace {
+
+struct Fixture {
+  std::unique_ptr<jc::store::Store> store = jc::testing::MakeTestStore();
+  jc::FakeClock clock;
+  jc::registry::Registry registry{store.get(), &clock, {}};
+  std::unique_ptr<jc::registry::CenterDirectory> dir =
+      jc::registry::MakeLocalCenterDirectory(&registry);
+  jc::catalog::Catalog catalog{store.get(), &clock, dir.get()};
+
+  Fixture() {
+    REQUIRE(registry.Create(MakeCenter("c1")).ok());
+    auto small = MakeCenter("c2");
+    small.mutable_capacity()->set_gpu(0);
+    REQUIRE(registry.Create(small).ok());
+    REQUIRE(registry.Heartbeat("c1", true).ok());
+    REQUIRE(registry.Heartbeat("c2", true).ok());
+  }
+};
+
+}  // namespace
+
+TEST_CASE("resource specs keep their quantities and centers", "[A2]") {
+  Fixture f;
+  auto created = f.catalog.CreateSpec(MakeSpec("gpu-small", "c2，c1, c1"));
+  REQUIRE(created.ok());
+  CHECK(created->computing_center_list() == "c1,c2");
+  auto got = f.catalog.GetSpec("gpu-small");
+  REQUIRE(got.ok());
+  CHECK(got->resource_quantity().at("memory") == "16Gi");
+
+  v1::ListResourceSpecsRequest by_center;
+  by_center.set_ai_center_id("c2");
+  CHECK(f.catalog.ListSpecs(by_center)->specs_size() == 1);
+  by_center.set_ai_center_id("c3");
+  CHECK(f.catalog.ListSpecs(by_center)->specs_size() == 0);
+  v1::ListResourceSpecsRequest by_type;
+  by_type.set_service_type("interactive");
+  CHECK(f.catalog.ListSpecs(by_type)->specs_size() == 0);
+  by_type.set_service_type("batch");
+  CHECK(f.catalog.ListSpecs(by_type)->specs_size() == 1);
+
+  v1::ResourceSpec patch;
+  patch.set_resource_spec_id("gpu-small");
+  patch.set_computing_center_list("c1");
+  google::protobuf::FieldMask mask;
+  mask.add_paths("computing_center_list");
+  REQUIRE(f.catalog.UpdateSpec(patch, mask).ok());
+  by_center.set_ai_center_id("c2");
+  CHECK(f.catalog.ListSpecs(by_center)->specs_size() == 0);
+
+  REQUIRE(f.catalog.DeleteSpec("gpu-small").ok());
+  CHECK(absl::IsNotFound(f.catalog.GetSpec("gpu-small").status()));
+}
+
+TEST_CASE("bad specs are refused with the reason and nothing is written", "[A2][C5]") {
+  Fixture f;
+  auto expect = [&](v1::ResourceSpec spec, absl::StatusCode code, const std::string& needle) {
+    auto r = f.catalog.CreateSpec(spec);
+    INFO(needle << " -> " << r.status());
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == code);
+    CHECK(std::string(r.status().message()).find(needle) != std::string::npos);
+  };
+  auto s = MakeSpec("s", "c1");
+  (*s.mutable_resource_quantity())["memory"] = "2Gx";
+  expect(s, absl::StatusCode::kInvalidArgument, "2Gx");
+  s = MakeSpec("s", "c1");
+  (*s.mutable_resource_quantity())["cpu"] = "-1";
+  expect(s, absl::StatusCode::kInvalidArgument, "negative");
+  s = MakeSpec("s", "c1");
+  s.mutable_resource_quantity()->clear();
+  expect(s, absl::StatusCode::kInvalidArgument, "resource_quantity is required");
+  expect(MakeSpec("s", "c1,ghost"), absl::StatusCode::kInvalidArgument, "unknown center \"ghost\"");
+  s = MakeSpec("s", "c1");
+  s.set_service_type("batch,cron");
+  expect(s, absl::StatusCode::kInvalidArgument, "cron");
+  s = MakeSpec("s", "c1");
+  s.set_price(-5);
+  expect(s, absl::StatusCode::kInvalidArgument, "price");
+  expect(MakeSpec(std::string(64, 's'), "c1"), absl::StatusCode::kInvalidArgument, "64 bytes");
+  CHECK(f.catalog.ListSpecs({})->specs_size() == 0);
+
+  REQUIRE(f.catalog.CreateSpec(MakeSpec("s", "c1")).ok());
+  expect(MakeSpec("s", "c2"), absl::StatusCode::kAlreadyExists, "already exists");
+  CHECK(f.catalog.GetSpec("s")->computing_center_list() == "c1");
+}
+
+TEST_CASE("the spec x center map says who can run a spec and at what price", "[A2]") {
+  Fixture f;
+  REQUIRE(f.catalog.CreateSpec(MakeSpec("gpu1", "c1,c2")).ok());
+  v1::SetSpecCenterPriceRequest price;
+  price.set_resource_spec_id("gpu1");
+  price.set_ai_center_id("c1");
+  price.set_price(7);
+  auto offer = f.catalog.SetSpecCenterPrice(price);
+  REQUIRE(offer.ok());
+  CHECK(offer->price() == 7);
+
+  v1::ListSpecCenterOffersRequest req;
+  req.set_resource_spec_id("gpu1");
+  auto offers = f.catalog.ListOffers(req);
+  REQUIRE(offers.ok());
+  REQUIRE(offers->offers_size() == 2);
+  const auto& c1 = offers->offers(0);
+  CHECK(c1.ai_center_id() == "c1");
+  CHECK(c1.can_run());
+  CHECK(c1.price() == 7);
+  CHECK(c1.capacity_instances() == 8);  // 8 GPUs, one per instance
+  const auto& c2 = offers->offers(1);
+  CHECK_FALSE(c2.can_run());
+  CHECK(c2.price() == 10);  // the spec's own price
+  CHECK(c2.reason().find("gpu") != std::string::npos);
+
+  price.set_ai_center_id("elsewhere");
+  CHECK(absl::IsNotFound(f.catalog.SetSpecCenterPrice(price).status()));
+  price.set_ai_center_id("c1");
+  price.set_price(-1);
+  CHECK(absl::IsInvalidArgument(f.catalog.SetSpecCenterPrice(price).status()));
+}
+
+TEST_CASE("images belong to a registered center and name known specs", "[A4]") {
+  Fixture f;
+  REQUIRE(f.catalog.CreateSpec(MakeSpec("gpu1", "c1")).ok());
+  v1::Image img;
+  img.set_image_id("pytorch-2");
+  img.set_name("PyTorch 2.1");
+  img.set_ai_center_id("c1");
+  img.mutable_base_os()->set_base_os("ubuntu22.04");
+  img.mutable_base_os()->set_cuda_version("12.1");
+  img.set_framework("PyTorch");
+  img.set_resource_spec("gpu1");
+  REQUIRE(f.catalog.CreateImage(img).ok());
+  CHECK(f.catalog.GetImage("pytorch-2")->base_os().cuda_version() == "12.1");
+  CHECK(absl::IsAlreadyExists(f.catalog.CreateImage(img).status()));
+
+  v1::ListImagesRequest by_framework;
+  by_framework.set_framework("PyTorch");
+  CHECK(f.catalog.ListImages(by_framework)->images_size() == 1);
+  by_framework.set_framework("TensorFlow");
+  CHECK(f.catalog.ListImages(by_framework)->images_size() == 0);
+
+  auto bad = img;
+  bad.set_image_id("x");
+  bad.set_ai_center_id("ghost");
+  CHECK(absl::IsInvalidArgument(f.catalog.CreateImage(bad).status()));
+  bad.set_ai_center_id("c1");
+  bad.set_resource_spec("nope");
+  CHECK(absl::IsInvalidArgument(f.catalog.CreateImage(bad).status()));
+  CHECK(absl::IsNotFound(f.catalog.GetImage("x").status()));
+
+  v1::Image patch;
+  patch.set_image_id("pytorch-2");
+  patch.set_framework("PyTorch,TensorFlow");
+  google::protobuf::FieldMask mask;
+  mask.add_paths("framework");
+  REQUIRE(f.catalog.UpdateImage(patch, mask).ok());
+  CHECK(f.catalog.ListImages(by_framework)->images_size() == 1);
+  REQUIRE(f.catalog.DeleteImage("pytorch-2").ok());
+  CHECK(absl::IsNotFound(f.catalog.DeleteImage("pytorch-2")));
+}
