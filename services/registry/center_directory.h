@@ -3,6 +3,7 @@
 // How other services look centers up: directly when the registry runs in the same
 // library (tests), or over gRPC (RegistryClient) in the server.
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -29,7 +30,9 @@ class CenterDirectory {
 // Calls a Registry object in the same process.
 std::unique_ptr<CenterDirectory> MakeLocalCenterDirectory(Registry* registry);
 
-// Calls jointcloud.v1.RegistryService over `channel` (in-process or remote).
-std::unique_ptr<CenterDirectory> MakeGrpcCenterDirectory(std::shared_ptr<grpc::Channel> channel);
+// Calls jointcloud.v1.RegistryService over the channel `channel_source` returns (asked on
+// first use, so an in-process channel can be made after the server starts).
+std::unique_ptr<CenterDirectory> MakeGrpcCenterDirectory(
+    std::function<std::shared_ptr<grpc::Channel>()> channel_source);
 
 }  // namespace jc::registry

@@ -207,6 +207,17 @@ absl::StatusOr<int> Registry::Heartbeat(const std::string& id, bool healthy) {
   return center.status();
 }
 
+absl::StatusOr<std::array<int, 3>> Registry::CountByStatus() {
+  JC_ASSIGN_OR_RETURN(store::Rows rows,
+                      store_->Query("SELECT status, COUNT(*) FROM centers GROUP BY status"));
+  std::array<int, 3> counts{0, 0, 0};
+  for (const auto& row : rows) {
+    int status = std::stoi(*row[0]);
+    if (status >= 0 && status < 3) counts[status] = std::stoi(*row[1]);
+  }
+  return counts;
+}
+
 absl::StatusOr<int> Registry::SweepHealth() {
   // Status lives in the store so every replica and every restart agree on it; the
   // sweep reads the ids and statuses only (no documents) to stay cheap.

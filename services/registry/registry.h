@@ -3,6 +3,7 @@
 // The center registry (standard 6.1.1, Tables 1-2) and its health-derived status
 // (6.5 elastic awareness). Domain logic only: no gRPC types here.
 
+#include <array>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -52,6 +53,9 @@ class Registry {
   // Moves centers whose heartbeats stopped to unknown, then unavailable. Called
   // periodically by the server; returns how many centers changed.
   absl::StatusOr<int> SweepHealth();
+
+  // How many centers have each status: index 0 unavailable, 1 available, 2 unknown.
+  absl::StatusOr<std::array<int, 3>> CountByStatus();
 
   EventLog<v1::CenterEvent>& events() { return events_; }
 

@@ -1,5 +1,7 @@
 #include <grpcpp/grpcpp.h>
 
+#include <mutex>
+
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "jointcloud/v1/registry.grpc.pb.h"
@@ -10,8 +12,8 @@ namespace {
 
 class GrpcCenterDirectory final : public CenterDirectory {
  public:
-  explicit GrpcCenterDirectory(std::shared_ptr<grpc::Channel> channel)
-      : stub_(v1::RegistryService::NewStub(std::move(channel))) {}
+  explicit GrpcCenterDirectory(std::function<std::shared_ptr<grpc::Channel>()> channel_source)
+      : channel_source_(std::move(channel_source)) {}
 
   absl::StatusOr<v1::Center> GetCenter(const std::string& id) override {
     grpc::ClientContext ctx;
@@ -19,7 +21,7 @@ class GrpcCenterDirectory final : public CenterDirectory {
     v1::GetCenterRequest req;
     req.set_ai_center_id(id);
     v1::Center center;
-    grpc::Status status = stub_->GetCenter(&ctx, req, &center);
+    grpc::Status status = stub()->GetCenter(&ctx, req, &center);
     if (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
         status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
       return absl::UnavailableError(
@@ -30,13 +32,21 @@ class GrpcCenterDirectory final : public CenterDirectory {
   }
 
  private:
+  v1::RegistryService::Stub* stub() {
+    std::call_once(once_, [this] { stub_ = v1::RegistryService::NewStub(channel_source_()); });
+    return stub_.get();
+  }
+
+  std::function<std::shared_ptr<grpc::Channel>()> channel_source_;
+  std::once_flag once_;
   std::unique_ptr<v1::RegistryService::Stub> stub_;
 };
 
 }  // namespace
 
-std::unique_ptr<CenterDirectory> MakeGrpcCenterDirectory(std::shared_ptr<grpc::Channel> channel) {
-  return std::make_unique<GrpcCenterDirectory>(std::move(channel));
+std::unique_ptr<CenterDirectory> MakeGrpcCenterDirectory(
+    std::function<std::shared_ptr<grpc::Channel>()> channel_source) {
+  return std::make_unique<GrpcCenterDirectory>(std::move(channel_source));
 }
 
 }  // namespace jc::registry

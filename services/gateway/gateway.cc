@@ -1,0 +1,162 @@
+#include "services/gateway/gateway.h"
+
+#include <httplib.h>
+#include <prometheus/counter.h>
+#include <prometheus/histogram.h>
+#include <prometheus/text_serializer.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <regex>
+
+#include "absl/strings/str_cat.h"
+#include "common/rest_envelope.h"
+#include "services/gateway/openapi.h"
+
+namespace jc::gateway {
+namespace {
+
+constexpr char kJson[] = "application/json";
+
+// "/openapi/v1/centers/{ai_center_id}" -> "/openapi/v1/centers/([^/]+)".
+std::string PathRegex(const std::string& path) {
+  static const std::regex kParam(R"(\\\{[^}]+\\\})");
+  std::string escaped = std::regex_replace(path, std::regex(R"([.^$|()\[\]*+?\\{}])"), R"(\$&)");
+  return std::regex_replace(escaped, kParam, "([^/]+)");
+}
+
+}  // namespace
+
+Gateway::Gateway(std::vector<Route> routes, GatewayOptions options,
+                 std::shared_ptr<prometheus::Registry> metrics,
+                 std::function<absl::Status()> readiness)
+    : routes_(std::move(routes)),
+      options_(options),
+      metrics_(std::move(metrics)),
+      readiness_(std::move(readiness)),
+      server_(std::make_unique<httplib::Server>()) {
+  openapi_ = BuildOpenApi(routes_, options_.version);
+  Install();
+}
+
+Gateway::~Gateway() { Stop(); }
+
+void Gateway::Install() {
+  httplib::Server& s = *server_;
+  // cpp-httplib's defaults manage about 16 requests/s on loopback (Nagle + delayed ACK
+  // and 5 requests per connection); these settings are what make it fast.
+  s.set_tcp_nodelay(true);
+  s.set_keep_alive_max_count(options_.keep_alive_max_requests);
+  s.set_keep_alive_timeout(options_.keep_alive_timeout_seconds);
+  s.set_payload_max_length(options_.max_body_bytes);
+  s.set_read_timeout(30, 0);
+  s.set_write_timeout(30, 0);
+  int threads = options_.worker_threads;
+  s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+
+  auto& requests = prometheus::BuildCounter()
+                       .Name("jc_http_requests_total")
+                       .Help("REST requests served, by route and HTTP status")
+                       .Register(*metrics_);
+  auto& latency = prometheus::BuildHistogram()
+                      .Name("jc_http_request_duration_seconds")
+                      .Help("REST request latency, by route")
+                      .Register(*metrics_);
+
+  for (const Route& route : routes_) {
+    auto* histogram = &latency.Add({{"method", route.method}, {"route", route.path}},
+                                   prometheus::Histogram::BucketBoundaries{
+                                       0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                       0.25, 0.5, 1, 2.5});
+    auto handler = [&route, histogram, &requests](const httplib::Request& req,
+                                                  httplib::Response& res) {
+      auto start = std::chrono::steady_clock::now();
+      std::vector<std::string> params;
+      for (size_t i = 1; i < req.matches.size(); ++i) params.push_back(req.matches[i].str());
+      RestResult result = route.handler(req, params);
+      res.status = HttpStatusFor(result.status.code());
+      res.set_content(MakeEnvelope(result.status, result.data_json), kJson);
+      histogram->Observe(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      requests.Add({{"method", route.method}, {"route", route.path},
+                    {"code", std::to_string(res.status)}})
+          .Increment();
+      if (!result.status.ok() && res.status >= 500) {
+        spdlog::warn("rest {} {} -> {}: {}", req.method, req.path, res.status,
+                     result.status.ToString());
+      }
+    };
+    std::string pattern = PathRegex(route.path);
+    if (route.method == "GET") s.Get(pattern, handler);
+    else if (route.method == "POST") s.Post(pattern, handler);
+    else if (route.method == "PUT") s.Put(pattern, handler);
+    else if (route.method == "PATCH") s.Patch(pattern, handler);
+    else if (route.method == "DELETE") s.Delete(pattern, handler);
+  }
+
+  s.Get("/openapi/v1/openapi.json", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(openapi_, kJson);
+  });
+  s.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(MakeEnvelope(absl::OkStatus(), R"({"healthy":true})"), kJson);
+  });
+  s.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
+    absl::Status ready = readiness_ ? readiness_() : absl::OkStatus();
+    if (!ready.ok()) ready = absl::UnavailableError(absl::StrCat("not ready: ", ready.message()));
+    res.status = HttpStatusFor(ready.code());
+    res.set_content(MakeEnvelope(ready, R"({"ready":true})"), kJson);
+  });
+  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    prometheus::TextSerializer serializer;
+    res.set_content(serializer.Serialize(metrics_->Collect()), "text/plain; version=0.0.4");
+  });
+
+  // Whatever httplib answers on its own (no route, 413 body too large, 400 unparsable
+  // request) still gets the envelope, so clients parse one shape of error.
+  s.set_error_handler(httplib::Server::HandlerWithResponse(
+      [](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    std::string message;
+    switch (res.status) {
+      case 404: message = absl::StrCat("no route for ", req.method, " ", req.path); break;
+      case 413: message = "request body is larger than the limit"; break;
+      case 400: message = "malformed HTTP request (a POST or PUT needs a body, even {})"; break;
+      default: message = absl::StrCat("HTTP ", res.status);
+    }
+    res.set_content(MakeHttpErrorEnvelope(res.status, message), kJson);
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  s.set_exception_handler([](const httplib::Request& req, httplib::Response& res,
+                             std::exception_ptr ep) {
+    std::string what = "unknown error";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    spdlog::error("rest {} {} threw: {}", req.method, req.path, what);
+    res.status = 500;
+    res.set_content(MakeHttpErrorEnvelope(500, "internal error"), kJson);
+  });
+}
+
+absl::StatusOr<int> Gateway::Bind(const std::string& host, int port) {
+  int bound = port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
+  if (bound < 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", host, ":", port,
+                                               " (in use, or not a local address)"));
+  }
+  return bound;
+}
+
+void Gateway::Start() {
+  thread_ = std::thread([this] { server_->listen_after_bind(); });
+}
+
+void Gateway::Stop() {
+  if (server_) server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace jc::gateway

@@ -1,0 +1,59 @@
+#pragma once
+
+// The REST gateway: serves the routes over HTTP/1.1 (cpp-httplib) with the standard's
+// envelope, plus /openapi/v1/openapi.json, /metrics, /healthz and /readyz.
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <prometheus/registry.h>
+
+#include "absl/status/statusor.h"
+#include "services/gateway/route.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace jc::gateway {
+
+struct GatewayOptions {
+  int worker_threads = 8;
+  size_t max_body_bytes = 1 << 20;  // larger bodies get 413
+  size_t keep_alive_max_requests = 100000;
+  int keep_alive_timeout_seconds = 60;
+  std::string version = "0.1.0";
+};
+
+class Gateway {
+ public:
+  // `readiness` is asked on every /readyz; OK means ready to take traffic.
+  Gateway(std::vector<Route> routes, GatewayOptions options,
+          std::shared_ptr<prometheus::Registry> metrics, std::function<absl::Status()> readiness);
+  ~Gateway();
+
+  // Binds host:port (port 0 picks a free one) and returns the port.
+  absl::StatusOr<int> Bind(const std::string& host, int port);
+  // Serves on a background thread until Stop().
+  void Start();
+  void Stop();
+
+  const std::vector<Route>& routes() const { return routes_; }
+  const std::string& openapi() const { return openapi_; }
+
+ private:
+  void Install();
+
+  std::vector<Route> routes_;
+  GatewayOptions options_;
+  std::shared_ptr<prometheus::Registry> metrics_;
+  std::function<absl::Status()> readiness_;
+  std::string openapi_;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+};
+
+}  // namespace jc::gateway

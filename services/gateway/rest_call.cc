@@ -1,0 +1,47 @@
+#include "services/gateway/rest_call.h"
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace jc::gateway {
+
+absl::Status ParseBody(const httplib::Request& request, google::protobuf::Message* message,
+                       google::protobuf::FieldMask* mask) {
+  if (request.body.empty()) {
+    return absl::InvalidArgumentError("request body is required (a JSON object)");
+  }
+  nlohmann::json doc = nlohmann::json::parse(request.body, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return absl::InvalidArgumentError("malformed JSON body");
+  if (!doc.is_object()) return absl::InvalidArgumentError("request body must be a JSON object");
+  JC_RETURN_IF_ERROR(JsonToProto(request.body, message));
+  if (mask != nullptr) {
+    const auto* desc = message->GetDescriptor();
+    for (const auto& item : doc.items()) {
+      const auto* field = desc->FindFieldByName(item.key());
+      for (int i = 0; field == nullptr && i < desc->field_count(); ++i) {
+        if (desc->field(i)->json_name() == item.key()) field = desc->field(i);
+      }
+      if (field != nullptr) mask->add_paths(field->name());
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status QueryInt(const httplib::Request& request, const std::string& name, int32_t* out) {
+  if (!request.has_param(name.c_str())) return absl::OkStatus();
+  std::string value = request.get_param_value(name.c_str());
+  if (!absl::SimpleAtoi(value, out)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("query parameter ", name, " must be an integer; got \"", value, "\""));
+  }
+  return absl::OkStatus();
+}
+
+std::string QueryString(const httplib::Request& request, const std::string& name) {
+  return request.has_param(name.c_str()) ? request.get_param_value(name.c_str()) : std::string();
+}
+
+}  // namespace jc::gateway

@@ -1,0 +1,64 @@
+#pragma once
+
+// Glue shared by the route files: parse a JSON body into a message, read query
+// parameters, and call a unary RPC turning its outcome into a RestResult.
+
+#include <chrono>
+#include <string>
+
+#include <google/protobuf/field_mask.pb.h>
+#include <grpcpp/channel.h>
+#include <grpcpp/client_context.h>
+#include <httplib.h>
+
+#include "absl/status/statusor.h"
+#include "common/grpc_status.h"
+#include "common/json_proto.h"
+#include "services/gateway/route.h"
+
+namespace jc::gateway {
+
+inline constexpr auto kRpcTimeout = std::chrono::seconds(30);
+
+// Parses the request body into `message`. With `mask` set, also records the top-level
+// fields the body names, so PATCH changes exactly those.
+absl::Status ParseBody(const httplib::Request& request, google::protobuf::Message* message,
+                       google::protobuf::FieldMask* mask = nullptr);
+
+// Reads an optional integer query parameter into *out (left alone when absent).
+absl::Status QueryInt(const httplib::Request& request, const std::string& name, int32_t* out);
+std::string QueryString(const httplib::Request& request, const std::string& name);
+
+// Reads page_size and page_token into a List request.
+template <typename Req>
+absl::Status ReadPaging(const httplib::Request& request, Req* req) {
+  req->set_page_token(QueryString(request, "page_token"));
+  int32_t size = 0;
+  absl::Status s = QueryInt(request, "page_size", &size);
+  req->set_page_size(size);
+  return s;
+}
+
+template <typename Stub, typename Req, typename Resp>
+RestResult CallUnary(Stub* stub,
+                     grpc::Status (Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
+                     const Req& req, JsonNames names, bool with_data = true) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + kRpcTimeout);
+  Resp resp;
+  grpc::Status status = (stub->*method)(&ctx, req, &resp);
+  if (!status.ok()) return {FromGrpcStatus(status), ""};
+  if (!with_data) return {absl::OkStatus(), ""};
+  auto json = ProtoToJson(resp, names);
+  if (!json.ok()) return {json.status(), ""};
+  return {absl::OkStatus(), std::move(json).value()};
+}
+
+// Routes a body-less request: the status of `s` or the result of `fn`.
+template <typename Fn>
+RestResult IfOk(const absl::Status& s, Fn&& fn) {
+  if (!s.ok()) return {s, ""};
+  return fn();
+}
+
+}  // namespace jc::gateway

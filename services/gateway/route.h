@@ -1,0 +1,48 @@
+#pragma once
+
+// A REST route of the gateway: its HTTP shape (for serving and for the OpenAPI
+// document, which is generated from the same table so the two cannot drift apart) and the
+// handler that turns the request into a gRPC call.
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <google/protobuf/descriptor.h>
+
+#include "absl/status/status.h"
+#include "common/json_proto.h"
+
+namespace httplib {
+struct Request;
+}
+
+namespace jc::gateway {
+
+struct RestResult {
+  absl::Status status;
+  std::string data_json;  // protobuf JSON of the envelope's data; empty for none
+};
+
+struct QueryParam {
+  std::string name;
+  std::string type;  // "string" or "integer"
+  std::string description;
+};
+
+using RestHandler = std::function<RestResult(const httplib::Request& request,
+                                             const std::vector<std::string>& path_params)>;
+
+struct Route {
+  std::string method;  // GET, POST, PUT, PATCH, DELETE
+  std::string path;    // OpenAPI template: /openapi/v1/centers/{ai_center_id}
+  std::string tag;
+  std::string summary;
+  const google::protobuf::Descriptor* body = nullptr;  // request body schema, if any
+  const google::protobuf::Descriptor* data = nullptr;  // envelope data schema, if any
+  JsonNames names = JsonNames::kSnakeCase;
+  std::vector<QueryParam> query;
+  RestHandler handler;
+};
+
+}  // namespace jc::gateway

@@ -1,0 +1,19 @@
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "services/gateway/route.h"
+
+namespace grpc {
+class Channel;
+}
+
+namespace jc::gateway {
+
+// REST routes per northbound service, each calling its gRPC service over `channel`.
+std::vector<Route> RegistryRoutes(std::shared_ptr<grpc::Channel> channel);
+std::vector<Route> CatalogRoutes(std::shared_ptr<grpc::Channel> channel);
+std::vector<Route> DatamonRoutes(std::shared_ptr<grpc::Channel> channel);
+
+}  // namespace jc::gateway

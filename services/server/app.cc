@@ -1,0 +1,195 @@
+#include "services/server/app.h"
+
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <prometheus/gauge.h>
+#include <spdlog/spdlog.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/status_macros.h"
+#include "services/catalog/catalog.h"
+#include "services/catalog/catalog_service.h"
+#include "services/datamon/datamon.h"
+#include "services/datamon/datamon_service.h"
+#include "services/datamon/source_selection.h"
+#include "services/gateway/routes.h"
+#include "services/registry/registry_service.h"
+
+namespace jc::server {
+
+const std::vector<std::string>& KnownServices() {
+  static const auto* names = new std::vector<std::string>{"registry", "catalog", "datamon", "gateway"};
+  return *names;
+}
+
+absl::StatusOr<std::set<std::string>> ParseServices(const std::string& list) {
+  std::set<std::string> out;
+  for (absl::string_view item : absl::StrSplit(list, ',', absl::SkipWhitespace())) {
+    std::string name(absl::StripAsciiWhitespace(item));
+    if (name == "all") {
+      out.insert(KnownServices().begin(), KnownServices().end());
+      continue;
+    }
+    if (std::find(KnownServices().begin(), KnownServices().end(), name) == KnownServices().end()) {
+      return absl::InvalidArgumentError(absl::StrCat("--services: unknown service \"", name,
+                                                     "\"; known: all, ",
+                                                     absl::StrJoin(KnownServices(), ", ")));
+    }
+    out.insert(name);
+  }
+  if (out.empty()) return absl::InvalidArgumentError("--services is empty; use all or a list");
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
+  std::unique_ptr<App> app(new App());
+  app->options_ = std::move(options);
+  AppOptions& o = app->options_;
+  app->metrics_ = std::make_shared<prometheus::Registry>();
+  auto has = [&](const char* name) { return o.services.count(name) > 0; };
+  bool needs_store = has("registry") || has("catalog") || has("datamon");
+  bool serves_grpc = needs_store;
+
+  if (needs_store) {
+    if (o.store != nullptr) {
+      app->store_ = std::move(o.store);
+    } else {
+      JC_ASSIGN_OR_RETURN(app->store_, store::OpenStore(o.store_uri));
+    }
+    spdlog::info("store backend={} ready", std::string(app->store_->backend()));
+  }
+
+  // Services that need the registry reach it over gRPC: in-process when it runs here.
+  App* self = app.get();
+  if (has("catalog") || has("datamon")) {
+    if (has("registry")) {
+      app->centers_ = registry::MakeGrpcCenterDirectory([self] { return self->channel_; });
+    } else {
+      if (o.registry_address.empty()) {
+        return absl::InvalidArgumentError(
+            "catalog and datamon need the registry: run it here (--services) or name it with "
+            "--registry_address");
+      }
+      auto channel = grpc::CreateChannel(o.registry_address, grpc::InsecureChannelCredentials());
+      app->centers_ = registry::MakeGrpcCenterDirectory([channel] { return channel; });
+    }
+  }
+
+  if (has("registry")) {
+    app->registry_ = std::make_unique<registry::Registry>(app->store_.get(), o.clock, o.registry);
+    app->grpc_services_.push_back(registry::MakeRegistryService(app->registry_.get()));
+  }
+  if (has("catalog")) {
+    app->catalog_ = std::make_unique<catalog::Catalog>(app->store_.get(), o.clock, app->centers_.get());
+    app->grpc_services_.push_back(catalog::MakeCatalogService(app->catalog_.get()));
+  }
+  if (has("datamon")) {
+    auto weights = o.migration_weights.empty() ? datamon::DefaultWeights() : o.migration_weights;
+    app->datamon_ = std::make_unique<datamon::Datamon>(app->store_.get(), o.clock,
+                                                       app->centers_.get(), weights);
+    app->grpc_services_.push_back(datamon::MakeDatamonService(app->datamon_.get()));
+  }
+
+  if (serves_grpc) {
+    grpc::EnableDefaultHealthCheckService(true);
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(o.grpc_address, grpc::InsecureServerCredentials(), &app->grpc_port_);
+    for (auto& service : app->grpc_services_) builder.RegisterService(service.get());
+    // Bounded threads: a burst of calls queues instead of spawning without limit.
+    grpc::ResourceQuota quota("jointcloud");
+    quota.SetMaxThreads(64);
+    builder.SetResourceQuota(quota);
+    app->grpc_server_ = builder.BuildAndStart();
+    if (app->grpc_server_ == nullptr || app->grpc_port_ == 0) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot serve gRPC on ", o.grpc_address, " (in use, or not a local address)"));
+    }
+    app->channel_ = app->grpc_server_->InProcessChannel(grpc::ChannelArguments());
+    spdlog::info("grpc listening on port {} services={}", app->grpc_port_,
+                 absl::StrJoin(o.services, ","));
+  }
+
+  if (has("gateway")) {
+    std::shared_ptr<grpc::Channel> upstream = app->channel_;
+    if (!serves_grpc) {
+      if (o.upstream_address.empty()) {
+        return absl::InvalidArgumentError(
+            "a gateway without local services needs --upstream_address (a jointcloud gRPC server)");
+      }
+      upstream = grpc::CreateChannel(o.upstream_address, grpc::InsecureChannelCredentials());
+      app->channel_ = upstream;
+    }
+    std::vector<gateway::Route> routes;
+    for (auto make : {gateway::RegistryRoutes, gateway::CatalogRoutes, gateway::DatamonRoutes}) {
+      auto more = make(upstream);
+      routes.insert(routes.end(), std::make_move_iterator(more.begin()),
+                    std::make_move_iterator(more.end()));
+    }
+    app->gateway_ = std::make_unique<gateway::Gateway>(std::move(routes), o.gateway, app->metrics_,
+                                                       [self] { return self->Ready(); });
+    JC_ASSIGN_OR_RETURN(app->rest_port_, app->gateway_->Bind(o.rest_host, o.rest_port));
+    app->gateway_->Start();
+    spdlog::info("rest listening on http://{}:{}", o.rest_host, app->rest_port_);
+  }
+
+  if (app->registry_ != nullptr) app->sweeper_ = std::thread([self] { self->SweepLoop(); });
+  return app;
+}
+
+absl::Status App::Ready() {
+  if (store_ != nullptr) JC_RETURN_IF_ERROR(store_->Ping());
+  if (grpc_server_ == nullptr && channel_ != nullptr) {
+    auto state = channel_->GetState(/*try_to_connect=*/true);
+    if (state != GRPC_CHANNEL_READY &&
+        !channel_->WaitForConnected(std::chrono::system_clock::now() +
+                                    std::chrono::milliseconds(200))) {
+      return absl::UnavailableError(
+          absl::StrCat("upstream ", options_.upstream_address, " is not reachable"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void App::SweepLoop() {
+  auto& family = prometheus::BuildGauge()
+                     .Name("jc_centers")
+                     .Help("Registered centers by status (Table 1)")
+                     .Register(*metrics_);
+  prometheus::Gauge* by_status[3] = {&family.Add({{"status", "unavailable"}}),
+                                     &family.Add({{"status", "available"}}),
+                                     &family.Add({{"status", "unknown"}})};
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    lock.unlock();
+    auto swept = registry_->SweepHealth();
+    if (!swept.ok()) spdlog::warn("health sweep failed: {}", swept.status().ToString());
+    auto counts = registry_->CountByStatus();
+    if (counts.ok()) {
+      for (int s = 0; s < 3; ++s) by_status[s]->Set((*counts)[s]);
+    }
+    lock.lock();
+    cv_.wait_for(lock, absl::ToChronoNanoseconds(options_.health_sweep_interval),
+                 [&] { return stopping_; });
+  }
+}
+
+void App::Shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (gateway_ != nullptr) gateway_->Stop();
+  if (registry_ != nullptr) registry_->events().Close();
+  if (grpc_server_ != nullptr) {
+    grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  }
+  if (sweeper_.joinable()) sweeper_.join();
+}
+
+App::~App() { Shutdown(); }
+
+}  // namespace jc::server

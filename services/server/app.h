@@ -1,0 +1,100 @@
+#pragma once
+
+// Wires the services one `jointcloud` process runs: the store, the gRPC server with the
+// chosen northbound services, in-process channels between them, the REST gateway and the
+// background health sweep. main() and the integration tests share it.
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include <prometheus/registry.h>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "common/store/store.h"
+#include "services/gateway/gateway.h"
+#include "services/registry/center_directory.h"
+#include "services/registry/registry.h"
+
+namespace grpc {
+class Server;
+class Channel;
+class Service;
+}  // namespace grpc
+
+namespace jc::catalog {
+class Catalog;
+}
+namespace jc::datamon {
+class Datamon;
+}
+
+namespace jc::server {
+
+// Every service name --services accepts, in start order.
+const std::vector<std::string>& KnownServices();
+// Parses "all" or a comma list; unknown names are InvalidArgument.
+absl::StatusOr<std::set<std::string>> ParseServices(const std::string& list);
+
+struct AppOptions {
+  std::set<std::string> services;
+  std::string grpc_address = "127.0.0.1:50051";  // port 0 picks a free one
+  std::string rest_host = "127.0.0.1";
+  int rest_port = 8080;  // 0 picks a free one
+  // Store: an open one (tests), or a URI to open.
+  std::unique_ptr<store::Store> store;
+  std::string store_uri;
+  // Where services not in this process live (host:port of a jointcloud gRPC server).
+  std::string registry_address;
+  std::string upstream_address;
+  registry::RegistryOptions registry;
+  std::map<std::string, double> migration_weights;
+  gateway::GatewayOptions gateway;
+  absl::Duration health_sweep_interval = absl::Seconds(1);
+  const Clock* clock = RealClock::Get();
+};
+
+class App {
+ public:
+  static absl::StatusOr<std::unique_ptr<App>> Start(AppOptions options);
+  ~App();
+
+  void Shutdown();
+  int grpc_port() const { return grpc_port_; }
+  int rest_port() const { return rest_port_; }
+  // A channel to this process's gRPC services.
+  std::shared_ptr<grpc::Channel> channel() const { return channel_; }
+  registry::Registry* registry() const { return registry_.get(); }
+  std::shared_ptr<prometheus::Registry> metrics() const { return metrics_; }
+
+ private:
+  App() = default;
+  void SweepLoop();
+  absl::Status Ready();
+
+  AppOptions options_;
+  std::shared_ptr<prometheus::Registry> metrics_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<registry::Registry> registry_;
+  std::unique_ptr<registry::CenterDirectory> centers_;
+  std::unique_ptr<catalog::Catalog> catalog_;
+  std::unique_ptr<datamon::Datamon> datamon_;
+  std::vector<std::unique_ptr<grpc::Service>> grpc_services_;
+  std::unique_ptr<grpc::Server> grpc_server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<gateway::Gateway> gateway_;
+  int grpc_port_ = 0;
+  int rest_port_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::thread sweeper_;
+};
+
+}  // namespace jc::server

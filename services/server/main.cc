@@ -1,0 +1,120 @@
+// The `jointcloud` server: parses flags, builds the configuration, wires the services it
+// is asked to run (App), and serves until SIGINT or SIGTERM.
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/log.h"
+#include "services/datamon/source_selection.h"
+#include "services/server/app.h"
+
+ABSL_FLAG(std::string, services, "all",
+          "services to run: all, or a comma list of registry, catalog, datamon, gateway");
+ABSL_FLAG(std::string, grpc_address, "127.0.0.1:50051", "gRPC listen address (host:port)");
+ABSL_FLAG(std::string, rest_address, "127.0.0.1:8080", "REST listen address (host:port)");
+ABSL_FLAG(std::string, data_dir, "./data", "directory of the embedded store");
+ABSL_FLAG(std::string, store, "",
+          "store URI: postgresql://user@host:port/db, or sqlite:///path (default: the embedded "
+          "store in --data_dir)");
+ABSL_FLAG(std::string, registry_address, "",
+          "host:port of the registry when this process does not run it");
+ABSL_FLAG(std::string, upstream_address, "",
+          "host:port of the gRPC services when this process runs only the gateway");
+ABSL_FLAG(absl::Duration, center_unknown_after, absl::Seconds(30),
+          "a center silent this long becomes unknown (2)");
+ABSL_FLAG(absl::Duration, center_unavailable_after, absl::Seconds(90),
+          "a center silent this long becomes unavailable (0)");
+ABSL_FLAG(std::string, migration_weights, "",
+          "weights of the data migration evaluators, e.g. least_load=2,topology_affinity=1");
+ABSL_FLAG(int, rest_threads, 8, "REST worker threads");
+ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
+ABSL_FLAG(std::string, log_format, "text", "text or json");
+
+namespace {
+
+int Fail(const std::string& message) {
+  spdlog::error("{}", message);
+  std::cerr << "jointcloud: " << message << "\n";
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Jointcloud control plane.\n"
+      "  jointcloud                         every service, embedded store in ./data\n"
+      "  jointcloud --store=postgresql://...  the same on PostgreSQL\n"
+      "  jointcloud --services=gateway --upstream_address=host:50051\n"
+      "Flags may also come from a file: --flagfile=jointcloud.flags");
+  absl::ParseCommandLine(argc, argv);
+
+  if (auto s = jc::InitLogging(absl::GetFlag(FLAGS_log_level), absl::GetFlag(FLAGS_log_format));
+      !s.ok()) {
+    std::cerr << "jointcloud: " << s.message() << "\n";
+    return 2;
+  }
+
+  jc::server::AppOptions options;
+  auto services = jc::server::ParseServices(absl::GetFlag(FLAGS_services));
+  if (!services.ok()) return Fail(std::string(services.status().message()));
+  options.services = *services;
+  options.grpc_address = absl::GetFlag(FLAGS_grpc_address);
+  std::pair<std::string, std::string> rest =
+      absl::StrSplit(absl::GetFlag(FLAGS_rest_address), absl::MaxSplits(':', 1));
+  if (!absl::SimpleAtoi(rest.second, &options.rest_port) || options.rest_port < 0 ||
+      options.rest_port > 65535) {
+    return Fail(absl::StrCat("--rest_address \"", absl::GetFlag(FLAGS_rest_address),
+                             "\" is not host:port"));
+  }
+  options.rest_host = rest.first;
+  options.store_uri = absl::GetFlag(FLAGS_store);
+  if (options.store_uri.empty()) {
+    std::error_code ec;
+    std::filesystem::path dir = absl::GetFlag(FLAGS_data_dir);
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return Fail(absl::StrCat("cannot create --data_dir ", dir.string(), ": ", ec.message()));
+    options.store_uri = "sqlite://" + std::filesystem::absolute(dir / "jointcloud.db").string();
+  }
+  options.registry_address = absl::GetFlag(FLAGS_registry_address);
+  options.upstream_address = absl::GetFlag(FLAGS_upstream_address);
+  options.registry.unknown_after = absl::GetFlag(FLAGS_center_unknown_after);
+  options.registry.unavailable_after = absl::GetFlag(FLAGS_center_unavailable_after);
+  if (options.registry.unknown_after >= options.registry.unavailable_after) {
+    return Fail("--center_unknown_after must be shorter than --center_unavailable_after");
+  }
+  auto weights = jc::datamon::ParseWeights(absl::GetFlag(FLAGS_migration_weights));
+  if (!weights.ok()) return Fail(std::string(weights.status().message()));
+  options.migration_weights = *weights;
+  options.gateway.worker_threads = absl::GetFlag(FLAGS_rest_threads);
+  if (options.gateway.worker_threads < 1) return Fail("--rest_threads must be at least 1");
+
+  // Signals are taken by sigwait below, so every thread started from here on has them
+  // blocked and shutdown runs on the main thread, in order.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto app = jc::server::App::Start(std::move(options));
+  if (!app.ok()) return Fail(std::string(app.status().message()));
+  spdlog::info("jointcloud ready");
+
+  int signal = 0;
+  sigwait(&signals, &signal);
+  spdlog::info("signal {} received; shutting down", signal);
+  (*app)->Shutdown();
+  spdlog::info("stopped");
+  return 0;
+}

@@ -1,0 +1,344 @@
+// The whole control plane in one process (as `jointcloud --services=all` runs it), driven
+// over real HTTP on loopback and real gRPC over TCP.
+
+#include <grpcpp/grpcpp.h>
+
+#include <catch2/catch.hpp>
+
+#include "jointcloud/v1/catalog.grpc.pb.h"
+#include "jointcloud/v1/registry.grpc.pb.h"
+#include "services/server/app.h"
+#include "tests/testing/rest_client.h"
+#include "tests/testing/test_store.h"
+
+using nlohmann::json;
+namespace v1 = jointcloud::v1;
+
+namespace {
+
+struct System {
+  std::unique_ptr<jc::server::App> app;
+  std::unique_ptr<jc::testing::RestClient> rest;
+
+  System() {
+    jc::server::AppOptions o;
+    o.services = *jc::server::ParseServices("all");
+    o.grpc_address = "127.0.0.1:0";
+    o.rest_port = 0;
+    o.store = jc::testing::MakeTestStore();
+    o.gateway.worker_threads = 4;
+    auto started = jc::server::App::Start(std::move(o));
+    INFO(started.status().ToString());
+    REQUIRE(started.ok());
+    app = std::move(started).value();
+    rest = std::make_unique<jc::testing::RestClient>(app->rest_port());
+  }
+};
+
+json Center(const std::string& id) {
+  return {{"ai_center_id", id},
+          {"name", "Center " + id},
+          {"region", "north"},
+          {"geometry", {116.4, 39.9}},
+          {"network_topology", "cn/bj/" + id},
+          {"capacity", {{"cpu", 256}, {"gpu", 16}, {"memory", 1048576}, {"storage", 10000}}}};
+}
+
+json Spec(const std::string& id, const std::string& centers) {
+  return {{"resource_spec_id", id},
+          {"resource_spec_name", "4 CPU, 1 GPU"},
+          {"resource_quantity", {{"cpu", "4"}, {"memory", "16Gi"}, {"gpu", "1"}}},
+          {"service_type", "batch"},
+          {"price", 12},
+          {"computing_center_list", centers}};
+}
+
+void ExpectError(const jc::testing::RestReply& r, int http, const std::string& code,
+                 const std::string& needle) {
+  INFO(r.body.dump());
+  CHECK(r.http_status == http);
+  CHECK(r.body["status"] == http);
+  CHECK(r.body["code"] == code);
+  CHECK(r.body["errorMsg"].get<std::string>().find(needle) != std::string::npos);
+  CHECK(r.body["data"].is_null());
+}
+
+}  // namespace
+
+TEST_CASE("centers over REST: create, get, patch, list, heartbeat, delete", "[A1][A12]") {
+  System s;
+  auto created = s.rest->Post("/openapi/v1/centers", Center("bj1"));
+  REQUIRE(created.http_status == 200);
+  CHECK(created.body["code"] == "OK");
+  CHECK(created.body["errorMsg"] == "");
+  CHECK(created.body["data"]["ai_center_id"] == "bj1");
+  CHECK(created.body["data"]["status"] == 2);
+  CHECK(created.body["data"]["capacity"]["gpu"] == 16);
+  CHECK(created.body["data"].contains("created_at"));
+
+  auto beat = s.rest->Post("/openapi/v1/centers/bj1/heartbeat", json::object());
+  REQUIRE(beat.http_status == 200);
+  CHECK(beat.body["data"]["status"] == 1);
+
+  auto patched = s.rest->Send("PATCH", "/openapi/v1/centers/bj1", R"({"region":"east"})");
+  REQUIRE(patched.http_status == 200);
+  CHECK(patched.body["data"]["region"] == "east");
+  CHECK(patched.body["data"]["name"] == "Center bj1");
+
+  REQUIRE(s.rest->Post("/openapi/v1/centers", Center("sh1")).http_status == 200);
+  auto page = s.rest->Get("/openapi/v1/centers?page_size=1");
+  REQUIRE(page.http_status == 200);
+  CHECK(page.body["data"]["centers"].size() == 1);
+  std::string token = page.body["data"]["next_page_token"];
+  CHECK_FALSE(token.empty());
+  auto next = s.rest->Get("/openapi/v1/centers?page_size=1&page_token=" + token);
+  CHECK(next.body["data"]["centers"][0]["ai_center_id"] == "sh1");
+  CHECK(s.rest->Get("/openapi/v1/centers?region=east").body["data"]["centers"].size() == 1);
+  CHECK(s.rest->Get("/openapi/v1/centers?status=1").body["data"]["centers"].size() == 1);
+
+  REQUIRE(s.rest->Send("DELETE", "/openapi/v1/centers/bj1").http_status == 200);
+  ExpectError(s.rest->Get("/openapi/v1/centers/bj1"), 404, "NOT_FOUND", "bj1");
+}
+
+TEST_CASE("bad input gets the envelope and changes nothing", "[A1][A2][A12][C5]") {
+  System s;
+  REQUIRE(s.rest->Post("/openapi/v1/centers", Center("c1")).http_status == 200);
+  REQUIRE(s.rest->Post("/openapi/v1/resourcespecs", Spec("gpu1", "c1")).http_status == 200);
+  auto snapshot = [&] {
+    return s.rest->Get("/openapi/v1/centers").body["data"].dump() +
+           s.rest->Get("/openapi/v1/resourcespecs").body["data"].dump();
+  };
+  const std::string before = snapshot();
+
+  auto c = Center(std::string(64, 'x'));
+  ExpectError(s.rest->Post("/openapi/v1/centers", c), 400, "INVALID_ARGUMENT", "64 bytes");
+  c = Center("c2");
+  c.erase("name");
+  ExpectError(s.rest->Post("/openapi/v1/centers", c), 400, "INVALID_ARGUMENT", "name is required");
+  c = Center("c2");
+  c["status"] = 5;
+  ExpectError(s.rest->Post("/openapi/v1/centers", c), 400, "INVALID_ARGUMENT", "status");
+  c = Center("c2");
+  c["geometry"] = {200, 10};
+  ExpectError(s.rest->Post("/openapi/v1/centers", c), 400, "INVALID_ARGUMENT", "longitude");
+  c = Center("c2");
+  c["geometry"] = {100, -91};
+  ExpectError(s.rest->Post("/openapi/v1/centers", c), 400, "INVALID_ARGUMENT", "latitude");
+  c = Center("c2");
+  c["name"] = std::string(64, 'n');
+  ExpectError(s.rest->Post("/openapi/v1/centers", c), 400, "INVALID_ARGUMENT", "name");
+  ExpectError(s.rest->Post("/openapi/v1/centers", Center("c1")), 409, "ALREADY_EXISTS",
+              "already exists");
+
+  auto spec = Spec("s2", "c1");
+  spec["resource_quantity"]["memory"] = "2Gx";
+  ExpectError(s.rest->Post("/openapi/v1/resourcespecs", spec), 400, "INVALID_ARGUMENT", "2Gx");
+  spec = Spec("s2", "c1");
+  spec["resource_quantity"]["cpu"] = "-1";
+  ExpectError(s.rest->Post("/openapi/v1/resourcespecs", spec), 400, "INVALID_ARGUMENT", "-1");
+  ExpectError(s.rest->Post("/openapi/v1/resourcespecs", Spec("s2", "c1,nowhere")), 400,
+              "INVALID_ARGUMENT", "unknown center \"nowhere\"");
+  ExpectError(s.rest->Post("/openapi/v1/resourcespecs", Spec("gpu1", "c1")), 409, "ALREADY_EXISTS",
+              "gpu1");
+
+  ExpectError(s.rest->Send("POST", "/openapi/v1/centers", "{\"ai_center_id\": "), 400,
+              "INVALID_ARGUMENT", "malformed JSON");
+  ExpectError(s.rest->Send("POST", "/openapi/v1/centers", "[1,2]"), 400, "INVALID_ARGUMENT",
+              "JSON object");
+  ExpectError(s.rest->Send("POST", "/openapi/v1/centers", R"({"ai_center_id":"z","nmae":"typo"})"),
+              400, "INVALID_ARGUMENT", "nmae");
+  json huge = Center("big");
+  huge["labels"] = {{"pad", std::string(1100000, 'p')}};
+  ExpectError(s.rest->Post("/openapi/v1/centers", huge), 413, "PAYLOAD_TOO_LARGE", "limit");
+
+  ExpectError(s.rest->Get("/openapi/v1/centers/ghost"), 404, "NOT_FOUND", "ghost");
+  ExpectError(s.rest->Send("PATCH", "/openapi/v1/centers/ghost", R"({"region":"x"})"), 404,
+              "NOT_FOUND", "ghost");
+  ExpectError(s.rest->Send("DELETE", "/openapi/v1/centers/ghost"), 404, "NOT_FOUND", "ghost");
+  ExpectError(s.rest->Get("/openapi/v1/resourcespecs/ghost"), 404, "NOT_FOUND", "ghost");
+  ExpectError(s.rest->Send("DELETE", "/openapi/v1/images/ghost"), 404, "NOT_FOUND", "ghost");
+  ExpectError(s.rest->Get("/openapi/v1/datasets/ghost/v1"), 404, "NOT_FOUND", "ghost");
+  ExpectError(s.rest->Get("/openapi/v1/centers?page_size=abc"), 400, "INVALID_ARGUMENT",
+              "page_size");
+  ExpectError(s.rest->Get("/openapi/v1/centers?status=7"), 400, "INVALID_ARGUMENT", "status");
+  ExpectError(s.rest->Get("/openapi/v1/no-such-thing"), 404, "NOT_FOUND", "no route");
+
+  CHECK(snapshot() == before);
+}
+
+TEST_CASE("specs, offers, images and datasets over REST", "[A2][A4][A5][A6][A12]") {
+  System s;
+  for (const char* id : {"bj1", "bj2", "ny1"}) {
+    auto c = Center(id);
+    if (std::string(id) == "ny1") c["network_topology"] = "us/ny/ny1";
+    REQUIRE(s.rest->Post("/openapi/v1/centers", c).http_status == 200);
+    REQUIRE(s.rest->Post(std::string("/openapi/v1/centers/") + id + "/heartbeat", json::object())
+                .http_status == 200);
+  }
+  REQUIRE(s.rest->Post("/openapi/v1/resourcespecs", Spec("gpu1", "bj1,ny1")).http_status == 200);
+  auto price = s.rest->Send("PUT", "/openapi/v1/resourcespecs/gpu1/centers/ny1/price",
+                            R"({"price": 9})");
+  REQUIRE(price.http_status == 200);
+  CHECK(price.body["data"]["price"] == 9);
+  auto offers = s.rest->Get("/openapi/v1/resourcespecs/gpu1/centers");
+  REQUIRE(offers.body["data"]["offers"].size() == 2);
+  CHECK(offers.body["data"]["offers"][0]["ai_center_id"] == "bj1");
+  CHECK(offers.body["data"]["offers"][0]["can_run"] == true);
+  CHECK(offers.body["data"]["offers"][0]["capacity_instances"] == 16);
+  CHECK(offers.body["data"]["offers"][1]["price"] == 9);
+  CHECK(s.rest->Get("/openapi/v1/centers/ny1/resourcespecs").body["data"]["offers"].size() == 1);
+  CHECK(s.rest->Get("/openapi/v1/resourcespecs?ai_center_id=bj2").body["data"]["specs"].size() == 0);
+
+  json image = {{"image_id", "torch21"},
+                {"name", "PyTorch 2.1"},
+                {"ai_center_id", "bj1"},
+                {"base_os", {{"base_os", "ubuntu22.04"}, {"cuda_version", "12.1"}}},
+                {"framework", "PyTorch"},
+                {"resource_spec", "gpu1"}};
+  REQUIRE(s.rest->Post("/openapi/v1/images", image).http_status == 200);
+  CHECK(s.rest->Get("/openapi/v1/images/torch21").body["data"]["base_os"]["cuda_version"] == "12.1");
+  CHECK(s.rest->Get("/openapi/v1/images?framework=PyTorch").body["data"]["images"].size() == 1);
+
+  json dataset = {{"data_name", "imagenet"},
+                  {"data_version", "v1"},
+                  {"created_user", "alice"},
+                  {"location",
+                   {{{"dataset_url", "file:///data/imagenet"},
+                     {"access", "r"},
+                     {"ai_center_id", "ny1"},
+                     {"network_topology", "us/ny/ny1"}},
+                    {{"dataset_url", "file:///mnt/imagenet"},
+                     {"access", "rw"},
+                     {"ai_center_id", "bj1"},
+                     {"network_topology", "cn/bj/bj1"}}}}};
+  REQUIRE(s.rest->Post("/openapi/v1/datasets", dataset).http_status == 200);
+  auto sel = s.rest->Post("/openapi/v1/datasets/imagenet/v1/migration-sources",
+                          {{"target_center_id", "bj2"}});
+  INFO(sel.body.dump());
+  REQUIRE(sel.http_status == 200);
+  REQUIRE(sel.body["data"]["sources"].size() == 2);
+  CHECK(sel.body["data"]["sources"][0]["ai_center_id"] == "bj1");  // shares cn/bj
+  CHECK(sel.body["data"]["sources"][0]["scores"].contains("topology_affinity"));
+  auto at_target = s.rest->Post("/openapi/v1/datasets/imagenet/v1/migration-sources",
+                                {{"target_center_id", "bj1"}});
+  CHECK(at_target.body["data"]["target_has_data"] == true);
+}
+
+TEST_CASE("the OpenAPI document describes exactly what is served", "[A12]") {
+  System s;
+  auto doc = json::parse(s.rest->Raw("/openapi/v1/openapi.json"));
+  CHECK(doc["openapi"] == "3.0.3");
+  size_t operations = 0;
+  for (const auto& [path, methods] : doc["paths"].items()) operations += methods.size();
+  // Every route answers with the envelope (not httplib's bare 404), and every route is
+  // documented.
+  for (const auto& [path, methods] : doc["paths"].items()) {
+    for (const auto& [method, op] : methods.items()) {
+      std::string concrete = path;
+      for (const char* p : {"{ai_center_id}", "{resource_spec_id}", "{image_id}", "{data_name}",
+                            "{data_version}"}) {
+        auto at = concrete.find(p);
+        if (at != std::string::npos) concrete.replace(at, strlen(p), "x");
+      }
+      std::string upper = method;
+      for (auto& ch : upper) ch = static_cast<char>(toupper(ch));
+      auto r = s.rest->Send(upper, concrete, upper == "GET" || upper == "DELETE" ? "" : "{}");
+      INFO(upper << " " << concrete << " -> " << r.body.dump());
+      CHECK(r.body.contains("code"));
+      CHECK(r.body["errorMsg"].get<std::string>().find("no route") == std::string::npos);
+    }
+  }
+  CHECK(operations > 25);
+
+  // A served center has exactly the properties the document lists for it.
+  REQUIRE(s.rest->Post("/openapi/v1/centers", Center("c1")).http_status == 200);
+  auto center = s.rest->Get("/openapi/v1/centers/c1").body["data"];
+  const auto& props = doc["components"]["schemas"]["jointcloud.v1.Center"]["properties"];
+  for (const auto& [key, value] : center.items()) {
+    INFO(key);
+    CHECK(props.contains(key));
+  }
+  CHECK(props.size() == center.size());
+}
+
+TEST_CASE("health, readiness and metrics are served", "[C4]") {
+  System s;
+  CHECK(s.rest->Get("/healthz").http_status == 200);
+  auto ready = s.rest->Get("/readyz");
+  CHECK(ready.http_status == 200);
+  CHECK(ready.body["data"]["ready"] == true);
+  s.rest->Get("/openapi/v1/centers");
+  std::string metrics = s.rest->Raw("/metrics");
+  CHECK(metrics.find("jc_http_requests_total{code=\"200\",method=\"GET\",route=\"/openapi/v1/centers\"} 1") !=
+        std::string::npos);
+  CHECK(metrics.find("jc_http_request_duration_seconds_bucket") != std::string::npos);
+}
+
+TEST_CASE("gRPC clients get every capability, with status codes and messages", "[A13]") {
+  System s;
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(s.app->grpc_port()),
+                                     grpc::InsecureChannelCredentials());
+  auto registry = v1::RegistryService::NewStub(channel);
+  auto catalog = v1::CatalogService::NewStub(channel);
+
+  auto create = [&](const std::string& id) {
+    grpc::ClientContext ctx;
+    v1::CreateCenterRequest req;
+    req.mutable_center()->set_ai_center_id(id);
+    req.mutable_center()->set_name("gRPC center");
+    v1::Center out;
+    REQUIRE(registry->CreateCenter(&ctx, req, &out).ok());
+    CHECK(out.status() == 2);
+  };
+  // A watcher first gets the current centers, then sees joins and status changes as they
+  // happen. Reading the snapshot of "g0" proves the stream is live before "g1" changes.
+  create("g0");
+  grpc::ClientContext watch_ctx;
+  watch_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  v1::WatchCentersRequest watch_req;
+  auto watch = registry->WatchCenters(&watch_ctx, watch_req);
+  v1::CenterEvent event;
+  REQUIRE(watch->Read(&event));
+  CHECK(event.center().ai_center_id() == "g0");
+  CHECK(event.type() == v1::CenterEvent::JOINED);
+
+  create("g1");
+  {
+    grpc::ClientContext ctx;
+    v1::HeartbeatRequest req;
+    req.set_ai_center_id("g1");
+    v1::HeartbeatResponse out;
+    REQUIRE(registry->ReportHeartbeat(&ctx, req, &out).ok());
+    CHECK(out.status() == 1);
+  }
+  std::vector<v1::CenterEvent> seen;
+  while (seen.size() < 2 && watch->Read(&event)) {
+    if (event.center().ai_center_id() == "g1") seen.push_back(event);
+  }
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[0].type() == v1::CenterEvent::JOINED);
+  CHECK(seen[1].type() == v1::CenterEvent::STATUS_CHANGED);
+  CHECK(seen[1].center().status() == 1);
+  watch_ctx.TryCancel();
+
+  {
+    grpc::ClientContext ctx;
+    v1::CreateResourceSpecRequest req = {};
+    auto* spec = req.mutable_spec();
+    spec->set_resource_spec_id("bad");
+    spec->set_resource_spec_name("bad");
+    (*spec->mutable_resource_quantity())["memory"] = "2Gx";
+    spec->set_service_type("batch");
+    v1::ResourceSpec out;
+    auto status = catalog->CreateResourceSpec(&ctx, req, &out);
+    CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(status.error_message().find("2Gx") != std::string::npos);
+  }
+  {
+    grpc::ClientContext ctx;
+    v1::GetCenterRequest req;
+    req.set_ai_center_id("missing");
+    v1::Center out;
+    CHECK(registry->GetCenter(&ctx, req, &out).error_code() == grpc::StatusCode::NOT_FOUND);
+  }
+}
