@@ -53,13 +53,14 @@ const std::vector<Migration>& Migrations() {
   return *migrations;
 }
 
-absl::StatusOr<int> SchemaVersion(Store& store) {
-  JC_RETURN_IF_ERROR(store
-                         .Exec("CREATE TABLE IF NOT EXISTS schema_migrations ("
-                               "  version INTEGER PRIMARY KEY,"
-                               "  description TEXT NOT NULL)")
+namespace {
+
+absl::StatusOr<int> ReadVersion(Transaction& txn) {
+  JC_RETURN_IF_ERROR(txn.Exec("CREATE TABLE IF NOT EXISTS schema_migrations ("
+                              "  version INTEGER PRIMARY KEY,"
+                              "  description TEXT NOT NULL)")
                          .status());
-  JC_ASSIGN_OR_RETURN(Rows rows, store.Query("SELECT MAX(version) FROM schema_migrations"));
+  JC_ASSIGN_OR_RETURN(Rows rows, txn.Query("SELECT MAX(version) FROM schema_migrations"));
   int version = 0;
   if (!rows.empty() && rows[0][0].has_value() && !absl::SimpleAtoi(*rows[0][0], &version)) {
     return absl::DataLossError("schema_migrations holds a non-numeric version");
@@ -67,8 +68,25 @@ absl::StatusOr<int> SchemaVersion(Store& store) {
   return version;
 }
 
+}  // namespace
+
+absl::StatusOr<int> SchemaVersion(Store& store) {
+  JC_ASSIGN_OR_RETURN(auto txn, store.Begin());
+  JC_ASSIGN_OR_RETURN(int version, ReadVersion(*txn));
+  JC_RETURN_IF_ERROR(txn->Commit());
+  return version;
+}
+
 absl::Status Migrate(Store& store) {
-  JC_ASSIGN_OR_RETURN(int current, SchemaVersion(store));
+  // One transaction for the whole upgrade. Several processes may start at once against
+  // one PostgreSQL (docker-compose starts every service together): the advisory lock
+  // makes them take turns, and the later ones find nothing left to do. SQLite's
+  // BEGIN IMMEDIATE already serializes writers.
+  JC_ASSIGN_OR_RETURN(auto txn, store.Begin());
+  if (store.backend() == "postgres") {
+    JC_RETURN_IF_ERROR(txn->Query("SELECT pg_advisory_xact_lock(74120001)").status());
+  }
+  JC_ASSIGN_OR_RETURN(int current, ReadVersion(*txn));
   const auto& all = Migrations();
   int newest = all.empty() ? 0 : all.back().version;
   if (current > newest) {
@@ -78,7 +96,6 @@ absl::Status Migrate(Store& store) {
   }
   for (const Migration& m : all) {
     if (m.version <= current) continue;
-    JC_ASSIGN_OR_RETURN(auto txn, store.Begin());
     for (absl::string_view sql : m.statements) {
       auto done = txn->Exec(sql);
       if (!done.ok()) {
@@ -91,9 +108,8 @@ absl::Status Migrate(Store& store) {
                                  "VALUES ($1, $2)",
                                  {int64_t{m.version}, std::string(m.description)})
                            .status());
-    JC_RETURN_IF_ERROR(txn->Commit());
   }
-  return absl::OkStatus();
+  return txn->Commit();
 }
 
 }  // namespace jc::store

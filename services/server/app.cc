@@ -56,7 +56,7 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
     if (o.store != nullptr) {
       app->store_ = std::move(o.store);
     } else {
-      JC_ASSIGN_OR_RETURN(app->store_, store::OpenStore(o.store_uri));
+      JC_ASSIGN_OR_RETURN(app->store_, store::OpenStore(o.store_uri, o.store_schema));
     }
     spdlog::info("store backend={} ready", std::string(app->store_->backend()));
   }
@@ -131,7 +131,16 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
                                                        [self] { return self->Ready(); });
     JC_ASSIGN_OR_RETURN(app->rest_port_, app->gateway_->Bind(o.rest_host, o.rest_port));
     app->gateway_->Start();
+    app->admin_port_ = app->rest_port_;
     spdlog::info("rest listening on http://{}:{}", o.rest_host, app->rest_port_);
+  } else if (!o.admin_host.empty()) {
+    // No REST routes here, only what every service must expose (SPEC C4).
+    app->gateway_ = std::make_unique<gateway::Gateway>(std::vector<gateway::Route>{}, o.gateway,
+                                                       app->metrics_,
+                                                       [self] { return self->Ready(); });
+    JC_ASSIGN_OR_RETURN(app->admin_port_, app->gateway_->Bind(o.admin_host, o.admin_port));
+    app->gateway_->Start();
+    spdlog::info("metrics and health on http://{}:{}", o.admin_host, app->admin_port_);
   }
 
   if (app->registry_ != nullptr) app->sweeper_ = std::thread([self] { self->SweepLoop(); });

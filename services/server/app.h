@@ -49,12 +49,17 @@ struct AppOptions {
   // Store: an open one (tests), or a URI to open.
   std::unique_ptr<store::Store> store;
   std::string store_uri;
+  std::string store_schema;  // PostgreSQL schema to keep the tables in (default: public)
   // Where services not in this process live (host:port of a jointcloud gRPC server).
   std::string registry_address;
   std::string upstream_address;
   registry::RegistryOptions registry;
   std::map<std::string, double> migration_weights;
   gateway::GatewayOptions gateway;
+  // A process without the gateway still serves /metrics, /healthz and /readyz here
+  // (port 0 picks a free one; an empty host turns it off).
+  std::string admin_host = "127.0.0.1";
+  int admin_port = 9090;
   absl::Duration health_sweep_interval = absl::Seconds(1);
   const Clock* clock = RealClock::Get();
 };
@@ -67,6 +72,8 @@ class App {
   void Shutdown();
   int grpc_port() const { return grpc_port_; }
   int rest_port() const { return rest_port_; }
+  // The port of /metrics, /healthz and /readyz: the gateway's or the admin server's.
+  int admin_port() const { return admin_port_; }
   // A channel to this process's gRPC services.
   std::shared_ptr<grpc::Channel> channel() const { return channel_; }
   registry::Registry* registry() const { return registry_.get(); }
@@ -90,6 +97,7 @@ class App {
   std::unique_ptr<gateway::Gateway> gateway_;
   int grpc_port_ = 0;
   int rest_port_ = 0;
+  int admin_port_ = 0;
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -22,10 +22,14 @@ ABSL_FLAG(std::string, services, "all",
           "services to run: all, or a comma list of registry, catalog, datamon, gateway");
 ABSL_FLAG(std::string, grpc_address, "127.0.0.1:50051", "gRPC listen address (host:port)");
 ABSL_FLAG(std::string, rest_address, "127.0.0.1:8080", "REST listen address (host:port)");
+ABSL_FLAG(std::string, admin_address, "127.0.0.1:9090",
+          "where a process without the gateway serves /metrics, /healthz and /readyz");
 ABSL_FLAG(std::string, data_dir, "./data", "directory of the embedded store");
 ABSL_FLAG(std::string, store, "",
           "store URI: postgresql://user@host:port/db, or sqlite:///path (default: the embedded "
           "store in --data_dir)");
+ABSL_FLAG(std::string, store_schema, "",
+          "PostgreSQL schema for Jointcloud's tables, created if missing (default: public)");
 ABSL_FLAG(std::string, registry_address, "",
           "host:port of the registry when this process does not run it");
 ABSL_FLAG(std::string, upstream_address, "",
@@ -44,8 +48,15 @@ namespace {
 
 int Fail(const std::string& message) {
   spdlog::error("{}", message);
-  std::cerr << "jointcloud: " << message << "\n";
   return 1;
+}
+
+// "host:port" with the port split at the last colon.
+bool ParseHostPort(const std::string& text, std::string* host, int* port) {
+  auto colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  *host = text.substr(0, colon);
+  return absl::SimpleAtoi(text.substr(colon + 1), port) && *port >= 0 && *port <= 65535;
 }
 
 }  // namespace
@@ -70,15 +81,17 @@ int main(int argc, char** argv) {
   if (!services.ok()) return Fail(std::string(services.status().message()));
   options.services = *services;
   options.grpc_address = absl::GetFlag(FLAGS_grpc_address);
-  std::pair<std::string, std::string> rest =
-      absl::StrSplit(absl::GetFlag(FLAGS_rest_address), absl::MaxSplits(':', 1));
-  if (!absl::SimpleAtoi(rest.second, &options.rest_port) || options.rest_port < 0 ||
-      options.rest_port > 65535) {
+  if (!ParseHostPort(absl::GetFlag(FLAGS_rest_address), &options.rest_host, &options.rest_port)) {
     return Fail(absl::StrCat("--rest_address \"", absl::GetFlag(FLAGS_rest_address),
                              "\" is not host:port"));
   }
-  options.rest_host = rest.first;
+  if (!ParseHostPort(absl::GetFlag(FLAGS_admin_address), &options.admin_host,
+                     &options.admin_port)) {
+    return Fail(absl::StrCat("--admin_address \"", absl::GetFlag(FLAGS_admin_address),
+                             "\" is not host:port"));
+  }
   options.store_uri = absl::GetFlag(FLAGS_store);
+  options.store_schema = absl::GetFlag(FLAGS_store_schema);
   if (options.store_uri.empty()) {
     std::error_code ec;
     std::filesystem::path dir = absl::GetFlag(FLAGS_data_dir);

@@ -1,0 +1,132 @@
+// The real `jointcloud` binary, started as a user would, over loopback.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "tests/testing/process.h"
+#include "tests/testing/rest_client.h"
+#include "tests/testing/test_store.h"
+
+using nlohmann::json;
+using jc::testing::Process;
+
+namespace {
+
+std::string TempDir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() /
+             ("jc-e2e-" + name + "-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+// The store flags for the backend under test: the embedded store in `dir`, or a fresh
+// schema of the test PostgreSQL.
+std::vector<std::string> StoreFlags(const std::string& dir) {
+  if (jc::testing::TestStoreBackend() == "postgres") {
+    std::string schema = "e2e_" + std::to_string(getpid()) + "_" +
+                         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+    return {"--store=" + std::string(std::getenv("JC_TEST_PG_URI")), "--store_schema=" + schema};
+  }
+  return {"--data_dir=" + dir};
+}
+
+std::vector<std::string> ServerArgs(const std::vector<std::string>& store,
+                                    std::vector<std::string> extra) {
+  std::vector<std::string> args{JC_SERVER_BINARY, "--rest_address=127.0.0.1:0",
+                                "--grpc_address=127.0.0.1:0", "--admin_address=127.0.0.1:0"};
+  args.insert(args.end(), store.begin(), store.end());
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+}  // namespace
+
+TEST_CASE("the server keeps what it acknowledged across SIGKILL and restart", "[C1][C2][C5]") {
+  std::string dir = TempDir("restart");
+  auto store = StoreFlags(dir);
+  std::string rest_port;
+  {
+    Process server(ServerArgs(store, {}), dir + "/server1.log");
+    auto port = server.WaitForLog(R"(rest listening on http://127\.0\.0\.1:(\d+))");
+    INFO(server.Log());
+    REQUIRE(port.has_value());
+    jc::testing::RestClient rest(std::stoi(*port));
+    json center = {{"ai_center_id", "kept"}, {"name", "Kept"}, {"region", "north"}};
+    REQUIRE(rest.Post("/openapi/v1/centers", center).http_status == 200);
+    server.Signal(SIGKILL);
+    REQUIRE(server.Wait().has_value());
+  }
+  Process again(ServerArgs(store, {}), dir + "/server2.log");
+  auto port = again.WaitForLog(R"(rest listening on http://127\.0\.0\.1:(\d+))");
+  INFO(again.Log());
+  REQUIRE(port.has_value());
+  jc::testing::RestClient rest(std::stoi(*port));
+  auto got = rest.Get("/openapi/v1/centers/kept");
+  CHECK(got.http_status == 200);
+  CHECK(got.body["data"]["name"] == "Kept");
+
+  // SIGTERM stops it cleanly with exit code 0.
+  again.Signal(SIGTERM);
+  auto code = again.Wait();
+  REQUIRE(code.has_value());
+  CHECK(*code == 0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("services run as separate processes talking gRPC over the network", "[C1][A13][C4]") {
+  std::string dir = TempDir("split");
+  auto store = StoreFlags(dir);
+  Process backend(ServerArgs(store, {"--services=registry,catalog,datamon"}), dir + "/backend.log");
+  auto grpc_port = backend.WaitForLog(R"(grpc listening on port (\d+))");
+  auto admin_port = backend.WaitForLog(R"(metrics and health on http://127\.0\.0\.1:(\d+))");
+  INFO(backend.Log());
+  REQUIRE(grpc_port.has_value());
+  REQUIRE(admin_port.has_value());
+
+  Process gateway(ServerArgs({}, {"--services=gateway", "--upstream_address=127.0.0.1:" + *grpc_port}),
+                  dir + "/gateway.log");
+  auto rest_port = gateway.WaitForLog(R"(rest listening on http://127\.0\.0\.1:(\d+))");
+  INFO(gateway.Log());
+  REQUIRE(rest_port.has_value());
+
+  jc::testing::RestClient rest(std::stoi(*rest_port));
+  json center = {{"ai_center_id", "split1"}, {"name", "Split"}, {"region", "west"}};
+  REQUIRE(rest.Post("/openapi/v1/centers", center).http_status == 200);
+  CHECK(rest.Get("/openapi/v1/centers/split1").body["data"]["region"] == "west");
+  CHECK(rest.Get("/readyz").http_status == 200);
+
+  // The back end has no REST routes but still serves health and metrics.
+  jc::testing::RestClient admin(std::stoi(*admin_port));
+  CHECK(admin.Get("/healthz").http_status == 200);
+  CHECK(admin.Get("/readyz").http_status == 200);
+  CHECK(jc::testing::WaitUntil(
+      [&] { return admin.Raw("/metrics").find("jc_centers{status=\"unknown\"} 1") != std::string::npos; }));
+
+  // Without its upstream the gateway stays up but says it is not ready.
+  backend.Signal(SIGTERM);
+  REQUIRE(backend.Wait().has_value());
+  CHECK(jc::testing::WaitUntil([&] { return rest.Get("/readyz").http_status == 503; }));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("bad flags end the server at once with a message and a non-zero exit", "[C5]") {
+  std::string dir = TempDir("flags");
+  for (const std::vector<std::string>& flags :
+       {std::vector<std::string>{"--services=bogus"}, {"--rest_address=nope"},
+        {"--store=mysql://x"}, {"--migration_weights=speed=1"},
+        {"--center_unknown_after=100s", "--center_unavailable_after=10s"}}) {
+    std::vector<std::string> args{JC_SERVER_BINARY, "--data_dir=" + dir};
+    args.insert(args.end(), flags.begin(), flags.end());
+    Process p(args, dir + "/flags.log");
+    auto code = p.Wait();
+    INFO(flags[0] << "\n" << p.Log());
+    REQUIRE(code.has_value());
+    CHECK(*code != 0);
+    CHECK(p.Log().find(" E ") != std::string::npos);  // one clear error line
+  }
+  std::filesystem::remove_all(dir);
+}
