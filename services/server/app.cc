@@ -67,12 +67,13 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
     if (has("registry")) {
       app->centers_ = registry::MakeGrpcCenterDirectory([self] { return self->channel_; });
     } else {
-      if (o.registry_address.empty()) {
+      std::string target = o.registry_address.empty() ? o.upstream_address : o.registry_address;
+      if (target.empty()) {
         return absl::InvalidArgumentError(
             "catalog and datamon need the registry: run it here (--services) or name it with "
             "--registry_address");
       }
-      auto channel = grpc::CreateChannel(o.registry_address, grpc::InsecureChannelCredentials());
+      auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
       app->centers_ = registry::MakeGrpcCenterDirectory([channel] { return channel; });
     }
   }
@@ -112,18 +113,27 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
   }
 
   if (has("gateway")) {
-    std::shared_ptr<grpc::Channel> upstream = app->channel_;
-    if (!serves_grpc) {
-      if (o.upstream_address.empty()) {
-        return absl::InvalidArgumentError(
-            "a gateway without local services needs --upstream_address (a jointcloud gRPC server)");
-      }
-      upstream = grpc::CreateChannel(o.upstream_address, grpc::InsecureChannelCredentials());
-      app->channel_ = upstream;
-    }
+    // Each route group calls its service here when it runs here, else where the flags say.
     std::vector<gateway::Route> routes;
-    for (auto make : {gateway::RegistryRoutes, gateway::CatalogRoutes, gateway::DatamonRoutes}) {
-      auto more = make(upstream);
+    std::vector<std::string> remote;
+    const std::tuple<const char*, const std::string*, std::vector<gateway::Route> (*)(
+                                                          std::shared_ptr<grpc::Channel>)>
+        groups[] = {{"registry", &o.registry_address, gateway::RegistryRoutes},
+                    {"catalog", &o.catalog_address, gateway::CatalogRoutes},
+                    {"datamon", &o.datamon_address, gateway::DatamonRoutes}};
+    for (const auto& [name, address, make] : groups) {
+      std::shared_ptr<grpc::Channel> channel = app->channel_;
+      if (!has(name)) {
+        std::string target = address->empty() ? o.upstream_address : *address;
+        if (target.empty()) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "the gateway needs the ", name, " service: run it here (--services), or give --",
+              name, "_address or --upstream_address"));
+        }
+        channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+        app->upstreams_.push_back({target, channel});
+      }
+      auto more = make(channel);
       routes.insert(routes.end(), std::make_move_iterator(more.begin()),
                     std::make_move_iterator(more.end()));
     }
@@ -149,13 +159,12 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
 
 absl::Status App::Ready() {
   if (store_ != nullptr) JC_RETURN_IF_ERROR(store_->Ping());
-  if (grpc_server_ == nullptr && channel_ != nullptr) {
-    auto state = channel_->GetState(/*try_to_connect=*/true);
+  for (const auto& [target, channel] : upstreams_) {
+    auto state = channel->GetState(/*try_to_connect=*/true);
     if (state != GRPC_CHANNEL_READY &&
-        !channel_->WaitForConnected(std::chrono::system_clock::now() +
-                                    std::chrono::milliseconds(200))) {
-      return absl::UnavailableError(
-          absl::StrCat("upstream ", options_.upstream_address, " is not reachable"));
+        !channel->WaitForConnected(std::chrono::system_clock::now() +
+                                   std::chrono::milliseconds(200))) {
+      return absl::UnavailableError(absl::StrCat("upstream ", target, " is not reachable"));
     }
   }
   return absl::OkStatus();

@@ -51,7 +51,10 @@ struct AppOptions {
   std::string store_uri;
   std::string store_schema;  // PostgreSQL schema to keep the tables in (default: public)
   // Where services not in this process live (host:port of a jointcloud gRPC server).
+  // upstream_address stands for any of the three not named on its own.
   std::string registry_address;
+  std::string catalog_address;
+  std::string datamon_address;
   std::string upstream_address;
   registry::RegistryOptions registry;
   std::map<std::string, double> migration_weights;
@@ -94,6 +97,8 @@ class App {
   std::vector<std::unique_ptr<grpc::Service>> grpc_services_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::shared_ptr<grpc::Channel> channel_;
+  // Remote services the gateway calls, by address, for readiness.
+  std::vector<std::pair<std::string, std::shared_ptr<grpc::Channel>>> upstreams_;
   std::unique_ptr<gateway::Gateway> gateway_;
   int grpc_port_ = 0;
   int rest_port_ = 0;

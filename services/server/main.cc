@@ -32,8 +32,13 @@ ABSL_FLAG(std::string, store_schema, "",
           "PostgreSQL schema for Jointcloud's tables, created if missing (default: public)");
 ABSL_FLAG(std::string, registry_address, "",
           "host:port of the registry when this process does not run it");
+ABSL_FLAG(std::string, catalog_address, "",
+          "host:port of the catalog when this process runs the gateway but not the catalog");
+ABSL_FLAG(std::string, datamon_address, "",
+          "host:port of datamon when this process runs the gateway but not datamon");
 ABSL_FLAG(std::string, upstream_address, "",
-          "host:port of the gRPC services when this process runs only the gateway");
+          "host:port of a jointcloud gRPC server for every service not run here and not named "
+          "by its own --*_address flag");
 ABSL_FLAG(absl::Duration, center_unknown_after, absl::Seconds(30),
           "a center silent this long becomes unknown (2)");
 ABSL_FLAG(absl::Duration, center_unavailable_after, absl::Seconds(90),
@@ -100,6 +105,8 @@ int main(int argc, char** argv) {
     options.store_uri = "sqlite://" + std::filesystem::absolute(dir / "jointcloud.db").string();
   }
   options.registry_address = absl::GetFlag(FLAGS_registry_address);
+  options.catalog_address = absl::GetFlag(FLAGS_catalog_address);
+  options.datamon_address = absl::GetFlag(FLAGS_datamon_address);
   options.upstream_address = absl::GetFlag(FLAGS_upstream_address);
   options.registry.unknown_after = absl::GetFlag(FLAGS_center_unknown_after);
   options.registry.unavailable_after = absl::GetFlag(FLAGS_center_unavailable_after);
