@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/grpc_metrics.h"
 #include "common/status_macros.h"
 #include "services/catalog/catalog.h"
 #include "services/catalog/catalog_service.h"
@@ -102,6 +103,9 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
     grpc::ResourceQuota quota("jointcloud");
     quota.SetMaxThreads(64);
     builder.SetResourceQuota(quota);
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+    interceptors.push_back(MakeGrpcMetricsInterceptor(app->metrics_));
+    builder.experimental().SetInterceptorCreators(std::move(interceptors));
     app->grpc_server_ = builder.BuildAndStart();
     if (app->grpc_server_ == nullptr || app->grpc_port_ == 0) {
       return absl::UnavailableError(

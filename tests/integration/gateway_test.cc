@@ -272,6 +272,9 @@ TEST_CASE("health, readiness and metrics are served", "[C4]") {
   CHECK(metrics.find("jc_http_requests_total{code=\"200\",method=\"GET\",route=\"/openapi/v1/centers\"} 1") !=
         std::string::npos);
   CHECK(metrics.find("jc_http_request_duration_seconds_bucket") != std::string::npos);
+  // The REST call went through gRPC, which counts it too.
+  CHECK(metrics.find("jc_grpc_server_handled_total{code=\"OK\",method=\"/jointcloud.v1.RegistryService/ListCenters\"} 1") !=
+        std::string::npos);
 }
 
 TEST_CASE("gRPC clients get every capability, with status codes and messages", "[A13]") {
