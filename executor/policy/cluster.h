@@ -1,0 +1,77 @@
+#pragma once
+
+// The executor's view of its cluster as the scheduling core sees it: hosts with their
+// resources, queues with their policies, and jobs waiting or running. Plain data; the
+// master fills it from configuration, agents and submissions.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "executor/reqstr/requirement.h"
+
+namespace jc::nexec {
+
+struct HostType {
+  std::string name;
+  // Relative CPU speed (SPEC B5 heterogeneous hosts); faster hosts are preferred and
+  // CPU time is normalized by it.
+  double cpu_factor = 1.0;
+};
+
+struct HostConfig {
+  std::string name;
+  std::string type;        // a HostType name ("" = default, factor 1)
+  int slots = 1;           // job slots, usually the number of cores
+  double mem_mb = 0;       // memory the jobs may reserve (rusage[mem=...])
+  double swap_mb = 0;
+  std::vector<int> gpus;   // GPU indices (from nvidia-smi or declared)
+  ResourceValues resources;  // static and sensor resources: numbers, text, tags
+};
+
+enum class Balance { kPack, kSpread };
+
+struct QueueConfig {
+  std::string name;
+  int priority = 0;                  // higher queues dispatch first
+  std::vector<std::string> users;    // users or user groups allowed; empty = everyone
+  // Hosts the queue may use, each optionally "+n" for preference n (higher first);
+  // empty = every host.
+  std::vector<std::string> hosts;
+  int max_slots = 0;                 // slots all its running jobs may hold; 0 = no limit
+  int max_slots_per_user = 0;        // 0 = no limit
+  Balance balance = Balance::kPack;
+  bool user_round_robin = false;     // one job per user in turn, instead of plain FCFS
+  bool gpu_shared = false;           // GPUs may be given to several jobs at once
+  bool allow_interactive = true;
+  bool rerun_on_host_failure = false;
+};
+
+// What a job asks of the scheduler.
+struct JobRequest {
+  int64_t id = 0;
+  std::string user;
+  std::string queue;
+  int slots = 1;                 // -n; a multi-section requirement sets its own
+  Requirement requirement;
+  bool exclusive = false;        // no other job on its hosts
+  bool interactive = false;
+  int gpus_per_slot = 0;         // --gpus, added to rusage[gpu=...]
+};
+
+struct HostAllocation {
+  std::string host;
+  int slots = 0;
+  std::vector<int> gpus;  // indices, assigned by the scheduler
+  double mem_mb = 0;
+};
+
+// Where each section of a job runs, in section order.
+struct Placement {
+  int64_t job_id = 0;
+  std::vector<std::vector<HostAllocation>> sections;
+};
+
+}  // namespace jc::nexec

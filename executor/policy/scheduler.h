@@ -1,0 +1,122 @@
+#pragma once
+
+// The executor's scheduling core (SPEC B3, B5, B6): an in-memory model of hosts, queues
+// and jobs, and a cycle that decides in one batch where every placeable job runs.
+//
+// A cycle walks queues from the highest priority down; within a queue jobs go in FCFS
+// order, or one per user in turn (round robin). A job is placed whole or not at all
+// (gang): every section gets its hosts, slots, memory and GPU indices in one decision,
+// tentatively applied so later sections see earlier ones, and rolled back if any section
+// does not fit. Jobs that do not fit wait; later jobs may still go (no reservation yet —
+// reservation and backfill plug in at DispatchOrder/TryPlace).
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <set>
+#include <tuple>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "executor/policy/cluster.h"
+
+namespace jc::nexec {
+
+enum class HostState { kOk, kClosed, kUnavailable };
+
+struct CycleStats {
+  int considered = 0;  // jobs looked at
+  int placed = 0;
+  int skipped_by_cache = 0;  // skipped because an identical job already failed this cycle
+};
+
+class Scheduler {
+ public:
+  absl::Status AddHostType(const HostType& type);
+  absl::Status AddHost(const HostConfig& host);
+  absl::Status SetHostState(const std::string& host, HostState state);
+  absl::Status AddQueue(const QueueConfig& queue);
+  void DefineUserGroup(const std::string& group, std::vector<std::string> members);
+
+  // Checks the request against its queue and the cluster and queues it. InvalidArgument
+  // for requests that can never run (unknown queue, user not allowed, more slots than
+  // the cluster has, interactive to a batch-only queue, ...).
+  absl::Status Submit(JobRequest job);
+
+  // Removes a pending job (killed before it ran). NotFound if it is not pending.
+  absl::Status Cancel(int64_t job_id);
+
+  // Decides, in one batch, where every placeable pending job runs; applies the
+  // placements to the model and returns them in dispatch order.
+  std::vector<Placement> Cycle(CycleStats* stats = nullptr);
+
+  // Gives a running job's resources back (finished, killed, or requeued).
+  absl::Status Release(int64_t job_id);
+
+  // Marks a running job as restored on restart: its resources are taken as recorded.
+  absl::Status Restore(const JobRequest& job, const Placement& placement);
+
+  size_t pending() const;
+  size_t running() const { return running_.size(); }
+  int free_slots(const std::string& host) const;
+
+ private:
+  struct Host {
+    HostConfig config;
+    double cpu_factor = 1.0;
+    HostState state = HostState::kOk;
+    int used_slots = 0;
+    double used_mem = 0;
+    std::map<int, int> gpu_users;  // index -> jobs using it
+    int exclusive_jobs = 0;        // an exclusive job holds the host
+    ResourceValues values;         // what select[] sees, kept current
+    int free_slots() const { return config.slots - used_slots; }
+  };
+  struct Queue {
+    QueueConfig config;
+    std::map<std::string, int> preference;  // host -> preference level
+    std::deque<int64_t> pending;            // FCFS order
+    int used_slots = 0;
+    std::map<std::string, int> used_by_user;
+  };
+  struct Job {
+    JobRequest request;
+    std::string shape;  // jobs of one shape succeed or fail alike within a cycle
+    Placement placement;
+    bool running = false;
+  };
+  // Hosts ordered for packing (fewest free slots first) and spreading (most first), each
+  // then by CPU factor (fastest first) and configuration order.
+  using HostKey = std::tuple<int, double, size_t>;
+
+  void RefreshValues(Host& host);
+  bool UserAllowed(const QueueConfig& queue, const std::string& user) const;
+  std::vector<int64_t> DispatchOrder(const Queue& queue) const;
+  bool TryPlace(const Job& job, Queue& queue, Placement* out);
+  bool PlaceSection(const Job& job, const Queue& queue, const Section& section, int slots,
+                    std::vector<HostAllocation>* out);
+  // Hosts that pass the queue's host list, their state and the section's select, best
+  // first. The common case (no order[], same[] or host preference) walks a sorted index
+  // and stops once `enough` slots are found.
+  std::vector<Host*> CandidateHosts(const Job& job, const Queue& queue, const Section& section,
+                                    double mem_per_slot, int gpus_per_slot, int enough);
+  void Reindex(size_t index, bool insert);
+  void Apply(const Job& job, Queue& queue, const Placement& placement, int sign);
+  int HostCapacity(const Host& host, const Queue& queue, const Job& job, double mem_per_slot,
+                   int gpus_per_slot) const;
+
+  std::map<std::string, HostType> host_types_;
+  std::vector<Host> hosts_;  // stable: reserved in AddHost order
+  std::unordered_map<std::string, size_t> host_index_;
+  std::map<std::string, Queue> queues_;
+  std::map<std::string, std::vector<std::string>> user_groups_;
+  std::unordered_map<int64_t, Job> jobs_;
+  std::set<int64_t> running_;
+  std::set<HostKey> pack_index_;    // (free slots, -cpu factor, index)
+  std::set<HostKey> spread_index_;  // (-free slots, -cpu factor, index)
+  int total_slots_ = 0;
+};
+
+}  // namespace jc::nexec
