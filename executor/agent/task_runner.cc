@@ -1,0 +1,305 @@
+#include "executor/agent/task_runner.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+
+namespace jc::nexec {
+namespace {
+
+// What the child reports through the CLOEXEC pipe when it cannot exec.
+struct ChildError {
+  int step;  // index into kSteps
+  int err;
+};
+constexpr const char* kSteps[] = {"setpgid", "open stdout", "open stderr", "setgid",
+                                  "initgroups", "setuid", "chdir", "exec"};
+
+struct UserInfo {
+  uid_t uid;
+  gid_t gid;
+  std::string name;
+  std::string home;
+  std::string shell;
+};
+
+absl::StatusOr<UserInfo> LookupUser(const std::string& name) {
+  std::vector<char> buf(16384);
+  passwd pw;
+  passwd* out = nullptr;
+  int rc = name.empty() ? getpwuid_r(geteuid(), &pw, buf.data(), buf.size(), &out)
+                        : getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &out);
+  if (rc != 0 || out == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("no such user \"", name, "\" on this host"));
+  }
+  return UserInfo{pw.pw_uid, pw.pw_gid, pw.pw_name, pw.pw_dir ? pw.pw_dir : "/",
+                  pw.pw_shell ? pw.pw_shell : "/bin/sh"};
+}
+
+}  // namespace
+
+TaskRunner::~TaskRunner() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [key, pid] : tasks_) {
+    kill(-pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+}
+
+absl::StatusOr<pid_t> TaskRunner::Launch(const TaskLaunch& t) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (tasks_.count(t.key)) return absl::AlreadyExistsError(absl::StrCat("task ", t.key, " runs"));
+  }
+  if (t.command.empty()) return absl::InvalidArgumentError("empty command");
+  auto user = LookupUser(t.user);
+  if (!user.ok()) return user.status();
+  bool switch_user = geteuid() == 0 && user->uid != 0;
+  if (geteuid() != 0 && user->uid != geteuid()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "the agent does not run as root, so it cannot run tasks as ", user->name));
+  }
+  std::string cwd = t.cwd.empty() ? user->home : t.cwd;
+
+  // Everything the child needs is prepared before fork: after fork in a threaded
+  // process only async-signal-safe calls are allowed.
+  std::map<std::string, std::string> env{
+      {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+      {"HOME", user->home},
+      {"USER", user->name},
+      {"LOGNAME", user->name},
+      {"SHELL", user->shell},
+  };
+  for (const auto& [k, v] : t.env) env[k] = v;
+  env["NEXEC_JOBID"] = t.job_id;
+  env["NEXEC_TASK_KEY"] = t.key;
+  // GPUs by index; an empty list hides every GPU rather than exposing them all.
+  env["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(t.gpus, ",");
+  if (!t.hosts.empty()) {
+    env["NEXEC_HOSTS"] = absl::StrJoin(t.hosts, " ");
+    env["LSB_HOSTS"] = env["NEXEC_HOSTS"];  // what LSF-aware MPI launchers read
+    if (!t.hostfile_path.empty()) {
+      std::ofstream hostfile(t.hostfile_path, std::ios::trunc);
+      // One line per host with its slot count, as MPI hostfiles are written.
+      std::vector<std::pair<std::string, int>> counts;
+      for (const auto& h : t.hosts) {
+        if (counts.empty() || counts.back().first != h) counts.push_back({h, 0});
+        ++counts.back().second;
+      }
+      for (const auto& [h, n] : counts) hostfile << h << " slots=" << n << "\n";
+      if (!hostfile) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("cannot write hostfile ", t.hostfile_path));
+      }
+      if (switch_user) (void)chown(t.hostfile_path.c_str(), user->uid, user->gid);
+      env["NEXEC_HOSTFILE"] = t.hostfile_path;
+    }
+  }
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::string shell = "/bin/sh";
+  std::string dash_c = "-c";
+  std::string command = t.command;
+  char* argv[] = {shell.data(), dash_c.data(), command.data(), nullptr};
+  std::string out_path = t.stdout_path.empty() ? "/dev/null" : t.stdout_path;
+  std::string err_path = t.stderr_path.empty() ? out_path : t.stderr_path;
+
+  // Output files are created by the agent and handed to the user, so a task cannot
+  // write where its user could not.
+  for (const std::string& path : {out_path, err_path}) {
+    if (path == "/dev/null") continue;
+    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot open output file ", path, ": ", std::strerror(errno)));
+    }
+    if (switch_user) (void)fchown(fd, user->uid, user->gid);
+    close(fd);
+  }
+
+  int pipefd[2];
+  if (pipe2(pipefd, O_CLOEXEC) != 0) {
+    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(pipefd[0]);
+    close(pipefd[1]);
+    return absl::ResourceExhaustedError(absl::StrCat("fork: ", std::strerror(errno)));
+  }
+  if (pid == 0) {
+    auto fail = [&](int step) {
+      ChildError e{step, errno};
+      (void)!write(pipefd[1], &e, sizeof(e));
+      _exit(127);
+    };
+    // Unblock every signal the agent may block for its own threads.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    signal(SIGPIPE, SIG_DFL);
+    if (setpgid(0, 0) != 0) fail(0);
+    int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (out < 0) fail(1);
+    int err = err_path == out_path ? out : open(err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (err < 0) fail(2);
+    int in = open("/dev/null", O_RDONLY);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    if (switch_user) {
+      if (setgid(user->gid) != 0) fail(3);
+      if (initgroups(user->name.c_str(), user->gid) != 0) fail(4);
+      if (setuid(user->uid) != 0) fail(5);
+    }
+    if (chdir(cwd.c_str()) != 0 && chdir("/") != 0) fail(6);
+    execve(argv[0], argv, envp.data());
+    fail(7);
+  }
+  close(pipefd[1]);
+  // The child also calls setpgid; doing it here too closes the race where a signal to
+  // the group arrives before the child got there.
+  setpgid(pid, pid);
+  ChildError e{};
+  ssize_t n = read(pipefd[0], &e, sizeof(e));
+  close(pipefd[0]);
+  if (n == static_cast<ssize_t>(sizeof(e))) {
+    waitpid(pid, nullptr, 0);
+    return absl::FailedPreconditionError(absl::StrCat("cannot start task ", t.key, ": ",
+                                                      kSteps[e.step], ": ", std::strerror(e.err)));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  tasks_[t.key] = pid;
+  return pid;
+}
+
+absl::Status TaskRunner::SignalGroup(const std::string& key, int sig) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = tasks_.find(key);
+  if (it == tasks_.end()) return absl::NotFoundError(absl::StrCat("no running task ", key));
+  if (kill(-it->second, sig) != 0 && errno != ESRCH) {
+    return absl::InternalError(absl::StrCat("kill: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status TaskRunner::Suspend(const std::string& key) { return SignalGroup(key, SIGSTOP); }
+absl::Status TaskRunner::Resume(const std::string& key) { return SignalGroup(key, SIGCONT); }
+
+absl::Status TaskRunner::Kill(const std::string& key) {
+  // A stopped group must be continued for SIGKILL's exit to be reported promptly by
+  // some shells; SIGKILL itself needs no help, but the order costs nothing.
+  absl::Status s = SignalGroup(key, SIGKILL);
+  if (s.ok()) SignalGroup(key, SIGCONT).IgnoreError();
+  return s;
+}
+
+std::vector<TaskExit> TaskRunner::Reap() {
+  std::vector<TaskExit> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = tasks_.begin(); it != tasks_.end();) {
+    int status = 0;
+    pid_t r = waitpid(it->second, &status, WNOHANG);
+    if (r == it->second) {
+      int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      // The leader is gone; whatever it left in its group goes too, so a task's
+      // processes never outlive it.
+      kill(-it->second, SIGKILL);
+      out.push_back({it->first, code});
+      it = tasks_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  return out;
+}
+
+std::optional<pid_t> TaskRunner::Pid(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = tasks_.find(key);
+  if (it == tasks_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<std::string> TaskRunner::Running() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> keys;
+  for (const auto& [k, pid] : tasks_) keys.push_back(k);
+  return keys;
+}
+
+absl::StatusOr<TaskUsage> TaskRunner::Usage(const std::string& key) const {
+  auto pid = Pid(key);
+  if (!pid) return absl::NotFoundError(absl::StrCat("no running task ", key));
+  return SampleProcessGroup(*pid);
+}
+
+TaskUsage SampleProcessGroup(pid_t pgid) {
+  TaskUsage u;
+  static const long ticks = sysconf(_SC_CLK_TCK);
+  static const long page_kb = sysconf(_SC_PAGESIZE) / 1024;
+  DIR* dir = opendir("/proc");
+  if (dir == nullptr) return u;
+  while (dirent* d = readdir(dir)) {
+    int pid = 0;
+    if (!absl::SimpleAtoi(d->d_name, &pid)) continue;
+    std::ifstream stat_file(absl::StrCat("/proc/", pid, "/stat"));
+    std::string stat;
+    if (!std::getline(stat_file, stat)) continue;
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    auto close_paren = stat.rfind(')');
+    if (close_paren == std::string::npos) continue;
+    std::vector<std::string> f = absl::StrSplit(stat.substr(close_paren + 2), ' ');
+    // f[0] is field 3 (state); pgrp is field 5, utime 14, stime 15, threads 20, rss 24.
+    if (f.size() < 22) continue;
+    int pgrp = 0;
+    if (!absl::SimpleAtoi(f[2], &pgrp) || pgrp != pgid) continue;
+    int64_t utime = 0, stime = 0, threads = 0, rss = 0;
+    (void)absl::SimpleAtoi(f[11], &utime);
+    (void)absl::SimpleAtoi(f[12], &stime);
+    (void)absl::SimpleAtoi(f[17], &threads);
+    (void)absl::SimpleAtoi(f[21], &rss);
+    u.cpu_seconds += static_cast<double>(utime + stime) / ticks;
+    u.threads += static_cast<int>(threads);
+    u.rss_kb += rss * page_kb;
+    ++u.processes;
+    std::ifstream status_file(absl::StrCat("/proc/", pid, "/status"));
+    for (std::string line; std::getline(status_file, line);) {
+      if (line.rfind("VmSwap:", 0) == 0) {
+        int64_t kb = 0;
+        std::istringstream(line.substr(7)) >> kb;
+        u.swap_kb += kb;
+      }
+    }
+    std::ifstream io_file(absl::StrCat("/proc/", pid, "/io"));
+    for (std::string line; std::getline(io_file, line);) {
+      int64_t v = 0;
+      if (line.rfind("read_bytes:", 0) == 0 && absl::SimpleAtoi(line.substr(12), &v)) {
+        u.read_bytes += v;
+      } else if (line.rfind("write_bytes:", 0) == 0 && absl::SimpleAtoi(line.substr(13), &v)) {
+        u.write_bytes += v;
+      }
+    }
+  }
+  closedir(dir);
+  return u;
+}
+
+}  // namespace jc::nexec

@@ -1,0 +1,80 @@
+#pragma once
+
+// Runs a job's tasks on this host as real processes (SPEC B1, B8, B9, B10, B11): each task
+// in its own process group, as the job's user when the agent runs as root, with its GPUs
+// in CUDA_VISIBLE_DEVICES and the job's host list in the environment and a hostfile; its
+// stdout and stderr go to files. Suspend, resume and kill act on the whole process group;
+// usage is sampled from /proc.
+
+#include <sys/types.h>
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace jc::nexec {
+
+struct TaskLaunch {
+  std::string key;      // unique per task attempt, e.g. "42.0.1" (job.task.attempt)
+  std::string command;  // run with /bin/sh -c
+  std::string user;     // "" = the agent's own user
+  std::map<std::string, std::string> env;
+  std::string cwd;      // "" = the user's home, or / when it has none
+  std::vector<int> gpus;
+  std::vector<std::string> hosts;  // the job's host list, one entry per slot
+  std::string stdout_path;
+  std::string stderr_path;
+  std::string hostfile_path;  // written when hosts span more than this host
+  std::string job_id;
+};
+
+struct TaskUsage {
+  double cpu_seconds = 0;
+  int64_t rss_kb = 0;
+  int64_t swap_kb = 0;
+  int threads = 0;
+  int64_t read_bytes = 0;
+  int64_t write_bytes = 0;
+  int processes = 0;
+};
+
+struct TaskExit {
+  std::string key;
+  int exit_code = 0;  // 128 + signal when a signal ended it
+};
+
+class TaskRunner {
+ public:
+  ~TaskRunner();  // kills every task still running
+
+  // Starts the task; returns its pid (= its process group id). Errors (unknown user,
+  // unusable cwd, output file not writable, exec failure) come back as a status, not as
+  // a task that dies at once.
+  absl::StatusOr<pid_t> Launch(const TaskLaunch& launch);
+
+  absl::Status Suspend(const std::string& key);  // SIGSTOP to the process group
+  absl::Status Resume(const std::string& key);   // SIGCONT
+  absl::Status Kill(const std::string& key);     // SIGKILL to the process group
+
+  // Collects tasks that ended since the last call (non-blocking).
+  std::vector<TaskExit> Reap();
+
+  absl::StatusOr<TaskUsage> Usage(const std::string& key) const;
+  std::optional<pid_t> Pid(const std::string& key) const;
+  std::vector<std::string> Running() const;
+
+ private:
+  absl::Status SignalGroup(const std::string& key, int signal);
+
+  mutable std::mutex mu_;
+  std::map<std::string, pid_t> tasks_;
+};
+
+// Samples /proc for every process in process group `pgid`.
+TaskUsage SampleProcessGroup(pid_t pgid);
+
+}  // namespace jc::nexec

@@ -1,0 +1,164 @@
+// The agent's task runner with real processes: output files, exit codes, environment,
+// suspend/resume/kill of whole process groups, usage from /proc, running as another user.
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "executor/agent/task_runner.h"
+#include "tests/testing/process.h"
+
+using jc::nexec::TaskLaunch;
+using jc::nexec::TaskRunner;
+using jc::testing::WaitUntil;
+
+namespace {
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    path = std::filesystem::temp_directory_path() /
+           ("jc-runner-" + std::to_string(getpid()) + "-" + std::to_string(counter()++));
+    std::filesystem::create_directories(path);
+    std::filesystem::permissions(path, std::filesystem::perms::all);  // other users write here
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string operator/(const std::string& name) const { return (path / name).string(); }
+  static int& counter() {
+    static int n = 0;
+    return n;
+  }
+};
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Waits for the task to end and returns its exit code.
+int WaitExit(TaskRunner& runner, const std::string& key) {
+  int code = -1;
+  bool done = WaitUntil([&] {
+    for (const auto& e : runner.Reap()) {
+      if (e.key == key) code = e.exit_code;
+    }
+    return code != -1;
+  });
+  REQUIRE(done);
+  return code;
+}
+
+char ProcState(pid_t pid) {
+  std::string stat = Read("/proc/" + std::to_string(pid) + "/stat");
+  auto p = stat.rfind(')');
+  return p == std::string::npos || p + 2 >= stat.size() ? '?' : stat[p + 2];
+}
+
+}  // namespace
+
+TEST_CASE("a task's stdout, stderr and exit code are kept", "[B11]") {
+  TempDir dir;
+  TaskRunner runner;
+  TaskLaunch t{"1.0.0", "echo hello; echo oops >&2; exit 3"};
+  t.stdout_path = dir / "out";
+  t.stderr_path = dir / "err";
+  REQUIRE(runner.Launch(t).ok());
+  CHECK(WaitExit(runner, "1.0.0") == 3);
+  CHECK(Read(dir / "out") == "hello\n");
+  CHECK(Read(dir / "err") == "oops\n");
+}
+
+TEST_CASE("a task sees its GPUs, its job's host list and a hostfile", "[B1][B10]") {
+  TempDir dir;
+  TaskRunner runner;
+  TaskLaunch t{"2.0.0",
+               "echo \"$CUDA_VISIBLE_DEVICES|$NEXEC_HOSTS|$NEXEC_JOBID|$FOO\"; cat \"$NEXEC_HOSTFILE\""};
+  t.gpus = {1, 3};
+  t.hosts = {"h1", "h1", "h2"};
+  t.job_id = "2";
+  t.env = {{"FOO", "bar"}};
+  t.stdout_path = dir / "out";
+  t.hostfile_path = dir / "hostfile";
+  REQUIRE(runner.Launch(t).ok());
+  CHECK(WaitExit(runner, "2.0.0") == 0);
+  CHECK(Read(dir / "out") == "1,3|h1 h1 h2|2|bar\nh1 slots=2\nh2 slots=1\n");
+}
+
+TEST_CASE("suspend stops the whole task, resume continues it, kill ends its group",
+          "[B11]") {
+  TempDir dir;
+  TaskRunner runner;
+  // A parent shell with a child that counts; both are in the task's process group.
+  TaskLaunch t{"3.0.0", "sh -c 'i=0; while true; do i=$((i+1)); echo $i > " + (dir / "count") +
+                            "; sleep 0.01; done' & echo $! > " + (dir / "child") + "; wait"};
+  auto pid = runner.Launch(t);
+  REQUIRE(pid.ok());
+  REQUIRE(WaitUntil([&] { return !Read(dir / "child").empty() && !Read(dir / "count").empty(); }));
+  pid_t child = std::stoi(Read(dir / "child"));
+
+  REQUIRE(runner.Suspend("3.0.0").ok());
+  REQUIRE(WaitUntil([&] { return ProcState(child) == 'T' && ProcState(*pid) == 'T'; }));
+  // Both processes are stopped (state T, checked above), so the count is frozen here.
+  std::string frozen = Read(dir / "count");
+
+  REQUIRE(runner.Resume("3.0.0").ok());
+  REQUIRE(WaitUntil([&] { return Read(dir / "count") != frozen; }));
+
+  REQUIRE(runner.Kill("3.0.0").ok());
+  CHECK(WaitExit(runner, "3.0.0") == 128 + SIGKILL);
+  CHECK(WaitUntil([&] { return kill(child, 0) != 0; }));  // the child went with the group
+  CHECK(absl::IsNotFound(runner.Kill("3.0.0")));
+}
+
+TEST_CASE("usage is sampled from /proc for the task's process group", "[B8]") {
+  TaskRunner runner;
+  TaskLaunch t{"4.0.0", "while true; do :; done"};
+  REQUIRE(runner.Launch(t).ok());
+  REQUIRE(WaitUntil([&] { return runner.Usage("4.0.0")->cpu_seconds >= 0.05; }));
+  auto usage = runner.Usage("4.0.0");
+  CHECK(usage->processes >= 1);
+  CHECK(usage->threads >= 1);
+  CHECK(usage->rss_kb > 0);
+  REQUIRE(runner.Kill("4.0.0").ok());
+  WaitExit(runner, "4.0.0");
+}
+
+TEST_CASE("launch problems are errors, not tasks that die at once", "[B11][C5]") {
+  TempDir dir;
+  TaskRunner runner;
+  TaskLaunch t{"5.0.0", "true"};
+  t.user = "no-such-user-xyz";
+  CHECK(absl::IsInvalidArgument(runner.Launch(t).status()));
+  t.user = "";
+  t.stdout_path = "/nonexistent-dir/out";
+  CHECK(absl::IsInvalidArgument(runner.Launch(t).status()));
+  t.stdout_path = dir / "out";
+  t.command = "";
+  CHECK(absl::IsInvalidArgument(runner.Launch(t).status()));
+  CHECK(runner.Running().empty());
+}
+
+TEST_CASE("as root, a task runs as the job's user", "[B9]") {
+  if (geteuid() != 0) {
+    WARN("SKIPPED: the agent runs tasks as other users only as root; this run is not root");
+    return;
+  }
+  TempDir dir;
+  TaskRunner runner;
+  TaskLaunch t{"6.0.0", "id -un; echo $HOME"};
+  t.user = "nobody";
+  t.stdout_path = dir / "out";
+  REQUIRE(runner.Launch(t).ok());
+  CHECK(WaitExit(runner, "6.0.0") == 0);
+  CHECK(Read(dir / "out").rfind("nobody\n", 0) == 0);
+  struct stat st {};
+  REQUIRE(::stat((dir / "out").c_str(), &st) == 0);
+  CHECK(st.st_uid != 0);  // the output file belongs to the user, not to root
+}
