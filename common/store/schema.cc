@@ -49,6 +49,18 @@ const std::vector<Migration>& Migrations() {
            "  PRIMARY KEY (dataset_id, center_id))",
            "CREATE INDEX dataset_locations_center ON dataset_locations (center_id)",
        }},
+      {2,
+       "nexec executor: jobs and hosts",
+       {
+           "CREATE TABLE nexec_jobs ("
+           "  id BIGINT PRIMARY KEY,"
+           "  state INTEGER NOT NULL,"
+           "  doc TEXT NOT NULL)",
+           "CREATE INDEX nexec_jobs_state ON nexec_jobs (state)",
+           "CREATE TABLE nexec_hosts ("
+           "  id TEXT PRIMARY KEY,"
+           "  doc TEXT NOT NULL)",
+       }},
   };
   return *migrations;
 }

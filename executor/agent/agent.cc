@@ -1,0 +1,364 @@
+#include "executor/agent/agent.h"
+
+#include <grpcpp/grpcpp.h>
+#include <spdlog/spdlog.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "common/grpc_status.h"
+#include "common/quantity.h"
+#include "common/status_macros.h"
+#include "nexec/v1/nexec.grpc.pb.h"
+
+namespace jc::nexec {
+namespace {
+
+std::string TaskKey(int64_t job, int32_t task, int32_t attempt) {
+  return absl::StrCat(job, ".", task, ".", attempt);
+}
+
+double ReadLoad() {
+  std::ifstream in("/proc/loadavg");
+  double load = 0;
+  in >> load;
+  return load;
+}
+
+std::vector<int> DetectGpus() {
+  std::vector<int> gpus;
+  if (access("/usr/bin/nvidia-smi", X_OK) != 0) return gpus;
+  FILE* p = popen("/usr/bin/nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null", "r");
+  if (p == nullptr) return gpus;
+  char line[64];
+  while (fgets(line, sizeof(line), p) != nullptr) {
+    int index = 0;
+    if (absl::SimpleAtoi(absl::StripAsciiWhitespace(line), &index)) gpus.push_back(index);
+  }
+  pclose(p);
+  return gpus;
+}
+
+}  // namespace
+
+pb::AgentInfo MeasureHost() {
+  pb::AgentInfo info;
+  info.set_cpus(static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
+  struct sysinfo si {};
+  if (sysinfo(&si) == 0) {
+    info.set_mem_mb(static_cast<double>(si.totalram) * si.mem_unit / (1024 * 1024));
+    info.set_swap_mb(static_cast<double>(si.totalswap) * si.mem_unit / (1024 * 1024));
+  }
+  for (int g : DetectGpus()) info.add_gpus(g);
+  info.set_load_1m(ReadLoad());
+  return info;
+}
+
+absl::Status ApplyDeclaredResources(const std::string& declared, pb::AgentInfo* info) {
+  for (absl::string_view item : absl::StrSplit(declared, ',', absl::SkipWhitespace())) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+    std::string key(absl::StripAsciiWhitespace(kv.first));
+    std::string value(absl::StripAsciiWhitespace(kv.second));
+    int n = 0;
+    if (key == "cpus" || key == "slots") {
+      if (!absl::SimpleAtoi(value, &n) || n < 1) {
+        return absl::InvalidArgumentError(absl::StrCat("--resources ", key, "=", value,
+                                                       ": expected a whole number of at least 1"));
+      }
+      info->set_cpus(n);
+    } else if (key == "gpus") {
+      if (!absl::SimpleAtoi(value, &n) || n < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("--resources gpus=", value,
+                                                       ": expected a whole number"));
+      }
+      info->clear_gpus();
+      for (int i = 0; i < n; ++i) info->add_gpus(i);
+    } else if (key == "mem" || key == "swap") {
+      // Sizes as quantities in bytes ("512G", "64Gi"); a plain number is MB.
+      double mb = 0;
+      if (absl::SimpleAtod(value, &mb)) {
+      } else {
+        auto q = Quantity::Parse(value);
+        if (!q.ok()) {
+          return absl::InvalidArgumentError(absl::StrCat("--resources ", key, "=", value, ": ",
+                                                         q.status().message()));
+        }
+        mb = static_cast<double>(q->CeilMebibytes());
+      }
+      if (mb < 0) return absl::InvalidArgumentError(absl::StrCat("--resources ", key, " < 0"));
+      key == "mem" ? info->set_mem_mb(mb) : info->set_swap_mb(mb);
+    } else if (!key.empty()) {
+      (*info->mutable_resources())[key] = value;
+    }
+  }
+  return absl::OkStatus();
+}
+
+Agent::Agent(AgentOptions options) : options_(std::move(options)) {}
+
+Agent::~Agent() { Stop(); }
+
+absl::StatusOr<int> Agent::Start() {
+  base_info_ = MeasureHost();
+  JC_RETURN_IF_ERROR(ApplyDeclaredResources(options_.declared, &base_info_));
+  for (const auto& [k, v] : options_.resources) (*base_info_.mutable_resources())[k] = v;
+  if (options_.host.empty()) {
+    char name[256] = {0};
+    gethostname(name, sizeof(name) - 1);
+    options_.host = name;
+  }
+  base_info_.set_host(options_.host);
+  service_ = MakeAgentService(this);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(options_.listen_address, grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(service_.get());
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || port == 0) {
+    return absl::UnavailableError(absl::StrCat("agent cannot listen on ", options_.listen_address));
+  }
+  std::string host = options_.listen_address.substr(0, options_.listen_address.rfind(':'));
+  address_ = absl::StrCat(host, ":", port);
+  base_info_.set_address(address_);
+  heartbeat_ = std::thread([this] { HeartbeatLoop(); });
+  spdlog::info("nexec agent {} listening on {} ({} cpus, {} MB, {} gpus)", options_.host,
+               address_, base_info_.cpus(), base_info_.mem_mb(), base_info_.gpus_size());
+  return port;
+}
+
+void Agent::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (heartbeat_.joinable()) heartbeat_.join();
+  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+}
+
+pb::AgentInfo Agent::CurrentInfo() {
+  pb::AgentInfo info = base_info_;
+  info.set_load_1m(ReadLoad());
+  return info;
+}
+
+absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
+  std::string key = TaskKey(req.job_id(), req.task_index(), req.attempt());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (tasks_.count(key)) {
+      // The master may repeat a launch it is not sure about; the task already runs.
+      auto pid = runner_.Pid(key);
+      return pid ? *pid : 0;
+    }
+  }
+  TaskLaunch t;
+  t.key = key;
+  t.command = req.command();
+  t.user = req.user();
+  t.env = {req.env().begin(), req.env().end()};
+  t.cwd = req.cwd();
+  t.gpus = {req.gpus().begin(), req.gpus().end()};
+  t.hosts = {req.hosts().begin(), req.hosts().end()};
+  t.stdout_path = req.stdout_path();
+  t.stderr_path = req.stderr_path();
+  t.job_id = absl::StrCat(req.job_id());
+  bool multi_host = false;
+  for (const auto& h : req.hosts()) multi_host |= h != req.hosts(0);
+  if (multi_host && !t.stdout_path.empty()) t.hostfile_path = t.stdout_path + ".hosts";
+  if (!t.stdout_path.empty()) {
+    auto slash = t.stdout_path.rfind('/');
+    if (slash != std::string::npos && slash > 0) {
+      std::error_code ec;
+      std::filesystem::create_directories(t.stdout_path.substr(0, slash), ec);
+    }
+  }
+  // Registered before the process starts: a task that exits at once is reaped by the
+  // heartbeat loop, which must already know whose it is.
+  TaskInfo info{req.job_id(), req.task_index(), req.attempt(), t.stdout_path, t.stderr_path};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_[key] = info;
+    logs_[req.job_id()] = info;
+  }
+  auto pid = runner_.Launch(t);
+  if (!pid.ok()) {
+    if (absl::IsAlreadyExists(pid.status())) return 0;  // a concurrent repeat started it
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_.erase(key);
+    return pid.status();
+  }
+  return static_cast<int>(*pid);
+}
+
+absl::Status Agent::Signal(const pb::SignalRequest& req) {
+  std::string key;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [k, t] : tasks_) {
+      if (t.job_id == req.job_id() && t.task_index == req.task_index()) {
+        key = k;
+        if (req.action() == pb::SignalRequest::SUSPEND) t.suspended = true;
+        if (req.action() == pb::SignalRequest::RESUME) t.suspended = false;
+      }
+    }
+  }
+  if (key.empty()) {
+    return absl::NotFoundError(absl::StrCat("job ", req.job_id(), " task ", req.task_index(),
+                                            " does not run on ", options_.host));
+  }
+  switch (req.action()) {
+    case pb::SignalRequest::SUSPEND: return runner_.Suspend(key);
+    case pb::SignalRequest::RESUME: return runner_.Resume(key);
+    case pb::SignalRequest::KILL: return runner_.Kill(key);
+    default: return absl::InvalidArgumentError("unknown signal action");
+  }
+}
+
+absl::StatusOr<std::string> Agent::ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes) {
+  std::string path;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = logs_.find(req.job_id());
+    if (it == logs_.end()) {
+      return absl::NotFoundError(absl::StrCat("no output of job ", req.job_id(), " on ", options_.host));
+    }
+    path = req.stderr() ? it->second.stderr_path : it->second.stdout_path;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  in.seekg(req.offset());
+  std::string data(static_cast<size_t>(max_bytes), '\0');
+  in.read(data.data(), max_bytes);
+  data.resize(static_cast<size_t>(in.gcount()));
+  return data;
+}
+
+void Agent::HeartbeatLoop() {
+  auto channel = grpc::CreateChannel(options_.master_address, grpc::InsecureChannelCredentials());
+  auto stub = pb::Master::NewStub(channel);
+  absl::Time next = absl::InfinitePast();
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    // Exits are looked for often so the master hears of a finished task at once.
+    cv_.wait_for(lock, std::chrono::milliseconds(5), [&] { return stopping_; });
+    if (stopping_) break;
+    lock.unlock();
+    std::vector<TaskExit> exits = runner_.Reap();
+    lock.lock();
+    for (const TaskExit& e : exits) {
+      auto it = tasks_.find(e.key);
+      if (it == tasks_.end()) continue;
+      pb::TaskReport r;
+      r.set_job_id(it->second.job_id);
+      r.set_task_index(it->second.task_index);
+      r.set_attempt(it->second.attempt);
+      r.set_state(pb::TASK_EXITED);
+      r.set_exit_code(e.exit_code);
+      unacked_exits_.push_back(r);
+      tasks_.erase(it);
+    }
+    if (exits.empty() && absl::Now() < next) continue;
+    pb::HeartbeatRequest req;
+    *req.mutable_info() = CurrentInfo();
+    for (const auto& [key, t] : tasks_) {
+      pb::TaskReport* r = req.add_tasks();
+      r->set_job_id(t.job_id);
+      r->set_task_index(t.task_index);
+      r->set_attempt(t.attempt);
+      r->set_state(t.suspended ? pb::TASK_SUSPENDED : pb::TASK_RUNNING);
+      auto pid = runner_.Pid(key);
+      r->set_pid(pid ? *pid : 0);
+    }
+    for (const auto& r : unacked_exits_) *req.add_tasks() = r;
+    size_t sent_exits = unacked_exits_.size();
+    lock.unlock();
+    // Usage sampling reads /proc; done without the lock.
+    for (auto& r : *req.mutable_tasks()) {
+      if (r.state() == pb::TASK_EXITED) continue;
+      auto usage = runner_.Usage(TaskKey(r.job_id(), r.task_index(), r.attempt()));
+      if (!usage.ok()) continue;
+      auto* u = r.mutable_usage();
+      u->set_cpu_seconds(usage->cpu_seconds);
+      u->set_rss_kb(usage->rss_kb);
+      u->set_swap_kb(usage->swap_kb);
+      u->set_threads(usage->threads);
+      u->set_read_bytes(usage->read_bytes);
+      u->set_write_bytes(usage->write_bytes);
+      u->set_processes(usage->processes);
+    }
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    pb::HeartbeatResponse resp;
+    grpc::Status status = stub->Heartbeat(&ctx, req, &resp);
+    lock.lock();
+    next = absl::Now() + options_.heartbeat_interval;
+    if (!status.ok()) {
+      spdlog::warn("heartbeat to master {} failed: {}", options_.master_address,
+                   status.error_message());
+      continue;
+    }
+    unacked_exits_.erase(unacked_exits_.begin(), unacked_exits_.begin() + sent_exits);
+    for (const auto& k : resp.kill()) {
+      std::string key = TaskKey(k.job_id(), k.task_index(), k.attempt());
+      lock.unlock();
+      if (runner_.Kill(key).ok()) spdlog::info("killed stale task {} at the master's word", key);
+      lock.lock();
+    }
+  }
+}
+
+namespace {
+
+class AgentService final : public pb::Agent::Service {
+ public:
+  explicit AgentService(Agent* agent) : agent_(agent) {}
+  grpc::Status Launch(grpc::ServerContext*, const pb::LaunchRequest* req,
+                      pb::LaunchResponse* resp) override {
+    auto pid = agent_->Launch(*req);
+    if (!pid.ok()) return ToGrpcStatus(pid.status());
+    resp->set_pid(*pid);
+    return grpc::Status::OK;
+  }
+  grpc::Status Signal(grpc::ServerContext*, const pb::SignalRequest* req,
+                      pb::SignalResponse*) override {
+    return ToGrpcStatus(agent_->Signal(*req));
+  }
+  grpc::Status ReadLog(grpc::ServerContext*, const pb::ReadLogRequest* req,
+                       grpc::ServerWriter<pb::LogChunk>* writer) override {
+    constexpr int64_t kChunk = 1 << 20;
+    int64_t offset = req->offset();
+    while (true) {
+      pb::ReadLogRequest at = *req;
+      at.set_offset(offset);
+      auto data = agent_->ReadLog(at, kChunk);
+      if (!data.ok()) return ToGrpcStatus(data.status());
+      if (data->empty()) return grpc::Status::OK;
+      pb::LogChunk chunk;
+      chunk.set_offset(offset);
+      chunk.set_data(*data);
+      if (!writer->Write(chunk)) return grpc::Status::OK;
+      offset += static_cast<int64_t>(data->size());
+    }
+  }
+
+ private:
+  Agent* agent_;
+};
+
+}  // namespace
+
+std::unique_ptr<grpc::Service> MakeAgentService(Agent* agent) {
+  return std::make_unique<AgentService>(agent);
+}
+
+}  // namespace jc::nexec

@@ -1,0 +1,90 @@
+#pragma once
+
+// The nexec agent (one per host): reports the host's resources and its tasks to the
+// master in heartbeats, and runs, signals and serves the logs of tasks the master
+// launches here (SPEC B1, B8, B11).
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "executor/agent/task_runner.h"
+#include "nexec/v1/nexec.pb.h"
+
+namespace grpc {
+class Server;
+class Service;
+}  // namespace grpc
+
+namespace jc::nexec {
+
+namespace pb = ::nexec::v1;
+
+struct AgentOptions {
+  std::string host;            // the host name the master knows it by
+  std::string master_address;  // host:port of the master
+  std::string listen_address = "127.0.0.1:0";
+  // Declared resources ("cpus=64,gpus=8,mem=512G"); what is not declared is measured.
+  std::string declared;
+  std::map<std::string, std::string> resources;  // static extra resources
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+};
+
+// Parses "cpus=64,gpus=8,mem=512G,swap=16G" into the info fields it names.
+absl::Status ApplyDeclaredResources(const std::string& declared, pb::AgentInfo* info);
+// Measures cpus, memory, swap, load and GPUs (nvidia-smi when present).
+pb::AgentInfo MeasureHost();
+
+class Agent {
+ public:
+  explicit Agent(AgentOptions options);
+  ~Agent();
+
+  // Starts the gRPC server and the heartbeat loop; returns the bound port.
+  absl::StatusOr<int> Start();
+  void Stop();
+
+  // The gRPC handlers call these.
+  absl::StatusOr<int> Launch(const pb::LaunchRequest& req);
+  absl::Status Signal(const pb::SignalRequest& req);
+  absl::StatusOr<std::string> ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes);
+
+ private:
+  struct TaskInfo {
+    int64_t job_id;
+    int32_t task_index;
+    int32_t attempt;
+    std::string stdout_path;
+    std::string stderr_path;
+    bool suspended = false;
+  };
+  void HeartbeatLoop();
+  pb::AgentInfo CurrentInfo();
+
+  AgentOptions options_;
+  pb::AgentInfo base_info_;
+  TaskRunner runner_;
+  std::unique_ptr<grpc::Service> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+
+  std::mutex mu_;
+  std::map<std::string, TaskInfo> tasks_;           // running, by task key
+  std::map<int64_t, TaskInfo> logs_;                // last attempt per job, for ReadLog
+  std::vector<pb::TaskReport> unacked_exits_;       // sent until a heartbeat succeeds
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  bool exits_waiting_ = false;
+  std::thread heartbeat_;
+};
+
+std::unique_ptr<grpc::Service> MakeAgentService(Agent* agent);
+
+}  // namespace jc::nexec

@@ -1,0 +1,48 @@
+// nexec-agent: runs on every host; reports it to the master and runs its tasks.
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "common/log.h"
+#include "executor/agent/agent.h"
+
+ABSL_FLAG(std::string, master, "127.0.0.1:6800", "the master's address");
+ABSL_FLAG(std::string, host, "", "this host's name (default: the system host name)");
+ABSL_FLAG(std::string, listen, "127.0.0.1:0", "gRPC address for the master's calls");
+ABSL_FLAG(std::string, resources, "",
+          "declared resources, e.g. cpus=64,gpus=8,mem=512G,model=A100 (the rest is measured)");
+ABSL_FLAG(absl::Duration, heartbeat, absl::Seconds(1), "heartbeat interval");
+ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "nexec-agent --master=host:6800 [--host=name] [--resources=cpus=64,gpus=8,mem=512G]");
+  absl::ParseCommandLine(argc, argv);
+  if (!jc::InitLogging(absl::GetFlag(FLAGS_log_level), "text").ok()) return 2;
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  jc::nexec::AgentOptions options;
+  options.master_address = absl::GetFlag(FLAGS_master);
+  options.host = absl::GetFlag(FLAGS_host);
+  options.listen_address = absl::GetFlag(FLAGS_listen);
+  options.declared = absl::GetFlag(FLAGS_resources);
+  options.heartbeat_interval = absl::GetFlag(FLAGS_heartbeat);
+  jc::nexec::Agent agent(options);
+  auto port = agent.Start();
+  if (!port.ok()) {
+    spdlog::error("{}", port.status().message());
+    return 1;
+  }
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("signal {}; stopping (running tasks are killed)", sig);
+  agent.Stop();
+  return 0;
+}

@@ -1,0 +1,365 @@
+// nexec: the executor's command line (SPEC B11).
+//   nexec submit [-n N] [-R req] [-q queue] [-J name] [-o out] [-e err] [--gpus N]
+//                [--exclusive] [--user U] [--] command...
+//   nexec jobs [-u user] [-q queue] [-a] | job ID | hosts | queues
+//   nexec kill|suspend|resume|requeue ID
+//   nexec logs ID [-e] [-f]
+// Every listing takes --json. The master is --master=host:port or $NEXEC_MASTER.
+
+#include <grpcpp/grpcpp.h>
+#include <google/protobuf/util/json_util.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "nexec/v1/nexec.grpc.pb.h"
+
+namespace pb = ::nexec::v1;
+
+namespace {
+
+int Usage() {
+  std::cerr << "usage: nexec [--master=host:port] COMMAND ...\n"
+               "  submit [-n N] [-R req] [-q queue] [-J name] [-o out] [-e err] [--gpus N]\n"
+               "         [--exclusive] [--user U] [--] command...\n"
+               "  jobs [-u user] [-q queue] [-a] [--json]      list jobs (-a: finished too)\n"
+               "  job ID [--json]                              one job in full\n"
+               "  hosts [--json] | queues [--json]\n"
+               "  kill ID | suspend ID | resume ID | requeue ID\n"
+               "  logs ID [-e] [-f]                            task output (-e stderr, -f follow)\n";
+  return 2;
+}
+
+int Fail(const std::string& message) {
+  std::cerr << "nexec: " << message << "\n";
+  return 1;
+}
+
+int Fail(const grpc::Status& s) {
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    return Fail("cannot reach the master (" + s.error_message() + "); is nexec-master running?");
+  }
+  return Fail(s.error_message());
+}
+
+std::string CurrentUser() {
+  passwd* pw = getpwuid(getuid());
+  return pw != nullptr ? pw->pw_name : std::to_string(getuid());
+}
+
+std::string Json(const google::protobuf::Message& m) {
+  google::protobuf::util::JsonPrintOptions o;
+  o.add_whitespace = true;
+  o.preserve_proto_field_names = true;
+  std::string out;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, o);
+  return out;
+}
+
+// Prints rows as aligned columns, the way bjobs and squeue do.
+void Table(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& r : rows) {
+    for (size_t i = 0; i < r.size(); ++i) {
+      if (width.size() <= i) width.push_back(0);
+      width[i] = std::max(width[i], r[i].size());
+    }
+  }
+  for (const auto& r : rows) {
+    std::string line;
+    for (size_t i = 0; i < r.size(); ++i) {
+      line += r[i];
+      if (i + 1 < r.size()) line += std::string(width[i] - r[i].size() + 2, ' ');
+    }
+    std::cout << line << "\n";
+  }
+}
+
+std::string State(pb::JobState s) {
+  switch (s) {
+    case pb::PENDING: return "PEND";
+    case pb::RUNNING: return "RUN";
+    case pb::SUSPENDED: return "SUSP";
+    case pb::DONE: return "DONE";
+    case pb::EXIT: return "EXIT";
+    default: return "?";
+  }
+}
+
+std::string When(const google::protobuf::Timestamp& t) {
+  if (t.seconds() == 0) return "-";
+  return absl::FormatTime("%b %d %H:%M:%S", absl::FromUnixSeconds(t.seconds()), absl::LocalTimeZone());
+}
+
+std::string Hosts(const pb::Job& j) {
+  std::vector<std::string> parts;
+  for (const auto& t : j.tasks()) parts.push_back(absl::StrCat(t.slots(), "*", t.host()));
+  return parts.empty() ? "-" : absl::StrJoin(parts, ",");
+}
+
+bool ParseId(const std::string& text, int64_t* id) { return absl::SimpleAtoi(text, id) && *id > 0; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  const char* env_master = std::getenv("NEXEC_MASTER");
+  std::string master = env_master != nullptr ? env_master : "127.0.0.1:6800";
+  while (!args.empty() && args[0].rfind("--master=", 0) == 0) {
+    master = args[0].substr(9);
+    args.erase(args.begin());
+  }
+  if (args.empty() || args[0] == "-h" || args[0] == "--help") return Usage();
+  std::string cmd = args[0];
+  args.erase(args.begin());
+  bool json = false;
+  for (auto it = args.begin(); it != args.end();) {
+    if (*it == "--json") {
+      json = true;
+      it = args.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  auto stub = pb::Master::NewStub(grpc::CreateChannel(master, grpc::InsecureChannelCredentials()));
+  auto ctx = [] {
+    auto c = std::make_unique<grpc::ClientContext>();
+    c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    return c;
+  };
+
+  if (cmd == "submit") {
+    pb::SubmitRequest req;
+    pb::JobSpec* s = req.mutable_spec();
+    s->set_user(CurrentUser());
+    char cwd[4096];
+    if (getcwd(cwd, sizeof(cwd)) != nullptr) s->set_cwd(cwd);
+    size_t i = 0;
+    auto value = [&](const std::string& flag) -> std::optional<std::string> {
+      if (i + 1 >= args.size()) return std::nullopt;
+      return args[++i];
+    };
+    for (; i < args.size(); ++i) {
+      const std::string& a = args[i];
+      if (a == "--") {
+        ++i;
+        break;
+      }
+      if (a.empty() || a[0] != '-') break;
+      std::optional<std::string> v;
+      int n = 0;
+      if (a == "--exclusive") {
+        s->set_exclusive(true);
+        continue;
+      }
+      if (a != "-n" && a != "-R" && a != "-q" && a != "-J" && a != "-o" && a != "-e" &&
+          a != "--gpus" && a != "--user") {
+        return Fail("submit: unknown option " + a);
+      }
+      v = value(a);
+      if (!v) return Fail("submit: " + a + " needs a value");
+      if (a == "-n" || a == "--gpus") {
+        if (!absl::SimpleAtoi(*v, &n) || n < (a == "-n" ? 1 : 0)) {
+          return Fail("submit: " + a + " needs a whole number, got \"" + *v + "\"");
+        }
+        a == "-n" ? s->set_slots(n) : s->set_gpus_per_slot(n);
+      } else if (a == "-R") {
+        s->set_requirement(*v);
+      } else if (a == "-q") {
+        s->set_queue(*v);
+      } else if (a == "-J") {
+        s->set_name(*v);
+      } else if (a == "-o") {
+        s->set_stdout_path(*v);
+      } else if (a == "-e") {
+        s->set_stderr_path(*v);
+      } else {
+        s->set_user(*v);
+      }
+    }
+    std::vector<std::string> command(args.begin() + static_cast<long>(i), args.end());
+    if (command.empty()) return Fail("submit: no command given");
+    s->set_command(absl::StrJoin(command, " "));
+    pb::SubmitResponse resp;
+    auto c = ctx();
+    grpc::Status st = stub->Submit(c.get(), req, &resp);
+    if (!st.ok()) return Fail(st);
+    if (json) {
+      std::cout << Json(resp) << "\n";
+    } else {
+      std::cout << "Job <" << resp.job_id() << "> is submitted"
+                << (s->queue().empty() ? "" : " to queue <" + s->queue() + ">") << ".\n";
+    }
+    return 0;
+  }
+
+  if (cmd == "jobs") {
+    pb::ListJobsRequest req;
+    bool all = false;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i] == "-a") {
+        all = true;
+      } else if ((args[i] == "-u" || args[i] == "-q") && i + 1 < args.size()) {
+        args[i] == "-u" ? req.set_user(args[i + 1]) : req.set_queue(args[i + 1]);
+        ++i;
+      } else {
+        return Fail("jobs: unknown option " + args[i]);
+      }
+    }
+    if (!all) {
+      req.add_states(pb::PENDING);
+      req.add_states(pb::RUNNING);
+      req.add_states(pb::SUSPENDED);
+    }
+    pb::ListJobsResponse resp;
+    auto c = ctx();
+    grpc::Status st = stub->ListJobs(c.get(), req, &resp);
+    if (!st.ok()) return Fail(st);
+    if (json) {
+      std::cout << Json(resp) << "\n";
+      return 0;
+    }
+    if (resp.jobs().empty()) {
+      std::cout << "No unfinished job found\n";
+      return 0;
+    }
+    std::vector<std::vector<std::string>> rows{
+        {"JOBID", "USER", "STAT", "QUEUE", "SLOTS", "EXEC_HOST", "JOB_NAME", "SUBMIT_TIME"}};
+    for (const auto& j : resp.jobs()) {
+      rows.push_back({std::to_string(j.id()), j.spec().user(), State(j.state()), j.spec().queue(),
+                      std::to_string(j.spec().slots()), Hosts(j),
+                      j.spec().name().empty() ? j.spec().command().substr(0, 20) : j.spec().name(),
+                      When(j.submitted_at())});
+    }
+    Table(rows);
+    return 0;
+  }
+
+  if (cmd == "job" || cmd == "kill" || cmd == "suspend" || cmd == "resume" || cmd == "requeue") {
+    int64_t id = 0;
+    if (args.size() != 1 || !ParseId(args[0], &id)) return Fail(cmd + ": give one job id");
+    pb::JobRef ref;
+    ref.set_job_id(id);
+    auto c = ctx();
+    if (cmd == "job") {
+      pb::Job j;
+      grpc::Status st = stub->GetJob(c.get(), ref, &j);
+      if (!st.ok()) return Fail(st);
+      if (json) {
+        std::cout << Json(j) << "\n";
+        return 0;
+      }
+      Table({{"Job", std::to_string(j.id())},
+             {"Name", j.spec().name()},
+             {"User", j.spec().user()},
+             {"Queue", j.spec().queue()},
+             {"State", State(j.state()) + (j.reason().empty() ? "" : " (" + j.reason() + ")")},
+             {"Command", j.spec().command()},
+             {"Slots", std::to_string(j.spec().slots())},
+             {"Requirement", j.spec().requirement().empty() ? "-" : j.spec().requirement()},
+             {"Hosts", Hosts(j)},
+             {"Submitted", When(j.submitted_at())},
+             {"Started", When(j.started_at())},
+             {"Ended", When(j.ended_at())},
+             {"Exit code", std::to_string(j.exit_code())},
+             {"Attempt", std::to_string(j.attempt())}});
+      for (const auto& t : j.tasks()) {
+        std::cout << "  task " << t.index() << " on " << t.host() << ": " << t.slots()
+                  << " slot(s), gpus [" << absl::StrJoin(t.gpus(), ",") << "]";
+        if (t.index() == 0) {
+          std::cout << ", pid " << t.pid() << ", cpu " << t.usage().cpu_seconds() << " s, rss "
+                    << t.usage().rss_kb() << " KB, threads " << t.usage().threads();
+        }
+        std::cout << "\n";
+      }
+      return 0;
+    }
+    pb::ControlResponse resp;
+    grpc::Status st = cmd == "kill"      ? stub->Kill(c.get(), ref, &resp)
+                      : cmd == "suspend" ? stub->Suspend(c.get(), ref, &resp)
+                      : cmd == "resume"  ? stub->Resume(c.get(), ref, &resp)
+                                         : stub->Requeue(c.get(), ref, &resp);
+    if (!st.ok()) return Fail(st);
+    std::cout << "Job <" << id << "> is being "
+              << (cmd == "kill" ? "killed" : cmd == "suspend" ? "suspended"
+                  : cmd == "resume" ? "resumed" : "requeued")
+              << ".\n";
+    return 0;
+  }
+
+  if (cmd == "hosts" || cmd == "queues") {
+    auto c = ctx();
+    if (cmd == "hosts") {
+      pb::ListHostsResponse resp;
+      grpc::Status st = stub->ListHosts(c.get(), {}, &resp);
+      if (!st.ok()) return Fail(st);
+      if (json) {
+        std::cout << Json(resp) << "\n";
+        return 0;
+      }
+      std::vector<std::vector<std::string>> rows{
+          {"HOST", "STATUS", "TYPE", "CPUF", "SLOTS", "USED", "MEM_MB", "GPUS", "GPUS_USED", "LOAD"}};
+      for (const auto& h : resp.hosts()) {
+        rows.push_back({h.name(), h.state(), h.type(), absl::StrCat(h.cpu_factor()),
+                        std::to_string(h.slots()), std::to_string(h.used_slots()),
+                        absl::StrCat(static_cast<int64_t>(h.mem_mb())), std::to_string(h.gpus_size()),
+                        absl::StrJoin(h.used_gpus(), ","), absl::StrCat(h.load_1m())});
+      }
+      Table(rows);
+    } else {
+      pb::ListQueuesResponse resp;
+      grpc::Status st = stub->ListQueues(c.get(), {}, &resp);
+      if (!st.ok()) return Fail(st);
+      if (json) {
+        std::cout << Json(resp) << "\n";
+        return 0;
+      }
+      std::vector<std::vector<std::string>> rows{
+          {"QUEUE", "PRIO", "PEND", "RUN", "SLOTS_USED", "MAX_SLOTS", "PER_USER", "BALANCE"}};
+      for (const auto& q : resp.queues()) {
+        rows.push_back({q.name(), std::to_string(q.priority()), std::to_string(q.pending_jobs()),
+                        std::to_string(q.running_jobs()), std::to_string(q.used_slots()),
+                        q.max_slots() ? std::to_string(q.max_slots()) : "-",
+                        q.max_slots_per_user() ? std::to_string(q.max_slots_per_user()) : "-",
+                        q.balance()});
+      }
+      Table(rows);
+    }
+    return 0;
+  }
+
+  if (cmd == "logs") {
+    pb::ReadLogRequest req;
+    int64_t id = 0;
+    for (const auto& a : args) {
+      if (a == "-e") {
+        req.set_stderr(true);
+      } else if (a == "-f") {
+        req.set_follow(true);
+      } else if (!ParseId(a, &id)) {
+        return Fail("logs: unknown argument " + a);
+      }
+    }
+    if (id == 0) return Fail("logs: give a job id");
+    req.set_job_id(id);
+    grpc::ClientContext c;
+    auto reader = stub->ReadLog(&c, req);
+    pb::LogChunk chunk;
+    while (reader->Read(&chunk)) std::cout << chunk.data() << std::flush;
+    grpc::Status st = reader->Finish();
+    if (!st.ok()) return Fail(st);
+    return 0;
+  }
+  std::cerr << "nexec: unknown command \"" << cmd << "\"\n";
+  return Usage();
+}

@@ -1,0 +1,184 @@
+#include "executor/master/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace jc::nexec {
+namespace {
+
+absl::Status Bad(const std::string& where, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat("nexec config: ", where, ": ", what));
+}
+
+// Reads node[key] as T, naming the place on failure.
+template <typename T>
+absl::Status Read(const YAML::Node& node, const char* key, const std::string& where, T* out) {
+  const YAML::Node v = node[key];
+  if (!v) return absl::OkStatus();
+  try {
+    *out = v.as<T>();
+  } catch (const YAML::Exception&) {
+    return Bad(absl::StrCat(where, ".", key), "has the wrong type");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckKeys(const YAML::Node& node, const std::string& where,
+                       const std::set<std::string>& known) {
+  if (!node.IsMap()) return Bad(where, "must be a mapping");
+  for (const auto& kv : node) {
+    std::string key = kv.first.as<std::string>();
+    if (!known.count(key)) return Bad(where, absl::StrCat("unknown key \"", key, "\""));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ResourceValues> ReadResources(const YAML::Node& node, const std::string& where) {
+  ResourceValues out;
+  if (!node) return out;
+  if (!node.IsMap()) return Bad(where, "must be a mapping of resource: value");
+  for (const auto& kv : node) {
+    std::string name = kv.first.as<std::string>();
+    const std::string text = kv.second.as<std::string>();
+    if (text == "true" || text == "false") {
+      out[name] = text == "true";
+      continue;
+    }
+    try {
+      size_t used = 0;
+      double d = std::stod(text, &used);
+      if (used == text.size()) {
+        out[name] = d;
+        continue;
+      }
+    } catch (const std::exception&) {
+    }
+    out[name] = text;
+  }
+  return out;
+}
+
+}  // namespace
+
+ExecutorConfig DefaultConfig() {
+  ExecutorConfig c;
+  QueueConfig normal;
+  normal.name = "normal";
+  c.queues.push_back(normal);
+  c.default_queue = "normal";
+  return c;
+}
+
+absl::StatusOr<ExecutorConfig> ParseConfig(const std::string& yaml) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("nexec config: not valid YAML: line ",
+                                                   e.mark.line + 1, ": ", e.msg));
+  }
+  if (root.IsNull()) return DefaultConfig();
+  JC_RETURN_IF_ERROR(CheckKeys(root, "top level",
+                               {"host_types", "hosts", "user_groups", "queues", "default_queue"}));
+  ExecutorConfig c;
+  std::set<std::string> types;
+  if (const YAML::Node list = root["host_types"]) {
+    for (size_t i = 0; i < list.size(); ++i) {
+      std::string where = absl::StrCat("host_types[", i, "]");
+      JC_RETURN_IF_ERROR(CheckKeys(list[i], where, {"name", "cpu_factor"}));
+      HostType t;
+      JC_RETURN_IF_ERROR(Read(list[i], "name", where, &t.name));
+      JC_RETURN_IF_ERROR(Read(list[i], "cpu_factor", where, &t.cpu_factor));
+      if (t.name.empty()) return Bad(where, "needs a name");
+      if (!(t.cpu_factor > 0)) return Bad(where + ".cpu_factor", "must be positive");
+      if (!types.insert(t.name).second) return Bad(where, absl::StrCat("\"", t.name, "\" twice"));
+      c.host_types.push_back(t);
+    }
+  }
+  if (const YAML::Node list = root["hosts"]) {
+    for (size_t i = 0; i < list.size(); ++i) {
+      std::string where = absl::StrCat("hosts[", i, "]");
+      JC_RETURN_IF_ERROR(CheckKeys(list[i], where, {"name", "type", "resources"}));
+      std::string name;
+      HostStatic h;
+      JC_RETURN_IF_ERROR(Read(list[i], "name", where, &name));
+      JC_RETURN_IF_ERROR(Read(list[i], "type", where, &h.type));
+      if (name.empty()) return Bad(where, "needs a name");
+      if (!h.type.empty() && !types.count(h.type)) {
+        return Bad(where + ".type", absl::StrCat("unknown host type \"", h.type, "\""));
+      }
+      JC_ASSIGN_OR_RETURN(h.resources, ReadResources(list[i]["resources"], where + ".resources"));
+      c.hosts[name] = h;
+    }
+  }
+  if (const YAML::Node groups = root["user_groups"]) {
+    if (!groups.IsMap()) return Bad("user_groups", "must map a group name to a list of users");
+    for (const auto& kv : groups) {
+      std::string name = kv.first.as<std::string>();
+      try {
+        c.user_groups[name] = kv.second.as<std::vector<std::string>>();
+      } catch (const YAML::Exception&) {
+        return Bad(absl::StrCat("user_groups.", name), "must be a list of users");
+      }
+    }
+  }
+  std::set<std::string> queue_names;
+  if (const YAML::Node list = root["queues"]) {
+    for (size_t i = 0; i < list.size(); ++i) {
+      std::string where = absl::StrCat("queues[", i, "]");
+      JC_RETURN_IF_ERROR(CheckKeys(list[i], where,
+                                   {"name", "priority", "users", "hosts", "max_slots",
+                                    "max_slots_per_user", "balance", "round_robin", "gpu_shared",
+                                    "interactive", "rerun_on_host_failure"}));
+      QueueConfig q;
+      std::string balance = "pack";
+      JC_RETURN_IF_ERROR(Read(list[i], "name", where, &q.name));
+      JC_RETURN_IF_ERROR(Read(list[i], "priority", where, &q.priority));
+      JC_RETURN_IF_ERROR(Read(list[i], "users", where, &q.users));
+      JC_RETURN_IF_ERROR(Read(list[i], "hosts", where, &q.hosts));
+      JC_RETURN_IF_ERROR(Read(list[i], "max_slots", where, &q.max_slots));
+      JC_RETURN_IF_ERROR(Read(list[i], "max_slots_per_user", where, &q.max_slots_per_user));
+      JC_RETURN_IF_ERROR(Read(list[i], "balance", where, &balance));
+      JC_RETURN_IF_ERROR(Read(list[i], "round_robin", where, &q.user_round_robin));
+      JC_RETURN_IF_ERROR(Read(list[i], "gpu_shared", where, &q.gpu_shared));
+      JC_RETURN_IF_ERROR(Read(list[i], "interactive", where, &q.allow_interactive));
+      JC_RETURN_IF_ERROR(Read(list[i], "rerun_on_host_failure", where, &q.rerun_on_host_failure));
+      if (q.name.empty()) return Bad(where, "needs a name");
+      if (!queue_names.insert(q.name).second) return Bad(where, absl::StrCat("\"", q.name, "\" twice"));
+      if (balance != "pack" && balance != "spread") {
+        return Bad(where + ".balance", absl::StrCat("expected \"pack\" or \"spread\", got \"",
+                                                    balance, "\""));
+      }
+      q.balance = balance == "spread" ? Balance::kSpread : Balance::kPack;
+      if (q.max_slots < 0 || q.max_slots_per_user < 0) {
+        return Bad(where, "slot limits must not be negative");
+      }
+      c.queues.push_back(q);
+    }
+  }
+  if (c.queues.empty()) {
+    c.queues = DefaultConfig().queues;
+  }
+  c.default_queue = c.queues.front().name;
+  JC_RETURN_IF_ERROR(Read(root, "default_queue", "top level", &c.default_queue));
+  bool found = false;
+  for (const auto& q : c.queues) found |= q.name == c.default_queue;
+  if (!found) return Bad("default_queue", absl::StrCat("no queue named \"", c.default_queue, "\""));
+  return c;
+}
+
+absl::StatusOr<ExecutorConfig> LoadConfigFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read nexec config ", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseConfig(ss.str());
+}
+
+}  // namespace jc::nexec

@@ -1,0 +1,36 @@
+#pragma once
+
+// The executor's configuration: one YAML file with host types, static host attributes,
+// user groups and queues (SPEC B1, B5, B6). See docs/executor.md for the reference.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "executor/policy/cluster.h"
+
+namespace jc::nexec {
+
+struct HostStatic {
+  std::string type;
+  ResourceValues resources;  // static numeric, text and tag resources
+};
+
+struct ExecutorConfig {
+  std::vector<HostType> host_types;
+  std::map<std::string, HostStatic> hosts;
+  std::map<std::string, std::vector<std::string>> user_groups;
+  std::vector<QueueConfig> queues;
+  std::string default_queue;  // the first queue unless `default_queue` names one
+};
+
+// The configuration used when there is no file: one queue "normal" open to everyone.
+ExecutorConfig DefaultConfig();
+
+// Parses YAML text. Errors name the entry and what is wrong with it,
+// e.g. `queues[1].balance: expected "pack" or "spread", got "pile"`.
+absl::StatusOr<ExecutorConfig> ParseConfig(const std::string& yaml);
+absl::StatusOr<ExecutorConfig> LoadConfigFile(const std::string& path);
+
+}  // namespace jc::nexec

@@ -1,0 +1,80 @@
+// nexec-master: the executor's scheduler daemon.
+
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "common/log.h"
+#include "common/store/store.h"
+#include "executor/master/master.h"
+#include "executor/master/master_service.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:6800", "gRPC address for the CLI, adapters and agents");
+ABSL_FLAG(std::string, config, "", "YAML configuration (queues, host types, hosts); default: one queue");
+ABSL_FLAG(std::string, data_dir, "./nexec-data", "directory of the embedded store");
+ABSL_FLAG(std::string, store, "", "store URI (postgresql://... or sqlite:///...); default: data_dir");
+ABSL_FLAG(std::string, store_schema, "", "PostgreSQL schema for the executor's tables");
+ABSL_FLAG(absl::Duration, host_timeout, absl::Seconds(10), "silence before a host is unavailable");
+ABSL_FLAG(std::string, log_dir, "", "default directory of job output (default: data_dir/logs)");
+ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("nexec-master --listen=127.0.0.1:6800 [--config=nexec.yaml]");
+  absl::ParseCommandLine(argc, argv);
+  if (!jc::InitLogging(absl::GetFlag(FLAGS_log_level), "text").ok()) return 2;
+  auto fail = [](const std::string& m) {
+    spdlog::error("{}", m);
+    return 1;
+  };
+  jc::nexec::ExecutorConfig config = jc::nexec::DefaultConfig();
+  if (!absl::GetFlag(FLAGS_config).empty()) {
+    auto loaded = jc::nexec::LoadConfigFile(absl::GetFlag(FLAGS_config));
+    if (!loaded.ok()) return fail(std::string(loaded.status().message()));
+    config = *loaded;
+  }
+  std::filesystem::path dir = absl::GetFlag(FLAGS_data_dir);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return fail("cannot create --data_dir " + dir.string() + ": " + ec.message());
+  std::string uri = absl::GetFlag(FLAGS_store);
+  if (uri.empty()) uri = "sqlite://" + std::filesystem::absolute(dir / "nexec.db").string();
+  auto store = jc::store::OpenStore(uri, absl::GetFlag(FLAGS_store_schema));
+  if (!store.ok()) return fail(std::string(store.status().message()));
+
+  jc::nexec::MasterOptions options;
+  options.host_timeout = absl::GetFlag(FLAGS_host_timeout);
+  options.log_dir = absl::GetFlag(FLAGS_log_dir).empty()
+                        ? std::filesystem::absolute(dir / "logs").string()
+                        : absl::GetFlag(FLAGS_log_dir);
+  auto dialer = jc::nexec::MakeGrpcAgentDialer();
+  jc::nexec::Master master(store->get(), jc::RealClock::Get(), dialer.get(), config, options);
+  if (auto s = master.Recover(); !s.ok()) return fail("recovery failed: " + s.ToString());
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto service = jc::nexec::MakeMasterService(&master);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(absl::GetFlag(FLAGS_listen), grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(service.get());
+  auto server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) return fail("cannot listen on " + absl::GetFlag(FLAGS_listen));
+  master.Start();
+  spdlog::info("nexec master listening on port {}", port);
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("signal {}; stopping", sig);
+  master.Stop();
+  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  return 0;
+}

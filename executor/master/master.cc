@@ -1,0 +1,696 @@
+#include "executor/master/master.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "common/status_macros.h"
+#include "common/store/doc.h"
+#include "common/timestamp.h"
+
+namespace jc::nexec {
+namespace {
+
+bool Finished(pb::JobState s) { return s == pb::DONE || s == pb::EXIT; }
+
+std::string ValueText(const ResourceValue& v) {
+  if (auto* d = std::get_if<double>(&v)) return absl::StrCat(*d);
+  if (auto* s = std::get_if<std::string>(&v)) return *s;
+  return std::get<bool>(v) ? "true" : "false";
+}
+
+ResourceValue ParseValue(const std::string& text) {
+  if (text == "true" || text == "false") return text == "true";
+  try {
+    size_t used = 0;
+    double d = std::stod(text, &used);
+    if (used == text.size()) return d;
+  } catch (const std::exception&) {
+  }
+  return text;
+}
+
+}  // namespace
+
+Master::Master(store::Store* store, const Clock* clock, AgentDialer* dialer,
+               ExecutorConfig config, MasterOptions options)
+    : store_(store), clock_(clock), dialer_(dialer), config_(std::move(config)),
+      options_(std::move(options)) {
+  for (const auto& t : config_.host_types) scheduler_.AddHostType(t).IgnoreError();
+  for (const auto& [group, members] : config_.user_groups) scheduler_.DefineUserGroup(group, members);
+}
+
+Master::~Master() { Stop(); }
+
+absl::Status Master::AddHostLocked(const pb::AgentInfo& info) {
+  HostConfig h;
+  h.name = info.host();
+  h.slots = info.cpus();
+  h.mem_mb = info.mem_mb();
+  h.swap_mb = info.swap_mb();
+  h.gpus.assign(info.gpus().begin(), info.gpus().end());
+  for (const auto& [k, v] : info.resources()) h.resources[k] = ParseValue(v);
+  auto st = config_.hosts.find(info.host());
+  if (st != config_.hosts.end()) {
+    h.type = st->second.type;
+    for (const auto& [k, v] : st->second.resources) h.resources[k] = v;
+  }
+  JC_RETURN_IF_ERROR(scheduler_.AddHost(h));
+  // Queues name hosts; they are added once every host they name is known.
+  for (const auto& q : config_.queues) {
+    if (scheduler_.AddQueue(q).ok()) {
+      spdlog::info("nexec queue {} ready", q.name);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Master::Recover() {
+  JC_ASSIGN_OR_RETURN(store::Rows hosts, store_->Query("SELECT id, doc FROM nexec_hosts ORDER BY id"));
+  JC_ASSIGN_OR_RETURN(store::Rows jobs, store_->Query("SELECT id, doc FROM nexec_jobs ORDER BY id"));
+  std::lock_guard<std::mutex> lock(mu_);
+  absl::Time now = clock_->Now();
+  for (const auto& row : hosts) {
+    JC_ASSIGN_OR_RETURN(pb::AgentInfo info, store::DecodeDoc<pb::AgentInfo>(row[1]));
+    JC_RETURN_IF_ERROR(AddHostLocked(info));
+    // Known hosts get a grace period to report again before they count as lost.
+    hosts_[info.host()] = {info, now, true};
+  }
+  int pending = 0, running = 0;
+  for (const auto& row : jobs) {
+    JC_ASSIGN_OR_RETURN(pb::Job job, store::DecodeDoc<pb::Job>(row[1]));
+    next_id_ = std::max(next_id_, job.id() + 1);
+    JobRecord rec;
+    rec.job = job;
+    if (!Finished(job.state())) {
+      auto req = BuildRequest(job.spec(), job.id());
+      if (!req.ok()) {
+        spdlog::warn("job {} cannot be recovered: {}", job.id(), req.status().ToString());
+        continue;
+      }
+      rec.request = *req;
+      if (job.state() == pb::PENDING) {
+        JC_RETURN_IF_ERROR(scheduler_.Submit(rec.request));
+        ++pending;
+      } else {
+        Placement p;
+        p.job_id = job.id();
+        for (const auto& t : job.tasks()) {
+          p.sections.push_back({{t.host(), t.slots(), {t.gpus().begin(), t.gpus().end()}, 0}});
+        }
+        // Memory reservations are per slot; restore them from the requirement.
+        for (size_t i = 0; i < p.sections.size(); ++i) {
+          const auto& secs = rec.request.requirement.sections;
+          double mem = 0;
+          if (!secs.empty()) {
+            auto it = secs[std::min(i, secs.size() - 1)].rusage.find("mem");
+            if (it != secs[std::min(i, secs.size() - 1)].rusage.end()) mem = it->second;
+          }
+          p.sections[i][0].mem_mb = mem * p.sections[i][0].slots;
+        }
+        JC_RETURN_IF_ERROR(scheduler_.Restore(rec.request, p));
+        ++running;
+      }
+    }
+    jobs_[job.id()] = std::move(rec);
+  }
+  spdlog::info("nexec master recovered {} hosts, {} jobs ({} pending, {} running)",
+               hosts_.size(), jobs_.size(), pending, running);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<JobRequest> Master::BuildRequest(const pb::JobSpec& spec, int64_t id) {
+  JobRequest r;
+  r.id = id;
+  r.user = spec.user();
+  r.queue = spec.queue().empty() ? config_.default_queue : spec.queue();
+  r.slots = spec.slots() == 0 ? 1 : spec.slots();
+  r.exclusive = spec.exclusive();
+  r.interactive = spec.interactive();
+  r.gpus_per_slot = spec.gpus_per_slot();
+  JC_ASSIGN_OR_RETURN(r.requirement, ParseRequirement(spec.requirement()));
+  return r;
+}
+
+absl::Status Master::Persist(store::Transaction& txn, const pb::Job& job) {
+  JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(job));
+  JC_ASSIGN_OR_RETURN(int64_t n, txn.Exec("UPDATE nexec_jobs SET state = $2, doc = $3 WHERE id = $1",
+                                          {job.id(), int64_t{job.state()}, doc}));
+  if (n == 0) {
+    JC_RETURN_IF_ERROR(txn.Exec("INSERT INTO nexec_jobs (id, state, doc) VALUES ($1, $2, $3)",
+                                {job.id(), int64_t{job.state()}, doc})
+                           .status());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Master::PersistNow(const pb::Job& job) { return PersistAll({job}); }
+
+absl::Status Master::PersistAll(const std::vector<pb::Job>& jobs) {
+  if (jobs.empty()) return absl::OkStatus();
+  JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+  for (const auto& job : jobs) JC_RETURN_IF_ERROR(Persist(*txn, job));
+  JC_RETURN_IF_ERROR(txn->Commit());
+  for (const auto& job : jobs) Publish(job);
+  return absl::OkStatus();
+}
+
+void Master::Publish(const pb::Job& job) {
+  pb::JobEvent e;
+  e.set_job_id(job.id());
+  e.set_state(job.state());
+  *e.mutable_job() = job;
+  *e.mutable_at() = ToTimestamp(clock_->Now());
+  events_.Append(std::move(e), [](pb::JobEvent& ev, uint64_t c) { ev.set_cursor(c); });
+}
+
+absl::StatusOr<int64_t> Master::Submit(pb::JobSpec spec) {
+  if (spec.command().empty()) return absl::InvalidArgumentError("the job has no command");
+  if (spec.user().empty()) return absl::InvalidArgumentError("the job names no user");
+  if (spec.slots() < 0) return absl::InvalidArgumentError("-n must be at least 1");
+  pb::Job job;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    int64_t id = next_id_;
+    JC_ASSIGN_OR_RETURN(JobRequest req, BuildRequest(spec, id));
+    if (spec.queue().empty()) spec.set_queue(req.queue);
+    if (spec.slots() == 0) spec.set_slots(req.requirement.multi_section ? req.requirement.TotalSlots() : 1);
+    JC_RETURN_IF_ERROR(scheduler_.Submit(req));
+    job.set_id(id);
+    *job.mutable_spec() = spec;
+    job.set_state(pb::PENDING);
+    *job.mutable_submitted_at() = ToTimestamp(clock_->Now());
+    // Acknowledged only once it is committed: a crash after this loses nothing.
+    absl::Status saved = PersistNow(job);
+    if (!saved.ok()) {
+      scheduler_.Cancel(id).IgnoreError();
+      return saved;
+    }
+    ++next_id_;
+    jobs_[id] = {job, req, Pending::kNone};
+  }
+  Wake();
+  return job.id();
+}
+
+absl::StatusOr<pb::Job> Master::GetJob(int64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
+  return it->second.job;
+}
+
+std::vector<pb::Job> Master::ListJobs(const pb::ListJobsRequest& req) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<pb::Job> out;
+  for (auto it = jobs_.rbegin(); it != jobs_.rend(); ++it) {
+    const pb::Job& j = it->second.job;
+    if (!req.user().empty() && j.spec().user() != req.user()) continue;
+    if (!req.queue().empty() && j.spec().queue() != req.queue()) continue;
+    if (!req.states().empty() &&
+        std::find(req.states().begin(), req.states().end(), j.state()) == req.states().end()) {
+      continue;
+    }
+    out.push_back(j);
+    if (req.limit() > 0 && static_cast<int>(out.size()) >= req.limit()) break;
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+std::string Master::AddressOf(const std::string& host) const {
+  auto it = hosts_.find(host);
+  return it == hosts_.end() ? "" : it->second.info.address();
+}
+
+pb::LaunchRequest Master::MakeLaunch(const pb::Job& job) const {
+  pb::LaunchRequest l;
+  l.set_job_id(job.id());
+  l.set_task_index(0);
+  l.set_attempt(job.attempt());
+  l.set_command(job.spec().command());
+  l.set_user(job.spec().user());
+  *l.mutable_env() = job.spec().env();
+  l.set_cwd(job.spec().cwd());
+  if (!job.tasks().empty()) *l.mutable_gpus() = job.tasks(0).gpus();
+  for (const auto& t : job.tasks()) {
+    for (int s = 0; s < t.slots(); ++s) l.add_hosts(t.host());
+  }
+  auto path = [&](const std::string& pattern, const char* suffix) {
+    std::string p = pattern.empty() ? absl::StrCat(options_.log_dir, "/%J.", suffix) : pattern;
+    return absl::StrReplaceAll(p, {{"%J", absl::StrCat(job.id())}, {"%I", "0"}});
+  };
+  l.set_stdout_path(path(job.spec().stdout_path(), "out"));
+  l.set_stderr_path(job.spec().stderr_path().empty() && !job.spec().stdout_path().empty()
+                        ? l.stdout_path()
+                        : path(job.spec().stderr_path(), "err"));
+  return l;
+}
+
+absl::StatusOr<int> Master::ScheduleOnce() {
+  std::vector<pb::Job> started;
+  std::vector<Launch> launches;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    absl::Time begin = clock_->Now();
+    CycleStats cs;
+    std::vector<Placement> placements = scheduler_.Cycle(&cs);
+    for (const Placement& p : placements) {
+      JobRecord& rec = jobs_.at(p.job_id);
+      pb::Job& job = rec.job;
+      job.set_state(pb::RUNNING);
+      job.clear_tasks();
+      job.clear_reason();
+      *job.mutable_started_at() = ToTimestamp(clock_->Now());
+      int index = 0;
+      for (const auto& section : p.sections) {
+        for (const auto& a : section) {
+          pb::Task* t = job.add_tasks();
+          t->set_index(index++);
+          t->set_host(a.host);
+          t->set_slots(a.slots);
+          for (int g : a.gpus) t->add_gpus(g);
+          t->set_state(index == 1 ? pb::TASK_STARTING : pb::TASK_RUNNING);
+        }
+      }
+      started.push_back(job);
+      launches.push_back({AddressOf(job.tasks(0).host()), MakeLaunch(job)});
+    }
+    stats_.cycles++;
+    stats_.placements += static_cast<int64_t>(placements.size());
+    stats_.last_cycle_seconds = absl::ToDoubleSeconds(clock_->Now() - begin);
+  }
+  // Decisions are committed in one transaction before any task starts.
+  JC_RETURN_IF_ERROR(PersistAll(started));
+  for (const Launch& l : launches) {
+    auto pid = dialer_->Launch(l.address, l.request);
+    std::vector<pb::Job> changed;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(l.request.job_id());
+    if (it == jobs_.end() || it->second.job.attempt() != l.request.attempt()) continue;
+    JobRecord& rec = it->second;
+    if (pid.ok()) {
+      pb::Task* t0 = rec.job.mutable_tasks(0);
+      if (t0->state() == pb::TASK_STARTING) {
+        t0->set_state(pb::TASK_RUNNING);
+        t0->set_pid(*pid);
+      }
+      continue;
+    }
+    spdlog::warn("job {}: launch on {} failed: {}", rec.job.id(), rec.job.tasks(0).host(),
+                 pid.status().ToString());
+    if (absl::IsInvalidArgument(pid.status()) || absl::IsFailedPrecondition(pid.status()) ||
+        absl::IsPermissionDenied(pid.status())) {
+      // The job itself cannot start (unknown user, unwritable output): retrying elsewhere
+      // would fail the same way.
+      FinishLocked(rec, pb::EXIT, 127, absl::StrCat("cannot start: ", pid.status().message()),
+                   &changed);
+    } else {
+      RequeueLocked(rec, absl::StrCat("launch failed: ", pid.status().message()), &changed);
+    }
+    PersistAll(changed).IgnoreError();
+  }
+  if (!launches.empty()) Wake();
+  return static_cast<int>(launches.size());
+}
+
+void Master::FinishLocked(JobRecord& rec, pb::JobState state, int exit_code,
+                          const std::string& reason, std::vector<pb::Job>* changed) {
+  if (rec.job.state() == pb::PENDING) {
+    scheduler_.Cancel(rec.job.id()).IgnoreError();
+  } else {
+    scheduler_.Release(rec.job.id()).IgnoreError();
+  }
+  rec.job.set_state(state);
+  rec.job.set_exit_code(exit_code);
+  if (!reason.empty()) rec.job.set_reason(reason);
+  *rec.job.mutable_ended_at() = ToTimestamp(clock_->Now());
+  rec.action = Pending::kNone;
+  changed->push_back(rec.job);
+}
+
+void Master::RequeueLocked(JobRecord& rec, const std::string& reason,
+                           std::vector<pb::Job>* changed) {
+  if (rec.job.state() != pb::PENDING) scheduler_.Release(rec.job.id()).IgnoreError();
+  rec.job.set_state(pb::PENDING);
+  rec.job.set_attempt(rec.job.attempt() + 1);
+  rec.job.clear_tasks();
+  rec.job.clear_started_at();
+  rec.job.set_reason(reason);
+  rec.action = Pending::kNone;
+  if (!scheduler_.Submit(rec.request).ok()) {
+    rec.job.set_state(pb::EXIT);
+    rec.job.set_reason(absl::StrCat(reason, "; cannot be queued again"));
+  }
+  changed->push_back(rec.job);
+}
+
+absl::Status Master::SignalTask0(const pb::Job& job, pb::SignalRequest::Action action) {
+  if (job.tasks().empty()) return absl::FailedPreconditionError("the job has no tasks");
+  pb::SignalRequest s;
+  s.set_job_id(job.id());
+  s.set_task_index(0);
+  s.set_action(action);
+  return dialer_->Signal(AddressOf(job.tasks(0).host()), s);
+}
+
+absl::StatusOr<pb::Job> Master::Kill(int64_t id) {
+  std::vector<pb::Job> changed;
+  pb::Job job;
+  bool signal = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
+    JobRecord& rec = it->second;
+    if (Finished(rec.job.state())) {
+      return absl::FailedPreconditionError(absl::StrCat("job ", id, " has already ended"));
+    }
+    if (rec.job.state() == pb::PENDING) {
+      FinishLocked(rec, pb::EXIT, 130, "killed while pending", &changed);
+    } else {
+      auto host = hosts_.find(rec.job.tasks(0).host());
+      if (host == hosts_.end() || !host->second.available) {
+        FinishLocked(rec, pb::EXIT, 130, "killed; its host is unavailable", &changed);
+      } else {
+        rec.action = Pending::kKill;
+        signal = true;
+      }
+    }
+    job = rec.job;
+  }
+  JC_RETURN_IF_ERROR(PersistAll(changed));
+  if (signal) JC_RETURN_IF_ERROR(SignalTask0(job, pb::SignalRequest::KILL));
+  Wake();
+  return job;
+}
+
+absl::StatusOr<pb::Job> Master::Requeue(int64_t id) {
+  pb::Job job;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
+    JobRecord& rec = it->second;
+    if (rec.job.state() != pb::RUNNING && rec.job.state() != pb::SUSPENDED) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", id, " is ", pb::JobState_Name(rec.job.state()),
+                       "; only running or suspended jobs can be requeued"));
+    }
+    rec.action = Pending::kRequeue;
+    job = rec.job;
+  }
+  JC_RETURN_IF_ERROR(SignalTask0(job, pb::SignalRequest::KILL));
+  return job;
+}
+
+absl::StatusOr<pb::Job> Master::Suspend(int64_t id) {
+  pb::Job job;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
+    if (it->second.job.state() != pb::RUNNING) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", id, " is ", pb::JobState_Name(it->second.job.state()), ", not RUNNING"));
+    }
+    job = it->second.job;
+  }
+  JC_RETURN_IF_ERROR(SignalTask0(job, pb::SignalRequest::SUSPEND));
+  std::lock_guard<std::mutex> lock(mu_);
+  JobRecord& rec = jobs_.at(id);
+  rec.job.set_state(pb::SUSPENDED);
+  rec.job.mutable_tasks(0)->set_state(pb::TASK_SUSPENDED);
+  JC_RETURN_IF_ERROR(PersistNow(rec.job));
+  return rec.job;
+}
+
+absl::StatusOr<pb::Job> Master::Resume(int64_t id) {
+  pb::Job job;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
+    if (it->second.job.state() != pb::SUSPENDED) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", id, " is ", pb::JobState_Name(it->second.job.state()), ", not SUSPENDED"));
+    }
+    job = it->second.job;
+  }
+  JC_RETURN_IF_ERROR(SignalTask0(job, pb::SignalRequest::RESUME));
+  std::lock_guard<std::mutex> lock(mu_);
+  JobRecord& rec = jobs_.at(id);
+  rec.job.set_state(pb::RUNNING);
+  rec.job.mutable_tasks(0)->set_state(pb::TASK_RUNNING);
+  JC_RETURN_IF_ERROR(PersistNow(rec.job));
+  return rec.job;
+}
+
+absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatRequest& req) {
+  const pb::AgentInfo& info = req.info();
+  if (info.host().empty()) return absl::InvalidArgumentError("heartbeat without a host name");
+  pb::HeartbeatResponse resp;
+  std::vector<pb::Job> changed;
+  std::vector<Launch> relaunch;
+  bool freed = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto host = hosts_.find(info.host());
+    if (host == hosts_.end()) {
+      JC_RETURN_IF_ERROR(AddHostLocked(info));
+      JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(info));
+      JC_RETURN_IF_ERROR(store_->Exec("INSERT INTO nexec_hosts (id, doc) VALUES ($1, $2)",
+                                      {info.host(), doc})
+                             .status());
+      host = hosts_.emplace(info.host(), HostRecord{info, clock_->Now(), true}).first;
+      spdlog::info("nexec host {} joined: {} slots, {} MB, gpus [{}]", info.host(), info.cpus(),
+                   info.mem_mb(), absl::StrJoin(info.gpus(), ","));
+      freed = true;
+    } else if (!host->second.available) {
+      scheduler_.SetHostState(info.host(), HostState::kOk).IgnoreError();
+      spdlog::info("nexec host {} is back", info.host());
+      freed = true;
+    }
+    host->second.info = info;
+    host->second.last_seen = clock_->Now();
+    host->second.available = true;
+
+    std::set<int64_t> reported;
+    for (const pb::TaskReport& r : req.tasks()) {
+      auto it = jobs_.find(r.job_id());
+      bool current = it != jobs_.end() && !Finished(it->second.job.state()) &&
+                     it->second.job.state() != pb::PENDING &&
+                     it->second.job.attempt() == r.attempt();
+      if (!current) {
+        if (r.state() != pb::TASK_EXITED) *resp.add_kill() = r;  // a stray: end it
+        continue;
+      }
+      reported.insert(r.job_id());
+      JobRecord& rec = it->second;
+      pb::Task* t0 = rec.job.mutable_tasks(0);
+      t0->set_pid(r.pid());
+      *t0->mutable_usage() = r.usage();
+      if (r.state() != pb::TASK_EXITED) {
+        if (t0->state() == pb::TASK_STARTING) t0->set_state(pb::TASK_RUNNING);
+        continue;
+      }
+      t0->set_state(pb::TASK_EXITED);
+      t0->set_exit_code(r.exit_code());
+      freed = true;
+      if (rec.action == Pending::kRequeue) {
+        RequeueLocked(rec, "requeued by user", &changed);
+      } else if (rec.action == Pending::kKill) {
+        FinishLocked(rec, pb::EXIT, r.exit_code(), "killed by user", &changed);
+      } else if (r.exit_code() == 0) {
+        FinishLocked(rec, pb::DONE, 0, "", &changed);
+      } else {
+        FinishLocked(rec, pb::EXIT, r.exit_code(), absl::StrCat("exited with ", r.exit_code()),
+                     &changed);
+      }
+    }
+    // Running jobs whose first task lives here but that the agent does not report: never
+    // confirmed -> launch again (the launch is idempotent); confirmed -> the agent lost
+    // it (restarted), so the job reruns or fails like on a host failure.
+    for (auto& [id, rec] : jobs_) {
+      if (rec.job.state() != pb::RUNNING && rec.job.state() != pb::SUSPENDED) continue;
+      if (rec.job.tasks().empty() || rec.job.tasks(0).host() != info.host() || reported.count(id)) {
+        continue;
+      }
+      if (rec.job.tasks(0).pid() == 0) {
+        relaunch.push_back({info.address(), MakeLaunch(rec.job)});
+      } else {
+        freed = true;
+        const auto& q = config_.queues;
+        bool rerun = std::any_of(q.begin(), q.end(), [&](const QueueConfig& c) {
+          return c.name == rec.request.queue && c.rerun_on_host_failure;
+        });
+        if (rerun) {
+          RequeueLocked(rec, absl::StrCat("task lost on ", info.host(), "; rerun"), &changed);
+        } else {
+          FinishLocked(rec, pb::EXIT, 128 + 9, absl::StrCat("task lost on ", info.host()), &changed);
+        }
+      }
+    }
+  }
+  JC_RETURN_IF_ERROR(PersistAll(changed));
+  for (const Launch& l : relaunch) {
+    auto pid = dialer_->Launch(l.address, l.request);
+    if (!pid.ok()) spdlog::warn("relaunch of job {} failed: {}", l.request.job_id(), pid.status().ToString());
+  }
+  if (freed) Wake();
+  return resp;
+}
+
+absl::Status Master::CheckHosts() {
+  std::vector<pb::Job> changed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    absl::Time now = clock_->Now();
+    for (auto& [name, host] : hosts_) {
+      if (!host.available || now - host.last_seen < options_.host_timeout) continue;
+      host.available = false;
+      scheduler_.SetHostState(name, HostState::kUnavailable).IgnoreError();
+      spdlog::warn("nexec host {} is unavailable: no heartbeat for {}", name,
+                   absl::FormatDuration(now - host.last_seen));
+      for (auto& [id, rec] : jobs_) {
+        if (rec.job.state() != pb::RUNNING && rec.job.state() != pb::SUSPENDED) continue;
+        bool uses = std::any_of(rec.job.tasks().begin(), rec.job.tasks().end(),
+                                [&](const pb::Task& t) { return t.host() == name; });
+        if (!uses) continue;
+        bool rerun = std::any_of(config_.queues.begin(), config_.queues.end(),
+                                 [&](const QueueConfig& c) {
+                                   return c.name == rec.request.queue && c.rerun_on_host_failure;
+                                 });
+        // Whatever still runs of it elsewhere is stopped by the agents' next heartbeat
+        // (the master tells them the attempt is stale).
+        if (rerun) {
+          RequeueLocked(rec, absl::StrCat("host ", name, " failed; rerun"), &changed);
+        } else {
+          FinishLocked(rec, pb::EXIT, 128 + 9, absl::StrCat("host ", name, " failed"), &changed);
+        }
+      }
+    }
+  }
+  JC_RETURN_IF_ERROR(PersistAll(changed));
+  if (!changed.empty()) Wake();
+  return absl::OkStatus();
+}
+
+std::vector<pb::Host> Master::ListHosts() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<pb::Host> out;
+  std::map<std::string, std::pair<int, double>> used;  // slots, mem
+  std::map<std::string, std::vector<int>> used_gpus;
+  for (const auto& [id, rec] : jobs_) {
+    if (rec.job.state() != pb::RUNNING && rec.job.state() != pb::SUSPENDED) continue;
+    for (const auto& t : rec.job.tasks()) {
+      used[t.host()].first += t.slots();
+      for (int g : t.gpus()) used_gpus[t.host()].push_back(g);
+    }
+  }
+  for (const auto& [name, h] : hosts_) {
+    pb::Host o;
+    o.set_name(name);
+    o.set_state(h.available ? "ok" : "unavailable");
+    auto st = config_.hosts.find(name);
+    o.set_type(st == config_.hosts.end() || st->second.type.empty() ? "default" : st->second.type);
+    for (const auto& t : config_.host_types) {
+      if (t.name == o.type()) o.set_cpu_factor(t.cpu_factor);
+    }
+    if (o.cpu_factor() == 0) o.set_cpu_factor(1);
+    o.set_slots(h.info.cpus());
+    o.set_used_slots(used[name].first);
+    o.set_mem_mb(h.info.mem_mb());
+    o.set_swap_mb(h.info.swap_mb());
+    *o.mutable_gpus() = h.info.gpus();
+    for (int g : used_gpus[name]) o.add_used_gpus(g);
+    o.set_load_1m(h.info.load_1m());
+    *o.mutable_resources() = h.info.resources();
+    *o.mutable_last_heartbeat() = ToTimestamp(h.last_seen);
+    out.push_back(o);
+  }
+  return out;
+}
+
+std::vector<pb::Queue> Master::ListQueues() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<pb::Queue> out;
+  for (const auto& q : config_.queues) {
+    pb::Queue o;
+    o.set_name(q.name);
+    o.set_priority(q.priority);
+    o.set_max_slots(q.max_slots);
+    o.set_max_slots_per_user(q.max_slots_per_user);
+    o.set_balance(q.balance == Balance::kPack ? "pack" : "spread");
+    for (const auto& [id, rec] : jobs_) {
+      if (rec.request.queue != q.name) continue;
+      if (rec.job.state() == pb::PENDING) o.set_pending_jobs(o.pending_jobs() + 1);
+      if (rec.job.state() == pb::RUNNING || rec.job.state() == pb::SUSPENDED) {
+        o.set_running_jobs(o.running_jobs() + 1);
+        for (const auto& t : rec.job.tasks()) o.set_used_slots(o.used_slots() + t.slots());
+      }
+    }
+    out.push_back(o);
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> Master::ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes) {
+  std::string address;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(req.job_id());
+    if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", req.job_id()));
+    if (it->second.job.tasks().empty()) {
+      return absl::FailedPreconditionError(absl::StrCat("job ", req.job_id(), " has not started"));
+    }
+    if (req.task_index() != 0) {
+      return absl::InvalidArgumentError("only task 0 runs the job's command and has output");
+    }
+    address = AddressOf(it->second.job.tasks(0).host());
+  }
+  return dialer_->ReadLog(address, req, max_bytes);
+}
+
+MasterStats Master::stats() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void Master::Wake() {
+  std::lock_guard<std::mutex> lock(loop_mu_);
+  wake_ = true;
+  loop_cv_.notify_one();
+}
+
+void Master::Start() { loop_ = std::thread([this] { Loop(); }); }
+
+void Master::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(loop_mu_);
+    stopping_ = true;
+    loop_cv_.notify_all();
+  }
+  if (loop_.joinable()) loop_.join();
+  events_.Close();
+}
+
+void Master::Loop() {
+  std::unique_lock<std::mutex> lock(loop_mu_);
+  while (!stopping_) {
+    loop_cv_.wait_for(lock, std::chrono::seconds(1), [&] { return wake_ || stopping_; });
+    if (stopping_) break;
+    wake_ = false;
+    lock.unlock();
+    auto placed = ScheduleOnce();
+    if (!placed.ok()) spdlog::error("scheduling cycle failed: {}", placed.status().ToString());
+    auto checked = CheckHosts();
+    if (!checked.ok()) spdlog::error("host check failed: {}", checked.ToString());
+    lock.lock();
+  }
+}
+
+}  // namespace jc::nexec

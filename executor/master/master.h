@@ -1,0 +1,143 @@
+#pragma once
+
+// The nexec master (SPEC B1, B3, B5, B6, B11): keeps hosts, queues and jobs in memory,
+// persists every job change through the common store before acknowledging it, runs the
+// scheduling core in batches, and drives the agents. Domain logic only: the gRPC edge is
+// master_service.cc, and agents are reached through the AgentDialer interface.
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "common/event_log.h"
+#include "common/store/store.h"
+#include "executor/master/config.h"
+#include "executor/policy/scheduler.h"
+#include "nexec/v1/nexec.pb.h"
+
+namespace jc::nexec {
+
+namespace pb = ::nexec::v1;
+
+// How the master reaches an agent.
+class AgentDialer {
+ public:
+  virtual ~AgentDialer() = default;
+  // Starts a task; AlreadyExists (the same task attempt already runs) counts as success.
+  virtual absl::StatusOr<int> Launch(const std::string& address, const pb::LaunchRequest& req) = 0;
+  virtual absl::Status Signal(const std::string& address, const pb::SignalRequest& req) = 0;
+  // Reads a task's output from `offset`, at most `max_bytes`.
+  virtual absl::StatusOr<std::string> ReadLog(const std::string& address,
+                                              const pb::ReadLogRequest& req, int64_t max_bytes) = 0;
+};
+
+struct MasterOptions {
+  absl::Duration host_timeout = absl::Seconds(10);  // silence before a host is unavailable
+  std::string log_dir = "/tmp/nexec-logs";          // default task output directory
+};
+
+struct MasterStats {
+  int64_t cycles = 0;
+  int64_t placements = 0;
+  double last_cycle_seconds = 0;
+};
+
+class Master {
+ public:
+  Master(store::Store* store, const Clock* clock, AgentDialer* dialer, ExecutorConfig config,
+         MasterOptions options);
+  ~Master();
+
+  // Rebuilds the in-memory state from the store (hosts, pending and running jobs).
+  // Running jobs keep their resources and are not launched again.
+  absl::Status Recover();
+
+  absl::StatusOr<int64_t> Submit(pb::JobSpec spec);
+  absl::StatusOr<pb::Job> GetJob(int64_t id);
+  std::vector<pb::Job> ListJobs(const pb::ListJobsRequest& req);
+  absl::StatusOr<pb::Job> Kill(int64_t id);
+  absl::StatusOr<pb::Job> Suspend(int64_t id);
+  absl::StatusOr<pb::Job> Resume(int64_t id);
+  absl::StatusOr<pb::Job> Requeue(int64_t id);
+  std::vector<pb::Host> ListHosts();
+  std::vector<pb::Queue> ListQueues();
+  absl::StatusOr<pb::HeartbeatResponse> Heartbeat(const pb::HeartbeatRequest& req);
+  absl::StatusOr<std::string> ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes);
+
+  // One scheduling pass: decide in a batch, persist the decisions in one transaction,
+  // launch the tasks. Returns the number of jobs started.
+  absl::StatusOr<int> ScheduleOnce();
+  // Hosts silent longer than host_timeout become unavailable; their jobs rerun (queue
+  // setting) or fail.
+  absl::Status CheckHosts();
+
+  // Runs ScheduleOnce when woken (submission, resources freed, host change) or every
+  // second, and CheckHosts every second, until Stop().
+  void Start();
+  void Stop();
+  void Wake();
+
+  EventLog<pb::JobEvent>& events() { return events_; }
+  MasterStats stats();
+
+ private:
+  enum class Pending { kNone, kKill, kRequeue };
+  struct JobRecord {
+    pb::Job job;
+    JobRequest request;
+    Pending action = Pending::kNone;
+  };
+  struct HostRecord {
+    pb::AgentInfo info;
+    absl::Time last_seen;
+    bool available = false;
+  };
+  struct Launch {
+    std::string address;
+    pb::LaunchRequest request;
+  };
+
+  absl::StatusOr<JobRequest> BuildRequest(const pb::JobSpec& spec, int64_t id);
+  absl::Status Persist(store::Transaction& txn, const pb::Job& job);
+  absl::Status PersistNow(const pb::Job& job);
+  void Publish(const pb::Job& job);
+  // Ends a job (DONE or EXIT), releasing its resources. Caller holds mu_.
+  void FinishLocked(JobRecord& rec, pb::JobState state, int exit_code, const std::string& reason,
+                    std::vector<pb::Job>* changed);
+  // Back to the queue for another attempt. Caller holds mu_.
+  void RequeueLocked(JobRecord& rec, const std::string& reason, std::vector<pb::Job>* changed);
+  absl::Status AddHostLocked(const pb::AgentInfo& info);
+  pb::LaunchRequest MakeLaunch(const pb::Job& job) const;
+  std::string AddressOf(const std::string& host) const;
+  absl::Status SignalTask0(const pb::Job& job, pb::SignalRequest::Action action);
+  absl::Status PersistAll(const std::vector<pb::Job>& jobs);
+  void Loop();
+
+  store::Store* store_;
+  const Clock* clock_;
+  AgentDialer* dialer_;
+  ExecutorConfig config_;
+  MasterOptions options_;
+  EventLog<pb::JobEvent> events_{16384};
+
+  std::mutex mu_;
+  Scheduler scheduler_;
+  std::map<int64_t, JobRecord> jobs_;
+  std::map<std::string, HostRecord> hosts_;
+  int64_t next_id_ = 1;
+  MasterStats stats_;
+
+  std::mutex loop_mu_;
+  std::condition_variable loop_cv_;
+  bool wake_ = false;
+  bool stopping_ = false;
+  std::thread loop_;
+};
+
+}  // namespace jc::nexec
