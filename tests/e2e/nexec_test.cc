@@ -1,0 +1,277 @@
+// The executor end to end: a real master and real agents on loopback, driven through the
+// real `nexec` CLI; tasks are real processes.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tests/testing/process.h"
+#include "tests/testing/test_store.h"
+
+using jc::testing::Process;
+using jc::testing::WaitUntil;
+using nlohmann::json;
+
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct CliResult {
+  int code;
+  std::string out;
+};
+
+class Cluster {
+ public:
+  explicit Cluster(const std::string& name, const std::string& config_yaml = "",
+                   const std::string& host_timeout = "2s")
+      : dir_(std::filesystem::temp_directory_path() /
+             ("jc-nexec-" + name + "-" + std::to_string(getpid()))),
+        host_timeout_(host_timeout) {
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    std::filesystem::permissions(dir_, std::filesystem::perms::all);
+    if (!config_yaml.empty()) {
+      std::ofstream(dir_ / "nexec.yaml") << config_yaml;
+    }
+    if (jc::testing::TestStoreBackend() == "postgres") {
+      store_flags_ = {std::string("--store=") + std::getenv("JC_TEST_PG_URI"),
+                      "--store_schema=nexec_" + name + "_" + std::to_string(getpid()) + "_" +
+                          std::to_string(std::chrono::steady_clock::now().time_since_epoch().count())};
+    }
+    StartMaster();
+  }
+  ~Cluster() {
+    agents_.clear();
+    master_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  void StartMaster() {
+    std::vector<std::string> args{JC_NEXEC_MASTER, "--listen=127.0.0.1:" + std::to_string(port_),
+                                  "--data_dir=" + (dir_ / "data").string(),
+                                  "--host_timeout=" + host_timeout_};
+    if (std::filesystem::exists(dir_ / "nexec.yaml")) args.push_back("--config=" + (dir_ / "nexec.yaml").string());
+    args.insert(args.end(), store_flags_.begin(), store_flags_.end());
+    master_ = std::make_unique<Process>(args, (dir_ / "master.log").string());
+    auto port = master_->WaitForLog(R"(nexec master listening on port (\d+))");
+    INFO(master_->Log());
+    REQUIRE(port.has_value());
+    port_ = std::stoi(*port);
+  }
+  // SIGKILL, then start again on the same port and data.
+  void CrashAndRestartMaster() {
+    master_->Signal(SIGKILL);
+    REQUIRE(master_->Wait().has_value());
+    std::filesystem::rename(dir_ / "master.log", dir_ / "master.log.1");
+    StartMaster();
+  }
+
+  void AddAgent(const std::string& host, const std::string& resources) {
+    agents_[host] = std::make_unique<Process>(
+        std::vector<std::string>{JC_NEXEC_AGENT, "--master=127.0.0.1:" + std::to_string(port_),
+                                 "--host=" + host, "--resources=" + resources,
+                                 "--heartbeat=200ms"},
+        (dir_ / (host + ".log")).string());
+    REQUIRE(agents_[host]->WaitForLog("listening on").has_value());
+  }
+  Process& agent(const std::string& host) { return *agents_.at(host); }
+
+  CliResult Cli(std::vector<std::string> args) {
+    static int n = 0;
+    std::string out = (dir_ / ("cli" + std::to_string(n++) + ".out")).string();
+    args.insert(args.begin(), "--master=127.0.0.1:" + std::to_string(port_));
+    args.insert(args.begin(), JC_NEXEC_CLI);
+    Process p(args, out);
+    auto code = p.Wait();
+    return {code.value_or(-1), ReadFile(out)};
+  }
+  json Job(int64_t id) {
+    auto r = Cli({"job", std::to_string(id), "--json"});
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    return json::parse(r.out);
+  }
+  int64_t Submit(std::vector<std::string> args) {
+    args.insert(args.begin(), "submit");
+    args.push_back("--json");
+    auto r = Cli(args);
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    return std::stoll(json::parse(r.out)["job_id"].get<std::string>());
+  }
+  bool WaitState(int64_t id, const std::string& state) {
+    return WaitUntil([&] { return Job(id)["state"] == state; });
+  }
+  bool WaitHosts(int n) {
+    return WaitUntil([&] {
+      auto r = Cli({"hosts", "--json"});
+      if (r.code != 0) return false;
+      auto hosts = json::parse(r.out).value("hosts", json::array());
+      int ok = 0;
+      for (const auto& h : hosts) ok += h["state"] == "ok";
+      return ok == n;
+    });
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+ private:
+  std::filesystem::path dir_;
+  std::string host_timeout_;
+  std::vector<std::string> store_flags_;
+  int port_ = 0;
+  std::unique_ptr<Process> master_;
+  std::map<std::string, std::unique_ptr<Process>> agents_;
+};
+
+char ProcState(int pid) {
+  std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  auto p = stat.rfind(')');
+  return p == std::string::npos || p + 2 >= stat.size() ? '?' : stat[p + 2];
+}
+
+}  // namespace
+
+TEST_CASE("a three-section job runs across three agents and sees its GPUs and hosts",
+          "[B1][B3][B10][B11]") {
+  Cluster c("sections");
+  c.AddAgent("node1", "cpus=4,gpus=2,mem=8G");
+  c.AddAgent("node2", "cpus=4,gpus=2,mem=8G");
+  c.AddAgent("node3", "cpus=4,gpus=0,mem=8G");
+  REQUIRE(c.WaitHosts(3));
+  std::string out = c.path("sections.out");
+  int64_t id = c.Submit({"-R", "4{select[ngpus==0]} 2{rusage[gpu=1] span[ptile=1]} 1{select[ngpus>0]}",
+                         "-o", out, "--",
+                         "echo \"gpus=$CUDA_VISIBLE_DEVICES\"; echo \"hosts=$NEXEC_HOSTS\"; cat $NEXEC_HOSTFILE"});
+  REQUIRE(c.WaitState(id, "DONE"));
+  json job = c.Job(id);
+  REQUIRE(job["tasks"].size() == 4);  // 4 on node3, then one GPU slot each on node1, node2
+  std::string text = ReadFile(out);
+  INFO(text);
+  CHECK(text.find("gpus=\n") != std::string::npos);  // task 0 runs on node3, which has none
+  CHECK(text.find("hosts=node3 node3 node3 node3 ") != std::string::npos);
+  CHECK(text.find("node3 slots=4") != std::string::npos);
+
+  // A GPU job sees exactly its indices.
+  std::string gpu_out = c.path("gpu.out");
+  int64_t gpu = c.Submit({"-n", "1", "--gpus", "2", "-o", gpu_out, "--", "echo $CUDA_VISIBLE_DEVICES"});
+  REQUIRE(c.WaitState(gpu, "DONE"));
+  CHECK(ReadFile(gpu_out) == "0,1\n");
+
+  // A failing job is EXIT with its code; its output is readable through the master.
+  int64_t bad = c.Submit({"--", "echo to-stdout; exit 7"});
+  REQUIRE(c.WaitState(bad, "EXIT"));
+  CHECK(c.Job(bad)["exit_code"] == 7);
+  auto logs = c.Cli({"logs", std::to_string(bad)});
+  CHECK(logs.out == "to-stdout\n");
+
+  // Bad requests fail with a message and a non-zero exit.
+  auto r = c.Cli({"submit", "-R", "select[mem>", "--", "true"});
+  CHECK(r.code != 0);
+  CHECK(r.out.find("column") != std::string::npos);
+  CHECK(c.Cli({"submit", "-q", "nosuch", "--", "true"}).code != 0);
+  CHECK(c.Cli({"kill", "999"}).code != 0);
+  CHECK(c.Cli({"frobnicate"}).code != 0);
+  auto listing = c.Cli({"jobs", "-a"});
+  CHECK(listing.out.find("JOBID") == 0);
+}
+
+TEST_CASE("suspend stops the job's processes, resume continues them, kill ends the group",
+          "[B11]") {
+  Cluster c("control");
+  c.AddAgent("node1", "cpus=2,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  std::string count = c.path("count");
+  std::string child_file = c.path("child");
+  int64_t id = c.Submit({"--", "sh -c 'i=0; while true; do i=$((i+1)); echo $i > " + count +
+                                   "; sleep 0.02; done' & echo $! > " + child_file + "; wait"});
+  REQUIRE(c.WaitState(id, "RUNNING"));
+  REQUIRE(WaitUntil([&] { return !ReadFile(count).empty(); }));
+  int pid = 0;
+  REQUIRE(WaitUntil([&] {
+    pid = c.Job(id)["tasks"][0].value("pid", 0);
+    return pid > 0;
+  }));
+
+  REQUIRE(c.Cli({"suspend", std::to_string(id)}).code == 0);
+  CHECK(c.Job(id)["state"] == "SUSPENDED");
+  CHECK(WaitUntil([&] { return ProcState(pid) == 'T'; }));
+  std::string frozen = ReadFile(count);
+  REQUIRE(c.Cli({"resume", std::to_string(id)}).code == 0);
+  CHECK(WaitUntil([&] { return ReadFile(count) != frozen; }));
+
+  REQUIRE(c.Cli({"kill", std::to_string(id)}).code == 0);
+  REQUIRE(c.WaitState(id, "EXIT"));
+  CHECK(WaitUntil([&] { return kill(pid, 0) != 0; }));
+  // The counting child was in the job's process group, so it is gone too.
+  int child = std::stoi(ReadFile(child_file));
+  CHECK(WaitUntil([&] { return kill(child, 0) != 0; }));
+  CHECK(c.Cli({"resume", std::to_string(id)}).code != 0);
+}
+
+TEST_CASE("an agent killed with SIGKILL makes its host unavailable; a rerunnable job runs "
+          "elsewhere", "[B1][B6]") {
+  Cluster c("failover",
+            "queues:\n  - name: normal\n    rerun_on_host_failure: true\n"
+            "  - name: once\n    rerun_on_host_failure: false\n");
+  c.AddAgent("node1", "cpus=2,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  std::string marker = c.path("ran-on");
+  int64_t rerun = c.Submit({"--", "echo $NEXEC_HOSTS >> " + marker + "; sleep 1000"});
+  int64_t fail = c.Submit({"-q", "once", "--", "sleep 1000"});
+  REQUIRE(c.WaitState(rerun, "RUNNING"));
+  REQUIRE(c.WaitState(fail, "RUNNING"));
+  c.AddAgent("node2", "cpus=2,mem=4G");
+  REQUIRE(c.WaitHosts(2));
+
+  c.agent("node1").Signal(SIGKILL);
+  REQUIRE(WaitUntil([&] {
+    auto hosts = json::parse(c.Cli({"hosts", "--json"}).out)["hosts"];
+    for (const auto& h : hosts) {
+      if (h["name"] == "node1") return h["state"] == "unavailable";
+    }
+    return false;
+  }));
+  REQUIRE(c.WaitState(fail, "EXIT"));
+  CHECK(c.Job(fail)["reason"].get<std::string>().find("node1") != std::string::npos);
+  REQUIRE(WaitUntil([&] {
+    json j = c.Job(rerun);
+    return j["state"] == "RUNNING" && j["tasks"][0]["host"] == "node2";
+  }));
+  CHECK(c.Job(rerun)["attempt"] == 1);
+  CHECK(WaitUntil([&] { return ReadFile(marker).find("node2") != std::string::npos; }));
+  c.Cli({"kill", std::to_string(rerun)});
+}
+
+TEST_CASE("a master restarted mid-run keeps every job and does not relaunch running tasks",
+          "[B11][C5]") {
+  Cluster c("restart");
+  c.AddAgent("node1", "cpus=1,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  std::string starts = c.path("starts");
+  std::string gate = c.path("gate");
+  int64_t running = c.Submit({"--", "echo started >> " + starts + "; while [ ! -f " + gate +
+                                        " ]; do sleep 0.05; done"});
+  int64_t pending = c.Submit({"--", "echo second >> " + starts});  // waits: one slot only
+  REQUIRE(c.WaitState(running, "RUNNING"));
+  REQUIRE(WaitUntil([&] { return ReadFile(starts) == "started\n"; }));
+  CHECK(c.Job(pending)["state"] == "PENDING");
+
+  c.CrashAndRestartMaster();
+  CHECK(c.Job(running)["state"] == "RUNNING");
+  CHECK(c.Job(pending)["state"] == "PENDING");
+  std::ofstream(gate) << "go";
+  REQUIRE(c.WaitState(running, "DONE"));
+  REQUIRE(c.WaitState(pending, "DONE"));
+  CHECK(ReadFile(starts) == "started\nsecond\n");  // the running job was not started again
+}
