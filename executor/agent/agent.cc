@@ -155,8 +155,9 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   std::string key = TaskKey(req.job_id(), req.task_index(), req.attempt());
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (tasks_.count(key)) {
-      // The master may repeat a launch it is not sure about; the task already runs.
+    if (tasks_.count(key) || finished_.count(key)) {
+      // The master may repeat a launch it is not sure about; the task already ran or
+      // runs, and its outcome reaches the master in a heartbeat.
       auto pid = runner_.Pid(key);
       return pid ? *pid : 0;
     }
@@ -266,8 +267,15 @@ void Agent::HeartbeatLoop() {
       r.set_exit_code(e.exit_code);
       unacked_exits_.push_back(r);
       tasks_.erase(it);
+      finished_.insert(e.key);
+      finished_order_.push_back(e.key);
+      if (finished_order_.size() > 100000) {
+        finished_.erase(finished_order_.front());
+        finished_order_.pop_front();
+      }
     }
-    if (exits.empty() && absl::Now() < next) continue;
+    bool periodic = absl::Now() >= next;
+    if (exits.empty() && !periodic) continue;
     pb::HeartbeatRequest req;
     *req.mutable_info() = CurrentInfo();
     for (const auto& [key, t] : tasks_) {
@@ -282,19 +290,22 @@ void Agent::HeartbeatLoop() {
     for (const auto& r : unacked_exits_) *req.add_tasks() = r;
     size_t sent_exits = unacked_exits_.size();
     lock.unlock();
-    // Usage sampling reads /proc; done without the lock.
+    // Usage is sampled from /proc in one pass, on the periodic heartbeats only: the ones
+    // sent at once for an exit should cost nothing extra.
+    std::map<std::string, TaskUsage> usages;
+    if (periodic) usages = runner_.UsageAll();
     for (auto& r : *req.mutable_tasks()) {
       if (r.state() == pb::TASK_EXITED) continue;
-      auto usage = runner_.Usage(TaskKey(r.job_id(), r.task_index(), r.attempt()));
-      if (!usage.ok()) continue;
+      auto usage = usages.find(TaskKey(r.job_id(), r.task_index(), r.attempt()));
+      if (usage == usages.end()) continue;
       auto* u = r.mutable_usage();
-      u->set_cpu_seconds(usage->cpu_seconds);
-      u->set_rss_kb(usage->rss_kb);
-      u->set_swap_kb(usage->swap_kb);
-      u->set_threads(usage->threads);
-      u->set_read_bytes(usage->read_bytes);
-      u->set_write_bytes(usage->write_bytes);
-      u->set_processes(usage->processes);
+      u->set_cpu_seconds(usage->second.cpu_seconds);
+      u->set_rss_kb(usage->second.rss_kb);
+      u->set_swap_kb(usage->second.swap_kb);
+      u->set_threads(usage->second.threads);
+      u->set_read_bytes(usage->second.read_bytes);
+      u->set_write_bytes(usage->second.write_bytes);
+      u->set_processes(usage->second.processes);
     }
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));

@@ -6,7 +6,9 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -78,6 +80,9 @@ class Agent {
   std::mutex mu_;
   std::map<std::string, TaskInfo> tasks_;           // running, by task key
   std::map<int64_t, TaskInfo> logs_;                // last attempt per job, for ReadLog
+  // Task attempts that already ran here, so a repeated launch never runs one twice.
+  std::set<std::string> finished_;
+  std::deque<std::string> finished_order_;
   std::vector<pb::TaskReport> unacked_exits_;       // sent until a heartbeat succeeds
   std::condition_variable cv_;
   bool stopping_ = false;

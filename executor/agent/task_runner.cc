@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -55,6 +56,7 @@ absl::StatusOr<UserInfo> LookupUser(const std::string& name) {
 TaskRunner::~TaskRunner() {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [key, pid] : tasks_) {
+    if (pid <= 0) continue;
     kill(-pid, SIGKILL);
     waitpid(pid, nullptr, 0);
   }
@@ -62,9 +64,24 @@ TaskRunner::~TaskRunner() {
 
 absl::StatusOr<pid_t> TaskRunner::Launch(const TaskLaunch& t) {
   {
+    // The key is reserved (pid 0) before the fork so two launches of one task cannot
+    // both start it.
     std::lock_guard<std::mutex> lock(mu_);
-    if (tasks_.count(t.key)) return absl::AlreadyExistsError(absl::StrCat("task ", t.key, " runs"));
+    if (!tasks_.emplace(t.key, 0).second) {
+      return absl::AlreadyExistsError(absl::StrCat("task ", t.key, " runs"));
+    }
   }
+  absl::StatusOr<pid_t> started = Start(t);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (started.ok()) {
+    tasks_[t.key] = *started;
+  } else {
+    tasks_.erase(t.key);
+  }
+  return started;
+}
+
+absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   if (t.command.empty()) return absl::InvalidArgumentError("empty command");
   auto user = LookupUser(t.user);
   if (!user.ok()) return user.status();
@@ -134,6 +151,8 @@ absl::StatusOr<pid_t> TaskRunner::Launch(const TaskLaunch& t) {
     close(fd);
   }
 
+  if (!switch_user) return Spawn(t.key, argv, envp.data(), out_path, err_path, cwd);
+
   int pipefd[2];
   if (pipe2(pipefd, O_CLOEXEC) != 0) {
     return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
@@ -169,7 +188,7 @@ absl::StatusOr<pid_t> TaskRunner::Launch(const TaskLaunch& t) {
       if (initgroups(user->name.c_str(), user->gid) != 0) fail(4);
       if (setuid(user->uid) != 0) fail(5);
     }
-    if (chdir(cwd.c_str()) != 0 && chdir("/") != 0) fail(6);
+    if (chdir(cwd.c_str()) != 0) fail(6);
     execve(argv[0], argv, envp.data());
     fail(7);
   }
@@ -185,15 +204,53 @@ absl::StatusOr<pid_t> TaskRunner::Launch(const TaskLaunch& t) {
     return absl::FailedPreconditionError(absl::StrCat("cannot start task ", t.key, ": ",
                                                       kSteps[e.step], ": ", std::strerror(e.err)));
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  tasks_[t.key] = pid;
+  return pid;
+}
+
+absl::StatusOr<pid_t> TaskRunner::Spawn(const std::string& key, char* const argv[],
+                                        char* const envp[], const std::string& out_path,
+                                        const std::string& err_path, const std::string& cwd) {
+  // Without a user switch, posix_spawn (vfork underneath) starts the task without
+  // copying the agent's page tables: the cheap path for the common case.
+  posix_spawn_file_actions_t files;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&files);
+  posix_spawnattr_init(&attr);
+  posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&files, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (err_path == out_path) {
+    posix_spawn_file_actions_adddup2(&files, 1, 2);
+  } else {
+    posix_spawn_file_actions_addopen(&files, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                     0644);
+  }
+  posix_spawn_file_actions_addchdir_np(&files, cwd.c_str());
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                      POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_USEVFORK);
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, argv[0], &files, &attr, argv, envp);
+  posix_spawn_file_actions_destroy(&files);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot start task ", key, ": ", std::strerror(rc)));
+  }
   return pid;
 }
 
 absl::Status TaskRunner::SignalGroup(const std::string& key, int sig) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = tasks_.find(key);
-  if (it == tasks_.end()) return absl::NotFoundError(absl::StrCat("no running task ", key));
+  if (it == tasks_.end() || it->second <= 0) {
+    return absl::NotFoundError(absl::StrCat("no running task ", key));
+  }
   if (kill(-it->second, sig) != 0 && errno != ESRCH) {
     return absl::InternalError(absl::StrCat("kill: ", std::strerror(errno)));
   }
@@ -215,6 +272,10 @@ std::vector<TaskExit> TaskRunner::Reap() {
   std::vector<TaskExit> out;
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = tasks_.begin(); it != tasks_.end();) {
+    if (it->second <= 0) {  // still starting
+      ++it;
+      continue;
+    }
     int status = 0;
     pid_t r = waitpid(it->second, &status, WNOHANG);
     if (r == it->second) {
@@ -234,7 +295,7 @@ std::vector<TaskExit> TaskRunner::Reap() {
 std::optional<pid_t> TaskRunner::Pid(const std::string& key) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = tasks_.find(key);
-  if (it == tasks_.end()) return std::nullopt;
+  if (it == tasks_.end() || it->second <= 0) return std::nullopt;
   return it->second;
 }
 
@@ -251,12 +312,33 @@ absl::StatusOr<TaskUsage> TaskRunner::Usage(const std::string& key) const {
   return SampleProcessGroup(*pid);
 }
 
+std::map<std::string, TaskUsage> TaskRunner::UsageAll() const {
+  std::map<pid_t, std::string> keys;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, pid] : tasks_) {
+      if (pid > 0) keys[pid] = key;
+    }
+  }
+  std::set<pid_t> groups;
+  for (const auto& [pid, key] : keys) groups.insert(pid);
+  std::map<std::string, TaskUsage> out;
+  for (auto& [pgid, usage] : SampleProcessGroups(groups)) out[keys[pgid]] = usage;
+  return out;
+}
+
 TaskUsage SampleProcessGroup(pid_t pgid) {
-  TaskUsage u;
+  auto all = SampleProcessGroups({pgid});
+  return all[pgid];
+}
+
+std::map<pid_t, TaskUsage> SampleProcessGroups(const std::set<pid_t>& pgids) {
+  std::map<pid_t, TaskUsage> result;
+  if (pgids.empty()) return result;
   static const long ticks = sysconf(_SC_CLK_TCK);
   static const long page_kb = sysconf(_SC_PAGESIZE) / 1024;
   DIR* dir = opendir("/proc");
-  if (dir == nullptr) return u;
+  if (dir == nullptr) return result;
   while (dirent* d = readdir(dir)) {
     int pid = 0;
     if (!absl::SimpleAtoi(d->d_name, &pid)) continue;
@@ -270,7 +352,8 @@ TaskUsage SampleProcessGroup(pid_t pgid) {
     // f[0] is field 3 (state); pgrp is field 5, utime 14, stime 15, threads 20, rss 24.
     if (f.size() < 22) continue;
     int pgrp = 0;
-    if (!absl::SimpleAtoi(f[2], &pgrp) || pgrp != pgid) continue;
+    if (!absl::SimpleAtoi(f[2], &pgrp) || !pgids.count(pgrp)) continue;
+    TaskUsage& u = result[pgrp];
     int64_t utime = 0, stime = 0, threads = 0, rss = 0;
     (void)absl::SimpleAtoi(f[11], &utime);
     (void)absl::SimpleAtoi(f[12], &stime);
@@ -299,7 +382,7 @@ TaskUsage SampleProcessGroup(pid_t pgid) {
     }
   }
   closedir(dir);
-  return u;
+  return result;
 }
 
 }  // namespace jc::nexec

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include <map>
+#include <set>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -64,17 +65,25 @@ class TaskRunner {
   std::vector<TaskExit> Reap();
 
   absl::StatusOr<TaskUsage> Usage(const std::string& key) const;
+  // Usage of every running task from one pass over /proc.
+  std::map<std::string, TaskUsage> UsageAll() const;
   std::optional<pid_t> Pid(const std::string& key) const;
   std::vector<std::string> Running() const;
 
  private:
+  absl::StatusOr<pid_t> Start(const TaskLaunch& launch);
+  absl::StatusOr<pid_t> Spawn(const std::string& key, char* const argv[], char* const envp[],
+                              const std::string& out_path, const std::string& err_path,
+                              const std::string& cwd);
   absl::Status SignalGroup(const std::string& key, int signal);
 
   mutable std::mutex mu_;
-  std::map<std::string, pid_t> tasks_;
+  std::map<std::string, pid_t> tasks_;  // pid 0 while starting
 };
 
 // Samples /proc for every process in process group `pgid`.
 TaskUsage SampleProcessGroup(pid_t pgid);
+// Samples /proc once for all the given process groups.
+std::map<pid_t, TaskUsage> SampleProcessGroups(const std::set<pid_t>& pgids);
 
 }  // namespace jc::nexec

@@ -112,6 +112,7 @@ absl::Status Master::Recover() {
           p.sections[i][0].mem_mb = mem * p.sections[i][0].slots;
         }
         JC_RETURN_IF_ERROR(scheduler_.Restore(rec.request, p));
+        active_.insert(job.id());
         ++running;
       }
     }
@@ -172,25 +173,36 @@ absl::StatusOr<int64_t> Master::Submit(pb::JobSpec spec) {
   if (spec.user().empty()) return absl::InvalidArgumentError("the job names no user");
   if (spec.slots() < 0) return absl::InvalidArgumentError("-n must be at least 1");
   pb::Job job;
+  JobRequest req;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    int64_t id = next_id_;
-    JC_ASSIGN_OR_RETURN(JobRequest req, BuildRequest(spec, id));
-    if (spec.queue().empty()) spec.set_queue(req.queue);
-    if (spec.slots() == 0) spec.set_slots(req.requirement.multi_section ? req.requirement.TotalSlots() : 1);
-    JC_RETURN_IF_ERROR(scheduler_.Submit(req));
-    job.set_id(id);
-    *job.mutable_spec() = spec;
-    job.set_state(pb::PENDING);
-    *job.mutable_submitted_at() = ToTimestamp(clock_->Now());
-    // Acknowledged only once it is committed: a crash after this loses nothing.
-    absl::Status saved = PersistNow(job);
-    if (!saved.ok()) {
-      scheduler_.Cancel(id).IgnoreError();
-      return saved;
+    JC_ASSIGN_OR_RETURN(req, BuildRequest(spec, next_id_));
+    JC_RETURN_IF_ERROR(scheduler_.Check(&req));
+    job.set_id(next_id_++);
+  }
+  if (spec.queue().empty()) spec.set_queue(req.queue);
+  spec.set_slots(req.slots);
+  *job.mutable_spec() = spec;
+  job.set_state(pb::PENDING);
+  *job.mutable_submitted_at() = ToTimestamp(clock_->Now());
+  // Acknowledged only once committed (a crash after this loses nothing); concurrent
+  // submissions share one commit.
+  JC_RETURN_IF_ERROR(committer_.Commit([&](store::Transaction& txn) { return Persist(txn, job); }));
+  Publish(job);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    absl::Status queued = scheduler_.Submit(req);
+    JobRecord rec{job, req, Pending::kNone};
+    if (!queued.ok()) {
+      // The cluster changed between the check and now (a host left); the job is kept
+      // and reported, not dropped.
+      std::vector<pb::Job> changed;
+      rec.job.set_state(pb::EXIT);
+      rec.job.set_reason(absl::StrCat("cannot be queued: ", queued.message()));
+      changed.push_back(rec.job);
+      PersistAll(changed).IgnoreError();
     }
-    ++next_id_;
-    jobs_[id] = {job, req, Pending::kNone};
+    jobs_[job.id()] = std::move(rec);
   }
   Wake();
   return job.id();
@@ -277,6 +289,9 @@ absl::StatusOr<int> Master::ScheduleOnce() {
         }
       }
       started.push_back(job);
+      rec.launch_in_flight = true;
+      rec.seen_by_agent = false;
+      active_.insert(p.job_id);
       launches.push_back({AddressOf(job.tasks(0).host()), MakeLaunch(job)});
     }
     stats_.cycles++;
@@ -285,20 +300,29 @@ absl::StatusOr<int> Master::ScheduleOnce() {
   }
   // Decisions are committed in one transaction before any task starts.
   JC_RETURN_IF_ERROR(PersistAll(started));
-  for (const Launch& l : launches) {
+  for (Launch& l : launches) StartLaunch(std::move(l));
+  return static_cast<int>(launches.size());
+}
+
+void Master::StartLaunch(Launch l) {
+  launchers_->Run([this, l = std::move(l)] {
     auto pid = dialer_->Launch(l.address, l.request);
     std::vector<pb::Job> changed;
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(l.request.job_id());
-    if (it == jobs_.end() || it->second.job.attempt() != l.request.attempt()) continue;
+    if (it == jobs_.end() || it->second.job.attempt() != l.request.attempt() ||
+        it->second.job.tasks().empty()) {
+      return;
+    }
     JobRecord& rec = it->second;
+    rec.launch_in_flight = false;
     if (pid.ok()) {
       pb::Task* t0 = rec.job.mutable_tasks(0);
       if (t0->state() == pb::TASK_STARTING) {
         t0->set_state(pb::TASK_RUNNING);
         t0->set_pid(*pid);
       }
-      continue;
+      return;
     }
     spdlog::warn("job {}: launch on {} failed: {}", rec.job.id(), rec.job.tasks(0).host(),
                  pid.status().ToString());
@@ -312,9 +336,8 @@ absl::StatusOr<int> Master::ScheduleOnce() {
       RequeueLocked(rec, absl::StrCat("launch failed: ", pid.status().message()), &changed);
     }
     PersistAll(changed).IgnoreError();
-  }
-  if (!launches.empty()) Wake();
-  return static_cast<int>(launches.size());
+    Wake();
+  });
 }
 
 void Master::FinishLocked(JobRecord& rec, pb::JobState state, int exit_code,
@@ -324,6 +347,7 @@ void Master::FinishLocked(JobRecord& rec, pb::JobState state, int exit_code,
   } else {
     scheduler_.Release(rec.job.id()).IgnoreError();
   }
+  active_.erase(rec.job.id());
   rec.job.set_state(state);
   rec.job.set_exit_code(exit_code);
   if (!reason.empty()) rec.job.set_reason(reason);
@@ -335,6 +359,7 @@ void Master::FinishLocked(JobRecord& rec, pb::JobState state, int exit_code,
 void Master::RequeueLocked(JobRecord& rec, const std::string& reason,
                            std::vector<pb::Job>* changed) {
   if (rec.job.state() != pb::PENDING) scheduler_.Release(rec.job.id()).IgnoreError();
+  active_.erase(rec.job.id());
   rec.job.set_state(pb::PENDING);
   rec.job.set_attempt(rec.job.attempt() + 1);
   rec.job.clear_tasks();
@@ -490,9 +515,10 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
       }
       reported.insert(r.job_id());
       JobRecord& rec = it->second;
+      rec.seen_by_agent = true;
       pb::Task* t0 = rec.job.mutable_tasks(0);
-      t0->set_pid(r.pid());
-      *t0->mutable_usage() = r.usage();
+      if (r.pid() != 0) t0->set_pid(r.pid());
+      if (r.has_usage()) *t0->mutable_usage() = r.usage();
       if (r.state() != pb::TASK_EXITED) {
         if (t0->state() == pb::TASK_STARTING) t0->set_state(pb::TASK_RUNNING);
         continue;
@@ -511,15 +537,19 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
                      &changed);
       }
     }
-    // Running jobs whose first task lives here but that the agent does not report: never
-    // confirmed -> launch again (the launch is idempotent); confirmed -> the agent lost
-    // it (restarted), so the job reruns or fails like on a host failure.
-    for (auto& [id, rec] : jobs_) {
+    // Running jobs whose first task lives here but that the agent does not report: if the
+    // agent never reported it, launch it again (the agent never runs an attempt twice);
+    // if it did and now does not, the agent lost it (it restarted), so the job reruns or
+    // fails as on a host failure.
+    for (int64_t id : std::vector<int64_t>(active_.begin(), active_.end())) {
+      JobRecord& rec = jobs_.at(id);
       if (rec.job.state() != pb::RUNNING && rec.job.state() != pb::SUSPENDED) continue;
-      if (rec.job.tasks().empty() || rec.job.tasks(0).host() != info.host() || reported.count(id)) {
+      if (rec.job.tasks().empty() || rec.job.tasks(0).host() != info.host() || reported.count(id) ||
+          rec.launch_in_flight) {
         continue;
       }
-      if (rec.job.tasks(0).pid() == 0) {
+      if (!rec.seen_by_agent) {
+        rec.launch_in_flight = true;
         relaunch.push_back({info.address(), MakeLaunch(rec.job)});
       } else {
         freed = true;
@@ -536,10 +566,7 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
     }
   }
   JC_RETURN_IF_ERROR(PersistAll(changed));
-  for (const Launch& l : relaunch) {
-    auto pid = dialer_->Launch(l.address, l.request);
-    if (!pid.ok()) spdlog::warn("relaunch of job {} failed: {}", l.request.job_id(), pid.status().ToString());
-  }
+  for (Launch& l : relaunch) StartLaunch(std::move(l));
   if (freed) Wake();
   return resp;
 }
@@ -555,7 +582,8 @@ absl::Status Master::CheckHosts() {
       scheduler_.SetHostState(name, HostState::kUnavailable).IgnoreError();
       spdlog::warn("nexec host {} is unavailable: no heartbeat for {}", name,
                    absl::FormatDuration(now - host.last_seen));
-      for (auto& [id, rec] : jobs_) {
+      for (int64_t id : std::vector<int64_t>(active_.begin(), active_.end())) {
+        JobRecord& rec = jobs_.at(id);
         if (rec.job.state() != pb::RUNNING && rec.job.state() != pb::SUSPENDED) continue;
         bool uses = std::any_of(rec.job.tasks().begin(), rec.job.tasks().end(),
                                 [&](const pb::Task& t) { return t.host() == name; });

@@ -7,6 +7,7 @@
 
 #include <condition_variable>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -16,7 +17,9 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/event_log.h"
+#include "common/store/group_commit.h"
 #include "common/store/store.h"
+#include "common/thread_pool.h"
 #include "executor/master/config.h"
 #include "executor/policy/scheduler.h"
 #include "nexec/v1/nexec.pb.h"
@@ -92,6 +95,8 @@ class Master {
     pb::Job job;
     JobRequest request;
     Pending action = Pending::kNone;
+    bool launch_in_flight = false;  // a Launch RPC for the current attempt is under way
+    bool seen_by_agent = false;     // the agent has reported the current attempt
   };
   struct HostRecord {
     pb::AgentInfo info;
@@ -117,6 +122,7 @@ class Master {
   std::string AddressOf(const std::string& host) const;
   absl::Status SignalTask0(const pb::Job& job, pb::SignalRequest::Action action);
   absl::Status PersistAll(const std::vector<pb::Job>& jobs);
+  void StartLaunch(Launch launch);
   void Loop();
 
   store::Store* store_;
@@ -129,9 +135,14 @@ class Master {
   std::mutex mu_;
   Scheduler scheduler_;
   std::map<int64_t, JobRecord> jobs_;
+  std::set<int64_t> active_;  // running or suspended: what heartbeats and host checks scan
   std::map<std::string, HostRecord> hosts_;
   int64_t next_id_ = 1;
   MasterStats stats_;
+
+  store::GroupCommitter committer_{store_};
+  // Launch RPCs run here, several at once, so a cycle never waits on agents.
+  std::unique_ptr<ThreadPool> launchers_ = std::make_unique<ThreadPool>(8);
 
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;

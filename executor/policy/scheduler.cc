@@ -164,6 +164,20 @@ void Scheduler::RefreshValues(Host& h) {
 
 absl::Status Scheduler::Submit(JobRequest job) {
   if (jobs_.count(job.id)) return absl::AlreadyExistsError(absl::StrCat("job ", job.id, " exists"));
+  JC_RETURN_IF_ERROR(Check(&job));
+  auto q = queues_.find(job.queue);
+  Job entry;
+  entry.shape = absl::StrCat(job.queue, "|", job.user, "|", ToString(job.requirement), "|",
+                             job.slots, "|", job.exclusive, "|", job.gpus_per_slot);
+  int64_t id = job.id;
+  entry.request = std::move(job);
+  q->second.pending.push_back(id);
+  jobs_[id] = std::move(entry);
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::Check(JobRequest* job_ptr) const {
+  JobRequest& job = *job_ptr;
   auto q = queues_.find(job.queue);
   if (q == queues_.end()) {
     return absl::InvalidArgumentError(absl::StrCat("no queue named \"", job.queue, "\""));
@@ -210,13 +224,6 @@ absl::Status Scheduler::Submit(JobRequest job) {
     return absl::InvalidArgumentError(absl::StrCat("the job asks for ", job.slots,
                                                    " slots; the cluster has ", total_slots_));
   }
-  Job entry;
-  entry.shape = absl::StrCat(job.queue, "|", job.user, "|", ToString(req), "|", job.slots, "|",
-                             job.exclusive, "|", job.gpus_per_slot);
-  int64_t id = job.id;
-  entry.request = std::move(job);
-  q->second.pending.push_back(id);
-  jobs_[id] = std::move(entry);
   return absl::OkStatus();
 }
 

@@ -44,6 +44,8 @@ class Scheduler {
   // for requests that can never run (unknown queue, user not allowed, more slots than
   // the cluster has, interactive to a batch-only queue, ...).
   absl::Status Submit(JobRequest job);
+  // The checks of Submit without queuing; normalizes `job` as Submit would.
+  absl::Status Check(JobRequest* job) const;
 
   // Removes a pending job (killed before it ran). NotFound if it is not pending.
   absl::Status Cancel(int64_t job_id);

@@ -1,0 +1,134 @@
+// Benchmark (b) of the executor issue: trivial jobs (`true`) per second from submit to
+// completed on a loopback test cluster (a real master and three real agents), and, when
+// a Slurm cluster is reachable (SLURM_CONF set, sbatch on PATH), the same number of
+// `sbatch --wrap=true` jobs on it, with the ratio. Prints figures; asserts nothing.
+//   build/tests/bench/nexec_throughput_bench [jobs] [submitters]
+
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "nexec/v1/nexec.grpc.pb.h"
+#include "tests/testing/process.h"
+
+using jc::testing::Process;
+namespace pb = ::nexec::v1;
+
+namespace {
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+double RunNexec(int jobs, int submitters, const std::filesystem::path& dir) {
+  Process master({JC_NEXEC_MASTER, "--listen=127.0.0.1:0", "--data_dir=" + (dir / "data").string(),
+                  "--log_dir=" + (dir / "logs").string()},
+                 (dir / "master.log").string());
+  auto port = master.WaitForLog(R"(nexec master listening on port (\d+))");
+  if (!port) {
+    std::fprintf(stderr, "master did not start:\n%s\n", master.Log().c_str());
+    std::exit(1);
+  }
+  std::string address = "127.0.0.1:" + *port;
+  std::vector<std::unique_ptr<Process>> agents;
+  for (int i = 1; i <= 3; ++i) {
+    agents.push_back(std::make_unique<Process>(
+        std::vector<std::string>{JC_NEXEC_AGENT, "--master=" + address,
+                                 "--host=node" + std::to_string(i), "--resources=cpus=64,mem=64G",
+                                 "--log_level=warn"},
+        (dir / ("agent" + std::to_string(i) + ".log")).string()));
+  }
+  auto stub = pb::Master::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  jc::testing::WaitUntil([&] {
+    grpc::ClientContext ctx;
+    pb::ListHostsResponse hosts;
+    return stub->ListHosts(&ctx, {}, &hosts).ok() && hosts.hosts_size() == 3;
+  });
+
+  auto start = std::chrono::steady_clock::now();
+  std::atomic<int> next{0};
+  std::atomic<int> failed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < submitters; ++t) {
+    threads.emplace_back([&] {
+      while (next.fetch_add(1) < jobs) {
+        grpc::ClientContext ctx;
+        pb::SubmitRequest req;
+        req.mutable_spec()->set_command("true");
+        req.mutable_spec()->set_user(getlogin() ? getlogin() : "root");
+        req.mutable_spec()->set_stdout_path("/dev/null");
+        pb::SubmitResponse resp;
+        if (!stub->Submit(&ctx, req, &resp).ok()) failed++;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  double submitted = Seconds(start);
+  jc::testing::WaitUntil(
+      [&] {
+        grpc::ClientContext ctx;
+        pb::ListJobsRequest req;
+        req.add_states(pb::PENDING);
+        req.add_states(pb::RUNNING);
+        req.set_limit(1);  // only whether any is left
+        pb::ListJobsResponse resp;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling interval
+        return stub->ListJobs(&ctx, req, &resp).ok() && resp.jobs_size() == 0;
+      },
+      std::chrono::minutes(10));
+  double total = Seconds(start);
+  std::printf("nexec: %d trivial jobs (%d submit errors) submitted in %.2f s, all completed in "
+              "%.2f s = %.0f jobs/s end to end\n",
+              jobs, failed.load(), submitted, total, jobs / total);
+  return jobs / total;
+}
+
+double RunSlurm(int jobs) {
+  if (std::getenv("SLURM_CONF") == nullptr || std::system("command -v sbatch >/dev/null 2>&1") != 0) {
+    std::printf("slurm: not measured: no Slurm cluster here (set SLURM_CONF to one; "
+                "scripts/slurm.sh starts a local one)\n");
+    return 0;
+  }
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < jobs; ++i) {
+    if (std::system("sbatch --quiet --output=/dev/null --wrap=true") != 0) {
+      std::printf("slurm: sbatch failed\n");
+      return 0;
+    }
+  }
+  jc::testing::WaitUntil(
+      [] { return std::system("test -z \"$(squeue --noheader --format=%i 2>/dev/null)\"") == 0; },
+      std::chrono::minutes(30));
+  double total = Seconds(start);
+  std::printf("slurm: %d trivial jobs (sbatch --wrap=true) completed in %.2f s = %.1f jobs/s\n",
+              jobs, total, jobs / total);
+  return jobs / total;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int jobs = argc > 1 ? std::atoi(argv[1]) : 2000;
+  int submitters = argc > 2 ? std::atoi(argv[2]) : 8;
+  const char* base = std::getenv("JC_BENCH_DIR");
+  auto dir = std::filesystem::path(base ? base : std::filesystem::temp_directory_path().string()) /
+             ("jc-nexec-bench-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  double nexec = RunNexec(jobs, submitters, dir);
+  int slurm_jobs = std::min(jobs, 300);
+  double slurm = RunSlurm(slurm_jobs);
+  if (slurm > 0) {
+    std::printf("ratio: nexec %.0f jobs/s vs slurm %.1f jobs/s = %.1fx (target 20x)\n", nexec, slurm,
+                nexec / slurm);
+  }
+  std::filesystem::remove_all(dir);
+  return 0;
+}
