@@ -18,5 +18,6 @@ function(jc_test name)
   add_executable(${name} ${ARG_SRCS})
   target_compile_options(${name} PRIVATE ${JC_WARNINGS})
   target_link_libraries(${name} PRIVATE jc_catch_main ${ARG_DEPS})
-  catch_discover_tests(${name} PROPERTIES TIMEOUT 120)
+  # -w NoTests: a test name that matches nothing fails instead of passing vacuously.
+  catch_discover_tests(${name} EXTRA_ARGS -w NoTests PROPERTIES TIMEOUT 120)
 endfunction()

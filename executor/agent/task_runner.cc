@@ -90,7 +90,10 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
     return absl::PermissionDeniedError(absl::StrCat(
         "the agent does not run as root, so it cannot run tasks as ", user->name));
   }
+  // An explicit cwd must exist (a clear launch error otherwise); the default, the user's
+  // home, falls back to / for system users whose home does not exist.
   std::string cwd = t.cwd.empty() ? user->home : t.cwd;
+  if (t.cwd.empty() && access(cwd.c_str(), X_OK) != 0) cwd = "/";
 
   // Everything the child needs is prepared before fork: after fork in a threaded
   // process only async-signal-safe calls are allowed.

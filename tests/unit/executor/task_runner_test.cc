@@ -55,11 +55,17 @@ int WaitExit(TaskRunner& runner, const std::string& key) {
   return code;
 }
 
+// A process is gone once it no longer exists or is a zombie nobody reaped yet (orphans
+// are reaped by init, which may take its time).
+bool Gone(int pid);
+
 char ProcState(pid_t pid) {
   std::string stat = Read("/proc/" + std::to_string(pid) + "/stat");
   auto p = stat.rfind(')');
   return p == std::string::npos || p + 2 >= stat.size() ? '?' : stat[p + 2];
 }
+
+bool Gone(int pid) { return kill(pid, 0) != 0 || ProcState(pid) == 'Z'; }
 
 }  // namespace
 
@@ -113,7 +119,7 @@ TEST_CASE("suspend stops the whole task, resume continues it, kill ends its grou
 
   REQUIRE(runner.Kill("3.0.0").ok());
   CHECK(WaitExit(runner, "3.0.0") == 128 + SIGKILL);
-  CHECK(WaitUntil([&] { return kill(child, 0) != 0; }));  // the child went with the group
+  CHECK(WaitUntil([&] { return Gone(child); }));  // the child went with the group
   CHECK(absl::IsNotFound(runner.Kill("3.0.0")));
 }
 
