@@ -9,7 +9,9 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
 #include "common/log.h"
+#include "services/gateway/gateway.h"
 #include "common/store/store.h"
 #include "executor/master/master.h"
 #include "executor/master/master_service.h"
@@ -21,6 +23,8 @@ ABSL_FLAG(std::string, store, "", "store URI (postgresql://... or sqlite:///...)
 ABSL_FLAG(std::string, store_schema, "", "PostgreSQL schema for the executor's tables");
 ABSL_FLAG(absl::Duration, host_timeout, absl::Seconds(10), "silence before a host is unavailable");
 ABSL_FLAG(std::string, log_dir, "", "default directory of job output (default: data_dir/logs)");
+ABSL_FLAG(std::string, metrics_address, "127.0.0.1:6801",
+          "where /metrics, /healthz and /readyz are served (empty: nowhere)");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
 
 int main(int argc, char** argv) {
@@ -68,12 +72,31 @@ int main(int argc, char** argv) {
   builder.RegisterService(service.get());
   auto server = builder.BuildAndStart();
   if (server == nullptr || port == 0) return fail("cannot listen on " + absl::GetFlag(FLAGS_listen));
+  auto registry = std::make_shared<prometheus::Registry>();
+  master.EnableMetrics(*registry);
+  std::unique_ptr<jc::gateway::Gateway> admin;
+  if (std::string metrics = absl::GetFlag(FLAGS_metrics_address); !metrics.empty()) {
+    auto colon = metrics.rfind(':');
+    int metrics_port = 0;
+    if (colon == std::string::npos || !absl::SimpleAtoi(metrics.substr(colon + 1), &metrics_port)) {
+      return fail("--metrics_address \"" + metrics + "\" is not host:port");
+    }
+    jc::store::Store* s = store->get();
+    admin = std::make_unique<jc::gateway::Gateway>(std::vector<jc::gateway::Route>{},
+                                                   jc::gateway::GatewayOptions{2}, registry,
+                                                   [s] { return s->Ping(); });
+    auto bound = admin->Bind(metrics.substr(0, colon), metrics_port);
+    if (!bound.ok()) return fail(std::string(bound.status().message()));
+    admin->Start();
+    spdlog::info("nexec master metrics on http://{}:{}/metrics", metrics.substr(0, colon), *bound);
+  }
   master.Start();
   spdlog::info("nexec master listening on port {}", port);
 
   int sig = 0;
   sigwait(&signals, &sig);
   spdlog::info("signal {}; stopping", sig);
+  if (admin) admin->Stop();
   master.Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   return 0;

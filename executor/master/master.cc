@@ -297,6 +297,9 @@ absl::StatusOr<int> Master::ScheduleOnce() {
     stats_.cycles++;
     stats_.placements += static_cast<int64_t>(placements.size());
     stats_.last_cycle_seconds = absl::ToDoubleSeconds(clock_->Now() - begin);
+    if (metrics_) {
+      metrics_->ObserveCycle(stats_.last_cycle_seconds, static_cast<int>(placements.size()));
+    }
   }
   // Decisions are committed in one transaction before any task starts.
   JC_RETURN_IF_ERROR(PersistAll(started));
@@ -683,6 +686,24 @@ absl::StatusOr<std::string> Master::ReadLog(const pb::ReadLogRequest& req, int64
   return dialer_->ReadLog(address, req, max_bytes);
 }
 
+void Master::EnableMetrics(prometheus::Registry& registry) {
+  std::lock_guard<std::mutex> lock(mu_);
+  metrics_ = std::make_unique<MasterMetrics>(registry);
+}
+
+void Master::UpdateMetrics() {
+  std::vector<pb::Host> hosts = ListHosts();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!metrics_) return;
+  std::vector<pb::Job> active;
+  for (int64_t id : active_) active.push_back(jobs_.at(id).job);
+  std::map<std::pair<std::string, std::string>, int> by_state;
+  for (const auto& [id, rec] : jobs_) {
+    by_state[{pb::JobState_Name(rec.job.state()), rec.request.queue}]++;
+  }
+  metrics_->Update(hosts, active, by_state);
+}
+
 MasterStats Master::stats() {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;
@@ -717,6 +738,7 @@ void Master::Loop() {
     if (!placed.ok()) spdlog::error("scheduling cycle failed: {}", placed.status().ToString());
     auto checked = CheckHosts();
     if (!checked.ok()) spdlog::error("host check failed: {}", checked.ToString());
+    UpdateMetrics();
     lock.lock();
   }
 }

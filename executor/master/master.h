@@ -21,6 +21,7 @@
 #include "common/store/store.h"
 #include "common/thread_pool.h"
 #include "executor/master/config.h"
+#include "executor/master/master_metrics.h"
 #include "executor/policy/scheduler.h"
 #include "nexec/v1/nexec.pb.h"
 
@@ -87,6 +88,8 @@ class Master {
   void Wake();
 
   EventLog<pb::JobEvent>& events() { return events_; }
+  // Exports metrics to `registry` from now on (updated every loop iteration).
+  void EnableMetrics(prometheus::Registry& registry);
   MasterStats stats();
 
  private:
@@ -123,6 +126,7 @@ class Master {
   absl::Status SignalTask0(const pb::Job& job, pb::SignalRequest::Action action);
   absl::Status PersistAll(const std::vector<pb::Job>& jobs);
   void StartLaunch(Launch launch);
+  void UpdateMetrics();
   void Loop();
 
   store::Store* store_;
@@ -141,6 +145,7 @@ class Master {
   MasterStats stats_;
 
   store::GroupCommitter committer_{store_};
+  std::unique_ptr<MasterMetrics> metrics_;
   // Launch RPCs run here, several at once, so a cycle never waits on agents.
   std::unique_ptr<ThreadPool> launchers_ = std::make_unique<ThreadPool>(8);
 

@@ -29,7 +29,7 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 }
 
 double RunNexec(int jobs, int submitters, const std::filesystem::path& dir) {
-  Process master({JC_NEXEC_MASTER, "--listen=127.0.0.1:0", "--data_dir=" + (dir / "data").string(),
+  Process master({JC_NEXEC_MASTER, "--listen=127.0.0.1:0", "--metrics_address=127.0.0.1:0", "--data_dir=" + (dir / "data").string(),
                   "--log_dir=" + (dir / "logs").string()},
                  (dir / "master.log").string());
   auto port = master.WaitForLog(R"(nexec master listening on port (\d+))");

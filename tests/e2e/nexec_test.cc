@@ -4,6 +4,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <httplib.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -60,7 +62,8 @@ class Cluster {
   void StartMaster() {
     std::vector<std::string> args{JC_NEXEC_MASTER, "--listen=127.0.0.1:" + std::to_string(port_),
                                   "--data_dir=" + (dir_ / "data").string(),
-                                  "--host_timeout=" + host_timeout_};
+                                  "--host_timeout=" + host_timeout_,
+                                  "--metrics_address=127.0.0.1:0"};
     if (std::filesystem::exists(dir_ / "nexec.yaml")) args.push_back("--config=" + (dir_ / "nexec.yaml").string());
     args.insert(args.end(), store_flags_.begin(), store_flags_.end());
     master_ = std::make_unique<Process>(args, (dir_ / "master.log").string());
@@ -68,7 +71,11 @@ class Cluster {
     INFO(master_->Log());
     REQUIRE(port.has_value());
     port_ = std::stoi(*port);
+    auto metrics = master_->WaitForLog(R"(metrics on http://127\.0\.0\.1:(\d+)/metrics)");
+    REQUIRE(metrics.has_value());
+    metrics_port_ = std::stoi(*metrics);
   }
+  int metrics_port() const { return metrics_port_; }
   // SIGKILL, then start again on the same port and data.
   void CrashAndRestartMaster() {
     master_->Signal(SIGKILL);
@@ -130,6 +137,7 @@ class Cluster {
   std::string host_timeout_;
   std::vector<std::string> store_flags_;
   int port_ = 0;
+  int metrics_port_ = 0;
   std::unique_ptr<Process> master_;
   std::map<std::string, std::unique_ptr<Process>> agents_;
 };
@@ -190,6 +198,21 @@ TEST_CASE("a three-section job runs across three agents and sees its GPUs and ho
   CHECK(c.Cli({"frobnicate"}).code != 0);
   auto listing = c.Cli({"jobs", "-a"});
   CHECK(listing.out.find("JOBID") == 0);
+
+  // B8: the master exports hosts, jobs and scheduling figures.
+  httplib::Client http("127.0.0.1", c.metrics_port());
+  std::string metrics;
+  CHECK(WaitUntil([&] {
+    auto res = http.Get("/metrics");
+    metrics = res ? res->body : "";
+    return metrics.find("nexec_jobs{queue=\"normal\",state=\"DONE\"} 2") != std::string::npos;
+  }));
+  INFO(metrics);
+  CHECK(metrics.find("nexec_hosts{state=\"ok\"} 3") != std::string::npos);
+  CHECK(metrics.find("nexec_jobs{queue=\"normal\",state=\"EXIT\"} 1") != std::string::npos);
+  CHECK(metrics.find("nexec_scheduling_decisions_total 3") != std::string::npos);
+  CHECK(metrics.find("nexec_host_load1{host=\"node1\"}") != std::string::npos);
+  CHECK(metrics.find("nexec_scheduling_cycle_seconds_count") != std::string::npos);
 }
 
 TEST_CASE("suspend stops the job's processes, resume continues them, kill ends the group",
@@ -213,6 +236,13 @@ TEST_CASE("suspend stops the job's processes, resume continues them, kill ends t
   CHECK(c.Job(id)["state"] == "SUSPENDED");
   CHECK(WaitUntil([&] { return ProcState(pid) == 'T'; }));
   std::string frozen = ReadFile(count);
+  // Per-task usage reaches /metrics through the heartbeats.
+  httplib::Client http("127.0.0.1", c.metrics_port());
+  CHECK(WaitUntil([&] {
+    auto res = http.Get("/metrics");
+    return res && res->body.find("nexec_task_memory_bytes{host=\"node1\",job=\"" +
+                                 std::to_string(id) + "\"") != std::string::npos;
+  }));
   REQUIRE(c.Cli({"resume", std::to_string(id)}).code == 0);
   CHECK(WaitUntil([&] { return ReadFile(count) != frozen; }));
 

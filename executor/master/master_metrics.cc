@@ -1,0 +1,88 @@
+#include "executor/master/master_metrics.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace jc::nexec {
+
+namespace pb = ::nexec::v1;
+
+MasterMetrics::MasterMetrics(prometheus::Registry& r)
+    : hosts_(prometheus::BuildGauge().Name("nexec_hosts").Help("Hosts by state").Register(r)),
+      jobs_(prometheus::BuildGauge().Name("nexec_jobs").Help("Jobs by state and queue").Register(r)),
+      host_load_(prometheus::BuildGauge().Name("nexec_host_load1").Help("1-minute load per host").Register(r)),
+      host_slots_used_(prometheus::BuildGauge().Name("nexec_host_slots_used").Help("Slots in use per host").Register(r)),
+      host_gpus_used_(prometheus::BuildGauge().Name("nexec_host_gpus_used").Help("GPUs in use per host").Register(r)),
+      task_cpu_(prometheus::BuildGauge().Name("nexec_task_cpu_seconds").Help("CPU time of a running task").Register(r)),
+      task_rss_(prometheus::BuildGauge().Name("nexec_task_memory_bytes").Help("Resident memory of a running task").Register(r)),
+      task_swap_(prometheus::BuildGauge().Name("nexec_task_swap_bytes").Help("Swap of a running task").Register(r)),
+      task_threads_(prometheus::BuildGauge().Name("nexec_task_threads").Help("Threads of a running task").Register(r)),
+      task_read_(prometheus::BuildGauge().Name("nexec_task_read_bytes").Help("Bytes a running task read from storage").Register(r)),
+      task_write_(prometheus::BuildGauge().Name("nexec_task_write_bytes").Help("Bytes a running task wrote to storage").Register(r)),
+      task_gpus_(prometheus::BuildGauge().Name("nexec_task_gpus").Help("GPUs given to a running task").Register(r)),
+      cycle_seconds_(prometheus::BuildHistogram()
+                         .Name("nexec_scheduling_cycle_seconds")
+                         .Help("Duration of a scheduling cycle")
+                         .Register(r)
+                         .Add({}, prometheus::Histogram::BucketBoundaries{
+                                      0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1})),
+      decisions_(prometheus::BuildCounter()
+                     .Name("nexec_scheduling_decisions_total")
+                     .Help("Jobs placed by the scheduler")
+                     .Register(r)
+                     .Add({})) {}
+
+void MasterMetrics::ObserveCycle(double seconds, int decisions) {
+  cycle_seconds_.Observe(seconds);
+  decisions_.Increment(decisions);
+}
+
+void MasterMetrics::Update(const std::vector<pb::Host>& hosts, const std::vector<pb::Job>& active,
+                           const std::map<std::pair<std::string, std::string>, int>& by_state) {
+  int ok = 0, unavailable = 0;
+  for (const auto& h : hosts) {
+    (h.state() == "ok" ? ok : unavailable)++;
+    host_load_.Add({{"host", h.name()}}).Set(h.load_1m());
+    host_slots_used_.Add({{"host", h.name()}}).Set(h.used_slots());
+    host_gpus_used_.Add({{"host", h.name()}}).Set(h.used_gpus_size());
+  }
+  hosts_.Add({{"state", "ok"}}).Set(ok);
+  hosts_.Add({{"state", "unavailable"}}).Set(unavailable);
+
+  std::set<std::map<std::string, std::string>> seen_jobs;
+  for (const auto& [key, n] : by_state) {
+    std::map<std::string, std::string> labels{{"state", key.first}, {"queue", key.second}};
+    jobs_.Add(labels).Set(n);
+    seen_jobs.insert(labels);
+  }
+  for (const auto& labels : job_labels_) {
+    if (!seen_jobs.count(labels)) jobs_.Add(labels).Set(0);
+  }
+  job_labels_.insert(seen_jobs.begin(), seen_jobs.end());
+
+  // Per-task gauges exist while the task runs; finished tasks' series are removed.
+  std::set<std::map<std::string, std::string>> seen;
+  for (const auto& j : active) {
+    if (j.tasks().empty()) continue;
+    const auto& t = j.tasks(0);
+    std::map<std::string, std::string> labels{{"job", absl::StrCat(j.id())}, {"host", t.host()},
+                                              {"queue", j.spec().queue()}};
+    seen.insert(labels);
+    task_cpu_.Add(labels).Set(t.usage().cpu_seconds());
+    task_rss_.Add(labels).Set(static_cast<double>(t.usage().rss_kb()) * 1024);
+    task_swap_.Add(labels).Set(static_cast<double>(t.usage().swap_kb()) * 1024);
+    task_threads_.Add(labels).Set(t.usage().threads());
+    task_read_.Add(labels).Set(static_cast<double>(t.usage().read_bytes()));
+    task_write_.Add(labels).Set(static_cast<double>(t.usage().write_bytes()));
+    task_gpus_.Add(labels).Set(t.gpus_size());
+  }
+  for (const auto& labels : task_labels_) {
+    if (seen.count(labels)) continue;
+    for (auto* family : {&task_cpu_, &task_rss_, &task_swap_, &task_threads_, &task_read_,
+                         &task_write_, &task_gpus_}) {
+      family->Remove(&family->Add(labels));
+    }
+  }
+  task_labels_ = std::move(seen);
+}
+
+}  // namespace jc::nexec

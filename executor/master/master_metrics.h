@@ -1,0 +1,50 @@
+#pragma once
+
+// The executor's Prometheus metrics (SPEC B8): hosts by state, jobs by state and queue,
+// per-host load, slots and GPUs in use, per-task usage, and scheduling cycles.
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include "nexec/v1/nexec.pb.h"
+
+namespace jc::nexec {
+
+class MasterMetrics {
+ public:
+  explicit MasterMetrics(prometheus::Registry& registry);
+
+  void ObserveCycle(double seconds, int decisions);
+  // Replaces the gauges with the current hosts and jobs (unfinished and recent).
+  void Update(const std::vector<::nexec::v1::Host>& hosts,
+              const std::vector<::nexec::v1::Job>& active_jobs,
+              const std::map<std::pair<std::string, std::string>, int>& jobs_by_state_queue);
+
+ private:
+  prometheus::Family<prometheus::Gauge>& hosts_;
+  prometheus::Family<prometheus::Gauge>& jobs_;
+  prometheus::Family<prometheus::Gauge>& host_load_;
+  prometheus::Family<prometheus::Gauge>& host_slots_used_;
+  prometheus::Family<prometheus::Gauge>& host_gpus_used_;
+  prometheus::Family<prometheus::Gauge>& task_cpu_;
+  prometheus::Family<prometheus::Gauge>& task_rss_;
+  prometheus::Family<prometheus::Gauge>& task_swap_;
+  prometheus::Family<prometheus::Gauge>& task_threads_;
+  prometheus::Family<prometheus::Gauge>& task_read_;
+  prometheus::Family<prometheus::Gauge>& task_write_;
+  prometheus::Family<prometheus::Gauge>& task_gpus_;
+  prometheus::Histogram& cycle_seconds_;
+  prometheus::Counter& decisions_;
+  std::set<std::map<std::string, std::string>> task_labels_;  // to remove finished tasks
+  std::set<std::map<std::string, std::string>> job_labels_;
+};
+
+}  // namespace jc::nexec
