@@ -116,6 +116,11 @@ absl::StatusOr<int> Agent::Start() {
     options_.host = name;
   }
   base_info_.set_host(options_.host);
+  if (!options_.sensor_dir.empty()) {
+    auto found = FindSensors(options_.sensor_dir, options_.host);
+    for (const auto& s : found) spdlog::info("resource sensor {}", s);
+    sensors_ = std::make_unique<SensorRunner>(found, options_.sensor_restart_delay);
+  }
   service_ = MakeAgentService(this);
   grpc::ServerBuilder builder;
   int port = 0;
@@ -143,11 +148,15 @@ void Agent::Stop() {
   cv_.notify_all();
   if (heartbeat_.joinable()) heartbeat_.join();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  sensors_.reset();
 }
 
 pb::AgentInfo Agent::CurrentInfo() {
   pb::AgentInfo info = base_info_;
   info.set_load_1m(ReadLoad());
+  if (sensors_) {
+    for (auto& r : sensors_->Current()) *info.add_sensors() = std::move(r);
+  }
   return info;
 }
 

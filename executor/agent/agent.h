@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "executor/agent/sensor.h"
 #include "executor/agent/task_runner.h"
 #include "nexec/v1/nexec.pb.h"
 
@@ -37,6 +38,9 @@ struct AgentOptions {
   std::string declared;
   std::map<std::string, std::string> resources;  // static extra resources
   absl::Duration heartbeat_interval = absl::Seconds(1);
+  // Resource sensors: executables named ress.host or ress.<host> in this directory.
+  std::string sensor_dir;
+  absl::Duration sensor_restart_delay = absl::Seconds(5);
 };
 
 // Parses "cpus=64,gpus=8,mem=512G,swap=16G" into the info fields it names.
@@ -73,6 +77,7 @@ class Agent {
   AgentOptions options_;
   pb::AgentInfo base_info_;
   TaskRunner runner_;
+  std::unique_ptr<SensorRunner> sensors_;
   std::unique_ptr<grpc::Service> service_;
   std::unique_ptr<grpc::Server> server_;
   std::string address_;

@@ -15,6 +15,8 @@ ABSL_FLAG(std::string, listen, "127.0.0.1:0", "gRPC address for the master's cal
 ABSL_FLAG(std::string, resources, "",
           "declared resources, e.g. cpus=64,gpus=8,mem=512G,model=A100 (the rest is measured)");
 ABSL_FLAG(absl::Duration, heartbeat, absl::Seconds(1), "heartbeat interval");
+ABSL_FLAG(std::string, sensor_dir, "",
+          "directory with resource sensors (ress.host, ress.<host>) to run");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
 
 int main(int argc, char** argv) {
@@ -34,6 +36,7 @@ int main(int argc, char** argv) {
   options.listen_address = absl::GetFlag(FLAGS_listen);
   options.declared = absl::GetFlag(FLAGS_resources);
   options.heartbeat_interval = absl::GetFlag(FLAGS_heartbeat);
+  options.sensor_dir = absl::GetFlag(FLAGS_sensor_dir);
   jc::nexec::Agent agent(options);
   auto port = agent.Start();
   if (!port.ok()) {

@@ -505,6 +505,23 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
     host->second.info = info;
     host->second.last_seen = clock_->Now();
     host->second.available = true;
+    scheduler_.SetHostResource(info.host(), "r1m", info.load_1m()).IgnoreError();
+    // Sensor values apply to the hosts in their locale (the reporter when none); a change
+    // may let waiting jobs run.
+    for (const pb::SensorResource& r : info.sensors()) {
+      ResourceValue value = r.value();
+      if (r.type() == "number") {
+        value = ParseValue(r.value());
+      } else if (r.type() == "tag") {
+        value = r.value() != "false";
+      }
+      std::vector<std::string> targets(r.locale().begin(), r.locale().end());
+      if (targets.empty()) targets.push_back(info.host());
+      for (const auto& target : targets) {
+        auto changed = scheduler_.SetHostResource(target, r.resource(), value);
+        if (changed.ok() && *changed) freed = true;
+      }
+    }
 
     std::set<int64_t> reported;
     for (const pb::TaskReport& r : req.tasks()) {
@@ -640,6 +657,14 @@ std::vector<pb::Host> Master::ListHosts() {
     for (int g : used_gpus[name]) o.add_used_gpus(g);
     o.set_load_1m(h.info.load_1m());
     *o.mutable_resources() = h.info.resources();
+    for (const auto& [other, oh] : hosts_) {
+      for (const auto& r : oh.info.sensors()) {
+        bool here = r.locale().empty() ? other == name
+                                       : std::find(r.locale().begin(), r.locale().end(), name) !=
+                                             r.locale().end();
+        if (here) (*o.mutable_resources())[r.resource()] = r.value();
+      }
+    }
     *o.mutable_last_heartbeat() = ToTimestamp(h.last_seen);
     out.push_back(o);
   }

@@ -104,6 +104,19 @@ absl::Status Scheduler::SetHostState(const std::string& name, HostState state) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<bool> Scheduler::SetHostResource(const std::string& name,
+                                                const std::string& resource,
+                                                const ResourceValue& value) {
+  auto it = host_index_.find(name);
+  if (it == host_index_.end()) return absl::NotFoundError(absl::StrCat("no host ", name));
+  Host& h = hosts_[it->second];
+  auto current = h.config.resources.find(resource);
+  if (current != h.config.resources.end() && current->second == value) return false;
+  h.config.resources[resource] = value;
+  RefreshValues(h);
+  return true;
+}
+
 absl::Status Scheduler::AddQueue(const QueueConfig& config) {
   if (config.name.empty()) return absl::InvalidArgumentError("queue needs a name");
   if (queues_.count(config.name)) {

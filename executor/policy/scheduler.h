@@ -37,6 +37,9 @@ class Scheduler {
   absl::Status AddHostType(const HostType& type);
   absl::Status AddHost(const HostConfig& host);
   absl::Status SetHostState(const std::string& host, HostState state);
+  // Sets a dynamic resource (a sensor's value, the load); returns whether it changed.
+  absl::StatusOr<bool> SetHostResource(const std::string& host, const std::string& name,
+                                       const ResourceValue& value);
   absl::Status AddQueue(const QueueConfig& queue);
   void DefineUserGroup(const std::string& group, std::vector<std::string> members);
 

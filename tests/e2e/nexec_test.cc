@@ -84,12 +84,13 @@ class Cluster {
     StartMaster();
   }
 
-  void AddAgent(const std::string& host, const std::string& resources) {
-    agents_[host] = std::make_unique<Process>(
-        std::vector<std::string>{JC_NEXEC_AGENT, "--master=127.0.0.1:" + std::to_string(port_),
-                                 "--host=" + host, "--resources=" + resources,
-                                 "--heartbeat=200ms"},
-        (dir_ / (host + ".log")).string());
+  void AddAgent(const std::string& host, const std::string& resources,
+                std::vector<std::string> extra = {}) {
+    std::vector<std::string> args{JC_NEXEC_AGENT, "--master=127.0.0.1:" + std::to_string(port_),
+                                  "--host=" + host, "--resources=" + resources,
+                                  "--heartbeat=200ms"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    agents_[host] = std::make_unique<Process>(args, (dir_ / (host + ".log")).string());
     REQUIRE(agents_[host]->WaitForLog("listening on").has_value());
   }
   Process& agent(const std::string& host) { return *agents_.at(host); }
@@ -310,4 +311,32 @@ TEST_CASE("a master restarted mid-run keeps every job and does not relaunch runn
   REQUIRE(c.WaitState(running, "DONE"));
   REQUIRE(c.WaitState(pending, "DONE"));
   CHECK(ReadFile(starts) == "started\nsecond\n");  // the running job was not started again
+}
+
+TEST_CASE("resource sensors add schedulable resources", "[B1][B2]") {
+  Cluster c("sensors");
+  std::string sensors = c.path("sensors");
+  std::filesystem::create_directories(sensors);
+  // A sensor in the SkyForm style: it loops forever, one YAML round per iteration.
+  {
+    std::ofstream ress(sensors + "/ress.host");
+    ress << "#!/bin/sh\nwhile true; do\n"
+            "echo '- resource: licenses'\necho '  type: number'\necho '  value: 3'\n"
+            "echo '- resource: fpga'\necho '  type: tag'\necho '---'\nsleep 0.2\ndone\n";
+  }
+  std::filesystem::permissions(sensors + "/ress.host", std::filesystem::perms::owner_all);
+  c.AddAgent("node1", "cpus=2,mem=4G", {"--sensor_dir=" + sensors});
+  c.AddAgent("node2", "cpus=2,mem=4G");
+  REQUIRE(c.WaitHosts(2));
+  int64_t fits = c.Submit({"-R", "select[fpga && licenses>=2]", "--", "true"});
+  int64_t too_many = c.Submit({"-R", "select[licenses>5]", "--", "true"});
+  REQUIRE(c.WaitState(fits, "DONE"));
+  CHECK(c.Job(fits)["tasks"][0]["host"] == "node1");
+  CHECK(c.Job(too_many)["state"] == "PENDING");
+  // `nexec hosts` shows the sensor values of each host.
+  auto hosts = json::parse(c.Cli({"hosts", "--json"}).out)["hosts"];
+  for (const auto& h : hosts) {
+    INFO(h.dump());
+    CHECK(h.value("resources", json::object()).contains("licenses") == (h["name"] == "node1"));
+  }
 }

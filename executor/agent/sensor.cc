@@ -1,0 +1,180 @@
+#include "executor/agent/sensor.h"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "common/log.h"
+
+namespace jc::nexec {
+
+namespace pb = ::nexec::v1;
+
+absl::StatusOr<std::vector<pb::SensorResource>> ParseSensorOutput(const std::string& yaml) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sensor output is not YAML: line ", e.mark.line + 1, ": ", e.msg));
+  }
+  std::vector<pb::SensorResource> out;
+  if (root.IsNull()) return out;
+  if (!root.IsSequence()) return absl::InvalidArgumentError("sensor output must be a YAML list");
+  for (size_t i = 0; i < root.size(); ++i) {
+    const YAML::Node& n = root[i];
+    std::string where = absl::StrCat("record ", i + 1);
+    if (!n.IsMap()) return absl::InvalidArgumentError(where + " is not a mapping");
+    pb::SensorResource r;
+    auto text = [&](const char* key) { return n[key] ? n[key].as<std::string>() : std::string(); };
+    auto flag = [&](const char* key) {
+      std::string v = text(key);
+      return v == "true" || v == "yes" || v == "y";
+    };
+    for (const auto& kv : n) {
+      static const std::set<std::string> known{"resource", "description", "type",  "direction",
+                                               "release",  "assign",      "slotresource",
+                                               "value",    "locale"};
+      std::string key = kv.first.as<std::string>();
+      if (!known.count(key)) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": unknown field \"", key, "\""));
+      }
+    }
+    r.set_resource(text("resource"));
+    if (r.resource().empty()) return absl::InvalidArgumentError(where + ": resource is required");
+    where = absl::StrCat(where, " (", r.resource(), ")");
+    r.set_description(text("description"));
+    r.set_type(text("type").empty() ? "number" : text("type"));
+    r.set_direction(text("direction").empty() ? "decrease" : text("direction"));
+    r.set_release(flag("release"));
+    r.set_assign(flag("assign"));
+    r.set_slotresource(flag("slotresource"));
+    r.set_value(std::string(absl::StripAsciiWhitespace(text("value"))));
+    if (r.type() != "number" && r.type() != "text" && r.type() != "tag") {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": type must be number, text or tag; got \"", r.type(), "\""));
+    }
+    if (r.direction() != "increase" && r.direction() != "decrease") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": direction must be increase or decrease; got \"", r.direction(), "\""));
+    }
+    double number = 0;
+    if (r.type() == "number" && !absl::SimpleAtod(r.value(), &number)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": value \"", r.value(), "\" is not a number"));
+    }
+    if (r.type() == "tag" && r.value().empty()) r.set_value("true");
+    for (absl::string_view host : absl::StrSplit(text("locale"), ' ', absl::SkipWhitespace())) {
+      r.add_locale(std::string(host));
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<std::string> FindSensors(const std::string& dir, const std::string& host) {
+  std::vector<std::string> out;
+  for (const std::string& name : {std::string("ress.host"), "ress." + host}) {
+    std::string path = (std::filesystem::path(dir) / name).string();
+    if (access(path.c_str(), X_OK) == 0) out.push_back(path);
+  }
+  return out;
+}
+
+SensorRunner::SensorRunner(std::vector<std::string> paths, absl::Duration restart_delay)
+    : paths_(std::move(paths)), restart_delay_(restart_delay) {
+  for (const auto& p : paths_) threads_.emplace_back([this, p] { Run(p); });
+}
+
+SensorRunner::~SensorRunner() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    for (const auto& [path, pid] : pids_) kill(-pid, SIGKILL);
+  }
+  for (auto& t : threads_) t.join();
+}
+
+std::vector<pb::SensorResource> SensorRunner::Current() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<pb::SensorResource> out;
+  for (const auto& [name, r] : current_) out.push_back(r);
+  return out;
+}
+
+void SensorRunner::Run(const std::string& path) {
+  while (true) {
+    int fds[2];
+    if (pipe(fds) != 0) return;
+    pid_t pid = fork();
+    if (pid == 0) {
+      setpgid(0, 0);
+      dup2(fds[1], 1);
+      close(fds[0]);
+      close(fds[1]);
+      sigset_t none;
+      sigemptyset(&none);
+      sigprocmask(SIG_SETMASK, &none, nullptr);
+      execl(path.c_str(), path.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(fds[1]);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopping_) {
+        kill(pid, SIGKILL);
+      } else {
+        pids_[path] = pid;
+      }
+    }
+    FILE* in = fdopen(fds[0], "r");
+    std::string round;
+    char line[4096];
+    auto flush = [&] {
+      if (absl::StripAsciiWhitespace(round).empty()) return;
+      auto records = ParseSensorOutput(round);
+      if (!records.ok()) {
+        spdlog::warn("sensor {}: {}", path, records.status().message());
+      } else {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (auto& r : *records) current_[r.resource()] = std::move(r);
+      }
+      round.clear();
+    };
+    while (fgets(line, sizeof(line), in) != nullptr) {
+      if (absl::StripTrailingAsciiWhitespace(line) == "---") {
+        flush();
+      } else {
+        round += line;
+      }
+    }
+    flush();
+    fclose(in);
+    waitpid(pid, nullptr, 0);
+    std::unique_lock<std::mutex> lock(mu_);
+    pids_.erase(path);
+    if (stopping_) return;
+    lock.unlock();
+    spdlog::info("sensor {} exited; starting it again in {}", path, absl::FormatDuration(restart_delay_));
+    // Sleep in short steps so shutdown is not held up by the delay.
+    for (absl::Time until = absl::Now() + restart_delay_; absl::Now() < until;) {
+      {
+        std::lock_guard<std::mutex> guard(mu_);
+        if (stopping_) return;
+      }
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+  }
+}
+
+}  // namespace jc::nexec
