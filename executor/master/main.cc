@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   auto service = jc::nexec::MakeMasterService(&master);
@@ -94,7 +95,18 @@ int main(int argc, char** argv) {
   spdlog::info("nexec master listening on port {}", port);
 
   int sig = 0;
-  sigwait(&signals, &sig);
+  while (true) {
+    sigwait(&signals, &sig);
+    if (sig != SIGHUP) break;
+    // SIGHUP: reload the configuration file; jobs are kept whatever happens.
+    if (absl::GetFlag(FLAGS_config).empty()) {
+      spdlog::warn("SIGHUP: no --config file to reload");
+      continue;
+    }
+    auto loaded = jc::nexec::LoadConfigFile(absl::GetFlag(FLAGS_config));
+    absl::Status applied = loaded.ok() ? master.Reconfigure(*loaded) : loaded.status();
+    if (!applied.ok()) spdlog::error("reload refused, configuration unchanged: {}", applied.message());
+  }
   spdlog::info("signal {}; stopping", sig);
   if (admin) admin->Stop();
   master.Stop();

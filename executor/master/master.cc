@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "common/store/doc.h"
 #include "common/timestamp.h"
@@ -727,6 +728,44 @@ void Master::UpdateMetrics() {
     by_state[{pb::JobState_Name(rec.job.state()), rec.request.queue}]++;
   }
   metrics_->Update(hosts, active, by_state);
+}
+
+absl::Status Master::Reconfigure(ExecutorConfig config) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Check first, change after: a refused reload leaves everything as it was.
+  for (const auto& old : config_.queues) {
+    bool kept = std::any_of(config.queues.begin(), config.queues.end(),
+                            [&](const QueueConfig& q) { return q.name == old.name; });
+    if (!kept && scheduler_.HasQueue(old.name) && scheduler_.QueueJobs(old.name) > 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "queue ", old.name, " is gone from the configuration but still holds ",
+          scheduler_.QueueJobs(old.name), " jobs; keep it until they end"));
+    }
+  }
+  for (const auto& t : config.host_types) JC_RETURN_IF_ERROR(scheduler_.AddHostType(t));
+  for (const auto& [group, members] : config.user_groups) scheduler_.DefineUserGroup(group, members);
+  for (const auto& [name, h] : hosts_) {
+    auto st = config.hosts.find(name);
+    std::string type = st == config.hosts.end() ? "" : st->second.type;
+    scheduler_.SetHostType(name, type).IgnoreError();
+    if (st != config.hosts.end()) {
+      for (const auto& [k, v] : st->second.resources) scheduler_.SetHostResource(name, k, v).IgnoreError();
+    }
+  }
+  for (const auto& old : config_.queues) {
+    bool kept = std::any_of(config.queues.begin(), config.queues.end(),
+                            [&](const QueueConfig& q) { return q.name == old.name; });
+    if (!kept) scheduler_.RemoveQueue(old.name).IgnoreError();
+  }
+  for (const auto& q : config.queues) {
+    absl::Status s = scheduler_.UpdateQueue(q);
+    if (!s.ok()) spdlog::warn("queue {} not (yet) usable: {}", q.name, s.message());
+  }
+  config_ = std::move(config);
+  spdlog::info("nexec configuration reloaded: {} queues, {} host types", config_.queues.size(),
+               config_.host_types.size());
+  Wake();
+  return absl::OkStatus();
 }
 
 MasterStats Master::stats() {

@@ -74,6 +74,11 @@ class Master {
   absl::StatusOr<pb::HeartbeatResponse> Heartbeat(const pb::HeartbeatRequest& req);
   absl::StatusOr<std::string> ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes);
 
+  // Applies a new configuration without losing jobs: queue parameters, new queues, host
+  // types and static host attributes, user groups. A queue that still holds jobs cannot
+  // be removed; then nothing changes and the error says why.
+  absl::Status Reconfigure(ExecutorConfig config);
+
   // One scheduling pass: decide in a batch, persist the decisions in one transaction,
   // launch the tasks. Returns the number of jobs started.
   absl::StatusOr<int> ScheduleOnce();

@@ -140,6 +140,60 @@ absl::Status Scheduler::AddQueue(const QueueConfig& config) {
   return absl::OkStatus();
 }
 
+absl::Status Scheduler::UpdateQueue(const QueueConfig& config) {
+  auto it = queues_.find(config.name);
+  if (it == queues_.end()) return AddQueue(config);
+  Queue fresh;
+  fresh.config = config;
+  for (const std::string& entry : config.hosts) {
+    auto [host, level] = ParsePreference(entry);
+    if (!host_index_.count(host)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("queue ", config.name, ": unknown host \"", host, "\""));
+    }
+    fresh.preference[host] = level;
+  }
+  it->second.config = config;
+  it->second.preference = std::move(fresh.preference);
+  return absl::OkStatus();
+}
+
+int Scheduler::QueueJobs(const std::string& name) const {
+  int n = 0;
+  for (const auto& [id, job] : jobs_) n += job.request.queue == name;
+  return n;
+}
+
+absl::Status Scheduler::RemoveQueue(const std::string& name) {
+  int jobs = QueueJobs(name);
+  if (jobs > 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("queue ", name, " still holds ", jobs, " jobs; it can go once they end"));
+  }
+  queues_.erase(name);
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::SetHostType(const std::string& name, const std::string& type) {
+  auto it = host_index_.find(name);
+  if (it == host_index_.end()) return absl::NotFoundError(absl::StrCat("no host ", name));
+  double factor = 1.0;
+  if (!type.empty()) {
+    auto t = host_types_.find(type);
+    if (t == host_types_.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("unknown host type \"", type, "\""));
+    }
+    factor = t->second.cpu_factor;
+  }
+  Reindex(it->second, false);
+  Host& h = hosts_[it->second];
+  h.config.type = type;
+  h.cpu_factor = factor;
+  RefreshValues(h);
+  Reindex(it->second, true);
+  return absl::OkStatus();
+}
+
 void Scheduler::DefineUserGroup(const std::string& group, std::vector<std::string> members) {
   user_groups_[group] = std::move(members);
 }

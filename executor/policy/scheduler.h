@@ -42,6 +42,14 @@ class Scheduler {
                                        const ResourceValue& value);
   absl::Status AddQueue(const QueueConfig& queue);
   void DefineUserGroup(const std::string& group, std::vector<std::string> members);
+  // Changes a queue's parameters; its waiting and running jobs stay as they are.
+  absl::Status UpdateQueue(const QueueConfig& queue);
+  bool HasQueue(const std::string& name) const { return queues_.count(name) > 0; }
+  // Jobs (waiting or running) in a queue.
+  int QueueJobs(const std::string& name) const;
+  absl::Status RemoveQueue(const std::string& name);
+  // Changes a host's type (and so its CPU factor).
+  absl::Status SetHostType(const std::string& host, const std::string& type);
 
   // Checks the request against its queue and the cluster and queues it. InvalidArgument
   // for requests that can never run (unknown queue, user not allowed, more slots than

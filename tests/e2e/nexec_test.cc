@@ -84,6 +84,10 @@ class Cluster {
     StartMaster();
   }
 
+  void SignalMaster(int sig) { master_->Signal(sig); }
+  std::string MasterLog() { return master_->Log(); }
+  void WriteConfig(const std::string& yaml) { std::ofstream(dir_ / "nexec.yaml") << yaml; }
+
   void AddAgent(const std::string& host, const std::string& resources,
                 std::vector<std::string> extra = {}) {
     std::vector<std::string> args{JC_NEXEC_AGENT, "--master=127.0.0.1:" + std::to_string(port_),
@@ -339,4 +343,27 @@ TEST_CASE("resource sensors add schedulable resources", "[B1][B2]") {
     INFO(h.dump());
     CHECK(h.value("resources", json::object()).contains("licenses") == (h["name"] == "node1"));
   }
+}
+
+TEST_CASE("the configuration reloads on SIGHUP without losing jobs", "[B5][B6]") {
+  Cluster c("reload", "queues:\n  - name: normal\n    max_slots: 1\n");
+  c.AddAgent("node1", "cpus=4,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  int64_t first = c.Submit({"--", "sleep 1000"});
+  int64_t second = c.Submit({"--", "sleep 1000"});
+  REQUIRE(c.WaitState(first, "RUNNING"));
+  CHECK(c.Job(second)["state"] == "PENDING");  // the queue's limit holds it
+
+  // A configuration that drops a queue still holding jobs is refused as a whole.
+  c.WriteConfig("queues:\n  - name: other\n");
+  c.SignalMaster(SIGHUP);
+  REQUIRE(WaitUntil([&] { return c.MasterLog().find("reload refused") != std::string::npos; }));
+  CHECK(c.Job(second)["state"] == "PENDING");
+
+  c.WriteConfig("queues:\n  - name: normal\n    max_slots: 2\n");
+  c.SignalMaster(SIGHUP);
+  REQUIRE(c.WaitState(second, "RUNNING"));
+  CHECK(c.Job(first)["state"] == "RUNNING");
+  c.Cli({"kill", std::to_string(first)});
+  c.Cli({"kill", std::to_string(second)});
 }

@@ -1,0 +1,73 @@
+#include <catch2/catch.hpp>
+
+#include "executor/master/config.h"
+
+using jc::nexec::ParseConfig;
+
+TEST_CASE("the executor configuration reads queues, host types, hosts and groups", "[B5][B6]") {
+  auto c = ParseConfig(R"(
+host_types:
+  - name: fast
+    cpu_factor: 2.5
+hosts:
+  - name: node1
+    type: fast
+    resources: {model: A100, fpga: true, nvlink: 4}
+user_groups:
+  ml: [alice, bob]
+queues:
+  - name: gpu
+    priority: 20
+    users: [ml]
+    hosts: [node1+2, node2]
+    max_slots: 64
+    max_slots_per_user: 8
+    balance: spread
+    round_robin: true
+    gpu_shared: false
+    interactive: false
+    rerun_on_host_failure: true
+  - name: normal
+default_queue: normal
+)");
+  INFO(c.status());
+  REQUIRE(c.ok());
+  CHECK(c->host_types[0].cpu_factor == 2.5);
+  CHECK(c->hosts.at("node1").type == "fast");
+  CHECK(std::get<bool>(c->hosts.at("node1").resources.at("fpga")));
+  CHECK(std::get<double>(c->hosts.at("node1").resources.at("nvlink")) == 4);
+  CHECK(std::get<std::string>(c->hosts.at("node1").resources.at("model")) == "A100");
+  CHECK(c->user_groups.at("ml").size() == 2);
+  REQUIRE(c->queues.size() == 2);
+  const auto& gpu = c->queues[0];
+  CHECK(gpu.priority == 20);
+  CHECK(gpu.balance == jc::nexec::Balance::kSpread);
+  CHECK(gpu.user_round_robin);
+  CHECK_FALSE(gpu.allow_interactive);
+  CHECK(gpu.rerun_on_host_failure);
+  CHECK(gpu.hosts[0] == "node1+2");
+  CHECK(c->default_queue == "normal");
+  CHECK(ParseConfig("")->queues[0].name == "normal");  // no file: one open queue
+}
+
+TEST_CASE("bad configuration entries are named in the error", "[B5][C5]") {
+  const std::pair<const char*, const char*> bad[] = {
+      {"queues:\n  - name: q\n    balance: pile\n", "queues[0].balance: expected \"pack\" or \"spread\", got \"pile\""},
+      {"queues:\n  - name: q\n    max_slots: lots\n", "queues[0].max_slots: has the wrong type"},
+      {"queues:\n  - name: q\n    colour: red\n", "queues[0]: unknown key \"colour\""},
+      {"queues:\n  - name: q\n  - name: q\n", "queues[1]: \"q\" twice"},
+      {"queues:\n  - priority: 1\n", "queues[0]: needs a name"},
+      {"queues:\n  - name: q\n    max_slots: -1\n", "slot limits must not be negative"},
+      {"host_types:\n  - name: t\n    cpu_factor: 0\n", "host_types[0].cpu_factor: must be positive"},
+      {"hosts:\n  - name: h\n    type: nope\n", "hosts[0].type: unknown host type \"nope\""},
+      {"default_queue: ghost\n", "default_queue: no queue named \"ghost\""},
+      {"queues: [\n", "not valid YAML"},
+      {"nonsense: 1\n", "top level: unknown key \"nonsense\""},
+  };
+  for (const auto& [yaml, message] : bad) {
+    auto c = ParseConfig(yaml);
+    INFO(yaml);
+    REQUIRE_FALSE(c.ok());
+    CHECK(std::string(c.status().message()).find(message) != std::string::npos);
+  }
+}
