@@ -3,6 +3,7 @@
 # is not installed yet. Does nothing (and needs no network) when everything is present.
 #   scripts/setup.sh            build and run dependencies
 #   scripts/setup.sh --test     plus what the test suite starts (PostgreSQL, docker-compose)
+#   scripts/setup.sh --slurm    plus Slurm and munge (scripts/slurm.sh, the benchmarks)
 set -euo pipefail
 
 packages=(
@@ -11,9 +12,13 @@ packages=(
   nlohmann-json3-dev libpqxx-dev libcpp-httplib-dev prometheus-cpp-dev libspdlog-dev
   catch2 libsqlite3-dev libyaml-cpp-dev curl ca-certificates
 )
-if [[ "${1:-}" == "--test" ]]; then
-  packages+=(postgresql docker-compose)
-fi
+for arg in "$@"; do
+  case "$arg" in
+    --test) packages+=(postgresql docker-compose) ;;
+    --slurm) packages+=(slurm-wlm munge slurmrestd slurm-wlm-jwt-plugin) ;;
+    *) echo "setup: unknown option $arg (use --test or --slurm)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do

@@ -793,6 +793,7 @@ void Master::Stop() {
 
 void Master::Loop() {
   std::unique_lock<std::mutex> lock(loop_mu_);
+  absl::Time next_housekeeping = absl::InfinitePast();
   while (!stopping_) {
     loop_cv_.wait_for(lock, std::chrono::seconds(1), [&] { return wake_ || stopping_; });
     if (stopping_) break;
@@ -800,9 +801,13 @@ void Master::Loop() {
     lock.unlock();
     auto placed = ScheduleOnce();
     if (!placed.ok()) spdlog::error("scheduling cycle failed: {}", placed.status().ToString());
-    auto checked = CheckHosts();
-    if (!checked.ok()) spdlog::error("host check failed: {}", checked.ToString());
-    UpdateMetrics();
+    // Host checks and metrics look at every host and job: once a second, not per wake.
+    if (clock_->Now() >= next_housekeeping) {
+      next_housekeeping = clock_->Now() + absl::Seconds(1);
+      auto checked = CheckHosts();
+      if (!checked.ok()) spdlog::error("host check failed: {}", checked.ToString());
+      UpdateMetrics();
+    }
     lock.lock();
   }
 }

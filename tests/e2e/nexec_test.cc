@@ -274,6 +274,22 @@ TEST_CASE("an agent killed with SIGKILL makes its host unavailable and a rerunna
   REQUIRE(c.WaitState(fail, "RUNNING"));
   c.AddAgent("node2", "cpus=2,mem=4G");
   REQUIRE(c.WaitHosts(2));
+  // A dead agent leaves its tasks running (as LSF's sbatchd does); the test ends them.
+  std::vector<int> orphans;
+  for (int64_t id : {rerun, fail}) {
+    int pid = 0;
+    REQUIRE(WaitUntil([&] {
+      pid = c.Job(id)["tasks"][0].value("pid", 0);
+      return pid > 0;
+    }));
+    orphans.push_back(pid);
+  }
+  struct KillOrphans {
+    std::vector<int>* pids;
+    ~KillOrphans() {
+      for (int pid : *pids) kill(-pid, SIGKILL);
+    }
+  } cleanup{&orphans};
 
   c.agent("node1").Signal(SIGKILL);
   REQUIRE(WaitUntil([&] {
