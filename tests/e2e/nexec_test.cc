@@ -122,6 +122,15 @@ class Cluster {
     REQUIRE(r.code == 0);
     return std::stoll(json::parse(r.out)["job_id"].get<std::string>());
   }
+  // The pid of the job's first task, once the agent has reported it.
+  int TaskPid(int64_t id) {
+    int pid = 0;
+    REQUIRE(WaitUntil([&] {
+      pid = Job(id)["tasks"][0].value("pid", 0);
+      return pid > 0;
+    }));
+    return pid;
+  }
   bool WaitState(int64_t id, const std::string& state) {
     return WaitUntil([&] { return Job(id)["state"] == state; });
   }
@@ -231,11 +240,7 @@ TEST_CASE("suspend stops the job's processes, resume continues them, kill ends t
                                    "; sleep 0.02; done' & echo $! > " + child_file + "; wait"});
   REQUIRE(c.WaitState(id, "RUNNING"));
   REQUIRE(WaitUntil([&] { return !ReadFile(count).empty(); }));
-  int pid = 0;
-  REQUIRE(WaitUntil([&] {
-    pid = c.Job(id)["tasks"][0].value("pid", 0);
-    return pid > 0;
-  }));
+  int pid = c.TaskPid(id);
 
   REQUIRE(c.Cli({"suspend", std::to_string(id)}).code == 0);
   CHECK(c.Job(id)["state"] == "SUSPENDED");
@@ -276,14 +281,7 @@ TEST_CASE("an agent killed with SIGKILL makes its host unavailable and a rerunna
   REQUIRE(c.WaitHosts(2));
   // A dead agent leaves its tasks running (as LSF's sbatchd does); the test ends them.
   std::vector<int> orphans;
-  for (int64_t id : {rerun, fail}) {
-    int pid = 0;
-    REQUIRE(WaitUntil([&] {
-      pid = c.Job(id)["tasks"][0].value("pid", 0);
-      return pid > 0;
-    }));
-    orphans.push_back(pid);
-  }
+  for (int64_t id : {rerun, fail}) orphans.push_back(c.TaskPid(id));
   struct KillOrphans {
     std::vector<int>* pids;
     ~KillOrphans() {

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "services/registry/registry.h"
+#include "tests/testing/fixtures.h"
 #include "tests/testing/test_store.h"
 
 namespace v1 = jointcloud::v1;
@@ -8,18 +9,7 @@ using jc::registry::Registry;
 
 namespace {
 
-v1::Center MakeCenter(const std::string& id, const std::string& region = "north") {
-  v1::Center c;
-  c.set_ai_center_id(id);
-  c.set_name("Center " + id);
-  c.set_region(region);
-  c.add_geometry(116.4);
-  c.add_geometry(39.9);
-  c.mutable_capacity()->set_cpu(128);
-  c.mutable_capacity()->set_gpu(8);
-  c.mutable_capacity()->set_memory(512 * 1024);
-  return c;
-}
+using jc::testing::MakeCenter;
 
 struct Fixture {
   std::unique_ptr<jc::store::Store> store = jc::testing::MakeTestStore();
