@@ -1,0 +1,168 @@
+// The master's logic with a fake agent dialer (real store, no processes): event stream
+// with resumable cursors, exit codes, kill and requeue, unknown-task cleanup.
+
+#include <catch2/catch.hpp>
+
+#include "executor/master/master.h"
+#include "tests/testing/process.h"
+#include "tests/testing/test_store.h"
+
+using namespace jc::nexec;
+
+namespace {
+
+class FakeDialer final : public AgentDialer {
+ public:
+  absl::StatusOr<int> Launch(const std::string& address, const pb::LaunchRequest& req) override {
+    std::lock_guard<std::mutex> lock(mu);
+    launches.push_back(req);
+    return 1000 + static_cast<int>(launches.size());
+  }
+  absl::Status Signal(const std::string&, const pb::SignalRequest& req) override {
+    std::lock_guard<std::mutex> lock(mu);
+    signals.push_back(req);
+    return absl::OkStatus();
+  }
+  absl::StatusOr<std::string> ReadLog(const std::string&, const pb::ReadLogRequest&,
+                                      int64_t) override {
+    return std::string("log");
+  }
+  std::mutex mu;
+  std::vector<pb::LaunchRequest> launches;
+  std::vector<pb::SignalRequest> signals;
+};
+
+pb::HeartbeatRequest Beat(const std::string& host, std::vector<pb::TaskReport> tasks = {}) {
+  pb::HeartbeatRequest b;
+  b.mutable_info()->set_host(host);
+  b.mutable_info()->set_address(host + ":1");
+  b.mutable_info()->set_cpus(4);
+  b.mutable_info()->set_mem_mb(8192);
+  for (auto& t : tasks) *b.add_tasks() = t;
+  return b;
+}
+
+pb::TaskReport Exited(const pb::LaunchRequest& l, int code) {
+  pb::TaskReport r;
+  r.set_job_id(l.job_id());
+  r.set_attempt(l.attempt());
+  r.set_state(pb::TASK_EXITED);
+  r.set_exit_code(code);
+  return r;
+}
+
+pb::JobSpec Spec(const std::string& command) {
+  pb::JobSpec s;
+  s.set_command(command);
+  s.set_user("alice");
+  return s;
+}
+
+// Launches run on the master's pool; wait for them.
+void WaitLaunches(FakeDialer& d, size_t n) {
+  REQUIRE(jc::testing::WaitUntil([&] {
+    std::lock_guard<std::mutex> lock(d.mu);
+    return d.launches.size() >= n;
+  }));
+}
+
+}  // namespace
+
+TEST_CASE("the master's event stream follows a job and resumes from a cursor", "[B11]") {
+  auto store = jc::testing::MakeTestStore();
+  FakeDialer dialer;
+  Master master(store.get(), jc::RealClock::Get(), &dialer, DefaultConfig(), {});
+  REQUIRE(master.Heartbeat(Beat("h1")).ok());
+  auto ok = master.Submit(Spec("true"));
+  auto bad = master.Submit(Spec("false"));
+  REQUIRE(ok.ok());
+  REQUIRE(bad.ok());
+  REQUIRE(*master.ScheduleOnce() == 2);
+  WaitLaunches(dialer, 2);
+  CHECK(dialer.launches[0].hosts(0) == "h1");
+  REQUIRE(master.Heartbeat(Beat("h1", {Exited(dialer.launches[0], 0),
+                                       Exited(dialer.launches[1], 3)}))
+              .ok());
+  CHECK(master.GetJob(*ok)->state() == pb::DONE);
+  CHECK(master.GetJob(*bad)->state() == pb::EXIT);
+  CHECK(master.GetJob(*bad)->exit_code() == 3);
+
+  std::vector<pb::JobEvent> events;
+  REQUIRE(master.events().WaitAfter(0, absl::ZeroDuration(), &events) ==
+          jc::EventLog<pb::JobEvent>::Read::kOk);
+  std::vector<std::pair<int64_t, pb::JobState>> seen;
+  for (const auto& e : events) seen.push_back({e.job_id(), e.state()});
+  CHECK(seen == std::vector<std::pair<int64_t, pb::JobState>>{{*ok, pb::PENDING},
+                                                              {*bad, pb::PENDING},
+                                                              {*ok, pb::RUNNING},
+                                                              {*bad, pb::RUNNING},
+                                                              {*ok, pb::DONE},
+                                                              {*bad, pb::EXIT}});
+  // A watcher that saw the first four resumes with exactly the last two.
+  std::vector<pb::JobEvent> rest;
+  master.events().WaitAfter(events[3].cursor(), absl::ZeroDuration(), &rest);
+  REQUIRE(rest.size() == 2);
+  CHECK(rest[0].state() == pb::DONE);
+}
+
+TEST_CASE("kill and requeue act through the agent; stray tasks are killed", "[B11]") {
+  auto store = jc::testing::MakeTestStore();
+  FakeDialer dialer;
+  Master master(store.get(), jc::RealClock::Get(), &dialer, DefaultConfig(), {});
+  REQUIRE(master.Heartbeat(Beat("h1")).ok());
+  int64_t a = *master.Submit(Spec("sleep 100"));
+  int64_t b = *master.Submit(Spec("sleep 100"));
+  REQUIRE(*master.ScheduleOnce() == 2);
+  WaitLaunches(dialer, 2);
+
+  REQUIRE(master.Kill(a).ok());
+  REQUIRE(master.Requeue(b).ok());
+  CHECK(dialer.signals.size() == 2);
+  CHECK(dialer.signals[0].action() == pb::SignalRequest::KILL);
+  // The agent reports both killed.
+  REQUIRE(master.Heartbeat(Beat("h1", {Exited(dialer.launches[0], 137),
+                                       Exited(dialer.launches[1], 137)}))
+              .ok());
+  CHECK(master.GetJob(a)->state() == pb::EXIT);
+  CHECK(master.GetJob(a)->reason() == "killed by user");
+  auto requeued = master.GetJob(b);
+  CHECK(requeued->state() == pb::PENDING);
+  CHECK(requeued->attempt() == 1);
+  REQUIRE(*master.ScheduleOnce() == 1);  // it runs again, as attempt 1
+  WaitLaunches(dialer, 3);
+  CHECK(dialer.launches[2].attempt() == 1);
+
+  // An agent reporting a task of an old attempt is told to kill it.
+  pb::TaskReport stale;
+  stale.set_job_id(b);
+  stale.set_attempt(0);
+  stale.set_state(pb::TASK_RUNNING);
+  auto resp = master.Heartbeat(Beat("h1", {stale}));
+  REQUIRE(resp.ok());
+  REQUIRE(resp->kill_size() == 1);
+  CHECK(resp->kill(0).attempt() == 0);
+
+  CHECK(absl::IsFailedPrecondition(master.Kill(a).status()));  // already ended
+  CHECK(absl::IsNotFound(master.Kill(999).status()));
+  CHECK(absl::IsFailedPrecondition(master.Resume(b).status()));  // running, not suspended
+}
+
+TEST_CASE("bad submissions are refused and nothing is stored", "[B2][C5]") {
+  auto store = jc::testing::MakeTestStore();
+  FakeDialer dialer;
+  Master master(store.get(), jc::RealClock::Get(), &dialer, DefaultConfig(), {});
+  REQUIRE(master.Heartbeat(Beat("h1")).ok());
+  auto spec = Spec("true");
+  spec.set_requirement("select[mem>");
+  CHECK(absl::IsInvalidArgument(master.Submit(spec).status()));
+  spec = Spec("");
+  CHECK(absl::IsInvalidArgument(master.Submit(spec).status()));
+  spec = Spec("true");
+  spec.set_queue("nope");
+  CHECK(absl::IsInvalidArgument(master.Submit(spec).status()));
+  spec = Spec("true");
+  spec.set_slots(64);  // the cluster has 4
+  CHECK(absl::IsInvalidArgument(master.Submit(spec).status()));
+  CHECK(master.ListJobs({}).empty());
+  CHECK(store->Query("SELECT id FROM nexec_jobs")->empty());
+}
