@@ -17,12 +17,6 @@ namespace {
 
 bool Finished(pb::JobState s) { return s == pb::DONE || s == pb::EXIT; }
 
-std::string ValueText(const ResourceValue& v) {
-  if (auto* d = std::get_if<double>(&v)) return absl::StrCat(*d);
-  if (auto* s = std::get_if<std::string>(&v)) return *s;
-  return std::get<bool>(v) ? "true" : "false";
-}
-
 ResourceValue ParseValue(const std::string& text) {
   if (text == "true" || text == "false") return text == "true";
   try {

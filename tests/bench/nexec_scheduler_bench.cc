@@ -11,11 +11,23 @@
 
 using namespace jc::nexec;
 
+namespace {
+
+// The benchmark's own setup must not fail silently.
+void Must(const absl::Status& s) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "setup failed: %s\n", s.ToString().c_str());
+    std::exit(1);
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   int hosts = argc > 1 ? std::atoi(argv[1]) : 1000;
   int jobs = argc > 2 ? std::atoi(argv[2]) : 100000;
   Scheduler s;
-  s.AddHostType({"fast", 2.0});
+  Must(s.AddHostType({"fast", 2.0}));
   for (int i = 0; i < hosts; ++i) {
     HostConfig h;
     h.name = "host" + std::to_string(i);
@@ -24,15 +36,15 @@ int main(int argc, char** argv) {
     h.mem_mb = 256 * 1024;
     for (int g = 0; g < 8; ++g) h.gpus.push_back(g);
     h.resources["model"] = std::string(i % 2 ? "A100" : "H100");
-    s.AddHost(h);
+    Must(s.AddHost(h));
   }
   QueueConfig normal{"normal"};
   normal.priority = 10;
   QueueConfig spread{"spread"};
   spread.balance = Balance::kSpread;
   spread.user_round_robin = true;
-  s.AddQueue(normal);
-  s.AddQueue(spread);
+  Must(s.AddQueue(normal));
+  Must(s.AddQueue(spread));
 
   const char* shapes[] = {"", "rusage[mem=1024]", "rusage[gpu=1]", "select[model==H100] rusage[mem=512]",
                           "span[hosts=1]"};
@@ -45,7 +57,7 @@ int main(int argc, char** argv) {
     int shape = rng() % 5;
     r.slots = shape == 4 ? 4 : 1;
     r.requirement = *ParseRequirement(shapes[shape]);
-    s.Submit(r);
+    Must(s.Submit(r));
   }
 
   int total_placed = 0;
@@ -63,7 +75,7 @@ int main(int argc, char** argv) {
                 "as already-failed shapes)\n",
                 cycles, stats.placed, stats.considered, secs, stats.placed / secs,
                 stats.skipped_by_cache);
-    for (const auto& p : placed) s.Release(p.job_id);  // the jobs finish; free the cluster
+    for (const auto& p : placed) Must(s.Release(p.job_id));  // the jobs finish; free the cluster
     if (stats.placed == 0) break;
   }
   std::printf("nexec scheduling: %d hosts, %d jobs: %d placements in %.3f s = %.0f decisions/s "
