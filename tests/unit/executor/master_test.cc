@@ -105,7 +105,7 @@ TEST_CASE("the master's event stream follows a job and resumes from a cursor", "
   CHECK(rest[0].state() == pb::DONE);
 }
 
-TEST_CASE("kill and requeue act through the agent; stray tasks are killed", "[B11]") {
+TEST_CASE("kill and requeue act through the agent and stray tasks are killed", "[B11]") {
   auto store = jc::testing::MakeTestStore();
   FakeDialer dialer;
   Master master(store.get(), jc::RealClock::Get(), &dialer, DefaultConfig(), {});
