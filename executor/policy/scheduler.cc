@@ -318,8 +318,9 @@ int Scheduler::free_slots(const std::string& host) const {
 
 std::vector<int64_t> Scheduler::DispatchOrder(const Queue& queue) const {
   if (!queue.config.user_round_robin) return {queue.pending.begin(), queue.pending.end()};
-  // Round robin: every user's first job (users in the order of their first job), then
-  // every user's second job, and so on.
+  // Round robin: every user's first job, then every user's second job, and so on. Users
+  // go in the order of their oldest waiting job, starting after the user served last, so
+  // turns carry over from one cycle to the next.
   std::vector<std::string> users;
   std::unordered_map<std::string, std::vector<int64_t>> by_user;
   for (int64_t id : queue.pending) {
@@ -328,6 +329,8 @@ std::vector<int64_t> Scheduler::DispatchOrder(const Queue& queue) const {
     if (list.empty()) users.push_back(user);
     list.push_back(id);
   }
+  auto last = std::find(users.begin(), users.end(), queue.last_dispatched_user);
+  if (last != users.end()) std::rotate(users.begin(), last + 1, users.end());
   std::vector<int64_t> order;
   order.reserve(queue.pending.size());
   for (size_t round = 0; order.size() < queue.pending.size(); ++round) {
@@ -556,6 +559,7 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
       }
       job.running = true;
       job.placement = placement;
+      queue->last_dispatched_user = job.request.user;
       running_.insert(id);
       dispatched.insert(id);
       placed.push_back(std::move(placement));

@@ -93,6 +93,7 @@ class Scheduler {
     std::deque<int64_t> pending;            // FCFS order
     int used_slots = 0;
     std::map<std::string, int> used_by_user;
+    std::string last_dispatched_user;  // round robin continues after this user
   };
   struct Job {
     JobRequest request;
