@@ -297,7 +297,14 @@ absl::StatusOr<int> Master::ScheduleOnce() {
     }
   }
   // Decisions are committed in one transaction before any task starts.
-  JC_RETURN_IF_ERROR(PersistAll(started));
+  absl::Status persisted = PersistAll(started);
+  if (!persisted.ok()) {
+    // Nothing is launched; the next heartbeat of each host launches what it should run
+    // (the in-memory decision stands and the launch is idempotent).
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& job : started) jobs_.at(job.id()).launch_in_flight = false;
+    return persisted;
+  }
   for (Launch& l : launches) StartLaunch(std::move(l));
   return static_cast<int>(launches.size());
 }
@@ -445,6 +452,9 @@ absl::StatusOr<pb::Job> Master::Suspend(int64_t id) {
   JC_RETURN_IF_ERROR(SignalTask0(job, pb::SignalRequest::SUSPEND));
   std::lock_guard<std::mutex> lock(mu_);
   JobRecord& rec = jobs_.at(id);
+  if (rec.job.state() != pb::RUNNING || rec.job.attempt() != job.attempt()) {
+    return rec.job;  // it ended (or was requeued) meanwhile; nothing left to mark
+  }
   rec.job.set_state(pb::SUSPENDED);
   rec.job.mutable_tasks(0)->set_state(pb::TASK_SUSPENDED);
   JC_RETURN_IF_ERROR(PersistNow(rec.job));
@@ -466,6 +476,7 @@ absl::StatusOr<pb::Job> Master::Resume(int64_t id) {
   JC_RETURN_IF_ERROR(SignalTask0(job, pb::SignalRequest::RESUME));
   std::lock_guard<std::mutex> lock(mu_);
   JobRecord& rec = jobs_.at(id);
+  if (rec.job.state() != pb::SUSPENDED || rec.job.attempt() != job.attempt()) return rec.job;
   rec.job.set_state(pb::RUNNING);
   rec.job.mutable_tasks(0)->set_state(pb::TASK_RUNNING);
   JC_RETURN_IF_ERROR(PersistNow(rec.job));
