@@ -508,6 +508,22 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
       spdlog::info("nexec host {} is back", info.host());
       freed = true;
     }
+    const pb::AgentInfo& before = host->second.info;
+    if (before.cpus() != info.cpus() || before.mem_mb() != info.mem_mb() ||
+        before.swap_mb() != info.swap_mb() ||
+        !std::equal(before.gpus().begin(), before.gpus().end(), info.gpus().begin(),
+                    info.gpus().end())) {
+      // The agent came back declaring other resources.
+      JC_RETURN_IF_ERROR(scheduler_.UpdateHostCapacity(
+          info.host(), info.cpus(), info.mem_mb(), info.swap_mb(),
+          {info.gpus().begin(), info.gpus().end()}));
+      JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(info));
+      JC_RETURN_IF_ERROR(
+          store_->Exec("UPDATE nexec_hosts SET doc = $2 WHERE id = $1", {info.host(), doc}).status());
+      spdlog::info("nexec host {} now offers {} slots, {} MB, {} gpus", info.host(), info.cpus(),
+                   info.mem_mb(), info.gpus_size());
+      freed = true;
+    }
     host->second.info = info;
     host->second.last_seen = clock_->Now();
     host->second.available = true;

@@ -174,6 +174,33 @@ absl::Status Scheduler::RemoveQueue(const std::string& name) {
   return absl::OkStatus();
 }
 
+absl::Status Scheduler::UpdateHostCapacity(const std::string& name, int slots, double mem_mb,
+                                             double swap_mb, const std::vector<int>& gpus) {
+  auto it = host_index_.find(name);
+  if (it == host_index_.end()) return absl::NotFoundError(absl::StrCat("no host ", name));
+  if (slots < 0 || mem_mb < 0) return absl::InvalidArgumentError("negative capacity");
+  Reindex(it->second, false);
+  Host& h = hosts_[it->second];
+  total_slots_ += slots - h.config.slots;
+  h.config.slots = slots;
+  h.config.mem_mb = mem_mb;
+  h.config.swap_mb = swap_mb;
+  h.config.gpus = gpus;
+  std::map<int, int> users;
+  for (int g : gpus) {
+    auto old = h.gpu_users.find(g);
+    users[g] = old == h.gpu_users.end() ? 0 : old->second;
+  }
+  // GPUs that disappeared but are still in use stay counted until their jobs end.
+  for (const auto& [g, n] : h.gpu_users) {
+    if (n > 0 && !users.count(g)) users[g] = n;
+  }
+  h.gpu_users = std::move(users);
+  RefreshValues(h);
+  Reindex(it->second, true);
+  return absl::OkStatus();
+}
+
 absl::Status Scheduler::SetHostType(const std::string& name, const std::string& type) {
   auto it = host_index_.find(name);
   if (it == host_index_.end()) return absl::NotFoundError(absl::StrCat("no host ", name));

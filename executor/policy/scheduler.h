@@ -48,6 +48,10 @@ class Scheduler {
   // Jobs (waiting or running) in a queue.
   int QueueJobs(const std::string& name) const;
   absl::Status RemoveQueue(const std::string& name);
+  // Changes what a host offers (its agent came back declaring other resources); what
+  // running jobs hold stays held.
+  absl::Status UpdateHostCapacity(const std::string& host, int slots, double mem_mb,
+                                  double swap_mb, const std::vector<int>& gpus);
   // Changes a host's type (and so its CPU factor).
   absl::Status SetHostType(const std::string& host, const std::string& type);
 

@@ -147,6 +147,24 @@ TEST_CASE("kill and requeue act through the agent and stray tasks are killed", "
   CHECK(absl::IsFailedPrecondition(master.Resume(b).status()));  // running, not suspended
 }
 
+TEST_CASE("a host that comes back with other resources is scheduled by them", "[B1]") {
+  auto store = jc::testing::MakeTestStore();
+  FakeDialer dialer;
+  Master master(store.get(), jc::RealClock::Get(), &dialer, DefaultConfig(), {});
+  REQUIRE(master.Heartbeat(Beat("h1")).ok());  // 4 slots
+  auto big = Spec("true");
+  big.set_slots(6);
+  CHECK(absl::IsInvalidArgument(master.Submit(big).status()));
+  auto bigger = Beat("h1");
+  bigger.mutable_info()->set_cpus(8);
+  REQUIRE(master.Heartbeat(bigger).ok());
+  auto id = master.Submit(big);
+  REQUIRE(id.ok());
+  REQUIRE(*master.ScheduleOnce() == 1);
+  CHECK(master.GetJob(*id)->tasks(0).slots() == 6);
+  CHECK(master.ListHosts()[0].slots() == 8);
+}
+
 TEST_CASE("bad submissions are refused and nothing is stored", "[B2][C5]") {
   auto store = jc::testing::MakeTestStore();
   FakeDialer dialer;
