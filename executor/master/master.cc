@@ -654,8 +654,10 @@ std::vector<pb::Host> Master::ListHosts() {
   std::vector<pb::Host> out;
   std::map<std::string, std::pair<int, double>> used;  // slots, mem
   std::map<std::string, std::vector<int>> used_gpus;
-  for (const auto& [id, rec] : jobs_) {
-    if (rec.job.state() != pb::RUNNING && rec.job.state() != pb::SUSPENDED) continue;
+  // Only running and suspended jobs hold resources: walk those, not every job ever seen
+  // (this runs every second for the metrics).
+  for (int64_t id : active_) {
+    const JobRecord& rec = jobs_.at(id);
     for (const auto& t : rec.job.tasks()) {
       used[t.host()].first += t.slots();
       for (int g : t.gpus()) used_gpus[t.host()].push_back(g);
