@@ -8,9 +8,9 @@
 namespace jc {
 
 absl::StatusOr<std::string> ProtoToJson(const google::protobuf::Message& message,
-                                        JsonNames names) {
+                                        JsonNames names, bool print_defaults) {
   google::protobuf::util::JsonPrintOptions options;
-  options.always_print_primitive_fields = true;
+  options.always_print_primitive_fields = print_defaults;
   options.preserve_proto_field_names = names == JsonNames::kSnakeCase;
   std::string out;
   auto status = google::protobuf::util::MessageToJsonString(message, &out, options);

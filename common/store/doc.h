@@ -12,7 +12,7 @@
 namespace jc::store {
 
 inline absl::StatusOr<std::string> EncodeDoc(const google::protobuf::Message& message) {
-  return ProtoToJson(message, JsonNames::kSnakeCase);
+  return ProtoToJson(message, JsonNames::kSnakeCase, /*print_defaults=*/false);
 }
 
 template <typename Message>

@@ -349,6 +349,20 @@ class AgentService final : public pb::Agent::Service {
     resp->set_pid(*pid);
     return grpc::Status::OK;
   }
+  grpc::Status LaunchBatch(grpc::ServerContext*, const pb::LaunchBatchRequest* req,
+                           pb::LaunchBatchResponse* resp) override {
+    for (const auto& launch : req->launches()) {
+      auto pid = agent_->Launch(launch);
+      pb::LaunchResult* r = resp->add_results();
+      if (pid.ok()) {
+        r->set_pid(*pid);
+      } else {
+        r->set_code(static_cast<int>(pid.status().code()));
+        r->set_message(std::string(pid.status().message()));
+      }
+    }
+    return grpc::Status::OK;
+  }
   grpc::Status Signal(grpc::ServerContext*, const pb::SignalRequest* req,
                       pb::SignalResponse*) override {
     return ToGrpcStatus(agent_->Signal(*req));

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -147,9 +148,12 @@ absl::Status Master::PersistNow(const pb::Job& job) { return PersistAll({job}); 
 
 absl::Status Master::PersistAll(const std::vector<pb::Job>& jobs) {
   if (jobs.empty()) return absl::OkStatus();
-  JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
-  for (const auto& job : jobs) JC_RETURN_IF_ERROR(Persist(*txn, job));
-  JC_RETURN_IF_ERROR(txn->Commit());
+  // Through the group committer: submissions, scheduling decisions and exit reports that
+  // arrive together share one transaction (and one fsync).
+  JC_RETURN_IF_ERROR(committer_.Commit([&](store::Transaction& txn) {
+    for (const auto& job : jobs) JC_RETURN_IF_ERROR(Persist(txn, job));
+    return absl::OkStatus();
+  }));
   for (const auto& job : jobs) Publish(job);
   return absl::OkStatus();
 }
@@ -310,12 +314,43 @@ absl::StatusOr<int> Master::ScheduleOnce() {
 }
 
 void Master::StartLaunch(Launch l) {
-  launchers_->Run([this, l = std::move(l)] {
-    auto pid = dialer_->Launch(l.address, l.request);
-    std::vector<pb::Job> changed;
+  bool start_sender = false;
+  {
+    std::lock_guard<std::mutex> lock(launch_mu_);
+    LaunchQueue& q = launch_queues_[l.address];
+    q.waiting.push_back(std::move(l.request));
+    start_sender = !std::exchange(q.sending, true);
+  }
+  if (start_sender) launchers_->Run([this, address = l.address] { DrainLaunches(address); });
+}
+
+void Master::DrainLaunches(const std::string& address) {
+  while (true) {
+    std::vector<pb::LaunchRequest> batch;
+    {
+      std::lock_guard<std::mutex> lock(launch_mu_);
+      LaunchQueue& q = launch_queues_[address];
+      if (q.waiting.empty()) {
+        q.sending = false;
+        return;
+      }
+      batch.swap(q.waiting);
+    }
+    std::vector<absl::StatusOr<int>> pids = dialer_->LaunchBatch(address, batch);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      OnLaunched(batch[i], i < pids.size() ? pids[i]
+                                           : absl::StatusOr<int>(absl::InternalError(
+                                                 "the agent returned fewer results than launches")));
+    }
+  }
+}
+
+void Master::OnLaunched(const pb::LaunchRequest& req, const absl::StatusOr<int>& pid) {
+  std::vector<pb::Job> changed;
+  {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = jobs_.find(l.request.job_id());
-    if (it == jobs_.end() || it->second.job.attempt() != l.request.attempt() ||
+    auto it = jobs_.find(req.job_id());
+    if (it == jobs_.end() || it->second.job.attempt() != req.attempt() ||
         it->second.job.tasks().empty()) {
       return;
     }
@@ -340,9 +375,9 @@ void Master::StartLaunch(Launch l) {
     } else {
       RequeueLocked(rec, absl::StrCat("launch failed: ", pid.status().message()), &changed);
     }
-    PersistAll(changed).IgnoreError();
-    Wake();
-  });
+  }
+  PersistAll(changed).IgnoreError();
+  Wake();
 }
 
 void Master::FinishLocked(JobRecord& rec, pb::JobState state, int exit_code,

@@ -35,6 +35,14 @@ class AgentDialer {
   virtual ~AgentDialer() = default;
   // Starts a task; AlreadyExists (the same task attempt already runs) counts as success.
   virtual absl::StatusOr<int> Launch(const std::string& address, const pb::LaunchRequest& req) = 0;
+  // Several launches to one agent; one result per request, in order. By default one
+  // Launch each.
+  virtual std::vector<absl::StatusOr<int>> LaunchBatch(const std::string& address,
+                                                       const std::vector<pb::LaunchRequest>& reqs) {
+    std::vector<absl::StatusOr<int>> out;
+    for (const auto& r : reqs) out.push_back(Launch(address, r));
+    return out;
+  }
   virtual absl::Status Signal(const std::string& address, const pb::SignalRequest& req) = 0;
   // Reads a task's output from `offset`, at most `max_bytes`.
   virtual absl::StatusOr<std::string> ReadLog(const std::string& address,
@@ -130,7 +138,10 @@ class Master {
   std::string AddressOf(const std::string& host) const;
   absl::Status SignalTask0(const pb::Job& job, pb::SignalRequest::Action action);
   absl::Status PersistAll(const std::vector<pb::Job>& jobs);
+  // Queues a launch for its agent; one sender per agent drains the queue in batches.
   void StartLaunch(Launch launch);
+  void DrainLaunches(const std::string& address);
+  void OnLaunched(const pb::LaunchRequest& req, const absl::StatusOr<int>& pid);
   void UpdateMetrics();
   void Loop();
 
@@ -151,7 +162,14 @@ class Master {
 
   store::GroupCommitter committer_{store_};
   std::unique_ptr<MasterMetrics> metrics_;
-  // Launch RPCs run here, several at once, so a cycle never waits on agents.
+  struct LaunchQueue {
+    std::vector<pb::LaunchRequest> waiting;
+    bool sending = false;  // a sender for this agent is running on launchers_
+  };
+  std::mutex launch_mu_;
+  std::map<std::string, LaunchQueue> launch_queues_;  // by agent address
+  // Launch RPCs run here, several at once, so a cycle never waits on agents. Declared
+  // after what its tasks touch, so it is destroyed (and joined) first.
   std::unique_ptr<ThreadPool> launchers_ = std::make_unique<ThreadPool>(8);
 
   std::mutex loop_mu_;

@@ -119,6 +119,30 @@ class GrpcAgentDialer final : public AgentDialer {
     if (!s.ok()) return FromGrpcStatus(s);
     return resp.pid();
   }
+  std::vector<absl::StatusOr<int>> LaunchBatch(
+      const std::string& address, const std::vector<pb::LaunchRequest>& reqs) override {
+    if (reqs.size() == 1) return {Launch(address, reqs[0])};
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    pb::LaunchBatchRequest req;
+    for (const auto& r : reqs) *req.add_launches() = r;
+    pb::LaunchBatchResponse resp;
+    grpc::Status s = Stub(address)->LaunchBatch(&ctx, req, &resp);
+    std::vector<absl::StatusOr<int>> out;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      if (!s.ok()) {
+        out.push_back(FromGrpcStatus(s));
+      } else if (i >= static_cast<size_t>(resp.results_size())) {
+        out.push_back(absl::InternalError("the agent answered fewer launches than were sent"));
+      } else if (const pb::LaunchResult& r = resp.results(static_cast<int>(i));
+                 r.code() == 0 || r.code() == static_cast<int>(absl::StatusCode::kAlreadyExists)) {
+        out.push_back(r.pid());
+      } else {
+        out.push_back(absl::Status(static_cast<absl::StatusCode>(r.code()), r.message()));
+      }
+    }
+    return out;
+  }
   absl::Status Signal(const std::string& address, const pb::SignalRequest& req) override {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
