@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <iterator>
 #include <mutex>
 #include <vector>
 
@@ -30,6 +31,15 @@ class EventLog {
     if (events_.size() > window_) events_.pop_front();
     cv_.notify_all();
     return rev;
+  }
+
+  // Starts the log over from events that were persisted (oldest first), the last of
+  // which has revision `last`: revisions then go on from there across restarts.
+  void Restore(std::vector<Event> events, uint64_t last) {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.assign(std::make_move_iterator(events.begin()), std::make_move_iterator(events.end()));
+    while (events_.size() > window_) events_.pop_front();
+    last_ = last;
   }
 
   uint64_t last_revision() const {

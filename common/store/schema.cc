@@ -61,6 +61,17 @@ const std::vector<Migration>& Migrations() {
            "  id TEXT PRIMARY KEY,"
            "  doc TEXT NOT NULL)",
        }},
+      {3,
+       "adapter SDK: replicas by external name, and the replica event log",
+       {
+           "CREATE TABLE adapter_replicas ("
+           "  name TEXT PRIMARY KEY,"
+           "  state INTEGER NOT NULL,"
+           "  doc TEXT NOT NULL)",
+           "CREATE TABLE adapter_events ("
+           "  seq BIGINT PRIMARY KEY,"
+           "  doc TEXT NOT NULL)",
+       }},
   };
   return *migrations;
 }

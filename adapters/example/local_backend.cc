@@ -1,0 +1,166 @@
+#include "adapters/example/local_backend.h"
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
+extern char** environ;
+
+namespace jc::adapter {
+namespace fs = std::filesystem;
+namespace {
+
+std::string ReadSmallFile(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return std::string(absl::StripAsciiWhitespace(s.str()));
+}
+
+// Alive and not a zombie.
+bool Alive(pid_t pid) {
+  if (pid <= 0 || kill(pid, 0) != 0) return false;
+  std::string stat = ReadSmallFile(absl::StrCat("/proc/", pid, "/stat"));
+  auto paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
+}
+
+}  // namespace
+
+LocalBackend::LocalBackend(std::string work_dir, int cpus, int memory_mb)
+    : work_dir_(std::move(work_dir)), cpus_(cpus), memory_mb_(memory_mb) {}
+
+std::string LocalBackend::Dir(const std::string& id) const { return (fs::path(work_dir_) / id).string(); }
+
+absl::StatusOr<pb::CenterInfo> LocalBackend::Describe() {
+  pb::CenterInfo info;
+  info.set_scheduler("local");
+  info.mutable_capacity()->set_cpu(cpus_);
+  info.mutable_capacity()->set_memory(memory_mb_);
+  return info;
+}
+
+absl::StatusOr<pb::Usage> LocalBackend::GetUsage() {
+  std::lock_guard<std::mutex> lock(mu_);
+  pb::Usage u;
+  int running = static_cast<int>(running_.size());
+  u.set_running_task_num(running);
+  u.mutable_used()->set_cpu(std::min(running, cpus_));
+  u.mutable_free()->set_cpu(std::max(0, cpus_ - running));
+  u.mutable_free()->set_memory(memory_mb_);
+  return u;
+}
+
+absl::StatusOr<std::string> LocalBackend::Submit(const ReplicaLaunch& launch) {
+  // The replica's name is its id: a repeated submit finds the directory already there.
+  fs::path dir = Dir(launch.name);
+  std::error_code ec;
+  if (fs::exists(dir / "pid")) return launch.name;
+  fs::create_directories(dir, ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("cannot create ", dir.string(), ": ", ec.message()));
+  // A wrapper shell runs the command and writes its exit code when it ends; it runs in
+  // its own session so it outlives an adapter restart.
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) env_strings.push_back(*e);
+  for (const auto& [k, v] : launch.env) env_strings.push_back(k + "=" + v);
+  env_strings.push_back("JC_REPLICA_COMMAND=" + launch.command);
+  env_strings.push_back("JC_REPLICA_DIR=" + dir.string());
+  env_strings.push_back("JC_REPLICA_NAME=" + launch.name);
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::string script =
+      "cd \"$JC_REPLICA_DIR\" && /bin/sh -c \"$JC_REPLICA_COMMAND\" >stdout 2>stderr </dev/null; "
+      "echo $? >exit.tmp && mv exit.tmp exit";
+  std::string sh = "/bin/sh", dash_c = "-c";
+  char* argv[] = {sh.data(), dash_c.data(), script.data(), nullptr};
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
+  pid_t pid = 0;
+  int rc = posix_spawn(&pid, sh.c_str(), nullptr, &attr, argv, envp.data());
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) return absl::ResourceExhaustedError(absl::StrCat("cannot start the replica: ", std::strerror(rc)));
+  std::ofstream(dir / "pid") << pid << "\n";
+  return launch.name;
+}
+
+ReplicaObservation LocalBackend::Observe(const std::string& id) {
+  fs::path dir = Dir(id);
+  ReplicaObservation o;
+  int pid = 0;
+  absl::SimpleAtoi(ReadSmallFile(dir / "pid"), &pid);
+  if (pid > 0) waitpid(pid, nullptr, WNOHANG);  // reap it if it is our child
+  std::string code = ReadSmallFile(dir / "exit");
+  int exit_code = 0;
+  if (!code.empty() && absl::SimpleAtoi(code, &exit_code)) {
+    o.state = exit_code == 0 ? pb::REPLICA_SUCCEEDED : pb::REPLICA_FAILED;
+    o.exit_code = exit_code;
+    if (exit_code != 0) o.message = absl::StrCat("exited with ", exit_code);
+  } else if (Alive(pid)) {
+    o.state = pb::REPLICA_RUNNING;
+  } else if (fs::exists(dir / "stopped")) {
+    o.state = pb::REPLICA_STOPPED;
+    o.exit_code = 128 + SIGKILL;
+    o.message = "stopped";
+  } else {
+    o.state = pb::REPLICA_FAILED;
+    o.exit_code = -1;
+    o.message = "the replica's process is gone without an exit code";
+  }
+  return o;
+}
+
+absl::StatusOr<std::map<std::string, ReplicaObservation>> LocalBackend::Poll(
+    const std::vector<std::string>& ids) {
+  std::map<std::string, ReplicaObservation> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& id : ids) {
+    if (!fs::exists(fs::path(Dir(id)) / "pid")) continue;  // unknown here
+    out[id] = Observe(id);
+    if (out[id].state == pb::REPLICA_RUNNING) {
+      running_.insert(id);
+    } else {
+      running_.erase(id);
+    }
+  }
+  return out;
+}
+
+absl::Status LocalBackend::Stop(const std::string& id) {
+  fs::path dir = Dir(id);
+  int pid = 0;
+  if (!absl::SimpleAtoi(ReadSmallFile(dir / "pid"), &pid) || pid <= 0) {
+    return absl::NotFoundError(absl::StrCat("no local replica ", id));
+  }
+  std::ofstream(dir / "stopped") << "1\n";
+  // The wrapper leads its own session and process group: the whole replica goes.
+  kill(-pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  std::lock_guard<std::mutex> lock(mu_);
+  running_.erase(id);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> LocalBackend::ReadLog(const std::string& id, bool stderr, int64_t offset,
+                                                  int64_t max_bytes) {
+  fs::path path = fs::path(Dir(id)) / (stderr ? "stderr" : "stdout");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::string();  // not written yet
+  in.seekg(offset);
+  std::string data(static_cast<size_t>(max_bytes), '\0');
+  in.read(data.data(), max_bytes);
+  data.resize(static_cast<size_t>(in.gcount()));
+  return data;
+}
+
+}  // namespace jc::adapter

@@ -1,0 +1,448 @@
+#include "adapters/sdk/adapter_core.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
+#include "common/status_macros.h"
+#include "common/store/doc.h"
+#include "common/timestamp.h"
+
+namespace jc::adapter {
+namespace {
+
+bool Ended(pb::ReplicaState s) {
+  return s == pb::REPLICA_SUCCEEDED || s == pb::REPLICA_FAILED || s == pb::REPLICA_STOPPED;
+}
+
+absl::Status ValidateKey(const pb::ReplicaKey& key) {
+  if (key.job_id().empty()) return absl::InvalidArgumentError("the replica key has no job_id");
+  if (key.job_id().size() > 128) return absl::InvalidArgumentError("job_id is longer than 128 bytes");
+  for (char c : key.job_id()) {
+    // The name goes to the center's scheduler as a job name and a file name.
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
+      return absl::InvalidArgumentError(
+          absl::StrCat("job_id \"", key.job_id(), "\" may hold only letters, digits, '-', '_' and '.'"));
+    }
+  }
+  if (key.task_index() < 0 || key.replica_index() < 0 || key.attempt() < 0) {
+    return absl::InvalidArgumentError("task_index, replica_index and attempt must not be negative");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string ReplicaName(const pb::ReplicaKey& key) {
+  return absl::StrCat("jc-", key.job_id(), "-", key.task_index(), "-", key.replica_index(), "-",
+                      key.attempt());
+}
+
+struct AdapterCore::Metrics {
+  prometheus::Family<prometheus::Counter>& submits;
+  prometheus::Counter& submitted;
+  prometheus::Counter& refused;
+  prometheus::Counter& events;
+  prometheus::Family<prometheus::Gauge>& replicas;
+};
+
+AdapterCore::AdapterCore(Backend* backend, CenterConfig center, store::Store* store,
+                         CoreOptions options)
+    : backend_(backend),
+      center_(std::move(center)),
+      store_(store),
+      options_(options),
+      events_(options.event_window) {}
+
+AdapterCore::~AdapterCore() { Stop(); }
+
+absl::Status AdapterCore::Start() {
+  JC_ASSIGN_OR_RETURN(store::Rows rows, store_->Query("SELECT doc FROM adapter_replicas"));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& row : rows) {
+      JC_ASSIGN_OR_RETURN(pb::Replica r, store::DecodeDoc<pb::Replica>(row[0]));
+      replicas_[r.name()] = r;
+    }
+  }
+  JC_ASSIGN_OR_RETURN(store::Rows events,
+                      store_->Query("SELECT seq, doc FROM adapter_events ORDER BY seq"));
+  std::vector<pb::ReplicaEvent> restored;
+  uint64_t last = 0;
+  for (const auto& row : events) {
+    JC_ASSIGN_OR_RETURN(pb::ReplicaEvent e, store::DecodeDoc<pb::ReplicaEvent>(row[1]));
+    last = std::max<uint64_t>(last, e.cursor());
+    restored.push_back(std::move(e));
+  }
+  events_.Restore(std::move(restored), last);
+  next_cursor_ = last + 1;
+  spdlog::info("adapter for center {}: {} replicas and {} events restored (last cursor {})",
+               center_.center_id, rows.size(), events.size(), last);
+  poller_ = std::thread([this] { PollLoop(); });
+  return absl::OkStatus();
+}
+
+void AdapterCore::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(loop_mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  loop_cv_.notify_all();
+  if (poller_.joinable()) poller_.join();
+  events_.Close();
+}
+
+void AdapterCore::EnableMetrics(prometheus::Registry& registry) {
+  auto& submits = prometheus::BuildCounter()
+                      .Name("jc_adapter_submits_total")
+                      .Help("Replica submits by outcome")
+                      .Register(registry);
+  auto& events = prometheus::BuildCounter()
+                     .Name("jc_adapter_events_total")
+                     .Help("Replica state changes published")
+                     .Register(registry);
+  auto& replicas = prometheus::BuildGauge()
+                       .Name("jc_adapter_replicas")
+                       .Help("Replicas known to the adapter, by state")
+                       .Register(registry);
+  metrics_ = std::make_unique<Metrics>(Metrics{submits, submits.Add({{"outcome", "accepted"}}),
+                                               submits.Add({{"outcome", "refused"}}),
+                                               events.Add({}), replicas});
+}
+
+absl::StatusOr<pb::CenterInfo> AdapterCore::Info() {
+  JC_ASSIGN_OR_RETURN(pb::CenterInfo info, backend_->Describe());
+  info.set_ai_center_id(center_.center_id);
+  info.set_security_grade(center_.security_grade);
+  info.set_static_power_watts(center_.static_power_watts);
+  info.set_performance_factor(center_.performance_factor);
+  *info.mutable_network() = center_.network;
+  info.clear_specs();
+  for (const auto& s : center_.specs) *info.add_specs() = s;
+  info.set_adapter_version("jointcloud-adapter-sdk/1");
+  return info;
+}
+
+absl::StatusOr<pb::Usage> AdapterCore::Usage() {
+  JC_ASSIGN_OR_RETURN(pb::Usage usage, backend_->GetUsage());
+  usage.set_security_grade(center_.security_grade);
+  *usage.mutable_at() = ToTimestamp(absl::Now());
+  return usage;
+}
+
+absl::StatusOr<ReplicaLaunch> AdapterCore::Validate(const pb::SubmitReplicaRequest& req) const {
+  JC_RETURN_IF_ERROR(ValidateKey(req.key()));
+  if (absl::StripAsciiWhitespace(req.command()).empty()) {
+    return absl::InvalidArgumentError("the replica has no command");
+  }
+  if (req.resource_spec_id().empty()) {
+    return absl::InvalidArgumentError("the replica names no resource_spec_id");
+  }
+  const pb::SpecOffer* spec = center_.FindSpec(req.resource_spec_id());
+  if (spec == nullptr) {
+    std::vector<std::string> offered;
+    for (const auto& s : center_.specs) offered.push_back(s.resource_spec_id());
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown resource spec \"", req.resource_spec_id(), "\"; center ", center_.center_id,
+        " runs: ", offered.empty() ? "none" : absl::StrJoin(offered, ", ")));
+  }
+  if (!req.image_id().empty() && !center_.images.empty()) {
+    bool known = false;
+    for (const auto& i : center_.images) known |= i.image_id() == req.image_id();
+    if (!known) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("image \"", req.image_id(), "\" is not present at center ", center_.center_id));
+    }
+  }
+  ReplicaLaunch l;
+  l.name = ReplicaName(req.key());
+  l.key = req.key();
+  l.command = req.command();
+  l.user = req.user().empty() ? center_.user : req.user();
+  l.image_id = req.image_id();
+  l.env = {req.env().begin(), req.env().end()};
+  l.spec = *spec;
+  return l;
+}
+
+absl::StatusOr<pb::Replica> AdapterCore::Submit(const pb::SubmitReplicaRequest& req) {
+  auto launch = Validate(req);
+  if (!launch.ok()) {
+    if (metrics_) metrics_->refused.Increment();
+    return launch.status();
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    // A repeat of a submit still under way waits for it and gets its answer.
+    submitted_cv_.wait(lock, [&] { return !submitting_.count(launch->name); });
+    if (auto it = replicas_.find(launch->name); it != replicas_.end()) return it->second;
+    submitting_.insert(launch->name);
+  }
+  auto done = [&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    submitting_.erase(launch->name);
+    submitted_cv_.notify_all();
+  };
+  absl::StatusOr<std::string> id = backend_->Submit(*launch);
+  if (!id.ok()) {
+    done();
+    if (metrics_) metrics_->refused.Increment();
+    return id.status();
+  }
+  pb::Replica r;
+  *r.mutable_key() = req.key();
+  r.set_name(launch->name);
+  r.set_external_id(*id);
+  r.set_state(pb::REPLICA_PENDING);
+  r.set_resource_spec_id(req.resource_spec_id());
+  *r.mutable_submitted_at() = ToTimestamp(absl::Now());
+  absl::Status recorded = Record({r});
+  done();
+  if (!recorded.ok()) return recorded;  // the next submit finds it through the backend
+  if (metrics_) metrics_->submitted.Increment();
+  return r;
+}
+
+absl::StatusOr<std::vector<pb::Replica>> AdapterCore::SubmitGang(const pb::SubmitGangRequest& req) {
+  if (req.replicas().empty()) return absl::InvalidArgumentError("the gang has no replicas");
+  std::vector<ReplicaLaunch> launches;
+  std::vector<pb::Replica> existing;
+  for (const auto& r : req.replicas()) {
+    JC_ASSIGN_OR_RETURN(ReplicaLaunch l, Validate(r));
+    launches.push_back(std::move(l));
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& l : launches) {
+      if (auto it = replicas_.find(l.name); it != replicas_.end()) existing.push_back(it->second);
+      if (submitting_.count(l.name)) {
+        return absl::AbortedError(absl::StrCat("replica ", l.name, " is being submitted; retry"));
+      }
+    }
+    if (existing.size() == launches.size()) return existing;  // a repeated gang submit
+    if (!existing.empty()) {
+      return absl::AlreadyExistsError(
+          "some replicas of this gang exist and others do not; a gang is submitted whole");
+    }
+    for (const auto& l : launches) submitting_.insert(l.name);
+  }
+  auto done = [&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& l : launches) submitting_.erase(l.name);
+    submitted_cv_.notify_all();
+  };
+  auto ids = backend_->SubmitGang(launches);
+  if (!ids.ok() || ids->size() != launches.size()) {
+    done();
+    return ids.ok() ? absl::InternalError("the backend answered a gang with the wrong number of ids")
+                    : ids.status();
+  }
+  std::vector<pb::Replica> out;
+  for (size_t i = 0; i < launches.size(); ++i) {
+    pb::Replica r;
+    *r.mutable_key() = launches[i].key;
+    r.set_name(launches[i].name);
+    r.set_external_id((*ids)[i]);
+    r.set_state(pb::REPLICA_PENDING);
+    r.set_resource_spec_id(launches[i].spec.resource_spec_id());
+    *r.mutable_submitted_at() = ToTimestamp(absl::Now());
+    out.push_back(r);
+  }
+  absl::Status recorded = Record(out);
+  done();
+  if (!recorded.ok()) return recorded;
+  return out;
+}
+
+absl::StatusOr<pb::Replica> AdapterCore::Get(const pb::ReplicaKey& key) {
+  JC_RETURN_IF_ERROR(ValidateKey(key));
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = replicas_.find(ReplicaName(key));
+  if (it == replicas_.end()) {
+    return absl::NotFoundError(absl::StrCat("no replica ", ReplicaName(key), " at center ", center_.center_id));
+  }
+  return it->second;
+}
+
+absl::StatusOr<pb::Replica> AdapterCore::StopReplica(const pb::ReplicaKey& key) {
+  JC_ASSIGN_OR_RETURN(pb::Replica r, Get(key));
+  if (Ended(r.state())) return r;  // stopping what ended changes nothing
+  JC_RETURN_IF_ERROR(backend_->Stop(r.external_id()));
+  std::vector<pb::Replica> changed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Replicas of one gang share the scheduler's job: they stop together.
+    for (auto& [name, other] : replicas_) {
+      if (other.external_id() != r.external_id() || Ended(other.state())) continue;
+      other.set_state(pb::REPLICA_STOPPED);
+      other.set_message("stopped");
+      *other.mutable_ended_at() = ToTimestamp(absl::Now());
+      changed.push_back(other);
+    }
+  }
+  JC_RETURN_IF_ERROR(Record(changed));
+  return Get(key);
+}
+
+absl::StatusOr<std::string> AdapterCore::ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes) {
+  if (req.offset() < 0) return absl::InvalidArgumentError("offset must not be negative");
+  JC_ASSIGN_OR_RETURN(pb::Replica r, Get(req.key()));
+  return backend_->ReadLog(r.external_id(), req.stderr(), req.offset(), max_bytes);
+}
+
+absl::StatusOr<pb::Dataset> AdapterCore::StageDataset(const pb::StageDatasetRequest& req) {
+  if (req.data_name().empty()) return absl::InvalidArgumentError("the dataset has no data_name");
+  if (req.source_urls().empty()) return absl::InvalidArgumentError("no source_urls to stage from");
+  for (const auto& d : center_.datasets) {
+    if (d.data_name() == req.data_name() && d.data_version() == req.data_version()) return d;
+  }
+  if (center_.data_dir.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("center ", center_.center_id, " has no data_dir to stage datasets into"));
+  }
+  namespace fs = std::filesystem;
+  fs::path dest = fs::path(center_.data_dir) / req.data_name() /
+                  (req.data_version().empty() ? "latest" : req.data_version());
+  std::vector<std::string> errors;
+  // The built-in mover copies file:// sources in the order given (datamon's ranking);
+  // other schemes belong to a storage system's mover.
+  for (const auto& url : req.source_urls()) {
+    if (!absl::StartsWith(url, "file://")) {
+      errors.push_back(absl::StrCat(url, ": only file:// is moved by the built-in mover"));
+      continue;
+    }
+    std::error_code ec;
+    fs::create_directories(dest.parent_path(), ec);
+    fs::remove_all(dest, ec);
+    fs::copy(fs::path(url.substr(7)), dest, fs::copy_options::recursive, ec);
+    if (ec) {
+      errors.push_back(absl::StrCat(url, ": ", ec.message()));
+      continue;
+    }
+    pb::Dataset d;
+    d.set_data_name(req.data_name());
+    d.set_data_version(req.data_version());
+    d.set_url("file://" + dest.string());
+    std::lock_guard<std::mutex> lock(mu_);
+    center_.datasets.push_back(d);
+    return d;
+  }
+  return absl::UnavailableError(absl::StrCat("no source could be staged: ", absl::StrJoin(errors, "; ")));
+}
+
+absl::Status AdapterCore::Record(const std::vector<pb::Replica>& changed) {
+  if (changed.empty()) return absl::OkStatus();
+  std::lock_guard<std::mutex> record_lock(record_mu_);
+  std::vector<pb::ReplicaEvent> events;
+  JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+  uint64_t cursor = next_cursor_;
+  for (const pb::Replica& r : changed) {
+    JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(r));
+    JC_ASSIGN_OR_RETURN(int64_t n, txn->Exec("UPDATE adapter_replicas SET state = $2, doc = $3 WHERE name = $1",
+                                             {r.name(), int64_t{r.state()}, doc}));
+    if (n == 0) {
+      JC_RETURN_IF_ERROR(txn->Exec("INSERT INTO adapter_replicas (name, state, doc) VALUES ($1, $2, $3)",
+                                   {r.name(), int64_t{r.state()}, doc})
+                             .status());
+    }
+    pb::ReplicaEvent e;
+    e.set_cursor(cursor++);
+    *e.mutable_replica() = r;
+    *e.mutable_at() = ToTimestamp(absl::Now());
+    JC_ASSIGN_OR_RETURN(std::string edoc, store::EncodeDoc(e));
+    JC_RETURN_IF_ERROR(txn->Exec("INSERT INTO adapter_events (seq, doc) VALUES ($1, $2)",
+                                 {static_cast<int64_t>(e.cursor()), edoc})
+                           .status());
+    events.push_back(std::move(e));
+  }
+  // The store keeps as many events as watchers can replay.
+  if (cursor / 1000 != next_cursor_ / 1000 && cursor > options_.event_window) {
+    JC_RETURN_IF_ERROR(txn->Exec("DELETE FROM adapter_events WHERE seq < $1",
+                                 {static_cast<int64_t>(cursor - options_.event_window)})
+                           .status());
+  }
+  JC_RETURN_IF_ERROR(txn->Commit());
+  next_cursor_ = cursor;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& r : changed) replicas_[r.name()] = r;
+  }
+  for (auto& e : events) {
+    events_.Append(std::move(e), [](pb::ReplicaEvent&, uint64_t) {});
+    if (metrics_) metrics_->events.Increment();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AdapterCore::PollOnce() {
+  std::vector<std::string> ids;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::set<std::string> unique;
+    for (const auto& [name, r] : replicas_) {
+      if (!Ended(r.state()) && unique.insert(r.external_id()).second) ids.push_back(r.external_id());
+    }
+  }
+  if (ids.empty()) return absl::OkStatus();
+  JC_ASSIGN_OR_RETURN(auto seen, backend_->Poll(ids));
+  std::vector<pb::Replica> changed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [name, r] : replicas_) {
+      if (Ended(r.state())) continue;
+      ReplicaObservation o;
+      if (auto it = seen.find(r.external_id()); it != seen.end()) {
+        o = it->second;
+      } else {
+        o.state = pb::REPLICA_FAILED;
+        o.exit_code = -1;
+        o.message = "the center's scheduler no longer knows this replica";
+      }
+      if (o.state == r.state() && o.message == r.message()) continue;
+      pb::Replica next = r;
+      next.set_state(o.state);
+      next.set_exit_code(o.exit_code);
+      next.set_message(o.message);
+      if (o.state != pb::REPLICA_PENDING && !next.has_started_at()) {
+        *next.mutable_started_at() = ToTimestamp(absl::Now());
+      }
+      if (Ended(o.state)) *next.mutable_ended_at() = ToTimestamp(absl::Now());
+      changed.push_back(next);
+    }
+  }
+  return Record(changed);
+}
+
+void AdapterCore::PollLoop() {
+  std::unique_lock<std::mutex> lock(loop_mu_);
+  while (!stopping_) {
+    loop_cv_.wait_for(lock, absl::ToChronoNanoseconds(options_.poll_interval),
+                      [&] { return stopping_; });
+    if (stopping_) break;
+    lock.unlock();
+    absl::Status polled = PollOnce();
+    if (!polled.ok()) spdlog::warn("polling the center's scheduler failed: {}", polled.ToString());
+    if (metrics_) {
+      std::map<pb::ReplicaState, int> counts;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        for (const auto& [name, r] : replicas_) counts[r.state()]++;
+      }
+      for (int s = pb::REPLICA_PENDING; s <= pb::REPLICA_STOPPED; ++s) {
+        metrics_->replicas.Add({{"state", pb::ReplicaState_Name(static_cast<pb::ReplicaState>(s))}})
+            .Set(counts[static_cast<pb::ReplicaState>(s)]);
+      }
+    }
+    lock.lock();
+  }
+}
+
+}  // namespace jc::adapter

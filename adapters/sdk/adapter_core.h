@@ -1,0 +1,89 @@
+#pragma once
+
+// The SDK's domain logic, shared by every adapter: validates requests, keeps the replica
+// book (name -> external id and state) in a store so submits are idempotent across
+// restarts, polls the backend for state changes and turns them into a persisted event
+// log whose cursors survive restarts. No gRPC types here; adapter_service.cc is the edge.
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "adapters/sdk/backend.h"
+#include "adapters/sdk/center_config.h"
+#include "common/event_log.h"
+#include "common/store/store.h"
+
+namespace prometheus {
+class Registry;
+}
+
+namespace jc::adapter {
+
+struct CoreOptions {
+  absl::Duration poll_interval = absl::Milliseconds(200);
+  size_t event_window = 100000;  // events kept for watchers (and in the store)
+};
+
+class AdapterCore {
+ public:
+  AdapterCore(Backend* backend, CenterConfig center, store::Store* store, CoreOptions options);
+  ~AdapterCore();
+
+  // Loads the replica book and the event log from the store and starts polling.
+  absl::Status Start();
+  void Stop();
+
+  absl::StatusOr<pb::CenterInfo> Info();
+  absl::StatusOr<pb::Usage> Usage();
+  absl::StatusOr<pb::Replica> Submit(const pb::SubmitReplicaRequest& req);
+  absl::StatusOr<std::vector<pb::Replica>> SubmitGang(const pb::SubmitGangRequest& req);
+  absl::StatusOr<pb::Replica> StopReplica(const pb::ReplicaKey& key);
+  absl::StatusOr<pb::Replica> Get(const pb::ReplicaKey& key);
+  absl::StatusOr<std::string> ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes);
+  absl::StatusOr<pb::Dataset> StageDataset(const pb::StageDatasetRequest& req);
+  const CenterConfig& center() const { return center_; }
+
+  // Polls the backend once for every replica not yet ended (the poller does this every
+  // poll_interval; tests may call it to not wait).
+  absl::Status PollOnce();
+
+  EventLog<pb::ReplicaEvent>& events() { return events_; }
+  void EnableMetrics(prometheus::Registry& registry);
+
+ private:
+  absl::StatusOr<ReplicaLaunch> Validate(const pb::SubmitReplicaRequest& req) const;
+  // Records replicas and their events in one transaction, then publishes the events.
+  absl::Status Record(const std::vector<pb::Replica>& changed);
+  void PollLoop();
+
+  Backend* backend_;
+  CenterConfig center_;
+  store::Store* store_;
+  CoreOptions options_;
+  EventLog<pb::ReplicaEvent> events_;
+
+  std::mutex mu_;
+  std::condition_variable submitted_cv_;
+  std::map<std::string, pb::Replica> replicas_;  // by name
+  std::set<std::string> submitting_;             // names whose submit is under way
+  std::mutex record_mu_;                         // event cursors are given in commit order
+  uint64_t next_cursor_ = 1;
+
+  struct Metrics;
+  std::unique_ptr<Metrics> metrics_;
+
+  std::mutex loop_mu_;
+  std::condition_variable loop_cv_;
+  bool stopping_ = false;
+  std::thread poller_;
+};
+
+}  // namespace jc::adapter

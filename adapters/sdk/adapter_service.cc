@@ -1,0 +1,125 @@
+#include "adapters/sdk/adapter_service.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include "adapters/sdk/adapter_core.h"
+#include "common/grpc_status.h"
+#include "jointcloud/adapter/v1/adapter.grpc.pb.h"
+
+namespace jc::adapter {
+namespace {
+
+class AdapterService final : public pb::Adapter::Service {
+ public:
+  explicit AdapterService(AdapterCore* core) : core_(core) {}
+
+  grpc::Status GetCenterInfo(grpc::ServerContext*, const pb::GetCenterInfoRequest*,
+                             pb::CenterInfo* resp) override {
+    return Reply(core_->Info(), resp);
+  }
+  grpc::Status GetUsage(grpc::ServerContext*, const pb::GetUsageRequest*, pb::Usage* resp) override {
+    return Reply(core_->Usage(), resp);
+  }
+  grpc::Status SubmitReplica(grpc::ServerContext*, const pb::SubmitReplicaRequest* req,
+                             pb::Replica* resp) override {
+    return Reply(core_->Submit(*req), resp);
+  }
+  grpc::Status SubmitGang(grpc::ServerContext*, const pb::SubmitGangRequest* req,
+                          pb::SubmitGangResponse* resp) override {
+    auto replicas = core_->SubmitGang(*req);
+    if (!replicas.ok()) return ToGrpcStatus(replicas.status());
+    for (auto& r : *replicas) *resp->add_replicas() = std::move(r);
+    return grpc::Status::OK;
+  }
+  grpc::Status StopReplica(grpc::ServerContext*, const pb::ReplicaRef* req, pb::Replica* resp) override {
+    return Reply(core_->StopReplica(req->key()), resp);
+  }
+  grpc::Status GetReplica(grpc::ServerContext*, const pb::ReplicaRef* req, pb::Replica* resp) override {
+    return Reply(core_->Get(req->key()), resp);
+  }
+  grpc::Status Watch(grpc::ServerContext* ctx, const pb::WatchRequest* req,
+                     grpc::ServerWriter<pb::ReplicaEvent>* writer) override {
+    uint64_t since = req->since_cursor();
+    if (since > core_->events().last_revision()) {
+      return grpc::Status(grpc::StatusCode::OUT_OF_RANGE,
+                          "since_cursor is beyond the last event of this adapter");
+    }
+    while (!ctx->IsCancelled()) {
+      std::vector<pb::ReplicaEvent> batch;
+      auto read = core_->events().WaitAfter(since, absl::Milliseconds(500), &batch);
+      if (read == EventLog<pb::ReplicaEvent>::Read::kClosed) {
+        return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the adapter is shutting down");
+      }
+      if (read == EventLog<pb::ReplicaEvent>::Read::kCompacted) {
+        return grpc::Status(grpc::StatusCode::OUT_OF_RANGE,
+                            "events after since_cursor are no longer kept; read every replica "
+                            "with GetReplica and watch from the latest cursor");
+      }
+      for (const auto& e : batch) {
+        if (!writer->Write(e)) return grpc::Status::OK;
+        since = e.cursor();
+      }
+    }
+    return grpc::Status::OK;
+  }
+  grpc::Status ReadLog(grpc::ServerContext* ctx, const pb::ReadLogRequest* req,
+                       grpc::ServerWriter<pb::LogChunk>* writer) override {
+    constexpr int64_t kChunk = 1 << 20;
+    int64_t offset = req->offset();
+    while (!ctx->IsCancelled()) {
+      pb::ReadLogRequest at = *req;
+      at.set_offset(offset);
+      auto data = core_->ReadLog(at, kChunk);
+      if (!data.ok()) return ToGrpcStatus(data.status());
+      if (data->empty()) {
+        if (!req->follow()) return grpc::Status::OK;
+        auto replica = core_->Get(req->key());
+        if (!replica.ok()) return ToGrpcStatus(replica.status());
+        bool ended = replica->state() == pb::REPLICA_SUCCEEDED ||
+                     replica->state() == pb::REPLICA_FAILED || replica->state() == pb::REPLICA_STOPPED;
+        if (ended) {
+          // One more read: output written just before the end.
+          auto last = core_->ReadLog(at, kChunk);
+          if (last.ok() && !last->empty()) continue;
+          return grpc::Status::OK;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));  // follow: poll the file
+        continue;
+      }
+      pb::LogChunk chunk;
+      chunk.set_offset(offset);
+      chunk.set_data(*data);
+      if (!writer->Write(chunk)) return grpc::Status::OK;
+      offset += static_cast<int64_t>(data->size());
+    }
+    return grpc::Status::OK;
+  }
+  grpc::Status ListImages(grpc::ServerContext*, const pb::ListImagesRequest*,
+                          pb::ListImagesResponse* resp) override {
+    for (const auto& i : core_->center().images) *resp->add_images() = i;
+    return grpc::Status::OK;
+  }
+  grpc::Status ListDatasets(grpc::ServerContext*, const pb::ListDatasetsRequest*,
+                            pb::ListDatasetsResponse* resp) override {
+    for (const auto& d : core_->center().datasets) *resp->add_datasets() = d;
+    return grpc::Status::OK;
+  }
+  grpc::Status StageDataset(grpc::ServerContext*, const pb::StageDatasetRequest* req,
+                            pb::StageDatasetResponse* resp) override {
+    auto d = core_->StageDataset(*req);
+    if (!d.ok()) return ToGrpcStatus(d.status());
+    *resp->mutable_dataset() = *d;
+    return grpc::Status::OK;
+  }
+
+ private:
+  AdapterCore* core_;
+};
+
+}  // namespace
+
+std::unique_ptr<grpc::Service> MakeAdapterService(AdapterCore* core) {
+  return std::make_unique<AdapterService>(core);
+}
+
+}  // namespace jc::adapter

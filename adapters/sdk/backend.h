@@ -1,0 +1,80 @@
+#pragma once
+
+// The one interface a center owner implements to connect a local scheduler to Jointcloud
+// (SPEC A14). The SDK (RunAdapter) does everything else: the gRPC server, validation,
+// idempotent submits, the persisted event stream with cursors, health and /metrics.
+//
+// A backend only talks to its scheduler. Every call may come from any thread; calls for
+// different replicas may run at the same time.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "jointcloud/adapter/v1/adapter.pb.h"
+
+namespace jc::adapter {
+
+namespace pb = ::jointcloud::adapter::v1;
+
+// "jc-<job>-<task>-<replica>-<attempt>": the name the center's scheduler knows a replica
+// attempt by. Backends use it as the job name, so a repeated submit can find it.
+std::string ReplicaName(const pb::ReplicaKey& key);
+
+// One replica attempt to start, already validated by the SDK.
+struct ReplicaLaunch {
+  std::string name;  // ReplicaName(key)
+  pb::ReplicaKey key;
+  std::string command;  // for /bin/sh -c
+  std::string user;     // the account to run as (the adapter's default when none was asked)
+  std::string image_id;
+  std::map<std::string, std::string> env;
+  pb::SpecOffer spec;  // the resource spec, with its quantities
+};
+
+// What the scheduler says about a replica now.
+struct ReplicaObservation {
+  pb::ReplicaState state = pb::REPLICA_PENDING;
+  int exit_code = 0;
+  std::string message;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // The scheduler's name ("slurm") and the center's whole capacity (standard Table 2).
+  // Specs, power, network and security figures come from the center configuration.
+  virtual absl::StatusOr<pb::CenterInfo> Describe() = 0;
+
+  // Standard Table 4: tasks running and waiting, resources used and free.
+  virtual absl::StatusOr<pb::Usage> GetUsage() = 0;
+
+  // Starts the replica, or, when the scheduler already has one named `launch.name`
+  // (the adapter crashed after submitting), returns that one. Returns the scheduler's
+  // id for it. InvalidArgument/FailedPrecondition when the scheduler refuses it.
+  virtual absl::StatusOr<std::string> Submit(const ReplicaLaunch& launch) = 0;
+
+  // Starts every replica together or none (gang). Returns their ids in order.
+  virtual absl::StatusOr<std::vector<std::string>> SubmitGang(
+      const std::vector<ReplicaLaunch>& launches) {
+    return absl::UnimplementedError("this center's scheduler cannot start replicas as a gang");
+  }
+
+  // Stops a replica (no error if it already ended).
+  virtual absl::Status Stop(const std::string& external_id) = 0;
+
+  // The state of each replica asked for, by external id. A replica missing from the
+  // answer is unknown to the scheduler (the SDK reports it failed as lost).
+  virtual absl::StatusOr<std::map<std::string, ReplicaObservation>> Poll(
+      const std::vector<std::string>& external_ids) = 0;
+
+  // Up to `max_bytes` of the replica's stdout (or stderr) from `offset`; empty at the end.
+  virtual absl::StatusOr<std::string> ReadLog(const std::string& external_id, bool stderr,
+                                              int64_t offset, int64_t max_bytes) = 0;
+};
+
+}  // namespace jc::adapter

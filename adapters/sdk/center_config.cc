@@ -1,0 +1,151 @@
+#include "adapters/sdk/center_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "common/quantity.h"
+
+namespace jc::adapter {
+namespace {
+
+template <typename T>
+absl::StatusOr<T> Get(const YAML::Node& node, const std::string& key, const std::string& where,
+                      T fallback) {
+  if (!node[key]) return fallback;
+  try {
+    return node[key].as<T>();
+  } catch (const YAML::Exception&) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": \"", key, "\" is not a valid value (\"", node[key].Scalar(), "\")"));
+  }
+}
+
+#define JC_CFG_ASSIGN(lhs, expr)        \
+  do {                                  \
+    auto jc_cfg_v = (expr);             \
+    if (!jc_cfg_v.ok()) return jc_cfg_v.status(); \
+    lhs = *jc_cfg_v;                    \
+  } while (0)
+
+absl::StatusOr<double> QuantityField(const YAML::Node& node, const std::string& key,
+                                     const std::string& where, bool bytes_to_mb) {
+  if (!node[key]) return 0.0;
+  auto q = Quantity::Parse(node[key].Scalar());
+  if (!q.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": \"", key, "\": ", q.status().message()));
+  }
+  // Memory without a unit is taken as MB (Table 2's unit); with one, converted to MB.
+  const std::string& text = node[key].Scalar();
+  bool has_unit = !text.empty() && !std::isdigit(static_cast<unsigned char>(text.back()));
+  if (bytes_to_mb && has_unit) return static_cast<double>(q->CeilMebibytes());
+  return static_cast<double>(q->milli()) / Quantity::kMilliPerUnit;
+}
+
+}  // namespace
+
+const pb::SpecOffer* CenterConfig::FindSpec(const std::string& id) const {
+  for (const auto& s : specs) {
+    if (s.resource_spec_id() == id) return &s;
+  }
+  return nullptr;
+}
+
+absl::StatusOr<CenterConfig> ParseCenterConfig(const std::string& text) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("center configuration is not YAML: ", e.what()));
+  }
+  if (!root.IsMap()) return absl::InvalidArgumentError("center configuration must be a YAML map");
+  CenterConfig c;
+  JC_CFG_ASSIGN(c.center_id, Get<std::string>(root, "center_id", "center", ""));
+  if (c.center_id.empty()) return absl::InvalidArgumentError("center configuration: center_id is missing");
+  JC_CFG_ASSIGN(c.security_grade, Get<int>(root, "security_grade", "center", 0));
+  JC_CFG_ASSIGN(c.static_power_watts, Get<double>(root, "static_power_watts", "center", 0));
+  JC_CFG_ASSIGN(c.performance_factor, Get<double>(root, "performance_factor", "center", 1));
+  JC_CFG_ASSIGN(c.user, Get<std::string>(root, "user", "center", ""));
+  JC_CFG_ASSIGN(c.data_dir, Get<std::string>(root, "data_dir", "center", ""));
+  if (const YAML::Node n = root["network"]) {
+    double v;
+    JC_CFG_ASSIGN(v, Get<double>(n, "bandwidth_mbps", "network", 0));
+    c.network.set_bandwidth_mbps(v);
+    JC_CFG_ASSIGN(v, Get<double>(n, "latency_ms", "network", 0));
+    c.network.set_latency_ms(v);
+    JC_CFG_ASSIGN(v, Get<double>(n, "jitter_ms", "network", 0));
+    c.network.set_jitter_ms(v);
+    JC_CFG_ASSIGN(v, Get<double>(n, "loss_rate", "network", 0));
+    c.network.set_loss_rate(v);
+  }
+  int i = 0;
+  for (const YAML::Node& n : root["specs"]) {
+    std::string where = absl::StrCat("specs[", i++, "]");
+    pb::SpecOffer s;
+    std::string id;
+    JC_CFG_ASSIGN(id, Get<std::string>(n, "id", where, ""));
+    if (id.empty()) return absl::InvalidArgumentError(absl::StrCat(where, ": id is missing"));
+    if (c.FindSpec(id)) return absl::InvalidArgumentError(absl::StrCat(where, ": spec ", id, " is listed twice"));
+    s.set_resource_spec_id(id);
+    double v;
+    JC_CFG_ASSIGN(v, QuantityField(n, "cpu", where, false));
+    s.mutable_quantity()->set_cpu(v);
+    if (v <= 0) return absl::InvalidArgumentError(absl::StrCat(where, " (", id, "): cpu must be positive"));
+    JC_CFG_ASSIGN(v, QuantityField(n, "memory", where, true));
+    s.mutable_quantity()->set_memory_mb(v);
+    JC_CFG_ASSIGN(v, QuantityField(n, "gpu", where, false));
+    s.mutable_quantity()->set_gpu(static_cast<int>(v));
+    JC_CFG_ASSIGN(v, QuantityField(n, "npu", where, false));
+    s.mutable_quantity()->set_npu(static_cast<int>(v));
+    JC_CFG_ASSIGN(v, QuantityField(n, "mlu", where, false));
+    s.mutable_quantity()->set_mlu(static_cast<int>(v));
+    JC_CFG_ASSIGN(v, Get<double>(n, "execution_power_watts", where, 0));
+    s.set_execution_power_watts(v);
+    JC_CFG_ASSIGN(v, Get<double>(n, "price", where, 0));
+    s.set_price(v);
+    c.specs.push_back(s);
+  }
+  i = 0;
+  for (const YAML::Node& n : root["images"]) {
+    std::string where = absl::StrCat("images[", i++, "]");
+    pb::Image img;
+    std::string v;
+    JC_CFG_ASSIGN(v, Get<std::string>(n, "id", where, ""));
+    if (v.empty()) return absl::InvalidArgumentError(absl::StrCat(where, ": id is missing"));
+    img.set_image_id(v);
+    JC_CFG_ASSIGN(v, Get<std::string>(n, "name", where, ""));
+    img.set_name(v);
+    JC_CFG_ASSIGN(v, Get<std::string>(n, "framework", where, ""));
+    img.set_framework(v);
+    c.images.push_back(img);
+  }
+  i = 0;
+  for (const YAML::Node& n : root["datasets"]) {
+    std::string where = absl::StrCat("datasets[", i++, "]");
+    pb::Dataset d;
+    std::string v;
+    JC_CFG_ASSIGN(v, Get<std::string>(n, "name", where, ""));
+    if (v.empty()) return absl::InvalidArgumentError(absl::StrCat(where, ": name is missing"));
+    d.set_data_name(v);
+    JC_CFG_ASSIGN(v, Get<std::string>(n, "version", where, ""));
+    d.set_data_version(v);
+    JC_CFG_ASSIGN(v, Get<std::string>(n, "url", where, ""));
+    d.set_url(v);
+    c.datasets.push_back(d);
+  }
+  return c;
+}
+
+absl::StatusOr<CenterConfig> LoadCenterConfig(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read center configuration ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  auto c = ParseCenterConfig(text.str());
+  if (!c.ok()) return absl::Status(c.status().code(), absl::StrCat(path, ": ", c.status().message()));
+  return c;
+}
+
+}  // namespace jc::adapter

@@ -1,0 +1,320 @@
+// The conformance kit's test cases. Every test talks to the adapter through its gRPC
+// server, as the control plane does.
+
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "adapters/sdk/adapter_core.h"
+#include "adapters/sdk/conformance/conformance.h"
+#include "adapters/sdk/run_adapter.h"
+#include "jointcloud/adapter/v1/adapter.grpc.pb.h"
+
+namespace jc::adapter::conformance {
+namespace {
+
+std::string UniqueJobId() {
+  static std::atomic<int> n{0};
+  return absl::StrCat("kit", getpid(), "x", absl::ToUnixMillis(absl::Now()) % 100000000, "x", n++);
+}
+
+class Kit {
+ public:
+  Kit() : target_(MakeConformanceTarget()) {
+    if (!target_.unavailable.empty()) FAIL(target_.name << " cannot be tested here: " << target_.unavailable);
+    state_dir_ = std::filesystem::temp_directory_path() / ("jc-kit-" + UniqueJobId());
+    std::filesystem::create_directories(state_dir_);
+    StartAdapter();
+  }
+  ~Kit() {
+    server_.reset();
+    backend_.reset();
+    std::filesystem::remove_all(state_dir_);
+  }
+
+  void StartAdapter() {
+    backend_ = target_.make_backend();
+    AdapterOptions o;
+    o.listen = "127.0.0.1:0";
+    o.metrics_address = "127.0.0.1:0";
+    o.state_dir = state_dir_.string();
+    o.poll_interval = absl::Milliseconds(100);
+    o.center = target_.center;
+    auto s = AdapterServer::Start(backend_.get(), o);
+    REQUIRE(s.ok());
+    server_ = std::move(*s);
+    stub_ = pb::Adapter::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->port()),
+                                                     grpc::InsecureChannelCredentials()));
+  }
+  // Stops the adapter (the center's scheduler keeps running) and starts a new one over
+  // the same state.
+  void RestartAdapter() {
+    server_->Shutdown();
+    server_.reset();
+    backend_.reset();
+    StartAdapter();
+  }
+
+  pb::SubmitReplicaRequest Request(const std::string& command, const std::string& job = "") {
+    pb::SubmitReplicaRequest r;
+    r.mutable_key()->set_job_id(job.empty() ? UniqueJobId() : job);
+    r.set_command(command);
+    r.set_resource_spec_id(target_.spec_id);
+    return r;
+  }
+  grpc::Status Submit(const pb::SubmitReplicaRequest& req, pb::Replica* out) {
+    grpc::ClientContext ctx;
+    return stub_->SubmitReplica(&ctx, req, out);
+  }
+  pb::Replica MustSubmit(const std::string& command) {
+    pb::Replica r;
+    grpc::Status s = Submit(Request(command), &r);
+    INFO(s.error_message());
+    REQUIRE(s.ok());
+    return r;
+  }
+  grpc::Status Get(const pb::ReplicaKey& key, pb::Replica* out) {
+    grpc::ClientContext ctx;
+    pb::ReplicaRef ref;
+    *ref.mutable_key() = key;
+    return stub_->GetReplica(&ctx, ref, out);
+  }
+  grpc::Status Stop(const pb::ReplicaKey& key, pb::Replica* out) {
+    grpc::ClientContext ctx;
+    pb::ReplicaRef ref;
+    *ref.mutable_key() = key;
+    return stub_->StopReplica(&ctx, ref, out);
+  }
+  // Waits until the replica is in `state` (or ended otherwise) and returns it.
+  pb::Replica WaitFor(const pb::ReplicaKey& key, pb::ReplicaState state) {
+    absl::Time deadline = absl::Now() + target_.timeout;
+    pb::Replica r;
+    while (absl::Now() < deadline) {
+      REQUIRE(Get(key, &r).ok());
+      if (r.state() == state) return r;
+      bool ended = r.state() == pb::REPLICA_SUCCEEDED || r.state() == pb::REPLICA_FAILED ||
+                   r.state() == pb::REPLICA_STOPPED;
+      if (ended && state != pb::REPLICA_RUNNING) break;
+      if (ended) break;
+      absl::SleepFor(absl::Milliseconds(50));  // polling interval, bounded by the deadline
+    }
+    INFO(target_.name << ": replica " << r.name() << " is " << pb::ReplicaState_Name(r.state())
+                      << " (" << r.message() << "), expected " << pb::ReplicaState_Name(state));
+    REQUIRE(r.state() == state);
+    return r;
+  }
+  std::string Log(const pb::ReplicaKey& key, int64_t offset = 0, bool stderr = false) {
+    grpc::ClientContext ctx;
+    pb::ReadLogRequest req;
+    *req.mutable_key() = key;
+    req.set_offset(offset);
+    req.set_stderr(stderr);
+    auto reader = stub_->ReadLog(&ctx, req);
+    std::string out;
+    pb::LogChunk chunk;
+    while (reader->Read(&chunk)) out += chunk.data();
+    grpc::Status s = reader->Finish();
+    INFO(s.error_message());
+    REQUIRE(s.ok());
+    return out;
+  }
+  // Events after `since` until `until` returns true for one of them (or the deadline).
+  std::vector<pb::ReplicaEvent> Watch(uint64_t since,
+                                      const std::function<bool(const pb::ReplicaEvent&)>& until) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + target_.timeout));
+    pb::WatchRequest req;
+    req.set_since_cursor(since);
+    auto reader = stub_->Watch(&ctx, req);
+    std::vector<pb::ReplicaEvent> out;
+    pb::ReplicaEvent e;
+    while (reader->Read(&e)) {
+      out.push_back(e);
+      if (until(e)) {
+        ctx.TryCancel();
+        break;
+      }
+    }
+    reader->Finish().IgnoreError();
+    return out;
+  }
+
+  ConformanceTarget target_;
+  std::filesystem::path state_dir_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<AdapterServer> server_;
+  std::unique_ptr<pb::Adapter::Stub> stub_;
+};
+
+}  // namespace
+
+TEST_CASE("conformance: a replica runs to completion and its events say so [A14]", "[A14][conformance]") {
+  Kit kit;
+  pb::Replica r = kit.MustSubmit("echo hello from the kit");
+  CHECK(r.name() == ReplicaName(r.key()));
+  CHECK_FALSE(r.external_id().empty());
+  pb::Replica done = kit.WaitFor(r.key(), pb::REPLICA_SUCCEEDED);
+  CHECK(done.exit_code() == 0);
+  CHECK(done.has_ended_at());
+  auto events = kit.Watch(0, [&](const pb::ReplicaEvent& e) {
+    return e.replica().name() == r.name() && e.replica().state() == pb::REPLICA_SUCCEEDED;
+  });
+  std::vector<pb::ReplicaState> seen;
+  for (const auto& e : events) {
+    if (e.replica().name() == r.name()) seen.push_back(e.replica().state());
+  }
+  REQUIRE_FALSE(seen.empty());
+  CHECK(seen.front() == pb::REPLICA_PENDING);
+  CHECK(seen.back() == pb::REPLICA_SUCCEEDED);
+  for (size_t i = 1; i < events.size(); ++i) CHECK(events[i].cursor() > events[i - 1].cursor());
+  CHECK(absl::StrContains(kit.Log(r.key()), "hello from the kit"));
+}
+
+TEST_CASE("conformance: a non-zero exit fails the replica with its exit code [A14]", "[A14][conformance]") {
+  Kit kit;
+  pb::Replica r = kit.MustSubmit("echo failing >&2; exit 3");
+  pb::Replica failed = kit.WaitFor(r.key(), pb::REPLICA_FAILED);
+  CHECK(failed.exit_code() == 3);
+  CHECK(absl::StrContains(kit.Log(r.key(), 0, /*stderr=*/true) + kit.Log(r.key()), "failing"));
+}
+
+TEST_CASE("conformance: stopping a running replica ends it and it stays stopped [A14]", "[A14][conformance]") {
+  Kit kit;
+  pb::Replica r = kit.MustSubmit("sleep 300");
+  kit.WaitFor(r.key(), pb::REPLICA_RUNNING);
+  pb::Replica stopped;
+  grpc::Status s = kit.Stop(r.key(), &stopped);
+  INFO(s.error_message());
+  REQUIRE(s.ok());
+  CHECK(stopped.state() == pb::REPLICA_STOPPED);
+  // Polls after the stop do not turn it into something else.
+  REQUIRE(kit.server_->core().PollOnce().ok());
+  pb::Replica again;
+  REQUIRE(kit.Get(r.key(), &again).ok());
+  CHECK(again.state() == pb::REPLICA_STOPPED);
+  // Stopping it twice is harmless.
+  REQUIRE(kit.Stop(r.key(), &again).ok());
+  CHECK(again.state() == pb::REPLICA_STOPPED);
+}
+
+TEST_CASE("conformance: logs can be read while the replica runs and after, from an offset [A14]",
+          "[A14][conformance]") {
+  Kit kit;
+  pb::Replica r = kit.MustSubmit("echo first; sleep 3; echo second");
+  kit.WaitFor(r.key(), pb::REPLICA_RUNNING);
+  std::string early;
+  absl::Time deadline = absl::Now() + kit.target_.timeout;
+  while (!absl::StrContains(early, "first") && absl::Now() < deadline) {
+    early = kit.Log(r.key());
+    absl::SleepFor(absl::Milliseconds(50));  // polling interval, bounded by the deadline
+  }
+  CHECK(absl::StrContains(early, "first"));
+  CHECK_FALSE(absl::StrContains(early, "second"));
+  kit.WaitFor(r.key(), pb::REPLICA_SUCCEEDED);
+  std::string all = kit.Log(r.key());
+  CHECK(all == "first\nsecond\n");
+  CHECK(kit.Log(r.key(), 6) == "second\n");
+}
+
+TEST_CASE("conformance: a repeated submit returns the replica already there [A14]", "[A14][conformance]") {
+  Kit kit;
+  pb::SubmitReplicaRequest req = kit.Request("sleep 1");
+  pb::Replica first, second, other;
+  REQUIRE(kit.Submit(req, &first).ok());
+  REQUIRE(kit.Submit(req, &second).ok());
+  CHECK(second.external_id() == first.external_id());
+  // Also after a restart of the adapter.
+  kit.RestartAdapter();
+  REQUIRE(kit.Submit(req, &second).ok());
+  CHECK(second.external_id() == first.external_id());
+  // Another attempt of the same replica is another replica.
+  req.mutable_key()->set_attempt(1);
+  REQUIRE(kit.Submit(req, &other).ok());
+  CHECK(other.external_id() != first.external_id());
+  kit.WaitFor(first.key(), pb::REPLICA_SUCCEEDED);
+  kit.WaitFor(other.key(), pb::REPLICA_SUCCEEDED);
+}
+
+TEST_CASE("conformance: the event stream resumes from a cursor after the adapter restarts [A14]",
+          "[A14][conformance]") {
+  Kit kit;
+  pb::Replica r = kit.MustSubmit("sleep 2");
+  auto before = kit.Watch(0, [&](const pb::ReplicaEvent& e) {
+    return e.replica().name() == r.name() && e.replica().state() == pb::REPLICA_RUNNING;
+  });
+  REQUIRE_FALSE(before.empty());
+  uint64_t cursor = before.back().cursor();
+  REQUIRE(before.back().replica().state() == pb::REPLICA_RUNNING);
+  kit.RestartAdapter();
+  auto after = kit.Watch(cursor, [&](const pb::ReplicaEvent& e) {
+    return e.replica().name() == r.name() && e.replica().state() == pb::REPLICA_SUCCEEDED;
+  });
+  REQUIRE_FALSE(after.empty());
+  CHECK(after.front().cursor() > cursor);
+  CHECK(after.back().replica().state() == pb::REPLICA_SUCCEEDED);
+  for (const auto& e : after) CHECK(e.cursor() > cursor);
+}
+
+TEST_CASE("conformance: center info and usage are sane [A14][A3]", "[A14][conformance]") {
+  Kit kit;
+  grpc::ClientContext c1, c2;
+  pb::CenterInfo info;
+  REQUIRE(kit.stub_->GetCenterInfo(&c1, {}, &info).ok());
+  CHECK(info.ai_center_id() == kit.target_.center.center_id);
+  CHECK_FALSE(info.scheduler().empty());
+  CHECK(info.capacity().cpu() > 0);
+  bool offered = false;
+  for (const auto& s : info.specs()) offered |= s.resource_spec_id() == kit.target_.spec_id;
+  CHECK(offered);
+  pb::Usage usage;
+  REQUIRE(kit.stub_->GetUsage(&c2, {}, &usage).ok());
+  CHECK(usage.running_task_num() >= 0);
+  CHECK(usage.waiting_task_num() >= 0);
+  CHECK(usage.used().cpu() + usage.free().cpu() <= info.capacity().cpu());
+  CHECK(usage.free().cpu() > 0);
+  CHECK(usage.has_at());
+}
+
+TEST_CASE("conformance: bad input gets a clear gRPC error and changes nothing [A14][C5]",
+          "[A14][conformance]") {
+  Kit kit;
+  pb::Replica r;
+  auto unknown_spec = kit.Request("true");
+  unknown_spec.set_resource_spec_id("no-such-spec");
+  grpc::Status s = kit.Submit(unknown_spec, &r);
+  CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(absl::StrContains(s.error_message(), "no-such-spec"));
+  CHECK(kit.Get(unknown_spec.key(), &r).error_code() == grpc::StatusCode::NOT_FOUND);
+
+  auto empty = kit.Request("   ");
+  s = kit.Submit(empty, &r);
+  CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(absl::StrContains(s.error_message(), "command"));
+
+  auto no_job = kit.Request("true");
+  no_job.mutable_key()->clear_job_id();
+  CHECK(kit.Submit(no_job, &r).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+
+  pb::ReplicaKey missing;
+  missing.set_job_id("never-submitted");
+  s = kit.Get(missing, &r);
+  CHECK(s.error_code() == grpc::StatusCode::NOT_FOUND);
+  CHECK(absl::StrContains(s.error_message(), "never-submitted"));
+  CHECK(kit.Stop(missing, &r).error_code() == grpc::StatusCode::NOT_FOUND);
+
+  grpc::ClientContext ctx;
+  pb::ReadLogRequest log;
+  *log.mutable_key() = missing;
+  auto reader = kit.stub_->ReadLog(&ctx, log);
+  pb::LogChunk chunk;
+  while (reader->Read(&chunk)) {
+  }
+  CHECK(reader->Finish().error_code() == grpc::StatusCode::NOT_FOUND);
+}
+
+}  // namespace jc::adapter::conformance

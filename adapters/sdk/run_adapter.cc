@@ -1,0 +1,159 @@
+#include "adapters/sdk/run_adapter.h"
+
+#include <grpcpp/ext/health_check_service_server_builder_option.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/codegen/service_type.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "adapters/sdk/adapter_core.h"
+#include "adapters/sdk/adapter_service.h"
+#include "adapters/sdk/adapter_core.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "common/store/store.h"
+#include "services/gateway/gateway.h"
+
+ABSL_FLAG(std::string, listen, "127.0.0.1:7100", "gRPC address of the adapter (port 0: any)");
+ABSL_FLAG(std::string, metrics_address, "127.0.0.1:7101",
+          "where /metrics, /healthz and /readyz are served (empty: nowhere)");
+ABSL_FLAG(std::string, state_dir, "./adapter-state", "directory of the adapter's embedded store");
+ABSL_FLAG(std::string, store, "", "store URI (postgresql://... or sqlite:///...); default: state_dir");
+ABSL_FLAG(std::string, center_config, "", "the center's YAML file (id, specs, images, figures)");
+ABSL_FLAG(absl::Duration, poll_interval, absl::Milliseconds(200),
+          "how often the center's scheduler is asked for replica states");
+ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
+
+namespace jc::adapter {
+
+struct AdapterServer::Impl {
+  std::unique_ptr<store::Store> store;
+  std::unique_ptr<AdapterCore> core;
+  std::unique_ptr<grpc::Service> service;
+  std::unique_ptr<grpc::Server> server;
+  std::shared_ptr<prometheus::Registry> registry;
+  std::unique_ptr<gateway::Gateway> admin;
+  int port = 0;
+  int metrics_port = 0;
+  bool down = false;
+};
+
+AdapterServer::AdapterServer() : impl_(std::make_unique<Impl>()) {}
+AdapterServer::~AdapterServer() { Shutdown(); }
+int AdapterServer::port() const { return impl_->port; }
+int AdapterServer::metrics_port() const { return impl_->metrics_port; }
+AdapterCore& AdapterServer::core() { return *impl_->core; }
+
+absl::StatusOr<std::unique_ptr<AdapterServer>> AdapterServer::Start(Backend* backend,
+                                                                    AdapterOptions options) {
+  if (options.center.center_id.empty()) {
+    return absl::InvalidArgumentError("the adapter needs a center configuration with a center_id");
+  }
+  std::unique_ptr<AdapterServer> s(new AdapterServer());
+  Impl& impl = *s->impl_;
+  std::string uri = options.store;
+  if (uri.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options.state_dir, ec);
+    if (ec) return absl::InvalidArgumentError(absl::StrCat("cannot create state_dir ", options.state_dir, ": ", ec.message()));
+    uri = "sqlite://" + std::filesystem::absolute(std::filesystem::path(options.state_dir) / "adapter.db").string();
+  }
+  JC_ASSIGN_OR_RETURN(impl.store, store::OpenStore(uri));
+  CoreOptions core_options;
+  core_options.poll_interval = options.poll_interval;
+  impl.core = std::make_unique<AdapterCore>(backend, options.center, impl.store.get(), core_options);
+  impl.registry = std::make_shared<prometheus::Registry>();
+  impl.core->EnableMetrics(*impl.registry);
+  JC_RETURN_IF_ERROR(impl.core->Start());
+
+  impl.service = MakeAdapterService(impl.core.get());
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &impl.port);
+  builder.RegisterService(impl.service.get());
+  impl.server = builder.BuildAndStart();
+  if (!impl.server || impl.port == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));
+  }
+  if (!options.metrics_address.empty()) {
+    auto colon = options.metrics_address.rfind(':');
+    int port = 0;
+    if (colon == std::string::npos || !absl::SimpleAtoi(options.metrics_address.substr(colon + 1), &port)) {
+      return absl::InvalidArgumentError(absl::StrCat("metrics address \"", options.metrics_address, "\" is not host:port"));
+    }
+    store::Store* st = impl.store.get();
+    Backend* b = backend;
+    impl.admin = std::make_unique<gateway::Gateway>(
+        std::vector<gateway::Route>{}, gateway::GatewayOptions{2}, impl.registry, [st, b] {
+          // Ready when the store answers and the center's scheduler does.
+          JC_RETURN_IF_ERROR(st->Ping());
+          return b->GetUsage().status();
+        });
+    JC_ASSIGN_OR_RETURN(impl.metrics_port, impl.admin->Bind(options.metrics_address.substr(0, colon), port));
+    impl.admin->Start();
+  }
+  spdlog::info("adapter for center {} listening on port {}", options.center.center_id, impl.port);
+  return s;
+}
+
+void AdapterServer::Shutdown() {
+  if (impl_->down) return;
+  impl_->down = true;
+  if (impl_->admin) impl_->admin->Stop();
+  // Watches end when the core closes its event log; then the server drains.
+  if (impl_->core) impl_->core->Stop();
+  if (impl_->server) impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+}
+
+int RunAdapter(Backend& backend, AdapterOptions options) {
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  auto server = AdapterServer::Start(&backend, std::move(options));
+  if (!server.ok()) {
+    spdlog::error("adapter cannot start: {}", server.status().message());
+    return 1;
+  }
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("signal {}; stopping the adapter", sig);
+  (*server)->Shutdown();
+  return 0;
+}
+
+AdapterOptions ParseAdapterFlags(int argc, char** argv, const char* usage) {
+  absl::SetProgramUsageMessage(usage);
+  absl::ParseCommandLine(argc, argv);
+  if (!InitLogging(absl::GetFlag(FLAGS_log_level), "text").ok()) std::exit(2);
+  AdapterOptions o;
+  o.listen = absl::GetFlag(FLAGS_listen);
+  o.metrics_address = absl::GetFlag(FLAGS_metrics_address);
+  o.state_dir = absl::GetFlag(FLAGS_state_dir);
+  o.store = absl::GetFlag(FLAGS_store);
+  o.poll_interval = absl::GetFlag(FLAGS_poll_interval);
+  if (absl::GetFlag(FLAGS_center_config).empty()) {
+    spdlog::error("--center_config is required: the center's id, specs and figures (docs/adapter-sdk.md)");
+    std::exit(2);
+  }
+  auto center = LoadCenterConfig(absl::GetFlag(FLAGS_center_config));
+  if (!center.ok()) {
+    spdlog::error("{}", center.status().message());
+    std::exit(2);
+  }
+  o.center = *center;
+  return o;
+}
+
+}  // namespace jc::adapter

@@ -1,0 +1,58 @@
+#pragma once
+
+// Runs an adapter: the SDK's gRPC server (jointcloud.adapter.v1.Adapter plus gRPC health)
+// around a Backend, /metrics, /healthz and /readyz, the replica book and event log in a
+// store, and a graceful shutdown on SIGINT/SIGTERM. A new adapter is a Backend class and
+// a main() that calls RunAdapter (see docs/adapter-sdk.md).
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "adapters/sdk/backend.h"
+#include "adapters/sdk/center_config.h"
+
+namespace jc::adapter {
+
+struct AdapterOptions {
+  std::string listen = "127.0.0.1:7100";          // gRPC; port 0 picks a free one
+  std::string metrics_address = "127.0.0.1:7101";  // empty: no HTTP endpoint
+  // Where the replica book and events live: sqlite:///path, postgresql://..., or empty
+  // for `state_dir`/adapter.db.
+  std::string store;
+  std::string state_dir = "./adapter-state";
+  absl::Duration poll_interval = absl::Milliseconds(200);
+  CenterConfig center;
+};
+
+class AdapterCore;
+
+// An adapter running in this process; RunAdapter wraps one. Tests use it directly.
+class AdapterServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<AdapterServer>> Start(Backend* backend,
+                                                              AdapterOptions options);
+  ~AdapterServer();
+  int port() const;          // the bound gRPC port
+  int metrics_port() const;  // 0 when not served
+  AdapterCore& core();
+  // Stops taking calls, ends watches, stops polling. Idempotent.
+  void Shutdown();
+
+ private:
+  AdapterServer();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Serves until SIGINT or SIGTERM; returns the process exit code (0 after a clean stop,
+// 1 when it cannot start, with the reason logged).
+int RunAdapter(Backend& backend, AdapterOptions options);
+
+// The flags every adapter main shares (--listen, --metrics_address, --state_dir, --store,
+// --center_config, --poll_interval, --log_level), parsed into options. Exits with a
+// message on bad flags or an unreadable center configuration.
+AdapterOptions ParseAdapterFlags(int argc, char** argv, const char* usage);
+
+}  // namespace jc::adapter

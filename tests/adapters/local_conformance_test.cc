@@ -1,0 +1,27 @@
+// The conformance kit against the SDK's example adapter (replicas as local processes).
+
+#include <filesystem>
+
+#include "adapters/example/local_backend.h"
+#include "adapters/sdk/conformance/conformance.h"
+
+namespace jc::adapter::conformance {
+
+ConformanceTarget MakeConformanceTarget() {
+  static const std::string work =
+      (std::filesystem::temp_directory_path() / ("jc-local-adapter-" + std::to_string(getpid()))).string();
+  ConformanceTarget t;
+  t.name = "example (local processes) adapter";
+  t.make_backend = [] { return std::make_unique<LocalBackend>(work, 8, 16384); };
+  auto center = ParseCenterConfig(R"(
+center_id: local-test
+security_grade: 2
+specs:
+  - {id: small, cpu: 1, memory: 512Mi}
+)");
+  t.center = *center;
+  t.spec_id = "small";
+  return t;
+}
+
+}  // namespace jc::adapter::conformance
