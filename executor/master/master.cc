@@ -221,6 +221,7 @@ std::vector<pb::Job> Master::ListJobs(const pb::ListJobsRequest& req) {
     const pb::Job& j = it->second.job;
     if (!req.user().empty() && j.spec().user() != req.user()) continue;
     if (!req.queue().empty() && j.spec().queue() != req.queue()) continue;
+    if (!req.name().empty() && j.spec().name() != req.name()) continue;
     if (!req.states().empty() &&
         std::find(req.states().begin(), req.states().end(), j.state()) == req.states().end()) {
       continue;

@@ -1,0 +1,253 @@
+#include "adapters/native/nexec_backend.h"
+
+#include <grpcpp/grpcpp.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cmath>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
+#include "common/status_macros.h"
+#include "nexec/v1/nexec.grpc.pb.h"
+
+namespace jc::adapter {
+
+namespace npb = ::nexec::v1;
+
+struct NexecBackend::Client {
+  std::unique_ptr<npb::Master::Stub> stub;
+  template <typename Req, typename Resp, typename Call>
+  absl::StatusOr<Resp> Unary(Call call, const Req& req) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    Resp resp;
+    grpc::Status s = (stub.get()->*call)(&ctx, req, &resp);
+    if (!s.ok()) {
+      absl::Status st = FromGrpcStatus(s);
+      return absl::Status(st.code(), absl::StrCat("nexec master: ", st.message()));
+    }
+    return resp;
+  }
+};
+
+namespace {
+
+bool ParseJobId(const std::string& text, int64_t* id) { return absl::SimpleAtoi(text, id) && *id > 0; }
+
+std::string CurrentUser() {
+  passwd* pw = getpwuid(geteuid());
+  return pw ? pw->pw_name : "root";
+}
+
+}  // namespace
+
+NexecShape ShapeForSpec(const pb::SpecOffer& spec) {
+  NexecShape shape;
+  shape.slots = std::max(1, static_cast<int>(std::ceil(spec.quantity().cpu())));
+  int64_t mem = static_cast<int64_t>(std::ceil(spec.quantity().memory_mb() / shape.slots));
+  int gpus = spec.quantity().gpu();
+  std::string mem_part = mem > 0 ? absl::StrCat("mem=", mem) : "";
+  auto rusage = [&](bool gpu) {
+    std::string inner = mem_part;
+    if (gpu) inner += (inner.empty() ? "" : ",") + std::string("gpu=1");
+    return inner.empty() ? std::string() : absl::StrCat("rusage[", inner, "]");
+  };
+  if (gpus <= 0) {
+    shape.requirement = rusage(false);
+    if (!shape.requirement.empty()) shape.requirement += " ";
+    shape.requirement += "span[hosts=1]";
+    return shape;
+  }
+  // GPUs are whole and reserved per slot: a slot per GPU, the rest without.
+  shape.slots = std::max(shape.slots, gpus);
+  shape.requirement = absl::StrCat(gpus, "{", rusage(true), "}");
+  if (shape.slots > gpus) absl::StrAppend(&shape.requirement, " ", shape.slots - gpus, "{", rusage(false), "}");
+  return shape;
+}
+
+NexecBackend::NexecBackend(const std::string& master, std::string queue)
+    : client_(std::make_unique<Client>()), queue_(std::move(queue)) {
+  client_->stub = npb::Master::NewStub(grpc::CreateChannel(master, grpc::InsecureChannelCredentials()));
+}
+NexecBackend::~NexecBackend() = default;
+
+absl::StatusOr<pb::CenterInfo> NexecBackend::Describe() {
+  JC_ASSIGN_OR_RETURN(auto hosts, (client_->Unary<npb::ListHostsRequest, npb::ListHostsResponse>(
+                                      &npb::Master::Stub::ListHosts, {})));
+  pb::CenterInfo info;
+  info.set_scheduler("nexec");
+  auto* cap = info.mutable_capacity();
+  for (const auto& h : hosts.hosts()) {
+    if (h.state() == "unavailable") continue;
+    cap->set_cpu(cap->cpu() + h.slots());
+    cap->set_gpu(cap->gpu() + h.gpus_size());
+    cap->set_memory(cap->memory() + static_cast<int>(h.mem_mb()));
+  }
+  return info;
+}
+
+absl::StatusOr<pb::Usage> NexecBackend::GetUsage() {
+  JC_ASSIGN_OR_RETURN(auto hosts, (client_->Unary<npb::ListHostsRequest, npb::ListHostsResponse>(
+                                      &npb::Master::Stub::ListHosts, {})));
+  JC_ASSIGN_OR_RETURN(auto queues, (client_->Unary<npb::ListQueuesRequest, npb::ListQueuesResponse>(
+                                       &npb::Master::Stub::ListQueues, {})));
+  pb::Usage u;
+  for (const auto& q : queues.queues()) {
+    u.set_running_task_num(u.running_task_num() + q.running_jobs());
+    u.set_waiting_task_num(u.waiting_task_num() + q.pending_jobs());
+  }
+  for (const auto& h : hosts.hosts()) {
+    if (h.state() == "unavailable") continue;
+    u.mutable_used()->set_cpu(u.used().cpu() + h.used_slots());
+    u.mutable_free()->set_cpu(u.free().cpu() + h.slots() - h.used_slots());
+    u.mutable_used()->set_gpu(u.used().gpu() + h.used_gpus_size());
+    u.mutable_free()->set_gpu(u.free().gpu() + h.gpus_size() - h.used_gpus_size());
+    u.mutable_used()->set_memory(u.used().memory() + static_cast<int>(h.used_mem_mb()));
+    u.mutable_free()->set_memory(u.free().memory() + static_cast<int>(h.mem_mb() - h.used_mem_mb()));
+  }
+  return u;
+}
+
+namespace {
+
+absl::StatusOr<std::string> FindByName(NexecBackend* self, auto& client, const std::string& name) {
+  npb::ListJobsRequest req;
+  req.set_name(name);
+  req.set_limit(1);
+  JC_ASSIGN_OR_RETURN(auto jobs, (client.template Unary<npb::ListJobsRequest, npb::ListJobsResponse>(
+                                     &npb::Master::Stub::ListJobs, req)));
+  if (jobs.jobs().empty()) return std::string();
+  return absl::StrCat(jobs.jobs(0).id());
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> NexecBackend::Submit(const ReplicaLaunch& launch) {
+  // The replica's name is the job's name: after an adapter crash the job is found again.
+  JC_ASSIGN_OR_RETURN(std::string existing, FindByName(this, *client_, launch.name));
+  if (!existing.empty()) return existing;
+  NexecShape shape = ShapeForSpec(launch.spec);
+  npb::SubmitRequest req;
+  auto* spec = req.mutable_spec();
+  spec->set_name(launch.name);
+  spec->set_command(launch.command);
+  spec->set_user(launch.user.empty() ? CurrentUser() : launch.user);
+  spec->set_queue(queue_);
+  spec->set_slots(shape.slots);
+  spec->set_requirement(shape.requirement);
+  for (const auto& [k, v] : launch.env) (*spec->mutable_env())[k] = v;
+  (*spec->mutable_env())["JC_REPLICA_NAME"] = launch.name;
+  JC_ASSIGN_OR_RETURN(auto resp, (client_->Unary<npb::SubmitRequest, npb::SubmitResponse>(
+                                     &npb::Master::Stub::Submit, req)));
+  return absl::StrCat(resp.job_id());
+}
+
+absl::StatusOr<std::vector<std::string>> NexecBackend::SubmitGang(
+    const std::vector<ReplicaLaunch>& launches) {
+  // One nexec job holds every replica's slots: nexec places all of them in one decision
+  // or none. The command runs once with the whole host list (NEXEC_HOSTS, a hostfile),
+  // as MPI-style launchers expect; every replica reports that job's state.
+  std::string name = absl::StrCat(launches[0].name, "-gang", launches.size());
+  JC_ASSIGN_OR_RETURN(std::string existing, FindByName(this, *client_, name));
+  if (existing.empty()) {
+    npb::SubmitRequest req;
+    auto* spec = req.mutable_spec();
+    spec->set_name(name);
+    spec->set_command(launches[0].command);
+    spec->set_user(launches[0].user.empty() ? CurrentUser() : launches[0].user);
+    spec->set_queue(queue_);
+    std::string requirement;
+    int slots = 0;
+    for (const auto& l : launches) {
+      NexecShape shape = ShapeForSpec(l.spec);
+      slots += shape.slots;
+      // Each replica becomes sections of its own; a plain shape gets an explicit count.
+      std::string part = absl::StrContains(shape.requirement, "{")
+                             ? shape.requirement
+                             : absl::StrCat(shape.slots, "{", shape.requirement, "}");
+      absl::StrAppend(&requirement, requirement.empty() ? "" : " ", part);
+    }
+    spec->set_slots(slots);
+    spec->set_requirement(requirement);
+    JC_ASSIGN_OR_RETURN(auto resp, (client_->Unary<npb::SubmitRequest, npb::SubmitResponse>(
+                                       &npb::Master::Stub::Submit, req)));
+    existing = absl::StrCat(resp.job_id());
+  }
+  return std::vector<std::string>(launches.size(), existing);
+}
+
+absl::Status NexecBackend::Stop(const std::string& external_id) {
+  npb::JobRef ref;
+  int64_t id = 0;
+  if (!ParseJobId(external_id, &id)) {
+    return absl::InvalidArgumentError(absl::StrCat("\"", external_id, "\" is not a nexec job id"));
+  }
+  ref.set_job_id(id);
+  auto killed = client_->Unary<npb::JobRef, npb::ControlResponse>(&npb::Master::Stub::Kill, ref);
+  // A job that ended meanwhile is stopped already.
+  if (!killed.ok() && !absl::IsFailedPrecondition(killed.status())) return killed.status();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::map<std::string, ReplicaObservation>> NexecBackend::Poll(
+    const std::vector<std::string>& ids) {
+  std::map<std::string, ReplicaObservation> out;
+  for (const auto& id : ids) {
+    npb::JobRef ref;
+    int64_t job_id = 0;
+    if (!ParseJobId(id, &job_id)) continue;
+    ref.set_job_id(job_id);
+    auto job = client_->Unary<npb::JobRef, npb::Job>(&npb::Master::Stub::GetJob, ref);
+    if (absl::IsNotFound(job.status())) continue;
+    if (!job.ok()) return job.status();
+    ReplicaObservation o;
+    switch (job->state()) {
+      case npb::PENDING: o.state = pb::REPLICA_PENDING; o.message = job->reason(); break;
+      case npb::RUNNING:
+      case npb::SUSPENDED: o.state = pb::REPLICA_RUNNING; break;
+      case npb::DONE: o.state = pb::REPLICA_SUCCEEDED; break;
+      default:
+        o.state = pb::REPLICA_FAILED;
+        o.exit_code = job->exit_code();
+        o.message = job->reason();
+    }
+    out[id] = o;
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> NexecBackend::ReadLog(const std::string& external_id, bool stderr,
+                                                  int64_t offset, int64_t max_bytes) {
+  npb::ReadLogRequest req;
+  int64_t id = 0;
+  if (!ParseJobId(external_id, &id)) {
+    return absl::InvalidArgumentError(absl::StrCat("\"", external_id, "\" is not a nexec job id"));
+  }
+  req.set_job_id(id);
+  req.set_stderr(stderr);
+  req.set_offset(offset);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  auto reader = client_->stub->ReadLog(&ctx, req);
+  std::string out;
+  npb::LogChunk chunk;
+  while (static_cast<int64_t>(out.size()) < max_bytes && reader->Read(&chunk)) out += chunk.data();
+  if (static_cast<int64_t>(out.size()) >= max_bytes) {
+    ctx.TryCancel();
+    reader->Finish().IgnoreError();
+    out.resize(static_cast<size_t>(max_bytes));
+    return out;
+  }
+  grpc::Status s = reader->Finish();
+  // A job not started yet has no output.
+  if (s.error_code() == grpc::StatusCode::NOT_FOUND || s.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
+    return std::string();
+  }
+  if (!s.ok()) return FromGrpcStatus(s);
+  return out;
+}
+
+}  // namespace jc::adapter

@@ -1,0 +1,73 @@
+// The conformance kit against the native adapter, over a real nexec master and agent on
+// loopback (real processes).
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "adapters/native/nexec_backend.h"
+#include "adapters/sdk/conformance/conformance.h"
+#include "tests/testing/process.h"
+
+namespace jc::adapter::conformance {
+namespace {
+
+struct NexecCluster {
+  std::filesystem::path dir;
+  std::unique_ptr<jc::testing::Process> master;
+  std::unique_ptr<jc::testing::Process> agent;
+  std::string address;
+  std::string error;
+
+  NexecCluster() {
+    dir = std::filesystem::temp_directory_path() / ("jc-native-adapter-" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir);
+    master = std::make_unique<jc::testing::Process>(
+        std::vector<std::string>{JC_NEXEC_MASTER, "--listen=127.0.0.1:0", "--metrics_address=",
+                                 "--data_dir=" + (dir / "data").string(),},
+        (dir / "master.log").string());
+    auto port = master->WaitForLog(R"(nexec master listening on port (\d+))");
+    if (!port) {
+      error = "nexec-master did not start: " + master->Log();
+      return;
+    }
+    address = "127.0.0.1:" + *port;
+    agent = std::make_unique<jc::testing::Process>(
+        std::vector<std::string>{JC_NEXEC_AGENT, "--master=" + address, "--host=node1",
+                                 "--resources=cpus=16,gpus=2,mem=32G"},
+        (dir / "agent.log").string());
+    NexecBackend probe(address, "");
+    bool up = jc::testing::WaitUntil([&] {
+      auto info = probe.Describe();
+      return info.ok() && info->capacity().cpu() == 16;
+    });
+    if (!up) error = "the nexec agent did not join: " + agent->Log();
+  }
+  ~NexecCluster() {
+    agent.reset();
+    master.reset();
+    std::filesystem::remove_all(dir);
+  }
+};
+
+}  // namespace
+
+ConformanceTarget MakeConformanceTarget() {
+  static NexecCluster cluster;
+  ConformanceTarget t;
+  t.name = "native (nexec) adapter";
+  t.unavailable = cluster.error;
+  std::string address = cluster.address;
+  t.make_backend = [address] { return std::make_unique<NexecBackend>(address, ""); };
+  t.center = *ParseCenterConfig(R"(
+center_id: native-test
+security_grade: 3
+specs:
+  - {id: small, cpu: 1, memory: 512Mi}
+  - {id: gpu-1x, cpu: 4, memory: 4Gi, gpu: 1}
+)");
+  t.spec_id = "small";
+  return t;
+}
+
+}  // namespace jc::adapter::conformance
