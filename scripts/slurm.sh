@@ -4,7 +4,7 @@
 #   scripts/slurm.sh stop DIR    -> cancels jobs, stops exactly what start started
 # The node declares CPUs=64 RealMemory=65536 and 8 GPUs (character devices standing in for
 # them), so GPU requests (--gres=gpu:2) get CUDA_VISIBLE_DEVICES as on a real node.
-# Needs Debian's slurm-wlm and munge (scripts/setup.sh --test installs them) and root.
+# Needs Debian's slurm-wlm and munge (scripts/setup.sh --slurm installs them) and root.
 set -euo pipefail
 cmd=${1:-}
 dir=${2:-}

@@ -1,21 +1,37 @@
 #!/usr/bin/env bash
-# The whole test suite: installs what is missing, builds, starts a throwaway PostgreSQL,
-# runs every test on the embedded store (SQLite) and again on PostgreSQL, stops what it
-# started, and exits non-zero if anything failed.
+# The whole test suite: installs what is missing, builds, starts a throwaway PostgreSQL
+# and a throwaway Slurm cluster (for the Slurm adapter), runs every test on the embedded
+# store (SQLite) and again on PostgreSQL, stops what it started, and exits non-zero if
+# anything failed.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="${JC_BUILD_DIR:-$root/build}"
 start=$(date +%s)
 
-"$root/scripts/setup.sh" --test || exit 1
+"$root/scripts/setup.sh" --test --slurm || exit 1
 "$root/scripts/build.sh" || exit 1
 built=$(date +%s)
 
 pgdir=$(mktemp -d /tmp/jc-pg.XXXXXX)
-cleanup() { "$root/scripts/pg.sh" stop "$pgdir"; }
+slurmdir=$(mktemp -d /tmp/jc-slurm.XXXXXX)
+cleanup() {
+  "$root/scripts/slurm.sh" stop "$slurmdir"
+  "$root/scripts/pg.sh" stop "$pgdir"
+}
 trap cleanup EXIT
 pg_uri=$("$root/scripts/pg.sh" start "$pgdir") || { echo "test: PostgreSQL did not start"; cat "$pgdir"/*.log; exit 1; }
 echo "test: PostgreSQL at $pg_uri"
+
+# The Slurm adapter's tests need a real cluster. When it cannot start here (Slurm's
+# daemons need root), those tests fail and say why; they are never skipped silently.
+if slurm_conf=$("$root/scripts/slurm.sh" start "$slurmdir" 2>"$build/slurm-start.log"); then
+  export JC_TEST_SLURM_CONF=$slurm_conf
+  echo "test: Slurm at $slurm_conf"
+else
+  JC_TEST_SLURM_UNAVAILABLE=$(tail -n 5 "$build/slurm-start.log" | tr '\n' ' ')
+  export JC_TEST_SLURM_UNAVAILABLE
+  echo "test: SLURM DID NOT START, the Slurm adapter's tests will fail: $JC_TEST_SLURM_UNAVAILABLE"
+fi
 
 failed=0
 passed=0

@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "adapters/sdk/file_range.h"
 
 extern char** environ;
 
@@ -153,14 +154,8 @@ absl::Status LocalBackend::Stop(const std::string& id) {
 
 absl::StatusOr<std::string> LocalBackend::ReadLog(const std::string& id, bool stderr, int64_t offset,
                                                   int64_t max_bytes) {
-  fs::path path = fs::path(Dir(id)) / (stderr ? "stderr" : "stdout");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::string();  // not written yet
-  in.seekg(offset);
-  std::string data(static_cast<size_t>(max_bytes), '\0');
-  in.read(data.data(), max_bytes);
-  data.resize(static_cast<size_t>(in.gcount()));
-  return data;
+  // Not written yet: no output so far.
+  return ReadFileRange((fs::path(Dir(id)) / (stderr ? "stderr" : "stdout")).string(), offset, max_bytes);
 }
 
 }  // namespace jc::adapter

@@ -1,5 +1,7 @@
 // The conformance kit against the SDK's example adapter (replicas as local processes).
 
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "adapters/example/local_backend.h"
@@ -7,9 +9,23 @@
 
 namespace jc::adapter::conformance {
 
+namespace {
+
+// Where the replicas of this test process run; removed when the process ends.
+struct WorkDir {
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("jc-local-adapter-" + std::to_string(getpid()));
+  ~WorkDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+}  // namespace
+
 ConformanceTarget MakeConformanceTarget() {
-  static const std::string work =
-      (std::filesystem::temp_directory_path() / ("jc-local-adapter-" + std::to_string(getpid()))).string();
+  static const WorkDir work_dir;
+  static const std::string work = work_dir.path.string();
   ConformanceTarget t;
   t.name = "example (local processes) adapter";
   t.make_backend = [] { return std::make_unique<LocalBackend>(work, 8, 16384); };

@@ -1,0 +1,353 @@
+#include "adapters/slurm/slurm_backend.h"
+
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "adapters/sdk/file_range.h"
+#include "adapters/slurm/command.h"
+#include "common/status_macros.h"
+
+namespace jc::adapter {
+namespace fs = std::filesystem;
+namespace {
+
+// squeue and sacct take at most this many job ids a call, to keep command lines short.
+constexpr size_t kIdsPerCall = 500;
+
+std::string ShellQuote(absl::string_view s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+bool IsEnvName(absl::string_view name) {
+  if (name.empty() || absl::ascii_isdigit(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
+}
+
+bool IsJobId(absl::string_view id) {
+  int64_t n = 0;
+  return !id.empty() && absl::SimpleAtoi(id, &n) && n > 0;
+}
+
+std::string CurrentUser() {
+  passwd* pw = getpwuid(geteuid());
+  return pw ? pw->pw_name : "";
+}
+
+// "3:0" (sacct) -> a wait status.
+int WaitStatusFromExitCode(absl::string_view text) {
+  std::vector<absl::string_view> parts = absl::StrSplit(text, ':');
+  int code = 0, signal = 0;
+  if (!parts.empty()) (void)absl::SimpleAtoi(parts[0], &code);
+  if (parts.size() > 1) (void)absl::SimpleAtoi(parts[1], &signal);
+  return (code << 8) | (signal & 0x7f);
+}
+
+// A failed Slurm command -> a status a caller can act on.
+absl::Status CommandError(const std::vector<std::string>& argv, const CommandResult& r) {
+  std::string what = std::string(absl::StripAsciiWhitespace(r.err.empty() ? r.out : r.err));
+  std::string msg = absl::StrCat(argv[0], " failed (exit ", r.exit_code, "): ", what);
+  for (const char* transient : {"Unable to contact slurm controller", "Socket timed out",
+                                "Zero Bytes were transmitted", "Connection refused",
+                                "Slurm temporarily unable"}) {
+    if (absl::StrContains(what, transient)) return absl::UnavailableError(msg);
+  }
+  return absl::FailedPreconditionError(msg);
+}
+
+}  // namespace
+
+ReplicaObservation ObserveSlurmJob(absl::string_view state, absl::string_view reason, int wait_status) {
+  ReplicaObservation o;
+  // "CANCELLED by 0" (sacct) -> "CANCELLED".
+  absl::string_view base = state.substr(0, state.find(' '));
+  int exit_code = (wait_status >> 8) & 0xff;
+  int signal = wait_status & 0x7f;
+  if (signal != 0) exit_code = 128 + signal;
+  std::string why = reason.empty() || reason == "None" ? std::string() : absl::StrCat(" (", reason, ")");
+  if (base == "PENDING" || base == "CONFIGURING" || base == "REQUEUED" || base == "REQUEUE_HOLD" ||
+      base == "REQUEUE_FED" || base == "RESV_DEL_HOLD") {
+    o.state = pb::REPLICA_PENDING;
+    o.message = absl::StrCat("slurm: ", base, why);
+  } else if (base == "RUNNING" || base == "COMPLETING" || base == "SUSPENDED" || base == "STAGE_OUT" ||
+             base == "RESIZING" || base == "SIGNALING" || base == "STOPPED") {
+    // COMPLETING: the script ended and Slurm is cleaning up; the outcome comes next poll.
+    o.state = pb::REPLICA_RUNNING;
+    if (base != "RUNNING") o.message = absl::StrCat("slurm: ", base, why);
+  } else if (base == "COMPLETED") {
+    o.state = pb::REPLICA_SUCCEEDED;
+  } else if (base == "CANCELLED") {
+    o.state = pb::REPLICA_STOPPED;
+    o.exit_code = exit_code != 0 ? exit_code : 128 + 15;
+    o.message = absl::StrCat("slurm: CANCELLED", why);
+  } else {
+    // FAILED, TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL, DEADLINE, PREEMPTED, ...
+    o.state = pb::REPLICA_FAILED;
+    o.exit_code = exit_code != 0 ? exit_code : -1;
+    o.message = base == "FAILED" && exit_code != 0 ? absl::StrCat("exited with ", exit_code)
+                                                   : absl::StrCat("slurm: ", base, why);
+  }
+  return o;
+}
+
+std::vector<std::string> SbatchResourceArgs(const pb::SpecOffer& spec) {
+  const auto& q = spec.quantity();
+  std::vector<std::string> args = {"--ntasks=1",
+                                   absl::StrCat("--cpus-per-task=", std::max(1, static_cast<int>(std::ceil(q.cpu()))))};
+  if (q.memory_mb() > 0) args.push_back(absl::StrCat("--mem=", static_cast<int64_t>(std::ceil(q.memory_mb()))));
+  std::vector<std::string> gres;
+  if (q.gpu() > 0) gres.push_back(absl::StrCat("gpu:", q.gpu()));
+  if (q.npu() > 0) gres.push_back(absl::StrCat("npu:", q.npu()));
+  if (q.mlu() > 0) gres.push_back(absl::StrCat("mlu:", q.mlu()));
+  if (!gres.empty()) args.push_back(absl::StrCat("--gres=", absl::StrJoin(gres, ",")));
+  return args;
+}
+
+int GresCount(absl::string_view gres, absl::string_view name) {
+  int total = 0;
+  // Entries are separated by commas outside parentheses: "gpu:2(IDX:0,1),npu:1".
+  int depth = 0;
+  size_t start = 0;
+  auto entry = [&](absl::string_view e) {
+    e = e.substr(0, e.find('('));
+    std::vector<absl::string_view> parts = absl::StrSplit(e, ':');
+    if (parts.size() < 2 || parts[0] != name) return;
+    int n = 0;
+    if (absl::SimpleAtoi(parts.back(), &n)) total += n;
+  };
+  for (size_t i = 0; i <= gres.size(); ++i) {
+    char c = i < gres.size() ? gres[i] : ',';
+    if (c == '(') ++depth;
+    if (c == ')') --depth;
+    if (c == ',' && depth == 0) {
+      entry(gres.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  return total;
+}
+
+SlurmNodeTotals ParseSinfoNodes(absl::string_view text) {
+  SlurmNodeTotals t;
+  std::set<std::string> seen;  // a node in several partitions is listed once for each
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipWhitespace())) {
+    std::vector<std::string> f = absl::StrSplit(line, '|');
+    if (f.size() < 7) continue;
+    for (auto& s : f) absl::StripAsciiWhitespace(&s);
+    if (!seen.insert(f[0]).second) continue;
+    // Only nodes that can run jobs count: not down, drained, failed or not yet there.
+    std::string state = absl::AsciiStrToLower(f[6]);
+    bool usable = absl::StartsWith(state, "idle") || absl::StartsWith(state, "mixed") ||
+                  absl::StartsWith(state, "allocated") || absl::StartsWith(state, "completing");
+    if (!usable || absl::StrContains(state, "drain")) continue;
+    std::vector<absl::string_view> cpus = absl::StrSplit(f[1], '/');  // allocated/idle/other/total
+    int alloc = 0, total = 0;
+    if (cpus.size() == 4) {
+      (void)absl::SimpleAtoi(cpus[0], &alloc);
+      (void)absl::SimpleAtoi(cpus[3], &total);
+    }
+    int64_t mem = 0, mem_alloc = 0;
+    (void)absl::SimpleAtoi(f[2], &mem);
+    (void)absl::SimpleAtoi(f[3], &mem_alloc);
+    ++t.nodes;
+    t.cpu_total += total;
+    t.cpu_alloc += alloc;
+    t.memory_mb += mem;
+    t.memory_alloc_mb += mem_alloc;
+    t.gpu_total += GresCount(f[4], "gpu");
+    t.gpu_alloc += GresCount(f[5], "gpu");
+  }
+  return t;
+}
+
+SlurmBackend::SlurmBackend(SlurmOptions options) : options_(std::move(options)) {
+  std::error_code ec;
+  fs::create_directories(options_.log_dir, ec);
+}
+
+absl::StatusOr<std::string> SlurmBackend::Slurm(const std::vector<std::string>& argv) {
+  JC_ASSIGN_OR_RETURN(CommandResult r, RunCommand(argv, options_.command_timeout));
+  if (r.exit_code != 0) return CommandError(argv, r);
+  return std::move(r.out);
+}
+
+absl::StatusOr<SlurmNodeTotals> SlurmBackend::Nodes() {
+  std::vector<std::string> argv = {"sinfo", "-N", "-h", "-O",
+                                   "NodeHost:|,CPUsState:|,Memory:|,AllocMem:|,Gres:|,GresUsed:|,StateLong:|"};
+  if (!options_.partition.empty()) argv.push_back("--partition=" + options_.partition);
+  JC_ASSIGN_OR_RETURN(std::string out, Slurm(argv));
+  return ParseSinfoNodes(out);
+}
+
+absl::StatusOr<pb::CenterInfo> SlurmBackend::Describe() {
+  JC_ASSIGN_OR_RETURN(SlurmNodeTotals t, Nodes());
+  pb::CenterInfo info;
+  info.set_scheduler("slurm");
+  info.mutable_capacity()->set_cpu(t.cpu_total);
+  info.mutable_capacity()->set_gpu(t.gpu_total);
+  info.mutable_capacity()->set_memory(static_cast<int>(t.memory_mb));
+  return info;
+}
+
+absl::StatusOr<pb::Usage> SlurmBackend::GetUsage() {
+  JC_ASSIGN_OR_RETURN(SlurmNodeTotals t, Nodes());
+  std::vector<std::string> argv = {"squeue", "-h", "-o", "%T"};
+  if (!options_.partition.empty()) argv.push_back("--partition=" + options_.partition);
+  JC_ASSIGN_OR_RETURN(std::string states, Slurm(argv));
+  pb::Usage u;
+  for (absl::string_view s : absl::StrSplit(states, '\n', absl::SkipWhitespace())) {
+    s = absl::StripAsciiWhitespace(s);
+    if (s == "RUNNING" || s == "COMPLETING" || s == "SUSPENDED") {
+      u.set_running_task_num(u.running_task_num() + 1);
+    } else if (s == "PENDING" || s == "CONFIGURING" || s == "REQUEUED") {
+      u.set_waiting_task_num(u.waiting_task_num() + 1);
+    }
+  }
+  u.mutable_used()->set_cpu(t.cpu_alloc);
+  u.mutable_free()->set_cpu(t.cpu_total - t.cpu_alloc);
+  u.mutable_used()->set_gpu(t.gpu_alloc);
+  u.mutable_free()->set_gpu(t.gpu_total - t.gpu_alloc);
+  u.mutable_used()->set_memory(static_cast<int>(t.memory_alloc_mb));
+  u.mutable_free()->set_memory(static_cast<int>(t.memory_mb - t.memory_alloc_mb));
+  return u;
+}
+
+absl::StatusOr<std::string> SlurmBackend::FindByName(const std::string& name) {
+  JC_ASSIGN_OR_RETURN(std::string out,
+                      Slurm({"squeue", "--states=all", "-h", "--name=" + name, "-o", "%i"}));
+  for (absl::string_view line : absl::StrSplit(out, '\n', absl::SkipWhitespace())) {
+    line = absl::StripAsciiWhitespace(line);
+    if (IsJobId(line)) return std::string(line);
+  }
+  return std::string();
+}
+
+absl::StatusOr<std::string> SlurmBackend::Submit(const ReplicaLaunch& launch) {
+  // The replica's name is the job's name: after an adapter crash the job is found again.
+  JC_ASSIGN_OR_RETURN(std::string existing, FindByName(launch.name));
+  if (!existing.empty()) return existing;
+
+  std::string script = "#!/bin/sh\n";
+  for (const auto& [k, v] : launch.env) {
+    if (!IsEnvName(k)) return absl::InvalidArgumentError(absl::StrCat("env: \"", k, "\" is not a variable name"));
+    absl::StrAppend(&script, "export ", k, "=", ShellQuote(v), "\n");
+  }
+  absl::StrAppend(&script, "export JC_REPLICA_NAME=", ShellQuote(launch.name), "\n");
+  absl::StrAppend(&script, "exec /bin/sh -c ", ShellQuote(launch.command), "\n");
+  fs::path script_path = fs::path(options_.log_dir) / (launch.name + ".sh");
+  {
+    std::ofstream f(script_path, std::ios::trunc);
+    f << script;
+    if (!f) return absl::UnavailableError(absl::StrCat("cannot write ", script_path.string()));
+  }
+  chmod(script_path.c_str(), 0700);
+
+  std::vector<std::string> argv = {"sbatch",
+                                   "--parsable",
+                                   "--no-requeue",
+                                   "--job-name=" + launch.name,
+                                   "--chdir=" + options_.log_dir,
+                                   "--output=" + (fs::path(options_.log_dir) / "%j.out").string(),
+                                   "--error=" + (fs::path(options_.log_dir) / "%j.err").string()};
+  for (auto& a : SbatchResourceArgs(launch.spec)) argv.push_back(std::move(a));
+  if (!options_.partition.empty()) argv.push_back("--partition=" + options_.partition);
+  if (!options_.account.empty()) argv.push_back("--account=" + options_.account);
+  if (!launch.user.empty() && launch.user != CurrentUser()) {
+    // Only root may submit for another user; Slurm says so clearly if we are not.
+    argv.push_back("--uid=" + launch.user);
+  }
+  argv.push_back(script_path.string());
+  absl::StatusOr<std::string> out = Slurm(argv);
+  // Slurm keeps its own copy of the script once it has the job.
+  std::error_code ec;
+  fs::remove(script_path, ec);
+  if (!out.ok()) return out.status();
+  // "--parsable" prints "<id>" or "<id>;<cluster>".
+  std::string id(absl::StripAsciiWhitespace(absl::string_view(*out).substr(0, out->find(';'))));
+  if (!IsJobId(id)) return absl::InternalError(absl::StrCat("sbatch printed no job id: ", *out));
+  return id;
+}
+
+absl::Status SlurmBackend::Stop(const std::string& external_id) {
+  if (!IsJobId(external_id)) return absl::InvalidArgumentError(absl::StrCat("not a Slurm job id: ", external_id));
+  // scancel of a job that already ended succeeds quietly.
+  return Slurm({"scancel", external_id}).status();
+}
+
+absl::StatusOr<std::map<std::string, ReplicaObservation>> SlurmBackend::Poll(
+    const std::vector<std::string>& external_ids) {
+  std::map<std::string, ReplicaObservation> out;
+  std::vector<std::string> ids;
+  for (const auto& id : external_ids) {
+    if (IsJobId(id)) ids.push_back(id);
+  }
+  for (size_t i = 0; i < ids.size(); i += kIdsPerCall) {
+    std::vector<std::string> chunk(ids.begin() + i, ids.begin() + std::min(ids.size(), i + kIdsPerCall));
+    std::vector<std::string> argv = {"squeue", "--states=all", "-h", "-O", "JobID:|,State:|,Reason:|,exit_code:|",
+                                     "--jobs=" + absl::StrJoin(chunk, ",")};
+    JC_ASSIGN_OR_RETURN(CommandResult r, RunCommand(argv, options_.command_timeout));
+    // squeue fails with "Invalid job id" only when it knows none of them: all unknown.
+    if (r.exit_code != 0 && !absl::StrContains(r.err, "Invalid job id")) return CommandError(argv, r);
+    for (absl::string_view line : absl::StrSplit(r.out, '\n', absl::SkipWhitespace())) {
+      std::vector<std::string> f = absl::StrSplit(line, '|');
+      if (f.size() < 4) continue;
+      for (auto& s : f) absl::StripAsciiWhitespace(&s);
+      int wait_status = 0;
+      (void)absl::SimpleAtoi(f[3], &wait_status);
+      out[f[0]] = ObserveSlurmJob(f[1], f[2], wait_status);
+    }
+    std::vector<std::string> missing;
+    for (const auto& id : chunk) {
+      if (!out.count(id)) missing.push_back(id);
+    }
+    if (!missing.empty()) ObserveFromAccounting(missing, &out);
+  }
+  return out;
+}
+
+void SlurmBackend::ObserveFromAccounting(const std::vector<std::string>& ids,
+                                         std::map<std::string, ReplicaObservation>* out) {
+  // squeue forgets a job MinJobAge (300 s by default) after it ends; sacct remembers it
+  // when the cluster keeps accounting. Without accounting the job stays unknown.
+  auto r = RunCommand({"sacct", "-X", "-n", "-P", "-o", "JobIDRaw,State,ExitCode", "-j", absl::StrJoin(ids, ",")},
+                      options_.command_timeout);
+  if (!r.ok() || r->exit_code != 0) return;
+  for (absl::string_view line : absl::StrSplit(r->out, '\n', absl::SkipWhitespace())) {
+    std::vector<std::string> f = absl::StrSplit(line, '|');
+    if (f.size() < 3) continue;
+    (*out)[f[0]] = ObserveSlurmJob(f[1], "", WaitStatusFromExitCode(f[2]));
+  }
+}
+
+absl::StatusOr<std::string> SlurmBackend::ReadLog(const std::string& external_id, bool stderr, int64_t offset,
+                                                  int64_t max_bytes) {
+  if (!IsJobId(external_id)) return absl::InvalidArgumentError(absl::StrCat("not a Slurm job id: ", external_id));
+  // Not there yet means the job has not started: no output so far.
+  return ReadFileRange((fs::path(options_.log_dir) / (external_id + (stderr ? ".err" : ".out"))).string(), offset,
+                       max_bytes);
+}
+
+}  // namespace jc::adapter

@@ -1,0 +1,74 @@
+#pragma once
+
+// The Slurm adapter's backend: a Slurm cluster driven through its command-line tools
+// (sbatch, squeue, scancel, sinfo; sacct when accounting is on). Why the CLI and not
+// slurmrestd: docs/adr/0006-slurm-adapter-uses-the-cli.md.
+//
+// A replica is one batch job named after the replica (so a repeated submit finds it), with
+// --no-requeue (a new attempt is the control plane's decision, not Slurm's). Its output
+// goes to <log_dir>/<job id>.out and .err, which the adapter must be able to read: on a
+// real cluster, a directory on the shared file system.
+
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/time/time.h"
+#include "adapters/sdk/backend.h"
+
+namespace jc::adapter {
+
+struct SlurmOptions {
+  std::string log_dir;    // batch scripts and replica output; shared with the nodes
+  std::string partition;  // empty: the cluster's default partition
+  std::string account;    // empty: the submitting user's default account
+  absl::Duration command_timeout = absl::Seconds(30);
+};
+
+// What Slurm says of a job -> the replica's state. `wait_status` is squeue's exit_code
+// (a wait(2) status: exit code << 8 | signal).
+ReplicaObservation ObserveSlurmJob(absl::string_view state, absl::string_view reason, int wait_status);
+
+// sbatch's resource options for a spec: --cpus-per-task, --mem (MB), --gres.
+std::vector<std::string> SbatchResourceArgs(const pb::SpecOffer& spec);
+
+// The count of `name` in a gres string as sinfo prints it: "gpu:8", "gpu:a100:4(S:0-1)",
+// "gpu:2(IDX:0-1),npu:1", "(null)".
+int GresCount(absl::string_view gres, absl::string_view name);
+
+// Capacity and use of the nodes that can run jobs, from
+// `sinfo -N -h -O NodeHost:|,CPUsState:|,Memory:|,AllocMem:|,Gres:|,GresUsed:|,StateLong:|`.
+struct SlurmNodeTotals {
+  int nodes = 0;
+  int cpu_total = 0, cpu_alloc = 0;
+  int64_t memory_mb = 0, memory_alloc_mb = 0;
+  int gpu_total = 0, gpu_alloc = 0;
+};
+SlurmNodeTotals ParseSinfoNodes(absl::string_view sinfo_output);
+
+class SlurmBackend final : public Backend {
+ public:
+  explicit SlurmBackend(SlurmOptions options);
+
+  absl::StatusOr<pb::CenterInfo> Describe() override;
+  absl::StatusOr<pb::Usage> GetUsage() override;
+  absl::StatusOr<std::string> Submit(const ReplicaLaunch& launch) override;
+  absl::Status Stop(const std::string& external_id) override;
+  absl::StatusOr<std::map<std::string, ReplicaObservation>> Poll(
+      const std::vector<std::string>& external_ids) override;
+  absl::StatusOr<std::string> ReadLog(const std::string& external_id, bool stderr, int64_t offset,
+                                      int64_t max_bytes) override;
+
+ private:
+  // Runs a Slurm client; a non-zero exit becomes an error carrying what it printed.
+  absl::StatusOr<std::string> Slurm(const std::vector<std::string>& argv);
+  absl::StatusOr<SlurmNodeTotals> Nodes();
+  absl::StatusOr<std::string> FindByName(const std::string& name);
+  // For jobs squeue no longer knows: sacct, when the cluster keeps accounting.
+  void ObserveFromAccounting(const std::vector<std::string>& ids,
+                             std::map<std::string, ReplicaObservation>* out);
+
+  SlurmOptions options_;
+};
+
+}  // namespace jc::adapter

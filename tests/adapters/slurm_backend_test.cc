@@ -1,0 +1,78 @@
+// Unit tests of the Slurm adapter's translations: states, specs, gres and node figures.
+
+#include <catch2/catch.hpp>
+
+#include "adapters/slurm/slurm_backend.h"
+
+namespace jc::adapter {
+namespace {
+
+TEST_CASE("Slurm job states become replica states with exit codes and reasons [A14]", "[A14]") {
+  CHECK(ObserveSlurmJob("PENDING", "Resources", 0).state == pb::REPLICA_PENDING);
+  CHECK(ObserveSlurmJob("PENDING", "Resources", 0).message == "slurm: PENDING (Resources)");
+  CHECK(ObserveSlurmJob("RUNNING", "None", 0).state == pb::REPLICA_RUNNING);
+  CHECK(ObserveSlurmJob("RUNNING", "None", 0).message.empty());
+  CHECK(ObserveSlurmJob("COMPLETING", "None", 0).state == pb::REPLICA_RUNNING);
+  CHECK(ObserveSlurmJob("COMPLETED", "None", 0).state == pb::REPLICA_SUCCEEDED);
+
+  auto failed = ObserveSlurmJob("FAILED", "NonZeroExitCode", 3 << 8);
+  CHECK(failed.state == pb::REPLICA_FAILED);
+  CHECK(failed.exit_code == 3);
+  CHECK(failed.message == "exited with 3");
+
+  auto killed = ObserveSlurmJob("FAILED", "NonZeroExitCode", 9);
+  CHECK(killed.exit_code == 128 + 9);
+
+  auto timeout = ObserveSlurmJob("TIMEOUT", "TimeLimit", 0);
+  CHECK(timeout.state == pb::REPLICA_FAILED);
+  CHECK(timeout.message == "slurm: TIMEOUT (TimeLimit)");
+  CHECK(ObserveSlurmJob("OUT_OF_MEMORY", "OutOfMemory", 0).state == pb::REPLICA_FAILED);
+  CHECK(ObserveSlurmJob("NODE_FAIL", "NodeDown", 0).state == pb::REPLICA_FAILED);
+
+  // sacct says "CANCELLED by 0".
+  auto cancelled = ObserveSlurmJob("CANCELLED by 0", "", 15);
+  CHECK(cancelled.state == pb::REPLICA_STOPPED);
+  CHECK(cancelled.exit_code == 128 + 15);
+}
+
+TEST_CASE("A resource spec becomes sbatch's cpus, memory and gres [A14]", "[A14]") {
+  pb::SpecOffer spec;
+  spec.mutable_quantity()->set_cpu(2.5);
+  spec.mutable_quantity()->set_memory_mb(2048);
+  spec.mutable_quantity()->set_gpu(4);
+  spec.mutable_quantity()->set_npu(1);
+  CHECK(SbatchResourceArgs(spec) ==
+        std::vector<std::string>{"--ntasks=1", "--cpus-per-task=3", "--mem=2048", "--gres=gpu:4,npu:1"});
+  pb::SpecOffer cpu_only;
+  cpu_only.mutable_quantity()->set_cpu(1);
+  CHECK(SbatchResourceArgs(cpu_only) == std::vector<std::string>{"--ntasks=1", "--cpus-per-task=1"});
+}
+
+TEST_CASE("gres strings are counted by name, with types and index lists [A14]", "[A14]") {
+  CHECK(GresCount("gpu:8", "gpu") == 8);
+  CHECK(GresCount("gpu:a100:4(S:0-1)", "gpu") == 4);
+  CHECK(GresCount("gpu:a100:2(IDX:0,3),gpu:v100:1(IDX:5),npu:1", "gpu") == 3);
+  CHECK(GresCount("gpu:a100:2(IDX:0,3),npu:1", "npu") == 1);
+  CHECK(GresCount("(null)", "gpu") == 0);
+  CHECK(GresCount("", "gpu") == 0);
+}
+
+TEST_CASE("sinfo's node lines add up to the usable capacity and its use [A14][A3]", "[A14]") {
+  std::string sinfo =
+      "n1|3/61/0/64|65536|1000|gpu:8|gpu:2(IDX:0-1)|mixed|\n"
+      "n1|3/61/0/64|65536|1000|gpu:8|gpu:2(IDX:0-1)|mixed|\n"  // the same node in a second partition
+      "n2|0/32/0/32|32768|0|(null)|gpu:0|idle|\n"
+      "n3|0/0/32/32|32768|0|gpu:4|gpu:0|down*|\n"
+      "n4|0/32/0/32|32768|0|gpu:4|gpu:0|drained|\n";
+  SlurmNodeTotals t = ParseSinfoNodes(sinfo);
+  CHECK(t.nodes == 2);
+  CHECK(t.cpu_total == 96);
+  CHECK(t.cpu_alloc == 3);
+  CHECK(t.memory_mb == 98304);
+  CHECK(t.memory_alloc_mb == 1000);
+  CHECK(t.gpu_total == 8);
+  CHECK(t.gpu_alloc == 2);
+}
+
+}  // namespace
+}  // namespace jc::adapter

@@ -1,0 +1,156 @@
+// The conformance kit against the Slurm adapter, over a real Slurm cluster (munged,
+// slurmctld, slurmd from Debian's packages) that scripts/test.sh starts on loopback with
+// scripts/slurm.sh and names in JC_TEST_SLURM_CONF. Without it these tests fail, saying
+// why: a missing cluster is never green.
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "adapters/sdk/conformance/conformance.h"
+#include "adapters/slurm/command.h"
+#include "adapters/slurm/slurm_backend.h"
+#include "tests/testing/process.h"
+
+namespace jc::adapter::conformance {
+namespace {
+
+struct SlurmCluster {
+  std::string error;
+  std::filesystem::path log_dir;
+
+  SlurmCluster() {
+    const char* conf = std::getenv("JC_TEST_SLURM_CONF");
+    if (conf == nullptr || *conf == '\0') {
+      const char* why = std::getenv("JC_TEST_SLURM_UNAVAILABLE");
+      error = why != nullptr && *why != '\0'
+                  ? absl::StrCat("the test script could not start Slurm: ", why)
+                  : "JC_TEST_SLURM_CONF is not set; scripts/test.sh starts a throwaway Slurm "
+                    "(scripts/slurm.sh start DIR, as root) and sets it";
+      return;
+    }
+    setenv("SLURM_CONF", conf, 1);
+    auto probe = RunCommand({"sinfo", "-h", "-o", "%T"}, absl::Seconds(10));
+    if (!probe.ok()) {
+      error = std::string(probe.status().message());
+    } else if (probe->exit_code != 0) {
+      error = absl::StrCat("sinfo against ", conf, " failed: ", probe->err);
+    }
+    log_dir = std::filesystem::temp_directory_path() / ("jc-slurm-adapter-" + std::to_string(getpid()));
+  }
+  ~SlurmCluster() {
+    std::error_code ec;
+    std::filesystem::remove_all(log_dir, ec);
+  }
+  SlurmOptions Options() const {
+    SlurmOptions o;
+    o.log_dir = log_dir.string();
+    return o;
+  }
+};
+
+SlurmCluster& Cluster() {
+  static SlurmCluster cluster;
+  return cluster;
+}
+
+}  // namespace
+
+ConformanceTarget MakeConformanceTarget() {
+  ConformanceTarget t;
+  t.name = "Slurm adapter";
+  t.unavailable = Cluster().error;
+  SlurmOptions options = Cluster().Options();
+  t.make_backend = [options] { return std::make_unique<SlurmBackend>(options); };
+  t.center = *ParseCenterConfig(R"(
+center_id: slurm-test
+security_grade: 2
+specs:
+  - {id: small, cpu: 1, memory: 512Mi}
+  - {id: gpu-2x, cpu: 2, memory: 1Gi, gpu: 2}
+)");
+  t.spec_id = "small";
+  return t;
+}
+
+namespace {
+
+TEST_CASE("Slurm adapter: a spec becomes cpus, memory and gres/gpu, and usage counts them [A14][A3]",
+          "[A14][slurm]") {
+  if (!Cluster().error.empty()) FAIL("Slurm cannot be tested here: " << Cluster().error);
+  SlurmBackend backend(Cluster().Options());
+  ReplicaLaunch launch;
+  launch.key.set_job_id(absl::StrCat("spec", getpid(), "x", absl::ToUnixMillis(absl::Now())));
+  launch.name = ReplicaName(launch.key);
+  launch.command = "echo \"gpus=$CUDA_VISIBLE_DEVICES cpus=$SLURM_CPUS_PER_TASK mem=$SLURM_MEM_PER_NODE\"; sleep 30";
+  launch.spec.set_resource_spec_id("gpu-2x");
+  launch.spec.mutable_quantity()->set_cpu(2);
+  launch.spec.mutable_quantity()->set_memory_mb(1024);
+  launch.spec.mutable_quantity()->set_gpu(2);
+  auto id = backend.Submit(launch);
+  REQUIRE(id.ok());
+  // A repeated submit (an adapter that crashed after sbatch) finds the same job.
+  auto again = backend.Submit(launch);
+  REQUIRE(again.ok());
+  CHECK(*again == *id);
+
+  std::string out;
+  bool printed = jc::testing::WaitUntil(
+      [&] {
+        out = backend.ReadLog(*id, false, 0, 4096).value_or("");
+        return absl::StrContains(out, "mem=");
+      },
+      std::chrono::seconds(60));
+  INFO("output: " << out);
+  REQUIRE(printed);
+  CHECK(absl::StrContains(out, "gpus=0,1 "));  // two of the node's GPU devices
+  CHECK(absl::StrContains(out, "cpus=2 "));
+  CHECK(absl::StrContains(out, "mem=1024"));
+
+  auto usage = backend.GetUsage();
+  REQUIRE(usage.ok());
+  CHECK(usage->running_task_num() >= 1);
+  CHECK(usage->used().gpu() >= 2);
+  CHECK(usage->used().cpu() >= 2);
+  CHECK(usage->used().memory() >= 1024);
+  auto info = backend.Describe();
+  REQUIRE(info.ok());
+  CHECK(usage->used().gpu() + usage->free().gpu() == info->capacity().gpu());
+
+  REQUIRE(backend.Stop(*id).ok());
+  ReplicaObservation seen;
+  bool stopped = jc::testing::WaitUntil(
+      [&] {
+        auto polled = backend.Poll({*id});
+        if (!polled.ok() || !polled->count(*id)) return false;
+        seen = polled->at(*id);
+        return seen.state == pb::REPLICA_STOPPED;
+      },
+      std::chrono::seconds(60));
+  INFO("last seen: " << pb::ReplicaState_Name(seen.state) << " " << seen.message);
+  CHECK(stopped);
+}
+
+TEST_CASE("Slurm adapter: a spec the cluster can never run is refused with Slurm's reason [A14][C5]",
+          "[A14][slurm]") {
+  if (!Cluster().error.empty()) FAIL("Slurm cannot be tested here: " << Cluster().error);
+  SlurmBackend backend(Cluster().Options());
+  ReplicaLaunch launch;
+  launch.key.set_job_id(absl::StrCat("huge", getpid(), "x", absl::ToUnixMillis(absl::Now())));
+  launch.name = ReplicaName(launch.key);
+  launch.command = "true";
+  launch.spec.mutable_quantity()->set_cpu(1);
+  launch.spec.mutable_quantity()->set_gpu(99);  // the node has 8
+  auto id = backend.Submit(launch);
+  REQUIRE_FALSE(id.ok());
+  CHECK(id.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(absl::StrContains(id.status().message(), "sbatch"));
+  CHECK(absl::StrContains(id.status().message(), "not available"));
+}
+
+}  // namespace
+}  // namespace jc::adapter::conformance
