@@ -1,0 +1,66 @@
+#include "services/scheduler/filters.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace jc::scheduler {
+namespace {
+
+std::string Describe(const Resources& r) {
+  return absl::StrCat("cpu ", r.cpu, ", gpu ", r.gpu, ", npu ", r.npu, ", mlu ", r.mlu, ", memory ", r.memory_mb,
+                      " MB, storage ", r.storage_gb, " GB");
+}
+
+}  // namespace
+
+const char* FilterCenter(const PlacementRequest& request, const CenterView& center, bool ignore_avoid,
+                         std::string* reason, const SpecAtCenter** spec_out) {
+  if (!center.available) {
+    if (reason) *reason = "the center is not available (status unknown or unavailable)";
+    return kFilterAvailable;
+  }
+  if (!request.pinned_centers.empty() &&
+      std::find(request.pinned_centers.begin(), request.pinned_centers.end(), center.id) ==
+          request.pinned_centers.end()) {
+    if (reason) *reason = "the task names other centers (manual placement)";
+    return kFilterManual;
+  }
+  if (center.security_grade < request.min_security_grade) {
+    if (reason) {
+      *reason = absl::StrCat("security grade ", center.security_grade, " is below the required ",
+                             request.min_security_grade);
+    }
+    return kFilterSecurity;
+  }
+  auto spec = center.specs.find(request.spec_id);
+  if (spec == center.specs.end()) {
+    if (reason) *reason = absl::StrCat("the center does not offer resource spec ", request.spec_id);
+    return kFilterSpec;
+  }
+  if (!center.free.Covers(spec->second.quantity)) {
+    if (reason) {
+      *reason = absl::StrCat("not enough free: needs ", Describe(spec->second.quantity), "; free ",
+                             Describe(center.free));
+    }
+    return kFilterCapacity;
+  }
+  if (!request.image_id.empty() && !center.images.contains(request.image_id)) {
+    if (reason) *reason = absl::StrCat("image ", request.image_id, " is not present at the center");
+    return kFilterImage;
+  }
+  for (const auto& d : request.datasets) {
+    if (d.is_private && !center.datasets.contains(d.key)) {
+      if (reason) *reason = absl::StrCat("private dataset ", d.key, " is elsewhere and must not move");
+      return kFilterPrivateData;
+    }
+  }
+  if (!ignore_avoid && request.avoid_centers.contains(center.id)) {
+    if (reason) *reason = "an earlier attempt of this replica failed here; another center is preferred";
+    return kFilterAvoid;
+  }
+  if (spec_out) *spec_out = &spec->second;
+  return nullptr;
+}
+
+}  // namespace jc::scheduler

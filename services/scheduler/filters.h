@@ -1,0 +1,30 @@
+#pragma once
+
+// The hard constraints (ARCHITECTURE "Filters"): a center that fails one cannot run the
+// replica. Each filter has a name, and says why, for the explain API.
+
+#include <string>
+
+#include "services/scheduler/placement_request.h"
+#include "services/scheduler/snapshot.h"
+
+namespace jc::scheduler {
+
+// The filters in the order they run; the first that fails names the reason.
+inline constexpr const char* kFilterAvailable = "center_available";
+inline constexpr const char* kFilterManual = "manual_placement";
+inline constexpr const char* kFilterSecurity = "security_grade";
+inline constexpr const char* kFilterSpec = "spec_offered";
+inline constexpr const char* kFilterCapacity = "free_capacity";
+inline constexpr const char* kFilterImage = "image_present";
+inline constexpr const char* kFilterPrivateData = "private_data";
+inline constexpr const char* kFilterAvoid = "retry_elsewhere";
+
+// Returns nullptr when the center may run the replica, else the failing filter's name,
+// with a sentence in `reason` when `reason` is not null (the hot path passes null).
+// With `ignore_avoid`, earlier failures do not remove a center. When it passes and `spec`
+// is not null, *spec is the requested spec as the center offers it.
+const char* FilterCenter(const PlacementRequest& request, const CenterView& center, bool ignore_avoid,
+                         std::string* reason, const SpecAtCenter** spec = nullptr);
+
+}  // namespace jc::scheduler

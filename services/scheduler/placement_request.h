@@ -1,0 +1,34 @@
+#pragma once
+
+// What the scheduler needs to place one replica of one task: the task's spec, image,
+// datasets and constraints, independent of how the job arrived (REST, gRPC, plan).
+
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/time/time.h"
+#include "services/scheduler/snapshot.h"
+
+namespace jc::scheduler {
+
+struct PlacementRequest {
+  std::string job_id;
+  int task_index = 0;
+  int replica_index = 0;
+  std::string spec_id;
+  std::string image_id;  // empty: the task brings no image
+  std::vector<std::string> pinned_centers;  // manual placement: only these
+  int min_security_grade = 0;
+  std::vector<DatasetNeed> datasets;
+  // Centers where an earlier attempt of this replica failed: the retry policy prefers
+  // any other, and falls back to them only when nothing else fits.
+  absl::flat_hash_set<std::string> avoid_centers;
+  // Centers already running this job's other replicas (data-topology affinity).
+  std::vector<std::string> sibling_centers;
+  absl::Duration expected_runtime = absl::Hours(1);  // formula 1's t_e - t_s at performance 1
+  absl::Time now = absl::UnixEpoch();
+  absl::Time deadline = absl::InfiniteFuture();  // QoS target; infinite: none
+};
+
+}  // namespace jc::scheduler

@@ -1,0 +1,176 @@
+#include "services/scheduler/placer.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "services/scheduler/filters.h"
+
+namespace jc::scheduler {
+namespace {
+
+namespace pb = ::jointcloud::v1;
+
+std::string NothingFits(const std::vector<std::pair<const char*, int>>& removed_by, size_t centers) {
+  if (centers == 0) return "no centers are registered";
+  std::vector<std::string> parts;
+  for (const auto& [filter, n] : removed_by) parts.push_back(absl::StrCat(filter, ": ", n));
+  return absl::StrCat("no center can run it now (", centers, " centers; removed by ", absl::StrJoin(parts, ", "),
+                      ")");
+}
+
+}  // namespace
+
+ReplicaDecision Placer::Place(const PlacementRequest& request, const Snapshot& snapshot,
+                              absl::Span<const double> weights, pb::ReplicaPlacement* explain) {
+  const auto& centers = snapshot.centers();
+  ReplicaDecision decision;
+  if (explain) {
+    explain->set_task_index(request.task_index);
+    explain->set_replica_index(request.replica_index);
+    explain->clear_centers();
+  }
+
+  // Filters. Earlier failures only steer a retry elsewhere: when they would leave
+  // nothing, the retry may go back.
+  if (explain) reasons_.resize(centers.size());
+  failed_.assign(centers.size(), nullptr);
+  bool avoided = false;
+  auto run_filters = [&](bool ignore_avoid) {
+    candidates_.clear();
+    specs_.clear();
+    removed_by_.clear();
+    for (size_t i = 0; i < centers.size(); ++i) {
+      const CenterView& c = centers[i];
+      const SpecAtCenter* spec = nullptr;
+      failed_[i] = FilterCenter(request, c, ignore_avoid, explain ? &reasons_[i] : nullptr, &spec);
+      if (failed_[i] != nullptr) {
+        auto it = std::find_if(removed_by_.begin(), removed_by_.end(),
+                               [&](const auto& p) { return p.first == failed_[i]; });
+        if (it == removed_by_.end()) {
+          removed_by_.emplace_back(failed_[i], 1);
+        } else {
+          ++it->second;
+        }
+        avoided |= failed_[i] == kFilterAvoid;
+        continue;
+      }
+      candidates_.push_back(&c);
+      specs_.push_back(spec);
+    }
+  };
+  run_filters(false);
+  if (candidates_.empty() && avoided) run_filters(true);
+
+  const size_t n = candidates_.size();
+  const size_t m = scorers_.size();
+  scores_.assign(n * m, 0);
+  raw_.resize(n);
+  column_.resize(n);
+
+  if (n > 0) {
+    sibling_topologies_.clear();
+    for (const auto& id : request.sibling_centers) {
+      if (const CenterView* c = snapshot.Find(id)) sibling_topologies_.push_back(&c->topology_path);
+    }
+    facts_.resize(n);
+    for (size_t i = 0; i < n; ++i) facts_[i] = FactsFor(request, *candidates_[i]);
+    ScoringContext ctx{&request, &snapshot, candidates_, specs_, sibling_topologies_, facts_};
+    for (size_t s = 0; s < m; ++s) {
+      if (weights[s] == 0 && explain == nullptr) continue;  // cannot change the total
+      const Scorer& scorer = *scorers_.scorers()[s];
+      scorer.Score(ctx, absl::MakeSpan(raw_));
+      NormalizeScores(raw_, scorer.higher_is_better(), absl::MakeSpan(column_));
+      for (size_t i = 0; i < n; ++i) scores_[i * m + s] = column_[i];
+    }
+    // Select: the highest total; on a tie the less loaded center, then the first.
+    for (size_t i = 0; i < n; ++i) {
+      double total = model_.Evaluate(absl::MakeConstSpan(&scores_[i * m], m), weights);
+      int index = static_cast<int>(candidates_[i] - centers.data());
+      bool better = decision.center < 0 || total > decision.total ||
+                    (total == decision.total && candidates_[i]->JobLoad() < centers[decision.center].JobLoad());
+      if (better) {
+        decision.center = index;
+        decision.total = total;
+      }
+    }
+  } else {
+    decision.reason = NothingFits(removed_by_, centers.size());
+  }
+
+  if (explain) {
+    size_t next = 0;
+    for (size_t i = 0; i < centers.size(); ++i) {
+      pb::CenterEvaluation* e = explain->add_centers();
+      e->set_center_id(centers[i].id);
+      if (failed_[i] != nullptr) {
+        e->set_filtered_by(failed_[i]);
+        e->set_reason(reasons_[i]);
+        continue;
+      }
+      e->set_feasible(true);
+      size_t row = next++;
+      double total = 0;
+      for (size_t s = 0; s < m; ++s) {
+        std::string id(scorers_.scorers()[s]->id());
+        (*e->mutable_scores())[id] = scores_[row * m + s];
+        (*e->mutable_weights())[id] = weights[s];
+      }
+      total = model_.Evaluate(absl::MakeConstSpan(&scores_[row * m], m), weights);
+      e->set_total(total);
+    }
+    if (decision.center >= 0) explain->set_center_id(centers[decision.center].id);
+  }
+  return decision;
+}
+
+JobDecision Placer::PlaceJob(absl::Span<const PlacementRequest> replicas, Snapshot& snapshot,
+                             absl::Span<const double> weights, bool gang, pb::Placement* explain) {
+  JobDecision job;
+  job.centers.assign(replicas.size(), -1);
+  std::vector<std::pair<int, Resources>> reserved;
+  std::vector<std::string> placed_ids;
+  std::string first_failure;
+  PlacementRequest with_siblings;
+  for (size_t r = 0; r < replicas.size(); ++r) {
+    // The job's replicas placed so far count as siblings for topology affinity.
+    const PlacementRequest* req = &replicas[r];
+    if (!placed_ids.empty()) {
+      with_siblings = replicas[r];
+      with_siblings.sibling_centers.insert(with_siblings.sibling_centers.end(), placed_ids.begin(), placed_ids.end());
+      req = &with_siblings;
+    }
+    pb::ReplicaPlacement* rp = explain ? explain->add_replicas() : nullptr;
+    ReplicaDecision d = Place(*req, snapshot, weights, rp);
+    if (d.center < 0) {
+      if (first_failure.empty()) {
+        first_failure = absl::StrCat("task ", req->task_index, " replica ", req->replica_index, ": ", d.reason);
+      }
+      if (gang) break;
+      continue;
+    }
+    const CenterView& c = snapshot.centers()[d.center];
+    Resources quantity = c.specs.find(req->spec_id)->second.quantity;
+    snapshot.Reserve(d.center, quantity);
+    reserved.emplace_back(d.center, quantity);
+    placed_ids.push_back(c.id);
+    job.centers[r] = d.center;
+  }
+  job.placed = first_failure.empty();
+  if (!job.placed) {
+    job.reason = first_failure;
+    if (gang) {
+      // All or none: give back what this job reserved.
+      for (const auto& [index, quantity] : reserved) snapshot.Release(index, quantity);
+      job.centers.assign(replicas.size(), -1);
+      job.reason = absl::StrCat("gang: not every replica fits at once; ", first_failure);
+    }
+  }
+  if (explain) {
+    explain->set_placed(job.placed);
+    explain->set_reason(job.reason);
+  }
+  return job;
+}
+
+}  // namespace jc::scheduler

@@ -1,0 +1,61 @@
+#pragma once
+
+// One scheduling decision (standard Figure 6): filter -> score -> evaluate -> select, for
+// one replica or for every replica of a job (gang: all or none). Reads only the
+// in-memory snapshot. Optionally explains itself: for every center, the filter that
+// removed it, or each strategy's normalized score, its weight and the total.
+
+#include <string>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "jointcloud/v1/scheduler.pb.h"
+#include "services/scheduler/placement_request.h"
+#include "services/scheduler/scoring/evaluation_model.h"
+#include "services/scheduler/scoring/scorer_registry.h"
+#include "services/scheduler/snapshot.h"
+
+namespace jc::scheduler {
+
+struct ReplicaDecision {
+  int center = -1;  // index into the snapshot; -1 when nothing fits
+  double total = 0;
+  std::string reason;  // when nothing fits: how many centers each filter removed
+};
+
+struct JobDecision {
+  bool placed = false;  // every replica has a center
+  std::string reason;
+  std::vector<int> centers;  // per replica, in request order; -1 = waits
+};
+
+class Placer {
+ public:
+  Placer(const ScorerRegistry& scorers, const EvaluationModel& model) : scorers_(scorers), model_(model) {}
+
+  // Not thread-safe: a placer reuses its buffers from one decision to the next.
+  ReplicaDecision Place(const PlacementRequest& request, const Snapshot& snapshot,
+                        absl::Span<const double> weights, jointcloud::v1::ReplicaPlacement* explain = nullptr);
+
+  // Places the replicas in order, reserving each placed one in `snapshot` so the next
+  // sees it. With `gang`, when one cannot be placed none is (their reservations are
+  // undone). Without, the ones placed keep their reservations and the rest wait.
+  JobDecision PlaceJob(absl::Span<const PlacementRequest> replicas, Snapshot& snapshot,
+                       absl::Span<const double> weights, bool gang, jointcloud::v1::Placement* explain = nullptr);
+
+ private:
+  const ScorerRegistry& scorers_;
+  const EvaluationModel& model_;
+  std::vector<const char*> failed_;  // per center: the filter that removed it
+  std::vector<std::string> reasons_;
+  std::vector<std::pair<const char*, int>> removed_by_;
+  std::vector<CandidateFacts> facts_;
+  std::vector<const CenterView*> candidates_;
+  std::vector<const SpecAtCenter*> specs_;
+  std::vector<double> raw_;
+  std::vector<int> column_;
+  std::vector<int> scores_;  // [candidate * scorers + scorer]
+  std::vector<const TopologyPath*> sibling_topologies_;
+};
+
+}  // namespace jc::scheduler

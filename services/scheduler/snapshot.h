@@ -1,0 +1,110 @@
+#pragma once
+
+// The scheduler's in-memory view of every center (ARCHITECTURE "Snapshot"): capacity,
+// usage, offered specs with prices and power, images, datasets, network figures, and the
+// replicas it has placed there that the center has not reported yet (assumed
+// reservations). A scheduling decision reads only this, never the store.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/string_view.h"
+
+namespace jc::scheduler {
+
+// Quantities of every resource kind the standard names (Table 2), memory in MB and
+// storage in GB.
+struct Resources {
+  double cpu = 0, gpu = 0, npu = 0, mlu = 0, memory_mb = 0, storage_gb = 0;
+
+  Resources& operator+=(const Resources& o);
+  Resources& operator-=(const Resources& o);
+  // Every kind of `need` is available here.
+  bool Covers(const Resources& need) const;
+  // How many copies of `unit` fit (the tightest kind decides); a huge number when `unit` is empty.
+  double CopiesOf(const Resources& unit) const;
+};
+
+// A logical position ("cn/north/bj-1", Tables 1 and 6) parsed once into hashed path
+// components, so comparing two positions costs no string work in a decision.
+struct TopologyPath {
+  std::vector<uint64_t> parts;
+  static TopologyPath Parse(absl::string_view path);
+};
+
+// 0..1: the share of leading components two positions have in common.
+double TopologyAffinity(const TopologyPath& a, const TopologyPath& b);
+
+// A resource spec as one center offers it (Table 3 and the spec x center map).
+struct SpecAtCenter {
+  Resources quantity;
+  double price = 0;                  // per hour of one replica
+  double execution_power_watts = 0;  // formula 1, P_exe while a replica of this spec runs
+};
+
+struct NetworkFigures {
+  double bandwidth_mbps = 0;
+  double latency_ms = 0;
+  double jitter_ms = 0;
+  double loss_rate = 0;  // 0..1
+};
+
+struct CenterView {
+  std::string id;
+  bool available = false;  // registry status 1
+  int security_grade = 0;
+  std::string topology;  // logical position, "cn/north/bj-1"
+  TopologyPath topology_path;  // set by Snapshot::Upsert
+  Resources capacity;
+  Resources free;  // the last usage report's free, less assumed reservations
+  int running_tasks = 0;
+  int waiting_tasks = 0;
+  int assumed_replicas = 0;  // placed here, not reported by the center yet
+  double static_power_watts = 0;
+  double performance_factor = 1;
+  NetworkFigures network;
+  absl::flat_hash_map<std::string, SpecAtCenter> specs;
+  absl::flat_hash_set<std::string> images;
+  absl::flat_hash_set<std::string> datasets;  // "name:version" present at the center
+
+  // The job load the standard's least-load and fairness strategies count (6.6.2 a, h).
+  int JobLoad() const { return running_tasks + waiting_tasks + assumed_replicas; }
+};
+
+// A dataset a task reads and where it is.
+struct DatasetNeed {
+  std::string key;  // "name:version"
+  double size_mb = 0;
+  bool is_private = false;               // never moves: the job goes to it
+  std::vector<TopologyPath> locations;  // logical positions of the centers holding it
+};
+
+class Snapshot {
+ public:
+  // Adds or replaces a center; returns its index.
+  int Upsert(CenterView center);
+  void Remove(absl::string_view id);
+
+  const std::vector<CenterView>& centers() const { return centers_; }
+  const CenterView* Find(absl::string_view id) const;
+  CenterView* FindMutable(absl::string_view id);
+  int IndexOf(absl::string_view id) const;  // -1 when unknown
+
+  // An assumed reservation: a replica of `quantity` placed at the center and not yet
+  // reported by it. Release undoes one (the center reported it, or it ended).
+  void Reserve(int index, const Resources& quantity);
+  void Release(int index, const Resources& quantity);
+
+  // Sum and sum of squares of every center's job load, for the fairness strategy.
+  double load_sum() const;
+  double load_sum_squares() const;
+
+ private:
+  std::vector<CenterView> centers_;
+  absl::flat_hash_map<std::string, int> index_;
+};
+
+}  // namespace jc::scheduler

@@ -1,0 +1,259 @@
+// The scheduling decision: filters with reasons, formula 2, weight profiles, gang,
+// retries elsewhere, and the explanation (SPEC A8, A10, and "explain").
+
+#include <catch2/catch.hpp>
+#include <fstream>
+
+#include "absl/strings/match.h"
+#include "nlohmann/json.hpp"
+#include "services/scheduler/filters.h"
+#include "services/scheduler/placer.h"
+#include "services/scheduler/scoring/builtin_scorers.h"
+#include "tests/unit/scheduler/scheduler_fixture.h"
+
+namespace jc::scheduler {
+namespace {
+
+using testing::MakeCenter;
+using testing::MakeRequest;
+
+struct Scheduler {
+  ScorerRegistry registry;
+  WeightedSumModel model;
+  WeightProfiles profiles = WeightProfiles::Builtin();
+  Placer placer{registry, model};
+  Scheduler() { RegisterBuiltinScorers(registry); }
+  std::vector<double> Weights(const std::string& profile, std::map<std::string, double> overrides = {}) {
+    auto w = profiles.Resolve(profile, overrides, registry);
+    REQUIRE(w.ok());
+    return *w;
+  }
+};
+
+TEST_CASE("each filter removes a center and says why [A8]", "[A8]") {
+  auto req = MakeRequest();
+  std::string why;
+  CenterView c = MakeCenter("a");
+  CHECK(FilterCenter(req, c, false, &why) == nullptr);
+
+  CenterView down = c;
+  down.available = false;
+  CHECK(std::string(FilterCenter(req, down, false, &why)) == kFilterAvailable);
+
+  auto pinned = req;
+  pinned.pinned_centers = {"b"};
+  CHECK(std::string(FilterCenter(pinned, c, false, &why)) == kFilterManual);
+
+  auto secure = req;
+  secure.min_security_grade = 4;
+  CHECK(std::string(FilterCenter(secure, c, false, &why)) == kFilterSecurity);
+  CHECK(why == "security grade 3 is below the required 4");
+
+  auto other_spec = req;
+  other_spec.spec_id = "npu-8";
+  CHECK(std::string(FilterCenter(other_spec, c, false, &why)) == kFilterSpec);
+  CHECK(absl::StrContains(why, "npu-8"));
+
+  CenterView full = c;
+  full.free.gpu = 0;
+  CHECK(std::string(FilterCenter(req, full, false, &why)) == kFilterCapacity);
+  CHECK(absl::StrContains(why, "gpu 1"));
+
+  auto other_image = req;
+  other_image.image_id = "tensorflow";
+  CHECK(std::string(FilterCenter(other_image, c, false, &why)) == kFilterImage);
+
+  auto private_data = req;
+  private_data.datasets.push_back({"patients:1", 10, true, {TopologyPath::Parse("cn/south/x")}});
+  CHECK(std::string(FilterCenter(private_data, c, false, &why)) == kFilterPrivateData);
+  CenterView holder = c;
+  holder.datasets.insert("patients:1");
+  CHECK(FilterCenter(private_data, holder, false, &why) == nullptr);
+
+  auto retry = req;
+  retry.avoid_centers.insert("a");
+  CHECK(std::string(FilterCenter(retry, c, false, &why)) == kFilterAvoid);
+  CHECK(FilterCenter(retry, c, true, &why) == nullptr);
+}
+
+TEST_CASE("formula 2: the total is the weighted sum of normalized scores and the highest wins [A10]", "[A10]") {
+  WeightedSumModel model;
+  std::vector<int> scores = {100, 50, 0};
+  std::vector<double> weights = {1, 2, 3};
+  CHECK(model.Evaluate(scores, weights) == 200);
+
+  Scheduler s;
+  Snapshot snap;
+  snap.Upsert(MakeCenter("cheap", 5));
+  CenterView fast = MakeCenter("fast", 50);
+  fast.performance_factor = 3;
+  snap.Upsert(fast);
+  auto req = MakeRequest();
+  auto by_price = s.placer.Place(req, snap, s.Weights("cost"));
+  CHECK(snap.centers()[by_price.center].id == "cheap");
+  auto by_speed = s.placer.Place(req, snap, s.Weights("performance"));
+  CHECK(snap.centers()[by_speed.center].id == "fast");
+  // A per-job override changes the outcome.
+  auto overridden = s.placer.Place(req, snap, s.Weights("cost", {{"highest_performance", 100}}));
+  CHECK(snap.centers()[overridden.center].id == "fast");
+}
+
+TEST_CASE("weight profiles resolve by name with per-job overrides, and unknown names are errors [A10]", "[A10]") {
+  Scheduler s;
+  auto all = s.Weights("");
+  CHECK(all == std::vector<double>(11, 1.0));
+  auto cost = s.Weights("cost", {{"least_load", 7}});
+  CHECK(cost[s.registry.IndexOf("lowest_price")] == 4);
+  CHECK(cost[s.registry.IndexOf("least_load")] == 7);
+  CHECK(cost[s.registry.IndexOf("highest_security")] == 0);
+  auto unknown = s.profiles.Resolve("fastest", {}, s.registry);
+  CHECK(unknown.status().code() == absl::StatusCode::kInvalidArgument);
+  CHECK(absl::StrContains(unknown.status().message(), "fastest"));
+  auto bad_id = s.profiles.Resolve("", {{"cheapest", 1}}, s.registry);
+  CHECK(absl::StrContains(bad_id.status().message(), "cheapest"));
+  auto negative = s.profiles.Resolve("", {{"least_load", -1}}, s.registry);
+  CHECK(negative.status().code() == absl::StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("nothing fits: the decision says how many centers each filter removed [A8]", "[A8]") {
+  Scheduler s;
+  Snapshot snap;
+  CenterView down = MakeCenter("a");
+  down.available = false;
+  CenterView full = MakeCenter("b");
+  full.free.gpu = 0;
+  snap.Upsert(down), snap.Upsert(full);
+  auto d = s.placer.Place(MakeRequest(), snap, s.Weights(""));
+  CHECK(d.center == -1);
+  CHECK(absl::StrContains(d.reason, "center_available: 1"));
+  CHECK(absl::StrContains(d.reason, "free_capacity: 1"));
+}
+
+TEST_CASE("a retried replica goes to another center, and back only when nothing else fits [A7][A8]",
+          "[A7][A8]") {
+  Scheduler s;
+  Snapshot snap;
+  snap.Upsert(MakeCenter("a", 1));
+  snap.Upsert(MakeCenter("b", 100));
+  auto req = MakeRequest();
+  req.avoid_centers.insert("a");
+  auto d = s.placer.Place(req, snap, s.Weights("cost"));
+  CHECK(snap.centers()[d.center].id == "b");
+  snap.FindMutable("b")->available = false;
+  d = s.placer.Place(req, snap, s.Weights("cost"));
+  REQUIRE(d.center >= 0);
+  CHECK(snap.centers()[d.center].id == "a");
+}
+
+TEST_CASE("placing a job reserves each replica so the next sees less, and gang is all or none [A8]", "[A8]") {
+  Scheduler s;
+  Snapshot snap;
+  CenterView a = MakeCenter("a"), b = MakeCenter("b");
+  a.free.gpu = 2;
+  b.free.gpu = 1;
+  snap.Upsert(a), snap.Upsert(b);
+  std::vector<PlacementRequest> three = {MakeRequest(0, 0), MakeRequest(0, 1), MakeRequest(0, 2)};
+
+  SECTION("without gang, replicas spread as capacity allows") {
+    auto job = s.placer.PlaceJob(three, snap, s.Weights(""), false);
+    CHECK(job.placed);
+    CHECK(snap.centers()[0].free.gpu + snap.centers()[1].free.gpu == 0);
+    CHECK(snap.centers()[0].assumed_replicas + snap.centers()[1].assumed_replicas == 3);
+  }
+  SECTION("gang: four replicas do not fit in three GPUs, so none is placed and nothing stays reserved") {
+    auto four = three;
+    four.push_back(MakeRequest(1, 0));
+    jointcloud::v1::Placement explain;
+    auto job = s.placer.PlaceJob(four, snap, s.Weights(""), true, &explain);
+    CHECK_FALSE(job.placed);
+    CHECK(job.centers == std::vector<int>(4, -1));
+    CHECK(absl::StrContains(job.reason, "gang"));
+    CHECK(snap.centers()[0].free.gpu == 2);
+    CHECK(snap.centers()[1].free.gpu == 1);
+    CHECK(snap.centers()[0].assumed_replicas == 0);
+    CHECK_FALSE(explain.placed());
+  }
+  SECTION("without gang, what fits is placed and the rest waits with a reason") {
+    auto four = three;
+    four.push_back(MakeRequest(1, 0));
+    auto job = s.placer.PlaceJob(four, snap, s.Weights(""), false);
+    CHECK_FALSE(job.placed);
+    CHECK(job.centers[3] == -1);
+    CHECK(job.centers[0] >= 0);
+    CHECK(absl::StrContains(job.reason, "task 1 replica 0"));
+  }
+}
+
+TEST_CASE("the explanation lists every center: its filter and reason, or each score, weight and total [A8][A10]",
+          "[A8][A10]") {
+  Scheduler s;
+  Snapshot snap;
+  snap.Upsert(MakeCenter("a", 10));
+  snap.Upsert(MakeCenter("b", 20));
+  CenterView c = MakeCenter("c");
+  c.images.clear();
+  snap.Upsert(c);
+  jointcloud::v1::ReplicaPlacement explain;
+  auto weights = s.Weights("cost");
+  auto d = s.placer.Place(MakeRequest(), snap, weights, &explain);
+  REQUIRE(explain.centers_size() == 3);
+  CHECK(explain.center_id() == "a");
+  CHECK(snap.centers()[d.center].id == "a");
+  const auto& ea = explain.centers(0);
+  CHECK(ea.feasible());
+  CHECK(ea.scores().at("lowest_price") == 100);
+  CHECK(ea.weights().at("lowest_price") == 4);
+  CHECK(ea.scores().size() == 11);
+  CHECK(explain.centers(1).scores().at("lowest_price") == 0);
+  CHECK(ea.total() > explain.centers(1).total());
+  CHECK(ea.total() == d.total);
+  const auto& ec = explain.centers(2);
+  CHECK_FALSE(ec.feasible());
+  CHECK(ec.filtered_by() == kFilterImage);
+  CHECK(absl::StrContains(ec.reason(), "pytorch"));
+}
+
+// Golden scenarios (tests/unit/scheduler/data/placement_golden.json): centers and a job,
+// the expected center of every replica under a weight profile.
+TEST_CASE("golden: centers and jobs give the expected placements [A8][A9][A10]", "[A8][A9][A10]") {
+  std::ifstream in(std::string(JC_SOURCE_DIR) + "/tests/unit/scheduler/data/placement_golden.json");
+  REQUIRE(in);
+  nlohmann::json golden = nlohmann::json::parse(in);
+  for (const auto& scenario : golden) {
+    INFO("scenario: " << scenario["name"].get<std::string>());
+    Scheduler s;
+    Snapshot snap;
+    for (const auto& jc : scenario["centers"]) {
+      CenterView c = MakeCenter(jc["id"], jc.value("price", 10.0));
+      c.available = jc.value("available", true);
+      c.running_tasks = jc.value("running", 0);
+      c.waiting_tasks = jc.value("waiting", 0);
+      c.free.gpu = jc.value("free_gpu", 8.0);
+      c.security_grade = jc.value("security_grade", 3);
+      c.performance_factor = jc.value("performance", 1.0);
+      c.static_power_watts = jc.value("static_power", 1000.0);
+      c.specs["gpu-1"].execution_power_watts = jc.value("exec_power", 400.0);
+      if (jc.contains("topology")) c.topology = jc["topology"];
+      for (const auto& d : jc.value("datasets", std::vector<std::string>{})) c.datasets.insert(d);
+      snap.Upsert(c);
+    }
+    std::vector<PlacementRequest> replicas;
+    const auto& job = scenario["job"];
+    for (int r = 0; r < job.value("replicas", 1); ++r) {
+      auto req = MakeRequest(0, r);
+      req.min_security_grade = job.value("min_security_grade", 0);
+      for (const auto& d : job.value("datasets", nlohmann::json::array())) {
+        req.datasets.push_back({d["key"], d["size_mb"], d.value("private", false), {}});
+      }
+      replicas.push_back(req);
+    }
+    auto weights = s.Weights(scenario.value("profile", ""));
+    auto decision = s.placer.PlaceJob(replicas, snap, weights, job.value("gang", false));
+    std::vector<std::string> got;
+    for (int c : decision.centers) got.push_back(c < 0 ? "" : snap.centers()[c].id);
+    CHECK(got == scenario["expect"].get<std::vector<std::string>>());
+  }
+}
+
+}  // namespace
+}  // namespace jc::scheduler

@@ -1,0 +1,189 @@
+// Each scoring strategy of SPEC A9 ranks candidate centers the way the standard says.
+
+#include <catch2/catch.hpp>
+#include <map>
+
+#include "services/scheduler/scoring/builtin_scorers.h"
+#include "tests/unit/scheduler/scheduler_fixture.h"
+
+namespace jc::scheduler {
+namespace {
+
+using testing::MakeCenter;
+using testing::MakeRequest;
+
+// Normalized scores of one strategy for every center of `snap`, by center id.
+std::map<std::string, int> ScoresOf(const Scorer& scorer, const Snapshot& snap, const PlacementRequest& req,
+                                    std::vector<std::string> siblings = {}) {
+  std::vector<const CenterView*> centers;
+  std::vector<const SpecAtCenter*> specs;
+  for (const auto& c : snap.centers()) {
+    centers.push_back(&c);
+    specs.push_back(&c.specs.at(req.spec_id));
+  }
+  std::vector<const TopologyPath*> sib;
+  for (const auto& s : siblings) sib.push_back(&snap.Find(s)->topology_path);
+  std::vector<CandidateFacts> facts;
+  for (const auto* c : centers) facts.push_back(FactsFor(req, *c));
+  ScoringContext ctx{&req, &snap, centers, specs, sib, facts};
+  std::vector<double> raw(centers.size());
+  std::vector<int> scores(centers.size());
+  scorer.Score(ctx, absl::MakeSpan(raw));
+  NormalizeScores(raw, scorer.higher_is_better(), absl::MakeSpan(scores));
+  std::map<std::string, int> out;
+  for (size_t i = 0; i < centers.size(); ++i) out[centers[i]->id] = scores[i];
+  return out;
+}
+
+TEST_CASE("normalization maps the best raw value to 100 and the worst to 0 [A9]", "[A9]") {
+  std::vector<double> raw = {10, 20, 30};
+  std::vector<int> s(3);
+  NormalizeScores(raw, true, absl::MakeSpan(s));
+  CHECK(s == std::vector<int>{0, 50, 100});
+  NormalizeScores(raw, false, absl::MakeSpan(s));
+  CHECK(s == std::vector<int>{100, 50, 0});
+  std::vector<double> same = {7, 7};
+  std::vector<int> s2(2);
+  NormalizeScores(same, false, absl::MakeSpan(s2));
+  CHECK(s2 == std::vector<int>{100, 100});
+}
+
+TEST_CASE("every built-in strategy is registered once under its algorithm id [A9]", "[A9]") {
+  ScorerRegistry registry;
+  RegisterBuiltinScorers(registry);
+  CHECK(registry.size() == 11);
+  for (const char* id : {"least_load", "spec_free_capacity", "data_topology_affinity", "lowest_price",
+                         "lowest_energy", "highest_performance", "highest_security", "load_fairness", "network",
+                         "data_aware", "qos_deadline"}) {
+    INFO(id);
+    REQUIRE(registry.Find(id) != nullptr);
+    CHECK_FALSE(registry.Find(id)->description().empty());
+    CHECK_FALSE(registry.Find(id)->inputs().empty());
+  }
+  CHECK(registry.Register(MakeLeastLoadScorer()).code() == absl::StatusCode::kAlreadyExists);
+}
+
+TEST_CASE("least load and load fairness prefer the center with fewer jobs [A9]", "[A9]") {
+  Snapshot snap;
+  CenterView a = MakeCenter("a"), b = MakeCenter("b"), c = MakeCenter("c");
+  a.running_tasks = 10;
+  b.running_tasks = 2, b.waiting_tasks = 3;  // 5
+  c.running_tasks = 0, c.assumed_replicas = 0;
+  snap.Upsert(a), snap.Upsert(b), snap.Upsert(c);
+  auto req = MakeRequest();
+  auto least = ScoresOf(*MakeLeastLoadScorer(), snap, req);
+  CHECK(least == std::map<std::string, int>{{"a", 0}, {"b", 50}, {"c", 100}});
+  auto fair = ScoresOf(*MakeLoadFairnessScorer(), snap, req);
+  CHECK(fair.at("c") == 100);
+  CHECK(fair.at("a") == 0);
+  CHECK(fair.at("b") > fair.at("a"));
+}
+
+TEST_CASE("spec free capacity prefers the center where more replicas of the spec still fit [A9]", "[A9]") {
+  Snapshot snap;
+  CenterView a = MakeCenter("a"), b = MakeCenter("b");
+  a.free.gpu = 2;  // 2 more gpu-1 replicas
+  b.free.gpu = 8;  // 8, and CPUs allow 16
+  snap.Upsert(a), snap.Upsert(b);
+  auto s = ScoresOf(*MakeSpecFreeCapacityScorer(), snap, MakeRequest());
+  CHECK(s == std::map<std::string, int>{{"a", 0}, {"b", 100}});
+}
+
+TEST_CASE("lowest price prefers the cheapest offer of the spec [A9]", "[A9]") {
+  Snapshot snap;
+  snap.Upsert(MakeCenter("a", 30)), snap.Upsert(MakeCenter("b", 10)), snap.Upsert(MakeCenter("c", 20));
+  auto s = ScoresOf(*MakeLowestPriceScorer(), snap, MakeRequest());
+  CHECK(s == std::map<std::string, int>{{"a", 0}, {"b", 100}, {"c", 50}});
+}
+
+TEST_CASE("lowest energy follows formula 1: static power while data moves, execution power while it runs [A9]",
+          "[A9]") {
+  Snapshot snap;
+  CenterView a = MakeCenter("a"), b = MakeCenter("b"), c = MakeCenter("c");
+  // 1 h run at 400 W = 1,440,000 J everywhere; a holds the data, b and c must copy
+  // 9,000 MB at 1000 Mbit/s = 72 s, at 1000 W (b) or 5000 W (c) static power.
+  a.datasets.insert("imagenet:1");
+  c.static_power_watts = 5000;
+  snap.Upsert(a), snap.Upsert(b), snap.Upsert(c);
+  auto req = MakeRequest();
+  req.datasets.push_back({"imagenet:1", 9000, false, {TopologyPath::Parse("cn/north/a")}});
+  auto s = ScoresOf(*MakeLowestEnergyScorer(), snap, req);
+  // a: 1,440,000 J; b: +72,000 J; c: +360,000 J.
+  CHECK(s == std::map<std::string, int>{{"a", 100}, {"b", 80}, {"c", 0}});
+
+  // A faster center runs for less time at the same power.
+  Snapshot fast;
+  CenterView d = MakeCenter("d"), e = MakeCenter("e");
+  e.performance_factor = 2;
+  fast.Upsert(d), fast.Upsert(e);
+  auto f = ScoresOf(*MakeLowestEnergyScorer(), fast, MakeRequest());
+  CHECK(f == std::map<std::string, int>{{"d", 0}, {"e", 100}});
+}
+
+TEST_CASE("highest performance and highest security prefer the higher figure [A9]", "[A9]") {
+  Snapshot snap;
+  CenterView a = MakeCenter("a"), b = MakeCenter("b");
+  a.performance_factor = 1.5, a.security_grade = 2;
+  b.performance_factor = 1.0, b.security_grade = 5;
+  snap.Upsert(a), snap.Upsert(b);
+  CHECK(ScoresOf(*MakeHighestPerformanceScorer(), snap, MakeRequest()) ==
+        std::map<std::string, int>{{"a", 100}, {"b", 0}});
+  CHECK(ScoresOf(*MakeHighestSecurityScorer(), snap, MakeRequest()) ==
+        std::map<std::string, int>{{"a", 0}, {"b", 100}});
+}
+
+TEST_CASE("network-aware weighs bandwidth against loss, latency and jitter [A9]", "[A9]") {
+  Snapshot snap;
+  CenterView a = MakeCenter("a"), b = MakeCenter("b"), c = MakeCenter("c");
+  a.network = {10000, 100, 0, 0};   // 10 Gbit/s but 100 ms: 5000
+  b.network = {1000, 0, 0, 0};      // 1000
+  c.network = {10000, 0, 0, 0.5};   // half lost: 5000 ... then jitter
+  c.network.jitter_ms = 50;         // 5000 / 2 = 2500
+  snap.Upsert(a), snap.Upsert(b), snap.Upsert(c);
+  auto s = ScoresOf(*MakeNetworkAwareScorer(), snap, MakeRequest());
+  CHECK(s == std::map<std::string, int>{{"a", 100}, {"b", 0}, {"c", 38}});
+}
+
+TEST_CASE("data-aware moves the job to the data: the less must move, the higher [A9]", "[A9]") {
+  Snapshot snap;
+  CenterView a = MakeCenter("a"), b = MakeCenter("b"), c = MakeCenter("c");
+  a.datasets = {"big:1"};
+  b.datasets = {"small:1"};
+  snap.Upsert(a), snap.Upsert(b), snap.Upsert(c);
+  auto req = MakeRequest();
+  req.datasets.push_back({"big:1", 100000, false, {TopologyPath::Parse("cn/north/a")}});
+  req.datasets.push_back({"small:1", 10, false, {TopologyPath::Parse("cn/north/b")}});
+  auto s = ScoresOf(*MakeDataAwareScorer(), snap, req);
+  CHECK(s.at("a") == 100);  // only 10 MB to move
+  CHECK(s.at("c") == 0);    // everything
+  CHECK(s.at("b") == 0);    // the big one: within 1 point of c
+}
+
+TEST_CASE("data-topology affinity prefers centers near the job's other replicas and data [A9]", "[A9]") {
+  Snapshot snap;
+  CenterView a = MakeCenter("a"), b = MakeCenter("b"), c = MakeCenter("c");
+  a.topology = "cn/north/bj/dc1";
+  b.topology = "cn/north/bj/dc2";
+  c.topology = "cn/south/gz/dc1";
+  snap.Upsert(a), snap.Upsert(b), snap.Upsert(c);
+  auto s = ScoresOf(*MakeDataTopologyAffinityScorer(), snap, MakeRequest(), {"a"});
+  CHECK(s.at("a") == 100);
+  CHECK(s.at("b") > s.at("c"));
+  CHECK(s.at("c") == 0);
+}
+
+TEST_CASE("QoS prefers the center that finishes with the most slack before the deadline [A9]", "[A9]") {
+  Snapshot snap;
+  CenterView a = MakeCenter("a"), b = MakeCenter("b"), c = MakeCenter("c");
+  a.performance_factor = 1;  // 3600 s
+  b.performance_factor = 2;  // 1800 s
+  c.performance_factor = 4;  // 900 s
+  snap.Upsert(a), snap.Upsert(b), snap.Upsert(c);
+  auto req = MakeRequest();
+  req.deadline = req.now + absl::Minutes(45);
+  auto s = ScoresOf(*MakeQosDeadlineScorer(), snap, req);
+  CHECK(s == std::map<std::string, int>{{"a", 0}, {"b", 67}, {"c", 100}});
+}
+
+}  // namespace
+}  // namespace jc::scheduler
