@@ -15,5 +15,6 @@ namespace jc::gateway {
 std::vector<Route> RegistryRoutes(std::shared_ptr<grpc::Channel> channel);
 std::vector<Route> CatalogRoutes(std::shared_ptr<grpc::Channel> channel);
 std::vector<Route> DatamonRoutes(std::shared_ptr<grpc::Channel> channel);
+std::vector<Route> MonitorRoutes(std::shared_ptr<grpc::Channel> channel);
 
 }  // namespace jc::gateway

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "jointcloud/v1/registry.pb.h"
@@ -25,6 +26,11 @@ class CenterDirectory {
   virtual ~CenterDirectory() = default;
   // NotFound when no such center is registered.
   virtual absl::StatusOr<::jointcloud::v1::Center> GetCenter(const std::string& id) = 0;
+  // Every registered center, all pages.
+  virtual absl::StatusOr<std::vector<::jointcloud::v1::Center>> ListCenters() = 0;
+  // A sign of life on a center's behalf (the monitor reached its adapter); returns the
+  // center's status afterwards.
+  virtual absl::StatusOr<int> Heartbeat(const std::string& id, bool healthy) = 0;
 };
 
 // Calls a Registry object in the same process.

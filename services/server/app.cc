@@ -16,12 +16,13 @@
 #include "services/datamon/datamon_service.h"
 #include "services/datamon/source_selection.h"
 #include "services/gateway/routes.h"
+#include "services/monitor/monitor_service.h"
 #include "services/registry/registry_service.h"
 
 namespace jc::server {
 
 const std::vector<std::string>& KnownServices() {
-  static const auto* names = new std::vector<std::string>{"registry", "catalog", "datamon", "gateway"};
+  static const auto* names = new std::vector<std::string>{"registry", "catalog", "datamon", "monitor", "gateway"};
   return *names;
 }
 
@@ -51,7 +52,7 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
   app->metrics_ = std::make_shared<prometheus::Registry>();
   auto has = [&](const char* name) { return o.services.count(name) > 0; };
   bool needs_store = has("registry") || has("catalog") || has("datamon");
-  bool serves_grpc = needs_store;
+  bool serves_grpc = needs_store || has("monitor");
 
   if (needs_store) {
     if (o.store != nullptr) {
@@ -64,14 +65,14 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
 
   // Services that need the registry reach it over gRPC: in-process when it runs here.
   App* self = app.get();
-  if (has("catalog") || has("datamon")) {
+  if (has("catalog") || has("datamon") || has("monitor")) {
     if (has("registry")) {
       app->centers_ = registry::MakeGrpcCenterDirectory([self] { return self->channel_; });
     } else {
       std::string target = o.registry_address.empty() ? o.upstream_address : o.registry_address;
       if (target.empty()) {
         return absl::InvalidArgumentError(
-            "catalog and datamon need the registry: run it here (--services) or name it with "
+            "catalog, datamon and monitor need the registry: run it here (--services) or name it with "
             "--registry_address");
       }
       auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
@@ -92,6 +93,16 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
     app->datamon_ = std::make_unique<datamon::Datamon>(app->store_.get(), o.clock,
                                                        app->centers_.get(), weights);
     app->grpc_services_.push_back(datamon::MakeDatamonService(app->datamon_.get()));
+  }
+  if (has("monitor")) {
+    monitor::AdapterProbe* probe = o.adapter_probe;
+    if (probe == nullptr) {
+      app->own_probe_ = monitor::MakeGrpcAdapterProbe();
+      probe = app->own_probe_.get();
+    }
+    app->monitor_ = std::make_unique<monitor::Monitor>(app->centers_.get(), probe, o.clock, o.monitor);
+    app->monitor_->EnableMetrics(*app->metrics_);
+    app->grpc_services_.push_back(monitor::MakeMonitorService(app->monitor_.get()));
   }
 
   if (serves_grpc) {
@@ -124,7 +135,8 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
                                                           std::shared_ptr<grpc::Channel>)>
         groups[] = {{"registry", &o.registry_address, gateway::RegistryRoutes},
                     {"catalog", &o.catalog_address, gateway::CatalogRoutes},
-                    {"datamon", &o.datamon_address, gateway::DatamonRoutes}};
+                    {"datamon", &o.datamon_address, gateway::DatamonRoutes},
+                    {"monitor", &o.monitor_address, gateway::MonitorRoutes}};
     for (const auto& [name, address, make] : groups) {
       std::shared_ptr<grpc::Channel> channel = app->channel_;
       if (!has(name)) {
@@ -158,6 +170,8 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
   }
 
   if (app->registry_ != nullptr) app->sweeper_ = std::thread([self] { self->SweepLoop(); });
+  // Started last: its first round may call the registry over the in-process channel.
+  if (app->monitor_ != nullptr) app->monitor_->Start();
   return app;
 }
 
@@ -205,6 +219,7 @@ void App::Shutdown() {
   }
   cv_.notify_all();
   if (gateway_ != nullptr) gateway_->Stop();
+  if (monitor_ != nullptr) monitor_->Stop();
   if (registry_ != nullptr) registry_->events().Close();
   if (grpc_server_ != nullptr) {
     grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));

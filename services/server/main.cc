@@ -37,6 +37,12 @@ ABSL_FLAG(std::string, catalog_address, "",
           "host:port of the catalog when this process runs the gateway but not the catalog");
 ABSL_FLAG(std::string, datamon_address, "",
           "host:port of datamon when this process runs the gateway but not datamon");
+ABSL_FLAG(std::string, monitor_address, "",
+          "host:port of the monitor when this process runs the gateway but not the monitor");
+ABSL_FLAG(absl::Duration, monitor_interval, absl::Seconds(5),
+          "how often the monitor polls every center's adapter for its usage (Table 4)");
+ABSL_FLAG(absl::Duration, adapter_timeout, absl::Seconds(2),
+          "deadline of one call to an adapter; a center whose adapter misses it is not reported alive");
 ABSL_FLAG(std::string, upstream_address, "",
           "host:port of a jointcloud gRPC server for every service not run here and not named "
           "by its own --*_address flag");
@@ -111,7 +117,13 @@ int main(int argc, char** argv) {
   options.registry_address = absl::GetFlag(FLAGS_registry_address);
   options.catalog_address = absl::GetFlag(FLAGS_catalog_address);
   options.datamon_address = absl::GetFlag(FLAGS_datamon_address);
+  options.monitor_address = absl::GetFlag(FLAGS_monitor_address);
   options.upstream_address = absl::GetFlag(FLAGS_upstream_address);
+  options.monitor.interval = absl::GetFlag(FLAGS_monitor_interval);
+  options.monitor.call_timeout = absl::GetFlag(FLAGS_adapter_timeout);
+  if (options.monitor.interval <= absl::ZeroDuration() || options.monitor.call_timeout <= absl::ZeroDuration()) {
+    return Fail("--monitor_interval and --adapter_timeout must be positive");
+  }
   options.registry.unknown_after = absl::GetFlag(FLAGS_center_unknown_after);
   options.registry.unavailable_after = absl::GetFlag(FLAGS_center_unavailable_after);
   if (options.registry.unknown_after >= options.registry.unavailable_after) {

@@ -1,0 +1,261 @@
+#include "services/monitor/monitor.h"
+
+#include <spdlog/spdlog.h>
+
+#include "absl/synchronization/blocking_counter.h"
+#include "common/timestamp.h"
+
+namespace jc::monitor {
+
+namespace {
+
+// The resource kinds of Table 4, as metric labels.
+constexpr const char* kResources[] = {"cpu", "gpu", "npu", "mlu", "memory_mb", "storage_gb", "user_define"};
+
+double Amount(const v1::ComputingResources& r, int kind) {
+  switch (kind) {
+    case 0: return r.cpu();
+    case 1: return r.gpu();
+    case 2: return r.npu();
+    case 3: return r.mlu();
+    case 4: return r.memory();
+    case 5: return r.storage();
+    default: return r.user_define();
+  }
+}
+
+}  // namespace
+
+struct Monitor::Gauges {
+  prometheus::Family<prometheus::Gauge>* running;
+  prometheus::Family<prometheus::Gauge>* waiting;
+  prometheus::Family<prometheus::Gauge>* used;
+  prometheus::Family<prometheus::Gauge>* free;
+  prometheus::Family<prometheus::Gauge>* security;
+  prometheus::Family<prometheus::Gauge>* reachable;
+  prometheus::Family<prometheus::Counter>* polls;
+  // Per center, every gauge made for it, so a center that leaves takes its series along.
+  std::map<std::string, std::vector<std::pair<prometheus::Family<prometheus::Gauge>*, prometheus::Gauge*>>> series;
+};
+
+v1::CenterUsage ToCenterUsage(const std::string& id, const CenterObservation& o) {
+  v1::CenterUsage u;
+  u.set_ai_center_id(id);
+  u.set_running_task_num(o.usage.running_task_num());
+  u.set_waiting_task_num(o.usage.waiting_task_num());
+  *u.mutable_used() = o.usage.used();
+  *u.mutable_free() = o.usage.free();
+  u.set_security_grade(o.usage.security_grade() != 0 ? o.usage.security_grade() : o.center.security_grade());
+  if (o.has_usage) *u.mutable_observed_at() = ToTimestamp(o.observed_at);
+  u.set_reachable(o.reachable);
+  u.set_last_error(o.last_error);
+  return u;
+}
+
+Monitor::Monitor(registry::CenterDirectory* centers, AdapterProbe* probe, const Clock* clock, MonitorOptions options)
+    : centers_(centers), probe_(probe), clock_(clock), options_(options), pool_(std::max(1, options.parallelism)) {}
+
+Monitor::~Monitor() { Stop(); }
+
+void Monitor::Start() {
+  loop_ = std::thread([this] {
+    std::unique_lock<std::mutex> lock(loop_mu_);
+    while (!stopping_) {
+      lock.unlock();
+      if (absl::Status s = PollOnce(); !s.ok()) spdlog::warn("monitor: {}", s.ToString());
+      lock.lock();
+      loop_cv_.wait_for(lock, absl::ToChronoNanoseconds(options_.interval), [&] { return stopping_; });
+    }
+  });
+}
+
+void Monitor::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(loop_mu_);
+    stopping_ = true;
+  }
+  loop_cv_.notify_all();
+  if (loop_.joinable()) loop_.join();
+}
+
+void Monitor::Observe(CenterObservation* o) {
+  const std::string& address = o->center.adapter_address();
+  auto usage = probe_->GetUsage(address, options_.call_timeout);
+  if (!usage.ok()) {
+    o->reachable = false;
+    o->last_error = std::string(usage.status().message());
+    return;
+  }
+  absl::Time now = clock_->Now();
+  o->usage = std::move(*usage);
+  o->has_usage = true;
+  o->observed_at = now;
+  o->reachable = true;
+  o->last_error.clear();
+  if (!o->has_info || now - o->info_at >= options_.info_refresh) {
+    auto info = probe_->GetCenterInfo(address, options_.call_timeout);
+    if (info.ok()) {
+      o->info = std::move(*info);
+      o->has_info = true;
+      o->info_at = now;
+    } else {
+      o->last_error = std::string(info.status().message());
+    }
+  }
+}
+
+absl::Status Monitor::PollOnce() {
+  auto listed = centers_->ListCenters();
+  if (!listed.ok()) return listed.status();
+
+  // Work on copies so that no lock is held while adapters answer.
+  std::vector<CenterObservation> round;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& center : *listed) {
+      if (center.adapter_address().empty()) continue;  // reports by REST heartbeats instead
+      auto it = observations_.find(center.ai_center_id());
+      CenterObservation o = it == observations_.end() ? CenterObservation{} : it->second;
+      o.center = std::move(center);
+      round.push_back(std::move(o));
+    }
+  }
+  absl::BlockingCounter done(static_cast<int>(round.size()));
+  for (auto& o : round) {
+    pool_.Run([this, &o, &done] {
+      Observe(&o);
+      done.DecrementCount();
+    });
+  }
+  done.Wait();
+
+  for (const auto& o : round) {
+    if (!o.reachable) continue;
+    // The adapter answered: the center is alive. A failed heartbeat (the center was just
+    // deleted, the registry is away) only delays its status.
+    auto status = centers_->Heartbeat(o.center.ai_center_id(), true);
+    if (!status.ok()) spdlog::debug("monitor: heartbeat of {}: {}", o.center.ai_center_id(), status.status().ToString());
+  }
+
+  std::vector<CenterObservation> snapshot;
+  std::vector<std::function<void(const std::vector<CenterObservation>&)>> listeners;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::map<std::string, CenterObservation> next;
+    for (auto& o : round) next[o.center.ai_center_id()] = o;
+    for (const auto& [id, old] : observations_) {
+      if (!next.count(id)) Forget(id);  // left the registry, or lost its adapter address
+    }
+    observations_ = std::move(next);
+    for (const auto& [id, o] : observations_) {
+      Export(id, o);
+      snapshot.push_back(o);
+    }
+    listeners = listeners_;
+    if (gauges_) {
+      for (const auto& o : round) {
+        gauges_->polls->Add({{"outcome", o.reachable ? "ok" : "error"}}).Increment();
+      }
+    }
+  }
+  for (const auto& l : listeners) l(snapshot);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::CenterUsage> Monitor::Get(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = observations_.find(id);
+  if (it == observations_.end()) {
+    return absl::NotFoundError(
+        "no usage for center " + id + ": it is not registered, has no adapter_address, or has not been polled yet");
+  }
+  return ToCenterUsage(id, it->second);
+}
+
+std::vector<v1::CenterUsage> Monitor::List() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<v1::CenterUsage> out;
+  for (const auto& [id, o] : observations_) out.push_back(ToCenterUsage(id, o));
+  return out;
+}
+
+std::vector<CenterObservation> Monitor::Observations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<CenterObservation> out;
+  for (const auto& [id, o] : observations_) out.push_back(o);
+  return out;
+}
+
+void Monitor::OnRound(std::function<void(const std::vector<CenterObservation>&)> listener) {
+  std::lock_guard<std::mutex> lock(mu_);
+  listeners_.push_back(std::move(listener));
+}
+
+void Monitor::EnableMetrics(prometheus::Registry& registry) {
+  auto gauges = std::make_unique<Gauges>();
+  gauges->running = &prometheus::BuildGauge()
+                         .Name("jc_center_running_tasks")
+                         .Help("Tasks running at the center (Table 4 running_task_num)")
+                         .Register(registry);
+  gauges->waiting = &prometheus::BuildGauge()
+                         .Name("jc_center_waiting_tasks")
+                         .Help("Tasks waiting at the center (Table 4 waiting_task_num)")
+                         .Register(registry);
+  gauges->used = &prometheus::BuildGauge()
+                      .Name("jc_center_resource_used")
+                      .Help("Resources in use at the center by kind (Table 4; memory in MB, storage in GB)")
+                      .Register(registry);
+  gauges->free = &prometheus::BuildGauge()
+                      .Name("jc_center_resource_free")
+                      .Help("Resources free at the center by kind (Table 4; memory in MB, storage in GB)")
+                      .Register(registry);
+  gauges->security = &prometheus::BuildGauge()
+                          .Name("jc_center_security_grade")
+                          .Help("Security grade of the center (Table 4)")
+                          .Register(registry);
+  gauges->reachable = &prometheus::BuildGauge()
+                           .Name("jc_center_adapter_reachable")
+                           .Help("1 when the center's adapter answered the last poll")
+                           .Register(registry);
+  gauges->polls = &prometheus::BuildCounter()
+                       .Name("jc_monitor_polls_total")
+                       .Help("Adapter polls by outcome")
+                       .Register(registry);
+  std::lock_guard<std::mutex> lock(mu_);
+  gauges_ = std::move(gauges);
+}
+
+void Monitor::Export(const std::string& id, const CenterObservation& o) {
+  if (!gauges_) return;
+  auto& series = gauges_->series[id];
+  auto set = [&](prometheus::Family<prometheus::Gauge>* family, std::map<std::string, std::string> labels,
+                 double value) {
+    labels["center"] = id;
+    prometheus::Gauge& g = family->Add(labels);  // the same labels return the same gauge
+    g.Set(value);
+    for (const auto& [f, existing] : series) {
+      if (existing == &g) return;
+    }
+    series.emplace_back(family, &g);
+  };
+  v1::CenterUsage u = ToCenterUsage(id, o);
+  set(gauges_->reachable, {}, o.reachable ? 1 : 0);
+  set(gauges_->security, {}, u.security_grade());
+  if (!o.has_usage) return;
+  set(gauges_->running, {}, u.running_task_num());
+  set(gauges_->waiting, {}, u.waiting_task_num());
+  for (int k = 0; k < 7; ++k) {
+    set(gauges_->used, {{"resource", kResources[k]}}, Amount(u.used(), k));
+    set(gauges_->free, {{"resource", kResources[k]}}, Amount(u.free(), k));
+  }
+}
+
+void Monitor::Forget(const std::string& id) {
+  if (!gauges_) return;
+  auto it = gauges_->series.find(id);
+  if (it == gauges_->series.end()) return;
+  for (const auto& [family, gauge] : it->second) family->Remove(gauge);
+  gauges_->series.erase(it);
+}
+
+}  // namespace jc::monitor

@@ -1,0 +1,152 @@
+// The monitor against real adapters (the SDK's example adapter, served over gRPC on
+// loopback) and the whole control plane in one process, driven over REST (SPEC A3, A1).
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "adapters/example/local_backend.h"
+#include "adapters/sdk/run_adapter.h"
+#include "services/server/app.h"
+#include "tests/testing/process.h"
+#include "tests/testing/rest_client.h"
+#include "tests/testing/test_store.h"
+
+using nlohmann::json;
+
+namespace {
+
+// data.<key> of a REST reply, or `otherwise` while there is none (404, not polled yet).
+template <typename T>
+T Data(const json& body, const std::string& key, T otherwise) {
+  const json& data = body.is_object() && body.contains("data") ? body["data"] : json();
+  return data.is_object() ? data.value(key, otherwise) : otherwise;
+}
+
+struct Adapter {
+  std::filesystem::path dir;
+  std::unique_ptr<jc::adapter::LocalBackend> backend;
+  std::unique_ptr<jc::adapter::AdapterServer> server;
+
+  Adapter(const std::string& center, int cpus) {
+    dir = std::filesystem::temp_directory_path() /
+          ("jc-monitor-" + center + "-" + std::to_string(getpid()) + "-" + std::to_string(rand()));
+    std::filesystem::create_directories(dir);
+    backend = std::make_unique<jc::adapter::LocalBackend>((dir / "work").string(), cpus, 8192);
+    jc::adapter::AdapterOptions o;
+    o.listen = "127.0.0.1:0";
+    o.metrics_address = "";
+    o.state_dir = (dir / "state").string();
+    auto config = jc::adapter::ParseCenterConfig("center_id: " + center + "\nsecurity_grade: 4\n");
+    REQUIRE(config.ok());
+    o.center = *config;
+    auto s = jc::adapter::AdapterServer::Start(backend.get(), o);
+    INFO(s.status().ToString());
+    REQUIRE(s.ok());
+    server = std::move(*s);
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(server->port()); }
+  void Stop() {
+    if (server) server->Shutdown();
+    server.reset();
+  }
+  ~Adapter() {
+    Stop();
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+};
+
+struct System {
+  std::unique_ptr<jc::server::App> app;
+  std::unique_ptr<jc::testing::RestClient> rest;
+
+  System() {
+    jc::server::AppOptions o;
+    o.services = *jc::server::ParseServices("all");
+    o.grpc_address = "127.0.0.1:0";
+    o.rest_port = 0;
+    o.store = jc::testing::MakeTestStore();
+    o.gateway.worker_threads = 4;
+    o.monitor.interval = absl::Milliseconds(100);
+    o.monitor.call_timeout = absl::Milliseconds(500);
+    o.registry.unknown_after = absl::Milliseconds(600);
+    o.registry.unavailable_after = absl::Milliseconds(1200);
+    o.health_sweep_interval = absl::Milliseconds(100);
+    auto started = jc::server::App::Start(std::move(o));
+    INFO(started.status().ToString());
+    REQUIRE(started.ok());
+    app = std::move(started).value();
+    rest = std::make_unique<jc::testing::RestClient>(app->rest_port());
+  }
+  void Register(const std::string& id, const std::string& adapter) {
+    json c = {{"ai_center_id", id}, {"name", id}, {"region", "north"}, {"adapter_address", adapter},
+              {"capacity", {{"cpu", 8}}}};
+    auto r = rest->Post("/openapi/v1/centers", c);
+    INFO(r.body.dump());
+    REQUIRE(r.http_status == 200);
+  }
+  int Status(const std::string& id) { return Data(rest->Get("/openapi/v1/centers/" + id).body, "status", -1); }
+};
+
+TEST_CASE("the monitor polls every adapter: Table 4 usage by API and metrics, and centers come alive [A3][A1]",
+          "[A3][A1]") {
+  Adapter a("alpha", 6), b("beta", 3);
+  System s;
+  s.Register("alpha", a.address());
+  s.Register("beta", b.address());
+  s.Register("gamma", "127.0.0.1:1");  // nothing listens there
+
+  json usage;
+  bool seen = jc::testing::WaitUntil([&] {
+    usage = s.rest->Get("/openapi/v1/centers/alpha/usage").body;
+    return Data(usage, "reachable", false);
+  });
+  INFO(usage.dump());
+  REQUIRE(seen);
+  CHECK(usage["data"]["free"]["cpu"] == 6);
+  CHECK(usage["data"]["security_grade"] == 4);
+  CHECK(usage["data"].contains("observed_at"));
+  // An answering adapter is the center's heartbeat.
+  CHECK(jc::testing::WaitUntil([&] { return s.Status("alpha") == 1 && s.Status("beta") == 1; }));
+
+  // A center whose adapter does not answer is listed unreachable with the reason, and
+  // never comes alive.
+  json gamma = s.rest->Get("/openapi/v1/centers/gamma/usage").body;
+  CHECK(Data(gamma, "reachable", true) == false);
+  CHECK_FALSE(Data(gamma, "last_error", std::string()).empty());
+  CHECK(s.Status("gamma") != 1);
+
+  auto all = s.rest->Get("/openapi/v1/usage").body["data"]["usage"];
+  CHECK(all.size() == 3);
+
+  std::string metrics = s.rest->Raw("/metrics");
+  CHECK(metrics.find("jc_center_resource_free{center=\"alpha\",resource=\"cpu\"} 6") != std::string::npos);
+  CHECK(metrics.find("jc_center_resource_free{center=\"beta\",resource=\"cpu\"} 3") != std::string::npos);
+  CHECK(metrics.find("jc_center_adapter_reachable{center=\"gamma\"} 0") != std::string::npos);
+  CHECK(metrics.find("jc_center_running_tasks{center=\"alpha\"} 0") != std::string::npos);
+
+  SECTION("an adapter that stops answering makes its center unknown, then unavailable") {
+    b.Stop();
+    bool down = jc::testing::WaitUntil([&] { return s.Status("beta") == 0; });
+    CHECK(down);
+    CHECK(Data(s.rest->Get("/openapi/v1/centers/beta/usage").body, "reachable", true) == false);
+    CHECK(s.Status("alpha") == 1);
+  }
+  SECTION("a center that leaves takes its usage and its metric series along") {
+    REQUIRE(s.rest->Send("DELETE", "/openapi/v1/centers/alpha").http_status == 200);
+    bool gone = jc::testing::WaitUntil([&] {
+      return s.rest->Get("/openapi/v1/centers/alpha/usage").http_status == 404 &&
+             s.rest->Raw("/metrics").find("center=\"alpha\"") == std::string::npos;
+    });
+    CHECK(gone);
+  }
+}
+
+TEST_CASE("usage of an unknown center is a clear 404 [A3][C5]", "[A3][C5]") {
+  System s;
+  auto r = s.rest->Get("/openapi/v1/centers/nowhere/usage");
+  CHECK(r.http_status == 404);
+  CHECK(r.body["errorMsg"].get<std::string>().find("nowhere") != std::string::npos);
+}
+
+}  // namespace
