@@ -7,33 +7,14 @@
 
 #include "jointcloud/v1/catalog.grpc.pb.h"
 #include "jointcloud/v1/registry.grpc.pb.h"
-#include "services/server/app.h"
-#include "tests/testing/rest_client.h"
-#include "tests/testing/test_store.h"
+#include "tests/testing/test_system.h"
 
 using nlohmann::json;
 namespace v1 = jointcloud::v1;
 
 namespace {
 
-struct System {
-  std::unique_ptr<jc::server::App> app;
-  std::unique_ptr<jc::testing::RestClient> rest;
-
-  System() {
-    jc::server::AppOptions o;
-    o.services = *jc::server::ParseServices("all");
-    o.grpc_address = "127.0.0.1:0";
-    o.rest_port = 0;
-    o.store = jc::testing::MakeTestStore();
-    o.gateway.worker_threads = 4;
-    auto started = jc::server::App::Start(std::move(o));
-    INFO(started.status().ToString());
-    REQUIRE(started.ok());
-    app = std::move(started).value();
-    rest = std::make_unique<jc::testing::RestClient>(app->rest_port());
-  }
-};
+using System = jc::testing::TestSystem;
 
 json Center(const std::string& id) {
   return {{"ai_center_id", id},

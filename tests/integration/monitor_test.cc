@@ -6,10 +6,8 @@
 
 #include "adapters/example/local_backend.h"
 #include "adapters/sdk/run_adapter.h"
-#include "services/server/app.h"
 #include "tests/testing/process.h"
-#include "tests/testing/rest_client.h"
-#include "tests/testing/test_store.h"
+#include "tests/testing/test_system.h"
 
 using nlohmann::json;
 
@@ -56,28 +54,15 @@ struct Adapter {
   }
 };
 
-struct System {
-  std::unique_ptr<jc::server::App> app;
-  std::unique_ptr<jc::testing::RestClient> rest;
-
-  System() {
-    jc::server::AppOptions o;
-    o.services = *jc::server::ParseServices("all");
-    o.grpc_address = "127.0.0.1:0";
-    o.rest_port = 0;
-    o.store = jc::testing::MakeTestStore();
-    o.gateway.worker_threads = 4;
-    o.monitor.interval = absl::Milliseconds(100);
-    o.monitor.call_timeout = absl::Milliseconds(500);
-    o.registry.unknown_after = absl::Milliseconds(600);
-    o.registry.unavailable_after = absl::Milliseconds(1200);
-    o.health_sweep_interval = absl::Milliseconds(100);
-    auto started = jc::server::App::Start(std::move(o));
-    INFO(started.status().ToString());
-    REQUIRE(started.ok());
-    app = std::move(started).value();
-    rest = std::make_unique<jc::testing::RestClient>(app->rest_port());
-  }
+struct System : jc::testing::TestSystem {
+  System()
+      : TestSystem([](jc::server::AppOptions& o) {
+          o.monitor.interval = absl::Milliseconds(100);
+          o.monitor.call_timeout = absl::Milliseconds(500);
+          o.registry.unknown_after = absl::Milliseconds(600);
+          o.registry.unavailable_after = absl::Milliseconds(1200);
+          o.health_sweep_interval = absl::Milliseconds(100);
+        }) {}
   void Register(const std::string& id, const std::string& adapter) {
     json c = {{"ai_center_id", id}, {"name", id}, {"region", "north"}, {"adapter_address", adapter},
               {"capacity", {{"cpu", 8}}}};
