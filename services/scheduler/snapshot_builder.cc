@@ -1,0 +1,156 @@
+#include "services/scheduler/snapshot_builder.h"
+
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "services/catalog/catalog.h"
+
+namespace jc::scheduler {
+namespace {
+
+Resources FromTable2(const v1::ComputingResources& r) {
+  return Resources{static_cast<double>(r.cpu()),    static_cast<double>(r.gpu()),
+                   static_cast<double>(r.npu()),    static_cast<double>(r.mlu()),
+                   static_cast<double>(r.memory()), static_cast<double>(r.storage())};
+}
+
+std::string DatasetKey(const std::string& name, const std::string& version) { return name + ":" + version; }
+
+}  // namespace
+
+Snapshot BuildSnapshot(const SchedulerInputs& in) {
+  std::map<std::string, const monitor::CenterObservation*> observed;
+  for (const auto& o : in.observations) observed[o.center.ai_center_id()] = &o;
+  std::map<std::string, Resources> quantity;
+  for (const auto& spec : in.specs) {
+    auto demand = catalog::SpecDemand(spec);
+    if (demand.ok()) quantity[spec.resource_spec_id()] = FromTable2(demand->table2);
+  }
+
+  Snapshot snap;
+  for (const auto& center : in.centers) {
+    CenterView v;
+    v.id = center.ai_center_id();
+    v.available = center.has_status() && center.status() == 1;
+    v.security_grade = center.security_grade();
+    v.topology = center.network_topology();
+    v.capacity = FromTable2(center.capacity());
+    v.free = v.capacity;
+    auto it = observed.find(v.id);
+    const monitor::CenterObservation* o = it == observed.end() ? nullptr : it->second;
+    if (o != nullptr && o->has_info) {
+      const auto& info = o->info;
+      if (info.has_capacity()) v.capacity = FromTable2(info.capacity());
+      if (info.security_grade() != 0) v.security_grade = info.security_grade();
+      v.static_power_watts = info.static_power_watts();
+      if (info.performance_factor() > 0) v.performance_factor = info.performance_factor();
+      v.network = {info.network().bandwidth_mbps(), info.network().latency_ms(), info.network().jitter_ms(),
+                   info.network().loss_rate()};
+    }
+    if (o != nullptr && o->has_usage) {
+      v.free = FromTable2(o->usage.free());
+      v.running_tasks = o->usage.running_task_num();
+      v.waiting_tasks = o->usage.waiting_task_num();
+      if (o->usage.security_grade() != 0) v.security_grade = o->usage.security_grade();
+    }
+    snap.Upsert(std::move(v));
+  }
+
+  for (const auto& offer : in.offers) {
+    CenterView* c = snap.FindMutable(offer.ai_center_id());
+    auto q = quantity.find(offer.resource_spec_id());
+    if (c == nullptr || q == quantity.end() || !offer.can_run()) continue;
+    SpecAtCenter s;
+    s.quantity = q->second;
+    s.price = offer.price();
+    auto it = observed.find(c->id);
+    if (it != observed.end()) {
+      for (const auto& declared : it->second->info.specs()) {
+        if (declared.resource_spec_id() == offer.resource_spec_id()) {
+          s.execution_power_watts = declared.execution_power_watts();
+        }
+      }
+    }
+    c->specs[offer.resource_spec_id()] = s;
+  }
+  for (const auto& image : in.images) {
+    if (CenterView* c = snap.FindMutable(image.ai_center_id())) c->images.insert(image.image_id());
+  }
+  for (const auto& d : in.datasets) {
+    for (const auto& loc : d.location()) {
+      if (CenterView* c = snap.FindMutable(loc.ai_center_id())) {
+        c->datasets.insert(DatasetKey(d.data_name(), d.data_version()));
+      }
+    }
+  }
+  return snap;
+}
+
+absl::StatusOr<std::vector<PlacementRequest>> RequestsForJob(const std::string& job_id,
+                                                             const v1::CreateTrainJobRequest& job,
+                                                             const SchedulerInputs& in, absl::Time now) {
+  if (job.tasks().empty()) return absl::InvalidArgumentError("tasks: a job needs at least one task");
+  std::map<std::string, const v1::Dataset*> datasets;
+  for (const auto& d : in.datasets) datasets[DatasetKey(d.data_name(), d.data_version())] = &d;
+  std::map<std::string, std::string> topology_of;
+  for (const auto& c : in.centers) topology_of[c.ai_center_id()] = c.network_topology();
+
+  std::vector<PlacementRequest> out;
+  for (int t = 0; t < job.tasks_size(); ++t) {
+    const v1::TaskSpec& task = job.tasks(t);
+    std::string where = absl::StrCat("tasks[", t, "]");
+    bool spec_known = false;
+    for (const auto& s : in.specs) spec_known |= s.resource_spec_id() == task.resource_spec_id();
+    if (!spec_known) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ".resourceSpecId: unknown resource spec \"", task.resource_spec_id(), "\""));
+    }
+    if (!task.image_id().empty()) {
+      bool image_known = false;
+      for (const auto& i : in.images) image_known |= i.image_id() == task.image_id();
+      if (!image_known) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ".imageId: unknown image \"", task.image_id(), "\""));
+      }
+    }
+    if (task.replica_number() < 1 || task.replica_number() > kMaxReplicasPerTask) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".replicaNumber: must be 1 to ", kMaxReplicasPerTask,
+                                                     ", got ", task.replica_number()));
+    }
+    PlacementRequest base;
+    base.job_id = job_id;
+    base.task_index = t;
+    base.spec_id = task.resource_spec_id();
+    base.image_id = task.image_id();
+    base.pinned_centers.assign(task.center_ids().begin(), task.center_ids().end());
+    base.min_security_grade = job.scheduling().min_security_grade();
+    base.now = now;
+    if (job.scheduling().has_deadline()) {
+      base.deadline = absl::FromUnixSeconds(job.scheduling().deadline().seconds()) +
+                      absl::Nanoseconds(job.scheduling().deadline().nanos());
+    }
+    for (const auto& key : task.datasets()) {
+      auto it = datasets.find(key);
+      if (it == datasets.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ".datasets: unknown dataset \"", key, "\" (name:version)"));
+      }
+      DatasetNeed need;
+      need.key = key;
+      need.size_mb = static_cast<double>(it->second->size_mb());
+      need.is_private = it->second->is_private();
+      for (const auto& loc : it->second->location()) {
+        std::string topo = !loc.network_topology().empty() ? loc.network_topology() : topology_of[loc.ai_center_id()];
+        need.locations.push_back(TopologyPath::Parse(topo));
+      }
+      base.datasets.push_back(std::move(need));
+    }
+    for (int r = 0; r < task.replica_number(); ++r) {
+      PlacementRequest req = base;
+      req.replica_index = r;
+      out.push_back(std::move(req));
+    }
+  }
+  return out;
+}
+
+}  // namespace jc::scheduler
