@@ -16,5 +16,6 @@ std::vector<Route> RegistryRoutes(std::shared_ptr<grpc::Channel> channel);
 std::vector<Route> CatalogRoutes(std::shared_ptr<grpc::Channel> channel);
 std::vector<Route> DatamonRoutes(std::shared_ptr<grpc::Channel> channel);
 std::vector<Route> MonitorRoutes(std::shared_ptr<grpc::Channel> channel);
+std::vector<Route> SchedulerRoutes(std::shared_ptr<grpc::Channel> channel);
 
 }  // namespace jc::gateway

@@ -17,12 +17,14 @@
 #include "services/datamon/source_selection.h"
 #include "services/gateway/routes.h"
 #include "services/monitor/monitor_service.h"
+#include "services/scheduler/grpc_inputs_source.h"
+#include "services/scheduler/scheduler_service.h"
 #include "services/registry/registry_service.h"
 
 namespace jc::server {
 
 const std::vector<std::string>& KnownServices() {
-  static const auto* names = new std::vector<std::string>{"registry", "catalog", "datamon", "monitor", "gateway"};
+  static const auto* names = new std::vector<std::string>{"registry", "catalog", "datamon", "monitor", "scheduler", "gateway"};
   return *names;
 }
 
@@ -52,7 +54,7 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
   app->metrics_ = std::make_shared<prometheus::Registry>();
   auto has = [&](const char* name) { return o.services.count(name) > 0; };
   bool needs_store = has("registry") || has("catalog") || has("datamon");
-  bool serves_grpc = needs_store || has("monitor");
+  bool serves_grpc = needs_store || has("monitor") || has("scheduler");
 
   if (needs_store) {
     if (o.store != nullptr) {
@@ -104,6 +106,25 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
     app->monitor_->EnableMetrics(*app->metrics_);
     app->grpc_services_.push_back(monitor::MakeMonitorService(app->monitor_.get()));
   }
+  if (has("scheduler")) {
+    // The scheduler reads the registry, catalog and datamon over gRPC: in process when
+    // they run here, else at --upstream_address.
+    std::function<std::shared_ptr<grpc::Channel>()> channel_source = [self] { return self->channel_; };
+    if (!(has("registry") && has("catalog") && has("datamon"))) {
+      if (o.upstream_address.empty()) {
+        return absl::InvalidArgumentError(
+            "the scheduler needs the registry, catalog and datamon: run them here (--services) or name a "
+            "server that does with --upstream_address");
+      }
+      auto channel = grpc::CreateChannel(o.upstream_address, grpc::InsecureChannelCredentials());
+      channel_source = [channel] { return channel; };
+    }
+    app->scheduler_inputs_ = scheduler::MakeGrpcInputsSource(channel_source, app->monitor_.get());
+    scheduler::SchedulerOptions so;
+    so.refresh_interval = o.scheduler_refresh;
+    app->scheduler_ = std::make_unique<scheduler::Scheduler>(app->scheduler_inputs_.get(), o.clock, so);
+    app->grpc_services_.push_back(scheduler::MakeSchedulerService(app->scheduler_.get()));
+  }
 
   if (serves_grpc) {
     grpc::EnableDefaultHealthCheckService(true);
@@ -136,7 +157,8 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
         groups[] = {{"registry", &o.registry_address, gateway::RegistryRoutes},
                     {"catalog", &o.catalog_address, gateway::CatalogRoutes},
                     {"datamon", &o.datamon_address, gateway::DatamonRoutes},
-                    {"monitor", &o.monitor_address, gateway::MonitorRoutes}};
+                    {"monitor", &o.monitor_address, gateway::MonitorRoutes},
+                    {"scheduler", &o.scheduler_address, gateway::SchedulerRoutes}};
     for (const auto& [name, address, make] : groups) {
       std::shared_ptr<grpc::Channel> channel = app->channel_;
       if (!has(name)) {
@@ -172,6 +194,7 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
   if (app->registry_ != nullptr) app->sweeper_ = std::thread([self] { self->SweepLoop(); });
   // Started last: its first round may call the registry over the in-process channel.
   if (app->monitor_ != nullptr) app->monitor_->Start();
+  if (app->scheduler_ != nullptr) app->scheduler_->Start();
   return app;
 }
 
@@ -220,6 +243,7 @@ void App::Shutdown() {
   cv_.notify_all();
   if (gateway_ != nullptr) gateway_->Stop();
   if (monitor_ != nullptr) monitor_->Stop();
+  if (scheduler_ != nullptr) scheduler_->Stop();
   if (registry_ != nullptr) registry_->events().Close();
   if (grpc_server_ != nullptr) {
     grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));

@@ -19,6 +19,7 @@
 #include "common/store/store.h"
 #include "services/gateway/gateway.h"
 #include "services/monitor/monitor.h"
+#include "services/scheduler/scheduler.h"
 #include "services/registry/center_directory.h"
 #include "services/registry/registry.h"
 
@@ -57,12 +58,14 @@ struct AppOptions {
   std::string catalog_address;
   std::string datamon_address;
   std::string monitor_address;
+  std::string scheduler_address;
   std::string upstream_address;
   registry::RegistryOptions registry;
   std::map<std::string, double> migration_weights;
   monitor::MonitorOptions monitor;
   // How the monitor reaches adapters; null: over gRPC (tests may inject a fake).
   monitor::AdapterProbe* adapter_probe = nullptr;
+  absl::Duration scheduler_refresh = absl::Seconds(1);
   gateway::GatewayOptions gateway;
   // A process without the gateway still serves /metrics, /healthz and /readyz here
   // (port 0 picks a free one; an empty host turns it off).
@@ -86,6 +89,7 @@ class App {
   std::shared_ptr<grpc::Channel> channel() const { return channel_; }
   registry::Registry* registry() const { return registry_.get(); }
   monitor::Monitor* monitor() const { return monitor_.get(); }
+  scheduler::Scheduler* scheduler() const { return scheduler_.get(); }
   std::shared_ptr<prometheus::Registry> metrics() const { return metrics_; }
 
  private:
@@ -102,6 +106,8 @@ class App {
   std::unique_ptr<datamon::Datamon> datamon_;
   std::unique_ptr<monitor::AdapterProbe> own_probe_;
   std::unique_ptr<monitor::Monitor> monitor_;
+  std::unique_ptr<scheduler::InputsSource> scheduler_inputs_;
+  std::unique_ptr<scheduler::Scheduler> scheduler_;
   std::vector<std::unique_ptr<grpc::Service>> grpc_services_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::shared_ptr<grpc::Channel> channel_;
