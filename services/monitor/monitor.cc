@@ -58,25 +58,12 @@ Monitor::Monitor(registry::CenterDirectory* centers, AdapterProbe* probe, const 
 Monitor::~Monitor() { Stop(); }
 
 void Monitor::Start() {
-  loop_ = std::thread([this] {
-    std::unique_lock<std::mutex> lock(loop_mu_);
-    while (!stopping_) {
-      lock.unlock();
-      if (absl::Status s = PollOnce(); !s.ok()) spdlog::warn("monitor: {}", s.ToString());
-      lock.lock();
-      loop_cv_.wait_for(lock, absl::ToChronoNanoseconds(options_.interval), [&] { return stopping_; });
-    }
+  loop_.Start(options_.interval, [this] {
+    if (absl::Status s = PollOnce(); !s.ok()) spdlog::warn("monitor: {}", s.ToString());
   });
 }
 
-void Monitor::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(loop_mu_);
-    stopping_ = true;
-  }
-  loop_cv_.notify_all();
-  if (loop_.joinable()) loop_.join();
-}
+void Monitor::Stop() { loop_.Stop(); }
 
 void Monitor::Observe(CenterObservation* o) {
   const std::string& address = o->center.adapter_address();

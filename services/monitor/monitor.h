@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/periodic_task.h"
 #include "common/thread_pool.h"
 #include "jointcloud/v1/monitor.pb.h"
 #include "services/monitor/adapter_probe.h"
@@ -94,10 +95,7 @@ class Monitor {
   std::vector<std::function<void(const std::vector<CenterObservation>&)>> listeners_;
   std::unique_ptr<Gauges> gauges_;
 
-  std::mutex loop_mu_;
-  std::condition_variable loop_cv_;
-  bool stopping_ = false;
-  std::thread loop_;
+  PeriodicTask loop_;
 };
 
 // Table 4 of an observation, as the API serves it.

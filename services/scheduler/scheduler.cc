@@ -18,25 +18,12 @@ Scheduler::Scheduler(InputsSource* source, const Clock* clock, SchedulerOptions 
 Scheduler::~Scheduler() { Stop(); }
 
 void Scheduler::Start() {
-  loop_ = std::thread([this] {
-    std::unique_lock<std::mutex> lock(loop_mu_);
-    while (!stopping_) {
-      lock.unlock();
-      if (absl::Status s = Refresh(); !s.ok()) spdlog::warn("scheduler: cannot refresh its view: {}", s.ToString());
-      lock.lock();
-      loop_cv_.wait_for(lock, absl::ToChronoNanoseconds(options_.refresh_interval), [&] { return stopping_; });
-    }
+  loop_.Start(options_.refresh_interval, [this] {
+    if (absl::Status s = Refresh(); !s.ok()) spdlog::warn("scheduler: cannot refresh its view: {}", s.ToString());
   });
 }
 
-void Scheduler::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(loop_mu_);
-    stopping_ = true;
-  }
-  loop_cv_.notify_all();
-  if (loop_.joinable()) loop_.join();
-}
+void Scheduler::Stop() { loop_.Stop(); }
 
 absl::Status Scheduler::Refresh() {
   auto inputs = source_->Fetch();

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/clock.h"
+#include "common/periodic_task.h"
 #include "jointcloud/v1/scheduler.pb.h"
 #include "services/scheduler/placer.h"
 #include "services/scheduler/snapshot_builder.h"
@@ -74,10 +75,7 @@ class Scheduler {
   Snapshot snapshot_;
   absl::Status last_refresh_ = absl::UnavailableError("the scheduler has not read its inputs yet");
 
-  std::mutex loop_mu_;
-  std::condition_variable loop_cv_;
-  bool stopping_ = false;
-  std::thread loop_;
+  PeriodicTask loop_;
 };
 
 }  // namespace jc::scheduler
