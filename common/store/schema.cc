@@ -72,6 +72,25 @@ const std::vector<Migration>& Migrations() {
            "  seq BIGINT PRIMARY KEY,"
            "  doc TEXT NOT NULL)",
        }},
+      {4,
+       "job manager: jobs (their replicas inside the document) and adapter watch cursors",
+       {
+           // version: a write only lands when it is newer than the stored one, so two
+           // updates of one job committed out of order cannot go back in time.
+           "CREATE TABLE jobs ("
+           "  id TEXT PRIMARY KEY,"
+           "  seq BIGINT NOT NULL,"
+           "  user_name TEXT NOT NULL,"
+           "  status TEXT NOT NULL,"
+           "  idempotency_key TEXT UNIQUE,"
+           "  version BIGINT NOT NULL,"
+           "  doc TEXT NOT NULL)",
+           "CREATE INDEX jobs_status ON jobs (status)",
+           "CREATE INDEX jobs_user ON jobs (user_name)",
+           "CREATE TABLE job_watch_cursors ("
+           "  center_id TEXT PRIMARY KEY,"
+           "  cursor BIGINT NOT NULL)",
+       }},
   };
   return *migrations;
 }

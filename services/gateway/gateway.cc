@@ -75,7 +75,11 @@ void Gateway::Install() {
       for (size_t i = 1; i < req.matches.size(); ++i) params.push_back(req.matches[i].str());
       RestResult result = route.handler(req, params);
       res.status = HttpStatusFor(result.status.code());
-      res.set_content(MakeEnvelope(result.status, result.data_json), kJson);
+      if (result.status.ok() && !result.raw_content_type.empty()) {
+        res.set_content(result.data_json, result.raw_content_type.c_str());
+      } else {
+        res.set_content(MakeEnvelope(result.status, result.data_json), kJson);
+      }
       histogram->Observe(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       requests.Add({{"method", route.method}, {"route", route.path},

@@ -22,6 +22,9 @@ namespace jc::gateway {
 struct RestResult {
   absl::Status status;
   std::string data_json;  // protobuf JSON of the envelope's data; empty for none
+  // When set and the status is OK, data_json is sent as it is with this content type
+  // instead of inside the envelope (file downloads such as logs).
+  std::string raw_content_type = {};
 };
 
 struct QueryParam {

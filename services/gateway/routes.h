@@ -17,5 +17,6 @@ std::vector<Route> CatalogRoutes(std::shared_ptr<grpc::Channel> channel);
 std::vector<Route> DatamonRoutes(std::shared_ptr<grpc::Channel> channel);
 std::vector<Route> MonitorRoutes(std::shared_ptr<grpc::Channel> channel);
 std::vector<Route> SchedulerRoutes(std::shared_ptr<grpc::Channel> channel);
+std::vector<Route> TrainJobRoutes(std::shared_ptr<grpc::Channel> channel);
 
 }  // namespace jc::gateway

@@ -34,8 +34,96 @@ absl::Status Scheduler::Refresh() {
   }
   snapshot_ = BuildSnapshot(*inputs);
   inputs_ = std::move(*inputs);
+  ApplyAssumed();
   last_refresh_ = absl::OkStatus();
   return absl::OkStatus();
+}
+
+void Scheduler::ApplyAssumed() {
+  std::map<std::string, absl::Time> observed_at;
+  for (const auto& o : inputs_.observations) {
+    if (o.has_usage) observed_at[o.center.ai_center_id()] = o.observed_at;
+  }
+  for (auto it = assumed_.begin(); it != assumed_.end();) {
+    auto seen = observed_at.find(it->second.center_id);
+    bool counted = seen != observed_at.end() && seen->second > it->second.reported_at;
+    int index = snapshot_.IndexOf(it->second.center_id);
+    if (counted || index < 0) {
+      it = assumed_.erase(it);  // the center's usage includes it now (or the center left)
+      continue;
+    }
+    snapshot_.Reserve(index, it->second.quantity);
+    ++it;
+  }
+}
+
+std::string Scheduler::ReservationKey(const std::string& job_id, int task, int replica, int attempt) {
+  return absl::StrCat(job_id, "/", task, "/", replica, "/", attempt);
+}
+
+absl::Status Scheduler::Validate(const v1::CreateTrainJobRequest& job) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!last_refresh_.ok() && inputs_.centers.empty() && inputs_.specs.empty()) return last_refresh_;
+  return RequestsForJob("", job, inputs_, clock_->Now()).status();
+}
+
+absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, const v1::CreateTrainJobRequest& job,
+                                                     const std::vector<Slot>& slots,
+                                                     const std::vector<std::string>& sibling_centers,
+                                                     v1::Placement* explain) {
+  std::map<std::string, double> overrides(job.scheduling().weights().begin(), job.scheduling().weights().end());
+  auto weights = options_.profiles.Resolve(job.scheduling().weight_profile(), overrides, scorers_);
+  if (!weights.ok()) return weights.status();
+  std::lock_guard<std::mutex> lock(mu_);
+  auto all = RequestsForJob(job_id, job, inputs_, clock_->Now());
+  if (!all.ok()) return all.status();
+  // Index the job's requests by (task, replica).
+  std::map<std::pair<int, int>, const PlacementRequest*> by_slot;
+  for (const auto& r : *all) by_slot[{r.task_index, r.replica_index}] = &r;
+  std::vector<PlacementRequest> requests;
+  for (const auto& slot : slots) {
+    auto it = by_slot.find({slot.task_index, slot.replica_index});
+    if (it == by_slot.end()) {
+      return absl::InternalError(absl::StrCat("job ", job_id, " has no task ", slot.task_index, " replica ",
+                                              slot.replica_index));
+    }
+    PlacementRequest r = *it->second;
+    r.avoid_centers.insert(slot.avoid_centers.begin(), slot.avoid_centers.end());
+    r.sibling_centers = sibling_centers;
+    requests.push_back(std::move(r));
+  }
+  Placer placer(scorers_, model_);
+  JobDecision d = placer.PlaceJob(requests, snapshot_, *weights, job.scheduling().gang(), explain);
+  Decision out;
+  out.placed = d.placed;
+  out.reason = d.reason;
+  for (size_t i = 0; i < slots.size(); ++i) {
+    if (d.centers[i] < 0) {
+      out.centers.emplace_back();
+      continue;
+    }
+    const CenterView& c = snapshot_.centers()[d.centers[i]];
+    out.centers.push_back(c.id);
+    // PlaceJob reserved it in the view; remember it so a rebuilt view keeps it.
+    assumed_[ReservationKey(job_id, slots[i].task_index, slots[i].replica_index, slots[i].attempt)] =
+        Assumed{c.id, c.specs.at(requests[i].spec_id).quantity};
+  }
+  return out;
+}
+
+void Scheduler::Reported(const std::string& key, absl::Time at) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = assumed_.find(key);
+  if (it != assumed_.end() && it->second.reported_at == absl::InfiniteFuture()) it->second.reported_at = at;
+}
+
+void Scheduler::Forget(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = assumed_.find(key);
+  if (it == assumed_.end()) return;
+  int index = snapshot_.IndexOf(it->second.center_id);
+  if (index >= 0) snapshot_.Release(index, it->second.quantity);
+  assumed_.erase(it);
 }
 
 absl::StatusOr<int> Scheduler::AlgorithmScore(const std::string& algorithm_id, const std::string& center_id,

@@ -6,6 +6,7 @@
 // explanation. No gRPC types here.
 
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -61,6 +62,36 @@ class Scheduler {
   // Where the job would go now, and why; changes nothing.
   absl::StatusOr<v1::Placement> Plan(const v1::CreateTrainJobRequest& job);
 
+  // Checks a job against the catalog (specs, images, datasets, replica numbers) as the
+  // scheduler will place it. InvalidArgument names the field.
+  absl::Status Validate(const v1::CreateTrainJobRequest& job);
+
+  // A replica of a job to place now.
+  struct Slot {
+    int task_index = 0;
+    int replica_index = 0;
+    int attempt = 0;
+    std::vector<std::string> avoid_centers;  // where earlier attempts failed
+  };
+  struct Decision {
+    bool placed = false;              // every slot has a center
+    std::string reason;               // why not, when not
+    std::vector<std::string> centers;  // per slot; empty = waits
+  };
+  // Places `slots` of `job` on the live view (gang: all or none), next to
+  // `sibling_centers` (where the job's other replicas run). Each placed slot is reserved
+  // in the view until the center's usage accounts for it (Reported) or it ends (Forget).
+  // With `explain`, also records the explanation.
+  absl::StatusOr<Decision> Place(const std::string& job_id, const v1::CreateTrainJobRequest& job,
+                                 const std::vector<Slot>& slots, const std::vector<std::string>& sibling_centers,
+                                 v1::Placement* explain = nullptr);
+  // The center acknowledged replica `key` at `at`: once its usage is observed after
+  // that, the usage includes it and the reservation is dropped.
+  void Reported(const std::string& key, absl::Time at);
+  // The replica ended or will not run: its reservation goes.
+  void Forget(const std::string& key);
+  static std::string ReservationKey(const std::string& job_id, int task, int replica, int attempt);
+
   const ScorerRegistry& scorers() const { return scorers_; }
 
  private:
@@ -70,7 +101,16 @@ class Scheduler {
   ScorerRegistry scorers_;
   WeightedSumModel model_;
 
+  struct Assumed {
+    std::string center_id;
+    Resources quantity;
+    absl::Time reported_at = absl::InfiniteFuture();  // not acknowledged yet
+  };
+  // Re-applies assumed reservations to a freshly built view. Caller holds mu_.
+  void ApplyAssumed();
+
   mutable std::mutex mu_;
+  std::map<std::string, Assumed> assumed_;
   SchedulerInputs inputs_;
   Snapshot snapshot_;
   absl::Status last_refresh_ = absl::UnavailableError("the scheduler has not read its inputs yet");

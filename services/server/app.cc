@@ -16,6 +16,7 @@
 #include "services/datamon/datamon_service.h"
 #include "services/datamon/source_selection.h"
 #include "services/gateway/routes.h"
+#include "services/jobs/job_service.h"
 #include "services/monitor/monitor_service.h"
 #include "services/scheduler/grpc_inputs_source.h"
 #include "services/scheduler/scheduler_service.h"
@@ -24,7 +25,7 @@
 namespace jc::server {
 
 const std::vector<std::string>& KnownServices() {
-  static const auto* names = new std::vector<std::string>{"registry", "catalog", "datamon", "monitor", "scheduler", "gateway"};
+  static const auto* names = new std::vector<std::string>{"registry", "catalog", "datamon", "monitor", "scheduler", "jobs", "gateway"};
   return *names;
 }
 
@@ -53,7 +54,7 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
   AppOptions& o = app->options_;
   app->metrics_ = std::make_shared<prometheus::Registry>();
   auto has = [&](const char* name) { return o.services.count(name) > 0; };
-  bool needs_store = has("registry") || has("catalog") || has("datamon");
+  bool needs_store = has("registry") || has("catalog") || has("datamon") || has("jobs");
   bool serves_grpc = needs_store || has("monitor") || has("scheduler");
 
   if (needs_store) {
@@ -67,7 +68,7 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
 
   // Services that need the registry reach it over gRPC: in-process when it runs here.
   App* self = app.get();
-  if (has("catalog") || has("datamon") || has("monitor")) {
+  if (has("catalog") || has("datamon") || has("monitor") || has("jobs")) {
     if (has("registry")) {
       app->centers_ = registry::MakeGrpcCenterDirectory([self] { return self->channel_; });
     } else {
@@ -125,6 +126,20 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
     app->scheduler_ = std::make_unique<scheduler::Scheduler>(app->scheduler_inputs_.get(), o.clock, so);
     app->grpc_services_.push_back(scheduler::MakeSchedulerService(app->scheduler_.get()));
   }
+  if (has("jobs")) {
+    if (app->scheduler_ == nullptr) {
+      return absl::InvalidArgumentError("the jobs service places jobs with the scheduler: run both here (--services)");
+    }
+    jobs::AdapterClient* client = o.adapter_client;
+    if (client == nullptr) {
+      app->own_adapter_client_ = jobs::MakeGrpcAdapterClient();
+      client = app->own_adapter_client_.get();
+    }
+    app->jobs_ = std::make_unique<jobs::JobManager>(app->store_.get(), app->scheduler_.get(), app->centers_.get(),
+                                                    client, o.clock, o.jobs);
+    app->jobs_->EnableMetrics(*app->metrics_);
+    app->grpc_services_.push_back(jobs::MakeJobService(app->jobs_.get()));
+  }
 
   if (serves_grpc) {
     grpc::EnableDefaultHealthCheckService(true);
@@ -158,7 +173,8 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
                     {"catalog", &o.catalog_address, gateway::CatalogRoutes},
                     {"datamon", &o.datamon_address, gateway::DatamonRoutes},
                     {"monitor", &o.monitor_address, gateway::MonitorRoutes},
-                    {"scheduler", &o.scheduler_address, gateway::SchedulerRoutes}};
+                    {"scheduler", &o.scheduler_address, gateway::SchedulerRoutes},
+                    {"jobs", &o.jobs_address, gateway::TrainJobRoutes}};
     for (const auto& [name, address, make] : groups) {
       std::shared_ptr<grpc::Channel> channel = app->channel_;
       if (!has(name)) {
@@ -194,7 +210,12 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
   if (app->registry_ != nullptr) app->sweeper_ = std::thread([self] { self->SweepLoop(); });
   // Started last: its first round may call the registry over the in-process channel.
   if (app->monitor_ != nullptr) app->monitor_->Start();
-  if (app->scheduler_ != nullptr) app->scheduler_->Start();
+  if (app->scheduler_ != nullptr) {
+    // One refresh before jobs are taken, so a create right after the start sees the catalog.
+    if (absl::Status s = app->scheduler_->Refresh(); !s.ok()) spdlog::warn("scheduler: {}", s.ToString());
+    app->scheduler_->Start();
+  }
+  if (app->jobs_ != nullptr) JC_RETURN_IF_ERROR(app->jobs_->Start());
   return app;
 }
 
@@ -243,6 +264,7 @@ void App::Shutdown() {
   cv_.notify_all();
   if (gateway_ != nullptr) gateway_->Stop();
   if (monitor_ != nullptr) monitor_->Stop();
+  if (jobs_ != nullptr) jobs_->Stop();
   if (scheduler_ != nullptr) scheduler_->Stop();
   if (registry_ != nullptr) registry_->events().Close();
   if (grpc_server_ != nullptr) {

@@ -19,6 +19,7 @@
 #include "common/store/store.h"
 #include "services/gateway/gateway.h"
 #include "services/monitor/monitor.h"
+#include "services/jobs/job_manager.h"
 #include "services/scheduler/scheduler.h"
 #include "services/registry/center_directory.h"
 #include "services/registry/registry.h"
@@ -59,6 +60,7 @@ struct AppOptions {
   std::string datamon_address;
   std::string monitor_address;
   std::string scheduler_address;
+  std::string jobs_address;
   std::string upstream_address;
   registry::RegistryOptions registry;
   std::map<std::string, double> migration_weights;
@@ -66,6 +68,9 @@ struct AppOptions {
   // How the monitor reaches adapters; null: over gRPC (tests may inject a fake).
   monitor::AdapterProbe* adapter_probe = nullptr;
   absl::Duration scheduler_refresh = absl::Seconds(1);
+  jobs::JobManagerOptions jobs;
+  // How the job manager reaches adapters; null: over gRPC (tests may inject a fake).
+  jobs::AdapterClient* adapter_client = nullptr;
   gateway::GatewayOptions gateway;
   // A process without the gateway still serves /metrics, /healthz and /readyz here
   // (port 0 picks a free one; an empty host turns it off).
@@ -90,6 +95,7 @@ class App {
   registry::Registry* registry() const { return registry_.get(); }
   monitor::Monitor* monitor() const { return monitor_.get(); }
   scheduler::Scheduler* scheduler() const { return scheduler_.get(); }
+  jobs::JobManager* jobs() const { return jobs_.get(); }
   std::shared_ptr<prometheus::Registry> metrics() const { return metrics_; }
 
  private:
@@ -108,6 +114,8 @@ class App {
   std::unique_ptr<monitor::Monitor> monitor_;
   std::unique_ptr<scheduler::InputsSource> scheduler_inputs_;
   std::unique_ptr<scheduler::Scheduler> scheduler_;
+  std::unique_ptr<jobs::AdapterClient> own_adapter_client_;
+  std::unique_ptr<jobs::JobManager> jobs_;
   std::vector<std::unique_ptr<grpc::Service>> grpc_services_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::shared_ptr<grpc::Channel> channel_;

@@ -41,6 +41,8 @@ ABSL_FLAG(std::string, monitor_address, "",
           "host:port of the monitor when this process runs the gateway but not the monitor");
 ABSL_FLAG(std::string, scheduler_address, "",
           "host:port of the scheduler when this process runs the gateway but not the scheduler");
+ABSL_FLAG(std::string, jobs_address, "",
+          "host:port of the jobs service when this process runs the gateway but not the jobs service");
 ABSL_FLAG(absl::Duration, scheduler_refresh, absl::Seconds(1),
           "how often the scheduler rebuilds its view of the centers from the registry, catalog, "
           "datamon and monitor");
@@ -124,6 +126,7 @@ int main(int argc, char** argv) {
   options.datamon_address = absl::GetFlag(FLAGS_datamon_address);
   options.monitor_address = absl::GetFlag(FLAGS_monitor_address);
   options.scheduler_address = absl::GetFlag(FLAGS_scheduler_address);
+  options.jobs_address = absl::GetFlag(FLAGS_jobs_address);
   options.scheduler_refresh = absl::GetFlag(FLAGS_scheduler_refresh);
   if (options.scheduler_refresh <= absl::ZeroDuration()) return Fail("--scheduler_refresh must be positive");
   options.upstream_address = absl::GetFlag(FLAGS_upstream_address);

@@ -23,6 +23,10 @@ std::string UniqueJobId() {
   return absl::StrCat("kit", getpid(), "x", absl::ToUnixMillis(absl::Now()) % 100000000, "x", n++);
 }
 
+// Every call the kit makes has a deadline: an adapter that hangs fails the test with the
+// call's name instead of hanging it.
+void SetDeadline(grpc::ClientContext* ctx, absl::Duration d) { ctx->set_deadline(absl::ToChronoTime(absl::Now() + d)); }
+
 class Kit {
  public:
   Kit() : target_(MakeConformanceTarget()) {
@@ -69,6 +73,7 @@ class Kit {
   }
   grpc::Status Submit(const pb::SubmitReplicaRequest& req, pb::Replica* out) {
     grpc::ClientContext ctx;
+    SetDeadline(&ctx, target_.timeout);
     return stub_->SubmitReplica(&ctx, req, out);
   }
   pb::Replica MustSubmit(const std::string& command) {
@@ -80,12 +85,14 @@ class Kit {
   }
   grpc::Status Get(const pb::ReplicaKey& key, pb::Replica* out) {
     grpc::ClientContext ctx;
+    SetDeadline(&ctx, target_.timeout);
     pb::ReplicaRef ref;
     *ref.mutable_key() = key;
     return stub_->GetReplica(&ctx, ref, out);
   }
   grpc::Status Stop(const pb::ReplicaKey& key, pb::Replica* out) {
     grpc::ClientContext ctx;
+    SetDeadline(&ctx, target_.timeout);
     pb::ReplicaRef ref;
     *ref.mutable_key() = key;
     return stub_->StopReplica(&ctx, ref, out);
@@ -110,6 +117,7 @@ class Kit {
   }
   std::string Log(const pb::ReplicaKey& key, int64_t offset = 0, bool stderr = false) {
     grpc::ClientContext ctx;
+    SetDeadline(&ctx, target_.timeout);
     pb::ReadLogRequest req;
     *req.mutable_key() = key;
     req.set_offset(offset);
@@ -263,6 +271,8 @@ TEST_CASE("conformance: the event stream resumes from a cursor after the adapter
 TEST_CASE("conformance: center info and usage are sane [A14][A3]", "[A14][conformance]") {
   Kit kit;
   grpc::ClientContext c1, c2;
+  SetDeadline(&c1, kit.target_.timeout);
+  SetDeadline(&c2, kit.target_.timeout);
   pb::CenterInfo info;
   REQUIRE(kit.stub_->GetCenterInfo(&c1, {}, &info).ok());
   CHECK(info.ai_center_id() == kit.target_.center.center_id);
@@ -308,6 +318,7 @@ TEST_CASE("conformance: bad input gets a clear gRPC error and changes nothing [A
   CHECK(kit.Stop(missing, &r).error_code() == grpc::StatusCode::NOT_FOUND);
 
   grpc::ClientContext ctx;
+  SetDeadline(&ctx, kit.target_.timeout);
   pb::ReadLogRequest log;
   *log.mutable_key() = missing;
   auto reader = kit.stub_->ReadLog(&ctx, log);

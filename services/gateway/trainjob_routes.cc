@@ -1,0 +1,108 @@
+// Appendix A.1–A.4: /openapi/v1/trainjob, with Appendix A's camelCase names.
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "jointcloud/v1/jobs.grpc.pb.h"
+#include "services/gateway/rest_call.h"
+#include "services/gateway/routes.h"
+
+namespace jc::gateway {
+
+namespace v1 = ::jointcloud::v1;
+
+namespace {
+
+absl::Status PathIndex(const std::string& text, const char* name, int32_t* out) {
+  if (!absl::SimpleAtoi(text, out) || *out < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": \"", text, "\" is not an index (0, 1, ...)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::vector<Route> TrainJobRoutes(std::shared_ptr<grpc::Channel> channel) {
+  std::shared_ptr<v1::JobService::Stub> stub = v1::JobService::NewStub(channel);
+  using S = v1::JobService::Stub;
+  const std::string base = "/openapi/v1/trainjob";
+  constexpr auto kCamel = JsonNames::kCamelCase;
+  std::vector<Route> routes;
+
+  routes.push_back({"POST", base, "trainjob",
+                    "Submit a training job (A.1). Acknowledged once committed; an Idempotency-Key header "
+                    "makes a retried submit return the first job",
+                    v1::CreateTrainJobRequest::descriptor(), v1::CreateTrainJobResponse::descriptor(), kCamel, {},
+                    [stub](const httplib::Request& r, const std::vector<std::string>&) {
+                      v1::CreateTrainJobRequest req;
+                      absl::Status s = ParseBody(r, &req);
+                      if (r.has_header("Idempotency-Key")) req.set_idempotency_key(r.get_header_value("Idempotency-Key"));
+                      return IfOk(s, [&] { return CallUnary(stub.get(), &S::CreateTrainJob, req, kCamel); });
+                    }});
+  routes.push_back({"GET", base, "trainjob", "List jobs, paged, by user and status", nullptr,
+                    v1::ListTrainJobsResponse::descriptor(), kCamel,
+                    {{"userName", "string", "only this user's jobs"},
+                     {"status", "string", "pending, running, completed or failed"},
+                     {"pageSize", "integer", "items per page (default 100, at most 1000)"},
+                     {"pageToken", "string", "nextPageToken of the previous page"}},
+                    [stub](const httplib::Request& r, const std::vector<std::string>&) {
+                      v1::ListTrainJobsRequest req;
+                      req.set_user_name(QueryString(r, "userName"));
+                      req.set_status(QueryString(r, "status"));
+                      req.set_page_token(QueryString(r, "pageToken"));
+                      int32_t size = 0;
+                      absl::Status s = QueryInt(r, "pageSize", &size);
+                      req.set_page_size(size);
+                      return IfOk(s, [&] { return CallUnary(stub.get(), &S::ListTrainJobs, req, kCamel); });
+                    }});
+  routes.push_back({"POST", base + "/{jobId}/stop", "trainjob", "Stop a job (A.2)", nullptr, nullptr, kCamel, {},
+                    [stub](const httplib::Request&, const std::vector<std::string>& p) {
+                      v1::StopTrainJobRequest req;
+                      req.set_job_id(p[0]);
+                      return CallUnary(stub.get(), &S::StopTrainJob, req, kCamel, false);
+                    }});
+  routes.push_back({"GET", base + "/{jobId}", "trainjob",
+                    "A job with its status (pending, running, completed, failed) and each replica's (A.3)", nullptr,
+                    v1::TrainJob::descriptor(), kCamel, {},
+                    [stub](const httplib::Request&, const std::vector<std::string>& p) {
+                      v1::GetTrainJobRequest req;
+                      req.set_job_id(p[0]);
+                      return CallUnary(stub.get(), &S::GetTrainJob, req, kCamel);
+                    }});
+  routes.push_back(
+      {"GET", base + "/{jobId}/task/{taskIndex}/replica/{replicaIndex}/log", "trainjob",
+       "Where a replica's log downloads (A.4): logUrl", nullptr, v1::GetReplicaLogResponse::descriptor(), kCamel, {},
+       [stub](const httplib::Request&, const std::vector<std::string>& p) {
+         v1::GetReplicaLogRequest req;
+         req.set_job_id(p[0]);
+         int32_t task = 0, replica = 0;
+         absl::Status s = PathIndex(p[1], "taskIndex", &task);
+         if (s.ok()) s = PathIndex(p[2], "replicaIndex", &replica);
+         req.set_task_index(task);
+         req.set_replica_index(replica);
+         return IfOk(s, [&] { return CallUnary(stub.get(), &S::GetReplicaLog, req, kCamel); });
+       }});
+  routes.push_back(
+      {"GET", base + "/{jobId}/task/{taskIndex}/replica/{replicaIndex}/log/content", "trainjob",
+       "The replica's log itself (text/plain): what logUrl points at", nullptr, nullptr, kCamel, {},
+       [stub](const httplib::Request&, const std::vector<std::string>& p) {
+         v1::ReadReplicaLogRequest req;
+         req.set_job_id(p[0]);
+         int32_t task = 0, replica = 0;
+         absl::Status s = PathIndex(p[1], "taskIndex", &task);
+         if (s.ok()) s = PathIndex(p[2], "replicaIndex", &replica);
+         if (!s.ok()) return RestResult{s, ""};
+         req.set_task_index(task);
+         req.set_replica_index(replica);
+         grpc::ClientContext ctx;
+         ctx.set_deadline(std::chrono::system_clock::now() + kRpcTimeout);
+         auto reader = stub->ReadReplicaLog(&ctx, req);
+         std::string text;
+         v1::LogChunk chunk;
+         while (reader->Read(&chunk)) text += chunk.data();
+         grpc::Status status = reader->Finish();
+         if (!status.ok()) return RestResult{FromGrpcStatus(status), ""};
+         return RestResult{absl::OkStatus(), std::move(text), "text/plain; charset=utf-8"};
+       }});
+  return routes;
+}
+
+}  // namespace jc::gateway

@@ -1,0 +1,37 @@
+#pragma once
+
+// How the job manager talks to centers' adapters (jointcloud.adapter.v1): submit and stop
+// replicas, follow their events from a cursor, read their logs. The real client speaks
+// gRPC with one channel per adapter address; unit tests use a fake.
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "jointcloud/adapter/v1/adapter.pb.h"
+
+namespace jc::jobs {
+
+namespace apb = ::jointcloud::adapter::v1;
+
+class AdapterClient {
+ public:
+  virtual ~AdapterClient() = default;
+  // Idempotent by the replica key: a repeated submit returns the replica already there.
+  virtual absl::StatusOr<apb::Replica> Submit(const std::string& address, const apb::SubmitReplicaRequest& req) = 0;
+  virtual absl::Status Stop(const std::string& address, const apb::ReplicaKey& key) = 0;
+  virtual absl::StatusOr<apb::Replica> Get(const std::string& address, const apb::ReplicaKey& key) = 0;
+  // Streams events after `since_cursor` to `on_event` until the stream ends, `cancelled`
+  // returns true (checked between events and every second), or an error.
+  virtual absl::Status Watch(const std::string& address, uint64_t since_cursor,
+                             const std::function<void(const apb::ReplicaEvent&)>& on_event,
+                             const std::function<bool()>& cancelled) = 0;
+  // The replica's whole stdout (and stderr after it, if any), up to `max_bytes`.
+  virtual absl::StatusOr<std::string> ReadLog(const std::string& address, const apb::ReplicaKey& key,
+                                              int64_t max_bytes) = 0;
+};
+
+std::unique_ptr<AdapterClient> MakeGrpcAdapterClient();
+
+}  // namespace jc::jobs

@@ -1,0 +1,120 @@
+// The job manager's gRPC edge toward adapters.
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <thread>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/grpc_status.h"
+#include "jointcloud/adapter/v1/adapter.grpc.pb.h"
+#include "services/jobs/adapter_client.h"
+
+namespace jc::jobs {
+namespace {
+
+constexpr auto kCallTimeout = std::chrono::seconds(10);
+
+absl::Status Failure(const std::string& address, const grpc::Status& s) {
+  absl::Status st = FromGrpcStatus(s);
+  return absl::Status(st.code(), absl::StrCat("adapter at ", address, ": ", st.message()));
+}
+
+class GrpcAdapterClient final : public AdapterClient {
+ public:
+  absl::StatusOr<apb::Replica> Submit(const std::string& address, const apb::SubmitReplicaRequest& req) override {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+    apb::Replica out;
+    grpc::Status s = Stub(address)->SubmitReplica(&ctx, req, &out);
+    if (!s.ok()) return Failure(address, s);
+    return out;
+  }
+  absl::Status Stop(const std::string& address, const apb::ReplicaKey& key) override {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+    apb::ReplicaRef ref;
+    *ref.mutable_key() = key;
+    apb::Replica out;
+    grpc::Status s = Stub(address)->StopReplica(&ctx, ref, &out);
+    return s.ok() ? absl::OkStatus() : Failure(address, s);
+  }
+  absl::StatusOr<apb::Replica> Get(const std::string& address, const apb::ReplicaKey& key) override {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+    apb::ReplicaRef ref;
+    *ref.mutable_key() = key;
+    apb::Replica out;
+    grpc::Status s = Stub(address)->GetReplica(&ctx, ref, &out);
+    if (!s.ok()) return Failure(address, s);
+    return out;
+  }
+  absl::Status Watch(const std::string& address, uint64_t since_cursor,
+                     const std::function<void(const apb::ReplicaEvent&)>& on_event,
+                     const std::function<bool()>& cancelled) override {
+    grpc::ClientContext ctx;
+    apb::WatchRequest req;
+    req.set_since_cursor(since_cursor);
+    auto reader = Stub(address)->Watch(&ctx, req);
+    // A reader blocks in Read; a side thread cancels the call when asked to stop.
+    std::atomic<bool> finished{false};
+    std::thread canceller([&] {
+      while (!finished.load()) {
+        if (cancelled()) {
+          ctx.TryCancel();
+          return;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    });
+    apb::ReplicaEvent event;
+    while (reader->Read(&event)) on_event(event);
+    finished = true;
+    canceller.join();
+    grpc::Status s = reader->Finish();
+    if (s.error_code() == grpc::StatusCode::CANCELLED) return absl::CancelledError("watch cancelled");
+    return s.ok() ? absl::OkStatus() : Failure(address, s);
+  }
+  absl::StatusOr<std::string> ReadLog(const std::string& address, const apb::ReplicaKey& key,
+                                      int64_t max_bytes) override {
+    std::string out;
+    for (bool stderr : {false, true}) {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+      apb::ReadLogRequest req;
+      *req.mutable_key() = key;
+      req.set_stderr(stderr);
+      auto reader = Stub(address)->ReadLog(&ctx, req);
+      apb::LogChunk chunk;
+      std::string part;
+      while (reader->Read(&chunk) && static_cast<int64_t>(out.size() + part.size()) < max_bytes) {
+        part += chunk.data();
+      }
+      grpc::Status s = reader->Finish();
+      if (!s.ok() && s.error_code() != grpc::StatusCode::CANCELLED) return Failure(address, s);
+      if (stderr && !part.empty()) out += "\n--- stderr ---\n";
+      out += part;
+    }
+    if (static_cast<int64_t>(out.size()) > max_bytes) out.resize(static_cast<size_t>(max_bytes));
+    return out;
+  }
+
+ private:
+  apb::Adapter::Stub* Stub(const std::string& address) {
+    absl::MutexLock lock(&mu_);
+    auto& stub = stubs_[address];
+    if (stub == nullptr) {
+      stub = apb::Adapter::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    }
+    return stub.get();
+  }
+  absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::unique_ptr<apb::Adapter::Stub>> stubs_;
+};
+
+}  // namespace
+
+std::unique_ptr<AdapterClient> MakeGrpcAdapterClient() { return std::make_unique<GrpcAdapterClient>(); }
+
+}  // namespace jc::jobs

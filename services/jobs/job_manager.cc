@@ -1,0 +1,760 @@
+#include "services/jobs/job_manager.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/timestamp.h"
+#include "services/jobs/status_policy.h"
+
+namespace jc::jobs {
+
+namespace {
+
+absl::Time FromProto(const google::protobuf::Timestamp& t) {
+  return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
+}
+
+bool Transient(const absl::Status& s) {
+  return s.code() == absl::StatusCode::kUnavailable || s.code() == absl::StatusCode::kDeadlineExceeded ||
+         s.code() == absl::StatusCode::kResourceExhausted || s.code() == absl::StatusCode::kAborted;
+}
+
+}  // namespace
+
+struct JobManager::Metrics {
+  prometheus::Histogram* scheduling_time;
+  prometheus::Counter* scheduled;
+  prometheus::Counter* dispatch_transient;
+  prometheus::Counter* dispatch_refused;
+  prometheus::Gauge* queue_length;
+  prometheus::Family<prometheus::Gauge>* jobs;
+  prometheus::Family<prometheus::Counter>* ended;
+};
+
+absl::Status ValidateCreate(const v1::CreateTrainJobRequest& req) {
+  if (req.name().empty()) return absl::InvalidArgumentError("name: a job needs a name");
+  if (req.name().size() > kMaxJobNameLength) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("name: at most ", kMaxJobNameLength, " characters, got ", req.name().size()));
+  }
+  if (req.tasks().empty()) return absl::InvalidArgumentError("tasks: a job needs at least one task");
+  for (int t = 0; t < req.tasks_size(); ++t) {
+    const auto& task = req.tasks(t);
+    std::string where = absl::StrCat("tasks[", t, "]");
+    if (task.name().size() > kMaxTaskNameLength) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ".name: at most ", kMaxTaskNameLength, " characters, got ", task.name().size()));
+    }
+    if (task.command().find_first_not_of(" \t\n") == std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".command: a task needs a command"));
+    }
+    if (task.resource_spec_id().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".resourceSpecId: a task needs a resource spec"));
+    }
+    if (task.replica_number() < 1 || task.replica_number() > scheduler::kMaxReplicasPerTask) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".replicaNumber: must be 1 to ",
+                                                     scheduler::kMaxReplicasPerTask, ", got ", task.replica_number()));
+    }
+  }
+  if (req.retry_policy().max_retries() < 0 || req.retry_policy().max_retries() > kMaxRetries) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("retryPolicy.maxRetries: must be 0 to ", kMaxRetries, ", got ", req.retry_policy().max_retries()));
+  }
+  if (!v1::StatusPolicy_IsValid(req.status_policy())) {
+    return absl::InvalidArgumentError("statusPolicy: unknown policy");
+  }
+  return absl::OkStatus();
+}
+
+JobManager::JobManager(store::Store* store, scheduler::Scheduler* scheduler, registry::CenterDirectory* centers,
+                       AdapterClient* adapters, const Clock* clock, JobManagerOptions options)
+    : store_(store),
+      jobs_(store),
+      scheduler_(scheduler),
+      centers_(centers),
+      adapters_(adapters),
+      clock_(clock),
+      options_(options),
+      dispatch_pool_(std::max(1, options.dispatch_threads)) {}
+
+JobManager::~JobManager() { Stop(); }
+
+absl::Status JobManager::Start() {
+  auto active = jobs_.LoadActive();
+  if (!active.ok()) return active.status();
+  auto seq = jobs_.MaxSeq();
+  if (!seq.ok()) return seq.status();
+  auto cursors = jobs_.Cursors();
+  if (!cursors.ok()) return cursors.status();
+  std::vector<Dispatch> resend;
+  std::set<std::string> centers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    next_seq_ = *seq + 1;
+    cursors_ = *cursors;
+    for (auto& record : *active) {
+      std::string id = record.job_id();
+      Active& job = active_[id];
+      job.record = std::move(record);
+      job.version = 1'000'000;  // above anything written before; Save only needs "newer"
+      bool waiting = false;
+      for (int i = 0; i < job.record.replicas_size(); ++i) {
+        const auto& r = job.record.replicas(i);
+        if (r.state() == v1::ReplicaRecord::WAITING) waiting = true;
+        // Not acknowledged before the restart: submit again under the same key.
+        if (r.state() == v1::ReplicaRecord::DISPATCHING) resend.push_back({id, i, r.attempt(), r.center_id()});
+        if (!r.center_id().empty() && !Ended(r.state())) centers.insert(r.center_id());
+      }
+      if (waiting) queue_.insert({-job.record.request().scheduling().priority(), job.record.seq(), id});
+    }
+    spdlog::info("job manager: {} jobs not ended reloaded ({} replicas to submit again)", active_.size(),
+                 resend.size());
+  }
+  for (const auto& c : centers) EnsureWatcher(c);
+  SendDispatches(std::move(resend));
+  cycle_.Start(options_.cycle_interval, [this] { RunCycle(); });
+  poller_.Start(options_.poll_interval, [this] { PollFallback(); });
+  return absl::OkStatus();
+}
+
+void JobManager::Stop() {
+  stopping_ = true;
+  cycle_.Stop();
+  poller_.Stop();
+  std::vector<std::thread> watchers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    watchers.swap(watchers_);
+  }
+  for (auto& w : watchers) w.join();
+}
+
+apb::ReplicaKey JobManager::KeyOf(const v1::JobRecord& r, int index) const {
+  apb::ReplicaKey key;
+  key.set_job_id(r.job_id());
+  key.set_task_index(r.replicas(index).task_index());
+  key.set_replica_index(r.replicas(index).replica_index());
+  key.set_attempt(r.replicas(index).attempt());
+  return key;
+}
+
+int JobManager::IndexOf(const v1::JobRecord& r, int task, int replica) const {
+  for (int i = 0; i < r.replicas_size(); ++i) {
+    if (r.replicas(i).task_index() == task && r.replicas(i).replica_index() == replica) return i;
+  }
+  return -1;
+}
+
+absl::StatusOr<v1::CreateTrainJobResponse> JobManager::Create(v1::CreateTrainJobRequest req) {
+  if (absl::Status s = ValidateCreate(req); !s.ok()) return s;
+  if (absl::Status s = scheduler_->Validate(req); !s.ok()) return s;
+  std::string key = req.idempotency_key();
+  auto response_of = [this](const v1::JobRecord& r) {
+    v1::CreateTrainJobResponse resp;
+    resp.set_job_id(r.job_id());
+    *resp.mutable_task_infos() = ToTrainJob(r).task_infos();
+    return resp;
+  };
+  if (!key.empty()) {
+    auto existing = jobs_.FindByKey(key);
+    if (!existing.ok()) return existing.status();
+    if (existing->has_value()) return response_of(**existing);
+  }
+
+  v1::JobRecord record;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    record.set_seq(next_seq_++);
+  }
+  record.set_job_id(absl::StrFormat("job-%08d", record.seq()));
+  absl::Time now = clock_->Now();
+  *record.mutable_received_at() = ToTimestamp(now);
+  *record.mutable_updated_at() = ToTimestamp(now);
+  record.set_status(kPending);
+  for (int t = 0; t < req.tasks_size(); ++t) {
+    for (int r = 0; r < req.tasks(t).replica_number(); ++r) {
+      auto* rep = record.add_replicas();
+      rep->set_task_index(t);
+      rep->set_replica_index(r);
+    }
+  }
+  *record.mutable_request() = std::move(req);
+  absl::Status inserted = jobs_.Insert(record, key, 1);
+  if (inserted.code() == absl::StatusCode::kAlreadyExists && !key.empty()) {
+    // The same key raced us in: answer with the job it created.
+    auto existing = jobs_.FindByKey(key);
+    if (existing.ok() && existing->has_value()) return response_of(**existing);
+  }
+  if (!inserted.ok()) return inserted;
+
+  // Committed: the job is acknowledged. Try to place it at once unless earlier jobs wait.
+  std::vector<Dispatch> dispatches;
+  v1::JobRecord placed;
+  int64_t version = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Active& job = active_[record.job_id()];
+    job.record = record;
+    job.version = 1;
+    auto entry = std::make_tuple(-job.record.request().scheduling().priority(), job.record.seq(), job.record.job_id());
+    bool first = queue_.empty() || *queue_.begin() > entry;
+    queue_.insert(entry);
+    if (first) dispatches = ScheduleLocked(job);
+    placed = job.record;
+    version = ++job.version;
+    UpdateGauges();
+  }
+  if (!dispatches.empty()) {
+    if (absl::Status s = jobs_.Save(placed, version); !s.ok()) spdlog::warn("job manager: {}", s.ToString());
+    SendDispatches(std::move(dispatches));
+  }
+  return response_of(placed);
+}
+
+std::vector<JobManager::Dispatch> JobManager::ScheduleLocked(Active& job) {
+  v1::JobRecord& r = job.record;
+  std::vector<scheduler::Scheduler::Slot> slots;
+  std::vector<int> indices;
+  std::vector<std::string> siblings;
+  for (int i = 0; i < r.replicas_size(); ++i) {
+    const auto& rep = r.replicas(i);
+    if (rep.state() == v1::ReplicaRecord::WAITING) {
+      slots.push_back({rep.task_index(), rep.replica_index(), rep.attempt(),
+                       {rep.failed_centers().begin(), rep.failed_centers().end()}});
+      indices.push_back(i);
+    } else if (!rep.center_id().empty() && !Ended(rep.state())) {
+      siblings.push_back(rep.center_id());
+    }
+  }
+  auto entry = std::make_tuple(-r.request().scheduling().priority(), r.seq(), r.job_id());
+  if (slots.empty() || r.stop_requested()) {
+    queue_.erase(entry);
+    return {};
+  }
+  auto decision = scheduler_->Place(r.job_id(), r.request(), slots, siblings);
+  if (!decision.ok()) {
+    r.set_waiting_reason(std::string(decision.status().message()));
+    if (decision.status().code() == absl::StatusCode::kInvalidArgument) {
+      // The catalog changed under the job (its spec or image is gone): it can never run.
+      for (int i : indices) {
+        r.mutable_replicas(i)->set_state(v1::ReplicaRecord::FAILED);
+        r.mutable_replicas(i)->set_message(r.waiting_reason());
+      }
+      SettleLocked(job);
+    }
+    return {};
+  }
+  std::vector<Dispatch> out;
+  for (size_t k = 0; k < indices.size(); ++k) {
+    if (decision->centers[k].empty()) continue;
+    auto* rep = r.mutable_replicas(indices[k]);
+    rep->set_state(v1::ReplicaRecord::DISPATCHING);
+    rep->set_center_id(decision->centers[k]);
+    out.push_back({r.job_id(), indices[k], rep->attempt(), rep->center_id()});
+  }
+  if (decision->placed) {
+    queue_.erase(entry);
+    r.clear_waiting_reason();
+  } else {
+    r.set_waiting_reason(decision->reason);
+  }
+  *r.mutable_updated_at() = ToTimestamp(clock_->Now());
+  return out;
+}
+
+void JobManager::RunCycle() {
+  std::vector<Dispatch> dispatches;
+  std::vector<std::pair<v1::JobRecord, int64_t>> writes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // FCFS by (priority, submission); a job that does not fit does not hold back the
+    // ones behind it that do (backfill).
+    std::vector<std::string> order;
+    for (const auto& [p, s, id] : queue_) order.push_back(id);
+    for (const auto& id : order) {
+      auto it = active_.find(id);
+      if (it == active_.end()) continue;
+      std::string before = it->second.record.waiting_reason();
+      auto more = ScheduleLocked(it->second);
+      bool changed = !more.empty() || before != it->second.record.waiting_reason();
+      dispatches.insert(dispatches.end(), more.begin(), more.end());
+      if (changed) writes.emplace_back(it->second.record, ++it->second.version);
+      if (active_.count(id) && (it->second.record.status() == kCompleted || it->second.record.status() == kFailed)) {
+        active_.erase(id);
+      }
+    }
+    // Submits that failed for a passing reason go again.
+    for (const auto& [id, job] : active_) {
+      for (int i = 0; i < job.record.replicas_size(); ++i) {
+        const auto& rep = job.record.replicas(i);
+        if (rep.state() == v1::ReplicaRecord::DISPATCHING && rep.message().rfind("resubmit:", 0) == 0) {
+          dispatches.push_back({id, i, rep.attempt(), rep.center_id()});
+        }
+      }
+    }
+    UpdateGauges();
+  }
+  for (const auto& [record, version] : writes) {
+    if (absl::Status s = jobs_.Save(record, version); !s.ok()) spdlog::warn("job manager: {}", s.ToString());
+  }
+  SendDispatches(std::move(dispatches));
+}
+
+void JobManager::SendDispatches(std::vector<Dispatch> dispatches) {
+  for (auto& d : dispatches) {
+    EnsureWatcher(d.center_id);
+    dispatch_pool_.Run([this, d] { Submit(d); });
+  }
+}
+
+absl::StatusOr<std::string> JobManager::AdapterAddress(const std::string& center_id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = addresses_.find(center_id);
+    if (it != addresses_.end()) return it->second;
+  }
+  auto center = centers_->GetCenter(center_id);
+  if (!center.ok()) return center.status();
+  if (center->adapter_address().empty()) {
+    return absl::FailedPreconditionError(absl::StrCat("center ", center_id, " has no adapter_address"));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  addresses_[center_id] = center->adapter_address();
+  return center->adapter_address();
+}
+
+void JobManager::Submit(const Dispatch& d) {
+  apb::SubmitReplicaRequest req;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = active_.find(d.job_id);
+    if (it == active_.end()) return;
+    const v1::JobRecord& r = it->second.record;
+    const auto& rep = r.replicas(d.replica);
+    if (rep.state() != v1::ReplicaRecord::DISPATCHING || rep.attempt() != d.attempt) return;
+    const auto& task = r.request().tasks(rep.task_index());
+    *req.mutable_key() = KeyOf(r, d.replica);
+    req.set_command(task.command());
+    req.set_image_id(task.image_id());
+    req.set_resource_spec_id(task.resource_spec_id());
+    auto& env = *req.mutable_env();
+    env["JC_JOB_ID"] = r.job_id();
+    env["JC_TASK_INDEX"] = absl::StrCat(rep.task_index());
+    env["JC_REPLICA_INDEX"] = absl::StrCat(rep.replica_index());
+    env["JC_REPLICA_NUMBER"] = absl::StrCat(task.replica_number());
+    env["JC_ATTEMPT"] = absl::StrCat(rep.attempt());
+  }
+  absl::StatusOr<apb::Replica> result = absl::UnknownError("not sent");
+  auto address = AdapterAddress(d.center_id);
+  result = address.ok() ? adapters_->Submit(*address, req) : absl::StatusOr<apb::Replica>(address.status());
+
+  v1::JobRecord write;
+  int64_t version = 0;
+  bool stop_orphan = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = active_.find(d.job_id);
+    // Still this attempt on this center? (The adapter's event stream may already have
+    // moved it on to pending or running.)
+    bool current = false;
+    if (it != active_.end()) {
+      const auto& rep = it->second.record.replicas(d.replica);
+      current = rep.attempt() == d.attempt && rep.center_id() == d.center_id && !Ended(rep.state()) &&
+                rep.state() != v1::ReplicaRecord::WAITING;
+    }
+    if (!current) {
+      // The job ended or moved on while the submit was under way: do not leave it running.
+      stop_orphan = result.ok();
+    } else {
+      Active& job = it->second;
+      auto* rep = job.record.mutable_replicas(d.replica);
+      std::string key = scheduler::Scheduler::ReservationKey(d.job_id, rep->task_index(), rep->replica_index(),
+                                                              rep->attempt());
+      absl::Time now = clock_->Now();
+      if (result.ok()) {
+        if (rep->state() == v1::ReplicaRecord::DISPATCHING) rep->set_state(v1::ReplicaRecord::PENDING);
+        rep->clear_message();
+        *rep->mutable_dispatched_at() = ToTimestamp(now);
+        scheduler_->Reported(key, now);
+        ApplyReplica(job, d.replica, *result);
+        bool all_dispatched = std::none_of(job.record.replicas().begin(), job.record.replicas().end(), [](auto& x) {
+          return x.state() == v1::ReplicaRecord::WAITING || x.state() == v1::ReplicaRecord::DISPATCHING;
+        });
+        if (all_dispatched && !job.record.has_scheduled_at()) {
+          // t_s of formula 3: every sub-task handed to a center.
+          *job.record.mutable_scheduled_at() = ToTimestamp(now);
+          if (metrics_) {
+            metrics_->scheduling_time->Observe(absl::ToDoubleSeconds(now - FromProto(job.record.received_at())));
+            metrics_->scheduled->Increment();
+          }
+        }
+      } else if (rep->state() != v1::ReplicaRecord::DISPATCHING) {
+        // Events already show it at the center: the error was about the answer, not the submit.
+      } else if (Transient(result.status())) {
+        rep->set_message(absl::StrCat("resubmit: ", result.status().message()));
+        if (metrics_) metrics_->dispatch_transient->Increment();
+      } else {
+        if (metrics_) metrics_->dispatch_refused->Increment();
+        spdlog::warn("job manager: center {} refused replica {}/{} of {}: {}", d.center_id, rep->task_index(),
+                     rep->replica_index(), d.job_id, result.status().ToString());
+        rep->set_message(std::string(result.status().message()));
+        rep->set_exit_code(-1);
+        scheduler_->Forget(key);
+        if (RetryIfAllowed(job.record.request().retry_policy(), rep)) {
+          queue_.insert({-job.record.request().scheduling().priority(), job.record.seq(), d.job_id});
+        } else {
+          rep->set_state(v1::ReplicaRecord::FAILED);
+        }
+      }
+      SettleLocked(job);
+      *job.record.mutable_updated_at() = ToTimestamp(now);
+      write = job.record;
+      version = ++job.version;
+      if (write.status() == kCompleted || write.status() == kFailed) active_.erase(it);
+      UpdateGauges();
+    }
+  }
+  if (stop_orphan && address.ok()) adapters_->Stop(*address, req.key()).IgnoreError();
+  if (version > 0) {
+    if (absl::Status s = jobs_.Save(write, version); !s.ok()) spdlog::warn("job manager: {}", s.ToString());
+  }
+}
+
+bool JobManager::ApplyReplica(Active& job, int index, const apb::Replica& replica) {
+  auto* rep = job.record.mutable_replicas(index);
+  if (replica.key().attempt() != rep->attempt() || Ended(rep->state())) return false;
+  if (rep->state() == v1::ReplicaRecord::WAITING) return false;  // an attempt not submitted
+  std::string key =
+      scheduler::Scheduler::ReservationKey(job.record.job_id(), rep->task_index(), rep->replica_index(), rep->attempt());
+  auto before = rep->state();
+  switch (replica.state()) {
+    case apb::REPLICA_PENDING:
+      if (rep->state() == v1::ReplicaRecord::DISPATCHING) rep->set_state(v1::ReplicaRecord::PENDING);
+      break;
+    case apb::REPLICA_RUNNING:
+      rep->set_state(v1::ReplicaRecord::RUNNING);
+      break;
+    case apb::REPLICA_SUCCEEDED:
+      rep->set_state(v1::ReplicaRecord::SUCCEEDED);
+      rep->set_exit_code(0);
+      scheduler_->Forget(key);
+      break;
+    case apb::REPLICA_STOPPED:
+    case apb::REPLICA_FAILED: {
+      rep->set_exit_code(replica.exit_code());
+      rep->set_message(replica.message());
+      scheduler_->Forget(key);
+      if (job.record.stop_requested()) {
+        rep->set_state(v1::ReplicaRecord::STOPPED);
+      } else if (RetryIfAllowed(job.record.request().retry_policy(), rep)) {
+        queue_.insert({-job.record.request().scheduling().priority(), job.record.seq(), job.record.job_id()});
+      } else {
+        rep->set_state(v1::ReplicaRecord::FAILED);
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  return rep->state() != before || replica.state() == apb::REPLICA_FAILED || replica.state() == apb::REPLICA_STOPPED;
+}
+
+void JobManager::SettleLocked(Active& job) {
+  v1::JobRecord& r = job.record;
+  JobOutcome outcome = EvaluateJob(r.request().status_policy(), r.replicas());
+  if (r.stop_requested()) outcome = JobOutcome{kFailed, "stopped by the user"};
+  std::string previous = r.status();
+  r.set_status(outcome.status);
+  if (!outcome.ended()) return;
+  // Say which replica decided a failure, in its center's words.
+  if (outcome.status == kFailed && !r.stop_requested()) {
+    for (const auto& rep : r.replicas()) {
+      if (rep.state() == v1::ReplicaRecord::FAILED) {
+        absl::StrAppend(&outcome.reason, ": task ", rep.task_index(), " replica ", rep.replica_index(), " on ",
+                        rep.center_id().empty() ? "no center" : rep.center_id(), ": ", rep.message());
+        break;
+      }
+    }
+  }
+  r.set_status_reason(outcome.reason);
+  // The outcome is decided: nothing of the job runs on.
+  for (int i = 0; i < r.replicas_size(); ++i) {
+    auto* rep = r.mutable_replicas(i);
+    if (Ended(rep->state())) continue;
+    if (rep->state() != v1::ReplicaRecord::WAITING && !rep->center_id().empty()) {
+      apb::ReplicaKey key = KeyOf(r, i);
+      std::string center = rep->center_id();
+      dispatch_pool_.Run([this, key, center] {
+        auto address = AdapterAddress(center);
+        if (address.ok()) adapters_->Stop(*address, key).IgnoreError();
+      });
+      scheduler_->Forget(scheduler::Scheduler::ReservationKey(r.job_id(), rep->task_index(), rep->replica_index(),
+                                                              rep->attempt()));
+    }
+    rep->set_state(v1::ReplicaRecord::STOPPED);
+    rep->set_message(absl::StrCat("stopped: the job ", outcome.status, " (", outcome.reason, ")"));
+  }
+  queue_.erase({-r.request().scheduling().priority(), r.seq(), r.job_id()});
+  if (previous != outcome.status && metrics_) metrics_->ended->Add({{"status", outcome.status}}).Increment();
+}
+
+void JobManager::EnsureWatcher(const std::string& center_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_ || !watched_.insert(center_id).second) return;
+  watchers_.emplace_back([this, center_id] { WatchLoop(center_id); });
+}
+
+void JobManager::WatchLoop(const std::string& center_id) {
+  while (!stopping_) {
+    auto address = AdapterAddress(center_id);
+    if (address.ok()) {
+      uint64_t cursor = 0;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        cursor = cursors_[center_id];
+      }
+      absl::Status s = adapters_->Watch(
+          *address, cursor,
+          [&](const apb::ReplicaEvent& e) {
+            v1::JobRecord write;
+            int64_t version = 0;
+            {
+              std::lock_guard<std::mutex> lock(mu_);
+              watch_connected_.insert(center_id);
+              cursors_[center_id] = std::max(cursors_[center_id], e.cursor());
+              auto it = active_.find(e.replica().key().job_id());
+              if (it != active_.end()) {
+                int index = IndexOf(it->second.record, e.replica().key().task_index(), e.replica().key().replica_index());
+                if (index >= 0 && ApplyReplica(it->second, index, e.replica())) {
+                  SettleLocked(it->second);
+                  *it->second.record.mutable_updated_at() = ToTimestamp(clock_->Now());
+                  write = it->second.record;
+                  version = ++it->second.version;
+                  if (write.status() == kCompleted || write.status() == kFailed) active_.erase(it);
+                  UpdateGauges();
+                }
+              }
+            }
+            absl::Status saved = version > 0 ? jobs_.Save(write, version, center_id, e.cursor())
+                                             : jobs_.SaveCursor(center_id, e.cursor());
+            if (!saved.ok()) spdlog::warn("job manager: {}", saved.ToString());
+          },
+          [this] { return stopping_.load(); });
+      if (!s.ok() && !stopping_) spdlog::debug("job manager: watch of {}: {}", center_id, s.ToString());
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      watch_connected_.erase(center_id);
+    }
+    // Reconnect after a pause; the cursor makes the adapter replay what was missed.
+    for (int i = 0; i < 10 && !stopping_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+void JobManager::PollFallback() {
+  // Replicas on centers whose event stream is down are asked directly.
+  std::vector<std::tuple<std::string, int, std::string, apb::ReplicaKey>> asks;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [id, job] : active_) {
+      for (int i = 0; i < job.record.replicas_size(); ++i) {
+        const auto& rep = job.record.replicas(i);
+        bool live = rep.state() == v1::ReplicaRecord::PENDING || rep.state() == v1::ReplicaRecord::RUNNING;
+        if (live && !watch_connected_.count(rep.center_id())) asks.emplace_back(id, i, rep.center_id(), KeyOf(job.record, i));
+      }
+    }
+  }
+  for (const auto& [id, index, center, key] : asks) {
+    auto address = AdapterAddress(center);
+    if (!address.ok()) continue;
+    auto replica = adapters_->Get(*address, key);
+    if (!replica.ok()) continue;
+    v1::JobRecord write;
+    int64_t version = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = active_.find(id);
+      if (it == active_.end() || !ApplyReplica(it->second, index, *replica)) continue;
+      SettleLocked(it->second);
+      write = it->second.record;
+      version = ++it->second.version;
+      if (write.status() == kCompleted || write.status() == kFailed) active_.erase(it);
+    }
+    if (absl::Status s = jobs_.Save(write, version); !s.ok()) spdlog::warn("job manager: {}", s.ToString());
+  }
+}
+
+absl::Status JobManager::StopJob(const std::string& job_id) {
+  v1::JobRecord write;
+  int64_t version = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = active_.find(job_id);
+    if (it == active_.end()) {
+      auto stored = jobs_.Get(job_id);
+      if (!stored.ok()) return stored.status();
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", job_id, " has already ended (", stored->status(), "); there is nothing to stop"));
+    }
+    it->second.record.set_stop_requested(true);
+    SettleLocked(it->second);
+    *it->second.record.mutable_updated_at() = ToTimestamp(clock_->Now());
+    write = it->second.record;
+    version = ++it->second.version;
+    active_.erase(it);
+    UpdateGauges();
+  }
+  return jobs_.Save(write, version);
+}
+
+v1::TrainJob JobManager::ToTrainJob(const v1::JobRecord& r) const {
+  v1::TrainJob j;
+  const auto& req = r.request();
+  j.set_job_id(r.job_id());
+  j.set_name(req.name());
+  j.set_status(r.status());
+  j.set_user_name(req.user_name());
+  j.set_desc(req.desc());
+  j.set_created_user(req.created_user());
+  j.set_status_policy(req.status_policy());
+  *j.mutable_retry_policy() = req.retry_policy();
+  *j.mutable_scheduling() = req.scheduling();
+  *j.mutable_created_at() = r.received_at();
+  *j.mutable_updated_at() = r.updated_at();
+  j.set_status_reason(!r.status_reason().empty() ? r.status_reason() : r.waiting_reason());
+  for (int t = 0; t < req.tasks_size(); ++t) {
+    const auto& task = req.tasks(t);
+    auto* info = j.add_task_infos();
+    info->set_name(task.name());
+    info->set_command(task.command());
+    info->set_image_id(task.image_id());
+    info->set_resource_spec_id(task.resource_spec_id());
+    info->set_replica_number(task.replica_number());
+    std::vector<std::string> centers;
+    for (const auto& rep : r.replicas()) {
+      if (rep.task_index() != t) continue;
+      info->add_replica_status(ReplicaStatus(rep.state()));
+      if (!rep.center_id().empty() && std::find(centers.begin(), centers.end(), rep.center_id()) == centers.end()) {
+        centers.push_back(rep.center_id());
+      }
+    }
+    for (auto& c : centers) info->add_center_ids(c);
+  }
+  return j;
+}
+
+absl::StatusOr<v1::TrainJob> JobManager::Get(const std::string& job_id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = active_.find(job_id);
+    if (it != active_.end()) return ToTrainJob(it->second.record);
+  }
+  auto stored = jobs_.Get(job_id);
+  if (!stored.ok()) return stored.status();
+  return ToTrainJob(*stored);
+}
+
+absl::StatusOr<v1::ListTrainJobsResponse> JobManager::List(const v1::ListTrainJobsRequest& request) {
+  auto page = jobs_.List(request);
+  if (!page.ok()) return page.status();
+  v1::ListTrainJobsResponse resp;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& stored : page->first) {
+    // The in-memory record is newer than the stored one while writes are in flight.
+    auto it = active_.find(stored.job_id());
+    *resp.add_jobs() = ToTrainJob(it != active_.end() ? it->second.record : stored);
+  }
+  resp.set_next_page_token(page->second);
+  return resp;
+}
+
+absl::StatusOr<std::string> JobManager::LogUrl(const std::string& job_id, int task_index, int replica_index) {
+  auto job = Get(job_id);
+  if (!job.ok()) return job.status();
+  if (task_index < 0 || task_index >= job->task_infos_size()) {
+    return absl::NotFoundError(absl::StrCat("job ", job_id, " has no task ", task_index, " (it has ",
+                                            job->task_infos_size(), ")"));
+  }
+  if (replica_index < 0 || replica_index >= job->task_infos(task_index).replica_number()) {
+    return absl::NotFoundError(absl::StrCat("task ", task_index, " of job ", job_id, " has no replica ", replica_index,
+                                            " (it has ", job->task_infos(task_index).replica_number(), ")"));
+  }
+  return absl::StrCat("/openapi/v1/trainjob/", job_id, "/task/", task_index, "/replica/", replica_index,
+                      "/log/content");
+}
+
+absl::StatusOr<std::string> JobManager::ReadLog(const std::string& job_id, int task_index, int replica_index) {
+  if (auto url = LogUrl(job_id, task_index, replica_index); !url.ok()) return url.status();
+  v1::JobRecord record;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = active_.find(job_id);
+    if (it != active_.end()) record = it->second.record;
+  }
+  if (record.job_id().empty()) {
+    auto stored = jobs_.Get(job_id);
+    if (!stored.ok()) return stored.status();
+    record = std::move(*stored);
+  }
+  int index = IndexOf(record, task_index, replica_index);
+  const auto& rep = record.replicas(index);
+  if (rep.center_id().empty() || rep.state() == v1::ReplicaRecord::DISPATCHING) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("replica ", replica_index, " of task ", task_index, " has not started: no log yet"));
+  }
+  auto address = AdapterAddress(rep.center_id());
+  if (!address.ok()) return address.status();
+  return adapters_->ReadLog(*address, KeyOf(record, index), options_.max_log_bytes);
+}
+
+void JobManager::EnableMetrics(prometheus::Registry& registry) {
+  auto m = std::make_unique<Metrics>();
+  m->scheduling_time = &prometheus::BuildHistogram()
+                            .Name("jc_scheduling_time_seconds")
+                            .Help("Scheduling time T = t_s - t_r per job (formula 3): request received to every "
+                                  "sub-task handed to a center")
+                            .Register(registry)
+                            .Add({}, prometheus::Histogram::BucketBoundaries{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                                             0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60});
+  auto& scheduled = prometheus::BuildCounter()
+                        .Name("jc_jobs_scheduled_total")
+                        .Help("Jobs whose every sub-task was handed to a center (throughput N of formula 4)")
+                        .Register(registry);
+  m->scheduled = &scheduled.Add({});
+  auto& failures = prometheus::BuildCounter()
+                       .Name("jc_dispatch_failures_total")
+                       .Help("Replica submits to adapters that failed: transient (retried) or refused")
+                       .Register(registry);
+  m->dispatch_transient = &failures.Add({{"kind", "transient"}});
+  m->dispatch_refused = &failures.Add({{"kind", "refused"}});
+  m->queue_length = &prometheus::BuildGauge()
+                         .Name("jc_job_queue_length")
+                         .Help("Jobs with replicas waiting to be placed")
+                         .Register(registry)
+                         .Add({});
+  m->jobs = &prometheus::BuildGauge().Name("jc_jobs").Help("Jobs not ended, by status").Register(registry);
+  m->ended = &prometheus::BuildCounter().Name("jc_jobs_ended_total").Help("Jobs ended, by status").Register(registry);
+  std::lock_guard<std::mutex> lock(mu_);
+  metrics_ = std::move(m);
+  UpdateGauges();
+}
+
+void JobManager::UpdateGauges() {
+  if (!metrics_) return;
+  metrics_->queue_length->Set(static_cast<double>(queue_.size()));
+  int pending = 0, running = 0;
+  for (const auto& [id, job] : active_) {
+    if (job.record.status() == kRunning) {
+      ++running;
+    } else {
+      ++pending;
+    }
+  }
+  metrics_->jobs->Add({{"status", kPending}}).Set(pending);
+  metrics_->jobs->Add({{"status", kRunning}}).Set(running);
+}
+
+}  // namespace jc::jobs

@@ -1,0 +1,137 @@
+#pragma once
+
+// The job manager (standard 6.4, SPEC A7) and the scheduling pipeline around the
+// scheduler's decisions (A8, A11): jobs are committed before they are acknowledged, queue
+// in FCFS order (higher priority first), are placed replica by replica (or as a gang),
+// dispatched to the centers' adapters, followed through the adapters' event streams (with
+// polling as fallback), retried by the retry policy and ended by the status policy. After
+// a restart it reloads every job not ended and reconciles with the adapters: a replica
+// whose submit was not acknowledged is submitted again under the same key, which the
+// adapter answers with the replica it already has, so nothing is lost or run twice.
+// Domain logic: no gRPC types here.
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include "absl/status/statusor.h"
+#include "common/clock.h"
+#include "common/periodic_task.h"
+#include "common/thread_pool.h"
+#include "services/jobs/adapter_client.h"
+#include "services/jobs/job_store.h"
+#include "services/registry/center_directory.h"
+#include "services/scheduler/scheduler.h"
+
+namespace jc::jobs {
+
+struct JobManagerOptions {
+  absl::Duration cycle_interval = absl::Milliseconds(200);  // scheduling cycle and retries
+  absl::Duration poll_interval = absl::Seconds(5);          // fallback polls of replicas
+  int dispatch_threads = 4;
+  int64_t max_log_bytes = 16 << 20;
+};
+
+// Appendix A.1-2 / A.1-3 limits.
+inline constexpr size_t kMaxJobNameLength = 31;
+inline constexpr size_t kMaxTaskNameLength = 31;
+inline constexpr int kMaxRetries = 10;
+
+// Checks what a create carries by itself (names, commands, counts, policies).
+absl::Status ValidateCreate(const v1::CreateTrainJobRequest& req);
+
+class JobManager {
+ public:
+  JobManager(store::Store* store, scheduler::Scheduler* scheduler, registry::CenterDirectory* centers,
+             AdapterClient* adapters, const Clock* clock, JobManagerOptions options);
+  ~JobManager();
+
+  // Reloads the jobs not ended, resumes their dispatches and watches, starts the loops.
+  absl::Status Start();
+  void Stop();
+
+  // Acknowledged only once committed. A create whose idempotency key was seen returns
+  // the job that key created. The answer carries the centers of the first scheduling
+  // attempt (empty while the job waits).
+  absl::StatusOr<v1::CreateTrainJobResponse> Create(v1::CreateTrainJobRequest request);
+  absl::Status StopJob(const std::string& job_id);
+  absl::StatusOr<v1::TrainJob> Get(const std::string& job_id);
+  absl::StatusOr<v1::ListTrainJobsResponse> List(const v1::ListTrainJobsRequest& request);
+  // Where the replica's log downloads (relative to the REST base); NotFound for an index
+  // out of range.
+  absl::StatusOr<std::string> LogUrl(const std::string& job_id, int task_index, int replica_index);
+  // The replica's log as its center has it (stdout, then stderr).
+  absl::StatusOr<std::string> ReadLog(const std::string& job_id, int task_index, int replica_index);
+
+  void EnableMetrics(prometheus::Registry& registry);
+  // Runs one scheduling cycle now (tests; the loop runs it every cycle_interval).
+  void RunCycle();
+
+ private:
+  struct Active {
+    v1::JobRecord record;
+    int64_t version = 0;
+  };
+  struct Metrics;
+  struct Dispatch {
+    std::string job_id;
+    int replica = 0;  // index into record.replicas
+    int attempt = 0;
+    std::string center_id;
+  };
+
+  // Places the waiting replicas of one job; returns the dispatches to send. Caller holds mu_.
+  std::vector<Dispatch> ScheduleLocked(Active& job);
+  void SendDispatches(std::vector<Dispatch> dispatches);
+  void Submit(const Dispatch& d);
+  // Applies an adapter's view of a replica. Caller holds mu_. Returns true when it changed.
+  bool ApplyReplica(Active& job, int index, const apb::Replica& replica);
+  // Ends the job if its status policy says so, stopping what still runs. Caller holds mu_.
+  void SettleLocked(Active& job);
+  // Persists the job (and a watch cursor). Caller must not hold mu_.
+  void Persist(const std::string& job_id, const std::string& cursor_center = "", uint64_t cursor = 0);
+  absl::StatusOr<std::string> AdapterAddress(const std::string& center_id);
+  void EnsureWatcher(const std::string& center_id);
+  void WatchLoop(const std::string& center_id);
+  void PollFallback();
+  v1::TrainJob ToTrainJob(const v1::JobRecord& r) const;
+  apb::ReplicaKey KeyOf(const v1::JobRecord& r, int index) const;
+  int IndexOf(const v1::JobRecord& r, int task, int replica) const;
+  void UpdateGauges();
+
+  store::Store* store_;
+  JobStore jobs_;
+  scheduler::Scheduler* scheduler_;
+  registry::CenterDirectory* centers_;
+  AdapterClient* adapters_;
+  const Clock* clock_;
+  JobManagerOptions options_;
+  ThreadPool dispatch_pool_;
+
+  std::mutex mu_;
+  std::map<std::string, Active> active_;
+  std::set<std::tuple<int, int64_t, std::string>> queue_;  // (-priority, seq, id) with waiting replicas
+  int64_t next_seq_ = 1;
+  std::map<std::string, uint64_t> cursors_;
+  std::map<std::string, std::string> addresses_;
+  std::set<std::string> watched_;
+  std::set<std::string> watch_connected_;
+  std::vector<std::thread> watchers_;
+  std::atomic<bool> stopping_{false};
+  std::unique_ptr<Metrics> metrics_;
+
+  PeriodicTask cycle_;
+  PeriodicTask poller_;
+};
+
+}  // namespace jc::jobs

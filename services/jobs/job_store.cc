@@ -1,0 +1,105 @@
+#include "services/jobs/job_store.h"
+
+#include "absl/strings/numbers.h"
+#include "common/status_macros.h"
+#include "common/store/doc.h"
+#include "common/store/doc_table.h"
+
+namespace jc::jobs {
+
+namespace {
+
+absl::Status UpsertCursor(store::Transaction& txn, const std::string& center, uint64_t cursor) {
+  // Portable upsert: both SQLite and PostgreSQL know ON CONFLICT ... DO UPDATE.
+  return txn
+      .Exec("INSERT INTO job_watch_cursors (center_id, cursor) VALUES ($1, $2) "
+            "ON CONFLICT (center_id) DO UPDATE SET cursor = excluded.cursor "
+            "WHERE job_watch_cursors.cursor < excluded.cursor",
+            {center, static_cast<int64_t>(cursor)})
+      .status();
+}
+
+}  // namespace
+
+absl::Status JobStore::Insert(const v1::JobRecord& job, const std::string& key, int64_t version) {
+  JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(job));
+  store::SqlValue key_value = key.empty() ? store::SqlValue(nullptr) : store::SqlValue(key);
+  return committer_.Commit([&](store::Transaction& txn) {
+    return txn
+        .Exec("INSERT INTO jobs (id, seq, user_name, status, idempotency_key, version, doc) "
+              "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+              {job.job_id(), job.seq(), job.request().user_name(), job.status(), key_value, version, doc})
+        .status();
+  });
+}
+
+absl::Status JobStore::Save(const v1::JobRecord& job, int64_t version, const std::string& cursor_center,
+                            uint64_t cursor) {
+  JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(job));
+  return committer_.Commit([&](store::Transaction& txn) -> absl::Status {
+    JC_RETURN_IF_ERROR(txn.Exec("UPDATE jobs SET status = $1, version = $2, doc = $3 WHERE id = $4 AND version < $2",
+                                {job.status(), version, doc, job.job_id()})
+                           .status());
+    if (!cursor_center.empty()) JC_RETURN_IF_ERROR(UpsertCursor(txn, cursor_center, cursor));
+    return absl::OkStatus();
+  });
+}
+
+absl::Status JobStore::SaveCursor(const std::string& center_id, uint64_t cursor) {
+  return committer_.Commit([&](store::Transaction& txn) { return UpsertCursor(txn, center_id, cursor); });
+}
+
+absl::StatusOr<v1::JobRecord> JobStore::Get(const std::string& job_id) {
+  JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+  return store::LoadDoc<v1::JobRecord>(*txn, "jobs", "job", job_id);
+}
+
+absl::StatusOr<std::optional<v1::JobRecord>> JobStore::FindByKey(const std::string& key) {
+  JC_ASSIGN_OR_RETURN(store::Rows rows, store_->Query("SELECT doc FROM jobs WHERE idempotency_key = $1", {key}));
+  if (rows.empty()) return std::optional<v1::JobRecord>();
+  JC_ASSIGN_OR_RETURN(auto job, store::DecodeDoc<v1::JobRecord>(rows[0][0]));
+  return std::optional<v1::JobRecord>(std::move(job));
+}
+
+absl::StatusOr<std::vector<v1::JobRecord>> JobStore::LoadActive() {
+  JC_ASSIGN_OR_RETURN(store::Rows rows,
+                      store_->Query("SELECT doc FROM jobs WHERE status IN ('pending', 'running') ORDER BY seq"));
+  std::vector<v1::JobRecord> out;
+  for (const auto& row : rows) {
+    JC_ASSIGN_OR_RETURN(auto job, store::DecodeDoc<v1::JobRecord>(row[0]));
+    out.push_back(std::move(job));
+  }
+  return out;
+}
+
+absl::StatusOr<int64_t> JobStore::MaxSeq() {
+  JC_ASSIGN_OR_RETURN(store::Rows rows, store_->Query("SELECT MAX(seq) FROM jobs"));
+  int64_t seq = 0;
+  if (!rows.empty() && rows[0][0].has_value()) (void)absl::SimpleAtoi(*rows[0][0], &seq);
+  return seq;
+}
+
+absl::StatusOr<std::map<std::string, uint64_t>> JobStore::Cursors() {
+  JC_ASSIGN_OR_RETURN(store::Rows rows, store_->Query("SELECT center_id, cursor FROM job_watch_cursors"));
+  std::map<std::string, uint64_t> out;
+  for (const auto& row : rows) {
+    uint64_t cursor = 0;
+    if (row[0] && row[1] && absl::SimpleAtoi(*row[1], &cursor)) out[*row[0]] = cursor;
+  }
+  return out;
+}
+
+absl::StatusOr<std::pair<std::vector<v1::JobRecord>, std::string>> JobStore::List(const v1::ListTrainJobsRequest& req) {
+  std::vector<store::Condition> conditions;
+  if (!req.user_name().empty()) conditions.push_back({"user_name = $?", req.user_name()});
+  if (!req.status().empty()) conditions.push_back({"status = $?", req.status()});
+  JC_ASSIGN_OR_RETURN(store::DocPage page, store::ListDocs(*store_, "jobs", conditions, req.page_token(), req.page_size()));
+  std::vector<v1::JobRecord> jobs;
+  for (const auto& doc : page.docs) {
+    JC_ASSIGN_OR_RETURN(auto job, store::DecodeDoc<v1::JobRecord>(doc));
+    jobs.push_back(std::move(job));
+  }
+  return std::make_pair(std::move(jobs), page.next_page_token);
+}
+
+}  // namespace jc::jobs

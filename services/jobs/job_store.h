@@ -1,0 +1,49 @@
+#pragma once
+
+// Persistence of job records and adapter watch cursors. Writes go through one group
+// committer, so concurrent updates share transactions and fsyncs.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/store/group_commit.h"
+#include "common/store/store.h"
+#include "jointcloud/v1/job_record.pb.h"
+#include "jointcloud/v1/jobs.pb.h"
+
+namespace jc::jobs {
+
+namespace v1 = ::jointcloud::v1;
+
+class JobStore {
+ public:
+  explicit JobStore(store::Store* store) : store_(store), committer_(store) {}
+
+  // Inserts a new job. AlreadyExists when `idempotency_key` is taken.
+  absl::Status Insert(const v1::JobRecord& job, const std::string& idempotency_key, int64_t version);
+  // Writes the job if `version` is newer than the stored one; with `cursor_center`, also
+  // the watch cursor of that center, in the same transaction.
+  absl::Status Save(const v1::JobRecord& job, int64_t version, const std::string& cursor_center = "",
+                    uint64_t cursor = 0);
+  absl::Status SaveCursor(const std::string& center_id, uint64_t cursor);
+
+  absl::StatusOr<v1::JobRecord> Get(const std::string& job_id);
+  // The job a key created, if any.
+  absl::StatusOr<std::optional<v1::JobRecord>> FindByKey(const std::string& idempotency_key);
+  // Jobs not ended (pending, running), in submission order.
+  absl::StatusOr<std::vector<v1::JobRecord>> LoadActive();
+  absl::StatusOr<int64_t> MaxSeq();
+  absl::StatusOr<std::map<std::string, uint64_t>> Cursors();
+  // One page by job id, filtered by user and status.
+  absl::StatusOr<std::pair<std::vector<v1::JobRecord>, std::string>> List(const v1::ListTrainJobsRequest& req);
+
+ private:
+  store::Store* store_;
+  store::GroupCommitter committer_;
+};
+
+}  // namespace jc::jobs

@@ -1,0 +1,263 @@
+// Jobs end to end (SPEC A7, A8, A11, A12): submitted over REST exactly as Appendix A,
+// placed by the scheduler, dispatched to real adapters (the SDK's example adapter running
+// real processes, over gRPC on loopback), followed to completion through the adapters'
+// event streams, retried, stopped, and their logs downloaded.
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "adapters/example/local_backend.h"
+#include "adapters/sdk/run_adapter.h"
+#include "tests/testing/process.h"
+#include "tests/testing/test_system.h"
+
+using nlohmann::json;
+
+namespace {
+
+struct Adapter {
+  std::filesystem::path dir;
+  std::unique_ptr<jc::adapter::LocalBackend> backend;
+  std::unique_ptr<jc::adapter::AdapterServer> server;
+
+  explicit Adapter(const std::string& center) {
+    static int n = 0;
+    dir = std::filesystem::temp_directory_path() /
+          ("jc-trainjob-" + center + "-" + std::to_string(getpid()) + "-" + std::to_string(n++));
+    std::filesystem::create_directories(dir);
+    backend = std::make_unique<jc::adapter::LocalBackend>((dir / "work").string(), 8, 8192);
+    jc::adapter::AdapterOptions o;
+    o.listen = "127.0.0.1:0";
+    o.metrics_address = "";
+    o.state_dir = (dir / "state").string();
+    o.poll_interval = absl::Milliseconds(50);
+    auto config = jc::adapter::ParseCenterConfig("center_id: " + center +
+                                                 "\nsecurity_grade: 3\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n");
+    REQUIRE(config.ok());
+    o.center = *config;
+    auto s = jc::adapter::AdapterServer::Start(backend.get(), o);
+    INFO(s.status().ToString());
+    REQUIRE(s.ok());
+    server = std::move(*s);
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(server->port()); }
+  ~Adapter() {
+    server.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+};
+
+struct Network : jc::testing::TestSystem {
+  Adapter alpha{"alpha"}, beta{"beta"};
+
+  Network()
+      : TestSystem([](jc::server::AppOptions& o) {
+          o.monitor.interval = absl::Milliseconds(100);
+          o.scheduler_refresh = absl::Milliseconds(50);
+          o.jobs.cycle_interval = absl::Milliseconds(50);
+          o.jobs.poll_interval = absl::Milliseconds(500);
+        }) {
+    AddCenter("alpha", alpha.address(), 1);
+    AddCenter("beta", beta.address(), 9);
+    Must(rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "cpu-1"},
+                                                 {"resource_spec_name", "1 CPU"},
+                                                 {"resource_quantity", {{"cpu", "1"}, {"memory", "256Mi"}}},
+                                                 {"service_type", "batch"},
+                                                 {"price", 5},
+                                                 {"computing_center_list", "alpha,beta"}}));
+    Must(rest->Send("PUT", "/openapi/v1/resourcespecs/cpu-1/centers/alpha/price", R"({"price": 1})"));
+    Must(rest->Send("PUT", "/openapi/v1/resourcespecs/cpu-1/centers/beta/price", R"({"price": 9})"));
+    Must(rest->Post("/openapi/v1/images", {{"image_id", "torch"}, {"name", "torch"}, {"ai_center_id", "alpha"},
+                                          {"framework", "PyTorch"}, {"resource_spec", "cpu-1"}}));
+    Must(rest->Post("/openapi/v1/images", {{"image_id", "torch-b"}, {"name", "torch"}, {"ai_center_id", "beta"},
+                                          {"framework", "PyTorch"}, {"resource_spec", "cpu-1"}}));
+    // Both centers are alive (their adapters answered the monitor) and the scheduler
+    // has read the catalog.
+    bool ready = jc::testing::WaitUntil([&] {
+      auto a = rest->Get("/scheduler/algorithm/lowest_price/score/alpha?resourceSpecId=cpu-1");
+      auto b = rest->Get("/scheduler/algorithm/lowest_price/score/beta?resourceSpecId=cpu-1");
+      return a.http_status == 200 && b.http_status == 200;
+    });
+    REQUIRE(ready);
+  }
+  void AddCenter(const std::string& id, const std::string& address, int) {
+    Must(rest->Post("/openapi/v1/centers", {{"ai_center_id", id}, {"name", id}, {"region", "cn"},
+                                            {"network_topology", "cn/" + id}, {"adapter_address", address},
+                                            {"capacity", {{"cpu", 8}, {"memory", 8192}}}}));
+  }
+  static void Must(const jc::testing::RestReply& r) {
+    INFO(r.body.dump());
+    REQUIRE(r.http_status == 200);
+  }
+  json Submit(const json& job, const std::string& key = "") {
+    jc::testing::RestReply r;
+    if (key.empty()) {
+      r = rest->Post("/openapi/v1/trainjob", job);
+    } else {
+      httplib::Headers headers = {{"Idempotency-Key", key}};
+      auto res = rest->http().Post("/openapi/v1/trainjob", headers, job.dump(), "application/json");
+      REQUIRE(res);
+      r.http_status = res->status;
+      r.body = json::parse(res->body);
+    }
+    INFO(r.body.dump());
+    REQUIRE(r.http_status == 200);
+    return r.body["data"];
+  }
+  json Job(const std::string& id) { return rest->Get("/openapi/v1/trainjob/" + id).body["data"]; }
+  json WaitForStatus(const std::string& id, const std::string& status) {
+    json job;
+    bool reached = jc::testing::WaitUntil([&] {
+      job = Job(id);
+      return job.value("status", "") == status;
+    });
+    INFO(job.dump());
+    REQUIRE(reached);
+    return job;
+  }
+};
+
+json Task(const std::string& name, const std::string& command, const std::string& image, int replicas) {
+  return {{"name", name}, {"command", command}, {"imageId", image}, {"resourceSpecId", "cpu-1"},
+          {"replicaNumber", replicas}};
+}
+
+void ExpectError(const jc::testing::RestReply& r, int http, const std::string& needle) {
+  INFO(r.body.dump());
+  CHECK(r.http_status == http);
+  CHECK(r.body.value("status", 0) == http);
+  CHECK(r.body.value("errorMsg", std::string()).find(needle) != std::string::npos);
+}
+
+TEST_CASE("a two-task trainjob is placed, runs on two centers, completes, and its logs download [A7][A8][A12]",
+          "[A7][A8][A12]") {
+  Network n;
+  json job = {{"name", "resnet"},
+              {"userName", "alice"},
+              {"tasks", {Task("prep", "echo prep $JC_TASK_INDEX/$JC_REPLICA_INDEX", "torch", 1),
+                         Task("train", "echo train $JC_REPLICA_INDEX of $JC_REPLICA_NUMBER; sleep 0.3", "torch-b", 2)}}};
+  json created = n.Submit(job);
+  std::string id = created["jobId"];
+  CHECK_FALSE(id.empty());
+  // The first scheduling attempt placed it: each task's image is at one center.
+  REQUIRE(created["taskInfos"].size() == 2);
+  CHECK(created["taskInfos"][0]["centerIDs"] == json::array({"alpha"}));
+  CHECK(created["taskInfos"][1]["centerIDs"] == json::array({"beta"}));
+
+  json done = n.WaitForStatus(id, "completed");
+  CHECK(done["taskInfos"][0]["replicaStatus"] == json::array({"completed"}));
+  CHECK(done["taskInfos"][1]["replicaStatus"] == json::array({"completed", "completed"}));
+  CHECK(done["name"] == "resnet");
+
+  auto log = n.rest->Get("/openapi/v1/trainjob/" + id + "/task/1/replica/1/log");
+  INFO(log.body.dump());
+  REQUIRE(log.http_status == 200);
+  std::string url = log.body["data"]["logUrl"];
+  auto file = n.rest->http().Get(url.c_str());
+  REQUIRE(file);
+  CHECK(file->status == 200);
+  CHECK(file->body.find("train 1 of 2") != std::string::npos);
+  CHECK(n.rest->http().Get(n.rest->Get("/openapi/v1/trainjob/" + id + "/task/0/replica/0/log")
+                               .body["data"]["logUrl"].get<std::string>().c_str())->body.find("prep 0/0") !=
+        std::string::npos);
+
+  // Listed for its user; scheduling time T and throughput are exported.
+  auto list = n.rest->Get("/openapi/v1/trainjob?userName=alice").body["data"]["jobs"];
+  REQUIRE(list.size() == 1);
+  CHECK(list[0]["jobId"] == id);
+  CHECK(n.rest->Get("/openapi/v1/trainjob?userName=bob").body["data"]["jobs"].empty());
+  std::string metrics = n.rest->Raw("/metrics");
+  CHECK(metrics.find("jc_scheduling_time_seconds_count 1") != std::string::npos);
+  CHECK(metrics.find("jc_jobs_scheduled_total 1") != std::string::npos);
+  CHECK(metrics.find("jc_jobs_ended_total{status=\"completed\"} 1") != std::string::npos);
+}
+
+TEST_CASE("a failed replica is retried on another center, and the job fails when retries run out [A7]", "[A7]") {
+  Network n;
+  // Both centers have the image "torch"? No: put the task on a spec both offer, no image.
+  json job = {{"name", "flaky"},
+              {"tasks", {{{"name", "t"}, {"command", "echo try $JC_ATTEMPT; exit 3"}, {"resourceSpecId", "cpu-1"},
+                          {"replicaNumber", 1}}}},
+              {"retryPolicy", {{"maxRetries", 1}}}};
+  std::string id = n.Submit(job)["jobId"];
+  json failed = n.WaitForStatus(id, "failed");
+  CHECK(failed["taskInfos"][0]["replicaStatus"] == json::array({"failed"}));
+  // The first attempt went to the cheaper alpha; the retry went elsewhere.
+  CHECK(failed["taskInfos"][0]["centerIDs"] == json::array({"beta"}));
+  CHECK(failed["statusReason"].get<std::string>().find("a replica failed") != std::string::npos);
+  auto url = n.rest->Get("/openapi/v1/trainjob/" + id + "/task/0/replica/0/log").body["data"]["logUrl"];
+  CHECK(n.rest->http().Get(url.get<std::string>().c_str())->body.find("try 1") != std::string::npos);
+}
+
+TEST_CASE("status policy any-succeeds completes the job when one replica succeeds [A7]", "[A7]") {
+  Network n;
+  json job = {{"name", "race"},
+              {"statusPolicy", "ANY_SUCCEED"},
+              {"tasks", {{{"name", "t"},
+                          {"command", "if [ $JC_REPLICA_INDEX = 0 ]; then exit 0; else sleep 60; fi"},
+                          {"resourceSpecId", "cpu-1"},
+                          {"replicaNumber", 2}}}}};
+  std::string id = n.Submit(job)["jobId"];
+  json done = n.WaitForStatus(id, "completed");
+  // The other replica was stopped once the outcome was decided.
+  CHECK(done["taskInfos"][0]["replicaStatus"] == json::array({"completed", "failed"}));
+}
+
+TEST_CASE("stopping a running job ends it, and stopping it again is refused [A7][A12]", "[A7][A12]") {
+  Network n;
+  json job = {{"name", "long"}, {"tasks", {Task("t", "sleep 60", "torch", 1)}}};
+  std::string id = n.Submit(job)["jobId"];
+  n.WaitForStatus(id, "running");
+  auto stop = n.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object());
+  INFO(stop.body.dump());
+  CHECK(stop.http_status == 200);
+  json stopped = n.Job(id);
+  CHECK(stopped["status"] == "failed");
+  CHECK(stopped["statusReason"] == "stopped by the user");
+  ExpectError(n.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()), 409, "already ended");
+}
+
+TEST_CASE("a retried submit with the same Idempotency-Key returns the first job [A7][A12]", "[A7][A12]") {
+  Network n;
+  json job = {{"name", "once"}, {"tasks", {Task("t", "true", "torch", 1)}}};
+  std::string first = n.Submit(job, "key-123")["jobId"];
+  std::string again = n.Submit(job, "key-123")["jobId"];
+  CHECK(first == again);
+  CHECK(n.Submit(job, "key-456")["jobId"] != first);
+  CHECK(n.rest->Get("/openapi/v1/trainjob").body["data"]["jobs"].size() == 2);
+}
+
+TEST_CASE("bad trainjob input gets a clear envelope error and writes nothing [A12][C5]", "[A12][C5]") {
+  Network n;
+  json good = {{"name", "ok"}, {"tasks", {Task("t", "true", "torch", 1)}}};
+  auto bad = [&](auto edit, const std::string& needle) {
+    json job = good;
+    edit(job);
+    ExpectError(n.rest->Post("/openapi/v1/trainjob", job), 400, needle);
+  };
+  bad([](json& j) { j["tasks"][0]["imageId"] = "nope"; }, "imageId");
+  bad([](json& j) { j["tasks"][0]["resourceSpecId"] = "tpu-9"; }, "resourceSpecId");
+  bad([](json& j) { j["tasks"][0]["replicaNumber"] = 0; }, "replicaNumber");
+  bad([](json& j) { j["tasks"][0]["replicaNumber"] = -2; }, "replicaNumber");
+  bad([](json& j) { j["tasks"][0]["replicaNumber"] = 100000; }, "replicaNumber");
+  bad([](json& j) { j["tasks"] = json::array(); }, "tasks");
+  bad([](json& j) { j["tasks"][0]["command"] = "  "; }, "command");
+  bad([](json& j) { j["name"] = std::string(32, 'x'); }, "name");
+  bad([](json& j) { j["tasks"][0]["bogus"] = 1; }, "bogus");
+  ExpectError(n.rest->Send("POST", "/openapi/v1/trainjob", "{\"name\": "), 400, "malformed");
+  CHECK(n.rest->Get("/openapi/v1/trainjob").body["data"]["jobs"].empty());  // nothing written
+
+  ExpectError(n.rest->Get("/openapi/v1/trainjob/job-99999999"), 404, "job-99999999");
+  ExpectError(n.rest->Post("/openapi/v1/trainjob/job-99999999/stop", json::object()), 404, "job-99999999");
+  std::string id = n.Submit(good)["jobId"];
+  ExpectError(n.rest->Get("/openapi/v1/trainjob/" + id + "/task/0/replica/5/log"), 404, "no replica 5");
+  ExpectError(n.rest->Get("/openapi/v1/trainjob/" + id + "/task/3/replica/0/log"), 404, "no task 3");
+  ExpectError(n.rest->Get("/openapi/v1/trainjob/" + id + "/task/x/replica/0/log"), 400, "taskIndex");
+  n.WaitForStatus(id, "completed");
+  ExpectError(n.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()), 409, "already ended");
+}
+
+}  // namespace
