@@ -384,11 +384,11 @@ absl::Status AdapterCore::Record(const std::vector<pb::Replica>& changed) {
 
 absl::Status AdapterCore::PollOnce() {
   std::vector<std::string> ids;
+  std::set<std::string> polled;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    std::set<std::string> unique;
     for (const auto& [name, r] : replicas_) {
-      if (!Ended(r.state()) && unique.insert(r.external_id()).second) ids.push_back(r.external_id());
+      if (!Ended(r.state()) && polled.insert(r.external_id()).second) ids.push_back(r.external_id());
     }
   }
   if (ids.empty()) return absl::OkStatus();
@@ -397,7 +397,9 @@ absl::Status AdapterCore::PollOnce() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [name, r] : replicas_) {
-      if (Ended(r.state())) continue;
+      // Replicas submitted while the backend was being asked were not in the question:
+      // their absence from the answer says nothing.
+      if (Ended(r.state()) || !polled.count(r.external_id())) continue;
       ReplicaObservation o;
       if (auto it = seen.find(r.external_id()); it != seen.end()) {
         o = it->second;

@@ -1,0 +1,133 @@
+// The real `jointcloud` binary and a real adapter process (jc-adapter-local) over
+// loopback: every acknowledged job survives a SIGKILL of the control plane mid-run, and
+// no replica runs twice (SPEC A7, C2).
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "tests/testing/process.h"
+#include "tests/testing/rest_client.h"
+#include "tests/testing/test_store.h"
+
+using nlohmann::json;
+using jc::testing::Process;
+
+namespace {
+
+std::string TempDir() {
+  auto dir = std::filesystem::temp_directory_path() / ("jc-e2e-trainjob-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+std::vector<std::string> StoreFlags(const std::string& dir) {
+  if (jc::testing::TestStoreBackend() == "postgres") {
+    std::string schema = "e2e_jobs_" + std::to_string(getpid());
+    return {"--store=" + std::string(std::getenv("JC_TEST_PG_URI")), "--store_schema=" + schema};
+  }
+  return {"--data_dir=" + dir + "/data"};
+}
+
+std::unique_ptr<Process> StartServer(const std::string& dir, const std::string& log, int* port) {
+  std::vector<std::string> args{JC_SERVER_BINARY,         "--rest_address=127.0.0.1:0", "--grpc_address=127.0.0.1:0",
+                                "--admin_address=127.0.0.1:0", "--monitor_interval=100ms",   "--scheduler_refresh=50ms"};
+  for (auto& f : StoreFlags(dir)) args.push_back(f);
+  auto server = std::make_unique<Process>(args, dir + "/" + log);
+  auto p = server->WaitForLog(R"(rest listening on http://127\.0\.0\.1:(\d+))");
+  INFO(server->Log());
+  REQUIRE(p.has_value());
+  *port = std::stoi(*p);
+  return server;
+}
+
+}  // namespace
+
+TEST_CASE("acknowledged jobs survive SIGKILL of the control plane, and no replica runs twice [A7][C2]",
+          "[A7][C2]") {
+  std::string dir = TempDir();
+  {
+    std::ofstream config(dir + "/center.yaml");
+    config << "center_id: local\nsecurity_grade: 3\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n";
+  }
+  Process adapter({JC_ADAPTER_LOCAL, "--listen=127.0.0.1:0", "--metrics_address=", "--state_dir=" + dir + "/adapter",
+                   "--work_dir=" + dir + "/replicas", "--center_config=" + dir + "/center.yaml", "--cpus=16",
+                   "--memory_mb=8192", "--poll_interval=50ms"},
+                  dir + "/adapter.log");
+  auto adapter_port = adapter.WaitForLog(R"(listening on port (\d+))");
+  INFO(adapter.Log());
+  REQUIRE(adapter_port.has_value());
+
+  int port = 0;
+  auto server = StartServer(dir, "server1.log", &port);
+  std::vector<std::string> acknowledged;
+  {
+    jc::testing::RestClient rest(port);
+    REQUIRE(rest.Post("/openapi/v1/centers", {{"ai_center_id", "local"}, {"name", "local"}, {"region", "cn"},
+                                              {"adapter_address", "127.0.0.1:" + *adapter_port},
+                                              {"capacity", {{"cpu", 16}, {"memory", 8192}}}})
+                .http_status == 200);
+    REQUIRE(rest.Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "cpu-1"},
+                                                    {"resource_spec_name", "1 CPU"},
+                                                    {"resource_quantity", {{"cpu", "1"}, {"memory", "256Mi"}}},
+                                                    {"service_type", "batch"},
+                                                    {"price", 1},
+                                                    {"computing_center_list", "local"}})
+                .http_status == 200);
+    REQUIRE(jc::testing::WaitUntil([&] {
+      return rest.Get("/scheduler/algorithm/least_load/score/local?resourceSpecId=cpu-1").http_status == 200;
+    }));
+    std::string ran = dir + "/ran";
+    for (int i = 0; i < 15; ++i) {
+      json job = {{"name", "j" + std::to_string(i)},
+                  {"tasks", {{{"name", "t"},
+                              {"command", "echo $JC_JOB_ID-$JC_TASK_INDEX-$JC_REPLICA_INDEX >> " + ran + "; sleep 1"},
+                              {"resourceSpecId", "cpu-1"},
+                              {"replicaNumber", 2}}}}};
+      auto r = rest.Post("/openapi/v1/trainjob", job);
+      INFO(r.body.dump());
+      REQUIRE(r.http_status == 200);
+      acknowledged.push_back(r.body["data"]["jobId"]);
+    }
+  }
+  // Mid-run: some replicas run, some are being submitted, some wait for room.
+  server->Signal(SIGKILL);
+  REQUIRE(server->Wait().has_value());
+  server = StartServer(dir, "server2.log", &port);
+
+  jc::testing::RestClient rest(port);
+  std::map<std::string, std::string> status;
+  bool all_done = jc::testing::WaitUntil(
+      [&] {
+        for (const auto& id : acknowledged) {
+          json job = rest.Get("/openapi/v1/trainjob/" + id).body["data"];
+          status[id] = job.value("status", "missing");
+          if (status[id] == "failed") status[id] += ": " + job.value("statusReason", "");
+        }
+        return std::all_of(status.begin(), status.end(), [](auto& s) { return s.second == "completed"; });
+      },
+      std::chrono::seconds(90));
+  for (const auto& [id, s] : status) {
+    INFO(id);
+    CHECK(s == "completed");
+  }
+  CHECK(all_done);
+
+  // Every replica ran exactly once.
+  std::map<std::string, int> runs;
+  std::ifstream in(dir + "/ran");
+  for (std::string line; std::getline(in, line);) ++runs[line];
+  CHECK(runs.size() == acknowledged.size() * 2);
+  for (const auto& [line, count] : runs) {
+    INFO(line);
+    CHECK(count == 1);
+  }
+  server->Signal(SIGTERM);
+  server->Wait();
+  if (all_done) std::filesystem::remove_all(dir);  // kept for the logs when it failed
+}
