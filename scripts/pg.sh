@@ -12,11 +12,13 @@ as_owner() {
   if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
 
+# Ports below Linux's ephemeral range (32768-60999), so that no outgoing connection can
+# hold the one picked; a listener that appears meanwhile is handled by trying the next.
 free_port() {
-  for port in $(seq 55432 55532); do
+  for port in $(seq "$1" 25532); do
     if ! (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then echo "$port"; return; fi
   done
-  echo "pg.sh: no free port in 55432-55532" >&2
+  echo "pg.sh: no free port in 25432-25532" >&2
   exit 1
 }
 
@@ -25,11 +27,19 @@ case "$cmd" in
     mkdir -p "$dir"
     [[ $(id -u) -eq 0 ]] && chown postgres "$dir"
     as_owner "$bindir/initdb" -D "$dir/data" -A trust -U postgres -E UTF8 >"$dir/initdb.log"
-    port=$(free_port)
-    # fsync off: the data is thrown away after the run, and tests should not wait on disks.
-    as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
-      -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off -c max_connections=200" \
-      >/dev/null
+    port=25431
+    started=0
+    for _ in 1 2 3 4 5; do
+      port=$(free_port $((port + 1)))
+      # fsync off: the data is thrown away after the run, and tests should not wait on disks.
+      if as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
+        -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off -c max_connections=200" \
+        >/dev/null; then
+        started=1
+        break
+      fi
+    done
+    [[ $started -eq 1 ]] || { echo "pg.sh: PostgreSQL did not start; see $dir/server.log" >&2; exit 1; }
     echo "$port" >"$dir/port"
     echo "postgresql://postgres@127.0.0.1:$port/postgres"
     ;;

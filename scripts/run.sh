@@ -1,9 +1,54 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and starts Jointcloud in the foreground with the
-# embedded store in ./data: REST on 127.0.0.1:8080, gRPC on 127.0.0.1:50051.
-# Extra arguments go to the server (see `build/services/server/jointcloud --help`).
+# Installs what is missing, builds, and starts Jointcloud with the embedded store in
+# ./data (REST on 127.0.0.1:8080, gRPC on 127.0.0.1:50051) together with a local demo
+# center: the bundled executor (a master and two agents with declared resources, running
+# jobs as real processes) behind the native adapter, registered as center "local-1" with
+# specs cpu-1 and gpu-1 and image pytorch-demo. Ctrl-C stops everything.
+#   scripts/run.sh [--no-demo-center] [jointcloud flags...]
+# (see `build/services/server/jointcloud --help` for the flags)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+build="${JC_BUILD_DIR:-$root/build}"
+demo=1
+args=()
+for a in "$@"; do
+  if [[ "$a" == "--no-demo-center" ]]; then demo=0; else args+=("$a"); fi
+done
 "$root/scripts/setup.sh"
 "$root/scripts/build.sh"
-exec "${JC_BUILD_DIR:-$root/build}/services/server/jointcloud" --data_dir="$root/data" "$@"
+mkdir -p "$root/data"
+
+if [[ $demo -eq 0 ]]; then
+  exec "$build/services/server/jointcloud" --data_dir="$root/data" "${args[@]}"
+fi
+
+demo_dir="$root/data/demo-center"
+server_pid=""
+cleanup() {
+  set +e  # stop everything even when a step fails
+  if [[ -n "$server_pid" ]]; then
+    kill "$server_pid" 2>/dev/null
+    wait "$server_pid" 2>/dev/null
+  fi
+  "$root/scripts/demo-center.sh" stop "$demo_dir"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+adapter=$("$root/scripts/demo-center.sh" start "$demo_dir")
+echo "run: demo center local-1 (nexec master, 2 agents) behind its adapter at $adapter"
+
+log="$root/data/jointcloud.log"
+: >"$log"
+"$build/services/server/jointcloud" --data_dir="$root/data" "${args[@]}" > >(tee -a "$log") 2>&1 &
+server_pid=$!
+url=""
+for _ in $(seq 1 300); do
+  url=$(grep -oE 'rest listening on http://[0-9.]+:[0-9]+' "$log" | head -n 1 | sed 's/rest listening on //' || true)
+  [[ -n "$url" ]] && break
+  kill -0 "$server_pid" 2>/dev/null || { echo "run: jointcloud exited"; exit 1; }
+  sleep 0.1
+done
+[[ -n "$url" ]] || { echo "run: jointcloud did not start"; exit 1; }
+"$root/scripts/demo-center.sh" register "$url" "$adapter"
+echo "run: center local-1 registered at $url; try the README's examples. Ctrl-C stops everything."
+wait "$server_pid"

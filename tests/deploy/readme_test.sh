@@ -1,19 +1,29 @@
 #!/usr/bin/env bash
-# [C1] The README's "Try it" examples work as written: start the real server on free
-# ports, run the examples (with localhost:8080 pointed at it), and check every answer.
+# [C1][A12] The README's examples work as written: start the real server on free ports
+# with the demo center scripts/run.sh starts, run the examples (with localhost:8080
+# pointed at it), and check every answer: "Try it", then "Run a job", whose trainjob must
+# really run on the demo center, complete, and have its log download.
 set -euo pipefail
 root=$1
 binary=$2
 work=$(mktemp -d /tmp/jc-readme.XXXXXX)
 server_pid=""
+export JC_BUILD_DIR
+JC_BUILD_DIR=$(cd "$(dirname "$binary")/../.." && pwd)
 cleanup() {
-  [[ -n "$server_pid" ]] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+  set +e  # stop everything even when a step fails
+  if [[ -n "$server_pid" ]]; then
+    kill "$server_pid" 2>/dev/null
+    wait "$server_pid" 2>/dev/null
+  fi
+  "$root/scripts/demo-center.sh" stop "$work/demo"
   rm -rf "$work"
 }
 trap cleanup EXIT
 
+adapter=$("$root/scripts/demo-center.sh" start "$work/demo") || { echo "FAIL: the demo center did not start"; exit 1; }
 "$binary" --data_dir="$work/data" --rest_address=127.0.0.1:0 --grpc_address=127.0.0.1:0 \
-  >"$work/server.log" 2>&1 &
+  --admin_address=127.0.0.1:0 --monitor_interval=200ms --scheduler_refresh=100ms >"$work/server.log" 2>&1 &
 server_pid=$!
 port=""
 for _ in $(seq 1 300); do
@@ -23,6 +33,7 @@ for _ in $(seq 1 300); do
   sleep 0.1
 done
 [[ -n "$port" ]] || { cat "$work/server.log"; echo "FAIL: server did not start"; exit 1; }
+"$root/scripts/demo-center.sh" register "http://127.0.0.1:$port" "$adapter" || { echo "FAIL: register"; exit 1; }
 
 # The shell block under "## Try it".
 awk '/^## Try it/{f=1} f&&/^```sh/{b=1;next} b&&/^```/{exit} b{print}' "$root/README.md" \
@@ -44,4 +55,33 @@ if [[ "$ok" -ne $((calls - 1)) ]] || ! tail -n 1 "$work/out.txt" | grep -q '"cod
 fi
 grep -q '"sources":\[{"ai_center_id":"sh-1"' "$work/out.txt" || {
   cat -n "$work/out.txt"; echo "FAIL: the migration example did not pick sh-1"; exit 1; }
-echo "ok: all $calls README examples answered as documented"
+echo "ok: all $calls README \"Try it\" examples answered as documented"
+
+# "Run a job": run the block, wait for the job to complete, run it again (the submit's
+# Idempotency-Key returns the same job) and check what the user would see.
+awk '/^## Run a job/{f=1} f&&/^```sh/{b=1;next} b&&/^```/{exit} b{print}' "$root/README.md" \
+  | sed "s#localhost:8080#127.0.0.1:$port#g" >"$work/job.sh"
+[[ -s "$work/job.sh" ]] || { echo "FAIL: no \"Run a job\" block in README.md"; exit 1; }
+(curl() { command curl --max-time 10 "$@"; echo; }; source "$work/job.sh") >"$work/job1.txt" 2>&1
+head -n 1 "$work/job1.txt" | grep -q '"jobId":"job-00000001".*"centerIDs":\["local-1"\]' || {
+  cat -n "$work/job1.txt"; echo "FAIL: the trainjob was not placed on local-1"; exit 1; }
+status=""
+for _ in $(seq 1 600); do
+  status=$(command curl -s "127.0.0.1:$port/openapi/v1/trainjob/job-00000001" | grep -oE '"status":"[a-z]+"' | head -n 1)
+  [[ "$status" == '"status":"completed"' || "$status" == '"status":"failed"' ]] && break
+  sleep 0.1
+done
+if [[ "$status" != '"status":"completed"' ]]; then
+  command curl -s "127.0.0.1:$port/openapi/v1/trainjob/job-00000001"; echo
+  echo "FAIL: the README's trainjob did not complete ($status)"; exit 1
+fi
+(curl() { command curl --max-time 10 "$@"; echo; }; source "$work/job.sh") >"$work/job2.txt" 2>&1
+check() {
+  grep -q "$1" "$work/job2.txt" || { cat -n "$work/job2.txt"; echo "FAIL: $2"; exit 1; }
+}
+check '"jobId":"job-00000001"' "the repeated submit did not return the same job"
+check '"replicaStatus":\["completed","completed"\]' "the train replicas are not completed"
+check '"logUrl":"/openapi/v1/trainjob/job-00000001/task/1/replica/1/log/content"' "no logUrl"
+check 'training replica 1 of 2' "the log did not download"
+check '"placed":true' "the plan placed nothing"
+echo "ok: the README's trainjob ran on the demo center, completed, and its log downloaded"

@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# A local computing center for trying Jointcloud on one machine: the bundled executor
+# (nexec-master and two agents with declared demo resources, running jobs as real
+# processes) behind the native adapter.
+#   scripts/demo-center.sh start DIR          -> starts it; prints the adapter's host:port
+#   scripts/demo-center.sh register URL ADDR  -> registers center "local-1" at ADDR with
+#                                                Jointcloud's REST API at URL, with specs
+#                                                cpu-1 and gpu-1 and image pytorch-demo
+#   scripts/demo-center.sh stop DIR           -> stops what start started
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build="${JC_BUILD_DIR:-$root/build}"
+cmd=${1:-}
+
+wait_for_port() {  # LOG PATTERN: prints the port the process logged
+  local port=""
+  for _ in $(seq 1 300); do
+    port=$(grep -oE "$2 [0-9]+" "$1" 2>/dev/null | grep -oE '[0-9]+$' | head -n 1 || true)
+    [[ -n "$port" ]] && { echo "$port"; return; }
+    sleep 0.1
+  done
+  echo "demo-center: $(basename "$1" .log) did not start; its log:" >&2
+  cat "$1" >&2
+  return 1
+}
+
+start() {
+  local dir=$1
+  mkdir -p "$dir"
+  dir=$(cd "$dir" && pwd)
+  setsid "$build/executor/nexec-master" --listen=127.0.0.1:0 --metrics_address= --data_dir="$dir/nexec" \
+    >"$dir/master.log" 2>&1 &
+  echo $! >"$dir/master.pid"
+  local master_port
+  master_port=$(wait_for_port "$dir/master.log" "nexec master listening on port")
+  for host in node1 node2; do
+    setsid "$build/executor/nexec-agent" --master="127.0.0.1:$master_port" --host="$host" \
+      --resources=cpus=16,gpus=2,mem=64G >"$dir/agent-$host.log" 2>&1 &
+    echo $! >"$dir/agent-$host.pid"
+  done
+  cat >"$dir/center.yaml" <<YAML
+center_id: local-1
+security_grade: 3
+static_power_watts: 2000
+performance_factor: 1
+network: {bandwidth_mbps: 10000, latency_ms: 1}
+specs:
+  - {id: cpu-1, cpu: 1, memory: 2Gi, execution_power_watts: 150}
+  - {id: gpu-1, cpu: 4, memory: 16Gi, gpu: 1, execution_power_watts: 450}
+images:
+  - {id: pytorch-demo, name: PyTorch (demo)}
+YAML
+  setsid "$build/adapters/jc-adapter-native" --listen=127.0.0.1:0 --metrics_address= \
+    --nexec_master="127.0.0.1:$master_port" --center_config="$dir/center.yaml" --state_dir="$dir/adapter" \
+    --poll_interval=200ms >"$dir/adapter.log" 2>&1 &
+  echo $! >"$dir/adapter.pid"
+  local adapter_port
+  adapter_port=$(wait_for_port "$dir/adapter.log" "listening on port")
+  echo "127.0.0.1:$adapter_port"
+}
+
+register() {
+  local url=$1 address=$2
+  post() {  # PATH BODY: a 409 (already there) is fine on a second start
+    local out
+    out=$(curl -s -X "${3:-POST}" "$url$1" -d "$2")
+    if ! grep -q '"code":"OK"\|"code":"ALREADY_EXISTS"' <<<"$out"; then
+      echo "demo-center: $1 failed: $out" >&2
+      return 1
+    fi
+  }
+  post /openapi/v1/centers '{"ai_center_id": "local-1", "name": "Local demo center", "region": "local",
+    "network_topology": "local/demo/local-1", "security_grade": 3, "adapter_address": "'"$address"'",
+    "capacity": {"cpu": 32, "gpu": 4, "memory": 131072}}'
+  # A restarted demo center listens on a new port.
+  post /openapi/v1/centers/local-1 '{"adapter_address": "'"$address"'"}' PATCH
+  post /openapi/v1/resourcespecs '{"resource_spec_id": "cpu-1", "resource_spec_name": "1 CPU, 2 GiB",
+    "resource_quantity": {"cpu": "1", "memory": "2Gi"}, "service_type": "batch", "price": 1,
+    "computing_center_list": "local-1"}'
+  post /openapi/v1/resourcespecs '{"resource_spec_id": "gpu-1", "resource_spec_name": "1 GPU, 4 CPU, 16 GiB",
+    "resource_quantity": {"cpu": "4", "memory": "16Gi", "gpu": "1"}, "service_type": "batch", "price": 10,
+    "computing_center_list": "local-1"}'
+  post /openapi/v1/images '{"image_id": "pytorch-demo", "name": "PyTorch (demo)", "ai_center_id": "local-1",
+    "framework": "PyTorch", "resource_spec": "cpu-1,gpu-1"}'
+  # Ready when the monitor has reached the adapter (the center is available) and the
+  # scheduler sees it.
+  for _ in $(seq 1 300); do
+    if curl -s "$url/scheduler/algorithm/least_load/score/local-1?resourceSpecId=cpu-1" | grep -q '"code":"OK"'; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "demo-center: local-1 did not become available; is its adapter up?" >&2
+  return 1
+}
+
+stop() {
+  local dir=$1
+  [[ -d "$dir" ]] || return 0
+  for f in adapter agent-node1 agent-node2 master; do
+    if [[ -f "$dir/$f.pid" ]]; then
+      kill -- "-$(cat "$dir/$f.pid")" 2>/dev/null || kill "$(cat "$dir/$f.pid")" 2>/dev/null || true
+      rm -f "$dir/$f.pid"
+    fi
+  done
+}
+
+case "$cmd" in
+  start) start "${2:?usage: demo-center.sh start DIR}" ;;
+  register) register "${2:?usage: demo-center.sh register URL ADDR}" "${3:?usage: demo-center.sh register URL ADDR}" ;;
+  stop) stop "${2:?usage: demo-center.sh stop DIR}" ;;
+  *) echo "usage: demo-center.sh start DIR | register URL ADDR | stop DIR" >&2; exit 2 ;;
+esac
