@@ -40,15 +40,17 @@ absl::Status AllPages(Stub* stub, grpc::Status (Stub::*method)(grpc::ClientConte
 
 class GrpcInputsSource final : public InputsSource {
  public:
-  GrpcInputsSource(std::function<std::shared_ptr<grpc::Channel>()> channel_source, monitor::Monitor* monitor)
-      : channel_source_(std::move(channel_source)), monitor_(monitor) {}
+  GrpcInputsSource(ChannelSource registry, ChannelSource catalog, ChannelSource datamon, monitor::Monitor* monitor)
+      : registry_source_(std::move(registry)),
+        catalog_source_(std::move(catalog)),
+        datamon_source_(std::move(datamon)),
+        monitor_(monitor) {}
 
   absl::StatusOr<SchedulerInputs> Fetch() override {
     std::call_once(once_, [this] {
-      auto channel = channel_source_();
-      registry_ = v1::RegistryService::NewStub(channel);
-      catalog_ = v1::CatalogService::NewStub(channel);
-      datamon_ = v1::DatamonService::NewStub(channel);
+      registry_ = v1::RegistryService::NewStub(registry_source_());
+      catalog_ = v1::CatalogService::NewStub(catalog_source_());
+      datamon_ = v1::DatamonService::NewStub(datamon_source_());
     });
     SchedulerInputs in;
     JC_RETURN_IF_ERROR(AllPages(registry_.get(), &v1::RegistryService::Stub::ListCenters, v1::ListCentersRequest(),
@@ -73,7 +75,7 @@ class GrpcInputsSource final : public InputsSource {
   }
 
  private:
-  std::function<std::shared_ptr<grpc::Channel>()> channel_source_;
+  ChannelSource registry_source_, catalog_source_, datamon_source_;
   monitor::Monitor* monitor_;
   std::once_flag once_;
   std::unique_ptr<v1::RegistryService::Stub> registry_;
@@ -83,9 +85,9 @@ class GrpcInputsSource final : public InputsSource {
 
 }  // namespace
 
-std::unique_ptr<InputsSource> MakeGrpcInputsSource(std::function<std::shared_ptr<grpc::Channel>()> channel_source,
-                                                   monitor::Monitor* monitor) {
-  return std::make_unique<GrpcInputsSource>(std::move(channel_source), monitor);
+std::unique_ptr<InputsSource> MakeGrpcInputsSource(ChannelSource registry, ChannelSource catalog,
+                                                   ChannelSource datamon, monitor::Monitor* monitor) {
+  return std::make_unique<GrpcInputsSource>(std::move(registry), std::move(catalog), std::move(datamon), monitor);
 }
 
 }  // namespace jc::scheduler

@@ -12,10 +12,13 @@ class Channel;
 
 namespace jc::scheduler {
 
-// Reads the registry, catalog and datamon over gRPC (`channel_source` is asked on first
-// use, so an in-process channel can be made after the server starts) and the monitor's
-// observations in process (`monitor` may be null: no usage, every center idle).
-std::unique_ptr<InputsSource> MakeGrpcInputsSource(std::function<std::shared_ptr<grpc::Channel>()> channel_source,
-                                                   monitor::Monitor* monitor);
+using ChannelSource = std::function<std::shared_ptr<grpc::Channel>()>;
+
+// Reads the registry, catalog and datamon over gRPC, each over its own channel (a source
+// is asked on first use, so an in-process channel can be made after the server starts),
+// and the monitor's observations in process (`monitor` may be null: no usage, every
+// center idle).
+std::unique_ptr<InputsSource> MakeGrpcInputsSource(ChannelSource registry, ChannelSource catalog,
+                                                   ChannelSource datamon, monitor::Monitor* monitor);
 
 }  // namespace jc::scheduler

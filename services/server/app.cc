@@ -109,18 +109,24 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
   }
   if (has("scheduler")) {
     // The scheduler reads the registry, catalog and datamon over gRPC: in process when
-    // they run here, else at --upstream_address.
-    std::function<std::shared_ptr<grpc::Channel>()> channel_source = [self] { return self->channel_; };
-    if (!(has("registry") && has("catalog") && has("datamon"))) {
-      if (o.upstream_address.empty()) {
-        return absl::InvalidArgumentError(
-            "the scheduler needs the registry, catalog and datamon: run them here (--services) or name a "
-            "server that does with --upstream_address");
+    // they run here, else where --<name>_address (or --upstream_address) says.
+    std::map<std::string, scheduler::ChannelSource> sources;
+    for (const auto& [name, address] : {std::pair<std::string, std::string>{"registry", o.registry_address},
+                                        {"catalog", o.catalog_address}, {"datamon", o.datamon_address}}) {
+      if (has(name.c_str())) {
+        sources[name] = [self] { return self->channel_; };
+        continue;
       }
-      auto channel = grpc::CreateChannel(o.upstream_address, grpc::InsecureChannelCredentials());
-      channel_source = [channel] { return channel; };
+      std::string target = address.empty() ? o.upstream_address : address;
+      if (target.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat("the scheduler needs the ", name, ": run it here (--services) or give --",
+                                                       name, "_address or --upstream_address"));
+      }
+      auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+      sources[name] = [channel] { return channel; };
     }
-    app->scheduler_inputs_ = scheduler::MakeGrpcInputsSource(channel_source, app->monitor_.get());
+    app->scheduler_inputs_ = scheduler::MakeGrpcInputsSource(sources["registry"], sources["catalog"],
+                                                             sources["datamon"], app->monitor_.get());
     scheduler::SchedulerOptions so;
     so.refresh_interval = o.scheduler_refresh;
     app->scheduler_ = std::make_unique<scheduler::Scheduler>(app->scheduler_inputs_.get(), o.clock, so);

@@ -34,9 +34,9 @@ ABSL_FLAG(std::string, store_schema, "",
 ABSL_FLAG(std::string, registry_address, "",
           "host:port of the registry when this process does not run it");
 ABSL_FLAG(std::string, catalog_address, "",
-          "host:port of the catalog when this process runs the gateway but not the catalog");
+          "host:port of the catalog when this process runs the gateway or scheduler but not the catalog");
 ABSL_FLAG(std::string, datamon_address, "",
-          "host:port of datamon when this process runs the gateway but not datamon");
+          "host:port of datamon when this process runs the gateway or scheduler but not datamon");
 ABSL_FLAG(std::string, monitor_address, "",
           "host:port of the monitor when this process runs the gateway but not the monitor");
 ABSL_FLAG(std::string, scheduler_address, "",

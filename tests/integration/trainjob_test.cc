@@ -7,6 +7,9 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
 
 #include "adapters/example/local_backend.h"
 #include "adapters/sdk/run_adapter.h"
@@ -258,6 +261,39 @@ TEST_CASE("bad trainjob input gets a clear envelope error and writes nothing [A1
   ExpectError(n.rest->Get("/openapi/v1/trainjob/" + id + "/task/x/replica/0/log"), 400, "taskIndex");
   n.WaitForStatus(id, "completed");
   ExpectError(n.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()), 409, "already ended");
+}
+
+}  // namespace
+
+namespace {
+
+TEST_CASE("every metric the Grafana dashboard queries is exported [A11][C4]", "[A11][C4]") {
+  Network n;
+  std::string id = n.Submit({{"name", "m"}, {"tasks", {Task("t", "true", "torch", 1)}}})["jobId"];
+  n.WaitForStatus(id, "completed");
+  std::ifstream in(std::string(JC_SOURCE_DIR) + "/deploy/grafana/dashboards/jointcloud.json");
+  REQUIRE(in);
+  json dashboard = json::parse(in);
+  std::set<std::string> queried;
+  std::regex metric(R"(jc_[a-z_]+)");
+  for (const auto& panel : dashboard["panels"]) {
+    for (const auto& target : panel["targets"]) {
+      std::string expr = target["expr"];
+      for (std::sregex_iterator it(expr.begin(), expr.end(), metric), end; it != end; ++it) {
+        queried.insert(std::regex_replace(it->str(), std::regex("_(bucket|count|sum)$"), ""));
+      }
+    }
+  }
+  REQUIRE(queried.size() >= 10);
+  std::string exported = n.rest->Raw("/metrics");
+  for (const auto& name : queried) {
+    INFO(name);
+    // A family with at least one series: "name{" or "name " (histograms: name_bucket{).
+    bool found = exported.find("\n" + name + "{") != std::string::npos ||
+                 exported.find("\n" + name + " ") != std::string::npos ||
+                 exported.find("\n" + name + "_bucket{") != std::string::npos;
+    CHECK(found);
+  }
 }
 
 }  // namespace
