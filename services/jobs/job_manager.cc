@@ -182,36 +182,43 @@ absl::StatusOr<v1::CreateTrainJobResponse> JobManager::Create(v1::CreateTrainJob
     }
   }
   *record.mutable_request() = std::move(req);
-  absl::Status inserted = jobs_.Insert(record, key, 1);
-  if (inserted.code() == absl::StatusCode::kAlreadyExists && !key.empty()) {
-    // The same key raced us in: answer with the job it created.
-    auto existing = jobs_.FindByKey(key);
-    if (existing.ok() && existing->has_value()) return response_of(**existing);
-  }
-  if (!inserted.ok()) return inserted;
 
-  // Committed: the job is acknowledged. Try to place it at once unless earlier jobs wait.
+  // Placed before the commit when no earlier job waits, so that the job and its placement
+  // are one write; dispatched only once that write is durable.
+  Active job;
+  job.record = std::move(record);
+  job.version = 1;
   std::vector<Dispatch> dispatches;
-  v1::JobRecord placed;
-  int64_t version = 0;
+  auto entry = std::make_tuple(-job.record.request().scheduling().priority(), job.record.seq(), job.record.job_id());
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Active& job = active_[record.job_id()];
-    job.record = record;
-    job.version = 1;
-    auto entry = std::make_tuple(-job.record.request().scheduling().priority(), job.record.seq(), job.record.job_id());
-    bool first = queue_.empty() || *queue_.begin() > entry;
-    queue_.insert(entry);
-    if (first) dispatches = ScheduleLocked(job);
-    placed = job.record;
-    version = ++job.version;
-    UpdateGauges();
+    if (queue_.empty() || *queue_.begin() > entry) dispatches = ScheduleLocked(job);
   }
-  if (!dispatches.empty()) {
-    if (absl::Status s = jobs_.Save(placed, version); !s.ok()) spdlog::warn("job manager: {}", s.ToString());
-    SendDispatches(std::move(dispatches));
+  absl::Status inserted = jobs_.Insert(job.record, key, job.version);
+  if (!inserted.ok()) {
+    for (const auto& d : dispatches) {
+      const auto& rep = job.record.replicas(d.replica);
+      scheduler_->Forget(scheduler::Scheduler::ReservationKey(d.job_id, rep.task_index(), rep.replica_index(),
+                                                              rep.attempt()));
+    }
+    if (inserted.code() == absl::StatusCode::kAlreadyExists && !key.empty()) {
+      // The same key raced us in: answer with the job it created.
+      auto existing = jobs_.FindByKey(key);
+      if (existing.ok() && existing->has_value()) return response_of(**existing);
+    }
+    return inserted;
   }
-  return response_of(placed);
+  // Committed: the job is acknowledged.
+  v1::CreateTrainJobResponse response = response_of(job.record);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    bool waits = std::any_of(job.record.replicas().begin(), job.record.replicas().end(),
+                             [](const auto& r) { return r.state() == v1::ReplicaRecord::WAITING; });
+    if (waits) queue_.insert(entry);
+    active_[job.record.job_id()] = std::move(job);
+  }
+  SendDispatches(std::move(dispatches));
+  return response;
 }
 
 std::vector<JobManager::Dispatch> JobManager::ScheduleLocked(Active& job) {
@@ -287,14 +294,13 @@ void JobManager::RunCycle() {
       }
     }
     // Submits that failed for a passing reason go again.
-    for (const auto& [id, job] : active_) {
-      for (int i = 0; i < job.record.replicas_size(); ++i) {
-        const auto& rep = job.record.replicas(i);
-        if (rep.state() == v1::ReplicaRecord::DISPATCHING && rep.message().rfind("resubmit:", 0) == 0) {
-          dispatches.push_back({id, i, rep.attempt(), rep.center_id()});
-        }
-      }
+    for (const auto& [id, index] : resubmit_) {
+      auto it = active_.find(id);
+      if (it == active_.end()) continue;
+      const auto& rep = it->second.record.replicas(index);
+      if (rep.state() == v1::ReplicaRecord::DISPATCHING) dispatches.push_back({id, index, rep.attempt(), rep.center_id()});
     }
+    resubmit_.clear();
     UpdateGauges();
   }
   for (const auto& [record, version] : writes) {
@@ -394,7 +400,8 @@ void JobManager::Submit(const Dispatch& d) {
       } else if (rep->state() != v1::ReplicaRecord::DISPATCHING) {
         // Events already show it at the center: the error was about the answer, not the submit.
       } else if (Transient(result.status())) {
-        rep->set_message(absl::StrCat("resubmit: ", result.status().message()));
+        rep->set_message(absl::StrCat("resubmitting: ", result.status().message()));
+        resubmit_.insert({d.job_id, d.replica});
         if (metrics_) metrics_->dispatch_transient->Increment();
       } else {
         if (metrics_) metrics_->dispatch_refused->Increment();
@@ -414,7 +421,6 @@ void JobManager::Submit(const Dispatch& d) {
       write = job.record;
       version = ++job.version;
       if (write.status() == kCompleted || write.status() == kFailed) active_.erase(it);
-      UpdateGauges();
     }
   }
   if (stop_orphan && address.ok()) adapters_->Stop(*address, req.key()).IgnoreError();
@@ -534,7 +540,6 @@ void JobManager::WatchLoop(const std::string& center_id) {
                   write = it->second.record;
                   version = ++it->second.version;
                   if (write.status() == kCompleted || write.status() == kFailed) active_.erase(it);
-                  UpdateGauges();
                 }
               }
             }
@@ -605,7 +610,6 @@ absl::Status JobManager::StopJob(const std::string& job_id) {
     write = it->second.record;
     version = ++it->second.version;
     active_.erase(it);
-    UpdateGauges();
   }
   return jobs_.Save(write, version);
 }

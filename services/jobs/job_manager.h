@@ -38,7 +38,7 @@ namespace jc::jobs {
 struct JobManagerOptions {
   absl::Duration cycle_interval = absl::Milliseconds(200);  // scheduling cycle and retries
   absl::Duration poll_interval = absl::Seconds(5);          // fallback polls of replicas
-  int dispatch_threads = 4;
+  int dispatch_threads = 16;  // submits in flight at once (each waits on an adapter)
   int64_t max_log_bytes = 16 << 20;
 };
 
@@ -107,6 +107,7 @@ class JobManager {
   v1::TrainJob ToTrainJob(const v1::JobRecord& r) const;
   apb::ReplicaKey KeyOf(const v1::JobRecord& r, int index) const;
   int IndexOf(const v1::JobRecord& r, int task, int replica) const;
+  // Sets the gauges from the jobs in memory; once per cycle (it visits every job).
   void UpdateGauges();
 
   store::Store* store_;
@@ -126,6 +127,7 @@ class JobManager {
   std::map<std::string, std::string> addresses_;
   std::set<std::string> watched_;
   std::set<std::string> watch_connected_;
+  std::set<std::pair<std::string, int>> resubmit_;  // (job, replica) whose submit failed for a passing reason
   std::vector<std::thread> watchers_;
   std::atomic<bool> stopping_{false};
   std::unique_ptr<Metrics> metrics_;

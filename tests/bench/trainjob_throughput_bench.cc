@@ -1,0 +1,204 @@
+// Benchmark (b) of the job issue: training jobs per second end to end on this machine with
+// PostgreSQL, from REST submit to dispatched and acknowledged by a center's adapter, and
+// the scheduling time T = t_s - t_r (formula 3) at an offered load. Everything is real
+// except what a center does with a replica: the whole control plane in one process over
+// PostgreSQL, REST over loopback HTTP, and an adapter served by the SDK over loopback
+// gRPC whose backend accepts every replica and keeps it pending (so the figures are the
+// control plane's, not a cluster's). Prints figures; asserts nothing.
+//   PG=$(scripts/pg.sh start /tmp/jc-bench-pg)
+//   build/tests/bench/trainjob_throughput_bench "$PG" [jobs=20000] [clients=16] [offered_per_s=1000]
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <regex>
+#include <thread>
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include "adapters/sdk/run_adapter.h"
+#include "common/store/store.h"
+#include "services/server/app.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A center that accepts every replica at once and keeps it pending.
+class AcceptingBackend final : public jc::adapter::Backend {
+ public:
+  absl::StatusOr<jc::adapter::pb::CenterInfo> Describe() override {
+    jc::adapter::pb::CenterInfo info;
+    info.set_scheduler("bench");
+    info.mutable_capacity()->set_cpu(1'000'000);
+    info.mutable_capacity()->set_memory(1'000'000'000);
+    return info;
+  }
+  absl::StatusOr<jc::adapter::pb::Usage> GetUsage() override {
+    jc::adapter::pb::Usage u;
+    u.mutable_free()->set_cpu(1'000'000);
+    u.mutable_free()->set_memory(1'000'000'000);
+    return u;
+  }
+  absl::StatusOr<std::string> Submit(const jc::adapter::ReplicaLaunch& launch) override { return launch.name; }
+  absl::Status Stop(const std::string&) override { return absl::OkStatus(); }
+  absl::StatusOr<std::map<std::string, jc::adapter::ReplicaObservation>> Poll(
+      const std::vector<std::string>& ids) override {
+    std::map<std::string, jc::adapter::ReplicaObservation> out;
+    for (const auto& id : ids) out[id] = {};
+    return out;
+  }
+  absl::StatusOr<std::string> ReadLog(const std::string&, bool, int64_t, int64_t) override { return std::string(); }
+};
+
+double Scheduled(httplib::Client& c, std::vector<std::pair<double, double>>* buckets = nullptr) {
+  auto r = c.Get("/metrics");
+  if (!r) return -1;
+  std::smatch m;
+  double n = 0;
+  if (std::regex_search(r->body, m, std::regex(R"(\njc_jobs_scheduled_total ([0-9.e+]+))"))) n = std::stod(m[1]);
+  if (buckets) {
+    buckets->clear();
+    std::regex b(R"re(jc_scheduling_time_seconds_bucket\{le="([^"]+)"\} ([0-9.e+]+))re");
+    for (std::sregex_iterator it(r->body.begin(), r->body.end(), b), end; it != end; ++it) {
+      double le = (*it)[1] == "+Inf" ? 1e9 : std::stod((*it)[1]);
+      buckets->push_back({le, std::stod((*it)[2])});
+    }
+  }
+  return n;
+}
+
+// Prometheus's histogram_quantile: linear within the bucket.
+double Quantile(double q, const std::vector<std::pair<double, double>>& now,
+                const std::vector<std::pair<double, double>>& before) {
+  std::vector<std::pair<double, double>> b;
+  for (size_t i = 0; i < now.size(); ++i) b.push_back({now[i].first, now[i].second - (i < before.size() ? before[i].second : 0)});
+  if (b.empty() || b.back().second <= 0) return 0;
+  double rank = q * b.back().second, prev_le = 0, prev_count = 0;
+  for (const auto& [le, count] : b) {
+    if (count >= rank) return prev_le + (le - prev_le) * (rank - prev_count) / std::max(1e-9, count - prev_count);
+    prev_le = le;
+    prev_count = count;
+  }
+  return b.back().first;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s POSTGRES_URI [jobs] [clients] [offered_per_s]\n", argv[0]);
+    return 2;
+  }
+  std::string pg = argv[1];
+  int jobs = argc > 2 ? std::atoi(argv[2]) : 20000;
+  int clients = argc > 3 ? std::atoi(argv[3]) : 16;
+  int offered = argc > 4 ? std::atoi(argv[4]) : 1000;
+  spdlog::set_level(spdlog::level::warn);
+  auto dir = std::filesystem::temp_directory_path() / ("jc-trainjob-bench-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+
+  AcceptingBackend backend;
+  jc::adapter::AdapterOptions ao;
+  ao.listen = "127.0.0.1:0";
+  ao.metrics_address = "";
+  ao.state_dir = (dir / "adapter").string();
+  ao.poll_interval = absl::Seconds(5);
+  ao.center = *jc::adapter::ParseCenterConfig("center_id: bench\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 1Gi}\n");
+  auto adapter = jc::adapter::AdapterServer::Start(&backend, ao);
+  if (!adapter.ok()) {
+    std::fprintf(stderr, "adapter: %s\n", adapter.status().ToString().c_str());
+    return 1;
+  }
+
+  jc::server::AppOptions o;
+  o.services = *jc::server::ParseServices("all");
+  o.grpc_address = "127.0.0.1:0";
+  o.rest_port = 0;
+  o.store_uri = pg;
+  o.store_schema = "bench_" + std::to_string(getpid());
+  o.gateway.worker_threads = clients;
+  o.monitor.interval = absl::Milliseconds(500);
+  o.jobs.cycle_interval = absl::Milliseconds(20);
+  auto app = jc::server::App::Start(std::move(o));
+  if (!app.ok()) {
+    std::fprintf(stderr, "jointcloud: %s\n", app.status().ToString().c_str());
+    return 1;
+  }
+  int port = (*app)->rest_port();
+  httplib::Client admin("127.0.0.1", port);
+  auto post = [&](httplib::Client& c, const std::string& path, const std::string& body) {
+    auto r = c.Post(path.c_str(), body, "application/json");
+    return r && r->status == 200;
+  };
+  post(admin, "/openapi/v1/centers",
+       R"({"ai_center_id": "bench", "name": "bench", "region": "local", "adapter_address": "127.0.0.1:)" +
+           std::to_string((*adapter)->port()) + R"(", "capacity": {"cpu": 1000000, "memory": 1000000000}})");
+  post(admin, "/openapi/v1/resourcespecs",
+       R"({"resource_spec_id": "cpu-1", "resource_spec_name": "1 CPU", "resource_quantity": {"cpu": "1", "memory": "1Gi"},
+           "service_type": "batch", "price": 1, "computing_center_list": "bench"})");
+  for (int i = 0; i < 200; ++i) {
+    auto r = admin.Get("/scheduler/algorithm/least_load/score/bench?resourceSpecId=cpu-1");
+    if (r && r->status == 200) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  const std::string job =
+      R"({"name": "bench", "tasks": [{"name": "t", "command": "true", "resourceSpecId": "cpu-1", "replicaNumber": 1}]})";
+
+  // (1) As fast as the clients can submit.
+  std::atomic<int> next{0}, refused{0};
+  auto start = Clock::now();
+  std::vector<std::thread> pool;
+  for (int c = 0; c < clients; ++c) {
+    pool.emplace_back([&] {
+      httplib::Client client("127.0.0.1", port);
+      client.set_tcp_nodelay(true);
+      while (next.fetch_add(1) < jobs) {
+        if (!post(client, "/openapi/v1/trainjob", job)) ++refused;
+      }
+    });
+  }
+  for (auto& t : pool) t.join();
+  double submitted_s = std::chrono::duration<double>(Clock::now() - start).count();
+  while (Scheduled(admin) < jobs - refused) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  double total_s = std::chrono::duration<double>(Clock::now() - start).count();
+  std::printf("(1) %d jobs, %d REST clients, PostgreSQL: all acknowledged by the API in %.2f s (%.0f/s); all "
+              "dispatched and acknowledged by the adapter in %.2f s: %.0f jobs/s end to end (target >= 3000)%s\n",
+              jobs, clients, submitted_s, jobs / submitted_s, total_s, jobs / total_s,
+              refused ? " (some refused!)" : "");
+
+  // (2) T at an offered load.
+  std::vector<std::pair<double, double>> before, after;
+  double base = Scheduled(admin, &before);
+  int paced = offered * 5;
+  std::atomic<int> sent{0};
+  auto t0 = Clock::now();
+  pool.clear();
+  for (int c = 0; c < clients; ++c) {
+    pool.emplace_back([&, c] {
+      httplib::Client client("127.0.0.1", port);
+      client.set_tcp_nodelay(true);
+      for (int i = c; i < paced; i += clients) {
+        auto due = t0 + std::chrono::microseconds(static_cast<int64_t>(1e6 * i / offered));
+        std::this_thread::sleep_until(due);
+        post(client, "/openapi/v1/trainjob", job);
+        ++sent;
+      }
+    });
+  }
+  for (auto& t : pool) t.join();
+  while (Scheduled(admin, &after) < base + paced) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  double load_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  std::printf("(2) %d jobs offered at %d/s (%.0f/s achieved): T p50 %.1f ms, p99 %.1f ms (from the "
+              "jc_scheduling_time_seconds histogram)\n",
+              paced, offered, paced / load_s, 1000 * Quantile(0.5, after, before), 1000 * Quantile(0.99, after, before));
+  (*app)->Shutdown();
+  (*adapter)->Shutdown();
+  std::filesystem::remove_all(dir);
+  return 0;
+}
