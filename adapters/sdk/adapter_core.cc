@@ -340,6 +340,37 @@ absl::StatusOr<pb::Dataset> AdapterCore::StageDataset(const pb::StageDatasetRequ
 
 absl::Status AdapterCore::Record(const std::vector<pb::Replica>& changed) {
   if (changed.empty()) return absl::OkStatus();
+  // Group commit: concurrent callers' changes share one transaction. The first caller to
+  // find no writer at work becomes the writer and takes whatever queues meanwhile; the
+  // others wait for their batch's outcome.
+  auto mine = std::make_shared<PendingRecord>();
+  mine->changed = changed;
+  std::unique_lock<std::mutex> lock(batch_mu_);
+  batch_.push_back(mine);
+  if (writer_active_) {
+    batch_cv_.wait(lock, [&] { return mine->done; });
+    return mine->result;
+  }
+  writer_active_ = true;
+  while (!batch_.empty()) {
+    std::vector<std::shared_ptr<PendingRecord>> taken;
+    taken.swap(batch_);
+    lock.unlock();
+    std::vector<pb::Replica> all;
+    for (const auto& p : taken) all.insert(all.end(), p->changed.begin(), p->changed.end());
+    absl::Status result = WriteRecords(all);
+    lock.lock();
+    for (const auto& p : taken) {
+      p->result = result;
+      p->done = true;
+    }
+    batch_cv_.notify_all();
+  }
+  writer_active_ = false;
+  return mine->result;
+}
+
+absl::Status AdapterCore::WriteRecords(const std::vector<pb::Replica>& changed) {
   std::lock_guard<std::mutex> record_lock(record_mu_);
   std::vector<pb::ReplicaEvent> events;
   JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());

@@ -62,6 +62,9 @@ class AdapterCore {
   absl::StatusOr<ReplicaLaunch> Validate(const pb::SubmitReplicaRequest& req) const;
   // Records replicas and their events in one transaction, then publishes the events.
   absl::Status Record(const std::vector<pb::Replica>& changed);
+  // One transaction for `changed`: replica rows, events with the next cursors, then the
+  // in-memory book and the event log.
+  absl::Status WriteRecords(const std::vector<pb::Replica>& changed);
   void PollLoop();
 
   Backend* backend_;
@@ -75,6 +78,16 @@ class AdapterCore {
   std::map<std::string, pb::Replica> replicas_;  // by name
   std::set<std::string> submitting_;             // names whose submit is under way
   std::mutex record_mu_;                         // event cursors are given in commit order
+  // Record's group commit (see Record).
+  struct PendingRecord {
+    std::vector<pb::Replica> changed;
+    absl::Status result;
+    bool done = false;
+  };
+  std::mutex batch_mu_;
+  std::condition_variable batch_cv_;
+  std::vector<std::shared_ptr<PendingRecord>> batch_;
+  bool writer_active_ = false;
   uint64_t next_cursor_ = 1;
 
   struct Metrics;

@@ -418,9 +418,16 @@ void JobManager::Submit(const Dispatch& d) {
       }
       SettleLocked(job);
       *job.record.mutable_updated_at() = ToTimestamp(now);
-      write = job.record;
-      version = ++job.version;
-      if (write.status() == kCompleted || write.status() == kFailed) active_.erase(it);
+      // A plain acknowledgement is not written: until the adapter's next event is, the
+      // stored replica stays DISPATCHING, and a restart only submits it again, which the
+      // adapter answers with the replica it has. Failures, retries and ends are written.
+      bool acknowledged_only = result.ok() && !Ended(rep->state()) && job.record.status() != kCompleted &&
+                               job.record.status() != kFailed;
+      if (!acknowledged_only) {
+        write = job.record;
+        version = ++job.version;
+      }
+      if (job.record.status() == kCompleted || job.record.status() == kFailed) active_.erase(it);
     }
   }
   if (stop_orphan && address.ok()) adapters_->Stop(*address, req.key()).IgnoreError();
@@ -522,6 +529,7 @@ void JobManager::WatchLoop(const std::string& center_id) {
         std::lock_guard<std::mutex> lock(mu_);
         cursor = cursors_[center_id];
       }
+      absl::Time last_cursor_save = absl::InfinitePast();
       absl::Status s = adapters_->Watch(
           *address, cursor,
           [&](const apb::ReplicaEvent& e) {
@@ -543,8 +551,16 @@ void JobManager::WatchLoop(const std::string& center_id) {
                 }
               }
             }
-            absl::Status saved = version > 0 ? jobs_.Save(write, version, center_id, e.cursor())
-                                             : jobs_.SaveCursor(center_id, e.cursor());
+            // The cursor rides along with job writes; alone, it is written at most once a
+            // second (events replayed after a restart change nothing twice).
+            absl::Status saved;
+            if (version > 0) {
+              saved = jobs_.Save(write, version, center_id, e.cursor());
+              last_cursor_save = absl::Now();
+            } else if (absl::Now() - last_cursor_save >= absl::Seconds(1)) {
+              saved = jobs_.SaveCursor(center_id, e.cursor());
+              last_cursor_save = absl::Now();
+            }
             if (!saved.ok()) spdlog::warn("job manager: {}", saved.ToString());
           },
           [this] { return stopping_.load(); });
