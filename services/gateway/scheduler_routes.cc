@@ -78,6 +78,15 @@ std::vector<Route> SchedulerRoutes(std::shared_ptr<grpc::Channel> channel) {
                       return CallUnary(stub.get(), &S::ListWeightProfiles, v1::ListWeightProfilesRequest(),
                                        JsonNames::kCamelCase);
                     }});
+  routes.push_back({"GET", "/openapi/v1/trainjob/{jobId}/placement", "scheduler",
+                    "Why a submitted job went where it did: its latest placement, with every center's filter "
+                    "or scores, weights and total",
+                    nullptr, v1::Placement::descriptor(), JsonNames::kCamelCase, {},
+                    [stub](const httplib::Request&, const std::vector<std::string>& p) {
+                      v1::GetJobPlacementRequest req;
+                      req.set_job_id(p[0]);
+                      return CallUnary(stub.get(), &S::GetJobPlacement, req, JsonNames::kCamelCase);
+                    }});
   routes.push_back({"POST", "/openapi/v1/scheduler/plan", "scheduler",
                     "Dry run: where a trainjob would go now, and for every center why (filter, scores, "
                     "weights, total)",

@@ -1,6 +1,7 @@
 #include "services/scheduler/placer.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -76,10 +77,14 @@ ReplicaDecision Placer::Place(const PlacementRequest& request, const Snapshot& s
     facts_.resize(n);
     for (size_t i = 0; i < n; ++i) facts_[i] = FactsFor(request, *candidates_[i]);
     ScoringContext ctx{&request, &snapshot, candidates_, specs_, sibling_topologies_, facts_};
+    scorer_nanos_.resize(m, 0);
     for (size_t s = 0; s < m; ++s) {
       if (weights[s] == 0 && explain == nullptr) continue;  // cannot change the total
       const Scorer& scorer = *scorers_.scorers()[s];
+      auto started = std::chrono::steady_clock::now();
       scorer.Score(ctx, absl::MakeSpan(raw_));
+      scorer_nanos_[s] +=
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - started).count();
       NormalizeScores(raw_, scorer.higher_is_better(), absl::MakeSpan(column_));
       for (size_t i = 0; i < n; ++i) scores_[i * m + s] = column_[i];
     }

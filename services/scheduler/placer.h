@@ -33,6 +33,9 @@ class Placer {
  public:
   Placer(const ScorerRegistry& scorers, const EvaluationModel& model) : scorers_(scorers), model_(model) {}
 
+  // Time spent in each strategy (registry order) and decisions made, since construction.
+  const std::vector<int64_t>& scorer_nanos() const { return scorer_nanos_; }
+
   // Not thread-safe: a placer reuses its buffers from one decision to the next.
   ReplicaDecision Place(const PlacementRequest& request, const Snapshot& snapshot,
                         absl::Span<const double> weights, jointcloud::v1::ReplicaPlacement* explain = nullptr);
@@ -56,6 +59,7 @@ class Placer {
   std::vector<int> column_;
   std::vector<int> scores_;  // [candidate * scorers + scorer]
   std::vector<const TopologyPath*> sibling_topologies_;
+  std::vector<int64_t> scorer_nanos_;
 };
 
 }  // namespace jc::scheduler

@@ -13,6 +13,27 @@ namespace jc::scheduler {
 Scheduler::Scheduler(InputsSource* source, const Clock* clock, SchedulerOptions options)
     : source_(source), clock_(clock), options_(std::move(options)) {
   RegisterBuiltinScorers(scorers_);
+  placer_ = std::make_unique<Placer>(scorers_, model_);
+}
+
+void Scheduler::EnableMetrics(prometheus::Registry& registry) {
+  auto& family = prometheus::BuildCounter()
+                     .Name("jc_scorer_seconds_total")
+                     .Help("Time spent in each scoring strategy (A11)")
+                     .Register(registry);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& s : scorers_.scorers()) scorer_seconds_.push_back(&family.Add({{"algorithm", std::string(s->id())}}));
+  exported_nanos_.assign(scorers_.size(), 0);
+}
+
+absl::StatusOr<v1::Placement> Scheduler::JobPlacement(const std::string& job_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = placements_.find(job_id);
+  if (it == placements_.end()) {
+    return absl::NotFoundError(absl::StrCat("no placement record of job \"", job_id,
+                                            "\": it was never placed, or placed too long ago to be kept"));
+  }
+  return it->second;
 }
 
 Scheduler::~Scheduler() { Stop(); }
@@ -92,8 +113,23 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
     r.sibling_centers = sibling_centers;
     requests.push_back(std::move(r));
   }
-  Placer placer(scorers_, model_);
-  JobDecision d = placer.PlaceJob(requests, snapshot_, *weights, job.scheduling().gang(), explain);
+  v1::Placement recorded;
+  v1::Placement* record = explain != nullptr ? explain : (options_.placement_records > 0 ? &recorded : nullptr);
+  JobDecision d = placer_->PlaceJob(requests, snapshot_, *weights, job.scheduling().gang(), record);
+  if (record != nullptr) {
+    record->set_job_id(job_id);
+    if (!placements_.count(job_id)) placement_order_.push_back(job_id);
+    placements_[job_id] = *record;
+    while (static_cast<int>(placement_order_.size()) > options_.placement_records) {
+      placements_.erase(placement_order_.front());
+      placement_order_.pop_front();
+    }
+  }
+  for (size_t k = 0; k < scorer_seconds_.size() && k < placer_->scorer_nanos().size(); ++k) {
+    int64_t delta = placer_->scorer_nanos()[k] - exported_nanos_[k];
+    if (delta > 0) scorer_seconds_[k]->Increment(static_cast<double>(delta) / 1e9);
+    exported_nanos_[k] = placer_->scorer_nanos()[k];
+  }
   Decision out;
   out.placed = d.placed;
   out.reason = d.reason;

@@ -6,8 +6,12 @@
 // explanation. No gRPC types here.
 
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
+
+#include <prometheus/counter.h>
+#include <prometheus/registry.h>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -32,6 +36,9 @@ class InputsSource {
 
 struct SchedulerOptions {
   absl::Duration refresh_interval = absl::Seconds(1);
+  // Placement records (every center's filter or scores, per replica) kept for the most
+  // recent jobs; 0 keeps none (and decisions skip the explanation).
+  int placement_records = 10000;
   WeightProfiles profiles = WeightProfiles::Builtin();
 };
 
@@ -92,6 +99,13 @@ class Scheduler {
   void Forget(const std::string& key);
   static std::string ReservationKey(const std::string& job_id, int task, int replica, int attempt);
 
+  // The explanation of the job's latest placement; NotFound for a job never placed or
+  // placed too long ago to be kept.
+  absl::StatusOr<v1::Placement> JobPlacement(const std::string& job_id) const;
+
+  // jc_scorer_seconds_total{algorithm}: time spent in each strategy.
+  void EnableMetrics(prometheus::Registry& registry);
+
   const ScorerRegistry& scorers() const { return scorers_; }
 
  private:
@@ -110,6 +124,11 @@ class Scheduler {
   void ApplyAssumed();
 
   mutable std::mutex mu_;
+  std::unique_ptr<Placer> placer_;  // live decisions, under mu_
+  std::vector<int64_t> exported_nanos_;
+  std::vector<prometheus::Counter*> scorer_seconds_;
+  std::map<std::string, v1::Placement> placements_;
+  std::deque<std::string> placement_order_;  // oldest first, to bound placements_
   std::map<std::string, Assumed> assumed_;
   SchedulerInputs inputs_;
   Snapshot snapshot_;

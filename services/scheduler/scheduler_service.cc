@@ -38,6 +38,9 @@ class SchedulerService final : public v1::SchedulerService::Service {
   Status PlanJob(ServerContext*, const v1::PlanJobRequest* req, v1::Placement* resp) override {
     return Reply(s_->Plan(req->job()), resp);
   }
+  Status GetJobPlacement(ServerContext*, const v1::GetJobPlacementRequest* req, v1::Placement* resp) override {
+    return Reply(s_->JobPlacement(req->job_id()), resp);
+  }
 
  private:
   Scheduler* s_;

@@ -130,6 +130,7 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
     scheduler::SchedulerOptions so;
     so.refresh_interval = o.scheduler_refresh;
     app->scheduler_ = std::make_unique<scheduler::Scheduler>(app->scheduler_inputs_.get(), o.clock, so);
+    app->scheduler_->EnableMetrics(*app->metrics_);
     app->grpc_services_.push_back(scheduler::MakeSchedulerService(app->scheduler_.get()));
   }
   if (has("jobs")) {

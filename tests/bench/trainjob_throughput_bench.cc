@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <regex>
+#include <mutex>
 #include <thread>
 
 #include <httplib.h>
@@ -132,9 +133,16 @@ int main(int argc, char** argv) {
   }
   int port = (*app)->rest_port();
   httplib::Client admin("127.0.0.1", port);
+  std::mutex first_error_mu;
+  std::string first_error;
   auto post = [&](httplib::Client& c, const std::string& path, const std::string& body) {
     auto r = c.Post(path.c_str(), body, "application/json");
-    return r && r->status == 200;
+    bool ok = r && r->status == 200;
+    if (!ok) {
+      std::lock_guard<std::mutex> lock(first_error_mu);
+      if (first_error.empty()) first_error = r ? r->body : httplib::to_string(r.error());
+    }
+    return ok;
   };
   post(admin, "/openapi/v1/centers",
        R"({"ai_center_id": "bench", "name": "bench", "region": "local", "adapter_address": "127.0.0.1:)" +
@@ -171,6 +179,7 @@ int main(int argc, char** argv) {
               "dispatched and acknowledged by the adapter in %.2f s: %.0f jobs/s end to end (target >= 3000)%s\n",
               jobs, clients, submitted_s, jobs / submitted_s, total_s, jobs / total_s,
               refused ? " (some refused!)" : "");
+  if (refused) std::printf("    %d refused; the first: %s\n", refused.load(), first_error.c_str());
 
   // (2) T at an offered load.
   std::vector<std::pair<double, double>> before, after;

@@ -297,3 +297,32 @@ TEST_CASE("every metric the Grafana dashboard queries is exported [A11][C4]", "[
 }
 
 }  // namespace
+
+namespace {
+
+TEST_CASE("a submitted job's placement record says why it went where it did [A8][A11]", "[A8][A11]") {
+  Network n;
+  std::string id = n.Submit({{"name", "why"}, {"tasks", {Task("t", "true", "torch", 1)}}})["jobId"];
+  auto r = n.rest->Get("/openapi/v1/trainjob/" + id + "/placement");
+  INFO(r.body.dump());
+  REQUIRE(r.http_status == 200);
+  const json& p = r.body["data"];
+  CHECK(p["jobId"] == id);
+  CHECK(p["placed"] == true);
+  REQUIRE(p["replicas"].size() == 1);
+  CHECK(p["replicas"][0]["centerId"] == "alpha");
+  for (const auto& c : p["replicas"][0]["centers"]) {
+    if (c["centerId"] == "beta") {
+      CHECK(c["filteredBy"] == "image_present");  // torch is only at alpha
+    } else {
+      CHECK(c["feasible"] == true);
+      CHECK(c["scores"].size() == 11);
+    }
+  }
+  ExpectError(n.rest->Get("/openapi/v1/trainjob/job-77777777/placement"), 404, "job-77777777");
+  // Time spent in every strategy is exported.
+  std::string metrics = n.rest->Raw("/metrics");
+  CHECK(metrics.find("jc_scorer_seconds_total{algorithm=\"lowest_energy\"}") != std::string::npos);
+}
+
+}  // namespace
