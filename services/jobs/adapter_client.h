@@ -27,6 +27,8 @@ class AdapterClient {
   virtual absl::Status Watch(const std::string& address, uint64_t since_cursor,
                              const std::function<void(const apb::ReplicaEvent&)>& on_event,
                              const std::function<bool()>& cancelled) = 0;
+  // Copies a dataset into the center from the first source that works.
+  virtual absl::StatusOr<apb::Dataset> Stage(const std::string& address, const apb::StageDatasetRequest& req) = 0;
   // The replica's whole stdout (and stderr after it, if any), up to `max_bytes`.
   virtual absl::StatusOr<std::string> ReadLog(const std::string& address, const apb::ReplicaKey& key,
                                               int64_t max_bytes) = 0;

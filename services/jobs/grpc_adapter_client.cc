@@ -76,6 +76,15 @@ class GrpcAdapterClient final : public AdapterClient {
     if (s.error_code() == grpc::StatusCode::CANCELLED) return absl::CancelledError("watch cancelled");
     return s.ok() ? absl::OkStatus() : Failure(address, s);
   }
+  absl::StatusOr<apb::Dataset> Stage(const std::string& address, const apb::StageDatasetRequest& req) override {
+    grpc::ClientContext ctx;
+    // Copying data takes as long as it takes; an hour bounds a stuck mover.
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::hours(1));
+    apb::StageDatasetResponse out;
+    grpc::Status s = Stub(address)->StageDataset(&ctx, req, &out);
+    if (!s.ok()) return Failure(address, s);
+    return out.dataset();
+  }
   absl::StatusOr<std::string> ReadLog(const std::string& address, const apb::ReplicaKey& key,
                                       int64_t max_bytes) override {
     std::string out;

@@ -70,12 +70,13 @@ absl::Status ValidateCreate(const v1::CreateTrainJobRequest& req) {
 }
 
 JobManager::JobManager(store::Store* store, scheduler::Scheduler* scheduler, registry::CenterDirectory* centers,
-                       AdapterClient* adapters, const Clock* clock, JobManagerOptions options)
+                       AdapterClient* adapters, DataMover* mover, const Clock* clock, JobManagerOptions options)
     : store_(store),
       jobs_(store),
       scheduler_(scheduler),
       centers_(centers),
       adapters_(adapters),
+      mover_(mover),
       clock_(clock),
       options_(options),
       dispatch_pool_(std::max(1, options.dispatch_threads)) {}
@@ -106,6 +107,7 @@ absl::Status JobManager::Start() {
         if (r.state() == v1::ReplicaRecord::WAITING) waiting = true;
         // Not acknowledged before the restart: submit again under the same key.
         if (r.state() == v1::ReplicaRecord::DISPATCHING) resend.push_back({id, i, r.attempt(), r.center_id()});
+        if (r.state() == v1::ReplicaRecord::STAGING) resend.push_back({id, i, r.attempt(), r.center_id(), true});
         if (!r.center_id().empty() && !Ended(r.state())) centers.insert(r.center_id());
       }
       if (waiting) queue_.insert({-job.record.request().scheduling().priority(), job.record.seq(), id});
@@ -258,9 +260,11 @@ std::vector<JobManager::Dispatch> JobManager::ScheduleLocked(Active& job) {
   for (size_t k = 0; k < indices.size(); ++k) {
     if (decision->centers[k].empty()) continue;
     auto* rep = r.mutable_replicas(indices[k]);
-    rep->set_state(v1::ReplicaRecord::DISPATCHING);
+    bool stage = mover_ != nullptr && !r.request().tasks(rep->task_index()).datasets().empty();
+    rep->set_state(stage ? v1::ReplicaRecord::STAGING : v1::ReplicaRecord::DISPATCHING);
     rep->set_center_id(decision->centers[k]);
-    out.push_back({r.job_id(), indices[k], rep->attempt(), rep->center_id()});
+    if (stage) rep->set_message(absl::StrCat("staging datasets to ", rep->center_id()));
+    out.push_back({r.job_id(), indices[k], rep->attempt(), rep->center_id(), stage});
   }
   if (decision->placed) {
     queue_.erase(entry);
@@ -312,7 +316,13 @@ void JobManager::RunCycle() {
 void JobManager::SendDispatches(std::vector<Dispatch> dispatches) {
   for (auto& d : dispatches) {
     EnsureWatcher(d.center_id);
-    dispatch_pool_.Run([this, d] { Submit(d); });
+    dispatch_pool_.Run([this, d] {
+      if (d.stage) {
+        Stage(d);
+      } else {
+        Submit(d);
+      }
+    });
   }
 }
 
@@ -407,14 +417,7 @@ void JobManager::Submit(const Dispatch& d) {
         if (metrics_) metrics_->dispatch_refused->Increment();
         spdlog::warn("job manager: center {} refused replica {}/{} of {}: {}", d.center_id, rep->task_index(),
                      rep->replica_index(), d.job_id, result.status().ToString());
-        rep->set_message(std::string(result.status().message()));
-        rep->set_exit_code(-1);
-        scheduler_->Forget(key);
-        if (RetryIfAllowed(job.record.request().retry_policy(), rep)) {
-          queue_.insert({-job.record.request().scheduling().priority(), job.record.seq(), d.job_id});
-        } else {
-          rep->set_state(v1::ReplicaRecord::FAILED);
-        }
+        FailAttemptLocked(job, d.replica, std::string(result.status().message()));
       }
       SettleLocked(job);
       *job.record.mutable_updated_at() = ToTimestamp(now);
@@ -434,6 +437,85 @@ void JobManager::Submit(const Dispatch& d) {
   if (version > 0) {
     if (absl::Status s = jobs_.Save(write, version); !s.ok()) spdlog::warn("job manager: {}", s.ToString());
   }
+}
+
+void JobManager::FailAttemptLocked(Active& job, int index, const std::string& why) {
+  auto* rep = job.record.mutable_replicas(index);
+  rep->set_message(why);
+  rep->set_exit_code(-1);
+  scheduler_->Forget(scheduler::Scheduler::ReservationKey(job.record.job_id(), rep->task_index(), rep->replica_index(),
+                                                          rep->attempt()));
+  if (RetryIfAllowed(job.record.request().retry_policy(), rep)) {
+    queue_.insert({-job.record.request().scheduling().priority(), job.record.seq(), job.record.job_id()});
+  } else {
+    rep->set_state(v1::ReplicaRecord::FAILED);
+  }
+}
+
+void JobManager::Stage(const Dispatch& d) {
+  std::vector<std::string> datasets;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = active_.find(d.job_id);
+    if (it == active_.end()) return;
+    const auto& rep = it->second.record.replicas(d.replica);
+    if (rep.state() != v1::ReplicaRecord::STAGING || rep.attempt() != d.attempt) return;
+    const auto& task = it->second.record.request().tasks(rep.task_index());
+    datasets.assign(task.datasets().begin(), task.datasets().end());
+  }
+  absl::Status staged = absl::OkStatus();
+  auto address = AdapterAddress(d.center_id);
+  if (!address.ok()) staged = address.status();
+  {
+    std::lock_guard<std::mutex> staging(staging_mu_);
+    for (const auto& key : datasets) {
+      if (!staged.ok()) break;
+      size_t colon = key.rfind(':');
+      std::string name = key.substr(0, colon), version = colon == std::string::npos ? "" : key.substr(colon + 1);
+      auto sources = mover_->Sources(name, version, d.center_id);
+      if (!sources.ok()) {
+        staged = absl::Status(sources.status().code(), absl::StrCat("staging ", key, ": ", sources.status().message()));
+        break;
+      }
+      if (sources->empty()) continue;  // already there
+      apb::StageDatasetRequest req;
+      req.set_data_name(name);
+      req.set_data_version(version);
+      for (const auto& url : *sources) req.add_source_urls(url);
+      auto copy = adapters_->Stage(*address, req);
+      if (!copy.ok()) {
+        staged = absl::Status(copy.status().code(), absl::StrCat("staging ", key, ": ", copy.status().message()));
+        break;
+      }
+      absl::Status recorded = mover_->AddLocation(name, version, d.center_id, copy->url());
+      if (!recorded.ok()) spdlog::warn("job manager: {} staged at {} but not recorded: {}", key, d.center_id, recorded.ToString());
+    }
+  }
+  v1::JobRecord write;
+  int64_t version = 0;
+  bool submit = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = active_.find(d.job_id);
+    if (it == active_.end()) return;
+    Active& job = it->second;
+    auto* rep = job.record.mutable_replicas(d.replica);
+    if (rep->state() != v1::ReplicaRecord::STAGING || rep->attempt() != d.attempt) return;
+    if (staged.ok()) {
+      rep->set_state(v1::ReplicaRecord::DISPATCHING);
+      rep->clear_message();
+      submit = true;
+    } else {
+      FailAttemptLocked(job, d.replica, std::string(staged.message()));
+      SettleLocked(job);
+    }
+    *job.record.mutable_updated_at() = ToTimestamp(clock_->Now());
+    write = job.record;
+    version = ++job.version;
+    if (job.record.status() == kCompleted || job.record.status() == kFailed) active_.erase(it);
+  }
+  if (absl::Status s = jobs_.Save(write, version); !s.ok()) spdlog::warn("job manager: {}", s.ToString());
+  if (submit) Submit(d);
 }
 
 bool JobManager::ApplyReplica(Active& job, int index, const apb::Replica& replica) {
@@ -721,7 +803,8 @@ absl::StatusOr<std::string> JobManager::ReadLog(const std::string& job_id, int t
   }
   int index = IndexOf(record, task_index, replica_index);
   const auto& rep = record.replicas(index);
-  if (rep.center_id().empty() || rep.state() == v1::ReplicaRecord::DISPATCHING) {
+  if (rep.center_id().empty() || rep.state() == v1::ReplicaRecord::DISPATCHING ||
+      rep.state() == v1::ReplicaRecord::STAGING) {
     return absl::FailedPreconditionError(
         absl::StrCat("replica ", replica_index, " of task ", task_index, " has not started: no log yet"));
   }

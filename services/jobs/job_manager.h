@@ -29,6 +29,7 @@
 #include "common/periodic_task.h"
 #include "common/thread_pool.h"
 #include "services/jobs/adapter_client.h"
+#include "services/jobs/data_mover.h"
 #include "services/jobs/job_store.h"
 #include "services/registry/center_directory.h"
 #include "services/scheduler/scheduler.h"
@@ -52,8 +53,10 @@ absl::Status ValidateCreate(const v1::CreateTrainJobRequest& req);
 
 class JobManager {
  public:
+  // `mover` brings tasks' datasets to their centers before dispatch; null: replicas are
+  // dispatched without staging.
   JobManager(store::Store* store, scheduler::Scheduler* scheduler, registry::CenterDirectory* centers,
-             AdapterClient* adapters, const Clock* clock, JobManagerOptions options);
+             AdapterClient* adapters, DataMover* mover, const Clock* clock, JobManagerOptions options);
   ~JobManager();
 
   // Reloads the jobs not ended, resumes their dispatches and watches, starts the loops.
@@ -88,12 +91,18 @@ class JobManager {
     int replica = 0;  // index into record.replicas
     int attempt = 0;
     std::string center_id;
+    bool stage = false;  // copy the task's missing datasets first
   };
 
   // Places the waiting replicas of one job; returns the dispatches to send. Caller holds mu_.
   std::vector<Dispatch> ScheduleLocked(Active& job);
   void SendDispatches(std::vector<Dispatch> dispatches);
   void Submit(const Dispatch& d);
+  // Copies the task's datasets to the replica's center, then submits it.
+  void Stage(const Dispatch& d);
+  // Ends an attempt that could not start (refused submit, failed staging): retried by the
+  // retry policy or failed. Caller holds mu_.
+  void FailAttemptLocked(Active& job, int index, const std::string& why);
   // Applies an adapter's view of a replica. Caller holds mu_. Returns true when it changed.
   bool ApplyReplica(Active& job, int index, const apb::Replica& replica);
   // Ends the job if its status policy says so, stopping what still runs. Caller holds mu_.
@@ -115,6 +124,8 @@ class JobManager {
   scheduler::Scheduler* scheduler_;
   registry::CenterDirectory* centers_;
   AdapterClient* adapters_;
+  DataMover* mover_;
+  std::mutex staging_mu_;  // one copy at a time: two replicas never copy the same data at once
   const Clock* clock_;
   JobManagerOptions options_;
   ThreadPool dispatch_pool_;

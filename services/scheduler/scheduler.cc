@@ -83,9 +83,17 @@ std::string Scheduler::ReservationKey(const std::string& job_id, int task, int r
 }
 
 absl::Status Scheduler::Validate(const v1::CreateTrainJobRequest& job) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!last_refresh_.ok() && inputs_.centers.empty() && inputs_.specs.empty()) return last_refresh_;
-  return RequestsForJob("", job, inputs_, clock_->Now()).status();
+  auto check = [&] {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!last_refresh_.ok() && inputs_.centers.empty() && inputs_.specs.empty()) return last_refresh_;
+    return RequestsForJob("", job, inputs_, clock_->Now()).status();
+  };
+  absl::Status s = check();
+  if (s.code() != absl::StatusCode::kInvalidArgument) return s;
+  // The spec, image or dataset may have been created since the last refresh: a client
+  // that just created it must not be told it does not exist.
+  if (absl::Status refreshed = Refresh(); !refreshed.ok()) return s;
+  return check();
 }
 
 absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, const v1::CreateTrainJobRequest& job,

@@ -142,8 +142,20 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
       app->own_adapter_client_ = jobs::MakeGrpcAdapterClient();
       client = app->own_adapter_client_.get();
     }
+    // Staging asks datamon, in process or where --datamon_address (--upstream_address) says.
+    std::function<std::shared_ptr<grpc::Channel>()> datamon = [self] { return self->channel_; };
+    if (!has("datamon")) {
+      std::string target = o.datamon_address.empty() ? o.upstream_address : o.datamon_address;
+      if (target.empty()) {
+        return absl::InvalidArgumentError("the jobs service stages data through datamon: run it here (--services) or "
+                                          "give --datamon_address or --upstream_address");
+      }
+      auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+      datamon = [channel] { return channel; };
+    }
+    app->data_mover_ = jobs::MakeGrpcDataMover(datamon);
     app->jobs_ = std::make_unique<jobs::JobManager>(app->store_.get(), app->scheduler_.get(), app->centers_.get(),
-                                                    client, o.clock, o.jobs);
+                                                    client, app->data_mover_.get(), o.clock, o.jobs);
     app->jobs_->EnableMetrics(*app->metrics_);
     app->grpc_services_.push_back(jobs::MakeJobService(app->jobs_.get()));
   }

@@ -115,6 +115,7 @@ class App {
   std::unique_ptr<scheduler::InputsSource> scheduler_inputs_;
   std::unique_ptr<scheduler::Scheduler> scheduler_;
   std::unique_ptr<jobs::AdapterClient> own_adapter_client_;
+  std::unique_ptr<jobs::DataMover> data_mover_;
   std::unique_ptr<jobs::JobManager> jobs_;
   std::vector<std::unique_ptr<grpc::Service>> grpc_services_;
   std::unique_ptr<grpc::Server> grpc_server_;

@@ -36,8 +36,9 @@ struct Adapter {
     o.metrics_address = "";
     o.state_dir = (dir / "state").string();
     o.poll_interval = absl::Milliseconds(50);
-    auto config = jc::adapter::ParseCenterConfig("center_id: " + center +
-                                                 "\nsecurity_grade: 3\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n");
+    auto config = jc::adapter::ParseCenterConfig("center_id: " + center + "\nsecurity_grade: 3\ndata_dir: " +
+                                                 (dir / "data").string() +
+                                                 "\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n");
     REQUIRE(config.ok());
     o.center = *config;
     auto s = jc::adapter::AdapterServer::Start(backend.get(), o);
@@ -323,6 +324,58 @@ TEST_CASE("a submitted job's placement record says why it went where it did [A8]
   // Time spent in every strategy is exported.
   std::string metrics = n.rest->Raw("/metrics");
   CHECK(metrics.find("jc_scorer_seconds_total{algorithm=\"lowest_energy\"}") != std::string::npos);
+}
+
+}  // namespace
+
+namespace {
+
+TEST_CASE("a task's dataset is staged to its center from the source datamon picks, before it runs [A6][A7]",
+          "[A6][A7]") {
+  Network n;
+  auto src = n.alpha.dir / "corpus-src";
+  std::filesystem::create_directories(src);
+  std::ofstream(src / "part-0") << "hello data\n";
+  Network::Must(n.rest->Post("/openapi/v1/datasets",
+                             {{"data_name", "corpus"},
+                              {"data_version", "v1"},
+                              {"created_user", "alice"},
+                              {"size_mb", 1},
+                              {"location", {{{"ai_center_id", "alpha"}, {"dataset_url", "file://" + src.string()},
+                                             {"access", "r"}, {"network_topology", "cn/alpha"}}}}}));
+  std::string staged = (n.beta.dir / "data" / "corpus" / "v1" / "part-0").string();
+  json job = {{"name", "staged"},
+              {"tasks", {{{"name", "read"},
+                          {"command", "cat " + staged},
+                          {"resourceSpecId", "cpu-1"},
+                          {"replicaNumber", 2},
+                          {"centerIDs", {"beta"}},
+                          {"datasets", {"corpus:v1"}}}}}};
+  std::string id = n.Submit(job)["jobId"];
+  json done = n.WaitForStatus(id, "completed");
+  CHECK(done["taskInfos"][0]["centerIDs"] == json::array({"beta"}));
+  auto url = n.rest->Get("/openapi/v1/trainjob/" + id + "/task/0/replica/1/log").body["data"]["logUrl"];
+  CHECK(n.rest->http().Get(url.get<std::string>().c_str())->body.find("hello data") != std::string::npos);
+  // Datamon now knows the copy at beta, so the next job finds the data there.
+  auto dataset = n.rest->Get("/openapi/v1/datasets/corpus/v1").body["data"];
+  INFO(dataset.dump());
+  bool at_beta = false;
+  for (const auto& loc : dataset["location"]) at_beta |= loc["ai_center_id"] == "beta";
+  CHECK(at_beta);
+
+  // A dataset nobody can provide fails the replica with the reason.
+  Network::Must(n.rest->Post("/openapi/v1/datasets",
+                             {{"data_name", "ghost"},
+                              {"data_version", "v1"},
+                              {"created_user", "alice"},
+                              {"location", {{{"ai_center_id", "alpha"}, {"dataset_url", "file:///nonexistent/ghost"},
+                                             {"access", "r"}}}}}));
+  json ghost = job;
+  ghost["name"] = "ghost";
+  ghost["tasks"][0]["datasets"] = {"ghost:v1"};
+  std::string gid = n.Submit(ghost)["jobId"];
+  json failed = n.WaitForStatus(gid, "failed");
+  CHECK(failed["statusReason"].get<std::string>().find("staging ghost:v1") != std::string::npos);
 }
 
 }  // namespace
