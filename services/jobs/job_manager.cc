@@ -70,7 +70,7 @@ absl::Status ValidateCreate(const v1::CreateTrainJobRequest& req) {
 }
 
 JobManager::JobManager(store::Store* store, scheduler::Scheduler* scheduler, registry::CenterDirectory* centers,
-                       AdapterClient* adapters, DataMover* mover, const Clock* clock, JobManagerOptions options)
+                       southbound::AdapterClient* adapters, DataMover* mover, const Clock* clock, JobManagerOptions options)
     : store_(store),
       jobs_(store),
       scheduler_(scheduler),

@@ -28,13 +28,15 @@
 #include "common/clock.h"
 #include "common/periodic_task.h"
 #include "common/thread_pool.h"
-#include "services/jobs/adapter_client.h"
+#include "services/southbound/adapter_client.h"
 #include "services/jobs/data_mover.h"
 #include "services/jobs/job_store.h"
 #include "services/registry/center_directory.h"
 #include "services/scheduler/scheduler.h"
 
 namespace jc::jobs {
+
+namespace apb = ::jointcloud::adapter::v1;
 
 struct JobManagerOptions {
   absl::Duration cycle_interval = absl::Milliseconds(200);  // scheduling cycle and retries
@@ -56,7 +58,7 @@ class JobManager {
   // `mover` brings tasks' datasets to their centers before dispatch; null: replicas are
   // dispatched without staging.
   JobManager(store::Store* store, scheduler::Scheduler* scheduler, registry::CenterDirectory* centers,
-             AdapterClient* adapters, DataMover* mover, const Clock* clock, JobManagerOptions options);
+             southbound::AdapterClient* adapters, DataMover* mover, const Clock* clock, JobManagerOptions options);
   ~JobManager();
 
   // Reloads the jobs not ended, resumes their dispatches and watches, starts the loops.
@@ -123,7 +125,7 @@ class JobManager {
   JobStore jobs_;
   scheduler::Scheduler* scheduler_;
   registry::CenterDirectory* centers_;
-  AdapterClient* adapters_;
+  southbound::AdapterClient* adapters_;
   DataMover* mover_;
   std::mutex staging_mu_;  // one copy at a time: two replicas never copy the same data at once
   const Clock* clock_;

@@ -26,12 +26,13 @@
 #include "common/periodic_task.h"
 #include "common/thread_pool.h"
 #include "jointcloud/v1/monitor.pb.h"
-#include "services/monitor/adapter_probe.h"
+#include "services/southbound/adapter_client.h"
 #include "services/registry/center_directory.h"
 
 namespace jc::monitor {
 
 namespace v1 = ::jointcloud::v1;
+namespace apb = ::jointcloud::adapter::v1;
 
 struct MonitorOptions {
   absl::Duration interval = absl::Seconds(5);
@@ -56,7 +57,7 @@ struct CenterObservation {
 
 class Monitor {
  public:
-  Monitor(registry::CenterDirectory* centers, AdapterProbe* probe, const Clock* clock, MonitorOptions options);
+  Monitor(registry::CenterDirectory* centers, southbound::AdapterClient* adapters, const Clock* clock, MonitorOptions options);
   ~Monitor();
 
   // Polls on the interval in a background thread until Stop (or destruction).
@@ -85,7 +86,7 @@ class Monitor {
   void Forget(const std::string& id);
 
   registry::CenterDirectory* centers_;
-  AdapterProbe* probe_;
+  southbound::AdapterClient* adapters_;
   const Clock* clock_;
   MonitorOptions options_;
   ThreadPool pool_;

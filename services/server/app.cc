@@ -97,13 +97,14 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
                                                        app->centers_.get(), weights);
     app->grpc_services_.push_back(datamon::MakeDatamonService(app->datamon_.get()));
   }
+  // One southbound client serves the monitor and the job manager.
+  app->adapters_ = o.adapter_client;
+  if (app->adapters_ == nullptr && (has("monitor") || has("jobs"))) {
+    app->own_adapter_client_ = southbound::MakeGrpcAdapterClient();
+    app->adapters_ = app->own_adapter_client_.get();
+  }
   if (has("monitor")) {
-    monitor::AdapterProbe* probe = o.adapter_probe;
-    if (probe == nullptr) {
-      app->own_probe_ = monitor::MakeGrpcAdapterProbe();
-      probe = app->own_probe_.get();
-    }
-    app->monitor_ = std::make_unique<monitor::Monitor>(app->centers_.get(), probe, o.clock, o.monitor);
+    app->monitor_ = std::make_unique<monitor::Monitor>(app->centers_.get(), app->adapters_, o.clock, o.monitor);
     app->monitor_->EnableMetrics(*app->metrics_);
     app->grpc_services_.push_back(monitor::MakeMonitorService(app->monitor_.get()));
   }
@@ -137,11 +138,6 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
     if (app->scheduler_ == nullptr) {
       return absl::InvalidArgumentError("the jobs service places jobs with the scheduler: run both here (--services)");
     }
-    jobs::AdapterClient* client = o.adapter_client;
-    if (client == nullptr) {
-      app->own_adapter_client_ = jobs::MakeGrpcAdapterClient();
-      client = app->own_adapter_client_.get();
-    }
     // Staging asks datamon, in process or where --datamon_address (--upstream_address) says.
     std::function<std::shared_ptr<grpc::Channel>()> datamon = [self] { return self->channel_; };
     if (!has("datamon")) {
@@ -155,7 +151,7 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
     }
     app->data_mover_ = jobs::MakeGrpcDataMover(datamon);
     app->jobs_ = std::make_unique<jobs::JobManager>(app->store_.get(), app->scheduler_.get(), app->centers_.get(),
-                                                    client, app->data_mover_.get(), o.clock, o.jobs);
+                                                    app->adapters_, app->data_mover_.get(), o.clock, o.jobs);
     app->jobs_->EnableMetrics(*app->metrics_);
     app->grpc_services_.push_back(jobs::MakeJobService(app->jobs_.get()));
   }

@@ -65,12 +65,11 @@ struct AppOptions {
   registry::RegistryOptions registry;
   std::map<std::string, double> migration_weights;
   monitor::MonitorOptions monitor;
-  // How the monitor reaches adapters; null: over gRPC (tests may inject a fake).
-  monitor::AdapterProbe* adapter_probe = nullptr;
+  // How the monitor and the job manager reach adapters; null: over gRPC (tests may
+  // inject a fake).
+  southbound::AdapterClient* adapter_client = nullptr;
   absl::Duration scheduler_refresh = absl::Seconds(1);
   jobs::JobManagerOptions jobs;
-  // How the job manager reaches adapters; null: over gRPC (tests may inject a fake).
-  jobs::AdapterClient* adapter_client = nullptr;
   gateway::GatewayOptions gateway;
   // A process without the gateway still serves /metrics, /healthz and /readyz here
   // (port 0 picks a free one; an empty host turns it off).
@@ -110,11 +109,11 @@ class App {
   std::unique_ptr<registry::CenterDirectory> centers_;
   std::unique_ptr<catalog::Catalog> catalog_;
   std::unique_ptr<datamon::Datamon> datamon_;
-  std::unique_ptr<monitor::AdapterProbe> own_probe_;
+  std::unique_ptr<southbound::AdapterClient> own_adapter_client_;
+  southbound::AdapterClient* adapters_ = nullptr;  // the injected client or own_adapter_client_
   std::unique_ptr<monitor::Monitor> monitor_;
   std::unique_ptr<scheduler::InputsSource> scheduler_inputs_;
   std::unique_ptr<scheduler::Scheduler> scheduler_;
-  std::unique_ptr<jobs::AdapterClient> own_adapter_client_;
   std::unique_ptr<jobs::DataMover> data_mover_;
   std::unique_ptr<jobs::JobManager> jobs_;
   std::vector<std::unique_ptr<grpc::Service>> grpc_services_;

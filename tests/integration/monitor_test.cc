@@ -4,8 +4,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
-#include "adapters/example/local_backend.h"
-#include "adapters/sdk/run_adapter.h"
+#include "tests/testing/local_adapter.h"
 #include "tests/testing/process.h"
 #include "tests/testing/test_system.h"
 
@@ -20,38 +19,10 @@ T Data(const json& body, const std::string& key, T otherwise) {
   return data.is_object() ? data.value(key, otherwise) : otherwise;
 }
 
-struct Adapter {
-  std::filesystem::path dir;
-  std::unique_ptr<jc::adapter::LocalBackend> backend;
-  std::unique_ptr<jc::adapter::AdapterServer> server;
 
-  Adapter(const std::string& center, int cpus) {
-    dir = std::filesystem::temp_directory_path() /
-          ("jc-monitor-" + center + "-" + std::to_string(getpid()) + "-" + std::to_string(rand()));
-    std::filesystem::create_directories(dir);
-    backend = std::make_unique<jc::adapter::LocalBackend>((dir / "work").string(), cpus, 8192);
-    jc::adapter::AdapterOptions o;
-    o.listen = "127.0.0.1:0";
-    o.metrics_address = "";
-    o.state_dir = (dir / "state").string();
-    auto config = jc::adapter::ParseCenterConfig("center_id: " + center + "\nsecurity_grade: 4\n");
-    REQUIRE(config.ok());
-    o.center = *config;
-    auto s = jc::adapter::AdapterServer::Start(backend.get(), o);
-    INFO(s.status().ToString());
-    REQUIRE(s.ok());
-    server = std::move(*s);
-  }
-  std::string address() const { return "127.0.0.1:" + std::to_string(server->port()); }
-  void Stop() {
-    if (server) server->Shutdown();
-    server.reset();
-  }
-  ~Adapter() {
-    Stop();
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-  }
+// A center offering `cpus` CPUs at security grade 4.
+struct Adapter : jc::testing::LocalAdapter {
+  Adapter(const std::string& center, int cpus) : LocalAdapter(center, cpus, "security_grade: 4\n") {}
 };
 
 struct System : jc::testing::TestSystem {

@@ -11,8 +11,7 @@
 #include <regex>
 #include <set>
 
-#include "adapters/example/local_backend.h"
-#include "adapters/sdk/run_adapter.h"
+#include "tests/testing/local_adapter.h"
 #include "tests/testing/process.h"
 #include "tests/testing/test_system.h"
 
@@ -20,38 +19,11 @@ using nlohmann::json;
 
 namespace {
 
-struct Adapter {
-  std::filesystem::path dir;
-  std::unique_ptr<jc::adapter::LocalBackend> backend;
-  std::unique_ptr<jc::adapter::AdapterServer> server;
 
-  explicit Adapter(const std::string& center) {
-    static int n = 0;
-    dir = std::filesystem::temp_directory_path() /
-          ("jc-trainjob-" + center + "-" + std::to_string(getpid()) + "-" + std::to_string(n++));
-    std::filesystem::create_directories(dir);
-    backend = std::make_unique<jc::adapter::LocalBackend>((dir / "work").string(), 8, 8192);
-    jc::adapter::AdapterOptions o;
-    o.listen = "127.0.0.1:0";
-    o.metrics_address = "";
-    o.state_dir = (dir / "state").string();
-    o.poll_interval = absl::Milliseconds(50);
-    auto config = jc::adapter::ParseCenterConfig("center_id: " + center + "\nsecurity_grade: 3\ndata_dir: " +
-                                                 (dir / "data").string() +
-                                                 "\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n");
-    REQUIRE(config.ok());
-    o.center = *config;
-    auto s = jc::adapter::AdapterServer::Start(backend.get(), o);
-    INFO(s.status().ToString());
-    REQUIRE(s.ok());
-    server = std::move(*s);
-  }
-  std::string address() const { return "127.0.0.1:" + std::to_string(server->port()); }
-  ~Adapter() {
-    server.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-  }
+// A center with 8 CPUs offering spec cpu-1, with a data_dir to stage datasets into.
+struct Adapter : jc::testing::LocalAdapter {
+  explicit Adapter(const std::string& center)
+      : LocalAdapter(center, 8, "security_grade: 3\ndata_dir: {data_dir}\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n") {}
 };
 
 struct Network : jc::testing::TestSystem {

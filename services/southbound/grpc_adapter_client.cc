@@ -1,4 +1,4 @@
-// The job manager's gRPC edge toward adapters.
+// The control plane's gRPC edge toward adapters.
 #include <grpcpp/grpcpp.h>
 
 #include <atomic>
@@ -9,9 +9,9 @@
 #include "absl/synchronization/mutex.h"
 #include "common/grpc_status.h"
 #include "jointcloud/adapter/v1/adapter.grpc.pb.h"
-#include "services/jobs/adapter_client.h"
+#include "services/southbound/adapter_client.h"
 
-namespace jc::jobs {
+namespace jc::southbound {
 namespace {
 
 constexpr auto kCallTimeout = std::chrono::seconds(10);
@@ -23,6 +23,22 @@ absl::Status Failure(const std::string& address, const grpc::Status& s) {
 
 class GrpcAdapterClient final : public AdapterClient {
  public:
+  absl::StatusOr<apb::Usage> GetUsage(const std::string& address, absl::Duration timeout) override {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+    apb::Usage out;
+    grpc::Status s = Stub(address)->GetUsage(&ctx, apb::GetUsageRequest(), &out);
+    if (!s.ok()) return Failure(address, s);
+    return out;
+  }
+  absl::StatusOr<apb::CenterInfo> GetCenterInfo(const std::string& address, absl::Duration timeout) override {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+    apb::CenterInfo out;
+    grpc::Status s = Stub(address)->GetCenterInfo(&ctx, apb::GetCenterInfoRequest(), &out);
+    if (!s.ok()) return Failure(address, s);
+    return out;
+  }
   absl::StatusOr<apb::Replica> Submit(const std::string& address, const apb::SubmitReplicaRequest& req) override {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
@@ -126,4 +142,4 @@ class GrpcAdapterClient final : public AdapterClient {
 
 std::unique_ptr<AdapterClient> MakeGrpcAdapterClient() { return std::make_unique<GrpcAdapterClient>(); }
 
-}  // namespace jc::jobs
+}  // namespace jc::southbound

@@ -1,23 +1,27 @@
 #pragma once
 
-// How the job manager talks to centers' adapters (jointcloud.adapter.v1): submit and stop
-// replicas, follow their events from a cursor, read their logs. The real client speaks
-// gRPC with one channel per adapter address; unit tests use a fake.
+// How the control plane talks to centers' adapters (jointcloud.adapter.v1, standard
+// Figure 4): the monitor asks for usage and center info; the job manager submits and stops
+// replicas, follows their events from a cursor, stages datasets and reads logs. The real
+// client speaks gRPC with one channel per adapter address; tests may use a fake.
 
 #include <functional>
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "jointcloud/adapter/v1/adapter.pb.h"
 
-namespace jc::jobs {
+namespace jc::southbound {
 
 namespace apb = ::jointcloud::adapter::v1;
 
 class AdapterClient {
  public:
   virtual ~AdapterClient() = default;
+  virtual absl::StatusOr<apb::Usage> GetUsage(const std::string& address, absl::Duration timeout) = 0;
+  virtual absl::StatusOr<apb::CenterInfo> GetCenterInfo(const std::string& address, absl::Duration timeout) = 0;
   // Idempotent by the replica key: a repeated submit returns the replica already there.
   virtual absl::StatusOr<apb::Replica> Submit(const std::string& address, const apb::SubmitReplicaRequest& req) = 0;
   virtual absl::Status Stop(const std::string& address, const apb::ReplicaKey& key) = 0;
@@ -36,4 +40,4 @@ class AdapterClient {
 
 std::unique_ptr<AdapterClient> MakeGrpcAdapterClient();
 
-}  // namespace jc::jobs
+}  // namespace jc::southbound

@@ -1,0 +1,62 @@
+#pragma once
+
+// A center for integration tests: the SDK's example adapter (replicas as local processes)
+// served over real gRPC on a free loopback port, with its work and state in a temporary
+// directory removed at the end. Test binaries that use it link jc_adapter_local.
+
+#include <unistd.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "adapters/example/local_backend.h"
+#include "adapters/sdk/run_adapter.h"
+
+namespace jc::testing {
+
+struct LocalAdapter {
+  std::filesystem::path dir;
+  std::unique_ptr<adapter::LocalBackend> backend;
+  std::unique_ptr<adapter::AdapterServer> server;
+
+  // `config` is the center configuration after its center_id line (YAML); "{data_dir}"
+  // in it stands for a directory of this adapter's own.
+  LocalAdapter(const std::string& center, int cpus, std::string config) {
+    static std::atomic<int> n{0};
+    dir = std::filesystem::temp_directory_path() /
+          ("jc-adapter-" + center + "-" + std::to_string(getpid()) + "-" + std::to_string(n++));
+    std::filesystem::create_directories(dir);
+    for (size_t at; (at = config.find("{data_dir}")) != std::string::npos;) {
+      config.replace(at, 10, (dir / "data").string());
+    }
+    backend = std::make_unique<adapter::LocalBackend>((dir / "work").string(), cpus, 8192);
+    adapter::AdapterOptions o;
+    o.listen = "127.0.0.1:0";
+    o.metrics_address = "";
+    o.state_dir = (dir / "state").string();
+    o.poll_interval = absl::Milliseconds(50);
+    auto parsed = adapter::ParseCenterConfig("center_id: " + center + "\n" + config);
+    INFO(parsed.status().ToString());
+    REQUIRE(parsed.ok());
+    o.center = *parsed;
+    auto s = adapter::AdapterServer::Start(backend.get(), o);
+    INFO(s.status().ToString());
+    REQUIRE(s.ok());
+    server = std::move(*s);
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(server->port()); }
+  void Stop() {
+    if (server) server->Shutdown();
+    server.reset();
+  }
+  ~LocalAdapter() {
+    Stop();
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+};
+
+}  // namespace jc::testing
