@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "absl/strings/str_cat.h"
+#include "common/listen_backlog.h"
 #include "common/rest_envelope.h"
 #include "services/gateway/openapi.h"
 
@@ -150,6 +151,9 @@ absl::StatusOr<int> Gateway::Bind(const std::string& host, int port) {
   if (bound < 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", host, ":", port,
                                                " (in use, or not a local address)"));
+  }
+  if (absl::Status s = RaiseListenBacklog(bound, options_.listen_backlog); !s.ok()) {
+    spdlog::warn("rest: the listen backlog stays at cpp-httplib's 5: {}", s.ToString());
   }
   return bound;
 }

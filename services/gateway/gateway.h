@@ -25,6 +25,7 @@ struct GatewayOptions {
   size_t max_body_bytes = 1 << 20;  // larger bodies get 413
   size_t keep_alive_max_requests = 100000;
   int keep_alive_timeout_seconds = 60;
+  int listen_backlog = 1024;  // connections waiting for accept (cpp-httplib's own is 5)
   std::string version = "0.1.0";
 };
 

@@ -305,7 +305,12 @@ void JobManager::RunCycle() {
       if (rep.state() == v1::ReplicaRecord::DISPATCHING) dispatches.push_back({id, index, rep.attempt(), rep.center_id()});
     }
     resubmit_.clear();
-    UpdateGauges();
+    // The gauges visit every job: at most once a second, not every cycle.
+    absl::Time now = clock_->Now();
+    if (now - gauges_updated_ >= absl::Seconds(1)) {
+      gauges_updated_ = now;
+      UpdateGauges();
+    }
   }
   for (const auto& [record, version] : writes) {
     if (absl::Status s = jobs_.Save(record, version); !s.ok()) spdlog::warn("job manager: {}", s.ToString());

@@ -118,7 +118,7 @@ class JobManager {
   v1::TrainJob ToTrainJob(const v1::JobRecord& r) const;
   apb::ReplicaKey KeyOf(const v1::JobRecord& r, int index) const;
   int IndexOf(const v1::JobRecord& r, int task, int replica) const;
-  // Sets the gauges from the jobs in memory; once per cycle (it visits every job).
+  // Sets the gauges from the jobs in memory; at most once a second (it visits every job).
   void UpdateGauges();
 
   store::Store* store_;
@@ -144,6 +144,7 @@ class JobManager {
   std::vector<std::thread> watchers_;
   std::atomic<bool> stopping_{false};
   std::unique_ptr<Metrics> metrics_;
+  absl::Time gauges_updated_ = absl::InfinitePast();
 
   PeriodicTask cycle_;
   PeriodicTask poller_;
