@@ -17,7 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "adapters/sdk/adapter_core.h"
 #include "adapters/sdk/adapter_service.h"
-#include "adapters/sdk/adapter_core.h"
+#include "common/grpc_server_threads.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "common/store/store.h"
@@ -80,6 +80,7 @@ absl::StatusOr<std::unique_ptr<AdapterServer>> AdapterServer::Start(Backend* bac
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &impl.port);
   builder.RegisterService(impl.service.get());
+  ConfigureServerThreads(builder, "adapter", 64);
   impl.server = builder.BuildAndStart();
   if (!impl.server || impl.port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));

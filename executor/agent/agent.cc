@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/grpc_server_threads.h"
 #include "common/grpc_status.h"
 #include "common/quantity.h"
 #include "common/status_macros.h"
@@ -126,6 +127,7 @@ absl::StatusOr<int> Agent::Start() {
   int port = 0;
   builder.AddListeningPort(options_.listen_address, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(service_.get());
+  ConfigureServerThreads(builder, "nexec-agent", 256);
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port == 0) {
     return absl::UnavailableError(absl::StrCat("agent cannot listen on ", options_.listen_address));

@@ -11,6 +11,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
+#include "common/grpc_server_threads.h"
 #include "common/log.h"
 #include "services/gateway/gateway.h"
 #include "common/store/store.h"
@@ -75,6 +76,7 @@ int main(int argc, char** argv) {
   int port = 0;
   builder.AddListeningPort(absl::GetFlag(FLAGS_listen), grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(service.get());
+  jc::ConfigureServerThreads(builder, "nexec-master", 256);
   auto server = builder.BuildAndStart();
   if (server == nullptr || port == 0) return fail("cannot listen on " + absl::GetFlag(FLAGS_listen));
   auto registry = std::make_shared<prometheus::Registry>();

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/grpc_metrics.h"
+#include "common/grpc_server_threads.h"
 #include "common/status_macros.h"
 #include "services/catalog/catalog.h"
 #include "services/catalog/catalog_service.h"
@@ -161,10 +162,7 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
     grpc::ServerBuilder builder;
     builder.AddListeningPort(o.grpc_address, grpc::InsecureServerCredentials(), &app->grpc_port_);
     for (auto& service : app->grpc_services_) builder.RegisterService(service.get());
-    // Bounded threads: a burst of calls queues instead of spawning without limit.
-    grpc::ResourceQuota quota("jointcloud");
-    quota.SetMaxThreads(64);
-    builder.SetResourceQuota(quota);
+    ConfigureServerThreads(builder, "jointcloud", 64);
     std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
     interceptors.push_back(MakeGrpcMetricsInterceptor(app->metrics_));
     builder.experimental().SetInterceptorCreators(std::move(interceptors));
