@@ -377,13 +377,10 @@ absl::Status AdapterCore::WriteRecords(const std::vector<pb::Replica>& changed) 
   uint64_t cursor = next_cursor_;
   for (const pb::Replica& r : changed) {
     JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(r));
-    JC_ASSIGN_OR_RETURN(int64_t n, txn->Exec("UPDATE adapter_replicas SET state = $2, doc = $3 WHERE name = $1",
-                                             {r.name(), int64_t{r.state()}, doc}));
-    if (n == 0) {
-      JC_RETURN_IF_ERROR(txn->Exec("INSERT INTO adapter_replicas (name, state, doc) VALUES ($1, $2, $3)",
-                                   {r.name(), int64_t{r.state()}, doc})
-                             .status());
-    }
+    JC_RETURN_IF_ERROR(txn->Exec("INSERT INTO adapter_replicas (name, state, doc) VALUES ($1, $2, $3) "
+                                 "ON CONFLICT (name) DO UPDATE SET state = excluded.state, doc = excluded.doc",
+                                 {r.name(), int64_t{r.state()}, doc})
+                           .status());
     pb::ReplicaEvent e;
     e.set_cursor(cursor++);
     *e.mutable_replica() = r;

@@ -4,7 +4,9 @@
 #include <sqlite3.h>
 
 #include <cctype>
+#include <memory>
 #include <mutex>
+#include <unordered_map>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -31,12 +33,33 @@ std::string RewritePlaceholders(absl::string_view sql) {
   return out;
 }
 
-class SqliteStore;
+// Prepared statements by SQL text, kept for the connection's life: preparing was a
+// quarter of the adapter's store time. Used only under the store's mutex.
+class StatementCache {
+ public:
+  static constexpr size_t kMaxStatements = 256;
+  ~StatementCache() {
+    for (auto& [sql, stmt] : statements_) sqlite3_finalize(stmt);
+  }
+  // The cached statement for `sql`, or null when the cache is full.
+  sqlite3_stmt* Find(const std::string& sql) const {
+    auto it = statements_.find(sql);
+    return it == statements_.end() ? nullptr : it->second;
+  }
+  bool Add(const std::string& sql, sqlite3_stmt* stmt) {
+    if (statements_.size() >= kMaxStatements) return false;
+    statements_.emplace(sql, stmt);
+    return true;
+  }
+
+ private:
+  std::unordered_map<std::string, sqlite3_stmt*> statements_;
+};
 
 class SqliteTransaction final : public Transaction {
  public:
-  SqliteTransaction(sqlite3* db, std::unique_lock<std::mutex> lock)
-      : db_(db), lock_(std::move(lock)) {}
+  SqliteTransaction(sqlite3* db, StatementCache* cache, std::unique_lock<std::mutex> lock)
+      : db_(db), cache_(cache), lock_(std::move(lock)) {}
   ~SqliteTransaction() override {
     if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
   }
@@ -64,12 +87,36 @@ class SqliteTransaction final : public Transaction {
   }
 
  private:
+  // A cached statement is reset (and its bindings cleared) after use; an uncached one
+  // is finalized.
+  struct StatementGuard {
+    sqlite3_stmt* stmt;
+    bool cached;
+    ~StatementGuard() {
+      if (cached) {
+        sqlite3_reset(stmt);
+        sqlite3_clear_bindings(stmt);
+      } else {
+        sqlite3_finalize(stmt);
+      }
+    }
+  };
+
   absl::Status Run(absl::string_view sql, const Params& params, Rows* rows) {
-    std::string text = RewritePlaceholders(sql);
-    sqlite3_stmt* stmt = nullptr;
-    int rc = sqlite3_prepare_v2(db_, text.c_str(), static_cast<int>(text.size()), &stmt, nullptr);
-    if (rc != SQLITE_OK) return SqliteError(db_, rc, "prepare");
-    std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> guard(stmt, sqlite3_finalize);
+    std::string text(sql);
+    sqlite3_stmt* stmt = cache_->Find(text);
+    bool cached = stmt != nullptr;
+    int rc = SQLITE_OK;
+    if (!cached) {
+      std::string rewritten = RewritePlaceholders(sql);
+      rc = sqlite3_prepare_v3(db_, rewritten.c_str(), static_cast<int>(rewritten.size()), SQLITE_PREPARE_PERSISTENT,
+                              &stmt, nullptr);
+      if (rc != SQLITE_OK) return SqliteError(db_, rc, "prepare");
+      // A statement of several commands (migrations) runs only its first; not cached.
+      cached = stmt != nullptr && cache_->Add(text, stmt);
+    }
+    if (stmt == nullptr) return absl::OkStatus();  // empty SQL
+    StatementGuard guard{stmt, cached};
     for (size_t i = 0; i < params.size(); ++i) {
       int idx = static_cast<int>(i) + 1;
       const SqlValue& v = params[i];
@@ -101,6 +148,7 @@ class SqliteTransaction final : public Transaction {
   }
 
   sqlite3* db_;
+  StatementCache* cache_;
   std::unique_lock<std::mutex> lock_;
   bool done_ = false;
 };
@@ -108,7 +156,10 @@ class SqliteTransaction final : public Transaction {
 class SqliteStore final : public Store {
  public:
   explicit SqliteStore(sqlite3* db) : db_(db) {}
-  ~SqliteStore() override { sqlite3_close_v2(db_); }
+  ~SqliteStore() override {
+    cache_.reset();  // statements go before the connection
+    sqlite3_close_v2(db_);
+  }
 
   absl::StatusOr<std::unique_ptr<Transaction>> Begin() override {
     std::unique_lock<std::mutex> lock(mu_);
@@ -116,7 +167,7 @@ class SqliteStore final : public Store {
     // with SQLITE_BUSY when it turns from reading to writing.
     int rc = sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr);
     if (rc != SQLITE_OK) return SqliteError(db_, rc, "begin");
-    return std::unique_ptr<Transaction>(new SqliteTransaction(db_, std::move(lock)));
+    return std::unique_ptr<Transaction>(new SqliteTransaction(db_, cache_.get(), std::move(lock)));
   }
 
   absl::string_view backend() const override { return "sqlite"; }
@@ -131,6 +182,7 @@ class SqliteStore final : public Store {
  private:
   std::mutex mu_;
   sqlite3* db_;
+  std::unique_ptr<StatementCache> cache_ = std::make_unique<StatementCache>();
 };
 
 }  // namespace
