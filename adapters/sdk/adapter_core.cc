@@ -197,13 +197,7 @@ absl::StatusOr<pb::Replica> AdapterCore::Submit(const pb::SubmitReplicaRequest& 
     if (metrics_) metrics_->refused.Increment();
     return id.status();
   }
-  pb::Replica r;
-  *r.mutable_key() = req.key();
-  r.set_name(launch->name);
-  r.set_external_id(*id);
-  r.set_state(pb::REPLICA_PENDING);
-  r.set_resource_spec_id(req.resource_spec_id());
-  *r.mutable_submitted_at() = ToTimestamp(absl::Now());
+  pb::Replica r = Accepted(*launch, *id);
   absl::Status recorded = Record({r});
   done();
   if (!recorded.ok()) return recorded;  // the next submit finds it through the backend
@@ -246,19 +240,68 @@ absl::StatusOr<std::vector<pb::Replica>> AdapterCore::SubmitGang(const pb::Submi
                     : ids.status();
   }
   std::vector<pb::Replica> out;
-  for (size_t i = 0; i < launches.size(); ++i) {
-    pb::Replica r;
-    *r.mutable_key() = launches[i].key;
-    r.set_name(launches[i].name);
-    r.set_external_id((*ids)[i]);
-    r.set_state(pb::REPLICA_PENDING);
-    r.set_resource_spec_id(launches[i].spec.resource_spec_id());
-    *r.mutable_submitted_at() = ToTimestamp(absl::Now());
-    out.push_back(r);
-  }
+  for (size_t i = 0; i < launches.size(); ++i) out.push_back(Accepted(launches[i], (*ids)[i]));
   absl::Status recorded = Record(out);
   done();
   if (!recorded.ok()) return recorded;
+  return out;
+}
+
+pb::Replica AdapterCore::Accepted(const ReplicaLaunch& launch, const std::string& external_id) {
+  pb::Replica r;
+  *r.mutable_key() = launch.key;
+  r.set_name(launch.name);
+  r.set_external_id(external_id);
+  r.set_state(pb::REPLICA_PENDING);
+  r.set_resource_spec_id(launch.spec.resource_spec_id());
+  *r.mutable_submitted_at() = ToTimestamp(absl::Now());
+  return r;
+}
+
+std::vector<absl::StatusOr<pb::Replica>> AdapterCore::SubmitMany(const pb::SubmitReplicasRequest& req) {
+  std::vector<absl::StatusOr<pb::Replica>> out(req.replicas_size(), absl::UnknownError("not submitted"));
+  std::vector<std::pair<int, ReplicaLaunch>> fresh;  // (index, launch) of replicas new here
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int i = 0; i < req.replicas_size(); ++i) {
+      auto launch = Validate(req.replicas(i));
+      if (!launch.ok()) {
+        out[i] = launch.status();
+        continue;
+      }
+      if (auto it = replicas_.find(launch->name); it != replicas_.end()) {
+        out[i] = it->second;  // a repeated submit
+      } else if (!submitting_.insert(launch->name).second) {
+        out[i] = absl::UnavailableError(absl::StrCat("replica ", launch->name, " is being submitted; retry"));
+      } else {
+        fresh.emplace_back(i, std::move(launch).value());
+      }
+    }
+  }
+  std::vector<pb::Replica> accepted;
+  for (const auto& [i, launch] : fresh) {
+    absl::StatusOr<std::string> id = backend_->Submit(launch);
+    if (id.ok()) {
+      accepted.push_back(Accepted(launch, *id));
+      out[i] = accepted.back();
+    } else {
+      out[i] = id.status();
+    }
+  }
+  absl::Status recorded = accepted.empty() ? absl::OkStatus() : Record(accepted);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [i, launch] : fresh) submitting_.erase(launch.name);
+    submitted_cv_.notify_all();
+  }
+  for (const auto& [i, launch] : fresh) {
+    // Not recorded: the next submit finds the replica through the backend.
+    if (out[i].ok() && !recorded.ok()) out[i] = recorded;
+    if (metrics_) (out[i].ok() ? metrics_->submitted : metrics_->refused).Increment();
+  }
+  for (const auto& r : out) {
+    if (!r.ok() && metrics_ && r.status().code() == absl::StatusCode::kInvalidArgument) metrics_->refused.Increment();
+  }
   return out;
 }
 

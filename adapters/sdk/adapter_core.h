@@ -45,6 +45,10 @@ class AdapterCore {
   absl::StatusOr<pb::Usage> Usage();
   absl::StatusOr<pb::Replica> Submit(const pb::SubmitReplicaRequest& req);
   absl::StatusOr<std::vector<pb::Replica>> SubmitGang(const pb::SubmitGangRequest& req);
+  // Independent submits, answered in order as Submit would answer each, recorded in one
+  // transaction. A replica whose submit is under way in another call is answered
+  // Unavailable (retry) rather than waited for, so two batches never wait on each other.
+  std::vector<absl::StatusOr<pb::Replica>> SubmitMany(const pb::SubmitReplicasRequest& req);
   absl::StatusOr<pb::Replica> StopReplica(const pb::ReplicaKey& key);
   absl::StatusOr<pb::Replica> Get(const pb::ReplicaKey& key);
   absl::StatusOr<std::string> ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes);
@@ -60,6 +64,8 @@ class AdapterCore {
 
  private:
   absl::StatusOr<ReplicaLaunch> Validate(const pb::SubmitReplicaRequest& req) const;
+  // The adapter's record of a replica the backend accepted as `external_id`.
+  static pb::Replica Accepted(const ReplicaLaunch& launch, const std::string& external_id);
   // Records replicas and their events in one transaction, then publishes the events.
   absl::Status Record(const std::vector<pb::Replica>& changed);
   // One transaction for `changed`: replica rows, events with the next cursors, then the

@@ -2,12 +2,15 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "absl/strings/str_cat.h"
 #include "adapters/sdk/adapter_core.h"
 #include "common/grpc_status.h"
 #include "jointcloud/adapter/v1/adapter.grpc.pb.h"
 
 namespace jc::adapter {
 namespace {
+
+constexpr int kMaxSubmitBatch = 1000;  // as adapter.proto says
 
 class AdapterService final : public pb::Adapter::Service {
  public:
@@ -29,6 +32,24 @@ class AdapterService final : public pb::Adapter::Service {
     auto replicas = core_->SubmitGang(*req);
     if (!replicas.ok()) return ToGrpcStatus(replicas.status());
     for (auto& r : *replicas) *resp->add_replicas() = std::move(r);
+    return grpc::Status::OK;
+  }
+  grpc::Status SubmitReplicas(grpc::ServerContext*, const pb::SubmitReplicasRequest* req,
+                              pb::SubmitReplicasResponse* resp) override {
+    if (req->replicas_size() > kMaxSubmitBatch) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          absl::StrCat(req->replicas_size(), " replicas in one SubmitReplicas; at most ",
+                                       kMaxSubmitBatch, " a call"));
+    }
+    for (auto& result : core_->SubmitMany(*req)) {
+      auto* out = resp->add_results();
+      if (result.ok()) {
+        *out->mutable_replica() = std::move(result).value();
+      } else {
+        out->set_code(static_cast<int>(result.status().code()));
+        out->set_message(std::string(result.status().message()));
+      }
+    }
     return grpc::Status::OK;
   }
   grpc::Status StopReplica(grpc::ServerContext*, const pb::ReplicaRef* req, pb::Replica* resp) override {

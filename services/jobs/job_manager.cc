@@ -312,23 +312,34 @@ void JobManager::RunCycle() {
       UpdateGauges();
     }
   }
-  for (const auto& [record, version] : writes) {
-    if (absl::Status s = jobs_.Save(record, version); !s.ok()) spdlog::warn("job manager: {}", s.ToString());
-  }
+  // The cycle's decisions are one transaction; dispatch follows once it is durable.
+  if (absl::Status s = jobs_.SaveMany(writes); !s.ok()) spdlog::warn("job manager: {}", s.ToString());
   SendDispatches(std::move(dispatches));
 }
 
 void JobManager::SendDispatches(std::vector<Dispatch> dispatches) {
+  std::vector<std::string> senders;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& d : dispatches) {
+      if (d.stage) continue;
+      outboxes_[d.center_id].pending.push_back(d);
+    }
+    // One sender per center while dispatches trickle in; under load, up to
+    // kSendersPerCenter, each taking what queued meanwhile as one SubmitReplicas call.
+    for (auto& [center, box] : outboxes_) {
+      if (!box.pending.empty() && box.senders < kSendersPerCenter &&
+          box.senders * kSubmitBatch < box.pending.size() + kSubmitBatch) {
+        ++box.senders;
+        senders.push_back(center);
+      }
+    }
+  }
   for (auto& d : dispatches) {
     EnsureWatcher(d.center_id);
-    dispatch_pool_.Run([this, d] {
-      if (d.stage) {
-        Stage(d);
-      } else {
-        Submit(d);
-      }
-    });
+    if (d.stage) dispatch_pool_.Run([this, d] { Stage(d); });
   }
+  for (const auto& center : senders) dispatch_pool_.Run([this, center] { SendBatches(center); });
 }
 
 absl::StatusOr<std::string> JobManager::AdapterAddress(const std::string& center_id) {
@@ -347,101 +358,121 @@ absl::StatusOr<std::string> JobManager::AdapterAddress(const std::string& center
   return center->adapter_address();
 }
 
-void JobManager::Submit(const Dispatch& d) {
+std::optional<apb::SubmitReplicaRequest> JobManager::SubmitRequestLocked(const Dispatch& d) {
+  auto it = active_.find(d.job_id);
+  if (it == active_.end()) return std::nullopt;
+  const v1::JobRecord& r = it->second.record;
+  const auto& rep = r.replicas(d.replica);
+  if (rep.state() != v1::ReplicaRecord::DISPATCHING || rep.attempt() != d.attempt) return std::nullopt;
+  const auto& task = r.request().tasks(rep.task_index());
   apb::SubmitReplicaRequest req;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = active_.find(d.job_id);
-    if (it == active_.end()) return;
-    const v1::JobRecord& r = it->second.record;
-    const auto& rep = r.replicas(d.replica);
-    if (rep.state() != v1::ReplicaRecord::DISPATCHING || rep.attempt() != d.attempt) return;
-    const auto& task = r.request().tasks(rep.task_index());
-    *req.mutable_key() = KeyOf(r, d.replica);
-    req.set_command(task.command());
-    req.set_image_id(task.image_id());
-    req.set_resource_spec_id(task.resource_spec_id());
-    auto& env = *req.mutable_env();
-    env["JC_JOB_ID"] = r.job_id();
-    env["JC_TASK_INDEX"] = absl::StrCat(rep.task_index());
-    env["JC_REPLICA_INDEX"] = absl::StrCat(rep.replica_index());
-    env["JC_REPLICA_NUMBER"] = absl::StrCat(task.replica_number());
-    env["JC_ATTEMPT"] = absl::StrCat(rep.attempt());
-  }
-  absl::StatusOr<apb::Replica> result = absl::UnknownError("not sent");
-  auto address = AdapterAddress(d.center_id);
-  result = address.ok() ? adapters_->Submit(*address, req) : absl::StatusOr<apb::Replica>(address.status());
+  *req.mutable_key() = KeyOf(r, d.replica);
+  req.set_command(task.command());
+  req.set_image_id(task.image_id());
+  req.set_resource_spec_id(task.resource_spec_id());
+  auto& env = *req.mutable_env();
+  env["JC_JOB_ID"] = r.job_id();
+  env["JC_TASK_INDEX"] = absl::StrCat(rep.task_index());
+  env["JC_REPLICA_INDEX"] = absl::StrCat(rep.replica_index());
+  env["JC_REPLICA_NUMBER"] = absl::StrCat(task.replica_number());
+  env["JC_ATTEMPT"] = absl::StrCat(rep.attempt());
+  return req;
+}
 
-  v1::JobRecord write;
-  int64_t version = 0;
-  bool stop_orphan = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = active_.find(d.job_id);
-    // Still this attempt on this center? (The adapter's event stream may already have
-    // moved it on to pending or running.)
-    bool current = false;
-    if (it != active_.end()) {
-      const auto& rep = it->second.record.replicas(d.replica);
-      current = rep.attempt() == d.attempt && rep.center_id() == d.center_id && !Ended(rep.state()) &&
-                rep.state() != v1::ReplicaRecord::WAITING;
-    }
-    if (!current) {
-      // The job ended or moved on while the submit was under way: do not leave it running.
-      stop_orphan = result.ok();
-    } else {
-      Active& job = it->second;
-      auto* rep = job.record.mutable_replicas(d.replica);
-      std::string key = scheduler::Scheduler::ReservationKey(d.job_id, rep->task_index(), rep->replica_index(),
-                                                              rep->attempt());
-      absl::Time now = clock_->Now();
-      if (result.ok()) {
-        if (rep->state() == v1::ReplicaRecord::DISPATCHING) rep->set_state(v1::ReplicaRecord::PENDING);
-        rep->clear_message();
-        *rep->mutable_dispatched_at() = ToTimestamp(now);
-        scheduler_->Reported(key, now);
-        ApplyReplica(job, d.replica, *result);
-        bool all_dispatched = std::none_of(job.record.replicas().begin(), job.record.replicas().end(), [](auto& x) {
-          return x.state() == v1::ReplicaRecord::WAITING || x.state() == v1::ReplicaRecord::DISPATCHING;
-        });
-        if (all_dispatched && !job.record.has_scheduled_at()) {
-          // t_s of formula 3: every sub-task handed to a center.
-          *job.record.mutable_scheduled_at() = ToTimestamp(now);
-          if (metrics_) {
-            metrics_->scheduling_time->Observe(absl::ToDoubleSeconds(now - FromProto(job.record.received_at())));
-            metrics_->scheduled->Increment();
-          }
+void JobManager::SendBatches(const std::string& center_id) {
+  while (true) {
+    std::vector<Dispatch> batch;
+    std::vector<apb::SubmitReplicaRequest> reqs;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      Outbox& box = outboxes_[center_id];
+      while (!box.pending.empty() && batch.size() < kSubmitBatch) {
+        Dispatch d = std::move(box.pending.front());
+        box.pending.pop_front();
+        if (auto req = SubmitRequestLocked(d)) {
+          batch.push_back(std::move(d));
+          reqs.push_back(std::move(*req));
         }
-      } else if (rep->state() != v1::ReplicaRecord::DISPATCHING) {
-        // Events already show it at the center: the error was about the answer, not the submit.
-      } else if (Transient(result.status())) {
-        rep->set_message(absl::StrCat("resubmitting: ", result.status().message()));
-        resubmit_.insert({d.job_id, d.replica});
-        if (metrics_) metrics_->dispatch_transient->Increment();
-      } else {
-        if (metrics_) metrics_->dispatch_refused->Increment();
-        spdlog::warn("job manager: center {} refused replica {}/{} of {}: {}", d.center_id, rep->task_index(),
-                     rep->replica_index(), d.job_id, result.status().ToString());
-        FailAttemptLocked(job, d.replica, std::string(result.status().message()));
       }
-      SettleLocked(job);
-      *job.record.mutable_updated_at() = ToTimestamp(now);
-      // A plain acknowledgement is not written: until the adapter's next event is, the
-      // stored replica stays DISPATCHING, and a restart only submits it again, which the
-      // adapter answers with the replica it has. Failures, retries and ends are written.
-      bool acknowledged_only = result.ok() && !Ended(rep->state()) && job.record.status() != kCompleted &&
-                               job.record.status() != kFailed;
-      if (!acknowledged_only) {
-        write = job.record;
-        version = ++job.version;
+      if (batch.empty()) {
+        --box.senders;
+        return;
       }
-      if (job.record.status() == kCompleted || job.record.status() == kFailed) active_.erase(it);
     }
+    auto address = AdapterAddress(center_id);
+    std::vector<absl::StatusOr<apb::Replica>> results =
+        address.ok() ? adapters_->SubmitMany(*address, reqs)
+                     : std::vector<absl::StatusOr<apb::Replica>>(reqs.size(), address.status());
+    std::vector<std::pair<v1::JobRecord, int64_t>> writes;
+    std::vector<apb::ReplicaKey> orphans;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (size_t i = 0; i < batch.size(); ++i) {
+        if (CompleteSubmitLocked(batch[i], results[i], &writes)) orphans.push_back(reqs[i].key());
+      }
+    }
+    // The job ended or moved on while the submit was under way: do not leave it running.
+    for (const auto& key : orphans) adapters_->Stop(*address, key).IgnoreError();
+    if (absl::Status s = jobs_.SaveMany(writes); !s.ok()) spdlog::warn("job manager: {}", s.ToString());
   }
-  if (stop_orphan && address.ok()) adapters_->Stop(*address, req.key()).IgnoreError();
-  if (version > 0) {
-    if (absl::Status s = jobs_.Save(write, version); !s.ok()) spdlog::warn("job manager: {}", s.ToString());
+}
+
+bool JobManager::CompleteSubmitLocked(const Dispatch& d, const absl::StatusOr<apb::Replica>& result,
+                                      std::vector<std::pair<v1::JobRecord, int64_t>>* writes) {
+  auto it = active_.find(d.job_id);
+  // Still this attempt on this center? (The adapter's event stream may already have
+  // moved it on to pending or running.)
+  bool current = false;
+  if (it != active_.end()) {
+    const auto& rep = it->second.record.replicas(d.replica);
+    current = rep.attempt() == d.attempt && rep.center_id() == d.center_id && !Ended(rep.state()) &&
+              rep.state() != v1::ReplicaRecord::WAITING;
   }
+  if (!current) return result.ok();
+  Active& job = it->second;
+  auto* rep = job.record.mutable_replicas(d.replica);
+  std::string key =
+      scheduler::Scheduler::ReservationKey(d.job_id, rep->task_index(), rep->replica_index(), rep->attempt());
+  absl::Time now = clock_->Now();
+  if (result.ok()) {
+    if (rep->state() == v1::ReplicaRecord::DISPATCHING) rep->set_state(v1::ReplicaRecord::PENDING);
+    rep->clear_message();
+    *rep->mutable_dispatched_at() = ToTimestamp(now);
+    scheduler_->Reported(key, now);
+    ApplyReplica(job, d.replica, *result);
+    bool all_dispatched = std::none_of(job.record.replicas().begin(), job.record.replicas().end(), [](auto& x) {
+      return x.state() == v1::ReplicaRecord::WAITING || x.state() == v1::ReplicaRecord::DISPATCHING;
+    });
+    if (all_dispatched && !job.record.has_scheduled_at()) {
+      // t_s of formula 3: every sub-task handed to a center.
+      *job.record.mutable_scheduled_at() = ToTimestamp(now);
+      if (metrics_) {
+        metrics_->scheduling_time->Observe(absl::ToDoubleSeconds(now - FromProto(job.record.received_at())));
+        metrics_->scheduled->Increment();
+      }
+    }
+  } else if (rep->state() != v1::ReplicaRecord::DISPATCHING) {
+    // Events already show it at the center: the error was about the answer, not the submit.
+  } else if (Transient(result.status())) {
+    rep->set_message(absl::StrCat("resubmitting: ", result.status().message()));
+    resubmit_.insert({d.job_id, d.replica});
+    if (metrics_) metrics_->dispatch_transient->Increment();
+  } else {
+    if (metrics_) metrics_->dispatch_refused->Increment();
+    spdlog::warn("job manager: center {} refused replica {}/{} of {}: {}", d.center_id, rep->task_index(),
+                 rep->replica_index(), d.job_id, result.status().ToString());
+    FailAttemptLocked(job, d.replica, std::string(result.status().message()));
+  }
+  SettleLocked(job);
+  *job.record.mutable_updated_at() = ToTimestamp(now);
+  // A plain acknowledgement is not written: until the adapter's next event is, the
+  // stored replica stays DISPATCHING, and a restart only submits it again, which the
+  // adapter answers with the replica it has. Failures, retries and ends are written.
+  bool ended = job.record.status() == kCompleted || job.record.status() == kFailed;
+  bool acknowledged_only = result.ok() && !Ended(rep->state()) && !ended;
+  if (!acknowledged_only) writes->emplace_back(job.record, ++job.version);
+  if (ended) active_.erase(it);
+  return false;
 }
 
 void JobManager::FailAttemptLocked(Active& job, int index, const std::string& why) {
@@ -520,7 +551,11 @@ void JobManager::Stage(const Dispatch& d) {
     if (job.record.status() == kCompleted || job.record.status() == kFailed) active_.erase(it);
   }
   if (absl::Status s = jobs_.Save(write, version); !s.ok()) spdlog::warn("job manager: {}", s.ToString());
-  if (submit) Submit(d);
+  if (submit) {
+    Dispatch next = d;
+    next.stage = false;
+    SendDispatches({next});
+  }
 }
 
 bool JobManager::ApplyReplica(Active& job, int index, const apb::Replica& replica) {

@@ -11,9 +11,11 @@
 // Domain logic: no gRPC types here.
 
 #include <atomic>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -98,8 +100,17 @@ class JobManager {
 
   // Places the waiting replicas of one job; returns the dispatches to send. Caller holds mu_.
   std::vector<Dispatch> ScheduleLocked(Active& job);
+  // Queues the dispatches in their centers' outboxes (staging ones go to the pool) and
+  // starts senders as needed.
   void SendDispatches(std::vector<Dispatch> dispatches);
-  void Submit(const Dispatch& d);
+  // Sends the center's outbox, as many replicas a call as have queued, until it is empty.
+  void SendBatches(const std::string& center_id);
+  // The adapter request for a dispatch still current; nullopt when it moved on. Caller holds mu_.
+  std::optional<apb::SubmitReplicaRequest> SubmitRequestLocked(const Dispatch& d);
+  // Applies the adapter's answer to one submit, adding what must be written to `writes`.
+  // Returns true when the replica was accepted but its job moved on (stop it). Caller holds mu_.
+  bool CompleteSubmitLocked(const Dispatch& d, const absl::StatusOr<apb::Replica>& result,
+                            std::vector<std::pair<v1::JobRecord, int64_t>>* writes);
   // Copies the task's datasets to the replica's center, then submits it.
   void Stage(const Dispatch& d);
   // Ends an attempt that could not start (refused submit, failed staging): retried by the
@@ -140,6 +151,13 @@ class JobManager {
   std::map<std::string, std::string> addresses_;
   std::set<std::string> watched_;
   std::set<std::string> watch_connected_;
+  struct Outbox {
+    std::deque<Dispatch> pending;  // submits not yet sent
+    int senders = 0;               // SendBatches running for the center
+  };
+  static constexpr int kSendersPerCenter = 4;
+  static constexpr size_t kSubmitBatch = 256;
+  std::map<std::string, Outbox> outboxes_;  // by center
   std::set<std::pair<std::string, int>> resubmit_;  // (job, replica) whose submit failed for a passing reason
   std::vector<std::thread> watchers_;
   std::atomic<bool> stopping_{false};

@@ -45,6 +45,24 @@ absl::Status JobStore::Save(const v1::JobRecord& job, int64_t version, const std
   });
 }
 
+absl::Status JobStore::SaveMany(const std::vector<std::pair<v1::JobRecord, int64_t>>& jobs) {
+  if (jobs.empty()) return absl::OkStatus();
+  std::vector<std::string> docs;
+  for (const auto& [job, version] : jobs) {
+    JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(job));
+    docs.push_back(std::move(doc));
+  }
+  return committer_.Commit([&](store::Transaction& txn) -> absl::Status {
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const auto& [job, version] = jobs[i];
+      JC_RETURN_IF_ERROR(txn.Exec("UPDATE jobs SET status = $1, version = $2, doc = $3 WHERE id = $4 AND version < $2",
+                                  {job.status(), version, docs[i], job.job_id()})
+                             .status());
+    }
+    return absl::OkStatus();
+  });
+}
+
 absl::Status JobStore::SaveCursor(const std::string& center_id, uint64_t cursor) {
   return committer_.Commit([&](store::Transaction& txn) { return UpsertCursor(txn, center_id, cursor); });
 }

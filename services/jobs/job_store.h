@@ -29,6 +29,8 @@ class JobStore {
   // the watch cursor of that center, in the same transaction.
   absl::Status Save(const v1::JobRecord& job, int64_t version, const std::string& cursor_center = "",
                     uint64_t cursor = 0);
+  // Several jobs in one transaction (a scheduling cycle's decisions, a batch of submits).
+  absl::Status SaveMany(const std::vector<std::pair<v1::JobRecord, int64_t>>& jobs);
   absl::Status SaveCursor(const std::string& center_id, uint64_t cursor);
 
   absl::StatusOr<v1::JobRecord> Get(const std::string& job_id);

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -24,6 +25,14 @@ class AdapterClient {
   virtual absl::StatusOr<apb::CenterInfo> GetCenterInfo(const std::string& address, absl::Duration timeout) = 0;
   // Idempotent by the replica key: a repeated submit returns the replica already there.
   virtual absl::StatusOr<apb::Replica> Submit(const std::string& address, const apb::SubmitReplicaRequest& req) = 0;
+  // Several submits in one call (SubmitReplicas), answered in order. The default, and the
+  // gRPC client toward an adapter without SubmitReplicas, submits one at a time.
+  virtual std::vector<absl::StatusOr<apb::Replica>> SubmitMany(const std::string& address,
+                                                               const std::vector<apb::SubmitReplicaRequest>& reqs) {
+    std::vector<absl::StatusOr<apb::Replica>> out;
+    for (const auto& req : reqs) out.push_back(Submit(address, req));
+    return out;
+  }
   virtual absl::Status Stop(const std::string& address, const apb::ReplicaKey& key) = 0;
   virtual absl::StatusOr<apb::Replica> Get(const std::string& address, const apb::ReplicaKey& key) = 0;
   // Streams events after `since_cursor` to `on_event` until the stream ends, `cancelled`

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/grpc_status.h"
@@ -45,6 +46,41 @@ class GrpcAdapterClient final : public AdapterClient {
     apb::Replica out;
     grpc::Status s = Stub(address)->SubmitReplica(&ctx, req, &out);
     if (!s.ok()) return Failure(address, s);
+    return out;
+  }
+  std::vector<absl::StatusOr<apb::Replica>> SubmitMany(const std::string& address,
+                                                       const std::vector<apb::SubmitReplicaRequest>& reqs) override {
+    if (reqs.size() == 1 || !Batches(address)) return AdapterClient::SubmitMany(address, reqs);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+    apb::SubmitReplicasRequest req;
+    for (const auto& r : reqs) *req.add_replicas() = r;
+    apb::SubmitReplicasResponse resp;
+    grpc::Status s = Stub(address)->SubmitReplicas(&ctx, req, &resp);
+    if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+      // An adapter built before SubmitReplicas: one call per replica from now on.
+      absl::MutexLock lock(&mu_);
+      no_batches_.insert(address);
+      return AdapterClient::SubmitMany(address, reqs);
+    }
+    std::vector<absl::StatusOr<apb::Replica>> out;
+    if (s.ok() && resp.results_size() != static_cast<int>(reqs.size())) {
+      s = grpc::Status(grpc::StatusCode::INTERNAL,
+                       absl::StrCat("SubmitReplicas answered ", resp.results_size(), " of ", reqs.size(), " replicas"));
+    }
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      if (!s.ok()) {
+        out.push_back(Failure(address, s));
+        continue;
+      }
+      auto& result = *resp.mutable_results(static_cast<int>(i));
+      if (result.code() == 0) {
+        out.push_back(std::move(*result.mutable_replica()));
+      } else {
+        out.push_back(absl::Status(static_cast<absl::StatusCode>(result.code()),
+                                   absl::StrCat("adapter at ", address, ": ", result.message())));
+      }
+    }
     return out;
   }
   absl::Status Stop(const std::string& address, const apb::ReplicaKey& key) override {
@@ -134,8 +170,13 @@ class GrpcAdapterClient final : public AdapterClient {
     }
     return stub.get();
   }
+  bool Batches(const std::string& address) {
+    absl::MutexLock lock(&mu_);
+    return !no_batches_.contains(address);
+  }
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<apb::Adapter::Stub>> stubs_;
+  absl::flat_hash_set<std::string> no_batches_;  // adapters that answered SubmitReplicas UNIMPLEMENTED
 };
 
 }  // namespace
