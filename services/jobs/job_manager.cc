@@ -29,6 +29,7 @@ struct JobManager::Metrics {
   prometheus::Counter* scheduled;
   prometheus::Counter* dispatch_transient;
   prometheus::Counter* dispatch_refused;
+  prometheus::Histogram* dispatch_batch;
   prometheus::Gauge* queue_length;
   prometheus::Family<prometheus::Gauge>* jobs;
   prometheus::Family<prometheus::Counter>* ended;
@@ -399,6 +400,7 @@ void JobManager::SendBatches(const std::string& center_id) {
         return;
       }
     }
+    if (metrics_) metrics_->dispatch_batch->Observe(static_cast<double>(reqs.size()));
     auto address = AdapterAddress(center_id);
     std::vector<absl::StatusOr<apb::Replica>> results =
         address.ok() ? adapters_->SubmitMany(*address, reqs)
@@ -862,6 +864,12 @@ void JobManager::EnableMetrics(prometheus::Registry& registry) {
                             .Register(registry)
                             .Add({}, prometheus::Histogram::BucketBoundaries{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                                                              0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60});
+  m->dispatch_batch = &prometheus::BuildHistogram()
+                           .Name("jc_dispatch_batch_replicas")
+                           .Help("Replicas per submit call to an adapter (dispatches that queued while the "
+                                 "center's senders were busy go together)")
+                           .Register(registry)
+                           .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128, 256});
   auto& scheduled = prometheus::BuildCounter()
                         .Name("jc_jobs_scheduled_total")
                         .Help("Jobs whose every sub-task was handed to a center (throughput N of formula 4)")

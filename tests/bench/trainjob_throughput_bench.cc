@@ -189,7 +189,14 @@ int main(int argc, char** argv) {
               jobs, clients, submitted_s, jobs / submitted_s, total_s, jobs / total_s,
               refused ? " (some refused!)" : "");
   if (refused) std::printf("    %d refused; the first: %s\n", refused.load(), first_error.c_str());
-  std::printf("    slowest REST create: %.1f ms\n", slowest_us.load() / 1000.0);
+  double batches = 0, batched = 0;
+  if (auto r = admin.Get("/metrics")) {
+    std::smatch m;
+    if (std::regex_search(r->body, m, std::regex(R"(\njc_dispatch_batch_replicas_count ([0-9.e+]+))"))) batches = std::stod(m[1]);
+    if (std::regex_search(r->body, m, std::regex(R"(\njc_dispatch_batch_replicas_sum ([0-9.e+]+))"))) batched = std::stod(m[1]);
+  }
+  std::printf("    slowest REST create: %.1f ms; %.1f replicas per submit call to the adapter on average\n",
+              slowest_us.load() / 1000.0, batches > 0 ? batched / batches : 0.0);
   slowest_us = 0;
 
   // (2) T at an offered load.

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <regex>
 #include <set>
+#include <thread>
 
 #include "tests/testing/local_adapter.h"
 #include "tests/testing/process.h"
@@ -239,6 +240,39 @@ TEST_CASE("bad trainjob input gets a clear envelope error and writes nothing [A1
 }  // namespace
 
 namespace {
+
+// The value of an unlabelled series in a Prometheus text exposition (-1: absent).
+double Metric(const std::string& exposition, const std::string& series) {
+  std::smatch m;
+  if (!std::regex_search(exposition, m, std::regex("\n" + series + " ([0-9.e+]+)"))) return -1;
+  return std::stod(m[1]);
+}
+
+TEST_CASE("a burst of jobs from many clients is dispatched once per replica and every job completes [A7][A11]",
+          "[A7][A11]") {
+  Network n;
+  constexpr int kClients = 8, kJobsEach = 6;
+  std::vector<std::string> ids(kClients * kJobsEach);
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      httplib::Client http("127.0.0.1", n.app->rest_port());
+      for (int j = 0; j < kJobsEach; ++j) {
+        json job = {{"name", "burst"}, {"tasks", {Task("t", "true", "", 2)}}};
+        auto r = http.Post("/openapi/v1/trainjob", job.dump(), "application/json");
+        if (r && r->status == 200) ids[c * kJobsEach + j] = json::parse(r->body)["data"]["jobId"];
+      }
+    });
+  }
+  for (auto& t : clients) t.join();
+  for (const auto& id : ids) REQUIRE_FALSE(id.empty());
+  for (const auto& id : ids) n.WaitForStatus(id, "completed");
+  std::string metrics = n.rest->Raw("/metrics");
+  CHECK(Metric(metrics, "jc_jobs_scheduled_total") == kClients * kJobsEach);
+  // Every replica went to an adapter in exactly one submit (batched or not).
+  CHECK(Metric(metrics, "jc_dispatch_batch_replicas_sum") == 2 * kClients * kJobsEach);
+  CHECK(Metric(metrics, "jc_dispatch_batch_replicas_count") <= 2 * kClients * kJobsEach);
+}
 
 TEST_CASE("every metric the Grafana dashboard queries is exported [A11][C4]", "[A11][C4]") {
   Network n;

@@ -248,6 +248,55 @@ TEST_CASE("conformance: a repeated submit returns the replica already there [A14
   kit.WaitFor(other.key(), pb::REPLICA_SUCCEEDED);
 }
 
+TEST_CASE("conformance: a batch of submits is answered replica by replica, in order [A14][C5]",
+          "[A14][conformance]") {
+  Kit kit;
+  pb::SubmitReplicasRequest batch;
+  *batch.add_replicas() = kit.Request("true");
+  auto bad = kit.Request("true");
+  bad.set_resource_spec_id("no-such-spec");
+  *batch.add_replicas() = bad;
+  *batch.add_replicas() = kit.Request("exit 3");
+  pb::SubmitReplicasResponse first, again;
+  {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx, kit.target_.timeout);
+    grpc::Status s = kit.stub_->SubmitReplicas(&ctx, batch, &first);
+    INFO(s.error_message());
+    REQUIRE(s.ok());
+  }
+  REQUIRE(first.results_size() == 3);
+  CHECK(first.results(0).code() == 0);
+  CHECK(first.results(0).replica().key().job_id() == batch.replicas(0).key().job_id());
+  CHECK(first.results(1).code() == static_cast<int>(grpc::StatusCode::INVALID_ARGUMENT));
+  CHECK(absl::StrContains(first.results(1).message(), "no-such-spec"));
+  CHECK(first.results(2).code() == 0);
+  pb::Replica r;
+  CHECK(kit.Get(bad.key(), &r).error_code() == grpc::StatusCode::NOT_FOUND);
+  // Repeated, the batch gets the replicas already there.
+  {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx, kit.target_.timeout);
+    REQUIRE(kit.stub_->SubmitReplicas(&ctx, batch, &again).ok());
+  }
+  REQUIRE(again.results_size() == 3);
+  CHECK(again.results(0).replica().external_id() == first.results(0).replica().external_id());
+  CHECK(again.results(2).replica().external_id() == first.results(2).replica().external_id());
+  kit.WaitFor(first.results(0).replica().key(), pb::REPLICA_SUCCEEDED);
+  CHECK(kit.WaitFor(first.results(2).replica().key(), pb::REPLICA_FAILED).exit_code() == 3);
+
+  // More than a call may carry is refused whole.
+  pb::SubmitReplicasRequest huge;
+  for (int i = 0; i < 1001; ++i) *huge.add_replicas() = kit.Request("true");
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, kit.target_.timeout);
+  pb::SubmitReplicasResponse none;
+  grpc::Status s = kit.stub_->SubmitReplicas(&ctx, huge, &none);
+  CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(absl::StrContains(s.error_message(), "at most 1000"));
+  CHECK(kit.Get(huge.replicas(0).key(), &r).error_code() == grpc::StatusCode::NOT_FOUND);
+}
+
 TEST_CASE("conformance: the event stream resumes from a cursor after the adapter restarts [A14]",
           "[A14][conformance]") {
   Kit kit;
