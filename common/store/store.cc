@@ -1,6 +1,7 @@
-#include "absl/strings/string_view.h"
 #include "common/store/store.h"
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "common/status_macros.h"
 
 namespace jc::store {
@@ -10,6 +11,21 @@ absl::StatusOr<Rows> Store::Query(absl::string_view sql, const Params& params) {
   JC_ASSIGN_OR_RETURN(Rows rows, txn->Query(sql, params));
   JC_RETURN_IF_ERROR(txn->Commit());
   return rows;
+}
+
+absl::Status Transaction::InsertRow(absl::string_view insert, const Params& row) {
+  return Exec(absl::StrCat(insert, " VALUES ", ValuesList(1, row.size())), row).status();
+}
+
+std::string ValuesList(size_t rows, size_t columns) {
+  std::string out;
+  size_t n = 0;
+  for (size_t r = 0; r < rows; ++r) {
+    absl::StrAppend(&out, r == 0 ? "(" : ", (");
+    for (size_t c = 0; c < columns; ++c) absl::StrAppend(&out, c == 0 ? "$" : ", $", ++n);
+    out += ")";
+  }
+  return out;
 }
 
 absl::StatusOr<int64_t> Store::Exec(absl::string_view sql, const Params& params) {

@@ -34,7 +34,15 @@ class Transaction {
   // Returns the number of rows affected. A unique-key violation is AlreadyExists.
   virtual absl::StatusOr<int64_t> Exec(absl::string_view sql, const Params& params = {}) = 0;
   virtual absl::Status Commit() = 0;
+  // Inserts one row: `insert` is "INSERT INTO t (a, b, c)" and `row` its values. A
+  // transaction may gather rows and send them as one multi-row INSERT before its next
+  // statement or its commit (group commits do: one statement for many jobs). A
+  // unique-key violation is AlreadyExists, then or at that later statement.
+  virtual absl::Status InsertRow(absl::string_view insert, const Params& row);
 };
+
+// "($1, $2, ...), ($3, $4, ...)": the VALUES list of `rows` rows of `columns` values.
+std::string ValuesList(size_t rows, size_t columns);
 
 class Store {
  public:

@@ -25,11 +25,9 @@ absl::Status JobStore::Insert(const v1::JobRecord& job, const std::string& key, 
   JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(job));
   store::SqlValue key_value = key.empty() ? store::SqlValue(nullptr) : store::SqlValue(key);
   return committer_.Commit([&](store::Transaction& txn) {
-    return txn
-        .Exec("INSERT INTO jobs (id, seq, user_name, status, idempotency_key, version, doc) "
-              "VALUES ($1, $2, $3, $4, $5, $6, $7)",
-              {job.job_id(), job.seq(), job.request().user_name(), job.status(), key_value, version, doc})
-        .status();
+    // Concurrent creates become one multi-row INSERT (see GroupCommitter).
+    return txn.InsertRow("INSERT INTO jobs (id, seq, user_name, status, idempotency_key, version, doc)",
+                         {job.job_id(), job.seq(), job.request().user_name(), job.status(), key_value, version, doc});
   });
 }
 
