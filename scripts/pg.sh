@@ -31,9 +31,10 @@ case "$cmd" in
     started=0
     for _ in 1 2 3 4 5; do
       port=$(free_port $((port + 1)))
-      # fsync off: the data is thrown away after the run, and tests should not wait on disks.
+      # fsync off: the data is thrown away after the run, and tests should not wait on
+      # disks. Benchmarks that claim durability set JC_PG_FSYNC=on.
       if as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
-        -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=off -c max_connections=200" \
+        -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=${JC_PG_FSYNC:-off} -c max_connections=200" \
         >/dev/null; then
         started=1
         break
