@@ -483,11 +483,39 @@ void JobManager::FailAttemptLocked(Active& job, int index, const std::string& wh
   rep->set_exit_code(-1);
   scheduler_->Forget(scheduler::Scheduler::ReservationKey(job.record.job_id(), rep->task_index(), rep->replica_index(),
                                                           rep->attempt()));
-  if (RetryIfAllowed(job.record.request().retry_policy(), rep)) {
-    queue_.insert({-job.record.request().scheduling().priority(), job.record.seq(), job.record.job_id()});
-  } else {
-    rep->set_state(v1::ReplicaRecord::FAILED);
+  std::string center = rep->center_id();
+  if (!RetryIfAllowed(job.record.request().retry_policy(), rep)) {
+    rep->set_state(v1::ReplicaRecord::FAILED);  // the status policy ends the job, stopping the rest
+    return;
   }
+  queue_.insert({-job.record.request().scheduling().priority(), job.record.seq(), job.record.job_id()});
+  if (!job.record.request().scheduling().gang()) return;
+  // A gang starts together or not at all: the rest of this attempt is stopped where it
+  // was sent, and waits to be placed again with the replica that could not start.
+  for (int i = 0; i < job.record.replicas_size(); ++i) {
+    auto* other = job.record.mutable_replicas(i);
+    if (i == index || Ended(other->state()) || other->state() == v1::ReplicaRecord::WAITING) continue;
+    StopAtCenterLocked(job.record, i);
+    other->set_attempt(other->attempt() + 1);
+    other->set_state(v1::ReplicaRecord::WAITING);
+    other->clear_center_id();
+    other->clear_dispatched_at();
+    other->set_message(absl::StrCat("requeued with its gang: task ", rep->task_index(), " replica ",
+                                    rep->replica_index(), " could not start on ", center, ": ", why));
+  }
+}
+
+void JobManager::StopAtCenterLocked(const v1::JobRecord& r, int index) {
+  const auto& rep = r.replicas(index);
+  if (rep.center_id().empty()) return;
+  apb::ReplicaKey key = KeyOf(r, index);
+  std::string center = rep.center_id();
+  dispatch_pool_.Run([this, key, center] {
+    auto address = AdapterAddress(center);
+    if (address.ok()) adapters_->Stop(*address, key).IgnoreError();
+  });
+  scheduler_->Forget(
+      scheduler::Scheduler::ReservationKey(r.job_id(), rep.task_index(), rep.replica_index(), rep.attempt()));
 }
 
 void JobManager::Stage(const Dispatch& d) {
@@ -621,16 +649,7 @@ void JobManager::SettleLocked(Active& job) {
   for (int i = 0; i < r.replicas_size(); ++i) {
     auto* rep = r.mutable_replicas(i);
     if (Ended(rep->state())) continue;
-    if (rep->state() != v1::ReplicaRecord::WAITING && !rep->center_id().empty()) {
-      apb::ReplicaKey key = KeyOf(r, i);
-      std::string center = rep->center_id();
-      dispatch_pool_.Run([this, key, center] {
-        auto address = AdapterAddress(center);
-        if (address.ok()) adapters_->Stop(*address, key).IgnoreError();
-      });
-      scheduler_->Forget(scheduler::Scheduler::ReservationKey(r.job_id(), rep->task_index(), rep->replica_index(),
-                                                              rep->attempt()));
-    }
+    if (rep->state() != v1::ReplicaRecord::WAITING) StopAtCenterLocked(r, i);
     rep->set_state(v1::ReplicaRecord::STOPPED);
     rep->set_message(absl::StrCat("stopped: the job ", outcome.status, " (", outcome.reason, ")"));
   }

@@ -114,8 +114,12 @@ class JobManager {
   // Copies the task's datasets to the replica's center, then submits it.
   void Stage(const Dispatch& d);
   // Ends an attempt that could not start (refused submit, failed staging): retried by the
-  // retry policy or failed. Caller holds mu_.
+  // retry policy or failed. A gang's other replicas are stopped and requeued with it (a
+  // new attempt each), so the gang starts whole. Caller holds mu_.
   void FailAttemptLocked(Active& job, int index, const std::string& why);
+  // Stops the replica's current attempt at its center (in the background) and releases
+  // its reservation. Caller holds mu_.
+  void StopAtCenterLocked(const v1::JobRecord& r, int index);
   // Applies an adapter's view of a replica. Caller holds mu_. Returns true when it changed.
   bool ApplyReplica(Active& job, int index, const apb::Replica& replica);
   // Ends the job if its status policy says so, stopping what still runs. Caller holds mu_.

@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "services/southbound/adapter_client.h"
 #include "tests/testing/local_adapter.h"
 #include "tests/testing/process.h"
 #include "tests/testing/test_system.h"
@@ -167,6 +168,57 @@ TEST_CASE("a failed replica is retried on another center, and the job fails when
   CHECK(failed["statusReason"].get<std::string>().find("a replica failed") != std::string::npos);
   auto url = n.rest->Get("/openapi/v1/trainjob/" + id + "/task/0/replica/0/log").body["data"]["logUrl"];
   CHECK(n.rest->http().Get(url.get<std::string>().c_str())->body.find("try 1") != std::string::npos);
+}
+
+TEST_CASE("a gang whose replica is refused at dispatch is stopped and placed again whole [A8][A7]", "[A8][A7]") {
+  Network n;
+  // Spec cpu-2: the catalog says beta (cheap) and gamma offer it, but beta's adapter does
+  // not run it, so beta refuses the submit.
+  jc::testing::LocalAdapter gamma("gamma", 8, "specs:\n  - {id: cpu-2, cpu: 1, memory: 256Mi}\n");
+  n.AddCenter("gamma", gamma.address(), 1);
+  Network::Must(n.rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "cpu-2"},
+                                                          {"resource_spec_name", "1 CPU, other"},
+                                                          {"resource_quantity", {{"cpu", "1"}, {"memory", "256Mi"}}},
+                                                          {"service_type", "batch"},
+                                                          {"price", 5},
+                                                          {"computing_center_list", "beta,gamma"}}));
+  Network::Must(n.rest->Send("PUT", "/openapi/v1/resourcespecs/cpu-2/centers/beta/price", R"({"price": 1})"));
+  Network::Must(n.rest->Send("PUT", "/openapi/v1/resourcespecs/cpu-2/centers/gamma/price", R"({"price": 9})"));
+  REQUIRE(jc::testing::WaitUntil([&] {
+    return n.rest->Get("/scheduler/algorithm/lowest_price/score/gamma?resourceSpecId=cpu-2").http_status == 200;
+  }));
+
+  json job = {{"name", "gang"},
+              {"scheduling", {{"gang", true}}},
+              {"retryPolicy", {{"maxRetries", 1}}},
+              {"tasks",
+               {{{"name", "a"},
+                 {"command", "if [ $JC_ATTEMPT = 0 ]; then sleep 60; fi"},
+                 {"resourceSpecId", "cpu-1"},
+                 {"replicaNumber", 1}},
+                {{"name", "b"}, {"command", "true"}, {"resourceSpecId", "cpu-2"}, {"replicaNumber", 1}}}}};
+  json created = n.Submit(job);
+  std::string id = created["jobId"];
+  CHECK(created["taskInfos"][1]["centerIDs"] == json::array({"beta"}));
+  json done = n.WaitForStatus(id, "completed");
+  CHECK(done["taskInfos"][0]["centerIDs"] == json::array({"alpha"}));
+  CHECK(done["taskInfos"][1]["centerIDs"] == json::array({"gamma"}));
+  // Task a started as attempt 0 with its gang; when b was refused, a was stopped, went
+  // back to wait with b, and ran again as attempt 1 (attempt 0 would have run a minute).
+  auto adapters = jc::southbound::MakeGrpcAdapterClient();
+  jc::southbound::apb::ReplicaKey key;
+  key.set_job_id(id);
+  key.set_attempt(1);
+  auto second = adapters->Get(n.alpha.address(), key);
+  INFO(second.status().ToString());
+  REQUIRE(second.ok());
+  CHECK(second->state() == jc::southbound::apb::REPLICA_SUCCEEDED);
+  key.set_attempt(0);
+  // Attempt 0 was stopped, or never reached alpha when b's refusal came first.
+  CHECK(jc::testing::WaitUntil([&] {
+    auto first = adapters->Get(n.alpha.address(), key);
+    return absl::IsNotFound(first.status()) || (first.ok() && first->state() == jc::southbound::apb::REPLICA_STOPPED);
+  }));
 }
 
 TEST_CASE("status policy any-succeeds completes the job when one replica succeeds [A7]", "[A7]") {
