@@ -91,6 +91,14 @@ const std::vector<Migration>& Migrations() {
            "  center_id TEXT PRIMARY KEY,"
            "  cursor BIGINT NOT NULL)",
        }},
+      {5,
+       "leases: one active instance of a service (the job manager) among several sharing the store",
+       {
+           "CREATE TABLE leases ("
+           "  name TEXT PRIMARY KEY,"
+           "  holder TEXT NOT NULL,"
+           "  expires_at BIGINT NOT NULL)",
+       }},
   };
   return *migrations;
 }

@@ -1,5 +1,7 @@
 #include "services/jobs/job_manager.h"
 
+#include <unistd.h>
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -84,7 +86,65 @@ JobManager::JobManager(store::Store* store, scheduler::Scheduler* scheduler, reg
 
 JobManager::~JobManager() { Stop(); }
 
+namespace {
+
+std::string DefaultInstanceId() {
+  char host[256] = {0};
+  if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == 0) return "jointcloud";
+  return host;
+}
+
+}  // namespace
+
 absl::Status JobManager::Start() {
+  std::string instance = options_.instance_id.empty() ? DefaultInstanceId() : options_.instance_id;
+  lease_ = std::make_unique<store::Lease>(store_, "jobs", instance, options_.lease_ttl);
+  absl::StatusOr<bool> held = lease_->TryAcquire(absl::Now());
+  if (!held.ok()) return held.status();
+  if (*held) return Lead();
+  auto current = lease_->Current();
+  spdlog::warn("job manager: standing by; {} holds the jobs lease (until {}); this instance takes over when it ends",
+               current.ok() ? current->first : "another instance",
+               current.ok() ? absl::FormatTime(current->second) : "unknown");
+  standby_ = std::thread([this] {
+    while (!stopping_) {
+      // A released lease is taken within half a second; an expired one, once it expires.
+      absl::Duration pause = std::min(lease_->ttl() / 4, absl::Milliseconds(500));
+      for (int i = 0; i < 10 && !stopping_; ++i) absl::SleepFor(pause / 10);
+      if (stopping_) return;
+      absl::StatusOr<bool> won = lease_->TryAcquire(absl::Now());
+      if (won.ok() && *won) {
+        spdlog::warn("job manager: the jobs lease is ours ({}); taking over", lease_->holder());
+        if (absl::Status s = Lead(); !s.ok()) {
+          spdlog::critical("job manager: taking over failed: {}", s.ToString());
+          std::abort();  // a half-started leader must not hold the lease; a restart stands by again
+        }
+        return;
+      }
+    }
+  });
+  return absl::OkStatus();
+}
+
+void JobManager::RenewLease() {
+  absl::Time now = absl::Now();
+  if (now - lease_renewed_ < lease_->ttl() / 4) return;
+  absl::StatusOr<bool> held = lease_->TryAcquire(now);
+  if (held.ok() && *held) {
+    lease_renewed_ = now;
+    return;
+  }
+  if ((held.ok() && !*held) || now - lease_renewed_ >= lease_->ttl()) {
+    // Another instance leads now (or may: the lease could not be renewed in time). Two
+    // leaders would place the same jobs differently, so this one stops at once.
+    spdlog::critical("job manager: lost the jobs lease ({}); exiting so that one instance dispatches",
+                     held.ok() ? "another instance took it" : held.status().ToString());
+    std::abort();
+  }
+}
+
+absl::Status JobManager::Lead() {
+  lease_renewed_ = absl::Now();
   auto active = jobs_.LoadActive();
   if (!active.ok()) return active.status();
   auto seq = jobs_.MaxSeq();
@@ -116,6 +176,8 @@ absl::Status JobManager::Start() {
     spdlog::info("job manager: {} jobs not ended reloaded ({} replicas to submit again)", active_.size(),
                  resend.size());
   }
+  // Creates are taken from here on: job ids continue after the reloaded ones.
+  leading_ = true;
   for (const auto& c : centers) EnsureWatcher(c);
   SendDispatches(std::move(resend));
   cycle_.Start(options_.cycle_interval, [this] { RunCycle(); });
@@ -125,6 +187,7 @@ absl::Status JobManager::Start() {
 
 void JobManager::Stop() {
   stopping_ = true;
+  if (standby_.joinable()) standby_.join();
   cycle_.Stop();
   poller_.Stop();
   std::vector<std::thread> watchers;
@@ -133,6 +196,17 @@ void JobManager::Stop() {
     watchers.swap(watchers_);
   }
   for (auto& w : watchers) w.join();
+  // A standby takes over at once rather than after the lease's time to live.
+  if (leading_.exchange(false) && lease_ != nullptr) {
+    if (absl::Status s = lease_->Release(); !s.ok()) spdlog::warn("job manager: releasing the lease: {}", s.ToString());
+  }
+}
+
+absl::Status JobManager::StandbyError() const {
+  auto current = lease_ != nullptr ? lease_->Current() : absl::StatusOr<std::pair<std::string, absl::Time>>();
+  return absl::UnavailableError(absl::StrCat(
+      "this jobs instance is standing by: ", current.ok() && !current->first.empty() ? current->first : "another instance",
+      " holds the jobs lease; send the request there, or retry: this instance takes over when that lease ends"));
 }
 
 apb::ReplicaKey JobManager::KeyOf(const v1::JobRecord& r, int index) const {
@@ -152,6 +226,7 @@ int JobManager::IndexOf(const v1::JobRecord& r, int task, int replica) const {
 }
 
 absl::StatusOr<v1::CreateTrainJobResponse> JobManager::Create(v1::CreateTrainJobRequest req) {
+  if (!leading_) return StandbyError();
   if (absl::Status s = ValidateCreate(req); !s.ok()) return s;
   if (absl::Status s = scheduler_->Validate(req); !s.ok()) return s;
   std::string key = req.idempotency_key();
@@ -278,6 +353,8 @@ std::vector<JobManager::Dispatch> JobManager::ScheduleLocked(Active& job) {
 }
 
 void JobManager::RunCycle() {
+  if (!leading_) return;
+  RenewLease();
   std::vector<Dispatch> dispatches;
   std::vector<std::pair<v1::JobRecord, int64_t>> writes;
   {
@@ -752,6 +829,7 @@ void JobManager::PollFallback() {
 }
 
 absl::Status JobManager::StopJob(const std::string& job_id) {
+  if (!leading_) return StandbyError();
   v1::JobRecord write;
   int64_t version = 0;
   {

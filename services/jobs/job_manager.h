@@ -29,6 +29,7 @@
 #include "absl/status/statusor.h"
 #include "common/clock.h"
 #include "common/periodic_task.h"
+#include "common/store/lease.h"
 #include "common/thread_pool.h"
 #include "services/southbound/adapter_client.h"
 #include "services/jobs/data_mover.h"
@@ -45,6 +46,11 @@ struct JobManagerOptions {
   absl::Duration poll_interval = absl::Seconds(5);          // fallback polls of replicas
   int dispatch_threads = 16;  // submits in flight at once (each waits on an adapter)
   int64_t max_log_bytes = 16 << 20;
+  // Instances sharing a store take turns through the "jobs" lease: one leads (places and
+  // dispatches), the others stand by. The same id re-takes its own lease at once after a
+  // restart; two instances on one host need different ids. Empty: the host name.
+  std::string instance_id;
+  absl::Duration lease_ttl = absl::Seconds(10);
 };
 
 // Appendix A.1-2 / A.1-3 limits.
@@ -63,7 +69,9 @@ class JobManager {
              southbound::AdapterClient* adapters, DataMover* mover, const Clock* clock, JobManagerOptions options);
   ~JobManager();
 
-  // Reloads the jobs not ended, resumes their dispatches and watches, starts the loops.
+  // Takes the jobs lease and leads: reloads the jobs not ended, resumes their dispatches
+  // and watches, starts the loops. When another instance holds the lease, stands by (in
+  // the background) until it ends; meanwhile creates and stops are refused Unavailable.
   absl::Status Start();
   void Stop();
 
@@ -98,6 +106,10 @@ class JobManager {
     bool stage = false;  // copy the task's missing datasets first
   };
 
+  absl::Status Lead();
+  // Renews the lease every quarter of its TTL; exits the process when it was lost.
+  void RenewLease();
+  absl::Status StandbyError() const;
   // Places the waiting replicas of one job; returns the dispatches to send. Caller holds mu_.
   std::vector<Dispatch> ScheduleLocked(Active& job);
   // Queues the dispatches in their centers' outboxes (staging ones go to the pool) and
@@ -167,6 +179,11 @@ class JobManager {
   std::atomic<bool> stopping_{false};
   std::unique_ptr<Metrics> metrics_;
   absl::Time gauges_updated_ = absl::InfinitePast();
+
+  std::unique_ptr<store::Lease> lease_;
+  std::atomic<bool> leading_{false};
+  absl::Time lease_renewed_;  // by the cycle thread only
+  std::thread standby_;
 
   PeriodicTask cycle_;
   PeriodicTask poller_;

@@ -60,6 +60,11 @@ ABSL_FLAG(absl::Duration, center_unavailable_after, absl::Seconds(90),
 ABSL_FLAG(std::string, migration_weights, "",
           "weights of the data migration evaluators, e.g. least_load=2,topology_affinity=1");
 ABSL_FLAG(int, rest_threads, 8, "REST worker threads");
+ABSL_FLAG(std::string, instance_id, "",
+          "this instance's name in the jobs lease (instances sharing a store take turns: one dispatches, the "
+          "others stand by); default: the host name. Two instances on one host need different ids");
+ABSL_FLAG(absl::Duration, jobs_lease_ttl, absl::Seconds(10),
+          "how long the jobs lease outlives a leader that stopped renewing it (a standby takes over after it)");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
 ABSL_FLAG(std::string, log_format, "text", "text or json");
 
@@ -132,6 +137,9 @@ int main(int argc, char** argv) {
   options.upstream_address = absl::GetFlag(FLAGS_upstream_address);
   options.monitor.interval = absl::GetFlag(FLAGS_monitor_interval);
   options.monitor.call_timeout = absl::GetFlag(FLAGS_adapter_timeout);
+  options.jobs.instance_id = absl::GetFlag(FLAGS_instance_id);
+  options.jobs.lease_ttl = absl::GetFlag(FLAGS_jobs_lease_ttl);
+  if (options.jobs.lease_ttl < absl::Seconds(1)) return Fail("--jobs_lease_ttl must be at least 1s");
   if (options.monitor.interval <= absl::ZeroDuration() || options.monitor.call_timeout <= absl::ZeroDuration()) {
     return Fail("--monitor_interval and --adapter_timeout must be positive");
   }

@@ -221,6 +221,76 @@ TEST_CASE("a gang whose replica is refused at dispatch is stopped and placed aga
   }));
 }
 
+// Where two instances of the control plane find one store: a file for SQLite, a schema of
+// its own for PostgreSQL.
+void ShareStore(jc::server::AppOptions& o, const std::string& name) {
+  if (jc::testing::TestStoreBackend() == "sqlite") {
+    o.store_uri = "sqlite://" + (std::filesystem::temp_directory_path() / (name + ".db")).string();
+  } else {
+    o.store_uri = std::getenv("JC_TEST_PG_URI");
+    o.store_schema = name;
+  }
+}
+
+TEST_CASE("a second instance on the same store stands by, then takes over the jobs when the first stops [A7]",
+          "[A7]") {
+  std::string name = "jc_ha_" + std::to_string(getpid());
+  auto options = [&](const std::string& instance) {
+    return [&, instance](jc::server::AppOptions& o) {
+      o.store = nullptr;
+      ShareStore(o, name);
+      o.monitor.interval = absl::Milliseconds(100);
+      o.scheduler_refresh = absl::Milliseconds(50);
+      o.jobs.cycle_interval = absl::Milliseconds(50);
+      o.jobs.instance_id = instance;
+      o.jobs.lease_ttl = absl::Seconds(30);  // the takeover below must not wait for expiry
+    };
+  };
+  Adapter alpha("alpha");
+  auto leader = std::make_unique<jc::testing::TestSystem>(options("one"));
+  jc::testing::TestSystem standby(options("two"));
+  Network::Must(leader->rest->Post("/openapi/v1/centers", {{"ai_center_id", "alpha"}, {"name", "alpha"},
+                                                          {"region", "cn"}, {"adapter_address", alpha.address()},
+                                                          {"capacity", {{"cpu", 8}, {"memory", 8192}}}}));
+  Network::Must(leader->rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "cpu-1"},
+                                                                {"resource_spec_name", "1 CPU"},
+                                                                {"resource_quantity", {{"cpu", "1"}, {"memory", "256Mi"}}},
+                                                                {"service_type", "batch"},
+                                                                {"price", 5},
+                                                                {"computing_center_list", "alpha"}}));
+  json job = {{"name", "ha"}, {"tasks", {Task("t", "sleep 1", "", 1)}}};
+  std::string id;
+  REQUIRE(jc::testing::WaitUntil([&] {
+    auto r = leader->rest->Post("/openapi/v1/trainjob", job);
+    if (r.http_status == 200) id = r.body["data"]["jobId"];
+    return !id.empty();
+  }));
+  // The standby refuses to create or stop, and says who leads; it still reads.
+  auto refused = standby.rest->Post("/openapi/v1/trainjob", job);
+  ExpectError(refused, 503, "standing by");
+  CHECK(refused.body.value("errorMsg", std::string()).find("one") != std::string::npos);
+  CHECK(standby.rest->Get("/openapi/v1/trainjob/" + id).http_status == 200);
+
+  leader->app->Shutdown();
+  leader.reset();
+  // The standby leads now: it finishes the job the first one acknowledged, and takes new ones.
+  json done;
+  REQUIRE(jc::testing::WaitUntil([&] {
+    done = standby.rest->Get("/openapi/v1/trainjob/" + id).body["data"];
+    return done.value("status", "") == "completed";
+  }));
+  std::string next;
+  REQUIRE(jc::testing::WaitUntil([&] {
+    auto r = standby.rest->Post("/openapi/v1/trainjob", job);
+    if (r.http_status == 200) next = r.body["data"]["jobId"];
+    return !next.empty();
+  }));
+  CHECK(next != id);
+  if (jc::testing::TestStoreBackend() == "sqlite") {
+    std::filesystem::remove(std::filesystem::temp_directory_path() / (name + ".db"));
+  }
+}
+
 TEST_CASE("status policy any-succeeds completes the job when one replica succeeds [A7]", "[A7]") {
   Network n;
   json job = {{"name", "race"},

@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "common/store/group_commit.h"
+#include "common/store/lease.h"
 #include "common/store/schema.h"
 #include "tests/testing/test_store.h"
 
@@ -116,4 +117,28 @@ TEST_CASE("group-committed rows from many writers all land, and a duplicate fail
 TEST_CASE("a VALUES list numbers its placeholders row after row", "[C2][store]") {
   CHECK(jc::store::ValuesList(1, 2) == "($1, $2)");
   CHECK(jc::store::ValuesList(2, 3) == "($1, $2, $3), ($4, $5, $6)");
+}
+
+TEST_CASE("a lease has one holder, and another takes it only once it expired or was released", "[A7][store]") {
+  auto store = jc::testing::MakeTestStore();
+  jc::store::Lease a(store.get(), "jobs", "host-a", absl::Seconds(10));
+  jc::store::Lease b(store.get(), "jobs", "host-b", absl::Seconds(10));
+  absl::Time t0 = absl::FromUnixSeconds(1'700'000'000);
+  REQUIRE(*a.TryAcquire(t0));
+  CHECK_FALSE(*b.TryAcquire(t0 + absl::Seconds(1)));
+  CHECK(a.Current()->first == "host-a");
+  // Renewed by its holder, it lasts from the renewal.
+  REQUIRE(*a.TryAcquire(t0 + absl::Seconds(8)));
+  CHECK_FALSE(*b.TryAcquire(t0 + absl::Seconds(12)));
+  // Not renewed, it expires and the other takes it; the first cannot renew any more.
+  CHECK(*b.TryAcquire(t0 + absl::Seconds(19)));
+  CHECK_FALSE(*a.TryAcquire(t0 + absl::Seconds(20)));
+  CHECK(b.Current()->first == "host-b");
+  // Released, it is free at once.
+  REQUIRE(b.Release().ok());
+  CHECK(a.Current()->first.empty());
+  CHECK(*a.TryAcquire(t0 + absl::Seconds(21)));
+  // A lease of another name is another lease.
+  jc::store::Lease other(store.get(), "other", "host-b", absl::Seconds(10));
+  CHECK(*other.TryAcquire(t0 + absl::Seconds(21)));
 }

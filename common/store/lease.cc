@@ -1,0 +1,31 @@
+#include "common/store/lease.h"
+
+#include "absl/strings/numbers.h"
+#include "common/status_macros.h"
+
+namespace jc::store {
+
+absl::StatusOr<bool> Lease::TryAcquire(absl::Time now) {
+  // One statement, so two instances racing for a free lease cannot both win.
+  JC_ASSIGN_OR_RETURN(int64_t changed,
+                      store_->Exec("INSERT INTO leases (name, holder, expires_at) VALUES ($1, $2, $3) "
+                                   "ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, "
+                                   "expires_at = excluded.expires_at "
+                                   "WHERE leases.holder = excluded.holder OR leases.expires_at < $4",
+                                   {name_, holder_, absl::ToUnixMicros(now + ttl_), absl::ToUnixMicros(now)}));
+  return changed > 0;
+}
+
+absl::StatusOr<std::pair<std::string, absl::Time>> Lease::Current() {
+  JC_ASSIGN_OR_RETURN(Rows rows, store_->Query("SELECT holder, expires_at FROM leases WHERE name = $1", {name_}));
+  if (rows.empty() || !rows[0][0] || !rows[0][1]) return std::make_pair(std::string(), absl::InfinitePast());
+  int64_t micros = 0;
+  (void)absl::SimpleAtoi(*rows[0][1], &micros);
+  return std::make_pair(*rows[0][0], absl::FromUnixMicros(micros));
+}
+
+absl::Status Lease::Release() {
+  return store_->Exec("DELETE FROM leases WHERE name = $1 AND holder = $2", {name_, holder_}).status();
+}
+
+}  // namespace jc::store

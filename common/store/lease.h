@@ -1,0 +1,40 @@
+#pragma once
+
+// A named lease in the store: at most one holder at a time. The holder renews it well
+// within its time to live; another instance takes it only once it has expired (its holder
+// died or lost the store) or was released. Instances sharing one PostgreSQL use it so
+// that one job manager dispatches while the others stand by (see docs/operations.md).
+// Expiry uses each instance's clock: keep them in sync (NTP) to well under the TTL.
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/store/store.h"
+
+namespace jc::store {
+
+class Lease {
+ public:
+  Lease(Store* store, std::string name, std::string holder, absl::Duration ttl)
+      : store_(store), name_(std::move(name)), holder_(std::move(holder)), ttl_(ttl) {}
+
+  // Takes the lease when it is free or expired, or renews it when this holder has it.
+  // True when this holder holds it until now + ttl.
+  absl::StatusOr<bool> TryAcquire(absl::Time now);
+  // The current holder ("" when nobody holds it) and when its hold ends.
+  absl::StatusOr<std::pair<std::string, absl::Time>> Current();
+  // Gives the lease up, so a standby takes over at once instead of after the TTL.
+  absl::Status Release();
+
+  const std::string& holder() const { return holder_; }
+  absl::Duration ttl() const { return ttl_; }
+
+ private:
+  Store* store_;
+  std::string name_;
+  std::string holder_;
+  absl::Duration ttl_;
+};
+
+}  // namespace jc::store
