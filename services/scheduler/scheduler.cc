@@ -121,13 +121,18 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
     r.sibling_centers = sibling_centers;
     requests.push_back(std::move(r));
   }
-  v1::Placement recorded;
-  v1::Placement* record = explain != nullptr ? explain : (options_.placement_records > 0 ? &recorded : nullptr);
-  JobDecision d = placer_->PlaceJob(requests, snapshot_, *weights, job.scheduling().gang(), record);
-  if (record != nullptr) {
-    record->set_job_id(job_id);
+  // The job's placement record is written in place (it is kept for the most recent jobs).
+  v1::Placement* record = explain;
+  if (options_.placement_records > 0) {
     if (!placements_.count(job_id)) placement_order_.push_back(job_id);
-    placements_[job_id] = *record;
+    v1::Placement& kept = placements_[job_id];
+    kept.Clear();
+    if (record == nullptr) record = &kept;
+  }
+  JobDecision d = placer_->PlaceJob(requests, snapshot_, *weights, job.scheduling().gang(), record);
+  if (record != nullptr) record->set_job_id(job_id);
+  if (options_.placement_records > 0) {
+    if (explain != nullptr) placements_[job_id] = *explain;
     while (static_cast<int>(placement_order_.size()) > options_.placement_records) {
       placements_.erase(placement_order_.front());
       placement_order_.pop_front();

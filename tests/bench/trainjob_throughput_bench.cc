@@ -5,8 +5,8 @@
 // PostgreSQL, REST over loopback HTTP, and an adapter served by the SDK over loopback
 // gRPC whose backend accepts every replica and keeps it pending (so the figures are the
 // control plane's, not a cluster's). Prints figures; asserts nothing.
-//   PG=$(scripts/pg.sh start /tmp/jc-bench-pg)
-//   build/tests/bench/trainjob_throughput_bench "$PG" [jobs=20000] [clients=16] [offered_per_s=1000]
+//   PG=$(JC_PG_FSYNC=on scripts/pg.sh start /tmp/jc-bench-pg)
+//   build/tests/bench/trainjob_throughput_bench "$PG" [jobs=20000] [clients=32] [offered_per_s=1000]
 
 #include <unistd.h>
 
@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
   }
   std::string pg = argv[1];
   int jobs = argc > 2 ? std::atoi(argv[2]) : 20000;
-  int clients = argc > 3 ? std::atoi(argv[3]) : 16;
+  int clients = argc > 3 ? std::atoi(argv[3]) : 32;
   int offered = argc > 4 ? std::atoi(argv[4]) : 1000;
   spdlog::set_level(spdlog::level::warn);
   // As the jointcloud and adapter binaries do (their main functions).
