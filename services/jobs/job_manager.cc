@@ -403,11 +403,13 @@ void JobManager::SendDispatches(std::vector<Dispatch> dispatches) {
       if (d.stage) continue;
       outboxes_[d.center_id].pending.push_back(d);
     }
-    // One sender per center while dispatches trickle in; under load, up to
-    // kSendersPerCenter, each taking what queued meanwhile as one SubmitReplicas call.
+    // A sender per full batch pending plus one, so that a lone dispatch does not wait
+    // behind a call in flight; at most kSendersPerCenter. Each sender takes what queued
+    // while it was busy as one SubmitReplicas call.
     for (auto& [center, box] : outboxes_) {
-      if (!box.pending.empty() && box.senders < kSendersPerCenter &&
-          box.senders * kSubmitBatch < box.pending.size() + kSubmitBatch) {
+      if (box.pending.empty()) continue;
+      size_t wanted = std::min<size_t>(kSendersPerCenter, 2 + (box.pending.size() - 1) / kSubmitBatch);
+      if (static_cast<size_t>(box.senders) < wanted) {
         ++box.senders;
         senders.push_back(center);
       }
@@ -519,17 +521,7 @@ bool JobManager::CompleteSubmitLocked(const Dispatch& d, const absl::StatusOr<ap
     *rep->mutable_dispatched_at() = ToTimestamp(now);
     scheduler_->Reported(key, now);
     ApplyReplica(job, d.replica, *result);
-    bool all_dispatched = std::none_of(job.record.replicas().begin(), job.record.replicas().end(), [](auto& x) {
-      return x.state() == v1::ReplicaRecord::WAITING || x.state() == v1::ReplicaRecord::DISPATCHING;
-    });
-    if (all_dispatched && !job.record.has_scheduled_at()) {
-      // t_s of formula 3: every sub-task handed to a center.
-      *job.record.mutable_scheduled_at() = ToTimestamp(now);
-      if (metrics_) {
-        metrics_->scheduling_time->Observe(absl::ToDoubleSeconds(now - FromProto(job.record.received_at())));
-        metrics_->scheduled->Increment();
-      }
-    }
+    NoteHandedOverLocked(job);
   } else if (rep->state() != v1::ReplicaRecord::DISPATCHING) {
     // Events already show it at the center: the error was about the answer, not the submit.
   } else if (Transient(result.status())) {
@@ -701,7 +693,25 @@ bool JobManager::ApplyReplica(Active& job, int index, const apb::Replica& replic
     default:
       break;
   }
+  if (before == v1::ReplicaRecord::DISPATCHING && rep->state() != before) NoteHandedOverLocked(job);
   return rep->state() != before || replica.state() == apb::REPLICA_FAILED || replica.state() == apb::REPLICA_STOPPED;
+}
+
+void JobManager::NoteHandedOverLocked(Active& job) {
+  if (job.record.has_scheduled_at()) return;
+  bool all_at_centers = std::none_of(job.record.replicas().begin(), job.record.replicas().end(), [](auto& x) {
+    return x.state() == v1::ReplicaRecord::WAITING || x.state() == v1::ReplicaRecord::STAGING ||
+           x.state() == v1::ReplicaRecord::DISPATCHING;
+  });
+  if (!all_at_centers) return;
+  // t_s of formula 3: every sub-task handed to a center (known from the submit's answer
+  // or, when the center is quicker, from its events).
+  absl::Time now = clock_->Now();
+  *job.record.mutable_scheduled_at() = ToTimestamp(now);
+  if (metrics_) {
+    metrics_->scheduling_time->Observe(absl::ToDoubleSeconds(now - FromProto(job.record.received_at())));
+    metrics_->scheduled->Increment();
+  }
 }
 
 void JobManager::SettleLocked(Active& job) {

@@ -134,6 +134,8 @@ class JobManager {
   void StopAtCenterLocked(const v1::JobRecord& r, int index);
   // Applies an adapter's view of a replica. Caller holds mu_. Returns true when it changed.
   bool ApplyReplica(Active& job, int index, const apb::Replica& replica);
+  // Records t_s and T once every replica of the job has reached its center. Caller holds mu_.
+  void NoteHandedOverLocked(Active& job);
   // Ends the job if its status policy says so, stopping what still runs. Caller holds mu_.
   void SettleLocked(Active& job);
   // Persists the job (and a watch cursor). Caller must not hold mu_.
