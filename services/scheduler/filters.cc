@@ -1,5 +1,7 @@
 #include "services/scheduler/filters.h"
 
+#include <optional>
+
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -15,7 +17,9 @@ std::string Describe(const Resources& r) {
 }  // namespace
 
 const char* FilterCenter(const PlacementRequest& request, const CenterView& center, bool ignore_avoid,
-                         std::string* reason, const SpecAtCenter** spec_out) {
+                         std::string* reason, const SpecAtCenter** spec_out, const RequestKeys* keys) {
+  std::optional<RequestKeys> own;
+  if (keys == nullptr) keys = &own.emplace(request);
   if (!center.available) {
     if (reason) *reason = "the center is not available (status unknown or unavailable)";
     return kFilterAvailable;
@@ -33,33 +37,33 @@ const char* FilterCenter(const PlacementRequest& request, const CenterView& cent
     }
     return kFilterSecurity;
   }
-  auto spec = center.specs.find(request.spec_id);
-  if (spec == center.specs.end()) {
+  const SpecAtCenter* spec = center.FindSpec(keys->spec);
+  if (spec == nullptr) {
     if (reason) *reason = absl::StrCat("the center does not offer resource spec ", request.spec_id);
     return kFilterSpec;
   }
-  if (!center.free.Covers(spec->second.quantity)) {
+  if (!center.free.Covers(spec->quantity)) {
     if (reason) {
-      *reason = absl::StrCat("not enough free: needs ", Describe(spec->second.quantity), "; free ",
-                             Describe(center.free));
+      *reason = absl::StrCat("not enough free: needs ", Describe(spec->quantity), "; free ", Describe(center.free));
     }
     return kFilterCapacity;
   }
-  if (!request.image_id.empty() && !center.images.contains(request.image_id)) {
+  if (!request.image_id.empty() && !center.HasImage(keys->image)) {
     if (reason) *reason = absl::StrCat("image ", request.image_id, " is not present at the center");
     return kFilterImage;
   }
-  for (const auto& d : request.datasets) {
-    if (d.is_private && !center.datasets.contains(d.key)) {
+  for (size_t k = 0; k < request.datasets.size(); ++k) {
+    const auto& d = request.datasets[k];
+    if (d.is_private && !center.HasDataset(keys->datasets[k])) {
       if (reason) *reason = absl::StrCat("private dataset ", d.key, " is elsewhere and must not move");
       return kFilterPrivateData;
     }
   }
-  if (!ignore_avoid && request.avoid_centers.contains(center.id)) {
+  if (!ignore_avoid && !request.avoid_centers.empty() && request.avoid_centers.contains(center.id)) {
     if (reason) *reason = "an earlier attempt of this replica failed here; another center is preferred";
     return kFilterAvoid;
   }
-  if (spec_out) *spec_out = &spec->second;
+  if (spec_out) *spec_out = spec;
   return nullptr;
 }
 

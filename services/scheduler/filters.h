@@ -24,7 +24,9 @@ inline constexpr const char* kFilterAvoid = "retry_elsewhere";
 // with a sentence in `reason` when `reason` is not null (the hot path passes null).
 // With `ignore_avoid`, earlier failures do not remove a center. When it passes and `spec`
 // is not null, *spec is the requested spec as the center offers it.
+// `keys` are the request's keys hashed (the placer hashes them once per decision); null:
+// hashed here.
 const char* FilterCenter(const PlacementRequest& request, const CenterView& center, bool ignore_avoid,
-                         std::string* reason, const SpecAtCenter** spec = nullptr);
+                         std::string* reason, const SpecAtCenter** spec = nullptr, const RequestKeys* keys = nullptr);
 
 }  // namespace jc::scheduler

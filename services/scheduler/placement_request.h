@@ -31,4 +31,14 @@ struct PlacementRequest {
   absl::Time deadline = absl::InfiniteFuture();  // QoS target; infinite: none
 };
 
+// The request's lookup keys, hashed once for all centers of a decision.
+struct RequestKeys {
+  explicit RequestKeys(const PlacementRequest& r) : spec(r.spec_id), image(r.image_id) {
+    for (const auto& d : r.datasets) datasets.emplace_back(d.key);
+  }
+  CenterView::Key spec;
+  CenterView::Key image;
+  std::vector<CenterView::Key> datasets;  // as PlacementRequest::datasets
+};
+
 }  // namespace jc::scheduler

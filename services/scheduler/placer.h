@@ -33,7 +33,9 @@ class Placer {
  public:
   Placer(const ScorerRegistry& scorers, const EvaluationModel& model) : scorers_(scorers), model_(model) {}
 
-  // Time spent in each strategy (registry order) and decisions made, since construction.
+  // Time spent in each strategy (registry order) since construction, estimated from one
+  // decision in kTimingSample.
+  static constexpr int kTimingSample = 16;
   const std::vector<int64_t>& scorer_nanos() const { return scorer_nanos_; }
 
   // Not thread-safe: a placer reuses its buffers from one decision to the next.
@@ -60,6 +62,7 @@ class Placer {
   std::vector<int> scores_;  // [candidate * scorers + scorer]
   std::vector<const TopologyPath*> sibling_topologies_;
   std::vector<int64_t> scorer_nanos_;
+  uint64_t decisions_ = 0;
 };
 
 }  // namespace jc::scheduler

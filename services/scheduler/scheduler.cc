@@ -19,7 +19,7 @@ Scheduler::Scheduler(InputsSource* source, const Clock* clock, SchedulerOptions 
 void Scheduler::EnableMetrics(prometheus::Registry& registry) {
   auto& family = prometheus::BuildCounter()
                      .Name("jc_scorer_seconds_total")
-                     .Help("Time spent in each scoring strategy (A11)")
+                     .Help("Time spent in each scoring strategy (A11), estimated from one decision in 16")
                      .Register(registry);
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& s : scorers_.scorers()) scorer_seconds_.push_back(&family.Add({{"algorithm", std::string(s->id())}}));

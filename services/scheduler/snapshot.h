@@ -72,6 +72,20 @@ struct CenterView {
 
   // The job load the standard's least-load and fairness strategies count (6.6.2 a, h).
   int JobLoad() const { return running_tasks + waiting_tasks + assumed_replicas; }
+
+  // Lookups by a key hashed once per decision rather than once per center (a decision
+  // looks the same spec, image and datasets up in every center).
+  struct Key {
+    explicit Key(const std::string& k) : key(&k), hash(absl::flat_hash_set<std::string>::hasher{}(k)) {}
+    const std::string* key;
+    size_t hash;
+  };
+  const SpecAtCenter* FindSpec(const Key& k) const {
+    auto it = specs.find(*k.key, k.hash);
+    return it == specs.end() ? nullptr : &it->second;
+  }
+  bool HasImage(const Key& k) const { return images.find(*k.key, k.hash) != images.end(); }
+  bool HasDataset(const Key& k) const { return datasets.find(*k.key, k.hash) != datasets.end(); }
 };
 
 // A dataset a task reads and where it is.

@@ -21,6 +21,14 @@ inline double MissingDataMb(const PlacementRequest& r, const CenterView& c) {
   }
   return mb;
 }
+// The same with the request's keys hashed once (the placer's way).
+inline double MissingDataMb(const PlacementRequest& r, const RequestKeys& keys, const CenterView& c) {
+  double mb = 0;
+  for (size_t k = 0; k < r.datasets.size(); ++k) {
+    if (!c.HasDataset(keys.datasets[k])) mb += r.datasets[k].size_mb;
+  }
+  return mb;
+}
 
 // Seconds to copy `missing_mb` in (formula 1's t_s - t_0).
 inline double TransferSeconds(double missing_mb, const CenterView& c) {
@@ -41,12 +49,14 @@ struct CandidateFacts {
   double run_seconds = 0;
 };
 
-inline CandidateFacts FactsFor(const PlacementRequest& r, const CenterView& c) {
+inline CandidateFacts FactsFor(const PlacementRequest& r, const RequestKeys& keys, const CenterView& c) {
   CandidateFacts f;
-  f.missing_mb = MissingDataMb(r, c);
+  f.missing_mb = MissingDataMb(r, keys, c);
   f.transfer_seconds = TransferSeconds(f.missing_mb, c);
   f.run_seconds = RunSeconds(r, c);
   return f;
 }
+
+inline CandidateFacts FactsFor(const PlacementRequest& r, const CenterView& c) { return FactsFor(r, RequestKeys(r), c); }
 
 }  // namespace jc::scheduler

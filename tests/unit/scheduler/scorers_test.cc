@@ -1,6 +1,8 @@
 // Each scoring strategy of SPEC A9 ranks candidate centers the way the standard says.
 
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <random>
 #include <map>
 
 #include "services/scheduler/scoring/builtin_scorers.h"
@@ -46,6 +48,34 @@ TEST_CASE("normalization maps the best raw value to 100 and the worst to 0 [A9]"
   std::vector<int> s2(2);
   NormalizeScores(same, false, absl::MakeSpan(s2));
   CHECK(s2 == std::vector<int>{100, 100});
+}
+
+TEST_CASE("normalization rounds half up, the same for every length and direction [A9]", "[A9]") {
+  // Formula: round(100 * (x - lo) / (hi - lo)), or from hi for lower-is-better, computed
+  // two candidates at a time; odd lengths take the scalar tail.
+  std::mt19937 random(7);
+  std::uniform_real_distribution<double> value(-1000, 1000);
+  for (size_t n = 1; n <= 9; ++n) {
+    for (int round = 0; round < 50; ++round) {
+      std::vector<double> raw(n);
+      for (auto& x : raw) x = round % 5 == 0 ? std::floor(value(random) / 100) : value(random);
+      double lo = *std::min_element(raw.begin(), raw.end()), hi = *std::max_element(raw.begin(), raw.end());
+      for (bool higher : {true, false}) {
+        std::vector<int> got(n);
+        NormalizeScores(raw, higher, absl::MakeSpan(got));
+        for (size_t i = 0; i < n; ++i) {
+          int want = hi > lo ? static_cast<int>(100.0 * ((higher ? raw[i] - lo : hi - raw[i]) / (hi - lo)) + 0.5) : 100;
+          INFO("n " << n << " i " << i << " x " << raw[i] << " higher " << higher);
+          REQUIRE(got[i] == want);
+        }
+      }
+    }
+  }
+  // Exact halves round up: 1 of 8 is 12.5 -> 13.
+  std::vector<double> eighths = {0, 1, 8};
+  std::vector<int> s(3);
+  NormalizeScores(eighths, true, absl::MakeSpan(s));
+  CHECK(s == std::vector<int>{0, 13, 100});
 }
 
 TEST_CASE("every built-in strategy is registered once under its algorithm id [A9]", "[A9]") {
