@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # [C1][A12] The README's examples work as written: start the real server on free ports
-# with the demo center scripts/run.sh starts, run the examples (with localhost:8080
-# pointed at it), and check every answer: "Try it", then "Run a job", whose trainjob must
-# really run on the demo center, complete, and have its log download.
+# (on the suite's store: embedded, or PostgreSQL) with the demo center scripts/run.sh
+# starts (nexec master and agents behind the native adapter), run the examples (with
+# localhost:8080 pointed at it), and check every answer: "Try it", then "Run a job",
+# whose trainjob must really run on the demo center, complete, and have its log download.
 set -euo pipefail
 root=$1
 binary=$2
@@ -22,7 +23,12 @@ cleanup() {
 trap cleanup EXIT
 
 adapter=$("$root/scripts/demo-center.sh" start "$work/demo") || { echo "FAIL: the demo center did not start"; exit 1; }
-"$binary" --data_dir="$work/data" --rest_address=127.0.0.1:0 --grpc_address=127.0.0.1:0 \
+# The test script runs the suite once per store: on PostgreSQL, so does this.
+store_args=(--data_dir="$work/data")
+if [[ "${JC_TEST_STORE:-sqlite}" == postgres ]]; then
+  store_args=(--store="$JC_TEST_PG_URI" --store_schema="readme_$$_$RANDOM")
+fi
+"$binary" "${store_args[@]}" --rest_address=127.0.0.1:0 --grpc_address=127.0.0.1:0 \
   --admin_address=127.0.0.1:0 --monitor_interval=200ms --scheduler_refresh=100ms >"$work/server.log" 2>&1 &
 server_pid=$!
 port=""
