@@ -291,6 +291,28 @@ TEST_CASE("a second instance on the same store stands by, then takes over the jo
   }
 }
 
+TEST_CASE("a job that fits nowhere waits with its reason, and runs once capacity frees [A8][A12]", "[A8][A12]") {
+  Network n;
+  // Sixteen one-CPU replicas fill both eight-CPU centers for two seconds.
+  json big = {{"name", "big"}, {"tasks", {Task("t", "sleep 2", "", 16)}}};
+  json placed = n.Submit(big);
+  CHECK(placed["taskInfos"][0]["centerIDs"] == json::array({"alpha", "beta"}));
+  json small = {{"name", "small"}, {"tasks", {Task("t", "true", "", 1)}}};
+  json waiting = n.Submit(small);
+  std::string id = waiting["jobId"];
+  // Acknowledged, not placed: no center in the answer, and the job says why it waits.
+  CHECK(waiting["taskInfos"][0]["centerIDs"] == json::array());
+  json job = n.Job(id);
+  CHECK(job["status"] == "pending");
+  CHECK(job["taskInfos"][0]["replicaStatus"] == json::array({"pending"}));
+  INFO(job.dump());
+  CHECK(job.value("statusReason", "").find("removed by free_capacity: 2") != std::string::npos);
+  // Once the first job's replicas end and the centers report the CPUs free, it runs.
+  json done = n.WaitForStatus(id, "completed");
+  CHECK(done["taskInfos"][0]["centerIDs"].size() == 1);
+  n.WaitForStatus(placed["jobId"], "completed");
+}
+
 TEST_CASE("status policy any-succeeds completes the job when one replica succeeds [A7]", "[A7]") {
   Network n;
   json job = {{"name", "race"},
