@@ -89,10 +89,11 @@ class JobManager {
   absl::StatusOr<std::string> ReadLog(const std::string& job_id, int task_index, int replica_index);
 
   void EnableMetrics(prometheus::Registry& registry);
-  // Runs one scheduling cycle now (tests; the loop runs it every cycle_interval).
-  void RunCycle();
 
  private:
+  // One scheduling cycle (the cycle thread runs it every cycle_interval): places what
+  // waits, resends what failed for a passing reason, renews the lease.
+  void RunCycle();
   struct Active {
     v1::JobRecord record;
     int64_t version = 0;

@@ -52,10 +52,14 @@ TEST_CASE("the monitor polls every adapter: Table 4 usage by API and metrics, an
   s.Register("beta", b.address());
   s.Register("gamma", "127.0.0.1:1");  // nothing listens there
 
+  // Every adapter has been asked once: alpha and beta answered, gamma's call failed.
   json usage;
   bool seen = jc::testing::WaitUntil([&] {
     usage = s.rest->Get("/openapi/v1/centers/alpha/usage").body;
-    return Data(usage, "reachable", false);
+    json beta = s.rest->Get("/openapi/v1/centers/beta/usage").body;
+    json gamma = s.rest->Get("/openapi/v1/centers/gamma/usage").body;
+    return Data(usage, "reachable", false) && Data(beta, "reachable", false) &&
+           !Data(gamma, "last_error", std::string()).empty();
   });
   INFO(usage.dump());
   REQUIRE(seen);
