@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -88,6 +90,13 @@ JobManager::~JobManager() { Stop(); }
 
 namespace {
 
+// Leaves at once (crash-only: the supervisor restarts the process, which stands by), with
+// the log written out.
+[[noreturn]] void ExitNow() {
+  spdlog::default_logger()->flush();
+  std::_Exit(3);
+}
+
 std::string DefaultInstanceId() {
   char host[256] = {0};
   if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == 0) return "jointcloud";
@@ -117,7 +126,7 @@ absl::Status JobManager::Start() {
         spdlog::warn("job manager: the jobs lease is ours ({}); taking over", lease_->holder());
         if (absl::Status s = Lead(); !s.ok()) {
           spdlog::critical("job manager: taking over failed: {}", s.ToString());
-          std::abort();  // a half-started leader must not hold the lease; a restart stands by again
+          ExitNow();  // a half-started leader must not hold the lease; a restart stands by again
         }
         return;
       }
@@ -139,7 +148,7 @@ void JobManager::RenewLease() {
     // leaders would place the same jobs differently, so this one stops at once.
     spdlog::critical("job manager: lost the jobs lease ({}); exiting so that one instance dispatches",
                      held.ok() ? "another instance took it" : held.status().ToString());
-    std::abort();
+    ExitNow();
   }
 }
 
