@@ -9,7 +9,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <thread>
 
+#include "common/store/lease.h"
+#include "common/store/store.h"
 #include "tests/testing/process.h"
 #include "tests/testing/rest_client.h"
 #include "tests/testing/test_store.h"
@@ -26,9 +29,11 @@ std::string TempDir() {
   return dir.string();
 }
 
-std::vector<std::string> StoreFlags(const std::string& dir) {
+std::string Schema(const std::string& name) { return name + "_" + std::to_string(getpid()); }
+
+std::vector<std::string> StoreFlags(const std::string& dir, const std::string& name = "e2e_jobs") {
   if (jc::testing::TestStoreBackend() == "postgres") {
-    std::string schema = "e2e_jobs_" + std::to_string(getpid());
+    std::string schema = Schema(name);
     return {"--store=" + std::string(std::getenv("JC_TEST_PG_URI")), "--store_schema=" + schema};
   }
   return {"--data_dir=" + dir + "/data"};
@@ -130,4 +135,48 @@ TEST_CASE("acknowledged jobs survive SIGKILL of the control plane, and no replic
   server->Signal(SIGTERM);
   server->Wait();
   if (all_done) std::filesystem::remove_all(dir);  // kept for the logs when it failed
+}
+
+TEST_CASE("a leader stalled past its lease, whose lease another instance took, exits instead of dispatching [A7]",
+          "[A7]") {
+  std::string dir = TempDir();
+  std::vector<std::string> args{JC_SERVER_BINARY, "--rest_address=127.0.0.1:0", "--grpc_address=127.0.0.1:0",
+                                "--admin_address=127.0.0.1:0", "--instance_id=leader", "--jobs_lease_ttl=1s"};
+  for (auto& f : StoreFlags(dir, "e2e_lease")) args.push_back(f);
+  Process server(args, dir + "/server.log");
+  REQUIRE(server.WaitForLog("jointcloud ready").has_value());  // the job manager leads by then
+
+  // The store as another instance sees it.
+  std::string uri = "sqlite://" + dir + "/data/jointcloud.db", schema;
+  if (jc::testing::TestStoreBackend() == "postgres") {
+    // A row lock held by the stopped leader must fail the takeover, not hang it.
+    uri = std::string(std::getenv("JC_TEST_PG_URI")) + "?options=-c%20lock_timeout%3D1000";
+    schema = Schema("e2e_lease");
+  }
+  auto store = jc::store::OpenStore(uri, schema);
+  REQUIRE(store.ok());
+  jc::store::Lease other(store->get(), "jobs", "other", absl::Seconds(60));
+  CHECK_FALSE(*other.TryAcquire(absl::Now()));  // the leader holds it and renews it
+
+  // The leader stalls (as a paused VM or a long GC would) past its TTL; another instance
+  // takes the lease meanwhile.
+  server.Signal(SIGSTOP);
+  bool taken = jc::testing::WaitUntil([&] {
+    auto won = other.TryAcquire(absl::Now());
+    if (!won.ok()) {
+      // Stopped inside a write: let it finish that, then stop it again.
+      server.Signal(SIGCONT);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      server.Signal(SIGSTOP);
+    }
+    return won.ok() && *won;
+  });
+  server.Signal(SIGCONT);
+  REQUIRE(taken);
+  auto code = server.Wait(std::chrono::seconds(10));
+  INFO(server.Log());
+  REQUIRE(code.has_value());
+  CHECK(*code == 3);
+  CHECK(server.Log().find("lost the jobs lease") != std::string::npos);
+  std::filesystem::remove_all(dir);
 }
