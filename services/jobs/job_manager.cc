@@ -408,14 +408,17 @@ void JobManager::SendDispatches(std::vector<Dispatch> dispatches) {
   std::vector<std::string> senders;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::string> touched;  // usually one or two centers: not every outbox
     for (auto& d : dispatches) {
       if (d.stage) continue;
       outboxes_[d.center_id].pending.push_back(d);
+      if (std::find(touched.begin(), touched.end(), d.center_id) == touched.end()) touched.push_back(d.center_id);
     }
     // A sender per full batch pending plus one, so that a lone dispatch does not wait
     // behind a call in flight; at most kSendersPerCenter. Each sender takes what queued
     // while it was busy as one SubmitReplicas call.
-    for (auto& [center, box] : outboxes_) {
+    for (const auto& center : touched) {
+      Outbox& box = outboxes_[center];
       if (box.pending.empty()) continue;
       size_t wanted = std::min<size_t>(kSendersPerCenter, 2 + (box.pending.size() - 1) / kSubmitBatch);
       if (static_cast<size_t>(box.senders) < wanted) {
