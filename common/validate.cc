@@ -21,6 +21,18 @@ absl::Status CheckId(absl::string_view field, absl::string_view value) {
           absl::StrCat(field, " \"", value, "\" may only contain letters, digits, '-', '_' and '.'"));
     }
   }
+  return CheckPathComponent(field, value);
+}
+
+absl::Status CheckPathComponent(absl::string_view field, absl::string_view value) {
+  if (value.empty()) return absl::InvalidArgumentError(absl::StrCat(field, " is required"));
+  if (value == "." || value == "..") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, " \"", value, "\" is not allowed: it would name a directory, not an item in it"));
+  }
+  if (value.find('/') != absl::string_view::npos || value.find('\0') != absl::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " must not contain '/' or NUL"));
+  }
   return absl::OkStatus();
 }
 

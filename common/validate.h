@@ -16,8 +16,12 @@ namespace jc {
 // The standard bounds ids and names at "less than 64 bytes".
 inline constexpr size_t kMaxShortField = 63;
 
-// A required identifier: 1..63 bytes of [A-Za-z0-9._-], since ids appear in URL paths.
+// A required identifier: 1..63 bytes of [A-Za-z0-9._-], since ids appear in URL paths,
+// and never "." or "..", since ids become file and directory names at centers.
 absl::Status CheckId(absl::string_view field, absl::string_view value);
+// A name that becomes one path component (a dataset name or version, a replica or log
+// file name): not empty, not "." or "..", no '/' and no NUL.
+absl::Status CheckPathComponent(absl::string_view field, absl::string_view value);
 // A required text field of 1..max_bytes bytes.
 absl::Status CheckRequiredText(absl::string_view field, absl::string_view value,
                                size_t max_bytes = kMaxShortField);

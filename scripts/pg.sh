@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL for tests: `scripts/pg.sh start DIR` initializes a cluster in DIR,
 # starts it on a free loopback port as a non-root user and prints its connection URI;
-# `scripts/pg.sh stop DIR` stops it. PostgreSQL refuses to run as root, so as root it
+# `scripts/pg.sh stop DIR` stops it. For fault tests: `restart` (immediate), `kill` (down at
+# once) and `resume` (up again on the same port). PostgreSQL refuses to run as root, so as root it
 # runs as the `postgres` user that Debian's package creates.
 set -euo pipefail
 cmd=$1
@@ -44,6 +45,25 @@ case "$cmd" in
     echo "$port" >"$dir/port"
     echo "postgresql://postgres@127.0.0.1:$port/postgres"
     ;;
+  restart)
+    # An immediate restart (as after a crash or a failover): connections drop at once,
+    # uncommitted transactions are lost, and the server comes back on the same port.
+    port=$(cat "$dir/port")
+    as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 -m immediate restart \
+      -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=${JC_PG_FSYNC:-off} -c max_connections=200" \
+      >/dev/null
+    ;;
+  kill)
+    # The database goes away at once, as on a crash (tests: the store is down).
+    as_owner "$bindir/pg_ctl" -D "$dir/data" -w -m immediate stop >/dev/null
+    ;;
+  resume)
+    # Back on the port it had.
+    port=$(cat "$dir/port")
+    as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
+      -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=${JC_PG_FSYNC:-off} -c max_connections=200" \
+      >/dev/null
+    ;;
   stop)
     if [[ -f "$dir/data/postmaster.pid" ]]; then
       as_owner "$bindir/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null || true
@@ -51,7 +71,7 @@ case "$cmd" in
     rm -rf "$dir"
     ;;
   *)
-    echo "usage: pg.sh start|stop DIR" >&2
+    echo "usage: pg.sh start|restart|kill|resume|stop DIR" >&2
     exit 2
     ;;
 esac

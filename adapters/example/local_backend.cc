@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -62,12 +63,16 @@ absl::StatusOr<pb::Usage> LocalBackend::GetUsage() {
 }
 
 absl::StatusOr<std::string> LocalBackend::Submit(const ReplicaLaunch& launch) {
-  // The replica's name is its id: a repeated submit finds the directory already there.
+  // The replica's name is its id, and creating its directory claims it: a repeated submit
+  // (after this adapter died anywhere between here and recording the replica) finds the
+  // directory and starts nothing, so no replica runs twice.
   fs::path dir = Dir(launch.name);
   std::error_code ec;
-  if (fs::exists(dir / "pid")) return launch.name;
-  fs::create_directories(dir, ec);
-  if (ec) return absl::UnavailableError(absl::StrCat("cannot create ", dir.string(), ": ", ec.message()));
+  fs::create_directories(work_dir_, ec);
+  if (!fs::create_directory(dir, ec)) {
+    if (ec) return absl::UnavailableError(absl::StrCat("cannot create ", dir.string(), ": ", ec.message()));
+    return launch.name;  // claimed before
+  }
   // A wrapper shell runs the command and writes its exit code when it ends; it runs in
   // its own session so it outlives an adapter restart.
   std::vector<std::string> env_strings;
@@ -79,8 +84,10 @@ absl::StatusOr<std::string> LocalBackend::Submit(const ReplicaLaunch& launch) {
   std::vector<char*> envp;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
+  // The wrapper records its own pid first, so a replica whose adapter died before writing
+  // it below is still followed.
   std::string script =
-      "cd \"$JC_REPLICA_DIR\" && /bin/sh -c \"$JC_REPLICA_COMMAND\" >stdout 2>stderr </dev/null; "
+      "cd \"$JC_REPLICA_DIR\" && echo $$ >pid.tmp && mv pid.tmp pid && /bin/sh -c \"$JC_REPLICA_COMMAND\" >stdout 2>stderr </dev/null; "
       "echo $? >exit.tmp && mv exit.tmp exit";
   std::string sh = "/bin/sh", dash_c = "-c";
   char* argv[] = {sh.data(), dash_c.data(), script.data(), nullptr};
@@ -91,13 +98,19 @@ absl::StatusOr<std::string> LocalBackend::Submit(const ReplicaLaunch& launch) {
   int rc = posix_spawn(&pid, sh.c_str(), nullptr, &attr, argv, envp.data());
   posix_spawnattr_destroy(&attr);
   if (rc != 0) return absl::ResourceExhaustedError(absl::StrCat("cannot start the replica: ", std::strerror(rc)));
-  std::ofstream(dir / "pid") << pid << "\n";
+  // Answered once the wrapper has recorded its pid, so that a stop right after the
+  // submit finds the process (the wrapper writes it first thing: this is a few ms).
+  for (int i = 0; i < 2000 && !fs::exists(dir / "pid"); ++i) {
+    if (waitpid(pid, nullptr, WNOHANG) == pid) break;  // it ended already (cd failed)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   return launch.name;
 }
 
 ReplicaObservation LocalBackend::Observe(const std::string& id) {
   fs::path dir = Dir(id);
   ReplicaObservation o;
+  std::error_code ec;
   int pid = 0;
   absl::SimpleAtoi(ReadSmallFile(dir / "pid"), &pid);
   if (pid > 0) waitpid(pid, nullptr, WNOHANG);  // reap it if it is our child
@@ -109,6 +122,9 @@ ReplicaObservation LocalBackend::Observe(const std::string& id) {
     if (exit_code != 0) o.message = absl::StrCat("exited with ", exit_code);
   } else if (Alive(pid)) {
     o.state = pb::REPLICA_RUNNING;
+  } else if (pid <= 0 && fs::exists(dir) &&
+             fs::file_time_type::clock::now() - fs::last_write_time(dir, ec) < std::chrono::seconds(10)) {
+    o.state = pb::REPLICA_PENDING;  // claimed and starting: its wrapper has not written its pid yet
   } else if (fs::exists(dir / "stopped")) {
     o.state = pb::REPLICA_STOPPED;
     o.exit_code = 128 + SIGKILL;
@@ -126,7 +142,7 @@ absl::StatusOr<std::map<std::string, ReplicaObservation>> LocalBackend::Poll(
   std::map<std::string, ReplicaObservation> out;
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& id : ids) {
-    if (!fs::exists(fs::path(Dir(id)) / "pid")) continue;  // unknown here
+    if (!fs::exists(fs::path(Dir(id)))) continue;  // unknown here
     out[id] = Observe(id);
     if (out[id].state == pb::REPLICA_RUNNING) {
       running_.insert(id);

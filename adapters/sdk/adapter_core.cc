@@ -13,7 +13,10 @@
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
 #include "common/store/doc.h"
+#include "absl/strings/str_format.h"
+#include "common/path_inside.h"
 #include "common/timestamp.h"
+#include "common/validate.h"
 
 namespace jc::adapter {
 namespace {
@@ -25,11 +28,13 @@ bool Ended(pb::ReplicaState s) {
 absl::Status ValidateKey(const pb::ReplicaKey& key) {
   if (key.job_id().empty()) return absl::InvalidArgumentError("the replica key has no job_id");
   if (key.job_id().size() > 128) return absl::InvalidArgumentError("job_id is longer than 128 bytes");
-  for (char c : key.job_id()) {
-    // The name goes to the center's scheduler as a job name and a file name.
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') {
-      return absl::InvalidArgumentError(
-          absl::StrCat("job_id \"", key.job_id(), "\" may hold only letters, digits, '-', '_' and '.'"));
+  // The name goes to the center's scheduler as a job name and a file name: '.' and '..'
+  // would name a directory above the replica's.
+  JC_RETURN_IF_ERROR(CheckPathComponent("job_id", key.job_id()));
+  if (key.origin().size() > 32) return absl::InvalidArgumentError("origin is longer than 32 bytes");
+  for (char c : key.origin()) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) {
+      return absl::InvalidArgumentError(absl::StrCat("origin \"", key.origin(), "\" may hold only letters and digits"));
     }
   }
   if (key.task_index() < 0 || key.replica_index() < 0 || key.attempt() < 0) {
@@ -38,11 +43,35 @@ absl::Status ValidateKey(const pb::ReplicaKey& key) {
   return absl::OkStatus();
 }
 
+// What a submit asks for, as a stable digest (FNV-1a 64 over length-prefixed fields, so
+// that it is the same in every process and release): a repeated submit of a key must ask
+// for the same.
+std::string SpecDigest(const pb::SubmitReplicaRequest& req) {
+  uint64_t h = 1469598103934665603ull;
+  auto add = [&h](absl::string_view field) {
+    std::string framed = absl::StrCat(field.size(), ":", field);
+    for (unsigned char c : framed) {
+      h ^= c;
+      h *= 1099511628211ull;
+    }
+  };
+  add(req.command());
+  add(req.image_id());
+  add(req.resource_spec_id());
+  add(req.user());
+  std::map<std::string, std::string> env(req.env().begin(), req.env().end());  // sorted
+  for (const auto& [k, v] : env) {
+    add(k);
+    add(v);
+  }
+  return absl::StrFormat("%016x", h);
+}
+
 }  // namespace
 
 std::string ReplicaName(const pb::ReplicaKey& key) {
-  return absl::StrCat("jc-", key.job_id(), "-", key.task_index(), "-", key.replica_index(), "-",
-                      key.attempt());
+  return absl::StrCat("jc-", key.origin(), key.origin().empty() ? "" : "-", key.job_id(), "-", key.task_index(),
+                      "-", key.replica_index(), "-", key.attempt());
 }
 
 struct AdapterCore::Metrics {
@@ -51,6 +80,7 @@ struct AdapterCore::Metrics {
   prometheus::Counter& refused;
   prometheus::Counter& events;
   prometheus::Family<prometheus::Gauge>& replicas;
+  prometheus::Counter& collisions;
 };
 
 AdapterCore::AdapterCore(Backend* backend, CenterConfig center, store::Store* store,
@@ -115,7 +145,8 @@ void AdapterCore::EnableMetrics(prometheus::Registry& registry) {
                        .Register(registry);
   metrics_ = std::make_unique<Metrics>(Metrics{submits, submits.Add({{"outcome", "accepted"}}),
                                                submits.Add({{"outcome", "refused"}}),
-                                               events.Add({}), replicas});
+                                               events.Add({}), replicas,
+                                               submits.Add({{"outcome", "key_collision"}})});
 }
 
 absl::StatusOr<pb::CenterInfo> AdapterCore::Info() {
@@ -170,7 +201,22 @@ absl::StatusOr<ReplicaLaunch> AdapterCore::Validate(const pb::SubmitReplicaReque
   l.image_id = req.image_id();
   l.env = {req.env().begin(), req.env().end()};
   l.spec = *spec;
+  l.spec_digest = SpecDigest(req);
   return l;
+}
+
+absl::StatusOr<pb::Replica> AdapterCore::Repeated(const pb::Replica& known, const ReplicaLaunch& launch) {
+  // Replicas recorded before digests existed have none: they are taken as they are.
+  if (known.spec_digest().empty() || known.spec_digest() == launch.spec_digest) return known;
+  spdlog::error(
+      "REFUSED a submit of replica {}: a replica with this key ran here before with a different spec (digest {} "
+      "now, {} before). Two control planes, or one whose store was re-initialised or restored, are sending the "
+      "same keys to this center",
+      launch.name, launch.spec_digest, known.spec_digest());
+  if (metrics_) metrics_->collisions.Increment();
+  return absl::AlreadyExistsError(absl::StrCat(
+      "replica key ", launch.name, " is already taken at center ", center_.center_id,
+      " by a replica with a different spec; refusing to answer with another job's replica"));
 }
 
 absl::StatusOr<pb::Replica> AdapterCore::Submit(const pb::SubmitReplicaRequest& req) {
@@ -183,7 +229,7 @@ absl::StatusOr<pb::Replica> AdapterCore::Submit(const pb::SubmitReplicaRequest& 
     std::unique_lock<std::mutex> lock(mu_);
     // A repeat of a submit still under way waits for it and gets its answer.
     submitted_cv_.wait(lock, [&] { return !submitting_.count(launch->name); });
-    if (auto it = replicas_.find(launch->name); it != replicas_.end()) return it->second;
+    if (auto it = replicas_.find(launch->name); it != replicas_.end()) return Repeated(it->second, *launch);
     submitting_.insert(launch->name);
   }
   auto done = [&] {
@@ -216,7 +262,10 @@ absl::StatusOr<std::vector<pb::Replica>> AdapterCore::SubmitGang(const pb::Submi
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& l : launches) {
-      if (auto it = replicas_.find(l.name); it != replicas_.end()) existing.push_back(it->second);
+      if (auto it = replicas_.find(l.name); it != replicas_.end()) {
+        JC_ASSIGN_OR_RETURN(pb::Replica known, Repeated(it->second, l));
+        existing.push_back(std::move(known));
+      }
       if (submitting_.count(l.name)) {
         return absl::AbortedError(absl::StrCat("replica ", l.name, " is being submitted; retry"));
       }
@@ -254,6 +303,7 @@ pb::Replica AdapterCore::Accepted(const ReplicaLaunch& launch, const std::string
   r.set_external_id(external_id);
   r.set_state(pb::REPLICA_PENDING);
   r.set_resource_spec_id(launch.spec.resource_spec_id());
+  r.set_spec_digest(launch.spec_digest);
   *r.mutable_submitted_at() = ToTimestamp(absl::Now());
   return r;
 }
@@ -270,7 +320,7 @@ std::vector<absl::StatusOr<pb::Replica>> AdapterCore::SubmitMany(const pb::Submi
         continue;
       }
       if (auto it = replicas_.find(launch->name); it != replicas_.end()) {
-        out[i] = it->second;  // a repeated submit
+        out[i] = Repeated(it->second, *launch);  // a repeated submit
       } else if (!submitting_.insert(launch->name).second) {
         out[i] = absl::UnavailableError(absl::StrCat("replica ", launch->name, " is being submitted; retry"));
       } else {
@@ -352,8 +402,12 @@ absl::StatusOr<pb::Dataset> AdapterCore::StageDataset(const pb::StageDatasetRequ
         absl::StrCat("center ", center_.center_id, " has no data_dir to stage datasets into"));
   }
   namespace fs = std::filesystem;
-  fs::path dest = fs::path(center_.data_dir) / req.data_name() /
-                  (req.data_version().empty() ? "latest" : req.data_version());
+  // The copy replaces what is at the destination: it must be a directory of its own
+  // inside data_dir, whatever the caller sent as names.
+  JC_ASSIGN_OR_RETURN(fs::path dest,
+                      PathInside(center_.data_dir, {req.data_name(), req.data_version().empty()
+                                                                         ? std::string("latest")
+                                                                         : req.data_version()}));
   std::vector<std::string> errors;
   // The built-in mover copies file:// sources in the order given (datamon's ranking);
   // other schemes belong to a storage system's mover.

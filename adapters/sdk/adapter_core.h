@@ -65,6 +65,9 @@ class AdapterCore {
  private:
   absl::StatusOr<ReplicaLaunch> Validate(const pb::SubmitReplicaRequest& req) const;
   // The adapter's record of a replica the backend accepted as `external_id`.
+  // The answer to a submit of a key already in the book: the replica, or AlreadyExists
+  // when it was submitted with a different spec (a key collision). Caller holds mu_.
+  absl::StatusOr<pb::Replica> Repeated(const pb::Replica& known, const ReplicaLaunch& launch);
   static pb::Replica Accepted(const ReplicaLaunch& launch, const std::string& external_id);
   // Records replicas and their events in one transaction, then publishes the events.
   absl::Status Record(const std::vector<pb::Replica>& changed);

@@ -33,6 +33,7 @@ struct ReplicaLaunch {
   std::string image_id;
   std::map<std::string, std::string> env;
   pb::SpecOffer spec;  // the resource spec, with its quantities
+  std::string spec_digest;  // of what the submit asked for (see Replica.spec_digest)
 };
 
 // What the scheduler says about a replica now.

@@ -71,6 +71,7 @@ class RowBatchingTransaction final : public Transaction {
 
 absl::Status GroupCommitter::RunBatch(const std::vector<std::shared_ptr<Entry>>& batch) {
   JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+  if (prologue_) JC_RETURN_IF_ERROR(prologue_(*txn));
   RowBatchingTransaction batching(*txn);
   for (const auto& e : batch) JC_RETURN_IF_ERROR(e->write(batching));
   return batching.Commit();
@@ -94,8 +95,10 @@ absl::Status GroupCommitter::Commit(std::function<absl::Status(Transaction&)> wr
     absl::Status shared = RunBatch(batch);
     if (shared.ok()) {
       for (auto& e : batch) e->result = absl::OkStatus();
-    } else if (batch.size() == 1) {
-      batch[0]->result = shared;
+    } else if (batch.size() == 1 || shared.code() == absl::StatusCode::kUnavailable) {
+      // Unavailable is the store's or the fence's, not one write's: alone, each would
+      // fail the same way.
+      for (auto& e : batch) e->result = shared;
     } else {
       for (auto& e : batch) e->result = RunBatch({e});
     }

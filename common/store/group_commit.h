@@ -25,6 +25,11 @@ class GroupCommitter {
   // its neighbours.
   absl::Status Commit(std::function<absl::Status(Transaction&)> write);
 
+  // Runs first in every transaction; when it fails, nothing of the batch is written. The
+  // job manager fences its writes with it: they land only while its lease holds. Set it
+  // before the first Commit.
+  void SetPrologue(std::function<absl::Status(Transaction&)> prologue) { prologue_ = std::move(prologue); }
+
  private:
   struct Entry {
     std::function<absl::Status(Transaction&)> write;
@@ -34,6 +39,7 @@ class GroupCommitter {
   absl::Status RunBatch(const std::vector<std::shared_ptr<Entry>>& batch);
 
   Store* store_;
+  std::function<absl::Status(Transaction&)> prologue_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Entry>> queue_;

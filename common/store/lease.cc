@@ -1,6 +1,7 @@
 #include "common/store/lease.h"
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
 namespace jc::store {
@@ -22,6 +23,16 @@ absl::StatusOr<std::pair<std::string, absl::Time>> Lease::Current() {
   int64_t micros = 0;
   (void)absl::SimpleAtoi(*rows[0][1], &micros);
   return std::make_pair(*rows[0][0], absl::FromUnixMicros(micros));
+}
+
+absl::Status Lease::CheckHeld(Transaction& txn, absl::Time now) const {
+  JC_ASSIGN_OR_RETURN(Rows rows, txn.Query("SELECT 1 FROM leases WHERE name = $1 AND holder = $2 AND expires_at >= $3",
+                                           {name_, holder_, absl::ToUnixMicros(now)}));
+  if (rows.empty()) {
+    return absl::UnavailableError(
+        absl::StrCat("this instance (", holder_, ") no longer holds the ", name_, " lease; its write was not made"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Lease::Release() {

@@ -24,6 +24,10 @@ class Lease {
   absl::StatusOr<bool> TryAcquire(absl::Time now);
   // The current holder ("" when nobody holds it) and when its hold ends.
   absl::StatusOr<std::pair<std::string, absl::Time>> Current();
+  // Inside `txn`: Unavailable unless this holder holds the lease at `now`. Writes that
+  // only the holder may make run it first (a fence), so an instance that lost the lease
+  // while it was stalled cannot write on as if it still led.
+  absl::Status CheckHeld(Transaction& txn, absl::Time now) const;
   // Gives the lease up, so a standby takes over at once instead of after the TTL.
   absl::Status Release();
 

@@ -21,6 +21,21 @@ absl::Status FromPqxx(const std::exception& e, absl::string_view what) {
   if (dynamic_cast<const pqxx::broken_connection*>(&e) != nullptr) {
     return absl::UnavailableError(msg);
   }
+  if (dynamic_cast<const pqxx::in_doubt_error*>(&e) != nullptr) {
+    // The connection broke during the commit: it may or may not have landed. Callers
+    // treat it as not written (a create is retried under its key; the job manager
+    // reloads from the store).
+    return absl::UnavailableError(absl::StrCat(msg, " (the commit's outcome is unknown)"));
+  }
+  if (const auto* sql = dynamic_cast<const pqxx::sql_error*>(&e); sql != nullptr) {
+    const std::string& state = sql->sqlstate();
+    // Class 08 (connection exception), 57P (the server shutting down or starting up)
+    // and 53300 (too many connections) pass: the store is away, not the request wrong.
+    if (state.rfind("08", 0) == 0 || state.rfind("57P", 0) == 0 || state == "53300") {
+      return absl::UnavailableError(msg);
+    }
+    if (state == "40001" || state == "40P01") return absl::AbortedError(msg);
+  }
   if (dynamic_cast<const pqxx::serialization_failure*>(&e) != nullptr) {
     return absl::AbortedError(msg);
   }

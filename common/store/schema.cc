@@ -99,6 +99,13 @@ const std::vector<Migration>& Migrations() {
            "  holder TEXT NOT NULL,"
            "  expires_at BIGINT NOT NULL)",
        }},
+      {6,
+       "store identity: created once with the data, it makes replica keys unique across control planes",
+       {
+           "CREATE TABLE store_identity ("
+           "  name TEXT PRIMARY KEY,"
+           "  value TEXT NOT NULL)",
+       }},
   };
   return *migrations;
 }

@@ -76,6 +76,8 @@ void Gateway::Install() {
       for (size_t i = 1; i < req.matches.size(); ++i) params.push_back(req.matches[i].str());
       RestResult result = route.handler(req, params);
       res.status = HttpStatusFor(result.status.code());
+      // Unavailable passes (the store restarting, a standby instance): say when to retry.
+      if (res.status == 503) res.set_header("Retry-After", "1");
       if (result.status.ok() && !result.raw_content_type.empty()) {
         res.set_content(result.data_json, result.raw_content_type.c_str());
       } else {

@@ -37,6 +37,7 @@ struct JobManager::Metrics {
   prometheus::Gauge* queue_length;
   prometheus::Family<prometheus::Gauge>* jobs;
   prometheus::Family<prometheus::Counter>* ended;
+  prometheus::Counter* step_downs;
 };
 
 absl::Status ValidateCreate(const v1::CreateTrainJobRequest& req) {
@@ -90,13 +91,6 @@ JobManager::~JobManager() { Stop(); }
 
 namespace {
 
-// Leaves at once (crash-only: the supervisor restarts the process, which stands by), with
-// the log written out.
-[[noreturn]] void ExitNow() {
-  spdlog::default_logger()->flush();
-  std::_Exit(3);
-}
-
 std::string DefaultInstanceId() {
   char host[256] = {0};
   if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == 0) return "jointcloud";
@@ -108,52 +102,113 @@ std::string DefaultInstanceId() {
 absl::Status JobManager::Start() {
   std::string instance = options_.instance_id.empty() ? DefaultInstanceId() : options_.instance_id;
   lease_ = std::make_unique<store::Lease>(store_, "jobs", instance, options_.lease_ttl);
+  jobs_.FenceWith(lease_.get());
+  absl::StatusOr<std::string> origin = jobs_.Identity();
+  if (!origin.ok()) return origin.status();
+  origin_ = *origin;
   absl::StatusOr<bool> held = lease_->TryAcquire(absl::Now());
   if (!held.ok()) return held.status();
-  if (*held) return Lead();
-  auto current = lease_->Current();
-  spdlog::warn("job manager: standing by; {} holds the jobs lease (until {}); this instance takes over when it ends",
-               current.ok() ? current->first : "another instance",
-               current.ok() ? absl::FormatTime(current->second) : "unknown");
-  standby_ = std::thread([this] {
-    while (!stopping_) {
-      // A released lease is taken within half a second; an expired one, once it expires.
-      absl::Duration pause = std::min(lease_->ttl() / 4, absl::Milliseconds(500));
-      for (int i = 0; i < 10 && !stopping_; ++i) absl::SleepFor(pause / 10);
-      if (stopping_) return;
-      absl::StatusOr<bool> won = lease_->TryAcquire(absl::Now());
-      if (won.ok() && *won) {
-        spdlog::warn("job manager: the jobs lease is ours ({}); taking over", lease_->holder());
-        if (absl::Status s = Lead(); !s.ok()) {
-          spdlog::critical("job manager: taking over failed: {}", s.ToString());
-          ExitNow();  // a half-started leader must not hold the lease; a restart stands by again
-        }
-        return;
-      }
-    }
-  });
+  if (*held) {
+    if (absl::Status s = Lead(); !s.ok()) return s;
+  } else {
+    auto current = lease_->Current();
+    std::string why = absl::StrCat("standing by: ", current.ok() ? current->first : "another instance",
+                                   " holds the jobs lease (until ",
+                                   current.ok() ? absl::FormatTime(current->second) : "unknown",
+                                   "); this instance takes over when it ends");
+    spdlog::warn("job manager: {}", why);
+    absl::MutexLock lock(&mu_);
+    not_leading_ = why;
+  }
+  // The cycle runs whether this instance leads or not: standing by, it tries to lead.
+  cycle_.Start(options_.cycle_interval, [this] { RunCycle(); });
+  poller_.Start(options_.poll_interval, [this] { Reconcile(false); });
   return absl::OkStatus();
 }
 
-void JobManager::RenewLease() {
+void JobManager::TryLead() {
   absl::Time now = absl::Now();
-  if (now - lease_renewed_ < lease_->ttl() / 4) return;
+  if (now < next_lead_try_) return;
+  // A released lease is taken within half a second; an expired one, once it expires.
+  next_lead_try_ = now + std::min(lease_->ttl() / 4, absl::Milliseconds(500));
+  absl::StatusOr<bool> won = lease_->TryAcquire(now);
+  std::string why;
+  if (!won.ok()) {
+    why = absl::StrCat("not leading: the store does not answer (", won.status().message(), "); retrying");
+  } else if (!*won) {
+    auto current = lease_->Current();
+    why = absl::StrCat("standing by: ", current.ok() && !current->first.empty() ? current->first : "another instance",
+                       " holds the jobs lease; this instance takes over when it ends");
+  } else {
+    spdlog::warn("job manager: the jobs lease is ours ({}); leading", lease_->holder());
+    absl::Status led = Lead();
+    if (led.ok()) return;
+    // The lease stays ours; the next cycle tries again.
+    why = absl::StrCat("not leading: reloading the jobs failed (", led.message(), "); retrying");
+    spdlog::error("job manager: {}", why);
+  }
+  absl::MutexLock lock(&mu_);
+  not_leading_ = why;
+}
+
+bool JobManager::RenewLease() {
+  absl::Time now = absl::Now();
+  if (now - lease_renewed_ < lease_->ttl() / 4) return true;
   absl::StatusOr<bool> held = lease_->TryAcquire(now);
   if (held.ok() && *held) {
     lease_renewed_ = now;
-    return;
+    return true;
   }
   if ((held.ok() && !*held) || now - lease_renewed_ >= lease_->ttl()) {
     // Another instance leads now (or may: the lease could not be renewed in time). Two
-    // leaders would place the same jobs differently, so this one stops at once.
-    spdlog::critical("job manager: lost the jobs lease ({}); exiting so that one instance dispatches",
-                     held.ok() ? "another instance took it" : held.status().ToString());
-    ExitNow();
+    // leaders would place the same jobs differently, so this one stops acting at once;
+    // its writes are fenced by the lease meanwhile.
+    StepDown(absl::StrCat("lost the jobs lease (",
+                          held.ok() ? "another instance took it" : std::string(held.status().message()), ")"));
+    return false;
   }
+  return true;  // not renewed this time, but still within the TTL: try again next cycle
+}
+
+void JobManager::StepDown(const std::string& why) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!leading_) return;
+    leading_ = false;
+    ++term_;
+    // Reservations of this term's replicas go with them: the next term reloads them.
+    for (const auto& [id, job] : active_) {
+      for (const auto& rep : job.record.replicas()) {
+        if (!rep.center_id().empty()) {
+          scheduler_->Forget(scheduler::Scheduler::ReservationKey(id, rep.task_index(), rep.replica_index(),
+                                                                  rep.attempt()));
+        }
+      }
+    }
+    // The jobs stay for reads (the last this instance knew, answered while the store is
+    // away); nothing changes them until Lead() replaces them with the store's.
+    queue_.clear();
+    for (auto& [center, box] : outboxes_) box.pending.clear();
+    resubmit_.clear();
+    stops_.clear();
+    not_leading_ = absl::StrCat("stepped down: ", why, "; trying to lead again");
+  }
+  if (metrics_) metrics_->step_downs->Increment();
+  spdlog::error("job manager: stepping down: {}. Nothing more is dispatched or written until this instance leads "
+                "again, reloading every job from the store",
+                why);
 }
 
 absl::Status JobManager::Lead() {
   lease_renewed_ = absl::Now();
+  {
+    // Not leading now, so no create starts; those under way commit (or fail) first.
+    absl::MutexLock lock(&mu_);
+    auto settled = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return creates_in_flight_ == 0; };
+    if (!mu_.AwaitWithTimeout(absl::Condition(&settled), absl::Seconds(30))) {
+      return absl::UnavailableError("creates of an earlier term are still committing after 30 s");
+    }
+  }
   auto active = jobs_.LoadActive();
   if (!active.ok()) return active.status();
   auto seq = jobs_.MaxSeq();
@@ -162,15 +217,21 @@ absl::Status JobManager::Lead() {
   if (!cursors.ok()) return cursors.status();
   std::vector<Dispatch> resend;
   std::set<std::string> centers;
+  uint64_t term = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
+    if (creates_in_flight_ > 0) return absl::UnavailableError("creates of an earlier term are still committing");
+    active_.clear();
+    queue_.clear();
+    resubmit_.clear();
+    stops_.clear();
     next_seq_ = *seq + 1;
     cursors_ = *cursors;
-    for (auto& record : *active) {
+    for (auto& [record, version] : *active) {
       std::string id = record.job_id();
       Active& job = active_[id];
       job.record = std::move(record);
-      job.version = 1'000'000;  // above anything written before; Save only needs "newer"
+      job.version = version;  // the next write must be newer than the last that landed
       bool waiting = false;
       for (int i = 0; i < job.record.replicas_size(); ++i) {
         const auto& r = job.record.replicas(i);
@@ -182,26 +243,27 @@ absl::Status JobManager::Lead() {
       }
       if (waiting) queue_.insert({-job.record.request().scheduling().priority(), job.record.seq(), id});
     }
-    spdlog::info("job manager: {} jobs not ended reloaded ({} replicas to submit again)", active_.size(),
-                 resend.size());
+    term = ++term_;
+    leading_ = true;  // creates are taken from here on: job ids continue after the reloaded ones
+    not_leading_.clear();
+    spdlog::info("job manager: leading (term {}); {} jobs not ended reloaded ({} replicas to submit again)", term,
+                 active_.size(), resend.size());
   }
-  // Creates are taken from here on: job ids continue after the reloaded ones.
-  leading_ = true;
   for (const auto& c : centers) EnsureWatcher(c);
-  SendDispatches(std::move(resend));
-  cycle_.Start(options_.cycle_interval, [this] { RunCycle(); });
-  poller_.Start(options_.poll_interval, [this] { PollFallback(); });
+  SendDispatches(std::move(resend), term);
+  // Replicas the store shows at a center may have moved on (or be unknown there) while
+  // nobody listened: each is asked once, whatever its event stream says.
+  dispatch_pool_.Run([this] { Reconcile(true); });
   return absl::OkStatus();
 }
 
 void JobManager::Stop() {
   stopping_ = true;
-  if (standby_.joinable()) standby_.join();
   cycle_.Stop();
   poller_.Stop();
   std::vector<std::thread> watchers;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     watchers.swap(watchers_);
   }
   for (auto& w : watchers) w.join();
@@ -211,11 +273,41 @@ void JobManager::Stop() {
   }
 }
 
+absl::Status JobManager::Ready() {
+  if (leading_) return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  return absl::UnavailableError(not_leading_.empty() ? "the job manager is not leading" : not_leading_);
+}
+
+std::vector<std::pair<std::string, apb::ReplicaKey>> JobManager::TakeStopsLocked() {
+  std::vector<std::pair<std::string, apb::ReplicaKey>> out;
+  out.swap(stops_);
+  return out;
+}
+
+void JobManager::SendStops(const std::vector<std::pair<std::string, apb::ReplicaKey>>& stops) {
+  for (const auto& [center, key] : stops) {
+    dispatch_pool_.Run([this, center = center, key = key] {
+      auto address = AdapterAddress(center);
+      if (!address.ok()) return;
+      // A stop that does not arrive leaves the replica to end by itself; the job's
+      // outcome is already decided and written, so nothing waits on it.
+      if (absl::Status s = adapters_->Stop(*address, key); !s.ok()) {
+        spdlog::info("job manager: stopping {} at {}: {}", key.job_id(), center, s.ToString());
+      }
+    });
+  }
+}
+
 absl::Status JobManager::StandbyError() const {
-  auto current = lease_ != nullptr ? lease_->Current() : absl::StatusOr<std::pair<std::string, absl::Time>>();
+  std::string why;
+  {
+    absl::MutexLock lock(&mu_);
+    why = not_leading_;
+  }
   return absl::UnavailableError(absl::StrCat(
-      "this jobs instance is standing by: ", current.ok() && !current->first.empty() ? current->first : "another instance",
-      " holds the jobs lease; send the request there, or retry: this instance takes over when that lease ends"));
+      "this jobs instance does not lead, so it takes no creates or stops now: ",
+      why.empty() ? "it is starting" : why, ". Retry (the leading instance, or this one once it leads, answers)"));
 }
 
 apb::ReplicaKey JobManager::KeyOf(const v1::JobRecord& r, int index) const {
@@ -224,6 +316,7 @@ apb::ReplicaKey JobManager::KeyOf(const v1::JobRecord& r, int index) const {
   key.set_task_index(r.replicas(index).task_index());
   key.set_replica_index(r.replicas(index).replica_index());
   key.set_attempt(r.replicas(index).attempt());
+  key.set_origin(r.origin());
   return key;
 }
 
@@ -252,11 +345,25 @@ absl::StatusOr<v1::CreateTrainJobResponse> JobManager::Create(v1::CreateTrainJob
   }
 
   v1::JobRecord record;
+  uint64_t term = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
+    if (!leading_) return StandbyError();
+    term = term_;
     record.set_seq(next_seq_++);
+    ++creates_in_flight_;
   }
+  // Lead() waits for the creates of earlier terms to commit (or fail) before it reloads,
+  // so that every acknowledged job is either in its reload or in this term's memory.
+  struct InFlight {
+    JobManager* m;
+    ~InFlight() {
+      absl::MutexLock lock(&m->mu_);
+      --m->creates_in_flight_;  // Lead() awaits zero on mu_ itself
+    }
+  } in_flight{this};
   record.set_job_id(absl::StrFormat("job-%08d", record.seq()));
+  record.set_origin(origin_);
   absl::Time now = clock_->Now();
   *record.mutable_received_at() = ToTimestamp(now);
   *record.mutable_updated_at() = ToTimestamp(now);
@@ -278,8 +385,8 @@ absl::StatusOr<v1::CreateTrainJobResponse> JobManager::Create(v1::CreateTrainJob
   std::vector<Dispatch> dispatches;
   auto entry = std::make_tuple(-job.record.request().scheduling().priority(), job.record.seq(), job.record.job_id());
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (queue_.empty() || *queue_.begin() > entry) dispatches = ScheduleLocked(job);
+    absl::MutexLock lock(&mu_);
+    if (term_ == term && (queue_.empty() || *queue_.begin() > entry)) dispatches = ScheduleLocked(job);
   }
   absl::Status inserted = jobs_.Insert(job.record, key, job.version);
   if (!inserted.ok()) {
@@ -298,13 +405,23 @@ absl::StatusOr<v1::CreateTrainJobResponse> JobManager::Create(v1::CreateTrainJob
   // Committed: the job is acknowledged.
   v1::CreateTrainJobResponse response = response_of(job.record);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
+    if (term_ != term) {
+      // This instance stepped down (and perhaps led again) meanwhile: the job is in the
+      // store, and whichever term leads now reloads it from there.
+      for (const auto& d : dispatches) {
+        const auto& rep = job.record.replicas(d.replica);
+        scheduler_->Forget(scheduler::Scheduler::ReservationKey(d.job_id, rep.task_index(), rep.replica_index(),
+                                                                rep.attempt()));
+      }
+      return response;
+    }
     bool waits = std::any_of(job.record.replicas().begin(), job.record.replicas().end(),
                              [](const auto& r) { return r.state() == v1::ReplicaRecord::WAITING; });
     if (waits) queue_.insert(entry);
     active_[job.record.job_id()] = std::move(job);
   }
-  SendDispatches(std::move(dispatches));
+  SendDispatches(std::move(dispatches), term);
   return response;
 }
 
@@ -362,12 +479,19 @@ std::vector<JobManager::Dispatch> JobManager::ScheduleLocked(Active& job) {
 }
 
 void JobManager::RunCycle() {
-  if (!leading_) return;
-  RenewLease();
+  if (!leading_) {
+    TryLead();
+    return;
+  }
+  if (!RenewLease()) return;
   std::vector<Dispatch> dispatches;
   std::vector<std::pair<v1::JobRecord, int64_t>> writes;
+  std::vector<std::pair<std::string, apb::ReplicaKey>> stops;
+  uint64_t term = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
+    if (!leading_) return;
+    term = term_;
     // FCFS by (priority, submission); a job that does not fit does not hold back the
     // ones behind it that do (backfill).
     std::vector<std::string> order;
@@ -380,9 +504,6 @@ void JobManager::RunCycle() {
       bool changed = !more.empty() || before != it->second.record.waiting_reason();
       dispatches.insert(dispatches.end(), more.begin(), more.end());
       if (changed) writes.emplace_back(it->second.record, ++it->second.version);
-      if (active_.count(id) && (it->second.record.status() == kCompleted || it->second.record.status() == kFailed)) {
-        active_.erase(id);
-      }
     }
     // Submits that failed for a passing reason go again.
     for (const auto& [id, index] : resubmit_) {
@@ -398,16 +519,24 @@ void JobManager::RunCycle() {
       gauges_updated_ = now;
       UpdateGauges();
     }
+    stops = TakeStopsLocked();
   }
   // The cycle's decisions are one transaction; dispatch follows once it is durable.
-  if (absl::Status s = jobs_.SaveMany(writes); !s.ok()) spdlog::warn("job manager: {}", s.ToString());
-  SendDispatches(std::move(dispatches));
+  if (absl::Status s = jobs_.SaveMany(writes); !s.ok()) {
+    StepDown(absl::StrCat("writing a scheduling cycle's decisions failed: ", s.message()));
+    return;
+  }
+  ForgetEnded(writes);
+  SendStops(stops);
+  SendDispatches(std::move(dispatches), term);
 }
 
-void JobManager::SendDispatches(std::vector<Dispatch> dispatches) {
+void JobManager::SendDispatches(std::vector<Dispatch> dispatches, uint64_t term) {
+  if (dispatches.empty()) return;
   std::vector<std::string> senders;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
+    if (term_ != term) return;  // decided in a term that ended: the next one reloads them
     std::vector<std::string> touched;  // usually one or two centers: not every outbox
     for (auto& d : dispatches) {
       if (d.stage) continue;
@@ -429,14 +558,24 @@ void JobManager::SendDispatches(std::vector<Dispatch> dispatches) {
   }
   for (auto& d : dispatches) {
     EnsureWatcher(d.center_id);
-    if (d.stage) dispatch_pool_.Run([this, d] { Stage(d); });
+    if (d.stage) dispatch_pool_.Run([this, d, term] { Stage(d, term); });
   }
   for (const auto& center : senders) dispatch_pool_.Run([this, center] { SendBatches(center); });
 }
 
+void JobManager::ForgetEnded(const std::vector<std::pair<v1::JobRecord, int64_t>>& written) {
+  absl::MutexLock lock(&mu_);
+  for (const auto& [record, version] : written) {
+    if (record.status() != kCompleted && record.status() != kFailed) continue;
+    auto it = active_.find(record.job_id());
+    // A later write of the job is on its way: it forgets the job once it lands.
+    if (it != active_.end() && it->second.version == version) active_.erase(it);
+  }
+}
+
 absl::StatusOr<std::string> JobManager::AdapterAddress(const std::string& center_id) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = addresses_.find(center_id);
     if (it != addresses_.end()) return it->second;
   }
@@ -445,7 +584,7 @@ absl::StatusOr<std::string> JobManager::AdapterAddress(const std::string& center
   if (center->adapter_address().empty()) {
     return absl::FailedPreconditionError(absl::StrCat("center ", center_id, " has no adapter_address"));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   addresses_[center_id] = center->adapter_address();
   return center->adapter_address();
 }
@@ -475,8 +614,10 @@ void JobManager::SendBatches(const std::string& center_id) {
   while (true) {
     std::vector<Dispatch> batch;
     std::vector<apb::SubmitReplicaRequest> reqs;
+    uint64_t term = 0;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
+      term = term_;
       Outbox& box = outboxes_[center_id];
       while (!box.pending.empty() && batch.size() < kSubmitBatch) {
         Dispatch d = std::move(box.pending.front());
@@ -497,16 +638,23 @@ void JobManager::SendBatches(const std::string& center_id) {
         address.ok() ? adapters_->SubmitMany(*address, reqs)
                      : std::vector<absl::StatusOr<apb::Replica>>(reqs.size(), address.status());
     std::vector<std::pair<v1::JobRecord, int64_t>> writes;
-    std::vector<apb::ReplicaKey> orphans;
+    std::vector<std::pair<std::string, apb::ReplicaKey>> stops;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
+      // Answers to a term that ended are not applied: the next term asks again by key.
+      if (term_ != term) continue;
       for (size_t i = 0; i < batch.size(); ++i) {
-        if (CompleteSubmitLocked(batch[i], results[i], &writes)) orphans.push_back(reqs[i].key());
+        // The job ended or moved on while the submit was under way: do not leave it running.
+        if (CompleteSubmitLocked(batch[i], results[i], &writes)) stops_.emplace_back(center_id, reqs[i].key());
       }
+      stops = TakeStopsLocked();
     }
-    // The job ended or moved on while the submit was under way: do not leave it running.
-    for (const auto& key : orphans) adapters_->Stop(*address, key).IgnoreError();
-    if (absl::Status s = jobs_.SaveMany(writes); !s.ok()) spdlog::warn("job manager: {}", s.ToString());
+    if (absl::Status s = jobs_.SaveMany(writes); !s.ok()) {
+      StepDown(absl::StrCat("writing the answers of ", center_id, " to submits failed: ", s.message()));
+      continue;  // the outbox was emptied; this sender ends on its next turn
+    }
+    ForgetEnded(writes);
+    SendStops(stops);
   }
 }
 
@@ -554,7 +702,6 @@ bool JobManager::CompleteSubmitLocked(const Dispatch& d, const absl::StatusOr<ap
   bool ended = job.record.status() == kCompleted || job.record.status() == kFailed;
   bool acknowledged_only = result.ok() && !Ended(rep->state()) && !ended;
   if (!acknowledged_only) writes->emplace_back(job.record, ++job.version);
-  if (ended) active_.erase(it);
   return false;
 }
 
@@ -589,20 +736,16 @@ void JobManager::FailAttemptLocked(Active& job, int index, const std::string& wh
 void JobManager::StopAtCenterLocked(const v1::JobRecord& r, int index) {
   const auto& rep = r.replicas(index);
   if (rep.center_id().empty()) return;
-  apb::ReplicaKey key = KeyOf(r, index);
-  std::string center = rep.center_id();
-  dispatch_pool_.Run([this, key, center] {
-    auto address = AdapterAddress(center);
-    if (address.ok()) adapters_->Stop(*address, key).IgnoreError();
-  });
+  stops_.emplace_back(rep.center_id(), KeyOf(r, index));
   scheduler_->Forget(
       scheduler::Scheduler::ReservationKey(r.job_id(), rep.task_index(), rep.replica_index(), rep.attempt()));
 }
 
-void JobManager::Stage(const Dispatch& d) {
+void JobManager::Stage(const Dispatch& d, uint64_t term) {
   std::vector<std::string> datasets;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
+    if (term_ != term) return;
     auto it = active_.find(d.job_id);
     if (it == active_.end()) return;
     const auto& rep = it->second.record.replicas(d.replica);
@@ -634,15 +777,24 @@ void JobManager::Stage(const Dispatch& d) {
         staged = absl::Status(copy.status().code(), absl::StrCat("staging ", key, ": ", copy.status().message()));
         break;
       }
+      // Not recorded, the copy is still there; the next job that needs the dataset here
+      // copies it again (the adapter answers at once with what it has).
       absl::Status recorded = mover_->AddLocation(name, version, d.center_id, copy->url());
-      if (!recorded.ok()) spdlog::warn("job manager: {} staged at {} but not recorded: {}", key, d.center_id, recorded.ToString());
+      if (!recorded.ok()) {
+        staged = absl::Status(recorded.code(),
+                              absl::StrCat("staging ", key, ": the copy at ", d.center_id,
+                                           " could not be recorded: ", recorded.message()));
+        break;
+      }
     }
   }
   v1::JobRecord write;
   int64_t version = 0;
   bool submit = false;
+  std::vector<std::pair<std::string, apb::ReplicaKey>> stops;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
+    if (term_ != term) return;
     auto it = active_.find(d.job_id);
     if (it == active_.end()) return;
     Active& job = it->second;
@@ -659,13 +811,18 @@ void JobManager::Stage(const Dispatch& d) {
     *job.record.mutable_updated_at() = ToTimestamp(clock_->Now());
     write = job.record;
     version = ++job.version;
-    if (job.record.status() == kCompleted || job.record.status() == kFailed) active_.erase(it);
+    stops = TakeStopsLocked();
   }
-  if (absl::Status s = jobs_.Save(write, version); !s.ok()) spdlog::warn("job manager: {}", s.ToString());
+  if (absl::Status s = jobs_.Save(write, version); !s.ok()) {
+    StepDown(absl::StrCat("writing the outcome of staging for ", d.job_id, " failed: ", s.message()));
+    return;
+  }
+  ForgetEnded({{write, version}});
+  SendStops(stops);
   if (submit) {
     Dispatch next = d;
     next.stage = false;
-    SendDispatches({next});
+    SendDispatches({next}, term);
   }
 }
 
@@ -757,19 +914,21 @@ void JobManager::SettleLocked(Active& job) {
 }
 
 void JobManager::EnsureWatcher(const std::string& center_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (stopping_ || !watched_.insert(center_id).second) return;
   watchers_.emplace_back([this, center_id] { WatchLoop(center_id); });
 }
 
 void JobManager::WatchLoop(const std::string& center_id) {
   while (!stopping_) {
-    auto address = AdapterAddress(center_id);
+    auto address = leading_ ? AdapterAddress(center_id) : absl::UnavailableError("not leading");
     if (address.ok()) {
       uint64_t cursor = 0;
+      uint64_t term = 0;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         cursor = cursors_[center_id];
+        term = term_;
       }
       absl::Time last_cursor_save = absl::InfinitePast();
       absl::Status s = adapters_->Watch(
@@ -777,21 +936,30 @@ void JobManager::WatchLoop(const std::string& center_id) {
           [&](const apb::ReplicaEvent& e) {
             v1::JobRecord write;
             int64_t version = 0;
+            std::vector<std::pair<std::string, apb::ReplicaKey>> stops;
             {
-              std::lock_guard<std::mutex> lock(mu_);
+              absl::MutexLock lock(&mu_);
+              if (term_ != term) return;  // the stream ends below; the next term resumes from its cursor
               watch_connected_.insert(center_id);
               cursors_[center_id] = std::max(cursors_[center_id], e.cursor());
               auto it = active_.find(e.replica().key().job_id());
-              if (it != active_.end()) {
+              // Keys of another control plane (or of this one before its store was
+              // re-initialised) are not ours, whatever their job id says.
+              bool ours = it != active_.end() && e.replica().key().origin() == it->second.record.origin();
+              if (!ours && it != active_.end()) {
+                spdlog::warn("job manager: center {} reported replica {} of another origin ({}, not {}); ignored",
+                             center_id, e.replica().name(), e.replica().key().origin(), it->second.record.origin());
+              }
+              if (ours) {
                 int index = IndexOf(it->second.record, e.replica().key().task_index(), e.replica().key().replica_index());
                 if (index >= 0 && ApplyReplica(it->second, index, e.replica())) {
                   SettleLocked(it->second);
                   *it->second.record.mutable_updated_at() = ToTimestamp(clock_->Now());
                   write = it->second.record;
                   version = ++it->second.version;
-                  if (write.status() == kCompleted || write.status() == kFailed) active_.erase(it);
                 }
               }
+              stops = TakeStopsLocked();
             }
             // The cursor rides along with job writes; alone, it is written at most once a
             // second (events replayed after a restart change nothing twice).
@@ -803,13 +971,18 @@ void JobManager::WatchLoop(const std::string& center_id) {
               saved = jobs_.SaveCursor(center_id, e.cursor());
               last_cursor_save = absl::Now();
             }
-            if (!saved.ok()) spdlog::warn("job manager: {}", saved.ToString());
+            if (!saved.ok()) {
+              StepDown(absl::StrCat("writing an event of ", center_id, " failed: ", saved.message()));
+              return;
+            }
+            if (version > 0) ForgetEnded({{write, version}});
+            SendStops(stops);
           },
-          [this] { return stopping_.load(); });
+          [this, term] { return stopping_.load() || term_.load() != term; });
       if (!s.ok() && !stopping_) spdlog::debug("job manager: watch of {}: {}", center_id, s.ToString());
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       watch_connected_.erase(center_id);
     }
     // Reconnect after a pause; the cursor makes the adapter replay what was missed.
@@ -817,16 +990,22 @@ void JobManager::WatchLoop(const std::string& center_id) {
   }
 }
 
-void JobManager::PollFallback() {
-  // Replicas on centers whose event stream is down are asked directly.
+void JobManager::Reconcile(bool all) {
+  if (!leading_) return;
+  // Replicas on centers whose event stream is down (or all, after taking over) are asked
+  // directly, by key.
   std::vector<std::tuple<std::string, int, std::string, apb::ReplicaKey>> asks;
+  uint64_t term = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
+    term = term_;
     for (const auto& [id, job] : active_) {
       for (int i = 0; i < job.record.replicas_size(); ++i) {
         const auto& rep = job.record.replicas(i);
         bool live = rep.state() == v1::ReplicaRecord::PENDING || rep.state() == v1::ReplicaRecord::RUNNING;
-        if (live && !watch_connected_.count(rep.center_id())) asks.emplace_back(id, i, rep.center_id(), KeyOf(job.record, i));
+        if (live && (all || !watch_connected_.count(rep.center_id()))) {
+          asks.emplace_back(id, i, rep.center_id(), KeyOf(job.record, i));
+        }
       }
     }
   }
@@ -834,19 +1013,43 @@ void JobManager::PollFallback() {
     auto address = AdapterAddress(center);
     if (!address.ok()) continue;
     auto replica = adapters_->Get(*address, key);
-    if (!replica.ok()) continue;
+    if (!replica.ok() && replica.status().code() != absl::StatusCode::kNotFound) continue;  // asked again later
     v1::JobRecord write;
     int64_t version = 0;
+    std::vector<Dispatch> resubmit;
+    std::vector<std::pair<std::string, apb::ReplicaKey>> stops;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
+      if (term_ != term) return;
       auto it = active_.find(id);
-      if (it == active_.end() || !ApplyReplica(it->second, index, *replica)) continue;
-      SettleLocked(it->second);
+      if (it == active_.end()) continue;
+      auto* rep = it->second.record.mutable_replicas(index);
+      if (replica.ok()) {
+        if (!ApplyReplica(it->second, index, *replica)) continue;
+        SettleLocked(it->second);
+      } else {
+        // The center does not know a replica it acknowledged (its adapter lost its
+        // book): submitted again under the same key, as if never acknowledged.
+        bool live = rep->state() == v1::ReplicaRecord::PENDING || rep->state() == v1::ReplicaRecord::RUNNING;
+        if (!live || rep->attempt() != key.attempt()) continue;
+        spdlog::warn("job manager: center {} no longer knows replica {}/{} of {}; submitting it again by key", center,
+                     rep->task_index(), rep->replica_index(), id);
+        rep->set_state(v1::ReplicaRecord::DISPATCHING);
+        rep->set_message(absl::StrCat("center ", center, " no longer knew this replica; submitting it again"));
+        resubmit.push_back({id, index, rep->attempt(), center});
+      }
+      *it->second.record.mutable_updated_at() = ToTimestamp(clock_->Now());
       write = it->second.record;
       version = ++it->second.version;
-      if (write.status() == kCompleted || write.status() == kFailed) active_.erase(it);
+      stops = TakeStopsLocked();
     }
-    if (absl::Status s = jobs_.Save(write, version); !s.ok()) spdlog::warn("job manager: {}", s.ToString());
+    if (absl::Status s = jobs_.Save(write, version); !s.ok()) {
+      StepDown(absl::StrCat("writing what ", center, " reported of ", id, " failed: ", s.message()));
+      return;
+    }
+    ForgetEnded({{write, version}});
+    SendStops(stops);
+    SendDispatches(std::move(resubmit), term);
   }
 }
 
@@ -854,23 +1057,41 @@ absl::Status JobManager::StopJob(const std::string& job_id) {
   if (!leading_) return StandbyError();
   v1::JobRecord write;
   int64_t version = 0;
+  std::string ended;
+  std::vector<std::pair<std::string, apb::ReplicaKey>> stops;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
+    if (!leading_) return absl::UnavailableError("this jobs instance stopped leading; retry");
     auto it = active_.find(job_id);
-    if (it == active_.end()) {
-      auto stored = jobs_.Get(job_id);
-      if (!stored.ok()) return stored.status();
-      return absl::FailedPreconditionError(
-          absl::StrCat("job ", job_id, " has already ended (", stored->status(), "); there is nothing to stop"));
-    }
+    if (it == active_.end() || it->second.record.status() == kCompleted || it->second.record.status() == kFailed) {
+      ended = it != active_.end() ? it->second.record.status() : "";
+    } else {
     it->second.record.set_stop_requested(true);
     SettleLocked(it->second);
     *it->second.record.mutable_updated_at() = ToTimestamp(clock_->Now());
     write = it->second.record;
     version = ++it->second.version;
-    active_.erase(it);
+    stops = TakeStopsLocked();
+    }
   }
-  return jobs_.Save(write, version);
+  if (version == 0) {
+    // Not in memory (or ended there): the store says how it ended, or that it does not exist.
+    if (ended.empty()) {
+      auto stored = jobs_.Get(job_id);
+      if (!stored.ok()) return stored.status();
+      ended = stored->status();
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, " has already ended (", ended, "); there is nothing to stop"));
+  }
+  if (absl::Status s = jobs_.Save(write, version); !s.ok()) {
+    StepDown(absl::StrCat("writing the stop of ", job_id, " failed: ", s.message()));
+    return absl::UnavailableError(absl::StrCat("the stop of ", job_id, " was not recorded (", s.message(),
+                                               "); nothing was stopped, retry"));
+  }
+  ForgetEnded({{write, version}});
+  SendStops(stops);
+  return absl::OkStatus();
 }
 
 v1::TrainJob JobManager::ToTrainJob(const v1::JobRecord& r) const {
@@ -911,7 +1132,7 @@ v1::TrainJob JobManager::ToTrainJob(const v1::JobRecord& r) const {
 
 absl::StatusOr<v1::TrainJob> JobManager::Get(const std::string& job_id) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = active_.find(job_id);
     if (it != active_.end()) return ToTrainJob(it->second.record);
   }
@@ -924,7 +1145,7 @@ absl::StatusOr<v1::ListTrainJobsResponse> JobManager::List(const v1::ListTrainJo
   auto page = jobs_.List(request);
   if (!page.ok()) return page.status();
   v1::ListTrainJobsResponse resp;
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   for (const auto& stored : page->first) {
     // The in-memory record is newer than the stored one while writes are in flight.
     auto it = active_.find(stored.job_id());
@@ -953,7 +1174,7 @@ absl::StatusOr<std::string> JobManager::ReadLog(const std::string& job_id, int t
   if (auto url = LogUrl(job_id, task_index, replica_index); !url.ok()) return url.status();
   v1::JobRecord record;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto it = active_.find(job_id);
     if (it != active_.end()) record = it->second.record;
   }
@@ -1007,7 +1228,13 @@ void JobManager::EnableMetrics(prometheus::Registry& registry) {
                          .Add({});
   m->jobs = &prometheus::BuildGauge().Name("jc_jobs").Help("Jobs not ended, by status").Register(registry);
   m->ended = &prometheus::BuildCounter().Name("jc_jobs_ended_total").Help("Jobs ended, by status").Register(registry);
-  std::lock_guard<std::mutex> lock(mu_);
+  m->step_downs = &prometheus::BuildCounter()
+                       .Name("jc_jobs_step_downs_total")
+                       .Help("Times this job manager stopped leading: a write failed, or the lease was lost; it "
+                             "leads again from the store")
+                       .Register(registry)
+                       .Add({});
+  absl::MutexLock lock(&mu_);
   metrics_ = std::move(m);
   UpdateGauges();
 }

@@ -11,6 +11,7 @@
 // Domain logic: no gRPC types here.
 
 #include <atomic>
+#include <condition_variable>
 #include <deque>
 #include <map>
 #include <memory>
@@ -26,7 +27,9 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "common/clock.h"
 #include "common/periodic_task.h"
 #include "common/store/lease.h"
@@ -75,6 +78,10 @@ class JobManager {
   absl::Status Start();
   void Stop();
 
+  // OK while this instance leads; otherwise Unavailable saying why (standing by behind
+  // another instance, or stepped down after a failed write and trying to lead again).
+  absl::Status Ready();
+
   // Acknowledged only once committed. A create whose idempotency key was seen returns
   // the job that key created. The answer carries the centers of the first scheduling
   // attempt (empty while the job waits).
@@ -89,6 +96,8 @@ class JobManager {
   absl::StatusOr<std::string> ReadLog(const std::string& job_id, int task_index, int replica_index);
 
   void EnableMetrics(prometheus::Registry& registry);
+  // The store identity this instance's new jobs carry in their replica keys (set by Start).
+  const std::string& origin() const { return origin_; }
 
  private:
   // One scheduling cycle (the cycle thread runs it every cycle_interval): places what
@@ -107,49 +116,66 @@ class JobManager {
     bool stage = false;  // copy the task's missing datasets first
   };
 
+  // Reloads every job not ended from the store (the only source of truth), resumes their
+  // dispatches and watches, and reconciles every live replica with its adapter.
   absl::Status Lead();
-  // Renews the lease every quarter of its TTL; exits the process when it was lost.
-  void RenewLease();
+  // Standing by: takes the lease when it is free or ours, then leads.
+  void TryLead();
+  // Renews the lease every quarter of its TTL; steps down when it was lost. False when
+  // this instance no longer leads.
+  bool RenewLease();
+  // Commit or stop (docs/adr/0006): a write that failed leaves memory ahead of the store,
+  // so this instance stops acting on it: it places, dispatches and writes nothing more,
+  // refuses creates and stops (Unavailable), keeps answering reads from what it last
+  // knew, and tries to lead again, which reloads every job from the store. Any thread.
+  void StepDown(const std::string& why);
+  // The stops at centers that the mutations under this hold of mu_ decided; sent only
+  // once the write that records them has committed. Caller holds mu_.
+  std::vector<std::pair<std::string, apb::ReplicaKey>> TakeStopsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SendStops(const std::vector<std::pair<std::string, apb::ReplicaKey>>& stops);
+  // Ended jobs leave memory once their final write has committed (until then reads see
+  // them there, and a failed write steps down with them still in memory).
+  void ForgetEnded(const std::vector<std::pair<v1::JobRecord, int64_t>>& written);
+  // Asks the adapters for replicas whose state may be behind: those on centers whose
+  // event stream is down, or every live one (`all`, after taking over).
+  void Reconcile(bool all);
   absl::Status StandbyError() const;
   // Places the waiting replicas of one job; returns the dispatches to send. Caller holds mu_.
-  std::vector<Dispatch> ScheduleLocked(Active& job);
+  std::vector<Dispatch> ScheduleLocked(Active& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues the dispatches in their centers' outboxes (staging ones go to the pool) and
-  // starts senders as needed.
-  void SendDispatches(std::vector<Dispatch> dispatches);
+  // starts senders as needed; dropped when `term` is not the current one.
+  void SendDispatches(std::vector<Dispatch> dispatches, uint64_t term);
   // Sends the center's outbox, as many replicas a call as have queued, until it is empty.
   void SendBatches(const std::string& center_id);
   // The adapter request for a dispatch still current; nullopt when it moved on. Caller holds mu_.
-  std::optional<apb::SubmitReplicaRequest> SubmitRequestLocked(const Dispatch& d);
+  std::optional<apb::SubmitReplicaRequest> SubmitRequestLocked(const Dispatch& d) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Applies the adapter's answer to one submit, adding what must be written to `writes`.
   // Returns true when the replica was accepted but its job moved on (stop it). Caller holds mu_.
   bool CompleteSubmitLocked(const Dispatch& d, const absl::StatusOr<apb::Replica>& result,
-                            std::vector<std::pair<v1::JobRecord, int64_t>>* writes);
+                            std::vector<std::pair<v1::JobRecord, int64_t>>* writes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Copies the task's datasets to the replica's center, then submits it.
-  void Stage(const Dispatch& d);
+  void Stage(const Dispatch& d, uint64_t term);
   // Ends an attempt that could not start (refused submit, failed staging): retried by the
   // retry policy or failed. A gang's other replicas are stopped and requeued with it (a
   // new attempt each), so the gang starts whole. Caller holds mu_.
-  void FailAttemptLocked(Active& job, int index, const std::string& why);
-  // Stops the replica's current attempt at its center (in the background) and releases
-  // its reservation. Caller holds mu_.
-  void StopAtCenterLocked(const v1::JobRecord& r, int index);
+  void FailAttemptLocked(Active& job, int index, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Releases the replica's reservation and queues a stop of its current attempt at its
+  // center (see TakeStopsLocked). Caller holds mu_.
+  void StopAtCenterLocked(const v1::JobRecord& r, int index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Applies an adapter's view of a replica. Caller holds mu_. Returns true when it changed.
-  bool ApplyReplica(Active& job, int index, const apb::Replica& replica);
+  bool ApplyReplica(Active& job, int index, const apb::Replica& replica) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records t_s and T once every replica of the job has reached its center. Caller holds mu_.
-  void NoteHandedOverLocked(Active& job);
+  void NoteHandedOverLocked(Active& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the job if its status policy says so, stopping what still runs. Caller holds mu_.
-  void SettleLocked(Active& job);
-  // Persists the job (and a watch cursor). Caller must not hold mu_.
-  void Persist(const std::string& job_id, const std::string& cursor_center = "", uint64_t cursor = 0);
+  void SettleLocked(Active& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::string> AdapterAddress(const std::string& center_id);
   void EnsureWatcher(const std::string& center_id);
   void WatchLoop(const std::string& center_id);
-  void PollFallback();
   v1::TrainJob ToTrainJob(const v1::JobRecord& r) const;
   apb::ReplicaKey KeyOf(const v1::JobRecord& r, int index) const;
   int IndexOf(const v1::JobRecord& r, int task, int replica) const;
   // Sets the gauges from the jobs in memory; at most once a second (it visits every job).
-  void UpdateGauges();
+  void UpdateGauges() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   store::Store* store_;
   JobStore jobs_;
@@ -162,31 +188,40 @@ class JobManager {
   JobManagerOptions options_;
   ThreadPool dispatch_pool_;
 
-  std::mutex mu_;
-  std::map<std::string, Active> active_;
-  std::set<std::tuple<int, int64_t, std::string>> queue_;  // (-priority, seq, id) with waiting replicas
-  int64_t next_seq_ = 1;
-  std::map<std::string, uint64_t> cursors_;
-  std::map<std::string, std::string> addresses_;
-  std::set<std::string> watched_;
-  std::set<std::string> watch_connected_;
+  // Guards every job-state field below (see "Threads of the job manager" in
+  // docs/architecture.md): held only to change memory, never across a store call or an RPC.
+  mutable absl::Mutex mu_;
+  std::map<std::string, Active> active_ ABSL_GUARDED_BY(mu_);
+  std::set<std::tuple<int, int64_t, std::string>> queue_ ABSL_GUARDED_BY(mu_);  // (-priority, seq, id) with waiting replicas
+  int64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<std::string, uint64_t> cursors_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::string> addresses_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> watched_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> watch_connected_ ABSL_GUARDED_BY(mu_);
   struct Outbox {
     std::deque<Dispatch> pending;  // submits not yet sent
     int senders = 0;               // SendBatches running for the center
   };
   static constexpr int kSendersPerCenter = 4;
   static constexpr size_t kSubmitBatch = 256;
-  std::map<std::string, Outbox> outboxes_;  // by center
-  std::set<std::pair<std::string, int>> resubmit_;  // (job, replica) whose submit failed for a passing reason
-  std::vector<std::thread> watchers_;
+  std::map<std::string, Outbox> outboxes_ ABSL_GUARDED_BY(mu_);  // by center
+  std::set<std::pair<std::string, int>> resubmit_ ABSL_GUARDED_BY(mu_);  // (job, replica) whose submit failed for a passing reason
+  std::vector<std::pair<std::string, apb::ReplicaKey>> stops_ ABSL_GUARDED_BY(mu_);  // (center, key) decided, not yet committed
+  std::string not_leading_ ABSL_GUARDED_BY(mu_);  // why this instance does not lead; empty while it does
+  int creates_in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // creates between their leading check and their commit's outcome
+  std::vector<std::thread> watchers_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> stopping_{false};
   std::unique_ptr<Metrics> metrics_;
-  absl::Time gauges_updated_ = absl::InfinitePast();
+  absl::Time gauges_updated_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 
   std::unique_ptr<store::Lease> lease_;
+  std::string origin_;  // the store's identity, in every replica key
   std::atomic<bool> leading_{false};
-  absl::Time lease_renewed_;  // by the cycle thread only
-  std::thread standby_;
+  // Every Lead and StepDown starts a new term; work begun in an earlier term (an answer,
+  // an event, a dispatch) is dropped instead of applied to the state of another.
+  std::atomic<uint64_t> term_{0};
+  absl::Time lease_renewed_;   // by the cycle thread only
+  absl::Time next_lead_try_;   // by the cycle thread only
 
   PeriodicTask cycle_;
   PeriodicTask poller_;

@@ -1,6 +1,10 @@
 #include "services/jobs/job_store.h"
 
+#include <random>
+
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "common/store/doc.h"
 #include "common/store/doc_table.h"
@@ -20,6 +24,10 @@ absl::Status UpsertCursor(store::Transaction& txn, const std::string& center, ui
 }
 
 }  // namespace
+
+void JobStore::FenceWith(const store::Lease* lease) {
+  committer_.SetPrologue([lease](store::Transaction& txn) { return lease->CheckHeld(txn, absl::Now()); });
+}
 
 absl::Status JobStore::Insert(const v1::JobRecord& job, const std::string& key, int64_t version) {
   JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(job));
@@ -77,15 +85,38 @@ absl::StatusOr<std::optional<v1::JobRecord>> JobStore::FindByKey(const std::stri
   return std::optional<v1::JobRecord>(std::move(job));
 }
 
-absl::StatusOr<std::vector<v1::JobRecord>> JobStore::LoadActive() {
-  JC_ASSIGN_OR_RETURN(store::Rows rows,
-                      store_->Query("SELECT doc FROM jobs WHERE status IN ('pending', 'running') ORDER BY seq"));
-  std::vector<v1::JobRecord> out;
+absl::StatusOr<std::vector<std::pair<v1::JobRecord, int64_t>>> JobStore::LoadActive() {
+  JC_ASSIGN_OR_RETURN(store::Rows rows, store_->Query("SELECT doc, version FROM jobs WHERE status IN "
+                                                      "('pending', 'running') ORDER BY seq"));
+  std::vector<std::pair<v1::JobRecord, int64_t>> out;
   for (const auto& row : rows) {
     JC_ASSIGN_OR_RETURN(auto job, store::DecodeDoc<v1::JobRecord>(row[0]));
-    out.push_back(std::move(job));
+    int64_t version = 0;
+    if (!row[1] || !absl::SimpleAtoi(*row[1], &version)) {
+      return absl::DataLossError(absl::StrCat("job ", job.job_id(), " has no readable version"));
+    }
+    out.emplace_back(std::move(job), version);
   }
   return out;
+}
+
+absl::StatusOr<std::string> JobStore::Identity() {
+  // 96 random bits as 24 hex digits; the first instance to start on a fresh store wins,
+  // every later one reads what it wrote.
+  std::random_device random;
+  std::string candidate;
+  for (int i = 0; i < 3; ++i) candidate += absl::StrFormat("%08x", static_cast<uint32_t>(random()));
+  // Not through the committer: a standby reads the identity too, and is fenced out of it.
+  JC_RETURN_IF_ERROR(
+      store_->Exec("INSERT INTO store_identity (name, value) VALUES ('control_plane', $1) ON CONFLICT (name) DO NOTHING",
+                   {candidate})
+          .status());
+  JC_ASSIGN_OR_RETURN(store::Rows rows,
+                      store_->Query("SELECT value FROM store_identity WHERE name = 'control_plane'"));
+  if (rows.empty() || !rows[0][0] || rows[0][0]->empty()) {
+    return absl::DataLossError("the store has no control_plane identity after writing one");
+  }
+  return *rows[0][0];
 }
 
 absl::StatusOr<int64_t> JobStore::MaxSeq() {

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/store/group_commit.h"
+#include "common/store/lease.h"
 #include "common/store/store.h"
 #include "jointcloud/v1/job_record.pb.h"
 #include "jointcloud/v1/jobs.pb.h"
@@ -22,6 +23,10 @@ namespace v1 = ::jointcloud::v1;
 class JobStore {
  public:
   explicit JobStore(store::Store* store) : store_(store), committer_(store) {}
+
+  // From here on, every write (creates included) first checks, in its transaction, that
+  // `lease` is held: a job manager that lost its lease cannot write. Call before writing.
+  void FenceWith(const store::Lease* lease);
 
   // Inserts a new job. AlreadyExists when `idempotency_key` is taken.
   absl::Status Insert(const v1::JobRecord& job, const std::string& idempotency_key, int64_t version);
@@ -36,8 +41,13 @@ class JobStore {
   absl::StatusOr<v1::JobRecord> Get(const std::string& job_id);
   // The job a key created, if any.
   absl::StatusOr<std::optional<v1::JobRecord>> FindByKey(const std::string& idempotency_key);
-  // Jobs not ended (pending, running), in submission order.
-  absl::StatusOr<std::vector<v1::JobRecord>> LoadActive();
+  // Jobs not ended (pending, running), in submission order, with their stored versions:
+  // the next write of a reloaded job must be newer than the last one that landed.
+  absl::StatusOr<std::vector<std::pair<v1::JobRecord, int64_t>>> LoadActive();
+  // This store's identity: created once (at random) with the data and kept with it, so
+  // replica keys of two control planes, or of one whose store was re-initialised, never
+  // meet at a center.
+  absl::StatusOr<std::string> Identity();
   absl::StatusOr<int64_t> MaxSeq();
   absl::StatusOr<std::map<std::string, uint64_t>> Cursors();
   // One page by job id, filtered by user and status.

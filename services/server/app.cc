@@ -234,6 +234,8 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
 
 absl::Status App::Ready() {
   if (store_ != nullptr) JC_RETURN_IF_ERROR(store_->Ping());
+  // A job manager that does not lead takes no creates: say so, and why.
+  if (jobs_ != nullptr) JC_RETURN_IF_ERROR(jobs_->Ready());
   for (const auto& [target, channel] : upstreams_) {
     auto state = channel->GetState(/*try_to_connect=*/true);
     if (state != GRPC_CHANNEL_READY &&

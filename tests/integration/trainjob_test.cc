@@ -208,6 +208,7 @@ TEST_CASE("a gang whose replica is refused at dispatch is stopped and placed aga
   auto adapters = jc::southbound::MakeGrpcAdapterClient();
   jc::southbound::apb::ReplicaKey key;
   key.set_job_id(id);
+  key.set_origin(n.app->jobs()->origin());
   key.set_attempt(1);
   auto second = adapters->Get(n.alpha.address(), key);
   INFO(second.status().ToString());
@@ -270,6 +271,14 @@ TEST_CASE("a second instance on the same store stands by, then takes over the jo
   ExpectError(refused, 503, "standing by");
   CHECK(refused.body.value("errorMsg", std::string()).find("one") != std::string::npos);
   CHECK(standby.rest->Get("/openapi/v1/trainjob/" + id).http_status == 200);
+  // A 503 says when to come back, and /readyz says why this instance takes no work.
+  auto raw = standby.rest->http().Post("/openapi/v1/trainjob", job.dump(), "application/json");
+  REQUIRE(raw);
+  CHECK(raw->status == 503);
+  CHECK(raw->get_header_value("Retry-After") == "1");
+  auto ready = standby.rest->Get("/readyz");
+  CHECK(ready.http_status == 503);
+  CHECK(ready.body.value("errorMsg", std::string()).find("standing by") != std::string::npos);
 
   leader->app->Shutdown();
   leader.reset();

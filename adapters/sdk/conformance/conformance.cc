@@ -248,6 +248,39 @@ TEST_CASE("conformance: a repeated submit returns the replica already there [A14
   kit.WaitFor(other.key(), pb::REPLICA_SUCCEEDED);
 }
 
+TEST_CASE("conformance: a key sent again with another spec is refused, and keys of two origins are two replicas "
+          "[A14][C7]",
+          "[A14][C7][conformance]") {
+  Kit kit;
+  pb::SubmitReplicaRequest req = kit.Request("true");
+  req.mutable_key()->set_origin("aaaa1111");
+  pb::Replica first, again, other;
+  REQUIRE(kit.Submit(req, &first).ok());
+  CHECK(first.key().origin() == "aaaa1111");
+  // The same key from a control plane that has another job under it (another command):
+  // answering with the first replica would report that job done without running it.
+  pb::SubmitReplicaRequest collision = req;
+  collision.set_command("echo another job");
+  grpc::Status refused = kit.Submit(collision, &again);
+  INFO(refused.error_message());
+  CHECK(refused.error_code() == grpc::StatusCode::ALREADY_EXISTS);
+  CHECK(refused.error_message().find("different spec") != std::string::npos);
+  // Also after the adapter restarted (the digest is kept in the replica book).
+  kit.RestartAdapter();
+  CHECK(kit.Submit(collision, &again).error_code() == grpc::StatusCode::ALREADY_EXISTS);
+  // The same job id from another origin is another replica.
+  pb::SubmitReplicaRequest elsewhere = collision;
+  elsewhere.mutable_key()->set_origin("bbbb2222");
+  REQUIRE(kit.Submit(elsewhere, &other).ok());
+  CHECK(other.name() != first.name());
+  CHECK(other.external_id() != first.external_id());
+  // An identical repeat is still answered with the replica already there.
+  REQUIRE(kit.Submit(req, &again).ok());
+  CHECK(again.external_id() == first.external_id());
+  kit.WaitFor(first.key(), pb::REPLICA_SUCCEEDED);
+  kit.WaitFor(other.key(), pb::REPLICA_SUCCEEDED);
+}
+
 TEST_CASE("conformance: a batch of submits is answered replica by replica, in order [A14][C5]",
           "[A14][conformance]") {
   Kit kit;
