@@ -144,18 +144,64 @@ absl::Status Master::Persist(store::Transaction& txn, const pb::Job& job) {
   return absl::OkStatus();
 }
 
-absl::Status Master::PersistNow(const pb::Job& job) { return PersistAll({job}); }
-
 absl::Status Master::PersistAll(const std::vector<pb::Job>& jobs) {
   if (jobs.empty()) return absl::OkStatus();
   // Through the group committer: submissions, scheduling decisions and exit reports that
-  // arrive together share one transaction (and one fsync).
+  // arrive together share one transaction (and one fsync). Each job is written as memory
+  // has it when its transaction runs, not as the caller saw it: two threads that changed
+  // one job write in commit order, so the later commit always carries the later state.
+  std::vector<pb::Job> written;
   JC_RETURN_IF_ERROR(committer_.Commit([&](store::Transaction& txn) {
-    for (const auto& job : jobs) JC_RETURN_IF_ERROR(Persist(txn, job));
+    written.clear();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& job : jobs) {
+        auto it = jobs_.find(job.id());
+        written.push_back(it != jobs_.end() ? it->second.job : job);
+      }
+    }
+    for (const auto& job : written) JC_RETURN_IF_ERROR(Persist(txn, job));
     return absl::OkStatus();
   }));
-  for (const auto& job : jobs) Publish(job);
+  for (const auto& job : written) Publish(job);
   return absl::OkStatus();
+}
+
+void Master::MustPersist(const std::vector<pb::Job>& jobs) {
+  if (jobs.empty()) return;
+  absl::Status s;
+  absl::Duration pause = absl::Milliseconds(100);
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    s = PersistAll(jobs);
+    if (s.ok()) return;
+    spdlog::error("nexec master: writing {} job(s) failed: {}; retrying in {}", jobs.size(), s.ToString(),
+                  absl::FormatDuration(pause));
+    absl::SleepFor(pause);
+    pause *= 2;
+  }
+  // Commit or stop (docs/adr/0006): memory is ahead of the store, and acting on it (a
+  // launch, a relaunch after a restart) could run a job twice. A restart reloads the store.
+  spdlog::critical("nexec master: the store does not take writes ({}); exiting so that a restart continues from "
+                   "what the store has",
+                   s.ToString());
+  spdlog::default_logger()->flush();
+  std::_Exit(3);
+}
+
+void Master::MustWriteHost(const std::string& host, const std::string& doc) {
+  absl::Status s;
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    s = committer_.Commit([&](store::Transaction& txn) -> absl::Status {
+      JC_ASSIGN_OR_RETURN(int64_t n, txn.Exec("UPDATE nexec_hosts SET doc = $2 WHERE id = $1", {host, doc}));
+      if (n == 0) JC_RETURN_IF_ERROR(txn.Exec("INSERT INTO nexec_hosts (id, doc) VALUES ($1, $2)", {host, doc}).status());
+      return absl::OkStatus();
+    });
+    if (s.ok()) return;
+    absl::SleepFor(absl::Milliseconds(100) * (1 << attempt));
+  }
+  spdlog::critical("nexec master: recording host {} failed ({}); exiting", host, s.ToString());
+  spdlog::default_logger()->flush();
+  std::_Exit(3);
 }
 
 void Master::Publish(const pb::Job& job) {
@@ -188,6 +234,7 @@ absl::StatusOr<int64_t> Master::Submit(pb::JobSpec spec) {
   // submissions share one commit.
   JC_RETURN_IF_ERROR(committer_.Commit([&](store::Transaction& txn) { return Persist(txn, job); }));
   Publish(job);
+  std::vector<pb::Job> changed;
   {
     std::lock_guard<std::mutex> lock(mu_);
     absl::Status queued = scheduler_.Submit(req);
@@ -195,14 +242,13 @@ absl::StatusOr<int64_t> Master::Submit(pb::JobSpec spec) {
     if (!queued.ok()) {
       // The cluster changed between the check and now (a host left); the job is kept
       // and reported, not dropped.
-      std::vector<pb::Job> changed;
       rec.job.set_state(pb::EXIT);
       rec.job.set_reason(absl::StrCat("cannot be queued: ", queued.message()));
       changed.push_back(rec.job);
-      PersistAll(changed).IgnoreError();
     }
     jobs_[job.id()] = std::move(rec);
   }
+  MustPersist(changed);
   Wake();
   return job.id();
 }
@@ -301,15 +347,9 @@ absl::StatusOr<int> Master::ScheduleOnce() {
       metrics_->ObserveCycle(stats_.last_cycle_seconds, static_cast<int>(placements.size()));
     }
   }
-  // Decisions are committed in one transaction before any task starts.
-  absl::Status persisted = PersistAll(started);
-  if (!persisted.ok()) {
-    // Nothing is launched; the next heartbeat of each host launches what it should run
-    // (the in-memory decision stands and the launch is idempotent).
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& job : started) jobs_.at(job.id()).launch_in_flight = false;
-    return persisted;
-  }
+  // Decisions are committed in one transaction before any task starts (or the master
+  // stops: a decision the store does not have must never run).
+  MustPersist(started);
   for (Launch& l : launches) StartLaunch(std::move(l));
   return static_cast<int>(launches.size());
 }
@@ -377,7 +417,7 @@ void Master::OnLaunched(const pb::LaunchRequest& req, const absl::StatusOr<int>&
       RequeueLocked(rec, absl::StrCat("launch failed: ", pid.status().message()), &changed);
     }
   }
-  PersistAll(changed).IgnoreError();
+  MustPersist(changed);
   Wake();
 }
 
@@ -448,7 +488,7 @@ absl::StatusOr<pb::Job> Master::Kill(int64_t id) {
     }
     job = rec.job;
   }
-  JC_RETURN_IF_ERROR(PersistAll(changed));
+  MustPersist(changed);
   if (signal) JC_RETURN_IF_ERROR(SignalTask0(job, pb::SignalRequest::KILL));
   Wake();
   return job;
@@ -486,15 +526,18 @@ absl::StatusOr<pb::Job> Master::Suspend(int64_t id) {
     job = it->second.job;
   }
   JC_RETURN_IF_ERROR(SignalTask0(job, pb::SignalRequest::SUSPEND));
-  std::lock_guard<std::mutex> lock(mu_);
-  JobRecord& rec = jobs_.at(id);
-  if (rec.job.state() != pb::RUNNING || rec.job.attempt() != job.attempt()) {
-    return rec.job;  // it ended (or was requeued) meanwhile; nothing left to mark
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    JobRecord& rec = jobs_.at(id);
+    if (rec.job.state() != pb::RUNNING || rec.job.attempt() != job.attempt()) {
+      return rec.job;  // it ended (or was requeued) meanwhile; nothing left to mark
+    }
+    rec.job.set_state(pb::SUSPENDED);
+    rec.job.mutable_tasks(0)->set_state(pb::TASK_SUSPENDED);
+    job = rec.job;
   }
-  rec.job.set_state(pb::SUSPENDED);
-  rec.job.mutable_tasks(0)->set_state(pb::TASK_SUSPENDED);
-  JC_RETURN_IF_ERROR(PersistNow(rec.job));
-  return rec.job;
+  MustPersist({job});
+  return job;
 }
 
 absl::StatusOr<pb::Job> Master::Resume(int64_t id) {
@@ -510,13 +553,16 @@ absl::StatusOr<pb::Job> Master::Resume(int64_t id) {
     job = it->second.job;
   }
   JC_RETURN_IF_ERROR(SignalTask0(job, pb::SignalRequest::RESUME));
-  std::lock_guard<std::mutex> lock(mu_);
-  JobRecord& rec = jobs_.at(id);
-  if (rec.job.state() != pb::SUSPENDED || rec.job.attempt() != job.attempt()) return rec.job;
-  rec.job.set_state(pb::RUNNING);
-  rec.job.mutable_tasks(0)->set_state(pb::TASK_RUNNING);
-  JC_RETURN_IF_ERROR(PersistNow(rec.job));
-  return rec.job;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    JobRecord& rec = jobs_.at(id);
+    if (rec.job.state() != pb::SUSPENDED || rec.job.attempt() != job.attempt()) return rec.job;
+    rec.job.set_state(pb::RUNNING);
+    rec.job.mutable_tasks(0)->set_state(pb::TASK_RUNNING);
+    job = rec.job;
+  }
+  MustPersist({job});
+  return job;
 }
 
 absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatRequest& req) {
@@ -525,16 +571,14 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
   pb::HeartbeatResponse resp;
   std::vector<pb::Job> changed;
   std::vector<Launch> relaunch;
+  std::string host_doc;  // written (outside the lock) when the host joined or changed
   bool freed = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto host = hosts_.find(info.host());
     if (host == hosts_.end()) {
       JC_RETURN_IF_ERROR(AddHostLocked(info));
-      JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(info));
-      JC_RETURN_IF_ERROR(store_->Exec("INSERT INTO nexec_hosts (id, doc) VALUES ($1, $2)",
-                                      {info.host(), doc})
-                             .status());
+      JC_ASSIGN_OR_RETURN(host_doc, store::EncodeDoc(info));
       host = hosts_.emplace(info.host(), HostRecord{info, clock_->Now(), true}).first;
       spdlog::info("nexec host {} joined: {} slots, {} MB, gpus [{}]", info.host(), info.cpus(),
                    info.mem_mb(), absl::StrJoin(info.gpus(), ","));
@@ -553,9 +597,7 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
       JC_RETURN_IF_ERROR(scheduler_.UpdateHostCapacity(
           info.host(), info.cpus(), info.mem_mb(), info.swap_mb(),
           {info.gpus().begin(), info.gpus().end()}));
-      JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(info));
-      JC_RETURN_IF_ERROR(
-          store_->Exec("UPDATE nexec_hosts SET doc = $2 WHERE id = $1", {info.host(), doc}).status());
+      JC_ASSIGN_OR_RETURN(host_doc, store::EncodeDoc(info));
       spdlog::info("nexec host {} now offers {} slots, {} MB, {} gpus", info.host(), info.cpus(),
                    info.mem_mb(), info.gpus_size());
       freed = true;
@@ -643,7 +685,8 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
       }
     }
   }
-  JC_RETURN_IF_ERROR(PersistAll(changed));
+  if (!host_doc.empty()) MustWriteHost(info.host(), host_doc);
+  MustPersist(changed);
   for (Launch& l : relaunch) StartLaunch(std::move(l));
   if (freed) Wake();
   return resp;
@@ -680,7 +723,7 @@ absl::Status Master::CheckHosts() {
       }
     }
   }
-  JC_RETURN_IF_ERROR(PersistAll(changed));
+  MustPersist(changed);
   if (!changed.empty()) Wake();
   return absl::OkStatus();
 }

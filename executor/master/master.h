@@ -126,7 +126,6 @@ class Master {
 
   absl::StatusOr<JobRequest> BuildRequest(const pb::JobSpec& spec, int64_t id);
   absl::Status Persist(store::Transaction& txn, const pb::Job& job);
-  absl::Status PersistNow(const pb::Job& job);
   void Publish(const pb::Job& job);
   // Ends a job (DONE or EXIT), releasing its resources. Caller holds mu_.
   void FinishLocked(JobRecord& rec, pb::JobState state, int exit_code, const std::string& reason,
@@ -138,6 +137,11 @@ class Master {
   std::string AddressOf(const std::string& host) const;
   absl::Status SignalTask0(const pb::Job& job, pb::SignalRequest::Action action);
   absl::Status PersistAll(const std::vector<pb::Job>& jobs);
+  // Commit or stop: PersistAll, retried with backoff for about a second and a half; when
+  // the store still refuses, the master exits (status 3) rather than act on a state the
+  // store does not have. Must not be called holding mu_.
+  void MustPersist(const std::vector<pb::Job>& jobs);
+  void MustWriteHost(const std::string& host, const std::string& doc);
   // Queues a launch for its agent; one sender per agent drains the queue in batches.
   void StartLaunch(Launch launch);
   void DrainLaunches(const std::string& address);
