@@ -17,11 +17,11 @@
 #include "absl/synchronization/mutex.h"
 #include "adapters/sdk/adapter_core.h"
 #include "adapters/sdk/adapter_service.h"
+#include "common/admin_server.h"
 #include "common/grpc_server_threads.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "common/store/store.h"
-#include "services/gateway/gateway.h"
 
 ABSL_FLAG(std::string, listen, "127.0.0.1:7100", "gRPC address of the adapter (port 0: any)");
 ABSL_FLAG(std::string, metrics_address, "127.0.0.1:7101",
@@ -41,7 +41,7 @@ struct AdapterServer::Impl {
   std::unique_ptr<grpc::Service> service;
   std::unique_ptr<grpc::Server> server;
   std::shared_ptr<prometheus::Registry> registry;
-  std::unique_ptr<gateway::Gateway> admin;
+  std::unique_ptr<AdminServer> admin;
   int port = 0;
   int metrics_port = 0;
   bool down = false;
@@ -86,21 +86,14 @@ absl::StatusOr<std::unique_ptr<AdapterServer>> AdapterServer::Start(Backend* bac
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));
   }
   if (!options.metrics_address.empty()) {
-    auto colon = options.metrics_address.rfind(':');
-    int port = 0;
-    if (colon == std::string::npos || !absl::SimpleAtoi(options.metrics_address.substr(colon + 1), &port)) {
-      return absl::InvalidArgumentError(absl::StrCat("metrics address \"", options.metrics_address, "\" is not host:port"));
-    }
     store::Store* st = impl.store.get();
     Backend* b = backend;
-    impl.admin = std::make_unique<gateway::Gateway>(
-        std::vector<gateway::Route>{}, gateway::GatewayOptions{2}, impl.registry, [st, b] {
-          // Ready when the store answers and the center's scheduler does.
-          JC_RETURN_IF_ERROR(st->Ping());
-          return b->GetUsage().status();
-        });
-    JC_ASSIGN_OR_RETURN(impl.metrics_port, impl.admin->Bind(options.metrics_address.substr(0, colon), port));
-    impl.admin->Start();
+    impl.admin = std::make_unique<AdminServer>(impl.registry, [st, b] {
+      // Ready when the store answers and the center's scheduler does.
+      JC_RETURN_IF_ERROR(st->Ping());
+      return b->GetUsage().status();
+    });
+    JC_ASSIGN_OR_RETURN(impl.metrics_port, impl.admin->Start(options.metrics_address));
   }
   spdlog::info("adapter for center {} listening on port {}", options.center.center_id, impl.port);
   return s;

@@ -13,7 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "common/grpc_server_threads.h"
 #include "common/log.h"
-#include "services/gateway/gateway.h"
+#include "common/admin_server.h"
 #include "common/store/store.h"
 #include "executor/master/master.h"
 #include "executor/master/master_service.h"
@@ -81,21 +81,13 @@ int main(int argc, char** argv) {
   if (server == nullptr || port == 0) return fail("cannot listen on " + absl::GetFlag(FLAGS_listen));
   auto registry = std::make_shared<prometheus::Registry>();
   master.EnableMetrics(*registry);
-  std::unique_ptr<jc::gateway::Gateway> admin;
+  std::unique_ptr<jc::AdminServer> admin;
   if (std::string metrics = absl::GetFlag(FLAGS_metrics_address); !metrics.empty()) {
-    auto colon = metrics.rfind(':');
-    int metrics_port = 0;
-    if (colon == std::string::npos || !absl::SimpleAtoi(metrics.substr(colon + 1), &metrics_port)) {
-      return fail("--metrics_address \"" + metrics + "\" is not host:port");
-    }
     jc::store::Store* s = store->get();
-    admin = std::make_unique<jc::gateway::Gateway>(std::vector<jc::gateway::Route>{},
-                                                   jc::gateway::GatewayOptions{2}, registry,
-                                                   [s] { return s->Ping(); });
-    auto bound = admin->Bind(metrics.substr(0, colon), metrics_port);
+    admin = std::make_unique<jc::AdminServer>(registry, [s] { return s->Ping(); });
+    auto bound = admin->Start(metrics);
     if (!bound.ok()) return fail(std::string(bound.status().message()));
-    admin->Start();
-    spdlog::info("nexec master metrics on http://{}:{}/metrics", metrics.substr(0, colon), *bound);
+    spdlog::info("nexec master metrics on http://{}:{}/metrics", metrics.substr(0, metrics.rfind(':')), *bound);
   }
   master.Start();
   spdlog::info("nexec master listening on port {}", port);

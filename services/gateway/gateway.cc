@@ -10,6 +10,7 @@
 #include <regex>
 
 #include "absl/strings/str_cat.h"
+#include "common/admin_server.h"
 #include "common/listen_backlog.h"
 #include "common/rest_envelope.h"
 #include "services/gateway/openapi.h"
@@ -104,19 +105,8 @@ void Gateway::Install() {
   s.Get("/openapi/v1/openapi.json", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(openapi_, kJson);
   });
-  s.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(MakeEnvelope(absl::OkStatus(), R"({"healthy":true})"), kJson);
-  });
-  s.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
-    absl::Status ready = readiness_ ? readiness_() : absl::OkStatus();
-    if (!ready.ok()) ready = absl::UnavailableError(absl::StrCat("not ready: ", ready.message()));
-    res.status = HttpStatusFor(ready.code());
-    res.set_content(MakeEnvelope(ready, R"({"ready":true})"), kJson);
-  });
-  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    prometheus::TextSerializer serializer;
-    res.set_content(serializer.Serialize(metrics_->Collect()), "text/plain; version=0.0.4");
-  });
+  // The same /metrics, /healthz and /readyz as every process's admin server.
+  InstallAdminEndpoints(s, metrics_, readiness_);
 
   // Whatever httplib answers on its own (no route, 413 body too large, 400 unparsable
   // request) still gets the envelope, so clients parse one shape of error.

@@ -212,11 +212,8 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
     spdlog::info("rest listening on http://{}:{}", o.rest_host, app->rest_port_);
   } else if (!o.admin_host.empty()) {
     // No REST routes here, only what every service must expose (SPEC C4).
-    app->gateway_ = std::make_unique<gateway::Gateway>(std::vector<gateway::Route>{}, o.gateway,
-                                                       app->metrics_,
-                                                       [self] { return self->Ready(); });
-    JC_ASSIGN_OR_RETURN(app->admin_port_, app->gateway_->Bind(o.admin_host, o.admin_port));
-    app->gateway_->Start();
+    app->admin_ = std::make_unique<AdminServer>(app->metrics_, [self] { return self->Ready(); });
+    JC_ASSIGN_OR_RETURN(app->admin_port_, app->admin_->Start(absl::StrCat(o.admin_host, ":", o.admin_port)));
     spdlog::info("metrics and health on http://{}:{}", o.admin_host, app->admin_port_);
   }
 
@@ -278,6 +275,7 @@ void App::Shutdown() {
   }
   cv_.notify_all();
   if (gateway_ != nullptr) gateway_->Stop();
+  if (admin_ != nullptr) admin_->Stop();
   if (monitor_ != nullptr) monitor_->Stop();
   if (jobs_ != nullptr) jobs_->Stop();
   if (scheduler_ != nullptr) scheduler_->Stop();

@@ -17,6 +17,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/store/store.h"
+#include "common/admin_server.h"
 #include "services/gateway/gateway.h"
 #include "services/monitor/monitor.h"
 #include "services/jobs/job_manager.h"
@@ -121,6 +122,7 @@ class App {
   std::shared_ptr<grpc::Channel> channel_;
   // Remote services the gateway calls, by address, for readiness.
   std::vector<std::pair<std::string, std::shared_ptr<grpc::Channel>>> upstreams_;
+  std::unique_ptr<AdminServer> admin_;  // without the gateway: /metrics, /healthz, /readyz
   std::unique_ptr<gateway::Gateway> gateway_;
   int grpc_port_ = 0;
   int rest_port_ = 0;
