@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/timestamp.h"
+#include "services/jobs/job_state.h"
 #include "services/jobs/status_policy.h"
 
 namespace jc::jobs {
@@ -450,11 +451,9 @@ std::vector<JobManager::Dispatch> JobManager::ScheduleLocked(Active& job) {
     r.set_waiting_reason(std::string(decision.status().message()));
     if (decision.status().code() == absl::StatusCode::kInvalidArgument) {
       // The catalog changed under the job (its spec or image is gone): it can never run.
-      for (int i : indices) {
-        r.mutable_replicas(i)->set_state(v1::ReplicaRecord::FAILED);
-        r.mutable_replicas(i)->set_message(r.waiting_reason());
-      }
-      SettleLocked(job);
+      JobEffects fx;
+      ApplyUnplaceable(r, r.waiting_reason(), clock_->Now(), &fx);
+      ApplyEffectsLocked(job, fx);
     }
     return {};
   }
@@ -672,16 +671,10 @@ bool JobManager::CompleteSubmitLocked(const Dispatch& d, const absl::StatusOr<ap
   if (!current) return result.ok();
   Active& job = it->second;
   auto* rep = job.record.mutable_replicas(d.replica);
-  std::string key =
-      scheduler::Scheduler::ReservationKey(d.job_id, rep->task_index(), rep->replica_index(), rep->attempt());
   absl::Time now = clock_->Now();
+  JobEffects fx;
   if (result.ok()) {
-    if (rep->state() == v1::ReplicaRecord::DISPATCHING) rep->set_state(v1::ReplicaRecord::PENDING);
-    rep->clear_message();
-    *rep->mutable_dispatched_at() = ToTimestamp(now);
-    scheduler_->Reported(key, now);
-    ApplyReplica(job, d.replica, *result);
-    NoteHandedOverLocked(job);
+    ApplySubmitAccepted(job.record, d.replica, *result, now, &fx);
   } else if (rep->state() != v1::ReplicaRecord::DISPATCHING) {
     // Events already show it at the center: the error was about the answer, not the submit.
   } else if (Transient(result.status())) {
@@ -692,9 +685,9 @@ bool JobManager::CompleteSubmitLocked(const Dispatch& d, const absl::StatusOr<ap
     if (metrics_) metrics_->dispatch_refused->Increment();
     spdlog::warn("job manager: center {} refused replica {}/{} of {}: {}", d.center_id, rep->task_index(),
                  rep->replica_index(), d.job_id, result.status().ToString());
-    FailAttemptLocked(job, d.replica, std::string(result.status().message()));
+    ApplyAttemptFailedToStart(job.record, d.replica, std::string(result.status().message()), now, &fx);
   }
-  SettleLocked(job);
+  ApplyEffectsLocked(job, fx);
   *job.record.mutable_updated_at() = ToTimestamp(now);
   // A plain acknowledgement is not written: until the adapter's next event is, the
   // stored replica stays DISPATCHING, and a restart only submits it again, which the
@@ -705,40 +698,37 @@ bool JobManager::CompleteSubmitLocked(const Dispatch& d, const absl::StatusOr<ap
   return false;
 }
 
-void JobManager::FailAttemptLocked(Active& job, int index, const std::string& why) {
-  auto* rep = job.record.mutable_replicas(index);
-  rep->set_message(why);
-  rep->set_exit_code(-1);
-  scheduler_->Forget(scheduler::Scheduler::ReservationKey(job.record.job_id(), rep->task_index(), rep->replica_index(),
-                                                          rep->attempt()));
-  std::string center = rep->center_id();
-  if (!RetryIfAllowed(job.record.request().retry_policy(), rep)) {
-    rep->set_state(v1::ReplicaRecord::FAILED);  // the status policy ends the job, stopping the rest
-    return;
+void JobManager::ApplyEffectsLocked(Active& job, const JobEffects& fx) {
+  const v1::JobRecord& r = job.record;
+  absl::Time now = clock_->Now();
+  // Reported before released: a replica that was accepted and ended in one answer leaves
+  // no reservation behind.
+  for (const AttemptRef& a : fx.reported) {
+    scheduler_->Reported(scheduler::Scheduler::ReservationKey(r.job_id(), a.task_index, a.replica_index, a.attempt),
+                         now);
   }
-  queue_.insert({-job.record.request().scheduling().priority(), job.record.seq(), job.record.job_id()});
-  if (!job.record.request().scheduling().gang()) return;
-  // A gang starts together or not at all: the rest of this attempt is stopped where it
-  // was sent, and waits to be placed again with the replica that could not start.
-  for (int i = 0; i < job.record.replicas_size(); ++i) {
-    auto* other = job.record.mutable_replicas(i);
-    if (i == index || Ended(other->state()) || other->state() == v1::ReplicaRecord::WAITING) continue;
-    StopAtCenterLocked(job.record, i);
-    other->set_attempt(other->attempt() + 1);
-    other->set_state(v1::ReplicaRecord::WAITING);
-    other->clear_center_id();
-    other->clear_dispatched_at();
-    other->set_message(absl::StrCat("requeued with its gang: task ", rep->task_index(), " replica ",
-                                    rep->replica_index(), " could not start on ", center, ": ", why));
+  for (const AttemptRef& a : fx.release) {
+    scheduler_->Forget(scheduler::Scheduler::ReservationKey(r.job_id(), a.task_index, a.replica_index, a.attempt));
   }
-}
-
-void JobManager::StopAtCenterLocked(const v1::JobRecord& r, int index) {
-  const auto& rep = r.replicas(index);
-  if (rep.center_id().empty()) return;
-  stops_.emplace_back(rep.center_id(), KeyOf(r, index));
-  scheduler_->Forget(
-      scheduler::Scheduler::ReservationKey(r.job_id(), rep.task_index(), rep.replica_index(), rep.attempt()));
+  for (const AttemptRef& a : fx.stop) {
+    apb::ReplicaKey key;
+    key.set_job_id(r.job_id());
+    key.set_task_index(a.task_index);
+    key.set_replica_index(a.replica_index);
+    key.set_attempt(a.attempt);
+    key.set_origin(r.origin());
+    stops_.emplace_back(a.center_id, std::move(key));
+  }
+  auto entry = std::make_tuple(-r.request().scheduling().priority(), r.seq(), r.job_id());
+  if (fx.wait) queue_.insert(entry);
+  if (!fx.ended.empty()) {
+    queue_.erase(entry);
+    if (metrics_) metrics_->ended->Add({{"status", fx.ended}}).Increment();
+  }
+  if (fx.handed_over && metrics_) {
+    metrics_->scheduling_time->Observe(absl::ToDoubleSeconds(FromProto(r.scheduled_at()) - FromProto(r.received_at())));
+    metrics_->scheduled->Increment();
+  }
 }
 
 void JobManager::Stage(const Dispatch& d, uint64_t term) {
@@ -805,8 +795,9 @@ void JobManager::Stage(const Dispatch& d, uint64_t term) {
       rep->clear_message();
       submit = true;
     } else {
-      FailAttemptLocked(job, d.replica, std::string(staged.message()));
-      SettleLocked(job);
+      JobEffects fx;
+      ApplyAttemptFailedToStart(job.record, d.replica, std::string(staged.message()), clock_->Now(), &fx);
+      ApplyEffectsLocked(job, fx);
     }
     *job.record.mutable_updated_at() = ToTimestamp(clock_->Now());
     write = job.record;
@@ -826,91 +817,11 @@ void JobManager::Stage(const Dispatch& d, uint64_t term) {
   }
 }
 
-bool JobManager::ApplyReplica(Active& job, int index, const apb::Replica& replica) {
-  auto* rep = job.record.mutable_replicas(index);
-  if (replica.key().attempt() != rep->attempt() || Ended(rep->state())) return false;
-  if (rep->state() == v1::ReplicaRecord::WAITING) return false;  // an attempt not submitted
-  std::string key =
-      scheduler::Scheduler::ReservationKey(job.record.job_id(), rep->task_index(), rep->replica_index(), rep->attempt());
-  auto before = rep->state();
-  switch (replica.state()) {
-    case apb::REPLICA_PENDING:
-      if (rep->state() == v1::ReplicaRecord::DISPATCHING) rep->set_state(v1::ReplicaRecord::PENDING);
-      break;
-    case apb::REPLICA_RUNNING:
-      rep->set_state(v1::ReplicaRecord::RUNNING);
-      break;
-    case apb::REPLICA_SUCCEEDED:
-      rep->set_state(v1::ReplicaRecord::SUCCEEDED);
-      rep->set_exit_code(0);
-      scheduler_->Forget(key);
-      break;
-    case apb::REPLICA_STOPPED:
-    case apb::REPLICA_FAILED: {
-      rep->set_exit_code(replica.exit_code());
-      rep->set_message(replica.message());
-      scheduler_->Forget(key);
-      if (job.record.stop_requested()) {
-        rep->set_state(v1::ReplicaRecord::STOPPED);
-      } else if (RetryIfAllowed(job.record.request().retry_policy(), rep)) {
-        queue_.insert({-job.record.request().scheduling().priority(), job.record.seq(), job.record.job_id()});
-      } else {
-        rep->set_state(v1::ReplicaRecord::FAILED);
-      }
-      break;
-    }
-    default:
-      break;
-  }
-  if (before == v1::ReplicaRecord::DISPATCHING && rep->state() != before) NoteHandedOverLocked(job);
-  return rep->state() != before || replica.state() == apb::REPLICA_FAILED || replica.state() == apb::REPLICA_STOPPED;
-}
-
-void JobManager::NoteHandedOverLocked(Active& job) {
-  if (job.record.has_scheduled_at()) return;
-  bool all_at_centers = std::none_of(job.record.replicas().begin(), job.record.replicas().end(), [](auto& x) {
-    return x.state() == v1::ReplicaRecord::WAITING || x.state() == v1::ReplicaRecord::STAGING ||
-           x.state() == v1::ReplicaRecord::DISPATCHING;
-  });
-  if (!all_at_centers) return;
-  // t_s of formula 3: every sub-task handed to a center (known from the submit's answer
-  // or, when the center is quicker, from its events).
-  absl::Time now = clock_->Now();
-  *job.record.mutable_scheduled_at() = ToTimestamp(now);
-  if (metrics_) {
-    metrics_->scheduling_time->Observe(absl::ToDoubleSeconds(now - FromProto(job.record.received_at())));
-    metrics_->scheduled->Increment();
-  }
-}
-
-void JobManager::SettleLocked(Active& job) {
-  v1::JobRecord& r = job.record;
-  JobOutcome outcome = EvaluateJob(r.request().status_policy(), r.replicas());
-  if (r.stop_requested()) outcome = JobOutcome{kFailed, "stopped by the user"};
-  std::string previous = r.status();
-  r.set_status(outcome.status);
-  if (!outcome.ended()) return;
-  // Say which replica decided a failure, in its center's words.
-  if (outcome.status == kFailed && !r.stop_requested()) {
-    for (const auto& rep : r.replicas()) {
-      if (rep.state() == v1::ReplicaRecord::FAILED) {
-        absl::StrAppend(&outcome.reason, ": task ", rep.task_index(), " replica ", rep.replica_index(), " on ",
-                        rep.center_id().empty() ? "no center" : rep.center_id(), ": ", rep.message());
-        break;
-      }
-    }
-  }
-  r.set_status_reason(outcome.reason);
-  // The outcome is decided: nothing of the job runs on.
-  for (int i = 0; i < r.replicas_size(); ++i) {
-    auto* rep = r.mutable_replicas(i);
-    if (Ended(rep->state())) continue;
-    if (rep->state() != v1::ReplicaRecord::WAITING) StopAtCenterLocked(r, i);
-    rep->set_state(v1::ReplicaRecord::STOPPED);
-    rep->set_message(absl::StrCat("stopped: the job ", outcome.status, " (", outcome.reason, ")"));
-  }
-  queue_.erase({-r.request().scheduling().priority(), r.seq(), r.job_id()});
-  if (previous != outcome.status && metrics_) metrics_->ended->Add({{"status", outcome.status}}).Increment();
+bool JobManager::ApplyReportLocked(Active& job, int index, const apb::Replica& replica) {
+  JobEffects fx;
+  ApplyReport(job.record, index, replica, clock_->Now(), &fx);
+  ApplyEffectsLocked(job, fx);
+  return fx.changed;
 }
 
 void JobManager::EnsureWatcher(const std::string& center_id) {
@@ -952,9 +863,7 @@ void JobManager::WatchLoop(const std::string& center_id) {
               }
               if (ours) {
                 int index = IndexOf(it->second.record, e.replica().key().task_index(), e.replica().key().replica_index());
-                if (index >= 0 && ApplyReplica(it->second, index, e.replica())) {
-                  SettleLocked(it->second);
-                  *it->second.record.mutable_updated_at() = ToTimestamp(clock_->Now());
+                if (index >= 0 && ApplyReportLocked(it->second, index, e.replica())) {
                   write = it->second.record;
                   version = ++it->second.version;
                 }
@@ -1025,8 +934,7 @@ void JobManager::Reconcile(bool all) {
       if (it == active_.end()) continue;
       auto* rep = it->second.record.mutable_replicas(index);
       if (replica.ok()) {
-        if (!ApplyReplica(it->second, index, *replica)) continue;
-        SettleLocked(it->second);
+        if (!ApplyReportLocked(it->second, index, *replica)) continue;
       } else {
         // The center does not know a replica it acknowledged (its adapter lost its
         // book): submitted again under the same key, as if never acknowledged.
@@ -1066,9 +974,9 @@ absl::Status JobManager::StopJob(const std::string& job_id) {
     if (it == active_.end() || it->second.record.status() == kCompleted || it->second.record.status() == kFailed) {
       ended = it != active_.end() ? it->second.record.status() : "";
     } else {
-    it->second.record.set_stop_requested(true);
-    SettleLocked(it->second);
-    *it->second.record.mutable_updated_at() = ToTimestamp(clock_->Now());
+    JobEffects fx;
+    ApplyStopRequested(it->second.record, clock_->Now(), &fx);
+    ApplyEffectsLocked(it->second, fx);
     write = it->second.record;
     version = ++it->second.version;
     stops = TakeStopsLocked();
@@ -1244,6 +1152,7 @@ void JobManager::UpdateGauges() {
   metrics_->queue_length->Set(static_cast<double>(queue_.size()));
   int pending = 0, running = 0;
   for (const auto& [id, job] : active_) {
+    if (job.record.status() == kCompleted || job.record.status() == kFailed) continue;  // being written
     if (job.record.status() == kRunning) {
       ++running;
     } else {

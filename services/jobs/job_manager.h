@@ -36,6 +36,7 @@
 #include "common/thread_pool.h"
 #include "services/southbound/adapter_client.h"
 #include "services/jobs/data_mover.h"
+#include "services/jobs/job_state.h"
 #include "services/jobs/job_store.h"
 #include "services/registry/center_directory.h"
 #include "services/scheduler/scheduler.h"
@@ -155,19 +156,12 @@ class JobManager {
                             std::vector<std::pair<v1::JobRecord, int64_t>>* writes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Copies the task's datasets to the replica's center, then submits it.
   void Stage(const Dispatch& d, uint64_t term);
-  // Ends an attempt that could not start (refused submit, failed staging): retried by the
-  // retry policy or failed. A gang's other replicas are stopped and requeued with it (a
-  // new attempt each), so the gang starts whole. Caller holds mu_.
-  void FailAttemptLocked(Active& job, int index, const std::string& why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Releases the replica's reservation and queues a stop of its current attempt at its
-  // center (see TakeStopsLocked). Caller holds mu_.
-  void StopAtCenterLocked(const v1::JobRecord& r, int index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Applies an adapter's view of a replica. Caller holds mu_. Returns true when it changed.
-  bool ApplyReplica(Active& job, int index, const apb::Replica& replica) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Records t_s and T once every replica of the job has reached its center. Caller holds mu_.
-  void NoteHandedOverLocked(Active& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Ends the job if its status policy says so, stopping what still runs. Caller holds mu_.
-  void SettleLocked(Active& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Carries out what the state machine (job_state.h) decided for the job: reservations
+  // reported and released in the scheduler's view, stops queued for after the write
+  // (TakeStopsLocked), the queue, the metrics.
+  void ApplyEffectsLocked(Active& job, const JobEffects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // An adapter's view of a replica through the state machine. True when the job changed.
+  bool ApplyReportLocked(Active& job, int index, const apb::Replica& replica) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::string> AdapterAddress(const std::string& center_id);
   void EnsureWatcher(const std::string& center_id);
   void WatchLoop(const std::string& center_id);

@@ -1,0 +1,178 @@
+#include "services/jobs/job_state.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/timestamp.h"
+#include "services/jobs/status_policy.h"
+
+namespace jc::jobs {
+
+AttemptRef AttemptOf(const v1::ReplicaRecord& r) {
+  return {r.center_id(), r.task_index(), r.replica_index(), r.attempt()};
+}
+
+namespace {
+
+bool JobEnded(const v1::JobRecord& job) { return job.status() == kCompleted || job.status() == kFailed; }
+
+// Stops the replica's current attempt where it was sent (if it was) and releases its
+// reservation.
+void StopAttempt(const v1::ReplicaRecord& r, JobEffects* fx) {
+  if (r.center_id().empty()) return;
+  fx->stop.push_back(AttemptOf(r));
+  fx->release.push_back(AttemptOf(r));
+}
+
+}  // namespace
+
+void NoteHandedOver(v1::JobRecord& job, absl::Time now, JobEffects* fx) {
+  if (job.has_scheduled_at()) return;
+  bool all_at_centers = std::none_of(job.replicas().begin(), job.replicas().end(), [](const auto& x) {
+    return x.state() == v1::ReplicaRecord::WAITING || x.state() == v1::ReplicaRecord::STAGING ||
+           x.state() == v1::ReplicaRecord::DISPATCHING;
+  });
+  if (!all_at_centers) return;
+  // t_s of formula 3: every sub-task handed to a center (known from the submit's answer
+  // or, when the center is quicker, from its events).
+  *job.mutable_scheduled_at() = ToTimestamp(now);
+  fx->handed_over = true;
+  fx->changed = true;
+}
+
+void Settle(v1::JobRecord& job, absl::Time now, JobEffects* fx) {
+  if (JobEnded(job)) return;
+  JobOutcome outcome = EvaluateJob(job.request().status_policy(), job.replicas());
+  if (job.stop_requested()) outcome = JobOutcome{kFailed, "stopped by the user"};
+  if (job.status() != outcome.status) fx->changed = true;
+  job.set_status(outcome.status);
+  if (!outcome.ended()) return;
+  // Say which replica decided a failure, in its center's words.
+  if (outcome.status == kFailed && !job.stop_requested()) {
+    for (const auto& rep : job.replicas()) {
+      if (rep.state() == v1::ReplicaRecord::FAILED) {
+        absl::StrAppend(&outcome.reason, ": task ", rep.task_index(), " replica ", rep.replica_index(), " on ",
+                        rep.center_id().empty() ? "no center" : rep.center_id(), ": ", rep.message());
+        break;
+      }
+    }
+  }
+  job.set_status_reason(outcome.reason);
+  // The outcome is decided: nothing of the job runs on.
+  for (auto& rep : *job.mutable_replicas()) {
+    if (Ended(rep.state())) continue;
+    if (rep.state() != v1::ReplicaRecord::WAITING) StopAttempt(rep, fx);
+    rep.set_state(v1::ReplicaRecord::STOPPED);
+    rep.set_message(absl::StrCat("stopped: the job ", outcome.status, " (", outcome.reason, ")"));
+  }
+  *job.mutable_updated_at() = ToTimestamp(now);
+  fx->ended = outcome.status;
+  fx->wait = false;
+  fx->changed = true;
+}
+
+void ApplyReport(v1::JobRecord& job, int index, const apb::Replica& report, absl::Time now, JobEffects* fx) {
+  auto* rep = job.mutable_replicas(index);
+  if (report.key().attempt() != rep->attempt() || Ended(rep->state())) return;
+  if (rep->state() == v1::ReplicaRecord::WAITING) return;  // an attempt not submitted
+  auto before = rep->state();
+  switch (report.state()) {
+    case apb::REPLICA_PENDING:
+      if (rep->state() == v1::ReplicaRecord::DISPATCHING) rep->set_state(v1::ReplicaRecord::PENDING);
+      break;
+    case apb::REPLICA_RUNNING:
+      rep->set_state(v1::ReplicaRecord::RUNNING);
+      break;
+    case apb::REPLICA_SUCCEEDED:
+      rep->set_state(v1::ReplicaRecord::SUCCEEDED);
+      rep->set_exit_code(0);
+      fx->release.push_back(AttemptOf(*rep));
+      break;
+    case apb::REPLICA_STOPPED:
+    case apb::REPLICA_FAILED: {
+      rep->set_exit_code(report.exit_code());
+      rep->set_message(report.message());
+      fx->release.push_back(AttemptOf(*rep));
+      if (job.stop_requested()) {
+        rep->set_state(v1::ReplicaRecord::STOPPED);
+      } else if (RetryIfAllowed(job.request().retry_policy(), rep)) {
+        fx->wait = true;
+      } else {
+        rep->set_state(v1::ReplicaRecord::FAILED);
+      }
+      fx->changed = true;  // an attempt ended, even when its retry looks like the state before
+      break;
+    }
+    default:
+      return;
+  }
+  if (rep->state() != before) fx->changed = true;
+  if (before == v1::ReplicaRecord::DISPATCHING && rep->state() != before) NoteHandedOver(job, now, fx);
+  if (fx->changed) *job.mutable_updated_at() = ToTimestamp(now);
+  Settle(job, now, fx);
+}
+
+void ApplySubmitAccepted(v1::JobRecord& job, int index, const apb::Replica& answer, absl::Time now,
+                         JobEffects* fx) {
+  auto* rep = job.mutable_replicas(index);
+  if (rep->state() == v1::ReplicaRecord::DISPATCHING) rep->set_state(v1::ReplicaRecord::PENDING);
+  rep->clear_message();
+  *rep->mutable_dispatched_at() = ToTimestamp(now);
+  fx->reported.push_back(AttemptOf(*rep));
+  ApplyReport(job, index, answer, now, fx);
+  NoteHandedOver(job, now, fx);
+  Settle(job, now, fx);
+}
+
+void ApplyAttemptFailedToStart(v1::JobRecord& job, int index, const std::string& why, absl::Time now,
+                               JobEffects* fx) {
+  auto* rep = job.mutable_replicas(index);
+  rep->set_message(why);
+  rep->set_exit_code(-1);
+  fx->release.push_back(AttemptOf(*rep));
+  fx->changed = true;
+  *job.mutable_updated_at() = ToTimestamp(now);
+  std::string center = rep->center_id();
+  if (!RetryIfAllowed(job.request().retry_policy(), rep)) {
+    rep->set_state(v1::ReplicaRecord::FAILED);  // the status policy ends the job, stopping the rest
+    Settle(job, now, fx);
+    return;
+  }
+  fx->wait = true;
+  if (job.request().scheduling().gang()) {
+    // A gang starts together or not at all: the rest of this attempt is stopped where it
+    // was sent, and waits to be placed again with the replica that could not start.
+    for (int i = 0; i < job.replicas_size(); ++i) {
+      auto* other = job.mutable_replicas(i);
+      if (i == index || Ended(other->state()) || other->state() == v1::ReplicaRecord::WAITING) continue;
+      StopAttempt(*other, fx);
+      other->set_attempt(other->attempt() + 1);
+      other->set_state(v1::ReplicaRecord::WAITING);
+      other->clear_center_id();
+      other->clear_dispatched_at();
+      other->set_message(absl::StrCat("requeued with its gang: task ", rep->task_index(), " replica ",
+                                      rep->replica_index(), " could not start on ", center, ": ", why));
+    }
+  }
+  Settle(job, now, fx);
+}
+
+void ApplyStopRequested(v1::JobRecord& job, absl::Time now, JobEffects* fx) {
+  job.set_stop_requested(true);
+  fx->changed = true;
+  *job.mutable_updated_at() = ToTimestamp(now);
+  Settle(job, now, fx);
+}
+
+void ApplyUnplaceable(v1::JobRecord& job, const std::string& why, absl::Time now, JobEffects* fx) {
+  for (auto& rep : *job.mutable_replicas()) {
+    if (rep.state() != v1::ReplicaRecord::WAITING) continue;
+    rep.set_state(v1::ReplicaRecord::FAILED);
+    rep.set_message(why);
+  }
+  fx->changed = true;
+  *job.mutable_updated_at() = ToTimestamp(now);
+  Settle(job, now, fx);
+}
+
+}  // namespace jc::jobs

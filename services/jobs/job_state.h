@@ -1,0 +1,72 @@
+#pragma once
+
+// The job state machine: pure functions of a job record and one event (an adapter's report
+// of a replica, the answer to a submit, an attempt that could not start, a stop request)
+// that move the record to its next state and say what must follow: stops at centers,
+// reservations to release, whether the job waits to be placed, whether it just ended.
+// No I/O, no locks, no clock of its own (time is an argument): the job manager applies the
+// effects only after the record's write has committed (docs/adr/0006), and the golden
+// tests in tests/unit/jobs/ drive it with event sequences.
+
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "jointcloud/adapter/v1/adapter.pb.h"
+#include "jointcloud/v1/job_record.pb.h"
+
+namespace jc::jobs {
+
+namespace v1 = ::jointcloud::v1;
+namespace apb = ::jointcloud::adapter::v1;
+
+// One attempt of one replica, as the centers know it.
+struct AttemptRef {
+  std::string center_id;
+  int task_index = 0;
+  int replica_index = 0;
+  int attempt = 0;
+  bool operator==(const AttemptRef&) const = default;
+};
+
+struct JobEffects {
+  bool changed = false;                // the record changed: write it
+  std::vector<AttemptRef> stop;        // stop these attempts at their centers (after the write)
+  std::vector<AttemptRef> release;     // their reservations leave the scheduler's view
+  std::vector<AttemptRef> reported;    // their center accepted them: its usage will show them
+  bool wait = false;                   // replicas wait to be placed: the job (re)enters the queue
+  bool handed_over = false;            // every replica reached its center just now (t_s is set)
+  std::string ended;                   // "completed" or "failed" when the job ended with this event
+};
+
+// An adapter's view of the replica at `index` (an event, a poll, the answer to a submit).
+// Reports of another attempt, of an ended replica, or that would move a replica back, are
+// ignored (duplicated and reordered events change nothing).
+void ApplyReport(v1::JobRecord& job, int index, const apb::Replica& report, absl::Time now, JobEffects* fx);
+
+// The center accepted the submit of the replica at `index` and answered `answer`.
+void ApplySubmitAccepted(v1::JobRecord& job, int index, const apb::Replica& answer, absl::Time now,
+                         JobEffects* fx);
+
+// The attempt at `index` could not start (its submit was refused, its staging failed): it is
+// retried as the retry policy allows, or fails. A gang's other replicas are stopped and wait
+// with it, each as a new attempt, so the gang starts whole.
+void ApplyAttemptFailedToStart(v1::JobRecord& job, int index, const std::string& why, absl::Time now,
+                               JobEffects* fx);
+
+// The user stopped the job.
+void ApplyStopRequested(v1::JobRecord& job, absl::Time now, JobEffects* fx);
+
+// The job's replicas can never be placed (its spec or image left the catalog).
+void ApplyUnplaceable(v1::JobRecord& job, const std::string& why, absl::Time now, JobEffects* fx);
+
+// Decides the job's status by its status policy; when it ended, says which replica decided
+// a failure and stops whatever still runs. Every Apply* above ends with it.
+void Settle(v1::JobRecord& job, absl::Time now, JobEffects* fx);
+
+// Records t_s once every replica has reached its center.
+void NoteHandedOver(v1::JobRecord& job, absl::Time now, JobEffects* fx);
+
+AttemptRef AttemptOf(const v1::ReplicaRecord& replica);
+
+}  // namespace jc::jobs
