@@ -35,7 +35,7 @@ start() {
   master_port=$(wait_for_port "$dir/master.log" "nexec master listening on port")
   for host in node1 node2; do
     setsid "$build/executor/nexec-agent" --master="127.0.0.1:$master_port" --host="$host" \
-      --resources=cpus=16,gpus=2,mem=64G >"$dir/agent-$host.log" 2>&1 &
+      --resources=cpus=16,gpus=2,mem=64G --state_dir="$dir/agent-$host" >"$dir/agent-$host.log" 2>&1 &
     echo $! >"$dir/agent-$host.pid"
   done
   cat >"$dir/center.yaml" <<YAML

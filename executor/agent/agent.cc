@@ -2,6 +2,8 @@
 
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
@@ -25,6 +27,31 @@ namespace {
 
 std::string TaskKey(int64_t job, int32_t task, int32_t attempt) {
   return absl::StrCat(job, ".", task, ".", attempt);
+}
+
+// The start time of a process in clock ticks since boot (/proc/<pid>/stat field 22); 0 when
+// it is gone.
+uint64_t ProcessStartTime(pid_t pid) noexcept {
+  // Plain read(2): a process that exits while its stat is read makes the read fail with
+  // ESRCH, which iostreams would throw from.
+  std::string path = absl::StrCat("/proc/", pid, "/stat");
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[1024];
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  std::string stat(buf, static_cast<size_t>(n));
+  auto paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 2 > stat.size()) return 0;
+  std::istringstream fields(stat.substr(paren + 2));
+  std::string field;
+  uint64_t start = 0;
+  // Fields from 3 (state) on; the start time is field 22.
+  for (int i = 3; i <= 22 && fields >> field; ++i) {
+    if (i == 22) start = std::strtoull(field.c_str(), nullptr, 10);
+  }
+  return start;
 }
 
 double ReadLoad() {
@@ -117,6 +144,17 @@ absl::StatusOr<int> Agent::Start() {
     options_.host = name;
   }
   base_info_.set_host(options_.host);
+  if (options_.state_dir.empty()) {
+    options_.state_dir = (std::filesystem::temp_directory_path() / ("nexec-agent-" + options_.host)).string();
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(options_.state_dir) / "tasks", ec);
+  if (ec) return absl::InvalidArgumentError(absl::StrCat("cannot create ", options_.state_dir, ": ", ec.message()));
+  if (int killed = KillPredecessorTasks(); killed > 0) {
+    spdlog::warn("nexec agent {}: killed {} task(s) a previous agent on this host left running; the master reruns "
+                 "or fails their jobs as their queues say",
+                 options_.host, killed);
+  }
   if (!options_.sensor_dir.empty()) {
     auto found = FindSensors(options_.sensor_dir, options_.host);
     for (const auto& s : found) spdlog::info("resource sensor {}", s);
@@ -160,6 +198,34 @@ pb::AgentInfo Agent::CurrentInfo() {
     for (auto& r : sensors_->Current()) *info.add_sensors() = std::move(r);
   }
   return info;
+}
+
+std::string Agent::TaskFile(const std::string& key) const {
+  return (std::filesystem::path(options_.state_dir) / "tasks" / key).string();
+}
+
+int Agent::KillPredecessorTasks() {
+  int killed = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(options_.state_dir) / "tasks", ec)) {
+    std::ifstream in(entry.path());
+    pid_t pgid = 0;
+    uint64_t start = 0;
+    in >> pgid >> start;
+    if (pgid > 1) {
+      // Ours when the group's leader is the process we started, or when the leader is
+      // gone but its group lives on (a pid is not reused while its group exists).
+      bool leader_alive = kill(pgid, 0) == 0;
+      bool ours = leader_alive ? ProcessStartTime(pgid) == start : kill(-pgid, 0) == 0;
+      if (ours && killpg(pgid, SIGKILL) == 0) {
+        ++killed;
+        spdlog::info("nexec agent: killed process group {} (task {}) left by a previous agent", pgid,
+                     entry.path().filename().string());
+      }
+    }
+    std::filesystem::remove(entry.path(), ec);
+  }
+  return killed;
 }
 
 absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
@@ -209,6 +275,9 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
     tasks_.erase(key);
     return pid.status();
   }
+  // The task's process group, with its leader's start time (so that a pid reused by
+  // another program is never taken for it), for an agent that restarts after a crash.
+  std::ofstream(TaskFile(key)) << *pid << " " << ProcessStartTime(*pid) << "\n";
   return static_cast<int>(*pid);
 }
 
@@ -278,6 +347,8 @@ void Agent::HeartbeatLoop() {
       r.set_exit_code(e.exit_code);
       unacked_exits_.push_back(r);
       tasks_.erase(it);
+      std::error_code ec;
+      std::filesystem::remove(TaskFile(e.key), ec);
       finished_.insert(e.key);
       finished_order_.push_back(e.key);
       if (finished_order_.size() > 100000) {
@@ -354,7 +425,13 @@ class AgentService final : public pb::Agent::Service {
   grpc::Status LaunchBatch(grpc::ServerContext*, const pb::LaunchBatchRequest* req,
                            pb::LaunchBatchResponse* resp) override {
     for (const auto& launch : req->launches()) {
-      auto pid = agent_->Launch(launch);
+      absl::StatusOr<int> pid;
+      try {
+        pid = agent_->Launch(launch);
+      } catch (const std::exception& e) {
+        spdlog::error("launch of job {} threw: {}", launch.job_id(), e.what());
+        pid = absl::InternalError(e.what());
+      }
       pb::LaunchResult* r = resp->add_results();
       if (pid.ok()) {
         r->set_pid(*pid);

@@ -41,6 +41,10 @@ struct AgentOptions {
   // Resource sensors: executables named ress.host or ress.<host> in this directory.
   std::string sensor_dir;
   absl::Duration sensor_restart_delay = absl::Seconds(5);
+  // Where the agent records the process group of every task it starts, so that an agent
+  // restarted after a crash kills what its predecessor left running (a rerun must never
+  // run beside the first attempt). Empty: <temp dir>/nexec-agent-<host>.
+  std::string state_dir;
 };
 
 // Parses "cpus=64,gpus=8,mem=512G,swap=16G" into the info fields it names.
@@ -72,6 +76,10 @@ class Agent {
     bool suspended = false;
   };
   void HeartbeatLoop();
+  // Kills the process groups of the tasks a previous agent on this host started and did
+  // not see end (it died); returns how many were still running.
+  int KillPredecessorTasks();
+  std::string TaskFile(const std::string& key) const;
   pb::AgentInfo CurrentInfo();
 
   AgentOptions options_;

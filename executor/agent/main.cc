@@ -18,6 +18,9 @@ ABSL_FLAG(std::string, resources, "",
 ABSL_FLAG(absl::Duration, heartbeat, absl::Seconds(1), "heartbeat interval");
 ABSL_FLAG(std::string, sensor_dir, "",
           "directory with resource sensors (ress.host, ress.<host>) to run");
+ABSL_FLAG(std::string, state_dir, "",
+          "where the agent records its tasks' process groups, so that a restarted agent kills what a crashed "
+          "one left running (default: <temp dir>/nexec-agent-<host>)");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
 
 int main(int argc, char** argv) {
@@ -41,6 +44,7 @@ int main(int argc, char** argv) {
   options.declared = absl::GetFlag(FLAGS_resources);
   options.heartbeat_interval = absl::GetFlag(FLAGS_heartbeat);
   options.sensor_dir = absl::GetFlag(FLAGS_sensor_dir);
+  options.state_dir = absl::GetFlag(FLAGS_state_dir);
   jc::nexec::Agent agent(options);
   auto port = agent.Start();
   if (!port.ok()) {

@@ -34,7 +34,7 @@ struct NexecCluster {
     address = "127.0.0.1:" + *port;
     agent = std::make_unique<jc::testing::Process>(
         std::vector<std::string>{JC_NEXEC_AGENT, "--master=" + address, "--host=node1",
-                                 "--resources=cpus=16,gpus=2,mem=32G"},
+                                 "--resources=cpus=16,gpus=2,mem=32G", "--state_dir=" + (dir / "agent-state").string()},
         (dir / "agent.log").string());
     NexecBackend probe(address, "");
     bool up = jc::testing::WaitUntil([&] {

@@ -44,7 +44,7 @@ double RunNexec(int jobs, int submitters, const std::filesystem::path& dir) {
     agents.push_back(std::make_unique<Process>(
         std::vector<std::string>{JC_NEXEC_AGENT, "--master=" + address,
                                  "--host=node" + std::to_string(i), "--resources=cpus=64,mem=64G",
-                                 "--log_level=warn"},
+                                 "--log_level=warn", "--state_dir=" + (dir / ("agent" + std::to_string(i))).string()},
         (dir / ("agent" + std::to_string(i) + ".log")).string()));
   }
   auto stub = pb::Master::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));

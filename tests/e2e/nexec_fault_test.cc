@@ -72,7 +72,8 @@ TEST_CASE("a nexec master SIGKILLed during thousands of submissions loses no ack
   for (const std::string host : {"node1", "node2"}) {
     agents.push_back(std::make_unique<Process>(
         std::vector<std::string>{JC_NEXEC_AGENT, "--master=127.0.0.1:" + std::to_string(port), "--host=" + host,
-                                 "--resources=cpus=16,mem=16G", "--heartbeat=200ms"},
+                                 "--resources=cpus=16,mem=16G", "--heartbeat=200ms",
+                                 "--state_dir=" + (dir / (host + "-state")).string()},
         (dir / (host + ".log")).string()));
     REQUIRE(agents.back()->WaitForLog("listening on").has_value());
   }

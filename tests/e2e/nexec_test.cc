@@ -92,7 +92,7 @@ class Cluster {
                 std::vector<std::string> extra = {}) {
     std::vector<std::string> args{JC_NEXEC_AGENT, "--master=127.0.0.1:" + std::to_string(port_),
                                   "--host=" + host, "--resources=" + resources,
-                                  "--heartbeat=200ms"};
+                                  "--heartbeat=200ms", "--state_dir=" + (dir_ / (host + "-state")).string()};
     args.insert(args.end(), extra.begin(), extra.end());
     agents_[host] = std::make_unique<Process>(args, (dir_ / (host + ".log")).string());
     REQUIRE(agents_[host]->WaitForLog("listening on").has_value());
@@ -265,8 +265,8 @@ TEST_CASE("suspend stops the job's processes, resume continues them, kill ends t
   CHECK(c.Cli({"resume", std::to_string(id)}).code != 0);
 }
 
-TEST_CASE("an agent killed with SIGKILL makes its host unavailable and a rerunnable job runs "
-          "elsewhere", "[B1][B6]") {
+TEST_CASE("an agent killed with SIGKILL makes its host unavailable, a rerunnable job runs "
+          "elsewhere, and the restarted agent kills the first attempt it left running", "[B1][B6][C7]") {
   Cluster c("failover",
             "queues:\n  - name: normal\n    rerun_on_host_failure: true\n"
             "  - name: once\n    rerun_on_host_failure: false\n");
@@ -305,6 +305,20 @@ TEST_CASE("an agent killed with SIGKILL makes its host unavailable and a rerunna
   }));
   CHECK(c.Job(rerun)["attempt"] == 1);
   CHECK(WaitUntil([&] { return ReadFile(marker).find("node2") != std::string::npos; }));
+  // The first attempt still runs on node1, beside its rerun on node2, until node1's agent
+  // comes back: it kills what its predecessor left running.
+  for (int pid : orphans) CHECK(kill(pid, 0) == 0);
+  c.AddAgent("node1", "cpus=2,mem=4G");
+  for (int pid : orphans) {
+    INFO("pid " << pid);
+    CHECK(WaitUntil([&] {
+      // Gone, or a zombie that only waits for its reaper.
+      std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+      auto paren = stat.rfind(')');
+      return stat.empty() || (paren != std::string::npos && stat.substr(paren + 2, 1) == "Z");
+    }));
+  }
+  CHECK(c.Job(rerun)["state"] == "RUNNING");  // the rerun on node2 is untouched
   c.Cli({"kill", std::to_string(rerun)});
 }
 
