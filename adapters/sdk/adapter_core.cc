@@ -5,6 +5,7 @@
 #include <prometheus/registry.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "absl/strings/match.h"
@@ -49,8 +50,13 @@ absl::Status ValidateKey(const pb::ReplicaKey& key) {
 std::string SpecDigest(const pb::SubmitReplicaRequest& req) {
   uint64_t h = 1469598103934665603ull;
   auto add = [&h](absl::string_view field) {
-    std::string framed = absl::StrCat(field.size(), ":", field);
-    for (unsigned char c : framed) {
+    // The length first, so that ("ab", "c") and ("a", "bc") differ.
+    uint64_t n = field.size();
+    for (int i = 0; i < 8; ++i, n >>= 8) {
+      h ^= n & 0xff;
+      h *= 1099511628211ull;
+    }
+    for (unsigned char c : field) {
       h ^= c;
       h *= 1099511628211ull;
     }
@@ -59,10 +65,14 @@ std::string SpecDigest(const pb::SubmitReplicaRequest& req) {
   add(req.image_id());
   add(req.resource_spec_id());
   add(req.user());
-  std::map<std::string, std::string> env(req.env().begin(), req.env().end());  // sorted
-  for (const auto& [k, v] : env) {
-    add(k);
-    add(v);
+  // The env in key order (a protobuf map has none of its own).
+  std::vector<const google::protobuf::MapPair<std::string, std::string>*> env;
+  env.reserve(req.env().size());
+  for (const auto& kv : req.env()) env.push_back(&kv);
+  std::sort(env.begin(), env.end(), [](auto* a, auto* b) { return a->first < b->first; });
+  for (const auto* kv : env) {
+    add(kv->first);
+    add(kv->second);
   }
   return absl::StrFormat("%016x", h);
 }

@@ -6,6 +6,7 @@
 // that one job manager dispatches while the others stand by (see docs/operations.md).
 // Expiry uses each instance's clock: keep them in sync (NTP) to well under the TTL.
 
+#include <atomic>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -26,7 +27,10 @@ class Lease {
   absl::StatusOr<std::pair<std::string, absl::Time>> Current();
   // Inside `txn`: Unavailable unless this holder holds the lease at `now`. Writes that
   // only the holder may make run it first (a fence), so an instance that lost the lease
-  // while it was stalled cannot write on as if it still led.
+  // while it was stalled cannot write on as if it still led. While this holder renewed
+  // the lease less than half its TTL ago, nobody else can hold it (clocks agree to well
+  // under the TTL), and the check costs no query; past that (renewals failing, or the
+  // process was paused) it asks the store.
   absl::Status CheckHeld(Transaction& txn, absl::Time now) const;
   // Gives the lease up, so a standby takes over at once instead of after the TTL.
   absl::Status Release();
@@ -39,6 +43,8 @@ class Lease {
   std::string name_;
   std::string holder_;
   absl::Duration ttl_;
+  // When this holder's hold ends by its last successful TryAcquire (unix micros; 0: never).
+  std::atomic<int64_t> held_until_micros_{0};
 };
 
 }  // namespace jc::store

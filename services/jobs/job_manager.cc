@@ -39,6 +39,8 @@ struct JobManager::Metrics {
   prometheus::Family<prometheus::Gauge>* jobs;
   prometheus::Family<prometheus::Counter>* ended;
   prometheus::Counter* step_downs;
+  prometheus::Counter* watch_resyncs;
+  prometheus::Family<prometheus::Counter>* events_ignored;
 };
 
 absl::Status ValidateCreate(const v1::CreateTrainJobRequest& req) {
@@ -118,7 +120,7 @@ absl::Status JobManager::Start() {
                                    current.ok() ? absl::FormatTime(current->second) : "unknown",
                                    "); this instance takes over when it ends");
     spdlog::warn("job manager: {}", why);
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     not_leading_ = why;
   }
   // The cycle runs whether this instance leads or not: standing by, it tries to lead.
@@ -148,7 +150,7 @@ void JobManager::TryLead() {
     why = absl::StrCat("not leading: reloading the jobs failed (", led.message(), "); retrying");
     spdlog::error("job manager: {}", why);
   }
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   not_leading_ = why;
 }
 
@@ -173,7 +175,7 @@ bool JobManager::RenewLease() {
 
 void JobManager::StepDown(const std::string& why) {
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     if (!leading_) return;
     leading_ = false;
     ++term_;
@@ -204,9 +206,8 @@ absl::Status JobManager::Lead() {
   lease_renewed_ = absl::Now();
   {
     // Not leading now, so no create starts; those under way commit (or fail) first.
-    absl::MutexLock lock(&mu_);
-    auto settled = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return creates_in_flight_ == 0; };
-    if (!mu_.AwaitWithTimeout(absl::Condition(&settled), absl::Seconds(30))) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!creates_done_.wait_for(lock, std::chrono::seconds(30), [this] { return creates_in_flight_ == 0; })) {
       return absl::UnavailableError("creates of an earlier term are still committing after 30 s");
     }
   }
@@ -220,7 +221,7 @@ absl::Status JobManager::Lead() {
   std::set<std::string> centers;
   uint64_t term = 0;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     if (creates_in_flight_ > 0) return absl::UnavailableError("creates of an earlier term are still committing");
     active_.clear();
     queue_.clear();
@@ -264,7 +265,7 @@ void JobManager::Stop() {
   poller_.Stop();
   std::vector<std::thread> watchers;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     watchers.swap(watchers_);
   }
   for (auto& w : watchers) w.join();
@@ -276,7 +277,7 @@ void JobManager::Stop() {
 
 absl::Status JobManager::Ready() {
   if (leading_) return absl::OkStatus();
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   return absl::UnavailableError(not_leading_.empty() ? "the job manager is not leading" : not_leading_);
 }
 
@@ -303,7 +304,7 @@ void JobManager::SendStops(const std::vector<std::pair<std::string, apb::Replica
 absl::Status JobManager::StandbyError() const {
   std::string why;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     why = not_leading_;
   }
   return absl::UnavailableError(absl::StrCat(
@@ -348,7 +349,7 @@ absl::StatusOr<v1::CreateTrainJobResponse> JobManager::Create(v1::CreateTrainJob
   v1::JobRecord record;
   uint64_t term = 0;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     if (!leading_) return StandbyError();
     term = term_;
     record.set_seq(next_seq_++);
@@ -358,9 +359,11 @@ absl::StatusOr<v1::CreateTrainJobResponse> JobManager::Create(v1::CreateTrainJob
   // so that every acknowledged job is either in its reload or in this term's memory.
   struct InFlight {
     JobManager* m;
+    bool counted = true;  // cleared where the count is taken back under a lock held anyway
     ~InFlight() {
-      absl::MutexLock lock(&m->mu_);
-      --m->creates_in_flight_;  // Lead() awaits zero on mu_ itself
+      if (!counted) return;
+      std::lock_guard<std::mutex> lock(m->mu_);
+      if (--m->creates_in_flight_ == 0) m->creates_done_.notify_all();
     }
   } in_flight{this};
   record.set_job_id(absl::StrFormat("job-%08d", record.seq()));
@@ -386,7 +389,7 @@ absl::StatusOr<v1::CreateTrainJobResponse> JobManager::Create(v1::CreateTrainJob
   std::vector<Dispatch> dispatches;
   auto entry = std::make_tuple(-job.record.request().scheduling().priority(), job.record.seq(), job.record.job_id());
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     if (term_ == term && (queue_.empty() || *queue_.begin() > entry)) dispatches = ScheduleLocked(job);
   }
   absl::Status inserted = jobs_.Insert(job.record, key, job.version);
@@ -406,7 +409,9 @@ absl::StatusOr<v1::CreateTrainJobResponse> JobManager::Create(v1::CreateTrainJob
   // Committed: the job is acknowledged.
   v1::CreateTrainJobResponse response = response_of(job.record);
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--creates_in_flight_ == 0) creates_done_.notify_all();
+    in_flight.counted = false;
     if (term_ != term) {
       // This instance stepped down (and perhaps led again) meanwhile: the job is in the
       // store, and whichever term leads now reloads it from there.
@@ -488,7 +493,7 @@ void JobManager::RunCycle() {
   std::vector<std::pair<std::string, apb::ReplicaKey>> stops;
   uint64_t term = 0;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     if (!leading_) return;
     term = term_;
     // FCFS by (priority, submission); a job that does not fit does not hold back the
@@ -534,7 +539,7 @@ void JobManager::SendDispatches(std::vector<Dispatch> dispatches, uint64_t term)
   if (dispatches.empty()) return;
   std::vector<std::string> senders;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     if (term_ != term) return;  // decided in a term that ended: the next one reloads them
     std::vector<std::string> touched;  // usually one or two centers: not every outbox
     for (auto& d : dispatches) {
@@ -563,7 +568,11 @@ void JobManager::SendDispatches(std::vector<Dispatch> dispatches, uint64_t term)
 }
 
 void JobManager::ForgetEnded(const std::vector<std::pair<v1::JobRecord, int64_t>>& written) {
-  absl::MutexLock lock(&mu_);
+  bool any = std::any_of(written.begin(), written.end(), [](const auto& w) {
+    return w.first.status() == kCompleted || w.first.status() == kFailed;
+  });
+  if (!any) return;
+  std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [record, version] : written) {
     if (record.status() != kCompleted && record.status() != kFailed) continue;
     auto it = active_.find(record.job_id());
@@ -574,7 +583,7 @@ void JobManager::ForgetEnded(const std::vector<std::pair<v1::JobRecord, int64_t>
 
 absl::StatusOr<std::string> JobManager::AdapterAddress(const std::string& center_id) {
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     auto it = addresses_.find(center_id);
     if (it != addresses_.end()) return it->second;
   }
@@ -583,7 +592,7 @@ absl::StatusOr<std::string> JobManager::AdapterAddress(const std::string& center
   if (center->adapter_address().empty()) {
     return absl::FailedPreconditionError(absl::StrCat("center ", center_id, " has no adapter_address"));
   }
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   addresses_[center_id] = center->adapter_address();
   return center->adapter_address();
 }
@@ -615,7 +624,7 @@ void JobManager::SendBatches(const std::string& center_id) {
     std::vector<apb::SubmitReplicaRequest> reqs;
     uint64_t term = 0;
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       term = term_;
       Outbox& box = outboxes_[center_id];
       while (!box.pending.empty() && batch.size() < kSubmitBatch) {
@@ -639,7 +648,7 @@ void JobManager::SendBatches(const std::string& center_id) {
     std::vector<std::pair<v1::JobRecord, int64_t>> writes;
     std::vector<std::pair<std::string, apb::ReplicaKey>> stops;
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       // Answers to a term that ended are not applied: the next term asks again by key.
       if (term_ != term) continue;
       for (size_t i = 0; i < batch.size(); ++i) {
@@ -734,7 +743,7 @@ void JobManager::ApplyEffectsLocked(Active& job, const JobEffects& fx) {
 void JobManager::Stage(const Dispatch& d, uint64_t term) {
   std::vector<std::string> datasets;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     if (term_ != term) return;
     auto it = active_.find(d.job_id);
     if (it == active_.end()) return;
@@ -783,7 +792,7 @@ void JobManager::Stage(const Dispatch& d, uint64_t term) {
   bool submit = false;
   std::vector<std::pair<std::string, apb::ReplicaKey>> stops;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     if (term_ != term) return;
     auto it = active_.find(d.job_id);
     if (it == active_.end()) return;
@@ -825,7 +834,7 @@ bool JobManager::ApplyReportLocked(Active& job, int index, const apb::Replica& r
 }
 
 void JobManager::EnsureWatcher(const std::string& center_id) {
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   if (stopping_ || !watched_.insert(center_id).second) return;
   watchers_.emplace_back([this, center_id] { WatchLoop(center_id); });
 }
@@ -837,7 +846,7 @@ void JobManager::WatchLoop(const std::string& center_id) {
       uint64_t cursor = 0;
       uint64_t term = 0;
       {
-        absl::MutexLock lock(&mu_);
+        std::lock_guard<std::mutex> lock(mu_);
         cursor = cursors_[center_id];
         term = term_;
       }
@@ -849,7 +858,7 @@ void JobManager::WatchLoop(const std::string& center_id) {
             int64_t version = 0;
             std::vector<std::pair<std::string, apb::ReplicaKey>> stops;
             {
-              absl::MutexLock lock(&mu_);
+              std::lock_guard<std::mutex> lock(mu_);
               if (term_ != term) return;  // the stream ends below; the next term resumes from its cursor
               watch_connected_.insert(center_id);
               cursors_[center_id] = std::max(cursors_[center_id], e.cursor());
@@ -860,6 +869,10 @@ void JobManager::WatchLoop(const std::string& center_id) {
               if (!ours && it != active_.end()) {
                 spdlog::warn("job manager: center {} reported replica {} of another origin ({}, not {}); ignored",
                              center_id, e.replica().name(), e.replica().key().origin(), it->second.record.origin());
+                if (metrics_) metrics_->events_ignored->Add({{"reason", "other_origin"}}).Increment();
+              } else if (it == active_.end() && metrics_) {
+                // A job that ended (its last replicas' stops arrive after it), or not ours.
+                metrics_->events_ignored->Add({{"reason", "job_not_active"}}).Increment();
               }
               if (ours) {
                 int index = IndexOf(it->second.record, e.replica().key().task_index(), e.replica().key().replica_index());
@@ -888,10 +901,25 @@ void JobManager::WatchLoop(const std::string& center_id) {
             SendStops(stops);
           },
           [this, term] { return stopping_.load() || term_.load() != term; });
-      if (!s.ok() && !stopping_) spdlog::debug("job manager: watch of {}: {}", center_id, s.ToString());
+      if (absl::IsOutOfRange(s) && !stopping_) {
+        // The adapter no longer has the events after our cursor (its log was compacted,
+        // or its store was reset): start over from its first event, and ask it by key for
+        // every replica there, so that nothing waits on an event that will not come.
+        spdlog::warn("job manager: the event stream of {} cannot resume from cursor {} ({}); reading every replica "
+                     "there and watching from the start",
+                     center_id, cursor, std::string(s.message()));
+        if (metrics_) metrics_->watch_resyncs->Increment();
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          if (term_ == term) cursors_[center_id] = 0;
+        }
+        dispatch_pool_.Run([this] { Reconcile(true); });
+      } else if (!s.ok() && !stopping_) {
+        spdlog::debug("job manager: watch of {}: {}", center_id, s.ToString());
+      }
     }
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       watch_connected_.erase(center_id);
     }
     // Reconnect after a pause; the cursor makes the adapter replay what was missed.
@@ -906,7 +934,7 @@ void JobManager::Reconcile(bool all) {
   std::vector<std::tuple<std::string, int, std::string, apb::ReplicaKey>> asks;
   uint64_t term = 0;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     term = term_;
     for (const auto& [id, job] : active_) {
       for (int i = 0; i < job.record.replicas_size(); ++i) {
@@ -928,7 +956,7 @@ void JobManager::Reconcile(bool all) {
     std::vector<Dispatch> resubmit;
     std::vector<std::pair<std::string, apb::ReplicaKey>> stops;
     {
-      absl::MutexLock lock(&mu_);
+      std::lock_guard<std::mutex> lock(mu_);
       if (term_ != term) return;
       auto it = active_.find(id);
       if (it == active_.end()) continue;
@@ -968,7 +996,7 @@ absl::Status JobManager::StopJob(const std::string& job_id) {
   std::string ended;
   std::vector<std::pair<std::string, apb::ReplicaKey>> stops;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     if (!leading_) return absl::UnavailableError("this jobs instance stopped leading; retry");
     auto it = active_.find(job_id);
     if (it == active_.end() || it->second.record.status() == kCompleted || it->second.record.status() == kFailed) {
@@ -1040,7 +1068,7 @@ v1::TrainJob JobManager::ToTrainJob(const v1::JobRecord& r) const {
 
 absl::StatusOr<v1::TrainJob> JobManager::Get(const std::string& job_id) {
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     auto it = active_.find(job_id);
     if (it != active_.end()) return ToTrainJob(it->second.record);
   }
@@ -1053,7 +1081,7 @@ absl::StatusOr<v1::ListTrainJobsResponse> JobManager::List(const v1::ListTrainJo
   auto page = jobs_.List(request);
   if (!page.ok()) return page.status();
   v1::ListTrainJobsResponse resp;
-  absl::MutexLock lock(&mu_);
+  std::lock_guard<std::mutex> lock(mu_);
   for (const auto& stored : page->first) {
     // The in-memory record is newer than the stored one while writes are in flight.
     auto it = active_.find(stored.job_id());
@@ -1082,7 +1110,7 @@ absl::StatusOr<std::string> JobManager::ReadLog(const std::string& job_id, int t
   if (auto url = LogUrl(job_id, task_index, replica_index); !url.ok()) return url.status();
   v1::JobRecord record;
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     auto it = active_.find(job_id);
     if (it != active_.end()) record = it->second.record;
   }
@@ -1142,7 +1170,17 @@ void JobManager::EnableMetrics(prometheus::Registry& registry) {
                              "leads again from the store")
                        .Register(registry)
                        .Add({});
-  absl::MutexLock lock(&mu_);
+  m->watch_resyncs = &prometheus::BuildCounter()
+                          .Name("jc_job_watch_resyncs_total")
+                          .Help("Adapter event streams that could not resume from the job manager's cursor: every "
+                                "replica there was read again")
+                          .Register(registry)
+                          .Add({});
+  m->events_ignored = &prometheus::BuildCounter()
+                           .Name("jc_job_events_ignored_total")
+                           .Help("Adapter events that changed no job, by reason (job_not_active, other_origin)")
+                           .Register(registry);
+  std::lock_guard<std::mutex> lock(mu_);
   metrics_ = std::move(m);
   UpdateGauges();
 }

@@ -184,7 +184,7 @@ class JobManager {
 
   // Guards every job-state field below (see "Threads of the job manager" in
   // docs/architecture.md): held only to change memory, never across a store call or an RPC.
-  mutable absl::Mutex mu_;
+  mutable std::mutex mu_;
   std::map<std::string, Active> active_ ABSL_GUARDED_BY(mu_);
   std::set<std::tuple<int, int64_t, std::string>> queue_ ABSL_GUARDED_BY(mu_);  // (-priority, seq, id) with waiting replicas
   int64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
@@ -202,6 +202,7 @@ class JobManager {
   std::set<std::pair<std::string, int>> resubmit_ ABSL_GUARDED_BY(mu_);  // (job, replica) whose submit failed for a passing reason
   std::vector<std::pair<std::string, apb::ReplicaKey>> stops_ ABSL_GUARDED_BY(mu_);  // (center, key) decided, not yet committed
   std::string not_leading_ ABSL_GUARDED_BY(mu_);  // why this instance does not lead; empty while it does
+  std::condition_variable creates_done_;  // creates_in_flight_ fell to 0
   int creates_in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // creates between their leading check and their commit's outcome
   std::vector<std::thread> watchers_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> stopping_{false};

@@ -101,11 +101,12 @@ absl::StatusOr<std::vector<std::pair<v1::JobRecord, int64_t>>> JobStore::LoadAct
 }
 
 absl::StatusOr<std::string> JobStore::Identity() {
-  // 96 random bits as 24 hex digits; the first instance to start on a fresh store wins,
-  // every later one reads what it wrote.
+  // 64 random bits as 16 hex digits (two control planes meet by chance once in 2^32
+  // pairs' worth of billions); the first instance to start on a fresh store wins, every
+  // later one reads what it wrote. It is in every replica name, so it is kept short.
   std::random_device random;
   std::string candidate;
-  for (int i = 0; i < 3; ++i) candidate += absl::StrFormat("%08x", static_cast<uint32_t>(random()));
+  for (int i = 0; i < 2; ++i) candidate += absl::StrFormat("%08x", static_cast<uint32_t>(random()));
   // Not through the committer: a standby reads the identity too, and is fenced out of it.
   JC_RETURN_IF_ERROR(
       store_->Exec("INSERT INTO store_identity (name, value) VALUES ('control_plane', $1) ON CONFLICT (name) DO NOTHING",
