@@ -114,13 +114,17 @@ ReplicaObservation LocalBackend::Observe(const std::string& id) {
   int pid = 0;
   absl::SimpleAtoi(ReadSmallFile(dir / "pid"), &pid);
   if (pid > 0) waitpid(pid, nullptr, WNOHANG);  // reap it if it is our child
+  // Alive first, the exit code second: the wrapper writes its exit code before it exits,
+  // so a wrapper found gone has its code there. (The other order misses a replica that
+  // ends between the two reads, and reported it lost.)
+  bool alive = Alive(pid);
   std::string code = ReadSmallFile(dir / "exit");
   int exit_code = 0;
   if (!code.empty() && absl::SimpleAtoi(code, &exit_code)) {
     o.state = exit_code == 0 ? pb::REPLICA_SUCCEEDED : pb::REPLICA_FAILED;
     o.exit_code = exit_code;
     if (exit_code != 0) o.message = absl::StrCat("exited with ", exit_code);
-  } else if (Alive(pid)) {
+  } else if (alive) {
     o.state = pb::REPLICA_RUNNING;
   } else if (pid <= 0 && fs::exists(dir) &&
              fs::file_time_type::clock::now() - fs::last_write_time(dir, ec) < std::chrono::seconds(10)) {

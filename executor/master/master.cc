@@ -355,28 +355,19 @@ absl::StatusOr<int> Master::ScheduleOnce() {
 }
 
 void Master::StartLaunch(Launch l) {
-  bool start_sender = false;
-  {
-    std::lock_guard<std::mutex> lock(launch_mu_);
-    LaunchQueue& q = launch_queues_[l.address];
-    q.waiting.push_back(std::move(l.request));
-    start_sender = !std::exchange(q.sending, true);
+  // One sender per agent, which takes whatever queued while its previous call was under
+  // way as one LaunchBatch (common/outbox.h, the component the job manager's dispatch
+  // uses too).
+  std::string address = l.address;
+  if (launches_.Add(address, std::move(l.request))) {
+    launchers_->Run([this, address] { DrainLaunches(address); });
   }
-  if (start_sender) launchers_->Run([this, address = l.address] { DrainLaunches(address); });
 }
 
 void Master::DrainLaunches(const std::string& address) {
   while (true) {
-    std::vector<pb::LaunchRequest> batch;
-    {
-      std::lock_guard<std::mutex> lock(launch_mu_);
-      LaunchQueue& q = launch_queues_[address];
-      if (q.waiting.empty()) {
-        q.sending = false;
-        return;
-      }
-      batch.swap(q.waiting);
-    }
+    std::vector<pb::LaunchRequest> batch = launches_.Take(address);
+    if (batch.empty()) return;
     std::vector<absl::StatusOr<int>> pids = dialer_->LaunchBatch(address, batch);
     for (size_t i = 0; i < batch.size(); ++i) {
       OnLaunched(batch[i], i < pids.size() ? pids[i]

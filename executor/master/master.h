@@ -17,6 +17,7 @@
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "common/event_log.h"
+#include "common/outbox.h"
 #include "common/store/group_commit.h"
 #include "common/store/store.h"
 #include "common/thread_pool.h"
@@ -166,12 +167,9 @@ class Master {
 
   store::GroupCommitter committer_{store_};
   std::unique_ptr<MasterMetrics> metrics_;
-  struct LaunchQueue {
-    std::vector<pb::LaunchRequest> waiting;
-    bool sending = false;  // a sender for this agent is running on launchers_
-  };
-  std::mutex launch_mu_;
-  std::map<std::string, LaunchQueue> launch_queues_;  // by agent address
+  // Launches waiting for their agent, by agent address: one sender per agent, a batch of
+  // whatever queued per call.
+  Outboxes<pb::LaunchRequest> launches_{0, 1};
   // Launch RPCs run here, several at once, so a cycle never waits on agents. Declared
   // after what its tasks touch, so it is destroyed (and joined) first.
   std::unique_ptr<ThreadPool> launchers_ = std::make_unique<ThreadPool>(8);

@@ -191,7 +191,7 @@ void JobManager::StepDown(const std::string& why) {
     // The jobs stay for reads (the last this instance knew, answered while the store is
     // away); nothing changes them until Lead() replaces them with the store's.
     queue_.clear();
-    for (auto& [center, box] : outboxes_) box.pending.clear();
+    outboxes_.Clear();
     resubmit_.clear();
     stops_.clear();
     not_leading_ = absl::StrCat("stepped down: ", why, "; trying to lead again");
@@ -541,24 +541,13 @@ void JobManager::SendDispatches(std::vector<Dispatch> dispatches, uint64_t term)
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (term_ != term) return;  // decided in a term that ended: the next one reloads them
-    std::vector<std::string> touched;  // usually one or two centers: not every outbox
+    // Each center's sender takes what queued while it was busy as one SubmitReplicas call
+    // (common/outbox.h). Added under mu_, so that a step-down's Clear() cannot interleave.
+    std::vector<std::pair<std::string, Dispatch>> queued;
     for (auto& d : dispatches) {
-      if (d.stage) continue;
-      outboxes_[d.center_id].pending.push_back(d);
-      if (std::find(touched.begin(), touched.end(), d.center_id) == touched.end()) touched.push_back(d.center_id);
+      if (!d.stage) queued.emplace_back(d.center_id, d);
     }
-    // A sender per full batch pending plus one, so that a lone dispatch does not wait
-    // behind a call in flight; at most kSendersPerCenter. Each sender takes what queued
-    // while it was busy as one SubmitReplicas call.
-    for (const auto& center : touched) {
-      Outbox& box = outboxes_[center];
-      if (box.pending.empty()) continue;
-      size_t wanted = std::min<size_t>(kSendersPerCenter, 2 + (box.pending.size() - 1) / kSubmitBatch);
-      if (static_cast<size_t>(box.senders) < wanted) {
-        ++box.senders;
-        senders.push_back(center);
-      }
-    }
+    senders = outboxes_.AddAll(std::move(queued));
   }
   for (auto& d : dispatches) {
     EnsureWatcher(d.center_id);
@@ -620,26 +609,22 @@ std::optional<apb::SubmitReplicaRequest> JobManager::SubmitRequestLocked(const D
 
 void JobManager::SendBatches(const std::string& center_id) {
   while (true) {
+    std::vector<Dispatch> taken = outboxes_.Take(center_id);
+    if (taken.empty()) return;  // this sender is done
     std::vector<Dispatch> batch;
     std::vector<apb::SubmitReplicaRequest> reqs;
     uint64_t term = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       term = term_;
-      Outbox& box = outboxes_[center_id];
-      while (!box.pending.empty() && batch.size() < kSubmitBatch) {
-        Dispatch d = std::move(box.pending.front());
-        box.pending.pop_front();
-        if (auto req = SubmitRequestLocked(d)) {
+      for (Dispatch& d : taken) {
+        if (auto req = SubmitRequestLocked(d)) {  // still current?
           batch.push_back(std::move(d));
           reqs.push_back(std::move(*req));
         }
       }
-      if (batch.empty()) {
-        --box.senders;
-        return;
-      }
     }
+    if (batch.empty()) continue;
     if (metrics_) metrics_->dispatch_batch->Observe(static_cast<double>(reqs.size()));
     auto address = AdapterAddress(center_id);
     std::vector<absl::StatusOr<apb::Replica>> results =

@@ -31,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "common/clock.h"
+#include "common/outbox.h"
 #include "common/periodic_task.h"
 #include "common/store/lease.h"
 #include "common/thread_pool.h"
@@ -192,13 +193,9 @@ class JobManager {
   std::map<std::string, std::string> addresses_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> watched_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> watch_connected_ ABSL_GUARDED_BY(mu_);
-  struct Outbox {
-    std::deque<Dispatch> pending;  // submits not yet sent
-    int senders = 0;               // SendBatches running for the center
-  };
   static constexpr int kSendersPerCenter = 4;
   static constexpr size_t kSubmitBatch = 256;
-  std::map<std::string, Outbox> outboxes_ ABSL_GUARDED_BY(mu_);  // by center
+  Outboxes<Dispatch> outboxes_{kSubmitBatch, kSendersPerCenter};  // by center; locks itself
   std::set<std::pair<std::string, int>> resubmit_ ABSL_GUARDED_BY(mu_);  // (job, replica) whose submit failed for a passing reason
   std::vector<std::pair<std::string, apb::ReplicaKey>> stops_ ABSL_GUARDED_BY(mu_);  // (center, key) decided, not yet committed
   std::string not_leading_ ABSL_GUARDED_BY(mu_);  // why this instance does not lead; empty while it does
