@@ -223,6 +223,25 @@ int Agent::KillPredecessorTasks() {
                      entry.path().filename().string());
       }
     }
+    // The task ended (killed now, or earlier with an exit code nobody saw): the master hears
+    // so in the first heartbeat, and a launch of the same attempt is not run again, so no
+    // attempt runs twice on this host.
+    std::vector<std::string> parts = absl::StrSplit(entry.path().filename().string(), '.');
+    pb::TaskReport r;
+    int64_t job = 0;
+    int task = 0, attempt = 0;
+    if (parts.size() == 3 && absl::SimpleAtoi(parts[0], &job) && absl::SimpleAtoi(parts[1], &task) &&
+        absl::SimpleAtoi(parts[2], &attempt)) {
+      r.set_job_id(job);
+      r.set_task_index(task);
+      r.set_attempt(attempt);
+      r.set_state(pb::TASK_EXITED);
+      r.set_exit_code(128 + SIGKILL);
+      std::lock_guard<std::mutex> lock(mu_);
+      unacked_exits_.push_back(r);
+      finished_.insert(entry.path().filename().string());
+      finished_order_.push_back(entry.path().filename().string());
+    }
     std::filesystem::remove(entry.path(), ec);
   }
   return killed;
@@ -268,9 +287,15 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
     tasks_[key] = info;
     logs_[req.job_id()] = info;
   }
+  // Recorded before it starts (process group still unknown): an agent that dies between
+  // starting the task and recording its group leaves the mark, and its successor knows the
+  // attempt was (perhaps) started and never starts it again.
+  std::ofstream(TaskFile(key)) << "0 0\n";
   auto pid = runner_.Launch(t);
   if (!pid.ok()) {
     if (absl::IsAlreadyExists(pid.status())) return 0;  // a concurrent repeat started it
+    std::error_code ec;
+    std::filesystem::remove(TaskFile(key), ec);
     std::lock_guard<std::mutex> lock(mu_);
     tasks_.erase(key);
     return pid.status();

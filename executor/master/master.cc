@@ -405,7 +405,13 @@ void Master::OnLaunched(const pb::LaunchRequest& req, const absl::StatusOr<int>&
       FinishLocked(rec, pb::EXIT, 127, absl::StrCat("cannot start: ", pid.status().message()),
                    &changed);
     } else {
-      RequeueLocked(rec, absl::StrCat("launch failed: ", pid.status().message()), &changed);
+      // The launch may have reached the agent before the call failed (its connection
+      // closed, the agent died): requeueing as a new attempt could run the job twice. The
+      // attempt stays; the agent's next heartbeat reports it, or it was never seen there
+      // and the same attempt is sent again (an agent runs an attempt at most once, across
+      // its own restarts too), or the host times out and the queue's rule applies.
+      rec.job.set_reason(absl::StrCat("launch on ", rec.job.tasks(0).host(), " not confirmed (",
+                                      pid.status().message(), "); waiting for the agent"));
     }
   }
   MustPersist(changed);

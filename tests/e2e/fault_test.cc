@@ -65,7 +65,15 @@ struct OwnPostgres {
   ~OwnPostgres() { (void)std::system((std::string(JC_SOURCE_DIR) + "/scripts/pg.sh stop " + dir).c_str()); }
 };
 
-enum class Fault { kKillServer, kKillAdapter, kRestartStore, kAdapterUnreachable, kAdapterSlow };
+enum class Fault {
+  kKillServer,
+  kKillAdapter,
+  kRestartStore,
+  kAdapterUnreachable,
+  kAdapterSlow,
+  kKillNexecMaster,
+  kKillAgent
+};
 
 const char* Name(Fault f) {
   switch (f) {
@@ -74,22 +82,69 @@ const char* Name(Fault f) {
     case Fault::kRestartStore: return "PostgreSQL immediate restart";
     case Fault::kAdapterUnreachable: return "adapter unreachable";
     case Fault::kAdapterSlow: return "adapter slow";
+    case Fault::kKillNexecMaster: return "SIGKILL nexec-master";
+    case Fault::kKillAgent: return "SIGKILL nexec-agent";
   }
   return "?";
 }
 
+// The center: the SDK's example adapter (replicas as local processes), or, with `native`,
+// the bundled executor (a nexec master and one agent) behind the native adapter.
 class Harness {
  public:
-  explicit Harness(std::string dir) : dir_(std::move(dir)) {}
+  Harness(std::string dir, bool native) : dir_(std::move(dir)), native_(native) {
+    if (!native_) return;
+    // A task lost with its agent fails (the control plane retries it as a new attempt)
+    // rather than being rerun by nexec under the same replica key.
+    std::ofstream(dir_ + "/nexec.yaml") << "queues:\n  - name: normal\n    rerun_on_host_failure: false\n";
+    StartNexecMaster();
+    StartAgent();
+  }
+
+  void StartNexecMaster() {
+    ++nexec_starts_;
+    nexec_ = std::make_unique<Process>(
+        std::vector<std::string>{JC_NEXEC_MASTER, "--listen=127.0.0.1:" + std::to_string(nexec_port_),
+                                 "--data_dir=" + dir_ + "/nexec", "--metrics_address=", "--host_timeout=3s",
+                                 "--config=" + dir_ + "/nexec.yaml"},
+        dir_ + "/nexec" + std::to_string(nexec_starts_) + ".log");
+    auto port = nexec_->WaitForLog(R"(nexec master listening on port (\d+))");
+    INFO(nexec_->Log());
+    REQUIRE(port.has_value());
+    nexec_port_ = std::stoi(*port);  // a restart listens on the same port
+  }
+  void StartAgent() {
+    ++agent_starts_;
+    agent_ = std::make_unique<Process>(
+        std::vector<std::string>{JC_NEXEC_AGENT, "--master=127.0.0.1:" + std::to_string(nexec_port_),
+                                 "--host=node1", "--resources=cpus=32,mem=64G", "--heartbeat=200ms",
+                                 "--state_dir=" + dir_ + "/agent-state"},
+        dir_ + "/agent" + std::to_string(agent_starts_) + ".log");
+    REQUIRE(agent_->WaitForLog("listening on").has_value());
+  }
+  void KillNexecMaster() {
+    nexec_->Signal(SIGKILL);
+    nexec_->Wait();
+  }
+  void KillAgent() {
+    agent_->Signal(SIGKILL);
+    agent_->Wait();
+  }
 
   void StartAdapter() {
     ++adapter_starts_;
-    adapter_ = std::make_unique<Process>(
-        std::vector<std::string>{JC_ADAPTER_LOCAL, "--listen=127.0.0.1:0", "--metrics_address=",
-                                 "--state_dir=" + dir_ + "/adapter", "--work_dir=" + dir_ + "/replicas",
-                                 "--center_config=" + dir_ + "/center.yaml", "--cpus=32", "--memory_mb=65536",
-                                 "--poll_interval=50ms"},
-        dir_ + "/adapter" + std::to_string(adapter_starts_) + ".log");
+    std::vector<std::string> args{native_ ? JC_ADAPTER_NATIVE : JC_ADAPTER_LOCAL, "--listen=127.0.0.1:0",
+                                  "--metrics_address=", "--state_dir=" + dir_ + "/adapter",
+                                  "--center_config=" + dir_ + "/center.yaml", "--poll_interval=50ms"};
+    if (native_) {
+      args.push_back("--nexec_master=127.0.0.1:" + std::to_string(nexec_port_));
+    } else {
+      for (std::string a : {"--work_dir=" + dir_ + "/replicas", std::string("--cpus=32"),
+                            std::string("--memory_mb=65536")}) {
+        args.push_back(a);
+      }
+    }
+    adapter_ = std::make_unique<Process>(args, dir_ + "/adapter" + std::to_string(adapter_starts_) + ".log");
     auto port = adapter_->WaitForLog(R"(listening on port (\d+))");
     INFO(adapter_->Log());
     REQUIRE(port.has_value());
@@ -149,27 +204,39 @@ class Harness {
 
  private:
   std::string dir_;
+  bool native_;
+  std::unique_ptr<Process> nexec_, agent_;
   std::unique_ptr<Process> adapter_, server_;
   std::unique_ptr<jc::testing::TcpProxy> proxy_;
   std::atomic<int> port_{0};
-  int adapter_starts_ = 0, server_starts_ = 0;
+  int nexec_port_ = 0;
+  int adapter_starts_ = 0, server_starts_ = 0, nexec_starts_ = 0, agent_starts_ = 0;
 };
 
 }  // namespace
 
-TEST_CASE("seeded faults: no acknowledged job is lost or stranded, no replica runs twice [C7][A7][C5]",
-          "[C7][A7][C5]") {
+// The suite on one center; `native`: the bundled executor's, with its master and agent
+// among the processes killed.
+static void RunFaultSuite(bool native) {
   // A client writing to a server just killed must see an error, not die of SIGPIPE.
   signal(SIGPIPE, SIG_IGN);
   const int seed = EnvInt("JC_FAULT_SEED", 11);
-  const int jobs = EnvInt("JC_FAULT_JOBS", 300);
+  const int jobs = EnvInt("JC_FAULT_JOBS", native ? 200 : 300);
   const bool postgres = jc::testing::TestStoreBackend() == "postgres";
-  // By default every kind of fault comes twice: some faults only show after a second
-  // restart (a reloaded job must still be writable after it is reloaded again).
-  const int fault_count = EnvInt("JC_FAULT_FAULTS", postgres ? 10 : 8);
+  std::vector<Fault> kinds{Fault::kKillServer, Fault::kKillAdapter, Fault::kAdapterUnreachable, Fault::kAdapterSlow};
+  if (postgres) kinds.push_back(Fault::kRestartStore);
+  if (native) {
+    kinds.push_back(Fault::kKillNexecMaster);
+    kinds.push_back(Fault::kKillAgent);
+  }
+  // By default every kind of fault comes twice on the example center (some faults only
+  // show after a second restart: a reloaded job must still be writable after it is
+  // reloaded again), and once each on the executor's (which has more kinds).
+  const int fault_count = EnvInt("JC_FAULT_FAULTS", static_cast<int>(kinds.size()) * (native ? 1 : 2));
   const int outage_s = EnvInt("JC_FAULT_OUTAGE_S", 2);
   const int clients = 8;
-  auto dir = std::filesystem::temp_directory_path() / ("jc-fault-" + std::to_string(getpid()));
+  auto dir = std::filesystem::temp_directory_path() /
+             ((native ? "jc-fault-native-" : "jc-fault-") + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   {
@@ -187,8 +254,6 @@ TEST_CASE("seeded faults: no acknowledged job is lost or stranded, no replica ru
 
   // The schedule: which faults, in what order, drawn from the seed; fault k comes once
   // (k + 1) / (n + 1) of the jobs are acknowledged.
-  std::vector<Fault> kinds{Fault::kKillServer, Fault::kKillAdapter, Fault::kAdapterUnreachable, Fault::kAdapterSlow};
-  if (postgres) kinds.push_back(Fault::kRestartStore);
   std::mt19937 random(seed);
   std::vector<Fault> schedule;
   while (static_cast<int>(schedule.size()) < fault_count) {
@@ -199,7 +264,7 @@ TEST_CASE("seeded faults: no acknowledged job is lost or stranded, no replica ru
     }
   }
 
-  Harness h(dir.string());
+  Harness h(dir.string(), native);
   h.StartAdapter();
   h.StartServer(store_flags);
   h.AddCenter();
@@ -292,6 +357,16 @@ TEST_CASE("seeded faults: no acknowledged job is lost or stranded, no replica ru
         std::this_thread::sleep_for(std::chrono::seconds(outage_s));
         h.proxy().SetMode(jc::testing::TcpProxy::Mode::kPass);
         break;
+      case Fault::kKillNexecMaster:
+        h.KillNexecMaster();
+        h.StartNexecMaster();
+        break;
+      case Fault::kKillAgent:
+        // Its tasks live on in their own process groups until the restarted agent kills
+        // them; their jobs fail there and the control plane retries them as new attempts.
+        h.KillAgent();
+        h.StartAgent();
+        break;
     }
     last_fault_end = std::chrono::steady_clock::now();
     gate = k + 1 < schedule.size() ? std::min(jobs, threshold(k + 1) + kAhead) : jobs;
@@ -365,7 +440,7 @@ TEST_CASE("seeded faults: no acknowledged job is lost or stranded, no replica ru
   }
   std::string faults;
   for (Fault f : schedule) faults += std::string(faults.empty() ? "" : ", ") + Name(f);
-  WARN("fault suite (" << jc::testing::TestStoreBackend() << ", seed " << seed << "): " << jobs << " jobs, "
+  WARN("fault suite (" << (native ? "nexec center, " : "") << jc::testing::TestStoreBackend() << ", seed " << seed << "): " << jobs << " jobs, "
                        << schedule.size() << " faults [" << faults << "]: lost " << lost << ", stranded " << stranded
                        << ", duplicates " << duplicates << ", phantoms " << phantoms << " (" << failed
                        << " failed by their retry policy); the last job was final " << settle_s
@@ -376,6 +451,17 @@ TEST_CASE("seeded faults: no acknowledged job is lost or stranded, no replica ru
   CHECK(duplicates == 0);
   CHECK(phantoms == 0);
   if (converged && lost + stranded + duplicates + phantoms == 0) std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("seeded faults: no acknowledged job is lost or stranded, no replica runs twice [C7][A7][C5]",
+          "[C7][A7][C5]") {
+  RunFaultSuite(/*native=*/false);
+}
+
+// The same invariants on a center of the bundled executor, whose master and agent are
+// killed too.
+TEST_CASE("seeded faults on a nexec center: none lost, stranded or run twice [C7][A7][B11]", "[C7][A7][B11]") {
+  RunFaultSuite(/*native=*/true);
 }
 
 TEST_CASE("with the store down, creates answer 503 with Retry-After, reads of known jobs work, /readyz says why, "
@@ -392,7 +478,7 @@ TEST_CASE("with the store down, creates answer 503 with Retry-After, reads of kn
   }
   OwnPostgres pg((dir / "pg").string());
   REQUIRE_FALSE(pg.uri.empty());
-  Harness h(dir.string());
+  Harness h(dir.string(), /*native=*/false);
   h.StartAdapter();
   h.StartServer({"--store=" + pg.uri, "--jobs_lease_ttl=2s"});
   h.AddCenter();
