@@ -573,8 +573,10 @@ void JobManager::ForgetEnded(const std::vector<std::pair<v1::JobRecord, int64_t>
 absl::StatusOr<std::string> JobManager::AdapterAddress(const std::string& center_id) {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // Kept for a few seconds: a center whose adapter moved (re-registered elsewhere) is
+    // followed there without a restart.
     auto it = addresses_.find(center_id);
-    if (it != addresses_.end()) return it->second;
+    if (it != addresses_.end() && clock_->Now() - it->second.second < kAddressTtl) return it->second.first;
   }
   auto center = centers_->GetCenter(center_id);
   if (!center.ok()) return center.status();
@@ -582,7 +584,7 @@ absl::StatusOr<std::string> JobManager::AdapterAddress(const std::string& center
     return absl::FailedPreconditionError(absl::StrCat("center ", center_id, " has no adapter_address"));
   }
   std::lock_guard<std::mutex> lock(mu_);
-  addresses_[center_id] = center->adapter_address();
+  addresses_[center_id] = {center->adapter_address(), clock_->Now()};
   return center->adapter_address();
 }
 

@@ -190,7 +190,9 @@ class JobManager {
   std::set<std::tuple<int, int64_t, std::string>> queue_ ABSL_GUARDED_BY(mu_);  // (-priority, seq, id) with waiting replicas
   int64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<std::string, uint64_t> cursors_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::string> addresses_ ABSL_GUARDED_BY(mu_);
+  static constexpr absl::Duration kAddressTtl = absl::Seconds(5);
+  // Adapter address by center, and when it was read from the registry.
+  std::map<std::string, std::pair<std::string, absl::Time>> addresses_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> watched_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> watch_connected_ ABSL_GUARDED_BY(mu_);
   static constexpr int kSendersPerCenter = 4;

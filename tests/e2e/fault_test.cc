@@ -172,22 +172,9 @@ class Harness {
   // waits until the scheduler can place on it.
   void AddCenter() {
     jc::testing::RestClient rest(port_);
-    REQUIRE(rest.Post("/openapi/v1/centers", {{"ai_center_id", "local"}, {"name", "local"}, {"region", "cn"},
-                                              {"adapter_address", "127.0.0.1:" + std::to_string(proxy_->port())},
-                                              {"capacity", {{"cpu", 32}, {"memory", 65536}}}})
-                .http_status == 200);
-    REQUIRE(rest.Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "cpu-1"},
-                                                    {"resource_spec_name", "1 CPU"},
-                                                    {"resource_quantity", {{"cpu", "1"}, {"memory", "64Mi"}}},
-                                                    {"service_type", "batch"},
-                                                    {"price", 1},
-                                                    {"computing_center_list", "local"}})
-                .http_status == 200);
-    REQUIRE(jc::testing::WaitUntil([&] {
-      return rest.Get("/scheduler/algorithm/least_load/score/local?resourceSpecId=cpu-1").http_status == 200;
-    }));
+    REQUIRE(jc::testing::AddCenterWithSpec(rest, "local", "127.0.0.1:" + std::to_string(proxy_->port()), 32, 65536,
+                                           "64Mi"));
   }
-
 
   void KillServer() {
     server_->Signal(SIGKILL);

@@ -73,20 +73,7 @@ TEST_CASE("acknowledged jobs survive SIGKILL of the control plane, and no replic
   std::vector<std::string> acknowledged;
   {
     jc::testing::RestClient rest(port);
-    REQUIRE(rest.Post("/openapi/v1/centers", {{"ai_center_id", "local"}, {"name", "local"}, {"region", "cn"},
-                                              {"adapter_address", "127.0.0.1:" + *adapter_port},
-                                              {"capacity", {{"cpu", 16}, {"memory", 8192}}}})
-                .http_status == 200);
-    REQUIRE(rest.Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "cpu-1"},
-                                                    {"resource_spec_name", "1 CPU"},
-                                                    {"resource_quantity", {{"cpu", "1"}, {"memory", "256Mi"}}},
-                                                    {"service_type", "batch"},
-                                                    {"price", 1},
-                                                    {"computing_center_list", "local"}})
-                .http_status == 200);
-    REQUIRE(jc::testing::WaitUntil([&] {
-      return rest.Get("/scheduler/algorithm/least_load/score/local?resourceSpecId=cpu-1").http_status == 200;
-    }));
+    REQUIRE(jc::testing::AddCenterWithSpec(rest, "local", "127.0.0.1:" + *adapter_port, 16, 8192, "256Mi"));
     std::string ran = dir + "/ran";
     for (int i = 0; i < 15; ++i) {
       json job = {{"name", "j" + std::to_string(i)},

@@ -538,3 +538,21 @@ TEST_CASE("a task's dataset is staged to its center from the source datamon pick
 }
 
 }  // namespace
+
+TEST_CASE("a center whose adapter moved is followed at its new address without a restart [A7][A1]", "[A7][A1]") {
+  Network n;
+  json first = {{"name", "before"}, {"tasks", {Task("t", "true", "", 1)}}};
+  first["tasks"][0]["centerIDs"] = json::array({"alpha"});
+  n.WaitForStatus(n.Submit(first)["jobId"], "completed");
+  // alpha's adapter goes away and comes back elsewhere (another port), as after a
+  // redeployment; its registration is updated.
+  n.alpha.Stop();
+  Adapter moved("alpha");
+  Network::Must(n.rest->Send("PATCH", "/openapi/v1/centers/alpha",
+                             json{{"adapter_address", moved.address()}}.dump()));
+  json second = first;
+  second["name"] = "after";
+  std::string id = n.Submit(second)["jobId"];
+  json done = n.WaitForStatus(id, "completed");
+  CHECK(done["taskInfos"][0]["centerIDs"] == json::array({"alpha"}));
+}

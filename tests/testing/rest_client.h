@@ -5,7 +5,9 @@
 #include <httplib.h>
 
 #include <nlohmann/json.hpp>
+#include <chrono>
 #include <string>
+#include <thread>
 
 namespace jc::testing {
 
@@ -46,5 +48,31 @@ class RestClient {
  private:
   httplib::Client client_;
 };
+
+// Registers center `center` at `adapter_address` with `cpu` CPUs and `memory_mb` MB, and
+// spec "cpu-1" (one CPU and `spec_memory`, e.g. "256Mi") offered there; true once the
+// scheduler can place on it.
+inline bool AddCenterWithSpec(RestClient& rest, const std::string& center, const std::string& adapter_address,
+                              int cpu, int memory_mb, const std::string& spec_memory) {
+  auto c = rest.Post("/openapi/v1/centers", {{"ai_center_id", center},
+                                             {"name", center},
+                                             {"region", "cn"},
+                                             {"adapter_address", adapter_address},
+                                             {"capacity", {{"cpu", cpu}, {"memory", memory_mb}}}});
+  auto s = rest.Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "cpu-1"},
+                                                   {"resource_spec_name", "1 CPU"},
+                                                   {"resource_quantity", {{"cpu", "1"}, {"memory", spec_memory}}},
+                                                   {"service_type", "batch"},
+                                                   {"price", 1},
+                                                   {"computing_center_list", center}});
+  if (c.http_status != 200 || s.http_status != 200) return false;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  std::string probe = "/scheduler/algorithm/least_load/score/" + center + "?resourceSpecId=cpu-1";
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (rest.Get(probe).http_status == 200) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
 
 }  // namespace jc::testing
