@@ -2,7 +2,6 @@
 
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
@@ -31,26 +30,10 @@ std::string TaskKey(int64_t job, int32_t task, int32_t attempt) {
 
 // The start time of a process in clock ticks since boot (/proc/<pid>/stat field 22); 0 when
 // it is gone.
-uint64_t ProcessStartTime(pid_t pid) noexcept {
-  // Plain read(2): a process that exits while its stat is read makes the read fail with
-  // ESRCH, which iostreams would throw from.
-  std::string path = absl::StrCat("/proc/", pid, "/stat");
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  char buf[1024];
-  ssize_t n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  std::string stat(buf, static_cast<size_t>(n));
-  auto paren = stat.rfind(')');
-  if (paren == std::string::npos || paren + 2 > stat.size()) return 0;
-  std::istringstream fields(stat.substr(paren + 2));
-  std::string field;
+uint64_t ProcessStartTime(pid_t pid) {
+  std::vector<std::string> f = ProcStatFields(pid);
   uint64_t start = 0;
-  // Fields from 3 (state) on; the start time is field 22.
-  for (int i = 3; i <= 22 && fields >> field; ++i) {
-    if (i == 22) start = std::strtoull(field.c_str(), nullptr, 10);
-  }
+  if (f.size() > 19) (void)absl::SimpleAtoi(f[19], &start);
   return start;
 }
 

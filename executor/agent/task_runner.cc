@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace jc::nexec {
 namespace {
@@ -335,6 +336,21 @@ TaskUsage SampleProcessGroup(pid_t pgid) {
   return all[pgid];
 }
 
+std::vector<std::string> ProcStatFields(pid_t pid) {
+  std::string path = absl::StrCat("/proc/", pid, "/stat");
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  char buf[1024];
+  ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return {};
+  absl::string_view stat(buf, static_cast<size_t>(n));
+  // The command name is in parentheses and may hold spaces: fields start after the last ')'.
+  auto close_paren = stat.rfind(')');
+  if (close_paren == absl::string_view::npos || close_paren + 2 > stat.size()) return {};
+  return absl::StrSplit(absl::StripTrailingAsciiWhitespace(stat.substr(close_paren + 2)), ' ');
+}
+
 std::map<pid_t, TaskUsage> SampleProcessGroups(const std::set<pid_t>& pgids) {
   std::map<pid_t, TaskUsage> result;
   if (pgids.empty()) return result;
@@ -345,13 +361,7 @@ std::map<pid_t, TaskUsage> SampleProcessGroups(const std::set<pid_t>& pgids) {
   while (dirent* d = readdir(dir)) {
     int pid = 0;
     if (!absl::SimpleAtoi(d->d_name, &pid)) continue;
-    std::ifstream stat_file(absl::StrCat("/proc/", pid, "/stat"));
-    std::string stat;
-    if (!std::getline(stat_file, stat)) continue;
-    // Fields after the command name, which is in parentheses and may hold spaces.
-    auto close_paren = stat.rfind(')');
-    if (close_paren == std::string::npos) continue;
-    std::vector<std::string> f = absl::StrSplit(stat.substr(close_paren + 2), ' ');
+    std::vector<std::string> f = ProcStatFields(pid);
     // f[0] is field 3 (state); pgrp is field 5, utime 14, stime 15, threads 20, rss 24.
     if (f.size() < 22) continue;
     int pgrp = 0;

@@ -81,6 +81,11 @@ class TaskRunner {
   std::map<std::string, pid_t> tasks_;  // pid 0 while starting
 };
 
+// The fields of /proc/<pid>/stat after the command name, from field 3 (state) on: [0] is
+// field 3, so field N is [N - 3]. Empty when the process is gone. Read with read(2): a
+// process exiting during the read must not throw.
+std::vector<std::string> ProcStatFields(pid_t pid);
+
 // Samples /proc for every process in process group `pgid`.
 TaskUsage SampleProcessGroup(pid_t pgid);
 // Samples /proc once for all the given process groups.
