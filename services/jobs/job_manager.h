@@ -11,36 +11,37 @@
 // Domain logic: no gRPC types here.
 
 #include <atomic>
-#include <condition_variable>
-#include <deque>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
+#include <tuple>
 #include <vector>
 
-#include <prometheus/counter.h>
-#include <prometheus/gauge.h>
-#include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "common/clock.h"
-#include "common/outbox.h"
+#include "common/event_loop.h"
 #include "common/periodic_task.h"
-#include "common/store/lease.h"
 #include "common/thread_pool.h"
-#include "services/southbound/adapter_client.h"
+#include "services/jobs/adapter_addresses.h"
 #include "services/jobs/data_mover.h"
+#include "services/jobs/dispatcher.h"
+#include "services/jobs/job_metrics.h"
 #include "services/jobs/job_state.h"
 #include "services/jobs/job_store.h"
+#include "services/jobs/burst_writer.h"
+#include "services/jobs/leadership.h"
+#include "services/jobs/replica_tracker.h"
+#include "services/jobs/stager.h"
 #include "services/registry/center_directory.h"
 #include "services/scheduler/scheduler.h"
+#include "services/southbound/adapter_client.h"
 
 namespace jc::jobs {
 
@@ -66,6 +67,13 @@ inline constexpr int kMaxRetries = 10;
 // Checks what a create carries by itself (names, commands, counts, policies).
 absl::Status ValidateCreate(const v1::CreateTrainJobRequest& req);
 
+
+// Threading model (docs/architecture.md, "Threads of the job manager"): all job state is
+// owned by one event loop (`loop_`); every other thread (request handlers, the dispatcher's
+// senders, the stager, the replica tracker's watchers, the cycle) only posts messages to
+// it and waits, if at all, on a reply. No lock is shared with them. The loop applies a
+// burst of messages to memory, commits what the burst changed in one transaction, and
+// only then acts on it (dispatches, stops, replies). It never waits on an adapter.
 class JobManager {
  public:
   // `mover` brings tasks' datasets to their centers before dispatch; null: replicas are
@@ -97,128 +105,158 @@ class JobManager {
   // The replica's log as its center has it (stdout, then stderr).
   absl::StatusOr<std::string> ReadLog(const std::string& job_id, int task_index, int replica_index);
 
+  // Call before Start.
   void EnableMetrics(prometheus::Registry& registry);
   // The store identity this instance's new jobs carry in their replica keys (set by Start).
   const std::string& origin() const { return origin_; }
 
  private:
-  // One scheduling cycle (the cycle thread runs it every cycle_interval): places what
-  // waits, resends what failed for a passing reason, renews the lease.
-  void RunCycle();
+  using Snapshot = std::shared_ptr<const v1::JobRecord>;
+  using CreateReply = std::shared_ptr<std::promise<absl::StatusOr<v1::CreateTrainJobResponse>>>;
+  // nullopt: the job is not in memory (the store says whether it ended or never was).
+  using StopReply = std::shared_ptr<std::promise<std::optional<absl::Status>>>;
+
   struct Active {
     v1::JobRecord record;
     int64_t version = 0;
   };
-  struct Metrics;
-  struct Dispatch {
-    std::string job_id;
-    int replica = 0;  // index into record.replicas
-    int attempt = 0;
-    std::string center_id;
-    bool stage = false;  // copy the task's missing datasets first
+  struct NewJob {
+    Active job;
+    Snapshot snapshot;  // what the insert writes
+    std::vector<Dispatch> dispatches;
+    CreateReply reply;
+  };
+  // What one burst of messages decided: its writes, and what follows once they commit.
+  struct Burst {
+    std::vector<NewJob> creates;
+    std::vector<std::pair<Snapshot, int64_t>> saves;
+    std::map<std::string, uint64_t> cursors;
+    std::vector<Dispatch> dispatches;
+    std::vector<std::pair<std::string, apb::ReplicaKey>> stops;
+    std::vector<StopReply> stop_replies;
+    bool empty() const {
+      return creates.empty() && saves.empty() && cursors.empty() && dispatches.empty() && stops.empty() &&
+             stop_replies.empty();
+    }
+  };
+  // What a new term starts from, read from the store behind every earlier write.
+  struct Reload {
+    std::vector<std::pair<v1::JobRecord, int64_t>> active;
+    int64_t max_seq = 0;
+    std::map<std::string, uint64_t> cursors;
   };
 
-  // Reloads every job not ended from the store (the only source of truth), resumes their
-  // dispatches and watches, and reconciles every live replica with its adapter.
-  absl::Status Lead();
-  // Standing by: takes the lease when it is free or ours, then leads.
-  void TryLead();
-  // Renews the lease every quarter of its TTL; steps down when it was lost. False when
-  // this instance no longer leads.
-  bool RenewLease();
+  // ---- Messages: run on the event loop only. ----
+  void OnCreate(v1::CreateTrainJobRequest req, CreateReply reply);
+  void OnStop(const std::string& job_id, StopReply reply);
+  // One scheduling cycle: places what waits, resends what failed for a passing reason.
+  void OnTick();
+  void OnSubmitAnswers(const std::string& center, std::vector<SubmitItem> items,
+                       std::vector<absl::StatusOr<apb::Replica>> results);
+  void OnStaged(const Dispatch& d, uint64_t term, const absl::Status& staged);
+  void OnEvent(const std::string& center, uint64_t term, const apb::ReplicaEvent& e);
+  void OnReplicaRead(uint64_t term, const ReplicaTracker::Ask& ask, const absl::StatusOr<apb::Replica>& replica);
+  // Asks the adapters for replicas whose state may be behind: those on centers whose
+  // event stream is down, or every live one (`all`, after taking over or a resync).
+  void OnReconcile(bool all, const std::set<std::string>& connected);
+  // A new term: memory becomes what the store has; dispatches and watches resume.
+  void OnLead(absl::StatusOr<Reload> reload, std::shared_ptr<std::promise<absl::Status>> led);
   // Commit or stop (docs/adr/0006): a write that failed leaves memory ahead of the store,
   // so this instance stops acting on it: it places, dispatches and writes nothing more,
   // refuses creates and stops (Unavailable), keeps answering reads from what it last
-  // knew, and tries to lead again, which reloads every job from the store. Any thread.
+  // knew, and tries to lead again, which reloads every job from the store.
   void StepDown(const std::string& why);
-  // The stops at centers that the mutations under this hold of mu_ decided; sent only
-  // once the write that records them has committed. Caller holds mu_.
-  std::vector<std::pair<std::string, apb::ReplicaKey>> TakeStopsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void SendStops(const std::vector<std::pair<std::string, apb::ReplicaKey>>& stops);
-  // Ended jobs leave memory once their final write has committed (until then reads see
-  // them there, and a failed write steps down with them still in memory).
-  void ForgetEnded(const std::vector<std::pair<v1::JobRecord, int64_t>>& written);
-  // Asks the adapters for replicas whose state may be behind: those on centers whose
-  // event stream is down, or every live one (`all`, after taking over).
-  void Reconcile(bool all);
-  absl::Status StandbyError() const;
-  // Places the waiting replicas of one job; returns the dispatches to send. Caller holds mu_.
-  std::vector<Dispatch> ScheduleLocked(Active& job) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Queues the dispatches in their centers' outboxes (staging ones go to the pool) and
-  // starts senders as needed; dropped when `term` is not the current one.
-  void SendDispatches(std::vector<Dispatch> dispatches, uint64_t term);
-  // Sends the center's outbox, as many replicas a call as have queued, until it is empty.
-  void SendBatches(const std::string& center_id);
-  // The adapter request for a dispatch still current; nullopt when it moved on. Caller holds mu_.
-  std::optional<apb::SubmitReplicaRequest> SubmitRequestLocked(const Dispatch& d) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Applies the adapter's answer to one submit, adding what must be written to `writes`.
-  // Returns true when the replica was accepted but its job moved on (stop it). Caller holds mu_.
-  bool CompleteSubmitLocked(const Dispatch& d, const absl::StatusOr<apb::Replica>& result,
-                            std::vector<std::pair<v1::JobRecord, int64_t>>* writes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Copies the task's datasets to the replica's center, then submits it.
-  void Stage(const Dispatch& d, uint64_t term);
+  // After each burst of messages: commits the burst's writes (burst_writer.h), then acts.
+  void Flush();
+  // Acts on a burst once its writes committed: answers, view, dispatches, stops; or
+  // steps down when they failed.
+  void AfterCommit(Burst& burst, const WriteOutcome& outcome);
+
+  // ---- Helpers of the loop. ----
+  // Places the waiting replicas of one job; returns the dispatches to send.
+  std::vector<Dispatch> Schedule(Active& job);
+  // Sends (after their commit) replicas to their centers, staging first where needed.
+  void SendDispatches(const std::vector<Dispatch>& dispatches);
+  // The adapter request for a dispatch still current; nullopt when it moved on.
+  std::optional<apb::SubmitReplicaRequest> SubmitRequest(const Dispatch& d);
+  // Applies the adapter's answer to one submit. True when the replica was accepted but
+  // its job moved on (stop it).
+  bool CompleteSubmit(const Dispatch& d, const absl::StatusOr<apb::Replica>& result);
   // Carries out what the state machine (job_state.h) decided for the job: reservations
-  // reported and released in the scheduler's view, stops queued for after the write
-  // (TakeStopsLocked), the queue, the metrics.
-  void ApplyEffectsLocked(Active& job, const JobEffects& fx) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // An adapter's view of a replica through the state machine. True when the job changed.
-  bool ApplyReportLocked(Active& job, int index, const apb::Replica& replica) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<std::string> AdapterAddress(const std::string& center_id);
-  void EnsureWatcher(const std::string& center_id);
-  void WatchLoop(const std::string& center_id);
+  // reported and released in the scheduler's view, stops for after the write, the queue,
+  // the metrics.
+  void ApplyEffects(Active& job, const JobEffects& fx);
+  void ForgetReservations(const v1::JobRecord& r, const std::vector<Dispatch>& dispatches);
+  void MarkDirty(const std::string& job_id) { dirty_.insert(job_id); }
+  void SetNotLeading(const std::string& why);
+  // Sets the gauges from the jobs in memory; at most once a second (it visits every job).
+  void UpdateGauges();
+
+  // ---- The cycle thread: leadership, and the tick of the loop. ----
+  void RunCycle();
+  // Reads the store on the loop (after every write it made), then leads from it; `led`
+  // says how that went.
+  std::shared_ptr<std::promise<absl::Status>> BeginLead();
+
+  absl::Status StandbyError();
   v1::TrainJob ToTrainJob(const v1::JobRecord& r) const;
+  v1::CreateTrainJobResponse ResponseOf(const v1::JobRecord& r) const;
   apb::ReplicaKey KeyOf(const v1::JobRecord& r, int index) const;
   int IndexOf(const v1::JobRecord& r, int task, int replica) const;
-  // Sets the gauges from the jobs in memory; at most once a second (it visits every job).
-  void UpdateGauges() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The last committed record of a job in memory (any thread); null when not there.
+  Snapshot Committed(const std::string& job_id);
 
   store::Store* store_;
   JobStore jobs_;
   scheduler::Scheduler* scheduler_;
-  registry::CenterDirectory* centers_;
   southbound::AdapterClient* adapters_;
   DataMover* mover_;
-  std::mutex staging_mu_;  // one copy at a time: two replicas never copy the same data at once
   const Clock* clock_;
   JobManagerOptions options_;
-  ThreadPool dispatch_pool_;
+  AdapterAddresses addresses_;
+  std::unique_ptr<JobMetrics> metrics_;  // set before Start, read-only after
+  std::string origin_;                   // the store's identity, in every replica key
 
-  // Guards every job-state field below (see "Threads of the job manager" in
-  // docs/architecture.md): held only to change memory, never across a store call or an RPC.
-  mutable std::mutex mu_;
-  std::map<std::string, Active> active_ ABSL_GUARDED_BY(mu_);
-  std::set<std::tuple<int, int64_t, std::string>> queue_ ABSL_GUARDED_BY(mu_);  // (-priority, seq, id) with waiting replicas
-  int64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;
-  std::map<std::string, uint64_t> cursors_ ABSL_GUARDED_BY(mu_);
-  static constexpr absl::Duration kAddressTtl = absl::Seconds(5);
-  // Adapter address by center, and when it was read from the registry.
-  std::map<std::string, std::pair<std::string, absl::Time>> addresses_ ABSL_GUARDED_BY(mu_);
-  std::set<std::string> watched_ ABSL_GUARDED_BY(mu_);
-  std::set<std::string> watch_connected_ ABSL_GUARDED_BY(mu_);
-  static constexpr int kSendersPerCenter = 4;
-  static constexpr size_t kSubmitBatch = 256;
-  Outboxes<Dispatch> outboxes_{kSubmitBatch, kSendersPerCenter};  // by center; locks itself
-  std::set<std::pair<std::string, int>> resubmit_ ABSL_GUARDED_BY(mu_);  // (job, replica) whose submit failed for a passing reason
-  std::vector<std::pair<std::string, apb::ReplicaKey>> stops_ ABSL_GUARDED_BY(mu_);  // (center, key) decided, not yet committed
-  std::string not_leading_ ABSL_GUARDED_BY(mu_);  // why this instance does not lead; empty while it does
-  std::condition_variable creates_done_;  // creates_in_flight_ fell to 0
-  int creates_in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // creates between their leading check and their commit's outcome
-  std::vector<std::thread> watchers_ ABSL_GUARDED_BY(mu_);
-  std::atomic<bool> stopping_{false};
-  std::unique_ptr<Metrics> metrics_;
-  absl::Time gauges_updated_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  // ---- State of the event loop: touched only by closures running on loop_. ----
+  std::map<std::string, Active> active_;
+  // Created, its insert not yet committed: what a second create with its key is told.
+  std::map<std::string, Snapshot> creating_;
+  std::map<std::string, std::vector<CreateReply>> key_waiters_;  // by job id: creates with its key
+  std::map<std::string, std::string> keys_;                      // idempotency key -> job id in memory
+  std::set<std::tuple<int, int64_t, std::string>> queue_;        // (-priority, seq, id) with waiting replicas
+  int64_t next_seq_ = 1;
+  std::set<std::pair<std::string, int>> resubmit_;  // (job, replica) whose submit failed for a passing reason
+  std::map<std::string, uint64_t> cursors_;         // applied watch cursor by center
+  std::map<std::string, std::pair<uint64_t, absl::Time>> cursor_written_;  // by center: what was written, when
+  std::set<std::string> dirty_;                     // jobs changed in this burst
+  Burst burst_;
+  absl::Time gauges_updated_ = absl::InfinitePast();
 
-  std::unique_ptr<store::Lease> lease_;
-  std::string origin_;  // the store's identity, in every replica key
-  std::atomic<bool> leading_{false};
-  // Every Lead and StepDown starts a new term; work begun in an earlier term (an answer,
-  // an event, a dispatch) is dropped instead of applied to the state of another.
+  // ---- Shared with other threads. ----
+  // Every Lead and StepDown starts a new term (written by the loop only); work begun in an
+  // earlier term (an answer, an event, a write) is dropped instead of applied to another.
   std::atomic<uint64_t> term_{0};
-  absl::Time lease_renewed_;   // by the cycle thread only
-  absl::Time next_lead_try_;   // by the cycle thread only
+  std::atomic<bool> leading_{false};     // written by the loop only
+  std::atomic<bool> leading_soon_{false};  // a reload is under way (the cycle thread's)
+  std::atomic<bool> tick_posted_{false};
+  std::atomic<bool> stopping_{false};
+  std::mutex status_mu_;
+  std::string not_leading_ ABSL_GUARDED_BY(status_mu_);  // why this instance does not lead
+  // The last committed record of each job in memory, for reads from any thread (the loop
+  // replaces entries as their writes commit).
+  std::mutex view_mu_;
+  std::map<std::string, Snapshot> view_ ABSL_GUARDED_BY(view_mu_);
 
+  // ---- Collaborators. The pool is declared last so that it is destroyed first, while
+  // what its work refers to still exists. ----
+  std::unique_ptr<Leadership> leadership_;  // the cycle thread's
+  EventLoop loop_;
   PeriodicTask cycle_;
   PeriodicTask poller_;
+  Dispatcher dispatcher_;
+  Stager stager_;
+  ReplicaTracker tracker_;
+  ThreadPool pool_;  // senders, stops, staging copies, replica reads
 };
 
 }  // namespace jc::jobs

@@ -8,6 +8,7 @@
 #include "common/status_macros.h"
 #include "common/store/doc.h"
 #include "common/store/doc_table.h"
+#include "services/jobs/burst_writer.h"
 
 namespace jc::jobs {
 
@@ -29,48 +30,23 @@ void JobStore::FenceWith(const store::Lease* lease) {
   committer_.SetPrologue([lease](store::Transaction& txn) { return lease->CheckHeld(txn, absl::Now()); });
 }
 
-absl::Status JobStore::Insert(const v1::JobRecord& job, const std::string& key, int64_t version) {
-  JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(job));
-  store::SqlValue key_value = key.empty() ? store::SqlValue(nullptr) : store::SqlValue(key);
-  return committer_.Commit([&](store::Transaction& txn) {
-    // Concurrent creates become one multi-row INSERT (see GroupCommitter).
-    return txn.InsertRow("INSERT INTO jobs (id, seq, user_name, status, idempotency_key, version, doc)",
-                         {job.job_id(), job.seq(), job.request().user_name(), job.status(), key_value, version, doc});
-  });
-}
-
-absl::Status JobStore::Save(const v1::JobRecord& job, int64_t version, const std::string& cursor_center,
-                            uint64_t cursor) {
-  JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(job));
+absl::Status JobStore::Write(const JobWrites& writes) {
+  if (writes.empty()) return absl::OkStatus();
   return committer_.Commit([&](store::Transaction& txn) -> absl::Status {
-    JC_RETURN_IF_ERROR(txn.Exec("UPDATE jobs SET status = $1, version = $2, doc = $3 WHERE id = $4 AND version < $2",
-                                {job.status(), version, doc, job.job_id()})
-                           .status());
-    if (!cursor_center.empty()) JC_RETURN_IF_ERROR(UpsertCursor(txn, cursor_center, cursor));
-    return absl::OkStatus();
-  });
-}
-
-absl::Status JobStore::SaveMany(const std::vector<std::pair<v1::JobRecord, int64_t>>& jobs) {
-  if (jobs.empty()) return absl::OkStatus();
-  std::vector<std::string> docs;
-  for (const auto& [job, version] : jobs) {
-    JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(job));
-    docs.push_back(std::move(doc));
-  }
-  return committer_.Commit([&](store::Transaction& txn) -> absl::Status {
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      const auto& [job, version] = jobs[i];
+    for (const auto& n : writes.inserts) {
+      store::SqlValue key = n.idempotency_key.empty() ? store::SqlValue(nullptr) : store::SqlValue(n.idempotency_key);
+      // One multi-row INSERT for the batch (see GroupCommitter).
+      JC_RETURN_IF_ERROR(txn.InsertRow("INSERT INTO jobs (id, seq, user_name, status, idempotency_key, version, doc)",
+                                       {n.job_id, n.seq, n.user_name, n.status, key, n.version, n.doc}));
+    }
+    for (const auto& w : writes.saves) {
       JC_RETURN_IF_ERROR(txn.Exec("UPDATE jobs SET status = $1, version = $2, doc = $3 WHERE id = $4 AND version < $2",
-                                  {job.status(), version, docs[i], job.job_id()})
+                                  {w.status, w.version, w.doc, w.job_id})
                              .status());
     }
+    for (const auto& [center, cursor] : writes.cursors) JC_RETURN_IF_ERROR(UpsertCursor(txn, center, cursor));
     return absl::OkStatus();
   });
-}
-
-absl::Status JobStore::SaveCursor(const std::string& center_id, uint64_t cursor) {
-  return committer_.Commit([&](store::Transaction& txn) { return UpsertCursor(txn, center_id, cursor); });
 }
 
 absl::StatusOr<v1::JobRecord> JobStore::Get(const std::string& job_id) {

@@ -1,7 +1,8 @@
 #pragma once
 
-// Persistence of job records and adapter watch cursors. Writes go through one group
-// committer, so concurrent updates share transactions and fsyncs.
+// Persistence of job records and adapter watch cursors. The job manager's writer
+// (burst_writer.h) is its one writer; writes go through a group committer, which fences
+// them with the lease and turns a batch's new jobs into multi-row INSERTs.
 
 #include <cstdint>
 #include <map>
@@ -20,6 +21,8 @@ namespace jc::jobs {
 
 namespace v1 = ::jointcloud::v1;
 
+struct JobWrites;  // burst_writer.h
+
 class JobStore {
  public:
   explicit JobStore(store::Store* store) : store_(store), committer_(store) {}
@@ -28,15 +31,9 @@ class JobStore {
   // `lease` is held: a job manager that lost its lease cannot write. Call before writing.
   void FenceWith(const store::Lease* lease);
 
-  // Inserts a new job. AlreadyExists when `idempotency_key` is taken.
-  absl::Status Insert(const v1::JobRecord& job, const std::string& idempotency_key, int64_t version);
-  // Writes the job if `version` is newer than the stored one; with `cursor_center`, also
-  // the watch cursor of that center, in the same transaction.
-  absl::Status Save(const v1::JobRecord& job, int64_t version, const std::string& cursor_center = "",
-                    uint64_t cursor = 0);
-  // Several jobs in one transaction (a scheduling cycle's decisions, a batch of submits).
-  absl::Status SaveMany(const std::vector<std::pair<v1::JobRecord, int64_t>>& jobs);
-  absl::Status SaveCursor(const std::string& center_id, uint64_t cursor);
+  // One transaction: new jobs (AlreadyExists when an idempotency key is taken), saves of
+  // jobs whose version is newer than the stored one, and watch cursors that moved on.
+  absl::Status Write(const JobWrites& writes);
 
   absl::StatusOr<v1::JobRecord> Get(const std::string& job_id);
   // The job a key created, if any.

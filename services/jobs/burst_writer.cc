@@ -1,0 +1,26 @@
+#include "services/jobs/burst_writer.h"
+
+namespace jc::jobs {
+
+WriteOutcome CommitBurst(JobStore& store, const JobWrites& writes) {
+  WriteOutcome out;
+  out.status = store.Write(writes);
+  out.inserts.assign(writes.inserts.size(), out.status);
+  // Unavailable is the store's or the lease fence's, not one row's: alone, each would
+  // fail the same way.
+  if (out.status.ok() || writes.inserts.empty() || absl::IsUnavailable(out.status)) return out;
+  // One bad row fails its transaction; alone, each create gets its own answer (a key
+  // taken by a create that raced this one is AlreadyExists, its neighbours go through).
+  JobWrites rest;
+  rest.saves = writes.saves;
+  rest.cursors = writes.cursors;
+  out.status = store.Write(rest);
+  for (size_t i = 0; i < writes.inserts.size(); ++i) {
+    JobWrites one;
+    one.inserts.push_back(writes.inserts[i]);
+    out.inserts[i] = store.Write(one);
+  }
+  return out;
+}
+
+}  // namespace jc::jobs

@@ -1,0 +1,55 @@
+#pragma once
+
+// How the job manager's event loop writes a burst: every row the burst changed (new
+// jobs, saved jobs, watch cursors) in one transaction, and when that fails for a reason
+// of one row (an idempotency key a racing create took), the rows again one by one so
+// that each create gets its own answer. The loop commits each burst before it acts on
+// it (docs/adr/0006, commit or stop); messages that arrive meanwhile form the next burst,
+// so under load one commit (one fsync, one round trip) carries many jobs.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "services/jobs/job_store.h"
+
+namespace jc::jobs {
+
+// Rows to write, their documents already encoded.
+struct JobWrites {
+  struct NewJob {
+    std::string job_id;
+    int64_t seq = 0;
+    std::string user_name;
+    std::string status;
+    std::string idempotency_key;
+    int64_t version = 1;
+    std::string doc;
+  };
+  struct Save {
+    std::string job_id;
+    std::string status;
+    int64_t version = 0;
+    std::string doc;
+  };
+  std::vector<NewJob> inserts;
+  std::vector<Save> saves;
+  std::map<std::string, uint64_t> cursors;  // watch cursor by center
+
+  bool empty() const { return inserts.empty() && saves.empty() && cursors.empty(); }
+};
+
+struct WriteOutcome {
+  // The saves and cursors; not OK: none of them may be assumed written.
+  absl::Status status;
+  // One per insert: OK, AlreadyExists (its idempotency key was taken meanwhile), or why
+  // it was not written.
+  std::vector<absl::Status> inserts;
+};
+
+// Returns once `writes` committed or failed.
+WriteOutcome CommitBurst(JobStore& store, const JobWrites& writes);
+
+}  // namespace jc::jobs

@@ -1,0 +1,45 @@
+#include "services/jobs/dispatcher.h"
+
+#include <spdlog/spdlog.h>
+
+namespace jc::jobs {
+
+void Dispatcher::Submit(std::vector<SubmitItem> items) {
+  if (items.empty()) return;
+  std::vector<std::pair<std::string, SubmitItem>> queued;
+  queued.reserve(items.size());
+  for (auto& item : items) {
+    std::string center = item.dispatch.center_id;
+    queued.emplace_back(std::move(center), std::move(item));
+  }
+  for (const auto& center : outboxes_.AddAll(std::move(queued))) {
+    pool_->Run([this, center] { SendBatches(center); });
+  }
+}
+
+void Dispatcher::SendBatches(const std::string& center) {
+  while (true) {
+    std::vector<SubmitItem> batch = outboxes_.Take(center);
+    if (batch.empty()) return;  // this sender is done
+    std::vector<apb::SubmitReplicaRequest> requests;
+    requests.reserve(batch.size());
+    for (auto& item : batch) requests.push_back(std::move(item.request));  // sent, not needed back
+    auto address = addresses_->Of(center);
+    std::vector<absl::StatusOr<apb::Replica>> results =
+        address.ok() ? adapters_->SubmitMany(*address, requests)
+                     : std::vector<absl::StatusOr<apb::Replica>>(requests.size(), address.status());
+    answers_(center, std::move(batch), std::move(results));
+  }
+}
+
+void Dispatcher::Stop(const std::string& center, const apb::ReplicaKey& key) {
+  pool_->Run([this, center, key] {
+    auto address = addresses_->Of(center);
+    if (!address.ok()) return;
+    if (absl::Status s = adapters_->Stop(*address, key); !s.ok()) {
+      spdlog::info("job manager: stopping {} at {}: {}", key.job_id(), center, s.ToString());
+    }
+  });
+}
+
+}  // namespace jc::jobs

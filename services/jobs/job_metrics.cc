@@ -1,0 +1,57 @@
+#include "services/jobs/job_metrics.h"
+
+namespace jc::jobs {
+
+std::unique_ptr<JobMetrics> RegisterJobMetrics(prometheus::Registry& registry) {
+  auto m = std::make_unique<JobMetrics>();
+  m->scheduling_time = &prometheus::BuildHistogram()
+                            .Name("jc_scheduling_time_seconds")
+                            .Help("Scheduling time T = t_s - t_r per job (formula 3): request received to every "
+                                  "sub-task handed to a center")
+                            .Register(registry)
+                            .Add({}, prometheus::Histogram::BucketBoundaries{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                                             0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60});
+  m->dispatch_batch = &prometheus::BuildHistogram()
+                           .Name("jc_dispatch_batch_replicas")
+                           .Help("Replicas per submit call to an adapter (dispatches that queued while the "
+                                 "center's senders were busy go together)")
+                           .Register(registry)
+                           .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128, 256});
+  auto& scheduled = prometheus::BuildCounter()
+                        .Name("jc_jobs_scheduled_total")
+                        .Help("Jobs whose every sub-task was handed to a center (throughput N of formula 4)")
+                        .Register(registry);
+  m->scheduled = &scheduled.Add({});
+  auto& failures = prometheus::BuildCounter()
+                       .Name("jc_dispatch_failures_total")
+                       .Help("Replica submits to adapters that failed: transient (retried) or refused")
+                       .Register(registry);
+  m->dispatch_transient = &failures.Add({{"kind", "transient"}});
+  m->dispatch_refused = &failures.Add({{"kind", "refused"}});
+  m->queue_length = &prometheus::BuildGauge()
+                         .Name("jc_job_queue_length")
+                         .Help("Jobs with replicas waiting to be placed")
+                         .Register(registry)
+                         .Add({});
+  m->jobs = &prometheus::BuildGauge().Name("jc_jobs").Help("Jobs not ended, by status").Register(registry);
+  m->ended = &prometheus::BuildCounter().Name("jc_jobs_ended_total").Help("Jobs ended, by status").Register(registry);
+  m->step_downs = &prometheus::BuildCounter()
+                       .Name("jc_jobs_step_downs_total")
+                       .Help("Times this job manager stopped leading: a write failed, or the lease was lost; it "
+                             "leads again from the store")
+                       .Register(registry)
+                       .Add({});
+  m->watch_resyncs = &prometheus::BuildCounter()
+                          .Name("jc_job_watch_resyncs_total")
+                          .Help("Adapter event streams that could not resume from the job manager's cursor: every "
+                                "replica there was read again")
+                          .Register(registry)
+                          .Add({});
+  m->events_ignored = &prometheus::BuildCounter()
+                           .Name("jc_job_events_ignored_total")
+                           .Help("Adapter events that changed no job, by reason (job_not_active, other_origin)")
+                           .Register(registry);
+  return m;
+}
+
+}  // namespace jc::jobs

@@ -1,0 +1,31 @@
+#pragma once
+
+// The job manager's Prometheus metrics (docs/operations.md lists them). Registered once;
+// the event loop updates them, the gauges at most once a second.
+
+#include <memory>
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+namespace jc::jobs {
+
+struct JobMetrics {
+  prometheus::Histogram* scheduling_time;
+  prometheus::Counter* scheduled;
+  prometheus::Counter* dispatch_transient;
+  prometheus::Counter* dispatch_refused;
+  prometheus::Histogram* dispatch_batch;
+  prometheus::Gauge* queue_length;
+  prometheus::Family<prometheus::Gauge>* jobs;
+  prometheus::Family<prometheus::Counter>* ended;
+  prometheus::Counter* step_downs;
+  prometheus::Counter* watch_resyncs;
+  prometheus::Family<prometheus::Counter>* events_ignored;
+};
+
+std::unique_ptr<JobMetrics> RegisterJobMetrics(prometheus::Registry& registry);
+
+}  // namespace jc::jobs

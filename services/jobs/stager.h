@@ -1,0 +1,42 @@
+#pragma once
+
+// The job manager's stager: copies a task's datasets to the center a replica was placed
+// on, through the center's adapter, before the replica is submitted (SPEC A11). One copy
+// at a time, so two replicas never copy the same data at once. It keeps no job state: the
+// outcome goes back to the job manager's event loop.
+
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "common/thread_pool.h"
+#include "services/jobs/adapter_addresses.h"
+#include "services/jobs/data_mover.h"
+#include "services/southbound/adapter_client.h"
+
+namespace jc::jobs {
+
+namespace apb = ::jointcloud::adapter::v1;
+
+class Stager {
+ public:
+  Stager(southbound::AdapterClient* adapters, AdapterAddresses* addresses, DataMover* mover, ThreadPool* pool)
+      : adapters_(adapters), addresses_(addresses), mover_(mover), pool_(pool) {}
+
+  // Copies each dataset ("name:version") missing at `center`, on a pool thread; `done`
+  // gets the outcome there.
+  void Stage(std::string center, std::vector<std::string> datasets, std::function<void(absl::Status)> done);
+
+ private:
+  absl::Status CopyAll(const std::string& center, const std::vector<std::string>& datasets);
+
+  southbound::AdapterClient* adapters_;
+  AdapterAddresses* addresses_;
+  DataMover* mover_;
+  ThreadPool* pool_;
+  std::mutex one_copy_at_a_time_;
+};
+
+}  // namespace jc::jobs
