@@ -314,10 +314,15 @@ void JobManager::StepDown(const std::string& why) {
 
 void JobManager::Flush() {
   if (!leading_) return;
+  JobWrites writes;
   for (const auto& id : dirty_) {
     auto it = active_.find(id);
     if (it == active_.end()) continue;
-    burst_.saves.emplace_back(std::make_shared<const v1::JobRecord>(it->second.record), ++it->second.version);
+    Active& job = it->second;
+    absl::StatusOr<std::string> doc = Encode(job);
+    if (!doc.ok()) return StepDown(absl::StrCat("encoding job ", id, " failed: ", doc.status().message()));
+    burst_.saves.emplace_back(std::make_shared<const v1::JobRecord>(job.record), ++job.version);
+    writes.saves.push_back({id, job.record.status(), job.version, std::move(*doc)});
   }
   dirty_.clear();
   // A cursor rides along with the jobs its events changed; alone, it is written at most
@@ -332,18 +337,12 @@ void JobManager::Flush() {
     at = now;
   }
   if (burst_.empty()) return;
-  JobWrites writes;
-  for (const auto& c : burst_.creates) {
+  for (auto& c : burst_.creates) {
     const v1::JobRecord& r = c.job.record;
-    absl::StatusOr<std::string> doc = store::EncodeDoc(r);
+    absl::StatusOr<std::string> doc = Encode(c.job);
     if (!doc.ok()) return StepDown(absl::StrCat("encoding job ", r.job_id(), " failed: ", doc.status().message()));
     writes.inserts.push_back({r.job_id(), r.seq(), r.request().user_name(), r.status(),
                               r.request().idempotency_key(), c.job.version, std::move(*doc)});
-  }
-  for (const auto& [r, version] : burst_.saves) {
-    absl::StatusOr<std::string> doc = store::EncodeDoc(*r);
-    if (!doc.ok()) return StepDown(absl::StrCat("encoding job ", r->job_id(), " failed: ", doc.status().message()));
-    writes.saves.push_back({r->job_id(), r->status(), version, std::move(*doc)});
   }
   writes.cursors = burst_.cursors;
   Burst burst = std::move(burst_);
@@ -421,6 +420,18 @@ void JobManager::AfterCommit(Burst& burst, const WriteOutcome& outcome) {
   for (const auto& [center, key] : burst.stops) dispatcher_.Stop(center, key);
   for (const auto& c : burst.creates) SendDispatches(c.dispatches);
   SendDispatches(burst.dispatches);
+}
+
+absl::StatusOr<std::string> JobManager::Encode(Active& job) {
+  if (job.request_doc.empty()) {
+    JC_ASSIGN_OR_RETURN(job.request_doc, store::EncodeDoc(job.record.request()));
+  }
+  // Encoded without its request (taken out and put back: no copy), then spliced.
+  v1::CreateTrainJobRequest* request = job.record.release_request();
+  absl::StatusOr<std::string> rest = store::EncodeDoc(job.record);
+  job.record.set_allocated_request(request);
+  if (!rest.ok()) return rest.status();
+  return store::SpliceDocField("request", job.request_doc, *rest);
 }
 
 void JobManager::ForgetReservations(const v1::JobRecord& r, const std::vector<Dispatch>& dispatches) {

@@ -119,6 +119,7 @@ class JobManager {
   struct Active {
     v1::JobRecord record;
     int64_t version = 0;
+    std::string request_doc;  // the request's stored JSON, encoded once (it never changes)
   };
   struct NewJob {
     Active job;
@@ -187,6 +188,9 @@ class JobManager {
   // the metrics.
   void ApplyEffects(Active& job, const JobEffects& fx);
   void ForgetReservations(const v1::JobRecord& r, const std::vector<Dispatch>& dispatches);
+  // The job's stored document: the record, with its request encoded once per job and
+  // spliced in (the request is most of a record, and never changes).
+  absl::StatusOr<std::string> Encode(Active& job);
   void MarkDirty(const std::string& job_id) { dirty_.insert(job_id); }
   void SetNotLeading(const std::string& why);
   // Sets the gauges from the jobs in memory; at most once a second (it visits every job).
