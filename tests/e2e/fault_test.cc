@@ -2,7 +2,9 @@
 // loopback take keyed trainjobs from 8 clients while a seeded schedule injects faults —
 // SIGKILL of the control plane, SIGKILL of the adapter, an immediate PostgreSQL restart
 // (on the PostgreSQL run), the adapter unreachable (a TCP proxy holds every byte) and
-// then slow. Afterwards an invariant checker reads the API and the replicas' own record:
+// then slow; and throughout, adapter events duplicated and reordered (a gRPC proxy between
+// the control plane and the adapter). Afterwards an invariant checker reads the API and
+// the replicas' own record:
 //   lost        acknowledged jobs the API does not know, or a key answered with another job
 //   stranded    jobs not completed or failed within the bound once the faults stopped
 //   duplicates  replica keys (job, task, replica, attempt) that ran more than once
@@ -26,6 +28,7 @@
 #include <set>
 #include <thread>
 
+#include "tests/testing/event_chaos_proxy.h"
 #include "tests/testing/process.h"
 #include "tests/testing/rest_client.h"
 #include "tests/testing/tcp_proxy.h"
@@ -92,7 +95,9 @@ const char* Name(Fault f) {
 // the bundled executor (a nexec master and one agent) behind the native adapter.
 class Harness {
  public:
-  Harness(std::string dir, bool native) : dir_(std::move(dir)), native_(native) {
+  // `seed` draws the event stream's faults (events duplicated and reordered between the
+  // control plane and the adapter).
+  Harness(std::string dir, bool native, uint64_t seed = 1) : dir_(std::move(dir)), native_(native), seed_(seed) {
     if (!native_) return;
     // A task lost with its agent fails (the control plane retries it as a new attempt)
     // rather than being rerun by nexec under the same replica key.
@@ -150,6 +155,9 @@ class Harness {
     REQUIRE(port.has_value());
     if (proxy_ == nullptr) {
       proxy_ = std::make_unique<jc::testing::TcpProxy>(std::stoi(*port));
+      // control plane -> events mangled -> network faults -> adapter
+      chaos_ = std::make_unique<jc::testing::EventChaosProxy>("127.0.0.1:" + std::to_string(proxy_->port()), seed_,
+                                                              jc::testing::EventChaosProxy::Odds{});
     } else {
       proxy_->SetUpstream(std::stoi(*port));
     }
@@ -168,11 +176,11 @@ class Harness {
     port_ = std::stoi(*p);
   }
 
-  // Registers the adapter (through the proxy) as center "local" with spec cpu-1, and
+  // Registers the adapter (through both proxies) as center "local" with spec cpu-1, and
   // waits until the scheduler can place on it.
   void AddCenter() {
     jc::testing::RestClient rest(port_);
-    REQUIRE(jc::testing::AddCenterWithSpec(rest, "local", "127.0.0.1:" + std::to_string(proxy_->port()), 32, 65536,
+    REQUIRE(jc::testing::AddCenterWithSpec(rest, "local", "127.0.0.1:" + std::to_string(chaos_->port()), 32, 65536,
                                            "64Mi"));
   }
 
@@ -187,6 +195,7 @@ class Harness {
 
   int port() const { return port_; }
   jc::testing::TcpProxy& proxy() { return *proxy_; }
+  const jc::testing::EventChaosProxy& chaos() const { return *chaos_; }
   const std::string& dir() const { return dir_; }
 
  private:
@@ -195,6 +204,8 @@ class Harness {
   std::unique_ptr<Process> nexec_, agent_;
   std::unique_ptr<Process> adapter_, server_;
   std::unique_ptr<jc::testing::TcpProxy> proxy_;
+  std::unique_ptr<jc::testing::EventChaosProxy> chaos_;
+  uint64_t seed_;
   std::atomic<int> port_{0};
   int nexec_port_ = 0;
   int adapter_starts_ = 0, server_starts_ = 0, nexec_starts_ = 0, agent_starts_ = 0;
@@ -251,7 +262,7 @@ static void RunFaultSuite(bool native) {
     }
   }
 
-  Harness h(dir.string(), native);
+  Harness h(dir.string(), native, seed);
   h.StartAdapter();
   h.StartServer(store_flags);
   h.AddCenter();
@@ -431,7 +442,11 @@ static void RunFaultSuite(bool native) {
                        << schedule.size() << " faults [" << faults << "]: lost " << lost << ", stranded " << stranded
                        << ", duplicates " << duplicates << ", phantoms " << phantoms << " (" << failed
                        << " failed by their retry policy); the last job was final " << settle_s
-                       << " s after the last fault");
+                       << " s after the last fault; adapter events duplicated " << h.chaos().duplicated()
+                       << ", reordered " << h.chaos().reordered());
+  // The event faults really happened (the proxy is in the path).
+  CHECK(h.chaos().duplicated() > 0);
+  CHECK(h.chaos().reordered() > 0);
   CHECK(converged);
   CHECK(lost == 0);
   CHECK(stranded == 0);

@@ -1,0 +1,175 @@
+#include "tests/testing/event_chaos_proxy.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <thread>
+
+#include "jointcloud/adapter/v1/adapter.grpc.pb.h"
+
+namespace jc::testing {
+
+namespace apb = ::jointcloud::adapter::v1;
+
+class EventChaosProxy::Service final : public apb::Adapter::Service {
+ public:
+  Service(const std::string& upstream, uint64_t seed, Odds odds)
+      : stub_(apb::Adapter::NewStub(grpc::CreateChannel(upstream, grpc::InsecureChannelCredentials()))),
+        seed_(seed),
+        odds_(odds) {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    builder.RegisterService(this);
+    server_ = builder.BuildAndStart();
+  }
+  ~Service() override { server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1)); }
+
+  int port() const { return port_; }
+  std::atomic<int64_t> duplicated{0}, reordered{0};
+
+  grpc::Status GetCenterInfo(grpc::ServerContext* c, const apb::GetCenterInfoRequest* q, apb::CenterInfo* a) override {
+    return Forward(c, *q, a, &apb::Adapter::Stub::GetCenterInfo);
+  }
+  grpc::Status GetUsage(grpc::ServerContext* c, const apb::GetUsageRequest* q, apb::Usage* a) override {
+    return Forward(c, *q, a, &apb::Adapter::Stub::GetUsage);
+  }
+  grpc::Status SubmitReplica(grpc::ServerContext* c, const apb::SubmitReplicaRequest* q, apb::Replica* a) override {
+    return Forward(c, *q, a, &apb::Adapter::Stub::SubmitReplica);
+  }
+  grpc::Status SubmitGang(grpc::ServerContext* c, const apb::SubmitGangRequest* q,
+                          apb::SubmitGangResponse* a) override {
+    return Forward(c, *q, a, &apb::Adapter::Stub::SubmitGang);
+  }
+  grpc::Status SubmitReplicas(grpc::ServerContext* c, const apb::SubmitReplicasRequest* q,
+                              apb::SubmitReplicasResponse* a) override {
+    return Forward(c, *q, a, &apb::Adapter::Stub::SubmitReplicas);
+  }
+  grpc::Status StopReplica(grpc::ServerContext* c, const apb::ReplicaRef* q, apb::Replica* a) override {
+    return Forward(c, *q, a, &apb::Adapter::Stub::StopReplica);
+  }
+  grpc::Status GetReplica(grpc::ServerContext* c, const apb::ReplicaRef* q, apb::Replica* a) override {
+    return Forward(c, *q, a, &apb::Adapter::Stub::GetReplica);
+  }
+  grpc::Status ListImages(grpc::ServerContext* c, const apb::ListImagesRequest* q,
+                          apb::ListImagesResponse* a) override {
+    return Forward(c, *q, a, &apb::Adapter::Stub::ListImages);
+  }
+  grpc::Status ListDatasets(grpc::ServerContext* c, const apb::ListDatasetsRequest* q,
+                            apb::ListDatasetsResponse* a) override {
+    return Forward(c, *q, a, &apb::Adapter::Stub::ListDatasets);
+  }
+  grpc::Status StageDataset(grpc::ServerContext* c, const apb::StageDatasetRequest* q,
+                            apb::StageDatasetResponse* a) override {
+    return Forward(c, *q, a, &apb::Adapter::Stub::StageDataset);
+  }
+
+  grpc::Status ReadLog(grpc::ServerContext* c, const apb::ReadLogRequest* q,
+                       grpc::ServerWriter<apb::LogChunk>* out) override {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(c->deadline());
+    auto reader = stub_->ReadLog(&ctx, *q);
+    apb::LogChunk chunk;
+    while (reader->Read(&chunk)) {
+      if (!out->Write(chunk)) ctx.TryCancel();
+    }
+    return reader->Finish();
+  }
+
+  grpc::Status Watch(grpc::ServerContext* c, const apb::WatchRequest* q,
+                     grpc::ServerWriter<apb::ReplicaEvent>* out) override {
+    grpc::ClientContext ctx;
+    auto reader = stub_->Watch(&ctx, *q);
+    // A reader thread feeds a queue, so a held event is let go after a short quiet time
+    // instead of waiting for an event that may never come.
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<apb::ReplicaEvent> queue;
+    bool ended = false;
+    std::thread pump([&] {
+      apb::ReplicaEvent e;
+      while (reader->Read(&e)) {
+        std::lock_guard<std::mutex> lock(mu);
+        queue.push_back(e);
+        cv.notify_one();
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      ended = true;
+      cv.notify_one();
+    });
+    std::mt19937_64 rng(seed_ + streams_.fetch_add(1));
+    std::uniform_real_distribution<double> draw(0, 1);
+    std::optional<apb::ReplicaEvent> held;
+    bool writing = true;
+    auto write = [&](const apb::ReplicaEvent& e) {
+      if (writing && !out->Write(e)) writing = false;
+    };
+    while (writing) {
+      std::optional<apb::ReplicaEvent> next;
+      {
+        std::unique_lock<std::mutex> lock(mu);
+        cv.wait_for(lock, std::chrono::milliseconds(20), [&] { return !queue.empty() || ended; });
+        if (!queue.empty()) {
+          next = std::move(queue.front());
+          queue.pop_front();
+        } else if (ended) {
+          break;
+        }
+      }
+      if (c->IsCancelled()) break;
+      if (!next) {  // quiet: what was held goes now
+        if (held) write(*held);
+        held.reset();
+        continue;
+      }
+      if (held) {
+        write(*next);  // the later event first, then the one held back
+        write(*held);
+        held.reset();
+        ++reordered;
+      } else if (draw(rng) < odds_.reorder) {
+        held = std::move(next);
+        continue;
+      } else {
+        write(*next);
+      }
+      if (draw(rng) < odds_.duplicate) {
+        write(*next);
+        ++duplicated;
+      }
+    }
+    if (held) write(*held);
+    ctx.TryCancel();
+    pump.join();
+    grpc::Status upstream = reader->Finish();
+    return upstream.error_code() == grpc::StatusCode::CANCELLED ? grpc::Status::OK : upstream;
+  }
+
+ private:
+  template <typename Request, typename Response, typename Call>
+  grpc::Status Forward(grpc::ServerContext* c, const Request& q, Response* a, Call call) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(c->deadline());
+    return (stub_.get()->*call)(&ctx, q, a);
+  }
+
+  std::unique_ptr<apb::Adapter::Stub> stub_;
+  uint64_t seed_;
+  Odds odds_;
+  std::atomic<uint64_t> streams_{0};
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+EventChaosProxy::EventChaosProxy(const std::string& upstream, uint64_t seed, Odds odds)
+    : service_(std::make_unique<Service>(upstream, seed, odds)) {}
+EventChaosProxy::~EventChaosProxy() = default;
+int EventChaosProxy::port() const { return service_->port(); }
+int64_t EventChaosProxy::duplicated() const { return service_->duplicated; }
+int64_t EventChaosProxy::reordered() const { return service_->reordered; }
+
+}  // namespace jc::testing

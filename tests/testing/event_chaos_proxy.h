@@ -1,0 +1,39 @@
+#pragma once
+
+// A gRPC proxy of the adapter API for fault-injection tests: it serves
+// jointcloud.adapter.v1.Adapter on loopback and forwards every call to an upstream
+// adapter, but mangles event streams as a faulty network or adapter might: some events
+// arrive twice, some are held back and arrive after the next one (out of order, with a
+// lower cursor than one already delivered). What it did is counted, so a test can check
+// that the faults really happened. Draws come from a seed, so a run can be repeated.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace jc::testing {
+
+class EventChaosProxy {
+ public:
+  struct Odds {
+    double duplicate = 0.1;  // an event is written a second time
+    double reorder = 0.1;    // an event is held and written after the next one
+  };
+
+  // Listens on 127.0.0.1 on a free port; forwards to `upstream` ("host:port").
+  EventChaosProxy(const std::string& upstream, uint64_t seed, Odds odds);
+  ~EventChaosProxy();
+  EventChaosProxy(const EventChaosProxy&) = delete;
+  EventChaosProxy& operator=(const EventChaosProxy&) = delete;
+
+  int port() const;
+  int64_t duplicated() const;
+  int64_t reordered() const;
+
+ private:
+  class Service;
+  std::unique_ptr<Service> service_;
+};
+
+}  // namespace jc::testing
