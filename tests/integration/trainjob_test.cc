@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "services/southbound/adapter_client.h"
+#include "tests/testing/faulty_store.h"
 #include "tests/testing/local_adapter.h"
 #include "tests/testing/process.h"
 #include "tests/testing/test_system.h"
@@ -31,12 +32,14 @@ struct Adapter : jc::testing::LocalAdapter {
 struct Network : jc::testing::TestSystem {
   Adapter alpha{"alpha"}, beta{"beta"};
 
-  Network()
-      : TestSystem([](jc::server::AppOptions& o) {
+  // `more` changes the options further (the store, say).
+  explicit Network(const std::function<void(jc::server::AppOptions&)>& more = {})
+      : TestSystem([&](jc::server::AppOptions& o) {
           o.monitor.interval = absl::Milliseconds(100);
           o.scheduler_refresh = absl::Milliseconds(50);
           o.jobs.cycle_interval = absl::Milliseconds(50);
           o.jobs.poll_interval = absl::Milliseconds(500);
+          if (more) more(o);
         }) {
     AddCenter("alpha", alpha.address(), 1);
     AddCenter("beta", beta.address(), 9);
@@ -555,4 +558,56 @@ TEST_CASE("a center whose adapter moved is followed at its new address without a
   std::string id = n.Submit(second)["jobId"];
   json done = n.WaitForStatus(id, "completed");
   CHECK(done["taskInfos"][0]["centerIDs"] == json::array({"alpha"}));
+}
+
+TEST_CASE("a job write that fails makes the job manager step down and lead again from the store: creates answer 503 "
+          "meanwhile, and the job still runs once and completes [C7][A7]",
+          "[C7][A7]") {
+  jc::testing::FaultyStore* faulty = nullptr;
+  Network n([&](jc::server::AppOptions& o) {
+    auto wrapped = std::make_unique<jc::testing::FaultyStore>(std::move(o.store));
+    faulty = wrapped.get();
+    o.store = std::move(wrapped);
+  });
+  auto ran = std::filesystem::temp_directory_path() / ("jc-step-down-" + std::to_string(getpid()));
+  std::filesystem::remove(ran);
+  json job = {{"name", "through"}, {"tasks", {Task("t", "echo $JC_JOB_ID >> " + ran.string() + "; sleep 1", "torch", 1)}}};
+  std::string id = n.Submit(job)["jobId"];
+  n.WaitForStatus(id, "running");
+
+  // The job's next write (its completion) fails: the manager must not act on a memory the
+  // store does not have. It steps down and says so.
+  faulty->FailJobWrites(true);
+  jc::testing::RestReply ready;
+  REQUIRE(jc::testing::WaitUntil([&] {
+    ready = n.rest->Get("/readyz");
+    return ready.http_status == 503;
+  }));
+  CHECK(ready.body.value("errorMsg", std::string()).find("stepped down") != std::string::npos);
+  CHECK(faulty->failed_commits() > 0);
+  // Meanwhile a create is refused with a 503 and when to come back; nothing is recorded.
+  auto refused = n.rest->http().Post("/openapi/v1/trainjob", job.dump(), "application/json");
+  REQUIRE(refused);
+  CHECK(refused->status == 503);
+  CHECK(refused->get_header_value("Retry-After") == "1");
+  // Reads are answered from what the manager last knew.
+  CHECK(n.rest->Get("/openapi/v1/trainjob/" + id).http_status == 200);
+
+  // The store takes writes again: the manager leads again from it, learns by key that the
+  // replica ended, and completes the job; the replica ran once.
+  faulty->FailJobWrites(false);
+  REQUIRE(jc::testing::WaitUntil([&] { return n.rest->Get("/readyz").http_status == 200; }));
+  n.WaitForStatus(id, "completed");
+  std::ifstream in(ran);
+  std::vector<std::string> runs;
+  for (std::string line; std::getline(in, line);) runs.push_back(line);
+  CHECK(runs == std::vector<std::string>{id});
+  std::smatch step_downs;
+  std::string metrics = n.rest->Raw("/metrics");
+  REQUIRE(std::regex_search(metrics, step_downs, std::regex(R"(jc_jobs_step_downs_total (\d+))")));
+  CHECK(std::stoi(step_downs[1]) >= 1);
+  std::string next = n.Submit(job)["jobId"];
+  CHECK(next != id);
+  n.WaitForStatus(next, "completed");
+  std::filesystem::remove(ran);
 }

@@ -1,0 +1,70 @@
+#pragma once
+
+// A store that fails job writes on demand, for tests of "commit or stop" (ADR 0006):
+// while `FailJobWrites(true)`, every transaction that wrote to the jobs table fails at its
+// commit (Unavailable, as a store gone away would) and writes nothing; reads and other
+// tables' writes go through. The real store (SQLite or PostgreSQL) does the work.
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "common/store/store.h"
+
+namespace jc::testing {
+
+class FaultyStore final : public store::Store {
+ public:
+  explicit FaultyStore(std::unique_ptr<store::Store> inner) : inner_(std::move(inner)) {}
+
+  void FailJobWrites(bool fail) { fail_ = fail; }
+  int failed_commits() const { return failed_commits_; }
+
+  absl::StatusOr<std::unique_ptr<store::Transaction>> Begin() override {
+    auto txn = inner_->Begin();
+    if (!txn.ok()) return txn.status();
+    return std::unique_ptr<store::Transaction>(new Txn(std::move(*txn), this));
+  }
+  absl::string_view backend() const override { return inner_->backend(); }
+  absl::Status Ping() override { return inner_->Ping(); }
+  absl::string_view for_update() const override { return inner_->for_update(); }
+
+ private:
+  class Txn final : public store::Transaction {
+   public:
+    Txn(std::unique_ptr<store::Transaction> inner, FaultyStore* store) : inner_(std::move(inner)), store_(store) {}
+    absl::StatusOr<store::Rows> Query(absl::string_view sql, const store::Params& params) override {
+      return inner_->Query(sql, params);
+    }
+    absl::StatusOr<int64_t> Exec(absl::string_view sql, const store::Params& params) override {
+      Note(sql);
+      return inner_->Exec(sql, params);
+    }
+    absl::Status InsertRow(absl::string_view insert, const store::Params& row) override {
+      Note(insert);
+      return inner_->InsertRow(insert, row);
+    }
+    absl::Status Commit() override {
+      if (wrote_jobs_ && store_->fail_) {
+        ++store_->failed_commits_;
+        return absl::UnavailableError("injected: the store failed this commit");  // rolled back on destruction
+      }
+      return inner_->Commit();
+    }
+
+   private:
+    void Note(absl::string_view sql) {
+      wrote_jobs_ = wrote_jobs_ || absl::StrContains(sql, "INTO jobs ") || absl::StrContains(sql, "UPDATE jobs ");
+    }
+    std::unique_ptr<store::Transaction> inner_;
+    FaultyStore* store_;
+    bool wrote_jobs_ = false;
+  };
+
+  std::unique_ptr<store::Store> inner_;
+  std::atomic<bool> fail_{false};
+  std::atomic<int> failed_commits_{0};
+};
+
+}  // namespace jc::testing
