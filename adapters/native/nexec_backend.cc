@@ -133,6 +133,7 @@ absl::StatusOr<std::string> NexecBackend::Submit(const ReplicaLaunch& launch) {
   npb::SubmitRequest req;
   auto* spec = req.mutable_spec();
   spec->set_name(launch.name);
+  spec->set_submit_key(launch.name);  // an adapter killed mid-submit and restarted gets the same job back
   spec->set_command(launch.command);
   spec->set_user(launch.user.empty() ? CurrentUser() : launch.user);
   spec->set_queue(queue_);
@@ -156,6 +157,7 @@ absl::StatusOr<std::vector<std::string>> NexecBackend::SubmitGang(
     npb::SubmitRequest req;
     auto* spec = req.mutable_spec();
     spec->set_name(name);
+    spec->set_submit_key(name);
     spec->set_command(launches[0].command);
     spec->set_user(launches[0].user.empty() ? CurrentUser() : launches[0].user);
     spec->set_queue(queue_);

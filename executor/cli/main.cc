@@ -1,6 +1,6 @@
 // nexec: the executor's command line (SPEC B11).
 //   nexec submit [-n N] [-R req] [-q queue] [-J name] [-o out] [-e err] [--gpus N]
-//                [--exclusive] [--user U] [--] command...
+//                [--exclusive] [--user U] [--key K] [--] command...
 //   nexec jobs [-u user] [-q queue] [-a] | job ID | hosts | queues
 //   nexec kill|suspend|resume|requeue ID
 //   nexec logs ID [-e] [-f]
@@ -31,7 +31,7 @@ namespace {
 int Usage() {
   std::cerr << "usage: nexec [--master=host:port] COMMAND ...\n"
                "  submit [-n N] [-R req] [-q queue] [-J name] [-o out] [-e err] [--gpus N]\n"
-               "         [--exclusive] [--user U] [--] command...\n"
+               "         [--exclusive] [--user U] [--key K] [--] command...\n"
                "  jobs [-u user] [-q queue] [-a] [--json]      list jobs (-a: finished too)\n"
                "  job ID [--json]                              one job in full\n"
                "  hosts [--json] | queues [--json]\n"
@@ -163,7 +163,7 @@ int main(int argc, char** argv) {
         continue;
       }
       if (a != "-n" && a != "-R" && a != "-q" && a != "-J" && a != "-o" && a != "-e" &&
-          a != "--gpus" && a != "--user") {
+          a != "--gpus" && a != "--user" && a != "--key") {
         return Fail("submit: unknown option " + a);
       }
       v = value(a);
@@ -183,6 +183,8 @@ int main(int argc, char** argv) {
         s->set_stdout_path(*v);
       } else if (a == "-e") {
         s->set_stderr_path(*v);
+      } else if (a == "--key") {
+        s->set_submit_key(*v);  // sent again, the same key answers with the same job
       } else {
         s->set_user(*v);
       }

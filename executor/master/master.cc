@@ -112,6 +112,7 @@ absl::Status Master::Recover() {
         ++running;
       }
     }
+    if (!job.spec().submit_key().empty()) submit_keys_[job.spec().submit_key()] = job.id();
     jobs_[job.id()] = std::move(rec);
   }
   spdlog::info("nexec master recovered {} hosts, {} jobs ({} pending, {} running)",
@@ -219,11 +220,20 @@ absl::StatusOr<int64_t> Master::Submit(pb::JobSpec spec) {
   if (spec.slots() < 0) return absl::InvalidArgumentError("-n must be at least 1");
   pb::Job job;
   JobRequest req;
+  const std::string key = spec.submit_key();
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (!key.empty()) {
+      if (auto known = submit_keys_.find(key); known != submit_keys_.end()) return known->second;
+      if (keys_in_flight_.count(key)) {
+        return absl::UnavailableError(
+            absl::StrCat("a submission with key ", key, " is being recorded; retry to get its job"));
+      }
+    }
     JC_ASSIGN_OR_RETURN(req, BuildRequest(spec, next_id_));
     JC_RETURN_IF_ERROR(scheduler_.Check(&req));
     job.set_id(next_id_++);
+    if (!key.empty()) keys_in_flight_.insert(key);
   }
   if (spec.queue().empty()) spec.set_queue(req.queue);
   spec.set_slots(req.slots);
@@ -232,11 +242,20 @@ absl::StatusOr<int64_t> Master::Submit(pb::JobSpec spec) {
   *job.mutable_submitted_at() = ToTimestamp(clock_->Now());
   // Acknowledged only once committed (a crash after this loses nothing); concurrent
   // submissions share one commit.
-  JC_RETURN_IF_ERROR(committer_.Commit([&](store::Transaction& txn) { return Persist(txn, job); }));
+  absl::Status committed = committer_.Commit([&](store::Transaction& txn) { return Persist(txn, job); });
+  if (!committed.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    keys_in_flight_.erase(key);
+    return committed;
+  }
   Publish(job);
   std::vector<pb::Job> changed;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (!key.empty()) {
+      keys_in_flight_.erase(key);
+      submit_keys_[key] = job.id();
+    }
     absl::Status queued = scheduler_.Submit(req);
     JobRecord rec{job, req, Pending::kNone};
     if (!queued.ok()) {

@@ -160,6 +160,9 @@ class Master {
   std::mutex mu_;
   Scheduler scheduler_;
   std::map<int64_t, JobRecord> jobs_;
+  // JobSpec.submit_key -> the job it created; keys whose submission is being committed.
+  std::map<std::string, int64_t> submit_keys_;
+  std::set<std::string> keys_in_flight_;
   std::set<int64_t> active_;  // running or suspended: what heartbeats and host checks scan
   std::map<std::string, HostRecord> hosts_;
   int64_t next_id_ = 1;

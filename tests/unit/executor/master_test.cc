@@ -184,3 +184,37 @@ TEST_CASE("bad submissions are refused and nothing is stored", "[B2][C5]") {
   CHECK(master.ListJobs({}).empty());
   CHECK(store->Query("SELECT id FROM nexec_jobs")->empty());
 }
+
+TEST_CASE("a submission with a key the master knows returns the job that key created, also after a restart",
+          "[B2][B11]") {
+  auto store = jc::testing::MakeTestStore();
+  FakeDialer dialer;
+  int64_t first = 0;
+  {
+    Master master(store.get(), jc::RealClock::Get(), &dialer, DefaultConfig(), {});
+    REQUIRE(master.Recover().ok());
+    REQUIRE(master.Heartbeat(Beat("h1")).ok());
+    auto spec = Spec("true");
+    spec.set_submit_key("jc-a1b2-job-00000001-0-0-0");
+    auto id = master.Submit(spec);
+    REQUIRE(id.ok());
+    first = *id;
+    auto again = master.Submit(spec);  // the answer was lost; the client sends it again
+    REQUIRE(again.ok());
+    CHECK(*again == first);
+    spec.set_submit_key("jc-a1b2-job-00000002-0-0-0");
+    auto other = master.Submit(spec);
+    REQUIRE(other.ok());
+    CHECK(*other != first);
+    CHECK(master.ListJobs({}).size() == 2);
+  }
+  // A restarted master knows the keys of the jobs it reloads.
+  Master restarted(store.get(), jc::RealClock::Get(), &dialer, DefaultConfig(), {});
+  REQUIRE(restarted.Recover().ok());
+  auto spec = Spec("true");
+  spec.set_submit_key("jc-a1b2-job-00000001-0-0-0");
+  auto after = restarted.Submit(spec);
+  REQUIRE(after.ok());
+  CHECK(*after == first);
+  CHECK(restarted.ListJobs({}).size() == 2);
+}
