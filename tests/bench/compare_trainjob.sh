@@ -35,12 +35,16 @@ pgdir=$(mktemp -d /tmp/jc-bench-pg.XXXXXX)
 trap '"$root/scripts/pg.sh" stop "$pgdir"' EXIT
 pg=$(JC_PG_FSYNC=on "$root/scripts/pg.sh" start "$pgdir")
 
-rate() { grep -oE '[0-9]+ jobs/s' | head -n 1 | grep -oE '^[0-9]+'; }
+rate() { grep -oE '[0-9]+ jobs/s end to end' | head -n 1 | grep -oE '^[0-9]+'; }
+cpu() { grep -oE '[0-9]+ us per job' | head -n 1 | grep -oE '^[0-9]+'; }
 ratios=()
 for r in $(seq 1 "$rounds"); do
-  o=$("$old_bin" "$pg" "$jobs" "$clients" 1000 2>/dev/null | tee /dev/stderr | rate)
-  n=$("$new_bin" "$pg" "$jobs" "$clients" 1000 2>/dev/null | tee /dev/stderr | rate)
-  echo "round $r: old $old ${o} jobs/s, new $new ${n} jobs/s"
+  o_out=$("$old_bin" "$pg" "$jobs" "$clients" 1000 2>/dev/null)
+  n_out=$("$new_bin" "$pg" "$jobs" "$clients" 1000 2>/dev/null)
+  printf '%s\n%s\n' "$o_out" "$n_out" >&2
+  o=$(rate <<<"$o_out")
+  n=$(rate <<<"$n_out")
+  echo "round $r: old $old ${o} jobs/s ($(cpu <<<"$o_out") us CPU per job), new $new ${n} jobs/s ($(cpu <<<"$n_out") us CPU per job)"
   ratios+=("$(awk -v a="$n" -v b="$o" 'BEGIN { printf "%.3f", a / b }')")
 done
 printf '%s\n' "${ratios[@]}" | sort -n | awk '{ a[NR] = $1 } END { printf "median new/old: %.3f (of %d rounds)\n", a[int((NR + 1) / 2)], NR }'
