@@ -147,6 +147,31 @@ TEST_CASE("bad input gets the envelope and changes nothing", "[A1][A2][A12][C5]"
   CHECK(snapshot() == before);
 }
 
+TEST_CASE("a JSON body up to the limit is read whatever its Content-Type; larger is 413, multipart is refused [A12][C5]",
+          "[A12][C5]") {
+  System s;
+  // A JSON body is read whatever the Content-Type says: `curl -d` sends
+  // application/x-www-form-urlencoded, which cpp-httplib would cap at 8 KiB on its own.
+  json sizable = Center("sizable");
+  for (int i = 0; i < 45; ++i) sizable["labels"]["pad" + std::to_string(i)] = std::string(200, 'p');  // 9 KiB
+  auto form = s.rest->http().Post("/openapi/v1/centers", sizable.dump(), "application/x-www-form-urlencoded");
+  REQUIRE(form);
+  INFO(form->body);
+  CHECK(form->status == 200);
+  json huge = Center("big");
+  huge["labels"] = {{"pad", std::string(1100000, 'p')}};
+  auto too_big = s.rest->http().Post("/openapi/v1/centers", huge.dump(), "application/x-www-form-urlencoded");
+  REQUIRE(too_big);
+  CHECK(too_big->status == 413);
+  auto multipart = s.rest->http().Post("/openapi/v1/centers", "--x\r\n\r\n{}\r\n--x--\r\n",
+                                       "multipart/form-data; boundary=x");
+  REQUIRE(multipart);
+  CHECK(multipart->status == 400);
+  CHECK(multipart->body.find("JSON") != std::string::npos);
+  CHECK(s.rest->Get("/openapi/v1/centers/sizable").http_status == 200);
+  CHECK(s.rest->Get("/openapi/v1/centers/big").http_status == 404);
+}
+
 TEST_CASE("specs, offers, images and datasets over REST", "[A2][A4][A5][A6][A12]") {
   System s;
   for (const char* id : {"bj1", "bj2", "ny1"}) {
