@@ -1,6 +1,7 @@
 #include "common/path_inside.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/validate.h"
 
 namespace jc {
@@ -28,6 +29,22 @@ absl::StatusOr<std::filesystem::path> PathInside(const std::filesystem::path& ro
         absl::StrCat("refusing ", resolved.string(), ": it is not inside ", base.string()));
   }
   return resolved;
+}
+
+absl::Status CheckResolvedUnder(const std::filesystem::path& path, const std::vector<std::string>& roots) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path resolved = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  if (ec) return absl::InvalidArgumentError(absl::StrCat("cannot resolve ", path.string(), ": ", ec.message()));
+  for (const auto& root : roots) {
+    fs::path base = fs::weakly_canonical(fs::absolute(root, ec), ec);
+    if (ec) continue;
+    fs::path rel = resolved.lexically_relative(base);
+    if (!rel.empty() && *rel.begin() != "..") return absl::OkStatus();  // the root itself, or below it
+  }
+  return absl::PermissionDeniedError(absl::StrCat(
+      resolved.string(), " is not inside the allowed roots (",
+      roots.empty() ? std::string("none configured") : absl::StrJoin(roots, ", "), ")"));
 }
 
 }  // namespace jc

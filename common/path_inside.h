@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -17,5 +18,10 @@ namespace jc {
 // ".", ".." or holds '/'.
 absl::StatusOr<std::filesystem::path> PathInside(const std::filesystem::path& root,
                                                  std::initializer_list<std::string> parts);
+
+// OK when `path`, resolved (symlinks followed), is one of `roots` or below one (each
+// resolved too); PermissionDenied naming the roots otherwise. For reading: a source a
+// caller names must lie where the operator allowed.
+absl::Status CheckResolvedUnder(const std::filesystem::path& path, const std::vector<std::string>& roots);
 
 }  // namespace jc

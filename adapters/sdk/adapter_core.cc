@@ -426,6 +426,12 @@ absl::StatusOr<pb::Dataset> AdapterCore::StageDataset(const pb::StageDatasetRequ
       errors.push_back(absl::StrCat(url, ": only file:// is moved by the built-in mover"));
       continue;
     }
+    // Only from where the center's owner allows: a caller must not have the adapter's
+    // account copy what it can read (its keys, /etc) into a place jobs read from.
+    if (absl::Status allowed = CheckResolvedUnder(url.substr(7), center_.data_sources); !allowed.ok()) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          url, ": center ", center_.center_id, " stages datasets only from its data_sources: ", allowed.message()));
+    }
     std::error_code ec;
     fs::create_directories(dest.parent_path(), ec);
     fs::remove_all(dest, ec);

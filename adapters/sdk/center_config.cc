@@ -23,6 +23,20 @@ absl::StatusOr<T> Get(const YAML::Node& node, const std::string& key, const std:
   }
 }
 
+// One entry of a list: an absolute directory.
+absl::StatusOr<std::string> DirectoryAt(const YAML::Node& list, size_t index, const std::string& where) {
+  std::string v;
+  try {
+    v = list[index].as<std::string>();
+  } catch (const YAML::Exception&) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": not a directory path"));
+  }
+  if (v.empty() || v[0] != '/') {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": \"", v, "\" must be an absolute directory"));
+  }
+  return v;
+}
+
 #define JC_CFG_ASSIGN(lhs, expr)        \
   do {                                  \
     auto jc_cfg_v = (expr);             \
@@ -69,6 +83,16 @@ absl::StatusOr<CenterConfig> ParseCenterConfig(const std::string& text) {
   JC_CFG_ASSIGN(c.performance_factor, Get<double>(root, "performance_factor", "center", 1));
   JC_CFG_ASSIGN(c.user, Get<std::string>(root, "user", "center", ""));
   JC_CFG_ASSIGN(c.data_dir, Get<std::string>(root, "data_dir", "center", ""));
+  if (const YAML::Node sources = root["data_sources"]) {
+    if (!sources.IsSequence()) {
+      return absl::InvalidArgumentError("center: \"data_sources\" must be a list of directories");
+    }
+    for (size_t k = 0; k < sources.size(); ++k) {
+      std::string dir;
+      JC_CFG_ASSIGN(dir, DirectoryAt(sources, k, absl::StrCat("data_sources[", k, "]")));
+      c.data_sources.push_back(dir);
+    }
+  }
   if (const YAML::Node n = root["network"]) {
     double v;
     JC_CFG_ASSIGN(v, Get<double>(n, "bandwidth_mbps", "network", 0));

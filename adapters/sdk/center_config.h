@@ -11,6 +11,7 @@
 //   network: {bandwidth_mbps: 10000, latency_ms: 2, jitter_ms: 0.2, loss_rate: 0}
 //   user: jobs                      # account replicas run as when a submit names none
 //   data_dir: /srv/jc/data          # where staged datasets go
+//   data_sources: [/srv/shared]     # the only places file:// datasets are staged from
 //   specs:
 //     - {id: gpu-1x, cpu: 8, memory: 64Gi, gpu: 1, execution_power_watts: 350, price: 20}
 //   images:
@@ -36,6 +37,9 @@ struct CenterConfig {
   pb::NetworkFigures network;
   std::string user;      // default account for replicas
   std::string data_dir;  // staged datasets
+  // Directories a file:// dataset may be staged from (resolved, symlinks followed). None:
+  // the built-in mover stages nothing, whatever a caller names.
+  std::vector<std::string> data_sources;
   std::vector<pb::SpecOffer> specs;
   std::vector<pb::Image> images;
   std::vector<pb::Dataset> datasets;

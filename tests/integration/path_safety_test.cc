@@ -63,7 +63,8 @@ TEST_CASE("dataset, version, center and replica names that would leave their dir
   Sandbox box;
   jc::testing::LocalAdapter center(
       "safe", 2,
-      "security_grade: 3\ndata_dir: " + box.data_dir().string() + "\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 64Mi}\n");
+      "security_grade: 3\ndata_dir: " + box.data_dir().string() + "\ndata_sources: [" + (box.root / "source").string() +
+          "]\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 64Mi}\n");
   auto adapters = jc::southbound::MakeGrpcAdapterClient();
 
   // The adapter's StageDataset, called directly as anyone who reaches it could.
@@ -79,6 +80,26 @@ TEST_CASE("dataset, version, center and replica names that would leave their dir
     CHECK(staged.status().code() == absl::StatusCode::kInvalidArgument);
     CHECK(box.Intact());
   }
+  // A source outside the center's data_sources is refused, however it is named: directly,
+  // through "..", or through a symlink inside an allowed root.
+  fs::create_directories(box.root / "secret");
+  std::ofstream(box.root / "secret" / "key") << "private\n";
+  fs::create_symlink(box.root / "secret", box.root / "source" / "link-out");
+  for (const std::string& url : {"file://" + (box.root / "secret").string(),
+                                 "file://" + (box.root / "source" / ".." / "secret").string(),
+                                 "file://" + (box.root / "source" / "link-out").string(), std::string("file:///etc")}) {
+    jc::southbound::apb::StageDatasetRequest req;
+    req.set_data_name("stolen");
+    req.set_data_version("v1");
+    req.add_source_urls(url);
+    auto refused = adapters->Stage(center.address(), req);
+    INFO(url << " -> " << refused.status().ToString());
+    CHECK(refused.status().code() == absl::StatusCode::kPermissionDenied);
+    CHECK_FALSE(fs::exists(box.data_dir() / "stolen"));
+  }
+  fs::remove(box.root / "source" / "link-out");
+  fs::remove_all(box.root / "secret");
+
   // A proper name still stages, inside the data dir.
   jc::southbound::apb::StageDatasetRequest good;
   good.set_data_name("imagenet");

@@ -23,10 +23,14 @@ using nlohmann::json;
 namespace {
 
 
-// A center with 8 CPUs offering spec cpu-1, with a data_dir to stage datasets into.
+// A center with 8 CPUs offering spec cpu-1, with a data_dir to stage datasets into, from
+// anywhere under the temporary directory (where the tests' other centers keep theirs).
 struct Adapter : jc::testing::LocalAdapter {
   explicit Adapter(const std::string& center)
-      : LocalAdapter(center, 8, "security_grade: 3\ndata_dir: {data_dir}\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n") {}
+      : LocalAdapter(center, 8,
+                     "security_grade: 3\ndata_dir: {data_dir}\ndata_sources: [" +
+                         std::filesystem::temp_directory_path().string() +
+                         "]\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n") {}
 };
 
 struct Network : jc::testing::TestSystem {
