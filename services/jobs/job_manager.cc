@@ -395,7 +395,6 @@ void JobManager::AfterCommit(Burst& burst, const WriteOutcome& outcome) {
     StepDown(absl::StrCat("writing the job manager's decisions failed: ", outcome.status.message()));
     return;
   }
-  for (auto& r : burst.stop_replies) r->set_value(absl::OkStatus());
   for (const auto& [record, version] : burst.saves) {
     const std::string& id = record->job_id();
     bool ended = record->status() == kCompleted || record->status() == kFailed;
@@ -417,6 +416,8 @@ void JobManager::AfterCommit(Burst& burst, const WriteOutcome& outcome) {
       active_.erase(it);
     }
   }
+  // Answered once the view has the stop's write: a read right after the answer sees it.
+  for (auto& r : burst.stop_replies) r->set_value(absl::OkStatus());
   for (const auto& [center, key] : burst.stops) dispatcher_.Stop(center, key);
   for (const auto& c : burst.creates) SendDispatches(c.dispatches);
   SendDispatches(burst.dispatches);

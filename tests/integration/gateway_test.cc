@@ -147,7 +147,8 @@ TEST_CASE("bad input gets the envelope and changes nothing", "[A1][A2][A12][C5]"
   CHECK(snapshot() == before);
 }
 
-TEST_CASE("a JSON body up to the limit is read whatever its Content-Type; larger is 413, multipart is refused [A12][C5]",
+TEST_CASE("a JSON body up to the limit is read whatever its Content-Type, larger is 413, and multipart is refused "
+          "[A12][C5]",
           "[A12][C5]") {
   System s;
   // A JSON body is read whatever the Content-Type says: `curl -d` sends
