@@ -13,6 +13,7 @@
 #include "common/admin_server.h"
 #include "common/listen_backlog.h"
 #include "common/rest_envelope.h"
+#include "services/gateway/elastic_pool.h"
 #include "services/gateway/openapi.h"
 
 namespace jc::gateway {
@@ -51,10 +52,10 @@ void Gateway::Install() {
   s.set_keep_alive_max_count(options_.keep_alive_max_requests);
   s.set_keep_alive_timeout(options_.keep_alive_timeout_seconds);
   s.set_payload_max_length(options_.max_body_bytes);
-  s.set_read_timeout(30, 0);
+  s.set_read_timeout(options_.read_timeout_seconds, 0);
   s.set_write_timeout(30, 0);
-  int threads = options_.worker_threads;
-  s.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  int min = options_.worker_threads, max = options_.max_worker_threads;
+  s.new_task_queue = [min, max] { return new ElasticPool(min, max); };
 
   auto& requests = prometheus::BuildCounter()
                        .Name("jc_http_requests_total")

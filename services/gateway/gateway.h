@@ -21,10 +21,14 @@ class Server;
 namespace jc::gateway {
 
 struct GatewayOptions {
+  // Threads kept for connections, and the most there may be (one per open connection:
+  // cpp-httplib holds a thread while a connection stays open; see elastic_pool.h).
   int worker_threads = 8;
+  int max_worker_threads = 2048;
   size_t max_body_bytes = 1 << 20;  // larger bodies get 413
   size_t keep_alive_max_requests = 100000;
-  int keep_alive_timeout_seconds = 60;
+  int keep_alive_timeout_seconds = 5;  // an idle connection holds its thread this long
+  int read_timeout_seconds = 10;        // a request slower than this is dropped
   int listen_backlog = 1024;  // connections waiting for accept (cpp-httplib's own is 5)
   std::string version = "0.1.0";
 };

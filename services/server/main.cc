@@ -59,7 +59,10 @@ ABSL_FLAG(absl::Duration, center_unavailable_after, absl::Seconds(90),
           "a center silent this long becomes unavailable (0)");
 ABSL_FLAG(std::string, migration_weights, "",
           "weights of the data migration evaluators, e.g. least_load=2,topology_affinity=1");
-ABSL_FLAG(int, rest_threads, 8, "REST worker threads");
+ABSL_FLAG(int, rest_threads, 8, "REST threads kept ready for connections");
+ABSL_FLAG(int, rest_max_threads, 2048,
+          "most REST threads: one per open connection (idle keep-alive ones included), so idle or slow "
+          "connections do not keep real clients waiting");
 ABSL_FLAG(std::string, instance_id, "",
           "this instance's name in the jobs lease (instances sharing a store take turns: one dispatches, the "
           "others stand by); default: the host name. Two instances on one host need different ids");
@@ -153,6 +156,10 @@ int main(int argc, char** argv) {
   options.migration_weights = *weights;
   options.gateway.worker_threads = absl::GetFlag(FLAGS_rest_threads);
   if (options.gateway.worker_threads < 1) return Fail("--rest_threads must be at least 1");
+  options.gateway.max_worker_threads = absl::GetFlag(FLAGS_rest_max_threads);
+  if (options.gateway.max_worker_threads < options.gateway.worker_threads) {
+    return Fail("--rest_max_threads must be at least --rest_threads");
+  }
 
   // Signals are taken by sigwait below, so every thread started from here on has them
   // blocked and shutdown runs on the main thread, in order.

@@ -1,0 +1,65 @@
+#include "services/gateway/elastic_pool.h"
+
+#include <algorithm>
+#include <thread>
+
+namespace jc::gateway {
+
+ElasticPool::ElasticPool(int min_threads, int max_threads, std::chrono::milliseconds idle_exit)
+    : min_(std::max(1, min_threads)), max_(std::max(std::max(1, min_threads), max_threads)), idle_exit_(idle_exit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (int i = 0; i < min_; ++i) {
+    ++threads_;
+    std::thread([this] { Work(); }).detach();
+  }
+}
+
+ElasticPool::~ElasticPool() { shutdown(); }
+
+void ElasticPool::enqueue(std::function<void()> fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) return;
+  queue_.push_back(std::move(fn));
+  work_cv_.notify_one();
+  // Every queued connection that no idle thread will take gets a thread of its own.
+  if (static_cast<int>(queue_.size()) > idle_ && threads_ < max_) {
+    ++threads_;
+    std::thread([this] { Work(); }).detach();
+  }
+}
+
+void ElasticPool::shutdown() {
+  std::unique_lock<std::mutex> lock(mu_);
+  stopping_ = true;
+  work_cv_.notify_all();
+  gone_cv_.wait(lock, [&] { return threads_ == 0; });
+}
+
+int ElasticPool::threads() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return threads_;
+}
+
+int ElasticPool::busy() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return threads_ - idle_;
+}
+
+void ElasticPool::Work() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    ++idle_;
+    bool woke = work_cv_.wait_for(lock, idle_exit_, [&] { return stopping_ || !queue_.empty(); });
+    --idle_;
+    if (queue_.empty() && (stopping_ || (!woke && threads_ > min_))) break;  // done, or idle too long
+    if (queue_.empty()) continue;
+    std::function<void()> fn = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    fn();
+    lock.lock();
+  }
+  if (--threads_ == 0) gone_cv_.notify_all();
+}
+
+}  // namespace jc::gateway
