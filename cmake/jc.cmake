@@ -1,8 +1,10 @@
 # Helpers shared by every target: warnings, a library and a Catch2 test in one line.
 
-# -Wno-maybe-uninitialized: GCC 12 reports false positives inside std::variant moves.
-set(JC_WARNINGS -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
-    -Wno-maybe-uninitialized)
+set(JC_WARNINGS -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers)
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  # GCC 12 reports false positives inside std::variant moves.
+  list(APPEND JC_WARNINGS -Wno-maybe-uninitialized)
+endif()
 
 # jc_library(name SRCS ... DEPS ...)
 function(jc_library name)

@@ -60,7 +60,7 @@ absl::StatusOr<Quantity> Quantity::Parse(absl::string_view text) {
   if (i < text.size() && text[i] == '.') {
     ++i;
     for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])); ++i, ++digits) {
-      if (frac_scale < Pow(10, 18)) {
+      if (frac_scale < Pow(10, 12)) {  // 12 digits: frac * Ei (2^70) stays inside 128 bits
         frac = frac * 10 + (text[i] - '0');
         frac_scale *= 10;
       }
@@ -76,6 +76,9 @@ absl::StatusOr<Quantity> Quantity::Parse(absl::string_view text) {
     }
   }
   if (suffix == nullptr) return Bad(text, absl::StrCat("unknown suffix \"", rest, "\""));
+  // Checked before multiplying: 2^100 (the digits' limit) times 2^70 (Ei in milli) does
+  // not fit in 128 bits (found by tests/fuzz/quantity_fuzz).
+  if (whole > std::numeric_limits<int64_t>::max() / suffix->milli_multiplier) return Bad(text, "too large");
   __int128 milli = whole * suffix->milli_multiplier;
   // Fractions below one thousandth round up, so "0.0001" CPU is never free.
   __int128 frac_milli = (frac * suffix->milli_multiplier + frac_scale - 1) / frac_scale;

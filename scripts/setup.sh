@@ -3,6 +3,7 @@
 # is not installed yet. Does nothing (and needs no network) when everything is present.
 #   scripts/setup.sh            build and run dependencies
 #   scripts/setup.sh --test     plus what the test suite starts (PostgreSQL, docker-compose)
+#                               and clang with libFuzzer (scripts/fuzz.sh)
 #   scripts/setup.sh --slurm    plus Slurm and munge (scripts/slurm.sh, the benchmarks)
 set -euo pipefail
 
@@ -14,7 +15,7 @@ packages=(
 )
 for arg in "$@"; do
   case "$arg" in
-    --test) packages+=(postgresql docker-compose) ;;
+    --test) packages+=(postgresql docker-compose clang libclang-rt-14-dev) ;;
     --slurm) packages+=(slurm-wlm munge slurmrestd slurm-wlm-jwt-plugin) ;;
     *) echo "setup: unknown option $arg (use --test or --slurm)" >&2; exit 2 ;;
   esac

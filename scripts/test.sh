@@ -57,6 +57,15 @@ run_suite() {
 run_suite sqlite
 run_suite postgres
 
+# Every parser of outside input under libFuzzer for a few seconds each (a clang build of
+# just the harnesses, in build-fuzz/); a crash fails the run and prints its input.
+echo "=== fuzzing ==="
+if "$root/scripts/fuzz.sh" "${JC_FUZZ_SECONDS:-5}"; then
+  passed=$((passed + 1))
+else
+  failed=$((failed + 1))
+fi
+
 end=$(date +%s)
 echo "test: build $((built - start))s, tests $((end - built))s"
 echo "${passed} passed, ${failed} failed"

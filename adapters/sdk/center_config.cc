@@ -67,7 +67,7 @@ const pb::SpecOffer* CenterConfig::FindSpec(const std::string& id) const {
   return nullptr;
 }
 
-absl::StatusOr<CenterConfig> ParseCenterConfig(const std::string& text) {
+static absl::StatusOr<CenterConfig> ParseCenterConfigUnguarded(const std::string& text) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -160,6 +160,19 @@ absl::StatusOr<CenterConfig> ParseCenterConfig(const std::string& text) {
     c.datasets.push_back(d);
   }
   return c;
+}
+
+absl::StatusOr<CenterConfig> ParseCenterConfig(const std::string& text) {
+  // yaml-cpp throws where a node has another shape than expected (a list where a map
+  // belongs, say); every such case is the file's mistake, reported, never a crash (found
+  // by tests/fuzz).
+  try {
+    return ParseCenterConfigUnguarded(text);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("center configuration: unexpected structure",
+                                                   e.mark.is_null() ? std::string() : absl::StrCat(" at line ", e.mark.line + 1),
+                                                   ": ", e.msg));
+  }
 }
 
 absl::StatusOr<CenterConfig> LoadCenterConfig(const std::string& path) {

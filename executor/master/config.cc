@@ -75,7 +75,7 @@ ExecutorConfig DefaultConfig() {
   return c;
 }
 
-absl::StatusOr<ExecutorConfig> ParseConfig(const std::string& yaml) {
+static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& yaml) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml);
@@ -171,6 +171,19 @@ absl::StatusOr<ExecutorConfig> ParseConfig(const std::string& yaml) {
   for (const auto& q : c.queues) found |= q.name == c.default_queue;
   if (!found) return Bad("default_queue", absl::StrCat("no queue named \"", c.default_queue, "\""));
   return c;
+}
+
+absl::StatusOr<ExecutorConfig> ParseConfig(const std::string& yaml) {
+  // yaml-cpp throws where a node has another shape than expected (a list where a map
+  // belongs, say); every such case is the file's mistake, reported, never a crash (found
+  // by tests/fuzz).
+  try {
+    return ParseConfigUnguarded(yaml);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("nexec config: unexpected structure",
+                                                   e.mark.is_null() ? std::string() : absl::StrCat(" at line ", e.mark.line + 1),
+                                                   ": ", e.msg));
+  }
 }
 
 absl::StatusOr<ExecutorConfig> LoadConfigFile(const std::string& path) {

@@ -39,6 +39,7 @@
 #include "services/jobs/leadership.h"
 #include "services/jobs/replica_tracker.h"
 #include "services/jobs/stager.h"
+#include "services/jobs/validate_create.h"
 #include "services/registry/center_directory.h"
 #include "services/scheduler/scheduler.h"
 #include "services/southbound/adapter_client.h"
@@ -59,13 +60,7 @@ struct JobManagerOptions {
   absl::Duration lease_ttl = absl::Seconds(10);
 };
 
-// Appendix A.1-2 / A.1-3 limits.
-inline constexpr size_t kMaxJobNameLength = 31;
-inline constexpr size_t kMaxTaskNameLength = 31;
-inline constexpr int kMaxRetries = 10;
 
-// Checks what a create carries by itself (names, commands, counts, policies).
-absl::Status ValidateCreate(const v1::CreateTrainJobRequest& req);
 
 
 // Threading model (docs/architecture.md, "Threads of the job manager"): all job state is
