@@ -32,7 +32,7 @@ void Dispatcher::SendBatches(const std::string& center) {
   }
 }
 
-void Dispatcher::Stop(const std::string& center, const apb::ReplicaKey& key) {
+void Dispatcher::StopReplica(const std::string& center, const apb::ReplicaKey& key) {
   pool_->Run([this, center, key] {
     auto address = addresses_->Of(center);
     if (!address.ok()) return;

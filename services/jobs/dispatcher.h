@@ -52,7 +52,7 @@ class Dispatcher {
   void Submit(std::vector<SubmitItem> items);
   // Best effort: a stop that does not arrive leaves the replica to end by itself; the
   // job's outcome is already decided and written, so nothing waits on it.
-  void Stop(const std::string& center, const apb::ReplicaKey& key);
+  void StopReplica(const std::string& center, const apb::ReplicaKey& key);
   // Drops what has not been sent (a step-down: the next term decides again).
   void Clear() { outboxes_.Clear(); }
 

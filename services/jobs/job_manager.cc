@@ -383,7 +383,7 @@ void JobManager::AfterCommit(Burst& burst, const WriteOutcome& outcome) {
   }
   // Answered once the view has the stop's write: a read right after the answer sees it.
   for (auto& r : burst.stop_replies) r->set_value(absl::OkStatus());
-  for (const auto& [center, key] : burst.stops) dispatcher_.Stop(center, key);
+  for (const auto& [center, key] : burst.stops) dispatcher_.StopReplica(center, key);
   for (const auto& c : burst.creates) SendDispatches(c.dispatches);
   SendDispatches(burst.dispatches);
 }
