@@ -6,6 +6,9 @@
 # for `seconds` starting from its corpus in tests/fuzz/corpus/<harness>/ (what it finds
 # goes to a scratch directory, not the repository), and exits non-zero on the first crash,
 # leak or timeout, printing the input that caused it. A long run: scripts/fuzz.sh 600.
+# The mutations follow JC_FUZZ_SEED (default 1), so a run can be repeated and the test
+# command's short run is the same on every machine (a slower one goes less far along the
+# same path); long runs should set another seed each time.
 # Add an input that found a bug to its corpus and a test for it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,7 +31,7 @@ for h in "${harnesses[@]}"; do
   corpus="$root/tests/fuzz/corpus/$h"
   mkdir -p "$scratch/$h" "$scratch/$h-crash"
   log="$scratch/$h.log"
-  if "$build/tests/fuzz/$h" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  if "$build/tests/fuzz/$h" -seed="${JC_FUZZ_SEED:-1}" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
       -artifact_prefix="$scratch/$h-crash/" "$scratch/$h" "$corpus" >"$log" 2>&1; then
     echo "fuzz: $h: $(grep -oE '#[0-9]+ +DONE.*' "$log" | tail -n 1 || tail -n 1 "$log")"
   else
