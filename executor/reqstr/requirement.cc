@@ -274,8 +274,9 @@ class Parser {
 
   absl::StatusOr<std::unique_ptr<Expr>> ParseUnary() {
     if (Peek().kind == Tok::kNot) {
-      Next();
+      JC_RETURN_IF_ERROR(Deeper(Next().column));
       JC_ASSIGN_OR_RETURN(auto inner, ParseUnary());
+      --depth_;
       auto e = std::make_unique<Expr>(Expr{Expr::Kind::kNot});
       e->lhs = std::move(inner);
       return e;
@@ -332,9 +333,10 @@ class Parser {
         return e;
       }
       case Tok::kLParen: {
-        Next();
+        JC_RETURN_IF_ERROR(Deeper(Next().column));
         JC_ASSIGN_OR_RETURN(auto inner, ParseOr());
         JC_RETURN_IF_ERROR(Expect(Tok::kRParen, "to close '('"));
+        --depth_;
         return inner;
       }
       default:
@@ -430,6 +432,16 @@ class Parser {
     });
   }
 
+  // Entered '(' and '!' now: each is a recursion, and a submitter writes the string
+  // (`((((...` overflowed the stack: found by tests/fuzz/requirement_fuzz).
+  absl::Status Deeper(int column) {
+    if (++depth_ > kMaxNesting) {
+      return ErrorAt(column, absl::StrCat("expressions nest at most ", kMaxNesting, " deep"));
+    }
+    return absl::OkStatus();
+  }
+  static constexpr int kMaxNesting = 32;
+  int depth_ = 0;
   std::vector<Token> t_;
   size_t pos_ = 0;
 };
@@ -518,6 +530,12 @@ int Requirement::TotalSlots() const {
 }
 
 absl::StatusOr<Requirement> ParseRequirement(absl::string_view text) {
+  // Bounded, so that no submitter can make the parser (or the trees it builds) recurse
+  // the master's stack away.
+  if (text.size() > kMaxRequirementLength) {
+    return absl::InvalidArgumentError(absl::StrCat("requirement string: at most ", kMaxRequirementLength,
+                                                   " characters, got ", text.size()));
+  }
   JC_ASSIGN_OR_RETURN(std::vector<Token> tokens, Lex(text));
   Parser parser(std::move(tokens));
   return parser.Parse();

@@ -55,6 +55,9 @@ struct Requirement {
   int TotalSlots() const;
 };
 
+// Longer requirement strings are refused.
+inline constexpr size_t kMaxRequirementLength = 4096;
+
 // Parses a requirement string. Errors name the 1-based column and what was expected,
 // e.g. `column 12: expected ']' to close select[`.
 absl::StatusOr<Requirement> ParseRequirement(absl::string_view text);

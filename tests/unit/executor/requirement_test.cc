@@ -123,3 +123,19 @@ TEST_CASE("select expressions evaluate against a host's numeric, text and tag re
   CHECK(holds("mem<1024 || gpu==4"));
   CHECK_FALSE(holds("swap>0"));  // unknown numeric resource: not satisfied
 }
+
+TEST_CASE("requirement strings that nest too deep or run too long are refused, not a crash", "[B2][C5][reqstr]") {
+  // `((((...` overflowed the master's stack (found by tests/fuzz/requirement_fuzz).
+  for (const std::string& bad : {std::string(4000, '(') + "mem", std::string(1000, '!') + "mem",
+                                 "select[" + std::string(33, '(') + "mem>1" + std::string(33, ')') + "]"}) {
+    auto r = ParseRequirement(bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(std::string(r.status().message()).find("nest at most 32 deep") != std::string::npos);
+  }
+  auto deep_enough = ParseRequirement("select[" + std::string(32, '(') + "mem>1" + std::string(32, ')') + "]");
+  INFO(deep_enough.status().ToString());
+  CHECK(deep_enough.ok());
+  auto long_one = ParseRequirement("select[" + std::string(5000, 'a') + "]");
+  REQUIRE_FALSE(long_one.ok());
+  CHECK(std::string(long_one.status().message()).find("at most 4096 characters") != std::string::npos);
+}
