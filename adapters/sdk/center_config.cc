@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/yaml_guard.h"
 #include "common/quantity.h"
 
 namespace jc::adapter {
@@ -163,16 +164,7 @@ static absl::StatusOr<CenterConfig> ParseCenterConfigUnguarded(const std::string
 }
 
 absl::StatusOr<CenterConfig> ParseCenterConfig(const std::string& text) {
-  // yaml-cpp throws where a node has another shape than expected (a list where a map
-  // belongs, say); every such case is the file's mistake, reported, never a crash (found
-  // by tests/fuzz).
-  try {
-    return ParseCenterConfigUnguarded(text);
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("center configuration: unexpected structure",
-                                                   e.mark.is_null() ? std::string() : absl::StrCat(" at line ", e.mark.line + 1),
-                                                   ": ", e.msg));
-  }
+  return ParseYamlGuarded("center configuration", [&] { return ParseCenterConfigUnguarded(text); });
 }
 
 absl::StatusOr<CenterConfig> LoadCenterConfig(const std::string& path) {

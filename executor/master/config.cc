@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "common/yaml_guard.h"
 #include "common/status_macros.h"
 
 namespace jc::nexec {
@@ -174,16 +175,7 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
 }
 
 absl::StatusOr<ExecutorConfig> ParseConfig(const std::string& yaml) {
-  // yaml-cpp throws where a node has another shape than expected (a list where a map
-  // belongs, say); every such case is the file's mistake, reported, never a crash (found
-  // by tests/fuzz).
-  try {
-    return ParseConfigUnguarded(yaml);
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("nexec config: unexpected structure",
-                                                   e.mark.is_null() ? std::string() : absl::StrCat(" at line ", e.mark.line + 1),
-                                                   ": ", e.msg));
-  }
+  return ParseYamlGuarded("nexec config", [&] { return ParseConfigUnguarded(yaml); });
 }
 
 absl::StatusOr<ExecutorConfig> LoadConfigFile(const std::string& path) {
