@@ -5,7 +5,8 @@
 #   scripts/demo-center.sh start DIR          -> starts it; prints the adapter's host:port
 #   scripts/demo-center.sh register URL ADDR  -> registers center "local-1" at ADDR with
 #                                                Jointcloud's REST API at URL, with specs
-#                                                cpu-1 and gpu-1 and image pytorch-demo
+#                                                cpu-1 and gpu-1 and image pytorch-demo, as
+#                                                the admin whose API token is in $JC_TOKEN
 #   scripts/demo-center.sh stop DIR           -> stops what start started
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -63,7 +64,7 @@ register() {
   local url=$1 address=$2
   post() {  # PATH BODY: a 409 (already there) is fine on a second start
     local out
-    out=$(curl -s -X "${3:-POST}" "$url$1" -d "$2")
+    out=$(curl -s -H "Authorization: Bearer ${JC_TOKEN:-}" -X "${3:-POST}" "$url$1" -d "$2")
     if ! grep -q '"code":"OK"\|"code":"ALREADY_EXISTS"' <<<"$out"; then
       echo "demo-center: $1 failed: $out" >&2
       return 1
@@ -85,7 +86,7 @@ register() {
   # Ready when the monitor has reached the adapter (the center is available) and the
   # scheduler sees it.
   for _ in $(seq 1 300); do
-    if curl -s "$url/scheduler/algorithm/least_load/score/local-1?resourceSpecId=cpu-1" | grep -q '"code":"OK"'; then
+    if curl -s -H "Authorization: Bearer ${JC_TOKEN:-}" "$url/scheduler/algorithm/least_load/score/local-1?resourceSpecId=cpu-1" | grep -q '"code":"OK"'; then
       return 0
     fi
     sleep 0.1

@@ -5,7 +5,8 @@
 # jobs as real processes) behind the native adapter, registered as center "local-1" with
 # specs cpu-1 and gpu-1 and image pytorch-demo. Ctrl-C stops everything.
 #   scripts/run.sh [--no-demo-center] [jointcloud flags...]
-# (see `build/services/server/jointcloud --help` for the flags)
+# (see `build/services/server/jointcloud --help` for the flags). The first start writes the
+# federation admin's API token to data/admin.token (docs/security.md).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="${JC_BUILD_DIR:-$root/build}"
@@ -49,6 +50,22 @@ for _ in $(seq 1 300); do
   sleep 0.1
 done
 [[ -n "$url" ]] || { echo "run: jointcloud did not start"; exit 1; }
+# The first start on an empty store wrote the federation admin's API token.
+token_file="$root/data/admin.token"
+no_auth=0
+for a in "${args[@]}"; do
+  [[ "$a" == --admin_token_file=* ]] && token_file=${a#--admin_token_file=}
+  [[ "$a" == --insecure_no_auth* ]] && no_auth=1
+done
+if [[ $no_auth -eq 0 && ! -s "$token_file" ]]; then
+  echo "run: no admin token in $token_file (the store already had users); register the demo center with"
+  echo "     JC_TOKEN=<an admin token> scripts/demo-center.sh register $url $adapter"
+  wait "$server_pid"
+  exit $?
+fi
+export JC_TOKEN
+JC_TOKEN=$(cat "$token_file" 2>/dev/null || true)
 "$root/scripts/demo-center.sh" register "$url" "$adapter"
-echo "run: center local-1 registered at $url; try the README's examples. Ctrl-C stops everything."
+echo "run: center local-1 registered at $url; the admin token is in $token_file:"
+echo "     export JC_TOKEN=\$(cat $token_file)   # then try the README's examples. Ctrl-C stops everything."
 wait "$server_pid"

@@ -11,7 +11,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   nlohmann-json3-dev libpqxx-dev libcpp-httplib-dev prometheus-cpp-dev libspdlog-dev
-  catch2 libsqlite3-dev libyaml-cpp-dev libgoogle-perftools-dev curl ca-certificates
+  catch2 libsqlite3-dev libyaml-cpp-dev libgoogle-perftools-dev libssl-dev curl ca-certificates
 )
 for arg in "$@"; do
   case "$arg" in

@@ -26,9 +26,14 @@ absl::StatusOr<DocPage> ListDocs(Store& store, absl::string_view table,
   std::string sql = absl::StrCat("SELECT id, doc FROM ", table, " WHERE id > $1");
   Params params{after};
   for (const Condition& c : conditions) {
-    params.push_back(c.value);
-    absl::StrAppend(&sql, " AND ",
-                    absl::StrReplaceAll(c.sql, {{"$?", absl::StrCat("$", params.size())}}));
+    std::string condition = c.sql;
+    for (size_t i = 0; i <= c.more.size(); ++i) {
+      params.push_back(i == 0 ? c.value : c.more[i - 1]);
+      auto at = condition.find("$?");
+      if (at == std::string::npos) return absl::InternalError("a list condition has more values than placeholders");
+      condition.replace(at, 2, absl::StrCat("$", params.size()));
+    }
+    absl::StrAppend(&sql, " AND ", condition);
   }
   // One row more than asked tells whether another page exists.
   params.push_back(int64_t{page_size + 1});

@@ -29,10 +29,12 @@ absl::StatusOr<Message> LoadDoc(Transaction& txn, absl::string_view table, absl:
 }
 
 // A filter of a list: `sql` holds "$?" where the value's placeholder goes,
-// e.g. {"region = $?", "north"}.
+// e.g. {"region = $?", "north"}; a condition of several values ("project IN ($?, $?)")
+// has the first in `value` and the others, in order, in `more`.
 struct Condition {
   std::string sql;
   SqlValue value;
+  std::vector<SqlValue> more = {};
 };
 
 struct DocPage {

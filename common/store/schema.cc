@@ -106,6 +106,26 @@ const std::vector<Migration>& Migrations() {
            "  name TEXT PRIMARY KEY,"
            "  value TEXT NOT NULL)",
        }},
+      {7,
+       "identities: users, projects, API tokens (hashed); jobs belong to a project",
+       {
+           "CREATE TABLE users ("
+           "  id TEXT PRIMARY KEY,"
+           "  doc TEXT NOT NULL)",
+           "CREATE TABLE projects ("
+           "  id TEXT PRIMARY KEY,"
+           "  doc TEXT NOT NULL)",
+           // Only the secret's SHA-256 is kept; last_used_at is written in batches.
+           "CREATE TABLE api_tokens ("
+           "  id TEXT PRIMARY KEY,"
+           "  user_name TEXT NOT NULL,"
+           "  secret_sha256 TEXT NOT NULL,"
+           "  last_used_at BIGINT,"
+           "  doc TEXT NOT NULL)",
+           "CREATE INDEX api_tokens_user ON api_tokens (user_name)",
+           "ALTER TABLE jobs ADD COLUMN project TEXT NOT NULL DEFAULT ''",
+           "CREATE INDEX jobs_project ON jobs (project)",
+       }},
   };
   return *migrations;
 }

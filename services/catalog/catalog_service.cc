@@ -1,5 +1,6 @@
 #include "services/catalog/catalog_service.h"
 
+#include "common/auth/auth_interceptor.h"
 #include "common/grpc_status.h"
 #include "jointcloud/v1/catalog.grpc.pb.h"
 
@@ -13,49 +14,64 @@ class CatalogService final : public v1::CatalogService::Service {
  public:
   explicit CatalogService(Catalog* catalog) : c_(catalog) {}
 
-  Status CreateResourceSpec(ServerContext*, const v1::CreateResourceSpecRequest* req,
+  Status CreateResourceSpec(ServerContext* ctx, const v1::CreateResourceSpecRequest* req,
                             v1::ResourceSpec* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
     return Reply(c_->CreateSpec(req->spec()), resp);
   }
-  Status GetResourceSpec(ServerContext*, const v1::GetResourceSpecRequest* req,
+  Status GetResourceSpec(ServerContext* ctx, const v1::GetResourceSpecRequest* req,
                          v1::ResourceSpec* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
     return Reply(c_->GetSpec(req->resource_spec_id()), resp);
   }
-  Status UpdateResourceSpec(ServerContext*, const v1::UpdateResourceSpecRequest* req,
+  Status UpdateResourceSpec(ServerContext* ctx, const v1::UpdateResourceSpecRequest* req,
                             v1::ResourceSpec* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
     return Reply(c_->UpdateSpec(req->spec(), req->update_mask()), resp);
   }
-  Status DeleteResourceSpec(ServerContext*, const v1::DeleteResourceSpecRequest* req,
+  Status DeleteResourceSpec(ServerContext* ctx, const v1::DeleteResourceSpecRequest* req,
                             google::protobuf::Empty*) override {
+    JC_GRPC_CALLER(caller, ctx);
     return ToGrpcStatus(c_->DeleteSpec(req->resource_spec_id()));
   }
-  Status ListResourceSpecs(ServerContext*, const v1::ListResourceSpecsRequest* req,
+  Status ListResourceSpecs(ServerContext* ctx, const v1::ListResourceSpecsRequest* req,
                            v1::ListResourceSpecsResponse* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
     return Reply(c_->ListSpecs(*req), resp);
   }
-  Status SetSpecCenterPrice(ServerContext*, const v1::SetSpecCenterPriceRequest* req,
+  Status SetSpecCenterPrice(ServerContext* ctx, const v1::SetSpecCenterPriceRequest* req,
                             v1::SpecCenterOffer* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
+    if (auto s = auth::NeedOperator(caller, req->ai_center_id(), "pricing a spec at a center"); !s.ok()) {
+      return ToGrpcStatus(s);
+    }
     return Reply(c_->SetSpecCenterPrice(*req), resp);
   }
-  Status ListSpecCenterOffers(ServerContext*, const v1::ListSpecCenterOffersRequest* req,
+  Status ListSpecCenterOffers(ServerContext* ctx, const v1::ListSpecCenterOffersRequest* req,
                               v1::ListSpecCenterOffersResponse* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
     return Reply(c_->ListOffers(*req), resp);
   }
-  Status CreateImage(ServerContext*, const v1::CreateImageRequest* req, v1::Image* resp) override {
+  Status CreateImage(ServerContext* ctx, const v1::CreateImageRequest* req, v1::Image* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
     return Reply(c_->CreateImage(req->image()), resp);
   }
-  Status GetImage(ServerContext*, const v1::GetImageRequest* req, v1::Image* resp) override {
+  Status GetImage(ServerContext* ctx, const v1::GetImageRequest* req, v1::Image* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
     return Reply(c_->GetImage(req->image_id()), resp);
   }
-  Status UpdateImage(ServerContext*, const v1::UpdateImageRequest* req, v1::Image* resp) override {
+  Status UpdateImage(ServerContext* ctx, const v1::UpdateImageRequest* req, v1::Image* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
     return Reply(c_->UpdateImage(req->image(), req->update_mask()), resp);
   }
-  Status DeleteImage(ServerContext*, const v1::DeleteImageRequest* req,
+  Status DeleteImage(ServerContext* ctx, const v1::DeleteImageRequest* req,
                      google::protobuf::Empty*) override {
+    JC_GRPC_CALLER(caller, ctx);
     return ToGrpcStatus(c_->DeleteImage(req->image_id()));
   }
-  Status ListImages(ServerContext*, const v1::ListImagesRequest* req,
+  Status ListImages(ServerContext* ctx, const v1::ListImagesRequest* req,
                     v1::ListImagesResponse* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
     return Reply(c_->ListImages(*req), resp);
   }
 

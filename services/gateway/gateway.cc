@@ -15,6 +15,7 @@
 #include "common/rest_envelope.h"
 #include "services/gateway/elastic_pool.h"
 #include "services/gateway/openapi.h"
+#include "services/gateway/rest_call.h"
 
 namespace jc::gateway {
 namespace {
@@ -76,10 +77,15 @@ void Gateway::Install() {
       auto start = std::chrono::steady_clock::now();
       std::vector<std::string> params;
       for (size_t i = 1; i < req.matches.size(); ++i) params.push_back(req.matches[i].str());
-      RestResult result = route.handler(req, params);
+      RestResult result;
+      {
+        ServingRequest serving(req);
+        result = route.handler(req, params);
+      }
       res.status = HttpStatusFor(result.status.code());
       // Unavailable passes (the store restarting, a standby instance): say when to retry.
       if (res.status == 503) res.set_header("Retry-After", "1");
+      if (res.status == 401) res.set_header("WWW-Authenticate", "Bearer");
       if (result.status.ok() && !result.raw_content_type.empty()) {
         res.set_content(result.data_json, result.raw_content_type.c_str());
       } else {

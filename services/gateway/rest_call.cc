@@ -7,6 +7,23 @@
 #include "common/status_macros.h"
 
 namespace jc::gateway {
+namespace {
+
+thread_local const httplib::Request* serving = nullptr;
+
+}  // namespace
+
+ServingRequest::ServingRequest(const httplib::Request& request) { serving = &request; }
+ServingRequest::~ServingRequest() { serving = nullptr; }
+
+void PrepareContext(grpc::ClientContext* ctx) {
+  ctx->set_deadline(std::chrono::system_clock::now() + kRpcTimeout);
+  if (serving == nullptr) return;
+  if (serving->has_header("Authorization")) {
+    ctx->AddMetadata("authorization", serving->get_header_value("Authorization"));
+  }
+  ctx->AddMetadata("x-forwarded-for", serving->remote_addr);
+}
 
 absl::Status ParseBody(const httplib::Request& request, google::protobuf::Message* message,
                        google::protobuf::FieldMask* mask) {

@@ -20,6 +20,21 @@ namespace jc::gateway {
 
 inline constexpr auto kRpcTimeout = std::chrono::seconds(30);
 
+// The REST request this thread is serving, for the duration of its handler: its caller's
+// credentials travel with every gRPC call the handler makes (the gRPC servers behind the
+// gateway authenticate them; the gateway itself decides nothing about identity).
+class ServingRequest {
+ public:
+  explicit ServingRequest(const httplib::Request& request);
+  ~ServingRequest();
+  ServingRequest(const ServingRequest&) = delete;
+  ServingRequest& operator=(const ServingRequest&) = delete;
+};
+
+// A call's deadline, and the Authorization header and client address of the REST request
+// being served (ServingRequest), as gRPC metadata.
+void PrepareContext(grpc::ClientContext* ctx);
+
 // Parses the request body into `message`. With `mask` set, also records the top-level
 // fields the body names, so PATCH changes exactly those.
 absl::Status ParseBody(const httplib::Request& request, google::protobuf::Message* message,
@@ -44,7 +59,7 @@ RestResult CallUnary(Stub* stub,
                      grpc::Status (Stub::*method)(grpc::ClientContext*, const Req&, Resp*),
                      const Req& req, JsonNames names, bool with_data = true) {
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + kRpcTimeout);
+  PrepareContext(&ctx);
   Resp resp;
   grpc::Status status = (stub->*method)(&ctx, req, &resp);
   if (!status.ok()) return {FromGrpcStatus(status), ""};

@@ -18,5 +18,6 @@ std::vector<Route> DatamonRoutes(std::shared_ptr<grpc::Channel> channel);
 std::vector<Route> MonitorRoutes(std::shared_ptr<grpc::Channel> channel);
 std::vector<Route> SchedulerRoutes(std::shared_ptr<grpc::Channel> channel);
 std::vector<Route> TrainJobRoutes(std::shared_ptr<grpc::Channel> channel);
+std::vector<Route> IdentityRoutes(std::shared_ptr<grpc::Channel> channel);
 
 }  // namespace jc::gateway

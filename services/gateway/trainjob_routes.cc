@@ -93,7 +93,7 @@ std::vector<Route> TrainJobRoutes(std::shared_ptr<grpc::Channel> channel) {
          req.set_task_index(task);
          req.set_replica_index(replica);
          grpc::ClientContext ctx;
-         ctx.set_deadline(std::chrono::system_clock::now() + kRpcTimeout);
+         PrepareContext(&ctx);
          auto reader = stub->ReadReplicaLog(&ctx, req);
          std::string text;
          v1::LogChunk chunk;

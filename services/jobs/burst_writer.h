@@ -23,6 +23,7 @@ struct JobWrites {
     std::string job_id;
     int64_t seq = 0;
     std::string user_name;
+    std::string project;
     std::string status;
     std::string idempotency_key;
     int64_t version = 1;

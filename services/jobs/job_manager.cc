@@ -306,7 +306,7 @@ void JobManager::Flush() {
     const v1::JobRecord& r = c.job.record;
     absl::StatusOr<std::string> doc = Encode(c.job);
     if (!doc.ok()) return StepDown(absl::StrCat("encoding job ", r.job_id(), " failed: ", doc.status().message()));
-    writes.inserts.push_back({r.job_id(), r.seq(), r.request().user_name(), r.status(),
+    writes.inserts.push_back({r.job_id(), r.seq(), r.request().user_name(), r.request().project(), r.status(),
                               r.request().idempotency_key(), c.job.version, std::move(*doc)});
   }
   writes.cursors = burst_.cursors;
@@ -711,8 +711,9 @@ absl::StatusOr<v1::TrainJob> JobManager::Get(const std::string& job_id) {
   return ToTrainJob(*stored);
 }
 
-absl::StatusOr<v1::ListTrainJobsResponse> JobManager::List(const v1::ListTrainJobsRequest& request) {
-  auto page = jobs_.List(request);
+absl::StatusOr<v1::ListTrainJobsResponse> JobManager::List(const v1::ListTrainJobsRequest& request,
+                                                           const std::optional<std::vector<std::string>>& projects) {
+  auto page = jobs_.List(request, projects);
   if (!page.ok()) return page.status();
   v1::ListTrainJobsResponse resp;
   for (const auto& stored : page->first) {
@@ -927,6 +928,7 @@ v1::TrainJob JobManager::ToTrainJob(const v1::JobRecord& r) const {
   j.set_name(req.name());
   j.set_status(r.status());
   j.set_user_name(req.user_name());
+  j.set_project(req.project());
   j.set_desc(req.desc());
   j.set_created_user(req.created_user());
   j.set_status_policy(req.status_policy());

@@ -93,7 +93,9 @@ class JobManager {
   absl::StatusOr<v1::CreateTrainJobResponse> Create(v1::CreateTrainJobRequest request);
   absl::Status StopJob(const std::string& job_id);
   absl::StatusOr<v1::TrainJob> Get(const std::string& job_id);
-  absl::StatusOr<v1::ListTrainJobsResponse> List(const v1::ListTrainJobsRequest& request);
+  // With `projects`, only jobs of those projects (what the caller may see).
+  absl::StatusOr<v1::ListTrainJobsResponse> List(const v1::ListTrainJobsRequest& request,
+                                                 const std::optional<std::vector<std::string>>& projects = std::nullopt);
   // Where the replica's log downloads (relative to the REST base); NotFound for an index
   // out of range.
   absl::StatusOr<std::string> LogUrl(const std::string& job_id, int task_index, int replica_index);

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 
+#include "common/auth/auth_interceptor.h"
 #include "common/grpc_status.h"
 #include "jointcloud/v1/jobs.grpc.pb.h"
+#include "services/jobs/job_access.h"
 
 namespace jc::jobs {
 namespace {
@@ -17,26 +19,41 @@ class JobService final : public v1::JobService::Service {
  public:
   explicit JobService(JobManager* m) : m_(m) {}
 
-  Status CreateTrainJob(ServerContext*, const v1::CreateTrainJobRequest* req,
+  Status CreateTrainJob(ServerContext* ctx, const v1::CreateTrainJobRequest* req,
                         v1::CreateTrainJobResponse* resp) override {
-    return Reply(m_->Create(*req), resp);
+    JC_GRPC_CALLER(caller, ctx);
+    v1::CreateTrainJobRequest admitted = *req;
+    if (absl::Status s = AdmitCreate(caller, &admitted); !s.ok()) return ToGrpcStatus(s);
+    return Reply(m_->Create(std::move(admitted)), resp);
   }
-  Status StopTrainJob(ServerContext*, const v1::StopTrainJobRequest* req, v1::StopTrainJobResponse*) override {
+  Status StopTrainJob(ServerContext* ctx, const v1::StopTrainJobRequest* req, v1::StopTrainJobResponse*) override {
+    JC_GRPC_CALLER(caller, ctx);
+    if (absl::Status s = Access(caller, req->job_id(), auth::ProjectRole::kMember); !s.ok()) return ToGrpcStatus(s);
     return ToGrpcStatus(m_->StopJob(req->job_id()));
   }
-  Status GetTrainJob(ServerContext*, const v1::GetTrainJobRequest* req, v1::TrainJob* resp) override {
-    return Reply(m_->Get(req->job_id()), resp);
+  Status GetTrainJob(ServerContext* ctx, const v1::GetTrainJobRequest* req, v1::TrainJob* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
+    auto job = m_->Get(req->job_id());
+    if (job.ok()) {
+      if (absl::Status s = CheckJobAccess(caller, *job, auth::ProjectRole::kViewer); !s.ok()) return ToGrpcStatus(s);
+    }
+    return Reply(std::move(job), resp);
   }
-  Status ListTrainJobs(ServerContext*, const v1::ListTrainJobsRequest* req, v1::ListTrainJobsResponse* resp) override {
-    return Reply(m_->List(*req), resp);
+  Status ListTrainJobs(ServerContext* ctx, const v1::ListTrainJobsRequest* req, v1::ListTrainJobsResponse* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
+    return Reply(m_->List(*req, VisibleProjects(caller)), resp);
   }
-  Status GetReplicaLog(ServerContext*, const v1::GetReplicaLogRequest* req, v1::GetReplicaLogResponse* resp) override {
+  Status GetReplicaLog(ServerContext* ctx, const v1::GetReplicaLogRequest* req, v1::GetReplicaLogResponse* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
+    if (absl::Status s = Access(caller, req->job_id(), auth::ProjectRole::kViewer); !s.ok()) return ToGrpcStatus(s);
     auto url = m_->LogUrl(req->job_id(), req->task_index(), req->replica_index());
     if (url.ok()) resp->set_log_url(*url);
     return ToGrpcStatus(url.status());
   }
   Status ReadReplicaLog(ServerContext* ctx, const v1::ReadReplicaLogRequest* req,
                         grpc::ServerWriter<v1::LogChunk>* writer) override {
+    JC_GRPC_CALLER(caller, ctx);
+    if (absl::Status s = Access(caller, req->job_id(), auth::ProjectRole::kViewer); !s.ok()) return ToGrpcStatus(s);
     auto log = m_->ReadLog(req->job_id(), req->task_index(), req->replica_index());
     if (!log.ok()) return ToGrpcStatus(log.status());
     for (size_t at = static_cast<size_t>(std::max<int64_t>(0, req->offset())); at < log->size(); at += kLogChunk) {
@@ -50,6 +67,13 @@ class JobService final : public v1::JobService::Service {
   }
 
  private:
+  // The caller's access to the job as stored (job_access.h).
+  absl::Status Access(const auth::Principal& caller, const std::string& job_id, auth::ProjectRole need) {
+    auto job = m_->Get(job_id);
+    if (!job.ok()) return job.status();
+    return CheckJobAccess(caller, *job, need);
+  }
+
   JobManager* m_;
 };
 

@@ -63,8 +63,9 @@ absl::Status JobStore::Write(const JobWrites& writes) {
     for (const auto& n : writes.inserts) {
       store::SqlValue key = n.idempotency_key.empty() ? store::SqlValue(nullptr) : store::SqlValue(n.idempotency_key);
       // One multi-row INSERT for the batch (see GroupCommitter).
-      JC_RETURN_IF_ERROR(txn.InsertRow("INSERT INTO jobs (id, seq, user_name, status, idempotency_key, version, doc)",
-                                       {n.job_id, n.seq, n.user_name, n.status, key, n.version, n.doc}));
+      JC_RETURN_IF_ERROR(
+          txn.InsertRow("INSERT INTO jobs (id, seq, user_name, project, status, idempotency_key, version, doc)",
+                        {n.job_id, n.seq, n.user_name, n.project, n.status, key, n.version, n.doc}));
     }
     JC_RETURN_IF_ERROR(UpdateMany(txn, writes.saves));
     for (const auto& [center, cursor] : writes.cursors) JC_RETURN_IF_ERROR(UpsertCursor(txn, center, cursor));
@@ -136,8 +137,20 @@ absl::StatusOr<std::map<std::string, uint64_t>> JobStore::Cursors() {
   return out;
 }
 
-absl::StatusOr<std::pair<std::vector<v1::JobRecord>, std::string>> JobStore::List(const v1::ListTrainJobsRequest& req) {
+absl::StatusOr<std::pair<std::vector<v1::JobRecord>, std::string>> JobStore::List(
+    const v1::ListTrainJobsRequest& req, const std::optional<std::vector<std::string>>& projects) {
   std::vector<store::Condition> conditions;
+  if (!req.project().empty()) conditions.push_back({"project = $?", req.project()});
+  if (projects.has_value()) {
+    if (projects->empty()) return std::make_pair(std::vector<v1::JobRecord>(), std::string());
+    store::Condition in{"project IN ($?", (*projects)[0]};
+    for (size_t i = 1; i < projects->size(); ++i) {
+      in.sql += ", $?";
+      in.more.push_back((*projects)[i]);
+    }
+    in.sql += ")";
+    conditions.push_back(std::move(in));
+  }
   if (!req.user_name().empty()) conditions.push_back({"user_name = $?", req.user_name()});
   if (!req.status().empty()) conditions.push_back({"status = $?", req.status()});
   JC_ASSIGN_OR_RETURN(store::DocPage page, store::ListDocs(*store_, "jobs", conditions, req.page_token(), req.page_size()));

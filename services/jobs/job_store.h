@@ -47,8 +47,10 @@ class JobStore {
   absl::StatusOr<std::string> Identity();
   absl::StatusOr<int64_t> MaxSeq();
   absl::StatusOr<std::map<std::string, uint64_t>> Cursors();
-  // One page by job id, filtered by user and status.
-  absl::StatusOr<std::pair<std::vector<v1::JobRecord>, std::string>> List(const v1::ListTrainJobsRequest& req);
+  // One page by job id, filtered by user, status and project; with `projects`, only jobs
+  // of those projects (what the caller may see).
+  absl::StatusOr<std::pair<std::vector<v1::JobRecord>, std::string>> List(
+      const v1::ListTrainJobsRequest& req, const std::optional<std::vector<std::string>>& projects = std::nullopt);
 
  private:
   store::Store* store_;

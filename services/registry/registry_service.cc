@@ -1,5 +1,6 @@
 #include "services/registry/registry_service.h"
 
+#include "common/auth/auth_interceptor.h"
 #include "common/grpc_status.h"
 #include "jointcloud/v1/registry.grpc.pb.h"
 
@@ -10,28 +11,40 @@ class RegistryService final : public v1::RegistryService::Service {
  public:
   explicit RegistryService(Registry* registry) : registry_(registry) {}
 
-  grpc::Status CreateCenter(grpc::ServerContext*, const v1::CreateCenterRequest* req,
+  grpc::Status CreateCenter(grpc::ServerContext* ctx, const v1::CreateCenterRequest* req,
                             v1::Center* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
     return Reply(registry_->Create(req->center()), resp);
   }
-  grpc::Status GetCenter(grpc::ServerContext*, const v1::GetCenterRequest* req,
+  grpc::Status GetCenter(grpc::ServerContext* ctx, const v1::GetCenterRequest* req,
                          v1::Center* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
     return Reply(registry_->Get(req->ai_center_id()), resp);
   }
-  grpc::Status UpdateCenter(grpc::ServerContext*, const v1::UpdateCenterRequest* req,
+  grpc::Status UpdateCenter(grpc::ServerContext* ctx, const v1::UpdateCenterRequest* req,
                             v1::Center* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
+    if (auto s = auth::NeedOperator(caller, req->center().ai_center_id(), "updating a center"); !s.ok()) {
+      return ToGrpcStatus(s);
+    }
     return Reply(registry_->Update(req->center(), req->update_mask()), resp);
   }
-  grpc::Status DeleteCenter(grpc::ServerContext*, const v1::DeleteCenterRequest* req,
+  grpc::Status DeleteCenter(grpc::ServerContext* ctx, const v1::DeleteCenterRequest* req,
                             google::protobuf::Empty*) override {
+    JC_GRPC_CALLER(caller, ctx);
     return ToGrpcStatus(registry_->Delete(req->ai_center_id()));
   }
-  grpc::Status ListCenters(grpc::ServerContext*, const v1::ListCentersRequest* req,
+  grpc::Status ListCenters(grpc::ServerContext* ctx, const v1::ListCentersRequest* req,
                            v1::ListCentersResponse* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
     return Reply(registry_->List(*req), resp);
   }
-  grpc::Status ReportHeartbeat(grpc::ServerContext*, const v1::HeartbeatRequest* req,
+  grpc::Status ReportHeartbeat(grpc::ServerContext* ctx, const v1::HeartbeatRequest* req,
                                v1::HeartbeatResponse* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
+    if (auto s = auth::NeedOperator(caller, req->ai_center_id(), "reporting a center's heartbeat"); !s.ok()) {
+      return ToGrpcStatus(s);
+    }
     auto status = registry_->Heartbeat(req->ai_center_id(), !req->has_healthy() || req->healthy());
     if (!status.ok()) return ToGrpcStatus(status.status());
     resp->set_status(*status);
@@ -40,6 +53,7 @@ class RegistryService final : public v1::RegistryService::Service {
 
   grpc::Status WatchCenters(grpc::ServerContext* ctx, const v1::WatchCentersRequest* req,
                             grpc::ServerWriter<v1::CenterEvent>* writer) override {
+    JC_GRPC_CALLER(caller, ctx);
     uint64_t since = req->since_revision();
     if (since > registry_->events().last_revision()) {
       return grpc::Status(grpc::StatusCode::OUT_OF_RANGE,

@@ -1,6 +1,11 @@
 #include "services/server/app.h"
 
+#include <fcntl.h>
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <grpcpp/health_check_service_interface.h>
 #include <prometheus/gauge.h>
 #include <spdlog/spdlog.h>
@@ -10,6 +15,8 @@
 #include "absl/strings/str_split.h"
 #include "common/grpc_metrics.h"
 #include "common/grpc_server_threads.h"
+#include "common/auth/api_token.h"
+#include "common/auth/service_credentials.h"
 #include "common/status_macros.h"
 #include "services/catalog/catalog.h"
 #include "services/catalog/catalog_service.h"
@@ -17,7 +24,9 @@
 #include "services/datamon/datamon_service.h"
 #include "services/datamon/source_selection.h"
 #include "services/gateway/routes.h"
+#include "services/identity/identity_service.h"
 #include "services/jobs/job_service.h"
+#include "services/server/access_policy.h"
 #include "services/monitor/monitor_service.h"
 #include "services/scheduler/grpc_inputs_source.h"
 #include "services/scheduler/scheduler_service.h"
@@ -26,7 +35,8 @@
 namespace jc::server {
 
 const std::vector<std::string>& KnownServices() {
-  static const auto* names = new std::vector<std::string>{"registry", "catalog", "datamon", "monitor", "scheduler", "jobs", "gateway"};
+  static const auto* names =
+      new std::vector<std::string>{"identity", "registry", "catalog", "datamon", "monitor", "scheduler", "jobs", "gateway"};
   return *names;
 }
 
@@ -55,8 +65,18 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
   AppOptions& o = app->options_;
   app->metrics_ = std::make_shared<prometheus::Registry>();
   auto has = [&](const char* name) { return o.services.count(name) > 0; };
-  bool needs_store = has("registry") || has("catalog") || has("datamon") || has("jobs");
-  bool serves_grpc = needs_store || has("monitor") || has("scheduler");
+  bool serves_grpc = has("identity") || has("registry") || has("catalog") || has("datamon") || has("jobs") ||
+                     has("monitor") || has("scheduler");
+  // A process that serves gRPC checks API tokens, which live in the store.
+  bool needs_store = serves_grpc;
+  if (o.auth.service_secret.empty()) {
+    JC_ASSIGN_OR_RETURN(o.auth.service_secret, auth::RandomSecret(48));
+  }
+  const std::string& service_secret = o.auth.service_secret;
+  // A channel to another Jointcloud process, as this one's services call it.
+  auto service_channel = [&](const std::string& target) {
+    return auth::ServiceChannel(target, grpc::InsecureChannelCredentials(), service_secret);
+  };
 
   if (needs_store) {
     if (o.store != nullptr) {
@@ -65,6 +85,8 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
       JC_ASSIGN_OR_RETURN(app->store_, store::OpenStore(o.store_uri, o.store_schema));
     }
     spdlog::info("store backend={} ready", std::string(app->store_->backend()));
+    app->identities_ = std::make_unique<identity::IdentityStore>(app->store_.get(), o.clock, o.auth.identities);
+    if (o.auth.enabled && !o.auth.bootstrap_token_file.empty()) JC_RETURN_IF_ERROR(app->Bootstrap());
   }
 
   // Services that need the registry reach it over gRPC: in-process when it runs here.
@@ -79,11 +101,12 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
             "catalog, datamon and monitor need the registry: run it here (--services) or name it with "
             "--registry_address");
       }
-      auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+      auto channel = service_channel(target);
       app->centers_ = registry::MakeGrpcCenterDirectory([channel] { return channel; });
     }
   }
 
+  if (has("identity")) app->grpc_services_.push_back(identity::MakeIdentityService(app->identities_.get()));
   if (has("registry")) {
     app->registry_ = std::make_unique<registry::Registry>(app->store_.get(), o.clock, o.registry);
     app->grpc_services_.push_back(registry::MakeRegistryService(app->registry_.get()));
@@ -124,7 +147,7 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
         return absl::InvalidArgumentError(absl::StrCat("the scheduler needs the ", name, ": run it here (--services) or give --",
                                                        name, "_address or --upstream_address"));
       }
-      auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+      auto channel = service_channel(target);
       sources[name] = [channel] { return channel; };
     }
     app->scheduler_inputs_ = scheduler::MakeGrpcInputsSource(sources["registry"], sources["catalog"],
@@ -147,7 +170,7 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
         return absl::InvalidArgumentError("the jobs service stages data through datamon: run it here (--services) or "
                                           "give --datamon_address or --upstream_address");
       }
-      auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+      auto channel = service_channel(target);
       datamon = [channel] { return channel; };
     }
     app->data_mover_ = jobs::MakeGrpcDataMover(datamon);
@@ -164,6 +187,13 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
     for (auto& service : app->grpc_services_) builder.RegisterService(service.get());
     ConfigureServerThreads(builder, "jointcloud", 64);
     std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+    identity::AuthenticatorOptions ao;
+    ao.enabled = o.auth.enabled;
+    ao.service_secret = service_secret;
+    ao.oidc = o.auth.oidc;
+    ao.claims = o.auth.claims;
+    interceptors.push_back(auth::MakeAuthInterceptor(
+        std::make_shared<identity::IdentityAuthenticator>(app->identities_.get(), std::move(ao)), ControlPlaneAccess()));
     interceptors.push_back(MakeGrpcMetricsInterceptor(app->metrics_));
     builder.experimental().SetInterceptorCreators(std::move(interceptors));
     app->grpc_server_ = builder.BuildAndStart();
@@ -171,7 +201,11 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
       return absl::UnavailableError(
           absl::StrCat("cannot serve gRPC on ", o.grpc_address, " (in use, or not a local address)"));
     }
-    app->channel_ = app->grpc_server_->InProcessChannel(grpc::ChannelArguments());
+    auth::ClientInterceptors as_service;
+    as_service.push_back(auth::MakeBearerInterceptor(service_secret));
+    app->channel_ = app->grpc_server_->experimental().InProcessChannelWithInterceptors(grpc::ChannelArguments(),
+                                                                                      std::move(as_service));
+    app->gateway_channel_ = app->grpc_server_->InProcessChannel(grpc::ChannelArguments());
     spdlog::info("grpc listening on port {} services={}", app->grpc_port_,
                  absl::StrJoin(o.services, ","));
   }
@@ -182,14 +216,15 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
     std::vector<std::string> remote;
     const std::tuple<const char*, const std::string*, std::vector<gateway::Route> (*)(
                                                           std::shared_ptr<grpc::Channel>)>
-        groups[] = {{"registry", &o.registry_address, gateway::RegistryRoutes},
+        groups[] = {{"identity", &o.identity_address, gateway::IdentityRoutes},
+                    {"registry", &o.registry_address, gateway::RegistryRoutes},
                     {"catalog", &o.catalog_address, gateway::CatalogRoutes},
                     {"datamon", &o.datamon_address, gateway::DatamonRoutes},
                     {"monitor", &o.monitor_address, gateway::MonitorRoutes},
                     {"scheduler", &o.scheduler_address, gateway::SchedulerRoutes},
                     {"jobs", &o.jobs_address, gateway::TrainJobRoutes}};
     for (const auto& [name, address, make] : groups) {
-      std::shared_ptr<grpc::Channel> channel = app->channel_;
+      std::shared_ptr<grpc::Channel> channel = app->gateway_channel_;
       if (!has(name)) {
         std::string target = address->empty() ? o.upstream_address : *address;
         if (target.empty()) {
@@ -227,6 +262,40 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
   }
   if (app->jobs_ != nullptr) JC_RETURN_IF_ERROR(app->jobs_->Start());
   return app;
+}
+
+absl::Status App::Bootstrap() {
+  // The token is written to a temporary file first, so a store that bootstraps always
+  // leaves a token someone can read.
+  const std::string& path = options_.auth.bootstrap_token_file;
+  std::string temp = path + ".new";
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot write the admin token file ", temp, ": ", std::strerror(errno)));
+  }
+  auto token = identities_->BootstrapAdmin("admin");
+  bool written = false;
+  if (token.ok() && token->has_value()) {
+    std::string line = **token + "\n";
+    written = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && ::fsync(fd) == 0;
+  }
+  ::close(fd);
+  if (!token.ok() || !token->has_value()) {
+    ::unlink(temp.c_str());
+    if (!token.ok()) return token.status();
+    return absl::OkStatus();  // users exist: an admin hands out tokens
+  }
+  if (!written || ::rename(temp.c_str(), path.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("the admin token could not be written to ", path, ": ",
+                                            std::strerror(errno), "; it is ", **token));
+  }
+  bootstrap_token_ = **token;
+  spdlog::warn(
+      "first start: created the federation admin \"admin\"; its API token is in {} (shown once, keep it safe). "
+      "Use it as: curl -H \"Authorization: Bearer $(cat {})\" ...",
+      path, path);
+  return absl::OkStatus();
 }
 
 absl::Status App::Ready() {

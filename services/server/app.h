@@ -19,6 +19,8 @@
 #include "common/store/store.h"
 #include "common/admin_server.h"
 #include "services/gateway/gateway.h"
+#include "services/identity/authenticator.h"
+#include "services/identity/identity_store.h"
 #include "services/monitor/monitor.h"
 #include "services/jobs/job_manager.h"
 #include "services/scheduler/scheduler.h"
@@ -39,6 +41,22 @@ class Datamon;
 }
 
 namespace jc::server {
+
+// Authentication and identities (SPEC C6, docs/security.md).
+struct AuthOptions {
+  // False only by --insecure_no_auth: every call runs as an anonymous admin.
+  bool enabled = true;
+  // What Jointcloud's services present to each other; empty: a random one for this
+  // process (enough when every service runs in it). Processes that call each other share
+  // one through --service_token_file.
+  std::string service_secret;
+  std::shared_ptr<const auth::JwtVerifier> oidc;  // null: OIDC tokens refused
+  identity::OidcClaimNames claims;
+  // On a store with no user yet, the first start creates the federation admin "admin" with
+  // an API token and writes the token here (mode 0600). Empty: no bootstrap.
+  std::string bootstrap_token_file;
+  identity::IdentityOptions identities;
+};
 
 // Every service name --services accepts, in start order.
 const std::vector<std::string>& KnownServices();
@@ -62,7 +80,9 @@ struct AppOptions {
   std::string monitor_address;
   std::string scheduler_address;
   std::string jobs_address;
+  std::string identity_address;
   std::string upstream_address;
+  AuthOptions auth;
   registry::RegistryOptions registry;
   std::map<std::string, double> migration_weights;
   monitor::MonitorOptions monitor;
@@ -90,22 +110,31 @@ class App {
   int rest_port() const { return rest_port_; }
   // The port of /metrics, /healthz and /readyz: the gateway's or the admin server's.
   int admin_port() const { return admin_port_; }
-  // A channel to this process's gRPC services.
+  // A channel to this process's gRPC services, as Jointcloud's own services call them.
   std::shared_ptr<grpc::Channel> channel() const { return channel_; }
   registry::Registry* registry() const { return registry_.get(); }
   monitor::Monitor* monitor() const { return monitor_.get(); }
   scheduler::Scheduler* scheduler() const { return scheduler_.get(); }
   jobs::JobManager* jobs() const { return jobs_.get(); }
+  identity::IdentityStore* identities() const { return identities_.get(); }
+  // The REST gateway when this process runs it (its routes are the API's table).
+  const gateway::Gateway* gateway() const { return gateway_.get(); }
+  // The admin token the first start created (empty when users already existed).
+  const std::string& bootstrap_token() const { return bootstrap_token_; }
   std::shared_ptr<prometheus::Registry> metrics() const { return metrics_; }
 
  private:
   App() = default;
   void SweepLoop();
+  // The first start on an empty store: the admin and its token (AuthOptions).
+  absl::Status Bootstrap();
   absl::Status Ready();
 
   AppOptions options_;
   std::shared_ptr<prometheus::Registry> metrics_;
   std::unique_ptr<store::Store> store_;
+  std::unique_ptr<identity::IdentityStore> identities_;
+  std::string bootstrap_token_;
   std::unique_ptr<registry::Registry> registry_;
   std::unique_ptr<registry::CenterDirectory> centers_;
   std::unique_ptr<catalog::Catalog> catalog_;
@@ -119,7 +148,10 @@ class App {
   std::unique_ptr<jobs::JobManager> jobs_;
   std::vector<std::unique_ptr<grpc::Service>> grpc_services_;
   std::unique_ptr<grpc::Server> grpc_server_;
+  // In-process channels: the services' own (calls carry the service secret) and the
+  // gateway's (calls carry only what the REST caller sent).
   std::shared_ptr<grpc::Channel> channel_;
+  std::shared_ptr<grpc::Channel> gateway_channel_;
   // Remote services the gateway calls, by address, for readiness.
   std::vector<std::pair<std::string, std::shared_ptr<grpc::Channel>>> upstreams_;
   std::unique_ptr<AdminServer> admin_;  // without the gateway: /metrics, /healthz, /readyz

@@ -15,12 +15,15 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/match.h"
+#include "common/auth/service_credentials.h"
 #include "common/log.h"
 #include "services/datamon/source_selection.h"
 #include "services/server/app.h"
 
 ABSL_FLAG(std::string, services, "all",
-          "services to run: all, or a comma list of registry, catalog, datamon, gateway");
+          "services to run: all, or a comma list of identity, registry, catalog, datamon, monitor, scheduler, jobs, "
+          "gateway");
 ABSL_FLAG(std::string, grpc_address, "127.0.0.1:50051", "gRPC listen address (host:port)");
 ABSL_FLAG(std::string, rest_address, "127.0.0.1:8080", "REST listen address (host:port)");
 ABSL_FLAG(std::string, admin_address, "127.0.0.1:9090",
@@ -68,6 +71,27 @@ ABSL_FLAG(std::string, instance_id, "",
           "others stand by); default: the host name. Two instances on one host need different ids");
 ABSL_FLAG(absl::Duration, jobs_lease_ttl, absl::Seconds(10),
           "how long the jobs lease outlives a leader that stopped renewing it (a standby takes over after it)");
+ABSL_FLAG(std::string, identity_address, "",
+          "host:port of the identity service when this process runs the gateway but not the identity service");
+ABSL_FLAG(bool, insecure_no_auth, false,
+          "turn authentication off: every caller is an anonymous federation admin. For a laptop only: the REST "
+          "and gRPC addresses must then be loopback ones");
+ABSL_FLAG(std::string, admin_token_file, "",
+          "where the first start on an empty store writes the federation admin's API token (default: "
+          "<data_dir>/admin.token)");
+ABSL_FLAG(std::string, service_token_file, "",
+          "a file holding the secret Jointcloud's processes present to each other (at least 32 characters, e.g. "
+          "`openssl rand -base64 48`); every process of a split deployment needs the same one. Default: a random "
+          "secret of this process, enough when it runs every service");
+ABSL_FLAG(std::string, oidc_issuer, "", "accept OIDC bearer tokens (JWT, RS256 or ES256) whose iss is this");
+ABSL_FLAG(std::string, oidc_audience, "", "the aud OIDC tokens must carry (with --oidc_issuer)");
+ABSL_FLAG(std::string, oidc_jwks_file, "", "the issuer's signing keys as a JWKS file (with --oidc_issuer)");
+ABSL_FLAG(std::string, oidc_user_claim, "sub", "the OIDC claim that names the user");
+ABSL_FLAG(std::string, oidc_projects_claim, "projects",
+          "the OIDC claim listing the user's projects: [\"proj:member\", ...] or {\"proj\": \"viewer\"}");
+ABSL_FLAG(std::string, oidc_roles_claim, "roles", "the OIDC claim listing the user's roles");
+ABSL_FLAG(std::string, oidc_admin_role, "jointcloud-admin",
+          "the role (in --oidc_roles_claim) that makes a federation admin");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
 ABSL_FLAG(std::string, log_format, "text", "text or json");
 
@@ -84,6 +108,58 @@ bool ParseHostPort(const std::string& text, std::string* host, int* port) {
   if (colon == std::string::npos || colon == 0) return false;
   *host = text.substr(0, colon);
   return absl::SimpleAtoi(text.substr(colon + 1), port) && *port >= 0 && *port <= 65535;
+}
+
+bool IsLoopback(const std::string& host) {
+  return host == "127.0.0.1" || host == "localhost" || host == "::1" || host == "[::1]" ||
+         absl::StartsWith(host, "127.");
+}
+
+// Authentication settings from the flags (docs/security.md).
+absl::Status ConfigureAuth(jc::server::AppOptions* options) {
+  jc::server::AuthOptions& auth = options->auth;
+  if (absl::GetFlag(FLAGS_insecure_no_auth)) {
+    std::string grpc_host = options->grpc_address.substr(0, options->grpc_address.rfind(':'));
+    if (!IsLoopback(options->rest_host) || !IsLoopback(grpc_host) ||
+        (!options->admin_host.empty() && !IsLoopback(options->admin_host))) {
+      return absl::InvalidArgumentError(
+          "--insecure_no_auth serves loopback addresses only (127.0.0.1, ::1): anyone who reaches the API would be "
+          "a federation admin");
+    }
+    auth.enabled = false;
+    spdlog::warn("AUTHENTICATION IS OFF (--insecure_no_auth): every caller is a federation admin");
+    return absl::OkStatus();
+  }
+  if (std::string file = absl::GetFlag(FLAGS_service_token_file); !file.empty()) {
+    auto secret = jc::auth::ReadServiceSecret(file);
+    if (!secret.ok()) return secret.status();
+    auth.service_secret = *secret;
+  }
+  auth.bootstrap_token_file = absl::GetFlag(FLAGS_admin_token_file);
+  if (auth.bootstrap_token_file.empty()) {
+    auth.bootstrap_token_file = (std::filesystem::path(absl::GetFlag(FLAGS_data_dir)) / "admin.token").string();
+    std::error_code ec;
+    std::filesystem::create_directories(absl::GetFlag(FLAGS_data_dir), ec);
+  }
+  std::string issuer = absl::GetFlag(FLAGS_oidc_issuer);
+  if (!issuer.empty()) {
+    jc::auth::JwtOptions jwt;
+    jwt.issuer = issuer;
+    jwt.audience = absl::GetFlag(FLAGS_oidc_audience);
+    std::string jwks = absl::GetFlag(FLAGS_oidc_jwks_file);
+    if (jwt.audience.empty() || jwks.empty()) {
+      return absl::InvalidArgumentError("--oidc_issuer needs --oidc_audience and --oidc_jwks_file");
+    }
+    auto verifier = jc::auth::JwtVerifier::FromJwksFile(jwks, jwt, jc::RealClock::Get());
+    if (!verifier.ok()) return verifier.status();
+    auth.oidc = std::move(verifier).value();
+    auth.claims.user = absl::GetFlag(FLAGS_oidc_user_claim);
+    auth.claims.projects = absl::GetFlag(FLAGS_oidc_projects_claim);
+    auth.claims.roles = absl::GetFlag(FLAGS_oidc_roles_claim);
+    auth.claims.admin_role = absl::GetFlag(FLAGS_oidc_admin_role);
+    spdlog::info("oidc: accepting tokens of {} for audience {}", issuer, jwt.audience);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -135,6 +211,7 @@ int main(int argc, char** argv) {
   options.monitor_address = absl::GetFlag(FLAGS_monitor_address);
   options.scheduler_address = absl::GetFlag(FLAGS_scheduler_address);
   options.jobs_address = absl::GetFlag(FLAGS_jobs_address);
+  options.identity_address = absl::GetFlag(FLAGS_identity_address);
   options.scheduler_refresh = absl::GetFlag(FLAGS_scheduler_refresh);
   if (options.scheduler_refresh <= absl::ZeroDuration()) return Fail("--scheduler_refresh must be positive");
   options.upstream_address = absl::GetFlag(FLAGS_upstream_address);
@@ -160,6 +237,8 @@ int main(int argc, char** argv) {
   if (options.gateway.max_worker_threads < options.gateway.worker_threads) {
     return Fail("--rest_max_threads must be at least --rest_threads");
   }
+
+  if (auto s = ConfigureAuth(&options); !s.ok()) return Fail(std::string(s.message()));
 
   // Signals are taken by sigwait below, so every thread started from here on has them
   // blocked and shutdown runs on the main thread, in order.

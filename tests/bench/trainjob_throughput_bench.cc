@@ -131,13 +131,28 @@ int main(int argc, char** argv) {
   o.gateway.worker_threads = clients;
   o.monitor.interval = absl::Milliseconds(500);
   o.jobs.cycle_interval = absl::Milliseconds(20);
+  // Every request carries an API token (authenticated at the gRPC edge), as in production;
+  // JC_BENCH_NO_AUTH=1 runs the same without, to print what authentication costs.
+  bool auth = std::getenv("JC_BENCH_NO_AUTH") == nullptr;
+  o.auth.enabled = auth;
   auto app = jc::server::App::Start(std::move(o));
   if (!app.ok()) {
     std::fprintf(stderr, "jointcloud: %s\n", app.status().ToString().c_str());
     return 1;
   }
   int port = (*app)->rest_port();
+  std::string token;
+  if (auth) {
+    auto made = (*app)->identities()->BootstrapAdmin("admin");
+    if (!made.ok() || !made->has_value()) {
+      std::fprintf(stderr, "admin token: %s\n", made.status().ToString().c_str());
+      return 1;
+    }
+    token = **made;
+  }
+  std::printf("authentication %s\n", auth ? "on: every request carries an API token" : "OFF (JC_BENCH_NO_AUTH)");
   httplib::Client admin("127.0.0.1", port);
+  if (auth) admin.set_bearer_token_auth(token);
   std::mutex first_error_mu;
   std::string first_error;
   std::atomic<int64_t> slowest_us{0};
@@ -183,6 +198,7 @@ int main(int argc, char** argv) {
       httplib::Client client("127.0.0.1", port);
       client.set_tcp_nodelay(true);
       client.set_keep_alive(true);  // as platforms' HTTP clients do
+      if (auth) client.set_bearer_token_auth(token);
       while (next.fetch_add(1) < jobs) {
         if (!post(client, "/openapi/v1/trainjob", job)) ++refused;
       }
@@ -223,6 +239,7 @@ int main(int argc, char** argv) {
       httplib::Client client("127.0.0.1", port);
       client.set_tcp_nodelay(true);
       client.set_keep_alive(true);  // as platforms' HTTP clients do
+      if (auth) client.set_bearer_token_auth(token);
       for (int i = c; i < paced; i += clients) {
         auto due = t0 + std::chrono::microseconds(static_cast<int64_t>(1e6 * i / offered));
         std::this_thread::sleep_until(due);

@@ -29,7 +29,8 @@ if [[ "${JC_TEST_STORE:-sqlite}" == postgres ]]; then
   store_args=(--store="$JC_TEST_PG_URI" --store_schema="readme_$$_$RANDOM")
 fi
 "$binary" "${store_args[@]}" --rest_address=127.0.0.1:0 --grpc_address=127.0.0.1:0 \
-  --admin_address=127.0.0.1:0 --monitor_interval=200ms --scheduler_refresh=100ms >"$work/server.log" 2>&1 &
+  --admin_address=127.0.0.1:0 --monitor_interval=200ms --scheduler_refresh=100ms \
+  --admin_token_file="$work/admin.token" >"$work/server.log" 2>&1 &
 server_pid=$!
 port=""
 for _ in $(seq 1 300); do
@@ -39,17 +40,24 @@ for _ in $(seq 1 300); do
   sleep 0.1
 done
 [[ -n "$port" ]] || { cat "$work/server.log"; echo "FAIL: server did not start"; exit 1; }
+# Secure by default: the first start wrote the admin's token, and nothing answers without one.
+[[ -s "$work/admin.token" ]] || { cat "$work/server.log"; echo "FAIL: no admin token was written"; exit 1; }
+export JC_TOKEN
+JC_TOKEN=$(cat "$work/admin.token")
+command curl -s "127.0.0.1:$port/openapi/v1/centers" | grep -q '"code":"UNAUTHENTICATED"' || {
+  echo "FAIL: a request without a token was not refused"; exit 1; }
 "$root/scripts/demo-center.sh" register "http://127.0.0.1:$port" "$adapter" || { echo "FAIL: register"; exit 1; }
 
 # The shell block under "## Try it".
 awk '/^## Try it/{f=1} f&&/^```sh/{b=1;next} b&&/^```/{exit} b{print}' "$root/README.md" \
-  | sed "s#localhost:8080#127.0.0.1:$port#g" >"$work/examples.sh"
+  | sed "s#localhost:8080#127.0.0.1:$port#g; s#data/admin.token#$work/admin.token#g" >"$work/examples.sh"
 [[ -s "$work/examples.sh" ]] || { echo "FAIL: no examples found in README.md"; exit 1; }
 
 # One answer per line: curl prints bodies without a trailing newline.
 (curl() { command curl --max-time 10 "$@"; echo; }; source "$work/examples.sh") >"$work/out.txt"
 answers=$(wc -l <"$work/out.txt")
 calls=$(grep -c '^curl ' "$work/examples.sh")
+grep -q 'Authorization: Bearer' "$work/examples.sh" || { echo "FAIL: the README's examples send no token"; exit 1; }
 if [[ "$answers" -ne "$calls" ]]; then
   cat "$work/out.txt"; echo "FAIL: $calls curl calls gave $answers answers"; exit 1
 fi
@@ -66,19 +74,19 @@ echo "ok: all $calls README \"Try it\" examples answered as documented"
 # "Run a job": run the block, wait for the job to complete, run it again (the submit's
 # Idempotency-Key returns the same job) and check what the user would see.
 awk '/^## Run a job/{f=1} f&&/^```sh/{b=1;next} b&&/^```/{exit} b{print}' "$root/README.md" \
-  | sed "s#localhost:8080#127.0.0.1:$port#g" >"$work/job.sh"
+  | sed "s#localhost:8080#127.0.0.1:$port#g; s#data/admin.token#$work/admin.token#g" >"$work/job.sh"
 [[ -s "$work/job.sh" ]] || { echo "FAIL: no \"Run a job\" block in README.md"; exit 1; }
 (curl() { command curl --max-time 10 "$@"; echo; }; source "$work/job.sh") >"$work/job1.txt" 2>&1
 head -n 1 "$work/job1.txt" | grep -q '"jobId":"job-00000001".*"centerIDs":\["local-1"\]' || {
   cat -n "$work/job1.txt"; echo "FAIL: the trainjob was not placed on local-1"; exit 1; }
 status=""
 for _ in $(seq 1 600); do
-  status=$(command curl -s "127.0.0.1:$port/openapi/v1/trainjob/job-00000001" | grep -oE '"status":"[a-z]+"' | head -n 1)
+  status=$(command curl -s -H "Authorization: Bearer $JC_TOKEN" "127.0.0.1:$port/openapi/v1/trainjob/job-00000001" | grep -oE '"status":"[a-z]+"' | head -n 1)
   [[ "$status" == '"status":"completed"' || "$status" == '"status":"failed"' ]] && break
   sleep 0.1
 done
 if [[ "$status" != '"status":"completed"' ]]; then
-  command curl -s "127.0.0.1:$port/openapi/v1/trainjob/job-00000001"; echo
+  command curl -s -H "Authorization: Bearer $JC_TOKEN" "127.0.0.1:$port/openapi/v1/trainjob/job-00000001"; echo
   echo "FAIL: the README's trainjob did not complete ($status)"; exit 1
 fi
 (curl() { command curl --max-time 10 "$@"; echo; }; source "$work/job.sh") >"$work/job2.txt" 2>&1

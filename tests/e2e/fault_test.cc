@@ -167,7 +167,8 @@ class Harness {
     ++server_starts_;
     std::vector<std::string> args{JC_SERVER_BINARY, "--rest_address=127.0.0.1:0", "--grpc_address=127.0.0.1:0",
                                   "--admin_address=127.0.0.1:0", "--monitor_interval=100ms",
-                                  "--scheduler_refresh=50ms", "--instance_id=fault-suite"};
+                                  "--scheduler_refresh=50ms", "--instance_id=fault-suite",
+                                  "--admin_token_file=" + dir_ + "/admin.token"};
     args.insert(args.end(), flags.begin(), flags.end());
     server_ = std::make_unique<Process>(args, dir_ + "/server" + std::to_string(server_starts_) + ".log");
     auto p = server_->WaitForLog(R"(rest listening on http://127\.0\.0\.1:(\d+))");
@@ -179,7 +180,7 @@ class Harness {
   // Registers the adapter (through both proxies) as center "local" with spec cpu-1, and
   // waits until the scheduler can place on it.
   void AddCenter() {
-    jc::testing::RestClient rest(port_);
+    jc::testing::RestClient rest(port_, token());
     REQUIRE(jc::testing::AddCenterWithSpec(rest, "local", "127.0.0.1:" + std::to_string(chaos_->port()), 32, 65536,
                                            "64Mi"));
   }
@@ -194,6 +195,8 @@ class Harness {
   }
 
   int port() const { return port_; }
+  // The federation admin's token, written by the first server start.
+  std::string token() const { return jc::testing::AdminToken(dir_ + "/admin.token"); }
   jc::testing::TcpProxy& proxy() { return *proxy_; }
   const jc::testing::EventChaosProxy& chaos() const { return *chaos_; }
   const std::string& dir() const { return dir_; }
@@ -296,7 +299,7 @@ static void RunFaultSuite(bool native) {
       while (std::chrono::steady_clock::now() < deadline) {
         if (rest == nullptr || port != h.port()) {
           port = h.port();
-          rest = std::make_unique<jc::testing::RestClient>(port);
+          rest = std::make_unique<jc::testing::RestClient>(port, h.token());
           rest->http().set_read_timeout(5, 0);
         }
         httplib::Headers headers{{"Idempotency-Key", key}};
@@ -376,7 +379,7 @@ static void RunFaultSuite(bool native) {
   REQUIRE(acknowledged == jobs);
 
   // The checker. Every acknowledged job reaches completed or failed within the bound.
-  jc::testing::RestClient rest(h.port());
+  jc::testing::RestClient rest(h.port(), h.token());
   std::map<std::string, std::string> status;  // jobId -> status
   auto all_final = [&] {
     for (const auto& [key, id] : job_of_key) {
@@ -484,7 +487,7 @@ TEST_CASE("with the store down, creates answer 503 with Retry-After, reads of kn
   h.StartAdapter();
   h.StartServer({"--store=" + pg.uri, "--jobs_lease_ttl=2s"});
   h.AddCenter();
-  jc::testing::RestClient rest(h.port());
+  jc::testing::RestClient rest(h.port(), h.token());
   auto task = [](const std::string& command) {
     return json{{"name", "t"}, {"command", command}, {"resourceSpecId", "cpu-1"}, {"replicaNumber", 1}};
   };

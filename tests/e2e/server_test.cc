@@ -29,9 +29,10 @@ std::vector<std::string> StoreFlags(const std::string& dir) {
   if (jc::testing::TestStoreBackend() == "postgres") {
     std::string schema = "e2e_" + std::to_string(getpid()) + "_" +
                          std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
-    return {"--store=" + std::string(std::getenv("JC_TEST_PG_URI")), "--store_schema=" + schema};
+    return {"--store=" + std::string(std::getenv("JC_TEST_PG_URI")), "--store_schema=" + schema,
+            "--admin_token_file=" + dir + "/admin.token"};
   }
-  return {"--data_dir=" + dir};
+  return {"--data_dir=" + dir, "--admin_token_file=" + dir + "/admin.token"};
 }
 
 std::vector<std::string> ServerArgs(const std::vector<std::string>& store,
@@ -54,7 +55,7 @@ TEST_CASE("the server keeps what it acknowledged across SIGKILL and restart", "[
     auto port = server.WaitForLog(R"(rest listening on http://127\.0\.0\.1:(\d+))");
     INFO(server.Log());
     REQUIRE(port.has_value());
-    jc::testing::RestClient rest(std::stoi(*port));
+    jc::testing::RestClient rest(std::stoi(*port), jc::testing::AdminToken(dir + "/admin.token"));
     json center = {{"ai_center_id", "kept"}, {"name", "Kept"}, {"region", "north"}};
     REQUIRE(rest.Post("/openapi/v1/centers", center).http_status == 200);
     server.Signal(SIGKILL);
@@ -64,7 +65,7 @@ TEST_CASE("the server keeps what it acknowledged across SIGKILL and restart", "[
   auto port = again.WaitForLog(R"(rest listening on http://127\.0\.0\.1:(\d+))");
   INFO(again.Log());
   REQUIRE(port.has_value());
-  jc::testing::RestClient rest(std::stoi(*port));
+  jc::testing::RestClient rest(std::stoi(*port), jc::testing::AdminToken(dir + "/admin.token"));
   auto got = rest.Get("/openapi/v1/centers/kept");
   CHECK(got.http_status == 200);
   CHECK(got.body["data"]["name"] == "Kept");
@@ -80,7 +81,7 @@ TEST_CASE("the server keeps what it acknowledged across SIGKILL and restart", "[
 TEST_CASE("services run as separate processes talking gRPC over the network", "[C1][A13][C4]") {
   std::string dir = TempDir("split");
   auto store = StoreFlags(dir);
-  Process backend(ServerArgs(store, {"--services=registry,catalog,datamon"}), dir + "/backend.log");
+  Process backend(ServerArgs(store, {"--services=identity,registry,catalog,datamon"}), dir + "/backend.log");
   auto grpc_port = backend.WaitForLog(R"(grpc listening on port (\d+))");
   auto admin_port = backend.WaitForLog(R"(metrics and health on http://127\.0\.0\.1:(\d+))");
   INFO(backend.Log());
@@ -93,7 +94,7 @@ TEST_CASE("services run as separate processes talking gRPC over the network", "[
   INFO(gateway.Log());
   REQUIRE(rest_port.has_value());
 
-  jc::testing::RestClient rest(std::stoi(*rest_port));
+  jc::testing::RestClient rest(std::stoi(*rest_port), jc::testing::AdminToken(dir + "/admin.token"));
   json center = {{"ai_center_id", "split1"}, {"name", "Split"}, {"region", "west"}};
   REQUIRE(rest.Post("/openapi/v1/centers", center).http_status == 200);
   CHECK(rest.Get("/openapi/v1/centers/split1").body["data"]["region"] == "west");

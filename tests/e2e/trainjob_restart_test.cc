@@ -43,6 +43,7 @@ std::unique_ptr<Process> StartServer(const std::string& dir, const std::string& 
   std::vector<std::string> args{JC_SERVER_BINARY,         "--rest_address=127.0.0.1:0", "--grpc_address=127.0.0.1:0",
                                 "--admin_address=127.0.0.1:0", "--monitor_interval=100ms",   "--scheduler_refresh=50ms"};
   for (auto& f : StoreFlags(dir)) args.push_back(f);
+  args.push_back("--admin_token_file=" + dir + "/admin.token");
   auto server = std::make_unique<Process>(args, dir + "/" + log);
   auto p = server->WaitForLog(R"(rest listening on http://127\.0\.0\.1:(\d+))");
   INFO(server->Log());
@@ -72,7 +73,7 @@ TEST_CASE("acknowledged jobs survive SIGKILL of the control plane, and no replic
   auto server = StartServer(dir, "server1.log", &port);
   std::vector<std::string> acknowledged;
   {
-    jc::testing::RestClient rest(port);
+    jc::testing::RestClient rest(port, jc::testing::AdminToken(dir + "/admin.token"));
     REQUIRE(jc::testing::AddCenterWithSpec(rest, "local", "127.0.0.1:" + *adapter_port, 16, 8192, "256Mi"));
     std::string ran = dir + "/ran";
     for (int i = 0; i < 15; ++i) {
@@ -92,7 +93,7 @@ TEST_CASE("acknowledged jobs survive SIGKILL of the control plane, and no replic
   REQUIRE(server->Wait().has_value());
   server = StartServer(dir, "server2.log", &port);
 
-  jc::testing::RestClient rest(port);
+  jc::testing::RestClient rest(port, jc::testing::AdminToken(dir + "/admin.token"));
   std::map<std::string, std::string> status;
   bool all_done = jc::testing::WaitUntil(
       [&] {
@@ -130,6 +131,7 @@ TEST_CASE("a leader stalled past its lease, whose lease another instance took, s
   std::vector<std::string> args{JC_SERVER_BINARY, "--rest_address=127.0.0.1:0", "--grpc_address=127.0.0.1:0",
                                 "--admin_address=127.0.0.1:0", "--instance_id=leader", "--jobs_lease_ttl=1s"};
   for (auto& f : StoreFlags(dir, "e2e_lease")) args.push_back(f);
+  args.push_back("--admin_token_file=" + dir + "/admin.token");
   Process server(args, dir + "/server.log");
   auto port = server.WaitForLog(R"(rest listening on http://127\.0\.0\.1:(\d+))");
   REQUIRE(port.has_value());
@@ -165,7 +167,7 @@ TEST_CASE("a leader stalled past its lease, whose lease another instance took, s
   // It notices, stops acting and stands by (it does not exit: it leads again once the
   // other instance's lease ends).
   REQUIRE(server.WaitForLog("stepping down: lost the jobs lease").has_value());
-  jc::testing::RestClient rest(std::stoi(*port));
+  jc::testing::RestClient rest(std::stoi(*port), jc::testing::AdminToken(dir + "/admin.token"));
   auto refused = rest.Post("/openapi/v1/trainjob",
                            {{"name", "late"},
                             {"tasks", {{{"name", "t"}, {"command", "true"}, {"resourceSpecId", "none"}, {"replicaNumber", 1}}}}});

@@ -297,6 +297,7 @@ TEST_CASE("gRPC clients get every capability, with status codes and messages", "
 
   auto create = [&](const std::string& id) {
     grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + s.admin_token);
     v1::CreateCenterRequest req;
     req.mutable_center()->set_ai_center_id(id);
     req.mutable_center()->set_name("gRPC center");
@@ -308,6 +309,7 @@ TEST_CASE("gRPC clients get every capability, with status codes and messages", "
   // happen. Reading the snapshot of "g0" proves the stream is live before "g1" changes.
   create("g0");
   grpc::ClientContext watch_ctx;
+  watch_ctx.AddMetadata("authorization", "Bearer " + s.admin_token);
   watch_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   v1::WatchCentersRequest watch_req;
   auto watch = registry->WatchCenters(&watch_ctx, watch_req);
@@ -319,6 +321,7 @@ TEST_CASE("gRPC clients get every capability, with status codes and messages", "
   create("g1");
   {
     grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + s.admin_token);
     v1::HeartbeatRequest req;
     req.set_ai_center_id("g1");
     v1::HeartbeatResponse out;
@@ -337,6 +340,7 @@ TEST_CASE("gRPC clients get every capability, with status codes and messages", "
 
   {
     grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + s.admin_token);
     v1::CreateResourceSpecRequest req = {};
     auto* spec = req.mutable_spec();
     spec->set_resource_spec_id("bad");
@@ -350,6 +354,7 @@ TEST_CASE("gRPC clients get every capability, with status codes and messages", "
   }
   {
     grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + s.admin_token);
     v1::GetCenterRequest req;
     req.set_ai_center_id("missing");
     v1::Center out;

@@ -120,13 +120,19 @@ void ExpectError(const jc::testing::RestReply& r, int http, const std::string& n
 TEST_CASE("a two-task trainjob is placed, runs on two centers, completes, and its logs download [A7][A8][A12]",
           "[A7][A8][A12]") {
   Network n;
+  // Submitted by alice, a member of project ml: the job is hers and the project's.
+  auto alice = n.UserClient("alice", "ml", "MEMBER");
   json job = {{"name", "resnet"},
-              {"userName", "alice"},
               {"tasks", {Task("prep", "echo prep $JC_TASK_INDEX/$JC_REPLICA_INDEX", "torch", 1),
                          Task("train", "echo train $JC_REPLICA_INDEX of $JC_REPLICA_NUMBER; sleep 0.3", "torch-b", 2)}}};
-  json created = n.Submit(job);
+  auto submitted = alice->Post("/openapi/v1/trainjob", job);
+  INFO(submitted.body.dump());
+  REQUIRE(submitted.http_status == 200);
+  json created = submitted.body["data"];
   std::string id = created["jobId"];
   CHECK_FALSE(id.empty());
+  CHECK(n.Job(id)["userName"] == "alice");
+  CHECK(n.Job(id)["project"] == "ml");
   // The first scheduling attempt placed it: each task's image is at one center.
   REQUIRE(created["taskInfos"].size() == 2);
   CHECK(created["taskInfos"][0]["centerIDs"] == json::array({"alpha"}));
@@ -417,6 +423,7 @@ TEST_CASE("a burst of jobs from many clients is dispatched once per replica and 
   for (int c = 0; c < kClients; ++c) {
     clients.emplace_back([&, c] {
       httplib::Client http("127.0.0.1", n.app->rest_port());
+      http.set_bearer_token_auth(n.admin_token);
       for (int j = 0; j < kJobsEach; ++j) {
         json job = {{"name", "burst"}, {"tasks", {Task("t", "true", "", 2)}}};
         auto r = http.Post("/openapi/v1/trainjob", job.dump(), "application/json");

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 #include <chrono>
+#include <fstream>
 #include <string>
 #include <thread>
 
@@ -18,9 +19,11 @@ struct RestReply {
 
 class RestClient {
  public:
-  explicit RestClient(int port) : client_("127.0.0.1", port) {
+  // Requests carry "Authorization: Bearer <token>" unless the token is empty.
+  explicit RestClient(int port, const std::string& token = "") : client_("127.0.0.1", port) {
     client_.set_tcp_nodelay(true);
     client_.set_read_timeout(30, 0);
+    if (!token.empty()) client_.set_bearer_token_auth(token);
   }
 
   RestReply Send(const std::string& method, const std::string& path, const std::string& body = "") {
@@ -48,6 +51,19 @@ class RestClient {
  private:
   httplib::Client client_;
 };
+
+// The admin token a jointcloud started with --admin_token_file=`path` wrote there on its
+// first start (empty when it did not, within 30 s).
+inline std::string AdminToken(const std::string& path) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream in(path);
+    std::string token;
+    if (in >> token && !token.empty()) return token;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return "";
+}
 
 // Registers center `center` at `adapter_address` with `cpu` CPUs and `memory_mb` MB, and
 // spec "cpu-1" (one CPU and `spec_memory`, e.g. "256Mi") offered there; true once the

@@ -15,7 +15,8 @@ namespace jc::testing {
 
 struct TestSystem {
   std::unique_ptr<jc::server::App> app;
-  std::unique_ptr<RestClient> rest;
+  std::unique_ptr<RestClient> rest;  // as the federation admin
+  std::string admin_token;
 
   // `customize` may change the options (intervals, services) before the start.
   explicit TestSystem(const std::function<void(jc::server::AppOptions&)>& customize = {}) {
@@ -30,7 +31,40 @@ struct TestSystem {
     INFO(started.status().ToString());
     REQUIRE(started.ok());
     app = std::move(started).value();
-    rest = std::make_unique<RestClient>(app->rest_port());
+    if (app->identities() != nullptr) {
+      auto token = app->identities()->BootstrapAdmin("admin");
+      INFO(token.status().ToString());
+      REQUIRE(token.ok());
+      if (token->has_value()) {
+        admin_token = **token;
+      } else {  // a second instance on a shared store: another token of the same admin
+        jointcloud::v1::CreateTokenRequest req;
+        req.set_user_name("admin");
+        auto more = app->identities()->CreateToken(req);
+        INFO(more.status().ToString());
+        REQUIRE(more.ok());
+        admin_token = more->secret();
+      }
+    }
+    rest = std::make_unique<RestClient>(app->rest_port(), admin_token);
+  }
+
+  // A user with `role` ("VIEWER", "MEMBER", "OWNER") in `project` (both created as
+  // needed) and a REST client with its own token.
+  std::unique_ptr<RestClient> UserClient(const std::string& user, const std::string& project,
+                                         const std::string& role) {
+    rest->Post("/openapi/v1/projects", {{"name", project}});
+    auto created = rest->Post("/openapi/v1/users", {{"name", user}});
+    INFO(created.body.dump());
+    REQUIRE((created.http_status == 200 || created.http_status == 409));
+    auto member = rest->Send("PUT", "/openapi/v1/users/" + user + "/projects/" + project,
+                             nlohmann::json{{"role", role}}.dump());
+    INFO(member.body.dump());
+    REQUIRE(member.http_status == 200);
+    auto token = rest->Post("/openapi/v1/tokens", {{"user_name", user}});
+    INFO(token.body.dump());
+    REQUIRE(token.http_status == 200);
+    return std::make_unique<RestClient>(app->rest_port(), token.body["data"]["secret"].get<std::string>());
   }
 };
 

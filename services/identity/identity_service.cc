@@ -1,0 +1,101 @@
+#include "services/identity/identity_service.h"
+
+#include "common/auth/auth_interceptor.h"
+#include "common/grpc_status.h"
+#include "jointcloud/v1/identity.grpc.pb.h"
+
+namespace jc::identity {
+namespace {
+
+using grpc::ServerContext;
+using grpc::Status;
+
+// Every method but WhoAmI is for federation admins (the access table says so, and each
+// handler still takes its caller, so a call the interceptor did not admit does nothing).
+class IdentityService final : public v1::IdentityService::Service {
+ public:
+  explicit IdentityService(IdentityStore* s) : s_(s) {}
+
+  Status CreateUser(ServerContext* ctx, const v1::CreateUserRequest* req, v1::User* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
+    return Reply(Admin(caller, "creating a user", [&] { return s_->CreateUser(req->user()); }), resp);
+  }
+  Status GetUser(ServerContext* ctx, const v1::GetUserRequest* req, v1::User* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
+    return Reply(Admin(caller, "reading a user", [&] { return s_->GetUser(req->name()); }), resp);
+  }
+  Status ListUsers(ServerContext* ctx, const v1::ListUsersRequest* req, v1::ListUsersResponse* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
+    return Reply(Admin(caller, "listing users", [&] { return s_->ListUsers(*req); }), resp);
+  }
+  Status DeleteUser(ServerContext* ctx, const v1::DeleteUserRequest* req, google::protobuf::Empty*) override {
+    JC_GRPC_CALLER(caller, ctx);
+    if (auto s = auth::NeedAdmin(caller, "deleting a user"); !s.ok()) return ToGrpcStatus(s);
+    return ToGrpcStatus(s_->DeleteUser(req->name()));
+  }
+  Status SetMembership(ServerContext* ctx, const v1::SetMembershipRequest* req, v1::User* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
+    return Reply(Admin(caller, "changing a membership", [&] { return s_->SetMembership(*req); }), resp);
+  }
+  Status CreateProject(ServerContext* ctx, const v1::CreateProjectRequest* req, v1::Project* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
+    return Reply(Admin(caller, "creating a project", [&] { return s_->CreateProject(req->project()); }), resp);
+  }
+  Status GetProject(ServerContext* ctx, const v1::GetProjectRequest* req, v1::Project* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
+    return Reply(Admin(caller, "reading a project", [&] { return s_->GetProject(req->name()); }), resp);
+  }
+  Status ListProjects(ServerContext* ctx, const v1::ListProjectsRequest* req, v1::ListProjectsResponse* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
+    return Reply(Admin(caller, "listing projects", [&] { return s_->ListProjects(*req); }), resp);
+  }
+  Status DeleteProject(ServerContext* ctx, const v1::DeleteProjectRequest* req, google::protobuf::Empty*) override {
+    JC_GRPC_CALLER(caller, ctx);
+    if (auto s = auth::NeedAdmin(caller, "deleting a project"); !s.ok()) return ToGrpcStatus(s);
+    return ToGrpcStatus(s_->DeleteProject(req->name()));
+  }
+  Status CreateToken(ServerContext* ctx, const v1::CreateTokenRequest* req, v1::CreateTokenResponse* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
+    return Reply(Admin(caller, "creating a token", [&] { return s_->CreateToken(*req); }), resp);
+  }
+  Status ListTokens(ServerContext* ctx, const v1::ListTokensRequest* req, v1::ListTokensResponse* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
+    return Reply(Admin(caller, "listing tokens", [&] { return s_->ListTokens(*req); }), resp);
+  }
+  Status RevokeToken(ServerContext* ctx, const v1::RevokeTokenRequest* req, v1::ApiToken* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
+    return Reply(Admin(caller, "revoking a token", [&] { return s_->RevokeToken(req->token_id()); }), resp);
+  }
+  Status WhoAmI(ServerContext* ctx, const google::protobuf::Empty*, v1::Caller* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
+    resp->set_name(caller.name);
+    resp->set_kind(caller.kind == auth::Principal::Kind::kService ? "service" : "user");
+    resp->set_auth_method(caller.auth_method);
+    resp->set_federation_admin(caller.IsAdmin());
+    for (const auto& [project, role] : caller.projects) {
+      v1::Membership* m = resp->add_memberships();
+      m->set_project(project);
+      m->set_role(static_cast<v1::ProjectRole>(role));
+    }
+    for (const auto& center : caller.operator_of) resp->add_operator_of(center);
+    resp->set_token_id(caller.token_id);
+    return Status::OK;
+  }
+
+ private:
+  template <typename Fn>
+  static auto Admin(const auth::Principal& caller, const char* what, Fn&& fn) -> decltype(fn()) {
+    if (auto s = auth::NeedAdmin(caller, what); !s.ok()) return s;
+    return fn();
+  }
+
+  IdentityStore* s_;
+};
+
+}  // namespace
+
+std::unique_ptr<grpc::Service> MakeIdentityService(IdentityStore* identities) {
+  return std::make_unique<IdentityService>(identities);
+}
+
+}  // namespace jc::identity

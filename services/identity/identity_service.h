@@ -1,0 +1,16 @@
+#pragma once
+
+#include <memory>
+
+#include "services/identity/identity_store.h"
+
+namespace grpc {
+class Service;
+}
+
+namespace jc::identity {
+
+// The gRPC edge of identities (jointcloud.v1.IdentityService).
+std::unique_ptr<grpc::Service> MakeIdentityService(IdentityStore* identities);
+
+}  // namespace jc::identity

@@ -1,0 +1,97 @@
+#pragma once
+
+// Users, projects and API tokens (SPEC C6), kept in the store, and what authentication
+// needs of them: the principal a presented API token stands for.
+//
+// Authentication asks no database on the hot path: a token's verdict is cached for
+// `cache_ttl` (5 s), so a revocation takes effect at once in this process and within
+// `cache_ttl` in another sharing the store. A token's last use is remembered in memory and
+// written in one batch every `last_used_flush` (and when the store closes).
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/auth/principal.h"
+#include "common/clock.h"
+#include "common/periodic_task.h"
+#include "common/store/store.h"
+#include "jointcloud/v1/identity.pb.h"
+
+namespace jc::identity {
+
+namespace v1 = ::jointcloud::v1;
+
+struct IdentityOptions {
+  absl::Duration cache_ttl = absl::Seconds(5);
+  absl::Duration last_used_flush = absl::Seconds(30);
+};
+
+class IdentityStore {
+ public:
+  IdentityStore(store::Store* store, const Clock* clock, IdentityOptions options = {});
+  ~IdentityStore();
+
+  absl::StatusOr<v1::User> CreateUser(v1::User user);
+  absl::StatusOr<v1::User> GetUser(const std::string& name);
+  absl::StatusOr<v1::ListUsersResponse> ListUsers(const v1::ListUsersRequest& request);
+  // Revokes the user's tokens in the same transaction.
+  absl::Status DeleteUser(const std::string& name);
+  absl::StatusOr<v1::User> SetMembership(const v1::SetMembershipRequest& request);
+
+  absl::StatusOr<v1::Project> CreateProject(v1::Project project);
+  absl::StatusOr<v1::Project> GetProject(const std::string& name);
+  absl::StatusOr<v1::ListProjectsResponse> ListProjects(const v1::ListProjectsRequest& request);
+  // Refused while a user is still a member.
+  absl::Status DeleteProject(const std::string& name);
+
+  absl::StatusOr<v1::CreateTokenResponse> CreateToken(const v1::CreateTokenRequest& request);
+  absl::StatusOr<v1::ListTokensResponse> ListTokens(const v1::ListTokensRequest& request);
+  absl::StatusOr<v1::ApiToken> RevokeToken(const std::string& token_id);
+
+  // The principal of an API token ("jc_<id>_<secret>"); Unauthenticated when it is
+  // malformed, unknown, wrong, expired or revoked, or its user is gone.
+  absl::StatusOr<auth::Principal> PrincipalOfToken(absl::string_view token);
+  // A stored user's principal (for OIDC callers whose name is also a stored user); nullopt
+  // when no such user is stored. Cached like tokens.
+  absl::StatusOr<std::optional<auth::Principal>> PrincipalOfUser(const std::string& name);
+
+  // On a store with no user yet: creates `name` as a federation admin with a token, and
+  // returns the token (to show once). nullopt when users already exist.
+  absl::StatusOr<std::optional<std::string>> BootstrapAdmin(const std::string& name);
+
+  // Writes the remembered last-use times (the background task calls it).
+  absl::Status FlushLastUsed();
+
+ private:
+  struct CachedToken {
+    absl::StatusOr<std::shared_ptr<const auth::Principal>> principal;  // or why it is refused
+    std::string secret_sha256;
+    absl::Time fetched;
+    absl::Time expires = absl::InfiniteFuture();
+  };
+  struct CachedUser {
+    std::optional<auth::Principal> principal;
+    absl::Time fetched;
+  };
+  absl::StatusOr<CachedToken> LoadToken(const std::string& id);
+  void Invalidate();
+
+  store::Store* store_;
+  const Clock* clock_;
+  IdentityOptions options_;
+  std::mutex mu_;
+  absl::flat_hash_map<std::string, CachedToken> tokens_;  // by token id
+  absl::flat_hash_map<std::string, CachedUser> users_;    // by name
+  absl::flat_hash_map<std::string, absl::Time> last_used_;
+  PeriodicTask flusher_;
+};
+
+// A stored user as a principal.
+auth::Principal PrincipalOf(const v1::User& user);
+
+}  // namespace jc::identity

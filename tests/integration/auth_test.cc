@@ -1,0 +1,470 @@
+// SPEC C6: identities at the edges. Every REST route and every gRPC method refuses
+// callers who prove no one (no token, a malformed header, a bad signature, an expired or
+// not-yet-valid token, another issuer or audience, alg none, HMAC keyed with the public
+// key, a revoked or expired API token) and changes nothing; another project's job is
+// "not found"; roles too weak are refused. The route table and the services' descriptors
+// drive the tables, so a new route or method cannot be missed. Runs on both stores.
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/empty.pb.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+
+#include <catch2/catch.hpp>
+#include <future>
+#include <regex>
+#include <set>
+
+#include "common/auth/jwt_verifier.h"
+#include "jointcloud/v1/jobs.grpc.pb.h"
+#include "jointcloud/v1/registry.grpc.pb.h"
+#include "services/server/access_policy.h"
+#include "tests/testing/jwt_issuer.h"
+#include "tests/testing/process.h"
+#include "tests/testing/test_system.h"
+
+namespace {
+
+using json = nlohmann::json;
+namespace v1 = ::jointcloud::v1;
+
+constexpr char kIssuer[] = "https://idp.example.test";
+constexpr char kAudience[] = "jointcloud";
+
+const jc::testing::JwtIssuer& Issuer() {
+  static const auto* issuer = new jc::testing::JwtIssuer();
+  return *issuer;
+}
+
+// Constructed before the system, which reads the clock.
+struct ClockHolder {
+  jc::FakeClock clock{absl::Now()};
+};
+
+// The control plane with OIDC on (the test issuer's keys) and a clock the test moves.
+struct AuthSystem : ClockHolder, jc::testing::TestSystem {
+  AuthSystem()
+      : TestSystem([this](jc::server::AppOptions& o) {
+          o.clock = &clock;
+          jc::auth::JwtOptions jwt;
+          jwt.issuer = kIssuer;
+          jwt.audience = kAudience;
+          auto verifier = jc::auth::JwtVerifier::FromJwks(Issuer().Jwks(), jwt, &clock);
+          REQUIRE(verifier.ok());
+          o.auth.oidc = std::move(verifier).value();
+        }) {}
+
+  json Claims(const std::string& user) const {
+    int64_t now = absl::ToUnixSeconds(clock.Now());
+    return {{"iss", kIssuer}, {"aud", kAudience}, {"sub", user}, {"iat", now}, {"exp", now + 600}};
+  }
+  jc::testing::RestClient As(const std::string& header) {
+    jc::testing::RestClient client(app->rest_port());
+    if (!header.empty()) client.http().set_default_headers({{"Authorization", header}});
+    return client;
+  }
+  std::string NewToken(const std::string& user, int ttl_seconds = 0) {
+    auto r = rest->Post("/openapi/v1/tokens", {{"user_name", user}, {"ttl_seconds", ttl_seconds}});
+    INFO(r.body.dump());
+    REQUIRE(r.http_status == 200);
+    return r.body["data"]["secret"];
+  }
+};
+
+struct BadCredential {
+  std::string name;
+  std::string header;  // the Authorization header; empty: none
+};
+
+// Every way of proving no one. The JWTs all claim the admin role, so a check that let one
+// through would hand out everything.
+std::vector<BadCredential> BadCredentials(AuthSystem& s) {
+  std::string revoked = s.NewToken("admin");
+  std::string revoked_id = revoked.substr(3, 16);
+  REQUIRE(s.rest->Post("/openapi/v1/tokens/" + revoked_id + "/revoke", json::object()).http_status == 200);
+  std::string expiring = s.NewToken("admin", 60);
+  s.clock.Advance(absl::Seconds(61));
+  std::string wrong_secret = s.admin_token.substr(0, 20) + "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+
+  json claims = s.Claims("mallory");
+  claims["roles"] = {"jointcloud-admin"};
+  int64_t now = absl::ToUnixSeconds(s.clock.Now());
+  auto with = [&](const char* key, json value) {
+    json c = claims;
+    c[key] = std::move(value);
+    return c;
+  };
+  const auto& issuer = Issuer();
+  json rs = {{"alg", "RS256"}, {"typ", "JWT"}, {"kid", "rsa-1"}};
+  auto bearer = [](const std::string& t) { return "Bearer " + t; };
+  return {
+      {"no token", ""},
+      {"a malformed header (Basic)", "Basic YWRtaW46YWRtaW4="},
+      {"an empty bearer", "Bearer "},
+      {"a bearer that is neither an API token nor a JWT", "Bearer opensesame"},
+      {"an unknown API token", "Bearer jc_0123456789abcdef_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"},
+      {"an API token with a wrong secret", bearer(wrong_secret)},
+      {"a revoked API token", bearer(revoked)},
+      {"an expired API token", bearer(expiring)},
+      {"a JWT with a bad signature", bearer(issuer.SignRaw(rs, claims, "foreign"))},
+      {"an expired JWT", bearer(issuer.Sign(with("exp", now - 3600)))},
+      {"a JWT not valid yet", bearer(issuer.Sign(with("nbf", now + 3600)))},
+      {"a JWT of another issuer", bearer(issuer.Sign(with("iss", "https://evil.example.test")))},
+      {"a JWT for another audience", bearer(issuer.Sign(with("aud", "someone-else")))},
+      {"a JWT with alg none", bearer(issuer.SignRaw({{"alg", "none"}, {"typ", "JWT"}}, claims, "none"))},
+      {"a JWT signed HS256 with the public key",
+       bearer(issuer.SignRaw({{"alg", "HS256"}, {"typ", "JWT"}, {"kid", "rsa-1"}}, claims, "HS256-public"))},
+  };
+}
+
+// What an admin sees of everything a call could change (token last-use times aside).
+std::string Snapshot(AuthSystem& s) {
+  std::string all;
+  for (const char* path : {"/openapi/v1/centers", "/openapi/v1/resourcespecs", "/openapi/v1/images",
+                           "/openapi/v1/datasets", "/openapi/v1/trainjob", "/openapi/v1/users", "/openapi/v1/projects",
+                           "/openapi/v1/tokens", "/openapi/v1/resourcespecs/x1/centers"}) {
+    auto r = s.rest->Get(path);
+    REQUIRE(r.http_status == 200);
+    json data = r.body["data"];
+    if (data.contains("tokens")) {
+      for (auto& t : data["tokens"]) t.erase("last_used_at");
+    }
+    all += data.dump() + "\n";
+  }
+  return all;
+}
+
+// One of each thing, all named x1, so a refused call that acted anyway would show.
+void Seed(AuthSystem& s) {
+  auto must = [](const jc::testing::RestReply& r) {
+    INFO(r.body.dump());
+    REQUIRE(r.http_status == 200);
+  };
+  must(s.rest->Post("/openapi/v1/centers", {{"ai_center_id", "x1"}, {"name", "x1"}, {"region", "r"}}));
+  must(s.rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "x1"},
+                                                  {"resource_spec_name", "x1"},
+                                                  {"resource_quantity", {{"cpu", "1"}}},
+                                                  {"service_type", "batch"},
+                                                  {"computing_center_list", "x1"}}));
+  must(s.rest->Post("/openapi/v1/images", {{"image_id", "x1"}, {"name", "x1"}, {"ai_center_id", "x1"},
+                                          {"framework", "PyTorch"}, {"resource_spec", "x1"}}));
+  must(s.rest->Post("/openapi/v1/datasets",
+                    {{"data_name", "x1"}, {"data_version", "x1"}, {"created_user", "admin"},
+                     {"location", {{{"ai_center_id", "x1"}, {"dataset_url", "file:///data/x1"}, {"access", "r"}}}}}));
+  must(s.rest->Post("/openapi/v1/projects", {{"name", "x1"}}));
+  must(s.rest->Post("/openapi/v1/users", {{"name", "x1"}}));
+}
+
+// A route's path with every parameter filled: indexes with 0, the rest with x1.
+std::string Fill(const std::string& path) {
+  static const std::regex kIndex(R"(\{[A-Za-z]*Index\})");
+  static const std::regex kParam(R"(\{[^}]+\})");
+  return std::regex_replace(std::regex_replace(path, kIndex, "0"), kParam, "x1");
+}
+
+// A body each route's gateway side takes, so the call reaches the server's check.
+std::string BodyFor(const std::string& path) {
+  if (path.find("/projects/{project}") != std::string::npos) return R"({"role": "MEMBER"})";
+  return "{}";
+}
+
+std::string MethodName(const google::protobuf::MethodDescriptor* m) {
+  return "/" + m->service()->full_name() + "/" + m->name();
+}
+
+// Every service of the control plane's API, from the generated descriptors.
+std::vector<const google::protobuf::ServiceDescriptor*> ControlPlaneServices() {
+  std::vector<const google::protobuf::ServiceDescriptor*> out;
+  for (const char* file : {"jointcloud/v1/registry.proto", "jointcloud/v1/catalog.proto", "jointcloud/v1/datamon.proto",
+                           "jointcloud/v1/monitor.proto", "jointcloud/v1/scheduler.proto", "jointcloud/v1/jobs.proto",
+                           "jointcloud/v1/identity.proto"}) {
+    const auto* fd = google::protobuf::DescriptorPool::generated_pool()->FindFileByName(file);
+    REQUIRE(fd != nullptr);
+    for (int i = 0; i < fd->service_count(); ++i) out.push_back(fd->service(i));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("every gRPC method of the control plane has an access level, and the table names no other [C6]", "[C6]") {
+  auto table = jc::server::ControlPlaneAccess();
+  std::set<std::string> methods;
+  for (const auto* service : ControlPlaneServices()) {
+    for (int i = 0; i < service->method_count(); ++i) {
+      std::string name = MethodName(service->method(i));
+      methods.insert(name);
+      INFO(name);
+      CHECK(table->count(name) == 1);
+    }
+  }
+  for (const auto& [name, access] : *table) {
+    if (name.rfind("/grpc.health.", 0) == 0) continue;
+    INFO(name);
+    CHECK(methods.count(name) == 1);
+  }
+}
+
+TEST_CASE("every REST route answers 401 to callers who prove no one, and nothing changes [C6][C5]", "[C6][C5]") {
+  AuthSystem s;
+  Seed(s);
+  auto bad = BadCredentials(s);
+  std::string before = Snapshot(s);
+  REQUIRE(s.app->gateway() != nullptr);
+  int checked = 0;
+  for (const auto& route : s.app->gateway()->routes()) {
+    std::string path = Fill(route.path);
+    for (const auto& credential : bad) {
+      auto client = s.As(credential.header);
+      auto r = client.Send(route.method, path, BodyFor(route.path));
+      INFO(route.method << " " << path << " with " << credential.name << ": " << r.body.dump());
+      CHECK(r.http_status == 401);
+      CHECK(r.body.value("code", "") == "UNAUTHENTICATED");
+      CHECK_FALSE(r.body.value("errorMsg", "").empty());
+      ++checked;
+    }
+  }
+  CHECK(checked >= 50 * static_cast<int>(bad.size()));
+  CHECK(Snapshot(s) == before);
+  // The public ends stay public: health, metrics, the API's description.
+  auto anonymous = s.As("");
+  CHECK(anonymous.Get("/healthz").http_status == 200);
+  CHECK(anonymous.Raw("/openapi/v1/openapi.json").find("\"openapi\"") != std::string::npos);
+}
+
+TEST_CASE("every gRPC method answers UNAUTHENTICATED to callers who prove no one, and nothing changes [C6][C5]",
+          "[C6][C5]") {
+  AuthSystem s;
+  Seed(s);
+  auto bad = BadCredentials(s);
+  std::string before = Snapshot(s);
+  auto channel =
+      grpc::CreateChannel("127.0.0.1:" + std::to_string(s.app->grpc_port()), grpc::InsecureChannelCredentials());
+  grpc::GenericStub generic(channel);
+  int checked = 0;
+  for (const auto* service : ControlPlaneServices()) {
+    for (int i = 0; i < service->method_count(); ++i) {
+      const auto* method = service->method(i);
+      for (const auto& credential : bad) {
+        grpc::ClientContext ctx;
+        ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+        if (!credential.header.empty()) ctx.AddMetadata("authorization", credential.header);
+        grpc::Status status;
+        if (method->server_streaming()) {
+          // The two streams, through their typed stubs.
+          if (method->name() == "WatchCenters") {
+            auto stub = v1::RegistryService::NewStub(channel);
+            auto reader = stub->WatchCenters(&ctx, v1::WatchCentersRequest());
+            v1::CenterEvent event;
+            CHECK_FALSE(reader->Read(&event));
+            status = reader->Finish();
+          } else {
+            REQUIRE(method->name() == "ReadReplicaLog");
+            auto stub = v1::JobService::NewStub(channel);
+            v1::ReadReplicaLogRequest req;
+            req.set_job_id("x1");
+            auto reader = stub->ReadReplicaLog(&ctx, req);
+            v1::LogChunk chunk;
+            CHECK_FALSE(reader->Read(&chunk));
+            status = reader->Finish();
+          }
+        } else {
+          // An empty message is a valid request of every type.
+          grpc::ByteBuffer request, response;
+          grpc::Slice empty("");
+          request = grpc::ByteBuffer(&empty, 1);
+          std::promise<grpc::Status> done;
+          generic.UnaryCall(&ctx, MethodName(method), grpc::StubOptions(), &request, &response,
+                            [&done](grpc::Status st) { done.set_value(st); });
+          status = done.get_future().get();
+        }
+        INFO(MethodName(method) << " with " << credential.name << ": " << status.error_message());
+        CHECK(status.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+        ++checked;
+      }
+    }
+  }
+  CHECK(checked >= 50 * static_cast<int>(bad.size()));
+  CHECK(Snapshot(s) == before);
+}
+
+TEST_CASE("a role too weak is refused with 403, and nothing changes [C6][C5]", "[C6][C5]") {
+  AuthSystem s;
+  Seed(s);
+  auto member = s.UserClient("mia", "ml", "MEMBER");
+  std::string before = Snapshot(s);
+  // Federation-level changes need an admin (or the center's operator).
+  const std::vector<std::tuple<std::string, std::string, std::string>> refused = {
+      {"POST", "/openapi/v1/centers", R"({"ai_center_id": "mine", "name": "mine"})"},
+      {"DELETE", "/openapi/v1/centers/x1", ""},
+      {"PATCH", "/openapi/v1/centers/x1", R"({"adapter_address": "evil.example.test:1"})"},
+      {"POST", "/openapi/v1/centers/x1/heartbeat", "{}"},
+      {"POST", "/openapi/v1/resourcespecs",
+       R"({"resource_spec_id": "s2", "resource_spec_name": "s2", "resource_quantity": {"cpu": "1"}, "service_type": "batch"})"},
+      {"PUT", "/openapi/v1/resourcespecs/x1/centers/x1/price", R"({"price": 1})"},
+      {"DELETE", "/openapi/v1/images/x1", ""},
+      {"DELETE", "/openapi/v1/datasets/x1/x1", ""},
+      {"POST", "/openapi/v1/users", R"({"name": "eve", "federation_admin": true})"},
+      {"PUT", "/openapi/v1/users/mia/projects/x1", R"({"role": "OWNER"})"},
+      {"POST", "/openapi/v1/tokens", R"({"user_name": "admin"})"},
+      {"GET", "/openapi/v1/tokens", ""},
+      {"GET", "/openapi/v1/users", ""},
+  };
+  for (const auto& [method, path, body] : refused) {
+    auto r = member->Send(method, path, body);
+    INFO(method << " " << path << ": " << r.body.dump());
+    CHECK(r.http_status == 403);
+    CHECK(r.body.value("code", "") == "PERMISSION_DENIED");
+  }
+  CHECK(Snapshot(s) == before);
+  // Reads of the federation's catalogs are open to any caller.
+  CHECK(member->Get("/openapi/v1/centers/x1").http_status == 200);
+  CHECK(member->Get("/openapi/v1/resourcespecs").http_status == 200);
+}
+
+TEST_CASE("a center operator changes its own center and no other [C6]", "[C6]") {
+  AuthSystem s;
+  Seed(s);
+  REQUIRE(s.rest->Post("/openapi/v1/centers", {{"ai_center_id", "x2"}, {"name", "x2"}}).http_status == 200);
+  REQUIRE(s.rest->Post("/openapi/v1/users", {{"name", "olga"}, {"operator_of", {"x1"}}}).http_status == 200);
+  auto olga = jc::testing::RestClient(s.app->rest_port(), s.NewToken("olga"));
+  CHECK(olga.Post("/openapi/v1/centers/x1/heartbeat", json::object()).http_status == 200);
+  CHECK(olga.Send("PATCH", "/openapi/v1/centers/x1", R"({"region": "east"})").http_status == 200);
+  CHECK(s.rest->Get("/openapi/v1/centers/x1").body["data"]["region"] == "east");
+  auto other = olga.Send("PATCH", "/openapi/v1/centers/x2", R"({"adapter_address": "evil.example.test:1"})");
+  INFO(other.body.dump());
+  CHECK(other.http_status == 403);
+  CHECK(s.rest->Get("/openapi/v1/centers/x2").body["data"].value("adapter_address", "") == "");
+  CHECK(olga.Post("/openapi/v1/centers/x2/heartbeat", json::object()).http_status == 403);
+}
+
+TEST_CASE("jobs belong to a project: another project's job is 404, lists show only the caller's projects [C6]",
+          "[C6]") {
+  AuthSystem s;
+  auto alice = s.UserClient("alice", "vision", "MEMBER");
+  auto bob = s.UserClient("bob", "speech", "MEMBER");
+  auto vera = s.UserClient("vera", "vision", "VIEWER");
+  // No center offers the spec yet: the job waits, which is all this test needs.
+  REQUIRE(s.rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "cpu-1"},
+                                                     {"resource_spec_name", "1 CPU"},
+                                                     {"resource_quantity", {{"cpu", "1"}}},
+                                                     {"service_type", "batch"}})
+              .http_status == 200);
+  json job = {{"name", "j"},
+              {"tasks", {{{"name", "t"}, {"command", "true"}, {"resourceSpecId", "cpu-1"}, {"replicaNumber", 1}}}}};
+  jc::testing::RestReply created;
+  bool scheduler_knows = jc::testing::WaitUntil([&] {
+    created = alice->Post("/openapi/v1/trainjob", job);
+    return created.http_status == 200;
+  });
+  INFO(created.body.dump());
+  REQUIRE(scheduler_knows);
+  std::string id = created.body["data"]["jobId"];
+
+  auto mine = alice->Get("/openapi/v1/trainjob/" + id);
+  REQUIRE(mine.http_status == 200);
+  CHECK(mine.body["data"]["userName"] == "alice");
+  CHECK(mine.body["data"]["project"] == "vision");
+
+  // Bob, of another project: not found, exactly as a job that does not exist.
+  auto theirs = bob->Get("/openapi/v1/trainjob/" + id);
+  auto missing = bob->Get("/openapi/v1/trainjob/job-99999999");
+  CHECK(theirs.http_status == 404);
+  CHECK(theirs.body["code"] == "NOT_FOUND");
+  CHECK(missing.http_status == 404);
+  CHECK(bob->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 404);
+  CHECK(bob->Get("/openapi/v1/trainjob/" + id + "/task/0/replica/0/log").http_status == 404);
+  CHECK(bob->Get("/openapi/v1/trainjob/" + id + "/task/0/replica/0/log/content").http_status == 404);
+  CHECK(bob->Get("/openapi/v1/trainjob").body["data"].value("jobs", json::array()).empty());
+  // Submitting to a project he is not in, or as someone else, is refused.
+  json into_vision = job;
+  into_vision["project"] = "vision";
+  CHECK(bob->Post("/openapi/v1/trainjob", into_vision).http_status == 403);
+  json as_alice = job;
+  as_alice["userName"] = "alice";
+  auto spoofed = bob->Post("/openapi/v1/trainjob", as_alice);
+  CHECK(spoofed.http_status == 400);
+  CHECK(spoofed.body.value("errorMsg", "").find("userName") != std::string::npos);
+
+  // Vera views vision: she reads the job but may not stop it.
+  CHECK(vera->Get("/openapi/v1/trainjob/" + id).http_status == 200);
+  CHECK(vera->Get("/openapi/v1/trainjob").body["data"]["jobs"].size() == 1);
+  CHECK(vera->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 403);
+  CHECK(vera->Post("/openapi/v1/trainjob", job).http_status == 403);
+  CHECK(alice->Get("/openapi/v1/trainjob/" + id).body["data"]["status"] == "pending");
+
+  // Alice stops her own job.
+  CHECK(alice->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
+  // The admin sees every project's jobs.
+  CHECK(s.rest->Get("/openapi/v1/trainjob").body["data"]["jobs"].size() == 1);
+  // Idempotency keys are the caller's own: Bob's equal key is not Alice's job.
+  httplib::Headers key = {{"Idempotency-Key", "same-key"}};
+  auto a = alice->http().Post("/openapi/v1/trainjob", key, job.dump(), "application/json");
+  json bob_job = job;
+  auto b = bob->http().Post("/openapi/v1/trainjob", key, bob_job.dump(), "application/json");
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(a->status == 200);
+  CHECK(b->status == 200);
+  CHECK(json::parse(a->body)["data"]["jobId"] != json::parse(b->body)["data"]["jobId"]);
+}
+
+TEST_CASE("OIDC tokens (RS256 and ES256) name the user, and configured claims give projects and roles [C6]",
+          "[C6]") {
+  AuthSystem s;
+  const auto& issuer = Issuer();
+  json claims = s.Claims("oidc-olive");
+  claims["projects"] = {"vision:member", "speech:viewer"};
+  for (const char* alg : {"RS256", "ES256"}) {
+    auto client = s.As("Bearer " + issuer.Sign(claims, alg));
+    auto me = client.Get("/openapi/v1/whoami");
+    INFO(alg << ": " << me.body.dump());
+    REQUIRE(me.http_status == 200);
+    CHECK(me.body["data"]["name"] == "oidc-olive");
+    CHECK(me.body["data"]["auth_method"] == "oidc");
+    CHECK(me.body["data"]["federation_admin"] == false);
+    CHECK(me.body["data"]["memberships"].size() == 2);
+    // Not an admin: admin routes are refused.
+    CHECK(client.Get("/openapi/v1/users").http_status == 403);
+  }
+  claims["roles"] = {"jointcloud-admin"};
+  auto admin = s.As("Bearer " + issuer.Sign(claims));
+  CHECK(admin.Get("/openapi/v1/users").http_status == 200);
+  // The token's claims are read fresh each call: a token past its exp stops working.
+  s.clock.Advance(absl::Seconds(600 + 61));
+  CHECK(admin.Get("/openapi/v1/users").http_status == 401);
+}
+
+TEST_CASE("API tokens: shown once, stored hashed, revoked at once, last use recorded [C6]", "[C6]") {
+  AuthSystem s;
+  REQUIRE(s.rest->Post("/openapi/v1/users", {{"name", "tom"}}).http_status == 200);
+  std::string token = s.NewToken("tom");
+  std::string id = token.substr(3, 16);
+  auto tom = jc::testing::RestClient(s.app->rest_port(), token);
+  auto me = tom.Get("/openapi/v1/whoami");
+  REQUIRE(me.http_status == 200);
+  CHECK(me.body["data"]["name"] == "tom");
+  CHECK(me.body["data"]["token_id"] == id);
+  // Lists never show a secret, and the store keeps only a hash of it.
+  auto listed = s.rest->Get("/openapi/v1/tokens?user_name=tom");
+  REQUIRE(listed.body["data"]["tokens"].size() == 1);
+  CHECK(listed.body.dump().find(token.substr(20)) == std::string::npos);
+  CHECK(listed.body["data"]["tokens"][0].contains("last_used_at"));
+  REQUIRE(s.app->identities()->FlushLastUsed().ok());
+  auto stored = s.app->identities()->ListTokens([] {
+    v1::ListTokensRequest r;
+    r.set_user_name("tom");
+    return r;
+  }());
+  REQUIRE(stored.ok());
+  CHECK(stored->tokens(0).has_last_used_at());
+  // Revoked: refused from the next call on.
+  REQUIRE(s.rest->Post("/openapi/v1/tokens/" + id + "/revoke", json::object()).http_status == 200);
+  auto after = tom.Get("/openapi/v1/whoami");
+  CHECK(after.http_status == 401);
+  CHECK(after.body.value("errorMsg", "").find("revoked") != std::string::npos);
+  // Deleting a user ends its tokens too.
+  std::string other = s.NewToken("tom");
+  REQUIRE(s.rest->Send("DELETE", "/openapi/v1/users/tom").http_status == 200);
+  CHECK(jc::testing::RestClient(s.app->rest_port(), other).Get("/openapi/v1/whoami").http_status == 401);
+}
