@@ -54,11 +54,12 @@ class CallVerdicts {
 class AuthInterceptor final : public grpc::experimental::Interceptor {
  public:
   AuthInterceptor(grpc::experimental::ServerRpcInfo* info, const Authenticator* authenticator,
-                  const MethodAccess* access)
+                  const MethodAccess* access, RateLimiter* limiter)
       : context_(info->server_context()),
         method_(info->method() != nullptr ? info->method() : ""),
         authenticator_(authenticator),
-        access_(access) {}
+        access_(access),
+        limiter_(limiter) {}
   ~AuthInterceptor() override { CallVerdicts::Get().Erase(context_); }
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
@@ -92,6 +93,9 @@ class AuthInterceptor final : public grpc::experimental::Interceptor {
       return absl::PermissionDeniedError(
           absl::StrCat(method_, " needs a federation admin; ", principal->name, " is not one"));
     }
+    if (limiter_ != nullptr && !principal->IsAdmin()) {
+      if (absl::Status admitted = limiter_->Admit(principal->name); !admitted.ok()) return admitted;
+    }
     return std::shared_ptr<const Principal>(std::make_shared<Principal>(std::move(*principal)));
   }
 
@@ -99,26 +103,30 @@ class AuthInterceptor final : public grpc::experimental::Interceptor {
   std::string method_;
   const Authenticator* authenticator_;
   const MethodAccess* access_;
+  RateLimiter* limiter_;
 };
 
 class Factory final : public grpc::experimental::ServerInterceptorFactoryInterface {
  public:
-  Factory(std::shared_ptr<const Authenticator> authenticator, std::shared_ptr<const MethodAccess> access)
-      : authenticator_(std::move(authenticator)), access_(std::move(access)) {}
+  Factory(std::shared_ptr<const Authenticator> authenticator, std::shared_ptr<const MethodAccess> access,
+          std::shared_ptr<RateLimiter> limiter)
+      : authenticator_(std::move(authenticator)), access_(std::move(access)), limiter_(std::move(limiter)) {}
   grpc::experimental::Interceptor* CreateServerInterceptor(grpc::experimental::ServerRpcInfo* info) override {
-    return new AuthInterceptor(info, authenticator_.get(), access_.get());
+    return new AuthInterceptor(info, authenticator_.get(), access_.get(), limiter_.get());
   }
 
  private:
   std::shared_ptr<const Authenticator> authenticator_;
   std::shared_ptr<const MethodAccess> access_;
+  std::shared_ptr<RateLimiter> limiter_;
 };
 
 }  // namespace
 
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> MakeAuthInterceptor(
-    std::shared_ptr<const Authenticator> authenticator, std::shared_ptr<const MethodAccess> access) {
-  return std::make_unique<Factory>(std::move(authenticator), std::move(access));
+    std::shared_ptr<const Authenticator> authenticator, std::shared_ptr<const MethodAccess> access,
+    std::shared_ptr<RateLimiter> limiter) {
+  return std::make_unique<Factory>(std::move(authenticator), std::move(access), std::move(limiter));
 }
 
 absl::StatusOr<std::shared_ptr<const Principal>> CallerOf(const grpc::ServerContextBase* context) {

@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "common/auth/principal.h"
+#include "common/auth/rate_limiter.h"
 
 namespace jc::auth {
 
@@ -44,8 +45,11 @@ class Authenticator {
   virtual absl::StatusOr<Principal> Authenticate(absl::string_view authorization) const = 0;
 };
 
+// `limiter`, when given, holds each user to its request rate (federation admins and
+// Jointcloud's services are not limited).
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> MakeAuthInterceptor(
-    std::shared_ptr<const Authenticator> authenticator, std::shared_ptr<const MethodAccess> access);
+    std::shared_ptr<const Authenticator> authenticator, std::shared_ptr<const MethodAccess> access,
+    std::shared_ptr<RateLimiter> limiter = nullptr);
 
 // The caller of the call `context` belongs to, as the interceptor admitted it; otherwise
 // the reason it was refused (UNAUTHENTICATED or PERMISSION_DENIED).

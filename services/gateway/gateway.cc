@@ -84,7 +84,9 @@ void Gateway::Install() {
       }
       res.status = HttpStatusFor(result.status.code());
       // Unavailable passes (the store restarting, a standby instance): say when to retry.
-      if (res.status == 503) res.set_header("Retry-After", "1");
+      // 503: the store restarting, a standby instance; 429: the caller's rate limit (its
+      // bucket refills at least one request a second).
+      if (res.status == 503 || res.status == 429) res.set_header("Retry-After", "1");
       if (res.status == 401) res.set_header("WWW-Authenticate", "Bearer");
       if (result.status.ok() && !result.raw_content_type.empty()) {
         res.set_content(result.data_json, result.raw_content_type.c_str());

@@ -41,12 +41,14 @@ std::vector<Route> TrainJobRoutes(std::shared_ptr<grpc::Channel> channel) {
                     v1::ListTrainJobsResponse::descriptor(), kCamel,
                     {{"userName", "string", "only this user's jobs"},
                      {"status", "string", "pending, running, completed or failed"},
+                     {"project", "string", "only this project's jobs"},
                      {"pageSize", "integer", "items per page (default 100, at most 1000)"},
                      {"pageToken", "string", "nextPageToken of the previous page"}},
                     [stub](const httplib::Request& r, const std::vector<std::string>&) {
                       v1::ListTrainJobsRequest req;
                       req.set_user_name(QueryString(r, "userName"));
                       req.set_status(QueryString(r, "status"));
+                      req.set_project(QueryString(r, "project"));
                       req.set_page_token(QueryString(r, "pageToken"));
                       int32_t size = 0;
                       absl::Status s = QueryInt(r, "pageSize", &size);

@@ -193,7 +193,8 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
     ao.oidc = o.auth.oidc;
     ao.claims = o.auth.claims;
     interceptors.push_back(auth::MakeAuthInterceptor(
-        std::make_shared<identity::IdentityAuthenticator>(app->identities_.get(), std::move(ao)), ControlPlaneAccess()));
+        std::make_shared<identity::IdentityAuthenticator>(app->identities_.get(), std::move(ao)), ControlPlaneAccess(),
+        std::make_shared<auth::RateLimiter>(o.auth.rate_limit, o.clock)));
     interceptors.push_back(MakeGrpcMetricsInterceptor(app->metrics_));
     builder.experimental().SetInterceptorCreators(std::move(interceptors));
     app->grpc_server_ = builder.BuildAndStart();

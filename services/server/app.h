@@ -56,6 +56,8 @@ struct AuthOptions {
   // an API token and writes the token here (mode 0600). Empty: no bootstrap.
   std::string bootstrap_token_file;
   identity::IdentityOptions identities;
+  // Each user's request rate (admins and services are not limited); per_second 0: none.
+  auth::RateLimit rate_limit{200, 400};
 };
 
 // Every service name --services accepts, in start order.

@@ -92,6 +92,10 @@ ABSL_FLAG(std::string, oidc_projects_claim, "projects",
 ABSL_FLAG(std::string, oidc_roles_claim, "roles", "the OIDC claim listing the user's roles");
 ABSL_FLAG(std::string, oidc_admin_role, "jointcloud-admin",
           "the role (in --oidc_roles_claim) that makes a federation admin");
+ABSL_FLAG(double, rate_limit, 200,
+          "requests per second each user may make (federation admins and Jointcloud's services are not limited); "
+          "more get 429 with Retry-After. 0: no limit");
+ABSL_FLAG(double, rate_limit_burst, 400, "how many requests above --rate_limit a user may make at once");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
 ABSL_FLAG(std::string, log_format, "text", "text or json");
 
@@ -134,6 +138,11 @@ absl::Status ConfigureAuth(jc::server::AppOptions* options) {
     auto secret = jc::auth::ReadServiceSecret(file);
     if (!secret.ok()) return secret.status();
     auth.service_secret = *secret;
+  }
+  auth.rate_limit.per_second = absl::GetFlag(FLAGS_rate_limit);
+  auth.rate_limit.burst = absl::GetFlag(FLAGS_rate_limit_burst);
+  if (auth.rate_limit.per_second < 0 || (auth.rate_limit.per_second > 0 && auth.rate_limit.burst < 1)) {
+    return absl::InvalidArgumentError("--rate_limit must not be negative, and --rate_limit_burst at least 1");
   }
   auth.bootstrap_token_file = absl::GetFlag(FLAGS_admin_token_file);
   if (auth.bootstrap_token_file.empty()) {

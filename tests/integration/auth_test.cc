@@ -43,9 +43,10 @@ struct ClockHolder {
 
 // The control plane with OIDC on (the test issuer's keys) and a clock the test moves.
 struct AuthSystem : ClockHolder, jc::testing::TestSystem {
-  AuthSystem()
-      : TestSystem([this](jc::server::AppOptions& o) {
+  explicit AuthSystem(const std::function<void(jc::server::AppOptions&)>& more = {})
+      : TestSystem([this, &more](jc::server::AppOptions& o) {
           o.clock = &clock;
+          if (more) more(o);
           jc::auth::JwtOptions jwt;
           jwt.issuer = kIssuer;
           jwt.audience = kAudience;
@@ -467,4 +468,23 @@ TEST_CASE("API tokens: shown once, stored hashed, revoked at once, last use reco
   std::string other = s.NewToken("tom");
   REQUIRE(s.rest->Send("DELETE", "/openapi/v1/users/tom").http_status == 200);
   CHECK(jc::testing::RestClient(s.app->rest_port(), other).Get("/openapi/v1/whoami").http_status == 401);
+}
+
+TEST_CASE("a user over its request rate gets 429 with Retry-After; others and admins do not [C6]", "[C6]") {
+  AuthSystem s([](jc::server::AppOptions& o) { o.auth.rate_limit = {5, 5}; });
+  auto busy = s.UserClient("busy", "p", "MEMBER");
+  auto calm = s.UserClient("calm", "p", "MEMBER");
+  for (int i = 0; i < 5; ++i) CHECK(busy->Get("/openapi/v1/whoami").http_status == 200);
+  auto res = busy->http().Get("/openapi/v1/whoami");
+  REQUIRE(res);
+  INFO(res->body);
+  CHECK(res->status == 429);
+  CHECK(res->get_header_value("Retry-After") == "1");
+  CHECK(json::parse(res->body)["code"] == "RESOURCE_EXHAUSTED");
+  // Another user's budget is its own; admins are not limited.
+  CHECK(calm->Get("/openapi/v1/whoami").http_status == 200);
+  for (int i = 0; i < 20; ++i) REQUIRE(s.rest->Get("/openapi/v1/whoami").http_status == 200);
+  // A second later the bucket holds five requests again.
+  s.clock.Advance(absl::Seconds(1));
+  CHECK(busy->Get("/openapi/v1/whoami").http_status == 200);
 }
