@@ -27,7 +27,39 @@ int HttpStatusFor(absl::StatusCode code) {
 
 namespace {
 
-std::string CodeName(absl::StatusCode code) {
+std::string Render(int http_status, const std::string& code, const std::string& message,
+                   const std::string& data_json) {
+  // The data part is spliced in verbatim: it is protobuf's JSON output, and parsing it
+  // again only to print it would double the gateway's per-request work.
+  std::string out = R"({"status":)" + std::to_string(http_status) + R"(,"code":)" +
+                    nlohmann::json(code).dump() + R"(,"errorMsg":)" +
+                    nlohmann::json(message).dump(-1, ' ', false,
+                                                 nlohmann::json::error_handler_t::replace) +
+                    R"(,"data":)" + (data_json.empty() ? "null" : data_json) + "}";
+  return out;
+}
+
+}  // namespace
+
+std::string MakeEnvelope(const absl::Status& status, const std::string& data_json) {
+  return Render(HttpStatusFor(status.code()), StatusCodeName(status.code()),
+                std::string(status.message()), status.ok() ? data_json : "null");
+}
+
+std::string MakeHttpErrorEnvelope(int http_status, const std::string& message) {
+  std::string code = "UNKNOWN";
+  switch (http_status) {
+    case 400: code = "INVALID_ARGUMENT"; break;
+    case 404: code = "NOT_FOUND"; break;
+    case 405: code = "METHOD_NOT_ALLOWED"; break;
+    case 413: code = "PAYLOAD_TOO_LARGE"; break;
+    case 415: code = "UNSUPPORTED_MEDIA_TYPE"; break;
+    default: code = http_status >= 500 ? "INTERNAL" : "INVALID_ARGUMENT";
+  }
+  return Render(http_status, code, message, "null");
+}
+
+std::string StatusCodeName(absl::StatusCode code) {
   // absl names codes in CamelCase ("NotFound"); the envelope uses the gRPC
   // constant style ("NOT_FOUND") that clients of both APIs already know.
   switch (code) {
@@ -50,38 +82,6 @@ std::string CodeName(absl::StatusCode code) {
     case absl::StatusCode::kUnauthenticated: return "UNAUTHENTICATED";
     default: return "UNKNOWN";
   }
-}
-
-std::string Render(int http_status, const std::string& code, const std::string& message,
-                   const std::string& data_json) {
-  // The data part is spliced in verbatim: it is protobuf's JSON output, and parsing it
-  // again only to print it would double the gateway's per-request work.
-  std::string out = R"({"status":)" + std::to_string(http_status) + R"(,"code":)" +
-                    nlohmann::json(code).dump() + R"(,"errorMsg":)" +
-                    nlohmann::json(message).dump(-1, ' ', false,
-                                                 nlohmann::json::error_handler_t::replace) +
-                    R"(,"data":)" + (data_json.empty() ? "null" : data_json) + "}";
-  return out;
-}
-
-}  // namespace
-
-std::string MakeEnvelope(const absl::Status& status, const std::string& data_json) {
-  return Render(HttpStatusFor(status.code()), CodeName(status.code()),
-                std::string(status.message()), status.ok() ? data_json : "null");
-}
-
-std::string MakeHttpErrorEnvelope(int http_status, const std::string& message) {
-  std::string code = "UNKNOWN";
-  switch (http_status) {
-    case 400: code = "INVALID_ARGUMENT"; break;
-    case 404: code = "NOT_FOUND"; break;
-    case 405: code = "METHOD_NOT_ALLOWED"; break;
-    case 413: code = "PAYLOAD_TOO_LARGE"; break;
-    case 415: code = "UNSUPPORTED_MEDIA_TYPE"; break;
-    default: code = http_status >= 500 ? "INTERNAL" : "INVALID_ARGUMENT";
-  }
-  return Render(http_status, code, message, "null");
 }
 
 }  // namespace jc

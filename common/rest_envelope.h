@@ -17,6 +17,9 @@ int HttpStatusFor(absl::StatusCode code);
 // "NOT_FOUND", ...), `errorMsg` the message ("" on success).
 std::string MakeEnvelope(const absl::Status& status, const std::string& data_json);
 
+// The canonical name of `code` as both APIs spell it ("NOT_FOUND", "PERMISSION_DENIED").
+std::string StatusCodeName(absl::StatusCode code);
+
 // Same, for HTTP-level failures that have no absl::Status (e.g. 413 from the server).
 std::string MakeHttpErrorEnvelope(int http_status, const std::string& message);
 

@@ -1,41 +1,52 @@
 #include "common/auth/auth_interceptor.h"
 
+#include <google/protobuf/message.h>
+#include <spdlog/spdlog.h>
+
 #include <array>
 #include <functional>
 #include <mutex>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/audit/describe_object.h"
+#include "common/rest_envelope.h"
 
 namespace jc::auth {
 namespace {
 
 using grpc::experimental::InterceptionHookPoints;
-using Verdict = absl::StatusOr<std::shared_ptr<const Principal>>;
 
-// Each admitted (or refused) call's verdict, by its server context, for as long as the
-// call lives. Sharded so that concurrent calls rarely share a lock.
-class CallVerdicts {
+std::string Metadata(const std::multimap<grpc::string_ref, grpc::string_ref>* metadata, const char* key) {
+  if (metadata == nullptr) return "";
+  auto it = metadata->find(key);
+  return it == metadata->end() ? "" : std::string(it->second.data(), it->second.size());
+}
+
+// Each live call's decision, by its server context. Sharded so that concurrent calls
+// rarely share a lock.
+class CallDecisions {
  public:
-  static CallVerdicts& Get() {
-    static auto* verdicts = new CallVerdicts();
-    return *verdicts;
+  static CallDecisions& Get() {
+    static auto* decisions = new CallDecisions();
+    return *decisions;
   }
-  void Put(const grpc::ServerContextBase* ctx, Verdict verdict) {
+  void Put(const grpc::ServerContextBase* ctx, CallDecision decision) {
     Shard& s = ShardOf(ctx);
     std::lock_guard<std::mutex> lock(s.mu);
-    s.verdicts.insert_or_assign(ctx, std::move(verdict));
+    s.decisions.insert_or_assign(ctx, std::move(decision));
   }
   void Erase(const grpc::ServerContextBase* ctx) {
     Shard& s = ShardOf(ctx);
     std::lock_guard<std::mutex> lock(s.mu);
-    s.verdicts.erase(ctx);
+    s.decisions.erase(ctx);
   }
-  Verdict Find(const grpc::ServerContextBase* ctx) {
+  CallDecision Find(const grpc::ServerContextBase* ctx) {
     Shard& s = ShardOf(ctx);
     std::lock_guard<std::mutex> lock(s.mu);
-    auto it = s.verdicts.find(ctx);
-    if (it == s.verdicts.end()) {
-      return absl::UnauthenticatedError("this server did not authenticate the call");
+    auto it = s.decisions.find(ctx);
+    if (it == s.decisions.end()) {
+      return {absl::UnauthenticatedError("this server did not authenticate the call"), nullptr};
     }
     return it->second;
   }
@@ -43,7 +54,7 @@ class CallVerdicts {
  private:
   struct Shard {
     std::mutex mu;
-    absl::flat_hash_map<const grpc::ServerContextBase*, Verdict> verdicts;
+    absl::flat_hash_map<const grpc::ServerContextBase*, CallDecision> decisions;
   };
   Shard& ShardOf(const grpc::ServerContextBase* ctx) {
     return shards_[std::hash<const void*>()(ctx) % shards_.size()];
@@ -54,34 +65,48 @@ class CallVerdicts {
 class AuthInterceptor final : public grpc::experimental::Interceptor {
  public:
   AuthInterceptor(grpc::experimental::ServerRpcInfo* info, const Authenticator* authenticator,
-                  const MethodAccess* access, RateLimiter* limiter)
+                  const MethodAccess* access, RateLimiter* limiter, audit::AuditLog* audit)
       : context_(info->server_context()),
         method_(info->method() != nullptr ? info->method() : ""),
         authenticator_(authenticator),
         access_(access),
-        limiter_(limiter) {}
-  ~AuthInterceptor() override { CallVerdicts::Get().Erase(context_); }
+        limiter_(limiter),
+        audit_log_(audit) {}
+  ~AuthInterceptor() override { CallDecisions::Get().Erase(context_); }
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_INITIAL_METADATA)) {
       const auto* metadata = methods->GetRecvInitialMetadata();
-      std::string authorization;
-      if (metadata != nullptr) {
-        auto it = metadata->find("authorization");
-        if (it != metadata->end()) authorization.assign(it->second.data(), it->second.size());
+      CallDecision decision;
+      decision.caller = Decide(Metadata(metadata, "authorization"));
+      auto rule = access_->find(method_);
+      bool by_service = decision.caller.ok() && (*decision.caller)->kind == Principal::Kind::kService;
+      if (audit_log_ != nullptr && rule != access_->end() && rule->second.audited && !by_service) {
+        audit_ = audit_log_->Begin();
+        Describe(metadata, decision.caller);
+        decision.audit = audit_;
       }
-      CallVerdicts::Get().Put(context_, Decide(authorization));
+      CallDecisions::Get().Put(context_, std::move(decision));
+    }
+    if (audit_ != nullptr && methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_MESSAGE)) {
+      // The request is a generated protobuf message (Message is its only base).
+      if (const void* message = methods->GetRecvMessage(); message != nullptr) {
+        audit_->record.set_object(audit::DescribeObject(*static_cast<const google::protobuf::Message*>(message)));
+      }
+    }
+    if (audit_ != nullptr && methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
+      Conclude(methods->GetSendStatus());
     }
     methods->Proceed();
   }
 
  private:
-  Verdict Decide(const std::string& authorization) const {
+  absl::StatusOr<std::shared_ptr<const Principal>> Decide(const std::string& authorization) const {
     auto level = access_->find(method_);
     if (level == access_->end()) {
       return absl::PermissionDeniedError(absl::StrCat("method ", method_, " is not open to callers"));
     }
-    if (level->second == Access::kPublic) {
+    if (level->second.access == Access::kPublic) {
       auto principal = std::make_shared<Principal>();
       principal->name = "anonymous";
       principal->auth_method = "none";
@@ -89,7 +114,7 @@ class AuthInterceptor final : public grpc::experimental::Interceptor {
     }
     auto principal = authenticator_->Authenticate(authorization);
     if (!principal.ok()) return principal.status();
-    if (level->second == Access::kAdmin && !principal->IsAdmin()) {
+    if (level->second.access == Access::kAdmin && !principal->IsAdmin()) {
       return absl::PermissionDeniedError(
           absl::StrCat(method_, " needs a federation admin; ", principal->name, " is not one"));
     }
@@ -99,38 +124,78 @@ class AuthInterceptor final : public grpc::experimental::Interceptor {
     return std::shared_ptr<const Principal>(std::make_shared<Principal>(std::move(*principal)));
   }
 
+  void Describe(const std::multimap<grpc::string_ref, grpc::string_ref>* metadata,
+                const absl::StatusOr<std::shared_ptr<const Principal>>& caller) {
+    auto& r = audit_->record;
+    absl::string_view method = method_;
+    if (absl::StartsWith(method, "/jointcloud.v1.")) method.remove_prefix(std::strlen("/jointcloud.v1."));
+    std::string action(method);
+    std::replace(action.begin(), action.end(), '/', '.');
+    r.set_action(action);
+    if (caller.ok()) {
+      r.set_actor((*caller)->name);
+      r.set_auth_method((*caller)->auth_method);
+    }
+    r.set_request_id(Metadata(metadata, "x-request-id"));
+    // The gateway forwards its client's address over the in-process channel; a caller
+    // over TCP is where its connection comes from.
+    std::string peer = context_->peer();
+    std::string forwarded = Metadata(metadata, "x-forwarded-for");
+    r.set_source(absl::StartsWith(peer, "ipv") || forwarded.empty() ? peer : forwarded);
+  }
+
+  // After the handler: a call whose change committed has its row; any other gets one now.
+  void Conclude(const grpc::Status& status) {
+    if (audit_->rider.committed) return;
+    auto& r = audit_->record;
+    r.set_outcome(StatusCodeName(static_cast<absl::StatusCode>(status.error_code())));
+    r.set_message(status.error_message());
+    if (absl::Status written = audit_log_->WriteAlone(r); !written.ok()) {
+      spdlog::error("audit: the record of {} by {} ({}) was not written: {}", r.action(), r.actor(), r.outcome(),
+                    written.ToString());
+    }
+  }
+
   const grpc::ServerContextBase* context_;
   std::string method_;
   const Authenticator* authenticator_;
   const MethodAccess* access_;
   RateLimiter* limiter_;
+  audit::AuditLog* audit_log_;
+  std::shared_ptr<audit::CallAudit> audit_;
 };
 
 class Factory final : public grpc::experimental::ServerInterceptorFactoryInterface {
  public:
   Factory(std::shared_ptr<const Authenticator> authenticator, std::shared_ptr<const MethodAccess> access,
-          std::shared_ptr<RateLimiter> limiter)
-      : authenticator_(std::move(authenticator)), access_(std::move(access)), limiter_(std::move(limiter)) {}
+          std::shared_ptr<RateLimiter> limiter, std::shared_ptr<audit::AuditLog> audit)
+      : authenticator_(std::move(authenticator)),
+        access_(std::move(access)),
+        limiter_(std::move(limiter)),
+        audit_(std::move(audit)) {}
   grpc::experimental::Interceptor* CreateServerInterceptor(grpc::experimental::ServerRpcInfo* info) override {
-    return new AuthInterceptor(info, authenticator_.get(), access_.get(), limiter_.get());
+    return new AuthInterceptor(info, authenticator_.get(), access_.get(), limiter_.get(), audit_.get());
   }
 
  private:
   std::shared_ptr<const Authenticator> authenticator_;
   std::shared_ptr<const MethodAccess> access_;
   std::shared_ptr<RateLimiter> limiter_;
+  std::shared_ptr<audit::AuditLog> audit_;
 };
 
 }  // namespace
 
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> MakeAuthInterceptor(
     std::shared_ptr<const Authenticator> authenticator, std::shared_ptr<const MethodAccess> access,
-    std::shared_ptr<RateLimiter> limiter) {
-  return std::make_unique<Factory>(std::move(authenticator), std::move(access), std::move(limiter));
+    std::shared_ptr<RateLimiter> limiter, std::shared_ptr<audit::AuditLog> audit) {
+  return std::make_unique<Factory>(std::move(authenticator), std::move(access), std::move(limiter), std::move(audit));
 }
 
+CallDecision DecisionOf(const grpc::ServerContextBase* context) { return CallDecisions::Get().Find(context); }
+
 absl::StatusOr<std::shared_ptr<const Principal>> CallerOf(const grpc::ServerContextBase* context) {
-  return CallVerdicts::Get().Find(context);
+  return DecisionOf(context).caller;
 }
 
 }  // namespace jc::auth

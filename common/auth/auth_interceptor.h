@@ -20,6 +20,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/audit/audit_log.h"
 #include "common/auth/principal.h"
 #include "common/auth/rate_limiter.h"
 
@@ -33,9 +34,16 @@ enum class Access {
   kAdmin,          // federation admins and Jointcloud's own services
 };
 
-// Full method name ("/jointcloud.v1.JobService/CreateTrainJob") -> access. A method not in
+struct MethodRule {
+  Access access;
+  // A mutation: its calls by users (not by Jointcloud's services) get an audit row, in the
+  // transaction of the change, or on their own when they changed nothing.
+  bool audited = false;
+};
+
+// Full method name ("/jointcloud.v1.JobService/CreateTrainJob") -> rule. A method not in
 // the table is refused (PERMISSION_DENIED): a new method cannot be open by omission.
-using MethodAccess = absl::flat_hash_map<std::string, Access>;
+using MethodAccess = absl::flat_hash_map<std::string, MethodRule>;
 
 class Authenticator {
  public:
@@ -46,19 +54,32 @@ class Authenticator {
 };
 
 // `limiter`, when given, holds each user to its request rate (federation admins and
-// Jointcloud's services are not limited).
+// Jointcloud's services are not limited). `audit`, when given, records the audited
+// methods' calls.
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> MakeAuthInterceptor(
     std::shared_ptr<const Authenticator> authenticator, std::shared_ptr<const MethodAccess> access,
-    std::shared_ptr<RateLimiter> limiter = nullptr);
+    std::shared_ptr<RateLimiter> limiter = nullptr, std::shared_ptr<audit::AuditLog> audit = nullptr);
 
-// The caller of the call `context` belongs to, as the interceptor admitted it; otherwise
-// the reason it was refused (UNAUTHENTICATED or PERMISSION_DENIED).
+// What the interceptor decided for a call: its caller, or why it was refused
+// (UNAUTHENTICATED, PERMISSION_DENIED, RESOURCE_EXHAUSTED); and its audit, when audited.
+struct CallDecision {
+  absl::StatusOr<std::shared_ptr<const Principal>> caller;
+  std::shared_ptr<audit::CallAudit> audit;
+};
+
+// The decision for the call `context` belongs to; a call the interceptor never saw is
+// refused.
+CallDecision DecisionOf(const grpc::ServerContextBase* context);
 absl::StatusOr<std::shared_ptr<const Principal>> CallerOf(const grpc::ServerContextBase* context);
 
 }  // namespace jc::auth
 
-// First line of a handler: binds `var` to the caller or returns the refusal as a gRPC status.
-#define JC_GRPC_CALLER(var, context)                                  \
-  auto var##_or_ = ::jc::auth::CallerOf(context);                     \
-  if (!var##_or_.ok()) return ::jc::ToGrpcStatus(var##_or_.status()); \
-  [[maybe_unused]] const ::jc::auth::Principal& var = **var##_or_
+// First line of a handler: binds `var` to the caller or returns the refusal as a gRPC
+// status; while the handler runs, the call's audit row rides along with the first
+// transaction that writes (store::RiderScope).
+#define JC_GRPC_CALLER(var, context)                                                                  \
+  auto var##_decision_ = ::jc::auth::DecisionOf(context);                                             \
+  if (!var##_decision_.caller.ok()) return ::jc::ToGrpcStatus(var##_decision_.caller.status());      \
+  ::jc::store::RiderScope var##_audit_rides_(var##_decision_.audit ? &var##_decision_.audit->rider    \
+                                                                    : nullptr);                       \
+  [[maybe_unused]] const ::jc::auth::Principal& var = **var##_decision_.caller

@@ -73,6 +73,7 @@ class PostgresTransaction final : public Transaction {
 
   absl::StatusOr<int64_t> Exec(absl::string_view sql, const Params& params) override {
     if (work_ == nullptr) return absl::FailedPreconditionError("transaction already committed");
+    NoteWrite();
     try {
       return static_cast<int64_t>(Run(sql, params).affected_rows());
     } catch (const std::exception& e) {
@@ -200,8 +201,10 @@ PostgresTransaction::~PostgresTransaction() {
 
 absl::Status PostgresTransaction::Commit() {
   if (work_ == nullptr) return absl::FailedPreconditionError("transaction already committed");
+  JC_RETURN_IF_ERROR(BeforeCommit());
   try {
     work_->commit();
+    AfterCommit();
     // Hand the connection back now, so it serves others while this object lives on.
     work_.reset();
     store_->Release(std::move(conn_));

@@ -126,6 +126,20 @@ const std::vector<Migration>& Migrations() {
            "ALTER TABLE jobs ADD COLUMN project TEXT NOT NULL DEFAULT ''",
            "CREATE INDEX jobs_project ON jobs (project)",
        }},
+      {8,
+       "audit log: one row per mutation, written in the change's transaction, and per refused attempt",
+       {
+           "CREATE TABLE audit_log ("
+           "  id TEXT PRIMARY KEY,"
+           "  actor TEXT NOT NULL,"
+           "  project TEXT NOT NULL,"
+           "  action TEXT NOT NULL,"
+           "  object TEXT NOT NULL,"
+           "  outcome TEXT NOT NULL,"
+           "  doc TEXT NOT NULL)",
+           "CREATE INDEX audit_log_actor ON audit_log (actor)",
+           "CREATE INDEX audit_log_action ON audit_log (action)",
+       }},
   };
   return *migrations;
 }

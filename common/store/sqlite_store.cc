@@ -73,14 +73,18 @@ class SqliteTransaction final : public Transaction {
 
   absl::StatusOr<int64_t> Exec(absl::string_view sql, const Params& params) override {
     if (done_) return absl::FailedPreconditionError("transaction already committed");
+    NoteWrite();
     JC_RETURN_IF_ERROR(Run(sql, params, nullptr));
     return static_cast<int64_t>(sqlite3_changes(db_));
   }
 
   absl::Status Commit() override {
+    if (done_) return absl::FailedPreconditionError("transaction already committed");
+    JC_RETURN_IF_ERROR(BeforeCommit());
     int rc = sqlite3_exec(db_, "COMMIT", nullptr, nullptr, nullptr);
     if (rc != SQLITE_OK) return SqliteError(db_, rc, "commit");
     done_ = true;
+    AfterCommit();
     // Let the next transaction in at once, even while this object lives on.
     lock_.unlock();
     return absl::OkStatus();

@@ -5,6 +5,27 @@
 #include "common/status_macros.h"
 
 namespace jc::store {
+namespace {
+
+thread_local RiderRow* rider = nullptr;
+
+}  // namespace
+
+RiderScope::RiderScope(RiderRow* row) : previous_(rider) { rider = row; }
+RiderScope::~RiderScope() { rider = previous_; }
+
+absl::Status Transaction::BeforeCommit() {
+  if (!wrote_ || rider == nullptr || rider->committed || carried_ != nullptr) return absl::OkStatus();
+  RiderRow* row = rider;
+  Params values = row->values();
+  JC_RETURN_IF_ERROR(Exec(absl::StrCat(row->insert, " VALUES ", ValuesList(1, values.size())), values).status());
+  carried_ = row;
+  return absl::OkStatus();
+}
+
+void Transaction::AfterCommit() {
+  if (carried_ != nullptr) carried_->committed = true;
+}
 
 absl::StatusOr<Rows> Store::Query(absl::string_view sql, const Params& params) {
   JC_ASSIGN_OR_RETURN(auto txn, Begin());

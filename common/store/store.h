@@ -7,6 +7,7 @@
 
 #include "absl/strings/string_view.h"
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +27,27 @@ using Params = std::vector<SqlValue>;
 using Row = std::vector<std::optional<std::string>>;
 using Rows = std::vector<Row>;
 
+// A row that rides along with a change: the next transaction this thread commits after
+// writing also inserts it, in that transaction (the audit row of the request being served,
+// common/audit). `committed` says whether one did.
+struct RiderRow {
+  std::string insert;                   // "INSERT INTO t (a, b, c)"
+  std::function<Params()> values;       // read when the row is written
+  bool committed = false;
+};
+
+// Makes `row` ride along with this thread's writing transactions until the scope ends.
+class RiderScope {
+ public:
+  explicit RiderScope(RiderRow* row);
+  ~RiderScope();
+  RiderScope(const RiderScope&) = delete;
+  RiderScope& operator=(const RiderScope&) = delete;
+
+ private:
+  RiderRow* previous_;
+};
+
 // A unit of work. Destroying it without Commit() rolls back.
 class Transaction {
  public:
@@ -39,6 +61,18 @@ class Transaction {
   // statement or its commit (group commits do: one statement for many jobs). A
   // unique-key violation is AlreadyExists, then or at that later statement.
   virtual absl::Status InsertRow(absl::string_view insert, const Params& row);
+
+ protected:
+  // Backends call NoteWrite() from every statement that may change rows, BeforeCommit()
+  // first thing in Commit() (it inserts this thread's rider row when the transaction
+  // wrote), and AfterCommit() once the commit succeeded.
+  void NoteWrite() { wrote_ = true; }
+  absl::Status BeforeCommit();
+  void AfterCommit();
+
+ private:
+  bool wrote_ = false;
+  RiderRow* carried_ = nullptr;
 };
 
 // "($1, $2, ...), ($3, $4, ...)": the VALUES list of `rows` rows of `columns` values.

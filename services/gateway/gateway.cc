@@ -6,8 +6,11 @@
 #include <prometheus/text_serializer.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <chrono>
 #include <regex>
+
+#include "absl/time/clock.h"
 
 #include "absl/strings/str_cat.h"
 #include "common/admin_server.h"
@@ -21,6 +24,12 @@ namespace jc::gateway {
 namespace {
 
 constexpr char kJson[] = "application/json";
+
+std::string NewRequestId() {
+  static std::atomic<uint64_t> next{0};
+  static const uint64_t boot = static_cast<uint64_t>(absl::ToUnixMicros(absl::Now()));
+  return absl::StrCat(absl::Hex(boot), "-", next.fetch_add(1));
+}
 
 // "/openapi/v1/centers/{ai_center_id}" -> "/openapi/v1/centers/([^/]+)".
 std::string PathRegex(const std::string& path) {
@@ -77,9 +86,13 @@ void Gateway::Install() {
       auto start = std::chrono::steady_clock::now();
       std::vector<std::string> params;
       for (size_t i = 1; i < req.matches.size(); ++i) params.push_back(req.matches[i].str());
+      // Every answer names its request, for logs and the audit log.
+      std::string request_id = req.get_header_value("X-Request-Id").substr(0, 128);
+      if (request_id.empty()) request_id = NewRequestId();
+      res.set_header("X-Request-Id", request_id);
       RestResult result;
       {
-        ServingRequest serving(req);
+        ServingRequest serving(req, request_id);
         result = route.handler(req, params);
       }
       res.status = HttpStatusFor(result.status.code());

@@ -130,6 +130,24 @@ std::vector<Route> IdentityRoutes(std::shared_ptr<grpc::Channel> channel) {
                       req.set_token_id(p[0]);
                       return CallUnary(stub.get(), &S::RevokeToken, req, kSnake);
                     }});
+  std::vector<QueryParam> audit_query = paging;
+  for (const char* field : {"actor", "action", "object", "outcome", "project"}) {
+    audit_query.push_back({field, "string", std::string("only records with this ") + field});
+  }
+  routes.push_back({"GET", base + "/audit", "identity",
+                    "The audit log, oldest first: every mutation and refused attempt, who, what, outcome, "
+                    "request id, source (admins)",
+                    nullptr, v1::ListAuditRecordsResponse::descriptor(), kSnake, audit_query,
+                    [stub](const httplib::Request& r, const std::vector<std::string>&) {
+                      v1::ListAuditRecordsRequest req;
+                      req.set_actor(QueryString(r, "actor"));
+                      req.set_action(QueryString(r, "action"));
+                      req.set_object(QueryString(r, "object"));
+                      req.set_outcome(QueryString(r, "outcome"));
+                      req.set_project(QueryString(r, "project"));
+                      return IfOk(ReadPaging(r, &req),
+                                  [&] { return CallUnary(stub.get(), &S::ListAuditRecords, req, kSnake); });
+                    }});
   return routes;
 }
 

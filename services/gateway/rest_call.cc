@@ -10,11 +10,18 @@ namespace jc::gateway {
 namespace {
 
 thread_local const httplib::Request* serving = nullptr;
+thread_local const std::string* serving_id = nullptr;
 
 }  // namespace
 
-ServingRequest::ServingRequest(const httplib::Request& request) { serving = &request; }
-ServingRequest::~ServingRequest() { serving = nullptr; }
+ServingRequest::ServingRequest(const httplib::Request& request, const std::string& request_id) {
+  serving = &request;
+  serving_id = &request_id;
+}
+ServingRequest::~ServingRequest() {
+  serving = nullptr;
+  serving_id = nullptr;
+}
 
 void PrepareContext(grpc::ClientContext* ctx) {
   ctx->set_deadline(std::chrono::system_clock::now() + kRpcTimeout);
@@ -23,6 +30,7 @@ void PrepareContext(grpc::ClientContext* ctx) {
     ctx->AddMetadata("authorization", serving->get_header_value("Authorization"));
   }
   ctx->AddMetadata("x-forwarded-for", serving->remote_addr);
+  if (serving_id != nullptr && !serving_id->empty()) ctx->AddMetadata("x-request-id", *serving_id);
 }
 
 absl::Status ParseBody(const httplib::Request& request, google::protobuf::Message* message,

@@ -25,7 +25,9 @@ inline constexpr auto kRpcTimeout = std::chrono::seconds(30);
 // gateway authenticate them; the gateway itself decides nothing about identity).
 class ServingRequest {
  public:
-  explicit ServingRequest(const httplib::Request& request);
+  // `request_id` identifies the request in logs and the audit log (the client's
+  // X-Request-Id, or one the gateway made).
+  ServingRequest(const httplib::Request& request, const std::string& request_id);
   ~ServingRequest();
   ServingRequest(const ServingRequest&) = delete;
   ServingRequest& operator=(const ServingRequest&) = delete;

@@ -14,7 +14,7 @@ using grpc::Status;
 // handler still takes its caller, so a call the interceptor did not admit does nothing).
 class IdentityService final : public v1::IdentityService::Service {
  public:
-  explicit IdentityService(IdentityStore* s) : s_(s) {}
+  IdentityService(IdentityStore* s, audit::AuditLog* audit) : s_(s), audit_(audit) {}
 
   Status CreateUser(ServerContext* ctx, const v1::CreateUserRequest* req, v1::User* resp) override {
     JC_GRPC_CALLER(caller, ctx);
@@ -82,6 +82,12 @@ class IdentityService final : public v1::IdentityService::Service {
     return Status::OK;
   }
 
+  Status ListAuditRecords(ServerContext* ctx, const v1::ListAuditRecordsRequest* req,
+                          v1::ListAuditRecordsResponse* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
+    return Reply(Admin(caller, "reading the audit log", [&] { return audit_->List(*req); }), resp);
+  }
+
  private:
   template <typename Fn>
   static auto Admin(const auth::Principal& caller, const char* what, Fn&& fn) -> decltype(fn()) {
@@ -90,12 +96,13 @@ class IdentityService final : public v1::IdentityService::Service {
   }
 
   IdentityStore* s_;
+  audit::AuditLog* audit_;
 };
 
 }  // namespace
 
-std::unique_ptr<grpc::Service> MakeIdentityService(IdentityStore* identities) {
-  return std::make_unique<IdentityService>(identities);
+std::unique_ptr<grpc::Service> MakeIdentityService(IdentityStore* identities, audit::AuditLog* audit) {
+  return std::make_unique<IdentityService>(identities, audit);
 }
 
 }  // namespace jc::identity

@@ -2,6 +2,7 @@
 
 #include <memory>
 
+#include "common/audit/audit_log.h"
 #include "services/identity/identity_store.h"
 
 namespace grpc {
@@ -11,6 +12,6 @@ class Service;
 namespace jc::identity {
 
 // The gRPC edge of identities (jointcloud.v1.IdentityService).
-std::unique_ptr<grpc::Service> MakeIdentityService(IdentityStore* identities);
+std::unique_ptr<grpc::Service> MakeIdentityService(IdentityStore* identities, audit::AuditLog* audit);
 
 }  // namespace jc::identity

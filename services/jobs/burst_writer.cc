@@ -14,6 +14,7 @@ WriteOutcome CommitBurst(JobStore& store, const JobWrites& writes) {
   JobWrites rest;
   rest.saves = writes.saves;
   rest.cursors = writes.cursors;
+  rest.audits = writes.audits;
   out.status = store.Write(rest);
   for (size_t i = 0; i < writes.inserts.size(); ++i) {
     JobWrites one;

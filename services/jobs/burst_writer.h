@@ -28,6 +28,7 @@ struct JobWrites {
     std::string idempotency_key;
     int64_t version = 1;
     std::string doc;
+    store::Params audit;  // the audit row of the create (common/audit), if audited
   };
   struct Save {
     std::string job_id;
@@ -38,8 +39,9 @@ struct JobWrites {
   std::vector<NewJob> inserts;
   std::vector<Save> saves;
   std::map<std::string, uint64_t> cursors;  // watch cursor by center
+  std::vector<store::Params> audits;        // audit rows of the stops the burst applied
 
-  bool empty() const { return inserts.empty() && saves.empty() && cursors.empty(); }
+  bool empty() const { return inserts.empty() && saves.empty() && cursors.empty() && audits.empty(); }
 };
 
 struct WriteOutcome {

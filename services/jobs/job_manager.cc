@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/audit/audit_log.h"
 #include "common/status_macros.h"
 #include "common/store/doc.h"
 #include "common/store/doc.h"
@@ -306,10 +307,22 @@ void JobManager::Flush() {
     const v1::JobRecord& r = c.job.record;
     absl::StatusOr<std::string> doc = Encode(c.job);
     if (!doc.ok()) return StepDown(absl::StrCat("encoding job ", r.job_id(), " failed: ", doc.status().message()));
+    store::Params audit_row;
+    if (c.audit.has_value()) {
+      c.audit->set_object(absl::StrCat("job_id=", r.job_id()));
+      auto row = audit::AuditLog::Values(*c.audit);
+      if (!row.ok()) return StepDown(absl::StrCat("encoding an audit record failed: ", row.status().message()));
+      audit_row = std::move(*row);
+    }
     writes.inserts.push_back({r.job_id(), r.seq(), r.request().user_name(), r.request().project(), r.status(),
-                              r.request().idempotency_key(), c.job.version, std::move(*doc)});
+                              r.request().idempotency_key(), c.job.version, std::move(*doc), std::move(audit_row)});
   }
   writes.cursors = burst_.cursors;
+  for (const auto& a : burst_.audits) {
+    auto row = audit::AuditLog::Values(a);
+    if (!row.ok()) return StepDown(absl::StrCat("encoding an audit record failed: ", row.status().message()));
+    writes.audits.push_back(std::move(*row));
+  }
   Burst burst = std::move(burst_);
   burst_ = Burst();
   // Messages that arrive during the commit gather into the next burst.
@@ -434,7 +447,8 @@ void JobManager::SendDispatches(const std::vector<Dispatch>& dispatches) {
 
 // ---- Requests ----
 
-absl::StatusOr<v1::CreateTrainJobResponse> JobManager::Create(v1::CreateTrainJobRequest req) {
+absl::StatusOr<v1::CreateTrainJobResponse> JobManager::Create(v1::CreateTrainJobRequest req,
+                                                              std::optional<v1::AuditRecord> audit) {
   if (!leading_) return StandbyError();
   if (absl::Status s = ValidateCreate(req); !s.ok()) return s;
   if (absl::Status s = scheduler_->Validate(req); !s.ok()) return s;
@@ -452,7 +466,9 @@ absl::StatusOr<v1::CreateTrainJobResponse> JobManager::Create(v1::CreateTrainJob
   }
   auto reply = std::make_shared<std::promise<absl::StatusOr<v1::CreateTrainJobResponse>>>();
   auto answer = reply->get_future();
-  loop_.Post([this, req = std::move(req), reply]() mutable { OnCreate(std::move(req), reply); });
+  loop_.Post([this, req = std::move(req), reply, audit = std::move(audit)]() mutable {
+    OnCreate(std::move(req), reply, std::move(audit));
+  });
   absl::StatusOr<v1::CreateTrainJobResponse> created = absl::UnavailableError("the job manager is stopping; retry");
   try {
     created = answer.get();
@@ -466,7 +482,7 @@ absl::StatusOr<v1::CreateTrainJobResponse> JobManager::Create(v1::CreateTrainJob
   return created;
 }
 
-void JobManager::OnCreate(v1::CreateTrainJobRequest req, CreateReply reply) {
+void JobManager::OnCreate(v1::CreateTrainJobRequest req, CreateReply reply, std::optional<v1::AuditRecord> audit) {
   if (!leading_) {
     reply->set_value(StandbyError());
     return;
@@ -485,6 +501,7 @@ void JobManager::OnCreate(v1::CreateTrainJobRequest req, CreateReply reply) {
   }
   NewJob c;
   c.reply = std::move(reply);
+  c.audit = std::move(audit);
   v1::JobRecord& record = c.job.record;
   record.set_seq(next_seq_++);
   record.set_job_id(absl::StrFormat("job-%08d", record.seq()));
@@ -512,11 +529,11 @@ void JobManager::OnCreate(v1::CreateTrainJobRequest req, CreateReply reply) {
   burst_.creates.push_back(std::move(c));
 }
 
-absl::Status JobManager::StopJob(const std::string& job_id) {
+absl::Status JobManager::StopJob(const std::string& job_id, std::optional<v1::AuditRecord> audit) {
   if (!leading_) return StandbyError();
   auto reply = std::make_shared<std::promise<std::optional<absl::Status>>>();
   auto answer = reply->get_future();
-  loop_.Post([this, job_id, reply] { OnStop(job_id, reply); });
+  loop_.Post([this, job_id, reply, audit = std::move(audit)]() mutable { OnStop(job_id, reply, std::move(audit)); });
   std::optional<absl::Status> stopped = absl::UnavailableError("the job manager is stopping; retry");
   try {
     stopped = answer.get();
@@ -530,7 +547,7 @@ absl::Status JobManager::StopJob(const std::string& job_id) {
       absl::StrCat("job ", job_id, " has already ended (", stored->status(), "); there is nothing to stop"));
 }
 
-void JobManager::OnStop(const std::string& job_id, StopReply reply) {
+void JobManager::OnStop(const std::string& job_id, StopReply reply, std::optional<v1::AuditRecord> audit) {
   if (!leading_) {
     reply->set_value(StandbyError());
     return;
@@ -553,6 +570,7 @@ void JobManager::OnStop(const std::string& job_id, StopReply reply) {
   ApplyEffects(it->second, fx);
   MarkDirty(job_id);
   burst_.stop_replies.push_back(std::move(reply));
+  if (audit.has_value()) burst_.audits.push_back(std::move(*audit));
 }
 
 // ---- Scheduling ----

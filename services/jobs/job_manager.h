@@ -29,6 +29,7 @@
 #include "common/event_loop.h"
 #include "common/periodic_task.h"
 #include "common/thread_pool.h"
+#include "jointcloud/v1/identity.pb.h"
 #include "services/jobs/adapter_addresses.h"
 #include "services/jobs/data_mover.h"
 #include "services/jobs/dispatcher.h"
@@ -90,8 +91,10 @@ class JobManager {
   // Acknowledged only once committed. A create whose idempotency key was seen returns
   // the job that key created. The answer carries the centers of the first scheduling
   // attempt (empty while the job waits).
-  absl::StatusOr<v1::CreateTrainJobResponse> Create(v1::CreateTrainJobRequest request);
-  absl::Status StopJob(const std::string& job_id);
+  // `audit`, when given, is written in the transaction that records the create (or stop).
+  absl::StatusOr<v1::CreateTrainJobResponse> Create(v1::CreateTrainJobRequest request,
+                                                    std::optional<v1::AuditRecord> audit = std::nullopt);
+  absl::Status StopJob(const std::string& job_id, std::optional<v1::AuditRecord> audit = std::nullopt);
   absl::StatusOr<v1::TrainJob> Get(const std::string& job_id);
   // With `projects`, only jobs of those projects (what the caller may see).
   absl::StatusOr<v1::ListTrainJobsResponse> List(const v1::ListTrainJobsRequest& request,
@@ -123,6 +126,7 @@ class JobManager {
     Snapshot snapshot;  // what the insert writes
     std::vector<Dispatch> dispatches;
     CreateReply reply;
+    std::optional<v1::AuditRecord> audit;
   };
   // What one burst of messages decided: its writes, and what follows once they commit.
   struct Burst {
@@ -132,9 +136,10 @@ class JobManager {
     std::vector<Dispatch> dispatches;
     std::vector<std::pair<std::string, apb::ReplicaKey>> stops;
     std::vector<StopReply> stop_replies;
+    std::vector<v1::AuditRecord> audits;  // of the stops
     bool empty() const {
       return creates.empty() && saves.empty() && cursors.empty() && dispatches.empty() && stops.empty() &&
-             stop_replies.empty();
+             stop_replies.empty() && audits.empty();
     }
   };
   // What a new term starts from, read from the store behind every earlier write.
@@ -145,8 +150,8 @@ class JobManager {
   };
 
   // ---- Messages: run on the event loop only. ----
-  void OnCreate(v1::CreateTrainJobRequest req, CreateReply reply);
-  void OnStop(const std::string& job_id, StopReply reply);
+  void OnCreate(v1::CreateTrainJobRequest req, CreateReply reply, std::optional<v1::AuditRecord> audit);
+  void OnStop(const std::string& job_id, StopReply reply, std::optional<v1::AuditRecord> audit);
   // One scheduling cycle: places what waits, resends what failed for a passing reason.
   void OnTick();
   void OnSubmitAnswers(const std::string& center, std::vector<SubmitItem> items,

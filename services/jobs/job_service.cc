@@ -24,12 +24,31 @@ class JobService final : public v1::JobService::Service {
     JC_GRPC_CALLER(caller, ctx);
     v1::CreateTrainJobRequest admitted = *req;
     if (absl::Status s = AdmitCreate(caller, &admitted); !s.ok()) return ToGrpcStatus(s);
-    return Reply(m_->Create(std::move(admitted)), resp);
+    // The job manager writes on its own thread: the audit row goes with the create's write.
+    auto audit = caller_decision_.audit;
+    std::optional<v1::AuditRecord> record;
+    if (audit != nullptr) {
+      audit->record.set_project(admitted.project());
+      record = audit->record;
+    }
+    auto created = m_->Create(std::move(admitted), std::move(record));
+    if (created.ok() && audit != nullptr) audit->rider.committed = true;
+    return Reply(std::move(created), resp);
   }
   Status StopTrainJob(ServerContext* ctx, const v1::StopTrainJobRequest* req, v1::StopTrainJobResponse*) override {
     JC_GRPC_CALLER(caller, ctx);
-    if (absl::Status s = Access(caller, req->job_id(), auth::ProjectRole::kMember); !s.ok()) return ToGrpcStatus(s);
-    return ToGrpcStatus(m_->StopJob(req->job_id()));
+    auto job = m_->Get(req->job_id());
+    if (!job.ok()) return ToGrpcStatus(job.status());
+    if (absl::Status s = CheckJobAccess(caller, *job, auth::ProjectRole::kMember); !s.ok()) return ToGrpcStatus(s);
+    auto audit = caller_decision_.audit;
+    std::optional<v1::AuditRecord> record;
+    if (audit != nullptr) {
+      audit->record.set_project(job->project());
+      record = audit->record;
+    }
+    absl::Status stopped = m_->StopJob(req->job_id(), std::move(record));
+    if (stopped.ok() && audit != nullptr) audit->rider.committed = true;
+    return ToGrpcStatus(stopped);
   }
   Status GetTrainJob(ServerContext* ctx, const v1::GetTrainJobRequest* req, v1::TrainJob* resp) override {
     JC_GRPC_CALLER(caller, ctx);

@@ -1,5 +1,7 @@
 #include "services/jobs/job_store.h"
 
+#include "common/audit/audit_log.h"
+
 #include <algorithm>
 #include <random>
 
@@ -67,6 +69,11 @@ absl::Status JobStore::Write(const JobWrites& writes) {
           txn.InsertRow("INSERT INTO jobs (id, seq, user_name, project, status, idempotency_key, version, doc)",
                         {n.job_id, n.seq, n.user_name, n.project, n.status, key, n.version, n.doc}));
     }
+    // Audit rows of the creates and stops, in the transaction of the change they record.
+    for (const auto& n : writes.inserts) {
+      if (!n.audit.empty()) JC_RETURN_IF_ERROR(txn.InsertRow(audit::AuditLog::Insert(), n.audit));
+    }
+    for (const auto& row : writes.audits) JC_RETURN_IF_ERROR(txn.InsertRow(audit::AuditLog::Insert(), row));
     JC_RETURN_IF_ERROR(UpdateMany(txn, writes.saves));
     for (const auto& [center, cursor] : writes.cursors) JC_RETURN_IF_ERROR(UpsertCursor(txn, center, cursor));
     return absl::OkStatus();

@@ -86,6 +86,7 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
     }
     spdlog::info("store backend={} ready", std::string(app->store_->backend()));
     app->identities_ = std::make_unique<identity::IdentityStore>(app->store_.get(), o.clock, o.auth.identities);
+    app->audit_ = std::make_shared<audit::AuditLog>(app->store_.get(), o.clock);
     if (o.auth.enabled && !o.auth.bootstrap_token_file.empty()) JC_RETURN_IF_ERROR(app->Bootstrap());
   }
 
@@ -106,7 +107,9 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
     }
   }
 
-  if (has("identity")) app->grpc_services_.push_back(identity::MakeIdentityService(app->identities_.get()));
+  if (has("identity")) {
+    app->grpc_services_.push_back(identity::MakeIdentityService(app->identities_.get(), app->audit_.get()));
+  }
   if (has("registry")) {
     app->registry_ = std::make_unique<registry::Registry>(app->store_.get(), o.clock, o.registry);
     app->grpc_services_.push_back(registry::MakeRegistryService(app->registry_.get()));
@@ -194,7 +197,7 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
     ao.claims = o.auth.claims;
     interceptors.push_back(auth::MakeAuthInterceptor(
         std::make_shared<identity::IdentityAuthenticator>(app->identities_.get(), std::move(ao)), ControlPlaneAccess(),
-        std::make_shared<auth::RateLimiter>(o.auth.rate_limit, o.clock)));
+        std::make_shared<auth::RateLimiter>(o.auth.rate_limit, o.clock), app->audit_));
     interceptors.push_back(MakeGrpcMetricsInterceptor(app->metrics_));
     builder.experimental().SetInterceptorCreators(std::move(interceptors));
     app->grpc_server_ = builder.BuildAndStart();

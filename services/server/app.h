@@ -119,6 +119,7 @@ class App {
   scheduler::Scheduler* scheduler() const { return scheduler_.get(); }
   jobs::JobManager* jobs() const { return jobs_.get(); }
   identity::IdentityStore* identities() const { return identities_.get(); }
+  audit::AuditLog* audit() const { return audit_.get(); }
   // The REST gateway when this process runs it (its routes are the API's table).
   const gateway::Gateway* gateway() const { return gateway_.get(); }
   // The admin token the first start created (empty when users already existed).
@@ -136,6 +137,7 @@ class App {
   std::shared_ptr<prometheus::Registry> metrics_;
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<identity::IdentityStore> identities_;
+  std::shared_ptr<audit::AuditLog> audit_;
   std::string bootstrap_token_;
   std::unique_ptr<registry::Registry> registry_;
   std::unique_ptr<registry::CenterDirectory> centers_;

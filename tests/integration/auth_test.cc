@@ -470,7 +470,7 @@ TEST_CASE("API tokens: shown once, stored hashed, revoked at once, last use reco
   CHECK(jc::testing::RestClient(s.app->rest_port(), other).Get("/openapi/v1/whoami").http_status == 401);
 }
 
-TEST_CASE("a user over its request rate gets 429 with Retry-After; others and admins do not [C6]", "[C6]") {
+TEST_CASE("a user over its request rate gets 429 with Retry-After, while others and admins do not [C6]", "[C6]") {
   AuthSystem s([](jc::server::AppOptions& o) { o.auth.rate_limit = {5, 5}; });
   auto busy = s.UserClient("busy", "p", "MEMBER");
   auto calm = s.UserClient("calm", "p", "MEMBER");
@@ -487,4 +487,88 @@ TEST_CASE("a user over its request rate gets 429 with Retry-After; others and ad
   // A second later the bucket holds five requests again.
   s.clock.Advance(absl::Seconds(1));
   CHECK(busy->Get("/openapi/v1/whoami").http_status == 200);
+}
+
+namespace {
+
+json AuditRecords(AuthSystem& s, const std::string& query = "") {
+  auto r = s.rest->Get("/openapi/v1/audit?page_size=1000" + query);
+  INFO(r.body.dump());
+  REQUIRE(r.http_status == 200);
+  return r.body["data"].value("records", json::array());
+}
+
+int Count(const json& records, const std::string& action, const std::string& actor, const std::string& outcome) {
+  int n = 0;
+  for (const auto& r : records) {
+    n += r.value("action", "") == action && r.value("actor", "") == actor && r.value("outcome", "") == outcome;
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("every mutation leaves one audit row with who, what, outcome and source, and refusals are audited [C6]",
+          "[C6]") {
+  AuthSystem s;
+  Seed(s);
+  auto alice = s.UserClient("alice", "vision", "MEMBER");
+  auto bob = s.UserClient("bob", "speech", "MEMBER");
+  REQUIRE(s.rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "cpu-1"},
+                                                     {"resource_spec_name", "1 CPU"},
+                                                     {"resource_quantity", {{"cpu", "1"}}},
+                                                     {"service_type", "batch"}})
+              .http_status == 200);
+  json job = {{"name", "j"},
+              {"tasks", {{{"name", "t"}, {"command", "true"}, {"resourceSpecId", "cpu-1"}, {"replicaNumber", 1}}}}};
+  httplib::Headers traced = {{"X-Request-Id", "trace-42"}};
+  std::string id;
+  REQUIRE(jc::testing::WaitUntil([&] {
+    auto r = alice->http().Post("/openapi/v1/trainjob", traced, job.dump(), "application/json");
+    if (!r || r->status != 200) return false;
+    CHECK(r->get_header_value("X-Request-Id") == "trace-42");
+    id = json::parse(r->body)["data"]["jobId"];
+    return true;
+  }));
+  REQUIRE(alice->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
+  CHECK(bob->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 404);
+  CHECK(s.As("").Post("/openapi/v1/centers", {{"ai_center_id", "nope"}, {"name", "nope"}}).http_status == 401);
+  CHECK(alice->Send("PATCH", "/openapi/v1/centers/x1", R"({"region": "east"})").http_status == 403);
+  CHECK(s.rest->Post("/openapi/v1/centers", {{"ai_center_id", "x1"}, {"name", "again"}}).http_status == 409);
+
+  json all = AuditRecords(s);
+  INFO(all.dump(1));
+  // The seed: one row per change, by the admin, naming the object.
+  CHECK(Count(all, "RegistryService.CreateCenter", "admin", "OK") == 1);
+  CHECK(Count(all, "CatalogService.CreateResourceSpec", "admin", "OK") == 2);
+  CHECK(Count(all, "CatalogService.CreateImage", "admin", "OK") == 1);
+  CHECK(Count(all, "DatamonService.CreateDataset", "admin", "OK") == 1);
+  CHECK(Count(all, "IdentityService.CreateProject", "admin", "OK") >= 3);
+  CHECK(Count(all, "IdentityService.CreateToken", "admin", "OK") == 2);
+  // The job's create and stop, written with the job's own writes.
+  CHECK(Count(all, "JobService.CreateTrainJob", "alice", "OK") == 1);
+  CHECK(Count(all, "JobService.StopTrainJob", "alice", "OK") == 1);
+  // Refused and failed attempts, with their outcome; none counted as done.
+  CHECK(Count(all, "JobService.StopTrainJob", "bob", "NOT_FOUND") == 1);
+  CHECK(Count(all, "RegistryService.CreateCenter", "", "UNAUTHENTICATED") == 1);
+  CHECK(Count(all, "RegistryService.UpdateCenter", "alice", "PERMISSION_DENIED") == 1);
+  CHECK(Count(all, "RegistryService.CreateCenter", "admin", "ALREADY_EXISTS") == 1);
+  // Jointcloud's own calls (the monitor's heartbeats, the scheduler's reads) are not rows.
+  for (const auto& r : all) CHECK(r.value("actor", "") != "jointcloud");
+
+  json created = AuditRecords(s, "&action=JobService.CreateTrainJob");
+  REQUIRE(created.size() == 1);
+  CHECK(created[0]["actor"] == "alice");
+  CHECK(created[0]["project"] == "vision");
+  CHECK(created[0]["object"] == "job_id=" + id);
+  CHECK(created[0]["request_id"] == "trace-42");
+  CHECK(created[0]["auth_method"] == "token");
+  CHECK(created[0]["source"].get<std::string>().find("127.0.0.1") != std::string::npos);
+  json center = AuditRecords(s, "&actor=admin&action=RegistryService.CreateCenter&outcome=OK");
+  REQUIRE(center.size() == 1);
+  CHECK(center[0]["object"] == "ai_center_id=x1");
+  // Oldest first.
+  for (size_t i = 1; i < all.size(); ++i) CHECK(all[i - 1]["id"] < all[i]["id"]);
+  // The log is for admins.
+  CHECK(alice->Get("/openapi/v1/audit").http_status == 403);
 }
