@@ -339,20 +339,26 @@ TEST_CASE("a center operator changes its own center and no other [C6]", "[C6]") 
   CHECK(olga.Post("/openapi/v1/centers/x2/heartbeat", json::object()).http_status == 403);
 }
 
+// Spec cpu-1, which no center offers, and a job of it: the job waits, which is all the
+// tests of who may see and stop it need.
+json WaitingJob(AuthSystem& s) {
+  auto spec = s.rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "cpu-1"},
+                                                        {"resource_spec_name", "1 CPU"},
+                                                        {"resource_quantity", {{"cpu", "1"}}},
+                                                        {"service_type", "batch"}});
+  INFO(spec.body.dump());
+  REQUIRE(spec.http_status == 200);
+  return {{"name", "j"},
+          {"tasks", {{{"name", "t"}, {"command", "true"}, {"resourceSpecId", "cpu-1"}, {"replicaNumber", 1}}}}};
+}
+
 TEST_CASE("jobs belong to a project: another project's job is 404, lists show only the caller's projects [C6]",
           "[C6]") {
   AuthSystem s;
   auto alice = s.UserClient("alice", "vision", "MEMBER");
   auto bob = s.UserClient("bob", "speech", "MEMBER");
   auto vera = s.UserClient("vera", "vision", "VIEWER");
-  // No center offers the spec yet: the job waits, which is all this test needs.
-  REQUIRE(s.rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "cpu-1"},
-                                                     {"resource_spec_name", "1 CPU"},
-                                                     {"resource_quantity", {{"cpu", "1"}}},
-                                                     {"service_type", "batch"}})
-              .http_status == 200);
-  json job = {{"name", "j"},
-              {"tasks", {{{"name", "t"}, {"command", "true"}, {"resourceSpecId", "cpu-1"}, {"replicaNumber", 1}}}}};
+  json job = WaitingJob(s);
   jc::testing::RestReply created;
   bool scheduler_knows = jc::testing::WaitUntil([&] {
     created = alice->Post("/openapi/v1/trainjob", job);
@@ -514,13 +520,7 @@ TEST_CASE("every mutation leaves one audit row with who, what, outcome and sourc
   Seed(s);
   auto alice = s.UserClient("alice", "vision", "MEMBER");
   auto bob = s.UserClient("bob", "speech", "MEMBER");
-  REQUIRE(s.rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "cpu-1"},
-                                                     {"resource_spec_name", "1 CPU"},
-                                                     {"resource_quantity", {{"cpu", "1"}}},
-                                                     {"service_type", "batch"}})
-              .http_status == 200);
-  json job = {{"name", "j"},
-              {"tasks", {{{"name", "t"}, {"command", "true"}, {"resourceSpecId", "cpu-1"}, {"replicaNumber", 1}}}}};
+  json job = WaitingJob(s);
   httplib::Headers traced = {{"X-Request-Id", "trace-42"}};
   std::string id;
   REQUIRE(jc::testing::WaitUntil([&] {
