@@ -47,7 +47,10 @@ Gateway::Gateway(std::vector<Route> routes, GatewayOptions options,
       options_(options),
       metrics_(std::move(metrics)),
       readiness_(std::move(readiness)),
-      server_(std::make_unique<httplib::Server>()) {
+      server_(options_.tls_cert_file.empty()
+                  ? std::make_unique<httplib::Server>()
+                  : std::make_unique<httplib::SSLServer>(options_.tls_cert_file.c_str(),
+                                                         options_.tls_key_file.c_str())) {
   openapi_ = BuildOpenApi(routes_, options_.version);
   Install();
 }
@@ -184,6 +187,10 @@ void Gateway::Install() {
 }
 
 absl::StatusOr<int> Gateway::Bind(const std::string& host, int port) {
+  if (!server_->is_valid()) {
+    return absl::InvalidArgumentError(absl::StrCat("REST over TLS: the certificate ", options_.tls_cert_file,
+                                                   " and key ", options_.tls_key_file, " do not make a valid pair"));
+  }
   int bound = port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
   if (bound < 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", host, ":", port,

@@ -31,6 +31,9 @@ struct GatewayOptions {
   int read_timeout_seconds = 10;        // a request slower than this is dropped
   int listen_backlog = 1024;  // connections waiting for accept (cpp-httplib's own is 5)
   std::string version = "0.1.0";
+  // HTTPS with this PEM certificate and key; both empty: plain HTTP.
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 class Gateway {

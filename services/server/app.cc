@@ -73,9 +73,14 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
     JC_ASSIGN_OR_RETURN(o.auth.service_secret, auth::RandomSecret(48));
   }
   const std::string& service_secret = o.auth.service_secret;
-  // A channel to another Jointcloud process, as this one's services call it.
+  std::shared_ptr<const auth::TlsMaterial> tls;
+  if (o.auth.tls.enabled()) {
+    JC_ASSIGN_OR_RETURN(tls, auth::LoadTls(o.auth.tls));
+  }
+  // A channel to another Jointcloud process, as this one's services call it (over mutual
+  // TLS when this process has a certificate).
   auto service_channel = [&](const std::string& target) {
-    return auth::ServiceChannel(target, grpc::InsecureChannelCredentials(), service_secret);
+    return auth::ServiceChannel(target, auth::ChannelCredentials(tls.get()), service_secret);
   };
 
   if (needs_store) {
@@ -186,7 +191,7 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
   if (serves_grpc) {
     grpc::EnableDefaultHealthCheckService(true);
     grpc::ServerBuilder builder;
-    builder.AddListeningPort(o.grpc_address, grpc::InsecureServerCredentials(), &app->grpc_port_);
+    builder.AddListeningPort(o.grpc_address, auth::ServerCredentials(tls.get()), &app->grpc_port_);
     for (auto& service : app->grpc_services_) builder.RegisterService(service.get());
     ConfigureServerThreads(builder, "jointcloud", 64);
     std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
@@ -202,8 +207,10 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
     builder.experimental().SetInterceptorCreators(std::move(interceptors));
     app->grpc_server_ = builder.BuildAndStart();
     if (app->grpc_server_ == nullptr || app->grpc_port_ == 0) {
-      return absl::UnavailableError(
-          absl::StrCat("cannot serve gRPC on ", o.grpc_address, " (in use, or not a local address)"));
+      return absl::UnavailableError(absl::StrCat("cannot serve gRPC on ", o.grpc_address,
+                                                 tls != nullptr ? " (in use, not a local address, or the TLS "
+                                                                  "certificate and key do not make a pair)"
+                                                                : " (in use, or not a local address)"));
     }
     auth::ClientInterceptors as_service;
     as_service.push_back(auth::MakeBearerInterceptor(service_secret));
@@ -236,19 +243,23 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
               "the gateway needs the ", name, " service: run it here (--services), or give --",
               name, "_address or --upstream_address"));
         }
-        channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+        channel = grpc::CreateChannel(target, auth::ChannelCredentials(tls.get()));
         app->upstreams_.push_back({target, channel});
       }
       auto more = make(channel);
       routes.insert(routes.end(), std::make_move_iterator(more.begin()),
                     std::make_move_iterator(more.end()));
     }
+    if (tls != nullptr) {
+      o.gateway.tls_cert_file = tls->files.cert;
+      o.gateway.tls_key_file = tls->files.key;
+    }
     app->gateway_ = std::make_unique<gateway::Gateway>(std::move(routes), o.gateway, app->metrics_,
                                                        [self] { return self->Ready(); });
     JC_ASSIGN_OR_RETURN(app->rest_port_, app->gateway_->Bind(o.rest_host, o.rest_port));
     app->gateway_->Start();
     app->admin_port_ = app->rest_port_;
-    spdlog::info("rest listening on http://{}:{}", o.rest_host, app->rest_port_);
+    spdlog::info("rest listening on {}://{}:{}", tls != nullptr ? "https" : "http", o.rest_host, app->rest_port_);
   } else if (!o.admin_host.empty()) {
     // No REST routes here, only what every service must expose (SPEC C4).
     app->admin_ = std::make_unique<AdminServer>(app->metrics_, [self] { return self->Ready(); });

@@ -19,6 +19,7 @@
 #include "common/store/store.h"
 #include "common/admin_server.h"
 #include "services/gateway/gateway.h"
+#include "common/auth/tls.h"
 #include "services/identity/authenticator.h"
 #include "services/identity/identity_store.h"
 #include "services/monitor/monitor.h"
@@ -56,6 +57,8 @@ struct AuthOptions {
   // an API token and writes the token here (mode 0600). Empty: no bootstrap.
   std::string bootstrap_token_file;
   identity::IdentityOptions identities;
+  // TLS for REST and gRPC and mutual TLS between Jointcloud's processes; none: plaintext.
+  auth::TlsFiles tls;
   // Each user's request rate (admins and services are not limited); per_second 0: none.
   auth::RateLimit rate_limit{200, 400};
 };

@@ -96,6 +96,16 @@ ABSL_FLAG(double, rate_limit, 200,
           "requests per second each user may make (federation admins and Jointcloud's services are not limited); "
           "more get 429 with Retry-After. 0: no limit");
 ABSL_FLAG(double, rate_limit_burst, 400, "how many requests above --rate_limit a user may make at once");
+ABSL_FLAG(std::string, tls_cert, "",
+          "this process's PEM certificate: REST is served over HTTPS and gRPC over TLS, and calls to other Jointcloud "
+          "processes present it (mutual TLS). scripts/dev-ca.sh makes development ones");
+ABSL_FLAG(std::string, tls_key, "", "the private key of --tls_cert (PEM)");
+ABSL_FLAG(std::string, tls_ca, "",
+          "PEM CA certificates that sign the peers' certificates (client certificates are verified when "
+          "presented; servers this process calls must present one it signed)");
+ABSL_FLAG(bool, plaintext, false,
+          "serve REST and gRPC without TLS on addresses other than loopback (without it, a non-loopback address "
+          "needs --tls_cert, --tls_key and --tls_ca)");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
 ABSL_FLAG(std::string, log_format, "text", "text or json");
 
@@ -122,8 +132,16 @@ bool IsLoopback(const std::string& host) {
 // Authentication settings from the flags (docs/security.md).
 absl::Status ConfigureAuth(jc::server::AppOptions* options) {
   jc::server::AuthOptions& auth = options->auth;
+  std::string grpc_host = options->grpc_address.substr(0, options->grpc_address.rfind(':'));
+  auth.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key), absl::GetFlag(FLAGS_tls_ca)};
+  if (!auth.tls.enabled() && !absl::GetFlag(FLAGS_plaintext) &&
+      (!IsLoopback(options->rest_host) || !IsLoopback(grpc_host))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "serving on ", options->rest_host, " and ", grpc_host,
+        " would send tokens in plaintext: give --tls_cert, --tls_key and --tls_ca, or --plaintext to accept that "
+        "(behind a TLS-terminating proxy, say)"));
+  }
   if (absl::GetFlag(FLAGS_insecure_no_auth)) {
-    std::string grpc_host = options->grpc_address.substr(0, options->grpc_address.rfind(':'));
     if (!IsLoopback(options->rest_host) || !IsLoopback(grpc_host) ||
         (!options->admin_host.empty() && !IsLoopback(options->admin_host))) {
       return absl::InvalidArgumentError(

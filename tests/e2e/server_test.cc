@@ -119,7 +119,13 @@ TEST_CASE("bad flags end the server at once with a message and a non-zero exit",
   for (const std::vector<std::string>& flags :
        {std::vector<std::string>{"--services=bogus"}, {"--rest_address=nope"},
         {"--store=mysql://x"}, {"--migration_weights=speed=1"},
-        {"--center_unknown_after=100s", "--center_unavailable_after=10s"}}) {
+        {"--center_unknown_after=100s", "--center_unavailable_after=10s"},
+        // Tokens in plaintext beyond loopback need TLS or an explicit --plaintext.
+        {"--rest_address=0.0.0.0:0", "--grpc_address=127.0.0.1:0"},
+        {"--insecure_no_auth", "--grpc_address=0.0.0.0:0", "--rest_address=127.0.0.1:0", "--plaintext"},
+        {"--tls_cert=/nonexistent.crt", "--tls_key=/nonexistent.key", "--tls_ca=/nonexistent.crt",
+         "--rest_address=127.0.0.1:0", "--grpc_address=127.0.0.1:0"},
+        {"--service_token_file=/etc/hostname"}}) {
     std::vector<std::string> args{JC_SERVER_BINARY, "--data_dir=" + dir};
     args.insert(args.end(), flags.begin(), flags.end());
     Process p(args, dir + "/flags.log");

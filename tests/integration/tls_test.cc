@@ -1,0 +1,136 @@
+// SPEC C6, transport security: REST over HTTPS and gRPC over TLS with the development CA
+// scripts/dev-ca.sh makes; a client certificate from another CA is refused; Jointcloud's
+// own channels authenticate both ways (mutual TLS) and carry the service secret.
+
+#include <grpcpp/grpcpp.h>
+#include <httplib.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/auth/service_credentials.h"
+#include "common/auth/tls.h"
+#include "jointcloud/v1/identity.grpc.pb.h"
+#include "tests/testing/test_system.h"
+
+namespace {
+
+namespace v1 = ::jointcloud::v1;
+using json = nlohmann::json;
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Two CAs: "ca" signs the control plane's and a client's certificates; "rogue" signs one
+// of its own.
+struct Certificates {
+  std::string dir = (std::filesystem::temp_directory_path() / ("jc-tls-" + std::to_string(getpid()))).string();
+  Certificates() {
+    std::filesystem::remove_all(dir);
+    std::string script = std::string(JC_SOURCE_DIR) + "/scripts/dev-ca.sh";
+    REQUIRE(std::system((script + " " + dir + "/ca jointcloud client >/dev/null").c_str()) == 0);
+    REQUIRE(std::system((script + " " + dir + "/rogue intruder >/dev/null").c_str()) == 0);
+  }
+  ~Certificates() { std::filesystem::remove_all(dir); }
+  std::string Path(const std::string& ca, const std::string& file) const { return dir + "/" + ca + "/" + file; }
+  jc::auth::TlsFiles Files(const std::string& ca, const std::string& name) const {
+    return {Path(ca, name + ".crt"), Path(ca, name + ".key"), Path(ca, "ca.crt")};
+  }
+};
+
+absl::Status WhoAmI(std::shared_ptr<grpc::Channel> channel, const std::string& token, v1::Caller* out) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  if (!token.empty()) ctx.AddMetadata("authorization", "Bearer " + token);
+  grpc::Status s = v1::IdentityService::NewStub(channel)->WhoAmI(&ctx, google::protobuf::Empty(), out);
+  return s.ok() ? absl::OkStatus() : absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+}  // namespace
+
+TEST_CASE("REST over HTTPS and gRPC over mutual TLS, while another CA's certificate and plaintext are refused [C6]",
+          "[C6]") {
+  Certificates certs;
+  const std::string secret = "a-service-secret-shared-by-the-control-plane-0123456789";
+  jc::testing::TestSystem s([&](jc::server::AppOptions& o) {
+    o.auth.tls = certs.Files("ca", "jointcloud");
+    o.auth.service_secret = secret;
+  });
+  std::string target = "127.0.0.1:" + std::to_string(s.app->grpc_port());
+
+  // REST: HTTPS, verified against the CA.
+  httplib::SSLClient https("127.0.0.1", s.app->rest_port());
+  https.set_ca_cert_path(certs.Path("ca", "ca.crt").c_str());
+  https.enable_server_certificate_verification(true);
+  https.set_bearer_token_auth(s.admin_token);
+  auto me = https.Get("/openapi/v1/whoami");
+  REQUIRE(me);
+  CHECK(me->status == 200);
+  CHECK(json::parse(me->body)["data"]["name"] == "admin");
+  // Plain HTTP to the TLS port gets no answer; a client trusting another CA refuses the server.
+  httplib::Client plain("127.0.0.1", s.app->rest_port());
+  plain.set_read_timeout(5, 0);
+  auto refused = plain.Get("/openapi/v1/whoami");
+  CHECK((!refused || refused->status == 400));
+  httplib::SSLClient doubting("127.0.0.1", s.app->rest_port());
+  doubting.set_ca_cert_path(certs.Path("rogue", "ca.crt").c_str());
+  doubting.enable_server_certificate_verification(true);
+  CHECK_FALSE(doubting.Get("/healthz"));
+
+  // gRPC: a client with the CA's client certificate, or with none, is served.
+  v1::Caller caller;
+  auto material = jc::auth::LoadTls(certs.Files("ca", "client"));
+  REQUIRE(material.ok());
+  auto mutual = grpc::CreateChannel(target, jc::auth::ChannelCredentials(material->get()));
+  CHECK(WhoAmI(mutual, s.admin_token, &caller).ok());
+  grpc::SslCredentialsOptions server_only;
+  server_only.pem_root_certs = Read(certs.Path("ca", "ca.crt"));
+  CHECK(WhoAmI(grpc::CreateChannel(target, grpc::SslCredentials(server_only)), s.admin_token, &caller).ok());
+  // A client certificate another CA signed is refused in the handshake, and so is plaintext.
+  auto rogue = jc::auth::LoadTls({certs.Path("rogue", "intruder.crt"), certs.Path("rogue", "intruder.key"),
+                                  certs.Path("ca", "ca.crt")});
+  REQUIRE(rogue.ok());
+  auto status = WhoAmI(grpc::CreateChannel(target, jc::auth::ChannelCredentials(rogue->get())), s.admin_token, &caller);
+  INFO(status.ToString());
+  CHECK(absl::IsUnavailable(status));
+  CHECK(absl::IsUnavailable(
+      WhoAmI(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()), s.admin_token, &caller)));
+
+  // Jointcloud's own channel: mutual TLS, and the service secret names it.
+  auto service = jc::auth::ServiceChannel(target, jc::auth::ChannelCredentials(material->get()), secret);
+  REQUIRE(WhoAmI(service, "", &caller).ok());
+  CHECK(caller.kind() == "service");
+}
+
+TEST_CASE("a certificate without its key, or files that are not PEM, stop the start with a clear error [C6][C5]",
+          "[C6][C5]") {
+  Certificates certs;
+  jc::auth::TlsFiles wrong_key = certs.Files("ca", "jointcloud");
+  wrong_key.key = certs.Path("ca", "client.key");
+  auto started = [&](const jc::auth::TlsFiles& files) {
+    jc::server::AppOptions o;
+    o.services = *jc::server::ParseServices("all");
+    o.grpc_address = "127.0.0.1:0";
+    o.rest_port = 0;
+    o.store = jc::testing::MakeTestStore();
+    o.auth.tls = files;
+    return jc::server::App::Start(std::move(o)).status();
+  };
+  absl::Status mismatched = started(wrong_key);
+  INFO(mismatched.ToString());
+  CHECK_FALSE(mismatched.ok());
+  jc::auth::TlsFiles not_pem = certs.Files("ca", "jointcloud");
+  not_pem.ca = "/etc/hostname";
+  absl::Status bad = started(not_pem);
+  CHECK(bad.message().find("not PEM") != std::string::npos);
+  jc::auth::TlsFiles half = {certs.Path("ca", "jointcloud.crt"), "", ""};
+  CHECK(started(half).message().find("--tls_key") != std::string::npos);
+}
