@@ -1,12 +1,16 @@
 #include "common/audit/audit_log.h"
 
+#include <google/protobuf/util/time_util.h>
 #include <spdlog/spdlog.h>
+
+
 
 #include <atomic>
 
 #include "absl/strings/str_format.h"
 #include "common/auth/api_token.h"
 #include "common/status_macros.h"
+#include "common/paging.h"
 #include "common/store/doc_table.h"
 #include "common/timestamp.h"
 #include "common/validate.h"
@@ -19,34 +23,36 @@ AuditLog::AuditLog(store::Store* store, const Clock* clock, double refused_per_s
     : store_(store), clock_(clock), refusals_({refused_per_second, refused_per_second}, clock) {}
 
 const char* AuditLog::Insert() {
-  return "INSERT INTO audit_log (id, actor, project, action, object, outcome, doc)";
+  return "INSERT INTO audit_log (id, at, actor, auth_method, project, action, object, outcome, message, request_id, "
+         "source)";
 }
 
 absl::StatusOr<store::Params> AuditLog::Values(const v1::AuditRecord& r) {
-  JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(r));
-  return store::Params{r.id(), r.actor(), r.project(), r.action(), r.object(), r.outcome(), doc};
+  return store::Params{r.id(),      google::protobuf::util::TimeUtil::ToString(r.at()),
+                       r.actor(),   r.auth_method(),
+                       r.project(), r.action(),
+                       r.object(),  r.outcome(),
+                       r.message(), r.request_id(),
+                       r.source()};
 }
 
 std::shared_ptr<CallAudit> AuditLog::Begin() {
   auto call = std::make_shared<CallAudit>();
   absl::Time now = clock_->Now();
-  // Time-ordered ids: microseconds since the epoch, then a random part for calls of the
-  // same microsecond (and of other instances).
+  // Time-ordered ids: microseconds since the epoch, then this process's random tag and a
+  // counter, for calls of the same microsecond here and in other instances.
+  static const std::string tag = [] {
+    auto random = auth::RandomSecret(6);
+    return random.ok() ? *random : std::string("process");
+  }();
   static std::atomic<uint64_t> counter{0};
-  auto random = auth::RandomSecret(6);
-  call->record.set_id(absl::StrFormat("%016d-%s-%06d", absl::ToUnixMicros(now), random.ok() ? *random : "x",
-                                      counter.fetch_add(1) % 1000000));
+  call->record.set_id(absl::StrFormat("%016d-%s-%08d", absl::ToUnixMicros(now), tag,
+                                      counter.fetch_add(1) % 100000000));
   *call->record.mutable_at() = ToTimestamp(now);
   call->record.set_outcome("OK");
   call->rider.insert = Insert();
   CallAudit* raw = call.get();
-  call->rider.values = [raw]() -> store::Params {
-    auto values = Values(raw->record);
-    // Encoding a record of strings cannot fail; an empty doc still records who did what.
-    if (!values.ok()) return {raw->record.id(), raw->record.actor(), raw->record.project(), raw->record.action(),
-                              raw->record.object(), raw->record.outcome(), std::string("{}")};
-    return *values;
-  };
+  call->rider.values = [raw]() -> store::Params { return *Values(raw->record); };
   return call;
 }
 
@@ -57,21 +63,44 @@ absl::Status AuditLog::WriteAlone(const v1::AuditRecord& record) {
 }
 
 absl::StatusOr<v1::ListAuditRecordsResponse> AuditLog::List(const v1::ListAuditRecordsRequest& req) {
-  std::vector<store::Condition> conditions;
+  JC_ASSIGN_OR_RETURN(int page_size, NormalizePageSize(req.page_size()));
+  JC_ASSIGN_OR_RETURN(std::string after, DecodePageToken(req.page_token()));
+  std::string sql =
+      "SELECT id, at, actor, auth_method, project, action, object, outcome, message, request_id, source "
+      "FROM audit_log WHERE id > $1";
+  store::Params params{after};
   for (const auto& [column, value] : {std::pair<const char*, const std::string*>{"actor", &req.actor()},
                                       {"action", &req.action()},
                                       {"object", &req.object()},
                                       {"outcome", &req.outcome()},
                                       {"project", &req.project()}}) {
-    if (!value->empty()) conditions.push_back({absl::StrCat(column, " = $?"), *value});
+    if (value->empty()) continue;
+    params.push_back(*value);
+    absl::StrAppend(&sql, " AND ", column, " = $", params.size());
   }
-  JC_ASSIGN_OR_RETURN(store::DocPage page,
-                      store::ListDocs(*store_, "audit_log", conditions, req.page_token(), req.page_size()));
+  params.push_back(int64_t{page_size + 1});
+  absl::StrAppend(&sql, " ORDER BY id LIMIT $", params.size());
+  JC_ASSIGN_OR_RETURN(store::Rows rows, store_->Query(sql, params));
   v1::ListAuditRecordsResponse resp;
-  for (const auto& doc : page.docs) {
-    JC_ASSIGN_OR_RETURN(*resp.add_records(), store::DecodeDoc<v1::AuditRecord>(doc));
+  for (size_t i = 0; i < rows.size() && static_cast<int>(i) < page_size; ++i) {
+    const store::Row& row = rows[i];
+    auto text = [&](size_t c) { return row[c].value_or(""); };
+    v1::AuditRecord* r = resp.add_records();
+    r->set_id(text(0));
+    if (!google::protobuf::util::TimeUtil::FromString(text(1), r->mutable_at())) {
+      return absl::DataLossError(absl::StrCat("audit record ", text(0), " has a malformed time"));
+    }
+    r->set_actor(text(2));
+    r->set_auth_method(text(3));
+    r->set_project(text(4));
+    r->set_action(text(5));
+    r->set_object(text(6));
+    r->set_outcome(text(7));
+    r->set_message(text(8));
+    r->set_request_id(text(9));
+    r->set_source(text(10));
   }
-  resp.set_next_page_token(page.next_page_token);
+  if (static_cast<int>(rows.size()) > page_size) resp.set_next_page_token(EncodePageToken(*rows[page_size - 1][0]));
   return resp;
 }
 

@@ -131,10 +131,21 @@ int main(int argc, char** argv) {
   o.gateway.worker_threads = clients;
   o.monitor.interval = absl::Milliseconds(500);
   o.jobs.cycle_interval = absl::Milliseconds(20);
-  // Every request carries an API token (authenticated at the gRPC edge), as in production;
-  // JC_BENCH_NO_AUTH=1 runs the same without, to print what authentication costs.
+  // Every request carries an API token (authenticated at the gRPC edge) over HTTPS, as in
+  // production; JC_BENCH_NO_AUTH=1 runs the same without either, to print what they cost.
   bool auth = std::getenv("JC_BENCH_NO_AUTH") == nullptr;
   o.auth.enabled = auth;
+  // JC_BENCH_NO_TLS=1: tokens, but plain HTTP (to tell the two costs apart).
+  bool tls = auth && std::getenv("JC_BENCH_NO_TLS") == nullptr;
+  std::string certs = (dir / "tls").string();
+  if (tls) {
+    std::string make = std::string(JC_SOURCE_DIR) + "/scripts/dev-ca.sh " + certs + " jointcloud >/dev/null";
+    if (std::system(make.c_str()) != 0) {
+      std::fprintf(stderr, "scripts/dev-ca.sh failed\n");
+      return 1;
+    }
+    o.auth.tls = {certs + "/jointcloud.crt", certs + "/jointcloud.key", certs + "/ca.crt"};
+  }
   auto app = jc::server::App::Start(std::move(o));
   if (!app.ok()) {
     std::fprintf(stderr, "jointcloud: %s\n", app.status().ToString().c_str());
@@ -150,9 +161,21 @@ int main(int argc, char** argv) {
     }
     token = **made;
   }
-  std::printf("authentication %s\n", auth ? "on: every request carries an API token" : "OFF (JC_BENCH_NO_AUTH)");
-  httplib::Client admin("127.0.0.1", port);
-  if (auth) admin.set_bearer_token_auth(token);
+  std::printf("authentication %s, TLS %s\n", auth ? "on (every request carries an API token)" : "OFF",
+              tls ? "on (HTTPS)" : "OFF");
+  const std::string base_url = std::string(tls ? "https" : "http") + "://127.0.0.1:" + std::to_string(port);
+  // A REST client as platforms make them: keep-alive, Nagle off, the token, the CA.
+  auto configure = [&](httplib::Client& c) {
+    c.set_tcp_nodelay(true);
+    c.set_keep_alive(true);
+    if (auth) c.set_bearer_token_auth(token);
+    if (tls) {
+      c.set_ca_cert_path((certs + "/ca.crt").c_str());
+      c.enable_server_certificate_verification(true);
+    }
+  };
+  httplib::Client admin(base_url);
+  configure(admin);
   std::mutex first_error_mu;
   std::string first_error;
   std::atomic<int64_t> slowest_us{0};
@@ -195,10 +218,8 @@ int main(int argc, char** argv) {
   std::vector<std::thread> pool;
   for (int c = 0; c < clients; ++c) {
     pool.emplace_back([&] {
-      httplib::Client client("127.0.0.1", port);
-      client.set_tcp_nodelay(true);
-      client.set_keep_alive(true);  // as platforms' HTTP clients do
-      if (auth) client.set_bearer_token_auth(token);
+      httplib::Client client(base_url);
+      configure(client);
       while (next.fetch_add(1) < jobs) {
         if (!post(client, "/openapi/v1/trainjob", job)) ++refused;
       }
@@ -236,10 +257,8 @@ int main(int argc, char** argv) {
   pool.clear();
   for (int c = 0; c < clients; ++c) {
     pool.emplace_back([&, c] {
-      httplib::Client client("127.0.0.1", port);
-      client.set_tcp_nodelay(true);
-      client.set_keep_alive(true);  // as platforms' HTTP clients do
-      if (auth) client.set_bearer_token_auth(token);
+      httplib::Client client(base_url);
+      configure(client);
       for (int i = c; i < paced; i += clients) {
         auto due = t0 + std::chrono::microseconds(static_cast<int64_t>(1e6 * i / offered));
         std::this_thread::sleep_until(due);
