@@ -12,7 +12,7 @@ using grpc::Status;
 
 class SchedulerService final : public v1::SchedulerService::Service {
  public:
-  explicit SchedulerService(Scheduler* s) : s_(s) {}
+  SchedulerService(Scheduler* s, JobVisibility visible) : s_(s), visible_(std::move(visible)) {}
 
   Status GetAlgorithmScore(ServerContext* ctx, const v1::GetAlgorithmScoreRequest* req,
                            v1::GetAlgorithmScoreResponse* resp) override {
@@ -46,17 +46,24 @@ class SchedulerService final : public v1::SchedulerService::Service {
   }
   Status GetJobPlacement(ServerContext* ctx, const v1::GetJobPlacementRequest* req, v1::Placement* resp) override {
     JC_GRPC_CALLER(caller, ctx);
+    if (!caller.IsAdmin()) {
+      absl::Status may = visible_ ? visible_(caller, req->job_id())
+                                  : absl::PermissionDeniedError(
+                                        "job placements are shown to admins here: the jobs service runs elsewhere");
+      if (!may.ok()) return ToGrpcStatus(may);
+    }
     return Reply(s_->JobPlacement(req->job_id()), resp);
   }
 
  private:
   Scheduler* s_;
+  JobVisibility visible_;
 };
 
 }  // namespace
 
-std::unique_ptr<grpc::Service> MakeSchedulerService(Scheduler* scheduler) {
-  return std::make_unique<SchedulerService>(scheduler);
+std::unique_ptr<grpc::Service> MakeSchedulerService(Scheduler* scheduler, JobVisibility visible) {
+  return std::make_unique<SchedulerService>(scheduler, std::move(visible));
 }
 
 }  // namespace jc::scheduler

@@ -25,6 +25,7 @@
 #include "services/datamon/source_selection.h"
 #include "services/gateway/routes.h"
 #include "services/identity/identity_service.h"
+#include "services/jobs/job_access.h"
 #include "services/jobs/job_service.h"
 #include "services/server/access_policy.h"
 #include "services/monitor/monitor_service.h"
@@ -164,7 +165,15 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
     so.refresh_interval = o.scheduler_refresh;
     app->scheduler_ = std::make_unique<scheduler::Scheduler>(app->scheduler_inputs_.get(), o.clock, so);
     app->scheduler_->EnableMetrics(*app->metrics_);
-    app->grpc_services_.push_back(scheduler::MakeSchedulerService(app->scheduler_.get()));
+    // A job's placement is shown to those who may see the job (the job manager, when here,
+    // says; it is created below, before any call is served).
+    app->grpc_services_.push_back(scheduler::MakeSchedulerService(
+        app->scheduler_.get(), !has("jobs") ? scheduler::JobVisibility()
+                                            : [self](const auth::Principal& caller, const std::string& job_id) {
+                                                auto job = self->jobs_->Get(job_id);
+                                                if (!job.ok()) return job.status();
+                                                return jobs::CheckJobAccess(caller, *job, auth::ProjectRole::kViewer);
+                                              }));
   }
   if (has("jobs")) {
     if (app->scheduler_ == nullptr) {

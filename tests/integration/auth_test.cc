@@ -382,6 +382,7 @@ TEST_CASE("jobs belong to a project: another project's job is 404, lists show on
   CHECK(bob->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 404);
   CHECK(bob->Get("/openapi/v1/trainjob/" + id + "/task/0/replica/0/log").http_status == 404);
   CHECK(bob->Get("/openapi/v1/trainjob/" + id + "/task/0/replica/0/log/content").http_status == 404);
+  CHECK(bob->Get("/openapi/v1/trainjob/" + id + "/placement").http_status == 404);
   CHECK(bob->Get("/openapi/v1/trainjob").body["data"].value("jobs", json::array()).empty());
   // Submitting to a project he is not in, or as someone else, is refused.
   json into_vision = job;
@@ -395,6 +396,9 @@ TEST_CASE("jobs belong to a project: another project's job is 404, lists show on
 
   // Vera views vision: she reads the job but may not stop it.
   CHECK(vera->Get("/openapi/v1/trainjob/" + id).http_status == 200);
+  // A viewer sees the job's placement as an admin does (the record, or why there is none).
+  CHECK(vera->Get("/openapi/v1/trainjob/" + id + "/placement").http_status ==
+        s.rest->Get("/openapi/v1/trainjob/" + id + "/placement").http_status);
   CHECK(vera->Get("/openapi/v1/trainjob").body["data"]["jobs"].size() == 1);
   CHECK(vera->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 403);
   CHECK(vera->Post("/openapi/v1/trainjob", job).http_status == 403);
