@@ -47,4 +47,29 @@ absl::Status CheckResolvedUnder(const std::filesystem::path& path, const std::ve
       roots.empty() ? std::string("none configured") : absl::StrJoin(roots, ", "), ")"));
 }
 
+bool IsPlainPath(const std::string& path) {
+  if (path.empty() || path[0] != '/') return false;
+  std::string_view rest(path);
+  rest.remove_prefix(1);
+  if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
+  if (rest.empty()) return true;  // "/"
+  size_t start = 0;
+  while (start <= rest.size()) {
+    size_t end = rest.find('/', start);
+    if (end == std::string_view::npos) end = rest.size();
+    std::string_view part = rest.substr(start, end - start);
+    if (part.empty() || part == "." || part == "..") return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+bool LexicallyUnder(const std::string& path, const std::string& root) {
+  if (!IsPlainPath(path) || !IsPlainPath(root)) return false;
+  std::string r = root;
+  if (r.size() > 1 && r.back() == '/') r.pop_back();
+  if (r == "/") return true;
+  return path == r || (path.size() > r.size() && path.compare(0, r.size(), r) == 0 && path[r.size()] == '/');
+}
+
 }  // namespace jc

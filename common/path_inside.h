@@ -24,4 +24,11 @@ absl::StatusOr<std::filesystem::path> PathInside(const std::filesystem::path& ro
 // caller names must lie where the operator allowed.
 absl::Status CheckResolvedUnder(const std::filesystem::path& path, const std::vector<std::string>& roots);
 
+// Lexical checks, for paths at another machine that cannot be resolved here (a dataset's
+// file:// URL at its center): an absolute path with no empty, "." or ".." part (a final
+// '/' is allowed) ...
+bool IsPlainPath(const std::string& path);
+// ... that is `root` or below it, component by component.
+bool LexicallyUnder(const std::string& path, const std::string& root);
+
 }  // namespace jc

@@ -1,8 +1,12 @@
 #include "services/datamon/datamon.h"
 
+#include <cstring>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/path_inside.h"
 #include "common/status_macros.h"
 #include "common/store/doc_table.h"
 #include "common/timestamp.h"
@@ -84,6 +88,24 @@ absl::Status Datamon::CheckLocations(const v1::Dataset& dataset) {
           absl::StrCat("location names unknown center \"", l.ai_center_id(), "\""));
     }
     JC_RETURN_IF_ERROR(center.status());
+    // A file:// dataset must lie under one of the center's declared data roots (its
+    // adapter checks its own data_sources again, symlinks resolved, when it stages).
+    const std::string& url = l.dataset_url();
+    if (!absl::StartsWith(url, "file://")) continue;
+    std::string path = url.substr(std::strlen("file://"));
+    if (!IsPlainPath(path)) {
+      return absl::InvalidArgumentError(absl::StrCat("location at \"", l.ai_center_id(), "\": ", url,
+                                                     " is not an absolute path without . or .. parts"));
+    }
+    bool under = false;
+    for (const auto& root : center->data_roots()) under = under || LexicallyUnder(path, root);
+    if (!under) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "location at \"", l.ai_center_id(), "\": ", url, " is outside the center's data roots (",
+          center->data_roots().empty() ? std::string("it declares none; an admin or its operator sets data_roots")
+                                       : absl::StrJoin(center->data_roots(), ", "),
+          ")"));
+    }
   }
   return absl::OkStatus();
 }

@@ -10,6 +10,7 @@
 #include "common/store/doc_table.h"
 #include "common/timestamp.h"
 #include "common/update_mask.h"
+#include "common/path_inside.h"
 #include "common/validate.h"
 
 namespace jc::registry {
@@ -21,7 +22,7 @@ using google::protobuf::FieldMask;
 const std::vector<std::string>& MutableFields() {
   static const auto* fields = new std::vector<std::string>{
       "name", "region", "status", "geometry", "capacity", "security_grade",
-      "adapter_address", "network_topology", "labels"};
+      "adapter_address", "network_topology", "labels", "data_roots"};
   return *fields;
 }
 
@@ -87,6 +88,15 @@ absl::Status ValidateCenter(const v1::Center& c) {
   }
   JC_RETURN_IF_ERROR(CheckOptionalText("adapter_address", c.adapter_address(), 255));
   JC_RETURN_IF_ERROR(CheckOptionalText("network_topology", c.network_topology(), 255));
+  if (c.data_roots_size() > 16) return absl::InvalidArgumentError("data_roots: at most 16 directories");
+  for (const auto& root : c.data_roots()) {
+    if (root.empty() || root[0] != '/' || root.size() > 1024) {
+      return absl::InvalidArgumentError(absl::StrCat("data_roots: \"", root, "\" is not an absolute path"));
+    }
+    if (!IsPlainPath(root)) {
+      return absl::InvalidArgumentError(absl::StrCat("data_roots: \"", root, "\" must not contain . or .. parts"));
+    }
+  }
   for (const auto& [key, value] : c.labels()) {
     JC_RETURN_IF_ERROR(CheckRequiredText("label key", key));
     JC_RETURN_IF_ERROR(CheckOptionalText(absl::StrCat("label \"", key, "\""), value, 255));

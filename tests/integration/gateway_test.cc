@@ -178,6 +178,7 @@ TEST_CASE("specs, offers, images and datasets over REST", "[A2][A4][A5][A6][A12]
   for (const char* id : {"bj1", "bj2", "ny1"}) {
     auto c = Center(id);
     if (std::string(id) == "ny1") c["network_topology"] = "us/ny/ny1";
+    c["data_roots"] = {"/data", "/mnt"};
     REQUIRE(s.rest->Post("/openapi/v1/centers", c).http_status == 200);
     REQUIRE(s.rest->Post(std::string("/openapi/v1/centers/") + id + "/heartbeat", json::object())
                 .http_status == 200);

@@ -71,6 +71,7 @@ struct Network : jc::testing::TestSystem {
   void AddCenter(const std::string& id, const std::string& address, int) {
     Must(rest->Post("/openapi/v1/centers", {{"ai_center_id", id}, {"name", id}, {"region", "cn"},
                                             {"network_topology", "cn/" + id}, {"adapter_address", address},
+                                            {"data_roots", {"/"}},
                                             {"capacity", {{"cpu", 8}, {"memory", 8192}}}}));
   }
   static void Must(const jc::testing::RestReply& r) {

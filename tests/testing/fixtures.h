@@ -19,6 +19,7 @@ inline jointcloud::v1::Center MakeCenter(const std::string& id, const std::strin
   c.mutable_capacity()->set_gpu(8);
   c.mutable_capacity()->set_memory(512 * 1024);
   c.mutable_capacity()->set_storage(10000);
+  c.add_data_roots("/data");
   return c;
 }
 
