@@ -27,7 +27,7 @@ const char* AuditLog::Insert() {
          "source)";
 }
 
-absl::StatusOr<store::Params> AuditLog::Values(const v1::AuditRecord& r) {
+store::Params AuditLog::Values(const v1::AuditRecord& r) {
   return store::Params{r.id(),      google::protobuf::util::TimeUtil::ToString(r.at()),
                        r.actor(),   r.auth_method(),
                        r.project(), r.action(),
@@ -52,13 +52,13 @@ std::shared_ptr<CallAudit> AuditLog::Begin() {
   call->record.set_outcome("OK");
   call->rider.insert = Insert();
   CallAudit* raw = call.get();
-  call->rider.values = [raw]() -> store::Params { return *Values(raw->record); };
+  call->rider.values = [raw] { return Values(raw->record); };
   return call;
 }
 
 absl::Status AuditLog::WriteAlone(const v1::AuditRecord& record) {
   if (record.outcome() != "OK" && !refusals_.Admit("refused").ok()) return absl::OkStatus();
-  JC_ASSIGN_OR_RETURN(store::Params values, Values(record));
+  store::Params values = Values(record);
   return store_->Exec(absl::StrCat(Insert(), " VALUES ", store::ValuesList(1, values.size())), values).status();
 }
 

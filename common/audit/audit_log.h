@@ -37,7 +37,7 @@ class AuditLog {
   // For the job manager, whose writes happen on its own thread: the insert and values of
   // `record`, to add to a transaction by hand.
   static const char* Insert();
-  static absl::StatusOr<store::Params> Values(const jointcloud::v1::AuditRecord& record);
+  static store::Params Values(const jointcloud::v1::AuditRecord& record);
 
   absl::StatusOr<jointcloud::v1::ListAuditRecordsResponse> List(const jointcloud::v1::ListAuditRecordsRequest& req);
 

@@ -3,7 +3,9 @@
 #include <google/protobuf/message.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <array>
+#include <cstring>
 #include <functional>
 #include <mutex>
 
@@ -193,9 +195,5 @@ std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> MakeAuthI
 }
 
 CallDecision DecisionOf(const grpc::ServerContextBase* context) { return CallDecisions::Get().Find(context); }
-
-absl::StatusOr<std::shared_ptr<const Principal>> CallerOf(const grpc::ServerContextBase* context) {
-  return DecisionOf(context).caller;
-}
 
 }  // namespace jc::auth

@@ -4,7 +4,7 @@
 // REST gateway, which forwards the caller's Authorization header over its channel): an
 // interceptor reads the `authorization` metadata of each call, asks the Authenticator who
 // it is, checks the method's coarse access level (MethodAccess), and records the outcome
-// for the call. Handlers take the caller with CallerOf(context): a call the interceptor did
+// for the call. Handlers take the caller with JC_GRPC_CALLER (DecisionOf): a call the interceptor did
 // not admit, or one it never saw, has no caller, so a handler cannot act for nobody.
 //
 // gRPC C++ server interceptors cannot end a call themselves (grpc/grpc#24017), hence the
@@ -70,7 +70,6 @@ struct CallDecision {
 // The decision for the call `context` belongs to; a call the interceptor never saw is
 // refused.
 CallDecision DecisionOf(const grpc::ServerContextBase* context);
-absl::StatusOr<std::shared_ptr<const Principal>> CallerOf(const grpc::ServerContextBase* context);
 
 }  // namespace jc::auth
 

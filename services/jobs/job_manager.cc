@@ -310,19 +310,13 @@ void JobManager::Flush() {
     store::Params audit_row;
     if (c.audit.has_value()) {
       c.audit->set_object(absl::StrCat("job_id=", r.job_id()));
-      auto row = audit::AuditLog::Values(*c.audit);
-      if (!row.ok()) return StepDown(absl::StrCat("encoding an audit record failed: ", row.status().message()));
-      audit_row = std::move(*row);
+      audit_row = audit::AuditLog::Values(*c.audit);
     }
     writes.inserts.push_back({r.job_id(), r.seq(), r.request().user_name(), r.request().project(), r.status(),
                               r.request().idempotency_key(), c.job.version, std::move(*doc), std::move(audit_row)});
   }
   writes.cursors = burst_.cursors;
-  for (const auto& a : burst_.audits) {
-    auto row = audit::AuditLog::Values(a);
-    if (!row.ok()) return StepDown(absl::StrCat("encoding an audit record failed: ", row.status().message()));
-    writes.audits.push_back(std::move(*row));
-  }
+  for (const auto& a : burst_.audits) writes.audits.push_back(audit::AuditLog::Values(a));
   Burst burst = std::move(burst_);
   burst_ = Burst();
   // Messages that arrive during the commit gather into the next burst.
