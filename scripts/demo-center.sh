@@ -2,7 +2,9 @@
 # A local computing center for trying Jointcloud on one machine: the bundled executor
 # (nexec-master and two agents with declared demo resources, running jobs as real
 # processes) behind the native adapter.
-#   scripts/demo-center.sh start DIR          -> starts it; prints the adapter's host:port
+#   scripts/demo-center.sh start DIR          -> starts it (and a munged of its own, socket
+#                                                DIR/munge.sock: NEXEC_MUNGE_SOCKET for the
+#                                                nexec CLI); prints the adapter's host:port
 #   scripts/demo-center.sh register URL ADDR  -> registers center "local-1" at ADDR with
 #                                                Jointcloud's REST API at URL, with specs
 #                                                cpu-1 and gpu-1 and image pytorch-demo, as
@@ -25,15 +27,31 @@ wait_for_port() {  # LOG PATTERN: prints the port the process logged
   return 1
 }
 
+start_munged() {  # DIR: nexec proves who calls with munge; the demo has its own munged and key
+  local dir=$1
+  command -v munged >/dev/null || { echo "demo-center: munged is not installed (scripts/setup.sh installs munge)" >&2; return 1; }
+  mkdir -p "$dir/munge"
+  chmod 755 "$dir"
+  chmod 700 "$dir/munge"
+  [[ -f "$dir/munge/munge.key" ]] || { dd if=/dev/urandom of="$dir/munge/munge.key" bs=1 count=1024 status=none; chmod 400 "$dir/munge/munge.key"; }
+  if [[ -f "$dir/munge/munged.pid" ]] && kill -0 "$(cat "$dir/munge/munged.pid")" 2>/dev/null; then return 0; fi
+  munged --force --socket="$dir/munge.sock" --key-file="$dir/munge/munge.key" --pid-file="$dir/munge/munged.pid" \
+    --log-file="$dir/munge/munged.log" --seed-file="$dir/munge/munged.seed"
+}
+
 start() {
   local dir=$1
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
+  start_munged "$dir"
+  export NEXEC_MUNGE_SOCKET="$dir/munge.sock"
   setsid "$build/executor/nexec-master" --listen=127.0.0.1:0 --metrics_address= --data_dir="$dir/nexec" \
     >"$dir/master.log" 2>&1 &
   echo $! >"$dir/master.pid"
   local master_port
   master_port=$(wait_for_port "$dir/master.log" "nexec master listening on port")
+  # What the nexec CLI needs to reach this executor: `. DIR/nexec.env; nexec hosts`.
+  printf 'export NEXEC_MASTER=127.0.0.1:%s NEXEC_MUNGE_SOCKET=%s\n' "$master_port" "$dir/munge.sock" >"$dir/nexec.env"
   for host in node1 node2; do
     setsid "$build/executor/nexec-agent" --master="127.0.0.1:$master_port" --host="$host" \
       --resources=cpus=16,gpus=2,mem=64G --state_dir="$dir/agent-$host" >"$dir/agent-$host.log" 2>&1 &
@@ -104,6 +122,10 @@ stop() {
       rm -f "$dir/$f.pid"
     fi
   done
+  if [[ -f "$dir/munge/munged.pid" ]]; then
+    kill "$(cat "$dir/munge/munged.pid")" 2>/dev/null || true
+    rm -f "$dir/munge/munged.pid"
+  fi
 }
 
 case "$cmd" in

@@ -68,4 +68,5 @@ JC_TOKEN=$(cat "$token_file" 2>/dev/null || true)
 "$root/scripts/demo-center.sh" register "$url" "$adapter"
 echo "run: center local-1 registered at $url; the admin token is in $token_file:"
 echo "     export JC_TOKEN=\$(cat $token_file)   # then try the README's examples. Ctrl-C stops everything."
+echo "     The demo center's executor: . $demo_dir/nexec.env; $build/executor/nexec hosts"
 wait "$server_pid"

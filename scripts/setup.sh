@@ -11,12 +11,13 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   nlohmann-json3-dev libpqxx-dev libcpp-httplib-dev prometheus-cpp-dev libspdlog-dev
-  catch2 libsqlite3-dev libyaml-cpp-dev libgoogle-perftools-dev libssl-dev curl ca-certificates
+  catch2 libsqlite3-dev libyaml-cpp-dev libgoogle-perftools-dev libssl-dev munge libmunge-dev
+  curl ca-certificates
 )
 for arg in "$@"; do
   case "$arg" in
     --test) packages+=(postgresql docker-compose clang libclang-rt-14-dev) ;;
-    --slurm) packages+=(slurm-wlm munge slurmrestd slurm-wlm-jwt-plugin) ;;
+    --slurm) packages+=(slurm-wlm slurmrestd slurm-wlm-jwt-plugin) ;;
     *) echo "setup: unknown option $arg (use --test or --slurm)" >&2; exit 2 ;;
   esac
 done

@@ -1,14 +1,24 @@
 // jc-adapter-native: connects a center run by the bundled executor (nexec) to Jointcloud.
+#include <cstdio>
+#include <string>
+
 #include "absl/flags/flag.h"
 #include "adapters/native/nexec_backend.h"
 #include "adapters/sdk/run_adapter.h"
 
 ABSL_FLAG(std::string, nexec_master, "127.0.0.1:6800", "gRPC address of nexec-master");
 ABSL_FLAG(std::string, queue, "", "nexec queue for Jointcloud's replicas (default: the master's)");
+ABSL_FLAG(std::string, nexec_auth, "munge", "how calls to nexec-master are signed: munge, or none (a master run with --auth=none)");
+ABSL_FLAG(std::string, munge_socket, "", "munged's socket (default: $NEXEC_MUNGE_SOCKET, else munge's own)");
 
 int main(int argc, char** argv) {
   auto options = jc::adapter::ParseAdapterFlags(
       argc, argv, "jc-adapter-native --center_config=center.yaml --nexec_master=127.0.0.1:6800");
-  jc::adapter::NexecBackend backend(absl::GetFlag(FLAGS_nexec_master), absl::GetFlag(FLAGS_queue));
+  auto auth = jc::nexec::MungeAuthFromFlags(absl::GetFlag(FLAGS_nexec_auth), absl::GetFlag(FLAGS_munge_socket));
+  if (!auth.ok()) {
+    std::fprintf(stderr, "jc-adapter-native: %s\n", std::string(auth.status().message()).c_str());
+    return 2;
+  }
+  jc::adapter::NexecBackend backend(absl::GetFlag(FLAGS_nexec_master), absl::GetFlag(FLAGS_queue), *auth);
   return jc::adapter::RunAdapter(backend, options);
 }

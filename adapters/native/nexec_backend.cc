@@ -19,10 +19,12 @@ namespace npb = ::nexec::v1;
 
 struct NexecBackend::Client {
   std::unique_ptr<npb::Master::Stub> stub;
+  nexec::MungeAuth auth;  // every call signed: the master takes the adapter's account from it
   template <typename Req, typename Resp, typename Call>
-  absl::StatusOr<Resp> Unary(Call call, const Req& req) {
+  absl::StatusOr<Resp> Unary(const char* method, Call call, const Req& req) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    JC_RETURN_IF_ERROR(auth.Sign(&ctx, method, req));
     Resp resp;
     grpc::Status s = (stub.get()->*call)(&ctx, req, &resp);
     if (!s.ok()) {
@@ -68,14 +70,14 @@ NexecShape ShapeForSpec(const pb::SpecOffer& spec) {
   return shape;
 }
 
-NexecBackend::NexecBackend(const std::string& master, std::string queue)
-    : client_(std::make_unique<Client>()), queue_(std::move(queue)) {
+NexecBackend::NexecBackend(const std::string& master, std::string queue, nexec::MungeAuth auth)
+    : client_(std::make_unique<Client>(Client{nullptr, std::move(auth)})), queue_(std::move(queue)) {
   client_->stub = npb::Master::NewStub(grpc::CreateChannel(master, grpc::InsecureChannelCredentials()));
 }
 NexecBackend::~NexecBackend() = default;
 
 absl::StatusOr<pb::CenterInfo> NexecBackend::Describe() {
-  JC_ASSIGN_OR_RETURN(auto hosts, (client_->Unary<npb::ListHostsRequest, npb::ListHostsResponse>(
+  JC_ASSIGN_OR_RETURN(auto hosts, (client_->Unary<npb::ListHostsRequest, npb::ListHostsResponse>("ListHosts",
                                       &npb::Master::Stub::ListHosts, {})));
   pb::CenterInfo info;
   info.set_scheduler("nexec");
@@ -90,9 +92,9 @@ absl::StatusOr<pb::CenterInfo> NexecBackend::Describe() {
 }
 
 absl::StatusOr<pb::Usage> NexecBackend::GetUsage() {
-  JC_ASSIGN_OR_RETURN(auto hosts, (client_->Unary<npb::ListHostsRequest, npb::ListHostsResponse>(
+  JC_ASSIGN_OR_RETURN(auto hosts, (client_->Unary<npb::ListHostsRequest, npb::ListHostsResponse>("ListHosts",
                                       &npb::Master::Stub::ListHosts, {})));
-  JC_ASSIGN_OR_RETURN(auto queues, (client_->Unary<npb::ListQueuesRequest, npb::ListQueuesResponse>(
+  JC_ASSIGN_OR_RETURN(auto queues, (client_->Unary<npb::ListQueuesRequest, npb::ListQueuesResponse>("ListQueues",
                                        &npb::Master::Stub::ListQueues, {})));
   pb::Usage u;
   for (const auto& q : queues.queues()) {
@@ -117,7 +119,7 @@ absl::StatusOr<std::string> FindByName(NexecBackend* self, auto& client, const s
   npb::ListJobsRequest req;
   req.set_name(name);
   req.set_limit(1);
-  JC_ASSIGN_OR_RETURN(auto jobs, (client.template Unary<npb::ListJobsRequest, npb::ListJobsResponse>(
+  JC_ASSIGN_OR_RETURN(auto jobs, (client.template Unary<npb::ListJobsRequest, npb::ListJobsResponse>("ListJobs",
                                      &npb::Master::Stub::ListJobs, req)));
   if (jobs.jobs().empty()) return std::string();
   return absl::StrCat(jobs.jobs(0).id());
@@ -141,7 +143,7 @@ absl::StatusOr<std::string> NexecBackend::Submit(const ReplicaLaunch& launch) {
   spec->set_requirement(shape.requirement);
   for (const auto& [k, v] : launch.env) (*spec->mutable_env())[k] = v;
   (*spec->mutable_env())["JC_REPLICA_NAME"] = launch.name;
-  JC_ASSIGN_OR_RETURN(auto resp, (client_->Unary<npb::SubmitRequest, npb::SubmitResponse>(
+  JC_ASSIGN_OR_RETURN(auto resp, (client_->Unary<npb::SubmitRequest, npb::SubmitResponse>("Submit",
                                      &npb::Master::Stub::Submit, req)));
   return absl::StrCat(resp.job_id());
 }
@@ -174,7 +176,7 @@ absl::StatusOr<std::vector<std::string>> NexecBackend::SubmitGang(
     }
     spec->set_slots(slots);
     spec->set_requirement(requirement);
-    JC_ASSIGN_OR_RETURN(auto resp, (client_->Unary<npb::SubmitRequest, npb::SubmitResponse>(
+    JC_ASSIGN_OR_RETURN(auto resp, (client_->Unary<npb::SubmitRequest, npb::SubmitResponse>("Submit",
                                        &npb::Master::Stub::Submit, req)));
     existing = absl::StrCat(resp.job_id());
   }
@@ -188,7 +190,7 @@ absl::Status NexecBackend::Stop(const std::string& external_id) {
     return absl::InvalidArgumentError(absl::StrCat("\"", external_id, "\" is not a nexec job id"));
   }
   ref.set_job_id(id);
-  auto killed = client_->Unary<npb::JobRef, npb::ControlResponse>(&npb::Master::Stub::Kill, ref);
+  auto killed = client_->Unary<npb::JobRef, npb::ControlResponse>("Kill", &npb::Master::Stub::Kill, ref);
   // A job that ended meanwhile is stopped already.
   if (!killed.ok() && !absl::IsFailedPrecondition(killed.status())) return killed.status();
   return absl::OkStatus();
@@ -202,7 +204,7 @@ absl::StatusOr<std::map<std::string, ReplicaObservation>> NexecBackend::Poll(
     int64_t job_id = 0;
     if (!ParseJobId(id, &job_id)) continue;
     ref.set_job_id(job_id);
-    auto job = client_->Unary<npb::JobRef, npb::Job>(&npb::Master::Stub::GetJob, ref);
+    auto job = client_->Unary<npb::JobRef, npb::Job>("GetJob", &npb::Master::Stub::GetJob, ref);
     if (absl::IsNotFound(job.status())) continue;
     if (!job.ok()) return job.status();
     ReplicaObservation o;
@@ -233,6 +235,7 @@ absl::StatusOr<std::string> NexecBackend::ReadLog(const std::string& external_id
   req.set_offset(offset);
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  JC_RETURN_IF_ERROR(client_->auth.Sign(&ctx, "ReadLog", req));
   auto reader = client_->stub->ReadLog(&ctx, req);
   std::string out;
   npb::LogChunk chunk;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "adapters/sdk/backend.h"
+#include "executor/auth/munge_auth.h"
 
 namespace jc::adapter {
 
@@ -22,7 +23,9 @@ NexecShape ShapeForSpec(const pb::SpecOffer& spec);
 class NexecBackend final : public Backend {
  public:
   // `master` is host:port of nexec-master; `queue` empty = its default queue.
-  NexecBackend(const std::string& master, std::string queue);
+  // Calls `master` signed with `auth` (munge): the adapter's account must be root or one of
+  // the executor's administrators to submit as the accounts a center maps projects to.
+  NexecBackend(const std::string& master, std::string queue, nexec::MungeAuth auth);
   ~NexecBackend() override;
 
   absl::StatusOr<pb::CenterInfo> Describe() override;

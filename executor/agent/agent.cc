@@ -143,7 +143,7 @@ absl::StatusOr<int> Agent::Start() {
     for (const auto& s : found) spdlog::info("resource sensor {}", s);
     sensors_ = std::make_unique<SensorRunner>(found, options_.sensor_restart_delay);
   }
-  service_ = MakeAgentService(this);
+  service_ = MakeAgentService(this, options_.auth, options_.master_uid);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(options_.listen_address, grpc::InsecureServerCredentials(), &port);
@@ -400,7 +400,12 @@ void Agent::HeartbeatLoop() {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
     pb::HeartbeatResponse resp;
-    grpc::Status status = stub->Heartbeat(&ctx, req, &resp);
+    grpc::Status status = grpc::Status::OK;
+    if (absl::Status signed_ok = options_.auth.Sign(&ctx, "Heartbeat", req); !signed_ok.ok()) {
+      status = ToGrpcStatus(signed_ok);
+    } else {
+      status = stub->Heartbeat(&ctx, req, &resp);
+    }
     lock.lock();
     next = absl::Now() + options_.heartbeat_interval;
     if (!status.ok()) {
@@ -420,18 +425,26 @@ void Agent::HeartbeatLoop() {
 
 namespace {
 
+// Starting a process as any user is the most a caller can do here: every call must carry
+// a munge credential of the master's account (or root); the first line of each handler.
+#define NEXEC_FROM_MASTER(method)                         \
+  if (grpc::Status refused = FromMaster(*ctx, method, *req); !refused.ok()) return refused
+
 class AgentService final : public pb::Agent::Service {
  public:
-  explicit AgentService(Agent* agent) : agent_(agent) {}
-  grpc::Status Launch(grpc::ServerContext*, const pb::LaunchRequest* req,
+  AgentService(Agent* agent, MungeAuth auth, uid_t master_uid)
+      : agent_(agent), auth_(std::move(auth)), master_uid_(master_uid) {}
+  grpc::Status Launch(grpc::ServerContext* ctx, const pb::LaunchRequest* req,
                       pb::LaunchResponse* resp) override {
+    NEXEC_FROM_MASTER("Launch");
     auto pid = agent_->Launch(*req);
     if (!pid.ok()) return ToGrpcStatus(pid.status());
     resp->set_pid(*pid);
     return grpc::Status::OK;
   }
-  grpc::Status LaunchBatch(grpc::ServerContext*, const pb::LaunchBatchRequest* req,
+  grpc::Status LaunchBatch(grpc::ServerContext* ctx, const pb::LaunchBatchRequest* req,
                            pb::LaunchBatchResponse* resp) override {
+    NEXEC_FROM_MASTER("LaunchBatch");
     for (const auto& launch : req->launches()) {
       absl::StatusOr<int> pid;
       try {
@@ -450,12 +463,14 @@ class AgentService final : public pb::Agent::Service {
     }
     return grpc::Status::OK;
   }
-  grpc::Status Signal(grpc::ServerContext*, const pb::SignalRequest* req,
+  grpc::Status Signal(grpc::ServerContext* ctx, const pb::SignalRequest* req,
                       pb::SignalResponse*) override {
+    NEXEC_FROM_MASTER("Signal");
     return ToGrpcStatus(agent_->Signal(*req));
   }
-  grpc::Status ReadLog(grpc::ServerContext*, const pb::ReadLogRequest* req,
+  grpc::Status ReadLog(grpc::ServerContext* ctx, const pb::ReadLogRequest* req,
                        grpc::ServerWriter<pb::LogChunk>* writer) override {
+    NEXEC_FROM_MASTER("ReadLog");
     constexpr int64_t kChunk = 1 << 20;
     int64_t offset = req->offset();
     while (true) {
@@ -473,13 +488,26 @@ class AgentService final : public pb::Agent::Service {
   }
 
  private:
+  grpc::Status FromMaster(const grpc::ServerContext& ctx, absl::string_view method,
+                          const google::protobuf::Message& req) const {
+    auto caller = auth_.Verify(ctx, method, req);
+    if (!caller.ok()) return ToGrpcStatus(caller.status());
+    if (caller->root() || caller->uid == master_uid_) return grpc::Status::OK;
+    spdlog::warn("refused {} from {} (uid {}): agents take calls only from the master", std::string(method), caller->user,
+                 caller->uid);
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        absl::StrCat("agents take ", method, " only from the nexec master, not from ",
+                                     caller->user));
+  }
   Agent* agent_;
+  const MungeAuth auth_;
+  const uid_t master_uid_;
 };
 
 }  // namespace
 
-std::unique_ptr<grpc::Service> MakeAgentService(Agent* agent) {
-  return std::make_unique<AgentService>(agent);
+std::unique_ptr<grpc::Service> MakeAgentService(Agent* agent, const MungeAuth& auth, uid_t master_uid) {
+  return std::make_unique<AgentService>(agent, auth, master_uid);
 }
 
 }  // namespace jc::nexec

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <sys/types.h>
+
 #include <map>
 #include <set>
 #include <memory>
@@ -15,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "executor/auth/munge_auth.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "executor/agent/sensor.h"
@@ -45,6 +48,10 @@ struct AgentOptions {
   // restarted after a crash kills what its predecessor left running (a rerun must never
   // run beside the first attempt). Empty: <temp dir>/nexec-agent-<host>.
   std::string state_dir;
+  // How calls are signed and checked (B9): heartbeats are signed; launches, signals and
+  // log reads are taken only from `master_uid` (the master's account) or root.
+  MungeAuth auth = MungeAuth::Munge("");
+  uid_t master_uid = 0;
 };
 
 // Parses "cpus=64,gpus=8,mem=512G,swap=16G" into the info fields it names.
@@ -103,6 +110,6 @@ class Agent {
   std::thread heartbeat_;
 };
 
-std::unique_ptr<grpc::Service> MakeAgentService(Agent* agent);
+std::unique_ptr<grpc::Service> MakeAgentService(Agent* agent, const MungeAuth& auth, uid_t master_uid);
 
 }  // namespace jc::nexec

@@ -1,6 +1,7 @@
 // nexec-agent: runs on every host; reports it to the master and runs its tasks.
 
 #include <signal.h>
+#include <unistd.h>
 #include <spdlog/spdlog.h>
 
 #include "absl/flags/flag.h"
@@ -22,6 +23,12 @@ ABSL_FLAG(std::string, state_dir, "",
           "where the agent records its tasks' process groups, so that a restarted agent kills what a crashed "
           "one left running (default: <temp dir>/nexec-agent-<host>)");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
+ABSL_FLAG(std::string, auth, "munge",
+          "how calls are proven: munge, or none (development only: anyone reaching the port may launch)");
+ABSL_FLAG(std::string, munge_socket, "", "munged's socket (default: $NEXEC_MUNGE_SOCKET, else munge's own)");
+ABSL_FLAG(int64_t, master_uid, -1,
+          "the account the master runs as; launches from others are refused (default: the agent's own "
+          "account; root is always accepted)");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -45,6 +52,15 @@ int main(int argc, char** argv) {
   options.heartbeat_interval = absl::GetFlag(FLAGS_heartbeat);
   options.sensor_dir = absl::GetFlag(FLAGS_sensor_dir);
   options.state_dir = absl::GetFlag(FLAGS_state_dir);
+  auto auth = jc::nexec::MungeAuthFromFlags(absl::GetFlag(FLAGS_auth), absl::GetFlag(FLAGS_munge_socket));
+  if (!auth.ok()) {
+    spdlog::error("{}", auth.status().message());
+    return 2;
+  }
+  if (!auth->enabled()) spdlog::warn("--auth=none: anyone who reaches this agent may launch processes; for development only");
+  options.auth = *auth;
+  options.master_uid = absl::GetFlag(FLAGS_master_uid) >= 0 ? static_cast<uid_t>(absl::GetFlag(FLAGS_master_uid))
+                                                            : geteuid();
   jc::nexec::Agent agent(options);
   auto port = agent.Start();
   if (!port.ok()) {

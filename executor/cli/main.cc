@@ -4,7 +4,8 @@
 //   nexec jobs [-u user] [-q queue] [-a] | job ID | hosts | queues
 //   nexec kill|suspend|resume|requeue ID
 //   nexec logs ID [-e] [-f]
-// Every listing takes --json. The master is --master=host:port or $NEXEC_MASTER.
+// Every listing takes --json. The master is --master=host:port or $NEXEC_MASTER. Every call
+// carries a munge credential from --munge_socket, $NEXEC_MUNGE_SOCKET or munge's own socket.
 
 #include <grpcpp/grpcpp.h>
 #include <google/protobuf/util/json_util.h>
@@ -22,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "executor/auth/munge_auth.h"
 #include "nexec/v1/nexec.grpc.pb.h"
 
 namespace pb = ::nexec::v1;
@@ -29,7 +31,7 @@ namespace pb = ::nexec::v1;
 namespace {
 
 int Usage() {
-  std::cerr << "usage: nexec [--master=host:port] COMMAND ...\n"
+  std::cerr << "usage: nexec [--master=host:port] [--munge_socket=PATH] COMMAND ...\n"
                "  submit [-n N] [-R req] [-q queue] [-J name] [-o out] [-e err] [--gpus N]\n"
                "         [--exclusive] [--user U] [--key K] [--] command...\n"
                "  jobs [-u user] [-q queue] [-a] [--json]      list jobs (-a: finished too)\n"
@@ -115,8 +117,13 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   const char* env_master = std::getenv("NEXEC_MASTER");
   std::string master = env_master != nullptr ? env_master : "127.0.0.1:6800";
-  while (!args.empty() && args[0].rfind("--master=", 0) == 0) {
-    master = args[0].substr(9);
+  std::string munge_socket;
+  while (!args.empty() && (args[0].rfind("--master=", 0) == 0 || args[0].rfind("--munge_socket=", 0) == 0)) {
+    if (args[0].rfind("--master=", 0) == 0) {
+      master = args[0].substr(9);
+    } else {
+      munge_socket = args[0].substr(15);
+    }
     args.erase(args.begin());
   }
   if (args.empty() || args[0] == "-h" || args[0] == "--help") return Usage();
@@ -132,9 +139,12 @@ int main(int argc, char** argv) {
     }
   }
   auto stub = pb::Master::NewStub(grpc::CreateChannel(master, grpc::InsecureChannelCredentials()));
-  auto ctx = [] {
+  // Every call carries a munge credential: the master takes who we are from it (B9).
+  const jc::nexec::MungeAuth auth = jc::nexec::MungeAuth::Munge(munge_socket);
+  auto ctx = [&auth](absl::string_view method, const google::protobuf::Message& request) {
     auto c = std::make_unique<grpc::ClientContext>();
     c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    if (absl::Status s = auth.Sign(c.get(), method, request); !s.ok()) std::exit(Fail(std::string(s.message())));
     return c;
   };
 
@@ -193,7 +203,7 @@ int main(int argc, char** argv) {
     if (command.empty()) return Fail("submit: no command given");
     s->set_command(absl::StrJoin(command, " "));
     pb::SubmitResponse resp;
-    auto c = ctx();
+    auto c = ctx("Submit", req);
     grpc::Status st = stub->Submit(c.get(), req, &resp);
     if (!st.ok()) return Fail(st);
     if (json) {
@@ -224,7 +234,7 @@ int main(int argc, char** argv) {
       req.add_states(pb::SUSPENDED);
     }
     pb::ListJobsResponse resp;
-    auto c = ctx();
+    auto c = ctx("ListJobs", req);
     grpc::Status st = stub->ListJobs(c.get(), req, &resp);
     if (!st.ok()) return Fail(st);
     if (json) {
@@ -252,7 +262,9 @@ int main(int argc, char** argv) {
     if (args.size() != 1 || !ParseId(args[0], &id)) return Fail(cmd + ": give one job id");
     pb::JobRef ref;
     ref.set_job_id(id);
-    auto c = ctx();
+    std::string method = cmd == "job" ? "GetJob" : cmd == "kill" ? "Kill" : cmd == "suspend" ? "Suspend"
+                         : cmd == "resume" ? "Resume" : "Requeue";
+    auto c = ctx(method, ref);
     if (cmd == "job") {
       pb::Job j;
       grpc::Status st = stub->GetJob(c.get(), ref, &j);
@@ -300,7 +312,7 @@ int main(int argc, char** argv) {
   }
 
   if (cmd == "hosts" || cmd == "queues") {
-    auto c = ctx();
+    auto c = cmd == "hosts" ? ctx("ListHosts", pb::ListHostsRequest()) : ctx("ListQueues", pb::ListQueuesRequest());
     if (cmd == "hosts") {
       pb::ListHostsResponse resp;
       grpc::Status st = stub->ListHosts(c.get(), {}, &resp);
@@ -354,8 +366,9 @@ int main(int argc, char** argv) {
     }
     if (id == 0) return Fail("logs: give a job id");
     req.set_job_id(id);
-    grpc::ClientContext c;
-    auto reader = stub->ReadLog(&c, req);
+    auto c = ctx("ReadLog", req);
+    c->set_deadline(std::chrono::system_clock::time_point::max());  // -f follows until the job ends
+    auto reader = stub->ReadLog(c.get(), req);
     pb::LogChunk chunk;
     while (reader->Read(&chunk)) std::cout << chunk.data() << std::flush;
     grpc::Status st = reader->Finish();

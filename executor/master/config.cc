@@ -86,7 +86,8 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
   }
   if (root.IsNull()) return DefaultConfig();
   JC_RETURN_IF_ERROR(CheckKeys(root, "top level",
-                               {"host_types", "hosts", "user_groups", "queues", "default_queue"}));
+                               {"host_types", "hosts", "user_groups", "queues", "default_queue",
+                                "administrators"}));
   ExecutorConfig c;
   std::set<std::string> types;
   if (const YAML::Node list = root["host_types"]) {
@@ -122,13 +123,22 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
     if (!groups.IsMap()) return Bad("user_groups", "must map a group name to a list of users");
     for (const auto& kv : groups) {
       std::string name = kv.first.as<std::string>();
+      std::string where = absl::StrCat("user_groups.", name);
+      // Either a list of members, or {members: [...], admins: [...]}.
+      if (kv.second.IsMap()) {
+        JC_RETURN_IF_ERROR(CheckKeys(kv.second, where, {"members", "admins"}));
+        JC_RETURN_IF_ERROR(Read(kv.second, "members", where, &c.user_groups[name]));
+        JC_RETURN_IF_ERROR(Read(kv.second, "admins", where, &c.group_admins[name]));
+        continue;
+      }
       try {
         c.user_groups[name] = kv.second.as<std::vector<std::string>>();
       } catch (const YAML::Exception&) {
-        return Bad(absl::StrCat("user_groups.", name), "must be a list of users");
+        return Bad(where, "must be a list of users, or {members: [...], admins: [...]}");
       }
     }
   }
+  JC_RETURN_IF_ERROR(Read(root, "administrators", "top level", &c.administrators));
   std::set<std::string> queue_names;
   if (const YAML::Node list = root["queues"]) {
     for (size_t i = 0; i < list.size(); ++i) {

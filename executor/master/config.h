@@ -21,6 +21,12 @@ struct ExecutorConfig {
   std::vector<HostType> host_types;
   std::map<std::string, HostStatic> hosts;
   std::map<std::string, std::vector<std::string>> user_groups;
+  // Who may act on a group's members' jobs (kill, suspend, resume, requeue): LSF's group
+  // administrators. They may not submit for them.
+  std::map<std::string, std::vector<std::string>> group_admins;
+  // Accounts besides root that may submit for any user and act on every job (B9): the
+  // account the native adapter runs as, for one.
+  std::vector<std::string> administrators;
   std::vector<QueueConfig> queues;
   std::string default_queue;  // the first queue unless `default_queue` names one
 };

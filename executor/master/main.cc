@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
+#include <unistd.h>
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
@@ -28,6 +29,11 @@ ABSL_FLAG(std::string, log_dir, "", "default directory of job output (default: d
 ABSL_FLAG(std::string, metrics_address, "127.0.0.1:6801",
           "where /metrics, /healthz and /readyz are served (empty: nowhere)");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
+ABSL_FLAG(std::string, auth, "munge",
+          "how callers prove who they are: munge, or none (development only: every caller is root)");
+ABSL_FLAG(std::string, munge_socket, "", "munged's socket (default: $NEXEC_MUNGE_SOCKET, else munge's own)");
+ABSL_FLAG(int64_t, agent_uid, -1, "the account agents run as; heartbeats from others are refused "
+          "(default: the master's own account; root is always accepted)");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("nexec-master --listen=127.0.0.1:6800 [--config=nexec.yaml]");
@@ -60,7 +66,15 @@ int main(int argc, char** argv) {
   options.log_dir = absl::GetFlag(FLAGS_log_dir).empty()
                         ? std::filesystem::absolute(dir / "logs").string()
                         : absl::GetFlag(FLAGS_log_dir);
-  auto dialer = jc::nexec::MakeGrpcAgentDialer();
+  auto auth = jc::nexec::MungeAuthFromFlags(absl::GetFlag(FLAGS_auth), absl::GetFlag(FLAGS_munge_socket));
+  if (!auth.ok()) return fail(std::string(auth.status().message()));
+  if (!auth->enabled()) {
+    spdlog::warn("--auth=none: every caller is trusted as root; for development only");
+  } else if (auto probe = auth->Encode("nexec-master"); !probe.ok()) {
+    return fail(std::string(probe.status().message()));
+  }
+  uid_t agent_uid = absl::GetFlag(FLAGS_agent_uid) >= 0 ? static_cast<uid_t>(absl::GetFlag(FLAGS_agent_uid)) : geteuid();
+  auto dialer = jc::nexec::MakeGrpcAgentDialer(*auth);
   jc::nexec::Master master(store->get(), jc::RealClock::Get(), dialer.get(), config, options);
   if (auto s = master.Recover(); !s.ok()) return fail("recovery failed: " + s.ToString());
 
@@ -71,7 +85,7 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  auto service = jc::nexec::MakeMasterService(&master);
+  auto service = jc::nexec::MakeMasterService(&master, *auth, agent_uid);
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(absl::GetFlag(FLAGS_listen), grpc::InsecureServerCredentials(), &port);

@@ -279,6 +279,18 @@ absl::StatusOr<pb::Job> Master::GetJob(int64_t id) {
   return it->second.job;
 }
 
+absl::Status Master::MaySubmitAs(const Principal& caller, const std::string& user) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ::jc::nexec::MaySubmitAs(config_, caller, user);
+}
+
+absl::Status Master::MayControl(const Principal& caller, int64_t id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
+  return ::jc::nexec::MayControl(config_, caller, it->second.job.spec().user());
+}
+
 std::vector<pb::Job> Master::ListJobs(const pb::ListJobsRequest& req) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<pb::Job> out;

@@ -21,6 +21,7 @@
 #include "common/store/group_commit.h"
 #include "common/store/store.h"
 #include "common/thread_pool.h"
+#include "executor/master/access.h"
 #include "executor/master/config.h"
 #include "executor/master/master_metrics.h"
 #include "executor/policy/scheduler.h"
@@ -87,6 +88,11 @@ class Master {
   // types and static host attributes, user groups. A queue that still holds jobs cannot
   // be removed; then nothing changes and the error says why.
   absl::Status Reconfigure(ExecutorConfig config);
+
+  // Authorization on the caller's proven account (access.h), against the configuration
+  // in force: submitting as `user`, and acting on job `id` (NOT_FOUND when there is none).
+  absl::Status MaySubmitAs(const Principal& caller, const std::string& user);
+  absl::Status MayControl(const Principal& caller, int64_t id);
 
   // One scheduling pass: decide in a batch, persist the decisions in one transaction,
   // launch the tasks. Returns the number of jobs started.

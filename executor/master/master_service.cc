@@ -4,6 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/status_macros.h"
+#include "executor/auth/munge_auth.h"
 #include "nexec/v1/nexec.grpc.pb.h"
 
 namespace jc::nexec {
@@ -12,49 +14,78 @@ namespace {
 using grpc::ServerContext;
 using grpc::Status;
 
+// Every handler starts by proving its caller (munge); the first line of each.
+#define NEXEC_CALLER(caller, method)                                   \
+  auto caller##_or = auth_.Verify(*ctx, method, *req);                 \
+  if (!caller##_or.ok()) return ToGrpcStatus(caller##_or.status());   \
+  const Caller& caller = *caller##_or
+
 class MasterService final : public pb::Master::Service {
  public:
-  explicit MasterService(Master* m) : m_(m) {}
+  MasterService(Master* m, MungeAuth auth, uid_t agent_uid) : m_(m), auth_(std::move(auth)), agent_uid_(agent_uid) {}
 
-  Status Submit(ServerContext*, const pb::SubmitRequest* req, pb::SubmitResponse* resp) override {
-    auto id = m_->Submit(req->spec());
+  Status Submit(ServerContext* ctx, const pb::SubmitRequest* req, pb::SubmitResponse* resp) override {
+    NEXEC_CALLER(caller, "Submit");
+    pb::JobSpec spec = req->spec();
+    if (spec.user().empty()) spec.set_user(caller.user);
+    if (auto s = m_->MaySubmitAs(Of(caller), spec.user()); !s.ok()) return ToGrpcStatus(s);
+    auto id = m_->Submit(std::move(spec));
     if (!id.ok()) return ToGrpcStatus(id.status());
     resp->set_job_id(*id);
     return Status::OK;
   }
-  Status GetJob(ServerContext*, const pb::JobRef* req, pb::Job* resp) override {
+  Status GetJob(ServerContext* ctx, const pb::JobRef* req, pb::Job* resp) override {
+    NEXEC_CALLER(caller, "GetJob");
     return Reply(m_->GetJob(req->job_id()), resp);
   }
-  Status ListJobs(ServerContext*, const pb::ListJobsRequest* req, pb::ListJobsResponse* resp) override {
+  Status ListJobs(ServerContext* ctx, const pb::ListJobsRequest* req, pb::ListJobsResponse* resp) override {
+    NEXEC_CALLER(caller, "ListJobs");
     for (auto& j : m_->ListJobs(*req)) *resp->add_jobs() = std::move(j);
     return Status::OK;
   }
-  Status Kill(ServerContext*, const pb::JobRef* req, pb::ControlResponse* resp) override {
+  Status Kill(ServerContext* ctx, const pb::JobRef* req, pb::ControlResponse* resp) override {
+    NEXEC_CALLER(caller, "Kill");
+    if (auto s = m_->MayControl(Of(caller), req->job_id()); !s.ok()) return ToGrpcStatus(s);
     return Control(m_->Kill(req->job_id()), resp);
   }
-  Status Suspend(ServerContext*, const pb::JobRef* req, pb::ControlResponse* resp) override {
+  Status Suspend(ServerContext* ctx, const pb::JobRef* req, pb::ControlResponse* resp) override {
+    NEXEC_CALLER(caller, "Suspend");
+    if (auto s = m_->MayControl(Of(caller), req->job_id()); !s.ok()) return ToGrpcStatus(s);
     return Control(m_->Suspend(req->job_id()), resp);
   }
-  Status Resume(ServerContext*, const pb::JobRef* req, pb::ControlResponse* resp) override {
+  Status Resume(ServerContext* ctx, const pb::JobRef* req, pb::ControlResponse* resp) override {
+    NEXEC_CALLER(caller, "Resume");
+    if (auto s = m_->MayControl(Of(caller), req->job_id()); !s.ok()) return ToGrpcStatus(s);
     return Control(m_->Resume(req->job_id()), resp);
   }
-  Status Requeue(ServerContext*, const pb::JobRef* req, pb::ControlResponse* resp) override {
+  Status Requeue(ServerContext* ctx, const pb::JobRef* req, pb::ControlResponse* resp) override {
+    NEXEC_CALLER(caller, "Requeue");
+    if (auto s = m_->MayControl(Of(caller), req->job_id()); !s.ok()) return ToGrpcStatus(s);
     return Control(m_->Requeue(req->job_id()), resp);
   }
-  Status ListHosts(ServerContext*, const pb::ListHostsRequest*, pb::ListHostsResponse* resp) override {
+  Status ListHosts(ServerContext* ctx, const pb::ListHostsRequest* req, pb::ListHostsResponse* resp) override {
+    NEXEC_CALLER(caller, "ListHosts");
     for (auto& h : m_->ListHosts()) *resp->add_hosts() = std::move(h);
     return Status::OK;
   }
-  Status ListQueues(ServerContext*, const pb::ListQueuesRequest*, pb::ListQueuesResponse* resp) override {
+  Status ListQueues(ServerContext* ctx, const pb::ListQueuesRequest* req, pb::ListQueuesResponse* resp) override {
+    NEXEC_CALLER(caller, "ListQueues");
     for (auto& q : m_->ListQueues()) *resp->add_queues() = std::move(q);
     return Status::OK;
   }
-  Status Heartbeat(ServerContext*, const pb::HeartbeatRequest* req,
+  Status Heartbeat(ServerContext* ctx, const pb::HeartbeatRequest* req,
                    pb::HeartbeatResponse* resp) override {
+    NEXEC_CALLER(caller, "Heartbeat");
+    // A heartbeat makes a host schedulable: only the agents' account (or root) may send one.
+    if (!caller.root() && caller.uid != agent_uid_) {
+      return Status(grpc::StatusCode::PERMISSION_DENIED,
+                    absl::StrCat("heartbeats come from nexec agents, not from ", caller.user));
+    }
     return Reply(m_->Heartbeat(*req), resp);
   }
   Status Watch(ServerContext* ctx, const pb::WatchRequest* req,
                grpc::ServerWriter<pb::JobEvent>* writer) override {
+    NEXEC_CALLER(caller, "Watch");
     uint64_t since = req->since_cursor();
     std::vector<pb::JobEvent> batch;
     while (!ctx->IsCancelled()) {
@@ -76,6 +107,7 @@ class MasterService final : public pb::Master::Service {
   }
   Status ReadLog(ServerContext* ctx, const pb::ReadLogRequest* req,
                  grpc::ServerWriter<pb::LogChunk>* writer) override {
+    NEXEC_CALLER(caller, "ReadLog");
     constexpr int64_t kChunk = 1 << 20;
     int64_t offset = req->offset();
     while (!ctx->IsCancelled()) {
@@ -100,20 +132,27 @@ class MasterService final : public pb::Master::Service {
   }
 
  private:
+  static Principal Of(const Caller& c) { return Principal{c.user, c.root()}; }
   static Status Control(absl::StatusOr<pb::Job> job, pb::ControlResponse* resp) {
     if (!job.ok()) return ToGrpcStatus(job.status());
     *resp->mutable_job() = std::move(job).value();
     return Status::OK;
   }
   Master* m_;
+  const MungeAuth auth_;
+  const uid_t agent_uid_;
 };
 
+// The master's calls to agents, each signed with munge: agents take launches only from
+// the master's account.
 class GrpcAgentDialer final : public AgentDialer {
  public:
+  explicit GrpcAgentDialer(MungeAuth auth) : auth_(std::move(auth)) {}
   absl::StatusOr<int> Launch(const std::string& address, const pb::LaunchRequest& req) override {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     pb::LaunchResponse resp;
+    JC_RETURN_IF_ERROR(auth_.Sign(&ctx, "Launch", req));
     grpc::Status s = Stub(address)->Launch(&ctx, req, &resp);
     if (s.error_code() == grpc::StatusCode::ALREADY_EXISTS) return 0;
     if (!s.ok()) return FromGrpcStatus(s);
@@ -127,7 +166,12 @@ class GrpcAgentDialer final : public AgentDialer {
     pb::LaunchBatchRequest req;
     for (const auto& r : reqs) *req.add_launches() = r;
     pb::LaunchBatchResponse resp;
-    grpc::Status s = Stub(address)->LaunchBatch(&ctx, req, &resp);
+    grpc::Status s = grpc::Status::OK;
+    if (auto signed_ok = auth_.Sign(&ctx, "LaunchBatch", req); !signed_ok.ok()) {
+      s = ToGrpcStatus(signed_ok);
+    } else {
+      s = Stub(address)->LaunchBatch(&ctx, req, &resp);
+    }
     std::vector<absl::StatusOr<int>> out;
     for (size_t i = 0; i < reqs.size(); ++i) {
       if (!s.ok()) {
@@ -147,12 +191,14 @@ class GrpcAgentDialer final : public AgentDialer {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     pb::SignalResponse resp;
+    JC_RETURN_IF_ERROR(auth_.Sign(&ctx, "Signal", req));
     return FromGrpcStatus(Stub(address)->Signal(&ctx, req, &resp));
   }
   absl::StatusOr<std::string> ReadLog(const std::string& address, const pb::ReadLogRequest& req,
                                       int64_t max_bytes) override {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    JC_RETURN_IF_ERROR(auth_.Sign(&ctx, "ReadLog", req));
     auto reader = Stub(address)->ReadLog(&ctx, req);
     std::string out;
     pb::LogChunk chunk;
@@ -177,16 +223,19 @@ class GrpcAgentDialer final : public AgentDialer {
     }
     return stub.get();
   }
+  const MungeAuth auth_;
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<pb::Agent::Stub>> stubs_;
 };
 
 }  // namespace
 
-std::unique_ptr<grpc::Service> MakeMasterService(Master* master) {
-  return std::make_unique<MasterService>(master);
+std::unique_ptr<grpc::Service> MakeMasterService(Master* master, const MungeAuth& auth, uid_t agent_uid) {
+  return std::make_unique<MasterService>(master, auth, agent_uid);
 }
 
-std::unique_ptr<AgentDialer> MakeGrpcAgentDialer() { return std::make_unique<GrpcAgentDialer>(); }
+std::unique_ptr<AgentDialer> MakeGrpcAgentDialer(const MungeAuth& auth) {
+  return std::make_unique<GrpcAgentDialer>(auth);
+}
 
 }  // namespace jc::nexec

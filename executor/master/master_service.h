@@ -4,14 +4,16 @@
 
 #include <grpcpp/impl/codegen/service_type.h>
 
+#include "executor/auth/munge_auth.h"
 #include "executor/master/master.h"
 
 namespace jc::nexec {
 
-// The gRPC edge of the master (nexec.v1.Master).
-std::unique_ptr<grpc::Service> MakeMasterService(Master* master);
+// The gRPC edge of the master (nexec.v1.Master). Every call is verified with `auth`;
+// heartbeats are taken only from root or `agent_uid`, the account agents run as.
+std::unique_ptr<grpc::Service> MakeMasterService(Master* master, const MungeAuth& auth, uid_t agent_uid);
 
-// Reaches agents over gRPC, one channel per agent address.
-std::unique_ptr<AgentDialer> MakeGrpcAgentDialer();
+// Reaches agents over gRPC, one channel per agent address, every call signed with `auth`.
+std::unique_ptr<AgentDialer> MakeGrpcAgentDialer(const MungeAuth& auth);
 
 }  // namespace jc::nexec

@@ -7,6 +7,7 @@
 
 #include "adapters/native/nexec_backend.h"
 #include "adapters/sdk/conformance/conformance.h"
+#include "tests/testing/munge_daemon.h"
 #include "tests/testing/process.h"
 
 namespace jc::adapter::conformance {
@@ -20,6 +21,7 @@ struct NexecCluster {
   std::string error;
 
   NexecCluster() {
+    jc::testing::UsePrivateMunged();  // the master, agent and backend all sign with it
     dir = std::filesystem::temp_directory_path() / ("jc-native-adapter-" + std::to_string(getpid()));
     std::filesystem::create_directories(dir);
     master = std::make_unique<jc::testing::Process>(
@@ -36,7 +38,7 @@ struct NexecCluster {
         std::vector<std::string>{JC_NEXEC_AGENT, "--master=" + address, "--host=node1",
                                  "--resources=cpus=16,gpus=2,mem=32G", "--state_dir=" + (dir / "agent-state").string()},
         (dir / "agent.log").string());
-    NexecBackend probe(address, "");
+    NexecBackend probe(address, "", nexec::MungeAuth::Munge(""));
     bool up = jc::testing::WaitUntil([&] {
       auto info = probe.Describe();
       return info.ok() && info->capacity().cpu() == 16;
@@ -58,7 +60,7 @@ ConformanceTarget MakeConformanceTarget() {
   t.name = "native (nexec) adapter";
   t.unavailable = cluster.error;
   std::string address = cluster.address;
-  t.make_backend = [address] { return std::make_unique<NexecBackend>(address, ""); };
+  t.make_backend = [address] { return std::make_unique<NexecBackend>(address, "", nexec::MungeAuth::Munge("")); };
   t.center = *ParseCenterConfig(R"(
 center_id: native-test
 security_grade: 3

@@ -17,7 +17,9 @@
 #include <thread>
 #include <vector>
 
+#include "executor/auth/munge_auth.h"
 #include "nexec/v1/nexec.grpc.pb.h"
+#include "tests/testing/munge_daemon.h"
 #include "tests/testing/process.h"
 
 using jc::testing::Process;
@@ -30,6 +32,8 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 }
 
 double RunNexec(int jobs, int submitters, const std::filesystem::path& dir) {
+  // Every call is signed with munge, as in production (B9).
+  const auto auth = jc::nexec::MungeAuth::Munge(jc::testing::UsePrivateMunged());
   Process master({JC_NEXEC_MASTER, "--listen=127.0.0.1:0", "--metrics_address=127.0.0.1:0", "--data_dir=" + (dir / "data").string(),
                   "--log_dir=" + (dir / "logs").string()},
                  (dir / "master.log").string());
@@ -51,7 +55,8 @@ double RunNexec(int jobs, int submitters, const std::filesystem::path& dir) {
   jc::testing::WaitUntil([&] {
     grpc::ClientContext ctx;
     pb::ListHostsResponse hosts;
-    return stub->ListHosts(&ctx, {}, &hosts).ok() && hosts.hosts_size() == 3;
+    return auth.Sign(&ctx, "ListHosts", pb::ListHostsRequest()).ok() &&
+           stub->ListHosts(&ctx, {}, &hosts).ok() && hosts.hosts_size() == 3;
   });
 
   auto start = std::chrono::steady_clock::now();
@@ -67,7 +72,7 @@ double RunNexec(int jobs, int submitters, const std::filesystem::path& dir) {
         req.mutable_spec()->set_user(getlogin() ? getlogin() : "root");
         req.mutable_spec()->set_stdout_path("/dev/null");
         pb::SubmitResponse resp;
-        if (!stub->Submit(&ctx, req, &resp).ok()) failed++;
+        if (!auth.Sign(&ctx, "Submit", req).ok() || !stub->Submit(&ctx, req, &resp).ok()) failed++;
       }
     });
   }
@@ -82,7 +87,8 @@ double RunNexec(int jobs, int submitters, const std::filesystem::path& dir) {
         req.set_limit(1);  // only whether any is left
         pb::ListJobsResponse resp;
         std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling interval
-        return stub->ListJobs(&ctx, req, &resp).ok() && resp.jobs_size() == 0;
+        return auth.Sign(&ctx, "ListJobs", req).ok() && stub->ListJobs(&ctx, req, &resp).ok() &&
+               resp.jobs_size() == 0;
       },
       std::chrono::minutes(10));
   double total = Seconds(start);

@@ -29,6 +29,7 @@
 #include <thread>
 
 #include "tests/testing/event_chaos_proxy.h"
+#include "tests/testing/munge_daemon.h"
 #include "tests/testing/process.h"
 #include "tests/testing/rest_client.h"
 #include "tests/testing/tcp_proxy.h"
@@ -99,6 +100,7 @@ class Harness {
   // control plane and the adapter).
   Harness(std::string dir, bool native, uint64_t seed = 1) : dir_(std::move(dir)), native_(native), seed_(seed) {
     if (!native_) return;
+    jc::testing::UsePrivateMunged();  // nexec's processes and the native adapter sign with it
     // A task lost with its agent fails (the control plane retries it as a new attempt)
     // rather than being rerun by nexec under the same replica key.
     std::ofstream(dir_ + "/nexec.yaml") << "queues:\n  - name: normal\n    rerun_on_host_failure: false\n";

@@ -21,6 +21,8 @@
 #include <thread>
 
 #include "nexec/v1/nexec.grpc.pb.h"
+#include "executor/auth/munge_auth.h"
+#include "tests/testing/munge_daemon.h"
 #include "tests/testing/process.h"
 #include "tests/testing/test_store.h"
 
@@ -45,6 +47,7 @@ std::string CurrentUser() {
 TEST_CASE("a nexec master SIGKILLed during thousands of submissions loses no acknowledged job and launches none "
           "twice [B11][C7]",
           "[B11][C7]") {
+  const auto auth = jc::nexec::MungeAuth::Munge(jc::testing::UsePrivateMunged());
   const int jobs = EnvInt("JC_NEXEC_FAULT_JOBS", 5000);
   const int kills = EnvInt("JC_NEXEC_FAULT_KILLS", 2);
   auto dir = std::filesystem::temp_directory_path() / ("jc-nexec-fault-" + std::to_string(getpid()));
@@ -99,7 +102,9 @@ TEST_CASE("a nexec master SIGKILLed during thousands of submissions loses no ack
         grpc::ClientContext ctx;
         ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
         npb::SubmitResponse resp;
-        grpc::Status st = s->Submit(&ctx, req, &resp);
+        absl::Status signed_ok = auth.Sign(&ctx, "Submit", req);
+        grpc::Status st = signed_ok.ok() ? s->Submit(&ctx, req, &resp)
+                                         : grpc::Status(grpc::StatusCode::UNAVAILABLE, "munge");
         if (st.ok()) {
           std::lock_guard<std::mutex> lock(mu);
           acked.insert(resp.job_id());
@@ -134,6 +139,7 @@ TEST_CASE("a nexec master SIGKILLed during thousands of submissions loses no ack
           npb::JobRef ref;
           ref.set_job_id(id);
           npb::Job job;
+          REQUIRE(auth.Sign(&ctx, "GetJob", ref).ok());
           grpc::Status st = s->GetJob(&ctx, ref, &job);
           state[id] = st.ok() ? npb::JobState_Name(job.state()) : "lost: " + st.error_message();
         }

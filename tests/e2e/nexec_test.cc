@@ -1,6 +1,8 @@
 // The executor end to end: a real master and real agents on loopback, driven through the
 // real `nexec` CLI; tasks are real processes.
 
+#include <grpcpp/grpcpp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -12,6 +14,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "executor/auth/munge_auth.h"
+#include "nexec/v1/nexec.grpc.pb.h"
+#include "tests/testing/munge_daemon.h"
 #include "tests/testing/process.h"
 #include "tests/testing/test_store.h"
 
@@ -40,6 +45,7 @@ class Cluster {
       : dir_(std::filesystem::temp_directory_path() /
              ("jc-nexec-" + name + "-" + std::to_string(getpid()))),
         host_timeout_(host_timeout) {
+    jc::testing::UsePrivateMunged();  // every nexec process and CLI call signs with it (B9)
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     std::filesystem::permissions(dir_, std::filesystem::perms::all);
@@ -98,6 +104,29 @@ class Cluster {
     REQUIRE(agents_[host]->WaitForLog("listening on").has_value());
   }
   Process& agent(const std::string& host) { return *agents_.at(host); }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+  // The CLI run as another OS account: a copy of the binary in the cluster's directory
+  // (the build tree may not be readable to it), through runuser.
+  CliResult CliAs(const std::string& user, std::vector<std::string> args) {
+    std::filesystem::path cli = dir_ / "nexec";
+    if (!std::filesystem::exists(cli)) {
+      std::filesystem::copy_file(JC_NEXEC_CLI, cli);
+      std::filesystem::permissions(cli, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                                            std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                                            std::filesystem::perms::others_exec);
+    }
+    args.insert(args.begin(), {RunUser(), "-u", user, "--", cli.string(), "--master=" + address(),
+                               "--munge_socket=" + jc::testing::UsePrivateMunged()});
+    static int n = 0;
+    std::string out = (dir_ / ("cli-as" + std::to_string(n++) + ".out")).string();
+    Process p(args, out);
+    auto code = p.Wait();
+    return {code.value_or(-1), ReadFile(out)};
+  }
+  static std::string RunUser() {
+    return std::filesystem::exists("/usr/sbin/runuser") ? "/usr/sbin/runuser" : "/sbin/runuser";
+  }
 
   CliResult Cli(std::vector<std::string> args) {
     static int n = 0;
@@ -155,6 +184,40 @@ class Cluster {
   std::unique_ptr<Process> master_;
   std::map<std::string, std::unique_ptr<Process>> agents_;
 };
+
+// An unprivileged OS account made for one test and removed after it (needs root).
+class TestAccount {
+ public:
+  TestAccount() {
+    if (getpwnam(name.c_str()) == nullptr) {
+      REQUIRE(std::system(("useradd --system --no-create-home --shell /usr/sbin/nologin " + name).c_str()) == 0);
+      created_ = true;
+    }
+    passwd* pw = getpwnam(name.c_str());
+    REQUIRE(pw != nullptr);
+    uid = pw->pw_uid;
+  }
+  ~TestAccount() {
+    if (created_) (void)std::system(("userdel " + name + " 2>/dev/null").c_str());
+  }
+  const std::string name = "jc-nexec-test";
+  uid_t uid = 0;
+
+ private:
+  bool created_ = false;
+};
+
+// A munge credential for `payload` made by `user` (munge's own CLI, run as that account).
+std::string CredentialOf(const std::string& user, const std::string& payload, const std::string& dir) {
+  std::string out = dir + "/cred-" + std::to_string(std::rand());
+  Process p({"/usr/sbin/runuser", "-u", user, "--", "/usr/bin/munge", "--socket=" + jc::testing::UsePrivateMunged(),
+             "--string=" + payload},
+            out);
+  REQUIRE(p.Wait() == 0);
+  std::string cred = ReadFile(out);
+  while (!cred.empty() && std::isspace(static_cast<unsigned char>(cred.back()))) cred.pop_back();
+  return cred;
+}
 
 // A process is gone once it no longer exists or is a zombie nobody reaped yet (orphans
 // are reaped by init, which may take its time).
@@ -394,4 +457,128 @@ TEST_CASE("the configuration reloads on SIGHUP without losing jobs", "[B5][B6]")
   CHECK(c.Job(first)["state"] == "RUNNING");
   c.Cli({"kill", std::to_string(first)});
   c.Cli({"kill", std::to_string(second)});
+}
+
+TEST_CASE("an unprivileged account cannot submit as root or act on another user's job, and forged "
+          "heartbeats and launches are refused [B9]",
+          "[B9][C6]") {
+  if (geteuid() != 0) {
+    WARN("not run: creating the unprivileged test account needs root (CI runs as root)");
+    return;
+  }
+  namespace npb = ::nexec::v1;
+  Cluster c("identity");
+  c.AddAgent("node1", "cpus=4,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  TestAccount user;
+
+  // Submitting as root is refused, and no job appears.
+  auto as_root = c.CliAs(user.name, {"submit", "--user", "root", "--", "id"});
+  INFO(as_root.out);
+  CHECK(as_root.code == 1);
+  CHECK(as_root.out.find("may not submit jobs as root") != std::string::npos);
+  CHECK(json::parse(c.Cli({"jobs", "-a", "--json"}).out).value("jobs", json::array()).empty());
+
+  // The account's own job runs as the account: the uid comes from munge, not from a flag.
+  auto own = c.CliAs(user.name, {"submit", "-o", c.path("own.out"), "--json", "--", "id"});
+  INFO(own.out);
+  REQUIRE(own.code == 0);
+  int64_t own_id = std::stoll(json::parse(own.out)["job_id"].get<std::string>());
+  REQUIRE(c.WaitState(own_id, "DONE"));
+  CHECK(c.Job(own_id)["spec"]["user"] == user.name);
+  CHECK(ReadFile(c.path("own.out")).find("uid=" + std::to_string(user.uid) + "(" + user.name + ")") !=
+        std::string::npos);
+
+  // Root's job cannot be killed, suspended or requeued by the account.
+  int64_t root_job = c.Submit({"--", "sleep 1000"});
+  REQUIRE(c.WaitState(root_job, "RUNNING"));
+  for (const std::string verb : {"kill", "suspend", "requeue"}) {
+    auto r = c.CliAs(user.name, {verb, std::to_string(root_job)});
+    INFO(verb << ": " << r.out);
+    CHECK(r.code == 1);
+    CHECK(r.out.find("may not act on a job of root") != std::string::npos);
+  }
+  CHECK(c.Job(root_job)["state"] == "RUNNING");
+
+  // Without munge the master answers nobody.
+  npb::JobRef ref;
+  ref.set_job_id(root_job);
+  auto master = npb::Master::NewStub(grpc::CreateChannel(c.address(), grpc::InsecureChannelCredentials()));
+  {
+    grpc::ClientContext ctx;
+    npb::ControlResponse resp;
+    grpc::Status s = master->Kill(&ctx, ref, &resp);
+    CHECK(s.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  }
+  // A root credential made for another request, or used twice, is refused.
+  const auto auth = jc::nexec::MungeAuth::Munge(jc::testing::UsePrivateMunged());
+  {
+    npb::JobRef other;
+    other.set_job_id(root_job + 1000);
+    auto cred = auth.Encode(jc::nexec::MungeAuth::Payload("Kill", other));
+    REQUIRE(cred.ok());
+    grpc::ClientContext ctx;
+    ctx.AddMetadata(jc::nexec::kMungeMetadataKey, *cred);
+    npb::ControlResponse resp;
+    grpc::Status s = master->Kill(&ctx, ref, &resp);
+    CHECK(s.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+    CHECK(s.error_message().find("another request") != std::string::npos);
+  }
+  {
+    npb::ListHostsRequest list;
+    auto cred = auth.Encode(jc::nexec::MungeAuth::Payload("ListHosts", list));
+    REQUIRE(cred.ok());
+    for (int i = 0; i < 2; ++i) {
+      grpc::ClientContext ctx;
+      ctx.AddMetadata(jc::nexec::kMungeMetadataKey, *cred);
+      npb::ListHostsResponse resp;
+      grpc::Status s = master->ListHosts(&ctx, list, &resp);
+      INFO("use " << i << ": " << s.error_message());
+      CHECK(s.error_code() == (i == 0 ? grpc::StatusCode::OK : grpc::StatusCode::UNAUTHENTICATED));
+    }
+  }
+  CHECK(c.Job(root_job)["state"] == "RUNNING");
+
+  // A heartbeat signed by the account does not make a host.
+  {
+    npb::HeartbeatRequest hb;
+    hb.mutable_info()->set_host("forged");
+    hb.mutable_info()->set_address("127.0.0.1:1");
+    hb.mutable_info()->set_cpus(64);
+    grpc::ClientContext ctx;
+    ctx.AddMetadata(jc::nexec::kMungeMetadataKey,
+                    CredentialOf(user.name, jc::nexec::MungeAuth::Payload("Heartbeat", hb), c.path("")));
+    npb::HeartbeatResponse resp;
+    grpc::Status s = master->Heartbeat(&ctx, hb, &resp);
+    INFO(s.error_message());
+    CHECK(s.error_code() == grpc::StatusCode::PERMISSION_DENIED);
+    CHECK(json::parse(c.Cli({"hosts", "--json"}).out)["hosts"].size() == 1);
+  }
+
+  // The agent launches nothing unsigned, nor signed by anyone but the master's account.
+  auto agent_address = c.agent("node1").WaitForLog(R"(listening on (127\.0\.0\.1:\d+))");
+  REQUIRE(agent_address.has_value());
+  auto agent = npb::Agent::NewStub(grpc::CreateChannel(*agent_address, grpc::InsecureChannelCredentials()));
+  const std::string marker = c.path("pwned");
+  npb::LaunchRequest launch;
+  launch.set_job_id(999);
+  launch.set_user("root");
+  launch.set_command("touch " + marker);
+  {
+    grpc::ClientContext ctx;
+    npb::LaunchResponse resp;
+    CHECK(agent->Launch(&ctx, launch, &resp).error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  }
+  {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata(jc::nexec::kMungeMetadataKey,
+                    CredentialOf(user.name, jc::nexec::MungeAuth::Payload("Launch", launch), c.path("")));
+    npb::LaunchResponse resp;
+    grpc::Status s = agent->Launch(&ctx, launch, &resp);
+    INFO(s.error_message());
+    CHECK(s.error_code() == grpc::StatusCode::PERMISSION_DENIED);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a launch, had one happened, would have run
+  CHECK_FALSE(std::filesystem::exists(marker));
+  CHECK(c.Cli({"kill", std::to_string(root_job)}).code == 0);
 }

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "executor/master/access.h"
 #include "executor/master/config.h"
 
 using jc::nexec::ParseConfig;
@@ -73,4 +74,35 @@ TEST_CASE("bad configuration entries are named in the error", "[B5][C5]") {
     REQUIRE_FALSE(c.ok());
     CHECK(std::string(c.status().message()).find(message) != std::string::npos);
   }
+}
+
+TEST_CASE("who may submit for and act on whose jobs follows administrators and group administrators",
+          "[B9]") {
+  auto c = ParseConfig(R"(
+administrators: [jcadapter]
+user_groups:
+  ml: {members: [alice, bob], admins: [carol]}
+  ops: [dave]
+)");
+  REQUIRE(c.ok());
+  using jc::nexec::MayControl;
+  using jc::nexec::MaySubmitAs;
+  using jc::nexec::Principal;
+  CHECK(MaySubmitAs(*c, Principal{"alice", false}, "alice").ok());
+  CHECK(MaySubmitAs(*c, Principal{"root", true}, "alice").ok());
+  CHECK(MaySubmitAs(*c, Principal{"jcadapter", false}, "alice").ok());
+  auto refused = MaySubmitAs(*c, Principal{"alice", false}, "root");
+  CHECK(absl::IsPermissionDenied(refused));
+  CHECK(refused.message().find("alice may not submit jobs as root") != std::string::npos);
+  // A group administrator acts on the group's jobs but does not submit for its members.
+  CHECK(absl::IsPermissionDenied(MaySubmitAs(*c, Principal{"carol", false}, "bob")));
+  CHECK(MayControl(*c, Principal{"carol", false}, "bob").ok());
+  CHECK(absl::IsPermissionDenied(MayControl(*c, Principal{"carol", false}, "dave")));
+  CHECK(absl::IsPermissionDenied(MayControl(*c, Principal{"bob", false}, "alice")));
+  CHECK(MayControl(*c, Principal{"bob", false}, "bob").ok());
+  CHECK(MayControl(*c, Principal{"jcadapter", false}, "dave").ok());
+
+  auto bad = ParseConfig("user_groups:\n  ml: {members: [a], owners: [b]}\n");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("user_groups.ml") != std::string::npos);
 }

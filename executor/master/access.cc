@@ -1,0 +1,39 @@
+#include "executor/master/access.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace jc::nexec {
+namespace {
+
+bool Contains(const std::vector<std::string>& list, const std::string& name) {
+  return std::find(list.begin(), list.end(), name) != list.end();
+}
+
+bool Administrator(const ExecutorConfig& config, const Principal& caller) {
+  return caller.root || Contains(config.administrators, caller.user);
+}
+
+}  // namespace
+
+absl::Status MaySubmitAs(const ExecutorConfig& config, const Principal& caller, const std::string& user) {
+  if (user == caller.user || Administrator(config, caller)) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat(
+      caller.user, " may not submit jobs as ", user,
+      " (only root and the administrators named in the executor's configuration may)"));
+}
+
+absl::Status MayControl(const ExecutorConfig& config, const Principal& caller, const std::string& job_user) {
+  if (job_user == caller.user || Administrator(config, caller)) return absl::OkStatus();
+  for (const auto& [group, admins] : config.group_admins) {
+    if (!Contains(admins, caller.user)) continue;
+    auto members = config.user_groups.find(group);
+    if (members != config.user_groups.end() && Contains(members->second, job_user)) return absl::OkStatus();
+  }
+  return absl::PermissionDeniedError(absl::StrCat(
+      caller.user, " may not act on a job of ", job_user,
+      " (its owner, root, the configured administrators and its group's administrators may)"));
+}
+
+}  // namespace jc::nexec
