@@ -68,6 +68,9 @@ specs:
   - {id: gpu-1, cpu: 4, memory: 16Gi, gpu: 1, execution_power_watts: 450}
 images:
   - {id: pytorch-demo, name: PyTorch (demo)}
+# Replicas never run as root: every project's run as the unprivileged account nobody here
+# (a real center maps each project to an account of its own).
+run_as: {default: nobody}
 YAML
   setsid "$build/adapters/jc-adapter-native" --listen=127.0.0.1:0 --metrics_address= \
     --nexec_master="127.0.0.1:$master_port" --center_config="$dir/center.yaml" --state_dir="$dir/adapter" \

@@ -25,6 +25,9 @@ start() {
     command -v "$bin" >/dev/null || { echo "slurm.sh: $bin is not installed (apt-get install slurm-wlm munge)" >&2; exit 1; }
   done
   mkdir -p "$dir"/{state,spool,log,dev,munge}
+  # Jobs run as the accounts centers map projects to: slurmstepd runs their scripts from
+  # the spool as them, so the cluster's directory must be traversable (mktemp makes it 0700).
+  chmod 755 "$dir" "$dir/spool"
   dir=$(cd "$dir" && pwd)
   chmod 700 "$dir/munge"
   dd if=/dev/urandom of="$dir/munge/munge.key" bs=1 count=1024 status=none

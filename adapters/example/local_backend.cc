@@ -1,5 +1,6 @@
 #include "adapters/example/local_backend.h"
 
+#include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -7,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -62,7 +64,36 @@ absl::StatusOr<pb::Usage> LocalBackend::GetUsage() {
   return u;
 }
 
+namespace {
+
+// The account a replica runs as, when it is not the adapter's own: resolved here, switched
+// to by setpriv in the wrapper (only root can).
+struct SwitchTo {
+  uid_t uid;
+  gid_t gid;
+};
+
+absl::StatusOr<std::optional<SwitchTo>> AccountSwitch(const std::string& user) {
+  if (user.empty()) return std::nullopt;
+  passwd pw;
+  passwd* out = nullptr;
+  char buf[16384];
+  if (getpwnam_r(user.c_str(), &pw, buf, sizeof buf, &out) != 0 || out == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("no local account \"", user, "\" on the center's host"));
+  }
+  if (out->pw_uid == geteuid()) return std::nullopt;
+  if (geteuid() != 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the local adapter does not run as root, so it cannot run replicas as ", user));
+  }
+  return SwitchTo{out->pw_uid, out->pw_gid};
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> LocalBackend::Submit(const ReplicaLaunch& launch) {
+  auto switch_to = AccountSwitch(launch.user);
+  if (!switch_to.ok()) return switch_to.status();
   // The replica's name is its id, and creating its directory claims it: a repeated submit
   // (after this adapter died anywhere between here and recording the replica) finds the
   // directory and starts nothing, so no replica runs twice.
@@ -86,8 +117,19 @@ absl::StatusOr<std::string> LocalBackend::Submit(const ReplicaLaunch& launch) {
   envp.push_back(nullptr);
   // The wrapper records its own pid first, so a replica whose adapter died before writing
   // it below is still followed.
+  // As another account, only the command is switched: the wrapper's files stay the
+  // adapter's, and the directory becomes the account's to work in.
+  std::string as;
+  if (switch_to->has_value()) {
+    const SwitchTo& to = **switch_to;
+    if (chown(dir.c_str(), to.uid, to.gid) != 0) {
+      return absl::InternalError(absl::StrCat("cannot hand ", dir.string(), " to ", launch.user));
+    }
+    as = absl::StrCat("/usr/bin/setpriv --reuid=", to.uid, " --regid=", to.gid, " --init-groups ");
+  }
   std::string script =
-      "cd \"$JC_REPLICA_DIR\" && echo $$ >pid.tmp && mv pid.tmp pid && /bin/sh -c \"$JC_REPLICA_COMMAND\" >stdout 2>stderr </dev/null; "
+      "cd \"$JC_REPLICA_DIR\" && echo $$ >pid.tmp && mv pid.tmp pid && " + as +
+      "/bin/sh -c \"$JC_REPLICA_COMMAND\" >stdout 2>stderr </dev/null; "
       "echo $? >exit.tmp && mv exit.tmp exit";
   std::string sh = "/bin/sh", dash_c = "-c";
   char* argv[] = {sh.data(), dash_c.data(), script.data(), nullptr};

@@ -97,11 +97,22 @@ AdapterCore::AdapterCore(Backend* backend, CenterConfig center, store::Store* st
                          CoreOptions options)
     : backend_(backend),
       center_(std::move(center)),
+      run_as_(std::make_shared<const RunAs>(center_.run_as)),
       store_(store),
       options_(options),
       events_(options.event_window) {}
 
 AdapterCore::~AdapterCore() { Stop(); }
+
+void AdapterCore::SetRunAs(RunAs run_as) {
+  std::lock_guard<std::mutex> lock(run_as_mu_);
+  run_as_ = std::make_shared<const RunAs>(std::move(run_as));
+}
+
+std::shared_ptr<const RunAs> AdapterCore::CurrentRunAs() const {
+  std::lock_guard<std::mutex> lock(run_as_mu_);
+  return run_as_;
+}
 
 absl::Status AdapterCore::Start() {
   JC_ASSIGN_OR_RETURN(store::Rows rows, store_->Query("SELECT doc FROM adapter_replicas"));
@@ -168,6 +179,7 @@ absl::StatusOr<pb::CenterInfo> AdapterCore::Info() {
   *info.mutable_network() = center_.network;
   info.clear_specs();
   for (const auto& s : center_.specs) *info.add_specs() = s;
+  *info.mutable_run_as() = CurrentRunAs()->Policy();
   info.set_adapter_version("jointcloud-adapter-sdk/1");
   return info;
 }
@@ -207,7 +219,16 @@ absl::StatusOr<ReplicaLaunch> AdapterCore::Validate(const pb::SubmitReplicaReque
   l.name = ReplicaName(req.key());
   l.key = req.key();
   l.command = req.command();
-  l.user = req.user().empty() ? center_.user : req.user();
+  if (auto run_as = CurrentRunAs(); run_as->configured) {
+    // The center decides the account from who the job belongs to; a mapping removed after
+    // the scheduler placed the replica here fails it with this reason.
+    JC_ASSIGN_OR_RETURN(l.user, run_as->AccountFor(center_.center_id, req.project(), req.job_user()));
+  } else {
+    l.user = req.user().empty() ? center_.user : req.user();
+    if (IsRootAccount(l.user)) {
+      return absl::InvalidArgumentError("replicas never run as root; ask for an ordinary account");
+    }
+  }
   l.image_id = req.image_id();
   l.env = {req.env().begin(), req.env().end()};
   l.spec = *spec;

@@ -54,6 +54,9 @@ class AdapterCore {
   absl::StatusOr<std::string> ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes);
   absl::StatusOr<pb::Dataset> StageDataset(const pb::StageDatasetRequest& req);
   const CenterConfig& center() const { return center_; }
+  // Replaces the center's project and user mapping (SIGHUP reloads it): replicas submitted
+  // from now on get accounts from it; running ones keep theirs.
+  void SetRunAs(RunAs run_as);
 
   // Polls the backend once for every replica not yet ended (the poller does this every
   // poll_interval; tests may call it to not wait).
@@ -76,8 +79,12 @@ class AdapterCore {
   absl::Status WriteRecords(const std::vector<pb::Replica>& changed);
   void PollLoop();
 
+  std::shared_ptr<const RunAs> CurrentRunAs() const;
+
   Backend* backend_;
-  CenterConfig center_;
+  CenterConfig center_;  // its run_as is only the initial one: run_as_ is current
+  mutable std::mutex run_as_mu_;
+  std::shared_ptr<const RunAs> run_as_;
   store::Store* store_;
   CoreOptions options_;
   EventLog<pb::ReplicaEvent> events_;

@@ -2,6 +2,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <pwd.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -60,6 +62,92 @@ absl::StatusOr<double> QuantityField(const YAML::Node& node, const std::string& 
 }
 
 }  // namespace
+bool IsRootAccount(const std::string& account);
+namespace {
+
+// A run_as target: a plain account name, never root (by name or by uid on this host).
+absl::Status CheckAccount(const std::string& account, const std::string& where) {
+  if (account.empty()) return absl::InvalidArgumentError(absl::StrCat(where, ": the account is empty"));
+  if (IsRootAccount(account)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": \"", account, "\" is root; replicas never run as root, map to an ordinary account"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseAccountMap(const YAML::Node& node, const std::string& where,
+                             std::map<std::string, std::string>* out) {
+  if (!node) return absl::OkStatus();
+  if (!node.IsMap()) return absl::InvalidArgumentError(absl::StrCat(where, ": must map names to local accounts"));
+  for (const auto& kv : node) {
+    std::string name = kv.first.as<std::string>();
+    std::string at = absl::StrCat(where, ".", name);
+    std::string account;
+    try {
+      account = kv.second.as<std::string>();
+    } catch (const YAML::Exception&) {
+      return absl::InvalidArgumentError(absl::StrCat(at, ": must be an account name"));
+    }
+    if (auto s = CheckAccount(account, at); !s.ok()) return s;
+    (*out)[name] = account;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RunAs> ParseRunAs(const YAML::Node& node) {
+  RunAs r;
+  if (!node) return r;
+  if (!node.IsMap()) return absl::InvalidArgumentError("run_as: must be a map with projects, users and default");
+  for (const auto& kv : node) {
+    std::string key = kv.first.as<std::string>();
+    if (key != "projects" && key != "users" && key != "default") {
+      return absl::InvalidArgumentError(
+          absl::StrCat("run_as: unknown key \"", key, "\" (expected projects, users or default)"));
+    }
+  }
+  r.configured = true;
+  if (auto s = ParseAccountMap(node["projects"], "run_as.projects", &r.projects); !s.ok()) return s;
+  if (auto s = ParseAccountMap(node["users"], "run_as.users", &r.users); !s.ok()) return s;
+  if (node["default"]) {
+    try {
+      r.default_account = node["default"].as<std::string>();
+    } catch (const YAML::Exception&) {
+      return absl::InvalidArgumentError("run_as.default: must be an account name");
+    }
+    if (auto s = CheckAccount(r.default_account, "run_as.default"); !s.ok()) return s;
+  }
+  return r;
+}
+
+}  // namespace
+
+bool IsRootAccount(const std::string& account) {
+  if (account == "root") return true;
+  passwd pw;
+  passwd* out = nullptr;
+  char buf[16384];
+  return !account.empty() && getpwnam_r(account.c_str(), &pw, buf, sizeof buf, &out) == 0 && out != nullptr &&
+         out->pw_uid == 0;
+}
+
+absl::StatusOr<std::string> RunAs::AccountFor(const std::string& center_id, const std::string& project,
+                                              const std::string& user) const {
+  if (auto it = users.find(user); !user.empty() && it != users.end()) return it->second;
+  if (auto it = projects.find(project); !project.empty() && it != projects.end()) return it->second;
+  if (!default_account.empty()) return default_account;
+  return absl::FailedPreconditionError(absl::StrCat(
+      "center ", center_id, " maps no local account for ",
+      project.empty() ? "jobs without a project" : absl::StrCat("project \"", project, "\""),
+      user.empty() ? "" : absl::StrCat(" or user \"", user, "\""), " (run_as in its configuration)"));
+}
+
+pb::RunAsPolicy RunAs::Policy() const {
+  pb::RunAsPolicy p;
+  p.set_any(!configured || !default_account.empty());
+  for (const auto& [project, account] : projects) p.add_projects(project);
+  for (const auto& [user, account] : users) p.add_users(user);
+  return p;
+}
 
 const pb::SpecOffer* CenterConfig::FindSpec(const std::string& id) const {
   for (const auto& s : specs) {
@@ -83,6 +171,10 @@ static absl::StatusOr<CenterConfig> ParseCenterConfigUnguarded(const std::string
   JC_CFG_ASSIGN(c.static_power_watts, Get<double>(root, "static_power_watts", "center", 0));
   JC_CFG_ASSIGN(c.performance_factor, Get<double>(root, "performance_factor", "center", 1));
   JC_CFG_ASSIGN(c.user, Get<std::string>(root, "user", "center", ""));
+  if (!c.user.empty()) {
+    if (auto s = CheckAccount(c.user, "user"); !s.ok()) return s;
+  }
+  JC_CFG_ASSIGN(c.run_as, ParseRunAs(root["run_as"]));
   JC_CFG_ASSIGN(c.data_dir, Get<std::string>(root, "data_dir", "center", ""));
   if (const YAML::Node sources = root["data_sources"]) {
     if (!sources.IsSequence()) {

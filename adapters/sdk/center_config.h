@@ -10,6 +10,10 @@
 //   performance_factor: 1.2         # relative compute performance
 //   network: {bandwidth_mbps: 10000, latency_ms: 2, jitter_ms: 0.2, loss_rate: 0}
 //   user: jobs                      # account replicas run as when a submit names none
+//   run_as:                         # Jointcloud projects and users -> local accounts
+//     projects: {vision: jc-vision}
+//     users: {alice: alice}         # a user's own mapping wins over the project's
+//     default: jc-guest             # anyone else (omit: only those listed)
 //   data_dir: /srv/jc/data          # where staged datasets go
 //   data_sources: [/srv/shared]     # the only places file:// datasets are staged from
 //   specs:
@@ -19,6 +23,7 @@
 //   datasets:
 //     - {name: imagenet, version: v1, url: file:///srv/data/imagenet}
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,13 +34,30 @@ namespace jc::adapter {
 
 namespace pb = ::jointcloud::adapter::v1;
 
+// Which local account runs a replica (SPEC C6): the center maps Jointcloud's projects and
+// users to its own accounts, never to root.
+struct RunAs {
+  bool configured = false;  // a run_as section is present
+  std::map<std::string, std::string> projects;
+  std::map<std::string, std::string> users;
+  std::string default_account;  // empty: only the listed projects and users
+
+  // The account for a replica of `user` in `project`, or FailedPrecondition naming what
+  // the center does not map.
+  absl::StatusOr<std::string> AccountFor(const std::string& center_id, const std::string& project,
+                                         const std::string& user) const;
+  // What the center tells the control plane (the accounts stay private).
+  pb::RunAsPolicy Policy() const;
+};
+
 struct CenterConfig {
   std::string center_id;
   int security_grade = 0;
   double static_power_watts = 0;
   double performance_factor = 1;
   pb::NetworkFigures network;
-  std::string user;      // default account for replicas
+  std::string user;      // default account for replicas (without run_as)
+  RunAs run_as;
   std::string data_dir;  // staged datasets
   // Directories a file:// dataset may be staged from (resolved, symlinks followed). None:
   // the built-in mover stages nothing, whatever a caller names.
@@ -46,6 +68,9 @@ struct CenterConfig {
 
   const pb::SpecOffer* FindSpec(const std::string& id) const;
 };
+
+// Whether `account` is root on this host (by name, or by uid 0).
+bool IsRootAccount(const std::string& account);
 
 // Parses the YAML text; errors name the entry and the field.
 absl::StatusOr<CenterConfig> ParseCenterConfig(const std::string& yaml);

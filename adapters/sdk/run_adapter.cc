@@ -1,10 +1,13 @@
 #include "adapters/sdk/run_adapter.h"
 
+#include <unistd.h>
+
 #include <grpcpp/ext/health_check_service_server_builder_option.h>
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/codegen/service_type.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <signal.h>
+#include <unistd.h>
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
@@ -32,6 +35,9 @@ ABSL_FLAG(std::string, center_config, "", "the center's YAML file (id, specs, im
 ABSL_FLAG(absl::Duration, poll_interval, absl::Milliseconds(200),
           "how often the center's scheduler is asked for replica states");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
+ABSL_FLAG(bool, allow_root_replicas, false,
+          "start as root although the center maps no accounts (run_as) and names no user, so that replicas run as "
+          "root: development only");
 
 namespace jc::adapter {
 
@@ -114,14 +120,45 @@ int RunAdapter(Backend& backend, AdapterOptions options) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  const CenterConfig& center = options.center;
+  if (geteuid() == 0 && !center.run_as.configured && center.user.empty()) {
+    if (!options.allow_root_replicas) {
+      spdlog::error(
+          "adapter cannot start: it runs as root and center {}'s configuration maps no local accounts, so replicas "
+          "would run as root. Add run_as (projects/users/default -> accounts) or a default user to it (see "
+          "docs/security.md), run the adapter as an ordinary account, or pass --allow_root_replicas (development "
+          "only)",
+          center.center_id);
+      return 1;
+    }
+    spdlog::warn("--allow_root_replicas: center {}'s replicas run as root; for development only", center.center_id);
+  }
+  const bool allow_root = options.allow_root_replicas;
   auto server = AdapterServer::Start(&backend, std::move(options));
   if (!server.ok()) {
     spdlog::error("adapter cannot start: {}", server.status().message());
     return 1;
   }
   int sig = 0;
-  sigwait(&signals, &sig);
+  while (true) {
+    sigwait(&signals, &sig);
+    if (sig != SIGHUP) break;
+    // SIGHUP: the center's run_as mapping is read again (the rest needs a restart).
+    std::string path = absl::GetFlag(FLAGS_center_config);
+    auto reloaded = LoadCenterConfig(path);
+    if (!reloaded.ok()) {
+      spdlog::error("SIGHUP: {} not reloaded, run_as unchanged: {}", path, reloaded.status().message());
+      continue;
+    }
+    if (geteuid() == 0 && !reloaded->run_as.configured && reloaded->user.empty() && !allow_root) {
+      spdlog::error("SIGHUP: {} maps no accounts, so replicas would run as root; run_as unchanged", path);
+      continue;
+    }
+    (*server)->core().SetRunAs(reloaded->run_as);
+    spdlog::info("SIGHUP: run_as of center {} reloaded from {}", reloaded->center_id, path);
+  }
   spdlog::info("signal {}; stopping the adapter", sig);
   (*server)->Shutdown();
   return 0;
@@ -137,6 +174,7 @@ AdapterOptions ParseAdapterFlags(int argc, char** argv, const char* usage) {
   o.state_dir = absl::GetFlag(FLAGS_state_dir);
   o.store = absl::GetFlag(FLAGS_store);
   o.poll_interval = absl::GetFlag(FLAGS_poll_interval);
+  o.allow_root_replicas = absl::GetFlag(FLAGS_allow_root_replicas);
   if (absl::GetFlag(FLAGS_center_config).empty()) {
     spdlog::error("--center_config is required: the center's id, specs and figures (docs/adapter-sdk.md)");
     std::exit(2);

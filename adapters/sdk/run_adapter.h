@@ -24,6 +24,9 @@ struct AdapterOptions {
   std::string state_dir = "./adapter-state";
   absl::Duration poll_interval = absl::Milliseconds(200);
   CenterConfig center;
+  // RunAdapter refuses to start as root when the center maps no accounts (run_as) and
+  // names no default `user`: its replicas would run as root. This allows it (development).
+  bool allow_root_replicas = false;
 };
 
 class AdapterCore;

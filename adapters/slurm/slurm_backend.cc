@@ -276,8 +276,16 @@ absl::StatusOr<std::string> SlurmBackend::Submit(const ReplicaLaunch& launch) {
   if (!options_.partition.empty()) argv.push_back("--partition=" + options_.partition);
   if (!options_.account.empty()) argv.push_back("--account=" + options_.account);
   if (!launch.user.empty() && launch.user != CurrentUser()) {
-    // Only root may submit for another user; Slurm says so clearly if we are not.
+    // Only root may submit for another user; Slurm says so clearly if we are not. The
+    // group is the account's own: without --gid, sbatch keeps the adapter's (root's).
+    passwd pw;
+    passwd* found = nullptr;
+    char buf[16384];
+    if (getpwnam_r(launch.user.c_str(), &pw, buf, sizeof buf, &found) != 0 || found == nullptr) {
+      return absl::FailedPreconditionError(absl::StrCat("no local account \"", launch.user, "\" on the adapter's host"));
+    }
     argv.push_back("--uid=" + launch.user);
+    argv.push_back(absl::StrCat("--gid=", found->pw_gid));
   }
   argv.push_back(script_path.string());
   absl::StatusOr<std::string> out = Slurm(argv);

@@ -851,6 +851,9 @@ std::optional<apb::SubmitReplicaRequest> JobManager::SubmitRequest(const Dispatc
   req.set_command(task.command());
   req.set_image_id(task.image_id());
   req.set_resource_spec_id(task.resource_spec_id());
+  // The center maps these to the local account the replica runs as (run_as).
+  req.set_project(r.request().project());
+  req.set_job_user(r.request().user_name());
   auto& env = *req.mutable_env();
   env["JC_JOB_ID"] = r.job_id();
   env["JC_TASK_INDEX"] = absl::StrCat(rep.task_index());

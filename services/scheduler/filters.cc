@@ -37,6 +37,16 @@ const char* FilterCenter(const PlacementRequest& request, const CenterView& cent
     }
     return kFilterSecurity;
   }
+  if (!center.runs_any_project && !(!request.user.empty() && center.run_as_users.contains(request.user)) &&
+      !(!request.project.empty() && center.run_as_projects.contains(request.project))) {
+    if (reason) {
+      *reason = absl::StrCat("the center maps no local account for ",
+                             request.project.empty() ? "jobs without a project"
+                                                     : absl::StrCat("project ", request.project),
+                             request.user.empty() ? "" : absl::StrCat(" or user ", request.user), " (run_as)");
+    }
+    return kFilterRunAs;
+  }
   const SpecAtCenter* spec = center.FindSpec(keys->spec);
   if (spec == nullptr) {
     if (reason) *reason = absl::StrCat("the center does not offer resource spec ", request.spec_id);

@@ -14,6 +14,7 @@ namespace jc::scheduler {
 inline constexpr const char* kFilterAvailable = "center_available";
 inline constexpr const char* kFilterManual = "manual_placement";
 inline constexpr const char* kFilterSecurity = "security_grade";
+inline constexpr const char* kFilterRunAs = "run_as_account";
 inline constexpr const char* kFilterSpec = "spec_offered";
 inline constexpr const char* kFilterCapacity = "free_capacity";
 inline constexpr const char* kFilterImage = "image_present";

@@ -20,6 +20,10 @@ struct PlacementRequest {
   std::string image_id;  // empty: the task brings no image
   std::vector<std::string> pinned_centers;  // manual placement: only these
   int min_security_grade = 0;
+  // Who the job belongs to: a center runs it only when it maps one of them to a local
+  // account (run_as).
+  std::string project;
+  std::string user;
   std::vector<DatasetNeed> datasets;
   // Centers where an earlier attempt of this replica failed: the retry policy prefers
   // any other, and falls back to them only when nothing else fits.

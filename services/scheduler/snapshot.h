@@ -66,6 +66,10 @@ struct CenterView {
   double static_power_watts = 0;
   double performance_factor = 1;
   NetworkFigures network;
+  // Whose replicas the center runs (CenterInfo.run_as): any, or these projects and users.
+  bool runs_any_project = true;
+  absl::flat_hash_set<std::string> run_as_projects;
+  absl::flat_hash_set<std::string> run_as_users;
   absl::flat_hash_map<std::string, SpecAtCenter> specs;
   absl::flat_hash_set<std::string> images;
   absl::flat_hash_set<std::string> datasets;  // "name:version" present at the center

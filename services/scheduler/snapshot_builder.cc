@@ -46,6 +46,11 @@ Snapshot BuildSnapshot(const SchedulerInputs& in) {
       if (info.performance_factor() > 0) v.performance_factor = info.performance_factor();
       v.network = {info.network().bandwidth_mbps(), info.network().latency_ms(), info.network().jitter_ms(),
                    info.network().loss_rate()};
+      if (info.has_run_as()) {
+        v.runs_any_project = info.run_as().any();
+        v.run_as_projects.insert(info.run_as().projects().begin(), info.run_as().projects().end());
+        v.run_as_users.insert(info.run_as().users().begin(), info.run_as().users().end());
+      }
     }
     if (o != nullptr && o->has_usage) {
       v.free = FromTable2(o->usage.free());
@@ -123,6 +128,8 @@ absl::StatusOr<std::vector<PlacementRequest>> RequestsForJob(const std::string& 
     base.image_id = task.image_id();
     base.pinned_centers.assign(task.center_ids().begin(), task.center_ids().end());
     base.min_security_grade = job.scheduling().min_security_grade();
+    base.project = job.project();
+    base.user = job.user_name();
     base.now = now;
     if (job.scheduling().has_deadline()) {
       base.deadline = absl::FromUnixSeconds(job.scheduling().deadline().seconds()) +

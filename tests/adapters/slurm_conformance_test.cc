@@ -41,6 +41,10 @@ struct SlurmCluster {
       error = absl::StrCat("sinfo against ", conf, " failed: ", probe->err);
     }
     log_dir = std::filesystem::temp_directory_path() / ("jc-slurm-adapter-" + std::to_string(getpid()));
+    // Replicas run as the accounts run_as maps to, and Slurm writes their output as them:
+    // the log directory is theirs to write, as /tmp is (docs/operations.md).
+    std::filesystem::create_directories(log_dir);
+    std::filesystem::permissions(log_dir, std::filesystem::perms::all | std::filesystem::perms::sticky_bit);
   }
   ~SlurmCluster() {
     std::error_code ec;

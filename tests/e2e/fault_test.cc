@@ -142,7 +142,10 @@ class Harness {
     ++adapter_starts_;
     std::vector<std::string> args{native_ ? JC_ADAPTER_NATIVE : JC_ADAPTER_LOCAL, "--listen=127.0.0.1:0",
                                   "--metrics_address=", "--state_dir=" + dir_ + "/adapter",
-                                  "--center_config=" + dir_ + "/center.yaml", "--poll_interval=50ms"};
+                                  "--center_config=" + dir_ + "/center.yaml", "--poll_interval=50ms",
+                                  // The faults, not run-as accounts, are under test (run_as_test is):
+                                  // replicas write into this root-owned directory.
+                                  "--allow_root_replicas"};
     if (native_) {
       args.push_back("--nexec_master=127.0.0.1:" + std::to_string(nexec_port_));
     } else {

@@ -18,6 +18,7 @@
 #include "nexec/v1/nexec.grpc.pb.h"
 #include "tests/testing/munge_daemon.h"
 #include "tests/testing/process.h"
+#include "tests/testing/test_account.h"
 #include "tests/testing/test_store.h"
 
 using jc::testing::Process;
@@ -183,28 +184,6 @@ class Cluster {
   int metrics_port_ = 0;
   std::unique_ptr<Process> master_;
   std::map<std::string, std::unique_ptr<Process>> agents_;
-};
-
-// An unprivileged OS account made for one test and removed after it (needs root).
-class TestAccount {
- public:
-  TestAccount() {
-    if (getpwnam(name.c_str()) == nullptr) {
-      REQUIRE(std::system(("useradd --system --no-create-home --shell /usr/sbin/nologin " + name).c_str()) == 0);
-      created_ = true;
-    }
-    passwd* pw = getpwnam(name.c_str());
-    REQUIRE(pw != nullptr);
-    uid = pw->pw_uid;
-  }
-  ~TestAccount() {
-    if (created_) (void)std::system(("userdel " + name + " 2>/dev/null").c_str());
-  }
-  const std::string name = "jc-nexec-test";
-  uid_t uid = 0;
-
- private:
-  bool created_ = false;
 };
 
 // A munge credential for `payload` made by `user` (munge's own CLI, run as that account).
@@ -470,7 +449,7 @@ TEST_CASE("an unprivileged account cannot submit as root or act on another user'
   Cluster c("identity");
   c.AddAgent("node1", "cpus=4,mem=4G");
   REQUIRE(c.WaitHosts(1));
-  TestAccount user;
+  jc::testing::TestAccount user("jc-nexec-test");
 
   // Submitting as root is refused, and no job appears.
   auto as_root = c.CliAs(user.name, {"submit", "--user", "root", "--", "id"});

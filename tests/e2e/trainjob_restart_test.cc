@@ -63,7 +63,7 @@ TEST_CASE("acknowledged jobs survive SIGKILL of the control plane, and no replic
   }
   Process adapter({JC_ADAPTER_LOCAL, "--listen=127.0.0.1:0", "--metrics_address=", "--state_dir=" + dir + "/adapter",
                    "--work_dir=" + dir + "/replicas", "--center_config=" + dir + "/center.yaml", "--cpus=16",
-                   "--memory_mb=8192", "--poll_interval=50ms"},
+                   "--memory_mb=8192", "--poll_interval=50ms", "--allow_root_replicas"},
                   dir + "/adapter.log");
   auto adapter_port = adapter.WaitForLog(R"(listening on port (\d+))");
   INFO(adapter.Log());
@@ -187,5 +187,35 @@ TEST_CASE("a leader stalled past its lease, whose lease another instance took, s
   CHECK(jc::testing::WaitUntil([&] { return rest.Get("/readyz").http_status == 200; }));
   server.Signal(SIGTERM);
   server.Wait();
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("an adapter running as root refuses to start when its center maps no accounts, so no replica runs "
+          "as root [C6]",
+          "[C6]") {
+  if (geteuid() != 0) {
+    WARN("not run: the refusal is for adapters running as root");
+    return;
+  }
+  std::string dir = (std::filesystem::temp_directory_path() / ("jc-root-adapter-" + std::to_string(getpid()))).string();
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/center.yaml") << "center_id: local\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n";
+  Process refused({JC_ADAPTER_LOCAL, "--listen=127.0.0.1:0", "--metrics_address=", "--state_dir=" + dir + "/adapter",
+                   "--work_dir=" + dir + "/replicas", "--center_config=" + dir + "/center.yaml"},
+                  dir + "/refused.log");
+  CHECK(refused.Wait() == 1);
+  CHECK(refused.Log().find("replicas would run as root. Add run_as") != std::string::npos);
+  // With a mapping it starts (and a mapping to root is refused with the place that says so).
+  std::ofstream(dir + "/root.yaml") << "center_id: local\nrun_as: {projects: {ml: root}}\n";
+  Process to_root({JC_ADAPTER_LOCAL, "--listen=127.0.0.1:0", "--metrics_address=", "--state_dir=" + dir + "/adapter",
+                   "--work_dir=" + dir + "/replicas", "--center_config=" + dir + "/root.yaml"},
+                  dir + "/root.log");
+  CHECK(to_root.Wait() != 0);
+  CHECK(to_root.Log().find("run_as.projects.ml: \"root\" is root") != std::string::npos);
+  std::ofstream(dir + "/mapped.yaml") << "center_id: local\nrun_as: {default: nobody}\n";
+  Process mapped({JC_ADAPTER_LOCAL, "--listen=127.0.0.1:0", "--metrics_address=", "--state_dir=" + dir + "/adapter",
+                  "--work_dir=" + dir + "/replicas", "--center_config=" + dir + "/mapped.yaml"},
+                 dir + "/mapped.log");
+  CHECK(mapped.WaitForLog(R"(listening on port (\d+))").has_value());
   std::filesystem::remove_all(dir);
 }

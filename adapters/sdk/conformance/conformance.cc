@@ -14,6 +14,7 @@
 #include "adapters/sdk/conformance/conformance.h"
 #include "adapters/sdk/run_adapter.h"
 #include "jointcloud/adapter/v1/adapter.grpc.pb.h"
+#include "tests/testing/test_account.h"
 
 namespace jc::adapter::conformance {
 namespace {
@@ -29,8 +30,10 @@ void SetDeadline(grpc::ClientContext* ctx, absl::Duration d) { ctx->set_deadline
 
 class Kit {
  public:
-  Kit() : target_(MakeConformanceTarget()) {
+  // `customize` may change the center's configuration before the adapter starts.
+  explicit Kit(const std::function<void(CenterConfig&)>& customize = {}) : target_(MakeConformanceTarget()) {
     if (!target_.unavailable.empty()) FAIL(target_.name << " cannot be tested here: " << target_.unavailable);
+    if (customize) customize(target_.center);
     state_dir_ = std::filesystem::temp_directory_path() / ("jc-kit-" + UniqueJobId());
     std::filesystem::create_directories(state_dir_);
     StartAdapter();
@@ -181,6 +184,39 @@ TEST_CASE("conformance: a replica runs to completion and its events say so [A14]
   CHECK(seen.back() == pb::REPLICA_SUCCEEDED);
   for (size_t i = 1; i < events.size(); ++i) CHECK(events[i].cursor() > events[i - 1].cursor());
   CHECK(absl::StrContains(kit.Log(r.key()), "hello from the kit"));
+}
+
+TEST_CASE("conformance: a replica runs as the account run_as maps its project to, and an unmapped project is "
+          "refused [A14][C6]",
+          "[A14][C6][conformance]") {
+  if (geteuid() != 0) {
+    WARN("not run: running replicas as another account needs root (CI runs as root)");
+    return;
+  }
+  jc::testing::TestAccount account("jc-kit-run-as");
+  Kit kit([&](CenterConfig& c) {
+    c.run_as.configured = true;
+    c.run_as.projects["kit"] = account.name;
+  });
+  pb::SubmitReplicaRequest req = kit.Request("echo ran as $(id -un) $(id -u) $(id -g)");
+  req.set_project("kit");
+  req.set_job_user("someone");
+  pb::Replica r;
+  grpc::Status s = kit.Submit(req, &r);
+  INFO(s.error_message());
+  REQUIRE(s.ok());
+  kit.WaitFor(r.key(), pb::REPLICA_SUCCEEDED);
+  // Its group too is the account's, not the adapter's.
+  CHECK(absl::StrContains(kit.Log(r.key()), absl::StrCat("ran as ", account.name, " ", account.uid, " ", account.gid)));
+
+  pb::SubmitReplicaRequest other = kit.Request("id");
+  other.set_project("elsewhere");
+  pb::Replica refused;
+  s = kit.Submit(other, &refused);
+  CHECK(s.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK(absl::StrContains(s.error_message(), "maps no local account for project \"elsewhere\""));
+  pb::Replica none;
+  CHECK(kit.Get(other.key(), &none).error_code() == grpc::StatusCode::NOT_FOUND);
 }
 
 TEST_CASE("conformance: a non-zero exit fails the replica with its exit code [A14]", "[A14][conformance]") {

@@ -49,6 +49,23 @@ TEST_CASE("each filter removes a center and says why [A8]", "[A8]") {
   CHECK(std::string(FilterCenter(secure, c, false, &why)) == kFilterSecurity);
   CHECK(why == "security grade 3 is below the required 4");
 
+  // A center that maps only some projects to local accounts runs only theirs (run_as).
+  CenterView mapped = c;
+  mapped.runs_any_project = false;
+  mapped.run_as_projects.insert("vision");
+  mapped.run_as_users.insert("alice");
+  auto of_nlp = req;
+  of_nlp.project = "nlp";
+  of_nlp.user = "bob";
+  CHECK(std::string(FilterCenter(of_nlp, mapped, false, &why)) == kFilterRunAs);
+  CHECK(why == "the center maps no local account for project nlp or user bob (run_as)");
+  auto of_vision = of_nlp;
+  of_vision.project = "vision";
+  CHECK(FilterCenter(of_vision, mapped, false, &why) == nullptr);
+  auto of_alice = of_nlp;
+  of_alice.user = "alice";
+  CHECK(FilterCenter(of_alice, mapped, false, &why) == nullptr);
+
   auto other_spec = req;
   other_spec.spec_id = "npu-8";
   CHECK(std::string(FilterCenter(other_spec, c, false, &why)) == kFilterSpec);
