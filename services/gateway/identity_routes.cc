@@ -105,6 +105,17 @@ std::vector<Route> IdentityRoutes(std::shared_ptr<grpc::Channel> channel) {
                       return CallUnary(stub.get(), &S::DeleteProject, req, kSnake, false);
                     }});
 
+  routes.push_back({"PUT", base + "/projects/{name}/quota", "identity",
+                    "Set a project's quota: body {max_running_gpus, max_running_cpus, max_queued_jobs}, 0 = no "
+                    "limit (admins)",
+                    v1::ProjectQuota::descriptor(), v1::Project::descriptor(), kSnake, {},
+                    [stub](const httplib::Request& r, const std::vector<std::string>& p) {
+                      v1::SetProjectQuotaRequest req;
+                      req.set_name(p[0]);
+                      return IfOk(ParseBody(r, req.mutable_quota()),
+                                  [&] { return CallUnary(stub.get(), &S::SetProjectQuota, req, kSnake); });
+                    }});
+
   routes.push_back({"POST", base + "/tokens", "identity",
                     "Create an API token for a user: body {user_name, description, ttl_seconds}; the answer's "
                     "secret is shown only this once (admins)",

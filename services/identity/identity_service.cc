@@ -54,6 +54,10 @@ class IdentityService final : public v1::IdentityService::Service {
     if (auto s = auth::NeedAdmin(caller, "deleting a project"); !s.ok()) return ToGrpcStatus(s);
     return ToGrpcStatus(s_->DeleteProject(req->name()));
   }
+  Status SetProjectQuota(ServerContext* ctx, const v1::SetProjectQuotaRequest* req, v1::Project* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
+    return Reply(Admin(caller, "setting a project's quota", [&] { return s_->SetProjectQuota(*req); }), resp);
+  }
   Status CreateToken(ServerContext* ctx, const v1::CreateTokenRequest* req, v1::CreateTokenResponse* resp) override {
     JC_GRPC_CALLER(caller, ctx);
     return Reply(Admin(caller, "creating a token", [&] { return s_->CreateToken(*req); }), resp);

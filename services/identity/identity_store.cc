@@ -227,6 +227,21 @@ absl::Status IdentityStore::DeleteProject(const std::string& name) {
   return txn->Commit();
 }
 
+absl::StatusOr<v1::Project> IdentityStore::SetProjectQuota(const v1::SetProjectQuotaRequest& req) {
+  const v1::ProjectQuota& q = req.quota();
+  if (q.max_running_gpus() < 0 || q.max_running_cpus() < 0 || q.max_queued_jobs() < 0) {
+    return absl::InvalidArgumentError("quota: limits must be 0 (none) or positive");
+  }
+  JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+  JC_ASSIGN_OR_RETURN(v1::Project project, store::LoadDoc<v1::Project>(*txn, "projects", "project", req.name(),
+                                                                      store_->for_update()));
+  *project.mutable_quota() = q;
+  JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(project));
+  JC_RETURN_IF_ERROR(txn->Exec("UPDATE projects SET doc = $2 WHERE id = $1", {req.name(), doc}).status());
+  JC_RETURN_IF_ERROR(txn->Commit());
+  return project;
+}
+
 absl::StatusOr<v1::CreateTokenResponse> IdentityStore::CreateToken(const v1::CreateTokenRequest& req) {
   JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
   JC_ASSIGN_OR_RETURN(v1::CreateTokenResponse resp, InsertToken(*txn, req, clock_->Now()));

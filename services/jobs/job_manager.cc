@@ -11,7 +11,6 @@
 #include "common/audit/audit_log.h"
 #include "common/status_macros.h"
 #include "common/store/doc.h"
-#include "common/store/doc.h"
 #include "common/timestamp.h"
 #include "services/jobs/job_state.h"
 #include "services/jobs/status_policy.h"
@@ -92,6 +91,26 @@ absl::Status JobManager::Start() {
     spdlog::warn("job manager: {}", why);
     SetNotLeading(why);
   }
+  // Project quotas, read beside the decisions: a failed read keeps the ones read before.
+  auto read_quotas = [this] {
+    auto rows = store_->Query("SELECT doc FROM projects");
+    if (!rows.ok()) {
+      spdlog::warn("job manager: project quotas not read (the ones read before stay): {}", rows.status().ToString());
+      return;
+    }
+    std::map<std::string, v1::ProjectQuota> quotas;
+    for (const auto& row : *rows) {
+      auto project = store::DecodeDoc<v1::Project>(row[0]);
+      if (!project.ok()) continue;
+      const v1::ProjectQuota& q = project->quota();
+      if (q.max_running_gpus() > 0 || q.max_running_cpus() > 0 || q.max_queued_jobs() > 0) {
+        quotas[project->name()] = q;
+      }
+    }
+    loop_.Post([this, quotas = std::move(quotas)]() mutable { SetQuotas(std::move(quotas)); });
+  };
+  read_quotas();
+  quota_reader_.Start(options_.quota_refresh, read_quotas);
   // The cycle runs whether this instance leads or not: standing by, it tries to lead.
   cycle_.Start(options_.cycle_interval, [this] { RunCycle(); });
   poller_.Start(options_.poll_interval, [this] {
@@ -105,6 +124,7 @@ void JobManager::Stop() {
   if (stopping_.exchange(true)) return;
   cycle_.Stop();
   poller_.Stop();
+  quota_reader_.Stop();
   tracker_.Stop();
   loop_.Stop();  // replies still queued are abandoned: their callers answer Unavailable
   // A standby takes over at once rather than after the lease's time to live.
@@ -493,6 +513,14 @@ void JobManager::OnCreate(v1::CreateTrainJobRequest req, CreateReply reply, std:
       return;
     }
   }
+  // Project quota on waiting jobs: refused at admission, before anything is written.
+  if (quotas_.Limits(req.project())) {
+    if (absl::Status admitted = quotas_.AdmitQueued(req.project()); !admitted.ok()) {
+      reply->set_value(admitted);
+      return;
+    }
+    quotas_.AddQueued(req.project());
+  }
   NewJob c;
   c.reply = std::move(reply);
   c.audit = std::move(audit);
@@ -576,6 +604,7 @@ void JobManager::OnTick() {
   std::vector<std::string> order;
   order.reserve(queue_.size());
   for (const auto& [p, s, id] : queue_) order.push_back(id);
+  if (!quotas_.empty()) RecountQuotaUse();
   for (const auto& id : order) {
     auto it = active_.find(id);
     if (it == active_.end()) continue;
@@ -783,6 +812,58 @@ int JobManager::IndexOf(const v1::JobRecord& r, int task, int replica) const {
   return -1;
 }
 
+void JobManager::SetQuotas(std::map<std::string, v1::ProjectQuota> quotas) {
+  if (metrics_) {
+    for (prometheus::Gauge* g : quota_gauges_) metrics_->project_quota->Remove(g);
+    quota_gauges_.clear();
+    for (const auto& [project, q] : quotas) {
+      for (const auto& [limit, value] : {std::pair<const char*, int64_t>{"max_running_gpus", q.max_running_gpus()},
+                                         {"max_running_cpus", q.max_running_cpus()},
+                                         {"max_queued_jobs", q.max_queued_jobs()}}) {
+        if (value <= 0) continue;
+        prometheus::Gauge& g = metrics_->project_quota->Add({{"project", project}, {"limit", limit}});
+        g.Set(static_cast<double>(value));
+        quota_gauges_.push_back(&g);
+      }
+    }
+  }
+  quotas_.Set(std::move(quotas));
+}
+
+std::pair<double, double> JobManager::Need(const v1::JobRecord& r, const std::vector<int>& replicas) const {
+  double cpus = 0, gpus = 0;
+  for (int i : replicas) {
+    const auto& task = r.request().tasks(r.replicas(i).task_index());
+    auto q = scheduler_->SpecQuantity(task.resource_spec_id());
+    if (!q.ok()) continue;  // an unknown spec cannot be placed anyway; the scheduler says so
+    cpus += q->cpu;
+    gpus += q->gpu;
+  }
+  return {cpus, gpus};
+}
+
+void JobManager::RecountQuotaUse() {
+  quotas_.ResetUse();
+  for (const auto& [id, job] : active_) {
+    const v1::JobRecord& r = job.record;
+    const std::string& project = r.request().project();
+    if (!quotas_.Limits(project)) continue;
+    std::vector<int> placed;
+    bool waits = false;
+    for (int i = 0; i < r.replicas_size(); ++i) {
+      const auto& rep = r.replicas(i);
+      if (rep.state() == v1::ReplicaRecord::WAITING) {
+        waits = true;
+      } else if (!Ended(rep.state())) {
+        placed.push_back(i);
+      }
+    }
+    auto [cpus, gpus] = Need(r, placed);
+    quotas_.AddRunning(project, cpus, gpus);
+    if (waits && !r.stop_requested()) quotas_.AddQueued(project);
+  }
+}
+
 void JobManager::EnableMetrics(prometheus::Registry& registry) {
   metrics_ = RegisterJobMetrics(registry);
   UpdateGauges();
@@ -808,6 +889,16 @@ std::vector<Dispatch> JobManager::Schedule(Active& job) {
     queue_.erase(entry);
     return {};
   }
+  // Project quota on running resources: the whole job waits until what it needs fits.
+  const std::string& project = r.request().project();
+  const bool limited = quotas_.Limits(project);
+  if (limited) {
+    auto [cpus, gpus] = Need(r, indices);
+    if (std::string held = quotas_.Hold(project, cpus, gpus); !held.empty()) {
+      r.set_waiting_reason(held);
+      return {};
+    }
+  }
   auto decision = scheduler_->Place(r.job_id(), r.request(), slots, siblings);
   if (!decision.ok()) {
     r.set_waiting_reason(std::string(decision.status().message()));
@@ -828,6 +919,10 @@ std::vector<Dispatch> JobManager::Schedule(Active& job) {
     rep->set_center_id(decision->centers[k]);
     if (stage) rep->set_message(absl::StrCat("staging datasets to ", rep->center_id()));
     out.push_back({r.job_id(), indices[k], rep->attempt(), rep->center_id(), stage});
+    if (limited) {
+      auto [cpus, gpus] = Need(r, {indices[k]});
+      quotas_.AddRunning(project, cpus, gpus);
+    }
   }
   if (decision->placed) {
     queue_.erase(entry);

@@ -28,6 +28,7 @@
 #include "common/clock.h"
 #include "common/event_loop.h"
 #include "common/periodic_task.h"
+#include "services/jobs/project_quotas.h"
 #include "common/thread_pool.h"
 #include "jointcloud/v1/identity.pb.h"
 #include "services/jobs/adapter_addresses.h"
@@ -59,6 +60,8 @@ struct JobManagerOptions {
   // restart; two instances on one host need different ids. Empty: the host name.
   std::string instance_id;
   absl::Duration lease_ttl = absl::Seconds(10);
+  // How often project quotas are read from the store (beside the decisions, never in one).
+  absl::Duration quota_refresh = absl::Seconds(2);
 };
 
 
@@ -197,6 +200,11 @@ class JobManager {
   void SetNotLeading(const std::string& why);
   // Sets the gauges from the jobs in memory; at most once a second (it visits every job).
   void UpdateGauges();
+  // Counts each limited project's running CPUs and GPUs and its waiting jobs (once a cycle,
+  // and only when some project has a quota).
+  void RecountQuotaUse();
+  // What `slots` of a job need (CPUs, GPUs) by the catalog's specs.
+  std::pair<double, double> Need(const v1::JobRecord& r, const std::vector<int>& replicas) const;
 
   // ---- The cycle thread: leadership, and the tick of the loop. ----
   void RunCycle();
@@ -237,6 +245,10 @@ class JobManager {
   std::set<std::string> dirty_;                     // jobs changed in this burst
   Burst burst_;
   absl::Time gauges_updated_ = absl::InfinitePast();
+  ProjectQuotas quotas_;
+  std::vector<prometheus::Gauge*> quota_gauges_;
+  // Puts new quotas in force and on /metrics.
+  void SetQuotas(std::map<std::string, v1::ProjectQuota> quotas);
 
   // ---- Shared with other threads. ----
   // Every Lead and StepDown starts a new term (written by the loop only); work begun in an
@@ -259,6 +271,7 @@ class JobManager {
   EventLoop loop_;
   PeriodicTask cycle_;
   PeriodicTask poller_;
+  PeriodicTask quota_reader_;
   Dispatcher dispatcher_;
   Stager stager_;
   ReplicaTracker tracker_;

@@ -34,6 +34,10 @@ std::unique_ptr<JobMetrics> RegisterJobMetrics(prometheus::Registry& registry) {
                          .Register(registry)
                          .Add({});
   m->jobs = &prometheus::BuildGauge().Name("jc_jobs").Help("Jobs not ended, by status").Register(registry);
+  m->project_quota = &prometheus::BuildGauge()
+                          .Name("jc_project_quota")
+                          .Help("Project quotas the job manager enforces, by project and limit")
+                          .Register(registry);
   m->ended = &prometheus::BuildCounter().Name("jc_jobs_ended_total").Help("Jobs ended, by status").Register(registry);
   m->step_downs = &prometheus::BuildCounter()
                        .Name("jc_jobs_step_downs_total")

@@ -24,6 +24,7 @@ struct JobMetrics {
   prometheus::Counter* step_downs;
   prometheus::Counter* watch_resyncs;
   prometheus::Family<prometheus::Counter>* events_ignored;
+  prometheus::Family<prometheus::Gauge>* project_quota;  // {project, limit}: the quotas in force
 };
 
 std::unique_ptr<JobMetrics> RegisterJobMetrics(prometheus::Registry& registry);

@@ -60,6 +60,13 @@ absl::Status Scheduler::Refresh() {
   return absl::OkStatus();
 }
 
+absl::StatusOr<Resources> Scheduler::SpecQuantity(const std::string& spec_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = snapshot_.spec_quantity.find(spec_id);
+  if (it == snapshot_.spec_quantity.end()) return absl::NotFoundError(absl::StrCat("unknown resource spec ", spec_id));
+  return it->second;
+}
+
 void Scheduler::ApplyAssumed() {
   std::map<std::string, absl::Time> observed_at;
   for (const auto& o : inputs_.observations) {

@@ -73,6 +73,10 @@ class Scheduler {
   // scheduler will place it. InvalidArgument names the field.
   absl::Status Validate(const v1::CreateTrainJobRequest& job);
 
+  // One replica's resources under `spec_id`, as the catalog was last read (in memory);
+  // NotFound for a spec it does not have.
+  absl::StatusOr<Resources> SpecQuantity(const std::string& spec_id) const;
+
   // A replica of a job to place now.
   struct Slot {
     int task_index = 0;

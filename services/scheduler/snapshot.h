@@ -120,6 +120,9 @@ class Snapshot {
   double load_sum() const;
   double load_sum_squares() const;
 
+  // One replica's resources under each resource spec of the catalog.
+  absl::flat_hash_map<std::string, Resources> spec_quantity;
+
  private:
   std::vector<CenterView> centers_;
   absl::flat_hash_map<std::string, int> index_;

@@ -28,6 +28,7 @@ Snapshot BuildSnapshot(const SchedulerInputs& in) {
   }
 
   Snapshot snap;
+  snap.spec_quantity.insert(quantity.begin(), quantity.end());
   for (const auto& center : in.centers) {
     CenterView v;
     v.id = center.ai_center_id();

@@ -623,3 +623,63 @@ TEST_CASE("a job write that fails makes the job manager step down and lead again
   n.WaitForStatus(next, "completed");
   std::filesystem::remove(ran);
 }
+
+namespace {
+
+TEST_CASE("project quotas hold a job past the running limit, saying so, and refuse creates past the queued "
+          "limit [C6][A7]",
+          "[C6][A7]") {
+  Network n([](jc::server::AppOptions& o) { o.jobs.quota_refresh = absl::Milliseconds(50); });
+  auto alice = n.UserClient("alice", "vision", "MEMBER");
+  auto bob = n.UserClient("bob", "nlp", "MEMBER");
+  // Only admins set quotas, and bad limits change nothing.
+  ExpectError(n.rest->Send("PUT", "/openapi/v1/projects/vision/quota", R"({"max_running_cpus": -1})"), 400,
+              "limits must be");
+  ExpectError(n.rest->Send("PUT", "/openapi/v1/projects/nowhere/quota", R"({"max_running_cpus": 1})"), 404,
+              "nowhere");
+  CHECK(alice->Send("PUT", "/openapi/v1/projects/vision/quota", R"({"max_running_cpus": 100})").http_status == 403);
+  auto set = n.rest->Send("PUT", "/openapi/v1/projects/vision/quota", R"({"max_running_cpus": 1, "max_queued_jobs": 1})");
+  INFO(set.body.dump());
+  REQUIRE(set.http_status == 200);
+  CHECK(set.body["data"]["quota"]["max_running_cpus"] == "1");
+  // In force once the job manager has read it (it says so on /metrics).
+  REQUIRE(jc::testing::WaitUntil([&] {
+    std::string m = n.rest->Raw("/metrics");
+    return m.find(R"(jc_project_quota{limit="max_running_cpus",project="vision"} 1)") != std::string::npos &&
+           m.find(R"(jc_project_quota{limit="max_queued_jobs",project="vision"} 1)") != std::string::npos;
+  }));
+
+  auto submit = [](jc::testing::RestClient& c, const std::string& name, const std::string& command) {
+    auto r = c.Post("/openapi/v1/trainjob", {{"name", name}, {"tasks", {Task("t", command, "torch", 1)}}});
+    INFO(r.body.dump());
+    return r;
+  };
+  auto first = submit(*alice, "first", "sleep 60");
+  REQUIRE(first.http_status == 200);
+  std::string first_id = first.body["data"]["jobId"];
+  n.WaitForStatus(first_id, "running");
+  // One CPU runs: the next job of vision waits, and says why.
+  auto second = submit(*alice, "second", "true");
+  REQUIRE(second.http_status == 200);
+  std::string second_id = second.body["data"]["jobId"];
+  json held;
+  CHECK(jc::testing::WaitUntil([&] {
+    held = n.Job(second_id);
+    return held.value("statusReason", "").find("held by project quota: project vision runs 1 of its 1 CPUs") !=
+           std::string::npos;
+  }));
+  INFO(held.dump());
+  CHECK(held["status"] == "pending");
+  // One job waits: a third is refused, and nothing is written.
+  ExpectError(submit(*alice, "third", "true"), 429, "max_queued_jobs 1");
+  // Another project is not held by vision's quota.
+  auto other = submit(*bob, "other", "true");
+  REQUIRE(other.http_status == 200);
+  n.WaitForStatus(other.body["data"]["jobId"], "completed");
+  CHECK(n.Job(second_id)["status"] == "pending");
+  // When the first ends, the second runs.
+  Network::Must(n.rest->Post("/openapi/v1/trainjob/" + first_id + "/stop", json::object()));
+  n.WaitForStatus(second_id, "completed");
+}
+
+}  // namespace
