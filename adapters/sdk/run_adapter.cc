@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "absl/flags/flag.h"
@@ -17,6 +18,8 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "adapters/sdk/adapter_core.h"
 #include "adapters/sdk/adapter_service.h"
@@ -35,11 +38,43 @@ ABSL_FLAG(std::string, center_config, "", "the center's YAML file (id, specs, im
 ABSL_FLAG(absl::Duration, poll_interval, absl::Milliseconds(200),
           "how often the center's scheduler is asked for replica states");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
+ABSL_FLAG(std::string, tls_cert, "", "this adapter's PEM certificate, naming its center (mutual TLS with the control plane)");
+ABSL_FLAG(std::string, tls_key, "", "its PEM private key");
+ABSL_FLAG(std::string, tls_ca, "", "the PEM CA that signs the control plane's certificate (and this one)");
+ABSL_FLAG(std::string, tls_allowed_clients, "jointcloud",
+          "comma-separated names (SAN or CN) a client certificate must carry: the control plane's");
 ABSL_FLAG(bool, allow_root_replicas, false,
           "start as root although the center maps no accounts (run_as) and names no user, so that replicas run as "
           "root: development only");
 
 namespace jc::adapter {
+
+namespace {
+
+// Takes calls only from clients whose verified certificate names an allowed client: a
+// certificate the CA signed for a center's adapter, say, is not the control plane's.
+class AllowedClients final : public grpc::AuthMetadataProcessor {
+ public:
+  explicit AllowedClients(std::vector<std::string> names) : names_(std::move(names)) {}
+  bool IsBlocking() const override { return false; }
+  grpc::Status Process(const InputMetadata&, grpc::AuthContext* context, OutputMetadata*, OutputMetadata*) override {
+    for (const char* property : {"x509_subject_alternative_name", "x509_common_name"}) {
+      for (const auto& value : context->FindPropertyValues(property)) {
+        std::string name(value.data(), value.size());
+        if (std::find(names_.begin(), names_.end(), name) != names_.end()) return grpc::Status::OK;
+      }
+    }
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        absl::StrCat("this adapter takes calls only from the control plane (a client certificate "
+                                     "naming one of: ",
+                                     absl::StrJoin(names_, ", "), ")"));
+  }
+
+ private:
+  std::vector<std::string> names_;
+};
+
+}  // namespace
 
 struct AdapterServer::Impl {
   std::unique_ptr<store::Store> store;
@@ -84,7 +119,16 @@ absl::StatusOr<std::unique_ptr<AdapterServer>> AdapterServer::Start(Backend* bac
   impl.service = MakeAdapterService(impl.core.get());
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &impl.port);
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (options.tls.enabled()) {
+    JC_ASSIGN_OR_RETURN(auto tls, auth::LoadTls(options.tls));
+    grpc::SslServerCredentialsOptions ssl(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    ssl.pem_root_certs = tls->ca_pem;
+    ssl.pem_key_cert_pairs.push_back({tls->key_pem, tls->cert_pem});
+    credentials = grpc::SslServerCredentials(ssl);
+    credentials->SetAuthMetadataProcessor(std::make_shared<AllowedClients>(options.allowed_clients));
+  }
+  builder.AddListeningPort(options.listen, credentials, &impl.port);
   builder.RegisterService(impl.service.get());
   ConfigureServerThreads(builder, "adapter", 64);
   impl.server = builder.BuildAndStart();
@@ -175,6 +219,8 @@ AdapterOptions ParseAdapterFlags(int argc, char** argv, const char* usage) {
   o.store = absl::GetFlag(FLAGS_store);
   o.poll_interval = absl::GetFlag(FLAGS_poll_interval);
   o.allow_root_replicas = absl::GetFlag(FLAGS_allow_root_replicas);
+  o.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key), absl::GetFlag(FLAGS_tls_ca)};
+  o.allowed_clients = absl::StrSplit(absl::GetFlag(FLAGS_tls_allowed_clients), ',', absl::SkipWhitespace());
   if (absl::GetFlag(FLAGS_center_config).empty()) {
     spdlog::error("--center_config is required: the center's id, specs and figures (docs/adapter-sdk.md)");
     std::exit(2);

@@ -7,11 +7,13 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "adapters/sdk/backend.h"
 #include "adapters/sdk/center_config.h"
+#include "common/auth/tls.h"
 
 namespace jc::adapter {
 
@@ -27,6 +29,12 @@ struct AdapterOptions {
   // RunAdapter refuses to start as root when the center maps no accounts (run_as) and
   // names no default `user`: its replicas would run as root. This allows it (development).
   bool allow_root_replicas = false;
+  // Mutual TLS (SPEC C6): with a certificate, key and CA, the adapter serves TLS, requires
+  // a client certificate signed by the CA, and takes calls only from one naming (SAN or
+  // CN) an entry of `allowed_clients`: the control plane's. Its own certificate must name
+  // the center (the control plane checks it against the center it registered).
+  auth::TlsFiles tls;
+  std::vector<std::string> allowed_clients = {"jointcloud"};
 };
 
 class AdapterCore;

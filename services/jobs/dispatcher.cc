@@ -26,7 +26,7 @@ void Dispatcher::SendBatches(const std::string& center) {
     for (auto& item : batch) requests.push_back(std::move(item.request));  // sent, not needed back
     auto address = addresses_->Of(center);
     std::vector<absl::StatusOr<apb::Replica>> results =
-        address.ok() ? adapters_->SubmitMany(*address, requests)
+        address.ok() ? adapters_->SubmitMany({center, *address}, requests)
                      : std::vector<absl::StatusOr<apb::Replica>>(requests.size(), address.status());
     answers_(center, std::move(batch), std::move(results));
   }
@@ -36,7 +36,7 @@ void Dispatcher::StopReplica(const std::string& center, const apb::ReplicaKey& k
   pool_->Run([this, center, key] {
     auto address = addresses_->Of(center);
     if (!address.ok()) return;
-    if (absl::Status s = adapters_->Stop(*address, key); !s.ok()) {
+    if (absl::Status s = adapters_->Stop({center, *address}, key); !s.ok()) {
       spdlog::info("job manager: stopping {} at {}: {}", key.job_id(), center, s.ToString());
     }
   });

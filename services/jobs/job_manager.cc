@@ -785,7 +785,7 @@ absl::StatusOr<std::string> JobManager::ReadLog(const std::string& job_id, int t
   }
   auto address = addresses_.Of(rep.center_id());
   if (!address.ok()) return address.status();
-  return adapters_->ReadLog(*address, KeyOf(record, index), options_.max_log_bytes);
+  return adapters_->ReadLog({rep.center_id(), *address}, KeyOf(record, index), options_.max_log_bytes);
 }
 
 v1::CreateTrainJobResponse JobManager::ResponseOf(const v1::JobRecord& r) const {

@@ -33,7 +33,7 @@ void ReplicaTracker::Read(std::vector<Ask> asks, Answer answer) {
       if (stopping_) return;
       auto address = addresses_->Of(ask.center);
       if (!address.ok()) continue;  // asked again at the next poll
-      answer(ask, adapters_->Get(*address, ask.key));
+      answer(ask, adapters_->Get({ask.center, *address}, ask.key));
     }
   });
 }
@@ -59,7 +59,7 @@ void ReplicaTracker::WatchLoop(const std::string& center) {
         cursor = cursors_[center];
       }
       absl::Status s = adapters_->Watch(
-          *address, cursor,
+          {center, *address}, cursor,
           [&](const apb::ReplicaEvent& e) {
             {
               std::lock_guard<std::mutex> lock(mu_);

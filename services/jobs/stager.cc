@@ -26,7 +26,7 @@ absl::Status Stager::CopyAll(const std::string& center, const std::vector<std::s
     req.set_data_name(name);
     req.set_data_version(version);
     for (const auto& url : *sources) req.add_source_urls(url);
-    auto copy = adapters_->Stage(*address, req);
+    auto copy = adapters_->Stage({center, *address}, req);
     if (!copy.ok()) {
       return absl::Status(copy.status().code(), absl::StrCat("staging ", key, ": ", copy.status().message()));
     }

@@ -67,7 +67,7 @@ void Monitor::Stop() { loop_.Stop(); }
 
 void Monitor::Observe(CenterObservation* o) {
   const std::string& address = o->center.adapter_address();
-  auto usage = adapters_->GetUsage(address, options_.call_timeout);
+  auto usage = adapters_->GetUsage({o->center.ai_center_id(), address}, options_.call_timeout);
   if (!usage.ok()) {
     o->reachable = false;
     o->last_error = std::string(usage.status().message());
@@ -80,7 +80,7 @@ void Monitor::Observe(CenterObservation* o) {
   o->reachable = true;
   o->last_error.clear();
   if (!o->has_info || now - o->info_at >= options_.info_refresh) {
-    auto info = adapters_->GetCenterInfo(address, options_.call_timeout);
+    auto info = adapters_->GetCenterInfo({o->center.ai_center_id(), address}, options_.call_timeout);
     if (info.ok()) {
       o->info = std::move(*info);
       o->has_info = true;

@@ -133,7 +133,9 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
   // One southbound client serves the monitor and the job manager.
   app->adapters_ = o.adapter_client;
   if (app->adapters_ == nullptr && (has("monitor") || has("jobs"))) {
-    app->own_adapter_client_ = southbound::MakeGrpcAdapterClient();
+    // With TLS, adapters are called over mutual TLS, their certificates checked against
+    // their centers.
+    app->own_adapter_client_ = southbound::MakeGrpcAdapterClient(tls);
     app->adapters_ = app->own_adapter_client_.get();
   }
   if (has("monitor")) {

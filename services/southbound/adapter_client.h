@@ -12,41 +12,56 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/auth/tls.h"
 #include "jointcloud/adapter/v1/adapter.pb.h"
 
 namespace jc::southbound {
 
 namespace apb = ::jointcloud::adapter::v1;
 
+// Which adapter to call: a center's, at the address it registered. Over mutual TLS the
+// adapter's certificate must name the center (SPEC C6), so that a center pointed at another
+// center's adapter, or at an impostor, is refused. Tests may name an address alone.
+struct AdapterAt {
+  AdapterAt(std::string address) : address(std::move(address)) {}  // NOLINT: tests name addresses
+  AdapterAt(std::string center, std::string address) : center_id(std::move(center)), address(std::move(address)) {}
+  AdapterAt(const char* address) : address(address) {}  // NOLINT
+  std::string center_id;
+  std::string address;
+};
+
 class AdapterClient {
  public:
   virtual ~AdapterClient() = default;
-  virtual absl::StatusOr<apb::Usage> GetUsage(const std::string& address, absl::Duration timeout) = 0;
-  virtual absl::StatusOr<apb::CenterInfo> GetCenterInfo(const std::string& address, absl::Duration timeout) = 0;
+  virtual absl::StatusOr<apb::Usage> GetUsage(const AdapterAt& adapter, absl::Duration timeout) = 0;
+  virtual absl::StatusOr<apb::CenterInfo> GetCenterInfo(const AdapterAt& adapter, absl::Duration timeout) = 0;
   // Idempotent by the replica key: a repeated submit returns the replica already there.
-  virtual absl::StatusOr<apb::Replica> Submit(const std::string& address, const apb::SubmitReplicaRequest& req) = 0;
+  virtual absl::StatusOr<apb::Replica> Submit(const AdapterAt& adapter, const apb::SubmitReplicaRequest& req) = 0;
   // Several submits in one call (SubmitReplicas), answered in order. The default, and the
   // gRPC client toward an adapter without SubmitReplicas, submits one at a time.
-  virtual std::vector<absl::StatusOr<apb::Replica>> SubmitMany(const std::string& address,
+  virtual std::vector<absl::StatusOr<apb::Replica>> SubmitMany(const AdapterAt& adapter,
                                                                const std::vector<apb::SubmitReplicaRequest>& reqs) {
     std::vector<absl::StatusOr<apb::Replica>> out;
-    for (const auto& req : reqs) out.push_back(Submit(address, req));
+    for (const auto& req : reqs) out.push_back(Submit(adapter, req));
     return out;
   }
-  virtual absl::Status Stop(const std::string& address, const apb::ReplicaKey& key) = 0;
-  virtual absl::StatusOr<apb::Replica> Get(const std::string& address, const apb::ReplicaKey& key) = 0;
+  virtual absl::Status Stop(const AdapterAt& adapter, const apb::ReplicaKey& key) = 0;
+  virtual absl::StatusOr<apb::Replica> Get(const AdapterAt& adapter, const apb::ReplicaKey& key) = 0;
   // Streams events after `since_cursor` to `on_event` until the stream ends, `cancelled`
   // returns true (checked between events and every second), or an error.
-  virtual absl::Status Watch(const std::string& address, uint64_t since_cursor,
+  virtual absl::Status Watch(const AdapterAt& adapter, uint64_t since_cursor,
                              const std::function<void(const apb::ReplicaEvent&)>& on_event,
                              const std::function<bool()>& cancelled) = 0;
   // Copies a dataset into the center from the first source that works.
-  virtual absl::StatusOr<apb::Dataset> Stage(const std::string& address, const apb::StageDatasetRequest& req) = 0;
+  virtual absl::StatusOr<apb::Dataset> Stage(const AdapterAt& adapter, const apb::StageDatasetRequest& req) = 0;
   // The replica's whole stdout (and stderr after it, if any), up to `max_bytes`.
-  virtual absl::StatusOr<std::string> ReadLog(const std::string& address, const apb::ReplicaKey& key,
+  virtual absl::StatusOr<std::string> ReadLog(const AdapterAt& adapter, const apb::ReplicaKey& key,
                                               int64_t max_bytes) = 0;
 };
 
-std::unique_ptr<AdapterClient> MakeGrpcAdapterClient();
+// With `tls`, every channel is mutual TLS: this process's certificate is presented, and
+// the adapter's must be signed by the CA and name the center called (AdapterAt without a
+// center is then refused). Without, plaintext.
+std::unique_ptr<AdapterClient> MakeGrpcAdapterClient(std::shared_ptr<const auth::TlsMaterial> tls = nullptr);
 
 }  // namespace jc::southbound

@@ -17,51 +17,52 @@ namespace {
 
 constexpr auto kCallTimeout = std::chrono::seconds(10);
 
-absl::Status Failure(const std::string& address, const grpc::Status& s) {
+absl::Status Failure(const AdapterAt& adapter, const grpc::Status& s) {
   absl::Status st = FromGrpcStatus(s);
-  return absl::Status(st.code(), absl::StrCat("adapter at ", address, ": ", st.message()));
+  return absl::Status(st.code(), absl::StrCat("adapter at ", adapter.address, ": ", st.message()));
 }
 
 class GrpcAdapterClient final : public AdapterClient {
  public:
-  absl::StatusOr<apb::Usage> GetUsage(const std::string& address, absl::Duration timeout) override {
+  explicit GrpcAdapterClient(std::shared_ptr<const auth::TlsMaterial> tls) : tls_(std::move(tls)) {}
+  absl::StatusOr<apb::Usage> GetUsage(const AdapterAt& adapter, absl::Duration timeout) override {
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
     apb::Usage out;
-    grpc::Status s = Stub(address)->GetUsage(&ctx, apb::GetUsageRequest(), &out);
-    if (!s.ok()) return Failure(address, s);
+    grpc::Status s = Stub(adapter)->GetUsage(&ctx, apb::GetUsageRequest(), &out);
+    if (!s.ok()) return Failure(adapter, s);
     return out;
   }
-  absl::StatusOr<apb::CenterInfo> GetCenterInfo(const std::string& address, absl::Duration timeout) override {
+  absl::StatusOr<apb::CenterInfo> GetCenterInfo(const AdapterAt& adapter, absl::Duration timeout) override {
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
     apb::CenterInfo out;
-    grpc::Status s = Stub(address)->GetCenterInfo(&ctx, apb::GetCenterInfoRequest(), &out);
-    if (!s.ok()) return Failure(address, s);
+    grpc::Status s = Stub(adapter)->GetCenterInfo(&ctx, apb::GetCenterInfoRequest(), &out);
+    if (!s.ok()) return Failure(adapter, s);
     return out;
   }
-  absl::StatusOr<apb::Replica> Submit(const std::string& address, const apb::SubmitReplicaRequest& req) override {
+  absl::StatusOr<apb::Replica> Submit(const AdapterAt& adapter, const apb::SubmitReplicaRequest& req) override {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
     apb::Replica out;
-    grpc::Status s = Stub(address)->SubmitReplica(&ctx, req, &out);
-    if (!s.ok()) return Failure(address, s);
+    grpc::Status s = Stub(adapter)->SubmitReplica(&ctx, req, &out);
+    if (!s.ok()) return Failure(adapter, s);
     return out;
   }
-  std::vector<absl::StatusOr<apb::Replica>> SubmitMany(const std::string& address,
+  std::vector<absl::StatusOr<apb::Replica>> SubmitMany(const AdapterAt& adapter,
                                                        const std::vector<apb::SubmitReplicaRequest>& reqs) override {
-    if (reqs.size() == 1 || !Batches(address)) return AdapterClient::SubmitMany(address, reqs);
+    if (reqs.size() == 1 || !Batches(adapter)) return AdapterClient::SubmitMany(adapter, reqs);
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
     apb::SubmitReplicasRequest req;
     for (const auto& r : reqs) *req.add_replicas() = r;
     apb::SubmitReplicasResponse resp;
-    grpc::Status s = Stub(address)->SubmitReplicas(&ctx, req, &resp);
+    grpc::Status s = Stub(adapter)->SubmitReplicas(&ctx, req, &resp);
     if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
       // An adapter built before SubmitReplicas: one call per replica from now on.
       absl::MutexLock lock(&mu_);
-      no_batches_.insert(address);
-      return AdapterClient::SubmitMany(address, reqs);
+      no_batches_.insert(adapter.address);
+      return AdapterClient::SubmitMany(adapter, reqs);
     }
     std::vector<absl::StatusOr<apb::Replica>> out;
     if (s.ok() && resp.results_size() != static_cast<int>(reqs.size())) {
@@ -70,7 +71,7 @@ class GrpcAdapterClient final : public AdapterClient {
     }
     for (size_t i = 0; i < reqs.size(); ++i) {
       if (!s.ok()) {
-        out.push_back(Failure(address, s));
+        out.push_back(Failure(adapter, s));
         continue;
       }
       auto& result = *resp.mutable_results(static_cast<int>(i));
@@ -78,37 +79,37 @@ class GrpcAdapterClient final : public AdapterClient {
         out.push_back(std::move(*result.mutable_replica()));
       } else {
         out.push_back(absl::Status(static_cast<absl::StatusCode>(result.code()),
-                                   absl::StrCat("adapter at ", address, ": ", result.message())));
+                                   absl::StrCat("adapter at ", adapter.address, ": ", result.message())));
       }
     }
     return out;
   }
-  absl::Status Stop(const std::string& address, const apb::ReplicaKey& key) override {
+  absl::Status Stop(const AdapterAt& adapter, const apb::ReplicaKey& key) override {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
     apb::ReplicaRef ref;
     *ref.mutable_key() = key;
     apb::Replica out;
-    grpc::Status s = Stub(address)->StopReplica(&ctx, ref, &out);
-    return s.ok() ? absl::OkStatus() : Failure(address, s);
+    grpc::Status s = Stub(adapter)->StopReplica(&ctx, ref, &out);
+    return s.ok() ? absl::OkStatus() : Failure(adapter, s);
   }
-  absl::StatusOr<apb::Replica> Get(const std::string& address, const apb::ReplicaKey& key) override {
+  absl::StatusOr<apb::Replica> Get(const AdapterAt& adapter, const apb::ReplicaKey& key) override {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
     apb::ReplicaRef ref;
     *ref.mutable_key() = key;
     apb::Replica out;
-    grpc::Status s = Stub(address)->GetReplica(&ctx, ref, &out);
-    if (!s.ok()) return Failure(address, s);
+    grpc::Status s = Stub(adapter)->GetReplica(&ctx, ref, &out);
+    if (!s.ok()) return Failure(adapter, s);
     return out;
   }
-  absl::Status Watch(const std::string& address, uint64_t since_cursor,
+  absl::Status Watch(const AdapterAt& adapter, uint64_t since_cursor,
                      const std::function<void(const apb::ReplicaEvent&)>& on_event,
                      const std::function<bool()>& cancelled) override {
     grpc::ClientContext ctx;
     apb::WatchRequest req;
     req.set_since_cursor(since_cursor);
-    auto reader = Stub(address)->Watch(&ctx, req);
+    auto reader = Stub(adapter)->Watch(&ctx, req);
     // A reader blocks in Read; a side thread cancels the call when asked to stop.
     std::atomic<bool> finished{false};
     std::thread canceller([&] {
@@ -126,18 +127,18 @@ class GrpcAdapterClient final : public AdapterClient {
     canceller.join();
     grpc::Status s = reader->Finish();
     if (s.error_code() == grpc::StatusCode::CANCELLED) return absl::CancelledError("watch cancelled");
-    return s.ok() ? absl::OkStatus() : Failure(address, s);
+    return s.ok() ? absl::OkStatus() : Failure(adapter, s);
   }
-  absl::StatusOr<apb::Dataset> Stage(const std::string& address, const apb::StageDatasetRequest& req) override {
+  absl::StatusOr<apb::Dataset> Stage(const AdapterAt& adapter, const apb::StageDatasetRequest& req) override {
     grpc::ClientContext ctx;
     // Copying data takes as long as it takes; an hour bounds a stuck mover.
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::hours(1));
     apb::StageDatasetResponse out;
-    grpc::Status s = Stub(address)->StageDataset(&ctx, req, &out);
-    if (!s.ok()) return Failure(address, s);
+    grpc::Status s = Stub(adapter)->StageDataset(&ctx, req, &out);
+    if (!s.ok()) return Failure(adapter, s);
     return out.dataset();
   }
-  absl::StatusOr<std::string> ReadLog(const std::string& address, const apb::ReplicaKey& key,
+  absl::StatusOr<std::string> ReadLog(const AdapterAt& adapter, const apb::ReplicaKey& key,
                                       int64_t max_bytes) override {
     std::string out;
     for (bool stderr : {false, true}) {
@@ -146,14 +147,14 @@ class GrpcAdapterClient final : public AdapterClient {
       apb::ReadLogRequest req;
       *req.mutable_key() = key;
       req.set_stderr(stderr);
-      auto reader = Stub(address)->ReadLog(&ctx, req);
+      auto reader = Stub(adapter)->ReadLog(&ctx, req);
       apb::LogChunk chunk;
       std::string part;
       while (reader->Read(&chunk) && static_cast<int64_t>(out.size() + part.size()) < max_bytes) {
         part += chunk.data();
       }
       grpc::Status s = reader->Finish();
-      if (!s.ok() && s.error_code() != grpc::StatusCode::CANCELLED) return Failure(address, s);
+      if (!s.ok() && s.error_code() != grpc::StatusCode::CANCELLED) return Failure(adapter, s);
       if (stderr && !part.empty()) out += "\n--- stderr ---\n";
       out += part;
     }
@@ -162,18 +163,26 @@ class GrpcAdapterClient final : public AdapterClient {
   }
 
  private:
-  apb::Adapter::Stub* Stub(const std::string& address) {
+  // One channel per center and address. Over TLS the adapter's certificate is checked
+  // against the center's name (the target name override), not the address.
+  apb::Adapter::Stub* Stub(const AdapterAt& adapter) {
     absl::MutexLock lock(&mu_);
-    auto& stub = stubs_[address];
+    auto& stub = stubs_[adapter.center_id + "@" + adapter.address];
     if (stub == nullptr) {
-      stub = apb::Adapter::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+      grpc::ChannelArguments args;
+      if (tls_ != nullptr && !adapter.center_id.empty()) {
+        args.SetString(GRPC_SSL_TARGET_NAME_OVERRIDE_ARG, adapter.center_id);
+      }
+      stub = apb::Adapter::NewStub(
+          grpc::CreateCustomChannel(adapter.address, auth::ChannelCredentials(tls_.get()), args));
     }
     return stub.get();
   }
-  bool Batches(const std::string& address) {
+  bool Batches(const AdapterAt& adapter) {
     absl::MutexLock lock(&mu_);
-    return !no_batches_.contains(address);
+    return !no_batches_.contains(adapter.address);
   }
+  std::shared_ptr<const auth::TlsMaterial> tls_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<apb::Adapter::Stub>> stubs_;
   absl::flat_hash_set<std::string> no_batches_;  // adapters that answered SubmitReplicas UNIMPLEMENTED
@@ -181,6 +190,8 @@ class GrpcAdapterClient final : public AdapterClient {
 
 }  // namespace
 
-std::unique_ptr<AdapterClient> MakeGrpcAdapterClient() { return std::make_unique<GrpcAdapterClient>(); }
+std::unique_ptr<AdapterClient> MakeGrpcAdapterClient(std::shared_ptr<const auth::TlsMaterial> tls) {
+  return std::make_unique<GrpcAdapterClient>(std::move(tls));
+}
 
 }  // namespace jc::southbound

@@ -12,8 +12,12 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "common/auth/service_credentials.h"
 #include "common/auth/tls.h"
+#include "services/southbound/adapter_client.h"
+#include "tests/testing/local_adapter.h"
+#include "tests/testing/process.h"
 #include "jointcloud/v1/identity.grpc.pb.h"
 #include "tests/testing/test_system.h"
 
@@ -36,7 +40,7 @@ struct Certificates {
   Certificates() {
     std::filesystem::remove_all(dir);
     std::string script = std::string(JC_SOURCE_DIR) + "/scripts/dev-ca.sh";
-    REQUIRE(std::system((script + " " + dir + "/ca jointcloud client >/dev/null").c_str()) == 0);
+    REQUIRE(std::system((script + " " + dir + "/ca jointcloud client alpha beta >/dev/null").c_str()) == 0);
     REQUIRE(std::system((script + " " + dir + "/rogue intruder >/dev/null").c_str()) == 0);
   }
   ~Certificates() { std::filesystem::remove_all(dir); }
@@ -133,4 +137,75 @@ TEST_CASE("a certificate without its key, or files that are not PEM, stop the st
   CHECK(bad.message().find("not PEM") != std::string::npos);
   jc::auth::TlsFiles half = {certs.Path("ca", "jointcloud.crt"), "", ""};
   CHECK(started(half).message().find("--tls_key") != std::string::npos);
+}
+
+TEST_CASE("adapters take calls only from the control plane over mutual TLS, and the control plane checks an "
+          "adapter's certificate against the center it registered [C6]",
+          "[C6]") {
+  Certificates certs;
+  // Center alpha's adapter, with alpha's certificate.
+  jc::testing::LocalAdapter alpha("alpha", 4, "specs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n",
+                                  [&](jc::adapter::AdapterOptions& o) { o.tls = certs.Files("ca", "alpha"); });
+  auto jointcloud = jc::auth::LoadTls(certs.Files("ca", "jointcloud"));
+  REQUIRE(jointcloud.ok());
+  auto control_plane = jc::southbound::MakeGrpcAdapterClient(*jointcloud);
+  auto info = control_plane->GetCenterInfo({"alpha", alpha.address()}, absl::Seconds(10));
+  INFO(info.status().ToString());
+  REQUIRE(info.ok());
+  CHECK(info->ai_center_id() == "alpha");
+  // Center beta registered at alpha's adapter: its certificate names alpha, not beta.
+  auto misdirected = control_plane->GetCenterInfo({"beta", alpha.address()}, absl::Seconds(10));
+  INFO(misdirected.status().ToString());
+  CHECK(absl::IsUnavailable(misdirected.status()));
+  // Beta's own adapter certificate (the CA signed it) is not the control plane's: refused.
+  auto beta = jc::auth::LoadTls(certs.Files("ca", "beta"));
+  REQUIRE(beta.ok());
+  auto as_beta = jc::southbound::MakeGrpcAdapterClient(*beta)->GetCenterInfo({"alpha", alpha.address()},
+                                                                              absl::Seconds(10));
+  INFO(as_beta.status().ToString());
+  CHECK(absl::IsUnauthenticated(as_beta.status()));
+  CHECK(absl::StrContains(as_beta.status().message(), "only from the control plane"));
+  // Another CA's certificate, and plaintext, do not get through the handshake.
+  auto rogue = jc::auth::LoadTls({certs.Path("rogue", "intruder.crt"), certs.Path("rogue", "intruder.key"),
+                                  certs.Path("ca", "ca.crt")});
+  REQUIRE(rogue.ok());
+  CHECK(absl::IsUnavailable(jc::southbound::MakeGrpcAdapterClient(*rogue)
+                                ->GetCenterInfo({"alpha", alpha.address()}, absl::Seconds(10))
+                                .status()));
+  CHECK(absl::IsUnavailable(
+      jc::southbound::MakeGrpcAdapterClient()->GetCenterInfo({"alpha", alpha.address()}, absl::Seconds(10)).status()));
+
+  // End to end: a control plane with TLS reaches alpha's adapter (the monitor finds the center
+  // available and the scheduler can place on it); a center registered at alpha's address
+  // under another name is never reached.
+  jc::testing::TestSystem s([&](jc::server::AppOptions& o) {
+    o.auth.tls = certs.Files("ca", "jointcloud");
+    o.monitor.interval = absl::Milliseconds(100);
+    o.scheduler_refresh = absl::Milliseconds(50);
+  });
+  httplib::SSLClient https("127.0.0.1", s.app->rest_port());
+  https.set_ca_cert_path(certs.Path("ca", "ca.crt").c_str());
+  https.enable_server_certificate_verification(true);
+  https.set_bearer_token_auth(s.admin_token);
+  for (const std::string center : {"alpha", "beta"}) {
+    json body = {{"ai_center_id", center}, {"name", center}, {"region", "cn"},
+                 {"adapter_address", alpha.address()}, {"capacity", {{"cpu", 4}, {"memory", 4096}}}};
+    auto r = https.Post("/openapi/v1/centers", body.dump(), "application/json");
+    REQUIRE(r);
+    INFO(r->body);
+    REQUIRE(r->status == 200);
+  }
+  json spec = {{"resource_spec_id", "cpu-1"}, {"resource_spec_name", "1 CPU"},
+               {"resource_quantity", {{"cpu", "1"}, {"memory", "256Mi"}}}, {"service_type", "batch"},
+               {"price", 1}, {"computing_center_list", "alpha,beta"}};
+  auto r = https.Post("/openapi/v1/resourcespecs", spec.dump(), "application/json");
+  REQUIRE(r);
+  REQUIRE(r->status == 200);
+  auto score = [&](const std::string& center) {
+    auto res = https.Get(("/scheduler/algorithm/lowest_price/score/" + center + "?resourceSpecId=cpu-1").c_str());
+    return res ? res->status : 0;
+  };
+  REQUIRE(jc::testing::WaitUntil([&] { return score("alpha") == 200; }));
+  // By then the monitor has polled beta as often as alpha, and failed every time.
+  CHECK(score("beta") != 200);
 }

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -24,7 +25,9 @@ struct LocalAdapter {
 
   // `config` is the center configuration after its center_id line (YAML); "{data_dir}"
   // in it stands for a directory of this adapter's own.
-  LocalAdapter(const std::string& center, int cpus, std::string config) {
+  // `customize` may change the adapter's options (TLS, say) before it starts.
+  LocalAdapter(const std::string& center, int cpus, std::string config,
+               const std::function<void(adapter::AdapterOptions&)>& customize = {}) {
     static std::atomic<int> n{0};
     dir = std::filesystem::temp_directory_path() /
           ("jc-adapter-" + center + "-" + std::to_string(getpid()) + "-" + std::to_string(n++));
@@ -42,6 +45,7 @@ struct LocalAdapter {
     INFO(parsed.status().ToString());
     REQUIRE(parsed.ok());
     o.center = *parsed;
+    if (customize) customize(o);
     auto s = adapter::AdapterServer::Start(backend.get(), o);
     INFO(s.status().ToString());
     REQUIRE(s.ok());
