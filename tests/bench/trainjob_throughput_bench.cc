@@ -109,6 +109,21 @@ int main(int argc, char** argv) {
   auto dir = std::filesystem::temp_directory_path() / ("jc-trainjob-bench-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
 
+  // Every request carries an API token (authenticated at the gRPC edge) over HTTPS, and
+  // the control plane calls the adapter over mutual TLS, as in production;
+  // JC_BENCH_NO_AUTH=1 runs the same without either, to print what they cost.
+  bool auth = std::getenv("JC_BENCH_NO_AUTH") == nullptr;
+  // JC_BENCH_NO_TLS=1: tokens, but plaintext (to tell the two costs apart).
+  bool tls = auth && std::getenv("JC_BENCH_NO_TLS") == nullptr;
+  std::string certs = (dir / "tls").string();
+  if (tls) {
+    std::string make = std::string(JC_SOURCE_DIR) + "/scripts/dev-ca.sh " + certs + " jointcloud bench >/dev/null";
+    if (std::system(make.c_str()) != 0) {
+      std::fprintf(stderr, "scripts/dev-ca.sh failed\n");
+      return 1;
+    }
+  }
+
   AcceptingBackend backend;
   jc::adapter::AdapterOptions ao;
   ao.listen = "127.0.0.1:0";
@@ -116,6 +131,7 @@ int main(int argc, char** argv) {
   ao.state_dir = (dir / "adapter").string();
   ao.poll_interval = absl::Seconds(5);
   ao.center = *jc::adapter::ParseCenterConfig("center_id: bench\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 1Gi}\n");
+  if (tls) ao.tls = {certs + "/bench.crt", certs + "/bench.key", certs + "/ca.crt"};
   auto adapter = jc::adapter::AdapterServer::Start(&backend, ao);
   if (!adapter.ok()) {
     std::fprintf(stderr, "adapter: %s\n", adapter.status().ToString().c_str());
@@ -131,21 +147,8 @@ int main(int argc, char** argv) {
   o.gateway.worker_threads = clients;
   o.monitor.interval = absl::Milliseconds(500);
   o.jobs.cycle_interval = absl::Milliseconds(20);
-  // Every request carries an API token (authenticated at the gRPC edge) over HTTPS, as in
-  // production; JC_BENCH_NO_AUTH=1 runs the same without either, to print what they cost.
-  bool auth = std::getenv("JC_BENCH_NO_AUTH") == nullptr;
   o.auth.enabled = auth;
-  // JC_BENCH_NO_TLS=1: tokens, but plain HTTP (to tell the two costs apart).
-  bool tls = auth && std::getenv("JC_BENCH_NO_TLS") == nullptr;
-  std::string certs = (dir / "tls").string();
-  if (tls) {
-    std::string make = std::string(JC_SOURCE_DIR) + "/scripts/dev-ca.sh " + certs + " jointcloud >/dev/null";
-    if (std::system(make.c_str()) != 0) {
-      std::fprintf(stderr, "scripts/dev-ca.sh failed\n");
-      return 1;
-    }
-    o.auth.tls = {certs + "/jointcloud.crt", certs + "/jointcloud.key", certs + "/ca.crt"};
-  }
+  if (tls) o.auth.tls = {certs + "/jointcloud.crt", certs + "/jointcloud.key", certs + "/ca.crt"};
   auto app = jc::server::App::Start(std::move(o));
   if (!app.ok()) {
     std::fprintf(stderr, "jointcloud: %s\n", app.status().ToString().c_str());
