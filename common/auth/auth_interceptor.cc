@@ -67,13 +67,15 @@ class CallDecisions {
 class AuthInterceptor final : public grpc::experimental::Interceptor {
  public:
   AuthInterceptor(grpc::experimental::ServerRpcInfo* info, const Authenticator* authenticator,
-                  const MethodAccess* access, RateLimiter* limiter, audit::AuditLog* audit)
+                  const MethodAccess* access, RateLimiter* limiter, audit::AuditLog* audit,
+                  bool service_needs_certificate)
       : context_(info->server_context()),
         method_(info->method() != nullptr ? info->method() : ""),
         authenticator_(authenticator),
         access_(access),
         limiter_(limiter),
-        audit_log_(audit) {}
+        audit_log_(audit),
+        service_needs_certificate_(service_needs_certificate) {}
   ~AuthInterceptor() override { CallDecisions::Get().Erase(context_); }
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
@@ -116,6 +118,14 @@ class AuthInterceptor final : public grpc::experimental::Interceptor {
     }
     auto principal = authenticator_->Authenticate(authorization);
     if (!principal.ok()) return principal.status();
+    if (principal->kind == Principal::Kind::kService && service_needs_certificate_ && !FromOwnProcess() &&
+        !context_->auth_context()->IsPeerAuthenticated()) {
+      // The secret is as powerful as an admin: with TLS on, it counts only from a peer that
+      // proved itself with a certificate of the CA (Jointcloud's processes do).
+      return absl::UnauthenticatedError(absl::StrCat(
+          "the service secret is accepted only over mutual TLS, from a client certificate the CA signed (peer ",
+          context_->peer(), ")"));
+    }
     if (level->second.access == Access::kAdmin && !principal->IsAdmin()) {
       return absl::PermissionDeniedError(
           absl::StrCat(method_, " needs a federation admin; ", principal->name, " is not one"));
@@ -162,21 +172,30 @@ class AuthInterceptor final : public grpc::experimental::Interceptor {
   std::string method_;
   const Authenticator* authenticator_;
   const MethodAccess* access_;
+  // In-process channels (services of one process calling each other) have no transport
+  // security at all, where a network peer has "ssl" (or "insecure" on a plaintext port).
+  bool FromOwnProcess() const {
+    return context_->auth_context()->FindPropertyValues("transport_security_type").empty();
+  }
+
   RateLimiter* limiter_;
   audit::AuditLog* audit_log_;
+  bool service_needs_certificate_;
   std::shared_ptr<audit::CallAudit> audit_;
 };
 
 class Factory final : public grpc::experimental::ServerInterceptorFactoryInterface {
  public:
   Factory(std::shared_ptr<const Authenticator> authenticator, std::shared_ptr<const MethodAccess> access,
-          std::shared_ptr<RateLimiter> limiter, std::shared_ptr<audit::AuditLog> audit)
+          std::shared_ptr<RateLimiter> limiter, std::shared_ptr<audit::AuditLog> audit, bool service_needs_certificate)
       : authenticator_(std::move(authenticator)),
         access_(std::move(access)),
         limiter_(std::move(limiter)),
-        audit_(std::move(audit)) {}
+        audit_(std::move(audit)),
+        service_needs_certificate_(service_needs_certificate) {}
   grpc::experimental::Interceptor* CreateServerInterceptor(grpc::experimental::ServerRpcInfo* info) override {
-    return new AuthInterceptor(info, authenticator_.get(), access_.get(), limiter_.get(), audit_.get());
+    return new AuthInterceptor(info, authenticator_.get(), access_.get(), limiter_.get(), audit_.get(),
+                               service_needs_certificate_);
   }
 
  private:
@@ -184,14 +203,16 @@ class Factory final : public grpc::experimental::ServerInterceptorFactoryInterfa
   std::shared_ptr<const MethodAccess> access_;
   std::shared_ptr<RateLimiter> limiter_;
   std::shared_ptr<audit::AuditLog> audit_;
+  bool service_needs_certificate_;
 };
 
 }  // namespace
 
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> MakeAuthInterceptor(
     std::shared_ptr<const Authenticator> authenticator, std::shared_ptr<const MethodAccess> access,
-    std::shared_ptr<RateLimiter> limiter, std::shared_ptr<audit::AuditLog> audit) {
-  return std::make_unique<Factory>(std::move(authenticator), std::move(access), std::move(limiter), std::move(audit));
+    std::shared_ptr<RateLimiter> limiter, std::shared_ptr<audit::AuditLog> audit, bool service_needs_certificate) {
+  return std::make_unique<Factory>(std::move(authenticator), std::move(access), std::move(limiter), std::move(audit),
+                                   service_needs_certificate);
 }
 
 CallDecision DecisionOf(const grpc::ServerContextBase* context) { return CallDecisions::Get().Find(context); }

@@ -55,10 +55,13 @@ class Authenticator {
 
 // `limiter`, when given, holds each user to its request rate (federation admins and
 // Jointcloud's services are not limited). `audit`, when given, records the audited
-// methods' calls.
+// methods' calls. With `service_needs_certificate` (a server with TLS), the service secret
+// counts only from a peer that presented a client certificate the CA signed, or from this
+// process's own in-process channels.
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> MakeAuthInterceptor(
     std::shared_ptr<const Authenticator> authenticator, std::shared_ptr<const MethodAccess> access,
-    std::shared_ptr<RateLimiter> limiter = nullptr, std::shared_ptr<audit::AuditLog> audit = nullptr);
+    std::shared_ptr<RateLimiter> limiter = nullptr, std::shared_ptr<audit::AuditLog> audit = nullptr,
+    bool service_needs_certificate = false);
 
 // What the interceptor decided for a call: its caller, or why it was refused
 // (UNAUTHENTICATED, PERMISSION_DENIED, RESOURCE_EXHAUSTED); and its audit, when audited.

@@ -213,7 +213,7 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
     ao.claims = o.auth.claims;
     interceptors.push_back(auth::MakeAuthInterceptor(
         std::make_shared<identity::IdentityAuthenticator>(app->identities_.get(), std::move(ao)), ControlPlaneAccess(),
-        std::make_shared<auth::RateLimiter>(o.auth.rate_limit, o.clock), app->audit_));
+        std::make_shared<auth::RateLimiter>(o.auth.rate_limit, o.clock), app->audit_, tls != nullptr));
     interceptors.push_back(MakeGrpcMetricsInterceptor(app->metrics_));
     builder.experimental().SetInterceptorCreators(std::move(interceptors));
     app->grpc_server_ = builder.BuildAndStart();

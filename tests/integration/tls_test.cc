@@ -112,6 +112,11 @@ TEST_CASE("REST over HTTPS and gRPC over mutual TLS, while another CA's certific
   auto service = jc::auth::ServiceChannel(target, jc::auth::ChannelCredentials(material->get()), secret);
   REQUIRE(WhoAmI(service, "", &caller).ok());
   CHECK(caller.kind() == "service");
+  // The secret over TLS without a client certificate does not count.
+  auto stolen = WhoAmI(grpc::CreateChannel(target, grpc::SslCredentials(server_only)), secret, &caller);
+  INFO(stolen.ToString());
+  CHECK(absl::IsUnauthenticated(stolen));
+  CHECK(absl::StrContains(stolen.message(), "only over mutual TLS"));
 }
 
 TEST_CASE("a certificate without its key, or files that are not PEM, stop the start with a clear error [C6][C5]",
