@@ -329,21 +329,26 @@ absl::StatusOr<IdentityStore::CachedToken> IdentityStore::LoadToken(const std::s
 absl::StatusOr<auth::Principal> IdentityStore::PrincipalOfToken(absl::string_view token) {
   JC_ASSIGN_OR_RETURN(auth::ApiTokenParts parts, auth::ParseApiToken(token));
   absl::Time now = clock_->Now();
-  std::optional<CachedToken> entry;
+  std::optional<CachedToken> entry, stale;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = tokens_.find(parts.id);
-    if (it != tokens_.end() && now - it->second.fetched < options_.cache_ttl) entry = it->second;
+    if (it != tokens_.end()) {
+      (now - it->second.fetched < options_.cache_ttl ? entry : stale) = it->second;
+    }
   }
   if (!entry.has_value()) {
     auto loaded = LoadToken(parts.id);
-    if (!loaded.ok()) {
+    if (loaded.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (tokens_.size() >= kMaxCachedEntries) tokens_.clear();
+      tokens_.insert_or_assign(parts.id, *loaded);
+      entry = std::move(*loaded);
+    } else if (stale.has_value() && now - stale->fetched < options_.stale_ttl) {
+      entry = std::move(stale);  // the store is out of reach: the last verdict stands a while
+    } else {
       return absl::UnavailableError(absl::StrCat("cannot check the API token now: ", loaded.status().message()));
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    if (tokens_.size() >= kMaxCachedEntries) tokens_.clear();
-    tokens_.insert_or_assign(parts.id, *loaded);
-    entry = std::move(*loaded);
   }
   if (!auth::ConstantTimeEquals(auth::Sha256Hex(parts.secret), entry->secret_sha256)) {
     return absl::UnauthenticatedError("invalid API token");
@@ -360,14 +365,19 @@ absl::StatusOr<auth::Principal> IdentityStore::PrincipalOfToken(absl::string_vie
 
 absl::StatusOr<std::optional<auth::Principal>> IdentityStore::PrincipalOfUser(const std::string& name) {
   absl::Time now = clock_->Now();
+  std::optional<CachedUser> stale;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = users_.find(name);
     if (it != users_.end() && now - it->second.fetched < options_.cache_ttl) return it->second.principal;
+    if (it != users_.end()) stale = it->second;
   }
   CachedUser entry{std::nullopt, now};
   auto rows = store_->Query("SELECT doc FROM users WHERE id = $1", {name});
-  if (!rows.ok()) return absl::UnavailableError(absl::StrCat("cannot look the user up now: ", rows.status().message()));
+  if (!rows.ok()) {
+    if (stale.has_value() && now - stale->fetched < options_.stale_ttl) return stale->principal;
+    return absl::UnavailableError(absl::StrCat("cannot look the user up now: ", rows.status().message()));
+  }
   if (!rows->empty()) {
     JC_ASSIGN_OR_RETURN(v1::User user, store::DecodeDoc<v1::User>((*rows)[0][0]));
     entry.principal = PrincipalOf(user);

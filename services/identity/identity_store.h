@@ -28,6 +28,11 @@ namespace v1 = ::jointcloud::v1;
 
 struct IdentityOptions {
   absl::Duration cache_ttl = absl::Seconds(5);
+  // While the store cannot be asked (PostgreSQL restarting), a verdict older than cache_ttl
+  // still stands for this long, so that callers already seen keep working (reads of known
+  // jobs, say); a token never seen gets 503 meanwhile. A revocation made before the outage
+  // has taken effect already (within cache_ttl).
+  absl::Duration stale_ttl = absl::Minutes(10);
   absl::Duration last_used_flush = absl::Seconds(30);
 };
 

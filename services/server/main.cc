@@ -96,6 +96,11 @@ ABSL_FLAG(double, rate_limit, 200,
           "requests per second each user may make (federation admins and Jointcloud's services are not limited); "
           "more get 429 with Retry-After. 0: no limit");
 ABSL_FLAG(double, rate_limit_burst, 400, "how many requests above --rate_limit a user may make at once");
+ABSL_FLAG(absl::Duration, auth_cache_ttl, absl::Seconds(5),
+          "how long a token's verdict is reused before the store is asked again (a revocation takes effect in "
+          "other processes within it)");
+ABSL_FLAG(absl::Duration, auth_stale_ttl, absl::Minutes(10),
+          "while the store cannot be asked, how long a caller's last verdict still stands");
 ABSL_FLAG(std::string, tls_cert, "",
           "this process's PEM certificate: REST is served over HTTPS and gRPC over TLS, and calls to other Jointcloud "
           "processes present it (mutual TLS). scripts/dev-ca.sh makes development ones");
@@ -157,6 +162,8 @@ absl::Status ConfigureAuth(jc::server::AppOptions* options) {
     if (!secret.ok()) return secret.status();
     auth.service_secret = *secret;
   }
+  auth.identities.cache_ttl = absl::GetFlag(FLAGS_auth_cache_ttl);
+  auth.identities.stale_ttl = absl::GetFlag(FLAGS_auth_stale_ttl);
   auth.rate_limit.per_second = absl::GetFlag(FLAGS_rate_limit);
   auth.rate_limit.burst = absl::GetFlag(FLAGS_rate_limit_burst);
   if (auth.rate_limit.per_second < 0 || (auth.rate_limit.per_second > 0 && auth.rate_limit.burst < 1)) {

@@ -490,7 +490,8 @@ TEST_CASE("with the store down, creates answer 503 with Retry-After, reads of kn
   REQUIRE_FALSE(pg.uri.empty());
   Harness h(dir.string(), /*native=*/false);
   h.StartAdapter();
-  h.StartServer({"--store=" + pg.uri, "--jobs_lease_ttl=2s"});
+  // Token verdicts are reused for 1 s only, so that the outage below outlasts them.
+  h.StartServer({"--store=" + pg.uri, "--jobs_lease_ttl=2s", "--auth_cache_ttl=1s"});
   h.AddCenter();
   jc::testing::RestClient rest(h.port(), h.token());
   auto task = [](const std::string& command) {
@@ -525,6 +526,11 @@ TEST_CASE("with the store down, creates answer 503 with Retry-After, reads of kn
   INFO(ready.body.dump());
   // Long enough for the lease (2 s) to lapse: the job manager steps down and keeps trying.
   std::this_thread::sleep_for(std::chrono::seconds(3));
+  // The caller's token was last checked against the store more than --auth_cache_ttl ago:
+  // its verdict still stands while the store is out of reach, so known jobs still answer.
+  auto later = rest.Get("/openapi/v1/trainjob/" + id);
+  INFO(later.body.dump());
+  CHECK(later.http_status == 200);
 
   REQUIRE(pg.Run("resume"));
   // Everything resumes on its own: ready again, the running job finishes, new ones run.
