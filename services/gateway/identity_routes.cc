@@ -53,7 +53,8 @@ std::vector<Route> IdentityRoutes(std::shared_ptr<grpc::Channel> channel) {
                       return CallUnary(stub.get(), &S::DeleteUser, req, kSnake, false);
                     }});
   routes.push_back({"PUT", base + "/users/{name}/projects/{project}", "identity",
-                    "Give a user a role in a project: body {\"role\": \"VIEWER\" | \"MEMBER\" | \"OWNER\"} (admins)",
+                    "Give a user a role in a project: body {\"role\": \"VIEWER\" | \"MEMBER\" | \"OWNER\"} (admins, or the "
+                    "project's owners)",
                     v1::Membership::descriptor(), v1::User::descriptor(), kSnake, {},
                     [stub](const httplib::Request& r, const std::vector<std::string>& p) {
                       v1::Membership body;
@@ -68,7 +69,8 @@ std::vector<Route> IdentityRoutes(std::shared_ptr<grpc::Channel> channel) {
                       return IfOk(s, [&] { return CallUnary(stub.get(), &S::SetMembership, req, kSnake); });
                     }});
   routes.push_back({"DELETE", base + "/users/{name}/projects/{project}", "identity",
-                    "Take a user out of a project (admins)", nullptr, v1::User::descriptor(), kSnake, {},
+                    "Take a user out of a project (admins, or the project's owners)", nullptr, v1::User::descriptor(),
+                    kSnake, {},
                     [stub](const httplib::Request&, const std::vector<std::string>& p) {
                       v1::SetMembershipRequest req;
                       req.set_user_name(p[0]);

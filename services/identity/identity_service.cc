@@ -35,7 +35,14 @@ class IdentityService final : public v1::IdentityService::Service {
   }
   Status SetMembership(ServerContext* ctx, const v1::SetMembershipRequest* req, v1::User* resp) override {
     JC_GRPC_CALLER(caller, ctx);
-    return Reply(Admin(caller, "changing a membership", [&] { return s_->SetMembership(*req); }), resp);
+    // Admins manage every project's members; a project's owners manage theirs (the user must
+    // exist: creating users stays with admins).
+    if (caller.RoleIn(req->project()) != auth::ProjectRole::kOwner) {
+      return ToGrpcStatus(absl::PermissionDeniedError(
+          absl::StrCat("only federation admins and the owners of project ", req->project(),
+                       " manage its members; ", caller.name, " is not one")));
+    }
+    return Reply(s_->SetMembership(*req), resp);
   }
   Status CreateProject(ServerContext* ctx, const v1::CreateProjectRequest* req, v1::Project* resp) override {
     JC_GRPC_CALLER(caller, ctx);

@@ -71,7 +71,7 @@ std::shared_ptr<const auth::MethodAccess> ControlPlaneAccess() {
       {"/jointcloud.v1.IdentityService/GetUser", kAdmin},
       {"/jointcloud.v1.IdentityService/ListUsers", kAdmin},
       {"/jointcloud.v1.IdentityService/DeleteUser", kAdminChange},
-      {"/jointcloud.v1.IdentityService/SetMembership", kAdminChange},
+      {"/jointcloud.v1.IdentityService/SetMembership", kAnyChange},  // admins, or the project's owners,
       {"/jointcloud.v1.IdentityService/CreateProject", kAdminChange},
       {"/jointcloud.v1.IdentityService/GetProject", kAdmin},
       {"/jointcloud.v1.IdentityService/ListProjects", kAdmin},

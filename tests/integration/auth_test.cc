@@ -421,6 +421,28 @@ TEST_CASE("jobs belong to a project: another project's job is 404, lists show on
   CHECK(json::parse(a->body)["data"]["jobId"] != json::parse(b->body)["data"]["jobId"]);
 }
 
+TEST_CASE("a project's owners manage its members, and no other project's [C6]", "[C6]") {
+  AuthSystem s;
+  auto olivia = s.UserClient("olivia", "vision", "OWNER");
+  auto nick = s.UserClient("nick", "nlp", "MEMBER");
+  // An owner adds an existing user to the project, and the user can then work in it.
+  auto added = olivia->Send("PUT", "/openapi/v1/users/nick/projects/vision", R"({"role": "VIEWER"})");
+  INFO(added.body.dump());
+  REQUIRE(added.http_status == 200);
+  auto me = nick->Get("/openapi/v1/whoami");
+  INFO(me.body.dump());
+  CHECK(me.body["data"].dump().find("vision") != std::string::npos);
+  // Not another project's, and a member is no owner.
+  CHECK(olivia->Send("PUT", "/openapi/v1/users/olivia/projects/nlp", R"({"role": "OWNER"})").http_status == 403);
+  CHECK(nick->Send("PUT", "/openapi/v1/users/nick/projects/vision", R"({"role": "OWNER"})").http_status == 403);
+  CHECK(nick->Send("DELETE", "/openapi/v1/users/olivia/projects/vision").http_status == 403);
+  // Creating users stays with admins.
+  CHECK(olivia->Post("/openapi/v1/users", {{"name", "newbie"}}).http_status == 403);
+  // The owner takes the member out again.
+  CHECK(olivia->Send("DELETE", "/openapi/v1/users/nick/projects/vision").http_status == 200);
+  CHECK(nick->Get("/openapi/v1/whoami").body["data"].dump().find("vision") == std::string::npos);
+}
+
 TEST_CASE("OIDC tokens (RS256 and ES256) name the user, and configured claims give projects and roles [C6]",
           "[C6]") {
   AuthSystem s;
