@@ -224,7 +224,16 @@ absl::StatusOr<int64_t> Master::Submit(pb::JobSpec spec) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!key.empty()) {
-      if (auto known = submit_keys_.find(key); known != submit_keys_.end()) return known->second;
+      if (auto known = submit_keys_.find(key); known != submit_keys_.end()) {
+        // A key is its submitter's: another user's equal key is refused, not answered with
+        // a job that is not theirs.
+        auto job_of_key = jobs_.find(known->second);
+        if (job_of_key != jobs_.end() && job_of_key->second.job.spec().user() != spec.user()) {
+          return absl::AlreadyExistsError(
+              absl::StrCat("submit key ", key, " belongs to a job of another user; choose another key"));
+        }
+        return known->second;
+      }
       if (keys_in_flight_.count(key)) {
         return absl::UnavailableError(
             absl::StrCat("a submission with key ", key, " is being recorded; retry to get its job"));

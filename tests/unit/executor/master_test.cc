@@ -202,6 +202,11 @@ TEST_CASE("a submission with a key the master knows returns the job that key cre
     auto again = master.Submit(spec);  // the answer was lost; the client sends it again
     REQUIRE(again.ok());
     CHECK(*again == first);
+    // Another user's equal key gets no job of alice's.
+    auto stranger = spec;
+    stranger.set_user("mallory");
+    auto taken = master.Submit(stranger);
+    CHECK(absl::IsAlreadyExists(taken.status()));
     spec.set_submit_key("jc-a1b2-job-00000002-0-0-0");
     auto other = master.Submit(spec);
     REQUIRE(other.ok());
