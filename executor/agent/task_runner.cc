@@ -10,15 +10,18 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/status_macros.h"
 
 namespace jc::nexec {
 namespace {
@@ -261,7 +264,48 @@ absl::Status TaskRunner::SignalGroup(const std::string& key, int sig) {
   return absl::OkStatus();
 }
 
-absl::Status TaskRunner::Suspend(const std::string& key) { return SignalGroup(key, SIGSTOP); }
+namespace {
+
+// Whether every process of group `pgid` is stopped (state T) or gone.
+bool GroupStopped(pid_t pgid) {
+  DIR* dir = opendir("/proc");
+  if (dir == nullptr) return true;
+  bool stopped = true;
+  while (dirent* d = readdir(dir)) {
+    int pid = 0;
+    if (!absl::SimpleAtoi(d->d_name, &pid)) continue;
+    std::vector<std::string> f = ProcStatFields(pid);
+    // Field 5 is the process group; field 3 the state (Z: exited, not reaped yet).
+    if (f.size() < 3 || f[2] != std::to_string(pgid)) continue;
+    if (f[0] != "T" && f[0] != "t" && f[0] != "Z" && f[0] != "X") {
+      stopped = false;
+      break;
+    }
+  }
+  closedir(dir);
+  return stopped;
+}
+
+}  // namespace
+
+absl::Status TaskRunner::Suspend(const std::string& key) {
+  // A process the task forks while the group is being signalled can miss the SIGSTOP and
+  // run on (seen under load): the group is signalled until all of it has stopped, for a
+  // bounded while.
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    JC_RETURN_IF_ERROR(SignalGroup(key, SIGSTOP));
+    pid_t pgid = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = tasks_.find(key);
+      if (it == tasks_.end()) return absl::OkStatus();
+      pgid = it->second;
+    }
+    if (GroupStopped(pgid)) return absl::OkStatus();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return absl::OkStatus();  // what still runs is stopped by the signals already sent, or soon exits
+}
 absl::Status TaskRunner::Resume(const std::string& key) { return SignalGroup(key, SIGCONT); }
 
 absl::Status TaskRunner::Kill(const std::string& key) {

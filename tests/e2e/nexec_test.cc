@@ -117,8 +117,10 @@ class Cluster {
                                             std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
                                             std::filesystem::perms::others_exec);
     }
-    args.insert(args.begin(), {RunUser(), "-u", user, "--", cli.string(), "--master=" + address(),
-                               "--munge_socket=" + jc::testing::UsePrivateMunged()});
+    // From a directory the account may enter: the CLI submits its working directory, and
+    // the test's own (the build tree) may be closed to it.
+    args.insert(args.begin(), {RunUser(), "-u", user, "--", "/usr/bin/env", "-C", dir_.string(), cli.string(),
+                               "--master=" + address(), "--munge_socket=" + jc::testing::UsePrivateMunged()});
     static int n = 0;
     std::string out = (dir_ / ("cli-as" + std::to_string(n++) + ".out")).string();
     Process p(args, out);
