@@ -23,6 +23,24 @@ free_port() {
   exit 1
 }
 
+# Starts the server again on the port it had. A start right after an immediate stop can
+# fail (seen once in CI: "pg_ctl: could not start server"), so it is tried a few times.
+start_on_own_port() {
+  local port
+  port=$(cat "$dir/port")
+  for attempt in 1 2 3 4 5; do
+    if as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
+      -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=${JC_PG_FSYNC:-off} -c max_connections=200" \
+      >/dev/null; then
+      return 0
+    fi
+    echo "pg.sh: start attempt $attempt failed; the server log says:" >&2
+    tail -n 5 "$dir/server.log" >&2
+    sleep 0.5
+  done
+  return 1
+}
+
 case "$cmd" in
   start)
     mkdir -p "$dir"
@@ -48,10 +66,8 @@ case "$cmd" in
   restart)
     # An immediate restart (as after a crash or a failover): connections drop at once,
     # uncommitted transactions are lost, and the server comes back on the same port.
-    port=$(cat "$dir/port")
-    as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 -m immediate restart \
-      -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=${JC_PG_FSYNC:-off} -c max_connections=200" \
-      >/dev/null
+    as_owner "$bindir/pg_ctl" -D "$dir/data" -w -m immediate stop >/dev/null || true
+    start_on_own_port
     ;;
   kill)
     # The database goes away at once, as on a crash (tests: the store is down).
@@ -59,10 +75,7 @@ case "$cmd" in
     ;;
   resume)
     # Back on the port it had.
-    port=$(cat "$dir/port")
-    as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
-      -o "-c listen_addresses=127.0.0.1 -p $port -k $dir -c fsync=${JC_PG_FSYNC:-off} -c max_connections=200" \
-      >/dev/null
+    start_on_own_port
     ;;
   stop)
     if [[ -f "$dir/data/postmaster.pid" ]]; then
