@@ -892,9 +892,10 @@ std::vector<Dispatch> JobManager::Schedule(Active& job) {
   // Project quota on running resources: the whole job waits until what it needs fits.
   const std::string& project = r.request().project();
   const bool limited = quotas_.Limits(project);
+  std::pair<double, double> need{0, 0};
   if (limited) {
-    auto [cpus, gpus] = Need(r, indices);
-    if (std::string held = quotas_.Hold(project, cpus, gpus); !held.empty()) {
+    need = Need(r, indices);
+    if (std::string held = quotas_.Hold(project, need.first, need.second); !held.empty()) {
       r.set_waiting_reason(held);
       return {};
     }
@@ -911,6 +912,7 @@ std::vector<Dispatch> JobManager::Schedule(Active& job) {
     return {};
   }
   std::vector<Dispatch> out;
+  std::vector<int> placed;
   for (size_t k = 0; k < indices.size(); ++k) {
     if (decision->centers[k].empty()) continue;
     auto* rep = r.mutable_replicas(indices[k]);
@@ -919,10 +921,12 @@ std::vector<Dispatch> JobManager::Schedule(Active& job) {
     rep->set_center_id(decision->centers[k]);
     if (stage) rep->set_message(absl::StrCat("staging datasets to ", rep->center_id()));
     out.push_back({r.job_id(), indices[k], rep->attempt(), rep->center_id(), stage});
-    if (limited) {
-      auto [cpus, gpus] = Need(r, {indices[k]});
-      quotas_.AddRunning(project, cpus, gpus);
-    }
+    placed.push_back(indices[k]);
+  }
+  if (limited && !placed.empty()) {
+    // Everything placed (the usual case) needs what was checked above; a part, its own share.
+    if (placed.size() != indices.size()) need = Need(r, placed);
+    quotas_.AddRunning(project, need.first, need.second);
   }
   if (decision->placed) {
     queue_.erase(entry);
