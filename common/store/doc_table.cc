@@ -18,6 +18,23 @@ absl::StatusOr<std::optional<std::string>> LoadDocText(Transaction& txn, absl::s
   return rows[0][0];
 }
 
+Condition InList(absl::string_view column, const std::vector<std::string>& values, bool or_empty) {
+  Condition in{absl::StrCat("(", column, " IN ($?"), values.front()};
+  for (size_t i = 1; i < values.size(); ++i) {
+    in.sql += ", $?";
+    in.more.push_back(values[i]);
+  }
+  in.sql += ")";
+  if (or_empty) absl::StrAppend(&in.sql, " OR ", column, " = ''");
+  in.sql += ")";
+  return in;
+}
+
+void AddProjectScope(const std::optional<std::vector<std::string>>& visible, std::vector<Condition>* where) {
+  if (!visible.has_value()) return;
+  where->push_back(visible->empty() ? Condition{"project = $?", std::string()} : InList("project", *visible, true));
+}
+
 absl::StatusOr<DocPage> ListDocs(Store& store, absl::string_view table,
                                  const std::vector<Condition>& conditions,
                                  const std::string& page_token, int requested_page_size) {

@@ -37,6 +37,14 @@ struct Condition {
   std::vector<SqlValue> more = {};
 };
 
+// `column IN (values...)`, or `column = ''` when `or_empty` too (objects of no project,
+// the federation's, next to the caller's projects'). `values` must not be empty.
+Condition InList(absl::string_view column, const std::vector<std::string>& values, bool or_empty = false);
+
+// Limits a list to the rows of `visible` projects and of no project (column `project`
+// is '': the federation's); nullopt: every row (an admin's list).
+void AddProjectScope(const std::optional<std::vector<std::string>>& visible, std::vector<Condition>* where);
+
 struct DocPage {
   std::vector<std::optional<std::string>> docs;
   std::string next_page_token;

@@ -145,6 +145,14 @@ const std::vector<Migration>& Migrations() {
            "  request_id TEXT NOT NULL,"
            "  source TEXT NOT NULL)",
        }},
+      {9,
+       "images and datasets belong to a project ('': the federation's)",
+       {
+           "ALTER TABLE images ADD COLUMN project TEXT NOT NULL DEFAULT ''",
+           "CREATE INDEX images_project ON images (project)",
+           "ALTER TABLE datasets ADD COLUMN project TEXT NOT NULL DEFAULT ''",
+           "CREATE INDEX datasets_project ON datasets (project)",
+       }},
   };
   return *migrations;
 }

@@ -381,9 +381,9 @@ absl::StatusOr<v1::Image> Catalog::CreateImage(v1::Image image) {
   *image.mutable_created_at() = now;
   *image.mutable_updated_at() = now;
   JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(image));
-  auto inserted = store_->Exec("INSERT INTO images (id, center_id, framework, doc) "
-                               "VALUES ($1, $2, $3, $4)",
-                               {image.image_id(), image.ai_center_id(), image.framework(), doc});
+  auto inserted = store_->Exec("INSERT INTO images (id, center_id, framework, project, doc) "
+                               "VALUES ($1, $2, $3, $4, $5)",
+                               {image.image_id(), image.ai_center_id(), image.framework(), image.project(), doc});
   if (absl::IsAlreadyExists(inserted.status())) {
     return absl::AlreadyExistsError(absl::StrCat("image \"", image.image_id(), "\" already exists"));
   }
@@ -421,8 +421,11 @@ absl::Status Catalog::DeleteImage(const std::string& id) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::ListImagesResponse> Catalog::ListImages(const v1::ListImagesRequest& req) {
+absl::StatusOr<v1::ListImagesResponse> Catalog::ListImages(const v1::ListImagesRequest& req,
+                                                           const std::optional<std::vector<std::string>>& projects) {
   std::vector<store::Condition> where;
+  if (!req.project().empty()) where.push_back({"project = $?", req.project() == "-" ? "" : req.project()});
+  store::AddProjectScope(projects, &where);
   if (!req.ai_center_id().empty()) where.push_back({"center_id = $?", req.ai_center_id()});
   if (!req.framework().empty()) {
     where.push_back({"(',' || framework || ',') LIKE $?", absl::StrCat("%,", req.framework(), ",%")});

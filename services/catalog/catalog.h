@@ -3,6 +3,10 @@
 // Resource-spec catalog with its spec x center mapping (standard 6.1.2, Table 3) and
 // the image catalog (6.2, Table 5). Domain logic only: no gRPC types here.
 
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "common/clock.h"
 #include "common/store/store.h"
@@ -51,7 +55,10 @@ class Catalog {
   absl::StatusOr<v1::Image> UpdateImage(const v1::Image& patch,
                                         const google::protobuf::FieldMask& mask);
   absl::Status DeleteImage(const std::string& id);
-  absl::StatusOr<v1::ListImagesResponse> ListImages(const v1::ListImagesRequest& req);
+  // `projects`: the projects whose images the caller may see besides the federation's
+  // (nullopt: all).
+  absl::StatusOr<v1::ListImagesResponse> ListImages(const v1::ListImagesRequest& req,
+                                                    const std::optional<std::vector<std::string>>& projects = std::nullopt);
 
  private:
   // Normalizes the spec's center list and checks that every center is registered.

@@ -1,6 +1,9 @@
 #include "services/catalog/catalog_service.h"
 
+#include "absl/strings/str_cat.h"
 #include "common/auth/auth_interceptor.h"
+#include "common/auth/project_scope.h"
+#include "common/status_macros.h"
 #include "common/grpc_status.h"
 #include "jointcloud/v1/catalog.grpc.pb.h"
 
@@ -52,30 +55,52 @@ class CatalogService final : public v1::CatalogService::Service {
     JC_GRPC_CALLER(caller, ctx);
     return Reply(c_->ListOffers(*req), resp);
   }
+  // Images belong to a project, or to the whole federation (SPEC C6): checked on the
+  // image as stored; another project's image is "not found".
   Status CreateImage(ServerContext* ctx, const v1::CreateImageRequest* req, v1::Image* resp) override {
     JC_GRPC_CALLER(caller, ctx);
-    return Reply(c_->CreateImage(req->image()), resp);
+    v1::Image image = req->image();
+    if (absl::Status s = auth::AdmitProjectObject(caller, image.mutable_project(), "an image"); !s.ok()) {
+      return ToGrpcStatus(s);
+    }
+    if (caller_decision_.audit != nullptr) caller_decision_.audit->record.set_project(image.project());
+    return Reply(c_->CreateImage(std::move(image)), resp);
   }
   Status GetImage(ServerContext* ctx, const v1::GetImageRequest* req, v1::Image* resp) override {
     JC_GRPC_CALLER(caller, ctx);
-    return Reply(c_->GetImage(req->image_id()), resp);
+    return Reply(Visible(caller, req->image_id(), auth::ProjectRole::kViewer), resp);
   }
   Status UpdateImage(ServerContext* ctx, const v1::UpdateImageRequest* req, v1::Image* resp) override {
     JC_GRPC_CALLER(caller, ctx);
+    auto image = Visible(caller, req->image().image_id(), auth::ProjectRole::kMember);
+    if (!image.ok()) return ToGrpcStatus(image.status());
+    if (caller_decision_.audit != nullptr) caller_decision_.audit->record.set_project(image->project());
     return Reply(c_->UpdateImage(req->image(), req->update_mask()), resp);
   }
   Status DeleteImage(ServerContext* ctx, const v1::DeleteImageRequest* req,
                      google::protobuf::Empty*) override {
     JC_GRPC_CALLER(caller, ctx);
+    auto image = Visible(caller, req->image_id(), auth::ProjectRole::kMember);
+    if (!image.ok()) return ToGrpcStatus(image.status());
+    if (caller_decision_.audit != nullptr) caller_decision_.audit->record.set_project(image->project());
     return ToGrpcStatus(c_->DeleteImage(req->image_id()));
   }
   Status ListImages(ServerContext* ctx, const v1::ListImagesRequest* req,
                     v1::ListImagesResponse* resp) override {
     JC_GRPC_CALLER(caller, ctx);
-    return Reply(c_->ListImages(*req), resp);
+    return Reply(c_->ListImages(*req, auth::VisibleProjects(caller)), resp);
   }
 
  private:
+  // The image as stored, if the caller's role in its project is at least `need`.
+  absl::StatusOr<v1::Image> Visible(const auth::Principal& caller, const std::string& id, auth::ProjectRole need) {
+    auto image = c_->GetImage(id);
+    if (!image.ok()) return image.status();
+    JC_RETURN_IF_ERROR(
+        auth::CheckProjectObject(caller, image->project(), need, absl::StrCat("image \"", id, "\" not found")));
+    return image;
+  }
+
   Catalog* c_;
 };
 

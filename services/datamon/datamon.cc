@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "common/path_inside.h"
 #include "common/status_macros.h"
 #include "common/store/doc_table.h"
@@ -16,6 +17,8 @@
 
 namespace jc::datamon {
 namespace {
+
+constexpr absl::string_view kProjectPlaceholder = "{project}";
 
 const std::vector<std::string>& MutableFields() {
   static const auto* f =
@@ -80,7 +83,7 @@ Datamon::Datamon(store::Store* store, const Clock* clock, registry::CenterDirect
                  std::map<std::string, double> weights)
     : store_(store), clock_(clock), centers_(centers), weights_(std::move(weights)) {}
 
-absl::Status Datamon::CheckLocations(const v1::Dataset& dataset) {
+absl::Status Datamon::CheckLocations(const v1::Dataset& dataset, bool shared_roots) {
   for (const auto& l : dataset.location()) {
     auto center = centers_->GetCenter(l.ai_center_id());
     if (absl::IsNotFound(center.status())) {
@@ -97,14 +100,26 @@ absl::Status Datamon::CheckLocations(const v1::Dataset& dataset) {
       return absl::InvalidArgumentError(absl::StrCat("location at \"", l.ai_center_id(), "\": ", url,
                                                      " is not an absolute path without . or .. parts"));
     }
+    // A root naming {project} is each project's own directory: it takes that project's
+    // datasets, and is the only kind a project member may register under, so that no
+    // member points a dataset at another project's files. Other roots are shared and
+    // take datasets that admins register.
     bool under = false;
-    for (const auto& root : center->data_roots()) under = under || LexicallyUnder(path, root);
+    for (const auto& root : center->data_roots()) {
+      if (absl::StrContains(root, kProjectPlaceholder)) {
+        if (dataset.project().empty()) continue;
+        under = under || LexicallyUnder(path, absl::StrReplaceAll(root, {{kProjectPlaceholder, dataset.project()}}));
+      } else if (shared_roots) {
+        under = under || LexicallyUnder(path, root);
+      }
+    }
     if (!under) {
       return absl::PermissionDeniedError(absl::StrCat(
           "location at \"", l.ai_center_id(), "\": ", url, " is outside the center's data roots (",
           center->data_roots().empty() ? std::string("it declares none; an admin or its operator sets data_roots")
                                        : absl::StrJoin(center->data_roots(), ", "),
-          ")"));
+          ")", shared_roots ? "" : "; a project member registers only under roots naming {project}",
+          dataset.project().empty() ? "" : absl::StrCat(", which is \"", dataset.project(), "\" for this dataset")));
     }
   }
   return absl::OkStatus();
@@ -122,18 +137,18 @@ absl::Status Datamon::SaveLocations(store::Transaction& txn, const std::string& 
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::Dataset> Datamon::Create(v1::Dataset dataset) {
+absl::StatusOr<v1::Dataset> Datamon::Create(v1::Dataset dataset, bool by_admin) {
   JC_RETURN_IF_ERROR(ValidateDataset(dataset));
-  JC_RETURN_IF_ERROR(CheckLocations(dataset));
+  JC_RETURN_IF_ERROR(CheckLocations(dataset, by_admin));
   auto now = ToTimestamp(clock_->Now());
   *dataset.mutable_created_at() = now;
   *dataset.mutable_updated_at() = now;
   std::string id = RowId(KeyOf(dataset));
   JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(dataset));
   JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
-  auto inserted = txn->Exec("INSERT INTO datasets (id, data_name, created_user, doc) "
-                            "VALUES ($1, $2, $3, $4)",
-                            {id, dataset.data_name(), dataset.created_user(), doc});
+  auto inserted = txn->Exec("INSERT INTO datasets (id, data_name, created_user, project, doc) "
+                            "VALUES ($1, $2, $3, $4, $5)",
+                            {id, dataset.data_name(), dataset.created_user(), dataset.project(), doc});
   if (absl::IsAlreadyExists(inserted.status())) {
     return absl::AlreadyExistsError(absl::StrCat(Describe(KeyOf(dataset)), " already exists"));
   }
@@ -153,14 +168,14 @@ absl::StatusOr<v1::Dataset> Datamon::Get(const v1::DatasetKey& key) {
   return found;
 }
 
-absl::StatusOr<v1::Dataset> Datamon::Update(const v1::Dataset& patch,
-                                            const google::protobuf::FieldMask& mask) {
+absl::StatusOr<v1::Dataset> Datamon::Update(const v1::Dataset& patch, const google::protobuf::FieldMask& mask,
+                                            bool by_admin) {
   v1::DatasetKey key = KeyOf(patch);
   JC_ASSIGN_OR_RETURN(v1::Dataset dataset, Get(key));
   JC_RETURN_IF_ERROR(
       ApplyUpdate(patch, mask, MutableFields(), {"data_name", "data_version"}, &dataset));
   JC_RETURN_IF_ERROR(ValidateDataset(dataset));
-  JC_RETURN_IF_ERROR(CheckLocations(dataset));
+  JC_RETURN_IF_ERROR(CheckLocations(dataset, by_admin));
   *dataset.mutable_updated_at() = ToTimestamp(clock_->Now());
   JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(dataset));
   std::string id = RowId(key);
@@ -184,8 +199,11 @@ absl::Status Datamon::Delete(const v1::DatasetKey& key) {
   return txn->Commit();
 }
 
-absl::StatusOr<v1::ListDatasetsResponse> Datamon::List(const v1::ListDatasetsRequest& req) {
+absl::StatusOr<v1::ListDatasetsResponse> Datamon::List(const v1::ListDatasetsRequest& req,
+                                                       const std::optional<std::vector<std::string>>& projects) {
   std::vector<store::Condition> where;
+  if (!req.project().empty()) where.push_back({"project = $?", req.project() == "-" ? "" : req.project()});
+  store::AddProjectScope(projects, &where);
   if (!req.data_name().empty()) where.push_back({"data_name = $?", req.data_name()});
   if (!req.created_user().empty()) where.push_back({"created_user = $?", req.created_user()});
   if (!req.ai_center_id().empty()) {

@@ -4,6 +4,8 @@
 // and migration source selection (6.3.2) over that. Domain logic only.
 
 #include <map>
+#include <optional>
+#include <vector>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -24,18 +26,23 @@ class Datamon {
   Datamon(store::Store* store, const Clock* clock, registry::CenterDirectory* centers,
           std::map<std::string, double> weights);
 
-  absl::StatusOr<v1::Dataset> Create(v1::Dataset dataset);
+  // `by_admin`: registered by a federation admin, who may use the center's shared data
+  // roots; a project member registers only under roots naming {project}.
+  absl::StatusOr<v1::Dataset> Create(v1::Dataset dataset, bool by_admin = true);
   absl::StatusOr<v1::Dataset> Get(const v1::DatasetKey& key);
-  absl::StatusOr<v1::Dataset> Update(const v1::Dataset& patch,
-                                     const google::protobuf::FieldMask& mask);
+  absl::StatusOr<v1::Dataset> Update(const v1::Dataset& patch, const google::protobuf::FieldMask& mask,
+                                     bool by_admin = true);
   absl::Status Delete(const v1::DatasetKey& key);
-  absl::StatusOr<v1::ListDatasetsResponse> List(const v1::ListDatasetsRequest& req);
+  // `projects`: the projects whose datasets the caller may see besides the federation's
+  // (nullopt: all).
+  absl::StatusOr<v1::ListDatasetsResponse> List(const v1::ListDatasetsRequest& req,
+                                                const std::optional<std::vector<std::string>>& projects = std::nullopt);
 
   absl::StatusOr<v1::SelectMigrationSourcesResponse> SelectSources(
       const v1::SelectMigrationSourcesRequest& req);
 
  private:
-  absl::Status CheckLocations(const v1::Dataset& dataset);
+  absl::Status CheckLocations(const v1::Dataset& dataset, bool shared_roots);
   absl::Status SaveLocations(store::Transaction& txn, const std::string& id,
                              const v1::Dataset& dataset);
 

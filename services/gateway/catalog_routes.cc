@@ -117,12 +117,14 @@ std::vector<Route> CatalogRoutes(std::shared_ptr<grpc::Channel> channel) {
   auto image_query = PageParams();
   image_query.push_back({"ai_center_id", "string", "only images at this center"});
   image_query.push_back({"framework", "string", "only images supporting this framework"});
+  image_query.push_back({"project", "string", "only this project's images (\"-\": only the federation's)"});
   routes.push_back({"GET", images, "images", "List images", nullptr,
                     v1::ListImagesResponse::descriptor(), kNames, image_query,
                     [stub](const httplib::Request& r, const std::vector<std::string>&) {
                       v1::ListImagesRequest req;
                                             req.set_ai_center_id(QueryString(r, "ai_center_id"));
                       req.set_framework(QueryString(r, "framework"));
+                      req.set_project(QueryString(r, "project"));
                       return IfOk(ReadPaging(r, &req), [&] {
                         return CallUnary(stub.get(), &S::ListImages, req, kNames);
                       });

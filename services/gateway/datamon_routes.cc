@@ -34,6 +34,7 @@ std::vector<Route> DatamonRoutes(std::shared_ptr<grpc::Channel> channel) {
                     {{"data_name", "string", "only versions of this dataset"},
                      {"ai_center_id", "string", "only datasets with a copy at this center"},
                      {"created_user", "string", "only datasets this user uploaded"},
+                     {"project", "string", "only this project's datasets (\"-\": only the federation's)"},
                      {"page_size", "integer", "items per page (default 100, at most 1000)"},
                      {"page_token", "string", "next_page_token of the previous page"}},
                     [stub](const httplib::Request& r, const std::vector<std::string>&) {
@@ -41,6 +42,7 @@ std::vector<Route> DatamonRoutes(std::shared_ptr<grpc::Channel> channel) {
                                             req.set_data_name(QueryString(r, "data_name"));
                       req.set_ai_center_id(QueryString(r, "ai_center_id"));
                       req.set_created_user(QueryString(r, "created_user"));
+                      req.set_project(QueryString(r, "project"));
                       return IfOk(ReadPaging(r, &req), [&] {
                         return CallUnary(stub.get(), &S::ListDatasets, req, kNames);
                       });

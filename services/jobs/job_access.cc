@@ -50,13 +50,4 @@ absl::Status CheckJobAccess(const auth::Principal& caller, const v1::TrainJob& j
   return absl::OkStatus();
 }
 
-std::optional<std::vector<std::string>> VisibleProjects(const auth::Principal& caller) {
-  if (caller.IsAdmin()) return std::nullopt;
-  std::vector<std::string> visible;
-  for (const auto& [project, role] : caller.projects) {
-    if (role >= auth::ProjectRole::kViewer) visible.push_back(project);
-  }
-  return visible;
-}
-
 }  // namespace jc::jobs

@@ -25,7 +25,4 @@ absl::Status AdmitCreate(const auth::Principal& caller, v1::CreateTrainJobReques
 // role is below `need`.
 absl::Status CheckJobAccess(const auth::Principal& caller, const v1::TrainJob& job, auth::ProjectRole need);
 
-// The projects whose jobs the caller may list; nullopt: all (admins).
-std::optional<std::vector<std::string>> VisibleProjects(const auth::Principal& caller);
-
 }  // namespace jc::jobs

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/auth/auth_interceptor.h"
+#include "common/auth/project_scope.h"
 #include "common/grpc_status.h"
 #include "jointcloud/v1/jobs.grpc.pb.h"
 #include "services/jobs/job_access.h"
@@ -60,7 +61,7 @@ class JobService final : public v1::JobService::Service {
   }
   Status ListTrainJobs(ServerContext* ctx, const v1::ListTrainJobsRequest* req, v1::ListTrainJobsResponse* resp) override {
     JC_GRPC_CALLER(caller, ctx);
-    return Reply(m_->List(*req, VisibleProjects(caller)), resp);
+    return Reply(m_->List(*req, auth::VisibleProjects(caller)), resp);
   }
   Status GetReplicaLog(ServerContext* ctx, const v1::GetReplicaLogRequest* req, v1::GetReplicaLogResponse* resp) override {
     JC_GRPC_CALLER(caller, ctx);

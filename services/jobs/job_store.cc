@@ -150,13 +150,7 @@ absl::StatusOr<std::pair<std::vector<v1::JobRecord>, std::string>> JobStore::Lis
   if (!req.project().empty()) conditions.push_back({"project = $?", req.project()});
   if (projects.has_value()) {
     if (projects->empty()) return std::make_pair(std::vector<v1::JobRecord>(), std::string());
-    store::Condition in{"project IN ($?", (*projects)[0]};
-    for (size_t i = 1; i < projects->size(); ++i) {
-      in.sql += ", $?";
-      in.more.push_back((*projects)[i]);
-    }
-    in.sql += ")";
-    conditions.push_back(std::move(in));
+    conditions.push_back(store::InList("project", *projects));
   }
   if (!req.user_name().empty()) conditions.push_back({"user_name = $?", req.user_name()});
   if (!req.status().empty()) conditions.push_back({"status = $?", req.status()});

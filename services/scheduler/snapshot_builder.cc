@@ -111,9 +111,13 @@ absl::StatusOr<std::vector<PlacementRequest>> RequestsForJob(const std::string& 
       return absl::InvalidArgumentError(
           absl::StrCat(where, ".resourceSpecId: unknown resource spec \"", task.resource_spec_id(), "\""));
     }
+    // A job uses its own project's images and datasets and the federation's; another
+    // project's are unknown to it, exactly as ones that do not exist.
     if (!task.image_id().empty()) {
       bool image_known = false;
-      for (const auto& i : in.images) image_known |= i.image_id() == task.image_id();
+      for (const auto& i : in.images) {
+        image_known |= i.image_id() == task.image_id() && (i.project().empty() || i.project() == job.project());
+      }
       if (!image_known) {
         return absl::InvalidArgumentError(absl::StrCat(where, ".imageId: unknown image \"", task.image_id(), "\""));
       }
@@ -138,7 +142,7 @@ absl::StatusOr<std::vector<PlacementRequest>> RequestsForJob(const std::string& 
     }
     for (const auto& key : task.datasets()) {
       auto it = datasets.find(key);
-      if (it == datasets.end()) {
+      if (it == datasets.end() || (!it->second->project().empty() && it->second->project() != job.project())) {
         return absl::InvalidArgumentError(
             absl::StrCat(where, ".datasets: unknown dataset \"", key, "\" (name:version)"));
       }

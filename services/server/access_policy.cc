@@ -27,7 +27,9 @@ std::shared_ptr<const auth::MethodAccess> ControlPlaneAccess() {
       {"/jointcloud.v1.RegistryService/ListCenters", kAny},
       {"/jointcloud.v1.RegistryService/WatchCenters", kAny},
 
-      // Catalogs: admins curate specs and images; an operator prices its own center.
+      // Catalogs: admins curate specs; an operator prices its own center. Images belong to
+      // a project (its members change them) or to the federation (admins change them):
+      // checked on the image by the handler.
       {"/jointcloud.v1.CatalogService/CreateResourceSpec", kAdminChange},
       {"/jointcloud.v1.CatalogService/UpdateResourceSpec", kAdminChange},
       {"/jointcloud.v1.CatalogService/DeleteResourceSpec", kAdminChange},
@@ -35,16 +37,18 @@ std::shared_ptr<const auth::MethodAccess> ControlPlaneAccess() {
       {"/jointcloud.v1.CatalogService/GetResourceSpec", kAny},
       {"/jointcloud.v1.CatalogService/ListResourceSpecs", kAny},
       {"/jointcloud.v1.CatalogService/ListSpecCenterOffers", kAny},
-      {"/jointcloud.v1.CatalogService/CreateImage", kAdminChange},
-      {"/jointcloud.v1.CatalogService/UpdateImage", kAdminChange},
-      {"/jointcloud.v1.CatalogService/DeleteImage", kAdminChange},
+      {"/jointcloud.v1.CatalogService/CreateImage", kAnyChange},
+      {"/jointcloud.v1.CatalogService/UpdateImage", kAnyChange},
+      {"/jointcloud.v1.CatalogService/DeleteImage", kAnyChange},
       {"/jointcloud.v1.CatalogService/GetImage", kAny},
       {"/jointcloud.v1.CatalogService/ListImages", kAny},
 
-      // Datasets name storage at centers that adapters copy from: admins register them.
-      {"/jointcloud.v1.DatamonService/CreateDataset", kAdminChange},
-      {"/jointcloud.v1.DatamonService/UpdateDataset", kAdminChange},
-      {"/jointcloud.v1.DatamonService/DeleteDataset", kAdminChange},
+      // Datasets name storage at centers that adapters copy from. Like images, a project's
+      // members register its own (under the center's {project} data roots), admins the
+      // federation's: checked on the dataset by the handler.
+      {"/jointcloud.v1.DatamonService/CreateDataset", kAnyChange},
+      {"/jointcloud.v1.DatamonService/UpdateDataset", kAnyChange},
+      {"/jointcloud.v1.DatamonService/DeleteDataset", kAnyChange},
       {"/jointcloud.v1.DatamonService/GetDataset", kAny},
       {"/jointcloud.v1.DatamonService/ListDatasets", kAny},
       {"/jointcloud.v1.DatamonService/SelectMigrationSources", kAny},

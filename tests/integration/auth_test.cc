@@ -637,3 +637,110 @@ TEST_CASE("a dataset's file:// URL is checked against its center's data roots at
   CHECK(s.rest->Post("/openapi/v1/datasets", dataset("later", "bare", "file:///data/shared/imagenet")).http_status ==
         200);
 }
+
+TEST_CASE("images and datasets belong to a project: its members register them, other projects neither see nor use "
+          "them [C6][A6]",
+          "[C6][A6]") {
+  AuthSystem s;
+  Seed(s);  // image x1 and dataset x1:x1 are the federation's
+  REQUIRE(s.rest->Post("/openapi/v1/centers", {{"ai_center_id", "c1"},
+                                              {"name", "c1"},
+                                              {"data_roots", {"/data/shared", "/data/projects/{project}"}}})
+              .http_status == 200);
+  REQUIRE(s.rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "cpu-1"},
+                                                    {"resource_spec_name", "1 CPU"},
+                                                    {"resource_quantity", {{"cpu", "1"}}},
+                                                    {"service_type", "batch"},
+                                                    {"computing_center_list", "c1"}})
+              .http_status == 200);
+  auto alice = s.UserClient("alice", "vision", "MEMBER");
+  auto bob = s.UserClient("bob", "speech", "MEMBER");
+  auto vera = s.UserClient("vera", "vision", "VIEWER");
+
+  // Alice registers an image: it is her project's.
+  auto image = alice->Post("/openapi/v1/images", {{"image_id", "vimg"}, {"name", "vision image"},
+                                                 {"ai_center_id", "c1"}, {"resource_spec", "cpu-1"}});
+  INFO(image.body.dump());
+  REQUIRE(image.http_status == 200);
+  CHECK(image.body["data"]["project"] == "vision");
+  // Bob, of another project: not found, and absent from his list, where the federation's is.
+  CHECK(bob->Get("/openapi/v1/images/vimg").http_status == 404);
+  CHECK(bob->Send("DELETE", "/openapi/v1/images/vimg").http_status == 404);
+  CHECK(bob->Send("PATCH", "/openapi/v1/images/vimg", R"({"name": "mine"})").http_status == 404);
+  auto ids = [](const jc::testing::RestReply& list, const char* field, const char* key) {
+    std::set<std::string> out;
+    for (const auto& item : list.body["data"].value(field, json::array())) out.insert(item.value(key, ""));
+    return out;
+  };
+  CHECK(ids(bob->Get("/openapi/v1/images"), "images", "image_id") == std::set<std::string>{"x1"});
+  CHECK(ids(alice->Get("/openapi/v1/images"), "images", "image_id") == std::set<std::string>{"vimg", "x1"});
+  CHECK(ids(alice->Get("/openapi/v1/images?project=-"), "images", "image_id") == std::set<std::string>{"x1"});
+  CHECK(ids(s.rest->Get("/openapi/v1/images"), "images", "image_id") == std::set<std::string>{"vimg", "x1"});
+  // Registering into a project one is not a member of, or changing the federation's, is refused.
+  CHECK(bob->Post("/openapi/v1/images", {{"image_id", "b2"}, {"name", "b2"}, {"ai_center_id", "c1"},
+                                         {"project", "vision"}})
+            .http_status == 403);
+  CHECK(alice->Send("DELETE", "/openapi/v1/images/x1").http_status == 403);
+  // A viewer reads it, a member changes it; its project never changes.
+  CHECK(vera->Get("/openapi/v1/images/vimg").http_status == 200);
+  CHECK(vera->Send("DELETE", "/openapi/v1/images/vimg").http_status == 403);
+  CHECK(alice->Send("PATCH", "/openapi/v1/images/vimg", R"({"name": "renamed"})").http_status == 200);
+  CHECK(alice->Send("PATCH", "/openapi/v1/images/vimg", R"({"project": "speech"})").http_status == 400);
+  CHECK(s.rest->Get("/openapi/v1/images/vimg").body["data"]["project"] == "vision");
+
+  // Datasets: a member registers under the center's {project} roots only, as the uploader.
+  auto dataset = [](const std::string& name, const std::string& url) {
+    return json{{"data_name", name},
+                {"data_version", "v1"},
+                {"location", {{{"ai_center_id", "c1"}, {"dataset_url", url}, {"access", "r"}}}}};
+  };
+  auto own = alice->Post("/openapi/v1/datasets", dataset("vdata", "file:///data/projects/vision/cifar"));
+  INFO(own.body.dump());
+  REQUIRE(own.http_status == 200);
+  CHECK(own.body["data"]["project"] == "vision");
+  CHECK(own.body["data"]["created_user"] == "alice");
+  for (const char* url : {"file:///data/projects/speech/secret", "file:///data/shared/corpus"}) {
+    auto r = alice->Post("/openapi/v1/datasets", dataset("stolen", url));
+    INFO(url << ": " << r.body.dump());
+    CHECK(r.http_status == 403);
+    CHECK(r.body.value("errorMsg", "").find("{project}") != std::string::npos);
+  }
+  json spoofed = dataset("spoofed", "file:///data/projects/vision/x");
+  spoofed["created_user"] = "bob";
+  CHECK(alice->Post("/openapi/v1/datasets", spoofed).http_status == 400);
+  CHECK(alice->Get("/openapi/v1/datasets/stolen/v1").http_status == 404);
+  // The shared roots stay an admin's to register under.
+  CHECK(s.rest->Post("/openapi/v1/datasets", dataset("corpus", "file:///data/shared/corpus")).http_status == 200);
+  CHECK(bob->Get("/openapi/v1/datasets/vdata/v1").http_status == 404);
+  CHECK(bob->Post("/openapi/v1/datasets/vdata/v1/migration-sources", {{"target_center_id", "c1"}}).http_status == 404);
+  CHECK(bob->Send("DELETE", "/openapi/v1/datasets/vdata/v1").http_status == 404);
+  CHECK(ids(bob->Get("/openapi/v1/datasets"), "datasets", "data_name") == std::set<std::string>{"x1", "corpus"});
+  CHECK(ids(vera->Get("/openapi/v1/datasets"), "datasets", "data_name") ==
+        std::set<std::string>{"x1", "corpus", "vdata"});
+  CHECK(vera->Send("DELETE", "/openapi/v1/datasets/vdata/v1").http_status == 403);
+
+  // Jobs use their own project's images and datasets and the federation's, not another's.
+  json job = {{"name", "j"},
+              {"tasks",
+               {{{"name", "t"},
+                 {"command", "true"},
+                 {"resourceSpecId", "cpu-1"},
+                 {"imageId", "vimg"},
+                 {"datasets", {"vdata:v1", "corpus:v1"}},
+                 {"replicaNumber", 1}}}}};
+  jc::testing::RestReply created;
+  bool scheduler_knows = jc::testing::WaitUntil([&] {
+    created = alice->Post("/openapi/v1/trainjob", job);
+    return created.http_status == 200;
+  });
+  INFO(created.body.dump());
+  CHECK(scheduler_knows);
+  auto with_image = bob->Post("/openapi/v1/trainjob", job);
+  CHECK(with_image.http_status == 400);
+  CHECK(with_image.body.value("errorMsg", "").find("unknown image \"vimg\"") != std::string::npos);
+  json only_data = job;
+  only_data["tasks"][0]["imageId"] = "x1";
+  auto with_data = bob->Post("/openapi/v1/trainjob", only_data);
+  CHECK(with_data.http_status == 400);
+  CHECK(with_data.body.value("errorMsg", "").find("unknown dataset \"vdata:v1\"") != std::string::npos);
+}
