@@ -1,5 +1,7 @@
 #include "services/gateway/gateway.h"
 
+#include "services/gateway/tls_server.h"
+
 #include <httplib.h>
 #include <prometheus/counter.h>
 #include <prometheus/histogram.h>
@@ -49,8 +51,7 @@ Gateway::Gateway(std::vector<Route> routes, GatewayOptions options,
       readiness_(std::move(readiness)),
       server_(options_.tls_cert_file.empty()
                   ? std::make_unique<httplib::Server>()
-                  : std::make_unique<httplib::SSLServer>(options_.tls_cert_file.c_str(),
-                                                         options_.tls_key_file.c_str())) {
+                  : std::make_unique<TlsServer>(options_.tls_cert_file, options_.tls_key_file)) {
   openapi_ = BuildOpenApi(routes_, options_.version);
   Install();
 }

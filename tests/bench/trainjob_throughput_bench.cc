@@ -21,6 +21,7 @@
 #include <mutex>
 #include <thread>
 
+#include <curl/curl.h>
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
@@ -60,6 +61,81 @@ class AcceptingBackend final : public jc::adapter::Backend {
   absl::StatusOr<std::string> ReadLog(const std::string&, bool, int64_t, int64_t) override { return std::string(); }
 };
 
+// A submitting client, as platforms write them: one keep-alive connection, Nagle off, the
+// token, the CA. libcurl by default (what the README's examples use; it reads TLS records
+// whole); JC_BENCH_CLIENT=httplib uses cpp-httplib's client, which reads a response's
+// headers through SSL_read one byte at a time, a cost of that client, not of the server.
+class SubmitClient {
+ public:
+  struct Options {
+    std::string base_url;
+    std::string token;  // empty: none
+    std::string ca;     // empty: plain HTTP
+    bool use_curl = true;
+  };
+  explicit SubmitClient(const Options& o) : o_(o) {
+    if (o_.use_curl) {
+      curl_ = curl_easy_init();
+      curl_easy_setopt(curl_, CURLOPT_TCP_NODELAY, 1L);
+      curl_easy_setopt(curl_, CURLOPT_NOSIGNAL, 1L);
+      if (!o_.ca.empty()) curl_easy_setopt(curl_, CURLOPT_CAINFO, o_.ca.c_str());
+      curl_easy_setopt(curl_, CURLOPT_WRITEFUNCTION, &SubmitClient::Append);
+      curl_easy_setopt(curl_, CURLOPT_WRITEDATA, &body_);
+      headers_ = curl_slist_append(headers_, "Content-Type: application/json");
+      if (!o_.token.empty()) headers_ = curl_slist_append(headers_, ("Authorization: Bearer " + o_.token).c_str());
+      curl_easy_setopt(curl_, CURLOPT_HTTPHEADER, headers_);
+    } else {
+      http_ = std::make_unique<httplib::Client>(o_.base_url);
+      http_->set_tcp_nodelay(true);
+      http_->set_keep_alive(true);
+      if (!o_.token.empty()) http_->set_bearer_token_auth(o_.token);
+      if (!o_.ca.empty()) {
+        http_->set_ca_cert_path(o_.ca.c_str());
+        http_->enable_server_certificate_verification(true);
+      }
+    }
+  }
+  ~SubmitClient() {
+    if (curl_ != nullptr) curl_easy_cleanup(curl_);
+    curl_slist_free_all(headers_);
+  }
+  SubmitClient(const SubmitClient&) = delete;
+  SubmitClient& operator=(const SubmitClient&) = delete;
+
+  // POSTs `body`; true on 200, else `error` says what came back.
+  bool Post(const std::string& path, const std::string& body, std::string* error) {
+    if (http_ != nullptr) {
+      auto r = http_->Post(path.c_str(), body, "application/json");
+      if (r && r->status == 200) return true;
+      *error = r ? r->body : httplib::to_string(r.error());
+      return false;
+    }
+    body_.clear();
+    std::string url = o_.base_url + path;
+    curl_easy_setopt(curl_, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(curl_, CURLOPT_POSTFIELDS, body.c_str());
+    curl_easy_setopt(curl_, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+    CURLcode rc = curl_easy_perform(curl_);
+    long status = 0;
+    curl_easy_getinfo(curl_, CURLINFO_RESPONSE_CODE, &status);
+    if (rc == CURLE_OK && status == 200) return true;
+    *error = rc != CURLE_OK ? curl_easy_strerror(rc) : body_;
+    return false;
+  }
+
+ private:
+  static size_t Append(char* data, size_t size, size_t n, void* out) {
+    static_cast<std::string*>(out)->append(data, size * n);
+    return size * n;
+  }
+
+  Options o_;
+  CURL* curl_ = nullptr;
+  curl_slist* headers_ = nullptr;
+  std::string body_;
+  std::unique_ptr<httplib::Client> http_;
+};
+
 double Scheduled(httplib::Client& c, std::vector<std::pair<double, double>>* buckets = nullptr) {
   auto r = c.Get("/metrics");
   if (!r) return -1;
@@ -95,6 +171,7 @@ double Quantile(double q, const std::vector<std::pair<double, double>>& now,
 }  // namespace
 
 int main(int argc, char** argv) {
+  curl_global_init(CURL_GLOBAL_DEFAULT);
   if (argc < 2) {
     std::fprintf(stderr, "usage: %s POSTGRES_URI [jobs] [clients] [offered_per_s]\n", argv[0]);
     return 2;
@@ -182,23 +259,27 @@ int main(int argc, char** argv) {
   std::mutex first_error_mu;
   std::string first_error;
   std::atomic<int64_t> slowest_us{0};
-  auto post = [&](httplib::Client& c, const std::string& path, const std::string& body) {
+  const bool use_curl = std::getenv("JC_BENCH_CLIENT") == nullptr || std::string(std::getenv("JC_BENCH_CLIENT")) != "httplib";
+  std::printf("submitting clients: %s\n", use_curl ? "libcurl" : "cpp-httplib");
+  const SubmitClient::Options client_options{base_url, token, tls ? certs + "/ca.crt" : "", use_curl};
+  auto post = [&](SubmitClient& c, const std::string& path, const std::string& body) {
     auto sent_at = Clock::now();
-    auto r = c.Post(path.c_str(), body, "application/json");
+    std::string error;
+    bool ok = c.Post(path, body, &error);
     int64_t us = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - sent_at).count();
     for (int64_t seen = slowest_us.load(); us > seen && !slowest_us.compare_exchange_weak(seen, us);) {
     }
-    bool ok = r && r->status == 200;
     if (!ok) {
       std::lock_guard<std::mutex> lock(first_error_mu);
-      if (first_error.empty()) first_error = r ? r->body : httplib::to_string(r.error());
+      if (first_error.empty()) first_error = error;
     }
     return ok;
   };
-  post(admin, "/openapi/v1/centers",
+  SubmitClient setup(client_options);
+  post(setup, "/openapi/v1/centers",
        R"({"ai_center_id": "bench", "name": "bench", "region": "local", "adapter_address": "127.0.0.1:)" +
            std::to_string((*adapter)->port()) + R"(", "capacity": {"cpu": 1000000, "memory": 1000000000}})");
-  post(admin, "/openapi/v1/resourcespecs",
+  post(setup, "/openapi/v1/resourcespecs",
        R"({"resource_spec_id": "cpu-1", "resource_spec_name": "1 CPU", "resource_quantity": {"cpu": "1", "memory": "1Gi"},
            "service_type": "batch", "price": 1, "computing_center_list": "bench"})");
   for (int i = 0; i < 200; ++i) {
@@ -221,8 +302,7 @@ int main(int argc, char** argv) {
   std::vector<std::thread> pool;
   for (int c = 0; c < clients; ++c) {
     pool.emplace_back([&] {
-      httplib::Client client(base_url);
-      configure(client);
+      SubmitClient client(client_options);
       while (next.fetch_add(1) < jobs) {
         if (!post(client, "/openapi/v1/trainjob", job)) ++refused;
       }
@@ -260,8 +340,7 @@ int main(int argc, char** argv) {
   pool.clear();
   for (int c = 0; c < clients; ++c) {
     pool.emplace_back([&, c] {
-      httplib::Client client(base_url);
-      configure(client);
+      SubmitClient client(client_options);
       for (int i = c; i < paced; i += clients) {
         auto due = t0 + std::chrono::microseconds(static_cast<int64_t>(1e6 * i / offered));
         std::this_thread::sleep_until(due);

@@ -1,0 +1,191 @@
+#include "services/gateway/tls_server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+
+#include <algorithm>
+#include <csignal>
+#include <chrono>
+#include <cstring>
+
+namespace jc::gateway {
+namespace {
+
+constexpr size_t kRecord = 16 * 1024;  // a TLS record's most plaintext
+
+bool WaitFor(int fd, short events, time_t sec, time_t usec) {
+  pollfd p{fd, events, 0};
+  int ms = static_cast<int>(sec * 1000 + usec / 1000);
+  int n;
+  do {
+    n = ::poll(&p, 1, ms);
+  } while (n < 0 && errno == EINTR);
+  return n > 0 && (p.revents & (events | POLLHUP | POLLERR)) != 0;
+}
+
+void Address(int fd, bool peer, std::string& ip, int& port) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  int rc = peer ? ::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len)
+                : ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  if (rc != 0) return;
+  char text[INET6_ADDRSTRLEN] = {};
+  if (addr.ss_family == AF_INET) {
+    auto* in = reinterpret_cast<sockaddr_in*>(&addr);
+    ::inet_ntop(AF_INET, &in->sin_addr, text, sizeof(text));
+    port = ntohs(in->sin_port);
+  } else if (addr.ss_family == AF_INET6) {
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&addr);
+    ::inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof(text));
+    port = ntohs(in6->sin6_port);
+  }
+  ip = text;
+}
+
+// One connection's TLS as httplib's Stream, buffered both ways as the header explains.
+class BufferedTlsStream final : public httplib::Stream {
+ public:
+  BufferedTlsStream(int fd, SSL* ssl, time_t read_sec, time_t read_usec, time_t write_sec, time_t write_usec)
+      : fd_(fd), ssl_(ssl), read_sec_(read_sec), read_usec_(read_usec), write_sec_(write_sec), write_usec_(write_usec) {}
+
+  // Data already here (a pipelined request), or the socket turns readable in `sec`.
+  bool HasInput(time_t sec, time_t usec) const {
+    return begin_ < end_ || SSL_pending(ssl_) > 0 || WaitFor(fd_, POLLIN, sec, usec);
+  }
+  bool Buffered() const { return begin_ < end_ || SSL_pending(ssl_) > 0; }
+
+  bool is_readable() const override { return HasInput(read_sec_, read_usec_); }
+  bool is_writable() const override { return WaitFor(fd_, POLLOUT, write_sec_, write_usec_); }
+
+  ssize_t read(char* ptr, size_t size) override {
+    if (!Flush()) return -1;
+    if (begin_ == end_) {
+      if (SSL_pending(ssl_) <= 0 && !WaitFor(fd_, POLLIN, read_sec_, read_usec_)) return -1;
+      int n = SSL_read(ssl_, in_, static_cast<int>(kRecord));
+      if (n <= 0) return SSL_get_error(ssl_, n) == SSL_ERROR_ZERO_RETURN ? 0 : -1;
+      begin_ = 0;
+      end_ = static_cast<size_t>(n);
+    }
+    size_t n = std::min(size, end_ - begin_);
+    std::memcpy(ptr, in_ + begin_, n);
+    begin_ += n;
+    return static_cast<ssize_t>(n);
+  }
+
+  ssize_t write(const char* ptr, size_t size) override {
+    if (!holding_) {
+      // The first write since the stream last read: a response's head. Held, to go out
+      // with what follows it.
+      held_.assign(ptr, size);
+      holding_ = true;
+      return static_cast<ssize_t>(size);
+    }
+    held_.append(ptr, size);
+    return Flush() ? static_cast<ssize_t>(size) : -1;
+  }
+
+  // Sends what is held; false when the connection fails.
+  bool Flush() {
+    if (!holding_) return true;
+    holding_ = false;
+    size_t done = 0;
+    while (done < held_.size()) {
+      int chunk = static_cast<int>(std::min(held_.size() - done, kRecord));
+      int n = SSL_write(ssl_, held_.data() + done, chunk);
+      if (n <= 0) {
+        held_.clear();
+        return false;
+      }
+      done += static_cast<size_t>(n);
+    }
+    held_.clear();
+    return true;
+  }
+
+  void get_remote_ip_and_port(std::string& ip, int& port) const override { Address(fd_, true, ip, port); }
+  void get_local_ip_and_port(std::string& ip, int& port) const override { Address(fd_, false, ip, port); }
+  socket_t socket() const override { return fd_; }
+
+ private:
+  const int fd_;
+  SSL* const ssl_;
+  const time_t read_sec_, read_usec_, write_sec_, write_usec_;
+  char in_[kRecord];
+  size_t begin_ = 0, end_ = 0;
+  std::string held_;
+  bool holding_ = false;
+};
+
+void SetTimeout(int fd, int option, time_t sec, time_t usec) {
+  timeval tv{};
+  tv.tv_sec = sec;
+  tv.tv_usec = static_cast<suseconds_t>(usec);
+  ::setsockopt(fd, SOL_SOCKET, option, &tv, sizeof(tv));
+}
+
+}  // namespace
+
+TlsServer::TlsServer(const std::string& cert_chain_file, const std::string& private_key_file) {
+  // OpenSSL writes with write(2): a client gone mid-response must be an error on that
+  // connection, not SIGPIPE ending the process.
+  std::signal(SIGPIPE, SIG_IGN);
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  if (ctx == nullptr) return;
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
+  if (SSL_CTX_use_certificate_chain_file(ctx, cert_chain_file.c_str()) != 1 ||
+      SSL_CTX_use_PrivateKey_file(ctx, private_key_file.c_str(), SSL_FILETYPE_PEM) != 1 ||
+      SSL_CTX_check_private_key(ctx) != 1) {
+    ERR_clear_error();
+    SSL_CTX_free(ctx);
+    return;
+  }
+  ctx_ = ctx;
+}
+
+TlsServer::~TlsServer() {
+  if (ctx_ != nullptr) SSL_CTX_free(ctx_);
+}
+
+bool TlsServer::process_and_close_socket(socket_t sock) {
+  bool ok = false;
+  SSL* ssl = SSL_new(ctx_);
+  if (ssl != nullptr && SSL_set_fd(ssl, sock) == 1) {
+    // Blocking I/O, each wait bounded: a client that stalls the handshake or a record
+    // holds its thread no longer than the read timeout, as with plain HTTP.
+    SetTimeout(sock, SO_RCVTIMEO, read_timeout_sec_, read_timeout_usec_);
+    SetTimeout(sock, SO_SNDTIMEO, write_timeout_sec_, write_timeout_usec_);
+    if (SSL_accept(ssl) == 1) {
+      BufferedTlsStream stream(sock, ssl, read_timeout_sec_, read_timeout_usec_, write_timeout_sec_,
+                               write_timeout_usec_);
+      // httplib's keep-alive: up to keep_alive_max_count_ requests, each next one awaited
+      // for keep_alive_timeout_sec_ in short slices so that stop() is seen.
+      for (size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
+        auto idle_until = std::chrono::steady_clock::now() + std::chrono::seconds(keep_alive_timeout_sec_);
+        bool next = stream.Buffered();
+        while (!next && svr_sock_ != INVALID_SOCKET && std::chrono::steady_clock::now() < idle_until) {
+          next = stream.HasInput(0, 10000);
+        }
+        if (!next) break;
+        bool closed = false;
+        ok = process_request(stream, left == 1, closed, [ssl](httplib::Request& req) { req.ssl = ssl; });
+        if (!stream.Flush()) ok = false;
+        if (!ok || closed) break;
+      }
+      SSL_shutdown(ssl);
+    }
+  }
+  ERR_clear_error();
+  if (ssl != nullptr) SSL_free(ssl);
+  ::shutdown(sock, SHUT_RDWR);
+  ::close(sock);
+  return ok;
+}
+
+}  // namespace jc::gateway
