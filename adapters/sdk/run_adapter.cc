@@ -19,6 +19,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
 #include "adapters/sdk/adapter_core.h"
@@ -43,6 +44,9 @@ ABSL_FLAG(std::string, tls_key, "", "its PEM private key");
 ABSL_FLAG(std::string, tls_ca, "", "the PEM CA that signs the control plane's certificate (and this one)");
 ABSL_FLAG(std::string, tls_allowed_clients, "jointcloud",
           "comma-separated names (SAN or CN) a client certificate must carry: the control plane's");
+ABSL_FLAG(bool, plaintext, false,
+          "serve gRPC without TLS on a --listen address other than loopback (without it, such an address needs "
+          "--tls_cert, --tls_key and --tls_ca)");
 ABSL_FLAG(bool, allow_root_replicas, false,
           "start as root although the center maps no accounts (run_as) and names no user, so that replicas run as "
           "root: development only");
@@ -221,6 +225,17 @@ AdapterOptions ParseAdapterFlags(int argc, char** argv, const char* usage) {
   o.allow_root_replicas = absl::GetFlag(FLAGS_allow_root_replicas);
   o.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key), absl::GetFlag(FLAGS_tls_ca)};
   o.allowed_clients = absl::StrSplit(absl::GetFlag(FLAGS_tls_allowed_clients), ',', absl::SkipWhitespace());
+  // Whoever reaches a plaintext adapter can run replicas at its center: off loopback, that
+  // takes mutual TLS or saying so.
+  std::string host = o.listen.substr(0, o.listen.rfind(':'));
+  bool loopback = host == "127.0.0.1" || host == "localhost" || host == "::1" || host == "[::1]" ||
+                  absl::StartsWith(host, "127.");
+  if (!o.tls.enabled() && !loopback && !absl::GetFlag(FLAGS_plaintext)) {
+    spdlog::error("--listen={} without TLS would take calls from whoever reaches it: give --tls_cert, --tls_key and "
+                  "--tls_ca (mutual TLS with the control plane), or --plaintext to accept that",
+                  o.listen);
+    std::exit(2);
+  }
   if (absl::GetFlag(FLAGS_center_config).empty()) {
     spdlog::error("--center_config is required: the center's id, specs and figures (docs/adapter-sdk.md)");
     std::exit(2);

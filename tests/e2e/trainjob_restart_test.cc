@@ -219,3 +219,29 @@ TEST_CASE("an adapter running as root refuses to start when its center maps no a
   CHECK(mapped.WaitForLog(R"(listening on port (\d+))").has_value());
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("an adapter serves plaintext off loopback only when told to: without TLS it refuses to start [C6]", "[C6]") {
+  std::string dir =
+      (std::filesystem::temp_directory_path() / ("jc-plain-adapter-" + std::to_string(getpid()))).string();
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/center.yaml") << "center_id: local\nrun_as: {default: nobody}\n"
+                                         "specs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n";
+  auto adapter = [&](const std::string& listen, std::vector<std::string> more, const std::string& log) {
+    std::vector<std::string> argv{JC_ADAPTER_LOCAL, "--listen=" + listen, "--metrics_address=",
+                                  "--state_dir=" + dir + "/" + log, "--work_dir=" + dir + "/replicas",
+                                  "--center_config=" + dir + "/center.yaml"};
+    argv.insert(argv.end(), more.begin(), more.end());
+    return std::make_unique<Process>(argv, dir + "/" + log + ".log");
+  };
+  auto refused = adapter("0.0.0.0:0", {}, "refused");
+  CHECK(refused->Wait() == 2);
+  CHECK(refused->Log().find("without TLS would take calls from whoever reaches it") != std::string::npos);
+  // Said explicitly, it starts; on loopback it needs nothing.
+  auto told = adapter("0.0.0.0:0", {"--plaintext"}, "told");
+  CHECK(told->WaitForLog(R"(listening on port (\d+))").has_value());
+  auto local = adapter("127.0.0.1:0", {}, "local");
+  CHECK(local->WaitForLog(R"(listening on port (\d+))").has_value());
+  told.reset();
+  local.reset();
+  std::filesystem::remove_all(dir);
+}
