@@ -81,6 +81,7 @@ class AllowedClients final : public grpc::AuthMetadataProcessor {
 }  // namespace
 
 struct AdapterServer::Impl {
+  std::shared_ptr<const auth::TlsMaterial> tls;  // its file watcher lives as long as the server
   std::unique_ptr<store::Store> store;
   std::unique_ptr<AdapterCore> core;
   std::unique_ptr<grpc::Service> service;
@@ -125,11 +126,8 @@ absl::StatusOr<std::unique_ptr<AdapterServer>> AdapterServer::Start(Backend* bac
   grpc::ServerBuilder builder;
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
   if (options.tls.enabled()) {
-    JC_ASSIGN_OR_RETURN(auto tls, auth::LoadTls(options.tls));
-    grpc::SslServerCredentialsOptions ssl(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-    ssl.pem_root_certs = tls->ca_pem;
-    ssl.pem_key_cert_pairs.push_back({tls->key_pem, tls->cert_pem});
-    credentials = grpc::SslServerCredentials(ssl);
+    JC_ASSIGN_OR_RETURN(impl.tls, auth::LoadTls(options.tls));
+    credentials = auth::ServerCredentials(impl.tls.get(), GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
     credentials->SetAuthMetadataProcessor(std::make_shared<AllowedClients>(options.allowed_clients));
   }
   builder.AddListeningPort(options.listen, credentials, &impl.port);

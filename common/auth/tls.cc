@@ -1,5 +1,11 @@
 #include "common/auth/tls.h"
 
+#include <grpcpp/security/tls_credentials_options.h>
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -20,6 +26,21 @@ absl::StatusOr<std::string> ReadPem(const std::string& path, const char* what) {
   return text.str();
 }
 
+// Whether the key is the certificate's (the first of the chain).
+bool KeyMatches(const std::string& cert_pem, const std::string& key_pem) {
+  BIO* cert_bio = BIO_new_mem_buf(cert_pem.data(), static_cast<int>(cert_pem.size()));
+  BIO* key_bio = BIO_new_mem_buf(key_pem.data(), static_cast<int>(key_pem.size()));
+  X509* cert = cert_bio != nullptr ? PEM_read_bio_X509(cert_bio, nullptr, nullptr, nullptr) : nullptr;
+  EVP_PKEY* key = key_bio != nullptr ? PEM_read_bio_PrivateKey(key_bio, nullptr, nullptr, nullptr) : nullptr;
+  bool match = cert != nullptr && key != nullptr && X509_check_private_key(cert, key) == 1;
+  EVP_PKEY_free(key);
+  X509_free(cert);
+  BIO_free(key_bio);
+  BIO_free(cert_bio);
+  ERR_clear_error();
+  return match;
+}
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<const TlsMaterial>> LoadTls(const TlsFiles& files) {
@@ -31,27 +52,38 @@ absl::StatusOr<std::shared_ptr<const TlsMaterial>> LoadTls(const TlsFiles& files
   if (!key.ok()) return key.status();
   auto ca = ReadPem(files.ca, "CA certificate (--tls_ca)");
   if (!ca.ok()) return ca.status();
+  if (!KeyMatches(*cert, *key)) {
+    return absl::InvalidArgumentError(absl::StrCat("the TLS certificate ", files.cert, " and private key ", files.key,
+                                                   " do not make a pair (or one of them cannot be read)"));
+  }
   tls->cert_pem = std::move(*cert);
   tls->key_pem = std::move(*key);
   tls->ca_pem = std::move(*ca);
+  tls->provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(files.key, files.cert, files.ca,
+                                                                                      kTlsReloadSeconds);
   return std::shared_ptr<const TlsMaterial>(std::move(tls));
 }
 
-std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const TlsMaterial* tls) {
+// gRPC's TLS credentials over the material's file watcher (not the Ssl* ones, which take
+// PEM strings once): what is on disk now is what new connections use.
+std::shared_ptr<grpc::ServerCredentials> ServerCredentials(const TlsMaterial* tls,
+                                                           grpc_ssl_client_certificate_request_type request) {
   if (tls == nullptr) return grpc::InsecureServerCredentials();
-  grpc::SslServerCredentialsOptions options(GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY);
-  options.pem_root_certs = tls->ca_pem;
-  options.pem_key_cert_pairs.push_back({tls->key_pem, tls->cert_pem});
-  return grpc::SslServerCredentials(options);
+  grpc::experimental::TlsServerCredentialsOptions options(tls->provider);
+  options.watch_root_certs();
+  options.watch_identity_key_cert_pairs();
+  options.set_cert_request_type(request);
+  return grpc::experimental::TlsServerCredentials(options);
 }
 
 std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const TlsMaterial* tls) {
   if (tls == nullptr) return grpc::InsecureChannelCredentials();
-  grpc::SslCredentialsOptions options;
-  options.pem_root_certs = tls->ca_pem;
-  options.pem_private_key = tls->key_pem;
-  options.pem_cert_chain = tls->cert_pem;
-  return grpc::SslCredentials(options);
+  grpc::experimental::TlsChannelCredentialsOptions options;
+  options.set_certificate_provider(tls->provider);
+  options.watch_root_certs();
+  options.watch_identity_key_cert_pairs();
+  options.set_verify_server_certs(true);
+  return grpc::experimental::TlsCredentials(options);
 }
 
 }  // namespace jc::auth

@@ -1,5 +1,7 @@
 #include "services/gateway/tls_server.h"
 
+#include "common/auth/tls.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -8,6 +10,7 @@
 #include <unistd.h>
 
 #include <openssl/err.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <csignal>
@@ -131,31 +134,78 @@ void SetTimeout(int fd, int option, time_t sec, time_t usec) {
 
 }  // namespace
 
-TlsServer::TlsServer(const std::string& cert_chain_file, const std::string& private_key_file) {
+namespace {
+
+// The files' modification times and sizes: changes when either is replaced.
+std::string Stamp(const std::string& cert, const std::string& key) {
+  std::string out;
+  for (const std::string* path : {&cert, &key}) {
+    struct stat st {};
+    if (::stat(path->c_str(), &st) != 0) return "";
+    out += std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + ":" +
+           std::to_string(st.st_size) + ";";
+  }
+  return out;
+}
+
+std::shared_ptr<SSL_CTX> MakeContext(const std::string& cert, const std::string& key) {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  if (ctx == nullptr) return nullptr;
+  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+  SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
+  if (SSL_CTX_use_certificate_chain_file(ctx, cert.c_str()) != 1 ||
+      SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), SSL_FILETYPE_PEM) != 1 || SSL_CTX_check_private_key(ctx) != 1) {
+    ERR_clear_error();
+    SSL_CTX_free(ctx);
+    return nullptr;
+  }
+  // Connections hold their own reference (SSL_new), so a replaced context lives on
+  // until its last connection ends.
+  return std::shared_ptr<SSL_CTX>(ctx, SSL_CTX_free);
+}
+
+}  // namespace
+
+TlsServer::TlsServer(const std::string& cert_chain_file, const std::string& private_key_file)
+    : cert_file_(cert_chain_file), key_file_(private_key_file) {
   // OpenSSL writes with write(2): a client gone mid-response must be an error on that
   // connection, not SIGPIPE ending the process.
   std::signal(SIGPIPE, SIG_IGN);
-  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
-  if (ctx == nullptr) return;
-  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-  SSL_CTX_set_options(ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION);
-  if (SSL_CTX_use_certificate_chain_file(ctx, cert_chain_file.c_str()) != 1 ||
-      SSL_CTX_use_PrivateKey_file(ctx, private_key_file.c_str(), SSL_FILETYPE_PEM) != 1 ||
-      SSL_CTX_check_private_key(ctx) != 1) {
-    ERR_clear_error();
-    SSL_CTX_free(ctx);
-    return;
-  }
-  ctx_ = ctx;
+  loaded_stamp_ = Stamp(cert_file_, key_file_);
+  ctx_ = MakeContext(cert_file_, key_file_);
+  next_check_ = std::chrono::steady_clock::now() + std::chrono::seconds(auth::kTlsReloadSeconds);
 }
 
-TlsServer::~TlsServer() {
-  if (ctx_ != nullptr) SSL_CTX_free(ctx_);
+TlsServer::~TlsServer() = default;
+
+bool TlsServer::is_valid() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ctx_ != nullptr;
+}
+
+std::shared_ptr<SSL_CTX> TlsServer::Context() {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto now = std::chrono::steady_clock::now();
+  if (now < next_check_) return ctx_;
+  next_check_ = now + std::chrono::seconds(auth::kTlsReloadSeconds);
+  std::string stamp = Stamp(cert_file_, key_file_);
+  if (stamp.empty() || stamp == loaded_stamp_) return ctx_;
+  loaded_stamp_ = stamp;  // tried once per change
+  if (auto fresh = MakeContext(cert_file_, key_file_)) {
+    ctx_ = std::move(fresh);
+    spdlog::info("rest: TLS certificate {} and key {} reloaded", cert_file_, key_file_);
+  } else {
+    spdlog::error("rest: TLS certificate {} and key {} changed but do not load as a pair; still serving the previous "
+                  "ones",
+                  cert_file_, key_file_);
+  }
+  return ctx_;
 }
 
 bool TlsServer::process_and_close_socket(socket_t sock) {
   bool ok = false;
-  SSL* ssl = SSL_new(ctx_);
+  std::shared_ptr<SSL_CTX> ctx = Context();
+  SSL* ssl = ctx != nullptr ? SSL_new(ctx.get()) : nullptr;
   if (ssl != nullptr && SSL_set_fd(ssl, sock) == 1) {
     // Blocking I/O, each wait bounded: a client that stalls the handshake or a record
     // holds its thread no longer than the read timeout, as with plain HTTP.

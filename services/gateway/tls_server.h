@@ -8,9 +8,17 @@
 // head together with what is written next (its body) as one record; a held head is sent
 // before the stream reads again (so "100 Continue" is never held) and when the request
 // ends. Everything else — routing, keep-alive, timeouts, limits — is httplib's.
+//
+// The certificate and key are looked at again at most every kTlsReloadSeconds when a
+// connection arrives: replaced files (both, matching) serve new connections without a
+// restart; files that do not load leave the ones in use, and say so in the log.
 
 #include <openssl/ssl.h>
+#include <sys/stat.h>
 
+#include <chrono>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include <httplib.h>
@@ -25,12 +33,18 @@ class TlsServer final : public httplib::Server {
   TlsServer(const TlsServer&) = delete;
   TlsServer& operator=(const TlsServer&) = delete;
 
-  bool is_valid() const override { return ctx_ != nullptr; }
+  bool is_valid() const override;
 
  private:
   bool process_and_close_socket(socket_t sock) override;
+  // The context new connections use: reloaded first when the files changed.
+  std::shared_ptr<SSL_CTX> Context();
 
-  SSL_CTX* ctx_ = nullptr;
+  const std::string cert_file_, key_file_;
+  mutable std::mutex mu_;
+  std::shared_ptr<SSL_CTX> ctx_;            // guarded by mu_
+  std::string loaded_stamp_;                // the files' mtimes and sizes when ctx_ was made
+  std::chrono::steady_clock::time_point next_check_;
 };
 
 }  // namespace jc::gateway

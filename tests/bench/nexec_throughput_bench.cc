@@ -32,10 +32,13 @@ double Seconds(std::chrono::steady_clock::time_point since) {
 }
 
 double RunNexec(int jobs, int submitters, const std::filesystem::path& dir) {
-  // Every call is signed with munge, as in production (B9).
-  const auto auth = jc::nexec::MungeAuth::Munge(jc::testing::UsePrivateMunged());
+  // Every call is signed with munge, as in production (B9); JC_BENCH_NO_MUNGE=1 runs the
+  // same with --auth=none, to print what munge costs.
+  const bool munge = std::getenv("JC_BENCH_NO_MUNGE") == nullptr;
+  const auto auth = munge ? jc::nexec::MungeAuth::Munge(jc::testing::UsePrivateMunged()) : jc::nexec::MungeAuth::Disabled();
+  const std::string auth_flag = munge ? "--auth=munge" : "--auth=none";
   Process master({JC_NEXEC_MASTER, "--listen=127.0.0.1:0", "--metrics_address=127.0.0.1:0", "--data_dir=" + (dir / "data").string(),
-                  "--log_dir=" + (dir / "logs").string()},
+                  "--log_dir=" + (dir / "logs").string(), auth_flag},
                  (dir / "master.log").string());
   auto port = master.WaitForLog(R"(nexec master listening on port (\d+))");
   if (!port) {
@@ -48,7 +51,8 @@ double RunNexec(int jobs, int submitters, const std::filesystem::path& dir) {
     agents.push_back(std::make_unique<Process>(
         std::vector<std::string>{JC_NEXEC_AGENT, "--master=" + address,
                                  "--host=node" + std::to_string(i), "--resources=cpus=64,mem=64G",
-                                 "--log_level=warn", "--state_dir=" + (dir / ("agent" + std::to_string(i))).string()},
+                                 "--log_level=warn", "--state_dir=" + (dir / ("agent" + std::to_string(i))).string(),
+                                 auth_flag},
         (dir / ("agent" + std::to_string(i) + ".log")).string()));
   }
   auto stub = pb::Master::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
@@ -92,9 +96,9 @@ double RunNexec(int jobs, int submitters, const std::filesystem::path& dir) {
       },
       std::chrono::minutes(10));
   double total = Seconds(start);
-  std::printf("nexec: %d trivial jobs (%d submit errors) submitted in %.2f s, all completed in "
+  std::printf("nexec%s: %d trivial jobs (%d submit errors) submitted in %.2f s, all completed in "
               "%.2f s = %.0f jobs/s end to end\n",
-              jobs, failed.load(), submitted, total, jobs / total);
+              munge ? "" : " (--auth=none)", jobs, failed.load(), submitted, total, jobs / total);
   return jobs / total;
 }
 

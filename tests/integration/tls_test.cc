@@ -170,6 +170,52 @@ TEST_CASE("HTTPS carries what HTTP does: bodies and answers larger than a TLS re
   CHECK(Read(out_file).find("resourceSpecId") != std::string::npos);
 }
 
+TEST_CASE("certificates replaced on disk serve new connections without a restart, REST and gRPC [C6]", "[C6]") {
+  Certificates certs;
+  // The files the process reads, first the CA "ca"'s; then another CA's replace them.
+  std::string live = certs.dir + "/live";
+  std::filesystem::create_directories(live);
+  auto install = [&](const std::string& ca) {
+    for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+             {"jointcloud.crt", "jointcloud.crt"}, {"jointcloud.key", "jointcloud.key"}, {"ca.crt", "ca.crt"}}) {
+      std::filesystem::copy_file(certs.Path(ca, from), live + "/" + to + ".new",
+                                 std::filesystem::copy_options::overwrite_existing);
+      std::filesystem::rename(live + "/" + to + ".new", live + "/" + to);
+    }
+  };
+  install("ca");
+  jc::testing::TestSystem s([&](jc::server::AppOptions& o) {
+    o.auth.tls = {live + "/jointcloud.crt", live + "/jointcloud.key", live + "/ca.crt"};
+  });
+  std::string script = std::string(JC_SOURCE_DIR) + "/scripts/dev-ca.sh";
+  REQUIRE(std::system((script + " " + certs.dir + "/next jointcloud client >/dev/null").c_str()) == 0);
+  auto rest_ok = [&](const std::string& ca) {
+    httplib::SSLClient https("127.0.0.1", s.app->rest_port());
+    https.set_ca_cert_path(certs.Path(ca, "ca.crt").c_str());
+    https.enable_server_certificate_verification(true);
+    https.set_bearer_token_auth(s.admin_token);
+    auto r = https.Get("/openapi/v1/whoami");
+    return r && r->status == 200;
+  };
+  std::string target = "127.0.0.1:" + std::to_string(s.app->grpc_port());
+  auto grpc_ok = [&](const std::string& ca) {
+    auto material = jc::auth::LoadTls(certs.Files(ca, "client"));
+    REQUIRE(material.ok());
+    v1::Caller caller;
+    return WhoAmI(grpc::CreateChannel(target, jc::auth::ChannelCredentials(material->get())), s.admin_token, &caller)
+        .ok();
+  };
+  REQUIRE(rest_ok("ca"));
+  REQUIRE(grpc_ok("ca"));
+  CHECK_FALSE(rest_ok("next"));
+
+  install("next");
+  // Within the reload interval, new connections get the new certificate and trust the new CA.
+  CHECK(jc::testing::WaitUntil([&] { return rest_ok("next"); }, std::chrono::seconds(60)));
+  CHECK(jc::testing::WaitUntil([&] { return grpc_ok("next"); }, std::chrono::seconds(60)));
+  CHECK_FALSE(rest_ok("ca"));
+}
+
 TEST_CASE("a certificate without its key, or files that are not PEM, stop the start with a clear error [C6][C5]",
           "[C6][C5]") {
   Certificates certs;
