@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -267,6 +268,16 @@ absl::Status TaskRunner::SignalGroup(const std::string& key, int sig) {
 namespace {
 
 // Whether every process of group `pgid` is stopped (state T) or gone.
+// A shell that vforked a command waits for it in the kernel (state D, in kernel_clone or
+// wait_for_vfork_done) until the command execs: when the command was stopped first, the
+// shell cannot run either, so it is as stopped as the rest of the group.
+bool WaitsOnVforkChild(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/wchan");
+  std::string wchan;
+  std::getline(in, wchan);
+  return wchan == "kernel_clone" || absl::StrContains(wchan, "vfork");
+}
+
 bool GroupStopped(pid_t pgid) {
   DIR* dir = opendir("/proc");
   if (dir == nullptr) return true;
@@ -277,7 +288,7 @@ bool GroupStopped(pid_t pgid) {
     std::vector<std::string> f = ProcStatFields(pid);
     // Field 5 is the process group; field 3 the state (Z: exited, not reaped yet).
     if (f.size() < 3 || f[2] != std::to_string(pgid)) continue;
-    if (f[0] != "T" && f[0] != "t" && f[0] != "Z" && f[0] != "X") {
+    if (f[0] != "T" && f[0] != "t" && f[0] != "Z" && f[0] != "X" && !(f[0] == "D" && WaitsOnVforkChild(pid))) {
       stopped = false;
       break;
     }

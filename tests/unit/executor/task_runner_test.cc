@@ -110,8 +110,18 @@ TEST_CASE("suspend stops the whole task, resume continues it, kill ends its grou
   pid_t child = std::stoi(Read(dir / "child"));
 
   REQUIRE(runner.Suspend("3.0.0").ok());
-  REQUIRE(WaitUntil([&] { return ProcState(child) == 'T' && ProcState(*pid) == 'T'; }));
-  // Both processes are stopped (state T, checked above), so the count is frozen here.
+  // A shell that vforked `sleep` waits in the kernel (D) while `sleep` is stopped: it
+  // cannot run either.
+  auto held = [](pid_t p) {
+    char state = ProcState(p);
+    std::string wchan = Read("/proc/" + std::to_string(p) + "/wchan");
+    return state == 'T' || (state == 'D' && (wchan == "kernel_clone" || wchan.find("vfork") != std::string::npos));
+  };
+  bool stopped = WaitUntil([&] { return held(child) && held(*pid); });
+  INFO("child " << child << " in state " << ProcState(child) << ", leader " << *pid << " in state "
+                << ProcState(*pid) << "; the group: " << Read("/proc/" + std::to_string(child) + "/stat"));
+  REQUIRE(stopped);
+  // Both processes are held (checked above), so the count is frozen here.
   std::string frozen = Read(dir / "count");
 
   REQUIRE(runner.Resume("3.0.0").ok());
