@@ -180,6 +180,11 @@ absl::StatusOr<pb::CenterInfo> AdapterCore::Info() {
   info.clear_specs();
   for (const auto& s : center_.specs) *info.add_specs() = s;
   *info.mutable_run_as() = CurrentRunAs()->Policy();
+  for (const auto& image : center_.images) {
+    if (std::find(info.image_ids().begin(), info.image_ids().end(), image.image_id()) == info.image_ids().end()) {
+      info.add_image_ids(image.image_id());
+    }
+  }
   info.set_adapter_version("jointcloud-adapter-sdk/1");
   return info;
 }

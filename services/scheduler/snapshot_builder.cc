@@ -47,6 +47,8 @@ Snapshot BuildSnapshot(const SchedulerInputs& in) {
       if (info.performance_factor() > 0) v.performance_factor = info.performance_factor();
       v.network = {info.network().bandwidth_mbps(), info.network().latency_ms(), info.network().jitter_ms(),
                    info.network().loss_rate()};
+      // Images the center's adapter reports are there too, whichever center registered them.
+      v.images.insert(info.image_ids().begin(), info.image_ids().end());
       if (info.has_run_as()) {
         v.runs_any_project = info.run_as().any();
         v.run_as_projects.insert(info.run_as().projects().begin(), info.run_as().projects().end());

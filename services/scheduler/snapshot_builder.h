@@ -39,7 +39,8 @@ struct SchedulerInputs {
 // - specs offered (those the catalog says the center can run) with the center's price,
 //   and the execution power the adapter declares for each;
 // - static power, network and performance from the adapter's center info;
-// - images the catalog lists at the center; datasets datamon locates there.
+// - images the catalog lists at the center, and those its adapter reports (CenterInfo
+//   image_ids); datasets datamon locates there.
 Snapshot BuildSnapshot(const SchedulerInputs& inputs);
 
 // The most replicas one task may ask for.

@@ -34,6 +34,8 @@ center_id: local-test
 security_grade: 2
 specs:
   - {id: small, cpu: 1, memory: 512Mi}
+images:
+  - {id: pytorch-2, name: PyTorch 2, framework: PyTorch}
 )");
   t.center = *center;
   t.spec_id = "small";

@@ -4,7 +4,9 @@
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 
@@ -399,6 +401,10 @@ TEST_CASE("conformance: center info and usage are sane [A14][A3]", "[A14][confor
   bool offered = false;
   for (const auto& s : info.specs()) offered |= s.resource_spec_id() == kit.target_.spec_id;
   CHECK(offered);
+  // The images its YAML lists are reported, so the scheduler knows they are here (A4).
+  for (const auto& image : kit.target_.center.images) {
+    CHECK(std::find(info.image_ids().begin(), info.image_ids().end(), image.image_id()) != info.image_ids().end());
+  }
   pb::Usage usage;
   REQUIRE(kit.stub_->GetUsage(&c2, {}, &usage).ok());
   CHECK(usage.running_task_num() >= 0);

@@ -86,6 +86,24 @@ TEST_CASE("the snapshot joins registry, catalog, datamon and monitor figures per
   CHECK(b->specs.empty());    // the catalog has no runnable offer for it
 }
 
+TEST_CASE("an image registered at one center is also at every center whose adapter reports it [A4][A8]",
+          "[A4][A8]") {
+  SchedulerInputs in = Inputs();  // "pytorch" registered at a
+  monitor::CenterObservation b;
+  b.center = in.centers[1];
+  b.has_info = true;
+  b.info.add_image_ids("pytorch");
+  in.observations.push_back(b);
+  in.observations[0].info.add_image_ids("tensorflow");  // a reports one the catalog has at no center
+  Snapshot snap = BuildSnapshot(in);
+  CHECK(snap.Find("a")->images.contains("pytorch"));
+  CHECK(snap.Find("a")->images.contains("tensorflow"));
+  CHECK(snap.Find("b")->images.contains("pytorch"));
+  // Without the report, b lacks it.
+  in.observations.pop_back();
+  CHECK_FALSE(BuildSnapshot(in).Find("b")->images.contains("pytorch"));
+}
+
 TEST_CASE("a job becomes one placement request per replica, with its data and constraints [A7][A8]",
           "[A7][A8]") {
   auto in = Inputs();
