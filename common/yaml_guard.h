@@ -5,6 +5,7 @@
 // where it is, never a crash of the process reading it (found by tests/fuzz). Header-only:
 // its users link yaml-cpp themselves.
 
+#include <set>
 #include <string>
 #include <utility>
 
@@ -26,6 +27,37 @@ auto ParseYamlGuarded(const std::string& what, Parse&& parse) -> decltype(parse(
         absl::StrCat(what, ": unexpected structure",
                      e.mark.is_null() ? std::string() : absl::StrCat(" at line ", e.mark.line + 1), ": ", e.msg));
   }
+}
+
+// The field readers of every YAML file: an error names the file's kind (`what`: "nexec
+// config", "federation"), the place and the problem.
+inline absl::Status YamlError(const std::string& what, const std::string& where, const std::string& problem) {
+  return absl::InvalidArgumentError(absl::StrCat(what, ": ", where, ": ", problem));
+}
+
+// node[key] as T into *out when present; a value of another type is an error.
+template <typename T>
+absl::Status YamlRead(const YAML::Node& node, const char* key, const std::string& what, const std::string& where,
+                      T* out) {
+  const YAML::Node v = node[key];
+  if (!v) return absl::OkStatus();
+  try {
+    *out = v.as<T>();
+  } catch (const YAML::Exception&) {
+    return YamlError(what, absl::StrCat(where, ".", key), "has the wrong type");
+  }
+  return absl::OkStatus();
+}
+
+// `node` is a mapping whose keys are all in `known`.
+inline absl::Status YamlCheckKeys(const YAML::Node& node, const std::string& what, const std::string& where,
+                                  const std::set<std::string>& known) {
+  if (!node.IsMap()) return YamlError(what, where, "must be a mapping");
+  for (const auto& kv : node) {
+    std::string key = kv.first.as<std::string>();
+    if (!known.count(key)) return YamlError(what, where, absl::StrCat("unknown key \"", key, "\""));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace jc

@@ -12,7 +12,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   nlohmann-json3-dev libpqxx-dev libcpp-httplib-dev prometheus-cpp-dev libspdlog-dev
   catch2 libsqlite3-dev libyaml-cpp-dev libgoogle-perftools-dev libssl-dev munge libmunge-dev
-  curl ca-certificates libcurl4-openssl-dev
+  curl ca-certificates libcurl4-openssl-dev gnuplot-nox
 )
 for arg in "$@"; do
   case "$arg" in

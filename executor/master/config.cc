@@ -17,27 +17,13 @@ absl::Status Bad(const std::string& where, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat("nexec config: ", where, ": ", what));
 }
 
-// Reads node[key] as T, naming the place on failure.
 template <typename T>
 absl::Status Read(const YAML::Node& node, const char* key, const std::string& where, T* out) {
-  const YAML::Node v = node[key];
-  if (!v) return absl::OkStatus();
-  try {
-    *out = v.as<T>();
-  } catch (const YAML::Exception&) {
-    return Bad(absl::StrCat(where, ".", key), "has the wrong type");
-  }
-  return absl::OkStatus();
+  return YamlRead(node, key, "nexec config", where, out);
 }
 
-absl::Status CheckKeys(const YAML::Node& node, const std::string& where,
-                       const std::set<std::string>& known) {
-  if (!node.IsMap()) return Bad(where, "must be a mapping");
-  for (const auto& kv : node) {
-    std::string key = kv.first.as<std::string>();
-    if (!known.count(key)) return Bad(where, absl::StrCat("unknown key \"", key, "\""));
-  }
-  return absl::OkStatus();
+absl::Status CheckKeys(const YAML::Node& node, const std::string& where, const std::set<std::string>& known) {
+  return YamlCheckKeys(node, "nexec config", where, known);
 }
 
 absl::StatusOr<ResourceValues> ReadResources(const YAML::Node& node, const std::string& where) {

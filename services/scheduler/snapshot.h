@@ -109,6 +109,7 @@ class Snapshot {
   const std::vector<CenterView>& centers() const { return centers_; }
   const CenterView* Find(absl::string_view id) const;
   CenterView* FindMutable(absl::string_view id);
+  CenterView& MutableAt(int index) { return centers_[index]; }
   int IndexOf(absl::string_view id) const;  // -1 when unknown
 
   // An assumed reservation: a replica of `quantity` placed at the center and not yet

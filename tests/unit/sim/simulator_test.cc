@@ -1,0 +1,180 @@
+// jc-sim's discrete-event core on hand-computed scenarios: the virtual clock, GPU speed,
+// data movement, outages with retries, queue order, and the figures (SPEC A15).
+
+#include <catch2/catch.hpp>
+
+#include "tools/sim/metrics.h"
+#include "tools/sim/simulator.h"
+
+namespace jc::sim {
+namespace {
+
+// Two 4-GPU centers: "fast" (model X, twice the reference speed) listed first, "slow"
+// (model Y, the reference speed).
+Federation TwoCenters() {
+  auto f = ParseFederation(R"(
+gpu_models:
+  X: {performance: 2, watts: 100}
+  Y: {performance: 1, watts: 100}
+centers:
+  - {id: fast, gpu_model: X, gpus: 4, cpus: 64, memory_gb: 256, price_per_gpu_hour: 4, bandwidth_mbps: 1000, latency_ms: 0}
+  - {id: slow, gpu_model: Y, gpus: 4, cpus: 64, memory_gb: 256, price_per_gpu_hour: 1, bandwidth_mbps: 1000, latency_ms: 0}
+)");
+  REQUIRE(f.ok());
+  return *f;
+}
+
+TraceJob Job(double submit, double duration, double gpus, std::string project = "p", std::string model = "") {
+  TraceJob j;
+  j.submit = submit;
+  j.duration = duration;
+  j.gpus = gpus;
+  j.cpus = gpus;
+  j.memory_mb = 1024 * gpus;
+  j.project = std::move(project);
+  j.gpu_model = std::move(model);
+  return j;
+}
+
+RunResult Run(const Federation& f, const std::vector<TraceJob>& trace, const std::string& policy,
+              scheduler::QueueOrder queue = scheduler::QueueOrder::kFcfs) {
+  static const PolicyCatalog catalog;
+  SimOptions o;
+  o.policy = policy;
+  o.queue = queue;
+  o.keep_jobs = true;
+  auto r = Simulate(f, trace, o, catalog);
+  REQUIRE(r.ok());
+  return *r;
+}
+
+TEST_CASE("the virtual clock runs jobs at their center's speed and queues what does not fit [A15]") {
+  Federation f = TwoCenters();
+  // Each job takes a whole center. 1: fast, 0..50. 2: slow, 10..110. 3: waits for fast, 50..100.
+  std::vector<TraceJob> trace = {Job(0, 100, 4), Job(10, 100, 4), Job(20, 100, 4)};
+  RunResult r = Run(f, trace, "first_fit");
+  REQUIRE(r.jobs.size() == 3);
+  CHECK(r.jobs[0].center == "fast");
+  CHECK(r.jobs[0].end == Approx(50));
+  CHECK(r.jobs[1].center == "slow");
+  CHECK(r.jobs[1].end == Approx(110));
+  CHECK(r.jobs[2].center == "fast");
+  CHECK(r.jobs[2].start == Approx(50));
+  CHECK(r.jobs[2].end == Approx(100));
+  CHECK(r.metrics.completed == 3);
+  CHECK(r.metrics.mean_jct == Approx((50.0 + 100 + 80) / 3));
+  CHECK(r.metrics.mean_wait == Approx(10));
+  CHECK(r.metrics.makespan == Approx(110));
+  // Cost: price x GPUs x hours held. Energy: formula 1 (no data moved): watts x GPUs x run.
+  CHECK(r.metrics.cost == Approx((4 * 4 * 50 + 1 * 4 * 100 + 4 * 4 * 50) / 3600.0 + 3 * 4 * 0 /*cpu price*/));
+  CHECK(r.metrics.energy_kwh == Approx((100 * 4 * 50 + 10 * 4 * 50 + 100 * 4 * 100 + 10 * 4 * 100 + 100 * 4 * 50 + 10 * 4 * 50) / 3.6e6));
+}
+
+TEST_CASE("the scheduler's scorers choose: lowest price sends work to the cheap center [A15][A9]") {
+  Federation f = TwoCenters();
+  std::vector<TraceJob> trace = {Job(0, 100, 1), Job(0, 100, 1)};
+  RunResult cheap = Run(f, trace, "scorer:lowest_price");
+  CHECK(cheap.jobs[0].center == "slow");
+  CHECK(cheap.jobs[1].center == "slow");
+  RunResult fast = Run(f, trace, "scorer:highest_performance");
+  CHECK(fast.jobs[0].center == "fast");
+  CHECK(fast.metrics.mean_jct == Approx(50));
+  CHECK(cheap.metrics.mean_jct == Approx(100));
+  CHECK(cheap.metrics.cost < fast.metrics.cost);
+}
+
+TEST_CASE("a GPU model constraint keeps a job off other models [A15]") {
+  Federation f = TwoCenters();
+  RunResult r = Run(f, {Job(0, 100, 1, "p", "Y")}, "scorer:highest_performance");
+  CHECK(r.jobs[0].center == "slow");
+  RunResult either = Run(f, {Job(0, 100, 1, "p", "Y|X")}, "scorer:highest_performance");
+  CHECK(either.jobs[0].center == "fast");
+  // A model no center has: the job never runs, and says so.
+  f.gpu_models["Z"] = GpuModel{};
+  RunResult none = Run(f, {Job(0, 100, 1, "p", "Z")}, "first_fit");
+  CHECK(none.metrics.never_ran == 1);
+  CHECK(none.jobs[0].start < 0);
+}
+
+TEST_CASE("data not at the center moves first and then stays there [A15][A6]") {
+  Federation f = TwoCenters();
+  f.datasets["d:1"] = SimDataset{"d:1", 1000, false};
+  f.centers[0].datasets.push_back("d:1");  // at "fast"
+  // Both jobs must run at "slow": 1000 MB at 1000 Mbit/s is 8 s; the second finds it there.
+  TraceJob a = Job(0, 100, 1, "p", "Y"), b = Job(200, 100, 1, "p", "Y");
+  a.dataset = b.dataset = "d:1";
+  a.dataset_mb = b.dataset_mb = 1000;
+  RunResult r = Run(f, {a, b}, "first_fit");
+  CHECK(r.jobs[0].transfer_s == Approx(8));
+  CHECK(r.jobs[0].end == Approx(108));
+  CHECK(r.jobs[1].transfer_s == 0);
+  CHECK(r.jobs[1].end == Approx(300));
+  CHECK(r.metrics.data_moved_gb == Approx(1000.0 / 1024));
+  // A private dataset never moves: the job goes where it is, whatever the policy prefers.
+  f.datasets["d:1"].is_private = true;
+  TraceJob c = Job(0, 100, 1);
+  c.dataset = "d:1";
+  RunResult p = Run(f, {c}, "scorer:lowest_price");
+  CHECK(p.jobs[0].center == "fast");
+  CHECK(p.jobs[0].transfer_s == 0);
+}
+
+TEST_CASE("a center that fails takes its jobs down, and they are retried elsewhere up to the limit [A15][A8]") {
+  Federation f = TwoCenters();
+  f.outages.push_back({"fast", 10, 1000});
+  RunResult r = Run(f, {Job(0, 100, 1)}, "first_fit");
+  CHECK(r.jobs[0].attempts == 2);
+  CHECK(r.jobs[0].center == "slow");
+  CHECK(r.jobs[0].end == Approx(110));
+  CHECK(r.metrics.completed == 1);
+  f.retries = 0;
+  RunResult gone = Run(f, {Job(0, 100, 1)}, "first_fit");
+  CHECK(gone.metrics.failed == 1);
+  CHECK(gone.metrics.completed == 0);
+  // Recovery: after the outage the center takes work again.
+  Federation g = TwoCenters();
+  g.outages.push_back({"fast", 0, 50});
+  RunResult back = Run(g, {Job(0, 100, 4), Job(1, 100, 4), Job(60, 10, 4)}, "first_fit");
+  CHECK(back.jobs[0].center == "slow");
+  CHECK(back.jobs[1].start == Approx(50));  // waited for the recovery
+  CHECK(back.jobs[1].center == "fast");
+}
+
+TEST_CASE("fair share lets a light project past a heavy one's backlog, where FCFS does not [A15][A11]") {
+  Federation f = TwoCenters();
+  f.centers.pop_back();  // one 4-GPU center
+  std::vector<TraceJob> trace;
+  for (int i = 0; i < 8; ++i) trace.push_back(Job(0, 100, 1, "heavy", "X"));
+  trace.push_back(Job(1, 100, 1, "light", "X"));
+  RunResult fcfs = Run(f, trace, "first_fit", scheduler::QueueOrder::kFcfs);
+  RunResult fair = Run(f, trace, "first_fit", scheduler::QueueOrder::kFairShare);
+  CHECK(fcfs.jobs[8].start == Approx(100));  // behind heavy's second wave (4 GPUs at speed 2: 50 s each)
+  CHECK(fair.jobs[8].start == Approx(50));   // first free GPU: light holds nothing
+  CHECK(fair.metrics.jain_fairness > fcfs.metrics.jain_fairness);
+}
+
+TEST_CASE("a trace naming an unknown GPU model or policy is refused with the reason [A15]") {
+  static const PolicyCatalog catalog;
+  Federation f = TwoCenters();
+  auto r = Simulate(f, {Job(0, 100, 1, "p", "Q100")}, SimOptions{}, catalog);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("unknown GPU model \"Q100\"") != std::string::npos);
+  SimOptions o;
+  o.policy = "best_fit";
+  auto p = Simulate(f, {Job(0, 100, 1)}, o, catalog);
+  REQUIRE_FALSE(p.ok());
+  CHECK(p.status().message().find("unknown policy") != std::string::npos);
+  o.policy = "scorer:nope";
+  CHECK_FALSE(Simulate(f, {Job(0, 100, 1)}, o, catalog).ok());
+}
+
+TEST_CASE("quantiles and Jain's index [A15]") {
+  std::vector<double> v = {4, 1, 3, 2};
+  CHECK(Quantile(v, 0.5) == Approx(2.5));
+  CHECK(Quantile(v, 1) == Approx(4));
+  CHECK(JainIndex({1, 1, 1}) == Approx(1));
+  CHECK(JainIndex({1, 0, 0, 0}) == Approx(0.25));
+}
+
+}  // namespace
+}  // namespace jc::sim

@@ -1,0 +1,105 @@
+#include "tools/sim/generator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <random>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+
+namespace jc::sim {
+
+absl::StatusOr<std::vector<TraceJob>> GenerateTrace(const GeneratorOptions& o, Federation& federation) {
+  if (o.jobs <= 0) return absl::InvalidArgumentError("generator: jobs must be positive");
+  if (!(o.load > 0)) return absl::InvalidArgumentError("generator: load must be positive");
+  if (o.projects <= 0) return absl::InvalidArgumentError("generator: projects must be positive");
+  if (!(o.median_duration_s > 0) || !(o.duration_sigma >= 0)) {
+    return absl::InvalidArgumentError("generator: the duration median must be positive and sigma not negative");
+  }
+  if (o.diurnal_amplitude < 0 || o.diurnal_amplitude >= 1) {
+    return absl::InvalidArgumentError("generator: diurnal amplitude must be in [0, 1)");
+  }
+  double capacity = 0;  // reference-GPU seconds per second
+  double largest = 0;
+  std::vector<std::string> models;
+  for (const auto& c : federation.centers) {
+    capacity += c.gpus * federation.PerformanceOf(c);
+    largest = std::max(largest, c.gpus);
+    if (c.gpus > 0 && std::find(models.begin(), models.end(), c.gpu_model) == models.end()) {
+      models.push_back(c.gpu_model);
+    }
+  }
+  if (capacity <= 0) return absl::InvalidArgumentError("generator: the federation has no GPUs");
+
+  std::mt19937_64 rng(o.seed);
+  std::uniform_real_distribution<double> unit(0, 1);
+  std::lognormal_distribution<double> duration(std::log(o.median_duration_s), o.duration_sigma);
+
+  // Datasets: a pool, each at one or two centers.
+  std::vector<std::string> pool;
+  if (o.dataset_share > 0 && o.datasets > 0) {
+    for (int d = 0; d < o.datasets; ++d) {
+      SimDataset ds;
+      ds.key = absl::StrCat("ds", d, ":1");
+      ds.size_mb = std::round(1024 * std::pow(500.0, unit(rng)));  // 1 GB .. 500 GB, log-uniform
+      federation.datasets[ds.key] = ds;
+      int copies = 1 + static_cast<int>(rng() % 2);
+      for (int k = 0; k < copies; ++k) {
+        auto& holder = federation.centers[rng() % federation.centers.size()].datasets;
+        if (std::find(holder.begin(), holder.end(), ds.key) == holder.end()) holder.push_back(ds.key);
+      }
+      pool.push_back(ds.key);
+    }
+  }
+
+  // Projects: weights 1/k (a few heavy, many light).
+  std::vector<double> project_weight;
+  for (int p = 0; p < o.projects; ++p) project_weight.push_back(1.0 / (p + 1));
+  std::discrete_distribution<int> project(project_weight.begin(), project_weight.end());
+  // GPU counts: powers of two, most jobs on one GPU (Philly's and PAI's shape).
+  const double gpu_counts[] = {1, 2, 4, 8, 16, 32};
+  const double gpu_weights[] = {0.60, 0.10, 0.12, 0.12, 0.04, 0.02};
+  std::discrete_distribution<int> gpus(std::begin(gpu_weights), std::end(gpu_weights));
+
+  std::vector<TraceJob> jobs(o.jobs);
+  double work = 0;
+  for (auto& j : jobs) {
+    j.duration = std::round(std::clamp(duration(rng), 30.0, std::max(30.0, o.max_duration_s)));
+    if (unit(rng) < o.cpu_only_share) {
+      j.cpus = std::pow(2, 2 + static_cast<int>(rng() % 4));
+      j.memory_mb = j.cpus * 4096;
+    } else {
+      j.gpus = std::min(gpu_counts[gpus(rng)], largest);
+      j.cpus = j.gpus * 6;
+      j.memory_mb = j.gpus * 48 * 1024;
+      if (!models.empty() && unit(rng) < o.constrained_share) j.gpu_model = models[rng() % models.size()];
+      work += j.gpus * j.duration;
+    }
+    int p = project(rng);
+    j.project = absl::StrCat("proj", p);
+    j.user = absl::StrCat("proj", p, "-u", rng() % 3);
+    if (!pool.empty() && unit(rng) < o.dataset_share) {
+      j.dataset = pool[rng() % pool.size()];
+      j.dataset_mb = federation.datasets[j.dataset].size_mb;
+    }
+  }
+  // Arrivals over the span that offers `load`: a Poisson process whose rate follows the
+  // day (thinning), so the count is exact and the shape diurnal.
+  double span = work / (o.load * capacity);
+  std::vector<double> times;
+  times.reserve(o.jobs);
+  while (static_cast<int>(times.size()) < o.jobs) {
+    double t = unit(rng) * span;
+    double rate = 1 + o.diurnal_amplitude * std::sin(2 * std::numbers::pi * t / 86400);
+    if (unit(rng) * (1 + o.diurnal_amplitude) <= rate) times.push_back(std::round(t));
+  }
+  std::sort(times.begin(), times.end());
+  for (int i = 0; i < o.jobs; ++i) {
+    jobs[i].submit = times[i];
+    if (unit(rng) < o.deadline_share) jobs[i].deadline = std::round(times[i] + jobs[i].duration * (1.5 + 2.5 * unit(rng)));
+  }
+  return jobs;
+}
+
+}  // namespace jc::sim

@@ -1,0 +1,41 @@
+#pragma once
+
+// Synthetic traces shaped like the published GPU-cluster ones (Philly, Alibaba PAI):
+// heavy-tailed durations (log-normal), GPU counts in powers of two with most jobs on one
+// GPU, arrivals following a day's rhythm, a few heavy projects and many light ones. The
+// load knob sets the offered work against the federation's capacity; the seed makes
+// every trace reproducible.
+
+#include <cstdint>
+#include <vector>
+
+#include "tools/sim/federation.h"
+#include "tools/sim/trace.h"
+
+namespace jc::sim {
+
+struct GeneratorOptions {
+  int jobs = 1000;
+  // Offered GPU work per second over the federation's capacity in reference-GPU seconds
+  // per second (a faster GPU counts its performance). 0.8: 80% offered load.
+  double load = 0.8;
+  uint64_t seed = 1;
+  int projects = 8;
+  double median_duration_s = 900;  // log-normal median
+  double duration_sigma = 1.6;     // log-normal shape: the tail
+  double max_duration_s = 86400;   // the tail's cap
+  double diurnal_amplitude = 0.5;  // arrival rate swings by +-50% over a day
+  double constrained_share = 0.2;  // jobs that name a GPU model
+  double deadline_share = 0.2;     // jobs with a deadline
+  double cpu_only_share = 0.05;
+  // Jobs reading a dataset, from a pool of `datasets` datasets placed at one or two
+  // centers each (added to the federation).
+  double dataset_share = 0.3;
+  int datasets = 12;
+};
+
+// Generates the trace and adds the datasets it reads to `federation`. InvalidArgument for
+// options out of range (a load <= 0, no jobs, a federation without GPUs).
+absl::StatusOr<std::vector<TraceJob>> GenerateTrace(const GeneratorOptions& options, Federation& federation);
+
+}  // namespace jc::sim

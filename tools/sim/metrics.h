@@ -1,0 +1,23 @@
+#pragma once
+
+// The figures a run is judged by (issue 13 item 3), from the jobs' records.
+
+#include <vector>
+
+#include "tools/sim/simulator.h"
+
+namespace jc::sim {
+
+// JCT = end - submit of completed jobs; wait = first start - submit of jobs that ran;
+// makespan = last end - first submit; Jain's index over the projects' mean slowdown (JCT
+// over the job's reference duration): 1 when every project is slowed alike, 1/n when one
+// project takes all the delay. Utilisation is filled in by the simulator.
+RunMetrics ComputeMetrics(const std::vector<JobRecord>& jobs, const std::vector<const TraceJob*>& traces);
+
+// The p-quantile (0..1) of `values` by linear interpolation; 0 when empty. Sorts.
+double Quantile(std::vector<double>& values, double p);
+
+// Jain's fairness index of `x`: (sum x)^2 / (n sum x^2); 1 when empty.
+double JainIndex(const std::vector<double>& x);
+
+}  // namespace jc::sim

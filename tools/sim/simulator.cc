@@ -1,0 +1,495 @@
+#include "tools/sim/simulator.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <queue>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "services/datamon/source_selection.h"
+#include "tools/sim/metrics.h"
+
+namespace jc::sim {
+namespace {
+
+using scheduler::CenterView;
+using scheduler::PlacementRequest;
+using scheduler::Resources;
+using scheduler::Snapshot;
+
+double CpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_THREAD, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+enum class EventKind { kOutageEnd, kFinish, kDataArrived, kOutageStart, kArrival };
+
+struct Event {
+  double time;
+  EventKind kind;  // at the same time: recoveries and finishes free capacity before arrivals
+  int64_t seq;
+  int a;  // job or center
+  int b;  // attempt
+  bool operator>(const Event& o) const {
+    if (time != o.time) return time > o.time;
+    if (kind != o.kind) return kind > o.kind;
+    return seq > o.seq;
+  }
+};
+
+struct Job {
+  const TraceJob* trace = nullptr;
+  int spec = -1;  // index into specs
+  PlacementRequest request;
+  int dataset = -1;  // index into datasets; -1: none
+  bool private_data = false;
+  JobRecord record;
+  int center = -1;          // running there, -1 when not running
+  double attempt_start = 0;  // of the running attempt
+  bool done = false;         // completed or failed for good
+};
+
+struct Spec {
+  std::string id;
+  Resources quantity;
+};
+
+struct DatasetState {
+  const SimDataset* config = nullptr;  // null: known from the trace only (outside the federation)
+  std::string key;
+  double size_mb = 0;
+  std::vector<int> holders;  // centers
+  jointcloud::v1::Dataset record;  // locations with their download history, for datamon
+};
+
+class Simulation {
+ public:
+  Simulation(const Federation& f, const std::vector<TraceJob>& trace, const SimOptions& o, PlacementPolicy& policy)
+      : f_(f), trace_(trace), options_(o), policy_(policy), queue_(o.queue) {}
+
+  absl::Status Init();
+  void Run();
+  RunResult Result() const;
+
+ private:
+  int SpecFor(const TraceJob& j);
+  int DatasetFor(const TraceJob& j);
+  void Push(double time, EventKind kind, int a, int b = 0) { events_.push({time, kind, next_event_++, a, b}); }
+  void Enqueue(int job);
+  void SchedulePass();
+  bool TryPlace(int job);
+  void Start(int job, int center);
+  void EndAttempt(int job, double now);  // releases what the running attempt holds
+  void Finish(int job, int attempt);
+  void OutageStart(int center);
+  double SpeedAt(const Job& job, int center) const;
+
+  const Federation& f_;
+  const std::vector<TraceJob>& trace_;
+  const SimOptions& options_;
+  PlacementPolicy& policy_;
+  scheduler::JobQueue queue_;
+  Snapshot snapshot_;
+  std::vector<Spec> specs_;
+  absl::flat_hash_map<std::string, int> spec_index_;
+  std::vector<DatasetState> datasets_;
+  absl::flat_hash_map<std::string, int> dataset_index_;
+  std::vector<Job> jobs_;
+  std::vector<absl::flat_hash_set<int>> running_at_;  // per center
+  std::vector<double> busy_gpu_s_;
+  std::vector<int> attempts_at_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  int64_t next_event_ = 0;
+  double now_ = 0;
+  bool freed_ = true;  // capacity came back since the last pass: every waiting job may fit
+  std::vector<int> arrived_;  // jobs queued since the last pass
+  absl::flat_hash_set<int> failed_specs_;  // in this pass
+  int64_t decisions_ = 0;
+  double moved_mb_ = 0;
+  double window_start_ = 0, window_end_ = 0;  // first and last submission
+};
+
+double Simulation::SpeedAt(const Job& job, int center) const {
+  const SimCenter& c = f_.centers[center];
+  return job.trace->gpus > 0 ? f_.PerformanceOf(c) : c.performance;
+}
+
+int Simulation::SpecFor(const TraceJob& j) {
+  std::string id = absl::StrCat("g", j.gpus, "-c", j.cpus, "-m", j.memory_mb, j.gpu_model.empty() ? "" : "@",
+                                j.gpu_model);
+  auto [it, added] = spec_index_.try_emplace(id, static_cast<int>(specs_.size()));
+  if (!added) return it->second;
+  Spec spec{id, Resources{}};
+  spec.quantity.gpu = j.gpus;
+  spec.quantity.cpu = j.cpus;
+  spec.quantity.memory_mb = j.memory_mb;
+  std::vector<std::string> models = absl::StrSplit(j.gpu_model, '|', absl::SkipEmpty());
+  snapshot_.spec_quantity[id] = spec.quantity;
+  // Every center that could ever run it offers it, priced and powered by its own figures.
+  for (size_t i = 0; i < f_.centers.size(); ++i) {
+    const SimCenter& c = f_.centers[i];
+    if (j.gpus > 0 && c.gpus <= 0) continue;
+    if (!models.empty() && std::find(models.begin(), models.end(), c.gpu_model) == models.end()) continue;
+    scheduler::SpecAtCenter offer;
+    offer.quantity = spec.quantity;
+    offer.price = j.gpus * c.price_per_gpu_hour + j.cpus * c.price_per_cpu_hour;
+    double gpu_watts = c.gpu_model.empty() ? 0 : f_.gpu_models.at(c.gpu_model).watts;
+    offer.execution_power_watts = j.gpus * gpu_watts + j.cpus * c.watts_per_cpu;
+    snapshot_.MutableAt(static_cast<int>(i)).specs[id] = offer;
+  }
+  specs_.push_back(std::move(spec));
+  return it->second;
+}
+
+int Simulation::DatasetFor(const TraceJob& j) {
+  if (j.dataset.empty()) return -1;
+  auto [it, added] = dataset_index_.try_emplace(j.dataset, static_cast<int>(datasets_.size()));
+  if (!added) return it->second;
+  DatasetState d;
+  d.key = j.dataset;
+  auto known = f_.datasets.find(j.dataset);
+  if (known != f_.datasets.end()) {
+    d.config = &known->second;
+    d.size_mb = known->second.size_mb;
+  } else {
+    d.size_mb = j.dataset_mb;
+  }
+  d.record.set_is_private(d.config != nullptr && d.config->is_private);
+  datasets_.push_back(std::move(d));
+  return it->second;
+}
+
+absl::Status Simulation::Init() {
+  for (size_t i = 0; i < f_.centers.size(); ++i) {
+    const SimCenter& c = f_.centers[i];
+    CenterView v;
+    v.id = c.id;
+    v.available = true;
+    v.security_grade = c.security_grade;
+    v.topology = c.topology;
+    v.capacity.gpu = c.gpus;
+    v.capacity.cpu = c.cpus;
+    v.capacity.memory_mb = c.memory_mb;
+    v.free = v.capacity;
+    v.static_power_watts = c.static_power_watts;
+    v.performance_factor = f_.PerformanceOf(c);
+    v.network.bandwidth_mbps = c.bandwidth_mbps;
+    v.network.latency_ms = c.latency_ms;
+    for (const auto& d : c.datasets) v.datasets.insert(d);
+    snapshot_.Upsert(std::move(v));
+  }
+  Resources total;
+  for (const auto& c : snapshot_.centers()) total += c.capacity;
+  queue_.SetCapacity(total);
+  running_at_.resize(f_.centers.size());
+  busy_gpu_s_.assign(f_.centers.size(), 0);
+  attempts_at_.assign(f_.centers.size(), 0);
+
+  jobs_.resize(trace_.size());
+  if (!trace_.empty()) {
+    window_start_ = trace_.front().submit;
+    window_end_ = trace_.back().submit;
+    for (const auto& t : trace_) {
+      window_start_ = std::min(window_start_, t.submit);
+      window_end_ = std::max(window_end_, t.submit);
+    }
+  }
+  for (size_t i = 0; i < trace_.size(); ++i) {
+    const TraceJob& t = trace_[i];
+    for (absl::string_view m : absl::StrSplit(t.gpu_model, '|', absl::SkipEmpty())) {
+      if (!f_.gpu_models.count(std::string(m))) {
+        return absl::InvalidArgumentError(absl::StrCat("trace job ", i + 1, " (submitted at ", t.submit,
+                                                       " s) names unknown GPU model \"", m,
+                                                       "\"; the federation file's gpu_models lists the known ones"));
+      }
+    }
+    Job& job = jobs_[i];
+    job.trace = &t;
+    job.spec = SpecFor(t);
+    job.dataset = DatasetFor(t);
+    job.record.submit = t.submit;
+    PlacementRequest& r = job.request;
+    r.job_id = absl::StrCat("j", i);
+    r.spec_id = specs_[job.spec].id;
+    r.project = t.project;
+    r.user = t.user;
+    r.expected_runtime = absl::Seconds(t.duration);
+    if (t.deadline >= 0) r.deadline = absl::UnixEpoch() + absl::Seconds(t.deadline);
+    if (job.dataset >= 0) {
+      const DatasetState& d = datasets_[job.dataset];
+      job.private_data = d.record.is_private();
+      r.datasets.push_back({d.key, d.size_mb, job.private_data, {}});
+    }
+    Push(t.submit, EventKind::kArrival, static_cast<int>(i));
+  }
+  // Where each dataset is at the start.
+  for (size_t c = 0; c < f_.centers.size(); ++c) {
+    for (const auto& key : f_.centers[c].datasets) {
+      auto it = dataset_index_.find(key);
+      if (it == dataset_index_.end()) continue;  // no job reads it
+      DatasetState& d = datasets_[it->second];
+      d.holders.push_back(static_cast<int>(c));
+      auto* loc = d.record.add_location();
+      loc->set_ai_center_id(f_.centers[c].id);
+      loc->set_network_topology(f_.centers[c].topology);
+      loc->set_access("r");
+    }
+  }
+  for (const auto& o : f_.outages) {
+    int c = snapshot_.IndexOf(o.center);
+    Push(o.start, EventKind::kOutageStart, c);
+    Push(o.end, EventKind::kOutageEnd, c);
+  }
+  return absl::OkStatus();
+}
+
+void Simulation::Enqueue(int job) {
+  queue_.Push(job, 0, jobs_[job].trace->project);
+  arrived_.push_back(job);
+}
+
+void Simulation::Run() {
+  while (!events_.empty()) {
+    now_ = events_.top().time;
+    // Every event at this instant, then one scheduling pass.
+    while (!events_.empty() && events_.top().time == now_) {
+      Event e = events_.top();
+      events_.pop();
+      switch (e.kind) {
+        case EventKind::kArrival:
+          Enqueue(e.a);
+          break;
+        case EventKind::kFinish:
+          Finish(e.a, e.b);
+          break;
+        case EventKind::kDataArrived: {
+          // The copy is complete: the center holds the dataset from now on.
+          Job& job = jobs_[e.a];
+          if (job.record.attempts != e.b || job.center < 0) break;
+          DatasetState& d = datasets_[job.dataset];
+          CenterView* c = &snapshot_.MutableAt(job.center);
+          if (c->datasets.insert(d.key).second) {
+            d.holders.push_back(job.center);
+            auto* loc = d.record.add_location();
+            loc->set_ai_center_id(c->id);
+            loc->set_network_topology(c->topology);
+            loc->set_access("r");
+          }
+          break;
+        }
+        case EventKind::kOutageStart:
+          OutageStart(e.a);
+          break;
+        case EventKind::kOutageEnd:
+          snapshot_.MutableAt(e.a).available = true;
+          freed_ = true;
+          break;
+      }
+    }
+    SchedulePass();
+  }
+}
+
+void Simulation::SchedulePass() {
+  if (queue_.size() == 0) {
+    arrived_.clear();
+    return;
+  }
+  failed_specs_.clear();
+  if (freed_) {
+    queue_.Pass([this](int64_t job) { return TryPlace(static_cast<int>(job)); });
+  } else {
+    // Nothing was freed since the last pass, so the jobs that did not fit then cannot
+    // fit now: only the new arrivals are tried, in the order they came.
+    for (int job : arrived_) {
+      if (queue_.Contains(job) && TryPlace(job)) queue_.Erase(job);
+    }
+  }
+  freed_ = false;
+  arrived_.clear();
+}
+
+bool Simulation::TryPlace(int index) {
+  Job& job = jobs_[index];
+  PlacementRequest& r = job.request;
+  // Within a pass capacity only shrinks: a spec that fit nowhere still fits nowhere, for
+  // any job whose filters depend on nothing else (no private data, no centers to avoid).
+  bool cacheable = !job.private_data && r.avoid_centers.empty();
+  if (cacheable && failed_specs_.contains(job.spec)) return false;
+  r.now = absl::UnixEpoch() + absl::Seconds(now_);
+  if (job.dataset >= 0) {
+    auto& need = r.datasets.front();
+    need.locations.clear();
+    for (int c : datasets_[job.dataset].holders) need.locations.push_back(snapshot_.centers()[c].topology_path);
+  }
+  ++decisions_;
+  int center = policy_.Choose(r, snapshot_);
+  if (center < 0) {
+    if (cacheable) failed_specs_.insert(job.spec);
+    return false;
+  }
+  Start(index, center);
+  return true;
+}
+
+void Simulation::Start(int index, int center) {
+  Job& job = jobs_[index];
+  const SimCenter& sc = f_.centers[center];
+  CenterView& c = snapshot_.MutableAt(center);
+  const Spec& spec = specs_[job.spec];
+  c.free -= spec.quantity;
+  ++c.running_tasks;
+  queue_.AddHeld(job.trace->project, spec.quantity);
+  running_at_[center].insert(index);
+  ++attempts_at_[center];
+  ++job.record.attempts;
+  if (job.record.start < 0) job.record.start = now_;
+  job.center = center;
+  job.attempt_start = now_;
+  job.record.center = sc.id;
+
+  // Data first: from the source datamon ranks best (6.3.2), or from outside the
+  // federation when no center holds it.
+  double transfer = 0;
+  if (job.dataset >= 0 && !c.datasets.contains(datasets_[job.dataset].key)) {
+    DatasetState& d = datasets_[job.dataset];
+    double bandwidth = sc.bandwidth_mbps;
+    double latency_ms = sc.latency_ms;
+    if (!d.holders.empty()) {
+      datamon::SelectionInput in;
+      in.dataset = d.record;
+      in.target_center_id = sc.id;
+      in.target_topology = sc.topology;
+      for (int h : d.holders) {
+        in.centers[f_.centers[h].id] = {true, snapshot_.centers()[h].available ? 1 : 0};
+      }
+      in.weights = datamon::DefaultWeights();
+      auto chosen = datamon::SelectSources(in);
+      if (chosen.sources_size() > 0) {
+        const SimCenter* src = f_.Find(chosen.sources(0).ai_center_id());
+        bandwidth = std::min(bandwidth, src->bandwidth_mbps);
+        latency_ms += src->latency_ms;
+        // The migration goes into the source's history, which the next selection reads.
+        for (auto& loc : *d.record.mutable_location()) {
+          if (loc.ai_center_id() != src->id) continue;
+          double seconds = d.size_mb * 8 / bandwidth + latency_ms / 1000;
+          auto* state = loc.mutable_download_state();
+          double n = state->succeeded();
+          loc.set_download_cost((loc.download_cost() * n + seconds) / (n + 1));
+          state->set_succeeded(state->succeeded() + 1);
+        }
+      }
+    }
+    transfer = d.size_mb * 8 / bandwidth + latency_ms / 1000;
+    moved_mb_ += d.size_mb;
+    Push(now_ + transfer, EventKind::kDataArrived, index, job.record.attempts);
+  }
+  double run = job.trace->duration / SpeedAt(job, center);
+  job.record.transfer_s = transfer;
+  job.record.run_s = run;
+  Push(now_ + transfer + run, EventKind::kFinish, index, job.record.attempts);
+}
+
+void Simulation::EndAttempt(int index, double now) {
+  Job& job = jobs_[index];
+  int center = job.center;
+  const SimCenter& sc = f_.centers[center];
+  CenterView& c = snapshot_.MutableAt(center);
+  const Spec& spec = specs_[job.spec];
+  c.free += spec.quantity;
+  --c.running_tasks;
+  queue_.SubtractHeld(job.trace->project, spec.quantity);
+  running_at_[center].erase(index);
+  double held = now - job.attempt_start;
+  double transferring = std::min(held, job.record.transfer_s);
+  double running = held - transferring;
+  const auto& offer = c.specs.at(spec.id);
+  job.record.cost += offer.price * held / 3600;
+  job.record.energy_j += sc.static_power_watts * transferring + offer.execution_power_watts * running;
+  // Utilisation counts the arrival window only: a long job's tail after the last
+  // submission would otherwise dilute it (its makespan can be days on a slow GPU).
+  double overlap = std::min(now, window_end_) - std::max(job.attempt_start, window_start_);
+  if (overlap > 0) busy_gpu_s_[center] += spec.quantity.gpu * overlap;
+  job.center = -1;
+  freed_ = true;
+}
+
+void Simulation::Finish(int index, int attempt) {
+  Job& job = jobs_[index];
+  if (job.record.attempts != attempt || job.center < 0) return;  // that attempt was ended by an outage
+  EndAttempt(index, now_);
+  job.record.end = now_;
+  job.done = true;
+}
+
+void Simulation::OutageStart(int center) {
+  snapshot_.MutableAt(center).available = false;
+  std::vector<int> victims(running_at_[center].begin(), running_at_[center].end());
+  std::sort(victims.begin(), victims.end());
+  for (int index : victims) {
+    Job& job = jobs_[index];
+    EndAttempt(index, now_);
+    // The retry policy: another attempt, elsewhere when possible, up to `retries`.
+    if (job.record.attempts > f_.retries) {
+      job.done = true;
+      continue;
+    }
+    job.request.avoid_centers.insert(f_.centers[center].id);
+    Enqueue(index);
+  }
+}
+
+RunResult Simulation::Result() const {
+  RunResult result;
+  std::vector<JobRecord> records;
+  records.reserve(jobs_.size());
+  std::vector<const TraceJob*> traces;
+  for (const auto& j : jobs_) {
+    records.push_back(j.record);
+    traces.push_back(j.trace);
+  }
+  result.metrics = ComputeMetrics(records, traces);
+  double window = window_end_ - window_start_;
+  for (size_t c = 0; c < f_.centers.size(); ++c) {
+    CenterUse use;
+    use.id = f_.centers[c].id;
+    use.jobs = attempts_at_[c];
+    if (f_.centers[c].gpus > 0 && window > 0) use.gpu_utilisation = busy_gpu_s_[c] / (f_.centers[c].gpus * window);
+    result.centers.push_back(use);
+  }
+  double total_gpus = f_.TotalGpus(), busy = 0;
+  for (double b : busy_gpu_s_) busy += b;
+  if (total_gpus > 0 && window > 0) result.metrics.mean_gpu_utilisation = busy / (total_gpus * window);
+  result.metrics.decisions = decisions_;
+  result.metrics.data_moved_gb = moved_mb_ / 1024;
+  if (options_.keep_jobs) result.jobs = std::move(records);
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<RunResult> Simulate(const Federation& federation, const std::vector<TraceJob>& trace,
+                                   const SimOptions& options, const PolicyCatalog& catalog) {
+  auto wall = std::chrono::steady_clock::now();
+  double cpu = CpuSeconds();
+  absl::StatusOr<std::unique_ptr<PlacementPolicy>> policy = MakePolicy(options.policy, catalog, options.seed);
+  if (!policy.ok()) return policy.status();
+  Simulation sim(federation, trace, options, **policy);
+  if (absl::Status s = sim.Init(); !s.ok()) return s;
+  sim.Run();
+  RunResult result = sim.Result();
+  result.metrics.policy = options.policy;
+  result.metrics.queue = std::string(scheduler::QueueOrderName(options.queue));
+  result.metrics.wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
+  result.metrics.cpu_seconds = CpuSeconds() - cpu;
+  return result;
+}
+
+}  // namespace jc::sim

@@ -1,0 +1,73 @@
+#pragma once
+
+// jc-sim's discrete-event core: replays a trace over a federation on a virtual clock (no
+// sleeping), placing jobs with the scheduler's own library — snapshot, filters, scorers,
+// normalization, evaluation model (through a PlacementPolicy) and queue order (JobQueue),
+// with the retry policy's "avoid where it failed". Reality is modelled: run time scales
+// with the center's speed for the job's GPU model; data not at the center moves first
+// from the source datamon's selection picks (size / bandwidth plus latency), and stays
+// there; cost is price x hours held; energy is formula 1; centers fail and recover on the
+// outage schedule, and their jobs are retried elsewhere.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "services/scheduler/job_queue.h"
+#include "tools/sim/federation.h"
+#include "tools/sim/policy.h"
+#include "tools/sim/trace.h"
+
+namespace jc::sim {
+
+struct SimOptions {
+  std::string policy = "profile:default";
+  scheduler::QueueOrder queue = scheduler::QueueOrder::kFcfs;
+  uint64_t seed = 1;  // the random policy's
+  bool keep_jobs = false;  // fill RunResult::jobs
+};
+
+// One job's fate.
+struct JobRecord {
+  double submit = 0;
+  double start = -1;  // first placement; < 0: never ran
+  double end = -1;    // completion; < 0: did not complete
+  std::string center;  // where it completed (or last ran)
+  int attempts = 0;
+  double transfer_s = 0, run_s = 0;  // of the last attempt
+  double cost = 0, energy_j = 0;      // over all attempts
+};
+
+struct CenterUse {
+  std::string id;
+  double gpu_utilisation = 0;  // busy GPU-seconds / (GPUs x seconds), from the first to the last submission
+  int jobs = 0;                // attempts started there
+};
+
+struct RunMetrics {
+  std::string policy, queue;
+  int jobs = 0, completed = 0, never_ran = 0, failed = 0;  // failed: retries exhausted
+  double mean_jct = 0, median_jct = 0, p95_jct = 0;
+  double mean_wait = 0, median_wait = 0, p95_wait = 0;
+  double makespan = 0, cost = 0, energy_kwh = 0;
+  int deadline_jobs = 0, deadline_misses = 0;
+  double jain_fairness = 0;  // over projects' mean slowdown (JCT / reference duration)
+  double mean_gpu_utilisation = 0;
+  double data_moved_gb = 0;
+  int64_t decisions = 0;  // placement attempts, placed or not
+  double wall_seconds = 0, cpu_seconds = 0;
+};
+
+struct RunResult {
+  RunMetrics metrics;
+  std::vector<CenterUse> centers;
+  std::vector<JobRecord> jobs;  // trace order, when keep_jobs
+};
+
+// InvalidArgument for a trace naming a GPU model the federation does not know, or an
+// unknown policy.
+absl::StatusOr<RunResult> Simulate(const Federation& federation, const std::vector<TraceJob>& trace,
+                                   const SimOptions& options, const PolicyCatalog& catalog);
+
+}  // namespace jc::sim
