@@ -135,7 +135,7 @@ absl::StatusOr<std::vector<std::string>> DrawCompareCharts(const std::string& di
     std::string script = absl::StrCat(kSvg, "set output '", svg, "'\nset title \"", f.label,
                                       "\"\nset style fill solid 0.85 border -1\nset boxwidth 0.7\nset grid ytics\n"
                                       "set xtics rotate by -40 scale 0 font ',10' noenhanced\nset yrange [0:*]\n"
-                                      "set key off\nset bmargin 9\n"
+                                      "set key off\nset bmargin 10\nset rmargin 10\n"
                                       "plot '", dat, "' using 0:2:3:xtic(1) with boxes lc rgb variable\n");
     if (absl::Status s = Gnuplot(dir, absl::StrCat("compare-", f.file, ".gp"), script); !s.ok()) return s;
     files.push_back(svg);

@@ -119,11 +119,18 @@ TEST_CASE("spec free capacity prefers the center where more replicas of the spec
   CHECK(s == std::map<std::string, int>{{"a", 0}, {"b", 100}});
 }
 
-TEST_CASE("lowest price prefers the cheapest offer of the spec [A9]", "[A9]") {
+TEST_CASE("lowest price prefers where the replica costs least: price per hour times the hours held [A9]", "[A9]") {
   Snapshot snap;
   snap.Upsert(MakeCenter("a", 30)), snap.Upsert(MakeCenter("b", 10)), snap.Upsert(MakeCenter("c", 20));
   auto s = ScoresOf(*MakeLowestPriceScorer(), snap, MakeRequest());
   CHECK(s == std::map<std::string, int>{{"a", 0}, {"b", 100}, {"c", 50}});
+  // Twice the price at three times the speed costs less in the end: 20 x 1/3 h < 10 x 1 h.
+  CenterView fast = MakeCenter("fast", 20);
+  fast.performance_factor = 3;
+  Snapshot speeds;
+  speeds.Upsert(MakeCenter("slow", 10)), speeds.Upsert(fast);
+  auto t = ScoresOf(*MakeLowestPriceScorer(), speeds, MakeRequest());
+  CHECK(t == std::map<std::string, int>{{"fast", 100}, {"slow", 0}});
 }
 
 TEST_CASE("lowest energy follows formula 1: static power while data moves, execution power while it runs [A9]",
