@@ -25,7 +25,7 @@ const std::vector<std::string>& SpecMutableFields() {
 
 const std::vector<std::string>& ImageMutableFields() {
   static const auto* f = new std::vector<std::string>{"name", "ai_center_id", "base_os",
-                                                      "framework", "resource_spec"};
+                                                      "framework", "resource_spec", "present_at"};
   return *f;
 }
 
@@ -361,6 +361,17 @@ absl::Status Catalog::CheckImageReferences(v1::Image* image) {
         absl::StrCat("ai_center_id names unknown center \"", image->ai_center_id(), "\""));
   }
   JC_RETURN_IF_ERROR(center.status());
+  std::set<std::string> present;
+  for (const std::string& id : image->present_at()) {
+    if (id == image->ai_center_id() || !present.insert(id).second) {
+      return absl::InvalidArgumentError(absl::StrCat("present_at lists center \"", id, "\" twice"));
+    }
+    auto other = centers_->GetCenter(id);
+    if (absl::IsNotFound(other.status())) {
+      return absl::InvalidArgumentError(absl::StrCat("present_at names unknown center \"", id, "\""));
+    }
+    JC_RETURN_IF_ERROR(other.status());
+  }
   std::vector<std::string> specs = SplitList(image->resource_spec());
   for (const std::string& spec : specs) {
     auto found = GetSpec(spec);
@@ -384,10 +395,42 @@ absl::StatusOr<v1::Image> Catalog::CreateImage(v1::Image image) {
   auto inserted = store_->Exec("INSERT INTO images (id, center_id, framework, project, doc) "
                                "VALUES ($1, $2, $3, $4, $5)",
                                {image.image_id(), image.ai_center_id(), image.framework(), image.project(), doc});
-  if (absl::IsAlreadyExists(inserted.status())) {
-    return absl::AlreadyExistsError(absl::StrCat("image \"", image.image_id(), "\" already exists"));
-  }
+  if (absl::IsAlreadyExists(inserted.status())) return AddImageCenter(image);
   JC_RETURN_IF_ERROR(inserted.status());
+  return image;
+}
+
+// One image, many centers (A4): the same image registered at another center adds that
+// center to its image x center list, so jobs naming it may run there too. Refused when
+// it is already known there, or when the registration describes another image under the
+// same id (another name, framework, base OS or project).
+absl::StatusOr<v1::Image> Catalog::AddImageCenter(const v1::Image& registration) {
+  const std::string& id = registration.image_id();
+  auto exists = [&] { return absl::AlreadyExistsError(absl::StrCat("image \"", id, "\" already exists")); };
+  JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+  auto loaded = store::LoadDoc<v1::Image>(*txn, "images", "image", id, store_->for_update());
+  if (absl::IsNotFound(loaded.status())) return exists();  // deleted meanwhile: a retry creates it
+  JC_RETURN_IF_ERROR(loaded.status());
+  v1::Image image = std::move(*loaded);
+  if (image.project() != registration.project()) return exists();  // another project's: not said
+  if (image.name() != registration.name() || image.framework() != registration.framework() ||
+      image.base_os().base_os() != registration.base_os().base_os() ||
+      image.base_os().cuda_version() != registration.base_os().cuda_version()) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "image \"", id, "\" already exists with another name, framework or base OS; registering it at another "
+        "center needs the same description (or choose another image_id)"));
+  }
+  const std::string& center = registration.ai_center_id();
+  bool known = image.ai_center_id() == center ||
+               std::find(image.present_at().begin(), image.present_at().end(), center) != image.present_at().end();
+  if (known) {
+    return absl::AlreadyExistsError(absl::StrCat("image \"", id, "\" is already registered at center \"", center, "\""));
+  }
+  image.add_present_at(center);
+  *image.mutable_updated_at() = ToTimestamp(clock_->Now());
+  JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(image));
+  JC_RETURN_IF_ERROR(txn->Exec("UPDATE images SET doc = $2 WHERE id = $1", {id, doc}).status());
+  JC_RETURN_IF_ERROR(txn->Commit());
   return image;
 }
 

@@ -64,6 +64,7 @@ class Catalog {
   // Normalizes the spec's center list and checks that every center is registered.
   absl::StatusOr<std::vector<std::string>> CheckCenters(v1::ResourceSpec* spec);
   absl::Status CheckImageReferences(v1::Image* image);
+  absl::StatusOr<v1::Image> AddImageCenter(const v1::Image& registration);
   absl::StatusOr<v1::SpecCenterOffer> MakeOffer(const v1::ResourceSpec& spec,
                                                 const std::string& center_id,
                                                 std::optional<int32_t> price);

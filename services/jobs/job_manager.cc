@@ -1,5 +1,7 @@
 #include "services/jobs/job_manager.h"
 
+#include "absl/container/flat_hash_map.h"
+
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -601,17 +603,22 @@ void JobManager::OnTick() {
   if (!leading_) return;
   // FCFS by (priority, submission); a job that does not fit does not hold back the
   // ones behind it that do (backfill).
-  std::vector<std::string> order;
-  order.reserve(queue_.size());
-  for (const auto& [p, s, id] : queue_) order.push_back(id);
   if (!quotas_.empty()) RecountQuotaUse();
-  for (const auto& id : order) {
+  auto schedule_one = [this](const std::string& id) {
     auto it = active_.find(id);
-    if (it == active_.end()) continue;
+    if (it == active_.end()) return;
     std::string before = it->second.record.waiting_reason();
     auto more = Schedule(it->second);
     if (!more.empty() || before != it->second.record.waiting_reason()) MarkDirty(id);
     burst_.dispatches.insert(burst_.dispatches.end(), more.begin(), more.end());
+  };
+  if (options_.queue_order == scheduler::QueueOrder::kFairShare) {
+    ScheduleFairShare(schedule_one);
+  } else {
+    std::vector<std::string> order;
+    order.reserve(queue_.size());
+    for (const auto& [p, s, id] : queue_) order.push_back(id);
+    for (const auto& id : order) schedule_one(id);
   }
   // Submits that failed for a passing reason go again.
   for (const auto& [id, index] : resubmit_) {
@@ -862,6 +869,45 @@ void JobManager::RecountQuotaUse() {
     quotas_.AddRunning(project, cpus, gpus);
     if (waits && !r.stop_requested()) quotas_.AddQueued(project);
   }
+}
+
+void JobManager::ScheduleFairShare(const std::function<void(const std::string&)>& schedule_one) {
+  scheduler::JobQueue queue(scheduler::QueueOrder::kFairShare);
+  queue.SetCapacity(scheduler_->FederationCapacity());
+  auto quantity = [this](const v1::JobRecord& r, int replica) {
+    auto q = scheduler_->SpecQuantity(r.request().tasks(r.replicas(replica).task_index()).resource_spec_id());
+    return q.ok() ? *q : scheduler::Resources{};
+  };
+  // Recounted every cycle from the jobs in memory, as the quotas are: O(replicas), no I/O.
+  for (const auto& [id, job] : active_) {
+    const v1::JobRecord& r = job.record;
+    for (int i = 0; i < r.replicas_size(); ++i) {
+      const auto& rep = r.replicas(i);
+      if (rep.state() != v1::ReplicaRecord::WAITING && !Ended(rep.state())) {
+        queue.AddHeld(r.request().project(), quantity(r, i));
+      }
+    }
+  }
+  absl::flat_hash_map<int64_t, std::string> ids;
+  for (const auto& [priority, seq, id] : queue_) {
+    auto it = active_.find(id);
+    if (it == active_.end()) continue;
+    queue.Push(seq, -priority, it->second.record.request().project());
+    ids[seq] = id;
+  }
+  queue.Pass([&](int64_t seq) {
+    const std::string& id = ids[seq];
+    size_t before = burst_.dispatches.size();
+    schedule_one(id);
+    auto it = active_.find(id);
+    if (it == active_.end()) return false;
+    const v1::JobRecord& r = it->second.record;
+    for (size_t k = before; k < burst_.dispatches.size(); ++k) {
+      queue.AddHeld(r.request().project(), quantity(r, burst_.dispatches[k].replica));
+    }
+    // Placed whole: it left the FCFS set too.
+    return !queue_.count(std::make_tuple(-r.request().scheduling().priority(), r.seq(), r.job_id()));
+  });
 }
 
 void JobManager::EnableMetrics(prometheus::Registry& registry) {

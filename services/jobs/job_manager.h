@@ -11,6 +11,7 @@
 // Domain logic: no gRPC types here.
 
 #include <atomic>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -43,6 +44,7 @@
 #include "services/jobs/stager.h"
 #include "services/jobs/validate_create.h"
 #include "services/registry/center_directory.h"
+#include "services/scheduler/job_queue.h"
 #include "services/scheduler/scheduler.h"
 #include "services/southbound/adapter_client.h"
 
@@ -62,6 +64,9 @@ struct JobManagerOptions {
   absl::Duration lease_ttl = absl::Seconds(10);
   // How often project quotas are read from the store (beside the decisions, never in one).
   absl::Duration quota_refresh = absl::Seconds(2);
+  // Which waiting job is tried first (services/scheduler/job_queue.h): FCFS with
+  // priorities, or fair share between projects by their dominant share of the federation.
+  scheduler::QueueOrder queue_order = scheduler::QueueOrder::kFcfs;
 };
 
 
@@ -203,6 +208,10 @@ class JobManager {
   // Counts each limited project's running CPUs and GPUs and its waiting jobs (once a cycle,
   // and only when some project has a quota).
   void RecountQuotaUse();
+  // Places queued jobs through `schedule_one` in fair-share order: what each project's
+  // placed and unfinished replicas hold is recounted, and shares are compared again after
+  // every placement. Loop thread.
+  void ScheduleFairShare(const std::function<void(const std::string&)>& schedule_one);
   // What `slots` of a job need (CPUs, GPUs) by the catalog's specs.
   std::pair<double, double> Need(const v1::JobRecord& r, const std::vector<int>& replicas) const;
 

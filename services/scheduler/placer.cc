@@ -23,7 +23,9 @@ std::string NothingFits(const std::vector<std::pair<const char*, int>>& removed_
 }  // namespace
 
 ReplicaDecision Placer::Place(const PlacementRequest& request, const Snapshot& snapshot,
-                              absl::Span<const double> weights, pb::ReplicaPlacement* explain) {
+                              absl::Span<const double> weights, pb::ReplicaPlacement* explain,
+                              const EvaluationModel* model_override) {
+  const EvaluationModel& model = model_override != nullptr ? *model_override : model_;
   const auto& centers = snapshot.centers();
   ReplicaDecision decision;
   if (explain) {
@@ -95,15 +97,23 @@ ReplicaDecision Placer::Place(const PlacementRequest& request, const Snapshot& s
       NormalizeScores(raw_, scorer.higher_is_better(), absl::MakeSpan(column_));
       for (size_t i = 0; i < n; ++i) scores_[i * m + s] = column_[i];
     }
-    // Select: the highest total; on a tie the less loaded center, then the first.
+    // Select: the best by the model (the highest total, for a model whose totals order
+    // the centers); on a tie the less loaded center, then the first.
+    size_t best = 0;
     for (size_t i = 0; i < n; ++i) {
-      double total = model_.Evaluate(absl::MakeConstSpan(&scores_[i * m], m), weights);
+      auto row = absl::MakeConstSpan(&scores_[i * m], m);
+      double total = model.Evaluate(row, weights);
       int index = static_cast<int>(candidates_[i] - centers.data());
-      bool better = decision.center < 0 || total > decision.total ||
-                    (total == decision.total && candidates_[i]->JobLoad() < centers[decision.center].JobLoad());
+      bool better = decision.center < 0;
+      if (!better) {
+        int c = model.scalar() ? (total > decision.total) - (total < decision.total)
+                               : model.Compare(row, absl::MakeConstSpan(&scores_[best * m], m), weights);
+        better = c > 0 || (c == 0 && candidates_[i]->JobLoad() < centers[decision.center].JobLoad());
+      }
       if (better) {
         decision.center = index;
         decision.total = total;
+        best = i;
       }
     }
   } else {
@@ -128,7 +138,7 @@ ReplicaDecision Placer::Place(const PlacementRequest& request, const Snapshot& s
         (*e->mutable_scores())[id] = scores_[row * m + s];
         (*e->mutable_weights())[id] = weights[s];
       }
-      total = model_.Evaluate(absl::MakeConstSpan(&scores_[row * m], m), weights);
+      total = model.Evaluate(absl::MakeConstSpan(&scores_[row * m], m), weights);
       e->set_total(total);
     }
     if (decision.center >= 0) explain->set_center_id(centers[decision.center].id);
@@ -137,7 +147,8 @@ ReplicaDecision Placer::Place(const PlacementRequest& request, const Snapshot& s
 }
 
 JobDecision Placer::PlaceJob(absl::Span<const PlacementRequest> replicas, Snapshot& snapshot,
-                             absl::Span<const double> weights, bool gang, pb::Placement* explain) {
+                             absl::Span<const double> weights, bool gang, pb::Placement* explain,
+                             const EvaluationModel* model) {
   JobDecision job;
   job.centers.assign(replicas.size(), -1);
   std::vector<std::pair<int, Resources>> reserved;
@@ -153,7 +164,7 @@ JobDecision Placer::PlaceJob(absl::Span<const PlacementRequest> replicas, Snapsh
       req = &with_siblings;
     }
     pb::ReplicaPlacement* rp = explain ? explain->add_replicas() : nullptr;
-    ReplicaDecision d = Place(*req, snapshot, weights, rp);
+    ReplicaDecision d = Place(*req, snapshot, weights, rp, model);
     if (d.center < 0) {
       if (first_failure.empty()) {
         first_failure = absl::StrCat("task ", req->task_index, " replica ", req->replica_index, ": ", d.reason);

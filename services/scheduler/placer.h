@@ -38,15 +38,18 @@ class Placer {
   static constexpr int kTimingSample = 16;
   const std::vector<int64_t>& scorer_nanos() const { return scorer_nanos_; }
 
-  // Not thread-safe: a placer reuses its buffers from one decision to the next.
+  // Not thread-safe: a placer reuses its buffers from one decision to the next. `model`
+  // (null: the placer's own) combines the scores, as the weight profile names it.
   ReplicaDecision Place(const PlacementRequest& request, const Snapshot& snapshot,
-                        absl::Span<const double> weights, jointcloud::v1::ReplicaPlacement* explain = nullptr);
+                        absl::Span<const double> weights, jointcloud::v1::ReplicaPlacement* explain = nullptr,
+                        const EvaluationModel* model = nullptr);
 
   // Places the replicas in order, reserving each placed one in `snapshot` so the next
   // sees it. With `gang`, when one cannot be placed none is (their reservations are
   // undone). Without, the ones placed keep their reservations and the rest wait.
   JobDecision PlaceJob(absl::Span<const PlacementRequest> replicas, Snapshot& snapshot,
-                       absl::Span<const double> weights, bool gang, jointcloud::v1::Placement* explain = nullptr);
+                       absl::Span<const double> weights, bool gang, jointcloud::v1::Placement* explain = nullptr,
+                       const EvaluationModel* model = nullptr);
 
  private:
   const ScorerRegistry& scorers_;

@@ -2,18 +2,94 @@
 
 #include <spdlog/spdlog.h>
 
+#include <sys/stat.h>
+
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "services/scheduler/filters.h"
 #include "services/scheduler/scoring/builtin_scorers.h"
+#include "services/scheduler/scoring/profile_file.h"
 
 namespace jc::scheduler {
 
 Scheduler::Scheduler(InputsSource* source, const Clock* clock, SchedulerOptions options)
-    : source_(source), clock_(clock), options_(std::move(options)) {
+    : source_(source), clock_(clock), options_(std::move(options)), profiles_(options_.profiles) {
   RegisterBuiltinScorers(scorers_);
-  placer_ = std::make_unique<Placer>(scorers_, model_);
+  placer_ = std::make_unique<Placer>(scorers_, *models_.Find(kDefaultModel));
+}
+
+absl::Status Scheduler::RegisterScorer(std::unique_ptr<Scorer> scorer) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return scorers_.Register(std::move(scorer));
+}
+
+absl::Status Scheduler::RegisterModel(std::unique_ptr<EvaluationModel> model) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return models_.Register(std::move(model));
+}
+
+namespace {
+
+// "mtime:size" of a file, or empty when it cannot be read.
+std::string FileStamp(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return "";
+  return absl::StrCat(st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec, ":", st.st_size);
+}
+
+}  // namespace
+
+absl::Status Scheduler::LoadWeightProfiles() {
+  const std::string& path = options_.weight_profiles_file;
+  if (path.empty()) return absl::OkStatus();
+  std::string stamp = FileStamp(path);
+  // Under mu_: the registries are read, and a file changes rarely (decisions wait for one
+  // parse, once per change).
+  std::lock_guard<std::mutex> lock(mu_);
+  absl::StatusOr<WeightProfiles> loaded = ::jc::scheduler::LoadWeightProfiles(path, scorers_, &models_);
+  if (!loaded.ok()) return loaded.status();
+  // The file's profiles on top of those given in the options.
+  WeightProfiles merged = options_.profiles;
+  for (const auto& [name, weights] : loaded->profiles()) {
+    if (absl::Status s = merged.Set(name, weights, loaded->ModelOf(name)); !s.ok()) return s;
+  }
+  profiles_ = std::move(merged);
+  profiles_file_stamp_ = stamp;
+  return absl::OkStatus();
+}
+
+void Scheduler::ReloadProfilesIfChanged() {
+  if (options_.weight_profiles_file.empty()) return;
+  std::string stamp = FileStamp(options_.weight_profiles_file);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stamp == profiles_file_stamp_) return;
+  }
+  if (absl::Status s = LoadWeightProfiles(); !s.ok()) {
+    spdlog::error("scheduler: weight profiles in {} not reloaded, the previous ones stay: {}",
+                  options_.weight_profiles_file, s.ToString());
+    std::lock_guard<std::mutex> lock(mu_);
+    profiles_file_stamp_ = stamp;  // said once per change of the file
+    if (reloads_failed_ != nullptr) reloads_failed_->Increment();
+    return;
+  }
+  spdlog::info("scheduler: weight profiles reloaded from {}", options_.weight_profiles_file);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (reloads_ok_ != nullptr) reloads_ok_->Increment();
+}
+
+absl::StatusOr<Scheduler::Resolved> Scheduler::Resolve(const std::string& profile,
+                                                       const std::map<std::string, double>& overrides) const {
+  auto weights = profiles_.Resolve(profile, overrides, scorers_);
+  if (!weights.ok()) return weights.status();
+  const std::string& name = profiles_.ModelOf(profile);
+  const EvaluationModel* model = models_.Find(name);
+  if (model == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("weight profile \"", profile, "\" names unknown evaluation model \"", name, "\""));
+  }
+  return Resolved{std::move(*weights), model};
 }
 
 void Scheduler::EnableMetrics(prometheus::Registry& registry) {
@@ -24,6 +100,12 @@ void Scheduler::EnableMetrics(prometheus::Registry& registry) {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& s : scorers_.scorers()) scorer_seconds_.push_back(&family.Add({{"algorithm", std::string(s->id())}}));
   exported_nanos_.assign(scorers_.size(), 0);
+  auto& reloads = prometheus::BuildCounter()
+                      .Name("jc_weight_profile_reloads_total")
+                      .Help("Rereads of the weight-profiles file after it changed (A10), by result")
+                      .Register(registry);
+  reloads_ok_ = &reloads.Add({{"result", "ok"}});
+  reloads_failed_ = &reloads.Add({{"result", "error"}});
 }
 
 absl::StatusOr<v1::Placement> Scheduler::JobPlacement(const std::string& job_id) const {
@@ -40,6 +122,7 @@ Scheduler::~Scheduler() { Stop(); }
 
 void Scheduler::Start() {
   loop_.Start(options_.refresh_interval, [this] {
+    ReloadProfilesIfChanged();
     if (absl::Status s = Refresh(); !s.ok()) spdlog::warn("scheduler: cannot refresh its view: {}", s.ToString());
   });
 }
@@ -58,6 +141,15 @@ absl::Status Scheduler::Refresh() {
   ApplyAssumed();
   last_refresh_ = absl::OkStatus();
   return absl::OkStatus();
+}
+
+Resources Scheduler::FederationCapacity() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Resources total;
+  for (const auto& c : snapshot_.centers()) {
+    if (c.available) total += c.capacity;
+  }
+  return total;
 }
 
 absl::StatusOr<Resources> Scheduler::SpecQuantity(const std::string& spec_id) const {
@@ -108,9 +200,9 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
                                                      const std::vector<std::string>& sibling_centers,
                                                      v1::Placement* explain) {
   std::map<std::string, double> overrides(job.scheduling().weights().begin(), job.scheduling().weights().end());
-  auto weights = options_.profiles.Resolve(job.scheduling().weight_profile(), overrides, scorers_);
-  if (!weights.ok()) return weights.status();
   std::lock_guard<std::mutex> lock(mu_);
+  auto weights = Resolve(job.scheduling().weight_profile(), overrides);
+  if (!weights.ok()) return weights.status();
   auto all = RequestsForJob(job_id, job, inputs_, clock_->Now());
   if (!all.ok()) return all.status();
   // Index the job's requests by (task, replica).
@@ -136,7 +228,8 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
     kept.Clear();
     if (record == nullptr) record = &kept;
   }
-  JobDecision d = placer_->PlaceJob(requests, snapshot_, *weights, job.scheduling().gang(), record);
+  JobDecision d =
+      placer_->PlaceJob(requests, snapshot_, weights->weights, job.scheduling().gang(), record, weights->model);
   if (record != nullptr) record->set_job_id(job_id);
   if (options_.placement_records > 0) {
     if (explain != nullptr) placements_[job_id] = *explain;
@@ -255,8 +348,9 @@ absl::StatusOr<int> Scheduler::EvaluateScore(const std::string& center_id,
       return absl::NotFoundError(absl::StrCat("unknown center \"", center_id, "\""));
     }
   }
-  auto weights = options_.profiles.Resolve(profile, {}, scorers_);
-  if (!weights.ok()) return weights.status();
+  std::lock_guard<std::mutex> lock(mu_);
+  auto resolved = Resolve(profile, {});
+  if (!resolved.ok()) return resolved.status();
   std::vector<int> all(scorers_.size(), 0);
   std::vector<bool> given(scorers_.size(), false);
   for (size_t i = 0; i < algorithm_ids.size(); ++i) {
@@ -271,11 +365,11 @@ absl::StatusOr<int> Scheduler::EvaluateScore(const std::string& center_id,
     given[k] = true;
   }
   // Only the strategies given take part: the others weigh nothing here.
-  std::vector<double> w = *weights;
+  std::vector<double> w = resolved->weights;
   for (size_t k = 0; k < w.size(); ++k) {
     if (!given[k]) w[k] = 0;
   }
-  return static_cast<int>(std::lround(model_.Evaluate(all, w)));
+  return static_cast<int>(std::lround(resolved->model->Evaluate(all, w)));
 }
 
 std::vector<v1::Algorithm> Scheduler::ListAlgorithms() const {
@@ -292,10 +386,12 @@ std::vector<v1::Algorithm> Scheduler::ListAlgorithms() const {
 
 std::vector<v1::WeightProfile> Scheduler::ListWeightProfiles() const {
   std::vector<v1::WeightProfile> out;
-  for (const auto& [name, listed] : options_.profiles.profiles()) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [name, listed] : profiles_.profiles()) {
     v1::WeightProfile p;
     p.set_name(name);
-    auto weights = options_.profiles.Resolve(name, {}, scorers_);
+    p.set_model(profiles_.ModelOf(name));
+    auto weights = profiles_.Resolve(name, {}, scorers_);
     if (weights.ok()) {
       for (size_t k = 0; k < scorers_.size(); ++k) {
         if ((*weights)[k] != 0) (*p.mutable_weights())[std::string(scorers_.scorers()[k]->id())] = (*weights)[k];
@@ -308,21 +404,22 @@ std::vector<v1::WeightProfile> Scheduler::ListWeightProfiles() const {
 
 absl::StatusOr<v1::Placement> Scheduler::Plan(const v1::CreateTrainJobRequest& job) {
   std::map<std::string, double> overrides(job.scheduling().weights().begin(), job.scheduling().weights().end());
-  auto weights = options_.profiles.Resolve(job.scheduling().weight_profile(), overrides, scorers_);
-  if (!weights.ok()) return weights.status();
   Snapshot snapshot;
   std::vector<PlacementRequest> requests;
+  absl::StatusOr<Resolved> weights;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    weights = Resolve(job.scheduling().weight_profile(), overrides);
+    if (!weights.ok()) return weights.status();
     if (!last_refresh_.ok() && snapshot_.centers().empty()) return last_refresh_;
     auto r = RequestsForJob("", job, inputs_, clock_->Now());
     if (!r.ok()) return r.status();
     requests = std::move(*r);
     snapshot = snapshot_;  // a dry run works on a copy
   }
-  Placer placer(scorers_, model_);
+  Placer placer(scorers_, *weights->model);
   v1::Placement placement;
-  placer.PlaceJob(requests, snapshot, *weights, job.scheduling().gang(), &placement);
+  placer.PlaceJob(requests, snapshot, weights->weights, job.scheduling().gang(), &placement);
   return placement;
 }
 

@@ -40,6 +40,9 @@ struct SchedulerOptions {
   // recent jobs; 0 keeps none (and decisions skip the explanation).
   int placement_records = 10000;
   WeightProfiles profiles = WeightProfiles::Builtin();
+  // A weight-profiles file (YAML, scoring/profile_file.h) read on top of `profiles` at
+  // LoadWeightProfiles and again whenever it changes; empty: none.
+  std::string weight_profiles_file;
 };
 
 class Scheduler {
@@ -47,7 +50,18 @@ class Scheduler {
   Scheduler(InputsSource* source, const Clock* clock, SchedulerOptions options);
   ~Scheduler();
 
-  // Refreshes in a background thread every refresh_interval until Stop.
+  // A deployment's own strategy or evaluation model, registered before Start (SPEC A9,
+  // A10: they need no change to the scheduler's code). AlreadyExists for a taken name.
+  absl::Status RegisterScorer(std::unique_ptr<Scorer> scorer);
+  absl::Status RegisterModel(std::unique_ptr<EvaluationModel> model);
+
+  // Reads options.weight_profiles_file (nothing to do without one). An error names the
+  // file's problem; the profiles in use do not change.
+  absl::Status LoadWeightProfiles();
+
+  // Refreshes in a background thread every refresh_interval until Stop; each refresh also
+  // reloads a changed weight-profiles file (a file that does not load is logged and the
+  // profiles in use stay).
   void Start();
   void Stop();
   // Fetches the inputs and rebuilds the snapshot now.
@@ -72,6 +86,9 @@ class Scheduler {
   // Checks a job against the catalog (specs, images, datasets, replica numbers) as the
   // scheduler will place it. InvalidArgument names the field.
   absl::Status Validate(const v1::CreateTrainJobRequest& job);
+
+  // What the available centers have in all (the denominator of fair shares), as last read.
+  Resources FederationCapacity() const;
 
   // One replica's resources under `spec_id`, as the catalog was last read (in memory);
   // NotFound for a spec it does not have.
@@ -107,7 +124,8 @@ class Scheduler {
   // placed too long ago to be kept.
   absl::StatusOr<v1::Placement> JobPlacement(const std::string& job_id) const;
 
-  // jc_scorer_seconds_total{algorithm}: time spent in each strategy.
+  // jc_scorer_seconds_total{algorithm}: time spent in each strategy;
+  // jc_weight_profile_reloads_total{result="ok"|"error"}: rereads of the profiles file.
   void EnableMetrics(prometheus::Registry& registry);
 
   const ScorerRegistry& scorers() const { return scorers_; }
@@ -117,7 +135,16 @@ class Scheduler {
   const Clock* clock_;
   SchedulerOptions options_;
   ScorerRegistry scorers_;
-  WeightedSumModel model_;
+  ModelRegistry models_;
+
+  struct Resolved {
+    std::vector<double> weights;
+    const EvaluationModel* model;
+  };
+  // A profile's weights with `overrides` on top, and its model. Caller holds mu_.
+  absl::StatusOr<Resolved> Resolve(const std::string& profile, const std::map<std::string, double>& overrides) const;
+  // Rereads the profiles file when its modification time or size changed.
+  void ReloadProfilesIfChanged();
 
   struct Assumed {
     std::string center_id;
@@ -131,11 +158,15 @@ class Scheduler {
   std::unique_ptr<Placer> placer_;  // live decisions, under mu_
   std::vector<int64_t> exported_nanos_;
   std::vector<prometheus::Counter*> scorer_seconds_;
+  prometheus::Counter* reloads_ok_ = nullptr;
+  prometheus::Counter* reloads_failed_ = nullptr;
   std::map<std::string, v1::Placement> placements_;
   std::deque<std::string> placement_order_;  // oldest first, to bound placements_
   std::map<std::string, Assumed> assumed_;
   SchedulerInputs inputs_;
   Snapshot snapshot_;
+  WeightProfiles profiles_;          // under mu_
+  std::string profiles_file_stamp_;  // mtime and size of the file last loaded
   absl::Status last_refresh_ = absl::UnavailableError("the scheduler has not read its inputs yet");
 
   PeriodicTask loop_;

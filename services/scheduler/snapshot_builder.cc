@@ -83,6 +83,9 @@ Snapshot BuildSnapshot(const SchedulerInputs& in) {
   }
   for (const auto& image : in.images) {
     if (CenterView* c = snap.FindMutable(image.ai_center_id())) c->images.insert(image.image_id());
+    for (const auto& other : image.present_at()) {
+      if (CenterView* c = snap.FindMutable(other)) c->images.insert(image.image_id());
+    }
   }
   for (const auto& d : in.datasets) {
     for (const auto& loc : d.location()) {

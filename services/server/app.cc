@@ -165,7 +165,10 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
                                                              sources["datamon"], app->monitor_.get());
     scheduler::SchedulerOptions so;
     so.refresh_interval = o.scheduler_refresh;
+    so.weight_profiles_file = o.weight_profiles_file;
     app->scheduler_ = std::make_unique<scheduler::Scheduler>(app->scheduler_inputs_.get(), o.clock, so);
+    // A profiles file that does not load stops the start: the deployment asked for it.
+    JC_RETURN_IF_ERROR(app->scheduler_->LoadWeightProfiles());
     app->scheduler_->EnableMetrics(*app->metrics_);
     // A job's placement is shown to those who may see the job (the job manager, when here,
     // says; it is created below, before any call is served).

@@ -95,6 +95,8 @@ struct AppOptions {
   // inject a fake).
   southbound::AdapterClient* adapter_client = nullptr;
   absl::Duration scheduler_refresh = absl::Seconds(1);
+  // Weight profiles (YAML) on top of the built-in ones, reread when the file changes.
+  std::string weight_profiles_file;
   jobs::JobManagerOptions jobs;
   gateway::GatewayOptions gateway;
   // A process without the gateway still serves /metrics, /healthz and /readyz here

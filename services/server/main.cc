@@ -60,6 +60,12 @@ ABSL_FLAG(absl::Duration, center_unknown_after, absl::Seconds(30),
           "a center silent this long becomes unknown (2)");
 ABSL_FLAG(absl::Duration, center_unavailable_after, absl::Seconds(90),
           "a center silent this long becomes unavailable (0)");
+ABSL_FLAG(std::string, queue_order, "fcfs",
+          "which waiting job is placed first: fcfs (priority, then submission) or fair_share (the project "
+          "holding the smallest dominant share of the federation's GPUs, CPUs and memory)");
+ABSL_FLAG(std::string, weight_profiles, "",
+          "a YAML file of weight profiles on top of the built-in ones (docs/scheduling.md); reread when it "
+          "changes (jc-sim tune writes one)");
 ABSL_FLAG(std::string, migration_weights, "",
           "weights of the data migration evaluators, e.g. least_load=2,topology_affinity=1");
 ABSL_FLAG(int, rest_threads, 8, "REST threads kept ready for connections");
@@ -247,6 +253,10 @@ int main(int argc, char** argv) {
   options.jobs_address = absl::GetFlag(FLAGS_jobs_address);
   options.identity_address = absl::GetFlag(FLAGS_identity_address);
   options.scheduler_refresh = absl::GetFlag(FLAGS_scheduler_refresh);
+  options.weight_profiles_file = absl::GetFlag(FLAGS_weight_profiles);
+  auto queue_order = jc::scheduler::ParseQueueOrder(absl::GetFlag(FLAGS_queue_order));
+  if (!queue_order.ok()) return Fail(absl::StrCat("--queue_order: ", queue_order.status().message()));
+  options.jobs.queue_order = *queue_order;
   if (options.scheduler_refresh <= absl::ZeroDuration()) return Fail("--scheduler_refresh must be positive");
   options.upstream_address = absl::GetFlag(FLAGS_upstream_address);
   options.monitor.interval = absl::GetFlag(FLAGS_monitor_interval);

@@ -4,6 +4,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include "tests/testing/process.h"
 #include "tests/testing/test_system.h"
 
@@ -12,7 +17,11 @@ using nlohmann::json;
 namespace {
 
 struct System : jc::testing::TestSystem {
-  System() : TestSystem([](jc::server::AppOptions& o) { o.scheduler_refresh = absl::Milliseconds(50); }) {
+  explicit System(const std::function<void(jc::server::AppOptions&)>& more = {})
+      : TestSystem([&](jc::server::AppOptions& o) {
+          o.scheduler_refresh = absl::Milliseconds(50);
+          if (more) more(o);
+        }) {
     for (const auto& [id, topology] : {std::pair{"cheap", "cn/north/cheap"}, std::pair{"dear", "cn/south/dear"}}) {
       json c = {{"ai_center_id", id}, {"name", id}, {"region", "cn"}, {"network_topology", topology},
                 {"security_grade", 3}, {"capacity", {{"cpu", 64}, {"gpu", 8}, {"memory", 262144}}}};
@@ -110,6 +119,68 @@ TEST_CASE("strategies and weight profiles are listed with what they read [A9][A1
     }
   }
   CHECK(found);
+}
+
+json Profile(System& s, const std::string& name) {
+  auto listed = s.rest->Get("/openapi/v1/scheduler/weight-profiles");
+  for (const auto& p : listed.body["data"]["profiles"]) {
+    if (p["name"] == name) return p;
+  }
+  UNSCOPED_INFO(listed.body.dump());
+  return json();
+}
+
+double MetricValue(const std::string& text, const std::string& series) {
+  auto at = text.find("\n" + series + " ");
+  return at == std::string::npos ? -1 : std::stod(text.substr(at + series.size() + 2));
+}
+
+TEST_CASE("weight profiles come from a file, name their model, and reload when it changes [A10]", "[A10]") {
+  std::string path = (std::filesystem::temp_directory_path() / ("jc-profiles-" + std::to_string(getpid()) + ".yaml")).string();
+  std::ofstream(path) << "profiles:\n  strict:\n    model: lexicographic\n"
+                         "    weights: {highest_security: 2, lowest_price: 1}\n";
+  System s([&](jc::server::AppOptions& o) { o.weight_profiles_file = path; });
+  json strict = Profile(s, "strict");
+  INFO(strict.dump());
+  CHECK(strict["model"] == "lexicographic");
+  CHECK(strict["weights"]["highest_security"] == 2);
+  CHECK(Profile(s, "cost")["model"] == "weighted_sum");  // the built-in ones stay
+  // A job chooses it by name.
+  json job = {{"name", "p"}, {"scheduling", {{"weightProfile", "strict"}}},
+              {"tasks", {{{"name", "t"}, {"command", "true"}, {"resourceSpecId", "gpu-1"}, {"imageId", "torch-cheap"},
+                          {"replicaNumber", 1}}}}};
+  auto plan = s.rest->Post("/openapi/v1/scheduler/plan", job);
+  INFO(plan.body.dump());
+  CHECK(plan.http_status == 200);
+
+  // Changed on disk: the scheduler rereads it.
+  std::ofstream(path, std::ios::trunc) << "profiles:\n  strict: {lowest_price: 3}\n";
+  bool reloaded = jc::testing::WaitUntil([&] { return Profile(s, "strict")["weights"].value("lowest_price", 0.0) == 3; });
+  CHECK(reloaded);
+  CHECK(Profile(s, "strict")["model"] == "weighted_sum");
+  // A file that does not load is reported and changes nothing.
+  std::ofstream(path, std::ios::trunc) << "profiles:\n  strict: {fastest: 1}\n";
+  bool failed = jc::testing::WaitUntil([&] {
+    return MetricValue(s.rest->Raw("/metrics"), "jc_weight_profile_reloads_total{result=\"error\"}") >= 1;
+  });
+  CHECK(failed);
+  CHECK(Profile(s, "strict")["weights"]["lowest_price"] == 3);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("a server given a weight-profiles file that does not load does not start [A10]", "[A10]") {
+  std::string path = (std::filesystem::temp_directory_path() / ("jc-bad-profiles-" + std::to_string(getpid()) + ".yaml")).string();
+  std::ofstream(path) << "profiles:\n  x: {least_load: -2}\n";
+  jc::server::AppOptions o;
+  o.services = *jc::server::ParseServices("all");
+  o.grpc_address = "127.0.0.1:0";
+  o.rest_port = 0;
+  o.store = jc::testing::MakeTestStore();
+  o.weight_profiles_file = path;
+  auto started = jc::server::App::Start(std::move(o));
+  REQUIRE_FALSE(started.ok());
+  CHECK(std::string(started.status().message()).find("weight profiles: profiles.x.least_load") != std::string::npos);
+  std::filesystem::remove(path);
 }
 
 TEST_CASE("plan: a dry run says where each replica would go and why, and changes nothing [A8][A10]",

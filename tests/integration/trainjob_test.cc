@@ -167,6 +167,56 @@ TEST_CASE("a two-task trainjob is placed, runs on two centers, completes, and it
   CHECK(metrics.find("jc_jobs_ended_total{status=\"completed\"} 1") != std::string::npos);
 }
 
+TEST_CASE("one image registered at three centers: jobs naming it spread over all three [A4][A8]", "[A4][A8]") {
+  Network n;
+  Adapter gamma("gamma");
+  n.AddCenter("gamma", gamma.address(), 5);
+  Network::Must(n.rest->Send("PATCH", "/openapi/v1/resourcespecs/cpu-1", R"({"computing_center_list": "alpha,beta,gamma"})"));
+  json image = {{"image_id", "shared"}, {"name", "torch"}, {"ai_center_id", "alpha"}, {"framework", "PyTorch"},
+                {"resource_spec", "cpu-1"}};
+  Network::Must(n.rest->Post("/openapi/v1/images", image));
+  // Registered again at other centers: the image x center list grows, Table 5's center stays.
+  for (const char* center : {"beta", "gamma"}) {
+    image["ai_center_id"] = center;
+    Network::Must(n.rest->Post("/openapi/v1/images", image));
+  }
+  json shared = n.rest->Get("/openapi/v1/images/shared").body["data"];
+  INFO(shared.dump());
+  CHECK(shared["ai_center_id"] == "alpha");
+  CHECK(shared["present_at"] == json::array({"beta", "gamma"}));
+  // Known there already, or another image under the same id: refused, nothing changes.
+  ExpectError(n.rest->Post("/openapi/v1/images", image), 409, "already registered at center \"gamma\"");
+  json other = image;
+  other["ai_center_id"] = "beta";
+  other["name"] = "tensorflow";
+  ExpectError(n.rest->Post("/openapi/v1/images", other), 409, "another name");
+  other["name"] = "torch";
+  other["ai_center_id"] = "delta";
+  ExpectError(n.rest->Post("/openapi/v1/images", other), 400, "unknown center \"delta\"");
+  CHECK(n.rest->Get("/openapi/v1/images/shared").body["data"]["present_at"].size() == 2);
+  bool seen = jc::testing::WaitUntil([&] {
+    auto plan = n.rest->Post("/openapi/v1/scheduler/plan",
+                             {{"name", "p"}, {"tasks", {Task("t", "true", "shared", 1)}}});
+    int feasible = 0;
+    for (const auto& c : plan.body["data"]["replicas"][0]["centers"]) feasible += c.value("feasible", false);
+    if (feasible != 3) UNSCOPED_INFO(plan.body.dump());
+    return feasible == 3;
+  });
+  REQUIRE(seen);
+
+  // 18 jobs of one CPU each, every center with 8: no center can take them all.
+  std::vector<std::string> ids;
+  for (int i = 0; i < 18; ++i) {
+    ids.push_back(n.Submit({{"name", "spread-" + std::to_string(i)}, {"tasks", {Task("t", "sleep 1", "shared", 1)}}})["jobId"]);
+  }
+  std::set<std::string> used;
+  for (const auto& id : ids) {
+    json job = n.WaitForStatus(id, "completed");
+    for (const auto& c : job["taskInfos"][0]["centerIDs"]) used.insert(c.get<std::string>());
+  }
+  CHECK(used == std::set<std::string>{"alpha", "beta", "gamma"});
+}
+
 TEST_CASE("a failed replica is retried on another center, and the job fails when retries run out [A7]", "[A7]") {
   Network n;
   // Both centers have the image "torch"? No: put the task on a spec both offer, no image.
@@ -625,6 +675,35 @@ TEST_CASE("a job write that fails makes the job manager step down and lead again
 }
 
 namespace {
+
+TEST_CASE("fair share across the federation: a light project's job goes before a heavy project's backlog [A11][A15]",
+          "[A11][A15]") {
+  Network n([](jc::server::AppOptions& o) { o.jobs.queue_order = jc::scheduler::QueueOrder::kFairShare; });
+  auto alice = n.UserClient("alice", "heavy", "MEMBER");
+  auto bob = n.UserClient("bob", "light", "MEMBER");
+  auto submit = [](jc::testing::RestClient& c, const std::string& name, const std::string& command) {
+    auto r = c.Post("/openapi/v1/trainjob", {{"name", name}, {"tasks", {Task("t", command, "torch", 1)}}});
+    INFO(r.body.dump());
+    REQUIRE(r.http_status == 200);
+    return r.body["data"]["jobId"].get<std::string>();
+  };
+  // Image torch is at alpha only: 8 CPUs. Heavy fills them (ending one a second from 6 s
+  // on: time enough to queue the rest first, even on a loaded machine) and queues four
+  // more behind; then light submits one.
+  std::vector<std::string> heavy;
+  for (int i = 0; i < 8; ++i) heavy.push_back(submit(*alice, "fill-" + std::to_string(i), "sleep " + std::to_string(6 + i)));
+  for (const auto& id : heavy) n.WaitForStatus(id, "running");
+  std::vector<std::string> backlog;
+  for (int i = 0; i < 4; ++i) backlog.push_back(submit(*alice, "backlog-" + std::to_string(i), "sleep 30"));
+  std::string light = submit(*bob, "light", "true");
+  REQUIRE(n.Job(backlog.back())["status"] == "pending");
+  // Light holds nothing, heavy most of the federation: the first CPU freed is light's.
+  // (In FCFS order all four of heavy's would start first, the last at about 9 s.)
+  n.WaitForStatus(light, "completed");
+  CHECK(n.Job(backlog.back())["status"] == "pending");
+  for (const auto& id : backlog) n.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object());
+  for (const auto& id : heavy) n.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object());
+}
 
 TEST_CASE("project quotas hold a job past the running limit, saying so, and refuse creates past the queued "
           "limit [C6][A7]",

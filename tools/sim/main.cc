@@ -145,7 +145,7 @@ Args Parse(int argc, char** argv, int from) {
 absl::Status LoadProfiles(Args& args, PolicyCatalog& catalog) {
   std::string path = args.Get("profiles");
   if (path.empty()) return absl::OkStatus();
-  absl::StatusOr<scheduler::WeightProfiles> profiles = scheduler::LoadWeightProfiles(path, catalog.scorers);
+  absl::StatusOr<scheduler::WeightProfiles> profiles = scheduler::LoadWeightProfiles(path, catalog.scorers, &catalog.models);
   if (!profiles.ok()) return profiles.status();
   catalog.profiles = std::move(*profiles);
   return absl::OkStatus();

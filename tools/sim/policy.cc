@@ -18,8 +18,8 @@ using scheduler::Snapshot;
 // The real scheduler: filter, score, evaluate, select, with fixed weights.
 class PlacerPolicy final : public PlacementPolicy {
  public:
-  PlacerPolicy(const PolicyCatalog& catalog, std::vector<double> weights)
-      : placer_(catalog.scorers, *catalog.model), weights_(std::move(weights)) {}
+  PlacerPolicy(const PolicyCatalog& catalog, std::vector<double> weights, const scheduler::EvaluationModel& model)
+      : placer_(catalog.scorers, model), weights_(std::move(weights)) {}
   int Choose(const PlacementRequest& request, const Snapshot& snapshot) override {
     return placer_.Place(request, snapshot, weights_).center;
   }
@@ -78,9 +78,7 @@ class RoundRobin final : public PlacementPolicy {
 
 }  // namespace
 
-PolicyCatalog::PolicyCatalog() : model(std::make_unique<scheduler::WeightedSumModel>()) {
-  scheduler::RegisterBuiltinScorers(scorers);
-}
+PolicyCatalog::PolicyCatalog() { scheduler::RegisterBuiltinScorers(scorers); }
 
 void FeasibleCenters(const PlacementRequest& request, const Snapshot& snapshot, std::vector<int>* out) {
   const scheduler::RequestKeys keys(request);
@@ -135,7 +133,12 @@ absl::StatusOr<std::unique_ptr<PlacementPolicy>> MakePolicy(const std::string& n
   if (profile == "__none__") (void)profiles.Set(profile, {});
   absl::StatusOr<std::vector<double>> weights = profiles.Resolve(profile, overrides, catalog.scorers);
   if (!weights.ok()) return weights.status();
-  return std::make_unique<PlacerPolicy>(catalog, std::move(*weights));
+  const scheduler::EvaluationModel* model = catalog.models.Find(profiles.ModelOf(profile));
+  if (model == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("profile \"", profile, "\" names unknown evaluation model \"",
+                                                   profiles.ModelOf(profile), "\""));
+  }
+  return std::make_unique<PlacerPolicy>(catalog, std::move(*weights), *model);
 }
 
 std::vector<std::string> DefaultPolicies(const PolicyCatalog& catalog) {

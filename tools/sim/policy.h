@@ -29,7 +29,7 @@ class PlacementPolicy {
 struct PolicyCatalog {
   scheduler::ScorerRegistry scorers;
   scheduler::WeightProfiles profiles = scheduler::WeightProfiles::Builtin();
-  std::unique_ptr<scheduler::EvaluationModel> model;
+  scheduler::ModelRegistry models;
   PolicyCatalog();
 };
 

@@ -1,8 +1,89 @@
 #include "services/scheduler/scoring/evaluation_model.h"
 
+#include <algorithm>
+#include <functional>
+
 #include "absl/strings/str_cat.h"
 
 namespace jc::scheduler {
+
+int EvaluationModel::Compare(absl::Span<const int> a, absl::Span<const int> b, absl::Span<const double> weights) const {
+  double x = Evaluate(a, weights), y = Evaluate(b, weights);
+  return x > y ? 1 : x < y ? -1 : 0;
+}
+
+absl::string_view WeightedSumModel::description() const {
+  return "formula 2: the weighted sum of the normalized scores; the highest wins";
+}
+
+namespace {
+
+// The distinct positive weights, highest first: the priority classes.
+std::vector<double> Classes(absl::Span<const double> weights) {
+  std::vector<double> classes;
+  for (double w : weights) {
+    if (w > 0 && std::find(classes.begin(), classes.end(), w) == classes.end()) classes.push_back(w);
+  }
+  std::sort(classes.begin(), classes.end(), std::greater<double>());
+  return classes;
+}
+
+double ClassSum(absl::Span<const int> scores, absl::Span<const double> weights, double cls) {
+  double sum = 0;
+  for (size_t i = 0; i < scores.size(); ++i) {
+    if (weights[i] == cls) sum += scores[i];
+  }
+  return sum;
+}
+
+}  // namespace
+
+absl::string_view LexicographicModel::description() const {
+  return "priority classes by weight: the highest-weighted strategies decide, the next class only breaks ties";
+}
+
+double LexicographicModel::Evaluate(absl::Span<const int> scores, absl::Span<const double> weights) const {
+  // Each class's sum is at most 100 x strategies: one digit in that base.
+  const double base = 100.0 * scores.size() + 1;
+  double total = 0;
+  for (double cls : Classes(weights)) total = total * base + ClassSum(scores, weights, cls);
+  return total;
+}
+
+int LexicographicModel::Compare(absl::Span<const int> a, absl::Span<const int> b,
+                                absl::Span<const double> weights) const {
+  for (double cls : Classes(weights)) {
+    double x = ClassSum(a, weights, cls), y = ClassSum(b, weights, cls);
+    if (x != y) return x > y ? 1 : -1;
+  }
+  return 0;
+}
+
+ModelRegistry::ModelRegistry() {
+  models_.push_back(std::make_unique<WeightedSumModel>());
+  models_.push_back(std::make_unique<LexicographicModel>());
+}
+
+absl::Status ModelRegistry::Register(std::unique_ptr<EvaluationModel> model) {
+  if (Find(model->name()) != nullptr) {
+    return absl::AlreadyExistsError(absl::StrCat("evaluation model \"", model->name(), "\" is already registered"));
+  }
+  models_.push_back(std::move(model));
+  return absl::OkStatus();
+}
+
+const EvaluationModel* ModelRegistry::Find(absl::string_view name) const {
+  for (const auto& m : models_) {
+    if (m->name() == name) return m.get();
+  }
+  return nullptr;
+}
+
+std::vector<std::string> ModelRegistry::names() const {
+  std::vector<std::string> out;
+  for (const auto& m : models_) out.emplace_back(m->name());
+  return out;
+}
 
 double WeightedSumModel::Evaluate(absl::Span<const int> scores, absl::Span<const double> weights) const {
   double total = 0;
@@ -25,12 +106,23 @@ WeightProfiles WeightProfiles::Builtin() {
   return p;
 }
 
-absl::Status WeightProfiles::Set(const std::string& name, std::map<std::string, double> weights) {
+absl::Status WeightProfiles::Set(const std::string& name, std::map<std::string, double> weights, std::string model) {
   for (const auto& [id, w] : weights) {
     if (w < 0) return absl::InvalidArgumentError(absl::StrCat("weight of ", id, " in profile ", name, " is negative"));
   }
   profiles_[name] = std::move(weights);
+  if (model == kDefaultModel) {
+    models_.erase(name);
+  } else {
+    models_[name] = std::move(model);
+  }
   return absl::OkStatus();
+}
+
+const std::string& WeightProfiles::ModelOf(const std::string& profile) const {
+  static const std::string* fallback = new std::string(kDefaultModel);
+  auto it = models_.find(profile.empty() ? "default" : profile);
+  return it == models_.end() ? *fallback : it->second;
 }
 
 absl::StatusOr<std::vector<double>> WeightProfiles::Resolve(const std::string& profile,

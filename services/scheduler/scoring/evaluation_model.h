@@ -5,6 +5,7 @@
 // interface. Weights come from named profiles, overridden per job.
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,16 +19,56 @@ class EvaluationModel {
  public:
   virtual ~EvaluationModel() = default;
   virtual absl::string_view name() const = 0;
-  // scores[i] and weights[i] belong to the registry's i-th strategy.
+  virtual absl::string_view description() const = 0;
+  // A center's total (shown in explanations and answered by A.6). scores[i] and
+  // weights[i] belong to the registry's i-th strategy.
   virtual double Evaluate(absl::Span<const int> scores, absl::Span<const double> weights) const = 0;
+  // Whether the totals alone order the centers (the placer then compares numbers). A model
+  // that needs more than one number says false and orders centers with Compare.
+  virtual bool scalar() const { return true; }
+  // > 0 when scores `a` beat `b`, < 0 when they lose, 0 on a tie. The default compares
+  // the totals.
+  virtual int Compare(absl::Span<const int> a, absl::Span<const int> b, absl::Span<const double> weights) const;
 };
 
 // Formula 2: F_k = sum_i w_i * S_ik.
 class WeightedSumModel final : public EvaluationModel {
  public:
   absl::string_view name() const override { return "weighted_sum"; }
+  absl::string_view description() const override;
   double Evaluate(absl::Span<const int> scores, absl::Span<const double> weights) const override;
 };
+
+// Priority classes: the strategies with the highest weight decide (the sum of their
+// scores); only on a tie there do the next-highest weight's strategies count, and so on.
+// A weight's size says its class, not how much it counts: {highest_security: 2,
+// lowest_price: 1} picks the cheapest of the most secure centers, however much cheaper a
+// less secure one is. Weight 0 leaves a strategy out. The total is the class sums as
+// digits of one number (exact up to five classes), so it orders as Compare does.
+class LexicographicModel final : public EvaluationModel {
+ public:
+  absl::string_view name() const override { return "lexicographic"; }
+  absl::string_view description() const override;
+  double Evaluate(absl::Span<const int> scores, absl::Span<const double> weights) const override;
+  bool scalar() const override { return false; }
+  int Compare(absl::Span<const int> a, absl::Span<const int> b, absl::Span<const double> weights) const override;
+};
+
+// Models by name. A deployment registers its own beside the built-in ones.
+class ModelRegistry {
+ public:
+  ModelRegistry();  // with weighted_sum and lexicographic
+  // AlreadyExists when the name is taken.
+  absl::Status Register(std::unique_ptr<EvaluationModel> model);
+  // Null when unknown.
+  const EvaluationModel* Find(absl::string_view name) const;
+  std::vector<std::string> names() const;
+
+ private:
+  std::vector<std::unique_ptr<EvaluationModel>> models_;
+};
+
+inline constexpr char kDefaultModel[] = "weighted_sum";
 
 // Named weight profiles. "default" weighs every registered strategy 1; the other built-in
 // profiles favour one concern (their weights are in weight_profiles.cc and the docs).
@@ -36,9 +77,13 @@ class WeightProfiles {
  public:
   static WeightProfiles Builtin();
 
-  // Adds or replaces a profile. InvalidArgument for a negative weight.
-  absl::Status Set(const std::string& name, std::map<std::string, double> weights);
+  // Adds or replaces a profile, combined by `model` (a ModelRegistry name). InvalidArgument
+  // for a negative weight.
+  absl::Status Set(const std::string& name, std::map<std::string, double> weights,
+                   std::string model = kDefaultModel);
   const std::map<std::string, std::map<std::string, double>>& profiles() const { return profiles_; }
+  // The profile's model name (empty profile: "default"); kDefaultModel for an unknown one.
+  const std::string& ModelOf(const std::string& profile) const;
 
   // The weights, aligned with `registry`, of `profile` (empty: "default") with
   // `overrides` on top. InvalidArgument for an unknown profile, an unknown algorithm id
@@ -49,6 +94,7 @@ class WeightProfiles {
 
  private:
   std::map<std::string, std::map<std::string, double>> profiles_;
+  std::map<std::string, std::string> models_;  // by profile; absent: kDefaultModel
 };
 
 }  // namespace jc::scheduler

@@ -115,6 +115,43 @@ TEST_CASE("formula 2: the total is the weighted sum of normalized scores and the
   CHECK(snap.centers()[overridden.center].id == "fast");
 }
 
+TEST_CASE("the lexicographic model: the highest weight's strategies decide, the next only break ties [A10]",
+          "[A10]") {
+  Scheduler s;
+  // A is the most secure and dear; B a little less secure and cheap; C insecure and cheap.
+  CenterView a = MakeCenter("a", 100), b = MakeCenter("b", 10), c = MakeCenter("c", 10);
+  a.security_grade = 4, b.security_grade = 3, c.security_grade = 0;
+  Snapshot snap;
+  snap.Upsert(a), snap.Upsert(b), snap.Upsert(c);
+  // security 2, price 1: as a weighted sum B wins (75 x 2 + 100 = 250 against A's 200);
+  // as priority classes security decides first, so A.
+  auto weights = s.Weights("default", {});
+  std::fill(weights.begin(), weights.end(), 0.0);
+  weights[s.registry.IndexOf("highest_security")] = 2;
+  weights[s.registry.IndexOf("lowest_price")] = 1;
+  CHECK(snap.centers()[s.placer.Place(MakeRequest(), snap, weights).center].id == "b");
+  LexicographicModel lexicographic;
+  auto d = s.placer.Place(MakeRequest(), snap, weights, nullptr, &lexicographic);
+  REQUIRE(d.center >= 0);
+  CHECK(snap.centers()[d.center].id == "a");
+  // A tie in the first class falls to the second: with B as secure as A, the cheaper wins.
+  b.security_grade = 4;
+  snap.Upsert(b);
+  d = s.placer.Place(MakeRequest(), snap, weights, nullptr, &lexicographic);
+  CHECK(snap.centers()[d.center].id == "b");
+  // Its totals order the centers as Compare does: class sums as digits.
+  std::vector<int> high = {100, 0}, low = {99, 100};
+  std::vector<double> w = {2, 1};
+  CHECK(lexicographic.Compare(high, low, w) > 0);
+  CHECK(lexicographic.Evaluate(high, w) > lexicographic.Evaluate(low, w));
+  CHECK(lexicographic.Compare(high, high, w) == 0);
+  // Models by name; a deployment may add its own, not replace one.
+  ModelRegistry models;
+  CHECK(models.Find("lexicographic") != nullptr);
+  CHECK(models.Find("weighted_sum") != nullptr);
+  CHECK(models.Register(std::make_unique<WeightedSumModel>()).code() == absl::StatusCode::kAlreadyExists);
+}
+
 TEST_CASE("weight profiles resolve by name with per-job overrides, and unknown names are errors [A10]", "[A10]") {
   Scheduler s;
   auto all = s.Weights("");

@@ -257,6 +257,18 @@ TEST_CASE("weight profiles load from YAML on top of the built-in ones [A10]") {
   CHECK_FALSE(scheduler::ParseWeightProfiles("profiles:\n  x: {least_load: lots}\n", registry).ok());
   CHECK_FALSE(scheduler::ParseWeightProfiles("weights: {}\n", registry).ok());
   CHECK_FALSE(scheduler::ParseWeightProfiles("profiles: [1, 2]\n", registry).ok());
+  // A profile may name its evaluation model.
+  scheduler::ModelRegistry models;
+  auto lex = scheduler::ParseWeightProfiles(
+      "profiles:\n  strict: {model: lexicographic, weights: {highest_security: 2, lowest_price: 1}}\n", registry, &models);
+  REQUIRE(lex.ok());
+  CHECK(lex->ModelOf("strict") == "lexicographic");
+  CHECK(lex->ModelOf("tuned") == "weighted_sum");
+  auto bad_model = scheduler::ParseWeightProfiles("profiles:\n  x: {model: fuzzy, weights: {least_load: 1}}\n", registry, &models);
+  REQUIRE_FALSE(bad_model.ok());
+  CHECK(Contains(bad_model.status().message(), "unknown evaluation model \"fuzzy\""));
+  CHECK_FALSE(scheduler::ParseWeightProfiles("profiles:\n  x: {model: lexicographic}\n", registry, &models).ok());
+  CHECK_FALSE(scheduler::ParseWeightProfiles("profiles:\n  x: {model: lexicographic, weights: {least_load: 1}, y: 2}\n", registry, &models).ok());
 }
 
 TEST_CASE("tuning searches on one trace and reports on another [A15]") {
