@@ -480,7 +480,12 @@ absl::StatusOr<RunResult> Simulate(const Federation& federation, const std::vect
   double cpu = CpuSeconds();
   absl::StatusOr<std::unique_ptr<PlacementPolicy>> policy = MakePolicy(options.policy, catalog, options.seed);
   if (!policy.ok()) return policy.status();
-  Simulation sim(federation, trace, options, **policy);
+  // Centers in id order, as the registry lists them to the real scheduler: ties between
+  // equally scored centers (and first fit) then fall the same way here as there.
+  Federation ordered = federation;
+  std::sort(ordered.centers.begin(), ordered.centers.end(),
+            [](const SimCenter& a, const SimCenter& b) { return a.id < b.id; });
+  Simulation sim(ordered, trace, options, **policy);
   if (absl::Status s = sim.Init(); !s.ok()) return s;
   sim.Run();
   RunResult result = sim.Result();
