@@ -146,6 +146,12 @@ absl::StatusOr<std::string> LocalBackend::Submit(const ReplicaLaunch& launch) {
     if (waitpid(pid, nullptr, WNOHANG) == pid) break;  // it ended already (cd failed)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  // Counted in the usage from now on: the control plane drops its reservation for a
+  // replica once it sees usage measured after the submit was answered, so usage that
+  // waited for the next poll to count it made the center look free (and it was
+  // over-filled).
+  std::lock_guard<std::mutex> lock(mu_);
+  running_.insert(launch.name);
   return launch.name;
 }
 
@@ -190,7 +196,8 @@ absl::StatusOr<std::map<std::string, ReplicaObservation>> LocalBackend::Poll(
   for (const auto& id : ids) {
     if (!fs::exists(fs::path(Dir(id)))) continue;  // unknown here
     out[id] = Observe(id);
-    if (out[id].state == pb::REPLICA_RUNNING) {
+    // Starting (pending) counts as using its share, as it does from the submit on.
+    if (out[id].state == pb::REPLICA_RUNNING || out[id].state == pb::REPLICA_PENDING) {
       running_.insert(id);
     } else {
       running_.erase(id);

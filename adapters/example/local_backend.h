@@ -36,7 +36,7 @@ class LocalBackend final : public Backend {
   int cpus_;
   int memory_mb_;
   std::mutex mu_;
-  std::set<std::string> running_;  // ids observed running, for usage
+  std::set<std::string> running_;  // ids submitted and not ended, for usage
 };
 
 }  // namespace jc::adapter

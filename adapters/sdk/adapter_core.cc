@@ -100,7 +100,10 @@ AdapterCore::AdapterCore(Backend* backend, CenterConfig center, store::Store* st
       run_as_(std::make_shared<const RunAs>(center_.run_as)),
       store_(store),
       options_(options),
-      events_(options.event_window) {}
+      events_(options.event_window) {
+  movers_.push_back(MakeFileMover(center_.data_sources));
+  for (const auto& m : center_.data_movers) movers_.push_back(MakeCommandMover(m));
+}
 
 AdapterCore::~AdapterCore() { Stop(); }
 
@@ -427,11 +430,18 @@ absl::StatusOr<std::string> AdapterCore::ReadLog(const pb::ReadLogRequest& req, 
   return backend_->ReadLog(r.external_id(), req.stderr(), req.offset(), max_bytes);
 }
 
-absl::StatusOr<pb::Dataset> AdapterCore::StageDataset(const pb::StageDatasetRequest& req) {
+absl::StatusOr<pb::StageDatasetResponse> AdapterCore::StageDataset(const pb::StageDatasetRequest& req) {
   if (req.data_name().empty()) return absl::InvalidArgumentError("the dataset has no data_name");
   if (req.source_urls().empty()) return absl::InvalidArgumentError("no source_urls to stage from");
-  for (const auto& d : center_.datasets) {
-    if (d.data_name() == req.data_name() && d.data_version() == req.data_version()) return d;
+  pb::StageDatasetResponse out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& d : center_.datasets) {
+      if (d.data_name() == req.data_name() && d.data_version() == req.data_version()) {
+        *out.mutable_dataset() = d;
+        return out;
+      }
+    }
   }
   if (center_.data_dir.empty()) {
     return absl::FailedPreconditionError(
@@ -445,34 +455,43 @@ absl::StatusOr<pb::Dataset> AdapterCore::StageDataset(const pb::StageDatasetRequ
                                                                          ? std::string("latest")
                                                                          : req.data_version()}));
   std::vector<std::string> errors;
-  // The built-in mover copies file:// sources in the order given (datamon's ranking);
-  // other schemes belong to a storage system's mover.
+  // Sources in the order given (datamon's ranking), each by the mover of its scheme.
   for (const auto& url : req.source_urls()) {
-    if (!absl::StartsWith(url, "file://")) {
-      errors.push_back(absl::StrCat(url, ": only file:// is moved by the built-in mover"));
+    const DatasetMover* mover = nullptr;
+    for (const auto& m : movers_) {
+      if (m->Handles(url)) mover = m.get();
+    }
+    if (mover == nullptr) {
+      errors.push_back(absl::StrCat(url, ": center ", center_.center_id, " has no mover for this scheme"));
+      out.add_failed_source_urls(url);
       continue;
     }
-    // Only from where the center's owner allows: a caller must not have the adapter's
-    // account copy what it can read (its keys, /etc) into a place jobs read from.
-    if (absl::Status allowed = CheckResolvedUnder(url.substr(7), center_.data_sources); !allowed.ok()) {
-      return absl::PermissionDeniedError(absl::StrCat(
-          url, ": center ", center_.center_id, " stages datasets only from its data_sources: ", allowed.message()));
+    if (absl::Status allowed = mover->Allowed(url); !allowed.ok()) {
+      return absl::PermissionDeniedError(absl::StrCat("center ", center_.center_id, ": ", allowed.message()));
     }
     std::error_code ec;
     fs::create_directories(dest.parent_path(), ec);
     fs::remove_all(dest, ec);
-    fs::copy(fs::path(url.substr(7)), dest, fs::copy_options::recursive, ec);
-    if (ec) {
-      errors.push_back(absl::StrCat(url, ": ", ec.message()));
+    absl::Time started = absl::Now();
+    absl::Status copied = mover->Copy(url, dest);
+    if (copied.code() == absl::StatusCode::kPermissionDenied) {
+      return absl::PermissionDeniedError(absl::StrCat("center ", center_.center_id, ": ", copied.message()));
+    }
+    if (!copied.ok()) {
+      errors.push_back(std::string(copied.message()));
+      out.add_failed_source_urls(url);
       continue;
     }
     pb::Dataset d;
     d.set_data_name(req.data_name());
     d.set_data_version(req.data_version());
     d.set_url("file://" + dest.string());
+    *out.mutable_dataset() = d;
+    out.set_source_url(url);
+    out.set_seconds(absl::ToDoubleSeconds(absl::Now() - started));
     std::lock_guard<std::mutex> lock(mu_);
     center_.datasets.push_back(d);
-    return d;
+    return out;
   }
   return absl::UnavailableError(absl::StrCat("no source could be staged: ", absl::StrJoin(errors, "; ")));
 }

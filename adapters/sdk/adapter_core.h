@@ -52,7 +52,9 @@ class AdapterCore {
   absl::StatusOr<pb::Replica> StopReplica(const pb::ReplicaKey& key);
   absl::StatusOr<pb::Replica> Get(const pb::ReplicaKey& key);
   absl::StatusOr<std::string> ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes);
-  absl::StatusOr<pb::Dataset> StageDataset(const pb::StageDatasetRequest& req);
+  // Copies the dataset in from the first source a mover copies (file:// built in, other
+  // schemes by the center's data_movers), and says which it was and how long it took.
+  absl::StatusOr<pb::StageDatasetResponse> StageDataset(const pb::StageDatasetRequest& req);
   const CenterConfig& center() const { return center_; }
   // Replaces the center's project and user mapping (SIGHUP reloads it): replicas submitted
   // from now on get accounts from it; running ones keep theirs.
@@ -82,7 +84,8 @@ class AdapterCore {
   std::shared_ptr<const RunAs> CurrentRunAs() const;
 
   Backend* backend_;
-  CenterConfig center_;  // its run_as is only the initial one: run_as_ is current
+  CenterConfig center_;
+  std::vector<std::unique_ptr<DatasetMover>> movers_;  // file:// first, then data_movers  // its run_as is only the initial one: run_as_ is current
   mutable std::mutex run_as_mu_;
   std::shared_ptr<const RunAs> run_as_;
   store::Store* store_;

@@ -127,9 +127,9 @@ class AdapterService final : public pb::Adapter::Service {
   }
   grpc::Status StageDataset(grpc::ServerContext*, const pb::StageDatasetRequest* req,
                             pb::StageDatasetResponse* resp) override {
-    auto d = core_->StageDataset(*req);
-    if (!d.ok()) return ToGrpcStatus(d.status());
-    *resp->mutable_dataset() = *d;
+    auto staged = core_->StageDataset(*req);
+    if (!staged.ok()) return ToGrpcStatus(staged.status());
+    *resp = std::move(*staged);
     return grpc::Status::OK;
   }
 

@@ -7,7 +7,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/yaml_guard.h"
 #include "common/quantity.h"
 
@@ -184,6 +186,46 @@ static absl::StatusOr<CenterConfig> ParseCenterConfigUnguarded(const std::string
       std::string dir;
       JC_CFG_ASSIGN(dir, DirectoryAt(sources, k, absl::StrCat("data_sources[", k, "]")));
       c.data_sources.push_back(dir);
+    }
+  }
+  if (const YAML::Node movers = root["data_movers"]) {
+    if (!movers.IsSequence()) return absl::InvalidArgumentError("center: \"data_movers\" must be a list");
+    for (size_t k = 0; k < movers.size(); ++k) {
+      std::string where = absl::StrCat("data_movers[", k, "]");
+      const YAML::Node m = movers[k];
+      if (!m.IsMap()) return absl::InvalidArgumentError(absl::StrCat(where, ": must be {scheme, command}"));
+      CommandMoverConfig mover;
+      JC_CFG_ASSIGN(mover.scheme, Get<std::string>(m, "scheme", where, ""));
+      bool scheme_ok = !mover.scheme.empty();
+      for (char ch : mover.scheme) scheme_ok &= absl::ascii_isalnum(ch) || ch == '+' || ch == '-' || ch == '.';
+      if (!scheme_ok) return absl::InvalidArgumentError(absl::StrCat(where, ": scheme must be a URL scheme such as rsync"));
+      if (mover.scheme == "file") {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": file:// is the built-in mover's (limited by data_sources)"));
+      }
+      for (const auto& other : c.data_movers) {
+        if (other.scheme == mover.scheme) {
+          return absl::InvalidArgumentError(absl::StrCat(where, ": scheme ", mover.scheme, " has a mover already"));
+        }
+      }
+      const YAML::Node command = m["command"];
+      if (!command || !command.IsSequence() || command.size() == 0) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": command must be a non-empty list (program, arguments)"));
+      }
+      for (const auto& arg : command) {
+        if (!arg.IsScalar()) return absl::InvalidArgumentError(absl::StrCat(where, ": command items must be strings"));
+        mover.argv.push_back(arg.as<std::string>());
+      }
+      std::string joined = absl::StrJoin(mover.argv, " ");
+      if (joined.find("{source}") == std::string::npos || joined.find("{target}") == std::string::npos) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": command must use {source} and {target}"));
+      }
+      for (const auto& kv : m) {
+        std::string key = kv.first.as<std::string>();
+        if (key != "scheme" && key != "command") {
+          return absl::InvalidArgumentError(absl::StrCat(where, ": unknown key \"", key, "\" (expected scheme, command)"));
+        }
+      }
+      c.data_movers.push_back(std::move(mover));
     }
   }
   if (const YAML::Node n = root["network"]) {

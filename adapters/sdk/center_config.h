@@ -16,6 +16,8 @@
 //     default: jc-guest             # anyone else (omit: only those listed)
 //   data_dir: /srv/jc/data          # where staged datasets go
 //   data_sources: [/srv/shared]     # the only places file:// datasets are staged from
+//   data_movers:                    # other URL schemes, copied by a command (dataset_mover.h)
+//     - {scheme: rsync, command: [rsync, -a, "{source}/", "{target}/"]}
 //   specs:
 //     - {id: gpu-1x, cpu: 8, memory: 64Gi, gpu: 1, execution_power_watts: 350, price: 20}
 //   images:
@@ -28,6 +30,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "adapters/sdk/dataset_mover.h"
 #include "jointcloud/adapter/v1/adapter.pb.h"
 
 namespace jc::adapter {
@@ -62,6 +65,7 @@ struct CenterConfig {
   // Directories a file:// dataset may be staged from (resolved, symlinks followed). None:
   // the built-in mover stages nothing, whatever a caller names.
   std::vector<std::string> data_sources;
+  std::vector<CommandMoverConfig> data_movers;  // by URL scheme
   std::vector<pb::SpecOffer> specs;
   std::vector<pb::Image> images;
   std::vector<pb::Dataset> datasets;

@@ -295,6 +295,8 @@ absl::StatusOr<v1::SpecCenterOffer> Catalog::MakeOffer(const v1::ResourceSpec& s
   JC_ASSIGN_OR_RETURN(Demand demand, SpecDemand(spec));
   std::string why;
   offer.set_capacity_instances(InstancesThatFit(demand, center->capacity(), &why));
+  std::optional<v1::ComputingResources> free = free_ ? free_(center_id) : std::nullopt;
+  offer.set_free_instances(free.has_value() ? InstancesThatFit(demand, *free, nullptr) : -1);
   if (offer.capacity_instances() == 0) {
     offer.set_reason(why);
   } else if (center->status() != 1) {

@@ -4,6 +4,7 @@
 // the image catalog (6.2, Table 5). Domain logic only: no gRPC types here.
 
 #include <optional>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,11 @@ class Catalog {
  public:
   Catalog(store::Store* store, const Clock* clock, registry::CenterDirectory* centers);
 
+  // What a center has free now, from its last usage report (the monitor, where it runs in
+  // this process); nullopt when unknown. Offers then say how many instances fit now.
+  using FreeResources = std::function<std::optional<v1::ComputingResources>(const std::string& center_id)>;
+  void SetFreeResources(FreeResources free) { free_ = std::move(free); }
+
   absl::StatusOr<v1::ResourceSpec> CreateSpec(v1::ResourceSpec spec);
   absl::StatusOr<v1::ResourceSpec> GetSpec(const std::string& id);
   absl::StatusOr<v1::ResourceSpec> UpdateSpec(const v1::ResourceSpec& patch,
@@ -64,6 +70,7 @@ class Catalog {
   // Normalizes the spec's center list and checks that every center is registered.
   absl::StatusOr<std::vector<std::string>> CheckCenters(v1::ResourceSpec* spec);
   absl::Status CheckImageReferences(v1::Image* image);
+  FreeResources free_;
   absl::StatusOr<v1::Image> AddImageCenter(const v1::Image& registration);
   absl::StatusOr<v1::SpecCenterOffer> MakeOffer(const v1::ResourceSpec& spec,
                                                 const std::string& center_id,

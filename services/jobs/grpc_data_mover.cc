@@ -39,7 +39,7 @@ class GrpcDataMover final : public DataMover {
   }
 
   absl::Status AddLocation(const std::string& name, const std::string& version, const std::string& center,
-                           const std::string& url) override {
+                           const std::string& url, const Transfer& transfer) override {
     v1::GetDatasetRequest get;
     get.mutable_key()->set_data_name(name);
     get.mutable_key()->set_data_version(version);
@@ -50,15 +50,35 @@ class GrpcDataMover final : public DataMover {
       grpc::Status s = Stub()->GetDataset(&ctx, get, &dataset);
       if (!s.ok()) return FromGrpcStatus(s);
     }
-    for (const auto& loc : dataset.location()) {
-      if (loc.ai_center_id() == center) return absl::OkStatus();
+    bool changed = false;
+    bool present = false;
+    for (auto& loc : *dataset.mutable_location()) {
+      present |= loc.ai_center_id() == center;
+      auto* state = loc.mutable_download_state();
+      if (!transfer.source_url.empty() && loc.dataset_url() == transfer.source_url) {
+        // The average download time over the successful copies from here (6.3.2 b).
+        double n = state->succeeded();
+        loc.set_download_cost((loc.download_cost() * n + transfer.seconds) / (n + 1));
+        state->set_succeeded(state->succeeded() + 1);
+        changed = true;
+      }
+      for (const auto& failed : transfer.failed_source_urls) {
+        if (loc.dataset_url() == failed) {
+          state->set_failed(state->failed() + 1);
+          changed = true;
+        }
+      }
     }
+    if (!present) {
+      auto* loc = dataset.add_location();
+      loc->set_ai_center_id(center);
+      loc->set_dataset_url(url);
+      loc->set_access("r");
+      changed = true;
+    }
+    if (!changed) return absl::OkStatus();
     v1::UpdateDatasetRequest update;
-    *update.mutable_dataset() = dataset;
-    auto* loc = update.mutable_dataset()->add_location();
-    loc->set_ai_center_id(center);
-    loc->set_dataset_url(url);
-    loc->set_access("r");
+    *update.mutable_dataset() = std::move(dataset);
     update.mutable_update_mask()->add_paths("location");
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));

@@ -32,7 +32,9 @@ absl::Status Stager::CopyAll(const std::string& center, const std::vector<std::s
     }
     // Not recorded, the copy is still there; the next job that needs the dataset here
     // copies it again (the adapter answers at once with what it has).
-    absl::Status recorded = mover_->AddLocation(name, version, center, copy->url());
+    DataMover::Transfer transfer{copy->source_url(), copy->seconds(),
+                                 {copy->failed_source_urls().begin(), copy->failed_source_urls().end()}};
+    absl::Status recorded = mover_->AddLocation(name, version, center, copy->dataset().url(), transfer);
     if (!recorded.ok()) {
       return absl::Status(recorded.code(), absl::StrCat("staging ", key, ": the copy at ", center,
                                                         " could not be recorded: ", recorded.message()));

@@ -67,6 +67,12 @@ void Monitor::Stop() { loop_.Stop(); }
 
 void Monitor::Observe(CenterObservation* o) {
   const std::string& address = o->center.adapter_address();
+  // The usage answered is measured after this moment, so it includes every replica the
+  // center acknowledged before it. The scheduler drops a replica's assumed reservation
+  // only for usage observed after the acknowledgement: stamping the answer's arrival
+  // instead let a poll already under way drop reservations it did not include, and the
+  // center looked free until the next poll (jobs were placed past its capacity).
+  absl::Time asked = clock_->Now();
   auto usage = adapters_->GetUsage({o->center.ai_center_id(), address}, options_.call_timeout);
   if (!usage.ok()) {
     o->reachable = false;
@@ -76,7 +82,7 @@ void Monitor::Observe(CenterObservation* o) {
   absl::Time now = clock_->Now();
   o->usage = std::move(*usage);
   o->has_usage = true;
-  o->observed_at = now;
+  o->observed_at = asked;
   o->reachable = true;
   o->last_error.clear();
   if (!o->has_info || now - o->info_at >= options_.info_refresh) {

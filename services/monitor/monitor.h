@@ -50,7 +50,7 @@ struct CenterObservation {
   apb::CenterInfo info;
   bool has_info = false;
   absl::Time info_at = absl::InfinitePast();
-  absl::Time observed_at = absl::InfinitePast();  // last answer
+  absl::Time observed_at = absl::InfinitePast();  // when the last answer was asked for
   bool reachable = false;
   std::string last_error;
 };

@@ -140,6 +140,15 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
   }
   if (has("monitor")) {
     app->monitor_ = std::make_unique<monitor::Monitor>(app->centers_.get(), app->adapters_, o.clock, o.monitor);
+    if (app->catalog_ != nullptr) {
+      // Spec x center offers say how many instances fit in what the center has free now.
+      monitor::Monitor* monitor = app->monitor_.get();
+      app->catalog_->SetFreeResources([monitor](const std::string& id) -> std::optional<jointcloud::v1::ComputingResources> {
+        auto usage = monitor->Get(id);
+        if (!usage.ok() || !usage->reachable() || !usage->has_observed_at()) return std::nullopt;
+        return usage->free();
+      });
+    }
     app->monitor_->EnableMetrics(*app->metrics_);
     app->grpc_services_.push_back(monitor::MakeMonitorService(app->monitor_.get()));
   }

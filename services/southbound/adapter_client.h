@@ -53,7 +53,9 @@ class AdapterClient {
                              const std::function<void(const apb::ReplicaEvent&)>& on_event,
                              const std::function<bool()>& cancelled) = 0;
   // Copies a dataset into the center from the first source that works.
-  virtual absl::StatusOr<apb::Dataset> Stage(const AdapterAt& adapter, const apb::StageDatasetRequest& req) = 0;
+  // The dataset as staged, with the source it came from and how long the copy took.
+  virtual absl::StatusOr<apb::StageDatasetResponse> Stage(const AdapterAt& adapter,
+                                                         const apb::StageDatasetRequest& req) = 0;
   // The replica's whole stdout (and stderr after it, if any), up to `max_bytes`.
   virtual absl::StatusOr<std::string> ReadLog(const AdapterAt& adapter, const apb::ReplicaKey& key,
                                               int64_t max_bytes) = 0;

@@ -129,14 +129,15 @@ class GrpcAdapterClient final : public AdapterClient {
     if (s.error_code() == grpc::StatusCode::CANCELLED) return absl::CancelledError("watch cancelled");
     return s.ok() ? absl::OkStatus() : Failure(adapter, s);
   }
-  absl::StatusOr<apb::Dataset> Stage(const AdapterAt& adapter, const apb::StageDatasetRequest& req) override {
+  absl::StatusOr<apb::StageDatasetResponse> Stage(const AdapterAt& adapter,
+                                                 const apb::StageDatasetRequest& req) override {
     grpc::ClientContext ctx;
     // Copying data takes as long as it takes; an hour bounds a stuck mover.
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::hours(1));
     apb::StageDatasetResponse out;
     grpc::Status s = Stub(adapter)->StageDataset(&ctx, req, &out);
     if (!s.ok()) return Failure(adapter, s);
-    return out.dataset();
+    return out;
   }
   absl::StatusOr<std::string> ReadLog(const AdapterAt& adapter, const apb::ReplicaKey& key,
                                       int64_t max_bytes) override {

@@ -586,6 +586,13 @@ TEST_CASE("a task's dataset is staged to its center from the source datamon pick
   bool at_beta = false;
   for (const auto& loc : dataset["location"]) at_beta |= loc["ai_center_id"] == "beta";
   CHECK(at_beta);
+  // The copy went into the source's download history, which the next selection reads
+  // (standard 6.3.2: success rate, average download time).
+  for (const auto& loc : dataset["location"]) {
+    if (loc["ai_center_id"] != "alpha") continue;
+    CHECK(loc["download_state"].value("succeeded", 0) == 1);
+    CHECK(loc.value("download_cost", 0.0) > 0);
+  }
 
   // A dataset nobody can provide fails the replica with the reason.
   Network::Must(n.rest->Post("/openapi/v1/datasets",
@@ -603,6 +610,77 @@ TEST_CASE("a task's dataset is staged to its center from the source datamon pick
 }
 
 }  // namespace
+
+TEST_CASE("spec x center offers say how many instances fit now, from the monitor, beside the capacity [A2]", "[A2]") {
+  Network n;
+  std::string last;
+  auto free_at = [&](const std::string& center) {
+    auto listed = n.rest->Get("/openapi/v1/resourcespecs/cpu-1/centers");
+    last = listed.body.dump();
+    for (const auto& o : listed.body["data"]["offers"]) {
+      if (o["ai_center_id"] == center) return o.value("free_instances", -2);
+    }
+    return -2;
+  };
+  bool idle = jc::testing::WaitUntil([&] { return free_at("alpha") == 8; });
+  INFO(last);
+  REQUIRE(idle);
+  std::string id = n.Submit({{"name", "hold"},
+                             {"tasks", {{{"name", "t"}, {"command", "sleep 60"}, {"resourceSpecId", "cpu-1"},
+                                         {"replicaNumber", 3}, {"centerIDs", {"alpha"}}}}}})["jobId"];
+  CHECK(jc::testing::WaitUntil([&] { return free_at("alpha") == 5; }));
+  auto offers = n.rest->Get("/openapi/v1/resourcespecs/cpu-1/centers").body["data"]["offers"];
+  for (const auto& o : offers) {
+    if (o["ai_center_id"] == "alpha") CHECK(o["capacity_instances"] == 8);  // the capacity stays what it is
+  }
+  n.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object());
+  CHECK(jc::testing::WaitUntil([&] { return free_at("alpha") == 8; }));
+}
+
+TEST_CASE("a center's own data mover copies what file:// cannot: a command per URL scheme [A6]", "[A6]") {
+  Network n;
+  // gamma copies copy:// URLs with a command of its owner's choosing (here sh and cp, as
+  // rclone or rsync would be configured).
+  jc::testing::LocalAdapter gamma("gamma", 8,
+                                  "data_dir: {data_dir}\n"
+                                  "data_movers:\n"
+                                  "  - scheme: copy\n"
+                                  "    command: [sh, -c, 'cp -r \"${1#copy://}\" \"$2\"', mover, '{source}', '{target}']\n"
+                                  "specs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n");
+  n.AddCenter("gamma", gamma.address(), 5);
+  Network::Must(n.rest->Send("PATCH", "/openapi/v1/resourcespecs/cpu-1", R"({"computing_center_list": "alpha,beta,gamma"})"));
+  auto src = n.alpha.dir / "remote-src";
+  std::filesystem::create_directories(src);
+  std::ofstream(src / "part-0") << "moved by command\n";
+  Network::Must(n.rest->Post("/openapi/v1/datasets",
+                             {{"data_name", "remote"},
+                              {"data_version", "v1"},
+                              {"location", {{{"ai_center_id", "alpha"}, {"dataset_url", "copy://" + src.string()},
+                                             {"access", "r"}}}}}));
+  std::string staged = (gamma.dir / "data" / "remote" / "v1" / "part-0").string();
+  json job = {{"name", "moved"},
+              {"tasks", {{{"name", "read"},
+                          {"command", "cat " + staged},
+                          {"resourceSpecId", "cpu-1"},
+                          {"replicaNumber", 1},
+                          {"centerIDs", {"gamma"}},
+                          {"datasets", {"remote:v1"}}}}}};
+  n.WaitForStatus(n.Submit(job)["jobId"], "completed");
+  std::ifstream in(staged);
+  std::string line;
+  std::getline(in, line);
+  CHECK(line == "moved by command");
+  // A scheme no mover of the center copies fails the replica, saying so.
+  Network::Must(n.rest->Post("/openapi/v1/datasets",
+                             {{"data_name", "elsewhere"},
+                              {"data_version", "v1"},
+                              {"location", {{{"ai_center_id", "alpha"}, {"dataset_url", "s3://bucket/elsewhere"},
+                                             {"access", "r"}}}}}));
+  job["name"] = "unmovable";
+  job["tasks"][0]["datasets"] = {"elsewhere:v1"};
+  json failed = n.WaitForStatus(n.Submit(job)["jobId"], "failed");
+  CHECK(failed["statusReason"].get<std::string>().find("has no mover for this scheme") != std::string::npos);
+}
 
 TEST_CASE("a center whose adapter moved is followed at its new address without a restart [A7][A1]", "[A7][A1]") {
   Network n;
@@ -700,7 +778,12 @@ TEST_CASE("fair share across the federation: a light project's job goes before a
   // Light holds nothing, heavy most of the federation: the first CPU freed is light's.
   // (In FCFS order all four of heavy's would start first, the last at about 9 s.)
   n.WaitForStatus(light, "completed");
-  CHECK(n.Job(backlog.back())["status"] == "pending");
+  json last = n.Job(backlog.back());
+  std::string states;
+  for (const auto& id : heavy) states += id + ":" + n.Job(id).value("status", "") + " ";
+  for (const auto& id : backlog) states += id + ":" + n.Job(id).dump() + " ";
+  INFO(states);
+  CHECK(last["status"] == "pending");
   for (const auto& id : backlog) n.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object());
   for (const auto& id : heavy) n.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object());
 }

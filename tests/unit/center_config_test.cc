@@ -17,6 +17,32 @@ TEST_CASE("a center configuration reads its specs, data dir and data sources [A1
   REQUIRE(c->FindSpec("gpu-1x") != nullptr);
 }
 
+TEST_CASE("data movers: a command per URL scheme, with {source} and {target} [A6]", "[A6]") {
+  auto c = jc::adapter::ParseCenterConfig(
+      "center_id: c\ndata_movers:\n  - {scheme: rsync, command: [rsync, -a, '{source}/', '{target}/']}\n"
+      "  - {scheme: s3, command: [rclone, copy, '{source}', '{target}']}\n");
+  REQUIRE(c.ok());
+  REQUIRE(c->data_movers.size() == 2);
+  CHECK(c->data_movers[0].scheme == "rsync");
+  CHECK(c->data_movers[1].argv == std::vector<std::string>{"rclone", "copy", "{source}", "{target}"});
+  const std::pair<std::string, std::string> bad[] = {
+      {"center_id: c\ndata_movers: {scheme: s3}\n", "must be a list"},
+      {"center_id: c\ndata_movers: [{scheme: file, command: [cp, '{source}', '{target}']}]\n", "built-in"},
+      {"center_id: c\ndata_movers: [{scheme: 's 3', command: [cp, '{source}', '{target}']}]\n", "URL scheme"},
+      {"center_id: c\ndata_movers: [{scheme: s3, command: []}]\n", "non-empty list"},
+      {"center_id: c\ndata_movers: [{scheme: s3, command: [rclone, copy, '{source}']}]\n", "{source} and {target}"},
+      {"center_id: c\ndata_movers: [{scheme: s3, command: [a, '{source}', '{target}']}, "
+       "{scheme: s3, command: [b, '{source}', '{target}']}]\n", "has a mover already"},
+      {"center_id: c\ndata_movers: [{scheme: s3, command: [a, '{source}', '{target}'], shell: true}]\n", "unknown key"},
+  };
+  for (const auto& [yaml, message] : bad) {
+    auto r = jc::adapter::ParseCenterConfig(yaml);
+    INFO(yaml << " -> " << r.status().ToString());
+    REQUIRE_FALSE(r.ok());
+    CHECK(std::string(r.status().message()).find(message) != std::string::npos);
+  }
+}
+
 TEST_CASE("a center configuration with a mistake is refused, naming it [A14][C5]", "[A14][C5]") {
   const std::pair<std::string, std::string> bad[] = {
       {"security_grade: 3\n", "center_id is missing"},
