@@ -68,6 +68,17 @@ absl::StatusOr<std::map<std::string, double>> ParseWeights(const std::string& te
   return weights;
 }
 
+void RecordDownload(v1::DatasetLocation* location, bool succeeded, double seconds) {
+  auto* state = location->mutable_download_state();
+  if (!succeeded) {
+    state->set_failed(state->failed() + 1);
+    return;
+  }
+  double n = state->succeeded();
+  location->set_download_cost((location->download_cost() * n + seconds) / (n + 1));
+  state->set_succeeded(state->succeeded() + 1);
+}
+
 int SharedTopologyDepth(const std::string& a, const std::string& b) {
   std::vector<absl::string_view> pa = absl::StrSplit(a, '/', absl::SkipEmpty());
   std::vector<absl::string_view> pb = absl::StrSplit(b, '/', absl::SkipEmpty());

@@ -47,6 +47,11 @@ struct SelectionInput {
 // Counts path segments shared from the root: "cn/bj/dc1" vs "cn/bj/dc2" -> 2.
 int SharedTopologyDepth(const std::string& a, const std::string& b);
 
+// Records one download from `location` in its history, which the evaluators above read:
+// a success adds to the average download time (download_cost) and the success count, a
+// failure to the failure count.
+void RecordDownload(v1::DatasetLocation* location, bool succeeded, double seconds);
+
 // Filters and ranks. Scores are 0..100 per evaluator, normalized over the candidates;
 // the total is formula 2 of the standard applied to them: sum of weight x score.
 v1::SelectMigrationSourcesResponse SelectSources(const SelectionInput& input);

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "jointcloud/v1/datamon.grpc.pb.h"
+#include "services/datamon/source_selection.h"
 #include "services/jobs/data_mover.h"
 
 namespace jc::jobs {
@@ -54,17 +55,13 @@ class GrpcDataMover final : public DataMover {
     bool present = false;
     for (auto& loc : *dataset.mutable_location()) {
       present |= loc.ai_center_id() == center;
-      auto* state = loc.mutable_download_state();
       if (!transfer.source_url.empty() && loc.dataset_url() == transfer.source_url) {
-        // The average download time over the successful copies from here (6.3.2 b).
-        double n = state->succeeded();
-        loc.set_download_cost((loc.download_cost() * n + transfer.seconds) / (n + 1));
-        state->set_succeeded(state->succeeded() + 1);
+        datamon::RecordDownload(&loc, true, transfer.seconds);
         changed = true;
       }
       for (const auto& failed : transfer.failed_source_urls) {
         if (loc.dataset_url() == failed) {
-          state->set_failed(state->failed() + 1);
+          datamon::RecordDownload(&loc, false, 0);
           changed = true;
         }
       }

@@ -874,9 +874,16 @@ void JobManager::RecountQuotaUse() {
 void JobManager::ScheduleFairShare(const std::function<void(const std::string&)>& schedule_one) {
   scheduler::JobQueue queue(scheduler::QueueOrder::kFairShare);
   queue.SetCapacity(scheduler_->FederationCapacity());
-  auto quantity = [this](const v1::JobRecord& r, int replica) {
-    auto q = scheduler_->SpecQuantity(r.request().tasks(r.replicas(replica).task_index()).resource_spec_id());
-    return q.ok() ? *q : scheduler::Resources{};
+  // One scheduler call per spec, not per replica (each call takes the scheduler's lock).
+  absl::flat_hash_map<std::string, scheduler::Resources> by_spec;
+  auto quantity = [&](const v1::JobRecord& r, int replica) -> const scheduler::Resources& {
+    const std::string& spec = r.request().tasks(r.replicas(replica).task_index()).resource_spec_id();
+    auto [it, added] = by_spec.try_emplace(spec);
+    if (added) {
+      auto q = scheduler_->SpecQuantity(spec);
+      if (q.ok()) it->second = *q;
+    }
+    return it->second;
   };
   // Recounted every cycle from the jobs in memory, as the quotas are: O(replicas), no I/O.
   for (const auto& [id, job] : active_) {

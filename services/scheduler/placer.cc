@@ -100,13 +100,14 @@ ReplicaDecision Placer::Place(const PlacementRequest& request, const Snapshot& s
     // Select: the best by the model (the highest total, for a model whose totals order
     // the centers); on a tie the less loaded center, then the first.
     size_t best = 0;
+    const bool scalar = model.scalar();
     for (size_t i = 0; i < n; ++i) {
       auto row = absl::MakeConstSpan(&scores_[i * m], m);
       double total = model.Evaluate(row, weights);
       int index = static_cast<int>(candidates_[i] - centers.data());
       bool better = decision.center < 0;
       if (!better) {
-        int c = model.scalar() ? (total > decision.total) - (total < decision.total)
+        int c = scalar ? (total > decision.total) - (total < decision.total)
                                : model.Compare(row, absl::MakeConstSpan(&scores_[best * m], m), weights);
         better = c > 0 || (c == 0 && candidates_[i]->JobLoad() < centers[decision.center].JobLoad());
       }

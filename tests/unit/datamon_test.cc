@@ -84,6 +84,31 @@ TEST_CASE("source selection filters, scores each evaluator and ranks by weight",
   CHECK(out.sources_size() == 0);
 }
 
+TEST_CASE("a download goes into its source's history: average time, successes, failures [A6]", "[A6]") {
+  v1::DatasetLocation loc;
+  jc::datamon::RecordDownload(&loc, true, 10);
+  jc::datamon::RecordDownload(&loc, true, 20);
+  jc::datamon::RecordDownload(&loc, false, 99);
+  CHECK(loc.download_cost() == Approx(15));  // failures do not count in the average time
+  CHECK(loc.download_state().succeeded() == 2);
+  CHECK(loc.download_state().failed() == 1);
+  // The history moves the ranking: of two sources otherwise alike, the one that fails loses.
+  jc::datamon::SelectionInput in;
+  in.target_center_id = "t";
+  in.weights = jc::datamon::DefaultWeights();
+  for (const char* id : {"a", "b"}) {
+    auto* l = in.dataset.add_location();
+    l->set_ai_center_id(id);
+    l->set_dataset_url(std::string("file:///") + id);
+    l->set_access("r");
+    in.centers[id] = {true, 1};
+  }
+  jc::datamon::RecordDownload(in.dataset.mutable_location(0), false, 0);
+  auto ranked = jc::datamon::SelectSources(in);
+  REQUIRE(ranked.sources_size() == 2);
+  CHECK(ranked.sources(0).ai_center_id() == "b");
+}
+
 TEST_CASE("evaluator weights parse from configuration text", "[A6][C5]") {
   auto w = jc::datamon::ParseWeights("least_load=2, rate_limit=0.5");
   REQUIRE(w.ok());

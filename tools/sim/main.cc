@@ -165,6 +165,13 @@ absl::StatusOr<Trace> ReadTrace(Args& args, const std::string& flag) {
   return t;
 }
 
+// The federation file named by --federation.
+absl::StatusOr<Federation> ReadFederation(Args& args) {
+  std::string path;
+  if (absl::Status s = args.Required("federation", &path); !s.ok()) return s;
+  return LoadFederation(path);
+}
+
 absl::Status MakeDir(const std::string& dir) {
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return absl::InternalError(absl::StrCat("cannot create ", dir));
   return absl::OkStatus();
@@ -188,9 +195,7 @@ std::string JobsCsv(const std::vector<JobRecord>& jobs) {
 }
 
 int CmdRun(Args& args, PolicyCatalog& catalog) {
-  std::string fed_path;
-  TRY(args.Required("federation", &fed_path));
-  absl::StatusOr<Federation> f = LoadFederation(fed_path);
+  absl::StatusOr<Federation> f = ReadFederation(args);
   if (!f.ok()) return Fail(f.status());
   absl::StatusOr<Trace> t = ReadTrace(args, "trace");
   if (!t.ok()) return Fail(t.status());
@@ -216,10 +221,9 @@ int CmdRun(Args& args, PolicyCatalog& catalog) {
 }
 
 int CmdCompare(Args& args, PolicyCatalog& catalog) {
-  std::string fed_path, out;
-  TRY(args.Required("federation", &fed_path));
+  std::string out;
   TRY(args.Required("out", &out));
-  absl::StatusOr<Federation> f = LoadFederation(fed_path);
+  absl::StatusOr<Federation> f = ReadFederation(args);
   if (!f.ok()) return Fail(f.status());
   absl::StatusOr<Trace> t = ReadTrace(args, "trace");
   if (!t.ok()) return Fail(t.status());
@@ -261,10 +265,9 @@ int CmdCompare(Args& args, PolicyCatalog& catalog) {
 }
 
 int CmdSweep(Args& args, PolicyCatalog& catalog) {
-  std::string fed_path, out;
-  TRY(args.Required("federation", &fed_path));
+  std::string out;
   TRY(args.Required("out", &out));
-  absl::StatusOr<Federation> f = LoadFederation(fed_path);
+  absl::StatusOr<Federation> f = ReadFederation(args);
   if (!f.ok()) return Fail(f.status());
   SweepOptions o;
   o.policies = {"first_fit", "random", "round_robin", "profile:default"};
@@ -314,9 +317,7 @@ int CmdSweep(Args& args, PolicyCatalog& catalog) {
 }
 
 int CmdTune(Args& args, PolicyCatalog& catalog) {
-  std::string fed_path;
-  TRY(args.Required("federation", &fed_path));
-  absl::StatusOr<Federation> f = LoadFederation(fed_path);
+  absl::StatusOr<Federation> f = ReadFederation(args);
   if (!f.ok()) return Fail(f.status());
   absl::StatusOr<Trace> train = ReadTrace(args, "trace");
   if (!train.ok()) return Fail(train.status());
@@ -351,10 +352,9 @@ int CmdTune(Args& args, PolicyCatalog& catalog) {
 }
 
 int CmdGenerate(Args& args) {
-  std::string fed_path, out;
-  TRY(args.Required("federation", &fed_path));
+  std::string out;
   TRY(args.Required("out", &out));
-  absl::StatusOr<Federation> f = LoadFederation(fed_path);
+  absl::StatusOr<Federation> f = ReadFederation(args);
   if (!f.ok()) return Fail(f.status());
   GeneratorOptions o;
   TRY(args.Int("jobs", &o.jobs));

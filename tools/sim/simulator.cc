@@ -377,12 +377,9 @@ void Simulation::Start(int index, int center) {
         latency_ms += src->latency_ms;
         // The migration goes into the source's history, which the next selection reads.
         for (auto& loc : *d.record.mutable_location()) {
-          if (loc.ai_center_id() != src->id) continue;
-          double seconds = d.size_mb * 8 / bandwidth + latency_ms / 1000;
-          auto* state = loc.mutable_download_state();
-          double n = state->succeeded();
-          loc.set_download_cost((loc.download_cost() * n + seconds) / (n + 1));
-          state->set_succeeded(state->succeeded() + 1);
+          if (loc.ai_center_id() == src->id) {
+            datamon::RecordDownload(&loc, true, d.size_mb * 8 / bandwidth + latency_ms / 1000);
+          }
         }
       }
     }
