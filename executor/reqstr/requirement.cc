@@ -413,6 +413,8 @@ class Parser {
     if (v != std::floor(v) || v < 1) {
       return ErrorAt(vcol, absl::StrCat("span[", key, "=...] must be a whole number of at least 1"));
     }
+    // Found by the fuzzer: a number past int's range made the cast undefined.
+    if (v > 1'000'000) return ErrorAt(vcol, absl::StrCat("span[", key, "=...] must be at most 1000000"));
     if (key == "hosts") {
       if (v != 1) return ErrorAt(vcol, "span[hosts=...] supports only 1 (all slots on one host)");
       s->span_hosts = 1;
