@@ -97,6 +97,7 @@ AdapterCore::AdapterCore(Backend* backend, CenterConfig center, store::Store* st
                          CoreOptions options)
     : backend_(backend),
       center_(std::move(center)),
+      images_(center_.center_id, center_.image_dir, center_.image_mover),
       run_as_(std::make_shared<const RunAs>(center_.run_as)),
       store_(store),
       options_(options),
@@ -188,8 +189,34 @@ absl::StatusOr<pb::CenterInfo> AdapterCore::Info() {
       info.add_image_ids(image.image_id());
     }
   }
+  for (const auto& id : images_.Held()) {
+    if (std::find(info.image_ids().begin(), info.image_ids().end(), id) == info.image_ids().end()) info.add_image_ids(id);
+  }
+  info.set_receives_images(images_.receives());
+  info.set_image_registry(center_.image_registry);
   info.set_adapter_version("jointcloud-adapter-sdk/1");
   return info;
+}
+
+std::vector<pb::Image> AdapterCore::Images() const {
+  std::vector<pb::Image> out(center_.images.begin(), center_.images.end());
+  for (const auto& id : images_.Held()) {
+    if (std::none_of(out.begin(), out.end(), [&](const pb::Image& i) { return i.image_id() == id; })) {
+      out.emplace_back().set_image_id(id);
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<pb::StageImageResponse> AdapterCore::StageImage(const pb::StageImageRequest& req) {
+  for (const auto& i : center_.images) {
+    if (i.image_id() == req.image_id()) {
+      pb::StageImageResponse out;
+      *out.mutable_image() = i;
+      return out;
+    }
+  }
+  return images_.Stage(req);
 }
 
 absl::StatusOr<pb::Usage> AdapterCore::Usage() {
@@ -215,7 +242,7 @@ absl::StatusOr<ReplicaLaunch> AdapterCore::Validate(const pb::SubmitReplicaReque
         "unknown resource spec \"", req.resource_spec_id(), "\"; center ", center_.center_id,
         " runs: ", offered.empty() ? "none" : absl::StrJoin(offered, ", ")));
   }
-  if (!req.image_id().empty() && !center_.images.empty()) {
+  if (!req.image_id().empty() && (!center_.images.empty() || images_.receives()) && !images_.Has(req.image_id())) {
     bool known = false;
     for (const auto& i : center_.images) known |= i.image_id() == req.image_id();
     if (!known) {

@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 #include "adapters/sdk/backend.h"
 #include "adapters/sdk/center_config.h"
+#include "adapters/sdk/staged_images.h"
 #include "common/event_log.h"
 #include "common/store/store.h"
 
@@ -55,6 +56,11 @@ class AdapterCore {
   // Copies the dataset in from the first source a mover copies (file:// built in, other
   // schemes by the center's data_movers), and says which it was and how long it took.
   absl::StatusOr<pb::StageDatasetResponse> StageDataset(const pb::StageDatasetRequest& req);
+  // Fetches an image the center lacks with its image_mover (staged_images.h).
+  // The images the center declares, then those its image mover staged.
+  std::vector<pb::Image> Images() const;
+  // An image the center declares or staged before is answered at once.
+  absl::StatusOr<pb::StageImageResponse> StageImage(const pb::StageImageRequest& req);
   const CenterConfig& center() const { return center_; }
   // Replaces the center's project and user mapping (SIGHUP reloads it): replicas submitted
   // from now on get accounts from it; running ones keep theirs.
@@ -85,6 +91,7 @@ class AdapterCore {
 
   Backend* backend_;
   CenterConfig center_;
+  StagedImages images_;
   std::vector<std::unique_ptr<DatasetMover>> movers_;  // file:// first, then data_movers  // its run_as is only the initial one: run_as_ is current
   mutable std::mutex run_as_mu_;
   std::shared_ptr<const RunAs> run_as_;

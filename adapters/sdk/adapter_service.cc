@@ -117,7 +117,7 @@ class AdapterService final : public pb::Adapter::Service {
   }
   grpc::Status ListImages(grpc::ServerContext*, const pb::ListImagesRequest*,
                           pb::ListImagesResponse* resp) override {
-    for (const auto& i : core_->center().images) *resp->add_images() = i;
+    for (auto& i : core_->Images()) *resp->add_images() = std::move(i);
     return grpc::Status::OK;
   }
   grpc::Status ListDatasets(grpc::ServerContext*, const pb::ListDatasetsRequest*,
@@ -128,6 +128,13 @@ class AdapterService final : public pb::Adapter::Service {
   grpc::Status StageDataset(grpc::ServerContext*, const pb::StageDatasetRequest* req,
                             pb::StageDatasetResponse* resp) override {
     auto staged = core_->StageDataset(*req);
+    if (!staged.ok()) return ToGrpcStatus(staged.status());
+    *resp = std::move(*staged);
+    return grpc::Status::OK;
+  }
+  grpc::Status StageImage(grpc::ServerContext*, const pb::StageImageRequest* req,
+                          pb::StageImageResponse* resp) override {
+    auto staged = core_->StageImage(*req);
     if (!staged.ok()) return ToGrpcStatus(staged.status());
     *resp = std::move(*staged);
     return grpc::Status::OK;

@@ -228,6 +228,23 @@ static absl::StatusOr<CenterConfig> ParseCenterConfigUnguarded(const std::string
       c.data_movers.push_back(std::move(mover));
     }
   }
+  JC_CFG_ASSIGN(c.image_dir, Get<std::string>(root, "image_dir", "center", ""));
+  JC_CFG_ASSIGN(c.image_registry, Get<std::string>(root, "image_registry", "center", ""));
+  if (const YAML::Node command = root["image_mover"]) {
+    if (!command.IsSequence() || command.size() == 0) {
+      return absl::InvalidArgumentError("center: image_mover must be a non-empty list (program, arguments)");
+    }
+    for (const auto& arg : command) {
+      if (!arg.IsScalar()) return absl::InvalidArgumentError("center: image_mover items must be strings");
+      c.image_mover.push_back(arg.as<std::string>());
+    }
+    if (absl::StrJoin(c.image_mover, " ").find("{target}") == std::string::npos) {
+      return absl::InvalidArgumentError("center: image_mover must use {target} (where the image goes)");
+    }
+    if (c.image_dir.empty()) {
+      return absl::InvalidArgumentError("center: image_mover needs image_dir (where staged images are kept)");
+    }
+  }
   if (const YAML::Node n = root["network"]) {
     double v;
     JC_CFG_ASSIGN(v, Get<double>(n, "bandwidth_mbps", "network", 0));

@@ -18,6 +18,9 @@
 //   data_sources: [/srv/shared]     # the only places file:// datasets are staged from
 //   data_movers:                    # other URL schemes, copied by a command (dataset_mover.h)
 //     - {scheme: rsync, command: [rsync, -a, "{source}/", "{target}/"]}
+//   image_dir: /srv/jc/images       # where staged images go, one entry per image id
+//   image_mover: [apptainer, pull, "{target}", "docker://{source}"]   # no shell
+//   image_registry: registry.bj-1:5000   # where other centers fetch this one's images
 //   specs:
 //     - {id: gpu-1x, cpu: 8, memory: 64Gi, gpu: 1, execution_power_watts: 350, price: 20}
 //   images:
@@ -66,6 +69,13 @@ struct CenterConfig {
   // the built-in mover stages nothing, whatever a caller names.
   std::vector<std::string> data_sources;
   std::vector<CommandMoverConfig> data_movers;  // by URL scheme
+  // Images (SPEC A4): a center with an image mover can be given images it lacks. The
+  // command runs without a shell with {source} (a source from the request, else the image
+  // id), {target} (image_dir/<image id>), {image_id} and {name} replaced; exit 0 and
+  // something at {target} is success. What is in image_dir is present, restarts included.
+  std::string image_dir;
+  std::vector<std::string> image_mover;
+  std::string image_registry;  // offered to other centers' movers as a source prefix
   std::vector<pb::SpecOffer> specs;
   std::vector<pb::Image> images;
   std::vector<pb::Dataset> datasets;

@@ -25,7 +25,7 @@ const std::vector<std::string>& SpecMutableFields() {
 
 const std::vector<std::string>& ImageMutableFields() {
   static const auto* f = new std::vector<std::string>{"name", "ai_center_id", "base_os",
-                                                      "framework", "resource_spec", "present_at"};
+                                                      "framework", "resource_spec", "present_at", "size_mb"};
   return *f;
 }
 
@@ -128,6 +128,9 @@ absl::Status ValidateImage(const v1::Image& image) {
   JC_RETURN_IF_ERROR(CheckOptionalText("framework", image.framework(), 255));
   for (const std::string& spec : SplitList(image.resource_spec())) {
     JC_RETURN_IF_ERROR(CheckId("resource_spec entry", spec));
+  }
+  if (!(image.size_mb() >= 0) || image.size_mb() > 1e9) {  // NaN fails too
+    return absl::InvalidArgumentError("size_mb must be between 0 (unknown) and 1e9 MB");
   }
   return absl::OkStatus();
 }

@@ -2,8 +2,10 @@
 
 // How the job manager brings a task's datasets to the center it was placed on (SPEC A6):
 // datamon chooses and ranks the sources (standard 6.3.2), the center's adapter copies from
-// the first that works, and datamon learns the new location. The real one calls datamon
-// over gRPC.
+// the first that works, and datamon learns the new location. Images likewise (A4): the
+// catalog says which centers hold one, the center's image mover fetches it, and the
+// catalog's image x center list learns the new center. The real one calls datamon and
+// the catalog over gRPC.
 
 #include <functional>
 #include <memory>
@@ -35,8 +37,18 @@ class DataMover {
   // of the locations it came from (succeeded, average download time) or failed at.
   virtual absl::Status AddLocation(const std::string& name, const std::string& version, const std::string& center,
                                    const std::string& url, const Transfer& transfer) = 0;
+
+  // The catalog's image: its name and the centers holding it (the registering one first).
+  struct ImageCopies {
+    std::string name;
+    std::vector<std::string> centers;
+  };
+  virtual absl::StatusOr<ImageCopies> Image(const std::string& image_id) = 0;
+  // Adds `center` to the image's image x center list (nothing when it is there).
+  virtual absl::Status AddImageCenter(const std::string& image_id, const std::string& center) = 0;
 };
 
-std::unique_ptr<DataMover> MakeGrpcDataMover(std::function<std::shared_ptr<grpc::Channel>()> datamon);
+std::unique_ptr<DataMover> MakeGrpcDataMover(std::function<std::shared_ptr<grpc::Channel>()> datamon,
+                                             std::function<std::shared_ptr<grpc::Channel>()> catalog);
 
 }  // namespace jc::jobs

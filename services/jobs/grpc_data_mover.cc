@@ -1,10 +1,13 @@
 // The job manager's gRPC edge toward datamon, for staging.
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/status_macros.h"
+#include "jointcloud/v1/catalog.grpc.pb.h"
 #include "jointcloud/v1/datamon.grpc.pb.h"
 #include "services/datamon/source_selection.h"
 #include "services/jobs/data_mover.h"
@@ -16,7 +19,9 @@ namespace v1 = ::jointcloud::v1;
 
 class GrpcDataMover final : public DataMover {
  public:
-  explicit GrpcDataMover(std::function<std::shared_ptr<grpc::Channel>()> source) : source_(std::move(source)) {}
+  GrpcDataMover(std::function<std::shared_ptr<grpc::Channel>()> source,
+                std::function<std::shared_ptr<grpc::Channel>()> catalog)
+      : source_(std::move(source)), catalog_source_(std::move(catalog)) {}
 
   absl::StatusOr<std::vector<std::string>> Sources(const std::string& name, const std::string& version,
                                                    const std::string& target) override {
@@ -84,7 +89,46 @@ class GrpcDataMover final : public DataMover {
     return s.ok() ? absl::OkStatus() : FromGrpcStatus(s);
   }
 
+  absl::StatusOr<ImageCopies> Image(const std::string& image_id) override {
+    JC_ASSIGN_OR_RETURN(v1::Image image, GetImage(image_id));
+    ImageCopies out{image.name(), {image.ai_center_id()}};
+    out.centers.insert(out.centers.end(), image.present_at().begin(), image.present_at().end());
+    return out;
+  }
+
+  absl::Status AddImageCenter(const std::string& image_id, const std::string& center) override {
+    JC_ASSIGN_OR_RETURN(v1::Image image, GetImage(image_id));
+    if (image.ai_center_id() == center ||
+        std::find(image.present_at().begin(), image.present_at().end(), center) != image.present_at().end()) {
+      return absl::OkStatus();
+    }
+    v1::UpdateImageRequest update;
+    update.mutable_image()->set_image_id(image_id);
+    *update.mutable_image()->mutable_present_at() = image.present_at();
+    update.mutable_image()->add_present_at(center);
+    update.mutable_update_mask()->add_paths("present_at");
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::Image out;
+    grpc::Status s = Catalog()->UpdateImage(&ctx, update, &out);
+    return s.ok() ? absl::OkStatus() : FromGrpcStatus(s);
+  }
+
  private:
+  absl::StatusOr<v1::Image> GetImage(const std::string& image_id) {
+    v1::GetImageRequest get;
+    get.set_image_id(image_id);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    v1::Image image;
+    grpc::Status s = Catalog()->GetImage(&ctx, get, &image);
+    if (!s.ok()) return FromGrpcStatus(s);
+    return image;
+  }
+  v1::CatalogService::Stub* Catalog() {
+    std::call_once(catalog_once_, [this] { catalog_ = v1::CatalogService::NewStub(catalog_source_()); });
+    return catalog_.get();
+  }
   v1::DatamonService::Stub* Stub() {
     std::call_once(once_, [this] { stub_ = v1::DatamonService::NewStub(source_()); });
     return stub_.get();
@@ -92,12 +136,16 @@ class GrpcDataMover final : public DataMover {
   std::function<std::shared_ptr<grpc::Channel>()> source_;
   std::once_flag once_;
   std::unique_ptr<v1::DatamonService::Stub> stub_;
+  std::function<std::shared_ptr<grpc::Channel>()> catalog_source_;
+  std::once_flag catalog_once_;
+  std::unique_ptr<v1::CatalogService::Stub> catalog_;
 };
 
 }  // namespace
 
-std::unique_ptr<DataMover> MakeGrpcDataMover(std::function<std::shared_ptr<grpc::Channel>()> datamon) {
-  return std::make_unique<GrpcDataMover>(std::move(datamon));
+std::unique_ptr<DataMover> MakeGrpcDataMover(std::function<std::shared_ptr<grpc::Channel>()> datamon,
+                                             std::function<std::shared_ptr<grpc::Channel>()> catalog) {
+  return std::make_unique<GrpcDataMover>(std::move(datamon), std::move(catalog));
 }
 
 }  // namespace jc::jobs

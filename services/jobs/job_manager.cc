@@ -454,9 +454,10 @@ void JobManager::SendDispatches(const std::vector<Dispatch>& dispatches) {
     const auto& rep = it->second.record.replicas(d.replica);
     if (rep.state() != v1::ReplicaRecord::STAGING || rep.attempt() != d.attempt) continue;
     const auto& task = it->second.record.request().tasks(rep.task_index());
-    stager_.Stage(d.center_id, {task.datasets().begin(), task.datasets().end()}, [this, d, term](absl::Status staged) {
-      loop_.Post([this, d, term, staged = std::move(staged)] { OnStaged(d, term, staged); });
-    });
+    stager_.Stage(d.center_id, task.image_id(), {task.datasets().begin(), task.datasets().end()},
+                  [this, d, term](absl::Status staged) {
+                    loop_.Post([this, d, term, staged = std::move(staged)] { OnStaged(d, term, staged); });
+                  });
   }
   dispatcher_.Submit(std::move(items));
 }
@@ -969,10 +970,16 @@ std::vector<Dispatch> JobManager::Schedule(Active& job) {
   for (size_t k = 0; k < indices.size(); ++k) {
     if (decision->centers[k].empty()) continue;
     auto* rep = r.mutable_replicas(indices[k]);
-    bool stage = mover_ != nullptr && !r.request().tasks(rep->task_index()).datasets().empty();
+    const auto& task = r.request().tasks(rep->task_index());
+    const bool image = decision->stage_image[k];
+    bool stage = mover_ != nullptr && (image || !task.datasets().empty());
     rep->set_state(stage ? v1::ReplicaRecord::STAGING : v1::ReplicaRecord::DISPATCHING);
     rep->set_center_id(decision->centers[k]);
-    if (stage) rep->set_message(absl::StrCat("staging datasets to ", rep->center_id()));
+    if (stage) {
+      rep->set_message(absl::StrCat("staging ", image ? absl::StrCat("image ", task.image_id()) : "",
+                                    image && !task.datasets().empty() ? " and " : "",
+                                    task.datasets().empty() ? "" : "datasets", " to ", rep->center_id()));
+    }
     out.push_back({r.job_id(), indices[k], rep->attempt(), rep->center_id(), stage});
     placed.push_back(indices[k]);
   }

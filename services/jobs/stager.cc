@@ -1,19 +1,61 @@
 #include "services/jobs/stager.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "common/status_macros.h"
 
 namespace jc::jobs {
 
-void Stager::Stage(std::string center, std::vector<std::string> datasets, std::function<void(absl::Status)> done) {
-  pool_->Run([this, center = std::move(center), datasets = std::move(datasets), done = std::move(done)] {
-    done(CopyAll(center, datasets));
-  });
+void Stager::Stage(std::string center, std::string image_id, std::vector<std::string> datasets,
+                   std::function<void(absl::Status)> done) {
+  pool_->Run([this, center = std::move(center), image_id = std::move(image_id), datasets = std::move(datasets),
+              done = std::move(done)] { done(CopyAll(center, image_id, datasets)); });
 }
 
-absl::Status Stager::CopyAll(const std::string& center, const std::vector<std::string>& datasets) {
+absl::Status Stager::StageImage(const std::string& center, const std::string& address, const std::string& image_id) {
+  auto copies = mover_->Image(image_id);
+  if (!copies.ok()) {
+    return absl::Status(copies.status().code(), absl::StrCat("staging image ", image_id, ": ", copies.status().message()));
+  }
+  if (std::find(copies->centers.begin(), copies->centers.end(), center) != copies->centers.end()) {
+    return absl::OkStatus();  // the catalog lists it there
+  }
+  apb::StageImageRequest req;
+  req.set_image_id(image_id);
+  req.set_name(copies->name);
+  // Sources: the holders that offer their images to other centers (CenterInfo.image_registry).
+  for (const auto& holder : copies->centers) {
+    auto at = addresses_->Of(holder);
+    if (!at.ok()) continue;
+    auto info = adapters_->GetCenterInfo({holder, *at}, absl::Seconds(10));
+    if (info.ok() && !info->image_registry().empty()) {
+      req.add_source_urls(absl::StrCat(absl::StripSuffix(info->image_registry(), "/"), "/", image_id));
+    }
+  }
+  auto staged = adapters_->StageImage({center, address}, req);
+  if (absl::IsUnimplemented(staged.status())) {
+    // An adapter older than image staging: the scheduler placed the replica here because
+    // it reports the image; its submit says if not.
+    return absl::OkStatus();
+  }
+  if (!staged.ok()) {
+    return absl::Status(staged.status().code(), absl::StrCat("staging image ", image_id, ": ", staged.status().message()));
+  }
+  if (absl::Status recorded = mover_->AddImageCenter(image_id, center); !recorded.ok()) {
+    return absl::Status(recorded.code(), absl::StrCat("staging image ", image_id, ": the copy at ", center,
+                                                      " could not be recorded: ", recorded.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Stager::CopyAll(const std::string& center, const std::string& image_id,
+                             const std::vector<std::string>& datasets) {
   auto address = addresses_->Of(center);
   if (!address.ok()) return address.status();
   std::lock_guard<std::mutex> lock(one_copy_at_a_time_);
+  if (!image_id.empty()) JC_RETURN_IF_ERROR(StageImage(center, *address, image_id));
   for (const auto& key : datasets) {
     size_t colon = key.rfind(':');
     std::string name = key.substr(0, colon), version = colon == std::string::npos ? "" : key.substr(colon + 1);

@@ -1,7 +1,8 @@
 #pragma once
 
-// The job manager's stager: copies a task's datasets to the center a replica was placed
-// on, through the center's adapter, before the replica is submitted (SPEC A11). One copy
+// The job manager's stager: gives the center a replica was placed on the task's image when
+// the catalog does not list it there (its image mover, SPEC A4) and copies the datasets
+// it lacks (A11), through the center's adapter, before the replica is submitted. One copy
 // at a time, so two replicas never copy the same data at once. It keeps no job state: the
 // outcome goes back to the job manager's event loop.
 
@@ -25,12 +26,15 @@ class Stager {
   Stager(southbound::AdapterClient* adapters, AdapterAddresses* addresses, DataMover* mover, ThreadPool* pool)
       : adapters_(adapters), addresses_(addresses), mover_(mover), pool_(pool) {}
 
-  // Copies each dataset ("name:version") missing at `center`, on a pool thread; `done`
-  // gets the outcome there.
-  void Stage(std::string center, std::vector<std::string> datasets, std::function<void(absl::Status)> done);
+  // Stages `image_id` (empty: none) and each dataset ("name:version") missing at `center`,
+  // on a pool thread; `done` gets the outcome there.
+  void Stage(std::string center, std::string image_id, std::vector<std::string> datasets,
+             std::function<void(absl::Status)> done);
 
  private:
-  absl::Status CopyAll(const std::string& center, const std::vector<std::string>& datasets);
+  absl::Status CopyAll(const std::string& center, const std::string& image_id,
+                       const std::vector<std::string>& datasets);
+  absl::Status StageImage(const std::string& center, const std::string& address, const std::string& image_id);
 
   southbound::AdapterClient* adapters_;
   AdapterAddresses* addresses_;

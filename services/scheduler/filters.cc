@@ -58,8 +58,11 @@ const char* FilterCenter(const PlacementRequest& request, const CenterView& cent
     }
     return kFilterCapacity;
   }
-  if (!request.image_id.empty() && !center.HasImage(keys->image)) {
-    if (reason) *reason = absl::StrCat("image ", request.image_id, " is not present at the center");
+  if (!request.image_id.empty() && !center.receives_images && !center.HasImage(keys->image)) {
+    if (reason) {
+      *reason = absl::StrCat("image ", request.image_id,
+                             " is not present at the center, and its adapter cannot be given images (no image mover)");
+    }
     return kFilterImage;
   }
   for (size_t k = 0; k < request.datasets.size(); ++k) {

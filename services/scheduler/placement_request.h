@@ -18,6 +18,9 @@ struct PlacementRequest {
   int replica_index = 0;
   std::string spec_id;
   std::string image_id;  // empty: the task brings no image
+  // What moving the image to a center that must be given it costs (the catalog's size_mb,
+  // or kDefaultImageMb when unknown), counted with the missing data.
+  double image_size_mb = 0;
   std::vector<std::string> pinned_centers;  // manual placement: only these
   int min_security_grade = 0;
   // Who the job belongs to: a center runs it only when it maps one of them to a local

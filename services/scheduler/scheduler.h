@@ -105,6 +105,9 @@ class Scheduler {
     bool placed = false;              // every slot has a center
     std::string reason;               // why not, when not
     std::vector<std::string> centers;  // per slot; empty = waits
+    // Per slot: the center lacks the task's image and must be given it (its image mover)
+    // before the replica is submitted.
+    std::vector<bool> stage_image;
   };
   // Places `slots` of `job` on the live view (gang: all or none), next to
   // `sibling_centers` (where the job's other replicas run). Each placed slot is reserved

@@ -72,6 +72,9 @@ struct CenterView {
   absl::flat_hash_set<std::string> run_as_users;
   absl::flat_hash_map<std::string, SpecAtCenter> specs;
   absl::flat_hash_set<std::string> images;
+  // Its adapter can be given an image it lacks (an image mover): a job naming an image
+  // absent here may still be placed here, the image's transfer counted like data.
+  bool receives_images = false;
   absl::flat_hash_set<std::string> datasets;  // "name:version" present at the center
 
   // The job load the standard's least-load and fairness strategies count (6.6.2 a, h).

@@ -49,6 +49,7 @@ Snapshot BuildSnapshot(const SchedulerInputs& in) {
                    info.network().loss_rate()};
       // Images the center's adapter reports are there too, whichever center registered them.
       v.images.insert(info.image_ids().begin(), info.image_ids().end());
+      v.receives_images = info.receives_images();
       if (info.has_run_as()) {
         v.runs_any_project = info.run_as().any();
         v.run_as_projects.insert(info.run_as().projects().begin(), info.run_as().projects().end());
@@ -118,10 +119,14 @@ absl::StatusOr<std::vector<PlacementRequest>> RequestsForJob(const std::string& 
     }
     // A job uses its own project's images and datasets and the federation's; another
     // project's are unknown to it, exactly as ones that do not exist.
+    double image_size_mb = 0;
     if (!task.image_id().empty()) {
       bool image_known = false;
       for (const auto& i : in.images) {
-        image_known |= i.image_id() == task.image_id() && (i.project().empty() || i.project() == job.project());
+        if (i.image_id() == task.image_id() && (i.project().empty() || i.project() == job.project())) {
+          image_known = true;
+          image_size_mb = i.size_mb() > 0 ? i.size_mb() : kDefaultImageMb;
+        }
       }
       if (!image_known) {
         return absl::InvalidArgumentError(absl::StrCat(where, ".imageId: unknown image \"", task.image_id(), "\""));
@@ -136,6 +141,7 @@ absl::StatusOr<std::vector<PlacementRequest>> RequestsForJob(const std::string& 
     base.task_index = t;
     base.spec_id = task.resource_spec_id();
     base.image_id = task.image_id();
+    base.image_size_mb = image_size_mb;
     base.pinned_centers.assign(task.center_ids().begin(), task.center_ids().end());
     base.min_security_grade = job.scheduling().min_security_grade();
     base.project = job.project();

@@ -43,6 +43,10 @@ struct SchedulerInputs {
 //   image_ids); datasets datamon locates there.
 Snapshot BuildSnapshot(const SchedulerInputs& inputs);
 
+// An image whose size the catalog does not say is taken to be this big when a center must
+// be given it (a typical deep-learning framework image).
+inline constexpr double kDefaultImageMb = 10240;
+
 // The most replicas one task may ask for.
 inline constexpr int kMaxReplicasPerTask = 1000;
 

@@ -98,19 +98,24 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
 
   // Services that need the registry reach it over gRPC: in-process when it runs here.
   App* self = app.get();
-  if (has("catalog") || has("datamon") || has("monitor") || has("jobs")) {
-    if (has("registry")) {
-      app->centers_ = registry::MakeGrpcCenterDirectory([self] { return self->channel_; });
-    } else {
-      std::string target = o.registry_address.empty() ? o.upstream_address : o.registry_address;
-      if (target.empty()) {
-        return absl::InvalidArgumentError(
-            "catalog, datamon and monitor need the registry: run it here (--services) or name it with "
-            "--registry_address");
-      }
-      auto channel = service_channel(target);
-      app->centers_ = registry::MakeGrpcCenterDirectory([channel] { return channel; });
+  // A service another one calls: in process when it runs here, else at `address` (or
+  // --upstream_address); `who` says, when neither, which service needed it and why.
+  using ChannelSource = std::function<std::shared_ptr<grpc::Channel>()>;
+  auto upstream = [&](const std::string& service, const std::string& address,
+                      const std::string& who) -> absl::StatusOr<ChannelSource> {
+    if (has(service.c_str())) return ChannelSource([self] { return self->channel_; });
+    std::string target = address.empty() ? o.upstream_address : address;
+    if (target.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(who, ": run the ", service, " here (--services) or give --", service,
+                                                     "_address or --upstream_address"));
     }
+    auto channel = service_channel(target);
+    return ChannelSource([channel] { return channel; });
+  };
+  if (has("catalog") || has("datamon") || has("monitor") || has("jobs")) {
+    JC_ASSIGN_OR_RETURN(auto registry,
+                        upstream("registry", o.registry_address, "catalog, datamon, monitor and jobs need the registry"));
+    app->centers_ = registry::MakeGrpcCenterDirectory(registry);
   }
 
   if (has("identity")) {
@@ -158,17 +163,7 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
     std::map<std::string, scheduler::ChannelSource> sources;
     for (const auto& [name, address] : {std::pair<std::string, std::string>{"registry", o.registry_address},
                                         {"catalog", o.catalog_address}, {"datamon", o.datamon_address}}) {
-      if (has(name.c_str())) {
-        sources[name] = [self] { return self->channel_; };
-        continue;
-      }
-      std::string target = address.empty() ? o.upstream_address : address;
-      if (target.empty()) {
-        return absl::InvalidArgumentError(absl::StrCat("the scheduler needs the ", name, ": run it here (--services) or give --",
-                                                       name, "_address or --upstream_address"));
-      }
-      auto channel = service_channel(target);
-      sources[name] = [channel] { return channel; };
+      JC_ASSIGN_OR_RETURN(sources[name], upstream(name, address, absl::StrCat("the scheduler needs the ", name)));
     }
     app->scheduler_inputs_ = scheduler::MakeGrpcInputsSource(sources["registry"], sources["catalog"],
                                                              sources["datamon"], app->monitor_.get());
@@ -193,18 +188,11 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
     if (app->scheduler_ == nullptr) {
       return absl::InvalidArgumentError("the jobs service places jobs with the scheduler: run both here (--services)");
     }
-    // Staging asks datamon, in process or where --datamon_address (--upstream_address) says.
-    std::function<std::shared_ptr<grpc::Channel>()> datamon = [self] { return self->channel_; };
-    if (!has("datamon")) {
-      std::string target = o.datamon_address.empty() ? o.upstream_address : o.datamon_address;
-      if (target.empty()) {
-        return absl::InvalidArgumentError("the jobs service stages data through datamon: run it here (--services) or "
-                                          "give --datamon_address or --upstream_address");
-      }
-      auto channel = service_channel(target);
-      datamon = [channel] { return channel; };
-    }
-    app->data_mover_ = jobs::MakeGrpcDataMover(datamon);
+    // Staging asks datamon, and records staged images in the catalog.
+    JC_ASSIGN_OR_RETURN(auto datamon, upstream("datamon", o.datamon_address, "the jobs service stages data through datamon"));
+    JC_ASSIGN_OR_RETURN(auto catalog,
+                        upstream("catalog", o.catalog_address, "the jobs service records staged images in the catalog"));
+    app->data_mover_ = jobs::MakeGrpcDataMover(datamon, catalog);
     app->jobs_ = std::make_unique<jobs::JobManager>(app->store_.get(), app->scheduler_.get(), app->centers_.get(),
                                                     app->adapters_, app->data_mover_.get(), o.clock, o.jobs);
     app->jobs_->EnableMetrics(*app->metrics_);

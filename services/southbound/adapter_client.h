@@ -56,6 +56,12 @@ class AdapterClient {
   // The dataset as staged, with the source it came from and how long the copy took.
   virtual absl::StatusOr<apb::StageDatasetResponse> Stage(const AdapterAt& adapter,
                                                          const apb::StageDatasetRequest& req) = 0;
+  // Gives the center an image it lacks through its image mover (A4). Unimplemented by
+  // default (a client that cannot, an adapter older than the call).
+  virtual absl::StatusOr<apb::StageImageResponse> StageImage(const AdapterAt& adapter,
+                                                             const apb::StageImageRequest& req) {
+    return absl::UnimplementedError("this client cannot stage images");
+  }
   // The replica's whole stdout (and stderr after it, if any), up to `max_bytes`.
   virtual absl::StatusOr<std::string> ReadLog(const AdapterAt& adapter, const apb::ReplicaKey& key,
                                               int64_t max_bytes) = 0;

@@ -139,6 +139,15 @@ class GrpcAdapterClient final : public AdapterClient {
     if (!s.ok()) return Failure(adapter, s);
     return out;
   }
+  absl::StatusOr<apb::StageImageResponse> StageImage(const AdapterAt& adapter,
+                                                     const apb::StageImageRequest& req) override {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::hours(1));  // as datasets
+    apb::StageImageResponse out;
+    grpc::Status s = Stub(adapter)->StageImage(&ctx, req, &out);
+    if (!s.ok()) return Failure(adapter, s);
+    return out;
+  }
   absl::StatusOr<std::string> ReadLog(const AdapterAt& adapter, const apb::ReplicaKey& key,
                                       int64_t max_bytes) override {
     std::string out;

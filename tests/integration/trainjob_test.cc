@@ -682,6 +682,73 @@ TEST_CASE("a center's own data mover copies what file:// cannot: a command per U
   CHECK(failed["statusReason"].get<std::string>().find("has no mover for this scheme") != std::string::npos);
 }
 
+TEST_CASE("a center that lacks an image is given it by its image mover before the job runs there, and the catalog "
+          "lists it there after [A4][A6]",
+          "[A4][A6]") {
+  Network n;
+  // "holder" offers its images to other centers from a directory (its image_registry);
+  // gamma fetches images with a command of its owner's choosing (cp here, as apptainer
+  // pull or skopeo copy would be configured).
+  auto registry = std::filesystem::temp_directory_path() / ("jc-registry-" + std::to_string(getpid()));
+  std::filesystem::remove_all(registry);
+  std::filesystem::create_directories(registry / "moved");
+  std::ofstream(registry / "moved" / "rootfs") << "image bits\n";
+  const std::string spec = "specs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n";
+  jc::testing::LocalAdapter holder("holder", 8, "image_registry: " + registry.string() + "\n" + spec);
+  jc::testing::LocalAdapter gamma("gamma", 8,
+                                  "image_dir: {data_dir}/images\n"
+                                  "image_mover: [cp, -r, '{source}', '{target}']\n" + spec);
+  n.AddCenter("holder", holder.address(), 5);
+  n.AddCenter("gamma", gamma.address(), 5);
+  Network::Must(n.rest->Send("PATCH", "/openapi/v1/resourcespecs/cpu-1",
+                             R"({"computing_center_list": "alpha,beta,holder,gamma"})"));
+  Network::Must(n.rest->Post("/openapi/v1/images", {{"image_id", "moved"}, {"name", "torch"}, {"ai_center_id", "holder"},
+                                                    {"framework", "PyTorch"}, {"size_mb", 100}}));
+  // The plan: gamma may take it (its adapter can be given images); beta may not, and says why.
+  json plan;
+  bool planned = jc::testing::WaitUntil([&] {
+    plan = n.rest->Post("/openapi/v1/scheduler/plan", {{"name", "p"}, {"tasks", {Task("t", "true", "moved", 1)}}}).body;
+    bool gamma_ok = false, beta_refused = false;
+    for (const auto& c : plan["data"]["replicas"][0]["centers"]) {
+      if (c.value("centerId", "") == "gamma") gamma_ok = c.value("feasible", false);
+      if (c.value("centerId", "") == "beta") {
+        beta_refused = !c.value("feasible", true) && c.dump().find("no image mover") != std::string::npos;
+      }
+    }
+    return gamma_ok && beta_refused;
+  });
+  INFO(plan.dump());
+  REQUIRE(planned);
+
+  json job = {{"name", "needs-image"}, {"tasks", {Task("t", "true", "moved", 1)}}};
+  job["tasks"][0]["centerIDs"] = json::array({"gamma"});
+  json done = n.WaitForStatus(n.Submit(job)["jobId"], "completed");
+  CHECK(done["taskInfos"][0]["centerIDs"] == json::array({"gamma"}));
+  std::ifstream staged(gamma.dir / "data" / "images" / "moved" / "rootfs");
+  std::string line;
+  std::getline(staged, line);
+  CHECK(line == "image bits");
+  // The catalog's image x center list learned it; Table 5's center stays the registering one.
+  json image = n.rest->Get("/openapi/v1/images/moved").body["data"];
+  CHECK(image["ai_center_id"] == "holder");
+  CHECK(image["present_at"] == json::array({"gamma"}));
+
+  // Now there, it is not fetched again: the next job runs with the registry gone.
+  std::filesystem::remove_all(registry);
+  job["name"] = "again";
+  n.WaitForStatus(n.Submit(job)["jobId"], "completed");
+
+  // An image no source has: the replica fails to start, saying why.
+  Network::Must(n.rest->Post("/openapi/v1/images", {{"image_id", "nowhere"}, {"name", "torch"},
+                                                    {"ai_center_id", "holder"}, {"framework", "PyTorch"}}));
+  job["name"] = "unfetchable";
+  job["tasks"][0]["imageId"] = "nowhere";
+  json failed = n.WaitForStatus(n.Submit(job)["jobId"], "failed");
+  INFO(failed.dump());
+  CHECK(failed["statusReason"].get<std::string>().find("staging image nowhere") != std::string::npos);
+  CHECK(n.rest->Get("/openapi/v1/images/nowhere").body["data"].value("present_at", json::array()).empty());
+}
+
 TEST_CASE("a center whose adapter moved is followed at its new address without a restart [A7][A1]", "[A7][A1]") {
   Network n;
   json first = {{"name", "before"}, {"tasks", {Task("t", "true", "", 1)}}};

@@ -67,6 +67,10 @@ class EventChaosProxy::Service final : public apb::Adapter::Service {
                             apb::StageDatasetResponse* a) override {
     return Forward(c, *q, a, &apb::Adapter::Stub::StageDataset);
   }
+  grpc::Status StageImage(grpc::ServerContext* c, const apb::StageImageRequest* q,
+                          apb::StageImageResponse* a) override {
+    return Forward(c, *q, a, &apb::Adapter::Stub::StageImage);
+  }
 
   grpc::Status ReadLog(grpc::ServerContext* c, const apb::ReadLogRequest* q,
                        grpc::ServerWriter<apb::LogChunk>* out) override {

@@ -67,3 +67,26 @@ TEST_CASE("a center configuration with a mistake is refused, naming it [A14][C5]
   REQUIRE_FALSE(c.ok());
   CHECK(c.status().code() == absl::StatusCode::kInvalidArgument);
 }
+
+TEST_CASE("an image mover: a command with {target}, and a directory to keep images in [A4]", "[A4]") {
+  auto c = jc::adapter::ParseCenterConfig(
+      "center_id: c\nimage_dir: /srv/jc/images\nimage_registry: registry.c:5000\n"
+      "image_mover: [apptainer, pull, '{target}', 'docker://{source}']\n");
+  REQUIRE(c.ok());
+  CHECK(c->image_dir == "/srv/jc/images");
+  CHECK(c->image_registry == "registry.c:5000");
+  CHECK(c->image_mover == std::vector<std::string>{"apptainer", "pull", "{target}", "docker://{source}"});
+  const std::pair<std::string, std::string> bad[] = {
+      {"center_id: c\nimage_dir: /i\nimage_mover: apptainer\n", "non-empty list"},
+      {"center_id: c\nimage_dir: /i\nimage_mover: []\n", "non-empty list"},
+      {"center_id: c\nimage_dir: /i\nimage_mover: [skopeo, copy, '{source}']\n", "{target}"},
+      {"center_id: c\nimage_mover: [cp, '{source}', '{target}']\n", "needs image_dir"},
+      {"center_id: c\nimage_dir: /i\nimage_mover: [cp, [a], '{target}']\n", "must be strings"},
+  };
+  for (const auto& [yaml, message] : bad) {
+    auto r = jc::adapter::ParseCenterConfig(yaml);
+    INFO(yaml << " -> " << r.status().ToString());
+    REQUIRE_FALSE(r.ok());
+    CHECK(std::string(r.status().message()).find(message) != std::string::npos);
+  }
+}

@@ -13,9 +13,10 @@ namespace jc::scheduler {
 // When a center reports no bandwidth, transfers are estimated at 1 Gbit/s.
 inline constexpr double kDefaultBandwidthMbps = 1000;
 
-// MB of the task's datasets the center does not hold.
+// MB of the task's datasets the center does not hold, and of its image when the center
+// must be given it (the filter has passed only centers that hold it or can receive it).
 inline double MissingDataMb(const PlacementRequest& r, const CenterView& c) {
-  double mb = 0;
+  double mb = !r.image_id.empty() && !c.images.contains(r.image_id) ? r.image_size_mb : 0;
   for (const auto& d : r.datasets) {
     if (!c.datasets.contains(d.key)) mb += d.size_mb;
   }
@@ -23,7 +24,7 @@ inline double MissingDataMb(const PlacementRequest& r, const CenterView& c) {
 }
 // The same with the request's keys hashed once (the placer's way).
 inline double MissingDataMb(const PlacementRequest& r, const RequestKeys& keys, const CenterView& c) {
-  double mb = 0;
+  double mb = !r.image_id.empty() && !c.HasImage(keys.image) ? r.image_size_mb : 0;
   for (size_t k = 0; k < r.datasets.size(); ++k) {
     if (!c.HasDataset(keys.datasets[k])) mb += r.datasets[k].size_mb;
   }

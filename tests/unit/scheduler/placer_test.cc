@@ -8,6 +8,7 @@
 #include "nlohmann/json.hpp"
 #include "services/scheduler/filters.h"
 #include "services/scheduler/placer.h"
+#include "services/scheduler/scoring/factors.h"
 #include "services/scheduler/scoring/builtin_scorers.h"
 #include "tests/unit/scheduler/scheduler_fixture.h"
 
@@ -91,6 +92,40 @@ TEST_CASE("each filter removes a center and says why [A8]", "[A8]") {
   retry.avoid_centers.insert("a");
   CHECK(std::string(FilterCenter(retry, c, false, &why)) == kFilterAvoid);
   CHECK(FilterCenter(retry, c, true, &why) == nullptr);
+}
+
+TEST_CASE("a center that can be given the image is a candidate, and the image's transfer counts against it [A4][A6]",
+          "[A4][A6]") {
+  Scheduler s;
+  auto req = MakeRequest();
+  req.image_id = "tensorflow";
+  req.image_size_mb = 2000;
+  CenterView receiver = MakeCenter("receiver");
+  receiver.receives_images = true;
+  std::string why;
+  CHECK(FilterCenter(req, receiver, false, &why) == nullptr);
+  CHECK(MissingDataMb(req, receiver) == 2000);
+  CHECK(MissingDataMb(req, RequestKeys(req), receiver) == 2000);
+  CenterView plain = MakeCenter("plain");
+  CHECK(std::string(FilterCenter(req, plain, false, &why)) == kFilterImage);
+  CHECK(absl::StrContains(why, "no image mover"));
+  CenterView holder = MakeCenter("holder");
+  holder.receives_images = true;
+  holder.images.insert("tensorflow");
+  CHECK(MissingDataMb(req, holder) == 0);
+
+  // Equal otherwise: the center that holds the image wins on data; one that must receive
+  // it still takes the job when the holder is full.
+  Snapshot snap;
+  snap.Upsert(receiver);
+  snap.Upsert(holder);
+  auto d = s.placer.Place(req, snap, s.Weights("data"));
+  REQUIRE(d.center >= 0);
+  CHECK(snap.centers()[d.center].id == "holder");
+  snap.FindMutable("holder")->free.gpu = 0;
+  d = s.placer.Place(req, snap, s.Weights("data"));
+  REQUIRE(d.center >= 0);
+  CHECK(snap.centers()[d.center].id == "receiver");
 }
 
 TEST_CASE("formula 2: the total is the weighted sum of normalized scores and the highest wins [A10]", "[A10]") {
