@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -95,10 +96,13 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
     return absl::PermissionDeniedError(absl::StrCat(
         "the agent does not run as root, so it cannot run tasks as ", user->name));
   }
-  // An explicit cwd must exist (a clear launch error otherwise); the default, the user's
-  // home, falls back to / for system users whose home does not exist.
-  std::string cwd = t.cwd.empty() ? user->home : t.cwd;
-  if (t.cwd.empty() && access(cwd.c_str(), X_OK) != 0) cwd = "/";
+  // The submission directory when it exists on this host (a directory of another machine
+  // does not), else the user's home, else / for system users whose home does not exist.
+  // One that exists but cannot be entered is a launch error, said as such.
+  std::string cwd = t.cwd;
+  std::error_code ec;
+  if (cwd.empty() || !std::filesystem::is_directory(cwd, ec)) cwd = user->home;
+  if (!std::filesystem::is_directory(cwd, ec)) cwd = "/";
 
   // Everything the child needs is prepared before fork: after fork in a threaded
   // process only async-signal-safe calls are allowed.
@@ -109,7 +113,11 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
       {"LOGNAME", user->name},
       {"SHELL", user->shell},
   };
+  // The submission environment (as --env chose), then who runs it and nexec's own on top.
   for (const auto& [k, v] : t.env) env[k] = v;
+  env["HOME"] = user->home;
+  env["USER"] = user->name;
+  env["LOGNAME"] = user->name;
   env["NEXEC_JOBID"] = t.job_id;
   env["NEXEC_TASK_KEY"] = t.key;
   // GPUs by index; an empty list hides every GPU rather than exposing them all.

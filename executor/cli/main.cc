@@ -1,7 +1,7 @@
 // nexec: the executor's command line (SPEC B11).
 //   nexec submit [-n N] [-R req] [-q queue] [-J name] [-o out] [-e err] [--gpus N]
-//                [--exclusive] [--user U] [--key K] [--] command...
-//   nexec jobs [-u user] [-q queue] [-a] | job ID | hosts | queues
+//                [--exclusive] [--user U] [--key K] [--env all|none|VAR,...] [--] command...
+//   nexec jobs [-u user] [-q queue] [-a] | job ID | hosts [-l] | queues
 //   nexec kill|suspend|resume|requeue ID
 //   nexec logs ID [-e] [-f]
 // Every listing takes --json. The master is --master=host:port or $NEXEC_MASTER. Every call
@@ -12,6 +12,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -22,24 +23,60 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "executor/auth/munge_auth.h"
 #include "nexec/v1/nexec.grpc.pb.h"
+
+extern char** environ;
 
 namespace pb = ::nexec::v1;
 
 namespace {
 
-int Usage() {
-  std::cerr << "usage: nexec [--master=host:port] [--munge_socket=PATH] COMMAND ...\n"
-               "  submit [-n N] [-R req] [-q queue] [-J name] [-o out] [-e err] [--gpus N]\n"
-               "         [--exclusive] [--user U] [--key K] [--] command...\n"
-               "  jobs [-u user] [-q queue] [-a] [--json]      list jobs (-a: finished too)\n"
-               "  job ID [--json]                              one job in full\n"
-               "  hosts [--json] | queues [--json]\n"
-               "  kill ID | suspend ID | resume ID | requeue ID\n"
-               "  logs ID [-e] [-f]                            task output (-e stderr, -f follow)\n";
-  return 2;
+constexpr const char* kUsage =
+    "usage: nexec [--master=host:port] [--munge_socket=PATH] COMMAND ...\n"
+    "  submit [-n N] [-R req] [-q queue] [-J name] [-o out] [-e err] [--gpus N]\n"
+    "         [--exclusive] [--user U] [--key K] [--env all|none|VAR,...] [--] command...\n"
+    "         --env: the environment the job's tasks get (default all: this one's)\n"
+    "  jobs [-u user] [-q queue] [-a] [--json]      list jobs (-a: finished too)\n"
+    "  job ID [--json]                              one job in full\n"
+    "  hosts [-l] [--json] | queues [--json]        -l: every resource of every host\n"
+    "  kill ID | suspend ID | resume ID | requeue ID\n"
+    "  logs ID [-e] [-f]                            task output (-e stderr, -f follow)\n"
+    "The master is --master or $NEXEC_MASTER (default 127.0.0.1:6800).\n";
+
+// Asked for (--help): stdout, success. After a mistake: stderr, exit 2.
+int Usage(bool asked = false) {
+  (asked ? std::cout : std::cerr) << kUsage;
+  return asked ? 0 : 2;
+}
+
+// The submission environment as --env asks (SPEC B11): all of it, none, or the variables
+// named (a name not set here is skipped with a warning). nexec's own variables are set
+// by the agent on top, so they are not sent.
+std::map<std::string, std::string> SubmitEnvironment(const std::string& which) {
+  std::map<std::string, std::string> all;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string entry(*e);
+    size_t eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    std::string name = entry.substr(0, eq);
+    if (name.rfind("NEXEC_", 0) == 0) continue;
+    all[name] = entry.substr(eq + 1);
+  }
+  if (which == "all") return all;
+  std::map<std::string, std::string> chosen;
+  if (which == "none") return chosen;
+  for (absl::string_view name : absl::StrSplit(which, ',', absl::SkipEmpty())) {
+    auto it = all.find(std::string(name));
+    if (it == all.end()) {
+      std::cerr << "nexec: warning: --env names " << name << ", which is not set here; skipped\n";
+      continue;
+    }
+    chosen.insert(*it);
+  }
+  return chosen;
 }
 
 int Fail(const std::string& message) {
@@ -103,9 +140,19 @@ std::string When(const google::protobuf::Timestamp& t) {
   return absl::FormatTime("%b %d %H:%M:%S", absl::FromUnixSeconds(t.seconds()), absl::LocalTimeZone());
 }
 
+// "4*gpu0,2*gpu1": slots per host, each host once, in allocation order.
 std::string Hosts(const pb::Job& j) {
+  std::vector<std::pair<std::string, int>> slots;
+  for (const auto& t : j.tasks()) {
+    auto it = std::find_if(slots.begin(), slots.end(), [&](const auto& h) { return h.first == t.host(); });
+    if (it == slots.end()) {
+      slots.emplace_back(t.host(), t.slots());
+    } else {
+      it->second += t.slots();
+    }
+  }
   std::vector<std::string> parts;
-  for (const auto& t : j.tasks()) parts.push_back(absl::StrCat(t.slots(), "*", t.host()));
+  for (const auto& [host, n] : slots) parts.push_back(absl::StrCat(n, "*", host));
   return parts.empty() ? "-" : absl::StrJoin(parts, ",");
 }
 
@@ -126,9 +173,14 @@ int main(int argc, char** argv) {
     }
     args.erase(args.begin());
   }
-  if (args.empty() || args[0] == "-h" || args[0] == "--help") return Usage();
+  if (args.empty()) return Usage();
+  if (args[0] == "-h" || args[0] == "--help" || args[0] == "help") return Usage(true);
   std::string cmd = args[0];
   args.erase(args.begin());
+  // `nexec COMMAND --help` too (submit reads it among its options, not in the command).
+  for (const auto& a : args) {
+    if (cmd != "submit" && (a == "--help" || a == "-h")) return Usage(true);
+  }
   bool json = false;
   for (auto it = args.begin(); it != args.end();) {
     if (*it == "--json") {
@@ -154,6 +206,7 @@ int main(int argc, char** argv) {
     s->set_user(CurrentUser());
     char cwd[4096];
     if (getcwd(cwd, sizeof(cwd)) != nullptr) s->set_cwd(cwd);
+    std::string env = "all";
     size_t i = 0;
     auto value = [&](const std::string& flag) -> std::optional<std::string> {
       if (i + 1 >= args.size()) return std::nullopt;
@@ -172,8 +225,9 @@ int main(int argc, char** argv) {
         s->set_exclusive(true);
         continue;
       }
+      if (a == "--help" || a == "-h") return Usage(true);
       if (a != "-n" && a != "-R" && a != "-q" && a != "-J" && a != "-o" && a != "-e" &&
-          a != "--gpus" && a != "--user" && a != "--key") {
+          a != "--gpus" && a != "--user" && a != "--key" && a != "--env") {
         return Fail("submit: unknown option " + a);
       }
       v = value(a);
@@ -193,6 +247,8 @@ int main(int argc, char** argv) {
         s->set_stdout_path(*v);
       } else if (a == "-e") {
         s->set_stderr_path(*v);
+      } else if (a == "--env") {
+        env = *v;
       } else if (a == "--key") {
         s->set_submit_key(*v);  // sent again, the same key answers with the same job
       } else {
@@ -201,6 +257,7 @@ int main(int argc, char** argv) {
     }
     std::vector<std::string> command(args.begin() + static_cast<long>(i), args.end());
     if (command.empty()) return Fail("submit: no command given");
+    for (auto& [k, v] : SubmitEnvironment(env)) (*s->mutable_env())[k] = v;
     s->set_command(absl::StrJoin(command, " "));
     pb::SubmitResponse resp;
     auto c = ctx("Submit", req);
@@ -314,11 +371,38 @@ int main(int argc, char** argv) {
   if (cmd == "hosts" || cmd == "queues") {
     auto c = cmd == "hosts" ? ctx("ListHosts", pb::ListHostsRequest()) : ctx("ListQueues", pb::ListQueuesRequest());
     if (cmd == "hosts") {
+      bool long_format = false;
+      for (const auto& a : args) {
+        if (a != "-l") return Fail("hosts: unknown option " + a);
+        long_format = true;
+      }
       pb::ListHostsResponse resp;
       grpc::Status st = stub->ListHosts(c.get(), {}, &resp);
       if (!st.ok()) return Fail(st);
       if (json) {
         std::cout << Json(resp) << "\n";
+        return 0;
+      }
+      if (long_format) {  // as lshosts -l / bhosts -l: one block per host, every resource
+        for (const auto& h : resp.hosts()) {
+          std::cout << "HOST  " << h.name() << "\n";
+          std::vector<std::vector<std::string>> rows{
+              {"  status", h.state()},
+              {"  type", h.type().empty() ? "-" : h.type()},
+              {"  cpu_factor", absl::StrCat(h.cpu_factor())},
+              {"  slots", absl::StrCat(h.used_slots(), " used of ", h.slots())},
+              {"  mem_mb", absl::StrCat(static_cast<int64_t>(h.used_mem_mb()), " used of ",
+                                        static_cast<int64_t>(h.mem_mb()))},
+              {"  swap_mb", absl::StrCat(static_cast<int64_t>(h.swap_mb()))},
+              {"  gpus", h.gpus().empty() ? "-" : absl::StrJoin(h.gpus(), ",")},
+              {"  gpus_used", h.used_gpus().empty() ? "-" : absl::StrJoin(h.used_gpus(), ",")},
+              {"  load_1m", absl::StrCat(h.load_1m())},
+              {"  last_heartbeat", When(h.last_heartbeat())}};
+          std::map<std::string, std::string> sorted(h.resources().begin(), h.resources().end());
+          for (const auto& [k, v] : sorted) rows.push_back({"  " + k, v});
+          Table(rows);
+          std::cout << "\n";
+        }
         return 0;
       }
       std::vector<std::vector<std::string>> rows{

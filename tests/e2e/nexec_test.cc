@@ -140,6 +140,19 @@ class Cluster {
     auto code = p.Wait();
     return {code.value_or(-1), ReadFile(out)};
   }
+  // The CLI with `env` added to this environment and run from `dir` (as a user's shell would).
+  CliResult CliIn(const std::string& dir, const std::vector<std::string>& env, std::vector<std::string> args) {
+    std::vector<std::string> prefix{"/usr/bin/env", "-C", dir};
+    prefix.insert(prefix.end(), env.begin(), env.end());
+    prefix.push_back(JC_NEXEC_CLI);
+    prefix.push_back("--master=127.0.0.1:" + std::to_string(port_));
+    args.insert(args.begin(), prefix.begin(), prefix.end());
+    static int n = 0;
+    std::string out = (dir_ / ("cli-in" + std::to_string(n++) + ".out")).string();
+    Process p(args, out);
+    auto code = p.Wait();
+    return {code.value_or(-1), ReadFile(out)};
+  }
   json Job(int64_t id) {
     auto r = Cli({"job", std::to_string(id), "--json"});
     INFO(r.out);
@@ -562,4 +575,76 @@ TEST_CASE("an unprivileged account cannot submit as root or act on another user'
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a launch, had one happened, would have run
   CHECK_FALSE(std::filesystem::exists(marker));
   CHECK(c.Cli({"kill", std::to_string(root_job)}).code == 0);
+}
+
+TEST_CASE("a job runs with the submission environment and directory as --env says, and the CLI answers --help "
+          "and groups hosts",
+          "[B11]") {
+  Cluster c("environment");
+  c.AddAgent("node1", "cpus=4,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  // A tool only on the submitter's PATH, and a variable only the submitter has.
+  std::filesystem::create_directories(c.path("bin"));
+  std::filesystem::create_directories(c.path("work"));
+  std::ofstream(c.path("bin/jc-only-here")) << "#!/bin/sh\necho found-on-path\n";
+  std::filesystem::permissions(c.path("bin/jc-only-here"), std::filesystem::perms::all);
+  const std::vector<std::string> env{"PATH=" + c.path("bin") + ":" + std::getenv("PATH"), "JC_EXAMPLE=hello",
+                                     "NEXEC_JOBID=forged"};
+  const std::string script =
+      "jc-only-here || echo not-on-path; echo \"example=$JC_EXAMPLE\"; echo \"cwd=$(pwd)\"; echo \"job=$NEXEC_JOBID\"";
+  auto submit = [&](const std::string& name, std::vector<std::string> options) {
+    std::vector<std::string> args{"submit", "-o", c.path(name)};
+    args.insert(args.end(), options.begin(), options.end());
+    args.insert(args.end(), {"--json", "--", script});
+    auto r = c.CliIn(c.path("work"), env, args);
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    auto brace = r.out.find('{');
+    REQUIRE(brace != std::string::npos);
+    int64_t id = std::stoll(json::parse(r.out.substr(brace))["job_id"].get<std::string>());
+    REQUIRE(c.WaitState(id, "DONE"));
+    return std::make_pair(id, r.out);
+  };
+
+  auto [all, all_cli] = submit("all.out", {});
+  std::string text = ReadFile(c.path("all.out"));
+  INFO(text);
+  CHECK(text.find("found-on-path\n") != std::string::npos);
+  CHECK(text.find("example=hello\n") != std::string::npos);
+  CHECK(text.find("cwd=" + c.path("work") + "\n") != std::string::npos);
+  CHECK(text.find("job=" + std::to_string(all) + "\n") != std::string::npos);  // nexec's own on top
+
+  submit("none.out", {"--env", "none"});
+  text = ReadFile(c.path("none.out"));
+  CHECK(text.find("not-on-path\n") != std::string::npos);
+  CHECK(text.find("example=\n") != std::string::npos);
+
+  auto [some, some_cli] = submit("some.out", {"--env", "JC_EXAMPLE,JC_NOT_SET_ANYWHERE"});
+  CHECK(some_cli.find("JC_NOT_SET_ANYWHERE") != std::string::npos);  // a warning, not an error
+  text = ReadFile(c.path("some.out"));
+  CHECK(text.find("example=hello\n") != std::string::npos);
+  CHECK(text.find("not-on-path\n") != std::string::npos);
+
+  // Usage on stdout with exit 0 when asked; exit 2 after a mistake.
+  for (const auto& asked : std::vector<std::vector<std::string>>{{"--help"}, {"submit", "--help"}, {"jobs", "-h"}}) {
+    auto r = c.Cli(asked);
+    CHECK(r.code == 0);
+    CHECK(r.out.find("usage: nexec") == 0);
+  }
+  CHECK(c.Cli({}).code == 2);
+
+  // One host's slots in two sections are shown once: 4*node1.
+  int64_t sections = c.Submit({"-R", "1{span[hosts=1]} 3{span[hosts=1]}", "--", "true"});
+  REQUIRE(c.WaitState(sections, "DONE"));
+  REQUIRE(c.Job(sections)["tasks"].size() == 2);
+  auto shown = c.Cli({"job", std::to_string(sections)});
+  INFO(shown.out);
+  CHECK(shown.out.find("4*node1") != std::string::npos);
+  CHECK(shown.out.find("1*node1") == std::string::npos);
+  auto hosts = c.Cli({"hosts", "-l"});
+  INFO(hosts.out);
+  CHECK(hosts.code == 0);
+  CHECK(hosts.out.find("HOST  node1") == 0);
+  CHECK(hosts.out.find("slots") != std::string::npos);
+  CHECK(hosts.out.find("last_heartbeat") != std::string::npos);
 }
