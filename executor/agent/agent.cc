@@ -252,6 +252,10 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   t.stdout_path = req.stdout_path();
   t.stderr_path = req.stderr_path();
   t.job_id = absl::StrCat(req.job_id());
+  // What nexec-run inside the task needs to reach the master, as the agent does.
+  t.env["NEXEC_MASTER"] = options_.master_address;
+  t.env["NEXEC_TASK_INDEX"] = absl::StrCat(req.task_index());
+  if (!options_.auth.socket().empty()) t.env["NEXEC_MUNGE_SOCKET"] = options_.auth.socket();
   bool multi_host = false;
   for (const auto& h : req.hosts()) multi_host |= h != req.hosts(0);
   if (multi_host && !t.stdout_path.empty()) t.hostfile_path = t.stdout_path + ".hosts";
@@ -268,7 +272,7 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     tasks_[key] = info;
-    logs_[req.job_id()] = info;
+    logs_[{req.job_id(), req.task_index()}] = info;
   }
   // Recorded before it starts (process group still unknown): an agent that dies between
   // starting the task and recording its group leaves the mark, and its successor knows the
@@ -309,6 +313,11 @@ absl::Status Agent::Signal(const pb::SignalRequest& req) {
     case pb::SignalRequest::SUSPEND: return runner_.Suspend(key);
     case pb::SignalRequest::RESUME: return runner_.Resume(key);
     case pb::SignalRequest::KILL: return runner_.Kill(key);
+    case pb::SignalRequest::SIGNAL:
+      if (req.signal() <= 0 || req.signal() >= NSIG) {
+        return absl::InvalidArgumentError(absl::StrCat("no signal ", req.signal()));
+      }
+      return runner_.Signal(key, req.signal());
     default: return absl::InvalidArgumentError("unknown signal action");
   }
 }
@@ -317,9 +326,10 @@ absl::StatusOr<std::string> Agent::ReadLog(const pb::ReadLogRequest& req, int64_
   std::string path;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = logs_.find(req.job_id());
+    auto it = logs_.find({req.job_id(), req.task_index()});
     if (it == logs_.end()) {
-      return absl::NotFoundError(absl::StrCat("no output of job ", req.job_id(), " on ", options_.host));
+      return absl::NotFoundError(
+          absl::StrCat("no output of job ", req.job_id(), " task ", req.task_index(), " on ", options_.host));
     }
     path = req.stderr() ? it->second.stderr_path : it->second.stdout_path;
   }

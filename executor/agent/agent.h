@@ -99,7 +99,7 @@ class Agent {
 
   std::mutex mu_;
   std::map<std::string, TaskInfo> tasks_;           // running, by task key
-  std::map<int64_t, TaskInfo> logs_;                // last attempt per job, for ReadLog
+  std::map<std::pair<int64_t, int32_t>, TaskInfo> logs_;  // last attempt per job and task, for ReadLog
   // Task attempts that already ran here, so a repeated launch never runs one twice.
   std::set<std::string> finished_;
   std::deque<std::string> finished_order_;

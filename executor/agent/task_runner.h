@@ -60,6 +60,8 @@ class TaskRunner {
   absl::Status Suspend(const std::string& key);  // SIGSTOP to the process group
   absl::Status Resume(const std::string& key);   // SIGCONT
   absl::Status Kill(const std::string& key);     // SIGKILL to the process group
+  // Any other signal to the process group (nexec-run forwards what it gets).
+  absl::Status Signal(const std::string& key, int signal) { return SignalGroup(key, signal); }
 
   // Collects tasks that ended since the last call (non-blocking).
   std::vector<TaskExit> Reap();

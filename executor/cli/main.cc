@@ -3,7 +3,7 @@
 //                [--exclusive] [--user U] [--key K] [--env all|none|VAR,...] [--] command...
 //   nexec jobs [-u user] [-q queue] [-a] | job ID | hosts [-l] | queues
 //   nexec kill|suspend|resume|requeue ID
-//   nexec logs ID [-e] [-f]
+//   nexec logs ID [-t TASK] [-e] [-f]
 // Every listing takes --json. The master is --master=host:port or $NEXEC_MASTER. Every call
 // carries a munge credential from --munge_socket, $NEXEC_MUNGE_SOCKET or munge's own socket.
 
@@ -26,9 +26,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "executor/auth/munge_auth.h"
+#include "executor/cli/environment.h"
 #include "nexec/v1/nexec.grpc.pb.h"
-
-extern char** environ;
 
 namespace pb = ::nexec::v1;
 
@@ -43,7 +42,8 @@ constexpr const char* kUsage =
     "  job ID [--json]                              one job in full\n"
     "  hosts [-l] [--json] | queues [--json]        -l: every resource of every host\n"
     "  kill ID | suspend ID | resume ID | requeue ID\n"
-    "  logs ID [-e] [-f]                            task output (-e stderr, -f follow)\n"
+    "  logs ID [-t TASK] [-e] [-f]                  task output (-t: a task nexec-run started;\n"
+    "                                               -e stderr, -f follow)\n"
     "The master is --master or $NEXEC_MASTER (default 127.0.0.1:6800).\n";
 
 // Asked for (--help): stdout, success. After a mistake: stderr, exit 2.
@@ -52,32 +52,6 @@ int Usage(bool asked = false) {
   return asked ? 0 : 2;
 }
 
-// The submission environment as --env asks (SPEC B11): all of it, none, or the variables
-// named (a name not set here is skipped with a warning). nexec's own variables are set
-// by the agent on top, so they are not sent.
-std::map<std::string, std::string> SubmitEnvironment(const std::string& which) {
-  std::map<std::string, std::string> all;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    std::string entry(*e);
-    size_t eq = entry.find('=');
-    if (eq == std::string::npos || eq == 0) continue;
-    std::string name = entry.substr(0, eq);
-    if (name.rfind("NEXEC_", 0) == 0) continue;
-    all[name] = entry.substr(eq + 1);
-  }
-  if (which == "all") return all;
-  std::map<std::string, std::string> chosen;
-  if (which == "none") return chosen;
-  for (absl::string_view name : absl::StrSplit(which, ',', absl::SkipEmpty())) {
-    auto it = all.find(std::string(name));
-    if (it == all.end()) {
-      std::cerr << "nexec: warning: --env names " << name << ", which is not set here; skipped\n";
-      continue;
-    }
-    chosen.insert(*it);
-  }
-  return chosen;
-}
 
 int Fail(const std::string& message) {
   std::cerr << "nexec: " << message << "\n";
@@ -257,7 +231,7 @@ int main(int argc, char** argv) {
     }
     std::vector<std::string> command(args.begin() + static_cast<long>(i), args.end());
     if (command.empty()) return Fail("submit: no command given");
-    for (auto& [k, v] : SubmitEnvironment(env)) (*s->mutable_env())[k] = v;
+    for (auto& [k, v] : jc::nexec::EnvironmentToSend(env, std::cerr)) (*s->mutable_env())[k] = v;
     s->set_command(absl::StrJoin(command, " "));
     pb::SubmitResponse resp;
     auto c = ctx("Submit", req);
@@ -347,8 +321,11 @@ int main(int argc, char** argv) {
       for (const auto& t : j.tasks()) {
         std::cout << "  task " << t.index() << " on " << t.host() << ": " << t.slots()
                   << " slot(s), gpus [" << absl::StrJoin(t.gpus(), ",") << "]";
-        if (t.index() == 0) {
-          std::cout << ", pid " << t.pid() << ", cpu " << t.usage().cpu_seconds() << " s, rss "
+        if (t.remote()) std::cout << ", nexec-run: " << t.command() << (t.rank() >= 0 ? absl::StrCat(" (rank ", t.rank(), ")") : "");
+        if (t.index() == 0 || t.remote()) {
+          std::cout << ", " << (t.state() == pb::TASK_EXITED ? absl::StrCat("exited ", t.exit_code())
+                                                               : pb::TaskState_Name(t.state()))
+                    << ", pid " << t.pid() << ", cpu " << t.usage().cpu_seconds() << " s, rss "
                     << t.usage().rss_kb() << " KB, threads " << t.usage().threads();
         }
         std::cout << "\n";
@@ -439,11 +416,19 @@ int main(int argc, char** argv) {
   if (cmd == "logs") {
     pb::ReadLogRequest req;
     int64_t id = 0;
-    for (const auto& a : args) {
+    for (size_t i = 0; i < args.size(); ++i) {
+      const std::string& a = args[i];
+      int task = 0;
       if (a == "-e") {
         req.set_stderr(true);
       } else if (a == "-f") {
         req.set_follow(true);
+      } else if (a == "-t") {
+        if (i + 1 >= args.size() || !absl::SimpleAtoi(args[i + 1], &task) || task < 0) {
+          return Fail("logs: -t needs a task index");
+        }
+        req.set_task_index(task);
+        ++i;
       } else if (!ParseId(a, &id)) {
         return Fail("logs: unknown argument " + a);
       }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -491,13 +492,169 @@ void Master::RequeueLocked(JobRecord& rec, const std::string& reason,
   changed->push_back(rec.job);
 }
 
-absl::Status Master::SignalTask0(const pb::Job& job, pb::SignalRequest::Action action) {
+absl::Status Master::SignalTasks(const pb::Job& job, pb::SignalRequest::Action action) {
   if (job.tasks().empty()) return absl::FailedPreconditionError("the job has no tasks");
+  absl::Status first;
+  for (const pb::Task& t : job.tasks()) {
+    if (t.index() != 0 && (!t.remote() || t.state() == pb::TASK_EXITED || t.state() == pb::TASK_LOST)) continue;
+    pb::SignalRequest s;
+    s.set_job_id(job.id());
+    s.set_task_index(t.index());
+    s.set_action(action);
+    std::string address;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      address = AddressOf(t.host());
+    }
+    absl::Status sent = dialer_->Signal(address, s);
+    if (t.index() == 0) {
+      first = sent;
+    } else if (!sent.ok() && !absl::IsNotFound(sent)) {
+      spdlog::warn("job {}: {} of task {} on {} failed: {}", job.id(), pb::SignalRequest::Action_Name(action),
+                   t.index(), t.host(), sent.ToString());
+    }
+  }
+  return first;
+}
+
+pb::LaunchRequest Master::MakeRemoteLaunch(const pb::Job& job, const pb::Task& task,
+                                           const pb::RunTaskRequest& req) const {
+  pb::LaunchRequest l = MakeLaunch(job);
+  l.set_task_index(task.index());
+  l.set_command(req.command());
+  *l.mutable_env() = req.env();
+  if (!req.cwd().empty()) l.set_cwd(req.cwd());
+  *l.mutable_gpus() = task.gpus();
+  // Its own output: the job's -o/-e pattern when it names the task (%I), else one file
+  // per task beside the default logs.
+  auto path = [&](const std::string& pattern, const char* suffix) {
+    std::string p = pattern.find("%I") != std::string::npos
+                        ? pattern
+                        : absl::StrCat(options_.log_dir, "/%J.%I.", suffix);
+    return absl::StrReplaceAll(p, {{"%J", absl::StrCat(job.id())}, {"%I", absl::StrCat(task.index())}});
+  };
+  l.set_stdout_path(path(job.spec().stdout_path(), "out"));
+  l.set_stderr_path(path(job.spec().stderr_path(), "err"));
+  if (req.torch()) {
+    // torch.distributed's env:// rendezvous: rank 0's store listens on the allocation's
+    // first host (its agent's address), on a port derived from the job and attempt.
+    const std::string first = AddressOf(job.tasks(0).host());
+    std::string addr = first.substr(0, first.rfind(':'));
+    if (addr.size() > 2 && addr.front() == '[' && addr.back() == ']') addr = addr.substr(1, addr.size() - 2);
+    int world = 0, local = 0;
+    for (const pb::Task& t : job.tasks()) {
+      if (!t.remote()) world += t.slots();
+      if (t.remote() && t.rank() >= 0 && t.host() == task.host() && t.index() != task.index()) ++local;
+    }
+    auto& env = *l.mutable_env();
+    env["MASTER_ADDR"] = addr;
+    if (!env.contains("MASTER_PORT")) env["MASTER_PORT"] = absl::StrCat(20000 + (job.id() * 31 + job.attempt()) % 40000);
+    env["WORLD_SIZE"] = absl::StrCat(world);
+    env["RANK"] = absl::StrCat(task.rank());
+    env["LOCAL_RANK"] = absl::StrCat(local);
+  }
+  return l;
+}
+
+absl::StatusOr<pb::Task> Master::RunTask(const pb::RunTaskRequest& req) {
+  if (absl::StripAsciiWhitespace(req.command()).empty()) return absl::InvalidArgumentError("no command to run");
+  pb::Task task;
+  pb::LaunchRequest launch;
+  std::string address;
+  int32_t attempt = 0;
+  pb::Job job;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(req.job_id());
+    if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", req.job_id()));
+    JobRecord& rec = it->second;
+    if (rec.job.state() != pb::RUNNING) {
+      return absl::FailedPreconditionError(absl::StrCat("job ", req.job_id(), " is ",
+                                                        pb::JobState_Name(rec.job.state()), ", not RUNNING"));
+    }
+    std::vector<std::string> hosts;
+    std::vector<int32_t> gpus;
+    int torch_ranks = 0;
+    for (const pb::Task& t : rec.job.tasks()) {
+      if (t.remote()) {
+        torch_ranks += t.rank() >= 0;
+        continue;
+      }
+      if (std::find(hosts.begin(), hosts.end(), t.host()) == hosts.end()) hosts.push_back(t.host());
+      if (t.host() == req.host()) gpus.insert(gpus.end(), t.gpus().begin(), t.gpus().end());
+    }
+    if (std::find(hosts.begin(), hosts.end(), req.host()) == hosts.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("host \"", req.host(), "\" is not in job ", req.job_id(),
+                                                     "'s allocation (", absl::StrJoin(hosts, " "), ")"));
+    }
+    auto host = hosts_.find(req.host());
+    if (host == hosts_.end() || !host->second.available) {
+      return absl::UnavailableError(absl::StrCat("host ", req.host(), " is unavailable"));
+    }
+    address = host->second.info.address();
+    task.set_index(rec.job.tasks_size());
+    task.set_host(req.host());
+    for (int32_t g : gpus) task.add_gpus(g);
+    task.set_state(pb::TASK_STARTING);
+    task.set_remote(true);
+    task.set_command(req.command());
+    task.set_rank(req.torch() ? torch_ranks : -1);
+    *rec.job.add_tasks() = task;
+    launch = MakeRemoteLaunch(rec.job, task, req);
+    attempt = rec.job.attempt();
+    job = rec.job;
+  }
+  // Recorded before it starts: a master that restarts knows the task, and its agent's
+  // reports find it.
+  MustPersist({job});
+  absl::StatusOr<int> pid = dialer_->Launch(address, launch);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(req.job_id());
+    if (it == jobs_.end() || it->second.job.attempt() != attempt ||
+        it->second.job.tasks_size() <= task.index()) {
+      return absl::AbortedError(absl::StrCat("job ", req.job_id(), " ended or was requeued meanwhile"));
+    }
+    pb::Task* t = it->second.job.mutable_tasks(task.index());
+    if (pid.ok()) {
+      if (t->state() == pb::TASK_STARTING) t->set_state(pb::TASK_RUNNING);
+      if (*pid != 0) t->set_pid(*pid);
+    } else {
+      t->set_state(pb::TASK_EXITED);
+      t->set_exit_code(127);
+    }
+    task = *t;
+    job = it->second.job;
+  }
+  MustPersist({job});
+  if (!pid.ok()) {
+    return absl::Status(pid.status().code(),
+                        absl::StrCat("cannot start the task on ", req.host(), ": ", pid.status().message()));
+  }
+  return task;
+}
+
+absl::StatusOr<pb::Job> Master::SignalTask(const pb::SignalTaskRequest& req) {
+  if (req.signal() <= 0 || req.signal() >= 65) return absl::InvalidArgumentError(absl::StrCat("no signal ", req.signal()));
+  std::string address;
+  pb::Job job;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(req.job_id());
+    if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", req.job_id()));
+    job = it->second.job;
+    if (req.task_index() < 0 || req.task_index() >= job.tasks_size()) {
+      return absl::NotFoundError(absl::StrCat("job ", req.job_id(), " has no task ", req.task_index()));
+    }
+    address = AddressOf(job.tasks(req.task_index()).host());
+  }
   pb::SignalRequest s;
-  s.set_job_id(job.id());
-  s.set_task_index(0);
-  s.set_action(action);
-  return dialer_->Signal(AddressOf(job.tasks(0).host()), s);
+  s.set_job_id(req.job_id());
+  s.set_task_index(req.task_index());
+  s.set_action(pb::SignalRequest::SIGNAL);
+  s.set_signal(req.signal());
+  JC_RETURN_IF_ERROR(dialer_->Signal(address, s));
+  return job;
 }
 
 absl::StatusOr<pb::Job> Master::Kill(int64_t id) {
@@ -526,7 +683,7 @@ absl::StatusOr<pb::Job> Master::Kill(int64_t id) {
     job = rec.job;
   }
   MustPersist(changed);
-  if (signal) JC_RETURN_IF_ERROR(SignalTask0(job, pb::SignalRequest::KILL));
+  if (signal) JC_RETURN_IF_ERROR(SignalTasks(job, pb::SignalRequest::KILL));
   Wake();
   return job;
 }
@@ -546,7 +703,7 @@ absl::StatusOr<pb::Job> Master::Requeue(int64_t id) {
     rec.action = Pending::kRequeue;
     job = rec.job;
   }
-  JC_RETURN_IF_ERROR(SignalTask0(job, pb::SignalRequest::KILL));
+  JC_RETURN_IF_ERROR(SignalTasks(job, pb::SignalRequest::KILL));
   return job;
 }
 
@@ -562,7 +719,7 @@ absl::StatusOr<pb::Job> Master::Suspend(int64_t id) {
     }
     job = it->second.job;
   }
-  JC_RETURN_IF_ERROR(SignalTask0(job, pb::SignalRequest::SUSPEND));
+  JC_RETURN_IF_ERROR(SignalTasks(job, pb::SignalRequest::SUSPEND));
   {
     std::lock_guard<std::mutex> lock(mu_);
     JobRecord& rec = jobs_.at(id);
@@ -570,7 +727,9 @@ absl::StatusOr<pb::Job> Master::Suspend(int64_t id) {
       return rec.job;  // it ended (or was requeued) meanwhile; nothing left to mark
     }
     rec.job.set_state(pb::SUSPENDED);
-    rec.job.mutable_tasks(0)->set_state(pb::TASK_SUSPENDED);
+    for (pb::Task& t : *rec.job.mutable_tasks()) {
+      if (t.index() == 0 || (t.remote() && t.state() == pb::TASK_RUNNING)) t.set_state(pb::TASK_SUSPENDED);
+    }
     job = rec.job;
   }
   MustPersist({job});
@@ -589,13 +748,15 @@ absl::StatusOr<pb::Job> Master::Resume(int64_t id) {
     }
     job = it->second.job;
   }
-  JC_RETURN_IF_ERROR(SignalTask0(job, pb::SignalRequest::RESUME));
+  JC_RETURN_IF_ERROR(SignalTasks(job, pb::SignalRequest::RESUME));
   {
     std::lock_guard<std::mutex> lock(mu_);
     JobRecord& rec = jobs_.at(id);
     if (rec.job.state() != pb::SUSPENDED || rec.job.attempt() != job.attempt()) return rec.job;
     rec.job.set_state(pb::RUNNING);
-    rec.job.mutable_tasks(0)->set_state(pb::TASK_RUNNING);
+    for (pb::Task& t : *rec.job.mutable_tasks()) {
+      if (t.index() == 0 || (t.remote() && t.state() == pb::TASK_SUSPENDED)) t.set_state(pb::TASK_RUNNING);
+    }
     job = rec.job;
   }
   MustPersist({job});
@@ -670,8 +831,24 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
         if (r.state() != pb::TASK_EXITED) *resp.add_kill() = r;  // a stray: end it
         continue;
       }
-      reported.insert(r.job_id());
       JobRecord& rec = it->second;
+      if (r.task_index() != 0) {
+        // A remote task: its own state, usage and exit; the job goes on (task 0 decides).
+        if (r.task_index() >= rec.job.tasks_size() || !rec.job.tasks(r.task_index()).remote()) continue;
+        pb::Task* t = rec.job.mutable_tasks(r.task_index());
+        if (t->state() == pb::TASK_EXITED) continue;
+        if (r.pid() != 0) t->set_pid(r.pid());
+        if (r.has_usage()) *t->mutable_usage() = r.usage();
+        if (r.state() == pb::TASK_EXITED) {
+          t->set_state(pb::TASK_EXITED);
+          t->set_exit_code(r.exit_code());
+          changed.push_back(rec.job);
+        } else if (t->state() == pb::TASK_STARTING) {
+          t->set_state(pb::TASK_RUNNING);
+        }
+        continue;
+      }
+      reported.insert(r.job_id());
       rec.seen_by_agent = true;
       pb::Task* t0 = rec.job.mutable_tasks(0);
       if (r.pid() != 0) t0->set_pid(r.pid());
@@ -843,10 +1020,14 @@ absl::StatusOr<std::string> Master::ReadLog(const pb::ReadLogRequest& req, int64
     if (it->second.job.tasks().empty()) {
       return absl::FailedPreconditionError(absl::StrCat("job ", req.job_id(), " has not started"));
     }
-    if (req.task_index() != 0) {
-      return absl::InvalidArgumentError("only task 0 runs the job's command and has output");
+    const pb::Job& job = it->second.job;
+    if (req.task_index() < 0 || req.task_index() >= job.tasks_size() ||
+        (req.task_index() != 0 && !job.tasks(req.task_index()).remote())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "job ", req.job_id(), " has no task ", req.task_index(),
+          " with output: task 0 runs the job's command, and tasks started by nexec-run have their own"));
     }
-    address = AddressOf(it->second.job.tasks(0).host());
+    address = AddressOf(job.tasks(req.task_index()).host());
   }
   return dialer_->ReadLog(address, req, max_bytes);
 }

@@ -83,6 +83,14 @@ class Master {
   std::vector<pb::Queue> ListQueues();
   absl::StatusOr<pb::HeartbeatResponse> Heartbeat(const pb::HeartbeatRequest& req);
   absl::StatusOr<std::string> ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes);
+  // Remote tasks (B10, nexec-run): starts `req.command` on a host of the running job's
+  // allocation through its agent and answers the task (its index names its logs).
+  // InvalidArgument for a host outside the allocation; FailedPrecondition for a job not
+  // running; the agent's error when it cannot start it (the task is then recorded as
+  // exited 127).
+  absl::StatusOr<pb::Task> RunTask(const pb::RunTaskRequest& req);
+  // Forwards `signal` to a task's process group.
+  absl::StatusOr<pb::Job> SignalTask(const pb::SignalTaskRequest& req);
 
   // Applies a new configuration without losing jobs: queue parameters, new queues, host
   // types and static host attributes, user groups. A queue that still holds jobs cannot
@@ -142,7 +150,12 @@ class Master {
   absl::Status AddHostLocked(const pb::AgentInfo& info);
   pb::LaunchRequest MakeLaunch(const pb::Job& job) const;
   std::string AddressOf(const std::string& host) const;
-  absl::Status SignalTask0(const pb::Job& job, pb::SignalRequest::Action action);
+  // Sends `action` to every task of the job with a process (task 0 and the remote ones
+  // not ended); task 0's answer is returned, the others' failures are logged (a remote
+  // task that ended meanwhile is no error).
+  absl::Status SignalTasks(const pb::Job& job, pb::SignalRequest::Action action);
+  // The launch of a remote task. Caller holds mu_.
+  pb::LaunchRequest MakeRemoteLaunch(const pb::Job& job, const pb::Task& task, const pb::RunTaskRequest& req) const;
   absl::Status PersistAll(const std::vector<pb::Job>& jobs);
   // Commit or stop: PersistAll, retried with backoff for about a second and a half; when
   // the store still refuses, the master exits (status 3) rather than act on a state the

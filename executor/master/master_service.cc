@@ -83,6 +83,18 @@ class MasterService final : public pb::Master::Service {
     }
     return Reply(m_->Heartbeat(*req), resp);
   }
+  Status RunTask(ServerContext* ctx, const pb::RunTaskRequest* req, pb::Task* resp) override {
+    NEXEC_CALLER(caller, "RunTask");
+    // The job's owner starts tasks in its allocation (nexec-run inside the job runs as the
+    // owner); so may root and the job's administrators, as for any control.
+    if (auto s = m_->MayControl(Of(caller), req->job_id()); !s.ok()) return ToGrpcStatus(s);
+    return Reply(m_->RunTask(*req), resp);
+  }
+  Status SignalTask(ServerContext* ctx, const pb::SignalTaskRequest* req, pb::ControlResponse* resp) override {
+    NEXEC_CALLER(caller, "SignalTask");
+    if (auto s = m_->MayControl(Of(caller), req->job_id()); !s.ok()) return ToGrpcStatus(s);
+    return Control(m_->SignalTask(*req), resp);
+  }
   Status Watch(ServerContext* ctx, const pb::WatchRequest* req,
                grpc::ServerWriter<pb::JobEvent>* writer) override {
     NEXEC_CALLER(caller, "Watch");
@@ -110,6 +122,7 @@ class MasterService final : public pb::Master::Service {
     NEXEC_CALLER(caller, "ReadLog");
     constexpr int64_t kChunk = 1 << 20;
     int64_t offset = req->offset();
+    bool ended = false;  // seen ended: one more read takes what it wrote last, then stop
     while (!ctx->IsCancelled()) {
       pb::ReadLogRequest at = *req;
       at.set_offset(offset);
@@ -123,10 +136,13 @@ class MasterService final : public pb::Master::Service {
         offset += static_cast<int64_t>(data->size());
         continue;
       }
-      if (!req->follow()) return Status::OK;
+      if (!req->follow() || ended) return Status::OK;
       auto job = m_->GetJob(req->job_id());
-      if (!job.ok() || job->state() == pb::DONE || job->state() == pb::EXIT) return Status::OK;
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // follow: poll the file
+      if (!job.ok()) return Status::OK;
+      ended = job->state() == pb::DONE || job->state() == pb::EXIT ||
+              (req->task_index() > 0 && req->task_index() < job->tasks_size() &&
+               job->tasks(req->task_index()).state() == pb::TASK_EXITED);
+      if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(200));  // follow: poll the file
     }
     return Status::OK;
   }

@@ -648,3 +648,94 @@ TEST_CASE("a job runs with the submission environment and directory as --env say
   CHECK(hosts.out.find("slots") != std::string::npos);
   CHECK(hosts.out.find("last_heartbeat") != std::string::npos);
 }
+
+TEST_CASE("nexec-run starts tasks on the job's hosts through their agents: output, exit codes and signals come back, "
+          "and kill, suspend and the first task's end reach every host",
+          "[B10][B11]") {
+  Cluster c("remote");
+  c.AddAgent("node1", "cpus=2,mem=4G");
+  c.AddAgent("node2", "cpus=2,mem=4G");
+  REQUIRE(c.WaitHosts(2));
+  const std::string run = JC_NEXEC_RUN;
+
+  // A four-slot job over both hosts: its command starts a task on node2 and reports how it went.
+  std::string out = c.path("remote.out");
+  int64_t id = c.Submit({"-n", "4", "-R", "span[ptile=2]", "-o", out, "--",
+                         run + " node2 'echo from-task-$NEXEC_TASK_INDEX; echo to-stderr >&2; exit 3'; "
+                               "echo remote-exit=$?"});
+  REQUIRE(c.WaitState(id, "DONE"));
+  std::string text = ReadFile(out);
+  INFO(text);
+  CHECK(text.find("from-task-2\n") != std::string::npos);  // tasks 0 and 1 are the allocation's
+  CHECK(text.find("to-stderr\n") != std::string::npos);
+  CHECK(text.find("remote-exit=3\n") != std::string::npos);
+  json job = c.Job(id);
+  REQUIRE(job["tasks"].size() == 3);
+  CHECK(job["tasks"][2]["host"] == "node2");
+  CHECK(job["tasks"][2]["remote"] == true);
+  CHECK(job["tasks"][2]["state"] == "TASK_EXITED");
+  CHECK(job["tasks"][2]["exit_code"] == 3);
+  // Each task has its own logs.
+  auto own = c.Cli({"logs", std::to_string(id), "-t", "2"});
+  CHECK(own.out == "from-task-2\n");
+  CHECK(c.Cli({"logs", std::to_string(id), "-t", "2", "-e"}).out == "to-stderr\n");
+  CHECK(c.Cli({"logs", std::to_string(id), "-t", "1"}).code != 0);  // an allocation entry runs nothing
+
+  // Outside a job, or to a host the job does not hold: a clear error, nothing started.
+  {
+    std::string o = c.path("outside.out");
+    Process p({run, "node1", "true"}, o);
+    CHECK(p.Wait() == 1);
+    CHECK(ReadFile(o).find("not inside a nexec job") != std::string::npos);
+  }
+  std::string single = c.path("single.out");
+  int64_t one = c.Submit({"-n", "1", "-R", "select[hname==node1]", "-o", single, "--",
+                          run + " node2 touch " + c.path("never") + "; echo code=$?"});
+  REQUIRE(c.WaitState(one, "DONE"));
+  CHECK(ReadFile(single).find("is not in job") != std::string::npos);
+  CHECK(ReadFile(single).find("code=1") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(c.path("never")));
+  CHECK(c.Job(one)["tasks"].size() == 1);
+
+  // Signals sent to nexec-run reach the remote task; its exit code comes back.
+  std::string marker = c.path("trap-set");
+  std::string sig_out = c.path("signal.out");
+  int64_t sig = c.Submit({"-n", "4", "-R", "span[ptile=2]", "-o", sig_out, "--",
+                          run + " node2 'trap \"echo got-term; exit 9\" TERM; touch " + marker +
+                              "; sleep 300 & wait' & rp=$!; while [ ! -f " + marker +
+                              " ]; do sleep 0.05; done; kill -TERM $rp; wait $rp; echo run-exit=$?"});
+  REQUIRE(c.WaitState(sig, "DONE"));
+  text = ReadFile(sig_out);
+  INFO(text);
+  CHECK(text.find("got-term") != std::string::npos);
+  CHECK(text.find("run-exit=9") != std::string::npos);
+
+  // Suspend and kill reach the remote task too, and nothing is left on any host.
+  int64_t held = c.Submit({"-n", "4", "-R", "span[ptile=2]", "--", run + " node2 sleep 300"});
+  int remote_pid = 0;
+  REQUIRE(WaitUntil([&] {
+    json j = c.Job(held);
+    if (j["tasks"].size() < 3) return false;
+    remote_pid = j["tasks"][2].value("pid", 0);
+    return remote_pid > 0 && !Gone(remote_pid);
+  }));
+  int first_pid = c.TaskPid(held);
+  REQUIRE(c.Cli({"suspend", std::to_string(held)}).code == 0);
+  CHECK(WaitUntil([&] { return ProcState(remote_pid) == 'T'; }));
+  REQUIRE(c.Cli({"resume", std::to_string(held)}).code == 0);
+  CHECK(WaitUntil([&] { return ProcState(remote_pid) != 'T'; }));
+  REQUIRE(c.Cli({"kill", std::to_string(held)}).code == 0);
+  REQUIRE(c.WaitState(held, "EXIT"));
+  CHECK(WaitUntil([&] { return Gone(remote_pid) && Gone(first_pid); }));
+  CHECK(WaitUntil([&] { return kill(-remote_pid, 0) != 0; }));  // its process group is gone too (reaped)
+
+  // A job whose first task ends while a remote task runs ends that task.
+  int64_t brief = c.Submit({"-n", "4", "-R", "span[ptile=2]", "--", run + " node2 sleep 300 & sleep 2; exit 0"});
+  REQUIRE(WaitUntil([&] {
+    json j = c.Job(brief);
+    remote_pid = j["tasks"].size() >= 3 ? j["tasks"][2].value("pid", 0) : 0;
+    return remote_pid > 0;
+  }));
+  REQUIRE(c.WaitState(brief, "DONE"));
+  CHECK(WaitUntil([&] { return Gone(remote_pid); }));
+}
