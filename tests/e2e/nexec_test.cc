@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "executor/auth/munge_auth.h"
@@ -738,4 +739,91 @@ TEST_CASE("nexec-run starts tasks on the job's hosts through their agents: outpu
   }));
   REQUIRE(c.WaitState(brief, "DONE"));
   CHECK(WaitUntil([&] { return Gone(remote_pid); }));
+}
+
+TEST_CASE("MPI: MPICH's Hydra starts its ranks on two agents through nexec-run, and they all-reduce", "[B10]") {
+  Cluster c("mpi");
+  c.AddAgent("node1", "cpus=2,mem=4G");
+  c.AddAgent("node2", "cpus=2,mem=4G");
+  REQUIRE(c.WaitHosts(2));
+  // A real MPI program, built with Debian's MPICH (scripts/setup.sh installs it).
+  std::ofstream(c.path("hello.c")) << R"(#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char** argv) {
+  int rank, size, sum = 0, mine;
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  mine = rank + 1;
+  MPI_Allreduce(&mine, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  printf("rank %d of %d in nexec task %s: sum %d\n", rank, size, getenv("NEXEC_TASK_INDEX"), sum);
+  MPI_Finalize();
+  return 0;
+}
+)";
+  {
+    Process cc({"/usr/bin/mpicc", "-o", c.path("hello"), c.path("hello.c")}, c.path("mpicc.log"));
+    INFO(ReadFile(c.path("mpicc.log")));
+    REQUIRE(cc.Wait() == 0);
+  }
+  std::string out = c.path("mpi.out");
+  int64_t id = c.Submit({"-n", "4", "-R", "span[ptile=2]", "-o", out, "--",
+                         "mpiexec -launcher rsh -launcher-exec " + std::string(JC_NEXEC_RUN) +
+                             " -hosts node1:2,node2:2 -n 4 " + c.path("hello")});
+  bool done = c.WaitState(id, "DONE");
+  std::string text = ReadFile(out);
+  INFO(text);
+  INFO(c.Job(id).dump());
+  REQUIRE(done);
+  for (int rank = 0; rank < 4; ++rank) {
+    CHECK(text.find("rank " + std::to_string(rank) + " of 4 in nexec task ") != std::string::npos);
+  }
+  CHECK(text.find("sum 10") != std::string::npos);
+  // Hydra's proxies were tasks of the job, one per host, started by nexec-run.
+  json job = c.Job(id);
+  std::set<std::string> proxy_hosts;
+  for (const auto& t : job["tasks"]) {
+    if (t.value("remote", false)) proxy_hosts.insert(t["host"].get<std::string>());
+  }
+  CHECK(proxy_hosts == std::set<std::string>{"node1", "node2"});
+}
+
+TEST_CASE("torch.distributed: nexec-run --torch gives each task its rank, and a gloo all-reduce spans two agents",
+          "[B10]") {
+  Cluster c("torch");
+  c.AddAgent("node1", "cpus=2,mem=4G");
+  c.AddAgent("node2", "cpus=2,mem=4G");
+  REQUIRE(c.WaitHosts(2));
+  // Debian's python3-torch (scripts/setup.sh installs it), on CPU.
+  std::ofstream(c.path("allreduce.py")) << R"(import os
+import torch
+import torch.distributed as dist
+dist.init_process_group("gloo")
+t = torch.tensor([float(dist.get_rank() + 1)])
+dist.all_reduce(t)
+print(f"rank {dist.get_rank()} of {dist.get_world_size()} local {os.environ['LOCAL_RANK']} "
+      f"at {os.environ['MASTER_ADDR']}: sum {t.item():.0f}", flush=True)
+dist.destroy_process_group()
+)";
+  const std::string run = JC_NEXEC_RUN;
+  const std::string py = "GLOO_SOCKET_IFNAME=lo /usr/bin/python3 " + c.path("allreduce.py");
+  std::string out = c.path("torch.out");
+  int64_t id = c.Submit({"-n", "2", "-R", "span[ptile=1]", "-o", out, "--",
+                         run + " --torch node1 " + py + " & " + run + " --torch node2 " + py + " & wait"});
+  bool done = WaitUntil([&] { return c.Job(id)["state"] == "DONE" || c.Job(id)["state"] == "EXIT"; },
+                        std::chrono::seconds(120));
+  std::string text = ReadFile(out);
+  INFO(text);
+  INFO(c.Job(id).dump());
+  REQUIRE(done);
+  CHECK(c.Job(id)["state"] == "DONE");
+  CHECK(text.find("rank 0 of 2 local 0 at 127.0.0.1: sum 3") != std::string::npos);
+  CHECK(text.find("rank 1 of 2 local 0 at 127.0.0.1: sum 3") != std::string::npos);
+  json job = c.Job(id);
+  std::set<int> ranks;
+  for (const auto& t : job["tasks"]) {
+    if (t.value("remote", false)) ranks.insert(t.value("rank", 0));
+  }
+  CHECK(ranks == std::set<int>{0, 1});
 }
