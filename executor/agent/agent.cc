@@ -6,10 +6,15 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -279,6 +284,7 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   // attempt was (perhaps) started and never starts it again.
   std::ofstream(TaskFile(key)) << "0 0\n";
   auto pid = runner_.Launch(t);
+  if (metrics_) (pid.ok() || absl::IsAlreadyExists(pid.status()) ? metrics_->launches_ok : metrics_->launches_refused)->Increment();
   if (!pid.ok()) {
     if (absl::IsAlreadyExists(pid.status())) return 0;  // a concurrent repeat started it
     std::error_code ec;
@@ -291,6 +297,36 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   // another program is never taken for it), for an agent that restarts after a crash.
   std::ofstream(TaskFile(key)) << *pid << " " << ProcessStartTime(*pid) << "\n";
   return static_cast<int>(*pid);
+}
+
+void Agent::EnableMetrics(prometheus::Registry& registry) {
+  auto& heartbeats = prometheus::BuildCounter()
+                         .Name("nexec_agent_heartbeats_total")
+                         .Help("Heartbeats sent to the master, by result")
+                         .Register(registry);
+  auto& launches = prometheus::BuildCounter()
+                       .Name("nexec_agent_launches_total")
+                       .Help("Task launches from the master, by result")
+                       .Register(registry);
+  auto& tasks = prometheus::BuildGauge().Name("nexec_agent_tasks").Help("Tasks running on this host").Register(registry);
+  auto& last = prometheus::BuildGauge()
+                   .Name("nexec_agent_last_heartbeat_timestamp_seconds")
+                   .Help("When the master last took a heartbeat (Unix time)")
+                   .Register(registry);
+  metrics_ = std::make_unique<Metrics>(Metrics{&heartbeats.Add({{"result", "ok"}}), &heartbeats.Add({{"result", "error"}}),
+                                               &launches.Add({{"result", "started"}}),
+                                               &launches.Add({{"result", "refused"}}), &tasks.Add({}), &last.Add({})});
+}
+
+absl::Status Agent::Ready() {
+  std::lock_guard<std::mutex> lock(mu_);
+  absl::Duration limit = std::max(3 * options_.heartbeat_interval, absl::Seconds(5));
+  if (absl::Now() - last_accepted_heartbeat_ <= limit) return absl::OkStatus();
+  return absl::UnavailableError(
+      last_accepted_heartbeat_ == absl::InfinitePast()
+          ? absl::StrCat("the master at ", options_.master_address, " has not taken a heartbeat yet")
+          : absl::StrCat("the master at ", options_.master_address, " has taken no heartbeat since ",
+                         absl::FormatTime(last_accepted_heartbeat_)));
 }
 
 absl::Status Agent::Signal(const pb::SignalRequest& req) {
@@ -418,10 +454,17 @@ void Agent::HeartbeatLoop() {
     }
     lock.lock();
     next = absl::Now() + options_.heartbeat_interval;
+    if (metrics_) metrics_->tasks->Set(static_cast<double>(tasks_.size()));
     if (!status.ok()) {
+      if (metrics_) metrics_->heartbeats_failed->Increment();
       spdlog::warn("heartbeat to master {} failed: {}", options_.master_address,
                    status.error_message());
       continue;
+    }
+    last_accepted_heartbeat_ = absl::Now();
+    if (metrics_) {
+      metrics_->heartbeats_ok->Increment();
+      metrics_->last_heartbeat->Set(absl::ToDoubleSeconds(last_accepted_heartbeat_ - absl::UnixEpoch()));
     }
     unacked_exits_.erase(unacked_exits_.begin(), unacked_exits_.begin() + sent_exits);
     for (const auto& k : resp.kill()) {

@@ -28,6 +28,11 @@ namespace grpc {
 class Server;
 class Service;
 }  // namespace grpc
+namespace prometheus {
+class Counter;
+class Gauge;
+class Registry;
+}  // namespace prometheus
 
 namespace jc::nexec {
 
@@ -73,7 +78,23 @@ class Agent {
   absl::Status Signal(const pb::SignalRequest& req);
   absl::StatusOr<std::string> ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes);
 
+  // nexec_agent_heartbeats_total{result}, nexec_agent_launches_total{result},
+  // nexec_agent_tasks (running here), nexec_agent_last_heartbeat_timestamp_seconds.
+  // Call before Start.
+  void EnableMetrics(prometheus::Registry& registry);
+  // Ready while the master took a heartbeat lately (three intervals, at least 5 s);
+  // Unavailable saying since when otherwise (/readyz).
+  absl::Status Ready();
+
  private:
+  struct Metrics {
+    prometheus::Counter* heartbeats_ok;
+    prometheus::Counter* heartbeats_failed;
+    prometheus::Counter* launches_ok;
+    prometheus::Counter* launches_refused;
+    prometheus::Gauge* tasks;
+    prometheus::Gauge* last_heartbeat;
+  };
   struct TaskInfo {
     int64_t job_id;
     int32_t task_index;
@@ -107,6 +128,8 @@ class Agent {
   std::condition_variable cv_;
   bool stopping_ = false;
   bool exits_waiting_ = false;
+  absl::Time last_accepted_heartbeat_ = absl::InfinitePast();  // under mu_
+  std::unique_ptr<Metrics> metrics_;
   std::thread heartbeat_;
 };
 

@@ -1,13 +1,18 @@
 // nexec-agent: runs on every host; reports it to the master and runs its tasks.
 
+#include <prometheus/registry.h>
 #include <signal.h>
-#include <unistd.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
 
 #include "absl/flags/flag.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/synchronization/mutex.h"
+#include "common/admin_server.h"
 #include "common/log.h"
 #include "executor/agent/agent.h"
 
@@ -23,6 +28,10 @@ ABSL_FLAG(std::string, state_dir, "",
           "where the agent records its tasks' process groups, so that a restarted agent kills what a crashed "
           "one left running (default: <temp dir>/nexec-agent-<host>)");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
+ABSL_FLAG(std::string, log_format, "text", "text or json (one JSON object per line, as the other daemons)");
+ABSL_FLAG(std::string, metrics_address, "",
+          "where /metrics, /healthz and /readyz are served, e.g. 127.0.0.1:6802 (port 0: any free one; empty: "
+          "nowhere)");
 ABSL_FLAG(std::string, auth, "munge",
           "how calls are proven: munge, or none (development only: anyone reaching the port may launch)");
 ABSL_FLAG(std::string, munge_socket, "", "munged's socket (default: $NEXEC_MUNGE_SOCKET, else munge's own)");
@@ -37,7 +46,10 @@ int main(int argc, char** argv) {
   // Abseil's mutex deadlock detection (on in Debian's build) costs gRPC's every lock a
   // graph update; the servers do not need it in production.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  if (!jc::InitLogging(absl::GetFlag(FLAGS_log_level), "text").ok()) return 2;
+  if (auto logging = jc::InitLogging(absl::GetFlag(FLAGS_log_level), absl::GetFlag(FLAGS_log_format)); !logging.ok()) {
+    std::fprintf(stderr, "nexec-agent: %s\n", std::string(logging.message()).c_str());
+    return 2;
+  }
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
@@ -62,14 +74,27 @@ int main(int argc, char** argv) {
   options.master_uid = absl::GetFlag(FLAGS_master_uid) >= 0 ? static_cast<uid_t>(absl::GetFlag(FLAGS_master_uid))
                                                             : geteuid();
   jc::nexec::Agent agent(options);
+  auto registry = std::make_shared<prometheus::Registry>();
+  agent.EnableMetrics(*registry);
   auto port = agent.Start();
   if (!port.ok()) {
     spdlog::error("{}", port.status().message());
     return 1;
   }
+  std::unique_ptr<jc::AdminServer> admin;
+  if (std::string metrics = absl::GetFlag(FLAGS_metrics_address); !metrics.empty()) {
+    admin = std::make_unique<jc::AdminServer>(registry, [&agent] { return agent.Ready(); });
+    auto bound = admin->Start(metrics);
+    if (!bound.ok()) {
+      spdlog::error("{}", bound.status().message());
+      return 1;
+    }
+    spdlog::info("nexec agent metrics on http://{}:{}/metrics", metrics.substr(0, metrics.rfind(':')), *bound);
+  }
   int sig = 0;
   sigwait(&signals, &sig);
   spdlog::info("signal {}; stopping (running tasks are killed)", sig);
+  if (admin) admin->Stop();
   agent.Stop();
   return 0;
 }

@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
 #include <filesystem>
 
 #include "absl/flags/flag.h"
@@ -29,6 +30,7 @@ ABSL_FLAG(std::string, log_dir, "", "default directory of job output (default: d
 ABSL_FLAG(std::string, metrics_address, "127.0.0.1:6801",
           "where /metrics, /healthz and /readyz are served (empty: nowhere)");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
+ABSL_FLAG(std::string, log_format, "text", "text or json (one JSON object per line, as the other daemons)");
 ABSL_FLAG(std::string, auth, "munge",
           "how callers prove who they are: munge, or none (development only: every caller is root)");
 ABSL_FLAG(std::string, munge_socket, "", "munged's socket (default: $NEXEC_MUNGE_SOCKET, else munge's own)");
@@ -41,7 +43,10 @@ int main(int argc, char** argv) {
   // Abseil's mutex deadlock detection (on in Debian's build) costs gRPC's every lock a
   // graph update; the servers do not need it in production.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  if (!jc::InitLogging(absl::GetFlag(FLAGS_log_level), "text").ok()) return 2;
+  if (auto logging = jc::InitLogging(absl::GetFlag(FLAGS_log_level), absl::GetFlag(FLAGS_log_format)); !logging.ok()) {
+    std::fprintf(stderr, "nexec-master: %s\n", std::string(logging.message()).c_str());
+    return 2;
+  }
   auto fail = [](const std::string& m) {
     spdlog::error("{}", m);
     return 1;

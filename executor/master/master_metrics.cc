@@ -62,18 +62,22 @@ void MasterMetrics::Update(const std::vector<pb::Host>& hosts, const std::vector
   // Per-task gauges exist while the task runs; finished tasks' series are removed.
   std::set<std::map<std::string, std::string>> seen;
   for (const auto& j : active) {
-    if (j.tasks().empty()) continue;
-    const auto& t = j.tasks(0);
-    std::map<std::string, std::string> labels{{"job", absl::StrCat(j.id())}, {"host", t.host()},
-                                              {"queue", j.spec().queue()}};
-    seen.insert(labels);
-    task_cpu_.Add(labels).Set(t.usage().cpu_seconds());
-    task_rss_.Add(labels).Set(static_cast<double>(t.usage().rss_kb()) * 1024);
-    task_swap_.Add(labels).Set(static_cast<double>(t.usage().swap_kb()) * 1024);
-    task_threads_.Add(labels).Set(t.usage().threads());
-    task_read_.Add(labels).Set(static_cast<double>(t.usage().read_bytes()));
-    task_write_.Add(labels).Set(static_cast<double>(t.usage().write_bytes()));
-    task_gpus_.Add(labels).Set(t.gpus_size());
+    for (const auto& t : j.tasks()) {
+      // Task 0 (the job's command) and the tasks nexec-run started that still run.
+      if (t.index() != 0 && (!t.remote() || t.state() == ::nexec::v1::TASK_EXITED)) continue;
+      std::map<std::string, std::string> labels{{"job", absl::StrCat(j.id())},
+                                                {"host", t.host()},
+                                                {"queue", j.spec().queue()},
+                                                {"task", absl::StrCat(t.index())}};
+      seen.insert(labels);
+      task_cpu_.Add(labels).Set(t.usage().cpu_seconds());
+      task_rss_.Add(labels).Set(static_cast<double>(t.usage().rss_kb()) * 1024);
+      task_swap_.Add(labels).Set(static_cast<double>(t.usage().swap_kb()) * 1024);
+      task_threads_.Add(labels).Set(t.usage().threads());
+      task_read_.Add(labels).Set(static_cast<double>(t.usage().read_bytes()));
+      task_write_.Add(labels).Set(static_cast<double>(t.usage().write_bytes()));
+      task_gpus_.Add(labels).Set(t.gpus_size());
+    }
   }
   for (const auto& labels : task_labels_) {
     if (seen.count(labels)) continue;

@@ -827,3 +827,50 @@ dist.destroy_process_group()
   }
   CHECK(ranks == std::set<int>{0, 1});
 }
+
+TEST_CASE("an agent serves /metrics, /healthz and /readyz, logs JSON when asked, and says when the master is gone",
+          "[B8][C4]") {
+  Cluster c("observable");
+  c.AddAgent("node1", "cpus=2,mem=4G", {"--metrics_address=127.0.0.1:0", "--log_format=json"});
+  auto port = c.agent("node1").WaitForLog(R"(nexec agent metrics on http://127\.0\.0\.1:(\d+)/metrics)");
+  INFO(c.agent("node1").Log());
+  REQUIRE(port.has_value());
+  REQUIRE(c.WaitHosts(1));
+  httplib::Client http("127.0.0.1", std::stoi(*port));
+  auto status = [&](const char* path) {
+    auto res = http.Get(path);
+    return res ? res->status : -1;
+  };
+  CHECK(status("/healthz") == 200);
+  CHECK(WaitUntil([&] { return status("/readyz") == 200; }));
+  int64_t id = c.Submit({"--", "true"});
+  REQUIRE(c.WaitState(id, "DONE"));
+  std::string metrics;
+  CHECK(WaitUntil([&] {
+    auto res = http.Get("/metrics");
+    metrics = res ? res->body : "";
+    return metrics.find("nexec_agent_launches_total{result=\"started\"} 1") != std::string::npos;
+  }));
+  INFO(metrics);
+  CHECK(metrics.find("nexec_agent_heartbeats_total{result=\"ok\"}") != std::string::npos);
+  CHECK(metrics.find("nexec_agent_last_heartbeat_timestamp_seconds") != std::string::npos);
+  // One JSON object per log line.
+  std::istringstream log(c.agent("node1").Log());
+  int lines = 0;
+  for (std::string line; std::getline(log, line);) {
+    if (line.empty()) continue;
+    INFO(line);
+    CHECK(json::parse(line, nullptr, false).is_object());
+    ++lines;
+  }
+  CHECK(lines > 0);
+  // The master stops answering: the agent is alive but not ready, and says why.
+  c.SignalMaster(SIGSTOP);
+  CHECK(WaitUntil([&] { return status("/readyz") == 503; }));
+  auto res = http.Get("/readyz");
+  REQUIRE(res);
+  CHECK(res->body.find("heartbeat") != std::string::npos);
+  CHECK(status("/healthz") == 200);
+  c.SignalMaster(SIGCONT);
+  CHECK(WaitUntil([&] { return status("/readyz") == 200; }));
+}
