@@ -18,6 +18,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/grpc_server_threads.h"
@@ -49,20 +50,6 @@ double ReadLoad() {
   return load;
 }
 
-std::vector<int> DetectGpus() {
-  std::vector<int> gpus;
-  if (access("/usr/bin/nvidia-smi", X_OK) != 0) return gpus;
-  FILE* p = popen("/usr/bin/nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null", "r");
-  if (p == nullptr) return gpus;
-  char line[64];
-  while (fgets(line, sizeof(line), p) != nullptr) {
-    int index = 0;
-    if (absl::SimpleAtoi(absl::StripAsciiWhitespace(line), &index)) gpus.push_back(index);
-  }
-  pclose(p);
-  return gpus;
-}
-
 }  // namespace
 
 pb::AgentInfo MeasureHost() {
@@ -73,7 +60,6 @@ pb::AgentInfo MeasureHost() {
     info.set_mem_mb(static_cast<double>(si.totalram) * si.mem_unit / (1024 * 1024));
     info.set_swap_mb(static_cast<double>(si.totalswap) * si.mem_unit / (1024 * 1024));
   }
-  for (int g : DetectGpus()) info.add_gpus(g);
   info.set_load_1m(ReadLoad());
   return info;
 }
@@ -124,6 +110,19 @@ Agent::~Agent() { Stop(); }
 
 absl::StatusOr<int> Agent::Start() {
   base_info_ = MeasureHost();
+  // GPUs, their model and memory from nvidia-smi; what --resources declares wins.
+  gpu_probe_ = GpuProbe(options_.nvidia_smi);
+  if (auto gpus = gpu_probe_.Sample(); gpus.ok() && !gpus->gpus.empty()) {
+    watch_gpus_ = true;
+    for (const auto& g : gpus->gpus) base_info_.add_gpus(g.index);
+    (*base_info_.mutable_resources())["model"] = GpuModel(gpus->gpus[0].name);
+    (*base_info_.mutable_resources())["gpumem"] = absl::StrCat(static_cast<int64_t>(gpus->gpus[0].memory_total_mb));
+    spdlog::info("nexec agent: {} GPU(s), {} ({} MB) from {}", gpus->gpus.size(), gpus->gpus[0].name,
+                 gpus->gpus[0].memory_total_mb, gpu_probe_.Executable());
+  } else if (!gpus.ok() && !absl::IsNotFound(gpus.status())) {
+    spdlog::warn("nexec agent: {} did not answer ({}); GPUs are neither found nor watched", options_.nvidia_smi,
+                 std::string(gpus.status().message()));
+  }
   JC_RETURN_IF_ERROR(ApplyDeclaredResources(options_.declared, &base_info_));
   for (const auto& [k, v] : options_.resources) (*base_info_.mutable_resources())[k] = v;
   if (options_.host.empty()) {
@@ -274,6 +273,7 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   // Registered before the process starts: a task that exits at once is reaped by the
   // heartbeat loop, which must already know whose it is.
   TaskInfo info{req.job_id(), req.task_index(), req.attempt(), t.stdout_path, t.stderr_path};
+  info.gpus = t.gpus;
   {
     std::lock_guard<std::mutex> lock(mu_);
     tasks_[key] = info;
@@ -297,6 +297,53 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   // another program is never taken for it), for an agent that restarts after a crash.
   std::ofstream(TaskFile(key)) << *pid << " " << ProcessStartTime(*pid) << "\n";
   return static_cast<int>(*pid);
+}
+
+void Agent::WatchGpus() {
+  auto sample = gpu_probe_.Sample();
+  if (!sample.ok()) {
+    spdlog::warn("nexec agent: GPU sample failed: {}", std::string(sample.status().message()));
+    return;
+  }
+  std::map<int, double> utilization;
+  for (const auto& g : sample->gpus) utilization[g.index] = g.utilization_pct;
+  std::vector<std::string> kill;
+  std::lock_guard<std::mutex> lock(mu_);
+  // Which task a GPU process belongs to: its process group is the task's.
+  std::map<pid_t, std::string> by_group;
+  for (const auto& [key, t] : tasks_) {
+    if (auto pid = runner_.Pid(key)) by_group[*pid] = key;
+  }
+  std::map<std::string, double> memory;
+  for (const auto& p : sample->processes) {
+    pid_t group = getpgid(p.pid);
+    auto owner = by_group.find(group);
+    if (group < 0 || owner == by_group.end()) continue;  // not a task of ours
+    TaskInfo& t = tasks_.at(owner->second);
+    memory[owner->second] += p.used_memory_mb;
+    if (std::find(t.gpus.begin(), t.gpus.end(), p.gpu_index) != t.gpus.end() || !t.misused.insert(p.gpu_index).second) {
+      continue;
+    }
+    pb::TaskNote note;
+    note.set_job_id(t.job_id);
+    note.set_task_index(t.task_index);
+    note.set_attempt(t.attempt);
+    note.set_killed(options_.kill_gpu_misuse);
+    note.set_message(absl::StrCat("GPU misuse: pid ", p.pid, " used GPU ", p.gpu_index, " (", p.used_memory_mb,
+                                  " MB), which was not given to the job (its GPUs: ",
+                                  t.gpus.empty() ? "none" : absl::StrJoin(t.gpus, ","), ")",
+                                  options_.kill_gpu_misuse ? "; the task was killed" : "; reported only"));
+    spdlog::warn("job {} task {}: {}", t.job_id, t.task_index, note.message());
+    unacked_notes_.push_back(note);
+    if (options_.kill_gpu_misuse) kill.push_back(owner->second);
+  }
+  for (auto& [key, t] : tasks_) {
+    t.gpu_memory_mb = memory.count(key) ? memory[key] : 0;
+    double sum = 0;
+    for (int g : t.gpus) sum += utilization.count(g) ? utilization[g] : 0;
+    t.gpu_utilization = t.gpus.empty() ? 0 : sum / static_cast<double>(t.gpus.size());
+  }
+  for (const auto& key : kill) runner_.Kill(key).IgnoreError();  // its exit is reaped and reported as usual
 }
 
 void Agent::EnableMetrics(prometheus::Registry& registry) {
@@ -430,6 +477,7 @@ void Agent::HeartbeatLoop() {
     // sent at once for an exit should cost nothing extra.
     std::map<std::string, TaskUsage> usages;
     if (periodic) usages = runner_.UsageAll();
+    if (periodic && watch_gpus_) WatchGpus();
     for (auto& r : *req.mutable_tasks()) {
       if (r.state() == pb::TASK_EXITED) continue;
       auto usage = usages.find(TaskKey(r.job_id(), r.task_index(), r.attempt()));
@@ -443,6 +491,18 @@ void Agent::HeartbeatLoop() {
       u->set_write_bytes(usage->second.write_bytes);
       u->set_processes(usage->second.processes);
     }
+    {
+      std::lock_guard<std::mutex> gpu_lock(mu_);
+      for (auto& r : *req.mutable_tasks()) {
+        if (r.state() == pb::TASK_EXITED) continue;
+        auto t = tasks_.find(TaskKey(r.job_id(), r.task_index(), r.attempt()));
+        if (t == tasks_.end()) continue;
+        r.mutable_usage()->set_gpu_memory_mb(t->second.gpu_memory_mb);
+        r.mutable_usage()->set_gpu_utilization(t->second.gpu_utilization);
+      }
+      for (const auto& n : unacked_notes_) *req.add_notes() = n;
+    }
+    size_t sent_notes = req.notes_size();
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
     pb::HeartbeatResponse resp;
@@ -467,6 +527,7 @@ void Agent::HeartbeatLoop() {
       metrics_->last_heartbeat->Set(absl::ToDoubleSeconds(last_accepted_heartbeat_ - absl::UnixEpoch()));
     }
     unacked_exits_.erase(unacked_exits_.begin(), unacked_exits_.begin() + sent_exits);
+    unacked_notes_.erase(unacked_notes_.begin(), unacked_notes_.begin() + static_cast<long>(sent_notes));
     for (const auto& k : resp.kill()) {
       std::string key = TaskKey(k.job_id(), k.task_index(), k.attempt());
       lock.unlock();

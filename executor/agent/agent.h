@@ -20,6 +20,7 @@
 #include "executor/auth/munge_auth.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "executor/agent/gpu_probe.h"
 #include "executor/agent/sensor.h"
 #include "executor/agent/task_runner.h"
 #include "nexec/v1/nexec.pb.h"
@@ -53,6 +54,12 @@ struct AgentOptions {
   // restarted after a crash kills what its predecessor left running (a rerun must never
   // run beside the first attempt). Empty: <temp dir>/nexec-agent-<host>.
   std::string state_dir;
+  // GPUs (B6, B8): nvidia-smi (a path, or a name on $PATH) is asked every heartbeat for
+  // each GPU's model, memory and utilisation and the processes on it. A task's process
+  // on a GPU not given to its job is misuse: killed (the default), or only reported;
+  // either way the job's history says so.
+  std::string nvidia_smi = "nvidia-smi";
+  bool kill_gpu_misuse = true;
   // How calls are signed and checked (B9): heartbeats are signed; launches, signals and
   // log reads are taken only from `master_uid` (the master's account) or root.
   MungeAuth auth = MungeAuth::Munge("");
@@ -102,7 +109,13 @@ class Agent {
     std::string stdout_path;
     std::string stderr_path;
     bool suspended = false;
+    std::vector<int> gpus;                   // given to the task
+    std::set<int> misused;                   // GPUs it was found on without them, reported once each
+    double gpu_memory_mb = 0, gpu_utilization = 0;  // from the last GPU sample
   };
+  // One nvidia-smi sample applied to the tasks: their GPU usage, and misuse (killed or
+  // reported, as configured). Takes mu_.
+  void WatchGpus();
   void HeartbeatLoop();
   // Kills the process groups of the tasks a previous agent on this host started and did
   // not see end (it died); returns how many were still running.
@@ -125,6 +138,9 @@ class Agent {
   std::set<std::string> finished_;
   std::deque<std::string> finished_order_;
   std::vector<pb::TaskReport> unacked_exits_;       // sent until a heartbeat succeeds
+  std::vector<pb::TaskNote> unacked_notes_;         // likewise
+  GpuProbe gpu_probe_{"nvidia-smi"};
+  bool watch_gpus_ = false;  // nvidia-smi answered at start
   std::condition_variable cv_;
   bool stopping_ = false;
   bool exits_waiting_ = false;

@@ -27,6 +27,10 @@ ABSL_FLAG(std::string, sensor_dir, "",
 ABSL_FLAG(std::string, state_dir, "",
           "where the agent records its tasks' process groups, so that a restarted agent kills what a crashed "
           "one left running (default: <temp dir>/nexec-agent-<host>)");
+ABSL_FLAG(std::string, nvidia_smi, "nvidia-smi",
+          "nvidia-smi to ask for GPUs, their use and the processes on them (a path, or a name on $PATH)");
+ABSL_FLAG(std::string, gpu_misuse, "kill",
+          "a task's process on a GPU not given to its job: kill (the task) or report (in the job's history only)");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
 ABSL_FLAG(std::string, log_format, "text", "text or json (one JSON object per line, as the other daemons)");
 ABSL_FLAG(std::string, metrics_address, "",
@@ -64,6 +68,13 @@ int main(int argc, char** argv) {
   options.heartbeat_interval = absl::GetFlag(FLAGS_heartbeat);
   options.sensor_dir = absl::GetFlag(FLAGS_sensor_dir);
   options.state_dir = absl::GetFlag(FLAGS_state_dir);
+  options.nvidia_smi = absl::GetFlag(FLAGS_nvidia_smi);
+  if (std::string misuse = absl::GetFlag(FLAGS_gpu_misuse); misuse == "kill" || misuse == "report") {
+    options.kill_gpu_misuse = misuse == "kill";
+  } else {
+    spdlog::error("--gpu_misuse={}: expected kill or report", misuse);
+    return 2;
+  }
   auto auth = jc::nexec::MungeAuthFromFlags(absl::GetFlag(FLAGS_auth), absl::GetFlag(FLAGS_munge_socket));
   if (!auth.ok()) {
     spdlog::error("{}", auth.status().message());

@@ -327,9 +327,15 @@ int main(int argc, char** argv) {
                                                                : pb::TaskState_Name(t.state()))
                     << ", pid " << t.pid() << ", cpu " << t.usage().cpu_seconds() << " s, rss "
                     << t.usage().rss_kb() << " KB, threads " << t.usage().threads();
+          if (t.gpus_size() > 0 || t.usage().gpu_memory_mb() > 0) {
+            std::cout << ", gpu util " << t.usage().gpu_utilization() << "%, gpu memory "
+                      << t.usage().gpu_memory_mb() << " MB";
+          }
         }
         std::cout << "\n";
       }
+      if (!j.history().empty()) std::cout << "History:\n";
+      for (const auto& line : j.history()) std::cout << "  " << line << "\n";
       return 0;
     }
     pb::ControlResponse resp;

@@ -821,6 +821,16 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
       }
     }
 
+    // What agents saw tasks do goes into the jobs' history (GPU misuse, ...).
+    std::set<int64_t> noted;
+    for (const pb::TaskNote& n : req.notes()) {
+      auto it = jobs_.find(n.job_id());
+      if (it == jobs_.end() || it->second.job.attempt() != n.attempt()) continue;
+      it->second.job.add_history(absl::StrCat(absl::FormatTime("%Y-%m-%d %H:%M:%S", clock_->Now(), absl::LocalTimeZone()),
+                                              " task ", n.task_index(), " on ", info.host(), ": ", n.message()));
+      if (n.killed() && n.task_index() == 0) it->second.killed_because = n.message();
+      noted.insert(n.job_id());
+    }
     std::set<int64_t> reported;
     for (const pb::TaskReport& r : req.tasks()) {
       auto it = jobs_.find(r.job_id());
@@ -867,9 +877,11 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
       } else if (r.exit_code() == 0) {
         FinishLocked(rec, pb::DONE, 0, "", &changed);
       } else {
-        FinishLocked(rec, pb::EXIT, r.exit_code(), absl::StrCat("exited with ", r.exit_code()),
+        FinishLocked(rec, pb::EXIT, r.exit_code(),
+                     rec.killed_because.empty() ? absl::StrCat("exited with ", r.exit_code()) : rec.killed_because,
                      &changed);
       }
+      noted.erase(r.job_id());  // written with its end
     }
     // Running jobs whose first task lives here but that the agent does not report: if the
     // agent never reported it, launch it again (the agent never runs an attempt twice);
@@ -897,6 +909,10 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
           FinishLocked(rec, pb::EXIT, 128 + 9, absl::StrCat("task lost on ", info.host()), &changed);
         }
       }
+    }
+    for (int64_t id : noted) {
+      bool already = std::any_of(changed.begin(), changed.end(), [&](const pb::Job& j) { return j.id() == id; });
+      if (!already) changed.push_back(jobs_.at(id).job);
     }
   }
   if (!host_doc.empty()) MustWriteHost(info.host(), host_doc);

@@ -128,6 +128,7 @@ class Master {
     Pending action = Pending::kNone;
     bool launch_in_flight = false;  // a Launch RPC for the current attempt is under way
     bool seen_by_agent = false;     // the agent has reported the current attempt
+    std::string killed_because;     // an agent ended task 0 for this (GPU misuse): the job's reason
   };
   struct HostRecord {
     pb::AgentInfo info;

@@ -19,6 +19,14 @@ MasterMetrics::MasterMetrics(prometheus::Registry& r)
       task_read_(prometheus::BuildGauge().Name("nexec_task_read_bytes").Help("Bytes a running task read from storage").Register(r)),
       task_write_(prometheus::BuildGauge().Name("nexec_task_write_bytes").Help("Bytes a running task wrote to storage").Register(r)),
       task_gpus_(prometheus::BuildGauge().Name("nexec_task_gpus").Help("GPUs given to a running task").Register(r)),
+      task_gpu_memory_(prometheus::BuildGauge()
+                           .Name("nexec_task_gpu_memory_bytes")
+                           .Help("GPU memory a running task's processes hold (nvidia-smi)")
+                           .Register(r)),
+      task_gpu_util_(prometheus::BuildGauge()
+                         .Name("nexec_task_gpu_utilization")
+                         .Help("Mean utilisation of the GPUs given to a running task, percent")
+                         .Register(r)),
       cycle_seconds_(prometheus::BuildHistogram()
                          .Name("nexec_scheduling_cycle_seconds")
                          .Help("Duration of a scheduling cycle")
@@ -77,12 +85,14 @@ void MasterMetrics::Update(const std::vector<pb::Host>& hosts, const std::vector
       task_read_.Add(labels).Set(static_cast<double>(t.usage().read_bytes()));
       task_write_.Add(labels).Set(static_cast<double>(t.usage().write_bytes()));
       task_gpus_.Add(labels).Set(t.gpus_size());
+      task_gpu_memory_.Add(labels).Set(t.usage().gpu_memory_mb() * 1024 * 1024);
+      task_gpu_util_.Add(labels).Set(t.usage().gpu_utilization());
     }
   }
   for (const auto& labels : task_labels_) {
     if (seen.count(labels)) continue;
     for (auto* family : {&task_cpu_, &task_rss_, &task_swap_, &task_threads_, &task_read_,
-                         &task_write_, &task_gpus_}) {
+                         &task_write_, &task_gpus_, &task_gpu_memory_, &task_gpu_util_}) {
       family->Remove(&family->Add(labels));
     }
   }

@@ -41,6 +41,8 @@ class MasterMetrics {
   prometheus::Family<prometheus::Gauge>& task_read_;
   prometheus::Family<prometheus::Gauge>& task_write_;
   prometheus::Family<prometheus::Gauge>& task_gpus_;
+  prometheus::Family<prometheus::Gauge>& task_gpu_memory_;
+  prometheus::Family<prometheus::Gauge>& task_gpu_util_;
   prometheus::Histogram& cycle_seconds_;
   prometheus::Counter& decisions_;
   std::set<std::map<std::string, std::string>> task_labels_;  // to remove finished tasks

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "executor/auth/munge_auth.h"
 #include "nexec/v1/nexec.grpc.pb.h"
@@ -873,4 +874,87 @@ TEST_CASE("an agent serves /metrics, /healthz and /readyz, logs JSON when asked,
   CHECK(status("/healthz") == 200);
   c.SignalMaster(SIGCONT);
   CHECK(WaitUntil([&] { return status("/readyz") == 200; }));
+}
+
+namespace {
+
+// A fake nvidia-smi in `dir` that prints the GPUs in dir/gpus.csv and the processes in
+// dir/apps.csv (scripted by the test), as the real one answers the agent's queries.
+std::string FakeNvidiaSmi(const std::string& dir, const std::string& gpus_csv) {
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/nvidia-smi") << "#!/bin/sh\nd=$(dirname \"$0\")\ncase \"$*\" in\n"
+                                        "  *--query-gpu=*) cat \"$d/gpus.csv\" ;;\n"
+                                        "  *--query-compute-apps=*) cat \"$d/apps.csv\" 2>/dev/null ;;\n"
+                                        "esac\n";
+  std::filesystem::permissions(dir + "/nvidia-smi", std::filesystem::perms::all);
+  std::ofstream(dir + "/gpus.csv") << gpus_csv;
+  std::ofstream(dir + "/apps.csv") << "";
+  return dir + "/nvidia-smi";
+}
+
+}  // namespace
+
+TEST_CASE("GPUs watched: model and memory become host resources, tasks' GPU use is measured, and a process on a GPU "
+          "not given to its job is killed or reported",
+          "[B6][B8]") {
+  Cluster c("gpus");
+  const std::string gpus = "0, GPU-aaaa, NVIDIA H100 80GB HBM3, 81559, 1024, 37\n"
+                           "1, GPU-bbbb, NVIDIA H100 80GB HBM3, 81559, 0, 37\n";
+  std::string kill_smi = FakeNvidiaSmi(c.path("smi-kill"), gpus);
+  std::string report_smi = FakeNvidiaSmi(c.path("smi-report"), gpus);
+  c.AddAgent("gpu1", "cpus=4,mem=8G", {"--nvidia_smi=" + kill_smi});
+  c.AddAgent("gpu2", "cpus=4,mem=8G", {"--nvidia_smi=" + report_smi, "--gpu_misuse=report"});
+  REQUIRE(c.WaitHosts(2));
+  auto hosts = json::parse(c.Cli({"hosts", "--json"}).out)["hosts"];
+  for (const auto& h : hosts) {
+    INFO(h.dump());
+    CHECK(h["gpus"].size() == 2);
+    CHECK(h["resources"]["model"] == "H100");
+    CHECK(h["resources"]["gpumem"] == "81559");
+  }
+  // select[model==...] sees the measured model.
+  int64_t other = c.Submit({"-R", "select[model==A100]", "--", "true"});
+  int64_t h100 = c.Submit({"-R", "select[model==H100 && hname==gpu1]", "--gpus", "1", "--", "true"});
+  REQUIRE(c.WaitState(h100, "DONE"));
+  CHECK(c.Job(other)["state"] == "PENDING");
+
+  // A GPU job on each host; the scripted nvidia-smi then shows its process on its GPU.
+  auto start = [&](const std::string& host) {
+    std::string pid_file = c.path(host + ".pid");
+    int64_t id = c.Submit({"-R", "select[hname==" + host + "]", "--gpus", "1", "-o", c.path(host + ".out"), "--",
+                           "echo $CUDA_VISIBLE_DEVICES; echo $$ > " + pid_file + "; exec sleep 300"});
+    REQUIRE(c.WaitState(id, "RUNNING"));
+    REQUIRE(WaitUntil([&] { return !ReadFile(pid_file).empty() && !ReadFile(c.path(host + ".out")).empty(); }));
+    return std::make_tuple(id, std::stoi(ReadFile(pid_file)), std::stoi(ReadFile(c.path(host + ".out"))));
+  };
+  auto [killed, killed_pid, killed_gpu] = start("gpu1");
+  auto [reported, reported_pid, reported_gpu] = start("gpu2");
+  const char* uuid[] = {"GPU-aaaa", "GPU-bbbb"};
+  std::ofstream(c.path("smi-kill/apps.csv")) << uuid[killed_gpu] << ", " << killed_pid << ", 2048\n";
+  CHECK(WaitUntil([&] {
+    json usage = c.Job(killed)["tasks"][0]["usage"];
+    return usage.value("gpu_memory_mb", 0.0) == 2048 && usage.value("gpu_utilization", 0.0) == 37;
+  }));
+  CHECK(c.Cli({"job", std::to_string(killed)}).out.find("gpu memory 2048 MB") != std::string::npos);
+
+  // Misuse: the process shows up on the GPU it was not given.
+  std::ofstream(c.path("smi-kill/apps.csv")) << uuid[killed_gpu] << ", " << killed_pid << ", 2048\n"
+                                             << uuid[1 - killed_gpu] << ", " << killed_pid << ", 512\n";
+  std::ofstream(c.path("smi-report/apps.csv")) << uuid[1 - reported_gpu] << ", " << reported_pid << ", 512\n";
+  REQUIRE(c.WaitState(killed, "EXIT"));
+  json job = c.Job(killed);
+  INFO(job.dump());
+  CHECK(job["reason"].get<std::string>().find("GPU misuse") != std::string::npos);
+  REQUIRE(job["history"].size() == 1);
+  CHECK(job["history"][0].get<std::string>().find("used GPU " + std::to_string(1 - killed_gpu)) != std::string::npos);
+  CHECK(job["history"][0].get<std::string>().find("killed") != std::string::npos);
+  CHECK(WaitUntil([&] { return Gone(killed_pid); }));
+  // Report only: the job runs on, its history says what was seen (once).
+  CHECK(WaitUntil([&] { return c.Job(reported).value("history", json::array()).size() == 1; }));
+  json still = c.Job(reported);
+  CHECK(still["state"] == "RUNNING");
+  CHECK(still["history"][0].get<std::string>().find("reported only") != std::string::npos);
+  CHECK(c.Cli({"job", std::to_string(reported)}).out.find("History:") != std::string::npos);
+  REQUIRE(c.Cli({"kill", std::to_string(reported)}).code == 0);
+  REQUIRE(c.Cli({"kill", std::to_string(other)}).code == 0);
 }
