@@ -44,9 +44,17 @@ struct System : jc::testing::TestSystem {
                                              {"framework", "PyTorch"},
                                              {"resource_spec", "gpu-1"}}));
     }
-    // The scheduler refreshes its view on its own; wait until it has these centers.
+    // The scheduler refreshes its view on its own; wait until it has these centers and
+    // images (a refresh under way while they were registered may have missed some).
     bool ready = jc::testing::WaitUntil([&] {
-      return rest->Get("/scheduler/algorithm/lowest_price/score/dear?resourceSpecId=gpu-1").http_status == 200;
+      if (rest->Get("/scheduler/algorithm/lowest_price/score/dear?resourceSpecId=gpu-1").http_status != 200) return false;
+      for (const char* image : {"torch-cheap", "torch-dear"}) {
+        json probe = {{"name", "ready"},
+                      {"tasks", {{{"name", "t"}, {"command", "true"}, {"imageId", image}, {"resourceSpecId", "gpu-1"},
+                                  {"replicaNumber", 1}}}}};
+        if (rest->Post("/openapi/v1/scheduler/plan", probe).http_status != 200) return false;
+      }
+      return true;
     });
     REQUIRE(ready);
   }

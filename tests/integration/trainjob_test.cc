@@ -64,7 +64,15 @@ struct Network : jc::testing::TestSystem {
     bool ready = jc::testing::WaitUntil([&] {
       auto a = rest->Get("/scheduler/algorithm/lowest_price/score/alpha?resourceSpecId=cpu-1");
       auto b = rest->Get("/scheduler/algorithm/lowest_price/score/beta?resourceSpecId=cpu-1");
-      return a.http_status == 200 && b.http_status == 200;
+      if (a.http_status != 200 || b.http_status != 200) return false;
+      // and the images (a refresh under way while they were registered may have missed them)
+      for (const char* image : {"torch", "torch-b"}) {
+        json probe = {{"name", "ready"},
+                      {"tasks", {{{"name", "t"}, {"command", "true"}, {"imageId", image}, {"resourceSpecId", "cpu-1"},
+                                  {"replicaNumber", 1}}}}};
+        if (rest->Post("/openapi/v1/scheduler/plan", probe).http_status != 200) return false;
+      }
+      return true;
     });
     REQUIRE(ready);
   }
