@@ -405,6 +405,8 @@ std::vector<v1::WeightProfile> Scheduler::ListWeightProfiles() const {
 }
 
 absl::StatusOr<v1::Placement> Scheduler::Plan(const v1::CreateTrainJobRequest& job) {
+  // As for a create: a spec, image or dataset made since the last refresh is known.
+  if (absl::Status valid = Validate(job); !valid.ok()) return valid;
   std::map<std::string, double> overrides(job.scheduling().weights().begin(), job.scheduling().weights().end());
   Snapshot snapshot;
   std::vector<PlacementRequest> requests;
