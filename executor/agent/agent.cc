@@ -274,6 +274,19 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   // heartbeat loop, which must already know whose it is.
   TaskInfo info{req.job_id(), req.task_index(), req.attempt(), t.stdout_path, t.stderr_path};
   info.gpus = t.gpus;
+  info.post_exec = req.post_exec();
+  info.command = t;
+  TaskLaunch first = t;
+  if (!req.pre_exec().empty()) {
+    // The pre-exec runs first, as the task would (user, environment, directory, output);
+    // the command starts when it exits 0.
+    info.phase = TaskInfo::Phase::kPre;
+    first.command = req.pre_exec();
+    info.pre_exec_timeout_seconds = req.pre_exec_timeout_seconds();
+    if (req.pre_exec_timeout_seconds() > 0) {
+      info.pre_exec_deadline = absl::Now() + absl::Seconds(req.pre_exec_timeout_seconds());
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     tasks_[key] = info;
@@ -283,7 +296,7 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   // starting the task and recording its group leaves the mark, and its successor knows the
   // attempt was (perhaps) started and never starts it again.
   std::ofstream(TaskFile(key)) << "0 0\n";
-  auto pid = runner_.Launch(t);
+  auto pid = StartProcess(first);
   if (metrics_) (pid.ok() || absl::IsAlreadyExists(pid.status()) ? metrics_->launches_ok : metrics_->launches_refused)->Increment();
   if (!pid.ok()) {
     if (absl::IsAlreadyExists(pid.status())) return 0;  // a concurrent repeat started it
@@ -293,10 +306,69 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
     tasks_.erase(key);
     return pid.status();
   }
+  return static_cast<int>(*pid);
+}
+
+absl::StatusOr<pid_t> Agent::StartProcess(const TaskLaunch& launch) {
+  auto pid = runner_.Launch(launch);
+  if (!pid.ok()) return pid;
   // The task's process group, with its leader's start time (so that a pid reused by
   // another program is never taken for it), for an agent that restarts after a crash.
-  std::ofstream(TaskFile(key)) << *pid << " " << ProcessStartTime(*pid) << "\n";
-  return static_cast<int>(*pid);
+  std::ofstream(TaskFile(launch.key)) << *pid << " " << ProcessStartTime(*pid) << "\n";
+  return pid;
+}
+
+bool Agent::NextPhase(const std::string& key, TaskInfo& t, int exit_code, pb::TaskReport* report) {
+  report->set_job_id(t.job_id);
+  report->set_task_index(t.task_index);
+  report->set_attempt(t.attempt);
+  report->set_state(pb::TASK_EXITED);
+  report->set_exit_code(exit_code);
+  auto start = [&](TaskLaunch launch, TaskInfo::Phase phase) {
+    launch.key = key;
+    absl::StatusOr<pid_t> pid = StartProcess(launch);
+    if (pid.ok()) {
+      t.phase = phase;
+      return true;
+    }
+    spdlog::warn("task {}: cannot start its {}: {}", key, phase == TaskInfo::Phase::kPost ? "post-exec" : "command",
+                 std::string(pid.status().message()));
+    return false;
+  };
+  switch (t.phase) {
+    case TaskInfo::Phase::kPre:
+      if (exit_code == 0 && !t.pre_exec_timed_out) {
+        if (start(t.command, TaskInfo::Phase::kCommand)) return true;
+        report->set_exit_code(127);
+        return false;
+      }
+      report->set_pre_exec_failed(true);
+      report->set_message(t.pre_exec_timed_out
+                              ? absl::StrCat("pre-exec timed out after ", t.pre_exec_timeout_seconds, " s")
+                              : absl::StrCat("pre-exec exited ", exit_code));
+      return false;
+    case TaskInfo::Phase::kCommand:
+      if (t.post_exec.empty()) return false;
+      t.command_exit = exit_code;
+      {
+        TaskLaunch post = t.command;
+        post.command = t.post_exec;
+        if (start(post, TaskInfo::Phase::kPost)) return true;
+      }
+      return false;
+    case TaskInfo::Phase::kPost:
+      report->set_exit_code(t.command_exit);
+      if (exit_code != 0) {
+        pb::TaskNote note;
+        note.set_job_id(t.job_id);
+        note.set_task_index(t.task_index);
+        note.set_attempt(t.attempt);
+        note.set_message(absl::StrCat("post-exec exited ", exit_code));
+        unacked_notes_.push_back(note);
+      }
+      return false;
+  }
+  return false;
 }
 
 void Agent::WatchGpus() {
@@ -437,15 +509,18 @@ void Agent::HeartbeatLoop() {
     lock.unlock();
     std::vector<TaskExit> exits = runner_.Reap();
     lock.lock();
+    // A pre-exec past its timeout is killed; its end is then a failed pre-exec.
+    for (auto& [key, t] : tasks_) {
+      if (t.phase == TaskInfo::Phase::kPre && !t.pre_exec_timed_out && absl::Now() > t.pre_exec_deadline) {
+        t.pre_exec_timed_out = true;
+        runner_.Kill(key).IgnoreError();
+      }
+    }
     for (const TaskExit& e : exits) {
       auto it = tasks_.find(e.key);
       if (it == tasks_.end()) continue;
       pb::TaskReport r;
-      r.set_job_id(it->second.job_id);
-      r.set_task_index(it->second.task_index);
-      r.set_attempt(it->second.attempt);
-      r.set_state(pb::TASK_EXITED);
-      r.set_exit_code(e.exit_code);
+      if (NextPhase(e.key, it->second, e.exit_code, &r)) continue;  // its next phase runs
       unacked_exits_.push_back(r);
       tasks_.erase(it);
       std::error_code ec;

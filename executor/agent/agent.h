@@ -112,7 +112,21 @@ class Agent {
     std::vector<int> gpus;                   // given to the task
     std::set<int> misused;                   // GPUs it was found on without them, reported once each
     double gpu_memory_mb = 0, gpu_utilization = 0;  // from the last GPU sample
+    // Queue actions (B6): a task runs its pre-exec, then its command, then its
+    // post-exec, one process (group) after the other under the same key.
+    enum class Phase { kPre, kCommand, kPost } phase = Phase::kCommand;
+    TaskLaunch command;              // started once the pre-exec succeeded
+    std::string post_exec;
+    absl::Time pre_exec_deadline = absl::InfiniteFuture();
+    bool pre_exec_timed_out = false;
+    int pre_exec_timeout_seconds = 0;
+    int command_exit = 0;            // reported once the post-exec is done
   };
+  // What the end of one phase of a task means: the next phase starts (true), or the task
+  // ended and `report` says how (false). Caller holds mu_.
+  bool NextPhase(const std::string& key, TaskInfo& t, int exit_code, pb::TaskReport* report);
+  // Starts `launch` under its key and records its process group for a successor agent.
+  absl::StatusOr<pid_t> StartProcess(const TaskLaunch& launch);
   // One nvidia-smi sample applied to the tasks: their GPU usage, and misuse (killed or
   // reported, as configured). Takes mu_.
   void WatchGpus();

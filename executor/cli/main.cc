@@ -1,6 +1,7 @@
 // nexec: the executor's command line (SPEC B11).
 //   nexec submit [-n N] [-R req] [-q queue] [-J name] [-o out] [-e err] [--gpus N]
-//                [--exclusive] [--user U] [--key K] [--env all|none|VAR,...] [--] command...
+//                [--exclusive] [--user U] [--key K] [--env all|none|VAR,...] [-E pre] [-Ep post]
+//                [--] command...
 //   nexec jobs [-u user] [-q queue] [-a] | job ID | hosts [-l] | queues
 //   nexec kill|suspend|resume|requeue ID
 //   nexec logs ID [-t TASK] [-e] [-f]
@@ -36,7 +37,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: nexec [--master=host:port] [--munge_socket=PATH] COMMAND ...\n"
     "  submit [-n N] [-R req] [-q queue] [-J name] [-o out] [-e err] [--gpus N]\n"
-    "         [--exclusive] [--user U] [--key K] [--env all|none|VAR,...] [--] command...\n"
+    "         [--exclusive] [--user U] [--key K] [--env all|none|VAR,...] [-E pre] [-Ep post]\n"
+    "         [--] command...\n"
     "         --env: the environment the job's tasks get (default all: this one's)\n"
     "  jobs [-u user] [-q queue] [-a] [--json]      list jobs (-a: finished too)\n"
     "  job ID [--json]                              one job in full\n"
@@ -201,7 +203,7 @@ int main(int argc, char** argv) {
       }
       if (a == "--help" || a == "-h") return Usage(true);
       if (a != "-n" && a != "-R" && a != "-q" && a != "-J" && a != "-o" && a != "-e" &&
-          a != "--gpus" && a != "--user" && a != "--key" && a != "--env") {
+          a != "--gpus" && a != "--user" && a != "--key" && a != "--env" && a != "-E" && a != "-Ep") {
         return Fail("submit: unknown option " + a);
       }
       v = value(a);
@@ -223,6 +225,10 @@ int main(int argc, char** argv) {
         s->set_stderr_path(*v);
       } else if (a == "--env") {
         env = *v;
+      } else if (a == "-E") {
+        s->set_pre_exec(*v);
+      } else if (a == "-Ep") {
+        s->set_post_exec(*v);
       } else if (a == "--key") {
         s->set_submit_key(*v);  // sent again, the same key answers with the same job
       } else {

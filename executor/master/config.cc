@@ -2,11 +2,13 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "common/yaml_guard.h"
 #include "common/status_macros.h"
 
@@ -132,7 +134,8 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
       JC_RETURN_IF_ERROR(CheckKeys(list[i], where,
                                    {"name", "priority", "users", "hosts", "max_slots",
                                     "max_slots_per_user", "balance", "round_robin", "gpu_shared",
-                                    "interactive", "rerun_on_host_failure"}));
+                                    "interactive", "rerun_on_host_failure", "pre_exec", "post_exec",
+                                    "pre_exec_timeout", "pre_exec_retries"}));
       QueueConfig q;
       std::string balance = "pack";
       JC_RETURN_IF_ERROR(Read(list[i], "name", where, &q.name));
@@ -146,6 +149,20 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
       JC_RETURN_IF_ERROR(Read(list[i], "gpu_shared", where, &q.gpu_shared));
       JC_RETURN_IF_ERROR(Read(list[i], "interactive", where, &q.allow_interactive));
       JC_RETURN_IF_ERROR(Read(list[i], "rerun_on_host_failure", where, &q.rerun_on_host_failure));
+      JC_RETURN_IF_ERROR(Read(list[i], "pre_exec", where, &q.pre_exec));
+      JC_RETURN_IF_ERROR(Read(list[i], "post_exec", where, &q.post_exec));
+      JC_RETURN_IF_ERROR(Read(list[i], "pre_exec_retries", where, &q.pre_exec_retries));
+      if (q.pre_exec_retries < 0) return Bad(where + ".pre_exec_retries", "must not be negative");
+      std::string timeout;
+      JC_RETURN_IF_ERROR(Read(list[i], "pre_exec_timeout", where, &timeout));
+      if (!timeout.empty()) {
+        absl::Duration d;
+        if (!absl::ParseDuration(timeout, &d) || d <= absl::ZeroDuration() || d > absl::Hours(24 * 7)) {
+          return Bad(where + ".pre_exec_timeout", absl::StrCat("expected a duration such as 30s or 10m, got \"",
+                                                                timeout, "\""));
+        }
+        q.pre_exec_timeout_seconds = static_cast<int>(std::max<int64_t>(1, absl::ToInt64Seconds(d)));
+      }
       if (q.name.empty()) return Bad(where, "needs a name");
       if (!queue_names.insert(q.name).second) return Bad(where, absl::StrCat("\"", q.name, "\" twice"));
       if (balance != "pack" && balance != "spread") {

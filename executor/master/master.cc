@@ -346,6 +346,18 @@ pb::LaunchRequest Master::MakeLaunch(const pb::Job& job) const {
   l.set_stderr_path(job.spec().stderr_path().empty() && !job.spec().stdout_path().empty()
                         ? l.stdout_path()
                         : path(job.spec().stderr_path(), "err"));
+  // Queue actions: the queue's pre-exec, then the job's; the job's post-exec, then the queue's.
+  const std::string queue = job.spec().queue().empty() ? config_.default_queue : job.spec().queue();
+  for (const QueueConfig& q : config_.queues) {
+    if (q.name != queue) continue;
+    auto both = [](const std::string& first, const std::string& second, const char* join) {
+      if (first.empty() || second.empty()) return first.empty() ? second : first;
+      return absl::StrCat("(", first, ")", join, "(", second, ")");
+    };
+    l.set_pre_exec(both(q.pre_exec, job.spec().pre_exec(), " && "));
+    l.set_post_exec(both(job.spec().post_exec(), q.post_exec, "; "));
+    l.set_pre_exec_timeout_seconds(q.pre_exec_timeout_seconds);
+  }
   return l;
 }
 
@@ -870,7 +882,25 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
       t0->set_state(pb::TASK_EXITED);
       t0->set_exit_code(r.exit_code());
       freed = true;
-      if (rec.action == Pending::kRequeue) {
+      if (r.pre_exec_failed() && rec.action == Pending::kNone) {
+        // As LSF: the host was not ready for the job; it goes back to the queue, and ends
+        // after the queue's number of retries.
+        int retries = 3;
+        for (const QueueConfig& q : config_.queues) {
+          if (q.name == rec.request.queue) retries = q.pre_exec_retries;
+        }
+        rec.job.add_history(absl::StrCat(absl::FormatTime("%Y-%m-%d %H:%M:%S", clock_->Now(), absl::LocalTimeZone()),
+                                         " attempt ", rec.job.attempt(), " on ", info.host(), ": ", r.message()));
+        // Counted from the history, which is stored: a restarted master counts on.
+        auto failures = std::count_if(rec.job.history().begin(), rec.job.history().end(),
+                                      [](const std::string& h) { return h.find(": pre-exec ") != std::string::npos; });
+        if (failures <= retries) {
+          RequeueLocked(rec, absl::StrCat(r.message(), "; requeued"), &changed);
+        } else {
+          FinishLocked(rec, pb::EXIT, r.exit_code(),
+                       absl::StrCat(r.message(), "; ended after ", retries, " requeue(s)"), &changed);
+        }
+      } else if (rec.action == Pending::kRequeue) {
         RequeueLocked(rec, "requeued by user", &changed);
       } else if (rec.action == Pending::kKill) {
         FinishLocked(rec, pb::EXIT, r.exit_code(), "killed by user", &changed);

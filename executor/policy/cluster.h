@@ -47,6 +47,14 @@ struct QueueConfig {
   bool gpu_shared = false;           // GPUs may be given to several jobs at once
   bool allow_interactive = true;
   bool rerun_on_host_failure = false;
+  // Queue actions (B6): shell commands run on the first host as the job's user before
+  // and after every job's command (before and after the job's own -E / -Ep). A pre-exec
+  // that fails or outlasts its timeout requeues the job; after pre_exec_retries such
+  // requeues the job ends.
+  std::string pre_exec;
+  std::string post_exec;
+  int pre_exec_timeout_seconds = 600;
+  int pre_exec_retries = 3;
 };
 
 // What a job asks of the scheduler.

@@ -958,3 +958,46 @@ TEST_CASE("GPUs watched: model and memory become host resources, tasks' GPU use 
   REQUIRE(c.Cli({"kill", std::to_string(reported)}).code == 0);
   REQUIRE(c.Cli({"kill", std::to_string(other)}).code == 0);
 }
+
+TEST_CASE("queue and job pre- and post-exec run around the command, and a failing or hanging pre-exec requeues the "
+          "job until the queue's retries run out",
+          "[B6]") {
+  auto log = std::filesystem::temp_directory_path() / ("jc-nexec-actions-" + std::to_string(getpid()) + ".log");
+  std::filesystem::remove(log);
+  const std::string L = log.string();
+  Cluster c("actions", "queues:\n"
+                       "  - {name: normal, pre_exec: 'echo queue-pre >> " + L + "', post_exec: 'echo queue-post >> " +
+                           L + "; exit 5'}\n"
+                           "  - {name: picky, pre_exec: 'echo not-ready; exit 4', pre_exec_retries: 2}\n"
+                           "  - {name: slow, pre_exec: 'sleep 30', pre_exec_timeout: 1s, pre_exec_retries: 0}\n");
+  c.AddAgent("node1", "cpus=2,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+
+  int64_t id = c.Submit({"-E", "echo job-pre >> " + L, "-Ep", "echo job-post >> " + L, "--",
+                         "echo command >> " + L + "; exit 3"});
+  REQUIRE(c.WaitState(id, "EXIT"));
+  json job = c.Job(id);
+  INFO(job.dump());
+  CHECK(job["exit_code"] == 3);  // the command's, not the post-exec's
+  CHECK(ReadFile(L) == "queue-pre\njob-pre\ncommand\njob-post\nqueue-post\n");
+  CHECK(WaitUntil([&] { return c.Job(id).value("history", json::array()).size() == 1; }));
+  CHECK(c.Job(id)["history"][0].get<std::string>().find("post-exec exited 5") != std::string::npos);
+
+  // A pre-exec that fails requeues the job (the command never runs), up to the queue's retries.
+  std::string never = c.path("never-ran");
+  int64_t picky = c.Submit({"-q", "picky", "--", "touch " + never});
+  REQUIRE(c.WaitState(picky, "EXIT"));
+  job = c.Job(picky);
+  INFO(job.dump());
+  CHECK(job["attempt"] == 2);
+  CHECK(job["history"].size() == 3);
+  CHECK(job["reason"].get<std::string>().find("pre-exec exited 4; ended after 2 requeue(s)") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(never));
+
+  // One that hangs is killed at its timeout, and counts as failed.
+  int64_t slow = c.Submit({"-q", "slow", "--", "touch " + never});
+  REQUIRE(c.WaitState(slow, "EXIT"));
+  CHECK(c.Job(slow)["reason"].get<std::string>().find("pre-exec timed out after 1 s") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(never));
+  std::filesystem::remove(log);
+}

@@ -54,6 +54,9 @@ default_queue: normal
 TEST_CASE("bad configuration entries are named in the error", "[B5][C5]") {
   const std::pair<const char*, const char*> bad[] = {
       {"queues:\n  - name: q\n    balance: pile\n", "queues[0].balance: expected \"pack\" or \"spread\", got \"pile\""},
+      {"queues:\n  - {name: q, pre_exec_timeout: soon}\n", "queues[0].pre_exec_timeout: expected a duration"},
+      {"queues:\n  - {name: q, pre_exec_timeout: -5s}\n", "queues[0].pre_exec_timeout: expected a duration"},
+      {"queues:\n  - {name: q, pre_exec_retries: -1}\n", "queues[0].pre_exec_retries: must not be negative"},
       {"queues:\n  - name: q\n    max_slots: lots\n", "queues[0].max_slots: has the wrong type"},
       {"queues:\n  - name: q\n    colour: red\n", "queues[0]: unknown key \"colour\""},
       {"queues:\n  - name: q\n  - name: q\n", "queues[1]: \"q\" twice"},
