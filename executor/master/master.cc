@@ -96,6 +96,7 @@ absl::Status Master::Recover() {
         Placement p;
         p.job_id = job.id();
         for (const auto& t : job.tasks()) {
+          if (t.remote()) continue;  // started by nexec-run inside the allocation: holds nothing more
           p.sections.push_back({{t.host(), t.slots(), {t.gpus().begin(), t.gpus().end()}, 0}});
         }
         // Memory reservations are per slot; restore them from the requirement.
@@ -998,6 +999,7 @@ std::vector<pb::Host> Master::ListHosts() {
   for (int64_t id : active_) {
     const JobRecord& rec = jobs_.at(id);
     for (const auto& t : rec.job.tasks()) {
+      if (t.remote()) continue;  // inside the allocation's own entries
       used[t.host()].first += t.slots();
       for (int g : t.gpus()) used_gpus[t.host()].push_back(g);
     }

@@ -726,6 +726,13 @@ TEST_CASE("nexec-run starts tasks on the job's hosts through their agents: outpu
   CHECK(WaitUntil([&] { return ProcState(remote_pid) == 'T'; }));
   REQUIRE(c.Cli({"resume", std::to_string(held)}).code == 0);
   CHECK(WaitUntil([&] { return ProcState(remote_pid) != 'T'; }));
+  // A master restarted meanwhile knows the remote task and counts the allocation once.
+  c.CrashAndRestartMaster();
+  REQUIRE(c.WaitHosts(2));
+  CHECK(c.Job(held)["tasks"].size() == 3);
+  for (const auto& h : json::parse(c.Cli({"hosts", "--json"}).out)["hosts"]) {
+    CHECK(h.value("used_slots", 0) == 2);
+  }
   REQUIRE(c.Cli({"kill", std::to_string(held)}).code == 0);
   REQUIRE(c.WaitState(held, "EXIT"));
   CHECK(WaitUntil([&] { return Gone(remote_pid) && Gone(first_pid); }));
