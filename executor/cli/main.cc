@@ -43,7 +43,7 @@ constexpr const char* kUsage =
     "  jobs [-u user] [-q queue] [-a] [--json]      list jobs (-a: finished too)\n"
     "  job ID [--json]                              one job in full\n"
     "  hosts [-l] [--json] | queues [--json]        -l: every resource of every host\n"
-    "  kill ID | suspend ID | resume ID | requeue ID\n"
+    "  kill ID | suspend ID | resume ID | requeue ID | rerun ID   (rerun: a finished job again)\n"
     "  logs ID [-t TASK] [-e] [-f]                  task output (-t: a task nexec-run started;\n"
     "                                               -e stderr, -f follow)\n"
     "The master is --master or $NEXEC_MASTER (default 127.0.0.1:6800).\n";
@@ -294,13 +294,13 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  if (cmd == "job" || cmd == "kill" || cmd == "suspend" || cmd == "resume" || cmd == "requeue") {
+  if (cmd == "job" || cmd == "kill" || cmd == "suspend" || cmd == "resume" || cmd == "requeue" || cmd == "rerun") {
     int64_t id = 0;
     if (args.size() != 1 || !ParseId(args[0], &id)) return Fail(cmd + ": give one job id");
     pb::JobRef ref;
     ref.set_job_id(id);
     std::string method = cmd == "job" ? "GetJob" : cmd == "kill" ? "Kill" : cmd == "suspend" ? "Suspend"
-                         : cmd == "resume" ? "Resume" : "Requeue";
+                         : cmd == "resume" ? "Resume" : cmd == "rerun" ? "Rerun" : "Requeue";
     auto c = ctx(method, ref);
     if (cmd == "job") {
       pb::Job j;
@@ -348,11 +348,12 @@ int main(int argc, char** argv) {
     grpc::Status st = cmd == "kill"      ? stub->Kill(c.get(), ref, &resp)
                       : cmd == "suspend" ? stub->Suspend(c.get(), ref, &resp)
                       : cmd == "resume"  ? stub->Resume(c.get(), ref, &resp)
+                      : cmd == "rerun"   ? stub->Rerun(c.get(), ref, &resp)
                                          : stub->Requeue(c.get(), ref, &resp);
     if (!st.ok()) return Fail(st);
     std::cout << "Job <" << id << "> is being "
               << (cmd == "kill" ? "killed" : cmd == "suspend" ? "suspended"
-                  : cmd == "resume" ? "resumed" : "requeued")
+                  : cmd == "resume" ? "resumed" : cmd == "rerun" ? "rerun" : "requeued")
               << ".\n";
     return 0;
   }

@@ -701,6 +701,46 @@ absl::StatusOr<pb::Job> Master::Kill(int64_t id) {
   return job;
 }
 
+absl::StatusOr<pb::Job> Master::Rerun(int64_t id) {
+  pb::Job job;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
+    JobRecord& rec = it->second;
+    if (rec.job.state() == pb::PENDING) {
+      return absl::FailedPreconditionError(absl::StrCat("job ", id, " is PENDING: it has not run yet"));
+    }
+    if (Finished(rec.job.state())) {
+      // Its request was not kept once it ended (nor after a restart): built again from the spec.
+      auto request = BuildRequest(rec.job.spec(), id);
+      if (!request.ok()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("job ", id, " cannot run again: ", request.status().message()));
+      }
+      rec.request = *request;
+      JC_RETURN_IF_ERROR(scheduler_.Submit(rec.request));
+      rec.job.add_history(absl::StrCat(absl::FormatTime("%Y-%m-%d %H:%M:%S", clock_->Now(), absl::LocalTimeZone()),
+                                       " rerun by user after attempt ", rec.job.attempt(), " ended ",
+                                       pb::JobState_Name(rec.job.state()), " (exit code ", rec.job.exit_code(), ")"));
+      rec.job.set_state(pb::PENDING);
+      rec.job.set_attempt(rec.job.attempt() + 1);
+      rec.job.clear_tasks();
+      rec.job.clear_started_at();
+      rec.job.clear_ended_at();
+      rec.job.set_exit_code(0);
+      rec.job.set_reason("rerun by user");
+      rec.action = Pending::kNone;
+      rec.killed_because.clear();
+      job = rec.job;
+    }
+  }
+  if (job.id() == 0) return Requeue(id);  // running or suspended: as requeue
+  MustPersist({job});
+  Wake();
+  return job;
+}
+
 absl::StatusOr<pb::Job> Master::Requeue(int64_t id) {
   pb::Job job;
   {

@@ -79,6 +79,7 @@ class Master {
   absl::StatusOr<pb::Job> Suspend(int64_t id);
   absl::StatusOr<pb::Job> Resume(int64_t id);
   absl::StatusOr<pb::Job> Requeue(int64_t id);
+  absl::StatusOr<pb::Job> Rerun(int64_t id);
   std::vector<pb::Host> ListHosts();
   std::vector<pb::Queue> ListQueues();
   absl::StatusOr<pb::HeartbeatResponse> Heartbeat(const pb::HeartbeatRequest& req);

@@ -58,6 +58,11 @@ class MasterService final : public pb::Master::Service {
     if (auto s = m_->MayControl(Of(caller), req->job_id()); !s.ok()) return ToGrpcStatus(s);
     return Control(m_->Resume(req->job_id()), resp);
   }
+  Status Rerun(ServerContext* ctx, const pb::JobRef* req, pb::ControlResponse* resp) override {
+    NEXEC_CALLER(caller, "Rerun");
+    if (auto s = m_->MayControl(Of(caller), req->job_id()); !s.ok()) return ToGrpcStatus(s);
+    return Control(m_->Rerun(req->job_id()), resp);
+  }
   Status Requeue(ServerContext* ctx, const pb::JobRef* req, pb::ControlResponse* resp) override {
     NEXEC_CALLER(caller, "Requeue");
     if (auto s = m_->MayControl(Of(caller), req->job_id()); !s.ok()) return ToGrpcStatus(s);

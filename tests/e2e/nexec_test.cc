@@ -1008,3 +1008,25 @@ TEST_CASE("queue and job pre- and post-exec run around the command, and a failin
   CHECK_FALSE(std::filesystem::exists(never));
   std::filesystem::remove(log);
 }
+
+TEST_CASE("nexec rerun runs a finished job again as a new attempt, its history says so", "[B6][B11]") {
+  Cluster c("rerun");
+  c.AddAgent("node1", "cpus=2,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  std::string runs = c.path("runs");
+  int64_t id = c.Submit({"--", "echo ran >> " + runs + "; exit 1"});
+  REQUIRE(c.WaitState(id, "EXIT"));
+  auto r = c.Cli({"rerun", std::to_string(id)});
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  CHECK(WaitUntil([&] { return c.Job(id)["state"] == "EXIT" && c.Job(id).value("attempt", 0) == 1; }));
+  CHECK(ReadFile(runs) == "ran\nran\n");
+  json job = c.Job(id);
+  REQUIRE(job["history"].size() == 1);
+  CHECK(job["history"][0].get<std::string>().find("rerun by user after attempt 0 ended EXIT (exit code 1)") !=
+        std::string::npos);
+  // Not finished and never run: nothing to rerun.
+  int64_t waiting = c.Submit({"-R", "select[hname==nowhere]", "--", "true"});
+  CHECK(c.Cli({"rerun", std::to_string(waiting)}).code != 0);
+  CHECK(c.Cli({"rerun", "424242"}).code != 0);
+}
