@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
@@ -276,6 +277,13 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   info.gpus = t.gpus;
   info.post_exec = req.post_exec();
   info.command = t;
+  if (req.bind_cpus()) {
+    int slots_here = static_cast<int>(std::count(req.hosts().begin(), req.hosts().end(), options_.host));
+    std::lock_guard<std::mutex> lock(mu_);
+    t.cpus = ChooseCpus(std::max(1, slots_here));
+    bound_cpus_[key] = t.cpus;
+    info.command = t;
+  }
   TaskLaunch first = t;
   if (!req.pre_exec().empty()) {
     // The pre-exec runs first, as the task would (user, environment, directory, output);
@@ -304,9 +312,32 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
     std::filesystem::remove(TaskFile(key), ec);
     std::lock_guard<std::mutex> lock(mu_);
     tasks_.erase(key);
+    bound_cpus_.erase(key);
     return pid.status();
   }
   return static_cast<int>(*pid);
+}
+
+std::vector<int> Agent::ChooseCpus(int n) const {
+  // The cores this agent may use (a container's or cgroup's cpuset may be fewer than the
+  // machine's), the least used by bound tasks first.
+  std::vector<int> cores;
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &allowed)) cores.push_back(c);
+    }
+  }
+  if (cores.empty()) cores.push_back(0);
+  std::map<int, int> use;
+  for (const auto& [key, cpus] : bound_cpus_) {
+    for (int c : cpus) ++use[c];
+  }
+  std::stable_sort(cores.begin(), cores.end(), [&](int a, int b) { return use[a] < use[b]; });
+  cores.resize(std::min(static_cast<size_t>(n), cores.size()));  // more slots than cores: every core
+  std::sort(cores.begin(), cores.end());
+  return cores;
 }
 
 absl::StatusOr<pid_t> Agent::StartProcess(const TaskLaunch& launch) {
@@ -522,6 +553,7 @@ void Agent::HeartbeatLoop() {
       pb::TaskReport r;
       if (NextPhase(e.key, it->second, e.exit_code, &r)) continue;  // its next phase runs
       unacked_exits_.push_back(r);
+      bound_cpus_.erase(e.key);
       tasks_.erase(it);
       std::error_code ec;
       std::filesystem::remove(TaskFile(e.key), ec);

@@ -154,6 +154,9 @@ class Agent {
   std::vector<pb::TaskReport> unacked_exits_;       // sent until a heartbeat succeeds
   std::vector<pb::TaskNote> unacked_notes_;         // likewise
   GpuProbe gpu_probe_{"nvidia-smi"};
+  std::map<std::string, std::vector<int>> bound_cpus_;  // by task key, while it runs (under mu_)
+  // `n` cores for a task, the least used by bound tasks first. Caller holds mu_.
+  std::vector<int> ChooseCpus(int n) const;
   bool watch_gpus_ = false;  // nvidia-smi answered at start
   std::condition_variable cv_;
   bool stopping_ = false;

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -34,7 +35,7 @@ struct ChildError {
   int err;
 };
 constexpr const char* kSteps[] = {"setpgid", "open stdout", "open stderr", "setgid",
-                                  "initgroups", "setuid", "chdir", "exec"};
+                                  "initgroups", "setuid", "chdir", "exec", "sched_setaffinity"};
 
 struct UserInfo {
   uid_t uid;
@@ -122,6 +123,7 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   env["NEXEC_TASK_KEY"] = t.key;
   // GPUs by index; an empty list hides every GPU rather than exposing them all.
   env["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(t.gpus, ",");
+  if (!t.cpus.empty()) env["NEXEC_CPUS"] = absl::StrJoin(t.cpus, ",");
   if (!t.hosts.empty()) {
     env["NEXEC_HOSTS"] = absl::StrJoin(t.hosts, " ");
     env["LSB_HOSTS"] = env["NEXEC_HOSTS"];  // what LSF-aware MPI launchers read
@@ -167,7 +169,14 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
     close(fd);
   }
 
-  if (!switch_user) return Spawn(t.key, argv, envp.data(), out_path, err_path, cwd);
+  // CPU binding (B6): the task's processes may run on these cores only; set in the child
+  // before exec, so nothing it starts escapes it.
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  for (int c : t.cpus) {
+    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &cpus);
+  }
+  if (!switch_user && t.cpus.empty()) return Spawn(t.key, argv, envp.data(), out_path, err_path, cwd);
 
   int pipefd[2];
   if (pipe2(pipefd, O_CLOEXEC) != 0) {
@@ -205,6 +214,7 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
       if (setuid(user->uid) != 0) fail(5);
     }
     if (chdir(cwd.c_str()) != 0) fail(6);
+    if (!t.cpus.empty() && sched_setaffinity(0, sizeof(cpus), &cpus) != 0) fail(8);
     execve(argv[0], argv, envp.data());
     fail(7);
   }

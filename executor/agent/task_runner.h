@@ -26,6 +26,7 @@ struct TaskLaunch {
   std::map<std::string, std::string> env;
   std::string cwd;      // "" = the user's home, or / when it has none
   std::vector<int> gpus;
+  std::vector<int> cpus;  // cores the task is bound to (sched_setaffinity); empty: not bound
   std::vector<std::string> hosts;  // the job's host list, one entry per slot
   std::string stdout_path;
   std::string stderr_path;

@@ -358,6 +358,7 @@ pb::LaunchRequest Master::MakeLaunch(const pb::Job& job) const {
     l.set_pre_exec(both(q.pre_exec, job.spec().pre_exec(), " && "));
     l.set_post_exec(both(job.spec().post_exec(), q.post_exec, "; "));
     l.set_pre_exec_timeout_seconds(q.pre_exec_timeout_seconds);
+    l.set_bind_cpus(q.cpu_binding);
   }
   return l;
 }

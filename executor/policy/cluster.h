@@ -55,6 +55,8 @@ struct QueueConfig {
   std::string post_exec;
   int pre_exec_timeout_seconds = 600;
   int pre_exec_retries = 3;
+  // Bind each task to as many cores of its host as it has slots there (B6).
+  bool cpu_binding = false;
 };
 
 // What a job asks of the scheduler.

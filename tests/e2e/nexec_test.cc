@@ -1030,3 +1030,28 @@ TEST_CASE("nexec rerun runs a finished job again as a new attempt, its history s
   CHECK(c.Cli({"rerun", std::to_string(waiting)}).code != 0);
   CHECK(c.Cli({"rerun", "424242"}).code != 0);
 }
+
+TEST_CASE("a queue with cpu_binding binds each task to cores of its own: two jobs at once never share one", "[B6]") {
+  Cluster c("binding", "queues:\n  - {name: bound, cpu_binding: true}\n");
+  c.AddAgent("node1", "cpus=2,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  // Two one-slot jobs that overlap; each prints the cores it may run on.
+  std::string a_out = c.path("a.out"), b_out = c.path("b.out"), go = c.path("go");
+  const std::string show = "grep Cpus_allowed_list /proc/self/status; echo cpus=$NEXEC_CPUS; ";
+  int64_t a = c.Submit({"-o", a_out, "--", show + "while [ ! -f " + go + " ]; do sleep 0.05; done"});
+  REQUIRE(WaitUntil([&] { return ReadFile(a_out).find("cpus=") != std::string::npos; }));
+  int64_t b = c.Submit({"-o", b_out, "--", show + "touch " + go});
+  REQUIRE(c.WaitState(b, "DONE"));
+  REQUIRE(c.WaitState(a, "DONE"));
+  std::string a_text = ReadFile(a_out), b_text = ReadFile(b_out);
+  INFO(a_text << "---\n" << b_text);
+  // One core each (what the kernel enforces is what NEXEC_CPUS says), and not the same one.
+  auto core = [](const std::string& text) {
+    auto at = text.find("cpus=");
+    return at == std::string::npos ? std::string("?") : text.substr(at + 5, text.find('\n', at) - at - 5);
+  };
+  CHECK(a_text.find("Cpus_allowed_list:\t" + core(a_text) + "\n") != std::string::npos);
+  CHECK(b_text.find("Cpus_allowed_list:\t" + core(b_text) + "\n") != std::string::npos);
+  CHECK(core(a_text).find(',') == std::string::npos);
+  CHECK(core(a_text) != core(b_text));
+}
