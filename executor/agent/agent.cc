@@ -277,6 +277,10 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   info.gpus = t.gpus;
   info.post_exec = req.post_exec();
   info.command = t;
+  info.suspend_action = req.suspend_action();
+  info.resume_action = req.resume_action();
+  info.kill_action = req.kill_action();
+  if (req.kill_grace_seconds() > 0) info.kill_grace_seconds = req.kill_grace_seconds();
   if (req.bind_cpus()) {
     int slots_here = static_cast<int>(std::count(req.hosts().begin(), req.hosts().end(), options_.host));
     std::lock_guard<std::mutex> lock(mu_);
@@ -479,6 +483,24 @@ absl::Status Agent::Ready() {
                          absl::FormatTime(last_accepted_heartbeat_)));
 }
 
+absl::Status Agent::RunAction(const std::string& key, TaskInfo& t, const std::string& action) {
+  auto pid = runner_.Pid(key);
+  if (!pid) return absl::NotFoundError(absl::StrCat("task ", key, " has no process to act on"));
+  // Started like a task of its own (the job's user, environment and output), so its end is
+  // reaped and dropped; it acts on the task through NEXEC_TASK_PGID.
+  TaskLaunch a = t.command;
+  a.key = absl::StrCat(key, ".action", ++t.actions_run);
+  a.command = action;
+  a.cpus.clear();
+  a.env["NEXEC_TASK_PGID"] = absl::StrCat(*pid);
+  auto started = runner_.Launch(a);
+  if (!started.ok()) {
+    return absl::Status(started.status().code(),
+                        absl::StrCat("the job control action could not start: ", started.status().message()));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Agent::Signal(const pb::SignalRequest& req) {
   std::string key;
   {
@@ -488,6 +510,17 @@ absl::Status Agent::Signal(const pb::SignalRequest& req) {
         key = k;
         if (req.action() == pb::SignalRequest::SUSPEND) t.suspended = true;
         if (req.action() == pb::SignalRequest::RESUME) t.suspended = false;
+        // The queue's job controls, where it has them, instead of the signals.
+        const std::string& action = req.action() == pb::SignalRequest::SUSPEND  ? t.suspend_action
+                                    : req.action() == pb::SignalRequest::RESUME ? t.resume_action
+                                    : req.action() == pb::SignalRequest::KILL   ? t.kill_action
+                                                                                : std::string();
+        if (!action.empty()) {
+          if (req.action() == pb::SignalRequest::KILL) {
+            t.kill_deadline = absl::Now() + absl::Seconds(t.kill_grace_seconds);
+          }
+          return RunAction(k, t, action);
+        }
       }
     }
   }
@@ -540,8 +573,14 @@ void Agent::HeartbeatLoop() {
     lock.unlock();
     std::vector<TaskExit> exits = runner_.Reap();
     lock.lock();
-    // A pre-exec past its timeout is killed; its end is then a failed pre-exec.
+    // A pre-exec past its timeout is killed; its end is then a failed pre-exec. A task a
+    // kill action left running past its grace is killed.
     for (auto& [key, t] : tasks_) {
+      if (absl::Now() > t.kill_deadline) {
+        t.kill_deadline = absl::InfiniteFuture();
+        spdlog::info("task {}: still running {} s after its kill action; killed", key, t.kill_grace_seconds);
+        runner_.Kill(key).IgnoreError();
+      }
       if (t.phase == TaskInfo::Phase::kPre && !t.pre_exec_timed_out && absl::Now() > t.pre_exec_deadline) {
         t.pre_exec_timed_out = true;
         runner_.Kill(key).IgnoreError();

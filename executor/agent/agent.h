@@ -121,7 +121,14 @@ class Agent {
     bool pre_exec_timed_out = false;
     int pre_exec_timeout_seconds = 0;
     int command_exit = 0;            // reported once the post-exec is done
+    // Job controls: commands instead of the signals; a kill action's grace.
+    std::string suspend_action, resume_action, kill_action;
+    int kill_grace_seconds = 10;
+    absl::Time kill_deadline = absl::InfiniteFuture();
+    int actions_run = 0;
   };
+  // Runs a job-control action for the task at `key` (caller holds mu_).
+  absl::Status RunAction(const std::string& key, TaskInfo& t, const std::string& action);
   // What the end of one phase of a task means: the next phase starts (true), or the task
   // ended and `report` says how (false). Caller holds mu_.
   bool NextPhase(const std::string& key, TaskInfo& t, int exit_code, pb::TaskReport* report);

@@ -135,7 +135,7 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
                                    {"name", "priority", "users", "hosts", "max_slots",
                                     "max_slots_per_user", "balance", "round_robin", "gpu_shared",
                                     "interactive", "rerun_on_host_failure", "pre_exec", "post_exec",
-                                    "pre_exec_timeout", "pre_exec_retries", "cpu_binding"}));
+                                    "pre_exec_timeout", "pre_exec_retries", "cpu_binding", "job_controls"}));
       QueueConfig q;
       std::string balance = "pack";
       JC_RETURN_IF_ERROR(Read(list[i], "name", where, &q.name));
@@ -153,6 +153,14 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
       JC_RETURN_IF_ERROR(Read(list[i], "post_exec", where, &q.post_exec));
       JC_RETURN_IF_ERROR(Read(list[i], "pre_exec_retries", where, &q.pre_exec_retries));
       JC_RETURN_IF_ERROR(Read(list[i], "cpu_binding", where, &q.cpu_binding));
+      if (const YAML::Node controls = list[i]["job_controls"]) {
+        std::string at = where + ".job_controls";
+        if (!controls.IsMap()) return Bad(at, "must map suspend, resume or kill to a command");
+        JC_RETURN_IF_ERROR(CheckKeys(controls, at, {"suspend", "resume", "kill"}));
+        JC_RETURN_IF_ERROR(Read(controls, "suspend", at, &q.suspend_action));
+        JC_RETURN_IF_ERROR(Read(controls, "resume", at, &q.resume_action));
+        JC_RETURN_IF_ERROR(Read(controls, "kill", at, &q.kill_action));
+      }
       if (q.pre_exec_retries < 0) return Bad(where + ".pre_exec_retries", "must not be negative");
       std::string timeout;
       JC_RETURN_IF_ERROR(Read(list[i], "pre_exec_timeout", where, &timeout));

@@ -57,6 +57,9 @@ struct QueueConfig {
   int pre_exec_retries = 3;
   // Bind each task to as many cores of its host as it has slots there (B6).
   bool cpu_binding = false;
+  // Job controls (B6, LSF's JOB_CONTROLS): shell commands run instead of the signals for
+  // suspend, resume and kill; empty: the signal.
+  std::string suspend_action, resume_action, kill_action;
 };
 
 // What a job asks of the scheduler.

@@ -1055,3 +1055,31 @@ TEST_CASE("a queue with cpu_binding binds each task to cores of its own: two job
   CHECK(core(a_text).find(',') == std::string::npos);
   CHECK(core(a_text) != core(b_text));
 }
+
+TEST_CASE("a queue's job controls run instead of the signals for suspend, resume and kill", "[B6]") {
+  auto log = std::filesystem::temp_directory_path() / ("jc-nexec-controls-" + std::to_string(getpid()) + ".log");
+  std::filesystem::remove(log);
+  const std::string L = log.string();
+  // Suspend and resume only say so (a checkpointing system would act here); kill asks the
+  // job to stop with SIGTERM, which it traps to finish cleanly.
+  Cluster c("controls", "queues:\n  - name: ckpt\n    job_controls:\n"
+                        "      suspend: 'echo suspend $NEXEC_JOBID >> " + L + "'\n"
+                        "      resume: 'echo resume >> " + L + "'\n"
+                        "      kill: 'echo kill >> " + L + "; kill -TERM -$NEXEC_TASK_PGID'\n");
+  c.AddAgent("node1", "cpus=2,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  int64_t id = c.Submit({"--", "trap 'echo cleaned-up >> " + L + "; exit 0' TERM; while true; do sleep 0.1; done"});
+  REQUIRE(c.WaitState(id, "RUNNING"));
+  int pid = c.TaskPid(id);
+  REQUIRE(c.Cli({"suspend", std::to_string(id)}).code == 0);
+  CHECK(WaitUntil([&] { return ReadFile(L).find("suspend " + std::to_string(id) + "\n") != std::string::npos; }));
+  CHECK(ProcState(pid) != 'T');  // the action ran instead of SIGSTOP
+  REQUIRE(c.Cli({"resume", std::to_string(id)}).code == 0);
+  CHECK(WaitUntil([&] { return ReadFile(L).find("resume\n") != std::string::npos; }));
+  REQUIRE(c.Cli({"kill", std::to_string(id)}).code == 0);
+  REQUIRE(c.WaitState(id, "EXIT"));
+  CHECK(ReadFile(L).find("kill\n") != std::string::npos);
+  CHECK(ReadFile(L).find("cleaned-up\n") != std::string::npos);
+  CHECK(WaitUntil([&] { return Gone(pid); }));
+  std::filesystem::remove(log);
+}
