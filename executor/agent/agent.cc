@@ -502,43 +502,52 @@ absl::Status Agent::RunAction(const std::string& key, TaskInfo& t, const std::st
 }
 
 absl::Status Agent::Signal(const pb::SignalRequest& req) {
-  std::string key;
+  if (req.action() == pb::SignalRequest::SIGNAL && (req.signal() <= 0 || req.signal() >= NSIG)) {
+    return absl::InvalidArgumentError(absl::StrCat("no signal ", req.signal()));
+  }
+  // The task named, or with task_index -1 every task of the job here but task 0 (which
+  // the master signals on its own, first).
+  std::vector<std::string> keys;
+  absl::Status outcome;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [k, t] : tasks_) {
-      if (t.job_id == req.job_id() && t.task_index == req.task_index()) {
-        key = k;
-        if (req.action() == pb::SignalRequest::SUSPEND) t.suspended = true;
-        if (req.action() == pb::SignalRequest::RESUME) t.suspended = false;
-        // The queue's job controls, where it has them, instead of the signals.
-        const std::string& action = req.action() == pb::SignalRequest::SUSPEND  ? t.suspend_action
-                                    : req.action() == pb::SignalRequest::RESUME ? t.resume_action
-                                    : req.action() == pb::SignalRequest::KILL   ? t.kill_action
-                                                                                : std::string();
-        if (!action.empty()) {
-          if (req.action() == pb::SignalRequest::KILL) {
-            t.kill_deadline = absl::Now() + absl::Seconds(t.kill_grace_seconds);
-          }
-          return RunAction(k, t, action);
-        }
+      if (t.job_id != req.job_id()) continue;
+      if (req.task_index() >= 0 ? t.task_index != req.task_index() : t.task_index == 0) continue;
+      if (req.action() == pb::SignalRequest::SUSPEND) t.suspended = true;
+      if (req.action() == pb::SignalRequest::RESUME) t.suspended = false;
+      // The queue's job controls, where it has them, instead of the signals.
+      const std::string& action = req.action() == pb::SignalRequest::SUSPEND  ? t.suspend_action
+                                  : req.action() == pb::SignalRequest::RESUME ? t.resume_action
+                                  : req.action() == pb::SignalRequest::KILL   ? t.kill_action
+                                                                              : std::string();
+      if (action.empty()) {
+        keys.push_back(k);
+        continue;
       }
+      if (req.action() == pb::SignalRequest::KILL) t.kill_deadline = absl::Now() + absl::Seconds(t.kill_grace_seconds);
+      if (absl::Status ran = RunAction(k, t, action); !ran.ok()) outcome = ran;
+      keys.emplace_back();  // acted on
     }
   }
-  if (key.empty()) {
-    return absl::NotFoundError(absl::StrCat("job ", req.job_id(), " task ", req.task_index(),
+  if (keys.empty()) {
+    return absl::NotFoundError(absl::StrCat("job ", req.job_id(),
+                                            req.task_index() >= 0 ? absl::StrCat(" task ", req.task_index()) : "",
                                             " does not run on ", options_.host));
   }
-  switch (req.action()) {
-    case pb::SignalRequest::SUSPEND: return runner_.Suspend(key);
-    case pb::SignalRequest::RESUME: return runner_.Resume(key);
-    case pb::SignalRequest::KILL: return runner_.Kill(key);
-    case pb::SignalRequest::SIGNAL:
-      if (req.signal() <= 0 || req.signal() >= NSIG) {
-        return absl::InvalidArgumentError(absl::StrCat("no signal ", req.signal()));
-      }
-      return runner_.Signal(key, req.signal());
-    default: return absl::InvalidArgumentError("unknown signal action");
+  for (const std::string& key : keys) {
+    if (key.empty()) continue;
+    absl::Status sent;
+    switch (req.action()) {
+      case pb::SignalRequest::SUSPEND: sent = runner_.Suspend(key); break;
+      case pb::SignalRequest::RESUME: sent = runner_.Resume(key); break;
+      case pb::SignalRequest::KILL: sent = runner_.Kill(key); break;
+      case pb::SignalRequest::SIGNAL: sent = runner_.Signal(key, req.signal()); break;
+      default: return absl::InvalidArgumentError("unknown signal action");
+    }
+    if (!sent.ok()) outcome = sent;
   }
+  return outcome;
 }
 
 absl::StatusOr<std::string> Agent::ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes) {

@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -512,24 +514,29 @@ void Master::RequeueLocked(JobRecord& rec, const std::string& reason,
 
 absl::Status Master::SignalTasks(const pb::Job& job, pb::SignalRequest::Action action) {
   if (job.tasks().empty()) return absl::FailedPreconditionError("the job has no tasks");
-  absl::Status first;
+  // Task 0 first (its answer is the caller's), then one call per host that runs the job's
+  // remote tasks (task_index -1: every task of the job there but task 0), not one per task.
+  pb::SignalRequest s;
+  s.set_job_id(job.id());
+  s.set_task_index(0);
+  s.set_action(action);
+  std::set<std::string> hosts;
   for (const pb::Task& t : job.tasks()) {
-    if (t.index() != 0 && (!t.remote() || t.state() == pb::TASK_EXITED || t.state() == pb::TASK_LOST)) continue;
-    pb::SignalRequest s;
-    s.set_job_id(job.id());
-    s.set_task_index(t.index());
-    s.set_action(action);
-    std::string address;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      address = AddressOf(t.host());
-    }
-    absl::Status sent = dialer_->Signal(address, s);
-    if (t.index() == 0) {
-      first = sent;
-    } else if (!sent.ok() && !absl::IsNotFound(sent)) {
-      spdlog::warn("job {}: {} of task {} on {} failed: {}", job.id(), pb::SignalRequest::Action_Name(action),
-                   t.index(), t.host(), sent.ToString());
+    if (t.remote() && t.state() != pb::TASK_EXITED && t.state() != pb::TASK_LOST) hosts.insert(t.host());
+  }
+  std::map<std::string, std::string> addresses;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    addresses[job.tasks(0).host()] = AddressOf(job.tasks(0).host());
+    for (const auto& h : hosts) addresses[h] = AddressOf(h);
+  }
+  absl::Status first = dialer_->Signal(addresses[job.tasks(0).host()], s);
+  s.set_task_index(-1);
+  for (const auto& h : hosts) {
+    absl::Status sent = dialer_->Signal(addresses[h], s);
+    if (!sent.ok() && !absl::IsNotFound(sent)) {
+      spdlog::warn("job {}: {} of its tasks on {} failed: {}", job.id(), pb::SignalRequest::Action_Name(action), h,
+                   sent.ToString());
     }
   }
   return first;
@@ -635,6 +642,8 @@ absl::StatusOr<pb::Task> Master::RunTask(const pb::RunTaskRequest& req) {
     }
     pb::Task* t = it->second.job.mutable_tasks(task.index());
     if (pid.ok()) {
+      // In memory only: the agent's heartbeats report it running, with its pid, and
+      // those are written; one commit per task, not two.
       if (t->state() == pb::TASK_STARTING) t->set_state(pb::TASK_RUNNING);
       if (*pid != 0) t->set_pid(*pid);
     } else {
@@ -644,7 +653,7 @@ absl::StatusOr<pb::Task> Master::RunTask(const pb::RunTaskRequest& req) {
     task = *t;
     job = it->second.job;
   }
-  MustPersist({job});
+  if (!pid.ok()) MustPersist({job});
   if (!pid.ok()) {
     return absl::Status(pid.status().code(),
                         absl::StrCat("cannot start the task on ", req.host(), ": ", pid.status().message()));

@@ -1,0 +1,209 @@
+// Benchmark of the executor's multi-host jobs (issue 14): one job of 64 tasks over 16
+// agents on this machine (4 slots per host, one `nexec-run` task per slot), timed from
+// submit until every task runs and from kill until no task's process is left. When a
+// Slurm cluster is reachable (SLURM_CONF set, srun on PATH), the same 64 tasks through
+// `srun -n 64` in the same run (the test cluster of scripts/slurm.sh is one node: the
+// shape is 64 tasks, not 16 hosts). Prints figures; asserts nothing.
+//   build/tests/bench/nexec_multihost_bench [agents] [slots_per_agent] [rounds]
+
+#include <dirent.h>
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "executor/auth/munge_auth.h"
+#include "nexec/v1/nexec.grpc.pb.h"
+#include "tests/testing/munge_daemon.h"
+#include "tests/testing/process.h"
+
+using jc::testing::Process;
+namespace pb = ::nexec::v1;
+namespace fs = std::filesystem;
+
+namespace {
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+int FilesIn(const fs::path& dir) {
+  std::error_code ec;
+  int n = 0;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) ++n;
+  return n;
+}
+
+// Processes whose command line holds `token` (the tasks' `sleep <token>`), from /proc.
+int ProcessesWith(const std::string& token) {
+  int n = 0;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return -1;
+  while (dirent* e = readdir(proc)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.rfind("sleep " + token, 0) == 0) ++n;
+  }
+  closedir(proc);
+  return n;
+}
+
+struct Times {
+  double start = -1;  // submit -> every task runs
+  double stop = -1;   // kill -> no task's process left
+};
+
+Times RunNexec(int agents, int per_agent, const fs::path& dir, int round) {
+  const auto auth = jc::nexec::MungeAuth::Munge(jc::testing::UsePrivateMunged());
+  Process master({JC_NEXEC_MASTER, "--listen=127.0.0.1:0", "--metrics_address=", "--data_dir=" + (dir / "data").string(),
+                  "--log_dir=" + (dir / "logs").string()},
+                 (dir / "master.log").string());
+  auto port = master.WaitForLog(R"(nexec master listening on port (\d+))");
+  if (!port) {
+    std::fprintf(stderr, "master did not start:\n%s\n", master.Log().c_str());
+    std::exit(1);
+  }
+  std::string address = "127.0.0.1:" + *port;
+  std::vector<std::unique_ptr<Process>> procs;
+  for (int i = 1; i <= agents; ++i) {
+    std::string host = "node" + std::to_string(i);
+    procs.push_back(std::make_unique<Process>(
+        std::vector<std::string>{JC_NEXEC_AGENT, "--master=" + address, "--host=" + host,
+                                 "--resources=cpus=" + std::to_string(per_agent) + ",mem=64G", "--log_level=warn",
+                                 "--heartbeat=200ms", "--state_dir=" + (dir / (host + "-state")).string()},
+        (dir / (host + ".log")).string()));
+  }
+  auto stub = pb::Master::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  auto call = [&](const char* method, const google::protobuf::Message& req) {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    (void)auth.Sign(ctx.get(), method, req);
+    return ctx;
+  };
+  bool up = jc::testing::WaitUntil([&] {
+    pb::ListHostsRequest req;
+    pb::ListHostsResponse resp;
+    auto ctx = call("ListHosts", req);
+    return stub->ListHosts(ctx.get(), req, &resp).ok() && resp.hosts_size() == agents;
+  });
+  if (!up) {
+    std::fprintf(stderr, "agents did not join\n");
+    std::exit(1);
+  }
+  const int tasks = agents * per_agent;
+  fs::path started = dir / ("started-" + std::to_string(round));
+  fs::create_directories(started);
+  const std::string token = std::to_string(900000 + getpid() % 1000 * 10 + round);
+  // The job's command starts one task per slot through nexec-run, each marking its start.
+  std::string command = "for h in $NEXEC_HOSTS; do " + std::string(JC_NEXEC_RUN) + " --env none $h 'touch " +
+                        started.string() + "/$NEXEC_TASK_INDEX; exec sleep " + token + "' & done; wait";
+  pb::SubmitRequest submit;
+  submit.mutable_spec()->set_command(command);
+  submit.mutable_spec()->set_slots(tasks);
+  submit.mutable_spec()->set_requirement("span[ptile=" + std::to_string(per_agent) + "]");
+  submit.mutable_spec()->set_stdout_path((dir / "job.out").string());
+  pb::SubmitResponse resp;
+  Times t;
+  auto begin = std::chrono::steady_clock::now();
+  {
+    auto ctx = call("Submit", submit);
+    grpc::Status s = stub->Submit(ctx.get(), submit, &resp);
+    if (!s.ok()) {
+      std::fprintf(stderr, "submit failed: %s\n", s.error_message().c_str());
+      std::exit(1);
+    }
+  }
+  if (jc::testing::WaitUntil([&] { return FilesIn(started) >= tasks && ProcessesWith(token) >= tasks; },
+                             std::chrono::seconds(120))) {
+    t.start = Seconds(begin);
+  }
+  pb::JobRef ref;
+  ref.set_job_id(resp.job_id());
+  auto kill_at = std::chrono::steady_clock::now();
+  {
+    pb::ControlResponse out;
+    auto ctx = call("Kill", ref);
+    (void)stub->Kill(ctx.get(), ref, &out);
+  }
+  if (jc::testing::WaitUntil([&] { return ProcessesWith(token) == 0; }, std::chrono::seconds(60))) {
+    t.stop = Seconds(kill_at);
+  }
+  return t;
+}
+
+Times RunSlurm(int tasks, int round) {
+  Times t;
+  if (std::getenv("SLURM_CONF") == nullptr || std::system("command -v srun >/dev/null 2>&1") != 0) return t;
+  const std::string token = std::to_string(800000 + getpid() % 1000 * 10 + round);
+  fs::path started = fs::temp_directory_path() / ("jc-srun-started-" + token);
+  fs::remove_all(started);
+  fs::create_directories(started);
+  std::string cmd = "srun --quiet -n " + std::to_string(tasks) + " -J jc-bench-" + token +
+                    " sh -c 'touch " + started.string() + "/$SLURM_PROCID; exec sleep " + token +
+                    "' >/dev/null 2>&1 &";
+  auto begin = std::chrono::steady_clock::now();
+  if (std::system(cmd.c_str()) != 0) return t;
+  if (jc::testing::WaitUntil([&] { return FilesIn(started) >= tasks && ProcessesWith(token) >= tasks; },
+                             std::chrono::seconds(120))) {
+    t.start = Seconds(begin);
+  }
+  auto kill_at = std::chrono::steady_clock::now();
+  (void)std::system(("scancel --name=jc-bench-" + token).c_str());
+  if (jc::testing::WaitUntil([&] { return ProcessesWith(token) == 0; }, std::chrono::seconds(60))) {
+    t.stop = Seconds(kill_at);
+  }
+  fs::remove_all(started);
+  return t;
+}
+
+std::string Figure(double s) {
+  char buf[32];
+  if (s < 0) return "did not finish";
+  std::snprintf(buf, sizeof buf, "%.2f s", s);
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int agents = argc > 1 ? std::atoi(argv[1]) : 16;
+  int per_agent = argc > 2 ? std::atoi(argv[2]) : 4;
+  int rounds = argc > 3 ? std::atoi(argv[3]) : 3;
+  if (agents < 1 || per_agent < 1 || rounds < 1) {
+    std::fprintf(stderr, "usage: nexec_multihost_bench [agents] [slots_per_agent] [rounds]\n");
+    return 2;
+  }
+  const int tasks = agents * per_agent;
+  std::printf("one job of %d tasks (%d agents x %d slots, one nexec-run task per slot) on this machine\n", tasks,
+              agents, per_agent);
+  for (int round = 0; round < rounds; ++round) {
+    fs::path dir = fs::temp_directory_path() / ("jc-multihost-bench-" + std::to_string(getpid()) + "-" +
+                                                std::to_string(round));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    Times nexec = RunNexec(agents, per_agent, dir, round);
+    Times slurm = RunSlurm(tasks, round);
+    std::printf("round %d: nexec: all %d running %s after submit, none left %s after kill", round + 1, tasks,
+                Figure(nexec.start).c_str(), Figure(nexec.stop).c_str());
+    if (slurm.start < 0 && slurm.stop < 0) {
+      std::printf(" | slurm: not measured (no Slurm cluster: set SLURM_CONF)\n");
+    } else {
+      std::printf(" | srun -n %d: all running %s, none left %s after scancel\n", tasks, Figure(slurm.start).c_str(),
+                  Figure(slurm.stop).c_str());
+    }
+    std::fflush(stdout);
+    fs::remove_all(dir);
+  }
+  return 0;
+}
