@@ -29,6 +29,8 @@ ABSL_FLAG(absl::Duration, host_timeout, absl::Seconds(10), "silence before a hos
 ABSL_FLAG(std::string, log_dir, "", "default directory of job output (default: data_dir/logs)");
 ABSL_FLAG(std::string, metrics_address, "127.0.0.1:6801",
           "where /metrics, /healthz and /readyz are served (empty: nowhere)");
+ABSL_FLAG(std::string, sensor_dir, "",
+          "directory with ress.master, the resource sensor the master runs for cluster resources (RESS)");
 ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
 ABSL_FLAG(std::string, log_format, "text", "text or json (one JSON object per line, as the other daemons)");
 ABSL_FLAG(std::string, auth, "munge",
@@ -68,6 +70,7 @@ int main(int argc, char** argv) {
 
   jc::nexec::MasterOptions options;
   options.host_timeout = absl::GetFlag(FLAGS_host_timeout);
+  options.sensor_dir = absl::GetFlag(FLAGS_sensor_dir);
   options.log_dir = absl::GetFlag(FLAGS_log_dir).empty()
                         ? std::filesystem::absolute(dir / "logs").string()
                         : absl::GetFlag(FLAGS_log_dir);

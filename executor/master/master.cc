@@ -1,6 +1,7 @@
 #include "executor/master/master.h"
 
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <map>
@@ -873,18 +874,16 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
     scheduler_.SetHostResource(info.host(), "r1m", info.load_1m()).IgnoreError();
     // Sensor values apply to the hosts in their locale (the reporter when none); a change
     // may let waiting jobs run.
-    for (const pb::SensorResource& r : info.sensors()) {
-      ResourceValue value = r.value();
-      if (r.type() == "number") {
-        value = ParseValue(r.value());
-      } else if (r.type() == "tag") {
-        value = r.value() != "false";
-      }
-      std::vector<std::string> targets(r.locale().begin(), r.locale().end());
-      if (targets.empty()) targets.push_back(info.host());
-      for (const auto& target : targets) {
-        auto changed = scheduler_.SetHostResource(target, r.resource(), value);
-        if (changed.ok() && *changed) freed = true;
+    for (const pb::SensorResource& r : info.sensors()) freed |= ApplySensorLocked(r, info.host());
+    if (sensors_) {
+      // The master's cluster resources reach a host from its first heartbeat on, not at
+      // the next second's round.
+      for (pb::SensorResource r : sensors_->Current()) {
+        if (!r.locale().empty() && std::find(r.locale().begin(), r.locale().end(), info.host()) == r.locale().end()) {
+          continue;
+        }
+        r.clear_locale();
+        freed |= ApplySensorLocked(r, info.host());
       }
     }
 
@@ -1044,6 +1043,8 @@ absl::Status Master::CheckHosts() {
 }
 
 std::vector<pb::Host> Master::ListHosts() {
+  std::vector<pb::SensorResource> master_sensor_values;
+  if (sensors_) master_sensor_values = sensors_->Current();
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<pb::Host> out;
   std::map<std::string, std::pair<int, double>> used;  // slots, mem
@@ -1083,6 +1084,10 @@ std::vector<pb::Host> Master::ListHosts() {
                                              r.locale().end();
         if (here) (*o.mutable_resources())[r.resource()] = r.value();
       }
+    }
+    for (const auto& r : master_sensor_values) {  // ress.master: its locale, or every host
+      bool here = r.locale().empty() || std::find(r.locale().begin(), r.locale().end(), name) != r.locale().end();
+      if (here) (*o.mutable_resources())[r.resource()] = r.value();
     }
     *o.mutable_last_heartbeat() = ToTimestamp(h.last_seen);
     out.push_back(o);
@@ -1201,7 +1206,39 @@ void Master::Wake() {
   loop_cv_.notify_one();
 }
 
-void Master::Start() { loop_ = std::thread([this] { Loop(); }); }
+bool Master::ApplySensorLocked(const pb::SensorResource& r, const std::string& reporter) {
+  ResourceValue value = r.value();
+  if (r.type() == "number") {
+    value = ParseValue(r.value());
+  } else if (r.type() == "tag") {
+    value = r.value() != "false";
+  }
+  if (!r.direction().empty()) scheduler_.SetResourceDirection(r.resource(), r.direction() == "increase");
+  // The hosts in its locale; else the reporting host, or every host for the master's
+  // own sensor (a cluster resource: licenses, shared storage).
+  std::vector<std::string> targets(r.locale().begin(), r.locale().end());
+  if (targets.empty() && !reporter.empty()) targets.push_back(reporter);
+  if (targets.empty()) {
+    for (const auto& [name, h] : hosts_) targets.push_back(name);
+  }
+  bool changed_any = false;
+  for (const auto& target : targets) {
+    auto changed = scheduler_.SetHostResource(target, r.resource(), value);
+    changed_any |= changed.ok() && *changed;
+  }
+  return changed_any;
+}
+
+void Master::Start() {
+  if (!options_.sensor_dir.empty()) {
+    std::string path = options_.sensor_dir + "/ress.master";
+    if (access(path.c_str(), X_OK) == 0) {
+      spdlog::info("resource sensor {} (cluster resources)", path);
+      sensors_ = std::make_unique<SensorRunner>(std::vector<std::string>{path}, options_.sensor_restart_delay);
+    }
+  }
+  loop_ = std::thread([this] { Loop(); });
+}
 
 void Master::Stop() {
   {
@@ -1210,6 +1247,7 @@ void Master::Stop() {
     loop_cv_.notify_all();
   }
   if (loop_.joinable()) loop_.join();
+  sensors_.reset();
   events_.Close();
 }
 
@@ -1228,6 +1266,14 @@ void Master::Loop() {
       next_housekeeping = clock_->Now() + absl::Seconds(1);
       auto checked = CheckHosts();
       if (!checked.ok()) spdlog::error("host check failed: {}", checked.ToString());
+      if (sensors_) {
+        bool changed = false;
+        {
+          std::lock_guard<std::mutex> state(mu_);
+          for (const auto& r : sensors_->Current()) changed |= ApplySensorLocked(r, "");
+        }
+        if (changed) Wake();
+      }
       UpdateMetrics();
     }
     lock.lock();

@@ -21,6 +21,7 @@
 #include "common/store/group_commit.h"
 #include "common/store/store.h"
 #include "common/thread_pool.h"
+#include "executor/agent/sensor.h"
 #include "executor/master/access.h"
 #include "executor/master/config.h"
 #include "executor/master/master_metrics.h"
@@ -54,6 +55,10 @@ class AgentDialer {
 struct MasterOptions {
   absl::Duration host_timeout = absl::Seconds(10);  // silence before a host is unavailable
   std::string log_dir = "/tmp/nexec-logs";          // default task output directory
+  // Where ress.master is (RESS, B1): the master runs it for cluster resources, which
+  // apply to the hosts of each record's locale, or to every host. Empty: none.
+  std::string sensor_dir;
+  absl::Duration sensor_restart_delay = absl::Seconds(5);
 };
 
 struct MasterStats {
@@ -170,10 +175,14 @@ class Master {
   void OnLaunched(const pb::LaunchRequest& req, const absl::StatusOr<int>& pid);
   void UpdateMetrics();
   void Loop();
+  // Applies one sensor record to the scheduler's hosts (its locale, else `reporter`, else
+  // every host); true when a value changed. Caller holds mu_.
+  bool ApplySensorLocked(const pb::SensorResource& r, const std::string& reporter);
 
   store::Store* store_;
   const Clock* clock_;
   AgentDialer* dialer_;
+  std::unique_ptr<SensorRunner> sensors_;  // ress.master, when there is one
   ExecutorConfig config_;
   MasterOptions options_;
   EventLog<pb::JobEvent> events_{16384};

@@ -436,7 +436,11 @@ std::vector<Scheduler::Host*> Scheduler::CandidateHosts(const Job& job, const Qu
     for (const OrderKey& key : section.order) {
       double va = OrderValue(a->values, key.resource);
       double vb = OrderValue(b->values, key.resource);
-      if (va != vb) return key.descending ? va > vb : va < vb;
+      // "Most first" means most of the resource: for one whose larger values mean less of
+      // it (RESS direction: increase), the smallest value.
+      auto dir = larger_is_less_.find(key.resource);
+      bool most_first = key.descending != (dir != larger_is_less_.end() && dir->second);
+      if (va != vb) return most_first ? va > vb : va < vb;
     }
     if (a->free_slots() != b->free_slots()) {
       return queue.config.balance == Balance::kPack ? a->free_slots() < b->free_slots()

@@ -40,6 +40,10 @@ class Scheduler {
   // Sets a dynamic resource (a sensor's value, the load); returns whether it changed.
   absl::StatusOr<bool> SetHostResource(const std::string& host, const std::string& name,
                                        const ResourceValue& value);
+  // A RESS resource's direction: "increase" when a larger value means less of it (network
+  // traffic), so order[] puts hosts with the smallest value first; "decrease" (the
+  // default: free memory) puts the largest first.
+  void SetResourceDirection(const std::string& name, bool larger_is_less) { larger_is_less_[name] = larger_is_less; }
   absl::Status AddQueue(const QueueConfig& queue);
   void DefineUserGroup(const std::string& group, std::vector<std::string> members);
   // Changes a queue's parameters; its waiting and running jobs stay as they are.
@@ -126,6 +130,7 @@ class Scheduler {
                    int gpus_per_slot) const;
 
   std::map<std::string, HostType> host_types_;
+  std::map<std::string, bool> larger_is_less_;  // by resource name (RESS direction: increase)
   std::vector<Host> hosts_;  // stable: reserved in AddHost order
   std::unordered_map<std::string, size_t> host_index_;
   std::map<std::string, Queue> queues_;

@@ -75,6 +75,7 @@ class Cluster {
                                   "--metrics_address=127.0.0.1:0"};
     if (std::filesystem::exists(dir_ / "nexec.yaml")) args.push_back("--config=" + (dir_ / "nexec.yaml").string());
     args.insert(args.end(), store_flags_.begin(), store_flags_.end());
+    args.insert(args.end(), master_extra_.begin(), master_extra_.end());
     master_ = std::make_unique<Process>(args, (dir_ / "master.log").string());
     auto port = master_->WaitForLog(R"(nexec master listening on port (\d+))");
     INFO(master_->Log());
@@ -94,6 +95,11 @@ class Cluster {
   }
 
   void SignalMaster(int sig) { master_->Signal(sig); }
+  // Restarts the master with these flags added (same port and data).
+  void RestartMasterWith(std::vector<std::string> extra) {
+    master_extra_ = std::move(extra);
+    CrashAndRestartMaster();
+  }
   std::string MasterLog() { return master_->Log(); }
   void WriteConfig(const std::string& yaml) { std::ofstream(dir_ / "nexec.yaml") << yaml; }
 
@@ -197,6 +203,7 @@ class Cluster {
   std::filesystem::path dir_;
   std::string host_timeout_;
   std::vector<std::string> store_flags_;
+  std::vector<std::string> master_extra_;
   int port_ = 0;
   int metrics_port_ = 0;
   std::unique_ptr<Process> master_;
@@ -730,7 +737,8 @@ TEST_CASE("nexec-run starts tasks on the job's hosts through their agents: outpu
   c.CrashAndRestartMaster();
   REQUIRE(c.WaitHosts(2));
   CHECK(c.Job(held)["tasks"].size() == 3);
-  for (const auto& h : json::parse(c.Cli({"hosts", "--json"}).out)["hosts"]) {
+  json hosts = json::parse(c.Cli({"hosts", "--json"}).out)["hosts"];  // a copy: the document is a temporary
+  for (const auto& h : hosts) {
     CHECK(h.value("used_slots", 0) == 2);
   }
   REQUIRE(c.Cli({"kill", std::to_string(held)}).code == 0);
@@ -1082,4 +1090,49 @@ TEST_CASE("a queue's job controls run instead of the signals for suspend, resume
   CHECK(ReadFile(L).find("cleaned-up\n") != std::string::npos);
   CHECK(WaitUntil([&] { return Gone(pid); }));
   std::filesystem::remove(log);
+}
+
+TEST_CASE("the master's ress.master reports cluster resources for every host, and a sensor's direction decides "
+          "what order[] calls most",
+          "[B1]") {
+  Cluster c("ress");
+  auto sensor = [&](const std::string& dir, const std::string& name, const std::string& records) {
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/" + name) << "#!/bin/sh\nwhile true; do\n" << records << "echo '---'\nsleep 0.2\ndone\n";
+    std::filesystem::permissions(dir + "/" + name, std::filesystem::perms::owner_all);
+  };
+  // Network load per host from each host's sensor: a larger value is less of it (increase).
+  auto netload = [](int v) {
+    return "echo '- resource: netfree'\necho '  type: number'\necho '  direction: increase'\necho '  value: " +
+           std::to_string(v) + "'\n";
+  };
+  sensor(c.path("s1"), "ress.node1", netload(50));
+  sensor(c.path("s2"), "ress.node2", netload(5));
+  // A cluster resource: licenses, reported once by the master's sensor, seen on every host.
+  sensor(c.path("master"), "ress.master", "echo '- resource: licenses'\necho '  type: number'\necho '  value: 4'\n");
+  c.RestartMasterWith({"--sensor_dir=" + c.path("master")});
+  c.AddAgent("node1", "cpus=2,mem=4G", {"--sensor_dir=" + c.path("s1")});
+  c.AddAgent("node2", "cpus=2,mem=4G", {"--sensor_dir=" + c.path("s2")});
+  REQUIRE(c.WaitHosts(2));
+  std::string listed;
+  bool everywhere = WaitUntil([&] {
+    int with = 0;
+    listed = c.Cli({"hosts", "--json"}).out;
+    json hosts = json::parse(listed)["hosts"];  // a copy: the parsed document is a temporary
+    for (const auto& h : hosts) {
+      json resources = h.value("resources", json::object());
+      with += resources.contains("licenses") && resources["licenses"].get<std::string>() == "4" &&
+              resources.contains("netfree");
+    }
+    return with == 2;
+  });
+  INFO(listed);
+  CHECK(everywhere);
+  // order[netfree]: "most first" is the host with the least network load, node2.
+  int64_t id = c.Submit({"-R", "select[licenses>=1 && defined(netfree)] order[netfree]", "--", "true"});
+  REQUIRE(c.WaitState(id, "DONE"));
+  CHECK(c.Job(id)["tasks"][0]["host"] == "node2");
+  int64_t reversed = c.Submit({"-R", "select[defined(netfree)] order[-netfree]", "--", "true"});
+  REQUIRE(c.WaitState(reversed, "DONE"));
+  CHECK(c.Job(reversed)["tasks"][0]["host"] == "node1");
 }

@@ -173,3 +173,33 @@ TEST_CASE("a restored running job keeps its resources", "[B3][B11]") {
   REQUIRE(s.Release(7).ok());
   CHECK(s.Cycle().size() == 1);
 }
+
+TEST_CASE("a sensor's direction decides which end of order[] is most: increase means a larger value is less", "[B1]") {
+  Scheduler s;
+  REQUIRE(s.AddHost({"h1", "", 2, 0, 0, {}, {}}).ok());
+  REQUIRE(s.AddHost({"h2", "", 2, 0, 0, {}, {}}).ok());
+  REQUIRE(s.AddQueue({"normal"}).ok());
+  REQUIRE(s.SetHostResource("h1", "netload", 50.0).ok());
+  REQUIRE(s.SetHostResource("h2", "netload", 5.0).ok());
+  auto place = [&](int64_t id, const std::string& requirement) {
+    JobRequest r;
+    r.id = id;
+    r.user = "u";
+    r.queue = "normal";
+    r.slots = 1;
+    r.requirement = *ParseRequirement(requirement);
+    REQUIRE(s.Submit(r).ok());
+    auto placed = s.Cycle();
+    REQUIRE(placed.size() == 1);
+    std::string host = placed[0].sections[0][0].host;
+    REQUIRE(s.Release(id).ok());
+    return host;
+  };
+  CHECK(place(1, "order[netload]") == "h1");  // decrease (the default): the largest first
+  s.SetResourceDirection("netload", true);
+  CHECK(place(2, "order[netload]") == "h2");  // increase: the smallest is the most
+  CHECK(place(3, "order[-netload]") == "h1");
+  REQUIRE(s.SetHostResource("h1", "licenses", 4.0).ok());
+  REQUIRE(s.SetHostResource("h2", "licenses", 4.0).ok());
+  CHECK(place(4, "select[licenses>=1 && defined(netload)] order[netload]") == "h2");
+}
