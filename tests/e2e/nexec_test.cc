@@ -947,7 +947,7 @@ TEST_CASE("GPUs watched: model and memory become host resources, tasks' GPU use 
   const char* uuid[] = {"GPU-aaaa", "GPU-bbbb"};
   std::ofstream(c.path("smi-kill/apps.csv")) << uuid[killed_gpu] << ", " << killed_pid << ", 2048\n";
   CHECK(WaitUntil([&] {
-    json usage = c.Job(killed)["tasks"][0]["usage"];
+    json usage = c.Job(killed)["tasks"][0].value("usage", json::object());  // absent until a heartbeat has it
     return usage.value("gpu_memory_mb", 0.0) == 2048 && usage.value("gpu_utilization", 0.0) == 37;
   }));
   CHECK(c.Cli({"job", std::to_string(killed)}).out.find("gpu memory 2048 MB") != std::string::npos);
