@@ -139,13 +139,19 @@ void SensorRunner::Run(const std::string& path) {
     }
     FILE* in = fdopen(fds[0], "r");
     std::string round;
+    std::string last_error;  // logged once per change, not every round
     char line[4096];
     auto flush = [&] {
       if (absl::StripAsciiWhitespace(round).empty()) return;
       auto records = ParseSensorOutput(round);
       if (!records.ok()) {
-        spdlog::warn("sensor {}: {}", path, records.status().message());
+        // The last good values stay in force.
+        std::string error(records.status().message());
+        if (error != last_error) spdlog::warn("sensor {}: {} (keeping its last good values)", path, error);
+        last_error = error;
       } else {
+        if (!last_error.empty()) spdlog::info("sensor {}: good output again", path);
+        last_error.clear();
         std::lock_guard<std::mutex> lock(mu_);
         for (auto& r : *records) current_[r.resource()] = std::move(r);
       }

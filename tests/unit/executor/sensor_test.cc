@@ -1,6 +1,12 @@
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include "executor/agent/sensor.h"
+#include "tests/testing/process.h"
 
 using jc::nexec::ParseSensorOutput;
 
@@ -55,4 +61,27 @@ TEST_CASE("bad sensor output is refused with the record and field", "[B1][C5]") 
     REQUIRE_FALSE(r.ok());
     CHECK(std::string(r.status().message()).find(message) != std::string::npos);
   }
+}
+
+TEST_CASE("a sensor that starts printing malformed output keeps its last good values", "[B1][C5]") {
+  auto dir = std::filesystem::temp_directory_path() / ("jc-sensor-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  auto path = (dir / "ress.host").string();
+  // One good round, five malformed ones, then a good round of another resource (which,
+  // read in order, says the malformed ones were read).
+  std::ofstream(path) << "#!/bin/sh\necho '- resource: licenses'\necho '  value: 3'\necho '---'\n"
+                         "for i in 1 2 3 4 5; do echo '- resource: licenses'; echo '  value: many'; echo '---'; done\n"
+                         "echo '- resource: marker'; echo '  value: 1'; echo '---'\nwhile true; do sleep 1; done\n";
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  jc::nexec::SensorRunner runner({path});
+  std::vector<nexec::v1::SensorResource> now;
+  bool read = jc::testing::WaitUntil([&] {
+    now = runner.Current();
+    return now.size() == 2;
+  });
+  REQUIRE(read);
+  for (const auto& r : now) {
+    if (r.resource() == "licenses") CHECK(r.value() == "3");
+  }
+  std::filesystem::remove_all(dir);
 }
