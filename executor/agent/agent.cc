@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
@@ -42,6 +43,20 @@ uint64_t ProcessStartTime(pid_t pid) {
   uint64_t start = 0;
   if (f.size() > 19) (void)absl::SimpleAtoi(f[19], &start);
   return start;
+}
+
+// MemAvailable and SwapFree from /proc/meminfo, in MB.
+std::pair<double, double> ReadFreeMemory() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kb = 0, available = 0, swap = 0;
+  std::string unit;
+  while (in >> key >> kb) {
+    std::getline(in, unit);
+    if (key == "MemAvailable:") available = kb / 1024;
+    if (key == "SwapFree:") swap = kb / 1024;
+  }
+  return {available, swap};
 }
 
 double ReadLoad() {
@@ -182,6 +197,9 @@ void Agent::Stop() {
 pb::AgentInfo Agent::CurrentInfo() {
   pb::AgentInfo info = base_info_;
   info.set_load_1m(ReadLoad());
+  auto [mem_free, swap_free] = ReadFreeMemory();
+  info.set_mem_free_mb(mem_free);
+  info.set_swap_free_mb(swap_free);
   if (sensors_) {
     for (auto& r : sensors_->Current()) *info.add_sensors() = std::move(r);
   }

@@ -384,6 +384,8 @@ int main(int argc, char** argv) {
               {"  mem_mb", absl::StrCat(static_cast<int64_t>(h.used_mem_mb()), " used of ",
                                         static_cast<int64_t>(h.mem_mb()))},
               {"  swap_mb", absl::StrCat(static_cast<int64_t>(h.swap_mb()))},
+              {"  memfree_mb", absl::StrCat(static_cast<int64_t>(h.mem_free_mb()), " (measured)")},
+              {"  swpfree_mb", absl::StrCat(static_cast<int64_t>(h.swap_free_mb()), " (measured)")},
               {"  gpus", h.gpus().empty() ? "-" : absl::StrJoin(h.gpus(), ",")},
               {"  gpus_used", h.used_gpus().empty() ? "-" : absl::StrJoin(h.used_gpus(), ",")},
               {"  load_1m", absl::StrCat(h.load_1m())},

@@ -872,6 +872,9 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
     host->second.last_seen = clock_->Now();
     host->second.available = true;
     scheduler_.SetHostResource(info.host(), "r1m", info.load_1m()).IgnoreError();
+    // Measured, not reserved: select[memfree>4096] sees what the host itself has free now.
+    scheduler_.SetHostResource(info.host(), "memfree", info.mem_free_mb()).IgnoreError();
+    scheduler_.SetHostResource(info.host(), "swpfree", info.swap_free_mb()).IgnoreError();
     // Sensor values apply to the hosts in their locale (the reporter when none); a change
     // may let waiting jobs run.
     for (const pb::SensorResource& r : info.sensors()) freed |= ApplySensorLocked(r, info.host());
@@ -1076,6 +1079,8 @@ std::vector<pb::Host> Master::ListHosts() {
     *o.mutable_gpus() = h.info.gpus();
     for (int g : used_gpus[name]) o.add_used_gpus(g);
     o.set_load_1m(h.info.load_1m());
+    o.set_mem_free_mb(h.info.mem_free_mb());
+    o.set_swap_free_mb(h.info.swap_free_mb());
     *o.mutable_resources() = h.info.resources();
     for (const auto& [other, oh] : hosts_) {
       for (const auto& r : oh.info.sensors()) {

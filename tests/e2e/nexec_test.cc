@@ -656,6 +656,13 @@ TEST_CASE("a job runs with the submission environment and directory as --env say
   CHECK(hosts.out.find("HOST  node1") == 0);
   CHECK(hosts.out.find("slots") != std::string::npos);
   CHECK(hosts.out.find("last_heartbeat") != std::string::npos);
+  CHECK(hosts.out.find("memfree_mb") != std::string::npos);
+  // Free memory and swap are measured every heartbeat and selectable.
+  int64_t fits = c.Submit({"-R", "select[memfree>1 && defined(swpfree)]", "--", "true"});
+  int64_t never = c.Submit({"-R", "select[memfree>1000000000]", "--", "true"});
+  REQUIRE(c.WaitState(fits, "DONE"));
+  CHECK(c.Job(never)["state"] == "PENDING");
+  REQUIRE(c.Cli({"kill", std::to_string(never)}).code == 0);
 }
 
 TEST_CASE("nexec-run starts tasks on the job's hosts through their agents: output, exit codes and signals come back, "
