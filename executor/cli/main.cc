@@ -100,11 +100,13 @@ void Table(const std::vector<std::vector<std::string>>& rows) {
   }
 }
 
-std::string State(pb::JobState s) {
-  switch (s) {
+// LSF's STAT column: a suspended job is USUSP when a user stopped it, SSUSP when the
+// system did (its queue's run window closed) and will resume it.
+std::string State(const pb::Job& j) {
+  switch (j.state()) {
     case pb::PENDING: return "PEND";
     case pb::RUNNING: return "RUN";
-    case pb::SUSPENDED: return "SUSP";
+    case pb::SUSPENDED: return j.system_suspend_reason().empty() ? "USUSP" : "SSUSP";
     case pb::DONE: return "DONE";
     case pb::EXIT: return "EXIT";
     default: return "?";
@@ -285,7 +287,7 @@ int main(int argc, char** argv) {
     std::vector<std::vector<std::string>> rows{
         {"JOBID", "USER", "STAT", "QUEUE", "SLOTS", "EXEC_HOST", "JOB_NAME", "SUBMIT_TIME"}};
     for (const auto& j : resp.jobs()) {
-      rows.push_back({std::to_string(j.id()), j.spec().user(), State(j.state()), j.spec().queue(),
+      rows.push_back({std::to_string(j.id()), j.spec().user(), State(j), j.spec().queue(),
                       std::to_string(j.spec().slots()), Hosts(j),
                       j.spec().name().empty() ? j.spec().command().substr(0, 20) : j.spec().name(),
                       When(j.submitted_at())});
@@ -314,7 +316,7 @@ int main(int argc, char** argv) {
              {"Name", j.spec().name()},
              {"User", j.spec().user()},
              {"Queue", j.spec().queue()},
-             {"State", State(j.state()) + (j.reason().empty() ? "" : " (" + j.reason() + ")")},
+             {"State", State(j) + (j.reason().empty() ? "" : " (" + j.reason() + ")")},
              {"Command", j.spec().command()},
              {"Slots", std::to_string(j.spec().slots())},
              {"Requirement", j.spec().requirement().empty() ? "-" : j.spec().requirement()},
@@ -415,13 +417,20 @@ int main(int argc, char** argv) {
         return 0;
       }
       std::vector<std::vector<std::string>> rows{
-          {"QUEUE", "PRIO", "PEND", "RUN", "SLOTS_USED", "MAX_SLOTS", "PER_USER", "BALANCE"}};
+          {"QUEUE", "PRIO", "STATUS", "PEND", "RUN", "SLOTS_USED", "MAX_SLOTS", "PER_USER", "BALANCE",
+           "RUN_WINDOW"}};
       for (const auto& q : resp.queues()) {
-        rows.push_back({q.name(), std::to_string(q.priority()), std::to_string(q.pending_jobs()),
+        // LSF's bqueues: Active, or Inact_Win outside the run window (and until when).
+        std::string window = q.run_window().empty() ? "-" : q.run_window();
+        if (q.has_window_changes_at()) {
+          window += absl::StrCat(q.open() ? " (closes " : " (opens ", When(q.window_changes_at()), ")");
+        }
+        rows.push_back({q.name(), std::to_string(q.priority()), q.open() ? "Active" : "Inact_Win",
+                        std::to_string(q.pending_jobs()),
                         std::to_string(q.running_jobs()), std::to_string(q.used_slots()),
                         q.max_slots() ? std::to_string(q.max_slots()) : "-",
                         q.max_slots_per_user() ? std::to_string(q.max_slots_per_user()) : "-",
-                        q.balance()});
+                        q.balance(), window});
       }
       Table(rows);
     }

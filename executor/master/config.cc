@@ -135,7 +135,8 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
                                    {"name", "priority", "users", "hosts", "max_slots",
                                     "max_slots_per_user", "balance", "round_robin", "gpu_shared",
                                     "interactive", "rerun_on_host_failure", "pre_exec", "post_exec",
-                                    "pre_exec_timeout", "pre_exec_retries", "cpu_binding", "job_controls"}));
+                                    "pre_exec_timeout", "pre_exec_retries", "cpu_binding", "job_controls",
+                                    "run_window"}));
       QueueConfig q;
       std::string balance = "pack";
       JC_RETURN_IF_ERROR(Read(list[i], "name", where, &q.name));
@@ -161,6 +162,11 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
         JC_RETURN_IF_ERROR(Read(controls, "resume", at, &q.resume_action));
         JC_RETURN_IF_ERROR(Read(controls, "kill", at, &q.kill_action));
       }
+      std::string run_window;
+      JC_RETURN_IF_ERROR(Read(list[i], "run_window", where, &run_window));
+      auto window = TimeWindows::Parse(run_window);
+      if (!window.ok()) return Bad(where + ".run_window", std::string(window.status().message()));
+      q.run_window = *std::move(window);
       if (q.pre_exec_retries < 0) return Bad(where + ".pre_exec_retries", "must not be negative");
       std::string timeout;
       JC_RETURN_IF_ERROR(Read(list[i], "pre_exec_timeout", where, &timeout));

@@ -290,7 +290,7 @@ absl::StatusOr<pb::Job> Master::GetJob(int64_t id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
-  return it->second.job;
+  return ViewLocked(it->second);
 }
 
 absl::Status Master::MaySubmitAs(const Principal& caller, const std::string& user) {
@@ -317,7 +317,7 @@ std::vector<pb::Job> Master::ListJobs(const pb::ListJobsRequest& req) {
         std::find(req.states().begin(), req.states().end(), j.state()) == req.states().end()) {
       continue;
     }
-    out.push_back(j);
+    out.push_back(ViewLocked(it->second));
     if (req.limit() > 0 && static_cast<int>(out.size()) >= req.limit()) break;
   }
   std::reverse(out.begin(), out.end());
@@ -377,6 +377,7 @@ absl::StatusOr<int> Master::ScheduleOnce() {
     std::lock_guard<std::mutex> lock(mu_);
     absl::Time begin = clock_->Now();
     CycleStats cs;
+    ApplyWindowsLocked(begin);  // a queue outside its run window dispatches nothing
     std::vector<Placement> placements = scheduler_.Cycle(&cs);
     for (const Placement& p : placements) {
       JobRecord& rec = jobs_.at(p.job_id);
@@ -735,7 +736,7 @@ absl::StatusOr<pb::Job> Master::Rerun(int64_t id) {
       }
       rec.request = *request;
       JC_RETURN_IF_ERROR(scheduler_.Submit(rec.request));
-      rec.job.add_history(absl::StrCat(absl::FormatTime("%Y-%m-%d %H:%M:%S", clock_->Now(), absl::LocalTimeZone()),
+      rec.job.add_history(absl::StrCat(Stamp(),
                                        " rerun by user after attempt ", rec.job.attempt(), " ended ",
                                        pb::JobState_Name(rec.job.state()), " (exit code ", rec.job.exit_code(), ")"));
       rec.job.set_state(pb::PENDING);
@@ -775,17 +776,34 @@ absl::StatusOr<pb::Job> Master::Requeue(int64_t id) {
   return job;
 }
 
-absl::StatusOr<pb::Job> Master::Suspend(int64_t id) {
+absl::StatusOr<pb::Job> Master::Suspend(int64_t id) { return SuspendJob(id, ""); }
+
+absl::StatusOr<pb::Job> Master::Resume(int64_t id) { return ResumeJob(id, false); }
+
+absl::StatusOr<pb::Job> Master::SuspendJob(int64_t id, const std::string& system_reason) {
   pb::Job job;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
-    if (it->second.job.state() != pb::RUNNING) {
+    JobRecord& rec = it->second;
+    if (system_reason.empty() && rec.job.state() == pb::SUSPENDED &&
+        !rec.job.system_suspend_reason().empty()) {
+      // A user suspends what the system suspended: it stays stopped, now as the user's,
+      // and no longer resumes when its window opens (LSF turns SSUSP into USUSP).
+      rec.job.clear_system_suspend_reason();
+      rec.job.set_reason("suspended by user");
+      rec.job.add_history(absl::StrCat(Stamp(), " suspended by user (was suspended by the system)"));
+      job = rec.job;
+    } else if (rec.job.state() != pb::RUNNING) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "job ", id, " is ", pb::JobState_Name(it->second.job.state()), ", not RUNNING"));
+          "job ", id, " is ", pb::JobState_Name(rec.job.state()), ", not RUNNING"));
     }
-    job = it->second.job;
+    if (job.id() == 0) job = rec.job;
+  }
+  if (job.state() == pb::SUSPENDED) {
+    MustPersist({job});
+    return job;
   }
   JC_RETURN_IF_ERROR(SignalTasks(job, pb::SignalRequest::SUSPEND));
   {
@@ -798,23 +816,39 @@ absl::StatusOr<pb::Job> Master::Suspend(int64_t id) {
     for (pb::Task& t : *rec.job.mutable_tasks()) {
       if (t.index() == 0 || (t.remote() && t.state() == pb::TASK_RUNNING)) t.set_state(pb::TASK_SUSPENDED);
     }
+    if (!system_reason.empty()) {
+      rec.job.set_system_suspend_reason(system_reason);
+      rec.job.set_reason(absl::StrCat("suspended: ", system_reason));
+      rec.job.add_history(absl::StrCat(Stamp(), " suspended: ", system_reason));
+    } else {
+      rec.job.set_reason("suspended by user");
+    }
     job = rec.job;
   }
   MustPersist({job});
   return job;
 }
 
-absl::StatusOr<pb::Job> Master::Resume(int64_t id) {
+absl::StatusOr<pb::Job> Master::ResumeJob(int64_t id, bool by_system) {
   pb::Job job;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
-    if (it->second.job.state() != pb::SUSPENDED) {
+    const pb::Job& current = it->second.job;
+    if (current.state() != pb::SUSPENDED) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "job ", id, " is ", pb::JobState_Name(it->second.job.state()), ", not SUSPENDED"));
+          "job ", id, " is ", pb::JobState_Name(current.state()), ", not SUSPENDED"));
     }
-    job = it->second.job;
+    if (!by_system && !current.system_suspend_reason().empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", id, " was suspended by the system (", current.system_suspend_reason(),
+          "); it resumes by itself when that ends"));
+    }
+    if (by_system && current.system_suspend_reason().empty()) {
+      return absl::FailedPreconditionError(absl::StrCat("job ", id, " was suspended by a user"));
+    }
+    job = current;
   }
   JC_RETURN_IF_ERROR(SignalTasks(job, pb::SignalRequest::RESUME));
   {
@@ -825,10 +859,88 @@ absl::StatusOr<pb::Job> Master::Resume(int64_t id) {
     for (pb::Task& t : *rec.job.mutable_tasks()) {
       if (t.index() == 0 || (t.remote() && t.state() == pb::TASK_SUSPENDED)) t.set_state(pb::TASK_RUNNING);
     }
+    if (!rec.job.system_suspend_reason().empty()) {
+      rec.job.add_history(absl::StrCat(Stamp(), " resumed by the system (suspended because ", rec.job.system_suspend_reason(), ")"));
+    }
+    rec.job.clear_system_suspend_reason();
+    rec.job.clear_reason();
     job = rec.job;
   }
   MustPersist({job});
   return job;
+}
+
+std::string Master::Stamp() const {
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S", clock_->Now(), options_.time_zone);
+}
+
+void Master::ApplyWindowsLocked(absl::Time now) {
+  for (const QueueConfig& q : config_.queues) {
+    if (q.run_window.always_open() && scheduler_.QueueOpen(q.name)) continue;
+    scheduler_.SetQueueOpen(q.name, q.run_window.Contains(now, options_.time_zone)).IgnoreError();
+  }
+}
+
+pb::Job Master::ViewLocked(const JobRecord& rec) const {
+  if (rec.job.state() != pb::PENDING || !rec.job.reason().empty() || scheduler_.QueueOpen(rec.request.queue)) {
+    return rec.job;
+  }
+  pb::Job view = rec.job;
+  for (const QueueConfig& q : config_.queues) {
+    if (q.name != rec.request.queue) continue;
+    absl::Time opens = q.run_window.NextChange(clock_->Now(), options_.time_zone);
+    view.set_reason(absl::StrCat("queue ", q.name, " is outside its run window (", q.run_window.text(), ")",
+                                 opens == absl::InfiniteFuture()
+                                     ? ""
+                                     : absl::StrCat("; it opens at ",
+                                                    absl::FormatTime("%Y-%m-%d %H:%M", opens, options_.time_zone))));
+  }
+  return view;
+}
+
+absl::StatusOr<int> Master::CheckRunWindows() {
+  std::vector<std::pair<int64_t, std::string>> suspend;  // job, why
+  std::vector<int64_t> resume;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ApplyWindowsLocked(clock_->Now());
+    std::map<std::string, const QueueConfig*> by_name;
+    for (const QueueConfig& q : config_.queues) by_name[q.name] = &q;
+    for (int64_t id : active_) {
+      const JobRecord& rec = jobs_.at(id);
+      const bool open = scheduler_.QueueOpen(rec.request.queue);
+      if (rec.job.state() == pb::RUNNING && !open && rec.action == Pending::kNone) {
+        auto q = by_name.find(rec.request.queue);
+        std::string window = q == by_name.end() ? "" : q->second->run_window.text();
+        suspend.emplace_back(id, absl::StrCat("queue ", rec.request.queue, " is outside its run window (",
+                                              window, ")"));
+      } else if (rec.job.state() == pb::SUSPENDED && open && !rec.job.system_suspend_reason().empty()) {
+        resume.push_back(id);
+      }
+    }
+  }
+  int changed = 0;
+  absl::Status first = absl::OkStatus();
+  for (const auto& [id, why] : suspend) {
+    auto s = SuspendJob(id, why);
+    if (s.ok()) {
+      ++changed;
+      spdlog::info("nexec job {} suspended: {}", id, why);
+    } else if (first.ok()) {
+      first = s.status();  // tried again at the next check
+    }
+  }
+  for (int64_t id : resume) {
+    auto s = ResumeJob(id, true);
+    if (s.ok()) {
+      ++changed;
+      spdlog::info("nexec job {} resumed: its queue's run window is open", id);
+    } else if (first.ok()) {
+      first = s.status();
+    }
+  }
+  if (!first.ok()) return first;
+  return changed;
 }
 
 absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatRequest& req) {
@@ -895,7 +1007,7 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
     for (const pb::TaskNote& n : req.notes()) {
       auto it = jobs_.find(n.job_id());
       if (it == jobs_.end() || it->second.job.attempt() != n.attempt()) continue;
-      it->second.job.add_history(absl::StrCat(absl::FormatTime("%Y-%m-%d %H:%M:%S", clock_->Now(), absl::LocalTimeZone()),
+      it->second.job.add_history(absl::StrCat(Stamp(),
                                               " task ", n.task_index(), " on ", info.host(), ": ", n.message()));
       if (n.killed() && n.task_index() == 0) it->second.killed_because = n.message();
       noted.insert(n.job_id());
@@ -946,7 +1058,7 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
         for (const QueueConfig& q : config_.queues) {
           if (q.name == rec.request.queue) retries = q.pre_exec_retries;
         }
-        rec.job.add_history(absl::StrCat(absl::FormatTime("%Y-%m-%d %H:%M:%S", clock_->Now(), absl::LocalTimeZone()),
+        rec.job.add_history(absl::StrCat(Stamp(),
                                          " attempt ", rec.job.attempt(), " on ", info.host(), ": ", r.message()));
         // Counted from the history, which is stored: a restarted master counts on.
         auto failures = std::count_if(rec.job.history().begin(), rec.job.history().end(),
@@ -1110,6 +1222,10 @@ std::vector<pb::Queue> Master::ListQueues() {
     o.set_max_slots(q.max_slots);
     o.set_max_slots_per_user(q.max_slots_per_user);
     o.set_balance(q.balance == Balance::kPack ? "pack" : "spread");
+    o.set_run_window(q.run_window.text());
+    o.set_open(scheduler_.QueueOpen(q.name));
+    absl::Time change = q.run_window.NextChange(clock_->Now(), options_.time_zone);
+    if (change != absl::InfiniteFuture()) *o.mutable_window_changes_at() = ToTimestamp(change);
     for (const auto& [id, rec] : jobs_) {
       if (rec.request.queue != q.name) continue;
       if (rec.job.state() == pb::PENDING) o.set_pending_jobs(o.pending_jobs() + 1);
@@ -1271,6 +1387,9 @@ void Master::Loop() {
       next_housekeeping = clock_->Now() + absl::Seconds(1);
       auto checked = CheckHosts();
       if (!checked.ok()) spdlog::error("host check failed: {}", checked.ToString());
+      auto windows = CheckRunWindows();
+      if (!windows.ok()) spdlog::warn("run windows: {} (tried again in a second)", windows.status().ToString());
+      if (windows.ok() && *windows > 0) Wake();
       if (sensors_) {
         bool changed = false;
         {

@@ -59,6 +59,8 @@ struct MasterOptions {
   // apply to the hosts of each record's locale, or to every host. Empty: none.
   std::string sensor_dir;
   absl::Duration sensor_restart_delay = absl::Seconds(5);
+  // Where run windows' hours are read (B6): the master's local time by default.
+  absl::TimeZone time_zone = absl::LocalTimeZone();
 };
 
 struct MasterStats {
@@ -81,7 +83,10 @@ class Master {
   absl::StatusOr<pb::Job> GetJob(int64_t id);
   std::vector<pb::Job> ListJobs(const pb::ListJobsRequest& req);
   absl::StatusOr<pb::Job> Kill(int64_t id);
+  // Suspends a running job (USUSP). A job the system suspended (SSUSP: its run window
+  // closed) becomes the user's: it no longer resumes by itself.
   absl::StatusOr<pb::Job> Suspend(int64_t id);
+  // Resumes a job a user suspended; FAILED_PRECONDITION for one the system suspended.
   absl::StatusOr<pb::Job> Resume(int64_t id);
   absl::StatusOr<pb::Job> Requeue(int64_t id);
   absl::StatusOr<pb::Job> Rerun(int64_t id);
@@ -114,6 +119,9 @@ class Master {
   // Hosts silent longer than host_timeout become unavailable; their jobs rerun (queue
   // setting) or fail.
   absl::Status CheckHosts();
+  // Run windows (B6): suspends the running jobs of queues whose window is closed and
+  // resumes those it suspended once their window opens again. Returns the jobs changed.
+  absl::StatusOr<int> CheckRunWindows();
 
   // Runs ScheduleOnce when woken (submission, resources freed, host change) or every
   // second, and CheckHosts every second, until Stop().
@@ -146,6 +154,14 @@ class Master {
     pb::LaunchRequest request;
   };
 
+  // Suspend and resume, by a user (`system_reason` empty) or by the system.
+  absl::StatusOr<pb::Job> SuspendJob(int64_t id, const std::string& system_reason);
+  absl::StatusOr<pb::Job> ResumeJob(int64_t id, bool by_system);
+  // A job as clients see it: a pending job in a closed queue says so. Caller holds mu_.
+  pb::Job ViewLocked(const JobRecord& rec) const;
+  // Opens and closes queues in the scheduler by their run windows at `now`. Caller holds mu_.
+  void ApplyWindowsLocked(absl::Time now);
+  std::string Stamp() const;  // the time for a history line
   absl::StatusOr<JobRequest> BuildRequest(const pb::JobSpec& spec, int64_t id);
   absl::Status Persist(store::Transaction& txn, const pb::Job& job);
   void Publish(const pb::Job& job);

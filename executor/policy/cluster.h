@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/policy/time_window.h"
 #include "executor/reqstr/requirement.h"
 
 namespace jc::nexec {
@@ -60,6 +61,9 @@ struct QueueConfig {
   // Job controls (B6, LSF's JOB_CONTROLS): shell commands run instead of the signals for
   // suspend, resume and kill; empty: the signal.
   std::string suspend_action, resume_action, kill_action;
+  // Run window (B6, LSF's RUN_WINDOW): jobs are dispatched only inside it, and running
+  // jobs are suspended when it closes and resumed when it opens. Always open by default.
+  TimeWindows run_window;
 };
 
 // What a job asks of the scheduler.

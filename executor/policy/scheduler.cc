@@ -158,6 +158,18 @@ absl::Status Scheduler::UpdateQueue(const QueueConfig& config) {
   return absl::OkStatus();
 }
 
+absl::Status Scheduler::SetQueueOpen(const std::string& name, bool open) {
+  auto it = queues_.find(name);
+  if (it == queues_.end()) return absl::NotFoundError(absl::StrCat("no queue ", name));
+  it->second.open = open;
+  return absl::OkStatus();
+}
+
+bool Scheduler::QueueOpen(const std::string& name) const {
+  auto it = queues_.find(name);
+  return it != queues_.end() && it->second.open;
+}
+
 int Scheduler::QueueJobs(const std::string& name) const {
   int n = 0;
   for (const auto& [id, job] : jobs_) n += job.request.queue == name;
@@ -573,7 +585,7 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
   });
   std::unordered_set<std::string> failed_shapes;
   for (Queue* queue : order) {
-    if (queue->pending.empty()) continue;
+    if (queue->pending.empty() || !queue->open) continue;
     std::unordered_set<int64_t> dispatched;
     for (int64_t id : DispatchOrder(*queue)) {
       if (pack_index_.empty() || std::get<0>(*pack_index_.rbegin()) <= 0) break;  // cluster full

@@ -49,6 +49,9 @@ class Scheduler {
   // Changes a queue's parameters; its waiting and running jobs stay as they are.
   absl::Status UpdateQueue(const QueueConfig& queue);
   bool HasQueue(const std::string& name) const { return queues_.count(name) > 0; }
+  // A closed queue dispatches nothing (its run window is closed); its jobs stay queued.
+  absl::Status SetQueueOpen(const std::string& name, bool open);
+  bool QueueOpen(const std::string& name) const;
   // Jobs (waiting or running) in a queue.
   int QueueJobs(const std::string& name) const;
   absl::Status RemoveQueue(const std::string& name);
@@ -102,6 +105,7 @@ class Scheduler {
     int used_slots = 0;
     std::map<std::string, int> used_by_user;
     std::string last_dispatched_user;  // round robin continues after this user
+    bool open = true;                  // false outside its run window
   };
   struct Job {
     JobRequest request;

@@ -16,6 +16,9 @@
 #include <sstream>
 #include <tuple>
 
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "executor/auth/munge_auth.h"
 #include "nexec/v1/nexec.grpc.pb.h"
 #include "tests/testing/munge_daemon.h"
@@ -460,6 +463,61 @@ TEST_CASE("the configuration reloads on SIGHUP without losing jobs", "[B5][B6]")
   CHECK(c.Job(first)["state"] == "RUNNING");
   c.Cli({"kill", std::to_string(first)});
   c.Cli({"kill", std::to_string(second)});
+}
+
+TEST_CASE("a queue's run window holds its jobs outside it, stops its running jobs when it closes and "
+          "continues them when it opens (SSUSP)",
+          "[B6]") {
+  // The master reads run windows in its local time, as this test does: a window twelve
+  // hours away is closed now, one spanning the whole day is open.
+  const absl::CivilHour now = absl::ToCivilHour(absl::Now(), absl::LocalTimeZone());
+  const int away = (now.hour() + 12) % 24;
+  const std::string closed = absl::StrCat("queues:\n  - name: night\n    run_window: \"", away, ":00-", away,
+                                          ":59\"\n");
+  const std::string open = "queues:\n  - name: night\n    run_window: \"0:00-23:59\"\n";
+  Cluster c("windows", closed);
+  c.AddAgent("node1", "cpus=2,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  std::string count = c.path("count");
+  int64_t id = c.Submit({"--", "i=0; while true; do i=$((i+1)); echo $i > " + count + "; sleep 0.02; done"});
+  // Outside the window it waits, saying why; the queue shows it inactive.
+  auto pending = c.Job(id);
+  CHECK(pending["state"] == "PENDING");
+  CHECK_THAT(pending.value("reason", ""), Catch::Contains("queue night is outside its run window"));
+  auto queues = c.Cli({"queues"});
+  INFO(queues.out);
+  CHECK(queues.out.find("Inact_Win") != std::string::npos);
+
+  c.WriteConfig(open);
+  c.SignalMaster(SIGHUP);
+  REQUIRE(c.WaitState(id, "RUNNING"));
+  REQUIRE(WaitUntil([&] { return !ReadFile(count).empty(); }));
+  int pid = c.TaskPid(id);
+
+  // The window closes: the system stops the job (SSUSP), and a user cannot resume it.
+  c.WriteConfig(closed);
+  c.SignalMaster(SIGHUP);
+  REQUIRE(c.WaitState(id, "SUSPENDED"));
+  CHECK(WaitUntil([&] { return ProcState(pid) == 'T'; }));
+  auto listed = c.Cli({"jobs"});
+  INFO(listed.out);
+  CHECK(listed.out.find("SSUSP") != std::string::npos);
+  auto refused = c.Cli({"resume", std::to_string(id)});
+  CHECK(refused.code != 0);
+  CHECK(refused.out.find("resumes by itself") != std::string::npos);
+  std::string frozen = ReadFile(count);
+
+  // It opens again: the job continues where it stopped, and its history says both.
+  c.WriteConfig(open);
+  c.SignalMaster(SIGHUP);
+  REQUIRE(c.WaitState(id, "RUNNING"));
+  CHECK(WaitUntil([&] { return ReadFile(count) != frozen; }));
+  auto history = c.Job(id)["history"];
+  REQUIRE(history.size() == 2);
+  CHECK_THAT(history[0].get<std::string>(), Catch::Contains("suspended: queue night is outside its run window"));
+  CHECK_THAT(history[1].get<std::string>(), Catch::Contains("resumed by the system"));
+  REQUIRE(c.Cli({"kill", std::to_string(id)}).code == 0);
+  REQUIRE(c.WaitState(id, "EXIT"));
 }
 
 TEST_CASE("an unprivileged account cannot submit as root or act on another user's job, and forged "

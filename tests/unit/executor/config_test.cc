@@ -28,6 +28,7 @@ queues:
     gpu_shared: false
     interactive: false
     rerun_on_host_failure: true
+    run_window: "20:00-6:00  0:0:0-0:23:59"
   - name: normal
 default_queue: normal
 )");
@@ -47,6 +48,8 @@ default_queue: normal
   CHECK_FALSE(gpu.allow_interactive);
   CHECK(gpu.rerun_on_host_failure);
   CHECK(gpu.hosts[0] == "node1+2");
+  CHECK(gpu.run_window.text() == "20:00-6:00 0:0:0-0:23:59");
+  CHECK(c->queues[1].run_window.always_open());
   CHECK(c->default_queue == "normal");
   CHECK(ParseConfig("")->queues[0].name == "normal");  // no file: one open queue
 }
@@ -56,6 +59,8 @@ TEST_CASE("bad configuration entries are named in the error", "[B5][C5]") {
       {"queues:\n  - name: q\n    balance: pile\n", "queues[0].balance: expected \"pack\" or \"spread\", got \"pile\""},
       {"queues:\n  - {name: q, pre_exec_timeout: soon}\n", "queues[0].pre_exec_timeout: expected a duration"},
       {"queues:\n  - {name: q, pre_exec_timeout: -5s}\n", "queues[0].pre_exec_timeout: expected a duration"},
+      {"queues:\n  - {name: q, run_window: \"1:8:0-18:00\"}\n", "queues[0].run_window: time window \"1:8:0-18:00\": both ends"},
+      {"queues:\n  - {name: q, run_window: \"night\"}\n", "queues[0].run_window: time window \"night\": expected begin-end"},
       {"queues:\n  - {name: q, pre_exec_retries: -1}\n", "queues[0].pre_exec_retries: must not be negative"},
       {"queues:\n  - name: q\n    max_slots: lots\n", "queues[0].max_slots: has the wrong type"},
       {"queues:\n  - name: q\n    colour: red\n", "queues[0]: unknown key \"colour\""},

@@ -223,3 +223,83 @@ TEST_CASE("a submission with a key the master knows returns the job that key cre
   CHECK(*after == first);
   CHECK(restarted.ListJobs({}).size() == 2);
 }
+
+TEST_CASE("a queue's run window holds dispatch outside it, suspends its running jobs when it closes and "
+          "resumes them when it opens, also after a restart",
+          "[B6]") {
+  auto store = jc::testing::MakeTestStore();
+  FakeDialer dialer;
+  // Saturday 2026-11-28 12:00 UTC; the window is Monday 8:00 to Friday 18:00.
+  const absl::TimeZone utc = absl::UTCTimeZone();
+  auto at = [&](int day, int hour, int minute) {
+    return absl::FromCivil(absl::CivilMinute(2026, 11, day, hour, minute), utc);
+  };
+  jc::FakeClock clock(at(28, 12, 0));
+  auto config = ParseConfig(R"(
+queues:
+  - name: day
+    run_window: "1:8:0-5:18:0"
+)");
+  REQUIRE(config.ok());
+  MasterOptions options;
+  options.time_zone = utc;
+  auto master = std::make_unique<Master>(store.get(), &clock, &dialer, *config, options);
+  REQUIRE(master->Heartbeat(Beat("h1")).ok());
+  int64_t id = *master->Submit(Spec("sleep 1000"));
+
+  // Outside the window: nothing dispatched, and the job and queue say why and until when.
+  CHECK(*master->ScheduleOnce() == 0);
+  CHECK(master->GetJob(id)->reason() ==
+        "queue day is outside its run window (1:8:0-5:18:0); it opens at 2026-11-30 08:00");
+  pb::Queue q = master->ListQueues().at(0);
+  CHECK_FALSE(q.open());
+  CHECK(q.run_window() == "1:8:0-5:18:0");
+  CHECK(q.window_changes_at().seconds() == absl::ToUnixSeconds(at(30, 8, 0)));
+
+  // Monday 8:00: it runs.
+  clock.Advance(at(30, 8, 0) - clock.Now());
+  REQUIRE(*master->ScheduleOnce() == 1);
+  WaitLaunches(dialer, 1);
+  CHECK(master->GetJob(id)->reason().empty());
+  CHECK(*master->CheckRunWindows() == 0);
+
+  // Friday 18:01: the system suspends it, and only the system resumes it.
+  clock.Advance(absl::FromCivil(absl::CivilMinute(2026, 12, 4, 18, 1), utc) - clock.Now());
+  REQUIRE(*master->CheckRunWindows() == 1);
+  auto suspended = master->GetJob(id);
+  CHECK(suspended->state() == pb::SUSPENDED);
+  CHECK(suspended->system_suspend_reason() == "queue day is outside its run window (1:8:0-5:18:0)");
+  CHECK(dialer.signals.back().action() == pb::SignalRequest::SUSPEND);
+  auto refused = master->Resume(id);
+  CHECK(absl::IsFailedPrecondition(refused.status()));
+  CHECK_THAT(std::string(refused.status().message()), Catch::Contains("resumes by itself"));
+  CHECK(*master->CheckRunWindows() == 0);  // no second suspend
+
+  // A restarted master still knows the system suspended it, and resumes it Monday 8:00.
+  master.reset();
+  master = std::make_unique<Master>(store.get(), &clock, &dialer, *config, options);
+  REQUIRE(master->Recover().ok());
+  CHECK(master->GetJob(id)->state() == pb::SUSPENDED);
+  CHECK(*master->CheckRunWindows() == 0);
+  clock.Advance(absl::FromCivil(absl::CivilMinute(2026, 12, 7, 8, 0), utc) - clock.Now());
+  REQUIRE(*master->CheckRunWindows() == 1);
+  auto resumed = master->GetJob(id);
+  CHECK(resumed->state() == pb::RUNNING);
+  CHECK(resumed->system_suspend_reason().empty());
+  CHECK(dialer.signals.back().action() == pb::SignalRequest::RESUME);
+  REQUIRE(resumed->history_size() == 2);
+  CHECK_THAT(resumed->history(0), Catch::Contains("suspended: queue day is outside its run window"));
+  CHECK_THAT(resumed->history(1), Catch::Contains("resumed by the system"));
+
+  // A user who suspends a system-suspended job makes it theirs: the window no longer
+  // resumes it, the user does.
+  clock.Advance(absl::FromCivil(absl::CivilMinute(2026, 12, 11, 19, 0), utc) - clock.Now());
+  REQUIRE(*master->CheckRunWindows() == 1);
+  REQUIRE(master->Suspend(id).ok());
+  CHECK(master->GetJob(id)->system_suspend_reason().empty());
+  clock.Advance(absl::FromCivil(absl::CivilMinute(2026, 12, 14, 9, 0), utc) - clock.Now());
+  CHECK(*master->CheckRunWindows() == 0);
+  CHECK(master->GetJob(id)->state() == pb::SUSPENDED);
+  REQUIRE(master->Resume(id).ok());
+  CHECK(master->GetJob(id)->state() == pb::RUNNING);
+}
