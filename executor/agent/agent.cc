@@ -275,6 +275,10 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   t.stdout_path = req.stdout_path();
   t.stderr_path = req.stderr_path();
   t.job_id = absl::StrCat(req.job_id());
+  t.stdin_pipe = req.interactive() || req.tty();
+  t.tty = req.tty();
+  t.tty_rows = req.tty_rows();
+  t.tty_cols = req.tty_cols();
   // What nexec-run inside the task needs to reach the master, as the agent does.
   t.env["NEXEC_MASTER"] = options_.master_address;
   t.env["NEXEC_TASK_INDEX"] = absl::StrCat(req.task_index());
@@ -308,6 +312,7 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   }
   TaskLaunch first = t;
   if (!req.pre_exec().empty()) {
+    first.stdin_pipe = first.tty = false;  // the submitter's input is for the command
     // The pre-exec runs first, as the task would (user, environment, directory, output);
     // the command starts when it exits 0.
     info.phase = TaskInfo::Phase::kPre;
@@ -406,6 +411,7 @@ bool Agent::NextPhase(const std::string& key, TaskInfo& t, int exit_code, pb::Ta
       {
         TaskLaunch post = t.command;
         post.command = t.post_exec;
+        post.stdin_pipe = post.tty = false;
         if (start(post, TaskInfo::Phase::kPost)) return true;
       }
       return false;
@@ -517,6 +523,31 @@ absl::Status Agent::RunAction(const std::string& key, TaskInfo& t, const std::st
                         absl::StrCat("the job control action could not start: ", started.status().message()));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> Agent::SendInput(const pb::InputRequest& req) {
+  const std::string key = TaskKey(req.job_id(), req.task_index(), req.attempt());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = tasks_.find(key);
+    if (it == tasks_.end()) {
+      return absl::FailedPreconditionError(absl::StrCat("task ", key, " does not run on ", options_.host));
+    }
+    if (it->second.phase != TaskInfo::Phase::kCommand) {
+      // Its pre-exec runs (or its post-exec): input waits for the command.
+      return absl::UnavailableError(absl::StrCat("job ", req.job_id(), "'s command has not started yet"));
+    }
+  }
+  if (req.rows() > 0 && req.cols() > 0) {
+    auto sized = runner_.SetTerminalSize(key, req.rows(), req.cols());
+    if (!sized.ok()) spdlog::debug("task {}: {}", key, sized.ToString());  // a pipe has no size
+  }
+  size_t accepted = 0;
+  if (!req.data().empty()) {
+    JC_ASSIGN_OR_RETURN(accepted, runner_.WriteInput(key, req.data(), absl::Seconds(5)));
+  }
+  if (req.eof() && accepted == req.data().size()) JC_RETURN_IF_ERROR(runner_.CloseInput(key));
+  return static_cast<int64_t>(accepted);
 }
 
 absl::Status Agent::Signal(const pb::SignalRequest& req) {
@@ -754,6 +785,14 @@ class AgentService final : public pb::Agent::Service {
                       pb::SignalResponse*) override {
     NEXEC_FROM_MASTER("Signal");
     return ToGrpcStatus(agent_->Signal(*req));
+  }
+  grpc::Status SendInput(grpc::ServerContext* ctx, const pb::InputRequest* req,
+                         pb::InputResponse* resp) override {
+    NEXEC_FROM_MASTER("SendInput");
+    auto accepted = agent_->SendInput(*req);
+    if (!accepted.ok()) return ToGrpcStatus(accepted.status());
+    resp->set_accepted(*accepted);
+    return grpc::Status::OK;
   }
   grpc::Status ReadLog(grpc::ServerContext* ctx, const pb::ReadLogRequest* req,
                        grpc::ServerWriter<pb::LogChunk>* writer) override {

@@ -83,6 +83,8 @@ class Agent {
   // The gRPC handlers call these.
   absl::StatusOr<int> Launch(const pb::LaunchRequest& req);
   absl::Status Signal(const pb::SignalRequest& req);
+  // Interactive jobs: input for a task's command; answers the bytes it took.
+  absl::StatusOr<int64_t> SendInput(const pb::InputRequest& req);
   absl::StatusOr<std::string> ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes);
 
   // nexec_agent_heartbeats_total{result}, nexec_agent_launches_total{result},

@@ -3,6 +3,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
+#include <pty.h>
+#include <sys/ioctl.h>
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
@@ -18,6 +21,7 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -35,7 +39,8 @@ struct ChildError {
   int err;
 };
 constexpr const char* kSteps[] = {"setpgid", "open stdout", "open stderr", "setgid",
-                                  "initgroups", "setuid", "chdir", "exec", "sched_setaffinity"};
+                                  "initgroups", "setuid", "chdir", "exec", "sched_setaffinity",
+                                  "setsid", "set the controlling terminal"};
 
 struct UserInfo {
   uid_t uid;
@@ -60,6 +65,8 @@ absl::StatusOr<UserInfo> LookupUser(const std::string& name) {
 
 }  // namespace
 
+TaskRunner::TaskRunner() { signal(SIGPIPE, SIG_IGN); }
+
 TaskRunner::~TaskRunner() {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [key, pid] : tasks_) {
@@ -67,6 +74,116 @@ TaskRunner::~TaskRunner() {
     kill(-pid, SIGKILL);
     waitpid(pid, nullptr, 0);
   }
+  for (auto& [key, input] : inputs_) CloseInputNow(input);
+}
+
+void TaskRunner::CloseInputNow(Input& input) {
+  if (input.copier) {
+    input.stop->store(true);
+    input.copier->join();
+    input.copier.reset();
+  }
+  if (input.fd >= 0) close(input.fd);
+  if (input.out_fd >= 0) close(input.out_fd);
+  input.fd = input.out_fd = -1;
+}
+
+void TaskRunner::CopyTerminal(int master_fd, int out_fd, const std::atomic<bool>* stop) {
+  char buf[16384];
+  while (true) {
+    pollfd p{master_fd, POLLIN, 0};
+    int ready = poll(&p, 1, 100);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) {
+      if (stop->load()) return;  // the task ended and nothing more came
+      continue;
+    }
+    ssize_t n = read(master_fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      // EIO: every process closed the terminal. Wait for the end rather than spin.
+      while (!stop->load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      return;
+    }
+    for (ssize_t done = 0; done < n;) {
+      ssize_t w = write(out_fd, buf + done, static_cast<size_t>(n - done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) break;  // the output file went away: the terminal still drains
+      done += w;
+    }
+  }
+}
+
+absl::StatusOr<size_t> TaskRunner::WriteInput(const std::string& key, const std::string& data,
+                                              absl::Duration wait) {
+  int fd = -1;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = inputs_.find(key);
+    if (it == inputs_.end() || it->second.fd < 0) {
+      return absl::FailedPreconditionError(absl::StrCat("task ", key, " takes no input"));
+    }
+    // A duplicate, so the write can wait without holding the lock and a close meanwhile
+    // cannot hand the number to another file.
+    fd = dup(it->second.fd);
+    if (fd < 0) return absl::InternalError(absl::StrCat("dup: ", std::strerror(errno)));
+  }
+  const absl::Time deadline = absl::Now() + wait;
+  size_t done = 0;
+  absl::Status error = absl::OkStatus();
+  while (done < data.size()) {
+    ssize_t n = write(fd, data.data() + done, data.size() - done);
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {
+      int left = static_cast<int>(absl::ToInt64Milliseconds(deadline - absl::Now()));
+      if (left <= 0) break;
+      pollfd p{fd, POLLOUT, 0};
+      poll(&p, 1, left);
+      continue;
+    }
+    error = absl::FailedPreconditionError(
+        absl::StrCat("task ", key, " closed its input (", std::strerror(errno), ")"));
+    break;
+  }
+  close(fd);
+  if (done == 0 && !error.ok()) return error;
+  return done;
+}
+
+absl::Status TaskRunner::CloseInput(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = inputs_.find(key);
+  if (it == inputs_.end() || it->second.fd < 0) {
+    return absl::FailedPreconditionError(absl::StrCat("task ", key, " takes no input"));
+  }
+  if (it->second.tty) {
+    // A terminal has no end of input; ^D is what a reading program takes for one.
+    const char eot = 4;
+    (void)!write(it->second.fd, &eot, 1);
+    return absl::OkStatus();
+  }
+  close(it->second.fd);
+  it->second.fd = -1;
+  return absl::OkStatus();
+}
+
+absl::Status TaskRunner::SetTerminalSize(const std::string& key, int rows, int cols) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = inputs_.find(key);
+  if (it == inputs_.end() || !it->second.tty || it->second.fd < 0) {
+    return absl::FailedPreconditionError(absl::StrCat("task ", key, " has no terminal"));
+  }
+  winsize ws{};
+  ws.ws_row = static_cast<unsigned short>(rows);
+  ws.ws_col = static_cast<unsigned short>(cols);
+  if (ioctl(it->second.fd, TIOCSWINSZ, &ws) != 0) {
+    return absl::InternalError(absl::StrCat("TIOCSWINSZ: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<pid_t> TaskRunner::Launch(const TaskLaunch& t) {
@@ -176,16 +293,52 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   for (int c : t.cpus) {
     if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &cpus);
   }
-  if (!switch_user && t.cpus.empty()) return Spawn(t.key, argv, envp.data(), out_path, err_path, cwd);
+  if (!switch_user && t.cpus.empty() && !t.stdin_pipe && !t.tty) {
+    return Spawn(t.key, argv, envp.data(), out_path, err_path, cwd);
+  }
+
+  // Interactive input: a pipe, or a pseudo-terminal; the agent keeps the writing side.
+  Input input;
+  int child_in = -1;  // the child's stdin (and, for a terminal, stdout and stderr)
+  if (t.tty) {
+    int master = -1, slave = -1;
+    winsize ws{};
+    ws.ws_row = static_cast<unsigned short>(t.tty_rows > 0 ? t.tty_rows : 24);
+    ws.ws_col = static_cast<unsigned short>(t.tty_cols > 0 ? t.tty_cols : 80);
+    if (openpty(&master, &slave, nullptr, nullptr, &ws) != 0) {
+      return absl::ResourceExhaustedError(absl::StrCat("openpty: ", std::strerror(errno)));
+    }
+    fcntl(master, F_SETFD, FD_CLOEXEC);
+    fcntl(slave, F_SETFD, FD_CLOEXEC);
+    fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK);
+    if (switch_user) (void)fchown(slave, user->uid, user->gid);
+    input.fd = master;
+    input.tty = true;
+    input.out_fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    child_in = slave;
+  } else if (t.stdin_pipe) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+    fcntl(fds[1], F_SETFL, fcntl(fds[1], F_GETFL) | O_NONBLOCK);
+    input.fd = fds[1];
+    child_in = fds[0];
+  }
+  auto drop_input = [&] {
+    if (child_in >= 0) close(child_in);
+    CloseInputNow(input);
+  };
 
   int pipefd[2];
   if (pipe2(pipefd, O_CLOEXEC) != 0) {
+    drop_input();
     return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
   }
+  const bool tty = t.tty;
   pid_t pid = fork();
   if (pid < 0) {
     close(pipefd[0]);
     close(pipefd[1]);
+    drop_input();
     return absl::ResourceExhaustedError(absl::StrCat("fork: ", std::strerror(errno)));
   }
   if (pid == 0) {
@@ -199,15 +352,25 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
     signal(SIGPIPE, SIG_DFL);
-    if (setpgid(0, 0) != 0) fail(0);
-    int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (out < 0) fail(1);
-    int err = err_path == out_path ? out : open(err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (err < 0) fail(2);
-    int in = open("/dev/null", O_RDONLY);
-    dup2(in, 0);
-    dup2(out, 1);
-    dup2(err, 2);
+    if (tty) {
+      // Its own session with the terminal as its controlling one: ^C typed at the
+      // submitter's terminal reaches the task's foreground processes as SIGINT.
+      if (setsid() < 0) fail(9);
+      if (ioctl(child_in, TIOCSCTTY, 0) != 0) fail(10);
+      dup2(child_in, 0);
+      dup2(child_in, 1);
+      dup2(child_in, 2);
+    } else {
+      if (setpgid(0, 0) != 0) fail(0);
+      int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (out < 0) fail(1);
+      int err = err_path == out_path ? out : open(err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (err < 0) fail(2);
+      int in = child_in >= 0 ? child_in : open("/dev/null", O_RDONLY);
+      dup2(in, 0);
+      dup2(out, 1);
+      dup2(err, 2);
+    }
     if (switch_user) {
       if (setgid(user->gid) != 0) fail(3);
       if (initgroups(user->name.c_str(), user->gid) != 0) fail(4);
@@ -219,16 +382,29 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
     fail(7);
   }
   close(pipefd[1]);
+  if (child_in >= 0) close(child_in);
+  child_in = -1;
   // The child also calls setpgid; doing it here too closes the race where a signal to
-  // the group arrives before the child got there.
-  setpgid(pid, pid);
+  // the group arrives before the child got there. (A terminal's task makes its own
+  // session, which setpgid here would prevent; it is done before exec, and so before
+  // this call returns.)
+  if (!tty) setpgid(pid, pid);
   ChildError e{};
   ssize_t n = read(pipefd[0], &e, sizeof(e));
   close(pipefd[0]);
   if (n == static_cast<ssize_t>(sizeof(e))) {
     waitpid(pid, nullptr, 0);
+    drop_input();
     return absl::FailedPreconditionError(absl::StrCat("cannot start task ", t.key, ": ",
                                                       kSteps[e.step], ": ", std::strerror(e.err)));
+  }
+  if (input.fd >= 0) {
+    if (input.tty) {
+      input.stop = std::make_unique<std::atomic<bool>>(false);
+      input.copier = std::make_unique<std::thread>(CopyTerminal, input.fd, input.out_fd, input.stop.get());
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    inputs_[t.key] = std::move(input);
   }
   return pid;
 }
@@ -347,6 +523,10 @@ absl::Status TaskRunner::Kill(const std::string& key) {
 
 std::vector<TaskExit> TaskRunner::Reap() {
   std::vector<TaskExit> out;
+  std::vector<Input> ended_inputs;  // closed after the lock: a terminal's copier drains first
+  absl::Cleanup close_inputs = [&] {
+    for (Input& input : ended_inputs) CloseInputNow(input);
+  };
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = tasks_.begin(); it != tasks_.end();) {
     if (it->second <= 0) {  // still starting
@@ -361,6 +541,10 @@ std::vector<TaskExit> TaskRunner::Reap() {
       // processes never outlive it.
       kill(-it->second, SIGKILL);
       out.push_back({it->first, code});
+      if (auto in = inputs_.find(it->first); in != inputs_.end()) {
+        ended_inputs.push_back(std::move(in->second));
+        inputs_.erase(in);
+      }
       it = tasks_.erase(it);
     } else {
       ++it;

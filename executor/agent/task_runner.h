@@ -8,14 +8,18 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <map>
+#include <memory>
 #include <set>
+#include <thread>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 
 namespace jc::nexec {
 
@@ -32,6 +36,12 @@ struct TaskLaunch {
   std::string stderr_path;
   std::string hostfile_path;  // written when hosts span more than this host
   std::string job_id;
+  // Interactive (nexec submit -I): stdin is a pipe fed by WriteInput instead of
+  // /dev/null; with `tty` (-Ip) the task runs in its own session on a pseudo-terminal
+  // whose output goes to stdout_path (stderr included).
+  bool stdin_pipe = false;
+  bool tty = false;
+  int tty_rows = 0, tty_cols = 0;  // the terminal's first size; 0: 24x80
 };
 
 struct TaskUsage {
@@ -51,6 +61,9 @@ struct TaskExit {
 
 class TaskRunner {
  public:
+  // Ignores SIGPIPE in this process (a write to the input of a command that exited must
+  // fail, not kill the agent); tasks start with it at its default.
+  TaskRunner();
   ~TaskRunner();  // kills every task still running
 
   // Starts the task; returns its pid (= its process group id). Errors (unknown user,
@@ -63,6 +76,14 @@ class TaskRunner {
   absl::Status Kill(const std::string& key);     // SIGKILL to the process group
   // Any other signal to the process group (nexec-run forwards what it gets).
   absl::Status Signal(const std::string& key, int signal) { return SignalGroup(key, signal); }
+
+  // Interactive tasks: writes `data` to the task's stdin (or terminal), waiting at most
+  // `wait` for the command to read; answers how much it took. FailedPrecondition when the
+  // task takes no input (not interactive, not started yet, or its input is closed).
+  absl::StatusOr<size_t> WriteInput(const std::string& key, const std::string& data, absl::Duration wait);
+  // End of input: the pipe is closed; a terminal gets ^D (EOF to a reading program).
+  absl::Status CloseInput(const std::string& key);
+  absl::Status SetTerminalSize(const std::string& key, int rows, int cols);
 
   // Collects tasks that ended since the last call (non-blocking).
   std::vector<TaskExit> Reap();
@@ -79,9 +100,24 @@ class TaskRunner {
                               const std::string& out_path, const std::string& err_path,
                               const std::string& cwd);
   absl::Status SignalGroup(const std::string& key, int signal);
+  // Copies a terminal's output to the task's stdout file until `stop` is set and nothing
+  // more comes (the task ended).
+  static void CopyTerminal(int master_fd, int out_fd, const std::atomic<bool>* stop);
+
+  // An interactive task's input: the write end of its stdin pipe, or its terminal's
+  // master side (with the thread that copies the terminal's output).
+  struct Input {
+    int fd = -1;
+    bool tty = false;
+    int out_fd = -1;
+    std::unique_ptr<std::atomic<bool>> stop;
+    std::unique_ptr<std::thread> copier;
+  };
+  static void CloseInputNow(Input& input);
 
   mutable std::mutex mu_;
   std::map<std::string, pid_t> tasks_;  // pid 0 while starting
+  std::map<std::string, Input> inputs_;
 };
 
 // The fields of /proc/<pid>/stat after the command name, from field 3 (state) on: [0] is

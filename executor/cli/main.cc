@@ -1,7 +1,7 @@
 // nexec: the executor's command line (SPEC B11).
 //   nexec submit [-n N] [-R req] [-q queue] [-J name] [-o out] [-e err] [--gpus N]
 //                [--exclusive] [--user U] [--key K] [--env all|none|VAR,...] [-E pre] [-Ep post]
-//                [--] command...
+//                [-I | -Ip] [--] command...
 //   nexec jobs [-u user] [-q queue] [-a] | job ID | hosts [-l] | queues
 //   nexec kill|suspend|resume|requeue ID
 //   nexec logs ID [-t TASK] [-e] [-f]
@@ -11,6 +11,7 @@
 #include <grpcpp/grpcpp.h>
 #include <google/protobuf/util/json_util.h>
 #include <pwd.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +29,7 @@
 #include "absl/time/time.h"
 #include "executor/auth/munge_auth.h"
 #include "executor/cli/environment.h"
+#include "executor/cli/interactive.h"
 #include "nexec/v1/nexec.grpc.pb.h"
 
 namespace pb = ::nexec::v1;
@@ -38,7 +40,8 @@ constexpr const char* kUsage =
     "usage: nexec [--master=host:port] [--munge_socket=PATH] COMMAND ...\n"
     "  submit [-n N] [-R req] [-q queue] [-J name] [-o out] [-e err] [--gpus N]\n"
     "         [--exclusive] [--user U] [--key K] [--env all|none|VAR,...] [-E pre] [-Ep post]\n"
-    "         [--] command...\n"
+    "         [-I | -Ip] [--] command...\n"
+    "         -I: interactive, stdin and output here; -Ip: on a pseudo-terminal\n"
     "         --env: the environment the job's tasks get (default all: this one's)\n"
     "  jobs [-u user] [-q queue] [-a] [--json]      list jobs (-a: finished too)\n"
     "  job ID [--json]                              one job in full\n"
@@ -185,6 +188,7 @@ int main(int argc, char** argv) {
     char cwd[4096];
     if (getcwd(cwd, sizeof(cwd)) != nullptr) s->set_cwd(cwd);
     std::string env = "all";
+    bool interactive = false, tty = false;
     size_t i = 0;
     auto value = [&](const std::string& flag) -> std::optional<std::string> {
       if (i + 1 >= args.size()) return std::nullopt;
@@ -201,6 +205,11 @@ int main(int argc, char** argv) {
       int n = 0;
       if (a == "--exclusive") {
         s->set_exclusive(true);
+        continue;
+      }
+      if (a == "-I" || a == "-Ip" || a == "-Is") {  // LSF: -Ip and -Is with a pseudo-terminal
+        interactive = true;
+        tty = a != "-I";
         continue;
       }
       if (a == "--help" || a == "-h") return Usage(true);
@@ -241,10 +250,27 @@ int main(int argc, char** argv) {
     if (command.empty()) return Fail("submit: no command given");
     for (auto& [k, v] : jc::nexec::EnvironmentToSend(env, std::cerr)) (*s->mutable_env())[k] = v;
     s->set_command(absl::StrJoin(command, " "));
+    s->set_interactive(interactive);
+    s->set_tty(tty);
+    if (winsize ws{}; tty && isatty(0) && ioctl(0, TIOCGWINSZ, &ws) == 0) {
+      s->set_tty_rows(ws.ws_row);
+      s->set_tty_cols(ws.ws_col);
+    }
     pb::SubmitResponse resp;
     auto c = ctx("Submit", req);
     grpc::Status st = stub->Submit(c.get(), req, &resp);
     if (!st.ok()) return Fail(st);
+    if (interactive) {
+      // The job's output is this command's: the messages go to stderr, as bsub -I's do.
+      std::cerr << "Job <" << resp.job_id() << "> is submitted"
+                << (s->queue().empty() ? "" : " to queue <" + s->queue() + ">") << "." << std::endl;
+      auto make = [&ctx](absl::string_view method, const google::protobuf::Message& request) {
+        return ctx(method, request);
+      };
+      int code = jc::nexec::RunInteractive(stub.get(), make, resp.job_id(), tty);
+      std::cout << std::flush;
+      _exit(code);  // the input thread may still wait on stdin
+    }
     if (json) {
       std::cout << Json(resp) << "\n";
     } else {

@@ -223,6 +223,7 @@ absl::StatusOr<int64_t> Master::Submit(pb::JobSpec spec) {
   if (spec.command().empty()) return absl::InvalidArgumentError("the job has no command");
   if (spec.user().empty()) return absl::InvalidArgumentError("the job names no user");
   if (spec.slots() < 0) return absl::InvalidArgumentError("-n must be at least 1");
+  if (spec.tty()) spec.set_interactive(true);  // a terminal is for an interactive job
   pb::Job job;
   JobRequest req;
   const std::string key = spec.submit_key();
@@ -366,6 +367,10 @@ pb::LaunchRequest Master::MakeLaunch(const pb::Job& job) const {
     l.set_resume_action(q.resume_action);
     l.set_kill_action(q.kill_action);
     l.set_kill_grace_seconds(10);
+    l.set_interactive(job.spec().interactive());
+    l.set_tty(job.spec().tty());
+    l.set_tty_rows(job.spec().tty_rows());
+    l.set_tty_cols(job.spec().tty_cols());
   }
   return l;
 }
@@ -774,6 +779,30 @@ absl::StatusOr<pb::Job> Master::Requeue(int64_t id) {
   }
   JC_RETURN_IF_ERROR(SignalTasks(job, pb::SignalRequest::KILL));
   return job;
+}
+
+absl::StatusOr<int64_t> Master::SendInput(pb::InputRequest req) {
+  std::string address;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(req.job_id());
+    if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", req.job_id()));
+    const pb::Job& job = it->second.job;
+    if (!job.spec().interactive()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", job.id(), " is not interactive (nexec submit -I takes input)"));
+    }
+    if (req.task_index() != 0) return absl::InvalidArgumentError("only the job's command (task 0) takes input");
+    if (job.state() == pb::DONE || job.state() == pb::EXIT) {
+      return absl::FailedPreconditionError(absl::StrCat("job ", job.id(), " has ended"));
+    }
+    if (job.state() == pb::PENDING || job.tasks().empty() || it->second.launch_in_flight) {
+      return absl::UnavailableError(absl::StrCat("job ", job.id(), " has not started yet"));
+    }
+    address = AddressOf(job.tasks(0).host());
+    req.set_attempt(job.attempt());
+  }
+  return dialer_->SendInput(address, req);
 }
 
 absl::StatusOr<pb::Job> Master::Suspend(int64_t id) { return SuspendJob(id, ""); }

@@ -47,6 +47,10 @@ class AgentDialer {
     return out;
   }
   virtual absl::Status Signal(const std::string& address, const pb::SignalRequest& req) = 0;
+  // Input for an interactive task; answers the bytes the agent took.
+  virtual absl::StatusOr<int64_t> SendInput(const std::string& address, const pb::InputRequest& req) {
+    return absl::UnimplementedError("this dialer passes no input");
+  }
   // Reads a task's output from `offset`, at most `max_bytes`.
   virtual absl::StatusOr<std::string> ReadLog(const std::string& address,
                                               const pb::ReadLogRequest& req, int64_t max_bytes) = 0;
@@ -100,6 +104,9 @@ class Master {
   // running; the agent's error when it cannot start it (the task is then recorded as
   // exited 127).
   absl::StatusOr<pb::Task> RunTask(const pb::RunTaskRequest& req);
+  // Interactive jobs (submit -I): input for the running job's command, through its agent;
+  // answers the bytes taken. UNAVAILABLE while it has not started (the caller retries).
+  absl::StatusOr<int64_t> SendInput(pb::InputRequest req);
   // Forwards `signal` to a task's process group.
   absl::StatusOr<pb::Job> SignalTask(const pb::SignalTaskRequest& req);
 

@@ -100,6 +100,14 @@ class MasterService final : public pb::Master::Service {
     if (auto s = m_->MayControl(Of(caller), req->job_id()); !s.ok()) return ToGrpcStatus(s);
     return Control(m_->SignalTask(*req), resp);
   }
+  Status SendInput(ServerContext* ctx, const pb::InputRequest* req, pb::InputResponse* resp) override {
+    NEXEC_CALLER(caller, "SendInput");
+    if (auto s = m_->MayControl(Of(caller), req->job_id()); !s.ok()) return ToGrpcStatus(s);
+    auto accepted = m_->SendInput(*req);
+    if (!accepted.ok()) return ToGrpcStatus(accepted.status());
+    resp->set_accepted(*accepted);
+    return Status::OK;
+  }
   Status Watch(ServerContext* ctx, const pb::WatchRequest* req,
                grpc::ServerWriter<pb::JobEvent>* writer) override {
     NEXEC_CALLER(caller, "Watch");
@@ -147,7 +155,8 @@ class MasterService final : public pb::Master::Service {
       ended = job->state() == pb::DONE || job->state() == pb::EXIT ||
               (req->task_index() > 0 && req->task_index() < job->tasks_size() &&
                job->tasks(req->task_index()).state() == pb::TASK_EXITED);
-      if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(200));  // follow: poll the file
+      // Follow: poll the file; quickly for an interactive job, whose user waits on it.
+      if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(job->spec().interactive() ? 40 : 200));
     }
     return Status::OK;
   }
@@ -214,6 +223,15 @@ class GrpcAgentDialer final : public AgentDialer {
     pb::SignalResponse resp;
     JC_RETURN_IF_ERROR(auth_.Sign(&ctx, "Signal", req));
     return FromGrpcStatus(Stub(address)->Signal(&ctx, req, &resp));
+  }
+  absl::StatusOr<int64_t> SendInput(const std::string& address, const pb::InputRequest& req) override {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    pb::InputResponse resp;
+    JC_RETURN_IF_ERROR(auth_.Sign(&ctx, "SendInput", req));
+    grpc::Status s = Stub(address)->SendInput(&ctx, req, &resp);
+    if (!s.ok()) return FromGrpcStatus(s);
+    return resp.accepted();
   }
   absl::StatusOr<std::string> ReadLog(const std::string& address, const pb::ReadLogRequest& req,
                                       int64_t max_bytes) override {

@@ -520,6 +520,74 @@ TEST_CASE("a queue's run window holds its jobs outside it, stops its running job
   REQUIRE(c.WaitState(id, "EXIT"));
 }
 
+TEST_CASE("an interactive job (submit -I) reads the submitter's input, and its output and exit code come "
+          "back to the submitter, and -Ip runs it on a terminal",
+          "[B6][B11]") {
+  Cluster c("interactive", "queues:\n  - name: normal\n  - name: batch\n    interactive: false\n");
+  c.AddAgent("node1", "cpus=2,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  // A shell pipeline, as a user types it: input from printf, output and errors to files.
+  auto session = [&](const std::string& input, const std::string& options, const std::string& command) {
+    static int n = 0;
+    std::string out = c.path("session" + std::to_string(n) + ".out");
+    std::string err = c.path("session" + std::to_string(n++) + ".err");
+    std::string line = "printf '" + input + "' | " + JC_NEXEC_CLI + " --master=" + c.address() + " submit " +
+                       options + " -- '" + command + "' > " + out + " 2> " + err;
+    Process p({"/bin/sh", "-c", line}, c.path("session.log"));
+    auto code = p.Wait();
+    return std::make_tuple(code.value_or(-1), ReadFile(out), ReadFile(err));
+  };
+
+  auto [code, out, err] = session("hello\\nworld\\n", "-I",
+                                  "while read l; do echo got $l; done; echo bye >&2; exit 3");
+  INFO(err);
+  CHECK(code == 3);  // the command's exit code is the session's
+  CHECK(out == "got hello\ngot world\n");
+  CHECK(err.find("<<Starting on node1>>") != std::string::npos);
+  CHECK(err.find("bye") != std::string::npos);
+
+  // On a terminal: the command sees one, and what is typed reaches it.
+  auto [tty_code, tty_out, tty_err] = session("abc\\n", "-Ip", "tty; read x; echo x=$x; exit 4");
+  INFO(tty_out);
+  INFO(tty_err);
+  CHECK(tty_code == 4);
+  CHECK(tty_out.find("/dev/pts/") != std::string::npos);
+  CHECK(tty_out.find("x=abc") != std::string::npos);
+
+  // ^C at the submitter (pipes) reaches the command as SIGINT.
+  {
+    Process cli({JC_NEXEC_CLI, "--master=" + c.address(), "submit", "-I", "--",
+                 "trap \"echo caught; exit 9\" INT; echo ready; while true; do sleep 0.05; done"},
+                c.path("interrupted.log"));
+    REQUIRE(cli.WaitForLog("ready").has_value());
+    cli.Signal(SIGINT);
+    auto interrupted = cli.Wait();
+    INFO(cli.Log());
+    CHECK(interrupted == 9);
+    CHECK(cli.Log().find("caught") != std::string::npos);
+  }
+
+  // From a real terminal (script(1) gives the CLI one): it goes raw, and its size travels
+  // to the job's terminal.
+  {
+    std::string line = std::string("stty rows 33 cols 101; ") + JC_NEXEC_CLI + " --master=" + c.address() +
+                       " submit -Ip -- 'stty size; exit 5'";
+    Process script({"/bin/sh", "-c", "exec script -qec \"" + line + "\" /dev/null < /dev/null"},
+                   c.path("script.log"));
+    auto code = script.Wait();
+    INFO(script.Log());
+    CHECK(code == 5);
+    CHECK(script.Log().find("33 101") != std::string::npos);
+  }
+
+  // A queue that refuses interactive jobs says so, and nothing is queued.
+  auto [refused_code, refused_out, refused_err] = session("", "-I -q batch", "true");
+  CHECK(refused_code == 1);
+  CHECK(refused_err.find("does not accept interactive jobs") != std::string::npos);
+  auto jobs = json::parse(c.Cli({"jobs", "-a", "--json"}).out).value("jobs", json::array());
+  CHECK(jobs.size() == 4);
+}
+
 TEST_CASE("an unprivileged account cannot submit as root or act on another user's job, and forged "
           "heartbeats and launches are refused [B9]",
           "[B9][C6]") {

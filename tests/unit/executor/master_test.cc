@@ -303,3 +303,36 @@ queues:
   REQUIRE(master->Resume(id).ok());
   CHECK(master->GetJob(id)->state() == pb::RUNNING);
 }
+
+TEST_CASE("input goes only to a running interactive job's command", "[B6]") {
+  auto store = jc::testing::MakeTestStore();
+  FakeDialer dialer;
+  Master master(store.get(), jc::RealClock::Get(), &dialer, DefaultConfig(), {});
+  REQUIRE(master.Heartbeat(Beat("h1")).ok());
+  pb::JobSpec interactive = Spec("cat");
+  interactive.set_tty(true);  // a terminal makes it interactive
+  int64_t waiting = *master.Submit(interactive);
+  CHECK(master.GetJob(waiting)->spec().interactive());
+  pb::InputRequest in;
+  in.set_job_id(waiting);
+  in.set_data("x");
+  // Not started: the client is told to try again.
+  CHECK(absl::IsUnavailable(master.SendInput(in).status()));
+
+  int64_t batch = *master.Submit(Spec("sleep 100"));
+  REQUIRE(*master.ScheduleOnce() == 2);
+  WaitLaunches(dialer, 2);
+  for (const auto& l : dialer.launches) {
+    CHECK(l.interactive() == (l.job_id() == waiting));
+    CHECK(l.tty() == (l.job_id() == waiting));
+  }
+  in.set_job_id(batch);
+  auto refused = master.SendInput(in);
+  CHECK(absl::IsFailedPrecondition(refused.status()));
+  CHECK_THAT(std::string(refused.status().message()), Catch::Contains("not interactive"));
+  in.set_job_id(waiting);
+  in.set_task_index(1);
+  CHECK(absl::IsInvalidArgument(master.SendInput(in).status()));
+  in.set_job_id(999);
+  CHECK(absl::IsNotFound(master.SendInput(in).status()));
+}

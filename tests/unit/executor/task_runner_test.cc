@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "executor/agent/task_runner.h"
 #include "tests/testing/process.h"
 
@@ -177,4 +178,77 @@ TEST_CASE("as root, a task runs as the job's user", "[B9]") {
   struct stat st {};
   REQUIRE(::stat((dir / "out").c_str(), &st) == 0);
   CHECK(st.st_uid != 0);  // the output file belongs to the user, not to root
+}
+
+TEST_CASE("an interactive task reads what is written to it, and a command that stops reading or exits "
+          "makes writes fail, not the agent",
+          "[B6]") {
+  TempDir dir;
+  TaskRunner runner;
+  TaskLaunch t;
+  t.key = "1.0.0";
+  t.command = "read a; read b; echo \"$b $a\"";
+  t.stdout_path = dir / "out";
+  t.stdin_pipe = true;
+  REQUIRE(runner.Launch(t).ok());
+  REQUIRE(*runner.WriteInput(t.key, "one\ntwo\n", absl::Seconds(5)) == 8);
+  CHECK(WaitExit(runner, t.key) == 0);
+  CHECK(Read(dir / "out") == "two one\n");
+  // Its input is gone with it.
+  CHECK(absl::IsFailedPrecondition(runner.WriteInput(t.key, "x", absl::Seconds(1)).status()));
+
+  // A command that never reads: the pipe fills, and the write answers what it took
+  // after the wait instead of blocking.
+  TaskLaunch stuck = t;
+  stuck.key = "2.0.0";
+  stuck.command = "sleep 30";
+  REQUIRE(runner.Launch(stuck).ok());
+  std::string big(1 << 20, 'x');
+  auto took = runner.WriteInput(stuck.key, big, absl::Milliseconds(200));
+  REQUIRE(took.ok());
+  CHECK(*took < big.size());
+  REQUIRE(runner.Kill(stuck.key).ok());
+  WaitExit(runner, stuck.key);
+
+  // End of input closes the pipe: a reader sees EOF.
+  TaskLaunch counts = t;
+  counts.key = "3.0.0";
+  counts.command = "wc -l";
+  REQUIRE(runner.Launch(counts).ok());
+  REQUIRE(runner.WriteInput(counts.key, "a\nb\nc\n", absl::Seconds(5)).ok());
+  REQUIRE(runner.CloseInput(counts.key).ok());
+  CHECK(WaitExit(runner, counts.key) == 0);
+  CHECK(absl::StrContains(Read(dir / "out"), "3"));
+
+  // A command that closed its stdin: EPIPE, reported (SIGPIPE would have killed us).
+  TaskLaunch closed = t;
+  closed.key = "4.0.0";
+  closed.command = "exec 0<&-; sleep 30";
+  REQUIRE(runner.Launch(closed).ok());
+  CHECK(WaitUntil([&] {
+    auto w = runner.WriteInput(closed.key, "x", absl::Milliseconds(100));
+    return absl::IsFailedPrecondition(w.status());
+  }));
+  REQUIRE(runner.Kill(closed.key).ok());
+  WaitExit(runner, closed.key);
+}
+
+TEST_CASE("a terminal task runs in its own session on a pseudo-terminal of the given size", "[B6]") {
+  TempDir dir;
+  TaskRunner runner;
+  TaskLaunch t;
+  t.key = "5.0.0";
+  t.command = "tty; stty size; read x; echo got=$x";
+  t.stdout_path = dir / "out";
+  t.stdin_pipe = t.tty = true;
+  t.tty_rows = 40;
+  t.tty_cols = 120;
+  REQUIRE(runner.Launch(t).ok());
+  REQUIRE(runner.WriteInput(t.key, "hi\n", absl::Seconds(5)).ok());
+  CHECK(WaitExit(runner, t.key) == 0);
+  std::string out = Read(dir / "out");
+  INFO(out);
+  CHECK(absl::StrContains(out, "/dev/pts/"));
+  CHECK(absl::StrContains(out, "40 120"));
+  CHECK(absl::StrContains(out, "got=hi"));
 }
