@@ -58,7 +58,8 @@ absl::StatusOr<std::vector<pb::SensorResource>> ParseSensorOutput(const std::str
     r.set_direction(text("direction").empty() ? "decrease" : text("direction"));
     r.set_release(flag("release"));
     r.set_assign(flag("assign"));
-    r.set_slotresource(flag("slotresource"));
+    // rusage[] is per slot unless the sensor says the resource is the job's (storage).
+    r.set_slotresource(n["slotresource"] ? flag("slotresource") : true);
     r.set_value(std::string(absl::StripAsciiWhitespace(text("value"))));
     if (r.type() != "number" && r.type() != "text" && r.type() != "tag") {
       return absl::InvalidArgumentError(

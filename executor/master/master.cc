@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -100,7 +101,12 @@ absl::Status Master::Recover() {
         p.job_id = job.id();
         for (const auto& t : job.tasks()) {
           if (t.remote()) continue;  // started by nexec-run inside the allocation: holds nothing more
-          p.sections.push_back({{t.host(), t.slots(), {t.gpus().begin(), t.gpus().end()}, 0}});
+          HostAllocation a{t.host(), t.slots(), {t.gpus().begin(), t.gpus().end()}, 0, {}, {}};
+          for (const pb::Reservation& r : t.reservations()) {
+            a.reserved[r.resource()] = r.amount();
+            if (!r.units().empty()) a.units[r.resource()] = {r.units().begin(), r.units().end()};
+          }
+          p.sections.push_back({a});
         }
         // Memory reservations are per slot; restore them from the requirement.
         for (size_t i = 0; i < p.sections.size(); ++i) {
@@ -113,6 +119,8 @@ absl::Status Master::Recover() {
           p.sections[i][0].mem_mb = mem * p.sections[i][0].slots;
         }
         JC_RETURN_IF_ERROR(scheduler_.Restore(rec.request, p));
+        // A suspended job holds nothing of the resources a suspension releases.
+        if (job.state() == pb::SUSPENDED) JC_RETURN_IF_ERROR(scheduler_.SetSuspended(job.id(), true));
         active_.insert(job.id());
         ++running;
       }
@@ -330,6 +338,20 @@ std::string Master::AddressOf(const std::string& host) const {
   return it == hosts_.end() ? "" : it->second.info.address();
 }
 
+void Master::AddAssignedUnits(const pb::Job& job, const std::string& host, pb::LaunchRequest* l) {
+  std::map<std::string, std::vector<int>> units;
+  for (const pb::Task& t : job.tasks()) {
+    if (t.host() != host || t.remote()) continue;
+    for (const pb::Reservation& r : t.reservations()) {
+      units[r.resource()].insert(units[r.resource()].end(), r.units().begin(), r.units().end());
+    }
+  }
+  for (const auto& [resource, given] : units) {
+    if (given.empty()) continue;
+    (*l->mutable_env())[absl::StrCat("NEXEC_ASSIGNED_", absl::AsciiStrToUpper(resource))] = absl::StrJoin(given, ",");
+  }
+}
+
 pb::LaunchRequest Master::MakeLaunch(const pb::Job& job) const {
   pb::LaunchRequest l;
   l.set_job_id(job.id());
@@ -339,7 +361,10 @@ pb::LaunchRequest Master::MakeLaunch(const pb::Job& job) const {
   l.set_user(job.spec().user());
   *l.mutable_env() = job.spec().env();
   l.set_cwd(job.spec().cwd());
-  if (!job.tasks().empty()) *l.mutable_gpus() = job.tasks(0).gpus();
+  if (!job.tasks().empty()) {
+    *l.mutable_gpus() = job.tasks(0).gpus();
+    AddAssignedUnits(job, job.tasks(0).host(), &l);
+  }
   for (const auto& t : job.tasks()) {
     for (int s = 0; s < t.slots(); ++s) l.add_hosts(t.host());
   }
@@ -399,6 +424,14 @@ absl::StatusOr<int> Master::ScheduleOnce() {
           t->set_host(a.host);
           t->set_slots(a.slots);
           for (int g : a.gpus) t->add_gpus(g);
+          for (const auto& [resource, amount] : a.reserved) {
+            pb::Reservation* r = t->add_reservations();
+            r->set_resource(resource);
+            r->set_amount(amount);
+            if (auto units = a.units.find(resource); units != a.units.end()) {
+              for (int u : units->second) r->add_units(u);
+            }
+          }
           t->set_state(index == 1 ? pb::TASK_STARTING : pb::TASK_RUNNING);
         }
       }
@@ -557,6 +590,7 @@ pb::LaunchRequest Master::MakeRemoteLaunch(const pb::Job& job, const pb::Task& t
   *l.mutable_env() = req.env();
   if (!req.cwd().empty()) l.set_cwd(req.cwd());
   *l.mutable_gpus() = task.gpus();
+  AddAssignedUnits(job, task.host(), &l);
   // Its own output: the job's -o/-e pattern when it names the task (%I), else one file
   // per task beside the default logs.
   auto path = [&](const std::string& pattern, const char* suffix) {
@@ -845,6 +879,8 @@ absl::StatusOr<pb::Job> Master::SuspendJob(int64_t id, const std::string& system
     for (pb::Task& t : *rec.job.mutable_tasks()) {
       if (t.index() == 0 || (t.remote() && t.state() == pb::TASK_RUNNING)) t.set_state(pb::TASK_SUSPENDED);
     }
+    // Released resources (RESS release) go back while it is stopped.
+    scheduler_.SetSuspended(id, true).IgnoreError();
     if (!system_reason.empty()) {
       rec.job.set_system_suspend_reason(system_reason);
       rec.job.set_reason(absl::StrCat("suspended: ", system_reason));
@@ -855,6 +891,7 @@ absl::StatusOr<pb::Job> Master::SuspendJob(int64_t id, const std::string& system
     job = rec.job;
   }
   MustPersist({job});
+  Wake();  // what the suspension released may let a waiting job start
   return job;
 }
 
@@ -888,6 +925,7 @@ absl::StatusOr<pb::Job> Master::ResumeJob(int64_t id, bool by_system) {
     for (pb::Task& t : *rec.job.mutable_tasks()) {
       if (t.index() == 0 || (t.remote() && t.state() == pb::TASK_SUSPENDED)) t.set_state(pb::TASK_RUNNING);
     }
+    scheduler_.SetSuspended(id, false).IgnoreError();
     if (!rec.job.system_suspend_reason().empty()) {
       rec.job.add_history(absl::StrCat(Stamp(), " resumed by the system (suspended because ", rec.job.system_suspend_reason(), ")"));
     }
@@ -1026,8 +1064,15 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
         if (!r.locale().empty() && std::find(r.locale().begin(), r.locale().end(), info.host()) == r.locale().end()) {
           continue;
         }
+        const std::string scope = absl::StrJoin(r.locale(), " ");
+        const bool shared = r.locale_size() != 1;
         r.clear_locale();
         freed |= ApplySensorLocked(r, info.host());
+        // A shared number: this host joins its stock now, before any job here reserves.
+        double total = 0;
+        if (shared && r.type() == "number" && absl::SimpleAtod(r.value(), &total)) {
+          scheduler_.AddToSharedResource(r.resource(), scope, info.host(), total).IgnoreError();
+        }
       }
     }
 
@@ -1363,7 +1408,14 @@ bool Master::ApplySensorLocked(const pb::SensorResource& r, const std::string& r
   } else if (r.type() == "tag") {
     value = r.value() != "false";
   }
-  if (!r.direction().empty()) scheduler_.SetResourceDirection(r.resource(), r.direction() == "increase");
+  if (r.type() == "number") {
+    ResourceTraits traits;
+    traits.larger_is_less = r.direction() == "increase";
+    traits.release = r.release();
+    traits.assign = r.assign();
+    traits.per_slot = r.slotresource();
+    scheduler_.SetResourceTraits(r.resource(), traits);
+  }
   // The hosts in its locale; else the reporting host, or every host for the master's
   // own sensor (a cluster resource: licenses, shared storage).
   std::vector<std::string> targets(r.locale().begin(), r.locale().end());
@@ -1375,6 +1427,18 @@ bool Master::ApplySensorLocked(const pb::SensorResource& r, const std::string& r
   for (const auto& target : targets) {
     auto changed = scheduler_.SetHostResource(target, r.resource(), value);
     changed_any |= changed.ok() && *changed;
+  }
+  // A number for several hosts is one stock they share (licenses, shared bandwidth):
+  // rusage[] on any of them reserves from it.
+  if (const double* total = std::get_if<double>(&value); total != nullptr && targets.size() > 1) {
+    std::vector<std::string> known;
+    for (const auto& target : targets) {
+      if (hosts_.count(target)) known.push_back(target);
+    }
+    if (!known.empty()) {
+      // One stock per record scope, whatever hosts join it later.
+      scheduler_.SetSharedResource(r.resource(), absl::StrJoin(r.locale(), " "), known, *total).IgnoreError();
+    }
   }
   return changed_any;
 }

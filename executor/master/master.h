@@ -179,6 +179,9 @@ class Master {
   void RequeueLocked(JobRecord& rec, const std::string& reason, std::vector<pb::Job>* changed);
   absl::Status AddHostLocked(const pb::AgentInfo& info);
   pb::LaunchRequest MakeLaunch(const pb::Job& job) const;
+  // NEXEC_ASSIGNED_<RESOURCE>=units for the units of `assign` resources the job holds on
+  // `host` (RESS assign), in the launch's environment.
+  static void AddAssignedUnits(const pb::Job& job, const std::string& host, pb::LaunchRequest* l);
   std::string AddressOf(const std::string& host) const;
   // Sends `action` to every task of the job with a process (task 0 and the remote ones
   // not ended); task 0's answer is returned, the others' failures are logged (a remote

@@ -83,6 +83,26 @@ struct HostAllocation {
   int slots = 0;
   std::vector<int> gpus;  // indices, assigned by the scheduler
   double mem_mb = 0;
+  // Other consumable resources reserved here (rusage[] of sensor and static numbers):
+  // amount by resource, and for `assign` resources the units given (like GPU indices).
+  std::map<std::string, double> reserved;
+  std::map<std::string, std::vector<int>> units;
+};
+
+// How a numeric resource is consumed (RESS fields, SPEC B1).
+struct ResourceTraits {
+  // direction: increase — a larger value means less of it (network traffic): order[]
+  // puts the smallest first. The default (decrease) is free memory's.
+  bool larger_is_less = false;
+  // release: a suspended job gives its reservation back (CPU time, bandwidth), and takes
+  // it again when resumed; otherwise it keeps it (memory).
+  bool release = false;
+  // assign: the scheduler hands out specific units 0..n-1 (ports, devices), never one to
+  // two jobs; otherwise only an amount is reserved (bandwidth, licenses).
+  bool assign = false;
+  // slotresource: rusage[] is per slot (memory per task); otherwise per job, reserved once
+  // on the job's first host that has it (scratch storage).
+  bool per_slot = true;
 };
 
 // Where each section of a job runs, in section order.

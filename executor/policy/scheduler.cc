@@ -7,6 +7,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 
@@ -266,6 +267,169 @@ void Scheduler::RefreshValues(Host& h) {
   v["maxswp"] = h.config.swap_mb;
   v["ngpus"] = static_cast<double>(h.gpu_users.size());
   v["gpu"] = static_cast<double>(free_gpus);
+  // Consumables: select[] and order[] see what is left of them.
+  for (const auto& [name, index] : h.shared) v[name] = pools_[index].total - pools_[index].reserved;
+  for (const auto& [name, amount] : h.reserved) {
+    auto it = h.config.resources.find(name);
+    if (h.shared.count(name) || it == h.config.resources.end()) continue;
+    if (const double* total = std::get_if<double>(&it->second)) v[name] = *total - amount;
+  }
+}
+
+std::vector<Scheduler::Consume> Scheduler::ConsumesOf(const Section& section) const {
+  std::vector<Consume> out;
+  for (const auto& [name, amount] : section.rusage) {
+    if (name == "mem" || name == "gpu" || amount <= 0) continue;
+    Consume c{name, amount, {}};
+    if (auto t = traits_.find(name); t != traits_.end()) c.traits = t->second;
+    if (c.traits.assign) c.amount = std::ceil(amount);  // units are whole
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+namespace {
+
+int FreeUnits(double total, const std::map<int, int>& users) {
+  int free = 0;
+  for (int u = 0; u < static_cast<int>(std::floor(total + 1e-9)); ++u) {
+    auto it = users.find(u);
+    free += it == users.end() || it->second == 0;
+  }
+  return free;
+}
+
+}  // namespace
+
+double Scheduler::FreeOf(const Host& h, const Consume& c) const {
+  if (auto s = h.shared.find(c.resource); s != h.shared.end()) {
+    const Pool& p = pools_[s->second];
+    return c.traits.assign ? FreeUnits(p.total, p.unit_users) : p.total - p.reserved;
+  }
+  auto it = h.config.resources.find(c.resource);
+  if (it == h.config.resources.end()) return 0;
+  const double* total = std::get_if<double>(&it->second);
+  if (total == nullptr) return 0;
+  if (c.traits.assign) {
+    auto users = h.unit_users.find(c.resource);
+    return users == h.unit_users.end() ? std::floor(*total + 1e-9) : FreeUnits(*total, users->second);
+  }
+  auto used = h.reserved.find(c.resource);
+  return *total - (used == h.reserved.end() ? 0 : used->second);
+}
+
+void Scheduler::ApplyConsumables(const HostAllocation& a, int sign, bool only_released) {
+  Host& h = hosts_[host_index_.at(a.host)];
+  std::set<size_t> touched_pools;
+  for (const auto& [name, amount] : a.reserved) {
+    if (only_released) {
+      auto t = traits_.find(name);
+      if (t == traits_.end() || !t->second.release) continue;
+    }
+    auto units = a.units.find(name);
+    if (auto s = h.shared.find(name); s != h.shared.end()) {
+      Pool& p = pools_[s->second];
+      p.reserved += sign * amount;
+      if (units != a.units.end()) {
+        for (int u : units->second) p.unit_users[u] += sign;
+      }
+      touched_pools.insert(s->second);
+    } else {
+      h.reserved[name] += sign * amount;
+      if (units != a.units.end()) {
+        for (int u : units->second) h.unit_users[name][u] += sign;
+      }
+    }
+  }
+  RefreshValues(h);
+  for (size_t p : touched_pools) {
+    for (size_t member : pools_[p].hosts) RefreshValues(hosts_[member]);
+  }
+}
+
+size_t Scheduler::PoolFor(const std::string& name, const std::string& scope) {
+  auto [it, added] = pool_index_.emplace(std::make_pair(name, scope), pools_.size());
+  if (added) pools_.push_back(Pool{name, {}, 0, 0, {}});
+  return it->second;
+}
+
+void Scheduler::JoinPool(size_t index, size_t host) {
+  Pool& pool = pools_[index];
+  Host& h = hosts_[host];
+  auto [at, added] = h.shared.insert({pool.resource, index});
+  if (!added && at->second == index) return;
+  if (added) {
+    // What the host's jobs reserved of its own value before the stock was known (a
+    // master that just restarted, a host that just joined) now counts against the stock.
+    if (auto r = h.reserved.find(pool.resource); r != h.reserved.end()) {
+      pool.reserved += r->second;
+      h.reserved.erase(r);
+    }
+    if (auto u = h.unit_users.find(pool.resource); u != h.unit_users.end()) {
+      for (const auto& [unit, users] : u->second) pool.unit_users[unit] += users;
+      h.unit_users.erase(u);
+    }
+  }
+  at->second = index;
+  auto& members = pool.hosts;
+  if (!std::binary_search(members.begin(), members.end(), host)) {
+    members.insert(std::upper_bound(members.begin(), members.end(), host), host);
+  }
+  RefreshValues(h);
+}
+
+absl::Status Scheduler::SetSharedResource(const std::string& name, const std::string& scope,
+                                          const std::vector<std::string>& hosts, double total) {
+  std::vector<size_t> members;
+  for (const auto& host : hosts) {
+    auto it = host_index_.find(host);
+    if (it == host_index_.end()) return absl::NotFoundError(absl::StrCat("no host ", host));
+    members.push_back(it->second);
+  }
+  std::sort(members.begin(), members.end());
+  members.erase(std::unique(members.begin(), members.end()), members.end());
+  const size_t index = PoolFor(name, scope);
+  Pool& pool = pools_[index];
+  pool.total = total;
+  for (size_t former : std::vector<size_t>(pool.hosts)) {
+    if (std::binary_search(members.begin(), members.end(), former)) continue;
+    auto& shared = hosts_[former].shared;
+    if (auto s = shared.find(name); s != shared.end() && s->second == index) shared.erase(s);
+    auto& list = pools_[index].hosts;
+    list.erase(std::remove(list.begin(), list.end(), former), list.end());
+    RefreshValues(hosts_[former]);
+  }
+  for (size_t member : members) JoinPool(index, member);
+  for (size_t member : pools_[index].hosts) RefreshValues(hosts_[member]);  // the new total
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::AddToSharedResource(const std::string& name, const std::string& scope,
+                                            const std::string& host, double total) {
+  auto it = host_index_.find(host);
+  if (it == host_index_.end()) return absl::NotFoundError(absl::StrCat("no host ", host));
+  const size_t index = PoolFor(name, scope);
+  const bool changed = pools_[index].total != total;
+  pools_[index].total = total;
+  JoinPool(index, it->second);
+  if (changed) {
+    for (size_t member : pools_[index].hosts) RefreshValues(hosts_[member]);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::SetSuspended(int64_t job_id, bool suspended) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end() || !it->second.running) {
+    return absl::NotFoundError(absl::StrCat("job ", job_id, " is not running"));
+  }
+  Job& job = it->second;
+  if (job.suspended == suspended) return absl::OkStatus();
+  for (const auto& section : job.placement.sections) {
+    for (const HostAllocation& a : section) ApplyConsumables(a, suspended ? -1 : +1, true);
+  }
+  job.suspended = suspended;
+  return absl::OkStatus();
 }
 
 absl::Status Scheduler::Submit(JobRequest job) {
@@ -382,7 +546,8 @@ std::vector<int64_t> Scheduler::DispatchOrder(const Queue& queue) const {
 }
 
 int Scheduler::HostCapacity(const Host& h, const Queue& queue, const Job& job,
-                            double mem_per_slot, int gpus_per_slot) const {
+                            double mem_per_slot, int gpus_per_slot,
+                            const std::vector<Consume>& consumes) const {
   if (h.state != HostState::kOk || h.exclusive_jobs > 0) return 0;
   if (job.request.exclusive && h.used_slots > 0) return 0;
   int cap = h.free_slots();
@@ -398,18 +563,23 @@ int Scheduler::HostCapacity(const Host& h, const Queue& queue, const Job& job,
       cap = std::min(cap, free / gpus_per_slot);
     }
   }
+  for (const Consume& c : consumes) {
+    if (!c.traits.per_slot) continue;  // a job's one share: taken on its first host
+    cap = std::min(cap, static_cast<int>(std::floor((FreeOf(h, c) + 1e-9) / c.amount)));
+  }
   return std::max(cap, 0);
 }
 
 std::vector<Scheduler::Host*> Scheduler::CandidateHosts(const Job& job, const Queue& queue,
                                                         const Section& section,
                                                         double mem_per_slot, int gpus_per_slot,
+                                                        const std::vector<Consume>& consumes,
                                                         int enough) {
   std::vector<Host*> out;
   auto admit = [&](Host& h) {
     if (!queue.preference.empty() && !queue.preference.count(h.config.name)) return false;
     if (section.select != nullptr && !EvaluateSelect(*section.select, h.values)) return false;
-    return HostCapacity(h, queue, job, mem_per_slot, gpus_per_slot) > 0;
+    return HostCapacity(h, queue, job, mem_per_slot, gpus_per_slot, consumes) > 0;
   };
   bool simple = section.order.empty() && section.same.empty() && queue.preference.empty();
   if (simple) {
@@ -419,7 +589,7 @@ std::vector<Scheduler::Host*> Scheduler::CandidateHosts(const Job& job, const Qu
       for (auto it = index.lower_bound(from); it != index.end() && found < enough; ++it) {
         Host& h = hosts_[std::get<2>(*it)];
         if (!admit(h)) continue;
-        int cap = HostCapacity(h, queue, job, mem_per_slot, gpus_per_slot);
+        int cap = HostCapacity(h, queue, job, mem_per_slot, gpus_per_slot, consumes);
         if (section.span_hosts) {
           if (cap < enough) continue;  // this host alone cannot take the section
           cap = enough;
@@ -450,8 +620,8 @@ std::vector<Scheduler::Host*> Scheduler::CandidateHosts(const Job& job, const Qu
       double vb = OrderValue(b->values, key.resource);
       // "Most first" means most of the resource: for one whose larger values mean less of
       // it (RESS direction: increase), the smallest value.
-      auto dir = larger_is_less_.find(key.resource);
-      bool most_first = key.descending != (dir != larger_is_less_.end() && dir->second);
+      auto dir = traits_.find(key.resource);
+      bool most_first = key.descending != (dir != traits_.end() && dir->second.larger_is_less);
       if (va != vb) return most_first ? va > vb : va < vb;
     }
     if (a->free_slots() != b->free_slots()) {
@@ -465,16 +635,28 @@ std::vector<Scheduler::Host*> Scheduler::CandidateHosts(const Job& job, const Qu
 }
 
 bool Scheduler::PlaceSection(const Job& job, const Queue& queue, const Section& section,
-                             int slots, std::vector<HostAllocation>* out) {
+                             int slots, std::set<std::string>* job_level_done,
+                             std::vector<HostAllocation>* out) {
   double mem_per_slot = RusageOf(section, "mem");
   int gpus_per_slot = static_cast<int>(RusageOf(section, "gpu")) + job.request.gpus_per_slot;
+  const std::vector<Consume> consumes = ConsumesOf(section);
   std::vector<Host*> candidates =
-      CandidateHosts(job, queue, section, mem_per_slot, gpus_per_slot, slots);
+      CandidateHosts(job, queue, section, mem_per_slot, gpus_per_slot, consumes, slots);
 
   auto fill = [&](const std::vector<Host*>& hosts, std::vector<HostAllocation>* alloc) {
     int remaining = slots;
+    // What this section already took from shared pools (its hosts may share one).
+    std::map<size_t, double> pool_taken;
+    std::map<size_t, std::set<int>> pool_units_taken;
+    std::set<std::string> job_level = *job_level_done;
     for (Host* h : hosts) {
-      int cap = HostCapacity(*h, queue, job, mem_per_slot, gpus_per_slot);
+      int cap = HostCapacity(*h, queue, job, mem_per_slot, gpus_per_slot, consumes);
+      for (const Consume& c : consumes) {
+        auto s = h->shared.find(c.resource);
+        if (!c.traits.per_slot || s == h->shared.end()) continue;
+        double left = FreeOf(*h, c) - pool_taken[s->second];
+        cap = std::min(cap, static_cast<int>(std::floor((left + 1e-9) / c.amount)));
+      }
       if (section.span_hosts) {
         if (cap < slots) continue;
         cap = slots;
@@ -494,9 +676,63 @@ bool Scheduler::PlaceSection(const Job& job, const Queue& queue, const Section& 
       std::sort(order.begin(), order.end());
       for (int g = 0; g < take * gpus_per_slot; ++g) a.gpus.push_back(order[g].second);
       std::sort(a.gpus.begin(), a.gpus.end());
+      // Consumables: per slot here, or the job's one share on the first host with it.
+      bool fits = true;
+      std::map<size_t, double> taken_here;  // merged into pool_taken once the host fits
+      for (const Consume& c : consumes) {
+        double amount = c.amount * take;
+        if (!c.traits.per_slot) {
+          if (job_level.count(c.resource)) continue;
+          auto s = h->shared.find(c.resource);
+          double left = FreeOf(*h, c) - (s == h->shared.end() ? 0 : pool_taken[s->second]);
+          if (left + 1e-9 < c.amount) {
+            fits = false;
+            break;
+          }
+          amount = c.amount;
+        }
+        a.reserved[c.resource] = amount;
+        auto s = h->shared.find(c.resource);
+        if (s != h->shared.end()) taken_here[s->second] += amount;
+        if (!c.traits.assign) continue;
+        // Units: the lowest free ones, none given twice.
+        const Pool* pool = s == h->shared.end() ? nullptr : &pools_[s->second];
+        const std::map<int, int>* users = pool != nullptr ? &pool->unit_users : nullptr;
+        if (pool == nullptr) {
+          auto u = h->unit_users.find(c.resource);
+          if (u != h->unit_users.end()) users = &u->second;
+        }
+        double total = pool != nullptr ? pool->total : std::get<double>(h->config.resources.at(c.resource));
+        std::vector<int>& given = a.units[c.resource];
+        for (int u = 0; u < static_cast<int>(std::floor(total + 1e-9)) &&
+                        static_cast<double>(given.size()) < amount; ++u) {
+          bool busy = users != nullptr && users->count(u) && users->at(u) > 0;
+          if (pool != nullptr) busy |= pool_units_taken[s->second].count(u) > 0;
+          if (!busy) given.push_back(u);
+        }
+        if (static_cast<double>(given.size()) < amount) {
+          fits = false;
+          break;
+        }
+      }
+      if (!fits) continue;
+      for (const Consume& c : consumes) {
+        if (!c.traits.per_slot) job_level.insert(c.resource);
+      }
+      for (const auto& [pool, amount] : taken_here) pool_taken[pool] += amount;
+      for (const Consume& c : consumes) {
+        auto s = h->shared.find(c.resource);
+        auto given = a.units.find(c.resource);
+        if (s != h->shared.end() && given != a.units.end()) {
+          pool_units_taken[s->second].insert(given->second.begin(), given->second.end());
+        }
+      }
       alloc->push_back(std::move(a));
       remaining -= take;
-      if (remaining == 0) return true;
+      if (remaining == 0) {
+        *job_level_done = job_level;
+        return true;
+      }
     }
     alloc->clear();
     return false;
@@ -537,6 +773,7 @@ void Scheduler::Apply(const Job& job, Queue& queue, const Placement& placement, 
       h.used_slots += sign * a.slots;
       h.used_mem += sign * a.mem_mb;
       for (int g : a.gpus) h.gpu_users[g] += sign;
+      if (!a.reserved.empty()) ApplyConsumables(a, sign, false);
       if (job.request.exclusive) h.exclusive_jobs += sign;
       RefreshValues(h);
       Reindex(i, true);
@@ -559,9 +796,10 @@ bool Scheduler::TryPlace(const Job& job, Queue& queue, Placement* out) {
   // any section fails, every applied one is rolled back and nothing changes.
   Placement placement;
   placement.job_id = job.request.id;
+  std::set<std::string> job_level_done;  // per-job consumables reserved by an earlier section
   for (const Section& section : job.request.requirement.sections) {
     std::vector<HostAllocation> alloc;
-    if (!PlaceSection(job, queue, section, section.slots, &alloc)) {
+    if (!PlaceSection(job, queue, section, section.slots, &job_level_done, &alloc)) {
       Apply(job, queue, placement, -1);
       return false;
     }
@@ -621,6 +859,12 @@ absl::Status Scheduler::Release(int64_t job_id) {
   auto it = jobs_.find(job_id);
   if (it == jobs_.end() || !it->second.running) {
     return absl::NotFoundError(absl::StrCat("job ", job_id, " is not running"));
+  }
+  if (it->second.suspended) {
+    // What the suspension gave back is not held: take it again so Apply returns it all.
+    for (const auto& section : it->second.placement.sections) {
+      for (const HostAllocation& a : section) ApplyConsumables(a, +1, true);
+    }
   }
   Apply(it->second, queues_.at(it->second.request.queue), it->second.placement, -1);
   running_.erase(job_id);

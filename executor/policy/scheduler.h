@@ -40,10 +40,24 @@ class Scheduler {
   // Sets a dynamic resource (a sensor's value, the load); returns whether it changed.
   absl::StatusOr<bool> SetHostResource(const std::string& host, const std::string& name,
                                        const ResourceValue& value);
-  // A RESS resource's direction: "increase" when a larger value means less of it (network
-  // traffic), so order[] puts hosts with the smallest value first; "decrease" (the
-  // default: free memory) puts the largest first.
-  void SetResourceDirection(const std::string& name, bool larger_is_less) { larger_is_less_[name] = larger_is_less; }
+  // How a numeric resource is ordered and consumed (RESS direction, release, assign,
+  // slotresource). rusage[] of a numeric resource other than mem and gpu reserves from the
+  // value its host has — its total, as a static resource or a sensor reports it — for as
+  // long as the job holds it; select[] and order[] see what is left.
+  void SetResourceTraits(const std::string& name, const ResourceTraits& traits) { traits_[name] = traits; }
+  // A resource shared by several hosts (a RESS record whose locale names them, or
+  // ress.master's for the whole cluster): one total that jobs on any of them reserve
+  // from. Replaces the hosts' own value of it for rusage[]. `scope` names the stock (the
+  // record's locale as written; "" for the cluster's): calling again with the same scope
+  // updates its total and hosts (a host joined) and keeps what jobs reserved.
+  absl::Status SetSharedResource(const std::string& name, const std::string& scope,
+                                 const std::vector<std::string>& hosts, double total);
+  // One host joins the stock (its first heartbeat), the others staying.
+  absl::Status AddToSharedResource(const std::string& name, const std::string& scope, const std::string& host,
+                                   double total);
+  // A suspended job gives back what it reserved of `release` resources; resumed, takes it
+  // again (even beyond the total: a resume is not refused).
+  absl::Status SetSuspended(int64_t job_id, bool suspended);
   absl::Status AddQueue(const QueueConfig& queue);
   void DefineUserGroup(const std::string& group, std::vector<std::string> members);
   // Changes a queue's parameters; its waiting and running jobs stay as they are.
@@ -95,6 +109,9 @@ class Scheduler {
     double used_mem = 0;
     std::map<int, int> gpu_users;  // index -> jobs using it
     int exclusive_jobs = 0;        // an exclusive job holds the host
+    std::map<std::string, size_t> shared;  // resource -> pool index (shared resources)
+    std::map<std::string, double> reserved;  // host-local consumables reserved
+    std::map<std::string, std::map<int, int>> unit_users;  // assign resources: unit -> jobs
     ResourceValues values;         // what select[] sees, kept current
     int free_slots() const { return config.slots - used_slots; }
   };
@@ -112,7 +129,33 @@ class Scheduler {
     std::string shape;  // jobs of one shape succeed or fail alike within a cycle
     Placement placement;
     bool running = false;
+    bool suspended = false;
   };
+  // A consumable shared by hosts: one total and its reservations.
+  struct Pool {
+    std::string resource;
+    std::vector<size_t> hosts;
+    double total = 0;
+    double reserved = 0;
+    std::map<int, int> unit_users;
+  };
+  // What a section's rusage[] asks of consumables besides mem and gpu.
+  struct Consume {
+    std::string resource;
+    double amount = 0;  // per slot, or per job
+    ResourceTraits traits;
+  };
+  std::vector<Consume> ConsumesOf(const Section& section) const;
+  // The free amount of a consumable on a host (its pool's when shared), and the units
+  // free of an assign resource; 0 when the host does not have it.
+  double FreeOf(const Host& h, const Consume& c) const;
+  // Reserves (sign +1) or gives back (-1) one allocation's consumables; `only_released`
+  // touches just the resources a suspension releases. Refreshes the values select[] sees.
+  void ApplyConsumables(const HostAllocation& a, int sign, bool only_released);
+  size_t PoolFor(const std::string& name, const std::string& scope);
+  // Makes `host` a member of pool `index`; reservations its jobs made of its own value of
+  // the resource move to the pool.
+  void JoinPool(size_t index, size_t host);
   // Hosts ordered for packing (fewest free slots first) and spreading (most first), each
   // then by CPU factor (fastest first) and configuration order.
   using HostKey = std::tuple<int, double, size_t>;
@@ -121,20 +164,24 @@ class Scheduler {
   bool UserAllowed(const QueueConfig& queue, const std::string& user) const;
   std::vector<int64_t> DispatchOrder(const Queue& queue) const;
   bool TryPlace(const Job& job, Queue& queue, Placement* out);
+  // `job_level_done`: per-job consumables already reserved by an earlier section.
   bool PlaceSection(const Job& job, const Queue& queue, const Section& section, int slots,
-                    std::vector<HostAllocation>* out);
+                    std::set<std::string>* job_level_done, std::vector<HostAllocation>* out);
   // Hosts that pass the queue's host list, their state and the section's select, best
   // first. The common case (no order[], same[] or host preference) walks a sorted index
   // and stops once `enough` slots are found.
   std::vector<Host*> CandidateHosts(const Job& job, const Queue& queue, const Section& section,
-                                    double mem_per_slot, int gpus_per_slot, int enough);
+                                    double mem_per_slot, int gpus_per_slot,
+                                    const std::vector<Consume>& consumes, int enough);
   void Reindex(size_t index, bool insert);
   void Apply(const Job& job, Queue& queue, const Placement& placement, int sign);
   int HostCapacity(const Host& host, const Queue& queue, const Job& job, double mem_per_slot,
-                   int gpus_per_slot) const;
+                   int gpus_per_slot, const std::vector<Consume>& consumes = {}) const;
 
   std::map<std::string, HostType> host_types_;
-  std::map<std::string, bool> larger_is_less_;  // by resource name (RESS direction: increase)
+  std::map<std::string, ResourceTraits> traits_;  // by resource name (RESS fields)
+  std::vector<Pool> pools_;
+  std::map<std::pair<std::string, std::string>, size_t> pool_index_;  // (resource, scope) -> pools_ index
   std::vector<Host> hosts_;  // stable: reserved in AddHost order
   std::unordered_map<std::string, size_t> host_index_;
   std::map<std::string, Queue> queues_;

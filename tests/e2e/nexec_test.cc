@@ -1269,3 +1269,84 @@ TEST_CASE("the master's ress.master reports cluster resources for every host, an
   REQUIRE(c.WaitState(reversed, "DONE"));
   CHECK(c.Job(reversed)["tasks"][0]["host"] == "node1");
 }
+
+TEST_CASE("rusage[] reserves what sensors report: an assign resource's units reach the task, a cluster stock "
+          "is shared by every host, a released one goes back while its job is suspended",
+          "[B1]") {
+  Cluster c("consume");
+  auto sensor = [&](const std::string& dir, const std::string& name, const std::string& records) {
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir + "/" + name) << "#!/bin/sh\nwhile true; do\n" << records << "echo '---'\nsleep 0.2\ndone\n";
+    std::filesystem::permissions(dir + "/" + name, std::filesystem::perms::owner_all);
+  };
+  // Per host: two ports the scheduler hands out, and bandwidth a suspended job gives back.
+  sensor(c.path("hosts"), "ress.host",
+         "echo '- resource: port'\necho '  assign: true'\necho '  value: 2'\n"
+         "echo '- resource: bw'\necho '  release: true'\necho '  value: 1'\n");
+  // For the cluster: one license, whichever host uses it.
+  sensor(c.path("master"), "ress.master", "echo '- resource: lic'\necho '  value: 1'\n");
+  c.RestartMasterWith({"--sensor_dir=" + c.path("master")});
+  c.AddAgent("node1", "cpus=4,mem=4G", {"--sensor_dir=" + c.path("hosts")});
+  c.AddAgent("node2", "cpus=4,mem=4G", {"--sensor_dir=" + c.path("hosts")});
+  REQUIRE(c.WaitHosts(2));
+  REQUIRE(WaitUntil([&] {
+    json hosts = json::parse(c.Cli({"hosts", "--json"}).out)["hosts"];
+    int ready = 0;
+    for (const auto& h : hosts) {
+      json r = h.value("resources", json::object());
+      ready += r.contains("lic") && r.contains("port") && r.contains("bw");
+    }
+    return ready == 2;
+  }));
+  auto kill = [&](int64_t id) {
+    REQUIRE(c.Cli({"kill", std::to_string(id)}).code == 0);
+    REQUIRE(c.WaitState(id, "EXIT"));
+  };
+
+  // assign: each job gets its own port, in NEXEC_ASSIGNED_PORT; a third waits for one.
+  auto port_job = [&](const std::string& out) {
+    return c.Submit({"-R", "select[hname==node1] rusage[port=1]", "-o", c.path(out), "--",
+                     "echo $NEXEC_ASSIGNED_PORT; sleep 1000"});
+  };
+  int64_t a = port_job("a.out"), b = port_job("b.out"), third = port_job("third.out");
+  REQUIRE(c.WaitState(a, "RUNNING"));
+  REQUIRE(c.WaitState(b, "RUNNING"));
+  REQUIRE(WaitUntil([&] { return !ReadFile(c.path("a.out")).empty() && !ReadFile(c.path("b.out")).empty(); }));
+  CHECK(std::set<std::string>{ReadFile(c.path("a.out")), ReadFile(c.path("b.out"))} ==
+        std::set<std::string>{"0\n", "1\n"});
+  CHECK(c.Job(third)["state"] == "PENDING");
+  std::string freed = ReadFile(c.path("a.out"));
+  kill(a);
+  REQUIRE(c.WaitState(third, "RUNNING"));
+  REQUIRE(WaitUntil([&] { return !ReadFile(c.path("third.out")).empty(); }));
+  CHECK(ReadFile(c.path("third.out")) == freed);  // the port a gave back
+  auto reservations = c.Job(third)["tasks"][0]["reservations"];
+  REQUIRE(reservations.size() == 1);
+  CHECK(reservations[0]["resource"] == "port");
+  kill(b);
+  kill(third);
+
+  // The cluster's one license: a job on node1 holds it, one on node2 waits for it.
+  int64_t l1 = c.Submit({"-R", "select[hname==node1] rusage[lic=1]", "--", "sleep 1000"});
+  REQUIRE(c.WaitState(l1, "RUNNING"));
+  int64_t l2 = c.Submit({"-R", "select[hname==node2] rusage[lic=1]", "--", "sleep 1000"});
+  int64_t sees_none = c.Submit({"-R", "select[hname==node2 && lic>=1]", "--", "true"});
+  CHECK(c.Job(l2)["state"] == "PENDING");
+  CHECK(c.Job(sees_none)["state"] == "PENDING");
+  kill(l1);
+  REQUIRE(c.WaitState(l2, "RUNNING"));
+  kill(l2);
+  REQUIRE(c.WaitState(sees_none, "DONE"));
+
+  // release: a suspended job's bandwidth lets another run; resumed, it holds it again.
+  int64_t r1 = c.Submit({"-R", "select[hname==node2] rusage[bw=1]", "--", "sleep 1000"});
+  REQUIRE(c.WaitState(r1, "RUNNING"));
+  int64_t r2 = c.Submit({"-R", "select[hname==node2] rusage[bw=1]", "--", "sleep 1000"});
+  CHECK(c.Job(r2)["state"] == "PENDING");
+  REQUIRE(c.Cli({"suspend", std::to_string(r1)}).code == 0);
+  REQUIRE(c.WaitState(r2, "RUNNING"));
+  REQUIRE(c.Cli({"resume", std::to_string(r1)}).code == 0);
+  CHECK(c.Job(r1)["state"] == "RUNNING");
+  kill(r1);
+  kill(r2);
+}

@@ -196,7 +196,9 @@ TEST_CASE("a sensor's direction decides which end of order[] is most: increase m
     return host;
   };
   CHECK(place(1, "order[netload]") == "h1");  // decrease (the default): the largest first
-  s.SetResourceDirection("netload", true);
+  ResourceTraits increase;
+  increase.larger_is_less = true;
+  s.SetResourceTraits("netload", increase);
   CHECK(place(2, "order[netload]") == "h2");  // increase: the smallest is the most
   CHECK(place(3, "order[-netload]") == "h1");
   REQUIRE(s.SetHostResource("h1", "licenses", 4.0).ok());
