@@ -39,6 +39,14 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+// A resource sensor in the SkyForm style: loops forever, printing `records` (shell echo
+// lines) as one YAML round every 0.2 s.
+void WriteSensor(const std::string& dir, const std::string& name, const std::string& records) {
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/" + name) << "#!/bin/sh\nwhile true; do\n" << records << "echo '---'\nsleep 0.2\ndone\n";
+  std::filesystem::permissions(dir + "/" + name, std::filesystem::perms::owner_all);
+}
+
 struct CliResult {
   int code;
   std::string out;
@@ -1229,20 +1237,15 @@ TEST_CASE("the master's ress.master reports cluster resources for every host, an
           "what order[] calls most",
           "[B1]") {
   Cluster c("ress");
-  auto sensor = [&](const std::string& dir, const std::string& name, const std::string& records) {
-    std::filesystem::create_directories(dir);
-    std::ofstream(dir + "/" + name) << "#!/bin/sh\nwhile true; do\n" << records << "echo '---'\nsleep 0.2\ndone\n";
-    std::filesystem::permissions(dir + "/" + name, std::filesystem::perms::owner_all);
-  };
   // Network load per host from each host's sensor: a larger value is less of it (increase).
   auto netload = [](int v) {
     return "echo '- resource: netfree'\necho '  type: number'\necho '  direction: increase'\necho '  value: " +
            std::to_string(v) + "'\n";
   };
-  sensor(c.path("s1"), "ress.node1", netload(50));
-  sensor(c.path("s2"), "ress.node2", netload(5));
+  WriteSensor(c.path("s1"), "ress.node1", netload(50));
+  WriteSensor(c.path("s2"), "ress.node2", netload(5));
   // A cluster resource: licenses, reported once by the master's sensor, seen on every host.
-  sensor(c.path("master"), "ress.master", "echo '- resource: licenses'\necho '  type: number'\necho '  value: 4'\n");
+  WriteSensor(c.path("master"), "ress.master", "echo '- resource: licenses'\necho '  type: number'\necho '  value: 4'\n");
   c.RestartMasterWith({"--sensor_dir=" + c.path("master")});
   c.AddAgent("node1", "cpus=2,mem=4G", {"--sensor_dir=" + c.path("s1")});
   c.AddAgent("node2", "cpus=2,mem=4G", {"--sensor_dir=" + c.path("s2")});
@@ -1274,17 +1277,12 @@ TEST_CASE("rusage[] reserves what sensors report: an assign resource's units rea
           "is shared by every host, a released one goes back while its job is suspended",
           "[B1]") {
   Cluster c("consume");
-  auto sensor = [&](const std::string& dir, const std::string& name, const std::string& records) {
-    std::filesystem::create_directories(dir);
-    std::ofstream(dir + "/" + name) << "#!/bin/sh\nwhile true; do\n" << records << "echo '---'\nsleep 0.2\ndone\n";
-    std::filesystem::permissions(dir + "/" + name, std::filesystem::perms::owner_all);
-  };
   // Per host: two ports the scheduler hands out, and bandwidth a suspended job gives back.
-  sensor(c.path("hosts"), "ress.host",
+  WriteSensor(c.path("hosts"), "ress.host",
          "echo '- resource: port'\necho '  assign: true'\necho '  value: 2'\n"
          "echo '- resource: bw'\necho '  release: true'\necho '  value: 1'\n");
   // For the cluster: one license, whichever host uses it.
-  sensor(c.path("master"), "ress.master", "echo '- resource: lic'\necho '  value: 1'\n");
+  WriteSensor(c.path("master"), "ress.master", "echo '- resource: lic'\necho '  value: 1'\n");
   c.RestartMasterWith({"--sensor_dir=" + c.path("master")});
   c.AddAgent("node1", "cpus=4,mem=4G", {"--sensor_dir=" + c.path("hosts")});
   c.AddAgent("node2", "cpus=4,mem=4G", {"--sensor_dir=" + c.path("hosts")});
