@@ -30,6 +30,7 @@
 
 #include "tests/testing/event_chaos_proxy.h"
 #include "tests/testing/munge_daemon.h"
+#include "tests/testing/own_postgres.h"
 #include "tests/testing/process.h"
 #include "tests/testing/rest_client.h"
 #include "tests/testing/tcp_proxy.h"
@@ -40,34 +41,12 @@ using jc::testing::Process;
 
 namespace {
 
+using jc::testing::OwnPostgres;
+
 int EnvInt(const char* name, int fallback) {
   const char* v = std::getenv(name);
   return v != nullptr && *v != 0 ? std::atoi(v) : fallback;
 }
-
-std::string Shell(const std::string& command) {
-  std::string out;
-  FILE* p = popen(command.c_str(), "r");
-  if (p == nullptr) return out;
-  char buf[512];
-  while (fgets(buf, sizeof(buf), p) != nullptr) out += buf;
-  if (pclose(p) != 0) return "";
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  return out;
-}
-
-// A PostgreSQL of the test's own, so restarting it disturbs no other test.
-struct OwnPostgres {
-  std::string dir, uri;
-  explicit OwnPostgres(const std::string& d) : dir(d) {
-    uri = Shell(std::string(JC_SOURCE_DIR) + "/scripts/pg.sh start " + dir);
-  }
-  bool Run(const std::string& what) const {
-    return std::system((std::string(JC_SOURCE_DIR) + "/scripts/pg.sh " + what + " " + dir).c_str()) == 0;
-  }
-  bool Restart() const { return Run("restart"); }
-  ~OwnPostgres() { (void)std::system((std::string(JC_SOURCE_DIR) + "/scripts/pg.sh stop " + dir).c_str()); }
-};
 
 enum class Fault {
   kKillServer,
@@ -254,8 +233,8 @@ static void RunFaultSuite(bool native) {
   std::vector<std::string> store_flags{"--data_dir=" + (dir / "data").string()};
   if (postgres) {
     pg = std::make_unique<OwnPostgres>((dir / "pg").string());
-    REQUIRE_FALSE(pg->uri.empty());
-    store_flags = {"--store=" + pg->uri};
+    REQUIRE_FALSE(pg->uri().empty());
+    store_flags = {"--store=" + pg->uri()};
   }
 
   // The schedule: which faults, in what order, drawn from the seed; fault k comes once
@@ -487,11 +466,11 @@ TEST_CASE("with the store down, creates answer 503 with Retry-After, reads of kn
     config << "center_id: local\nsecurity_grade: 3\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 64Mi}\n";
   }
   OwnPostgres pg((dir / "pg").string());
-  REQUIRE_FALSE(pg.uri.empty());
+  REQUIRE_FALSE(pg.uri().empty());
   Harness h(dir.string(), /*native=*/false);
   h.StartAdapter();
   // Token verdicts are reused for 1 s only, so that the outage below outlasts them.
-  h.StartServer({"--store=" + pg.uri, "--jobs_lease_ttl=2s", "--auth_cache_ttl=1s"});
+  h.StartServer({"--store=" + pg.uri(), "--jobs_lease_ttl=2s", "--auth_cache_ttl=1s"});
   h.AddCenter();
   jc::testing::RestClient rest(h.port(), h.token());
   auto task = [](const std::string& command) {

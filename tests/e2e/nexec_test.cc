@@ -22,6 +22,7 @@
 #include "executor/auth/munge_auth.h"
 #include "nexec/v1/nexec.grpc.pb.h"
 #include "tests/testing/munge_daemon.h"
+#include "tests/testing/own_postgres.h"
 #include "tests/testing/process.h"
 #include "tests/testing/test_account.h"
 #include "tests/testing/test_store.h"
@@ -106,6 +107,8 @@ class Cluster {
   }
 
   void SignalMaster(int sig) { master_->Signal(sig); }
+  // Waits for the master to exit by itself; its exit code.
+  std::optional<int> WaitMasterExit() { return master_->Wait(); }
   // Restarts the master with these flags added (same port and data).
   void RestartMasterWith(std::vector<std::string> extra) {
     master_extra_ = std::move(extra);
@@ -1347,4 +1350,123 @@ TEST_CASE("rusage[] reserves what sensors report: an assign resource's units rea
   CHECK(c.Job(r1)["state"] == "RUNNING");
   kill(r1);
   kill(r2);
+}
+
+TEST_CASE("the store going down while nexec-run starts a task: the master stops rather than start what it could "
+          "not record, and after the restart the job runs on with no such task",
+          "[B10][C7]") {
+  Cluster c("storedown");
+  // A PostgreSQL of this test's own: it is the one that goes down.
+  jc::testing::OwnPostgres pg(c.path("pg"));
+  REQUIRE_FALSE(pg.uri().empty());
+  c.RestartMasterWith({"--store=" + pg.uri()});
+  c.AddAgent("node1", "cpus=2,mem=4G");
+  c.AddAgent("node2", "cpus=2,mem=4G");
+  REQUIRE(c.WaitHosts(2));
+  const std::string go = c.path("go"), marker = c.path("marker"), out = c.path("job.out");
+  int64_t id = c.Submit({"-n", "2", "-R", "span[ptile=1]", "-o", out, "--",
+                         "while [ ! -f " + go + " ]; do sleep 0.05; done; " + std::string(JC_NEXEC_RUN) +
+                             " node2 touch " + marker + "; echo run-exit=$?; sleep 300"});
+  REQUIRE(c.WaitState(id, "RUNNING"));
+  int first_pid = c.TaskPid(id);
+
+  REQUIRE(pg.Run("kill"));
+  std::ofstream(go).close();
+  // The master cannot record the remote task, so it neither starts it nor carries on:
+  // it exits (status 3, commit or stop), and nexec-run says it failed.
+  auto exit_code = c.WaitMasterExit();
+  INFO(c.MasterLog());
+  CHECK(exit_code == 3);
+  REQUIRE(WaitUntil([&] { return ReadFile(out).find("run-exit=") != std::string::npos; }));
+  CHECK(ReadFile(out).find("run-exit=0") == std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(marker));
+
+  // Store and master back: the job still runs its first task, and holds no remote one.
+  REQUIRE(pg.Run("resume"));
+  c.CrashAndRestartMaster();
+  REQUIRE(c.WaitHosts(2));
+  json job = c.Job(id);
+  CHECK(job["state"] == "RUNNING");
+  CHECK(job["tasks"].size() == 2);
+  CHECK_FALSE(Gone(first_pid));
+  CHECK_FALSE(std::filesystem::exists(marker));
+  REQUIRE(c.Cli({"kill", std::to_string(id)}).code == 0);
+  REQUIRE(c.WaitState(id, "EXIT"));
+  CHECK(WaitUntil([&] { return Gone(first_pid); }));
+}
+
+TEST_CASE("an agent SIGKILLed while a job's pre-exec runs: its successor ends the pre-exec, and the command runs "
+          "once, in the job's next attempt",
+          "[B6][B11][C7]") {
+  Cluster c("precrash", "queues:\n  - name: normal\n    rerun_on_host_failure: true\n");
+  c.AddAgent("node1", "cpus=2,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  const std::string started = c.path("pre-started"), pid_file = c.path("pre.pid"), runs = c.path("runs");
+  // The first attempt's pre-exec hangs (the agent dies under it); the next one passes.
+  int64_t id = c.Submit({"-E", "if [ ! -f " + started + " ]; then echo $$ > " + pid_file + "; touch " + started +
+                                   "; sleep 300; fi",
+                         "--", "echo ran >> " + runs});
+  REQUIRE(WaitUntil([&] { return !ReadFile(pid_file).empty(); }));
+  int pre = std::stoi(ReadFile(pid_file));
+  struct KillLeftover {
+    int pgid;
+    ~KillLeftover() { kill(-pgid, SIGKILL); }
+  } cleanup{pre};
+
+  c.agent("node1").Signal(SIGKILL);
+  REQUIRE(WaitUntil([&] {
+    json hosts = json::parse(c.Cli({"hosts", "--json"}).out)["hosts"];
+    return hosts.size() == 1 && hosts[0]["state"] == "unavailable";
+  }));
+  CHECK(kill(pre, 0) == 0);  // the dead agent's pre-exec still runs, as its tasks would
+  c.AddAgent("node1", "cpus=2,mem=4G");
+  CHECK(WaitUntil([&] { return Gone(pre); }));  // the successor ended it
+  REQUIRE(c.WaitState(id, "DONE"));
+  CHECK(ReadFile(runs) == "ran\n");  // the command ran once
+  json job = c.Job(id);
+  CHECK(job["attempt"].get<int>() >= 1);
+}
+
+TEST_CASE("a job over three agents starts a task on each through nexec-run, and kill leaves no process of it on "
+          "any host",
+          "[B10][B11]") {
+  Cluster c("three");
+  for (const char* host : {"node1", "node2", "node3"}) c.AddAgent(host, "cpus=2,mem=4G");
+  REQUIRE(c.WaitHosts(3));
+  const std::string run = JC_NEXEC_RUN;
+  int64_t id = c.Submit({"-n", "3", "-R", "span[ptile=1]", "--",
+                         run + " node2 'sleep 300 & sleep 300' & " + run + " node3 sleep 300 & sleep 300"});
+  std::vector<int> pids;
+  REQUIRE(WaitUntil([&] {
+    json job = c.Job(id);
+    pids.clear();
+    std::set<std::string> hosts;
+    for (const auto& t : job["tasks"]) {
+      if (t.value("pid", 0) > 0 && (t.value("index", 0) == 0 || t.value("remote", false))) {
+        pids.push_back(t["pid"]);
+        hosts.insert(t["host"].get<std::string>());
+      }
+    }
+    return hosts.size() == 3;
+  }));
+  // Every process the job started, by its NEXEC_JOBID, from /proc.
+  auto processes_of_job = [&] {
+    int n = 0;
+    const std::string mark = "NEXEC_JOBID=" + std::to_string(id) + std::string(1, '\0');
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+      std::string name = entry.path().filename();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::string environ = ReadFile(entry.path() / "environ");
+      if (environ.find(mark) != std::string::npos && !Gone(std::stoi(name))) ++n;
+    }
+    return n;
+  };
+  CHECK(processes_of_job() >= 5);  // three shells and their sleeps, at least
+  REQUIRE(c.Cli({"kill", std::to_string(id)}).code == 0);
+  REQUIRE(c.WaitState(id, "EXIT"));
+  for (int pid : pids) {
+    INFO("pid " << pid);
+    CHECK(WaitUntil([&] { return Gone(pid) && kill(-pid, 0) != 0; }));  // the process and its group
+  }
+  CHECK(WaitUntil([&] { return processes_of_job() == 0; }));
 }
