@@ -3,7 +3,8 @@
 # is not installed yet. Does nothing (and needs no network) when everything is present.
 #   scripts/setup.sh            build and run dependencies
 #   scripts/setup.sh --test     plus what the test suite starts (PostgreSQL, docker-compose,
-#                               MPICH and PyTorch for the multi-host executor tests)
+#                               MPICH and PyTorch for the multi-host executor tests, procps
+#                               for tests that look for processes)
 #                               and clang with libFuzzer (scripts/fuzz.sh)
 #   scripts/setup.sh --slurm    plus Slurm and munge (scripts/slurm.sh, the benchmarks)
 set -euo pipefail
@@ -17,7 +18,7 @@ packages=(
 )
 for arg in "$@"; do
   case "$arg" in
-    --test) packages+=(postgresql docker-compose clang libclang-rt-14-dev mpich python3-torch) ;;
+    --test) packages+=(postgresql docker-compose clang libclang-rt-14-dev mpich python3-torch procps) ;;
     --slurm) packages+=(slurm-wlm slurmrestd slurm-wlm-jwt-plugin) ;;
     *) echo "setup: unknown option $arg (use --test or --slurm)" >&2; exit 2 ;;
   esac

@@ -6,6 +6,8 @@
 //   mpiexec -launcher rsh -launcher-exec nexec-run ...        (MPICH's Hydra)
 //   mpirun --mca plm_rsh_agent nexec-run ...                   (Open MPI)
 //   nexec-run --torch node2 python3 train.py                   (torch.distributed env)
+//   nexec-run -z "$NEXEC_HOSTS" ./worker                        (LSF's blaunch -z: one task
+//                                                               per entry, in parallel)
 //
 // Inside a job only: the job comes from $NEXEC_JOBID, the master from $NEXEC_MASTER and
 // munged from $NEXEC_MUNGE_SOCKET, which the agent sets for every task.
@@ -25,6 +27,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "executor/auth/munge_auth.h"
 #include "executor/cli/environment.h"
 #include "nexec/v1/nexec.grpc.pb.h"
@@ -35,8 +38,12 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: nexec-run [--torch] [--env all|none|VAR,...] [--master=host:port] HOST command [args...]\n"
+    "       nexec-run [options] -z \"HOST HOST ...\" command [args...]\n"
     "Runs command on HOST, a host of the current nexec job's allocation, through its agent;\n"
     "forwards output and signals and exits with the command's exit code.\n"
+    "  -z       one task per listed host (a host listed twice gets two), started together;\n"
+    "           exits with the first non-zero exit code, in list order (0 when all succeed).\n"
+    "           If any cannot start, those that did are killed and nothing runs.\n"
     "  --torch  set MASTER_ADDR, MASTER_PORT, WORLD_SIZE, RANK and LOCAL_RANK (torch.distributed)\n"
     "  --env    the environment the task gets (default all: this one's)\n";
 
@@ -56,6 +63,8 @@ int main(int argc, char** argv) {
   std::string master = env_master != nullptr ? env_master : "127.0.0.1:6800";
   std::string munge_socket, env = "all";
   bool torch = false;
+  std::vector<std::string> hosts;  // -z
+  bool many = false;
   size_t i = 0;
   for (; i < args.size() && !args[i].empty() && args[i][0] == '-'; ++i) {
     const std::string& a = args[i];
@@ -73,6 +82,9 @@ int main(int argc, char** argv) {
       env = args[++i];
     } else if (a.rfind("--env=", 0) == 0) {
       env = a.substr(6);
+    } else if (a == "-z" && i + 1 < args.size()) {
+      many = true;
+      hosts = absl::StrSplit(args[++i], absl::ByAnyChar(" \t\n"), absl::SkipEmpty());
     } else if (a == "--") {
       ++i;
       break;
@@ -81,7 +93,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (args.size() < i + 2) {
+  if (!many && i < args.size()) hosts = {args[i++]};
+  if (hosts.empty() || args.size() < i + 1) {
     std::cerr << kUsage;
     return 2;
   }
@@ -92,9 +105,8 @@ int main(int argc, char** argv) {
   }
   pb::RunTaskRequest req;
   req.set_job_id(job_id);
-  req.set_host(args[i]);
   // As rsh and ssh do: the arguments, joined by spaces, are the remote shell's command line.
-  req.set_command(absl::StrJoin(args.begin() + static_cast<long>(i) + 1, args.end(), " "));
+  req.set_command(absl::StrJoin(args.begin() + static_cast<long>(i), args.end(), " "));
   req.set_torch(torch);
   for (auto& [k, v] : jc::nexec::EnvironmentToSend(env, std::cerr)) (*req.mutable_env())[k] = v;
   char cwd[4096];
@@ -116,39 +128,68 @@ int main(int argc, char** argv) {
     return c;
   };
 
-  pb::Task task;
+  // Start every task, in parallel (one RunTask each; the master commits them together).
+  std::vector<pb::Task> tasks(hosts.size());
+  std::vector<grpc::Status> started(hosts.size());
   {
-    auto c = call("RunTask", req);
-    grpc::Status st = stub->RunTask(c.get(), req, &task);
-    if (!st.ok()) {
-      if (st.error_code() == grpc::StatusCode::UNAVAILABLE && st.error_message().find("host") == std::string::npos) {
-        return Fail("cannot reach the master at " + master + " (" + st.error_message() + ")");
-      }
-      return Fail(st.error_message());
+    std::vector<std::thread> starters;
+    for (size_t h = 0; h < hosts.size(); ++h) {
+      starters.emplace_back([&, h] {
+        pb::RunTaskRequest one = req;
+        one.set_host(hosts[h]);
+        auto c = call("RunTask", one);
+        started[h] = stub->RunTask(c.get(), one, &tasks[h]);
+      });
+      // --torch ranks follow call order: keep the list's order for them.
+      if (torch) starters.back().join();
     }
+    for (auto& t : starters) {
+      if (t.joinable()) t.join();
+    }
+  }
+  for (size_t h = 0; h < hosts.size(); ++h) {
+    if (started[h].ok()) continue;
+    // All or none: the tasks that did start are ended, and the first error is reported.
+    for (size_t k = 0; k < hosts.size(); ++k) {
+      if (!started[k].ok()) continue;
+      pb::SignalTaskRequest s;
+      s.set_job_id(job_id);
+      s.set_task_index(tasks[k].index());
+      s.set_signal(SIGKILL);
+      pb::ControlResponse resp;
+      auto c = call("SignalTask", s);
+      (void)stub->SignalTask(c.get(), s, &resp);
+    }
+    const grpc::Status& st = started[h];
+    if (st.error_code() == grpc::StatusCode::UNAVAILABLE && st.error_message().find("host") == std::string::npos) {
+      return Fail("cannot reach the master at " + master + " (" + st.error_message() + ")");
+    }
+    return Fail(many ? hosts[h] + ": " + st.error_message() : st.error_message());
   }
 
   std::thread signals([&] {
     while (true) {
       int sig = 0;
       if (sigwait(&forwarded, &sig) != 0) continue;
-      pb::SignalTaskRequest s;
-      s.set_job_id(job_id);
-      s.set_task_index(task.index());
-      s.set_signal(sig);
-      pb::ControlResponse resp;
-      auto c = call("SignalTask", s);
-      grpc::Status st = stub->SignalTask(c.get(), s, &resp);
-      if (!st.ok()) std::cerr << "nexec-run: forwarding signal " << sig << ": " << st.error_message() << "\n";
+      for (const pb::Task& task : tasks) {
+        pb::SignalTaskRequest s;
+        s.set_job_id(job_id);
+        s.set_task_index(task.index());
+        s.set_signal(sig);
+        pb::ControlResponse resp;
+        auto c = call("SignalTask", s);
+        grpc::Status st = stub->SignalTask(c.get(), s, &resp);
+        if (!st.ok()) std::cerr << "nexec-run: forwarding signal " << sig << ": " << st.error_message() << "\n";
+      }
     }
   });
   signals.detach();
 
-  // The task's stdout and stderr, followed until it ends.
-  auto follow = [&](bool stderr) {
+  // Each task's stdout and stderr, followed until it ends.
+  auto follow = [&](int task_index, bool stderr) {
     pb::ReadLogRequest r;
     r.set_job_id(job_id);
-    r.set_task_index(task.index());
+    r.set_task_index(task_index);
     r.set_stderr(stderr);
     r.set_follow(true);
     int64_t offset = 0;
@@ -170,22 +211,36 @@ int main(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the master restarting: go on from offset
     }
   };
-  std::thread out(follow, false), err(follow, true);
-  out.join();
-  err.join();
+  std::vector<std::thread> followers;
+  for (const pb::Task& task : tasks) {
+    followers.emplace_back(follow, task.index(), false);
+    followers.emplace_back(follow, task.index(), true);
+  }
+  for (auto& t : followers) t.join();
 
-  // The streams end when the task exited (or the job ended): its exit code is ours.
+  // The streams end when the tasks exited (or the job ended): the first non-zero exit
+  // code, in list order, is ours.
   for (int tries = 0; tries < 100; ++tries) {
     pb::JobRef ref;
     ref.set_job_id(job_id);
     pb::Job job;
     auto c = call("GetJob", ref);
-    if (stub->GetJob(c.get(), ref, &job).ok() && task.index() < job.tasks_size()) {
-      const pb::Task& t = job.tasks(task.index());
-      if (t.state() == pb::TASK_EXITED) return t.exit_code() > 255 ? 255 : t.exit_code();
-      if (job.state() == pb::DONE || job.state() == pb::EXIT) return 128 + SIGKILL;  // ended with its job
+    if (stub->GetJob(c.get(), ref, &job).ok()) {
+      bool ended = job.state() == pb::DONE || job.state() == pb::EXIT;
+      int code = 0;
+      bool all = true;
+      for (const pb::Task& task : tasks) {
+        if (task.index() >= job.tasks_size() || job.tasks(task.index()).state() != pb::TASK_EXITED) {
+          all = false;
+          if (ended && code == 0) code = 128 + SIGKILL;  // ended with its job
+          continue;
+        }
+        int exit = job.tasks(task.index()).exit_code();
+        if (code == 0 && exit != 0) code = exit > 255 ? 255 : exit;
+      }
+      if (all || ended) return code;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  return Fail("the task's end was not reported by the master");
+  return Fail("the tasks' end was not reported by the master");
 }

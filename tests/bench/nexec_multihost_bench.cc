@@ -1,6 +1,8 @@
 // Benchmark of the executor's multi-host jobs (issue 14): one job of 64 tasks over 16
-// agents on this machine (4 slots per host, one `nexec-run` task per slot), timed from
-// submit until every task runs and from kill until no task's process is left. When a
+// agents on this machine (4 slots per host, one task per slot), timed from submit until
+// every task runs and from kill until no task's process is left. The tasks are started
+// two ways: one `nexec-run HOST` process per task (as MPI launchers do), and one
+// `nexec-run -z "$NEXEC_HOSTS"` for all of them (LSF's blaunch -z). When a
 // Slurm cluster is reachable (SLURM_CONF set, srun on PATH), the same 64 tasks through
 // `srun -n 64` in the same run (the test cluster of scripts/slurm.sh is one node: the
 // shape is 64 tasks, not 16 hosts). Prints figures; asserts nothing.
@@ -64,7 +66,8 @@ struct Times {
   double stop = -1;   // kill -> no task's process left
 };
 
-Times RunNexec(int agents, int per_agent, const fs::path& dir, int round) {
+Times RunNexec(int agents, int per_agent, const fs::path& dir, int round, bool fan_out) {
+  fs::create_directories(dir);
   const auto auth = jc::nexec::MungeAuth::Munge(jc::testing::UsePrivateMunged());
   Process master({JC_NEXEC_MASTER, "--listen=127.0.0.1:0", "--metrics_address=", "--data_dir=" + (dir / "data").string(),
                   "--log_dir=" + (dir / "logs").string()},
@@ -106,8 +109,10 @@ Times RunNexec(int agents, int per_agent, const fs::path& dir, int round) {
   fs::create_directories(started);
   const std::string token = std::to_string(900000 + getpid() % 1000 * 10 + round);
   // The job's command starts one task per slot through nexec-run, each marking its start.
-  std::string command = "for h in $NEXEC_HOSTS; do " + std::string(JC_NEXEC_RUN) + " --env none $h 'touch " +
-                        started.string() + "/$NEXEC_TASK_INDEX; exec sleep " + token + "' & done; wait";
+  const std::string task = "'touch " + started.string() + "/$NEXEC_TASK_INDEX; exec sleep " + token + "'";
+  std::string command = fan_out ? std::string(JC_NEXEC_RUN) + " --env none -z \"$NEXEC_HOSTS\" " + task
+                                : "for h in $NEXEC_HOSTS; do " + std::string(JC_NEXEC_RUN) + " --env none $h " + task +
+                                      " & done; wait";
   pb::SubmitRequest submit;
   submit.mutable_spec()->set_command(command);
   submit.mutable_spec()->set_slots(tasks);
@@ -185,17 +190,19 @@ int main(int argc, char** argv) {
     return 2;
   }
   const int tasks = agents * per_agent;
-  std::printf("one job of %d tasks (%d agents x %d slots, one nexec-run task per slot) on this machine\n", tasks,
-              agents, per_agent);
+  std::printf("one job of %d tasks (%d agents x %d slots, one task per slot) on this machine\n", tasks, agents,
+              per_agent);
   for (int round = 0; round < rounds; ++round) {
     fs::path dir = fs::temp_directory_path() / ("jc-multihost-bench-" + std::to_string(getpid()) + "-" +
                                                 std::to_string(round));
     fs::remove_all(dir);
     fs::create_directories(dir);
-    Times nexec = RunNexec(agents, per_agent, dir, round);
+    Times each = RunNexec(agents, per_agent, dir / "each", round, false);
+    Times fan = RunNexec(agents, per_agent, dir / "fan", round, true);
     Times slurm = RunSlurm(tasks, round);
-    std::printf("round %d: nexec: all %d running %s after submit, none left %s after kill", round + 1, tasks,
-                Figure(nexec.start).c_str(), Figure(nexec.stop).c_str());
+    std::printf("round %d: nexec, %d nexec-run: all running %s, none left %s after kill | one nexec-run -z: %s, %s",
+                round + 1, tasks, Figure(each.start).c_str(), Figure(each.stop).c_str(), Figure(fan.start).c_str(),
+                Figure(fan.stop).c_str());
     if (slurm.start < 0 && slurm.stop < 0) {
       std::printf(" | slurm: not measured (no Slurm cluster: set SLURM_CONF)\n");
     } else {

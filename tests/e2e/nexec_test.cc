@@ -1470,3 +1470,47 @@ TEST_CASE("a job over three agents starts a task on each through nexec-run, and 
   }
   CHECK(WaitUntil([&] { return processes_of_job() == 0; }));
 }
+
+TEST_CASE("nexec-run -z starts one task per listed host in one call: output and the first failure come back, and "
+          "a list with a host outside the job starts nothing that stays",
+          "[B10]") {
+  Cluster c("fanout");
+  c.AddAgent("node1", "cpus=2,mem=4G");
+  c.AddAgent("node2", "cpus=2,mem=4G");
+  REQUIRE(c.WaitHosts(2));
+  const std::string run = JC_NEXEC_RUN;
+  std::string out = c.path("fanout.out");
+  // One task per slot ($NEXEC_HOSTS lists node1 node1 node2 node2); the one on task index
+  // 5 fails with 7, which is what nexec-run answers.
+  int64_t id = c.Submit({"-n", "4", "-R", "span[ptile=2]", "-o", out, "--",
+                         run + " -z \"$NEXEC_HOSTS\" 'echo task-$NEXEC_TASK_INDEX; "
+                               "[ $NEXEC_TASK_INDEX = 5 ] && exit 7; exit 0'; echo fanout-exit=$?"});
+  REQUIRE(c.WaitState(id, "DONE"));
+  std::string text = ReadFile(out);
+  INFO(text);
+  for (int task = 2; task <= 5; ++task) CHECK(text.find("-" + std::to_string(task) + "\n") != std::string::npos);
+  CHECK(text.find("fanout-exit=7") != std::string::npos);
+  json job = c.Job(id);
+  REQUIRE(job["tasks"].size() == 6);  // two allocation entries, four started tasks
+  std::map<std::string, int> per_host;
+  for (const auto& t : job["tasks"]) {
+    if (t.value("remote", false)) per_host[t["host"].get<std::string>()]++;
+  }
+  CHECK(per_host == std::map<std::string, int>{{"node1", 2}, {"node2", 2}});
+
+  // A host the job does not hold: an error naming it, and the task that did start on
+  // node1 is killed before nexec-run returns (the job looks for it while it still runs).
+  std::string bad = c.path("bad.out");
+  const std::string token = std::to_string(370 + getpid() % 100);
+  int64_t other = c.Submit({"-n", "1", "-R", "select[hname==node1]", "-o", bad, "--",
+                            run + " -z 'node1 node2' sleep " + token + "; echo code=$?; i=0; "
+                                  "while pgrep -fx 'sleep " + token + "' >/dev/null && [ $i -lt 100 ]; do "
+                                  "sleep 0.05; i=$((i+1)); done; pgrep -fx 'sleep " + token +
+                                  "' >/dev/null && echo left-running || echo none-left"});
+  REQUIRE(c.WaitState(other, "DONE"));
+  text = ReadFile(bad);
+  INFO(text);
+  CHECK(text.find("node2") != std::string::npos);
+  CHECK(text.find("code=1") != std::string::npos);
+  CHECK(text.find("none-left") != std::string::npos);
+}
