@@ -9,6 +9,7 @@
 //   build/tests/bench/nexec_multihost_bench [agents] [slots_per_agent] [rounds]
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <unistd.h>
@@ -25,10 +26,10 @@
 
 #include "executor/auth/munge_auth.h"
 #include "nexec/v1/nexec.grpc.pb.h"
+#include "tests/bench/nexec_bench_cluster.h"
 #include "tests/testing/munge_daemon.h"
 #include "tests/testing/process.h"
 
-using jc::testing::Process;
 namespace pb = ::nexec::v1;
 namespace fs = std::filesystem;
 
@@ -52,8 +53,14 @@ int ProcessesWith(const std::string& token) {
   if (proc == nullptr) return -1;
   while (dirent* e = readdir(proc)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline");
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // read(2), not a stream: a process that exits during the read makes it fail with
+    // ESRCH, which libstdc++'s streams throw as an exception.
+    std::string cmdline;
+    int fd = open((std::string("/proc/") + e->d_name + "/cmdline").c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[512];
+    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) cmdline.append(buf, static_cast<size_t>(n));
+    close(fd);
     std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
     if (cmdline.rfind("sleep " + token, 0) == 0) ++n;
   }
@@ -67,43 +74,13 @@ struct Times {
 };
 
 Times RunNexec(int agents, int per_agent, const fs::path& dir, int round, bool fan_out) {
-  fs::create_directories(dir);
-  const auto auth = jc::nexec::MungeAuth::Munge(jc::testing::UsePrivateMunged());
-  Process master({JC_NEXEC_MASTER, "--listen=127.0.0.1:0", "--metrics_address=", "--data_dir=" + (dir / "data").string(),
-                  "--log_dir=" + (dir / "logs").string()},
-                 (dir / "master.log").string());
-  auto port = master.WaitForLog(R"(nexec master listening on port (\d+))");
-  if (!port) {
-    std::fprintf(stderr, "master did not start:\n%s\n", master.Log().c_str());
-    std::exit(1);
-  }
-  std::string address = "127.0.0.1:" + *port;
-  std::vector<std::unique_ptr<Process>> procs;
-  for (int i = 1; i <= agents; ++i) {
-    std::string host = "node" + std::to_string(i);
-    procs.push_back(std::make_unique<Process>(
-        std::vector<std::string>{JC_NEXEC_AGENT, "--master=" + address, "--host=" + host,
-                                 "--resources=cpus=" + std::to_string(per_agent) + ",mem=64G", "--log_level=warn",
-                                 "--heartbeat=200ms", "--state_dir=" + (dir / (host + "-state")).string()},
-        (dir / (host + ".log")).string()));
-  }
-  auto stub = pb::Master::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
-  auto call = [&](const char* method, const google::protobuf::Message& req) {
-    auto ctx = std::make_unique<grpc::ClientContext>();
-    ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-    (void)auth.Sign(ctx.get(), method, req);
-    return ctx;
-  };
-  bool up = jc::testing::WaitUntil([&] {
-    pb::ListHostsRequest req;
-    pb::ListHostsResponse resp;
-    auto ctx = call("ListHosts", req);
-    return stub->ListHosts(ctx.get(), req, &resp).ok() && resp.hosts_size() == agents;
-  });
-  if (!up) {
-    std::fprintf(stderr, "agents did not join\n");
-    std::exit(1);
-  }
+  jc::bench::NexecBenchCluster::Options options;
+  options.agents = agents;
+  options.agent_resources = "cpus=" + std::to_string(per_agent) + ",mem=64G";
+  options.heartbeat = "200ms";
+  jc::bench::NexecBenchCluster cluster(dir, options, jc::nexec::MungeAuth::Munge(jc::testing::UsePrivateMunged()));
+  auto* stub = cluster.stub();
+  auto call = [&](const char* method, const google::protobuf::Message& req) { return cluster.Context(method, req); };
   const int tasks = agents * per_agent;
   fs::path started = dir / ("started-" + std::to_string(round));
   fs::create_directories(started);

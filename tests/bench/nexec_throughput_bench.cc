@@ -19,10 +19,10 @@
 
 #include "executor/auth/munge_auth.h"
 #include "nexec/v1/nexec.grpc.pb.h"
+#include "tests/bench/nexec_bench_cluster.h"
 #include "tests/testing/munge_daemon.h"
 #include "tests/testing/process.h"
 
-using jc::testing::Process;
 namespace pb = ::nexec::v1;
 
 namespace {
@@ -37,31 +37,11 @@ double RunNexec(int jobs, int submitters, const std::filesystem::path& dir) {
   const bool munge = std::getenv("JC_BENCH_NO_MUNGE") == nullptr;
   const auto auth = munge ? jc::nexec::MungeAuth::Munge(jc::testing::UsePrivateMunged()) : jc::nexec::MungeAuth::Disabled();
   const std::string auth_flag = munge ? "--auth=munge" : "--auth=none";
-  Process master({JC_NEXEC_MASTER, "--listen=127.0.0.1:0", "--metrics_address=127.0.0.1:0", "--data_dir=" + (dir / "data").string(),
-                  "--log_dir=" + (dir / "logs").string(), auth_flag},
-                 (dir / "master.log").string());
-  auto port = master.WaitForLog(R"(nexec master listening on port (\d+))");
-  if (!port) {
-    std::fprintf(stderr, "master did not start:\n%s\n", master.Log().c_str());
-    std::exit(1);
-  }
-  std::string address = "127.0.0.1:" + *port;
-  std::vector<std::unique_ptr<Process>> agents;
-  for (int i = 1; i <= 3; ++i) {
-    agents.push_back(std::make_unique<Process>(
-        std::vector<std::string>{JC_NEXEC_AGENT, "--master=" + address,
-                                 "--host=node" + std::to_string(i), "--resources=cpus=64,mem=64G",
-                                 "--log_level=warn", "--state_dir=" + (dir / ("agent" + std::to_string(i))).string(),
-                                 auth_flag},
-        (dir / ("agent" + std::to_string(i) + ".log")).string()));
-  }
-  auto stub = pb::Master::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
-  jc::testing::WaitUntil([&] {
-    grpc::ClientContext ctx;
-    pb::ListHostsResponse hosts;
-    return auth.Sign(&ctx, "ListHosts", pb::ListHostsRequest()).ok() &&
-           stub->ListHosts(&ctx, {}, &hosts).ok() && hosts.hosts_size() == 3;
-  });
+  jc::bench::NexecBenchCluster::Options options;
+  options.extra_flags = {auth_flag};
+  options.master_metrics = true;  // as measured before: a production master exports metrics
+  jc::bench::NexecBenchCluster cluster(dir, options, auth);
+  auto* stub = cluster.stub();
 
   auto start = std::chrono::steady_clock::now();
   std::atomic<int> next{0};
@@ -70,13 +50,13 @@ double RunNexec(int jobs, int submitters, const std::filesystem::path& dir) {
   for (int t = 0; t < submitters; ++t) {
     threads.emplace_back([&] {
       while (next.fetch_add(1) < jobs) {
-        grpc::ClientContext ctx;
         pb::SubmitRequest req;
         req.mutable_spec()->set_command("true");
         req.mutable_spec()->set_user(getlogin() ? getlogin() : "root");
         req.mutable_spec()->set_stdout_path("/dev/null");
         pb::SubmitResponse resp;
-        if (!auth.Sign(&ctx, "Submit", req).ok() || !stub->Submit(&ctx, req, &resp).ok()) failed++;
+        auto ctx = cluster.Context("Submit", req);
+        if (!stub->Submit(ctx.get(), req, &resp).ok()) failed++;
       }
     });
   }
@@ -84,15 +64,14 @@ double RunNexec(int jobs, int submitters, const std::filesystem::path& dir) {
   double submitted = Seconds(start);
   jc::testing::WaitUntil(
       [&] {
-        grpc::ClientContext ctx;
         pb::ListJobsRequest req;
         req.add_states(pb::PENDING);
         req.add_states(pb::RUNNING);
         req.set_limit(1);  // only whether any is left
         pb::ListJobsResponse resp;
         std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polling interval
-        return auth.Sign(&ctx, "ListJobs", req).ok() && stub->ListJobs(&ctx, req, &resp).ok() &&
-               resp.jobs_size() == 0;
+        auto ctx = cluster.Context("ListJobs", req);
+        return stub->ListJobs(ctx.get(), req, &resp).ok() && resp.jobs_size() == 0;
       },
       std::chrono::minutes(10));
   double total = Seconds(start);

@@ -1,0 +1,89 @@
+#pragma once
+
+// A loopback nexec cluster for the benchmarks: a real master and real agents (node1 ..
+// nodeN), started and joined before anything is measured, stopped with the object.
+// Header-only: the including benchmark defines JC_NEXEC_MASTER and JC_NEXEC_AGENT.
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "executor/auth/munge_auth.h"
+#include "nexec/v1/nexec.grpc.pb.h"
+#include "tests/testing/process.h"
+
+namespace jc::bench {
+
+class NexecBenchCluster {
+ public:
+  struct Options {
+    int agents = 3;
+    std::string agent_resources = "cpus=64,mem=64G";
+    std::string heartbeat;                    // the agents' --heartbeat; empty: their default
+    std::vector<std::string> extra_flags;     // for the master and every agent (--auth=none)
+    bool master_metrics = false;              // the master serves /metrics (costs a little per job)
+  };
+
+  // Exits the benchmark, saying why, when the master does not start or agents do not join.
+  NexecBenchCluster(const std::filesystem::path& dir, const Options& options, nexec::MungeAuth auth)
+      : auth_(std::move(auth)) {
+    std::filesystem::create_directories(dir);
+    std::vector<std::string> master_args{JC_NEXEC_MASTER, "--listen=127.0.0.1:0",
+                                         options.master_metrics ? "--metrics_address=127.0.0.1:0" : "--metrics_address=",
+                                         "--data_dir=" + (dir / "data").string(),
+                                         "--log_dir=" + (dir / "logs").string()};
+    master_args.insert(master_args.end(), options.extra_flags.begin(), options.extra_flags.end());
+    master_ = std::make_unique<testing::Process>(master_args, (dir / "master.log").string());
+    auto port = master_->WaitForLog(R"(nexec master listening on port (\d+))");
+    if (!port) {
+      std::fprintf(stderr, "master did not start:\n%s\n", master_->Log().c_str());
+      std::exit(1);
+    }
+    address_ = "127.0.0.1:" + *port;
+    for (int i = 1; i <= options.agents; ++i) {
+      const std::string host = "node" + std::to_string(i);
+      std::vector<std::string> args{JC_NEXEC_AGENT, "--master=" + address_, "--host=" + host,
+                                    "--resources=" + options.agent_resources, "--log_level=warn",
+                                    "--state_dir=" + (dir / (host + "-state")).string()};
+      if (!options.heartbeat.empty()) args.push_back("--heartbeat=" + options.heartbeat);
+      args.insert(args.end(), options.extra_flags.begin(), options.extra_flags.end());
+      agents_.push_back(std::make_unique<testing::Process>(args, (dir / (host + ".log")).string()));
+    }
+    stub_ = ::nexec::v1::Master::NewStub(grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
+    bool joined = testing::WaitUntil([&] {
+      ::nexec::v1::ListHostsRequest req;
+      ::nexec::v1::ListHostsResponse resp;
+      auto ctx = Context("ListHosts", req);
+      return stub_->ListHosts(ctx.get(), req, &resp).ok() && resp.hosts_size() == options.agents;
+    });
+    if (!joined) {
+      std::fprintf(stderr, "the agents did not join\n");
+      std::exit(1);
+    }
+  }
+
+  ::nexec::v1::Master::Stub* stub() { return stub_.get(); }
+  // A signed context for one call.
+  std::unique_ptr<grpc::ClientContext> Context(const char* method, const google::protobuf::Message& request,
+                                               std::chrono::seconds deadline = std::chrono::seconds(30)) const {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    ctx->set_deadline(std::chrono::system_clock::now() + deadline);
+    (void)auth_.Sign(ctx.get(), method, request);
+    return ctx;
+  }
+
+ private:
+  const nexec::MungeAuth auth_;
+  std::string address_;
+  std::unique_ptr<testing::Process> master_;
+  std::vector<std::unique_ptr<testing::Process>> agents_;
+  std::unique_ptr<::nexec::v1::Master::Stub> stub_;
+};
+
+}  // namespace jc::bench
