@@ -139,6 +139,7 @@ absl::StatusOr<std::string> NexecBackend::Submit(const ReplicaLaunch& launch) {
   spec->set_command(launch.command);
   spec->set_user(launch.user.empty() ? CurrentUser() : launch.user);
   spec->set_queue(queue_);
+  spec->set_project(launch.project);  // -P: the center's limits over projects apply to it (B7)
   spec->set_slots(shape.slots);
   spec->set_requirement(shape.requirement);
   for (const auto& [k, v] : launch.env) (*spec->mutable_env())[k] = v;
@@ -163,6 +164,7 @@ absl::StatusOr<std::vector<std::string>> NexecBackend::SubmitGang(
     spec->set_command(launches[0].command);
     spec->set_user(launches[0].user.empty() ? CurrentUser() : launches[0].user);
     spec->set_queue(queue_);
+    spec->set_project(launches[0].project);
     std::string requirement;
     int slots = 0;
     for (const auto& l : launches) {

@@ -265,6 +265,7 @@ absl::StatusOr<ReplicaLaunch> AdapterCore::Validate(const pb::SubmitReplicaReque
     }
   }
   l.image_id = req.image_id();
+  l.project = req.project();
   l.env = {req.env().begin(), req.env().end()};
   l.spec = *spec;
   l.spec_digest = SpecDigest(req);

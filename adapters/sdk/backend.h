@@ -30,6 +30,7 @@ struct ReplicaLaunch {
   pb::ReplicaKey key;
   std::string command;  // for /bin/sh -c
   std::string user;     // the account to run as (the adapter's default when none was asked)
+  std::string project;  // the federation project the job belongs to (center limits may count it)
   std::string image_id;
   std::map<std::string, std::string> env;
   pb::SpecOffer spec;  // the resource spec, with its quantities

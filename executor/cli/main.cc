@@ -1,8 +1,8 @@
 // nexec: the executor's command line (SPEC B11).
 //   nexec submit [-n N] [-R req] [-q queue] [-J name] [-o out] [-e err] [--gpus N]
 //                [--exclusive] [--user U] [--key K] [--env all|none|VAR,...] [-E pre] [-Ep post]
-//                [-I | -Ip] [--] command...
-//   nexec jobs [-u user] [-q queue] [-a] | job ID | hosts [-l] | queues
+//                [-P project] [-app application] [-I | -Ip] [--] command...
+//   nexec jobs [-u user] [-q queue] [-a] | job ID | hosts [-l] | queues | limits
 //   nexec kill|suspend|resume|requeue ID
 //   nexec logs ID [-t TASK] [-e] [-f]
 // Every listing takes --json. The master is --master=host:port or $NEXEC_MASTER. Every call
@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -40,12 +41,13 @@ constexpr const char* kUsage =
     "usage: nexec [--master=host:port] [--munge_socket=PATH] COMMAND ...\n"
     "  submit [-n N] [-R req] [-q queue] [-J name] [-o out] [-e err] [--gpus N]\n"
     "         [--exclusive] [--user U] [--key K] [--env all|none|VAR,...] [-E pre] [-Ep post]\n"
-    "         [-I | -Ip] [--] command...\n"
+    "         [-P project] [-app application] [-I | -Ip] [--] command...\n"
     "         -I: interactive, stdin and output here; -Ip: on a pseudo-terminal\n"
     "         --env: the environment the job's tasks get (default all: this one's)\n"
     "  jobs [-u user] [-q queue] [-a] [--json]      list jobs (-a: finished too)\n"
     "  job ID [--json]                              one job in full\n"
     "  hosts [-l] [--json] | queues [--json]        -l: every resource of every host\n"
+    "  limits [--json]                              each limit's use now, per consumer\n"
     "  kill ID | suspend ID | resume ID | requeue ID | rerun ID   (rerun: a finished job again)\n"
     "  logs ID [-t TASK] [-e] [-f]                  task output (-t: a task nexec-run started;\n"
     "                                               -e stderr, -f follow)\n"
@@ -214,7 +216,8 @@ int main(int argc, char** argv) {
       }
       if (a == "--help" || a == "-h") return Usage(true);
       if (a != "-n" && a != "-R" && a != "-q" && a != "-J" && a != "-o" && a != "-e" &&
-          a != "--gpus" && a != "--user" && a != "--key" && a != "--env" && a != "-E" && a != "-Ep") {
+          a != "--gpus" && a != "--user" && a != "--key" && a != "--env" && a != "-E" && a != "-Ep" &&
+          a != "-P" && a != "-app") {
         return Fail("submit: unknown option " + a);
       }
       v = value(a);
@@ -240,6 +243,10 @@ int main(int argc, char** argv) {
         s->set_pre_exec(*v);
       } else if (a == "-Ep") {
         s->set_post_exec(*v);
+      } else if (a == "-P") {
+        s->set_project(*v);
+      } else if (a == "-app") {
+        s->set_app(*v);
       } else if (a == "--key") {
         s->set_submit_key(*v);  // sent again, the same key answers with the same job
       } else {
@@ -459,6 +466,56 @@ int main(int argc, char** argv) {
                         q.balance(), window});
       }
       Table(rows);
+    }
+    return 0;
+  }
+
+  if (cmd == "limits") {
+    if (!args.empty()) return Fail("limits: unknown argument " + args[0]);
+    pb::ListLimitsRequest req;
+    pb::ListLimitsResponse resp;
+    auto c = ctx("ListLimits", req);
+    grpc::Status st = stub->ListLimits(c.get(), req, &resp);
+    if (!st.ok()) return Fail(st);
+    if (json) {
+      std::cout << Json(resp) << "\n";
+      return 0;
+    }
+    if (resp.limits().empty()) {
+      std::cout << "No limits configured\n";
+      return 0;
+    }
+    // As LSF's blimits: per limit and bucket, used/limit now ("-": no limit at this hour).
+    auto of = [](double used, bool limited, double value) {
+      return absl::StrCat(used, "/", limited ? absl::StrCat(value) : std::string("-"));
+    };
+    for (const auto& l : resp.limits()) {
+      std::cout << "LIMIT " << l.name() << " (" << l.consumers() << ")";
+      if (!l.slots().empty()) std::cout << " slots: " << l.slots();
+      if (!l.jobs().empty()) std::cout << " jobs: " << l.jobs();
+      if (!l.resources().empty()) std::cout << " resources: " << l.resources();
+      std::cout << "\n";
+      std::vector<std::string> header{l.per().empty() ? "CONSUMERS" : absl::StrJoin(l.per(), "/")};
+      if (!l.slots().empty()) header.push_back("SLOTS");
+      if (!l.jobs().empty()) header.push_back("JOBS");
+      std::vector<std::string> names;
+      for (const auto& [name, v] : l.resources_now()) names.push_back(name);
+      for (const auto& name : names) header.push_back(absl::AsciiStrToUpper(name));
+      std::vector<std::vector<std::string>> rows{header};
+      auto row = [&](const pb::LimitBucket& b) {
+        std::vector<std::string> r{b.key().empty() ? "-" : absl::StrJoin(b.key(), "/")};
+        if (!l.slots().empty()) r.push_back(of(b.slots(), l.has_slots_now(), l.slots_now()));
+        if (!l.jobs().empty()) r.push_back(of(b.jobs(), l.has_jobs_now(), l.jobs_now()));
+        for (const auto& name : names) {
+          auto used = b.resources().find(name);
+          r.push_back(of(used == b.resources().end() ? 0 : used->second, true, l.resources_now().at(name)));
+        }
+        rows.push_back(r);
+      };
+      for (const auto& b : l.buckets()) row(b);
+      if (l.buckets().empty()) row(pb::LimitBucket());
+      Table(rows);
+      std::cout << "\n";
     }
     return 0;
   }

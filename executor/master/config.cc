@@ -2,12 +2,15 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <pwd.h>
+
 #include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "common/yaml_guard.h"
 #include "common/status_macros.h"
@@ -53,6 +56,85 @@ absl::StatusOr<ResourceValues> ReadResources(const YAML::Node& node, const std::
   return out;
 }
 
+// A list of names, as YAML list or one string ("medium low", "all ~u001").
+absl::StatusOr<std::string> NamesText(const YAML::Node& node, const std::string& where) {
+  if (node.IsSequence()) {
+    std::vector<std::string> names;
+    for (const auto& n : node) names.push_back(n.as<std::string>());
+    return absl::StrJoin(names, " ");
+  }
+  if (node.IsScalar()) return node.as<std::string>();
+  return Bad(where, "must be names: a list, or one string such as \"all ~u001\"");
+}
+
+bool IsUser(const std::string& name) {
+  std::vector<char> buf(16384);
+  passwd pw;
+  passwd* out = nullptr;
+  return getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &out) == 0 && out != nullptr;
+}
+
+absl::StatusOr<LimitConfig> ParseLimit(const YAML::Node& node, std::string where,
+                                       const std::set<std::string>& queues,
+                                       const std::map<std::string, std::vector<std::string>>& groups) {
+  if (!node.IsMap()) return Bad(where, "must be a mapping");
+  JC_RETURN_IF_ERROR(CheckKeys(node, where,
+                               {"name", "queues", "per_queue", "users", "per_user", "hosts", "per_host", "projects",
+                                "per_project", "apps", "per_app", "slots", "jobs", "resources"}));
+  LimitConfig l;
+  JC_RETURN_IF_ERROR(Read(node, "name", where, &l.name));
+  if (l.name.empty()) return Bad(where, "needs a name");
+  where = absl::StrCat(where, " (", l.name, ")");
+  struct Dimension {
+    const char* key;
+    ConsumerSet* set;
+  };
+  for (const auto& [key, set] : {Dimension{"queues", &l.queues}, Dimension{"users", &l.users},
+                                 Dimension{"hosts", &l.hosts}, Dimension{"projects", &l.projects},
+                                 Dimension{"apps", &l.apps}}) {
+    const std::string per = key == std::string("queues")     ? "per_queue"
+                            : key == std::string("users")    ? "per_user"
+                            : key == std::string("hosts")    ? "per_host"
+                            : key == std::string("projects") ? "per_project"
+                                                             : "per_app";
+    if (node[key] && node[per]) return Bad(where, absl::StrCat("give ", key, " or ", per, ", not both"));
+    const char* used = node[per] ? per.c_str() : key;
+    if (!node[used]) continue;
+    JC_ASSIGN_OR_RETURN(std::string text, NamesText(node[used], absl::StrCat(where, ".", used)));
+    *set = ParseConsumers(text, node[per].IsDefined());
+    if (!set->all && set->names.empty()) {
+      return Bad(absl::StrCat(where, ".", used), "names nobody (use all, names, and ~exclusions)");
+    }
+    // Consumers must exist: queues of this file; users that are accounts or groups.
+    std::vector<std::string> named(set->names.begin(), set->names.end());
+    named.insert(named.end(), set->excluded.begin(), set->excluded.end());
+    for (const std::string& name : named) {
+      if (key == std::string("queues") && !queues.count(name)) {
+        return Bad(absl::StrCat(where, ".", used), absl::StrCat("no queue named \"", name, "\""));
+      }
+      if (key == std::string("users") && !groups.count(name) && !IsUser(name)) {
+        return Bad(absl::StrCat(where, ".", used), absl::StrCat("\"", name, "\" is neither a user nor a user group"));
+      }
+    }
+  }
+  auto value = [&](const char* key, std::optional<LimitValue>* out) -> absl::Status {
+    if (!node[key]) return absl::OkStatus();
+    auto parsed = ParseLimitValue(node[key].as<std::string>());
+    if (!parsed.ok()) return Bad(absl::StrCat(where, ".", key), std::string(parsed.status().message()));
+    *out = *std::move(parsed);
+    return absl::OkStatus();
+  };
+  JC_RETURN_IF_ERROR(value("slots", &l.slots));
+  JC_RETURN_IF_ERROR(value("jobs", &l.jobs));
+  if (node["resources"]) {
+    auto parsed = ParseLimitResources(node["resources"].as<std::string>());
+    if (!parsed.ok()) return Bad(where + ".resources", std::string(parsed.status().message()));
+    l.resources = *std::move(parsed);
+  }
+  if (!l.slots && !l.jobs && l.resources.empty()) return Bad(where, "limits nothing: give slots, jobs or resources");
+  return l;
+}
+
 }  // namespace
 
 ExecutorConfig DefaultConfig() {
@@ -75,7 +157,7 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
   if (root.IsNull()) return DefaultConfig();
   JC_RETURN_IF_ERROR(CheckKeys(root, "top level",
                                {"host_types", "hosts", "user_groups", "queues", "default_queue",
-                                "administrators"}));
+                                "administrators", "limits"}));
   ExecutorConfig c;
   std::set<std::string> types;
   if (const YAML::Node list = root["host_types"]) {
@@ -193,6 +275,17 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
   }
   if (c.queues.empty()) {
     c.queues = DefaultConfig().queues;
+  }
+  if (const YAML::Node list = root["limits"]) {
+    if (!list.IsSequence()) return Bad("limits", "must be a list of limits");
+    std::set<std::string> queue_set, names;
+    for (const auto& q : c.queues) queue_set.insert(q.name);
+    for (size_t i = 0; i < list.size(); ++i) {
+      std::string where = absl::StrCat("limits[", i, "]");
+      JC_ASSIGN_OR_RETURN(LimitConfig limit, ParseLimit(list[i], where, queue_set, c.user_groups));
+      if (!names.insert(limit.name).second) return Bad(where, absl::StrCat("\"", limit.name, "\" twice"));
+      c.limits.push_back(std::move(limit));
+    }
   }
   c.default_queue = c.queues.front().name;
   JC_RETURN_IF_ERROR(Read(root, "default_queue", "top level", &c.default_queue));

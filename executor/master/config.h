@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "executor/policy/cluster.h"
+#include "executor/policy/limits.h"
 
 namespace jc::nexec {
 
@@ -29,6 +30,8 @@ struct ExecutorConfig {
   std::vector<std::string> administrators;
   std::vector<QueueConfig> queues;
   std::string default_queue;  // the first queue unless `default_queue` names one
+  // Resource limits (B7): see executor/policy/limits.h and docs/executor.md.
+  std::vector<LimitConfig> limits;
 };
 
 // The configuration used when there is no file: one queue "normal" open to everyone.

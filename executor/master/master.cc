@@ -42,6 +42,7 @@ Master::Master(store::Store* store, const Clock* clock, AgentDialer* dialer,
       options_(std::move(options)) {
   for (const auto& t : config_.host_types) scheduler_.AddHostType(t).IgnoreError();
   for (const auto& [group, members] : config_.user_groups) scheduler_.DefineUserGroup(group, members);
+  scheduler_.SetLimits(config_.limits);
 }
 
 Master::~Master() { Stop(); }
@@ -142,6 +143,8 @@ absl::StatusOr<JobRequest> Master::BuildRequest(const pb::JobSpec& spec, int64_t
   r.exclusive = spec.exclusive();
   r.interactive = spec.interactive();
   r.gpus_per_slot = spec.gpus_per_slot();
+  r.project = spec.project();
+  r.app = spec.app();
   JC_ASSIGN_OR_RETURN(r.requirement, ParseRequirement(spec.requirement()));
   return r;
 }
@@ -408,6 +411,7 @@ absl::StatusOr<int> Master::ScheduleOnce() {
     absl::Time begin = clock_->Now();
     CycleStats cs;
     ApplyWindowsLocked(begin);  // a queue outside its run window dispatches nothing
+    if (!config_.limits.empty()) scheduler_.SetLimitTime(begin, options_.time_zone);
     std::vector<Placement> placements = scheduler_.Cycle(&cs);
     for (const Placement& p : placements) {
       JobRecord& rec = jobs_.at(p.job_id);
@@ -949,8 +953,14 @@ void Master::ApplyWindowsLocked(absl::Time now) {
 }
 
 pb::Job Master::ViewLocked(const JobRecord& rec) const {
-  if (rec.job.state() != pb::PENDING || !rec.job.reason().empty() || scheduler_.QueueOpen(rec.request.queue)) {
-    return rec.job;
+  if (rec.job.state() != pb::PENDING || !rec.job.reason().empty()) return rec.job;
+  if (scheduler_.QueueOpen(rec.request.queue)) {
+    // The limit that held it in the last cycle, if one did.
+    std::string why = scheduler_.PendingReason(rec.job.id());
+    if (why.empty()) return rec.job;
+    pb::Job view = rec.job;
+    view.set_reason(std::move(why));
+    return view;
   }
   pb::Job view = rec.job;
   for (const QueueConfig& q : config_.queues) {
@@ -1313,6 +1323,47 @@ std::vector<pb::Queue> Master::ListQueues() {
   return out;
 }
 
+std::vector<pb::Limit> Master::ListLimits() {
+  std::lock_guard<std::mutex> lock(mu_);
+  scheduler_.SetLimitTime(clock_->Now(), options_.time_zone);
+  std::vector<pb::Limit> out;
+  for (const auto& report : scheduler_.Limits()) {
+    const LimitConfig& c = *report.config;
+    pb::Limit l;
+    l.set_name(c.name);
+    std::vector<std::string> consumers;
+    struct Dimension {
+      const char* name;
+      const ConsumerSet& set;
+    };
+    for (const auto& [name, set] : {Dimension{"queue", c.queues}, Dimension{"user", c.users}, Dimension{"host", c.hosts},
+                                    Dimension{"project", c.projects}, Dimension{"app", c.apps}}) {
+      if (!set.given) continue;
+      consumers.push_back(absl::StrCat(set.per ? "per_" : "", name, set.per ? "" : "s", ": ", set.text));
+      if (set.per) l.add_per(name);
+    }
+    l.set_consumers(absl::StrJoin(consumers, "; "));
+    if (c.slots) l.set_slots(c.slots->text);
+    if (c.jobs) l.set_jobs(c.jobs->text);
+    std::vector<std::string> resources;
+    for (const auto& [name, v] : c.resources) resources.push_back(v.text);
+    l.set_resources(absl::StrJoin(resources, " "));
+    if (report.values.slots) l.set_slots_now(*report.values.slots);
+    if (report.values.jobs) l.set_jobs_now(*report.values.jobs);
+    for (const auto& [name, v] : report.values.resources) (*l.mutable_resources_now())[name] = v;
+    for (const auto& [key, usage] : report.buckets) {
+      if (usage.slots == 0 && usage.jobs == 0) continue;  // emptied buckets
+      pb::LimitBucket* b = l.add_buckets();
+      for (const auto& k : key) b->add_key(k);
+      b->set_slots(usage.slots);
+      b->set_jobs(usage.jobs);
+      for (const auto& [name, amount] : usage.resources) (*b->mutable_resources())[name] = amount;
+    }
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
 absl::StatusOr<std::string> Master::ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes) {
   std::string address;
   {
@@ -1383,9 +1434,10 @@ absl::Status Master::Reconfigure(ExecutorConfig config) {
     absl::Status s = scheduler_.UpdateQueue(q);
     if (!s.ok()) spdlog::warn("queue {} not (yet) usable: {}", q.name, s.message());
   }
+  scheduler_.SetLimits(config.limits);
   config_ = std::move(config);
-  spdlog::info("nexec configuration reloaded: {} queues, {} host types", config_.queues.size(),
-               config_.host_types.size());
+  spdlog::info("nexec configuration reloaded: {} queues, {} host types, {} limits", config_.queues.size(),
+               config_.host_types.size(), config_.limits.size());
   Wake();
   return absl::OkStatus();
 }

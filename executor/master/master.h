@@ -96,6 +96,8 @@ class Master {
   absl::StatusOr<pb::Job> Rerun(int64_t id);
   std::vector<pb::Host> ListHosts();
   std::vector<pb::Queue> ListQueues();
+  // Every limit (B7) with its values in force now and what each bucket holds.
+  std::vector<pb::Limit> ListLimits();
   absl::StatusOr<pb::HeartbeatResponse> Heartbeat(const pb::HeartbeatRequest& req);
   absl::StatusOr<std::string> ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes);
   // Remote tasks (B10, nexec-run): starts `req.command` on a host of the running job's

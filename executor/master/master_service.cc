@@ -78,6 +78,11 @@ class MasterService final : public pb::Master::Service {
     for (auto& q : m_->ListQueues()) *resp->add_queues() = std::move(q);
     return Status::OK;
   }
+  Status ListLimits(ServerContext* ctx, const pb::ListLimitsRequest* req, pb::ListLimitsResponse* resp) override {
+    NEXEC_CALLER(caller, "ListLimits");
+    for (auto& l : m_->ListLimits()) *resp->add_limits() = std::move(l);
+    return Status::OK;
+  }
   Status Heartbeat(ServerContext* ctx, const pb::HeartbeatRequest* req,
                    pb::HeartbeatResponse* resp) override {
     NEXEC_CALLER(caller, "Heartbeat");

@@ -76,6 +76,8 @@ struct JobRequest {
   bool exclusive = false;        // no other job on its hosts
   bool interactive = false;
   int gpus_per_slot = 0;         // --gpus, added to rusage[gpu=...]
+  std::string project;           // -P: what limits over projects count it under
+  std::string app;               // -app: the application profile
 };
 
 struct HostAllocation {

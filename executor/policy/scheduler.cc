@@ -418,6 +418,156 @@ absl::Status Scheduler::AddToSharedResource(const std::string& name, const std::
   return absl::OkStatus();
 }
 
+void Scheduler::SetLimits(const std::vector<LimitConfig>& limits) {
+  limits_.clear();
+  for (const LimitConfig& config : limits) limits_.push_back(Limit{config, {}, {}});
+  for (int64_t id : running_) {
+    const Job& job = jobs_.at(id);
+    ApplyLimits(job, job.placement, +1);
+  }
+}
+
+void Scheduler::SetLimitTime(absl::Time now, absl::TimeZone tz) {
+  for (Limit& limit : limits_) limit.now = ValuesAt(limit.config, now, tz);
+}
+
+std::vector<Scheduler::LimitReport> Scheduler::Limits() const {
+  std::vector<LimitReport> out;
+  for (const Limit& limit : limits_) out.push_back({&limit.config, limit.now, limit.usage});
+  return out;
+}
+
+std::string Scheduler::PendingReason(int64_t job_id) const {
+  auto it = pending_reasons_.find(job_id);
+  return it == pending_reasons_.end() ? "" : it->second;
+}
+
+bool Scheduler::Member(const ConsumerSet& set, const std::string& value, bool users) const {
+  auto in = [&](const std::set<std::string>& names) {
+    if (names.count(value)) return true;
+    if (!users) return false;
+    for (const std::string& name : names) {  // a user group stands for its members
+      auto group = user_groups_.find(name);
+      if (group != user_groups_.end() &&
+          std::find(group->second.begin(), group->second.end(), value) != group->second.end()) {
+        return true;
+      }
+    }
+    return false;
+  };
+  if (in(set.excluded)) return false;
+  return set.all || in(set.names);
+}
+
+bool Scheduler::Applies(const Limit& limit, const JobRequest& job) const {
+  const LimitConfig& c = limit.config;
+  return (!c.queues.given || Member(c.queues, job.queue, false)) &&
+         (!c.users.given || Member(c.users, job.user, true)) &&
+         (!c.projects.given || Member(c.projects, job.project, false)) &&
+         (!c.apps.given || Member(c.apps, job.app, false));
+}
+
+std::vector<std::string> Scheduler::BucketKey(const Limit& limit, const JobRequest& job,
+                                              const std::string& host) const {
+  const LimitConfig& c = limit.config;
+  std::vector<std::string> key;
+  if (c.queues.per) key.push_back(job.queue);
+  if (c.users.per) key.push_back(job.user);
+  if (c.hosts.per) key.push_back(host);
+  if (c.projects.per) key.push_back(job.project);
+  if (c.apps.per) key.push_back(job.app);
+  return key;
+}
+
+std::map<std::vector<std::string>, LimitUsage> Scheduler::Deltas(const Limit& limit, const Job& job,
+                                                                const Placement& placement) const {
+  std::map<std::vector<std::string>, LimitUsage> out;
+  if (!Applies(limit, job.request)) return out;
+  for (const auto& section : placement.sections) {
+    for (const HostAllocation& a : section) {
+      if (limit.config.hosts.given && !Member(limit.config.hosts, a.host, false)) continue;
+      auto key = BucketKey(limit, job.request, a.host);
+      auto [at, first] = out.try_emplace(key);
+      LimitUsage& d = at->second;
+      d.slots += a.slots;
+      if (first) d.jobs = 1;  // a job counts once per bucket, however many hosts
+      for (const auto& [resource, value] : limit.config.resources) {
+        double amount = 0;
+        if (resource == "mem") {
+          amount = a.mem_mb;
+        } else if (resource == "gpu") {
+          amount = static_cast<double>(a.gpus.size());
+        } else if (auto r = a.reserved.find(resource); r != a.reserved.end()) {
+          amount = r->second;
+        }
+        d.resources[resource] += amount;
+      }
+    }
+  }
+  return out;
+}
+
+void Scheduler::ApplyLimits(const Job& job, const Placement& placement, int sign) {
+  for (Limit& limit : limits_) {
+    for (const auto& [key, d] : Deltas(limit, job, placement)) {
+      LimitUsage& u = limit.usage[key];
+      u.slots += sign * d.slots;
+      u.jobs += sign * d.jobs;
+      for (const auto& [resource, amount] : d.resources) u.resources[resource] += sign * amount;
+    }
+  }
+}
+
+namespace {
+
+std::string Bucket(const std::vector<std::string>& key) {
+  return key.empty() ? "" : absl::StrCat(" for ", absl::StrJoin(key, "/"));
+}
+
+}  // namespace
+
+std::string Scheduler::LimitExceeded(const Job& job, const Placement& placement) const {
+  for (const Limit& limit : limits_) {
+    if (!limit.now.any()) continue;
+    for (const auto& [key, d] : Deltas(limit, job, placement)) {
+      auto at = limit.usage.find(key);
+      if (at == limit.usage.end()) continue;
+      const LimitUsage& u = at->second;  // this job included
+      auto over = [&](const char* what, double used, double asked, double value) {
+        return absl::StrCat("limit ", limit.config.name, ": ", what, " ", value, Bucket(key), " (",
+                            used - asked, " used, ", asked, " asked)");
+      };
+      constexpr double kEpsilon = 1e-9;
+      if (limit.now.slots && d.slots > 0 && u.slots > *limit.now.slots + kEpsilon) {
+        return over("slots", u.slots, d.slots, *limit.now.slots);
+      }
+      if (limit.now.jobs && d.jobs > 0 && u.jobs > *limit.now.jobs + kEpsilon) {
+        return over("jobs", u.jobs, d.jobs, *limit.now.jobs);
+      }
+      for (const auto& [resource, value] : limit.now.resources) {
+        auto asked = d.resources.find(resource);
+        auto used = u.resources.find(resource);
+        if (asked == d.resources.end() || asked->second <= 0 || used == u.resources.end()) continue;
+        if (used->second > value + kEpsilon) {
+          return over(resource.c_str(), used->second, asked->second, value);
+        }
+      }
+    }
+  }
+  return "";
+}
+
+bool Scheduler::HostLimited(const Job& job, const Host& host) const {
+  for (const Limit* limit : host_limits_) {
+    if (!Member(limit->config.hosts, host.config.name, false)) continue;
+    auto at = limit->usage.find(BucketKey(*limit, job.request, host.config.name));
+    if (at == limit->usage.end()) continue;
+    if (limit->now.jobs && at->second.jobs >= *limit->now.jobs) return true;
+    if (limit->now.slots && at->second.slots >= *limit->now.slots) return true;
+  }
+  return false;
+}
+
 absl::Status Scheduler::SetSuspended(int64_t job_id, bool suspended) {
   auto it = jobs_.find(job_id);
   if (it == jobs_.end() || !it->second.running) {
@@ -438,7 +588,8 @@ absl::Status Scheduler::Submit(JobRequest job) {
   auto q = queues_.find(job.queue);
   Job entry;
   entry.shape = absl::StrCat(job.queue, "|", job.user, "|", ToString(job.requirement), "|",
-                             job.slots, "|", job.exclusive, "|", job.gpus_per_slot);
+                             job.slots, "|", job.exclusive, "|", job.gpus_per_slot, "|", job.project, "|",
+                             job.app);
   int64_t id = job.id;
   entry.request = std::move(job);
   q->second.pending.push_back(id);
@@ -505,6 +656,7 @@ absl::Status Scheduler::Cancel(int64_t job_id) {
   auto& pending = queues_[it->second.request.queue].pending;
   pending.erase(std::remove(pending.begin(), pending.end(), job_id), pending.end());
   jobs_.erase(it);
+  pending_reasons_.erase(job_id);
   return absl::OkStatus();
 }
 
@@ -579,6 +731,7 @@ std::vector<Scheduler::Host*> Scheduler::CandidateHosts(const Job& job, const Qu
   auto admit = [&](Host& h) {
     if (!queue.preference.empty() && !queue.preference.count(h.config.name)) return false;
     if (section.select != nullptr && !EvaluateSelect(*section.select, h.values)) return false;
+    if (!host_limits_.empty() && HostLimited(job, h)) return false;
     return HostCapacity(h, queue, job, mem_per_slot, gpus_per_slot, consumes) > 0;
   };
   bool simple = section.order.empty() && section.same.empty() && queue.preference.empty();
@@ -781,16 +934,32 @@ void Scheduler::Apply(const Job& job, Queue& queue, const Placement& placement, 
       queue.used_by_user[job.request.user] += sign * a.slots;
     }
   }
+  if (!limits_.empty()) ApplyLimits(job, placement, sign);
 }
 
 bool Scheduler::TryPlace(const Job& job, Queue& queue, Placement* out) {
   const QueueConfig& qc = queue.config;
   int needed = job.request.slots;
-  if (qc.max_slots > 0 && queue.used_slots + needed > qc.max_slots) return false;
+  if (qc.max_slots > 0 && queue.used_slots + needed > qc.max_slots) {
+    pending_reasons_[job.request.id] = absl::StrCat("queue ", qc.name, ": max_slots ", qc.max_slots, " (",
+                                                    queue.used_slots, " used, ", needed, " asked)");
+    return false;
+  }
   if (qc.max_slots_per_user > 0) {
     auto it = queue.used_by_user.find(job.request.user);
     int used = it == queue.used_by_user.end() ? 0 : it->second;
-    if (used + needed > qc.max_slots_per_user) return false;
+    if (used + needed > qc.max_slots_per_user) {
+      pending_reasons_[job.request.id] =
+          absl::StrCat("queue ", qc.name, ": max_slots_per_user ", qc.max_slots_per_user, " (", job.request.user,
+                       " uses ", used, ", ", needed, " asked)");
+      return false;
+    }
+  }
+  host_limits_.clear();
+  for (const Limit& limit : limits_) {
+    if (limit.config.hosts.given && (limit.now.slots || limit.now.jobs) && Applies(limit, job.request)) {
+      host_limits_.push_back(&limit);
+    }
   }
   // Gang: each section is applied as soon as it is placed so the next one sees it; if
   // any section fails, every applied one is rolled back and nothing changes.
@@ -800,6 +969,7 @@ bool Scheduler::TryPlace(const Job& job, Queue& queue, Placement* out) {
   for (const Section& section : job.request.requirement.sections) {
     std::vector<HostAllocation> alloc;
     if (!PlaceSection(job, queue, section, section.slots, &job_level_done, &alloc)) {
+      pending_reasons_.erase(job.request.id);  // it does not fit: no limit to name
       Apply(job, queue, placement, -1);
       return false;
     }
@@ -808,6 +978,15 @@ bool Scheduler::TryPlace(const Job& job, Queue& queue, Placement* out) {
     Apply(job, queue, one, +1);
     placement.sections.push_back(std::move(alloc));
   }
+  if (!limits_.empty()) {
+    std::string exceeded = LimitExceeded(job, placement);
+    if (!exceeded.empty()) {
+      Apply(job, queue, placement, -1);
+      pending_reasons_[job.request.id] = std::move(exceeded);
+      return false;
+    }
+  }
+  pending_reasons_.erase(job.request.id);
   *out = std::move(placement);
   return true;
 }
@@ -821,7 +1000,8 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
   std::stable_sort(order.begin(), order.end(), [](const Queue* a, const Queue* b) {
     return a->config.priority > b->config.priority;
   });
-  std::unordered_set<std::string> failed_shapes;
+  // Shapes that failed this cycle, with the reason (a limit's) their jobs wait for.
+  std::unordered_map<std::string, std::string> failed_shapes;
   for (Queue* queue : order) {
     if (queue->pending.empty() || !queue->open) continue;
     std::unordered_set<int64_t> dispatched;
@@ -829,13 +1009,19 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
       if (pack_index_.empty() || std::get<0>(*pack_index_.rbegin()) <= 0) break;  // cluster full
       Job& job = jobs_.at(id);
       ++st.considered;
-      if (failed_shapes.count(job.shape)) {
+      if (auto failed = failed_shapes.find(job.shape); failed != failed_shapes.end()) {
         ++st.skipped_by_cache;
+        if (failed->second.empty()) {
+          pending_reasons_.erase(id);
+        } else {
+          pending_reasons_[id] = failed->second;
+        }
         continue;
       }
       Placement placement;
       if (!TryPlace(job, *queue, &placement)) {
-        failed_shapes.insert(job.shape);
+        auto reason = pending_reasons_.find(id);
+        failed_shapes[job.shape] = reason == pending_reasons_.end() ? "" : reason->second;
         continue;
       }
       job.running = true;

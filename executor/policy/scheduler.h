@@ -21,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "executor/policy/cluster.h"
+#include "executor/policy/limits.h"
 
 namespace jc::nexec {
 
@@ -83,6 +84,21 @@ class Scheduler {
   // The checks of Submit without queuing; normalizes `job` as Submit would.
   absl::Status Check(JobRequest* job) const;
 
+  // Resource limits (B7): replaces them; what running jobs hold is counted again.
+  void SetLimits(const std::vector<LimitConfig>& limits);
+  // Takes the limits' values in force at `now` (their time windows); before each cycle.
+  void SetLimitTime(absl::Time now, absl::TimeZone tz);
+  struct LimitReport {
+    const LimitConfig* config;
+    LimitValues values;                                      // in force now
+    std::map<std::vector<std::string>, LimitUsage> buckets;  // by per_ values, in the
+                                                             // order queue, user, host, project, app
+  };
+  std::vector<LimitReport> Limits() const;
+  // Why a pending job did not start when a cycle last considered it: the limit or queue
+  // limit that holds it; "" when it simply did not fit (or was not considered).
+  std::string PendingReason(int64_t job_id) const;
+
   // Removes a pending job (killed before it ran). NotFound if it is not pending.
   absl::Status Cancel(int64_t job_id);
 
@@ -131,6 +147,23 @@ class Scheduler {
     bool running = false;
     bool suspended = false;
   };
+  struct Limit {
+    LimitConfig config;
+    LimitValues now;
+    std::map<std::vector<std::string>, LimitUsage> usage;  // by bucket key
+  };
+  bool Member(const ConsumerSet& set, const std::string& value, bool users) const;
+  bool Applies(const Limit& limit, const JobRequest& job) const;
+  std::vector<std::string> BucketKey(const Limit& limit, const JobRequest& job, const std::string& host) const;
+  // What a placement adds to each of a limit's buckets.
+  std::map<std::vector<std::string>, LimitUsage> Deltas(const Limit& limit, const Job& job,
+                                                       const Placement& placement) const;
+  void ApplyLimits(const Job& job, const Placement& placement, int sign);
+  // With the job's placement applied: the first limit it took past its value, described.
+  std::string LimitExceeded(const Job& job, const Placement& placement) const;
+  // A host where a limit over hosts already holds as much of this job's kind as it
+  // allows: not a candidate. Uses host_limits_ (set per job by TryPlace).
+  bool HostLimited(const Job& job, const Host& host) const;
   // A consumable shared by hosts: one total and its reservations.
   struct Pool {
     std::string resource;
@@ -181,6 +214,9 @@ class Scheduler {
   std::map<std::string, HostType> host_types_;
   std::map<std::string, ResourceTraits> traits_;  // by resource name (RESS fields)
   std::vector<Pool> pools_;
+  std::vector<Limit> limits_;
+  std::vector<const Limit*> host_limits_;  // the job being placed: its limits over hosts
+  std::unordered_map<int64_t, std::string> pending_reasons_;
   std::map<std::pair<std::string, std::string>, size_t> pool_index_;  // (resource, scope) -> pools_ index
   std::vector<Host> hosts_;  // stable: reserved in AddHost order
   std::unordered_map<std::string, size_t> host_index_;

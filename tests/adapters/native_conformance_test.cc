@@ -5,7 +5,13 @@
 
 #include <filesystem>
 
+#include <grpcpp/grpcpp.h>
+
+#include <catch2/catch.hpp>
+
+#include "absl/strings/numbers.h"
 #include "adapters/native/nexec_backend.h"
+#include "nexec/v1/nexec.grpc.pb.h"
 #include "adapters/sdk/conformance/conformance.h"
 #include "tests/testing/munge_daemon.h"
 #include "tests/testing/process.h"
@@ -52,10 +58,15 @@ struct NexecCluster {
   }
 };
 
+NexecCluster& Cluster() {
+  static NexecCluster cluster;
+  return cluster;
+}
+
 }  // namespace
 
 ConformanceTarget MakeConformanceTarget() {
-  static NexecCluster cluster;
+  NexecCluster& cluster = Cluster();
   ConformanceTarget t;
   t.name = "native (nexec) adapter";
   t.unavailable = cluster.error;
@@ -70,6 +81,31 @@ specs:
 )");
   t.spec_id = "small";
   return t;
+}
+
+TEST_CASE("native adapter: a federation job's project reaches nexec as the job's -P, so a center's limits over "
+          "projects count it",
+          "[B7][A14]") {
+  NexecCluster& cluster = Cluster();
+  REQUIRE(cluster.error.empty());
+  NexecBackend backend(cluster.address, "", nexec::MungeAuth::Munge(""));
+  ReplicaLaunch launch;
+  launch.name = "jc-project-0-0-0";
+  launch.command = "true";
+  launch.project = "climate";
+  launch.spec.mutable_quantity()->set_cpu(1);
+  auto id = backend.Submit(launch);
+  REQUIRE(id.ok());
+  int64_t job_id = 0;
+  REQUIRE(absl::SimpleAtoi(*id, &job_id));
+  auto stub = ::nexec::v1::Master::NewStub(grpc::CreateChannel(cluster.address, grpc::InsecureChannelCredentials()));
+  ::nexec::v1::JobRef ref;
+  ref.set_job_id(job_id);
+  ::nexec::v1::Job job;
+  grpc::ClientContext ctx;
+  REQUIRE(nexec::MungeAuth::Munge("").Sign(&ctx, "GetJob", ref).ok());
+  REQUIRE(stub->GetJob(&ctx, ref, &job).ok());
+  CHECK(job.spec().project() == "climate");
 }
 
 }  // namespace jc::adapter::conformance

@@ -1514,3 +1514,43 @@ TEST_CASE("nexec-run -z starts one task per listed host in one call: output and 
   CHECK(text.find("code=1") != std::string::npos);
   CHECK(text.find("none-left") != std::string::npos);
 }
+
+TEST_CASE("limits hold jobs by project and user, name themselves in the pending reason and nexec limits, and "
+          "change on SIGHUP (a bad reload keeps the old ones)",
+          "[B7]") {
+  const std::string config =
+      "queues:\n  - name: normal\nlimits:\n"
+      "  - name: climate-slots\n    projects: climate\n    slots: 2\n"
+      "  - name: per-user-jobs\n    per_user: all\n    jobs: 3\n";
+  Cluster c("limits", config);
+  c.AddAgent("node1", "cpus=8,mem=8G");
+  REQUIRE(c.WaitHosts(1));
+  int64_t a = c.Submit({"-P", "climate", "-n", "2", "--", "sleep 1000"});
+  int64_t b = c.Submit({"-P", "climate", "--", "sleep 1000"});
+  int64_t other = c.Submit({"-P", "ocean", "--", "sleep 1000"});
+  REQUIRE(c.WaitState(a, "RUNNING"));
+  REQUIRE(c.WaitState(other, "RUNNING"));
+  CHECK(c.Job(b)["state"] == "PENDING");
+  CHECK(c.Job(b)["reason"] == "limit climate-slots: slots 2 (2 used, 1 asked)");
+  CHECK(c.Job(b)["spec"]["project"] == "climate");
+  auto shown = c.Cli({"limits"});
+  INFO(shown.out);
+  CHECK(shown.code == 0);
+  CHECK(shown.out.find("LIMIT climate-slots (projects: climate) slots: 2") != std::string::npos);
+  CHECK(shown.out.find("2/2") != std::string::npos);       // climate's slots
+  CHECK(shown.out.find("root") != std::string::npos);      // per-user bucket
+  json limits = json::parse(c.Cli({"limits", "--json"}).out)["limits"];
+  REQUIRE(limits.size() == 2);
+  CHECK(limits[1]["buckets"][0]["jobs"] == 2);
+
+  // A reload that raises the limit lets the job run; a broken one changes nothing.
+  c.WriteConfig("queues:\n  - name: normal\nlimits:\n  - name: broken\n    users: nobody-such-user\n    slots: 1\n");
+  c.SignalMaster(SIGHUP);
+  REQUIRE(WaitUntil([&] { return c.MasterLog().find("reload refused") != std::string::npos; }));
+  CHECK(c.MasterLog().find("\"nobody-such-user\" is neither a user nor a user group") != std::string::npos);
+  CHECK(c.Job(b)["state"] == "PENDING");
+  c.WriteConfig("queues:\n  - name: normal\nlimits:\n  - name: climate-slots\n    projects: climate\n    slots: 3\n");
+  c.SignalMaster(SIGHUP);
+  REQUIRE(c.WaitState(b, "RUNNING"));
+  for (int64_t id : {a, b, other}) c.Cli({"kill", std::to_string(id)});
+}

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "executor/policy/scheduler.h"
+#include "tests/unit/executor/scheduler_cycle.h"
 
 using namespace jc::nexec;
 
@@ -27,23 +28,11 @@ Scheduler Cluster(const std::vector<std::pair<std::string, double>>& hosts, cons
 }
 
 JobRequest Job(int64_t id, int slots, const std::string& requirement) {
-  JobRequest r;
-  r.id = id;
-  r.user = "u";
-  r.queue = "normal";
-  r.slots = slots;
-  auto parsed = ParseRequirement(requirement);
-  REQUIRE(parsed.ok());
-  r.requirement = *parsed;
-  return r;
+  return testing::MakeJob(id, "u", slots, "normal", requirement);
 }
 
-// Submits, runs one cycle, answers the placements by job id.
 std::map<int64_t, Placement> Run(Scheduler& s, const std::vector<JobRequest>& jobs) {
-  for (const auto& j : jobs) REQUIRE(s.Submit(j).ok());
-  std::map<int64_t, Placement> out;
-  for (auto& p : s.Cycle()) out[p.job_id] = p;
-  return out;
+  return testing::RunCycle(s, jobs);
 }
 
 }  // namespace
