@@ -1392,6 +1392,7 @@ void Master::EnableMetrics(prometheus::Registry& registry) {
 
 void Master::UpdateMetrics() {
   std::vector<pb::Host> hosts = ListHosts();
+  std::vector<pb::Limit> limits = ListLimits();  // empty, and cheap, without limits
   std::lock_guard<std::mutex> lock(mu_);
   if (!metrics_) return;
   std::vector<pb::Job> active;
@@ -1401,6 +1402,7 @@ void Master::UpdateMetrics() {
     by_state[{pb::JobState_Name(rec.job.state()), rec.request.queue}]++;
   }
   metrics_->Update(hosts, active, by_state);
+  metrics_->UpdateLimits(limits);
 }
 
 absl::Status Master::Reconfigure(ExecutorConfig config) {

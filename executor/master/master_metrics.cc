@@ -27,6 +27,14 @@ MasterMetrics::MasterMetrics(prometheus::Registry& r)
                          .Name("nexec_task_gpu_utilization")
                          .Help("Mean utilisation of the GPUs given to a running task, percent")
                          .Register(r)),
+      limit_used_(prometheus::BuildGauge()
+                      .Name("nexec_limit_used")
+                      .Help("What a limit's bucket holds: slots, jobs or a resource (B7)")
+                      .Register(r)),
+      limit_value_(prometheus::BuildGauge()
+                       .Name("nexec_limit_value")
+                       .Help("A limit's value in force now (absent outside its time windows)")
+                       .Register(r)),
       cycle_seconds_(prometheus::BuildHistogram()
                          .Name("nexec_scheduling_cycle_seconds")
                          .Help("Duration of a scheduling cycle")
@@ -38,6 +46,38 @@ MasterMetrics::MasterMetrics(prometheus::Registry& r)
                      .Help("Jobs placed by the scheduler")
                      .Register(r)
                      .Add({})) {}
+
+void MasterMetrics::UpdateLimits(const std::vector<pb::Limit>& limits) {
+  std::set<std::map<std::string, std::string>> used, values;
+  auto set = [](prometheus::Family<prometheus::Gauge>& family, std::set<std::map<std::string, std::string>>& seen,
+                std::map<std::string, std::string> labels, double v) {
+    family.Add(labels).Set(v);
+    seen.insert(std::move(labels));
+  };
+  for (const auto& l : limits) {
+    if (l.has_slots_now()) set(limit_value_, values, {{"limit", l.name()}, {"resource", "slots"}}, l.slots_now());
+    if (l.has_jobs_now()) set(limit_value_, values, {{"limit", l.name()}, {"resource", "jobs"}}, l.jobs_now());
+    for (const auto& [name, v] : l.resources_now()) set(limit_value_, values, {{"limit", l.name()}, {"resource", name}}, v);
+    for (const auto& b : l.buckets()) {
+      std::string bucket;
+      for (const auto& k : b.key()) absl::StrAppend(&bucket, bucket.empty() ? "" : "/", k);
+      if (!l.slots().empty()) set(limit_used_, used, {{"limit", l.name()}, {"bucket", bucket}, {"resource", "slots"}}, b.slots());
+      if (!l.jobs().empty()) set(limit_used_, used, {{"limit", l.name()}, {"bucket", bucket}, {"resource", "jobs"}}, b.jobs());
+      for (const auto& [name, v] : b.resources()) {
+        set(limit_used_, used, {{"limit", l.name()}, {"bucket", bucket}, {"resource", name}}, v);
+      }
+    }
+  }
+  // Series of buckets that emptied, limits removed, or values out of their windows go.
+  for (const auto& labels : limit_used_labels_) {
+    if (!used.count(labels)) limit_used_.Remove(&limit_used_.Add(labels));
+  }
+  for (const auto& labels : limit_value_labels_) {
+    if (!values.count(labels)) limit_value_.Remove(&limit_value_.Add(labels));
+  }
+  limit_used_labels_ = std::move(used);
+  limit_value_labels_ = std::move(values);
+}
 
 void MasterMetrics::ObserveCycle(double seconds, int decisions) {
   cycle_seconds_.Observe(seconds);

@@ -27,6 +27,9 @@ class MasterMetrics {
   void Update(const std::vector<::nexec::v1::Host>& hosts,
               const std::vector<::nexec::v1::Job>& active_jobs,
               const std::map<std::pair<std::string, std::string>, int>& jobs_by_state_queue);
+  // Limits (B7): nexec_limit_used{limit,bucket,resource} per bucket and
+  // nexec_limit_value{limit,resource} while a value is in force (slots, jobs, resources).
+  void UpdateLimits(const std::vector<::nexec::v1::Limit>& limits);
 
  private:
   prometheus::Family<prometheus::Gauge>& hosts_;
@@ -43,6 +46,9 @@ class MasterMetrics {
   prometheus::Family<prometheus::Gauge>& task_gpus_;
   prometheus::Family<prometheus::Gauge>& task_gpu_memory_;
   prometheus::Family<prometheus::Gauge>& task_gpu_util_;
+  prometheus::Family<prometheus::Gauge>& limit_used_;
+  prometheus::Family<prometheus::Gauge>& limit_value_;
+  std::set<std::map<std::string, std::string>> limit_used_labels_, limit_value_labels_;
   prometheus::Histogram& cycle_seconds_;
   prometheus::Counter& decisions_;
   std::set<std::map<std::string, std::string>> task_labels_;  // to remove finished tasks

@@ -1542,6 +1542,14 @@ TEST_CASE("limits hold jobs by project and user, name themselves in the pending 
   json limits = json::parse(c.Cli({"limits", "--json"}).out)["limits"];
   REQUIRE(limits.size() == 2);
   CHECK(limits[1]["buckets"][0]["jobs"] == 2);
+  // And in /metrics: what each bucket holds, and the value in force.
+  httplib::Client http("127.0.0.1", c.metrics_port());
+  CHECK(WaitUntil([&] {
+    auto res = http.Get("/metrics");
+    return res && res->body.find("nexec_limit_used{bucket=\"\",limit=\"climate-slots\",resource=\"slots\"} 2") !=
+                      std::string::npos &&
+           res->body.find("nexec_limit_value{limit=\"per-user-jobs\",resource=\"jobs\"} 3") != std::string::npos;
+  }));
 
   // A reload that raises the limit lets the job run; a broken one changes nothing.
   c.WriteConfig("queues:\n  - name: normal\nlimits:\n  - name: broken\n    users: nobody-such-user\n    slots: 1\n");
