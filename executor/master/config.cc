@@ -10,7 +10,10 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "common/yaml_guard.h"
 #include "common/status_macros.h"
@@ -52,6 +55,42 @@ absl::StatusOr<ResourceValues> ReadResources(const YAML::Node& node, const std::
     } catch (const std::exception&) {
     }
     out[name] = text;
+  }
+  return out;
+}
+
+// Load thresholds: resource -> "schedule/stop" (LSF's "0.7/2.0"; either side may be
+// empty) or {schedule: x, stop: y}.
+absl::StatusOr<LoadThresholds> ReadThresholds(const YAML::Node& node, const std::string& where) {
+  LoadThresholds out;
+  if (!node) return out;
+  if (!node.IsMap()) return Bad(where, "must map a resource to \"schedule/stop\" or {schedule: x, stop: y}");
+  for (const auto& kv : node) {
+    const std::string name = kv.first.as<std::string>();
+    const std::string at = absl::StrCat(where, ".", name);
+    LoadThreshold t;
+    auto number = [&](const std::string& text, std::optional<double>* out) -> absl::Status {
+      std::string trimmed(absl::StripAsciiWhitespace(text));
+      if (trimmed.empty()) return absl::OkStatus();
+      double v = 0;
+      if (!absl::SimpleAtod(trimmed, &v)) return Bad(at, absl::StrCat("\"", text, "\" is not a number"));
+      *out = v;
+      return absl::OkStatus();
+    };
+    if (kv.second.IsMap()) {
+      JC_RETURN_IF_ERROR(CheckKeys(kv.second, at, {"schedule", "stop"}));
+      if (kv.second["schedule"]) JC_RETURN_IF_ERROR(number(kv.second["schedule"].as<std::string>(), &t.schedule));
+      if (kv.second["stop"]) JC_RETURN_IF_ERROR(number(kv.second["stop"].as<std::string>(), &t.stop));
+    } else if (kv.second.IsScalar()) {
+      std::vector<std::string> parts = absl::StrSplit(kv.second.as<std::string>(), '/');
+      if (parts.size() > 2) return Bad(at, "expected \"schedule/stop\", e.g. \"2.0/4.0\" or \"/4.0\"");
+      JC_RETURN_IF_ERROR(number(parts[0], &t.schedule));
+      if (parts.size() == 2) JC_RETURN_IF_ERROR(number(parts[1], &t.stop));
+    } else {
+      return Bad(at, "expected \"schedule/stop\" or {schedule: x, stop: y}");
+    }
+    if (!t.schedule && !t.stop) return Bad(at, "gives neither a scheduling nor a stop threshold");
+    out[name] = t;
   }
   return out;
 }
@@ -176,7 +215,7 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
   if (const YAML::Node list = root["hosts"]) {
     for (size_t i = 0; i < list.size(); ++i) {
       std::string where = absl::StrCat("hosts[", i, "]");
-      JC_RETURN_IF_ERROR(CheckKeys(list[i], where, {"name", "type", "resources"}));
+      JC_RETURN_IF_ERROR(CheckKeys(list[i], where, {"name", "type", "resources", "load_thresholds"}));
       std::string name;
       HostStatic h;
       JC_RETURN_IF_ERROR(Read(list[i], "name", where, &name));
@@ -186,6 +225,7 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
         return Bad(where + ".type", absl::StrCat("unknown host type \"", h.type, "\""));
       }
       JC_ASSIGN_OR_RETURN(h.resources, ReadResources(list[i]["resources"], where + ".resources"));
+      JC_ASSIGN_OR_RETURN(h.load_thresholds, ReadThresholds(list[i]["load_thresholds"], where + ".load_thresholds"));
       c.hosts[name] = h;
     }
   }
@@ -218,7 +258,7 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
                                     "max_slots_per_user", "balance", "round_robin", "gpu_shared",
                                     "interactive", "rerun_on_host_failure", "pre_exec", "post_exec",
                                     "pre_exec_timeout", "pre_exec_retries", "cpu_binding", "job_controls",
-                                    "run_window"}));
+                                    "run_window", "load_thresholds", "threshold_action"}));
       QueueConfig q;
       std::string balance = "pack";
       JC_RETURN_IF_ERROR(Read(list[i], "name", where, &q.name));
@@ -244,6 +284,13 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
         JC_RETURN_IF_ERROR(Read(controls, "resume", at, &q.resume_action));
         JC_RETURN_IF_ERROR(Read(controls, "kill", at, &q.kill_action));
       }
+      JC_ASSIGN_OR_RETURN(q.load_thresholds, ReadThresholds(list[i]["load_thresholds"], where + ".load_thresholds"));
+      std::string action = "suspend";
+      JC_RETURN_IF_ERROR(Read(list[i], "threshold_action", where, &action));
+      if (action != "suspend" && action != "kill") {
+        return Bad(where + ".threshold_action", absl::StrCat("expected suspend or kill, got \"", action, "\""));
+      }
+      q.threshold_kills = action == "kill";
       std::string run_window;
       JC_RETURN_IF_ERROR(Read(list[i], "run_window", where, &run_window));
       auto window = TimeWindows::Parse(run_window);

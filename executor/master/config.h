@@ -16,6 +16,7 @@ namespace jc::nexec {
 struct HostStatic {
   std::string type;
   ResourceValues resources;  // static numeric, text and tag resources
+  LoadThresholds load_thresholds;
 };
 
 struct ExecutorConfig {

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -43,6 +44,10 @@ Master::Master(store::Store* store, const Clock* clock, AgentDialer* dialer,
   for (const auto& t : config_.host_types) scheduler_.AddHostType(t).IgnoreError();
   for (const auto& [group, members] : config_.user_groups) scheduler_.DefineUserGroup(group, members);
   scheduler_.SetLimits(config_.limits);
+  // The load is busier when larger (thresholds and order[r1m]: the least loaded first).
+  ResourceTraits load;
+  load.larger_is_less = true;
+  scheduler_.SetResourceTraits("r1m", load);
 }
 
 Master::~Master() { Stop(); }
@@ -59,6 +64,7 @@ absl::Status Master::AddHostLocked(const pb::AgentInfo& info) {
   if (st != config_.hosts.end()) {
     h.type = st->second.type;
     for (const auto& [k, v] : st->second.resources) h.resources[k] = v;
+    h.load_thresholds = st->second.load_thresholds;
   }
   JC_RETURN_IF_ERROR(scheduler_.AddHost(h));
   // Queues name hosts; they are added once every host they name is known.
@@ -976,8 +982,12 @@ pb::Job Master::ViewLocked(const JobRecord& rec) const {
 }
 
 absl::StatusOr<int> Master::CheckRunWindows() {
-  std::vector<std::pair<int64_t, std::string>> suspend;  // job, why
-  std::vector<int64_t> resume;
+  struct Action {
+    int64_t id;
+    enum { kSuspend, kResume, kKill } what;
+    std::string why;
+  };
+  std::vector<Action> actions;
   {
     std::lock_guard<std::mutex> lock(mu_);
     ApplyWindowsLocked(clock_->Now());
@@ -985,35 +995,61 @@ absl::StatusOr<int> Master::CheckRunWindows() {
     for (const QueueConfig& q : config_.queues) by_name[q.name] = &q;
     for (int64_t id : active_) {
       const JobRecord& rec = jobs_.at(id);
-      const bool open = scheduler_.QueueOpen(rec.request.queue);
-      if (rec.job.state() == pb::RUNNING && !open && rec.action == Pending::kNone) {
-        auto q = by_name.find(rec.request.queue);
-        std::string window = q == by_name.end() ? "" : q->second->run_window.text();
-        suspend.emplace_back(id, absl::StrCat("queue ", rec.request.queue, " is outside its run window (",
-                                              window, ")"));
-      } else if (rec.job.state() == pb::SUSPENDED && open && !rec.job.system_suspend_reason().empty()) {
-        resume.push_back(id);
+      if (rec.action != Pending::kNone) continue;
+      auto q = by_name.find(rec.request.queue);
+      const QueueConfig* queue = q == by_name.end() ? nullptr : q->second;
+      // Why the system holds it stopped now: its queue's run window is closed, or a
+      // host of its is past a stop threshold — or, once stopped for load, still past a
+      // scheduling one (LSF resumes only when the load is back under loadSched).
+      std::string why;
+      bool from_stop = false;
+      if (!scheduler_.QueueOpen(rec.request.queue)) {
+        why = absl::StrCat("queue ", rec.request.queue, " is outside its run window (",
+                           queue == nullptr ? "" : queue->run_window.text(), ")");
+      } else {
+        const bool stopped_for_load = rec.job.state() == pb::SUSPENDED &&
+                                      absl::StrContains(rec.job.system_suspend_reason(), " threshold ");
+        std::set<std::string> hosts;
+        for (const pb::Task& t : rec.job.tasks()) hosts.insert(t.host());
+        for (const std::string& host : hosts) {
+          why = scheduler_.LoadThresholdExceeded(host, rec.request.queue, /*stop=*/true);
+          from_stop = !why.empty();
+          if (why.empty() && stopped_for_load) why = scheduler_.LoadThresholdExceeded(host, rec.request.queue, false);
+          if (!why.empty()) break;
+        }
+      }
+      if (rec.job.state() == pb::RUNNING && !why.empty()) {
+        bool kill = from_stop && queue != nullptr && queue->threshold_kills;
+        actions.push_back({id, kill ? Action::kKill : Action::kSuspend, why});
+      } else if (rec.job.state() == pb::SUSPENDED && !rec.job.system_suspend_reason().empty() && why.empty()) {
+        actions.push_back({id, Action::kResume, ""});
       }
     }
   }
   int changed = 0;
   absl::Status first = absl::OkStatus();
-  for (const auto& [id, why] : suspend) {
-    auto s = SuspendJob(id, why);
-    if (s.ok()) {
-      ++changed;
-      spdlog::info("nexec job {} suspended: {}", id, why);
-    } else if (first.ok()) {
-      first = s.status();  // tried again at the next check
+  for (const Action& a : actions) {
+    absl::Status done;
+    if (a.what == Action::kSuspend) {
+      done = SuspendJob(a.id, a.why).status();
+      if (done.ok()) spdlog::info("nexec job {} suspended: {}", a.id, a.why);
+    } else if (a.what == Action::kResume) {
+      done = ResumeJob(a.id, true).status();
+      if (done.ok()) spdlog::info("nexec job {} resumed: what held it is over", a.id);
+    } else {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        JobRecord& rec = jobs_.at(a.id);
+        rec.killed_because = absl::StrCat("killed: ", a.why);
+        rec.job.add_history(absl::StrCat(Stamp(), " killed: ", a.why));
+      }
+      done = Kill(a.id).status();
+      if (done.ok()) spdlog::info("nexec job {} killed: {}", a.id, a.why);
     }
-  }
-  for (int64_t id : resume) {
-    auto s = ResumeJob(id, true);
-    if (s.ok()) {
+    if (done.ok()) {
       ++changed;
-      spdlog::info("nexec job {} resumed: its queue's run window is open", id);
     } else if (first.ok()) {
-      first = s.status();
+      first = done;  // tried again at the next check
     }
   }
   if (!first.ok()) return first;
@@ -1156,7 +1192,8 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
       } else if (rec.action == Pending::kRequeue) {
         RequeueLocked(rec, "requeued by user", &changed);
       } else if (rec.action == Pending::kKill) {
-        FinishLocked(rec, pb::EXIT, r.exit_code(), "killed by user", &changed);
+        FinishLocked(rec, pb::EXIT, r.exit_code(), rec.killed_because.empty() ? "killed by user" : rec.killed_because,
+                     &changed);
       } else if (r.exit_code() == 0) {
         FinishLocked(rec, pb::DONE, 0, "", &changed);
       } else {
@@ -1423,6 +1460,8 @@ absl::Status Master::Reconfigure(ExecutorConfig config) {
     auto st = config.hosts.find(name);
     std::string type = st == config.hosts.end() ? "" : st->second.type;
     scheduler_.SetHostType(name, type).IgnoreError();
+    scheduler_.SetHostThresholds(name, st == config.hosts.end() ? LoadThresholds{} : st->second.load_thresholds)
+        .IgnoreError();  // the host is known: hosts_ and the scheduler hold the same ones
     if (st != config.hosts.end()) {
       for (const auto& [k, v] : st->second.resources) scheduler_.SetHostResource(name, k, v).IgnoreError();
     }

@@ -128,8 +128,10 @@ class Master {
   // Hosts silent longer than host_timeout become unavailable; their jobs rerun (queue
   // setting) or fail.
   absl::Status CheckHosts();
-  // Run windows (B6): suspends the running jobs of queues whose window is closed and
-  // resumes those it suspended once their window opens again. Returns the jobs changed.
+  // What the system suspends and resumes (B5, B6): running jobs of queues whose run
+  // window is closed, and jobs on a host past a stop load threshold (killed instead when
+  // the queue says threshold_action: kill), are suspended; they resume when the window
+  // opens and the load is back under the scheduling threshold. Returns the jobs changed.
   absl::StatusOr<int> CheckRunWindows();
 
   // Runs ScheduleOnce when woken (submission, resources freed, host change) or every

@@ -22,6 +22,15 @@ struct HostType {
   double cpu_factor = 1.0;
 };
 
+// Load thresholds on one resource (B5, LSF's loadSched/loadStop): above `schedule` no new
+// job is dispatched to the host; above `stop` running jobs are suspended (or killed),
+// and resumed once the load is back under `schedule`. "Above" follows the resource's
+// direction: a larger r1m is busier, a smaller memfree is.
+struct LoadThreshold {
+  std::optional<double> schedule, stop;
+};
+using LoadThresholds = std::map<std::string, LoadThreshold>;
+
 struct HostConfig {
   std::string name;
   std::string type;        // a HostType name ("" = default, factor 1)
@@ -30,6 +39,7 @@ struct HostConfig {
   double swap_mb = 0;
   std::vector<int> gpus;   // GPU indices (from nvidia-smi or declared)
   ResourceValues resources;  // static and sensor resources: numbers, text, tags
+  LoadThresholds load_thresholds;  // the host's own (configuration)
 };
 
 enum class Balance { kPack, kSpread };
@@ -64,6 +74,9 @@ struct QueueConfig {
   // Run window (B6, LSF's RUN_WINDOW): jobs are dispatched only inside it, and running
   // jobs are suspended when it closes and resumed when it opens. Always open by default.
   TimeWindows run_window;
+  // Load thresholds for the queue's jobs on any host; what happens above `stop`.
+  LoadThresholds load_thresholds;
+  bool threshold_kills = false;  // kill instead of suspend
 };
 
 // What a job asks of the scheduler.

@@ -166,6 +166,43 @@ absl::Status Scheduler::SetQueueOpen(const std::string& name, bool open) {
   return absl::OkStatus();
 }
 
+std::string Scheduler::OverThreshold(const Host& h, const QueueConfig& queue, bool stop) const {
+  auto check = [&](const LoadThresholds& thresholds, const std::string& whose) -> std::string {
+    for (const auto& [name, t] : thresholds) {
+      const std::optional<double>& limit = stop ? t.stop : t.schedule;
+      if (!limit) continue;
+      auto v = h.values.find(name);
+      if (v == h.values.end()) continue;
+      const double* value = std::get_if<double>(&v->second);
+      if (value == nullptr) continue;
+      auto traits = traits_.find(name);
+      bool larger_is_busier = traits != traits_.end() && traits->second.larger_is_less;
+      if (larger_is_busier ? *value > *limit : *value < *limit) {
+        return absl::StrCat(name, " ", *value, " on ", h.config.name, " is ", larger_is_busier ? "above " : "below ",
+                            whose, stop ? " stop" : " scheduling", " threshold ", *limit);
+      }
+    }
+    return "";
+  };
+  std::string why = check(queue.load_thresholds, absl::StrCat("queue ", queue.name, "'s"));
+  if (why.empty()) why = check(h.config.load_thresholds, "the host's");
+  return why;
+}
+
+absl::Status Scheduler::SetHostThresholds(const std::string& host, const LoadThresholds& thresholds) {
+  auto it = host_index_.find(host);
+  if (it == host_index_.end()) return absl::NotFoundError(absl::StrCat("no host ", host));
+  hosts_[it->second].config.load_thresholds = thresholds;
+  return absl::OkStatus();
+}
+
+std::string Scheduler::LoadThresholdExceeded(const std::string& host, const std::string& queue, bool stop) const {
+  auto h = host_index_.find(host);
+  auto q = queues_.find(queue);
+  if (h == host_index_.end() || q == queues_.end()) return "";
+  return OverThreshold(hosts_[h->second], q->second.config, stop);
+}
+
 bool Scheduler::QueueOpen(const std::string& name) const {
   auto it = queues_.find(name);
   return it != queues_.end() && it->second.open;
@@ -732,6 +769,10 @@ std::vector<Scheduler::Host*> Scheduler::CandidateHosts(const Job& job, const Qu
     if (!queue.preference.empty() && !queue.preference.count(h.config.name)) return false;
     if (section.select != nullptr && !EvaluateSelect(*section.select, h.values)) return false;
     if (!host_limits_.empty() && HostLimited(job, h)) return false;
+    if ((!queue.config.load_thresholds.empty() || !h.config.load_thresholds.empty()) &&
+        !OverThreshold(h, queue.config, false).empty()) {
+      return false;  // too busy for new work
+    }
     return HostCapacity(h, queue, job, mem_per_slot, gpus_per_slot, consumes) > 0;
   };
   bool simple = section.order.empty() && section.same.empty() && queue.preference.empty();

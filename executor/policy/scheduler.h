@@ -64,6 +64,10 @@ class Scheduler {
   // Changes a queue's parameters; its waiting and running jobs stay as they are.
   absl::Status UpdateQueue(const QueueConfig& queue);
   bool HasQueue(const std::string& name) const { return queues_.count(name) > 0; }
+  // Load thresholds (B5): the first of the queue's or the host's thresholds whose load is
+  // past `schedule` (or `stop`), described ("r1m 5.2 on node1 is above queue q's stop
+  // threshold 4"); "" when none is.
+  std::string LoadThresholdExceeded(const std::string& host, const std::string& queue, bool stop) const;
   // A closed queue dispatches nothing (its run window is closed); its jobs stay queued.
   absl::Status SetQueueOpen(const std::string& name, bool open);
   bool QueueOpen(const std::string& name) const;
@@ -74,6 +78,8 @@ class Scheduler {
   // running jobs hold stays held.
   absl::Status UpdateHostCapacity(const std::string& host, int slots, double mem_mb,
                                   double swap_mb, const std::vector<int>& gpus);
+  // Replaces a host's own load thresholds (a reload).
+  absl::Status SetHostThresholds(const std::string& host, const LoadThresholds& thresholds);
   // Changes a host's type (and so its CPU factor).
   absl::Status SetHostType(const std::string& host, const std::string& type);
 
@@ -194,6 +200,7 @@ class Scheduler {
   using HostKey = std::tuple<int, double, size_t>;
 
   void RefreshValues(Host& host);
+  std::string OverThreshold(const Host& h, const QueueConfig& queue, bool stop) const;
   bool UserAllowed(const QueueConfig& queue, const std::string& user) const;
   std::vector<int64_t> DispatchOrder(const Queue& queue) const;
   bool TryPlace(const Job& job, Queue& queue, Placement* out);

@@ -1449,15 +1449,23 @@ TEST_CASE("a job over three agents starts a task on each through nexec-run, and 
     }
     return hosts.size() == 3;
   }));
-  // Every process the job started, by its NEXEC_JOBID, from /proc.
+  // Every process the job started, from /proc: its environment names this job and this
+  // cluster's master (job ids repeat across the clusters of other tests).
+  std::string left;
   auto processes_of_job = [&] {
     int n = 0;
-    const std::string mark = "NEXEC_JOBID=" + std::to_string(id) + std::string(1, '\0');
+    left.clear();
+    const std::string job = std::string(1, '\0') + "NEXEC_JOBID=" + std::to_string(id) + std::string(1, '\0');
+    const std::string master = std::string(1, '\0') + "NEXEC_MASTER=" + c.address() + std::string(1, '\0');
     for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
       std::string name = entry.path().filename();
       if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-      std::string environ = ReadFile(entry.path() / "environ");
-      if (environ.find(mark) != std::string::npos && !Gone(std::stoi(name))) ++n;
+      std::string environ = std::string(1, '\0') + ReadFile(entry.path() / "environ");
+      if (environ.find(job) != std::string::npos && environ.find(master) != std::string::npos &&
+          !Gone(std::stoi(name))) {
+        ++n;
+        left += name + ": " + ReadFile(entry.path() / "cmdline") + "\n";
+      }
     }
     return n;
   };
@@ -1469,6 +1477,8 @@ TEST_CASE("a job over three agents starts a task on each through nexec-run, and 
     CHECK(WaitUntil([&] { return Gone(pid) && kill(-pid, 0) != 0; }));  // the process and its group
   }
   CHECK(WaitUntil([&] { return processes_of_job() == 0; }));
+  INFO(left);
+  CHECK(left.empty());
 }
 
 TEST_CASE("nexec-run -z starts one task per listed host in one call: output and the first failure come back, and "
@@ -1561,4 +1571,41 @@ TEST_CASE("limits hold jobs by project and user, name themselves in the pending 
   c.SignalMaster(SIGHUP);
   REQUIRE(c.WaitState(b, "RUNNING"));
   for (int64_t id : {a, b, other}) c.Cli({"kill", std::to_string(id)});
+}
+
+TEST_CASE("a load past a queue's stop threshold suspends its job, and the job continues once the load is back "
+          "under the scheduling threshold (load from a real sensor)",
+          "[B5]") {
+  Cluster c("thresholds", "queues:\n  - name: normal\n    load_thresholds: {netload: \"10/20\"}\n");
+  // The host's network load, as a sensor reads it: here from a file the test writes.
+  const std::string load_file = c.path("netload");
+  std::ofstream(load_file) << "5\n";
+  WriteSensor(c.path("sensors"), "ress.host",
+              "echo '- resource: netload'\necho '  direction: increase'\necho \"  value: $(cat " + load_file +
+                  ")\"\n");
+  c.AddAgent("node1", "cpus=2,mem=4G", {"--sensor_dir=" + c.path("sensors")});
+  REQUIRE(c.WaitHosts(1));
+  const std::string count = c.path("count");
+  int64_t id = c.Submit({"--", "i=0; while true; do i=$((i+1)); echo $i > " + count + "; sleep 0.02; done"});
+  REQUIRE(c.WaitState(id, "RUNNING"));
+  int pid = c.TaskPid(id);
+
+  std::ofstream(load_file) << "25\n";  // past stop (20)
+  REQUIRE(c.WaitState(id, "SUSPENDED"));
+  CHECK(WaitUntil([&] { return ProcState(pid) == 'T'; }));
+  CHECK(c.Job(id)["system_suspend_reason"] == "netload 25 on node1 is above queue normal's stop threshold 20");
+  int64_t waiting = c.Submit({"--", "true"});  // past scheduling (10) too: not dispatched
+  std::ofstream(load_file) << "15\n";  // under stop, still past scheduling: stays stopped
+  REQUIRE(WaitUntil([&] {
+    json hosts = json::parse(c.Cli({"hosts", "--json"}).out)["hosts"];
+    return hosts[0].value("resources", json::object()).value("netload", "") == "15";
+  }));
+  CHECK(c.Job(id)["state"] == "SUSPENDED");
+  CHECK(c.Job(waiting)["state"] == "PENDING");
+  std::ofstream(load_file) << "3\n";
+  REQUIRE(c.WaitState(id, "RUNNING"));
+  REQUIRE(c.WaitState(waiting, "DONE"));
+  std::string frozen = ReadFile(count);
+  CHECK(WaitUntil([&] { return ReadFile(count) != frozen; }));
+  REQUIRE(c.Cli({"kill", std::to_string(id)}).code == 0);
 }

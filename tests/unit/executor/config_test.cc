@@ -29,6 +29,8 @@ queues:
     interactive: false
     rerun_on_host_failure: true
     run_window: "20:00-6:00  0:0:0-0:23:59"
+    load_thresholds: {r1m: "0.7/2.0", memfree: {schedule: 1024}}
+    threshold_action: kill
   - name: normal
 default_queue: normal
 )");
@@ -49,6 +51,11 @@ default_queue: normal
   CHECK(gpu.rerun_on_host_failure);
   CHECK(gpu.hosts[0] == "node1+2");
   CHECK(gpu.run_window.text() == "20:00-6:00 0:0:0-0:23:59");
+  CHECK(gpu.load_thresholds.at("r1m").schedule == 0.7);
+  CHECK(gpu.load_thresholds.at("r1m").stop == 2.0);
+  CHECK(gpu.load_thresholds.at("memfree").schedule == 1024.0);
+  CHECK_FALSE(gpu.load_thresholds.at("memfree").stop.has_value());
+  CHECK(gpu.threshold_kills);
   CHECK(c->queues[1].run_window.always_open());
   CHECK(c->default_queue == "normal");
   CHECK(ParseConfig("")->queues[0].name == "normal");  // no file: one open queue
@@ -63,6 +70,11 @@ TEST_CASE("bad configuration entries are named in the error", "[B5][C5]") {
       {"queues:\n  - {name: q, run_window: \"night\"}\n", "queues[0].run_window: time window \"night\": expected begin-end"},
       {"queues:\n  - {name: q, pre_exec_retries: -1}\n", "queues[0].pre_exec_retries: must not be negative"},
       {"limits:\n  - {name: l, users: all, per_user: all, slots: 1}\n", "limits[0] (l): give users or per_user, not both"},
+      {"queues:\n  - {name: q, load_thresholds: {r1m: \"a/4\"}}\n", "queues[0].load_thresholds.r1m: \"a\" is not a number"},
+      {"queues:\n  - {name: q, load_thresholds: {r1m: \"/\"}}\n", "queues[0].load_thresholds.r1m: gives neither"},
+      {"queues:\n  - {name: q, load_thresholds: {r1m: {stop: 4, halt: 5}}}\n", "queues[0].load_thresholds.r1m: unknown key"},
+      {"queues:\n  - {name: q, threshold_action: stop}\n", "queues[0].threshold_action: expected suspend or kill"},
+      {"hosts:\n  - {name: h, load_thresholds: [1, 2]}\n", "hosts[0].load_thresholds: must map a resource"},
       {"limits:\n  - {name: l, queues: nosuch, slots: 1}\n", "limits[0] (l).queues: no queue named \"nosuch\""},
       {"limits:\n  - {name: l, users: all}\n", "limits[0] (l): limits nothing"},
       {"limits:\n  - {name: l, slots: \"[2 1:8:0-18:00]\"}\n", "limits[0] (l).slots: \"[2 1:8:0-18:00]\": time window"},

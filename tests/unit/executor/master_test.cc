@@ -336,3 +336,70 @@ TEST_CASE("input goes only to a running interactive job's command", "[B6]") {
   in.set_job_id(999);
   CHECK(absl::IsNotFound(master.SendInput(in).status()));
 }
+
+TEST_CASE("load thresholds: no dispatch above the scheduling one, suspend above the stop one, resume only once "
+          "back under the scheduling one, or kill when the queue says so",
+          "[B5]") {
+  auto store = jc::testing::MakeTestStore();
+  FakeDialer dialer;
+  auto config = ParseConfig(R"(
+queues:
+  - name: normal
+    load_thresholds: {r1m: "2/4"}
+  - name: strict
+    load_thresholds: {r1m: {stop: 4}}
+    threshold_action: kill
+)");
+  REQUIRE(config.ok());
+  Master master(store.get(), jc::RealClock::Get(), &dialer, *config, {});
+  auto beat = [&](double load) {
+    pb::HeartbeatRequest b = Beat("h1");
+    b.mutable_info()->set_load_1m(load);
+    REQUIRE(master.Heartbeat(b).ok());
+  };
+  beat(3);
+  int64_t id = *master.Submit(Spec("sleep 100"));
+  CHECK(*master.ScheduleOnce() == 0);  // 3 is above the scheduling threshold 2
+  beat(1);
+  REQUIRE(*master.ScheduleOnce() == 1);
+  WaitLaunches(dialer, 1);
+
+  beat(5);  // above the stop threshold: suspended, saying why
+  REQUIRE(*master.CheckRunWindows() == 1);
+  auto stopped = master.GetJob(id);
+  CHECK(stopped->state() == pb::SUSPENDED);
+  CHECK(stopped->system_suspend_reason() == "r1m 5 on h1 is above queue normal's stop threshold 4");
+  CHECK(dialer.signals.back().action() == pb::SignalRequest::SUSPEND);
+  beat(3);  // under stop, but still above scheduling: stays stopped
+  CHECK(*master.CheckRunWindows() == 0);
+  CHECK(master.GetJob(id)->state() == pb::SUSPENDED);
+  beat(1);
+  REQUIRE(*master.CheckRunWindows() == 1);
+  CHECK(master.GetJob(id)->state() == pb::RUNNING);
+  CHECK(dialer.signals.back().action() == pb::SignalRequest::RESUME);
+
+  // A queue whose stop action is kill.
+  pb::JobSpec strict = Spec("sleep 100");
+  strict.set_queue("strict");
+  int64_t killed = *master.Submit(strict);
+  REQUIRE(*master.ScheduleOnce() == 1);
+  REQUIRE(jc::testing::WaitUntil([&] {
+    std::lock_guard<std::mutex> lock(dialer.mu);
+    return std::any_of(dialer.launches.begin(), dialer.launches.end(),
+                       [&](const pb::LaunchRequest& l) { return l.job_id() == killed; });
+  }));
+  beat(4.5);
+  CHECK(*master.CheckRunWindows() == 2);  // job 1 suspended again, the strict one killed
+  CHECK(dialer.signals.back().action() == pb::SignalRequest::KILL);
+  pb::LaunchRequest strict_launch;
+  {
+    std::lock_guard<std::mutex> lock(dialer.mu);
+    for (const auto& l : dialer.launches) {
+      if (l.job_id() == killed) strict_launch = l;
+    }
+  }
+  REQUIRE(master.Heartbeat(Beat("h1", {Exited(strict_launch, 137)})).ok());
+  auto ended = master.GetJob(killed);
+  CHECK(ended->state() == pb::EXIT);
+  CHECK(ended->reason() == "killed: r1m 4.5 on h1 is above queue strict's stop threshold 4");
+}
