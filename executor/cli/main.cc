@@ -25,6 +25,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
@@ -48,6 +49,7 @@ constexpr const char* kUsage =
     "  job ID [--json]                              one job in full\n"
     "  hosts [-l] [--json] | queues [--json]        -l: every resource of every host\n"
     "  limits [--json]                              each limit's use now, per consumer\n"
+    "  shares [-q queue] [--json]                   fair-share trees: shares, usage, priority\n"
     "  kill ID | suspend ID | resume ID | requeue ID | rerun ID   (rerun: a finished job again)\n"
     "  logs ID [-t TASK] [-e] [-f]                  task output (-t: a task nexec-run started;\n"
     "                                               -e stderr, -f follow)\n"
@@ -467,6 +469,39 @@ int main(int argc, char** argv) {
       }
       Table(rows);
     }
+    return 0;
+  }
+
+  if (cmd == "shares") {
+    pb::ListSharesRequest req;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i] == "-q" && i + 1 < args.size()) {
+        req.set_queue(args[++i]);
+      } else {
+        return Fail("shares: unknown argument " + args[i]);
+      }
+    }
+    pb::ListSharesResponse resp;
+    auto c = ctx("ListShares", req);
+    grpc::Status st = stub->ListShares(c.get(), req, &resp);
+    if (!st.ok()) return Fail(st);
+    if (json) {
+      std::cout << Json(resp) << "\n";
+      return 0;
+    }
+    if (resp.nodes().empty()) {
+      std::cout << "No fair-share queue" << (req.queue().empty() ? "" : " named " + req.queue()) << "\n";
+      return 0;
+    }
+    // As LSF's bqueues -l / bhpart: the tree, each node's share, usage and priority.
+    std::vector<std::vector<std::string>> rows{{"QUEUE", "NODE", "SHARES", "SHARE", "USAGE_SLOT_H", "RUN", "PRIORITY"}};
+    for (const auto& n : resp.nodes()) {
+      std::string name = n.path().substr(n.path().rfind('/') == std::string::npos ? 0 : n.path().rfind('/') + 1);
+      rows.push_back({n.queue(), std::string(2 * n.depth(), ' ') + name, absl::StrCat(n.shares()),
+                      absl::StrFormat("%.1f%%", 100 * n.share_fraction()), absl::StrFormat("%.2f", n.usage_slot_hours()),
+                      std::to_string(n.running_slots()), absl::StrFormat("%.3f", n.priority())});
+    }
+    Table(rows);
     return 0;
   }
 

@@ -95,6 +95,51 @@ absl::StatusOr<LoadThresholds> ReadThresholds(const YAML::Node& node, const std:
   return out;
 }
 
+bool IsUser(const std::string& name);
+
+// A share tree: [{name, shares, children: [...]}, ...]; leaves are users or "default".
+absl::Status ReadShareNodes(const YAML::Node& list, const std::string& where, std::set<std::string>* users,
+                            std::vector<ShareNode>* out) {
+  if (!list.IsSequence()) return Bad(where, "must be a list of {name, shares, children}");
+  std::set<std::string> siblings;
+  for (size_t i = 0; i < list.size(); ++i) {
+    std::string at = absl::StrCat(where, "[", i, "]");
+    JC_RETURN_IF_ERROR(CheckKeys(list[i], at, {"name", "shares", "children"}));
+    ShareNode n;
+    JC_RETURN_IF_ERROR(Read(list[i], "name", at, &n.name));
+    JC_RETURN_IF_ERROR(Read(list[i], "shares", at, &n.shares));
+    if (n.name.empty()) return Bad(at, "needs a name");
+    if (!(n.shares > 0)) return Bad(at + ".shares", "must be positive");
+    if (!siblings.insert(n.name).second) return Bad(at, absl::StrCat("\"", n.name, "\" twice at one level"));
+    if (const YAML::Node children = list[i]["children"]) {
+      JC_RETURN_IF_ERROR(ReadShareNodes(children, at + ".children", users, &n.children));
+    }
+    if (n.children.empty() && n.name != "default") {
+      if (!IsUser(n.name)) return Bad(at, absl::StrCat("\"", n.name, "\" is not a user (a leaf is a user, or default)"));
+      if (!users->insert(n.name).second) return Bad(at, absl::StrCat("user ", n.name, " is in the tree twice"));
+    }
+    out->push_back(std::move(n));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<FairshareConfig> ReadFairshare(const YAML::Node& node, const std::string& where) {
+  if (!node.IsMap()) return Bad(where, "must be {shares: [...], half_life: 5h, gpu_factor: 1}");
+  JC_RETURN_IF_ERROR(CheckKeys(node, where, {"shares", "half_life", "gpu_factor"}));
+  FairshareConfig f;
+  std::set<std::string> users;
+  if (!node["shares"]) return Bad(where, "needs shares: the share tree");
+  JC_RETURN_IF_ERROR(ReadShareNodes(node["shares"], where + ".shares", &users, &f.tree));
+  std::string half_life;
+  JC_RETURN_IF_ERROR(Read(node, "half_life", where, &half_life));
+  if (!half_life.empty() && (!absl::ParseDuration(half_life, &f.half_life) || f.half_life <= absl::ZeroDuration())) {
+    return Bad(where + ".half_life", absl::StrCat("expected a duration such as 5h, got \"", half_life, "\""));
+  }
+  JC_RETURN_IF_ERROR(Read(node, "gpu_factor", where, &f.gpu_factor));
+  if (f.gpu_factor < 0) return Bad(where + ".gpu_factor", "must not be negative");
+  return f;
+}
+
 // A list of names, as YAML list or one string ("medium low", "all ~u001").
 absl::StatusOr<std::string> NamesText(const YAML::Node& node, const std::string& where) {
   if (node.IsSequence()) {
@@ -258,7 +303,7 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
                                     "max_slots_per_user", "balance", "round_robin", "gpu_shared",
                                     "interactive", "rerun_on_host_failure", "pre_exec", "post_exec",
                                     "pre_exec_timeout", "pre_exec_retries", "cpu_binding", "job_controls",
-                                    "run_window", "load_thresholds", "threshold_action"}));
+                                    "run_window", "load_thresholds", "threshold_action", "fairshare"}));
       QueueConfig q;
       std::string balance = "pack";
       JC_RETURN_IF_ERROR(Read(list[i], "name", where, &q.name));
@@ -291,6 +336,9 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
         return Bad(where + ".threshold_action", absl::StrCat("expected suspend or kill, got \"", action, "\""));
       }
       q.threshold_kills = action == "kill";
+      if (const YAML::Node fs = list[i]["fairshare"]) {
+        JC_ASSIGN_OR_RETURN(q.fairshare, ReadFairshare(fs, where + ".fairshare"));
+      }
       std::string run_window;
       JC_RETURN_IF_ERROR(Read(list[i], "run_window", where, &run_window));
       auto window = TimeWindows::Parse(run_window);

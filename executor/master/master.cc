@@ -418,6 +418,7 @@ absl::StatusOr<int> Master::ScheduleOnce() {
     CycleStats cs;
     ApplyWindowsLocked(begin);  // a queue outside its run window dispatches nothing
     if (!config_.limits.empty()) scheduler_.SetLimitTime(begin, options_.time_zone);
+    scheduler_.AdvanceFairshare(begin);
     std::vector<Placement> placements = scheduler_.Cycle(&cs);
     for (const Placement& p : placements) {
       JobRecord& rec = jobs_.at(p.job_id);
@@ -1356,6 +1357,28 @@ std::vector<pb::Queue> Master::ListQueues() {
       }
     }
     out.push_back(o);
+  }
+  return out;
+}
+
+std::vector<pb::ShareNode> Master::ListShares(const std::string& queue) {
+  std::lock_guard<std::mutex> lock(mu_);
+  scheduler_.AdvanceFairshare(clock_->Now());
+  std::vector<pb::ShareNode> out;
+  for (const QueueConfig& q : config_.queues) {
+    if (!q.fairshare || (!queue.empty() && q.name != queue)) continue;
+    for (const auto& r : scheduler_.FairshareReport(q.name)) {
+      pb::ShareNode n;
+      n.set_queue(q.name);
+      n.set_path(r.path);
+      n.set_depth(r.depth);
+      n.set_shares(r.shares);
+      n.set_share_fraction(r.share_fraction);
+      n.set_usage_slot_hours(r.usage);
+      n.set_running_slots(r.running);
+      n.set_priority(r.priority);
+      out.push_back(std::move(n));
+    }
   }
   return out;
 }

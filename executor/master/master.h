@@ -98,6 +98,8 @@ class Master {
   std::vector<pb::Queue> ListQueues();
   // Every limit (B7) with its values in force now and what each bucket holds.
   std::vector<pb::Limit> ListLimits();
+  // The share trees of fair-share queues (all, or `queue`'s), depth first.
+  std::vector<pb::ShareNode> ListShares(const std::string& queue);
   absl::StatusOr<pb::HeartbeatResponse> Heartbeat(const pb::HeartbeatRequest& req);
   absl::StatusOr<std::string> ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes);
   // Remote tasks (B10, nexec-run): starts `req.command` on a host of the running job's

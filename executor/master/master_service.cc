@@ -83,6 +83,11 @@ class MasterService final : public pb::Master::Service {
     for (auto& l : m_->ListLimits()) *resp->add_limits() = std::move(l);
     return Status::OK;
   }
+  Status ListShares(ServerContext* ctx, const pb::ListSharesRequest* req, pb::ListSharesResponse* resp) override {
+    NEXEC_CALLER(caller, "ListShares");
+    for (auto& n : m_->ListShares(req->queue())) *resp->add_nodes() = std::move(n);
+    return Status::OK;
+  }
   Status Heartbeat(ServerContext* ctx, const pb::HeartbeatRequest* req,
                    pb::HeartbeatResponse* resp) override {
     NEXEC_CALLER(caller, "Heartbeat");

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/policy/fairshare.h"
 #include "executor/policy/time_window.h"
 #include "executor/reqstr/requirement.h"
 
@@ -77,6 +78,9 @@ struct QueueConfig {
   // Load thresholds for the queue's jobs on any host; what happens above `stop`.
   LoadThresholds load_thresholds;
   bool threshold_kills = false;  // kill instead of suspend
+  // Hierarchical fair share (B5): who goes first among the queue's users; absent: FCFS
+  // (or round robin).
+  std::optional<FairshareConfig> fairshare;
 };
 
 // What a job asks of the scheduler.

@@ -137,6 +137,7 @@ absl::Status Scheduler::AddQueue(const QueueConfig& config) {
     }
     queue.preference[host] = level;
   }
+  if (config.fairshare) queue.fairshare = std::make_shared<FairshareTree>(*config.fairshare);
   queues_[config.name] = std::move(queue);
   return absl::OkStatus();
 }
@@ -156,6 +157,13 @@ absl::Status Scheduler::UpdateQueue(const QueueConfig& config) {
   }
   it->second.config = config;
   it->second.preference = std::move(fresh.preference);
+  // A reloaded share tree keeps the usage the users built up.
+  std::shared_ptr<FairshareTree> before = it->second.fairshare;
+  it->second.fairshare.reset();
+  if (config.fairshare) {
+    it->second.fairshare = std::make_shared<FairshareTree>(*config.fairshare);
+    if (before) it->second.fairshare->set_usage(before->usage());
+  }
   return absl::OkStatus();
 }
 
@@ -708,7 +716,44 @@ int Scheduler::free_slots(const std::string& host) const {
   return it == host_index_.end() ? 0 : hosts_[it->second].free_slots();
 }
 
+void Scheduler::AdvanceFairshare(absl::Time now) {
+  const absl::Duration elapsed = fairshare_time_ == absl::InfinitePast() ? absl::ZeroDuration() : now - fairshare_time_;
+  fairshare_time_ = now;
+  if (elapsed <= absl::ZeroDuration()) return;
+  for (auto& [name, queue] : queues_) {
+    if (!queue.fairshare) continue;
+    std::map<std::string, std::pair<int, int>> held;  // user -> slots, GPUs
+    for (int64_t id : running_) {
+      const Job& job = jobs_.at(id);
+      if (job.request.queue != name) continue;
+      auto& h = held[job.request.user];
+      for (const auto& section : job.placement.sections) {
+        for (const HostAllocation& a : section) {
+          h.first += a.slots;
+          h.second += static_cast<int>(a.gpus.size());
+        }
+      }
+    }
+    queue.fairshare->Advance(elapsed, held);
+  }
+}
+
+std::vector<FairshareTree::NodeReport> Scheduler::FairshareReport(const std::string& name) const {
+  auto q = queues_.find(name);
+  if (q == queues_.end() || !q->second.fairshare) return {};
+  return q->second.fairshare->Report(q->second.used_by_user);
+}
+
 std::vector<int64_t> Scheduler::DispatchOrder(const Queue& queue) const {
+  if (queue.fairshare) {
+    std::vector<FairshareTree::PendingJob> pending;
+    pending.reserve(queue.pending.size());
+    for (int64_t id : queue.pending) {
+      const JobRequest& r = jobs_.at(id).request;
+      pending.push_back({id, r.user, r.slots});
+    }
+    return queue.fairshare->Order(pending, queue.used_by_user);
+  }
   if (!queue.config.user_round_robin) return {queue.pending.begin(), queue.pending.end()};
   // Round robin: every user's first job, then every user's second job, and so on. Users
   // go in the order of their oldest waiting job, starting after the user served last, so

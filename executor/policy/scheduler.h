@@ -13,6 +13,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <tuple>
 #include <string>
@@ -64,6 +65,11 @@ class Scheduler {
   // Changes a queue's parameters; its waiting and running jobs stay as they are.
   absl::Status UpdateQueue(const QueueConfig& queue);
   bool HasQueue(const std::string& name) const { return queues_.count(name) > 0; }
+  // Fair share (B5): decays every fair-share queue's usage to `now` and adds what its
+  // users ran since the last call. The master calls it before each cycle.
+  void AdvanceFairshare(absl::Time now);
+  // A fair-share queue's tree with shares, usage and priorities; empty for other queues.
+  std::vector<FairshareTree::NodeReport> FairshareReport(const std::string& queue) const;
   // Load thresholds (B5): the first of the queue's or the host's thresholds whose load is
   // past `schedule` (or `stop`), described ("r1m 5.2 on node1 is above queue q's stop
   // threshold 4"); "" when none is.
@@ -145,6 +151,7 @@ class Scheduler {
     std::map<std::string, int> used_by_user;
     std::string last_dispatched_user;  // round robin continues after this user
     bool open = true;                  // false outside its run window
+    std::shared_ptr<FairshareTree> fairshare;  // fair-share queues only
   };
   struct Job {
     JobRequest request;
@@ -222,6 +229,7 @@ class Scheduler {
   std::map<std::string, ResourceTraits> traits_;  // by resource name (RESS fields)
   std::vector<Pool> pools_;
   std::vector<Limit> limits_;
+  absl::Time fairshare_time_ = absl::InfinitePast();
   std::vector<const Limit*> host_limits_;  // the job being placed: its limits over hosts
   std::unordered_map<int64_t, std::string> pending_reasons_;
   std::map<std::pair<std::string, std::string>, size_t> pool_index_;  // (resource, scope) -> pools_ index

@@ -1609,3 +1609,38 @@ TEST_CASE("a load past a queue's stop threshold suspends its job, and the job co
   CHECK(WaitUntil([&] { return ReadFile(count) != frozen; }));
   REQUIRE(c.Cli({"kill", std::to_string(id)}).code == 0);
 }
+
+TEST_CASE("a fair-share queue splits the slots by the share tree, and nexec shares shows the tree", "[B5]") {
+  // Two share holders: root's jobs 3 shares, nobody's 1, on a 4-slot host.
+  Cluster c("fairshare", "queues:\n  - name: normal\n    fairshare:\n      half_life: 1h\n      shares:\n"
+                         "        - {name: root, shares: 3}\n        - {name: default, shares: 1}\n");
+  c.AddAgent("node1", "cpus=4,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  // Everything queued first (the host closed by a full job), then released at once.
+  int64_t blocker = c.Submit({"-n", "4", "--", "sleep 1000"});
+  REQUIRE(c.WaitState(blocker, "RUNNING"));
+  std::vector<int64_t> roots, others;
+  for (int i = 0; i < 4; ++i) {
+    roots.push_back(c.Submit({"--", "sleep 1000"}));
+    others.push_back(c.Submit({"--user", "nobody", "--", "sleep 1000"}));
+  }
+  REQUIRE(c.Cli({"kill", std::to_string(blocker)}).code == 0);
+  auto running = [&](const std::vector<int64_t>& ids) {
+    int n = 0;
+    for (int64_t id : ids) n += c.Job(id)["state"] == "RUNNING";
+    return n;
+  };
+  REQUIRE(WaitUntil([&] { return running(roots) + running(others) == 4; }));
+  CHECK(running(roots) == 3);
+  CHECK(running(others) == 1);
+  auto shares = c.Cli({"shares"});
+  INFO(shares.out);
+  CHECK(shares.code == 0);
+  CHECK(shares.out.find("75.0%") != std::string::npos);
+  json nodes = json::parse(c.Cli({"shares", "--json"}).out)["nodes"];
+  bool nobody_listed = false;
+  for (const auto& n : nodes) nobody_listed |= n["path"] == "nobody" && n.value("running_slots", 0) == 1;
+  CHECK(nobody_listed);
+  for (int64_t id : roots) c.Cli({"kill", std::to_string(id)});
+  for (int64_t id : others) c.Cli({"kill", std::to_string(id)});
+}

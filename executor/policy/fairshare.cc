@@ -1,0 +1,135 @@
+#include "executor/policy/fairshare.h"
+
+#include <cmath>
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+
+namespace jc::nexec {
+
+FairshareTree::FairshareTree(FairshareConfig config) : config_(std::move(config)) {
+  nodes_.push_back(Node{"", 1, -1, {}, false});
+  for (const ShareNode& n : config_.tree) Add(n, 0);
+}
+
+int FairshareTree::Add(const ShareNode& n, int parent) {
+  const int index = static_cast<int>(nodes_.size());
+  nodes_.push_back(Node{n.name, n.shares, parent, {}, n.children.empty()});
+  nodes_[parent].children.push_back(index);
+  if (n.children.empty()) {
+    if (n.name == "default") {
+      default_node_ = index;
+      nodes_[index].user_leaf = false;  // stands for others; never a user itself
+    } else {
+      leaf_of_user_[n.name] = index;
+    }
+  }
+  for (const ShareNode& c : n.children) Add(c, index);
+  return index;
+}
+
+int FairshareTree::LeafFor(const std::string& user) {
+  auto it = leaf_of_user_.find(user);
+  if (it != leaf_of_user_.end()) return it->second;
+  int parent = default_node_ >= 0 ? nodes_[default_node_].parent : 0;
+  double shares = default_node_ >= 0 ? nodes_[default_node_].shares : 1;
+  ShareNode leaf{user, shares, {}};
+  int index = Add(leaf, parent);
+  return index;
+}
+
+void FairshareTree::Advance(absl::Duration elapsed, const std::map<std::string, std::pair<int, int>>& running) {
+  const double hours = absl::ToDoubleHours(elapsed);
+  if (hours <= 0) return;
+  const double decay = std::pow(0.5, hours / absl::ToDoubleHours(config_.half_life));
+  for (auto& [user, u] : usage_) u *= decay;
+  for (const auto& [user, held] : running) {
+    usage_[user] += (held.first + config_.gpu_factor * held.second) * hours;
+  }
+}
+
+double FairshareTree::Priority(int node, const std::vector<double>& usage, const std::vector<double>& running) const {
+  return nodes_[node].shares / (1 + usage[node] + running[node]);
+}
+
+std::vector<int64_t> FairshareTree::Order(const std::vector<PendingJob>& pending,
+                                          const std::map<std::string, int>& running_slots) {
+  // Per leaf: its users' jobs in FCFS order; per node: jobs waiting in its subtree.
+  std::map<int, std::vector<const PendingJob*>> queue_of_leaf;
+  for (const PendingJob& j : pending) queue_of_leaf[LeafFor(j.user)].push_back(&j);
+  for (const auto& [user, n] : running_slots) LeafFor(user);
+  const size_t n = nodes_.size();
+  std::vector<double> usage(n, 0), running(n, 0);
+  std::vector<int> waiting(n, 0);
+  auto up = [&](int leaf, const std::function<void(int)>& f) {
+    for (int i = leaf; i >= 0; i = nodes_[i].parent) f(i);
+  };
+  for (const auto& [user, u] : usage_) {
+    auto it = leaf_of_user_.find(user);
+    if (it != leaf_of_user_.end()) up(it->second, [&](int i) { usage[i] += u; });
+  }
+  for (const auto& [user, slots] : running_slots) {
+    up(leaf_of_user_.at(user), [&](int i) { running[i] += slots; });
+  }
+  for (const auto& [leaf, jobs] : queue_of_leaf) {
+    up(leaf, [&, count = static_cast<int>(jobs.size())](int i) { waiting[i] += count; });
+  }
+  std::map<int, size_t> next_of_leaf;
+  std::vector<int64_t> order;
+  order.reserve(pending.size());
+  while (waiting[0] > 0) {
+    int at = 0;
+    while (!nodes_[at].children.empty()) {
+      int best = -1;
+      for (int c : nodes_[at].children) {
+        if (waiting[c] == 0) continue;  // idle shares are lent to the others
+        if (best < 0 || Priority(c, usage, running) > Priority(best, usage, running)) best = c;
+      }
+      at = best;
+    }
+    const PendingJob* job = queue_of_leaf[at][next_of_leaf[at]++];
+    order.push_back(job->id);
+    up(at, [&](int i) {
+      waiting[i] -= 1;
+      running[i] += job->slots;  // counted as running for the next pick
+    });
+  }
+  return order;
+}
+
+std::vector<FairshareTree::NodeReport> FairshareTree::Report(const std::map<std::string, int>& running_slots) {
+  for (const auto& [user, n] : running_slots) LeafFor(user);
+  for (const auto& [user, u] : usage_) LeafFor(user);
+  const size_t n = nodes_.size();
+  std::vector<double> usage(n, 0), running(n, 0);
+  for (const auto& [user, u] : usage_) {
+    for (int i = leaf_of_user_.at(user); i >= 0; i = nodes_[i].parent) usage[i] += u;
+  }
+  for (const auto& [user, slots] : running_slots) {
+    for (int i = leaf_of_user_.at(user); i >= 0; i = nodes_[i].parent) running[i] += slots;
+  }
+  std::vector<NodeReport> out;
+  std::function<void(int, const std::string&, int, double)> walk = [&](int node, const std::string& path, int depth,
+                                                                         double fraction) {
+    // "default" only stands for the users not named; each of them has a node of its own.
+    double total = 0;
+    for (int c : nodes_[node].children) total += c == default_node_ ? 0 : nodes_[c].shares;
+    for (int c : nodes_[node].children) {
+      if (c == default_node_) continue;
+      NodeReport r;
+      r.path = path.empty() ? nodes_[c].name : absl::StrCat(path, "/", nodes_[c].name);
+      r.depth = depth;
+      r.shares = nodes_[c].shares;
+      r.share_fraction = total > 0 ? fraction * nodes_[c].shares / total : 0;
+      r.usage = usage[c];
+      r.running = static_cast<int>(running[c]);
+      r.priority = Priority(c, usage, running);
+      out.push_back(r);
+      walk(c, r.path, depth + 1, r.share_fraction);
+    }
+  };
+  walk(0, "", 0, 1.0);
+  return out;
+}
+
+}  // namespace jc::nexec

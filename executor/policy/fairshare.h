@@ -1,0 +1,92 @@
+#pragma once
+
+// Hierarchical fair share (SPEC B5; LSF's fairshare queues): a tree of share holders —
+// departments, projects, users — with relative shares at each level. A user's dynamic
+// priority, and every group's above it, is
+//
+//     shares / (1 + decayed slot-hours + slots running now)
+//
+// where the slot-hours (a GPU counts `gpu_factor` slots) decay by half every
+// `half_life`, as LSF's HIST_HOURS does. The queue serves the group with the highest
+// priority at each level, down to a user, then that user's oldest job; each pick counts
+// as running for the next one, so one cycle already spreads the slots by shares. Idle
+// shares are lent: a group with nothing pending is skipped, and gets its turn back as
+// soon as it submits (its low usage makes its priority high).
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace jc::nexec {
+
+struct ShareNode {
+  std::string name;  // a group's name, or a user's at a leaf; "default": each user not named
+  double shares = 1;
+  std::vector<ShareNode> children;  // empty: a user (or "default")
+};
+
+struct FairshareConfig {
+  std::vector<ShareNode> tree;  // the root's children
+  absl::Duration half_life = absl::Hours(5);
+  double gpu_factor = 1;  // a GPU held counts as this many slots
+};
+
+class FairshareTree {
+ public:
+  explicit FairshareTree(FairshareConfig config);
+
+  // Decays the usage over `elapsed` and adds what ran meanwhile (user -> slots, GPUs).
+  void Advance(absl::Duration elapsed, const std::map<std::string, std::pair<int, int>>& running);
+
+  struct PendingJob {
+    int64_t id;
+    std::string user;
+    int slots;
+  };
+  // The dispatch order of `pending` (oldest first within a user), given what each user
+  // runs now.
+  std::vector<int64_t> Order(const std::vector<PendingJob>& pending, const std::map<std::string, int>& running);
+
+  struct NodeReport {
+    std::string path;  // "physics/alice"
+    int depth = 0;
+    double shares = 0;
+    double share_fraction = 0;  // of the whole tree
+    double usage = 0;           // decayed slot-hours of its subtree
+    int running = 0;            // slots running in its subtree
+    double priority = 0;
+  };
+  // Every node, depth first (the order `nexec shares` prints).
+  std::vector<NodeReport> Report(const std::map<std::string, int>& running);
+
+  // Usage by user, to carry over to a tree rebuilt by a reload.
+  const std::map<std::string, double>& usage() const { return usage_; }
+  void set_usage(std::map<std::string, double> usage) { usage_ = std::move(usage); }
+  const FairshareConfig& config() const { return config_; }
+
+ private:
+  struct Node {
+    std::string name;
+    double shares = 1;
+    int parent = -1;
+    std::vector<int> children;
+    bool user_leaf = false;
+  };
+  int Add(const ShareNode& n, int parent);
+  // The leaf that stands for `user`: its own, or one made for it beside "default" (with
+  // default's shares; at the root with 1 share when no default is configured).
+  int LeafFor(const std::string& user);
+  double Priority(int node, const std::vector<double>& usage, const std::vector<double>& running) const;
+
+  FairshareConfig config_;
+  std::vector<Node> nodes_;  // [0] is the root
+  std::map<std::string, int> leaf_of_user_;
+  int default_node_ = -1;
+  std::map<std::string, double> usage_;  // decayed slot-hours by user
+};
+
+}  // namespace jc::nexec
