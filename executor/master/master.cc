@@ -891,7 +891,9 @@ absl::StatusOr<pb::Job> Master::SuspendJob(int64_t id, const std::string& system
       if (t.index() == 0 || (t.remote() && t.state() == pb::TASK_RUNNING)) t.set_state(pb::TASK_SUSPENDED);
     }
     // Released resources (RESS release) go back while it is stopped.
-    scheduler_.SetSuspended(id, true).IgnoreError();
+    if (absl::Status s = scheduler_.SetSuspended(id, true); !s.ok()) {
+      spdlog::error("job {} suspended but unknown to the scheduler: {}", id, s.ToString());
+    }
     if (!system_reason.empty()) {
       rec.job.set_system_suspend_reason(system_reason);
       rec.job.set_reason(absl::StrCat("suspended: ", system_reason));
@@ -936,7 +938,9 @@ absl::StatusOr<pb::Job> Master::ResumeJob(int64_t id, bool by_system) {
     for (pb::Task& t : *rec.job.mutable_tasks()) {
       if (t.index() == 0 || (t.remote() && t.state() == pb::TASK_SUSPENDED)) t.set_state(pb::TASK_RUNNING);
     }
-    scheduler_.SetSuspended(id, false).IgnoreError();
+    if (absl::Status s = scheduler_.SetSuspended(id, false); !s.ok()) {
+      spdlog::error("job {} resumed but unknown to the scheduler: {}", id, s.ToString());
+    }
     if (!rec.job.system_suspend_reason().empty()) {
       rec.job.add_history(absl::StrCat(Stamp(), " resumed by the system (suspended because ", rec.job.system_suspend_reason(), ")"));
     }
@@ -955,7 +959,9 @@ std::string Master::Stamp() const {
 void Master::ApplyWindowsLocked(absl::Time now) {
   for (const QueueConfig& q : config_.queues) {
     if (q.run_window.always_open() && scheduler_.QueueOpen(q.name)) continue;
-    scheduler_.SetQueueOpen(q.name, q.run_window.Contains(now, options_.time_zone)).IgnoreError();
+    if (absl::Status s = scheduler_.SetQueueOpen(q.name, q.run_window.Contains(now, options_.time_zone)); !s.ok()) {
+      spdlog::error("queue {} has a run window but is unknown to the scheduler: {}", q.name, s.ToString());
+    }
   }
 }
 
@@ -1118,7 +1124,9 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
         // A shared number: this host joins its stock now, before any job here reserves.
         double total = 0;
         if (shared && r.type() == "number" && absl::SimpleAtod(r.value(), &total)) {
-          scheduler_.AddToSharedResource(r.resource(), scope, info.host(), total).IgnoreError();
+          if (absl::Status s = scheduler_.AddToSharedResource(r.resource(), scope, info.host(), total); !s.ok()) {
+            spdlog::error("host {} cannot join the stock of {}: {}", info.host(), r.resource(), s.ToString());
+          }
         }
       }
     }
@@ -1483,8 +1491,11 @@ absl::Status Master::Reconfigure(ExecutorConfig config) {
     auto st = config.hosts.find(name);
     std::string type = st == config.hosts.end() ? "" : st->second.type;
     scheduler_.SetHostType(name, type).IgnoreError();
-    scheduler_.SetHostThresholds(name, st == config.hosts.end() ? LoadThresholds{} : st->second.load_thresholds)
-        .IgnoreError();  // the host is known: hosts_ and the scheduler hold the same ones
+    if (absl::Status s = scheduler_.SetHostThresholds(
+            name, st == config.hosts.end() ? LoadThresholds{} : st->second.load_thresholds);
+        !s.ok()) {
+      spdlog::error("host {} is unknown to the scheduler: {}", name, s.ToString());  // hosts_ and it hold the same
+    }
     if (st != config.hosts.end()) {
       for (const auto& [k, v] : st->second.resources) scheduler_.SetHostResource(name, k, v).IgnoreError();
     }
@@ -1553,7 +1564,10 @@ bool Master::ApplySensorLocked(const pb::SensorResource& r, const std::string& r
     }
     if (!known.empty()) {
       // One stock per record scope, whatever hosts join it later.
-      scheduler_.SetSharedResource(r.resource(), absl::StrJoin(r.locale(), " "), known, *total).IgnoreError();
+      if (absl::Status s = scheduler_.SetSharedResource(r.resource(), absl::StrJoin(r.locale(), " "), known, *total);
+          !s.ok()) {
+        spdlog::error("shared stock of {}: {}", r.resource(), s.ToString());
+      }
     }
   }
   return changed_any;
