@@ -66,10 +66,10 @@ std::vector<int64_t> FairshareTree::Order(const std::vector<PendingJob>& pending
   };
   for (const auto& [user, u] : usage_) {
     auto it = leaf_of_user_.find(user);
-    if (it != leaf_of_user_.end()) up(it->second, [&](int i) { usage[i] += u; });
+    if (it != leaf_of_user_.end()) up(it->second, [&, amount = u](int i) { usage[i] += amount; });
   }
   for (const auto& [user, slots] : running_slots) {
-    up(leaf_of_user_.at(user), [&](int i) { running[i] += slots; });
+    up(leaf_of_user_.at(user), [&, amount = slots](int i) { running[i] += amount; });
   }
   for (const auto& [leaf, jobs] : queue_of_leaf) {
     up(leaf, [&, count = static_cast<int>(jobs.size())](int i) { waiting[i] += count; });

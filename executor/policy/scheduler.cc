@@ -578,8 +578,9 @@ std::string Scheduler::LimitExceeded(const Job& job, const Placement& placement)
       auto at = limit.usage.find(key);
       if (at == limit.usage.end()) continue;
       const LimitUsage& u = at->second;  // this job included
+      const std::string bucket = Bucket(key);
       auto over = [&](const char* what, double used, double asked, double value) {
-        return absl::StrCat("limit ", limit.config.name, ": ", what, " ", value, Bucket(key), " (",
+        return absl::StrCat("limit ", limit.config.name, ": ", what, " ", value, bucket, " (",
                             used - asked, " used, ", asked, " asked)");
       };
       constexpr double kEpsilon = 1e-9;
