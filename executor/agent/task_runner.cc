@@ -216,11 +216,13 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   }
   // The submission directory when it exists on this host (a directory of another machine
   // does not), else the user's home, else / for system users whose home does not exist.
-  // One that exists but cannot be entered is a launch error, said as such.
+  // One that exists but the user cannot enter (a root-only build tree, a 0700 temporary
+  // directory) is replaced by /tmp with a line on the task's stderr, as Slurm and LSF do.
   std::string cwd = t.cwd;
   std::error_code ec;
   if (cwd.empty() || !std::filesystem::is_directory(cwd, ec)) cwd = user->home;
   if (!std::filesystem::is_directory(cwd, ec)) cwd = "/";
+  const std::string cwd_note = absl::StrCat("nexec: ", user->name, " cannot enter ", cwd, "; running in /tmp\n");
 
   // Everything the child needs is prepared before fork: after fork in a threaded
   // process only async-signal-safe calls are allowed.
@@ -376,7 +378,10 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
       if (initgroups(user->name.c_str(), user->gid) != 0) fail(4);
       if (setuid(user->uid) != 0) fail(5);
     }
-    if (chdir(cwd.c_str()) != 0) fail(6);
+    if (chdir(cwd.c_str()) != 0) {
+      if (chdir("/tmp") != 0) fail(6);
+      (void)!write(2, cwd_note.data(), cwd_note.size());
+    }
     if (!t.cpus.empty() && sched_setaffinity(0, sizeof(cpus), &cpus) != 0) fail(8);
     execve(argv[0], argv, envp.data());
     fail(7);

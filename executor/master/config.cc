@@ -124,8 +124,8 @@ absl::Status ReadShareNodes(const YAML::Node& list, const std::string& where, st
 }
 
 absl::StatusOr<FairshareConfig> ReadFairshare(const YAML::Node& node, const std::string& where) {
-  if (!node.IsMap()) return Bad(where, "must be {shares: [...], half_life: 5h, gpu_factor: 1}");
-  JC_RETURN_IF_ERROR(CheckKeys(node, where, {"shares", "half_life", "gpu_factor"}));
+  if (!node.IsMap()) return Bad(where, "must be {shares: [...], half_life: 5h, gpu_factor: 1, cpu_time_factor: 0}");
+  JC_RETURN_IF_ERROR(CheckKeys(node, where, {"shares", "half_life", "gpu_factor", "cpu_time_factor"}));
   FairshareConfig f;
   std::set<std::string> users;
   if (!node["shares"]) return Bad(where, "needs shares: the share tree");
@@ -137,6 +137,8 @@ absl::StatusOr<FairshareConfig> ReadFairshare(const YAML::Node& node, const std:
   }
   JC_RETURN_IF_ERROR(Read(node, "gpu_factor", where, &f.gpu_factor));
   if (f.gpu_factor < 0) return Bad(where + ".gpu_factor", "must not be negative");
+  JC_RETURN_IF_ERROR(Read(node, "cpu_time_factor", where, &f.cpu_time_factor));
+  if (f.cpu_time_factor < 0) return Bad(where + ".cpu_time_factor", "must not be negative");
   return f;
 }
 
@@ -303,7 +305,8 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
                                     "max_slots_per_user", "balance", "round_robin", "gpu_shared",
                                     "interactive", "rerun_on_host_failure", "pre_exec", "post_exec",
                                     "pre_exec_timeout", "pre_exec_retries", "cpu_binding", "job_controls",
-                                    "run_window", "load_thresholds", "threshold_action", "fairshare"}));
+                                    "run_window", "load_thresholds", "threshold_action", "fairshare", "drf", "preempt", "max_preemptions",
+                                    "preempt_grace"}));
       QueueConfig q;
       std::string balance = "pack";
       JC_RETURN_IF_ERROR(Read(list[i], "name", where, &q.name));
@@ -339,6 +342,31 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
       if (const YAML::Node fs = list[i]["fairshare"]) {
         JC_ASSIGN_OR_RETURN(q.fairshare, ReadFairshare(fs, where + ".fairshare"));
       }
+      std::string drf;
+      JC_RETURN_IF_ERROR(Read(list[i], "drf", where, &drf));
+      if (drf == "job") {
+        q.drf = DrfBy::kJob;
+      } else if (drf == "user") {
+        q.drf = DrfBy::kUser;
+      } else if (drf == "group") {
+        q.drf = DrfBy::kGroup;
+      } else if (!drf.empty()) {
+        return Bad(where + ".drf", absl::StrCat("expected job, user or group, got \"", drf, "\""));
+      }
+      if (q.drf != DrfBy::kOff && (q.fairshare || q.user_round_robin)) {
+        return Bad(where + ".drf", "orders the queue by itself: not with fairshare or round_robin");
+      }
+      if (const YAML::Node preempt = list[i]["preempt"]) {
+        JC_ASSIGN_OR_RETURN(std::string names, NamesText(preempt, where + ".preempt"));
+        q.preempt = absl::StrSplit(names, ' ', absl::SkipEmpty());
+      }
+      JC_RETURN_IF_ERROR(Read(list[i], "max_preemptions", where, &q.max_preemptions));
+      if (q.max_preemptions < 0) return Bad(where + ".max_preemptions", "must not be negative (0: no limit)");
+      std::string grace;
+      JC_RETURN_IF_ERROR(Read(list[i], "preempt_grace", where, &grace));
+      if (!grace.empty() && (!absl::ParseDuration(grace, &q.preempt_grace) || q.preempt_grace < absl::ZeroDuration())) {
+        return Bad(where + ".preempt_grace", absl::StrCat("expected a duration such as 30s, got \"", grace, "\""));
+      }
       std::string run_window;
       JC_RETURN_IF_ERROR(Read(list[i], "run_window", where, &run_window));
       auto window = TimeWindows::Parse(run_window);
@@ -370,6 +398,18 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
   }
   if (c.queues.empty()) {
     c.queues = DefaultConfig().queues;
+  }
+  // A queue preempts only existing queues of lower priority (so preemption never cycles).
+  for (size_t i = 0; i < c.queues.size(); ++i) {
+    for (const std::string& name : c.queues[i].preempt) {
+      auto victim = std::find_if(c.queues.begin(), c.queues.end(), [&](const QueueConfig& q) { return q.name == name; });
+      const std::string where = absl::StrCat("queues[", i, "].preempt");
+      if (victim == c.queues.end()) return Bad(where, absl::StrCat("no queue \"", name, "\""));
+      if (victim->priority >= c.queues[i].priority) {
+        return Bad(where, absl::StrCat("queue ", name, " (priority ", victim->priority, ") is not below ", c.queues[i].name,
+                                       " (priority ", c.queues[i].priority, ")"));
+      }
+    }
   }
   if (const YAML::Node list = root["limits"]) {
     if (!list.IsSequence()) return Bad("limits", "must be a list of limits");

@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <csignal>
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -88,6 +90,18 @@ absl::Status Master::Recover() {
     hosts_[info.host()] = {info, now, true};
   }
   int pending = 0, running = 0;
+  // Fair share's usage is not stored: it is computed again from the jobs' records (what
+  // they held, from when to when, and their CPU time), decayed to now. Jobs that ended
+  // more than 20 half-lives ago count for less than a millionth and are skipped.
+  bool fairshare = false;
+  absl::Duration longest_half_life;
+  for (const auto& q : config_.queues) {
+    if (!q.fairshare) continue;
+    fairshare = true;
+    longest_half_life = std::max(longest_half_life, q.fairshare->half_life);
+  }
+  const absl::Time forgotten_before = now - 20 * longest_half_life;
+  std::vector<int64_t> preempted;  // suspended for a preemption: they lend their slots again
   for (const auto& row : jobs) {
     JC_ASSIGN_OR_RETURN(pb::Job job, store::DecodeDoc<pb::Job>(row[1]));
     next_id_ = std::max(next_id_, job.id() + 1);
@@ -100,6 +114,7 @@ absl::Status Master::Recover() {
         continue;
       }
       rec.request = *req;
+      rec.request.preemptions = job.preemptions();
       if (job.state() == pb::PENDING) {
         JC_RETURN_IF_ERROR(scheduler_.Submit(rec.request));
         ++pending;
@@ -128,16 +143,53 @@ absl::Status Master::Recover() {
         JC_RETURN_IF_ERROR(scheduler_.Restore(rec.request, p));
         // A suspended job holds nothing of the resources a suspension releases.
         if (job.state() == pb::SUSPENDED) JC_RETURN_IF_ERROR(scheduler_.SetSuspended(job.id(), true));
+        if (job.state() == pb::SUSPENDED && job.preempted_by() != 0) preempted.push_back(job.id());
         active_.insert(job.id());
         ++running;
       }
     }
     if (!job.spec().submit_key().empty()) submit_keys_[job.spec().submit_key()] = job.id();
+    if (fairshare) CountPastUsage(job, rec.request, now, forgotten_before);
     jobs_[job.id()] = std::move(rec);
+  }
+  for (int64_t id : preempted) {
+    const int64_t by = jobs_.at(id).job.preempted_by();
+    auto preemptor = jobs_.find(by);
+    const bool waiting = preemptor != jobs_.end() && preemptor->second.job.state() == pb::PENDING;
+    JC_RETURN_IF_ERROR(scheduler_.RestorePreempted(id, waiting ? by : 0));
   }
   spdlog::info("nexec master recovered {} hosts, {} jobs ({} pending, {} running)",
                hosts_.size(), jobs_.size(), pending, running);
   return absl::OkStatus();
+}
+
+void Master::CountCpuTime(const JobRecord& rec, const pb::Task& task, const pb::TaskReport& report) {
+  if (!report.has_usage()) return;
+  const double more = report.usage().cpu_seconds() - task.usage().cpu_seconds();
+  if (more > 0) scheduler_.AddFairshareCpuTime(rec.job.id(), more);
+}
+
+void Master::CountPastUsage(const pb::Job& job, const JobRequest& request, absl::Time now,
+                            absl::Time forgotten_before) {
+  if (!job.has_started_at()) return;
+  const absl::Time start = FromTimestamp(job.started_at());
+  const absl::Time end = Finished(job.state()) ? (job.has_ended_at() ? FromTimestamp(job.ended_at()) : start) : now;
+  if (end < forgotten_before) return;
+  JobRequest req = request;
+  if (Finished(job.state())) {
+    auto built = BuildRequest(job.spec(), job.id());
+    if (!built.ok()) return;  // its queue or user is gone: nothing to count it in
+    req = *built;
+  }
+  int slots = 0, gpus = 0;
+  double cpu_seconds = 0;
+  for (const pb::Task& t : job.tasks()) {
+    cpu_seconds += t.usage().cpu_seconds();
+    if (t.remote()) continue;
+    slots += t.slots();
+    gpus += t.gpus_size();
+  }
+  scheduler_.AddFairshareHistory(req, slots, gpus, cpu_seconds, start, end, now);
 }
 
 absl::StatusOr<JobRequest> Master::BuildRequest(const pb::JobSpec& spec, int64_t id) {
@@ -412,6 +464,8 @@ pb::LaunchRequest Master::MakeLaunch(const pb::Job& job) const {
 absl::StatusOr<int> Master::ScheduleOnce() {
   std::vector<pb::Job> started;
   std::vector<Launch> launches;
+  std::vector<Preemption> preemptions;
+  std::vector<int64_t> resumes;
   {
     std::lock_guard<std::mutex> lock(mu_);
     absl::Time begin = clock_->Now();
@@ -420,6 +474,30 @@ absl::StatusOr<int> Master::ScheduleOnce() {
     if (!config_.limits.empty()) scheduler_.SetLimitTime(begin, options_.time_zone);
     scheduler_.AdvanceFairshare(begin);
     std::vector<Placement> placements = scheduler_.Cycle(&cs);
+    preemptions = scheduler_.TakePreemptions();
+    resumes = scheduler_.TakeResumes();
+    for (const Preemption& p : preemptions) {
+      JobRecord& victim = jobs_.at(p.victim);
+      JobRecord& preemptor = jobs_.at(p.preemptor);
+      victim.job.set_preemptions(victim.job.preemptions() + 1);
+      if (metrics_) metrics_->CountPreemption(victim.request.queue, p.requeue);
+      victim.request.preemptions = victim.job.preemptions();
+      preemptor.job.add_history(absl::StrCat(Stamp(), " preempting job ", p.victim, " (queue ", victim.request.queue,
+                                             p.requeue ? ", holds GPUs: requeued" : ": suspended", ")"));
+      if (p.requeue) {
+        // Back to the queue: SIGTERM now, SIGKILL once the queue's grace is over.
+        const QueueConfig* q = QueueConfigOf(victim.request.queue);
+        victim.action = Pending::kRequeue;
+        victim.preempt_kill_at = begin + (q != nullptr ? q->preempt_grace : absl::ZeroDuration());
+        victim.job.add_history(absl::StrCat(Stamp(), " ", p.reason, ": requeued (SIGTERM, then SIGKILL after ",
+                                            absl::FormatDuration(victim.preempt_kill_at - begin), ")"));
+        victim.job.set_reason(p.reason);
+      } else {
+        victim.job.set_preempted_by(p.preemptor);
+      }
+      started.push_back(victim.job);
+      started.push_back(preemptor.job);
+    }
     for (const Placement& p : placements) {
       JobRecord& rec = jobs_.at(p.job_id);
       pb::Job& job = rec.job;
@@ -463,7 +541,78 @@ absl::StatusOr<int> Master::ScheduleOnce() {
   // stops: a decision the store does not have must never run).
   MustPersist(started);
   for (Launch& l : launches) StartLaunch(std::move(l));
+  if (!preemptions.empty() || !resumes.empty()) CarryOutPreemptions(preemptions, resumes);
   return static_cast<int>(launches.size());
+}
+
+const QueueConfig* Master::QueueConfigOf(const std::string& name) const {
+  for (const QueueConfig& q : config_.queues) {
+    if (q.name == name) return &q;
+  }
+  return nullptr;
+}
+
+void Master::CarryOutPreemptions(const std::vector<Preemption>& preemptions, const std::vector<int64_t>& resumes) {
+  for (const Preemption& p : preemptions) {
+    absl::Status done;
+    if (p.requeue) {
+      pb::Job job;
+      bool kill_now = false;
+      std::string address;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        const JobRecord& rec = jobs_.at(p.victim);
+        job = rec.job;
+        kill_now = rec.preempt_kill_at <= clock_->Now();
+        if (!job.tasks().empty()) address = AddressOf(job.tasks(0).host());
+      }
+      if (kill_now) {
+        done = Requeue(p.victim).status();
+      } else {
+        // The grace signal goes to task 0's process group (the job's command and what it
+        // started there); every task gets SIGKILL when the grace is over.
+        pb::SignalRequest s;
+        s.set_job_id(job.id());
+        s.set_task_index(0);
+        s.set_action(pb::SignalRequest::SIGNAL);
+        s.set_signal(SIGTERM);
+        done = address.empty() ? absl::FailedPreconditionError("the job has no tasks") : dialer_->Signal(address, s);
+      }
+    } else {
+      done = SuspendJob(p.victim, p.reason).status();
+    }
+    if (done.ok()) {
+      spdlog::info("nexec job {} {}: {}", p.victim, p.requeue ? "being requeued" : "suspended", p.reason);
+      continue;
+    }
+    // Not carried out (it ended meanwhile, its agent is gone): the victim keeps its
+    // resources and the preemptor tries again in a later cycle.
+    spdlog::warn("nexec job {}: preemption for job {} not carried out: {}", p.victim, p.preemptor, done.ToString());
+    std::vector<pb::Job> changed;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      JobRecord& rec = jobs_.at(p.victim);
+      if (Finished(rec.job.state()) || rec.job.state() == pb::PENDING) continue;
+      if (absl::Status s = scheduler_.CancelPreemption(p.victim); !s.ok()) {
+        spdlog::error("job {}: preemption cancelled but unknown to the scheduler: {}", p.victim, s.ToString());
+      }
+      if (p.requeue && rec.action == Pending::kRequeue) rec.action = Pending::kNone;
+      rec.preempt_kill_at = absl::InfiniteFuture();
+      rec.job.clear_preempted_by();
+      rec.job.add_history(absl::StrCat(Stamp(), " preemption for job ", p.preemptor, " not carried out: ", done.message()));
+      changed.push_back(rec.job);
+    }
+    MustPersist(changed);
+  }
+  for (int64_t id : resumes) {
+    absl::Status done = ResumeJob(id, true).status();
+    if (done.ok()) {
+      spdlog::info("nexec job {} resumed: the slots it lent are free again", id);
+    } else {
+      spdlog::warn("nexec job {}: resuming after preemption failed: {}", id, done.ToString());
+    }
+  }
+  Wake();  // what was freed lets the preemptors start
 }
 
 void Master::StartLaunch(Launch l) {
@@ -535,6 +684,7 @@ void Master::FinishLocked(JobRecord& rec, pb::JobState state, int exit_code,
   if (rec.job.state() == pb::PENDING) {
     scheduler_.Cancel(rec.job.id()).IgnoreError();
   } else {
+    scheduler_.AdvanceFairshare(clock_->Now());
     scheduler_.Release(rec.job.id()).IgnoreError();
   }
   active_.erase(rec.job.id());
@@ -548,7 +698,10 @@ void Master::FinishLocked(JobRecord& rec, pb::JobState state, int exit_code,
 
 void Master::RequeueLocked(JobRecord& rec, const std::string& reason,
                            std::vector<pb::Job>* changed) {
-  if (rec.job.state() != pb::PENDING) scheduler_.Release(rec.job.id()).IgnoreError();
+  if (rec.job.state() != pb::PENDING) {
+    scheduler_.AdvanceFairshare(clock_->Now());
+    scheduler_.Release(rec.job.id()).IgnoreError();
+  }
   active_.erase(rec.job.id());
   rec.job.set_state(pb::PENDING);
   rec.job.set_attempt(rec.job.attempt() + 1);
@@ -945,6 +1098,7 @@ absl::StatusOr<pb::Job> Master::ResumeJob(int64_t id, bool by_system) {
       rec.job.add_history(absl::StrCat(Stamp(), " resumed by the system (suspended because ", rec.job.system_suspend_reason(), ")"));
     }
     rec.job.clear_system_suspend_reason();
+    rec.job.clear_preempted_by();
     rec.job.clear_reason();
     job = rec.job;
   }
@@ -991,7 +1145,7 @@ pb::Job Master::ViewLocked(const JobRecord& rec) const {
 absl::StatusOr<int> Master::CheckRunWindows() {
   struct Action {
     int64_t id;
-    enum { kSuspend, kResume, kKill } what;
+    enum { kSuspend, kResume, kKill, kRequeue } what;
     std::string why;
   };
   std::vector<Action> actions;
@@ -1000,9 +1154,16 @@ absl::StatusOr<int> Master::CheckRunWindows() {
     ApplyWindowsLocked(clock_->Now());
     std::map<std::string, const QueueConfig*> by_name;
     for (const QueueConfig& q : config_.queues) by_name[q.name] = &q;
+    const absl::Time now = clock_->Now();
     for (int64_t id : active_) {
       const JobRecord& rec = jobs_.at(id);
-      if (rec.action != Pending::kNone) continue;
+      if (rec.action == Pending::kRequeue && rec.preempt_kill_at <= now &&
+          (rec.job.state() == pb::RUNNING || rec.job.state() == pb::SUSPENDED)) {
+        actions.push_back({id, Action::kRequeue, "its preemption grace is over"});
+        continue;
+      }
+      // A job suspended for a preemption resumes when the scheduler gives its slots back.
+      if (rec.action != Pending::kNone || rec.job.preempted_by() != 0) continue;
       auto q = by_name.find(rec.request.queue);
       const QueueConfig* queue = q == by_name.end() ? nullptr : q->second;
       // Why the system holds it stopped now: its queue's run window is closed, or a
@@ -1043,6 +1204,13 @@ absl::StatusOr<int> Master::CheckRunWindows() {
     } else if (a.what == Action::kResume) {
       done = ResumeJob(a.id, true).status();
       if (done.ok()) spdlog::info("nexec job {} resumed: what held it is over", a.id);
+    } else if (a.what == Action::kRequeue) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        jobs_.at(a.id).preempt_kill_at = absl::InfiniteFuture();  // SIGKILL once
+      }
+      done = Requeue(a.id).status();
+      if (done.ok()) spdlog::info("nexec job {} killed to be requeued: {}", a.id, a.why);
     } else {
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -1158,6 +1326,7 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
         pb::Task* t = rec.job.mutable_tasks(r.task_index());
         if (t->state() == pb::TASK_EXITED) continue;
         if (r.pid() != 0) t->set_pid(r.pid());
+        CountCpuTime(rec, *t, r);
         if (r.has_usage()) *t->mutable_usage() = r.usage();
         if (r.state() == pb::TASK_EXITED) {
           t->set_state(pb::TASK_EXITED);
@@ -1172,6 +1341,7 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
       rec.seen_by_agent = true;
       pb::Task* t0 = rec.job.mutable_tasks(0);
       if (r.pid() != 0) t0->set_pid(r.pid());
+      CountCpuTime(rec, *t0, r);
       if (r.has_usage()) *t0->mutable_usage() = r.usage();
       if (r.state() != pb::TASK_EXITED) {
         if (t0->state() == pb::TASK_STARTING) t0->set_state(pb::TASK_RUNNING);
@@ -1461,8 +1631,10 @@ void Master::EnableMetrics(prometheus::Registry& registry) {
 void Master::UpdateMetrics() {
   std::vector<pb::Host> hosts = ListHosts();
   std::vector<pb::Limit> limits = ListLimits();  // empty, and cheap, without limits
+  std::vector<pb::ShareNode> shares = ListShares("");  // likewise without fair share
   std::lock_guard<std::mutex> lock(mu_);
   if (!metrics_) return;
+  metrics_->UpdateShares(shares);
   std::vector<pb::Job> active;
   for (int64_t id : active_) active.push_back(jobs_.at(id).job);
   std::map<std::pair<std::string, std::string>, int> by_state;

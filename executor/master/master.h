@@ -156,6 +156,8 @@ class Master {
     bool launch_in_flight = false;  // a Launch RPC for the current attempt is under way
     bool seen_by_agent = false;     // the agent has reported the current attempt
     std::string killed_because;     // an agent ended task 0 for this (GPU misuse): the job's reason
+    // A preemption victim being requeued: SIGTERM was sent; SIGKILL at this time.
+    absl::Time preempt_kill_at = absl::InfiniteFuture();
   };
   struct HostRecord {
     pb::AgentInfo info;
@@ -167,6 +169,10 @@ class Master {
     pb::LaunchRequest request;
   };
 
+  // Carries out what a cycle decided to preempt (suspend, or SIGTERM then requeue) and
+  // resumes preempted jobs whose slots are free again. Must not be called holding mu_.
+  const QueueConfig* QueueConfigOf(const std::string& name) const;  // caller holds mu_
+  void CarryOutPreemptions(const std::vector<Preemption>& preemptions, const std::vector<int64_t>& resumes);
   // Suspend and resume, by a user (`system_reason` empty) or by the system.
   absl::StatusOr<pb::Job> SuspendJob(int64_t id, const std::string& system_reason);
   absl::StatusOr<pb::Job> ResumeJob(int64_t id, bool by_system);
@@ -175,6 +181,9 @@ class Master {
   // Opens and closes queues in the scheduler by their run windows at `now`. Caller holds mu_.
   void ApplyWindowsLocked(absl::Time now);
   std::string Stamp() const;  // the time for a history line
+  // Fair share: a job's usage from its record (Recover), and CPU time from a heartbeat.
+  void CountPastUsage(const pb::Job& job, const JobRequest& request, absl::Time now, absl::Time forgotten_before);
+  void CountCpuTime(const JobRecord& rec, const pb::Task& task, const pb::TaskReport& report);
   absl::StatusOr<JobRequest> BuildRequest(const pb::JobSpec& spec, int64_t id);
   absl::Status Persist(store::Transaction& txn, const pb::Job& job);
   void Publish(const pb::Job& job);

@@ -35,6 +35,22 @@ MasterMetrics::MasterMetrics(prometheus::Registry& r)
                        .Name("nexec_limit_value")
                        .Help("A limit's value in force now (absent outside its time windows)")
                        .Register(r)),
+      share_fraction_(prometheus::BuildGauge()
+                          .Name("nexec_fairshare_share")
+                          .Help("A fair-share tree node's fraction of its queue's shares (B5)")
+                          .Register(r)),
+      share_usage_(prometheus::BuildGauge()
+                       .Name("nexec_fairshare_usage_slot_hours")
+                       .Help("A fair-share tree node's decayed usage, in slot-hours")
+                       .Register(r)),
+      share_running_(prometheus::BuildGauge()
+                         .Name("nexec_fairshare_running_slots")
+                         .Help("Slots a fair-share tree node's jobs run now")
+                         .Register(r)),
+      share_priority_(prometheus::BuildGauge()
+                          .Name("nexec_fairshare_priority")
+                          .Help("A fair-share tree node's dynamic priority: shares / (1 + usage + running)")
+                          .Register(r)),
       cycle_seconds_(prometheus::BuildHistogram()
                          .Name("nexec_scheduling_cycle_seconds")
                          .Help("Duration of a scheduling cycle")
@@ -45,7 +61,15 @@ MasterMetrics::MasterMetrics(prometheus::Registry& r)
                      .Name("nexec_scheduling_decisions_total")
                      .Help("Jobs placed by the scheduler")
                      .Register(r)
-                     .Add({})) {}
+                     .Add({})),
+      preemptions_(prometheus::BuildCounter()
+                       .Name("nexec_preemptions_total")
+                       .Help("Running jobs preempted, by their queue and what was done (suspend or requeue)")
+                       .Register(r)) {}
+
+void MasterMetrics::CountPreemption(const std::string& queue, bool requeue) {
+  preemptions_.Add({{"queue", queue}, {"action", requeue ? "requeue" : "suspend"}}).Increment();
+}
 
 void MasterMetrics::UpdateLimits(const std::vector<pb::Limit>& limits) {
   std::set<std::map<std::string, std::string>> used, values;
@@ -77,6 +101,25 @@ void MasterMetrics::UpdateLimits(const std::vector<pb::Limit>& limits) {
   }
   limit_used_labels_ = std::move(used);
   limit_value_labels_ = std::move(values);
+}
+
+void MasterMetrics::UpdateShares(const std::vector<pb::ShareNode>& nodes) {
+  std::set<std::map<std::string, std::string>> seen;
+  for (const auto& n : nodes) {
+    std::map<std::string, std::string> labels{{"queue", n.queue()}, {"node", n.path()}};
+    share_fraction_.Add(labels).Set(n.share_fraction());
+    share_usage_.Add(labels).Set(n.usage_slot_hours());
+    share_running_.Add(labels).Set(n.running_slots());
+    share_priority_.Add(labels).Set(n.priority());
+    seen.insert(std::move(labels));
+  }
+  for (const auto& labels : share_labels_) {
+    if (seen.count(labels)) continue;
+    for (auto* family : {&share_fraction_, &share_usage_, &share_running_, &share_priority_}) {
+      family->Remove(&family->Add(labels));
+    }
+  }
+  share_labels_ = std::move(seen);
 }
 
 void MasterMetrics::ObserveCycle(double seconds, int decisions) {

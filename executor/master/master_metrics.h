@@ -23,6 +23,8 @@ class MasterMetrics {
   explicit MasterMetrics(prometheus::Registry& registry);
 
   void ObserveCycle(double seconds, int decisions);
+  // A job of `queue` preempted (B5): suspended, or requeued (it held GPUs).
+  void CountPreemption(const std::string& queue, bool requeue);
   // Replaces the gauges with the current hosts and jobs (unfinished and recent).
   void Update(const std::vector<::nexec::v1::Host>& hosts,
               const std::vector<::nexec::v1::Job>& active_jobs,
@@ -30,6 +32,9 @@ class MasterMetrics {
   // Limits (B7): nexec_limit_used{limit,bucket,resource} per bucket and
   // nexec_limit_value{limit,resource} while a value is in force (slots, jobs, resources).
   void UpdateLimits(const std::vector<::nexec::v1::Limit>& limits);
+  // Fair share (B5): per queue and tree node, nexec_fairshare_{share,usage_slot_hours,
+  // running_slots,priority}.
+  void UpdateShares(const std::vector<::nexec::v1::ShareNode>& nodes);
 
  private:
   prometheus::Family<prometheus::Gauge>& hosts_;
@@ -49,8 +54,14 @@ class MasterMetrics {
   prometheus::Family<prometheus::Gauge>& limit_used_;
   prometheus::Family<prometheus::Gauge>& limit_value_;
   std::set<std::map<std::string, std::string>> limit_used_labels_, limit_value_labels_;
+  prometheus::Family<prometheus::Gauge>& share_fraction_;
+  prometheus::Family<prometheus::Gauge>& share_usage_;
+  prometheus::Family<prometheus::Gauge>& share_running_;
+  prometheus::Family<prometheus::Gauge>& share_priority_;
+  std::set<std::map<std::string, std::string>> share_labels_;
   prometheus::Histogram& cycle_seconds_;
   prometheus::Counter& decisions_;
+  prometheus::Family<prometheus::Counter>& preemptions_;
   std::set<std::map<std::string, std::string>> task_labels_;  // to remove finished tasks
   std::set<std::map<std::string, std::string>> job_labels_;
 };

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/policy/drf.h"
 #include "executor/policy/fairshare.h"
 #include "executor/policy/time_window.h"
 #include "executor/reqstr/requirement.h"
@@ -81,6 +82,20 @@ struct QueueConfig {
   // Hierarchical fair share (B5): who goes first among the queue's users; absent: FCFS
   // (or round robin).
   std::optional<FairshareConfig> fairshare;
+  // Dominant Resource Fairness (the course's DRF): order pending jobs by each job's
+  // dominant share of the cluster's slots, memory and GPUs, or serve the user (or user
+  // group) holding the smallest dominant share first. Off: FCFS (or the above).
+  DrfBy drf = DrfBy::kOff;
+  // Preemption (B5, LSF's PREEMPTIVE[...]): queues of lower priority whose running jobs
+  // this queue's jobs may preempt when they cannot start otherwise. A victim without GPUs
+  // is suspended (SIGSTOP) and its slots lent until they are free again; one holding GPUs
+  // is requeued (stopping frees no GPU memory), SIGTERM first and SIGKILL after its own
+  // queue's `preempt_grace`.
+  std::vector<std::string> preempt;
+  // As a victim: a job of this queue is preempted at most this many times (0: no limit),
+  // and when requeued has this long between SIGTERM and SIGKILL to save its work.
+  int max_preemptions = 0;
+  absl::Duration preempt_grace = absl::Seconds(30);
 };
 
 // What a job asks of the scheduler.
@@ -95,6 +110,15 @@ struct JobRequest {
   int gpus_per_slot = 0;         // --gpus, added to rusage[gpu=...]
   std::string project;           // -P: what limits over projects count it under
   std::string app;               // -app: the application profile
+  int preemptions = 0;           // times it was preempted already (max_preemptions)
+};
+
+// A running job the scheduler chose to preempt for a pending one.
+struct Preemption {
+  int64_t victim = 0;
+  int64_t preemptor = 0;
+  bool requeue = false;  // holds GPUs: requeued; else suspended with its slots lent
+  std::string reason;    // "preempted by job 7 (queue high)"
 };
 
 struct HostAllocation {

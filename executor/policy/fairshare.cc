@@ -1,5 +1,6 @@
 #include "executor/policy/fairshare.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -46,6 +47,23 @@ void FairshareTree::Advance(absl::Duration elapsed, const std::map<std::string, 
   for (const auto& [user, held] : running) {
     usage_[user] += (held.first + config_.gpu_factor * held.second) * hours;
   }
+}
+
+void FairshareTree::AddCpuTime(const std::string& user, double cpu_seconds) {
+  if (cpu_seconds > 0 && config_.cpu_time_factor > 0) usage_[user] += config_.cpu_time_factor * cpu_seconds / 3600;
+}
+
+void FairshareTree::AddPast(const std::string& user, int slots, int gpus, double cpu_seconds, absl::Time start,
+                            absl::Time end, absl::Time now) {
+  const double half_life = absl::ToDoubleHours(config_.half_life);
+  auto weight = [&](absl::Time t) { return std::pow(0.5, std::max(0.0, absl::ToDoubleHours(now - t)) / half_life); };
+  double add = 0;
+  if (end > start) {
+    // The integral of rate x 0.5^((now - t) / half_life) over [start, end], in hours.
+    add += (slots + config_.gpu_factor * gpus) * half_life / std::log(2.0) * (weight(end) - weight(start));
+  }
+  if (cpu_seconds > 0) add += config_.cpu_time_factor * cpu_seconds / 3600 * weight(end);
+  if (add > 0) usage_[user] += add;
 }
 
 double FairshareTree::Priority(int node, const std::vector<double>& usage, const std::vector<double>& running) const {

@@ -4,10 +4,10 @@
 // departments, projects, users — with relative shares at each level. A user's dynamic
 // priority, and every group's above it, is
 //
-//     shares / (1 + decayed slot-hours + slots running now)
+//     shares / (1 + decayed usage + slots running now)
 //
-// where the slot-hours (a GPU counts `gpu_factor` slots) decay by half every
-// `half_life`, as LSF's HIST_HOURS does. The queue serves the group with the highest
+// where usage is slot-hours (a GPU counts `gpu_factor` slots) plus CPU hours times
+// `cpu_time_factor`, decaying by half every `half_life`, as LSF's HIST_HOURS does. The queue serves the group with the highest
 // priority at each level, down to a user, then that user's oldest job; each pick counts
 // as running for the next one, so one cycle already spreads the slots by shares. Idle
 // shares are lent: a group with nothing pending is skipped, and gets its turn back as
@@ -33,6 +33,7 @@ struct FairshareConfig {
   std::vector<ShareNode> tree;  // the root's children
   absl::Duration half_life = absl::Hours(5);
   double gpu_factor = 1;  // a GPU held counts as this many slots
+  double cpu_time_factor = 0;  // an hour of CPU time the jobs used counts as this many slot-hours
 };
 
 class FairshareTree {
@@ -41,6 +42,14 @@ class FairshareTree {
 
   // Decays the usage over `elapsed` and adds what ran meanwhile (user -> slots, GPUs).
   void Advance(absl::Duration elapsed, const std::map<std::string, std::pair<int, int>>& running);
+
+  // CPU time a user's running job used since it was last counted (from heartbeats).
+  void AddCpuTime(const std::string& user, double cpu_seconds);
+  // Usage from before the master started (a job's record): `slots` and `gpus` held from
+  // `start` to `end` and `cpu_seconds` used by `end`, decayed to `now` as if the tree had
+  // been advancing all along.
+  void AddPast(const std::string& user, int slots, int gpus, double cpu_seconds, absl::Time start, absl::Time end,
+               absl::Time now);
 
   struct PendingJob {
     int64_t id;

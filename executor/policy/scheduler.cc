@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <unordered_set>
+#include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -703,6 +704,7 @@ absl::Status Scheduler::Cancel(int64_t job_id) {
   pending.erase(std::remove(pending.begin(), pending.end(), job_id), pending.end());
   jobs_.erase(it);
   pending_reasons_.erase(job_id);
+  victims_of_.erase(job_id);
   return absl::OkStatus();
 }
 
@@ -724,19 +726,28 @@ void Scheduler::AdvanceFairshare(absl::Time now) {
   for (auto& [name, queue] : queues_) {
     if (!queue.fairshare) continue;
     std::map<std::string, std::pair<int, int>> held;  // user -> slots, GPUs
-    for (int64_t id : running_) {
-      const Job& job = jobs_.at(id);
-      if (job.request.queue != name) continue;
-      auto& h = held[job.request.user];
-      for (const auto& section : job.placement.sections) {
-        for (const HostAllocation& a : section) {
-          h.first += a.slots;
-          h.second += static_cast<int>(a.gpus.size());
-        }
-      }
+    for (const auto& [user, slots] : queue.used_by_user) {
+      if (slots > 0) held[user].first = slots;
+    }
+    for (const auto& [user, amount] : queue.held_by_user) {
+      if (amount.gpus > 0) held[user].second = static_cast<int>(amount.gpus + 0.5);
     }
     queue.fairshare->Advance(elapsed, held);
   }
+}
+
+void Scheduler::AddFairshareCpuTime(int64_t job_id, double cpu_seconds) {
+  auto j = jobs_.find(job_id);
+  if (j == jobs_.end()) return;
+  auto q = queues_.find(j->second.request.queue);
+  if (q != queues_.end() && q->second.fairshare) q->second.fairshare->AddCpuTime(j->second.request.user, cpu_seconds);
+}
+
+void Scheduler::AddFairshareHistory(const JobRequest& job, int slots, int gpus, double cpu_seconds, absl::Time start,
+                                    absl::Time end, absl::Time now) {
+  auto q = queues_.find(job.queue);
+  if (q == queues_.end() || !q->second.fairshare) return;
+  q->second.fairshare->AddPast(job.user, slots, gpus, cpu_seconds, start, end, now);
 }
 
 std::vector<FairshareTree::NodeReport> Scheduler::FairshareReport(const std::string& name) const {
@@ -745,7 +756,63 @@ std::vector<FairshareTree::NodeReport> Scheduler::FairshareReport(const std::str
   return q->second.fairshare->Report(q->second.used_by_user);
 }
 
+DrfVector Scheduler::ClusterTotal() const {
+  DrfVector total;
+  for (const Host& h : hosts_) {
+    if (h.state == HostState::kUnavailable) continue;
+    total.slots += h.config.slots;
+    total.mem_mb += h.config.mem_mb;
+    total.gpus += static_cast<double>(h.config.gpus.size());
+  }
+  return total;
+}
+
+DrfVector Scheduler::DemandOf(const JobRequest& job) const {
+  DrfVector d;
+  if (job.requirement.sections.empty()) {
+    d.slots = job.slots;
+    d.gpus = static_cast<double>(job.gpus_per_slot) * job.slots;
+    return d;
+  }
+  for (const Section& s : job.requirement.sections) {
+    const int slots = s.slots > 0 ? s.slots : job.slots;
+    d.slots += slots;
+    d.mem_mb += RusageOf(s, "mem") * slots;
+    d.gpus += (RusageOf(s, "gpu") + job.gpus_per_slot) * slots;
+  }
+  return d;
+}
+
+DominantShare Scheduler::JobDominantShare(int64_t job_id) const {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return {};
+  return DominantShareOf(DemandOf(it->second.request), ClusterTotal());
+}
+
+const std::string& Scheduler::GroupOf(const std::string& user) const {
+  for (const auto& [group, members] : user_groups_) {
+    if (std::find(members.begin(), members.end(), user) != members.end()) return group;
+  }
+  return user;
+}
+
+std::vector<int64_t> Scheduler::DrfDispatchOrder(const Queue& queue) const {
+  const DrfBy by = queue.config.drf;
+  std::vector<DrfJob> pending;
+  pending.reserve(queue.pending.size());
+  for (int64_t id : queue.pending) {
+    const JobRequest& r = jobs_.at(id).request;
+    pending.push_back({id, by == DrfBy::kGroup ? GroupOf(r.user) : r.user, DemandOf(r)});
+  }
+  std::map<std::string, DrfVector> held;
+  if (by != DrfBy::kJob) {
+    for (const auto& [user, amount] : queue.held_by_user) held[by == DrfBy::kGroup ? GroupOf(user) : user] += amount;
+  }
+  return DrfOrder(pending, by, ClusterTotal(), std::move(held));
+}
+
 std::vector<int64_t> Scheduler::DispatchOrder(const Queue& queue) const {
+  if (queue.config.drf != DrfBy::kOff) return DrfDispatchOrder(queue);
   if (queue.fairshare) {
     std::vector<FairshareTree::PendingJob> pending;
     pending.reserve(queue.pending.size());
@@ -1019,6 +1086,10 @@ void Scheduler::Apply(const Job& job, Queue& queue, const Placement& placement, 
       Reindex(i, true);
       queue.used_slots += sign * a.slots;
       queue.used_by_user[job.request.user] += sign * a.slots;
+      DrfVector& held = queue.held_by_user[job.request.user];
+      held.slots += sign * a.slots;
+      held.mem_mb += sign * a.mem_mb;
+      held.gpus += sign * static_cast<double>(a.gpus.size());
     }
   }
   if (!limits_.empty()) ApplyLimits(job, placement, sign);
@@ -1090,10 +1161,14 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
   // Shapes that failed this cycle, with the reason (a limit's) their jobs wait for.
   std::unordered_map<std::string, std::string> failed_shapes;
   for (Queue* queue : order) {
-    if (queue->pending.empty() || !queue->open) continue;
+    if (!queue->open) continue;
+    // Preempted jobs of this queue go before its waiting ones, once their slots are free.
+    if (!queue->lent.empty()) ResumeLent(*queue);
+    if (queue->pending.empty()) continue;
+    const bool preemptive = !queue->config.preempt.empty();
     std::unordered_set<int64_t> dispatched;
     for (int64_t id : DispatchOrder(*queue)) {
-      if (pack_index_.empty() || std::get<0>(*pack_index_.rbegin()) <= 0) break;  // cluster full
+      if (!preemptive && (pack_index_.empty() || std::get<0>(*pack_index_.rbegin()) <= 0)) break;  // cluster full
       Job& job = jobs_.at(id);
       ++st.considered;
       if (auto failed = failed_shapes.find(job.shape); failed != failed_shapes.end()) {
@@ -1109,8 +1184,12 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
       if (!TryPlace(job, *queue, &placement)) {
         auto reason = pending_reasons_.find(id);
         failed_shapes[job.shape] = reason == pending_reasons_.end() ? "" : reason->second;
+        // One preemption per shape and cycle: the next job of the shape waits for the
+        // next cycle, which sees what this one freed.
+        if (preemptive && TryPreempt(job, *queue)) failed_shapes[job.shape] = "";
         continue;
       }
+      victims_of_.erase(id);
       job.running = true;
       job.placement = placement;
       queue->last_dispatched_user = job.request.user;
@@ -1128,10 +1207,194 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
   return placed;
 }
 
+void Scheduler::Lend(const Job& victim, int sign, bool everything) {
+  Queue& queue = queues_.at(victim.request.queue);
+  if (everything) {
+    Apply(victim, queue, victim.placement, sign);
+    return;
+  }
+  // Only the slots: a stopped process keeps its memory, GPUs and what it reserved; the
+  // limits go on counting it.
+  const std::string& user = victim.request.user;
+  for (const auto& section : victim.placement.sections) {
+    for (const HostAllocation& a : section) {
+      const size_t i = host_index_.at(a.host);
+      Reindex(i, false);
+      hosts_[i].used_slots += sign * a.slots;
+      RefreshValues(hosts_[i]);
+      Reindex(i, true);
+      queue.used_slots += sign * a.slots;
+      queue.used_by_user[user] += sign * a.slots;
+      queue.held_by_user[user].slots += sign * a.slots;
+    }
+  }
+}
+
+namespace {
+
+bool HoldsGpus(const Placement& placement) {
+  for (const auto& section : placement.sections) {
+    for (const HostAllocation& a : section) {
+      if (!a.gpus.empty()) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool Scheduler::TryPreempt(const Job& job, Queue& queue) {
+  const int64_t id = job.request.id;
+  if (auto w = victims_of_.find(id); w != victims_of_.end()) {
+    // Its victims being requeued still hold their GPUs: wait for them, preempt no more.
+    for (int64_t v : w->second) {
+      auto it = jobs_.find(v);
+      if (it != jobs_.end() && it->second.running && it->second.being_requeued) {
+        pending_reasons_[id] = absl::StrCat("waiting for preempted job ", v, " to end");
+        return true;
+      }
+    }
+    victims_of_.erase(w);
+  }
+  const std::set<std::string> preemptable(queue.config.preempt.begin(), queue.config.preempt.end());
+  std::vector<Job*> candidates;
+  for (int64_t rid : running_) {
+    Job& v = jobs_.at(rid);
+    if (v.suspended || v.lent || v.being_requeued || !preemptable.count(v.request.queue)) continue;
+    const QueueConfig& vq = queues_.at(v.request.queue).config;
+    if (vq.priority >= queue.config.priority) continue;
+    if (vq.max_preemptions > 0 && v.request.preemptions >= vq.max_preemptions) continue;
+    candidates.push_back(&v);
+  }
+  if (candidates.empty()) return false;
+  // Each candidate tried costs a placement attempt: a few hundred are enough to find room
+  // for any one job, and keep a cycle on a large cluster short.
+  constexpr size_t kMaxCandidates = 256;
+  // The lowest queue first, and in it the youngest job: the least work lost (LSF's order).
+  std::sort(candidates.begin(), candidates.end(), [&](const Job* a, const Job* b) {
+    const int pa = queues_.at(a->request.queue).config.priority, pb = queues_.at(b->request.queue).config.priority;
+    if (pa != pb) return pa < pb;
+    return a->request.id > b->request.id;
+  });
+  if (candidates.size() > kMaxCandidates) candidates.resize(kMaxCandidates);
+  auto fits = [&] {
+    Placement p;
+    if (!TryPlace(job, queue, &p)) return false;
+    Apply(job, queue, p, -1);  // only a test: the job starts in a later cycle
+    return true;
+  };
+  std::vector<Job*> chosen;
+  bool found = false;
+  for (Job* v : candidates) {
+    Lend(*v, -1, HoldsGpus(v->placement));
+    chosen.push_back(v);
+    if (fits()) {
+      found = true;
+      break;
+    }
+  }
+  if (!found) {
+    for (auto it = chosen.rbegin(); it != chosen.rend(); ++it) Lend(**it, +1, HoldsGpus((*it)->placement));
+    return false;
+  }
+  // The fewest victims: each chosen before the last is given back if the job fits without it.
+  std::vector<Job*> needed;
+  for (size_t i = 0; i + 1 < chosen.size(); ++i) {
+    const bool everything = HoldsGpus(chosen[i]->placement);
+    Lend(*chosen[i], +1, everything);
+    if (fits()) continue;
+    Lend(*chosen[i], -1, everything);
+    needed.push_back(chosen[i]);
+  }
+  needed.push_back(chosen.back());
+  std::vector<int64_t> ids;
+  for (Job* v : needed) {
+    const bool requeue = HoldsGpus(v->placement);
+    if (requeue) {
+      Lend(*v, +1, true);  // held until it ends and the master releases it
+      v->being_requeued = true;
+    } else {
+      v->lent = true;
+      v->lent_to = id;
+      queues_.at(v->request.queue).lent.push_back(v->request.id);
+    }
+    preemptions_.push_back({v->request.id, id, requeue,
+                            absl::StrCat("preempted by job ", id, " (queue ", queue.config.name, ")")});
+    victims_of_[id].push_back(v->request.id);
+    ids.push_back(v->request.id);
+  }
+  pending_reasons_[id] = absl::StrCat("preempting job", ids.size() > 1 ? "s " : " ", absl::StrJoin(ids, ", "));
+  return true;
+}
+
+void Scheduler::ResumeLent(Queue& queue) {
+  for (auto it = queue.lent.begin(); it != queue.lent.end();) {
+    Job& v = jobs_.at(*it);
+    auto preemptor = jobs_.find(v.lent_to);
+    if (preemptor != jobs_.end() && !preemptor->second.running) {
+      ++it;  // its preemptor has not started yet: the slots are promised to it
+      continue;
+    }
+    std::map<size_t, int> slots_on;
+    for (const auto& section : v.placement.sections) {
+      for (const HostAllocation& a : section) slots_on[host_index_.at(a.host)] += a.slots;
+    }
+    bool free = true;
+    for (const auto& [i, n] : slots_on) free = free && hosts_[i].free_slots() >= n;
+    if (!free) {
+      ++it;
+      continue;
+    }
+    Lend(v, +1, false);
+    v.lent = false;
+    v.lent_to = 0;
+    resumes_.push_back(v.request.id);
+    it = queue.lent.erase(it);
+  }
+}
+
+std::vector<Preemption> Scheduler::TakePreemptions() { return std::exchange(preemptions_, {}); }
+
+std::vector<int64_t> Scheduler::TakeResumes() { return std::exchange(resumes_, {}); }
+
+absl::Status Scheduler::CancelPreemption(int64_t victim) {
+  auto it = jobs_.find(victim);
+  if (it == jobs_.end() || !it->second.running) return absl::NotFoundError(absl::StrCat("job ", victim, " is not running"));
+  Job& v = it->second;
+  v.being_requeued = false;
+  if (v.lent) {
+    Lend(v, +1, false);
+    v.lent = false;
+    v.lent_to = 0;
+    auto& lent = queues_.at(v.request.queue).lent;
+    lent.erase(std::remove(lent.begin(), lent.end(), victim), lent.end());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Scheduler::RestorePreempted(int64_t victim, int64_t preemptor) {
+  auto it = jobs_.find(victim);
+  if (it == jobs_.end() || !it->second.running) return absl::NotFoundError(absl::StrCat("job ", victim, " is not running"));
+  Job& v = it->second;
+  if (v.lent) return absl::OkStatus();
+  Lend(v, -1, false);
+  v.lent = true;
+  v.lent_to = preemptor;
+  queues_.at(v.request.queue).lent.push_back(victim);
+  if (preemptor != 0) victims_of_[preemptor].push_back(victim);
+  return absl::OkStatus();
+}
+
 absl::Status Scheduler::Release(int64_t job_id) {
   auto it = jobs_.find(job_id);
   if (it == jobs_.end() || !it->second.running) {
     return absl::NotFoundError(absl::StrCat("job ", job_id, " is not running"));
+  }
+  if (it->second.lent) {
+    // Its slots were lent: take them back so Apply returns everything once.
+    Lend(it->second, +1, false);
+    auto& lent = queues_.at(it->second.request.queue).lent;
+    lent.erase(std::remove(lent.begin(), lent.end(), job_id), lent.end());
   }
   if (it->second.suspended) {
     // What the suspension gave back is not held: take it again so Apply returns it all.

@@ -66,8 +66,20 @@ class Scheduler {
   absl::Status UpdateQueue(const QueueConfig& queue);
   bool HasQueue(const std::string& name) const { return queues_.count(name) > 0; }
   // Fair share (B5): decays every fair-share queue's usage to `now` and adds what its
-  // users ran since the last call. The master calls it before each cycle.
+  // users ran since the last call. The master calls it before each cycle and before
+  // giving a job's resources back, so each job counts exactly as long as it held them.
+  // Costs one step per user of a fair-share queue.
   void AdvanceFairshare(absl::Time now);
+  // CPU time a running job used since its last heartbeat (fair share's cpu_time_factor).
+  void AddFairshareCpuTime(int64_t job_id, double cpu_seconds);
+  // A job's usage from before this master started (its record), counted in its
+  // fair-share queue's tree; nothing for other queues. Running jobs count up to `now`.
+  void AddFairshareHistory(const JobRequest& job, int slots, int gpus, double cpu_seconds, absl::Time start,
+                           absl::Time end, absl::Time now);
+  // Dominant Resource Fairness: the cluster's slots, memory and GPUs, and a job's demand
+  // and dominant share of them.
+  DrfVector ClusterTotal() const;
+  DominantShare JobDominantShare(int64_t job_id) const;
   // A fair-share queue's tree with shares, usage and priorities; empty for other queues.
   std::vector<FairshareTree::NodeReport> FairshareReport(const std::string& queue) const;
   // Load thresholds (B5): the first of the queue's or the host's thresholds whose load is
@@ -118,6 +130,19 @@ class Scheduler {
   // placements to the model and returns them in dispatch order.
   std::vector<Placement> Cycle(CycleStats* stats = nullptr);
 
+  // Preemption (B5): what the last cycles decided to preempt (each once), and the
+  // preempted jobs whose slots are free again, to resume (their slots are taken again).
+  // Victims to suspend have already lent their slots; victims to requeue hold everything
+  // until Release.
+  std::vector<Preemption> TakePreemptions();
+  std::vector<int64_t> TakeResumes();
+  // A suspension for preemption that could not be carried out (the job ended, its agent
+  // is gone): the job takes its slots back.
+  absl::Status CancelPreemption(int64_t victim);
+  // After a restart: a job found suspended for a preemption lends its slots again and
+  // waits to be resumed as before; `preemptor` 0 when that job is gone.
+  absl::Status RestorePreempted(int64_t victim, int64_t preemptor);
+
   // Gives a running job's resources back (finished, killed, or requeued).
   absl::Status Release(int64_t job_id);
 
@@ -148,10 +173,12 @@ class Scheduler {
     std::map<std::string, int> preference;  // host -> preference level
     std::deque<int64_t> pending;            // FCFS order
     int used_slots = 0;
-    std::map<std::string, int> used_by_user;
+    std::map<std::string, int> used_by_user;  // slots
+    std::map<std::string, DrfVector> held_by_user;  // slots, memory, GPUs
     std::string last_dispatched_user;  // round robin continues after this user
     bool open = true;                  // false outside its run window
     std::shared_ptr<FairshareTree> fairshare;  // fair-share queues only
+    std::vector<int64_t> lent;                 // preempted jobs lending their slots, oldest first
   };
   struct Job {
     JobRequest request;
@@ -159,6 +186,9 @@ class Scheduler {
     Placement placement;
     bool running = false;
     bool suspended = false;
+    bool lent = false;          // suspended by preemption: its slots are lent to others
+    int64_t lent_to = 0;        // the preemptor it waits for
+    bool being_requeued = false;  // a preemption victim being requeued
   };
   struct Limit {
     LimitConfig config;
@@ -210,7 +240,21 @@ class Scheduler {
   std::string OverThreshold(const Host& h, const QueueConfig& queue, bool stop) const;
   bool UserAllowed(const QueueConfig& queue, const std::string& user) const;
   std::vector<int64_t> DispatchOrder(const Queue& queue) const;
+  std::vector<int64_t> DrfDispatchOrder(const Queue& queue) const;
+  // What a job asks for in all: slots, memory, GPUs (DRF's demand).
+  DrfVector DemandOf(const JobRequest& job) const;
+  // The user's group for DRF per group: the first group naming the user; the user if none.
+  const std::string& GroupOf(const std::string& user) const;
   bool TryPlace(const Job& job, Queue& queue, Placement* out);
+  // Preemption for a job that did not fit: the fewest victims (lower queues, youngest
+  // first) whose resources let it fit; records them and answers whether any were found.
+  bool TryPreempt(const Job& job, Queue& queue);
+  // A victim's slots lent (sign -1) or taken back (+1), and the rest of what it holds
+  // for a victim to requeue (`everything`).
+  void Lend(const Job& victim, int sign, bool everything);
+  // Resumes the queue's lent jobs whose slots are free again and whose preemptor started
+  // or left.
+  void ResumeLent(Queue& queue);
   // `job_level_done`: per-job consumables already reserved by an earlier section.
   bool PlaceSection(const Job& job, const Queue& queue, const Section& section, int slots,
                     std::set<std::string>* job_level_done, std::vector<HostAllocation>* out);
@@ -232,6 +276,9 @@ class Scheduler {
   absl::Time fairshare_time_ = absl::InfinitePast();
   std::vector<const Limit*> host_limits_;  // the job being placed: its limits over hosts
   std::unordered_map<int64_t, std::string> pending_reasons_;
+  std::vector<Preemption> preemptions_;
+  std::vector<int64_t> resumes_;
+  std::unordered_map<int64_t, std::vector<int64_t>> victims_of_;  // preemptor -> its victims
   std::map<std::pair<std::string, std::string>, size_t> pool_index_;  // (resource, scope) -> pools_ index
   std::vector<Host> hosts_;  // stable: reserved in AddHost order
   std::unordered_map<std::string, size_t> host_index_;

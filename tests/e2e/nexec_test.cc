@@ -1641,6 +1641,117 @@ TEST_CASE("a fair-share queue splits the slots by the share tree, and nexec shar
   bool nobody_listed = false;
   for (const auto& n : nodes) nobody_listed |= n["path"] == "nobody" && n.value("running_slots", 0) == 1;
   CHECK(nobody_listed);
+  // Per node in /metrics.
+  httplib::Client http("127.0.0.1", c.metrics_port());
+  std::string metrics;
+  CHECK(WaitUntil([&] {
+    auto res = http.Get("/metrics");
+    metrics = res ? res->body : "";
+    return metrics.find("nexec_fairshare_running_slots{node=\"root\",queue=\"normal\"} 3") != std::string::npos;
+  }));
+  CHECK(metrics.find("nexec_fairshare_priority{node=\"nobody\",queue=\"normal\"}") != std::string::npos);
   for (int64_t id : roots) c.Cli({"kill", std::to_string(id)});
   for (int64_t id : others) c.Cli({"kill", std::to_string(id)});
+  auto usage_of = [&](const std::string& path) {
+    json all = json::parse(c.Cli({"shares", "--json"}).out)["nodes"];
+    for (const auto& n : all) {
+      if (n["path"] == path) return n.value("usage_slot_hours", 0.0);
+    }
+    return 0.0;
+  };
+  REQUIRE(WaitUntil([&] { return running(roots) + running(others) == 0; }));
+  const double before = usage_of("root");
+  CHECK(before > 0);
+  // The usage is not lost with the master: computed again from the jobs' records.
+  c.CrashAndRestartMaster();
+  const double after = usage_of("root");
+  CHECK(after > 0.9 * before);
+  CHECK(after < 1.1 * before);
+  CHECK(usage_of("nobody") > 0);
+}
+
+TEST_CASE("preemption with real processes: a CPU job is stopped and continues, a GPU job gets SIGTERM and is requeued",
+          "[B5]") {
+  Cluster c("preempt", "queues:\n  - {name: low, priority: 10, preempt_grace: 1s}\n"
+                       "  - {name: high, priority: 50, preempt: [low]}\n");
+  c.AddAgent("node1", "cpus=2,gpus=1,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  auto history_has = [&](int64_t id, const std::string& text) {
+    json job = c.Job(id);
+    std::vector<std::string> lines = job.value("history", std::vector<std::string>{});
+    for (const auto& line : lines) {
+      if (line.find(text) != std::string::npos) return true;
+    }
+    return false;
+  };
+
+  SECTION("CPU: SIGSTOP while the preemptor runs, SIGCONT when it ends") {
+    int64_t low = c.Submit({"-q", "low", "-n", "2", "--", "sleep 1000"});
+    REQUIRE(c.WaitState(low, "RUNNING"));
+    int pid = c.TaskPid(low);
+    int64_t high = c.Submit({"-q", "high", "-n", "2", "--", "sleep 1000"});
+    REQUIRE(c.WaitState(high, "RUNNING"));
+    CHECK(c.Job(low)["state"] == "SUSPENDED");
+    CHECK(WaitUntil([&] { return ProcState(pid) == 'T'; }));
+    CHECK(c.Job(low).value("preempted_by", std::string()) == std::to_string(high));
+    CHECK(history_has(low, "preempted by job " + std::to_string(high) + " (queue high)"));
+    CHECK(history_has(high, "preempting job " + std::to_string(low)));
+    // The user cannot resume it while it lends its slots.
+    CHECK(c.Cli({"resume", std::to_string(low)}).code != 0);
+    REQUIRE(c.Cli({"kill", std::to_string(high)}).code == 0);
+    REQUIRE(c.WaitState(low, "RUNNING"));
+    CHECK(WaitUntil([&] { return ProcState(pid) != 'T'; }));
+    CHECK(c.TaskPid(low) == pid);  // the same process, continued
+    CHECK(c.Job(low).value("preemptions", 0) == 1);
+    CHECK(c.Job(low).value("preempted_by", std::string()).empty());
+    httplib::Client http("127.0.0.1", c.metrics_port());
+    auto metrics = http.Get("/metrics");
+    REQUIRE(metrics);
+    CHECK(metrics->body.find("nexec_preemptions_total{action=\"suspend\",queue=\"low\"} 1") != std::string::npos);
+    c.Cli({"kill", std::to_string(low)});
+  }
+
+  SECTION("a preempted job stays suspended across a master crash and resumes after its preemptor") {
+    int64_t low = c.Submit({"-q", "low", "-n", "2", "--", "sleep 1000"});
+    REQUIRE(c.WaitState(low, "RUNNING"));
+    int pid = c.TaskPid(low);
+    int64_t high = c.Submit({"-q", "high", "-n", "2", "--", "sleep 1000"});
+    REQUIRE(c.WaitState(high, "RUNNING"));
+    REQUIRE(c.WaitState(low, "SUSPENDED"));
+    c.CrashAndRestartMaster();
+    // Not resumed by the restart (its slots are still the preemptor's) ...
+    int64_t other = c.Submit({"-q", "low", "--", "sleep 1000"});
+    REQUIRE(c.WaitState(high, "RUNNING"));
+    CHECK(c.Job(low)["state"] == "SUSPENDED");
+    CHECK(ProcState(pid) == 'T');
+    // ... and when the preemptor ends, it goes before the queue's waiting job.
+    REQUIRE(c.Cli({"kill", std::to_string(high)}).code == 0);
+    REQUIRE(c.WaitState(low, "RUNNING"));
+    CHECK(WaitUntil([&] { return ProcState(pid) != 'T'; }));
+    CHECK(c.Job(other)["state"] == "PENDING");
+    c.Cli({"kill", std::to_string(other)});
+    c.Cli({"kill", std::to_string(low)});
+  }
+
+  SECTION("GPU: SIGTERM, SIGKILL after the grace, back to the queue, and it runs again after the preemptor") {
+    auto marker = std::filesystem::temp_directory_path() / ("jc-preempt-" + std::to_string(getpid()));
+    std::filesystem::remove(marker);
+    // It notes SIGTERM and goes on, so the grace runs out and SIGKILL ends it.
+    int64_t low = c.Submit({"-q", "low", "-R", "rusage[gpu=1]", "--",
+                            "trap 'echo term >> " + marker.string() + "' TERM; while :; do sleep 0.2; done"});
+    REQUIRE(c.WaitState(low, "RUNNING"));
+    c.TaskPid(low);
+    int64_t high = c.Submit({"-q", "high", "-R", "rusage[gpu=1]", "--", "sleep 1000"});
+    REQUIRE(c.WaitState(high, "RUNNING"));
+    CHECK(ReadFile(marker.string()).find("term") != std::string::npos);
+    json requeued = c.Job(low);
+    CHECK(requeued["state"] == "PENDING");
+    CHECK(requeued.value("attempt", 0) == 1);
+    CHECK(requeued.value("preemptions", 0) == 1);
+    CHECK(history_has(low, "preempted by job " + std::to_string(high) + " (queue high): requeued"));
+    REQUIRE(c.Cli({"kill", std::to_string(high)}).code == 0);
+    REQUIRE(c.WaitState(low, "RUNNING"));
+    c.Cli({"kill", std::to_string(low)});
+    std::filesystem::remove(marker);
+  }
 }

@@ -118,3 +118,122 @@ TEST_CASE("fair share converges to the shares over a simulated day, and an unlis
   for (const auto& r : report) carol_listed |= r.path == "carol" && r.shares == 1;
   CHECK(carol_listed);
 }
+
+TEST_CASE("fair-share usage computed from a job's record equals what the tree counted while it ran", "[B5]") {
+  FairshareConfig f;
+  f.tree = {{"alice", 1, {}}, {"bob", 1, {}}};
+  f.half_life = absl::Hours(2);
+  f.gpu_factor = 4;
+  f.cpu_time_factor = 0.5;
+  // Alice ran 3 slots and 1 GPU for 5 hours, then nothing for 3 hours; she used 10 CPU
+  // hours, counted as her heartbeats reported them (at the end here).
+  FairshareTree live(f);
+  const int steps = 5 * 600;
+  for (int i = 0; i < steps; ++i) live.Advance(absl::Seconds(6), {{"alice", {3, 1}}});
+  live.AddCpuTime("alice", 10 * 3600);
+  live.Advance(absl::Hours(3), {});
+  const absl::Time start = kStart, end = kStart + absl::Hours(5), now = end + absl::Hours(3);
+  FairshareTree rebuilt(f);
+  rebuilt.AddPast("alice", 3, 1, 10 * 3600, start, end, now);
+  REQUIRE(live.usage().count("alice"));
+  REQUIRE(rebuilt.usage().count("alice"));
+  const double counted = live.usage().at("alice"), computed = rebuilt.usage().at("alice");
+  INFO("counted " << counted << ", computed " << computed);
+  // 7 slot-equivalents for 5 hours with a 2 h half-life: about 16 slot-hours left
+  // before the last 3 hours' decay, plus 5 from CPU time.
+  CHECK(counted > 5);
+  CHECK(std::abs(counted - computed) < 0.01 * counted);
+  // A job that ended long ago counts for (almost) nothing; one still running up to now
+  // counts fully at its end.
+  FairshareTree old(f);
+  old.AddPast("bob", 8, 0, 0, kStart - absl::Hours(100), kStart - absl::Hours(99), kStart);
+  CHECK(old.usage().at("bob") < 1e-6);
+}
+
+// ---- Dominant Resource Fairness (the scheduling course's DRF) ----
+
+namespace {
+
+Scheduler DrfCluster(DrfBy by, std::vector<HostConfig> hosts) {
+  Scheduler s;
+  for (auto& h : hosts) REQUIRE(s.AddHost(h).ok());
+  QueueConfig q;
+  q.name = "normal";
+  q.drf = by;
+  REQUIRE(s.AddQueue(q).ok());
+  return s;
+}
+
+HostConfig DrfHost(const std::string& name, int slots, double mem_mb, int gpus) {
+  HostConfig h;
+  h.name = name;
+  h.slots = slots;
+  h.mem_mb = mem_mb;
+  for (int g = 0; g < gpus; ++g) h.gpus.push_back(g);
+  return h;
+}
+
+}  // namespace
+
+TEST_CASE("DRF per job: the course's example, job 1 (memory share 0.4) before job 2 (GPU share 0.5)", "[B5]") {
+  // Cluster resources: 10 GPUs, 20 GB (two hosts of 5 GPUs and 10 GB).
+  Scheduler s = DrfCluster(DrfBy::kJob, {DrfHost("g1", 8, 10240, 5), DrfHost("g2", 8, 10240, 5)});
+  // Job 2 is submitted first: 2 + 3 GPUs, 2 + 2 GB.
+  JobRequest job2 = testing::MakeJob(2, "bob", 2, "normal", "1{rusage[gpu=2:mem=2048]} 1{rusage[gpu=3:mem=2048]}");
+  // Job 1: 1 + 1 GPUs, 4 + 4 GB.
+  JobRequest job1 = testing::MakeJob(1, "alice", 2, "normal", "rusage[gpu=1:mem=4096]");
+  REQUIRE(s.Submit(job2).ok());
+  REQUIRE(s.Submit(job1).ok());
+  DominantShare d1 = s.JobDominantShare(1), d2 = s.JobDominantShare(2);
+  CHECK(d1.share == Approx(0.4));
+  CHECK(std::string(d1.resource) == "mem");
+  CHECK(d2.share == Approx(0.5));
+  CHECK(std::string(d2.resource) == "gpu");
+  std::vector<Placement> placed = s.Cycle();
+  REQUIRE(placed.size() == 2);
+  CHECK(placed[0].job_id == 1);  // job 1 has higher priority: 0.4 < 0.5
+  CHECK(placed[1].job_id == 2);
+}
+
+TEST_CASE("DRF per user is max-min fair over CPUs and memory (the DRF paper's 9 CPU / 18 GB example)", "[B5]") {
+  // User A's tasks need <1 CPU, 4 GB>, user B's <3 CPUs, 1 GB>. B submitted everything
+  // first, so FCFS would give B all 9 CPUs; DRF equalises the dominant shares: A gets 3
+  // tasks (12 of 18 GB = 2/3), B gets 2 (6 of 9 CPUs = 2/3).
+  Scheduler s = DrfCluster(DrfBy::kUser, {DrfHost("h1", 9, 18432, 0)});
+  std::vector<JobRequest> jobs;
+  for (int i = 0; i < 5; ++i) jobs.push_back(testing::MakeJob(10 + i, "b", 3, "normal", "rusage[mem=341]"));
+  for (int i = 0; i < 5; ++i) jobs.push_back(testing::MakeJob(20 + i, "a", 1, "normal", "rusage[mem=4096]"));
+  auto placed = testing::RunCycle(s, jobs);
+  int a = 0, b = 0;
+  for (const auto& [id, p] : placed) (id >= 20 ? a : b) += 1;
+  CHECK(a == 3);
+  CHECK(b == 2);
+
+  SECTION("without DRF the same submissions go FCFS and starve A") {
+    Scheduler fcfs = DrfCluster(DrfBy::kOff, {DrfHost("h1", 9, 18432, 0)});
+    auto fcfs_placed = testing::RunCycle(fcfs, jobs);
+    int fa = 0;
+    for (const auto& [id, p] : fcfs_placed) fa += id >= 20;
+    CHECK(fa == 0);
+  }
+}
+
+TEST_CASE("DRF per group counts what a group's users hold together", "[B5]") {
+  Scheduler s = DrfCluster(DrfBy::kGroup, {DrfHost("g1", 16, 65536, 8)});
+  s.DefineUserGroup("vision", {"v1", "v2"});
+  s.DefineUserGroup("nlp", {"n1"});
+  // vision already runs 4 GPUs (two users, two GPUs each); nlp nothing.
+  auto first = testing::RunCycle(s, {testing::MakeJob(1, "v1", 2, "normal", "rusage[gpu=1]"),
+                                     testing::MakeJob(2, "v2", 2, "normal", "rusage[gpu=1]")});
+  REQUIRE(first.size() == 2);
+  // Now 4 GPUs are left: vision asks first, nlp after; nlp's lower share goes first and
+  // takes 2, then vision and nlp alternate by share: nlp 2 more (share 4/8 = vision's).
+  std::vector<JobRequest> more;
+  for (int i = 0; i < 3; ++i) more.push_back(testing::MakeJob(10 + i, i % 2 ? "v2" : "v1", 2, "normal", "rusage[gpu=1]"));
+  for (int i = 0; i < 3; ++i) more.push_back(testing::MakeJob(20 + i, "n1", 2, "normal", "rusage[gpu=1]"));
+  auto placed = testing::RunCycle(s, more);
+  int nlp = 0;
+  for (const auto& [id, p] : placed) nlp += id >= 20;
+  CHECK(placed.size() == 2);
+  CHECK(nlp == 2);
+}

@@ -180,6 +180,27 @@ TEST_CASE("as root, a task runs as the job's user", "[B9]") {
   CHECK(st.st_uid != 0);  // the output file belongs to the user, not to root
 }
 
+TEST_CASE("a submission directory the job's user cannot enter is replaced by /tmp, with a line on stderr", "[B9][B11]") {
+  if (geteuid() != 0) {
+    WARN("SKIPPED: the agent runs tasks as other users only as root; this run is not root");
+    return;
+  }
+  TempDir dir;
+  const std::string locked = dir / "root-only";
+  std::filesystem::create_directory(locked);
+  std::filesystem::permissions(locked, std::filesystem::perms::owner_all);  // 0700, root's
+  TaskRunner runner;
+  TaskLaunch t{"6.1.0", "pwd"};
+  t.user = "nobody";
+  t.cwd = locked;
+  t.stdout_path = dir / "out";
+  t.stderr_path = dir / "err";
+  REQUIRE(runner.Launch(t).ok());
+  CHECK(WaitExit(runner, "6.1.0") == 0);
+  CHECK(Read(dir / "out") == "/tmp\n");
+  CHECK(Read(dir / "err") == "nexec: nobody cannot enter " + locked + "; running in /tmp\n");
+}
+
 TEST_CASE("an interactive task reads what is written to it, and a command that stops reading or exits "
           "makes writes fail, not the agent",
           "[B6]") {
