@@ -31,6 +31,7 @@
 #include "absl/time/time.h"
 #include "executor/auth/munge_auth.h"
 #include "executor/cli/environment.h"
+#include "executor/cli/run_limit.h"
 #include "executor/cli/interactive.h"
 #include "nexec/v1/nexec.grpc.pb.h"
 
@@ -42,8 +43,9 @@ constexpr const char* kUsage =
     "usage: nexec [--master=host:port] [--munge_socket=PATH] COMMAND ...\n"
     "  submit [-n N] [-R req] [-q queue] [-J name] [-o out] [-e err] [--gpus N]\n"
     "         [--exclusive] [--user U] [--key K] [--env all|none|VAR,...] [-E pre] [-Ep post]\n"
-    "         [-P project] [-app application] [-I | -Ip] [--] command...\n"
+    "         [-P project] [-app application] [-W limit] [-I | -Ip] [--] command...\n"
     "         -I: interactive, stdin and output here; -Ip: on a pseudo-terminal\n"
+    "         -W: run limit, [hours:]minutes or a duration (90s, 2h); killed past it\n"
     "         --env: the environment the job's tasks get (default all: this one's)\n"
     "  jobs [-u user] [-q queue] [-a] [--json]      list jobs (-a: finished too)\n"
     "  job ID [--json]                              one job in full\n"
@@ -219,7 +221,7 @@ int main(int argc, char** argv) {
       if (a == "--help" || a == "-h") return Usage(true);
       if (a != "-n" && a != "-R" && a != "-q" && a != "-J" && a != "-o" && a != "-e" &&
           a != "--gpus" && a != "--user" && a != "--key" && a != "--env" && a != "-E" && a != "-Ep" &&
-          a != "-P" && a != "-app") {
+          a != "-P" && a != "-app" && a != "-W") {
         return Fail("submit: unknown option " + a);
       }
       v = value(a);
@@ -249,6 +251,10 @@ int main(int argc, char** argv) {
         s->set_project(*v);
       } else if (a == "-app") {
         s->set_app(*v);
+      } else if (a == "-W") {
+        auto limit = jc::nexec::ParseRunLimit(*v);
+        if (!limit.ok()) return Fail("submit: -W: " + std::string(limit.status().message()));
+        s->set_run_limit_seconds(absl::ToInt64Seconds(*limit));
       } else if (a == "--key") {
         s->set_submit_key(*v);  // sent again, the same key answers with the same job
       } else {
@@ -360,7 +366,16 @@ int main(int argc, char** argv) {
              {"Started", When(j.started_at())},
              {"Ended", When(j.ended_at())},
              {"Exit code", std::to_string(j.exit_code())},
-             {"Attempt", std::to_string(j.attempt())}});
+             {"Attempt", std::to_string(j.attempt())},
+             {"Run limit", j.spec().run_limit_seconds() > 0
+                               ? absl::FormatDuration(absl::Seconds(j.spec().run_limit_seconds()))
+                               : "-"},
+             {"Reservation", j.reserved_hosts().empty()
+                                 ? "-"
+                                 : absl::StrCat(absl::StrJoin(j.reserved_hosts(), " "), ", start by ",
+                                                j.has_reserved_start() ? When(j.reserved_start()) : "unknown")},
+             {"Preempted", absl::StrCat(j.preemptions(), " time(s)",
+                                        j.preempted_by() != 0 ? absl::StrCat(", now by job ", j.preempted_by()) : "")}});
       for (const auto& t : j.tasks()) {
         std::cout << "  task " << t.index() << " on " << t.host() << ": " << t.slots()
                   << " slot(s), gpus [" << absl::StrJoin(t.gpus(), ",") << "]";

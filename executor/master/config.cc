@@ -306,7 +306,7 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
                                     "interactive", "rerun_on_host_failure", "pre_exec", "post_exec",
                                     "pre_exec_timeout", "pre_exec_retries", "cpu_binding", "job_controls",
                                     "run_window", "load_thresholds", "threshold_action", "fairshare", "drf", "preempt", "max_preemptions",
-                                    "preempt_grace"}));
+                                    "preempt_grace", "backfill"}));
       QueueConfig q;
       std::string balance = "pack";
       JC_RETURN_IF_ERROR(Read(list[i], "name", where, &q.name));
@@ -360,6 +360,7 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
         JC_ASSIGN_OR_RETURN(std::string names, NamesText(preempt, where + ".preempt"));
         q.preempt = absl::StrSplit(names, ' ', absl::SkipEmpty());
       }
+      JC_RETURN_IF_ERROR(Read(list[i], "backfill", where, &q.backfill));
       JC_RETURN_IF_ERROR(Read(list[i], "max_preemptions", where, &q.max_preemptions));
       if (q.max_preemptions < 0) return Bad(where + ".max_preemptions", "must not be negative (0: no limit)");
       std::string grace;

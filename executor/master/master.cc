@@ -140,7 +140,8 @@ absl::Status Master::Recover() {
           }
           p.sections[i][0].mem_mb = mem * p.sections[i][0].slots;
         }
-        JC_RETURN_IF_ERROR(scheduler_.Restore(rec.request, p));
+        JC_RETURN_IF_ERROR(scheduler_.Restore(rec.request, p,
+                                              job.has_started_at() ? FromTimestamp(job.started_at()) : now));
         // A suspended job holds nothing of the resources a suspension releases.
         if (job.state() == pb::SUSPENDED) JC_RETURN_IF_ERROR(scheduler_.SetSuspended(job.id(), true));
         if (job.state() == pb::SUSPENDED && job.preempted_by() != 0) preempted.push_back(job.id());
@@ -203,6 +204,8 @@ absl::StatusOr<JobRequest> Master::BuildRequest(const pb::JobSpec& spec, int64_t
   r.gpus_per_slot = spec.gpus_per_slot();
   r.project = spec.project();
   r.app = spec.app();
+  if (spec.run_limit_seconds() < 0) return absl::InvalidArgumentError("run limit (-W) must not be negative");
+  r.run_limit = absl::Seconds(spec.run_limit_seconds());
   JC_ASSIGN_OR_RETURN(r.requirement, ParseRequirement(spec.requirement()));
   return r;
 }
@@ -473,6 +476,7 @@ absl::StatusOr<int> Master::ScheduleOnce() {
     ApplyWindowsLocked(begin);  // a queue outside its run window dispatches nothing
     if (!config_.limits.empty()) scheduler_.SetLimitTime(begin, options_.time_zone);
     scheduler_.AdvanceFairshare(begin);
+    scheduler_.SetNow(begin);
     std::vector<Placement> placements = scheduler_.Cycle(&cs);
     preemptions = scheduler_.TakePreemptions();
     resumes = scheduler_.TakeResumes();
@@ -501,6 +505,12 @@ absl::StatusOr<int> Master::ScheduleOnce() {
     for (const Placement& p : placements) {
       JobRecord& rec = jobs_.at(p.job_id);
       pb::Job& job = rec.job;
+      if (p.backfilled_before != 0) {
+        job.add_history(absl::StrCat(Stamp(), " backfilled: on slots reserved for job ", p.backfilled_before,
+                                     ", ending (run limit ", absl::FormatDuration(rec.request.run_limit),
+                                     ") before that job starts"));
+        if (metrics_) metrics_->CountBackfill(rec.request.queue);
+      }
       job.set_state(pb::RUNNING);
       job.clear_tasks();
       job.clear_reason();
@@ -1120,13 +1130,18 @@ void Master::ApplyWindowsLocked(absl::Time now) {
 }
 
 pb::Job Master::ViewLocked(const JobRecord& rec) const {
-  if (rec.job.state() != pb::PENDING || !rec.job.reason().empty()) return rec.job;
+  if (rec.job.state() != pb::PENDING) return rec.job;
+  std::optional<ReservationView> reservation = scheduler_.ReservationOf(rec.job.id());
+  if (!rec.job.reason().empty() && !reservation) return rec.job;
   if (scheduler_.QueueOpen(rec.request.queue)) {
-    // The limit that held it in the last cycle, if one did.
-    std::string why = scheduler_.PendingReason(rec.job.id());
-    if (why.empty()) return rec.job;
+    // The limit (or reservation, or preemption) that held it in the last cycle, if any.
     pb::Job view = rec.job;
-    view.set_reason(std::move(why));
+    if (reservation) {
+      for (const std::string& h : reservation->hosts) view.add_reserved_hosts(h);
+      if (reservation->start != absl::InfiniteFuture()) *view.mutable_reserved_start() = ToTimestamp(reservation->start);
+    }
+    std::string why = scheduler_.PendingReason(rec.job.id());
+    if (!why.empty()) view.set_reason(std::move(why));
     return view;
   }
   pb::Job view = rec.job;
@@ -1160,6 +1175,12 @@ absl::StatusOr<int> Master::CheckRunWindows() {
       if (rec.action == Pending::kRequeue && rec.preempt_kill_at <= now &&
           (rec.job.state() == pb::RUNNING || rec.job.state() == pb::SUSPENDED)) {
         actions.push_back({id, Action::kRequeue, "its preemption grace is over"});
+        continue;
+      }
+      if (rec.action == Pending::kNone && rec.request.run_limit > absl::ZeroDuration() && rec.job.has_started_at() &&
+          FromTimestamp(rec.job.started_at()) + rec.request.run_limit <= now) {
+        actions.push_back({id, Action::kKill,
+                           absl::StrCat("run limit ", absl::FormatDuration(rec.request.run_limit), " reached")});
         continue;
       }
       // A job suspended for a preemption resumes when the scheduler gives its slots back.

@@ -65,7 +65,13 @@ MasterMetrics::MasterMetrics(prometheus::Registry& r)
       preemptions_(prometheus::BuildCounter()
                        .Name("nexec_preemptions_total")
                        .Help("Running jobs preempted, by their queue and what was done (suspend or requeue)")
-                       .Register(r)) {}
+                       .Register(r)),
+      backfilled_(prometheus::BuildCounter()
+                      .Name("nexec_backfilled_jobs_total")
+                      .Help("Jobs started on slots reserved for a bigger job, ending before it starts")
+                      .Register(r)) {}
+
+void MasterMetrics::CountBackfill(const std::string& queue) { backfilled_.Add({{"queue", queue}}).Increment(); }
 
 void MasterMetrics::CountPreemption(const std::string& queue, bool requeue) {
   preemptions_.Add({{"queue", queue}, {"action", requeue ? "requeue" : "suspend"}}).Increment();

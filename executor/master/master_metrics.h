@@ -25,6 +25,8 @@ class MasterMetrics {
   void ObserveCycle(double seconds, int decisions);
   // A job of `queue` preempted (B5): suspended, or requeued (it held GPUs).
   void CountPreemption(const std::string& queue, bool requeue);
+  // A job of `queue` started on slots held for another's reservation (B5).
+  void CountBackfill(const std::string& queue);
   // Replaces the gauges with the current hosts and jobs (unfinished and recent).
   void Update(const std::vector<::nexec::v1::Host>& hosts,
               const std::vector<::nexec::v1::Job>& active_jobs,
@@ -62,6 +64,7 @@ class MasterMetrics {
   prometheus::Histogram& cycle_seconds_;
   prometheus::Counter& decisions_;
   prometheus::Family<prometheus::Counter>& preemptions_;
+  prometheus::Family<prometheus::Counter>& backfilled_;
   std::set<std::map<std::string, std::string>> task_labels_;  // to remove finished tasks
   std::set<std::map<std::string, std::string>> job_labels_;
 };

@@ -96,6 +96,11 @@ struct QueueConfig {
   // and when requeued has this long between SIGTERM and SIGKILL to save its work.
   int max_preemptions = 0;
   absl::Duration preempt_grace = absl::Seconds(30);
+  // Reservation and backfill (B5, LSF's SLOT_RESERVE + BACKFILL): the queue's first job
+  // that cannot start reserves the hosts it will get when running jobs end (by their run
+  // limits); those hosts' free slots are held for it, except for jobs with a run limit
+  // that ends before the reserved start (backfill).
+  bool backfill = false;
 };
 
 // What a job asks of the scheduler.
@@ -111,6 +116,7 @@ struct JobRequest {
   std::string project;           // -P: what limits over projects count it under
   std::string app;               // -app: the application profile
   int preemptions = 0;           // times it was preempted already (max_preemptions)
+  absl::Duration run_limit;      // -W; zero: none (such a job never backfills)
 };
 
 // A running job the scheduler chose to preempt for a pending one.
@@ -152,6 +158,14 @@ struct ResourceTraits {
 struct Placement {
   int64_t job_id = 0;
   std::vector<std::vector<HostAllocation>> sections;
+  // Started on slots held for another job's reservation, ending before it: that job.
+  int64_t backfilled_before = 0;
+};
+
+// A pending job's reservation: the hosts it will get and when at the latest.
+struct ReservationView {
+  std::vector<std::string> hosts;
+  absl::Time start = absl::InfiniteFuture();  // infinite: a job it waits for has no run limit
 };
 
 }  // namespace jc::nexec

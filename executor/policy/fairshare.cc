@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 
@@ -95,22 +96,27 @@ std::vector<int64_t> FairshareTree::Order(const std::vector<PendingJob>& pending
   std::map<int, size_t> next_of_leaf;
   std::vector<int64_t> order;
   order.reserve(pending.size());
+  // Per node, its children with work waiting, highest priority first (ties: configuration
+  // order). A pick changes only the nodes on its path, so only they move: a pick costs
+  // depth x log(children), not a look at every child of every level.
+  std::vector<std::set<std::pair<double, int>>> ready(n);
+  auto key = [&](int c) { return std::make_pair(-Priority(c, usage, running), c); };
+  for (size_t i = 1; i < n; ++i) {
+    if (waiting[i] > 0) ready[nodes_[i].parent].insert(key(static_cast<int>(i)));
+  }
   while (waiting[0] > 0) {
     int at = 0;
-    while (!nodes_[at].children.empty()) {
-      int best = -1;
-      for (int c : nodes_[at].children) {
-        if (waiting[c] == 0) continue;  // idle shares are lent to the others
-        if (best < 0 || Priority(c, usage, running) > Priority(best, usage, running)) best = c;
-      }
-      at = best;
-    }
+    while (!nodes_[at].children.empty()) at = ready[at].begin()->second;
     const PendingJob* job = queue_of_leaf[at][next_of_leaf[at]++];
     order.push_back(job->id);
-    up(at, [&](int i) {
+    for (int i = at; i > 0; i = nodes_[i].parent) ready[nodes_[i].parent].erase(key(i));
+    up(at, [&, slots = job->slots](int i) {
       waiting[i] -= 1;
-      running[i] += job->slots;  // counted as running for the next pick
+      running[i] += slots;  // counted as running for the next pick
     });
+    for (int i = at; i > 0; i = nodes_[i].parent) {
+      if (waiting[i] > 0) ready[nodes_[i].parent].insert(key(i));
+    }
   }
   return order;
 }

@@ -636,7 +636,7 @@ absl::Status Scheduler::Submit(JobRequest job) {
   Job entry;
   entry.shape = absl::StrCat(job.queue, "|", job.user, "|", ToString(job.requirement), "|",
                              job.slots, "|", job.exclusive, "|", job.gpus_per_slot, "|", job.project, "|",
-                             job.app);
+                             job.app, "|", absl::ToInt64Seconds(job.run_limit));  // run limits decide backfill
   int64_t id = job.id;
   entry.request = std::move(job);
   q->second.pending.push_back(id);
@@ -1160,15 +1160,20 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
   });
   // Shapes that failed this cycle, with the reason (a limit's) their jobs wait for.
   std::unordered_map<std::string, std::string> failed_shapes;
+  reservations_.clear();
+  reservation_views_.clear();
   for (Queue* queue : order) {
     if (!queue->open) continue;
     // Preempted jobs of this queue go before its waiting ones, once their slots are free.
     if (!queue->lent.empty()) ResumeLent(*queue);
     if (queue->pending.empty()) continue;
     const bool preemptive = !queue->config.preempt.empty();
+    bool reserved_in_queue = false;  // one reservation per queue and cycle (EASY backfill)
     std::unordered_set<int64_t> dispatched;
     for (int64_t id : DispatchOrder(*queue)) {
-      if (!preemptive && (pack_index_.empty() || std::get<0>(*pack_index_.rbegin()) <= 0)) break;  // cluster full
+      if (!preemptive && reservations_.empty() && (pack_index_.empty() || std::get<0>(*pack_index_.rbegin()) <= 0)) {
+        break;  // cluster full (held slots may still take a backfill job)
+      }
       Job& job = jobs_.at(id);
       ++st.considered;
       if (auto failed = failed_shapes.find(job.shape); failed != failed_shapes.end()) {
@@ -1181,15 +1186,43 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
         continue;
       }
       Placement placement;
-      if (!TryPlace(job, *queue, &placement)) {
+      // Reserved slots are held from every job but those that end before the reservations
+      // start; such a job tries with them free (backfill).
+      std::vector<int> held_before;  // per reservation, the slots it held
+      if (!reservations_.empty() && MayBackfill(job)) {
+        for (const Reservation& r : reservations_) {
+          int n = 0;
+          for (const auto& [i, held] : r.held) n += held;
+          held_before.push_back(n);
+        }
+        Hold(-1);
+      }
+      const bool placed_now = TryPlace(job, *queue, &placement);
+      if (!held_before.empty()) {
+        Hold(+1);
+        // Backfilled if it took slots a reservation held (else it simply fit beside them).
+        for (size_t k = 0; placed_now && k < reservations_.size(); ++k) {
+          int n = 0;
+          for (const auto& [i, held] : reservations_[k].held) n += held;
+          if (n < held_before[k]) placement.backfilled_before = reservations_[k].job_id;
+        }
+      }
+      if (!placed_now) {
         auto reason = pending_reasons_.find(id);
         failed_shapes[job.shape] = reason == pending_reasons_.end() ? "" : reason->second;
         // One preemption per shape and cycle: the next job of the shape waits for the
         // next cycle, which sees what this one freed.
-        if (preemptive && TryPreempt(job, *queue)) failed_shapes[job.shape] = "";
+        if (preemptive && TryPreempt(job, *queue)) {
+          failed_shapes[job.shape] = "";
+        } else if (queue->config.backfill && !reserved_in_queue) {
+          Reserve(job, *queue);
+          reserved_in_queue = true;
+        }
         continue;
       }
+      if (placement.backfilled_before != 0) ++st.backfilled;
       victims_of_.erase(id);
+      job.started = now_;
       job.running = true;
       job.placement = placement;
       queue->last_dispatched_user = job.request.user;
@@ -1204,7 +1237,102 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
               p.end());
     }
   }
+  // Held slots are this cycle's only: the next one computes its reservations again.
+  Hold(-1);
+  for (const Reservation& r : reservations_) {
+    ReservationView& view = reservation_views_[r.job_id];
+    view.start = r.start;
+    for (const auto& [i, n] : r.wanted) view.hosts.push_back(hosts_[i].config.name);
+  }
   return placed;
+}
+
+void Scheduler::Hold(int sign) {
+  for (Reservation& r : reservations_) {
+    for (const auto& [i, want] : r.wanted) {
+      Host& h = hosts_[i];
+      int& held = r.held[i];
+      const int change = sign > 0 ? std::max(0, std::min(want - held, h.free_slots())) : -held;
+      if (change == 0) continue;
+      Reindex(i, false);
+      h.used_slots += change;
+      held += change;
+      Reindex(i, true);
+    }
+  }
+}
+
+bool Scheduler::MayBackfill(const Job& job) const {
+  if (job.request.run_limit <= absl::ZeroDuration()) return false;  // never without a run limit
+  const absl::Time ends = now_ + job.request.run_limit;
+  for (const Reservation& r : reservations_) {
+    // An unknown start (a job in the way has no run limit) could be any moment: nothing
+    // may delay it.
+    if (r.start == absl::InfiniteFuture() || ends > r.start) return false;
+  }
+  return true;
+}
+
+void Scheduler::Reserve(const Job& job, Queue& queue) {
+  // Running jobs by when they end at the latest; suspended and lent ones are not counted
+  // on (a suspended job's end is unknown).
+  std::vector<Job*> by_end;
+  for (int64_t rid : running_) {
+    Job& r = jobs_.at(rid);
+    if (!r.suspended && !r.lent) by_end.push_back(&r);
+  }
+  std::sort(by_end.begin(), by_end.end(), [](const Job* a, const Job* b) {
+    if (a->Ends() != b->Ends()) return a->Ends() < b->Ends();
+    return a->request.id < b->request.id;
+  });
+  // Held slots of earlier reservations stay held: this job's reservation comes after.
+  std::vector<Job*> released;
+  Placement found;
+  absl::Time start = absl::InfiniteFuture();
+  bool fits = false;
+  int free_now = 0;
+  for (const Host& h : hosts_) free_now += std::max(0, h.free_slots());
+  int freed = 0;
+  for (Job* r : by_end) {
+    Apply(*r, queues_.at(r->request.queue), r->placement, -1);
+    released.push_back(r);
+    for (const auto& section : r->placement.sections) {
+      for (const HostAllocation& a : section) freed += a.slots;
+    }
+    // Placement attempts only once enough slots are free somewhere.
+    if (free_now + freed < job.request.slots) continue;
+    if (TryPlace(job, queue, &found)) {
+      Apply(job, queue, found, -1);
+      start = r->Ends();
+      fits = true;
+      break;
+    }
+  }
+  for (auto it = released.rbegin(); it != released.rend(); ++it) {
+    Apply(**it, queues_.at((*it)->request.queue), (*it)->placement, +1);
+  }
+  if (!fits) return;  // not even on an empty cluster (a limit holds it): nothing to reserve
+  Reservation r;
+  r.job_id = job.request.id;
+  r.start = std::max(start, now_);
+  for (const auto& section : found.sections) {
+    for (const HostAllocation& a : section) r.wanted[host_index_.at(a.host)] += a.slots;
+  }
+  std::vector<std::string> names;
+  for (const auto& [i, n] : r.wanted) names.push_back(hosts_[i].config.name);
+  pending_reasons_[job.request.id] =
+      r.start == absl::InfiniteFuture()
+          ? absl::StrCat("reserved ", absl::StrJoin(names, " "), " (start unknown: a job there has no run limit)")
+          : absl::StrCat("reserved ", absl::StrJoin(names, " "), " to start by ",
+                         absl::FormatTime("%Y-%m-%d %H:%M:%S %Z", r.start, absl::UTCTimeZone()));
+  reservations_.push_back(std::move(r));
+  Hold(+1);
+}
+
+std::optional<ReservationView> Scheduler::ReservationOf(int64_t job_id) const {
+  auto it = reservation_views_.find(job_id);
+  if (it == reservation_views_.end()) return std::nullopt;
+  return it->second;
 }
 
 void Scheduler::Lend(const Job& victim, int sign, bool everything) {
@@ -1408,7 +1536,7 @@ absl::Status Scheduler::Release(int64_t job_id) {
   return absl::OkStatus();
 }
 
-absl::Status Scheduler::Restore(const JobRequest& request, const Placement& placement) {
+absl::Status Scheduler::Restore(const JobRequest& request, const Placement& placement, absl::Time started) {
   auto q = queues_.find(request.queue);
   if (q == queues_.end()) {
     return absl::FailedPreconditionError(
@@ -1426,6 +1554,7 @@ absl::Status Scheduler::Restore(const JobRequest& request, const Placement& plac
   job.request = request;
   job.placement = placement;
   job.running = true;
+  job.started = started;
   Apply(job, q->second, placement, +1);
   running_.insert(request.id);
   jobs_[request.id] = std::move(job);

@@ -14,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <string>
@@ -32,6 +33,7 @@ struct CycleStats {
   int considered = 0;  // jobs looked at
   int placed = 0;
   int skipped_by_cache = 0;  // skipped because an identical job already failed this cycle
+  int backfilled = 0;        // placed on slots held for a reservation, ending before it
 };
 
 class Scheduler {
@@ -143,11 +145,18 @@ class Scheduler {
   // waits to be resumed as before; `preemptor` 0 when that job is gone.
   absl::Status RestorePreempted(int64_t victim, int64_t preemptor);
 
+  // The time cycles take as now: jobs' starts, run limits and reservations (backfill).
+  void SetNow(absl::Time now) { now_ = now; }
+  // A pending job's reservation as the last cycle computed it; nullopt when it has none.
+  std::optional<ReservationView> ReservationOf(int64_t job_id) const;
+
   // Gives a running job's resources back (finished, killed, or requeued).
   absl::Status Release(int64_t job_id);
 
-  // Marks a running job as restored on restart: its resources are taken as recorded.
-  absl::Status Restore(const JobRequest& job, const Placement& placement);
+  // Marks a running job as restored on restart: its resources are taken as recorded;
+  // `started` (its run limit counts from there) for backfill.
+  absl::Status Restore(const JobRequest& job, const Placement& placement,
+                       absl::Time started = absl::InfinitePast());
 
   size_t pending() const;
   size_t running() const { return running_.size(); }
@@ -189,6 +198,20 @@ class Scheduler {
     bool lent = false;          // suspended by preemption: its slots are lent to others
     int64_t lent_to = 0;        // the preemptor it waits for
     bool being_requeued = false;  // a preemption victim being requeued
+    absl::Time started = absl::InfinitePast();
+    // When it ends at the latest (start + run limit); infinite without a run limit.
+    absl::Time Ends() const {
+      return request.run_limit > absl::ZeroDuration() && started != absl::InfinitePast() ? started + request.run_limit
+                                                                                        : absl::InfiniteFuture();
+    }
+  };
+  // A reservation during a cycle: the slots it holds on each host (host index -> slots
+  // wanted there, and held now).
+  struct Reservation {
+    int64_t job_id = 0;
+    absl::Time start;
+    std::map<size_t, int> wanted;
+    std::map<size_t, int> held;
   };
   struct Limit {
     LimitConfig config;
@@ -255,6 +278,13 @@ class Scheduler {
   // Resumes the queue's lent jobs whose slots are free again and whose preemptor started
   // or left.
   void ResumeLent(Queue& queue);
+  // Backfill: the earliest time the job fits as running jobs end (by run limit), and the
+  // hosts it would get then; records it as a reservation holding their free slots.
+  void Reserve(const Job& job, Queue& queue);
+  // Takes (+1) or gives back (-1) the free slots reservations hold.
+  void Hold(int sign);
+  // May `job` use held slots: its run limit ends before every reservation's start.
+  bool MayBackfill(const Job& job) const;
   // `job_level_done`: per-job consumables already reserved by an earlier section.
   bool PlaceSection(const Job& job, const Queue& queue, const Section& section, int slots,
                     std::set<std::string>* job_level_done, std::vector<HostAllocation>* out);
@@ -277,6 +307,9 @@ class Scheduler {
   std::vector<const Limit*> host_limits_;  // the job being placed: its limits over hosts
   std::unordered_map<int64_t, std::string> pending_reasons_;
   std::vector<Preemption> preemptions_;
+  absl::Time now_ = absl::UnixEpoch();
+  std::vector<Reservation> reservations_;  // this cycle's
+  std::unordered_map<int64_t, ReservationView> reservation_views_;  // the last cycle's
   std::vector<int64_t> resumes_;
   std::unordered_map<int64_t, std::vector<int64_t>> victims_of_;  // preemptor -> its victims
   std::map<std::pair<std::string, std::string>, size_t> pool_index_;  // (resource, scope) -> pools_ index

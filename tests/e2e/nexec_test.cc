@@ -1755,3 +1755,54 @@ TEST_CASE("preemption with real processes: a CPU job is stopped and continues, a
     std::filesystem::remove(marker);
   }
 }
+
+TEST_CASE("run limits (-W) end jobs that outlast them, and a backfill queue reserves hosts for a big job while "
+          "only jobs ending before it use them",
+          "[B5]") {
+  Cluster c("backfill", "queues:\n  - {name: normal, backfill: true}\n");
+  c.AddAgent("node1", "cpus=4,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+
+  SECTION("-W: killed at its run limit, with the reason") {
+    int64_t id = c.Submit({"-W", "2s", "--", "sleep 1000"});
+    REQUIRE(c.WaitState(id, "EXIT"));
+    json job = c.Job(id);
+    CHECK(job.value("reason", std::string()).find("run limit 2s reached") != std::string::npos);
+    auto bad = c.Cli({"submit", "-W", "soon", "--", "true"});
+    CHECK(bad.code != 0);
+    CHECK(bad.out.find("-W: expected [hours:]minutes") != std::string::npos);
+    CHECK(c.Cli({"submit", "-W", "0", "--", "true"}).code != 0);
+  }
+
+  SECTION("backfill") {
+    int64_t a = c.Submit({"-n", "2", "-W", "1:00", "--", "sleep 1000"});
+    REQUIRE(c.WaitState(a, "RUNNING"));
+    int64_t big = c.Submit({"-n", "4", "-W", "10", "--", "sleep 1000"});
+    int64_t too_long = c.Submit({"-W", "2:00", "--", "sleep 1000"});
+    int64_t no_limit = c.Submit({"--", "sleep 1000"});
+    int64_t shorter = c.Submit({"-W", "30", "--", "sleep 1000"});
+    REQUIRE(c.WaitState(shorter, "RUNNING"));
+    json reserved = c.Job(big);
+    CHECK(reserved["state"] == "PENDING");
+    CHECK(reserved.value("reserved_hosts", std::vector<std::string>{}) == std::vector<std::string>{"node1"});
+    CHECK(reserved.contains("reserved_start"));
+    CHECK(reserved.value("reason", std::string()).find("reserved node1 to start by") == 0);
+    auto text = c.Cli({"job", std::to_string(big)});
+    CHECK(text.out.find("node1, start by") != std::string::npos);
+    std::vector<std::string> history = c.Job(shorter).value("history", std::vector<std::string>{});
+    REQUIRE(history.size() == 1);
+    CHECK(history[0].find("backfilled: on slots reserved for job " + std::to_string(big)) != std::string::npos);
+    CHECK(c.Job(too_long)["state"] == "PENDING");
+    CHECK(c.Job(no_limit)["state"] == "PENDING");
+    httplib::Client http("127.0.0.1", c.metrics_port());
+    auto metrics = http.Get("/metrics");
+    REQUIRE(metrics);
+    CHECK(metrics->body.find("nexec_backfilled_jobs_total{queue=\"normal\"} 1") != std::string::npos);
+    // The jobs in the way end: the big job starts before the others.
+    REQUIRE(c.Cli({"kill", std::to_string(a)}).code == 0);
+    REQUIRE(c.Cli({"kill", std::to_string(shorter)}).code == 0);
+    REQUIRE(c.WaitState(big, "RUNNING"));
+    CHECK(c.Job(too_long)["state"] == "PENDING");
+    for (int64_t id : {big, too_long, no_limit}) c.Cli({"kill", std::to_string(id)});
+  }
+}

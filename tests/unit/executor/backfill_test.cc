@@ -1,0 +1,115 @@
+// Reservation and backfill in the executor's scheduler (SPEC B5), with a fake clock:
+// a blocked big job reserves the hosts it will get; only jobs whose run limit ends
+// before that start may use them meanwhile, so the big job is never delayed.
+
+#include <catch2/catch.hpp>
+
+#include "executor/policy/scheduler.h"
+#include "tests/unit/executor/scheduler_cycle.h"
+
+using namespace jc::nexec;
+
+namespace {
+
+const absl::Time kT0 = absl::FromUnixSeconds(1'800'000'000);
+
+Scheduler BackfillCluster(int slots) {
+  Scheduler s;
+  HostConfig h;
+  h.name = "h1";
+  h.slots = slots;
+  h.mem_mb = 65536;
+  REQUIRE(s.AddHost(h).ok());
+  QueueConfig q;
+  q.name = "normal";
+  q.backfill = true;
+  REQUIRE(s.AddQueue(q).ok());
+  return s;
+}
+
+JobRequest Limited(int64_t id, int slots, absl::Duration limit) {
+  JobRequest r = testing::MakeJob(id, "u", slots, "normal", "");
+  r.run_limit = limit;
+  return r;
+}
+
+std::set<int64_t> Ids(const std::vector<Placement>& placed) {
+  std::set<int64_t> out;
+  for (const auto& p : placed) out.insert(p.job_id);
+  return out;
+}
+
+std::set<int64_t> Ids(const std::map<int64_t, Placement>& placed) {
+  std::set<int64_t> out;
+  for (const auto& [id, p] : placed) out.insert(id);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("backfill: short jobs use a big job's reserved slots only if they end before it starts", "[B5]") {
+  Scheduler s = BackfillCluster(4);
+  s.SetNow(kT0);
+  REQUIRE(testing::RunCycle(s, {Limited(1, 2, absl::Minutes(60))}).size() == 1);  // A: ends by T0+60m
+
+  // Submitted in this order: the big job J, a 2-hour job, one without a run limit, and a
+  // 30-minute one.
+  for (const auto& j : {Limited(10, 4, absl::Hours(1)), Limited(11, 1, absl::Hours(2)),
+                        testing::MakeJob(12, "u", 1, "normal", ""), Limited(13, 1, absl::Minutes(30))}) {
+    REQUIRE(s.Submit(j).ok());
+  }
+  CycleStats stats;
+  std::vector<Placement> placed = s.Cycle(&stats);
+  CHECK(Ids(placed) == std::set<int64_t>{13});  // only the 30-minute job, backfilled
+  REQUIRE(placed.size() == 1);
+  CHECK(placed[0].backfilled_before == 10);
+  CHECK(stats.backfilled == 1);
+  auto reservation = s.ReservationOf(10);
+  REQUIRE(reservation.has_value());
+  CHECK(reservation->hosts == std::vector<std::string>{"h1"});
+  CHECK(reservation->start == kT0 + absl::Minutes(60));
+  CHECK(s.PendingReason(10) == "reserved h1 to start by 2027-01-15 09:00:00 UTC");
+  CHECK(s.free_slots("h1") == 1);  // between cycles nothing is held: each cycle reserves again
+
+  // T0+30m: the short job ended; another 20-minute one still fits before the start.
+  s.SetNow(kT0 + absl::Minutes(30));
+  REQUIRE(s.Release(13).ok());
+  CHECK(Ids(testing::RunCycle(s, {Limited(14, 1, absl::Minutes(20)), Limited(15, 1, absl::Minutes(45))})) ==
+        std::set<int64_t>{14});  // 45 minutes would end after T0+60m
+
+  // T0+60m: A and the backfilled job are over: J starts on time; the others wait.
+  s.SetNow(kT0 + absl::Minutes(60));
+  REQUIRE(s.Release(1).ok());
+  REQUIRE(s.Release(14).ok());
+  placed = s.Cycle();
+  CHECK(Ids(placed) == std::set<int64_t>{10});
+  CHECK_FALSE(s.ReservationOf(10).has_value());
+}
+
+TEST_CASE("backfill: a job in the way without a run limit makes the start unknown, and nothing backfills", "[B5]") {
+  Scheduler s = BackfillCluster(4);
+  s.SetNow(kT0);
+  REQUIRE(testing::RunCycle(s, {testing::MakeJob(1, "u", 2, "normal", "")}).size() == 1);
+  auto placed = testing::RunCycle(s, {Limited(10, 4, absl::Hours(1)), Limited(11, 1, absl::Minutes(1))});
+  CHECK(placed.empty());
+  auto reservation = s.ReservationOf(10);
+  REQUIRE(reservation.has_value());
+  CHECK(reservation->start == absl::InfiniteFuture());
+  CHECK(s.PendingReason(10) == "reserved h1 (start unknown: a job there has no run limit)");
+}
+
+TEST_CASE("without backfill a queue behaves as before: later jobs take free slots and nothing is reserved", "[B5]") {
+  Scheduler s;
+  HostConfig h;
+  h.name = "h1";
+  h.slots = 4;
+  REQUIRE(s.AddHost(h).ok());
+  QueueConfig q;
+  q.name = "normal";
+  REQUIRE(s.AddQueue(q).ok());
+  s.SetNow(kT0);
+  REQUIRE(testing::RunCycle(s, {Limited(1, 2, absl::Minutes(60))}).size() == 1);
+  auto placed = testing::RunCycle(s, {Limited(10, 4, absl::Hours(1)), testing::MakeJob(11, "u", 2, "normal", "")});
+  CHECK(Ids(placed) == std::set<int64_t>{11});
+  CHECK_FALSE(s.ReservationOf(10).has_value());
+}
