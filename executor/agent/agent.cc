@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <utility>
 
@@ -210,9 +212,57 @@ std::string Agent::TaskFile(const std::string& key) const {
   return (std::filesystem::path(options_.state_dir) / "tasks" / key).string();
 }
 
+namespace {
+
+// The processes whose environment names one of `keys` (NEXEC_TASK_KEY, which every task
+// and its children inherit), by key. For tasks a previous agent started but died before
+// recording their process group: their user code may already run.
+std::map<std::string, std::vector<pid_t>> ProcessesOfTasks(const std::set<std::string>& keys) {
+  std::map<std::string, std::vector<pid_t>> out;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    pid_t pid = 0;
+    if (!absl::SimpleAtoi(entry.path().filename().string(), &pid) || pid <= 1 || pid == getpid()) continue;
+    std::ifstream in(entry.path() / "environ", std::ios::binary);
+    std::string var;
+    while (std::getline(in, var, '\0')) {
+      if (var.rfind("NEXEC_TASK_KEY=", 0) != 0) continue;
+      std::string key = var.substr(15);
+      if (keys.count(key)) out[key].push_back(pid);
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 int Agent::KillPredecessorTasks() {
   int killed = 0;
   std::error_code ec;
+  // A task file still saying "0 0": its process was perhaps started, its group not yet
+  // recorded when the agent died. Found by its environment instead.
+  std::set<std::string> unrecorded;
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(options_.state_dir) / "tasks", ec)) {
+    std::ifstream in(entry.path());
+    pid_t pgid = 0;
+    in >> pgid;
+    if (pgid == 0) unrecorded.insert(entry.path().filename().string());
+  }
+  if (!unrecorded.empty()) {
+    for (const auto& [key, pids] : ProcessesOfTasks(unrecorded)) {
+      for (pid_t pid : pids) {
+        const pid_t group = getpgid(pid);
+        // Its own group (a task leads one); never the agent's.
+        const bool own_group = group > 1 && group != getpgrp();
+        if ((own_group ? killpg(group, SIGKILL) : kill(pid, SIGKILL)) == 0) {
+          ++killed;
+          spdlog::info("nexec agent: killed process {} of task {}, left by a previous agent before it recorded it",
+                       pid, key);
+        }
+      }
+    }
+  }
   for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(options_.state_dir) / "tasks", ec)) {
     std::ifstream in(entry.path());
     pid_t pgid = 0;

@@ -74,10 +74,22 @@ double FairshareTree::Priority(int node, const std::vector<double>& usage, const
 std::vector<int64_t> FairshareTree::Order(const std::vector<PendingJob>& pending,
                                           const std::map<std::string, int>& running_slots) {
   // Per leaf: its users' jobs in FCFS order; per node: jobs waiting in its subtree.
-  std::map<int, std::vector<const PendingJob*>> queue_of_leaf;
-  for (const PendingJob& j : pending) queue_of_leaf[LeafFor(j.user)].push_back(&j);
+  // Users come in runs (one user's jobs together, or few users): their leaf is looked up
+  // once per run, not once per job.
+  std::vector<int> leaf_of_job(pending.size());
+  const std::string* last_user = nullptr;
+  int last_leaf = -1;
+  for (size_t k = 0; k < pending.size(); ++k) {
+    if (last_user == nullptr || *last_user != pending[k].user) {
+      last_user = &pending[k].user;
+      last_leaf = LeafFor(pending[k].user);
+    }
+    leaf_of_job[k] = last_leaf;
+  }
   for (const auto& [user, n] : running_slots) LeafFor(user);
   const size_t n = nodes_.size();
+  std::vector<std::vector<const PendingJob*>> queue_of_leaf(n);
+  for (size_t k = 0; k < pending.size(); ++k) queue_of_leaf[leaf_of_job[k]].push_back(&pending[k]);
   std::vector<double> usage(n, 0), running(n, 0);
   std::vector<int> waiting(n, 0);
   auto up = [&](int leaf, const std::function<void(int)>& f) {
@@ -90,10 +102,11 @@ std::vector<int64_t> FairshareTree::Order(const std::vector<PendingJob>& pending
   for (const auto& [user, slots] : running_slots) {
     up(leaf_of_user_.at(user), [&, amount = slots](int i) { running[i] += amount; });
   }
-  for (const auto& [leaf, jobs] : queue_of_leaf) {
-    up(leaf, [&, count = static_cast<int>(jobs.size())](int i) { waiting[i] += count; });
+  for (size_t leaf = 0; leaf < n; ++leaf) {
+    if (queue_of_leaf[leaf].empty()) continue;
+    up(static_cast<int>(leaf), [&, count = static_cast<int>(queue_of_leaf[leaf].size())](int i) { waiting[i] += count; });
   }
-  std::map<int, size_t> next_of_leaf;
+  std::vector<size_t> next_of_leaf(n, 0);
   std::vector<int64_t> order;
   order.reserve(pending.size());
   // Per node, its children with work waiting, highest priority first (ties: configuration

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -93,7 +94,7 @@ class FairshareTree {
 
   FairshareConfig config_;
   std::vector<Node> nodes_;  // [0] is the root
-  std::map<std::string, int> leaf_of_user_;
+  std::unordered_map<std::string, int> leaf_of_user_;
   int default_node_ = -1;
   std::map<std::string, double> usage_;  // decayed slot-hours by user
 };

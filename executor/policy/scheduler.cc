@@ -1214,7 +1214,9 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
         // next cycle, which sees what this one freed.
         if (preemptive && TryPreempt(job, *queue)) {
           failed_shapes[job.shape] = "";
-        } else if (queue->config.backfill && !reserved_in_queue) {
+        } else if (queue->config.backfill && !reserved_in_queue && failed_shapes[job.shape].empty()) {
+          // Only a job waiting for resources reserves; one a limit holds would hold hosts
+          // it may not use.
           Reserve(job, *queue);
           reserved_in_queue = true;
         }
@@ -1399,12 +1401,16 @@ bool Scheduler::TryPreempt(const Job& job, Queue& queue) {
   // for any one job, and keep a cycle on a large cluster short.
   constexpr size_t kMaxCandidates = 256;
   // The lowest queue first, and in it the youngest job: the least work lost (LSF's order).
-  std::sort(candidates.begin(), candidates.end(), [&](const Job* a, const Job* b) {
+  auto first = [&](const Job* a, const Job* b) {
     const int pa = queues_.at(a->request.queue).config.priority, pb = queues_.at(b->request.queue).config.priority;
     if (pa != pb) return pa < pb;
     return a->request.id > b->request.id;
-  });
-  if (candidates.size() > kMaxCandidates) candidates.resize(kMaxCandidates);
+  };
+  if (candidates.size() > kMaxCandidates) {
+    std::nth_element(candidates.begin(), candidates.begin() + kMaxCandidates, candidates.end(), first);
+    candidates.resize(kMaxCandidates);
+  }
+  std::sort(candidates.begin(), candidates.end(), first);
   auto fits = [&] {
     Placement p;
     if (!TryPlace(job, queue, &p)) return false;

@@ -6,7 +6,7 @@
 // places what fits; then a tenth of the running jobs end and the next cycle runs.
 // Prints decisions per second, the time of a full cycle and the process's memory.
 // Asserts nothing.
-//   build/tests/bench/nexec_policy_bench [hosts=8000] [jobs=1000000] [cycles=6]
+//   build/tests/bench/nexec_policy_bench [hosts=8000] [jobs=1000000] [cycles=6] [urgent=1000]
 
 #include <sys/resource.h>
 
@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   const int hosts = argc > 1 ? std::atoi(argv[1]) : 8000;
   const int jobs = argc > 2 ? std::atoi(argv[2]) : 1000000;
   const int max_cycles = argc > 3 ? std::atoi(argv[3]) : 6;
+  const int urgent_jobs = argc > 4 ? std::atoi(argv[4]) : 1000;
   const int departments = 50, users_per_department = 100;
   const absl::Time t0 = absl::FromUnixSeconds(1'800'000'000);
 
@@ -122,11 +123,12 @@ int main(int argc, char** argv) {
   const double cpu_start = CpuSeconds();
   for (int cycle = 1; cycle <= max_cycles && s.pending() > 0; ++cycle) {
     if (cycle == 3) {
-      // The cluster is full: urgent work arrives and preempts.
-      for (int k = 0; k < 1000; ++k) {
+      // The cluster is full: more urgent work arrives than the slots that free up, and
+      // preempts for the rest.
+      for (int k = 0; k < urgent_jobs; ++k) {
         JobRequest r;
         r.id = next_id++;
-        r.user = "user" + std::to_string(k % 50);
+        r.user = "oncall" + std::to_string(k % 50);  // holding nothing yet: no limit stops them
         r.queue = "urgent";
         r.slots = 1;
         Must(s.Submit(r));

@@ -1806,3 +1806,36 @@ TEST_CASE("run limits (-W) end jobs that outlast them, and a backfill queue rese
     for (int64_t id : {big, too_long, no_limit}) c.Cli({"kill", std::to_string(id)});
   }
 }
+
+TEST_CASE("an agent ends the processes of a task its predecessor started but died before recording, and no other",
+          "[B11][C7]") {
+  Cluster c("unrecorded");
+  // What an agent leaves when it dies between starting a task and recording its process
+  // group: the task's mark without a group, and the task's processes running.
+  const std::string tasks = c.path("node1-state") + "/tasks";
+  std::filesystem::create_directories(tasks);
+  std::ofstream(tasks + "/77.0.0") << "0 0\n";
+  auto start = [&](const std::string& key, const std::string& pid_file) {
+    return std::make_unique<Process>(
+        std::vector<std::string>{"/usr/bin/env", "NEXEC_TASK_KEY=" + key, "setsid", "sh", "-c",
+                                 "echo $$ > " + pid_file + "; sleep 300 & sleep 300"},
+        c.path(key + ".log"));
+  };
+  auto orphan = start("77.0.0", c.path("orphan.pid"));
+  auto other = start("88.0.0", c.path("other.pid"));  // not a task of this host's predecessor
+  REQUIRE(WaitUntil([&] { return !ReadFile(c.path("orphan.pid")).empty() && !ReadFile(c.path("other.pid")).empty(); }));
+  const int orphan_pid = std::stoi(ReadFile(c.path("orphan.pid")));
+  const int other_pid = std::stoi(ReadFile(c.path("other.pid")));
+  struct KillLeftovers {
+    int a, b;
+    ~KillLeftovers() {
+      kill(-a, SIGKILL);
+      kill(-b, SIGKILL);
+    }
+  } cleanup{orphan_pid, other_pid};
+  c.AddAgent("node1", "cpus=2,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  CHECK(WaitUntil([&] { return Gone(orphan_pid); }));
+  CHECK(kill(other_pid, 0) == 0);
+  CHECK(ProcState(other_pid) != 'Z');
+}
