@@ -1212,7 +1212,8 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
         failed_shapes[job.shape] = reason == pending_reasons_.end() ? "" : reason->second;
         // One preemption per shape and cycle: the next job of the shape waits for the
         // next cycle, which sees what this one freed.
-        if (preemptive && TryPreempt(job, *queue)) {
+        // Preempting frees resources; a job a limit holds would not start anyway.
+        if (preemptive && failed_shapes[job.shape].empty() && TryPreempt(job, *queue)) {
           failed_shapes[job.shape] = "";
         } else if (queue->config.backfill && !reserved_in_queue && failed_shapes[job.shape].empty()) {
           // Only a job waiting for resources reserves; one a limit holds would hold hosts
@@ -1386,31 +1387,37 @@ bool Scheduler::TryPreempt(const Job& job, Queue& queue) {
     }
     victims_of_.erase(w);
   }
-  const std::set<std::string> preemptable(queue.config.preempt.begin(), queue.config.preempt.end());
-  std::vector<Job*> candidates;
+  // The queues it may preempt, with their priority and max_preemptions, looked up once.
+  std::map<std::string, const QueueConfig*> preemptable;
+  for (const std::string& name : queue.config.preempt) {
+    auto q = queues_.find(name);
+    if (q != queues_.end() && q->second.config.priority < queue.config.priority) preemptable[name] = &q->second.config;
+  }
+  std::vector<std::pair<int, Job*>> ranked;  // (queue priority, job)
   for (int64_t rid : running_) {
     Job& v = jobs_.at(rid);
-    if (v.suspended || v.lent || v.being_requeued || !preemptable.count(v.request.queue)) continue;
-    const QueueConfig& vq = queues_.at(v.request.queue).config;
-    if (vq.priority >= queue.config.priority) continue;
-    if (vq.max_preemptions > 0 && v.request.preemptions >= vq.max_preemptions) continue;
-    candidates.push_back(&v);
+    if (v.suspended || v.lent || v.being_requeued) continue;
+    auto vq = preemptable.find(v.request.queue);
+    if (vq == preemptable.end()) continue;
+    if (vq->second->max_preemptions > 0 && v.request.preemptions >= vq->second->max_preemptions) continue;
+    ranked.emplace_back(vq->second->priority, &v);
   }
-  if (candidates.empty()) return false;
+  if (ranked.empty()) return false;
   // Each candidate tried costs a placement attempt: a few hundred are enough to find room
   // for any one job, and keep a cycle on a large cluster short.
   constexpr size_t kMaxCandidates = 256;
   // The lowest queue first, and in it the youngest job: the least work lost (LSF's order).
-  auto first = [&](const Job* a, const Job* b) {
-    const int pa = queues_.at(a->request.queue).config.priority, pb = queues_.at(b->request.queue).config.priority;
-    if (pa != pb) return pa < pb;
-    return a->request.id > b->request.id;
+  auto first = [](const std::pair<int, Job*>& a, const std::pair<int, Job*>& b) {
+    if (a.first != b.first) return a.first < b.first;
+    return a.second->request.id > b.second->request.id;
   };
-  if (candidates.size() > kMaxCandidates) {
-    std::nth_element(candidates.begin(), candidates.begin() + kMaxCandidates, candidates.end(), first);
-    candidates.resize(kMaxCandidates);
+  if (ranked.size() > kMaxCandidates) {
+    std::nth_element(ranked.begin(), ranked.begin() + kMaxCandidates, ranked.end(), first);
+    ranked.resize(kMaxCandidates);
   }
-  std::sort(candidates.begin(), candidates.end(), first);
+  std::sort(ranked.begin(), ranked.end(), first);
+  std::vector<Job*> candidates;
+  for (const auto& [priority, v] : ranked) candidates.push_back(v);
   auto fits = [&] {
     Placement p;
     if (!TryPlace(job, queue, &p)) return false;
@@ -1458,6 +1465,22 @@ bool Scheduler::TryPreempt(const Job& job, Queue& queue) {
     ids.push_back(v->request.id);
   }
   pending_reasons_[id] = absl::StrCat("preempting job", ids.size() > 1 ? "s " : " ", absl::StrJoin(ids, ", "));
+  // The lent slots are the preemptor's: held from every other job for the rest of this
+  // cycle (a reservation starting now, so nothing backfills it); the next cycle starts
+  // the preemptor on them before any lower queue.
+  Reservation held;
+  held.job_id = id;
+  held.start = now_;
+  for (Job* v : needed) {
+    if (!v->lent) continue;
+    for (const auto& section : v->placement.sections) {
+      for (const HostAllocation& a : section) held.wanted[host_index_.at(a.host)] += a.slots;
+    }
+  }
+  if (!held.wanted.empty()) {
+    reservations_.push_back(std::move(held));
+    Hold(+1);
+  }
   return true;
 }
 
