@@ -1171,10 +1171,14 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
     bool reserved_in_queue = false;  // one reservation per queue and cycle (EASY backfill)
     std::unordered_set<int64_t> dispatched;
     for (int64_t id : DispatchOrder(*queue)) {
-      if (!preemptive && reservations_.empty() && (pack_index_.empty() || std::get<0>(*pack_index_.rbegin()) <= 0)) {
-        break;  // cluster full (held slots may still take a backfill job)
-      }
       Job& job = jobs_.at(id);
+      const bool full = pack_index_.empty() || std::get<0>(*pack_index_.rbegin()) <= 0;
+      if (full && !preemptive) {
+        // Cluster full: only slots reservations hold can still take a job, and only one
+        // that backfills (slots are not freed within a cycle).
+        if (held_slots_ == 0) break;
+        if (!MayBackfill(job)) continue;
+      }
       ++st.considered;
       if (auto failed = failed_shapes.find(job.shape); failed != failed_shapes.end()) {
         ++st.skipped_by_cache;
@@ -1260,6 +1264,7 @@ void Scheduler::Hold(int sign) {
       Reindex(i, false);
       h.used_slots += change;
       held += change;
+      held_slots_ += change;
       Reindex(i, true);
     }
   }

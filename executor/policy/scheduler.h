@@ -309,6 +309,7 @@ class Scheduler {
   std::vector<Preemption> preemptions_;
   absl::Time now_ = absl::UnixEpoch();
   std::vector<Reservation> reservations_;  // this cycle's
+  int held_slots_ = 0;                     // slots they hold now
   std::unordered_map<int64_t, ReservationView> reservation_views_;  // the last cycle's
   std::vector<int64_t> resumes_;
   std::unordered_map<int64_t, std::vector<int64_t>> victims_of_;  // preemptor -> its victims
