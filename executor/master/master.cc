@@ -555,6 +555,12 @@ absl::StatusOr<int> Master::ScheduleOnce() {
   return static_cast<int>(launches.size());
 }
 
+void Master::LogInconsistency(int64_t job_id, const char* what, const absl::Status& status) {
+  // No write is involved: the job's record is the truth and goes on; the scheduler's model
+  // disagreeing with it is a defect to see in the log, not a state to act on.
+  if (!status.ok()) spdlog::error("job {}: the scheduler refused to {} it: {}", job_id, what, status.ToString());
+}
+
 const QueueConfig* Master::QueueConfigOf(const std::string& name) const {
   for (const QueueConfig& q : config_.queues) {
     if (q.name == name) return &q;
@@ -692,10 +698,10 @@ void Master::OnLaunched(const pb::LaunchRequest& req, const absl::StatusOr<int>&
 void Master::FinishLocked(JobRecord& rec, pb::JobState state, int exit_code,
                           const std::string& reason, std::vector<pb::Job>* changed) {
   if (rec.job.state() == pb::PENDING) {
-    scheduler_.Cancel(rec.job.id()).IgnoreError();
+    LogInconsistency(rec.job.id(), "cancel", scheduler_.Cancel(rec.job.id()));
   } else {
     scheduler_.AdvanceFairshare(clock_->Now());
-    scheduler_.Release(rec.job.id()).IgnoreError();
+    LogInconsistency(rec.job.id(), "release", scheduler_.Release(rec.job.id()));
   }
   active_.erase(rec.job.id());
   rec.job.set_state(state);
@@ -710,7 +716,7 @@ void Master::RequeueLocked(JobRecord& rec, const std::string& reason,
                            std::vector<pb::Job>* changed) {
   if (rec.job.state() != pb::PENDING) {
     scheduler_.AdvanceFairshare(clock_->Now());
-    scheduler_.Release(rec.job.id()).IgnoreError();
+    LogInconsistency(rec.job.id(), "release", scheduler_.Release(rec.job.id()));
   }
   active_.erase(rec.job.id());
   rec.job.set_state(pb::PENDING);

@@ -172,6 +172,8 @@ class Master {
   // Carries out what a cycle decided to preempt (suspend, or SIGTERM then requeue) and
   // resumes preempted jobs whose slots are free again. Must not be called holding mu_.
   const QueueConfig* QueueConfigOf(const std::string& name) const;  // caller holds mu_
+  // A scheduler call that can fail only when its model and the records disagree: logged.
+  static void LogInconsistency(int64_t job_id, const char* what, const absl::Status& status);
   void CarryOutPreemptions(const std::vector<Preemption>& preemptions, const std::vector<int64_t>& resumes);
   // Suspend and resume, by a user (`system_reason` empty) or by the system.
   absl::StatusOr<pb::Job> SuspendJob(int64_t id, const std::string& system_reason);

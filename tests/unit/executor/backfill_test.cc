@@ -14,17 +14,10 @@ namespace {
 const absl::Time kT0 = absl::FromUnixSeconds(1'800'000'000);
 
 Scheduler BackfillCluster(int slots) {
-  Scheduler s;
-  HostConfig h;
-  h.name = "h1";
-  h.slots = slots;
-  h.mem_mb = 65536;
-  REQUIRE(s.AddHost(h).ok());
   QueueConfig q;
   q.name = "normal";
   q.backfill = true;
-  REQUIRE(s.AddQueue(q).ok());
-  return s;
+  return testing::OneHost(slots, q);
 }
 
 JobRequest Limited(int64_t id, int slots, absl::Duration limit) {

@@ -12,19 +12,13 @@ namespace {
 const absl::Time kStart = absl::FromUnixSeconds(1'800'000'000);
 
 Scheduler Cluster(int slots, std::vector<ShareNode> tree) {
-  Scheduler s;
-  HostConfig h;
-  h.name = "h1";
-  h.slots = slots;
-  h.mem_mb = 65536;
-  REQUIRE(s.AddHost(h).ok());
   QueueConfig q;
   q.name = "normal";
   FairshareConfig f;
   f.tree = std::move(tree);
   f.half_life = absl::Hours(5);
   q.fairshare = f;
-  REQUIRE(s.AddQueue(q).ok());
+  Scheduler s = testing::OneHost(slots, q);
   s.AdvanceFairshare(kStart);
   return s;
 }

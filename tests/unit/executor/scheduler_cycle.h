@@ -26,6 +26,18 @@ inline JobRequest MakeJob(int64_t id, const std::string& user, int slots, const 
   return r;
 }
 
+// A scheduler with one host h1 (`slots`, 64 GB) and the queue `queue`.
+inline Scheduler OneHost(int slots, const QueueConfig& queue) {
+  Scheduler s;
+  HostConfig h;
+  h.name = "h1";
+  h.slots = slots;
+  h.mem_mb = 65536;
+  REQUIRE(s.AddHost(h).ok());
+  REQUIRE(s.AddQueue(queue).ok());
+  return s;
+}
+
 // Submits `jobs`, runs one cycle, answers the placements by job id.
 inline std::map<int64_t, Placement> RunCycle(Scheduler& s, const std::vector<JobRequest>& jobs) {
   for (const auto& j : jobs) REQUIRE(s.Submit(j).ok());
