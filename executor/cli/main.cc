@@ -483,6 +483,21 @@ int main(int argc, char** argv) {
                         q.balance(), window});
       }
       Table(rows);
+      // Capacity queues: each virtual cluster's guarantee, max and holding.
+      std::vector<std::vector<std::string>> clusters{
+          {"QUEUE", "CLUSTER", "RESOURCE", "GUARANTEE", "MAX", "HELD", "USER_LIMIT", "PEND", "RUN"}};
+      for (const auto& q : resp.queues()) {
+        for (const auto& vc : q.clusters()) {
+          clusters.push_back({q.name(), vc.name(), vc.resource(), absl::StrCat(vc.guarantee()),
+                              vc.max() > 0 ? absl::StrCat(vc.max()) : "-", absl::StrCat(vc.held()),
+                              vc.user_limit() > 0 ? absl::StrCat(vc.user_limit()) : "-",
+                              std::to_string(vc.pending_jobs()), std::to_string(vc.running_jobs())});
+        }
+      }
+      if (clusters.size() > 1) {
+        std::cout << "\n";
+        Table(clusters);
+      }
     }
     return 0;
   }

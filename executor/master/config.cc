@@ -160,6 +160,63 @@ bool IsUser(const std::string& name) {
   return getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &out) == 0 && out != nullptr;
 }
 
+// A capacity queue's virtual clusters: each names a user group, a user or `default`; no
+// user in two; guarantees and maxima not negative, a max not under its guarantee.
+absl::StatusOr<CapacityConfig> ReadCapacity(const YAML::Node& node, const std::string& where,
+                                            const std::map<std::string, std::vector<std::string>>& groups) {
+  if (!node.IsMap()) return Bad(where, "must be {resource: slots|gpu, user_limit_factor: 1, clusters: [...]}");
+  JC_RETURN_IF_ERROR(CheckKeys(node, where, {"resource", "user_limit_factor", "clusters"}));
+  CapacityConfig c;
+  std::string resource = "slots";
+  JC_RETURN_IF_ERROR(Read(node, "resource", where, &resource));
+  if (resource == "gpu") {
+    c.resource = CapacityResource::kGpus;
+  } else if (resource != "slots") {
+    return Bad(where + ".resource", absl::StrCat("expected slots or gpu, got \"", resource, "\""));
+  }
+  JC_RETURN_IF_ERROR(Read(node, "user_limit_factor", where, &c.user_limit_factor));
+  if (c.user_limit_factor < 0) return Bad(where + ".user_limit_factor", "must not be negative (0: no limit)");
+  const YAML::Node list = node["clusters"];
+  if (!list || !list.IsSequence() || list.size() == 0) {
+    return Bad(where + ".clusters", "needs a list of {name, guarantee, max}");
+  }
+  std::map<std::string, std::string> cluster_of_user;  // user -> the cluster naming them
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string at = absl::StrCat(where, ".clusters[", i, "]");
+    if (!list[i].IsMap()) return Bad(at, "must be {name, guarantee, max}");
+    JC_RETURN_IF_ERROR(CheckKeys(list[i], at, {"name", "guarantee", "max"}));
+    VirtualClusterConfig vc;
+    JC_RETURN_IF_ERROR(Read(list[i], "name", at, &vc.name));
+    JC_RETURN_IF_ERROR(Read(list[i], "guarantee", at, &vc.guarantee));
+    JC_RETURN_IF_ERROR(Read(list[i], "max", at, &vc.max));
+    if (vc.name.empty()) return Bad(at, "needs a name: a user group, a user or default");
+    if (vc.guarantee < 0) return Bad(at + ".guarantee", "must not be negative");
+    if (vc.max < 0) return Bad(at + ".max", "must not be negative (0: no cap)");
+    if (vc.max > 0 && vc.max < vc.guarantee) {
+      return Bad(at + ".max", absl::StrCat(vc.max, " is below the guarantee ", vc.guarantee));
+    }
+    for (const auto& other : c.clusters) {
+      if (other.name == vc.name) return Bad(at, absl::StrCat("\"", vc.name, "\" twice"));
+    }
+    std::vector<std::string> members;
+    if (auto g = groups.find(vc.name); g != groups.end()) {
+      members = g->second;
+    } else if (vc.name != "default") {
+      if (!IsUser(vc.name)) return Bad(at, absl::StrCat("\"", vc.name, "\" is neither a user group nor a user"));
+      members = {vc.name};
+    }
+    for (const std::string& user : members) {
+      auto [it, fresh] = cluster_of_user.emplace(user, vc.name);
+      if (!fresh) {
+        return Bad(at, absl::StrCat("user ", user, " is already in virtual cluster ", it->second,
+                                    ": a user belongs to one"));
+      }
+    }
+    c.clusters.push_back(std::move(vc));
+  }
+  return c;
+}
+
 absl::StatusOr<LimitConfig> ParseLimit(const YAML::Node& node, std::string where,
                                        const std::set<std::string>& queues,
                                        const std::map<std::string, std::vector<std::string>>& groups) {
@@ -306,7 +363,7 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
                                     "interactive", "rerun_on_host_failure", "pre_exec", "post_exec",
                                     "pre_exec_timeout", "pre_exec_retries", "cpu_binding", "job_controls",
                                     "run_window", "load_thresholds", "threshold_action", "fairshare", "drf", "preempt", "max_preemptions",
-                                    "preempt_grace", "backfill"}));
+                                    "preempt_grace", "backfill", "capacity"}));
       QueueConfig q;
       std::string balance = "pack";
       JC_RETURN_IF_ERROR(Read(list[i], "name", where, &q.name));
@@ -355,6 +412,12 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
       }
       if (q.drf != DrfBy::kOff && (q.fairshare || q.user_round_robin)) {
         return Bad(where + ".drf", "orders the queue by itself: not with fairshare or round_robin");
+      }
+      if (const YAML::Node capacity = list[i]["capacity"]) {
+        JC_ASSIGN_OR_RETURN(q.capacity, ReadCapacity(capacity, where + ".capacity", c.user_groups));
+        if (q.drf != DrfBy::kOff || q.user_round_robin) {
+          return Bad(where + ".capacity", "orders the queue by its clusters: not with drf or round_robin");
+        }
       }
       if (const YAML::Node preempt = list[i]["preempt"]) {
         JC_ASSIGN_OR_RETURN(std::string names, NamesText(preempt, where + ".preempt"));

@@ -1539,6 +1539,20 @@ std::vector<pb::Host> Master::ListHosts() {
   return out;
 }
 
+void Master::AddClustersLocked(const QueueConfig& q, pb::Queue* out) {
+  for (const auto& r : scheduler_.CapacityReport(q.name)) {
+    pb::VirtualCluster* vc = out->add_clusters();
+    vc->set_name(r.config.name);
+    vc->set_resource(CapacityResourceName(q.capacity->resource));
+    vc->set_guarantee(r.config.guarantee);
+    vc->set_max(r.config.max);
+    vc->set_held(r.held);
+    vc->set_pending_jobs(r.pending_jobs);
+    vc->set_running_jobs(r.running_jobs);
+    if (q.capacity->user_limit_factor > 0) vc->set_user_limit(q.capacity->user_limit_factor * r.config.guarantee);
+  }
+}
+
 std::vector<pb::Queue> Master::ListQueues() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<pb::Queue> out;
@@ -1553,6 +1567,7 @@ std::vector<pb::Queue> Master::ListQueues() {
     o.set_open(scheduler_.QueueOpen(q.name));
     absl::Time change = q.run_window.NextChange(clock_->Now(), options_.time_zone);
     if (change != absl::InfiniteFuture()) *o.mutable_window_changes_at() = ToTimestamp(change);
+    AddClustersLocked(q, &o);
     for (const auto& [id, rec] : jobs_) {
       if (rec.request.queue != q.name) continue;
       if (rec.job.state() == pb::PENDING) o.set_pending_jobs(o.pending_jobs() + 1);
@@ -1662,6 +1677,14 @@ void Master::UpdateMetrics() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!metrics_) return;
   metrics_->UpdateShares(shares);
+  std::vector<pb::Queue> capacity;  // capacity queues' clusters only: no walk over all jobs
+  for (const auto& q : config_.queues) {
+    if (!q.capacity) continue;
+    pb::Queue& o = capacity.emplace_back();
+    o.set_name(q.name);
+    AddClustersLocked(q, &o);
+  }
+  metrics_->UpdateCapacity(capacity);
   std::vector<pb::Job> active;
   for (int64_t id : active_) active.push_back(jobs_.at(id).job);
   std::map<std::pair<std::string, std::string>, int> by_state;

@@ -217,6 +217,8 @@ class Master {
   void DrainLaunches(const std::string& address);
   void OnLaunched(const pb::LaunchRequest& req, const absl::StatusOr<int>& pid);
   void UpdateMetrics();
+  // A capacity queue's virtual clusters as `nexec queues` and /metrics show them. Caller holds mu_.
+  void AddClustersLocked(const QueueConfig& queue, pb::Queue* out);
   void Loop();
   // Applies one sensor record to the scheduler's hosts (its locale, else `reporter`, else
   // every host); true when a value changed. Caller holds mu_.

@@ -51,6 +51,18 @@ MasterMetrics::MasterMetrics(prometheus::Registry& r)
                           .Name("nexec_fairshare_priority")
                           .Help("A fair-share tree node's dynamic priority: shares / (1 + usage + running)")
                           .Register(r)),
+      capacity_guarantee_(prometheus::BuildGauge()
+                              .Name("nexec_capacity_guarantee")
+                              .Help("A virtual cluster's guaranteed capacity in its queue's resource (B5)")
+                              .Register(r)),
+      capacity_max_(prometheus::BuildGauge()
+                        .Name("nexec_capacity_max")
+                        .Help("The most a virtual cluster may hold, guarantee plus bonus (absent: no cap)")
+                        .Register(r)),
+      capacity_held_(prometheus::BuildGauge()
+                         .Name("nexec_capacity_held")
+                         .Help("What a virtual cluster's running jobs hold of its queue's resource")
+                         .Register(r)),
       cycle_seconds_(prometheus::BuildHistogram()
                          .Name("nexec_scheduling_cycle_seconds")
                          .Help("Duration of a scheduling cycle")
@@ -126,6 +138,28 @@ void MasterMetrics::UpdateShares(const std::vector<pb::ShareNode>& nodes) {
     }
   }
   share_labels_ = std::move(seen);
+}
+
+void MasterMetrics::UpdateCapacity(const std::vector<pb::Queue>& queues) {
+  std::set<std::map<std::string, std::string>> seen;
+  for (const auto& q : queues) {
+    for (const auto& vc : q.clusters()) {
+      std::map<std::string, std::string> labels{{"queue", q.name()}, {"cluster", vc.name()}, {"resource", vc.resource()}};
+      capacity_guarantee_.Add(labels).Set(vc.guarantee());
+      if (vc.max() > 0) {
+        capacity_max_.Add(labels).Set(vc.max());
+      } else {
+        capacity_max_.Remove(&capacity_max_.Add(labels));
+      }
+      capacity_held_.Add(labels).Set(vc.held());
+      seen.insert(std::move(labels));
+    }
+  }
+  for (const auto& labels : capacity_labels_) {
+    if (seen.count(labels)) continue;
+    for (auto* family : {&capacity_guarantee_, &capacity_max_, &capacity_held_}) family->Remove(&family->Add(labels));
+  }
+  capacity_labels_ = std::move(seen);
 }
 
 void MasterMetrics::ObserveCycle(double seconds, int decisions) {

@@ -37,6 +37,9 @@ class MasterMetrics {
   // Fair share (B5): per queue and tree node, nexec_fairshare_{share,usage_slot_hours,
   // running_slots,priority}.
   void UpdateShares(const std::vector<::nexec::v1::ShareNode>& nodes);
+  // Capacity queues (B5): per queue and virtual cluster, nexec_capacity_{guarantee,max,held}
+  // in the queue's resource (label resource).
+  void UpdateCapacity(const std::vector<::nexec::v1::Queue>& queues);
 
  private:
   prometheus::Family<prometheus::Gauge>& hosts_;
@@ -61,6 +64,10 @@ class MasterMetrics {
   prometheus::Family<prometheus::Gauge>& share_running_;
   prometheus::Family<prometheus::Gauge>& share_priority_;
   std::set<std::map<std::string, std::string>> share_labels_;
+  prometheus::Family<prometheus::Gauge>& capacity_guarantee_;
+  prometheus::Family<prometheus::Gauge>& capacity_max_;
+  prometheus::Family<prometheus::Gauge>& capacity_held_;
+  std::set<std::map<std::string, std::string>> capacity_labels_;
   prometheus::Histogram& cycle_seconds_;
   prometheus::Counter& decisions_;
   prometheus::Family<prometheus::Counter>& preemptions_;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/policy/capacity.h"
 #include "executor/policy/drf.h"
 #include "executor/policy/fairshare.h"
 #include "executor/policy/time_window.h"
@@ -101,6 +102,11 @@ struct QueueConfig {
   // limits); those hosts' free slots are held for it, except for jobs with a run limit
   // that ends before the reserved start (backfill).
   bool backfill = false;
+  // Capacity scheduling (the course's virtual clusters): the queue's users in groups, each
+  // with a guarantee it may always have and bonus capacity up to its max; a group under
+  // its guarantee reclaims what others borrowed of it by preemption (as above: CPU jobs
+  // suspended, GPU jobs requeued). Absent: no groups.
+  std::optional<CapacityConfig> capacity;
 };
 
 // What a job asks of the scheduler.

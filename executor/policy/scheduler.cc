@@ -139,6 +139,7 @@ absl::Status Scheduler::AddQueue(const QueueConfig& config) {
     queue.preference[host] = level;
   }
   if (config.fairshare) queue.fairshare = std::make_shared<FairshareTree>(*config.fairshare);
+  if (config.capacity) queue.capacity_held.assign(config.capacity->clusters.size(), 0);
   queues_[config.name] = std::move(queue);
   return absl::OkStatus();
 }
@@ -165,6 +166,8 @@ absl::Status Scheduler::UpdateQueue(const QueueConfig& config) {
     it->second.fairshare = std::make_shared<FairshareTree>(*config.fairshare);
     if (before) it->second.fairshare->set_usage(before->usage());
   }
+  // Clusters may have changed: every job's cluster and what each holds, counted again.
+  if (config.capacity || !it->second.capacity_held.empty()) RecountCapacity(it->second);
   return absl::OkStatus();
 }
 
@@ -282,6 +285,9 @@ absl::Status Scheduler::SetHostType(const std::string& name, const std::string& 
 
 void Scheduler::DefineUserGroup(const std::string& group, std::vector<std::string> members) {
   user_groups_[group] = std::move(members);
+  for (auto& [name, queue] : queues_) {
+    if (queue.config.capacity) RecountCapacity(queue);  // clusters are named by groups
+  }
 }
 
 bool Scheduler::UserAllowed(const QueueConfig& queue, const std::string& user) const {
@@ -638,6 +644,7 @@ absl::Status Scheduler::Submit(JobRequest job) {
                              job.slots, "|", job.exclusive, "|", job.gpus_per_slot, "|", job.project, "|",
                              job.app, "|", absl::ToInt64Seconds(job.run_limit));  // run limits decide backfill
   int64_t id = job.id;
+  entry.cluster = ClusterOf(q->second.config, job.user);
   entry.request = std::move(job);
   q->second.pending.push_back(id);
   jobs_[id] = std::move(entry);
@@ -691,6 +698,27 @@ absl::Status Scheduler::Check(JobRequest* job_ptr) const {
   if (job.slots > total_slots_) {
     return absl::InvalidArgumentError(absl::StrCat("the job asks for ", job.slots,
                                                    " slots; the cluster has ", total_slots_));
+  }
+  if (queue.capacity) {
+    const size_t cluster = ClusterOf(queue, job.user);
+    if (cluster == kNoCluster) {
+      return absl::InvalidArgumentError(absl::StrCat("user ", job.user, " is in no virtual cluster of queue ",
+                                                     queue.name, " (and it has none named default)"));
+    }
+    const VirtualClusterConfig& vc = queue.capacity->clusters[cluster];
+    const double demand = CapacityAmount(*queue.capacity, DemandOf(job));
+    const char* resource = CapacityResourceName(queue.capacity->resource);
+    if (vc.max > 0 && demand > vc.max) {
+      return absl::InvalidArgumentError(absl::StrCat("the job asks for ", demand, " ", resource, "; virtual cluster ",
+                                                     vc.name, " may hold at most ", vc.max));
+    }
+    if (queue.capacity->user_limit_factor > 0 && vc.guarantee > 0 &&
+        demand > queue.capacity->user_limit_factor * vc.guarantee) {
+      return absl::InvalidArgumentError(absl::StrCat("the job asks for ", demand, " ", resource, "; a user of virtual cluster ",
+                                                     vc.name, " may hold at most ",
+                                                     queue.capacity->user_limit_factor * vc.guarantee,
+                                                     " (user_limit_factor × guarantee)"));
+    }
   }
   return absl::OkStatus();
 }
@@ -813,6 +841,7 @@ std::vector<int64_t> Scheduler::DrfDispatchOrder(const Queue& queue) const {
 
 std::vector<int64_t> Scheduler::DispatchOrder(const Queue& queue) const {
   if (queue.config.drf != DrfBy::kOff) return DrfDispatchOrder(queue);
+  if (queue.config.capacity) return CapacityDispatchOrder(queue);
   if (queue.fairshare) {
     std::vector<FairshareTree::PendingJob> pending;
     pending.reserve(queue.pending.size());
@@ -1090,6 +1119,11 @@ void Scheduler::Apply(const Job& job, Queue& queue, const Placement& placement, 
       held.slots += sign * a.slots;
       held.mem_mb += sign * a.mem_mb;
       held.gpus += sign * static_cast<double>(a.gpus.size());
+      if (job.cluster != kNoCluster && job.cluster < queue.capacity_held.size()) {
+        queue.capacity_held[job.cluster] +=
+            sign * (queue.config.capacity->resource == CapacityResource::kGpus ? static_cast<double>(a.gpus.size())
+                                                                                : a.slots);
+      }
     }
   }
   if (!limits_.empty()) ApplyLimits(job, placement, sign);
@@ -1110,6 +1144,13 @@ bool Scheduler::TryPlace(const Job& job, Queue& queue, Placement* out) {
       pending_reasons_[job.request.id] =
           absl::StrCat("queue ", qc.name, ": max_slots_per_user ", qc.max_slots_per_user, " (", job.request.user,
                        " uses ", used, ", ", needed, " asked)");
+      return false;
+    }
+  }
+  if (qc.capacity) {
+    std::string exceeded = CapacityExceeded(job, queue);
+    if (!exceeded.empty()) {
+      pending_reasons_[job.request.id] = std::move(exceeded);
       return false;
     }
   }
@@ -1167,7 +1208,8 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
     // Preempted jobs of this queue go before its waiting ones, once their slots are free.
     if (!queue->lent.empty()) ResumeLent(*queue);
     if (queue->pending.empty()) continue;
-    const bool preemptive = !queue->config.preempt.empty();
+    // A capacity queue may reclaim guarantees by preemption.
+    const bool preemptive = !queue->config.preempt.empty() || queue->config.capacity.has_value();
     bool reserved_in_queue = false;  // one reservation per queue and cycle (EASY backfill)
     std::unordered_set<int64_t> dispatched;
     for (int64_t id : DispatchOrder(*queue)) {
@@ -1217,7 +1259,10 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
         // One preemption per shape and cycle: the next job of the shape waits for the
         // next cycle, which sees what this one freed.
         // Preempting frees resources; a job a limit holds would not start anyway.
-        if (preemptive && failed_shapes[job.shape].empty() && TryPreempt(job, *queue)) {
+        const bool waits_for_resources = failed_shapes[job.shape].empty();
+        if (waits_for_resources && !queue->config.preempt.empty() && TryPreempt(job, *queue)) {
+          failed_shapes[job.shape] = "";
+        } else if (waits_for_resources && queue->config.capacity && TryReclaim(job, *queue)) {
           failed_shapes[job.shape] = "";
         } else if (queue->config.backfill && !reserved_in_queue && failed_shapes[job.shape].empty()) {
           // Only a job waiting for resources reserves; one a limit holds would hold hosts
@@ -1362,6 +1407,10 @@ void Scheduler::Lend(const Job& victim, int sign, bool everything) {
       queue.used_slots += sign * a.slots;
       queue.used_by_user[user] += sign * a.slots;
       queue.held_by_user[user].slots += sign * a.slots;
+      if (victim.cluster != kNoCluster && victim.cluster < queue.capacity_held.size() &&
+          queue.config.capacity->resource == CapacityResource::kSlots) {
+        queue.capacity_held[victim.cluster] += sign * a.slots;
+      }
     }
   }
 }
@@ -1379,19 +1428,23 @@ bool HoldsGpus(const Placement& placement) {
 
 }  // namespace
 
-bool Scheduler::TryPreempt(const Job& job, Queue& queue) {
-  const int64_t id = job.request.id;
-  if (auto w = victims_of_.find(id); w != victims_of_.end()) {
-    // Its victims being requeued still hold their GPUs: wait for them, preempt no more.
-    for (int64_t v : w->second) {
-      auto it = jobs_.find(v);
-      if (it != jobs_.end() && it->second.running && it->second.being_requeued) {
-        pending_reasons_[id] = absl::StrCat("waiting for preempted job ", v, " to end");
-        return true;
-      }
+bool Scheduler::WaitingForVictims(int64_t id) {
+  auto w = victims_of_.find(id);
+  if (w == victims_of_.end()) return false;
+  // Its victims being requeued still hold their GPUs: wait for them, preempt no more.
+  for (int64_t v : w->second) {
+    auto it = jobs_.find(v);
+    if (it != jobs_.end() && it->second.running && it->second.being_requeued) {
+      pending_reasons_[id] = absl::StrCat("waiting for preempted job ", v, " to end");
+      return true;
     }
-    victims_of_.erase(w);
   }
+  victims_of_.erase(w);
+  return false;
+}
+
+bool Scheduler::TryPreempt(const Job& job, Queue& queue) {
+  if (WaitingForVictims(job.request.id)) return true;
   // The queues it may preempt, with their priority and max_preemptions, looked up once.
   std::map<std::string, const QueueConfig*> preemptable;
   for (const std::string& name : queue.config.preempt) {
@@ -1423,6 +1476,12 @@ bool Scheduler::TryPreempt(const Job& job, Queue& queue) {
   std::sort(ranked.begin(), ranked.end(), first);
   std::vector<Job*> candidates;
   for (const auto& [priority, v] : ranked) candidates.push_back(v);
+  return PreemptAmong(job, queue, candidates, nullptr, absl::StrCat("queue ", queue.config.name));
+}
+
+bool Scheduler::PreemptAmong(const Job& job, Queue& queue, const std::vector<Job*>& candidates,
+                             const std::function<bool(const Job&)>& eligible, const std::string& why) {
+  const int64_t id = job.request.id;
   auto fits = [&] {
     Placement p;
     if (!TryPlace(job, queue, &p)) return false;
@@ -1432,6 +1491,7 @@ bool Scheduler::TryPreempt(const Job& job, Queue& queue) {
   std::vector<Job*> chosen;
   bool found = false;
   for (Job* v : candidates) {
+    if (eligible && !eligible(*v)) continue;  // earlier victims changed what it may give
     Lend(*v, -1, HoldsGpus(v->placement));
     chosen.push_back(v);
     if (fits()) {
@@ -1465,7 +1525,7 @@ bool Scheduler::TryPreempt(const Job& job, Queue& queue) {
       queues_.at(v->request.queue).lent.push_back(v->request.id);
     }
     preemptions_.push_back({v->request.id, id, requeue,
-                            absl::StrCat("preempted by job ", id, " (queue ", queue.config.name, ")")});
+                            absl::StrCat("preempted by job ", id, " (", why, ")")});
     victims_of_[id].push_back(v->request.id);
     ids.push_back(v->request.id);
   }
@@ -1589,6 +1649,7 @@ absl::Status Scheduler::Restore(const JobRequest& request, const Placement& plac
   job.placement = placement;
   job.running = true;
   job.started = started;
+  job.cluster = ClusterOf(q->second.config, request.user);
   Apply(job, q->second, placement, +1);
   running_.insert(request.id);
   jobs_[request.id] = std::move(job);

@@ -82,6 +82,14 @@ class Scheduler {
   // and dominant share of them.
   DrfVector ClusterTotal() const;
   DominantShare JobDominantShare(int64_t job_id) const;
+  // A capacity queue's virtual clusters and what each holds; empty for other queues.
+  struct ClusterReport {
+    VirtualClusterConfig config;
+    double held = 0;  // of the queue's capacity resource
+    int pending_jobs = 0;
+    int running_jobs = 0;
+  };
+  std::vector<ClusterReport> CapacityReport(const std::string& queue) const;
   // A fair-share queue's tree with shares, usage and priorities; empty for other queues.
   std::vector<FairshareTree::NodeReport> FairshareReport(const std::string& queue) const;
   // Load thresholds (B5): the first of the queue's or the host's thresholds whose load is
@@ -188,6 +196,7 @@ class Scheduler {
     bool open = true;                  // false outside its run window
     std::shared_ptr<FairshareTree> fairshare;  // fair-share queues only
     std::vector<int64_t> lent;                 // preempted jobs lending their slots, oldest first
+    std::vector<double> capacity_held;         // capacity queues: per virtual cluster
   };
   struct Job {
     JobRequest request;
@@ -199,6 +208,7 @@ class Scheduler {
     int64_t lent_to = 0;        // the preemptor it waits for
     bool being_requeued = false;  // a preemption victim being requeued
     absl::Time started = absl::InfinitePast();
+    size_t cluster = kNoCluster;  // its virtual cluster (capacity queues)
     // When it ends at the latest (start + run limit); infinite without a run limit.
     absl::Time Ends() const {
       return request.run_limit > absl::ZeroDuration() && started != absl::InfinitePast() ? started + request.run_limit
@@ -272,6 +282,24 @@ class Scheduler {
   // Preemption for a job that did not fit: the fewest victims (lower queues, youngest
   // first) whose resources let it fit; records them and answers whether any were found.
   bool TryPreempt(const Job& job, Queue& queue);
+  // Capacity queues: a job its virtual cluster is owed (under its guarantee) that did not
+  // fit preempts jobs of clusters holding more than their guarantee, none below it.
+  bool TryReclaim(const Job& job, Queue& queue);
+  // The job's victims being requeued still hold what it waits for: it preempts no more.
+  bool WaitingForVictims(int64_t job_id);
+  // The common part: victims from `candidates` (best first) until the job fits, then the
+  // fewest of them; `eligible` is asked again as earlier victims are taken.
+  bool PreemptAmong(const Job& job, Queue& queue, const std::vector<Job*>& candidates,
+                    const std::function<bool(const Job&)>& eligible, const std::string& reason);
+  // Capacity: the virtual cluster of a user in a queue, the amount of the queue's
+  // capacity resource a demand or a running job counts, why a job may not start now
+  // ("" when it may), and every job's cluster and every cluster's holding counted again.
+  size_t ClusterOf(const QueueConfig& queue, const std::string& user) const;
+  double CapacityAmount(const CapacityConfig& capacity, const DrfVector& amount) const;
+  double HeldAmount(const CapacityConfig& capacity, const Job& job) const;
+  std::string CapacityExceeded(const Job& job, const Queue& queue) const;
+  void RecountCapacity(Queue& queue);
+  std::vector<int64_t> CapacityDispatchOrder(const Queue& queue) const;
   // A victim's slots lent (sign -1) or taken back (+1), and the rest of what it holds
   // for a victim to requeue (`everything`).
   void Lend(const Job& victim, int sign, bool everything);

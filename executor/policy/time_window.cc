@@ -57,6 +57,20 @@ int Forward(int from, int to, int period) {
 
 }  // namespace
 
+absl::StatusOr<TimePoint> ParseTimePoint(absl::string_view text, absl::string_view context) {
+  auto end = ParseEnd(text, context);
+  if (!end.ok()) return end.status();
+  TimePoint p;
+  int minute = end->minute;
+  if (end->has_day) {
+    p.day = minute / kMinutesPerDay;
+    minute %= kMinutesPerDay;
+  }
+  p.hour = minute / 60;
+  p.minute = minute % 60;
+  return p;
+}
+
 absl::StatusOr<TimeWindows> TimeWindows::Parse(absl::string_view text) {
   TimeWindows out;
   std::vector<std::string> kept;

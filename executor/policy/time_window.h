@@ -20,6 +20,15 @@
 
 namespace jc::nexec {
 
+// One time point `[day:]hour[:minute]` as a window's end is written ("1:8:0", "18:30"):
+// a timed job's schedule may list them. InvalidArgument names `context` and the fault.
+struct TimePoint {
+  int day = -1;  // 0 (Sunday) to 6; -1: every day
+  int hour = 0;
+  int minute = 0;
+};
+absl::StatusOr<TimePoint> ParseTimePoint(absl::string_view text, absl::string_view context);
+
 class TimeWindows {
  public:
   // No windows: always open.

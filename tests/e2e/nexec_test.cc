@@ -1756,6 +1756,67 @@ TEST_CASE("preemption with real processes: a CPU job is stopped and continues, a
   }
 }
 
+TEST_CASE("capacity with real processes: a group under its guarantee reclaims a borrowed GPU, and nexec queues "
+          "shows each virtual cluster",
+          "[B5]") {
+  Cluster c("capacity",
+            "user_groups: {ops: [root]}\n"
+            "queues:\n"
+            "  - name: shared\n"
+            "    preempt_grace: 1s\n"
+            "    capacity:\n"
+            "      resource: gpu\n"
+            "      clusters:\n"
+            "        - {name: ops, guarantee: 1}\n"
+            "        - {name: default, guarantee: 1, max: 2}\n");
+  c.AddAgent("node1", "cpus=4,gpus=2,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  // nobody (in default) borrows ops's idle GPU: both its jobs run.
+  int64_t first = c.Submit({"--user", "nobody", "-R", "rusage[gpu=1]", "--", "sleep 1000"});
+  int64_t second = c.Submit({"--user", "nobody", "-R", "rusage[gpu=1]", "--", "sleep 1000"});
+  REQUIRE(c.WaitState(first, "RUNNING"));
+  REQUIRE(c.WaitState(second, "RUNNING"));
+  int victim_pid = c.TaskPid(second);
+  // root (ops) wants its guarantee: nobody's younger job gets SIGTERM and is requeued.
+  int64_t owner = c.Submit({"-R", "rusage[gpu=1]", "--", "sleep 1000"});
+  REQUIRE(c.WaitState(owner, "RUNNING"));
+  CHECK(WaitUntil([&] { return Gone(victim_pid); }));
+  json requeued = c.Job(second);
+  CHECK(requeued["state"] == "PENDING");
+  CHECK(requeued.value("preemptions", 0) == 1);
+  bool noted = false;
+  for (const auto& line : requeued.value("history", std::vector<std::string>{})) {
+    noted |= line.find("preempted by job " + std::to_string(owner) + " (virtual cluster ops reclaims its guarantee)") !=
+             std::string::npos;
+  }
+  CHECK(noted);
+  CHECK(c.Job(first)["state"] == "RUNNING");  // default keeps its own guarantee
+
+  auto queues = c.Cli({"queues"});
+  REQUIRE(queues.code == 0);
+  CHECK(queues.out.find("CLUSTER") != std::string::npos);
+  CHECK(queues.out.find("ops") != std::string::npos);
+  json listed = json::parse(c.Cli({"queues", "--json"}).out);
+  json clusters = listed["queues"][0]["clusters"];
+  REQUIRE(clusters.size() == 2);
+  CHECK(clusters[0]["name"] == "ops");
+  CHECK(clusters[0].value("held", 0.0) == 1.0);
+  CHECK(clusters[1]["name"] == "default");
+  CHECK(clusters[1].value("held", 0.0) == 1.0);
+  CHECK(clusters[1].value("pending_jobs", 0) == 1);
+  httplib::Client http("127.0.0.1", c.metrics_port());
+  CHECK(WaitUntil([&] {
+    auto metrics = http.Get("/metrics");
+    return metrics && metrics->body.find("nexec_capacity_held{cluster=\"ops\",queue=\"shared\",resource=\"gpu\"} 1") !=
+                          std::string::npos;
+  }));
+  // A submission beyond a cluster's max is refused with the reason.
+  auto too_big = c.Cli({"submit", "--user", "nobody", "-R", "rusage[gpu=3]", "--", "true"});
+  CHECK(too_big.code != 0);
+  CHECK(too_big.out.find("virtual cluster default may hold at most 2") != std::string::npos);
+  for (int64_t id : {first, second, owner}) c.Cli({"kill", std::to_string(id)});
+}
+
 TEST_CASE("run limits (-W) end jobs that outlast them, and a backfill queue reserves hosts for a big job while "
           "only jobs ending before it use them",
           "[B5]") {

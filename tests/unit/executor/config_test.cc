@@ -3,6 +3,8 @@
 #include "executor/master/access.h"
 #include "executor/master/config.h"
 
+using jc::nexec::CapacityConfig;
+using jc::nexec::CapacityResource;
 using jc::nexec::ParseConfig;
 
 TEST_CASE("the executor configuration reads queues, host types, hosts and groups", "[B5][B6]") {
@@ -79,6 +81,23 @@ TEST_CASE("bad configuration entries are named in the error", "[B5][C5]") {
       {"queues:\n  - {name: q, drf: everyone}\n", "queues[0].drf: expected job, user or group"},
       {"queues:\n  - {name: q, drf: user, round_robin: true}\n", "queues[0].drf: orders the queue by itself"},
       {"queues:\n  - {name: q, preempt: [nosuch]}\n", "queues[0].preempt: no queue \"nosuch\""},
+      {"queues:\n  - {name: q, capacity: {clusters: []}}\n", "queues[0].capacity.clusters: needs a list"},
+      {"queues:\n  - {name: q, capacity: {resource: cpu, clusters: [{name: default}]}}\n",
+       "queues[0].capacity.resource: expected slots or gpu, got \"cpu\""},
+      {"queues:\n  - {name: q, capacity: {clusters: [{name: default, guarantee: -1}]}}\n",
+       "queues[0].capacity.clusters[0].guarantee: must not be negative"},
+      {"queues:\n  - {name: q, capacity: {clusters: [{name: default, guarantee: 4, max: 2}]}}\n",
+       "queues[0].capacity.clusters[0].max: 2 is below the guarantee 4"},
+      {"queues:\n  - {name: q, capacity: {clusters: [{name: no-such-user-x}]}}\n",
+       "queues[0].capacity.clusters[0]: \"no-such-user-x\" is neither a user group nor a user"},
+      {"user_groups: {g: [root]}\nqueues:\n  - {name: q, capacity: {clusters: [{name: g}, {name: root}]}}\n",
+       "queues[0].capacity.clusters[1]: user root is already in virtual cluster g"},
+      {"queues:\n  - {name: q, capacity: {clusters: [{name: default}, {name: default}]}}\n",
+       "queues[0].capacity.clusters[1]: \"default\" twice"},
+      {"queues:\n  - {name: q, capacity: {user_limit_factor: -1, clusters: [{name: default}]}}\n",
+       "queues[0].capacity.user_limit_factor: must not be negative"},
+      {"queues:\n  - {name: q, drf: job, capacity: {clusters: [{name: default}]}}\n",
+       "queues[0].capacity: orders the queue by its clusters"},
       {"queues:\n  - {name: a, priority: 5, preempt: b}\n  - {name: b, priority: 9}\n",
        "queues[0].preempt: queue b (priority 9) is not below a (priority 5)"},
       {"queues:\n  - {name: q, max_preemptions: -1}\n", "queues[0].max_preemptions: must not be negative"},
@@ -145,4 +164,28 @@ user_groups:
   auto bad = ParseConfig("user_groups:\n  ml: {members: [a], owners: [b]}\n");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().message().find("user_groups.ml") != std::string::npos);
+}
+
+TEST_CASE("a capacity queue reads its virtual clusters", "[B5]") {
+  auto c = ParseConfig(
+      "user_groups: {vision: [root]}\n"
+      "queues:\n"
+      "  - name: shared\n"
+      "    capacity:\n"
+      "      resource: gpu\n"
+      "      user_limit_factor: 1.5\n"
+      "      clusters:\n"
+      "        - {name: vision, guarantee: 4, max: 8}\n"
+      "        - {name: default, guarantee: 2}\n");
+  REQUIRE(c.ok());
+  REQUIRE(c->queues[0].capacity.has_value());
+  const CapacityConfig& cap = *c->queues[0].capacity;
+  CHECK(cap.resource == CapacityResource::kGpus);
+  CHECK(cap.user_limit_factor == 1.5);
+  REQUIRE(cap.clusters.size() == 2);
+  CHECK(cap.clusters[0].name == "vision");
+  CHECK(cap.clusters[0].guarantee == 4);
+  CHECK(cap.clusters[0].max == 8);
+  CHECK(cap.clusters[1].name == "default");
+  CHECK(cap.clusters[1].max == 0);
 }

@@ -1,0 +1,173 @@
+// Capacity scheduling in the scheduler (the course's virtual clusters): which cluster a
+// job belongs to, what each cluster holds, the order a capacity queue offers its jobs
+// places, what holds a job back, and reclaim by preemption. The policy's order itself is
+// in capacity.cc.
+
+#include <algorithm>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "executor/policy/scheduler.h"
+
+namespace jc::nexec {
+
+size_t Scheduler::ClusterOf(const QueueConfig& queue, const std::string& user) const {
+  if (!queue.capacity) return kNoCluster;
+  const auto& clusters = queue.capacity->clusters;
+  size_t fallback = kNoCluster;
+  for (size_t i = 0; i < clusters.size(); ++i) {
+    const std::string& name = clusters[i].name;
+    if (name == user) return i;
+    auto group = user_groups_.find(name);
+    if (group != user_groups_.end() &&
+        std::find(group->second.begin(), group->second.end(), user) != group->second.end()) {
+      return i;
+    }
+    if (name == "default") fallback = i;
+  }
+  return fallback;
+}
+
+double Scheduler::CapacityAmount(const CapacityConfig& capacity, const DrfVector& amount) const {
+  return capacity.resource == CapacityResource::kGpus ? amount.gpus : amount.slots;
+}
+
+double Scheduler::HeldAmount(const CapacityConfig& capacity, const Job& job) const {
+  double held = 0;
+  for (const auto& section : job.placement.sections) {
+    for (const HostAllocation& a : section) {
+      if (capacity.resource == CapacityResource::kGpus) {
+        held += static_cast<double>(a.gpus.size());
+      } else if (!job.lent) {  // a suspended victim lent its slots
+        held += a.slots;
+      }
+    }
+  }
+  return held;
+}
+
+void Scheduler::RecountCapacity(Queue& queue) {
+  const auto& capacity = queue.config.capacity;
+  queue.capacity_held.assign(capacity ? capacity->clusters.size() : 0, 0);
+  for (auto& [id, job] : jobs_) {
+    if (job.request.queue != queue.config.name) continue;
+    job.cluster = ClusterOf(queue.config, job.request.user);
+    if (job.running && job.cluster != kNoCluster) queue.capacity_held[job.cluster] += HeldAmount(*capacity, job);
+  }
+}
+
+std::vector<Scheduler::ClusterReport> Scheduler::CapacityReport(const std::string& name) const {
+  std::vector<ClusterReport> out;
+  auto q = queues_.find(name);
+  if (q == queues_.end() || !q->second.config.capacity) return out;
+  const Queue& queue = q->second;
+  for (size_t i = 0; i < queue.config.capacity->clusters.size(); ++i) {
+    out.push_back({queue.config.capacity->clusters[i], i < queue.capacity_held.size() ? queue.capacity_held[i] : 0});
+  }
+  for (const auto& [id, job] : jobs_) {
+    if (job.request.queue != name || job.cluster >= out.size()) continue;
+    ++(job.running ? out[job.cluster].running_jobs : out[job.cluster].pending_jobs);
+  }
+  return out;
+}
+
+std::string Scheduler::CapacityExceeded(const Job& job, const Queue& queue) const {
+  const CapacityConfig& capacity = *queue.config.capacity;
+  const char* resource = CapacityResourceName(capacity.resource);
+  if (job.cluster == kNoCluster) {
+    return absl::StrCat("queue ", queue.config.name, ": user ", job.request.user, " is in no virtual cluster");
+  }
+  const VirtualClusterConfig& cluster = capacity.clusters[job.cluster];
+  const double demand = CapacityAmount(capacity, DemandOf(job.request));
+  const double held = queue.capacity_held[job.cluster];
+  if (cluster.max > 0 && held + demand > cluster.max) {
+    return absl::StrCat("virtual cluster ", cluster.name, ": max ", cluster.max, " ", resource, " (", held, " held, ",
+                        demand, " asked)");
+  }
+  if (capacity.user_limit_factor > 0 && cluster.guarantee > 0) {
+    const double limit = capacity.user_limit_factor * cluster.guarantee;
+    auto it = queue.held_by_user.find(job.request.user);
+    const double user_held = it == queue.held_by_user.end() ? 0 : CapacityAmount(capacity, it->second);
+    if (user_held + demand > limit) {
+      return absl::StrCat("virtual cluster ", cluster.name, ": user limit ", limit, " ", resource, " (",
+                          job.request.user, " holds ", user_held, ", ", demand, " asked)");
+    }
+  }
+  return "";
+}
+
+std::vector<int64_t> Scheduler::CapacityDispatchOrder(const Queue& queue) const {
+  const CapacityConfig& capacity = *queue.config.capacity;
+  std::vector<CapacityJob> pending;
+  std::vector<int64_t> homeless;  // in no cluster: offered last, to be told why they wait
+  pending.reserve(queue.pending.size());
+  for (int64_t id : queue.pending) {
+    const Job& job = jobs_.at(id);
+    if (job.cluster == kNoCluster) {
+      homeless.push_back(id);
+      continue;
+    }
+    pending.push_back({id, job.cluster, CapacityAmount(capacity, DemandOf(job.request))});
+  }
+  std::vector<CapacityPick> picks = CapacityOrder(pending, capacity.clusters, queue.capacity_held);
+  std::vector<int64_t> order;
+  order.reserve(queue.pending.size());
+  if (!queue.fairshare) {
+    for (const CapacityPick& p : picks) order.push_back(p.id);
+  } else {
+    // Guarantees first; what is lent beyond them goes by the share tree.
+    std::vector<FairshareTree::PendingJob> beyond;
+    for (const CapacityPick& p : picks) {
+      if (p.within_guarantee) {
+        order.push_back(p.id);
+        continue;
+      }
+      const JobRequest& r = jobs_.at(p.id).request;
+      beyond.push_back({p.id, r.user, r.slots});
+    }
+    for (int64_t id : queue.fairshare->Order(beyond, queue.used_by_user)) order.push_back(id);
+  }
+  order.insert(order.end(), homeless.begin(), homeless.end());
+  return order;
+}
+
+bool Scheduler::TryReclaim(const Job& job, Queue& queue) {
+  const CapacityConfig& capacity = *queue.config.capacity;
+  if (job.cluster == kNoCluster) return false;
+  const VirtualClusterConfig& own = capacity.clusters[job.cluster];
+  const double demand = CapacityAmount(capacity, DemandOf(job.request));
+  // Only what the cluster is owed: the job fits inside what is left of its guarantee.
+  if (demand <= 0 || queue.capacity_held[job.cluster] + demand > own.guarantee) return false;
+  if (WaitingForVictims(job.request.id)) return true;
+  auto over = [&](const Job& v) {
+    // Taking it leaves its cluster at or above its guarantee: no cluster is pushed under.
+    const double amount = HeldAmount(capacity, v);
+    return amount > 0 && queue.capacity_held[v.cluster] - amount >= capacity.clusters[v.cluster].guarantee;
+  };
+  std::vector<std::pair<double, Job*>> ranked;  // (how far its cluster is over, job)
+  for (int64_t rid : running_) {
+    Job& v = jobs_.at(rid);
+    if (v.request.queue != queue.config.name || v.cluster == kNoCluster || v.cluster == job.cluster) continue;
+    if (v.suspended || v.lent || v.being_requeued) continue;
+    if (queue.config.max_preemptions > 0 && v.request.preemptions >= queue.config.max_preemptions) continue;
+    if (!over(v)) continue;
+    const double guarantee = capacity.clusters[v.cluster].guarantee;
+    const double held = queue.capacity_held[v.cluster];
+    ranked.emplace_back(guarantee > 0 ? held / guarantee : std::numeric_limits<double>::infinity(), &v);
+  }
+  if (ranked.empty()) return false;
+  // The cluster furthest beyond its guarantee first, and in it the youngest job.
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first > b.first;
+    return a.second->request.id > b.second->request.id;
+  });
+  std::vector<Job*> candidates;
+  for (const auto& entry : ranked) {
+    if (candidates.size() == 256) break;  // as TryPreempt: enough to find room for one job
+    candidates.push_back(entry.second);
+  }
+  return PreemptAmong(job, queue, candidates, over,
+                      absl::StrCat("virtual cluster ", own.name, " reclaims its guarantee"));
+}
+
+}  // namespace jc::nexec
