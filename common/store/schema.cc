@@ -153,6 +153,13 @@ const std::vector<Migration>& Migrations() {
            "ALTER TABLE datasets ADD COLUMN project TEXT NOT NULL DEFAULT ''",
            "CREATE INDEX datasets_project ON datasets (project)",
        }},
+      {10,
+       "nexec executor: timed jobs",
+       {
+           "CREATE TABLE nexec_timed_jobs ("
+           "  id BIGINT PRIMARY KEY,"
+           "  doc TEXT NOT NULL)",
+       }},
   };
   return *migrations;
 }

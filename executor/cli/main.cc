@@ -47,6 +47,10 @@ constexpr const char* kUsage =
     "         -I: interactive, stdin and output here; -Ip: on a pseudo-terminal\n"
     "         -W: run limit, [hours:]minutes or a duration (90s, 2h); killed past it\n"
     "         --env: the environment the job's tasks get (default all: this one's)\n"
+    "         --cron SCHEDULE [--start-timeout T] [--overlap skip|queue|kill] [--retries N]:\n"
+    "         a timed job instead, submitted each time SCHEDULE is due (\"0 2 * * *\",\n"
+    "         @daily, \"2:00\", \"1:8:0\"); a run not started within T is killed\n"
+    "  cron [ID] [--json] | cron rm ID              timed jobs: schedule, next run, runs\n"
     "  jobs [-u user] [-q queue] [-a] [--json]      list jobs (-a: finished too)\n"
     "  job ID [--json]                              one job in full\n"
     "  hosts [-l] [--json] | queues [--json]        -l: every resource of every host\n"
@@ -195,6 +199,7 @@ int main(int argc, char** argv) {
     if (getcwd(cwd, sizeof(cwd)) != nullptr) s->set_cwd(cwd);
     std::string env = "all";
     bool interactive = false, tty = false;
+    pb::TimedJob timed;  // with --cron
     size_t i = 0;
     auto value = [&](const std::string& flag) -> std::optional<std::string> {
       if (i + 1 >= args.size()) return std::nullopt;
@@ -221,7 +226,8 @@ int main(int argc, char** argv) {
       if (a == "--help" || a == "-h") return Usage(true);
       if (a != "-n" && a != "-R" && a != "-q" && a != "-J" && a != "-o" && a != "-e" &&
           a != "--gpus" && a != "--user" && a != "--key" && a != "--env" && a != "-E" && a != "-Ep" &&
-          a != "-P" && a != "-app" && a != "-W") {
+          a != "-P" && a != "-app" && a != "-W" && a != "--cron" && a != "--start-timeout" && a != "--overlap" &&
+          a != "--retries") {
         return Fail("submit: unknown option " + a);
       }
       v = value(a);
@@ -255,6 +261,17 @@ int main(int argc, char** argv) {
         auto limit = jc::nexec::ParseRunLimit(*v);
         if (!limit.ok()) return Fail("submit: -W: " + std::string(limit.status().message()));
         s->set_run_limit_seconds(absl::ToInt64Seconds(*limit));
+      } else if (a == "--cron") {
+        timed.set_schedule(*v);
+      } else if (a == "--start-timeout") {
+        auto timeout = jc::nexec::ParseRunLimit(*v);
+        if (!timeout.ok()) return Fail("submit: --start-timeout: " + std::string(timeout.status().message()));
+        timed.set_start_timeout_seconds(absl::ToInt64Seconds(*timeout));
+      } else if (a == "--overlap") {
+        timed.set_overlap(*v);
+      } else if (a == "--retries") {
+        if (!absl::SimpleAtoi(*v, &n) || n < 0) return Fail("submit: --retries needs a whole number, got \"" + *v + "\"");
+        timed.set_retries(n);
       } else if (a == "--key") {
         s->set_submit_key(*v);  // sent again, the same key answers with the same job
       } else {
@@ -270,6 +287,23 @@ int main(int argc, char** argv) {
     if (winsize ws{}; tty && isatty(0) && ioctl(0, TIOCGWINSZ, &ws) == 0) {
       s->set_tty_rows(ws.ws_row);
       s->set_tty_cols(ws.ws_col);
+    }
+    if (timed.schedule().empty() &&
+        (timed.start_timeout_seconds() != 0 || !timed.overlap().empty() || timed.retries() != 0)) {
+      return Fail("submit: --start-timeout, --overlap and --retries are for timed jobs (--cron)");
+    }
+    if (!timed.schedule().empty()) {
+      *timed.mutable_spec() = *s;
+      pb::TimedJob created;
+      auto c = ctx("AddTimedJob", timed);
+      grpc::Status st = stub->AddTimedJob(c.get(), timed, &created);
+      if (!st.ok()) return Fail(st);
+      if (json) {
+        std::cout << Json(created) << "\n";
+      } else {
+        std::cout << "Timed job <" << created.id() << "> is created; next run at " << When(created.next_run()) << ".\n";
+      }
+      return 0;
     }
     pb::SubmitResponse resp;
     auto c = ctx("Submit", req);
@@ -367,6 +401,7 @@ int main(int argc, char** argv) {
              {"Ended", When(j.ended_at())},
              {"Exit code", std::to_string(j.exit_code())},
              {"Attempt", std::to_string(j.attempt())},
+             {"Timed job", j.spec().timed_job_id() != 0 ? std::to_string(j.spec().timed_job_id()) : "-"},
              {"Run limit", j.spec().run_limit_seconds() > 0
                                ? absl::FormatDuration(absl::Seconds(j.spec().run_limit_seconds()))
                                : "-"},
@@ -499,6 +534,75 @@ int main(int argc, char** argv) {
         Table(clusters);
       }
     }
+    return 0;
+  }
+
+  if (cmd == "cron") {
+    if (!args.empty() && args[0] == "rm") {
+      int64_t id = 0;
+      if (args.size() != 2 || !absl::SimpleAtoi(args[1], &id)) return Fail("cron rm: expected one timed job ID");
+      pb::TimedJobRef ref;
+      ref.set_id(id);
+      pb::TimedJob removed;
+      auto c = ctx("RemoveTimedJob", ref);
+      grpc::Status st = stub->RemoveTimedJob(c.get(), ref, &removed);
+      if (!st.ok()) return Fail(st);
+      std::cout << "Timed job <" << id << "> is removed"
+                << (removed.run_job_id() != 0 ? "; its last run, job <" + std::to_string(removed.run_job_id()) +
+                                                    ">, is left as it is"
+                                              : "")
+                << ".\n";
+      return 0;
+    }
+    int64_t only = 0;
+    if (args.size() > 1 || (args.size() == 1 && !absl::SimpleAtoi(args[0], &only))) {
+      return Fail("cron: expected [ID], or rm ID");
+    }
+    pb::ListTimedJobsRequest req;
+    pb::ListTimedJobsResponse resp;
+    auto c = ctx("ListTimedJobs", req);
+    grpc::Status st = stub->ListTimedJobs(c.get(), req, &resp);
+    if (!st.ok()) return Fail(st);
+    if (only != 0) {
+      for (const auto& tj : resp.timed_jobs()) {
+        if (tj.id() != only) continue;
+        if (json) {
+          std::cout << Json(tj) << "\n";
+          return 0;
+        }
+        std::cout << "Timed job <" << tj.id() << ">, user <" << tj.spec().user() << ">, queue <" << tj.spec().queue()
+                  << ">\n  Command       " << tj.spec().command() << "\n  Schedule      " << tj.schedule()
+                  << "\n  Next run      " << When(tj.next_run()) << "\n  Overlap       " << tj.overlap()
+                  << "\n  Retries       " << tj.retries() << "\n  Start timeout "
+                  << (tj.start_timeout_seconds() > 0 ? absl::FormatDuration(absl::Seconds(tj.start_timeout_seconds()))
+                                                     : "-")
+                  << "\n  Run limit     "
+                  << (tj.spec().run_limit_seconds() > 0
+                          ? absl::FormatDuration(absl::Seconds(tj.spec().run_limit_seconds()))
+                          : "-")
+                  << "\n  Runs          " << tj.runs() << " (" << tj.skipped() << " skipped)\n  Last run      "
+                  << (tj.run_job_id() != 0 ? "job " + std::to_string(tj.run_job_id()) : "-") << "\nHistory\n";
+        for (const auto& line : tj.history()) std::cout << "  " << line << "\n";
+        return 0;
+      }
+      return Fail("no timed job " + std::to_string(only));
+    }
+    if (json) {
+      std::cout << Json(resp) << "\n";
+      return 0;
+    }
+    if (resp.timed_jobs().empty()) {
+      std::cout << "No timed job found\n";
+      return 0;
+    }
+    std::vector<std::vector<std::string>> rows{
+        {"ID", "USER", "QUEUE", "SCHEDULE", "OVERLAP", "NEXT_RUN", "LAST_JOB", "RUNS", "SKIPPED", "COMMAND"}};
+    for (const auto& tj : resp.timed_jobs()) {
+      rows.push_back({std::to_string(tj.id()), tj.spec().user(), tj.spec().queue(), tj.schedule(), tj.overlap(),
+                      When(tj.next_run()), tj.run_job_id() != 0 ? std::to_string(tj.run_job_id()) : "-",
+                      std::to_string(tj.runs()), std::to_string(tj.skipped()), tj.spec().command()});
+    }
+    Table(rows);
     return 0;
   }
 

@@ -161,7 +161,7 @@ absl::Status Master::Recover() {
   }
   spdlog::info("nexec master recovered {} hosts, {} jobs ({} pending, {} running)",
                hosts_.size(), jobs_.size(), pending, running);
-  return absl::OkStatus();
+  return RecoverTimedJobs();
 }
 
 void Master::CountCpuTime(const JobRecord& rec, const pb::Task& task, const pb::TaskReport& report) {
@@ -905,7 +905,7 @@ absl::StatusOr<pb::Job> Master::SignalTask(const pb::SignalTaskRequest& req) {
   return job;
 }
 
-absl::StatusOr<pb::Job> Master::Kill(int64_t id) {
+absl::StatusOr<pb::Job> Master::Kill(int64_t id, const std::string& reason) {
   std::vector<pb::Job> changed;
   pb::Job job;
   bool signal = false;
@@ -918,12 +918,13 @@ absl::StatusOr<pb::Job> Master::Kill(int64_t id) {
       return absl::FailedPreconditionError(absl::StrCat("job ", id, " has already ended"));
     }
     if (rec.job.state() == pb::PENDING) {
-      FinishLocked(rec, pb::EXIT, 130, "killed while pending", &changed);
+      FinishLocked(rec, pb::EXIT, 130, reason.empty() ? "killed while pending" : reason, &changed);
     } else {
       auto host = hosts_.find(rec.job.tasks(0).host());
       if (host == hosts_.end() || !host->second.available) {
-        FinishLocked(rec, pb::EXIT, 130, "killed; its host is unavailable", &changed);
+        FinishLocked(rec, pb::EXIT, 130, reason.empty() ? "killed; its host is unavailable" : reason, &changed);
       } else {
+        if (!reason.empty()) rec.killed_because = reason;
         rec.action = Pending::kKill;
         signal = true;
       }
@@ -1832,6 +1833,9 @@ void Master::Loop() {
       next_housekeeping = clock_->Now() + absl::Seconds(1);
       auto checked = CheckHosts();
       if (!checked.ok()) spdlog::error("host check failed: {}", checked.ToString());
+      if (auto timed = CheckTimedJobs(); !timed.ok()) {
+        spdlog::warn("timed jobs: {} (tried again in a second)", timed.ToString());
+      }
       auto windows = CheckRunWindows();
       if (!windows.ok()) spdlog::warn("run windows: {} (tried again in a second)", windows.status().ToString());
       if (windows.ok() && *windows > 0) Wake();

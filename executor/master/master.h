@@ -25,6 +25,7 @@
 #include "executor/master/access.h"
 #include "executor/master/config.h"
 #include "executor/master/master_metrics.h"
+#include "executor/master/timed_jobs.h"
 #include "executor/policy/scheduler.h"
 #include "nexec/v1/nexec.pb.h"
 
@@ -86,7 +87,8 @@ class Master {
   absl::StatusOr<int64_t> Submit(pb::JobSpec spec);
   absl::StatusOr<pb::Job> GetJob(int64_t id);
   std::vector<pb::Job> ListJobs(const pb::ListJobsRequest& req);
-  absl::StatusOr<pb::Job> Kill(int64_t id);
+  // Ends the job; `reason` (empty: "killed by user") is what its record says.
+  absl::StatusOr<pb::Job> Kill(int64_t id, const std::string& reason = "");
   // Suspends a running job (USUSP). A job the system suspended (SSUSP: its run window
   // closed) becomes the user's: it no longer resumes by itself.
   absl::StatusOr<pb::Job> Suspend(int64_t id);
@@ -113,6 +115,19 @@ class Master {
   absl::StatusOr<int64_t> SendInput(pb::InputRequest req);
   // Forwards `signal` to a task's process group.
   absl::StatusOr<pb::Job> SignalTask(const pb::SignalTaskRequest& req);
+
+  // Timed jobs (B5): a spec submitted on a schedule. Add checks the spec as a submission
+  // would, the schedule, overlap and retries, and answers once the timed job is stored.
+  absl::StatusOr<pb::TimedJob> AddTimedJob(pb::TimedJob tj);
+  std::vector<pb::TimedJob> ListTimedJobs();
+  // Removes it (stored first); its current run, if any, goes on.
+  absl::StatusOr<pb::TimedJob> RemoveTimedJob(int64_t id);
+  absl::Status MayControlTimedJob(const Principal& caller, int64_t id);
+  // Submits the runs that are due, retries failed ones, kills runs that did not start in
+  // time or that an overlap kill replaces; every second. A timed job's record changes in
+  // memory only once its store write committed; runs are submitted with keys, so a step
+  // repeated after a failed write or a crash finds the jobs it already made.
+  absl::Status CheckTimedJobs();
 
   // Applies a new configuration without losing jobs: queue parameters, new queues, host
   // types and static host attributes, user groups. A queue that still holds jobs cannot
@@ -224,6 +239,14 @@ class Master {
   // every host); true when a value changed. Caller holds mu_.
   bool ApplySensorLocked(const pb::SensorResource& r, const std::string& reporter);
 
+  struct TimedRecord {
+    pb::TimedJob tj;
+    Schedule schedule;
+  };
+  // The current run's state for a timed job's step. Caller holds mu_.
+  TimedRunState RunStateLocked(const pb::TimedJob& tj) const;
+  absl::Status RecoverTimedJobs();
+
   store::Store* store_;
   const Clock* clock_;
   AgentDialer* dialer_;
@@ -241,6 +264,8 @@ class Master {
   std::set<int64_t> active_;  // running or suspended: what heartbeats and host checks scan
   std::map<std::string, HostRecord> hosts_;
   int64_t next_id_ = 1;
+  std::map<int64_t, TimedRecord> timed_jobs_;
+  int64_t next_timed_id_ = 1;
   MasterStats stats_;
 
   store::GroupCommitter committer_{store_};

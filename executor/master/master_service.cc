@@ -28,6 +28,7 @@ class MasterService final : public pb::Master::Service {
     NEXEC_CALLER(caller, "Submit");
     pb::JobSpec spec = req->spec();
     if (spec.user().empty()) spec.set_user(caller.user);
+    spec.clear_timed_job_id();  // the master's own mark on a timed job's runs
     if (auto s = m_->MaySubmitAs(Of(caller), spec.user()); !s.ok()) return ToGrpcStatus(s);
     auto id = m_->Submit(std::move(spec));
     if (!id.ok()) return ToGrpcStatus(id.status());
@@ -67,6 +68,24 @@ class MasterService final : public pb::Master::Service {
     NEXEC_CALLER(caller, "Requeue");
     if (auto s = m_->MayControl(Of(caller), req->job_id()); !s.ok()) return ToGrpcStatus(s);
     return Control(m_->Requeue(req->job_id()), resp);
+  }
+  Status AddTimedJob(ServerContext* ctx, const pb::TimedJob* req, pb::TimedJob* resp) override {
+    NEXEC_CALLER(caller, "AddTimedJob");
+    pb::TimedJob tj = *req;
+    if (tj.spec().user().empty()) tj.mutable_spec()->set_user(caller.user);
+    if (auto s = m_->MaySubmitAs(Of(caller), tj.spec().user()); !s.ok()) return ToGrpcStatus(s);
+    return Reply(m_->AddTimedJob(std::move(tj)), resp);
+  }
+  Status ListTimedJobs(ServerContext* ctx, const pb::ListTimedJobsRequest* req,
+                       pb::ListTimedJobsResponse* resp) override {
+    NEXEC_CALLER(caller, "ListTimedJobs");
+    for (auto& tj : m_->ListTimedJobs()) *resp->add_timed_jobs() = std::move(tj);
+    return Status::OK;
+  }
+  Status RemoveTimedJob(ServerContext* ctx, const pb::TimedJobRef* req, pb::TimedJob* resp) override {
+    NEXEC_CALLER(caller, "RemoveTimedJob");
+    if (auto s = m_->MayControlTimedJob(Of(caller), req->id()); !s.ok()) return ToGrpcStatus(s);
+    return Reply(m_->RemoveTimedJob(req->id()), resp);
   }
   Status ListHosts(ServerContext* ctx, const pb::ListHostsRequest* req, pb::ListHostsResponse* resp) override {
     NEXEC_CALLER(caller, "ListHosts");

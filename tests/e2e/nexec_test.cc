@@ -1817,6 +1817,117 @@ TEST_CASE("capacity with real processes: a group under its guarantee reclaims a 
   for (int64_t id : {first, second, owner}) c.Cli({"kill", std::to_string(id)});
 }
 
+TEST_CASE("timed jobs submit their runs on schedule, survive a master crash, and apply overlap, retries and start "
+          "timeouts",
+          "[B5]") {
+  Cluster c("timed");
+  c.AddAgent("node1", "cpus=1,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  auto timed = [&](int64_t id) {
+    auto r = c.Cli({"cron", std::to_string(id), "--json"});
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    return json::parse(r.out);
+  };
+  auto create = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), "submit");
+    args.push_back("--json");
+    auto r = c.Cli(args);
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    return std::stoll(json::parse(r.out)["id"].get<std::string>());
+  };
+  auto number = [](const json& j, const char* key) {
+    return j.contains(key) ? std::stoll(j[key].get<std::string>()) : int64_t{0};
+  };
+  auto history_has = [](const json& j, const std::string& text) {
+    for (const auto& line : j.value("history", std::vector<std::string>{})) {
+      if (line.find(text) != std::string::npos) return true;
+    }
+    return false;
+  };
+
+  SECTION("every two seconds; the runs are jobs that name it; a crash loses nothing; rm stops it") {
+    auto created = c.Cli({"submit", "--cron", "*/2 * * * * *", "--", "echo tick"});
+    REQUIRE(created.code == 0);
+    CHECK(created.out.find("Timed job <1> is created; next run at") != std::string::npos);
+    json tj;
+    REQUIRE(WaitUntil([&] { return number(tj = timed(1), "runs") >= 2; }));
+    const int64_t run = number(tj, "run_job_id");
+    REQUIRE(c.WaitState(run, "DONE"));
+    CHECK(c.Job(run)["spec"].value("timed_job_id", std::string()) == "1");
+    CHECK(c.Cli({"job", std::to_string(run)}).out.find("Timed job") != std::string::npos);
+    auto listed = c.Cli({"cron"});
+    CHECK(listed.out.find("*/2 * * * * *") != std::string::npos);
+    CHECK(listed.out.find("echo tick") != std::string::npos);
+
+    c.CrashAndRestartMaster();
+    const int64_t before = number(timed(1), "runs");
+    REQUIRE(WaitUntil([&] { return number(timed(1), "runs") >= before + 2; }));
+    CHECK(history_has(timed(1), "submitted for the run due at"));
+
+    auto removed = c.Cli({"cron", "rm", "1"});
+    CHECK(removed.code == 0);
+    CHECK(c.Cli({"cron", "1"}).code != 0);
+    CHECK(c.Cli({"cron", "rm", "1"}).out.find("no timed job 1") != std::string::npos);
+  }
+
+  SECTION("overlap kill: the previous run is killed with the reason when the next is due") {
+    int64_t id = create({"--cron", "*/2 * * * * *", "--overlap", "kill", "--", "sleep 1000"});
+    json tj;
+    REQUIRE(WaitUntil([&] { return number(tj = timed(id), "run_job_id") != 0; }));
+    const int64_t first = number(tj, "run_job_id");
+    REQUIRE(c.WaitState(first, "EXIT"));
+    CHECK(c.Job(first).value("reason", std::string()).find("timed job " + std::to_string(id) +
+                                                           ": killed for its run due at") != std::string::npos);
+    REQUIRE(WaitUntil([&] { return number(timed(id), "run_job_id") > first; }));
+    c.Cli({"cron", "rm", std::to_string(id)});
+    for (const auto& j : json::parse(c.Cli({"jobs", "--json"}).out).value("jobs", json::array())) {
+      c.Cli({"kill", j["id"].get<std::string>()});
+    }
+  }
+
+  SECTION("a failing run is retried; a run that cannot start is killed at its start timeout") {
+    // Due once, three seconds from now (in the master's time zone, this machine's).
+    const absl::Time at = absl::Now() + absl::Seconds(3);
+    const absl::CivilSecond when = absl::ToCivilSecond(at, absl::LocalTimeZone());
+    const std::string once = absl::StrCat(when.second(), " ", when.minute(), " ", when.hour(), " * * *");
+    int64_t failing = create({"--cron", once, "--retries", "2", "--", "exit 3"});
+    json tj;
+    REQUIRE(WaitUntil([&] {
+      tj = timed(failing);
+      return number(tj, "runs") == 3 && c.Job(number(tj, "run_job_id"))["state"] == "EXIT";
+    }));
+    CHECK(history_has(tj, "failed: retry 1 of 2"));
+    CHECK(history_has(tj, "failed: retry 2 of 2"));
+    CHECK(number(tj, "runs") == 3);
+
+    // The host's one slot is taken: the run waits, and is killed after 3 seconds.
+    int64_t blocker = c.Submit({"--", "sleep 1000"});
+    REQUIRE(c.WaitState(blocker, "RUNNING"));
+    int64_t waiting = create({"--cron", "*/2 * * * * *", "--start-timeout", "3s", "--", "true"});
+    REQUIRE(WaitUntil([&] { return number(tj = timed(waiting), "run_job_id") != 0; }));
+    const int64_t run = number(tj, "run_job_id");
+    REQUIRE(c.WaitState(run, "EXIT"));
+    CHECK(c.Job(run).value("reason", std::string()).find("did not start within 3s") != std::string::npos);
+    c.Cli({"cron", "rm", std::to_string(waiting)});
+    c.Cli({"kill", std::to_string(blocker)});
+  }
+
+  SECTION("bad timed jobs are refused with the reason") {
+    auto bad = c.Cli({"submit", "--cron", "61 * * * *", "--", "true"});
+    CHECK(bad.code != 0);
+    CHECK(bad.out.find("minute 61 is not 0 to 59") != std::string::npos);
+    bad = c.Cli({"submit", "--cron", "@daily", "--overlap", "wait", "--", "true"});
+    CHECK(bad.out.find("--overlap: expected skip, queue or kill") != std::string::npos);
+    bad = c.Cli({"submit", "--overlap", "kill", "--", "true"});
+    CHECK(bad.out.find("are for timed jobs (--cron)") != std::string::npos);
+    bad = c.Cli({"submit", "--cron", "@daily", "-q", "nosuch", "--", "true"});
+    CHECK(bad.out.find("no queue named \"nosuch\"") != std::string::npos);
+    CHECK(c.Cli({"cron"}).out.find("No timed job found") != std::string::npos);
+  }
+}
+
 TEST_CASE("run limits (-W) end jobs that outlast them, and a backfill queue reserves hosts for a big job while "
           "only jobs ending before it use them",
           "[B5]") {
