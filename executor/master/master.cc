@@ -102,21 +102,38 @@ absl::Status Master::Recover() {
   }
   const absl::Time forgotten_before = now - 20 * longest_half_life;
   std::vector<int64_t> preempted;  // suspended for a preemption: they lend their slots again
+  std::vector<pb::Job> unrecoverable;  // ended now: written before the master serves
   for (const auto& row : jobs) {
     JC_ASSIGN_OR_RETURN(pb::Job job, store::DecodeDoc<pb::Job>(row[1]));
     next_id_ = std::max(next_id_, job.id() + 1);
     JobRecord rec;
     rec.job = job;
+    // A job this configuration cannot take back (its queue was removed from the file,
+    // its requirement no longer parses) ends, with the reason, rather than vanish or stop
+    // the master; its tasks, if any, are strays the agents are told to end.
+    auto end_unrecoverable = [&](const absl::Status& why) {
+      spdlog::error("job {} cannot be recovered: {}", job.id(), why.ToString());
+      rec.job.set_state(pb::EXIT);
+      rec.job.set_exit_code(1);
+      rec.job.set_reason(absl::StrCat("cannot be recovered after a master restart: ", why.message()));
+      *rec.job.mutable_ended_at() = ToTimestamp(now);
+      rec.job.add_history(absl::StrCat(Stamp(), " ", rec.job.reason()));
+      unrecoverable.push_back(rec.job);
+      jobs_[job.id()] = std::move(rec);
+    };
     if (!Finished(job.state())) {
       auto req = BuildRequest(job.spec(), job.id());
       if (!req.ok()) {
-        spdlog::warn("job {} cannot be recovered: {}", job.id(), req.status().ToString());
+        end_unrecoverable(req.status());
         continue;
       }
       rec.request = *req;
       rec.request.preemptions = job.preemptions();
       if (job.state() == pb::PENDING) {
-        JC_RETURN_IF_ERROR(scheduler_.Submit(rec.request));
+        if (absl::Status queued = scheduler_.Submit(rec.request); !queued.ok()) {
+          end_unrecoverable(queued);
+          continue;
+        }
         ++pending;
       } else {
         Placement p;
@@ -140,8 +157,12 @@ absl::Status Master::Recover() {
           }
           p.sections[i][0].mem_mb = mem * p.sections[i][0].slots;
         }
-        JC_RETURN_IF_ERROR(scheduler_.Restore(rec.request, p,
-                                              job.has_started_at() ? FromTimestamp(job.started_at()) : now));
+        if (absl::Status restored =
+                scheduler_.Restore(rec.request, p, job.has_started_at() ? FromTimestamp(job.started_at()) : now);
+            !restored.ok()) {
+          end_unrecoverable(restored);
+          continue;
+        }
         // A suspended job holds nothing of the resources a suspension releases.
         if (job.state() == pb::SUSPENDED) JC_RETURN_IF_ERROR(scheduler_.SetSuspended(job.id(), true));
         if (job.state() == pb::SUSPENDED && job.preempted_by() != 0) preempted.push_back(job.id());
@@ -159,8 +180,14 @@ absl::Status Master::Recover() {
     const bool waiting = preemptor != jobs_.end() && preemptor->second.job.state() == pb::PENDING;
     JC_RETURN_IF_ERROR(scheduler_.RestorePreempted(id, waiting ? by : 0));
   }
-  spdlog::info("nexec master recovered {} hosts, {} jobs ({} pending, {} running)",
-               hosts_.size(), jobs_.size(), pending, running);
+  if (!unrecoverable.empty()) {
+    JC_RETURN_IF_ERROR(committer_.Commit([&](store::Transaction& txn) {
+      for (const auto& job : unrecoverable) JC_RETURN_IF_ERROR(Persist(txn, job));
+      return absl::OkStatus();
+    }));
+  }
+  spdlog::info("nexec master recovered {} hosts, {} jobs ({} pending, {} running, {} ended as unrecoverable)",
+               hosts_.size(), jobs_.size(), pending, running, unrecoverable.size());
   return RecoverTimedJobs();
 }
 

@@ -1817,6 +1817,31 @@ TEST_CASE("capacity with real processes: a group under its guarantee reclaims a 
   for (int64_t id : {first, second, owner}) c.Cli({"kill", std::to_string(id)});
 }
 
+TEST_CASE("jobs of a queue removed from the configuration across a restart end with the reason, the master starts "
+          "and the rest go on",
+          "[B3][B11]") {
+  Cluster c("gone-queue", "queues:\n  - name: a\n  - name: b\n");
+  c.AddAgent("node1", "cpus=2,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  int64_t kept = c.Submit({"-q", "a", "--", "sleep 1000"});
+  int64_t running = c.Submit({"-q", "b", "--", "sleep 1000"});
+  REQUIRE(c.WaitState(kept, "RUNNING"));
+  REQUIRE(c.WaitState(running, "RUNNING"));
+  const int pid = c.TaskPid(running);
+  int64_t pending = c.Submit({"-q", "b", "--", "true"});  // no slot left: it waits
+  CHECK(c.Job(pending)["state"] == "PENDING");
+  c.WriteConfig("queues:\n  - name: a\n");
+  c.CrashAndRestartMaster();
+  REQUIRE(c.WaitState(pending, "EXIT"));
+  CHECK(c.Job(pending).value("reason", std::string()).find("cannot be recovered after a master restart") !=
+        std::string::npos);
+  REQUIRE(c.WaitState(running, "EXIT"));
+  CHECK(c.Job(running).value("reason", std::string()).find("which is gone") != std::string::npos);
+  CHECK(WaitUntil([&] { return Gone(pid); }));  // its process, a stray now, is ended
+  CHECK(c.Job(kept)["state"] == "RUNNING");
+  c.Cli({"kill", std::to_string(kept)});
+}
+
 TEST_CASE("timed jobs submit their runs on schedule, survive a master crash, and apply overlap, retries and start "
           "timeouts",
           "[B5]") {
