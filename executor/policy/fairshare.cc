@@ -71,66 +71,83 @@ double FairshareTree::Priority(int node, const std::vector<double>& usage, const
   return nodes_[node].shares / (1 + usage[node] + running[node]);
 }
 
-std::vector<int64_t> FairshareTree::Order(const std::vector<PendingJob>& pending,
-                                          const std::map<std::string, int>& running_slots) {
+FairshareTree::Sequence FairshareTree::Start(const std::vector<PendingJob>& pending,
+                                             const std::map<std::string, int>& running_slots) {
   // Per leaf: its users' jobs in FCFS order; per node: jobs waiting in its subtree.
   // Users come in runs (one user's jobs together, or few users): their leaf is looked up
   // once per run, not once per job.
-  std::vector<int> leaf_of_job(pending.size());
-  const std::string* last_user = nullptr;
-  int last_leaf = -1;
-  for (size_t k = 0; k < pending.size(); ++k) {
-    if (last_user == nullptr || *last_user != pending[k].user) {
-      last_user = &pending[k].user;
-      last_leaf = LeafFor(pending[k].user);
-    }
-    leaf_of_job[k] = last_leaf;
-  }
   for (const auto& [user, n] : running_slots) LeafFor(user);
-  const size_t n = nodes_.size();
-  std::vector<std::vector<const PendingJob*>> queue_of_leaf(n);
-  for (size_t k = 0; k < pending.size(); ++k) queue_of_leaf[leaf_of_job[k]].push_back(&pending[k]);
-  std::vector<double> usage(n, 0), running(n, 0);
-  std::vector<int> waiting(n, 0);
-  auto up = [&](int leaf, const std::function<void(int)>& f) {
+  Sequence seq;
+  {
+    absl::string_view last_user;
+    int last_leaf = -1;
+    for (const PendingJob& job : pending) {
+      if (last_leaf < 0 || last_user != job.user) {
+        last_user = job.user;
+        last_leaf = LeafFor(std::string(job.user));
+        if (static_cast<size_t>(last_leaf) >= seq.queue_of_leaf_.size()) seq.queue_of_leaf_.resize(last_leaf + 1);
+      }
+      seq.queue_of_leaf_[last_leaf].emplace_back(job.id, job.slots);
+    }
+  }
+  const size_t nodes = nodes_.size();  // LeafFor may have added leaves for new users
+  seq.tree_ = this;
+  seq.queue_of_leaf_.resize(nodes);
+  seq.usage_.assign(nodes, 0);
+  seq.running_.assign(nodes, 0);
+  seq.waiting_.assign(nodes, 0);
+  seq.next_of_leaf_.assign(nodes, 0);
+  seq.ready_.resize(nodes);
+  auto up = [&](int leaf, auto&& f) {
     for (int i = leaf; i >= 0; i = nodes_[i].parent) f(i);
   };
   for (const auto& [user, u] : usage_) {
     auto it = leaf_of_user_.find(user);
-    if (it != leaf_of_user_.end()) up(it->second, [&, amount = u](int i) { usage[i] += amount; });
+    if (it != leaf_of_user_.end()) up(it->second, [&, amount = u](int i) { seq.usage_[i] += amount; });
   }
   for (const auto& [user, slots] : running_slots) {
-    up(leaf_of_user_.at(user), [&, amount = slots](int i) { running[i] += amount; });
+    up(leaf_of_user_.at(user), [&, amount = slots](int i) { seq.running_[i] += amount; });
   }
-  for (size_t leaf = 0; leaf < n; ++leaf) {
-    if (queue_of_leaf[leaf].empty()) continue;
-    up(static_cast<int>(leaf), [&, count = static_cast<int>(queue_of_leaf[leaf].size())](int i) { waiting[i] += count; });
+  for (size_t leaf = 0; leaf < nodes; ++leaf) {
+    if (seq.queue_of_leaf_[leaf].empty()) continue;
+    up(static_cast<int>(leaf),
+       [&, count = static_cast<int>(seq.queue_of_leaf_[leaf].size())](int i) { seq.waiting_[i] += count; });
   }
-  std::vector<size_t> next_of_leaf(n, 0);
-  std::vector<int64_t> order;
-  order.reserve(pending.size());
-  // Per node, its children with work waiting, highest priority first (ties: configuration
-  // order). A pick changes only the nodes on its path, so only they move: a pick costs
-  // depth x log(children), not a look at every child of every level.
-  std::vector<std::set<std::pair<double, int>>> ready(n);
-  auto key = [&](int c) { return std::make_pair(-Priority(c, usage, running), c); };
-  for (size_t i = 1; i < n; ++i) {
-    if (waiting[i] > 0) ready[nodes_[i].parent].insert(key(static_cast<int>(i)));
-  }
-  while (waiting[0] > 0) {
-    int at = 0;
-    while (!nodes_[at].children.empty()) at = ready[at].begin()->second;
-    const PendingJob* job = queue_of_leaf[at][next_of_leaf[at]++];
-    order.push_back(job->id);
-    for (int i = at; i > 0; i = nodes_[i].parent) ready[nodes_[i].parent].erase(key(i));
-    up(at, [&, slots = job->slots](int i) {
-      waiting[i] -= 1;
-      running[i] += slots;  // counted as running for the next pick
-    });
-    for (int i = at; i > 0; i = nodes_[i].parent) {
-      if (waiting[i] > 0) ready[nodes_[i].parent].insert(key(i));
+  for (size_t i = 1; i < nodes; ++i) {
+    if (seq.waiting_[i] > 0) {
+      seq.ready_[nodes_[i].parent].emplace(-Priority(static_cast<int>(i), seq.usage_, seq.running_), static_cast<int>(i));
     }
   }
+  return seq;
+}
+
+bool FairshareTree::Sequence::Next(int64_t* id) {
+  if (tree_ == nullptr || waiting_.empty() || waiting_[0] <= 0) return false;
+  const auto& nodes = tree_->nodes_;
+  // A pick changes only the nodes on its path, so only they move: a pick costs depth x
+  // log(children), not a look at every child of every level.
+  auto key = [&](int c) { return std::make_pair(-tree_->Priority(c, usage_, running_), c); };
+  int at = 0;
+  while (!nodes[at].children.empty()) at = ready_[at].begin()->second;
+  const auto [job, slots] = queue_of_leaf_[at][next_of_leaf_[at]++];
+  for (int i = at; i > 0; i = nodes[i].parent) ready_[nodes[i].parent].erase(key(i));
+  for (int i = at; i >= 0; i = nodes[i].parent) {
+    waiting_[i] -= 1;
+    running_[i] += slots;  // counted as running for the next pick
+  }
+  for (int i = at; i > 0; i = nodes[i].parent) {
+    if (waiting_[i] > 0) ready_[nodes[i].parent].insert(key(i));
+  }
+  *id = job;
+  return true;
+}
+
+std::vector<int64_t> FairshareTree::Order(const std::vector<PendingJob>& pending,
+                                          const std::map<std::string, int>& running_slots) {
+  Sequence seq = Start(pending, running_slots);
+  std::vector<int64_t> order;
+  order.reserve(pending.size());
+  for (int64_t id = 0; seq.Next(&id);) order.push_back(id);
   return order;
 }
 

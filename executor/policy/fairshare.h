@@ -14,12 +14,14 @@
 // soon as it submits (its low usage makes its priority high).
 
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
 namespace jc::nexec {
@@ -54,11 +56,31 @@ class FairshareTree {
 
   struct PendingJob {
     int64_t id;
-    std::string user;
+    absl::string_view user;  // must outlive the order made from it
     int slots;
   };
   // The dispatch order of `pending` (oldest first within a user), given what each user
-  // runs now.
+  // runs now, computed pick by pick: a cycle that stops early (the cluster is full) pays
+  // only for the picks it took, not for ordering every pending job.
+  class Sequence {
+   public:
+    // The next job; false when every pending job has been given.
+    bool Next(int64_t* id);
+
+   private:
+    friend class FairshareTree;
+    const FairshareTree* tree_ = nullptr;
+    std::vector<std::vector<std::pair<int64_t, int>>> queue_of_leaf_;  // (job, slots), FCFS
+    std::vector<size_t> next_of_leaf_;
+    std::vector<double> usage_, running_;
+    std::vector<int> waiting_;
+    // Per node, its children with work waiting, highest priority first (ties:
+    // configuration order).
+    std::vector<std::set<std::pair<double, int>>> ready_;
+  };
+  // The tree must not change while the sequence is used.
+  Sequence Start(const std::vector<PendingJob>& pending, const std::map<std::string, int>& running);
+  // The whole order at once.
   std::vector<int64_t> Order(const std::vector<PendingJob>& pending, const std::map<std::string, int>& running);
 
   struct NodeReport {

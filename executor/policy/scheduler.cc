@@ -531,42 +531,58 @@ std::vector<std::string> Scheduler::BucketKey(const Limit& limit, const JobReque
   return key;
 }
 
-std::map<std::vector<std::string>, LimitUsage> Scheduler::Deltas(const Limit& limit, const Job& job,
-                                                                const Placement& placement) const {
-  std::map<std::vector<std::string>, LimitUsage> out;
-  if (!Applies(limit, job.request)) return out;
+void Scheduler::AddAllocation(const Limit& limit, const HostAllocation& a, LimitUsage* d) const {
+  d->slots += a.slots;
+  for (const auto& [resource, value] : limit.config.resources) {
+    double amount = 0;
+    if (resource == "mem") {
+      amount = a.mem_mb;
+    } else if (resource == "gpu") {
+      amount = static_cast<double>(a.gpus.size());
+    } else if (auto r = a.reserved.find(resource); r != a.reserved.end()) {
+      amount = r->second;
+    }
+    d->resources[resource] += amount;
+  }
+}
+
+template <typename F>
+void Scheduler::ForEachDelta(const Limit& limit, const Job& job, const Placement& placement, F&& f) const {
+  if (!Applies(limit, job.request)) return;
+  const HostAllocation* only = nullptr;  // the common case: one allocation, one bucket
+  size_t allocations = 0;
+  for (const auto& section : placement.sections) {
+    allocations += section.size();
+    if (!section.empty()) only = &section.front();
+  }
+  if (allocations == 1) {
+    if (limit.config.hosts.given && !Member(limit.config.hosts, only->host, false)) return;
+    LimitUsage d;
+    d.jobs = 1;
+    AddAllocation(limit, *only, &d);
+    f(BucketKey(limit, job.request, only->host), d);
+    return;
+  }
+  std::map<std::vector<std::string>, LimitUsage> buckets;
   for (const auto& section : placement.sections) {
     for (const HostAllocation& a : section) {
       if (limit.config.hosts.given && !Member(limit.config.hosts, a.host, false)) continue;
-      auto key = BucketKey(limit, job.request, a.host);
-      auto [at, first] = out.try_emplace(key);
-      LimitUsage& d = at->second;
-      d.slots += a.slots;
-      if (first) d.jobs = 1;  // a job counts once per bucket, however many hosts
-      for (const auto& [resource, value] : limit.config.resources) {
-        double amount = 0;
-        if (resource == "mem") {
-          amount = a.mem_mb;
-        } else if (resource == "gpu") {
-          amount = static_cast<double>(a.gpus.size());
-        } else if (auto r = a.reserved.find(resource); r != a.reserved.end()) {
-          amount = r->second;
-        }
-        d.resources[resource] += amount;
-      }
+      auto [at, first] = buckets.try_emplace(BucketKey(limit, job.request, a.host));
+      if (first) at->second.jobs = 1;  // a job counts once per bucket, however many hosts
+      AddAllocation(limit, a, &at->second);
     }
   }
-  return out;
+  for (auto& [key, d] : buckets) f(key, d);
 }
 
 void Scheduler::ApplyLimits(const Job& job, const Placement& placement, int sign) {
   for (Limit& limit : limits_) {
-    for (const auto& [key, d] : Deltas(limit, job, placement)) {
-      LimitUsage& u = limit.usage[key];
+    ForEachDelta(limit, job, placement, [&](std::vector<std::string> key, const LimitUsage& d) {
+      LimitUsage& u = limit.usage[std::move(key)];
       u.slots += sign * d.slots;
       u.jobs += sign * d.jobs;
       for (const auto& [resource, amount] : d.resources) u.resources[resource] += sign * amount;
-    }
+    });
   }
 }
 
@@ -581,31 +597,36 @@ std::string Bucket(const std::vector<std::string>& key) {
 std::string Scheduler::LimitExceeded(const Job& job, const Placement& placement) const {
   for (const Limit& limit : limits_) {
     if (!limit.now.any()) continue;
-    for (const auto& [key, d] : Deltas(limit, job, placement)) {
-      auto at = limit.usage.find(key);
-      if (at == limit.usage.end()) continue;
-      const LimitUsage& u = at->second;  // this job included
-      const std::string bucket = Bucket(key);
-      auto over = [&](const char* what, double used, double asked, double value) {
-        return absl::StrCat("limit ", limit.config.name, ": ", what, " ", value, bucket, " (",
-                            used - asked, " used, ", asked, " asked)");
-      };
-      constexpr double kEpsilon = 1e-9;
-      if (limit.now.slots && d.slots > 0 && u.slots > *limit.now.slots + kEpsilon) {
-        return over("slots", u.slots, d.slots, *limit.now.slots);
-      }
-      if (limit.now.jobs && d.jobs > 0 && u.jobs > *limit.now.jobs + kEpsilon) {
-        return over("jobs", u.jobs, d.jobs, *limit.now.jobs);
-      }
-      for (const auto& [resource, value] : limit.now.resources) {
-        auto asked = d.resources.find(resource);
-        auto used = u.resources.find(resource);
-        if (asked == d.resources.end() || asked->second <= 0 || used == u.resources.end()) continue;
-        if (used->second > value + kEpsilon) {
-          return over(resource.c_str(), used->second, asked->second, value);
-        }
-      }
-    }
+    std::string exceeded;
+    ForEachDelta(limit, job, placement, [&](const std::vector<std::string>& key, const LimitUsage& d) {
+      if (exceeded.empty()) exceeded = Exceeds(limit, key, d);
+    });
+    if (!exceeded.empty()) return exceeded;
+  }
+  return "";
+}
+
+std::string Scheduler::Exceeds(const Limit& limit, const std::vector<std::string>& key, const LimitUsage& d) const {
+  auto at = limit.usage.find(key);
+  if (at == limit.usage.end()) return "";
+  const LimitUsage& u = at->second;  // this job included
+  const std::string bucket = Bucket(key);
+  auto over = [&](const char* what, double used, double asked, double value) {
+    return absl::StrCat("limit ", limit.config.name, ": ", what, " ", value, bucket, " (", used - asked, " used, ",
+                        asked, " asked)");
+  };
+  constexpr double kEpsilon = 1e-9;
+  if (limit.now.slots && d.slots > 0 && u.slots > *limit.now.slots + kEpsilon) {
+    return over("slots", u.slots, d.slots, *limit.now.slots);
+  }
+  if (limit.now.jobs && d.jobs > 0 && u.jobs > *limit.now.jobs + kEpsilon) {
+    return over("jobs", u.jobs, d.jobs, *limit.now.jobs);
+  }
+  for (const auto& [resource, value] : limit.now.resources) {
+    auto asked = d.resources.find(resource);
+    auto used = u.resources.find(resource);
+    if (asked == d.resources.end() || asked->second <= 0 || used == u.resources.end()) continue;
+    if (used->second > value + kEpsilon) return over(resource.c_str(), used->second, asked->second, value);
   }
   return "";
 }
@@ -839,9 +860,16 @@ std::vector<int64_t> Scheduler::DrfDispatchOrder(const Queue& queue) const {
   return DrfOrder(pending, by, ClusterTotal(), std::move(held));
 }
 
-std::vector<int64_t> Scheduler::DispatchOrder(const Queue& queue) const {
-  if (queue.config.drf != DrfBy::kOff) return DrfDispatchOrder(queue);
-  if (queue.config.capacity) return CapacityDispatchOrder(queue);
+Scheduler::DispatchSequence Scheduler::DispatchOrder(const Queue& queue) const {
+  DispatchSequence seq;
+  if (queue.config.drf != DrfBy::kOff) {
+    seq.ids = DrfDispatchOrder(queue);
+    return seq;
+  }
+  if (queue.config.capacity) {
+    seq.ids = CapacityDispatchOrder(queue);
+    return seq;
+  }
   if (queue.fairshare) {
     std::vector<FairshareTree::PendingJob> pending;
     pending.reserve(queue.pending.size());
@@ -849,8 +877,14 @@ std::vector<int64_t> Scheduler::DispatchOrder(const Queue& queue) const {
       const JobRequest& r = jobs_.at(id).request;
       pending.push_back({id, r.user, r.slots});
     }
-    return queue.fairshare->Order(pending, queue.used_by_user);
+    seq.fairshare = queue.fairshare->Start(pending, queue.used_by_user);
+    return seq;
   }
+  seq.ids = RoundRobinOrder(queue);
+  return seq;
+}
+
+std::vector<int64_t> Scheduler::RoundRobinOrder(const Queue& queue) const {
   if (!queue.config.user_round_robin) return {queue.pending.begin(), queue.pending.end()};
   // Round robin: every user's first job, then every user's second job, and so on. Users
   // go in the order of their oldest waiting job, starting after the user served last, so
@@ -1101,6 +1135,9 @@ bool Scheduler::PlaceSection(const Job& job, const Queue& queue, const Section& 
 }
 
 void Scheduler::Apply(const Job& job, Queue& queue, const Placement& placement, int sign) {
+  // The user's entries, looked up once (string-keyed maps) rather than per allocation.
+  int& used_by_user = queue.used_by_user[job.request.user];
+  DrfVector& held = queue.held_by_user[job.request.user];
   for (const auto& section : placement.sections) {
     for (const HostAllocation& a : section) {
       size_t i = host_index_.at(a.host);
@@ -1114,8 +1151,7 @@ void Scheduler::Apply(const Job& job, Queue& queue, const Placement& placement, 
       RefreshValues(h);
       Reindex(i, true);
       queue.used_slots += sign * a.slots;
-      queue.used_by_user[job.request.user] += sign * a.slots;
-      DrfVector& held = queue.held_by_user[job.request.user];
+      used_by_user += sign * a.slots;
       held.slots += sign * a.slots;
       held.mem_mb += sign * a.mem_mb;
       held.gpus += sign * static_cast<double>(a.gpus.size());
@@ -1212,7 +1248,8 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
     const bool preemptive = !queue->config.preempt.empty() || queue->config.capacity.has_value();
     bool reserved_in_queue = false;  // one reservation per queue and cycle (EASY backfill)
     std::unordered_set<int64_t> dispatched;
-    for (int64_t id : DispatchOrder(*queue)) {
+    DispatchSequence sequence = DispatchOrder(*queue);
+    for (int64_t id = 0; sequence.Next(&id);) {
       Job& job = jobs_.at(id);
       const bool full = pack_index_.empty() || std::get<0>(*pack_index_.rbegin()) <= 0;
       if (full && !preemptive) {

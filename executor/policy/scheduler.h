@@ -19,6 +19,7 @@
 #include <tuple>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -231,9 +232,13 @@ class Scheduler {
   bool Member(const ConsumerSet& set, const std::string& value, bool users) const;
   bool Applies(const Limit& limit, const JobRequest& job) const;
   std::vector<std::string> BucketKey(const Limit& limit, const JobRequest& job, const std::string& host) const;
-  // What a placement adds to each of a limit's buckets.
-  std::map<std::vector<std::string>, LimitUsage> Deltas(const Limit& limit, const Job& job,
-                                                       const Placement& placement) const;
+  // Calls f(bucket key, what the placement adds to it) for each bucket of `limit` the
+  // placement touches; a placement of one allocation (the common case) builds no map.
+  template <typename F>
+  void ForEachDelta(const Limit& limit, const Job& job, const Placement& placement, F&& f) const;
+  void AddAllocation(const Limit& limit, const HostAllocation& a, LimitUsage* d) const;
+  // The description of `limit`'s bucket `key` past a value in force, with `d` asked; "".
+  std::string Exceeds(const Limit& limit, const std::vector<std::string>& key, const LimitUsage& d) const;
   void ApplyLimits(const Job& job, const Placement& placement, int sign);
   // With the job's placement applied: the first limit it took past its value, described.
   std::string LimitExceeded(const Job& job, const Placement& placement) const;
@@ -272,7 +277,22 @@ class Scheduler {
   void RefreshValues(Host& host);
   std::string OverThreshold(const Host& h, const QueueConfig& queue, bool stop) const;
   bool UserAllowed(const QueueConfig& queue, const std::string& user) const;
-  std::vector<int64_t> DispatchOrder(const Queue& queue) const;
+  // The order a queue offers its pending jobs places: a list, or a fair-share order
+  // computed as the cycle takes it (a cycle that stops early pays for what it took).
+  struct DispatchSequence {
+    std::vector<int64_t> ids;
+    size_t next = 0;
+    std::optional<FairshareTree::Sequence> fairshare;
+    bool Next(int64_t* id) {
+      if (fairshare) return fairshare->Next(id);
+      if (next >= ids.size()) return false;
+      *id = ids[next++];
+      return true;
+    }
+  };
+  DispatchSequence DispatchOrder(const Queue& queue) const;
+  // FCFS, or one job per user in turn (round robin).
+  std::vector<int64_t> RoundRobinOrder(const Queue& queue) const;
   std::vector<int64_t> DrfDispatchOrder(const Queue& queue) const;
   // What a job asks for in all: slots, memory, GPUs (DRF's demand).
   DrfVector DemandOf(const JobRequest& job) const;
@@ -347,7 +367,7 @@ class Scheduler {
   std::map<std::string, Queue> queues_;
   std::map<std::string, std::vector<std::string>> user_groups_;
   std::unordered_map<int64_t, Job> jobs_;
-  std::set<int64_t> running_;
+  std::unordered_set<int64_t> running_;  // unordered: whoever walks it sorts by a unique key
   std::set<HostKey> pack_index_;    // (free slots, -cpu factor, index)
   std::set<HostKey> spread_index_;  // (-free slots, -cpu factor, index)
   int total_slots_ = 0;
