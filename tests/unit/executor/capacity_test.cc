@@ -229,3 +229,25 @@ TEST_CASE("the capacity order serves the cluster furthest under its guarantee fi
   CHECK(ids == std::vector<int64_t>{3, 4, 2, 5, 1});
   CHECK(owed == std::vector<bool>{true, true, true, false, false});
 }
+
+TEST_CASE("a reload that changes the virtual clusters counts what each holds again", "[B5]") {
+  Scheduler s = GpuClusters();
+  CHECK(testing::RunCycle(s, {GpuJob(1, "bob", 2), GpuJob(2, "alice", 2), GpuJob(3, "carol", 2)}).size() == 3);
+  CHECK(Held(s, "vision") == 4);
+  CHECK(Held(s, "nlp") == 2);
+  // carol moves to a cluster of her own; nlp's max drops to 2.
+  s.DefineUserGroup("carol-team", {"carol"});
+  s.DefineUserGroup("vision", {"alice"});
+  QueueConfig q;
+  q.name = "shared";
+  q.capacity = CapacityConfig{CapacityResource::kGpus, 0, {{"vision", 4, 8}, {"nlp", 2, 2}, {"carol-team", 2, 0}}};
+  REQUIRE(s.UpdateQueue(q).ok());
+  CHECK(Held(s, "vision") == 2);
+  CHECK(Held(s, "nlp") == 2);
+  CHECK(Held(s, "carol-team") == 2);
+  CHECK(testing::RunCycle(s, {GpuJob(4, "bob", 2)}).empty());
+  CHECK(s.PendingReason(4) == "virtual cluster nlp: max 2 gpu (2 held, 2 asked)");
+  // Releases after the reload give back to the clusters they are counted in now.
+  REQUIRE(s.Release(3).ok());
+  CHECK(Held(s, "carol-team") == 0);
+}
