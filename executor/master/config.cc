@@ -125,7 +125,7 @@ absl::Status ReadShareNodes(const YAML::Node& list, const std::string& where, st
 
 absl::StatusOr<FairshareConfig> ReadFairshare(const YAML::Node& node, const std::string& where) {
   if (!node.IsMap()) return Bad(where, "must be {shares: [...], half_life: 5h, gpu_factor: 1, cpu_time_factor: 0}");
-  JC_RETURN_IF_ERROR(CheckKeys(node, where, {"shares", "half_life", "gpu_factor", "cpu_time_factor"}));
+  JC_RETURN_IF_ERROR(CheckKeys(node, where, {"shares", "half_life", "gpu_factor", "cpu_time_factor", "preempt"}));
   FairshareConfig f;
   std::set<std::string> users;
   if (!node["shares"]) return Bad(where, "needs shares: the share tree");
@@ -139,6 +139,7 @@ absl::StatusOr<FairshareConfig> ReadFairshare(const YAML::Node& node, const std:
   if (f.gpu_factor < 0) return Bad(where + ".gpu_factor", "must not be negative");
   JC_RETURN_IF_ERROR(Read(node, "cpu_time_factor", where, &f.cpu_time_factor));
   if (f.cpu_time_factor < 0) return Bad(where + ".cpu_time_factor", "must not be negative");
+  JC_RETURN_IF_ERROR(Read(node, "preempt", where, &f.preemptive));
   return f;
 }
 

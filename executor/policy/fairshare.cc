@@ -151,6 +151,55 @@ std::vector<int64_t> FairshareTree::Order(const std::vector<PendingJob>& pending
   return order;
 }
 
+FairshareTree::Standing FairshareTree::Snapshot(const std::map<std::string, int>& running,
+                                                const std::string& preemptor) {
+  for (const auto& [user, n] : running) LeafFor(user);
+  LeafFor(preemptor);
+  Standing st;
+  st.usage.assign(nodes_.size(), 0);
+  st.running.assign(nodes_.size(), 0);
+  for (const auto& [user, u] : usage_) {
+    auto it = leaf_of_user_.find(user);
+    if (it == leaf_of_user_.end()) continue;
+    for (int i = it->second; i >= 0; i = nodes_[i].parent) st.usage[i] += u;
+  }
+  for (const auto& [user, slots] : running) {
+    for (int i = leaf_of_user_.at(user); i >= 0; i = nodes_[i].parent) st.running[i] += slots;
+  }
+  return st;
+}
+
+bool FairshareTree::MayPreempt(const Standing& st, const std::string& preemptor, int slots,
+                               const std::string& victim) const {
+  auto a = leaf_of_user_.find(preemptor);
+  auto b = leaf_of_user_.find(victim);
+  if (a == leaf_of_user_.end() || b == leaf_of_user_.end() || a->second == b->second) return false;
+  auto path = [&](int leaf) {
+    std::vector<int> p;
+    for (int i = leaf; i >= 0; i = nodes_[i].parent) p.push_back(i);
+    std::reverse(p.begin(), p.end());  // root first
+    return p;
+  };
+  const std::vector<int> pa = path(a->second), pb = path(b->second);
+  size_t k = 0;
+  while (k < pa.size() && k < pb.size() && pa[k] == pb[k]) ++k;
+  if (k >= pa.size() || k >= pb.size()) return false;
+  const int A = pa[k], B = pb[k];
+  const double with_job = nodes_[A].shares / (1 + st.usage[A] + st.running[A] + slots);
+  return with_job > Priority(B, st.usage, st.running);
+}
+
+double FairshareTree::UserPriority(const Standing& st, const std::string& user) const {
+  auto it = leaf_of_user_.find(user);
+  return it == leaf_of_user_.end() ? 0 : Priority(it->second, st.usage, st.running);
+}
+
+void FairshareTree::Take(Standing& st, const std::string& user, int slots) const {
+  auto it = leaf_of_user_.find(user);
+  if (it == leaf_of_user_.end()) return;
+  for (int i = it->second; i >= 0; i = nodes_[i].parent) st.running[i] -= slots;
+}
+
 std::vector<FairshareTree::NodeReport> FairshareTree::Report(const std::map<std::string, int>& running_slots) {
   for (const auto& [user, n] : running_slots) LeafFor(user);
   for (const auto& [user, u] : usage_) LeafFor(user);

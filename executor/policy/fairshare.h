@@ -37,6 +37,9 @@ struct FairshareConfig {
   absl::Duration half_life = absl::Hours(5);
   double gpu_factor = 1;  // a GPU held counts as this many slots
   double cpu_time_factor = 0;  // an hour of CPU time the jobs used counts as this many slot-hours
+  // Fair-share preemption: a job that does not fit may preempt running jobs of users whose
+  // branch is further over its share than the job's own (see FairshareTree::MayPreempt).
+  bool preemptive = false;
 };
 
 class FairshareTree {
@@ -82,6 +85,21 @@ class FairshareTree {
   Sequence Start(const std::vector<PendingJob>& pending, const std::map<std::string, int>& running);
   // The whole order at once.
   std::vector<int64_t> Order(const std::vector<PendingJob>& pending, const std::map<std::string, int>& running);
+
+  // Fair-share preemption: every node's usage and running slots now.
+  struct Standing {
+    std::vector<double> usage, running;
+  };
+  Standing Snapshot(const std::map<std::string, int>& running, const std::string& preemptor);
+  // May a job of `preemptor` asking `slots` preempt a running job of `victim`? Where their
+  // branches part (siblings under one parent), the preemptor's branch with the job added
+  // must still have a higher priority than the victim's branch now: then the victim's
+  // branch cannot preempt back (preemption never goes in circles).
+  bool MayPreempt(const Standing& standing, const std::string& preemptor, int slots, const std::string& victim) const;
+  // A user's own priority (its leaf's): victims are taken lowest first.
+  double UserPriority(const Standing& standing, const std::string& user) const;
+  // A running job taken as a victim: its slots leave its branch in `standing`.
+  void Take(Standing& standing, const std::string& user, int slots) const;
 
   struct NodeReport {
     std::string path;  // "physics/alice"

@@ -1245,7 +1245,12 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
     if (!queue->lent.empty()) ResumeLent(*queue);
     if (queue->pending.empty()) continue;
     // A capacity queue may reclaim guarantees by preemption.
-    const bool preemptive = !queue->config.preempt.empty() || queue->config.capacity.has_value();
+    bool fairshare_preempts = queue->config.fairshare && queue->config.fairshare->preemptive;
+    // Each fair-share preemption attempt scans the running jobs: a few per queue and cycle
+    // (the users furthest under their share come first in the order anyway).
+    constexpr int kFairsharePreemptTries = 16;
+    int fairshare_tries = 0;
+    bool preemptive = !queue->config.preempt.empty() || queue->config.capacity.has_value() || fairshare_preempts;
     bool reserved_in_queue = false;  // one reservation per queue and cycle (EASY backfill)
     std::unordered_set<int64_t> dispatched;
     DispatchSequence sequence = DispatchOrder(*queue);
@@ -1297,9 +1302,18 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
         // next cycle, which sees what this one freed.
         // Preempting frees resources; a job a limit holds would not start anyway.
         const bool waits_for_resources = failed_shapes[job.shape].empty();
+        auto fairshare_preempt = [&] {
+          if (++fairshare_tries == kFairsharePreemptTries) {
+            fairshare_preempts = false;
+            preemptive = !queue->config.preempt.empty() || queue->config.capacity.has_value();
+          }
+          return TryFairsharePreempt(job, *queue);
+        };
         if (waits_for_resources && !queue->config.preempt.empty() && TryPreempt(job, *queue)) {
           failed_shapes[job.shape] = "";
         } else if (waits_for_resources && queue->config.capacity && TryReclaim(job, *queue)) {
+          failed_shapes[job.shape] = "";
+        } else if (waits_for_resources && fairshare_preempts && fairshare_preempt()) {
           failed_shapes[job.shape] = "";
         } else if (queue->config.backfill && !reserved_in_queue && failed_shapes[job.shape].empty()) {
           // Only a job waiting for resources reserves; one a limit holds would hold hosts
@@ -1586,7 +1600,58 @@ bool Scheduler::PreemptAmong(const Job& job, Queue& queue, const std::vector<Job
   return true;
 }
 
+bool Scheduler::TryFairsharePreempt(const Job& job, Queue& queue) {
+  if (WaitingForVictims(job.request.id)) return true;
+  FairshareTree& tree = *queue.fairshare;
+  FairshareTree::Standing standing = tree.Snapshot(queue.used_by_user, job.request.user);
+  const std::string& user = job.request.user;
+  const int slots = job.request.slots;
+  std::vector<std::pair<double, Job*>> ranked;  // (its user's priority, job)
+  for (int64_t rid : running_) {
+    Job& v = jobs_.at(rid);
+    if (v.request.queue != queue.config.name || v.request.user == user) continue;
+    if (v.suspended || v.lent || v.being_requeued) continue;
+    if (queue.config.max_preemptions > 0 && v.request.preemptions >= queue.config.max_preemptions) continue;
+    if (!tree.MayPreempt(standing, user, slots, v.request.user)) continue;
+    ranked.emplace_back(tree.UserPriority(standing, v.request.user), &v);
+  }
+  if (ranked.empty()) return false;
+  constexpr size_t kMaxCandidates = 256;  // as TryPreempt
+  auto first = [](const std::pair<double, Job*>& a, const std::pair<double, Job*>& b) {
+    if (a.first != b.first) return a.first < b.first;
+    return a.second->request.id > b.second->request.id;
+  };
+  if (ranked.size() > kMaxCandidates) {
+    std::nth_element(ranked.begin(), ranked.begin() + kMaxCandidates, ranked.end(), first);
+    ranked.resize(kMaxCandidates);
+  }
+  std::sort(ranked.begin(), ranked.end(), first);
+  std::vector<Job*> candidates;
+  for (const auto& entry : ranked) candidates.push_back(entry.second);
+  // Each victim taken leaves its branch: the next must still be over enough.
+  auto eligible = [&](const Job& v) {
+    if (!tree.MayPreempt(standing, user, slots, v.request.user)) return false;
+    tree.Take(standing, v.request.user, v.request.slots);
+    return true;
+  };
+  return PreemptAmong(job, queue, candidates, eligible, absl::StrCat("fair share of queue ", queue.config.name));
+}
+
 void Scheduler::ResumeLent(Queue& queue) {
+  // Slots lent to preemptors that have not started yet are promised to them: a victim
+  // whose own preemptor started does not take those (a preemption in the same queue,
+  // by capacity or fair share, must not be undone by resuming an earlier victim).
+  std::map<size_t, int> promised;
+  for (const auto& [name, q] : queues_) {
+    for (int64_t id : q.lent) {
+      const Job& v = jobs_.at(id);
+      auto preemptor = jobs_.find(v.lent_to);
+      if (preemptor == jobs_.end() || preemptor->second.running) continue;
+      for (const auto& section : v.placement.sections) {
+        for (const HostAllocation& a : section) promised[host_index_.at(a.host)] += a.slots;
+      }
+    }
+  }
   for (auto it = queue.lent.begin(); it != queue.lent.end();) {
     Job& v = jobs_.at(*it);
     auto preemptor = jobs_.find(v.lent_to);
@@ -1599,7 +1664,10 @@ void Scheduler::ResumeLent(Queue& queue) {
       for (const HostAllocation& a : section) slots_on[host_index_.at(a.host)] += a.slots;
     }
     bool free = true;
-    for (const auto& [i, n] : slots_on) free = free && hosts_[i].free_slots() >= n;
+    for (const auto& [i, n] : slots_on) {
+      auto held = promised.find(i);
+      free = free && hosts_[i].free_slots() - (held == promised.end() ? 0 : held->second) >= n;
+    }
     if (!free) {
       ++it;
       continue;

@@ -305,6 +305,10 @@ class Scheduler {
   // Capacity queues: a job its virtual cluster is owed (under its guarantee) that did not
   // fit preempts jobs of clusters holding more than their guarantee, none below it.
   bool TryReclaim(const Job& job, Queue& queue);
+  // Fair-share preemption (a fair-share queue with preempt on): running jobs of the same
+  // queue whose users' branches are further over their share (FairshareTree::MayPreempt),
+  // the lowest user priority first, in it the youngest job.
+  bool TryFairsharePreempt(const Job& job, Queue& queue);
   // The job's victims being requeued still hold what it waits for: it preempts no more.
   bool WaitingForVictims(int64_t job_id);
   // The common part: victims from `candidates` (best first) until the job fits, then the

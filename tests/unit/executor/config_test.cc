@@ -188,4 +188,8 @@ TEST_CASE("a capacity queue reads its virtual clusters", "[B5]") {
   CHECK(cap.clusters[0].max == 8);
   CHECK(cap.clusters[1].name == "default");
   CHECK(cap.clusters[1].max == 0);
+  CHECK_FALSE(c->queues[0].fairshare.has_value());
+  auto f = ParseConfig("queues:\n  - {name: q, fairshare: {shares: [{name: root}], preempt: true}}\n");
+  REQUIRE(f.ok());
+  CHECK(f->queues[0].fairshare->preemptive);
 }

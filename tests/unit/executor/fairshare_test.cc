@@ -231,3 +231,47 @@ TEST_CASE("DRF per group counts what a group's users hold together", "[B5]") {
   CHECK(placed.size() == 2);
   CHECK(nlp == 2);
 }
+
+TEST_CASE("fair-share preemption takes a user over its share back to it, and no further", "[B5]") {
+  QueueConfig q;
+  q.name = "normal";
+  FairshareConfig f;
+  f.tree = {{"alice", 1, {}}, {"bob", 1, {}}};
+  f.preemptive = true;
+  q.fairshare = f;
+  Scheduler s = testing::OneHost(4, q);
+  s.AdvanceFairshare(kStart);
+  // alice is idle: bob takes all 4 slots.
+  CHECK(testing::RunCycle(s, Flood(1, 4, {"bob"})).size() == 4);
+  // alice's first job: her branch with it (1 / (1 + 1)) is above bob's (1 / (1 + 4)):
+  // bob's youngest job is suspended for it.
+  CHECK(testing::RunCycle(s, {testing::MakeJob(5, "alice", 1, "normal", "")}).empty());
+  auto p = s.TakePreemptions();
+  REQUIRE(p.size() == 1);
+  CHECK(p[0].victim == 4);
+  CHECK(p[0].reason == "preempted by job 5 (fair share of queue normal)");
+  auto started = s.Cycle();
+  REQUIRE(started.size() == 1);
+  CHECK(started[0].job_id == 5);
+  // Her second: 1/3 against bob's 1/4 — one more.
+  CHECK(testing::RunCycle(s, {testing::MakeJob(6, "alice", 1, "normal", "")}).empty());
+  p = s.TakePreemptions();
+  REQUIRE(p.size() == 1);
+  CHECK(p[0].victim == 3);
+  CHECK(s.Cycle().size() == 1);
+  // 2 : 2 is their shares: a third (1/4 against bob's 1/3) preempts nothing, and bob
+  // could not preempt back either.
+  CHECK(testing::RunCycle(s, {testing::MakeJob(7, "alice", 1, "normal", "")}).empty());
+  CHECK(s.TakePreemptions().empty());
+  CHECK(testing::RunCycle(s, {testing::MakeJob(8, "bob", 1, "normal", "")}).empty());
+  CHECK(s.TakePreemptions().empty());
+
+  // Without preempt: alice waits.
+  f.preemptive = false;
+  q.fairshare = f;
+  Scheduler t = testing::OneHost(4, q);
+  t.AdvanceFairshare(kStart);
+  CHECK(testing::RunCycle(t, Flood(1, 4, {"bob"})).size() == 4);
+  CHECK(testing::RunCycle(t, {testing::MakeJob(5, "alice", 1, "normal", "")}).empty());
+  CHECK(t.TakePreemptions().empty());
+}
