@@ -1468,6 +1468,27 @@ void Scheduler::Lend(const Job& victim, int sign, bool everything) {
 
 namespace {
 
+// Preemption candidates ranked by key (lowest first) and, for equal keys, the youngest job
+// first; at most 256 (each candidate tried costs a placement attempt: a few hundred find
+// room for any one job and keep a cycle on a large cluster short).
+template <typename Key, typename J>
+std::vector<J*> LowestFirst(std::vector<std::pair<Key, J*>> ranked) {
+  constexpr size_t kMaxCandidates = 256;
+  auto first = [](const std::pair<Key, J*>& a, const std::pair<Key, J*>& b) {
+    if (a.first != b.first) return a.first < b.first;
+    return a.second->request.id > b.second->request.id;
+  };
+  if (ranked.size() > kMaxCandidates) {
+    std::nth_element(ranked.begin(), ranked.begin() + kMaxCandidates, ranked.end(), first);
+    ranked.resize(kMaxCandidates);
+  }
+  std::sort(ranked.begin(), ranked.end(), first);
+  std::vector<J*> out;
+  out.reserve(ranked.size());
+  for (const auto& entry : ranked) out.push_back(entry.second);
+  return out;
+}
+
 bool HoldsGpus(const Placement& placement) {
   for (const auto& section : placement.sections) {
     for (const HostAllocation& a : section) {
@@ -1512,22 +1533,8 @@ bool Scheduler::TryPreempt(const Job& job, Queue& queue) {
     ranked.emplace_back(vq->second->priority, &v);
   }
   if (ranked.empty()) return false;
-  // Each candidate tried costs a placement attempt: a few hundred are enough to find room
-  // for any one job, and keep a cycle on a large cluster short.
-  constexpr size_t kMaxCandidates = 256;
   // The lowest queue first, and in it the youngest job: the least work lost (LSF's order).
-  auto first = [](const std::pair<int, Job*>& a, const std::pair<int, Job*>& b) {
-    if (a.first != b.first) return a.first < b.first;
-    return a.second->request.id > b.second->request.id;
-  };
-  if (ranked.size() > kMaxCandidates) {
-    std::nth_element(ranked.begin(), ranked.begin() + kMaxCandidates, ranked.end(), first);
-    ranked.resize(kMaxCandidates);
-  }
-  std::sort(ranked.begin(), ranked.end(), first);
-  std::vector<Job*> candidates;
-  for (const auto& [priority, v] : ranked) candidates.push_back(v);
-  return PreemptAmong(job, queue, candidates, nullptr, absl::StrCat("queue ", queue.config.name));
+  return PreemptAmong(job, queue, LowestFirst(std::move(ranked)), nullptr, absl::StrCat("queue ", queue.config.name));
 }
 
 bool Scheduler::PreemptAmong(const Job& job, Queue& queue, const std::vector<Job*>& candidates,
@@ -1616,18 +1623,7 @@ bool Scheduler::TryFairsharePreempt(const Job& job, Queue& queue) {
     ranked.emplace_back(tree.UserPriority(standing, v.request.user), &v);
   }
   if (ranked.empty()) return false;
-  constexpr size_t kMaxCandidates = 256;  // as TryPreempt
-  auto first = [](const std::pair<double, Job*>& a, const std::pair<double, Job*>& b) {
-    if (a.first != b.first) return a.first < b.first;
-    return a.second->request.id > b.second->request.id;
-  };
-  if (ranked.size() > kMaxCandidates) {
-    std::nth_element(ranked.begin(), ranked.begin() + kMaxCandidates, ranked.end(), first);
-    ranked.resize(kMaxCandidates);
-  }
-  std::sort(ranked.begin(), ranked.end(), first);
-  std::vector<Job*> candidates;
-  for (const auto& entry : ranked) candidates.push_back(entry.second);
+  std::vector<Job*> candidates = LowestFirst(std::move(ranked));
   // Each victim taken leaves its branch: the next must still be over enough.
   auto eligible = [&](const Job& v) {
     if (!tree.MayPreempt(standing, user, slots, v.request.user)) return false;
