@@ -162,18 +162,12 @@ TEST_CASE("bonus capacity stops at a group's max, and the user limit factor caps
 
 TEST_CASE("idle capacity beyond the guarantees is split in proportion to them", "[B5]") {
   // Slots: A is guaranteed 3, B 1, on 8 slots; both have more waiting than fits.
-  Scheduler s;
-  HostConfig h;
-  h.name = "h1";
-  h.slots = 8;
-  h.mem_mb = 65536;
-  REQUIRE(s.AddHost(h).ok());
-  s.DefineUserGroup("A", {"alice"});
-  s.DefineUserGroup("B", {"bob"});
   QueueConfig q;
   q.name = "shared";
   q.capacity = CapacityConfig{CapacityResource::kSlots, 0, {{"A", 3, 0}, {"B", 1, 0}}};
-  REQUIRE(s.AddQueue(q).ok());
+  Scheduler s = testing::OneHost(8, q);
+  s.DefineUserGroup("A", {"alice"});
+  s.DefineUserGroup("B", {"bob"});
   std::vector<JobRequest> jobs;
   for (int i = 1; i <= 10; ++i) jobs.push_back(testing::MakeJob(i, "bob", 1, "shared", ""));  // B first in time
   for (int i = 11; i <= 20; ++i) jobs.push_back(testing::MakeJob(i, "alice", 1, "shared", ""));
@@ -184,17 +178,11 @@ TEST_CASE("idle capacity beyond the guarantees is split in proportion to them", 
 }
 
 TEST_CASE("slot guarantees reclaim by suspending CPU jobs, resumed when the slots are free again", "[B5]") {
-  Scheduler s;
-  HostConfig h;
-  h.name = "h1";
-  h.slots = 4;
-  h.mem_mb = 65536;
-  REQUIRE(s.AddHost(h).ok());
-  s.DefineUserGroup("A", {"alice"});
   QueueConfig q;
   q.name = "shared";
   q.capacity = CapacityConfig{CapacityResource::kSlots, 0, {{"A", 2, 0}, {"default", 2, 0}}};
-  REQUIRE(s.AddQueue(q).ok());
+  Scheduler s = testing::OneHost(4, q);
+  s.DefineUserGroup("A", {"alice"});
   // bob (in default) borrows all 4 slots.
   auto first = testing::RunCycle(s, {testing::MakeJob(1, "bob", 2, "shared", ""), testing::MakeJob(2, "bob", 2, "shared", "")});
   CHECK(first.size() == 2);
