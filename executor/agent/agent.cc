@@ -2,12 +2,16 @@
 
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
+#include <fcntl.h>
+#include <pwd.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -36,6 +40,31 @@ namespace {
 
 std::string TaskKey(int64_t job, int32_t task, int32_t attempt) {
   return absl::StrCat(job, ".", task, ".", attempt);
+}
+
+// An elastic job's event file: created empty (truncated for a new attempt) with its
+// directory, owned by the job's user when the agent runs as root.
+absl::Status CreateEventFile(const std::string& path, const std::string& user) {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot create event file ", path, ": ", std::strerror(errno)));
+  }
+  if (geteuid() == 0 && !user.empty()) {
+    std::vector<char> buf(16384);
+    passwd pw;
+    passwd* found = nullptr;
+    if (getpwnam_r(user.c_str(), &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr) {
+      if (fchown(fd, pw.pw_uid, pw.pw_gid) != 0) {
+        const int err = errno;
+        close(fd);
+        return absl::InternalError(absl::StrCat("cannot give event file ", path, " to ", user, ": ", std::strerror(err)));
+      }
+    }
+  }
+  close(fd);
+  return absl::OkStatus();
 }
 
 // The start time of a process in clock ticks since boot (/proc/<pid>/stat field 22); 0 when
@@ -333,6 +362,7 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   t.env["NEXEC_MASTER"] = options_.master_address;
   t.env["NEXEC_TASK_INDEX"] = absl::StrCat(req.task_index());
   if (!options_.auth.socket().empty()) t.env["NEXEC_MUNGE_SOCKET"] = options_.auth.socket();
+  if (!req.event_file().empty()) t.env["NEXEC_EVENT_FILE"] = req.event_file();
   bool multi_host = false;
   for (const auto& h : req.hosts()) multi_host |= h != req.hosts(0);
   if (multi_host && !t.stdout_path.empty()) t.hostfile_path = t.stdout_path + ".hosts";
@@ -353,6 +383,12 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   info.resume_action = req.resume_action();
   info.kill_action = req.kill_action();
   if (req.kill_grace_seconds() > 0) info.kill_grace_seconds = req.kill_grace_seconds();
+  if (!req.event_file().empty()) {
+    // Elastic jobs: the file exists, empty, before the job starts (a new attempt starts
+    // over), readable by the job's user, who tails it for resize events.
+    if (absl::Status created = CreateEventFile(req.event_file(), req.user()); !created.ok()) return created;
+    info.event_file = req.event_file();
+  }
   if (req.bind_cpus()) {
     int slots_here = static_cast<int>(std::count(req.hosts().begin(), req.hosts().end(), options_.host));
     std::lock_guard<std::mutex> lock(mu_);
@@ -600,7 +636,38 @@ absl::StatusOr<int64_t> Agent::SendInput(const pb::InputRequest& req) {
   return static_cast<int64_t>(accepted);
 }
 
+absl::Status Agent::NotifyLocked(const pb::SignalRequest& req) {
+  // Task 0 of the job's newest attempt here (an older one may not have been reaped yet).
+  auto it = tasks_.end();
+  for (auto t = tasks_.begin(); t != tasks_.end(); ++t) {
+    if (t->second.job_id != req.job_id() || t->second.task_index != 0) continue;
+    if (it == tasks_.end() || t->second.attempt > it->second.attempt) it = t;
+  }
+  if (it == tasks_.end() || it->second.event_file.empty()) {
+    return absl::NotFoundError(absl::StrCat("job ", req.job_id(), " has no event file on ", options_.host));
+  }
+  TaskInfo& t = it->second;
+  if (t.events_written >= req.events_size()) return absl::OkStatus();
+  std::string lines;
+  for (int i = t.events_written; i < req.events_size(); ++i) absl::StrAppend(&lines, req.events(i), "\n");
+  // One append per notification: a reader never sees half a line.
+  int fd = open(t.event_file.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) return absl::InternalError(absl::StrCat("cannot open ", t.event_file, ": ", std::strerror(errno)));
+  const ssize_t n = write(fd, lines.data(), lines.size());
+  const int err = errno;
+  close(fd);
+  if (n != static_cast<ssize_t>(lines.size())) {
+    return absl::InternalError(absl::StrCat("cannot append to ", t.event_file, ": ", std::strerror(err)));
+  }
+  t.events_written = req.events_size();
+  return absl::OkStatus();
+}
+
 absl::Status Agent::Signal(const pb::SignalRequest& req) {
+  if (req.action() == pb::SignalRequest::NOTIFY) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return NotifyLocked(req);
+  }
   if (req.action() == pb::SignalRequest::SIGNAL && (req.signal() <= 0 || req.signal() >= NSIG)) {
     return absl::InvalidArgumentError(absl::StrCat("no signal ", req.signal()));
   }
@@ -721,6 +788,7 @@ void Agent::HeartbeatLoop() {
       r->set_task_index(t.task_index);
       r->set_attempt(t.attempt);
       r->set_state(t.suspended ? pb::TASK_SUSPENDED : pb::TASK_RUNNING);
+      if (!t.event_file.empty()) r->set_events_written(t.events_written);
       auto pid = runner_.Pid(key);
       r->set_pid(pid ? *pid : 0);
     }
@@ -782,6 +850,11 @@ void Agent::HeartbeatLoop() {
     }
     unacked_exits_.erase(unacked_exits_.begin(), unacked_exits_.begin() + sent_exits);
     unacked_notes_.erase(unacked_notes_.begin(), unacked_notes_.begin() + static_cast<long>(sent_notes));
+    for (const auto& n : resp.notify()) {
+      if (absl::Status written = NotifyLocked(n); !written.ok()) {
+        spdlog::warn("job {}: resize events not written: {}", n.job_id(), written.ToString());
+      }
+    }
     for (const auto& k : resp.kill()) {
       std::string key = TaskKey(k.job_id(), k.task_index(), k.attempt());
       lock.unlock();

@@ -128,7 +128,13 @@ class Agent {
     int kill_grace_seconds = 10;
     absl::Time kill_deadline = absl::InfiniteFuture();
     int actions_run = 0;
+    // Elastic jobs (task 0): the job's event file and how many resize events it holds.
+    std::string event_file;
+    int events_written = 0;
   };
+  // Appends to the job's event file the resize events `req` lists that it does not hold
+  // yet (NOTIFY, from a Signal call or a heartbeat's answer). Caller holds mu_.
+  absl::Status NotifyLocked(const pb::SignalRequest& req);
   // Runs a job-control action for the task at `key` (caller holds mu_).
   absl::Status RunAction(const std::string& key, TaskInfo& t, const std::string& action);
   // What the end of one phase of a task means: the next phase starts (true), or the task

@@ -1,5 +1,5 @@
 // nexec: the executor's command line (SPEC B11).
-//   nexec submit [-n N] [-R req] [-q queue] [-J name] [-o out] [-e err] [--gpus N]
+//   nexec submit [-n N[,MAX]] [-R req] [-q queue] [-J name] [-o out] [-e err] [--gpus N]
 //                [--exclusive] [--user U] [--key K] [--env all|none|VAR,...] [-E pre] [-Ep post]
 //                [-P project] [-app application] [-I | -Ip] [--] command...
 //   nexec jobs [-u user] [-q queue] [-a] | job ID | hosts [-l] | queues | limits
@@ -27,6 +27,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "executor/auth/munge_auth.h"
@@ -41,9 +42,11 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: nexec [--master=host:port] [--munge_socket=PATH] COMMAND ...\n"
-    "  submit [-n N] [-R req] [-q queue] [-J name] [-o out] [-e err] [--gpus N]\n"
+    "  submit [-n N[,MAX]] [-R req] [-q queue] [-J name] [-o out] [-e err] [--gpus N]\n"
     "         [--exclusive] [--user U] [--key K] [--env all|none|VAR,...] [-E pre] [-Ep post]\n"
     "         [-P project] [-app application] [-W limit] [-I | -Ip] [--] command...\n"
+    "         -n N,MAX: elastic, starts with N slots and grows toward MAX as slots are\n"
+    "         free (events in $NEXEC_EVENT_FILE: grow|shrink HOST SLOTS)\n"
     "         -I: interactive, stdin and output here; -Ip: on a pseudo-terminal\n"
     "         -W: run limit, [hours:]minutes or a duration (90s, 2h); killed past it\n"
     "         --env: the environment the job's tasks get (default all: this one's)\n"
@@ -135,6 +138,7 @@ std::string When(const google::protobuf::Timestamp& t) {
 std::string Hosts(const pb::Job& j) {
   std::vector<std::pair<std::string, int>> slots;
   for (const auto& t : j.tasks()) {
+    if (t.grown() && t.state() == pb::TASK_EXITED) continue;  // given back (elastic)
     auto it = std::find_if(slots.begin(), slots.end(), [&](const auto& h) { return h.first == t.host(); });
     if (it == slots.end()) {
       slots.emplace_back(t.host(), t.slots());
@@ -145,6 +149,17 @@ std::string Hosts(const pb::Job& j) {
   std::vector<std::string> parts;
   for (const auto& [host, n] : slots) parts.push_back(absl::StrCat(n, "*", host));
   return parts.empty() ? "-" : absl::StrJoin(parts, ",");
+}
+
+// "2", or for an elastic job "2..8 (holds 5)".
+std::string Slots(const pb::Job& j) {
+  const int min = std::max(1, j.spec().slots());
+  if (j.spec().max_slots() <= min) return std::to_string(min);
+  int held = 0;
+  for (const auto& t : j.tasks()) {
+    if (!t.remote() && !(t.grown() && t.state() == pb::TASK_EXITED)) held += t.slots();
+  }
+  return absl::StrCat(min, "..", j.spec().max_slots(), " (elastic", held > 0 ? absl::StrCat(", holds ", held) : "", ")");
 }
 
 bool ParseId(const std::string& text, int64_t* id) { return absl::SimpleAtoi(text, id) && *id > 0; }
@@ -232,7 +247,17 @@ int main(int argc, char** argv) {
       }
       v = value(a);
       if (!v) return Fail("submit: " + a + " needs a value");
-      if (a == "-n" || a == "--gpus") {
+      if (a == "-n" && absl::StrContains(*v, ',')) {
+        // Elastic (LSF's -n min,max): both whole numbers, the maximum not below the minimum.
+        std::vector<std::string> parts = absl::StrSplit(*v, ',');
+        int max = 0;
+        if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &n) || !absl::SimpleAtoi(parts[1], &max) || n < 1) {
+          return Fail("submit: -n needs N or MIN,MAX in whole numbers, got \"" + *v + "\"");
+        }
+        if (max < n) return Fail("submit: -n " + *v + ": the maximum (" + parts[1] + ") is below the minimum (" + parts[0] + ")");
+        s->set_slots(n);
+        s->set_max_slots(max);
+      } else if (a == "-n" || a == "--gpus") {
         if (!absl::SimpleAtoi(*v, &n) || n < (a == "-n" ? 1 : 0)) {
           return Fail("submit: " + a + " needs a whole number, got \"" + *v + "\"");
         }
@@ -393,7 +418,7 @@ int main(int argc, char** argv) {
              {"Queue", j.spec().queue()},
              {"State", State(j) + (j.reason().empty() ? "" : " (" + j.reason() + ")")},
              {"Command", j.spec().command()},
-             {"Slots", std::to_string(j.spec().slots())},
+             {"Slots", Slots(j)},
              {"Requirement", j.spec().requirement().empty() ? "-" : j.spec().requirement()},
              {"Hosts", Hosts(j)},
              {"Submitted", When(j.submitted_at())},
@@ -415,6 +440,7 @@ int main(int argc, char** argv) {
         std::cout << "  task " << t.index() << " on " << t.host() << ": " << t.slots()
                   << " slot(s), gpus [" << absl::StrJoin(t.gpus(), ",") << "]";
         if (t.remote()) std::cout << ", nexec-run: " << t.command() << (t.rank() >= 0 ? absl::StrCat(" (rank ", t.rank(), ")") : "");
+        if (t.grown()) std::cout << (t.state() == pb::TASK_EXITED ? ", grown, given back" : ", grown");
         if (t.index() == 0 || t.remote()) {
           std::cout << ", " << (t.state() == pb::TASK_EXITED ? absl::StrCat("exited ", t.exit_code())
                                                                : pb::TaskState_Name(t.state()))

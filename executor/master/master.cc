@@ -102,6 +102,7 @@ absl::Status Master::Recover() {
   }
   const absl::Time forgotten_before = now - 20 * longest_half_life;
   std::vector<int64_t> preempted;  // suspended for a preemption: they lend their slots again
+  std::vector<int64_t> requeueing;  // being requeued for one (their grace running)
   std::vector<pb::Job> unrecoverable;  // ended now: written before the master serves
   for (const auto& row : jobs) {
     JC_ASSIGN_OR_RETURN(pb::Job job, store::DecodeDoc<pb::Job>(row[1]));
@@ -138,8 +139,12 @@ absl::Status Master::Recover() {
       } else {
         Placement p;
         p.job_id = job.id();
+        int grown = 0;  // elastic: allocations it grew by, after those it started with
         for (const auto& t : job.tasks()) {
-          if (t.remote()) continue;  // started by nexec-run inside the allocation: holds nothing more
+          // Remote tasks run inside the allocation and hold nothing more; what an elastic
+          // job gave back it no longer holds.
+          if (!HeldAllocation(t)) continue;
+          grown += t.grown();
           HostAllocation a{t.host(), t.slots(), {t.gpus().begin(), t.gpus().end()}, 0, {}, {}};
           for (const pb::Reservation& r : t.reservations()) {
             a.reserved[r.resource()] = r.amount();
@@ -158,14 +163,22 @@ absl::Status Master::Recover() {
           p.sections[i][0].mem_mb = mem * p.sections[i][0].slots;
         }
         if (absl::Status restored =
-                scheduler_.Restore(rec.request, p, job.has_started_at() ? FromTimestamp(job.started_at()) : now);
+                scheduler_.Restore(rec.request, p, job.has_started_at() ? FromTimestamp(job.started_at()) : now, grown);
             !restored.ok()) {
           end_unrecoverable(restored);
           continue;
         }
         // A suspended job holds nothing of the resources a suspension releases.
         if (job.state() == pb::SUSPENDED) JC_RETURN_IF_ERROR(scheduler_.SetSuspended(job.id(), true));
-        if (job.state() == pb::SUSPENDED && job.preempted_by() != 0) preempted.push_back(job.id());
+        if (job.state() == pb::SUSPENDED && job.preempted_by() != 0 && !job.has_requeue_at()) {
+          preempted.push_back(job.id());
+        }
+        if (job.has_requeue_at()) {
+          // Being requeued for a preemption: SIGKILL and requeue at the time stored.
+          rec.action = Pending::kRequeue;
+          rec.preempt_kill_at = FromTimestamp(job.requeue_at());
+          requeueing.push_back(job.id());
+        }
         active_.insert(job.id());
         ++running;
       }
@@ -173,6 +186,11 @@ absl::Status Master::Recover() {
     if (!job.spec().submit_key().empty()) submit_keys_[job.spec().submit_key()] = job.id();
     if (fairshare) CountPastUsage(job, rec.request, now, forgotten_before);
     jobs_[job.id()] = std::move(rec);
+  }
+  for (int64_t id : requeueing) {
+    auto preemptor = jobs_.find(jobs_.at(id).job.preempted_by());
+    const bool waiting = preemptor != jobs_.end() && preemptor->second.job.state() == pb::PENDING;
+    JC_RETURN_IF_ERROR(scheduler_.RestoreRequeueing(id, waiting ? preemptor->first : 0));
   }
   for (int64_t id : preempted) {
     const int64_t by = jobs_.at(id).job.preempted_by();
@@ -213,7 +231,7 @@ void Master::CountPastUsage(const pb::Job& job, const JobRequest& request, absl:
   double cpu_seconds = 0;
   for (const pb::Task& t : job.tasks()) {
     cpu_seconds += t.usage().cpu_seconds();
-    if (t.remote()) continue;
+    if (!HeldAllocation(t)) continue;
     slots += t.slots();
     gpus += t.gpus_size();
   }
@@ -233,6 +251,7 @@ absl::StatusOr<JobRequest> Master::BuildRequest(const pb::JobSpec& spec, int64_t
   r.app = spec.app();
   if (spec.run_limit_seconds() < 0) return absl::InvalidArgumentError("run limit (-W) must not be negative");
   r.run_limit = absl::Seconds(spec.run_limit_seconds());
+  r.max_slots = spec.max_slots();
   JC_ASSIGN_OR_RETURN(r.requirement, ParseRequirement(spec.requirement()));
   return r;
 }
@@ -432,7 +451,7 @@ std::string Master::AddressOf(const std::string& host) const {
 void Master::AddAssignedUnits(const pb::Job& job, const std::string& host, pb::LaunchRequest* l) {
   std::map<std::string, std::vector<int>> units;
   for (const pb::Task& t : job.tasks()) {
-    if (t.host() != host || t.remote()) continue;
+    if (t.host() != host || !HeldAllocation(t)) continue;
     for (const pb::Reservation& r : t.reservations()) {
       units[r.resource()].insert(units[r.resource()].end(), r.units().begin(), r.units().end());
     }
@@ -440,6 +459,20 @@ void Master::AddAssignedUnits(const pb::Job& job, const std::string& host, pb::L
   for (const auto& [resource, given] : units) {
     if (given.empty()) continue;
     (*l->mutable_env())[absl::StrCat("NEXEC_ASSIGNED_", absl::AsciiStrToUpper(resource))] = absl::StrJoin(given, ",");
+  }
+}
+
+void Master::DescribeAllocation(const HostAllocation& a, pb::Task* t) {
+  t->set_host(a.host);
+  t->set_slots(a.slots);
+  for (int g : a.gpus) t->add_gpus(g);
+  for (const auto& [resource, amount] : a.reserved) {
+    pb::Reservation* r = t->add_reservations();
+    r->set_resource(resource);
+    r->set_amount(amount);
+    if (auto units = a.units.find(resource); units != a.units.end()) {
+      for (int u : units->second) r->add_units(u);
+    }
   }
 }
 
@@ -457,8 +490,10 @@ pb::LaunchRequest Master::MakeLaunch(const pb::Job& job) const {
     AddAssignedUnits(job, job.tasks(0).host(), &l);
   }
   for (const auto& t : job.tasks()) {
+    if (!HeldAllocation(t)) continue;
     for (int s = 0; s < t.slots(); ++s) l.add_hosts(t.host());
   }
+
   auto path = [&](const std::string& pattern, const char* suffix) {
     std::string p = pattern.empty() ? absl::StrCat(options_.log_dir, "/%J.", suffix) : pattern;
     return absl::StrReplaceAll(p, {{"%J", absl::StrCat(job.id())}, {"%I", "0"}});
@@ -467,6 +502,11 @@ pb::LaunchRequest Master::MakeLaunch(const pb::Job& job) const {
   l.set_stderr_path(job.spec().stderr_path().empty() && !job.spec().stdout_path().empty()
                         ? l.stdout_path()
                         : path(job.spec().stderr_path(), "err"));
+  // Elastic jobs: the file their resize events are appended to (NEXEC_EVENT_FILE), beside
+  // their output as the MPI hostfile is.
+  if (job.spec().max_slots() > std::max(1, job.spec().slots())) {
+    l.set_event_file(l.stdout_path() == "/dev/null" ? path("", "events") : l.stdout_path() + ".events");
+  }
   // Queue actions: the queue's pre-exec, then the job's; the job's post-exec, then the queue's.
   const std::string queue = job.spec().queue().empty() ? config_.default_queue : job.spec().queue();
   for (const QueueConfig& q : config_.queues) {
@@ -496,6 +536,8 @@ absl::StatusOr<int> Master::ScheduleOnce() {
   std::vector<Launch> launches;
   std::vector<Preemption> preemptions;
   std::vector<int64_t> resumes;
+  std::vector<Resize> resizes;
+  std::vector<AgentCall> agent_calls;
   {
     std::lock_guard<std::mutex> lock(mu_);
     absl::Time begin = clock_->Now();
@@ -505,6 +547,7 @@ absl::StatusOr<int> Master::ScheduleOnce() {
     scheduler_.AdvanceFairshare(begin);
     scheduler_.SetNow(begin);
     std::vector<Placement> placements = scheduler_.Cycle(&cs);
+    resizes = scheduler_.TakeResizes();
     preemptions = scheduler_.TakePreemptions();
     resumes = scheduler_.TakeResumes();
     for (const Preemption& p : preemptions) {
@@ -523,9 +566,10 @@ absl::StatusOr<int> Master::ScheduleOnce() {
         victim.job.add_history(absl::StrCat(Stamp(), " ", p.reason, ": requeued (SIGTERM, then SIGKILL after ",
                                             absl::FormatDuration(victim.preempt_kill_at - begin), ")"));
         victim.job.set_reason(p.reason);
-      } else {
-        victim.job.set_preempted_by(p.preemptor);
+        // Stored: a master restarted within the grace finishes the requeue.
+        *victim.job.mutable_requeue_at() = ToTimestamp(victim.preempt_kill_at);
       }
+      victim.job.set_preempted_by(p.preemptor);
       started.push_back(victim.job);
       started.push_back(preemptor.job);
     }
@@ -542,22 +586,13 @@ absl::StatusOr<int> Master::ScheduleOnce() {
       job.clear_tasks();
       job.clear_reason();
       *job.mutable_started_at() = ToTimestamp(clock_->Now());
+      job.clear_resize_events();
       int index = 0;
       for (const auto& section : p.sections) {
         for (const auto& a : section) {
           pb::Task* t = job.add_tasks();
           t->set_index(index++);
-          t->set_host(a.host);
-          t->set_slots(a.slots);
-          for (int g : a.gpus) t->add_gpus(g);
-          for (const auto& [resource, amount] : a.reserved) {
-            pb::Reservation* r = t->add_reservations();
-            r->set_resource(resource);
-            r->set_amount(amount);
-            if (auto units = a.units.find(resource); units != a.units.end()) {
-              for (int u : units->second) r->add_units(u);
-            }
-          }
+          DescribeAllocation(a, t);
           t->set_state(index == 1 ? pb::TASK_STARTING : pb::TASK_RUNNING);
         }
       }
@@ -567,6 +602,9 @@ absl::StatusOr<int> Master::ScheduleOnce() {
       active_.insert(p.job_id);
       launches.push_back({AddressOf(job.tasks(0).host()), MakeLaunch(job)});
     }
+    // After the placements: a job that started in this cycle may have lent its grown
+    // slots to one of them.
+    if (!resizes.empty()) ApplyResizesLocked(resizes, &started, &agent_calls);
     stats_.cycles++;
     stats_.placements += static_cast<int64_t>(placements.size());
     stats_.last_cycle_seconds = absl::ToDoubleSeconds(clock_->Now() - begin);
@@ -578,6 +616,7 @@ absl::StatusOr<int> Master::ScheduleOnce() {
   // stops: a decision the store does not have must never run).
   MustPersist(started);
   for (Launch& l : launches) StartLaunch(std::move(l));
+  if (!agent_calls.empty()) CarryOutAgentCalls(agent_calls);
   if (!preemptions.empty() || !resumes.empty()) CarryOutPreemptions(preemptions, resumes);
   return static_cast<int>(launches.size());
 }
@@ -642,6 +681,7 @@ void Master::CarryOutPreemptions(const std::vector<Preemption>& preemptions, con
       if (p.requeue && rec.action == Pending::kRequeue) rec.action = Pending::kNone;
       rec.preempt_kill_at = absl::InfiniteFuture();
       rec.job.clear_preempted_by();
+      rec.job.clear_requeue_at();
       rec.job.add_history(absl::StrCat(Stamp(), " preemption for job ", p.preemptor, " not carried out: ", done.message()));
       changed.push_back(rec.job);
     }
@@ -735,7 +775,9 @@ void Master::FinishLocked(JobRecord& rec, pb::JobState state, int exit_code,
   rec.job.set_exit_code(exit_code);
   if (!reason.empty()) rec.job.set_reason(reason);
   *rec.job.mutable_ended_at() = ToTimestamp(clock_->Now());
+  rec.job.clear_requeue_at();
   rec.action = Pending::kNone;
+  rec.preempt_kill_at = absl::InfiniteFuture();
   changed->push_back(rec.job);
 }
 
@@ -751,7 +793,10 @@ void Master::RequeueLocked(JobRecord& rec, const std::string& reason,
   rec.job.clear_tasks();
   rec.job.clear_started_at();
   rec.job.set_reason(reason);
+  rec.job.clear_preempted_by();
+  rec.job.clear_requeue_at();
   rec.action = Pending::kNone;
+  rec.preempt_kill_at = absl::InfiniteFuture();
   if (!scheduler_.Submit(rec.request).ok()) {
     rec.job.set_state(pb::EXIT);
     rec.job.set_reason(absl::StrCat(reason, "; cannot be queued again"));
@@ -793,6 +838,7 @@ pb::LaunchRequest Master::MakeRemoteLaunch(const pb::Job& job, const pb::Task& t
                                            const pb::RunTaskRequest& req) const {
   pb::LaunchRequest l = MakeLaunch(job);
   l.set_task_index(task.index());
+  l.clear_event_file();  // the job's events go to task 0's host only
   l.set_command(req.command());
   *l.mutable_env() = req.env();
   if (!req.cwd().empty()) l.set_cwd(req.cwd());
@@ -816,7 +862,7 @@ pb::LaunchRequest Master::MakeRemoteLaunch(const pb::Job& job, const pb::Task& t
     if (addr.size() > 2 && addr.front() == '[' && addr.back() == ']') addr = addr.substr(1, addr.size() - 2);
     int world = 0, local = 0;
     for (const pb::Task& t : job.tasks()) {
-      if (!t.remote()) world += t.slots();
+      if (HeldAllocation(t)) world += t.slots();
       if (t.remote() && t.rank() >= 0 && t.host() == task.host() && t.index() != task.index()) ++local;
     }
     auto& env = *l.mutable_env();
@@ -853,6 +899,7 @@ absl::StatusOr<pb::Task> Master::RunTask(const pb::RunTaskRequest& req) {
         torch_ranks += t.rank() >= 0;
         continue;
       }
+      if (!HeldAllocation(t)) continue;  // given back by an elastic job
       if (std::find(hosts.begin(), hosts.end(), t.host()) == hosts.end()) hosts.push_back(t.host());
       if (t.host() == req.host()) gpus.insert(gpus.end(), t.gpus().begin(), t.gpus().end());
     }
@@ -1380,6 +1427,13 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
         if (r.task_index() >= rec.job.tasks_size() || !rec.job.tasks(r.task_index()).remote()) continue;
         pb::Task* t = rec.job.mutable_tasks(r.task_index());
         if (t->state() == pb::TASK_EXITED) continue;
+        if (r.state() != pb::TASK_EXITED && rec.job.spec().max_slots() > 0) {
+          // Elastic: on a host the job gave back, its remote tasks end (the kill sent then
+          // did not arrive).
+          bool held_here = false;
+          for (const pb::Task& a : rec.job.tasks()) held_here |= HeldAllocation(a) && a.host() == t->host();
+          if (!held_here) *resp.add_kill() = r;
+        }
         if (r.pid() != 0) t->set_pid(r.pid());
         CountCpuTime(rec, *t, r);
         if (r.has_usage()) *t->mutable_usage() = r.usage();
@@ -1400,6 +1454,7 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
       if (r.has_usage()) *t0->mutable_usage() = r.usage();
       if (r.state() != pb::TASK_EXITED) {
         if (t0->state() == pb::TASK_STARTING) t0->set_state(pb::TASK_RUNNING);
+        if (auto missing = MissingEventsLocked(rec, r)) *resp.add_notify() = std::move(*missing);
         continue;
       }
       t0->set_state(pb::TASK_EXITED);
@@ -1524,7 +1579,7 @@ std::vector<pb::Host> Master::ListHosts() {
   for (int64_t id : active_) {
     const JobRecord& rec = jobs_.at(id);
     for (const auto& t : rec.job.tasks()) {
-      if (t.remote()) continue;  // inside the allocation's own entries
+      if (!HeldAllocation(t)) continue;  // remote tasks are inside the allocation's own entries
       used[t.host()].first += t.slots();
       for (int g : t.gpus()) used_gpus[t.host()].push_back(g);
     }

@@ -10,6 +10,7 @@
 #include <set>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -183,6 +184,29 @@ class Master {
     std::string address;
     pb::LaunchRequest request;
   };
+  // A call to an agent decided under mu_ and made after the decision is stored.
+  struct AgentCall {
+    std::string address;
+    pb::SignalRequest request;
+  };
+  // An entry of the allocation the job holds now: not a remote task, not an allocation
+  // an elastic job gave back.
+  static bool HeldAllocation(const pb::Task& t) {
+    return !t.remote() && !(t.grown() && t.state() == pb::TASK_EXITED);
+  }
+  // An allocation as a task entry: host, slots, GPUs and reservations.
+  static void DescribeAllocation(const HostAllocation& a, pb::Task* t);
+  // Elastic jobs (master_elastic.cc): what a cycle grew or shrank written to the jobs'
+  // records (`changed`), and the calls to make once they are stored: the resize events
+  // for each job's event file, and kills of remote tasks on hosts a job gave back.
+  // Caller holds mu_.
+  void ApplyResizesLocked(const std::vector<Resize>& resizes, std::vector<pb::Job>* changed,
+                          std::vector<AgentCall>* calls);
+  // Makes them; a notification that does not arrive is sent again on a heartbeat.
+  void CarryOutAgentCalls(const std::vector<AgentCall>& calls);
+  // The resize events task 0's event file misses, for a heartbeat's answer; nullopt when
+  // it has them all. Caller holds mu_.
+  std::optional<pb::SignalRequest> MissingEventsLocked(const JobRecord& rec, const pb::TaskReport& report) const;
 
   // Carries out what a cycle decided to preempt (suspend, or SIGTERM then requeue) and
   // resumes preempted jobs whose slots are free again. Must not be called holding mu_.

@@ -81,9 +81,17 @@ MasterMetrics::MasterMetrics(prometheus::Registry& r)
       backfilled_(prometheus::BuildCounter()
                       .Name("nexec_backfilled_jobs_total")
                       .Help("Jobs started on slots reserved for a bigger job, ending before it starts")
-                      .Register(r)) {}
+                      .Register(r)),
+      resizes_(prometheus::BuildCounter()
+                   .Name("nexec_elastic_resizes_total")
+                   .Help("Allocations elastic jobs grew by (direction grow) or gave back to a waiting job (shrink)")
+                   .Register(r)) {}
 
 void MasterMetrics::CountBackfill(const std::string& queue) { backfilled_.Add({{"queue", queue}}).Increment(); }
+
+void MasterMetrics::CountResize(const std::string& queue, bool grow) {
+  resizes_.Add({{"queue", queue}, {"direction", grow ? "grow" : "shrink"}}).Increment();
+}
 
 void MasterMetrics::CountPreemption(const std::string& queue, bool requeue) {
   preemptions_.Add({{"queue", queue}, {"action", requeue ? "requeue" : "suspend"}}).Increment();

@@ -27,6 +27,8 @@ class MasterMetrics {
   void CountPreemption(const std::string& queue, bool requeue);
   // A job of `queue` started on slots held for another's reservation (B5).
   void CountBackfill(const std::string& queue);
+  // An elastic job of `queue` grew by an allocation or gave one back (B4).
+  void CountResize(const std::string& queue, bool grow);
   // Replaces the gauges with the current hosts and jobs (unfinished and recent).
   void Update(const std::vector<::nexec::v1::Host>& hosts,
               const std::vector<::nexec::v1::Job>& active_jobs,
@@ -72,6 +74,7 @@ class MasterMetrics {
   prometheus::Counter& decisions_;
   prometheus::Family<prometheus::Counter>& preemptions_;
   prometheus::Family<prometheus::Counter>& backfilled_;
+  prometheus::Family<prometheus::Counter>& resizes_;
   std::set<std::map<std::string, std::string>> task_labels_;  // to remove finished tasks
   std::set<std::map<std::string, std::string>> job_labels_;
 };

@@ -123,6 +123,9 @@ struct JobRequest {
   std::string app;               // -app: the application profile
   int preemptions = 0;           // times it was preempted already (max_preemptions)
   absl::Duration run_limit;      // -W; zero: none (such a job never backfills)
+  // Elastic jobs (B4, -n min,max): starts with `slots` and grows toward max_slots as
+  // slots are free once every waiting job had its turn; 0: not elastic.
+  int max_slots = 0;
 };
 
 // A running job the scheduler chose to preempt for a pending one.
@@ -142,6 +145,15 @@ struct HostAllocation {
   // amount by resource, and for `assign` resources the units given (like GPU indices).
   std::map<std::string, double> reserved;
   std::map<std::string, std::vector<int>> units;
+};
+
+// An elastic job grew by an allocation, or gave one back (shrank) so a waiting job of
+// its queue's priority or higher could start.
+struct Resize {
+  int64_t job_id = 0;
+  bool grow = true;
+  HostAllocation allocation;
+  int64_t for_job = 0;  // a shrink: the job that needed the slots
 };
 
 // How a numeric resource is consumed (RESS fields, SPEC B1).

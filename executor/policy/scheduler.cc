@@ -716,6 +716,20 @@ absl::Status Scheduler::Check(JobRequest* job_ptr) const {
       }
     }
   }
+  if (job.max_slots != 0) {
+    if (job.max_slots < job.slots) {
+      return absl::InvalidArgumentError(absl::StrCat("-n ", job.slots, ",", job.max_slots,
+                                                     ": an elastic job's maximum must not be below its minimum"));
+    }
+    if (req.multi_section) {
+      return absl::InvalidArgumentError("an elastic job (-n min,max) takes one section, not a multi-section -R");
+    }
+    if (req.sections[0].span_hosts || req.sections[0].ptile || !req.sections[0].same.empty()) {
+      return absl::InvalidArgumentError(
+          "an elastic job (-n min,max) grows onto any host: span[] and same[] are not allowed with it");
+    }
+    if (job.max_slots == job.slots) job.max_slots = 0;  // nothing to grow
+  }
   if (job.slots > total_slots_) {
     return absl::InvalidArgumentError(absl::StrCat("the job asks for ", job.slots,
                                                    " slots; the cluster has ", total_slots_));
@@ -1134,7 +1148,7 @@ bool Scheduler::PlaceSection(const Job& job, const Queue& queue, const Section& 
   return false;
 }
 
-void Scheduler::Apply(const Job& job, Queue& queue, const Placement& placement, int sign) {
+void Scheduler::Apply(const Job& job, Queue& queue, const Placement& placement, int sign, bool with_limits) {
   // The user's entries, looked up once (string-keyed maps) rather than per allocation.
   int& used_by_user = queue.used_by_user[job.request.user];
   DrfVector& held = queue.held_by_user[job.request.user];
@@ -1162,7 +1176,16 @@ void Scheduler::Apply(const Job& job, Queue& queue, const Placement& placement, 
       }
     }
   }
-  if (!limits_.empty()) ApplyLimits(job, placement, sign);
+  if (with_limits && !limits_.empty()) ApplyLimits(job, placement, sign);
+}
+
+void Scheduler::SelectHostLimits(const Job& job) {
+  host_limits_.clear();
+  for (const Limit& limit : limits_) {
+    if (limit.config.hosts.given && (limit.now.slots || limit.now.jobs) && Applies(limit, job.request)) {
+      host_limits_.push_back(&limit);
+    }
+  }
 }
 
 bool Scheduler::TryPlace(const Job& job, Queue& queue, Placement* out) {
@@ -1190,12 +1213,7 @@ bool Scheduler::TryPlace(const Job& job, Queue& queue, Placement* out) {
       return false;
     }
   }
-  host_limits_.clear();
-  for (const Limit& limit : limits_) {
-    if (limit.config.hosts.given && (limit.now.slots || limit.now.jobs) && Applies(limit, job.request)) {
-      host_limits_.push_back(&limit);
-    }
-  }
+  SelectHostLimits(job);
   // Gang: each section is applied as soon as it is placed so the next one sees it; if
   // any section fails, every applied one is rolled back and nothing changes.
   Placement placement;
@@ -1230,6 +1248,7 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
   CycleStats local;
   CycleStats& st = stats != nullptr ? *stats : local;
   std::vector<Placement> placed;
+  ++cycles_;
   std::vector<Queue*> order;
   for (auto& [name, q] : queues_) order.push_back(&q);
   std::stable_sort(order.begin(), order.end(), [](const Queue* a, const Queue* b) {
@@ -1257,7 +1276,7 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
     for (int64_t id = 0; sequence.Next(&id);) {
       Job& job = jobs_.at(id);
       const bool full = pack_index_.empty() || std::get<0>(*pack_index_.rbegin()) <= 0;
-      if (full && !preemptive) {
+      if (full && !preemptive && grown_allocations_ == 0) {
         // Cluster full: only slots reservations hold can still take a job, and only one
         // that backfills (slots are not freed within a cycle).
         if (held_slots_ == 0) break;
@@ -1285,7 +1304,7 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
         }
         Hold(-1);
       }
-      const bool placed_now = TryPlace(job, *queue, &placement);
+      bool placed_now = TryPlace(job, *queue, &placement);
       if (!held_before.empty()) {
         Hold(+1);
         // Backfilled if it took slots a reservation held (else it simply fit beside them).
@@ -1294,6 +1313,11 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
           for (const auto& [i, held] : reservations_[k].held) n += held;
           if (n < held_before[k]) placement.backfilled_before = reservations_[k].job_id;
         }
+      }
+      TakenBack taken;  // allocations elastic jobs grew by, taken back for this job
+      if (!placed_now && grown_allocations_ > 0 && !pending_reasons_.count(id)) {
+        // What elastic jobs grew by goes back first, before anything is preempted.
+        placed_now = TakeBackGrowth(job, *queue, &placement, &taken);
       }
       if (!placed_now) {
         auto reason = pending_reasons_.find(id);
@@ -1309,12 +1333,15 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
           }
           return TryFairsharePreempt(job, *queue);
         };
-        if (waits_for_resources && !queue->config.preempt.empty() && TryPreempt(job, *queue)) {
+        const bool preempted = waits_for_resources &&
+                               ((!queue->config.preempt.empty() && TryPreempt(job, *queue)) ||
+                                (queue->config.capacity && TryReclaim(job, *queue)) ||
+                                (fairshare_preempts && fairshare_preempt()));
+        // Taken-back growth stays taken when preemption frees the rest; else it returns.
+        SettleTakeBack(&taken, id, preempted);
+        if (preempted) {
           failed_shapes[job.shape] = "";
-        } else if (waits_for_resources && queue->config.capacity && TryReclaim(job, *queue)) {
-          failed_shapes[job.shape] = "";
-        } else if (waits_for_resources && fairshare_preempts && fairshare_preempt()) {
-          failed_shapes[job.shape] = "";
+          took_back_ = true;
         } else if (queue->config.backfill && !reserved_in_queue && failed_shapes[job.shape].empty()) {
           // Only a job waiting for resources reserves; one a limit holds would hold hosts
           // it may not use.
@@ -1323,11 +1350,15 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
         }
         continue;
       }
+      SettleTakeBack(&taken, id, true);
       if (placement.backfilled_before != 0) ++st.backfilled;
       victims_of_.erase(id);
       job.started = now_;
       job.running = true;
       job.placement = placement;
+      job.base_sections = job.placement.sections.size();
+      job.placed_in_cycle = cycles_;
+      if (job.request.max_slots > job.request.slots) elastic_.insert(id);
       queue->last_dispatched_user = job.request.user;
       running_.insert(id);
       dispatched.insert(id);
@@ -1340,6 +1371,8 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
               p.end());
     }
   }
+  // Elastic jobs grow into what is left; slots held for reservations are not.
+  GrowElastic();
   // Held slots are this cycle's only: the next one computes its reservations again.
   Hold(-1);
   for (const Reservation& r : reservations_) {
@@ -1708,6 +1741,14 @@ absl::Status Scheduler::RestorePreempted(int64_t victim, int64_t preemptor) {
   return absl::OkStatus();
 }
 
+absl::Status Scheduler::RestoreRequeueing(int64_t victim, int64_t preemptor) {
+  auto it = jobs_.find(victim);
+  if (it == jobs_.end() || !it->second.running) return absl::NotFoundError(absl::StrCat("job ", victim, " is not running"));
+  it->second.being_requeued = true;  // holds everything until it ends and is released
+  if (preemptor != 0) victims_of_[preemptor].push_back(victim);
+  return absl::OkStatus();
+}
+
 absl::Status Scheduler::Release(int64_t job_id) {
   auto it = jobs_.find(job_id);
   if (it == jobs_.end() || !it->second.running) {
@@ -1726,12 +1767,15 @@ absl::Status Scheduler::Release(int64_t job_id) {
     }
   }
   Apply(it->second, queues_.at(it->second.request.queue), it->second.placement, -1);
+  grown_allocations_ -= static_cast<int>(it->second.placement.sections.size() - it->second.base_sections);
+  elastic_.erase(job_id);
   running_.erase(job_id);
   jobs_.erase(it);
   return absl::OkStatus();
 }
 
-absl::Status Scheduler::Restore(const JobRequest& request, const Placement& placement, absl::Time started) {
+absl::Status Scheduler::Restore(const JobRequest& request, const Placement& placement, absl::Time started,
+                               int grown) {
   auto q = queues_.find(request.queue);
   if (q == queues_.end()) {
     return absl::FailedPreconditionError(
@@ -1751,7 +1795,11 @@ absl::Status Scheduler::Restore(const JobRequest& request, const Placement& plac
   job.running = true;
   job.started = started;
   job.cluster = ClusterOf(q->second.config, request.user);
+  grown = std::clamp(grown, 0, static_cast<int>(placement.sections.size()));
+  job.base_sections = placement.sections.size() - static_cast<size_t>(grown);
   Apply(job, q->second, placement, +1);
+  if (request.max_slots > 0) elastic_.insert(request.id);
+  grown_allocations_ += grown;
   running_.insert(request.id);
   jobs_[request.id] = std::move(job);
   return absl::OkStatus();

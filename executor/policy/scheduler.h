@@ -147,12 +147,21 @@ class Scheduler {
   // until Release.
   std::vector<Preemption> TakePreemptions();
   std::vector<int64_t> TakeResumes();
+  // Elastic jobs (B4): the allocations running elastic jobs gained or gave back since the
+  // last call, in order. A cycle first places waiting jobs; one that does not fit takes
+  // slots elastic jobs grew by (their queue's priority at most, the lowest queue and the
+  // youngest growth first) before it preempts anything; then elastic jobs grow, the
+  // highest queue first, into what is left (never into slots held for a reservation).
+  std::vector<Resize> TakeResizes();
   // A suspension for preemption that could not be carried out (the job ended, its agent
   // is gone): the job takes its slots back.
   absl::Status CancelPreemption(int64_t victim);
   // After a restart: a job found suspended for a preemption lends its slots again and
   // waits to be resumed as before; `preemptor` 0 when that job is gone.
   absl::Status RestorePreempted(int64_t victim, int64_t preemptor);
+  // After a restart: a job found being requeued for a preemption (its grace running)
+  // is not preempted again, and its preemptor (0: gone) waits for it to end.
+  absl::Status RestoreRequeueing(int64_t victim, int64_t preemptor);
 
   // The time cycles take as now: jobs' starts, run limits and reservations (backfill).
   void SetNow(absl::Time now) { now_ = now; }
@@ -164,8 +173,10 @@ class Scheduler {
 
   // Marks a running job as restored on restart: its resources are taken as recorded;
   // `started` (its run limit counts from there) for backfill.
+  // `grown`: how many of the placement's last sections are allocations an elastic job
+  // grew by (each one allocation), given back first when it shrinks.
   absl::Status Restore(const JobRequest& job, const Placement& placement,
-                       absl::Time started = absl::InfinitePast());
+                       absl::Time started = absl::InfinitePast(), int grown = 0);
 
   size_t pending() const;
   size_t running() const { return running_.size(); }
@@ -210,6 +221,12 @@ class Scheduler {
     bool being_requeued = false;  // a preemption victim being requeued
     absl::Time started = absl::InfinitePast();
     size_t cluster = kNoCluster;  // its virtual cluster (capacity queues)
+    // Sections of `placement` it started with; those after are what it grew by (elastic).
+    size_t base_sections = 0;
+    uint64_t placed_in_cycle = 0;  // grows from the cycle after (its tasks start first)
+    int Slots() const;
+    bool Grown() const { return placement.sections.size() > base_sections; }
+    bool Resizable() const { return running && !suspended && !lent && !being_requeued; }
     // When it ends at the latest (start + run limit); infinite without a run limit.
     absl::Time Ends() const {
       return request.run_limit > absl::ZeroDuration() && started != absl::InfinitePast() ? started + request.run_limit
@@ -347,7 +364,28 @@ class Scheduler {
                                     double mem_per_slot, int gpus_per_slot,
                                     const std::vector<Consume>& consumes, int enough);
   void Reindex(size_t index, bool insert);
-  void Apply(const Job& job, Queue& queue, const Placement& placement, int sign);
+  // `with_limits`: the limits count the placement too (a whole job's; a part of one is
+  // counted by ChangeAllocation).
+  void Apply(const Job& job, Queue& queue, const Placement& placement, int sign, bool with_limits = true);
+  // The limits over hosts that apply to `job` (host_limits_), for CandidateHosts.
+  void SelectHostLimits(const Job& job);
+  // Elastic jobs: adds one allocation to a running job's placement (grow) or removes its
+  // last one (shrink), with hosts, queue and limits counted again.
+  void ChangeAllocation(Job& job, Queue& queue, const HostAllocation& allocation, bool grow);
+  // Grows running elastic jobs into the slots left at the end of a cycle.
+  void GrowElastic();
+  // A waiting job that does not fit: takes allocations elastic jobs grew by (`taken`),
+  // until it fits (placed into `out`: true) or none is left. Then SettleTakeBack keeps
+  // them (the job started, or preempts for the rest) or gives them back.
+  using TakenBack = std::vector<std::pair<int64_t, HostAllocation>>;
+  bool TakeBackGrowth(const Job& job, Queue& queue, Placement* out, TakenBack* taken);
+  void SettleTakeBack(TakenBack* taken, int64_t for_job, bool keep);
+  // The job placed on what `taken` gave back left some of it free: the elastic job `e`
+  // keeps that part (a smaller allocation in its place); `taken` is what it gave.
+  void ReturnUnneeded(Job& e, Queue& eq, HostAllocation* taken);
+  // The most slots of the job's section a growth can take now, within its queue's and
+  // virtual cluster's bounds.
+  int GrowthRoom(const Job& job, const Queue& queue) const;
   int HostCapacity(const Host& host, const Queue& queue, const Job& job, double mem_per_slot,
                    int gpus_per_slot, const std::vector<Consume>& consumes = {}) const;
 
@@ -364,6 +402,11 @@ class Scheduler {
   int held_slots_ = 0;                     // slots they hold now
   std::unordered_map<int64_t, ReservationView> reservation_views_;  // the last cycle's
   std::vector<int64_t> resumes_;
+  std::set<int64_t> elastic_;  // running elastic jobs, in submission order
+  int grown_allocations_ = 0;  // allocations they grew by, in all
+  uint64_t cycles_ = 0;
+  bool took_back_ = false;  // this cycle took slots back: it grows nothing
+  std::vector<Resize> resizes_;
   std::unordered_map<int64_t, std::vector<int64_t>> victims_of_;  // preemptor -> its victims
   std::map<std::pair<std::string, std::string>, size_t> pool_index_;  // (resource, scope) -> pools_ index
   std::vector<Host> hosts_;  // stable: reserved in AddHost order

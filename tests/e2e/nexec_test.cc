@@ -1673,7 +1673,8 @@ TEST_CASE("a fair-share queue splits the slots by the share tree, and nexec shar
 TEST_CASE("preemption with real processes: a CPU job is stopped and continues, a GPU job gets SIGTERM and is requeued",
           "[B5]") {
   Cluster c("preempt", "queues:\n  - {name: low, priority: 10, preempt_grace: 1s}\n"
-                       "  - {name: high, priority: 50, preempt: [low]}\n");
+                       "  - {name: patient, priority: 10, preempt_grace: 8s}\n"
+                       "  - {name: high, priority: 50, preempt: [low, patient]}\n");
   c.AddAgent("node1", "cpus=2,gpus=1,mem=4G");
   REQUIRE(c.WaitHosts(1));
   auto history_has = [&](int64_t id, const std::string& text) {
@@ -1754,6 +1755,32 @@ TEST_CASE("preemption with real processes: a CPU job is stopped and continues, a
     c.Cli({"kill", std::to_string(low)});
     std::filesystem::remove(marker);
   }
+
+  SECTION("GPU: a master crash during the grace does not lose the requeue, nor preempt a second time") {
+    int64_t low = c.Submit({"-q", "patient", "-R", "rusage[gpu=1]", "--", "trap '' TERM; while :; do sleep 0.2; done"});
+    REQUIRE(c.WaitState(low, "RUNNING"));
+    int pid = c.TaskPid(low);
+    int64_t high = c.Submit({"-q", "high", "-R", "rusage[gpu=1]", "--", "sleep 1000"});
+    // SIGTERM sent, the 8 s grace running: the record says so before the crash.
+    REQUIRE(WaitUntil([&] { return c.Job(low).contains("requeue_at"); }));
+    CHECK(c.Job(low).value("preempted_by", std::string()) == std::to_string(high));
+    c.CrashAndRestartMaster();
+    CHECK(c.Job(low)["state"] == "RUNNING");  // still in its grace
+    CHECK(c.Job(high)["state"] == "PENDING");
+    REQUIRE(c.WaitState(high, "RUNNING"));
+    CHECK(Gone(pid));
+    json requeued = c.Job(low);
+    CHECK(requeued["state"] == "PENDING");
+    CHECK(requeued.value("preemptions", 0) == 1);
+    CHECK_FALSE(requeued.contains("requeue_at"));
+    int preempted_lines = 0;
+    for (const auto& line : requeued.value("history", std::vector<std::string>{})) {
+      preempted_lines += line.find("preempted by job") != std::string::npos;
+    }
+    CHECK(preempted_lines == 1);
+    c.Cli({"kill", std::to_string(high)});
+    c.Cli({"kill", std::to_string(low)});
+  }
 }
 
 TEST_CASE("capacity with real processes: a group under its guarantee reclaims a borrowed GPU, and nexec queues "
@@ -1815,6 +1842,100 @@ TEST_CASE("capacity with real processes: a group under its guarantee reclaims a 
   CHECK(too_big.code != 0);
   CHECK(too_big.out.find("virtual cluster default may hold at most 2") != std::string::npos);
   for (int64_t id : {first, second, owner}) c.Cli({"kill", std::to_string(id)});
+}
+
+// Slots an elastic job holds now, as `nexec job --json` lists them (grown entries given
+// back excluded), and its event file's lines.
+int HeldSlots(const json& job) {
+  int n = 0;
+  for (const auto& t : job.value("tasks", json::array())) {
+    if (t.value("remote", false)) continue;
+    if (t.value("grown", false) && t.value("state", std::string()) == "TASK_EXITED") continue;
+    n += t.value("slots", 0);
+  }
+  return n;
+}
+
+std::vector<std::string> Lines(const std::string& path) {
+  std::vector<std::string> out;
+  std::istringstream in(ReadFile(path));
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+TEST_CASE("an elastic job grows onto free slots, is told through its event file, starts tasks there with nexec-run, "
+          "and gives the growth back to a waiting job, across a master crash",
+          "[B4]") {
+  Cluster c("elastic");
+  c.AddAgent("node1", "cpus=2,mem=4G");
+  c.AddAgent("node2", "cpus=2,mem=4G");
+  REQUIRE(c.WaitHosts(2));
+  const std::string run = JC_NEXEC_RUN;
+  const std::string out = c.path("elastic.out");
+  const std::string events = out + ".events";
+  const std::string remote_pid = c.path("remote.pid");
+  // Once told it grew onto node2, it starts a task there.
+  int64_t elastic = c.Submit({"-n", "1,4", "-o", out, "--",
+                              "echo events=$NEXEC_EVENT_FILE; until grep -q 'grow node2' $NEXEC_EVENT_FILE; do "
+                              "sleep 0.1; done; " +
+                                  run + " node2 'echo $$ > " + remote_pid + "; exec sleep 300' & sleep 300"});
+  REQUIRE(c.WaitState(elastic, "RUNNING"));
+  REQUIRE(WaitUntil([&] { return HeldSlots(c.Job(elastic)) == 4; }));
+  CHECK(WaitUntil([&] { return Lines(events) == std::vector<std::string>{"grow node1 1", "grow node2 2"}; }));
+  CHECK(ReadFile(out).find("events=" + events + "\n") != std::string::npos);
+  auto shown = c.Cli({"job", std::to_string(elastic)});
+  CHECK(shown.out.find("1..4 (elastic, holds 4)") != std::string::npos);
+  CHECK(shown.out.find("grown") != std::string::npos);
+  int pid = 0;
+  REQUIRE(WaitUntil([&] { return std::ifstream(remote_pid) >> pid && pid > 0; }));
+  CHECK_FALSE(Gone(pid));
+
+  // A two-slot job: the newest growth (node2's) goes back; the remote task there ends.
+  int64_t waiting = c.Submit({"-n", "2", "--", "sleep 300"});
+  REQUIRE(c.WaitState(waiting, "RUNNING"));
+  json taken = c.Job(waiting);
+  REQUIRE(taken["tasks"].size() == 1);
+  CHECK(taken["tasks"][0]["host"] == "node2");
+  CHECK(WaitUntil([&] { return HeldSlots(c.Job(elastic)) == 2; }));
+  CHECK(c.Job(elastic)["state"] == "RUNNING");
+  CHECK(WaitUntil([&] { return Gone(pid); }));
+  CHECK(WaitUntil([&] { return Lines(events).size() == 3 && Lines(events)[2] == "shrink node2 2"; }));
+  bool noted = false;
+  for (const auto& line : c.Job(elastic).value("history", std::vector<std::string>{})) {
+    noted |= line.find("gave back 2 slot(s) on node2 to job " + std::to_string(waiting)) != std::string::npos;
+  }
+  CHECK(noted);
+
+  // It ends: the elastic job grows back to its maximum.
+  REQUIRE(c.Cli({"kill", std::to_string(waiting)}).code == 0);
+  CHECK(WaitUntil([&] { return HeldSlots(c.Job(elastic)) == 4; }));
+  CHECK(WaitUntil([&] { return Lines(events).size() == 4 && Lines(events)[3] == "grow node2 2"; }));
+
+  // Across a master crash it keeps what it grew by, and still gives it back first.
+  c.CrashAndRestartMaster();
+  REQUIRE(c.WaitHosts(2));
+  CHECK(HeldSlots(c.Job(elastic)) == 4);
+  int64_t after = c.Submit({"-n", "2", "--", "sleep 300"});
+  REQUIRE(c.WaitState(after, "RUNNING"));
+  CHECK(WaitUntil([&] { return HeldSlots(c.Job(elastic)) == 2; }));
+  CHECK(WaitUntil([&] { return Lines(events).size() == 5 && Lines(events)[4] == "shrink node2 2"; }));
+  CHECK(c.Job(elastic)["state"] == "RUNNING");
+
+  httplib::Client http("127.0.0.1", c.metrics_port());
+  CHECK(WaitUntil([&] {
+    auto metrics = http.Get("/metrics");
+    return metrics && metrics->body.find("nexec_elastic_resizes_total{direction=\"shrink\",queue=\"normal\"} 1") !=
+                          std::string::npos;
+  }));
+
+  // Bad input: a maximum below the minimum, and an elastic job tied to one host.
+  auto backwards = c.Cli({"submit", "-n", "4,2", "--", "true"});
+  CHECK(backwards.code != 0);
+  CHECK(backwards.out.find("the maximum (2) is below the minimum (4)") != std::string::npos);
+  auto spanned = c.Cli({"submit", "-n", "1,2", "-R", "span[hosts=1]", "--", "true"});
+  CHECK(spanned.code != 0);
+  CHECK(spanned.out.find("span[] and same[] are not allowed") != std::string::npos);
+  for (int64_t id : {elastic, after}) c.Cli({"kill", std::to_string(id)});
 }
 
 TEST_CASE("jobs of a queue removed from the configuration across a restart end with the reason, the master starts "
