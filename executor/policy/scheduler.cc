@@ -328,6 +328,17 @@ void Scheduler::RefreshValues(Host& h) {
   }
 }
 
+void Scheduler::RefreshLoad(Host& h) {
+  // What a placement of slots, memory and GPUs changes, in place: no copy of the host's
+  // values (RefreshValues) for every placement.
+  int free_gpus = 0;
+  for (const auto& [index, users] : h.gpu_users) free_gpus += users == 0;
+  ResourceValues& v = h.values;
+  v["slots"] = static_cast<double>(h.free_slots());
+  v["mem"] = h.config.mem_mb - h.used_mem;
+  v["gpu"] = static_cast<double>(free_gpus);
+}
+
 std::vector<Scheduler::Consume> Scheduler::ConsumesOf(const Section& section) const {
   std::vector<Consume> out;
   for (const auto& [name, amount] : section.rusage) {
@@ -1160,9 +1171,9 @@ void Scheduler::Apply(const Job& job, Queue& queue, const Placement& placement, 
       h.used_slots += sign * a.slots;
       h.used_mem += sign * a.mem_mb;
       for (int g : a.gpus) h.gpu_users[g] += sign;
-      if (!a.reserved.empty()) ApplyConsumables(a, sign, false);
+      if (!a.reserved.empty()) ApplyConsumables(a, sign, false);  // refreshes every value
       if (job.request.exclusive) h.exclusive_jobs += sign;
-      RefreshValues(h);
+      RefreshLoad(h);
       Reindex(i, true);
       queue.used_slots += sign * a.slots;
       used_by_user += sign * a.slots;
@@ -1271,7 +1282,7 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
     int fairshare_tries = 0;
     bool preemptive = !queue->config.preempt.empty() || queue->config.capacity.has_value() || fairshare_preempts;
     bool reserved_in_queue = false;  // one reservation per queue and cycle (EASY backfill)
-    std::unordered_set<int64_t> dispatched;
+    std::vector<int64_t> dispatched;  // sorted once the queue is done
     DispatchSequence sequence = DispatchOrder(*queue);
     for (int64_t id = 0; sequence.Next(&id);) {
       Job& job = jobs_.at(id);
@@ -1361,13 +1372,15 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
       if (job.request.max_slots > job.request.slots) elastic_.insert(id);
       queue->last_dispatched_user = job.request.user;
       running_.insert(id);
-      dispatched.insert(id);
+      dispatched.push_back(id);
       placed.push_back(std::move(placement));
       ++st.placed;
     }
     if (!dispatched.empty()) {
+      std::sort(dispatched.begin(), dispatched.end());
       auto& p = queue->pending;
-      p.erase(std::remove_if(p.begin(), p.end(), [&](int64_t id) { return dispatched.count(id) > 0; }),
+      p.erase(std::remove_if(p.begin(), p.end(),
+                             [&](int64_t id) { return std::binary_search(dispatched.begin(), dispatched.end(), id); }),
               p.end());
     }
   }
@@ -1413,15 +1426,19 @@ bool Scheduler::MayBackfill(const Job& job) const {
 void Scheduler::Reserve(const Job& job, Queue& queue) {
   // Running jobs by when they end at the latest; suspended and lent ones are not counted
   // on (a suspended job's end is unknown).
-  std::vector<Job*> by_end;
+  // A heap, not a sort: the job usually fits after the first few ends, so only those are
+  // ordered (O(running) to build, O(log running) per job taken).
+  using Ending = std::tuple<absl::Time, int64_t, Job*>;
+  std::vector<Ending> by_end;
+  by_end.reserve(running_.size());
   for (int64_t rid : running_) {
     Job& r = jobs_.at(rid);
-    if (!r.suspended && !r.lent) by_end.push_back(&r);
+    if (!r.suspended && !r.lent) by_end.emplace_back(r.Ends(), rid, &r);
   }
-  std::sort(by_end.begin(), by_end.end(), [](const Job* a, const Job* b) {
-    if (a->Ends() != b->Ends()) return a->Ends() < b->Ends();
-    return a->request.id < b->request.id;
-  });
+  const auto later = [](const Ending& a, const Ending& b) {
+    return std::tie(std::get<0>(a), std::get<1>(a)) > std::tie(std::get<0>(b), std::get<1>(b));
+  };
+  std::make_heap(by_end.begin(), by_end.end(), later);
   // Held slots of earlier reservations stay held: this job's reservation comes after.
   std::vector<Job*> released;
   Placement found;
@@ -1430,7 +1447,10 @@ void Scheduler::Reserve(const Job& job, Queue& queue) {
   int free_now = 0;
   for (const Host& h : hosts_) free_now += std::max(0, h.free_slots());
   int freed = 0;
-  for (Job* r : by_end) {
+  while (!by_end.empty()) {
+    std::pop_heap(by_end.begin(), by_end.end(), later);
+    Job* r = std::get<2>(by_end.back());
+    by_end.pop_back();
     Apply(*r, queues_.at(r->request.queue), r->placement, -1);
     released.push_back(r);
     for (const auto& section : r->placement.sections) {
@@ -1486,7 +1506,7 @@ void Scheduler::Lend(const Job& victim, int sign, bool everything) {
       const size_t i = host_index_.at(a.host);
       Reindex(i, false);
       hosts_[i].used_slots += sign * a.slots;
-      RefreshValues(hosts_[i]);
+      RefreshLoad(hosts_[i]);
       Reindex(i, true);
       queue.used_slots += sign * a.slots;
       queue.used_by_user[user] += sign * a.slots;

@@ -292,6 +292,8 @@ class Scheduler {
   using HostKey = std::tuple<int, double, size_t>;
 
   void RefreshValues(Host& host);
+  // Only what placements change (free slots, memory, GPUs); RefreshValues otherwise.
+  void RefreshLoad(Host& host);
   std::string OverThreshold(const Host& h, const QueueConfig& queue, bool stop) const;
   bool UserAllowed(const QueueConfig& queue, const std::string& user) const;
   // The order a queue offers its pending jobs places: a list, or a fair-share order
