@@ -82,6 +82,7 @@ absl::Status Scheduler::AddHost(const HostConfig& config) {
   host_index_[config.name] = hosts_.size();
   hosts_.push_back(std::move(host));
   total_slots_ += config.slots;
+  largest_host_slots_ = std::max(largest_host_slots_, config.slots);
   Reindex(hosts_.size() - 1, true);
   return absl::OkStatus();
 }
@@ -245,6 +246,8 @@ absl::Status Scheduler::UpdateHostCapacity(const std::string& name, int slots, d
   Host& h = hosts_[it->second];
   total_slots_ += slots - h.config.slots;
   h.config.slots = slots;
+  largest_host_slots_ = 0;
+  for (const Host& other : hosts_) largest_host_slots_ = std::max(largest_host_slots_, other.config.slots);
   h.config.mem_mb = mem_mb;
   h.config.swap_mb = swap_mb;
   h.config.gpus = gpus;
@@ -483,7 +486,11 @@ absl::Status Scheduler::AddToSharedResource(const std::string& name, const std::
 
 void Scheduler::SetLimits(const std::vector<LimitConfig>& limits) {
   limits_.clear();
-  for (const LimitConfig& config : limits) limits_.push_back(Limit{config, {}, {}});
+  for (const LimitConfig& config : limits) {
+    Limit limit{config, {}, {}};
+    limit.per_fields = config.queues.per + config.users.per + config.hosts.per + config.projects.per + config.apps.per;
+    limits_.push_back(std::move(limit));
+  }
   for (int64_t id : running_) {
     const Job& job = jobs_.at(id);
     ApplyLimits(job, job.placement, +1);
@@ -496,7 +503,15 @@ void Scheduler::SetLimitTime(absl::Time now, absl::TimeZone tz) {
 
 std::vector<Scheduler::LimitReport> Scheduler::Limits() const {
   std::vector<LimitReport> out;
-  for (const Limit& limit : limits_) out.push_back({&limit.config, limit.now, limit.usage});
+  for (const Limit& limit : limits_) {
+    LimitReport report{&limit.config, limit.now, {}};
+    for (const auto& [key, usage] : limit.usage) {
+      std::vector<std::string> values;
+      if (limit.per_fields > 0) values = absl::StrSplit(key, kKeySeparator);
+      report.buckets[std::move(values)] = usage;
+    }
+    out.push_back(std::move(report));
+  }
   return out;
 }
 
@@ -530,15 +545,20 @@ bool Scheduler::Applies(const Limit& limit, const JobRequest& job) const {
          (!c.apps.given || Member(c.apps, job.app, false));
 }
 
-std::vector<std::string> Scheduler::BucketKey(const Limit& limit, const JobRequest& job,
-                                              const std::string& host) const {
+std::string Scheduler::BucketKey(const Limit& limit, const JobRequest& job, const std::string& host) const {
   const LimitConfig& c = limit.config;
-  std::vector<std::string> key;
-  if (c.queues.per) key.push_back(job.queue);
-  if (c.users.per) key.push_back(job.user);
-  if (c.hosts.per) key.push_back(host);
-  if (c.projects.per) key.push_back(job.project);
-  if (c.apps.per) key.push_back(job.app);
+  std::string key;
+  bool first = true;
+  auto add = [&](const std::string& value) {
+    if (!first) key.push_back(kKeySeparator);
+    key += value;
+    first = false;
+  };
+  if (c.queues.per) add(job.queue);
+  if (c.users.per) add(job.user);
+  if (c.hosts.per) add(host);
+  if (c.projects.per) add(job.project);
+  if (c.apps.per) add(job.app);
   return key;
 }
 
@@ -574,7 +594,7 @@ void Scheduler::ForEachDelta(const Limit& limit, const Job& job, const Placement
     f(BucketKey(limit, job.request, only->host), d);
     return;
   }
-  std::map<std::vector<std::string>, LimitUsage> buckets;
+  std::map<std::string, LimitUsage> buckets;
   for (const auto& section : placement.sections) {
     for (const HostAllocation& a : section) {
       if (limit.config.hosts.given && !Member(limit.config.hosts, a.host, false)) continue;
@@ -588,7 +608,7 @@ void Scheduler::ForEachDelta(const Limit& limit, const Job& job, const Placement
 
 void Scheduler::ApplyLimits(const Job& job, const Placement& placement, int sign) {
   for (Limit& limit : limits_) {
-    ForEachDelta(limit, job, placement, [&](std::vector<std::string> key, const LimitUsage& d) {
+    ForEachDelta(limit, job, placement, [&](std::string key, const LimitUsage& d) {
       LimitUsage& u = limit.usage[std::move(key)];
       u.slots += sign * d.slots;
       u.jobs += sign * d.jobs;
@@ -599,8 +619,12 @@ void Scheduler::ApplyLimits(const Job& job, const Placement& placement, int sign
 
 namespace {
 
-std::string Bucket(const std::vector<std::string>& key) {
-  return key.empty() ? "" : absl::StrCat(" for ", absl::StrJoin(key, "/"));
+// " for alice/p1" for a limit with per_ values; "" without.
+std::string Bucket(int per_fields, const std::string& key, char separator) {
+  if (per_fields == 0) return "";
+  std::string shown = key;
+  std::replace(shown.begin(), shown.end(), separator, '/');
+  return absl::StrCat(" for ", shown);
 }
 
 }  // namespace
@@ -609,7 +633,7 @@ std::string Scheduler::LimitExceeded(const Job& job, const Placement& placement)
   for (const Limit& limit : limits_) {
     if (!limit.now.any()) continue;
     std::string exceeded;
-    ForEachDelta(limit, job, placement, [&](const std::vector<std::string>& key, const LimitUsage& d) {
+    ForEachDelta(limit, job, placement, [&](const std::string& key, const LimitUsage& d) {
       if (exceeded.empty()) exceeded = Exceeds(limit, key, d);
     });
     if (!exceeded.empty()) return exceeded;
@@ -617,11 +641,11 @@ std::string Scheduler::LimitExceeded(const Job& job, const Placement& placement)
   return "";
 }
 
-std::string Scheduler::Exceeds(const Limit& limit, const std::vector<std::string>& key, const LimitUsage& d) const {
+std::string Scheduler::Exceeds(const Limit& limit, const std::string& key, const LimitUsage& d) const {
   auto at = limit.usage.find(key);
   if (at == limit.usage.end()) return "";
   const LimitUsage& u = at->second;  // this job included
-  const std::string bucket = Bucket(key);
+  const std::string bucket = Bucket(limit.per_fields, key, kKeySeparator);
   auto over = [&](const char* what, double used, double asked, double value) {
     return absl::StrCat("limit ", limit.config.name, ": ", what, " ", value, bucket, " (", used - asked, " used, ",
                         asked, " asked)");
@@ -718,8 +742,7 @@ absl::Status Scheduler::Check(JobRequest* job_ptr) const {
       }
     }
     if (s.span_hosts && s.slots > 0) {
-      int biggest = 0;
-      for (const Host& h : hosts_) biggest = std::max(biggest, h.config.slots);
+      const int biggest = largest_host_slots_;
       if (s.slots > biggest) {
         return absl::InvalidArgumentError(
             absl::StrCat("span[hosts=1] asks for ", s.slots, " slots on one host; the largest "

@@ -244,18 +244,22 @@ class Scheduler {
   struct Limit {
     LimitConfig config;
     LimitValues now;
-    std::map<std::vector<std::string>, LimitUsage> usage;  // by bucket key
+    // By bucket key: the per_ values joined by kKeySeparator (one value, the common case,
+    // is the value itself: no allocation for a short name), hashed.
+    std::unordered_map<std::string, LimitUsage> usage;
+    int per_fields = 0;  // how many per_ values a key joins
   };
   bool Member(const ConsumerSet& set, const std::string& value, bool users) const;
   bool Applies(const Limit& limit, const JobRequest& job) const;
-  std::vector<std::string> BucketKey(const Limit& limit, const JobRequest& job, const std::string& host) const;
+  static constexpr char kKeySeparator = '\x1f';
+  std::string BucketKey(const Limit& limit, const JobRequest& job, const std::string& host) const;
   // Calls f(bucket key, what the placement adds to it) for each bucket of `limit` the
   // placement touches; a placement of one allocation (the common case) builds no map.
   template <typename F>
   void ForEachDelta(const Limit& limit, const Job& job, const Placement& placement, F&& f) const;
   void AddAllocation(const Limit& limit, const HostAllocation& a, LimitUsage* d) const;
   // The description of `limit`'s bucket `key` past a value in force, with `d` asked; "".
-  std::string Exceeds(const Limit& limit, const std::vector<std::string>& key, const LimitUsage& d) const;
+  std::string Exceeds(const Limit& limit, const std::string& key, const LimitUsage& d) const;
   void ApplyLimits(const Job& job, const Placement& placement, int sign);
   // With the job's placement applied: the first limit it took past its value, described.
   std::string LimitExceeded(const Job& job, const Placement& placement) const;
@@ -420,6 +424,7 @@ class Scheduler {
   std::set<HostKey> pack_index_;    // (free slots, -cpu factor, index)
   std::set<HostKey> spread_index_;  // (-free slots, -cpu factor, index)
   int total_slots_ = 0;
+  int largest_host_slots_ = 0;  // span[hosts=1] checks at submit: no walk over every host
 };
 
 }  // namespace jc::nexec
