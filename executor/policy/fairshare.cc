@@ -11,13 +11,34 @@ namespace jc::nexec {
 
 FairshareTree::FairshareTree(FairshareConfig config) : config_(std::move(config)) {
   nodes_.push_back(Node{"", 1, -1, {}, false});
+  pending_of_leaf_.resize(1);
+  waiting_of_node_.resize(1);
   for (const ShareNode& n : config_.tree) Add(n, 0);
+}
+
+void FairshareTree::AddPending(const std::string& user, int64_t id, int slots) {
+  const int leaf = LeafFor(user);
+  pending_of_leaf_[leaf].emplace_back(id, slots);
+  for (int i = leaf; i >= 0; i = nodes_[i].parent) ++waiting_of_node_[i];
+}
+
+void FairshareTree::RemovePending(const std::string& user, int64_t id) {
+  auto leaf = leaf_of_user_.find(user);
+  if (leaf == leaf_of_user_.end()) return;
+  JobList& jobs = pending_of_leaf_[leaf->second];
+  // Dispatched jobs are mostly a user's oldest: found near the front, erased cheaply there.
+  auto it = std::find_if(jobs.begin(), jobs.end(), [id](const auto& j) { return j.first == id; });
+  if (it == jobs.end()) return;
+  jobs.erase(it);
+  for (int i = leaf->second; i >= 0; i = nodes_[i].parent) --waiting_of_node_[i];
 }
 
 int FairshareTree::Add(const ShareNode& n, int parent) {
   const int index = static_cast<int>(nodes_.size());
   nodes_.push_back(Node{n.name, n.shares, parent, {}, n.children.empty()});
   nodes_[parent].children.push_back(index);
+  pending_of_leaf_.resize(nodes_.size());
+  waiting_of_node_.resize(nodes_.size());
   if (n.children.empty()) {
     if (n.name == "default") {
       default_node_ = index;
@@ -77,7 +98,7 @@ FairshareTree::Sequence FairshareTree::Start(const std::vector<PendingJob>& pend
   // Users come in runs (one user's jobs together, or few users): their leaf is looked up
   // once per run, not once per job.
   for (const auto& [user, n] : running_slots) LeafFor(user);
-  Sequence seq;
+  auto owned = std::make_shared<std::vector<JobList>>();
   {
     absl::string_view last_user;
     int last_leaf = -1;
@@ -85,17 +106,40 @@ FairshareTree::Sequence FairshareTree::Start(const std::vector<PendingJob>& pend
       if (last_leaf < 0 || last_user != job.user) {
         last_user = job.user;
         last_leaf = LeafFor(std::string(job.user));
-        if (static_cast<size_t>(last_leaf) >= seq.queue_of_leaf_.size()) seq.queue_of_leaf_.resize(last_leaf + 1);
+        if (static_cast<size_t>(last_leaf) >= owned->size()) owned->resize(last_leaf + 1);
       }
-      seq.queue_of_leaf_[last_leaf].emplace_back(job.id, job.slots);
+      (*owned)[last_leaf].emplace_back(job.id, job.slots);
     }
   }
   const size_t nodes = nodes_.size();  // LeafFor may have added leaves for new users
+  owned->resize(nodes);
+  std::vector<int> waiting(nodes, 0);
+  for (size_t leaf = 0; leaf < nodes; ++leaf) {
+    const int count = static_cast<int>((*owned)[leaf].size());
+    if (count == 0) continue;
+    for (int i = static_cast<int>(leaf); i >= 0; i = nodes_[i].parent) waiting[i] += count;
+  }
+  const std::vector<JobList>* lists = owned.get();
+  return Begin(lists, std::move(owned), std::move(waiting), running_slots);
+}
+
+FairshareTree::Sequence FairshareTree::Start(const std::map<std::string, int>& running_slots) {
+  for (const auto& [user, n] : running_slots) LeafFor(user);  // may add leaves: sizes follow
+  return Begin(&pending_of_leaf_, nullptr, waiting_of_node_, running_slots);
+}
+
+FairshareTree::Sequence FairshareTree::Begin(const std::vector<JobList>* lists,
+                                             std::shared_ptr<const std::vector<JobList>> owned,
+                                             std::vector<int> waiting,
+                                             const std::map<std::string, int>& running_slots) {
+  const size_t nodes = nodes_.size();
+  Sequence seq;
   seq.tree_ = this;
-  seq.queue_of_leaf_.resize(nodes);
+  seq.lists_ = lists;
+  seq.owned_ = std::move(owned);
   seq.usage_.assign(nodes, 0);
   seq.running_.assign(nodes, 0);
-  seq.waiting_.assign(nodes, 0);
+  seq.waiting_ = std::move(waiting);
   seq.next_of_leaf_.assign(nodes, 0);
   seq.ready_.resize(nodes);
   auto up = [&](int leaf, auto&& f) {
@@ -107,11 +151,6 @@ FairshareTree::Sequence FairshareTree::Start(const std::vector<PendingJob>& pend
   }
   for (const auto& [user, slots] : running_slots) {
     up(leaf_of_user_.at(user), [&, amount = slots](int i) { seq.running_[i] += amount; });
-  }
-  for (size_t leaf = 0; leaf < nodes; ++leaf) {
-    if (seq.queue_of_leaf_[leaf].empty()) continue;
-    up(static_cast<int>(leaf),
-       [&, count = static_cast<int>(seq.queue_of_leaf_[leaf].size())](int i) { seq.waiting_[i] += count; });
   }
   for (size_t i = 1; i < nodes; ++i) {
     if (seq.waiting_[i] > 0) {
@@ -129,7 +168,7 @@ bool FairshareTree::Sequence::Next(int64_t* id) {
   auto key = [&](int c) { return std::make_pair(-tree_->Priority(c, usage_, running_), c); };
   int at = 0;
   while (!nodes[at].children.empty()) at = ready_[at].begin()->second;
-  const auto [job, slots] = queue_of_leaf_[at][next_of_leaf_[at]++];
+  const auto [job, slots] = (*lists_)[at][next_of_leaf_[at]++];
   for (int i = at; i > 0; i = nodes[i].parent) ready_[nodes[i].parent].erase(key(i));
   for (int i = at; i >= 0; i = nodes[i].parent) {
     waiting_[i] -= 1;

@@ -13,6 +13,7 @@
 // shares are lent: a group with nothing pending is skipped, and gets its turn back as
 // soon as it submits (its low usage makes its priority high).
 
+#include <deque>
 #include <map>
 #include <set>
 #include <memory>
@@ -62,6 +63,12 @@ class FairshareTree {
     absl::string_view user;  // must outlive the order made from it
     int slots;
   };
+  using JobList = std::deque<std::pair<int64_t, int>>;  // (job, slots), FCFS
+  // The queue's pending jobs, kept between cycles so a cycle does not sort them out again:
+  // added when queued (in queue order), removed when dispatched or cancelled.
+  void AddPending(const std::string& user, int64_t id, int slots);
+  void RemovePending(const std::string& user, int64_t id);
+  size_t pending() const { return waiting_of_node_.empty() ? 0 : static_cast<size_t>(waiting_of_node_[0]); }
   // The dispatch order of `pending` (oldest first within a user), given what each user
   // runs now, computed pick by pick: a cycle that stops early (the cluster is full) pays
   // only for the picks it took, not for ordering every pending job.
@@ -73,7 +80,8 @@ class FairshareTree {
    private:
     friend class FairshareTree;
     const FairshareTree* tree_ = nullptr;
-    std::vector<std::vector<std::pair<int64_t, int>>> queue_of_leaf_;  // (job, slots), FCFS
+    const std::vector<JobList>* lists_ = nullptr;   // per leaf: the tree's, or owned_
+    std::shared_ptr<const std::vector<JobList>> owned_;  // lists made for one order
     std::vector<size_t> next_of_leaf_;
     std::vector<double> usage_, running_;
     std::vector<int> waiting_;
@@ -83,6 +91,8 @@ class FairshareTree {
   };
   // The tree must not change while the sequence is used.
   Sequence Start(const std::vector<PendingJob>& pending, const std::map<std::string, int>& running);
+  // The order of the kept pending jobs (AddPending): no work per pending job.
+  Sequence Start(const std::map<std::string, int>& running);
   // The whole order at once.
   std::vector<int64_t> Order(const std::vector<PendingJob>& pending, const std::map<std::string, int>& running);
 
@@ -131,12 +141,17 @@ class FairshareTree {
   // default's shares; at the root with 1 share when no default is configured).
   int LeafFor(const std::string& user);
   double Priority(int node, const std::vector<double>& usage, const std::vector<double>& running) const;
+  // The common part of both Starts: per-node usage, running slots and the ready children.
+  Sequence Begin(const std::vector<JobList>* lists, std::shared_ptr<const std::vector<JobList>> owned,
+                 std::vector<int> waiting, const std::map<std::string, int>& running);
 
   FairshareConfig config_;
   std::vector<Node> nodes_;  // [0] is the root
   std::unordered_map<std::string, int> leaf_of_user_;
   int default_node_ = -1;
   std::map<std::string, double> usage_;  // decayed slot-hours by user
+  std::vector<JobList> pending_of_leaf_;  // by node (leaves only hold jobs)
+  std::vector<int> waiting_of_node_;      // kept pending jobs in each node's subtree
 };
 
 }  // namespace jc::nexec

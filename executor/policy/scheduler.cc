@@ -166,6 +166,10 @@ absl::Status Scheduler::UpdateQueue(const QueueConfig& config) {
   if (config.fairshare) {
     it->second.fairshare = std::make_shared<FairshareTree>(*config.fairshare);
     if (before) it->second.fairshare->set_usage(before->usage());
+    for (int64_t id : it->second.pending) {
+      const JobRequest& r = jobs_.at(id).request;
+      it->second.fairshare->AddPending(r.user, id, r.slots);
+    }
   }
   // Clusters may have changed: every job's cluster and what each holds, counted again.
   if (config.capacity || !it->second.capacity_held.empty()) RecountCapacity(it->second);
@@ -703,6 +707,7 @@ absl::Status Scheduler::Submit(JobRequest job) {
   entry.cluster = ClusterOf(q->second.config, job.user);
   entry.request = std::move(job);
   q->second.pending.push_back(id);
+  if (q->second.fairshare) q->second.fairshare->AddPending(entry.request.user, id, entry.request.slots);
   jobs_[id] = std::move(entry);
   return absl::OkStatus();
 }
@@ -797,8 +802,9 @@ absl::Status Scheduler::Cancel(int64_t job_id) {
   if (it == jobs_.end() || it->second.running) {
     return absl::NotFoundError(absl::StrCat("job ", job_id, " is not pending"));
   }
-  auto& pending = queues_[it->second.request.queue].pending;
-  pending.erase(std::remove(pending.begin(), pending.end(), job_id), pending.end());
+  Queue& queue = queues_[it->second.request.queue];
+  queue.pending.erase(std::remove(queue.pending.begin(), queue.pending.end(), job_id), queue.pending.end());
+  if (queue.fairshare) queue.fairshare->RemovePending(it->second.request.user, job_id);
   jobs_.erase(it);
   pending_reasons_.erase(job_id);
   victims_of_.erase(job_id);
@@ -919,13 +925,8 @@ Scheduler::DispatchSequence Scheduler::DispatchOrder(const Queue& queue) const {
     return seq;
   }
   if (queue.fairshare) {
-    std::vector<FairshareTree::PendingJob> pending;
-    pending.reserve(queue.pending.size());
-    for (int64_t id : queue.pending) {
-      const JobRequest& r = jobs_.at(id).request;
-      pending.push_back({id, r.user, r.slots});
-    }
-    seq.fairshare = queue.fairshare->Start(pending, queue.used_by_user);
+    // The tree keeps the queue's pending jobs by user between cycles.
+    seq.fairshare = queue.fairshare->Start(queue.used_by_user);
     return seq;
   }
   seq.ids = RoundRobinOrder(queue);
@@ -1401,6 +1402,9 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
     }
     if (!dispatched.empty()) {
       std::sort(dispatched.begin(), dispatched.end());
+      if (queue->fairshare) {
+        for (int64_t id : dispatched) queue->fairshare->RemovePending(jobs_.at(id).request.user, id);
+      }
       auto& p = queue->pending;
       p.erase(std::remove_if(p.begin(), p.end(),
                              [&](int64_t id) { return std::binary_search(dispatched.begin(), dispatched.end(), id); }),

@@ -113,6 +113,33 @@ TEST_CASE("fair share converges to the shares over a simulated day, and an unlis
   CHECK(carol_listed);
 }
 
+TEST_CASE("fair share keeps its pending jobs between cycles: a cancelled job is gone, a reload keeps the rest",
+          "[B5]") {
+  Scheduler s = Cluster(2, {{"alice", 1, {}}, {"bob", 1, {}}});
+  // alice: 1, 2; bob: 3, 4 (submitted in that order).
+  for (const auto& j : {testing::MakeJob(1, "alice", 1, "normal", ""), testing::MakeJob(2, "alice", 1, "normal", ""),
+                        testing::MakeJob(3, "bob", 1, "normal", ""), testing::MakeJob(4, "bob", 1, "normal", "")}) {
+    REQUIRE(s.Submit(j).ok());
+  }
+  REQUIRE(s.Cancel(1).ok());
+  std::set<int64_t> placed;
+  for (const auto& p : s.Cycle()) placed.insert(p.job_id);
+  CHECK(placed == std::set<int64_t>{2, 3});  // alice's oldest left, and bob's oldest
+  // A reload rebuilds the tree; the job still waiting stays in it.
+  QueueConfig q;
+  q.name = "normal";
+  FairshareConfig f;
+  f.tree = {{"alice", 1, {}}, {"bob", 2, {}}};
+  q.fairshare = f;
+  REQUIRE(s.UpdateQueue(q).ok());
+  REQUIRE(s.Release(2).ok());
+  placed.clear();
+  for (const auto& p : s.Cycle()) placed.insert(p.job_id);
+  CHECK(placed == std::set<int64_t>{4});
+  CHECK(s.pending() == 0);
+  CHECK(s.Cycle().empty());
+}
+
 TEST_CASE("fair-share usage computed from a job's record equals what the tree counted while it ran", "[B5]") {
   FairshareConfig f;
   f.tree = {{"alice", 1, {}}, {"bob", 1, {}}};
