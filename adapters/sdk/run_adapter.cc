@@ -25,6 +25,7 @@
 #include "adapters/sdk/adapter_core.h"
 #include "adapters/sdk/adapter_service.h"
 #include "common/admin_server.h"
+#include "common/grpc_reflection.h"
 #include "common/grpc_server_threads.h"
 #include "common/log.h"
 #include "common/status_macros.h"
@@ -123,6 +124,7 @@ absl::StatusOr<std::unique_ptr<AdapterServer>> AdapterServer::Start(Backend* bac
 
   impl.service = MakeAdapterService(impl.core.get());
   grpc::EnableDefaultHealthCheckService(true);
+  EnableGrpcReflection();
   grpc::ServerBuilder builder;
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
   if (options.tls.enabled()) {

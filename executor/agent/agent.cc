@@ -29,6 +29,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/grpc_reflection.h"
 #include "common/grpc_server_threads.h"
 #include "common/grpc_status.h"
 #include "common/quantity.h"
@@ -195,6 +196,7 @@ absl::StatusOr<int> Agent::Start() {
     sensors_ = std::make_unique<SensorRunner>(found, options_.sensor_restart_delay);
   }
   service_ = MakeAgentService(this, options_.auth, options_.master_uid);
+  EnableGrpcReflection();
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(options_.listen_address, grpc::InsecureServerCredentials(), &port);

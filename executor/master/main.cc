@@ -13,6 +13,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
+#include "common/grpc_reflection.h"
 #include "common/grpc_server_threads.h"
 #include "common/log.h"
 #include "common/admin_server.h"
@@ -94,6 +95,7 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   auto service = jc::nexec::MakeMasterService(&master, *auth, agent_uid);
+  jc::EnableGrpcReflection();
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(absl::GetFlag(FLAGS_listen), grpc::InsecureServerCredentials(), &port);

@@ -1119,15 +1119,13 @@ v1::TrainJob JobManager::ToTrainJob(const v1::JobRecord& r) const {
     info->set_image_id(task.image_id());
     info->set_resource_spec_id(task.resource_spec_id());
     info->set_replica_number(task.replica_number());
-    std::vector<std::string> centers;
+    // Per replica, in replica order like replicaStatus (Appendix A: the centers where
+    // each replica runs): "" for a replica not placed yet.
     for (const auto& rep : r.replicas()) {
       if (rep.task_index() != t) continue;
       info->add_replica_status(ReplicaStatus(rep.state()));
-      if (!rep.center_id().empty() && std::find(centers.begin(), centers.end(), rep.center_id()) == centers.end()) {
-        centers.push_back(rep.center_id());
-      }
+      info->add_center_ids(rep.center_id());
     }
-    for (auto& c : centers) info->add_center_ids(c);
   }
   return j;
 }

@@ -16,6 +16,9 @@ std::shared_ptr<const auth::MethodAccess> ControlPlaneAccess() {
       // Load balancers and orchestrators probe health without credentials.
       {"/grpc.health.v1.Health/Check", kPublic},
       {"/grpc.health.v1.Health/Watch", kPublic},
+      // Reflection (grpcurl, grpcui): the API's shape and no data, public as the OpenAPI
+      // document at /openapi/v1/openapi.json is.
+      {"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", kPublic},
 
       // Centers: the federation's admins register and remove them; a center's operator
       // updates it and reports its heartbeats (checked on the center by the handler).

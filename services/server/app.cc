@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/grpc_metrics.h"
+#include "common/grpc_reflection.h"
 #include "common/grpc_server_threads.h"
 #include "common/auth/api_token.h"
 #include "common/auth/service_credentials.h"
@@ -201,6 +202,7 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
 
   if (serves_grpc) {
     grpc::EnableDefaultHealthCheckService(true);
+    EnableGrpcReflection();
     grpc::ServerBuilder builder;
     builder.AddListeningPort(o.grpc_address, auth::ServerCredentials(tls.get()), &app->grpc_port_);
     for (auto& service : app->grpc_services_) builder.RegisterService(service.get());

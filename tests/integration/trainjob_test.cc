@@ -142,10 +142,11 @@ TEST_CASE("a two-task trainjob is placed, runs on two centers, completes, and it
   CHECK_FALSE(id.empty());
   CHECK(n.Job(id)["userName"] == "alice");
   CHECK(n.Job(id)["project"] == "ml");
-  // The first scheduling attempt placed it: each task's image is at one center.
+  // The first scheduling attempt placed it: each task's image is at one center, and
+  // centerIDs names it once per replica, in replica order (as replicaStatus).
   REQUIRE(created["taskInfos"].size() == 2);
   CHECK(created["taskInfos"][0]["centerIDs"] == json::array({"alpha"}));
-  CHECK(created["taskInfos"][1]["centerIDs"] == json::array({"beta"}));
+  CHECK(created["taskInfos"][1]["centerIDs"] == json::array({"beta", "beta"}));
 
   json done = n.WaitForStatus(id, "completed");
   CHECK(done["taskInfos"][0]["replicaStatus"] == json::array({"completed"}));
@@ -385,12 +386,16 @@ TEST_CASE("a job that fits nowhere waits with its reason, and runs once capacity
   // Sixteen one-CPU replicas fill both eight-CPU centers for two seconds.
   json big = {{"name", "big"}, {"tasks", {Task("t", "sleep 2", "", 16)}}};
   json placed = n.Submit(big);
-  CHECK(placed["taskInfos"][0]["centerIDs"] == json::array({"alpha", "beta"}));
+  // One entry per replica, in replica order: eight in each center.
+  std::vector<std::string> where = placed["taskInfos"][0]["centerIDs"];
+  REQUIRE(where.size() == 16);
+  CHECK(std::count(where.begin(), where.end(), "alpha") == 8);
+  CHECK(std::count(where.begin(), where.end(), "beta") == 8);
   json small = {{"name", "small"}, {"tasks", {Task("t", "true", "", 1)}}};
   json waiting = n.Submit(small);
   std::string id = waiting["jobId"];
-  // Acknowledged, not placed: no center in the answer, and the job says why it waits.
-  CHECK(waiting["taskInfos"][0]["centerIDs"] == json::array());
+  // Acknowledged, not placed: its one replica has no center yet, and the job says why it waits.
+  CHECK(waiting["taskInfos"][0]["centerIDs"] == json::array({""}));
   json job = n.Job(id);
   CHECK(job["status"] == "pending");
   CHECK(job["taskInfos"][0]["replicaStatus"] == json::array({"pending"}));
@@ -593,7 +598,7 @@ TEST_CASE("a task's dataset is staged to its center from the source datamon pick
                           {"datasets", {"corpus:v1"}}}}}};
   std::string id = n.Submit(job)["jobId"];
   json done = n.WaitForStatus(id, "completed");
-  CHECK(done["taskInfos"][0]["centerIDs"] == json::array({"beta"}));
+  CHECK(done["taskInfos"][0]["centerIDs"] == json::array({"beta", "beta"}));
   auto url = n.rest->Get("/openapi/v1/trainjob/" + id + "/task/0/replica/1/log").body["data"]["logUrl"];
   CHECK(n.rest->http().Get(url.get<std::string>().c_str())->body.find("hello data") != std::string::npos);
   // Datamon now knows the copy at beta, so the next job finds the data there.
