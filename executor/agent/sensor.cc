@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
@@ -117,9 +118,14 @@ void SensorRunner::Run(const std::string& path) {
   while (true) {
     int fds[2];
     if (pipe(fds) != 0) return;
+    const pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
       setpgid(0, 0);
+      // A sensor loops forever: it ends with the daemon that runs it, also one SIGKILLed
+      // (else each restart would add another copy). This thread lives as long as the runner.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(1);  // the daemon died before that took hold
       dup2(fds[1], 1);
       close(fds[0]);
       close(fds[1]);

@@ -451,6 +451,21 @@ TEST_CASE("resource sensors add schedulable resources", "[B1][B2]") {
     INFO(h.dump());
     CHECK(h.value("resources", json::object()).contains("licenses") == (h["name"] == "node1"));
   }
+  // The sensor ends with its agent, also one SIGKILLed (a restarted agent would otherwise
+  // add a copy each time).
+  auto sensor_pids = [&] {
+    std::vector<int> pids;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+      int pid = std::atoi(entry.path().filename().c_str());
+      if (pid <= 0 || Gone(pid)) continue;
+      std::string cmdline = ReadFile(entry.path().string() + "/cmdline");
+      if (cmdline.find(sensors + "/ress.host") != std::string::npos) pids.push_back(pid);
+    }
+    return pids;
+  };
+  REQUIRE_FALSE(sensor_pids().empty());
+  c.agent("node1").Signal(SIGKILL);
+  CHECK(WaitUntil([&] { return sensor_pids().empty(); }));
 }
 
 TEST_CASE("the configuration reloads on SIGHUP without losing jobs", "[B5][B6]") {
