@@ -28,6 +28,7 @@
 #include "common/grpc_reflection.h"
 #include "common/grpc_server_threads.h"
 #include "common/log.h"
+#include "common/version.h"
 #include "common/status_macros.h"
 #include "common/store/store.h"
 
@@ -214,6 +215,7 @@ int RunAdapter(Backend& backend, AdapterOptions options) {
 
 AdapterOptions ParseAdapterFlags(int argc, char** argv, const char* usage) {
   absl::SetProgramUsageMessage(usage);
+  InstallVersionFlag(std::filesystem::path(argv[0]).filename().string());
   absl::ParseCommandLine(argc, argv);
   if (!InitLogging(absl::GetFlag(FLAGS_log_level), "text").ok()) std::exit(2);
   AdapterOptions o;

@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/admin_server.h"
 #include "common/log.h"
+#include "common/version.h"
 #include "executor/agent/agent.h"
 
 ABSL_FLAG(std::string, master, "127.0.0.1:6800", "the master's address");
@@ -46,6 +47,7 @@ ABSL_FLAG(int64_t, master_uid, -1,
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
       "nexec-agent --master=host:6800 [--host=name] [--resources=cpus=64,gpus=8,mem=512G]");
+  jc::InstallVersionFlag("nexec-agent");
   absl::ParseCommandLine(argc, argv);
   // Abseil's mutex deadlock detection (on in Debian's build) costs gRPC's every lock a
   // graph update; the servers do not need it in production.

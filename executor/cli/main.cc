@@ -35,6 +35,7 @@
 #include "executor/cli/run_limit.h"
 #include "executor/cli/interactive.h"
 #include "nexec/v1/nexec.grpc.pb.h"
+#include "common/version.h"
 
 namespace pb = ::nexec::v1;
 
@@ -181,6 +182,10 @@ int main(int argc, char** argv) {
   }
   if (args.empty()) return Usage();
   if (args[0] == "-h" || args[0] == "--help" || args[0] == "help") return Usage(true);
+  if (args[0] == "--version" || args[0] == "version") {
+    std::cout << jc::VersionLine("nexec") << "\n";
+    return 0;
+  }
   std::string cmd = args[0];
   args.erase(args.begin());
   // `nexec COMMAND --help` too (submit reads it among its options, not in the command).

@@ -31,6 +31,7 @@
 #include "executor/auth/munge_auth.h"
 #include "executor/cli/environment.h"
 #include "nexec/v1/nexec.grpc.pb.h"
+#include "common/version.h"
 
 namespace pb = ::nexec::v1;
 
@@ -70,6 +71,10 @@ int main(int argc, char** argv) {
     const std::string& a = args[i];
     if (a == "--help" || a == "-h") {
       std::cout << kUsage;
+      return 0;
+    }
+    if (a == "--version") {
+      std::cout << jc::VersionLine("nexec-run") << "\n";
       return 0;
     }
     if (a == "--torch") {

@@ -16,6 +16,7 @@
 #include "common/grpc_reflection.h"
 #include "common/grpc_server_threads.h"
 #include "common/log.h"
+#include "common/version.h"
 #include "common/admin_server.h"
 #include "common/store/store.h"
 #include "executor/master/master.h"
@@ -42,6 +43,7 @@ ABSL_FLAG(int64_t, agent_uid, -1, "the account agents run as; heartbeats from ot
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("nexec-master --listen=127.0.0.1:6800 [--config=nexec.yaml]");
+  jc::InstallVersionFlag("nexec-master");
   absl::ParseCommandLine(argc, argv);
   // Abseil's mutex deadlock detection (on in Debian's build) costs gRPC's every lock a
   // graph update; the servers do not need it in production.

@@ -18,6 +18,7 @@
 #include "absl/strings/match.h"
 #include "common/auth/service_credentials.h"
 #include "common/log.h"
+#include "common/version.h"
 #include "services/datamon/source_selection.h"
 #include "services/server/app.h"
 
@@ -211,6 +212,7 @@ int main(int argc, char** argv) {
       "  jointcloud --store=postgresql://...  the same on PostgreSQL\n"
       "  jointcloud --services=gateway --upstream_address=host:50051\n"
       "Flags may also come from a file: --flagfile=jointcloud.flags");
+  jc::InstallVersionFlag("jointcloud");
   absl::ParseCommandLine(argc, argv);
   // Abseil's mutex deadlock detection (on in Debian's build) costs gRPC's every lock a
   // graph update; the servers do not need it in production.

@@ -26,6 +26,7 @@
 #include "tools/sim/report.h"
 #include "tools/sim/simulator.h"
 #include "tools/sim/trace.h"
+#include "common/version.h"
 
 namespace jc::sim {
 namespace {
@@ -446,6 +447,10 @@ int main(int argc, char** argv) {
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" || std::string(argv[1]) == "help") {
     std::cout << kUsage;
     return argc < 2 ? 2 : 0;
+  }
+  if (std::string(argv[1]) == "--version") {
+    std::cout << jc::VersionLine("jc-sim") << "\n";
+    return 0;
   }
   std::string command = argv[1];
   Args args = Parse(argc, argv, 2);
