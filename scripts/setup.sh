@@ -24,6 +24,13 @@ for arg in "$@"; do
   esac
 done
 
+# The OpenAPI checks run npm tools (tests/openapi): Node.js from Debian where none is
+# installed (a machine with its own Node.js and npm keeps them; the pinned redocly needs
+# Node.js 20.19 or later, newer than Debian 12's 18).
+for arg in "$@"; do
+  if [[ "$arg" == --test ]] && ! command -v npm >/dev/null; then packages+=(nodejs npm); fi
+done
+
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

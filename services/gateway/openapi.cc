@@ -2,11 +2,14 @@
 
 #include <map>
 #include <regex>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace jc::gateway {
 namespace {
@@ -92,17 +95,47 @@ class SchemaBuilder {
   json schemas_ = json::object();
 };
 
+// "get" + /openapi/v1/centers/{ai_center_id}/heartbeat -> "getCentersByAiCenterIdHeartbeat":
+// URL-safe (letters and digits only), what code generators name their methods.
+std::string OperationId(const std::string& method, const std::string& path) {
+  std::string id = absl::AsciiStrToLower(method);
+  for (absl::string_view segment : absl::StrSplit(path, '/', absl::SkipEmpty())) {
+    if (segment == "openapi" || segment == "v1") continue;
+    const bool param = absl::ConsumePrefix(&segment, "{") && absl::ConsumeSuffix(&segment, "}");
+    if (param) id += "By";
+    bool upper = true;
+    for (char c : segment) {
+      if (!absl::ascii_isalnum(static_cast<unsigned char>(c))) {
+        upper = true;
+        continue;
+      }
+      id += upper ? absl::ascii_toupper(static_cast<unsigned char>(c)) : c;
+      upper = false;
+    }
+  }
+  return id;
+}
+
+// The envelope an error answers with, as a response of the operation.
+json ErrorResponse(const std::string& description) {
+  return {{"description", description},
+          {"content", {{"application/json", {{"schema", {{"$ref", "#/components/schemas/Error"}}}}}}}};
+}
+
 }  // namespace
 
 std::string BuildOpenApi(const std::vector<Route>& routes, const std::string& version) {
   SchemaBuilder schemas;
+  std::set<std::string> operation_ids;
   json paths = json::object();
   static const std::regex kParam(R"(\{([^}]+)\})");
   for (const Route& r : routes) {
     json op;
     op["summary"] = r.summary;
     op["tags"] = json::array({r.tag});
-    op["operationId"] = absl::StrCat(absl::AsciiStrToLower(r.method), r.path);
+    std::string id = OperationId(r.method, r.path);
+    for (int n = 2; !operation_ids.insert(id).second; ++n) id = absl::StrCat(OperationId(r.method, r.path), n);
+    op["operationId"] = id;
     json params = json::array();
     for (auto it = std::sregex_iterator(r.path.begin(), r.path.end(), kParam);
          it != std::sregex_iterator(); ++it) {
@@ -124,7 +157,7 @@ std::string BuildOpenApi(const std::vector<Route>& routes, const std::string& ve
           {"required", true},
           {"content", {{"application/json", {{"schema", schemas.Ref(r.body, r.names)}}}}}};
     }
-    json data = r.data != nullptr ? schemas.Ref(r.data, r.names) : json{{"nullable", true}};
+    json data = r.data != nullptr ? schemas.Ref(r.data, r.names) : json{{"type", "object"}, {"nullable", true}};
     json envelope = {{"type", "object"},
                      {"required", {"status", "code", "errorMsg", "data"}},
                      {"properties",
@@ -134,9 +167,13 @@ std::string BuildOpenApi(const std::vector<Route>& routes, const std::string& ve
                        {"data", data}}}};
     op["responses"] = {
         {"200", {{"description", "OK"}, {"content", {{"application/json", {{"schema", envelope}}}}}}},
-        {"default",
-         {{"description", "Error: the envelope's code and errorMsg say what went wrong"},
-          {"content", {{"application/json", {{"schema", {{"$ref", "#/components/schemas/Error"}}}}}}}}}};
+        {"400", ErrorResponse("INVALID_ARGUMENT (or FAILED_PRECONDITION): the request is refused and changes nothing")},
+        {"401", ErrorResponse("UNAUTHENTICATED: no valid bearer token")},
+        {"403", ErrorResponse("PERMISSION_DENIED: the caller's role does not allow it")},
+        {"default", ErrorResponse("Error: the envelope's code and errorMsg say what went wrong")}};
+    if (params.size() > r.query.size()) {
+      op["responses"]["404"] = ErrorResponse("NOT_FOUND: nothing by that name (or another project's)");
+    }
     paths[r.path][absl::AsciiStrToLower(r.method)] = op;
   }
   json components = schemas.schemas();
@@ -145,7 +182,7 @@ std::string BuildOpenApi(const std::vector<Route>& routes, const std::string& ve
                           {{"status", {{"type", "integer"}}},
                            {"code", {{"type", "string"}}},
                            {"errorMsg", {{"type", "string"}}},
-                           {"data", {{"nullable", true}}}}}};
+                           {"data", {{"type", "object"}, {"nullable", true}}}}}};
   json doc = {{"openapi", "3.0.3"},
               {"info",
                {{"title", "Jointcloud API"},
@@ -153,8 +190,17 @@ std::string BuildOpenApi(const std::vector<Route>& routes, const std::string& ve
                 {"description",
                  "Jointcloud control plane (T/AI 123.6). Every response is the envelope "
                  "{status, code, errorMsg, data}."}}},
+              {"servers", {{{"url", "/"}, {"description", "the gateway that serves this document"}}}},
+              // Every operation needs a bearer token (an API token or an OIDC JWT).
+              {"security", {{{"bearerAuth", json::array()}}}},
               {"paths", paths},
-              {"components", {{"schemas", components}}}};
+              {"components",
+               {{"schemas", components},
+                {"securitySchemes",
+                 {{"bearerAuth",
+                   {{"type", "http"},
+                    {"scheme", "bearer"},
+                    {"description", "An API token (jc_...) or an OIDC token (JWT)"}}}}}}}};
   return doc.dump(2);
 }
 
