@@ -791,6 +791,7 @@ void Master::RequeueLocked(JobRecord& rec, const std::string& reason,
   rec.job.set_state(pb::PENDING);
   rec.job.set_attempt(rec.job.attempt() + 1);
   rec.job.clear_tasks();
+  rec.job.clear_resize_events();  // a new attempt starts with its minimum again
   rec.job.clear_started_at();
   rec.job.set_reason(reason);
   rec.job.clear_preempted_by();
