@@ -7,16 +7,20 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <algorithm>
 #include <deque>
 #include <functional>
 #include <iterator>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "absl/time/time.h"
 
 namespace jc {
 
+// Revisions only grow, and may leave gaps (a revision taken for a write that did not
+// commit); AppendStamped and RestoreStamped take events with `revision()`.
 template <typename Event>
 class EventLog {
  public:
@@ -27,19 +31,49 @@ class EventLog {
     std::lock_guard<std::mutex> lock(mu_);
     uint64_t rev = ++last_;
     set_revision(event, rev);
-    events_.push_back(std::move(event));
-    if (events_.size() > window_) events_.pop_front();
+    PushLocked(rev, std::move(event));
     cv_.notify_all();
     return rev;
   }
 
+  // Appends events that already carry their revisions (each above every earlier one):
+  // those a store numbered as it committed them.
+  void AppendStamped(std::vector<Event> events) {
+    if (events.empty()) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& event : events) {
+      if (event.revision() <= last_) continue;
+      last_ = event.revision();
+      PushLocked(last_, std::move(event));
+    }
+    cv_.notify_all();
+  }
+
   // Starts the log over from events that were persisted (oldest first), the last of
-  // which has revision `last`: revisions then go on from there across restarts.
+  // which has revision `last` and the others the ones before it: revisions then go on from
+  // there across restarts.
   void Restore(std::vector<Event> events, uint64_t last) {
     std::lock_guard<std::mutex> lock(mu_);
-    events_.assign(std::make_move_iterator(events.begin()), std::make_move_iterator(events.end()));
-    while (events_.size() > window_) events_.pop_front();
+    events_.clear();
+    floor_ = last - std::min<uint64_t>(last, events.size());
+    uint64_t rev = floor_;
+    for (auto& event : events) PushLocked(++rev, std::move(event));
     last_ = last;
+    cv_.notify_all();
+  }
+
+  // The same for events that carry their revisions (`revision()`; gaps allowed): the
+  // newest a store kept, oldest first.
+  void RestoreStamped(std::vector<Event> events, uint64_t last) {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.clear();
+    floor_ = events.empty() ? last : events.front().revision() - 1;
+    for (auto& event : events) {
+      uint64_t rev = event.revision();
+      PushLocked(rev, std::move(event));
+    }
+    last_ = last;
+    cv_.notify_all();
   }
 
   uint64_t last_revision() const {
@@ -56,11 +90,11 @@ class EventLog {
     cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
                  [&] { return closed_ || last_ > since; });
     if (closed_) return Read::kClosed;
-    uint64_t first = last_ - events_.size() + 1;
-    if (since + 1 < first && last_ > since) return Read::kCompacted;
-    for (uint64_t rev = std::max(since + 1, first); rev <= last_; ++rev) {
-      out->push_back(events_[rev - first]);
-    }
+    if (last_ <= since) return Read::kOk;
+    if (since < floor_) return Read::kCompacted;
+    auto first = std::partition_point(events_.begin(), events_.end(),
+                                      [since](const auto& e) { return e.first <= since; });
+    for (auto it = first; it != events_.end(); ++it) out->push_back(it->second);
     return Read::kOk;
   }
 
@@ -72,11 +106,21 @@ class EventLog {
   }
 
  private:
+  void PushLocked(uint64_t revision, Event event) {
+    events_.emplace_back(revision, std::move(event));
+    if (events_.size() > window_) {
+      floor_ = events_.front().first;
+      events_.pop_front();
+    }
+  }
+
   const size_t window_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Event> events_;
+  std::deque<std::pair<uint64_t, Event>> events_;  // by revision
   uint64_t last_ = 0;
+  // Every event after `floor_` is in `events_`.
+  uint64_t floor_ = 0;
   bool closed_ = false;
 };
 

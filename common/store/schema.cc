@@ -160,6 +160,14 @@ const std::vector<Migration>& Migrations() {
            "  id BIGINT PRIMARY KEY,"
            "  doc TEXT NOT NULL)",
        }},
+      {11,
+       "job events: what the job manager committed about each job, by revision (watches resume from one)",
+       {
+           "CREATE TABLE job_events ("
+           "  revision BIGINT PRIMARY KEY,"
+           "  job_id TEXT NOT NULL,"
+           "  doc TEXT NOT NULL)",
+       }},
   };
   return *migrations;
 }

@@ -21,6 +21,7 @@
 #include "services/gateway/elastic_pool.h"
 #include "services/gateway/openapi.h"
 #include "services/gateway/rest_call.h"
+#include "services/gateway/ui_assets.h"
 
 namespace jc::gateway {
 namespace {
@@ -85,7 +86,7 @@ void Gateway::Install() {
                                    prometheus::Histogram::BucketBoundaries{
                                        0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                        0.25, 0.5, 1, 2.5});
-    auto handler = [&route, histogram, &requests](const httplib::Request& req,
+    auto handler = [this, &route, histogram, &requests](const httplib::Request& req,
                                                   httplib::Response& res) {
       auto start = std::chrono::steady_clock::now();
       std::vector<std::string> params;
@@ -105,7 +106,30 @@ void Gateway::Install() {
       // bucket refills at least one request a second).
       if (res.status == 503 || res.status == 429) res.set_header("Retry-After", "1");
       if (res.status == 401) res.set_header("WWW-Authenticate", "Bearer");
-      if (result.status.ok() && !result.raw_content_type.empty()) {
+      if (result.status.ok() && result.stream) {
+        // Written on this worker as events come; the worker is the stream's until it ends.
+        res.set_header("Cache-Control", "no-cache");
+        res.set_header("X-Accel-Buffering", "no");  // proxies pass each event at once
+        uint64_t id = 0;
+        {
+          std::lock_guard<std::mutex> lock(streams_mu_);
+          id = ++next_stream_;
+          streams_[id] = result.cancel;
+          if (stopping_) result.cancel();
+        }
+        res.set_chunked_content_provider(
+            result.raw_content_type,
+            [stream = result.stream](size_t, httplib::DataSink& sink) {
+              stream(sink);
+              sink.done();
+              return true;
+            },
+            [this, id, cancel = result.cancel](bool) {
+              cancel();
+              std::lock_guard<std::mutex> lock(streams_mu_);
+              streams_.erase(id);
+            });
+      } else if (result.status.ok() && !result.raw_content_type.empty()) {
         res.set_content(result.data_json, result.raw_content_type.c_str());
       } else {
         res.set_content(MakeEnvelope(result.status, result.data_json), kJson);
@@ -153,6 +177,23 @@ void Gateway::Install() {
 
   s.Get("/openapi/v1/openapi.json", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(openapi_, kJson);
+  });
+  // The operator console: static files, public as the OpenAPI document is (they hold no
+  // data; the page asks the API with the operator's token).
+  s.Get("/ui", [](const httplib::Request&, httplib::Response& res) { res.set_redirect("/ui/"); });
+  s.Get(R"(/ui/([A-Za-z0-9._-]*))", [](const httplib::Request& req, httplib::Response& res) {
+    std::string name = req.matches[1].str();
+    if (name.empty()) name = "index.html";
+    for (const UiAsset& asset : UiAssets()) {
+      if (name == asset.path) {
+        res.set_header("Cache-Control", "no-cache");
+        res.set_header("X-Content-Type-Options", "nosniff");
+        res.set_header("Content-Security-Policy", "default-src 'self'; style-src 'self'; img-src 'self' data:");
+        res.set_content(reinterpret_cast<const char*>(asset.data), asset.size, asset.content_type);
+        return;
+      }
+    }
+    res.status = 404;
   });
   // The same /metrics, /healthz and /readyz as every process's admin server.
   InstallAdminEndpoints(s, metrics_, readiness_);
@@ -208,6 +249,11 @@ void Gateway::Start() {
 }
 
 void Gateway::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(streams_mu_);
+    stopping_ = true;
+    for (const auto& [id, cancel] : streams_) cancel();
+  }
   if (server_) server_->stop();
   if (thread_.joinable()) thread_.join();
 }

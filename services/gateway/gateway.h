@@ -4,7 +4,9 @@
 // envelope, plus /openapi/v1/openapi.json, /metrics, /healthz and /readyz.
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -62,6 +64,11 @@ class Gateway {
   std::string openapi_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
+  // Event streams being served, by id: Stop ends them (each holds a worker).
+  std::mutex streams_mu_;
+  std::map<uint64_t, std::function<void()>> streams_;
+  uint64_t next_stream_ = 0;
+  bool stopping_ = false;
 };
 
 }  // namespace jc::gateway

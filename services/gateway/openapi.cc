@@ -165,8 +165,15 @@ std::string BuildOpenApi(const std::vector<Route>& routes, const std::string& ve
                        {"code", {{"type", "string"}}},
                        {"errorMsg", {{"type", "string"}}},
                        {"data", data}}}};
+    json ok = {{"description", "OK"}, {"content", {{"application/json", {{"schema", envelope}}}}}};
+    if (r.event_stream) {
+      // Each event's data line is the `data` schema as JSON.
+      ok = {{"description", "A stream of Server-Sent Events; each data line is one event as JSON"},
+            {"content", {{"text/event-stream", {{"schema", {{"type", "string"}}}}}}}};
+      schemas.Ref(r.data, r.names);  // listed among the schemas for clients to use
+    }
     op["responses"] = {
-        {"200", {{"description", "OK"}, {"content", {{"application/json", {{"schema", envelope}}}}}}},
+        {"200", ok},
         {"400", ErrorResponse("INVALID_ARGUMENT (or FAILED_PRECONDITION): the request is refused and changes nothing")},
         {"401", ErrorResponse("UNAUTHENTICATED: no valid bearer token")},
         {"403", ErrorResponse("PERMISSION_DENIED: the caller's role does not allow it")},

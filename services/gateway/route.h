@@ -15,6 +15,7 @@
 
 namespace httplib {
 struct Request;
+class DataSink;
 }
 
 namespace jc::gateway {
@@ -25,6 +26,11 @@ struct RestResult {
   // When set and the status is OK, data_json is sent as it is with this content type
   // instead of inside the envelope (file downloads such as logs).
   std::string raw_content_type = {};
+  // When set and the status is OK: the body is written by this as it comes (an event
+  // stream), with raw_content_type; it returns when the stream ends or the client left.
+  std::function<void(httplib::DataSink&)> stream = {};
+  // Ends the stream from another thread (the gateway stopping).
+  std::function<void()> cancel = {};
 };
 
 struct QueryParam {
@@ -46,6 +52,8 @@ struct Route {
   JsonNames names = JsonNames::kSnakeCase;
   std::vector<QueryParam> query;
   RestHandler handler;
+  // The 200 answer is a text/event-stream of `data` items, not the envelope.
+  bool event_stream = false;
 };
 
 }  // namespace jc::gateway

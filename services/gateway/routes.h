@@ -18,6 +18,8 @@ std::vector<Route> DatamonRoutes(std::shared_ptr<grpc::Channel> channel);
 std::vector<Route> MonitorRoutes(std::shared_ptr<grpc::Channel> channel);
 std::vector<Route> SchedulerRoutes(std::shared_ptr<grpc::Channel> channel);
 std::vector<Route> TrainJobRoutes(std::shared_ptr<grpc::Channel> channel);
+// The job event streams (Server-Sent Events); part of TrainJobRoutes.
+std::vector<Route> TrainJobEventRoutes(std::shared_ptr<grpc::Channel> channel);
 std::vector<Route> IdentityRoutes(std::shared_ptr<grpc::Channel> channel);
 
 }  // namespace jc::gateway

@@ -104,6 +104,8 @@ std::vector<Route> TrainJobRoutes(std::shared_ptr<grpc::Channel> channel) {
          if (!status.ok()) return RestResult{FromGrpcStatus(status), ""};
          return RestResult{absl::OkStatus(), std::move(text), "text/plain; charset=utf-8"};
        }});
+  auto events = TrainJobEventRoutes(channel);
+  routes.insert(routes.end(), std::make_move_iterator(events.begin()), std::make_move_iterator(events.end()));
   return routes;
 }
 

@@ -15,6 +15,8 @@ WriteOutcome CommitBurst(JobStore& store, const JobWrites& writes) {
   rest.saves = writes.saves;
   rest.cursors = writes.cursors;
   rest.audits = writes.audits;
+  rest.events = writes.events;
+  rest.prune_events_below = writes.prune_events_below;
   out.status = store.Write(rest);
   for (size_t i = 0; i < writes.inserts.size(); ++i) {
     JobWrites one;

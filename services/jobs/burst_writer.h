@@ -19,6 +19,12 @@ namespace jc::jobs {
 
 // Rows to write, their documents already encoded.
 struct JobWrites {
+  // A row of job_events (job_events.h).
+  struct Event {
+    int64_t revision = 0;
+    std::string job_id;
+    std::string doc;
+  };
   struct NewJob {
     std::string job_id;
     int64_t seq = 0;
@@ -29,6 +35,7 @@ struct JobWrites {
     int64_t version = 1;
     std::string doc;
     store::Params audit;  // the audit row of the create (common/audit), if audited
+    Event event;          // its CREATED event
   };
   struct Save {
     std::string job_id;
@@ -40,8 +47,12 @@ struct JobWrites {
   std::vector<Save> saves;
   std::map<std::string, uint64_t> cursors;  // watch cursor by center
   std::vector<store::Params> audits;        // audit rows of the stops the burst applied
+  std::vector<Event> events;                // the events of the saves
+  int64_t prune_events_below = 0;           // deletes older events (0: none)
 
-  bool empty() const { return inserts.empty() && saves.empty() && cursors.empty() && audits.empty(); }
+  bool empty() const {
+    return inserts.empty() && saves.empty() && cursors.empty() && audits.empty() && events.empty();
+  }
 };
 
 struct WriteOutcome {

@@ -42,6 +42,7 @@ JobManager::JobManager(store::Store* store, scheduler::Scheduler* scheduler, reg
       clock_(clock),
       options_(options),
       addresses_(centers, clock),
+      events_(store, options.events),
       dispatcher_(adapters, &addresses_, &pool_,
                   [this](const std::string& center, std::vector<SubmitItem> items,
                          std::vector<absl::StatusOr<apb::Replica>> results) {
@@ -128,6 +129,7 @@ void JobManager::Stop() {
   poller_.Stop();
   quota_reader_.Stop();
   tracker_.Stop();
+  events_.Close();
   loop_.Stop();  // replies still queued are abandoned: their callers answer Unavailable
   // A standby takes over at once rather than after the lease's time to live.
   if (leading_.exchange(false) && leadership_ != nullptr) leadership_->Release();
@@ -213,6 +215,15 @@ void JobManager::OnLead(absl::StatusOr<Reload> reload, std::shared_ptr<std::prom
     led->set_value(reload.status());
     return;
   }
+  // Event numbering goes on after the newest stored event (a write of an earlier term
+  // that failed may have taken revisions: they stay gaps).
+  if (absl::Status restored = events_.Restore(); !restored.ok()) {
+    std::string why = absl::StrCat("not leading: reading the job events failed (", restored.message(), "); retrying");
+    spdlog::error("job manager: {}", why);
+    SetNotLeading(why);
+    led->set_value(restored);
+    return;
+  }
   active_.clear();
   queue_.clear();
   resubmit_.clear();
@@ -266,6 +277,7 @@ void JobManager::StepDown(const std::string& why) {
   if (!leading_) return;
   leading_ = false;
   ++term_;
+  events_.Pause();
   tracker_.Pause();
   dispatcher_.Clear();
   // Reservations of this term's replicas go with them: the next term reloads them.
@@ -313,6 +325,23 @@ void JobManager::Flush() {
     writes.saves.push_back({id, job.record.status(), job.version, std::move(*doc)});
   }
   dirty_.clear();
+  // What watchers are told: each saved job against its last committed record (the view).
+  absl::Time event_time = clock_->Now();
+  {
+    std::lock_guard<std::mutex> lock(view_mu_);
+    for (const auto& [record, version] : burst_.saves) {
+      auto v = view_.find(record->job_id());
+      if (auto e = EventOf(v == view_.end() ? nullptr : v->second.get(), *record, event_time)) {
+        burst_.events.push_back(std::move(*e));
+      }
+    }
+  }
+  for (auto& e : burst_.events) {
+    e.set_revision(events_.Take());
+    absl::StatusOr<std::string> doc = store::EncodeDoc(e);
+    if (!doc.ok()) return StepDown(absl::StrCat("encoding an event of job ", e.job_id(), " failed: ", doc.status().message()));
+    writes.events.push_back({static_cast<int64_t>(e.revision()), e.job_id(), std::move(*doc)});
+  }
   // A cursor rides along with the jobs its events changed; alone, it is written at most
   // once a second (events replayed after a restart change nothing twice).
   absl::Time now = absl::Now();
@@ -334,9 +363,17 @@ void JobManager::Flush() {
       c.audit->set_object(absl::StrCat("job_id=", r.job_id()));
       audit_row = audit::AuditLog::Values(*c.audit);
     }
+    c.event = *EventOf(nullptr, r, event_time);
+    c.event.set_revision(events_.Take());
+    absl::StatusOr<std::string> event_doc = store::EncodeDoc(c.event);
+    if (!event_doc.ok()) {
+      return StepDown(absl::StrCat("encoding an event of job ", r.job_id(), " failed: ", event_doc.status().message()));
+    }
     writes.inserts.push_back({r.job_id(), r.seq(), r.request().user_name(), r.request().project(), r.status(),
-                              r.request().idempotency_key(), c.job.version, std::move(*doc), std::move(audit_row)});
+                              r.request().idempotency_key(), c.job.version, std::move(*doc), std::move(audit_row),
+                              {static_cast<int64_t>(c.event.revision()), r.job_id(), std::move(*event_doc)}});
   }
+  writes.prune_events_below = events_.PruneBelow();
   writes.cursors = burst_.cursors;
   for (const auto& a : burst_.audits) writes.audits.push_back(audit::AuditLog::Values(a));
   Burst burst = std::move(burst_);
@@ -410,6 +447,14 @@ void JobManager::AfterCommit(Burst& burst, const WriteOutcome& outcome) {
       active_.erase(it);
     }
   }
+  // Watchers learn what committed, in revision order.
+  std::vector<v1::TrainJobEvent> committed = std::move(burst.events);
+  for (size_t i = 0; i < burst.creates.size(); ++i) {
+    if (outcome.inserts[i].ok()) committed.push_back(std::move(burst.creates[i].event));
+  }
+  std::sort(committed.begin(), committed.end(),
+            [](const auto& a, const auto& b) { return a.revision() < b.revision(); });
+  events_.Publish(std::move(committed));
   // Answered once the view has the stop's write: a read right after the answer sees it.
   for (auto& r : burst.stop_replies) r->set_value(absl::OkStatus());
   for (const auto& [center, key] : burst.stops) dispatcher_.StopReplica(center, key);

@@ -35,6 +35,7 @@
 #include "services/jobs/adapter_addresses.h"
 #include "services/jobs/data_mover.h"
 #include "services/jobs/dispatcher.h"
+#include "services/jobs/job_events.h"
 #include "services/jobs/job_metrics.h"
 #include "services/jobs/job_state.h"
 #include "services/jobs/job_store.h"
@@ -67,6 +68,8 @@ struct JobManagerOptions {
   // Which waiting job is tried first (services/scheduler/job_queue.h): FCFS with
   // priorities, or fair share between projects by their dominant share of the federation.
   scheduler::QueueOrder queue_order = scheduler::QueueOrder::kFcfs;
+  // How many job events memory and the store keep for watchers (job_events.h).
+  JobEventsOptions events;
 };
 
 
@@ -113,6 +116,9 @@ class JobManager {
   // The replica's log as its center has it (stdout, then stderr).
   absl::StatusOr<std::string> ReadLog(const std::string& job_id, int task_index, int replica_index);
 
+  // What watchers read (WatchTrainJobs, the REST event streams).
+  JobEvents& events() { return events_; }
+
   // Call before Start.
   void EnableMetrics(prometheus::Registry& registry);
   // The store identity this instance's new jobs carry in their replica keys (set by Start).
@@ -135,6 +141,7 @@ class JobManager {
     std::vector<Dispatch> dispatches;
     CreateReply reply;
     std::optional<v1::AuditRecord> audit;
+    v1::TrainJobEvent event;  // CREATED, numbered when the burst is written
   };
   // What one burst of messages decided: its writes, and what follows once they commit.
   struct Burst {
@@ -145,6 +152,7 @@ class JobManager {
     std::vector<std::pair<std::string, apb::ReplicaKey>> stops;
     std::vector<StopReply> stop_replies;
     std::vector<v1::AuditRecord> audits;  // of the stops
+    std::vector<v1::TrainJobEvent> events;  // of the saves (each create carries its own)
     bool empty() const {
       return creates.empty() && saves.empty() && cursors.empty() && dispatches.empty() && stops.empty() &&
              stop_replies.empty() && audits.empty();
@@ -277,6 +285,7 @@ class JobManager {
   // ---- Collaborators. The pool is declared last so that it is destroyed first, while
   // what its work refers to still exists. ----
   std::unique_ptr<Leadership> leadership_;  // the cycle thread's
+  JobEvents events_;
   EventLoop loop_;
   PeriodicTask cycle_;
   PeriodicTask poller_;

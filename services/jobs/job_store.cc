@@ -74,6 +74,18 @@ absl::Status JobStore::Write(const JobWrites& writes) {
       if (!n.audit.empty()) JC_RETURN_IF_ERROR(txn.InsertRow(audit::AuditLog::Insert(), n.audit));
     }
     for (const auto& row : writes.audits) JC_RETURN_IF_ERROR(txn.InsertRow(audit::AuditLog::Insert(), row));
+    // Each change's event, in the transaction of the change (job_events.h).
+    constexpr char kEvent[] = "INSERT INTO job_events (revision, job_id, doc)";
+    for (const auto& n : writes.inserts) {
+      if (n.event.revision > 0) {
+        JC_RETURN_IF_ERROR(txn.InsertRow(kEvent, {n.event.revision, n.event.job_id, n.event.doc}));
+      }
+    }
+    for (const auto& e : writes.events) JC_RETURN_IF_ERROR(txn.InsertRow(kEvent, {e.revision, e.job_id, e.doc}));
+    if (writes.prune_events_below > 0) {
+      JC_RETURN_IF_ERROR(
+          txn.Exec("DELETE FROM job_events WHERE revision < $1", {writes.prune_events_below}).status());
+    }
     JC_RETURN_IF_ERROR(UpdateMany(txn, writes.saves));
     for (const auto& [center, cursor] : writes.cursors) JC_RETURN_IF_ERROR(UpsertCursor(txn, center, cursor));
     return absl::OkStatus();

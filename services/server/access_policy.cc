@@ -73,6 +73,7 @@ std::shared_ptr<const auth::MethodAccess> ControlPlaneAccess() {
       {"/jointcloud.v1.JobService/ListTrainJobs", kAny},
       {"/jointcloud.v1.JobService/GetReplicaLog", kAny},
       {"/jointcloud.v1.JobService/ReadReplicaLog", kAny},
+      {"/jointcloud.v1.JobService/WatchTrainJobs", kAny},
 
       {"/jointcloud.v1.IdentityService/CreateUser", kAdminChange},
       {"/jointcloud.v1.IdentityService/GetUser", kAdmin},

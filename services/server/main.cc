@@ -76,6 +76,9 @@ ABSL_FLAG(int, rest_max_threads, 2048,
 ABSL_FLAG(std::string, instance_id, "",
           "this instance's name in the jobs lease (instances sharing a store take turns: one dispatches, the "
           "others stand by); default: the host name. Two instances on one host need different ids");
+ABSL_FLAG(int64_t, job_event_retention, 100000,
+          "How many of the newest job events the store keeps for watchers (WatchTrainJobs, the REST event "
+          "streams); a watcher resuming from an older event is told to re-read the job");
 ABSL_FLAG(absl::Duration, jobs_lease_ttl, absl::Seconds(10),
           "how long the jobs lease outlives a leader that stopped renewing it (a standby takes over after it)");
 ABSL_FLAG(std::string, identity_address, "",
@@ -265,6 +268,8 @@ int main(int argc, char** argv) {
   options.monitor.call_timeout = absl::GetFlag(FLAGS_adapter_timeout);
   options.jobs.instance_id = absl::GetFlag(FLAGS_instance_id);
   options.jobs.lease_ttl = absl::GetFlag(FLAGS_jobs_lease_ttl);
+  options.jobs.events.retention = absl::GetFlag(FLAGS_job_event_retention);
+  if (options.jobs.events.retention < 1) return Fail("--job_event_retention must be at least 1");
   if (options.jobs.lease_ttl < absl::Seconds(1)) return Fail("--jobs_lease_ttl must be at least 1s");
   if (options.monitor.interval <= absl::ZeroDuration() || options.monitor.call_timeout <= absl::ZeroDuration()) {
     return Fail("--monitor_interval and --adapter_timeout must be positive");

@@ -99,3 +99,21 @@ check '"logUrl":"/openapi/v1/trainjob/job-00000001/task/1/replica/1/log/content"
 check 'training replica 1 of 2' "the log did not download"
 check '"placed":true' "the plan placed nothing"
 echo "ok: the README's trainjob ran on the demo center, completed, and its log downloaded"
+
+# "jcctl and the operator console": the block as written, with the built jcctl.
+awk '/^## jcctl and the operator console/{f=1} f&&/^```sh/{b=1;next} b&&/^```/{exit} b{print}' "$root/README.md" \
+  | sed "s#localhost:8080#127.0.0.1:$port#g; s#data/admin.token#$work/admin.token#g; s#build/tools/jcctl/jcctl#$JC_BUILD_DIR/tools/jcctl/jcctl#g; s#/tmp/hello.yaml#$work/hello.yaml#g" >"$work/jcctl.sh"
+grep -q 'job watch' "$work/jcctl.sh" || { echo "FAIL: no jcctl block in README.md"; exit 1; }
+(set -e; source "$work/jcctl.sh") >"$work/jcctl.txt" 2>&1 || { cat -n "$work/jcctl.txt"; echo "FAIL: the jcctl block failed"; exit 1; }
+check_jcctl() {
+  grep -q -- "$1" "$work/jcctl.txt" || { cat -n "$work/jcctl.txt"; echo "FAIL: $2"; exit 1; }
+}
+check_jcctl '^CENTER ' "jcctl center list printed no table"
+check_jcctl 'local-1' "jcctl center list does not show the demo center"
+check_jcctl '-> local-1' "jcctl plan did not place on local-1"
+check_jcctl 'ended  completed' "jcctl job watch did not see the job complete"
+check_jcctl 'hello from replica 1' "jcctl job logs did not print the log"
+check_jcctl 'hello-jcctl' "jcctl job list does not show the job"
+echo "ok: the README's jcctl block ran a job to completion"
+command curl -sf "127.0.0.1:$port/ui/" | grep -q '<title>Jointcloud console</title>' || { echo "FAIL: no console at /ui/"; exit 1; }
+echo "ok: the console is served at /ui/"

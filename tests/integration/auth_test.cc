@@ -254,11 +254,17 @@ TEST_CASE("every gRPC method answers UNAUTHENTICATED to callers who prove no one
         if (!credential.header.empty()) ctx.AddMetadata("authorization", credential.header);
         grpc::Status status;
         if (method->server_streaming()) {
-          // The two streams, through their typed stubs.
+          // The streams, through their typed stubs.
           if (method->name() == "WatchCenters") {
             auto stub = v1::RegistryService::NewStub(channel);
             auto reader = stub->WatchCenters(&ctx, v1::WatchCentersRequest());
             v1::CenterEvent event;
+            CHECK_FALSE(reader->Read(&event));
+            status = reader->Finish();
+          } else if (method->name() == "WatchTrainJobs") {
+            auto stub = v1::JobService::NewStub(channel);
+            auto reader = stub->WatchTrainJobs(&ctx, v1::WatchTrainJobsRequest());
+            v1::TrainJobEvent event;
             CHECK_FALSE(reader->Read(&event));
             status = reader->Finish();
           } else {

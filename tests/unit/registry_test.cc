@@ -188,10 +188,39 @@ TEST_CASE("join, leave and status changes are events in revision order", "[A1]")
 }
 
 TEST_CASE("a watcher too far behind is told to start over", "[A1]") {
-  jc::EventLog<int> log(2);
-  for (int i = 0; i < 5; ++i) log.Append(i, [](int&, uint64_t) {});
-  std::vector<int> out;
-  CHECK(log.WaitAfter(0, absl::ZeroDuration(), &out) == jc::EventLog<int>::Read::kCompacted);
-  CHECK(log.WaitAfter(3, absl::ZeroDuration(), &out) == jc::EventLog<int>::Read::kOk);
-  CHECK(out == std::vector<int>{3, 4});  // revisions 4 and 5
+  using Log = jc::EventLog<v1::CenterEvent>;
+  Log log(2);
+  for (int i = 0; i < 5; ++i) log.Append(v1::CenterEvent(), [](v1::CenterEvent& e, uint64_t rev) { e.set_revision(rev); });
+  std::vector<v1::CenterEvent> out;
+  CHECK(log.WaitAfter(0, absl::ZeroDuration(), &out) == Log::Read::kCompacted);
+  CHECK(log.WaitAfter(3, absl::ZeroDuration(), &out) == Log::Read::kOk);
+  REQUIRE(out.size() == 2);
+  CHECK(out[0].revision() == 4);
+  CHECK(out[1].revision() == 5);
+}
+
+TEST_CASE("an event log numbered by a store skips the revisions that never committed", "[C8]") {
+  using Log = jc::EventLog<v1::CenterEvent>;
+  Log log(3);
+  auto at = [](uint64_t rev) {
+    v1::CenterEvent e;
+    e.set_revision(rev);
+    return e;
+  };
+  log.RestoreStamped({at(7), at(9)}, 9);  // 8 was taken by a write that failed
+  std::vector<v1::CenterEvent> out;
+  CHECK(log.WaitAfter(6, absl::ZeroDuration(), &out) == Log::Read::kOk);
+  CHECK(out.size() == 2);
+  out.clear();
+  CHECK(log.WaitAfter(5, absl::ZeroDuration(), &out) == Log::Read::kCompacted);  // 6 is not here
+  log.AppendStamped({at(12), at(13)});  // pushes 7 out of the window of 3
+  CHECK(log.last_revision() == 13);
+  CHECK(log.WaitAfter(6, absl::ZeroDuration(), &out) == Log::Read::kCompacted);
+  CHECK(log.WaitAfter(8, absl::ZeroDuration(), &out) == Log::Read::kOk);
+  REQUIRE(out.size() == 3);
+  CHECK(out[0].revision() == 9);
+  CHECK(out[2].revision() == 13);
+  out.clear();
+  CHECK(log.WaitAfter(13, absl::ZeroDuration(), &out) == Log::Read::kOk);
+  CHECK(out.empty());
 }

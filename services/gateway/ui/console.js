@@ -1,0 +1,347 @@
+// Jointcloud operator console: static, offline, no library. Every figure comes from the
+// same REST API jcctl and platforms use, with the operator's bearer token (kept for the
+// browser tab in sessionStorage). Job pages follow the job event streams with fetch,
+// which, unlike EventSource, can send the token.
+"use strict";
+
+const view = document.getElementById("view");
+let streams = [];  // AbortControllers of the page's event streams
+let timers = [];
+
+// ---- Token and API ----
+
+function takeTokenFromUrl() {
+  // #/centers?token=... (for automation): stored, then removed from the address bar.
+  const m = location.hash.match(/[?&]token=([^&]+)/);
+  if (!m) return;
+  sessionStorage.setItem("jc-token", decodeURIComponent(m[1]));
+  history.replaceState(null, "", location.pathname + location.hash.replace(/[?&]token=[^&]+/, ""));
+}
+
+function token() { return sessionStorage.getItem("jc-token") || ""; }
+
+class ApiError extends Error {
+  constructor(status, code, message) { super(message); this.status = status; this.code = code; }
+}
+
+async function api(path) {
+  const res = await fetch(path, { headers: { Authorization: "Bearer " + token() } });
+  const text = await res.text();
+  let body = null;
+  try { body = JSON.parse(text); } catch (e) { /* a text answer (a log) */ }
+  if (!res.ok) {
+    throw new ApiError(res.status, body ? body.code : "HTTP_" + res.status, body ? body.errorMsg : text);
+  }
+  return body && "data" in body ? body.data : text;
+}
+
+async function apiText(path) {
+  const res = await fetch(path, { headers: { Authorization: "Bearer " + token() } });
+  const text = await res.text();
+  if (!res.ok) {
+    let msg = text;
+    try { msg = JSON.parse(text).errorMsg; } catch (e) { /* keep the text */ }
+    throw new ApiError(res.status, "", msg);
+  }
+  return text;
+}
+
+// Follows a Server-Sent Events stream with fetch; calls onEvent(type, data) per event and
+// reconnects from the last event id when the connection drops.
+function follow(path, onEvent) {
+  const ctl = new AbortController();
+  streams.push(ctl);
+  let last = "";
+  const run = async () => {
+    while (!ctl.signal.aborted) {
+      try {
+        const headers = { Authorization: "Bearer " + token() };
+        if (last) headers["Last-Event-ID"] = last;
+        const res = await fetch(path, { headers, signal: ctl.signal });
+        if (!res.ok) return;
+        const reader = res.body.getReader();
+        const decoder = new TextDecoder();
+        let buf = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) return;  // the server ended it (the job ended)
+          buf += decoder.decode(value, { stream: true });
+          let end;
+          while ((end = buf.indexOf("\n\n")) >= 0) {
+            const frame = buf.slice(0, end);
+            buf = buf.slice(end + 2);
+            let id = "", type = "", data = "";
+            for (const line of frame.split("\n")) {
+              if (line.startsWith("id: ")) id = line.slice(4);
+              else if (line.startsWith("event: ")) type = line.slice(7);
+              else if (line.startsWith("data: ")) data = line.slice(6);
+            }
+            if (!data) continue;
+            if (id) last = id;
+            onEvent(type, JSON.parse(data));
+          }
+        }
+      } catch (e) {
+        if (ctl.signal.aborted) return;
+        await new Promise((r) => setTimeout(r, 2000));
+      }
+    }
+  };
+  run();
+}
+
+// ---- Rendering helpers ----
+
+function esc(v) {
+  return String(v === undefined || v === null ? "" : v)
+    .replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+}
+function badge(text) { return `<span class="badge ${esc(text)}">${esc(text)}</span>`; }
+function table(headers, rows, id) {
+  const head = headers.map((h) => `<th>${esc(h)}</th>`).join("");
+  const body = rows.length
+    ? rows.map((r) => `<tr>${r.map((c) => `<td>${c}</td>`).join("")}</tr>`).join("")
+    : `<tr><td colspan="${headers.length}" class="muted">none</td></tr>`;
+  return `<table${id ? ` id="${id}"` : ""}><thead><tr>${head}</tr></thead><tbody>${body}</tbody></table>`;
+}
+const STATUS = { 0: "unavailable", 1: "available", 2: "unknown" };
+function centerStatus(c) { return STATUS[c.status === undefined ? 2 : c.status] || "unknown"; }
+function when(ts) { return ts ? ts.replace("T", " ").replace(/\.\d+Z$/, "Z") : ""; }
+
+// ---- Pages ----
+
+async function centersPage() {
+  const [centers, usage] = await Promise.all([
+    api("/openapi/v1/centers?page_size=1000"),
+    api("/openapi/v1/usage").catch(() => ({ usage: [] })),
+  ]);
+  const list = centers.centers || [];
+  const byId = {};
+  for (const u of usage.usage || []) byId[u.ai_center_id] = u;
+  const rows = list.map((c) => {
+    const u = byId[c.ai_center_id] || {};
+    const cap = c.capacity || {};
+    return [
+      `<b>${esc(c.ai_center_id)}</b><div class="muted">${esc(c.name)}</div>`, esc(c.region), badge(centerStatus(c)),
+      `<span class="num">${esc((u.used || {}).cpu || 0)} / ${esc(cap.cpu || 0)}</span>`,
+      `<span class="num">${esc((u.used || {}).gpu || 0)} / ${esc(cap.gpu || 0)}</span>`,
+      esc(u.running_task_num || 0), esc(u.waiting_task_num || 0), esc(c.security_grade || ""),
+      u.observed_at ? esc(when(u.observed_at)) : '<span class="muted">not observed</span>',
+    ];
+  });
+  view.innerHTML = `<h2>Centers (${list.length})</h2>
+    <div class="card">${centerMap(list, byId)}</div><h2>Status and usage</h2>
+    ${table(["Center", "Region", "Status", "CPU used / total", "GPU used / total", "Running", "Waiting", "Grade", "Observed"], rows, "centers")}`;
+}
+
+// Centers placed by their geometry [longitude, latitude]: an equirectangular projection
+// of the box around them, each a circle sized by its CPUs and coloured by status.
+function centerMap(list, usage) {
+  const placed = list.filter((c) => Array.isArray(c.geometry) && c.geometry.length >= 2);
+  if (!placed.length) return '<p class="muted">No center has a geometry ([longitude, latitude]) to place it on the map.</p>';
+  const W = 900, H = 360, pad = 40;
+  const lon = placed.map((c) => c.geometry[0]), lat = placed.map((c) => c.geometry[1]);
+  let x0 = Math.min(...lon) - 2, x1 = Math.max(...lon) + 2, y0 = Math.min(...lat) - 2, y1 = Math.max(...lat) + 2;
+  const scale = Math.min((W - 2 * pad) / (x1 - x0), (H - 2 * pad) / (y1 - y0));
+  // Centred in the frame; the axis with room to spare shows more of the world around.
+  const ox = (W - 2 * pad - (x1 - x0) * scale) / 2, oy = (H - 2 * pad - (y1 - y0) * scale) / 2;
+  x0 -= ox / scale; x1 += ox / scale; y0 -= oy / scale; y1 += oy / scale;
+  const px = (x) => pad + (x - x0) * scale, py = (y) => H - pad - (y - y0) * scale;
+  const colour = { available: "#1a7f37", unknown: "#bf8700", unavailable: "#cf222e" };
+  let grid = "";
+  for (let g = Math.ceil(x0 / 5) * 5; g <= x1; g += 5) grid += `<line x1="${px(g)}" y1="0" x2="${px(g)}" y2="${H}" stroke="#eef2f6"/><text x="${px(g) + 2}" y="${H - 4}" class="muted">${g}°</text>`;
+  for (let g = Math.ceil(y0 / 5) * 5; g <= y1; g += 5) grid += `<line x1="0" y1="${py(g)}" x2="${W}" y2="${py(g)}" stroke="#eef2f6"/><text x="2" y="${py(g) - 2}">${g}°</text>`;
+  const dots = placed.map((c) => {
+    const r = 6 + Math.min(18, Math.sqrt(((c.capacity || {}).cpu || 1)) / 2);
+    const u = usage[c.ai_center_id] || {};
+    return `<g class="center-dot"><circle cx="${px(c.geometry[0])}" cy="${py(c.geometry[1])}" r="${r}" fill="${colour[centerStatus(c)]}" fill-opacity="0.75"/>
+      <text x="${px(c.geometry[0]) + r + 3}" y="${py(c.geometry[1]) + 4}">${esc(c.ai_center_id)} · ${esc(u.running_task_num || 0)} running</text></g>`;
+  }).join("");
+  return `<svg id="map" viewBox="0 0 ${W} ${H}" width="100%" role="img" aria-label="centers by location">${grid}${dots}</svg>`;
+}
+
+async function queuePage() {
+  const page = await api("/openapi/v1/trainjob?status=pending&pageSize=1000");
+  const jobs = page.jobs || [];
+  jobs.sort((a, b) => ((b.scheduling || {}).priority || 0) - ((a.scheduling || {}).priority || 0) ||
+    (a.createdAt || "").localeCompare(b.createdAt || ""));
+  const rows = jobs.map((j, i) => [String(i + 1), `<a href="#/jobs/${esc(j.jobId)}">${esc(j.jobId)}</a>`, esc(j.name),
+    esc(j.project), esc((j.scheduling || {}).priority || 0), esc(when(j.createdAt)), esc(j.statusReason || "")]);
+  view.innerHTML = `<h2>Queue: ${jobs.length} waiting</h2>
+    ${table(["#", "Job", "Name", "Project", "Priority", "Submitted", "Why it waits"], rows, "queue")}`;
+}
+
+function jobRow(j) {
+  const centers = [...new Set((j.taskInfos || []).flatMap((t) => t.centerIDs || []).filter((c) => c))];
+  return [`<a href="#/jobs/${esc(j.jobId)}">${esc(j.jobId)}</a>`, esc(j.name), badge(j.status), esc(j.project),
+    esc(centers.join(", ")), esc(when(j.createdAt)), esc(j.statusReason || "")];
+}
+
+async function jobsPage() {
+  const page = await api("/openapi/v1/trainjob?pageSize=200");
+  const jobs = (page.jobs || []).sort((a, b) => (b.createdAt || "").localeCompare(a.createdAt || ""));
+  view.innerHTML = `<h2>Jobs (${jobs.length})</h2>
+    ${table(["Job", "Name", "Status", "Project", "Centers", "Submitted", "Reason"], jobs.map(jobRow), "jobs")}
+    <h2>Live events</h2><ol class="events" id="feed"></ol>`;
+  const feed = document.getElementById("feed");
+  follow("/openapi/v1/trainjobs/events", (type, e) => {
+    if (type === "snapshot") return;
+    const li = document.createElement("li");
+    li.textContent = `${when(e.at)}  ${e.jobId}  ${type}  ${e.status}` +
+      (e.replicas || []).map((r) => `  [${r.taskIndex}/${r.replicaIndex} ${r.phase}${r.centerID ? " @" + r.centerID : ""}]`).join("");
+    feed.prepend(li);
+  });
+}
+
+async function jobPage(id) {
+  const job = await api(`/openapi/v1/trainjob/${encodeURIComponent(id)}`);
+  let placement = null;
+  try { placement = await api(`/openapi/v1/trainjob/${encodeURIComponent(id)}/placement`); } catch (e) { /* not placed yet */ }
+  const replicas = [];
+  (job.taskInfos || []).forEach((t, ti) => (t.replicaStatus || []).forEach((s, ri) => replicas.push([
+    `${ti} (${esc(t.name)})`, String(ri), badge(s), esc((t.centerIDs || [])[ri] || ""), esc(t.resourceSpecId),
+    `<a href="#" class="show-log" data-task="${ti}" data-replica="${ri}">log</a>`])));
+  view.innerHTML = `<h2>Job ${esc(job.jobId)} ${badge(job.status)}</h2>
+    <p>${esc(job.name)} · project ${esc(job.project || "-")} · submitted ${esc(when(job.createdAt))} by ${esc(job.userName)}
+    ${job.statusReason ? `<br><span class="muted">${esc(job.statusReason)}</span>` : ""}</p>
+    <h2>Replicas</h2>${table(["Task", "Replica", "Status", "Center", "Spec", ""], replicas, "replicas")}
+    <h2>Why it was placed there</h2>${explain(placement)}
+    <div class="grid"><div><h2>Events</h2><ol class="events" id="job-events"></ol></div>
+    <div><h2>Log <span id="log-name" class="muted"></span></h2><pre class="log" id="log">Choose a replica's log.</pre></div></div>`;
+  for (const a of document.querySelectorAll("a.show-log")) {
+    a.addEventListener("click", (ev) => { ev.preventDefault(); showLog(id, a.dataset.task, a.dataset.replica); });
+  }
+  if (replicas.length) showLog(id, 0, 0);
+  const list = document.getElementById("job-events");
+  follow(`/openapi/v1/trainjob/${encodeURIComponent(id)}/events`, (type, e) => {
+    const li = document.createElement("li");
+    li.textContent = `${when(e.at)}  ${type}  ${e.status}` + (e.previousStatus && e.previousStatus !== e.status ? ` (was ${e.previousStatus})` : "") +
+      (e.replicas || []).map((r) => `  [${r.taskIndex}/${r.replicaIndex} ${r.phase}${r.centerID ? " @" + r.centerID : ""}]`).join("");
+    list.append(li);
+  });
+}
+
+function explain(p) {
+  if (!p) return '<p class="muted">No placement recorded yet.</p>';
+  const parts = [`<p>${p.placed ? "Placed" : "Not placed"}${p.reason ? ": " + esc(p.reason) : ""}</p>`];
+  for (const r of p.replicas || []) {
+    const rows = (r.centers || []).map((c) => {
+      const scores = Object.entries(c.scores || {}).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${esc(k)} ${v}×${(c.weights || {})[k] ?? ""}`).join(", ");
+      return [esc(c.centerId) + (c.centerId === r.centerId ? " ✔" : ""), badge(c.feasible ? "yes" : "no"),
+        c.feasible ? (c.total || 0).toFixed(2) : "", c.feasible ? scores : esc(`${c.filteredBy}: ${c.reason}`)];
+    });
+    parts.push(`<h3>Task ${r.taskIndex} replica ${r.replicaIndex} → ${esc(r.centerId || "nowhere")}</h3>` +
+      table(["Center", "Feasible", "Total", "Scores (score×weight) or filter"], rows, "placement"));
+  }
+  return parts.join("");
+}
+
+async function showLog(id, task, replica) {
+  const pre = document.getElementById("log");
+  document.getElementById("log-name").textContent = `task ${task} replica ${replica}`;
+  try {
+    pre.textContent = await apiText(`/openapi/v1/trainjob/${encodeURIComponent(id)}/task/${task}/replica/${replica}/log/content`) || "(empty)";
+  } catch (e) {
+    pre.textContent = e.message;
+  }
+}
+
+// Throughput and scheduling time from the gateway's /metrics, sampled every 2 s.
+const samples = [];
+function parseMetrics(text) {
+  const sum = (name) => text.split("\n").filter((l) => l.startsWith(name + "{") || l.startsWith(name + " "))
+    .reduce((acc, l) => acc + parseFloat(l.slice(l.lastIndexOf(" ") + 1)), 0);
+  return { t: Date.now() / 1000, scheduled: sum("jc_jobs_scheduled_total"), ended: sum("jc_jobs_ended_total"),
+    schedSum: sum("jc_scheduling_time_seconds_sum"), schedCount: sum("jc_scheduling_time_seconds_count") };
+}
+
+function lineChart(points, label, unit) {
+  const W = 560, H = 200, pad = 34;
+  if (points.length < 2) return `<p class="muted">${esc(label)}: collecting…</p>`;
+  const max = Math.max(1e-9, ...points.map((p) => p.v));
+  const t0 = points[0].t, t1 = points[points.length - 1].t;
+  const x = (t) => pad + ((t - t0) / Math.max(1, t1 - t0)) * (W - 2 * pad), y = (v) => H - pad - (v / max) * (H - 2 * pad);
+  const d = points.map((p, i) => `${i ? "L" : "M"}${x(p.t).toFixed(1)},${y(p.v).toFixed(1)}`).join(" ");
+  return `<svg viewBox="0 0 ${W} ${H}" width="100%"><text x="${pad}" y="14">${esc(label)}</text>
+    <line x1="${pad}" y1="${H - pad}" x2="${W - pad}" y2="${H - pad}" stroke="#999"/><line x1="${pad}" y1="${pad}" x2="${pad}" y2="${H - pad}" stroke="#999"/>
+    <text x="2" y="${pad + 4}">${max.toPrecision(3)}</text><text x="2" y="${H - pad}">0</text><text x="${W - pad - 60}" y="${H - 8}">${Math.round(t1 - t0)} s</text>
+    <path d="${d}" fill="none" stroke="#1f6feb" stroke-width="2"/><text x="${W - pad - 150}" y="14">now ${points[points.length - 1].v.toPrecision(3)} ${esc(unit)}</text></svg>`;
+}
+
+async function chartsPage() {
+  const draw = async () => {
+    const text = await (await fetch("/metrics")).text();
+    samples.push(parseMetrics(text));
+    while (samples.length > 300) samples.shift();
+    const rate = [], ended = [], latency = [];
+    for (let i = 1; i < samples.length; i++) {
+      const a = samples[i - 1], b = samples[i], dt = Math.max(1e-3, b.t - a.t);
+      rate.push({ t: b.t, v: (b.scheduled - a.scheduled) / dt });
+      ended.push({ t: b.t, v: (b.ended - a.ended) / dt });
+      const n = b.schedCount - a.schedCount;
+      latency.push({ t: b.t, v: n > 0 ? ((b.schedSum - a.schedSum) / n) * 1000 : 0 });
+    }
+    const s = samples[samples.length - 1];
+    const mean = s.schedCount > 0 ? (s.schedSum / s.schedCount) * 1000 : 0;
+    if (!document.getElementById("charts")) return;
+    document.getElementById("charts").innerHTML = `<div class="stats">
+      <div class="stat" id="stat-scheduled"><b>${s.scheduled}</b>jobs scheduled</div>
+      <div class="stat" id="stat-ended"><b>${s.ended}</b>jobs ended</div>
+      <div class="stat" id="stat-latency"><b>${mean.toFixed(2)} ms</b>mean scheduling time</div></div>
+      <div class="grid"><div class="card">${lineChart(rate, "Throughput: jobs scheduled per second", "jobs/s")}</div>
+      <div class="card">${lineChart(ended, "Jobs ended per second", "jobs/s")}</div>
+      <div class="card">${lineChart(latency, "Scheduling time per job (mean over 2 s)", "ms")}</div></div>`;
+  };
+  view.innerHTML = '<h2>Throughput and scheduling time</h2><div id="charts"></div>';
+  await draw();
+  timers.push(setInterval(() => draw().catch(() => {}), 2000));
+}
+
+// ---- Router ----
+
+async function route() {
+  for (const s of streams) s.abort();
+  for (const t of timers) clearInterval(t);
+  streams = [];
+  timers = [];
+  takeTokenFromUrl();
+  const hash = location.hash.replace(/\?.*$/, "") || "#/centers";
+  const [, page, arg] = hash.split("/");
+  for (const a of document.querySelectorAll("nav a")) a.classList.toggle("active", a.dataset.page === page);
+  if (!token()) return showLogin("");
+  document.getElementById("login").hidden = true;
+  view.hidden = false;
+  try {
+    if (page === "queue") await queuePage();
+    else if (page === "jobs" && arg) await jobPage(decodeURIComponent(arg));
+    else if (page === "jobs") await jobsPage();
+    else if (page === "charts") await chartsPage();
+    else await centersPage();
+  } catch (e) {
+    if (e.status === 401) return showLogin(e.message);
+    view.innerHTML = `<p class="error">${esc(e.message)}</p>`;
+  }
+}
+
+function showLogin(message) {
+  view.hidden = true;
+  document.getElementById("login").hidden = false;
+  document.getElementById("login-error").textContent = message;
+}
+
+document.getElementById("login").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  sessionStorage.setItem("jc-token", document.getElementById("token").value.trim());
+  route();
+});
+
+async function whoami() {
+  try {
+    const me = await api("/openapi/v1/whoami");
+    document.getElementById("who").textContent = me.name ? `signed in as ${me.name}` : "";
+  } catch (e) { /* shown by the page */ }
+}
+
+window.addEventListener("hashchange", route);
+takeTokenFromUrl();
+route().then(whoami);

@@ -1,0 +1,170 @@
+#include "services/jobs/job_events.h"
+
+#include <algorithm>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "common/store/doc.h"
+#include "common/timestamp.h"
+#include "services/jobs/status_policy.h"
+
+namespace jc::jobs {
+
+namespace {
+
+constexpr int64_t kStorePage = 1000;
+constexpr int64_t kPruneEvery = 1024;  // events between two prunes
+
+bool IsEnded(const std::string& status) { return status == kCompleted || status == kFailed; }
+
+v1::ReplicaChange ChangeOf(const v1::ReplicaRecord& r, const v1::ReplicaRecord* before) {
+  v1::ReplicaChange c;
+  c.set_task_index(r.task_index());
+  c.set_replica_index(r.replica_index());
+  c.set_status(ReplicaStatus(r.state()));
+  c.set_phase(PhaseName(r.state()));
+  c.set_center_id(r.center_id());
+  c.set_attempt(r.attempt());
+  c.set_exit_code(r.exit_code());
+  c.set_message(r.message());
+  if (before != nullptr) c.set_previous_phase(PhaseName(before->state()));
+  return c;
+}
+
+// Memory never keeps more than the store: a cursor the store dropped is refused everywhere.
+JobEventsOptions Clamped(JobEventsOptions o) {
+  o.retention = std::max<int64_t>(1, o.retention);
+  o.memory_window = std::max<size_t>(1, std::min<size_t>(o.memory_window, static_cast<size_t>(o.retention)));
+  return o;
+}
+
+}  // namespace
+
+std::string PhaseName(v1::ReplicaRecord::State state) {
+  return absl::AsciiStrToLower(v1::ReplicaRecord::State_Name(state));
+}
+
+std::optional<v1::TrainJobEvent> EventOf(const v1::JobRecord* before, const v1::JobRecord& after, absl::Time at) {
+  v1::TrainJobEvent e;
+  e.set_job_id(after.job_id());
+  e.set_status(after.status());
+  e.set_status_reason(after.status_reason());
+  e.set_project(after.request().project());
+  e.set_name(after.request().name());
+  *e.mutable_at() = ToTimestamp(at);
+  if (before == nullptr) {
+    e.set_type(v1::TrainJobEvent::CREATED);
+    for (const auto& r : after.replicas()) *e.add_replicas() = ChangeOf(r, nullptr);
+    return e;
+  }
+  e.set_previous_status(before->status());
+  for (int i = 0; i < after.replicas_size(); ++i) {
+    const v1::ReplicaRecord& r = after.replicas(i);
+    const v1::ReplicaRecord* b = i < before->replicas_size() ? &before->replicas(i) : nullptr;
+    if (b != nullptr && b->state() == r.state() && b->center_id() == r.center_id() && b->attempt() == r.attempt()) {
+      continue;
+    }
+    *e.add_replicas() = ChangeOf(r, b);
+  }
+  bool changed = before->status() != after.status() || before->status_reason() != after.status_reason() ||
+                 e.replicas_size() > 0;
+  if (!changed) return std::nullopt;
+  e.set_type(IsEnded(after.status()) && !IsEnded(before->status()) ? v1::TrainJobEvent::ENDED
+                                                                    : v1::TrainJobEvent::UPDATED);
+  return e;
+}
+
+JobEvents::JobEvents(store::Store* store, JobEventsOptions options)
+    : store_(store), options_(Clamped(options)), log_(options_.memory_window) {}
+
+absl::StatusOr<std::pair<uint64_t, uint64_t>> JobEvents::StoredRange() {
+  JC_ASSIGN_OR_RETURN(store::Rows rows, store_->Query("SELECT MIN(revision), MAX(revision) FROM job_events"));
+  uint64_t min = 0, max = 0;
+  if (!rows.empty() && rows[0][0].has_value() &&
+      (!absl::SimpleAtoi(*rows[0][0], &min) || !rows[0][1].has_value() || !absl::SimpleAtoi(*rows[0][1], &max))) {
+    return absl::DataLossError("job_events holds a revision that is not a number");
+  }
+  return std::make_pair(min, max);
+}
+
+absl::StatusOr<std::vector<v1::TrainJobEvent>> JobEvents::ReadStore(uint64_t since, int64_t limit) {
+  JC_ASSIGN_OR_RETURN(store::Rows rows,
+                      store_->Query("SELECT doc FROM job_events WHERE revision > $1 ORDER BY revision LIMIT $2",
+                                    {static_cast<int64_t>(since), limit}));
+  std::vector<v1::TrainJobEvent> out;
+  out.reserve(rows.size());
+  for (const auto& row : rows) {
+    JC_ASSIGN_OR_RETURN(auto event, store::DecodeDoc<v1::TrainJobEvent>(row[0]));
+    out.push_back(std::move(event));
+  }
+  return out;
+}
+
+absl::Status JobEvents::Restore() {
+  JC_ASSIGN_OR_RETURN(auto range, StoredRange());
+  JC_ASSIGN_OR_RETURN(auto newest,
+                      ReadStore(range.second > options_.memory_window ? range.second - options_.memory_window : 0,
+                                static_cast<int64_t>(options_.memory_window)));
+  next_ = std::max(next_, range.second);
+  pruned_at_ = static_cast<int64_t>(next_);
+  log_.RestoreStamped(std::move(newest), next_);
+  live_ = true;
+  return absl::OkStatus();
+}
+
+int64_t JobEvents::PruneBelow() {
+  int64_t next = static_cast<int64_t>(next_);
+  if (next - pruned_at_ < std::min(kPruneEvery, options_.retention) || next <= options_.retention) return 0;
+  pruned_at_ = next;
+  return next - options_.retention;
+}
+
+absl::StatusOr<uint64_t> JobEvents::LastRevision() {
+  if (live_) return log_.last_revision();
+  JC_ASSIGN_OR_RETURN(auto range, StoredRange());
+  return range.second;
+}
+
+absl::StatusOr<std::vector<v1::TrainJobEvent>> JobEvents::Read(uint64_t since, absl::Duration timeout) {
+  auto ahead = [since](uint64_t newest) {
+    return absl::OutOfRangeError(absl::StrCat("revision ", since, " is ahead of the newest event (", newest,
+                                              "): re-read the job and watch from revision 0"));
+  };
+  absl::Time deadline = absl::Now() + timeout;
+  while (true) {
+    if (closed_) return absl::UnavailableError("the server is shutting down");
+    if (live_) {
+      if (uint64_t newest = log_.last_revision(); since > newest) return ahead(newest);
+      std::vector<v1::TrainJobEvent> out;
+      auto read = log_.WaitAfter(since, std::min(timeout, absl::Seconds(1)), &out);
+      if (read == EventLog<v1::TrainJobEvent>::Read::kClosed) {
+        return absl::UnavailableError("the server is shutting down");
+      }
+      if (read == EventLog<v1::TrainJobEvent>::Read::kOk) {
+        if (!out.empty() || absl::Now() >= deadline) {
+          if (out.size() > static_cast<size_t>(kStorePage)) out.resize(kStorePage);
+          return out;
+        }
+        continue;
+      }
+      // Older than memory keeps: the store may still have them (below).
+    }
+    JC_ASSIGN_OR_RETURN(auto range, StoredRange());
+    if (!live_ && since > range.second) return ahead(range.second);
+    if (range.first > 0 && since + 1 < range.first) {
+      return absl::OutOfRangeError(absl::StrCat("the events after revision ", since,
+                                                " are no longer kept (the oldest kept is ", range.first,
+                                                "): re-read the job and watch from revision 0"));
+    }
+    JC_ASSIGN_OR_RETURN(auto out, ReadStore(since, kStorePage));
+    if (!out.empty() || absl::Now() >= deadline) return out;
+    if (live_) continue;
+    // Another instance leads and writes the events: look again shortly.
+    absl::SleepFor(std::min(absl::Milliseconds(250), deadline - absl::Now()));
+  }
+}
+
+}  // namespace jc::jobs

@@ -1,0 +1,82 @@
+#pragma once
+
+// Job events (SPEC C8): what the job manager committed about each job (accepted, a replica
+// placed, started, ended, ...), numbered by one revision that only grows. The events are
+// rows of the store written in the transaction of the change they describe, so a watcher's
+// cursor (a revision) means the same after a restart or on another instance; the newest
+// are also kept in memory on the leading instance, where a watcher waits for them without
+// touching the store. Like etcd's watch: a cursor older than what is kept is refused and
+// the watcher re-reads the job.
+
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/event_log.h"
+#include "common/store/store.h"
+#include "jointcloud/v1/job_record.pb.h"
+#include "jointcloud/v1/jobs.pb.h"
+
+namespace jc::jobs {
+
+namespace v1 = ::jointcloud::v1;
+
+// The event a change of one job makes, without its revision: CREATED when `before` is
+// null, ENDED when the job reached completed or failed, UPDATED when its status, reason
+// or a replica's phase, center or attempt changed; nullopt when nothing a watcher sees
+// changed (a new waiting reason, a version bump).
+std::optional<v1::TrainJobEvent> EventOf(const v1::JobRecord* before, const v1::JobRecord& after, absl::Time at);
+
+// The replica's finer state as events name it: waiting, staging, dispatching, ...
+std::string PhaseName(v1::ReplicaRecord::State state);
+
+struct JobEventsOptions {
+  size_t memory_window = 4096;   // the newest events kept in memory
+  int64_t retention = 100'000;   // the newest events kept in the store
+};
+
+class JobEvents {
+ public:
+  JobEvents(store::Store* store, JobEventsOptions options = {});
+
+  // ---- The job manager's loop ----
+  // A new term: numbering goes on after the store's newest event, and the newest events
+  // come back into memory, so watchers are served from memory again.
+  absl::Status Restore();
+  // Not leading: watchers read the store (another instance writes it).
+  void Pause() { live_ = false; }
+  // The revision for the next event a burst writes (not taken back when the write fails:
+  // revisions leave a gap there).
+  uint64_t Take() { return ++next_; }
+  // Below which revision stored events may be deleted, once in a while; 0: not now.
+  int64_t PruneBelow();
+  // Events whose write committed.
+  void Publish(std::vector<v1::TrainJobEvent> events) { log_.AppendStamped(std::move(events)); }
+
+  // ---- Watchers (any thread) ----
+  // Events after `since`, oldest first (at most a store page), waiting up to `timeout`
+  // for one. OutOfRange when `since` is ahead of every event or older than those kept.
+  absl::StatusOr<std::vector<v1::TrainJobEvent>> Read(uint64_t since, absl::Duration timeout);
+  // The newest revision committed (what a snapshot taken now is at).
+  absl::StatusOr<uint64_t> LastRevision();
+  // Wakes every watcher for shutdown.
+  void Close() { closed_ = true; log_.Close(); }
+
+ private:
+  absl::StatusOr<std::vector<v1::TrainJobEvent>> ReadStore(uint64_t since, int64_t limit);
+  absl::StatusOr<std::pair<uint64_t, uint64_t>> StoredRange();  // min, max; 0, 0 when none
+
+  store::Store* store_;
+  JobEventsOptions options_;
+  EventLog<v1::TrainJobEvent> log_;
+  uint64_t next_ = 0;           // the loop's
+  int64_t pruned_at_ = 0;       // the loop's: `next_` at the last prune
+  std::atomic<bool> live_{false};
+  std::atomic<bool> closed_{false};
+};
+
+}  // namespace jc::jobs

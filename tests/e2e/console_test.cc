@@ -1,0 +1,152 @@
+// The operator console (/ui) in headless Chromium (Debian's `chromium`), against the real
+// `jointcloud` and a real adapter running real jobs (issue 16 item 2): each page is loaded,
+// what it shows is checked in the DOM Chromium rendered, and a screenshot is saved.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tests/testing/rest_client.h"
+#include "tests/testing/server_processes.h"
+
+using nlohmann::json;
+
+namespace {
+
+// Headless Chromium (Debian's) on `url` with `mode` (--dump-dom, or --screenshot=FILE);
+// returns its stdout.
+std::string Chromium(const std::string& dir, const std::string& url, const std::string& mode) {
+  static int n = 0;
+  auto ran = jc::testing::RunCaptured(
+      dir, {"chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+            "--hide-scrollbars", "--user-data-dir=" + dir + "/profile" + std::to_string(++n), "--window-size=1400,1000",
+            "--virtual-time-budget=8000", mode, url});
+  INFO(ran.err);
+  REQUIRE(ran.code == 0);
+  return ran.out;
+}
+
+}  // namespace
+
+TEST_CASE("the operator console shows centers, the queue, jobs with placements and logs, and charts", "[C8][A12]") {
+  std::string dir = std::filesystem::temp_directory_path() / ("jc-e2e-console-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::string shots = JC_SCREENSHOT_DIR;
+  std::filesystem::create_directories(shots);
+  int adapter_port_number = 0;
+  auto adapter = jc::testing::StartLocalAdapterProcess(JC_ADAPTER_LOCAL, dir, "beijing", 4, &adapter_port_number);
+  auto adapter_port = std::make_optional(std::to_string(adapter_port_number));
+  auto started = jc::testing::StartServerProcess(JC_SERVER_BINARY, dir, "e2e_console", "server.log");
+  auto& server = *started.process;
+  auto port = std::make_optional(std::to_string(started.rest_port));
+  std::string token = jc::testing::AdminToken(dir + "/admin.token");
+  jc::testing::RestClient rest(std::stoi(*port), token);
+
+  // Two centers on the map: Beijing runs jobs, Shanghai has no adapter answering.
+  REQUIRE(jc::testing::AddCenterWithSpec(rest, "beijing", "127.0.0.1:" + *adapter_port, 4, 4096, "256Mi"));
+  REQUIRE(rest.Send("PATCH", "/openapi/v1/centers/beijing", json{{"geometry", {116.4, 39.9}}, {"name", "Beijing AI"}}.dump())
+              .http_status == 200);
+  REQUIRE(rest.Post("/openapi/v1/centers", {{"ai_center_id", "shanghai"},
+                                            {"name", "Shanghai AI"},
+                                            {"region", "east"},
+                                            {"geometry", {121.5, 31.2}},
+                                            {"adapter_address", "127.0.0.1:1"},
+                                            {"capacity", {{"cpu", 64}, {"memory", 65536}}}})
+              .http_status == 200);
+
+  std::vector<std::string> done;
+  for (int i = 0; i < 2; ++i) {
+    json job = {{"name", "hello-" + std::to_string(i)},
+                {"tasks", {{{"name", "main"}, {"command", "echo hello-console-$JC_REPLICA_INDEX"},
+                            {"resourceSpecId", "cpu-1"}, {"replicaNumber", 2}}}}};
+    auto r = rest.Post("/openapi/v1/trainjob", job);
+    REQUIRE(r.http_status == 200);
+    done.push_back(r.body["data"]["jobId"]);
+  }
+  // One that cannot start: its gang needs more than the center has.
+  json big = {{"name", "too-big"},
+              {"scheduling", {{"gang", true}}},
+              {"tasks", {{{"name", "main"}, {"command", "true"}, {"resourceSpecId", "cpu-1"}, {"replicaNumber", 12}}}}};
+  auto waiting = rest.Post("/openapi/v1/trainjob", big);
+  REQUIRE(waiting.http_status == 200);
+  std::string waiting_id = waiting.body["data"]["jobId"];
+  REQUIRE(jc::testing::WaitUntil(
+      [&] {
+        for (const auto& id : done) {
+          if (rest.Get("/openapi/v1/trainjob/" + id).body["data"]["status"] != "completed") return false;
+        }
+        return true;
+      },
+      std::chrono::seconds(60)));
+
+  std::string base = "http://127.0.0.1:" + *port + "/ui/";
+  auto page = [&](const std::string& hash) { return base + "#/" + hash + (hash.find('?') == std::string::npos ? "?" : "&") + "token=" + token; };
+
+  {  // centers: a table with status and usage, and a map by geometry
+    std::string dom = Chromium(dir, page("centers"), "--dump-dom");
+    CHECK_THAT(dom, Catch::Contains("Centers (2)"));
+    CHECK_THAT(dom, Catch::Contains("Beijing AI"));
+    CHECK_THAT(dom, Catch::Contains("Shanghai AI"));
+    CHECK_THAT(dom, Catch::Contains("id=\"map\""));
+    CHECK_THAT(dom, Catch::Contains("beijing · "));
+    CHECK_THAT(dom, Catch::Contains("signed in as admin"));
+    Chromium(dir, page("centers"), "--screenshot=" + shots + "/centers.png");
+  }
+  {  // the queue: the waiting job and why it waits
+    std::string dom = Chromium(dir, page("queue"), "--dump-dom");
+    CHECK_THAT(dom, Catch::Contains("Queue: 1 waiting"));
+    CHECK_THAT(dom, Catch::Contains(waiting_id));
+    CHECK_THAT(dom, Catch::Contains("too-big"));
+    Chromium(dir, page("queue"), "--screenshot=" + shots + "/queue.png");
+  }
+  {  // jobs: every job with its status and centers
+    std::string dom = Chromium(dir, page("jobs"), "--dump-dom");
+    CHECK_THAT(dom, Catch::Contains("Jobs (3)"));
+    for (const auto& id : done) CHECK_THAT(dom, Catch::Contains(id));
+    CHECK_THAT(dom, Catch::Contains("badge completed"));
+    Chromium(dir, page("jobs"), "--screenshot=" + shots + "/jobs.png");
+  }
+  {  // a job: replicas and centers, the placement's explanation, its events and a replica's log
+    std::string dom = Chromium(dir, page("jobs/" + done[0]), "--dump-dom");
+    CHECK_THAT(dom, Catch::Contains("Job " + done[0]));
+    CHECK_THAT(dom, Catch::Contains("id=\"replicas\""));
+    CHECK_THAT(dom, Catch::Contains("Task 0 replica 1 → beijing"));
+    CHECK_THAT(dom, Catch::Contains("id=\"placement\""));
+    CHECK_THAT(dom, Catch::Contains("hello-console-0"));  // the log of replica 0
+    CHECK_THAT(dom, Catch::Contains("snapshot  completed"));  // the event stream's first event
+    Chromium(dir, page("jobs/" + done[0]), "--screenshot=" + shots + "/job.png");
+  }
+  {  // charts: throughput and scheduling time from /metrics
+    std::string dom = Chromium(dir, page("charts"), "--dump-dom");
+    CHECK_THAT(dom, Catch::Contains("jobs scheduled"));
+    CHECK_THAT(dom, Catch::Contains("mean scheduling time"));
+    CHECK_THAT(dom, Catch::Contains("Throughput: jobs scheduled per second"));
+    Chromium(dir, page("charts"), "--screenshot=" + shots + "/charts.png");
+  }
+  {  // without a token: the sign-in form, and no data
+    std::string dom = Chromium(dir, base + "#/centers", "--dump-dom");
+    CHECK_THAT(dom, Catch::Contains("Sign in"));
+    CHECK_THAT(dom, !Catch::Contains("Beijing AI"));
+  }
+  {  // the files are served by the gateway itself
+    httplib::Client http("127.0.0.1", std::stoi(*port));
+    auto js = http.Get("/ui/console.js");
+    REQUIRE(js);
+    CHECK(js->status == 200);
+    CHECK_THAT(js->get_header_value("Content-Type"), Catch::StartsWith("text/javascript"));
+    auto missing = http.Get("/ui/nope.js");
+    REQUIRE(missing);
+    CHECK(missing->status == 404);
+    auto redirect = http.Get("/ui");
+    REQUIRE(redirect);
+    CHECK(redirect->status == 302);
+  }
+  server.Signal(SIGTERM);
+  server.Wait();
+  std::filesystem::remove_all(dir);
+}

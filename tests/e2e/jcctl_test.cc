@@ -1,0 +1,223 @@
+// jcctl as a user runs it: the real binary against the real `jointcloud` and a real
+// adapter process over loopback (issue 16 item 1). Checks what is printed, and the exit
+// codes scripts rely on (0 done, 1 refused or a watched job failed, 2 bad usage or input,
+// 3 unreachable, 4 not allowed, 5 not found).
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tests/testing/rest_client.h"
+#include "tests/testing/server_processes.h"
+
+using nlohmann::json;
+
+namespace {
+
+using jc::testing::Ran;
+
+// Runs jcctl with `args` (and `env` added), as a shell would, with HOME at `dir` (no config
+// file of the machine's user).
+Ran Jcctl(const std::string& dir, std::vector<std::string> args, std::vector<std::string> env = {}) {
+  args.insert(args.begin(), JC_JCCTL_BINARY);
+  return jc::testing::RunCaptured(dir, args, env);
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+int Lines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
+
+std::string TempDir() {
+  auto dir = std::filesystem::temp_directory_path() / ("jc-e2e-jcctl-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+void Write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+}  // namespace
+
+TEST_CASE("jcctl: bad input is one line on stderr and an exit code scripts can rely on", "[C8]") {
+  std::string dir = TempDir();
+  Write(dir + "/bad.yaml", "name: x\ntasks: [\n  - {name: t\n");
+  Write(dir + "/empty.json", "  \n");
+  struct Case {
+    std::vector<std::string> args;
+    int code;
+    std::string says;
+  } cases[] = {
+      {{"frobnicate"}, 2, "unknown command \"frobnicate\""},
+      {{"job", "frob"}, 2, "unknown command \"job frob\""},
+      {{"job"}, 2, "\"job\" needs a command"},
+      {{"job", "list", "--bogus"}, 2, "unknown flag --bogus"},
+      {{"job", "get"}, 2, "needs JOB"},
+      {{"job", "get", "a", "b"}, 2, "unexpected argument \"b\""},
+      {{"job", "submit", "-f", dir + "/missing.yaml"}, 2, "cannot read it"},
+      {{"job", "submit", "-f", dir + "/bad.yaml"}, 2, "malformed YAML at line"},
+      {{"job", "submit", "-f", dir + "/empty.json"}, 2, "the file is empty"},
+      {{"job", "submit"}, 2, "give the file with -f FILE"},
+      {{"center", "list", "-o", "xml"}, 2, "is not a format"},
+      {{"center", "list", "--server", "ftp://x"}, 2, "is not a URL"},
+      {{"center", "list", "--server", "http://127.0.0.1:1"}, 3, "cannot reach the server at http://127.0.0.1:1"},
+      {{"center", "list", "--config", dir + "/nope.yaml"}, 2, "config: cannot read"},
+      {{"completion", "fish"}, 2, "not a shell jcctl knows"},
+  };
+  for (const auto& c : cases) {
+    Ran r = Jcctl(dir, c.args);
+    INFO(r.err);
+    INFO(c.args[0] + (c.args.size() > 1 ? " " + c.args[1] : ""));
+    CHECK(r.code == c.code);
+    CHECK(Lines(r.err) == 1);
+    CHECK(r.err.rfind("jcctl: ", 0) == 0);
+    CHECK_THAT(r.err, Catch::Contains(c.says));
+    CHECK(r.out.empty());
+  }
+  // Help everywhere, on stdout, exit 0.
+  for (std::vector<std::string> args : {std::vector<std::string>{"--help"}, {"job", "--help"}, {"job", "submit", "--help"},
+                                        {"help", "token", "create"}, {}}) {
+    Ran r = Jcctl(dir, args);
+    CHECK(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("Usage: jcctl"));
+  }
+  CHECK_THAT(Jcctl(dir, {"job", "logs", "--help"}).out, Catch::Contains("--follow"));
+  // The completion script is valid bash and completes commands from the same table.
+  Ran completion = Jcctl(dir, {"completion", "bash"});
+  REQUIRE(completion.code == 0);
+  Write(dir + "/completion.bash", completion.out);
+  CHECK(std::system(("bash -n " + dir + "/completion.bash").c_str()) == 0);
+  std::string probe = "source " + dir + "/completion.bash; COMP_WORDS=(jcctl job w); COMP_CWORD=2; _jcctl; "
+                      "echo \"${COMPREPLY[@]}\" > " + dir + "/completed";
+  CHECK(std::system(("bash -c '" + probe + "'").c_str()) == 0);
+  CHECK(Slurp(dir + "/completed") == "watch\n");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("jcctl runs a job from a YAML file to its end against a real control plane and adapter", "[C8][A7]") {
+  std::string dir = TempDir();
+  int adapter_port_number = 0;
+  auto adapter = jc::testing::StartLocalAdapterProcess(JC_ADAPTER_LOCAL, dir, "local", 4, &adapter_port_number);
+  auto adapter_port = std::make_optional(std::to_string(adapter_port_number));
+  auto started = jc::testing::StartServerProcess(JC_SERVER_BINARY, dir, "e2e_jcctl", "server.log");
+  auto& server = *started.process;
+  auto port = std::make_optional(std::to_string(started.rest_port));
+  std::string token = jc::testing::AdminToken(dir + "/admin.token");
+  jc::testing::RestClient rest(std::stoi(*port), token);
+  REQUIRE(jc::testing::AddCenterWithSpec(rest, "local", "127.0.0.1:" + *adapter_port, 4, 4096, "256Mi"));
+
+  // Address and token from a config file, then from the environment.
+  std::filesystem::create_directories(dir + "/.config/jcctl");
+  Write(dir + "/token", token + "\n");
+  Write(dir + "/.config/jcctl/config.yaml", "server: 127.0.0.1:" + *port + "\ntoken_file: ~/token\n");
+  Ran centers = Jcctl(dir, {"center", "list"});
+  INFO(centers.err);
+  REQUIRE(centers.code == 0);
+  CHECK_THAT(centers.out, Catch::StartsWith("CENTER"));
+  CHECK_THAT(centers.out, Catch::Contains("local"));
+  std::filesystem::remove(dir + "/.config/jcctl/config.yaml");
+  std::vector<std::string> env{"JCCTL_SERVER=http://127.0.0.1:" + *port, "JCCTL_TOKEN=" + token};
+  CHECK(Jcctl(dir, {"center", "list"}).code == 3);  // no config, no env: the default address has no server
+
+  Ran specs = Jcctl(dir, {"spec", "list"}, env);
+  CHECK(specs.code == 0);
+  CHECK_THAT(specs.out, Catch::Contains("cpu-1"));
+
+  // A job from YAML: planned, submitted, watched to its end, then read back.
+  Write(dir + "/job.yaml",
+        "name: hello\n"
+        "tasks:\n"
+        "  - name: main\n"
+        "    command: echo hello from $JC_TASK_INDEX; sleep 1\n"
+        "    resourceSpecId: cpu-1\n"
+        "    replicaNumber: 1\n");
+  Ran plan = Jcctl(dir, {"plan", "-f", dir + "/job.yaml"}, env);
+  INFO(plan.err);
+  CHECK(plan.code == 0);
+  CHECK_THAT(plan.out, Catch::Contains("Placed"));
+  CHECK_THAT(plan.out, Catch::Contains("-> local"));
+
+  Ran submitted = Jcctl(dir, {"job", "submit", "-f", dir + "/job.yaml", "-o", "json"}, env);
+  INFO(submitted.err);
+  REQUIRE(submitted.code == 0);
+  std::string job = json::parse(submitted.out)["jobId"];
+  REQUIRE(!job.empty());
+
+  Ran watched = Jcctl(dir, {"job", "watch", job}, env);
+  INFO(watched.out + watched.err);
+  CHECK(watched.code == 0);
+  CHECK_THAT(watched.out, Catch::Contains(job));
+  CHECK_THAT(watched.out, Catch::Contains("ended  completed"));
+  CHECK_THAT(watched.out, Catch::Contains("@local"));
+
+  Ran got = Jcctl(dir, {"job", "get", job}, env);
+  CHECK(got.code == 0);
+  CHECK_THAT(got.out, Catch::Contains("Status:         completed"));
+  CHECK_THAT(got.out, Catch::Contains("local"));
+  Ran as_yaml = Jcctl(dir, {"job", "get", job, "-o", "yaml"}, env);
+  CHECK(as_yaml.code == 0);
+  CHECK_THAT(as_yaml.out, Catch::Contains("status: \"completed\""));
+
+  Ran listed = Jcctl(dir, {"job", "list", "--status", "completed"}, env);
+  CHECK(listed.code == 0);
+  CHECK_THAT(listed.out, Catch::Contains(job));
+  CHECK_THAT(listed.out, Catch::Contains("hello"));
+
+  Ran logs = Jcctl(dir, {"job", "logs", job, "--follow"}, env);
+  INFO(logs.err);
+  CHECK(logs.code == 0);
+  CHECK_THAT(logs.out, Catch::Contains("hello from 0"));
+
+  Ran explained = Jcctl(dir, {"job", "explain", job}, env);
+  CHECK(explained.code == 0);
+  CHECK_THAT(explained.out, Catch::Contains("-> local"));
+
+  Ran usage = Jcctl(dir, {"usage"}, env);
+  CHECK(usage.code == 0);
+  CHECK_THAT(usage.out, Catch::Contains("local"));
+
+  // A job that fails: watch says so with exit code 1.
+  Write(dir + "/fails.json",
+        R"({"name": "fails", "tasks": [{"name": "t", "command": "exit 3", "resourceSpecId": "cpu-1", "replicaNumber": 1}]})");
+  Ran failing = Jcctl(dir, {"job", "submit", "-f", dir + "/fails.json"}, env);
+  REQUIRE(failing.code == 0);
+  std::string failed_job = failing.out.substr(4, failing.out.find(" submitted") - 4);
+  Ran watch_failed = Jcctl(dir, {"job", "watch", failed_job}, env);
+  INFO(watch_failed.out);
+  CHECK(watch_failed.code == 1);
+  CHECK_THAT(watch_failed.out, Catch::Contains("ended  failed"));
+
+  // Tokens: a new one works, a revoked or made-up one is refused (exit 4).
+  Ran made = Jcctl(dir, {"token", "create", "--description", "ci", "-o", "json"}, env);
+  INFO(made.err);
+  REQUIRE(made.code == 0);
+  json token_doc = json::parse(made.out);
+  std::string secret = token_doc["secret"];
+  CHECK(Jcctl(dir, {"whoami", "--token", secret}, env).code == 0);
+  CHECK(Jcctl(dir, {"token", "revoke", token_doc["token"]["token_id"]}, env).code == 0);
+  Ran refused = Jcctl(dir, {"job", "list", "--token", secret}, env);
+  CHECK(refused.code == 4);
+  CHECK(Lines(refused.err) == 1);
+  CHECK(Jcctl(dir, {"job", "list", "--token", "made-up"}, env).code == 4);
+
+  // Not found, and a malformed job the server refuses.
+  Ran missing = Jcctl(dir, {"job", "get", "no-such-job"}, env);
+  CHECK(missing.code == 5);
+  CHECK(Lines(missing.err) == 1);
+  Write(dir + "/invalid.yaml", "name: x\ntasks: []\n");
+  Ran invalid = Jcctl(dir, {"job", "submit", "-f", dir + "/invalid.yaml"}, env);
+  CHECK(invalid.code == 2);
+  CHECK(Lines(invalid.err) == 1);
+
+  server.Signal(SIGTERM);
+  server.Wait();
+  std::filesystem::remove_all(dir);
+}

@@ -1,0 +1,603 @@
+#include "tools/jcctl/commands.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cctype>
+#include <chrono>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/version.h"
+
+namespace jc::jcctl {
+
+using nlohmann::json;
+
+namespace {
+
+// ---- Shared pieces ----
+
+// A path segment or query value, percent-encoded.
+std::string Escape(const std::string& text) {
+  static const char* kHex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char ch : text) {
+    if (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~') {
+      out += static_cast<char>(ch);
+    } else {
+      out += '%';
+      out += kHex[ch >> 4];
+      out += kHex[ch & 15];
+    }
+  }
+  return out;
+}
+
+json FromYaml(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Map: {
+      json out = json::object();
+      for (const auto& kv : node) out[kv.first.as<std::string>()] = FromYaml(kv.second);
+      return out;
+    }
+    case YAML::NodeType::Sequence: {
+      json out = json::array();
+      for (const auto& item : node) out.push_back(FromYaml(item));
+      return out;
+    }
+    case YAML::NodeType::Scalar: {
+      const std::string& text = node.Scalar();
+      if (node.Tag() == "!") return text;  // quoted: a string whatever it looks like
+      int64_t i = 0;
+      double d = 0;
+      if (absl::SimpleAtoi(text, &i)) return i;
+      if (absl::SimpleAtod(text, &d) && text.find_first_of("0123456789") != std::string::npos) return d;
+      if (text == "true") return true;
+      if (text == "false") return false;
+      if (text == "null" || text == "~") return nullptr;
+      return text;
+    }
+    default: return nullptr;
+  }
+}
+
+// Every page of a list: the items under `key`, following the next-page token.
+absl::StatusOr<json> ListAll(Client* client, const std::string& path, const std::string& key, bool camel,
+                             size_t limit = 100000) {
+  json items = json::array();
+  std::string token;
+  const char* token_param = camel ? "pageToken" : "page_token";
+  const char* size_param = camel ? "pageSize" : "page_size";
+  const char* next_key = camel ? "nextPageToken" : "next_page_token";
+  do {
+    std::string sep = path.find('?') == std::string::npos ? "?" : "&";
+    std::string url = absl::StrCat(path, sep, size_param, "=1000");
+    if (!token.empty()) absl::StrAppend(&url, "&", token_param, "=", Escape(token));
+    auto page = client->Call("GET", url);
+    if (!page.ok()) return page.status();
+    if (page->contains(key)) {
+      for (auto& item : (*page)[key]) {
+        if (items.size() >= limit) return items;
+        items.push_back(item);
+      }
+    }
+    token = page->value(next_key, "");
+  } while (!token.empty());
+  return items;
+}
+
+// Prints `value` in the context's format; `rows_of` picks the table's rows.
+int Show(Context& ctx, const json& value, const std::vector<Column>& columns,
+         const std::function<json(const json&)>& rows_of = nullptr) {
+  ctx.out() << Render(value, ctx.format(), columns, rows_of);
+  return 0;
+}
+
+using Run = std::function<int(Context&, const Invocation&)>;
+
+// `run` with the client connected; a failure to connect is the command's answer.
+Run WithClient(std::function<int(Context&, Client*, const Invocation&)> run) {
+  return [run](Context& ctx, const Invocation& inv) {
+    auto client = ctx.client();
+    if (!client.ok()) return ctx.Fail(client.status());
+    return run(ctx, *client, inv);
+  };
+}
+
+// A list command: GET `path`, every page, as a table of `columns`.
+Run ListCommand(std::string path, std::string key, bool camel, std::vector<Column> columns,
+                std::function<std::string(const Invocation&)> query = nullptr) {
+  return WithClient([=](Context& ctx, Client* client, const Invocation& inv) {
+    std::string url = path + (query ? query(inv) : "");
+    size_t limit = 100000;
+    if (inv.Has("limit") && !absl::SimpleAtoi(inv.Get("limit"), &limit)) {
+      return ctx.Fail(absl::InvalidArgumentError(absl::StrCat("limit: \"", inv.Get("limit"), "\" is not a number")));
+    }
+    auto items = ListAll(client, url, key, camel, limit);
+    if (!items.ok()) return ctx.Fail(items.status());
+    return Show(ctx, json{{key, *items}}, columns, [key](const json& v) { return v[key]; });
+  });
+}
+
+// A get command: GET `prefix`/ID.
+Run GetCommand(std::string prefix, std::vector<Column> columns) {
+  return WithClient([=](Context& ctx, Client* client, const Invocation& inv) {
+    auto item = client->Call("GET", prefix + "/" + Escape(inv.args[0]));
+    if (!item.ok()) return ctx.Fail(item.status());
+    return Show(ctx, *item, columns);
+  });
+}
+
+std::string Query(const Invocation& inv, const std::vector<std::pair<std::string, std::string>>& flag_to_param) {
+  std::string out;
+  for (const auto& [flag, param] : flag_to_param) {
+    if (inv.Has(flag)) absl::StrAppend(&out, out.empty() ? "?" : "&", param, "=", Escape(inv.Get(flag)));
+  }
+  return out;
+}
+
+// ---- Columns ----
+
+std::vector<Column> CenterColumns() {
+  return {Field("CENTER", "ai_center_id"),
+          Field("NAME", "name"),
+          Field("REGION", "region"),
+          {"STATUS",
+           [](const json& c) {
+             if (!c.contains("status")) return std::string("unknown");
+             int s = c["status"].get<int>();
+             return std::string(s == 1 ? "available" : s == 0 ? "unavailable" : "unknown");
+           }},
+          Field("CPU", "capacity.cpu"),
+          Field("GPU", "capacity.gpu"),
+          Field("MEMORY_MB", "capacity.memory"),
+          Field("GRADE", "security_grade"),
+          Field("ADAPTER", "adapter_address")};
+}
+
+std::set<std::string> CentersOf(const json& job) {
+  std::set<std::string> out;
+  for (const auto& task : job.value("taskInfos", json::array())) {
+    for (const auto& c : task.value("centerIDs", json::array())) {
+      if (c.is_string() && !c.get<std::string>().empty()) out.insert(c.get<std::string>());
+    }
+  }
+  return out;
+}
+
+std::vector<Column> JobColumns() {
+  return {Field("JOB", "jobId"),
+          Field("NAME", "name"),
+          Field("STATUS", "status"),
+          Field("PROJECT", "project"),
+          Field("USER", "userName"),
+          {"CENTERS",
+           [](const json& j) {
+             auto centers = CentersOf(j);
+             return centers.empty() ? std::string("-") : absl::StrJoin(centers, ",");
+           }},
+          Field("CREATED", "createdAt"),
+          Field("REASON", "statusReason")};
+}
+
+std::string Describe(const json& job) {
+  std::ostringstream out;
+  auto line = [&](const std::string& key, const std::string& value) {
+    if (!value.empty()) out << key << std::string(key.size() < 16 ? 16 - key.size() : 1, ' ') << value << "\n";
+  };
+  line("Job:", job.value("jobId", ""));
+  line("Name:", job.value("name", ""));
+  line("Status:", job.value("status", ""));
+  line("Reason:", job.value("statusReason", ""));
+  line("Project:", job.value("project", ""));
+  line("User:", job.value("userName", ""));
+  line("Created:", job.value("createdAt", ""));
+  line("Updated:", job.value("updatedAt", ""));
+  out << "Replicas:\n";
+  json rows = json::array();
+  int t = 0;
+  for (const auto& task : job.value("taskInfos", json::array())) {
+    auto centers = task.value("centerIDs", json::array());
+    auto status = task.value("replicaStatus", json::array());
+    for (size_t r = 0; r < status.size(); ++r) {
+      rows.push_back({{"task", absl::StrCat(t, " (", task.value("name", ""), ")")},
+                      {"replica", r},
+                      {"status", status[r]},
+                      {"center", r < centers.size() ? centers[r] : json("")},
+                      {"spec", task.value("resourceSpecId", "")}});
+    }
+    ++t;
+  }
+  std::string table = Table(rows, {Field("TASK", "task"), Field("REPLICA", "replica"), Field("STATUS", "status"),
+                                   Field("CENTER", "center"), Field("SPEC", "spec")});
+  for (absl::string_view l : absl::StrSplit(table, '\n', absl::SkipEmpty())) out << "  " << l << "\n";
+  return out.str();
+}
+
+// A placement (plan or explain): the chosen center of each replica, then every center's
+// verdict (filtered out and why, or its scores, weights and total).
+std::string DescribePlacement(const json& p) {
+  std::ostringstream out;
+  bool placed = p.value("placed", false);
+  out << (placed ? "Placed" : "Not placed");
+  if (!p.value("reason", "").empty()) out << ": " << p.value("reason", "");
+  out << "\n";
+  for (const auto& r : p.value("replicas", json::array())) {
+    out << "\nTask " << r.value("taskIndex", 0) << " replica " << r.value("replicaIndex", 0) << " -> "
+        << (r.value("centerId", "").empty() ? "nowhere" : r.value("centerId", "")) << "\n";
+    json rows = json::array();
+    for (const auto& c : r.value("centers", json::array())) {
+      std::string scores;
+      const json all_scores = c.value("scores", json::object());  // kept: items() refers to it
+      const json weights = c.value("weights", json::object());
+      for (const auto& [alg, score] : all_scores.items()) {
+        double w = weights.value(alg, 0.0);
+        absl::StrAppend(&scores, scores.empty() ? "" : " ", alg, "=", score.dump(), "x", w);
+      }
+      bool feasible = c.value("feasible", false);
+      rows.push_back({{"center", c.value("centerId", "")},
+                      {"feasible", feasible},
+                      {"total", feasible ? absl::StrFormat("%.2f", c.value("total", 0.0)) : std::string("-")},
+                      {"why", feasible ? scores : absl::StrCat(c.value("filteredBy", ""), ": ", c.value("reason", ""))}});
+    }
+    std::string table = Table(rows, {Field("CENTER", "center"), Field("FEASIBLE", "feasible"), Field("TOTAL", "total"),
+                                     Field("SCORES (score x weight) / FILTERED", "why")});
+    for (absl::string_view l : absl::StrSplit(table, '\n', absl::SkipEmpty())) out << "  " << l << "\n";
+  }
+  return out.str();
+}
+
+// ---- Jobs ----
+
+int SubmitJob(Context& ctx, Client* client, const Invocation& inv) {
+  auto doc = ReadDocument(inv.Get("file"));
+  if (!doc.ok()) return ctx.Fail(doc.status());
+  auto created = client->Call("POST", "/openapi/v1/trainjob", &*doc);
+  if (!created.ok()) return ctx.Fail(created.status());
+  if (inv.Has("quiet")) {
+    ctx.out() << created->value("jobId", "") << "\n";  // for job=$(jcctl job submit -q ...)
+    return 0;
+  }
+  if (ctx.format() != Format::kTable) return Show(ctx, *created, {});
+  ctx.out() << "job " << created->value("jobId", "") << " submitted\n";
+  return 0;
+}
+
+std::string EventLine(const std::string& type, const json& e) {
+  std::string at = e.value("at", "");
+  std::string text = absl::StrCat(at.empty() ? "-" : at, "  ", e.value("jobId", ""), "  ", type, "  ",
+                                  e.value("status", ""));
+  if (!e.value("previousStatus", "").empty() && e.value("previousStatus", "") != e.value("status", "")) {
+    absl::StrAppend(&text, " (was ", e.value("previousStatus", ""), ")");
+  }
+  for (const auto& r : e.value("replicas", json::array())) {
+    absl::StrAppend(&text, "  [", r.value("taskIndex", 0), "/", r.value("replicaIndex", 0), " ",
+                    r.value("phase", "waiting"));
+    if (!r.value("centerID", "").empty()) absl::StrAppend(&text, " @", r.value("centerID", ""));
+    if (r.value("exitCode", 0) != 0) absl::StrAppend(&text, " exit ", r.value("exitCode", 0));
+    absl::StrAppend(&text, "]");
+  }
+  if (!e.value("statusReason", "").empty()) absl::StrAppend(&text, "  ", e.value("statusReason", ""));
+  return text;
+}
+
+// Follows the job's (or every job's) events; reconnects after a drop from the last event
+// it printed, so a server restart loses nothing. Exit 0 when the job completed, 1 when it
+// failed; the feed of every job runs until interrupted.
+int WatchJobs(Context& ctx, Client* client, const Invocation& inv) {
+  std::string job = inv.args.empty() ? "" : inv.args[0];
+  std::string path = job.empty() ? "/openapi/v1/trainjobs/events" : "/openapi/v1/trainjob/" + Escape(job) + "/events";
+  std::string cursor = inv.Get("since");
+  std::string last_status;
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (true) {
+    bool got_any = false;
+    absl::Status s = client->Stream(path, cursor, [&](const std::string& id, const std::string& type, const json& e) {
+      got_any = true;
+      if (!id.empty()) cursor = id;
+      if (ctx.format() == Format::kJson) {
+        ctx.out() << e.dump() << std::endl;
+      } else if (ctx.format() == Format::kYaml) {
+        ctx.out() << "---\n" << Yaml(e) << std::flush;
+      } else {
+        ctx.out() << EventLine(type, e) << std::endl;
+      }
+      last_status = e.value("status", "");
+      return true;
+    });
+    if (s.ok()) break;  // the server ended the stream: the job ended
+    // A dropped connection (a server restarting) is resumed from the cursor; anything the
+    // server refused is the answer.
+    if (!absl::IsUnavailable(s)) return ctx.Fail(s);
+    if (got_any) give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    if (std::chrono::steady_clock::now() > give_up) return ctx.Fail(s);
+    ctx.err() << "jcctl: " << s.message() << "; resuming" << (cursor.empty() ? "" : " after event " + cursor) << "\n";
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  if (job.empty()) return 0;
+  return last_status == "failed" ? 1 : 0;
+}
+
+int JobLogs(Context& ctx, Client* client, const Invocation& inv) {
+  int task = 0, replica = 0;
+  if (!absl::SimpleAtoi(inv.Get("task", "0"), &task) || task < 0) {
+    return ctx.Fail(absl::InvalidArgumentError(absl::StrCat("task: \"", inv.Get("task"), "\" is not an index")));
+  }
+  if (!absl::SimpleAtoi(inv.Get("replica", "0"), &replica) || replica < 0) {
+    return ctx.Fail(absl::InvalidArgumentError(absl::StrCat("replica: \"", inv.Get("replica"), "\" is not an index")));
+  }
+  std::string job = Escape(inv.args[0]);
+  std::string path = absl::StrCat("/openapi/v1/trainjob/", job, "/task/", task, "/replica/", replica, "/log/content");
+  size_t shown = 0;
+  while (true) {
+    // Whether it ended is read before the log, so the last read has everything.
+    bool ended = true;
+    if (inv.Has("follow")) {
+      auto got = client->Call("GET", "/openapi/v1/trainjob/" + job);
+      if (!got.ok()) return ctx.Fail(got.status());
+      std::string status = got->value("status", "");
+      ended = status == "completed" || status == "failed";
+    }
+    auto text = client->Text(path);
+    if (!text.ok() && !(inv.Has("follow") && absl::IsFailedPrecondition(text.status()))) return ctx.Fail(text.status());
+    if (text.ok() && text->size() > shown) {
+      ctx.out() << text->substr(shown) << std::flush;
+      shown = text->size();
+    }
+    if (ended) return 0;
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}
+
+// ---- Tokens ----
+
+int CreateToken(Context& ctx, Client* client, const Invocation& inv) {
+  json body = json::object();
+  if (inv.Has("user")) {
+    body["user_name"] = inv.Get("user");
+  } else {
+    auto me = client->Call("GET", "/openapi/v1/whoami");  // a token of one's own
+    if (!me.ok()) return ctx.Fail(me.status());
+    body["user_name"] = me->value("name", "");
+  }
+  if (inv.Has("description")) body["description"] = inv.Get("description");
+  if (inv.Has("ttl")) {
+    int64_t ttl = 0;
+    if (!absl::SimpleAtoi(inv.Get("ttl"), &ttl) || ttl < 0) {
+      return ctx.Fail(absl::InvalidArgumentError(absl::StrCat("ttl: \"", inv.Get("ttl"), "\" is not a number of seconds")));
+    }
+    body["ttl_seconds"] = ttl;
+  }
+  auto made = client->Call("POST", "/openapi/v1/tokens", &body);
+  if (!made.ok()) return ctx.Fail(made.status());
+  if (ctx.format() != Format::kTable) return Show(ctx, *made, {});
+  ctx.out() << "token " << (*made)["token"].value("token_id", "") << " created for "
+            << (*made)["token"].value("user_name", "") << "\nsecret (shown only now): " << made->value("secret", "")
+            << "\n";
+  return 0;
+}
+
+std::vector<FlagSpec> ListFlags(std::vector<FlagSpec> more = {}) {
+  more.push_back({"limit", 0, true, "at most this many items"});
+  return more;
+}
+
+}  // namespace
+
+absl::StatusOr<Client*> Context::client() {
+  if (client_ == nullptr) {
+    auto made = Client::Connect(server_);
+    if (!made.ok()) return made.status();
+    client_ = std::move(*made);
+  }
+  return client_.get();
+}
+
+int Context::Fail(const absl::Status& status) {
+  err_ << "jcctl: " << status.message() << "\n";
+  return ExitCode(status);
+}
+
+absl::StatusOr<json> ReadDocument(const std::string& path) {
+  if (path.empty()) return absl::InvalidArgumentError("give the file with -f FILE (JSON or YAML; - for stdin)");
+  std::stringstream text;
+  if (path == "-") {
+    text << std::cin.rdbuf();
+  } else {
+    std::ifstream in(path);
+    if (!in) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot read it (no such file, or not allowed)"));
+    text << in.rdbuf();
+  }
+  std::string body = text.str();
+  size_t first = body.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return absl::InvalidArgumentError(absl::StrCat(path, ": the file is empty"));
+  if (body[first] == '{') {
+    json doc = json::parse(body, nullptr, false);
+    if (doc.is_discarded()) return absl::InvalidArgumentError(absl::StrCat(path, ": malformed JSON"));
+    return doc;
+  }
+  try {
+    json doc = FromYaml(YAML::Load(body));
+    if (!doc.is_object()) return absl::InvalidArgumentError(absl::StrCat(path, ": not a mapping of fields (JSON or YAML)"));
+    return doc;
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": malformed YAML at line ", e.mark.line + 1, ": ", e.msg));
+  }
+}
+
+std::vector<CommandSpec> Commands() {
+  const std::string kCenters = "/openapi/v1/centers";
+  const std::string kSpecs = "/openapi/v1/resourcespecs";
+  const std::string kImages = "/openapi/v1/images";
+  const std::string kDatasets = "/openapi/v1/datasets";
+  const std::string kJobs = "/openapi/v1/trainjob";
+  const FlagSpec kFile{"file", 'f', true, "the file (JSON or YAML; - for stdin)"};
+  std::vector<CommandSpec> c;
+
+  c.push_back({{"center", "list"}, "", "List the federation's centers", ListFlags({{"region", 0, true, "only this region"}}), 0, 0,
+               ListCommand(kCenters, "centers", false, CenterColumns(),
+                           [](const Invocation& inv) { return Query(inv, {{"region", "region"}}); })});
+  c.push_back({{"center", "get"}, "CENTER", "One center", {}, 1, 1, GetCommand(kCenters, CenterColumns())});
+  c.push_back({{"center", "create"}, "", "Register a center from a file (admins)", {kFile}, 0, 0,
+               WithClient([kCenters](Context& ctx, Client* client, const Invocation& inv) {
+                 auto doc = ReadDocument(inv.Get("file"));
+                 if (!doc.ok()) return ctx.Fail(doc.status());
+                 auto made = client->Call("POST", kCenters, &*doc);
+                 if (!made.ok()) return ctx.Fail(made.status());
+                 return Show(ctx, *made, CenterColumns());
+               })});
+  c.push_back({{"center", "delete"}, "CENTER", "Remove a center (admins)", {}, 1, 1,
+               WithClient([kCenters](Context& ctx, Client* client, const Invocation& inv) {
+                 auto done = client->Call("DELETE", kCenters + "/" + Escape(inv.args[0]));
+                 if (!done.ok()) return ctx.Fail(done.status());
+                 ctx.out() << "center " << inv.args[0] << " deleted\n";
+                 return 0;
+               })});
+
+  std::vector<Column> spec_columns = {Field("SPEC", "resource_spec_id"), Field("NAME", "resource_spec_name"),
+                                      Field("CPU", "resource_quantity.cpu"), Field("GPU", "resource_quantity.gpu"),
+                                      Field("MEMORY", "resource_quantity.memory"), Field("TYPE", "service_type"),
+                                      Field("PRICE", "price"), Field("CENTERS", "computing_center_list")};
+  c.push_back({{"spec", "list"}, "", "List resource specs",
+               ListFlags({{"center", 0, true, "only specs this center offers"}}), 0, 0,
+               ListCommand(kSpecs, "specs", false, spec_columns,
+                           [](const Invocation& inv) { return Query(inv, {{"center", "ai_center_id"}}); })});
+  c.push_back({{"spec", "get"}, "SPEC", "One resource spec", {}, 1, 1, GetCommand(kSpecs, spec_columns)});
+
+  std::vector<Column> image_columns = {Field("IMAGE", "image_id"), Field("NAME", "name"),
+                                       Field("CENTER", "ai_center_id"), Field("FRAMEWORK", "framework"),
+                                       Field("PROJECT", "project"), Field("PRESENT_AT", "present_at")};
+  c.push_back({{"image", "list"}, "", "List images", ListFlags({{"center", 0, true, "only images at this center"}}), 0, 0,
+               ListCommand(kImages, "images", false, image_columns,
+                           [](const Invocation& inv) { return Query(inv, {{"center", "ai_center_id"}}); })});
+  c.push_back({{"image", "get"}, "IMAGE", "One image", {}, 1, 1, GetCommand(kImages, image_columns)});
+
+  std::vector<Column> dataset_columns = {
+      Field("DATASET", "data_name"), Field("VERSION", "data_version"), Field("SIZE_MB", "size_mb"),
+      Field("PROJECT", "project"),
+      {"CENTERS", [](const json& d) {
+         std::set<std::string> centers;
+         for (const auto& l : d.value("location", json::array())) centers.insert(l.value("ai_center_id", ""));
+         return centers.empty() ? std::string("-") : absl::StrJoin(centers, ",");
+       }}};
+  c.push_back({{"dataset", "list"}, "", "List datasets", ListFlags(), 0, 0,
+               ListCommand(kDatasets, "datasets", false, dataset_columns)});
+  c.push_back({{"dataset", "get"}, "NAME VERSION", "One dataset version with its locations", {}, 2, 2,
+               WithClient([kDatasets, dataset_columns](Context& ctx, Client* client, const Invocation& inv) {
+                 auto got = client->Call("GET", kDatasets + "/" + Escape(inv.args[0]) + "/" + Escape(inv.args[1]));
+                 if (!got.ok()) return ctx.Fail(got.status());
+                 return Show(ctx, *got, dataset_columns);
+               })});
+
+  c.push_back({{"job", "submit"}, "", "Submit a training job from a file (the body of POST /openapi/v1/trainjob)",
+               {kFile, {"quiet", 'q', false, "print only the job id"}}, 0, 0, WithClient(SubmitJob)});
+  c.push_back({{"job", "list"}, "", "List jobs",
+               ListFlags({{"status", 0, true, "pending, running, completed or failed"},
+                          {"project", 0, true, "only this project's jobs"},
+                          {"user", 0, true, "only this user's jobs"}}),
+               0, 0,
+               ListCommand(kJobs, "jobs", true, JobColumns(), [](const Invocation& inv) {
+                 return Query(inv, {{"status", "status"}, {"project", "project"}, {"user", "userName"}});
+               })});
+  c.push_back({{"job", "get"}, "JOB", "A job with each replica's status and center", {}, 1, 1,
+               WithClient([kJobs](Context& ctx, Client* client, const Invocation& inv) {
+                 auto got = client->Call("GET", kJobs + "/" + Escape(inv.args[0]));
+                 if (!got.ok()) return ctx.Fail(got.status());
+                 if (ctx.format() != Format::kTable) return Show(ctx, *got, {});
+                 ctx.out() << Describe(*got);
+                 return 0;
+               })});
+  c.push_back({{"job", "watch"}, "[JOB]",
+               "Follow a job's events until it ends (exit 0: completed, 1: failed), or every job's",
+               {{"since", 0, true, "resume after this event id"}}, 0, 1, WithClient(WatchJobs)});
+  c.push_back({{"job", "logs"}, "JOB", "A replica's log",
+               {{"task", 0, true, "task index (default 0)"},
+                {"replica", 0, true, "replica index (default 0)"},
+                {"follow", 'F', false, "keep printing what the replica writes until the job ends"}},
+               1, 1, WithClient(JobLogs)});
+  c.push_back({{"job", "stop"}, "JOB", "Stop a job", {}, 1, 1,
+               WithClient([kJobs](Context& ctx, Client* client, const Invocation& inv) {
+                 auto done = client->Call("POST", kJobs + "/" + Escape(inv.args[0]) + "/stop");
+                 if (!done.ok()) return ctx.Fail(done.status());
+                 ctx.out() << "job " << inv.args[0] << " stopping\n";
+                 return 0;
+               })});
+  c.push_back({{"job", "explain"}, "JOB", "Why the job went where it did: every center's filter or scores", {}, 1, 1,
+               WithClient([kJobs](Context& ctx, Client* client, const Invocation& inv) {
+                 auto got = client->Call("GET", kJobs + "/" + Escape(inv.args[0]) + "/placement");
+                 if (!got.ok()) return ctx.Fail(got.status());
+                 if (ctx.format() != Format::kTable) return Show(ctx, *got, {});
+                 ctx.out() << DescribePlacement(*got);
+                 return 0;
+               })});
+  c.push_back({{"plan"}, "", "Dry run: where a job file would go now, and why, without submitting it", {kFile}, 0, 0,
+               WithClient([](Context& ctx, Client* client, const Invocation& inv) {
+                 auto doc = ReadDocument(inv.Get("file"));
+                 if (!doc.ok()) return ctx.Fail(doc.status());
+                 auto got = client->Call("POST", "/openapi/v1/scheduler/plan", &*doc);
+                 if (!got.ok()) return ctx.Fail(got.status());
+                 if (ctx.format() != Format::kTable) return Show(ctx, *got, {});
+                 ctx.out() << DescribePlacement(*got);
+                 return 0;
+               })});
+
+  std::vector<Column> usage_columns = {
+      Field("CENTER", "ai_center_id"), Field("REACHABLE", "reachable"), Field("RUNNING", "running_task_num"),
+      Field("WAITING", "waiting_task_num"), Field("CPU_USED", "used.cpu"), Field("CPU_FREE", "free.cpu"),
+      Field("GPU_USED", "used.gpu"), Field("GPU_FREE", "free.gpu"), Field("MEM_FREE_MB", "free.memory"),
+      Field("OBSERVED", "observed_at")};
+  c.push_back({{"usage"}, "[CENTER]", "What each center runs and has free (the monitor's latest view)", {}, 0, 1,
+               WithClient([usage_columns](Context& ctx, Client* client, const Invocation& inv) {
+                 if (!inv.args.empty()) {
+                   auto got = client->Call("GET", "/openapi/v1/centers/" + Escape(inv.args[0]) + "/usage");
+                   if (!got.ok()) return ctx.Fail(got.status());
+                   return Show(ctx, *got, usage_columns);
+                 }
+                 auto got = client->Call("GET", "/openapi/v1/usage");
+                 if (!got.ok()) return ctx.Fail(got.status());
+                 return Show(ctx, *got, usage_columns, [](const json& v) { return v.value("usage", json::array()); });
+               })});
+
+  std::vector<Column> token_columns = {Field("TOKEN", "token_id"), Field("USER", "user_name"),
+                                       Field("DESCRIPTION", "description"), Field("CREATED", "created_at"),
+                                       Field("EXPIRES", "expires_at"), Field("REVOKED", "revoked_at"),
+                                       Field("LAST_USED", "last_used_at")};
+  c.push_back({{"token", "list"}, "", "List API tokens (admins: everyone's; others: their own)",
+               ListFlags({{"user", 0, true, "only this user's tokens"}}), 0, 0,
+               ListCommand("/openapi/v1/tokens", "tokens", false, token_columns,
+                           [](const Invocation& inv) { return Query(inv, {{"user", "user_name"}}); })});
+  c.push_back({{"token", "create"}, "", "Create an API token; its secret is shown once",
+               {{"user", 0, true, "for this user (admins); default: yourself"},
+                {"description", 0, true, "what it is for"},
+                {"ttl", 0, true, "seconds until it expires (default: never)"}},
+               0, 0, WithClient(CreateToken)});
+  c.push_back({{"token", "revoke"}, "TOKEN", "Revoke an API token (admins)", {}, 1, 1,
+               WithClient([](Context& ctx, Client* client, const Invocation& inv) {
+                 auto done = client->Call("POST", "/openapi/v1/tokens/" + Escape(inv.args[0]) + "/revoke");
+                 if (!done.ok()) return ctx.Fail(done.status());
+                 ctx.out() << "token " << inv.args[0] << " revoked\n";
+                 return 0;
+               })});
+  c.push_back({{"whoami"}, "", "Who the server takes you for, with your roles", {}, 0, 0,
+               WithClient([](Context& ctx, Client* client, const Invocation&) {
+                 auto got = client->Call("GET", "/openapi/v1/whoami");
+                 if (!got.ok()) return ctx.Fail(got.status());
+                 if (ctx.format() != Format::kTable) return Show(ctx, *got, {});
+                 ctx.out() << Yaml(*got);
+                 return 0;
+               })});
+  c.push_back({{"version"}, "", "jcctl's version", {}, 0, 0, [](Context& ctx, const Invocation&) {
+                 ctx.out() << VersionLine("jcctl") << "\n";
+                 return 0;
+               }});
+  return c;
+}
+
+}  // namespace jc::jcctl

@@ -1,0 +1,36 @@
+#pragma once
+
+// How jcctl prints what the server answered: a table for people (the default), or the
+// data itself as JSON or YAML for scripts (-o json|yaml).
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/status/statusor.h"
+
+namespace jc::jcctl {
+
+enum class Format { kTable, kJson, kYaml };
+
+// InvalidArgument for a format jcctl does not write.
+absl::StatusOr<Format> ParseFormat(const std::string& text);
+
+struct Column {
+  std::string header;
+  std::function<std::string(const nlohmann::json&)> cell;
+};
+
+// A column showing the field at `path` ("capacity.cpu"); "-" where it is absent.
+Column Field(const std::string& header, const std::string& path);
+
+// Rows as a table with aligned columns (a header line, then one line per row).
+std::string Table(const nlohmann::json& rows, const std::vector<Column>& columns);
+std::string Yaml(const nlohmann::json& value);
+// `value` in `format`: a table of `rows_of(value)` for kTable.
+std::string Render(const nlohmann::json& value, Format format, const std::vector<Column>& columns,
+                   const std::function<nlohmann::json(const nlohmann::json&)>& rows_of);
+
+}  // namespace jc::jcctl
