@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # [C3] deploy/docker-compose.yml is valid for Debian's docker-compose, every jointcloud
 # flag it passes exists in the binary, and Prometheus scrapes services that exist.
-# (No Docker engine runs here, so the containers themselves are not started.)
+# (compose_up_test.sh brings the stack up and runs a job.)
 set -euo pipefail
 root=$1
 binary=$2

@@ -126,6 +126,17 @@ Run ListCommand(std::string path, std::string key, bool camel, std::vector<Colum
   });
 }
 
+// A create command: POST the file's document to `path`.
+Run CreateCommand(std::string path, std::vector<Column> columns) {
+  return WithClient([=](Context& ctx, Client* client, const Invocation& inv) {
+    auto doc = ReadDocument(inv.Get("file"));
+    if (!doc.ok()) return ctx.Fail(doc.status());
+    auto made = client->Call("POST", path, &*doc);
+    if (!made.ok()) return ctx.Fail(made.status());
+    return Show(ctx, *made, columns);
+  });
+}
+
 // A get command: GET `prefix`/ID.
 Run GetCommand(std::string prefix, std::vector<Column> columns) {
   return WithClient([=](Context& ctx, Client* client, const Invocation& inv) {
@@ -446,13 +457,7 @@ std::vector<CommandSpec> Commands() {
                            [](const Invocation& inv) { return Query(inv, {{"region", "region"}}); })});
   c.push_back({{"center", "get"}, "CENTER", "One center", {}, 1, 1, GetCommand(kCenters, CenterColumns())});
   c.push_back({{"center", "create"}, "", "Register a center from a file (admins)", {kFile}, 0, 0,
-               WithClient([kCenters](Context& ctx, Client* client, const Invocation& inv) {
-                 auto doc = ReadDocument(inv.Get("file"));
-                 if (!doc.ok()) return ctx.Fail(doc.status());
-                 auto made = client->Call("POST", kCenters, &*doc);
-                 if (!made.ok()) return ctx.Fail(made.status());
-                 return Show(ctx, *made, CenterColumns());
-               })});
+               CreateCommand(kCenters, CenterColumns())});
   c.push_back({{"center", "delete"}, "CENTER", "Remove a center (admins)", {}, 1, 1,
                WithClient([kCenters](Context& ctx, Client* client, const Invocation& inv) {
                  auto done = client->Call("DELETE", kCenters + "/" + Escape(inv.args[0]));
@@ -470,6 +475,8 @@ std::vector<CommandSpec> Commands() {
                ListCommand(kSpecs, "specs", false, spec_columns,
                            [](const Invocation& inv) { return Query(inv, {{"center", "ai_center_id"}}); })});
   c.push_back({{"spec", "get"}, "SPEC", "One resource spec", {}, 1, 1, GetCommand(kSpecs, spec_columns)});
+  c.push_back({{"spec", "create"}, "", "Add a resource spec from a file (admins)", {kFile}, 0, 0,
+               CreateCommand(kSpecs, spec_columns)});
 
   std::vector<Column> image_columns = {Field("IMAGE", "image_id"), Field("NAME", "name"),
                                        Field("CENTER", "ai_center_id"), Field("FRAMEWORK", "framework"),
@@ -478,6 +485,8 @@ std::vector<CommandSpec> Commands() {
                ListCommand(kImages, "images", false, image_columns,
                            [](const Invocation& inv) { return Query(inv, {{"center", "ai_center_id"}}); })});
   c.push_back({{"image", "get"}, "IMAGE", "One image", {}, 1, 1, GetCommand(kImages, image_columns)});
+  c.push_back({{"image", "create"}, "", "Register an image from a file", {kFile}, 0, 0,
+               CreateCommand(kImages, image_columns)});
 
   std::vector<Column> dataset_columns = {
       Field("DATASET", "data_name"), Field("VERSION", "data_version"), Field("SIZE_MB", "size_mb"),
@@ -489,6 +498,8 @@ std::vector<CommandSpec> Commands() {
        }}};
   c.push_back({{"dataset", "list"}, "", "List datasets", ListFlags(), 0, 0,
                ListCommand(kDatasets, "datasets", false, dataset_columns)});
+  c.push_back({{"dataset", "create"}, "", "Register a dataset and its locations from a file", {kFile}, 0, 0,
+               CreateCommand(kDatasets, dataset_columns)});
   c.push_back({{"dataset", "get"}, "NAME VERSION", "One dataset version with its locations", {}, 2, 2,
                WithClient([kDatasets, dataset_columns](Context& ctx, Client* client, const Invocation& inv) {
                  auto got = client->Call("GET", kDatasets + "/" + Escape(inv.args[0]) + "/" + Escape(inv.args[1]));
