@@ -38,9 +38,13 @@ absl::Status AdmitCreate(const auth::Principal& caller, v1::CreateTrainJobReques
   return absl::OkStatus();
 }
 
+bool MaySeeJobsOf(const auth::Principal& caller, const std::string& project) {
+  return caller.RoleIn(project) >= auth::ProjectRole::kViewer;
+}
+
 absl::Status CheckJobAccess(const auth::Principal& caller, const v1::TrainJob& job, auth::ProjectRole need) {
   auth::ProjectRole held = caller.RoleIn(job.project());
-  if (held < auth::ProjectRole::kViewer) {
+  if (!MaySeeJobsOf(caller, job.project())) {
     return absl::NotFoundError(absl::StrCat("job \"", job.job_id(), "\" not found"));
   }
   if (held < need) {

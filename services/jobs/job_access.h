@@ -21,6 +21,10 @@ namespace v1 = ::jointcloud::v1;
 // idempotency key to the caller. PermissionDenied unless the caller is a member.
 absl::Status AdmitCreate(const auth::Principal& caller, v1::CreateTrainJobRequest* request);
 
+// Whether the caller sees the jobs of `project` (VIEWER in it; a job of no project is
+// an admin's, seen by admins only).
+bool MaySeeJobsOf(const auth::Principal& caller, const std::string& project);
+
 // NotFound when the caller may not see the job, PermissionDenied when it sees it but its
 // role is below `need`.
 absl::Status CheckJobAccess(const auth::Principal& caller, const v1::TrainJob& job, auth::ProjectRole need);

@@ -127,7 +127,8 @@ class JobService final : public v1::JobService::Service {
     while (!ctx->IsCancelled()) {
       for (const auto& event : batch) {
         if (event.type() != v1::TrainJobEvent::SNAPSHOT) since = event.revision();
-        bool wanted = job_id.empty() ? auth::MaySee(caller, event.project()) : event.job_id() == job_id;
+        // The same rule as reads of jobs: VIEWER in the job's project (job_access.h).
+        bool wanted = job_id.empty() ? MaySeeJobsOf(caller, event.project()) : event.job_id() == job_id;
         if (!wanted) continue;
         if (!writer->Write(event)) return Status::OK;
         last_write = absl::Now();

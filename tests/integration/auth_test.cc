@@ -11,9 +11,11 @@
 #include <grpcpp/grpcpp.h>
 
 #include <catch2/catch.hpp>
+#include <atomic>
 #include <future>
 #include <regex>
 #include <set>
+#include <thread>
 
 #include "common/auth/jwt_verifier.h"
 #include "jointcloud/v1/jobs.grpc.pb.h"
@@ -21,6 +23,7 @@
 #include "services/server/access_policy.h"
 #include "tests/testing/jwt_issuer.h"
 #include "tests/testing/process.h"
+#include "tests/testing/sse_client.h"
 #include "tests/testing/test_system.h"
 
 namespace {
@@ -426,6 +429,57 @@ TEST_CASE("jobs belong to a project: another project's job is 404, lists show on
   CHECK(a->status == 200);
   CHECK(b->status == 200);
   CHECK(json::parse(a->body)["data"]["jobId"] != json::parse(b->body)["data"]["jobId"]);
+}
+
+TEST_CASE("job event streams carry only the jobs of the caller's projects [C6][C8]", "[C6][C8]") {
+  AuthSystem s;
+  auto alice = s.UserClient("alice", "vision", "MEMBER");
+  auto bob = s.UserClient("bob", "speech", "MEMBER");
+  std::string alice_token = s.NewToken("alice");
+  json job = WaitingJob(s);
+  auto submit = [&](jc::testing::RestClient& as) {
+    jc::testing::RestReply created;
+    REQUIRE(jc::testing::WaitUntil([&] {
+      created = as.Post("/openapi/v1/trainjob", job);
+      return created.http_status == 200;
+    }));
+    return created.body["data"]["jobId"].get<std::string>();
+  };
+  std::string admins = submit(*s.rest);  // no project: an admin's own
+  std::string vision = submit(*alice);
+  std::string speech = submit(*bob);
+
+  // Alice's feed: the snapshot of what is not ended, then what happens (a stop), for
+  // vision only. Heartbeats each second end the read at its deadline.
+  std::atomic<bool> connected{false};
+  jc::testing::SseReply feed;
+  std::thread reader([&] {
+    feed = jc::testing::ReadSse(
+        s.app->rest_port(), alice_token, "/openapi/v1/trainjobs/events?heartbeatSeconds=1", "",
+        [&](const std::vector<jc::testing::SseEvent>& events) {
+          return std::any_of(events.begin(), events.end(), [](const auto& e) { return e.type == "ended"; });
+        },
+        std::chrono::seconds(20), &connected);
+  });
+  REQUIRE(jc::testing::WaitUntil([&] { return connected.load(); }));
+  REQUIRE(s.rest->Post("/openapi/v1/trainjob/" + admins + "/stop", json::object()).http_status == 200);
+  REQUIRE(bob->Post("/openapi/v1/trainjob/" + speech + "/stop", json::object()).http_status == 200);
+  REQUIRE(alice->Post("/openapi/v1/trainjob/" + vision + "/stop", json::object()).http_status == 200);
+  reader.join();
+  REQUIRE(feed.http_status == 200);
+  std::set<std::string> seen;
+  for (const auto& e : feed.events) seen.insert(e.data.value("jobId", ""));
+  CHECK(seen == std::set<std::string>{vision});
+  CHECK(feed.events.front().type == "snapshot");
+  CHECK(feed.events.back().type == "ended");
+
+  // Another project's job, or the admin's, is not found to her, as in a read.
+  auto theirs = jc::testing::ReadSse(s.app->rest_port(), alice_token, "/openapi/v1/trainjob/" + speech + "/events",
+                                     "", nullptr, std::chrono::seconds(10));
+  CHECK(theirs.http_status == 404);
+  auto admin_job = jc::testing::ReadSse(s.app->rest_port(), alice_token, "/openapi/v1/trainjob/" + admins + "/events",
+                                        "", nullptr, std::chrono::seconds(10));
+  CHECK(admin_job.http_status == 404);
 }
 
 TEST_CASE("a project's owners manage its members, and no other project's [C6]", "[C6]") {
