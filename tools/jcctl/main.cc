@@ -83,7 +83,7 @@ absl::StatusOr<ServerConfig> Resolve(const jc::jcctl::Invocation& inv, std::stri
 int main(int argc, char** argv) {
   std::vector<jc::jcctl::CommandSpec> commands = jc::jcctl::Commands();
   // Completion is generated from the table, so it is a command only here.
-  commands.push_back({{"completion"}, "bash|zsh", "A shell completion script: source <(jcctl completion bash)", {}, 1, 1,
+  commands.push_back({{"completion"}, "SHELL", "A completion script for SHELL, bash or zsh: source <(jcctl completion bash)", {}, 1, 1,
                       nullptr});
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.size() == 1 && args[0] == "--version") args[0] = "version";
