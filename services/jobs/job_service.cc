@@ -8,6 +8,7 @@
 #include "common/timestamp.h"
 #include "jointcloud/v1/jobs.grpc.pb.h"
 #include "services/jobs/job_access.h"
+#include "services/jobs/status_policy.h"
 
 namespace jc::jobs {
 namespace {
@@ -99,7 +100,7 @@ class JobService final : public v1::JobService::Service {
       auto job = m_->Get(job_id);
       if (!job.ok()) return ToGrpcStatus(job.status());
       if (absl::Status s = CheckJobAccess(caller, *job, auth::ProjectRole::kViewer); !s.ok()) return ToGrpcStatus(s);
-      ended = job->status() == "completed" || job->status() == "failed";
+      ended = job->status() == kCompleted || job->status() == kFailed;
     }
     JobEvents& events = m_->events();
     uint64_t since = req->since_revision();
@@ -117,7 +118,7 @@ class JobService final : public v1::JobService::Service {
       since = *last;
       absl::Status listed = Snapshot(caller, job_id, since, &batch);
       if (!listed.ok()) return ToGrpcStatus(listed);
-      if (!job_id.empty() && !batch.empty()) ended = batch[0].status() == "completed" || batch[0].status() == "failed";
+      if (!job_id.empty() && !batch.empty()) ended = batch[0].status() == kCompleted || batch[0].status() == kFailed;
     }
     // Headers go out now: a REST gateway in front knows the watch was accepted.
     ctx->AddInitialMetadata("jc-watch", "accepted");
@@ -175,7 +176,7 @@ class JobService final : public v1::JobService::Service {
       add(*job);
       return absl::OkStatus();
     }
-    for (const char* status : {"pending", "running"}) {
+    for (const char* status : {kPending, kRunning}) {
       v1::ListTrainJobsRequest page;
       page.set_status(status);
       page.set_page_size(1000);
