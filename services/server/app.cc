@@ -1,6 +1,7 @@
 #include "services/server/app.h"
 
 #include <fcntl.h>
+#include <stdlib.h>
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
@@ -294,10 +295,12 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
 
 absl::Status App::Bootstrap() {
   // The token is written to a temporary file first, so a store that bootstraps always
-  // leaves a token someone can read.
+  // leaves a token someone can read. The file is this process's own: processes that
+  // start together on one empty store may share the token's path (a compose volume), and
+  // the one that loses the race to create the admin removes only its own file.
   const std::string& path = options_.auth.bootstrap_token_file;
-  std::string temp = path + ".new";
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  std::string temp = path + ".new-XXXXXX";
+  int fd = ::mkstemp(temp.data());  // mode 0600
   if (fd < 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot write the admin token file ", temp, ": ", std::strerror(errno)));

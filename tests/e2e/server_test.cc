@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
+#include "tests/testing/own_postgres.h"
 #include "tests/testing/process.h"
 #include "tests/testing/rest_client.h"
 #include "tests/testing/test_store.h"
@@ -111,6 +112,53 @@ TEST_CASE("services run as separate processes talking gRPC over the network", "[
   backend.Signal(SIGTERM);
   REQUIRE(backend.Wait().has_value());
   CHECK(jc::testing::WaitUntil([&] { return rest.Get("/readyz").http_status == 503; }));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("servers started together on one empty store leave exactly one admin token that works", "[C6][C3]") {
+  // As in the compose stack: every process that opens the store may create the first
+  // admin, and they share the token's path.
+  // They share a PostgreSQL (the embedded store is one process's): the suite's, or one of
+  // this test's own on the embedded-store run.
+  std::string dir = TempDir("bootstrap-race");
+  auto store = StoreFlags(dir);
+  std::unique_ptr<jc::testing::OwnPostgres> own;
+  if (jc::testing::TestStoreBackend() != "postgres") {
+    own = std::make_unique<jc::testing::OwnPostgres>(dir + "/pg");
+    REQUIRE(!own->uri().empty());
+    store = {"--store=" + own->uri(), "--admin_token_file=" + dir + "/admin.token"};
+  }
+  std::vector<std::unique_ptr<Process>> servers;
+  for (int i = 0; i < 4; ++i) {
+    servers.push_back(std::make_unique<Process>(ServerArgs(store, {}),
+                                                dir + "/server" + std::to_string(i) + ".log"));
+  }
+  std::vector<int> ports;
+  for (auto& s : servers) {
+    auto port = s->WaitForLog(R"(rest listening on http://127\.0\.0\.1:(\d+))");
+    INFO(s->Log());
+    REQUIRE(port.has_value());
+    ports.push_back(std::stoi(*port));
+  }
+  std::string token = jc::testing::AdminToken(dir + "/admin.token");
+  REQUIRE(!token.empty());
+  int created = 0;
+  for (auto& s : servers) {
+    CHECK(s->Log().find("could not be written") == std::string::npos);
+    if (s->Log().find("first start: created the federation admin") != std::string::npos) ++created;
+  }
+  CHECK(created == 1);
+  for (int port : ports) {
+    jc::testing::RestClient rest(port, token);
+    CHECK(rest.Get("/openapi/v1/whoami").http_status == 200);
+  }
+  int leftovers = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().filename().string().rfind("admin.token.new", 0) == 0) ++leftovers;
+  }
+  CHECK(leftovers == 0);
+  servers.clear();
+  own.reset();
   std::filesystem::remove_all(dir);
 }
 
