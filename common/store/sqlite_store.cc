@@ -203,9 +203,11 @@ absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) 
     return s;
   }
   // WAL lets readers of other processes (sqlite3 CLI) look while we write; FULL sync
-  // makes every acknowledged commit survive power loss, not just a process crash.
-  for (const char* pragma : {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL",
-                             "PRAGMA foreign_keys=ON", "PRAGMA busy_timeout=5000"}) {
+  // makes every acknowledged commit survive power loss, not just a process crash. The
+  // busy timeout comes first: switching to WAL takes the database's lock, which another
+  // process opening it at the same moment may hold for a few milliseconds.
+  for (const char* pragma : {"PRAGMA busy_timeout=5000", "PRAGMA journal_mode=WAL", "PRAGMA synchronous=FULL",
+                             "PRAGMA foreign_keys=ON"}) {
     rc = sqlite3_exec(db, pragma, nullptr, nullptr, nullptr);
     if (rc != SQLITE_OK) {
       absl::Status s = SqliteError(db, rc, pragma);

@@ -52,6 +52,8 @@ inline ServerProcess StartServerProcess(const std::string& binary, const std::st
   INFO(s.process->Log());
   REQUIRE(rest.has_value());
   REQUIRE(grpc.has_value());
+  // Ready: the job manager leads (before that, creates answer 503 with Retry-After).
+  REQUIRE(s.process->WaitForLog("jointcloud ready").has_value());
   s.rest_port = std::stoi(*rest);
   s.grpc_port = std::stoi(*grpc);
   return s;
