@@ -40,15 +40,15 @@ TEST_CASE("the operator console shows centers, the queue, jobs with placements a
   std::filesystem::create_directories(shots);
   int adapter_port_number = 0;
   auto adapter = jc::testing::StartLocalAdapterProcess(JC_ADAPTER_LOCAL, dir, "beijing", 4, &adapter_port_number);
-  auto adapter_port = std::make_optional(std::to_string(adapter_port_number));
+  const std::string adapter_address = "127.0.0.1:" + std::to_string(adapter_port_number);
   auto started = jc::testing::StartServerProcess(JC_SERVER_BINARY, dir, "e2e_console", "server.log");
   auto& server = *started.process;
-  auto port = std::make_optional(std::to_string(started.rest_port));
+  const std::string port = std::to_string(started.rest_port);
   std::string token = jc::testing::AdminToken(dir + "/admin.token");
-  jc::testing::RestClient rest(std::stoi(*port), token);
+  jc::testing::RestClient rest(started.rest_port, token);
 
   // Two centers on the map: Beijing runs jobs, Shanghai has no adapter answering.
-  REQUIRE(jc::testing::AddCenterWithSpec(rest, "beijing", "127.0.0.1:" + *adapter_port, 4, 4096, "256Mi"));
+  REQUIRE(jc::testing::AddCenterWithSpec(rest, "beijing", adapter_address, 4, 4096, "256Mi"));
   REQUIRE(rest.Send("PATCH", "/openapi/v1/centers/beijing", json{{"geometry", {116.4, 39.9}}, {"name", "Beijing AI"}}.dump())
               .http_status == 200);
   REQUIRE(rest.Post("/openapi/v1/centers", {{"ai_center_id", "shanghai"},
@@ -84,7 +84,7 @@ TEST_CASE("the operator console shows centers, the queue, jobs with placements a
       },
       std::chrono::seconds(60)));
 
-  std::string base = "http://127.0.0.1:" + *port + "/ui/";
+  std::string base = "http://127.0.0.1:" + port + "/ui/";
   auto page = [&](const std::string& hash) { return base + "#/" + hash + (hash.find('?') == std::string::npos ? "?" : "&") + "token=" + token; };
 
   {  // centers: a table with status and usage, and a map by geometry
@@ -134,7 +134,7 @@ TEST_CASE("the operator console shows centers, the queue, jobs with placements a
     CHECK_THAT(dom, !Catch::Contains("Beijing AI"));
   }
   {  // the files are served by the gateway itself
-    httplib::Client http("127.0.0.1", std::stoi(*port));
+    httplib::Client http("127.0.0.1", started.rest_port);
     auto js = http.Get("/ui/console.js");
     REQUIRE(js);
     CHECK(js->status == 200);

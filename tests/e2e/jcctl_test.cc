@@ -106,25 +106,25 @@ TEST_CASE("jcctl runs a job from a YAML file to its end against a real control p
   std::string dir = TempDir();
   int adapter_port_number = 0;
   auto adapter = jc::testing::StartLocalAdapterProcess(JC_ADAPTER_LOCAL, dir, "local", 4, &adapter_port_number);
-  auto adapter_port = std::make_optional(std::to_string(adapter_port_number));
+  const std::string adapter_address = "127.0.0.1:" + std::to_string(adapter_port_number);
   auto started = jc::testing::StartServerProcess(JC_SERVER_BINARY, dir, "e2e_jcctl", "server.log");
   auto& server = *started.process;
-  auto port = std::make_optional(std::to_string(started.rest_port));
+  const std::string port = std::to_string(started.rest_port);
   std::string token = jc::testing::AdminToken(dir + "/admin.token");
-  jc::testing::RestClient rest(std::stoi(*port), token);
-  REQUIRE(jc::testing::AddCenterWithSpec(rest, "local", "127.0.0.1:" + *adapter_port, 4, 4096, "256Mi"));
+  jc::testing::RestClient rest(started.rest_port, token);
+  REQUIRE(jc::testing::AddCenterWithSpec(rest, "local", adapter_address, 4, 4096, "256Mi"));
 
   // Address and token from a config file, then from the environment.
   std::filesystem::create_directories(dir + "/.config/jcctl");
   Write(dir + "/token", token + "\n");
-  Write(dir + "/.config/jcctl/config.yaml", "server: 127.0.0.1:" + *port + "\ntoken_file: ~/token\n");
+  Write(dir + "/.config/jcctl/config.yaml", "server: 127.0.0.1:" + port + "\ntoken_file: ~/token\n");
   Ran centers = Jcctl(dir, {"center", "list"});
   INFO(centers.err);
   REQUIRE(centers.code == 0);
   CHECK_THAT(centers.out, Catch::StartsWith("CENTER"));
   CHECK_THAT(centers.out, Catch::Contains("local"));
   std::filesystem::remove(dir + "/.config/jcctl/config.yaml");
-  std::vector<std::string> env{"JCCTL_SERVER=http://127.0.0.1:" + *port, "JCCTL_TOKEN=" + token};
+  std::vector<std::string> env{"JCCTL_SERVER=http://127.0.0.1:" + port, "JCCTL_TOKEN=" + token};
   CHECK(Jcctl(dir, {"center", "list"}).code == 3);  // no config, no env: the default address has no server
 
   Ran specs = Jcctl(dir, {"spec", "list"}, env);

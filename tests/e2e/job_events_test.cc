@@ -70,12 +70,12 @@ TEST_CASE("job events stream over SSE and gRPC and resume from their cursor afte
   std::string dir = TempDir("stream");
   int adapter_port_number = 0;
   auto adapter = jc::testing::StartLocalAdapterProcess(JC_ADAPTER_LOCAL, dir, "local", 4, &adapter_port_number);
-  auto adapter_port = std::make_optional(std::to_string(adapter_port_number));
+  const std::string adapter_address = "127.0.0.1:" + std::to_string(adapter_port_number);
 
   Server server = StartServer(dir, "e2e_events", "server1.log");
   std::string token = jc::testing::AdminToken(dir + "/admin.token");
   jc::testing::RestClient rest(server.rest_port, token);
-  REQUIRE(jc::testing::AddCenterWithSpec(rest, "local", "127.0.0.1:" + *adapter_port, 4, 4096, "256Mi"));
+  REQUIRE(jc::testing::AddCenterWithSpec(rest, "local", adapter_address, 4, 4096, "256Mi"));
 
   // The feed of every job: connected (its first heartbeat came) before the job exists.
   std::atomic<bool> connected{false};
