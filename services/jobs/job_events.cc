@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -77,6 +79,20 @@ std::optional<v1::TrainJobEvent> EventOf(const v1::JobRecord* before, const v1::
   return e;
 }
 
+std::string EncodeEvent(const v1::TrainJobEvent& event) {
+  return absl::Base64Escape(event.SerializeAsString());
+}
+
+absl::StatusOr<v1::TrainJobEvent> DecodeEvent(const std::optional<std::string>& column) {
+  if (column.has_value() && absl::StartsWith(*column, "{")) return store::DecodeDoc<v1::TrainJobEvent>(column);
+  std::string bytes;
+  v1::TrainJobEvent event;
+  if (!column.has_value() || !absl::Base64Unescape(*column, &bytes) || !event.ParseFromString(bytes)) {
+    return absl::DataLossError("a stored job event is neither base64 protobuf nor JSON");
+  }
+  return event;
+}
+
 JobEvents::JobEvents(store::Store* store, JobEventsOptions options)
     : store_(store), options_(Clamped(options)), log_(options_.memory_window) {}
 
@@ -97,7 +113,7 @@ absl::StatusOr<std::vector<v1::TrainJobEvent>> JobEvents::ReadStore(uint64_t sin
   std::vector<v1::TrainJobEvent> out;
   out.reserve(rows.size());
   for (const auto& row : rows) {
-    JC_ASSIGN_OR_RETURN(auto event, store::DecodeDoc<v1::TrainJobEvent>(row[0]));
+    JC_ASSIGN_OR_RETURN(auto event, DecodeEvent(row[0]));
     out.push_back(std::move(event));
   }
   return out;

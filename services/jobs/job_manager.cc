@@ -338,9 +338,7 @@ void JobManager::Flush() {
   }
   for (auto& e : burst_.events) {
     e.set_revision(events_.Take());
-    absl::StatusOr<std::string> doc = store::EncodeDoc(e);
-    if (!doc.ok()) return StepDown(absl::StrCat("encoding an event of job ", e.job_id(), " failed: ", doc.status().message()));
-    writes.events.push_back({static_cast<int64_t>(e.revision()), e.job_id(), std::move(*doc)});
+    writes.events.push_back({static_cast<int64_t>(e.revision()), e.job_id(), EncodeEvent(e)});
   }
   // A cursor rides along with the jobs its events changed; alone, it is written at most
   // once a second (events replayed after a restart change nothing twice).
@@ -365,13 +363,9 @@ void JobManager::Flush() {
     }
     c.event = *EventOf(nullptr, r, event_time);
     c.event.set_revision(events_.Take());
-    absl::StatusOr<std::string> event_doc = store::EncodeDoc(c.event);
-    if (!event_doc.ok()) {
-      return StepDown(absl::StrCat("encoding an event of job ", r.job_id(), " failed: ", event_doc.status().message()));
-    }
     writes.inserts.push_back({r.job_id(), r.seq(), r.request().user_name(), r.request().project(), r.status(),
                               r.request().idempotency_key(), c.job.version, std::move(*doc), std::move(audit_row),
-                              {static_cast<int64_t>(c.event.revision()), r.job_id(), std::move(*event_doc)}});
+                              {static_cast<int64_t>(c.event.revision()), r.job_id(), EncodeEvent(c.event)}});
   }
   writes.prune_events_below = events_.PruneBelow();
   writes.cursors = burst_.cursors;

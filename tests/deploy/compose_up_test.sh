@@ -21,7 +21,14 @@ cleanup() {
   [[ -n "$checker_pid" ]] && kill "$checker_pid" 2>/dev/null
   if [[ -n "$service_pid" ]]; then
     compose logs --no-color >"$work/stack.log" 2>&1
-    [[ "${failed:-0}" == 1 ]] && tail -n 80 "$work/stack.log"
+    if [[ "${failed:-0}" == 1 ]]; then
+      # What explains a failure first: containers that exited or restarted, and every
+      # warning or error the services logged (the whole log is kept for reading).
+      podman ps -a --format '{{.Names}} {{.Status}} restarts={{.Restarts}}' 2>/dev/null | grep "$project" || true
+      grep -E '^[a-z0-9_-]+ +\| .* [WEF] \[' "$work/stack.log" | tail -n 60
+      kept="/tmp/jc-compose-failed.$$.log"
+      cp "$work/stack.log" "$kept" && echo "the stack's whole log: $kept"
+    fi
     compose down -v >/dev/null 2>&1
     podman network rm -f "${project}_default" >/dev/null 2>&1
     kill "$service_pid" 2>/dev/null

@@ -190,6 +190,14 @@ TEST_CASE("jcctl runs a job from a YAML file to its end against a real control p
   Ran failing = Jcctl(dir, {"job", "submit", "-f", dir + "/fails.json"}, env);
   REQUIRE(failing.code == 0);
   std::string failed_job = failing.out.substr(4, failing.out.find(" submitted") - 4);
+  // A submit retried with its idempotency key answers with the job it first made.
+  Ran keyed = Jcctl(dir, {"job", "submit", "-q", "-f", dir + "/fails.json", "--idempotency_key", "retry-me"}, env);
+  INFO(keyed.err);
+  REQUIRE(keyed.code == 0);
+  Ran again = Jcctl(dir, {"job", "submit", "-q", "-f", dir + "/fails.json", "--idempotency_key", "retry-me"}, env);
+  CHECK(again.code == 0);
+  CHECK(again.out == keyed.out);
+  CHECK(keyed.out != failing.out.substr(4, failing.out.find(" submitted") - 4) + "\n");
   Ran watch_failed = Jcctl(dir, {"job", "watch", failed_job}, env);
   INFO(watch_failed.out);
   CHECK(watch_failed.code == 1);

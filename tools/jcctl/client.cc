@@ -94,13 +94,15 @@ absl::Status Client::Unreachable(int error) const {
       absl::StrCat("cannot reach the server at ", url_, ": ", httplib::to_string(static_cast<httplib::Error>(error))));
 }
 
-absl::StatusOr<json> Client::Call(const std::string& method, const std::string& path, const json* body) {
+absl::StatusOr<json> Client::Call(const std::string& method, const std::string& path, const json* body,
+                                  const std::vector<std::pair<std::string, std::string>>& extra_headers) {
   std::string payload = body != nullptr ? body->dump() : "";
-  httplib::Result res = method == "GET"      ? http_->Get(path.c_str())
-                        : method == "DELETE" ? http_->Delete(path.c_str())
-                        : method == "PUT"    ? http_->Put(path.c_str(), payload, "application/json")
-                        : method == "PATCH"  ? http_->Patch(path.c_str(), payload, "application/json")
-                                             : http_->Post(path.c_str(), payload.empty() ? "{}" : payload,
+  httplib::Headers headers(extra_headers.begin(), extra_headers.end());
+  httplib::Result res = method == "GET"      ? http_->Get(path, headers)
+                        : method == "DELETE" ? http_->Delete(path, headers)
+                        : method == "PUT"    ? http_->Put(path, headers, payload, "application/json")
+                        : method == "PATCH"  ? http_->Patch(path, headers, payload, "application/json")
+                                             : http_->Post(path, headers, payload.empty() ? "{}" : payload,
                                                            "application/json");
   if (!res) return Unreachable(static_cast<int>(res.error()));
   if (res->status != 200) return EnvelopeError(res->status, res->body);

@@ -6,6 +6,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -35,7 +37,8 @@ class Client {
   // The envelope's data of a JSON call; the envelope's error otherwise, or Unavailable
   // when the server cannot be reached.
   absl::StatusOr<nlohmann::json> Call(const std::string& method, const std::string& path,
-                                      const nlohmann::json* body = nullptr);
+                                      const nlohmann::json* body = nullptr,
+                                      const std::vector<std::pair<std::string, std::string>>& headers = {});
   // A plain-text answer (a log).
   absl::StatusOr<std::string> Text(const std::string& path);
   // Follows a Server-Sent Events stream: `on_event(id, type, data)` for each event until it

@@ -270,7 +270,9 @@ std::string DescribePlacement(const json& p) {
 int SubmitJob(Context& ctx, Client* client, const Invocation& inv) {
   auto doc = ReadDocument(inv.Get("file"));
   if (!doc.ok()) return ctx.Fail(doc.status());
-  auto created = client->Call("POST", "/openapi/v1/trainjob", &*doc);
+  std::vector<std::pair<std::string, std::string>> headers;
+  if (inv.Has("idempotency_key")) headers.emplace_back("Idempotency-Key", inv.Get("idempotency_key"));
+  auto created = client->Call("POST", "/openapi/v1/trainjob", &*doc, headers);
   if (!created.ok()) return ctx.Fail(created.status());
   if (inv.Has("quiet")) {
     ctx.out() << created->value("jobId", "") << "\n";  // for job=$(jcctl job submit -q ...)
@@ -508,7 +510,11 @@ std::vector<CommandSpec> Commands() {
                })});
 
   c.push_back({{"job", "submit"}, "", "Submit a training job from a file (the body of POST /openapi/v1/trainjob)",
-               {kFile, {"quiet", 'q', false, "print only the job id"}}, 0, 0, WithClient(SubmitJob)});
+               {kFile,
+                {"quiet", 'q', false, "print only the job id"},
+                {"idempotency_key", 0, true,
+                 "a key of yours: submitting again with it (a retry after an error) returns the job it first made"}},
+               0, 0, WithClient(SubmitJob)});
   c.push_back({{"job", "list"}, "", "List jobs",
                ListFlags({{"status", 0, true, "pending, running, completed or failed"},
                           {"project", 0, true, "only this project's jobs"},

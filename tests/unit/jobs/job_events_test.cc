@@ -86,3 +86,22 @@ TEST_CASE("reaching completed or failed is ENDED, and a change nobody sees is no
   reason.set_waiting_reason("no center has 8 GPUs free");
   CHECK_FALSE(EventOf(&waiting, reason, absl::Now()).has_value());
 }
+
+TEST_CASE("a stored event reads back as written, and so do rows stored as JSON before", "[C8]") {
+  auto e = EventOf(nullptr, Job(2), absl::FromUnixSeconds(100));
+  REQUIRE(e.has_value());
+  e->set_revision(42);
+  e->set_status_reason("quotes \" and a newline\n, 中文");
+  auto back = jc::jobs::DecodeEvent(jc::jobs::EncodeEvent(*e));
+  REQUIRE(back.ok());
+  CHECK(back->DebugString() == e->DebugString());
+
+  auto json = jc::jobs::DecodeEvent(std::string(R"({"revision":"7","type":"ENDED","job_id":"job-9","status":"failed"})"));
+  REQUIRE(json.ok());
+  CHECK(json->revision() == 7);
+  CHECK(json->type() == v1::TrainJobEvent::ENDED);
+  CHECK(json->job_id() == "job-9");
+
+  CHECK(jc::jobs::DecodeEvent(std::string("not base64 !")).status().code() == absl::StatusCode::kDataLoss);
+  CHECK(jc::jobs::DecodeEvent(std::nullopt).status().code() == absl::StatusCode::kDataLoss);
+}
