@@ -36,8 +36,8 @@ std::string PhaseName(v1::ReplicaRecord::State state);
 
 // An event as a row of job_events stores it: the message's protobuf encoding, base64 (the
 // column is text). Not the JSON of the resources' documents: events are a log only the
-// server reads back, and the JSON printer's fixed cost per message, paid twice per job,
-// took a seventh of the job path's throughput (docs/benchmarks.md).
+// server reads back, and the JSON printer's fixed cost per message was paid twice per job
+// (docs/benchmarks.md, ADR 0002).
 std::string EncodeEvent(const v1::TrainJobEvent& event);
 // Reads a row back; a JSON document is read too (the rows written before the encoding
 // changed). DataLoss when it is neither.
