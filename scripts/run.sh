@@ -15,8 +15,15 @@ args=()
 for a in "$@"; do
   if [[ "$a" == "--no-demo-center" ]]; then demo=0; else args+=("$a"); fi
 done
+if [[ ! -x "$build/services/server/jointcloud" ]]; then
+  # Measured from a bare Debian 12 root on 2 cores: 6.3 minutes to a served API, apt
+  # included (docs/benchmarks.md, "First start").
+  echo "run: first start: installs the Debian packages that are missing, then builds the server, nexec,"
+  echo "     the adapters and jcctl (244 steps): about 6 minutes on 2 cores, less on more. Later starts"
+  echo "     rebuild only what changed; the tests, benchmarks and fuzzers are scripts/test.sh's to build."
+fi
 "$root/scripts/setup.sh"
-"$root/scripts/build.sh"
+"$root/scripts/build.sh" --run
 mkdir -p "$root/data"
 
 if [[ $demo -eq 0 ]]; then

@@ -6,11 +6,27 @@
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="${JC_BUILD_DIR:-$root/build}"
-start=$(date +%s)
 
-"$root/scripts/setup.sh" --test --slurm || exit 1
-"$root/scripts/build.sh" || exit 1
-built=$(date +%s)
+# How long each stage took, printed at the end (CI has 90 minutes for all of it).
+stages=()
+stage_start=$(date +%s)
+stage_done() {  # NAME: the stage that just ended
+  local now
+  now=$(date +%s)
+  stages+=("$(printf '%-22s %6ss  (%s)' "$1" $((now - stage_start)) "$(date -u -d @$((now - stage_start)) +%H:%M:%S)")")
+  stage_start=$now
+}
+print_stages() {
+  echo "test: stage times"
+  local line
+  for line in "${stages[@]}"; do echo "  $line"; done
+}
+run_start=$stage_start
+
+"$root/scripts/setup.sh" --test --slurm || { stage_done "setup (FAILED)"; print_stages; exit 1; }
+stage_done setup
+"$root/scripts/build.sh" || { stage_done "build (FAILED)"; print_stages; exit 1; }
+stage_done build
 
 pgdir=$(mktemp -d /tmp/jc-pg.XXXXXX)
 slurmdir=$(mktemp -d /tmp/jc-slurm.XXXXXX)
@@ -54,8 +70,11 @@ run_suite() {
   passed=$((passed + total - fails))
   failed=$((failed + fails))
 }
+stage_done "start PostgreSQL, Slurm"
 run_suite sqlite
+stage_done "tests (SQLite)"
 run_suite postgres
+stage_done "tests (PostgreSQL)"
 
 # Every parser of outside input under libFuzzer for a few seconds each (a clang build of
 # just the harnesses, in build-fuzz/); a crash fails the run and prints its input.
@@ -66,7 +85,8 @@ else
   failed=$((failed + 1))
 fi
 
-end=$(date +%s)
-echo "test: build $((built - start))s, tests $((end - built))s"
+stage_done "fuzzing (build + run)"
+stages+=("$(printf '%-22s %6ss' total $(($(date +%s) - run_start)))")
+print_stages
 echo "${passed} passed, ${failed} failed"
 [[ $failed -eq 0 ]]

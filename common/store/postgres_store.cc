@@ -223,10 +223,16 @@ absl::StatusOr<std::unique_ptr<Store>> OpenPostgresStore(const std::string& uri,
   if (!schema.empty()) {
     try {
       pqxx::connection conn(uri);
-      pqxx::nontransaction n(conn);
-      n.exec("CREATE SCHEMA IF NOT EXISTS " + n.quote_name(schema));
+      // Processes that start together on one database race in CREATE SCHEMA IF NOT
+      // EXISTS: the loser fails on pg_namespace's unique index instead of finding the
+      // schema. The migrations' advisory lock (schema.cc) makes them take turns.
+      pqxx::work w(conn);
+      w.exec("SELECT pg_advisory_xact_lock(74120001)");
+      w.exec("CREATE SCHEMA IF NOT EXISTS " + w.quote_name(schema));
+      w.commit();
     } catch (const std::exception& e) {
-      return absl::UnavailableError(absl::StrCat("cannot connect to PostgreSQL: ", e.what()));
+      return absl::UnavailableError(
+          absl::StrCat("cannot create schema ", schema, " in PostgreSQL: ", e.what()));
     }
   }
   auto store = std::make_unique<PostgresStore>(uri, schema, pool_size);

@@ -43,6 +43,14 @@ fail() { failed=1; echo "FAIL: $*"; exit 1; }
 for tool in podman docker-compose runc; do
   command -v "$tool" >/dev/null || fail "$tool is not installed (scripts/setup.sh --test)"
 done
+# Services find each other by container name, which takes podman's netavark backend with
+# aardvark-dns: under CNI (podman's choice when netavark is missing, and kept afterwards in
+# its storage) names do not resolve and every service retries for minutes. Named above in
+# containers.conf so a machine that first ran podman with CNI still gets netavark.
+for helper in netavark aardvark-dns; do
+  [[ -x /usr/lib/podman/$helper ]] ||
+    fail "/usr/lib/podman/$helper is missing: containers could not resolve each other's names (apt-get install netavark aardvark-dns, or scripts/setup.sh --test)"
+done
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 
 "$root/deploy/image/build.sh" "$build" "$image" --postgres
@@ -63,6 +71,8 @@ cat >"$work/containers.conf" <<CONF
 default_ulimits = ["nofile=$nofile:$nofile", "nproc=$nproc:$nproc"]
 [engine]
 runtime = "runc"
+[network]
+network_backend = "netavark"
 CONF
 CONTAINERS_CONF="$work/containers.conf" podman system service --time=0 "unix://$work/podman.sock" \
   >"$work/podman-service.log" 2>&1 &
@@ -75,7 +85,22 @@ for _ in $(seq 1 100); do [[ -S "$work/podman.sock" ]] && break; sleep 0.1; done
    for c in $(podman ps -q --filter health=starting 2>/dev/null); do podman healthcheck run "$c" >/dev/null 2>&1 || true; done
  done) &
 checker_pid=$!
-compose up -d postgres registry catalog datamon scheduler gateway demo-center >"$work/up.log" 2>&1 ||
+compose up -d postgres >"$work/up.log" 2>&1 || { cat "$work/up.log"; fail "docker-compose up postgres failed"; }
+# Fail fast, and say why, when a container cannot resolve another's name (otherwise every
+# service logs "could not translate host name" until the readiness wait below runs out).
+resolved=""
+for _ in $(seq 1 15); do
+  if compose run --rm -T --no-deps --entrypoint getent demo hosts postgres >"$work/dns.log" 2>&1; then
+    resolved=1; break
+  fi
+  sleep 1
+done
+if [[ -z "$resolved" ]]; then
+  cat "$work/dns.log"
+  fail "a container on the stack's network cannot resolve the name 'postgres' (podman's network backend: $(CONTAINERS_CONF="$work/containers.conf" podman info --format '{{.Host.NetworkBackend}}' 2>/dev/null); container-name DNS needs netavark and aardvark-dns, which scripts/setup.sh --test installs)"
+fi
+echo "ok: containers resolve each other's names ($(tr -s ' ' <"$work/dns.log" | head -n 1))"
+compose up -d registry catalog datamon scheduler gateway demo-center >>"$work/up.log" 2>&1 ||
   { cat "$work/up.log"; fail "docker-compose up failed"; }
 ready=""
 for _ in $(seq 1 600); do

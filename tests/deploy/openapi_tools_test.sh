@@ -11,10 +11,15 @@ work=$3
 tools="$work/tools"
 mkdir -p "$tools"
 command -v npm >/dev/null || { echo "FAIL: npm is not installed (scripts/setup.sh --test installs it)" >&2; exit 1; }
+# One install at a time: two suites sharing a build tree (both stores at once) would
+# otherwise both run npm ci into one node_modules and break each other's.
+exec 9>"$work/tools.lock"
+flock 9
 if ! cmp -s "$src/tests/openapi/package-lock.json" "$tools/package-lock.json" || [[ ! -x "$tools/node_modules/.bin/redocly" ]]; then
   cp "$src/tests/openapi/package.json" "$src/tests/openapi/package-lock.json" "$tools/"
   (cd "$tools" && npm ci --no-audit --no-fund --loglevel=error) || { echo "FAIL: npm ci of the OpenAPI tools failed" >&2; exit 1; }
 fi
+flock -u 9
 
 run=$(mktemp -d /tmp/jc-openapi.XXXXXX)
 server_pid=""
@@ -27,9 +32,10 @@ trap cleanup EXIT
   --data_dir="$run/data" --admin_token_file="$run/admin.token" > "$run/server.log" 2>&1 &
 server_pid=$!
 port=""
-for _ in $(seq 1 100); do
+for _ in $(seq 1 600); do
   port=$(grep -oE 'rest listening on http://127\.0\.0\.1:[0-9]+' "$run/server.log" | grep -oE '[0-9]+$' || true)
   [[ -n "$port" ]] && break
+  kill -0 "$server_pid" 2>/dev/null || break
   sleep 0.1
 done
 [[ -n "$port" ]] || { echo "FAIL: the server did not start" >&2; cat "$run/server.log" >&2; exit 1; }
