@@ -51,8 +51,9 @@ for _ in $(seq 1 300); do
   sleep 0.1
 done
 curl -sf "127.0.0.1:$port/readyz" >/dev/null || { podman logs "$container"; echo "FAIL: the container's server is not ready"; exit 1; }
-curl -sf "127.0.0.1:$port/ui/" | grep -q '<title>Jointcloud console</title>' || { echo "FAIL: no console in the container"; exit 1; }
-podman logs "$container" 2>&1 | grep -q "first start: created the federation admin" || { podman logs "$container"; echo "FAIL: no admin created"; exit 1; }
+# Read whole before matching: under pipefail, grep -q leaving early fails the writer.
+grep -q '<title>Jointcloud console</title>' <<<"$(curl -sf "127.0.0.1:$port/ui/")" || { echo "FAIL: no console in the container"; exit 1; }
+grep -q "first start: created the federation admin" <<<"$(podman logs "$container" 2>&1)" || { podman logs "$container"; echo "FAIL: no admin created"; exit 1; }
 podman stop -t 10 "$container" >/dev/null
 code=$(podman inspect "$container" --format '{{.State.ExitCode}}')
 [[ "$code" == 0 ]] || { podman logs "$container"; echo "FAIL: the container's server exited $code on SIGTERM"; exit 1; }

@@ -44,7 +44,7 @@ done
 [[ -s "$work/admin.token" ]] || { cat "$work/server.log"; echo "FAIL: no admin token was written"; exit 1; }
 export JC_TOKEN
 JC_TOKEN=$(cat "$work/admin.token")
-command curl -s "127.0.0.1:$port/openapi/v1/centers" | grep -q '"code":"UNAUTHENTICATED"' || {
+grep -q '"code":"UNAUTHENTICATED"' <<<"$(command curl -s "127.0.0.1:$port/openapi/v1/centers")" || {
   echo "FAIL: a request without a token was not refused"; exit 1; }
 "$root/scripts/demo-center.sh" register "http://127.0.0.1:$port" "$adapter" || { echo "FAIL: register"; exit 1; }
 
@@ -115,5 +115,5 @@ check_jcctl 'ended  completed' "jcctl job watch did not see the job complete"
 check_jcctl 'hello from replica 1' "jcctl job logs did not print the log"
 check_jcctl 'hello-jcctl' "jcctl job list does not show the job"
 echo "ok: the README's jcctl block ran a job to completion"
-command curl -sf "127.0.0.1:$port/ui/" | grep -q '<title>Jointcloud console</title>' || { echo "FAIL: no console at /ui/"; exit 1; }
+grep -q '<title>Jointcloud console</title>' <<<"$(command curl -sf "127.0.0.1:$port/ui/")" || { echo "FAIL: no console at /ui/"; exit 1; }
 echo "ok: the console is served at /ui/"

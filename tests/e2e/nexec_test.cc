@@ -248,6 +248,26 @@ char ProcState(int pid) {
 
 bool Gone(int pid) { return kill(pid, 0) != 0 || ProcState(pid) == 'Z'; }
 
+// Whether a task's process is stopped as a user means it: in state T, or a shell blocked
+// in vfork (state D) on a child that was stopped before it could exec, which cannot run
+// either (seen under load: `sh` waiting in D on a stopped `sh` about to become `sleep`).
+// The agent counts a group stopped the same way (TaskRunner::Suspend).
+bool Stopped(int pid) {
+  const char state = ProcState(pid);
+  if (state == 'T') return true;
+  if (state != 'D') return false;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::string stat = ReadFile(entry.path().string() + "/stat");
+    auto p = stat.rfind(')');
+    if (p == std::string::npos || p + 2 >= stat.size()) continue;
+    std::istringstream fields(stat.substr(p + 2));
+    std::string child_state, parent;
+    fields >> child_state >> parent;
+    if (parent == std::to_string(pid) && child_state == "T") return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("a three-section job runs across three agents and sees its GPUs and hosts",
@@ -330,7 +350,7 @@ TEST_CASE("suspend stops the job's processes, resume continues them, kill ends t
 
   REQUIRE(c.Cli({"suspend", std::to_string(id)}).code == 0);
   CHECK(c.Job(id)["state"] == "SUSPENDED");
-  CHECK(WaitUntil([&] { return ProcState(pid) == 'T'; }));
+  CHECK(WaitUntil([&] { return Stopped(pid); }));
   std::string frozen = ReadFile(count);
   // Per-task usage reaches /metrics through the heartbeats.
   httplib::Client http("127.0.0.1", c.metrics_port());
@@ -530,7 +550,7 @@ TEST_CASE("a queue's run window holds its jobs outside it, stops its running job
   c.WriteConfig(closed);
   c.SignalMaster(SIGHUP);
   REQUIRE(c.WaitState(id, "SUSPENDED"));
-  CHECK(WaitUntil([&] { return ProcState(pid) == 'T'; }));
+  CHECK(WaitUntil([&] { return Stopped(pid); }));
   auto listed = c.Cli({"jobs"});
   INFO(listed.out);
   CHECK(listed.out.find("SSUSP") != std::string::npos);
@@ -895,9 +915,9 @@ TEST_CASE("nexec-run starts tasks on the job's hosts through their agents: outpu
   }));
   int first_pid = c.TaskPid(held);
   REQUIRE(c.Cli({"suspend", std::to_string(held)}).code == 0);
-  CHECK(WaitUntil([&] { return ProcState(remote_pid) == 'T'; }));
+  CHECK(WaitUntil([&] { return Stopped(remote_pid); }));
   REQUIRE(c.Cli({"resume", std::to_string(held)}).code == 0);
-  CHECK(WaitUntil([&] { return ProcState(remote_pid) != 'T'; }));
+  CHECK(WaitUntil([&] { return !Stopped(remote_pid); }));
   // A master restarted meanwhile knows the remote task and counts the allocation once.
   c.CrashAndRestartMaster();
   REQUIRE(c.WaitHosts(2));
@@ -1246,7 +1266,7 @@ TEST_CASE("a queue's job controls run instead of the signals for suspend, resume
   int pid = c.TaskPid(id);
   REQUIRE(c.Cli({"suspend", std::to_string(id)}).code == 0);
   CHECK(WaitUntil([&] { return ReadFile(L).find("suspend " + std::to_string(id) + "\n") != std::string::npos; }));
-  CHECK(ProcState(pid) != 'T');  // the action ran instead of SIGSTOP
+  CHECK(!Stopped(pid));  // the action ran instead of SIGSTOP
   REQUIRE(c.Cli({"resume", std::to_string(id)}).code == 0);
   CHECK(WaitUntil([&] { return ReadFile(L).find("resume\n") != std::string::npos; }));
   REQUIRE(c.Cli({"kill", std::to_string(id)}).code == 0);
@@ -1613,7 +1633,7 @@ TEST_CASE("a load past a queue's stop threshold suspends its job, and the job co
 
   std::ofstream(load_file) << "25\n";  // past stop (20)
   REQUIRE(c.WaitState(id, "SUSPENDED"));
-  CHECK(WaitUntil([&] { return ProcState(pid) == 'T'; }));
+  CHECK(WaitUntil([&] { return Stopped(pid); }));
   CHECK(c.Job(id)["system_suspend_reason"] == "netload 25 on node1 is above queue normal's stop threshold 20");
   int64_t waiting = c.Submit({"--", "true"});  // past scheduling (10) too: not dispatched
   std::ofstream(load_file) << "15\n";  // under stop, still past scheduling: stays stopped
@@ -1714,7 +1734,7 @@ TEST_CASE("preemption with real processes: a CPU job is stopped and continues, a
     int64_t high = c.Submit({"-q", "high", "-n", "2", "--", "sleep 1000"});
     REQUIRE(c.WaitState(high, "RUNNING"));
     CHECK(c.Job(low)["state"] == "SUSPENDED");
-    CHECK(WaitUntil([&] { return ProcState(pid) == 'T'; }));
+    CHECK(WaitUntil([&] { return Stopped(pid); }));
     CHECK(c.Job(low).value("preempted_by", std::string()) == std::to_string(high));
     CHECK(history_has(low, "preempted by job " + std::to_string(high) + " (queue high)"));
     CHECK(history_has(high, "preempting job " + std::to_string(low)));
@@ -1722,7 +1742,7 @@ TEST_CASE("preemption with real processes: a CPU job is stopped and continues, a
     CHECK(c.Cli({"resume", std::to_string(low)}).code != 0);
     REQUIRE(c.Cli({"kill", std::to_string(high)}).code == 0);
     REQUIRE(c.WaitState(low, "RUNNING"));
-    CHECK(WaitUntil([&] { return ProcState(pid) != 'T'; }));
+    CHECK(WaitUntil([&] { return !Stopped(pid); }));
     CHECK(c.TaskPid(low) == pid);  // the same process, continued
     CHECK(c.Job(low).value("preemptions", 0) == 1);
     CHECK(c.Job(low).value("preempted_by", std::string()).empty());
@@ -1745,11 +1765,11 @@ TEST_CASE("preemption with real processes: a CPU job is stopped and continues, a
     int64_t other = c.Submit({"-q", "low", "--", "sleep 1000"});
     REQUIRE(c.WaitState(high, "RUNNING"));
     CHECK(c.Job(low)["state"] == "SUSPENDED");
-    CHECK(ProcState(pid) == 'T');
+    CHECK(Stopped(pid));
     // ... and when the preemptor ends, it goes before the queue's waiting job.
     REQUIRE(c.Cli({"kill", std::to_string(high)}).code == 0);
     REQUIRE(c.WaitState(low, "RUNNING"));
-    CHECK(WaitUntil([&] { return ProcState(pid) != 'T'; }));
+    CHECK(WaitUntil([&] { return !Stopped(pid); }));
     CHECK(c.Job(other)["state"] == "PENDING");
     c.Cli({"kill", std::to_string(other)});
     c.Cli({"kill", std::to_string(low)});
