@@ -6,7 +6,7 @@
 # runs as the `postgres` user that Debian's package creates.
 set -euo pipefail
 cmd=$1
-dir=$2
+dir=$(realpath -m "$2")  # absolute: port claims name their cluster by it
 bindir=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
 
 as_owner() {
@@ -14,13 +14,39 @@ as_owner() {
 }
 
 # Ports below Linux's ephemeral range (32768-60999), so that no outgoing connection can
-# hold the one picked; a listener that appears meanwhile is handled by trying the next.
-free_port() {
+# hold the one picked. A port stays claimed (a directory under $claims naming the cluster)
+# from start to stop, also while its server is down (`kill`): otherwise a test's own
+# cluster started meanwhile could take the port of one that is down, and a client of the
+# first that reconnects would find the wrong database (seen with suites run side by side).
+# mkdir is the atomic claim; a claim whose cluster directory is gone is stale and taken over.
+claims=/tmp/jc-pg-ports
+claim_port() {  # FIRST: prints a claimed port that nothing listens on
+  mkdir -p "$claims"
+  chmod 1777 "$claims" 2>/dev/null || true
+  local port owner
   for port in $(seq "$1" 25532); do
-    if ! (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then echo "$port"; return; fi
+    if ! mkdir "$claims/$port" 2>/dev/null; then
+      owner=$(cat "$claims/$port/dir" 2>/dev/null || true)
+      [[ -n "$owner" && -d "$owner" ]] && continue
+      rm -rf "$claims/$port"  # stale: its cluster is gone
+      mkdir "$claims/$port" 2>/dev/null || continue
+    fi
+    echo "$dir" >"$claims/$port/dir"
+    if (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then
+      rm -rf "$claims/$port"  # something else listens there
+      continue
+    fi
+    echo "$port"
+    return
   done
   echo "pg.sh: no free port in 25432-25532" >&2
   exit 1
+}
+release_port() {
+  local port
+  port=$(cat "$dir/port" 2>/dev/null || true)
+  [[ -n "$port" && "$(cat "$claims/$port/dir" 2>/dev/null)" == "$dir" ]] && rm -rf "${claims:?}/$port"
+  return 0
 }
 
 # Starts the server again on the port it had. A start right after an immediate stop can
@@ -49,7 +75,8 @@ case "$cmd" in
     port=25431
     started=0
     for _ in 1 2 3 4 5; do
-      port=$(free_port $((port + 1)))
+      port=$(claim_port $((port + 1))) && [[ -n "$port" ]] || exit 1
+      echo "$port" >"$dir/port"
       # fsync off: the data is thrown away after the run, and tests should not wait on
       # disks. Benchmarks that claim durability set JC_PG_FSYNC=on.
       if as_owner "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
@@ -58,9 +85,9 @@ case "$cmd" in
         started=1
         break
       fi
+      release_port
     done
     [[ $started -eq 1 ]] || { echo "pg.sh: PostgreSQL did not start; see $dir/server.log" >&2; exit 1; }
-    echo "$port" >"$dir/port"
     echo "postgresql://postgres@127.0.0.1:$port/postgres"
     ;;
   restart)
@@ -81,6 +108,7 @@ case "$cmd" in
     if [[ -f "$dir/data/postmaster.pid" ]]; then
       as_owner "$bindir/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null || true
     fi
+    release_port
     rm -rf "$dir"
     ;;
   *)
