@@ -378,7 +378,15 @@ void JobManager::Flush() {
 
 void JobManager::AfterCommit(Burst& burst, const WriteOutcome& outcome) {
   // Each create is answered by its own row: a committed one is acknowledged (and in the
-  // view first, so a read right after the answer finds it), one not written is not.
+  // view first, so a read right after the answer finds it, and its event published first,
+  // so a watch opened right after the answer starts at or past the job's creation), one
+  // not written is not.
+  std::vector<std::pair<std::vector<CreateReply>, v1::CreateTrainJobResponse>> acks;
+  auto acknowledge_creates = [&acks] {
+    for (auto& [replies, response] : acks) {
+      for (auto& r : replies) r->set_value(response);
+    }
+  };
   for (size_t i = 0; i < burst.creates.size(); ++i) {
     NewJob& c = burst.creates[i];
     const std::string id = c.job.record.job_id();
@@ -410,9 +418,10 @@ void JobManager::AfterCommit(Burst& burst, const WriteOutcome& outcome) {
                              [](const auto& r) { return r.state() == v1::ReplicaRecord::WAITING; });
     if (waits) queue_.insert({-c.job.record.request().scheduling().priority(), c.job.record.seq(), id});
     active_[id] = std::move(c.job);
-    for (auto& r : replies) r->set_value(response);
+    acks.emplace_back(std::move(replies), std::move(response));
   }
   if (!outcome.status.ok()) {
+    acknowledge_creates();  // their rows committed; the step-down does not undo them
     for (auto& r : burst.stop_replies) {
       r->set_value(absl::UnavailableError(
           absl::StrCat("the stop was not recorded (", outcome.status.message(), "); nothing was stopped, retry")));
@@ -449,6 +458,7 @@ void JobManager::AfterCommit(Burst& burst, const WriteOutcome& outcome) {
   std::sort(committed.begin(), committed.end(),
             [](const auto& a, const auto& b) { return a.revision() < b.revision(); });
   events_.Publish(std::move(committed));
+  acknowledge_creates();
   // Answered once the view has the stop's write: a read right after the answer sees it.
   for (auto& r : burst.stop_replies) r->set_value(absl::OkStatus());
   for (const auto& [center, key] : burst.stops) dispatcher_.StopReplica(center, key);

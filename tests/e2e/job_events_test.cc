@@ -240,7 +240,8 @@ TEST_CASE("a cursor older than the events the store keeps is refused, telling th
               .http_status == 200);
   for (int i = 0; i < 10; ++i) Submit(rest, "j" + std::to_string(i), "true");
 
-  // The snapshot of the feed is at the newest revision.
+  // The snapshot of the feed is at the newest revision, which includes every create
+  // already answered (the job manager publishes a create's event before it answers).
   auto snap = jc::testing::ReadSse(server.rest_port, token, "/openapi/v1/trainjobs/events", "",
                                    [](const std::vector<SseEvent>& e) { return !e.empty(); }, std::chrono::seconds(10));
   REQUIRE(snap.http_status == 200);
