@@ -22,6 +22,11 @@ print_stages() {
   for line in "${stages[@]}"; do echo "  $line"; done
 }
 run_start=$stage_start
+if [[ ! -x "$build/services/server/jointcloud" ]]; then
+  # docs/benchmarks.md, "First start" and "Build and test time".
+  echo "test: first run: installs what is missing, builds everything (399 steps: about 12 minutes on"
+  echo "      2 cores), runs every test on SQLite and then PostgreSQL, then fuzzes; stage times at the end."
+fi
 
 "$root/scripts/setup.sh" --test --slurm || { stage_done "setup (FAILED)"; print_stages; exit 1; }
 stage_done setup
