@@ -42,10 +42,11 @@ claim_port() {  # FIRST: prints a claimed port that nothing listens on
   echo "pg.sh: no free port in 25432-25532" >&2
   exit 1
 }
-release_port() {
-  local port
-  port=$(cat "$dir/port" 2>/dev/null || true)
-  [[ -n "$port" && "$(cat "$claims/$port/dir" 2>/dev/null)" == "$dir" ]] && rm -rf "${claims:?}/$port"
+release_port() {  # every claim naming this cluster (its port file may be gone already)
+  local claim
+  for claim in "$claims"/*/dir; do
+    [[ -f "$claim" && "$(cat "$claim" 2>/dev/null)" == "$dir" ]] && rm -rf "$(dirname "$claim")"
+  done
   return 0
 }
 
