@@ -1,13 +1,18 @@
 #include "absl/strings/string_view.h"
 #include "common/store/sqlite_store.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cctype>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
@@ -191,7 +196,39 @@ class SqliteStore final : public Store {
 
 }  // namespace
 
+namespace {
+
+// The store holds token hashes, audit records and every job's command and environment:
+// only its owner may read it. SQLite creates a database file with the umask's mode
+// (0644 as a rule) and its -wal and -shm files with the database's mode, so the file is
+// made 0600 before SQLite opens it, and files an older build left readable to others are
+// narrowed (when this process owns them; another owner's are the operator's choice).
+absl::Status MakeOwnerOnly(const std::string& path) {
+  if (path.empty() || path == ":memory:" || absl::StartsWith(path, "file:")) return absl::OkStatus();
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd >= 0) {
+    close(fd);
+    return absl::OkStatus();
+  }
+  if (errno != EEXIST) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot create SQLite database \"", path, "\": ", std::strerror(errno)));
+  }
+  for (const std::string& file : {path, path + "-wal", path + "-shm"}) {
+    struct stat st;
+    if (lstat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) continue;
+    if ((st.st_mode & 077) != 0 && chmod(file.c_str(), st.st_mode & 0700) != 0) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot make \"", file, "\" readable by its owner only: ", std::strerror(errno)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) {
+  JC_RETURN_IF_ERROR(MakeOwnerOnly(path));
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &db,
                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,

@@ -1,5 +1,13 @@
-#include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "common/store/group_commit.h"
@@ -112,6 +120,64 @@ TEST_CASE("group-committed rows from many writers all land, and a duplicate fail
     CHECK(absl::IsAlreadyExists(results[w]) == (w == 3));
   }
   CHECK(store->Query("SELECT id FROM centers")->size() == kWriters * kRows + kWriters - 1);
+}
+
+namespace {
+
+mode_t ModeOf(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 ? st.st_mode & 07777 : 0;
+}
+
+// Whether the unprivileged account `nobody` can open `path` for reading (run as root).
+bool NobodyCanRead(const std::string& path) {
+  pid_t child = fork();
+  if (child == 0) {
+    if (setgid(65534) != 0 || setuid(65534) != 0) _exit(2);
+    int fd = open(path.c_str(), O_RDONLY);
+    _exit(fd >= 0 ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("the embedded store's files are readable by their owner only, also ones an older build left open",
+          "[C6][store]") {
+  // The store holds token hashes, audit records and every job's command and environment.
+  std::string dir = "/tmp/jc-store-mode-" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::permissions(dir, std::filesystem::perms::all);  // a directory anyone may enter
+  std::string path = dir + "/jointcloud.db";
+  {
+    auto store = jc::store::OpenStore("sqlite://" + path);
+    REQUIRE(store.ok());
+    REQUIRE((*store)->Exec("INSERT INTO centers (id, region, status, doc) VALUES ($1,$2,$3,$4)",
+                           {std::string("secret"), std::string(""), int64_t{2}, std::string("{}")})
+                .ok());
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      INFO(path << suffix);
+      CHECK(ModeOf(path + suffix) == 0600);
+    }
+    if (geteuid() == 0) CHECK_FALSE(NobodyCanRead(path));
+  }
+  // A database an older build created with the umask's 0644 is narrowed when opened.
+  std::string old_path = dir + "/old.db";
+  std::ofstream(old_path).close();
+  std::filesystem::permissions(old_path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+                                             std::filesystem::perms::group_read |
+                                             std::filesystem::perms::others_read);
+  if (geteuid() == 0) REQUIRE(NobodyCanRead(old_path));
+  {
+    auto store = jc::store::OpenStore("sqlite://" + old_path);
+    REQUIRE(store.ok());
+  }
+  CHECK(ModeOf(old_path) == 0600);
+  if (geteuid() == 0) CHECK_FALSE(NobodyCanRead(old_path));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("a VALUES list numbers its placeholders row after row", "[C2][store]") {
