@@ -1,5 +1,7 @@
 #include "services/scheduler/scheduler_service.h"
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/auth/auth_interceptor.h"
 #include "common/grpc_status.h"
 #include "jointcloud/v1/scheduler.grpc.pb.h"
@@ -9,6 +11,34 @@ namespace {
 
 using grpc::ServerContext;
 using grpc::Status;
+
+// A plan is made for the caller, in a project the caller sees (VIEWER), never for the
+// project or user a body names: it uses that project's images and datasets, so planning in
+// another project would say which of its images and datasets exist. A body naming no
+// project plans in the caller's only project (one of no project uses the federation's
+// images and datasets only); admins plan for any project.
+absl::Status AdmitPlan(const auth::Principal& caller, v1::CreateTrainJobRequest* job) {
+  job->set_user_name(caller.name);
+  job->set_created_user(caller.name);
+  if (caller.IsAdmin()) return absl::OkStatus();
+  if (job->project().empty()) {
+    std::vector<std::string> mine;
+    for (const auto& [project, role] : caller.projects) {
+      if (role >= auth::ProjectRole::kViewer) mine.push_back(project);
+    }
+    if (mine.size() > 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("name the job's project: ", caller.name, " is in ", absl::StrJoin(mine, ", ")));
+    }
+    if (!mine.empty()) job->set_project(mine.front());
+    return absl::OkStatus();
+  }
+  if (!caller.HasRole(job->project(), auth::ProjectRole::kViewer)) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(caller.name, " is not in project \"", job->project(), "\" and cannot plan its jobs"));
+  }
+  return absl::OkStatus();
+}
 
 class SchedulerService final : public v1::SchedulerService::Service {
  public:
@@ -42,7 +72,9 @@ class SchedulerService final : public v1::SchedulerService::Service {
   }
   Status PlanJob(ServerContext* ctx, const v1::PlanJobRequest* req, v1::Placement* resp) override {
     JC_GRPC_CALLER(caller, ctx);
-    return Reply(s_->Plan(req->job()), resp);
+    v1::CreateTrainJobRequest job = req->job();
+    if (absl::Status admitted = AdmitPlan(caller, &job); !admitted.ok()) return ToGrpcStatus(admitted);
+    return Reply(s_->Plan(job), resp);
   }
   Status GetJobPlacement(ServerContext* ctx, const v1::GetJobPlacementRequest* req, v1::Placement* resp) override {
     JC_GRPC_CALLER(caller, ctx);

@@ -804,4 +804,23 @@ TEST_CASE("images and datasets belong to a project: its members register them, o
   auto with_data = bob->Post("/openapi/v1/trainjob", only_data);
   CHECK(with_data.http_status == 400);
   CHECK(with_data.body.value("errorMsg", "").find("unknown dataset \"vdata:v1\"") != std::string::npos);
+
+  // Plans follow the same rule, for the caller's own project, whatever project the body
+  // names: naming another project's would tell its images and datasets apart from ones
+  // that do not exist.
+  auto plan = [&](jc::testing::RestClient& who, const json& body) { return who.Post("/openapi/v1/scheduler/plan", body); };
+  CHECK(plan(*alice, job).http_status == 200);
+  CHECK(plan(*vera, job).http_status == 200);  // a viewer plans in the project it sees
+  auto bob_plan = plan(*bob, job);
+  CHECK(bob_plan.http_status == 400);
+  CHECK(bob_plan.body.value("errorMsg", "").find("unknown image \"vimg\"") != std::string::npos);
+  json named = job;
+  named["project"] = "vision";
+  auto bob_named = plan(*bob, named);
+  INFO(bob_named.body.dump());
+  CHECK(bob_named.http_status == 403);
+  CHECK(bob_named.body.value("errorMsg", "").find("not in project \"vision\"") != std::string::npos);
+  json as_alice = only_data;
+  as_alice["userName"] = "alice";
+  CHECK(plan(*bob, as_alice).http_status == 400);  // still bob's project: vdata is unknown to it
 }
