@@ -160,16 +160,12 @@ absl::StatusOr<int> Agent::Start() {
   base_info_ = MeasureHost();
   // GPUs, their model and memory from nvidia-smi; what --resources declares wins.
   gpu_probe_ = GpuProbe(options_.nvidia_smi);
-  if (auto gpus = gpu_probe_.Sample(); gpus.ok() && !gpus->gpus.empty()) {
-    watch_gpus_ = true;
-    for (const auto& g : gpus->gpus) base_info_.add_gpus(g.index);
-    (*base_info_.mutable_resources())["model"] = GpuModel(gpus->gpus[0].name);
-    (*base_info_.mutable_resources())["gpumem"] = absl::StrCat(static_cast<int64_t>(gpus->gpus[0].memory_total_mb));
-    spdlog::info("nexec agent: {} GPU(s), {} ({} MB) from {}", gpus->gpus.size(), gpus->gpus[0].name,
-                 gpus->gpus[0].memory_total_mb, gpu_probe_.Executable());
-  } else if (!gpus.ok() && !absl::IsNotFound(gpus.status())) {
-    spdlog::warn("nexec agent: {} did not answer ({}); GPUs are neither found nor watched", options_.nvidia_smi,
-                 std::string(gpus.status().message()));
+  if (auto gpus = gpu_probe_.Sample(); gpus.ok()) {
+    watch_gpus_ = AdoptGpus(*gpus, &base_info_);
+  } else if (!absl::IsNotFound(gpus.status())) {
+    reprobe_gpus_ = true;
+    spdlog::warn("nexec agent: {} did not answer ({}); GPUs are not found yet, asked again with each heartbeat",
+                 options_.nvidia_smi, std::string(gpus.status().message()));
   }
   JC_RETURN_IF_ERROR(ApplyDeclaredResources(options_.declared, &base_info_));
   for (const auto& [k, v] : options_.resources) (*base_info_.mutable_resources())[k] = v;
@@ -518,6 +514,35 @@ bool Agent::NextPhase(const std::string& key, TaskInfo& t, int exit_code, pb::Ta
   return false;
 }
 
+bool Agent::AdoptGpus(const GpuSnapshot& snapshot, pb::AgentInfo* info) const {
+  if (snapshot.gpus.empty()) return false;
+  for (const auto& g : snapshot.gpus) info->add_gpus(g.index);
+  (*info->mutable_resources())["model"] = GpuModel(snapshot.gpus[0].name);
+  (*info->mutable_resources())["gpumem"] = absl::StrCat(static_cast<int64_t>(snapshot.gpus[0].memory_total_mb));
+  spdlog::info("nexec agent: {} GPU(s), {} ({} MB) from {}", snapshot.gpus.size(), snapshot.gpus[0].name,
+               snapshot.gpus[0].memory_total_mb, gpu_probe_.Executable());
+  return true;
+}
+
+void Agent::ProbeGpusAgain() {
+  auto gpus = gpu_probe_.Sample();
+  if (!gpus.ok()) return;  // still failing: said at start; tried again next time
+  reprobe_gpus_ = false;
+  // What Start would have made of it: the GPUs, then --resources over them.
+  pb::AgentInfo info;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    info = base_info_;
+  }
+  info.clear_gpus();
+  if (!AdoptGpus(*gpus, &info)) return;
+  if (absl::Status declared = ApplyDeclaredResources(options_.declared, &info); !declared.ok()) return;
+  for (const auto& [k, v] : options_.resources) (*info.mutable_resources())[k] = v;
+  std::lock_guard<std::mutex> lock(mu_);
+  base_info_ = std::move(info);
+  watch_gpus_ = true;
+}
+
 void Agent::WatchGpus() {
   auto sample = gpu_probe_.Sample();
   if (!sample.ok()) {
@@ -802,6 +827,7 @@ void Agent::HeartbeatLoop() {
     std::map<std::string, TaskUsage> usages;
     if (periodic) usages = runner_.UsageAll();
     if (periodic && watch_gpus_) WatchGpus();
+    if (periodic && reprobe_gpus_) ProbeGpusAgain();
     for (auto& r : *req.mutable_tasks()) {
       if (r.state() == pb::TASK_EXITED) continue;
       auto usage = usages.find(TaskKey(r.job_id(), r.task_index(), r.attempt()));

@@ -172,7 +172,15 @@ class Agent {
   std::map<std::string, std::vector<int>> bound_cpus_;  // by task key, while it runs (under mu_)
   // `n` cores for a task, the least used by bound tasks first. Caller holds mu_.
   std::vector<int> ChooseCpus(int n) const;
-  bool watch_gpus_ = false;  // nvidia-smi answered at start
+  bool watch_gpus_ = false;  // nvidia-smi answered (at start, or on a later try)
+  // nvidia-smi failed at start (rather than not being there): asked again on each periodic
+  // heartbeat until it answers, so a transient failure does not leave the host without
+  // its GPUs until a restart.
+  bool reprobe_gpus_ = false;
+  // The host as measured and declared (base_info_) with GPUs from `snapshot`; false when
+  // it shows none. --resources still wins over what nvidia-smi says.
+  bool AdoptGpus(const GpuSnapshot& snapshot, pb::AgentInfo* info) const;
+  void ProbeGpusAgain();
   std::condition_variable cv_;
   bool stopping_ = false;
   bool exits_waiting_ = false;

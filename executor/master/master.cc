@@ -1371,6 +1371,24 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
                    info.mem_mb(), info.gpus_size());
       freed = true;
     }
+    // Static resources the agent measured late (the GPU model once nvidia-smi answers);
+    // the configuration's values for the host still win, as when it joined.
+    bool resources_changed = before.resources_size() != info.resources_size();
+    for (const auto& [k, v] : info.resources()) {
+      auto was = before.resources().find(k);
+      resources_changed |= was == before.resources().end() || was->second != v;
+    }
+    if (resources_changed) {
+      auto configured = config_.hosts.find(info.host());
+      for (const auto& [k, v] : info.resources()) {
+        if (configured != config_.hosts.end() && configured->second.resources.count(k)) continue;
+        scheduler_.SetHostResource(info.host(), k, ParseValue(v)).IgnoreError();
+      }
+      JC_ASSIGN_OR_RETURN(host_doc, store::EncodeDoc(info));
+      spdlog::info("nexec host {} now has resources {}", info.host(),
+                   absl::StrJoin(info.resources(), ",", absl::PairFormatter("=")));
+      freed = true;
+    }
     host->second.info = info;
     host->second.last_seen = clock_->Now();
     host->second.available = true;

@@ -1159,6 +1159,35 @@ TEST_CASE("GPUs watched: model and memory become host resources, tasks' GPU use 
   REQUIRE(c.Cli({"kill", std::to_string(other)}).code == 0);
 }
 
+TEST_CASE("an agent whose nvidia-smi fails at start asks again, and its GPUs and their model become schedulable "
+          "once it answers",
+          "[B6][B8]") {
+  Cluster c("gpulate");
+  const std::string gpus = "0, GPU-aaaa, NVIDIA H100 80GB HBM3, 81559, 0, 0\n"
+                           "1, GPU-bbbb, NVIDIA H100 80GB HBM3, 81559, 0, 0\n";
+  std::string smi = FakeNvidiaSmi(c.path("smi"), gpus);
+  // Until `answers` exists, nvidia-smi fails as a busy driver makes it fail.
+  const std::string answers = c.path("smi/answers");
+  std::string script = ReadFile(smi);
+  std::ofstream(smi) << "#!/bin/sh\n[ -f " << answers << " ] || exit 9\n" << script.substr(script.find('\n') + 1);
+  c.AddAgent("late", "cpus=4,mem=8G", {"--nvidia_smi=" + smi});
+  REQUIRE(c.WaitHosts(1));
+  auto gpus_of_host = [&] {
+    auto hosts = json::parse(c.Cli({"hosts", "--json"}).out)["hosts"];
+    return hosts.empty() ? json() : hosts[0];
+  };
+  CHECK(gpus_of_host()["gpus"].empty());
+  int64_t id = c.Submit({"-R", "select[model==H100]", "--gpus", "2", "--", "echo $CUDA_VISIBLE_DEVICES"});
+  CHECK(c.Job(id)["state"] == "PENDING");
+  std::ofstream(answers).close();
+  CHECK(WaitUntil([&] { return gpus_of_host()["gpus"].size() == 2; }));
+  json host = gpus_of_host();
+  INFO(host.dump());
+  CHECK(host["resources"]["model"] == "H100");
+  CHECK(host["resources"]["gpumem"] == "81559");
+  REQUIRE(c.WaitState(id, "DONE"));
+}
+
 TEST_CASE("queue and job pre- and post-exec run around the command, and a failing or hanging pre-exec requeues the "
           "job until the queue's retries run out",
           "[B6]") {
