@@ -536,7 +536,11 @@ void Agent::ProbeGpusAgain() {
   }
   info.clear_gpus();
   if (!AdoptGpus(*gpus, &info)) return;
-  if (absl::Status declared = ApplyDeclaredResources(options_.declared, &info); !declared.ok()) return;
+  if (absl::Status declared = ApplyDeclaredResources(options_.declared, &info); !declared.ok()) {
+    // Start accepted the same --resources, so this cannot happen; keep the host as it was.
+    spdlog::error("nexec agent: --resources after the GPU probe: {}", declared.ToString());
+    return;
+  }
   for (const auto& [k, v] : options_.resources) (*info.mutable_resources())[k] = v;
   std::lock_guard<std::mutex> lock(mu_);
   base_info_ = std::move(info);

@@ -1382,7 +1382,9 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
       auto configured = config_.hosts.find(info.host());
       for (const auto& [k, v] : info.resources()) {
         if (configured != config_.hosts.end() && configured->second.resources.count(k)) continue;
-        scheduler_.SetHostResource(info.host(), k, ParseValue(v)).IgnoreError();
+        // The host is known here (found or added above): an error is a bug, and the
+        // heartbeat fails with it (the agent sends it again) rather than half-applying it.
+        JC_RETURN_IF_ERROR(scheduler_.SetHostResource(info.host(), k, ParseValue(v)).status());
       }
       JC_ASSIGN_OR_RETURN(host_doc, store::EncodeDoc(info));
       spdlog::info("nexec host {} now has resources {}", info.host(),
