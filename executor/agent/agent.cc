@@ -6,6 +6,7 @@
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
@@ -44,28 +45,15 @@ std::string TaskKey(int64_t job, int32_t task, int32_t attempt) {
 }
 
 // An elastic job's event file: created empty (truncated for a new attempt) with its
-// directory, owned by the job's user when the agent runs as root.
-absl::Status CreateEventFile(const std::string& path, const std::string& user) {
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot create event file ", path, ": ", std::strerror(errno)));
-  }
-  if (geteuid() == 0 && !user.empty()) {
-    std::vector<char> buf(16384);
-    passwd pw;
-    passwd* found = nullptr;
-    if (getpwnam_r(user.c_str(), &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr) {
-      if (fchown(fd, pw.pw_uid, pw.pw_gid) != 0) {
-        const int err = errno;
-        close(fd);
-        return absl::InternalError(absl::StrCat("cannot give event file ", path, " to ", user, ": ", std::strerror(err)));
-      }
-    }
-  }
-  close(fd);
-  return absl::OkStatus();
+// directory, as the job's user (the path is the user's to choose). The descriptor stays
+// with the task, so the agent's later appends go to that file and nowhere a link leads.
+absl::StatusOr<std::shared_ptr<OwnedFd>> CreateEventFile(const std::string& path, const std::string& user,
+                                                          const std::string& output_root) {
+  auto account = LookupAccount(user);
+  if (!account.ok()) return account.status();
+  auto fd = OpenTaskFile(*account, path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600, output_root);
+  if (!fd.ok()) return absl::InvalidArgumentError(absl::StrCat("event file: ", fd.status().message()));
+  return std::make_shared<OwnedFd>(std::move(*fd));
 }
 
 // The start time of a process in clock ticks since boot (/proc/<pid>/stat field 22); 0 when
@@ -364,13 +352,7 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   bool multi_host = false;
   for (const auto& h : req.hosts()) multi_host |= h != req.hosts(0);
   if (multi_host && !t.stdout_path.empty()) t.hostfile_path = t.stdout_path + ".hosts";
-  if (!t.stdout_path.empty()) {
-    auto slash = t.stdout_path.rfind('/');
-    if (slash != std::string::npos && slash > 0) {
-      std::error_code ec;
-      std::filesystem::create_directories(t.stdout_path.substr(0, slash), ec);
-    }
-  }
+  t.output_root = req.output_root();
   // Registered before the process starts: a task that exits at once is reaped by the
   // heartbeat loop, which must already know whose it is.
   TaskInfo info{req.job_id(), req.task_index(), req.attempt(), t.stdout_path, t.stderr_path};
@@ -384,8 +366,10 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   if (!req.event_file().empty()) {
     // Elastic jobs: the file exists, empty, before the job starts (a new attempt starts
     // over), readable by the job's user, who tails it for resize events.
-    if (absl::Status created = CreateEventFile(req.event_file(), req.user()); !created.ok()) return created;
+    auto created = CreateEventFile(req.event_file(), req.user(), req.output_root());
+    if (!created.ok()) return created.status();
     info.event_file = req.event_file();
+    info.event_fd = std::move(*created);
   }
   if (req.bind_cpus()) {
     int slots_here = static_cast<int>(std::count(req.hosts().begin(), req.hosts().end(), options_.host));
@@ -681,12 +665,18 @@ absl::Status Agent::NotifyLocked(const pb::SignalRequest& req) {
   if (t.events_written >= req.events_size()) return absl::OkStatus();
   std::string lines;
   for (int i = t.events_written; i < req.events_size(); ++i) absl::StrAppend(&lines, req.events(i), "\n");
-  // One append per notification: a reader never sees half a line.
-  int fd = open(t.event_file.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
-  if (fd < 0) return absl::InternalError(absl::StrCat("cannot open ", t.event_file, ": ", std::strerror(errno)));
-  const ssize_t n = write(fd, lines.data(), lines.size());
+  // One append per notification: a reader never sees half a line. Through the descriptor
+  // opened as the user when the task started (or, for a task an earlier agent started, one
+  // opened as the user now), never by path as root.
+  if (!t.event_fd) {
+    auto account = LookupAccount(t.command.user);
+    if (!account.ok()) return account.status();
+    auto fd = OpenTaskFile(*account, t.event_file, O_WRONLY | O_APPEND, 0600, t.command.output_root);
+    if (!fd.ok()) return fd.status();
+    t.event_fd = std::make_shared<OwnedFd>(std::move(*fd));
+  }
+  const ssize_t n = write(t.event_fd->get(), lines.data(), lines.size());
   const int err = errno;
-  close(fd);
   if (n != static_cast<ssize_t>(lines.size())) {
     return absl::InternalError(absl::StrCat("cannot append to ", t.event_file, ": ", std::strerror(err)));
   }
@@ -748,7 +738,7 @@ absl::Status Agent::Signal(const pb::SignalRequest& req) {
 }
 
 absl::StatusOr<std::string> Agent::ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes) {
-  std::string path;
+  std::string path, user, output_root;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = logs_.find({req.job_id(), req.task_index()});
@@ -757,13 +747,23 @@ absl::StatusOr<std::string> Agent::ReadLog(const pb::ReadLogRequest& req, int64_
           absl::StrCat("no output of job ", req.job_id(), " task ", req.task_index(), " on ", options_.host));
     }
     path = req.stderr() ? it->second.stderr_path : it->second.stdout_path;
+    user = it->second.command.user;
+    output_root = it->second.command.output_root;
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
-  in.seekg(req.offset());
+  // Read as the job's user: the path is the user's, and root reading it would hand any
+  // file a link there names to whoever asks for the job's output.
+  auto account = LookupAccount(user);
+  if (!account.ok()) return account.status();
+  auto fd = OpenTaskFile(*account, path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, output_root);
+  if (!fd.ok()) return absl::NotFoundError(absl::StrCat("output: ", fd.status().message()));
+  struct stat st{};
+  if (fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return absl::NotFoundError(absl::StrCat("cannot read the output: ", path, " is not a regular file"));
+  }
   std::string data(static_cast<size_t>(max_bytes), '\0');
-  in.read(data.data(), max_bytes);
-  data.resize(static_cast<size_t>(in.gcount()));
+  const ssize_t n = pread(fd->get(), data.data(), data.size(), req.offset());
+  if (n < 0) return absl::InternalError(absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+  data.resize(static_cast<size_t>(n));
   return data;
 }
 

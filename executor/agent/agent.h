@@ -23,6 +23,7 @@
 #include "executor/agent/gpu_probe.h"
 #include "executor/agent/sensor.h"
 #include "executor/agent/task_runner.h"
+#include "executor/agent/user_files.h"
 #include "nexec/v1/nexec.pb.h"
 
 namespace grpc {
@@ -130,6 +131,7 @@ class Agent {
     int actions_run = 0;
     // Elastic jobs (task 0): the job's event file and how many resize events it holds.
     std::string event_file;
+    std::shared_ptr<OwnedFd> event_fd;  // opened as the job's user; shared by the copies in logs_
     int events_written = 0;
   };
   // Appends to the job's event file the resize events `req` lists that it does not hold

@@ -29,6 +29,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
+#include "executor/agent/user_files.h"
 
 namespace jc::nexec {
 namespace {
@@ -38,30 +39,9 @@ struct ChildError {
   int step;  // index into kSteps
   int err;
 };
-constexpr const char* kSteps[] = {"setpgid", "open stdout", "open stderr", "setgid",
-                                  "initgroups", "setuid", "chdir", "exec", "sched_setaffinity",
-                                  "setsid", "set the controlling terminal"};
-
-struct UserInfo {
-  uid_t uid;
-  gid_t gid;
-  std::string name;
-  std::string home;
-  std::string shell;
-};
-
-absl::StatusOr<UserInfo> LookupUser(const std::string& name) {
-  std::vector<char> buf(16384);
-  passwd pw;
-  passwd* out = nullptr;
-  int rc = name.empty() ? getpwuid_r(geteuid(), &pw, buf.data(), buf.size(), &out)
-                        : getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &out);
-  if (rc != 0 || out == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat("no such user \"", name, "\" on this host"));
-  }
-  return UserInfo{pw.pw_uid, pw.pw_gid, pw.pw_name, pw.pw_dir ? pw.pw_dir : "/",
-                  pw.pw_shell ? pw.pw_shell : "/bin/sh"};
-}
+enum Step { kSetpgid, kOpenStdout, kOpenStderr, kBecomeUser, kChdir, kExec, kAffinity, kSetsid, kControllingTty };
+constexpr const char* kSteps[] = {"setpgid", "open stdout", "open stderr", "become the user", "chdir", "exec",
+                                  "sched_setaffinity", "setsid", "set the controlling terminal"};
 
 }  // namespace
 
@@ -207,9 +187,9 @@ absl::StatusOr<pid_t> TaskRunner::Launch(const TaskLaunch& t) {
 
 absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   if (t.command.empty()) return absl::InvalidArgumentError("empty command");
-  auto user = LookupUser(t.user);
+  auto user = LookupAccount(t.user);
   if (!user.ok()) return user.status();
-  bool switch_user = geteuid() == 0 && user->uid != 0;
+  const bool switch_user = ActsForOthers(*user);
   if (geteuid() != 0 && user->uid != geteuid()) {
     return absl::PermissionDeniedError(absl::StrCat(
         "the agent does not run as root, so it cannot run tasks as ", user->name));
@@ -247,19 +227,20 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
     env["NEXEC_HOSTS"] = absl::StrJoin(t.hosts, " ");
     env["LSB_HOSTS"] = env["NEXEC_HOSTS"];  // what LSF-aware MPI launchers read
     if (!t.hostfile_path.empty()) {
-      std::ofstream hostfile(t.hostfile_path, std::ios::trunc);
-      // One line per host with its slot count, as MPI hostfiles are written.
+      // One line per host with its slot count, as MPI hostfiles are written; the file is
+      // the user's, so it is opened as the user (a link there must not make root write).
+      std::string text;
       std::vector<std::pair<std::string, int>> counts;
       for (const auto& h : t.hosts) {
         if (counts.empty() || counts.back().first != h) counts.push_back({h, 0});
         ++counts.back().second;
       }
-      for (const auto& [h, n] : counts) hostfile << h << " slots=" << n << "\n";
-      if (!hostfile) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("cannot write hostfile ", t.hostfile_path));
+      for (const auto& [h, n] : counts) absl::StrAppend(&text, h, " slots=", n, "\n");
+      auto hostfile = OpenTaskFile(*user, t.hostfile_path, O_WRONLY | O_CREAT | O_TRUNC, 0600, t.output_root);
+      if (!hostfile.ok()) return absl::InvalidArgumentError(absl::StrCat("hostfile: ", hostfile.status().message()));
+      if (write(hostfile->get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+        return absl::InvalidArgumentError(absl::StrCat("cannot write hostfile ", t.hostfile_path, ": ", std::strerror(errno)));
       }
-      if (switch_user) (void)chown(t.hostfile_path.c_str(), user->uid, user->gid);
       env["NEXEC_HOSTFILE"] = t.hostfile_path;
     }
   }
@@ -275,18 +256,27 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   std::string out_path = t.stdout_path.empty() ? "/dev/null" : t.stdout_path;
   std::string err_path = t.stderr_path.empty() ? out_path : t.stderr_path;
 
-  // Output files are created by the agent and handed to the user, so a task cannot
-  // write where its user could not.
-  for (const std::string& path : {out_path, err_path}) {
-    if (path == "/dev/null") continue;
-    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cannot open output file ", path, ": ", std::strerror(errno)));
-    }
-    if (switch_user) (void)fchown(fd, user->uid, user->gid);
-    close(fd);
-  }
+  // Output files are the user's: opened as the user by the child once it became the user,
+  // or here when the agent runs as the user or the file lies in the master's output
+  // directory (which no user can write; OpenTaskFile) — never by root by a path the user
+  // controls, so a task writes nowhere its user could not and a link planted for it leads
+  // root nowhere. New files are 0600: a job's output is its user's.
+  const bool same_file = err_path == out_path;
+  OwnedFd out_file, err_file;
+  std::string out_dirs = out_path, err_dirs = err_path;  // the child's mkdir -p buffers, made before the fork
+  auto open_here = [&](const std::string& path, OwnedFd* file) -> absl::Status {
+    if (path == "/dev/null" || (switch_user && !InTrustedDirectory(path, t.output_root))) return absl::OkStatus();
+    auto opened = OpenTaskFile(*user, path, O_WRONLY | O_CREAT | O_APPEND, 0600, t.output_root);
+    if (!opened.ok()) return absl::InvalidArgumentError(absl::StrCat("output file: ", opened.status().message()));
+    *file = std::move(*opened);
+    return absl::OkStatus();
+  };
+  JC_RETURN_IF_ERROR(open_here(out_path, &out_file));
+  if (!same_file) JC_RETURN_IF_ERROR(open_here(err_path, &err_file));
+  const int out_fd = out_file.get();
+  const int err_fd = same_file ? out_fd : err_file.get();
+  const bool child_opens_out = out_path != "/dev/null" && out_fd < 0;
+  const bool child_opens_err = !same_file && err_path != "/dev/null" && err_fd < 0;
 
   // CPU binding (B6): the task's processes may run on these cores only; set in the child
   // before exec, so nothing it starts escapes it.
@@ -296,7 +286,7 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
     if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &cpus);
   }
   if (!switch_user && t.cpus.empty() && !t.stdin_pipe && !t.tty) {
-    return Spawn(t.key, argv, envp.data(), out_path, err_path, cwd);
+    return Spawn(t.key, argv, envp.data(), out_fd, err_fd, cwd);
   }
 
   // Interactive input: a pipe, or a pseudo-terminal; the agent keeps the writing side.
@@ -314,9 +304,17 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
     fcntl(slave, F_SETFD, FD_CLOEXEC);
     fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK);
     if (switch_user) (void)fchown(slave, user->uid, user->gid);
+    // The terminal's output is copied to the stdout file by the agent, through a
+    // descriptor opened as the user.
+    auto out = OpenTaskFile(*user, out_path, O_WRONLY | O_CREAT | O_APPEND, 0600, t.output_root);
+    if (!out.ok()) {
+      close(master);
+      close(slave);
+      return absl::InvalidArgumentError(absl::StrCat("output file: ", out.status().message()));
+    }
     input.fd = master;
     input.tty = true;
-    input.out_fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    input.out_fd = out->release();
     child_in = slave;
   } else if (t.stdin_pipe) {
     int fds[2];
@@ -357,34 +355,44 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
     if (tty) {
       // Its own session with the terminal as its controlling one: ^C typed at the
       // submitter's terminal reaches the task's foreground processes as SIGINT.
-      if (setsid() < 0) fail(9);
-      if (ioctl(child_in, TIOCSCTTY, 0) != 0) fail(10);
+      if (setsid() < 0) fail(kSetsid);
+      if (ioctl(child_in, TIOCSCTTY, 0) != 0) fail(kControllingTty);
+    } else if (setpgid(0, 0) != 0) {
+      fail(kSetpgid);
+    }
+    // The user first, then its files: every open below is checked as the user's own.
+    if (switch_user && BecomeAccount(*user) != 0) fail(kBecomeUser);
+    if (tty) {
       dup2(child_in, 0);
       dup2(child_in, 1);
       dup2(child_in, 2);
     } else {
-      if (setpgid(0, 0) != 0) fail(0);
-      int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      if (out < 0) fail(1);
-      int err = err_path == out_path ? out : open(err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      if (err < 0) fail(2);
+      int out = out_fd;
+      if (child_opens_out) {
+        if (MakeParentDirectories(out_dirs.data()) != 0) fail(kOpenStdout);
+        if ((out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600)) < 0) fail(kOpenStdout);
+      } else if (out < 0) {
+        out = open("/dev/null", O_WRONLY);
+      }
+      int err = same_file ? out : err_fd;
+      if (child_opens_err) {
+        if (MakeParentDirectories(err_dirs.data()) != 0) fail(kOpenStderr);
+        if ((err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600)) < 0) fail(kOpenStderr);
+      } else if (err < 0) {
+        err = open("/dev/null", O_WRONLY);
+      }
       int in = child_in >= 0 ? child_in : open("/dev/null", O_RDONLY);
       dup2(in, 0);
       dup2(out, 1);
       dup2(err, 2);
     }
-    if (switch_user) {
-      if (setgid(user->gid) != 0) fail(3);
-      if (initgroups(user->name.c_str(), user->gid) != 0) fail(4);
-      if (setuid(user->uid) != 0) fail(5);
-    }
     if (chdir(cwd.c_str()) != 0) {
-      if (chdir("/tmp") != 0) fail(6);
+      if (chdir("/tmp") != 0) fail(kChdir);
       (void)!write(2, cwd_note.data(), cwd_note.size());
     }
-    if (!t.cpus.empty() && sched_setaffinity(0, sizeof(cpus), &cpus) != 0) fail(8);
+    if (!t.cpus.empty() && sched_setaffinity(0, sizeof(cpus), &cpus) != 0) fail(kAffinity);
     execve(argv[0], argv, envp.data());
-    fail(7);
+    fail(kExec);
   }
   close(pipefd[1]);
   if (child_in >= 0) close(child_in);
@@ -400,6 +408,12 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   if (n == static_cast<ssize_t>(sizeof(e))) {
     waitpid(pid, nullptr, 0);
     drop_input();
+    if (e.step == kOpenStdout || e.step == kOpenStderr) {
+      // As the user's shell would put it; the job ends with it as its reason.
+      return absl::InvalidArgumentError(absl::StrCat("output file: cannot open ",
+                                                     e.step == kOpenStdout ? out_path : err_path, " as ",
+                                                     user->name, ": ", std::strerror(e.err)));
+    }
     return absl::FailedPreconditionError(absl::StrCat("cannot start task ", t.key, ": ",
                                                       kSteps[e.step], ": ", std::strerror(e.err)));
   }
@@ -414,9 +428,8 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   return pid;
 }
 
-absl::StatusOr<pid_t> TaskRunner::Spawn(const std::string& key, char* const argv[],
-                                        char* const envp[], const std::string& out_path,
-                                        const std::string& err_path, const std::string& cwd) {
+absl::StatusOr<pid_t> TaskRunner::Spawn(const std::string& key, char* const argv[], char* const envp[], int out_fd,
+                                        int err_fd, const std::string& cwd) {
   // Without a user switch, posix_spawn (vfork underneath) starts the task without
   // copying the agent's page tables: the cheap path for the common case.
   posix_spawn_file_actions_t files;
@@ -424,12 +437,15 @@ absl::StatusOr<pid_t> TaskRunner::Spawn(const std::string& key, char* const argv
   posix_spawn_file_actions_init(&files);
   posix_spawnattr_init(&attr);
   posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&files, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (err_path == out_path) {
-    posix_spawn_file_actions_adddup2(&files, 1, 2);
+  if (out_fd >= 0) {
+    posix_spawn_file_actions_adddup2(&files, out_fd, 1);
   } else {
-    posix_spawn_file_actions_addopen(&files, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND,
-                                     0644);
+    posix_spawn_file_actions_addopen(&files, 1, "/dev/null", O_WRONLY, 0);
+  }
+  if (err_fd >= 0) {
+    posix_spawn_file_actions_adddup2(&files, err_fd, 2);
+  } else {
+    posix_spawn_file_actions_addopen(&files, 2, "/dev/null", O_WRONLY, 0);
   }
   posix_spawn_file_actions_addchdir_np(&files, cwd.c_str());
   sigset_t none, defaults;

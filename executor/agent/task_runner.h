@@ -35,6 +35,9 @@ struct TaskLaunch {
   std::string stdout_path;
   std::string stderr_path;
   std::string hostfile_path;  // written when hosts span more than this host
+  // The master's default output directory (LaunchRequest.output_root): files directly in
+  // it are opened by the agent for the user; every other path as the user.
+  std::string output_root;
   std::string job_id;
   // Interactive (nexec submit -I): stdin is a pipe fed by WriteInput instead of
   // /dev/null; with `tty` (-Ip) the task runs in its own session on a pseudo-terminal
@@ -96,9 +99,9 @@ class TaskRunner {
 
  private:
   absl::StatusOr<pid_t> Start(const TaskLaunch& launch);
-  absl::StatusOr<pid_t> Spawn(const std::string& key, char* const argv[], char* const envp[],
-                              const std::string& out_path, const std::string& err_path,
-                              const std::string& cwd);
+  // Output descriptors: -1 for /dev/null; err_fd == out_fd for one file.
+  absl::StatusOr<pid_t> Spawn(const std::string& key, char* const argv[], char* const envp[], int out_fd,
+                              int err_fd, const std::string& cwd);
   absl::Status SignalGroup(const std::string& key, int signal);
   // Copies a terminal's output to the task's stdout file until `stop` is set and nothing
   // more comes (the task ended).

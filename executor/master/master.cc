@@ -424,6 +424,24 @@ absl::Status Master::MayControl(const Principal& caller, int64_t id) {
   return ::jc::nexec::MayControl(config_, caller, it->second.job.spec().user());
 }
 
+void Master::HidePrivate(const Principal& viewer, pb::Job* job) {
+  if (viewer.root) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (::jc::nexec::MayControl(config_, viewer, job->spec().user()).ok()) return;
+  }
+  pb::JobSpec* spec = job->mutable_spec();
+  const bool had_command = !spec->command().empty();
+  spec->clear_command();
+  spec->clear_env();
+  spec->clear_pre_exec();
+  spec->clear_post_exec();
+  if (had_command) spec->set_command(absl::StrCat("(hidden: a job of ", spec->user(), ")"));
+  for (pb::Task& t : *job->mutable_tasks()) {
+    if (!t.command().empty()) t.set_command("(hidden)");
+  }
+}
+
 std::vector<pb::Job> Master::ListJobs(const pb::ListJobsRequest& req) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<pb::Job> out;
@@ -494,8 +512,11 @@ pb::LaunchRequest Master::MakeLaunch(const pb::Job& job) const {
     for (int s = 0; s < t.slots(); ++s) l.add_hosts(t.host());
   }
 
+  // Default output goes to log_dir, which no user can write: the agent opens files there
+  // for the job's user itself (output_root), and every other path as the user.
   auto path = [&](const std::string& pattern, const char* suffix) {
     std::string p = pattern.empty() ? absl::StrCat(options_.log_dir, "/%J.", suffix) : pattern;
+    if (pattern.empty()) l.set_output_root(options_.log_dir);
     return absl::StrReplaceAll(p, {{"%J", absl::StrCat(job.id())}, {"%I", "0"}});
   };
   l.set_stdout_path(path(job.spec().stdout_path(), "out"));
@@ -848,9 +869,9 @@ pb::LaunchRequest Master::MakeRemoteLaunch(const pb::Job& job, const pb::Task& t
   // Its own output: the job's -o/-e pattern when it names the task (%I), else one file
   // per task beside the default logs.
   auto path = [&](const std::string& pattern, const char* suffix) {
-    std::string p = pattern.find("%I") != std::string::npos
-                        ? pattern
-                        : absl::StrCat(options_.log_dir, "/%J.%I.", suffix);
+    const bool given = pattern.find("%I") != std::string::npos;
+    if (!given) l.set_output_root(options_.log_dir);
+    std::string p = given ? pattern : absl::StrCat(options_.log_dir, "/%J.%I.", suffix);
     return absl::StrReplaceAll(p, {{"%J", absl::StrCat(job.id())}, {"%I", absl::StrCat(task.index())}});
   };
   l.set_stdout_path(path(job.spec().stdout_path(), "out"));

@@ -139,6 +139,9 @@ class Master {
   // in force: submitting as `user`, and acting on job `id` (NOT_FOUND when there is none).
   absl::Status MaySubmitAs(const Principal& caller, const std::string& user);
   absl::Status MayControl(const Principal& caller, int64_t id);
+  // What a job shows to someone who may not control it: its command lines and
+  // environment (which may hold secrets) are left out, as Slurm's PrivateData=jobs does.
+  void HidePrivate(const Principal& viewer, pb::Job* job);
 
   // One scheduling pass: decide in a batch, persist the decisions in one transaction,
   // launch the tasks. Returns the number of jobs started.

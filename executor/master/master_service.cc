@@ -37,11 +37,16 @@ class MasterService final : public pb::Master::Service {
   }
   Status GetJob(ServerContext* ctx, const pb::JobRef* req, pb::Job* resp) override {
     NEXEC_CALLER(caller, "GetJob");
-    return Reply(m_->GetJob(req->job_id()), resp);
+    auto job = m_->GetJob(req->job_id());
+    if (job.ok()) m_->HidePrivate(Of(caller), &*job);
+    return Reply(std::move(job), resp);
   }
   Status ListJobs(ServerContext* ctx, const pb::ListJobsRequest* req, pb::ListJobsResponse* resp) override {
     NEXEC_CALLER(caller, "ListJobs");
-    for (auto& j : m_->ListJobs(*req)) *resp->add_jobs() = std::move(j);
+    for (auto& j : m_->ListJobs(*req)) {
+      m_->HidePrivate(Of(caller), &j);
+      *resp->add_jobs() = std::move(j);
+    }
     return Status::OK;
   }
   Status Kill(ServerContext* ctx, const pb::JobRef* req, pb::ControlResponse* resp) override {
@@ -152,7 +157,8 @@ class MasterService final : public pb::Master::Service {
         return Status(grpc::StatusCode::OUT_OF_RANGE,
                       "events after since_cursor were compacted; list jobs and watch from now");
       }
-      for (const auto& e : batch) {
+      for (auto& e : batch) {
+        if (e.has_job()) m_->HidePrivate(Of(caller), e.mutable_job());
         if (!writer->Write(e)) return Status::OK;
         since = e.cursor();
       }
@@ -162,6 +168,8 @@ class MasterService final : public pb::Master::Service {
   Status ReadLog(ServerContext* ctx, const pb::ReadLogRequest* req,
                  grpc::ServerWriter<pb::LogChunk>* writer) override {
     NEXEC_CALLER(caller, "ReadLog");
+    // A job's output is its owner's (and its administrators'), as its files are.
+    if (auto s = m_->MayControl(Of(caller), req->job_id()); !s.ok()) return ToGrpcStatus(s);
     constexpr int64_t kChunk = 1 << 20;
     int64_t offset = req->offset();
     bool ended = false;  // seen ended: one more read takes what it wrote last, then stop

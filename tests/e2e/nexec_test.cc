@@ -4,6 +4,7 @@
 #include <grpcpp/grpcpp.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <httplib.h>
@@ -762,6 +763,138 @@ TEST_CASE("an unprivileged account cannot submit as root or act on another user'
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a launch, had one happened, would have run
   CHECK_FALSE(std::filesystem::exists(marker));
   CHECK(c.Cli({"kill", std::to_string(root_job)}).code == 0);
+}
+
+TEST_CASE("a local account cannot make an agent running as root open, write or read a file for it: its job's output, "
+          "host and event files are opened as the account, and another account's output and command stay private",
+          "[B9][C6]") {
+  if (geteuid() != 0) {
+    WARN("not run: the attack needs an agent running as root and a second account (CI runs as root)");
+    return;
+  }
+  Cluster c("userfiles");
+  c.AddAgent("node1", "cpus=2,mem=4G");
+  c.AddAgent("node2", "cpus=2,mem=4G");
+  REQUIRE(c.WaitHosts(2));
+  jc::testing::TestAccount mallory("jc-nexec-atk");
+
+  // Root's files: one only root may read, one everyone may read and only root write.
+  const std::string secret = c.path("root-secret");
+  const std::string victim = c.path("root-owned");
+  std::ofstream(secret) << "TOPSECRET-" << getpid() << "\n";
+  std::ofstream(victim) << "root's content\n";
+  std::filesystem::permissions(secret, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  auto untouched = [&] {
+    struct stat s{}, v{};
+    REQUIRE(stat(secret.c_str(), &s) == 0);
+    REQUIRE(stat(victim.c_str(), &v) == 0);
+    CHECK(s.st_uid == 0);
+    CHECK((s.st_mode & 0777) == 0600);
+    CHECK(ReadFile(secret) == "TOPSECRET-" + std::to_string(getpid()) + "\n");
+    CHECK(v.st_uid == 0);
+    CHECK(ReadFile(victim) == "root's content\n");
+  };
+  // The account's own directory, where it plants links to them.
+  const std::string own = c.path("mallory");
+  std::filesystem::create_directories(own);
+  REQUIRE(chown(own.c_str(), mallory.uid, mallory.gid) == 0);
+  auto plant = [&](const std::string& target, const std::string& name) {
+    const std::string link = own + "/" + name;
+    REQUIRE(symlink(target.c_str(), link.c_str()) == 0);
+    REQUIRE(lchown(link.c_str(), mallory.uid, mallory.gid) == 0);
+    return link;
+  };
+  auto submit_as = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), "submit");
+    args.push_back("--json");
+    auto r = c.CliAs(mallory.name, args);
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    return std::stoll(json::parse(r.out)["job_id"].get<std::string>());
+  };
+  auto ends_refused = [&](int64_t id, const std::string& why) {
+    REQUIRE(c.WaitState(id, "EXIT"));
+    const std::string reason = c.Job(id).value("reason", "");
+    INFO(reason);
+    CHECK(reason.find(why) != std::string::npos);
+    CHECK(reason.find("as " + mallory.name) != std::string::npos);
+    CHECK(reason.find("Permission denied") != std::string::npos);
+  };
+
+  // -o naming the root-only file, directly and through a link: the job cannot open it, and
+  // its log is not the file.
+  int64_t direct = submit_as({"-o", secret, "--", "echo appended"});
+  ends_refused(direct, "output file: cannot open " + secret);
+  int64_t linked = submit_as({"-o", plant(secret, "leak.out"), "--", "true"});
+  ends_refused(linked, "output file: cannot open " + own + "/leak.out");
+  for (int64_t id : {direct, linked}) {
+    auto log = c.CliAs(mallory.name, {"logs", std::to_string(id)});
+    INFO(log.out);
+    CHECK(log.out.find("TOPSECRET") == std::string::npos);
+  }
+  untouched();
+
+  // A job over two hosts writes its MPI hostfile beside its output; one planted there is
+  // not truncated as root.
+  plant(victim, "spread.out.hosts");
+  int64_t spread = submit_as({"-n", "2", "-R", "span[ptile=1]", "-o", own + "/spread.out", "--", "true"});
+  ends_refused(spread, "hostfile: cannot open " + own + "/spread.out.hosts");
+  untouched();
+
+  // An elastic job's event file is created (truncated) for it; one planted there is not.
+  plant(victim, "grow.out.events");
+  int64_t grow = submit_as({"-n", "1,2", "-o", own + "/grow.out", "--", "true"});
+  ends_refused(grow, "event file: cannot open " + own + "/grow.out.events");
+  untouched();
+
+  // Its output swapped for a link once the job ended: nexec logs reads as the account.
+  int64_t swapped = submit_as({"-o", own + "/swap.out", "--", "echo mine"});
+  REQUIRE(c.WaitState(swapped, "DONE"));
+  CHECK(c.CliAs(mallory.name, {"logs", std::to_string(swapped)}).out == "mine\n");
+  std::filesystem::remove(own + "/swap.out");
+  plant(secret, "swap.out");
+  auto swapped_log = c.CliAs(mallory.name, {"logs", std::to_string(swapped)});
+  INFO(swapped_log.out);
+  CHECK(swapped_log.code != 0);
+  CHECK(swapped_log.out.find("TOPSECRET") == std::string::npos);
+  CHECK(swapped_log.out.find("Permission denied") != std::string::npos);
+  untouched();
+
+  // Default output: in the master's log directory, which only root writes; the file is the
+  // account's and only the account's.
+  int64_t plain = submit_as({"--", "echo hello"});
+  REQUIRE(c.WaitState(plain, "DONE"));
+  CHECK(c.CliAs(mallory.name, {"logs", std::to_string(plain)}).out == "hello\n");
+  struct stat d{}, f{};
+  REQUIRE(stat(c.path("data/logs").c_str(), &d) == 0);
+  CHECK(d.st_uid == 0);
+  CHECK((d.st_mode & 0022) == 0);
+  REQUIRE(stat(c.path("data/logs/" + std::to_string(plain) + ".out").c_str(), &f) == 0);
+  CHECK(f.st_uid == mallory.uid);
+  CHECK((f.st_mode & 0777) == 0600);
+
+  // Root's job: its output and its command line stay root's.
+  auto submitted = c.CliIn(c.path(""), {"API_KEY=hunter2"},
+                           {"submit", "--env", "API_KEY", "--json", "--", "echo root-output-" + std::to_string(getpid())});
+  INFO(submitted.out);
+  REQUIRE(submitted.code == 0);
+  const int64_t roots = std::stoll(json::parse(submitted.out)["job_id"].get<std::string>());
+  REQUIRE(c.WaitState(roots, "DONE"));
+  auto peek = c.CliAs(mallory.name, {"logs", std::to_string(roots)});
+  INFO(peek.out);
+  CHECK(peek.code != 0);
+  CHECK(peek.out.find("may not act on a job of root") != std::string::npos);
+  CHECK(peek.out.find("root-output-") == std::string::npos);
+  auto shown = c.CliAs(mallory.name, {"job", std::to_string(roots), "--json"});
+  INFO(shown.out);
+  REQUIRE(shown.code == 0);
+  json seen = json::parse(shown.out);
+  CHECK(seen["spec"].value("command", "") == "(hidden: a job of root)");
+  CHECK_FALSE(seen["spec"].contains("env"));
+  CHECK(shown.out.find("hunter2") == std::string::npos);
+  // Its owner still sees both.
+  CHECK(c.Cli({"logs", std::to_string(roots)}).out == "root-output-" + std::to_string(getpid()) + "\n");
+  CHECK(c.Job(roots)["spec"]["env"].value("API_KEY", "") == "hunter2");
 }
 
 TEST_CASE("a job runs with the submission environment and directory as --env says, and the CLI answers --help "

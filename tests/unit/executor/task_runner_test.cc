@@ -154,7 +154,7 @@ TEST_CASE("launch problems are errors, not tasks that die at once", "[B11][C5]")
   t.user = "no-such-user-xyz";
   CHECK(absl::IsInvalidArgument(runner.Launch(t).status()));
   t.user = "";
-  t.stdout_path = "/nonexistent-dir/out";
+  t.stdout_path = "/proc/no-such-dir/out";  // a directory nobody can create, root included
   CHECK(absl::IsInvalidArgument(runner.Launch(t).status()));
   t.stdout_path = dir / "out";
   t.command = "";

@@ -1,0 +1,257 @@
+#include "executor/agent/user_files.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace jc::nexec {
+namespace {
+
+// What the opening child sends back: errno (0: success), with the descriptor attached as
+// SCM_RIGHTS when it succeeded.
+void SendResult(int sock, int err, int fd) {
+  msghdr msg{};
+  iovec iov{&err, sizeof(err)};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  if (err == 0 && fd >= 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+  }
+  while (sendmsg(sock, &msg, MSG_NOSIGNAL) < 0 && errno == EINTR) {
+  }
+}
+
+// The child's answer: false when it sent none (it died first).
+bool ReceiveResult(int sock, int* err, int* fd) {
+  msghdr msg{};
+  iovec iov{err, sizeof(*err)};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t n;
+  while ((n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR) {
+  }
+  if (n != static_cast<ssize_t>(sizeof(*err))) return false;
+  *fd = -1;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) std::memcpy(fd, CMSG_DATA(c), sizeof(int));
+  }
+  return *err != 0 || *fd >= 0;
+}
+
+absl::Status OpenError(const Account& account, const std::string& path, int err) {
+  std::string message = absl::StrCat("cannot open ", path, " as ", account.name, ": ", std::strerror(err));
+  switch (err) {
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return absl::PermissionDeniedError(message);
+    case ENOENT:
+    case ENOTDIR:
+      return absl::NotFoundError(message);
+    case EISDIR:
+    case ELOOP:
+    case ENAMETOOLONG:
+      return absl::InvalidArgumentError(message);
+    default:
+      return absl::InternalError(message);
+  }
+}
+
+}  // namespace
+
+OwnedFd& OwnedFd::operator=(OwnedFd&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) close(fd_);
+    fd_ = other.release();
+  }
+  return *this;
+}
+
+OwnedFd::~OwnedFd() {
+  if (fd_ >= 0) close(fd_);
+}
+
+absl::StatusOr<Account> LookupAccount(const std::string& name) {
+  std::vector<char> buf(16384);
+  passwd pw;
+  passwd* out = nullptr;
+  int rc = name.empty() ? getpwuid_r(geteuid(), &pw, buf.data(), buf.size(), &out)
+                        : getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &out);
+  if (rc != 0 || out == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("no such user \"", name, "\" on this host"));
+  }
+  Account a;
+  a.uid = pw.pw_uid;
+  a.gid = pw.pw_gid;
+  a.name = pw.pw_name;
+  a.home = pw.pw_dir ? pw.pw_dir : "/";
+  a.shell = pw.pw_shell ? pw.pw_shell : "/bin/sh";
+  // The groups initgroups would give it, looked up now: NSS may not run after a fork.
+  int count = 32;
+  a.groups.resize(static_cast<size_t>(count));
+  while (getgrouplist(a.name.c_str(), a.gid, a.groups.data(), &count) < 0) {
+    a.groups.resize(static_cast<size_t>(count) + 32);
+    count = static_cast<int>(a.groups.size());
+  }
+  a.groups.resize(static_cast<size_t>(count));
+  return a;
+}
+
+bool ActsForOthers(const Account& account) { return geteuid() == 0 && account.uid != 0; }
+
+int BecomeAccount(const Account& account) {
+  if (setgroups(account.groups.size(), account.groups.data()) != 0) return -1;
+  if (setgid(account.gid) != 0) return -1;
+  if (setuid(account.uid) != 0) return -1;
+  return 0;
+}
+
+int MakeParentDirectories(char* path) {
+  char* last = std::strrchr(path, '/');
+  if (last == nullptr || last == path) return 0;
+  for (char* p = path + 1; p < last; ++p) {
+    if (*p != '/') continue;
+    *p = '\0';
+    const int rc = mkdir(path, 0755);
+    const int err = errno;
+    *p = '/';
+    if (rc != 0 && err != EEXIST) {
+      errno = err;
+      return -1;
+    }
+  }
+  *last = '\0';
+  const int rc = mkdir(path, 0755);
+  const int err = errno;
+  *last = '/';
+  if (rc != 0 && err != EEXIST) {
+    errno = err;
+    return -1;
+  }
+  return 0;
+}
+
+absl::StatusOr<OwnedFd> OpenAs(const Account& account, const std::string& path, int flags, mode_t mode,
+                               bool make_parents) {
+  flags |= O_CLOEXEC;
+  std::string walk = path;  // MakeParentDirectories' buffer, made before any fork
+  if (!ActsForOthers(account)) {
+    if (make_parents && MakeParentDirectories(walk.data()) != 0) return OpenError(account, path, errno);
+    int fd = open(path.c_str(), flags, mode);
+    if (fd < 0) return OpenError(account, path, errno);
+    return OwnedFd(fd);
+  }
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    return absl::ResourceExhaustedError(absl::StrCat("socketpair: ", std::strerror(errno)));
+  }
+  const pid_t pid = fork();
+  if (pid < 0) {
+    const int err = errno;
+    close(sv[0]);
+    close(sv[1]);
+    return absl::ResourceExhaustedError(absl::StrCat("fork: ", std::strerror(err)));
+  }
+  if (pid == 0) {
+    // Only async-signal-safe calls from here: the agent has threads.
+    int err = 0, fd = -1;
+    if (BecomeAccount(account) != 0) {
+      err = errno;
+    } else if (make_parents && MakeParentDirectories(walk.data()) != 0) {
+      err = errno;
+    } else if ((fd = open(path.c_str(), flags, mode)) < 0) {
+      err = errno;
+    }
+    SendResult(sv[1], err, fd);
+    _exit(0);
+  }
+  close(sv[1]);
+  int err = 0, fd = -1;
+  const bool answered = ReceiveResult(sv[0], &err, &fd);
+  close(sv[0]);
+  while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  if (!answered) return absl::InternalError(absl::StrCat("cannot open ", path, " as ", account.name, ": the helper died"));
+  if (err != 0) return OpenError(account, path, err);
+  return OwnedFd(fd);
+}
+
+absl::StatusOr<OwnedFd> OpenInTrustedDirectory(const std::string& trusted_root, const std::string& name,
+                                               const Account& account, int flags, mode_t mode) {
+  if (trusted_root.empty() || trusted_root.front() != '/') {
+    return absl::InvalidArgumentError(absl::StrCat("the output directory \"", trusted_root, "\" is not an absolute path"));
+  }
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("\"", name, "\" does not name a file in ", trusted_root));
+  }
+  if (mkdir(trusted_root.c_str(), 0755) != 0 && errno == ENOENT) {
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(trusted_root).parent_path(), ec);
+    (void)mkdir(trusted_root.c_str(), 0755);
+  }
+  OwnedFd dir(open(trusted_root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir) {
+    return absl::FailedPreconditionError(absl::StrCat("cannot open the output directory ", trusted_root, ": ",
+                                                      std::strerror(errno), " (a symlink is refused)"));
+  }
+  struct stat st{};
+  if (fstat(dir.get(), &st) != 0) {
+    return absl::InternalError(absl::StrCat("fstat ", trusted_root, ": ", std::strerror(errno)));
+  }
+  if ((st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "the output directory %s is not safe to open users' files in: it belongs to uid %d with mode %04o, and "
+        "must belong to root or the agent's account and be writable by its owner only",
+        trusted_root, st.st_uid, st.st_mode & 07777));
+  }
+  const std::string path = absl::StrCat(trusted_root, "/", name);
+  OwnedFd fd(openat(dir.get(), name.c_str(), flags | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, mode));
+  if (!fd) return OpenError(account, path, errno);
+  if (fstat(fd.get(), &st) != 0) return absl::InternalError(absl::StrCat("fstat ", path, ": ", std::strerror(errno)));
+  if (!S_ISREG(st.st_mode)) return absl::InvalidArgumentError(absl::StrCat(path, " is not a regular file"));
+  if (st.st_uid == account.uid) return fd;
+  if (st.st_uid != 0 && st.st_uid != geteuid()) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(path, " belongs to uid ", st.st_uid, ", not to ", account.name, " (uid ", account.uid, ")"));
+  }
+  if (ActsForOthers(account) && (flags & O_CREAT) != 0 && fchown(fd.get(), account.uid, account.gid) != 0) {
+    return absl::InternalError(absl::StrCat("cannot give ", path, " to ", account.name, ": ", std::strerror(errno)));
+  }
+  return fd;
+}
+
+bool InTrustedDirectory(const std::string& path, const std::string& trusted_root) {
+  const auto slash = path.rfind('/');
+  return !trusted_root.empty() && slash == trusted_root.size() && path.compare(0, slash, trusted_root) == 0;
+}
+
+absl::StatusOr<OwnedFd> OpenTaskFile(const Account& account, const std::string& path, int flags, mode_t mode,
+                                     const std::string& trusted_root) {
+  if (InTrustedDirectory(path, trusted_root)) {
+    return OpenInTrustedDirectory(trusted_root, path.substr(trusted_root.size() + 1), account, flags, mode);
+  }
+  return OpenAs(account, path, flags, mode, /*make_parents=*/(flags & O_CREAT) != 0);
+}
+
+}  // namespace jc::nexec

@@ -1,0 +1,106 @@
+#pragma once
+
+// Files a task's user controls, opened as that user (issue 29: a root daemon never opens,
+// creates, reads or removes a path a user controls except as that user).
+//
+// The agent runs as root so that it can start tasks as their users. Every path a job names
+// (its -o/-e files, their directories, the MPI hostfile, an elastic job's event file) is
+// under the user's control: a symlink planted there would otherwise make root append to
+// /etc/passwd, truncate a root file or read a root-only file back through `nexec logs`.
+// So those paths are opened by a short-lived child that took the user's uid, gid and
+// groups first, and the open descriptor comes back to the agent over a socket
+// (SCM_RIGHTS). The kernel then checks each access as it would for the user's own shell.
+//
+// The one place root opens files for users itself is the master's default output
+// directory (its --log_dir), which no user can write: there it creates and opens files with
+// *at calls relative to a descriptor of that directory, never following a symlink, and
+// hands what it creates to the job's user. Users need not be able to reach that directory;
+// they read their output through `nexec logs`.
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace jc::nexec {
+
+// An account of this host with everything a child needs to become it, resolved before a
+// fork (after one, a threaded process may call only async-signal-safe functions).
+struct Account {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string name;
+  std::string home;
+  std::string shell;
+  std::vector<gid_t> groups;  // supplementary groups, as initgroups would set them
+};
+
+// The account named `name` ("" = this process's own); InvalidArgument naming it when the
+// host has no such user.
+absl::StatusOr<Account> LookupAccount(const std::string& name);
+
+// Whether this process must become `account` to touch its files: it runs as root and the
+// account is not root.
+bool ActsForOthers(const Account& account);
+
+// Becomes `account` (supplementary groups, gid, then uid). Async-signal-safe: for a child
+// between fork and exec. Returns 0, or -1 with errno set.
+int BecomeAccount(const Account& account);
+
+// Creates every missing directory above the file `path` (mode 0755 before the umask), as
+// mkdir -p would, in place: `path` is modified while walking and restored. Async-signal-safe.
+// Returns 0, or -1 with errno set by the mkdir that failed.
+int MakeParentDirectories(char* path);
+
+// A descriptor that closes itself.
+class OwnedFd {
+ public:
+  OwnedFd() = default;
+  explicit OwnedFd(int fd) : fd_(fd) {}
+  OwnedFd(OwnedFd&& other) noexcept : fd_(other.release()) {}
+  OwnedFd& operator=(OwnedFd&& other) noexcept;
+  OwnedFd(const OwnedFd&) = delete;
+  OwnedFd& operator=(const OwnedFd&) = delete;
+  ~OwnedFd();
+  int get() const { return fd_; }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  explicit operator bool() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+// open(2) of `path` as `account` (O_CLOEXEC added): directly when this process is that
+// account (or it is root), otherwise in a child that became the account. With
+// `make_parents` the missing directories above the file are created first, also as the
+// account. Errors name the path, the account and the reason, as the user's shell would
+// meet it ("cannot open /etc/shadow as alice: Permission denied").
+absl::StatusOr<OwnedFd> OpenAs(const Account& account, const std::string& path, int flags, mode_t mode,
+                               bool make_parents = false);
+
+// Opens `name` in the directory `trusted_root` (the master's default output directory)
+// for `account` without becoming it: the directory must be a real directory (not a
+// symlink) that belongs to root or this process and that only its owner may write, so no
+// user can have planted a link or a file in it. `name` is opened relative to a descriptor
+// of that directory with O_NOFOLLOW; a file this creates is handed to `account`. An
+// existing file must be a regular file of `account` or of this process. `trusted_root` is
+// created (0755) when missing.
+absl::StatusOr<OwnedFd> OpenInTrustedDirectory(const std::string& trusted_root, const std::string& name,
+                                               const Account& account, int flags, mode_t mode);
+
+// Whether `path` lies directly in `trusted_root` (non-empty).
+bool InTrustedDirectory(const std::string& path, const std::string& trusted_root);
+
+// A task's file: opened in `trusted_root` (OpenInTrustedDirectory) when `path` lies
+// directly in it, otherwise as the account (OpenAs, creating missing directories when
+// `flags` has O_CREAT).
+absl::StatusOr<OwnedFd> OpenTaskFile(const Account& account, const std::string& path, int flags, mode_t mode,
+                                     const std::string& trusted_root);
+
+}  // namespace jc::nexec
