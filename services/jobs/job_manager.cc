@@ -742,6 +742,14 @@ void JobManager::OnEvent(const std::string& center, uint64_t term, const apb::Re
   if (!ours) return;
   int index = IndexOf(it->second.record, e.replica().key().task_index(), e.replica().key().replica_index());
   if (index < 0) return;
+  // A center reports only on the replicas recorded at it: another center's report on one
+  // (a rogue or confused center naming a replica running elsewhere) changes nothing.
+  if (const std::string& at = it->second.record.replicas(index).center_id(); at != center) {
+    spdlog::warn("job manager: center {} reported on replica {}/{} of {}, which is recorded at {}; ignored", center,
+                 e.replica().key().task_index(), e.replica().key().replica_index(), it->first, at);
+    if (metrics_) metrics_->events_ignored->Add({{"reason", "other_center"}}).Increment();
+    return;
+  }
   JobEffects fx;
   ApplyReport(it->second.record, index, e.replica(), clock_->Now(), &fx);
   ApplyEffects(it->second, fx);

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "services/southbound/adapter_client.h"
+#include "tests/testing/event_chaos_proxy.h"
 #include "tests/testing/faulty_store.h"
 #include "tests/testing/local_adapter.h"
 #include "tests/testing/process.h"
@@ -656,6 +657,68 @@ TEST_CASE("spec x center offers say how many instances fit now, from the monitor
   }
   n.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object());
   CHECK(jc::testing::WaitUntil([&] { return free_at("alpha") == 8; }));
+}
+
+TEST_CASE("a center reports only on its own replicas: a rogue center's forged 'succeeded' for a replica running at "
+          "another center changes nothing [A7][C6]",
+          "[A7][C6]") {
+  Network n;
+  // gamma is a real center behind a proxy that plays the rogue: it forwards everything and
+  // adds events of its own making to its event stream.
+  Adapter gamma_backend{"gamma"};
+  jc::testing::EventChaosProxy rogue(gamma_backend.address(), 1, jc::testing::EventChaosProxy::Odds{0, 0});
+  n.AddCenter("gamma", "127.0.0.1:" + std::to_string(rogue.port()), 5);
+  Network::Must(n.rest->Send("PATCH", "/openapi/v1/resourcespecs/cpu-1", R"({"computing_center_list": "alpha,beta,gamma"})"));
+
+  // A job at alpha, running; and one at gamma, through which the rogue learns what keys
+  // look like (their origin).
+  json victim = n.Submit({{"name", "victim"},
+                          {"tasks", {{{"name", "t"}, {"command", "sleep 30"}, {"resourceSpecId", "cpu-1"},
+                                      {"replicaNumber", 1}, {"centerIDs", {"alpha"}}}}}});
+  const std::string id = victim["jobId"];
+  n.WaitForStatus(id, "running");
+  json own = n.Submit({{"name", "rogue's own"},
+                       {"tasks", {{{"name", "t"}, {"command", "sleep 30"}, {"resourceSpecId", "cpu-1"},
+                                   {"replicaNumber", 1}, {"centerIDs", {"gamma"}}}}}});
+  n.WaitForStatus(own["jobId"], "running");
+  const auto learned = rogue.LastSubmittedKey();
+  REQUIRE_FALSE(learned.origin().empty());
+
+  // gamma reports the victim's replica (every attempt it might be at) as succeeded.
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    jointcloud::adapter::v1::ReplicaEvent forged;
+    forged.set_cursor(1000000 + attempt);
+    auto* replica = forged.mutable_replica();
+    replica->mutable_key()->set_job_id(id);
+    replica->mutable_key()->set_origin(learned.origin());
+    replica->mutable_key()->set_attempt(attempt);
+    replica->set_state(jointcloud::adapter::v1::REPLICA_SUCCEEDED);
+    replica->set_name("forged");
+    rogue.Inject(forged);
+  }
+  REQUIRE(jc::testing::WaitUntil([&] { return rogue.injected_written() >= 3; }));
+  // Seen and refused (counted as such), or, were it taken, the job over.
+  const std::string refused = "jc_job_events_ignored_total{reason=\"other_center\"} 3";
+  jc::testing::WaitUntil([&] {
+    return n.rest->Raw("/metrics").find(refused) != std::string::npos || n.Job(id)["status"] != "running";
+  });
+  json after = n.Job(id);
+  INFO(after.dump());
+  CHECK(after["status"] == "running");
+  CHECK(after["taskInfos"][0]["replicaStatus"] == json::array({"running"}));
+  CHECK(n.rest->Raw("/metrics").find(refused) != std::string::npos);
+  // It still ends as its own center says: stopped by its user.
+  Network::Must(n.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()));
+  CHECK(n.WaitForStatus(id, "failed")["statusReason"] == "stopped by the user");
+  Network::Must(n.rest->Post("/openapi/v1/trainjob/" + own["jobId"].get<std::string>() + "/stop", json::object()));
+  // Its replica ends at gamma before the proxy goes (its stop passes through it).
+  json ended;
+  bool stopped = jc::testing::WaitUntil([&] {
+    ended = n.Job(own["jobId"]);
+    return ended["taskInfos"][0]["replicaStatus"] != json::array({"running"});
+  });
+  INFO(ended.dump());
+  REQUIRE(stopped);
 }
 
 TEST_CASE("a center's own data mover copies what file:// cannot: a command per URL scheme [A6]", "[A6]") {

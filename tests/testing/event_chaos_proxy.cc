@@ -9,6 +9,7 @@
 #include <optional>
 #include <random>
 #include <thread>
+#include <vector>
 
 #include "jointcloud/adapter/v1/adapter.grpc.pb.h"
 
@@ -30,7 +31,16 @@ class EventChaosProxy::Service final : public apb::Adapter::Service {
   ~Service() override { server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1)); }
 
   int port() const { return port_; }
-  std::atomic<int64_t> duplicated{0}, reordered{0};
+  std::atomic<int64_t> duplicated{0}, reordered{0}, injected_written{0};
+
+  void Inject(const apb::ReplicaEvent& e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    injected_.push_back(e);
+  }
+  apb::ReplicaKey LastSubmittedKey() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return last_key_;
+  }
 
   grpc::Status GetCenterInfo(grpc::ServerContext* c, const apb::GetCenterInfoRequest* q, apb::CenterInfo* a) override {
     return Forward(c, *q, a, &apb::Adapter::Stub::GetCenterInfo);
@@ -39,6 +49,7 @@ class EventChaosProxy::Service final : public apb::Adapter::Service {
     return Forward(c, *q, a, &apb::Adapter::Stub::GetUsage);
   }
   grpc::Status SubmitReplica(grpc::ServerContext* c, const apb::SubmitReplicaRequest* q, apb::Replica* a) override {
+    Remember(q->key());
     return Forward(c, *q, a, &apb::Adapter::Stub::SubmitReplica);
   }
   grpc::Status SubmitGang(grpc::ServerContext* c, const apb::SubmitGangRequest* q,
@@ -47,6 +58,7 @@ class EventChaosProxy::Service final : public apb::Adapter::Service {
   }
   grpc::Status SubmitReplicas(grpc::ServerContext* c, const apb::SubmitReplicasRequest* q,
                               apb::SubmitReplicasResponse* a) override {
+    for (const auto& r : q->replicas()) Remember(r.key());
     return Forward(c, *q, a, &apb::Adapter::Stub::SubmitReplicas);
   }
   grpc::Status StopReplica(grpc::ServerContext* c, const apb::ReplicaRef* q, apb::Replica* a) override {
@@ -112,7 +124,12 @@ class EventChaosProxy::Service final : public apb::Adapter::Service {
     auto write = [&](const apb::ReplicaEvent& e) {
       if (writing && !out->Write(e)) writing = false;
     };
+    size_t injected_seen = 0;
     while (writing) {
+      for (const apb::ReplicaEvent& e : InjectedAfter(&injected_seen)) {
+        write(e);
+        if (writing) ++injected_written;
+      }
       std::optional<apb::ReplicaEvent> next;
       {
         std::unique_lock<std::mutex> lock(mu);
@@ -161,6 +178,20 @@ class EventChaosProxy::Service final : public apb::Adapter::Service {
     return (stub_.get()->*call)(&ctx, q, a);
   }
 
+  void Remember(const apb::ReplicaKey& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_key_ = key;
+  }
+  std::vector<apb::ReplicaEvent> InjectedAfter(size_t* seen) {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<apb::ReplicaEvent> out(injected_.begin() + static_cast<std::ptrdiff_t>(*seen), injected_.end());
+    *seen = injected_.size();
+    return out;
+  }
+
+  std::mutex mu_;
+  std::vector<apb::ReplicaEvent> injected_;
+  apb::ReplicaKey last_key_;
   std::unique_ptr<apb::Adapter::Stub> stub_;
   uint64_t seed_;
   Odds odds_;
@@ -175,5 +206,8 @@ EventChaosProxy::~EventChaosProxy() = default;
 int EventChaosProxy::port() const { return service_->port(); }
 int64_t EventChaosProxy::duplicated() const { return service_->duplicated; }
 int64_t EventChaosProxy::reordered() const { return service_->reordered; }
+void EventChaosProxy::Inject(const apb::ReplicaEvent& e) { service_->Inject(e); }
+int64_t EventChaosProxy::injected_written() const { return service_->injected_written; }
+apb::ReplicaKey EventChaosProxy::LastSubmittedKey() const { return service_->LastSubmittedKey(); }
 
 }  // namespace jc::testing

@@ -6,11 +6,17 @@
 // arrive twice, some are held back and arrive after the next one (out of order, with a
 // lower cursor than one already delivered). What it did is counted, so a test can check
 // that the faults really happened. Draws come from a seed, so a run can be repeated.
+//
+// It also plays a rogue center: events a test injects are written into its event
+// streams as if the center had reported them, and it remembers the last replica key the
+// control plane submitted through it (what a center learns about the control plane).
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
+
+#include "jointcloud/adapter/v1/adapter.pb.h"
 
 namespace jc::testing {
 
@@ -30,6 +36,12 @@ class EventChaosProxy {
   int port() const;
   int64_t duplicated() const;
   int64_t reordered() const;
+  // Written into every open and later event stream, after what the upstream sends.
+  void Inject(const ::jointcloud::adapter::v1::ReplicaEvent& e);
+  // How many injected events streams wrote so far (all streams together).
+  int64_t injected_written() const;
+  // The key of the last replica submitted through the proxy (empty before one).
+  ::jointcloud::adapter::v1::ReplicaKey LastSubmittedKey() const;
 
  private:
   class Service;
