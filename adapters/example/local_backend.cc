@@ -1,11 +1,14 @@
 #include "adapters/example/local_backend.h"
 
+#include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -104,32 +107,53 @@ absl::StatusOr<std::string> LocalBackend::Submit(const ReplicaLaunch& launch) {
     if (ec) return absl::UnavailableError(absl::StrCat("cannot create ", dir.string(), ": ", ec.message()));
     return launch.name;  // claimed before
   }
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                           fs::perms::others_exec,
+                  ec);  // whatever the umask: the adapter's alone to write
+  // The replica's directory is the adapter's: its control files (pid, exit, stopped) and
+  // output live there, where the replica cannot write, so it can neither plant a link that
+  // makes the adapter (root) write or read for it, nor name a process for Stop to kill.
+  // The command works in `work` inside it, which is the replica account's.
+  const fs::path work = dir / "work";
+  if (!fs::create_directory(work, ec)) {
+    return absl::UnavailableError(absl::StrCat("cannot create ", work.string(), ": ", ec.message()));
+  }
+  // The output files are made here, readable by the adapter's account only; the wrapper
+  // appends to them (opened by root in root's directory, then inherited by the command).
+  for (const char* name : {"stdout", "stderr"}) {
+    const int fd = open((dir / name).c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      return absl::UnavailableError(absl::StrCat("cannot create ", (dir / name).string(), ": ", std::strerror(errno)));
+    }
+    close(fd);
+  }
   // A wrapper shell runs the command and writes its exit code when it ends; it runs in
   // its own session so it outlives an adapter restart.
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) env_strings.push_back(*e);
   for (const auto& [k, v] : launch.env) env_strings.push_back(k + "=" + v);
   env_strings.push_back("JC_REPLICA_COMMAND=" + launch.command);
-  env_strings.push_back("JC_REPLICA_DIR=" + dir.string());
+  env_strings.push_back("JC_CONTROL_DIR=" + dir.string());
+  env_strings.push_back("JC_REPLICA_DIR=" + work.string());
   env_strings.push_back("JC_REPLICA_NAME=" + launch.name);
   std::vector<char*> envp;
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
   // The wrapper records its own pid first, so a replica whose adapter died before writing
   // it below is still followed.
-  // As another account, only the command is switched: the wrapper's files stay the
-  // adapter's, and the directory becomes the account's to work in.
+  // As another account, only the command is switched; `work` becomes the account's.
   std::string as;
   if (switch_to->has_value()) {
     const SwitchTo& to = **switch_to;
-    if (chown(dir.c_str(), to.uid, to.gid) != 0) {
-      return absl::InternalError(absl::StrCat("cannot hand ", dir.string(), " to ", launch.user));
+    if (chown(work.c_str(), to.uid, to.gid) != 0) {
+      return absl::InternalError(absl::StrCat("cannot hand ", work.string(), " to ", launch.user));
     }
     as = absl::StrCat("/usr/bin/setpriv --reuid=", to.uid, " --regid=", to.gid, " --init-groups ");
   }
   std::string script =
-      "cd \"$JC_REPLICA_DIR\" && echo $$ >pid.tmp && mv pid.tmp pid && " + as +
-      "/bin/sh -c \"$JC_REPLICA_COMMAND\" >stdout 2>stderr </dev/null; "
+      "cd \"$JC_CONTROL_DIR\" && echo $$ >pid.tmp && mv pid.tmp pid && "
+      "(cd work && unset JC_CONTROL_DIR && exec " + as +
+      "/bin/sh -c \"$JC_REPLICA_COMMAND\") >>stdout 2>>stderr </dev/null; "
       "echo $? >exit.tmp && mv exit.tmp exit";
   std::string sh = "/bin/sh", dash_c = "-c";
   char* argv[] = {sh.data(), dash_c.data(), script.data(), nullptr};

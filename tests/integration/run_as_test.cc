@@ -3,10 +3,16 @@
 // account for a job is filtered out with its reason; a replica whose mapping was removed
 // after the scheduler placed it fails there, saying why.
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
 
 #include "adapters/sdk/adapter_core.h"
 #include "tests/testing/local_adapter.h"
@@ -130,4 +136,108 @@ TEST_CASE("replicas run as the account their center maps the job's project to, c
   json failed = WaitForJob(*alice, again.body["data"]["jobId"], "failed");
   CHECK(failed.value("statusReason", "").find("center mapped maps no local account for project \"vision\"") !=
         std::string::npos);
+}
+
+TEST_CASE("a replica cannot make its root adapter read, write or kill for it through the adapter's own files: its "
+          "output, exit code and pid live where it cannot write [C6][A14]",
+          "[C6][A14]") {
+  if (geteuid() != 0) {
+    WARN("not run: the attack needs an adapter running as root and a second account (CI runs as root)");
+    return;
+  }
+  jc::testing::TestAccount account("jc-replica-atk");
+  jc::testing::LocalAdapter center("local", 8, Center("{projects: {vision: " + account.name + "}}"));
+  jc::testing::TestSystem sys([](jc::server::AppOptions& o) {
+    o.monitor.interval = absl::Milliseconds(100);
+    o.scheduler_refresh = absl::Milliseconds(50);
+    o.jobs.cycle_interval = absl::Milliseconds(50);
+    o.jobs.poll_interval = absl::Milliseconds(200);
+  });
+  Must(sys.rest->Post("/openapi/v1/centers", {{"ai_center_id", "local"}, {"name", "local"}, {"region", "cn"},
+                                              {"network_topology", "cn/local"}, {"adapter_address", center.address()},
+                                              {"capacity", {{"cpu", 8}, {"memory", 8192}}}}));
+  Must(sys.rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "cpu-1"},
+                                                   {"resource_spec_name", "1 CPU"},
+                                                   {"resource_quantity", {{"cpu", "1"}, {"memory", "256Mi"}}},
+                                                   {"service_type", "batch"},
+                                                   {"price", 5},
+                                                   {"computing_center_list", "local"}}));
+  REQUIRE(jc::testing::WaitUntil([&] {
+    return sys.rest->Get("/scheduler/algorithm/lowest_price/score/local?resourceSpecId=cpu-1").http_status == 200;
+  }));
+  auto alice = sys.UserClient("alice", "vision", "MEMBER");
+
+  // Root's files, a process of someone else's, and a directory where the replica leaves a mark.
+  const std::filesystem::path box = std::filesystem::temp_directory_path() / ("jc-replica-atk-" + std::to_string(getpid()));
+  std::filesystem::create_directories(box);
+  std::filesystem::permissions(box, std::filesystem::perms::all);
+  const std::string secret = (box / "root-secret").string(), victim = (box / "root-owned").string();
+  std::ofstream(secret) << "TOPSECRET\n";
+  std::ofstream(victim) << "root's content\n";
+  std::filesystem::permissions(secret, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  const pid_t bystander = fork();
+  REQUIRE(bystander >= 0);
+  if (bystander == 0) {
+    setpgid(0, 0);
+    execl("/bin/sleep", "sleep", "300", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  setpgid(bystander, bystander);
+
+  // The replica plants where the adapter keeps a replica's files (its own directory, and the
+  // one above it): its output becomes a link to the root-only file, its exit code a link to
+  // a root file, its pid the bystander's.
+  const std::string plant =
+      "for d in \"$JC_REPLICA_DIR\" \"$JC_REPLICA_DIR/..\"; do (cd \"$d\" && rm -f stdout exit.tmp pid; "
+      "ln -s " + secret + " stdout; ln -s " + victim + " exit.tmp; echo " + std::to_string(bystander) +
+      " > pid) 2>/dev/null; done; echo done > " + (box / "planted-$JC_REPLICA_NAME").string() + "; ";
+  auto submit = [&](const std::string& name, const std::string& tail) {
+    json job = {{"name", name},
+                {"tasks", {{{"name", "t"}, {"command", plant + tail}, {"resourceSpecId", "cpu-1"}, {"replicaNumber", 1}}}}};
+    auto created = alice->Post("/openapi/v1/trainjob", job);
+    INFO(created.body.dump());
+    REQUIRE(created.http_status == 200);
+    return created.body["data"]["jobId"].get<std::string>();
+  };
+  auto planted = [&] {
+    for (const auto& entry : std::filesystem::directory_iterator(box)) {
+      if (entry.path().filename().string().rfind("planted-", 0) == 0) return true;
+    }
+    return false;
+  };
+
+  // Running: its log is what it wrote, not root's file; stopped: the bystander lives on.
+  const std::string running = submit("plant", "echo mine; sleep 300");
+  WaitForJob(*alice, running, "running");
+  REQUIRE(jc::testing::WaitUntil(planted));
+  std::string log;
+  REQUIRE(jc::testing::WaitUntil([&] {
+    auto got = alice->http().Get(("/openapi/v1/trainjob/" + running + "/task/0/replica/0/log/content").c_str());
+    log = got ? got->body : "";
+    return !log.empty();
+  }));
+  INFO(log);
+  CHECK(log.find("TOPSECRET") == std::string::npos);
+  CHECK(log.find("mine") != std::string::npos);
+  Must(alice->Post("/openapi/v1/trainjob/" + running + "/stop", json::object()));
+  WaitForJob(*alice, running, "failed");
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a kill, had one been sent, has landed
+  CHECK(waitpid(bystander, nullptr, WNOHANG) == 0);  // still running
+  CHECK(kill(bystander, 0) == 0);
+
+  // Ending on its own: its exit code is written where the adapter keeps it, not into root's file.
+  const std::string ended = submit("exit", "exit 3");
+  json failed = WaitForJob(*alice, ended, "failed");
+  CHECK(failed.value("statusReason", "").find("exited with 3") != std::string::npos);
+  std::stringstream victim_now;
+  victim_now << std::ifstream(victim).rdbuf();
+  CHECK(victim_now.str() == "root's content\n");
+  std::stringstream secret_now;
+  secret_now << std::ifstream(secret).rdbuf();
+  CHECK(secret_now.str() == "TOPSECRET\n");
+
+  kill(-bystander, SIGKILL);
+  waitpid(bystander, nullptr, 0);
+  std::error_code ec;
+  std::filesystem::remove_all(box, ec);
 }
