@@ -72,13 +72,18 @@ images:
 # (a real center maps each project to an account of its own).
 run_as: {default: nobody}
 YAML
-  setsid "$build/adapters/jc-adapter-native" --listen=127.0.0.1:0 --metrics_address= \
+  # On a unix socket: the adapter admits only the accounts allowed to call it (root and its
+  # own; the control plane runs as root here), which TCP on loopback could not tell apart.
+  setsid "$build/adapters/jc-adapter-native" --listen="unix:$dir/adapter.sock" --metrics_address= \
     --nexec_master="127.0.0.1:$master_port" --center_config="$dir/center.yaml" --state_dir="$dir/adapter" \
     --poll_interval=200ms >"$dir/adapter.log" 2>&1 &
   echo $! >"$dir/adapter.pid"
-  local adapter_port
-  adapter_port=$(wait_for_port "$dir/adapter.log" "listening on port")
-  echo "127.0.0.1:$adapter_port"
+  for _ in $(seq 1 300); do
+    grep -q "listening on unix:" "$dir/adapter.log" 2>/dev/null && break
+    sleep 0.1
+  done
+  grep -q "listening on unix:" "$dir/adapter.log" || { echo "demo-center: the adapter did not start:" >&2; cat "$dir/adapter.log" >&2; return 1; }
+  echo "unix:$dir/adapter.sock"
 }
 
 register() {

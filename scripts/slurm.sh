@@ -29,7 +29,9 @@ start() {
   # the spool as them, so the cluster's directory must be traversable (mktemp makes it 0700).
   chmod 755 "$dir" "$dir/spool"
   dir=$(cd "$dir" && pwd)
-  chmod 700 "$dir/munge"
+  # Reachable by every account, as a real cluster's munge socket is (users submit with sbatch);
+  # the key stays root's alone (0400).
+  chmod 755 "$dir/munge"
   dd if=/dev/urandom of="$dir/munge/munge.key" bs=1 count=1024 status=none
   chmod 400 "$dir/munge/munge.key"
   munged --force --socket="$dir/munge/munge.sock" --key-file="$dir/munge/munge.key" \

@@ -113,24 +113,11 @@ absl::StatusOr<pb::Usage> NexecBackend::GetUsage() {
   return u;
 }
 
-namespace {
-
-absl::StatusOr<std::string> FindByName(NexecBackend* self, auto& client, const std::string& name) {
-  npb::ListJobsRequest req;
-  req.set_name(name);
-  req.set_limit(1);
-  JC_ASSIGN_OR_RETURN(auto jobs, (client.template Unary<npb::ListJobsRequest, npb::ListJobsResponse>("ListJobs",
-                                     &npb::Master::Stub::ListJobs, req)));
-  if (jobs.jobs().empty()) return std::string();
-  return absl::StrCat(jobs.jobs(0).id());
-}
-
-}  // namespace
-
 absl::StatusOr<std::string> NexecBackend::Submit(const ReplicaLaunch& launch) {
-  // The replica's name is the job's name: after an adapter crash the job is found again.
-  JC_ASSIGN_OR_RETURN(std::string existing, FindByName(this, *client_, launch.name));
-  if (!existing.empty()) return existing;
+  // The replica's name is the job's submit key: after an adapter crash the same submit
+  // answers with the job already there. Keys are the submitter's own (munge-proven), so an
+  // account that submits a job of that name, or with that key, beforehand takes nothing:
+  // a replica is never found by a name anyone can take.
   NexecShape shape = ShapeForSpec(launch.spec);
   npb::SubmitRequest req;
   auto* spec = req.mutable_spec();
@@ -155,8 +142,8 @@ absl::StatusOr<std::vector<std::string>> NexecBackend::SubmitGang(
   // or none. The command runs once with the whole host list (NEXEC_HOSTS, a hostfile),
   // as MPI-style launchers expect; every replica reports that job's state.
   std::string name = absl::StrCat(launches[0].name, "-gang", launches.size());
-  JC_ASSIGN_OR_RETURN(std::string existing, FindByName(this, *client_, name));
-  if (existing.empty()) {
+  std::string existing;
+  {
     npb::SubmitRequest req;
     auto* spec = req.mutable_spec();
     spec->set_name(name);

@@ -259,10 +259,17 @@ absl::StatusOr<ReplicaLaunch> AdapterCore::Validate(const pb::SubmitReplicaReque
     // the scheduler placed the replica here fails it with this reason.
     JC_ASSIGN_OR_RETURN(l.user, run_as->AccountFor(center_.center_id, req.project(), req.job_user()));
   } else {
-    l.user = req.user().empty() ? center_.user : req.user();
-    if (IsRootAccount(l.user)) {
-      return absl::InvalidArgumentError("replicas never run as root; ask for an ordinary account");
-    }
+    l.user = center_.user;  // its configured account (empty: the adapter's own)
+  }
+  // The center alone chooses the account (from run_as, else its `user`): a caller naming
+  // another one (any local process that reached the adapter, say) gets nothing.
+  if (!req.user().empty() && req.user() != l.user) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "the replica names account \"", req.user(), "\", but center ", center_.center_id,
+        " chooses the accounts its replicas run as (run_as, or user, in its configuration); leave user empty"));
+  }
+  if (IsRootAccount(l.user)) {
+    return absl::InvalidArgumentError("replicas never run as root; configure an ordinary account for the center");
   }
   l.image_id = req.image_id();
   l.project = req.project();

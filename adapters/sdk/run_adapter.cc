@@ -1,5 +1,7 @@
 #include "adapters/sdk/run_adapter.h"
 
+#include "adapters/sdk/peer_socket.h"
+
 #include <unistd.h>
 
 #include <grpcpp/ext/health_check_service_server_builder_option.h>
@@ -32,7 +34,12 @@
 #include "common/status_macros.h"
 #include "common/store/store.h"
 
-ABSL_FLAG(std::string, listen, "127.0.0.1:7100", "gRPC address of the adapter (port 0: any)");
+ABSL_FLAG(std::string, listen, "",
+          "gRPC address of the adapter: unix:/path (only --allowed_peers may connect), or host:port (port 0: any) with "
+          "mutual TLS (--tls_*) or --plaintext; default unix:<state_dir>/adapter.sock");
+ABSL_FLAG(std::string, allowed_peers, "",
+          "accounts (names or uids, comma-separated) that may connect on a unix: --listen address: the control "
+          "plane's; default root and the adapter's own account");
 ABSL_FLAG(std::string, metrics_address, "127.0.0.1:7101",
           "where /metrics, /healthz and /readyz are served (empty: nowhere)");
 ABSL_FLAG(std::string, state_dir, "./adapter-state", "directory of the adapter's embedded store");
@@ -90,6 +97,8 @@ struct AdapterServer::Impl {
   std::unique_ptr<grpc::Server> server;
   std::shared_ptr<prometheus::Registry> registry;
   std::unique_ptr<AdminServer> admin;
+  std::unique_ptr<PeerCheckedSocket> unix_socket;
+  std::string address;
   int port = 0;
   int metrics_port = 0;
   bool down = false;
@@ -98,6 +107,7 @@ struct AdapterServer::Impl {
 AdapterServer::AdapterServer() : impl_(std::make_unique<Impl>()) {}
 AdapterServer::~AdapterServer() { Shutdown(); }
 int AdapterServer::port() const { return impl_->port; }
+std::string AdapterServer::address() const { return impl_->address; }
 int AdapterServer::metrics_port() const { return impl_->metrics_port; }
 AdapterCore& AdapterServer::core() { return *impl_->core; }
 
@@ -133,12 +143,23 @@ absl::StatusOr<std::unique_ptr<AdapterServer>> AdapterServer::Start(Backend* bac
     credentials = auth::ServerCredentials(impl.tls.get(), GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
     credentials->SetAuthMetadataProcessor(std::make_shared<AllowedClients>(options.allowed_clients));
   }
-  builder.AddListeningPort(options.listen, credentials, &impl.port);
+  const std::string unix_path = UnixSocketPath(options.listen);
+  if (unix_path.empty()) builder.AddListeningPort(options.listen, credentials, &impl.port);
   builder.RegisterService(impl.service.get());
   ConfigureServerThreads(builder, "adapter", 64);
   impl.server = builder.BuildAndStart();
-  if (!impl.server || impl.port == 0) {
+  if (!impl.server || (unix_path.empty() && impl.port == 0)) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));
+  }
+  if (!unix_path.empty()) {
+    // The kernel names each caller: only the allowed accounts get through to gRPC.
+    std::set<uid_t> allowed = options.allowed_peers;
+    if (allowed.empty()) allowed = {0, geteuid()};
+    JC_ASSIGN_OR_RETURN(impl.unix_socket, PeerCheckedSocket::Listen(unix_path, allowed, impl.server.get()));
+    impl.address = "unix:" + unix_path;
+  } else {
+    const std::string host = options.listen.substr(0, options.listen.rfind(':'));
+    impl.address = absl::StrCat(host.empty() || host == "0.0.0.0" || host == "[::]" ? "127.0.0.1" : host, ":", impl.port);
   }
   if (!options.metrics_address.empty()) {
     store::Store* st = impl.store.get();
@@ -150,7 +171,11 @@ absl::StatusOr<std::unique_ptr<AdapterServer>> AdapterServer::Start(Backend* bac
     });
     JC_ASSIGN_OR_RETURN(impl.metrics_port, impl.admin->Start(options.metrics_address));
   }
-  spdlog::info("adapter for center {} listening on port {}", options.center.center_id, impl.port);
+  if (unix_path.empty()) {
+    spdlog::info("adapter for center {} listening on port {}", options.center.center_id, impl.port);
+  } else {
+    spdlog::info("adapter for center {} listening on {}", options.center.center_id, impl.address);
+  }
   return s;
 }
 
@@ -158,6 +183,7 @@ void AdapterServer::Shutdown() {
   if (impl_->down) return;
   impl_->down = true;
   if (impl_->admin) impl_->admin->Stop();
+  impl_->unix_socket.reset();  // no new connections
   // Watches end when the core closes its event log; then the server drains.
   if (impl_->core) impl_->core->Stop();
   if (impl_->server) impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
@@ -227,16 +253,26 @@ AdapterOptions ParseAdapterFlags(int argc, char** argv, const char* usage) {
   o.allow_root_replicas = absl::GetFlag(FLAGS_allow_root_replicas);
   o.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key), absl::GetFlag(FLAGS_tls_ca)};
   o.allowed_clients = absl::StrSplit(absl::GetFlag(FLAGS_tls_allowed_clients), ',', absl::SkipWhitespace());
-  // Whoever reaches a plaintext adapter can run replicas at its center: off loopback, that
-  // takes mutual TLS or saying so.
-  std::string host = o.listen.substr(0, o.listen.rfind(':'));
-  bool loopback = host == "127.0.0.1" || host == "localhost" || host == "::1" || host == "[::1]" ||
-                  absl::StartsWith(host, "127.");
-  if (!o.tls.enabled() && !loopback && !absl::GetFlag(FLAGS_plaintext)) {
-    spdlog::error("--listen={} without TLS would take calls from whoever reaches it: give --tls_cert, --tls_key and "
-                  "--tls_ca (mutual TLS with the control plane), or --plaintext to accept that",
+  if (o.listen.empty()) o.listen = "unix:" + std::filesystem::absolute(std::filesystem::path(o.state_dir) / "adapter.sock").string();
+  auto peers = ParseAllowedPeers(absl::GetFlag(FLAGS_allowed_peers));
+  if (!peers.ok()) {
+    spdlog::error("{}", peers.status().message());
+    std::exit(2);
+  }
+  o.allowed_peers = *peers;
+  // Whoever reaches a plaintext adapter can run replicas at its center — on loopback too,
+  // every account of the host and every replica it runs: that takes a unix socket (the
+  // kernel names the caller), mutual TLS, or saying so.
+  if (UnixSocketPath(o.listen).empty() && !o.tls.enabled() && !absl::GetFlag(FLAGS_plaintext)) {
+    spdlog::error("--listen={} without TLS would take calls from whoever reaches it (on loopback: every account and "
+                  "replica on this host): use --listen=unix:/path (only --allowed_peers may connect), give "
+                  "--tls_cert, --tls_key and --tls_ca (mutual TLS with the control plane), or --plaintext for "
+                  "development",
                   o.listen);
     std::exit(2);
+  }
+  if (absl::GetFlag(FLAGS_plaintext) && UnixSocketPath(o.listen).empty() && !o.tls.enabled()) {
+    spdlog::warn("--plaintext: anyone who reaches {} can run replicas at this center; for development only", o.listen);
   }
   if (absl::GetFlag(FLAGS_center_config).empty()) {
     spdlog::error("--center_config is required: the center's id, specs and figures (docs/adapter-sdk.md)");

@@ -1,11 +1,14 @@
 #pragma once
 
+#include <sys/types.h>
+
 // Runs an adapter: the SDK's gRPC server (jointcloud.adapter.v1.Adapter plus gRPC health)
 // around a Backend, /metrics, /healthz and /readyz, the replica book and event log in a
 // store, and a graceful shutdown on SIGINT/SIGTERM. A new adapter is a Backend class and
 // a main() that calls RunAdapter (see docs/adapter-sdk.md).
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,7 +21,11 @@
 namespace jc::adapter {
 
 struct AdapterOptions {
-  std::string listen = "127.0.0.1:7100";          // gRPC; port 0 picks a free one
+  // gRPC: "unix:/path" (only `allowed_peers` may connect; SO_PEERCRED), or host:port
+  // (port 0 picks a free one) with mutual TLS (`tls`), or without it only for development.
+  std::string listen = "127.0.0.1:7100";
+  // Who may connect on a unix: listen address; empty: root and this process's account.
+  std::set<uid_t> allowed_peers;
   std::string metrics_address = "127.0.0.1:7101";  // empty: no HTTP endpoint
   // Where the replica book and events live: sqlite:///path, postgresql://..., or empty
   // for `state_dir`/adapter.db.
@@ -45,7 +52,10 @@ class AdapterServer {
   static absl::StatusOr<std::unique_ptr<AdapterServer>> Start(Backend* backend,
                                                               AdapterOptions options);
   ~AdapterServer();
-  int port() const;          // the bound gRPC port
+  int port() const;          // the bound gRPC port (0 on a unix socket)
+  // Where the control plane reaches it: "unix:/path", or "127.0.0.1:<port>" for a TCP
+  // listen address (its host when it names one).
+  std::string address() const;
   int metrics_port() const;  // 0 when not served
   AdapterCore& core();
   // Stops taking calls, ends watches, stops polling. Idempotent.

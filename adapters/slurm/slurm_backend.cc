@@ -1,10 +1,15 @@
 #include "adapters/slurm/slurm_backend.h"
 
+#include <fcntl.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -13,6 +18,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -235,14 +241,76 @@ absl::StatusOr<pb::Usage> SlurmBackend::GetUsage() {
   return u;
 }
 
-absl::StatusOr<std::string> SlurmBackend::FindByName(const std::string& name) {
-  JC_ASSIGN_OR_RETURN(std::string out,
-                      Slurm({"squeue", "--states=all", "-h", "--name=" + name, "-o", "%i"}));
-  for (absl::string_view line : absl::StrSplit(out, '\n', absl::SkipWhitespace())) {
-    line = absl::StripAsciiWhitespace(line);
-    if (IsJobId(line)) return std::string(line);
+std::string ReplicaTag(const std::string& secret, const std::string& name) {
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()), reinterpret_cast<const unsigned char*>(name.data()),
+       name.size(), mac, &size);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string tag = "jc:";
+  for (unsigned int i = 0; i < 16 && i < size; ++i) {
+    tag.push_back(kHex[mac[i] >> 4]);
+    tag.push_back(kHex[mac[i] & 15]);
   }
-  return std::string();
+  return tag;
+}
+
+absl::StatusOr<std::string> SlurmBackend::TagSecret() {
+  if (!tag_secret_.empty()) return tag_secret_;
+  const std::string path = options_.tag_key_file.empty()
+                               ? (fs::path(options_.log_dir) / ".jc-replica-tag.key").string()
+                               : options_.tag_key_file;
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    unsigned char raw[32];
+    if (RAND_bytes(raw, sizeof raw) != 1) {
+      close(fd);
+      return absl::InternalError("cannot draw the adapter's tag secret");
+    }
+    std::string hex;
+    for (unsigned char c : raw) absl::StrAppend(&hex, absl::Hex(c, absl::kZeroPad2));
+    const bool written = write(fd, hex.data(), hex.size()) == static_cast<ssize_t>(hex.size());
+    close(fd);
+    if (!written) return absl::UnavailableError(absl::StrCat("cannot write ", path));
+  }
+  // Read back (made now or earlier), and only if it is the adapter's alone: a file someone
+  // else made, or could read, would let them tag jobs as the adapter's.
+  fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return absl::FailedPreconditionError(absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+  struct stat st{};
+  char buf[128];
+  const ssize_t n = fstat(fd, &st) == 0 ? read(fd, buf, sizeof buf) : -1;
+  close(fd);
+  if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%s must be a file of the adapter's account (uid %d) that only it can read; it belongs to uid %d with mode "
+        "%04o: remove it and the adapter makes its own",
+        path, geteuid(), st.st_uid, st.st_mode & 07777));
+  }
+  if (n < 32) return absl::FailedPreconditionError(absl::StrCat(path, " holds no secret; remove it"));
+  tag_secret_.assign(buf, static_cast<size_t>(n));
+  return tag_secret_;
+}
+
+absl::StatusOr<std::string> SlurmBackend::FindByName(const std::string& name) {
+  JC_ASSIGN_OR_RETURN(std::string secret, TagSecret());
+  const std::string tag = ReplicaTag(secret, name);
+  JC_ASSIGN_OR_RETURN(std::string out,
+                      Slurm({"squeue", "--states=all", "-h", "--name=" + name, "-o", "%i|%k"}));
+  // Only a job carrying the tag is the replica (anyone may name a job anything); of those,
+  // the oldest (a copy of the tag is only possible once the real job shows it).
+  std::string found;
+  int64_t oldest = 0;
+  for (absl::string_view line : absl::StrSplit(out, '\n', absl::SkipWhitespace())) {
+    std::vector<absl::string_view> f = absl::StrSplit(absl::StripAsciiWhitespace(line), absl::MaxSplits('|', 1));
+    int64_t id = 0;
+    if (f.size() != 2 || !IsJobId(f[0]) || absl::StripAsciiWhitespace(f[1]) != tag || !absl::SimpleAtoi(f[0], &id)) continue;
+    if (found.empty() || id < oldest) {
+      found = std::string(f[0]);
+      oldest = id;
+    }
+  }
+  return found;
 }
 
 absl::StatusOr<std::string> SlurmBackend::Submit(const ReplicaLaunch& launch) {
@@ -257,18 +325,24 @@ absl::StatusOr<std::string> SlurmBackend::Submit(const ReplicaLaunch& launch) {
   }
   absl::StrAppend(&script, "export JC_REPLICA_NAME=", ShellQuote(launch.name), "\n");
   absl::StrAppend(&script, "exec /bin/sh -c ", ShellQuote(launch.command), "\n");
-  fs::path script_path = fs::path(options_.log_dir) / (launch.name + ".sh");
+  // The script goes to a file of a name nobody can guess or have planted (the log
+  // directory may be writable by the accounts replicas run as), created exclusively.
+  std::string script_path = (fs::path(options_.log_dir) / (".jc-" + launch.name + "-XXXXXX")).string();
   {
-    std::ofstream f(script_path, std::ios::trunc);
-    f << script;
-    if (!f) return absl::UnavailableError(absl::StrCat("cannot write ", script_path.string()));
+    const int fd = mkstemp(script_path.data());
+    if (fd < 0) return absl::UnavailableError(absl::StrCat("cannot create a script in ", options_.log_dir, ": ", std::strerror(errno)));
+    const bool written = write(fd, script.data(), script.size()) == static_cast<ssize_t>(script.size());
+    fchmod(fd, 0700);
+    close(fd);
+    if (!written) return absl::UnavailableError(absl::StrCat("cannot write ", script_path));
   }
-  chmod(script_path.c_str(), 0700);
+  JC_ASSIGN_OR_RETURN(std::string secret, TagSecret());
 
   std::vector<std::string> argv = {"sbatch",
                                    "--parsable",
                                    "--no-requeue",
                                    "--job-name=" + launch.name,
+                                   "--comment=" + ReplicaTag(secret, launch.name),
                                    "--chdir=" + options_.log_dir,
                                    "--output=" + (fs::path(options_.log_dir) / "%j.out").string(),
                                    "--error=" + (fs::path(options_.log_dir) / "%j.err").string()};
@@ -287,7 +361,7 @@ absl::StatusOr<std::string> SlurmBackend::Submit(const ReplicaLaunch& launch) {
     argv.push_back("--uid=" + launch.user);
     argv.push_back(absl::StrCat("--gid=", found->pw_gid));
   }
-  argv.push_back(script_path.string());
+  argv.push_back(script_path);
   absl::StatusOr<std::string> out = Slurm(argv);
   // Slurm keeps its own copy of the script once it has the job.
   std::error_code ec;

@@ -23,7 +23,15 @@ struct SlurmOptions {
   std::string partition;  // empty: the cluster's default partition
   std::string account;    // empty: the submitting user's default account
   absl::Duration command_timeout = absl::Seconds(30);
+  // The adapter's secret for tagging its jobs (created 0600 on first use; must belong to
+  // the adapter's account and be readable by it alone). Empty: <log_dir>/.jc-replica-tag.key.
+  std::string tag_key_file;
 };
+
+// The tag the adapter puts in its jobs' comment ("jc:" + 32 hex digits): HMAC-SHA256 of the
+// replica's name under the adapter's secret, so nobody else can make a job that passes for
+// the replica, whatever name they give it.
+std::string ReplicaTag(const std::string& secret, const std::string& name);
 
 // What Slurm says of a job -> the replica's state. `wait_status` is squeue's exit_code
 // (a wait(2) status: exit code << 8 | signal).
@@ -63,7 +71,12 @@ class SlurmBackend final : public Backend {
   // Runs a Slurm client; a non-zero exit becomes an error carrying what it printed.
   absl::StatusOr<std::string> Slurm(const std::vector<std::string>& argv);
   absl::StatusOr<SlurmNodeTotals> Nodes();
+  // The job the adapter submitted for `name`: the oldest with that name whose comment
+  // carries the replica's tag ("" when none).
   absl::StatusOr<std::string> FindByName(const std::string& name);
+  // The secret (read, or made on first use); an error when the file is not the adapter's alone.
+  absl::StatusOr<std::string> TagSecret();
+  std::string tag_secret_;
   // For jobs squeue no longer knows: sacct, when the cluster keeps accounting.
   void ObserveFromAccounting(const std::vector<std::string>& ids,
                              std::map<std::string, ReplicaObservation>* out);

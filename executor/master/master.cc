@@ -183,7 +183,7 @@ absl::Status Master::Recover() {
         ++running;
       }
     }
-    if (!job.spec().submit_key().empty()) submit_keys_[job.spec().submit_key()] = job.id();
+    if (!job.spec().submit_key().empty()) submit_keys_[SubmitKeyIndex(job.spec())] = job.id();
     if (fairshare) CountPastUsage(job, rec.request, now, forgotten_before);
     jobs_[job.id()] = std::move(rec);
   }
@@ -337,6 +337,11 @@ void Master::Publish(const pb::Job& job) {
   events_.Append(std::move(e), [](pb::JobEvent& ev, uint64_t c) { ev.set_cursor(c); });
 }
 
+std::string Master::SubmitKeyIndex(const pb::JobSpec& spec) {
+  // Jobs recorded before submitters were: their user stands in.
+  return absl::StrCat(spec.submitter().empty() ? spec.user() : spec.submitter(), "\n", spec.submit_key());
+}
+
 absl::StatusOr<int64_t> Master::Submit(pb::JobSpec spec) {
   if (spec.command().empty()) return absl::InvalidArgumentError("the job has no command");
   if (spec.user().empty()) return absl::InvalidArgumentError("the job names no user");
@@ -344,7 +349,7 @@ absl::StatusOr<int64_t> Master::Submit(pb::JobSpec spec) {
   if (spec.tty()) spec.set_interactive(true);  // a terminal is for an interactive job
   pb::Job job;
   JobRequest req;
-  const std::string key = spec.submit_key();
+  const std::string key = spec.submit_key().empty() ? std::string() : SubmitKeyIndex(spec);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!key.empty()) {
@@ -353,14 +358,14 @@ absl::StatusOr<int64_t> Master::Submit(pb::JobSpec spec) {
         // a job that is not theirs.
         auto job_of_key = jobs_.find(known->second);
         if (job_of_key != jobs_.end() && job_of_key->second.job.spec().user() != spec.user()) {
-          return absl::AlreadyExistsError(
-              absl::StrCat("submit key ", key, " belongs to a job of another user; choose another key"));
+          return absl::AlreadyExistsError(absl::StrCat("submit key ", spec.submit_key(),
+                                                       " names a job of another user; choose another key"));
         }
         return known->second;
       }
       if (keys_in_flight_.count(key)) {
         return absl::UnavailableError(
-            absl::StrCat("a submission with key ", key, " is being recorded; retry to get its job"));
+            absl::StrCat("a submission with key ", spec.submit_key(), " is being recorded; retry to get its job"));
       }
     }
     JC_ASSIGN_OR_RETURN(req, BuildRequest(spec, next_id_));

@@ -286,7 +286,9 @@ class Master {
   Scheduler scheduler_;
   std::map<int64_t, JobRecord> jobs_;
   // JobSpec.submit_key -> the job it created; keys whose submission is being committed.
-  std::map<std::string, int64_t> submit_keys_;
+  std::map<std::string, int64_t> submit_keys_;  // by SubmitKeyIndex
+  // Where a job's submit key is filed: its submitter's own keys.
+  static std::string SubmitKeyIndex(const pb::JobSpec& spec);
   std::set<std::string> keys_in_flight_;
   std::set<int64_t> active_;  // running or suspended: what heartbeats and host checks scan
   std::map<std::string, HostRecord> hosts_;

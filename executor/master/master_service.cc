@@ -28,6 +28,7 @@ class MasterService final : public pb::Master::Service {
     NEXEC_CALLER(caller, "Submit");
     pb::JobSpec spec = req->spec();
     if (spec.user().empty()) spec.set_user(caller.user);
+    spec.set_submitter(caller.user);  // proven, never taken from the request
     spec.clear_timed_job_id();  // the master's own mark on a timed job's runs
     if (auto s = m_->MaySubmitAs(Of(caller), spec.user()); !s.ok()) return ToGrpcStatus(s);
     auto id = m_->Submit(std::move(spec));
@@ -78,6 +79,7 @@ class MasterService final : public pb::Master::Service {
     NEXEC_CALLER(caller, "AddTimedJob");
     pb::TimedJob tj = *req;
     if (tj.spec().user().empty()) tj.mutable_spec()->set_user(caller.user);
+    tj.mutable_spec()->set_submitter(caller.user);
     if (auto s = m_->MaySubmitAs(Of(caller), tj.spec().user()); !s.ok()) return ToGrpcStatus(s);
     return Reply(m_->AddTimedJob(std::move(tj)), resp);
   }

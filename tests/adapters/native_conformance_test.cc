@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include <grpcpp/grpcpp.h>
 
@@ -15,6 +17,7 @@
 #include "adapters/sdk/conformance/conformance.h"
 #include "tests/testing/munge_daemon.h"
 #include "tests/testing/process.h"
+#include "tests/testing/test_account.h"
 
 namespace jc::adapter::conformance {
 namespace {
@@ -106,6 +109,79 @@ TEST_CASE("native adapter: a federation job's project reaches nexec as the job's
   REQUIRE(nexec::MungeAuth::Munge("").Sign(&ctx, "GetJob", ref).ok());
   REQUIRE(stub->GetJob(&ctx, ref, &job).ok());
   CHECK(job.spec().project() == "climate");
+}
+
+TEST_CASE("native adapter: an account that takes a replica's name and key first hijacks nothing: the replica "
+          "runs its own command in a job of its own [A14][C6]",
+          "[A14][C6]") {
+  if (geteuid() != 0) {
+    WARN("not run: the attack needs a second account (CI runs as root)");
+    return;
+  }
+  NexecCluster& cluster = Cluster();
+  REQUIRE(cluster.error.empty());
+  jc::testing::TestAccount squatter("jc-squat");
+  const std::string name = "jc-squatted-0-0-0";
+  // The squatter submits, as itself (munge proves it), a job with the replica's coming name
+  // as both its name and its key.
+  ::nexec::v1::SubmitRequest squat;
+  squat.mutable_spec()->set_name(name);
+  squat.mutable_spec()->set_submit_key(name);
+  squat.mutable_spec()->set_user(squatter.name);
+  squat.mutable_spec()->set_command("echo hijacked; sleep 30");
+  const std::string cred_file = (cluster.dir / "squat.cred").string();
+  jc::testing::Process munge({"/usr/sbin/runuser", "-u", squatter.name, "--", "/usr/bin/munge",
+                              "--socket=" + jc::testing::UsePrivateMunged(),
+                              "--string=" + nexec::MungeAuth::Payload("Submit", squat)},
+                             cred_file);
+  REQUIRE(munge.Wait() == 0);
+  std::stringstream cred;
+  cred << std::ifstream(cred_file).rdbuf();
+  std::string credential = cred.str();
+  while (!credential.empty() && std::isspace(static_cast<unsigned char>(credential.back()))) credential.pop_back();
+  auto stub = ::nexec::v1::Master::NewStub(grpc::CreateChannel(cluster.address, grpc::InsecureChannelCredentials()));
+  ::nexec::v1::SubmitResponse squatted;
+  {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata(nexec::kMungeMetadataKey, credential);
+    grpc::Status s = stub->Submit(&ctx, squat, &squatted);
+    INFO(s.error_message());
+    REQUIRE(s.ok());
+  }
+
+  // The adapter submits the replica under that name: it gets a job of its own, running the
+  // replica's command, and the same again when it repeats the submit (after a crash).
+  NexecBackend backend(cluster.address, "", nexec::MungeAuth::Munge(""));
+  ReplicaLaunch launch;
+  launch.name = name;
+  launch.command = "echo the replicas own";
+  launch.spec.mutable_quantity()->set_cpu(1);
+  auto id = backend.Submit(launch);
+  INFO(id.status().ToString());
+  REQUIRE(id.ok());
+  CHECK(*id != std::to_string(squatted.job_id()));
+  auto again = backend.Submit(launch);
+  REQUIRE(again.ok());
+  CHECK(*again == *id);
+  int64_t job_id = 0;
+  REQUIRE(absl::SimpleAtoi(*id, &job_id));
+  ::nexec::v1::JobRef ref;
+  ref.set_job_id(job_id);
+  ::nexec::v1::Job job;
+  grpc::ClientContext ctx;
+  REQUIRE(nexec::MungeAuth::Munge("").Sign(&ctx, "GetJob", ref).ok());
+  REQUIRE(stub->GetJob(&ctx, ref, &job).ok());
+  CHECK(job.spec().command() == "echo the replicas own");
+  CHECK(job.spec().submitter() == "root");
+  // The squatter's job is no replica: ended here (once its task has started).
+  ::nexec::v1::JobRef theirs;
+  theirs.set_job_id(squatted.job_id());
+  CHECK(jc::testing::WaitUntil([&] {
+    grpc::ClientContext kill_ctx;
+    if (!nexec::MungeAuth::Munge("").Sign(&kill_ctx, "Kill", theirs).ok()) return false;
+    ::nexec::v1::ControlResponse killed;
+    return stub->Kill(&kill_ctx, theirs, &killed).ok();
+  }));
 }
 
 }  // namespace jc::adapter::conformance

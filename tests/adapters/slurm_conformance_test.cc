@@ -15,6 +15,7 @@
 #include "adapters/slurm/command.h"
 #include "adapters/slurm/slurm_backend.h"
 #include "tests/testing/process.h"
+#include "tests/testing/test_account.h"
 
 namespace jc::adapter::conformance {
 namespace {
@@ -137,6 +138,55 @@ TEST_CASE("Slurm adapter: a spec becomes cpus, memory and gres/gpu, and usage co
       std::chrono::seconds(60));
   INFO("last seen: " << pb::ReplicaState_Name(seen.state) << " " << seen.message);
   CHECK(stopped);
+}
+
+TEST_CASE("Slurm adapter: an account that names a job after a coming replica hijacks nothing: the replica runs "
+          "in a job of its own, found again after a crash by the adapter's tag [A14][C6]",
+          "[A14][C6][slurm]") {
+  if (!Cluster().error.empty()) FAIL("Slurm cannot be tested here: " << Cluster().error);
+  if (geteuid() != 0) {
+    WARN("not run: the attack needs a second account (CI runs as root)");
+    return;
+  }
+  jc::testing::TestAccount squatter("jc-slurm-squat");
+  SlurmBackend backend(Cluster().Options());
+  ReplicaLaunch launch;
+  launch.key.set_job_id(absl::StrCat("squat", getpid(), "x", absl::ToUnixMillis(absl::Now())));
+  launch.name = ReplicaName(launch.key);
+  launch.command = "echo the replicas own";
+  launch.spec.mutable_quantity()->set_cpu(1);
+  launch.spec.mutable_quantity()->set_memory_mb(64);
+  // The squatter submits first, as itself, under the replica's name (even with a comment
+  // that looks like a tag).
+  const std::string out = (Cluster().log_dir / ("squat-" + std::to_string(getpid()) + ".id")).string();
+  jc::testing::Process squat({"/usr/sbin/runuser", "-u", squatter.name, "--", "/usr/bin/env",
+                              "SLURM_CONF=" + std::string(std::getenv("SLURM_CONF")), "sbatch", "--parsable",
+                              "--job-name=" + launch.name, "--comment=jc:00000000000000000000000000000000",
+                              "--chdir=/tmp", "--output=/dev/null", "--wrap=echo hijacked; sleep 30"},
+                             out);
+  REQUIRE(squat.Wait() == 0);
+  std::string squatted = squat.Log();
+  while (!squatted.empty() && std::isspace(static_cast<unsigned char>(squatted.back()))) squatted.pop_back();
+  squatted = squatted.substr(0, squatted.find(';'));
+  REQUIRE_FALSE(squatted.empty());
+
+  auto id = backend.Submit(launch);
+  INFO(id.status().ToString());
+  REQUIRE(id.ok());
+  CHECK(*id != squatted);
+  auto again = backend.Submit(launch);  // an adapter that crashed after sbatch
+  REQUIRE(again.ok());
+  CHECK(*again == *id);
+  std::string log;
+  CHECK(jc::testing::WaitUntil(
+      [&] {
+        log = backend.ReadLog(*id, false, 0, 4096).value_or("");
+        return absl::StrContains(log, "the replicas own");
+      },
+      std::chrono::seconds(60)));
+  INFO(log);
+  CHECK_FALSE(absl::StrContains(log, "hijacked"));
+  RunCommand({"scancel", squatted}, absl::Seconds(10)).IgnoreError();
 }
 
 TEST_CASE("Slurm adapter: a spec the cluster can never run is refused with Slurm's reason [A14][C5]",

@@ -119,7 +119,7 @@ class Harness {
 
   void StartAdapter() {
     ++adapter_starts_;
-    std::vector<std::string> args{native_ ? JC_ADAPTER_NATIVE : JC_ADAPTER_LOCAL, "--listen=127.0.0.1:0",
+    std::vector<std::string> args{native_ ? JC_ADAPTER_NATIVE : JC_ADAPTER_LOCAL, "--listen=127.0.0.1:0", "--plaintext",
                                   "--metrics_address=", "--state_dir=" + dir_ + "/adapter",
                                   "--center_config=" + dir_ + "/center.yaml", "--poll_interval=50ms",
                                   // The faults, not run-as accounts, are under test (run_as_test is):

@@ -92,7 +92,7 @@ TEST_CASE("the nexec master and agent, and an adapter, list and describe their s
   CHECK(Has(*agent_services, "nexec.v1.Agent"));
 
   std::ofstream(dir + "/center.yaml") << "center_id: local\nrun_as: {default: nobody}\n";
-  Process adapter({JC_ADAPTER_LOCAL, "--listen=127.0.0.1:0", "--metrics_address=", "--state_dir=" + dir + "/adapter",
+  Process adapter({JC_ADAPTER_LOCAL, "--listen=127.0.0.1:0", "--plaintext", "--metrics_address=", "--state_dir=" + dir + "/adapter",
                    "--work_dir=" + dir + "/replicas", "--center_config=" + dir + "/center.yaml"},
                   dir + "/adapter.log");
   auto adapter_port = adapter.WaitForLog(R"(listening on port (\d+))");

@@ -3,6 +3,13 @@
 // no replica runs twice (SPEC A7, C2).
 
 #include <signal.h>
+#include <cstdio>
+#include <sys/wait.h>
+#include <sys/un.h>
+#include <sys/socket.h>
+#include <pwd.h>
+#include <poll.h>
+#include <grp.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -61,7 +68,7 @@ TEST_CASE("acknowledged jobs survive SIGKILL of the control plane, and no replic
     std::ofstream config(dir + "/center.yaml");
     config << "center_id: local\nsecurity_grade: 3\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n";
   }
-  Process adapter({JC_ADAPTER_LOCAL, "--listen=127.0.0.1:0", "--metrics_address=", "--state_dir=" + dir + "/adapter",
+  Process adapter({JC_ADAPTER_LOCAL, "--listen=127.0.0.1:0", "--plaintext", "--metrics_address=", "--state_dir=" + dir + "/adapter",
                    "--work_dir=" + dir + "/replicas", "--center_config=" + dir + "/center.yaml", "--cpus=16",
                    "--memory_mb=8192", "--poll_interval=50ms", "--allow_root_replicas"},
                   dir + "/adapter.log");
@@ -200,48 +207,121 @@ TEST_CASE("an adapter running as root refuses to start when its center maps no a
   std::string dir = (std::filesystem::temp_directory_path() / ("jc-root-adapter-" + std::to_string(getpid()))).string();
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/center.yaml") << "center_id: local\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n";
-  Process refused({JC_ADAPTER_LOCAL, "--listen=127.0.0.1:0", "--metrics_address=", "--state_dir=" + dir + "/adapter",
+  Process refused({JC_ADAPTER_LOCAL, "--listen=127.0.0.1:0", "--plaintext", "--metrics_address=", "--state_dir=" + dir + "/adapter",
                    "--work_dir=" + dir + "/replicas", "--center_config=" + dir + "/center.yaml"},
                   dir + "/refused.log");
   CHECK(refused.Wait() == 1);
   CHECK(refused.Log().find("replicas would run as root. Add run_as") != std::string::npos);
   // With a mapping it starts (and a mapping to root is refused with the place that says so).
   std::ofstream(dir + "/root.yaml") << "center_id: local\nrun_as: {projects: {ml: root}}\n";
-  Process to_root({JC_ADAPTER_LOCAL, "--listen=127.0.0.1:0", "--metrics_address=", "--state_dir=" + dir + "/adapter",
+  Process to_root({JC_ADAPTER_LOCAL, "--listen=127.0.0.1:0", "--plaintext", "--metrics_address=", "--state_dir=" + dir + "/adapter",
                    "--work_dir=" + dir + "/replicas", "--center_config=" + dir + "/root.yaml"},
                   dir + "/root.log");
   CHECK(to_root.Wait() != 0);
   CHECK(to_root.Log().find("run_as.projects.ml: \"root\" is root") != std::string::npos);
   std::ofstream(dir + "/mapped.yaml") << "center_id: local\nrun_as: {default: nobody}\n";
-  Process mapped({JC_ADAPTER_LOCAL, "--listen=127.0.0.1:0", "--metrics_address=", "--state_dir=" + dir + "/adapter",
+  Process mapped({JC_ADAPTER_LOCAL, "--listen=127.0.0.1:0", "--plaintext", "--metrics_address=", "--state_dir=" + dir + "/adapter",
                   "--work_dir=" + dir + "/replicas", "--center_config=" + dir + "/mapped.yaml"},
                  dir + "/mapped.log");
   CHECK(mapped.WaitForLog(R"(listening on port (\d+))").has_value());
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("an adapter serves plaintext off loopback only when told to: without TLS it refuses to start [C6]", "[C6]") {
+namespace {
+
+// What the adapter's socket at `path` answers a client's HTTP/2 preface with, connecting as
+// `uid` (a forked child that became it): the bytes it sent back before closing, -1 when it
+// could not connect.
+int BytesAnsweredAs(uid_t uid, gid_t gid, const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
+  int pipefd[2];
+  REQUIRE(pipe(pipefd) == 0);
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {  // only async-signal-safe calls: the test has threads
+    int answered = -1;
+    if (setgroups(0, nullptr) == 0 && setgid(gid) == 0 && setuid(uid) == 0) {
+      const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+      if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+        static const char kPreface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\4\0\0\0\0\0";
+        (void)!send(fd, kPreface, sizeof(kPreface) - 1, MSG_NOSIGNAL);  // closed already: EPIPE, not a signal
+        answered = 0;
+        char buf[256];
+        pollfd p{fd, POLLIN, 0};
+        while (poll(&p, 1, 3000) > 0) {
+          const ssize_t n = read(fd, buf, sizeof buf);
+          if (n <= 0) break;
+          answered += static_cast<int>(n);
+          if (answered >= 9) break;  // a frame header: the server spoke
+        }
+      }
+    }
+    (void)!write(pipefd[1], &answered, sizeof answered);
+    _exit(0);
+  }
+  close(pipefd[1]);
+  int answered = -2;
+  (void)!read(pipefd[0], &answered, sizeof answered);
+  close(pipefd[0]);
+  waitpid(child, nullptr, 0);
+  return answered;
+}
+
+}  // namespace
+
+TEST_CASE("an adapter takes calls only from whom it can tell: a unix socket admits the control plane's account and "
+          "refuses every other, and TCP without TLS is refused, loopback included, unless told [C6]",
+          "[C6]") {
   std::string dir =
       (std::filesystem::temp_directory_path() / ("jc-plain-adapter-" + std::to_string(getpid()))).string();
   std::filesystem::create_directories(dir);
   std::ofstream(dir + "/center.yaml") << "center_id: local\nrun_as: {default: nobody}\n"
                                          "specs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n";
-  auto adapter = [&](const std::string& listen, std::vector<std::string> more, const std::string& log) {
-    std::vector<std::string> argv{JC_ADAPTER_LOCAL, "--listen=" + listen, "--metrics_address=",
-                                  "--state_dir=" + dir + "/" + log, "--work_dir=" + dir + "/replicas",
-                                  "--center_config=" + dir + "/center.yaml"};
+  auto adapter = [&](std::vector<std::string> more, const std::string& log) {
+    std::vector<std::string> argv{JC_ADAPTER_LOCAL, "--metrics_address=", "--state_dir=" + dir + "/" + log,
+                                  "--work_dir=" + dir + "/replicas", "--center_config=" + dir + "/center.yaml"};
     argv.insert(argv.end(), more.begin(), more.end());
     return std::make_unique<Process>(argv, dir + "/" + log + ".log");
   };
-  auto refused = adapter("0.0.0.0:0", {}, "refused");
-  CHECK(refused->Wait() == 2);
-  CHECK(refused->Log().find("without TLS would take calls from whoever reaches it") != std::string::npos);
-  // Said explicitly, it starts; on loopback it needs nothing.
-  auto told = adapter("0.0.0.0:0", {"--plaintext"}, "told");
+  // TCP without TLS: every account and replica on the host could call it, so it refuses
+  // to start, off loopback and on it.
+  for (const std::string listen : {"0.0.0.0:0", "127.0.0.1:0"}) {
+    auto refused = adapter({"--listen=" + listen}, "refused");
+    CHECK(refused->Wait() == 2);
+    INFO(refused->Log());
+    CHECK(refused->Log().find("without TLS would take calls from whoever reaches it") != std::string::npos);
+  }
+  // Said explicitly, it starts, and says what that means.
+  auto told = adapter({"--listen=127.0.0.1:0", "--plaintext"}, "told");
   CHECK(told->WaitForLog(R"(listening on port (\d+))").has_value());
-  auto local = adapter("127.0.0.1:0", {}, "local");
-  CHECK(local->WaitForLog(R"(listening on port (\d+))").has_value());
+  CHECK(told->Log().find("for development only") != std::string::npos);
   told.reset();
+
+  // By default it listens on a unix socket in its state directory.
+  auto local = adapter({}, "local");
+  auto where = local->WaitForLog(R"(listening on unix:(\S+))");
+  REQUIRE(where.has_value());
+  CHECK(*where == dir + "/local/adapter.sock");
+  // The control plane's account (here root, as the adapter) is answered; nobody is cut off
+  // before gRPC reads a byte, and the adapter says who it refused.
+  CHECK(BytesAnsweredAs(geteuid(), getegid(), *where) >= 9);
+  if (geteuid() == 0) {
+    passwd* nobody = getpwnam("nobody");
+    REQUIRE(nobody != nullptr);
+    CHECK(BytesAnsweredAs(nobody->pw_uid, nobody->pw_gid, *where) == 0);
+    CHECK(local->WaitForLog("refused a connection on unix:" + *where + " from uid " +
+                            std::to_string(nobody->pw_uid))
+              .has_value());
+    // Named in --allowed_peers, an account is let in.
+    local.reset();
+    auto allowing = adapter({"--allowed_peers=root,nobody"}, "allowing");
+    auto allowed_at = allowing->WaitForLog(R"(listening on unix:(\S+))");
+    REQUIRE(allowed_at.has_value());
+    INFO(allowing->Log());
+    CHECK(BytesAnsweredAs(nobody->pw_uid, nobody->pw_gid, *allowed_at) >= 9);
+  }
   local.reset();
   std::filesystem::remove_all(dir);
 }

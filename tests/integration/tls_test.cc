@@ -247,7 +247,10 @@ TEST_CASE("adapters take calls only from the control plane over mutual TLS, and 
   Certificates certs;
   // Center alpha's adapter, with alpha's certificate.
   jc::testing::LocalAdapter alpha("alpha", 4, "specs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n",
-                                  [&](jc::adapter::AdapterOptions& o) { o.tls = certs.Files("ca", "alpha"); });
+                                  [&](jc::adapter::AdapterOptions& o) {
+                                    o.listen = "127.0.0.1:0";  // TLS is for TCP
+                                    o.tls = certs.Files("ca", "alpha");
+                                  });
   auto jointcloud = jc::auth::LoadTls(certs.Files("ca", "jointcloud"));
   REQUIRE(jointcloud.ok());
   auto control_plane = jc::southbound::MakeGrpcAdapterClient(*jointcloud);

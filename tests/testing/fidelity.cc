@@ -72,7 +72,7 @@ absl::StatusOr<FidelityResult> RunFidelity(const FidelityOptions& o) {
     std::filesystem::create_directories(dir);
     std::ofstream(dir + "/center.yaml") << "center_id: " << c.id << "\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n";
     adapters.push_back(std::make_unique<Process>(
-        std::vector<std::string>{o.adapter_binary, "--listen=127.0.0.1:0", "--metrics_address=", "--state_dir=" + dir + "/state",
+        std::vector<std::string>{o.adapter_binary, "--listen=127.0.0.1:0", "--plaintext", "--metrics_address=", "--state_dir=" + dir + "/state",
                                  "--work_dir=" + dir + "/replicas", "--center_config=" + dir + "/center.yaml",
                                  absl::StrCat("--cpus=", c.cpus), "--memory_mb=8192", "--poll_interval=50ms",
                                  "--allow_root_replicas"},

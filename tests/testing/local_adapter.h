@@ -37,7 +37,9 @@ struct LocalAdapter {
     }
     backend = std::make_unique<adapter::LocalBackend>((dir / "work").string(), cpus, 8192);
     adapter::AdapterOptions o;
-    o.listen = "127.0.0.1:0";
+    // A unix socket, as a center's adapter beside its control plane listens: the adapter
+    // admits only this process's account (SO_PEERCRED). Tests of TCP and TLS set their own.
+    o.listen = "unix:" + (dir / "adapter.sock").string();
     o.metrics_address = "";
     o.state_dir = (dir / "state").string();
     o.poll_interval = absl::Milliseconds(50);
@@ -51,7 +53,7 @@ struct LocalAdapter {
     REQUIRE(s.ok());
     server = std::move(*s);
   }
-  std::string address() const { return "127.0.0.1:" + std::to_string(server->port()); }
+  std::string address() const { return server->address(); }
   void Stop() {
     if (server) server->Shutdown();
     server.reset();

@@ -66,7 +66,7 @@ inline std::unique_ptr<Process> StartLocalAdapterProcess(const std::string& bina
   std::ofstream(dir + "/" + center + ".yaml")
       << "center_id: " << center << "\nsecurity_grade: 3\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n";
   auto adapter = std::make_unique<Process>(
-      std::vector<std::string>{binary, "--listen=127.0.0.1:0", "--metrics_address=",
+      std::vector<std::string>{binary, "--listen=127.0.0.1:0", "--plaintext", "--metrics_address=",
                                "--state_dir=" + dir + "/adapter-" + center, "--work_dir=" + dir + "/replicas-" + center,
                                "--center_config=" + dir + "/" + center + ".yaml", "--cpus=" + std::to_string(cpus),
                                "--memory_mb=4096", "--poll_interval=50ms", "--allow_root_replicas"},

@@ -219,6 +219,18 @@ TEST_CASE("conformance: a replica runs as the account run_as maps its project to
   CHECK(absl::StrContains(s.error_message(), "maps no local account for project \"elsewhere\""));
   pb::Replica none;
   CHECK(kit.Get(other.key(), &none).error_code() == grpc::StatusCode::NOT_FOUND);
+
+  // A caller cannot pick the account, neither another ordinary one nor root.
+  for (const std::string& pick : {std::string("nobody"), std::string("root")}) {
+    pb::SubmitReplicaRequest chosen = kit.Request("id");
+    chosen.set_project("kit");
+    chosen.set_user(pick);
+    s = kit.Submit(chosen, &refused);
+    INFO(pick << ": " << s.error_message());
+    CHECK(s.error_code() == grpc::StatusCode::PERMISSION_DENIED);
+    CHECK(absl::StrContains(s.error_message(), "chooses the accounts its replicas run as"));
+    CHECK(kit.Get(chosen.key(), &none).error_code() == grpc::StatusCode::NOT_FOUND);
+  }
 }
 
 TEST_CASE("conformance: a non-zero exit fails the replica with its exit code [A14]", "[A14][conformance]") {

@@ -185,7 +185,8 @@ TEST_CASE("bad submissions are refused and nothing is stored", "[B2][C5]") {
   CHECK(store->Query("SELECT id FROM nexec_jobs")->empty());
 }
 
-TEST_CASE("a submission with a key the master knows returns the job that key created, also after a restart",
+TEST_CASE("a submission with a key its submitter used returns the job that key created, also after a restart, "
+          "and another submitter's equal key is another key",
           "[B2][B11]") {
   auto store = jc::testing::MakeTestStore();
   FakeDialer dialer;
@@ -195,6 +196,7 @@ TEST_CASE("a submission with a key the master knows returns the job that key cre
     REQUIRE(master.Recover().ok());
     REQUIRE(master.Heartbeat(Beat("h1")).ok());
     auto spec = Spec("true");
+    spec.set_submitter("adapter");  // as the native adapter submits alice's replica
     spec.set_submit_key("jc-a1b2-job-00000001-0-0-0");
     auto id = master.Submit(spec);
     REQUIRE(id.ok());
@@ -202,26 +204,34 @@ TEST_CASE("a submission with a key the master knows returns the job that key cre
     auto again = master.Submit(spec);  // the answer was lost; the client sends it again
     REQUIRE(again.ok());
     CHECK(*again == first);
-    // Another user's equal key gets no job of alice's.
+    // Another submitter's equal key is another key: a job of its own, nothing of alice's
+    // (an account cannot take, or block, the adapter's keys).
     auto stranger = spec;
     stranger.set_user("mallory");
-    auto taken = master.Submit(stranger);
-    CHECK(absl::IsAlreadyExists(taken.status()));
+    stranger.set_submitter("mallory");
+    auto theirs = master.Submit(stranger);
+    REQUIRE(theirs.ok());
+    CHECK(*theirs != first);
+    // The same submitter's key sent again for another user is a collision: refused.
+    auto other_user = spec;
+    other_user.set_user("bob");
+    CHECK(absl::IsAlreadyExists(master.Submit(other_user).status()));
     spec.set_submit_key("jc-a1b2-job-00000002-0-0-0");
     auto other = master.Submit(spec);
     REQUIRE(other.ok());
     CHECK(*other != first);
-    CHECK(master.ListJobs({}).size() == 2);
+    CHECK(master.ListJobs({}).size() == 3);
   }
-  // A restarted master knows the keys of the jobs it reloads.
+  // A restarted master knows the keys of the jobs it reloads, by submitter.
   Master restarted(store.get(), jc::RealClock::Get(), &dialer, DefaultConfig(), {});
   REQUIRE(restarted.Recover().ok());
   auto spec = Spec("true");
+  spec.set_submitter("adapter");
   spec.set_submit_key("jc-a1b2-job-00000001-0-0-0");
   auto after = restarted.Submit(spec);
   REQUIRE(after.ok());
   CHECK(*after == first);
-  CHECK(restarted.ListJobs({}).size() == 2);
+  CHECK(restarted.ListJobs({}).size() == 3);
 }
 
 TEST_CASE("a queue's run window holds dispatch outside it, suspends its running jobs when it closes and "
