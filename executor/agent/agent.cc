@@ -19,6 +19,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <utility>
 
 #include <prometheus/counter.h>
@@ -144,6 +145,89 @@ Agent::Agent(AgentOptions options) : options_(std::move(options)) {}
 
 Agent::~Agent() { Stop(); }
 
+namespace {
+
+// The task cgroups of agents of this machine that are gone (nexec/<host>.<pid> with no
+// such process): what is still in them is ended — processes a predecessor's tasks moved
+// out of their process groups, which KillPredecessorTasks cannot see — and the
+// directories removed. Returns how many processes were ended.
+int EndTasksOfDeadAgents(const CgroupLayout& layout) {
+  int ended = 0;
+  for (const auto& [controller, base] : layout.dirs) {
+    std::error_code ec;
+    for (const auto& agent_dir : std::filesystem::directory_iterator(base + "/nexec", ec)) {
+      if (!agent_dir.is_directory()) continue;
+      const std::string name = agent_dir.path().filename().string();
+      int pid = 0;
+      const auto dot = name.rfind('.');
+      if (dot == std::string::npos || !absl::SimpleAtoi(name.substr(dot + 1), &pid) || pid <= 0) continue;
+      if (kill(pid, 0) == 0 || errno != ESRCH) continue;  // that agent lives
+      std::error_code ec2;
+      for (const auto& task_dir : std::filesystem::directory_iterator(agent_dir.path(), ec2)) {
+        if (!task_dir.is_directory()) continue;
+        for (int round = 0; round < 20; ++round) {
+          std::ifstream procs(task_dir.path() / "cgroup.procs");
+          int p = 0;
+          bool any = false;
+          while (procs >> p) {
+            any = true;
+            if (kill(p, SIGKILL) == 0 && round == 0) ++ended;
+          }
+          if (!any) break;
+          std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+        rmdir(task_dir.path().c_str());
+      }
+      rmdir(agent_dir.path().c_str());
+    }
+  }
+  return ended;
+}
+
+}  // namespace
+
+absl::Status Agent::SetUpContainment() {
+  if (options_.cgroups == "off") return absl::OkStatus();
+  if (options_.cgroups != "auto" && options_.cgroups != "on") {
+    return absl::InvalidArgumentError(absl::StrCat("--cgroups: auto, on or off, not \"", options_.cgroups, "\""));
+  }
+  // Tasks go under the agent's own cgroup, in a directory of this agent (several agents
+  // may share a machine, as in tests).
+  absl::StatusOr<CgroupLayout> layout = CgroupLayout::Discover();
+  if (layout.ok()) {
+    if (int ended = EndTasksOfDeadAgents(*layout); ended > 0) {
+      spdlog::warn("nexec agent: ended {} process(es) left in the cgroups of agents that died", ended);
+    }
+    const std::string mine = absl::StrCat("nexec/", options_.host, ".", getpid());
+    CgroupLayout agent_layout = *layout;
+    for (auto& [controller, dir] : agent_layout.dirs) {
+      std::error_code ec;
+      std::filesystem::create_directories(dir + "/" + mine, ec);
+      if (ec) {
+        layout = absl::UnavailableError(absl::StrCat("cannot create ", dir, "/", mine, ": ", ec.message()));
+        break;
+      }
+      dir += "/" + mine;
+    }
+    if (layout.ok()) {
+      for (const auto& [controller, dir] : agent_layout.dirs) {
+        spdlog::info("nexec agent: tasks are contained in cgroups under {}{}", dir,
+                     controller.empty() ? " (v2)" : absl::StrCat(" (v1 ", controller, ")"));
+      }
+      runner_.ContainIn(std::move(agent_layout));
+      return absl::OkStatus();
+    }
+  }
+  if (options_.cgroups == "on") {
+    return absl::FailedPreconditionError(absl::StrCat("--cgroups=on: ", layout.status().message()));
+  }
+  spdlog::warn("nexec agent: tasks are NOT contained in cgroups ({}): a task that leaves its process group (setsid) "
+               "escapes kill and suspend, and rusage[mem] is not a limit. Run the agent as root on a host with cgroups "
+               "(--cgroups=on makes this an error)",
+               std::string(layout.status().message()));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<int> Agent::Start() {
   base_info_ = MeasureHost();
   // GPUs, their model and memory from nvidia-smi; what --resources declares wins.
@@ -167,6 +251,7 @@ absl::StatusOr<int> Agent::Start() {
     options_.state_dir = (std::filesystem::temp_directory_path() / ("nexec-agent-" + options_.host)).string();
   }
   std::error_code ec;
+  options_.state_dir = std::filesystem::absolute(options_.state_dir).lexically_normal().string();
   std::filesystem::create_directories(std::filesystem::path(options_.state_dir) / "tasks", ec);
   if (ec) return absl::InvalidArgumentError(absl::StrCat("cannot create ", options_.state_dir, ": ", ec.message()));
   if (int killed = KillPredecessorTasks(); killed > 0) {
@@ -174,6 +259,7 @@ absl::StatusOr<int> Agent::Start() {
                  "or fails their jobs as their queues say",
                  options_.host, killed);
   }
+  JC_RETURN_IF_ERROR(SetUpContainment());
   if (!options_.sensor_dir.empty()) {
     auto found = FindSensors(options_.sensor_dir, options_.host);
     for (const auto& s : found) spdlog::info("resource sensor {}", s);
@@ -232,20 +318,23 @@ namespace {
 // The processes whose environment names one of `keys` (NEXEC_TASK_KEY, which every task
 // and its children inherit), by key. For tasks a previous agent started but died before
 // recording their process group: their user code may already run.
-std::map<std::string, std::vector<pid_t>> ProcessesOfTasks(const std::set<std::string>& keys) {
+// Processes of the given task keys started by the agent of `state_dir` (both from their
+// environment): task keys repeat across clusters (job 1, task 0, attempt 0), so another
+// agent's task of the same key on this machine is never taken for one of ours.
+std::map<std::string, std::vector<pid_t>> ProcessesOfTasks(const std::set<std::string>& keys,
+                                                           const std::string& state_dir) {
   std::map<std::string, std::vector<pid_t>> out;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
     pid_t pid = 0;
     if (!absl::SimpleAtoi(entry.path().filename().string(), &pid) || pid <= 1 || pid == getpid()) continue;
     std::ifstream in(entry.path() / "environ", std::ios::binary);
-    std::string var;
+    std::string var, key, state;
     while (std::getline(in, var, '\0')) {
-      if (var.rfind("NEXEC_TASK_KEY=", 0) != 0) continue;
-      std::string key = var.substr(15);
-      if (keys.count(key)) out[key].push_back(pid);
-      break;
+      if (var.rfind("NEXEC_TASK_KEY=", 0) == 0) key = var.substr(15);
+      if (var.rfind("NEXEC_AGENT_STATE=", 0) == 0) state = var.substr(18);
     }
+    if (!key.empty() && keys.count(key) && state == state_dir) out[key].push_back(pid);
   }
   return out;
 }
@@ -265,7 +354,7 @@ int Agent::KillPredecessorTasks() {
     if (pgid == 0) unrecorded.insert(entry.path().filename().string());
   }
   if (!unrecorded.empty()) {
-    for (const auto& [key, pids] : ProcessesOfTasks(unrecorded)) {
+    for (const auto& [key, pids] : ProcessesOfTasks(unrecorded, options_.state_dir)) {
       for (pid_t pid : pids) {
         const pid_t group = getpgid(pid);
         // Its own group (a task leads one); never the agent's.
@@ -347,12 +436,14 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   // What nexec-run inside the task needs to reach the master, as the agent does.
   t.env["NEXEC_MASTER"] = options_.master_address;
   t.env["NEXEC_TASK_INDEX"] = absl::StrCat(req.task_index());
+  t.env["NEXEC_AGENT_STATE"] = options_.state_dir;  // whose task it is, for a successor agent
   if (!options_.auth.socket().empty()) t.env["NEXEC_MUNGE_SOCKET"] = options_.auth.socket();
   if (!req.event_file().empty()) t.env["NEXEC_EVENT_FILE"] = req.event_file();
   bool multi_host = false;
   for (const auto& h : req.hosts()) multi_host |= h != req.hosts(0);
   if (multi_host && !t.stdout_path.empty()) t.hostfile_path = t.stdout_path + ".hosts";
   t.output_root = req.output_root();
+  t.memory_limit_mb = req.memory_limit_mb();
   // Registered before the process starts: a task that exits at once is reaped by the
   // heartbeat loop, which must already know whose it is.
   TaskInfo info{req.job_id(), req.task_index(), req.attempt(), t.stdout_path, t.stderr_path};
@@ -795,6 +886,16 @@ void Agent::HeartbeatLoop() {
     for (const TaskExit& e : exits) {
       auto it = tasks_.find(e.key);
       if (it == tasks_.end()) continue;
+      if (!e.killed_because.empty()) {
+        // The kernel ended it (its memory limit): the job's history and reason say so.
+        pb::TaskNote note;
+        note.set_job_id(it->second.job_id);
+        note.set_task_index(it->second.task_index);
+        note.set_attempt(it->second.attempt);
+        note.set_message(e.killed_because);
+        note.set_killed(true);
+        unacked_notes_.push_back(note);
+      }
       pb::TaskReport r;
       if (NextPhase(e.key, it->second, e.exit_code, &r)) continue;  // its next phase runs
       unacked_exits_.push_back(r);

@@ -65,6 +65,10 @@ struct AgentOptions {
   // log reads are taken only from `master_uid` (the master's account) or root.
   MungeAuth auth = MungeAuth::Munge("");
   uid_t master_uid = 0;
+  // Containment (task_cgroup.h): "auto" contains tasks in cgroups where the host lets the
+  // agent make them (and says so at start when it cannot), "on" refuses to start
+  // without, "off" leaves tasks in process groups only.
+  std::string cgroups = "auto";
 };
 
 // Parses "cpus=64,gpus=8,mem=512G,swap=16G" into the info fields it names.
@@ -148,6 +152,8 @@ class Agent {
   // reported, as configured). Takes mu_.
   void WatchGpus();
   void HeartbeatLoop();
+  // Contains tasks in cgroups as options_.cgroups says (at start).
+  absl::Status SetUpContainment();
   // Kills the process groups of the tasks a previous agent on this host started and did
   // not see end (it died); returns how many were still running.
   int KillPredecessorTasks();

@@ -40,6 +40,9 @@ ABSL_FLAG(std::string, metrics_address, "",
 ABSL_FLAG(std::string, auth, "munge",
           "how calls are proven: munge, or none (development only: anyone reaching the port may launch)");
 ABSL_FLAG(std::string, munge_socket, "", "munged's socket (default: $NEXEC_MUNGE_SOCKET, else munge's own)");
+ABSL_FLAG(std::string, cgroups, "auto",
+          "contain each task in a cgroup of its own (kill, suspend and memory limits reach every process it starts): "
+          "auto (where the host allows), on (refuse to start without), off");
 ABSL_FLAG(int64_t, master_uid, -1,
           "the account the master runs as; launches from others are refused (default: the agent's own "
           "account; root is always accepted)");
@@ -84,6 +87,7 @@ int main(int argc, char** argv) {
   }
   if (!auth->enabled()) spdlog::warn("--auth=none: anyone who reaches this agent may launch processes; for development only");
   options.auth = *auth;
+  options.cgroups = absl::GetFlag(FLAGS_cgroups);
   options.master_uid = absl::GetFlag(FLAGS_master_uid) >= 0 ? static_cast<uid_t>(absl::GetFlag(FLAGS_master_uid))
                                                             : geteuid();
   jc::nexec::Agent agent(options);

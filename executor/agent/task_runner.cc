@@ -39,9 +39,17 @@ struct ChildError {
   int step;  // index into kSteps
   int err;
 };
-enum Step { kSetpgid, kOpenStdout, kOpenStderr, kBecomeUser, kChdir, kExec, kAffinity, kSetsid, kControllingTty };
+enum Step { kSetpgid, kOpenStdout, kOpenStderr, kBecomeUser, kChdir, kExec, kAffinity, kSetsid, kControllingTty, kCgroup };
 constexpr const char* kSteps[] = {"setpgid", "open stdout", "open stderr", "become the user", "chdir", "exec",
-                                  "sched_setaffinity", "setsid", "set the controlling terminal"};
+                                  "sched_setaffinity", "setsid", "set the controlling terminal",
+                                  "join the task's cgroup"};
+
+// "4 GiB", "512 MiB": a limit as a user gave it.
+std::string HumanBytes(int64_t bytes) {
+  if (bytes > 0 && bytes % (int64_t{1} << 30) == 0) return absl::StrCat(bytes >> 30, " GiB");
+  if (bytes > 0 && bytes % (int64_t{1} << 20) == 0) return absl::StrCat(bytes >> 20, " MiB");
+  return absl::StrCat(bytes, " bytes");
+}
 
 }  // namespace
 
@@ -52,9 +60,16 @@ TaskRunner::~TaskRunner() {
   for (const auto& [key, pid] : tasks_) {
     if (pid <= 0) continue;
     kill(-pid, SIGKILL);
+    if (auto cg = cgroups_.find(key); cg != cgroups_.end()) (void)cg->second->KillAll();
     waitpid(pid, nullptr, 0);
+    if (auto cg = cgroups_.find(key); cg != cgroups_.end()) (void)cg->second->Remove();
   }
   for (auto& [key, input] : inputs_) CloseInputNow(input);
+  // The agent's own directory of task cgroups goes with it (empty by now).
+  for (auto& cg : idle_cgroups_) (void)cg->Remove();
+  if (cgroups_layout_) {
+    for (const auto& [controller, dir] : cgroups_layout_->dirs) rmdir(dir.c_str());
+  }
 }
 
 void TaskRunner::CloseInputNow(Input& input) {
@@ -285,7 +300,38 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   for (int c : t.cpus) {
     if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &cpus);
   }
-  if (!switch_user && t.cpus.empty() && !t.stdin_pipe && !t.tty) {
+  // Its cgroup, made before the fork; the child joins it before anything else, so
+  // nothing it starts is ever outside it.
+  std::shared_ptr<TaskCgroup> cgroup;
+  if (cgroups_layout_) {
+    CgroupLimits limits;
+    limits.memory_bytes = t.memory_limit_mb * 1024 * 1024;
+    std::string name;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!idle_cgroups_.empty()) {
+        cgroup = std::move(idle_cgroups_.back());
+        idle_cgroups_.pop_back();
+      } else {
+        name = absl::StrCat("t", cgroups_made_++);
+      }
+    }
+    if (cgroup) {
+      if (absl::Status reset = cgroup->Reset(limits); !reset.ok()) {
+        return absl::UnavailableError(absl::StrCat("the task's cgroup: ", reset.message()));
+      }
+    } else {
+      auto made = TaskCgroup::Create(*cgroups_layout_, name, limits);
+      if (!made.ok()) return absl::UnavailableError(absl::StrCat("the task's cgroup: ", made.status().message()));
+      cgroup = std::move(*made);
+    }
+  }
+  auto drop_cgroup = absl::MakeCleanup([&] {
+    if (!cgroup) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    idle_cgroups_.push_back(cgroup);  // unused: empty still
+  });
+  if (!switch_user && t.cpus.empty() && !t.stdin_pipe && !t.tty && !cgroup) {
     return Spawn(t.key, argv, envp.data(), out_fd, err_fd, cwd);
   }
 
@@ -360,6 +406,7 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
     } else if (setpgid(0, 0) != 0) {
       fail(kSetpgid);
     }
+    if (cgroup && cgroup->JoinFromChild() != 0) fail(kCgroup);
     // The user first, then its files: every open below is checked as the user's own.
     if (switch_user && BecomeAccount(*user) != 0) fail(kBecomeUser);
     if (tty) {
@@ -416,6 +463,11 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
     }
     return absl::FailedPreconditionError(absl::StrCat("cannot start task ", t.key, ": ",
                                                       kSteps[e.step], ": ", std::strerror(e.err)));
+  }
+  if (cgroup) {
+    std::move(drop_cgroup).Cancel();  // it is the task's now, until it is reaped
+    std::lock_guard<std::mutex> lock(mu_);
+    cgroups_[t.key] = cgroup;
   }
   if (input.fd >= 0) {
     if (input.tty) {
@@ -514,7 +566,24 @@ bool GroupStopped(pid_t pgid) {
 
 }  // namespace
 
+absl::Status TaskRunner::SignalCgroup(const std::string& key, int sig) {
+  std::shared_ptr<TaskCgroup> cgroup;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = cgroups_.find(key);
+    if (it == cgroups_.end()) return absl::NotFoundError(absl::StrCat("task ", key, " has no cgroup"));
+    cgroup = it->second;
+  }
+  // Frozen while its processes are listed and signalled, so none it forks meanwhile is
+  // missed; a stop or kill sent to a frozen process takes effect as it thaws.
+  JC_RETURN_IF_ERROR(cgroup->Freeze());
+  for (pid_t pid : cgroup->Processes()) kill(pid, sig);
+  return cgroup->Thaw();
+}
+
 absl::Status TaskRunner::Suspend(const std::string& key) {
+  // In a cgroup: every process of the task, wherever it went (setsid, a double fork).
+  if (absl::Status s = SignalCgroup(key, SIGSTOP); !absl::IsNotFound(s)) return s;
   // A process the task forks while the group is being signalled can miss the SIGSTOP and
   // run on (seen under load): the group is signalled until all of it has stopped, for a
   // bounded while.
@@ -532,9 +601,22 @@ absl::Status TaskRunner::Suspend(const std::string& key) {
   }
   return absl::OkStatus();  // what still runs is stopped by the signals already sent, or soon exits
 }
-absl::Status TaskRunner::Resume(const std::string& key) { return SignalGroup(key, SIGCONT); }
+absl::Status TaskRunner::Resume(const std::string& key) {
+  if (absl::Status s = SignalCgroup(key, SIGCONT); !absl::IsNotFound(s)) return s;
+  return SignalGroup(key, SIGCONT);
+}
 
 absl::Status TaskRunner::Kill(const std::string& key) {
+  std::shared_ptr<TaskCgroup> cgroup;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = cgroups_.find(key); it != cgroups_.end()) cgroup = it->second;
+  }
+  if (cgroup) {
+    // No process of the task survives, whatever group or session it made for itself.
+    auto killed = cgroup->KillAll();
+    return killed.ok() ? absl::OkStatus() : killed.status();
+  }
   // A stopped group must be continued for SIGKILL's exit to be reported promptly by
   // some shells; SIGKILL itself needs no help, but the order costs nothing.
   absl::Status s = SignalGroup(key, SIGKILL);
@@ -549,6 +631,14 @@ std::vector<TaskExit> TaskRunner::Reap() {
     for (Input& input : ended_inputs) CloseInputNow(input);
   };
   std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = draining_cgroups_.begin(); it != draining_cgroups_.end();) {
+    if ((*it)->KillAll(/*attempts=*/1).ok()) {
+      idle_cgroups_.push_back(std::move(*it));
+      it = draining_cgroups_.erase(it);
+    } else {
+      ++it;
+    }
+  }
   for (auto it = tasks_.begin(); it != tasks_.end();) {
     if (it->second <= 0) {  // still starting
       ++it;
@@ -559,9 +649,25 @@ std::vector<TaskExit> TaskRunner::Reap() {
     if (r == it->second) {
       int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       // The leader is gone; whatever it left in its group goes too, so a task's
-      // processes never outlive it.
+      // processes never outlive it (in a cgroup: wherever they went).
       kill(-it->second, SIGKILL);
-      out.push_back({it->first, code});
+      TaskExit exit{it->first, code, ""};
+      if (auto cg = cgroups_.find(it->first); cg != cgroups_.end()) {
+        const CgroupUsage usage = cg->second->Usage();
+        if (usage.oom_killed) {
+          exit.killed_because = absl::StrCat("memory limit ", HumanBytes(cg->second->memory_limit_bytes()),
+                                             " exceeded (OOM)");
+        }
+        // What is left of the task goes too, wherever it went; emptied, the cgroup serves
+        // the next task (looked at again on the next Reaps until it is).
+        if (cg->second->KillAll(/*attempts=*/1).ok()) {
+          idle_cgroups_.push_back(cg->second);
+        } else {
+          draining_cgroups_.push_back(cg->second);
+        }
+        cgroups_.erase(cg);
+      }
+      out.push_back(std::move(exit));
       if (auto in = inputs_.find(it->first); in != inputs_.end()) {
         ended_inputs.push_back(std::move(in->second));
         inputs_.erase(in);

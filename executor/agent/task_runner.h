@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "executor/agent/task_cgroup.h"
 
 namespace jc::nexec {
 
@@ -45,6 +46,7 @@ struct TaskLaunch {
   bool stdin_pipe = false;
   bool tty = false;
   int tty_rows = 0, tty_cols = 0;  // the terminal's first size; 0: 24x80
+  int64_t memory_limit_mb = 0;     // rusage[mem=...] here: the task's cgroup's memory limit; 0: none
 };
 
 struct TaskUsage {
@@ -60,6 +62,8 @@ struct TaskUsage {
 struct TaskExit {
   std::string key;
   int exit_code = 0;  // 128 + signal when a signal ended it
+  // Why the kernel ended it, when it did: "memory limit 4 GiB exceeded (OOM)".
+  std::string killed_because;
 };
 
 class TaskRunner {
@@ -68,6 +72,12 @@ class TaskRunner {
   // fail, not kill the agent); tasks start with it at its default.
   TaskRunner();
   ~TaskRunner();  // kills every task still running
+
+  // Contains every task started from now on in a cgroup of its own under `layout`
+  // (task_cgroup.h): kill, suspend and resume then reach every process it started,
+  // setsid or not, and its memory is limited.
+  void ContainIn(CgroupLayout layout) { cgroups_layout_ = std::move(layout); }
+  bool contains() const { return cgroups_layout_.has_value(); }
 
   // Starts the task; returns its pid (= its process group id). Errors (unknown user,
   // unusable cwd, output file not writable, exec failure) come back as a status, not as
@@ -118,8 +128,21 @@ class TaskRunner {
   };
   static void CloseInputNow(Input& input);
 
+  // Every process of the task's cgroup, `signal` each (after freezing it, so none forks
+  // meanwhile). NotFound when the task has no cgroup.
+  absl::Status SignalCgroup(const std::string& key, int signal);
+
+  std::optional<CgroupLayout> cgroups_layout_;
   mutable std::mutex mu_;
   std::map<std::string, pid_t> tasks_;  // pid 0 while starting
+  std::map<std::string, std::shared_ptr<TaskCgroup>> cgroups_;  // by key, while the task runs
+  // Cgroups of ended tasks, empty, for the next ones: made once (mkdir and rmdir of a v1
+  // memory cgroup cost milliseconds), reset for each task.
+  std::vector<std::shared_ptr<TaskCgroup>> idle_cgroups_;
+  // Cgroups of ended tasks whose last processes are still going (killed, not yet gone):
+  // looked at again at each Reap, never waited for under the lock.
+  std::vector<std::shared_ptr<TaskCgroup>> draining_cgroups_;
+  int cgroups_made_ = 0;
   std::map<std::string, Input> inputs_;
 };
 

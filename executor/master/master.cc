@@ -511,6 +511,13 @@ pb::LaunchRequest Master::MakeLaunch(const pb::Job& job) const {
   if (!job.tasks().empty()) {
     *l.mutable_gpus() = job.tasks(0).gpus();
     AddAssignedUnits(job, job.tasks(0).host(), &l);
+    // rusage[mem=...] (MB per slot) of the first section, for its slots on the first host:
+    // the task's memory limit where its agent contains it in a cgroup.
+    if (auto req = ParseRequirement(job.spec().requirement()); req.ok() && !req->sections.empty()) {
+      if (auto mem = req->sections[0].rusage.find("mem"); mem != req->sections[0].rusage.end() && mem->second > 0) {
+        l.set_memory_limit_mb(static_cast<int64_t>(mem->second * std::max(1, job.tasks(0).slots())));
+      }
+    }
   }
   for (const auto& t : job.tasks()) {
     if (!HeldAllocation(t)) continue;

@@ -897,6 +897,53 @@ TEST_CASE("a local account cannot make an agent running as root open, write or r
   CHECK(c.Job(roots)["spec"]["env"].value("API_KEY", "") == "hunter2");
 }
 
+TEST_CASE("a task is contained in its cgroup: what it moves out of its process group with setsid is suspended, "
+          "resumed and killed with it, and a task over its rusage[mem] ends with the reason",
+          "[B6][C6]") {
+  if (geteuid() != 0) {
+    WARN("not run: making cgroups needs root (CI runs as root)");
+    return;
+  }
+  Cluster c("contained");
+  c.AddAgent("node1", "cpus=2,mem=4G", {"--cgroups=on"});
+  REQUIRE(c.WaitHosts(1));
+  CHECK(c.agent("node1").Log().find("tasks are contained in cgroups") != std::string::npos);
+  const std::string escaped_pid = c.path("escaped.pid");
+  int64_t id = c.Submit({"-o", c.path("contained.out"), "--",
+                         "setsid sh -c 'echo $$ > " + escaped_pid + "; exec sleep 1000' & exec sleep 1000"});
+  REQUIRE(c.WaitState(id, "RUNNING"));
+  int escaped = 0;
+  REQUIRE(WaitUntil([&] { return std::ifstream(escaped_pid) >> escaped && escaped > 0; }));
+  const int leader = c.TaskPid(id);
+  REQUIRE(WaitUntil([&] { return getsid(escaped) == escaped; }));  // its own session: out of the task's group
+  CHECK(getpgid(escaped) != leader);
+
+  REQUIRE(c.Cli({"suspend", std::to_string(id)}).code == 0);
+  CHECK(WaitUntil([&] { return Stopped(escaped) && Stopped(leader); }));
+  REQUIRE(c.Cli({"resume", std::to_string(id)}).code == 0);
+  CHECK(WaitUntil([&] { return !Stopped(escaped) && !Stopped(leader); }));
+  REQUIRE(c.Cli({"kill", std::to_string(id)}).code == 0);
+  REQUIRE(c.WaitState(id, "EXIT"));
+  CHECK(WaitUntil([&] { return Gone(escaped) && Gone(leader); }));
+
+  // 64 MB reserved, 300 MB wanted (tail keeps a line without a newline whole): the kernel
+  // ends it, nothing else, and the job says why.
+  int64_t hog = c.Submit({"-R", "rusage[mem=64]", "--", "head -c 300000000 /dev/zero | tail > /dev/null"});
+  REQUIRE(c.WaitState(hog, "EXIT"));
+  json ended = c.Job(hog);
+  INFO(ended.dump());
+  CHECK(ended.value("reason", "") == "memory limit 64 MiB exceeded (OOM)");
+  bool in_history = false;
+  for (const auto& line : ended.value("history", json::array())) {
+    in_history |= line.get<std::string>().find("memory limit 64 MiB exceeded (OOM)") != std::string::npos;
+  }
+  CHECK(in_history);
+  CHECK(c.agent("node1").Log().find("agent") != std::string::npos);  // the agent lives on
+  // A job within its limit is untouched by it.
+  int64_t fits = c.Submit({"-R", "rusage[mem=64]", "--", "head -c 1000000 /dev/zero | tail > /dev/null"});
+  CHECK(c.WaitState(fits, "DONE"));
+}
+
 TEST_CASE("a job runs with the submission environment and directory as --env says, and the CLI answers --help "
           "and groups hosts",
           "[B11]") {
@@ -2083,7 +2130,9 @@ TEST_CASE("an elastic job grows onto free slots, is told through its event file,
                               "sleep 0.1; done; " +
                                   run + " node2 'echo $$ > " + remote_pid + "; exec sleep 300' & sleep 300"});
   REQUIRE(c.WaitState(elastic, "RUNNING"));
-  REQUIRE(WaitUntil([&] { return HeldSlots(c.Job(elastic)) == 4; }));
+  bool grew = WaitUntil([&] { return HeldSlots(c.Job(elastic)) == 4; });
+  INFO(c.Job(elastic).dump() << "\n" << c.MasterLog() << "\nnode1:\n" << c.agent("node1").Log() << "\nnode2:\n" << c.agent("node2").Log());
+  REQUIRE(grew);
   CHECK(WaitUntil([&] { return Lines(events) == std::vector<std::string>{"grow node1 1", "grow node2 2"}; }));
   CHECK(ReadFile(out).find("events=" + events + "\n") != std::string::npos);
   auto shown = c.Cli({"job", std::to_string(elastic)});
@@ -2328,7 +2377,8 @@ TEST_CASE("run limits (-W) end jobs that outlast them, and a backfill queue rese
   }
 }
 
-TEST_CASE("an agent ends the processes of a task its predecessor started but died before recording, and no other",
+TEST_CASE("an agent ends the processes of a task its predecessor started but died before recording, and no other "
+          "(not another agent's task of the same key)",
           "[B11][C7]") {
   Cluster c("unrecorded");
   // What an agent leaves when it dies between starting a task and recording its process
@@ -2336,27 +2386,37 @@ TEST_CASE("an agent ends the processes of a task its predecessor started but die
   const std::string tasks = c.path("node1-state") + "/tasks";
   std::filesystem::create_directories(tasks);
   std::ofstream(tasks + "/77.0.0") << "0 0\n";
-  auto start = [&](const std::string& key, const std::string& pid_file) {
+  auto start = [&](const std::string& key, const std::string& state, const std::string& pid_file) {
     return std::make_unique<Process>(
-        std::vector<std::string>{"/usr/bin/env", "NEXEC_TASK_KEY=" + key, "setsid", "sh", "-c",
-                                 "echo $$ > " + pid_file + "; sleep 300 & sleep 300"},
+        std::vector<std::string>{"/usr/bin/env", "NEXEC_TASK_KEY=" + key, "NEXEC_AGENT_STATE=" + state, "setsid", "sh",
+                                 "-c", "echo $$ > " + pid_file + "; sleep 300 & sleep 300"},
         c.path(key + ".log"));
   };
-  auto orphan = start("77.0.0", c.path("orphan.pid"));
-  auto other = start("88.0.0", c.path("other.pid"));  // not a task of this host's predecessor
-  REQUIRE(WaitUntil([&] { return !ReadFile(c.path("orphan.pid")).empty() && !ReadFile(c.path("other.pid")).empty(); }));
+  const std::string state = c.path("node1-state");
+  auto orphan = start("77.0.0", state, c.path("orphan.pid"));
+  auto other = start("88.0.0", state, c.path("other.pid"));  // not a task of this host's predecessor
+  // The same key, of another agent on this machine (another cluster's job 77): not ours.
+  auto namesake = start("77.0.0", c.path("other-agent-state"), c.path("namesake.pid"));
+  REQUIRE(WaitUntil([&] {
+    return !ReadFile(c.path("orphan.pid")).empty() && !ReadFile(c.path("other.pid")).empty() &&
+           !ReadFile(c.path("namesake.pid")).empty();
+  }));
   const int orphan_pid = std::stoi(ReadFile(c.path("orphan.pid")));
   const int other_pid = std::stoi(ReadFile(c.path("other.pid")));
+  const int namesake_pid = std::stoi(ReadFile(c.path("namesake.pid")));
   struct KillLeftovers {
-    int a, b;
+    int a, b, c;
     ~KillLeftovers() {
       kill(-a, SIGKILL);
       kill(-b, SIGKILL);
+      kill(-c, SIGKILL);
     }
-  } cleanup{orphan_pid, other_pid};
+  } cleanup{orphan_pid, other_pid, namesake_pid};
   c.AddAgent("node1", "cpus=2,mem=4G");
   REQUIRE(c.WaitHosts(1));
   CHECK(WaitUntil([&] { return Gone(orphan_pid); }));
   CHECK(kill(other_pid, 0) == 0);
   CHECK(ProcState(other_pid) != 'Z');
+  CHECK(kill(namesake_pid, 0) == 0);
+  CHECK(ProcState(namesake_pid) != 'Z');
 }
