@@ -25,6 +25,23 @@ class FileMover final : public DatasetMover {
   absl::Status Allowed(const std::string& url) const override {
     // Only from where the center's owner allows: a caller must not have the adapter's
     // account copy what it can read (its keys, /etc) into a place jobs read from.
+    // And only from the path as registered: the control plane admitted it by its text
+    // (under the project's own data root), so a link on the way — planted by a member in
+    // the project's directory, pointing at another project's — is refused, not followed.
+    const fs::path path(url.substr(7));
+    std::error_code ec;
+    const fs::path resolved = fs::weakly_canonical(path, ec);
+    const fs::path lexical = path.lexically_normal();
+    auto trimmed = [](const fs::path& p) {
+      std::string text = p.string();
+      while (text.size() > 1 && text.back() == '/') text.pop_back();
+      return text;
+    };
+    if (ec || trimmed(resolved) != trimmed(lexical)) {
+      return absl::PermissionDeniedError(absl::StrCat(url, ": datasets are staged from their path as registered; this one "
+                                                      "leads through a symbolic link to ",
+                                                      ec ? ec.message() : resolved.string()));
+    }
     if (absl::Status allowed = CheckResolvedUnder(url.substr(7), sources_); !allowed.ok()) {
       return absl::PermissionDeniedError(absl::StrCat(url, ": datasets are staged only from the center's data_sources: ",
                                                       allowed.message()));
@@ -34,7 +51,9 @@ class FileMover final : public DatasetMover {
   absl::Status Copy(const std::string& url, const fs::path& target) const override {
     if (absl::Status allowed = Allowed(url); !allowed.ok()) return allowed;  // resolved again: it may have changed
     std::error_code ec;
-    fs::copy(fs::path(url.substr(7)), target, fs::copy_options::recursive, ec);
+    // Links inside the dataset are left out: followed, they would copy what they point at
+    // with the adapter's rights, wherever that is.
+    fs::copy(fs::path(url.substr(7)), target, fs::copy_options::recursive | fs::copy_options::skip_symlinks, ec);
     if (ec) return absl::UnavailableError(absl::StrCat(url, ": ", ec.message()));
     return absl::OkStatus();
   }

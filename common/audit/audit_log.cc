@@ -7,6 +7,8 @@
 
 #include <atomic>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/auth/api_token.h"
 #include "common/status_macros.h"
@@ -20,7 +22,23 @@ namespace jc::audit {
 namespace v1 = ::jointcloud::v1;
 
 AuditLog::AuditLog(store::Store* store, const Clock* clock, double refused_per_second)
-    : store_(store), clock_(clock), refusals_({refused_per_second, refused_per_second}, clock) {}
+    : store_(store),
+      clock_(clock),
+      refusals_({refused_per_second, refused_per_second}, clock),
+      all_refusals_({10 * refused_per_second, 10 * refused_per_second}, clock) {}
+
+namespace {
+
+// The address a refusal came from, without the port (a new connection per request must
+// not make a new source): "ipv4:10.0.0.7:51234" -> "ipv4:10.0.0.7", "ipv6:[::1]:80" ->
+// "ipv6:[::1]"; a forwarded client address stays as it is.
+std::string SourceHost(const std::string& source) {
+  if (!absl::StartsWith(source, "ipv4:") && !absl::StartsWith(source, "ipv6:")) return source;
+  const auto colon = source.rfind(':');
+  return colon != std::string::npos && colon > 5 ? source.substr(0, colon) : source;
+}
+
+}  // namespace
 
 const char* AuditLog::Insert() {
   return "INSERT INTO audit_log (id, at, actor, auth_method, project, action, object, outcome, message, request_id, "
@@ -56,8 +74,22 @@ std::shared_ptr<CallAudit> AuditLog::Begin() {
   return call;
 }
 
-absl::Status AuditLog::WriteAlone(const v1::AuditRecord& record) {
-  if (record.outcome() != "OK" && !refusals_.Admit("refused").ok()) return absl::OkStatus();
+absl::Status AuditLog::WriteAlone(const v1::AuditRecord& given) {
+  v1::AuditRecord record = given;
+  if (record.outcome() != "OK") {
+    const std::string source = SourceHost(record.source());
+    std::lock_guard<std::mutex> lock(dropped_mu_);
+    if (!refusals_.Admit(source).ok() || !all_refusals_.Admit("all").ok()) {
+      if (dropped_.size() > 100000) dropped_.clear();  // bounded, whatever the sources
+      ++dropped_[source];
+      return absl::OkStatus();
+    }
+    if (auto d = dropped_.find(source); d != dropped_.end()) {
+      record.set_message(absl::StrCat(record.message(), " (and ", d->second,
+                                      " earlier refusal(s) from this source, not recorded: over the audit's rate)"));
+      dropped_.erase(d);
+    }
+  }
   store::Params values = Values(record);
   return store_->Exec(absl::StrCat(Insert(), " VALUES ", store::ValuesList(1, values.size())), values).status();
 }

@@ -4,11 +4,16 @@
 // A mutation's row is written in the same transaction as the change (it rides along with
 // the first transaction that writes while the request is served: store::RiderRow); a call
 // that changed nothing (refused, invalid, failed) gets its row in a transaction of its
-// own, refusals at most `refused_per_second` a second so that a flood of bad requests
-// cannot fill the store.
+// own, refusals at most `refused_per_second` a second *per source address* (and ten times
+// that in all) so that a flood of bad requests cannot fill the store, nor hide another
+// caller's refused attempts behind its own; the first refusal recorded after some were
+// dropped says how many.
 
 #include <memory>
+#include <mutex>
 #include <string>
+
+#include "absl/container/flat_hash_map.h"
 
 #include "absl/status/statusor.h"
 #include "common/auth/rate_limiter.h"
@@ -44,7 +49,10 @@ class AuditLog {
  private:
   store::Store* store_;
   const Clock* clock_;
-  auth::RateLimiter refusals_;
+  auth::RateLimiter refusals_;       // by source address
+  auth::RateLimiter all_refusals_;   // all sources together
+  std::mutex dropped_mu_;
+  absl::flat_hash_map<std::string, int64_t> dropped_;  // refusals not recorded, by source
 };
 
 }  // namespace jc::audit

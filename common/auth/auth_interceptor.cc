@@ -9,13 +9,37 @@
 #include <functional>
 #include <mutex>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "common/audit/describe_object.h"
 #include "common/rest_envelope.h"
 
 namespace jc::auth {
 namespace {
+
+// What a caller that proved no one claimed to be, for the audit: "(no credential)",
+// "(unproven) token <id>" (an API token's id is not secret), "(unproven) JWT", or
+// "(unproven) <scheme>". Never the secret itself.
+std::string ClaimedIdentity(const std::string& authorization) {
+  if (authorization.empty()) return "(no credential)";
+  absl::string_view value = authorization;
+  if (absl::ConsumePrefix(&value, "Bearer ") || absl::ConsumePrefix(&value, "bearer ")) {
+    if (absl::StartsWith(value, "jc_")) {
+      absl::string_view id = value.substr(3, 16);
+      bool clean = !id.empty();
+      for (char c : id) clean = clean && (absl::ascii_isalnum(static_cast<unsigned char>(c)));
+      return clean ? absl::StrCat("(unproven) token ", id) : "(unproven) malformed token";
+    }
+    if (std::count(value.begin(), value.end(), '.') == 2) return "(unproven) JWT";
+    return "(unproven) bearer";
+  }
+  absl::string_view scheme = value.substr(0, std::min<size_t>(value.find(' '), 16));
+  std::string safe;
+  for (char c : scheme) safe.push_back(absl::ascii_isalnum(static_cast<unsigned char>(c)) ? c : '?');
+  return absl::StrCat("(unproven) ", safe);
+}
 
 using grpc::experimental::InterceptionHookPoints;
 
@@ -82,7 +106,7 @@ class AuthInterceptor final : public grpc::experimental::Interceptor {
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_INITIAL_METADATA)) {
       const auto* metadata = methods->GetRecvInitialMetadata();
       CallDecision decision;
-      decision.caller = Decide(Metadata(metadata, "authorization"));
+      decision.caller = Decide(Metadata(metadata, "authorization"), !Metadata(metadata, "x-forwarded-for").empty());
       auto rule = access_->find(method_);
       bool by_service = decision.caller.ok() && (*decision.caller)->kind == Principal::Kind::kService;
       if (audit_log_ != nullptr && rule != access_->end() && rule->second.audited && !by_service) {
@@ -105,7 +129,8 @@ class AuthInterceptor final : public grpc::experimental::Interceptor {
   }
 
  private:
-  absl::StatusOr<std::shared_ptr<const Principal>> Decide(const std::string& authorization) const {
+  // `via_rest`: the call came through the REST gateway (it forwards its client's address).
+  absl::StatusOr<std::shared_ptr<const Principal>> Decide(const std::string& authorization, bool via_rest) const {
     auto level = access_->find(method_);
     if (level == access_->end()) {
       return absl::PermissionDeniedError(absl::StrCat("method ", method_, " is not open to callers"));
@@ -118,6 +143,12 @@ class AuthInterceptor final : public grpc::experimental::Interceptor {
     }
     auto principal = authenticator_->Authenticate(authorization);
     if (!principal.ok()) return principal.status();
+    if (principal->kind == Principal::Kind::kService && service_needs_certificate_ && FromOwnProcess() && via_rest) {
+      // REST is for people and platforms: a client of the gateway presents no certificate
+      // the CA signed, so the secret coming that way is someone who holds a copy of it.
+      return absl::UnauthenticatedError(
+          "the service secret is not accepted over REST: it is for Jointcloud's own processes, over mutual TLS");
+    }
     if (principal->kind == Principal::Kind::kService && service_needs_certificate_ && !FromOwnProcess() &&
         !context_->auth_context()->IsPeerAuthenticated()) {
       // The secret is as powerful as an admin: with TLS on, it counts only from a peer that
@@ -147,6 +178,10 @@ class AuthInterceptor final : public grpc::experimental::Interceptor {
     if (caller.ok()) {
       r.set_actor((*caller)->name);
       r.set_auth_method((*caller)->auth_method);
+    } else {
+      // Proved no one: the record says who it claimed to be, never empty.
+      r.set_actor(ClaimedIdentity(Metadata(metadata, "authorization")));
+      r.set_auth_method("none");
     }
     r.set_request_id(Metadata(metadata, "x-request-id"));
     // The gateway forwards its client's address over the in-process channel; a caller

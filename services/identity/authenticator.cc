@@ -97,9 +97,10 @@ absl::StatusOr<auth::Principal> IdentityAuthenticator::FromJwt(absl::string_view
       if (role.is_string() && role.get<std::string>() == names.admin_role) p.federation_admin = true;
     }
   }
-  // A stored user of the same name adds what the admins granted it here.
+  // A stored user of the same name that admins linked to OIDC (accepts_oidc) adds what they
+  // granted it here; any other stored user of that name lends nothing.
   if (identities_ != nullptr) {
-    JC_ASSIGN_OR_RETURN(std::optional<auth::Principal> stored, identities_->PrincipalOfUser(p.name));
+    JC_ASSIGN_OR_RETURN(std::optional<auth::Principal> stored, identities_->PrincipalOfOidcUser(p.name));
     if (stored.has_value()) {
       p.federation_admin = p.federation_admin || stored->federation_admin;
       for (const auto& [project, role] : stored->projects) Grant(p, project, role);

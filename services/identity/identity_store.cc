@@ -363,7 +363,7 @@ absl::StatusOr<auth::Principal> IdentityStore::PrincipalOfToken(absl::string_vie
   return **entry->principal;
 }
 
-absl::StatusOr<std::optional<auth::Principal>> IdentityStore::PrincipalOfUser(const std::string& name) {
+absl::StatusOr<std::optional<auth::Principal>> IdentityStore::PrincipalOfOidcUser(const std::string& name) {
   absl::Time now = clock_->Now();
   std::optional<CachedUser> stale;
   {
@@ -380,7 +380,8 @@ absl::StatusOr<std::optional<auth::Principal>> IdentityStore::PrincipalOfUser(co
   }
   if (!rows->empty()) {
     JC_ASSIGN_OR_RETURN(v1::User user, store::DecodeDoc<v1::User>((*rows)[0][0]));
-    entry.principal = PrincipalOf(user);
+    // Only a user linked to OIDC on purpose lends its grants to a token naming it.
+    if (user.accepts_oidc()) entry.principal = PrincipalOf(user);
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (users_.size() >= kMaxCachedEntries) users_.clear();

@@ -62,9 +62,9 @@ class IdentityStore {
   // The principal of an API token ("jc_<id>_<secret>"); Unauthenticated when it is
   // malformed, unknown, wrong, expired or revoked, or its user is gone.
   absl::StatusOr<auth::Principal> PrincipalOfToken(absl::string_view token);
-  // A stored user's principal (for OIDC callers whose name is also a stored user); nullopt
-  // when no such user is stored. Cached like tokens.
-  absl::StatusOr<std::optional<auth::Principal>> PrincipalOfUser(const std::string& name);
+  // The principal of the stored user an OIDC caller of this name is: nullopt when no such
+  // user is stored, or when it does not accept OIDC (User.accepts_oidc). Cached like tokens.
+  absl::StatusOr<std::optional<auth::Principal>> PrincipalOfOidcUser(const std::string& name);
 
   // On a store with no user yet: creates `name` as a federation admin with a token, and
   // returns the token (to show once). nullopt when users already exist.

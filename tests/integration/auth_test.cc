@@ -17,6 +17,8 @@
 #include <set>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
+#include "common/audit/audit_log.h"
 #include "common/auth/jwt_verifier.h"
 #include "jointcloud/v1/jobs.grpc.pb.h"
 #include "jointcloud/v1/registry.grpc.pb.h"
@@ -530,6 +532,38 @@ TEST_CASE("OIDC tokens (RS256 and ES256) name the user, and configured claims gi
   CHECK(admin.Get("/openapi/v1/users").http_status == 401);
 }
 
+TEST_CASE("an OIDC token naming a stored user gets that user's grants only when the user accepts OIDC: a token "
+          "for the bootstrap admin's name is no admin [C6]",
+          "[C6]") {
+  AuthSystem s;
+  const auto& issuer = Issuer();
+  // The identity provider hands out a token whose user claim is "admin" (the bootstrap
+  // admin's name here): it is an ordinary caller.
+  auto impostor = s.As("Bearer " + issuer.Sign(s.Claims("admin")));
+  auto me = impostor.Get("/openapi/v1/whoami");
+  INFO(me.body.dump());
+  REQUIRE(me.http_status == 200);
+  CHECK(me.body["data"]["federation_admin"] == false);
+  CHECK(impostor.Get("/openapi/v1/users").http_status == 403);
+
+  // A user the admins create linked to OIDC, with a membership: a token naming it has it.
+  REQUIRE(s.rest->Post("/openapi/v1/projects", {{"name", "vision"}}).http_status == 200);
+  REQUIRE(s.rest->Post("/openapi/v1/users", {{"name", "linked"}, {"accepts_oidc", true}}).http_status == 200);
+  REQUIRE(s.rest->Send("PUT", "/openapi/v1/users/linked/projects/vision", R"({"role": "MEMBER"})").http_status == 200);
+  auto linked = s.As("Bearer " + issuer.Sign(s.Claims("linked"))).Get("/openapi/v1/whoami");
+  INFO(linked.body.dump());
+  REQUIRE(linked.http_status == 200);
+  CHECK(linked.body["data"]["memberships"].size() == 1);
+  // The same without the link: nothing stored reaches the token.
+  REQUIRE(s.rest->Post("/openapi/v1/users", {{"name", "unlinked"}}).http_status == 200);
+  REQUIRE(s.rest->Send("PUT", "/openapi/v1/users/unlinked/projects/vision", R"({"role": "MEMBER"})").http_status ==
+          200);
+  auto unlinked = s.As("Bearer " + issuer.Sign(s.Claims("unlinked"))).Get("/openapi/v1/whoami");
+  INFO(unlinked.body.dump());
+  REQUIRE(unlinked.http_status == 200);
+  CHECK(unlinked.body["data"]["memberships"].empty());
+}
+
 TEST_CASE("API tokens: shown once, stored hashed, revoked at once, last use recorded [C6]", "[C6]") {
   AuthSystem s;
   REQUIRE(s.rest->Post("/openapi/v1/users", {{"name", "tom"}}).http_status == 200);
@@ -638,7 +672,8 @@ TEST_CASE("every mutation leaves one audit row with who, what, outcome and sourc
   CHECK(Count(all, "JobService.StopTrainJob", "alice", "OK") == 1);
   // Refused and failed attempts, with their outcome; none counted as done.
   CHECK(Count(all, "JobService.StopTrainJob", "bob", "NOT_FOUND") == 1);
-  CHECK(Count(all, "RegistryService.CreateCenter", "", "UNAUTHENTICATED") == 1);
+  // A caller that proved no one is recorded with what it claimed, never an empty actor.
+  CHECK(Count(all, "RegistryService.CreateCenter", "(no credential)", "UNAUTHENTICATED") == 1);
   CHECK(Count(all, "RegistryService.UpdateCenter", "alice", "PERMISSION_DENIED") == 1);
   CHECK(Count(all, "RegistryService.CreateCenter", "admin", "ALREADY_EXISTS") == 1);
   // Jointcloud's own calls (the monitor's heartbeats, the scheduler's reads) are not rows.
@@ -659,6 +694,54 @@ TEST_CASE("every mutation leaves one audit row with who, what, outcome and sourc
   for (size_t i = 1; i < all.size(); ++i) CHECK(all[i - 1]["id"] < all[i]["id"]);
   // The log is for admins.
   CHECK(alice->Get("/openapi/v1/audit").http_status == 403);
+}
+
+TEST_CASE("a flood of refused calls from one source is capped without hiding another source's refusals, and the "
+          "first one recorded after a drop says how many were dropped [C6]",
+          "[C6]") {
+  AuthSystem s;
+  // Past a bad token the refusal names the token's id (not its secret).
+  CHECK(s.As("Bearer jc_0123456789abcdef_secretsecret").Post("/openapi/v1/centers", {{"ai_center_id", "c"}, {"name", "c"}})
+            .http_status == 401);
+  auto claimed = AuditRecords(s, "&outcome=UNAUTHENTICATED");
+  REQUIRE_FALSE(claimed.empty());
+  CHECK(claimed.back()["actor"] == "(unproven) token 0123456789abcdef");
+  CHECK(claimed.dump().find("secretsecret") == std::string::npos);
+
+  jc::audit::AuditLog* log = s.app->audit();
+  auto refusal = [&](const std::string& source) {
+    jointcloud::v1::AuditRecord r = log->Begin()->record;  // its id and time
+    r.set_actor("(no credential)");
+    r.set_action("RegistryService.CreateCenter");
+    r.set_outcome("UNAUTHENTICATED");
+    r.set_message("no credential");
+    r.set_source(source);
+    return r;
+  };
+  // 200 from one address (each from a new port, as new connections come), then one from another.
+  for (int i = 0; i < 200; ++i) REQUIRE(log->WriteAlone(refusal(absl::StrCat("ipv4:10.9.9.9:", 40000 + i))).ok());
+  REQUIRE(log->WriteAlone(refusal("ipv4:10.8.8.8:50000")).ok());
+  json rows = AuditRecords(s, "&outcome=UNAUTHENTICATED&actor=%28no%20credential%29");
+  int flood = 0, other = 0;
+  for (const auto& r : rows) {
+    const std::string source = r.value("source", "");
+    flood += source.rfind("ipv4:10.9.9.9:", 0) == 0;
+    other += source.rfind("ipv4:10.8.8.8:", 0) == 0;
+  }
+  CHECK(flood > 0);
+  CHECK(flood <= 25);  // its burst, not 200
+  CHECK(other == 1);
+  // A second later the flooding source is recorded again, saying what was dropped.
+  s.clock.Advance(absl::Seconds(1));
+  REQUIRE(log->WriteAlone(refusal("ipv4:10.9.9.9:60000")).ok());
+  json after = AuditRecords(s, "&outcome=UNAUTHENTICATED&actor=%28no%20credential%29");
+  bool told = false;
+  for (const auto& r : after) {
+    if (r.value("source", "") == "ipv4:10.9.9.9:60000") {
+      told = r.value("message", "").find(" earlier refusal(s) from this source, not recorded") != std::string::npos;
+    }
+  }
+  CHECK(told);
 }
 
 TEST_CASE("a dataset's file:// URL is checked against its center's data roots at registration [C6][A6]",

@@ -117,6 +117,18 @@ TEST_CASE("REST over HTTPS and gRPC over mutual TLS, while another CA's certific
   INFO(stolen.ToString());
   CHECK(absl::IsUnauthenticated(stolen));
   CHECK(absl::StrContains(stolen.message(), "only over mutual TLS"));
+  // Nor over HTTPS REST, which takes no client certificate: someone holding a copy of the
+  // secret is not Jointcloud.
+  httplib::SSLClient thief("127.0.0.1", s.app->rest_port());
+  thief.set_ca_cert_path(certs.Path("ca", "ca.crt").c_str());
+  thief.enable_server_certificate_verification(true);
+  thief.set_bearer_token_auth(secret);
+  auto as_service = thief.Get("/openapi/v1/whoami");
+  REQUIRE(as_service);
+  INFO(as_service->body);
+  CHECK(as_service->status == 401);
+  CHECK(as_service->body.find("not accepted over REST") != std::string::npos);
+  CHECK(thief.Get("/openapi/v1/users")->status == 401);
 }
 
 TEST_CASE("HTTPS carries what HTTP does: bodies and answers larger than a TLS record, many requests per "
