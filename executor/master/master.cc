@@ -512,9 +512,11 @@ pb::LaunchRequest Master::MakeLaunch(const pb::Job& job) const {
     *l.mutable_gpus() = job.tasks(0).gpus();
     AddAssignedUnits(job, job.tasks(0).host(), &l);
     // rusage[mem=...] (MB per slot) of the first section, for its slots on the first host:
-    // the task's memory limit where its agent contains it in a cgroup.
-    if (auto req = ParseRequirement(job.spec().requirement()); req.ok() && !req->sections.empty()) {
-      if (auto mem = req->sections[0].rusage.find("mem"); mem != req->sections[0].rusage.end() && mem->second > 0) {
+    // the task's memory limit where its agent contains it in a cgroup. From the request
+    // parsed at submit, not parsed again per launch.
+    if (auto rec = jobs_.find(job.id()); rec != jobs_.end() && !rec->second.request.requirement.sections.empty()) {
+      const auto& rusage = rec->second.request.requirement.sections[0].rusage;
+      if (auto mem = rusage.find("mem"); mem != rusage.end() && mem->second > 0) {
         l.set_memory_limit_mb(static_cast<int64_t>(mem->second * std::max(1, job.tasks(0).slots())));
       }
     }

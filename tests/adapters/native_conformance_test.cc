@@ -66,6 +66,20 @@ NexecCluster& Cluster() {
   return cluster;
 }
 
+// The nexec job `external_id` names, read from the master as root.
+::nexec::v1::Job JobAt(const NexecCluster& cluster, const std::string& external_id) {
+  int64_t job_id = 0;
+  REQUIRE(absl::SimpleAtoi(external_id, &job_id));
+  auto stub = ::nexec::v1::Master::NewStub(grpc::CreateChannel(cluster.address, grpc::InsecureChannelCredentials()));
+  ::nexec::v1::JobRef ref;
+  ref.set_job_id(job_id);
+  ::nexec::v1::Job job;
+  grpc::ClientContext ctx;
+  REQUIRE(nexec::MungeAuth::Munge("").Sign(&ctx, "GetJob", ref).ok());
+  REQUIRE(stub->GetJob(&ctx, ref, &job).ok());
+  return job;
+}
+
 }  // namespace
 
 ConformanceTarget MakeConformanceTarget() {
@@ -99,16 +113,7 @@ TEST_CASE("native adapter: a federation job's project reaches nexec as the job's
   launch.spec.mutable_quantity()->set_cpu(1);
   auto id = backend.Submit(launch);
   REQUIRE(id.ok());
-  int64_t job_id = 0;
-  REQUIRE(absl::SimpleAtoi(*id, &job_id));
-  auto stub = ::nexec::v1::Master::NewStub(grpc::CreateChannel(cluster.address, grpc::InsecureChannelCredentials()));
-  ::nexec::v1::JobRef ref;
-  ref.set_job_id(job_id);
-  ::nexec::v1::Job job;
-  grpc::ClientContext ctx;
-  REQUIRE(nexec::MungeAuth::Munge("").Sign(&ctx, "GetJob", ref).ok());
-  REQUIRE(stub->GetJob(&ctx, ref, &job).ok());
-  CHECK(job.spec().project() == "climate");
+  CHECK(JobAt(cluster, *id).spec().project() == "climate");
 }
 
 TEST_CASE("native adapter: an account that takes a replica's name and key first hijacks nothing: the replica "
@@ -163,14 +168,7 @@ TEST_CASE("native adapter: an account that takes a replica's name and key first 
   auto again = backend.Submit(launch);
   REQUIRE(again.ok());
   CHECK(*again == *id);
-  int64_t job_id = 0;
-  REQUIRE(absl::SimpleAtoi(*id, &job_id));
-  ::nexec::v1::JobRef ref;
-  ref.set_job_id(job_id);
-  ::nexec::v1::Job job;
-  grpc::ClientContext ctx;
-  REQUIRE(nexec::MungeAuth::Munge("").Sign(&ctx, "GetJob", ref).ok());
-  REQUIRE(stub->GetJob(&ctx, ref, &job).ok());
+  const ::nexec::v1::Job job = JobAt(cluster, *id);
   CHECK(job.spec().command() == "echo the replicas own");
   CHECK(job.spec().submitter() == "root");
   // The squatter's job is no replica: ended here (once its task has started).

@@ -186,7 +186,8 @@ TEST_CASE("Slurm adapter: an account that names a job after a coming replica hij
       std::chrono::seconds(60)));
   INFO(log);
   CHECK_FALSE(absl::StrContains(log, "hijacked"));
-  RunCommand({"scancel", squatted}, absl::Seconds(10)).IgnoreError();
+  auto cancelled = RunCommand({"scancel", squatted}, absl::Seconds(10));
+  CHECK((cancelled.ok() && cancelled->exit_code == 0));
 }
 
 TEST_CASE("Slurm adapter: a spec the cluster can never run is refused with Slurm's reason [A14][C5]",

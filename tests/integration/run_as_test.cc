@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "adapters/sdk/adapter_core.h"
 #include "tests/testing/local_adapter.h"
@@ -45,6 +46,40 @@ json WaitForJob(jc::testing::RestClient& rest, const std::string& id, const std:
   return job;
 }
 
+// A control plane that notices centers and runs jobs quickly.
+void QuickCycles(jc::server::AppOptions& o) {
+  o.monitor.interval = absl::Milliseconds(100);
+  o.scheduler_refresh = absl::Milliseconds(50);
+  o.jobs.cycle_interval = absl::Milliseconds(50);
+  o.jobs.poll_interval = absl::Milliseconds(200);
+}
+
+void AddCenter(jc::testing::TestSystem& sys, const std::string& id, const std::string& address) {
+  Must(sys.rest->Post("/openapi/v1/centers", {{"ai_center_id", id}, {"name", id}, {"region", "cn"},
+                                              {"network_topology", "cn/" + id}, {"adapter_address", address},
+                                              {"capacity", {{"cpu", 8}, {"memory", 8192}}}}));
+}
+
+// Spec cpu-1 at `centers` ("a,b"), and each of them scored for it (the scheduler sees it).
+void AddSpecAndWait(jc::testing::TestSystem& sys, const std::vector<std::string>& centers) {
+  std::string list;
+  for (const auto& c : centers) list += (list.empty() ? "" : ",") + c;
+  Must(sys.rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "cpu-1"},
+                                                   {"resource_spec_name", "1 CPU"},
+                                                   {"resource_quantity", {{"cpu", "1"}, {"memory", "256Mi"}}},
+                                                   {"service_type", "batch"},
+                                                   {"price", 5},
+                                                   {"computing_center_list", list}}));
+  REQUIRE(jc::testing::WaitUntil([&] {
+    for (const auto& c : centers) {
+      if (sys.rest->Get("/scheduler/algorithm/lowest_price/score/" + c + "?resourceSpecId=cpu-1").http_status != 200) {
+        return false;
+      }
+    }
+    return true;
+  }));
+}
+
 }  // namespace
 
 TEST_CASE("replicas run as the account their center maps the job's project to, centers without one are "
@@ -58,29 +93,11 @@ TEST_CASE("replicas run as the account their center maps the job's project to, c
   // `mapped` runs project vision's replicas as the test account; `cheap` (cheaper) only nlp's.
   jc::testing::LocalAdapter mapped("mapped", 8, Center("{projects: {vision: " + account.name + "}}"));
   jc::testing::LocalAdapter cheap("cheap", 8, Center("{projects: {nlp: " + account.name + "}}"));
-  jc::testing::TestSystem sys([](jc::server::AppOptions& o) {
-    o.monitor.interval = absl::Milliseconds(100);
-    o.scheduler_refresh = absl::Milliseconds(50);
-    o.jobs.cycle_interval = absl::Milliseconds(50);
-    o.jobs.poll_interval = absl::Milliseconds(200);
-  });
-  for (auto* a : {&mapped, &cheap}) {
-    std::string id = a == &mapped ? "mapped" : "cheap";
-    Must(sys.rest->Post("/openapi/v1/centers", {{"ai_center_id", id}, {"name", id}, {"region", "cn"},
-                                                {"network_topology", "cn/" + id}, {"adapter_address", a->address()},
-                                                {"capacity", {{"cpu", 8}, {"memory", 8192}}}}));
-  }
-  Must(sys.rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "cpu-1"},
-                                                   {"resource_spec_name", "1 CPU"},
-                                                   {"resource_quantity", {{"cpu", "1"}, {"memory", "256Mi"}}},
-                                                   {"service_type", "batch"},
-                                                   {"price", 5},
-                                                   {"computing_center_list", "mapped,cheap"}}));
+  jc::testing::TestSystem sys(QuickCycles);
+  AddCenter(sys, "mapped", mapped.address());
+  AddCenter(sys, "cheap", cheap.address());
+  AddSpecAndWait(sys, {"mapped", "cheap"});
   Must(sys.rest->Send("PUT", "/openapi/v1/resourcespecs/cpu-1/centers/cheap/price", R"({"price": 1})"));
-  REQUIRE(jc::testing::WaitUntil([&] {
-    return sys.rest->Get("/scheduler/algorithm/lowest_price/score/mapped?resourceSpecId=cpu-1").http_status == 200 &&
-           sys.rest->Get("/scheduler/algorithm/lowest_price/score/cheap?resourceSpecId=cpu-1").http_status == 200;
-  }));
   auto alice = sys.UserClient("alice", "vision", "MEMBER");
   auto job = [](const std::string& name) {
     return json{{"name", name},
@@ -147,24 +164,9 @@ TEST_CASE("a replica cannot make its root adapter read, write or kill for it thr
   }
   jc::testing::TestAccount account("jc-replica-atk");
   jc::testing::LocalAdapter center("local", 8, Center("{projects: {vision: " + account.name + "}}"));
-  jc::testing::TestSystem sys([](jc::server::AppOptions& o) {
-    o.monitor.interval = absl::Milliseconds(100);
-    o.scheduler_refresh = absl::Milliseconds(50);
-    o.jobs.cycle_interval = absl::Milliseconds(50);
-    o.jobs.poll_interval = absl::Milliseconds(200);
-  });
-  Must(sys.rest->Post("/openapi/v1/centers", {{"ai_center_id", "local"}, {"name", "local"}, {"region", "cn"},
-                                              {"network_topology", "cn/local"}, {"adapter_address", center.address()},
-                                              {"capacity", {{"cpu", 8}, {"memory", 8192}}}}));
-  Must(sys.rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "cpu-1"},
-                                                   {"resource_spec_name", "1 CPU"},
-                                                   {"resource_quantity", {{"cpu", "1"}, {"memory", "256Mi"}}},
-                                                   {"service_type", "batch"},
-                                                   {"price", 5},
-                                                   {"computing_center_list", "local"}}));
-  REQUIRE(jc::testing::WaitUntil([&] {
-    return sys.rest->Get("/scheduler/algorithm/lowest_price/score/local?resourceSpecId=cpu-1").http_status == 200;
-  }));
+  jc::testing::TestSystem sys(QuickCycles);
+  AddCenter(sys, "local", center.address());
+  AddSpecAndWait(sys, {"local"});
   auto alice = sys.UserClient("alice", "vision", "MEMBER");
 
   // Root's files, a process of someone else's, and a directory where the replica leaves a mark.
