@@ -28,25 +28,36 @@ class EventLog {
 
   // Stamps the event with the next revision (via `set_revision`) and appends it.
   uint64_t Append(Event event, const std::function<void(Event&, uint64_t)>& set_revision) {
-    std::lock_guard<std::mutex> lock(mu_);
-    uint64_t rev = ++last_;
-    set_revision(event, rev);
-    PushLocked(rev, std::move(event));
-    cv_.notify_all();
+    uint64_t rev;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      rev = ++last_;
+      set_revision(event, rev);
+      PushLocked(rev, std::move(event));
+      cv_.notify_all();
+    }
+    Told();
     return rev;
   }
+
+  // Called after every append, on the appending thread and without the log's lock: what
+  // drives streams that do not wait on the log (WatchHub::Wake). Set before appends start.
+  void SetListener(std::function<void()> listener) { listener_ = std::move(listener); }
 
   // Appends events that already carry their revisions (each above every earlier one):
   // those a store numbered as it committed them.
   void AppendStamped(std::vector<Event> events) {
     if (events.empty()) return;
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& event : events) {
-      if (event.revision() <= last_) continue;
-      last_ = event.revision();
-      PushLocked(last_, std::move(event));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& event : events) {
+        if (event.revision() <= last_) continue;
+        last_ = event.revision();
+        PushLocked(last_, std::move(event));
+      }
+      cv_.notify_all();
     }
-    cv_.notify_all();
+    Told();
   }
 
   // Starts the log over from events that were persisted (oldest first), the last of
@@ -87,8 +98,11 @@ class EventLog {
   // copies them into `out`. kCompacted means some of them are gone from the window.
   Read WaitAfter(uint64_t since, absl::Duration timeout, std::vector<Event>* out) {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
-                 [&] { return closed_ || last_ > since; });
+    // A zero timeout does not wait at all (a wait_for of zero still sleeps in the kernel
+    // and switches threads: what a hub polling a thousand streams cannot pay).
+    if (timeout > absl::ZeroDuration()) {
+      cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout), [&] { return closed_ || last_ > since; });
+    }
     if (closed_) return Read::kClosed;
     if (last_ <= since) return Read::kOk;
     if (since < floor_) return Read::kCompacted;
@@ -106,6 +120,10 @@ class EventLog {
   }
 
  private:
+  void Told() {
+    if (listener_) listener_();
+  }
+
   void PushLocked(uint64_t revision, Event event) {
     events_.emplace_back(revision, std::move(event));
     if (events_.size() > window_) {
@@ -122,6 +140,7 @@ class EventLog {
   // Every event after `floor_` is in `events_`.
   uint64_t floor_ = 0;
   bool closed_ = false;
+  std::function<void()> listener_;
 };
 
 }  // namespace jc

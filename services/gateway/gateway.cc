@@ -3,6 +3,8 @@
 #include "services/gateway/tls_server.h"
 
 #include <httplib.h>
+
+#include <algorithm>
 #include <prometheus/counter.h>
 #include <prometheus/histogram.h>
 #include <prometheus/text_serializer.h>
@@ -59,6 +61,10 @@ Gateway::Gateway(std::vector<Route> routes, GatewayOptions options,
 
 Gateway::~Gateway() { Stop(); }
 
+int Gateway::MaxEventStreams() const {
+  return std::max(1, std::min(options_.max_event_streams, options_.max_worker_threads - 1));
+}
+
 void Gateway::Install() {
   httplib::Server& s = *server_;
   // cpp-httplib's defaults manage about 16 requests/s on loopback (Nagle + delayed ACK
@@ -106,6 +112,21 @@ void Gateway::Install() {
       // bucket refills at least one request a second).
       if (res.status == 503 || res.status == 429) res.set_header("Retry-After", "1");
       if (res.status == 401) res.set_header("WWW-Authenticate", "Bearer");
+      if (result.status.ok() && result.stream) {
+        bool full = false;
+        {
+          std::lock_guard<std::mutex> lock(streams_mu_);
+          full = static_cast<int>(streams_.size()) >= MaxEventStreams();
+        }
+        if (full) {
+          result.cancel();
+          result.stream = nullptr;
+          result.status = absl::UnavailableError(absl::StrCat(
+              "this server has ", MaxEventStreams(), " event streams open, the most it serves at once; retry shortly"));
+          res.status = HttpStatusFor(result.status.code());
+          res.set_header("Retry-After", "1");
+        }
+      }
       if (result.status.ok() && result.stream) {
         // Written on this worker as events come; the worker is the stream's until it ends.
         res.set_header("Cache-Control", "no-cache");

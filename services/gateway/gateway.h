@@ -27,6 +27,9 @@ struct GatewayOptions {
   // cpp-httplib holds a thread while a connection stays open; see elastic_pool.h).
   int worker_threads = 8;
   int max_worker_threads = 2048;
+  // Event streams open at once (each holds a thread while open): past it a new one gets
+  // 503, so streams never take the threads requests need. Kept below max_worker_threads.
+  int max_event_streams = 1536;
   size_t max_body_bytes = 1 << 20;  // larger bodies get 413
   size_t keep_alive_max_requests = 100000;
   int keep_alive_timeout_seconds = 5;  // an idle connection holds its thread this long
@@ -56,6 +59,7 @@ class Gateway {
 
  private:
   void Install();
+  int MaxEventStreams() const;
 
   std::vector<Route> routes_;
   GatewayOptions options_;

@@ -15,6 +15,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/grpc_status.h"
 #include "common/json_proto.h"
 #include "jointcloud/v1/jobs.grpc.pb.h"
@@ -52,7 +53,14 @@ RestResult Watch(v1::JobService::Stub* stub, const httplib::Request& r, const st
   req.set_since_revision(since);
   int32_t heartbeat = kDefaultHeartbeatSeconds;
   if (absl::Status s = QueryInt(r, "heartbeatSeconds", &heartbeat); !s.ok()) return RestResult{s, ""};
-  req.set_heartbeat_seconds(heartbeat);
+  if (heartbeat < 0 || heartbeat > 3600) {
+    return RestResult{absl::InvalidArgumentError("heartbeatSeconds: from 1 to 3600, or 0 for none"), ""};
+  }
+  // The server beats every second: each quiet second the gateway writes to its client,
+  // and a write is how it learns that the client went away (then it ends the watch at
+  // once instead of holding it until the next event). The client sees a heartbeat
+  // comment every `heartbeat` seconds and an empty comment line in the other quiet ones.
+  req.set_heartbeat_seconds(1);
 
   auto ctx = std::make_shared<grpc::ClientContext>();
   PrepareContext(ctx.get());
@@ -71,15 +79,22 @@ RestResult Watch(v1::JobService::Stub* stub, const httplib::Request& r, const st
   }
   RestResult result{absl::OkStatus(), "", "text/event-stream"};
   result.cancel = [ctx] { ctx->TryCancel(); };
-  result.stream = [ctx, reader](httplib::DataSink& sink) {
+  result.stream = [ctx, reader, heartbeat = absl::Seconds(heartbeat)](httplib::DataSink& sink) {
     auto send = [&sink](const std::string& text) { return sink.is_writable() && sink.write(text.data(), text.size()); };
     if (!send("retry: 2000\n\n")) return ctx->TryCancel();
+    absl::Time last_told = absl::Now();  // the last event or heartbeat the client got
     v1::TrainJobEvent event;
     while (reader->Read(&event)) {
       std::string frame;
       if (event.type() == v1::TrainJobEvent::HEARTBEAT) {
-        frame = absl::StrCat(": heartbeat ", event.revision(), "\n\n");
+        if (heartbeat > absl::ZeroDuration() && absl::Now() - last_told >= heartbeat - absl::Milliseconds(100)) {
+          frame = absl::StrCat(": heartbeat ", event.revision(), "\n\n");
+          last_told = absl::Now();
+        } else {
+          frame = ":\n\n";  // only to learn whether the client is still there
+        }
       } else {
+        last_told = absl::Now();
         auto json = ProtoToJson(event, JsonNames::kCamelCase, /*print_defaults=*/false);
         if (!json.ok()) continue;
         std::string type = absl::AsciiStrToLower(v1::TrainJobEvent::Type_Name(event.type()));

@@ -106,6 +106,16 @@ absl::StatusOr<std::pair<uint64_t, uint64_t>> JobEvents::StoredRange() {
   return std::make_pair(min, max);
 }
 
+absl::StatusOr<std::pair<uint64_t, uint64_t>> JobEvents::RecentStoredRange() {
+  std::lock_guard<std::mutex> lock(range_mu_);
+  absl::Time now = absl::Now();
+  if (now - range_at_ > absl::Milliseconds(200)) {
+    JC_ASSIGN_OR_RETURN(range_, StoredRange());
+    range_at_ = now;
+  }
+  return range_;
+}
+
 absl::StatusOr<std::vector<v1::TrainJobEvent>> JobEvents::ReadStore(uint64_t since, int64_t limit) {
   JC_ASSIGN_OR_RETURN(store::Rows rows,
                       store_->Query("SELECT doc FROM job_events WHERE revision > $1 ORDER BY revision LIMIT $2",
@@ -167,6 +177,16 @@ absl::StatusOr<std::vector<v1::TrainJobEvent>> JobEvents::Read(uint64_t since, a
         continue;
       }
       // Older than memory keeps: the store may still have them (below).
+    }
+    // Many watchers poll here on a standby: they share one look at the store's range (at
+    // most 200 ms old) to see that nothing came; what decides is read fresh.
+    if (!live_) {
+      JC_ASSIGN_OR_RETURN(auto recent, RecentStoredRange());
+      if (since == recent.second) {
+        if (absl::Now() >= deadline) return std::vector<v1::TrainJobEvent>();
+        absl::SleepFor(std::min(absl::Milliseconds(250), deadline - absl::Now()));
+        continue;
+      }
     }
     JC_ASSIGN_OR_RETURN(auto range, StoredRange());
     if (!live_ && since > range.second) return ahead(range.second);

@@ -10,6 +10,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <mutex>
+#include <utility>
 #include <optional>
 #include <string>
 #include <vector>
@@ -74,10 +77,14 @@ class JobEvents {
   absl::StatusOr<uint64_t> LastRevision();
   // Wakes every watcher for shutdown.
   void Close() { closed_ = true; log_.Close(); }
+  // Told after each publish (WatchHub::Wake); set before the manager starts.
+  void SetListener(std::function<void()> listener) { log_.SetListener(std::move(listener)); }
 
  private:
   absl::StatusOr<std::vector<v1::TrainJobEvent>> ReadStore(uint64_t since, int64_t limit);
   absl::StatusOr<std::pair<uint64_t, uint64_t>> StoredRange();  // min, max; 0, 0 when none
+  // The same, at most 200 ms old.
+  absl::StatusOr<std::pair<uint64_t, uint64_t>> RecentStoredRange();
 
   store::Store* store_;
   JobEventsOptions options_;
@@ -86,6 +93,9 @@ class JobEvents {
   int64_t pruned_at_ = 0;       // the loop's: `next_` at the last prune
   std::atomic<bool> live_{false};
   std::atomic<bool> closed_{false};
+  std::mutex range_mu_;
+  std::pair<uint64_t, uint64_t> range_{0, 0};
+  absl::Time range_at_ = absl::InfinitePast();
 };
 
 }  // namespace jc::jobs

@@ -4,10 +4,12 @@
 
 #include "common/auth/auth_interceptor.h"
 #include "common/auth/project_scope.h"
+#include "common/auth/watch_admission.h"
 #include "common/grpc_status.h"
 #include "common/timestamp.h"
 #include "jointcloud/v1/jobs.grpc.pb.h"
 #include "services/jobs/job_access.h"
+#include "services/jobs/job_watch.h"
 #include "services/jobs/status_policy.h"
 
 namespace jc::jobs {
@@ -18,9 +20,9 @@ using grpc::Status;
 
 constexpr size_t kLogChunk = 64 << 10;
 
-class JobService final : public v1::JobService::Service {
+class JobService final : public v1::JobService::WithCallbackMethod_WatchTrainJobs<v1::JobService::Service> {
  public:
-  explicit JobService(JobManager* m) : m_(m) {}
+  JobService(JobManager* m, WatchHub* hub) : m_(m), hub_(hub) {}
 
   Status CreateTrainJob(ServerContext* ctx, const v1::CreateTrainJobRequest* req,
                         v1::CreateTrainJobResponse* resp) override {
@@ -88,108 +90,15 @@ class JobService final : public v1::JobService::Service {
     return Status::OK;
   }
 
-  Status WatchTrainJobs(ServerContext* ctx, const v1::WatchTrainJobsRequest* req,
-                        grpc::ServerWriter<v1::TrainJobEvent>* writer) override {
-    JC_GRPC_CALLER(caller, ctx);
-    if (req->heartbeat_seconds() < 0 || req->heartbeat_seconds() > 3600) {
-      return Status(grpc::StatusCode::INVALID_ARGUMENT, "heartbeat_seconds: from 1 to 3600, or 0 for none");
-    }
-    const std::string& job_id = req->job_id();
-    bool ended = false;  // a watched job that ended: the stream closes once it caught up
-    if (!job_id.empty()) {
-      auto job = m_->Get(job_id);
-      if (!job.ok()) return ToGrpcStatus(job.status());
-      if (absl::Status s = CheckJobAccess(caller, *job, auth::ProjectRole::kViewer); !s.ok()) return ToGrpcStatus(s);
-      ended = job->status() == kCompleted || job->status() == kFailed;
-    }
-    JobEvents& events = m_->events();
-    uint64_t since = req->since_revision();
-    std::vector<v1::TrainJobEvent> batch;
-    if (since > 0) {
-      // The cursor is checked before the stream starts: a bad one is the call's status.
-      auto first = events.Read(since, absl::ZeroDuration());
-      if (!first.ok()) return ToGrpcStatus(first.status());
-      batch = std::move(*first);
-    } else {
-      // List, then watch (as Kubernetes): the snapshot is at least as new as `since`, so
-      // nothing between the two is missed (a change may be told twice).
-      auto last = events.LastRevision();
-      if (!last.ok()) return ToGrpcStatus(last.status());
-      since = *last;
-      absl::Status listed = Snapshot(caller, job_id, since, &batch);
-      if (!listed.ok()) return ToGrpcStatus(listed);
-      if (!job_id.empty() && !batch.empty()) ended = batch[0].status() == kCompleted || batch[0].status() == kFailed;
-    }
-    // Headers go out now: a REST gateway in front knows the watch was accepted.
-    ctx->AddInitialMetadata("jc-watch", "accepted");
-    writer->SendInitialMetadata();
-    absl::Duration heartbeat = absl::Seconds(req->heartbeat_seconds());
-    absl::Time last_write = absl::Now();
-    while (!ctx->IsCancelled()) {
-      for (const auto& event : batch) {
-        if (event.type() != v1::TrainJobEvent::SNAPSHOT) since = event.revision();
-        // The same rule as reads of jobs: VIEWER in the job's project (job_access.h).
-        bool wanted = job_id.empty() ? MaySeeJobsOf(caller, event.project()) : event.job_id() == job_id;
-        if (!wanted) continue;
-        if (!writer->Write(event)) return Status::OK;
-        last_write = absl::Now();
-        if (!job_id.empty() && event.type() == v1::TrainJobEvent::ENDED) return Status::OK;
-      }
-      if (ended && batch.empty()) return Status::OK;  // replayed what the ended job had
-      if (heartbeat > absl::ZeroDuration() && absl::Now() - last_write >= heartbeat) {
-        v1::TrainJobEvent beat;
-        beat.set_revision(since);
-        beat.set_type(v1::TrainJobEvent::HEARTBEAT);
-        *beat.mutable_at() = ToTimestamp(absl::Now());
-        if (!writer->Write(beat)) return Status::OK;
-        last_write = absl::Now();
-      }
-      absl::Duration wait = ended ? absl::ZeroDuration() : absl::Seconds(1);
-      if (heartbeat > absl::ZeroDuration()) wait = std::min(wait, heartbeat);
-      auto next = events.Read(since, wait);
-      if (!next.ok()) return ToGrpcStatus(next.status());
-      batch = std::move(*next);
-    }
-    return Status::CANCELLED;
+  // On the callback API, driven by the hub: an open watch holds no request thread.
+  grpc::ServerWriteReactor<v1::TrainJobEvent>* WatchTrainJobs(grpc::CallbackServerContext* ctx,
+                                                              const v1::WatchTrainJobsRequest* req) override {
+    return auth::StartWatch<v1::TrainJobEvent>(
+        hub_, ctx, "another job watch",
+        [&](std::shared_ptr<const auth::Principal> caller) { return MakeJobWatchFeed(m_, std::move(caller), *req); });
   }
 
  private:
-  // SNAPSHOT events at `revision`: of the job, or of every job not ended the caller sees.
-  absl::Status Snapshot(const auth::Principal& caller, const std::string& job_id, uint64_t revision,
-                        std::vector<v1::TrainJobEvent>* out) {
-    auto add = [&](const v1::TrainJob& job) {
-      v1::TrainJobEvent e;
-      e.set_revision(revision);
-      e.set_type(v1::TrainJobEvent::SNAPSHOT);
-      e.set_job_id(job.job_id());
-      e.set_status(job.status());
-      e.set_status_reason(job.status_reason());
-      e.set_project(job.project());
-      e.set_name(job.name());
-      *e.mutable_at() = job.updated_at();
-      *e.mutable_job() = job;
-      out->push_back(std::move(e));
-    };
-    if (!job_id.empty()) {
-      auto job = m_->Get(job_id);
-      if (!job.ok()) return job.status();
-      add(*job);
-      return absl::OkStatus();
-    }
-    for (const char* status : {kPending, kRunning}) {
-      v1::ListTrainJobsRequest page;
-      page.set_status(status);
-      page.set_page_size(1000);
-      do {
-        auto listed = m_->List(page, auth::VisibleProjects(caller));
-        if (!listed.ok()) return listed.status();
-        for (const auto& job : listed->jobs()) add(job);
-        page.set_page_token(listed->next_page_token());
-      } while (!page.page_token().empty());
-    }
-    return absl::OkStatus();
-  }
-
   // The caller's access to the job as stored (job_access.h).
   absl::Status Access(const auth::Principal& caller, const std::string& job_id, auth::ProjectRole need) {
     auto job = m_->Get(job_id);
@@ -198,10 +107,13 @@ class JobService final : public v1::JobService::Service {
   }
 
   JobManager* m_;
+  WatchHub* hub_;
 };
 
 }  // namespace
 
-std::unique_ptr<grpc::Service> MakeJobService(JobManager* jobs) { return std::make_unique<JobService>(jobs); }
+std::unique_ptr<grpc::Service> MakeJobService(JobManager* jobs, WatchHub* watches) {
+  return std::make_unique<JobService>(jobs, watches);
+}
 
 }  // namespace jc::jobs

@@ -1,15 +1,17 @@
 #include "services/registry/registry_service.h"
 
 #include "common/auth/auth_interceptor.h"
+#include "common/auth/watch_admission.h"
 #include "common/grpc_status.h"
 #include "jointcloud/v1/registry.grpc.pb.h"
+#include "services/registry/center_watch.h"
 
 namespace jc::registry {
 namespace {
 
-class RegistryService final : public v1::RegistryService::Service {
+class RegistryService final : public v1::RegistryService::WithCallbackMethod_WatchCenters<v1::RegistryService::Service> {
  public:
-  explicit RegistryService(Registry* registry) : registry_(registry) {}
+  RegistryService(Registry* registry, WatchHub* hub) : registry_(registry), hub_(hub) {}
 
   grpc::Status CreateCenter(grpc::ServerContext* ctx, const v1::CreateCenterRequest* req,
                             v1::Center* resp) override {
@@ -51,61 +53,25 @@ class RegistryService final : public v1::RegistryService::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status WatchCenters(grpc::ServerContext* ctx, const v1::WatchCentersRequest* req,
-                            grpc::ServerWriter<v1::CenterEvent>* writer) override {
-    JC_GRPC_CALLER(caller, ctx);
-    uint64_t since = req->since_revision();
-    if (since > registry_->events().last_revision()) {
-      return grpc::Status(grpc::StatusCode::OUT_OF_RANGE,
-                          "since_revision is ahead of the server; watch from 0");
-    }
-    if (since == 0) {
-      // A fresh watcher first learns every center as a JOINED event at the current
-      // revision, then follows changes from there (list-then-watch, as in Kubernetes).
-      since = registry_->events().last_revision();
-      v1::ListCentersRequest page;
-      page.set_page_size(1000);
-      do {
-        auto listed = registry_->List(page);
-        if (!listed.ok()) return ToGrpcStatus(listed.status());
-        for (const auto& center : listed->centers()) {
-          v1::CenterEvent event;
-          event.set_revision(since);
-          event.set_type(v1::CenterEvent::JOINED);
-          *event.mutable_center() = center;
-          event.set_previous_status(center.status());
-          if (!writer->Write(event)) return grpc::Status::OK;
-        }
-        page.set_page_token(listed->next_page_token());
-      } while (!page.page_token().empty());
-    }
-    std::vector<v1::CenterEvent> batch;
-    while (!ctx->IsCancelled()) {
-      batch.clear();
-      auto read = registry_->events().WaitAfter(since, absl::Milliseconds(500), &batch);
-      if (read == EventLog<v1::CenterEvent>::Read::kClosed) {
-        return grpc::Status(grpc::StatusCode::UNAVAILABLE, "server is shutting down");
-      }
-      if (read == EventLog<v1::CenterEvent>::Read::kCompacted) {
-        return grpc::Status(grpc::StatusCode::OUT_OF_RANGE,
-                            "events after since_revision were compacted; watch from 0");
-      }
-      for (const auto& event : batch) {
-        if (!writer->Write(event)) return grpc::Status::OK;
-        since = event.revision();
-      }
-    }
-    return grpc::Status::OK;
+  // On the callback API, driven by the hub: an open watch holds no request thread.
+  grpc::ServerWriteReactor<v1::CenterEvent>* WatchCenters(grpc::CallbackServerContext* ctx,
+                                                          const v1::WatchCentersRequest* req) override {
+    return auth::StartWatch<v1::CenterEvent>(
+        hub_, ctx, "another centers watch",
+        [&](std::shared_ptr<const auth::Principal>) -> absl::StatusOr<std::unique_ptr<WatchFeed<v1::CenterEvent>>> {
+          return MakeCenterWatchFeed(registry_, *req);
+        });
   }
 
  private:
   Registry* registry_;
+  WatchHub* hub_;
 };
 
 }  // namespace
 
-std::unique_ptr<grpc::Service> MakeRegistryService(Registry* registry) {
-  return std::make_unique<RegistryService>(registry);
+std::unique_ptr<grpc::Service> MakeRegistryService(Registry* registry, WatchHub* watches) {
+  return std::make_unique<RegistryService>(registry, watches);
 }
 
 }  // namespace jc::registry

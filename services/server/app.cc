@@ -67,6 +67,7 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
   app->options_ = std::move(options);
   AppOptions& o = app->options_;
   app->metrics_ = std::make_shared<prometheus::Registry>();
+  app->watches_ = std::make_unique<WatchHub>(o.watches, app->metrics_.get());
   auto has = [&](const char* name) { return o.services.count(name) > 0; };
   bool serves_grpc = has("identity") || has("registry") || has("catalog") || has("datamon") || has("jobs") ||
                      has("monitor") || has("scheduler");
@@ -125,7 +126,8 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
   }
   if (has("registry")) {
     app->registry_ = std::make_unique<registry::Registry>(app->store_.get(), o.clock, o.registry);
-    app->grpc_services_.push_back(registry::MakeRegistryService(app->registry_.get()));
+    app->registry_->events().SetListener([hub = app->watches_.get()] { hub->Wake(); });
+    app->grpc_services_.push_back(registry::MakeRegistryService(app->registry_.get(), app->watches_.get()));
   }
   if (has("catalog")) {
     app->catalog_ = std::make_unique<catalog::Catalog>(app->store_.get(), o.clock, app->centers_.get());
@@ -198,7 +200,8 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
     app->jobs_ = std::make_unique<jobs::JobManager>(app->store_.get(), app->scheduler_.get(), app->centers_.get(),
                                                     app->adapters_, app->data_mover_.get(), o.clock, o.jobs);
     app->jobs_->EnableMetrics(*app->metrics_);
-    app->grpc_services_.push_back(jobs::MakeJobService(app->jobs_.get()));
+    app->jobs_->events().SetListener([hub = app->watches_.get()] { hub->Wake(); });
+    app->grpc_services_.push_back(jobs::MakeJobService(app->jobs_.get(), app->watches_.get()));
   }
 
   if (serves_grpc) {
@@ -383,6 +386,8 @@ void App::Shutdown() {
   if (grpc_server_ != nullptr) {
     grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   }
+  // After the server: its cancelled watches were finished by the hub.
+  if (watches_ != nullptr) watches_->Stop();
   if (sweeper_.joinable()) sweeper_.join();
 }
 

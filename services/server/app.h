@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/watch_hub.h"
 #include "common/store/store.h"
 #include "common/admin_server.h"
 #include "services/gateway/gateway.h"
@@ -104,6 +105,9 @@ struct AppOptions {
   std::string admin_host = "127.0.0.1";
   int admin_port = 9090;
   absl::Duration health_sweep_interval = absl::Seconds(1);
+  // Watch streams (WatchTrainJobs, WatchCenters and the REST event streams): open streams
+  // per caller (--max_watches_per_caller).
+  WatchHubOptions watches;
   const Clock* clock = RealClock::Get();
 };
 
@@ -140,6 +144,8 @@ class App {
 
   AppOptions options_;
   std::shared_ptr<prometheus::Registry> metrics_;
+  // The open watch streams; outlives the gRPC server and its services.
+  std::unique_ptr<WatchHub> watches_;
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<identity::IdentityStore> identities_;
   std::shared_ptr<audit::AuditLog> audit_;

@@ -73,6 +73,9 @@ ABSL_FLAG(int, rest_threads, 8, "REST threads kept ready for connections");
 ABSL_FLAG(int, rest_max_threads, 2048,
           "most REST threads: one per open connection (idle keep-alive ones included), so idle or slow "
           "connections do not keep real clients waiting");
+ABSL_FLAG(int, max_watches_per_caller, 32,
+          "watch streams one user may hold open at once (WatchTrainJobs, WatchCenters, the REST event streams); "
+          "past it that user's next watch is refused with 429 / RESOURCE_EXHAUSTED. 0: no limit");
 ABSL_FLAG(std::string, instance_id, "",
           "this instance's name in the jobs lease (instances sharing a store take turns: one dispatches, the "
           "others stand by); default: the host name. Two instances on one host need different ids");
@@ -288,6 +291,9 @@ int main(int argc, char** argv) {
   if (options.gateway.max_worker_threads < options.gateway.worker_threads) {
     return Fail("--rest_max_threads must be at least --rest_threads");
   }
+
+  options.watches.per_caller = absl::GetFlag(FLAGS_max_watches_per_caller);
+  if (options.watches.per_caller < 0) return Fail("--max_watches_per_caller must be 0 (no limit) or more");
 
   if (auto s = ConfigureAuth(&options); !s.ok()) return Fail(std::string(s.message()));
 
