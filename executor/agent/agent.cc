@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysinfo.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,6 +30,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/grpc_reflection.h"
@@ -184,6 +186,29 @@ int EndTasksOfDeadAgents(const CgroupLayout& layout) {
   return ended;
 }
 
+// v2 enables controllers for a directory's children only while the directory holds no
+// process ("no internal processes"): the agent leaves its own cgroup for a leaf beside the
+// tasks' (nexec-agent.<pid>), so their memory, pids, cpuset and io limits can reach them.
+// Leaves of agents that ended are removed (rmdir takes only empty ones). The root cgroup
+// is exempt from the rule: nothing to do there.
+void MoveIntoLeaf(const std::string& dir) {
+  if (!std::filesystem::exists(dir + "/cgroup.type")) return;  // the root
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().filename().string().rfind("nexec-agent.", 0) == 0) rmdir(entry.path().c_str());
+  }
+  const std::string leaf = absl::StrCat(dir, "/nexec-agent.", getpid());
+  std::filesystem::create_directories(leaf, ec);
+  std::ofstream procs(leaf + "/cgroup.procs");
+  procs << getpid() << "\n";
+  procs.flush();
+  if (ec || !procs) {
+    spdlog::warn("nexec agent: could not move into {} ({}): tasks' cgroups may get no memory, pids or cpuset "
+                 "controller, and their limits then fail at launch",
+                 leaf, ec ? ec.message() : "write to cgroup.procs failed");
+  }
+}
+
 }  // namespace
 
 absl::Status Agent::SetUpContainment() {
@@ -199,6 +224,7 @@ absl::Status Agent::SetUpContainment() {
       spdlog::warn("nexec agent: ended {} process(es) left in the cgroups of agents that died", ended);
     }
     const std::string mine = absl::StrCat("nexec/", options_.host, ".", getpid());
+    if (layout->v2) MoveIntoLeaf(layout->dirs.at(""));
     CgroupLayout agent_layout = *layout;
     for (auto& [controller, dir] : agent_layout.dirs) {
       std::error_code ec;
@@ -407,6 +433,24 @@ int Agent::KillPredecessorTasks() {
   return killed;
 }
 
+std::vector<CharDevice> Agent::GpuDevicesNotHeld(const std::vector<int>& held) {
+  std::vector<int> host;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    host.assign(base_info_.gpus().begin(), base_info_.gpus().end());
+  }
+  std::vector<CharDevice> denied;
+  for (int gpu : host) {
+    if (std::find(held.begin(), held.end(), gpu) != held.end()) continue;
+    const std::string node = absl::StrReplaceAll(options_.gpu_device, {{"{index}", absl::StrCat(gpu)}});
+    struct stat st {};
+    if (stat(node.c_str(), &st) == 0 && S_ISCHR(st.st_mode)) {
+      denied.push_back({static_cast<uint32_t>(major(st.st_rdev)), static_cast<uint32_t>(minor(st.st_rdev))});
+    }
+  }
+  return denied;
+}
+
 absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   std::string key = TaskKey(req.job_id(), req.task_index(), req.attempt());
   {
@@ -444,6 +488,8 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   if (multi_host && !t.stdout_path.empty()) t.hostfile_path = t.stdout_path + ".hosts";
   t.output_root = req.output_root();
   t.memory_limit_mb = req.memory_limit_mb();
+  t.pids_limit = req.pids_limit();
+  t.denied_devices = GpuDevicesNotHeld(t.gpus);
   // Registered before the process starts: a task that exits at once is reaped by the
   // heartbeat loop, which must already know whose it is.
   TaskInfo info{req.job_id(), req.task_index(), req.attempt(), t.stdout_path, t.stderr_path};
@@ -945,6 +991,7 @@ void Agent::HeartbeatLoop() {
       u->set_read_bytes(usage->second.read_bytes);
       u->set_write_bytes(usage->second.write_bytes);
       u->set_processes(usage->second.processes);
+      u->set_memory_peak_kb(usage->second.memory_peak_kb);
     }
     {
       std::lock_guard<std::mutex> gpu_lock(mu_);

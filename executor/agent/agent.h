@@ -60,6 +60,9 @@ struct AgentOptions {
   // on a GPU not given to its job is misuse: killed (the default), or only reported;
   // either way the job's history says so.
   std::string nvidia_smi = "nvidia-smi";
+  // The device node of GPU {index}: a contained task may open only those of the GPUs it
+  // holds (its cgroup denies the others, whatever CUDA_VISIBLE_DEVICES says).
+  std::string gpu_device = "/dev/nvidia{index}";
   bool kill_gpu_misuse = true;
   // How calls are signed and checked (B9): heartbeats are signed; launches, signals and
   // log reads are taken only from `master_uid` (the master's account) or root.
@@ -162,6 +165,8 @@ class Agent {
 
   AgentOptions options_;
   pb::AgentInfo base_info_;
+  // The device numbers of this host's GPUs that `held` leaves out (those with a node).
+  std::vector<CharDevice> GpuDevicesNotHeld(const std::vector<int>& held);
   TaskRunner runner_;
   std::unique_ptr<SensorRunner> sensors_;
   std::unique_ptr<grpc::Service> service_;

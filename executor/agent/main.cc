@@ -11,6 +11,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
 #include "common/admin_server.h"
 #include "common/log.h"
@@ -28,6 +29,8 @@ ABSL_FLAG(std::string, sensor_dir, "",
 ABSL_FLAG(std::string, state_dir, "",
           "where the agent records its tasks' process groups, so that a restarted agent kills what a crashed "
           "one left running (default: <temp dir>/nexec-agent-<host>)");
+ABSL_FLAG(std::string, gpu_device, "/dev/nvidia{index}",
+          "the device node of GPU {index}; a task contained in a cgroup may open only those of the GPUs it holds");
 ABSL_FLAG(std::string, nvidia_smi, "nvidia-smi",
           "nvidia-smi to ask for GPUs, their use and the processes on them (a path, or a name on $PATH)");
 ABSL_FLAG(std::string, gpu_misuse, "kill",
@@ -74,6 +77,11 @@ int main(int argc, char** argv) {
   options.sensor_dir = absl::GetFlag(FLAGS_sensor_dir);
   options.state_dir = absl::GetFlag(FLAGS_state_dir);
   options.nvidia_smi = absl::GetFlag(FLAGS_nvidia_smi);
+  options.gpu_device = absl::GetFlag(FLAGS_gpu_device);
+  if (!absl::StrContains(options.gpu_device, "{index}")) {
+    std::fprintf(stderr, "nexec-agent: --gpu_device must contain {index} (e.g. /dev/nvidia{index})\n");
+    return 1;
+  }
   if (std::string misuse = absl::GetFlag(FLAGS_gpu_misuse); misuse == "kill" || misuse == "report") {
     options.kill_gpu_misuse = misuse == "kill";
   } else {

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 #include <algorithm>
 
 #include "absl/strings/match.h"
@@ -21,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
+#include "executor/agent/device_filter.h"
 
 namespace jc::nexec {
 namespace {
@@ -29,7 +31,9 @@ namespace fs = std::filesystem;
 
 // The v1 controllers a task's cgroup is made in (those this host mounts). The freezer is
 // the one containment needs; the others limit and measure.
-constexpr const char* kV1Controllers[] = {"freezer", "memory", "pids", "cpuacct", "devices"};
+constexpr const char* kV1Controllers[] = {"freezer", "memory", "pids", "cpuacct", "devices", "cpuset", "blkio"};
+// What v2 tasks' cgroups get from their parents (cgroup.subtree_control).
+constexpr const char* kV2Controllers[] = {"memory", "pids", "cpu", "cpuset", "io"};
 
 std::string ReadText(const std::string& path) {
   std::ifstream in(path);
@@ -38,8 +42,9 @@ std::string ReadText(const std::string& path) {
   return s.str();
 }
 
-absl::Status WriteText(const std::string& path, const std::string& text) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+// As the shell's `>` (`>>` with `append`), which is how cgroup files are written.
+absl::Status WriteText(const std::string& path, const std::string& text, bool append = false) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC | (append ? O_APPEND : O_TRUNC));
   if (fd < 0) return absl::InternalError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
   const ssize_t n = write(fd, text.data(), text.size());
   const int err = errno;
@@ -64,6 +69,90 @@ int64_t KeyedNumber(const std::string& path, absl::string_view key) {
     if (f.size() == 2 && f[0] == key && absl::SimpleAtoi(f[1], &v)) return v;
   }
   return 0;
+}
+
+// The numbers of "x y" pairs in a file of lines "<dev> key=value ..." (v2 io.stat) or
+// "<dev> Key value" (v1 blkio.throttle.io_service_bytes), summed over devices.
+int64_t SumOverDevices(const std::string& path, absl::string_view key) {
+  int64_t total = 0;
+  for (absl::string_view line : absl::StrSplit(ReadText(path), '\n', absl::SkipEmpty())) {
+    std::vector<absl::string_view> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (f.size() == 3 && f[1] == key) {  // v1: "8:0 Read 4096"
+      int64_t v = 0;
+      if (absl::SimpleAtoi(f[2], &v)) total += v;
+      continue;
+    }
+    for (size_t i = 1; i < f.size(); ++i) {  // v2: "8:0 rbytes=4096 wbytes=0 ..."
+      std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(f[i], absl::MaxSplits('=', 1));
+      int64_t v = 0;
+      if (kv.first == key && absl::SimpleAtoi(kv.second, &v)) total += v;
+    }
+  }
+  return total;
+}
+
+int CountLines(const std::string& path) {
+  int n = 0;
+  for (absl::string_view line : absl::StrSplit(ReadText(path), '\n', absl::SkipEmpty())) n += !line.empty();
+  return n;
+}
+
+std::string JoinCpus(const std::vector<int>& cpus) {
+  std::string out;
+  for (int c : cpus) absl::StrAppend(&out, out.empty() ? "" : ",", c);
+  return out;
+}
+
+// v1 cpuset: a new cgroup has no cores and no memory nodes, and no process can join it
+// until it has. Each directory from the first that has them down to `dir` gets its
+// parent's.
+absl::Status InheritCpuset(const std::string& dir) {
+  std::vector<fs::path> empty;
+  for (fs::path p = dir; !p.empty() && p != p.root_path(); p = p.parent_path()) {
+    if (!fs::exists(p / "cpuset.cpus")) break;
+    if (!absl::StripAsciiWhitespace(ReadText((p / "cpuset.cpus").string())).empty()) break;
+    empty.push_back(p);
+  }
+  for (auto it = empty.rbegin(); it != empty.rend(); ++it) {
+    for (const char* file : {"cpuset.cpus", "cpuset.mems"}) {
+      std::string value(absl::StripAsciiWhitespace(ReadText((it->parent_path() / file).string())));
+      JC_RETURN_IF_ERROR(WriteText((*it / file).string(), value));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// v2: a controller reaches a cgroup only through every parent's subtree_control. From
+// `dir` up to the first directory that already gets all of them (or the root), each one
+// enables them for its children, top down. A directory that holds processes cannot (the
+// agent moves itself into a leaf of its own at start: Agent::ContainTasks).
+void EnableControllers(const std::string& dir) {
+  auto words = [](const std::string& text) {
+    std::vector<std::string> out = absl::StrSplit(text, absl::ByAnyChar(" \n"), absl::SkipEmpty());
+    return out;
+  };
+  auto has_all = [&](const fs::path& p) {
+    const std::vector<std::string> have = words(ReadText((p / "cgroup.controllers").string()));
+    for (const char* c : kV2Controllers) {
+      if (std::find(have.begin(), have.end(), c) == have.end()) return false;
+    }
+    return true;
+  };
+  std::vector<fs::path> chain;
+  for (fs::path p = dir;; p = p.parent_path()) {
+    chain.push_back(p);
+    if (has_all(p) || !fs::exists(p.parent_path() / "cgroup.controllers") || p == p.parent_path()) break;
+  }
+  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+    const std::vector<std::string> have = words(ReadText((*it / "cgroup.controllers").string()));
+    const std::vector<std::string> on = words(ReadText((*it / "cgroup.subtree_control").string()));
+    for (const char* c : kV2Controllers) {
+      // One at a time: a controller the kernel refuses here leaves the others enabled.
+      if (std::find(have.begin(), have.end(), c) != have.end() && std::find(on.begin(), on.end(), c) == on.end()) {
+        (void)WriteText((*it / "cgroup.subtree_control").string(), absl::StrCat("+", c, "\n"), /*append=*/true);
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -124,39 +213,40 @@ absl::StatusOr<CgroupLayout> CgroupLayout::Discover(const std::string& root) {
 absl::StatusOr<std::unique_ptr<TaskCgroup>> TaskCgroup::Create(const CgroupLayout& layout, const std::string& name,
                                                                const CgroupLimits& limits) {
   std::vector<std::string> dirs;
-  std::string freezer, memory, cpu, pids;
+  Dirs c;
   std::error_code ec;
   if (layout.v2) {
     const std::string base = layout.dirs.at("");
-    // Controllers reach a child only through its parent's subtree_control; the agent's own
-    // directory may hold processes (v2 forbids controllers there then), so tasks live in
-    // nexec/, which holds none.
-    const std::string nexec = base + "/nexec";
-    fs::create_directories(nexec, ec);
-    std::string enable;
-    for (const char* c : {"memory", "pids", "cpu"}) {
-      if (absl::StrContains(ReadText(nexec + "/cgroup.controllers"), c)) absl::StrAppend(&enable, "+", c, " ");
-    }
-    if (!enable.empty()) (void)WriteText(nexec + "/cgroup.subtree_control", std::string(absl::StripTrailingAsciiWhitespace(enable)));
-    const std::string dir = nexec + "/" + name;
+    // Tasks live in nexec/ below the agent's directory: v2 enables controllers only for
+    // directories without processes of their own.
+    const std::string dir = base + "/nexec/" + name;
     if (!fs::create_directories(dir, ec) && ec) {
       return absl::UnavailableError(absl::StrCat("cannot create the task's cgroup ", dir, ": ", ec.message()));
     }
+    EnableControllers(fs::path(dir).parent_path().string());
     dirs.push_back(dir);
-    freezer = memory = cpu = dir;
+    c = {dir, dir, dir, dir, dir, dir, dir};
   } else {
     for (const auto& [controller, base] : layout.dirs) {
       const std::string dir = base + "/nexec/" + name;
       if (!fs::create_directories(dir, ec) && ec) {
         return absl::UnavailableError(absl::StrCat("cannot create the task's cgroup ", dir, ": ", ec.message()));
       }
+      if (controller == "cpuset") {
+        if (absl::Status s = InheritCpuset(dir); !s.ok()) {
+          return absl::UnavailableError(absl::StrCat("the task's cpuset: ", s.message()));
+        }
+      }
       dirs.push_back(dir);
-      if (controller == "freezer") freezer = dir;
-      if (controller == "memory") memory = dir;
-      if (controller == "cpuacct") cpu = dir;
-      if (controller == "pids") pids = dir;
+      if (controller == "freezer") c.freezer = dir;
+      if (controller == "memory") c.memory = dir;
+      if (controller == "cpuacct") c.cpu = dir;
+      if (controller == "pids") c.pids = dir;
+      if (controller == "cpuset") c.cpuset = dir;
+      if (controller == "devices") c.devices = dir;
+      if (controller == "blkio") c.io = dir;
     }
-    if (freezer.empty()) return absl::UnavailableError("no v1 freezer hierarchy for the task's cgroup");
+    if (c.freezer.empty()) return absl::UnavailableError("no v1 freezer hierarchy for the task's cgroup");
   }
   std::vector<int> fds;
   for (const std::string& dir : dirs) {
@@ -168,9 +258,7 @@ absl::StatusOr<std::unique_ptr<TaskCgroup>> TaskCgroup::Create(const CgroupLayou
     }
     fds.push_back(fd);
   }
-  if (layout.v2) pids = freezer;
-  std::unique_ptr<TaskCgroup> made(new TaskCgroup(layout.v2, std::move(dirs), freezer, memory, cpu, std::move(fds)));
-  made->pids_dir_ = pids;
+  std::unique_ptr<TaskCgroup> made(new TaskCgroup(layout.v2, std::move(dirs), std::move(c), std::move(fds)));
   if (absl::Status s = made->Reset(limits); !s.ok()) return s;
   return made;
 }
@@ -178,46 +266,102 @@ absl::StatusOr<std::unique_ptr<TaskCgroup>> TaskCgroup::Create(const CgroupLayou
 absl::Status TaskCgroup::Reset(const CgroupLimits& limits) {
   memory_limit_bytes_ = limits.memory_bytes;
   oom_kills_before_ = OomKills();
-  if (!memory_dir_.empty()) {
+  cpu_before_ = CpuSeconds();
+  std::tie(read_before_, write_before_) = IoBytes();
+  if (!c_.memory.empty()) {
     if (v2_) {
-      JC_RETURN_IF_ERROR(WriteText(memory_dir_ + "/memory.max", limits.memory_bytes > 0 ? absl::StrCat(limits.memory_bytes) : "max"));
+      JC_RETURN_IF_ERROR(WriteText(c_.memory + "/memory.max", limits.memory_bytes > 0 ? absl::StrCat(limits.memory_bytes) : "max"));
       // The limit is on memory, not memory plus swap.
-      (void)WriteText(memory_dir_ + "/memory.swap.max", limits.memory_bytes > 0 ? "0" : "max");
+      (void)WriteText(c_.memory + "/memory.swap.max", limits.memory_bytes > 0 ? "0" : "max");
+      (void)WriteText(c_.memory + "/memory.peak", "0");  // kernels from 6.12: the peak of this task only
     } else {
       const std::string value = limits.memory_bytes > 0 ? absl::StrCat(limits.memory_bytes) : "-1";
-      const bool memsw = fs::exists(memory_dir_ + "/memory.memsw.limit_in_bytes");
+      const bool memsw = fs::exists(c_.memory + "/memory.memsw.limit_in_bytes");
       // memsw must stay at least the memory limit: raised after it, lowered before it.
-      if (memsw && limits.memory_bytes > 0) (void)WriteText(memory_dir_ + "/memory.memsw.limit_in_bytes", value);
-      JC_RETURN_IF_ERROR(WriteText(memory_dir_ + "/memory.limit_in_bytes", value));
-      if (memsw && limits.memory_bytes > 0) (void)WriteText(memory_dir_ + "/memory.memsw.limit_in_bytes", value);
-      if (memsw && limits.memory_bytes <= 0) (void)WriteText(memory_dir_ + "/memory.memsw.limit_in_bytes", "-1");
-      (void)WriteText(memory_dir_ + "/memory.max_usage_in_bytes", "0");  // the peak of this task only
-      (void)WriteText(memory_dir_ + "/memory.failcnt", "0");
+      if (memsw && limits.memory_bytes > 0) (void)WriteText(c_.memory + "/memory.memsw.limit_in_bytes", value);
+      JC_RETURN_IF_ERROR(WriteText(c_.memory + "/memory.limit_in_bytes", value));
+      if (memsw && limits.memory_bytes > 0) (void)WriteText(c_.memory + "/memory.memsw.limit_in_bytes", value);
+      if (memsw && limits.memory_bytes <= 0) (void)WriteText(c_.memory + "/memory.memsw.limit_in_bytes", "-1");
+      (void)WriteText(c_.memory + "/memory.max_usage_in_bytes", "0");  // the peak of this task only
+      (void)WriteText(c_.memory + "/memory.failcnt", "0");
     }
   }
-  if (!pids_dir_.empty()) (void)WriteText(pids_dir_ + "/pids.max", limits.pids > 0 ? absl::StrCat(limits.pids) : "max");
+  if (!c_.pids.empty() && fs::exists(c_.pids + "/pids.max")) {
+    JC_RETURN_IF_ERROR(WriteText(c_.pids + "/pids.max", limits.pids > 0 ? absl::StrCat(limits.pids) : "max"));
+  } else if (limits.pids > 0) {
+    return absl::UnavailableError("a process limit was asked for, but this host has no pids controller for tasks");
+  }
+  if (!c_.cpuset.empty() && fs::exists(c_.cpuset + "/cpuset.cpus")) {
+    // Bound: its cores only, which it cannot widen (sched_setaffinity stays inside them).
+    // Not bound: the parent's, which are the agent's.
+    std::string cpus = JoinCpus(limits.cpus);
+    if (cpus.empty() && !v2_) {
+      cpus = std::string(absl::StripAsciiWhitespace(ReadText(fs::path(c_.cpuset).parent_path().string() + "/cpuset.cpus")));
+    }
+    JC_RETURN_IF_ERROR(WriteText(c_.cpuset + "/cpuset.cpus", cpus.empty() ? "\n" : cpus));
+  } else if (!limits.cpus.empty()) {
+    return absl::UnavailableError("the task is bound to cores, but this host has no cpuset controller for tasks");
+  }
+  return DenyDevices(limits.denied_devices);
+}
+
+absl::Status TaskCgroup::DenyDevices(const std::vector<CharDevice>& devices) {
+  if (v2_) {
+    // The previous task's filter goes; a new one comes when there is something to deny.
+    if (device_program_fd_ >= 0) {
+      (void)DetachDeviceFilter(c_.devices, device_program_fd_);
+      close(device_program_fd_);
+      device_program_fd_ = -1;
+    }
+    if (devices.empty()) return absl::OkStatus();
+    JC_ASSIGN_OR_RETURN(device_program_fd_, LoadDeviceFilter(devices));
+    if (absl::Status s = AttachDeviceFilter(c_.devices, device_program_fd_); !s.ok()) {
+      close(device_program_fd_);
+      device_program_fd_ = -1;
+      return s;
+    }
+    return absl::OkStatus();
+  }
+  if (c_.devices.empty()) {
+    if (devices.empty()) return absl::OkStatus();
+    return absl::UnavailableError("devices must be denied to the task, but this host has no devices controller");
+  }
+  // Everything allowed again (a task's cgroup has no children, so this is permitted),
+  // then each device denied.
+  JC_RETURN_IF_ERROR(WriteText(c_.devices + "/devices.allow", "a"));
+  for (const CharDevice& d : devices) {
+    JC_RETURN_IF_ERROR(WriteText(c_.devices + "/devices.deny", absl::StrCat("c ", d.major, ":", d.minor, " rwm")));
+  }
   return absl::OkStatus();
 }
 
-int64_t TaskCgroup::OomKills() const {
-  if (memory_dir_.empty()) return 0;
-  if (v2_) return KeyedNumber(memory_dir_ + "/memory.events", "oom_kill");
-  const std::string control = ReadText(memory_dir_ + "/memory.oom_control");
-  if (absl::StrContains(control, "oom_kill ")) return KeyedNumber(memory_dir_ + "/memory.oom_control", "oom_kill");
-  return ReadNumber(memory_dir_ + "/memory.failcnt") > 0 ? 1 : 0;
+double TaskCgroup::CpuSeconds() const {
+  if (c_.cpu.empty()) return 0;
+  if (v2_) return static_cast<double>(KeyedNumber(c_.cpu + "/cpu.stat", "usage_usec")) / 1e6;
+  return static_cast<double>(ReadNumber(c_.cpu + "/cpuacct.usage")) / 1e9;
 }
 
-TaskCgroup::TaskCgroup(bool v2, std::vector<std::string> dirs, std::string freezer, std::string memory, std::string cpu,
-                       std::vector<int> procs_fds)
-    : v2_(v2),
-      dirs_(std::move(dirs)),
-      freezer_dir_(std::move(freezer)),
-      memory_dir_(std::move(memory)),
-      cpu_dir_(std::move(cpu)),
-      procs_fds_(std::move(procs_fds)) {}
+std::pair<int64_t, int64_t> TaskCgroup::IoBytes() const {
+  if (c_.io.empty()) return {0, 0};
+  if (v2_) return {SumOverDevices(c_.io + "/io.stat", "rbytes"), SumOverDevices(c_.io + "/io.stat", "wbytes")};
+  const std::string file = c_.io + "/blkio.throttle.io_service_bytes";
+  return {SumOverDevices(file, "Read"), SumOverDevices(file, "Write")};
+}
+
+int64_t TaskCgroup::OomKills() const {
+  if (c_.memory.empty()) return 0;
+  if (v2_) return KeyedNumber(c_.memory + "/memory.events", "oom_kill");
+  const std::string control = ReadText(c_.memory + "/memory.oom_control");
+  if (absl::StrContains(control, "oom_kill ")) return KeyedNumber(c_.memory + "/memory.oom_control", "oom_kill");
+  return ReadNumber(c_.memory + "/memory.failcnt") > 0 ? 1 : 0;
+}
+
+TaskCgroup::TaskCgroup(bool v2, std::vector<std::string> dirs, Dirs by_controller, std::vector<int> procs_fds)
+    : v2_(v2), dirs_(std::move(dirs)), c_(std::move(by_controller)), procs_fds_(std::move(procs_fds)) {}
 
 TaskCgroup::~TaskCgroup() {
   for (int fd : procs_fds_) close(fd);
+  if (device_program_fd_ >= 0) close(device_program_fd_);  // detached when the cgroup goes
 }
 
 int TaskCgroup::JoinFromChild() const {
@@ -236,16 +380,16 @@ absl::Status TaskCgroup::Add(pid_t pid) const {
 }
 
 absl::Status TaskCgroup::Freeze() {
-  return v2_ ? WriteText(freezer_dir_ + "/cgroup.freeze", "1") : WriteText(freezer_dir_ + "/freezer.state", "FROZEN");
+  return v2_ ? WriteText(c_.freezer + "/cgroup.freeze", "1") : WriteText(c_.freezer + "/freezer.state", "FROZEN");
 }
 
 absl::Status TaskCgroup::Thaw() {
-  return v2_ ? WriteText(freezer_dir_ + "/cgroup.freeze", "0") : WriteText(freezer_dir_ + "/freezer.state", "THAWED");
+  return v2_ ? WriteText(c_.freezer + "/cgroup.freeze", "0") : WriteText(c_.freezer + "/freezer.state", "THAWED");
 }
 
 std::vector<pid_t> TaskCgroup::Processes() const {
   std::vector<pid_t> out;
-  for (absl::string_view line : absl::StrSplit(ReadText(freezer_dir_ + "/cgroup.procs"), '\n', absl::SkipEmpty())) {
+  for (absl::string_view line : absl::StrSplit(ReadText(c_.freezer + "/cgroup.procs"), '\n', absl::SkipEmpty())) {
     int pid = 0;
     if (absl::SimpleAtoi(line, &pid) && pid > 0) out.push_back(pid);
   }
@@ -255,8 +399,8 @@ std::vector<pid_t> TaskCgroup::Processes() const {
 absl::StatusOr<int> TaskCgroup::KillAll(int attempts) {
   const int found = static_cast<int>(Processes().size());
   for (int i = 0; i < attempts; ++i) {
-    if (v2_ && fs::exists(freezer_dir_ + "/cgroup.kill")) {
-      (void)WriteText(freezer_dir_ + "/cgroup.kill", "1");  // the kernel's own: every process, at once
+    if (v2_ && fs::exists(c_.freezer + "/cgroup.kill")) {
+      (void)WriteText(c_.freezer + "/cgroup.kill", "1");  // the kernel's own: every process, at once
     } else {
       // Frozen, nothing in it can fork while its processes are listed and killed; a frozen
       // process dies of SIGKILL once thawed.
@@ -268,22 +412,29 @@ absl::StatusOr<int> TaskCgroup::KillAll(int attempts) {
     if (i + 1 < attempts) std::this_thread::sleep_for(std::chrono::milliseconds(i < 10 ? 2 : 20));
   }
   return absl::DeadlineExceededError(
-      absl::StrCat("processes of cgroup ", freezer_dir_, " outlived ", attempts, " rounds of SIGKILL"));
+      absl::StrCat("processes of cgroup ", c_.freezer, " outlived ", attempts, " rounds of SIGKILL"));
 }
 
 CgroupUsage TaskCgroup::Usage() const {
   CgroupUsage u;
+  u.cpu_seconds = std::max(0.0, CpuSeconds() - cpu_before_);
+  auto [read, written] = IoBytes();
+  u.read_bytes = std::max<int64_t>(0, read - read_before_);
+  u.write_bytes = std::max<int64_t>(0, written - write_before_);
+  u.processes = static_cast<int>(Processes().size());
   if (v2_) {
-    u.cpu_seconds = static_cast<double>(KeyedNumber(cpu_dir_ + "/cpu.stat", "usage_usec")) / 1e6;
-    u.memory_bytes = ReadNumber(memory_dir_ + "/memory.current");
-    u.memory_peak_bytes = ReadNumber(memory_dir_ + "/memory.peak");
+    u.memory_bytes = KeyedNumber(c_.memory + "/memory.stat", "anon");
+    u.memory_peak_bytes = ReadNumber(c_.memory + "/memory.peak");
+    u.swap_bytes = ReadNumber(c_.memory + "/memory.swap.current");
+    u.threads = static_cast<int>(ReadNumber(c_.pids + "/pids.current"));
     u.oom_killed = OomKills() > oom_kills_before_;
     return u;
   }
-  if (!cpu_dir_.empty()) u.cpu_seconds = static_cast<double>(ReadNumber(cpu_dir_ + "/cpuacct.usage")) / 1e9;
-  if (!memory_dir_.empty()) {
-    u.memory_bytes = ReadNumber(memory_dir_ + "/memory.usage_in_bytes");
-    u.memory_peak_bytes = ReadNumber(memory_dir_ + "/memory.max_usage_in_bytes");
+  u.threads = CountLines(c_.freezer + "/tasks");
+  if (!c_.memory.empty()) {
+    u.memory_bytes = KeyedNumber(c_.memory + "/memory.stat", "rss");
+    u.memory_peak_bytes = ReadNumber(c_.memory + "/memory.max_usage_in_bytes");
+    u.swap_bytes = KeyedNumber(c_.memory + "/memory.stat", "swap");
     // memory.oom_control's oom_kill (kernels from 4.13); failcnt past the limit otherwise.
     u.oom_killed = OomKills() > oom_kills_before_;
   }

@@ -12,16 +12,22 @@
 //   - suspends and resumes it with the freezer,
 //   - kills it by freezing it, sending SIGKILL to every process in it, and thawing it,
 //     until no process is left,
-//   - limits its memory (rusage[mem=...]) and reads its usage from the cgroup.
+//   - limits its memory (rusage[mem=...]) and its number of processes (the queue's
+//     pids_limit), binds it to its cores (cpuset: a task cannot widen its own affinity),
+//     denies it the GPUs it does not hold (devices), and reads its usage from the cgroup.
 // Under the unified hierarchy (cgroup v2) that is one directory with cgroup.freeze,
-// memory.max and cgroup.kill; under v1 one directory per controller (freezer, memory,
-// pids, cpuacct, devices) that this host mounts.
+// memory.max, cpuset.cpus, pids.max and cgroup.kill, and devices are denied by a BPF
+// program attached to it; under v1 one directory per controller (freezer, memory, pids,
+// cpuacct, devices, cpuset, blkio) that this host mounts.
 
 #include <sys/types.h>
+
+#include <cstdint>
 
 #include <map>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -44,15 +50,30 @@ struct CgroupLayout {
   static CgroupLayout Unified(const std::string& dir);
 };
 
-struct CgroupLimits {
-  int64_t memory_bytes = 0;  // 0: none
-  int64_t pids = 0;          // 0: none
+// A character device by its numbers (a GPU: /dev/nvidiaN is 195:N).
+struct CharDevice {
+  uint32_t major = 0;
+  uint32_t minor = 0;
+  bool operator==(const CharDevice&) const = default;
 };
 
+struct CgroupLimits {
+  int64_t memory_bytes = 0;  // 0: none
+  int64_t pids = 0;          // processes and threads at once; 0: none
+  std::vector<int> cpus;     // the cores it may run on; empty: the agent's
+  std::vector<CharDevice> denied_devices;  // devices it may not open (the GPUs it does not hold)
+};
+
+// What the task used since its cgroup was given to it.
 struct CgroupUsage {
   double cpu_seconds = 0;
   int64_t memory_peak_bytes = 0;
-  int64_t memory_bytes = 0;
+  int64_t memory_bytes = 0;  // now: its processes' anonymous memory (RSS)
+  int64_t swap_bytes = 0;
+  int64_t read_bytes = 0;    // block IO (v1 blkio counts reads and direct writes; buffered
+  int64_t write_bytes = 0;   // writes are charged when written back)
+  int processes = 0;
+  int threads = 0;
   bool oom_killed = false;  // the kernel killed a process of it for going over its memory limit
 };
 
@@ -87,16 +108,25 @@ class TaskCgroup {
   int64_t memory_limit_bytes() const { return memory_limit_bytes_; }
 
  private:
-  TaskCgroup(bool v2, std::vector<std::string> dirs, std::string freezer, std::string memory, std::string cpu,
-             std::vector<int> procs_fds);
+  // Per controller, the directory that serves it (the same one under v2).
+  struct Dirs {
+    std::string freezer, memory, cpu, pids, cpuset, devices, io;
+  };
+  TaskCgroup(bool v2, std::vector<std::string> dirs, Dirs by_controller, std::vector<int> procs_fds);
   bool v2_;
   std::vector<std::string> dirs_;  // one per controller (v1) or the one (v2)
-  std::string freezer_dir_, memory_dir_, cpu_dir_, pids_dir_;
+  Dirs c_;
   std::vector<int> procs_fds_;  // cgroup.procs of each, opened for the child
   int64_t memory_limit_bytes_ = 0;
   int64_t oom_kills_before_ = 0;  // the cumulative count when the current task got it
+  // Counters that only grow, as they stood when the current task got the cgroup.
+  double cpu_before_ = 0;
+  int64_t read_before_ = 0, write_before_ = 0;
+  int device_program_fd_ = -1;  // v2: the BPF program that denies devices, while attached
   int64_t OomKills() const;
-  absl::Status ApplyLimits(const CgroupLimits& limits);
+  double CpuSeconds() const;
+  std::pair<int64_t, int64_t> IoBytes() const;  // read, written
+  absl::Status DenyDevices(const std::vector<CharDevice>& devices);
 };
 
 }  // namespace jc::nexec

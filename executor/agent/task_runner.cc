@@ -306,6 +306,9 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   if (cgroups_layout_) {
     CgroupLimits limits;
     limits.memory_bytes = t.memory_limit_mb * 1024 * 1024;
+    limits.pids = t.pids_limit;
+    limits.cpus = t.cpus;  // a cpuset too: the task cannot widen its affinity past them
+    limits.denied_devices = t.denied_devices;
     std::string name;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -701,16 +704,37 @@ absl::StatusOr<TaskUsage> TaskRunner::Usage(const std::string& key) const {
 }
 
 std::map<std::string, TaskUsage> TaskRunner::UsageAll() const {
-  std::map<pid_t, std::string> keys;
+  std::map<pid_t, std::string> keys;  // tasks without a cgroup, by process group
+  std::map<std::string, std::shared_ptr<TaskCgroup>> contained;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [key, pid] : tasks_) {
-      if (pid > 0) keys[pid] = key;
+      if (pid <= 0) continue;
+      if (auto cg = cgroups_.find(key); cg != cgroups_.end()) {
+        contained[key] = cg->second;
+      } else {
+        keys[pid] = key;
+      }
     }
   }
+  std::map<std::string, TaskUsage> out;
+  // A contained task's usage is its cgroup's: every process it started, those that left
+  // its process group included, read from a few files instead of a walk over /proc.
+  for (const auto& [key, cg] : contained) {
+    const CgroupUsage c = cg->Usage();
+    TaskUsage& u = out[key];
+    u.cpu_seconds = c.cpu_seconds;
+    u.rss_kb = c.memory_bytes / 1024;
+    u.swap_kb = c.swap_bytes / 1024;
+    u.threads = c.threads;
+    u.read_bytes = c.read_bytes;
+    u.write_bytes = c.write_bytes;
+    u.processes = c.processes;
+    u.memory_peak_kb = c.memory_peak_bytes / 1024;
+  }
+  if (keys.empty()) return out;
   std::set<pid_t> groups;
   for (const auto& [pid, key] : keys) groups.insert(pid);
-  std::map<std::string, TaskUsage> out;
   for (auto& [pgid, usage] : SampleProcessGroups(groups)) out[keys[pgid]] = usage;
   return out;
 }

@@ -47,6 +47,9 @@ struct TaskLaunch {
   bool tty = false;
   int tty_rows = 0, tty_cols = 0;  // the terminal's first size; 0: 24x80
   int64_t memory_limit_mb = 0;     // rusage[mem=...] here: the task's cgroup's memory limit; 0: none
+  int64_t pids_limit = 0;          // the queue's: its cgroup's pids.max; 0: none
+  // The GPUs of this host the task does not hold: its cgroup denies their device nodes.
+  std::vector<CharDevice> denied_devices;
 };
 
 struct TaskUsage {
@@ -57,6 +60,7 @@ struct TaskUsage {
   int64_t read_bytes = 0;
   int64_t write_bytes = 0;
   int processes = 0;
+  int64_t memory_peak_kb = 0;  // from its cgroup; 0 without one
 };
 
 struct TaskExit {
@@ -102,7 +106,8 @@ class TaskRunner {
   std::vector<TaskExit> Reap();
 
   absl::StatusOr<TaskUsage> Usage(const std::string& key) const;
-  // Usage of every running task from one pass over /proc.
+  // Usage of every running task: a contained task's from its cgroup, the others' from one
+  // pass over /proc.
   std::map<std::string, TaskUsage> UsageAll() const;
   std::optional<pid_t> Pid(const std::string& key) const;
   std::vector<std::string> Running() const;

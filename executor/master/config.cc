@@ -362,7 +362,7 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
                                    {"name", "priority", "users", "hosts", "max_slots",
                                     "max_slots_per_user", "balance", "round_robin", "gpu_shared",
                                     "interactive", "rerun_on_host_failure", "pre_exec", "post_exec",
-                                    "pre_exec_timeout", "pre_exec_retries", "cpu_binding", "job_controls",
+                                    "pre_exec_timeout", "pre_exec_retries", "cpu_binding", "pids_limit", "job_controls",
                                     "run_window", "load_thresholds", "threshold_action", "fairshare", "drf", "preempt", "max_preemptions",
                                     "preempt_grace", "backfill", "capacity"}));
       QueueConfig q;
@@ -382,6 +382,8 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
       JC_RETURN_IF_ERROR(Read(list[i], "post_exec", where, &q.post_exec));
       JC_RETURN_IF_ERROR(Read(list[i], "pre_exec_retries", where, &q.pre_exec_retries));
       JC_RETURN_IF_ERROR(Read(list[i], "cpu_binding", where, &q.cpu_binding));
+      JC_RETURN_IF_ERROR(Read(list[i], "pids_limit", where, &q.pids_limit));
+      if (q.pids_limit < 0) return Bad(where + ".pids_limit", "must be 0 (no limit) or more");
       if (const YAML::Node controls = list[i]["job_controls"]) {
         std::string at = where + ".job_controls";
         if (!controls.IsMap()) return Bad(at, "must map suspend, resume or kill to a command");

@@ -554,6 +554,7 @@ pb::LaunchRequest Master::MakeLaunch(const pb::Job& job) const {
     l.set_post_exec(both(job.spec().post_exec(), q.post_exec, "; "));
     l.set_pre_exec_timeout_seconds(q.pre_exec_timeout_seconds);
     l.set_bind_cpus(q.cpu_binding);
+    l.set_pids_limit(q.pids_limit);
     l.set_suspend_action(q.suspend_action);
     l.set_resume_action(q.resume_action);
     l.set_kill_action(q.kill_action);

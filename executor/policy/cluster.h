@@ -71,6 +71,9 @@ struct QueueConfig {
   int pre_exec_retries = 3;
   // Bind each task to as many cores of its host as it has slots there (B6).
   bool cpu_binding = false;
+  // The most processes and threads each task of the queue's jobs may have at once (its
+  // cgroup's pids.max: a fork bomb stops there); 0: no limit.
+  int64_t pids_limit = 0;
   // Job controls (B6, LSF's JOB_CONTROLS): shell commands run instead of the signals for
   // suspend, resume and kill; empty: the signal.
   std::string suspend_action, resume_action, kill_action;

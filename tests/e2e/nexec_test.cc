@@ -5,6 +5,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <httplib.h>
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
@@ -942,6 +944,82 @@ TEST_CASE("a task is contained in its cgroup: what it moves out of its process g
   // A job within its limit is untouched by it.
   int64_t fits = c.Submit({"-R", "rusage[mem=64]", "--", "head -c 1000000 /dev/zero | tail > /dev/null"});
   CHECK(c.WaitState(fits, "DONE"));
+}
+
+TEST_CASE("a contained task cannot widen its cores, fork past its queue's pids_limit or open a GPU it does not hold, "
+          "and its usage is its cgroup's, what left its process group included",
+          "[B6][C6]") {
+  if (geteuid() != 0) {
+    WARN("not run: making cgroups needs root (CI runs as root)");
+    return;
+  }
+  Cluster c("confined", "queues:\n  - {name: normal}\n  - {name: bound, cpu_binding: true, pids_limit: 24}\n");
+  // Two "GPUs" whose nodes the test makes: /dev/full's and /dev/random's numbers.
+  REQUIRE(mknod(c.path("gpu0").c_str(), S_IFCHR | 0666, makedev(1, 7)) == 0);
+  REQUIRE(mknod(c.path("gpu1").c_str(), S_IFCHR | 0666, makedev(1, 8)) == 0);
+  chmod(c.path("gpu0").c_str(), 0666);
+  chmod(c.path("gpu1").c_str(), 0666);
+  c.AddAgent("node1", "cpus=2,gpus=2,mem=4G", {"--cgroups=on", "--gpu_device=" + c.path("gpu{index}")});
+  REQUIRE(c.WaitHosts(1));
+
+  // GPUs: a job opens the node of the GPU it holds and no other, whatever it sets
+  // CUDA_VISIBLE_DEVICES to; a job without GPUs opens none.
+  const std::string probe = "for g in 0 1; do head -c1 " + c.path("gpu") + "$g >/dev/null 2>&1 && echo \"gpu$g ok\" || "
+                            "echo \"gpu$g denied\"; done; echo \"visible=$CUDA_VISIBLE_DEVICES\"";
+  int64_t holder = c.Submit({"--gpus", "1", "-o", c.path("holder.out"), "--", probe});
+  int64_t none = c.Submit({"-o", c.path("none.out"), "--", "export CUDA_VISIBLE_DEVICES=0,1; " + probe});
+  REQUIRE(c.WaitState(holder, "DONE"));
+  REQUIRE(c.WaitState(none, "DONE"));
+  std::string held = ReadFile(c.path("holder.out"));
+  INFO(held);
+  const bool holds_0 = held.find("visible=0\n") != std::string::npos;
+  CHECK(held.find(holds_0 ? "gpu0 ok" : "gpu1 ok") != std::string::npos);
+  CHECK(held.find(holds_0 ? "gpu1 denied" : "gpu0 denied") != std::string::npos);
+  CHECK(ReadFile(c.path("none.out")) == "gpu0 denied\ngpu1 denied\nvisible=0,1\n");
+
+  // Cores: bound to one, the task asks for all of them and still runs on its own.
+  if (std::thread::hardware_concurrency() >= 2) {
+    int64_t bound = c.Submit({"-q", "bound", "-o", c.path("bound.out"), "--",
+                              "taskset -pc 0-1 $$ >/dev/null 2>&1; echo \"want=$NEXEC_CPUS\"; "
+                              "grep Cpus_allowed_list /proc/self/status | tr -d ' \\t'"});
+    REQUIRE(c.WaitState(bound, "DONE"));
+    std::string text = ReadFile(c.path("bound.out"));
+    INFO(text);
+    auto want = text.find("want=");
+    REQUIRE(want != std::string::npos);
+    std::string core = text.substr(want + 5, text.find('\n', want) - want - 5);
+    CHECK(text.find("Cpus_allowed_list:" + core + "\n") != std::string::npos);
+  }
+
+  // Processes: past the queue's 24 the task's forks fail.
+  int64_t forks = c.Submit({"-q", "bound", "-o", c.path("forks.out"), "--",
+                            "i=0; while [ $i -lt 40 ]; do sleep 60 & i=$((i+1)); echo $i; done; wait"});
+  REQUIRE(WaitUntil([&] { return ReadFile(c.path("forks.out")).find("\n") != std::string::npos; }));
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // let it try the rest
+  std::string started = ReadFile(c.path("forks.out"));
+  INFO(started);
+  CHECK(started.find("\n24\n") == std::string::npos);  // the shell and 23 children at most
+  CHECK(started.find("\n40\n") == std::string::npos);
+  c.Cli({"kill", std::to_string(forks)});
+  REQUIRE(WaitUntil([&] { std::string st = c.Job(forks).value("state", ""); return st == "EXIT" || st == "DONE"; }));
+
+  // Usage: a task whose leader sleeps while what it moved out of its group burns a core
+  // is charged that core's time, and its memory's peak.
+  int64_t busy = c.Submit({"--", "setsid sh -c 'while :; do :; done' & exec sleep 1000"});
+  REQUIRE(c.WaitState(busy, "RUNNING"));
+  json usage;
+  CHECK(WaitUntil(
+      [&] {
+        usage = c.Job(busy)["tasks"][0].value("usage", json::object());
+        const json peak = usage.value("memory_peak_kb", json(0));  // int64: a string in proto's JSON
+        return usage.value("cpu_seconds", 0.0) >= 1.0 &&
+               (peak.is_string() ? std::stoll(peak.get<std::string>()) : peak.get<int64_t>()) > 0;
+      },
+      std::chrono::seconds(30)));
+  INFO(usage.dump());
+  CHECK(usage.value("processes", 0) == 2);
+  REQUIRE(c.Cli({"kill", std::to_string(busy)}).code == 0);
+  REQUIRE(c.WaitState(busy, "EXIT"));
 }
 
 TEST_CASE("a job runs with the submission environment and directory as --env says, and the CLI answers --help "
