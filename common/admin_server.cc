@@ -3,6 +3,9 @@
 #include <httplib.h>
 #include <prometheus/text_serializer.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/rest_envelope.h"
@@ -23,7 +26,7 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(absl::string_view addr
 }
 
 void InstallAdminEndpoints(httplib::Server& s, std::shared_ptr<prometheus::Registry> metrics,
-                           std::function<absl::Status()> readiness) {
+                           std::function<absl::Status()> readiness, MetricsReader sees_tenants) {
   s.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(MakeEnvelope(absl::OkStatus(), R"({"healthy":true})"), kJson);
   });
@@ -34,9 +37,17 @@ void InstallAdminEndpoints(httplib::Server& s, std::shared_ptr<prometheus::Regis
     if (res.status == 503) res.set_header("Retry-After", "1");
     res.set_content(MakeEnvelope(ready, R"({"ready":true})"), kJson);
   });
-  s.Get("/metrics", [metrics](const httplib::Request&, httplib::Response& res) {
+  s.Get("/metrics", [metrics, sees_tenants](const httplib::Request& req, httplib::Response& res) {
+    std::vector<prometheus::MetricFamily> families = metrics->Collect();
+    if (sees_tenants && !sees_tenants(req.get_header_value("Authorization"), req.remote_addr)) {
+      for (auto& family : families) {
+        std::erase_if(family.metric, [](const prometheus::ClientMetric& m) {
+          return std::any_of(m.label.begin(), m.label.end(), [](const auto& l) { return l.name == "project"; });
+        });
+      }
+    }
     prometheus::TextSerializer serializer;
-    res.set_content(serializer.Serialize(metrics->Collect()), "text/plain; version=0.0.4");
+    res.set_content(serializer.Serialize(families), "text/plain; version=0.0.4");
   });
 }
 

@@ -27,9 +27,15 @@ namespace jc {
 // "host:port" -> (host, port); InvalidArgument with the address when it is not one.
 absl::StatusOr<std::pair<std::string, int>> SplitHostPort(absl::string_view address);
 
+// Who asks for /metrics: its Authorization header and address.
+using MetricsReader = std::function<bool(const std::string& authorization, const std::string& address)>;
+
 // Adds /metrics, /healthz and /readyz to `server`. `readiness` is asked on every /readyz.
+// With `sees_tenants`, series that name a project (a `project` label: quotas, usage) are
+// served only to a reader it admits; others get every other series. Tenants' names and
+// limits are theirs, and a REST port is reachable by more than the federation's operators.
 void InstallAdminEndpoints(httplib::Server& server, std::shared_ptr<prometheus::Registry> metrics,
-                           std::function<absl::Status()> readiness);
+                           std::function<absl::Status()> readiness, MetricsReader sees_tenants = nullptr);
 
 class AdminServer {
  public:

@@ -217,7 +217,7 @@ void Gateway::Install() {
     res.status = 404;
   });
   // The same /metrics, /healthz and /readyz as every process's admin server.
-  InstallAdminEndpoints(s, metrics_, readiness_);
+  InstallAdminEndpoints(s, metrics_, readiness_, options_.sees_tenants);
 
   // Whatever httplib answers on its own (no route, 413 body too large, 400 unparsable
   // request) still gets the envelope, so clients parse one shape of error.

@@ -14,6 +14,7 @@
 #include <prometheus/registry.h>
 
 #include "absl/status/statusor.h"
+#include "common/admin_server.h"
 #include "services/gateway/route.h"
 
 namespace httplib {
@@ -39,6 +40,9 @@ struct GatewayOptions {
   // HTTPS with this PEM certificate and key; both empty: plain HTTP.
   std::string tls_cert_file;
   std::string tls_key_file;
+  // Who may read the series of /metrics that name projects (InstallAdminEndpoints); unset:
+  // everyone.
+  MetricsReader sees_tenants;
 };
 
 class Gateway {

@@ -9,6 +9,19 @@ namespace jc::gateway {
 
 namespace v1 = ::jointcloud::v1;
 
+MetricsReader AdminMetricsReader(std::shared_ptr<grpc::Channel> identity) {
+  std::shared_ptr<v1::IdentityService::Stub> stub = v1::IdentityService::NewStub(identity);
+  return [stub](const std::string& authorization, const std::string& address) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    if (!authorization.empty()) ctx.AddMetadata("authorization", authorization);
+    ctx.AddMetadata("x-forwarded-for", address);
+    v1::Caller caller;
+    if (!stub->WhoAmI(&ctx, google::protobuf::Empty(), &caller).ok()) return false;
+    return caller.federation_admin() || caller.kind() == "service" || caller.auth_method() == "none";
+  };
+}
+
 std::vector<Route> IdentityRoutes(std::shared_ptr<grpc::Channel> channel) {
   std::shared_ptr<v1::IdentityService::Stub> stub = v1::IdentityService::NewStub(channel);
   using S = v1::IdentityService::Stub;

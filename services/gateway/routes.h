@@ -1,5 +1,7 @@
 #pragma once
 
+#include "common/admin_server.h"
+
 #include <memory>
 #include <vector>
 
@@ -21,5 +23,9 @@ std::vector<Route> TrainJobRoutes(std::shared_ptr<grpc::Channel> channel);
 // The job event streams (Server-Sent Events); part of TrainJobRoutes.
 std::vector<Route> TrainJobEventRoutes(std::shared_ptr<grpc::Channel> channel);
 std::vector<Route> IdentityRoutes(std::shared_ptr<grpc::Channel> channel);
+// Admits federation admins (and Jointcloud's services, and everyone with authentication
+// off) to the series of /metrics that name projects, asking the identity service who the
+// Authorization header proves.
+MetricsReader AdminMetricsReader(std::shared_ptr<grpc::Channel> identity);
 
 }  // namespace jc::gateway

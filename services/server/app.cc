@@ -263,6 +263,7 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
         channel = grpc::CreateChannel(target, auth::ChannelCredentials(tls.get()));
         app->upstreams_.push_back({target, channel});
       }
+      if (std::string(name) == "identity") o.gateway.sees_tenants = gateway::AdminMetricsReader(channel);
       auto more = make(channel);
       routes.insert(routes.end(), std::make_move_iterator(more.begin()),
                     std::make_move_iterator(more.end()));

@@ -961,6 +961,16 @@ TEST_CASE("project quotas hold a job past the running limit, saying so, and refu
     return m.find(R"(jc_project_quota{limit="max_running_cpus",project="vision"} 1)") != std::string::npos &&
            m.find(R"(jc_project_quota{limit="max_queued_jobs",project="vision"} 1)") != std::string::npos;
   }));
+  // Only to an admin: a member of the project, or anyone without a token, gets the rest of
+  // /metrics without any series that names a project.
+  for (auto* reader : {alice.get(), bob.get()}) {
+    std::string m = reader->Raw("/metrics");
+    CHECK(m.find("jc_http_requests_total") != std::string::npos);
+    CHECK(m.find("project=\"vision\"") == std::string::npos);
+  }
+  std::string anonymous = jc::testing::RestClient(n.app->rest_port()).Raw("/metrics");
+  CHECK(anonymous.find("jc_http_requests_total") != std::string::npos);
+  CHECK(anonymous.find("project=\"vision\"") == std::string::npos);
 
   auto submit = [](jc::testing::RestClient& c, const std::string& name, const std::string& command) {
     auto r = c.Post("/openapi/v1/trainjob", {{"name", name}, {"tasks", {Task("t", command, "torch", 1)}}});
