@@ -390,9 +390,44 @@ absl::Status Catalog::CheckImageReferences(v1::Image* image) {
   return absl::OkStatus();
 }
 
+absl::Status Catalog::ResolveContent(v1::Image* image) {
+  if (image->reference().empty()) {
+    if (!image->digest().empty() || !image->platform().empty()) {
+      return absl::InvalidArgumentError(
+          "digest and platform are what the registry says of the image's reference: give reference "
+          "(registry/repository:tag, or ...@sha256:... to pin one)");
+    }
+    return absl::OkStatus();
+  }
+  if (!image->digest().empty() || !image->platform().empty()) {
+    return absl::InvalidArgumentError(
+        "digest and platform are what the registry says of the reference; to pin a digest write it in the "
+        "reference (...@sha256:...)");
+  }
+  JC_ASSIGN_OR_RETURN(oci::ImageReference ref, oci::ImageReference::Parse(image->reference()));
+  if (!resolve_) {
+    return absl::FailedPreconditionError("this catalog resolves no image references (it has no registry client)");
+  }
+  auto resolved = resolve_(ref);
+  if (!resolved.ok()) {
+    // What the registry said is about the reference (400), not about the caller's rights
+    // here; a registry that cannot be reached now may answer later (503).
+    absl::Status why = resolved.status();
+    if (absl::IsUnavailable(why) || absl::IsDeadlineExceeded(why)) return absl::UnavailableError(why.message());
+    return absl::InvalidArgumentError(why.message());
+  }
+  image->set_reference(ref.ToString());
+  image->set_digest(resolved->digest);
+  image->set_platform(resolved->platform);
+  if (image->size_mb() == 0) image->set_size_mb(static_cast<double>(resolved->size_bytes) / (1024.0 * 1024.0));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::Image> Catalog::CreateImage(v1::Image image) {
   JC_RETURN_IF_ERROR(ValidateImage(image));
   JC_RETURN_IF_ERROR(CheckImageReferences(&image));
+  // The registry is asked before anything is written; its answer is what runs.
+  JC_RETURN_IF_ERROR(ResolveContent(&image));
   auto now = ToTimestamp(clock_->Now());
   *image.mutable_created_at() = now;
   *image.mutable_updated_at() = now;
@@ -419,10 +454,11 @@ absl::StatusOr<v1::Image> Catalog::AddImageCenter(const v1::Image& registration)
   v1::Image image = std::move(*loaded);
   if (image.project() != registration.project()) return exists();  // another project's: not said
   if (image.name() != registration.name() || image.framework() != registration.framework() ||
+      image.reference() != registration.reference() ||
       image.base_os().base_os() != registration.base_os().base_os() ||
       image.base_os().cuda_version() != registration.base_os().cuda_version()) {
     return absl::AlreadyExistsError(absl::StrCat(
-        "image \"", id, "\" already exists with another name, framework or base OS; registering it at another "
+        "image \"", id, "\" already exists with another name, framework, base OS or reference; registering it at another "
         "center needs the same description (or choose another image_id)"));
   }
   const std::string& center = registration.ai_center_id();

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/clock.h"
+#include "common/oci/registry_client.h"
 #include "common/store/store.h"
 #include "jointcloud/v1/catalog.pb.h"
 #include "services/registry/center_directory.h"
@@ -44,6 +45,10 @@ class Catalog {
   // this process); nullopt when unknown. Offers then say how many instances fit now.
   using FreeResources = std::function<std::optional<v1::ComputingResources>(const std::string& center_id)>;
   void SetFreeResources(FreeResources free) { free_ = std::move(free); }
+  // What an image reference is, asked of its registry when an image is registered with one
+  // (oci::RegistryClient::Resolve); without it, images with a reference are refused.
+  using ImageResolver = std::function<absl::StatusOr<oci::ResolvedImage>(const oci::ImageReference&)>;
+  void SetImageResolver(ImageResolver resolve) { resolve_ = std::move(resolve); }
 
   absl::StatusOr<v1::ResourceSpec> CreateSpec(v1::ResourceSpec spec);
   absl::StatusOr<v1::ResourceSpec> GetSpec(const std::string& id);
@@ -70,7 +75,11 @@ class Catalog {
   // Normalizes the spec's center list and checks that every center is registered.
   absl::StatusOr<std::vector<std::string>> CheckCenters(v1::ResourceSpec* spec);
   absl::Status CheckImageReferences(v1::Image* image);
+  // An image registered with a reference: asks the registry for its digest, platform and
+  // size. Nothing to do without one.
+  absl::Status ResolveContent(v1::Image* image);
   FreeResources free_;
+  ImageResolver resolve_;
   absl::StatusOr<v1::Image> AddImageCenter(const v1::Image& registration);
   absl::StatusOr<v1::SpecCenterOffer> MakeOffer(const v1::ResourceSpec& spec,
                                                 const std::string& center_id,

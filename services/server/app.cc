@@ -131,6 +131,11 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
   }
   if (has("catalog")) {
     app->catalog_ = std::make_unique<catalog::Catalog>(app->store_.get(), o.clock, app->centers_.get());
+    JC_ASSIGN_OR_RETURN(auto registries, oci::RegistryClient::Create(o.registries));
+    app->catalog_->SetImageResolver(
+        [registries = std::make_shared<oci::RegistryClient>(std::move(registries))](const oci::ImageReference& ref) {
+          return registries->Resolve(ref);
+        });
     app->grpc_services_.push_back(catalog::MakeCatalogService(app->catalog_.get()));
   }
   if (has("datamon")) {

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "common/oci/registry_client.h"
 #include "common/watch_hub.h"
 #include "common/store/store.h"
 #include "common/admin_server.h"
@@ -108,6 +109,9 @@ struct AppOptions {
   // Watch streams (WatchTrainJobs, WatchCenters and the REST event streams): open streams
   // per caller (--max_watches_per_caller).
   WatchHubOptions watches;
+  // How the catalog asks registries what an image reference is (--registry_ca_file,
+  // --registry_auth_file, --registry_timeout).
+  oci::RegistryOptions registries;
   const Clock* clock = RealClock::Get();
 };
 

@@ -76,6 +76,13 @@ ABSL_FLAG(int, rest_max_threads, 2048,
 ABSL_FLAG(int, max_watches_per_caller, 32,
           "watch streams one user may hold open at once (WatchTrainJobs, WatchCenters, the REST event streams); "
           "past it that user's next watch is refused with 429 / RESOURCE_EXHAUSTED. 0: no limit");
+ABSL_FLAG(std::string, registry_ca_file, "",
+          "PEM file of CAs trusted for image registries besides the system's (a registered image's reference is "
+          "resolved to its digest by asking its registry)");
+ABSL_FLAG(std::string, registry_auth_file, "",
+          "credentials for image registries, in Docker's config.json form: {\"auths\": {\"host:port\": {\"auth\": "
+          "base64(user:password)}}}");
+ABSL_FLAG(absl::Duration, registry_timeout, absl::Seconds(10), "how long a registry may take to answer");
 ABSL_FLAG(std::string, instance_id, "",
           "this instance's name in the jobs lease (instances sharing a store take turns: one dispatches, the "
           "others stand by); default: the host name. Two instances on one host need different ids");
@@ -292,6 +299,10 @@ int main(int argc, char** argv) {
     return Fail("--rest_max_threads must be at least --rest_threads");
   }
 
+  options.registries.ca_file = absl::GetFlag(FLAGS_registry_ca_file);
+  options.registries.auth_file = absl::GetFlag(FLAGS_registry_auth_file);
+  options.registries.timeout = absl::GetFlag(FLAGS_registry_timeout);
+  if (options.registries.timeout < absl::Seconds(1)) return Fail("--registry_timeout must be at least 1s");
   options.watches.per_caller = absl::GetFlag(FLAGS_max_watches_per_caller);
   if (options.watches.per_caller < 0) return Fail("--max_watches_per_caller must be 0 (no limit) or more");
 

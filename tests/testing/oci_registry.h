@@ -1,0 +1,39 @@
+#pragma once
+
+// A real OCI registry for tests (issue 30): Debian's docker-registry (the CNCF
+// distribution registry) on 127.0.0.1, a port of its own, with TLS from a CA of its own
+// and a pull credential (htpasswd, bcrypt), as a center's registry would have. Images are
+// built here from busybox (tests/testing/make-oci-image.sh) and pushed with skopeo: nothing
+// is fetched from outside.
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "tests/testing/process.h"
+
+namespace jc::testing {
+
+class OciRegistry {
+ public:
+  // In `dir` (made): its certificates, credentials, storage and log. `source_dir` is the
+  // project's (for scripts/dev-ca.sh and the image script).
+  static absl::StatusOr<std::unique_ptr<OciRegistry>> Start(const std::string& dir, const std::string& source_dir);
+
+  const std::string& host() const { return host_; }            // 127.0.0.1:PORT
+  const std::string& ca_file() const { return ca_file_; }      // the CA that signed its certificate
+  const std::string& auth_file() const { return auth_file_; }  // Docker config.json with its credential
+
+  // Builds an image whose /etc/jc-image holds `text`, for linux/`arch`, and pushes it as
+  // host()/repository:tag. Returns its manifest's digest.
+  absl::StatusOr<std::string> Push(const std::string& repository, const std::string& tag, const std::string& text,
+                                   const std::string& arch = "amd64");
+
+ private:
+  OciRegistry() = default;
+  std::string dir_, source_dir_, host_, ca_file_, ca_dir_, auth_file_;
+  std::unique_ptr<Process> server_;
+  int pushes_ = 0;
+};
+
+}  // namespace jc::testing
