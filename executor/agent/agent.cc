@@ -211,6 +211,34 @@ void MoveIntoLeaf(const std::string& dir) {
 
 }  // namespace
 
+void Agent::SetUpImages() {
+  std::string runner = options_.image_runner;
+  if (runner.empty()) {
+    std::error_code ec;
+    runner = (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "nexec-image-run").string();
+  }
+  std::vector<std::string> missing;
+  for (const std::string& tool : {std::string("/usr/bin/runc"), std::string("/usr/bin/skopeo"),
+                                  std::string("/usr/bin/umoci"), runner}) {
+    if (access(tool.c_str(), X_OK) != 0) missing.push_back(tool);
+  }
+  if (!missing.empty()) {
+    spdlog::warn("nexec agent: jobs with --image cannot run here (missing {}); they end with that reason",
+                 absl::StrJoin(missing, ", "));
+    return;
+  }
+  ImageRunning images;
+  images.runner = runner;
+  images.store = options_.image_store.empty() ? options_.state_dir + "/images" : options_.image_store;
+  images.auth_file = options_.registry_auth_file;
+  images.cert_dir = options_.registry_cert_dir;
+  std::error_code ec;
+  std::filesystem::create_directories(images.store, ec);
+  chmod(images.store.c_str(), 0700);  // the images' files are the agent's to give
+  spdlog::info("nexec agent: tasks with an image run in it (runc), images kept in {}", images.store);
+  runner_.RunImagesWith(std::move(images));
+}
+
 absl::Status Agent::SetUpContainment() {
   if (options_.cgroups == "off") return absl::OkStatus();
   if (options_.cgroups != "auto" && options_.cgroups != "on") {
@@ -286,6 +314,7 @@ absl::StatusOr<int> Agent::Start() {
                  options_.host, killed);
   }
   JC_RETURN_IF_ERROR(SetUpContainment());
+  SetUpImages();
   if (!options_.sensor_dir.empty()) {
     auto found = FindSensors(options_.sensor_dir, options_.host);
     for (const auto& s : found) spdlog::info("resource sensor {}", s);
@@ -490,6 +519,10 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   t.memory_limit_mb = req.memory_limit_mb();
   t.pids_limit = req.pids_limit();
   t.denied_devices = GpuDevicesNotHeld(t.gpus);
+  t.image = req.image();
+  for (int gpu : t.gpus) {
+    t.gpu_nodes.push_back(absl::StrReplaceAll(options_.gpu_device, {{"{index}", absl::StrCat(gpu)}}));
+  }
   // Registered before the process starts: a task that exits at once is reaped by the
   // heartbeat loop, which must already know whose it is.
   TaskInfo info{req.job_id(), req.task_index(), req.attempt(), t.stdout_path, t.stderr_path};

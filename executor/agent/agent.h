@@ -63,6 +63,13 @@ struct AgentOptions {
   // The device node of GPU {index}: a contained task may open only those of the GPUs it
   // holds (its cgroup denies the others, whatever CUDA_VISIBLE_DEVICES says).
   std::string gpu_device = "/dev/nvidia{index}";
+  // Tasks in OCI images (container_bundle.h): where images are kept (default
+  // <state_dir>/images), registry credentials (Docker's config.json form) and CAs (a
+  // directory of *.crt), and the runner script (default: nexec-image-run beside the agent).
+  std::string image_store;
+  std::string registry_auth_file;
+  std::string registry_cert_dir;
+  std::string image_runner;
   bool kill_gpu_misuse = true;
   // How calls are signed and checked (B9): heartbeats are signed; launches, signals and
   // log reads are taken only from `master_uid` (the master's account) or root.
@@ -157,6 +164,8 @@ class Agent {
   void HeartbeatLoop();
   // Contains tasks in cgroups as options_.cgroups says (at start).
   absl::Status SetUpContainment();
+  // Tasks in images where runc, skopeo and umoci are installed (said at start otherwise).
+  void SetUpImages();
   // Kills the process groups of the tasks a previous agent on this host started and did
   // not see end (it died); returns how many were still running.
   int KillPredecessorTasks();

@@ -31,6 +31,10 @@ ABSL_FLAG(std::string, state_dir, "",
           "one left running (default: <temp dir>/nexec-agent-<host>)");
 ABSL_FLAG(std::string, gpu_device, "/dev/nvidia{index}",
           "the device node of GPU {index}; a task contained in a cgroup may open only those of the GPUs it holds");
+ABSL_FLAG(std::string, image_store, "", "where images of tasks with --image are kept (default <state_dir>/images)");
+ABSL_FLAG(std::string, registry_auth_file, "",
+          "credentials for image registries, in Docker's config.json form ({\"auths\": {\"host:port\": {\"auth\": ...}}})");
+ABSL_FLAG(std::string, registry_cert_dir, "", "a directory of CA certificates (*.crt) trusted for image registries");
 ABSL_FLAG(std::string, nvidia_smi, "nvidia-smi",
           "nvidia-smi to ask for GPUs, their use and the processes on them (a path, or a name on $PATH)");
 ABSL_FLAG(std::string, gpu_misuse, "kill",
@@ -78,6 +82,9 @@ int main(int argc, char** argv) {
   options.state_dir = absl::GetFlag(FLAGS_state_dir);
   options.nvidia_smi = absl::GetFlag(FLAGS_nvidia_smi);
   options.gpu_device = absl::GetFlag(FLAGS_gpu_device);
+  options.image_store = absl::GetFlag(FLAGS_image_store);
+  options.registry_auth_file = absl::GetFlag(FLAGS_registry_auth_file);
+  options.registry_cert_dir = absl::GetFlag(FLAGS_registry_cert_dir);
   if (!absl::StrContains(options.gpu_device, "{index}")) {
     std::fprintf(stderr, "nexec-agent: --gpu_device must contain {index} (e.g. /dev/nvidia{index})\n");
     return 1;

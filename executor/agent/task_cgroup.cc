@@ -388,10 +388,19 @@ absl::Status TaskCgroup::Thaw() {
 }
 
 std::vector<pid_t> TaskCgroup::Processes() const {
+  // Its own and those of cgroups below it (a task in its image: runc's, "image").
   std::vector<pid_t> out;
-  for (absl::string_view line : absl::StrSplit(ReadText(c_.freezer + "/cgroup.procs"), '\n', absl::SkipEmpty())) {
-    int pid = 0;
-    if (absl::SimpleAtoi(line, &pid) && pid > 0) out.push_back(pid);
+  std::vector<std::string> dirs{c_.freezer};
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(c_.freezer, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (it->is_directory(ec)) dirs.push_back(it->path().string());
+  }
+  for (const std::string& dir : dirs) {
+    for (absl::string_view line : absl::StrSplit(ReadText(dir + "/cgroup.procs"), '\n', absl::SkipEmpty())) {
+      int pid = 0;
+      if (absl::SimpleAtoi(line, &pid) && pid > 0) out.push_back(pid);
+    }
   }
   return out;
 }
@@ -444,6 +453,14 @@ CgroupUsage TaskCgroup::Usage() const {
 absl::Status TaskCgroup::Remove() {
   absl::Status outcome;
   for (const std::string& dir : dirs_) {
+    // Cgroups below it first (a container's that its runtime did not remove), deepest first.
+    std::vector<std::string> below;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+      if (it->is_directory(ec)) below.push_back(it->path().string());
+    }
+    for (auto it = below.rbegin(); it != below.rend(); ++it) rmdir(it->c_str());
     if (rmdir(dir.c_str()) != 0 && errno != ENOENT) {
       outcome = absl::FailedPreconditionError(absl::StrCat("cannot remove cgroup ", dir, ": ", std::strerror(errno)));
     }

@@ -1,5 +1,8 @@
 #include "executor/agent/task_runner.h"
 
+#include "common/oci/image_reference.h"
+#include "executor/agent/container_bundle.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -267,7 +270,49 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   std::string shell = "/bin/sh";
   std::string dash_c = "-c";
   std::string command = t.command;
-  char* argv[] = {shell.data(), dash_c.data(), command.data(), nullptr};
+  char* shell_argv[] = {shell.data(), dash_c.data(), command.data(), nullptr};
+  char** argv = shell_argv;
+  // In its image: the child stays root to exec the runner, which pulls the image and
+  // starts runc; the container becomes the user (container_bundle.h).
+  const bool in_image = !t.image.empty();
+  std::vector<std::string> image_args;
+  std::vector<char*> image_argv;
+  std::vector<std::string> runner_env_strings;
+  std::vector<char*> runner_envp;
+  if (in_image) {
+    if (!images_) return absl::FailedPreconditionError("this agent runs no images (it found no runc, skopeo or umoci)");
+    if (t.tty || t.stdin_pipe) return absl::InvalidArgumentError("interactive tasks do not run in images yet");
+    auto ref = oci::ImageReference::Parse(t.image);
+    if (!ref.ok()) return ref.status();
+    if (ref->digest.empty()) return absl::InvalidArgumentError(absl::StrCat("image ", t.image, " is not named by digest"));
+    const std::string bundle = BundleDir(t.key);
+    std::filesystem::remove_all(bundle, ec);
+    std::filesystem::create_directories(bundle, ec);
+    if (ec) return absl::InternalError(absl::StrCat("cannot make the task's bundle ", bundle, ": ", ec.message()));
+    ContainerSpec spec;
+    spec.rootfs = absl::StrCat(images_->store, "/", ref->digest.substr(7), "/rootfs");
+    env["PATH"] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";  // the image's, not the host's
+    for (const auto& [k, v] : env) spec.env.push_back(k + "=" + v);
+    spec.command = t.command;
+    spec.cwd = cwd;
+    spec.user = *user;
+    spec.gpu_nodes = t.gpu_nodes;
+    spec.cgroup = absl::StrCat("nexec-", getpid(), "-", t.key);
+    std::ofstream config(bundle + "/config.json");
+    config << ContainerConfig(spec).dump();
+    if (!config.good()) return absl::InternalError(absl::StrCat("cannot write ", bundle, "/config.json"));
+    config.close();
+    image_args = {images_->runner, images_->store, ref->ToString(), bundle, spec.cgroup};
+    for (auto& a : image_args) image_argv.push_back(a.data());
+    image_argv.push_back(nullptr);
+    argv = image_argv.data();
+    runner_env_strings = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
+    if (!images_->auth_file.empty()) runner_env_strings.push_back("NEXEC_REGISTRY_AUTH_FILE=" + images_->auth_file);
+    if (!images_->cert_dir.empty()) runner_env_strings.push_back("NEXEC_REGISTRY_CERT_DIR=" + images_->cert_dir);
+    for (auto& s : runner_env_strings) runner_envp.push_back(s.data());
+    runner_envp.push_back(nullptr);
+    envp.swap(runner_envp);
+  }
   std::string out_path = t.stdout_path.empty() ? "/dev/null" : t.stdout_path;
   std::string err_path = t.stderr_path.empty() ? out_path : t.stderr_path;
 
@@ -280,7 +325,11 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   OwnedFd out_file, err_file;
   std::string out_dirs = out_path, err_dirs = err_path;  // the child's mkdir -p buffers, made before the fork
   auto open_here = [&](const std::string& path, OwnedFd* file) -> absl::Status {
-    if (path == "/dev/null" || (switch_user && !InTrustedDirectory(path, t.output_root))) return absl::OkStatus();
+    // A task in an image: its child stays root (to exec runc), so its files are opened
+    // here, as the user (OpenTaskFile), never by the child.
+    if (path == "/dev/null" || (switch_user && !in_image && !InTrustedDirectory(path, t.output_root))) {
+      return absl::OkStatus();
+    }
     auto opened = OpenTaskFile(*user, path, O_WRONLY | O_CREAT | O_APPEND, 0600, t.output_root);
     if (!opened.ok()) return absl::InvalidArgumentError(absl::StrCat("output file: ", opened.status().message()));
     *file = std::move(*opened);
@@ -411,7 +460,7 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
     }
     if (cgroup && cgroup->JoinFromChild() != 0) fail(kCgroup);
     // The user first, then its files: every open below is checked as the user's own.
-    if (switch_user && BecomeAccount(*user) != 0) fail(kBecomeUser);
+    if (switch_user && !in_image && BecomeAccount(*user) != 0) fail(kBecomeUser);
     if (tty) {
       dup2(child_in, 0);
       dup2(child_in, 1);
@@ -655,6 +704,16 @@ std::vector<TaskExit> TaskRunner::Reap() {
       // processes never outlive it (in a cgroup: wherever they went).
       kill(-it->second, SIGKILL);
       TaskExit exit{it->first, code, ""};
+      if (images_) {
+        // A task in an image whose pull failed says why (nexec-image-run); its bundle goes.
+        const std::string bundle = BundleDir(it->first);
+        if (code == 125) {
+          std::ifstream failed(bundle + "/failed");
+          std::getline(failed, exit.killed_because);
+        }
+        std::error_code ignored;
+        std::filesystem::remove_all(bundle, ignored);
+      }
       if (auto cg = cgroups_.find(it->first); cg != cgroups_.end()) {
         const CgroupUsage usage = cg->second->Usage();
         if (usage.oom_killed) {

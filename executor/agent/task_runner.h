@@ -50,6 +50,18 @@ struct TaskLaunch {
   int64_t pids_limit = 0;          // the queue's: its cgroup's pids.max; 0: none
   // The GPUs of this host the task does not hold: its cgroup denies their device nodes.
   std::vector<CharDevice> denied_devices;
+  // The OCI image to run in (registry/repository@sha256:...; container_bundle.h); empty:
+  // on the host. `gpu_nodes`: the device nodes of the GPUs it holds, given to the container.
+  std::string image;
+  std::vector<std::string> gpu_nodes;
+};
+
+// How tasks run in their images: the runner script and where images and bundles are kept.
+struct ImageRunning {
+  std::string runner;     // nexec-image-run
+  std::string store;      // the agent's image store (root's, 0700)
+  std::string auth_file;  // registry credentials (Docker's config.json form); may be empty
+  std::string cert_dir;   // CAs for registries (*.crt); may be empty
 };
 
 struct TaskUsage {
@@ -81,6 +93,7 @@ class TaskRunner {
   // (task_cgroup.h): kill, suspend and resume then reach every process it started,
   // setsid or not, and its memory is limited.
   void ContainIn(CgroupLayout layout) { cgroups_layout_ = std::move(layout); }
+  void RunImagesWith(ImageRunning images) { images_ = std::move(images); }
   bool contains() const { return cgroups_layout_.has_value(); }
 
   // Starts the task; returns its pid (= its process group id). Errors (unknown user,
@@ -138,6 +151,9 @@ class TaskRunner {
   absl::Status SignalCgroup(const std::string& key, int signal);
 
   std::optional<CgroupLayout> cgroups_layout_;
+  std::optional<ImageRunning> images_;
+  // The bundle directory of task `key` (in images_->store).
+  std::string BundleDir(const std::string& key) const { return images_->store + "/.bundles/" + key; }
   mutable std::mutex mu_;
   std::map<std::string, pid_t> tasks_;  // pid 0 while starting
   std::map<std::string, std::shared_ptr<TaskCgroup>> cgroups_;  // by key, while the task runs

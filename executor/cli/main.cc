@@ -45,7 +45,9 @@ constexpr const char* kUsage =
     "usage: nexec [--master=host:port] [--munge_socket=PATH] COMMAND ...\n"
     "  submit [-n N[,MAX]] [-R req] [-q queue] [-J name] [-o out] [-e err] [--gpus N]\n"
     "         [--exclusive] [--user U] [--key K] [--env all|none|VAR,...] [-E pre] [-Ep post]\n"
-    "         [-P project] [-app application] [-W limit] [-I | -Ip] [--] command...\n"
+    "         [-P project] [-app application] [-W limit] [-I | -Ip] [--image REF@DIGEST] [--] command...\n"
+    "         --image: run in this OCI image (registry/repository@sha256:...), as you,\n"
+    "         with your directory and output; each host pulls it once\n"
     "         -n N,MAX: elastic, starts with N slots and grows toward MAX as slots are\n"
     "         free (events in $NEXEC_EVENT_FILE: grow|shrink HOST SLOTS)\n"
     "         -I: interactive, stdin and output here; -Ip: on a pseudo-terminal\n"
@@ -247,7 +249,7 @@ int main(int argc, char** argv) {
       if (a != "-n" && a != "-R" && a != "-q" && a != "-J" && a != "-o" && a != "-e" &&
           a != "--gpus" && a != "--user" && a != "--key" && a != "--env" && a != "-E" && a != "-Ep" &&
           a != "-P" && a != "-app" && a != "-W" && a != "--cron" && a != "--start-timeout" && a != "--overlap" &&
-          a != "--retries") {
+          a != "--retries" && a != "--image") {
         return Fail("submit: unknown option " + a);
       }
       v = value(a);
@@ -269,6 +271,8 @@ int main(int argc, char** argv) {
         a == "-n" ? s->set_slots(n) : s->set_gpus_per_slot(n);
       } else if (a == "-R") {
         s->set_requirement(*v);
+      } else if (a == "--image") {
+        s->set_image(*v);
       } else if (a == "-q") {
         s->set_queue(*v);
       } else if (a == "-J") {

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "common/oci/image_reference.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -250,6 +251,17 @@ absl::StatusOr<JobRequest> Master::BuildRequest(const pb::JobSpec& spec, int64_t
   r.project = spec.project();
   r.app = spec.app();
   if (spec.run_limit_seconds() < 0) return absl::InvalidArgumentError("run limit (-W) must not be negative");
+  if (!spec.image().empty()) {
+    // Pulled and run by digest: what runs cannot change under the job.
+    auto image = oci::ImageReference::Parse(spec.image());
+    if (!image.ok()) return image.status();
+    if (image->digest.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("--image ", spec.image(),
+                                                     ": name the image by digest (registry/repository@sha256:...), "
+                                                     "so what runs cannot change under the job"));
+    }
+    if (spec.interactive()) return absl::InvalidArgumentError("--image: interactive jobs do not run in images yet");
+  }
   r.run_limit = absl::Seconds(spec.run_limit_seconds());
   r.max_slots = spec.max_slots();
   JC_ASSIGN_OR_RETURN(r.requirement, ParseRequirement(spec.requirement()));
@@ -508,6 +520,7 @@ pb::LaunchRequest Master::MakeLaunch(const pb::Job& job) const {
   l.set_user(job.spec().user());
   *l.mutable_env() = job.spec().env();
   l.set_cwd(job.spec().cwd());
+  l.set_image(job.spec().image());
   if (!job.tasks().empty()) {
     *l.mutable_gpus() = job.tasks(0).gpus();
     AddAssignedUnits(job, job.tasks(0).host(), &l);

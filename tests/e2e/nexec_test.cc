@@ -25,6 +25,7 @@
 #include "executor/auth/munge_auth.h"
 #include "nexec/v1/nexec.grpc.pb.h"
 #include "tests/testing/munge_daemon.h"
+#include "tests/testing/oci_registry.h"
 #include "tests/testing/own_postgres.h"
 #include "tests/testing/process.h"
 #include "tests/testing/test_account.h"
@@ -1020,6 +1021,74 @@ TEST_CASE("a contained task cannot widen its cores, fork past its queue's pids_l
   CHECK(usage.value("processes", 0) == 2);
   REQUIRE(c.Cli({"kill", std::to_string(busy)}).code == 0);
   REQUIRE(c.WaitState(busy, "EXIT"));
+}
+
+TEST_CASE("a job with --image runs in its image, pulled by digest from a registry with TLS and credentials, as its "
+          "user and in its cgroup, and a pull that fails ends it with the registry's reason",
+          "[B6][C6]") {
+  if (geteuid() != 0) {
+    WARN("not run: running images needs root (CI runs as root)");
+    return;
+  }
+  Cluster c("images");
+  auto registry = jc::testing::OciRegistry::Start(c.path("registry"), JC_SOURCE_DIR);
+  INFO(registry.status().ToString());
+  REQUIRE(registry.ok());
+  auto digest = (*registry)->Push("demo/app", "v1", "inside the image");
+  REQUIRE(digest.ok());
+  const std::string ref = (*registry)->host() + "/demo/app@" + *digest;
+  c.AddAgent("node1", "cpus=2,mem=4G",
+             {"--cgroups=on", "--registry_auth_file=" + (*registry)->auth_file(),
+              "--registry_cert_dir=" + std::filesystem::path((*registry)->ca_file()).parent_path().string()});
+  REQUIRE(c.WaitHosts(1));
+  CHECK(c.agent("node1").Log().find("tasks with an image run in it") != std::string::npos);
+  REQUIRE_FALSE(std::filesystem::exists("/etc/jc-image"));  // only the image has it
+  std::filesystem::create_directories(c.path("work"));
+  std::filesystem::permissions(c.path("work"), std::filesystem::perms::all);
+  auto submit = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"submit", "--json", "--user", "nobody"});
+    auto r = c.CliIn(c.path("work"), {}, args);
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    return std::stoll(json::parse(r.out.substr(r.out.find('{')))["job_id"].get<std::string>());
+  };
+
+  // Two tasks at once need the image: one pull, both run in it, as nobody, in the
+  // submission directory (bound at its own path), writing there.
+  const std::string command = "cat /etc/jc-image; id -u; pwd; echo made > made-$NEXEC_JOBID";
+  int64_t first = submit({"--image", ref, "-o", c.path("first.out"), "--", command});
+  int64_t second = submit({"--image", ref, "-o", c.path("second.out"), "--", command});
+  REQUIRE(c.WaitState(first, "DONE"));
+  REQUIRE(c.WaitState(second, "DONE"));
+  for (auto [id, out] : {std::pair{first, "first.out"}, std::pair{second, "second.out"}}) {
+    std::string text = ReadFile(c.path(out));
+    INFO(text);
+    CHECK(text == "inside the image\n65534\n" + c.path("work") + "\n");
+    CHECK(ReadFile(c.path("work/made-" + std::to_string(id))) == "made\n");
+  }
+  // The same command on the host fails: it has no /etc/jc-image.
+  int64_t bare = submit({"-o", c.path("bare.out"), "--", "cat /etc/jc-image"});
+  REQUIRE(c.WaitState(bare, "EXIT"));
+
+  // In its image a task is still the agent's: killed with everything it started.
+  int64_t sleeper = submit({"--image", ref, "--", "sleep 1000 & sleep 1000"});
+  REQUIRE(c.WaitState(sleeper, "RUNNING"));
+  REQUIRE(WaitUntil([&] { return ReadFile("/proc/" + std::to_string(c.TaskPid(sleeper)) + "/comm").size() > 0; }));
+  REQUIRE(c.Cli({"kill", std::to_string(sleeper)}).code == 0);
+  REQUIRE(c.WaitState(sleeper, "EXIT"));
+
+  // A digest the registry does not have: the job ends with why.
+  const std::string missing = (*registry)->host() + "/demo/app@sha256:" + std::string(64, '0');
+  int64_t unknown = submit({"--image", missing, "--", "true"});
+  REQUIRE(c.WaitState(unknown, "EXIT"));
+  json ended = c.Job(unknown);
+  INFO(ended.dump());
+  CHECK_THAT(ended.value("reason", ""), Catch::Contains("cannot pull image " + missing));
+  CHECK_THAT(ended.value("reason", ""), Catch::Contains("manifest unknown"));
+  // A reference by tag is refused at submit: what runs must not change under the job.
+  auto by_tag = c.CliIn(c.path("work"), {}, {"submit", "--image", (*registry)->host() + "/demo/app:v1", "--", "true"});
+  CHECK(by_tag.code != 0);
+  CHECK(by_tag.out.find("name the image by digest") != std::string::npos);
 }
 
 TEST_CASE("a job runs with the submission environment and directory as --env says, and the CLI answers --help "

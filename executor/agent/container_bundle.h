@@ -1,0 +1,43 @@
+#pragma once
+
+// A task in its OCI image (issue 30): the runtime bundle runc runs it from. The agent's
+// child, in the task's cgroup, execs nexec-image-run, which pulls the image into the
+// agent's store once per host (by digest, verified by skopeo; concurrent tasks wait on a
+// lock) and execs `runc run` with this bundle. The container:
+//   - runs the task's command with `/bin/sh -c` as the task's user (uid, gid, groups;
+//     no capabilities, no new privileges), never as root unless the user is root;
+//   - sees the image's files read-only, a private /tmp, the task's working directory at
+//     the same path (read-write), and the host's /dev/shm;
+//   - shares the host's network, PID and IPC namespaces (MPI, torch.distributed and the
+//     agent's GPU misuse check see it as they see bare tasks); its own mount namespace;
+//   - sits in a cgroup below the task's (runc's cgroupsPath is relative; named as the
+//     container, unique on the host, for the hierarchies the agent does not use), so kill,
+//     suspend, limits and usage of the task hold for it unchanged;
+//   - may open the device nodes of the GPUs the task holds.
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "executor/agent/task_cgroup.h"
+#include "executor/agent/user_files.h"
+
+namespace jc::nexec {
+
+struct ContainerSpec {
+  std::string rootfs;            // the unpacked image
+  std::vector<std::string> env;  // "K=V"
+  std::string command;           // for /bin/sh -c
+  std::string cwd;               // the task's directory; bound at the same path
+  Account user;
+  std::vector<std::string> gpu_nodes;  // device nodes of the GPUs the task holds
+  // The container's cgroup, relative to runc's own (the task's, where the agent contains
+  // it; the root of hierarchies it does not): unique on the host, as the container id.
+  std::string cgroup;
+};
+
+// The bundle's config.json (OCI runtime spec 1.0).
+nlohmann::json ContainerConfig(const ContainerSpec& spec);
+
+}  // namespace jc::nexec
