@@ -124,6 +124,7 @@ absl::StatusOr<std::string> NexecBackend::Submit(const ReplicaLaunch& launch) {
   spec->set_name(launch.name);
   spec->set_submit_key(launch.name);  // an adapter killed mid-submit and restarted gets the same job back
   spec->set_command(launch.command);
+  spec->set_image(launch.image);  // nexec pulls and runs it (ADR 0010)
   spec->set_user(launch.user.empty() ? CurrentUser() : launch.user);
   spec->set_queue(queue_);
   spec->set_project(launch.project);  // -P: the center's limits over projects apply to it (B7)
@@ -141,6 +142,11 @@ absl::StatusOr<std::vector<std::string>> NexecBackend::SubmitGang(
   // One nexec job holds every replica's slots: nexec places all of them in one decision
   // or none. The command runs once with the whole host list (NEXEC_HOSTS, a hostfile),
   // as MPI-style launchers expect; every replica reports that job's state.
+  for (const ReplicaLaunch& l : launches) {
+    if (l.image != launches[0].image) {
+      return absl::InvalidArgumentError("a gang runs as one nexec job: its replicas must name the same image");
+    }
+  }
   std::string name = absl::StrCat(launches[0].name, "-gang", launches.size());
   std::string existing;
   {
@@ -149,6 +155,7 @@ absl::StatusOr<std::vector<std::string>> NexecBackend::SubmitGang(
     spec->set_name(name);
     spec->set_submit_key(name);
     spec->set_command(launches[0].command);
+    spec->set_image(launches[0].image);
     spec->set_user(launches[0].user.empty() ? CurrentUser() : launches[0].user);
     spec->set_queue(queue_);
     spec->set_project(launches[0].project);

@@ -30,6 +30,8 @@ class NexecBackend final : public Backend {
 
   absl::StatusOr<pb::CenterInfo> Describe() override;
   absl::StatusOr<pb::Usage> GetUsage() override;
+  // nexec runs a replica in its image (nexec submit --image).
+  bool RunsImages() const override { return true; }
   absl::StatusOr<std::string> Submit(const ReplicaLaunch& launch) override;
   absl::StatusOr<std::vector<std::string>> SubmitGang(const std::vector<ReplicaLaunch>& launches) override;
   absl::Status Stop(const std::string& external_id) override;

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "absl/strings/match.h"
+#include "common/oci/image_reference.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
@@ -63,6 +64,7 @@ std::string SpecDigest(const pb::SubmitReplicaRequest& req) {
   };
   add(req.command());
   add(req.image_id());
+  if (!req.image().empty()) add(req.image());  // digests of replicas from before images stay
   add(req.resource_spec_id());
   add(req.user());
   // The env in key order (a protobuf map has none of its own).
@@ -272,6 +274,20 @@ absl::StatusOr<ReplicaLaunch> AdapterCore::Validate(const pb::SubmitReplicaReque
     return absl::InvalidArgumentError("replicas never run as root; configure an ordinary account for the center");
   }
   l.image_id = req.image_id();
+  if (!req.image().empty()) {
+    auto image = oci::ImageReference::Parse(req.image());
+    if (!image.ok()) return image.status();
+    if (image->digest.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("image ", req.image(), " is not named by digest"));
+    }
+    if (!backend_->RunsImages()) {
+      // Never a silent bare run of a job that asked for its image.
+      return absl::FailedPreconditionError(absl::StrCat("center ", center_.center_id,
+                                                        " runs commands on its hosts, not in images: it cannot run "
+                                                        "image ", req.image_id(), " (", req.image(), ")"));
+    }
+    l.image = image->ToString();
+  }
   l.project = req.project();
   l.env = {req.env().begin(), req.env().end()};
   l.spec = *spec;

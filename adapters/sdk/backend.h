@@ -32,6 +32,7 @@ struct ReplicaLaunch {
   std::string user;     // the account to run as (the adapter's default when none was asked)
   std::string project;  // the federation project the job belongs to (center limits may count it)
   std::string image_id;
+  std::string image;  // its content, registry/repository@sha256:...; empty: on the host
   std::map<std::string, std::string> env;
   pb::SpecOffer spec;  // the resource spec, with its quantities
   std::string spec_digest;  // of what the submit asked for (see Replica.spec_digest)
@@ -65,6 +66,10 @@ class Backend {
       const std::vector<ReplicaLaunch>& launches) {
     return absl::UnimplementedError("this center's scheduler cannot start replicas as a gang");
   }
+
+  // Whether this center runs a replica in its image (SubmitReplicaRequest.image); one
+  // that does not refuses replicas that name one, rather than running them bare.
+  virtual bool RunsImages() const { return false; }
 
   // Stops a replica (no error if it already ended).
   virtual absl::Status Stop(const std::string& external_id) = 0;

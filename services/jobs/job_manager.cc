@@ -1032,6 +1032,7 @@ std::vector<Dispatch> JobManager::Schedule(Active& job) {
     bool stage = mover_ != nullptr && (image || !task.datasets().empty());
     rep->set_state(stage ? v1::ReplicaRecord::STAGING : v1::ReplicaRecord::DISPATCHING);
     rep->set_center_id(decision->centers[k]);
+    rep->set_image(k < decision->image_content.size() ? decision->image_content[k] : "");
     if (stage) {
       rep->set_message(absl::StrCat("staging ", image ? absl::StrCat("image ", task.image_id()) : "",
                                     image && !task.datasets().empty() ? " and " : "",
@@ -1066,6 +1067,7 @@ std::optional<apb::SubmitReplicaRequest> JobManager::SubmitRequest(const Dispatc
   *req.mutable_key() = KeyOf(r, d.replica);
   req.set_command(task.command());
   req.set_image_id(task.image_id());
+  req.set_image(rep.image());
   req.set_resource_spec_id(task.resource_spec_id());
   // The center maps these to the local account the replica runs as (run_as).
   req.set_project(r.request().project());

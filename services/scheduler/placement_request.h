@@ -21,6 +21,9 @@ struct PlacementRequest {
   // What moving the image to a center that must be given it costs (the catalog's size_mb,
   // or kDefaultImageMb when unknown), counted with the missing data.
   double image_size_mb = 0;
+  // What the image is (registry/repository@sha256:..., from the catalog); empty: it has
+  // no content of its own and the command runs on the center's hosts.
+  std::string image_content;
   std::vector<std::string> pinned_centers;  // manual placement: only these
   int min_security_grade = 0;
   // Who the job belongs to: a center runs it only when it maps one of them to a local

@@ -250,11 +250,13 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
     if (d.centers[i] < 0) {
       out.centers.emplace_back();
       out.stage_image.push_back(false);
+      out.image_content.emplace_back();
       continue;
     }
     const CenterView& c = snapshot_.centers()[d.centers[i]];
     out.centers.push_back(c.id);
     out.stage_image.push_back(!requests[i].image_id.empty() && !c.images.contains(requests[i].image_id));
+    out.image_content.push_back(requests[i].image_content);
     // PlaceJob reserved it in the view; remember it so a rebuilt view keeps it.
     assumed_[ReservationKey(job_id, slots[i].task_index, slots[i].replica_index, slots[i].attempt)] =
         Assumed{c.id, c.specs.at(requests[i].spec_id).quantity};

@@ -108,6 +108,8 @@ class Scheduler {
     // Per slot: the center lacks the task's image and must be given it (its image mover)
     // before the replica is submitted.
     std::vector<bool> stage_image;
+    // Per slot: what its image is (PlacementRequest.image_content); empty: bare.
+    std::vector<std::string> image_content;
   };
   // Places `slots` of `job` on the live view (gang: all or none), next to
   // `sibling_centers` (where the job's other replicas run). Each placed slot is reserved

@@ -1,5 +1,7 @@
 #include "services/scheduler/snapshot_builder.h"
 
+#include "common/oci/image_reference.h"
+
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -120,12 +122,22 @@ absl::StatusOr<std::vector<PlacementRequest>> RequestsForJob(const std::string& 
     // A job uses its own project's images and datasets and the federation's; another
     // project's are unknown to it, exactly as ones that do not exist.
     double image_size_mb = 0;
+    std::string image_content;
     if (!task.image_id().empty()) {
       bool image_known = false;
       for (const auto& i : in.images) {
         if (i.image_id() == task.image_id() && (i.project().empty() || i.project() == job.project())) {
           image_known = true;
           image_size_mb = i.size_mb() > 0 ? i.size_mb() : kDefaultImageMb;
+          if (!i.reference().empty() && !i.digest().empty()) {
+            // By digest: what the catalog resolved at registration is what runs.
+            auto ref = oci::ImageReference::Parse(i.reference());
+            if (ref.ok()) {
+              ref->tag.clear();
+              ref->digest = i.digest();
+              image_content = ref->ToString();
+            }
+          }
         }
       }
       if (!image_known) {
@@ -142,6 +154,7 @@ absl::StatusOr<std::vector<PlacementRequest>> RequestsForJob(const std::string& 
     base.spec_id = task.resource_spec_id();
     base.image_id = task.image_id();
     base.image_size_mb = image_size_mb;
+    base.image_content = image_content;
     base.pinned_centers.assign(task.center_ids().begin(), task.center_ids().end());
     base.min_security_grade = job.scheduling().min_security_grade();
     base.project = job.project();

@@ -116,6 +116,31 @@ TEST_CASE("native adapter: a federation job's project reaches nexec as the job's
   CHECK(JobAt(cluster, *id).spec().project() == "climate");
 }
 
+TEST_CASE("native adapter: a replica's image reaches nexec as the job's --image, by digest, and a gang names "
+          "one image [A14]",
+          "[A14]") {
+  NexecCluster& cluster = Cluster();
+  REQUIRE(cluster.error.empty());
+  NexecBackend backend(cluster.address, "", nexec::MungeAuth::Munge(""));
+  CHECK(backend.RunsImages());
+  const std::string image = "registry.example.test/demo/app@sha256:" + std::string(64, 'a');
+  ReplicaLaunch launch;
+  launch.name = "jc-imaged-0-0-0";
+  launch.command = "true";
+  launch.image = image;
+  launch.spec.mutable_quantity()->set_cpu(1);
+  auto id = backend.Submit(launch);
+  INFO(id.status().ToString());
+  REQUIRE(id.ok());
+  CHECK(JobAt(cluster, *id).spec().image() == image);
+  ReplicaLaunch other = launch;
+  other.name = "jc-imaged-0-1-0";
+  other.image = "";
+  launch.name = "jc-imaged-0-2-0";
+  auto gang = backend.SubmitGang({launch, other});
+  REQUIRE(absl::IsInvalidArgument(gang.status()));
+}
+
 TEST_CASE("native adapter: an account that takes a replica's name and key first hijacks nothing: the replica "
           "runs its own command in a job of its own [A14][C6]",
           "[A14][C6]") {

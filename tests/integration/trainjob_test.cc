@@ -16,6 +16,7 @@
 #include "tests/testing/event_chaos_proxy.h"
 #include "tests/testing/faulty_store.h"
 #include "tests/testing/local_adapter.h"
+#include "tests/testing/oci_registry.h"
 #include "tests/testing/process.h"
 #include "tests/testing/test_system.h"
 
@@ -242,6 +243,33 @@ TEST_CASE("a failed replica is retried on another center, and the job fails when
   CHECK(failed["statusReason"].get<std::string>().find("a replica failed") != std::string::npos);
   auto url = n.rest->Get("/openapi/v1/trainjob/" + id + "/task/0/replica/0/log").body["data"]["logUrl"];
   CHECK(n.rest->http().Get(url.get<std::string>().c_str())->body.find("try 1") != std::string::npos);
+}
+
+TEST_CASE("a job whose image has content never runs bare: the image's digest goes with its replicas, and a center "
+          "that runs commands on its hosts refuses them, naming it [A4][A7]",
+          "[A4][A7]") {
+  auto dir = std::filesystem::temp_directory_path() / ("jc-trainjob-registry-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  auto registry = jc::testing::OciRegistry::Start(dir.string(), JC_SOURCE_DIR);
+  INFO(registry.status().ToString());
+  REQUIRE(registry.ok());
+  auto digest = (*registry)->Push("demo/torch", "v1", "torch in an image");
+  REQUIRE(digest.ok());
+  Network n([&](jc::server::AppOptions& o) {
+    o.registries.ca_file = (*registry)->ca_file();
+    o.registries.auth_file = (*registry)->auth_file();
+  });
+  Network::Must(n.rest->Post("/openapi/v1/images",
+                             {{"image_id", "torch-oci"}, {"name", "torch-oci"}, {"ai_center_id", "alpha"},
+                              {"framework", "PyTorch"}, {"reference", (*registry)->host() + "/demo/torch:v1"}}));
+  json job = {{"name", "in-image"}, {"tasks", {Task("t", "cat /etc/jc-image", "torch-oci", 1)}}};
+  std::string id = n.Submit(job)["jobId"];
+  json failed = n.WaitForStatus(id, "failed");
+  INFO(failed.dump());
+  // Placed at alpha (the image is there); its local adapter runs commands on the host.
+  CHECK_THAT(failed.dump(), Catch::Contains("runs commands on its hosts, not in images"));
+  CHECK_THAT(failed.dump(), Catch::Contains((*registry)->host() + "/demo/torch@" + *digest));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("a gang whose replica is refused at dispatch is stopped and placed again whole [A8][A7]", "[A8][A7]") {
