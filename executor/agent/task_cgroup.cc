@@ -263,7 +263,22 @@ absl::StatusOr<std::unique_ptr<TaskCgroup>> TaskCgroup::Create(const CgroupLayou
   return made;
 }
 
+void TaskCgroup::RemoveBelow() {
+  // A container's cgroup its runtime left (runc's, below the task's): empty once the task
+  // ended, removed deepest first. v1 takes no devices.allow of "a" while it has children.
+  for (const std::string& dir : dirs_) {
+    std::vector<std::string> below;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+      if (it->is_directory(ec)) below.push_back(it->path().string());
+    }
+    for (auto it = below.rbegin(); it != below.rend(); ++it) rmdir(it->c_str());
+  }
+}
+
 absl::Status TaskCgroup::Reset(const CgroupLimits& limits) {
+  RemoveBelow();
   memory_limit_bytes_ = limits.memory_bytes;
   oom_kills_before_ = OomKills();
   cpu_before_ = CpuSeconds();
@@ -326,11 +341,15 @@ absl::Status TaskCgroup::DenyDevices(const std::vector<CharDevice>& devices) {
     if (devices.empty()) return absl::OkStatus();
     return absl::UnavailableError("devices must be denied to the task, but this host has no devices controller");
   }
-  // Everything allowed again (a task's cgroup has no children, so this is permitted),
-  // then each device denied.
-  JC_RETURN_IF_ERROR(WriteText(c_.devices + "/devices.allow", "a"));
+  // What the previous task was denied is allowed again, one by one (not with "a", which
+  // v1 refuses while a container's cgroup below is still going away), then this task's.
+  for (const CharDevice& d : denied_) {
+    JC_RETURN_IF_ERROR(WriteText(c_.devices + "/devices.allow", absl::StrCat("c ", d.major, ":", d.minor, " rwm")));
+  }
+  denied_.clear();
   for (const CharDevice& d : devices) {
     JC_RETURN_IF_ERROR(WriteText(c_.devices + "/devices.deny", absl::StrCat("c ", d.major, ":", d.minor, " rwm")));
+    denied_.push_back(d);
   }
   return absl::OkStatus();
 }
@@ -452,15 +471,8 @@ CgroupUsage TaskCgroup::Usage() const {
 
 absl::Status TaskCgroup::Remove() {
   absl::Status outcome;
+  RemoveBelow();
   for (const std::string& dir : dirs_) {
-    // Cgroups below it first (a container's that its runtime did not remove), deepest first.
-    std::vector<std::string> below;
-    std::error_code ec;
-    for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
-         it.increment(ec)) {
-      if (it->is_directory(ec)) below.push_back(it->path().string());
-    }
-    for (auto it = below.rbegin(); it != below.rend(); ++it) rmdir(it->c_str());
     if (rmdir(dir.c_str()) != 0 && errno != ENOENT) {
       outcome = absl::FailedPreconditionError(absl::StrCat("cannot remove cgroup ", dir, ": ", std::strerror(errno)));
     }

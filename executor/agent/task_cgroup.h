@@ -123,10 +123,12 @@ class TaskCgroup {
   double cpu_before_ = 0;
   int64_t read_before_ = 0, write_before_ = 0;
   int device_program_fd_ = -1;  // v2: the BPF program that denies devices, while attached
+  std::vector<CharDevice> denied_;  // v1: what devices.deny holds for the current task
   int64_t OomKills() const;
   double CpuSeconds() const;
   std::pair<int64_t, int64_t> IoBytes() const;  // read, written
   absl::Status DenyDevices(const std::vector<CharDevice>& devices);
+  void RemoveBelow();
 };
 
 }  // namespace jc::nexec
