@@ -57,6 +57,15 @@ start() {
       --resources=cpus=16,gpus=2,mem=64G --state_dir="$dir/agent-$host" >"$dir/agent-$host.log" 2>&1 &
     echo $! >"$dir/agent-$host.pid"
   done
+  # Ready once both agents have joined: before that the center reports no capacity, and a
+  # job submitted at once would wait for the next usage report instead of being placed.
+  local joined=0
+  for _ in $(seq 1 300); do
+    joined=$(NEXEC_MASTER="127.0.0.1:$master_port" "$build/executor/nexec" hosts 2>/dev/null | grep -cE '^node[12] +ok ' || true)
+    [[ "$joined" -eq 2 ]] && break
+    sleep 0.1
+  done
+  [[ "$joined" -eq 2 ]] || { echo "demo-center: the nexec agents did not join:" >&2; cat "$dir"/agent-*.log >&2; return 1; }
   cat >"$dir/center.yaml" <<YAML
 center_id: local-1
 security_grade: 3
