@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -107,10 +108,19 @@ std::string JoinCpus(const std::vector<int>& cpus) {
 // until it has. Each directory from the first that has them down to `dir` gets its
 // parent's.
 absl::Status InheritCpuset(const std::string& dir) {
+  // Tasks start concurrently: one filling a directory (cores written, memory nodes not
+  // yet) must not be taken by another for filled, which would copy its empty nodes down
+  // (and every join there would fail with ENOSPC).
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  auto filled = [](const fs::path& p) {
+    return !absl::StripAsciiWhitespace(ReadText((p / "cpuset.cpus").string())).empty() &&
+           !absl::StripAsciiWhitespace(ReadText((p / "cpuset.mems").string())).empty();
+  };
   std::vector<fs::path> empty;
   for (fs::path p = dir; !p.empty() && p != p.root_path(); p = p.parent_path()) {
     if (!fs::exists(p / "cpuset.cpus")) break;
-    if (!absl::StripAsciiWhitespace(ReadText((p / "cpuset.cpus").string())).empty()) break;
+    if (filled(p)) break;
     empty.push_back(p);
   }
   for (auto it = empty.rbegin(); it != empty.rend(); ++it) {
