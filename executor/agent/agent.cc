@@ -232,6 +232,7 @@ void Agent::SetUpImages() {
   images.store = options_.image_store.empty() ? options_.state_dir + "/images" : options_.image_store;
   images.auth_file = options_.registry_auth_file;
   images.cert_dir = options_.registry_cert_dir;
+  images.store_limit_mb = options_.image_store_limit_mb;
   std::error_code ec;
   std::filesystem::create_directories(images.store, ec);
   chmod(images.store.c_str(), 0700);  // the images' files are the agent's to give

@@ -70,6 +70,7 @@ struct AgentOptions {
   std::string registry_auth_file;
   std::string registry_cert_dir;
   std::string image_runner;
+  int64_t image_store_limit_mb = 0;  // least recently used images not in use go past it; 0: none
   bool kill_gpu_misuse = true;
   // How calls are signed and checked (B9): heartbeats are signed; launches, signals and
   // log reads are taken only from `master_uid` (the master's account) or root.

@@ -32,6 +32,9 @@ ABSL_FLAG(std::string, state_dir, "",
 ABSL_FLAG(std::string, gpu_device, "/dev/nvidia{index}",
           "the device node of GPU {index}; a task contained in a cgroup may open only those of the GPUs it holds");
 ABSL_FLAG(std::string, image_store, "", "where images of tasks with --image are kept (default <state_dir>/images)");
+ABSL_FLAG(int64_t, image_store_limit_mb, 0,
+          "the most the image store may hold (MB): past it, the least recently used images no task runs in are "
+          "removed; 0: no limit");
 ABSL_FLAG(std::string, registry_auth_file, "",
           "credentials for image registries, in Docker's config.json form ({\"auths\": {\"host:port\": {\"auth\": ...}}})");
 ABSL_FLAG(std::string, registry_cert_dir, "", "a directory of CA certificates (*.crt) trusted for image registries");
@@ -83,6 +86,11 @@ int main(int argc, char** argv) {
   options.nvidia_smi = absl::GetFlag(FLAGS_nvidia_smi);
   options.gpu_device = absl::GetFlag(FLAGS_gpu_device);
   options.image_store = absl::GetFlag(FLAGS_image_store);
+  options.image_store_limit_mb = absl::GetFlag(FLAGS_image_store_limit_mb);
+  if (options.image_store_limit_mb < 0) {
+    std::fprintf(stderr, "nexec-agent: --image_store_limit_mb must be 0 (no limit) or more\n");
+    return 1;
+  }
   options.registry_auth_file = absl::GetFlag(FLAGS_registry_auth_file);
   options.registry_cert_dir = absl::GetFlag(FLAGS_registry_cert_dir);
   if (!absl::StrContains(options.gpu_device, "{index}")) {

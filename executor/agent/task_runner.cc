@@ -309,6 +309,9 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
     runner_env_strings = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
     if (!images_->auth_file.empty()) runner_env_strings.push_back("NEXEC_REGISTRY_AUTH_FILE=" + images_->auth_file);
     if (!images_->cert_dir.empty()) runner_env_strings.push_back("NEXEC_REGISTRY_CERT_DIR=" + images_->cert_dir);
+    if (images_->store_limit_mb > 0) {
+      runner_env_strings.push_back(absl::StrCat("NEXEC_IMAGE_STORE_LIMIT_MB=", images_->store_limit_mb));
+    }
     for (auto& s : runner_env_strings) runner_envp.push_back(s.data());
     runner_envp.push_back(nullptr);
     envp.swap(runner_envp);

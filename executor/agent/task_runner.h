@@ -62,6 +62,7 @@ struct ImageRunning {
   std::string store;      // the agent's image store (root's, 0700)
   std::string auth_file;  // registry credentials (Docker's config.json form); may be empty
   std::string cert_dir;   // CAs for registries (*.crt); may be empty
+  int64_t store_limit_mb = 0;  // least recently used images go past it; 0: no limit
 };
 
 struct TaskUsage {

@@ -1023,6 +1023,19 @@ TEST_CASE("a contained task cannot widen its cores, fork past its queue's pids_l
   REQUIRE(c.WaitState(busy, "EXIT"));
 }
 
+// A registry for the tests of jobs in images (tests/testing/oci_registry.h), in the
+// cluster's directory, and the agent flags that reach it.
+std::unique_ptr<jc::testing::OciRegistry> StartRegistry(Cluster& c) {
+  auto registry = jc::testing::OciRegistry::Start(c.path("registry"), JC_SOURCE_DIR);
+  INFO(registry.status().ToString());
+  REQUIRE(registry.ok());
+  return std::move(*registry);
+}
+std::vector<std::string> RegistryFlags(const jc::testing::OciRegistry& registry) {
+  return {"--registry_auth_file=" + registry.auth_file(),
+          "--registry_cert_dir=" + std::filesystem::path(registry.ca_file()).parent_path().string()};
+}
+
 TEST_CASE("a job with --image runs in its image, pulled by digest from a registry with TLS and credentials, as its "
           "user and in its cgroup, and a pull that fails ends it with the registry's reason",
           "[B6][C6]") {
@@ -1031,15 +1044,11 @@ TEST_CASE("a job with --image runs in its image, pulled by digest from a registr
     return;
   }
   Cluster c("images");
-  auto registry = jc::testing::OciRegistry::Start(c.path("registry"), JC_SOURCE_DIR);
-  INFO(registry.status().ToString());
-  REQUIRE(registry.ok());
-  auto digest = (*registry)->Push("demo/app", "v1", "inside the image");
+  auto registry = StartRegistry(c);
+  auto digest = registry->Push("demo/app", "v1", "inside the image");
   REQUIRE(digest.ok());
-  const std::string ref = (*registry)->host() + "/demo/app@" + *digest;
-  c.AddAgent("node1", "cpus=2,mem=4G",
-             {"--cgroups=on", "--registry_auth_file=" + (*registry)->auth_file(),
-              "--registry_cert_dir=" + std::filesystem::path((*registry)->ca_file()).parent_path().string()});
+  const std::string ref = registry->host() + "/demo/app@" + *digest;
+  c.AddAgent("node1", "cpus=2,mem=4G", {"--cgroups=on", RegistryFlags(*registry)[0], RegistryFlags(*registry)[1]});
   REQUIRE(c.WaitHosts(1));
   CHECK(c.agent("node1").Log().find("tasks with an image run in it") != std::string::npos);
   REQUIRE_FALSE(std::filesystem::exists("/etc/jc-image"));  // only the image has it
@@ -1078,7 +1087,7 @@ TEST_CASE("a job with --image runs in its image, pulled by digest from a registr
   REQUIRE(c.WaitState(sleeper, "EXIT"));
 
   // A digest the registry does not have: the job ends with why.
-  const std::string missing = (*registry)->host() + "/demo/app@sha256:" + std::string(64, '0');
+  const std::string missing = registry->host() + "/demo/app@sha256:" + std::string(64, '0');
   int64_t unknown = submit({"--image", missing, "--", "true"});
   REQUIRE(c.WaitState(unknown, "EXIT"));
   json ended = c.Job(unknown);
@@ -1086,9 +1095,51 @@ TEST_CASE("a job with --image runs in its image, pulled by digest from a registr
   CHECK_THAT(ended.value("reason", ""), Catch::Contains("cannot pull image " + missing));
   CHECK_THAT(ended.value("reason", ""), Catch::Contains("manifest unknown"));
   // A reference by tag is refused at submit: what runs must not change under the job.
-  auto by_tag = c.CliIn(c.path("work"), {}, {"submit", "--image", (*registry)->host() + "/demo/app:v1", "--", "true"});
+  auto by_tag = c.CliIn(c.path("work"), {}, {"submit", "--image", registry->host() + "/demo/app:v1", "--", "true"});
   CHECK(by_tag.code != 0);
   CHECK(by_tag.out.find("name the image by digest") != std::string::npos);
+}
+
+TEST_CASE("an agent's image store past its limit drops the images used least recently, never one a task runs in",
+          "[B6]") {
+  if (geteuid() != 0) {
+    WARN("not run: running images needs root (CI runs as root)");
+    return;
+  }
+  Cluster c("evict");
+  auto registry = StartRegistry(c);
+  auto a = registry->Push("demo/a", "v1", "image a");
+  auto b = registry->Push("demo/b", "v1", "image b");
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  const std::string store = c.path("store");
+  // Each image is a little over 1 MB unpacked: a store of 1 MB keeps one, unless two are in use.
+  c.AddAgent("node1", "cpus=2,mem=4G",
+             {"--cgroups=on", "--image_store=" + store, "--image_store_limit_mb=1", RegistryFlags(*registry)[0],
+              RegistryFlags(*registry)[1]});
+  REQUIRE(c.WaitHosts(1));
+  auto stored = [&](const std::string& digest) { return std::filesystem::exists(store + "/" + digest.substr(7)); };
+  auto run_a = [&](const std::string& command) {
+    return c.Submit({"--user", "nobody", "--image", registry->host() + "/demo/a@" + *a, "--", command});
+  };
+  auto run_b = [&](const std::string& command) {
+    return c.Submit({"--user", "nobody", "--image", registry->host() + "/demo/b@" + *b, "--", command});
+  };
+  REQUIRE(c.WaitState(run_a("cat /etc/jc-image"), "DONE"));
+  CHECK(stored(*a));
+  REQUIRE(c.WaitState(run_b("cat /etc/jc-image"), "DONE"));
+  CHECK(stored(*b));
+  CHECK_FALSE(stored(*a));  // least recently used, in use by nobody: gone
+  CHECK(ReadFile(store + "/evictions.log").find(a->substr(7)) != std::string::npos);
+
+  // b in use by a running task: pulling a again keeps b, whatever the limit says.
+  int64_t holder = run_b("sleep 1000");
+  REQUIRE(c.WaitState(holder, "RUNNING"));
+  REQUIRE(c.WaitState(run_a("cat /etc/jc-image"), "DONE"));
+  CHECK(stored(*a));
+  CHECK(stored(*b));
+  REQUIRE(c.Cli({"kill", std::to_string(holder)}).code == 0);
+  REQUIRE(c.WaitState(holder, "EXIT"));
 }
 
 TEST_CASE("a job runs with the submission environment and directory as --env says, and the CLI answers --help "
