@@ -195,6 +195,7 @@ absl::StatusOr<pb::CenterInfo> AdapterCore::Info() {
     if (std::find(info.image_ids().begin(), info.image_ids().end(), id) == info.image_ids().end()) info.add_image_ids(id);
   }
   info.set_receives_images(images_.receives());
+  info.set_runs_images(backend_->RunsImages());
   info.set_image_registry(center_.image_registry);
   info.set_adapter_version("jointcloud-adapter-sdk/1");
   return info;

@@ -58,6 +58,13 @@ const char* FilterCenter(const PlacementRequest& request, const CenterView& cent
     }
     return kFilterCapacity;
   }
+  if (!request.image_content.empty() && !center.runs_images) {
+    if (reason) {
+      *reason = absl::StrCat("image ", request.image_id, " has content (", request.image_content,
+                             ") and the center runs commands on its hosts, not in images");
+    }
+    return kFilterImage;
+  }
   if (!request.image_id.empty() && !center.receives_images && !center.HasImage(keys->image)) {
     if (reason) {
       *reason = absl::StrCat("image ", request.image_id,

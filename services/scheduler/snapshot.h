@@ -75,6 +75,9 @@ struct CenterView {
   // Its adapter can be given an image it lacks (an image mover): a job naming an image
   // absent here may still be placed here, the image's transfer counted like data.
   bool receives_images = false;
+  // Its adapter runs a replica in its image (CenterInfo.runs_images): a task whose image
+  // has content (PlacementRequest.image_content) goes only to such centers.
+  bool runs_images = false;
   absl::flat_hash_set<std::string> datasets;  // "name:version" present at the center
 
   // The job load the standard's least-load and fairness strategies count (6.6.2 a, h).

@@ -52,6 +52,7 @@ Snapshot BuildSnapshot(const SchedulerInputs& in) {
       // Images the center's adapter reports are there too, whichever center registered them.
       v.images.insert(info.image_ids().begin(), info.image_ids().end());
       v.receives_images = info.receives_images();
+      v.runs_images = info.runs_images();
       if (info.has_run_as()) {
         v.runs_any_project = info.run_as().any();
         v.run_as_projects.insert(info.run_as().projects().begin(), info.run_as().projects().end());

@@ -245,8 +245,8 @@ TEST_CASE("a failed replica is retried on another center, and the job fails when
   CHECK(n.rest->http().Get(url.get<std::string>().c_str())->body.find("try 1") != std::string::npos);
 }
 
-TEST_CASE("a job whose image has content never runs bare: the image's digest goes with its replicas, and a center "
-          "that runs commands on its hosts refuses them, naming it [A4][A7]",
+TEST_CASE("a job whose image has content never runs bare: it is placed only at centers that run images, and "
+          "waits saying why, with the image's digest [A4][A7]",
           "[A4][A7]") {
   auto dir = std::filesystem::temp_directory_path() / ("jc-trainjob-registry-" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
@@ -264,11 +264,24 @@ TEST_CASE("a job whose image has content never runs bare: the image's digest goe
                               {"framework", "PyTorch"}, {"reference", (*registry)->host() + "/demo/torch:v1"}}));
   json job = {{"name", "in-image"}, {"tasks", {Task("t", "cat /etc/jc-image", "torch-oci", 1)}}};
   std::string id = n.Submit(job)["jobId"];
-  json failed = n.WaitForStatus(id, "failed");
-  INFO(failed.dump());
-  // Placed at alpha (the image is there); its local adapter runs commands on the host.
-  CHECK_THAT(failed.dump(), Catch::Contains("runs commands on its hosts, not in images"));
-  CHECK_THAT(failed.dump(), Catch::Contains((*registry)->host() + "/demo/torch@" + *digest));
+  // Neither center's adapter runs images (local adapters run commands on their host): the
+  // job waits, saying so with the image's digest, and no replica goes anywhere.
+  json waiting;
+  const std::string content = (*registry)->host() + "/demo/torch@" + *digest;
+  CHECK(jc::testing::WaitUntil([&] {
+    waiting = n.Job(id);
+    return waiting.value("statusReason", "").find("removed by image_present: 2") != std::string::npos;
+  }));
+  INFO(waiting.dump());
+  CHECK(waiting["status"] == "pending");
+  // Why, center by center: the job's placement explanation.
+  std::string why = n.rest->Get("/openapi/v1/trainjob/" + id + "/placement").body.dump();
+  INFO(why);
+  CHECK_THAT(why, Catch::Contains("runs commands on its hosts, not in images"));
+  CHECK_THAT(why, Catch::Contains(content));
+  CHECK(waiting["taskInfos"][0]["centerIDs"] == json::array({""}));
+  // An adapter asked anyway refuses it rather than run it bare: the conformance kit.
+  REQUIRE(n.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
   std::filesystem::remove_all(dir);
 }
 

@@ -426,6 +426,34 @@ TEST_CASE("conformance: center info and usage are sane [A14][A3]", "[A14][confor
   CHECK(usage.has_at());
 }
 
+TEST_CASE("conformance: a replica whose image has content runs in it or is refused, never bare, as the center "
+          "says it runs images [A14][A4]",
+          "[A14][A4][conformance]") {
+  Kit kit;
+  grpc::ClientContext c1;
+  SetDeadline(&c1, kit.target_.timeout);
+  pb::CenterInfo info;
+  REQUIRE(kit.stub_->GetCenterInfo(&c1, {}, &info).ok());
+  CHECK(info.runs_images() == kit.backend_->RunsImages());
+  pb::SubmitReplicaRequest req = kit.Request("true");
+  req.set_image("registry.example.test/demo/app@sha256:" + std::string(64, 'b'));
+  pb::Replica r;
+  grpc::Status s = kit.Submit(req, &r);
+  if (info.runs_images()) {
+    INFO(s.error_message());
+    CHECK(s.ok());  // handed to the backend, which runs it in its image (or fails it with the pull's reason)
+  } else {
+    CHECK(s.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+    CHECK(absl::StrContains(s.error_message(), "runs commands on its hosts, not in images"));
+    pb::Replica none;
+    CHECK(kit.Get(req.key(), &none).error_code() == grpc::StatusCode::NOT_FOUND);
+  }
+  // A reference that is not by digest is bad input, whatever the center runs.
+  pb::SubmitReplicaRequest tagged = kit.Request("true");
+  tagged.set_image("registry.example.test/demo/app:v1");
+  CHECK(kit.Submit(tagged, &r).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+}
+
 TEST_CASE("conformance: bad input gets a clear gRPC error and changes nothing [A14][C5]",
           "[A14][conformance]") {
   Kit kit;
