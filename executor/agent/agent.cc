@@ -233,10 +233,17 @@ void Agent::SetUpImages() {
   images.auth_file = options_.registry_auth_file;
   images.cert_dir = options_.registry_cert_dir;
   images.store_limit_mb = options_.image_store_limit_mb;
+  auto gpus = GpuContainerSetup::Load(options_.cdi_spec_dirs, options_.gpu_driver_dir, options_.gpu_device);
+  if (!gpus.ok()) {
+    spdlog::warn("nexec agent: jobs with --image cannot run here ({})", std::string(gpus.status().message()));
+    return;
+  }
+  images.gpus = std::move(*gpus);
   std::error_code ec;
   std::filesystem::create_directories(images.store, ec);
   chmod(images.store.c_str(), 0700);  // the images' files are the agent's to give
-  spdlog::info("nexec agent: tasks with an image run in it (runc), images kept in {}", images.store);
+  spdlog::info("nexec agent: tasks with an image run in it (runc), images kept in {}; GPUs in images: {}",
+               images.store, images.gpus.Describe());
   runner_.RunImagesWith(std::move(images));
 }
 
@@ -269,6 +276,16 @@ absl::Status Agent::SetUpContainment() {
         spdlog::info("nexec agent: tasks are contained in cgroups under {}{}", dir,
                      controller.empty() ? " (v2)" : absl::StrCat(" (v1 ", controller, ")"));
       }
+      if (agent_layout.v2) {
+        const std::vector<std::string> missing = PrepareTaskControllersV2(agent_layout.dirs.at(""));
+        if (!missing.empty()) {
+          spdlog::warn("nexec agent: tasks get no {} controller: a cgroup above them holds processes of its own, "
+                       "and cgroup v2 then passes no controllers down (run the agent in a cgroup of its own; "
+                       "systemd: Delegate=yes). Tasks are still contained (kill, suspend, devices); limits that "
+                       "need these controllers end their jobs with that reason",
+                       absl::StrJoin(missing, ", "));
+        }
+      }
       runner_.ContainIn(std::move(agent_layout));
       return absl::OkStatus();
     }
@@ -289,6 +306,7 @@ absl::StatusOr<int> Agent::Start() {
   gpu_probe_ = GpuProbe(options_.nvidia_smi);
   if (auto gpus = gpu_probe_.Sample(); gpus.ok()) {
     watch_gpus_ = AdoptGpus(*gpus, &base_info_);
+    RememberGpuUuids(*gpus);
   } else if (!absl::IsNotFound(gpus.status())) {
     reprobe_gpus_ = true;
     spdlog::warn("nexec agent: {} did not answer ({}); GPUs are not found yet, asked again with each heartbeat",
@@ -521,8 +539,12 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   t.pids_limit = req.pids_limit();
   t.denied_devices = GpuDevicesNotHeld(t.gpus);
   t.image = req.image();
-  for (int gpu : t.gpus) {
-    t.gpu_nodes.push_back(absl::StrReplaceAll(options_.gpu_device, {{"{index}", absl::StrCat(gpu)}}));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int gpu : t.gpus) {
+      auto uuid = gpu_uuids_.find(gpu);
+      if (uuid != gpu_uuids_.end()) t.gpu_uuids.push_back(uuid->second);
+    }
   }
   // Registered before the process starts: a task that exits at once is reaped by the
   // heartbeat loop, which must already know whose it is.
@@ -679,6 +701,13 @@ bool Agent::AdoptGpus(const GpuSnapshot& snapshot, pb::AgentInfo* info) const {
   return true;
 }
 
+void Agent::RememberGpuUuids(const GpuSnapshot& snapshot) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& g : snapshot.gpus) {
+    if (!g.uuid.empty()) gpu_uuids_[g.index] = g.uuid;
+  }
+}
+
 void Agent::ProbeGpusAgain() {
   auto gpus = gpu_probe_.Sample();
   if (!gpus.ok()) return;  // still failing: said at start; tried again next time
@@ -691,6 +720,7 @@ void Agent::ProbeGpusAgain() {
   }
   info.clear_gpus();
   if (!AdoptGpus(*gpus, &info)) return;
+  RememberGpuUuids(*gpus);
   if (absl::Status declared = ApplyDeclaredResources(options_.declared, &info); !declared.ok()) {
     // Start accepted the same --resources, so this cannot happen; keep the host as it was.
     spdlog::error("nexec agent: --resources after the GPU probe: {}", declared.ToString());

@@ -71,6 +71,10 @@ struct AgentOptions {
   std::string registry_cert_dir;
   std::string image_runner;
   int64_t image_store_limit_mb = 0;  // least recently used images not in use go past it; 0: none
+  // What a container needs for its GPUs (gpu_container_edits.h): CDI specs looked for in
+  // these directories, else the driver's directory bound at /usr/local/nvidia.
+  std::vector<std::string> cdi_spec_dirs = {"/etc/cdi", "/var/run/cdi"};
+  std::string gpu_driver_dir = "/usr/local/nvidia";
   bool kill_gpu_misuse = true;
   // How calls are signed and checked (B9): heartbeats are signed; launches, signals and
   // log reads are taken only from `master_uid` (the master's account) or root.
@@ -203,6 +207,9 @@ class Agent {
   // The host as measured and declared (base_info_) with GPUs from `snapshot`; false when
   // it shows none. --resources still wins over what nvidia-smi says.
   bool AdoptGpus(const GpuSnapshot& snapshot, pb::AgentInfo* info) const;
+  // Each GPU's UUID by index, for CUDA_VISIBLE_DEVICES in containers (guarded by mu_).
+  void RememberGpuUuids(const GpuSnapshot& snapshot);
+  std::map<int, std::string> gpu_uuids_;
   void ProbeGpusAgain();
   std::condition_variable cv_;
   bool stopping_ = false;

@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include <algorithm>
+
 namespace jc::nexec {
 
 using json = nlohmann::json;
@@ -24,14 +26,22 @@ json ContainerConfig(const ContainerSpec& spec) {
   if (cwd != "/") {
     mounts.push_back({{"destination", cwd}, {"type", "bind"}, {"source", cwd}, {"options", {"rbind", "rw"}}});
   }
+  for (const ContainerMount& m : spec.gpu.mounts) {
+    json options = m.options;
+    if (std::find(m.options.begin(), m.options.end(), "bind") == m.options.end() &&
+        std::find(m.options.begin(), m.options.end(), "rbind") == m.options.end()) {
+      options.push_back("rbind");
+    }
+    mounts.push_back({{"destination", m.container_path}, {"type", "bind"}, {"source", m.host_path}, {"options", options}});
+  }
   json devices = json::array();
   json allowed = json::array({{{"allow", false}, {"access", "rwm"}}});
-  for (const std::string& node : spec.gpu_nodes) {
+  for (const ContainerDevice& node : spec.gpu.device_nodes) {
     struct stat st {};
-    if (stat(node.c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) continue;
+    if (stat(node.host_path.c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) continue;
     const auto major_number = static_cast<int64_t>(major(st.st_rdev));
     const auto minor_number = static_cast<int64_t>(minor(st.st_rdev));
-    devices.push_back({{"path", node}, {"type", "c"}, {"major", major_number}, {"minor", minor_number},
+    devices.push_back({{"path", node.container_path}, {"type", "c"}, {"major", major_number}, {"minor", minor_number},
                        {"fileMode", st.st_mode & 07777}, {"uid", 0}, {"gid", 0}});
     allowed.push_back({{"allow", true}, {"type", "c"}, {"major", major_number}, {"minor", minor_number}, {"access", "rwm"}});
   }
@@ -54,6 +64,7 @@ json ContainerConfig(const ContainerSpec& spec) {
         {"maskedPaths", {"/proc/kcore", "/proc/keys", "/proc/timer_list", "/sys/firmware"}},
         {"readonlyPaths", {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}}}},
   };
+  if (!spec.gpu.hooks.empty()) config["hooks"] = spec.gpu.hooks;
   if (spec.user.uid == 0) {
     // Root inside only where the task's user is root on the host (the queue allowed it).
     const json caps = {"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETGID",

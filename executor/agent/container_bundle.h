@@ -13,13 +13,15 @@
 //   - sits in a cgroup below the task's (runc's cgroupsPath is relative; named as the
 //     container, unique on the host, for the hierarchies the agent does not use), so kill,
 //     suspend, limits and usage of the task hold for it unchanged;
-//   - may open the device nodes of the GPUs the task holds.
+//   - may open the device nodes of the GPUs the task holds, with what the driver needs
+//     beside them (gpu_container_edits.h: a CDI spec's edits, or the driver's directory).
 
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "executor/agent/gpu_container_edits.h"
 #include "executor/agent/task_cgroup.h"
 #include "executor/agent/user_files.h"
 
@@ -31,7 +33,7 @@ struct ContainerSpec {
   std::string command;           // for /bin/sh -c
   std::string cwd;               // the task's directory; bound at the same path
   Account user;
-  std::vector<std::string> gpu_nodes;  // device nodes of the GPUs the task holds
+  GpuContainerEdits gpu;  // device nodes, mounts, env and hooks for the GPUs the task holds
   // The container's cgroup, relative to runc's own (the task's, where the agent contains
   // it; the root of hierarchies it does not): unique on the host, as the container id.
   std::string cgroup;

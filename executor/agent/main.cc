@@ -7,6 +7,8 @@
 
 #include <cstdio>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -38,6 +40,12 @@ ABSL_FLAG(int64_t, image_store_limit_mb, 0,
 ABSL_FLAG(std::string, registry_auth_file, "",
           "credentials for image registries, in Docker's config.json form ({\"auths\": {\"host:port\": {\"auth\": ...}}})");
 ABSL_FLAG(std::string, registry_cert_dir, "", "a directory of CA certificates (*.crt) trusted for image registries");
+ABSL_FLAG(std::vector<std::string>, cdi_spec_dirs, std::vector<std::string>({"/etc/cdi", "/var/run/cdi"}),
+          "where to look for a CDI spec of kind nvidia.com/gpu (nvidia-ctk cdi generate): its edits give a task in "
+          "its image the GPUs it holds with their driver");
+ABSL_FLAG(std::string, gpu_driver_dir, "/usr/local/nvidia",
+          "without a CDI spec: the driver's directory (bin/, lib/, lib64/), bound read-only at /usr/local/nvidia in "
+          "a task's image when the task holds GPUs; \"\" for none");
 ABSL_FLAG(std::string, nvidia_smi, "nvidia-smi",
           "nvidia-smi to ask for GPUs, their use and the processes on them (a path, or a name on $PATH)");
 ABSL_FLAG(std::string, gpu_misuse, "kill",
@@ -93,6 +101,8 @@ int main(int argc, char** argv) {
   }
   options.registry_auth_file = absl::GetFlag(FLAGS_registry_auth_file);
   options.registry_cert_dir = absl::GetFlag(FLAGS_registry_cert_dir);
+  options.cdi_spec_dirs = absl::GetFlag(FLAGS_cdi_spec_dirs);
+  options.gpu_driver_dir = absl::GetFlag(FLAGS_gpu_driver_dir);
   if (!absl::StrContains(options.gpu_device, "{index}")) {
     std::fprintf(stderr, "nexec-agent: --gpu_device must contain {index} (e.g. /dev/nvidia{index})\n");
     return 1;

@@ -167,6 +167,20 @@ void EnableControllers(const std::string& dir) {
 
 }  // namespace
 
+std::vector<std::string> PrepareTaskControllersV2(const std::string& agent_dir) {
+  const std::string tasks = agent_dir + "/nexec";
+  std::error_code ec;
+  fs::create_directories(tasks, ec);
+  EnableControllers(tasks);
+  std::vector<std::string> on =
+      absl::StrSplit(ReadText(tasks + "/cgroup.subtree_control"), absl::ByAnyChar(" \n"), absl::SkipEmpty());
+  std::vector<std::string> missing;
+  for (const char* c : kV2Controllers) {
+    if (std::find(on.begin(), on.end(), c) == on.end()) missing.push_back(c);
+  }
+  return missing;
+}
+
 CgroupLayout CgroupLayout::Unified(const std::string& dir) {
   CgroupLayout l;
   l.v2 = true;
@@ -293,7 +307,12 @@ absl::Status TaskCgroup::Reset(const CgroupLimits& limits) {
   oom_kills_before_ = OomKills();
   cpu_before_ = CpuSeconds();
   std::tie(read_before_, write_before_) = IoBytes();
-  if (!c_.memory.empty()) {
+  const bool has_memory = !c_.memory.empty() && (v2_ ? fs::exists(c_.memory + "/memory.max")
+                                                     : fs::exists(c_.memory + "/memory.limit_in_bytes"));
+  if (!has_memory && limits.memory_bytes > 0) {
+    return absl::UnavailableError("a memory limit was asked for, but this host has no memory controller for tasks");
+  }
+  if (has_memory) {
     if (v2_) {
       JC_RETURN_IF_ERROR(WriteText(c_.memory + "/memory.max", limits.memory_bytes > 0 ? absl::StrCat(limits.memory_bytes) : "max"));
       // The limit is on memory, not memory plus swap.

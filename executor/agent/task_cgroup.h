@@ -77,6 +77,13 @@ struct CgroupUsage {
   bool oom_killed = false;  // the kernel killed a process of it for going over its memory limit
 };
 
+// v2: makes the tasks' directory below the agent's (`agent_dir`/nexec) and enables the
+// controllers tasks are limited and measured with (memory, pids, cpu, cpuset, io) down to
+// it; returns those it could not enable. A cgroup on the way that holds processes other
+// than in leaves cannot pass controllers on ("no internal processes"): the agent belongs in
+// a cgroup of its own (systemd: a service with Delegate=yes).
+std::vector<std::string> PrepareTaskControllersV2(const std::string& agent_dir);
+
 class TaskCgroup {
  public:
   // Makes the task's cgroup ("nexec/<name>" under the agent's own in every controller) and

@@ -292,11 +292,25 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
     ContainerSpec spec;
     spec.rootfs = absl::StrCat(images_->store, "/", ref->digest.substr(7), "/rootfs");
     env["PATH"] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";  // the image's, not the host's
+    if (!t.gpus.empty()) {
+      // Inside, only the held GPUs' nodes exist and CUDA numbers them from 0: name them by
+      // UUID where known (unambiguous either way), else by their numbers inside.
+      std::vector<std::string> visible = t.gpu_uuids;
+      if (visible.size() != t.gpus.size()) {
+        visible.clear();
+        for (size_t i = 0; i < t.gpus.size(); ++i) visible.push_back(absl::StrCat(i));
+      }
+      env["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(visible, ",");
+      env["NEXEC_HOST_GPUS"] = absl::StrJoin(t.gpus, ",");  // their indices on the host
+    }
+    auto gpu_edits = images_->gpus.For(t.gpus);
+    if (!gpu_edits.ok()) return gpu_edits.status();
     for (const auto& [k, v] : env) spec.env.push_back(k + "=" + v);
+    ApplyEnv(gpu_edits->env, &spec.env);
+    spec.gpu = std::move(*gpu_edits);
     spec.command = t.command;
     spec.cwd = cwd;
     spec.user = *user;
-    spec.gpu_nodes = t.gpu_nodes;
     spec.cgroup = absl::StrCat("nexec-", getpid(), "-", t.key);
     std::ofstream config(bundle + "/config.json");
     config << ContainerConfig(spec).dump();
@@ -360,7 +374,12 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
     limits.memory_bytes = t.memory_limit_mb * 1024 * 1024;
     limits.pids = t.pids_limit;
     limits.cpus = t.cpus;  // a cpuset too: the task cannot widen its affinity past them
-    limits.denied_devices = t.denied_devices;
+    // A task in its image is confined to its GPUs by the container's own device rules
+    // (runc: deny all, then its nodes). Under v1 the task's cgroup must then deny nothing:
+    // a v1 child may not allow what its parent denies, and runc's defaults allow every
+    // mknod ("c *:* m"), so its container would fail to start on a host with GPUs the task
+    // does not hold. Under v2 both filters run, the task's and the container's.
+    if (!in_image || cgroups_layout_->v2) limits.denied_devices = t.denied_devices;
     std::string name;
     {
       std::lock_guard<std::mutex> lock(mu_);

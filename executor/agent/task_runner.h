@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "executor/agent/gpu_container_edits.h"
 #include "executor/agent/task_cgroup.h"
 
 namespace jc::nexec {
@@ -51,9 +52,10 @@ struct TaskLaunch {
   // The GPUs of this host the task does not hold: its cgroup denies their device nodes.
   std::vector<CharDevice> denied_devices;
   // The OCI image to run in (registry/repository@sha256:...; container_bundle.h); empty:
-  // on the host. `gpu_nodes`: the device nodes of the GPUs it holds, given to the container.
+  // on the host. `gpu_uuids`: the held GPUs' UUIDs, where nvidia-smi told them (inside,
+  // CUDA_VISIBLE_DEVICES names them so: only their nodes exist there, renumbered from 0).
   std::string image;
-  std::vector<std::string> gpu_nodes;
+  std::vector<std::string> gpu_uuids;
 };
 
 // How tasks run in their images: the runner script and where images and bundles are kept.
@@ -63,6 +65,7 @@ struct ImageRunning {
   std::string auth_file;  // registry credentials (Docker's config.json form); may be empty
   std::string cert_dir;   // CAs for registries (*.crt); may be empty
   int64_t store_limit_mb = 0;  // least recently used images go past it; 0: no limit
+  GpuContainerSetup gpus;      // what a container needs for the GPUs its task holds
 };
 
 struct TaskUsage {

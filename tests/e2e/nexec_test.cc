@@ -1100,6 +1100,71 @@ TEST_CASE("a job with --image runs in its image, pulled by digest from a registr
   CHECK(by_tag.out.find("name the image by digest") != std::string::npos);
 }
 
+TEST_CASE("a job in its image holding a GPU gets that GPU's node, the host's driver and CUDA_VISIBLE_DEVICES, and a "
+          "job not holding one gets none",
+          "[B6][C6]") {
+  if (geteuid() != 0) {
+    WARN("not run: running images needs root (CI runs as root)");
+    return;
+  }
+  Cluster c("image-gpus");
+  auto registry = StartRegistry(c);
+  auto digest = registry->Push("demo/cuda", "v1", "a CUDA image");
+  REQUIRE(digest.ok());
+  const std::string ref = registry->host() + "/demo/cuda@" + *digest;
+  // A "GPU" whose node the test makes (/dev/full's numbers) and a "driver" directory laid
+  // out as nvidia-docker's /usr/local/nvidia, with an nvidia-smi that reads the node.
+  REQUIRE(mknod(c.path("gpu0").c_str(), S_IFCHR | 0666, makedev(1, 7)) == 0);
+  chmod(c.path("gpu0").c_str(), 0666);
+  std::filesystem::create_directories(c.path("driver/bin"));
+  std::filesystem::create_directories(c.path("driver/lib64"));
+  {
+    std::ofstream smi(c.path("driver/bin/nvidia-smi"));
+    smi << "#!/bin/sh\nhead -c1 /dev/gpu0 >/dev/null && echo \"GPU 0: from the host's driver\"\n";
+  }
+  chmod(c.path("driver/bin/nvidia-smi").c_str(), 0755);
+  auto flags = RegistryFlags(*registry);
+  c.AddAgent("node1", "cpus=2,gpus=1,mem=4G",
+             {"--cgroups=on", flags[0], flags[1], "--gpu_device=" + c.path("gpu{index}"),
+              "--gpu_driver_dir=" + c.path("driver"), "--cdi_spec_dirs=" + c.path("no-cdi")});
+  REQUIRE(c.WaitHosts(1));
+  CHECK(c.agent("node1").Log().find("GPUs in images: driver " + c.path("driver")) != std::string::npos);
+  std::filesystem::create_directories(c.path("work"));
+  std::filesystem::permissions(c.path("work"), std::filesystem::perms::all);
+  auto submit = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"submit", "--json", "--user", "nobody", "--image", ref});
+    auto r = c.CliIn(c.path("work"), {}, args);
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    return std::stoll(json::parse(r.out.substr(r.out.find('{')))["job_id"].get<std::string>());
+  };
+  const std::string probe =
+      "cat /etc/jc-image; ls /dev | grep gpu; echo \"visible=$CUDA_VISIBLE_DEVICES host=$NEXEC_HOST_GPUS\"; "
+      "echo \"path=$PATH\"; echo \"libs=$LD_LIBRARY_PATH\"; nvidia-smi || echo \"no driver\"";
+  int64_t holder = submit({"--gpus", "1", "-o", c.path("holder.out"), "--", probe});
+  REQUIRE(c.WaitState(holder, "DONE"));
+  std::string held = ReadFile(c.path("holder.out"));
+  INFO(held);
+  CHECK(held.find("a CUDA image\ngpu0\n") != std::string::npos);  // in the image, with the node in its /dev
+  CHECK(held.find("visible=0 host=0\n") != std::string::npos);      // no nvidia-smi on this host: by number
+  CHECK(held.find("path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/nvidia/bin\n") !=
+        std::string::npos);
+  CHECK(held.find("libs=/usr/local/nvidia/lib64:/usr/local/nvidia/lib\n") != std::string::npos);
+  CHECK(held.find("GPU 0: from the host's driver\n") != std::string::npos);
+
+  int64_t none = submit({"-o", c.path("none.out"), "--", probe});
+  // (Under v1 its container starts though the task's cgroup denies the GPU: runc's own
+  // device rules, which allow every mknod, must not meet a parent that denies one.)
+  REQUIRE(WaitUntil([&] { return c.Job(none)["state"] != "PEND" && c.Job(none)["state"] != "RUN"; }));
+  INFO(ReadFile(c.path("none.out")));
+  REQUIRE(c.WaitState(none, "DONE"));
+  std::string bare = ReadFile(c.path("none.out"));
+  INFO(bare);
+  CHECK(bare.find("gpu0") == std::string::npos);
+  CHECK(bare.find("visible= host=\n") != std::string::npos);
+  CHECK(bare.find("no driver\n") != std::string::npos);
+}
+
 TEST_CASE("an agent's image store past its limit drops the images used least recently, never one a task runs in",
           "[B6]") {
   if (geteuid() != 0) {

@@ -154,6 +154,36 @@ TEST_CASE("under cgroup v2 a task's cgroup gets its memory limit, freezes and th
   CHECK(r.Read("agent/nexec/42.0.1/cgroup.kill") == "1");
 }
 
+TEST_CASE("under cgroup v2 where no controller reaches the tasks (a cgroup above holds processes), a task still "
+          "runs contained and only a limit that needs one fails, saying why",
+          "[B6][C6]") {
+  // As on the GPU machine: the agent shares its cgroup with other processes, so the kernel
+  // refuses to enable controllers below it and the tasks' directories have only the core files.
+  Root r;
+  r.Write("agent/cgroup.controllers", "cpuset cpu io memory pids\n");
+  r.Write("agent/cgroup.subtree_control", "");
+  r.Write("agent/nexec/cgroup.controllers", "");
+  r.Write("agent/nexec/cgroup.subtree_control", "");
+  for (const char* task : {"7.0.1", "7.0.2"}) {
+    for (const char* f : {"cgroup.procs", "cgroup.freeze"}) r.Write(std::string("agent/nexec/") + task + "/" + f, "");
+  }
+  const auto missing = jc::nexec::PrepareTaskControllersV2((r.dir / "agent").string());
+  CHECK(missing == std::vector<std::string>{"memory", "pids", "cpu", "cpuset", "io"});
+
+  const auto layout = CgroupLayout::Unified((r.dir / "agent").string());
+  auto plain = TaskCgroup::Create(layout, "7.0.1", CgroupLimits{});
+  INFO(plain.status().ToString());
+  REQUIRE(plain.ok());
+  REQUIRE((*plain)->Freeze().ok());
+  CHECK(r.Read("agent/nexec/7.0.1/cgroup.freeze") == "1");
+
+  CgroupLimits memory;
+  memory.memory_bytes = int64_t{1} << 30;
+  auto limited = TaskCgroup::Create(layout, "7.0.2", memory);
+  REQUIRE_FALSE(limited.ok());
+  CHECK_THAT(std::string(limited.status().message()), Catch::Contains("no memory controller"));
+}
+
 TEST_CASE("under cgroup v2 a BPF device filter denies a task the devices it does not hold, and nothing else",
           "[B6][C6]") {
   // The unified hierarchy this host mounts (beside its v1 controllers: a hybrid host
