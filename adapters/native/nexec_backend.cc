@@ -1,5 +1,7 @@
 #include "adapters/native/nexec_backend.h"
 
+#include <set>
+
 #include <grpcpp/grpcpp.h>
 #include <pwd.h>
 #include <unistd.h>
@@ -82,12 +84,17 @@ absl::StatusOr<pb::CenterInfo> NexecBackend::Describe() {
   pb::CenterInfo info;
   info.set_scheduler("nexec");
   auto* cap = info.mutable_capacity();
+  std::set<std::string> digests;
   for (const auto& h : hosts.hosts()) {
     if (h.state() == "unavailable") continue;
     cap->set_cpu(cap->cpu() + h.slots());
     cap->set_gpu(cap->gpu() + h.gpus_size());
     cap->set_memory(cap->memory() + static_cast<int>(h.mem_mb()));
+    digests.insert(h.image_digests().begin(), h.image_digests().end());
   }
+  // Present at the center when a host that takes work holds it: a replica placed for it
+  // starts without a pull there (nexec does not yet prefer that host; it pulls elsewhere).
+  for (const auto& d : digests) info.add_image_digests(d);
   return info;
 }
 

@@ -244,6 +244,7 @@ void Agent::SetUpImages() {
   chmod(images.store.c_str(), 0700);  // the images' files are the agent's to give
   spdlog::info("nexec agent: tasks with an image run in it (runc), images kept in {}; GPUs in images: {}",
                images.store, images.gpus.Describe());
+  image_store_ = images.store;
   runner_.RunImagesWith(std::move(images));
 }
 
@@ -379,6 +380,9 @@ pb::AgentInfo Agent::CurrentInfo() {
   info.set_swap_free_mb(swap_free);
   if (sensors_) {
     for (auto& r : sensors_->Current()) *info.add_sensors() = std::move(r);
+  }
+  if (!image_store_.empty()) {
+    for (auto& d : ImagesInStore(image_store_)) info.add_image_digests(std::move(d));
   }
   return info;
 }

@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "executor/agent/gpu_probe.h"
+#include "executor/agent/image_store.h"
 #include "executor/agent/sensor.h"
 #include "executor/agent/task_runner.h"
 #include "executor/agent/user_files.h"
@@ -210,6 +211,7 @@ class Agent {
   // Each GPU's UUID by index, for CUDA_VISIBLE_DEVICES in containers (guarded by mu_).
   void RememberGpuUuids(const GpuSnapshot& snapshot);
   std::map<int, std::string> gpu_uuids_;
+  std::string image_store_;  // where tasks' images are kept; empty: this agent runs none
   void ProbeGpusAgain();
   std::condition_variable cv_;
   bool stopping_ = false;

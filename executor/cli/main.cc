@@ -511,6 +511,7 @@ int main(int argc, char** argv) {
               {"  gpus", h.gpus().empty() ? "-" : absl::StrJoin(h.gpus(), ",")},
               {"  gpus_used", h.used_gpus().empty() ? "-" : absl::StrJoin(h.used_gpus(), ",")},
               {"  load_1m", absl::StrCat(h.load_1m())},
+              {"  images", h.image_digests().empty() ? "-" : absl::StrJoin(h.image_digests(), " ")},
               {"  last_heartbeat", When(h.last_heartbeat())}};
           std::map<std::string, std::string> sorted(h.resources().begin(), h.resources().end());
           for (const auto& [k, v] : sorted) rows.push_back({"  " + k, v});

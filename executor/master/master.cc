@@ -1673,6 +1673,7 @@ std::vector<pb::Host> Master::ListHosts() {
     o.set_load_1m(h.info.load_1m());
     o.set_mem_free_mb(h.info.mem_free_mb());
     o.set_swap_free_mb(h.info.swap_free_mb());
+    *o.mutable_image_digests() = h.info.image_digests();
     *o.mutable_resources() = h.info.resources();
     for (const auto& [other, oh] : hosts_) {
       for (const auto& r : oh.info.sensors()) {

@@ -65,7 +65,10 @@ const char* FilterCenter(const PlacementRequest& request, const CenterView& cent
     }
     return kFilterImage;
   }
-  if (!request.image_id.empty() && !center.receives_images && !center.HasImage(keys->image)) {
+  // A center that runs images pulls one with content from its registry: it can always be
+  // given it (the transfer is counted where it does not hold the digest yet).
+  const bool pulls = !request.image_content.empty() && center.runs_images;
+  if (!request.image_id.empty() && !center.receives_images && !pulls && !center.HasImage(keys->image)) {
     if (reason) {
       *reason = absl::StrCat("image ", request.image_id,
                              " is not present at the center, and its adapter cannot be given images (no image mover)");

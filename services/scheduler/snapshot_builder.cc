@@ -85,10 +85,23 @@ Snapshot BuildSnapshot(const SchedulerInputs& in) {
     }
     c->specs[offer.resource_spec_id()] = s;
   }
+  std::map<std::string, std::vector<std::string>> images_by_digest;
   for (const auto& image : in.images) {
     if (CenterView* c = snap.FindMutable(image.ai_center_id())) c->images.insert(image.image_id());
     for (const auto& other : image.present_at()) {
       if (CenterView* c = snap.FindMutable(other)) c->images.insert(image.image_id());
+    }
+    if (!image.digest().empty()) images_by_digest[image.digest()].push_back(image.image_id());
+  }
+  // An image with content is at a center whose hosts hold its digest, whichever center
+  // registered it: a replica there starts without a pull.
+  for (const auto& [id, o] : observed) {
+    CenterView* c = snap.FindMutable(id);
+    if (c == nullptr || !o->has_info) continue;
+    for (const auto& digest : o->info.image_digests()) {
+      auto ids = images_by_digest.find(digest);
+      if (ids == images_by_digest.end()) continue;
+      for (const auto& image_id : ids->second) c->images.insert(image_id);
     }
   }
   for (const auto& d : in.datasets) {

@@ -39,8 +39,9 @@ struct SchedulerInputs {
 // - specs offered (those the catalog says the center can run) with the center's price,
 //   and the execution power the adapter declares for each;
 // - static power, network and performance from the adapter's center info;
-// - images the catalog lists at the center, and those its adapter reports (CenterInfo
-//   image_ids); datasets datamon locates there.
+// - images the catalog lists at the center, those its adapter reports (CenterInfo
+//   image_ids), and those whose digest its hosts hold (CenterInfo image_digests);
+//   datasets datamon locates there.
 Snapshot BuildSnapshot(const SchedulerInputs& inputs);
 
 // An image whose size the catalog does not say is taken to be this big when a center must

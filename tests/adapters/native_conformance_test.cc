@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -139,6 +140,30 @@ TEST_CASE("native adapter: a replica's image reaches nexec as the job's --image,
   launch.name = "jc-imaged-0-2-0";
   auto gang = backend.SubmitGang({launch, other});
   REQUIRE(absl::IsInvalidArgument(gang.status()));
+}
+
+TEST_CASE("native adapter: the images its hosts hold are reported as present at the center, by digest (issue 30 "
+          "item 5) [A4]",
+          "[A4]") {
+  NexecCluster& cluster = Cluster();
+  REQUIRE(cluster.error.empty());
+  NexecBackend backend(cluster.address, "", nexec::MungeAuth::Munge(""));
+  const std::string hex(64, 'd');
+  auto present = [&] {
+    auto info = backend.Describe();
+    return info.ok() && std::find(info->image_digests().begin(), info->image_digests().end(), "sha256:" + hex) !=
+                            info->image_digests().end();
+  };
+  CHECK_FALSE(present());
+  // As a pull leaves an image in the agent's store (nexec-image-run): its directory, then
+  // `ready`. Half-pulled images do not count.
+  const auto image = cluster.dir / "agent-state" / "images" / hex;
+  std::filesystem::create_directories(image / "rootfs");
+  std::filesystem::create_directories(cluster.dir / "agent-state" / "images" / ".pull.x");
+  std::ofstream(image / "ready").flush();
+  CHECK(jc::testing::WaitUntil(present));
+  std::filesystem::remove_all(image);  // evicted: no longer present
+  CHECK(jc::testing::WaitUntil([&] { return !present(); }));
 }
 
 TEST_CASE("native adapter: an account that takes a replica's name and key first hijacks nothing: the replica "

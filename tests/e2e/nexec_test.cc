@@ -1075,6 +1075,13 @@ TEST_CASE("a job with --image runs in its image, pulled by digest from a registr
     CHECK(text == "inside the image\n65534\n" + c.path("work") + "\n");
     CHECK(ReadFile(c.path("work/made-" + std::to_string(id))) == "made\n");
   }
+  // The host now holds the image, and says so (the native adapter reports it to the
+  // federation as present at the center: CenterInfo.image_digests).
+  REQUIRE(WaitUntil([&] {
+    auto r = c.Cli({"hosts", "--json"});
+    return r.code == 0 && r.out.find(*digest) != std::string::npos;
+  }));
+  CHECK(c.Cli({"hosts", "-l"}).out.find(" " + *digest + "\n") != std::string::npos);
   // The same command on the host fails: it has no /etc/jc-image.
   int64_t bare = submit({"-o", c.path("bare.out"), "--", "cat /etc/jc-image"});
   REQUIRE(c.WaitState(bare, "EXIT"));

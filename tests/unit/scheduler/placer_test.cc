@@ -128,6 +128,40 @@ TEST_CASE("a center that can be given the image is a candidate, and the image's 
   CHECK(snap.centers()[d.center].id == "receiver");
 }
 
+TEST_CASE("an image with content can go to every center that runs images, which pulls it, and one whose hosts "
+          "hold its digest wins on data (issue 30 item 5) [A4][A6]",
+          "[A4][A6]") {
+  Scheduler s;
+  auto req = MakeRequest();
+  req.image_id = "cuda-app";
+  req.image_size_mb = 3000;
+  req.image_content = "registry.example:5000/ai/cuda@sha256:" + std::string(64, 'a');
+  CenterView puller = MakeCenter("puller");
+  puller.runs_images = true;
+  std::string why;
+  CHECK(FilterCenter(req, puller, false, &why) == nullptr);  // no image mover needed: it pulls
+  CHECK(MissingDataMb(req, RequestKeys(req), puller) == 3000);
+  CenterView holder = MakeCenter("holder");
+  holder.runs_images = true;
+  holder.images.insert("cuda-app");  // its hosts hold the digest (snapshot_builder)
+  CHECK(MissingDataMb(req, RequestKeys(req), holder) == 0);
+  CenterView bare = MakeCenter("bare");  // runs commands on its hosts
+  bare.images.insert("cuda-app");
+  CHECK(std::string(FilterCenter(req, bare, false, &why)) == kFilterImage);
+
+  Snapshot snap;
+  snap.Upsert(puller);
+  snap.Upsert(holder);
+  snap.Upsert(bare);
+  auto d = s.placer.Place(req, snap, s.Weights("data"));
+  REQUIRE(d.center >= 0);
+  CHECK(snap.centers()[d.center].id == "holder");
+  snap.FindMutable("holder")->free.gpu = 0;
+  d = s.placer.Place(req, snap, s.Weights("data"));
+  REQUIRE(d.center >= 0);
+  CHECK(snap.centers()[d.center].id == "puller");
+}
+
 TEST_CASE("formula 2: the total is the weighted sum of normalized scores and the highest wins [A10]", "[A10]") {
   WeightedSumModel model;
   std::vector<int> scores = {100, 50, 0};

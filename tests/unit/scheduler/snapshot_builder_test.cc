@@ -104,6 +104,26 @@ TEST_CASE("an image registered at one center is also at every center whose adapt
   CHECK_FALSE(BuildSnapshot(in).Find("b")->images.contains("pytorch"));
 }
 
+TEST_CASE("an image with content is at every center whose hosts hold its digest (CenterInfo.image_digests) [A4]",
+          "[A4]") {
+  SchedulerInputs in = Inputs();
+  const std::string digest = "sha256:" + std::string(64, 'b');
+  v1::Image cuda;
+  cuda.set_image_id("cuda-app");
+  cuda.set_ai_center_id("a");
+  cuda.set_reference("registry.example:5000/ai/cuda:12");
+  cuda.set_digest(digest);
+  in.images.push_back(cuda);
+  monitor::CenterObservation b;
+  b.center = in.centers[1];
+  b.has_info = true;
+  b.info.add_image_digests("sha256:" + std::string(64, 'c'));  // another image's
+  in.observations.push_back(b);
+  CHECK_FALSE(BuildSnapshot(in).Find("b")->images.contains("cuda-app"));
+  in.observations.back().info.add_image_digests(digest);
+  CHECK(BuildSnapshot(in).Find("b")->images.contains("cuda-app"));
+}
+
 TEST_CASE("a job becomes one placement request per replica, with its data and constraints [A7][A8]",
           "[A7][A8]") {
   auto in = Inputs();
