@@ -233,6 +233,7 @@ void Agent::SetUpImages() {
   images.auth_file = options_.registry_auth_file;
   images.cert_dir = options_.registry_cert_dir;
   images.store_limit_mb = options_.image_store_limit_mb;
+  images.pull_timeout_s = std::max<int64_t>(1, absl::ToInt64Seconds(options_.image_pull_timeout));
   auto gpus = GpuContainerSetup::Load(options_.cdi_spec_dirs, options_.gpu_driver_dir, options_.gpu_device);
   if (!gpus.ok()) {
     spdlog::warn("nexec agent: jobs with --image cannot run here ({})", std::string(gpus.status().message()));

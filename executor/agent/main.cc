@@ -37,6 +37,8 @@ ABSL_FLAG(std::string, image_store, "", "where images of tasks with --image are 
 ABSL_FLAG(int64_t, image_store_limit_mb, 0,
           "the most the image store may hold (MB): past it, the least recently used images no task runs in are "
           "removed; 0: no limit");
+ABSL_FLAG(absl::Duration, image_pull_timeout, absl::Minutes(10),
+          "a pull of a task's image that takes longer is stopped, and the task ends saying so");
 ABSL_FLAG(std::string, registry_auth_file, "",
           "credentials for image registries, in Docker's config.json form ({\"auths\": {\"host:port\": {\"auth\": ...}}})");
 ABSL_FLAG(std::string, registry_cert_dir, "", "a directory of CA certificates (*.crt) trusted for image registries");
@@ -101,6 +103,11 @@ int main(int argc, char** argv) {
   }
   options.registry_auth_file = absl::GetFlag(FLAGS_registry_auth_file);
   options.registry_cert_dir = absl::GetFlag(FLAGS_registry_cert_dir);
+  options.image_pull_timeout = absl::GetFlag(FLAGS_image_pull_timeout);
+  if (options.image_pull_timeout < absl::Seconds(1)) {
+    std::fprintf(stderr, "nexec-agent: --image_pull_timeout must be at least 1s\n");
+    return 2;
+  }
   options.cdi_spec_dirs = absl::GetFlag(FLAGS_cdi_spec_dirs);
   options.gpu_driver_dir = absl::GetFlag(FLAGS_gpu_driver_dir);
   if (!absl::StrContains(options.gpu_device, "{index}")) {

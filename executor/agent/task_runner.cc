@@ -326,6 +326,7 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
     if (images_->store_limit_mb > 0) {
       runner_env_strings.push_back(absl::StrCat("NEXEC_IMAGE_STORE_LIMIT_MB=", images_->store_limit_mb));
     }
+    runner_env_strings.push_back(absl::StrCat("NEXEC_IMAGE_PULL_TIMEOUT_S=", images_->pull_timeout_s));
     for (auto& s : runner_env_strings) runner_envp.push_back(s.data());
     runner_envp.push_back(nullptr);
     envp.swap(runner_envp);

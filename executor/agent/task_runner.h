@@ -65,6 +65,7 @@ struct ImageRunning {
   std::string auth_file;  // registry credentials (Docker's config.json form); may be empty
   std::string cert_dir;   // CAs for registries (*.crt); may be empty
   int64_t store_limit_mb = 0;  // least recently used images go past it; 0: no limit
+  int64_t pull_timeout_s = 600;  // a pull that takes longer ends its task
   GpuContainerSetup gpus;      // what a container needs for the GPUs its task holds
 };
 

@@ -503,7 +503,9 @@ void JobManager::SendDispatches(const std::vector<Dispatch>& dispatches) {
     const auto& rep = it->second.record.replicas(d.replica);
     if (rep.state() != v1::ReplicaRecord::STAGING || rep.attempt() != d.attempt) continue;
     const auto& task = it->second.record.request().tasks(rep.task_index());
-    stager_.Stage(d.center_id, task.image_id(), {task.datasets().begin(), task.datasets().end()},
+    // An image with content (rep.image(): by digest) is pulled by the center itself.
+    stager_.Stage(d.center_id, rep.image().empty() ? task.image_id() : "",
+                  {task.datasets().begin(), task.datasets().end()},
                   [this, d, term](absl::Status staged) {
                     loop_.Post([this, d, term, staged = std::move(staged)] { OnStaged(d, term, staged); });
                   });
@@ -1184,6 +1186,7 @@ v1::TrainJob JobManager::ToTrainJob(const v1::JobRecord& r) const {
       if (rep.task_index() != t) continue;
       info->add_replica_status(ReplicaStatus(rep.state()));
       info->add_center_ids(rep.center_id());
+      info->add_replica_messages(rep.message());
     }
   }
   return j;

@@ -255,7 +255,10 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
     }
     const CenterView& c = snapshot_.centers()[d.centers[i]];
     out.centers.push_back(c.id);
-    out.stage_image.push_back(!requests[i].image_id.empty() && !c.images.contains(requests[i].image_id));
+    // An image with content is pulled by the center's hosts when the replica starts (by
+    // digest, from its registry): nothing to stage. Others are moved there first.
+    out.stage_image.push_back(!requests[i].image_id.empty() && requests[i].image_content.empty() &&
+                              !c.images.contains(requests[i].image_id));
     out.image_content.push_back(requests[i].image_content);
     // PlaceJob reserved it in the view; remember it so a rebuilt view keeps it.
     assumed_[ReservationKey(job_id, slots[i].task_index, slots[i].replica_index, slots[i].attempt)] =

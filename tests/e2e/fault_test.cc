@@ -30,6 +30,7 @@
 
 #include "tests/testing/event_chaos_proxy.h"
 #include "tests/testing/munge_daemon.h"
+#include "tests/testing/oci_registry.h"
 #include "tests/testing/own_postgres.h"
 #include "tests/testing/process.h"
 #include "tests/testing/rest_client.h"
@@ -77,7 +78,9 @@ class Harness {
  public:
   // `seed` draws the event stream's faults (events duplicated and reordered between the
   // control plane and the adapter).
-  Harness(std::string dir, bool native, uint64_t seed = 1) : dir_(std::move(dir)), native_(native), seed_(seed) {
+  // `agent_flags`: more flags for the nexec agent (e.g. its registry's credentials).
+  Harness(std::string dir, bool native, uint64_t seed = 1, std::vector<std::string> agent_flags = {})
+      : dir_(std::move(dir)), native_(native), seed_(seed), agent_flags_(std::move(agent_flags)) {
     if (!native_) return;
     jc::testing::UsePrivateMunged();  // nexec's processes and the native adapter sign with it
     // A task lost with its agent fails (the control plane retries it as a new attempt)
@@ -101,11 +104,11 @@ class Harness {
   }
   void StartAgent() {
     ++agent_starts_;
-    agent_ = std::make_unique<Process>(
-        std::vector<std::string>{JC_NEXEC_AGENT, "--master=127.0.0.1:" + std::to_string(nexec_port_),
-                                 "--host=node1", "--resources=cpus=32,mem=64G", "--heartbeat=200ms",
-                                 "--state_dir=" + dir_ + "/agent-state"},
-        dir_ + "/agent" + std::to_string(agent_starts_) + ".log");
+    std::vector<std::string> args{JC_NEXEC_AGENT, "--master=127.0.0.1:" + std::to_string(nexec_port_),
+                                  "--host=node1", "--resources=cpus=32,mem=64G", "--heartbeat=200ms",
+                                  "--state_dir=" + dir_ + "/agent-state"};
+    args.insert(args.end(), agent_flags_.begin(), agent_flags_.end());
+    agent_ = std::make_unique<Process>(args, dir_ + "/agent" + std::to_string(agent_starts_) + ".log");
     REQUIRE(agent_->WaitForLog("listening on").has_value());
   }
   void KillNexecMaster() {
@@ -193,6 +196,7 @@ class Harness {
   std::unique_ptr<jc::testing::TcpProxy> proxy_;
   std::unique_ptr<jc::testing::EventChaosProxy> chaos_;
   uint64_t seed_;
+  std::vector<std::string> agent_flags_;
   std::atomic<int> port_{0};
   int nexec_port_ = 0;
   int adapter_starts_ = 0, server_starts_ = 0, nexec_starts_ = 0, agent_starts_ = 0;
@@ -524,5 +528,101 @@ TEST_CASE("with the store down, creates answer 503 with Retry-After, reads of kn
   }));
   CHECK(jc::testing::WaitUntil(
       [&] { return rest.Get("/openapi/v1/trainjob/" + after).body["data"].value("status", "") == "completed"; }));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a federation job whose image has content runs in it at a nexec center, pulled there by digest, and "
+          "again in it after its agent is SIGKILLed mid-run [A4][A7][B6]",
+          "[A4][A7][B6]") {
+  if (geteuid() != 0) {
+    WARN("not run: running images needs root (CI runs as root)");
+    return;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  auto dir = std::filesystem::temp_directory_path() / ("jc-image-federation-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "center.yaml") << "center_id: local\nsecurity_grade: 3\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 64Mi}\n";
+  auto registry = jc::testing::OciRegistry::Start((dir / "registry").string(), JC_SOURCE_DIR);
+  INFO(registry.status().ToString());
+  REQUIRE(registry.ok());
+  auto digest = (*registry)->Push("demo/app", "v1", "inside the federation's image");
+  REQUIRE(digest.ok());
+  const std::string certs = std::filesystem::path((*registry)->ca_file()).parent_path().string();
+  Harness h(dir.string(), /*native=*/true, 1,
+            {"--registry_auth_file=" + (*registry)->auth_file(), "--registry_cert_dir=" + certs});
+  h.StartAdapter();
+  h.StartServer({"--data_dir=" + (dir / "data").string(), "--registry_ca_file=" + (*registry)->ca_file(),
+                 "--registry_auth_file=" + (*registry)->auth_file()});
+  h.AddCenter();
+  jc::testing::RestClient rest(h.port(), h.token());
+  // Registered by tag: the catalog resolves it to the digest, which is what runs.
+  auto image = rest.Post("/openapi/v1/images", {{"image_id", "app-oci"},
+                                                {"name", "app-oci"},
+                                                {"ai_center_id", "local"},
+                                                {"framework", "PyTorch"},
+                                                {"reference", (*registry)->host() + "/demo/app:v1"}});
+  INFO(image.body.dump());
+  REQUIRE(image.http_status == 200);
+  // The first attempt waits in its image until the agent is killed under it; the control
+  // plane retries the replica, and the new attempt runs in the image too.
+  json job = {{"name", "in-image"},
+              {"retryPolicy", {{"maxRetries", 2}}},
+              {"tasks", {{{"name", "t"},
+                          {"command", "cat /etc/jc-image; case $JC_ATTEMPT in 0) sleep 600;; esac"},
+                          {"resourceSpecId", "cpu-1"},
+                          {"imageId", "app-oci"},
+                          {"replicaNumber", 1}}}}};
+  auto created = rest.Post("/openapi/v1/trainjob", job);
+  INFO(created.body.dump());
+  REQUIRE(created.http_status == 200);
+  const std::string id = created.body["data"]["jobId"];
+  const std::string hex = digest->substr(7);
+  const auto pulled = dir / "agent-state" / "images" / hex / "ready";
+  REQUIRE(jc::testing::WaitUntil([&] { return std::filesystem::exists(pulled); }, std::chrono::seconds(60)));
+  REQUIRE(jc::testing::WaitUntil([&] {
+    return rest.Get("/openapi/v1/trainjob/" + id).body["data"].value("status", "") == "running";
+  }));
+  h.KillAgent();
+  h.StartAgent();
+  json done;
+  REQUIRE(jc::testing::WaitUntil(
+      [&] {
+        done = rest.Get("/openapi/v1/trainjob/" + id).body["data"];
+        return done.value("status", "") == "completed" || done.value("status", "") == "failed";
+      },
+      std::chrono::seconds(90)));
+  INFO(done.dump());
+  CHECK(done["status"] == "completed");
+  auto log = rest.http().Get(("/openapi/v1/trainjob/" + id + "/task/0/replica/0/log/content").c_str());
+  REQUIRE(log);
+  INFO(log->body);
+  CHECK(log->body.find("inside the federation's image") != std::string::npos);
+  // One pull: the retry found the image in the agent's store.
+  CHECK(std::filesystem::exists(pulled));
+
+  // The registry gone and the image no longer on the host: a job that needs it fails,
+  // the replica saying why (what `jcctl job get` shows as MESSAGE), and never runs bare.
+  registry->reset();
+  std::filesystem::remove_all(dir / "agent-state" / "images" / hex);
+  json lost = job;
+  lost["name"] = "registry-gone";
+  lost["retryPolicy"]["maxRetries"] = 0;
+  lost["tasks"][0]["command"] = "echo ran bare";
+  auto second = rest.Post("/openapi/v1/trainjob", lost);
+  REQUIRE(second.http_status == 200);
+  const std::string lost_id = second.body["data"]["jobId"];
+  json failed;
+  REQUIRE(jc::testing::WaitUntil(
+      [&] {
+        failed = rest.Get("/openapi/v1/trainjob/" + lost_id).body["data"];
+        return failed.value("status", "") == "failed" || failed.value("status", "") == "completed";
+      },
+      std::chrono::seconds(60)));
+  INFO(failed.dump());
+  CHECK(failed["status"] == "failed");
+  const std::string why = failed["taskInfos"][0]["replicaMessages"][0];
+  CHECK_THAT(why, Catch::Contains("cannot pull image "));
+  CHECK_THAT(why, Catch::Contains("/demo/app@" + *digest));
   std::filesystem::remove_all(dir);
 }

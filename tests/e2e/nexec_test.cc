@@ -4,6 +4,9 @@
 #include <grpcpp/grpcpp.h>
 #include <pwd.h>
 #include <signal.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -1170,6 +1173,42 @@ TEST_CASE("a job in its image holding a GPU gets that GPU's node, the host's dri
   CHECK(bare.find("gpu0") == std::string::npos);
   CHECK(bare.find("visible= host=\n") != std::string::npos);
   CHECK(bare.find("no driver\n") != std::string::npos);
+}
+
+TEST_CASE("a pull that takes longer than the agent's --image_pull_timeout ends its job saying so, and the job "
+          "never runs bare",
+          "[B6]") {
+  if (geteuid() != 0) {
+    WARN("not run: running images needs root (CI runs as root)");
+    return;
+  }
+  // A "registry" that takes connections and never answers (the kernel completes them in
+  // the listen backlog): the pull hangs in its TLS handshake.
+  int silent = socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(silent >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(silent, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  REQUIRE(listen(silent, 16) == 0);
+  socklen_t len = sizeof addr;
+  REQUIRE(getsockname(silent, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  const std::string ref = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/demo/app@sha256:" + std::string(64, 'e');
+
+  Cluster c("pull-timeout");
+  c.AddAgent("node1", "cpus=2,mem=4G", {"--image_pull_timeout=2s"});
+  REQUIRE(c.WaitHosts(1));
+  const auto started = std::chrono::steady_clock::now();
+  int64_t id = c.Submit({"--image", ref, "-o", c.path("job.out"), "--", "echo ran bare"});
+  REQUIRE(c.WaitState(id, "EXIT"));
+  const auto took = std::chrono::steady_clock::now() - started;
+  json ended = c.Job(id);
+  INFO(ended.dump());
+  CHECK_THAT(ended.value("reason", ""),
+             Catch::Contains("cannot pull image " + ref + ": the pull took longer than 2s (the agent's --image_pull_timeout)"));
+  CHECK(ReadFile(c.path("job.out")).find("ran bare") == std::string::npos);
+  CHECK(took < std::chrono::seconds(20));
+  close(silent);
 }
 
 TEST_CASE("an agent's image store past its limit drops the images used least recently, never one a task runs in",

@@ -217,17 +217,19 @@ std::string Describe(const json& job) {
   for (const auto& task : job.value("taskInfos", json::array())) {
     auto centers = task.value("centerIDs", json::array());
     auto status = task.value("replicaStatus", json::array());
+    auto messages = task.value("replicaMessages", json::array());
     for (size_t r = 0; r < status.size(); ++r) {
       rows.push_back({{"task", absl::StrCat(t, " (", task.value("name", ""), ")")},
                       {"replica", r},
                       {"status", status[r]},
                       {"center", r < centers.size() ? centers[r] : json("")},
-                      {"spec", task.value("resourceSpecId", "")}});
+                      {"spec", task.value("resourceSpecId", "")},
+                      {"message", r < messages.size() ? messages[r] : json("")}});
     }
     ++t;
   }
   std::string table = Table(rows, {Field("TASK", "task"), Field("REPLICA", "replica"), Field("STATUS", "status"),
-                                   Field("CENTER", "center"), Field("SPEC", "spec")});
+                                   Field("CENTER", "center"), Field("SPEC", "spec"), Field("MESSAGE", "message")});
   for (absl::string_view l : absl::StrSplit(table, '\n', absl::SkipEmpty())) out << "  " << l << "\n";
   return out.str();
 }
