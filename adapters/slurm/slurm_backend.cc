@@ -23,8 +23,11 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "adapters/sdk/file_range.h"
+#include "absl/strings/str_replace.h"
 #include "adapters/slurm/command.h"
+#include "common/oci/image_reference.h"
 #include "common/status_macros.h"
+#include "executor/agent/container_bundle.h"
 
 namespace jc::adapter {
 namespace fs = std::filesystem;
@@ -56,6 +59,17 @@ bool IsEnvName(absl::string_view name) {
 bool IsJobId(absl::string_view id) {
   int64_t n = 0;
   return !id.empty() && absl::SimpleAtoi(id, &n) && n > 0;
+}
+
+// An account's uid and gid, by name.
+absl::StatusOr<std::pair<uid_t, gid_t>> AccountIds(const std::string& name) {
+  passwd pw;
+  passwd* found = nullptr;
+  char buf[16384];
+  if (getpwnam_r(name.c_str(), &pw, buf, sizeof buf, &found) != 0 || found == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("no local account \"", name, "\" on the adapter's host"));
+  }
+  return std::pair<uid_t, gid_t>{found->pw_uid, found->pw_gid};
 }
 
 std::string CurrentUser() {
@@ -313,6 +327,49 @@ absl::StatusOr<std::string> SlurmBackend::FindByName(const std::string& name) {
   return found;
 }
 
+absl::StatusOr<std::string> ImageScript(const SlurmOptions& options, const std::string& image,
+                                        const std::string& command, uid_t uid, gid_t gid, const std::string& cwd) {
+  JC_ASSIGN_OR_RETURN(auto ref, oci::ImageReference::Parse(image));
+  if (ref.digest.empty()) return absl::InvalidArgumentError(absl::StrCat("image ", image, " is not named by digest"));
+  const std::string store = absl::StrReplaceAll(options.image_store, {{"%u", absl::StrCat(uid)}});
+  nexec::ContainerSpec spec;
+  spec.rootfs = absl::StrCat(store, "/", ref.digest.substr(7), "/rootfs");
+  spec.env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
+  // The job's environment as Slurm made it on the node, read from a file bound into the
+  // container (the bundle is written before the job runs; the file when it does).
+  spec.command = ". /tmp/.jc-env; exec /bin/sh -c " + ShellQuote(command);
+  spec.cwd = cwd;
+  spec.user.uid = uid;
+  spec.user.gid = gid;
+  spec.user.groups = {gid};
+  spec.rootless = uid != 0;
+  spec.userns_helper = options.userns_helper;
+  spec.cgroup = "@ID@";  // root: below the job's cgroup, named as the container
+  spec.mounts.push_back({"@BUNDLE@/env", "/tmp/.jc-env", {"bind", "ro"}});
+  const std::string config = nexec::ContainerConfig(spec).dump();
+  std::string s;
+  absl::StrAppend(&s, "store=", ShellQuote(store), "\n");
+  absl::StrAppend(&s, "id=jc-slurm-$SLURM_JOB_ID\n");
+  // The store is the account's own: one another account made first (in a shared /var/tmp)
+  // could hold a root file system of its choosing.
+  absl::StrAppend(&s, "[ -d \"$store\" ] || mkdir -p -m 700 \"$store\" || exit 125\n");
+  absl::StrAppend(&s, "if [ -L \"$store\" ] || [ ! -O \"$store\" ]; then echo \"jointcloud: the image store $store "
+                      "is not this account's own\" >&2; exit 125; fi\n");
+  absl::StrAppend(&s, "bundle=$(mktemp -d \"$store/.bundle.XXXXXX\") || exit 125\n");
+  absl::StrAppend(&s, "export -p | grep -v -E '^export (PATH|PWD|OLDPWD|SHLVL|HOME|TMPDIR|_)=' >\"$bundle/env\"\n");
+  absl::StrAppend(&s, "sed -e \"s|@BUNDLE@|$bundle|g\" -e \"s|@ID@|$id|g\" >\"$bundle/config.json\" <<'JC_CONFIG'\n", config,
+                  "\nJC_CONFIG\n");
+  // The runner's own configuration comes from the account's store, not from the
+  // submitter's environment (sbatch passes it on: HOME may be the adapter's).
+  std::string env = "HOME=\"$store\" XDG_RUNTIME_DIR=\"$store\" XDG_CONFIG_HOME=\"$store/.config\" ";
+  if (!options.registry_auth_file.empty()) absl::StrAppend(&env, "NEXEC_REGISTRY_AUTH_FILE=", ShellQuote(options.registry_auth_file), " ");
+  if (!options.registry_cert_dir.empty()) absl::StrAppend(&env, "NEXEC_REGISTRY_CERT_DIR=", ShellQuote(options.registry_cert_dir), " ");
+  absl::StrAppend(&s, env, "NEXEC_IMAGE_PULL_TIMEOUT_S=", options.image_pull_timeout_s, " ", ShellQuote(options.image_runner),
+                  " \"$store\" ", ShellQuote(ref.ToString()), " \"$bundle\" \"$id\"\n");
+  absl::StrAppend(&s, "rc=$?\nrm -rf \"$bundle\"\nexit $rc\n");
+  return s;
+}
+
 absl::StatusOr<std::string> SlurmBackend::Submit(const ReplicaLaunch& launch) {
   // The replica's name is the job's name: after an adapter crash the job is found again.
   JC_ASSIGN_OR_RETURN(std::string existing, FindByName(launch.name));
@@ -324,7 +381,17 @@ absl::StatusOr<std::string> SlurmBackend::Submit(const ReplicaLaunch& launch) {
     absl::StrAppend(&script, "export ", k, "=", ShellQuote(v), "\n");
   }
   absl::StrAppend(&script, "export JC_REPLICA_NAME=", ShellQuote(launch.name), "\n");
-  absl::StrAppend(&script, "exec /bin/sh -c ", ShellQuote(launch.command), "\n");
+  if (launch.image.empty()) {
+    absl::StrAppend(&script, "exec /bin/sh -c ", ShellQuote(launch.command), "\n");
+  } else {
+    if (options_.image_runner.empty()) {
+      return absl::FailedPreconditionError("this center runs commands on its hosts, not in images");
+    }
+    JC_ASSIGN_OR_RETURN(auto account, AccountIds(launch.user.empty() ? CurrentUser() : launch.user));
+    JC_ASSIGN_OR_RETURN(std::string run, ImageScript(options_, launch.image, launch.command, account.first,
+                                                     account.second, options_.log_dir));
+    absl::StrAppend(&script, run);
+  }
   // The script goes to a file of a name nobody can guess or have planted (the log
   // directory may be writable by the accounts replicas run as), created exclusively.
   std::string script_path = (fs::path(options_.log_dir) / (".jc-" + launch.name + "-XXXXXX")).string();

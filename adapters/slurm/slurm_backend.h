@@ -26,7 +26,28 @@ struct SlurmOptions {
   // The adapter's secret for tagging its jobs (created 0600 on first use; must belong to
   // the adapter's account and be readable by it alone). Empty: <log_dir>/.jc-replica-tag.key.
   std::string tag_key_file;
+  // Replicas in their images (issue 30 item 4): the batch script pulls the image by digest
+  // into the account's store on the node and runs the command in it with runc, as the
+  // account (rootless: a user namespace maps only it) or, for root, in a cgroup below the
+  // job's. `image_runner`: nexec-image-run on the nodes (empty: the adapter runs no
+  // images and refuses replicas whose image has content). `image_store`: each account's
+  // store on the nodes, `%u` its uid (it must be the account's own: a directory another
+  // account made is refused). Credentials and CAs must be readable by the accounts.
+  std::string image_runner;
+  std::string userns_helper;  // nexec-userns-exec on the nodes (for accounts other than root)
+  std::string image_store = "/var/tmp/jointcloud-images-%u";
+  std::string registry_auth_file;
+  std::string registry_cert_dir;
+  int64_t image_pull_timeout_s = 600;
 };
+
+// The part of a batch script that runs `command` in `image` (registry/repo@sha256:...) as
+// `account` (uid, gid): the store checked, a bundle made, the job's environment (as Slurm
+// set it on the node: SLURM_*, CUDA_VISIBLE_DEVICES, the replica's) handed in, and the
+// runner's exit status returned (125: the image could not be pulled; the reason is on
+// stderr). `cwd`: bound at its own path, the command's working directory.
+absl::StatusOr<std::string> ImageScript(const SlurmOptions& options, const std::string& image,
+                                        const std::string& command, uid_t uid, gid_t gid, const std::string& cwd);
 
 // The tag the adapter puts in its jobs' comment ("jc:" + 32 hex digits): HMAC-SHA256 of the
 // replica's name under the adapter's secret, so nobody else can make a job that passes for
@@ -66,6 +87,7 @@ class SlurmBackend final : public Backend {
       const std::vector<std::string>& external_ids) override;
   absl::StatusOr<std::string> ReadLog(const std::string& external_id, bool stderr, int64_t offset,
                                       int64_t max_bytes) override;
+  bool RunsImages() const override { return !options_.image_runner.empty(); }
 
  private:
   // Runs a Slurm client; a non-zero exit becomes an error carrying what it printed.

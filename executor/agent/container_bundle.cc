@@ -9,6 +9,10 @@ namespace jc::nexec {
 
 using json = nlohmann::json;
 
+namespace {
+constexpr const char* kUsernsHelper = "/tmp/.jc-userns-exec";  // below the private /tmp
+}  // namespace
+
 json ContainerConfig(const ContainerSpec& spec) {
   json gids = json::array();
   for (gid_t g : spec.user.groups) gids.push_back(g);
@@ -26,7 +30,16 @@ json ContainerConfig(const ContainerSpec& spec) {
   if (cwd != "/") {
     mounts.push_back({{"destination", cwd}, {"type", "bind"}, {"source", cwd}, {"options", {"rbind", "rw"}}});
   }
-  for (const ContainerMount& m : spec.gpu.mounts) {
+  std::vector<ContainerMount> binds = spec.gpu.mounts;
+  binds.insert(binds.end(), spec.mounts.begin(), spec.mounts.end());
+  if (spec.rootless) binds.push_back({spec.userns_helper, kUsernsHelper, {"bind", "ro", "nosuid", "nodev"}});
+  if (spec.rootless) {
+    // A user namespace cannot make device nodes: the host's are bound instead.
+    for (const ContainerDevice& node : spec.gpu.device_nodes) {
+      binds.push_back({node.host_path, node.container_path, {"rbind", "nosuid", "noexec"}});
+    }
+  }
+  for (const ContainerMount& m : binds) {
     json options = m.options;
     if (std::find(m.options.begin(), m.options.end(), "bind") == m.options.end() &&
         std::find(m.options.begin(), m.options.end(), "rbind") == m.options.end()) {
@@ -36,7 +49,7 @@ json ContainerConfig(const ContainerSpec& spec) {
   }
   json devices = json::array();
   json allowed = json::array({{{"allow", false}, {"access", "rwm"}}});
-  for (const ContainerDevice& node : spec.gpu.device_nodes) {
+  for (const ContainerDevice& node : spec.rootless ? std::vector<ContainerDevice>{} : spec.gpu.device_nodes) {
     struct stat st {};
     if (stat(node.host_path.c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) continue;
     const auto major_number = static_cast<int64_t>(major(st.st_rdev));
@@ -64,8 +77,27 @@ json ContainerConfig(const ContainerSpec& spec) {
         {"maskedPaths", {"/proc/kcore", "/proc/keys", "/proc/timer_list", "/sys/firmware"}},
         {"readonlyPaths", {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}}}},
   };
+  if (spec.rootless) {
+    auto& linux_config = config["linux"];
+    linux_config["namespaces"] = json::array({{{"type", "mount"}}, {{"type", "user"}}, {{"type", "pid"}}, {{"type", "ipc"}}});
+    linux_config["uidMappings"] = json::array({{{"containerID", 0}, {"hostID", spec.user.uid}, {"size", 1}}});
+    linux_config["gidMappings"] = json::array({{{"containerID", 0}, {"hostID", spec.user.gid}, {"size", 1}}});
+    linux_config.erase("cgroupsPath");
+    linux_config.erase("devices");
+    linux_config.erase("resources");
+    // Root in the container's user namespace (the user outside) only long enough for the
+    // helper to map the user's ids below it; the command then has none of these. SETFCAP:
+    // the kernel lets a namespace map its parent's root (as the helper's does) only when
+    // its creator held it.
+    auto& process = config["process"];
+    process["user"] = {{"uid", 0}, {"gid", 0}, {"additionalGids", json::array()}};
+    process["args"] = {kUsernsHelper, std::to_string(spec.user.uid), std::to_string(spec.user.gid), "/bin/sh", "-c",
+                       spec.command};
+    const json caps = {"CAP_SETUID", "CAP_SETGID", "CAP_SETFCAP"};
+    process["capabilities"] = {{"bounding", caps}, {"effective", caps}, {"permitted", caps}};
+  }
   if (!spec.gpu.hooks.empty()) config["hooks"] = spec.gpu.hooks;
-  if (spec.user.uid == 0) {
+  if (spec.user.uid == 0 && !spec.rootless) {
     // Root inside only where the task's user is root on the host (the queue allowed it).
     const json caps = {"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETGID",
                        "CAP_SETUID", "CAP_NET_BIND_SERVICE"};

@@ -37,6 +37,16 @@ struct ContainerSpec {
   // The container's cgroup, relative to runc's own (the task's, where the agent contains
   // it; the root of hierarchies it does not): unique on the host, as the container id.
   std::string cgroup;
+  // Rootless: the task's user runs runc itself (a Slurm job's batch script does). runc
+  // maps root inside to that user (the one id an unprivileged account may map), and
+  // `userns_helper` (nexec-userns-exec, bound at /tmp/.jc-userns-exec) nests a user
+  // namespace mapping the user's own uid and gid to it, so the command runs as the user
+  // (no other groups, no capabilities). PID and IPC namespaces of its own (for /proc and
+  // /dev/mqueue); device nodes are bound rather than made, and no cgroup is asked for:
+  // the batch system's cgroup around the script contains it.
+  bool rootless = false;
+  std::string userns_helper;
+  std::vector<ContainerMount> mounts;  // more binds (e.g. a Slurm job's environment file)
 };
 
 // The bundle's config.json (OCI runtime spec 1.0).

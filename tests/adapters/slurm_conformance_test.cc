@@ -3,17 +3,20 @@
 // scripts/slurm.sh and names in JC_TEST_SLURM_CONF. Without it these tests fail, saying
 // why: a missing cluster is never green.
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "adapters/sdk/conformance/conformance.h"
 #include "adapters/slurm/command.h"
 #include "adapters/slurm/slurm_backend.h"
+#include "tests/testing/oci_registry.h"
 #include "tests/testing/process.h"
 #include "tests/testing/test_account.h"
 
@@ -205,6 +208,139 @@ TEST_CASE("Slurm adapter: a spec the cluster can never run is refused with Slurm
   CHECK(id.status().code() == absl::StatusCode::kFailedPrecondition);
   CHECK(absl::StrContains(id.status().message(), "sbatch"));
   CHECK(absl::StrContains(id.status().message(), "not available"));
+}
+
+}  // namespace
+}  // namespace jc::adapter::conformance
+
+namespace jc::adapter::conformance {
+namespace {
+
+// The replica's output once Slurm ended its job; "" when it did not in a minute.
+std::string OutputWhenEnded(SlurmBackend& backend, const std::string& id, pb::ReplicaState* state) {
+  bool ended = jc::testing::WaitUntil(
+      [&] {
+        auto seen = backend.Poll({id});
+        if (!seen.ok() || !seen->contains(id)) return false;
+        *state = seen->at(id).state;
+        return *state == pb::REPLICA_SUCCEEDED || *state == pb::REPLICA_FAILED;
+      },
+      std::chrono::seconds(90));
+  if (!ended) return "";
+  return backend.ReadLog(id, false, 0, 8192).value_or("") + backend.ReadLog(id, true, 0, 8192).value_or("");
+}
+
+TEST_CASE("Slurm adapter: a replica naming an image runs in it on the node, pulled there by digest, as its account "
+          "(rootless for an unprivileged one), and never bare [A14][A4][B6]",
+          "[A14][A4][slurm]") {
+  if (!Cluster().error.empty()) FAIL("Slurm cannot be tested here: " << Cluster().error);
+  if (geteuid() != 0) {
+    WARN("not run: Slurm jobs for other accounts need root (CI runs as root)");
+    return;
+  }
+  const auto dir = Cluster().log_dir.parent_path() / ("jc-slurm-images-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  auto registry = jc::testing::OciRegistry::Start((dir / "registry").string(), JC_SOURCE_DIR);
+  INFO(registry.status().ToString());
+  REQUIRE(registry.ok());
+  auto digest = (*registry)->Push("demo/app", "v1", "inside the Slurm job's image");
+  REQUIRE(digest.ok());
+  // What the nodes have: the runner, the registry's credentials and CA, readable by every
+  // account replicas run as.
+  const auto shared = dir / "shared";
+  std::filesystem::create_directories(shared / "certs");
+  std::filesystem::copy_file(JC_IMAGE_RUNNER, shared / "nexec-image-run");
+  std::filesystem::copy_file(std::filesystem::path(JC_IMAGE_RUNNER).parent_path() / "nexec-userns-exec",
+                             shared / "nexec-userns-exec");
+  std::filesystem::copy_file((*registry)->auth_file(), shared / "auth.json");
+  std::filesystem::copy_file((*registry)->ca_file(), shared / "certs" / "ca.crt");
+  for (const auto& p : {dir, shared, shared / "certs"}) {
+    std::filesystem::permissions(p, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                                        std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                                        std::filesystem::perms::others_exec);
+  }
+  for (const auto& f : {shared / "nexec-image-run", shared / "nexec-userns-exec", shared / "auth.json",
+                        shared / "certs" / "ca.crt"}) {
+    std::filesystem::permissions(f, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                                        std::filesystem::perms::others_read | std::filesystem::perms::others_exec |
+                                        std::filesystem::perms::group_exec);
+  }
+  // The stores' directory is everyone's, as /var/tmp is (sticky): each account makes its own.
+  std::filesystem::permissions(dir, std::filesystem::perms::all | std::filesystem::perms::sticky_bit);
+  SlurmOptions options = Cluster().Options();
+  options.image_runner = (shared / "nexec-image-run").string();
+  options.userns_helper = (shared / "nexec-userns-exec").string();
+  options.image_store = (dir / "store-%u").string();
+  options.registry_auth_file = (shared / "auth.json").string();
+  options.registry_cert_dir = (shared / "certs").string();
+  SlurmBackend backend(options);
+  CHECK(backend.RunsImages());
+  const std::string image = (*registry)->host() + "/demo/app@" + *digest;
+  auto launch_of = [&](const std::string& tag, const std::string& user) {
+    ReplicaLaunch launch;
+    launch.key.set_job_id(absl::StrCat("img", tag, getpid(), "x", absl::ToUnixMillis(absl::Now())));
+    launch.name = ReplicaName(launch.key);
+    launch.command = "cat /etc/jc-image; id -u; echo \"job=$SLURM_JOB_ID replica=$JC_REPLICA_NAME\"";
+    launch.image = image;
+    launch.user = user;
+    launch.env["JC_PROBE"] = "from the replica";
+    launch.spec.set_resource_spec_id("small");
+    launch.spec.mutable_quantity()->set_cpu(1);
+    launch.spec.mutable_quantity()->set_memory_mb(512);
+    return launch;
+  };
+
+  // As root (the adapter's own account here): in a cgroup below the job's.
+  ReplicaLaunch as_root = launch_of("root", "");
+  auto id = backend.Submit(as_root);
+  INFO(id.status().ToString());
+  REQUIRE(id.ok());
+  pb::ReplicaState state = pb::REPLICA_PENDING;
+  std::string out = OutputWhenEnded(backend, *id, &state);
+  INFO(out);
+  CHECK(state == pb::REPLICA_SUCCEEDED);
+  CHECK(absl::StrContains(out, "inside the Slurm job's image\n0\njob=" + *id + " replica=" + as_root.name + "\n"));
+  CHECK(std::filesystem::exists(dir / "store-0" / digest->substr(7) / "ready"));
+
+  // As an unprivileged account: rootless, the same user inside, its own store.
+  jc::testing::TestAccount account("jc-slurm-img");
+  ReplicaLaunch as_account = launch_of("user", account.name);
+  id = backend.Submit(as_account);
+  INFO(id.status().ToString());
+  REQUIRE(id.ok());
+  out = OutputWhenEnded(backend, *id, &state);
+  INFO(out);
+  CHECK(state == pb::REPLICA_SUCCEEDED);
+  CHECK(absl::StrContains(out, "inside the Slurm job's image\n" + std::to_string(account.uid) + "\n"));
+  const auto store = dir / ("store-" + std::to_string(account.uid));
+  struct stat st {};
+  REQUIRE(stat(store.c_str(), &st) == 0);
+  CHECK(st.st_uid == account.uid);
+  CHECK((st.st_mode & 0777) == 0700);
+
+  // A store another account made first is refused: the job fails saying so, never
+  // running anything from it.
+  jc::testing::TestAccount victim("jc-slurm-vic");
+  std::filesystem::create_directories(dir / ("store-" + std::to_string(victim.uid)));
+  std::filesystem::permissions(dir / ("store-" + std::to_string(victim.uid)), std::filesystem::perms::all);
+  id = backend.Submit(launch_of("squat", victim.name));
+  REQUIRE(id.ok());
+  out = OutputWhenEnded(backend, *id, &state);
+  INFO(out);
+  CHECK(state == pb::REPLICA_FAILED);
+  CHECK(absl::StrContains(out, "is not this account's own"));
+  CHECK_FALSE(absl::StrContains(out, "inside the Slurm job's image"));
+
+  // A digest the registry does not have: the job fails with the registry's reason.
+  ReplicaLaunch missing = launch_of("missing", "");
+  missing.image = (*registry)->host() + "/demo/app@sha256:" + std::string(64, '0');
+  id = backend.Submit(missing);
+  REQUIRE(id.ok());
+  out = OutputWhenEnded(backend, *id, &state);
+  INFO(out);
+  CHECK(state == pb::REPLICA_FAILED);
+  CHECK(absl::StrContains(out, "cannot pull image"));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -143,3 +143,47 @@ TEST_CASE("without a CDI spec a task gets its GPUs' nodes and the driver's direc
   REQUIRE(bare.ok());
   CHECK(bare->Describe() == "device nodes only");
 }
+
+TEST_CASE("a rootless bundle maps root to the account, and the helper runs the command as the account's own ids, "
+          "with no cgroup asked for and GPU nodes bound (issue 30 item 4)",
+          "[B6]") {
+  ContainerSpec spec;
+  spec.rootfs = "/var/tmp/jointcloud-images-1001/abc/rootfs";
+  spec.command = "python3 train.py";
+  spec.user.uid = 1001;
+  spec.user.gid = 1002;
+  spec.user.groups = {1002, 27};
+  spec.rootless = true;
+  spec.userns_helper = "/usr/lib/jointcloud/nexec-userns-exec";
+  spec.cgroup = "jc-slurm-7";
+  spec.gpu.device_nodes = {{"/dev/null", "/dev/nvidia0"}};
+  auto config = ContainerConfig(spec);
+  const auto& linux_config = config["linux"];
+  CHECK(linux_config["uidMappings"] == nlohmann::json::parse(R"([{"containerID":0,"hostID":1001,"size":1}])"));
+  CHECK(linux_config["gidMappings"] == nlohmann::json::parse(R"([{"containerID":0,"hostID":1002,"size":1}])"));
+  CHECK_FALSE(linux_config.contains("cgroupsPath"));  // the batch system's cgroup holds it
+  CHECK_FALSE(linux_config.contains("devices"));      // a user namespace makes no nodes
+  bool user_ns = false;
+  for (const auto& ns : linux_config["namespaces"]) user_ns |= ns["type"] == "user";
+  CHECK(user_ns);
+  const auto& process = config["process"];
+  CHECK(process["args"] == nlohmann::json::parse(
+                               R"(["/tmp/.jc-userns-exec","1001","1002","/bin/sh","-c","python3 train.py"])"));
+  CHECK(process["user"]["uid"] == 0);
+  CHECK(process["user"]["additionalGids"].empty());
+  CHECK(process["noNewPrivileges"] == true);
+  bool helper = false, gpu = false;
+  for (const auto& m : config["mounts"]) {
+    helper |= m["destination"] == "/tmp/.jc-userns-exec" && m["source"] == spec.userns_helper;
+    gpu |= m["destination"] == "/dev/nvidia0" && m["source"] == "/dev/null" && m["type"] == "bind";
+  }
+  CHECK(helper);
+  CHECK(gpu);
+
+  // Not rootless (root's job, or nexec's agent): the ids are set by runc, no helper.
+  spec.rootless = false;
+  auto rootful = ContainerConfig(spec);
+  CHECK(rootful["process"]["user"]["uid"] == 1001);
+  CHECK(rootful["process"]["args"][0] == "/bin/sh");
+  CHECK(rootful["linux"]["cgroupsPath"] == "jc-slurm-7");
+}
