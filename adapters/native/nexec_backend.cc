@@ -132,6 +132,9 @@ absl::StatusOr<std::string> NexecBackend::Submit(const ReplicaLaunch& launch) {
   spec->set_submit_key(launch.name);  // an adapter killed mid-submit and restarted gets the same job back
   spec->set_command(launch.command);
   spec->set_image(launch.image);  // nexec pulls and runs it (ADR 0010)
+  if (!launch.image.empty()) {
+    for (const auto& dir : launch.read_only_dirs) spec->add_read_only_dirs(dir);  // its datasets
+  }
   spec->set_user(launch.user.empty() ? CurrentUser() : launch.user);
   spec->set_queue(queue_);
   spec->set_project(launch.project);  // -P: the center's limits over projects apply to it (B7)
@@ -163,6 +166,9 @@ absl::StatusOr<std::vector<std::string>> NexecBackend::SubmitGang(
     spec->set_submit_key(name);
     spec->set_command(launches[0].command);
     spec->set_image(launches[0].image);
+    if (!launches[0].image.empty()) {
+      for (const auto& dir : launches[0].read_only_dirs) spec->add_read_only_dirs(dir);
+    }
     spec->set_user(launches[0].user.empty() ? CurrentUser() : launches[0].user);
     spec->set_queue(queue_);
     spec->set_project(launches[0].project);

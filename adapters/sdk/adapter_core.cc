@@ -291,6 +291,34 @@ absl::StatusOr<ReplicaLaunch> AdapterCore::Validate(const pb::SubmitReplicaReque
   }
   l.project = req.project();
   l.env = {req.env().begin(), req.env().end()};
+  // Where each of the task's datasets is at this center (a staged copy, one its YAML
+  // lists, or one under data_dir): JC_DATASETS for the command; those on the center's file
+  // system are bound read-only into its image. A dataset not here is left to the command.
+  std::vector<std::string> located;
+  for (const auto& key : req.datasets()) {
+    const size_t colon = key.rfind(':');
+    const std::string name = key.substr(0, colon);
+    const std::string version = colon == std::string::npos ? "" : key.substr(colon + 1);
+    std::string where;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& d : center_.datasets) {
+        if (d.data_name() == name && d.data_version() == version) where = d.url();
+      }
+    }
+    if (where.empty() && !center_.data_dir.empty()) {
+      auto dir = PathInside(center_.data_dir, {name, version.empty() ? std::string("latest") : version});
+      std::error_code ec;
+      if (dir.ok() && std::filesystem::is_directory(*dir, ec)) where = "file://" + dir->string();
+    }
+    if (where.empty()) continue;
+    if (absl::StartsWith(where, "file://")) {
+      where = where.substr(7);
+      l.read_only_dirs.push_back(where);
+    }
+    located.push_back(key + "=" + where);
+  }
+  if (!located.empty()) l.env["JC_DATASETS"] = absl::StrJoin(located, " ");
   l.spec = *spec;
   l.spec_digest = SpecDigest(req);
   return l;

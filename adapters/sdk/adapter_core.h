@@ -99,7 +99,7 @@ class AdapterCore {
   CoreOptions options_;
   EventLog<pb::ReplicaEvent> events_;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable submitted_cv_;
   std::map<std::string, pb::Replica> replicas_;  // by name
   std::set<std::string> submitting_;             // names whose submit is under way

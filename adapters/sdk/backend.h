@@ -33,6 +33,9 @@ struct ReplicaLaunch {
   std::string project;  // the federation project the job belongs to (center limits may count it)
   std::string image_id;
   std::string image;  // its content, registry/repository@sha256:...; empty: on the host
+  // The task's datasets on the center's file system: bound read-only into its image (the
+  // replica's JC_DATASETS says where each is).
+  std::vector<std::string> read_only_dirs;
   std::map<std::string, std::string> env;
   pb::SpecOffer spec;  // the resource spec, with its quantities
   std::string spec_digest;  // of what the submit asked for (see Replica.spec_digest)

@@ -328,7 +328,8 @@ absl::StatusOr<std::string> SlurmBackend::FindByName(const std::string& name) {
 }
 
 absl::StatusOr<std::string> ImageScript(const SlurmOptions& options, const std::string& image,
-                                        const std::string& command, uid_t uid, gid_t gid, const std::string& cwd) {
+                                        const std::string& command, uid_t uid, gid_t gid, const std::string& cwd,
+                                        const std::vector<std::string>& read_only_dirs) {
   JC_ASSIGN_OR_RETURN(auto ref, oci::ImageReference::Parse(image));
   if (ref.digest.empty()) return absl::InvalidArgumentError(absl::StrCat("image ", image, " is not named by digest"));
   const std::string store = absl::StrReplaceAll(options.image_store, {{"%u", absl::StrCat(uid)}});
@@ -346,6 +347,7 @@ absl::StatusOr<std::string> ImageScript(const SlurmOptions& options, const std::
   spec.userns_helper = options.userns_helper;
   spec.cgroup = "@ID@";  // root: below the job's cgroup, named as the container
   spec.mounts.push_back({"@BUNDLE@/env", "/tmp/.jc-env", {"bind", "ro"}});
+  for (const auto& dir : read_only_dirs) spec.mounts.push_back({dir, dir, {"rbind", "ro", "nosuid", "nodev"}});
   const std::string config = nexec::ContainerConfig(spec).dump();
   std::string s;
   absl::StrAppend(&s, "store=", ShellQuote(store), "\n");
@@ -389,7 +391,7 @@ absl::StatusOr<std::string> SlurmBackend::Submit(const ReplicaLaunch& launch) {
     }
     JC_ASSIGN_OR_RETURN(auto account, AccountIds(launch.user.empty() ? CurrentUser() : launch.user));
     JC_ASSIGN_OR_RETURN(std::string run, ImageScript(options_, launch.image, launch.command, account.first,
-                                                     account.second, options_.log_dir));
+                                                     account.second, options_.log_dir, launch.read_only_dirs));
     absl::StrAppend(&script, run);
   }
   // The script goes to a file of a name nobody can guess or have planted (the log

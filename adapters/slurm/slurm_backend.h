@@ -47,7 +47,8 @@ struct SlurmOptions {
 // runner's exit status returned (125: the image could not be pulled; the reason is on
 // stderr). `cwd`: bound at its own path, the command's working directory.
 absl::StatusOr<std::string> ImageScript(const SlurmOptions& options, const std::string& image,
-                                        const std::string& command, uid_t uid, gid_t gid, const std::string& cwd);
+                                        const std::string& command, uid_t uid, gid_t gid, const std::string& cwd,
+                                        const std::vector<std::string>& read_only_dirs = {});
 
 // The tag the adapter puts in its jobs' comment ("jc:" + 32 hex digits): HMAC-SHA256 of the
 // replica's name under the adapter's secret, so nobody else can make a job that passes for

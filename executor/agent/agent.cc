@@ -544,6 +544,7 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   t.pids_limit = req.pids_limit();
   t.denied_devices = GpuDevicesNotHeld(t.gpus);
   t.image = req.image();
+  t.read_only_dirs = {req.read_only_dirs().begin(), req.read_only_dirs().end()};
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (int gpu : t.gpus) {

@@ -308,6 +308,10 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
     for (const auto& [k, v] : env) spec.env.push_back(k + "=" + v);
     ApplyEnv(gpu_edits->env, &spec.env);
     spec.gpu = std::move(*gpu_edits);
+    for (const auto& dir : t.read_only_dirs) {
+      // Bound by runc as root: the container's user still reads only what its uid may.
+      spec.mounts.push_back({dir, dir, {"rbind", "ro", "nosuid", "nodev"}});
+    }
     spec.command = t.command;
     spec.cwd = cwd;
     spec.user = *user;

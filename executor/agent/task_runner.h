@@ -56,6 +56,7 @@ struct TaskLaunch {
   // CUDA_VISIBLE_DEVICES names them so: only their nodes exist there, renumbered from 0).
   std::string image;
   std::vector<std::string> gpu_uuids;
+  std::vector<std::string> read_only_dirs;  // bound read-only at their own paths (datasets)
 };
 
 // How tasks run in their images: the runner script and where images and bundles are kept.

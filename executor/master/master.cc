@@ -262,6 +262,12 @@ absl::StatusOr<JobRequest> Master::BuildRequest(const pb::JobSpec& spec, int64_t
     }
     if (spec.interactive()) return absl::InvalidArgumentError("--image: interactive jobs do not run in images yet");
   }
+  for (const auto& dir : spec.read_only_dirs()) {
+    if (spec.image().empty()) return absl::InvalidArgumentError("read-only directories are bound only into an image");
+    if (dir.empty() || dir[0] != '/' || absl::StrContains(dir, "/../") || absl::EndsWith(dir, "/..")) {
+      return absl::InvalidArgumentError(absl::StrCat("read-only directory \"", dir, "\" is not an absolute path"));
+    }
+  }
   r.run_limit = absl::Seconds(spec.run_limit_seconds());
   r.max_slots = spec.max_slots();
   JC_ASSIGN_OR_RETURN(r.requirement, ParseRequirement(spec.requirement()));
@@ -521,6 +527,7 @@ pb::LaunchRequest Master::MakeLaunch(const pb::Job& job) const {
   *l.mutable_env() = job.spec().env();
   l.set_cwd(job.spec().cwd());
   l.set_image(job.spec().image());
+  *l.mutable_read_only_dirs() = job.spec().read_only_dirs();
   if (!job.tasks().empty()) {
     *l.mutable_gpus() = job.tasks(0).gpus();
     AddAssignedUnits(job, job.tasks(0).host(), &l);

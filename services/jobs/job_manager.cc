@@ -1074,6 +1074,7 @@ std::optional<apb::SubmitReplicaRequest> JobManager::SubmitRequest(const Dispatc
   // The center maps these to the local account the replica runs as (run_as).
   req.set_project(r.request().project());
   req.set_job_user(r.request().user_name());
+  for (const auto& dataset : task.datasets()) req.add_datasets(dataset);
   auto& env = *req.mutable_env();
   env["JC_JOB_ID"] = r.job_id();
   env["JC_TASK_INDEX"] = absl::StrCat(rep.task_index());

@@ -10,7 +10,14 @@
 // the agent's store), each `true` under runc in the task's cgroup, against the contained
 // bare start of the same run.
 //
-//   build/tests/bench/task_start_bench [n=300] [image]   (as root, on a host with cgroups)
+// With `image burst [pad_mb]`, also 64 tasks at once over 16 agents' runners (each its
+// own cgroup directory and image store, as 16 hosts would have; here they share this
+// host's cores): the time from the first launch until all 64 ended, bare, in the image
+// with every store empty (16 pulls; the other 48 tasks wait for their host's), and again
+// with the stores filled. `pad_mb` makes the image that much bigger (random data: a
+// framework-sized cold pull).
+//
+//   build/tests/bench/task_start_bench [n=300] [image [burst [pad_mb]]]   (as root, with cgroups)
 
 #include <unistd.h>
 
@@ -19,7 +26,9 @@
 #include <filesystem>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
+#include <vector>
 #include <thread>
 
 #include "executor/agent/task_cgroup.h"
@@ -50,6 +59,40 @@ double MeanMillis(jc::nexec::TaskRunner& runner, int n, const std::string& tag, 
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / n;
 }
 
+// Launches `tasks` tasks round robin over `runners` at once and waits until all ended;
+// returns the milliseconds from the first launch to the last exit.
+double BurstMillis(std::vector<std::unique_ptr<jc::nexec::TaskRunner>>& runners, int tasks, const std::string& tag,
+                   const std::string& image) {
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < tasks; ++i) {
+    jc::nexec::TaskLaunch t;
+    t.key = tag + std::to_string(i);
+    t.command = "true";
+    t.image = image;
+    auto pid = runners[i % runners.size()]->Launch(t);
+    if (!pid.ok()) {
+      std::fprintf(stderr, "launch: %s\n", pid.status().ToString().c_str());
+      std::exit(1);
+    }
+  }
+  int ended = 0;
+  while (ended < tasks) {
+    bool any = false;
+    for (auto& r : runners) {
+      for (const auto& e : r->Reap()) {
+        any = true;
+        ++ended;
+        if (e.exit_code != 0) {
+          std::fprintf(stderr, "task %s ended %d %s\n", e.key.c_str(), e.exit_code, e.killed_because.c_str());
+          std::exit(1);
+        }
+      }
+    }
+    if (!any) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -77,6 +120,9 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "registry: %s\n", registry.status().ToString().c_str());
       return 1;
     }
+    const bool burst = argc > 3 && std::string(argv[3]) == "burst";
+    const int pad_mb = argc > 4 ? std::atoi(argv[4]) : 0;
+    if (pad_mb > 0) setenv("JC_IMAGE_PAD_MB", std::to_string(pad_mb).c_str(), 1);
     auto digest = (*registry)->Push("bench/busybox", "v1", "bench");
     if (!digest.ok()) {
       std::fprintf(stderr, "push: %s\n", digest.status().ToString().c_str());
@@ -96,6 +142,28 @@ int main(int argc, char** argv) {
     std::printf("in its image (runc): first task %.1f ms (pull and unpack included), then mean of %d %.1f ms: "
                 "%.1f ms more than contained bare\n",
                 cold, m, warm, warm - c);
+    if (burst) {
+      constexpr int kAgents = 16, kTasks = 64;
+      std::vector<std::unique_ptr<jc::nexec::TaskRunner>> runners;
+      for (int k = 0; k < kAgents; ++k) {
+        auto agent_layout = *layout;
+        for (auto& [controller, d] : agent_layout.dirs) d += "." + std::to_string(k);
+        auto r = std::make_unique<jc::nexec::TaskRunner>();
+        r->ContainIn(agent_layout);
+        jc::nexec::ImageRunning own = images;
+        own.store = dir + "/store-" + std::to_string(k);
+        std::filesystem::create_directories(own.store);
+        r->RunImagesWith(own);
+        runners.push_back(std::move(r));
+      }
+      const double bare_burst = BurstMillis(runners, kTasks, "burst-bare-", "");
+      const double cold_burst = BurstMillis(runners, kTasks, "burst-cold-", ref);
+      const double warm_burst = BurstMillis(runners, kTasks, "burst-warm-", ref);
+      std::printf("%d tasks at once over %d agents (image %s%d MB of padding): all ended after bare %.0f ms, in the "
+                  "image with empty stores %.0f ms (%d pulls), with filled stores %.0f ms: %.0f ms more than bare\n",
+                  kTasks, kAgents, pad_mb > 0 ? "with " : "", pad_mb, bare_burst, cold_burst, kAgents, warm_burst,
+                  warm_burst - bare_burst);
+    }
     std::filesystem::remove_all(dir);
   }
   return 0;

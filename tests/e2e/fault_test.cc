@@ -542,7 +542,12 @@ TEST_CASE("a federation job whose image has content runs in it at a nexec center
   auto dir = std::filesystem::temp_directory_path() / ("jc-image-federation-" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  std::ofstream(dir / "center.yaml") << "center_id: local\nsecurity_grade: 3\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 64Mi}\n";
+  // A dataset on the center's file system, which the job's image lacks: bound read-only.
+  std::filesystem::create_directories(dir / "mnist");
+  std::ofstream(dir / "mnist" / "train.csv") << "label,pixels\n";
+  std::ofstream(dir / "center.yaml") << "center_id: local\nsecurity_grade: 3\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 64Mi}\n"
+                                     << "datasets:\n  - {name: mnist, version: v1, url: file://" << (dir / "mnist").string()
+                                     << "}\n";
   auto registry = jc::testing::OciRegistry::Start((dir / "registry").string(), JC_SOURCE_DIR);
   INFO(registry.status().ToString());
   REQUIRE(registry.ok());
@@ -564,14 +569,27 @@ TEST_CASE("a federation job whose image has content runs in it at a nexec center
                                                 {"reference", (*registry)->host() + "/demo/app:v1"}});
   INFO(image.body.dump());
   REQUIRE(image.http_status == 200);
+  REQUIRE(rest.Send("PATCH", "/openapi/v1/centers/local", json{{"data_roots", {dir.string()}}}.dump()).http_status == 200);
+  auto dataset = rest.Post("/openapi/v1/datasets",
+                           {{"data_name", "mnist"},
+                            {"data_version", "v1"},
+                            {"created_user", "alice"},
+                            {"size_mb", 1},
+                            {"location", {{{"ai_center_id", "local"}, {"dataset_url", "file://" + (dir / "mnist").string()},
+                                           {"access", "r"}, {"network_topology", "cn/local"}}}}});
+  INFO(dataset.body.dump());
+  REQUIRE(dataset.http_status == 200);
   // The first attempt waits in its image until the agent is killed under it; the control
   // plane retries the replica, and the new attempt runs in the image too.
   json job = {{"name", "in-image"},
               {"retryPolicy", {{"maxRetries", 2}}},
               {"tasks", {{{"name", "t"},
-                          {"command", "cat /etc/jc-image; case $JC_ATTEMPT in 0) sleep 600;; esac"},
+                          {"command", "cat /etc/jc-image; echo \"$JC_DATASETS\"; cat " + (dir / "mnist/train.csv").string() +
+                                          "; echo x > " + (dir / "mnist/new").string() + " || echo read-only; "
+                                          "case $JC_ATTEMPT in 0) sleep 600;; esac"},
                           {"resourceSpecId", "cpu-1"},
                           {"imageId", "app-oci"},
+                          {"datasets", {"mnist:v1"}},
                           {"replicaNumber", 1}}}}};
   auto created = rest.Post("/openapi/v1/trainjob", job);
   INFO(created.body.dump());
@@ -598,6 +616,10 @@ TEST_CASE("a federation job whose image has content runs in it at a nexec center
   REQUIRE(log);
   INFO(log->body);
   CHECK(log->body.find("inside the federation's image") != std::string::npos);
+  // Its dataset: where it is said to be, readable there, and not writable.
+  CHECK(log->body.find("mnist:v1=" + (dir / "mnist").string() + "\nlabel,pixels\n") != std::string::npos);
+  CHECK(log->body.find("read-only") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir / "mnist" / "new"));
   // One pull: the retry found the image in the agent's store.
   CHECK(std::filesystem::exists(pulled));
 
@@ -609,6 +631,7 @@ TEST_CASE("a federation job whose image has content runs in it at a nexec center
   lost["name"] = "registry-gone";
   lost["retryPolicy"]["maxRetries"] = 0;
   lost["tasks"][0]["command"] = "echo ran bare";
+  lost["tasks"][0].erase("datasets");
   auto second = rest.Post("/openapi/v1/trainjob", lost);
   REQUIRE(second.http_status == 200);
   const std::string lost_id = second.body["data"]["jobId"];

@@ -633,7 +633,7 @@ TEST_CASE("a task's dataset is staged to its center from the source datamon pick
   std::string staged = (n.beta.dir / "data" / "corpus" / "v1" / "part-0").string();
   json job = {{"name", "staged"},
               {"tasks", {{{"name", "read"},
-                          {"command", "cat " + staged},
+                          {"command", "echo \"$JC_DATASETS\"; cat " + staged},
                           {"resourceSpecId", "cpu-1"},
                           {"replicaNumber", 2},
                           {"centerIDs", {"beta"}},
@@ -642,7 +642,10 @@ TEST_CASE("a task's dataset is staged to its center from the source datamon pick
   json done = n.WaitForStatus(id, "completed");
   CHECK(done["taskInfos"][0]["centerIDs"] == json::array({"beta", "beta"}));
   auto url = n.rest->Get("/openapi/v1/trainjob/" + id + "/task/0/replica/1/log").body["data"]["logUrl"];
-  CHECK(n.rest->http().Get(url.get<std::string>().c_str())->body.find("hello data") != std::string::npos);
+  const std::string log = n.rest->http().Get(url.get<std::string>().c_str())->body;
+  CHECK(log.find("hello data") != std::string::npos);
+  // The replica is told where its dataset is at its center.
+  CHECK(log.find("corpus:v1=" + (n.beta.dir / "data" / "corpus" / "v1").string() + "\n") != std::string::npos);
   // Datamon now knows the copy at beta, so the next job finds the data there.
   auto dataset = n.rest->Get("/openapi/v1/datasets/corpus/v1").body["data"];
   INFO(dataset.dump());

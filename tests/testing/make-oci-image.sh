@@ -4,7 +4,8 @@
 # names the image: a command that reads it succeeds only inside the image.
 #   make-oci-image.sh DIR TAG TEXT [ARCH]  ->  an OCI image layout in DIR holding TAG (for
 #   linux/ARCH, amd64 by default; busybox is this host's whatever ARCH says)
-# Push it with `skopeo copy oci:DIR:TAG docker://HOST/REPO:TAG`.
+# Push it with `skopeo copy oci:DIR:TAG docker://HOST/REPO:TAG`. With $JC_IMAGE_PAD_MB, the
+# image also holds that many MB of random data (/opt/pad), as a framework image would.
 set -euo pipefail
 dir=${1:?usage: make-oci-image.sh DIR TAG TEXT}
 tag=${2:?usage: make-oci-image.sh DIR TAG TEXT}
@@ -17,6 +18,10 @@ mkdir -p "$root/bin" "$root/etc" "$root/tmp" "$root/proc" "$root/sys" "$root/dev
 cp "$busybox" "$root/bin/busybox"
 for applet in sh cat echo ls id sleep true false env pwd head wc grep; do ln -s busybox "$root/bin/$applet"; done
 printf '%s\n' "$text" >"$root/etc/jc-image"
+if [[ ${JC_IMAGE_PAD_MB:-0} -gt 0 ]]; then
+  mkdir -p "$root/opt"
+  head -c "$((JC_IMAGE_PAD_MB * 1024 * 1024))" /dev/urandom >"$root/opt/pad"
+fi
 chmod 1777 "$root/tmp"
 mkdir -p "$dir/blobs/sha256"
 blob() {  # FILE -> moved into blobs, prints its digest
