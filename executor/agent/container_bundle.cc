@@ -61,7 +61,7 @@ json ContainerConfig(const ContainerSpec& spec) {
   json config = {
       {"ociVersion", "1.0.2"},
       {"process",
-       {{"terminal", false},
+       {{"terminal", spec.terminal},
         {"user", {{"uid", spec.user.uid}, {"gid", spec.user.gid}, {"additionalGids", gids}}},
         {"args", {"/bin/sh", "-c", spec.command}},
         {"env", spec.env},

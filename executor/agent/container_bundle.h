@@ -47,6 +47,9 @@ struct ContainerSpec {
   bool rootless = false;
   std::string userns_helper;
   std::vector<ContainerMount> mounts;  // more binds (e.g. a Slurm job's environment file)
+  // An interactive task on a terminal (nexec submit -Ip): runc gives the container a
+  // terminal of its own and relays it to the task's (its size and resizes included).
+  bool terminal = false;
 };
 
 // The bundle's config.json (OCI runtime spec 1.0).

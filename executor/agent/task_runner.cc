@@ -281,7 +281,8 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   std::vector<char*> runner_envp;
   if (in_image) {
     if (!images_) return absl::FailedPreconditionError("this agent runs no images (it found no runc, skopeo or umoci)");
-    if (t.tty || t.stdin_pipe) return absl::InvalidArgumentError("interactive tasks do not run in images yet");
+    // Interactive tasks: runc relays its stdin (a pipe) to the container, or, on a
+    // terminal (-Ip), gives the container a terminal of its own relayed to the task's.
     auto ref = oci::ImageReference::Parse(t.image);
     if (!ref.ok()) return ref.status();
     if (ref->digest.empty()) return absl::InvalidArgumentError(absl::StrCat("image ", t.image, " is not named by digest"));
@@ -316,6 +317,7 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
     spec.cwd = cwd;
     spec.user = *user;
     spec.cgroup = absl::StrCat("nexec-", getpid(), "-", t.key);
+    spec.terminal = t.tty;
     std::ofstream config(bundle + "/config.json");
     config << ContainerConfig(spec).dump();
     if (!config.good()) return absl::InternalError(absl::StrCat("cannot write ", bundle, "/config.json"));

@@ -260,7 +260,6 @@ absl::StatusOr<JobRequest> Master::BuildRequest(const pb::JobSpec& spec, int64_t
                                                      ": name the image by digest (registry/repository@sha256:...), "
                                                      "so what runs cannot change under the job"));
     }
-    if (spec.interactive()) return absl::InvalidArgumentError("--image: interactive jobs do not run in images yet");
   }
   for (const auto& dir : spec.read_only_dirs()) {
     if (spec.image().empty()) return absl::InvalidArgumentError("read-only directories are bound only into an image");

@@ -1104,6 +1104,20 @@ TEST_CASE("a job with --image runs in its image, pulled by digest from a registr
   INFO(ended.dump());
   CHECK_THAT(ended.value("reason", ""), Catch::Contains("cannot pull image " + missing));
   CHECK_THAT(ended.value("reason", ""), Catch::Contains("manifest unknown"));
+  // Interactive, in the image: what is typed reaches the command there, on a pipe (-I) or
+  // a terminal (-Ip), and its exit code is the session's.
+  for (const std::string mode : {"-I", "-Ip"}) {
+    const std::string line = "printf 'typed\\n' | " + std::string(JC_NEXEC_CLI) + " --master=" + c.address() +
+                             " submit --user nobody --image " + ref + " " + mode +
+                             " -- 'read x; cat /etc/jc-image; echo x=$x; [ -t 0 ] && echo on-a-terminal; exit 6'";
+    Process p({"/bin/sh", "-c", "cd " + c.path("work") + " && " + line}, c.path("interactive" + mode + ".log"));
+    auto code = p.Wait();
+    INFO(mode << ": " << p.Log());
+    CHECK(code == 6);
+    CHECK(p.Log().find("inside the image") != std::string::npos);
+    CHECK(p.Log().find("x=typed") != std::string::npos);
+    CHECK((p.Log().find("on-a-terminal") != std::string::npos) == (mode == "-Ip"));
+  }
   // A reference by tag is refused at submit: what runs must not change under the job.
   auto by_tag = c.CliIn(c.path("work"), {}, {"submit", "--image", registry->host() + "/demo/app:v1", "--", "true"});
   CHECK(by_tag.code != 0);
