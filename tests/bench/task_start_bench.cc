@@ -19,6 +19,7 @@
 //
 //   build/tests/bench/task_start_bench [n=300] [image [burst [pad_mb]]]   (as root, with cgroups)
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -57,6 +58,13 @@ double MeanMillis(jc::nexec::TaskRunner& runner, int n, const std::string& tag, 
     }
   }
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / n;
+}
+
+// CPU seconds (user + system) of this process's reaped children so far.
+double ChildCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_CHILDREN, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
 
 // Launches `tasks` tasks round robin over `runners` at once and waits until all ended;
@@ -156,13 +164,22 @@ int main(int argc, char** argv) {
         r->RunImagesWith(own);
         runners.push_back(std::move(r));
       }
+      double cpu = ChildCpuSeconds();
       const double bare_burst = BurstMillis(runners, kTasks, "burst-bare-", "");
+      const double bare_cpu = (ChildCpuSeconds() - cpu) * 1000 / kTasks;
+      cpu = ChildCpuSeconds();
       const double cold_burst = BurstMillis(runners, kTasks, "burst-cold-", ref);
+      const double cold_cpu = (ChildCpuSeconds() - cpu) * 1000 / kTasks;
+      cpu = ChildCpuSeconds();
       const double warm_burst = BurstMillis(runners, kTasks, "burst-warm-", ref);
+      const double warm_cpu = (ChildCpuSeconds() - cpu) * 1000 / kTasks;
       std::printf("%d tasks at once over %d agents (image %s%d MB of padding): all ended after bare %.0f ms, in the "
                   "image with empty stores %.0f ms (%d pulls), with filled stores %.0f ms: %.0f ms more than bare\n",
                   kTasks, kAgents, pad_mb > 0 ? "with " : "", pad_mb, bare_burst, cold_burst, kAgents, warm_burst,
                   warm_burst - bare_burst);
+      std::printf("CPU per task (its processes, runner, skopeo, umoci and runc included): bare %.1f ms, cold %.1f ms, "
+                  "warm %.1f ms; %u core(s) here\n",
+                  bare_cpu, cold_cpu, warm_cpu, std::thread::hardware_concurrency());
     }
     std::filesystem::remove_all(dir);
   }
