@@ -5,10 +5,17 @@
 #   scripts/demo-center.sh start DIR          -> starts it (and a munged of its own, socket
 #                                                DIR/munge.sock: NEXEC_MUNGE_SOCKET for the
 #                                                nexec CLI); prints the adapter's host:port
-#   scripts/demo-center.sh register URL ADDR  -> registers center "local-1" at ADDR with
+#                                                As root, with docker-registry, skopeo, umoci,
+#                                                runc and busybox installed, it also starts an
+#                                                image registry on loopback (TLS; its CA in
+#                                                DIR/registry-ca/ca.crt: give it to jointcloud's
+#                                                --registry_ca_file) holding the demo's image,
+#                                                which its jobs then run in
+#   scripts/demo-center.sh register URL ADDR [DIR] -> registers center "local-1" at ADDR with
 #                                                Jointcloud's REST API at URL, with specs
-#                                                cpu-1 and gpu-1 and image pytorch-demo, as
-#                                                the admin whose API token is in $JC_TOKEN
+#                                                cpu-1 and gpu-1 and image pytorch-demo (by
+#                                                reference to DIR's registry when it has one),
+#                                                as the admin whose API token is in $JC_TOKEN
 #   scripts/demo-center.sh stop DIR           -> stops what start started
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,12 +46,61 @@ start_munged() {  # DIR: nexec proves who calls with munge; the demo has its own
     --log-file="$dir/munge/munged.log" --seed-file="$dir/munge/munged.seed"
 }
 
+# The demo's image in a registry of its own: busybox and a file naming it, built from this
+# host's packages (tests/testing/make-oci-image.sh), so the README's jobs run in an image
+# rather than on the host. Skipped, saying why, where running images is not possible.
+start_registry() {  # DIR
+  local dir=$1 tool
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "demo-center: not root: image pytorch-demo has no content, and its jobs run on the host" >&2
+    return 0
+  fi
+  for tool in docker-registry skopeo umoci runc busybox; do
+    command -v "$tool" >/dev/null || {
+      echo "demo-center: $tool is not installed: image pytorch-demo has no content, and its jobs run on the host" >&2
+      return 0
+    }
+  done
+  "$root/scripts/dev-ca.sh" "$dir/registry/certs" registry >/dev/null
+  mkdir -p "$dir/registry-ca"
+  cp "$dir/registry/certs/ca.crt" "$dir/registry-ca/ca.crt"
+  # The port of the first start is kept: the image is registered by a reference naming it.
+  local addr="127.0.0.1:0"
+  [[ -s "$dir/registry.port" ]] && addr="127.0.0.1:$(cat "$dir/registry.port")"
+  cat >"$dir/registry/config.yml" <<YAML
+version: 0.1
+log: {level: info}
+storage: {filesystem: {rootdirectory: $dir/registry/data}}
+http:
+  addr: $addr
+  tls: {certificate: $dir/registry/certs/registry.crt, key: $dir/registry/certs/registry.key}
+YAML
+  setsid docker-registry serve "$dir/registry/config.yml" >"$dir/registry.log" 2>&1 &
+  echo $! >"$dir/registry.pid"
+  local port=""
+  for _ in $(seq 1 300); do
+    port=$(grep -oE 'listening on 127\.0\.0\.1:[0-9]+' "$dir/registry.log" 2>/dev/null | grep -oE '[0-9]+$' | head -n 1 || true)
+    [[ -n "$port" ]] && break
+    sleep 0.1
+  done
+  [[ -n "$port" ]] || { echo "demo-center: the image registry did not start; its log:" >&2; cat "$dir/registry.log" >&2; return 1; }
+  echo "$port" >"$dir/registry.port"
+  rm -rf "$dir/registry/layout"
+  JC_IMAGE_PAD_MB=0 "$root/tests/testing/make-oci-image.sh" "$dir/registry/layout" demo     "the pytorch-demo image (busybox; a real center would hold PyTorch)" >/dev/null
+  skopeo copy --quiet --dest-cert-dir "$dir/registry-ca" oci:"$dir/registry/layout":demo     "docker://127.0.0.1:$port/demo/pytorch:demo"
+  echo "127.0.0.1:$port/demo/pytorch:demo" >"$dir/image.ref"
+}
+
 start() {
   local dir=$1
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
   start_munged "$dir"
   export NEXEC_MUNGE_SOCKET="$dir/munge.sock"
+  rm -f "$dir/image.ref"
+  start_registry "$dir"
+  local image_flags=()
+  [[ -s "$dir/image.ref" ]] && image_flags=(--registry_cert_dir="$dir/registry-ca")
   setsid "$build/executor/nexec-master" --listen=127.0.0.1:0 --metrics_address= --data_dir="$dir/nexec" \
     >"$dir/master.log" 2>&1 &
   echo $! >"$dir/master.pid"
@@ -54,7 +110,8 @@ start() {
   printf 'export NEXEC_MASTER=127.0.0.1:%s NEXEC_MUNGE_SOCKET=%s\n' "$master_port" "$dir/munge.sock" >"$dir/nexec.env"
   for host in node1 node2; do
     setsid "$build/executor/nexec-agent" --master="127.0.0.1:$master_port" --host="$host" \
-      --resources=cpus=16,gpus=2,mem=64G --state_dir="$dir/agent-$host" >"$dir/agent-$host.log" 2>&1 &
+      --resources=cpus=16,gpus=2,mem=64G --state_dir="$dir/agent-$host" ${image_flags[@]+"${image_flags[@]}"} \
+      >"$dir/agent-$host.log" 2>&1 &
     echo $! >"$dir/agent-$host.pid"
   done
   # Ready once both agents have joined: before that the center reports no capacity, and a
@@ -96,7 +153,7 @@ YAML
 }
 
 register() {
-  local url=$1 address=$2
+  local url=$1 address=$2 dir=${3:-}
   post() {  # PATH BODY: a 409 (already there) is fine on a second start
     local out
     out=$(curl -s -H "Authorization: Bearer ${JC_TOKEN:-}" -X "${3:-POST}" "$url$1" -d "$2")
@@ -116,8 +173,12 @@ register() {
   post /openapi/v1/resourcespecs '{"resource_spec_id": "gpu-1", "resource_spec_name": "1 GPU, 4 CPU, 16 GiB",
     "resource_quantity": {"cpu": "4", "memory": "16Gi", "gpu": "1"}, "service_type": "batch", "price": 10,
     "computing_center_list": "local-1"}'
+  # With the demo's registry: by reference (jointcloud resolves it to a digest, which its
+  # jobs run in; it needs --registry_ca_file=DIR/registry-ca/ca.crt).
+  local reference=""
+  [[ -n "$dir" && -s "$dir/image.ref" ]] && reference=', "reference": "'"$(cat "$dir/image.ref")"'"'
   post /openapi/v1/images '{"image_id": "pytorch-demo", "name": "PyTorch (demo)", "ai_center_id": "local-1",
-    "framework": "PyTorch", "resource_spec": "cpu-1,gpu-1"}'
+    "framework": "PyTorch", "resource_spec": "cpu-1,gpu-1"'"$reference"'}'
   # Ready when the monitor has reached the adapter (the center is available) and the
   # scheduler sees it.
   for _ in $(seq 1 300); do
@@ -133,7 +194,7 @@ register() {
 stop() {
   local dir=$1
   [[ -d "$dir" ]] || return 0
-  for f in adapter agent-node1 agent-node2 master; do
+  for f in adapter agent-node1 agent-node2 master registry; do
     if [[ -f "$dir/$f.pid" ]]; then
       kill -- "-$(cat "$dir/$f.pid")" 2>/dev/null || kill "$(cat "$dir/$f.pid")" 2>/dev/null || true
       rm -f "$dir/$f.pid"
@@ -147,7 +208,7 @@ stop() {
 
 case "$cmd" in
   start) start "${2:?usage: demo-center.sh start DIR}" ;;
-  register) register "${2:?usage: demo-center.sh register URL ADDR}" "${3:?usage: demo-center.sh register URL ADDR}" ;;
+  register) register "${2:?usage: demo-center.sh register URL ADDR [DIR]}" "${3:?usage: demo-center.sh register URL ADDR [DIR]}" "${4:-}" ;;
   stop) stop "${2:?usage: demo-center.sh stop DIR}" ;;
-  *) echo "usage: demo-center.sh start DIR | register URL ADDR | stop DIR" >&2; exit 2 ;;
+  *) echo "usage: demo-center.sh start DIR | register URL ADDR [DIR] | stop DIR" >&2; exit 2 ;;
 esac

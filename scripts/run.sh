@@ -45,6 +45,9 @@ trap 'exit 130' INT TERM
 adapter=$("$root/scripts/demo-center.sh" start "$demo_dir")
 echo "run: demo center local-1 (nexec master, 2 agents) behind its adapter at $adapter"
 
+# The demo's image registry (when the demo center could start one): jointcloud resolves
+# the demo image's reference there at registration.
+[[ -s "$demo_dir/registry-ca/ca.crt" ]] && args+=(--registry_ca_file="$demo_dir/registry-ca/ca.crt")
 log="$root/data/jointcloud.log"
 : >"$log"
 "$build/services/server/jointcloud" --data_dir="$root/data" "${args[@]}" > >(tee -a "$log") 2>&1 &
@@ -66,13 +69,13 @@ for a in "${args[@]}"; do
 done
 if [[ $no_auth -eq 0 && ! -s "$token_file" ]]; then
   echo "run: no admin token in $token_file (the store already had users); register the demo center with"
-  echo "     JC_TOKEN=<an admin token> scripts/demo-center.sh register $url $adapter"
+  echo "     JC_TOKEN=<an admin token> scripts/demo-center.sh register $url $adapter $demo_dir"
   wait "$server_pid"
   exit $?
 fi
 export JC_TOKEN
 JC_TOKEN=$(cat "$token_file" 2>/dev/null || true)
-"$root/scripts/demo-center.sh" register "$url" "$adapter"
+"$root/scripts/demo-center.sh" register "$url" "$adapter" "$demo_dir"
 echo "run: center local-1 registered at $url; the admin token is in $token_file:"
 echo "     export JC_TOKEN=\$(cat $token_file)   # then try the README's examples. Ctrl-C stops everything."
 echo "     The demo center's executor: . $demo_dir/nexec.env; $build/executor/nexec hosts"

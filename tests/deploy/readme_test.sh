@@ -28,6 +28,8 @@ store_args=(--data_dir="$work/data")
 if [[ "${JC_TEST_STORE:-sqlite}" == postgres ]]; then
   store_args=(--store="$JC_TEST_PG_URI" --store_schema="readme_$$_$RANDOM")
 fi
+# The demo center's image registry, where it could start one (as root, as CI runs).
+[[ -s "$work/demo/registry-ca/ca.crt" ]] && store_args+=(--registry_ca_file="$work/demo/registry-ca/ca.crt")
 "$binary" "${store_args[@]}" --rest_address=127.0.0.1:0 --grpc_address=127.0.0.1:0 \
   --admin_address=127.0.0.1:0 --monitor_interval=200ms --scheduler_refresh=100ms \
   --admin_token_file="$work/admin.token" >"$work/server.log" 2>&1 &
@@ -46,7 +48,12 @@ export JC_TOKEN
 JC_TOKEN=$(cat "$work/admin.token")
 grep -q '"code":"UNAUTHENTICATED"' <<<"$(command curl -s "127.0.0.1:$port/openapi/v1/centers")" || {
   echo "FAIL: a request without a token was not refused"; exit 1; }
-"$root/scripts/demo-center.sh" register "http://127.0.0.1:$port" "$adapter" || { echo "FAIL: register"; exit 1; }
+"$root/scripts/demo-center.sh" register "http://127.0.0.1:$port" "$adapter" "$work/demo" || { echo "FAIL: register"; exit 1; }
+# As root (CI), the demo's image has content and the README's jobs run in it.
+if [[ $(id -u) -eq 0 ]]; then
+  demo_image=$(command curl -s -H "Authorization: Bearer $JC_TOKEN" "127.0.0.1:$port/openapi/v1/images/pytorch-demo")
+  grep -q '"digest":"sha256:' <<<"$demo_image" || { echo "$demo_image"; echo "FAIL: the demo image has no content (no digest)"; exit 1; }
+fi
 
 # The shell block under "## Try it".
 awk '/^## Try it/{f=1} f&&/^```sh/{b=1;next} b&&/^```/{exit} b{print}' "$root/README.md" \
@@ -97,6 +104,22 @@ check '"jobId":"job-00000001"' "the repeated submit did not return the same job"
 check '"replicaStatus":\["completed","completed"\]' "the train replicas are not completed"
 check '"logUrl":"/openapi/v1/trainjob/job-00000001/task/1/replica/1/log/content"' "no logUrl"
 check 'training replica 1 of 2' "the log did not download"
+if [[ $(id -u) -eq 0 ]]; then
+  # It ran in the demo's image: the image's file is there, the host has none.
+  command curl -s -H "Authorization: Bearer $JC_TOKEN" -X POST "127.0.0.1:$port/openapi/v1/trainjob" -d '{"name": "in-image",
+    "tasks": [{"name": "t", "command": "cat /etc/jc-image", "imageId": "pytorch-demo", "resourceSpecId": "cpu-1", "replicaNumber": 1}]}' \
+    | grep -oE '"jobId":"[^"]+"' | head -n 1 | cut -d'"' -f4 >"$work/image-job"
+  image_job=$(cat "$work/image-job")
+  for _ in $(seq 1 300); do
+    status=$(command curl -s -H "Authorization: Bearer $JC_TOKEN" "127.0.0.1:$port/openapi/v1/trainjob/$image_job" | grep -oE '"status":"[a-z]+"' | head -n 1)
+    [[ "$status" == '"status":"completed"' || "$status" == '"status":"failed"' ]] && break
+    sleep 0.1
+  done
+  grep -q 'the pytorch-demo image' <<<"$(command curl -s -H "Authorization: Bearer $JC_TOKEN" "127.0.0.1:$port/openapi/v1/trainjob/$image_job/task/0/replica/0/log/content")" || {
+    command curl -s -H "Authorization: Bearer $JC_TOKEN" "127.0.0.1:$port/openapi/v1/trainjob/$image_job"; echo
+    echo "FAIL: the demo's job did not run in its image ($status)"; exit 1; }
+  echo "ok: the demo's jobs run in its image (pytorch-demo, by digest from the demo registry)"
+fi
 check '"placed":true' "the plan placed nothing"
 echo "ok: the README's trainjob ran on the demo center, completed, and its log downloaded"
 
