@@ -100,6 +100,7 @@ AdapterCore::AdapterCore(Backend* backend, CenterConfig center, store::Store* st
     : backend_(backend),
       center_(std::move(center)),
       images_(center_.center_id, center_.image_dir, center_.image_mover),
+      mirror_(center_.image_mirror, std::filesystem::temp_directory_path().string()),
       run_as_(std::make_shared<const RunAs>(center_.run_as)),
       store_(store),
       options_(options),
@@ -194,7 +195,8 @@ absl::StatusOr<pb::CenterInfo> AdapterCore::Info() {
   for (const auto& id : images_.Held()) {
     if (std::find(info.image_ids().begin(), info.image_ids().end(), id) == info.image_ids().end()) info.add_image_ids(id);
   }
-  info.set_receives_images(images_.receives());
+  // A center with its own registry is given images with content by a copy into it.
+  info.set_receives_images(images_.receives() || (mirror_.configured() && backend_->RunsImages()));
   info.set_runs_images(backend_->RunsImages());
   info.set_image_registry(center_.image_registry);
   info.set_adapter_version("jointcloud-adapter-sdk/1");
@@ -212,6 +214,24 @@ std::vector<pb::Image> AdapterCore::Images() const {
 }
 
 absl::StatusOr<pb::StageImageResponse> AdapterCore::StageImage(const pb::StageImageRequest& req) {
+  if (!req.image().empty()) {
+    // An image with content: copied into the center's registry by digest, or, without
+    // one, pulled by the hosts when a task starts (nothing to do now).
+    if (!backend_->RunsImages()) {
+      return absl::FailedPreconditionError(absl::StrCat("center ", center_.center_id,
+                                                        " runs commands on its hosts, not in images"));
+    }
+    pb::StageImageResponse out;
+    out.mutable_image()->set_image_id(req.image_id());
+    out.mutable_image()->set_name(req.name());
+    if (!mirror_.configured()) return out;
+    absl::Time started = absl::Now();
+    JC_ASSIGN_OR_RETURN(std::string copy, mirror_.Copy(req.image()));
+    out.set_source_url(req.image());
+    out.set_seconds(absl::ToDoubleSeconds(absl::Now() - started));
+    spdlog::info("image {} copied into {} as {}", req.image(), center_.image_mirror.registry, copy);
+    return out;
+  }
   for (const auto& i : center_.images) {
     if (i.image_id() == req.image_id()) {
       pb::StageImageResponse out;
@@ -288,6 +308,8 @@ absl::StatusOr<ReplicaLaunch> AdapterCore::Validate(const pb::SubmitReplicaReque
                                                         "image ", req.image_id(), " (", req.image(), ")"));
     }
     l.image = image->ToString();
+    // Copied into the center's registry: pulled from there, by the same digest.
+    if (auto mirrored = mirror_.Copied(l.image)) l.image = *mirrored;
   }
   l.project = req.project();
   l.env = {req.env().begin(), req.env().end()};

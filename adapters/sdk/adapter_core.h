@@ -18,6 +18,7 @@
 #include "absl/time/time.h"
 #include "adapters/sdk/backend.h"
 #include "adapters/sdk/center_config.h"
+#include "adapters/sdk/image_mirror.h"
 #include "adapters/sdk/staged_images.h"
 #include "common/event_log.h"
 #include "common/store/store.h"
@@ -92,6 +93,7 @@ class AdapterCore {
   Backend* backend_;
   CenterConfig center_;
   StagedImages images_;
+  ImageMirror mirror_;  // images with content, copied into the center's registry
   std::vector<std::unique_ptr<DatasetMover>> movers_;  // file:// first, then data_movers  // its run_as is only the initial one: run_as_ is current
   mutable std::mutex run_as_mu_;
   std::shared_ptr<const RunAs> run_as_;

@@ -10,6 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/oci/image_reference.h"
 #include "common/yaml_guard.h"
 #include "common/quantity.h"
 
@@ -230,6 +231,29 @@ static absl::StatusOr<CenterConfig> ParseCenterConfigUnguarded(const std::string
   }
   JC_CFG_ASSIGN(c.image_dir, Get<std::string>(root, "image_dir", "center", ""));
   JC_CFG_ASSIGN(c.image_registry, Get<std::string>(root, "image_registry", "center", ""));
+  if (const YAML::Node m = root["image_mirror"]) {
+    if (!m.IsMap()) return absl::InvalidArgumentError("center: image_mirror must be a map (registry, auth_file, ...)");
+    for (const auto& kv : m) {
+      const std::string key = kv.first.as<std::string>();
+      if (key != "registry" && key != "auth_file" && key != "cert_dir" && key != "source_auth_file" &&
+          key != "source_cert_dir") {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "image_mirror: unknown key \"", key, "\" (expected registry, auth_file, cert_dir, source_auth_file, "
+            "source_cert_dir)"));
+      }
+    }
+    JC_CFG_ASSIGN(c.image_mirror.registry, Get<std::string>(m, "registry", "image_mirror", ""));
+    JC_CFG_ASSIGN(c.image_mirror.auth_file, Get<std::string>(m, "auth_file", "image_mirror", ""));
+    JC_CFG_ASSIGN(c.image_mirror.cert_dir, Get<std::string>(m, "cert_dir", "image_mirror", ""));
+    JC_CFG_ASSIGN(c.image_mirror.source_auth_file, Get<std::string>(m, "source_auth_file", "image_mirror", ""));
+    JC_CFG_ASSIGN(c.image_mirror.source_cert_dir, Get<std::string>(m, "source_cert_dir", "image_mirror", ""));
+    if (c.image_mirror.registry.empty()) return absl::InvalidArgumentError("image_mirror: registry is required");
+    auto probe = oci::ImageReference::Parse(c.image_mirror.registry + "/probe@sha256:" + std::string(64, '0'));
+    if (!probe.ok() || probe->registry.find_first_of(".:") == std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("image_mirror: registry \"", c.image_mirror.registry,
+                                                     "\" is not host[:port][/prefix]"));
+    }
+  }
   if (const YAML::Node command = root["image_mover"]) {
     if (!command.IsSequence() || command.size() == 0) {
       return absl::InvalidArgumentError("center: image_mover must be a non-empty list (program, arguments)");

@@ -29,6 +29,8 @@
 //     - {name: imagenet, version: v1, url: file:///srv/data/imagenet}
 
 #include <map>
+
+#include "adapters/sdk/image_mirror.h"
 #include <string>
 #include <vector>
 
@@ -76,6 +78,9 @@ struct CenterConfig {
   std::string image_dir;
   std::vector<std::string> image_mover;
   std::string image_registry;  // offered to other centers' movers as a source prefix
+  // Images with content are moved into the center's own registry by digest
+  // (image_mirror.h); empty registry: they are pulled from their source at the task's start.
+  ImageMirrorConfig image_mirror;
   std::vector<pb::SpecOffer> specs;
   std::vector<pb::Image> images;
   std::vector<pb::Dataset> datasets;

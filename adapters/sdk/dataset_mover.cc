@@ -1,5 +1,7 @@
 #include "adapters/sdk/dataset_mover.h"
 
+#include "adapters/sdk/run_program.h"
+
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -69,38 +71,14 @@ class CommandMover final : public DatasetMover {
   absl::Status Copy(const std::string& url, const fs::path& target) const override {
     std::vector<std::string> args;
     for (const auto& a : c_.argv) args.push_back(absl::StrReplaceAll(a, {{"{source}", url}, {"{target}", target.string()}}));
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
     // Its output goes to a file beside the target, so that a failure can say why.
-    std::string log = target.string() + ".mover.log";
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-    pid_t pid = -1;
-    int rc = posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    if (rc != 0) {
-      return absl::UnavailableError(absl::StrCat(url, ": cannot run the ", c_.scheme, " mover ", args[0], ": ",
-                                                 std::strerror(rc)));
+    const ProgramResult run = RunProgram(args, target.string() + ".mover.log");
+    if (!run.started) {
+      return absl::UnavailableError(absl::StrCat(url, ": cannot run the ", c_.scheme, " mover ", args[0], ": ", run.how));
     }
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    std::string output;
-    if (FILE* f = std::fopen(log.c_str(), "r")) {
-      char buf[4096];
-      size_t n = std::fread(buf, 1, sizeof buf, f);
-      output.assign(buf, n);
-      std::fclose(f);
-    }
-    std::error_code ec;
-    fs::remove(log, ec);
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return absl::OkStatus();
-    std::string how = WIFEXITED(status) ? absl::StrCat("exited ", WEXITSTATUS(status))
-                                        : absl::StrCat("was killed by signal ", WTERMSIG(status));
+    if (run.ok) return absl::OkStatus();
+    const std::string& how = run.how;
+    const std::string& output = run.output;
     return absl::UnavailableError(absl::StrCat(url, ": the ", c_.scheme, " mover (", absl::StrJoin(args, " "), ") ", how,
                                                output.empty() ? "" : ": ", output.substr(0, 1000)));
   }

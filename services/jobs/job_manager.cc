@@ -503,9 +503,9 @@ void JobManager::SendDispatches(const std::vector<Dispatch>& dispatches) {
     const auto& rep = it->second.record.replicas(d.replica);
     if (rep.state() != v1::ReplicaRecord::STAGING || rep.attempt() != d.attempt) continue;
     const auto& task = it->second.record.request().tasks(rep.task_index());
-    // An image with content (rep.image(): by digest) is pulled by the center itself.
-    stager_.Stage(d.center_id, rep.image().empty() ? task.image_id() : "",
-                  {task.datasets().begin(), task.datasets().end()},
+    // An image with content (rep.image(): by digest) is copied into the center's registry
+    // where it has one; elsewhere its hosts pull it at the task's start.
+    stager_.Stage(d.center_id, task.image_id(), rep.image(), {task.datasets().begin(), task.datasets().end()},
                   [this, d, term](absl::Status staged) {
                     loop_.Post([this, d, term, staged = std::move(staged)] { OnStaged(d, term, staged); });
                   });

@@ -8,13 +8,14 @@
 
 namespace jc::jobs {
 
-void Stager::Stage(std::string center, std::string image_id, std::vector<std::string> datasets,
+void Stager::Stage(std::string center, std::string image_id, std::string image, std::vector<std::string> datasets,
                    std::function<void(absl::Status)> done) {
-  pool_->Run([this, center = std::move(center), image_id = std::move(image_id), datasets = std::move(datasets),
-              done = std::move(done)] { done(CopyAll(center, image_id, datasets)); });
+  pool_->Run([this, center = std::move(center), image_id = std::move(image_id), image = std::move(image),
+              datasets = std::move(datasets), done = std::move(done)] { done(CopyAll(center, image_id, image, datasets)); });
 }
 
-absl::Status Stager::StageImage(const std::string& center, const std::string& address, const std::string& image_id) {
+absl::Status Stager::StageImage(const std::string& center, const std::string& address, const std::string& image_id,
+                                const std::string& image) {
   auto copies = mover_->Image(image_id);
   if (!copies.ok()) {
     return absl::Status(copies.status().code(), absl::StrCat("staging image ", image_id, ": ", copies.status().message()));
@@ -25,6 +26,7 @@ absl::Status Stager::StageImage(const std::string& center, const std::string& ad
   apb::StageImageRequest req;
   req.set_image_id(image_id);
   req.set_name(copies->name);
+  req.set_image(image);
   // Sources: the holders that offer their images to other centers (CenterInfo.image_registry).
   for (const auto& holder : copies->centers) {
     auto at = addresses_->Of(holder);
@@ -43,6 +45,9 @@ absl::Status Stager::StageImage(const std::string& center, const std::string& ad
   if (!staged.ok()) {
     return absl::Status(staged.status().code(), absl::StrCat("staging image ", image_id, ": ", staged.status().message()));
   }
+  // An image with content at a center without a registry of its own: its hosts pull it
+  // when the task starts; nothing is there yet to record.
+  if (!image.empty() && staged->source_url().empty()) return absl::OkStatus();
   if (absl::Status recorded = mover_->AddImageCenter(image_id, center); !recorded.ok()) {
     return absl::Status(recorded.code(), absl::StrCat("staging image ", image_id, ": the copy at ", center,
                                                       " could not be recorded: ", recorded.message()));
@@ -50,12 +55,12 @@ absl::Status Stager::StageImage(const std::string& center, const std::string& ad
   return absl::OkStatus();
 }
 
-absl::Status Stager::CopyAll(const std::string& center, const std::string& image_id,
+absl::Status Stager::CopyAll(const std::string& center, const std::string& image_id, const std::string& image,
                              const std::vector<std::string>& datasets) {
   auto address = addresses_->Of(center);
   if (!address.ok()) return address.status();
   std::lock_guard<std::mutex> lock(one_copy_at_a_time_);
-  if (!image_id.empty()) JC_RETURN_IF_ERROR(StageImage(center, *address, image_id));
+  if (!image_id.empty()) JC_RETURN_IF_ERROR(StageImage(center, *address, image_id, image));
   for (const auto& key : datasets) {
     size_t colon = key.rfind(':');
     std::string name = key.substr(0, colon), version = colon == std::string::npos ? "" : key.substr(colon + 1);

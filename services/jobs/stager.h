@@ -28,13 +28,15 @@ class Stager {
 
   // Stages `image_id` (empty: none) and each dataset ("name:version") missing at `center`,
   // on a pool thread; `done` gets the outcome there.
-  void Stage(std::string center, std::string image_id, std::vector<std::string> datasets,
+  // `image`: the image's content (registry/repository@sha256:...), empty when it has none.
+  void Stage(std::string center, std::string image_id, std::string image, std::vector<std::string> datasets,
              std::function<void(absl::Status)> done);
 
  private:
-  absl::Status CopyAll(const std::string& center, const std::string& image_id,
+  absl::Status CopyAll(const std::string& center, const std::string& image_id, const std::string& image,
                        const std::vector<std::string>& datasets);
-  absl::Status StageImage(const std::string& center, const std::string& address, const std::string& image_id);
+  absl::Status StageImage(const std::string& center, const std::string& address, const std::string& image_id,
+                          const std::string& image);
 
   southbound::AdapterClient* adapters_;
   AdapterAddresses* addresses_;

@@ -255,10 +255,11 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
     }
     const CenterView& c = snapshot_.centers()[d.centers[i]];
     out.centers.push_back(c.id);
-    // An image with content is pulled by the center's hosts when the replica starts (by
-    // digest, from its registry): nothing to stage. Others are moved there first.
-    out.stage_image.push_back(!requests[i].image_id.empty() && requests[i].image_content.empty() &&
-                              !c.images.contains(requests[i].image_id));
+    // An image the center lacks is moved there first: by its mover, or, with content, by
+    // a copy into its registry. A center that runs images without a registry of its own
+    // pulls one with content when the replica starts: nothing to stage.
+    out.stage_image.push_back(!requests[i].image_id.empty() && !c.images.contains(requests[i].image_id) &&
+                              (requests[i].image_content.empty() || c.receives_images));
     out.image_content.push_back(requests[i].image_content);
     // PlaceJob reserved it in the view; remember it so a rebuilt view keeps it.
     assumed_[ReservationKey(job_id, slots[i].task_index, slots[i].replica_index, slots[i].attempt)] =

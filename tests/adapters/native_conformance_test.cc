@@ -16,6 +16,9 @@
 #include "adapters/native/nexec_backend.h"
 #include "nexec/v1/nexec.grpc.pb.h"
 #include "adapters/sdk/conformance/conformance.h"
+#include "adapters/sdk/adapter_core.h"
+#include "adapters/sdk/run_adapter.h"
+#include "tests/testing/oci_registry.h"
 #include "tests/testing/munge_daemon.h"
 #include "tests/testing/process.h"
 #include "tests/testing/test_account.h"
@@ -164,6 +167,82 @@ TEST_CASE("native adapter: the images its hosts hold are reported as present at 
   CHECK(jc::testing::WaitUntil(present));
   std::filesystem::remove_all(image);  // evicted: no longer present
   CHECK(jc::testing::WaitUntil([&] { return !present(); }));
+}
+
+TEST_CASE("native adapter: a center with its own registry is given an image by a copy there by digest, and its "
+          "replicas then pull it from there (issue 30 item 5) [A4]",
+          "[A4]") {
+  NexecCluster& cluster = Cluster();
+  REQUIRE(cluster.error.empty());
+  const auto dir = cluster.dir / "mirror-test";
+  auto source = jc::testing::OciRegistry::Start((dir / "source").string(), JC_SOURCE_DIR);
+  auto mirror = jc::testing::OciRegistry::Start((dir / "mirror").string(), JC_SOURCE_DIR);
+  REQUIRE(source.ok());
+  REQUIRE(mirror.ok());
+  auto digest = (*source)->Push("ai/torch", "v2", "a framework image");
+  REQUIRE(digest.ok());
+  const std::string image = (*source)->host() + "/ai/torch@" + *digest;
+  auto ca_dir = [](const jc::testing::OciRegistry& r) {
+    return std::filesystem::path(r.ca_file()).parent_path().string();
+  };
+  auto center = ParseCenterConfig(absl::StrCat(R"(
+center_id: mirrored
+specs:
+  - {id: small, cpu: 1, memory: 256Mi}
+image_mirror:
+  registry: )", (*mirror)->host(), "/jc", R"(
+  auth_file: )", (*mirror)->auth_file(), R"(
+  cert_dir: )", ca_dir(**mirror), R"(
+  source_auth_file: )", (*source)->auth_file(), R"(
+  source_cert_dir: )", ca_dir(**source), "\n"));
+  INFO(center.status().ToString());
+  REQUIRE(center.ok());
+  NexecBackend backend(cluster.address, "", nexec::MungeAuth::Munge(""));
+  AdapterOptions o;
+  o.listen = "127.0.0.1:0";
+  o.metrics_address = "";
+  o.state_dir = (dir / "adapter").string();
+  o.center = *center;
+  auto server = AdapterServer::Start(&backend, o);
+  INFO(server.status().ToString());
+  REQUIRE(server.ok());
+  AdapterCore& core = (*server)->core();
+  auto info = core.Info();
+  REQUIRE(info.ok());
+  CHECK(info->receives_images());  // it can be given images: by a copy into its registry
+
+  pb::StageImageRequest stage;
+  stage.set_image_id("torch");
+  stage.set_name("torch");
+  stage.set_image(image);
+  auto staged = core.StageImage(stage);
+  INFO(staged.status().ToString());
+  REQUIRE(staged.ok());
+  CHECK(staged->source_url() == image);
+  // The mirror serves it under the same digest.
+  const std::string copy = (*mirror)->host() + "/jc/ai/torch@" + *digest;
+  CHECK(std::system(("skopeo inspect --raw --cert-dir " + ca_dir(**mirror) + " --authfile " + (*mirror)->auth_file() +
+                     " docker://" + copy + " >/dev/null").c_str()) == 0);
+
+  // A replica naming the image is handed to nexec with the mirror's reference.
+  pb::SubmitReplicaRequest req;
+  req.mutable_key()->set_job_id(absl::StrCat("mirror", getpid()));
+  req.set_command("true");
+  req.set_image_id("torch");
+  req.set_image(image);
+  req.set_resource_spec_id("small");
+  auto replica = core.Submit(req);
+  INFO(replica.status().ToString());
+  REQUIRE(replica.ok());
+  CHECK(JobAt(cluster, replica->external_id()).spec().image() == copy);
+
+  // A source the mirror cannot reach: the stage fails with skopeo's reason.
+  pb::StageImageRequest gone = stage;
+  gone.set_image("127.0.0.1:1/ai/torch@" + *digest);
+  auto failed = core.StageImage(gone);
+  REQUIRE_FALSE(failed.ok());
+  CHECK_THAT(std::string(failed.status().message()), Catch::Contains("cannot copy image 127.0.0.1:1/ai/torch@"));
+  (*server)->Shutdown();
 }
 
 TEST_CASE("native adapter: an account that takes a replica's name and key first hijacks nothing: the replica "

@@ -649,3 +649,82 @@ TEST_CASE("a federation job whose image has content runs in it at a nexec center
   CHECK_THAT(why, Catch::Contains("/demo/app@" + *digest));
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("a federation job whose image a nexec center lacks is staged by a copy into the center's own registry, "
+          "and runs from there [A4][A6][B6]",
+          "[A4][A6][B6]") {
+  if (geteuid() != 0) {
+    WARN("not run: running images needs root (CI runs as root)");
+    return;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  auto dir = std::filesystem::temp_directory_path() / ("jc-image-mirror-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "ca");
+  auto source = jc::testing::OciRegistry::Start((dir / "source").string(), JC_SOURCE_DIR);
+  auto mirror = jc::testing::OciRegistry::Start((dir / "mirror").string(), JC_SOURCE_DIR);
+  REQUIRE(source.ok());
+  REQUIRE(mirror.ok());
+  auto digest = (*source)->Push("ai/app", "v1", "staged into the center's registry");
+  REQUIRE(digest.ok());
+  auto ca_dir = [](const jc::testing::OciRegistry& r) {
+    return std::filesystem::path(r.ca_file()).parent_path().string();
+  };
+  // The agent trusts and may pull from the mirror only: what it runs comes from there.
+  std::filesystem::copy_file((*mirror)->ca_file(), dir / "ca" / "mirror.crt");
+  std::ofstream(dir / "center.yaml") << "center_id: local\nsecurity_grade: 3\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 64Mi}\n"
+                                     << "image_mirror:\n  registry: " << (*mirror)->host() << "/center\n"
+                                     << "  auth_file: " << (*mirror)->auth_file() << "\n  cert_dir: " << ca_dir(**mirror)
+                                     << "\n  source_auth_file: " << (*source)->auth_file()
+                                     << "\n  source_cert_dir: " << ca_dir(**source) << "\n";
+  Harness h(dir.string(), /*native=*/true, 1,
+            {"--registry_auth_file=" + (*mirror)->auth_file(), "--registry_cert_dir=" + (dir / "ca").string()});
+  h.StartAdapter();
+  h.StartServer({"--data_dir=" + (dir / "data").string(), "--registry_ca_file=" + (*source)->ca_file(),
+                 "--registry_auth_file=" + (*source)->auth_file()});
+  h.AddCenter();
+  jc::testing::RestClient rest(h.port(), h.token());
+  // Registered at another center (unreachable here): not present at local, which can be
+  // given it by a copy into its registry.
+  REQUIRE(rest.Post("/openapi/v1/centers", {{"ai_center_id", "far"},
+                                            {"name", "far"},
+                                            {"region", "cn"},
+                                            {"adapter_address", "127.0.0.1:1"},
+                                            {"capacity", {{"cpu", 1}, {"memory", 1024}}}})
+              .http_status == 200);
+  auto image = rest.Post("/openapi/v1/images", {{"image_id", "app-far"},
+                                                {"name", "app-far"},
+                                                {"ai_center_id", "far"},
+                                                {"framework", "PyTorch"},
+                                                {"reference", (*source)->host() + "/ai/app:v1"}});
+  INFO(image.body.dump());
+  REQUIRE(image.http_status == 200);
+  json job = {{"name", "mirrored"},
+              {"tasks", {{{"name", "t"},
+                          {"command", "cat /etc/jc-image"},
+                          {"resourceSpecId", "cpu-1"},
+                          {"imageId", "app-far"},
+                          {"replicaNumber", 1}}}}};
+  auto created = rest.Post("/openapi/v1/trainjob", job);
+  INFO(created.body.dump());
+  REQUIRE(created.http_status == 200);
+  const std::string id = created.body["data"]["jobId"];
+  json done;
+  REQUIRE(jc::testing::WaitUntil(
+      [&] {
+        done = rest.Get("/openapi/v1/trainjob/" + id).body["data"];
+        return done.value("status", "") == "completed" || done.value("status", "") == "failed";
+      },
+      std::chrono::seconds(90)));
+  INFO(done.dump());
+  CHECK(done["status"] == "completed");
+  CHECK(done["taskInfos"][0]["centerIDs"] == json::array({"local"}));
+  auto log = rest.http().Get(("/openapi/v1/trainjob/" + id + "/task/0/replica/0/log/content").c_str());
+  REQUIRE(log);
+  CHECK(log->body.find("staged into the center's registry") != std::string::npos);
+  // The catalog now lists the image at local too.
+  auto after = rest.Get("/openapi/v1/images/app-far").body["data"];
+  INFO(after.dump());
+  CHECK(after["present_at"] == json::array({"local"}));
+  std::filesystem::remove_all(dir);
+}

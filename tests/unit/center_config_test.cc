@@ -90,3 +90,27 @@ TEST_CASE("an image mover: a command with {target}, and a directory to keep imag
     CHECK(std::string(r.status().message()).find(message) != std::string::npos);
   }
 }
+
+TEST_CASE("an image mirror: the center's own registry, with credentials and CAs for it and for the sources [A4]",
+          "[A4]") {
+  auto c = jc::adapter::ParseCenterConfig(
+      "center_id: c\nimage_mirror:\n  registry: harbor.c:5000/jointcloud\n  auth_file: /etc/jc/m.json\n"
+      "  cert_dir: /etc/jc/m-ca\n  source_auth_file: /etc/jc/s.json\n  source_cert_dir: /etc/jc/s-ca\n");
+  INFO(c.status().ToString());
+  REQUIRE(c.ok());
+  CHECK(c->image_mirror.registry == "harbor.c:5000/jointcloud");
+  CHECK(c->image_mirror.auth_file == "/etc/jc/m.json");
+  CHECK(c->image_mirror.source_cert_dir == "/etc/jc/s-ca");
+  const std::pair<std::string, std::string> bad[] = {
+      {"center_id: c\nimage_mirror: harbor.c:5000\n", "must be a map"},
+      {"center_id: c\nimage_mirror:\n  auth_file: /a\n", "registry is required"},
+      {"center_id: c\nimage_mirror:\n  registry: harbor.c:5000\n  password: x\n", "unknown key \"password\""},
+      {"center_id: c\nimage_mirror:\n  registry: Not A Registry\n", "is not host[:port][/prefix]"},
+  };
+  for (const auto& [yaml, message] : bad) {
+    auto r = jc::adapter::ParseCenterConfig(yaml);
+    INFO(yaml << " -> " << r.status().ToString());
+    REQUIRE_FALSE(r.ok());
+    CHECK(std::string(r.status().message()).find(message) != std::string::npos);
+  }
+}
