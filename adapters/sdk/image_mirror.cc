@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -24,7 +25,10 @@ absl::StatusOr<std::string> ImageMirror::Copy(const std::string& image) {
   auto target = MirrorReference(image);
   if (!target.ok()) return target.status();
   std::lock_guard<std::mutex> one(one_copy_at_a_time_);
-  if (Copied(image)) return *target;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (copied_.contains(ref->ToString())) return *target;
+  }
   // Pushed under a tag naming the digest (a registry takes no push by digest alone); the
   // manifest is copied as it is, so the mirror serves it under the same digest.
   const std::string tagged = absl::StrCat(absl::StripSuffix(config_.registry, "/"), "/", ref->repository, ":jc-",
@@ -49,19 +53,36 @@ absl::StatusOr<std::string> ImageMirror::Copy(const std::string& image) {
   }
   std::lock_guard<std::mutex> lock(mu_);
   copied_.insert(ref->ToString());
+  checked_.erase(ref->ToString());
   return *target;
 }
 
 std::optional<std::string> ImageMirror::Copied(const std::string& image) const {
+  if (!configured()) return std::nullopt;
   auto ref = oci::ImageReference::Parse(image);
   if (!ref.ok()) return std::nullopt;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!copied_.contains(ref->ToString())) return std::nullopt;
-  }
   auto target = MirrorReference(image);
   if (!target.ok()) return std::nullopt;
-  return *target;
+  const std::string key = ref->ToString();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (copied_.contains(key)) return *target;
+    if (checked_.contains(key)) return std::nullopt;
+  }
+  // Not copied by this adapter since it started: the mirror may hold it from before.
+  std::vector<std::string> args = {"skopeo", "inspect", "--raw"};
+  if (!config_.auth_file.empty()) args.push_back("--authfile=" + config_.auth_file);
+  if (!config_.cert_dir.empty()) args.push_back("--cert-dir=" + config_.cert_dir);
+  args.push_back("docker://" + *target);
+  const ProgramResult run = RunProgram(args, absl::StrCat(work_dir_, "/.mirror-inspect-", getpid(), "-",
+                                                          std::hash<std::string>()(key), ".log"));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (run.ok) {
+    copied_.insert(key);
+    return *target;
+  }
+  checked_.insert(key);  // asked once; a later Copy adds it
+  return std::nullopt;
 }
 
 }  // namespace jc::adapter

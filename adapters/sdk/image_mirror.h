@@ -45,15 +45,18 @@ class ImageMirror {
   // Copies `image` into the mirror by digest (once: a later call for it answers at once);
   // returns the mirror's reference. Errors carry skopeo's reason.
   absl::StatusOr<std::string> Copy(const std::string& image);
-  // The mirror's reference when this adapter copied `image` there, else nothing (the
-  // replica then pulls from the source: a restarted adapter copies again when asked).
+  // The mirror's reference when `image` is in the mirror, else nothing (the replica then
+  // pulls from the source). Known from this adapter's copies; an image it has not copied
+  // since it started is looked up in the mirror once (skopeo inspect), so a restarted
+  // adapter still hands out the mirror's copies.
   std::optional<std::string> Copied(const std::string& image) const;
 
  private:
   ImageMirrorConfig config_;
   std::string work_dir_;
   mutable std::mutex mu_;
-  std::set<std::string> copied_;  // source references, under mu_
+  mutable std::set<std::string> copied_;   // source references, under mu_
+  mutable std::set<std::string> checked_;  // looked up in the mirror, under mu_
   std::mutex one_copy_at_a_time_;
 };
 

@@ -236,10 +236,32 @@ image_mirror:
   REQUIRE(replica.ok());
   CHECK(JobAt(cluster, replica->external_id()).spec().image() == copy);
 
+  // A restarted adapter still hands out the mirror's copy (it finds it there).
+  (*server)->Shutdown();
+  server->reset();
+  auto restarted = AdapterServer::Start(&backend, o);
+  REQUIRE(restarted.ok());
+  req.mutable_key()->set_job_id(absl::StrCat("mirror-again", getpid()));
+  replica = (*restarted)->core().Submit(req);
+  INFO(replica.status().ToString());
+  REQUIRE(replica.ok());
+  CHECK(JobAt(cluster, replica->external_id()).spec().image() == copy);
+  // One the mirror does not hold goes out with its source's reference.
+  auto other = (*source)->Push("ai/other", "v1", "not mirrored");
+  REQUIRE(other.ok());
+  pb::SubmitReplicaRequest unmirrored = req;
+  unmirrored.mutable_key()->set_job_id(absl::StrCat("unmirrored", getpid()));
+  unmirrored.set_image((*source)->host() + "/ai/other@" + *other);
+  replica = (*restarted)->core().Submit(unmirrored);
+  REQUIRE(replica.ok());
+  CHECK(JobAt(cluster, replica->external_id()).spec().image() == unmirrored.image());
+  server = std::move(restarted);
+  AdapterCore& again = (*server)->core();
+
   // A source the mirror cannot reach: the stage fails with skopeo's reason.
   pb::StageImageRequest gone = stage;
   gone.set_image("127.0.0.1:1/ai/torch@" + *digest);
-  auto failed = core.StageImage(gone);
+  auto failed = again.StageImage(gone);
   REQUIRE_FALSE(failed.ok());
   CHECK_THAT(std::string(failed.status().message()), Catch::Contains("cannot copy image 127.0.0.1:1/ai/torch@"));
   (*server)->Shutdown();
