@@ -24,6 +24,10 @@ ABSL_FLAG(std::string, image_store, "/var/tmp/jointcloud-images-%u",
 ABSL_FLAG(std::string, registry_auth_file, "",
           "credentials for image registries (Docker's config.json form), readable by the accounts replicas run as");
 ABSL_FLAG(std::string, registry_cert_dir, "", "CA certificates (*.crt) trusted for image registries, on the nodes");
+ABSL_FLAG(std::vector<std::string>, cdi_spec_dirs, std::vector<std::string>({"/etc/cdi", "/var/run/cdi"}),
+          "where the nodes keep a CDI spec of kind nvidia.com/gpu: its mounts give a GPU job in its image the driver");
+ABSL_FLAG(std::string, gpu_driver_dir, "/usr/local/nvidia",
+          "without a CDI spec: the nodes' driver directory (bin/, lib64/), bound read-only into GPU jobs' images");
 ABSL_FLAG(absl::Duration, image_pull_timeout, absl::Minutes(10),
           "a pull of a replica's image that takes longer is stopped, and the replica fails saying so");
 
@@ -56,6 +60,8 @@ int main(int argc, char** argv) {
     slurm.userns_helper = (std::filesystem::path(slurm.image_runner).parent_path() / "nexec-userns-exec").string();
   }
   slurm.image_store = absl::GetFlag(FLAGS_image_store);
+  slurm.cdi_spec_dirs = absl::GetFlag(FLAGS_cdi_spec_dirs);
+  slurm.gpu_driver_dir = absl::GetFlag(FLAGS_gpu_driver_dir);
   slurm.registry_auth_file = absl::GetFlag(FLAGS_registry_auth_file);
   slurm.registry_cert_dir = absl::GetFlag(FLAGS_registry_cert_dir);
   slurm.image_pull_timeout_s = std::max<int64_t>(1, absl::ToInt64Seconds(absl::GetFlag(FLAGS_image_pull_timeout)));

@@ -28,6 +28,7 @@
 #include "common/oci/image_reference.h"
 #include "common/status_macros.h"
 #include "executor/agent/container_bundle.h"
+#include "executor/agent/gpu_container_edits.h"
 
 namespace jc::adapter {
 namespace fs = std::filesystem;
@@ -329,7 +330,7 @@ absl::StatusOr<std::string> SlurmBackend::FindByName(const std::string& name) {
 
 absl::StatusOr<std::string> ImageScript(const SlurmOptions& options, const std::string& image,
                                         const std::string& command, uid_t uid, gid_t gid, const std::string& cwd,
-                                        const std::vector<std::string>& read_only_dirs) {
+                                        const std::vector<std::string>& read_only_dirs, int gpus) {
   JC_ASSIGN_OR_RETURN(auto ref, oci::ImageReference::Parse(image));
   if (ref.digest.empty()) return absl::InvalidArgumentError(absl::StrCat("image ", image, " is not named by digest"));
   const std::string store = absl::StrReplaceAll(options.image_store, {{"%u", absl::StrCat(uid)}});
@@ -348,6 +349,23 @@ absl::StatusOr<std::string> ImageScript(const SlurmOptions& options, const std::
   spec.cgroup = "@ID@";  // root: below the job's cgroup, named as the container
   spec.mounts.push_back({"@BUNDLE@/env", "/tmp/.jc-env", {"bind", "ro"}});
   for (const auto& dir : read_only_dirs) spec.mounts.push_back({dir, dir, {"rbind", "ro", "nosuid", "nodev"}});
+  if (gpus > 0) {
+    if (!spec.rootless) {
+      return absl::FailedPreconditionError(
+          "GPUs in images are given to Slurm jobs of ordinary accounts only (a root job's container would open any "
+          "device); map the project to an account (run_as)");
+    }
+    // Slurm picks the GPUs when the job starts and its cgroup confines the job to them:
+    // the node's /dev is bound, and the driver's files as the node has them.
+    spec.host_dev = true;
+    JC_ASSIGN_OR_RETURN(auto setup, nexec::GpuContainerSetup::Load(options.cdi_spec_dirs, options.gpu_driver_dir,
+                                                                   "/dev/nvidia{index}"));
+    if (setup.Describe() != "device nodes only") {
+      JC_ASSIGN_OR_RETURN(auto edits, setup.For({0}));
+      spec.gpu.mounts = edits.mounts;  // its nodes come with /dev; hooks need root
+      nexec::ApplyEnv(edits.env, &spec.env);
+    }
+  }
   const std::string config = nexec::ContainerConfig(spec).dump();
   std::string s;
   absl::StrAppend(&s, "store=", ShellQuote(store), "\n");
@@ -358,7 +376,7 @@ absl::StatusOr<std::string> ImageScript(const SlurmOptions& options, const std::
   absl::StrAppend(&s, "if [ -L \"$store\" ] || [ ! -O \"$store\" ]; then echo \"jointcloud: the image store $store "
                       "is not this account's own\" >&2; exit 125; fi\n");
   absl::StrAppend(&s, "bundle=$(mktemp -d \"$store/.bundle.XXXXXX\") || exit 125\n");
-  absl::StrAppend(&s, "export -p | grep -v -E '^export (PATH|PWD|OLDPWD|SHLVL|HOME|TMPDIR|_)=' >\"$bundle/env\"\n");
+  absl::StrAppend(&s, "export -p | grep -v -E '^export (PATH|LD_LIBRARY_PATH|PWD|OLDPWD|SHLVL|HOME|TMPDIR|_)=' >\"$bundle/env\"\n");
   absl::StrAppend(&s, "sed -e \"s|@BUNDLE@|$bundle|g\" -e \"s|@ID@|$id|g\" >\"$bundle/config.json\" <<'JC_CONFIG'\n", config,
                   "\nJC_CONFIG\n");
   // The runner's own configuration comes from the account's store, not from the
@@ -391,7 +409,8 @@ absl::StatusOr<std::string> SlurmBackend::Submit(const ReplicaLaunch& launch) {
     }
     JC_ASSIGN_OR_RETURN(auto account, AccountIds(launch.user.empty() ? CurrentUser() : launch.user));
     JC_ASSIGN_OR_RETURN(std::string run, ImageScript(options_, launch.image, launch.command, account.first,
-                                                     account.second, options_.log_dir, launch.read_only_dirs));
+                                                     account.second, options_.log_dir, launch.read_only_dirs,
+                                                     static_cast<int>(launch.spec.quantity().gpu())));
     absl::StrAppend(&script, run);
   }
   // The script goes to a file of a name nobody can guess or have planted (the log

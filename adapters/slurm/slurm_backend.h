@@ -39,6 +39,11 @@ struct SlurmOptions {
   std::string registry_auth_file;
   std::string registry_cert_dir;
   int64_t image_pull_timeout_s = 600;
+  // GPUs in images (accounts other than root): the node's /dev is bound (Slurm's cgroup
+  // confines the job to its GPUs) with the driver's user-space half: a CDI spec of kind
+  // nvidia.com/gpu in these directories, else this directory (the nvidia-docker layout).
+  std::vector<std::string> cdi_spec_dirs = {"/etc/cdi", "/var/run/cdi"};
+  std::string gpu_driver_dir = "/usr/local/nvidia";
 };
 
 // The part of a batch script that runs `command` in `image` (registry/repo@sha256:...) as
@@ -48,7 +53,7 @@ struct SlurmOptions {
 // stderr). `cwd`: bound at its own path, the command's working directory.
 absl::StatusOr<std::string> ImageScript(const SlurmOptions& options, const std::string& image,
                                         const std::string& command, uid_t uid, gid_t gid, const std::string& cwd,
-                                        const std::vector<std::string>& read_only_dirs = {});
+                                        const std::vector<std::string>& read_only_dirs = {}, int gpus = 0);
 
 // The tag the adapter puts in its jobs' comment ("jc:" + 32 hex digits): HMAC-SHA256 of the
 // replica's name under the adapter's secret, so nobody else can make a job that passes for

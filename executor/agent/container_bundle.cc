@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/match.h"
+
 namespace jc::nexec {
 
 using json = nlohmann::json;
@@ -26,6 +28,14 @@ json ContainerConfig(const ContainerSpec& spec) {
       {{"destination", "/sys"}, {"type", "bind"}, {"source", "/sys"}, {"options", {"rbind", "nosuid", "noexec", "nodev", "ro"}}},
       {{"destination", "/tmp"}, {"type", "tmpfs"}, {"source", "tmpfs"}, {"options", {"nosuid", "nodev", "mode=1777"}}},
   });
+  if (spec.rootless && spec.host_dev) {
+    json kept = json::array();
+    for (const auto& m : mounts) {
+      if (!absl::StartsWith(m["destination"].get<std::string>(), "/dev")) kept.push_back(m);
+    }
+    kept.push_back({{"destination", "/dev"}, {"type", "bind"}, {"source", "/dev"}, {"options", {"rbind", "nosuid"}}});
+    mounts = std::move(kept);
+  }
   std::string cwd = spec.cwd.empty() ? "/" : spec.cwd;
   if (cwd != "/") {
     mounts.push_back({{"destination", cwd}, {"type", "bind"}, {"source", cwd}, {"options", {"rbind", "rw"}}});
@@ -33,8 +43,9 @@ json ContainerConfig(const ContainerSpec& spec) {
   std::vector<ContainerMount> binds = spec.gpu.mounts;
   binds.insert(binds.end(), spec.mounts.begin(), spec.mounts.end());
   if (spec.rootless) binds.push_back({spec.userns_helper, kUsernsHelper, {"bind", "ro", "nosuid", "nodev"}});
-  if (spec.rootless) {
-    // A user namespace cannot make device nodes: the host's are bound instead.
+  if (spec.rootless && !spec.host_dev) {
+    // A user namespace cannot make device nodes: the host's are bound instead (with the
+    // host's /dev they are there already).
     for (const ContainerDevice& node : spec.gpu.device_nodes) {
       binds.push_back({node.host_path, node.container_path, {"rbind", "nosuid", "noexec"}});
     }

@@ -46,6 +46,11 @@ struct ContainerSpec {
   // the batch system's cgroup around the script contains it.
   bool rootless = false;
   std::string userns_helper;
+  // Rootless only: the host's /dev instead of a private one, for a batch system whose
+  // cgroup decides which devices the job may open (Slurm's ConstrainDevices picks its GPUs
+  // after the bundle is written). The container's user is the host user with no
+  // capability, so it opens no device it could not open outside.
+  bool host_dev = false;
   std::vector<ContainerMount> mounts;  // more binds (e.g. a Slurm job's environment file)
   // An interactive task on a terminal (nexec submit -Ip): runc gives the container a
   // terminal of its own and relays it to the task's (its size and resizes included).

@@ -331,6 +331,46 @@ TEST_CASE("Slurm adapter: a replica naming an image runs in it on the node, pull
   CHECK(absl::StrContains(out, "is not this account's own"));
   CHECK_FALSE(absl::StrContains(out, "inside the Slurm job's image"));
 
+  // With GPUs (Slurm's gres; here /dev/null stands for each): the node's /dev and driver
+  // directory in the image, Slurm's CUDA_VISIBLE_DEVICES for the command.
+  std::filesystem::create_directories(dir / "driver" / "bin");
+  std::filesystem::create_directories(dir / "driver" / "lib64");
+  std::ofstream(dir / "driver" / "bin" / "nvidia-smi") << "#!/bin/sh\necho \"GPU 0: from the node's driver\"\n";
+  std::filesystem::permissions(dir / "driver" / "bin" / "nvidia-smi", std::filesystem::perms::all);
+  for (const auto& p : {dir / "driver", dir / "driver" / "bin", dir / "driver" / "lib64"}) {
+    std::filesystem::permissions(p, std::filesystem::perms::owner_all | std::filesystem::perms::others_read |
+                                        std::filesystem::perms::others_exec | std::filesystem::perms::group_read |
+                                        std::filesystem::perms::group_exec);
+  }
+  SlurmOptions gpu_options = options;
+  gpu_options.cdi_spec_dirs = {(dir / "no-cdi").string()};
+  gpu_options.gpu_driver_dir = (dir / "driver").string();
+  SlurmBackend gpu_backend(gpu_options);
+  ReplicaLaunch with_gpus = launch_of("gpus", account.name);
+  with_gpus.command = "echo gpus=$CUDA_VISIBLE_DEVICES; nvidia-smi; echo libs=$LD_LIBRARY_PATH; [ -c /dev/null ] && echo devices";
+  with_gpus.spec.set_resource_spec_id("gpu-2x");
+  with_gpus.spec.mutable_quantity()->set_cpu(2);
+  with_gpus.spec.mutable_quantity()->set_memory_mb(1024);
+  with_gpus.spec.mutable_quantity()->set_gpu(2);
+  id = gpu_backend.Submit(with_gpus);
+  INFO(id.status().ToString());
+  REQUIRE(id.ok());
+  out = OutputWhenEnded(gpu_backend, *id, &state);
+  INFO(out);
+  CHECK(state == pb::REPLICA_SUCCEEDED);
+  CHECK(absl::StrContains(out, "gpus=0,1\n"));
+  CHECK(absl::StrContains(out, "GPU 0: from the node's driver\n"));
+  CHECK(absl::StrContains(out, "libs=/usr/local/nvidia/lib64:/usr/local/nvidia/lib\n"));
+  CHECK(absl::StrContains(out, "devices\n"));
+  // As root, no: its container could open any device.
+  ReplicaLaunch root_gpus = with_gpus;
+  root_gpus.user = "";
+  root_gpus.key.set_job_id(absl::StrCat("rootgpus", getpid()));
+  root_gpus.name = ReplicaName(root_gpus.key);
+  auto refused = gpu_backend.Submit(root_gpus);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(std::string(refused.status().message()), Catch::Contains("ordinary accounts only"));
+
   // A digest the registry does not have: the job fails with the registry's reason.
   ReplicaLaunch missing = launch_of("missing", "");
   missing.image = (*registry)->host() + "/demo/app@sha256:" + std::string(64, '0');

@@ -180,6 +180,20 @@ TEST_CASE("a rootless bundle maps root to the account, and the helper runs the c
   CHECK(helper);
   CHECK(gpu);
 
+  // The host's /dev for a batch system's cgroup to confine (Slurm GPU jobs): no private one.
+  spec.host_dev = true;
+  auto host_dev = ContainerConfig(spec);
+  int dev_mounts = 0;
+  bool bound_dev = false;
+  for (const auto& m : host_dev["mounts"]) {
+    const std::string to = m["destination"];
+    dev_mounts += to.rfind("/dev", 0) == 0;
+    bound_dev |= to == "/dev" && m["type"] == "bind" && m["source"] == "/dev";
+  }
+  CHECK(bound_dev);
+  CHECK(dev_mounts == 1);
+  spec.host_dev = false;
+
   // Not rootless (root's job, or nexec's agent): the ids are set by runc, no helper.
   spec.rootless = false;
   auto rootful = ContainerConfig(spec);
