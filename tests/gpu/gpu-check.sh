@@ -79,7 +79,8 @@ LD_LIBRARY_PATH=$bundle/bin/lib "$bundle/bin/nexec-master" --listen=127.0.0.1:68
   --metrics_address=127.0.0.1:0 >"$w/master.log" 2>&1 &
 # The agent in a cgroup of its own, as systemd starts it (Delegate=yes): under cgroup v2 a
 # cgroup that holds other processes (this script's) passes no controllers to the tasks.
-agent_cgroup=/sys/fs/cgroup/jc-gpu-check
+# One per run: a cgroup whose subtree_control an earlier agent filled takes no processes.
+agent_cgroup=/sys/fs/cgroup/jc-gpu-check-$$
 [[ $(stat -fc %T /sys/fs/cgroup) == cgroup2fs ]] && mkdir -p "$agent_cgroup"
 (
   [[ -d $agent_cgroup ]] && echo "$BASHPID" >"$agent_cgroup/cgroup.procs"
@@ -151,6 +152,33 @@ s5=$(wait_end "$id5")
 show "$w/out/image-none.out"
 check "a job in its image not holding the GPU sees none ($s5)" \
   grep -q "^NO-GPU" "$w/out/image-none.out"
+
+echo "=== rootless, as a Slurm job's batch script runs it for an ordinary account"
+if id jcgpu >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin jcgpu; then
+  uid=$(id -u jcgpu)
+  gid=$(id -g jcgpu)
+  rl=$w/rootless
+  mkdir -p "$rl/work" "$rl/store-$uid/$hex"
+  chmod 755 "$rl"
+  tar -xzf "$bundle/image.tar.gz" -C "$rl/store-$uid/$hex"
+  du -sb "$rl/store-$uid/$hex/rootfs" | cut -f1 >"$rl/store-$uid/$hex/size"
+  touch "$rl/store-$uid/$hex/ready"
+  chown -R "$uid:$gid" "$rl/store-$uid" "$rl/work"
+  chmod 700 "$rl/store-$uid"
+  install -m 755 "$bundle/bin/nexec-image-run" "$bundle/bin/nexec-userns-exec" "$rl/"
+  LD_LIBRARY_PATH=$bundle/bin/lib "$bundle/bin/slurm_image_script" "$rl/nexec-image-run" "$rl/nexec-userns-exec" \
+    "$rl/store-%u" "$ref" "$uid" "$gid" 1 "$rl/work" \
+    'echo CVD=$CUDA_VISIBLE_DEVICES; id -u; cat /etc/jc-image; cuda_probe && nvidia-smi -L' >"$rl/job.sh"
+  chmod 755 "$rl/job.sh"
+  su jcgpu -s /bin/sh -c "cd $rl/work && SLURM_JOB_ID=7 CUDA_VISIBLE_DEVICES=0 sh $rl/job.sh" >"$w/out/rootless.out" 2>&1
+  show "$w/out/rootless.out"
+  check "a rootless job in its image (the Slurm adapter's way) uses the GPU through the node's driver" \
+    grep -q "context and 64 MB allocation ok" "$w/out/rootless.out"
+  check "... as the account's own uid inside" grep -qx "$uid" "$w/out/rootless.out"
+else
+  echo "FAIL could not make an account for the rootless check"
+  fail=$((fail + 1))
+fi
 
 echo "=== logs"
 tail -n 60 "$w/agent.log"

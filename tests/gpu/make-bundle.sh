@@ -12,8 +12,8 @@ build=${2:-$root/build}
 rm -rf "$out"
 mkdir -p "$out/sys" "$out/image/rootfs"
 bash "$root/../shared/tools/gpu-bundle.sh" "$out/bin" "$build/executor/nexec-master" "$build/executor/nexec-agent" \
-  "$build/executor/nexec" "$build/executor/nexec-run" /usr/sbin/munged >/dev/null
-cp "$build/executor/nexec-image-run" "$out/bin/"
+  "$build/executor/nexec" "$build/executor/nexec-run" "$build/tests/slurm_image_script" /usr/sbin/munged >/dev/null
+cp "$build/executor/nexec-image-run" "$build/executor/nexec-userns-exec" "$out/bin/"
 cp /usr/sbin/runc "$out/sys/runc"
 cp -L /lib/x86_64-linux-gnu/libseccomp.so.2 "$out/sys/"
 gcc -O2 -o "$out/cuda_probe" "$root/tests/gpu/cuda_probe.c" -ldl
