@@ -2,7 +2,9 @@
 # [C3] The image builds here with podman from an mmdebstrap root filesystem (no registry,
 # no RUN steps: deploy/image/build.sh), every binary in it answers --version inside its
 # root filesystem (podman image mount + chroot), and the image runs: a container of it
-# serves REST (/readyz, the console at /ui/) and stops cleanly.
+# serves REST (/readyz, the console at /ui/) and stops cleanly. Then (issue 30) it is
+# pushed to a registry on loopback (the demo center's, TLS) and a nexec job runs in it by
+# digest: a job in an image the project built from an mmdebstrap root.
 #   image_test.sh ROOT BUILD_DIR VERSION
 set -euo pipefail
 root=$1
@@ -11,8 +13,10 @@ version=$3
 tag="localhost/jointcloud-test:$$"
 container=""
 mounted=""
+demo=""
 cleanup() {
   set +e
+  [[ -n "$demo" ]] && JC_BUILD_DIR="$build" "$root/scripts/demo-center.sh" stop "$demo" && rm -rf "$demo"
   [[ -n "$container" ]] && podman rm -f "$container" >/dev/null 2>&1
   [[ -n "$mounted" ]] && podman image unmount "$tag" >/dev/null 2>&1
   podman rmi -f "$tag" >/dev/null 2>&1
@@ -58,3 +62,29 @@ podman stop -t 10 "$container" >/dev/null
 code=$(podman inspect "$container" --format '{{.State.ExitCode}}')
 [[ "$code" == 0 ]] || { podman logs "$container"; echo "FAIL: the container's server exited $code on SIGTERM"; exit 1; }
 echo "ok: a container of the image served REST and the console, and stopped cleanly"
+
+# A nexec job in the image, pulled by digest from the demo center's registry.
+demo=$(mktemp -d /tmp/jc-image-job.XXXXXX)
+JC_BUILD_DIR="$build" "$root/scripts/demo-center.sh" start "$demo" >/dev/null || { echo "FAIL: the demo center did not start"; exit 1; }
+[[ -s "$demo/image.ref" ]] || { echo "FAIL: the demo center started no registry"; exit 1; }
+registry=$(cut -d/ -f1 "$demo/image.ref")
+skopeo copy --quiet --dest-cert-dir "$demo/registry-ca" "containers-storage:$tag" "docker://$registry/jointcloud:test"
+digest=$(skopeo inspect --cert-dir "$demo/registry-ca" --format '{{.Digest}}' "docker://$registry/jointcloud:test")
+ref="$registry/jointcloud@$digest"
+# shellcheck disable=SC1091
+. "$demo/nexec.env"
+mkdir -p "$demo/work" && chmod 1777 "$demo/work"
+out=$(cd "$demo/work" && "$build/executor/nexec" submit --json --user nobody --image "$ref" -o "$demo/work/job.out" -- \
+  'cat /etc/debian_version; /usr/local/bin/jcctl --version')
+job=$(grep -oE '"job_id": *"[0-9]+"' <<<"$out" | grep -oE '[0-9]+')
+[[ -n "$job" ]] || { echo "$out"; echo "FAIL: the job in the image was not submitted"; exit 1; }
+state=""
+for _ in $(seq 1 1200); do
+  state=$("$build/executor/nexec" job "$job" --json | grep -oE '"state": *"[A-Z]+"' | head -n 1 | grep -oE '[A-Z]+')
+  [[ "$state" == DONE || "$state" == EXIT ]] && break
+  sleep 0.1
+done
+grep -q "^jcctl $version" "$demo/work/job.out" 2>/dev/null || {
+  cat "$demo/work/job.out" 2>/dev/null; "$build/executor/nexec" job "$job"; echo "FAIL: the job did not run in the image ($state)"; exit 1; }
+[[ -x /usr/local/bin/jcctl ]] && { echo "FAIL: this host has /usr/local/bin/jcctl: the check proves nothing"; exit 1; }
+echo "ok: a nexec job ran in the image (Debian $(head -n 1 "$demo/work/job.out")), pulled by digest from a registry"
