@@ -234,6 +234,25 @@ void Agent::SetUpImages() {
   images.cert_dir = options_.registry_cert_dir;
   images.store_limit_mb = options_.image_store_limit_mb;
   images.pull_timeout_s = std::max<int64_t>(1, absl::ToInt64Seconds(options_.image_pull_timeout));
+  {
+    // nexec-run inside images: the one beside this agent, on the host's libraries.
+    std::error_code ec;
+    const auto beside = std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "nexec-run";
+    const auto loader = std::filesystem::canonical("/lib64/ld-linux-x86-64.so.2", ec);
+    if (!ec && access(beside.c_str(), X_OK) == 0) {
+      images.nexec_run = beside.string();
+      images.host_lib_dir = loader.parent_path().string();
+      images.nexec_run_wrapper = images.store + "/.nexec-run";
+      std::filesystem::create_directories(images.store, ec);
+      std::ofstream wrapper(images.nexec_run_wrapper);
+      wrapper << "#!/bin/sh\n# nexec-run in a task's image: the host's, on the host's libraries (task_runner.h)\n"
+              << "exec /tmp/.jc/lib/" << loader.filename().string()
+              << " --library-path /tmp/.jc/lib /tmp/.jc/nexec-run.bin \"$@\"\n";
+      wrapper.close();
+      chmod(images.nexec_run_wrapper.c_str(), 0755);
+      if (!wrapper) images.nexec_run.clear();
+    }
+  }
   auto gpus = GpuContainerSetup::Load(options_.cdi_spec_dirs, options_.gpu_driver_dir, options_.gpu_device);
   if (!gpus.ok()) {
     spdlog::warn("nexec agent: jobs with --image cannot run here ({})", std::string(gpus.status().message()));

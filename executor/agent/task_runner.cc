@@ -309,6 +309,18 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
     for (const auto& [k, v] : env) spec.env.push_back(k + "=" + v);
     ApplyEnv(gpu_edits->env, &spec.env);
     spec.gpu = std::move(*gpu_edits);
+    if (!images_->nexec_run.empty()) {
+      // The job's command starts its other hosts' tasks with nexec-run, as bare jobs do:
+      // the host's binary on the host's libraries, and munge's socket to sign with.
+      spec.mounts.push_back({images_->host_lib_dir, "/tmp/.jc/lib", {"rbind", "ro", "nosuid", "nodev"}});
+      spec.mounts.push_back({images_->nexec_run, "/tmp/.jc/nexec-run.bin", {"bind", "ro", "nosuid", "nodev"}});
+      spec.mounts.push_back({images_->nexec_run_wrapper, "/tmp/.jc/bin/nexec-run", {"bind", "ro", "nosuid", "nodev"}});
+      auto socket = env.find("NEXEC_MUNGE_SOCKET");
+      const std::string munge = socket != env.end() ? socket->second : "/run/munge/munge.socket.2";
+      const std::string munge_dir = std::filesystem::path(munge).parent_path().string();
+      if (std::filesystem::is_directory(munge_dir, ec)) spec.mounts.push_back({munge_dir, munge_dir, {"rbind", "nosuid", "nodev"}});
+      ApplyEnv({"PATH=/tmp/.jc/bin"}, &spec.env);
+    }
     for (const auto& dir : t.read_only_dirs) {
       // Bound by runc as root: the container's user still reads only what its uid may.
       spec.mounts.push_back({dir, dir, {"rbind", "ro", "nosuid", "nodev"}});

@@ -67,6 +67,12 @@ struct ImageRunning {
   std::string cert_dir;   // CAs for registries (*.crt); may be empty
   int64_t store_limit_mb = 0;  // least recently used images go past it; 0: no limit
   int64_t pull_timeout_s = 600;  // a pull that takes longer ends its task
+  // nexec-run inside images: the host's binary (empty: not offered), run by the host's
+  // dynamic loader from `host_lib_dir` (its libraries are the host's, whatever the image
+  // has) through `nexec_run_wrapper`, a script the agent writes; all bound under /tmp/.jc.
+  std::string nexec_run;
+  std::string host_lib_dir;
+  std::string nexec_run_wrapper;
   GpuContainerSetup gpus;      // what a container needs for the GPUs its task holds
 };
 

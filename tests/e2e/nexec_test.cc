@@ -1118,6 +1118,22 @@ TEST_CASE("a job with --image runs in its image, pulled by digest from a registr
     CHECK(p.Log().find("x=typed") != std::string::npos);
     CHECK((p.Log().find("on-a-terminal") != std::string::npos) == (mode == "-Ip"));
   }
+  // A job over two hosts in its image starts its other host's task with nexec-run from
+  // inside the image (the host's, bound in), and that task runs in the image too.
+  c.AddAgent("node2", "cpus=2,mem=4G", {"--cgroups=on", RegistryFlags(*registry)[0], RegistryFlags(*registry)[1]});
+  REQUIRE(c.WaitHosts(2));
+  int64_t spread = submit({"--image", ref, "-n", "4", "-R", "span[ptile=2]", "-o", c.path("spread.out"), "--",
+                           "nexec-run node2 'cat /etc/jc-image; echo from-task-$NEXEC_TASK_INDEX'; echo remote-exit=$?"});
+  REQUIRE(c.WaitState(spread, "DONE"));
+  std::string spread_out = ReadFile(c.path("spread.out"));
+  INFO(spread_out);
+  CHECK(spread_out.find("remote-exit=0\n") != std::string::npos);
+  json spread_job = c.Job(spread);
+  REQUIRE(spread_job["tasks"].size() == 3);
+  CHECK(spread_job["tasks"][2]["host"] == "node2");
+  auto remote = c.Cli({"logs", std::to_string(spread), "-t", "2"});
+  CHECK(remote.out == "inside the image\nfrom-task-2\n");
+
   // A reference by tag is refused at submit: what runs must not change under the job.
   auto by_tag = c.CliIn(c.path("work"), {}, {"submit", "--image", registry->host() + "/demo/app:v1", "--", "true"});
   CHECK(by_tag.code != 0);
