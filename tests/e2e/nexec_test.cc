@@ -1187,7 +1187,8 @@ TEST_CASE("a job in its image holding a GPU gets that GPU's node, the host's dri
   INFO(held);
   CHECK(held.find("a CUDA image\ngpu0\n") != std::string::npos);  // in the image, with the node in its /dev
   CHECK(held.find("visible=0 host=0\n") != std::string::npos);      // no nvidia-smi on this host: by number
-  CHECK(held.find("path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/nvidia/bin\n") !=
+  // The image's PATH, the driver's bin, and where nexec-run is bound.
+  CHECK(held.find("path=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:/usr/local/nvidia/bin:/tmp/.jc/bin\n") !=
         std::string::npos);
   CHECK(held.find("libs=/usr/local/nvidia/lib64:/usr/local/nvidia/lib\n") != std::string::npos);
   CHECK(held.find("GPU 0: from the host's driver\n") != std::string::npos);
