@@ -6,7 +6,10 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+
+#include <google/protobuf/util/time_util.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -77,6 +80,29 @@ NexecBackend::NexecBackend(const std::string& master, std::string queue, nexec::
   client_->stub = npb::Master::NewStub(grpc::CreateChannel(master, grpc::InsecureChannelCredentials()));
 }
 NexecBackend::~NexecBackend() = default;
+
+namespace {
+
+// What an ended nexec job used, from its tasks' last reports (the agents' cgroup figures).
+pb::ReplicaUsage UsageOf(const npb::Job& job, ReplicaObservation* o) {
+  pb::ReplicaUsage u;
+  if (job.has_started_at()) o->started_at = absl::FromUnixNanos(google::protobuf::util::TimeUtil::TimestampToNanoseconds(job.started_at()));
+  if (job.has_ended_at()) o->ended_at = absl::FromUnixNanos(google::protobuf::util::TimeUtil::TimestampToNanoseconds(job.ended_at()));
+  if (o->started_at && o->ended_at) u.set_wall_seconds(std::max(0.0, absl::ToDoubleSeconds(*o->ended_at - *o->started_at)));
+  int64_t peak_kb = 0;
+  for (const auto& t : job.tasks()) {
+    u.set_cpu_seconds(u.cpu_seconds() + t.usage().cpu_seconds());
+    peak_kb = std::max(peak_kb, std::max(t.usage().memory_peak_kb(), t.usage().rss_kb()));
+    u.set_read_bytes(u.read_bytes() + t.usage().read_bytes());
+    u.set_write_bytes(u.write_bytes() + t.usage().write_bytes());
+    u.set_gpus(u.gpus() + t.gpus_size());
+  }
+  u.set_memory_peak_mb(peak_kb / 1024);
+  u.set_gpu_seconds(u.gpus() * u.wall_seconds());
+  return u;
+}
+
+}  // namespace
 
 absl::StatusOr<pb::CenterInfo> NexecBackend::Describe() {
   JC_ASSIGN_OR_RETURN(auto hosts, (client_->Unary<npb::ListHostsRequest, npb::ListHostsResponse>("ListHosts",
@@ -227,6 +253,7 @@ absl::StatusOr<std::map<std::string, ReplicaObservation>> NexecBackend::Poll(
         o.exit_code = job->exit_code();
         o.message = job->reason();
     }
+    if (o.state == pb::REPLICA_SUCCEEDED || o.state == pb::REPLICA_FAILED) o.usage = UsageOf(*job, &o);
     out[id] = o;
   }
   return out;

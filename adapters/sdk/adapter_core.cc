@@ -702,9 +702,12 @@ absl::Status AdapterCore::PollOnce() {
       next.set_exit_code(o.exit_code);
       next.set_message(o.message);
       if (o.state != pb::REPLICA_PENDING && !next.has_started_at()) {
-        *next.mutable_started_at() = ToTimestamp(absl::Now());
+        *next.mutable_started_at() = ToTimestamp(o.started_at.value_or(absl::Now()));
       }
-      if (Ended(o.state)) *next.mutable_ended_at() = ToTimestamp(absl::Now());
+      if (Ended(o.state)) {
+        *next.mutable_ended_at() = ToTimestamp(o.ended_at.value_or(absl::Now()));
+        if (o.usage) *next.mutable_usage() = *o.usage;
+      }
       changed.push_back(next);
     }
   }

@@ -7,6 +7,9 @@
 // A backend only talks to its scheduler. Every call may come from any thread; calls for
 // different replicas may run at the same time.
 
+#include <optional>
+
+#include "absl/time/time.h"
 #include <cstdint>
 #include <map>
 #include <string>
@@ -46,6 +49,10 @@ struct ReplicaObservation {
   pb::ReplicaState state = pb::REPLICA_PENDING;
   int exit_code = 0;
   std::string message;
+  // Once it ended, where the backend measures them: what it used (issue 31), and when it
+  // started and ended by the center's clock (else the adapter's poll times stand).
+  std::optional<pb::ReplicaUsage> usage;
+  std::optional<absl::Time> started_at, ended_at;
 };
 
 class Backend {

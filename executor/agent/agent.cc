@@ -1033,6 +1033,15 @@ void Agent::HeartbeatLoop() {
       }
       pb::TaskReport r;
       if (NextPhase(e.key, it->second, e.exit_code, &r)) continue;  // its next phase runs
+      if (e.usage) {
+        // Its final figures, for the job's metering (a task may end between heartbeats).
+        auto* u = r.mutable_usage();
+        u->set_cpu_seconds(e.usage->cpu_seconds);
+        u->set_read_bytes(e.usage->read_bytes);
+        u->set_write_bytes(e.usage->write_bytes);
+        u->set_memory_peak_kb(e.usage->memory_peak_kb);
+        u->set_rss_kb(e.usage->rss_kb);
+      }
       unacked_exits_.push_back(r);
       bound_cpus_.erase(e.key);
       tasks_.erase(it);

@@ -757,6 +757,13 @@ std::vector<TaskExit> TaskRunner::Reap() {
       }
       if (auto cg = cgroups_.find(it->first); cg != cgroups_.end()) {
         const CgroupUsage usage = cg->second->Usage();
+        TaskUsage last;
+        last.cpu_seconds = usage.cpu_seconds;
+        last.read_bytes = usage.read_bytes;
+        last.write_bytes = usage.write_bytes;
+        last.memory_peak_kb = usage.memory_peak_bytes / 1024;
+        last.rss_kb = usage.memory_bytes / 1024;
+        exit.usage = last;
         if (usage.oom_killed) {
           exit.killed_because = absl::StrCat("memory limit ", HumanBytes(cg->second->memory_limit_bytes()),
                                              " exceeded (OOM)");

@@ -92,6 +92,9 @@ struct TaskExit {
   int exit_code = 0;  // 128 + signal when a signal ended it
   // Why the kernel ended it, when it did: "memory limit 4 GiB exceeded (OOM)".
   std::string killed_because;
+  // What it used in all, read from its cgroup as it ended (contained tasks only): the
+  // figures its job's metering keeps, even when it ended between two heartbeats.
+  std::optional<TaskUsage> usage;
 };
 
 class TaskRunner {

@@ -267,6 +267,39 @@ image_mirror:
   (*server)->Shutdown();
 }
 
+TEST_CASE("native adapter: a replica that ended says what it used, as nexec measured it (issue 31 item 1) [A14]",
+          "[A14]") {
+  NexecCluster& cluster = Cluster();
+  REQUIRE(cluster.error.empty());
+  NexecBackend backend(cluster.address, "", nexec::MungeAuth::Munge(""));
+  ReplicaLaunch launch;
+  launch.key.set_job_id(absl::StrCat("usage", getpid()));
+  launch.name = absl::StrCat("jc-usage-", getpid(), "-0-0-0");
+  // Half a second of CPU at least, then a short sleep: wall time and CPU time both show.
+  launch.command = "end=$(( $(date +%s%N) + 500000000 )); while [ $(date +%s%N) -lt $end ]; do :; done; sleep 0.3";
+  launch.spec.mutable_quantity()->set_cpu(1);
+  auto id = backend.Submit(launch);
+  REQUIRE(id.ok());
+  ReplicaObservation ended;
+  REQUIRE(jc::testing::WaitUntil(
+      [&] {
+        auto seen = backend.Poll({*id});
+        if (!seen.ok() || !seen->contains(*id)) return false;
+        ended = seen->at(*id);
+        return ended.state == pb::REPLICA_SUCCEEDED || ended.state == pb::REPLICA_FAILED;
+      },
+      std::chrono::seconds(30)));
+  CHECK(ended.state == pb::REPLICA_SUCCEEDED);
+  REQUIRE(ended.usage.has_value());
+  INFO(ended.usage->DebugString());
+  CHECK(ended.usage->wall_seconds() >= 0.7);
+  CHECK(ended.usage->cpu_seconds() >= 0.3);
+  CHECK(ended.usage->gpus() == 0);
+  REQUIRE(ended.started_at.has_value());
+  REQUIRE(ended.ended_at.has_value());
+  CHECK(*ended.ended_at > *ended.started_at);
+}
+
 TEST_CASE("native adapter: an account that takes a replica's name and key first hijacks nothing: the replica "
           "runs its own command in a job of its own [A14][C6]",
           "[A14][C6]") {
