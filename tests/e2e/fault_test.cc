@@ -531,6 +531,18 @@ TEST_CASE("with the store down, creates answer 503 with Retry-After, reads of kn
   std::filesystem::remove_all(dir);
 }
 
+// The job once it completed or failed (an empty object when it did not within `limit`).
+json WhenEnded(jc::testing::RestClient& rest, const std::string& id, std::chrono::seconds limit) {
+  json job;
+  const bool ended = jc::testing::WaitUntil(
+      [&] {
+        job = rest.Get("/openapi/v1/trainjob/" + id).body["data"];
+        return job.value("status", "") == "completed" || job.value("status", "") == "failed";
+      },
+      limit);
+  return ended ? job : json::object();
+}
+
 TEST_CASE("a federation job whose image has content runs in it at a nexec center, pulled there by digest, and "
           "again in it after its agent is SIGKILLed mid-run [A4][A7][B6]",
           "[A4][A7][B6]") {
@@ -603,13 +615,8 @@ TEST_CASE("a federation job whose image has content runs in it at a nexec center
   }));
   h.KillAgent();
   h.StartAgent();
-  json done;
-  REQUIRE(jc::testing::WaitUntil(
-      [&] {
-        done = rest.Get("/openapi/v1/trainjob/" + id).body["data"];
-        return done.value("status", "") == "completed" || done.value("status", "") == "failed";
-      },
-      std::chrono::seconds(90)));
+  json done = WhenEnded(rest, id, std::chrono::seconds(90));
+  REQUIRE_FALSE(done.empty());
   INFO(done.dump());
   CHECK(done["status"] == "completed");
   auto log = rest.http().Get(("/openapi/v1/trainjob/" + id + "/task/0/replica/0/log/content").c_str());
@@ -635,13 +642,8 @@ TEST_CASE("a federation job whose image has content runs in it at a nexec center
   auto second = rest.Post("/openapi/v1/trainjob", lost);
   REQUIRE(second.http_status == 200);
   const std::string lost_id = second.body["data"]["jobId"];
-  json failed;
-  REQUIRE(jc::testing::WaitUntil(
-      [&] {
-        failed = rest.Get("/openapi/v1/trainjob/" + lost_id).body["data"];
-        return failed.value("status", "") == "failed" || failed.value("status", "") == "completed";
-      },
-      std::chrono::seconds(60)));
+  json failed = WhenEnded(rest, lost_id, std::chrono::seconds(60));
+  REQUIRE_FALSE(failed.empty());
   INFO(failed.dump());
   CHECK(failed["status"] == "failed");
   const std::string why = failed["taskInfos"][0]["replicaMessages"][0];
@@ -709,13 +711,8 @@ TEST_CASE("a federation job whose image a nexec center lacks is staged by a copy
   INFO(created.body.dump());
   REQUIRE(created.http_status == 200);
   const std::string id = created.body["data"]["jobId"];
-  json done;
-  REQUIRE(jc::testing::WaitUntil(
-      [&] {
-        done = rest.Get("/openapi/v1/trainjob/" + id).body["data"];
-        return done.value("status", "") == "completed" || done.value("status", "") == "failed";
-      },
-      std::chrono::seconds(90)));
+  json done = WhenEnded(rest, id, std::chrono::seconds(90));
+  REQUIRE_FALSE(done.empty());
   INFO(done.dump());
   CHECK(done["status"] == "completed");
   CHECK(done["taskInfos"][0]["centerIDs"] == json::array({"local"}));
