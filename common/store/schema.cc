@@ -168,6 +168,47 @@ const std::vector<Migration>& Migrations() {
            "  job_id TEXT NOT NULL,"
            "  doc TEXT NOT NULL)",
        }},
+      {12,
+       "metering: usage records (one per replica attempt that ran), their daily rollup, and ended jobs "
+       "whose attempts have not all reported their end",
+       {
+           // Append-only; written in the job manager's transaction that closes the attempt.
+           "CREATE TABLE usage_records ("
+           "  id TEXT PRIMARY KEY,"
+           "  job_id TEXT NOT NULL,"
+           "  project TEXT NOT NULL,"
+           "  user_name TEXT NOT NULL,"
+           "  center_id TEXT NOT NULL,"
+           "  spec_id TEXT NOT NULL,"
+           "  ended_at BIGINT NOT NULL,"
+           "  day TEXT NOT NULL,"
+           "  billing_month TEXT NOT NULL,"
+           "  doc TEXT NOT NULL)",
+           "CREATE INDEX usage_records_ended ON usage_records (ended_at)",
+           "CREATE INDEX usage_records_job ON usage_records (job_id)",
+           "CREATE INDEX usage_records_month ON usage_records (billing_month, center_id)",
+           // What reports read: sums per day and (project, user, center, spec), kept in the
+           // transaction of the records they sum.
+           "CREATE TABLE usage_daily ("
+           "  day TEXT NOT NULL,"
+           "  project TEXT NOT NULL,"
+           "  user_name TEXT NOT NULL,"
+           "  center_id TEXT NOT NULL,"
+           "  spec_id TEXT NOT NULL,"
+           "  records BIGINT NOT NULL,"
+           "  wall_seconds DOUBLE PRECISION NOT NULL,"
+           "  cpu_seconds DOUBLE PRECISION NOT NULL,"
+           "  gpu_seconds DOUBLE PRECISION NOT NULL,"
+           "  read_bytes BIGINT NOT NULL,"
+           "  write_bytes BIGINT NOT NULL,"
+           "  energy_kwh DOUBLE PRECISION NOT NULL,"
+           "  cost DOUBLE PRECISION NOT NULL,"
+           "  max_memory_peak_mb BIGINT NOT NULL,"
+           "  PRIMARY KEY (day, project, user_name, center_id, spec_id))",
+           // An ended job stays loaded while attempts it placed have not reported their end.
+           "ALTER TABLE jobs ADD COLUMN open_attempts INTEGER NOT NULL DEFAULT 0",
+           "CREATE INDEX jobs_open_attempts ON jobs (open_attempts)",
+       }},
   };
   return *migrations;
 }

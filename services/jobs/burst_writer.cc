@@ -16,6 +16,7 @@ WriteOutcome CommitBurst(JobStore& store, const JobWrites& writes) {
   rest.cursors = writes.cursors;
   rest.audits = writes.audits;
   rest.events = writes.events;
+  rest.usage = writes.usage;
   rest.prune_events_below = writes.prune_events_below;
   out.status = store.Write(rest);
   for (size_t i = 0; i < writes.inserts.size(); ++i) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "jointcloud/v1/accounting.pb.h"
 #include "services/jobs/job_store.h"
 
 namespace jc::jobs {
@@ -33,6 +34,7 @@ struct JobWrites {
     std::string status;
     std::string idempotency_key;
     int64_t version = 1;
+    int64_t open_attempts = 0;  // 1: attempts it placed have not reported their end
     std::string doc;
     store::Params audit;  // the audit row of the create (common/audit), if audited
     Event event;          // its CREATED event
@@ -42,6 +44,7 @@ struct JobWrites {
     std::string status;
     int64_t version = 0;
     std::string doc;
+    int64_t open_attempts = 0;  // 1: attempts it placed have not reported their end
   };
   std::vector<NewJob> inserts;
   std::vector<Save> saves;
@@ -49,9 +52,12 @@ struct JobWrites {
   std::vector<store::Params> audits;        // audit rows of the stops the burst applied
   std::vector<Event> events;                // the events of the saves
   int64_t prune_events_below = 0;           // deletes older events (0: none)
+  // Usage records of the attempts the saves closed (services/accounting/usage_book.h).
+  std::vector<v1::UsageRecord> usage;
 
   bool empty() const {
-    return inserts.empty() && saves.empty() && cursors.empty() && audits.empty() && events.empty();
+    return inserts.empty() && saves.empty() && cursors.empty() && audits.empty() && events.empty() &&
+           usage.empty();
   }
 };
 

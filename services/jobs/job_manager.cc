@@ -14,6 +14,7 @@
 #include "common/status_macros.h"
 #include "common/store/doc.h"
 #include "common/timestamp.h"
+#include "services/jobs/attempt_history.h"
 #include "services/jobs/job_state.h"
 #include "services/jobs/status_policy.h"
 
@@ -322,7 +323,8 @@ void JobManager::Flush() {
     absl::StatusOr<std::string> doc = Encode(job);
     if (!doc.ok()) return StepDown(absl::StrCat("encoding job ", id, " failed: ", doc.status().message()));
     burst_.saves.emplace_back(std::make_shared<const v1::JobRecord>(job.record), ++job.version);
-    writes.saves.push_back({id, job.record.status(), job.version, std::move(*doc)});
+    writes.saves.push_back(
+        {id, job.record.status(), job.version, std::move(*doc), AwaitsUsage(job.record) ? int64_t{1} : int64_t{0}});
   }
   dirty_.clear();
   // What watchers are told: each saved job against its last committed record (the view).
@@ -364,11 +366,13 @@ void JobManager::Flush() {
     c.event = *EventOf(nullptr, r, event_time);
     c.event.set_revision(events_.Take());
     writes.inserts.push_back({r.job_id(), r.seq(), r.request().user_name(), r.request().project(), r.status(),
-                              r.request().idempotency_key(), c.job.version, std::move(*doc), std::move(audit_row),
+                              r.request().idempotency_key(), c.job.version, AwaitsUsage(r) ? 1 : 0, std::move(*doc),
+                              std::move(audit_row),
                               {static_cast<int64_t>(c.event.revision()), r.job_id(), EncodeEvent(c.event)}});
   }
   writes.prune_events_below = events_.PruneBelow();
   writes.cursors = burst_.cursors;
+  writes.usage = burst_.usage;
   for (const auto& a : burst_.audits) writes.audits.push_back(audit::AuditLog::Values(a));
   Burst burst = std::move(burst_);
   burst_ = Burst();
@@ -440,9 +444,10 @@ void JobManager::AfterCommit(Burst& burst, const WriteOutcome& outcome) {
         view_[id] = record;
       }
     }
-    if (!ended) continue;
     // Ended jobs leave memory once their final write has committed (a later write of the
-    // job on its way forgets it when it lands).
+    // job on its way forgets it when it lands), and once every attempt they placed has
+    // reported its end (its usage record is written with it).
+    if (!ended || AwaitsUsage(*record)) continue;
     auto it = active_.find(id);
     if (it != active_.end() && it->second.version == version) {
       const std::string& key = it->second.record.request().idempotency_key();
@@ -744,16 +749,21 @@ void JobManager::OnEvent(const std::string& center, uint64_t term, const apb::Re
   if (!ours) return;
   int index = IndexOf(it->second.record, e.replica().key().task_index(), e.replica().key().replica_index());
   if (index < 0) return;
+  JobEffects fx;
+  // The attempt's own history first: an attempt the replica moved past, or of a job that
+  // ended, still reports its end (and usage) from the center it was placed at.
+  bool attempt_here = ApplyAttemptReport(it->second.record, index, center, e.replica(), clock_->Now(), &fx);
   // A center reports only on the replicas recorded at it: another center's report on one
   // (a rogue or confused center naming a replica running elsewhere) changes nothing.
   if (const std::string& at = it->second.record.replicas(index).center_id(); at != center) {
-    spdlog::warn("job manager: center {} reported on replica {}/{} of {}, which is recorded at {}; ignored", center,
-                 e.replica().key().task_index(), e.replica().key().replica_index(), it->first, at);
-    if (metrics_) metrics_->events_ignored->Add({{"reason", "other_center"}}).Increment();
-    return;
+    if (!attempt_here) {
+      spdlog::warn("job manager: center {} reported on replica {}/{} of {}, which is recorded at {}; ignored", center,
+                   e.replica().key().task_index(), e.replica().key().replica_index(), it->first, at);
+      if (metrics_) metrics_->events_ignored->Add({{"reason", "other_center"}}).Increment();
+    }
+  } else {
+    ApplyReport(it->second.record, index, e.replica(), clock_->Now(), &fx);
   }
-  JobEffects fx;
-  ApplyReport(it->second.record, index, e.replica(), clock_->Now(), &fx);
   ApplyEffects(it->second, fx);
   if (fx.changed) MarkDirty(it->first);
 }
@@ -768,6 +778,18 @@ void JobManager::OnReconcile(bool all, const std::set<std::string>& connected) {
       const auto& rep = job.record.replicas(i);
       bool live = rep.state() == v1::ReplicaRecord::PENDING || rep.state() == v1::ReplicaRecord::RUNNING;
       if (live && (all || !connected.count(rep.center_id()))) asks.push_back({id, i, rep.center_id(), KeyOf(job.record, i)});
+      // Attempts stopped or moved past whose end their center has not reported yet: asked
+      // every time (they are few, and their usage is due), wherever the stream stands.
+      for (const auto& a : rep.attempts()) {
+        if (a.closed() || a.center_id().empty() || (live && a.attempt() == rep.attempt())) continue;
+        if (a.attempt() == rep.attempt() && (rep.state() == v1::ReplicaRecord::DISPATCHING ||
+                                             rep.state() == v1::ReplicaRecord::STAGING)) {
+          continue;  // not at its center yet
+        }
+        apb::ReplicaKey key = KeyOf(job.record, i);
+        key.set_attempt(a.attempt());
+        asks.push_back({id, i, a.center_id(), std::move(key)});
+      }
     }
   }
   if (asks.empty()) return;
@@ -784,10 +806,17 @@ void JobManager::OnReplicaRead(uint64_t term, const ReplicaTracker::Ask& ask,
   auto it = active_.find(ask.job_id);
   if (it == active_.end()) return;
   auto* rep = it->second.record.mutable_replicas(ask.index);
+  const bool current = rep->attempt() == ask.key.attempt() && rep->center_id() == ask.center;
   if (replica.ok()) {
     JobEffects fx;
-    ApplyReport(it->second.record, ask.index, *replica, clock_->Now(), &fx);
+    ApplyAttemptReport(it->second.record, ask.index, ask.center, *replica, clock_->Now(), &fx);
+    if (current) ApplyReport(it->second.record, ask.index, *replica, clock_->Now(), &fx);
     ApplyEffects(it->second, fx);
+    if (!fx.changed) return;
+  } else if (!current || Ended(rep->state())) {
+    // An attempt that was stopped or moved past, unknown at its center: it never ran there.
+    JobEffects fx;
+    ApplyAttemptUnknown(it->second.record, ask.index, ask.center, ask.key.attempt(), clock_->Now(), &fx);
     if (!fx.changed) return;
   } else {
     // The center does not know a replica it acknowledged (its adapter lost its book):
@@ -1035,6 +1064,7 @@ std::vector<Dispatch> JobManager::Schedule(Active& job) {
     rep->set_state(stage ? v1::ReplicaRecord::STAGING : v1::ReplicaRecord::DISPATCHING);
     rep->set_center_id(decision->centers[k]);
     rep->set_image(k < decision->image_content.size() ? decision->image_content[k] : "");
+    NotePlaced(r, indices[k], clock_->Now());
     if (stage) {
       rep->set_message(absl::StrCat("staging ", image ? absl::StrCat("image ", task.image_id()) : "",
                                     image && !task.datasets().empty() ? " and " : "",
@@ -1124,6 +1154,49 @@ bool JobManager::CompleteSubmit(const Dispatch& d, const absl::StatusOr<apb::Rep
   return false;
 }
 
+v1::UsageRecord JobManager::UsageRecordOf(const v1::JobRecord& r, const MeteredAttempt& m, absl::Time now) const {
+  const v1::ReplicaRecord& rep = r.replicas(m.index);
+  const v1::AttemptRecord& a = m.attempt;
+  const std::string& spec = r.request().tasks(rep.task_index()).resource_spec_id();
+  v1::UsageRecord u;
+  u.set_record_id(absl::StrCat(r.job_id(), "/", rep.task_index(), "/", rep.replica_index(), "/", a.attempt()));
+  u.set_job_id(r.job_id());
+  u.set_task_index(rep.task_index());
+  u.set_replica_index(rep.replica_index());
+  u.set_attempt(a.attempt());
+  u.set_project(r.request().project());
+  u.set_user_name(r.request().user_name());
+  u.set_ai_center_id(a.center_id());
+  u.set_resource_spec_id(spec);
+  u.set_outcome(a.outcome());
+  absl::Time start = FromProto(a.started_at()), end = FromProto(a.ended_at());
+  if (end < start) end = start;  // two clocks: the center's end, ours for a start it did not say
+  *u.mutable_started_at() = ToTimestamp(start);
+  *u.mutable_ended_at() = ToTimestamp(end);
+  *u.mutable_recorded_at() = ToTimestamp(now);
+  const apb::ReplicaUsage& used = m.usage;
+  double wall = used.wall_seconds() > 0 ? used.wall_seconds() : absl::ToDoubleSeconds(end - start);
+  u.set_wall_seconds(wall);
+  u.set_cpu_seconds(used.cpu_seconds());
+  u.set_memory_peak_mb(used.memory_peak_mb());
+  u.set_read_bytes(used.read_bytes());
+  u.set_write_bytes(used.write_bytes());
+  std::optional<scheduler::SpecAtCenter> offer = scheduler_->OfferAt(a.center_id(), spec);
+  int gpus = used.gpus();
+  if (gpus == 0 && offer.has_value()) gpus = static_cast<int>(offer->quantity.gpu);
+  u.set_gpus(gpus);
+  u.set_gpu_seconds(used.gpu_seconds() > 0 ? used.gpu_seconds() : gpus * wall);
+  if (offer.has_value()) {
+    // Formula 1's execution half; the transfer half was spent before the attempt started.
+    u.set_energy_kwh(offer->execution_power_watts * wall / 3.6e6);
+    u.set_price_per_hour(offer->price);
+    u.set_cost(offer->price * wall / 3600.0);
+  }
+  u.set_source("center");
+  u.set_billing_month(absl::FormatTime("%Y-%m", end, absl::UTCTimeZone()));
+  return u;
+}
+
 void JobManager::ApplyEffects(Active& job, const JobEffects& fx) {
   const v1::JobRecord& r = job.record;
   absl::Time now = clock_->Now();
@@ -1145,6 +1218,7 @@ void JobManager::ApplyEffects(Active& job, const JobEffects& fx) {
     key.set_origin(r.origin());
     burst_.stops.emplace_back(a.center_id, std::move(key));
   }
+  for (const MeteredAttempt& m : fx.metered) burst_.usage.push_back(UsageRecordOf(r, m, now));
   auto entry = std::make_tuple(-r.request().scheduling().priority(), r.seq(), r.job_id());
   if (fx.wait) queue_.insert(entry);
   if (!fx.ended.empty()) {

@@ -153,9 +153,10 @@ class JobManager {
     std::vector<StopReply> stop_replies;
     std::vector<v1::AuditRecord> audits;  // of the stops
     std::vector<v1::TrainJobEvent> events;  // of the saves (each create carries its own)
+    std::vector<v1::UsageRecord> usage;     // of the attempts the saves closed
     bool empty() const {
       return creates.empty() && saves.empty() && cursors.empty() && dispatches.empty() && stops.empty() &&
-             stop_replies.empty() && audits.empty();
+             stop_replies.empty() && audits.empty() && usage.empty();
     }
   };
   // What a new term starts from, read from the store behind every earlier write.
@@ -206,6 +207,10 @@ class JobManager {
   // the metrics.
   void ApplyEffects(Active& job, const JobEffects& fx);
   void ForgetReservations(const v1::JobRecord& r, const std::vector<Dispatch>& dispatches);
+  // The usage record of an attempt that ran and ended: what its center measured, priced
+  // at the spec's price at its center in force when it started (the scheduler's view of
+  // the catalog, in memory: no store read on the loop).
+  v1::UsageRecord UsageRecordOf(const v1::JobRecord& r, const MeteredAttempt& m, absl::Time now) const;
   // The job's stored document: the record, with its request encoded once per job and
   // spliced in (the request is most of a record, and never changes).
   absl::StatusOr<std::string> Encode(Active& job);

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/timestamp.h"
+#include "services/jobs/attempt_history.h"
 #include "services/jobs/status_policy.h"
 
 namespace jc::jobs {
@@ -115,6 +116,7 @@ void ApplyReport(v1::JobRecord& job, int index, const apb::Replica& report, absl
 void ApplySubmitAccepted(v1::JobRecord& job, int index, const apb::Replica& answer, absl::Time now,
                          JobEffects* fx) {
   auto* rep = job.mutable_replicas(index);
+  ApplyAttemptReport(job, index, rep->center_id(), answer, now, fx);
   if (rep->state() == v1::ReplicaRecord::DISPATCHING) rep->set_state(v1::ReplicaRecord::PENDING);
   rep->clear_message();
   *rep->mutable_dispatched_at() = ToTimestamp(now);
@@ -127,6 +129,7 @@ void ApplySubmitAccepted(v1::JobRecord& job, int index, const apb::Replica& answ
 void ApplyAttemptFailedToStart(v1::JobRecord& job, int index, const std::string& why, absl::Time now,
                                JobEffects* fx) {
   auto* rep = job.mutable_replicas(index);
+  CloseNeverStarted(job, index, why, now);
   rep->set_message(why);
   rep->set_exit_code(-1);
   fx->release.push_back(AttemptOf(*rep));

@@ -29,6 +29,13 @@ struct AttemptRef {
   bool operator==(const AttemptRef&) const = default;
 };
 
+// An attempt that ran and just ended: its usage record is due (attempt_history.h).
+struct MeteredAttempt {
+  int index = 0;              // the replica
+  v1::AttemptRecord attempt;  // as it closed
+  apb::ReplicaUsage usage;    // as its center measured it (all zero: it said nothing)
+};
+
 struct JobEffects {
   bool changed = false;                // the record changed: write it
   std::vector<AttemptRef> stop;        // stop these attempts at their centers (after the write)
@@ -37,6 +44,7 @@ struct JobEffects {
   bool wait = false;                   // replicas wait to be placed: the job (re)enters the queue
   bool handed_over = false;            // every replica reached its center just now (t_s is set)
   std::string ended;                   // "completed" or "failed" when the job ended with this event
+  std::vector<MeteredAttempt> metered;  // write their usage records with the job
 };
 
 // An adapter's view of the replica at `index` (an event, a poll, the answer to a submit).

@@ -11,6 +11,7 @@
 #include "common/status_macros.h"
 #include "common/store/doc.h"
 #include "common/store/doc_table.h"
+#include "services/accounting/usage_book.h"
 #include "services/jobs/burst_writer.h"
 
 namespace jc::jobs {
@@ -32,22 +33,22 @@ absl::Status UpsertCursor(store::Transaction& txn, const std::string& center, ui
 // (3.33+) and PostgreSQL both take a CTE of VALUES and UPDATE ... FROM; each value is cast,
 // so PostgreSQL types every parameter.
 absl::Status UpdateMany(store::Transaction& txn, const std::vector<JobWrites::Save>& saves) {
-  constexpr size_t kRowsPerStatement = 5000;  // 20,000 parameters: under PostgreSQL's 65,535
+  constexpr size_t kRowsPerStatement = 5000;  // 25,000 parameters: under PostgreSQL's 65,535
   for (size_t first = 0; first < saves.size(); first += kRowsPerStatement) {
     size_t n = std::min(kRowsPerStatement, saves.size() - first);
-    std::string sql = "WITH v(id, status, version, doc) AS (VALUES ";
+    std::string sql = "WITH v(id, status, version, doc, open_attempts) AS (VALUES ";
     store::Params params;
-    params.reserve(n * 4);
+    params.reserve(n * 5);
     for (size_t i = 0; i < n; ++i) {
       const auto& w = saves[first + i];
-      size_t p = i * 4;
+      size_t p = i * 5;
       absl::StrAppend(&sql, i == 0 ? "" : ", ", "(CAST($", p + 1, " AS TEXT), CAST($", p + 2, " AS TEXT), CAST($",
-                      p + 3, " AS BIGINT), CAST($", p + 4, " AS TEXT))");
-      params.insert(params.end(), {w.job_id, w.status, w.version, w.doc});
+                      p + 3, " AS BIGINT), CAST($", p + 4, " AS TEXT), CAST($", p + 5, " AS INTEGER))");
+      params.insert(params.end(), {w.job_id, w.status, w.version, w.doc, w.open_attempts});
     }
     absl::StrAppend(&sql,
-                    ") UPDATE jobs SET status = v.status, version = v.version, doc = v.doc FROM v "
-                    "WHERE jobs.id = v.id AND jobs.version < v.version");
+                    ") UPDATE jobs SET status = v.status, version = v.version, doc = v.doc, "
+                    "open_attempts = v.open_attempts FROM v WHERE jobs.id = v.id AND jobs.version < v.version");
     JC_RETURN_IF_ERROR(txn.Exec(sql, params).status());
   }
   return absl::OkStatus();
@@ -66,8 +67,9 @@ absl::Status JobStore::Write(const JobWrites& writes) {
       store::SqlValue key = n.idempotency_key.empty() ? store::SqlValue(nullptr) : store::SqlValue(n.idempotency_key);
       // One multi-row INSERT for the batch (see GroupCommitter).
       JC_RETURN_IF_ERROR(
-          txn.InsertRow("INSERT INTO jobs (id, seq, user_name, project, status, idempotency_key, version, doc)",
-                        {n.job_id, n.seq, n.user_name, n.project, n.status, key, n.version, n.doc}));
+          txn.InsertRow("INSERT INTO jobs (id, seq, user_name, project, status, idempotency_key, version, "
+                        "open_attempts, doc)",
+                        {n.job_id, n.seq, n.user_name, n.project, n.status, key, n.version, n.open_attempts, n.doc}));
     }
     // Audit rows of the creates and stops, in the transaction of the change they record.
     for (const auto& n : writes.inserts) {
@@ -87,6 +89,8 @@ absl::Status JobStore::Write(const JobWrites& writes) {
           txn.Exec("DELETE FROM job_events WHERE revision < $1", {writes.prune_events_below}).status());
     }
     JC_RETURN_IF_ERROR(UpdateMany(txn, writes.saves));
+    // The usage records of the attempts these saves closed: with them or not at all.
+    JC_RETURN_IF_ERROR(accounting::AppendUsage(txn, writes.usage));
     for (const auto& [center, cursor] : writes.cursors) JC_RETURN_IF_ERROR(UpsertCursor(txn, center, cursor));
     return absl::OkStatus();
   });
@@ -105,8 +109,11 @@ absl::StatusOr<std::optional<v1::JobRecord>> JobStore::FindByKey(const std::stri
 }
 
 absl::StatusOr<std::vector<std::pair<v1::JobRecord, int64_t>>> JobStore::LoadActive() {
-  JC_ASSIGN_OR_RETURN(store::Rows rows, store_->Query("SELECT doc, version FROM jobs WHERE status IN "
-                                                      "('pending', 'running') ORDER BY seq"));
+  // Ended jobs too whose attempts have not all reported their end (their usage is due).
+  JC_ASSIGN_OR_RETURN(store::Rows rows, store_->Query("SELECT doc, version, seq FROM jobs WHERE status IN "
+                                                      "('pending', 'running') UNION ALL "
+                                                      "SELECT doc, version, seq FROM jobs WHERE open_attempts > 0 "
+                                                      "AND status NOT IN ('pending', 'running') ORDER BY 3"));
   std::vector<std::pair<v1::JobRecord, int64_t>> out;
   for (const auto& row : rows) {
     JC_ASSIGN_OR_RETURN(auto job, store::DecodeDoc<v1::JobRecord>(row[0]));

@@ -159,6 +159,15 @@ absl::StatusOr<Resources> Scheduler::SpecQuantity(const std::string& spec_id) co
   return it->second;
 }
 
+std::optional<SpecAtCenter> Scheduler::OfferAt(const std::string& center_id, const std::string& spec_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const CenterView* c = snapshot_.Find(center_id);
+  if (c == nullptr) return std::nullopt;
+  auto it = c->specs.find(spec_id);
+  if (it == c->specs.end()) return std::nullopt;
+  return it->second;
+}
+
 void Scheduler::ApplyAssumed() {
   std::map<std::string, absl::Time> observed_at;
   for (const auto& o : inputs_.observations) {

@@ -9,6 +9,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include <prometheus/counter.h>
 #include <prometheus/registry.h>
@@ -93,6 +94,11 @@ class Scheduler {
   // One replica's resources under `spec_id`, as the catalog was last read (in memory);
   // NotFound for a spec it does not have.
   absl::StatusOr<Resources> SpecQuantity(const std::string& spec_id) const;
+
+  // The spec as `center_id` offers it (quantity, price per hour, execution power), as the
+  // catalog and the center were last read (in memory); nullopt when the center does not
+  // offer it (any more).
+  std::optional<SpecAtCenter> OfferAt(const std::string& center_id, const std::string& spec_id) const;
 
   // A replica of a job to place now.
   struct Slot {

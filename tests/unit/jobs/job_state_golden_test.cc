@@ -18,6 +18,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
+#include "common/timestamp.h"
+#include "services/jobs/attempt_history.h"
 #include "services/jobs/job_state.h"
 
 namespace jc::jobs {
@@ -46,6 +48,16 @@ std::string Summary(const v1::JobRecord& job, const JobEffects& fx) {
   if (fx.wait) effects.push_back("wait");
   if (fx.handed_over) effects.push_back("handed over");
   if (!fx.ended.empty()) effects.push_back("ended " + fx.ended);
+  for (const auto& m : fx.metered) {
+    const auto& r = job.replicas(m.index);
+    effects.push_back(absl::StrCat("meter t", r.task_index(), "r", r.replica_index(), "/", m.attempt.attempt(), "@",
+                                   m.attempt.center_id(), " ", m.attempt.outcome()));
+  }
+  if ((job.status() == "completed" || job.status() == "failed") && AwaitsUsage(job)) {
+    std::vector<std::string> open;
+    for (const auto& a : OpenAttempts(job)) open.push_back(Ref(a, true));
+    effects.push_back("awaits " + absl::StrJoin(open, " "));
+  }
   std::string line = absl::StrCat(job.status(), " | ", absl::StrJoin(reps, " "), " | ",
                                   effects.empty() ? "-" : absl::StrJoin(effects, ", "));
   if (!job.status_reason().empty() && !fx.ended.empty()) absl::StrAppend(&line, " | ", job.status_reason());
@@ -79,8 +91,16 @@ std::string Run(v1::JobRecord& job, const json& e, absl::Time now) {
     report.set_state(ReportState(e.at("state")));
     report.set_exit_code(e.value("exit_code", 0));
     report.set_message(e.value("message", ""));
+    // Usage as the center measured it: "started" (the center says when it started) and
+    // "wall" (seconds it ran).
+    if (e.value("started", false)) *report.mutable_started_at() = ToTimestamp(now - absl::Seconds(30));
+    report.mutable_usage()->set_wall_seconds(e.value("wall", 0.0));
     if (kind == "report") {
-      ApplyReport(job, index, report, now, &fx);
+      // As the job manager does: the attempt's history from the reporting center, then the
+      // replica when the center is the one it is recorded at.
+      const std::string center = e.value("center", job.replicas(index).center_id());
+      ApplyAttemptReport(job, index, center, report, now, &fx);
+      if (center == job.replicas(index).center_id()) ApplyReport(job, index, report, now, &fx);
     } else {
       ApplySubmitAccepted(job, index, report, now, &fx);
     }
@@ -91,6 +111,11 @@ std::string Run(v1::JobRecord& job, const json& e, absl::Time now) {
     auto* rep = job.mutable_replicas(IndexOf(job, e));
     rep->set_state(v1::ReplicaRecord::DISPATCHING);
     rep->set_center_id(e.at("center"));
+    NotePlaced(job, IndexOf(job, e), now);
+  } else if (kind == "unknown") {
+    // The center says it does not know the attempt (asked by key).
+    int index = IndexOf(job, e);
+    ApplyAttemptUnknown(job, index, e.at("center"), e.value("attempt", job.replicas(index).attempt()), now, &fx);
   } else if (kind == "stop") {
     ApplyStopRequested(job, now, &fx);
   } else if (kind == "unplaceable") {

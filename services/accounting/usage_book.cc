@@ -1,0 +1,280 @@
+#include "services/accounting/usage_book.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/time.h"
+#include "common/status_macros.h"
+#include "common/store/doc.h"
+#include "common/store/doc_table.h"
+#include "common/timestamp.h"
+
+namespace jc::accounting {
+namespace {
+
+int64_t Millis(const google::protobuf::Timestamp& t) { return absl::ToUnixMillis(FromTimestamp(t)); }
+
+// One rollup row's key and sums.
+using RollupKey = std::tuple<std::string, std::string, std::string, std::string, std::string>;
+struct Sums {
+  int64_t records = 0;
+  double wall = 0, cpu = 0, gpu = 0, energy = 0, cost = 0;
+  int64_t read = 0, write = 0, memory = 0;
+};
+
+// Rollup row keys and how a report names them.
+struct Dimension {
+  const char* name;    // in group_by
+  const char* column;  // in usage_daily and usage_records
+};
+constexpr Dimension kDimensions[] = {
+    {"project", "project"}, {"user", "user_name"}, {"center", "center_id"}, {"spec", "spec_id"}};
+
+bool IsMidnight(absl::Time t) {
+  absl::CivilSecond c = absl::ToCivilSecond(t, absl::UTCTimeZone());
+  return c.hour() == 0 && c.minute() == 0 && c.second() == 0 && t == absl::FromCivil(c, absl::UTCTimeZone());
+}
+
+std::string DayString(absl::Time t) { return absl::FormatTime("%Y-%m-%d", t, absl::UTCTimeZone()); }
+
+double ToDouble(const std::optional<std::string>& v) {
+  double d = 0;
+  if (v) (void)absl::SimpleAtod(*v, &d);
+  return d;
+}
+int64_t ToInt(const std::optional<std::string>& v) {
+  if (!v) return 0;
+  int64_t i = 0;
+  if (absl::SimpleAtoi(*v, &i)) return i;
+  return static_cast<int64_t>(ToDouble(v));  // PostgreSQL may print a SUM of BIGINT as numeric
+}
+
+void Add(v1::UsageTotals* into, const v1::UsageTotals& t) {
+  into->set_records(into->records() + t.records());
+  into->set_wall_seconds(into->wall_seconds() + t.wall_seconds());
+  into->set_cpu_seconds(into->cpu_seconds() + t.cpu_seconds());
+  into->set_gpu_seconds(into->gpu_seconds() + t.gpu_seconds());
+  into->set_read_bytes(into->read_bytes() + t.read_bytes());
+  into->set_write_bytes(into->write_bytes() + t.write_bytes());
+  into->set_energy_kwh(into->energy_kwh() + t.energy_kwh());
+  into->set_cost(into->cost() + t.cost());
+  into->set_max_memory_peak_mb(std::max(into->max_memory_peak_mb(), t.max_memory_peak_mb()));
+}
+
+}  // namespace
+
+std::string DayOf(const v1::UsageRecord& record) { return DayString(FromTimestamp(record.ended_at())); }
+
+absl::Status AppendUsage(store::Transaction& txn, const std::vector<v1::UsageRecord>& records) {
+  if (records.empty()) return absl::OkStatus();
+  std::map<RollupKey, Sums> rollup;
+  for (const auto& r : records) {
+    JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(r));
+    std::string day = DayOf(r);
+    JC_RETURN_IF_ERROR(txn.InsertRow(
+        "INSERT INTO usage_records (id, job_id, project, user_name, center_id, spec_id, ended_at, day, "
+        "billing_month, doc)",
+        {r.record_id(), r.job_id(), r.project(), r.user_name(), r.ai_center_id(), r.resource_spec_id(),
+         Millis(r.ended_at()), day, r.billing_month(), std::move(doc)}));
+    Sums& s = rollup[{day, r.project(), r.user_name(), r.ai_center_id(), r.resource_spec_id()}];
+    ++s.records;
+    s.wall += r.wall_seconds();
+    s.cpu += r.cpu_seconds();
+    s.gpu += r.gpu_seconds();
+    s.energy += r.energy_kwh();
+    s.cost += r.cost();
+    s.read += r.read_bytes();
+    s.write += r.write_bytes();
+    s.memory = std::max(s.memory, r.memory_peak_mb());
+  }
+  for (const auto& [key, s] : rollup) {
+    const auto& [day, project, user, center, spec] = key;
+    JC_RETURN_IF_ERROR(
+        txn.Exec("INSERT INTO usage_daily (day, project, user_name, center_id, spec_id, records, wall_seconds, "
+                 "cpu_seconds, gpu_seconds, read_bytes, write_bytes, energy_kwh, cost, max_memory_peak_mb) "
+                 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) "
+                 "ON CONFLICT (day, project, user_name, center_id, spec_id) DO UPDATE SET "
+                 "records = usage_daily.records + excluded.records, "
+                 "wall_seconds = usage_daily.wall_seconds + excluded.wall_seconds, "
+                 "cpu_seconds = usage_daily.cpu_seconds + excluded.cpu_seconds, "
+                 "gpu_seconds = usage_daily.gpu_seconds + excluded.gpu_seconds, "
+                 "read_bytes = usage_daily.read_bytes + excluded.read_bytes, "
+                 "write_bytes = usage_daily.write_bytes + excluded.write_bytes, "
+                 "energy_kwh = usage_daily.energy_kwh + excluded.energy_kwh, "
+                 "cost = usage_daily.cost + excluded.cost, "
+                 "max_memory_peak_mb = CASE WHEN excluded.max_memory_peak_mb > usage_daily.max_memory_peak_mb "
+                 "THEN excluded.max_memory_peak_mb ELSE usage_daily.max_memory_peak_mb END",
+                 {day, project, user, center, spec, s.records, s.wall, s.cpu, s.gpu, s.read, s.write, s.energy,
+                  s.cost, s.memory})
+            .status());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateReportRequest(const v1::GetUsageReportRequest& req) {
+  if (!req.has_from() || !req.has_to()) {
+    return absl::InvalidArgumentError("from and to are required: the report covers attempts that ended in [from, to)");
+  }
+  if (FromTimestamp(req.to()) <= FromTimestamp(req.from())) {
+    return absl::InvalidArgumentError(absl::StrCat("the period ends (to ", absl::FormatTime(FromTimestamp(req.to())),
+                                                   ") before it starts (from ",
+                                                   absl::FormatTime(FromTimestamp(req.from())), ")"));
+  }
+  for (const auto& g : req.group_by()) {
+    bool known = std::any_of(std::begin(kDimensions), std::end(kDimensions),
+                             [&](const Dimension& d) { return g == d.name; });
+    if (!known) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("group_by: unknown grouping \"", g, "\" (one of project, user, center, spec)"));
+    }
+  }
+  if (req.granularity() != "" && req.granularity() != "day" && req.granularity() != "month") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("granularity: \"", req.granularity(), "\" is not one of day, month (or empty: the whole period)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::ListUsageRecordsResponse> UsageBook::List(const v1::ListUsageRecordsRequest& req,
+                                                             const std::optional<std::vector<std::string>>& visible) {
+  std::vector<store::Condition> where;
+  if (visible.has_value()) {
+    if (visible->empty()) return v1::ListUsageRecordsResponse();
+    where.push_back(store::InList("project", *visible));
+  }
+  if (!req.project().empty()) where.push_back({"project = $?", req.project()});
+  if (!req.user_name().empty()) where.push_back({"user_name = $?", req.user_name()});
+  if (!req.ai_center_id().empty()) where.push_back({"center_id = $?", req.ai_center_id()});
+  if (!req.job_id().empty()) where.push_back({"job_id = $?", req.job_id()});
+  if (req.has_from()) where.push_back({"ended_at >= $?", Millis(req.from())});
+  if (req.has_to()) where.push_back({"ended_at < $?", Millis(req.to())});
+  if (req.has_from() && req.has_to() && FromTimestamp(req.to()) <= FromTimestamp(req.from())) {
+    return absl::InvalidArgumentError("the period ends (to) before it starts (from)");
+  }
+  JC_ASSIGN_OR_RETURN(store::DocPage page,
+                      store::ListDocs(*store_, "usage_records", where, req.page_token(), req.page_size()));
+  v1::ListUsageRecordsResponse out;
+  for (const auto& doc : page.docs) {
+    JC_ASSIGN_OR_RETURN(*out.add_records(), store::DecodeDoc<v1::UsageRecord>(doc));
+  }
+  out.set_next_page_token(page.next_page_token);
+  return out;
+}
+
+absl::StatusOr<v1::GetUsageReportResponse> UsageBook::Report(const v1::GetUsageReportRequest& req,
+                                                             const std::optional<std::vector<std::string>>& visible) {
+  JC_RETURN_IF_ERROR(ValidateReportRequest(req));
+  v1::GetUsageReportResponse out;
+  if (visible.has_value() && visible->empty()) return out;
+  absl::Time from = FromTimestamp(req.from()), to = FromTimestamp(req.to());
+  // Whole days: the daily rollup answers. Otherwise the records themselves, summed.
+  const bool whole_days = IsMidnight(from) && IsMidnight(to);
+  std::string sums;
+  if (whole_days) {
+    sums = "SUM(records), SUM(wall_seconds), SUM(cpu_seconds), SUM(gpu_seconds), SUM(read_bytes), "
+           "SUM(write_bytes), SUM(energy_kwh), SUM(cost), MAX(max_memory_peak_mb)";
+  }
+  store::Params params;
+  auto param = [&params](store::SqlValue v) {
+    params.push_back(std::move(v));
+    return absl::StrCat("$", params.size());
+  };
+  std::vector<std::string> where;
+  if (whole_days) {
+    where.push_back(absl::StrCat("day >= ", param(DayString(from))));
+    where.push_back(absl::StrCat("day < ", param(DayString(to))));
+  } else {
+    where.push_back(absl::StrCat("ended_at >= ", param(absl::ToUnixMillis(from))));
+    where.push_back(absl::StrCat("ended_at < ", param(absl::ToUnixMillis(to))));
+  }
+  if (!req.project().empty()) where.push_back(absl::StrCat("project = ", param(req.project())));
+  if (!req.ai_center_id().empty()) where.push_back(absl::StrCat("center_id = ", param(req.ai_center_id())));
+  if (!req.user_name().empty()) where.push_back(absl::StrCat("user_name = ", param(req.user_name())));
+  if (visible.has_value()) {
+    std::vector<std::string> in;
+    for (const auto& p : *visible) in.push_back(param(p));
+    where.push_back(absl::StrCat("project IN (", absl::StrJoin(in, ", "), ")"));
+  }
+  std::vector<std::string> keys;
+  std::string period = req.granularity() == "day" ? "day" : req.granularity() == "month" ? "substr(day, 1, 7)" : "''";
+  keys.push_back(period);
+  std::vector<const Dimension*> grouped;
+  for (const auto& d : kDimensions) {
+    if (std::find(req.group_by().begin(), req.group_by().end(), d.name) != req.group_by().end()) {
+      grouped.push_back(&d);
+      keys.push_back(d.column);
+    }
+  }
+  std::string select = absl::StrJoin(keys, ", ");
+  std::string sql;
+  if (whole_days) {
+    sql = absl::StrCat("SELECT ", select, ", ", sums, " FROM usage_daily WHERE ", absl::StrJoin(where, " AND "),
+                       " GROUP BY ", select, " ORDER BY ", select);
+  } else {
+    // The figures live in each record's document; the rows of the period are read and
+    // summed here (a partial day is small next to what the rollup serves).
+    sql = absl::StrCat("SELECT ", select, ", doc FROM usage_records WHERE ", absl::StrJoin(where, " AND "));
+  }
+  JC_ASSIGN_OR_RETURN(store::Rows rows, store_->Query(sql, params));
+  auto fill_keys = [&](v1::UsageReportRow* row, const store::Row& r) {
+    row->set_period(r[0].value_or(""));
+    for (size_t i = 0; i < grouped.size(); ++i) {
+      const std::string v = r[i + 1].value_or("");
+      std::string name = grouped[i]->name;
+      if (name == "project") row->set_project(v);
+      if (name == "user") row->set_user_name(v);
+      if (name == "center") row->set_ai_center_id(v);
+      if (name == "spec") row->set_resource_spec_id(v);
+    }
+    if (!req.project().empty()) row->set_project(req.project());
+    if (!req.ai_center_id().empty()) row->set_ai_center_id(req.ai_center_id());
+    if (!req.user_name().empty()) row->set_user_name(req.user_name());
+  };
+  const size_t k = keys.size();
+  if (whole_days) {
+    for (const auto& r : rows) {
+      auto* row = out.add_rows();
+      fill_keys(row, r);
+      auto* t = row->mutable_totals();
+      t->set_records(ToInt(r[k]));
+      t->set_wall_seconds(ToDouble(r[k + 1]));
+      t->set_cpu_seconds(ToDouble(r[k + 2]));
+      t->set_gpu_seconds(ToDouble(r[k + 3]));
+      t->set_read_bytes(ToInt(r[k + 4]));
+      t->set_write_bytes(ToInt(r[k + 5]));
+      t->set_energy_kwh(ToDouble(r[k + 6]));
+      t->set_cost(ToDouble(r[k + 7]));
+      t->set_max_memory_peak_mb(ToInt(r[k + 8]));
+      Add(out.mutable_total(), *t);
+    }
+    return out;
+  }
+  std::map<std::vector<std::string>, v1::UsageReportRow> groups;
+  for (const auto& r : rows) {
+    std::vector<std::string> key;
+    for (size_t i = 0; i < k; ++i) key.push_back(r[i].value_or(""));
+    auto [it, added] = groups.try_emplace(key);
+    if (added) fill_keys(&it->second, r);
+    JC_ASSIGN_OR_RETURN(v1::UsageRecord rec, store::DecodeDoc<v1::UsageRecord>(r[k]));
+    v1::UsageTotals t;
+    t.set_records(1);
+    t.set_wall_seconds(rec.wall_seconds());
+    t.set_cpu_seconds(rec.cpu_seconds());
+    t.set_gpu_seconds(rec.gpu_seconds());
+    t.set_read_bytes(rec.read_bytes());
+    t.set_write_bytes(rec.write_bytes());
+    t.set_energy_kwh(rec.energy_kwh());
+    t.set_cost(rec.cost());
+    t.set_max_memory_peak_mb(rec.memory_peak_mb());
+    Add(it->second.mutable_totals(), t);
+    Add(out.mutable_total(), t);
+  }
+  for (auto& [key, row] : groups) *out.add_rows() = std::move(row);
+  return out;
+}
+
+}  // namespace jc::accounting

@@ -1,0 +1,134 @@
+#include "services/jobs/attempt_history.h"
+
+#include "common/timestamp.h"
+
+namespace jc::jobs {
+namespace {
+
+v1::AttemptRecord* Find(v1::ReplicaRecord* rep, int attempt) {
+  for (auto& a : *rep->mutable_attempts()) {
+    if (a.attempt() == attempt) return &a;
+  }
+  return nullptr;
+}
+
+bool Terminal(apb::ReplicaState s) {
+  return s == apb::REPLICA_SUCCEEDED || s == apb::REPLICA_FAILED || s == apb::REPLICA_STOPPED;
+}
+
+const char* OutcomeOf(apb::ReplicaState s) {
+  switch (s) {
+    case apb::REPLICA_SUCCEEDED:
+      return "succeeded";
+    case apb::REPLICA_FAILED:
+      return "failed";
+    default:
+      return "stopped";
+  }
+}
+
+}  // namespace
+
+bool Ran(const v1::AttemptRecord& a) { return a.has_started_at(); }
+
+void NotePlaced(v1::JobRecord& job, int index, absl::Time now) {
+  auto* rep = job.mutable_replicas(index);
+  v1::AttemptRecord* a = Find(rep, rep->attempt());
+  if (a == nullptr) {
+    a = rep->add_attempts();
+    a->set_attempt(rep->attempt());
+  }
+  // Placed again under the same attempt (its staging or submit was retried elsewhere is a
+  // new attempt; the same attempt re-placed happens only after a restart): the last place.
+  a->set_center_id(rep->center_id());
+  *a->mutable_placed_at() = ToTimestamp(now);
+}
+
+bool ApplyAttemptReport(v1::JobRecord& job, int index, const std::string& center, const apb::Replica& report,
+                        absl::Time now, JobEffects* fx) {
+  auto* rep = job.mutable_replicas(index);
+  const int attempt = report.key().attempt();
+  v1::AttemptRecord* a = Find(rep, attempt);
+  if (a == nullptr) {
+    // Placed before attempts were recorded: the replica's current attempt, where it is.
+    if (attempt != rep->attempt() || rep->center_id() != center || rep->state() == v1::ReplicaRecord::WAITING) {
+      return false;
+    }
+    a = rep->add_attempts();
+    a->set_attempt(attempt);
+    a->set_center_id(center);
+    if (rep->state() == v1::ReplicaRecord::RUNNING) {
+      // It was seen running: it ran, since its acknowledgement at the latest.
+      *a->mutable_started_at() = rep->has_dispatched_at() ? rep->dispatched_at() : ToTimestamp(now);
+    }
+    fx->changed = true;
+  }
+  if (a->center_id() != center) return false;
+  if (a->closed()) return true;  // a repeated or late report: already accounted for
+  const bool terminal = Terminal(report.state());
+  // Started: the center says when, or it runs (or ran, by what it measured) now.
+  bool started = report.has_started_at() || report.state() == apb::REPLICA_RUNNING ||
+                 (terminal && report.usage().wall_seconds() > 0);
+  if (report.has_started_at() && !(a->has_started_at() && a->started_at() == report.started_at())) {
+    *a->mutable_started_at() = report.started_at();  // the center's clock over ours
+    fx->changed = true;
+  } else if (started && !a->has_started_at()) {
+    *a->mutable_started_at() = ToTimestamp(now);
+    fx->changed = true;
+  }
+  if (!terminal) return true;
+  *a->mutable_ended_at() = report.has_ended_at() ? report.ended_at() : ToTimestamp(now);
+  a->set_outcome(OutcomeOf(report.state()));
+  a->set_exit_code(report.exit_code());
+  a->set_message(report.message());
+  a->set_closed(true);
+  if (Ran(*a)) {
+    a->set_metered(true);
+    fx->metered.push_back({index, *a, report.usage()});
+  }
+  fx->changed = true;
+  return true;
+}
+
+void ApplyAttemptUnknown(v1::JobRecord& job, int index, const std::string& center, int attempt, absl::Time now,
+                         JobEffects* fx) {
+  v1::AttemptRecord* a = Find(job.mutable_replicas(index), attempt);
+  if (a == nullptr || a->closed() || a->center_id() != center) return;
+  a->set_closed(true);
+  if (!a->has_ended_at()) *a->mutable_ended_at() = ToTimestamp(now);
+  a->set_message(a->message().empty() ? "its center does not know it: it never ran there" : a->message());
+  // A start the control plane saw but the center no longer knows: nothing the center can
+  // bill; reconciliation lists it (the center lost its own record).
+  fx->changed = true;
+}
+
+void CloseNeverStarted(v1::JobRecord& job, int index, const std::string& why, absl::Time now) {
+  auto* rep = job.mutable_replicas(index);
+  v1::AttemptRecord* a = Find(rep, rep->attempt());
+  if (a == nullptr || a->closed()) return;
+  a->set_closed(true);
+  a->set_outcome("failed");
+  a->set_message(why);
+  *a->mutable_ended_at() = ToTimestamp(now);
+}
+
+std::vector<AttemptRef> OpenAttempts(const v1::JobRecord& job) {
+  std::vector<AttemptRef> out;
+  for (const auto& rep : job.replicas()) {
+    for (const auto& a : rep.attempts()) {
+      if (!a.closed()) out.push_back({a.center_id(), rep.task_index(), rep.replica_index(), a.attempt()});
+    }
+  }
+  return out;
+}
+
+bool AwaitsUsage(const v1::JobRecord& job) {
+  for (const auto& rep : job.replicas()) {
+    for (const auto& a : rep.attempts()) {
+      if (!a.closed()) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace jc::jobs
