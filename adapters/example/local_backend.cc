@@ -4,6 +4,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,7 +18,9 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/time/time.h"
 #include "adapters/sdk/file_range.h"
 
 extern char** environ;
@@ -154,7 +157,7 @@ absl::StatusOr<std::string> LocalBackend::Submit(const ReplicaLaunch& launch) {
       "cd \"$JC_CONTROL_DIR\" && echo $$ >pid.tmp && mv pid.tmp pid && "
       "(cd work && unset JC_CONTROL_DIR && exec " + as +
       "/bin/sh -c \"$JC_REPLICA_COMMAND\") >>stdout 2>>stderr </dev/null; "
-      "echo $? >exit.tmp && mv exit.tmp exit";
+      "echo $? >exit.tmp && times >times.tmp && mv times.tmp times && mv exit.tmp exit";
   std::string sh = "/bin/sh", dash_c = "-c";
   char* argv[] = {sh.data(), dash_c.data(), script.data(), nullptr};
   posix_spawnattr_t attr;
@@ -178,6 +181,47 @@ absl::StatusOr<std::string> LocalBackend::Submit(const ReplicaLaunch& launch) {
   running_.insert(launch.name);
   return launch.name;
 }
+
+namespace {
+
+std::optional<absl::Time> ModifiedAt(const fs::path& file) {
+  struct stat st;
+  if (stat(file.c_str(), &st) != 0) return std::nullopt;
+  return absl::TimeFromTimespec(st.st_mtim);
+}
+
+// "0m1.250000s" as seconds.
+double ShellSeconds(absl::string_view text) {
+  size_t m = text.find('m');
+  double minutes = 0, seconds = 0;
+  if (m == absl::string_view::npos || !absl::SimpleAtod(text.substr(0, m), &minutes)) return 0;
+  absl::string_view rest = absl::StripSuffix(text.substr(m + 1), "s");
+  if (!absl::SimpleAtod(rest, &seconds)) return 0;
+  return minutes * 60 + seconds;
+}
+
+// What an ended replica used: its start (the wrapper writes its pid first thing) and end
+// (its exit code, or the stop), and the CPU time of the command's processes as the
+// wrapper's shell counted them when they ended (`times`: user and system time of the
+// children it waited for; a stopped replica's wrapper was killed with it and counted none).
+void AddUsage(const fs::path& dir, ReplicaObservation* o) {
+  std::optional<absl::Time> start = ModifiedAt(dir / "pid");
+  std::optional<absl::Time> end = ModifiedAt(dir / "exit");
+  if (!end) end = ModifiedAt(dir / "stopped");
+  if (!start || !end) return;
+  o->started_at = *start;
+  o->ended_at = *end;
+  pb::ReplicaUsage usage;
+  usage.set_wall_seconds(std::max(0.0, absl::ToDoubleSeconds(*end - *start)));
+  std::vector<std::string> lines = absl::StrSplit(ReadSmallFile(dir / "times"), '\n', absl::SkipEmpty());
+  if (lines.size() >= 2) {
+    std::vector<absl::string_view> children = absl::StrSplit(lines[1], ' ', absl::SkipEmpty());
+    if (children.size() == 2) usage.set_cpu_seconds(ShellSeconds(children[0]) + ShellSeconds(children[1]));
+  }
+  o->usage = usage;
+}
+
+}  // namespace
 
 ReplicaObservation LocalBackend::Observe(const std::string& id) {
   fs::path dir = Dir(id);
@@ -209,6 +253,10 @@ ReplicaObservation LocalBackend::Observe(const std::string& id) {
     o.state = pb::REPLICA_FAILED;
     o.exit_code = -1;
     o.message = "the replica's process is gone without an exit code";
+  }
+  if (o.state == pb::REPLICA_RUNNING) o.started_at = ModifiedAt(dir / "pid");
+  if (o.state == pb::REPLICA_SUCCEEDED || o.state == pb::REPLICA_FAILED || o.state == pb::REPLICA_STOPPED) {
+    AddUsage(dir, &o);
   }
   return o;
 }

@@ -22,6 +22,8 @@ std::vector<Route> SchedulerRoutes(std::shared_ptr<grpc::Channel> channel);
 std::vector<Route> TrainJobRoutes(std::shared_ptr<grpc::Channel> channel);
 // The job event streams (Server-Sent Events); part of TrainJobRoutes.
 std::vector<Route> TrainJobEventRoutes(std::shared_ptr<grpc::Channel> channel);
+// Usage records and reports (issue 31); served by the jobs service's process.
+std::vector<Route> AccountingRoutes(std::shared_ptr<grpc::Channel> channel);
 std::vector<Route> IdentityRoutes(std::shared_ptr<grpc::Channel> channel);
 // Admits federation admins (and Jointcloud's services, and everyone with authentication
 // off) to the series of /metrics that name projects, asking the identity service who the

@@ -74,6 +74,9 @@ std::shared_ptr<const auth::MethodAccess> ControlPlaneAccess() {
       {"/jointcloud.v1.JobService/GetReplicaLog", kAny},
       {"/jointcloud.v1.JobService/ReadReplicaLog", kAny},
       {"/jointcloud.v1.JobService/WatchTrainJobs", kAny},
+      // Accounting: any caller; the handler limits it to the projects it views.
+      {"/jointcloud.v1.AccountingService/ListUsageRecords", kAny},
+      {"/jointcloud.v1.AccountingService/GetUsageReport", kAny},
 
       {"/jointcloud.v1.IdentityService/CreateUser", kAdminChange},
       {"/jointcloud.v1.IdentityService/GetUser", kAdmin},

@@ -28,6 +28,7 @@
 #include "services/gateway/routes.h"
 #include "services/identity/identity_service.h"
 #include "services/jobs/job_access.h"
+#include "services/accounting/accounting_service.h"
 #include "services/jobs/job_service.h"
 #include "services/server/access_policy.h"
 #include "services/monitor/monitor_service.h"
@@ -207,6 +208,9 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
     app->jobs_->EnableMetrics(*app->metrics_);
     app->jobs_->events().SetListener([hub = app->watches_.get()] { hub->Wake(); });
     app->grpc_services_.push_back(jobs::MakeJobService(app->jobs_.get(), app->watches_.get()));
+    // The usage records the job manager writes are read where it runs.
+    app->usage_ = std::make_unique<accounting::UsageBook>(app->store_.get());
+    app->grpc_services_.push_back(accounting::MakeAccountingService(app->usage_.get()));
   }
 
   if (serves_grpc) {
@@ -255,7 +259,8 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
                     {"datamon", &o.datamon_address, gateway::DatamonRoutes},
                     {"monitor", &o.monitor_address, gateway::MonitorRoutes},
                     {"scheduler", &o.scheduler_address, gateway::SchedulerRoutes},
-                    {"jobs", &o.jobs_address, gateway::TrainJobRoutes}};
+                    {"jobs", &o.jobs_address, gateway::TrainJobRoutes},
+                    {"jobs", &o.jobs_address, gateway::AccountingRoutes}};
     for (const auto& [name, address, make] : groups) {
       std::shared_ptr<grpc::Channel> channel = app->gateway_channel_;
       if (!has(name)) {

@@ -180,9 +180,29 @@ TEST_CASE("jcctl runs a job from a YAML file to its end against a real control p
   CHECK(explained.code == 0);
   CHECK_THAT(explained.out, Catch::Contains("-> local"));
 
-  Ran usage = Jcctl(dir, {"usage"}, env);
+  Ran usage = Jcctl(dir, {"center", "usage"}, env);
   CHECK(usage.code == 0);
   CHECK_THAT(usage.out, Catch::Contains("local"));
+
+  // What the job used, as the center measured it, and this month's report (issue 31).
+  Ran records;
+  CHECK(jc::testing::WaitUntil([&] {
+    records = Jcctl(dir, {"usage", "--job", job}, env);
+    return records.code == 0 && records.out.find(job + "/0/0/0") != std::string::npos;
+  }));
+  CHECK_THAT(records.out, Catch::Contains("succeeded"));
+  Ran csv = Jcctl(dir, {"usage", "--job", job, "-o", "csv"}, env);
+  CHECK(csv.code == 0);
+  CHECK_THAT(csv.out, Catch::StartsWith("RECORD,PROJECT,USER,CENTER,SPEC,OUTCOME"));
+  CHECK_THAT(csv.out, Catch::Contains(job + "/0/0/0,"));
+  Ran report = Jcctl(dir, {"report", "--by", "center"}, env);
+  INFO(report.err);
+  CHECK(report.code == 0);
+  CHECK_THAT(report.out, Catch::Contains("local"));
+  CHECK_THAT(report.out, Catch::Contains("TOTAL"));
+  Ran bad_period = Jcctl(dir, {"report", "--from", "2026-11-20", "--to", "2026-11-10"}, env);
+  CHECK(bad_period.code != 0);
+  CHECK_THAT(bad_period.err, Catch::Contains("before it starts"));
 
   // A job that fails: watch says so with exit code 1.
   Write(dir + "/fails.json",

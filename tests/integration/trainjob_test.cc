@@ -1050,3 +1050,90 @@ TEST_CASE("project quotas hold a job past the running limit, saying so, and refu
 }
 
 }  // namespace
+
+// ---- Metering (issue 31) ----
+
+namespace {
+
+json Records(Network& n, const std::string& job_id) {
+  auto r = n.rest->Get("/openapi/v1/accounting/records?jobId=" + job_id);
+  INFO(r.body.dump());
+  REQUIRE(r.http_status == 200);
+  return r.body["data"].value("records", json::array());
+}
+
+double Num(const json& v) { return v.is_string() ? std::stod(v.get<std::string>()) : v.get<double>(); }
+
+}  // namespace
+
+TEST_CASE("each replica attempt that ran yields one usage record: what its center measured, priced as the center "
+          "prices its spec; reports sum them by center and day [A7][A12][C5]",
+          "[A7][A12][C5]") {
+  Network n;
+  // Two replicas that each burn some CPU; placed by price, at alpha (1 an hour) first.
+  json job = {{"name", "metered"},
+              {"tasks", {Task("t", "i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done", "torch", 2)}}};
+  std::string id = n.Submit(job)["jobId"];
+  n.WaitForStatus(id, "completed");
+  json records;
+  REQUIRE(jc::testing::WaitUntil([&] { return (records = Records(n, id)).size() == 2; }));
+  std::set<std::string> keys;
+  double cost = 0;
+  for (const json& r : records) {
+    INFO(r.dump());
+    keys.insert(r["recordId"].get<std::string>());
+    CHECK(r["outcome"] == "succeeded");
+    CHECK(r["project"] == n.Job(id)["project"]);
+    CHECK(r["resourceSpecId"] == "cpu-1");
+    CHECK(r["source"] == "center");
+    // Measured at the center: the loop's CPU time, its wall time around it.
+    CHECK(Num(r["cpuSeconds"]) > 0.05);
+    CHECK(Num(r["wallSeconds"]) >= Num(r["cpuSeconds"]) * 0.5);
+    const std::string center = r["aiCenterId"];
+    CHECK(Num(r["pricePerHour"]) == (center == "alpha" ? 1 : 9));
+    CHECK(Num(r["cost"]) == Approx(Num(r["pricePerHour"]) * Num(r["wallSeconds"]) / 3600));
+    CHECK(r.contains("startedAt"));
+    CHECK(r.contains("endedAt"));
+    cost += Num(r["cost"]);
+  }
+  CHECK(keys == std::set<std::string>{id + "/0/0/0", id + "/0/1/0"});
+
+  // Today's report, per center: the two attempts and their cost.
+  std::string today = absl::FormatTime("%Y-%m-%d", absl::Now(), absl::UTCTimeZone());
+  auto report = n.rest->Get("/openapi/v1/accounting/report?from=" + today + "&to=" + today +
+                            "&groupBy=center&granularity=day");
+  INFO(report.body.dump());
+  REQUIRE(report.http_status == 200);
+  json total = report.body["data"]["total"];
+  CHECK(Num(total["records"]) == 2);
+  CHECK(Num(total["cost"]) == Approx(cost));
+  for (const json& row : report.body["data"]["rows"]) CHECK(row["period"] == today);
+
+  // A period that ends before it starts, or an unknown grouping: a clear 400.
+  ExpectError(n.rest->Get("/openapi/v1/accounting/report?from=2026-11-20&to=2026-11-10"), 400, "before it starts");
+  ExpectError(n.rest->Get("/openapi/v1/accounting/report?month=2026-11&groupBy=color"), 400, "unknown grouping");
+  ExpectError(n.rest->Get("/openapi/v1/accounting/report?month=November"), 400, "not a month");
+}
+
+TEST_CASE("a stopped job's attempt is metered when its center reports the stop; a replica that never started is "
+          "not [A7]",
+          "[A7]") {
+  Network n;
+  json job = {{"name", "stopme"}, {"tasks", {Task("t", "sleep 60", "torch", 1)}}};
+  std::string id = n.Submit(job)["jobId"];
+  n.WaitForStatus(id, "running");
+  REQUIRE(n.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
+  json records;
+  REQUIRE(jc::testing::WaitUntil([&] { return (records = Records(n, id)).size() == 1; }));
+  INFO(records.dump());
+  CHECK(records[0]["outcome"] == "stopped");
+  CHECK(Num(records[0]["wallSeconds"]) > 0);
+
+  // A job stopped while it waits (a gang larger than both centers: nothing is placed) has
+  // no record.
+  json waits = {{"name", "never"}, {"scheduling", {{"gang", true}}}, {"tasks", {Task("t", "true", "torch", 20)}}};
+  std::string never = n.Submit(waits)["jobId"];
+  REQUIRE(n.rest->Post("/openapi/v1/trainjob/" + never + "/stop", json::object()).http_status == 200);
+  n.WaitForStatus(never, "failed");
+  CHECK(Records(n, never).empty());
+}

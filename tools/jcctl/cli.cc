@@ -40,7 +40,7 @@ const std::vector<FlagSpec>& GlobalFlags() {
       {"token", 0, true, "bearer token (default: $JCCTL_TOKEN, the config file's token or token_file)"},
       {"config", 0, true, "config file (default: $JCCTL_CONFIG or ~/.config/jcctl/config.yaml)"},
       {"ca_file", 0, true, "PEM file of the CA that signed an https gateway's certificate"},
-      {"output", 'o', true, "table (default), json or yaml"},
+      {"output", 'o', true, "table (default), json, yaml or csv"},
       {"help", 'h', false, "show help"},
   };
   return *flags;

@@ -14,6 +14,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/version.h"
 
 namespace jc::jcctl {
@@ -399,6 +401,60 @@ int CreateToken(Context& ctx, Client* client, const Invocation& inv) {
   return 0;
 }
 
+// A number of the answer (proto JSON writes 64-bit integers as strings) with `digits`
+// decimals; "-" when absent.
+Column Number(const std::string& header, const std::string& path, int digits, double scale = 1) {
+  Column field = Field(header, path);
+  return {header, [field, digits, scale](const json& row) {
+            std::string text = field.cell(row);
+            double v = 0;
+            if (text == "-") return digits == 0 ? std::string("0") : absl::StrFormat("%.*f", digits, 0.0);
+            if (!text.empty() && text.front() == '"') text = text.substr(1, text.size() - 2);
+            if (!absl::SimpleAtod(text, &v)) return text;
+            return absl::StrFormat("%.*f", digits, v / scale);
+          }};
+}
+
+std::vector<Column> UsageRecordColumns() {
+  return {Field("RECORD", "recordId"),     Field("PROJECT", "project"),
+          Field("USER", "userName"),       Field("CENTER", "aiCenterId"),
+          Field("SPEC", "resourceSpecId"), Field("OUTCOME", "outcome"),
+          Field("STARTED", "startedAt"),   Number("WALL_S", "wallSeconds", 1),
+          Number("CPU_S", "cpuSeconds", 1), Number("GPU_S", "gpuSeconds", 1),
+          Number("MEM_MB", "memoryPeakMb", 0), Number("PRICE/H", "pricePerHour", 2),
+          Number("COST", "cost", 4)};
+}
+
+std::vector<Column> ReportColumns() {
+  return {Field("PERIOD", "period"),          Field("PROJECT", "project"),
+          Field("USER", "userName"),          Field("CENTER", "aiCenterId"),
+          Field("SPEC", "resourceSpecId"),    Number("ATTEMPTS", "totals.records", 0),
+          Number("WALL_H", "totals.wallSeconds", 2, 3600), Number("CPU_H", "totals.cpuSeconds", 2, 3600),
+          Number("GPU_H", "totals.gpuSeconds", 2, 3600),   Number("ENERGY_KWH", "totals.energyKwh", 3),
+          Number("COST", "totals.cost", 2)};
+}
+
+int UsageReport(Context& ctx, Client* client, const Invocation& inv) {
+  Invocation q = inv;
+  if (!q.Has("month") && !q.Has("from") && !q.Has("to")) {
+    q.flags["month"] = absl::FormatTime("%Y-%m", absl::Now(), absl::UTCTimeZone());
+  }
+  if (!q.Has("by")) q.flags["by"] = "project,center";
+  auto got = client->Call("GET", "/openapi/v1/accounting/report" +
+                                     Query(q, {{"month", "month"}, {"from", "from"}, {"to", "to"}, {"by", "groupBy"},
+                                               {"granularity", "granularity"}, {"project", "project"},
+                                               {"center", "center"}, {"user", "userName"}}));
+  if (!got.ok()) return ctx.Fail(got.status());
+  if (ctx.format() != Format::kTable) {
+    return Show(ctx, *got, ReportColumns(), [](const json& v) { return v.value("rows", json::array()); });
+  }
+  json rows = got->value("rows", json::array());
+  json total = {{"period", "TOTAL"}, {"totals", got->value("total", json::object())}};
+  rows.push_back(total);
+  ctx.out() << Table(rows, ReportColumns());
+  return 0;
+}
+
 std::vector<FlagSpec> ListFlags(std::vector<FlagSpec> more = {}) {
   more.push_back({"limit", 0, true, "at most this many items"});
   return more;
@@ -572,7 +628,7 @@ std::vector<CommandSpec> Commands() {
       Field("WAITING", "waiting_task_num"), Field("CPU_USED", "used.cpu"), Field("CPU_FREE", "free.cpu"),
       Field("GPU_USED", "used.gpu"), Field("GPU_FREE", "free.gpu"), Field("MEM_FREE_MB", "free.memory"),
       Field("OBSERVED", "observed_at")};
-  c.push_back({{"usage"}, "[CENTER]", "What each center runs and has free (the monitor's latest view)", {}, 0, 1,
+  c.push_back({{"center", "usage"}, "[CENTER]", "What each center runs and has free (the monitor's latest view)", {}, 0, 1,
                WithClient([usage_columns](Context& ctx, Client* client, const Invocation& inv) {
                  if (!inv.args.empty()) {
                    auto got = client->Call("GET", "/openapi/v1/centers/" + Escape(inv.args[0]) + "/usage");
@@ -583,6 +639,34 @@ std::vector<CommandSpec> Commands() {
                  if (!got.ok()) return ctx.Fail(got.status());
                  return Show(ctx, *got, usage_columns, [](const json& v) { return v.value("usage", json::array()); });
                })});
+
+  // Accounting (issue 31): what ran, as the centers measured it, and what it cost.
+  const std::vector<FlagSpec> period_flags = {
+      {"month", 0, true, "the period is this month (2026-11)"},
+      {"from", 0, true, "period start: a month, a day (2026-11-26) or an RFC 3339 instant"},
+      {"to", 0, true, "period end (exclusive; a month or day means its end)"}};
+  std::vector<FlagSpec> usage_flags = ListFlags({{"project", 0, true, "only this project's"},
+                                                 {"user", 0, true, "only this user's"},
+                                                 {"center", 0, true, "only this center's"},
+                                                 {"job", 0, true, "only this job's"}});
+  usage_flags.insert(usage_flags.end(), period_flags.begin(), period_flags.end());
+  c.push_back({{"usage"}, "",
+               "Usage records: one per replica attempt that ran, what it used and what it cost (like sacct)",
+               usage_flags, 0, 0,
+               ListCommand("/openapi/v1/accounting/records", "records", true, UsageRecordColumns(),
+                           [](const Invocation& inv) {
+                             return Query(inv, {{"project", "project"}, {"user", "userName"}, {"center", "center"},
+                                                {"job", "jobId"}, {"month", "month"}, {"from", "from"}, {"to", "to"}});
+                           })});
+  std::vector<FlagSpec> report_flags = {
+      {"by", 0, true, "what each row is per, comma-separated: project, user, center, spec (default project,center)"},
+      {"granularity", 0, true, "day or month (default: the whole period in one)"},
+      {"project", 0, true, "only this project's"},
+      {"center", 0, true, "only this center's"},
+      {"user", 0, true, "only this user's"}};
+  report_flags.insert(report_flags.end(), period_flags.begin(), period_flags.end());
+  c.push_back({{"report"}, "", "Usage and cost summed per project, center, user or spec over a period (default: this month)",
+               report_flags, 0, 0, WithClient(UsageReport)});
 
   std::vector<Column> token_columns = {Field("TOKEN", "token_id"), Field("USER", "user_name"),
                                        Field("DESCRIPTION", "description"), Field("CREATED", "created_at"),

@@ -54,7 +54,8 @@ absl::StatusOr<Format> ParseFormat(const std::string& text) {
   if (text.empty() || text == "table" || text == "wide") return Format::kTable;
   if (text == "json") return Format::kJson;
   if (text == "yaml") return Format::kYaml;
-  return absl::InvalidArgumentError(absl::StrCat("output: \"", text, "\" is not a format (table, json, yaml)"));
+  if (text == "csv") return Format::kCsv;
+  return absl::InvalidArgumentError(absl::StrCat("output: \"", text, "\" is not a format (table, json, yaml, csv)"));
 }
 
 Column Field(const std::string& header, const std::string& path) {
@@ -97,6 +98,26 @@ std::string Table(const json& rows, const std::vector<Column>& columns) {
   return out;
 }
 
+std::string Csv(const json& rows, const std::vector<Column>& columns) {
+  auto quote = [](std::string cell) {
+    if (cell == "-") return std::string();
+    if (cell.find_first_of(",\"\n\r") == std::string::npos) return cell;
+    std::string out = "\"";
+    for (char ch : cell) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    return out + "\"";
+  };
+  std::string out;
+  for (size_t i = 0; i < columns.size(); ++i) absl::StrAppend(&out, i ? "," : "", quote(columns[i].header));
+  out += "\n";
+  if (rows.is_array()) {
+    for (const auto& row : rows) {
+      for (size_t i = 0; i < columns.size(); ++i) absl::StrAppend(&out, i ? "," : "", quote(columns[i].cell(row)));
+      out += "\n";
+    }
+  }
+  return out;
+}
+
 std::string Yaml(const json& value) {
   YAML::Emitter out;
   Emit(out, value);
@@ -108,6 +129,10 @@ std::string Render(const json& value, Format format, const std::vector<Column>& 
   switch (format) {
     case Format::kJson: return value.dump(2) + "\n";
     case Format::kYaml: return Yaml(value);
+    case Format::kCsv:
+      // Only tables have rows to put in columns; anything else is its JSON.
+      if (columns.empty()) return value.dump(2) + "\n";
+      return Csv(rows_of ? rows_of(value) : json::array({value}), columns);
     case Format::kTable: break;
   }
   return Table(rows_of ? rows_of(value) : json::array({value}), columns);

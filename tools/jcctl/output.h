@@ -1,7 +1,8 @@
 #pragma once
 
 // How jcctl prints what the server answered: a table for people (the default), or the
-// data itself as JSON or YAML for scripts (-o json|yaml).
+// data itself as JSON or YAML for scripts (-o json|yaml), or the table's rows as CSV for
+// spreadsheets (-o csv).
 
 #include <functional>
 #include <string>
@@ -13,7 +14,7 @@
 
 namespace jc::jcctl {
 
-enum class Format { kTable, kJson, kYaml };
+enum class Format { kTable, kJson, kYaml, kCsv };
 
 // InvalidArgument for a format jcctl does not write.
 absl::StatusOr<Format> ParseFormat(const std::string& text);
@@ -29,6 +30,8 @@ Column Field(const std::string& header, const std::string& path);
 // Rows as a table with aligned columns (a header line, then one line per row).
 std::string Table(const nlohmann::json& rows, const std::vector<Column>& columns);
 std::string Yaml(const nlohmann::json& value);
+// Rows as CSV (RFC 4180): the headers, then one line per row; "-" cells are empty.
+std::string Csv(const nlohmann::json& rows, const std::vector<Column>& columns);
 // `value` in `format`: a table of `rows_of(value)` for kTable.
 std::string Render(const nlohmann::json& value, Format format, const std::vector<Column>& columns,
                    const std::function<nlohmann::json(const nlohmann::json&)>& rows_of);

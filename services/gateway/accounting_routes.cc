@@ -1,0 +1,108 @@
+// /openapi/v1/accounting: usage records and reports (issue 31), camelCase like the jobs.
+#include "absl/strings/str_cat.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_split.h"
+#include "common/timestamp.h"
+#include "jointcloud/v1/accounting.grpc.pb.h"
+#include "services/accounting/period.h"
+#include "services/gateway/rest_call.h"
+#include "services/gateway/routes.h"
+
+namespace jc::gateway {
+
+namespace v1 = ::jointcloud::v1;
+
+namespace {
+
+// from, to (a month, a day or an instant; `to` of a month or day is its end) or month.
+absl::Status ParsePeriod(const httplib::Request& r, google::protobuf::Timestamp* from,
+                         google::protobuf::Timestamp* to) {
+  std::string month = QueryString(r, "month");
+  if (!month.empty()) {
+    if (!QueryString(r, "from").empty() || !QueryString(r, "to").empty()) {
+      return absl::InvalidArgumentError("give month, or from and to, not both");
+    }
+    auto period = accounting::ParseMonth(month);
+    if (!period.ok()) return absl::InvalidArgumentError(absl::StrCat("month: ", period.status().message()));
+    *from = ToTimestamp(period->first);
+    *to = ToTimestamp(period->second);
+    return absl::OkStatus();
+  }
+  if (std::string text = QueryString(r, "from"); !text.empty()) {
+    auto t = accounting::ParseBound(text);
+    if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat("from: ", t.status().message()));
+    *from = ToTimestamp(*t);
+  }
+  if (std::string text = QueryString(r, "to"); !text.empty()) {
+    auto t = accounting::ParseEndBound(text);
+    if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat("to: ", t.status().message()));
+    *to = ToTimestamp(*t);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::vector<Route> AccountingRoutes(std::shared_ptr<grpc::Channel> channel) {
+  std::shared_ptr<v1::AccountingService::Stub> stub = v1::AccountingService::NewStub(channel);
+  using S = v1::AccountingService::Stub;
+  const std::string base = "/openapi/v1/accounting";
+  constexpr auto kCamel = JsonNames::kCamelCase;
+  const QueryParam kFrom{"from", "string", "period start: a month (2026-11), a day (2026-11-26) or an RFC 3339 instant"};
+  const QueryParam kTo{"to", "string", "period end (exclusive); a month or day means its end"};
+  const QueryParam kMonth{"month", "string", "the period is this month (2026-11), instead of from and to"};
+  std::vector<Route> routes;
+  routes.push_back({"GET", base + "/records", "accounting",
+                    "Usage records: one per replica attempt that ran, as its center measured it, with the price "
+                    "in force when it started and its cost",
+                    nullptr, v1::ListUsageRecordsResponse::descriptor(), kCamel,
+                    {{"project", "string", "only this project's"},
+                     {"userName", "string", "only this user's"},
+                     {"center", "string", "only this center's"},
+                     {"jobId", "string", "only this job's"},
+                     kFrom, kTo, kMonth,
+                     {"pageSize", "integer", "items per page (default 100, at most 1000)"},
+                     {"pageToken", "string", "nextPageToken of the previous page"}},
+                    [stub](const httplib::Request& r, const std::vector<std::string>&) {
+                      v1::ListUsageRecordsRequest req;
+                      req.set_project(QueryString(r, "project"));
+                      req.set_user_name(QueryString(r, "userName"));
+                      req.set_ai_center_id(QueryString(r, "center"));
+                      req.set_job_id(QueryString(r, "jobId"));
+                      req.set_page_token(QueryString(r, "pageToken"));
+                      int32_t size = 0;
+                      absl::Status s = QueryInt(r, "pageSize", &size);
+                      req.set_page_size(size);
+                      if (s.ok()) s = ParsePeriod(r, req.mutable_from(), req.mutable_to());
+                      if (req.from().seconds() == 0 && req.from().nanos() == 0) req.clear_from();
+                      if (req.to().seconds() == 0 && req.to().nanos() == 0) req.clear_to();
+                      return IfOk(s, [&] { return CallUnary(stub.get(), &S::ListUsageRecords, req, kCamel); });
+                    }});
+  routes.push_back({"GET", base + "/report", "accounting",
+                    "Usage and cost summed per period (day, month or the whole) and per project, user, center "
+                    "or spec",
+                    nullptr, v1::GetUsageReportResponse::descriptor(), kCamel,
+                    {kFrom, kTo, kMonth,
+                     {"groupBy", "string", "comma-separated: project, user, center, spec"},
+                     {"granularity", "string", "day, month, or empty for the whole period"},
+                     {"project", "string", "only this project's"},
+                     {"center", "string", "only this center's"},
+                     {"userName", "string", "only this user's"}},
+                    [stub](const httplib::Request& r, const std::vector<std::string>&) {
+                      v1::GetUsageReportRequest req;
+                      absl::Status s = ParsePeriod(r, req.mutable_from(), req.mutable_to());
+                      if (req.from().seconds() == 0 && req.from().nanos() == 0) req.clear_from();
+                      if (req.to().seconds() == 0 && req.to().nanos() == 0) req.clear_to();
+                      for (absl::string_view g : absl::StrSplit(QueryString(r, "groupBy"), ',', absl::SkipEmpty())) {
+                        req.add_group_by(std::string(absl::StripAsciiWhitespace(g)));
+                      }
+                      req.set_granularity(QueryString(r, "granularity"));
+                      req.set_project(QueryString(r, "project"));
+                      req.set_ai_center_id(QueryString(r, "center"));
+                      req.set_user_name(QueryString(r, "userName"));
+                      return IfOk(s, [&] { return CallUnary(stub.get(), &S::GetUsageReport, req, kCamel); });
+                    }});
+  return routes;
+}
+
+}  // namespace jc::gateway
