@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 
 #include "absl/strings/ascii.h"
@@ -99,7 +100,47 @@ absl::Status CommandError(const std::vector<std::string>& argv, const CommandRes
   return absl::FailedPreconditionError(msg);
 }
 
+// "2026-11-26T08:00:01" (Slurm's local time) -> a time; nullopt for "Unknown", "None", "".
+std::optional<absl::Time> SlurmTime(absl::string_view text) {
+  static const absl::TimeZone local = [] {
+    absl::TimeZone tz;
+    return absl::LoadTimeZone("localtime", &tz) ? tz : absl::UTCTimeZone();
+  }();
+  absl::Time t;
+  std::string error;
+  if (!absl::ParseTime("%Y-%m-%dT%H:%M:%S", text, local, &t, &error)) return std::nullopt;
+  return t;
+}
+
 }  // namespace
+
+double SlurmDurationSeconds(absl::string_view text) {
+  // [DD-[HH:]]MM:SS[.mmm] (sacct's TotalCPU, Elapsed)
+  double days = 0;
+  if (size_t dash = text.find('-'); dash != absl::string_view::npos) {
+    if (!absl::SimpleAtod(text.substr(0, dash), &days)) return 0;
+    text = text.substr(dash + 1);
+  }
+  std::vector<absl::string_view> parts = absl::StrSplit(text, ':');
+  double total = 0;
+  for (absl::string_view p : parts) {
+    double v = 0;
+    if (!absl::SimpleAtod(p, &v)) return 0;
+    total = total * 60 + v;
+  }
+  return days * 86400 + total;
+}
+
+void AddSlurmTimes(absl::string_view start, absl::string_view end, ReplicaObservation* o) {
+  std::optional<absl::Time> started = SlurmTime(start), ended = SlurmTime(end);
+  if (started) o->started_at = *started;
+  bool over = o->state == pb::REPLICA_SUCCEEDED || o->state == pb::REPLICA_FAILED || o->state == pb::REPLICA_STOPPED;
+  if (!over || !started || !ended || *ended < *started) return;
+  o->ended_at = *ended;
+  pb::ReplicaUsage usage = o->usage.value_or(pb::ReplicaUsage());
+  usage.set_wall_seconds(absl::ToDoubleSeconds(*ended - *started));
+  o->usage = usage;
+}
 
 ReplicaObservation ObserveSlurmJob(absl::string_view state, absl::string_view reason, int wait_status) {
   ReplicaObservation o;
@@ -476,7 +517,8 @@ absl::StatusOr<std::map<std::string, ReplicaObservation>> SlurmBackend::Poll(
   }
   for (size_t i = 0; i < ids.size(); i += kIdsPerCall) {
     std::vector<std::string> chunk(ids.begin() + i, ids.begin() + std::min(ids.size(), i + kIdsPerCall));
-    std::vector<std::string> argv = {"squeue", "--states=all", "-h", "-O", "JobID:|,State:|,Reason:|,exit_code:|",
+    std::vector<std::string> argv = {"squeue", "--states=all", "-h", "-O",
+                                     "JobID:|,State:|,Reason:|,exit_code:|,StartTime:|,EndTime:|",
                                      "--jobs=" + absl::StrJoin(chunk, ",")};
     JC_ASSIGN_OR_RETURN(CommandResult r, RunCommand(argv, options_.command_timeout));
     // squeue fails with "Invalid job id" only when it knows none of them: all unknown.
@@ -487,13 +529,21 @@ absl::StatusOr<std::map<std::string, ReplicaObservation>> SlurmBackend::Poll(
       for (auto& s : f) absl::StripAsciiWhitespace(&s);
       int wait_status = 0;
       (void)absl::SimpleAtoi(f[3], &wait_status);
-      out[f[0]] = ObserveSlurmJob(f[1], f[2], wait_status);
+      ReplicaObservation o = ObserveSlurmJob(f[1], f[2], wait_status);
+      if (f.size() >= 6) AddSlurmTimes(f[4], f[5], &o);
+      out[f[0]] = std::move(o);
     }
-    std::vector<std::string> missing;
+    // Jobs squeue has forgotten, and what ended jobs used (CPU time, memory: accounting
+    // keeps them; squeue has only their times).
+    std::vector<std::string> ask;
     for (const auto& id : chunk) {
-      if (!out.count(id)) missing.push_back(id);
+      auto it = out.find(id);
+      bool over = it != out.end() && (it->second.state == pb::REPLICA_SUCCEEDED ||
+                                      it->second.state == pb::REPLICA_FAILED ||
+                                      it->second.state == pb::REPLICA_STOPPED);
+      if (it == out.end() || over) ask.push_back(id);
     }
-    if (!missing.empty()) ObserveFromAccounting(missing, &out);
+    if (!ask.empty()) ObserveFromAccounting(ask, &out);
   }
   return out;
 }
@@ -501,14 +551,48 @@ absl::StatusOr<std::map<std::string, ReplicaObservation>> SlurmBackend::Poll(
 void SlurmBackend::ObserveFromAccounting(const std::vector<std::string>& ids,
                                          std::map<std::string, ReplicaObservation>* out) {
   // squeue forgets a job MinJobAge (300 s by default) after it ends; sacct remembers it
-  // when the cluster keeps accounting. Without accounting the job stays unknown.
-  auto r = RunCommand({"sacct", "-X", "-n", "-P", "-o", "JobIDRaw,State,ExitCode", "-j", absl::StrJoin(ids, ",")},
+  // when the cluster keeps accounting, with what the job used (TotalCPU: user + system of
+  // every step; MaxRSS per step, the largest taken). Without accounting the job stays
+  // unknown once squeue forgets it, and an ended job's usage is its wall time alone.
+  if (!accounting_) return;
+  auto r = RunCommand({"sacct", "-n", "-P", "-o", "JobIDRaw,State,ExitCode,Start,End,TotalCPU,MaxRSS", "-j",
+                       absl::StrJoin(ids, ",")},
                       options_.command_timeout);
-  if (!r.ok() || r->exit_code != 0) return;
+  if (!r.ok()) return;
+  if (r->exit_code != 0) {
+    if (absl::StrContains(r->err, "disabled")) accounting_ = false;  // not asked again
+    return;
+  }
+  std::set<std::string> wanted(ids.begin(), ids.end());
+  std::map<std::string, int64_t> max_rss_kb;
   for (absl::string_view line : absl::StrSplit(r->out, '\n', absl::SkipWhitespace())) {
     std::vector<std::string> f = absl::StrSplit(line, '|');
-    if (f.size() < 3) continue;
-    (*out)[f[0]] = ObserveSlurmJob(f[1], "", WaitStatusFromExitCode(f[2]));
+    if (f.size() < 7) continue;
+    // Steps ("123.batch", "123.0") carry the memory; the allocation line the rest.
+    std::string job = f[0].substr(0, f[0].find('.'));
+    if (!wanted.count(job)) continue;
+    int64_t rss = 0;
+    std::string text = f[6];
+    int64_t scale = 1;
+    if (!text.empty() && (text.back() == 'K' || text.back() == 'M' || text.back() == 'G')) {
+      scale = text.back() == 'K' ? 1 : text.back() == 'M' ? 1024 : 1024 * 1024;
+      text.pop_back();
+    }
+    double v = 0;
+    if (absl::SimpleAtod(text, &v)) rss = static_cast<int64_t>(v * scale);
+    max_rss_kb[job] = std::max(max_rss_kb[job], rss);
+    if (f[0] != job) continue;
+    ReplicaObservation o = ObserveSlurmJob(f[1], "", WaitStatusFromExitCode(f[2]));
+    if (auto known = out->find(job); known != out->end() && known->second.state != o.state) {
+      o = known->second;  // squeue's word on a job it still has
+    }
+    AddSlurmTimes(f[3], f[4], &o);
+    if (o.usage.has_value()) o.usage->set_cpu_seconds(SlurmDurationSeconds(f[5]));
+    (*out)[job] = std::move(o);
+  }
+  for (const auto& [job, kb] : max_rss_kb) {
+    auto it = out->find(job);
+    if (it != out->end() && it->second.usage.has_value()) it->second.usage->set_memory_peak_mb(kb / 1024);
   }
 }
 

@@ -9,6 +9,7 @@
 // goes to <log_dir>/<job id>.out and .err, which the adapter must be able to read: on a
 // real cluster, a directory on the shared file system.
 
+#include <atomic>
 #include <string>
 #include "absl/strings/string_view.h"
 #include <vector>
@@ -62,6 +63,9 @@ std::string ReplicaTag(const std::string& secret, const std::string& name);
 
 // What Slurm says of a job -> the replica's state. `wait_status` is squeue's exit_code
 // (a wait(2) status: exit code << 8 | signal).
+// "1-02:03:04.500", "03:04.5" (sacct's durations) -> seconds.
+double SlurmDurationSeconds(absl::string_view text);
+
 ReplicaObservation ObserveSlurmJob(absl::string_view state, absl::string_view reason, int wait_status);
 
 // sbatch's resource options for a spec: --cpus-per-task, --mem (MB), --gres.
@@ -110,6 +114,8 @@ class SlurmBackend final : public Backend {
                              std::map<std::string, ReplicaObservation>* out);
 
   SlurmOptions options_;
+  // The cluster keeps accounting (sacct answers); false once sacct said it is disabled.
+  std::atomic<bool> accounting_{true};
 };
 
 }  // namespace jc::adapter

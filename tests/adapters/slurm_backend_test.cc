@@ -76,3 +76,11 @@ TEST_CASE("sinfo's node lines add up to the usable capacity and its use [A14][A3
 
 }  // namespace
 }  // namespace jc::adapter
+
+TEST_CASE("Slurm adapter: sacct's durations read as seconds (TotalCPU of an ended job) [A14]", "[A14]") {
+  CHECK(jc::adapter::SlurmDurationSeconds("00:01.500") == Approx(1.5));
+  CHECK(jc::adapter::SlurmDurationSeconds("02:03:04") == Approx(2 * 3600 + 3 * 60 + 4));
+  CHECK(jc::adapter::SlurmDurationSeconds("1-00:00:01") == Approx(86401));
+  CHECK(jc::adapter::SlurmDurationSeconds("") == 0);
+  CHECK(jc::adapter::SlurmDurationSeconds("bogus") == 0);
+}

@@ -233,6 +233,25 @@ TEST_CASE("conformance: a replica runs as the account run_as maps its project to
   }
 }
 
+TEST_CASE("conformance: a replica that ran reports what it used: its start, its end and the wall time between, "
+          "by the center's clock [A14]",
+          "[A14][conformance]") {
+  // What the federation meters and bills (issue 31): the center's own measure.
+  Kit kit;
+  pb::Replica r = kit.MustSubmit("sleep 2");
+  pb::Replica done = kit.WaitFor(r.key(), pb::REPLICA_SUCCEEDED);
+  INFO(done.DebugString());
+  REQUIRE(done.has_started_at());
+  REQUIRE(done.has_ended_at());
+  absl::Duration ran = absl::FromUnixSeconds(done.ended_at().seconds()) + absl::Nanoseconds(done.ended_at().nanos()) -
+                       absl::FromUnixSeconds(done.started_at().seconds()) - absl::Nanoseconds(done.started_at().nanos());
+  // Slurm says times to the second.
+  CHECK(ran >= absl::Seconds(1));
+  CHECK(ran <= absl::Seconds(30));
+  CHECK(done.usage().wall_seconds() >= 1);
+  CHECK(done.usage().wall_seconds() <= 30);
+}
+
 TEST_CASE("conformance: a non-zero exit fails the replica with its exit code [A14]", "[A14][conformance]") {
   Kit kit;
   pb::Replica r = kit.MustSubmit("echo failing >&2; exit 3");
