@@ -209,6 +209,17 @@ const std::vector<Migration>& Migrations() {
            "ALTER TABLE jobs ADD COLUMN open_attempts INTEGER NOT NULL DEFAULT 0",
            "CREATE INDEX jobs_open_attempts ON jobs (open_attempts)",
        }},
+      {13,
+       "prices with a history: each spec's price and each spec x center price from the instant it takes effect",
+       {
+           // center_id '' is the spec's own price (Table 3), the others the centers' (6.1.2).
+           "CREATE TABLE spec_prices ("
+           "  spec_id TEXT NOT NULL,"
+           "  center_id TEXT NOT NULL,"
+           "  effective_from BIGINT NOT NULL,"
+           "  price INTEGER NOT NULL,"
+           "  PRIMARY KEY (spec_id, center_id, effective_from))",
+       }},
   };
   return *migrations;
 }

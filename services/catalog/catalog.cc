@@ -4,6 +4,7 @@
 #include <limits>
 #include <set>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/quantity.h"
@@ -15,6 +16,15 @@
 
 namespace jc::catalog {
 namespace {
+
+absl::Status RecordPrice(store::Transaction& txn, const std::string& spec, const std::string& center, absl::Time from,
+                         int32_t price) {
+  return txn
+      .Exec("INSERT INTO spec_prices (spec_id, center_id, effective_from, price) VALUES ($1, $2, $3, $4) "
+            "ON CONFLICT (spec_id, center_id, effective_from) DO UPDATE SET price = excluded.price",
+            {spec, center, absl::ToUnixMillis(from), int64_t{price}})
+      .status();
+}
 
 const std::vector<std::string>& SpecMutableFields() {
   static const auto* f = new std::vector<std::string>{
@@ -155,6 +165,47 @@ int32_t InstancesThatFit(const Demand& demand, const v1::ComputingResources& cap
   return static_cast<int32_t>(fit);
 }
 
+std::vector<v1::PriceChange> PriceSteps(int32_t spec_price, std::vector<PriceRow> spec_rows,
+                                        std::optional<int32_t> center_price, std::vector<PriceRow> center_rows) {
+  // Prices kept before there was a history stand from the start.
+  if (spec_rows.empty()) spec_rows.push_back({0, spec_price});
+  if (center_rows.empty() && center_price.has_value()) center_rows.push_back({0, *center_price});
+  auto by_time = [](const PriceRow& a, const PriceRow& b) { return a.effective_from_ms < b.effective_from_ms; };
+  std::sort(spec_rows.begin(), spec_rows.end(), by_time);
+  std::sort(center_rows.begin(), center_rows.end(), by_time);
+  std::set<int64_t> instants;
+  for (const auto& r : spec_rows) instants.insert(r.effective_from_ms);
+  for (const auto& r : center_rows) instants.insert(r.effective_from_ms);
+  auto in_force = [](const std::vector<PriceRow>& rows, int64_t at) -> std::optional<int32_t> {
+    std::optional<int32_t> p;
+    for (const auto& r : rows) {
+      if (r.effective_from_ms <= at) p = r.price;
+    }
+    return p;
+  };
+  std::vector<v1::PriceChange> steps;
+  for (int64_t at : instants) {
+    std::optional<int32_t> p = in_force(center_rows, at);
+    if (!p) p = in_force(spec_rows, at);
+    if (!p) p = spec_rows.front().price;  // before the spec's first price: its first
+    if (!steps.empty() && steps.back().price() == *p) continue;
+    v1::PriceChange step;
+    *step.mutable_effective_from() = ToTimestamp(absl::FromUnixMillis(at));
+    step.set_price(*p);
+    steps.push_back(std::move(step));
+  }
+  return steps;
+}
+
+int32_t PriceAt(const std::vector<v1::PriceChange>& steps, absl::Time at) {
+  if (steps.empty()) return 0;
+  int32_t price = steps.front().price();
+  for (const auto& s : steps) {
+    if (FromTimestamp(s.effective_from()) <= at) price = s.price();
+  }
+  return price;
+}
+
 Catalog::Catalog(store::Store* store, const Clock* clock, registry::CenterDirectory* centers)
     : store_(store), clock_(clock), centers_(centers) {}
 
@@ -192,6 +243,9 @@ absl::StatusOr<v1::ResourceSpec> Catalog::CreateSpec(v1::ResourceSpec spec) {
                                  {spec.resource_spec_id(), center})
                            .status());
   }
+  // The spec's price, from its creation on (a spec created again starts a new history).
+  JC_RETURN_IF_ERROR(txn->Exec("DELETE FROM spec_prices WHERE spec_id = $1", {spec.resource_spec_id()}).status());
+  JC_RETURN_IF_ERROR(RecordPrice(*txn, spec.resource_spec_id(), "", clock_->Now(), spec.price()));
   JC_RETURN_IF_ERROR(txn->Commit());
   return spec;
 }
@@ -217,7 +271,12 @@ absl::StatusOr<v1::ResourceSpec> Catalog::UpdateSpec(const v1::ResourceSpec& pat
                       store::LoadDoc<v1::ResourceSpec>(*txn, "resource_specs", "resource spec",
                                                        patch.resource_spec_id(),
                                                        store_->for_update()));
+  const int32_t price_before = spec.price();
   JC_RETURN_IF_ERROR(ApplyUpdate(patch, mask, SpecMutableFields(), {"resource_spec_id"}, &spec));
+  if (spec.price() != price_before) {
+    // A new price from now on; what ran before keeps the price it was billed at.
+    JC_RETURN_IF_ERROR(RecordPrice(*txn, spec.resource_spec_id(), "", clock_->Now(), spec.price()));
+  }
   if (SortedCenters(spec) != centers) {
     return absl::AbortedError("the spec's center list changed during the update; retry");
   }
@@ -256,6 +315,7 @@ absl::Status Catalog::DeleteSpec(const std::string& id) {
   JC_ASSIGN_OR_RETURN(int64_t n, txn->Exec("DELETE FROM resource_specs WHERE id = $1", {id}));
   if (n == 0) return absl::NotFoundError(absl::StrCat("resource spec \"", id, "\" not found"));
   JC_RETURN_IF_ERROR(txn->Exec("DELETE FROM spec_centers WHERE spec_id = $1", {id}).status());
+  JC_RETURN_IF_ERROR(txn->Exec("DELETE FROM spec_prices WHERE spec_id = $1", {id}).status());
   return txn->Commit();
 }
 
@@ -287,7 +347,10 @@ absl::StatusOr<v1::SpecCenterOffer> Catalog::MakeOffer(const v1::ResourceSpec& s
   v1::SpecCenterOffer offer;
   offer.set_resource_spec_id(spec.resource_spec_id());
   offer.set_ai_center_id(center_id);
-  offer.set_price(price.value_or(spec.price()));
+  JC_ASSIGN_OR_RETURN(auto rows, PriceRows(spec.resource_spec_id()));
+  std::vector<v1::PriceChange> steps = PriceSteps(spec.price(), rows[""], price, rows[center_id]);
+  offer.set_price(PriceAt(steps, clock_->Now()));
+  for (auto& step : steps) *offer.add_prices() = std::move(step);
   auto center = centers_->GetCenter(center_id);
   if (absl::IsNotFound(center.status())) {
     offer.set_reason("center is no longer registered");
@@ -310,26 +373,72 @@ absl::StatusOr<v1::SpecCenterOffer> Catalog::MakeOffer(const v1::ResourceSpec& s
   return offer;
 }
 
+absl::StatusOr<std::map<std::string, std::vector<PriceRow>>> Catalog::PriceRows(const std::string& spec_id) {
+  JC_ASSIGN_OR_RETURN(store::Rows rows, store_->Query("SELECT center_id, effective_from, price FROM spec_prices "
+                                                      "WHERE spec_id = $1",
+                                                      {spec_id}));
+  std::map<std::string, std::vector<PriceRow>> out;
+  for (const auto& row : rows) {
+    PriceRow r;
+    if (!row[1] || !row[2] || !absl::SimpleAtoi(*row[1], &r.effective_from_ms) || !absl::SimpleAtoi(*row[2], &r.price)) {
+      return absl::DataLossError(absl::StrCat("a price of spec ", spec_id, " is unreadable"));
+    }
+    out[row[0].value_or("")].push_back(r);
+  }
+  return out;
+}
+
 absl::StatusOr<v1::SpecCenterOffer> Catalog::SetSpecCenterPrice(
     const v1::SetSpecCenterPriceRequest& req) {
   JC_RETURN_IF_ERROR(CheckId("resource_spec_id", req.resource_spec_id()));
   JC_RETURN_IF_ERROR(CheckId("ai_center_id", req.ai_center_id()));
   JC_RETURN_IF_ERROR(CheckPrice(req.price()));
+  const absl::Time now = clock_->Now();
+  absl::Time effective = req.has_effective_from() ? FromTimestamp(req.effective_from()) : now;
+  // A minute's grace for clocks a little apart; earlier would reprice attempts already
+  // running (and, for ended ones, contradict the price their records kept).
+  if (effective < now - absl::Minutes(1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "effective_from ", absl::FormatTime(effective), " is in the past: a price takes effect now or later, "
+        "so what was billed stays billed"));
+  }
+  if (effective > now + absl::Hours(24 * 366 * 5)) {
+    return absl::InvalidArgumentError("effective_from is more than five years ahead");
+  }
+  effective = std::max(effective, now);
   JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
   JC_ASSIGN_OR_RETURN(v1::ResourceSpec spec,
                       store::LoadDoc<v1::ResourceSpec>(*txn, "resource_specs", "resource spec",
                                                        req.resource_spec_id()));
-  JC_ASSIGN_OR_RETURN(int64_t n, txn->Exec("UPDATE spec_centers SET price = $3 "
-                                           "WHERE spec_id = $1 AND center_id = $2",
-                                           {req.resource_spec_id(), req.ai_center_id(),
-                                            int64_t{req.price()}}));
-  if (n == 0) {
+  JC_ASSIGN_OR_RETURN(store::Rows offered, txn->Query("SELECT price FROM spec_centers WHERE spec_id = $1 AND "
+                                                      "center_id = $2",
+                                                      {req.resource_spec_id(), req.ai_center_id()}));
+  if (offered.empty()) {
     return absl::NotFoundError(absl::StrCat("resource spec \"", req.resource_spec_id(),
                                             "\" is not offered by center \"", req.ai_center_id(),
                                             "\"; add the center to computing_center_list first"));
   }
+  // The center's first price with a history: the one it had before stands until now.
+  JC_ASSIGN_OR_RETURN(store::Rows history, txn->Query("SELECT COUNT(*) FROM spec_prices WHERE spec_id = $1 AND "
+                                                      "center_id = $2",
+                                                      {req.resource_spec_id(), req.ai_center_id()}));
+  if (!history.empty() && history[0][0].value_or("0") == "0" && offered[0][0].has_value()) {
+    int32_t before = 0;
+    if (absl::SimpleAtoi(*offered[0][0], &before)) {
+      JC_RETURN_IF_ERROR(RecordPrice(*txn, req.resource_spec_id(), req.ai_center_id(), absl::UnixEpoch(), before));
+    }
+  }
+  JC_RETURN_IF_ERROR(RecordPrice(*txn, req.resource_spec_id(), req.ai_center_id(), effective, req.price()));
+  if (effective <= now) {
+    JC_RETURN_IF_ERROR(txn->Exec("UPDATE spec_centers SET price = $3 WHERE spec_id = $1 AND center_id = $2",
+                                 {req.resource_spec_id(), req.ai_center_id(), int64_t{req.price()}})
+                           .status());
+  }
   JC_RETURN_IF_ERROR(txn->Commit());
-  return MakeOffer(spec, req.ai_center_id(), req.price());
+  std::optional<int32_t> column;
+  if (offered[0][0].has_value()) column = std::stoi(*offered[0][0]);
+  if (effective <= now) column = req.price();
+  return MakeOffer(spec, req.ai_center_id(), column);
 }
 
 absl::StatusOr<v1::ListSpecCenterOffersResponse> Catalog::ListOffers(

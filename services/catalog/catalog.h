@@ -3,6 +3,7 @@
 // Resource-spec catalog with its spec x center mapping (standard 6.1.2, Table 3) and
 // the image catalog (6.2, Table 5). Domain logic only: no gRPC types here.
 
+#include <map>
 #include <optional>
 #include <functional>
 #include <string>
@@ -31,6 +32,19 @@ absl::StatusOr<Demand> SpecDemand(const v1::ResourceSpec& spec);
 // Checks every field of a spec except the centers it names.
 absl::Status ValidateSpec(const v1::ResourceSpec& spec);
 absl::Status ValidateImage(const v1::Image& image);
+
+// The price steps of a spec at a center, oldest first, from the spec's own history and the
+// center's (issue 31): at each instant the center's latest price in force, else the spec's.
+// `center_price` is the center's price kept before prices had a history (used as its
+// price from the start when it has no history); the spec's `price` likewise.
+struct PriceRow {
+  int64_t effective_from_ms = 0;
+  int32_t price = 0;
+};
+std::vector<v1::PriceChange> PriceSteps(int32_t spec_price, std::vector<PriceRow> spec_rows,
+                                        std::optional<int32_t> center_price, std::vector<PriceRow> center_rows);
+// The price of `steps` in force at `at` (the first step's before it).
+int32_t PriceAt(const std::vector<v1::PriceChange>& steps, absl::Time at);
 
 // How many instances of `demand` fit in `capacity`; 0 when one does not fit, in which
 // case `why` says which resource is short.
@@ -84,6 +98,8 @@ class Catalog {
   absl::StatusOr<v1::SpecCenterOffer> MakeOffer(const v1::ResourceSpec& spec,
                                                 const std::string& center_id,
                                                 std::optional<int32_t> price);
+  // The price history rows of a spec, by center ('' for the spec's own).
+  absl::StatusOr<std::map<std::string, std::vector<PriceRow>>> PriceRows(const std::string& spec_id);
 
   store::Store* store_;
   const Clock* clock_;

@@ -93,7 +93,9 @@ std::vector<Route> CatalogRoutes(std::shared_ptr<grpc::Channel> channel) {
                       return CallUnary(stub.get(), &S::ListSpecCenterOffers, req, kNames);
                     }});
   routes.push_back({"PUT", specs + "/{resource_spec_id}/centers/{ai_center_id}/price",
-                    "resource specs", "Set the spec's price at one center (body {\"price\": n})",
+                    "resource specs", "Set the spec's price at one center from now, or from effective_from (body {\"price\": n, "
+                    "\"effective_from\": \"2026-12-01T00:00:00Z\"}); an attempt is billed at the price in force "
+                    "when it started",
                     v1::SetSpecCenterPriceRequest::descriptor(), v1::SpecCenterOffer::descriptor(),
                     kNames, {},
                     [stub](const httplib::Request& r, const std::vector<std::string>& p) {

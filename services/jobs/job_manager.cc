@@ -1189,8 +1189,10 @@ v1::UsageRecord JobManager::UsageRecordOf(const v1::JobRecord& r, const MeteredA
   if (offer.has_value()) {
     // Formula 1's execution half; the transfer half was spent before the attempt started.
     u.set_energy_kwh(offer->execution_power_watts * wall / 3.6e6);
-    u.set_price_per_hour(offer->price);
-    u.set_cost(offer->price * wall / 3600.0);
+    // The price in force when the attempt started: a later change does not reprice it.
+    const double price = offer->PriceAt(start);
+    u.set_price_per_hour(price);
+    u.set_cost(price * wall / 3600.0);
   }
   u.set_source("center");
   u.set_billing_month(absl::FormatTime("%Y-%m", end, absl::UTCTimeZone()));

@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 
 namespace jc::scheduler {
 
@@ -41,8 +42,18 @@ double TopologyAffinity(const TopologyPath& a, const TopologyPath& b);
 // A resource spec as one center offers it (Table 3 and the spec x center map).
 struct SpecAtCenter {
   Resources quantity;
-  double price = 0;                  // per hour of one replica
+  double price = 0;                  // per hour of one replica, in force when the view was read
   double execution_power_watts = 0;  // formula 1, P_exe while a replica of this spec runs
+  // The price's history, oldest first (catalog PriceChange): what an attempt that started
+  // at some instant is billed at.
+  std::vector<std::pair<absl::Time, double>> prices;
+  double PriceAt(absl::Time at) const {
+    double p = prices.empty() ? price : prices.front().second;
+    for (const auto& [from, value] : prices) {
+      if (from <= at) p = value;
+    }
+    return p;
+  }
 };
 
 struct NetworkFigures {

@@ -75,6 +75,11 @@ Snapshot BuildSnapshot(const SchedulerInputs& in) {
     SpecAtCenter s;
     s.quantity = q->second;
     s.price = offer.price();
+    for (const auto& step : offer.prices()) {
+      s.prices.emplace_back(absl::FromUnixSeconds(step.effective_from().seconds()) +
+                                absl::Nanoseconds(step.effective_from().nanos()),
+                            step.price());
+    }
     auto it = observed.find(c->id);
     if (it != observed.end()) {
       for (const auto& declared : it->second->info.specs()) {

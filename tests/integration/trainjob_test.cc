@@ -1137,3 +1137,39 @@ TEST_CASE("a stopped job's attempt is metered when its center reports the stop; 
   n.WaitForStatus(never, "failed");
   CHECK(Records(n, never).empty());
 }
+
+TEST_CASE("an attempt is billed at the price in force when it started: a price changed while it runs bills the "
+          "next one, and a price set in the past is refused [A2][A7][C5]",
+          "[A2][A7][C5]") {
+  Network n;
+  json job = {{"name", "priced"},
+              {"tasks", {{{"name", "t"}, {"command", "sleep 2"}, {"resourceSpecId", "cpu-1"}, {"replicaNumber", 1},
+                          {"centerIDs", {"alpha"}}}}}};
+  std::string first = n.Submit(job)["jobId"];
+  n.WaitForStatus(first, "running");
+  // alpha's price goes from 1 to 40 while the first job runs.
+  Network::Must(n.rest->Send("PUT", "/openapi/v1/resourcespecs/cpu-1/centers/alpha/price", R"({"price": 40})"));
+  ExpectError(n.rest->Send("PUT", "/openapi/v1/resourcespecs/cpu-1/centers/alpha/price",
+                           R"({"price": 2, "effective_from": "2020-01-01T00:00:00Z"})"),
+              400, "in the past");
+  n.WaitForStatus(first, "completed");
+  json records;
+  REQUIRE(jc::testing::WaitUntil([&] { return (records = Records(n, first)).size() == 1; }));
+  CHECK(Num(records[0]["pricePerHour"]) == 1);
+
+  // The spec x center map shows alpha's price history.
+  REQUIRE(jc::testing::WaitUntil([&] {
+    auto offers = n.rest->Get("/openapi/v1/resourcespecs/cpu-1/centers").body["data"]["offers"];
+    for (const auto& o : offers) {
+      if (o["ai_center_id"] == "alpha") return o["price"] == 40 && o["prices"].size() >= 2;
+    }
+    return false;
+  }));
+  // The second job starts after the change: billed at the new price (the history says
+  // what was in force at its start, whenever the record is written).
+  std::string second = n.Submit(job)["jobId"];
+  n.WaitForStatus(second, "completed");
+  REQUIRE(jc::testing::WaitUntil([&] { return (records = Records(n, second)).size() == 1; }));
+  CHECK(Num(records[0]["pricePerHour"]) == 40);
+  CHECK(Num(records[0]["cost"]) == Approx(40 * Num(records[0]["wallSeconds"]) / 3600));
+}

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "common/timestamp.h"
 #include "services/catalog/catalog.h"
 #include "services/registry/registry.h"
 #include "tests/testing/fixtures.h"
@@ -169,4 +170,71 @@ TEST_CASE("images belong to a registered center and name known specs", "[A4]") {
   CHECK(f.catalog.ListImages(by_framework)->images_size() == 1);
   REQUIRE(f.catalog.DeleteImage("pytorch-2").ok());
   CHECK(absl::IsNotFound(f.catalog.DeleteImage("pytorch-2")));
+}
+
+TEST_CASE("prices have a history: a change takes effect now or later, never before, and the steps say what was in "
+          "force when [A2][C5]",
+          "[A2][C5]") {
+  Fixture f;
+  REQUIRE(f.catalog.CreateSpec(MakeSpec("gpu1", "c1,c2")).ok());  // the spec's own price: 10
+  const absl::Time created = f.clock.Now();
+  f.clock.Advance(absl::Hours(1));
+  v1::SetSpecCenterPriceRequest price;
+  price.set_resource_spec_id("gpu1");
+  price.set_ai_center_id("c1");
+  price.set_price(7);
+  REQUIRE(f.catalog.SetSpecCenterPrice(price).ok());
+  const absl::Time first_change = f.clock.Now();
+  // Scheduled: 12 from tomorrow.
+  price.set_price(12);
+  *price.mutable_effective_from() = jc::ToTimestamp(f.clock.Now() + absl::Hours(24));
+  auto scheduled = f.catalog.SetSpecCenterPrice(price);
+  REQUIRE(scheduled.ok());
+  CHECK(scheduled->price() == 7);  // not yet
+  REQUIRE(scheduled->prices_size() == 3);
+  std::vector<v1::PriceChange> steps(scheduled->prices().begin(), scheduled->prices().end());
+  CHECK(jc::catalog::PriceAt(steps, created + absl::Minutes(5)) == 10);  // the spec's, before c1 had its own
+  CHECK(jc::catalog::PriceAt(steps, first_change + absl::Minutes(1)) == 7);
+  CHECK(jc::catalog::PriceAt(steps, first_change + absl::Hours(25)) == 12);
+
+  // In the past: refused, and nothing changed.
+  price.set_price(1);
+  *price.mutable_effective_from() = jc::ToTimestamp(f.clock.Now() - absl::Hours(2));
+  auto past = f.catalog.SetSpecCenterPrice(price);
+  REQUIRE(absl::IsInvalidArgument(past.status()));
+  CHECK(past.status().message().find("in the past") != std::string::npos);
+  v1::ListSpecCenterOffersRequest req;
+  req.set_resource_spec_id("gpu1");
+  auto offers = f.catalog.ListOffers(req);
+  REQUIRE(offers.ok());
+  CHECK(offers->offers(0).prices_size() == 3);
+  CHECK(offers->offers(0).price() == 7);
+  // c2 follows the spec's own price, whose change is a step of its own.
+  f.clock.Advance(absl::Hours(48));
+  v1::ResourceSpec patch;
+  patch.set_resource_spec_id("gpu1");
+  patch.set_price(15);
+  google::protobuf::FieldMask mask;
+  mask.add_paths("price");
+  REQUIRE(f.catalog.UpdateSpec(patch, mask).ok());
+  offers = f.catalog.ListOffers(req);
+  REQUIRE(offers.ok());
+  CHECK(offers->offers(0).price() == 12);  // c1's own, scheduled yesterday, now in force
+  CHECK(offers->offers(1).price() == 15);
+  CHECK(offers->offers(1).prices_size() == 2);  // 10, then 15
+}
+
+TEST_CASE("price steps: a center's own price overrides the spec's from when it is set; prices kept before the "
+          "history stand from the start [A2]",
+          "[A2]") {
+  using jc::catalog::PriceRow;
+  auto at = [](int64_t ms) { return absl::FromUnixMillis(ms); };
+  auto steps = jc::catalog::PriceSteps(5, {{100, 5}, {300, 6}}, std::nullopt, {{200, 9}});
+  CHECK(jc::catalog::PriceAt(steps, at(150)) == 5);
+  CHECK(jc::catalog::PriceAt(steps, at(250)) == 9);
+  CHECK(jc::catalog::PriceAt(steps, at(350)) == 9);  // the center's stays over the spec's change
+  CHECK(jc::catalog::PriceAt(steps, at(50)) == 5);   // before any: the first
+  auto legacy = jc::catalog::PriceSteps(5, {}, 3, {});
+  REQUIRE(legacy.size() == 1);
+  CHECK(legacy[0].price() == 3);
 }
