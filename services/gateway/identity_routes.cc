@@ -131,6 +131,16 @@ std::vector<Route> IdentityRoutes(std::shared_ptr<grpc::Channel> channel) {
                                   [&] { return CallUnary(stub.get(), &S::SetProjectQuota, req, kSnake); });
                     }});
 
+  routes.push_back({"PUT", base + "/projects/{name}/budget", "identity",
+                    "Set a project's monthly budget: body {monthly, hard, stop_running}, monthly 0 = none (admins)",
+                    v1::ProjectBudget::descriptor(), v1::Project::descriptor(), kSnake, {},
+                    [stub](const httplib::Request& r, const std::vector<std::string>& p) {
+                      v1::SetProjectBudgetRequest req;
+                      req.set_name(p[0]);
+                      return IfOk(ParseBody(r, req.mutable_budget()),
+                                  [&] { return CallUnary(stub.get(), &S::SetProjectBudget, req, kSnake); });
+                    }});
+
   routes.push_back({"POST", base + "/tokens", "identity",
                     "Create an API token for a user: body {user_name, description, ttl_seconds}; the answer's "
                     "secret is shown only this once (admins)",

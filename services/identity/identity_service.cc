@@ -61,6 +61,10 @@ class IdentityService final : public v1::IdentityService::Service {
     if (auto s = auth::NeedAdmin(caller, "deleting a project"); !s.ok()) return ToGrpcStatus(s);
     return ToGrpcStatus(s_->DeleteProject(req->name()));
   }
+  Status SetProjectBudget(ServerContext* ctx, const v1::SetProjectBudgetRequest* req, v1::Project* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
+    return Reply(Admin(caller, "setting a project's budget", [&] { return s_->SetProjectBudget(*req); }), resp);
+  }
   Status SetProjectQuota(ServerContext* ctx, const v1::SetProjectQuotaRequest* req, v1::Project* resp) override {
     JC_GRPC_CALLER(caller, ctx);
     return Reply(Admin(caller, "setting a project's quota", [&] { return s_->SetProjectQuota(*req); }), resp);

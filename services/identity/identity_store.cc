@@ -242,6 +242,25 @@ absl::StatusOr<v1::Project> IdentityStore::SetProjectQuota(const v1::SetProjectQ
   return project;
 }
 
+absl::StatusOr<v1::Project> IdentityStore::SetProjectBudget(const v1::SetProjectBudgetRequest& req) {
+  const v1::ProjectBudget& b = req.budget();
+  if (!(b.monthly() >= 0) || b.monthly() > 1e15) {  // NaN fails too
+    return absl::InvalidArgumentError(
+        absl::StrCat("budget: monthly must be 0 (none) or a positive amount (got ", b.monthly(), ")"));
+  }
+  if (b.stop_running() && !b.hard()) {
+    return absl::InvalidArgumentError("budget: stop_running applies to a hard budget only; set hard too");
+  }
+  JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+  JC_ASSIGN_OR_RETURN(v1::Project project, store::LoadDoc<v1::Project>(*txn, "projects", "project", req.name(),
+                                                                      store_->for_update()));
+  *project.mutable_budget() = b;
+  JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(project));
+  JC_RETURN_IF_ERROR(txn->Exec("UPDATE projects SET doc = $2 WHERE id = $1", {req.name(), doc}).status());
+  JC_RETURN_IF_ERROR(txn->Commit());
+  return project;
+}
+
 absl::StatusOr<v1::CreateTokenResponse> IdentityStore::CreateToken(const v1::CreateTokenRequest& req) {
   JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
   JC_ASSIGN_OR_RETURN(v1::CreateTokenResponse resp, InsertToken(*txn, req, clock_->Now()));

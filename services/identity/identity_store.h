@@ -54,6 +54,7 @@ class IdentityStore {
   // Refused while a user is still a member.
   absl::Status DeleteProject(const std::string& name);
   absl::StatusOr<v1::Project> SetProjectQuota(const v1::SetProjectQuotaRequest& req);
+  absl::StatusOr<v1::Project> SetProjectBudget(const v1::SetProjectBudgetRequest& req);
 
   absl::StatusOr<v1::CreateTokenResponse> CreateToken(const v1::CreateTokenRequest& request);
   absl::StatusOr<v1::ListTokensResponse> ListTokens(const v1::ListTokensRequest& request);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/audit/audit_log.h"
@@ -103,6 +104,7 @@ absl::Status JobManager::Start() {
       return;
     }
     std::map<std::string, v1::ProjectQuota> quotas;
+    std::map<std::string, v1::ProjectBudget> budgets;
     for (const auto& row : *rows) {
       auto project = store::DecodeDoc<v1::Project>(row[0]);
       if (!project.ok()) continue;
@@ -110,8 +112,30 @@ absl::Status JobManager::Start() {
       if (q.max_running_gpus() > 0 || q.max_running_cpus() > 0 || q.max_queued_jobs() > 0) {
         quotas[project->name()] = q;
       }
+      if (project->budget().monthly() > 0) budgets[project->name()] = project->budget();
     }
     loop_.Post([this, quotas = std::move(quotas)]() mutable { SetQuotas(std::move(quotas)); });
+    // Budgets: what each budgeted project's attempts that ended this month cost (the
+    // daily rollup: a few rows per project and day).
+    absl::CivilMonth month = absl::ToCivilMonth(clock_->Now(), absl::UTCTimeZone());
+    std::map<std::string, double> ended;
+    if (!budgets.empty()) {
+      auto spent = store_->Query("SELECT project, SUM(cost) FROM usage_daily WHERE day >= $1 AND day < $2 "
+                                 "GROUP BY project",
+                                 {absl::FormatCivilTime(absl::CivilDay(month)),
+                                  absl::FormatCivilTime(absl::CivilDay(month + 1))});
+      if (!spent.ok()) {
+        spdlog::warn("job manager: budgets not read (the ones read before stay): {}", spent.status().ToString());
+        return;
+      }
+      for (const auto& row : *spent) {
+        double cost = 0;
+        if (row[0] && row[1] && absl::SimpleAtod(*row[1], &cost) && budgets.count(*row[0])) ended[*row[0]] = cost;
+      }
+    }
+    loop_.Post([this, m = absl::FormatCivilTime(month), budgets = std::move(budgets), ended = std::move(ended)]() mutable {
+      SetBudgets(std::move(m), std::move(budgets), std::move(ended));
+    });
   };
   read_quotas();
   quota_reader_.Start(options_.quota_refresh, read_quotas);
@@ -455,6 +479,14 @@ void JobManager::AfterCommit(Burst& burst, const WriteOutcome& outcome) {
       active_.erase(it);
     }
   }
+  if (metrics_) {
+    for (const auto& u : burst.usage) {
+      const prometheus::Labels labels{{"project", u.project()}, {"center", u.ai_center_id()}};
+      metrics_->usage_records->Add(labels).Increment();
+      metrics_->usage_gpu_seconds->Add(labels).Increment(u.gpu_seconds());
+      metrics_->usage_cost->Add(labels).Increment(u.cost());
+    }
+  }
   // Watchers learn what committed, in revision order.
   std::vector<v1::TrainJobEvent> committed = std::move(burst.events);
   for (size_t i = 0; i < burst.creates.size(); ++i) {
@@ -572,6 +604,13 @@ void JobManager::OnCreate(v1::CreateTrainJobRequest req, CreateReply reply, std:
       return;
     }
   }
+  // A project's hard budget, reached: refused at admission, before anything is written.
+  if (budgets_.Has(req.project())) {
+    if (absl::Status admitted = budgets_.Admit(req.project()); !admitted.ok()) {
+      reply->set_value(admitted);
+      return;
+    }
+  }
   // Project quota on waiting jobs: refused at admission, before anything is written.
   if (quotas_.Limits(req.project())) {
     if (absl::Status admitted = quotas_.AdmitQueued(req.project()); !admitted.ok()) {
@@ -661,6 +700,7 @@ void JobManager::OnTick() {
   // FCFS by (priority, submission); a job that does not fit does not hold back the
   // ones behind it that do (backfill).
   if (!quotas_.empty()) RecountQuotaUse();
+  if (!budgets_.empty()) CheckBudgets();
   auto schedule_one = [this](const std::string& id) {
     auto it = active_.find(id);
     if (it == active_.end()) return;
@@ -906,6 +946,70 @@ int JobManager::IndexOf(const v1::JobRecord& r, int task, int replica) const {
     if (r.replicas(i).task_index() == task && r.replicas(i).replica_index() == replica) return i;
   }
   return -1;
+}
+
+void JobManager::SetBudgets(std::string month, std::map<std::string, v1::ProjectBudget> budgets,
+                            std::map<std::string, double> ended) {
+  if (metrics_) {
+    for (prometheus::Gauge* g : budget_gauges_) metrics_->budget->Remove(g);
+    budget_gauges_.clear();
+    for (const auto& [project, b] : budgets) {
+      prometheus::Gauge& g = metrics_->budget->Add({{"project", project}});
+      g.Set(b.monthly());
+      budget_gauges_.push_back(&g);
+    }
+  }
+  budgets_.Set(std::move(month), std::move(budgets), std::move(ended));
+}
+
+void JobManager::CheckBudgets() {
+  // What each budgeted project's running attempts have cost so far: price in force at
+  // their start x time since (the scheduler's view, in memory).
+  absl::Time now = clock_->Now();
+  std::map<std::string, double> running;
+  for (const auto& [id, job] : active_) {
+    const v1::JobRecord& r = job.record;
+    if (!budgets_.Has(r.request().project())) continue;
+    for (const auto& rep : r.replicas()) {
+      for (const auto& a : rep.attempts()) {
+        if (a.closed() || !a.has_started_at()) continue;
+        const std::string& spec = r.request().tasks(rep.task_index()).resource_spec_id();
+        auto offer = scheduler_->OfferAt(a.center_id(), spec);
+        if (!offer.has_value()) continue;
+        absl::Time start = FromProto(a.started_at());
+        running[r.request().project()] += offer->PriceAt(start) * std::max(0.0, absl::ToDoubleHours(now - start));
+      }
+    }
+  }
+  budgets_.SetRunning(std::move(running));
+  for (const auto& c : budgets_.TakeCrossings()) {
+    spdlog::warn("job manager: project {} has spent {:.2f} of its monthly budget of {:.2f} ({}%){}", c.project,
+                 c.spent, c.budget, c.percent,
+                 budgets_.budgets().at(c.project).hard() && c.percent >= 100 ? ": new jobs are refused" : "");
+    if (metrics_) {
+      metrics_->budget_alerts->Add({{"project", c.project}, {"threshold", std::to_string(c.percent)}}).Increment();
+    }
+  }
+  if (metrics_) {
+    for (const auto& [project, b] : budgets_.budgets()) {
+      metrics_->budget_used_ratio->Add({{"project", project}}).Set(budgets_.UsedRatio(project));
+    }
+  }
+  // Only where the project asked for it: its running jobs stop at its hard budget.
+  for (const std::string& project : budgets_.StopRunning()) {
+    for (auto& [id, job] : active_) {
+      v1::JobRecord& r = job.record;
+      if (r.request().project() != project || r.stop_requested() || r.status() == kCompleted ||
+          r.status() == kFailed) {
+        continue;
+      }
+      r.set_stop_reason(absl::StrCat("stopped: project ", project, " reached its hard monthly budget (stop_running)"));
+      JobEffects fx;
+      ApplyStopRequested(r, now, &fx);
+      ApplyEffects(job, fx);
+      MarkDirty(id);
+    }
+  }
 }
 
 void JobManager::SetQuotas(std::map<std::string, v1::ProjectQuota> quotas) {
@@ -1220,7 +1324,10 @@ void JobManager::ApplyEffects(Active& job, const JobEffects& fx) {
     key.set_origin(r.origin());
     burst_.stops.emplace_back(a.center_id, std::move(key));
   }
-  for (const MeteredAttempt& m : fx.metered) burst_.usage.push_back(UsageRecordOf(r, m, now));
+  for (const MeteredAttempt& m : fx.metered) {
+    burst_.usage.push_back(UsageRecordOf(r, m, now));
+    if (budgets_.Has(r.request().project())) budgets_.AddEnded(r.request().project(), burst_.usage.back().cost());
+  }
   auto entry = std::make_tuple(-r.request().scheduling().priority(), r.seq(), r.job_id());
   if (fx.wait) queue_.insert(entry);
   if (!fx.ended.empty()) {

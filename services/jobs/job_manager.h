@@ -29,6 +29,7 @@
 #include "common/clock.h"
 #include "common/event_loop.h"
 #include "common/periodic_task.h"
+#include "services/jobs/project_budgets.h"
 #include "services/jobs/project_quotas.h"
 #include "common/thread_pool.h"
 #include "jointcloud/v1/identity.pb.h"
@@ -268,6 +269,14 @@ class JobManager {
   Burst burst_;
   absl::Time gauges_updated_ = absl::InfinitePast();
   ProjectQuotas quotas_;
+  ProjectBudgets budgets_;
+  std::vector<prometheus::Gauge*> budget_gauges_;
+  // Puts the budgets read from the store in force and on /metrics.
+  void SetBudgets(std::string month, std::map<std::string, v1::ProjectBudget> budgets,
+                  std::map<std::string, double> ended);
+  // Once a cycle, with budgets: what each budgeted project's running attempts cost so far,
+  // thresholds crossed (said once), and the jobs of projects whose hard budget stops them.
+  void CheckBudgets();
   std::vector<prometheus::Gauge*> quota_gauges_;
   // Puts new quotas in force and on /metrics.
   void SetQuotas(std::map<std::string, v1::ProjectQuota> quotas);

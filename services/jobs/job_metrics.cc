@@ -55,6 +55,31 @@ std::unique_ptr<JobMetrics> RegisterJobMetrics(prometheus::Registry& registry) {
                            .Name("jc_job_events_ignored_total")
                            .Help("Adapter events that changed no job, by reason (job_not_active, other_origin)")
                            .Register(registry);
+  m->usage_records = &prometheus::BuildCounter()
+                          .Name("jc_usage_records_total")
+                          .Help("Usage records written (replica attempts that ran and ended), by project and center")
+                          .Register(registry);
+  m->usage_gpu_seconds = &prometheus::BuildCounter()
+                              .Name("jc_usage_gpu_seconds_total")
+                              .Help("GPU seconds of the usage records written, by project and center")
+                              .Register(registry);
+  m->usage_cost = &prometheus::BuildCounter()
+                       .Name("jc_usage_cost_total")
+                       .Help("Cost of the usage records written (the catalog's price unit), by project and center")
+                       .Register(registry);
+  m->budget = &prometheus::BuildGauge()
+                   .Name("jc_project_budget")
+                   .Help("Monthly budgets the job manager enforces, by project")
+                   .Register(registry);
+  m->budget_used_ratio = &prometheus::BuildGauge()
+                              .Name("jc_project_budget_used_ratio")
+                              .Help("What a project spent this month (ended attempts and running ones so far) over "
+                                    "its monthly budget")
+                              .Register(registry);
+  m->budget_alerts = &prometheus::BuildCounter()
+                          .Name("jc_project_budget_alerts_total")
+                          .Help("Times a project crossed 80% or 100% of its monthly budget, by project and threshold")
+                          .Register(registry);
   return m;
 }
 

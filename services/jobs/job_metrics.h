@@ -25,6 +25,14 @@ struct JobMetrics {
   prometheus::Counter* watch_resyncs;
   prometheus::Family<prometheus::Counter>* events_ignored;
   prometheus::Family<prometheus::Gauge>* project_quota;  // {project, limit}: the quotas in force
+  // Metering (issue 31), from the usage records as they commit: {project, center}.
+  prometheus::Family<prometheus::Counter>* usage_records;
+  prometheus::Family<prometheus::Counter>* usage_gpu_seconds;
+  prometheus::Family<prometheus::Counter>* usage_cost;
+  // Budgets: {project}; alerts {project, threshold}.
+  prometheus::Family<prometheus::Gauge>* budget;
+  prometheus::Family<prometheus::Gauge>* budget_used_ratio;
+  prometheus::Family<prometheus::Counter>* budget_alerts;
 };
 
 std::unique_ptr<JobMetrics> RegisterJobMetrics(prometheus::Registry& registry);

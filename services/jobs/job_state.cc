@@ -44,7 +44,9 @@ void NoteHandedOver(v1::JobRecord& job, absl::Time now, JobEffects* fx) {
 void Settle(v1::JobRecord& job, absl::Time now, JobEffects* fx) {
   if (JobEnded(job)) return;
   JobOutcome outcome = EvaluateJob(job.request().status_policy(), job.replicas());
-  if (job.stop_requested()) outcome = JobOutcome{kFailed, "stopped by the user"};
+  if (job.stop_requested()) {
+    outcome = JobOutcome{kFailed, job.stop_reason().empty() ? "stopped by the user" : job.stop_reason()};
+  }
   if (job.status() != outcome.status) fx->changed = true;
   job.set_status(outcome.status);
   if (!outcome.ended()) return;

@@ -88,6 +88,7 @@ std::shared_ptr<const auth::MethodAccess> ControlPlaneAccess() {
       {"/jointcloud.v1.IdentityService/ListProjects", kAdmin},
       {"/jointcloud.v1.IdentityService/DeleteProject", kAdminChange},
       {"/jointcloud.v1.IdentityService/SetProjectQuota", kAdminChange},
+      {"/jointcloud.v1.IdentityService/SetProjectBudget", kAdminChange},
       {"/jointcloud.v1.IdentityService/CreateToken", kAdminChange},
       {"/jointcloud.v1.IdentityService/ListTokens", kAdmin},
       {"/jointcloud.v1.IdentityService/RevokeToken", kAdminChange},

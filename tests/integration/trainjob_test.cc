@@ -1173,3 +1173,57 @@ TEST_CASE("an attempt is billed at the price in force when it started: a price c
   CHECK(Num(records[0]["pricePerHour"]) == 40);
   CHECK(Num(records[0]["cost"]) == Approx(40 * Num(records[0]["wallSeconds"]) / 3600));
 }
+
+TEST_CASE("project budgets: a hard budget refuses new jobs once spent, a soft one only says so at 80% and 100%, "
+          "and running jobs stop only when the project asked [C6][A7][C5]",
+          "[C6][A7][C5]") {
+  Network n([](jc::server::AppOptions& o) { o.jobs.quota_refresh = absl::Milliseconds(50); });
+  auto alice = n.UserClient("alice", "vision", "MEMBER");
+  auto bob = n.UserClient("bob", "nlp", "MEMBER");
+  auto carol = n.UserClient("carol", "ops", "MEMBER");
+  // Only admins set budgets; bad ones change nothing.
+  ExpectError(n.rest->Send("PUT", "/openapi/v1/projects/vision/budget", R"({"monthly": -5})"), 400,
+              "monthly must be 0");
+  ExpectError(n.rest->Send("PUT", "/openapi/v1/projects/nowhere/budget", R"({"monthly": 5})"), 404, "nowhere");
+  ExpectError(n.rest->Send("PUT", "/openapi/v1/projects/vision/budget", R"({"monthly": 5, "stop_running": true})"),
+              400, "hard budget only");
+  CHECK(alice->Send("PUT", "/openapi/v1/projects/vision/budget", R"({"monthly": 100})").http_status == 403);
+  // alpha costs 1 an hour: a one-second job costs about 0.0003.
+  Network::Must(n.rest->Send("PUT", "/openapi/v1/projects/vision/budget", R"({"monthly": 0.0001, "hard": true})"));
+  Network::Must(n.rest->Send("PUT", "/openapi/v1/projects/nlp/budget", R"({"monthly": 0.0001})"));
+  auto submit = [](jc::testing::RestClient& c, const std::string& name, const std::string& command) {
+    json job = {{"name", name},
+                {"tasks", {{{"name", "t"}, {"command", command}, {"resourceSpecId", "cpu-1"}, {"replicaNumber", 1},
+                            {"centerIDs", {"alpha"}}}}}};
+    auto r = c.Post("/openapi/v1/trainjob", job);
+    INFO(r.body.dump());
+    return r;
+  };
+  for (auto* c : {alice.get(), bob.get()}) {
+    auto r = submit(*c, "spend", "sleep 1");
+    REQUIRE(r.http_status == 200);
+    n.WaitForStatus(r.body["data"]["jobId"], "completed");
+  }
+  // Spent: the job manager says so on /metrics once it has read the month's records.
+  REQUIRE(jc::testing::WaitUntil([&] {
+    std::string m = n.rest->Raw("/metrics");
+    return m.find(R"(jc_project_budget_alerts_total{project="vision",threshold="100"} 1)") != std::string::npos &&
+           m.find(R"(jc_project_budget_alerts_total{project="nlp",threshold="100"} 1)") != std::string::npos;
+  }));
+  // Hard: refused with what was spent, and nothing written.
+  ExpectError(submit(*alice, "more", "true"), 429, "hard monthly budget");
+  // Soft: still admitted.
+  auto soft = submit(*bob, "more", "true");
+  CHECK(soft.http_status == 200);
+
+  // A project that asked for it: its running job is stopped at its hard budget.
+  Network::Must(n.rest->Send("PUT", "/openapi/v1/projects/ops/budget",
+                             R"({"monthly": 0.001, "hard": true, "stop_running": true})"));
+  REQUIRE(jc::testing::WaitUntil([&] {
+    return n.rest->Raw("/metrics").find(R"(jc_project_budget{project="ops"})") != std::string::npos;
+  }));
+  auto running = submit(*carol, "long", "sleep 60");
+  REQUIRE(running.http_status == 200);
+  json stopped = n.WaitForStatus(running.body["data"]["jobId"], "failed");
+  CHECK_THAT(stopped.value("statusReason", ""), Catch::Contains("reached its hard monthly budget"));
+}

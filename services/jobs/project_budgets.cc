@@ -1,0 +1,63 @@
+#include "services/jobs/project_budgets.h"
+
+#include "absl/strings/str_format.h"
+
+namespace jc::jobs {
+
+void ProjectBudgets::Set(std::string month, std::map<std::string, v1::ProjectBudget> budgets,
+                         std::map<std::string, double> ended) {
+  month_ = std::move(month);
+  budgets_ = std::move(budgets);
+  ended_ = std::move(ended);
+}
+
+double ProjectBudgets::Spent(const std::string& project) const {
+  double spent = 0;
+  if (auto it = ended_.find(project); it != ended_.end()) spent += it->second;
+  if (auto it = running_.find(project); it != running_.end()) spent += it->second;
+  return spent;
+}
+
+double ProjectBudgets::UsedRatio(const std::string& project) const {
+  auto it = budgets_.find(project);
+  if (it == budgets_.end() || it->second.monthly() <= 0) return 0;
+  return Spent(project) / it->second.monthly();
+}
+
+absl::Status ProjectBudgets::Admit(const std::string& project) const {
+  auto it = budgets_.find(project);
+  if (it == budgets_.end() || !it->second.hard()) return absl::OkStatus();
+  double spent = Spent(project);
+  if (spent < it->second.monthly()) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrFormat(
+      "project %s has spent %.2f of its hard monthly budget of %.2f for %s (ended attempts and running ones so "
+      "far): new jobs are refused until next month or a larger budget",
+      project, spent, it->second.monthly(), month_));
+}
+
+std::vector<std::string> ProjectBudgets::StopRunning() const {
+  std::vector<std::string> out;
+  for (const auto& [project, b] : budgets_) {
+    if (b.hard() && b.stop_running() && Spent(project) >= b.monthly()) out.push_back(project);
+  }
+  return out;
+}
+
+std::vector<ProjectBudgets::Crossing> ProjectBudgets::TakeCrossings() {
+  std::vector<Crossing> out;
+  for (const auto& [project, b] : budgets_) {
+    double ratio = UsedRatio(project);
+    int reached = ratio >= 1 ? 100 : ratio >= 0.8 ? 80 : 0;
+    auto& [month, said] = alerted_[project];
+    if (month != month_) {
+      month = month_;
+      said = 0;
+    }
+    if (reached <= said) continue;
+    said = reached;
+    out.push_back({project, reached, Spent(project), b.monthly()});
+  }
+  return out;
+}
+
+}  // namespace jc::jobs

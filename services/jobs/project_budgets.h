@@ -1,0 +1,59 @@
+#pragma once
+
+// Project budgets (issue 31) as the job manager enforces them: per calendar month (UTC),
+// what a project's attempts that ended this month cost (the usage rollup, read beside the
+// decisions every few seconds, plus the records this instance wrote since) and what its
+// running attempts have cost so far (recounted from the jobs in memory once a cycle).
+// A hard budget refuses the project's new jobs once reached; every budget says when 80%
+// and 100% are crossed. In memory only, used by the job manager's loop only.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "jointcloud/v1/identity.pb.h"
+
+namespace jc::jobs {
+
+namespace v1 = ::jointcloud::v1;
+
+class ProjectBudgets {
+ public:
+  // What the reader found: the month ("2026-11"), each project's budget (monthly > 0) and
+  // what its attempts that ended in that month cost.
+  void Set(std::string month, std::map<std::string, v1::ProjectBudget> budgets, std::map<std::string, double> ended);
+  bool empty() const { return budgets_.empty(); }
+  bool Has(const std::string& project) const { return budgets_.count(project) > 0; }
+  const std::map<std::string, v1::ProjectBudget>& budgets() const { return budgets_; }
+  // A record written since the last read (its cost counts until the next read has it).
+  void AddEnded(const std::string& project, double cost) { ended_[project] += cost; }
+  // Once a cycle: what each budgeted project's running attempts have cost so far.
+  void SetRunning(std::map<std::string, double> running) { running_ = std::move(running); }
+
+  double Spent(const std::string& project) const;
+  // Spent over the budget; 0 without one.
+  double UsedRatio(const std::string& project) const;
+  // ResourceExhausted, saying what was spent, when the project's hard budget is reached.
+  absl::Status Admit(const std::string& project) const;
+  // Hard budgets reached whose project asked that its running jobs be stopped.
+  std::vector<std::string> StopRunning() const;
+
+  struct Crossing {
+    std::string project;
+    int percent = 0;  // 80 or 100
+    double spent = 0;
+    double budget = 0;
+  };
+  // Thresholds crossed since the last call, each once per project and month.
+  std::vector<Crossing> TakeCrossings();
+
+ private:
+  std::string month_;
+  std::map<std::string, v1::ProjectBudget> budgets_;
+  std::map<std::string, double> ended_;
+  std::map<std::string, double> running_;
+  std::map<std::string, std::pair<std::string, int>> alerted_;  // project -> (month, highest percent said)
+};
+
+}  // namespace jc::jobs
