@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/audit/audit_log.h"
 #include "common/auth/jwt_verifier.h"
+#include "jointcloud/v1/accounting.pb.h"
 #include "jointcloud/v1/jobs.grpc.pb.h"
 #include "jointcloud/v1/registry.grpc.pb.h"
 #include "services/server/access_policy.h"
@@ -182,9 +183,11 @@ std::string MethodName(const google::protobuf::MethodDescriptor* m) {
 // Every service of the control plane's API, from the generated descriptors.
 std::vector<const google::protobuf::ServiceDescriptor*> ControlPlaneServices() {
   std::vector<const google::protobuf::ServiceDescriptor*> out;
+  // Linked in (a static library's file that nothing names would not be in the pool).
+  (void)jointcloud::v1::UsageRecord::descriptor();
   for (const char* file : {"jointcloud/v1/registry.proto", "jointcloud/v1/catalog.proto", "jointcloud/v1/datamon.proto",
                            "jointcloud/v1/monitor.proto", "jointcloud/v1/scheduler.proto", "jointcloud/v1/jobs.proto",
-                           "jointcloud/v1/identity.proto"}) {
+                           "jointcloud/v1/identity.proto", "jointcloud/v1/accounting.proto"}) {
     const auto* fd = google::protobuf::DescriptorPool::generated_pool()->FindFileByName(file);
     REQUIRE(fd != nullptr);
     for (int i = 0; i < fd->service_count(); ++i) out.push_back(fd->service(i));

@@ -1115,7 +1115,7 @@ TEST_CASE("each replica attempt that ran yields one usage record: what its cente
   ExpectError(n.rest->Get("/openapi/v1/accounting/report?month=November"), 400, "not a month");
 }
 
-TEST_CASE("a stopped job's attempt is metered when its center reports the stop; a replica that never started is "
+TEST_CASE("a stopped job's attempt is metered when its center reports the stop, and a replica that never started is "
           "not [A7]",
           "[A7]") {
   Network n;

@@ -224,7 +224,7 @@ TEST_CASE("prices have a history: a change takes effect now or later, never befo
   CHECK(offers->offers(1).prices_size() == 2);  // 10, then 15
 }
 
-TEST_CASE("price steps: a center's own price overrides the spec's from when it is set; prices kept before the "
+TEST_CASE("price steps: a center's own price overrides the spec's from when it is set, and prices kept before the "
           "history stand from the start [A2]",
           "[A2]") {
   using jc::catalog::PriceRow;
