@@ -220,6 +220,38 @@ const std::vector<Migration>& Migrations() {
            "  price INTEGER NOT NULL,"
            "  PRIMARY KEY (spec_id, center_id, effective_from))",
        }},
+      {14,
+       "settlement: months closed with their frozen statements, and the lock row records and closes take turns on",
+       {
+           // One row: the last month closed ('' none). Every transaction that appends usage
+           // records updates it first, and so does a close: they never interleave, so a
+           // record lands in a month still open or waits for the close to commit.
+           "CREATE TABLE accounting_state ("
+           "  name TEXT PRIMARY KEY,"
+           "  closed_through TEXT NOT NULL,"
+           "  records BIGINT NOT NULL)",
+           "INSERT INTO accounting_state (name, closed_through, records) VALUES ('federation', '', 0)",
+           "CREATE TABLE settlements ("
+           "  month TEXT PRIMARY KEY,"
+           "  closed_at BIGINT NOT NULL,"
+           "  doc TEXT NOT NULL)",
+           // What statements sum: per billing month, center and project, kept in the
+           // records' transaction.
+           "CREATE TABLE usage_billing ("
+           "  billing_month TEXT NOT NULL,"
+           "  center_id TEXT NOT NULL,"
+           "  project TEXT NOT NULL,"
+           "  records BIGINT NOT NULL,"
+           "  wall_seconds DOUBLE PRECISION NOT NULL,"
+           "  cpu_seconds DOUBLE PRECISION NOT NULL,"
+           "  gpu_seconds DOUBLE PRECISION NOT NULL,"
+           "  read_bytes BIGINT NOT NULL,"
+           "  write_bytes BIGINT NOT NULL,"
+           "  energy_kwh DOUBLE PRECISION NOT NULL,"
+           "  cost DOUBLE PRECISION NOT NULL,"
+           "  max_memory_peak_mb BIGINT NOT NULL,"
+           "  PRIMARY KEY (billing_month, center_id, project))",
+       }},
   };
   return *migrations;
 }

@@ -13,7 +13,7 @@ using grpc::Status;
 
 class AccountingService final : public v1::AccountingService::Service {
  public:
-  explicit AccountingService(UsageBook* book) : book_(book) {}
+  AccountingService(UsageBook* book, Settlements* settlements) : book_(book), settlements_(settlements) {}
 
   Status ListUsageRecords(ServerContext* ctx, const v1::ListUsageRecordsRequest* req,
                           v1::ListUsageRecordsResponse* resp) override {
@@ -26,14 +26,42 @@ class AccountingService final : public v1::AccountingService::Service {
     return Reply(book_->Report(*req, auth::VisibleProjects(caller)), resp);
   }
 
+  Status GetSettlement(ServerContext* ctx, const v1::GetSettlementRequest* req,
+                       v1::SettlementStatement* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
+    Settlements::Viewer viewer;
+    viewer.all = caller.IsAdmin();
+    if (!viewer.all) {
+      viewer.projects = auth::VisibleProjects(caller).value_or(std::vector<std::string>());
+      viewer.centers = caller.operator_of;
+    }
+    return Reply(settlements_->Get(req->month(), req->ai_center_id(), viewer), resp);
+  }
+  Status CloseSettlement(ServerContext* ctx, const v1::CloseSettlementRequest* req,
+                         v1::SettlementStatement* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
+    if (absl::Status s = auth::NeedAdmin(caller, "closing a settlement period"); !s.ok()) return ToGrpcStatus(s);
+    return Reply(settlements_->Close(req->month(), caller.name), resp);
+  }
+  Status ListSettlements(ServerContext* ctx, const v1::ListSettlementsRequest*,
+                         v1::ListSettlementsResponse* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
+    auto closed = settlements_->ListClosed();
+    if (closed.ok()) {
+      for (auto& s : *closed) *resp->add_statements() = std::move(s);
+    }
+    return ToGrpcStatus(closed.status());
+  }
+
  private:
   UsageBook* book_;
+  Settlements* settlements_;
 };
 
 }  // namespace
 
-std::unique_ptr<grpc::Service> MakeAccountingService(UsageBook* book) {
-  return std::make_unique<AccountingService>(book);
+std::unique_ptr<grpc::Service> MakeAccountingService(UsageBook* book, Settlements* settlements) {
+  return std::make_unique<AccountingService>(book, settlements);
 }
 
 }  // namespace jc::accounting

@@ -4,12 +4,15 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "services/accounting/settlement.h"
 #include "services/accounting/usage_book.h"
 
 namespace jc::accounting {
 
 // AccountingService over gRPC: a caller sees the records of the projects it views (an
 // admin: all), decided where the request enters, never by a request field.
-std::unique_ptr<grpc::Service> MakeAccountingService(UsageBook* book);
+// Settlements are closed by admins; a statement shows a caller the lines of the projects
+// it views and the centers it operates (admins: all).
+std::unique_ptr<grpc::Service> MakeAccountingService(UsageBook* book, Settlements* settlements);
 
 }  // namespace jc::accounting

@@ -67,11 +67,33 @@ void Add(v1::UsageTotals* into, const v1::UsageTotals& t) {
 
 }  // namespace
 
+absl::StatusOr<std::string> NextMonth(const std::string& month) {
+  absl::CivilMonth m;
+  if (!absl::ParseCivilTime(month, &m)) return absl::DataLossError(absl::StrCat("\"", month, "\" is not a month"));
+  return absl::FormatCivilTime(m + 1);
+}
+
 std::string DayOf(const v1::UsageRecord& record) { return DayString(FromTimestamp(record.ended_at())); }
 
-absl::Status AppendUsage(store::Transaction& txn, const std::vector<v1::UsageRecord>& records) {
-  if (records.empty()) return absl::OkStatus();
+absl::Status AppendUsage(store::Transaction& txn, const std::vector<v1::UsageRecord>& input) {
+  if (input.empty()) return absl::OkStatus();
+  // Takes the accounting row first (a close updates it too, so the two take turns) and
+  // learns the last month closed: a record of a closed month is billed in the first open.
+  JC_ASSIGN_OR_RETURN(store::Rows state,
+                      txn.Query("UPDATE accounting_state SET records = records + $1 WHERE name = 'federation' "
+                                "RETURNING closed_through",
+                                {static_cast<int64_t>(input.size())}));
+  if (state.empty() || !state[0][0]) return absl::DataLossError("accounting_state has no federation row");
+  const std::string closed = *state[0][0];
+  std::vector<v1::UsageRecord> records = input;
+  if (!closed.empty()) {
+    JC_ASSIGN_OR_RETURN(std::string first_open, NextMonth(closed));
+    for (auto& r : records) {
+      if (r.billing_month() <= closed) r.set_billing_month(first_open);
+    }
+  }
   std::map<RollupKey, Sums> rollup;
+  std::map<std::tuple<std::string, std::string, std::string>, Sums> billing;
   for (const auto& r : records) {
     JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(r));
     std::string day = DayOf(r);
@@ -90,6 +112,37 @@ absl::Status AppendUsage(store::Transaction& txn, const std::vector<v1::UsageRec
     s.read += r.read_bytes();
     s.write += r.write_bytes();
     s.memory = std::max(s.memory, r.memory_peak_mb());
+    Sums& b = billing[{r.billing_month(), r.ai_center_id(), r.project()}];
+    ++b.records;
+    b.wall += r.wall_seconds();
+    b.cpu += r.cpu_seconds();
+    b.gpu += r.gpu_seconds();
+    b.energy += r.energy_kwh();
+    b.cost += r.cost();
+    b.read += r.read_bytes();
+    b.write += r.write_bytes();
+    b.memory = std::max(b.memory, r.memory_peak_mb());
+  }
+  for (const auto& [key, s] : billing) {
+    const auto& [month, center, project] = key;
+    JC_RETURN_IF_ERROR(
+        txn.Exec("INSERT INTO usage_billing (billing_month, center_id, project, records, wall_seconds, cpu_seconds, "
+                 "gpu_seconds, read_bytes, write_bytes, energy_kwh, cost, max_memory_peak_mb) "
+                 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) "
+                 "ON CONFLICT (billing_month, center_id, project) DO UPDATE SET "
+                 "records = usage_billing.records + excluded.records, "
+                 "wall_seconds = usage_billing.wall_seconds + excluded.wall_seconds, "
+                 "cpu_seconds = usage_billing.cpu_seconds + excluded.cpu_seconds, "
+                 "gpu_seconds = usage_billing.gpu_seconds + excluded.gpu_seconds, "
+                 "read_bytes = usage_billing.read_bytes + excluded.read_bytes, "
+                 "write_bytes = usage_billing.write_bytes + excluded.write_bytes, "
+                 "energy_kwh = usage_billing.energy_kwh + excluded.energy_kwh, "
+                 "cost = usage_billing.cost + excluded.cost, "
+                 "max_memory_peak_mb = CASE WHEN excluded.max_memory_peak_mb > usage_billing.max_memory_peak_mb "
+                 "THEN excluded.max_memory_peak_mb ELSE usage_billing.max_memory_peak_mb END",
+                 {month, center, project, s.records, s.wall, s.cpu, s.gpu, s.read, s.write, s.energy, s.cost,
+                  s.memory})
+            .status());
   }
   for (const auto& [key, s] : rollup) {
     const auto& [day, project, user, center, spec] = key;
@@ -200,7 +253,9 @@ absl::StatusOr<v1::GetUsageReportResponse> UsageBook::Report(const v1::GetUsageR
     where.push_back(absl::StrCat("project IN (", absl::StrJoin(in, ", "), ")"));
   }
   std::vector<std::string> keys;
-  std::string period = req.granularity() == "day" ? "day" : req.granularity() == "month" ? "substr(day, 1, 7)" : "''";
+  std::string period = req.granularity() == "day"     ? "day"
+                       : req.granularity() == "month" ? "substr(day, 1, 7)"
+                                                      : "CAST('' AS TEXT)";
   keys.push_back(period);
   std::vector<const Dimension*> grouped;
   for (const auto& d : kDimensions) {
@@ -210,10 +265,14 @@ absl::StatusOr<v1::GetUsageReportResponse> UsageBook::Report(const v1::GetUsageR
     }
   }
   std::string select = absl::StrJoin(keys, ", ");
+  // What rows are per: the period when there is one, and the groupings (PostgreSQL takes
+  // no constant there).
+  std::vector<std::string> by(keys.begin() + (req.granularity().empty() ? 1 : 0), keys.end());
+  std::string group = by.empty() ? "" : absl::StrCat(" GROUP BY ", absl::StrJoin(by, ", "), " ORDER BY ",
+                                                     absl::StrJoin(by, ", "));
   std::string sql;
   if (whole_days) {
-    sql = absl::StrCat("SELECT ", select, ", ", sums, " FROM usage_daily WHERE ", absl::StrJoin(where, " AND "),
-                       " GROUP BY ", select, " ORDER BY ", select);
+    sql = absl::StrCat("SELECT ", select, ", ", sums, " FROM usage_daily WHERE ", absl::StrJoin(where, " AND "), group);
   } else {
     // The figures live in each record's document; the rows of the period are read and
     // summed here (a partial day is small next to what the rollup serves).
@@ -237,6 +296,7 @@ absl::StatusOr<v1::GetUsageReportResponse> UsageBook::Report(const v1::GetUsageR
   const size_t k = keys.size();
   if (whole_days) {
     for (const auto& r : rows) {
+      if (ToInt(r[k]) == 0) continue;  // the one row of an aggregate over nothing
       auto* row = out.add_rows();
       fill_keys(row, r);
       auto* t = row->mutable_totals();

@@ -21,7 +21,11 @@ namespace v1 = ::jointcloud::v1;
 // "2026-11-26" for a record's end (UTC): its day in the rollup and in daily reports.
 std::string DayOf(const v1::UsageRecord& record);
 
-// Appends `records` and adds them to the daily rollup. Inside the caller's transaction:
+// "2026-12" after "2026-11".
+absl::StatusOr<std::string> NextMonth(const std::string& month);
+
+// Appends `records` and adds them to the daily rollup and the billing sums; a record whose
+// billing month is already closed is billed in the first month still open. Inside the caller's transaction:
 // a record already there (same record_id) fails it, so nothing is ever counted twice.
 absl::Status AppendUsage(store::Transaction& txn, const std::vector<v1::UsageRecord>& records);
 

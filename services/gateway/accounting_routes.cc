@@ -102,6 +102,32 @@ std::vector<Route> AccountingRoutes(std::shared_ptr<grpc::Channel> channel) {
                       req.set_user_name(QueryString(r, "userName"));
                       return IfOk(s, [&] { return CallUnary(stub.get(), &S::GetUsageReport, req, kCamel); });
                     }});
+  routes.push_back({"GET", base + "/settlements", "accounting",
+                    "Settlement periods closed so far, with their totals and digests (no lines)", nullptr,
+                    v1::ListSettlementsResponse::descriptor(), kCamel, {},
+                    [stub](const httplib::Request&, const std::vector<std::string>&) {
+                      return CallUnary(stub.get(), &S::ListSettlements, v1::ListSettlementsRequest(), kCamel);
+                    }});
+  routes.push_back({"GET", base + "/settlements/{month}", "accounting",
+                    "A month's settlement statement: what each project owes each center; frozen once closed, "
+                    "else what it holds now (status open)",
+                    nullptr, v1::SettlementStatement::descriptor(), kCamel,
+                    {{"center", "string", "only this center's lines"}},
+                    [stub](const httplib::Request& r, const std::vector<std::string>& p) {
+                      v1::GetSettlementRequest req;
+                      req.set_month(p[0]);
+                      req.set_ai_center_id(QueryString(r, "center"));
+                      return CallUnary(stub.get(), &S::GetSettlement, req, kCamel);
+                    }});
+  routes.push_back({"POST", base + "/settlements/{month}/close", "accounting",
+                    "Close the settlement through this month (admins): its statement is frozen with a digest; "
+                    "records that arrive later are billed in the first month still open",
+                    nullptr, v1::SettlementStatement::descriptor(), kCamel, {},
+                    [stub](const httplib::Request&, const std::vector<std::string>& p) {
+                      v1::CloseSettlementRequest req;
+                      req.set_month(p[0]);
+                      return CallUnary(stub.get(), &S::CloseSettlement, req, kCamel);
+                    }});
   return routes;
 }
 

@@ -77,6 +77,9 @@ std::shared_ptr<const auth::MethodAccess> ControlPlaneAccess() {
       // Accounting: any caller; the handler limits it to the projects it views.
       {"/jointcloud.v1.AccountingService/ListUsageRecords", kAny},
       {"/jointcloud.v1.AccountingService/GetUsageReport", kAny},
+      {"/jointcloud.v1.AccountingService/GetSettlement", kAny},
+      {"/jointcloud.v1.AccountingService/ListSettlements", kAny},
+      {"/jointcloud.v1.AccountingService/CloseSettlement", kAdminChange},
 
       {"/jointcloud.v1.IdentityService/CreateUser", kAdminChange},
       {"/jointcloud.v1.IdentityService/GetUser", kAdmin},

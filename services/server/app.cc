@@ -210,7 +210,8 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
     app->grpc_services_.push_back(jobs::MakeJobService(app->jobs_.get(), app->watches_.get()));
     // The usage records the job manager writes are read where it runs.
     app->usage_ = std::make_unique<accounting::UsageBook>(app->store_.get());
-    app->grpc_services_.push_back(accounting::MakeAccountingService(app->usage_.get()));
+    app->settlements_ = std::make_unique<accounting::Settlements>(app->store_.get(), o.clock);
+    app->grpc_services_.push_back(accounting::MakeAccountingService(app->usage_.get(), app->settlements_.get()));
   }
 
   if (serves_grpc) {

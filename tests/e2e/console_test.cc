@@ -10,6 +10,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "tests/testing/rest_client.h"
 #include "tests/testing/server_processes.h"
 
@@ -127,6 +129,21 @@ TEST_CASE("the operator console shows centers, the queue, jobs with placements a
     CHECK_THAT(dom, Catch::Contains("mean scheduling time"));
     CHECK_THAT(dom, Catch::Contains("Throughput: jobs scheduled per second"));
     Chromium(dir, page("charts"), "--screenshot=" + shots + "/charts.png");
+  }
+  {  // usage: this month's cost per project and center, per day, and the settlement's status
+    std::string month = absl::FormatTime("%Y-%m", absl::Now(), absl::UTCTimeZone());
+    REQUIRE(jc::testing::WaitUntil([&] {
+      auto r = rest.Get("/openapi/v1/accounting/records?jobId=" + done[0]);
+      return r.http_status == 200 && r.body["data"].value("records", json::array()).size() == 2;
+    }));
+    std::string dom = Chromium(dir, page("usage"), "--dump-dom");
+    CHECK_THAT(dom, Catch::Contains("Usage and cost, " + month));
+    CHECK_THAT(dom, Catch::Contains("id=\"usage\""));
+    CHECK_THAT(dom, Catch::Contains("beijing"));
+    CHECK_THAT(dom, Catch::Contains("Cost by project"));
+    CHECK_THAT(dom, Catch::Contains("Cost by day"));
+    CHECK_THAT(dom, Catch::Contains("badge open"));
+    Chromium(dir, page("usage"), "--screenshot=" + shots + "/usage.png");
   }
   {  // without a token: the sign-in form, and no data
     std::string dom = Chromium(dir, base + "#/centers", "--dump-dom");

@@ -1067,7 +1067,7 @@ double Num(const json& v) { return v.is_string() ? std::stod(v.get<std::string>(
 }  // namespace
 
 TEST_CASE("each replica attempt that ran yields one usage record: what its center measured, priced as the center "
-          "prices its spec; reports sum them by center and day [A7][A12][C5]",
+          "prices its spec, and reports sum them by center and day [A7][A12][C5]",
           "[A7][A12][C5]") {
   Network n;
   // Two replicas that each burn some CPU; placed by price, at alpha (1 an hour) first.

@@ -434,6 +434,31 @@ std::vector<Column> ReportColumns() {
           Number("COST", "totals.cost", 2)};
 }
 
+// A statement: its lines by center and project, each center's total and the whole.
+int ShowStatement(Context& ctx, const json& statement) {
+  std::vector<Column> columns = {Field("CENTER", "aiCenterId"),          Field("PROJECT", "project"),
+                                 Number("ATTEMPTS", "totals.records", 0), Number("GPU_H", "totals.gpuSeconds", 2, 3600),
+                                 Number("WALL_H", "totals.wallSeconds", 2, 3600), Number("ENERGY_KWH", "totals.energyKwh", 3),
+                                 Number("COST", "totals.cost", 2)};
+  if (ctx.format() != Format::kTable) {
+    return Show(ctx, statement, columns, [](const json& v) { return v.value("lines", json::array()); });
+  }
+  ctx.out() << "settlement " << statement.value("firstMonth", "") << " .. " << statement.value("month", "") << ": "
+            << statement.value("status", "") << "\n";
+  if (statement.value("status", "") == "closed") {
+    ctx.out() << "closed " << statement.value("closedAt", "") << " by " << statement.value("closedBy", "")
+              << ", digest " << statement.value("digest", "") << "\n";
+  }
+  json rows = statement.value("lines", json::array());
+  for (json t : statement.value("centerTotals", json::array())) {
+    t["project"] = "(center total)";
+    rows.push_back(t);
+  }
+  rows.push_back({{"aiCenterId", "TOTAL"}, {"totals", statement.value("total", json::object())}});
+  ctx.out() << Table(rows, columns);
+  return 0;
+}
+
 int UsageReport(Context& ctx, Client* client, const Invocation& inv) {
   Invocation q = inv;
   if (!q.Has("month") && !q.Has("from") && !q.Has("to")) {
@@ -667,6 +692,35 @@ std::vector<CommandSpec> Commands() {
   report_flags.insert(report_flags.end(), period_flags.begin(), period_flags.end());
   c.push_back({{"report"}, "", "Usage and cost summed per project, center, user or spec over a period (default: this month)",
                report_flags, 0, 0, WithClient(UsageReport)});
+
+  const std::string kSettlements = "/openapi/v1/accounting/settlements";
+  std::vector<Column> settlement_columns = {Field("MONTH", "month"), Field("FROM", "firstMonth"),
+                                            Field("STATUS", "status"), Number("ATTEMPTS", "total.records", 0),
+                                            Number("COST", "total.cost", 2), Field("CLOSED", "closedAt"),
+                                            Field("BY", "closedBy"), Field("DIGEST", "digest")};
+  c.push_back({{"settlement", "list"}, "", "Settlement periods closed so far, with their totals and digests", {}, 0, 0,
+               WithClient([kSettlements, settlement_columns](Context& ctx, Client* client, const Invocation&) {
+                 auto got = client->Call("GET", kSettlements);
+                 if (!got.ok()) return ctx.Fail(got.status());
+                 return Show(ctx, *got, settlement_columns,
+                             [](const json& v) { return v.value("statements", json::array()); });
+               })});
+  c.push_back({{"settlement", "get"}, "MONTH",
+               "A month's statement: what each project owes each center (frozen once closed)",
+               {{"center", 0, true, "only this center's lines"}}, 1, 1,
+               WithClient([kSettlements](Context& ctx, Client* client, const Invocation& inv) {
+                 auto got = client->Call("GET", kSettlements + "/" + Escape(inv.args[0]) +
+                                                    Query(inv, {{"center", "center"}}));
+                 if (!got.ok()) return ctx.Fail(got.status());
+                 return ShowStatement(ctx, *got);
+               })});
+  c.push_back({{"settlement", "close"}, "MONTH",
+               "Close the settlement through MONTH (admins): its statement is frozen with a digest", {}, 1, 1,
+               WithClient([kSettlements](Context& ctx, Client* client, const Invocation& inv) {
+                 auto got = client->Call("POST", kSettlements + "/" + Escape(inv.args[0]) + "/close");
+                 if (!got.ok()) return ctx.Fail(got.status());
+                 return ShowStatement(ctx, *got);
+               })});
 
   std::vector<Column> token_columns = {Field("TOKEN", "token_id"), Field("USER", "user_name"),
                                        Field("DESCRIPTION", "description"), Field("CREATED", "created_at"),

@@ -297,6 +297,59 @@ async function chartsPage() {
   timers.push(setInterval(() => draw().catch(() => {}), 2000));
 }
 
+// Horizontal bars, one per item: {label, v}.
+function barChart(items, label, unit) {
+  if (!items.length) return `<p class="muted">${esc(label)}: nothing yet</p>`;
+  const W = 560, row = 22, pad = 150, H = 24 + items.length * row;
+  const max = Math.max(1e-9, ...items.map((i) => i.v));
+  const bars = items.map((it, k) => {
+    const y = 20 + k * row, w = ((W - pad - 90) * it.v) / max;
+    return `<text x="4" y="${y + 14}">${esc(it.label)}</text><rect x="${pad}" y="${y + 3}" width="${w.toFixed(1)}" height="${row - 8}" fill="#1f6feb"/>
+      <text x="${(pad + w + 6).toFixed(1)}" y="${y + 14}">${esc(it.v.toFixed(2))} ${esc(unit)}</text>`;
+  }).join("");
+  return `<svg viewBox="0 0 ${W} ${H}" width="100%"><text x="4" y="14">${esc(label)}</text>${bars}</svg>`;
+}
+
+// Usage and cost (issue 31): this month's report per project and center, cost per day,
+// and the month's settlement statement.
+async function usagePage(monthArg) {
+  const month = monthArg || new Date().toISOString().slice(0, 7);
+  const q = `month=${encodeURIComponent(month)}`;
+  const [byProject, byDay, statement] = await Promise.all([
+    api(`/openapi/v1/accounting/report?${q}&groupBy=project,center`),
+    api(`/openapi/v1/accounting/report?${q}&granularity=day`),
+    api(`/openapi/v1/accounting/settlements/${encodeURIComponent(month)}`).catch(() => null),
+  ]);
+  const rows = (byProject.rows || []).map((r) => {
+    const t = r.totals || {};
+    return [esc(r.project || "(none)"), esc(r.aiCenterId), `<span class="num">${esc(t.records || 0)}</span>`,
+      `<span class="num">${((t.gpuSeconds || 0) / 3600).toFixed(2)}</span>`,
+      `<span class="num">${((t.wallSeconds || 0) / 3600).toFixed(2)}</span>`,
+      `<span class="num">${(t.energyKwh || 0).toFixed(3)}</span>`, `<span class="num">${(t.cost || 0).toFixed(2)}</span>`];
+  });
+  const perProject = {};
+  for (const r of byProject.rows || []) perProject[r.project || "(none)"] = (perProject[r.project || "(none)"] || 0) + ((r.totals || {}).cost || 0);
+  const perDay = (byDay.rows || []).map((r) => ({ label: r.period, v: (r.totals || {}).cost || 0 }));
+  const total = byProject.total || {};
+  const settled = statement
+    ? `<p>Settlement ${esc(statement.firstMonth)} .. ${esc(statement.month)}: ${badge(statement.status)}
+        ${statement.digest ? `closed ${esc(when(statement.closedAt))} by ${esc(statement.closedBy)}, digest <code>${esc(statement.digest.slice(0, 16))}…</code>` : ""}</p>`
+    : "";
+  view.innerHTML = `<h2>Usage and cost, ${esc(month)}</h2>
+    <form id="month-form"><input id="month" value="${esc(month)}" size="8"> <button>Show</button></form>
+    <div class="stats"><div class="stat" id="stat-cost"><b>${(total.cost || 0).toFixed(2)}</b>cost</div>
+      <div class="stat"><b>${esc(total.records || 0)}</b>attempts</div>
+      <div class="stat"><b>${((total.gpuSeconds || 0) / 3600).toFixed(2)}</b>GPU hours</div></div>
+    <div class="grid"><div class="card">${barChart(Object.entries(perProject).map(([label, v]) => ({ label, v })), "Cost by project", "")}</div>
+      <div class="card">${barChart(perDay, "Cost by day", "")}</div></div>
+    ${settled}
+    ${table(["Project", "Center", "Attempts", "GPU h", "Wall h", "Energy kWh", "Cost"], rows, "usage")}`;
+  document.getElementById("month-form").onsubmit = (e) => {
+    e.preventDefault();
+    location.hash = `#/usage/${encodeURIComponent(document.getElementById("month").value)}`;
+  };
+}
+
 // ---- Router ----
 
 async function route() {
@@ -316,6 +369,7 @@ async function route() {
     else if (page === "jobs" && arg) await jobPage(decodeURIComponent(arg));
     else if (page === "jobs") await jobsPage();
     else if (page === "charts") await chartsPage();
+    else if (page === "usage") await usagePage(arg ? decodeURIComponent(arg) : "");
     else await centersPage();
   } catch (e) {
     if (e.status === 401) return showLogin(e.message);
