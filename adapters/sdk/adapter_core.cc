@@ -249,6 +249,43 @@ absl::StatusOr<pb::Usage> AdapterCore::Usage() {
   return usage;
 }
 
+absl::StatusOr<pb::ListAccountingResponse> AdapterCore::Accounting(absl::Time from, absl::Time to) {
+  std::vector<pb::Replica> ended;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [name, r] : replicas_) {
+      bool over = r.state() == pb::REPLICA_SUCCEEDED || r.state() == pb::REPLICA_FAILED ||
+                  r.state() == pb::REPLICA_STOPPED;
+      if (!over || !r.has_ended_at() || r.external_id().empty()) continue;
+      absl::Time end = FromTimestamp(r.ended_at());
+      if (end >= from && end < to) ended.push_back(r);
+    }
+  }
+  pb::ListAccountingResponse out;
+  if (auto info = backend_->Describe(); info.ok()) out.set_source(info->scheduler());
+  // The center's own word on each, asked afresh (not what was reported before).
+  constexpr size_t kChunk = 500;
+  for (size_t i = 0; i < ended.size(); i += kChunk) {
+    std::vector<std::string> ids;
+    for (size_t k = i; k < std::min(ended.size(), i + kChunk); ++k) ids.push_back(ended[k].external_id());
+    JC_ASSIGN_OR_RETURN(auto seen, backend_->Poll(ids));
+    for (size_t k = i; k < std::min(ended.size(), i + kChunk); ++k) {
+      const pb::Replica& r = ended[k];
+      pb::AccountingEntry* e = out.add_entries();
+      *e->mutable_key() = r.key();
+      e->set_external_id(r.external_id());
+      auto it = seen.find(r.external_id());
+      if (it == seen.end()) continue;  // the center has no record of it (left UNSPECIFIED)
+      const ReplicaObservation& o = it->second;
+      e->set_state(o.state);
+      if (o.started_at) *e->mutable_started_at() = ToTimestamp(*o.started_at);
+      if (o.ended_at) *e->mutable_ended_at() = ToTimestamp(*o.ended_at);
+      if (o.usage) *e->mutable_usage() = *o.usage;
+    }
+  }
+  return out;
+}
+
 absl::StatusOr<ReplicaLaunch> AdapterCore::Validate(const pb::SubmitReplicaRequest& req) const {
   JC_RETURN_IF_ERROR(ValidateKey(req.key()));
   if (absl::StripAsciiWhitespace(req.command()).empty()) {

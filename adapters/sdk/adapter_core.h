@@ -45,6 +45,9 @@ class AdapterCore {
 
   absl::StatusOr<pb::CenterInfo> Info();
   absl::StatusOr<pb::Usage> Usage();
+  // The center's own accounting of the replicas this adapter ran that ended in [from, to)
+  // (by this adapter's clock): the backend is asked about each afresh.
+  absl::StatusOr<pb::ListAccountingResponse> Accounting(absl::Time from, absl::Time to);
   absl::StatusOr<pb::Replica> Submit(const pb::SubmitReplicaRequest& req);
   absl::StatusOr<std::vector<pb::Replica>> SubmitGang(const pb::SubmitGangRequest& req);
   // Independent submits, answered in order as Submit would answer each, recorded in one

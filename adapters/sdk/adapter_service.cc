@@ -23,6 +23,16 @@ class AdapterService final : public pb::Adapter::Service {
   grpc::Status GetUsage(grpc::ServerContext*, const pb::GetUsageRequest*, pb::Usage* resp) override {
     return Reply(core_->Usage(), resp);
   }
+  grpc::Status ListAccounting(grpc::ServerContext*, const pb::ListAccountingRequest* req,
+                              pb::ListAccountingResponse* resp) override {
+    auto at = [](const google::protobuf::Timestamp& t) {
+      return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
+    };
+    if (!req->has_from() || !req->has_to() || at(req->to()) <= at(req->from())) {
+      return ToGrpcStatus(absl::InvalidArgumentError("from and to are required, from before to"));
+    }
+    return Reply(core_->Accounting(at(req->from()), at(req->to())), resp);
+  }
   grpc::Status SubmitReplica(grpc::ServerContext*, const pb::SubmitReplicaRequest* req,
                              pb::Replica* resp) override {
     return Reply(core_->Submit(*req), resp);

@@ -1,5 +1,8 @@
 #include "services/accounting/accounting_service.h"
 
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
 #include "common/auth/auth_interceptor.h"
 #include "common/auth/project_scope.h"
 #include "common/grpc_status.h"
@@ -13,7 +16,8 @@ using grpc::Status;
 
 class AccountingService final : public v1::AccountingService::Service {
  public:
-  AccountingService(UsageBook* book, Settlements* settlements) : book_(book), settlements_(settlements) {}
+  AccountingService(UsageBook* book, Settlements* settlements, Reconciler* reconciler)
+      : book_(book), settlements_(settlements), reconciler_(reconciler) {}
 
   Status ListUsageRecords(ServerContext* ctx, const v1::ListUsageRecordsRequest* req,
                           v1::ListUsageRecordsResponse* resp) override {
@@ -53,15 +57,27 @@ class AccountingService final : public v1::AccountingService::Service {
     return ToGrpcStatus(closed.status());
   }
 
+  Status Reconcile(ServerContext* ctx, const v1::ReconcileRequest* req, v1::ReconcileResponse* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
+    const auto& ops = caller.operator_of;
+    if (!caller.IsAdmin() && std::find(ops.begin(), ops.end(), req->ai_center_id()) == ops.end()) {
+      return ToGrpcStatus(absl::PermissionDeniedError(
+          absl::StrCat("reconciling center ", req->ai_center_id(), " is for admins and the center's operators")));
+    }
+    return Reply(reconciler_->Reconcile(*req), resp);
+  }
+
  private:
   UsageBook* book_;
   Settlements* settlements_;
+  Reconciler* reconciler_;
 };
 
 }  // namespace
 
-std::unique_ptr<grpc::Service> MakeAccountingService(UsageBook* book, Settlements* settlements) {
-  return std::make_unique<AccountingService>(book, settlements);
+std::unique_ptr<grpc::Service> MakeAccountingService(UsageBook* book, Settlements* settlements,
+                                                     Reconciler* reconciler) {
+  return std::make_unique<AccountingService>(book, settlements, reconciler);
 }
 
 }  // namespace jc::accounting

@@ -4,6 +4,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "services/accounting/reconciliation.h"
 #include "services/accounting/settlement.h"
 #include "services/accounting/usage_book.h"
 
@@ -13,6 +14,8 @@ namespace jc::accounting {
 // admin: all), decided where the request enters, never by a request field.
 // Settlements are closed by admins; a statement shows a caller the lines of the projects
 // it views and the centers it operates (admins: all).
-std::unique_ptr<grpc::Service> MakeAccountingService(UsageBook* book, Settlements* settlements);
+// Reconciliation is for admins and the center's operators.
+std::unique_ptr<grpc::Service> MakeAccountingService(UsageBook* book, Settlements* settlements,
+                                                     Reconciler* reconciler);
 
 }  // namespace jc::accounting

@@ -1,6 +1,7 @@
 // /openapi/v1/accounting: usage records and reports (issue 31), camelCase like the jobs.
 #include "absl/strings/str_cat.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "common/timestamp.h"
 #include "jointcloud/v1/accounting.grpc.pb.h"
@@ -127,6 +128,34 @@ std::vector<Route> AccountingRoutes(std::shared_ptr<grpc::Channel> channel) {
                       v1::CloseSettlementRequest req;
                       req.set_month(p[0]);
                       return CallUnary(stub.get(), &S::CloseSettlement, req, kCamel);
+                    }});
+  routes.push_back({"GET", base + "/reconciliation", "accounting",
+                    "The federation's usage records of a center for a period against the center's own accounting: "
+                    "every run missing a record, record without a run, and figure apart beyond the tolerance "
+                    "(admins and the center's operators)",
+                    nullptr, v1::ReconcileResponse::descriptor(), kCamel,
+                    {{"center", "string", "the center (required)"}, kFrom, kTo, kMonth,
+                     {"toleranceSeconds", "string", "figures agree within this many seconds (default 5)"},
+                     {"toleranceRatio", "string", "or within this share of the larger (default 0.05)"}},
+                    [stub](const httplib::Request& r, const std::vector<std::string>&) {
+                      v1::ReconcileRequest req;
+                      req.set_ai_center_id(QueryString(r, "center"));
+                      absl::Status s = ParsePeriod(r, req.mutable_from(), req.mutable_to());
+                      if (req.from().seconds() == 0 && req.from().nanos() == 0) req.clear_from();
+                      if (req.to().seconds() == 0 && req.to().nanos() == 0) req.clear_to();
+                      for (const auto& [name, set] :
+                           {std::pair<const char*, void (v1::ReconcileRequest::*)(double)>{
+                                "toleranceSeconds", &v1::ReconcileRequest::set_tolerance_seconds},
+                            {"toleranceRatio", &v1::ReconcileRequest::set_tolerance_ratio}}) {
+                        std::string text = QueryString(r, name);
+                        double v = 0;
+                        if (text.empty()) continue;
+                        if (!absl::SimpleAtod(text, &v)) {
+                          s.Update(absl::InvalidArgumentError(absl::StrCat(name, ": \"", text, "\" is not a number")));
+                        }
+                        (req.*set)(v);
+                      }
+                      return IfOk(s, [&] { return CallUnary(stub.get(), &S::Reconcile, req, kCamel); });
                     }});
   return routes;
 }

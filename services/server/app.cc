@@ -28,6 +28,7 @@
 #include "services/gateway/routes.h"
 #include "services/identity/identity_service.h"
 #include "services/jobs/job_access.h"
+#include "common/timestamp.h"
 #include "services/accounting/accounting_service.h"
 #include "services/jobs/job_service.h"
 #include "services/server/access_policy.h"
@@ -211,7 +212,23 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
     // The usage records the job manager writes are read where it runs.
     app->usage_ = std::make_unique<accounting::UsageBook>(app->store_.get());
     app->settlements_ = std::make_unique<accounting::Settlements>(app->store_.get(), o.clock);
-    app->grpc_services_.push_back(accounting::MakeAccountingService(app->usage_.get(), app->settlements_.get()));
+    // Reconciliation asks each center's adapter for the center's own accounting.
+    app->reconciler_ = std::make_unique<accounting::Reconciler>(
+        app->usage_.get(),
+        [self](const std::string& center, absl::Time from, absl::Time to)
+            -> absl::StatusOr<jointcloud::adapter::v1::ListAccountingResponse> {
+          JC_ASSIGN_OR_RETURN(auto c, self->centers_->GetCenter(center));
+          if (c.adapter_address().empty()) {
+            return absl::FailedPreconditionError(absl::StrCat("center ", center, " has no adapter_address"));
+          }
+          jointcloud::adapter::v1::ListAccountingRequest req;
+          *req.mutable_from() = ToTimestamp(from);
+          *req.mutable_to() = ToTimestamp(to);
+          return self->adapters_->ListAccounting({center, c.adapter_address()}, req);
+        },
+        [self] { return self->jobs_->origin(); });
+    app->grpc_services_.push_back(
+        accounting::MakeAccountingService(app->usage_.get(), app->settlements_.get(), app->reconciler_.get()));
   }
 
   if (serves_grpc) {

@@ -25,6 +25,7 @@
 #include "services/identity/authenticator.h"
 #include "services/identity/identity_store.h"
 #include "services/monitor/monitor.h"
+#include "services/accounting/reconciliation.h"
 #include "services/accounting/settlement.h"
 #include "services/accounting/usage_book.h"
 #include "services/jobs/job_manager.h"
@@ -169,6 +170,7 @@ class App {
   std::unique_ptr<jobs::JobManager> jobs_;
   std::unique_ptr<accounting::UsageBook> usage_;
   std::unique_ptr<accounting::Settlements> settlements_;
+  std::unique_ptr<accounting::Reconciler> reconciler_;
   std::vector<std::unique_ptr<grpc::Service>> grpc_services_;
   std::unique_ptr<grpc::Server> grpc_server_;
   // In-process channels: the services' own (calls carry the service secret) and the

@@ -35,6 +35,9 @@ class AdapterClient {
   virtual ~AdapterClient() = default;
   virtual absl::StatusOr<apb::Usage> GetUsage(const AdapterAt& adapter, absl::Duration timeout) = 0;
   virtual absl::StatusOr<apb::CenterInfo> GetCenterInfo(const AdapterAt& adapter, absl::Duration timeout) = 0;
+  // The center's own accounting of the replicas that ended in [from, to) (reconciliation).
+  virtual absl::StatusOr<apb::ListAccountingResponse> ListAccounting(const AdapterAt& adapter,
+                                                                     const apb::ListAccountingRequest& req) = 0;
   // Idempotent by the replica key: a repeated submit returns the replica already there.
   virtual absl::StatusOr<apb::Replica> Submit(const AdapterAt& adapter, const apb::SubmitReplicaRequest& req) = 0;
   // Several submits in one call (SubmitReplicas), answered in order. The default, and the

@@ -42,6 +42,15 @@ class GrpcAdapterClient final : public AdapterClient {
     if (!s.ok()) return Failure(adapter, s);
     return out;
   }
+  absl::StatusOr<apb::ListAccountingResponse> ListAccounting(const AdapterAt& adapter,
+                                                             const apb::ListAccountingRequest& req) override {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));  // a center asks its accounting
+    apb::ListAccountingResponse out;
+    grpc::Status s = Stub(adapter)->ListAccounting(&ctx, req, &out);
+    if (!s.ok()) return Failure(adapter, s);
+    return out;
+  }
   absl::StatusOr<apb::Replica> Submit(const AdapterAt& adapter, const apb::SubmitReplicaRequest& req) override {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);

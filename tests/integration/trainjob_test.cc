@@ -1227,3 +1227,63 @@ TEST_CASE("project budgets: a hard budget refuses new jobs once spent, a soft on
   json stopped = n.WaitForStatus(running.body["data"]["jobId"], "failed");
   CHECK_THAT(stopped.value("statusReason", ""), Catch::Contains("reached its hard monthly budget"));
 }
+
+TEST_CASE("reconciliation lists every difference between the federation's records of a center and the center's own "
+          "accounting: a run it lost, figures apart beyond the tolerance [A7][A14][C6]",
+          "[A7][A14][C6]") {
+  Network n;
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    json job = {{"name", "rec"},
+                {"tasks", {{{"name", "t"}, {"command", "sleep 0.2"}, {"resourceSpecId", "cpu-1"},
+                            {"replicaNumber", 1}, {"centerIDs", {"alpha"}}}}}};
+    ids.push_back(n.Submit(job)["jobId"]);
+  }
+  for (const auto& id : ids) {
+    n.WaitForStatus(id, "completed");
+    REQUIRE(jc::testing::WaitUntil([&] { return Records(n, id).size() == 1; }));
+  }
+  std::string today = absl::FormatTime("%Y-%m-%d", absl::Now(), absl::UTCTimeZone());
+  auto reconcile = [&] {
+    auto r = n.rest->Get("/openapi/v1/accounting/reconciliation?center=alpha&from=" + today + "&to=" + today);
+    INFO(r.body.dump());
+    REQUIRE(r.http_status == 200);
+    return r.body["data"];
+  };
+  json agreed = reconcile();
+  INFO(agreed.dump());
+  CHECK(agreed["centerSource"] == "local");
+  CHECK(Num(agreed["matched"]) == 3);
+  CHECK(agreed.value("differences", json::array()).empty());
+
+  // The center's own record changes under the federation: one replica now says it started
+  // an hour earlier, another's record is gone from the center.
+  auto replica_dir = [&](const std::string& job) {
+    for (const auto& e : std::filesystem::directory_iterator(n.alpha.dir / "work")) {
+      if (e.path().filename().string().find(job) != std::string::npos) return e.path();
+    }
+    FAIL("no replica directory of " << job);
+    return std::filesystem::path();
+  };
+  std::filesystem::path longer = replica_dir(ids[0]) / "pid";
+  std::filesystem::last_write_time(longer, std::filesystem::last_write_time(longer) - std::chrono::hours(1));
+  std::filesystem::remove_all(replica_dir(ids[1]));
+  json apart = reconcile();
+  INFO(apart.dump());
+  CHECK(Num(apart["matched"]) == 1);
+  std::map<std::string, json> by_record;
+  for (const json& d : apart.value("differences", json::array())) by_record[d["recordId"]] = d;
+  REQUIRE(by_record.size() == 2);
+  json wall = by_record[ids[0] + "/0/0/0"];
+  CHECK(wall["kind"] == "different");
+  CHECK(wall["field"] == "wall_seconds");
+  CHECK(Num(wall["center"]) > 3500);
+  json lost = by_record[ids[1] + "/0/0/0"];
+  CHECK(lost["kind"] == "extra");
+  CHECK_THAT(lost.value("detail", ""), Catch::Contains("no record"));
+
+  // Only admins and the center's operators reconcile; a period is required.
+  auto alice = n.UserClient("alice", "vision", "MEMBER");
+  CHECK(alice->Get("/openapi/v1/accounting/reconciliation?center=alpha&month=2026-11").http_status == 403);
+  ExpectError(n.rest->Get("/openapi/v1/accounting/reconciliation?center=alpha"), 400, "from and to are required");
+}

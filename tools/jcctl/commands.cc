@@ -722,6 +722,41 @@ std::vector<CommandSpec> Commands() {
                  return ShowStatement(ctx, *got);
                })});
 
+  std::vector<FlagSpec> reconcile_flags = {{"tolerance_seconds", 0, true, "figures agree within this (default 5)"},
+                                           {"tolerance_ratio", 0, true, "or within this share (default 0.05)"}};
+  reconcile_flags.insert(reconcile_flags.end(), period_flags.begin(), period_flags.end());
+  c.push_back({{"reconcile"}, "CENTER",
+               "The federation's usage records of a center against the center's own accounting, every difference "
+               "listed (default: this month)",
+               reconcile_flags, 1, 1, WithClient([](Context& ctx, Client* client, const Invocation& inv) {
+                 Invocation q = inv;
+                 if (!q.Has("month") && !q.Has("from") && !q.Has("to")) {
+                   q.flags["month"] = absl::FormatTime("%Y-%m", absl::Now(), absl::UTCTimeZone());
+                 }
+                 auto got = client->Call("GET", "/openapi/v1/accounting/reconciliation?center=" + Escape(inv.args[0]) +
+                                                    "&" +
+                                                    Query(q, {{"month", "month"}, {"from", "from"}, {"to", "to"},
+                                                              {"tolerance_seconds", "toleranceSeconds"},
+                                                              {"tolerance_ratio", "toleranceRatio"}})
+                                                        .substr(1));
+                 if (!got.ok()) return ctx.Fail(got.status());
+                 std::vector<Column> columns = {Field("KIND", "kind"), Field("RECORD", "recordId"),
+                                                Field("FIELD", "field"), Number("FEDERATION", "federation", 1),
+                                                Number("CENTER", "center", 1), Field("DETAIL", "detail")};
+                 if (ctx.format() != Format::kTable) {
+                   return Show(ctx, *got, columns, [](const json& v) { return v.value("differences", json::array()); });
+                 }
+                 ctx.out() << "center " << got->value("aiCenterId", "") << " (" << got->value("centerSource", "")
+                           << "): " << Number("", "federationRecords", 0).cell(*got) << " records, "
+                           << Number("", "centerEntries", 0).cell(*got) << " runs at the center, "
+                           << Number("", "matched", 0).cell(*got) << " agree, "
+                           << got->value("differences", json::array()).size() << " differences\n";
+                 if (!got->value("differences", json::array()).empty()) {
+                   ctx.out() << Table(got->value("differences", json::array()), columns);
+                 }
+                 return got->value("differences", json::array()).empty() ? 0 : 1;
+               })});
+
   std::vector<Column> token_columns = {Field("TOKEN", "token_id"), Field("USER", "user_name"),
                                        Field("DESCRIPTION", "description"), Field("CREATED", "created_at"),
                                        Field("EXPIRES", "expires_at"), Field("REVOKED", "revoked_at"),
