@@ -252,6 +252,26 @@ const std::vector<Migration>& Migrations() {
            "  max_memory_peak_mb BIGINT NOT NULL,"
            "  PRIMARY KEY (billing_month, center_id, project))",
        }},
+      {15,
+       "metering: a monthly rollup beside the daily one (a month's report reads one row per group)",
+       {
+           "CREATE TABLE usage_monthly ("
+           "  month TEXT NOT NULL,"
+           "  project TEXT NOT NULL,"
+           "  user_name TEXT NOT NULL,"
+           "  center_id TEXT NOT NULL,"
+           "  spec_id TEXT NOT NULL,"
+           "  records BIGINT NOT NULL,"
+           "  wall_seconds DOUBLE PRECISION NOT NULL,"
+           "  cpu_seconds DOUBLE PRECISION NOT NULL,"
+           "  gpu_seconds DOUBLE PRECISION NOT NULL,"
+           "  read_bytes BIGINT NOT NULL,"
+           "  write_bytes BIGINT NOT NULL,"
+           "  energy_kwh DOUBLE PRECISION NOT NULL,"
+           "  cost DOUBLE PRECISION NOT NULL,"
+           "  max_memory_peak_mb BIGINT NOT NULL,"
+           "  PRIMARY KEY (month, project, user_name, center_id, spec_id))",
+       }},
   };
   return *migrations;
 }

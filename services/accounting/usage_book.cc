@@ -18,13 +18,24 @@ namespace {
 
 int64_t Millis(const google::protobuf::Timestamp& t) { return absl::ToUnixMillis(FromTimestamp(t)); }
 
-// One rollup row's key and sums.
-using RollupKey = std::tuple<std::string, std::string, std::string, std::string, std::string>;
+// One rollup row's sums.
 struct Sums {
   int64_t records = 0;
   double wall = 0, cpu = 0, gpu = 0, energy = 0, cost = 0;
   int64_t read = 0, write = 0, memory = 0;
 };
+
+void Add(Sums* s, const v1::UsageRecord& r) {
+  ++s->records;
+  s->wall += r.wall_seconds();
+  s->cpu += r.cpu_seconds();
+  s->gpu += r.gpu_seconds();
+  s->energy += r.energy_kwh();
+  s->cost += r.cost();
+  s->read += r.read_bytes();
+  s->write += r.write_bytes();
+  s->memory = std::max(s->memory, r.memory_peak_mb());
+}
 
 // Rollup row keys and how a report names them.
 struct Dimension {
@@ -65,6 +76,38 @@ void Add(v1::UsageTotals* into, const v1::UsageTotals& t) {
   into->set_max_memory_peak_mb(std::max(into->max_memory_peak_mb(), t.max_memory_peak_mb()));
 }
 
+// Adds `rows` (key values -> sums) to a sums table: one multi-row upsert per chunk (the
+// keys are distinct, as the caller summed them first), so a burst costs a round trip or
+// two however many groups it touched.
+absl::Status UpsertSums(store::Transaction& txn, const std::string& table, const std::vector<std::string>& keys,
+                        const std::map<std::vector<std::string>, Sums>& rows) {
+  static const char* kSums[] = {"records",     "wall_seconds", "cpu_seconds", "gpu_seconds",       "read_bytes",
+                                "write_bytes", "energy_kwh",   "cost",        "max_memory_peak_mb"};
+  const size_t columns = keys.size() + 9;
+  const size_t per_statement = 60000 / columns;  // under PostgreSQL's 65,535 parameters
+  std::string head = absl::StrCat("INSERT INTO ", table, " (", absl::StrJoin(keys, ", "));
+  for (const char* c : kSums) absl::StrAppend(&head, ", ", c);
+  head += ") VALUES ";
+  std::string tail = absl::StrCat(" ON CONFLICT (", absl::StrJoin(keys, ", "), ") DO UPDATE SET ");
+  for (size_t i = 0; i + 1 < 9; ++i) {
+    absl::StrAppend(&tail, i ? ", " : "", kSums[i], " = ", table, ".", kSums[i], " + excluded.", kSums[i]);
+  }
+  absl::StrAppend(&tail, ", max_memory_peak_mb = CASE WHEN excluded.max_memory_peak_mb > ", table,
+                  ".max_memory_peak_mb THEN excluded.max_memory_peak_mb ELSE ", table, ".max_memory_peak_mb END");
+  auto it = rows.begin();
+  while (it != rows.end()) {
+    store::Params params;
+    size_t n = 0;
+    for (; it != rows.end() && n < per_statement; ++it, ++n) {
+      const auto& [key, s] = *it;
+      for (const auto& k : key) params.push_back(k);
+      params.insert(params.end(), {s.records, s.wall, s.cpu, s.gpu, s.read, s.write, s.energy, s.cost, s.memory});
+    }
+    JC_RETURN_IF_ERROR(txn.Exec(absl::StrCat(head, store::ValuesList(n, columns), tail), params).status());
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> NextMonth(const std::string& month) {
@@ -92,8 +135,8 @@ absl::Status AppendUsage(store::Transaction& txn, const std::vector<v1::UsageRec
       if (r.billing_month() <= closed) r.set_billing_month(first_open);
     }
   }
-  std::map<RollupKey, Sums> rollup;
-  std::map<std::tuple<std::string, std::string, std::string>, Sums> billing;
+  // Sums per daily rollup row and per billing row, keyed by their key columns' values.
+  std::map<std::vector<std::string>, Sums> daily, monthly, billed;
   for (const auto& r : records) {
     JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(r));
     std::string day = DayOf(r);
@@ -102,69 +145,16 @@ absl::Status AppendUsage(store::Transaction& txn, const std::vector<v1::UsageRec
         "billing_month, doc)",
         {r.record_id(), r.job_id(), r.project(), r.user_name(), r.ai_center_id(), r.resource_spec_id(),
          Millis(r.ended_at()), day, r.billing_month(), std::move(doc)}));
-    Sums& s = rollup[{day, r.project(), r.user_name(), r.ai_center_id(), r.resource_spec_id()}];
-    ++s.records;
-    s.wall += r.wall_seconds();
-    s.cpu += r.cpu_seconds();
-    s.gpu += r.gpu_seconds();
-    s.energy += r.energy_kwh();
-    s.cost += r.cost();
-    s.read += r.read_bytes();
-    s.write += r.write_bytes();
-    s.memory = std::max(s.memory, r.memory_peak_mb());
-    Sums& b = billing[{r.billing_month(), r.ai_center_id(), r.project()}];
-    ++b.records;
-    b.wall += r.wall_seconds();
-    b.cpu += r.cpu_seconds();
-    b.gpu += r.gpu_seconds();
-    b.energy += r.energy_kwh();
-    b.cost += r.cost();
-    b.read += r.read_bytes();
-    b.write += r.write_bytes();
-    b.memory = std::max(b.memory, r.memory_peak_mb());
+    for (Sums* s : {&daily[{day, r.project(), r.user_name(), r.ai_center_id(), r.resource_spec_id()}],
+                    &monthly[{day.substr(0, 7), r.project(), r.user_name(), r.ai_center_id(), r.resource_spec_id()}]}) {
+      Add(s, r);
+    }
+    Add(&billed[{r.billing_month(), r.ai_center_id(), r.project()}], r);
   }
-  for (const auto& [key, s] : billing) {
-    const auto& [month, center, project] = key;
-    JC_RETURN_IF_ERROR(
-        txn.Exec("INSERT INTO usage_billing (billing_month, center_id, project, records, wall_seconds, cpu_seconds, "
-                 "gpu_seconds, read_bytes, write_bytes, energy_kwh, cost, max_memory_peak_mb) "
-                 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) "
-                 "ON CONFLICT (billing_month, center_id, project) DO UPDATE SET "
-                 "records = usage_billing.records + excluded.records, "
-                 "wall_seconds = usage_billing.wall_seconds + excluded.wall_seconds, "
-                 "cpu_seconds = usage_billing.cpu_seconds + excluded.cpu_seconds, "
-                 "gpu_seconds = usage_billing.gpu_seconds + excluded.gpu_seconds, "
-                 "read_bytes = usage_billing.read_bytes + excluded.read_bytes, "
-                 "write_bytes = usage_billing.write_bytes + excluded.write_bytes, "
-                 "energy_kwh = usage_billing.energy_kwh + excluded.energy_kwh, "
-                 "cost = usage_billing.cost + excluded.cost, "
-                 "max_memory_peak_mb = CASE WHEN excluded.max_memory_peak_mb > usage_billing.max_memory_peak_mb "
-                 "THEN excluded.max_memory_peak_mb ELSE usage_billing.max_memory_peak_mb END",
-                 {month, center, project, s.records, s.wall, s.cpu, s.gpu, s.read, s.write, s.energy, s.cost,
-                  s.memory})
-            .status());
-  }
-  for (const auto& [key, s] : rollup) {
-    const auto& [day, project, user, center, spec] = key;
-    JC_RETURN_IF_ERROR(
-        txn.Exec("INSERT INTO usage_daily (day, project, user_name, center_id, spec_id, records, wall_seconds, "
-                 "cpu_seconds, gpu_seconds, read_bytes, write_bytes, energy_kwh, cost, max_memory_peak_mb) "
-                 "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) "
-                 "ON CONFLICT (day, project, user_name, center_id, spec_id) DO UPDATE SET "
-                 "records = usage_daily.records + excluded.records, "
-                 "wall_seconds = usage_daily.wall_seconds + excluded.wall_seconds, "
-                 "cpu_seconds = usage_daily.cpu_seconds + excluded.cpu_seconds, "
-                 "gpu_seconds = usage_daily.gpu_seconds + excluded.gpu_seconds, "
-                 "read_bytes = usage_daily.read_bytes + excluded.read_bytes, "
-                 "write_bytes = usage_daily.write_bytes + excluded.write_bytes, "
-                 "energy_kwh = usage_daily.energy_kwh + excluded.energy_kwh, "
-                 "cost = usage_daily.cost + excluded.cost, "
-                 "max_memory_peak_mb = CASE WHEN excluded.max_memory_peak_mb > usage_daily.max_memory_peak_mb "
-                 "THEN excluded.max_memory_peak_mb ELSE usage_daily.max_memory_peak_mb END",
-                 {day, project, user, center, spec, s.records, s.wall, s.cpu, s.gpu, s.read, s.write, s.energy,
-                  s.cost, s.memory})
-            .status());
-  }
+  JC_RETURN_IF_ERROR(UpsertSums(txn, "usage_daily", {"day", "project", "user_name", "center_id", "spec_id"}, daily));
+  JC_RETURN_IF_ERROR(
+      UpsertSums(txn, "usage_monthly", {"month", "project", "user_name", "center_id", "spec_id"}, monthly));
+  JC_RETURN_IF_ERROR(UpsertSums(txn, "usage_billing", {"billing_month", "center_id", "project"}, billed));
   return absl::OkStatus();
 }
 
@@ -224,8 +214,13 @@ absl::StatusOr<v1::GetUsageReportResponse> UsageBook::Report(const v1::GetUsageR
   v1::GetUsageReportResponse out;
   if (visible.has_value() && visible->empty()) return out;
   absl::Time from = FromTimestamp(req.from()), to = FromTimestamp(req.to());
-  // Whole days: the daily rollup answers. Otherwise the records themselves, summed.
+  // Whole months (and rows not per day): the monthly rollup answers; whole days: the
+  // daily one. Otherwise the records themselves, summed.
   const bool whole_days = IsMidnight(from) && IsMidnight(to);
+  const bool whole_months = whole_days && req.granularity() != "day" &&
+                            absl::ToCivilDay(from, absl::UTCTimeZone()).day() == 1 &&
+                            absl::ToCivilDay(to, absl::UTCTimeZone()).day() == 1;
+  const std::string rollup = whole_months ? "usage_monthly" : "usage_daily";
   std::string sums;
   if (whole_days) {
     sums = "SUM(records), SUM(wall_seconds), SUM(cpu_seconds), SUM(gpu_seconds), SUM(read_bytes), "
@@ -237,7 +232,10 @@ absl::StatusOr<v1::GetUsageReportResponse> UsageBook::Report(const v1::GetUsageR
     return absl::StrCat("$", params.size());
   };
   std::vector<std::string> where;
-  if (whole_days) {
+  if (whole_months) {
+    where.push_back(absl::StrCat("month >= ", param(DayString(from).substr(0, 7))));
+    where.push_back(absl::StrCat("month < ", param(DayString(to).substr(0, 7))));
+  } else if (whole_days) {
     where.push_back(absl::StrCat("day >= ", param(DayString(from))));
     where.push_back(absl::StrCat("day < ", param(DayString(to))));
   } else {
@@ -254,7 +252,7 @@ absl::StatusOr<v1::GetUsageReportResponse> UsageBook::Report(const v1::GetUsageR
   }
   std::vector<std::string> keys;
   std::string period = req.granularity() == "day"     ? "day"
-                       : req.granularity() == "month" ? "substr(day, 1, 7)"
+                       : req.granularity() == "month" ? (whole_months ? "month" : "substr(day, 1, 7)")
                                                       : "CAST('' AS TEXT)";
   keys.push_back(period);
   std::vector<const Dimension*> grouped;
@@ -272,7 +270,7 @@ absl::StatusOr<v1::GetUsageReportResponse> UsageBook::Report(const v1::GetUsageR
                                                      absl::StrJoin(by, ", "));
   std::string sql;
   if (whole_days) {
-    sql = absl::StrCat("SELECT ", select, ", ", sums, " FROM usage_daily WHERE ", absl::StrJoin(where, " AND "), group);
+    sql = absl::StrCat("SELECT ", select, ", ", sums, " FROM ", rollup, " WHERE ", absl::StrJoin(where, " AND "), group);
   } else {
     // The figures live in each record's document; the rows of the period are read and
     // summed here (a partial day is small next to what the rollup serves).

@@ -1,10 +1,11 @@
 #pragma once
 
 // The federation's usage records (issue 31) in the store: one row per replica attempt that
-// ran, appended in the job manager's transaction that closes the attempt, and a daily
-// rollup per (day, project, user, center, spec) kept in the same transaction, as
-// slurmdbd keeps its usage tables: reports read the rollup, so a month of millions of
-// records is summed from a few thousand rows. Records are never updated or deleted.
+// ran, appended in the job manager's transaction that closes the attempt, with a daily and
+// a monthly rollup per (period, project, user, center, spec) kept in the same transaction,
+// as slurmdbd keeps its usage tables: reports read the coarsest rollup that covers their
+// period, so a month of millions of records is summed from a few thousand rows. Records
+// are never updated or deleted.
 
 #include <optional>
 #include <string>
