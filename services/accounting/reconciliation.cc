@@ -53,10 +53,21 @@ v1::ReconcileResponse Compare(const std::string& center_id, const std::vector<v1
   v1::ReconcileResponse out;
   out.set_ai_center_id(center_id);
   out.set_center_source(center.source());
-  std::map<std::string, const v1::UsageRecord*> ours;
+  // Each attempt's figures: its record plus any correction (which carries the difference).
+  std::map<std::string, v1::UsageRecord> effective;
   for (const auto& r : records) {
-    if (r.ai_center_id() == center_id && r.corrects().empty()) ours[r.record_id()] = &r;
+    if (r.ai_center_id() != center_id) continue;
+    const std::string& id = r.corrects().empty() ? r.record_id() : r.corrects();
+    auto [it, first] = effective.try_emplace(id, r);
+    if (first) continue;
+    v1::UsageRecord& e = it->second;
+    e.set_wall_seconds(e.wall_seconds() + r.wall_seconds());
+    e.set_cpu_seconds(e.cpu_seconds() + r.cpu_seconds());
+    e.set_outcome(r.outcome());
+    e.set_record_id(id);
   }
+  std::map<std::string, const v1::UsageRecord*> ours;
+  for (const auto& [id, r] : effective) ours[id] = &r;
   std::map<std::string, const apb::AccountingEntry*> theirs;
   for (const auto& e : center.entries()) {
     if (e.key().origin() == origin) theirs[IdOf(e.key())] = &e;

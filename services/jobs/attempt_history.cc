@@ -64,6 +64,21 @@ bool ApplyAttemptReport(v1::JobRecord& job, int index, const std::string& center
     fx->changed = true;
   }
   if (a->center_id() != center) return false;
+  if (a->closed() && a->estimated() && Terminal(report.state())) {
+    // The center's word after the control plane's estimate: a record that corrects it.
+    v1::AttemptRecord estimate = *a;
+    a->set_estimated(false);
+    if (report.has_started_at()) *a->mutable_started_at() = report.started_at();
+    *a->mutable_ended_at() = report.has_ended_at() ? report.ended_at() : ToTimestamp(now);
+    a->set_outcome(OutcomeOf(report.state()));
+    a->set_exit_code(report.exit_code());
+    MeteredAttempt m{index, *a, report.usage()};
+    m.correction = true;
+    m.estimate = std::move(estimate);
+    fx->metered.push_back(std::move(m));
+    fx->changed = true;
+    return true;
+  }
   if (a->closed()) return true;  // a repeated or late report: already accounted for
   const bool terminal = Terminal(report.state());
   // Started: the center says when, or it runs (or ran, by what it measured) now.
@@ -110,6 +125,31 @@ void CloseNeverStarted(v1::JobRecord& job, int index, const std::string& why, ab
   a->set_outcome("failed");
   a->set_message(why);
   *a->mutable_ended_at() = ToTimestamp(now);
+}
+
+void NoteStopped(v1::ReplicaRecord& replica, absl::Time now) {
+  v1::AttemptRecord* a = Find(&replica, replica.attempt());
+  if (a != nullptr && !a->closed() && !a->has_stopped_at()) *a->mutable_stopped_at() = ToTimestamp(now);
+}
+
+void CloseOverdue(v1::JobRecord& job, absl::Time now, absl::Duration grace, JobEffects* fx) {
+  for (int i = 0; i < job.replicas_size(); ++i) {
+    for (auto& a : *job.mutable_replicas(i)->mutable_attempts()) {
+      if (a.closed() || !a.has_stopped_at() || now - FromTimestamp(a.stopped_at()) < grace) continue;
+      a.set_closed(true);
+      *a.mutable_ended_at() = a.stopped_at();
+      a.set_outcome("stopped");
+      a.set_message("its center never reported the end: the control plane's own times stand in");
+      if (Ran(a)) {
+        a.set_metered(true);
+        a.set_estimated(true);
+        MeteredAttempt m{i, a, apb::ReplicaUsage()};
+        m.estimated = true;
+        fx->metered.push_back(std::move(m));
+      }
+      fx->changed = true;
+    }
+  }
 }
 
 std::vector<AttemptRef> OpenAttempts(const v1::JobRecord& job) {

@@ -34,6 +34,15 @@ void ApplyAttemptUnknown(v1::JobRecord& job, int index, const std::string& cente
 // its staging failed): closed without a record.
 void CloseNeverStarted(v1::JobRecord& job, int index, const std::string& why, absl::Time now);
 
+// The control plane stopped the replica's current attempt now: its center's report of
+// the end is awaited from here on.
+void NoteStopped(v1::ReplicaRecord& replica, absl::Time now);
+
+// Attempts the control plane stopped whose center has not reported their end within
+// `grace`: closed with the control plane's own times — a record (source "control_plane")
+// when it was seen started, none otherwise. A report from the center later corrects it.
+void CloseOverdue(v1::JobRecord& job, absl::Time now, absl::Duration grace, JobEffects* fx);
+
 // Attempts placed whose end is not accounted for yet (running ones included).
 std::vector<AttemptRef> OpenAttempts(const v1::JobRecord& job);
 

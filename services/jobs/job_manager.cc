@@ -810,6 +810,17 @@ void JobManager::OnEvent(const std::string& center, uint64_t term, const apb::Re
 
 void JobManager::OnReconcile(bool all, const std::set<std::string>& connected) {
   if (!leading_) return;
+  // Attempts whose center has not reported their end within the grace: the control
+  // plane's own times stand in (a report later corrects them).
+  absl::Time now = clock_->Now();
+  for (auto& [id, job] : active_) {
+    if (!AwaitsUsage(job.record)) continue;
+    JobEffects fx;
+    CloseOverdue(job.record, now, options_.usage_report_grace, &fx);
+    if (!fx.changed) continue;
+    ApplyEffects(job, fx);
+    MarkDirty(id);
+  }
   // Replicas on centers whose event stream is down (or all, after taking over) are asked
   // directly, by key.
   std::vector<ReplicaTracker::Ask> asks;
@@ -1263,7 +1274,9 @@ v1::UsageRecord JobManager::UsageRecordOf(const v1::JobRecord& r, const MeteredA
   const v1::AttemptRecord& a = m.attempt;
   const std::string& spec = r.request().tasks(rep.task_index()).resource_spec_id();
   v1::UsageRecord u;
-  u.set_record_id(absl::StrCat(r.job_id(), "/", rep.task_index(), "/", rep.replica_index(), "/", a.attempt()));
+  const std::string id = absl::StrCat(r.job_id(), "/", rep.task_index(), "/", rep.replica_index(), "/", a.attempt());
+  u.set_record_id(m.correction ? absl::StrCat(id, "/c1") : id);
+  if (m.correction) u.set_corrects(id);
   u.set_job_id(r.job_id());
   u.set_task_index(rep.task_index());
   u.set_replica_index(rep.replica_index());
@@ -1298,8 +1311,20 @@ v1::UsageRecord JobManager::UsageRecordOf(const v1::JobRecord& r, const MeteredA
     u.set_price_per_hour(price);
     u.set_cost(price * wall / 3600.0);
   }
-  u.set_source("center");
+  u.set_source(m.estimated ? "control_plane" : "center");
   u.set_billing_month(absl::FormatTime("%Y-%m", end, absl::UTCTimeZone()));
+  if (m.correction) {
+    // The difference from the estimate it corrects: the two sum to the center's figures.
+    MeteredAttempt estimate{m.index, m.estimate, apb::ReplicaUsage(), true, false, {}};
+    v1::UsageRecord before = UsageRecordOf(r, estimate, now);
+    u.set_wall_seconds(u.wall_seconds() - before.wall_seconds());
+    u.set_cpu_seconds(u.cpu_seconds() - before.cpu_seconds());
+    u.set_read_bytes(u.read_bytes() - before.read_bytes());
+    u.set_write_bytes(u.write_bytes() - before.write_bytes());
+    u.set_gpu_seconds(u.gpu_seconds() - before.gpu_seconds());
+    u.set_energy_kwh(u.energy_kwh() - before.energy_kwh());
+    u.set_cost(u.cost() - before.cost());
+  }
   return u;
 }
 
@@ -1325,6 +1350,7 @@ void JobManager::ApplyEffects(Active& job, const JobEffects& fx) {
     burst_.stops.emplace_back(a.center_id, std::move(key));
   }
   for (const MeteredAttempt& m : fx.metered) {
+    if (!options_.metering) break;
     burst_.usage.push_back(UsageRecordOf(r, m, now));
     if (budgets_.Has(r.request().project())) budgets_.AddEnded(r.request().project(), burst_.usage.back().cost());
   }

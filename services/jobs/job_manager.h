@@ -71,6 +71,12 @@ struct JobManagerOptions {
   scheduler::QueueOrder queue_order = scheduler::QueueOrder::kFcfs;
   // How many job events memory and the store keep for watchers (job_events.h).
   JobEventsOptions events;
+  // A usage record for each attempt that ran (issue 31); false: none is written (the
+  // attempts' history is kept all the same).
+  bool metering = true;
+  // How long an attempt the control plane stopped waits for its center's report of the
+  // end before the control plane's own times stand in for it.
+  absl::Duration usage_report_grace = absl::Hours(24);
 };
 
 

@@ -19,10 +19,11 @@ bool JobEnded(const v1::JobRecord& job) { return job.status() == kCompleted || j
 
 // Stops the replica's current attempt where it was sent (if it was) and releases its
 // reservation.
-void StopAttempt(const v1::ReplicaRecord& r, JobEffects* fx) {
+void StopAttempt(v1::ReplicaRecord& r, absl::Time now, JobEffects* fx) {
   if (r.center_id().empty()) return;
   fx->stop.push_back(AttemptOf(r));
   fx->release.push_back(AttemptOf(r));
+  NoteStopped(r, now);
 }
 
 }  // namespace
@@ -64,7 +65,7 @@ void Settle(v1::JobRecord& job, absl::Time now, JobEffects* fx) {
   // The outcome is decided: nothing of the job runs on.
   for (auto& rep : *job.mutable_replicas()) {
     if (Ended(rep.state())) continue;
-    if (rep.state() != v1::ReplicaRecord::WAITING) StopAttempt(rep, fx);
+    if (rep.state() != v1::ReplicaRecord::WAITING) StopAttempt(rep, now, fx);
     rep.set_state(v1::ReplicaRecord::STOPPED);
     rep.set_message(absl::StrCat("stopped: the job ", outcome.status, " (", outcome.reason, ")"));
   }
@@ -150,7 +151,7 @@ void ApplyAttemptFailedToStart(v1::JobRecord& job, int index, const std::string&
     for (int i = 0; i < job.replicas_size(); ++i) {
       auto* other = job.mutable_replicas(i);
       if (i == index || Ended(other->state()) || other->state() == v1::ReplicaRecord::WAITING) continue;
-      StopAttempt(*other, fx);
+      StopAttempt(*other, now, fx);
       other->set_attempt(other->attempt() + 1);
       other->set_state(v1::ReplicaRecord::WAITING);
       other->clear_center_id();

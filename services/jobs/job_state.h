@@ -34,6 +34,13 @@ struct MeteredAttempt {
   int index = 0;              // the replica
   v1::AttemptRecord attempt;  // as it closed
   apb::ReplicaUsage usage;    // as its center measured it (all zero: it said nothing)
+  // The control plane's own estimate (its center never reported the end in the grace).
+  bool estimated = false;
+  // The center's report after such an estimate: a record that corrects it, carrying the
+  // difference (so sums over records come to the center's figures); `estimate` is the
+  // attempt as the estimate was written.
+  bool correction = false;
+  v1::AttemptRecord estimate;
 };
 
 struct JobEffects {

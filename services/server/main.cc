@@ -89,6 +89,13 @@ ABSL_FLAG(std::string, instance_id, "",
 ABSL_FLAG(int64_t, job_event_retention, 100000,
           "How many of the newest job events the store keeps for watchers (WatchTrainJobs, the REST event "
           "streams); a watcher resuming from an older event is told to re-read the job");
+ABSL_FLAG(bool, metering, true,
+          "write a usage record for each replica attempt that ran, priced at the price in force when it started "
+          "(accounting, budgets and settlement read them); false: a federation that bills nothing");
+ABSL_FLAG(absl::Duration, usage_report_grace, absl::Hours(24),
+          "how long an attempt the control plane stopped waits for its center to report its end (and usage); "
+          "after it the control plane's own times stand in (a usage record of source control_plane), and a "
+          "report that comes later writes a correction");
 ABSL_FLAG(absl::Duration, jobs_lease_ttl, absl::Seconds(10),
           "how long the jobs lease outlives a leader that stopped renewing it (a standby takes over after it)");
 ABSL_FLAG(std::string, identity_address, "",
@@ -279,6 +286,9 @@ int main(int argc, char** argv) {
   options.jobs.instance_id = absl::GetFlag(FLAGS_instance_id);
   options.jobs.lease_ttl = absl::GetFlag(FLAGS_jobs_lease_ttl);
   options.jobs.events.retention = absl::GetFlag(FLAGS_job_event_retention);
+  options.jobs.metering = absl::GetFlag(FLAGS_metering);
+  options.jobs.usage_report_grace = absl::GetFlag(FLAGS_usage_report_grace);
+  if (options.jobs.usage_report_grace <= absl::ZeroDuration()) return Fail("--usage_report_grace must be positive");
   if (options.jobs.events.retention < 1) return Fail("--job_event_retention must be at least 1");
   if (options.jobs.lease_ttl < absl::Seconds(1)) return Fail("--jobs_lease_ttl must be at least 1s");
   if (options.monitor.interval <= absl::ZeroDuration() || options.monitor.call_timeout <= absl::ZeroDuration()) {

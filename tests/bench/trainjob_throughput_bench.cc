@@ -34,9 +34,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A center that accepts every replica at once and keeps it pending.
+// A center that accepts every replica at once and keeps it pending; or, with `end`, ends
+// each one at its first poll as having run a second (so its usage record is written).
 class AcceptingBackend final : public jc::adapter::Backend {
  public:
+  explicit AcceptingBackend(bool end) : end_(end) {}
   absl::StatusOr<jc::adapter::pb::CenterInfo> Describe() override {
     jc::adapter::pb::CenterInfo info;
     info.set_scheduler("bench");
@@ -55,10 +57,26 @@ class AcceptingBackend final : public jc::adapter::Backend {
   absl::StatusOr<std::map<std::string, jc::adapter::ReplicaObservation>> Poll(
       const std::vector<std::string>& ids) override {
     std::map<std::string, jc::adapter::ReplicaObservation> out;
-    for (const auto& id : ids) out[id] = {};
+    absl::Time now = absl::Now();
+    for (const auto& id : ids) {
+      jc::adapter::ReplicaObservation o;
+      if (end_) {
+        o.state = jc::adapter::pb::REPLICA_SUCCEEDED;
+        o.started_at = now - absl::Seconds(1);
+        o.ended_at = now;
+        jc::adapter::pb::ReplicaUsage usage;
+        usage.set_wall_seconds(1);
+        usage.set_cpu_seconds(0.5);
+        o.usage = usage;
+      }
+      out[id] = o;
+    }
     return out;
   }
   absl::StatusOr<std::string> ReadLog(const std::string&, bool, int64_t, int64_t) override { return std::string(); }
+
+ private:
+  bool end_;
 };
 
 // A submitting client, as platforms write them: one keep-alive connection, Nagle off, the
@@ -136,6 +154,15 @@ class SubmitClient {
   std::unique_ptr<httplib::Client> http_;
 };
 
+// A counter's value on /metrics (the first series matching `pattern`'s capture).
+double Counter(httplib::Client& c, const std::string& pattern) {
+  auto r = c.Get("/metrics");
+  if (!r) return -1;
+  std::smatch m;
+  if (std::regex_search(r->body, m, std::regex(pattern))) return std::stod(m[1]);
+  return 0;
+}
+
 double Scheduled(httplib::Client& c, std::vector<std::pair<double, double>>* buckets = nullptr) {
   auto r = c.Get("/metrics");
   if (!r) return -1;
@@ -201,12 +228,17 @@ int main(int argc, char** argv) {
     }
   }
 
-  AcceptingBackend backend;
+  // JC_BENCH_END=1: replicas end at once, so every job completes and is metered (a usage
+  // record each); (1) then also times submit to completed. JC_BENCH_NO_METERING=1: the
+  // same with the job manager writing no usage records, to print what metering costs.
+  const bool end = std::getenv("JC_BENCH_END") != nullptr;
+  const bool metering = std::getenv("JC_BENCH_NO_METERING") == nullptr;
+  AcceptingBackend backend(end);
   jc::adapter::AdapterOptions ao;
   ao.listen = "127.0.0.1:0";
   ao.metrics_address = "";
   ao.state_dir = (dir / "adapter").string();
-  ao.poll_interval = absl::Seconds(5);
+  ao.poll_interval = end ? absl::Milliseconds(50) : absl::Seconds(5);
   ao.center = *jc::adapter::ParseCenterConfig("center_id: bench\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 1Gi}\n");
   if (tls) ao.tls = {certs + "/bench.crt", certs + "/bench.key", certs + "/ca.crt"};
   auto adapter = jc::adapter::AdapterServer::Start(&backend, ao);
@@ -225,6 +257,7 @@ int main(int argc, char** argv) {
   o.monitor.interval = absl::Milliseconds(500);
   o.jobs.cycle_interval = absl::Milliseconds(20);
   o.auth.enabled = auth;
+  o.jobs.metering = metering;
   if (tls) o.auth.tls = {certs + "/jointcloud.crt", certs + "/jointcloud.key", certs + "/ca.crt"};
   auto app = jc::server::App::Start(std::move(o));
   if (!app.ok()) {
@@ -241,8 +274,9 @@ int main(int argc, char** argv) {
     }
     token = **made;
   }
-  std::printf("authentication %s, TLS %s\n", auth ? "on (every request carries an API token)" : "OFF",
-              tls ? "on (HTTPS)" : "OFF");
+  std::printf("authentication %s, TLS %s; replicas %s; metering %s\n",
+              auth ? "on (every request carries an API token)" : "OFF", tls ? "on (HTTPS)" : "OFF",
+              end ? "end at once (JC_BENCH_END)" : "stay pending", metering ? "on" : "OFF");
   const std::string base_url = std::string(tls ? "https" : "http") + "://127.0.0.1:" + std::to_string(port);
   // A REST client as platforms make them: keep-alive, Nagle off, the token, the CA.
   auto configure = [&](httplib::Client& c) {
@@ -321,6 +355,22 @@ int main(int argc, char** argv) {
   // apart): CPU per job is the figure that compares across machines of other speeds.
   std::printf("    CPU time of this process (control plane + adapter + clients): %.0f us per job\n",
               1e6 * (cpu_seconds() - cpu_start) / jobs);
+  if (end) {
+    // Every job completed, each with its usage record written in the transaction of its end.
+    const std::string completed = R"(jc_jobs_ended_total\{status="completed"\} ([0-9.e+]+))";
+    while (Counter(admin, completed) < jobs - refused) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    double done_s = std::chrono::duration<double>(Clock::now() - start).count();
+    double records = 0;
+    if (auto r = admin.Get("/metrics")) {
+      std::regex series(R"(jc_usage_records_total\{[^}]*\} ([0-9.e+]+))");
+      for (std::sregex_iterator it(r->body.begin(), r->body.end(), series), stop; it != stop; ++it) {
+        records += std::stod((*it)[1]);
+      }
+    }
+    std::printf("    all completed in %.2f s: %.0f jobs/s submit to completed; %.0f usage records written; CPU %.0f us "
+                "per job to completion\n",
+                done_s, jobs / done_s, records, 1e6 * (cpu_seconds() - cpu_start) / jobs);
+  }
   double batches = 0, batched = 0;
   if (auto r = admin.Get("/metrics")) {
     std::smatch m;

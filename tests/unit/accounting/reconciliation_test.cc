@@ -58,10 +58,19 @@ TEST_CASE("reconciliation: missing, extra and different are told apart, within t
   unknown.mutable_key()->set_origin("us");
   *center.add_entries() = unknown;
 
+  // An estimate (its center was silent past the grace) and the correction that followed:
+  // their sum is what is compared.
+  records.push_back(Record("corrected", 10, mid));
+  v1::UsageRecord correction = Record("corrected", 90, mid);
+  correction.set_record_id("corrected/0/0/0/c1");
+  correction.set_corrects("corrected/0/0/0");
+  records.push_back(correction);
+  *center.add_entries() = Entry("corrected", 100, mid);
+
   v1::ReconcileResponse r = jc::accounting::Compare("bj", records, center, kFrom, kTo, "us", 5, 0.05);
   CHECK(r.center_source() == "slurm");
-  CHECK(r.federation_records() == 6);  // "outside" ended after the period
-  CHECK(r.matched() == 2);             // same, close (3 s apart: within 5 s)
+  CHECK(r.federation_records() == 7);  // "outside" ended after the period
+  CHECK(r.matched() == 3);             // same, close (3 s apart: within 5 s), corrected
   std::map<std::string, v1::Difference> by;
   for (const auto& d : r.differences()) by[d.record_id() + ":" + d.kind() + ":" + d.field()] = d;
   CHECK(by.count("apart/0/0/0:different:wall_seconds") == 1);
@@ -76,5 +85,5 @@ TEST_CASE("reconciliation: missing, extra and different are told apart, within t
 
   // A wider tolerance takes "apart" in.
   v1::ReconcileResponse loose = jc::accounting::Compare("bj", records, center, kFrom, kTo, "us", 60, 0.05);
-  CHECK(loose.matched() == 3);
+  CHECK(loose.matched() == 4);
 }

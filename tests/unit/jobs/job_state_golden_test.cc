@@ -51,7 +51,8 @@ std::string Summary(const v1::JobRecord& job, const JobEffects& fx) {
   for (const auto& m : fx.metered) {
     const auto& r = job.replicas(m.index);
     effects.push_back(absl::StrCat("meter t", r.task_index(), "r", r.replica_index(), "/", m.attempt.attempt(), "@",
-                                   m.attempt.center_id(), " ", m.attempt.outcome()));
+                                   m.attempt.center_id(), " ", m.attempt.outcome(),
+                                   m.estimated ? " (estimated)" : "", m.correction ? " (correction)" : ""));
   }
   if ((job.status() == "completed" || job.status() == "failed") && AwaitsUsage(job)) {
     std::vector<std::string> open;
@@ -116,6 +117,9 @@ std::string Run(v1::JobRecord& job, const json& e, absl::Time now) {
     // The center says it does not know the attempt (asked by key).
     int index = IndexOf(job, e);
     ApplyAttemptUnknown(job, index, e.at("center"), e.value("attempt", job.replicas(index).attempt()), now, &fx);
+  } else if (kind == "overdue") {
+    // The job manager's poller, `grace_s` after: stopped attempts not reported are closed.
+    CloseOverdue(job, now, absl::Seconds(e.at("grace_s").get<int>()), &fx);
   } else if (kind == "stop") {
     ApplyStopRequested(job, now, &fx);
   } else if (kind == "unplaceable") {
