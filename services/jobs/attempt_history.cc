@@ -2,6 +2,8 @@
 
 #include "common/timestamp.h"
 
+#include <algorithm>
+
 namespace jc::jobs {
 namespace {
 
@@ -42,6 +44,13 @@ void NotePlaced(v1::JobRecord& job, int index, absl::Time now) {
   // new attempt; the same attempt re-placed happens only after a restart): the last place.
   a->set_center_id(rep->center_id());
   *a->mutable_placed_at() = ToTimestamp(now);
+}
+
+void NoteStaged(v1::JobRecord& job, int index, absl::Time now) {
+  auto* rep = job.mutable_replicas(index);
+  v1::AttemptRecord* a = Find(rep, rep->attempt());
+  if (a == nullptr || !a->has_placed_at()) return;
+  a->set_transfer_seconds(std::max(0.0, absl::ToDoubleSeconds(now - FromTimestamp(a->placed_at()))));
 }
 
 bool ApplyAttemptReport(v1::JobRecord& job, int index, const std::string& center, const apb::Replica& report,

@@ -19,6 +19,8 @@ namespace jc::jobs {
 
 // The replica at `index` was just placed at its center_id (its current attempt).
 void NotePlaced(v1::JobRecord& job, int index, absl::Time now);
+// Its current attempt's data and image reached its center now (staging ended).
+void NoteStaged(v1::JobRecord& job, int index, absl::Time now);
 
 // `center` reported `report` on one attempt of the replica at `index`. The attempt must
 // be one placed at that center: a report from another center changes nothing (false).

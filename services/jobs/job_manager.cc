@@ -756,6 +756,7 @@ void JobManager::OnStaged(const Dispatch& d, uint64_t term, const absl::Status& 
   auto* rep = job.record.mutable_replicas(d.replica);
   if (rep->state() != v1::ReplicaRecord::STAGING || rep->attempt() != d.attempt) return;
   if (staged.ok()) {
+    NoteStaged(job.record, d.replica, clock_->Now());
     rep->set_state(v1::ReplicaRecord::DISPATCHING);
     rep->clear_message();
     Dispatch next = d;
@@ -1304,8 +1305,11 @@ v1::UsageRecord JobManager::UsageRecordOf(const v1::JobRecord& r, const MeteredA
   u.set_gpus(gpus);
   u.set_gpu_seconds(used.gpu_seconds() > 0 ? used.gpu_seconds() : gpus * wall);
   if (offer.has_value()) {
-    // Formula 1's execution half; the transfer half was spent before the attempt started.
-    u.set_energy_kwh(offer->execution_power_watts * wall / 3.6e6);
+    // Formula 1: the center's static power while the attempt's data came in, and the
+    // spec's execution power while it ran.
+    u.set_energy_kwh((scheduler_->StaticPowerOf(a.center_id()) * a.transfer_seconds() +
+                      offer->execution_power_watts * wall) /
+                     3.6e6);
     // The price in force when the attempt started: a later change does not reprice it.
     const double price = offer->PriceAt(start);
     u.set_price_per_hour(price);

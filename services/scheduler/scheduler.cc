@@ -168,6 +168,12 @@ std::optional<SpecAtCenter> Scheduler::OfferAt(const std::string& center_id, con
   return it->second;
 }
 
+double Scheduler::StaticPowerOf(const std::string& center_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const CenterView* c = snapshot_.Find(center_id);
+  return c == nullptr ? 0 : c->static_power_watts;
+}
+
 void Scheduler::ApplyAssumed() {
   std::map<std::string, absl::Time> observed_at;
   for (const auto& o : inputs_.observations) {

@@ -99,6 +99,8 @@ class Scheduler {
   // catalog and the center were last read (in memory); nullopt when the center does not
   // offer it (any more).
   std::optional<SpecAtCenter> OfferAt(const std::string& center_id, const std::string& spec_id) const;
+  // The center's static power (formula 1, drawn while data is transferred in); 0 unknown.
+  double StaticPowerOf(const std::string& center_id) const;
 
   // A replica of a job to place now.
   struct Slot {

@@ -52,7 +52,10 @@ std::string Summary(const v1::JobRecord& job, const JobEffects& fx) {
     const auto& r = job.replicas(m.index);
     effects.push_back(absl::StrCat("meter t", r.task_index(), "r", r.replica_index(), "/", m.attempt.attempt(), "@",
                                    m.attempt.center_id(), " ", m.attempt.outcome(),
-                                   m.estimated ? " (estimated)" : "", m.correction ? " (correction)" : ""));
+                                   m.estimated ? " (estimated)" : "", m.correction ? " (correction)" : "",
+                                   m.attempt.transfer_seconds() > 0
+                                       ? absl::StrCat(", transfer ", m.attempt.transfer_seconds(), " s")
+                                       : ""));
   }
   if ((job.status() == "completed" || job.status() == "failed") && AwaitsUsage(job)) {
     std::vector<std::string> open;
@@ -117,6 +120,9 @@ std::string Run(v1::JobRecord& job, const json& e, absl::Time now) {
     // The center says it does not know the attempt (asked by key).
     int index = IndexOf(job, e);
     ApplyAttemptUnknown(job, index, e.at("center"), e.value("attempt", job.replicas(index).attempt()), now, &fx);
+  } else if (kind == "staged") {
+    // Its data reached its center (the stager's answer): the transfer took since placed.
+    NoteStaged(job, IndexOf(job, e), now);
   } else if (kind == "overdue") {
     // The job manager's poller, `grace_s` after: stopped attempts not reported are closed.
     CloseOverdue(job, now, absl::Seconds(e.at("grace_s").get<int>()), &fx);
