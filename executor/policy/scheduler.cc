@@ -1330,23 +1330,17 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
       Placement placement;
       // Reserved slots are held from every job but those that end before the reservations
       // start; such a job tries with them free (backfill).
-      std::vector<int> held_before;  // per reservation, the slots it held
+      std::vector<int> held_before;  // per reservation, the slots and GPUs it held
       if (!reservations_.empty() && MayBackfill(job)) {
-        for (const Reservation& r : reservations_) {
-          int n = 0;
-          for (const auto& [i, held] : r.held) n += held;
-          held_before.push_back(n);
-        }
+        for (const Reservation& r : reservations_) held_before.push_back(r.HeldUnits());
         Hold(-1);
       }
       bool placed_now = TryPlace(job, *queue, &placement);
       if (!held_before.empty()) {
         Hold(+1);
-        // Backfilled if it took slots a reservation held (else it simply fit beside them).
+        // Backfilled if it took what a reservation held (else it simply fit beside them).
         for (size_t k = 0; placed_now && k < reservations_.size(); ++k) {
-          int n = 0;
-          for (const auto& [i, held] : reservations_[k].held) n += held;
-          if (n < held_before[k]) placement.backfilled_before = reservations_[k].job_id;
+          if (reservations_[k].HeldUnits() < held_before[k]) placement.backfilled_before = reservations_[k].job_id;
         }
       }
       TakenBack taken;  // allocations elastic jobs grew by, taken back for this job
@@ -1423,6 +1417,13 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
   return placed;
 }
 
+int Scheduler::Reservation::HeldUnits() const {
+  int n = 0;
+  for (const auto& [i, slots] : held) n += slots;
+  for (const auto& [i, gpus] : held_gpus) n += static_cast<int>(gpus.size());
+  return n;
+}
+
 void Scheduler::Hold(int sign) {
   for (Reservation& r : reservations_) {
     for (const auto& [i, want] : r.wanted) {
@@ -1434,7 +1435,34 @@ void Scheduler::Hold(int sign) {
       h.used_slots += change;
       held += change;
       held_slots_ += change;
+      RefreshLoad(h);
       Reindex(i, true);
+    }
+    for (const auto& [i, want] : r.wanted_gpus) {
+      Host& h = hosts_[i];
+      std::vector<int>& held = r.held_gpus[i];
+      const size_t before = held.size();
+      if (sign > 0) {
+        for (auto& [index, users] : h.gpu_users) {
+          if (static_cast<int>(held.size()) >= want) break;
+          if (users != 0) continue;
+          ++users;
+          held.push_back(index);
+        }
+      } else {
+        for (int index : held) --h.gpu_users[index];
+        held.clear();
+      }
+      if (held.size() != before) RefreshLoad(h);
+    }
+    for (const auto& [i, want] : r.wanted_mem) {
+      Host& h = hosts_[i];
+      double& held = r.held_mem[i];
+      const double change = sign > 0 ? std::max(0.0, std::min(want - held, h.config.mem_mb - h.used_mem)) : -held;
+      if (change == 0) continue;
+      h.used_mem += change;
+      held += change;
+      RefreshLoad(h);
     }
   }
 }
@@ -1500,7 +1528,12 @@ void Scheduler::Reserve(const Job& job, Queue& queue) {
   r.job_id = job.request.id;
   r.start = std::max(start, now_);
   for (const auto& section : found.sections) {
-    for (const HostAllocation& a : section) r.wanted[host_index_.at(a.host)] += a.slots;
+    for (const HostAllocation& a : section) {
+      const size_t i = host_index_.at(a.host);
+      r.wanted[i] += a.slots;
+      if (!a.gpus.empty()) r.wanted_gpus[i] += static_cast<int>(a.gpus.size());
+      if (a.mem_mb > 0) r.wanted_mem[i] += a.mem_mb;
+    }
   }
   std::vector<std::string> names;
   for (const auto& [i, n] : r.wanted) names.push_back(hosts_[i].config.name);

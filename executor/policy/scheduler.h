@@ -233,13 +233,21 @@ class Scheduler {
                                                                                         : absl::InfiniteFuture();
     }
   };
-  // A reservation during a cycle: the slots it holds on each host (host index -> slots
-  // wanted there, and held now).
+  // A reservation during a cycle: what it holds on each host (host index -> slots, GPUs
+  // and memory wanted there, and held now). Every resource the reserved job needs is held,
+  // not only slots: on a host with more slots than GPUs, a job that may not backfill
+  // must not start on the GPUs the reserved job waits for.
   struct Reservation {
     int64_t job_id = 0;
     absl::Time start;
     std::map<size_t, int> wanted;
     std::map<size_t, int> held;
+    std::map<size_t, int> wanted_gpus;
+    std::map<size_t, std::vector<int>> held_gpus;  // indices held (free ones taken)
+    std::map<size_t, double> wanted_mem;
+    std::map<size_t, double> held_mem;
+    // Slots and GPUs held now (what a backfilling job took shows as fewer).
+    int HeldUnits() const;
   };
   struct Limit {
     LimitConfig config;
@@ -356,7 +364,7 @@ class Scheduler {
   // Backfill: the earliest time the job fits as running jobs end (by run limit), and the
   // hosts it would get then; records it as a reservation holding their free slots.
   void Reserve(const Job& job, Queue& queue);
-  // Takes (+1) or gives back (-1) the free slots reservations hold.
+  // Takes (+1) or gives back (-1) the free slots, GPUs and memory reservations hold.
   void Hold(int sign);
   // May `job` use held slots: its run limit ends before every reservation's start.
   bool MayBackfill(const Job& job) const;

@@ -106,3 +106,55 @@ TEST_CASE("without backfill a queue behaves as before: later jobs take free slot
   CHECK(Ids(placed) == std::set<int64_t>{11});
   CHECK_FALSE(s.ReservationOf(10).has_value());
 }
+
+TEST_CASE("backfill: a reservation holds the GPUs and memory its job waits for, not only slots: on a host with "
+          "more slots than GPUs a job that may not backfill does not start on them [B5]",
+          "[B5]") {
+  QueueConfig q;
+  q.name = "normal";
+  q.backfill = true;
+  Scheduler s;
+  HostConfig h;
+  h.name = "h1";
+  h.slots = 8;
+  h.mem_mb = 65536;
+  h.gpus = {0, 1};
+  REQUIRE(s.AddHost(h).ok());
+  REQUIRE(s.AddQueue(q).ok());
+  s.SetNow(kT0);
+  // A holds most of the memory for an hour.
+  JobRequest a = testing::MakeJob(1, "u", 1, "normal", "rusage[mem=60000]");
+  a.run_limit = absl::Hours(1);
+  REQUIRE(testing::RunCycle(s, {a}).size() == 1);
+
+  // J waits for memory and needs both GPUs, free now; then a job without a run limit that
+  // wants both GPUs, and a 30-minute one that wants one.
+  JobRequest j = testing::MakeJob(10, "u", 1, "normal", "rusage[gpu=2:mem=40000]");
+  j.run_limit = absl::Hours(1);
+  JobRequest forever = testing::MakeJob(11, "u", 1, "normal", "rusage[gpu=2]");
+  JobRequest brief = testing::MakeJob(12, "u", 1, "normal", "rusage[gpu=1]");
+  brief.run_limit = absl::Minutes(30);
+  for (const auto& job : {j, forever, brief}) REQUIRE(s.Submit(job).ok());
+  std::vector<Placement> placed = s.Cycle();
+  // Only the short job, on a GPU the reservation held (it ends before J starts).
+  CHECK(Ids(placed) == std::set<int64_t>{12});
+  REQUIRE(placed.size() == 1);
+  CHECK(placed[0].backfilled_before == 10);
+  auto reservation = s.ReservationOf(10);
+  REQUIRE(reservation.has_value());
+  CHECK(reservation->start == kT0 + absl::Hours(1));
+
+  // T0+30m: the short job ended; the job without a run limit still may not take the GPUs.
+  s.SetNow(kT0 + absl::Minutes(30));
+  REQUIRE(s.Release(12).ok());
+  CHECK(s.Cycle().empty());
+
+  // T0+60m: A is over: J starts on time, on both GPUs; the other waits.
+  s.SetNow(kT0 + absl::Hours(1));
+  REQUIRE(s.Release(1).ok());
+  placed = s.Cycle();
+  CHECK(Ids(placed) == std::set<int64_t>{10});
+  REQUIRE(placed.size() == 1);
+  REQUIRE(placed[0].sections.size() == 1);
+  CHECK(placed[0].sections[0][0].gpus.size() == 2);
+}
