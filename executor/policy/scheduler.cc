@@ -1464,6 +1464,25 @@ void Scheduler::Hold(int sign) {
       held += change;
       RefreshLoad(h);
     }
+    for (const auto& [i, wants] : r.wanted_consumables) {
+      Host& h = hosts_[i];
+      HostAllocation held_now;  // what changes, applied as an allocation of consumables
+      held_now.host = h.config.name;
+      for (const auto& [name, want] : wants) {
+        double& held = r.held_consumables[i][name];
+        double left = 0;
+        if (auto pool = h.shared.find(name); pool != h.shared.end()) {
+          left = pools_[pool->second].total - pools_[pool->second].reserved;
+        } else if (auto it = h.config.resources.find(name); it != h.config.resources.end()) {
+          if (const double* total = std::get_if<double>(&it->second)) left = *total - h.reserved[name];
+        }
+        const double change = sign > 0 ? std::max(0.0, std::min(want - held, left)) : -held;
+        if (change == 0) continue;
+        held += change;
+        held_now.reserved[name] = change;
+      }
+      if (!held_now.reserved.empty()) ApplyConsumables(held_now, +1, false);
+    }
   }
 }
 
@@ -1533,6 +1552,9 @@ void Scheduler::Reserve(const Job& job, Queue& queue) {
       r.wanted[i] += a.slots;
       if (!a.gpus.empty()) r.wanted_gpus[i] += static_cast<int>(a.gpus.size());
       if (a.mem_mb > 0) r.wanted_mem[i] += a.mem_mb;
+      for (const auto& [name, amount] : a.reserved) {
+        if (!a.units.count(name)) r.wanted_consumables[i][name] += amount;
+      }
     }
   }
   std::vector<std::string> names;

@@ -236,7 +236,7 @@ class Scheduler {
   // A reservation during a cycle: what it holds on each host (host index -> slots, GPUs
   // and memory wanted there, and held now). Every resource the reserved job needs is held,
   // not only slots: on a host with more slots than GPUs, a job that may not backfill
-  // must not start on the GPUs the reserved job waits for.
+  // must not start on the GPUs the reserved job waits for (nor on its memory or licenses).
   struct Reservation {
     int64_t job_id = 0;
     absl::Time start;
@@ -246,6 +246,10 @@ class Scheduler {
     std::map<size_t, std::vector<int>> held_gpus;  // indices held (free ones taken)
     std::map<size_t, double> wanted_mem;
     std::map<size_t, double> held_mem;
+    // Consumables by amount (rusage[] of static or sensor numbers; `assign` units are not
+    // held), host-local or a shared stock's.
+    std::map<size_t, std::map<std::string, double>> wanted_consumables;
+    std::map<size_t, std::map<std::string, double>> held_consumables;
     // Slots and GPUs held now (what a backfilling job took shows as fewer).
     int HeldUnits() const;
   };

@@ -158,3 +158,35 @@ TEST_CASE("backfill: a reservation holds the GPUs and memory its job waits for, 
   REQUIRE(placed[0].sections.size() == 1);
   CHECK(placed[0].sections[0][0].gpus.size() == 2);
 }
+
+TEST_CASE("backfill: a reservation holds the licenses its job will take, so a job that may not backfill does not "
+          "take them first [B5][B1]",
+          "[B5][B1]") {
+  QueueConfig q;
+  q.name = "normal";
+  q.backfill = true;
+  Scheduler s;
+  HostConfig h;
+  h.name = "h1";
+  h.slots = 4;
+  h.mem_mb = 65536;
+  h.resources["licenses"] = 2.0;
+  REQUIRE(s.AddHost(h).ok());
+  REQUIRE(s.AddQueue(q).ok());
+  s.SetNow(kT0);
+  // A holds most of the memory for an hour.
+  JobRequest a = testing::MakeJob(1, "u", 1, "normal", "rusage[mem=60000]");
+  a.run_limit = absl::Hours(1);
+  REQUIRE(testing::RunCycle(s, {a}).size() == 1);
+  // J waits for memory and needs both licenses, free now; the next job has no run limit
+  // and wants both licenses (slots are free for it).
+  JobRequest j = testing::MakeJob(10, "u", 1, "normal", "rusage[licenses=2:mem=40000]");
+  j.run_limit = absl::Hours(1);
+  JobRequest forever = testing::MakeJob(11, "u", 1, "normal", "rusage[licenses=2]");
+  for (const auto& job : {j, forever}) REQUIRE(s.Submit(job).ok());
+  CHECK(s.Cycle().empty());
+  s.SetNow(kT0 + absl::Hours(1));
+  REQUIRE(s.Release(1).ok());
+  std::vector<Placement> placed = s.Cycle();
+  CHECK(Ids(placed) == std::set<int64_t>{10});
+}
