@@ -25,17 +25,6 @@ double D(const std::optional<std::string>& v) {
 }
 int64_t I(const std::optional<std::string>& v) { return static_cast<int64_t>(D(v)); }
 
-void AddTotals(v1::UsageTotals* into, const v1::UsageTotals& t) {
-  into->set_records(into->records() + t.records());
-  into->set_wall_seconds(into->wall_seconds() + t.wall_seconds());
-  into->set_cpu_seconds(into->cpu_seconds() + t.cpu_seconds());
-  into->set_gpu_seconds(into->gpu_seconds() + t.gpu_seconds());
-  into->set_read_bytes(into->read_bytes() + t.read_bytes());
-  into->set_write_bytes(into->write_bytes() + t.write_bytes());
-  into->set_energy_kwh(into->energy_kwh() + t.energy_kwh());
-  into->set_cost(into->cost() + t.cost());
-  into->set_max_memory_peak_mb(std::max(into->max_memory_peak_mb(), t.max_memory_peak_mb()));
-}
 
 // The lines of billing months (after, through], read in `txn` (or the store).
 template <typename Reader>

@@ -64,17 +64,6 @@ int64_t ToInt(const std::optional<std::string>& v) {
   return static_cast<int64_t>(ToDouble(v));  // PostgreSQL may print a SUM of BIGINT as numeric
 }
 
-void Add(v1::UsageTotals* into, const v1::UsageTotals& t) {
-  into->set_records(into->records() + t.records());
-  into->set_wall_seconds(into->wall_seconds() + t.wall_seconds());
-  into->set_cpu_seconds(into->cpu_seconds() + t.cpu_seconds());
-  into->set_gpu_seconds(into->gpu_seconds() + t.gpu_seconds());
-  into->set_read_bytes(into->read_bytes() + t.read_bytes());
-  into->set_write_bytes(into->write_bytes() + t.write_bytes());
-  into->set_energy_kwh(into->energy_kwh() + t.energy_kwh());
-  into->set_cost(into->cost() + t.cost());
-  into->set_max_memory_peak_mb(std::max(into->max_memory_peak_mb(), t.max_memory_peak_mb()));
-}
 
 // Adds `rows` (key values -> sums) to a sums table: one multi-row upsert per chunk (the
 // keys are distinct, as the caller summed them first), so a burst costs a round trip or
@@ -109,6 +98,18 @@ absl::Status UpsertSums(store::Transaction& txn, const std::string& table, const
 }
 
 }  // namespace
+
+void AddTotals(v1::UsageTotals* into, const v1::UsageTotals& t) {
+  into->set_records(into->records() + t.records());
+  into->set_wall_seconds(into->wall_seconds() + t.wall_seconds());
+  into->set_cpu_seconds(into->cpu_seconds() + t.cpu_seconds());
+  into->set_gpu_seconds(into->gpu_seconds() + t.gpu_seconds());
+  into->set_read_bytes(into->read_bytes() + t.read_bytes());
+  into->set_write_bytes(into->write_bytes() + t.write_bytes());
+  into->set_energy_kwh(into->energy_kwh() + t.energy_kwh());
+  into->set_cost(into->cost() + t.cost());
+  into->set_max_memory_peak_mb(std::max(into->max_memory_peak_mb(), t.max_memory_peak_mb()));
+}
 
 absl::StatusOr<std::string> NextMonth(const std::string& month) {
   absl::CivilMonth m;
@@ -307,7 +308,7 @@ absl::StatusOr<v1::GetUsageReportResponse> UsageBook::Report(const v1::GetUsageR
       t->set_energy_kwh(ToDouble(r[k + 6]));
       t->set_cost(ToDouble(r[k + 7]));
       t->set_max_memory_peak_mb(ToInt(r[k + 8]));
-      Add(out.mutable_total(), *t);
+      AddTotals(out.mutable_total(), *t);
     }
     return out;
   }
@@ -328,8 +329,8 @@ absl::StatusOr<v1::GetUsageReportResponse> UsageBook::Report(const v1::GetUsageR
     t.set_energy_kwh(rec.energy_kwh());
     t.set_cost(rec.cost());
     t.set_max_memory_peak_mb(rec.memory_peak_mb());
-    Add(it->second.mutable_totals(), t);
-    Add(out.mutable_total(), t);
+    AddTotals(it->second.mutable_totals(), t);
+    AddTotals(out.mutable_total(), t);
   }
   for (auto& [key, row] : groups) *out.add_rows() = std::move(row);
   return out;

@@ -22,6 +22,9 @@ namespace v1 = ::jointcloud::v1;
 // "2026-11-26" for a record's end (UTC): its day in the rollup and in daily reports.
 std::string DayOf(const v1::UsageRecord& record);
 
+// Adds `t` to `into` (sums; the largest peak memory).
+void AddTotals(v1::UsageTotals* into, const v1::UsageTotals& t);
+
 // "2026-12" after "2026-11".
 absl::StatusOr<std::string> NextMonth(const std::string& month);
 

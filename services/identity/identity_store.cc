@@ -232,14 +232,7 @@ absl::StatusOr<v1::Project> IdentityStore::SetProjectQuota(const v1::SetProjectQ
   if (q.max_running_gpus() < 0 || q.max_running_cpus() < 0 || q.max_queued_jobs() < 0) {
     return absl::InvalidArgumentError("quota: limits must be 0 (none) or positive");
   }
-  JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
-  JC_ASSIGN_OR_RETURN(v1::Project project, store::LoadDoc<v1::Project>(*txn, "projects", "project", req.name(),
-                                                                      store_->for_update()));
-  *project.mutable_quota() = q;
-  JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(project));
-  JC_RETURN_IF_ERROR(txn->Exec("UPDATE projects SET doc = $2 WHERE id = $1", {req.name(), doc}).status());
-  JC_RETURN_IF_ERROR(txn->Commit());
-  return project;
+  return UpdateProject(req.name(), [&](v1::Project& project) { *project.mutable_quota() = q; });
 }
 
 absl::StatusOr<v1::Project> IdentityStore::SetProjectBudget(const v1::SetProjectBudgetRequest& req) {
@@ -251,12 +244,17 @@ absl::StatusOr<v1::Project> IdentityStore::SetProjectBudget(const v1::SetProject
   if (b.stop_running() && !b.hard()) {
     return absl::InvalidArgumentError("budget: stop_running applies to a hard budget only; set hard too");
   }
+  return UpdateProject(req.name(), [&](v1::Project& project) { *project.mutable_budget() = b; });
+}
+
+absl::StatusOr<v1::Project> IdentityStore::UpdateProject(const std::string& name,
+                                                         const std::function<void(v1::Project&)>& change) {
   JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
-  JC_ASSIGN_OR_RETURN(v1::Project project, store::LoadDoc<v1::Project>(*txn, "projects", "project", req.name(),
-                                                                      store_->for_update()));
-  *project.mutable_budget() = b;
+  JC_ASSIGN_OR_RETURN(v1::Project project,
+                      store::LoadDoc<v1::Project>(*txn, "projects", "project", name, store_->for_update()));
+  change(project);
   JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(project));
-  JC_RETURN_IF_ERROR(txn->Exec("UPDATE projects SET doc = $2 WHERE id = $1", {req.name(), doc}).status());
+  JC_RETURN_IF_ERROR(txn->Exec("UPDATE projects SET doc = $2 WHERE id = $1", {name, doc}).status());
   JC_RETURN_IF_ERROR(txn->Commit());
   return project;
 }

@@ -8,6 +8,7 @@
 // `cache_ttl` in another sharing the store. A token's last use is remembered in memory and
 // written in one batch every `last_used_flush` (and when the store closes).
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -75,6 +76,9 @@ class IdentityStore {
   absl::Status FlushLastUsed();
 
  private:
+  // Loads the project for update, changes it with `change`, writes it back, in one
+  // transaction; NotFound for an unknown project.
+  absl::StatusOr<v1::Project> UpdateProject(const std::string& name, const std::function<void(v1::Project&)>& change);
   struct CachedToken {
     absl::StatusOr<std::shared_ptr<const auth::Principal>> principal;  // or why it is refused
     std::string secret_sha256;
