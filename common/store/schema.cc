@@ -7,6 +7,19 @@
 
 namespace jc::store {
 
+// The sums every usage rollup keeps (usage_daily, usage_monthly, usage_billing), as
+// services/accounting/usage_book.cc adds to them.
+#define JC_USAGE_SUM_COLUMNS                  \
+  "  records BIGINT NOT NULL,"                \
+  "  wall_seconds DOUBLE PRECISION NOT NULL," \
+  "  cpu_seconds DOUBLE PRECISION NOT NULL,"  \
+  "  gpu_seconds DOUBLE PRECISION NOT NULL,"  \
+  "  read_bytes BIGINT NOT NULL,"             \
+  "  write_bytes BIGINT NOT NULL,"            \
+  "  energy_kwh DOUBLE PRECISION NOT NULL,"   \
+  "  cost DOUBLE PRECISION NOT NULL,"         \
+  "  max_memory_peak_mb BIGINT NOT NULL,"
+
 // Each resource is stored as its protobuf JSON document (`doc`) next to the columns that
 // lists filter and page on. See docs/adr/0002-store-documents.md for why.
 const std::vector<Migration>& Migrations() {
@@ -195,15 +208,7 @@ const std::vector<Migration>& Migrations() {
            "  user_name TEXT NOT NULL,"
            "  center_id TEXT NOT NULL,"
            "  spec_id TEXT NOT NULL,"
-           "  records BIGINT NOT NULL,"
-           "  wall_seconds DOUBLE PRECISION NOT NULL,"
-           "  cpu_seconds DOUBLE PRECISION NOT NULL,"
-           "  gpu_seconds DOUBLE PRECISION NOT NULL,"
-           "  read_bytes BIGINT NOT NULL,"
-           "  write_bytes BIGINT NOT NULL,"
-           "  energy_kwh DOUBLE PRECISION NOT NULL,"
-           "  cost DOUBLE PRECISION NOT NULL,"
-           "  max_memory_peak_mb BIGINT NOT NULL,"
+           JC_USAGE_SUM_COLUMNS
            "  PRIMARY KEY (day, project, user_name, center_id, spec_id))",
            // An ended job stays loaded while attempts it placed have not reported their end.
            "ALTER TABLE jobs ADD COLUMN open_attempts INTEGER NOT NULL DEFAULT 0",
@@ -241,15 +246,7 @@ const std::vector<Migration>& Migrations() {
            "  billing_month TEXT NOT NULL,"
            "  center_id TEXT NOT NULL,"
            "  project TEXT NOT NULL,"
-           "  records BIGINT NOT NULL,"
-           "  wall_seconds DOUBLE PRECISION NOT NULL,"
-           "  cpu_seconds DOUBLE PRECISION NOT NULL,"
-           "  gpu_seconds DOUBLE PRECISION NOT NULL,"
-           "  read_bytes BIGINT NOT NULL,"
-           "  write_bytes BIGINT NOT NULL,"
-           "  energy_kwh DOUBLE PRECISION NOT NULL,"
-           "  cost DOUBLE PRECISION NOT NULL,"
-           "  max_memory_peak_mb BIGINT NOT NULL,"
+           JC_USAGE_SUM_COLUMNS
            "  PRIMARY KEY (billing_month, center_id, project))",
        }},
       {15,
@@ -261,15 +258,7 @@ const std::vector<Migration>& Migrations() {
            "  user_name TEXT NOT NULL,"
            "  center_id TEXT NOT NULL,"
            "  spec_id TEXT NOT NULL,"
-           "  records BIGINT NOT NULL,"
-           "  wall_seconds DOUBLE PRECISION NOT NULL,"
-           "  cpu_seconds DOUBLE PRECISION NOT NULL,"
-           "  gpu_seconds DOUBLE PRECISION NOT NULL,"
-           "  read_bytes BIGINT NOT NULL,"
-           "  write_bytes BIGINT NOT NULL,"
-           "  energy_kwh DOUBLE PRECISION NOT NULL,"
-           "  cost DOUBLE PRECISION NOT NULL,"
-           "  max_memory_peak_mb BIGINT NOT NULL,"
+           JC_USAGE_SUM_COLUMNS
            "  PRIMARY KEY (month, project, user_name, center_id, spec_id))",
        }},
   };

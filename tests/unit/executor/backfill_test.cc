@@ -38,6 +38,25 @@ std::set<int64_t> Ids(const std::map<int64_t, Placement>& placed) {
   return out;
 }
 
+// A backfill queue and host h1 (8 slots, 64 GB, and what `h` adds), where job 1 holds
+// 60 GB for an hour from kT0: a job that needs memory waits for it, and reserves.
+Scheduler MemoryHeldCluster(HostConfig h) {
+  QueueConfig q;
+  q.name = "normal";
+  q.backfill = true;
+  Scheduler s;
+  h.name = "h1";
+  h.slots = 8;
+  h.mem_mb = 65536;
+  REQUIRE(s.AddHost(h).ok());
+  REQUIRE(s.AddQueue(q).ok());
+  s.SetNow(kT0);
+  JobRequest a = testing::MakeJob(1, "u", 1, "normal", "rusage[mem=60000]");
+  a.run_limit = absl::Hours(1);
+  REQUIRE(testing::RunCycle(s, {a}).size() == 1);
+  return s;
+}
+
 }  // namespace
 
 TEST_CASE("backfill: short jobs use a big job's reserved slots only if they end before it starts", "[B5]") {
@@ -110,22 +129,9 @@ TEST_CASE("without backfill a queue behaves as before: later jobs take free slot
 TEST_CASE("backfill: a reservation holds the GPUs and memory its job waits for, not only slots: on a host with "
           "more slots than GPUs a job that may not backfill does not start on them [B5]",
           "[B5]") {
-  QueueConfig q;
-  q.name = "normal";
-  q.backfill = true;
-  Scheduler s;
   HostConfig h;
-  h.name = "h1";
-  h.slots = 8;
-  h.mem_mb = 65536;
   h.gpus = {0, 1};
-  REQUIRE(s.AddHost(h).ok());
-  REQUIRE(s.AddQueue(q).ok());
-  s.SetNow(kT0);
-  // A holds most of the memory for an hour.
-  JobRequest a = testing::MakeJob(1, "u", 1, "normal", "rusage[mem=60000]");
-  a.run_limit = absl::Hours(1);
-  REQUIRE(testing::RunCycle(s, {a}).size() == 1);
+  Scheduler s = MemoryHeldCluster(h);
 
   // J waits for memory and needs both GPUs, free now; then a job without a run limit that
   // wants both GPUs, and a 30-minute one that wants one.
@@ -162,22 +168,9 @@ TEST_CASE("backfill: a reservation holds the GPUs and memory its job waits for, 
 TEST_CASE("backfill: a reservation holds the licenses its job will take, so a job that may not backfill does not "
           "take them first [B5][B1]",
           "[B5][B1]") {
-  QueueConfig q;
-  q.name = "normal";
-  q.backfill = true;
-  Scheduler s;
   HostConfig h;
-  h.name = "h1";
-  h.slots = 4;
-  h.mem_mb = 65536;
   h.resources["licenses"] = 2.0;
-  REQUIRE(s.AddHost(h).ok());
-  REQUIRE(s.AddQueue(q).ok());
-  s.SetNow(kT0);
-  // A holds most of the memory for an hour.
-  JobRequest a = testing::MakeJob(1, "u", 1, "normal", "rusage[mem=60000]");
-  a.run_limit = absl::Hours(1);
-  REQUIRE(testing::RunCycle(s, {a}).size() == 1);
+  Scheduler s = MemoryHeldCluster(h);
   // J waits for memory and needs both licenses, free now; the next job has no run limit
   // and wants both licenses (slots are free for it).
   JobRequest j = testing::MakeJob(10, "u", 1, "normal", "rusage[licenses=2:mem=40000]");
