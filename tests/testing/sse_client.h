@@ -4,6 +4,8 @@
 
 #include <httplib.h>
 
+#include "common/sse_parser.h"
+
 #include <nlohmann/json.hpp>
 #include <atomic>
 #include <chrono>
@@ -40,7 +42,8 @@ inline SseReply ReadSse(int port, const std::string& token, const std::string& p
   if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
   if (!last_event_id.empty()) headers.emplace("Last-Event-ID", last_event_id);
   SseReply reply;
-  std::string buffer, body;
+  std::string body;
+  jc::SseParser parser;
   auto deadline = std::chrono::steady_clock::now() + timeout;
   bool stopped = false;
   auto result = client.Get(
@@ -54,31 +57,17 @@ inline SseReply ReadSse(int port, const std::string& token, const std::string& p
           body.append(data, n);
           return true;
         }
-        buffer.append(data, n);
-        for (size_t end; (end = buffer.find("\n\n")) != std::string::npos;) {
-          std::string frame = buffer.substr(0, end);
-          buffer.erase(0, end + 2);
-          SseEvent event;
-          bool is_event = false;
-          size_t at = 0;
-          while (at <= frame.size()) {
-            size_t nl = frame.find('\n', at);
-            std::string line = frame.substr(at, nl == std::string::npos ? std::string::npos : nl - at);
-            at = nl == std::string::npos ? frame.size() + 1 : nl + 1;
-            if (line.rfind(":", 0) == 0) {
+        parser.Feed(
+            std::string_view(data, n),
+            [&](const jc::SseEvent& e) {
+              reply.events.push_back({e.id, e.event == "message" ? std::string() : e.event,
+                                      nlohmann::json::parse(e.data, nullptr, false)});
+              return true;
+            },
+            [&](std::string_view) {
               ++reply.comments;
               if (connected != nullptr) *connected = true;
-            } else if (line.rfind("id: ", 0) == 0) {
-              event.id = line.substr(4);
-            } else if (line.rfind("event: ", 0) == 0) {
-              event.type = line.substr(7);
-            } else if (line.rfind("data: ", 0) == 0) {
-              event.data = nlohmann::json::parse(line.substr(6), nullptr, false);
-              is_event = true;
-            }
-          }
-          if (is_event) reply.events.push_back(std::move(event));
-        }
+            });
         if ((enough && enough(reply.events)) || std::chrono::steady_clock::now() > deadline) {
           stopped = true;
           return false;

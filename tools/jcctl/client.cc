@@ -1,5 +1,7 @@
 #include "tools/jcctl/client.h"
 
+#include "common/sse_parser.h"
+
 #include <httplib.h>
 
 #include <regex>
@@ -124,7 +126,8 @@ absl::Status Client::Stream(const std::string& path, const std::string& last_eve
   if (!last_event_id.empty()) headers.emplace("Last-Event-ID", last_event_id);
   http_->set_read_timeout(120, 0);  // heartbeats come every 15 s
   int status = 0;
-  std::string buffer, error_body;
+  std::string error_body;
+  SseParser parser;
   bool stopped = false;
   httplib::Result res = http_->Get(
       path.c_str(), headers,
@@ -137,34 +140,21 @@ absl::Status Client::Stream(const std::string& path, const std::string& last_eve
           error_body.append(data, n);
           return true;
         }
-        buffer.append(data, n);
-        for (size_t end; (end = buffer.find("\n\n")) != std::string::npos;) {
-          std::string frame = buffer.substr(0, end);
-          buffer.erase(0, end + 2);
-          std::string id, type, payload;
-          size_t at = 0;
-          while (at < frame.size()) {
-            size_t nl = frame.find('\n', at);
-            if (nl == std::string::npos) nl = frame.size();
-            std::string line = frame.substr(at, nl - at);
-            at = nl + 1;
-            if (absl::StartsWith(line, "id: ")) id = line.substr(4);
-            if (absl::StartsWith(line, "event: ")) type = line.substr(7);
-            if (absl::StartsWith(line, "data: ")) payload = line.substr(6);
-          }
-          if (payload.empty()) continue;  // a comment (heartbeat) or the retry hint
-          json data = json::parse(payload, nullptr, false);
-          if (type == "error") {
-            error_body = payload;
-            stopped = true;
-            return false;
-          }
-          if (!on_event(id, type, data)) {
-            stopped = true;
-            return false;
-          }
-        }
-        return true;
+        return parser.Feed(
+            std::string_view(data, n),
+            [&](const SseEvent& e) {
+              if (e.event == "error") {  // the server's envelope, ending the stream
+                error_body = e.data;
+                stopped = true;
+                return false;
+              }
+              if (!on_event(e.id, e.event, json::parse(e.data, nullptr, false))) {
+                stopped = true;
+                return false;
+              }
+              return true;
+            },
+            [](std::string_view) {});  // heartbeats
       });
   if (status != 0 && status != 200) return EnvelopeError(status, error_body);
   if (!error_body.empty()) {
