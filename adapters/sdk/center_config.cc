@@ -295,12 +295,18 @@ static absl::StatusOr<CenterConfig> ParseCenterConfigUnguarded(const std::string
     if (v <= 0) return absl::InvalidArgumentError(absl::StrCat(where, " (", id, "): cpu must be positive"));
     JC_CFG_ASSIGN(v, QuantityField(n, "memory", where, true));
     s.mutable_quantity()->set_memory_mb(v);
-    JC_CFG_ASSIGN(v, QuantityField(n, "gpu", where, false));
-    s.mutable_quantity()->set_gpu(static_cast<int>(v));
-    JC_CFG_ASSIGN(v, QuantityField(n, "npu", where, false));
-    s.mutable_quantity()->set_npu(static_cast<int>(v));
-    JC_CFG_ASSIGN(v, QuantityField(n, "mlu", where, false));
-    s.mutable_quantity()->set_mlu(static_cast<int>(v));
+    // Devices are counted: whole numbers, and few (a quantity such as 4Gi is not one).
+    for (const auto& [name, set] :
+         {std::pair<const char*, void (pb::ResourceQuantity::*)(int32_t)>{"gpu", &pb::ResourceQuantity::set_gpu},
+          {"npu", &pb::ResourceQuantity::set_npu},
+          {"mlu", &pb::ResourceQuantity::set_mlu}}) {
+      JC_CFG_ASSIGN(v, QuantityField(n, name, where, false));
+      if (!(v >= 0) || v > 65536 || v != static_cast<double>(static_cast<int32_t>(v))) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, " (", id, "): ", name, " must be a whole number of devices, 0 to 65536 (got ", v, ")"));
+      }
+      (s.mutable_quantity()->*set)(static_cast<int32_t>(v));
+    }
     JC_CFG_ASSIGN(v, Get<double>(n, "execution_power_watts", where, 0));
     s.set_execution_power_watts(v);
     JC_CFG_ASSIGN(v, Get<double>(n, "price", where, 0));

@@ -49,6 +49,10 @@ TEST_CASE("a center configuration with a mistake is refused, naming it [A14][C5]
       {"center_id: c\ndata_sources: /srv\n", "must be a list"},
       {"center_id: c\ndata_sources: [srv/relative]\n", "must be an absolute directory"},
       {"center_id: [\n", "not YAML"},
+      // Found by tests/fuzz/center_config_fuzz: a device count given as a size was cast
+      // to int past its range (undefined behaviour).
+      {"center_id: c\nspecs:\n  - {id: g, cpu: 8, memory: 64Gi, gpu: 4Gi}\n", "gpu must be a whole number of devices"},
+      {"center_id: c\nspecs:\n  - {id: g, cpu: 8, memory: 64Gi, npu: 1.5}\n", "npu must be a whole number"},
   };
   for (const auto& [yaml, message] : bad) {
     auto c = jc::adapter::ParseCenterConfig(yaml);
