@@ -15,9 +15,10 @@ namespace v1 = ::jointcloud::v1;
 
 namespace {
 
-// from, to (a month, a day or an instant; `to` of a month or day is its end) or month.
-absl::Status ParsePeriod(const httplib::Request& r, google::protobuf::Timestamp* from,
-                         google::protobuf::Timestamp* to) {
+// from, to (a month, a day or an instant; `to` of a month or day is its end) or month,
+// set on the request only when given.
+template <typename Request>
+absl::Status ParsePeriod(const httplib::Request& r, Request* req) {
   std::string month = QueryString(r, "month");
   if (!month.empty()) {
     if (!QueryString(r, "from").empty() || !QueryString(r, "to").empty()) {
@@ -25,19 +26,19 @@ absl::Status ParsePeriod(const httplib::Request& r, google::protobuf::Timestamp*
     }
     auto period = accounting::ParseMonth(month);
     if (!period.ok()) return absl::InvalidArgumentError(absl::StrCat("month: ", period.status().message()));
-    *from = ToTimestamp(period->first);
-    *to = ToTimestamp(period->second);
+    *req->mutable_from() = ToTimestamp(period->first);
+    *req->mutable_to() = ToTimestamp(period->second);
     return absl::OkStatus();
   }
   if (std::string text = QueryString(r, "from"); !text.empty()) {
     auto t = accounting::ParseBound(text);
     if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat("from: ", t.status().message()));
-    *from = ToTimestamp(*t);
+    *req->mutable_from() = ToTimestamp(*t);
   }
   if (std::string text = QueryString(r, "to"); !text.empty()) {
     auto t = accounting::ParseEndBound(text);
     if (!t.ok()) return absl::InvalidArgumentError(absl::StrCat("to: ", t.status().message()));
-    *to = ToTimestamp(*t);
+    *req->mutable_to() = ToTimestamp(*t);
   }
   return absl::OkStatus();
 }
@@ -74,9 +75,7 @@ std::vector<Route> AccountingRoutes(std::shared_ptr<grpc::Channel> channel) {
                       int32_t size = 0;
                       absl::Status s = QueryInt(r, "pageSize", &size);
                       req.set_page_size(size);
-                      if (s.ok()) s = ParsePeriod(r, req.mutable_from(), req.mutable_to());
-                      if (req.from().seconds() == 0 && req.from().nanos() == 0) req.clear_from();
-                      if (req.to().seconds() == 0 && req.to().nanos() == 0) req.clear_to();
+                      if (s.ok()) s = ParsePeriod(r, &req);
                       return IfOk(s, [&] { return CallUnary(stub.get(), &S::ListUsageRecords, req, kCamel); });
                     }});
   routes.push_back({"GET", base + "/report", "accounting",
@@ -91,9 +90,7 @@ std::vector<Route> AccountingRoutes(std::shared_ptr<grpc::Channel> channel) {
                      {"userName", "string", "only this user's"}},
                     [stub](const httplib::Request& r, const std::vector<std::string>&) {
                       v1::GetUsageReportRequest req;
-                      absl::Status s = ParsePeriod(r, req.mutable_from(), req.mutable_to());
-                      if (req.from().seconds() == 0 && req.from().nanos() == 0) req.clear_from();
-                      if (req.to().seconds() == 0 && req.to().nanos() == 0) req.clear_to();
+                      absl::Status s = ParsePeriod(r, &req);
                       for (absl::string_view g : absl::StrSplit(QueryString(r, "groupBy"), ',', absl::SkipEmpty())) {
                         req.add_group_by(std::string(absl::StripAsciiWhitespace(g)));
                       }
@@ -140,9 +137,7 @@ std::vector<Route> AccountingRoutes(std::shared_ptr<grpc::Channel> channel) {
                     [stub](const httplib::Request& r, const std::vector<std::string>&) {
                       v1::ReconcileRequest req;
                       req.set_ai_center_id(QueryString(r, "center"));
-                      absl::Status s = ParsePeriod(r, req.mutable_from(), req.mutable_to());
-                      if (req.from().seconds() == 0 && req.from().nanos() == 0) req.clear_from();
-                      if (req.to().seconds() == 0 && req.to().nanos() == 0) req.clear_to();
+                      absl::Status s = ParsePeriod(r, &req);
                       for (const auto& [name, set] :
                            {std::pair<const char*, void (v1::ReconcileRequest::*)(double)>{
                                 "toleranceSeconds", &v1::ReconcileRequest::set_tolerance_seconds},
