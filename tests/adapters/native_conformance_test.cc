@@ -61,7 +61,13 @@ struct NexecCluster {
   ~NexecCluster() {
     agent.reset();
     master.reset();
-    std::filesystem::remove_all(dir);
+    // A replica's image pull (nexec-image-run, a task process that outlives a killed agent by
+    // design) may still be writing its temporary file here: retry until the tree is gone.
+    jc::testing::WaitUntil([&] {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+      return !ec;
+    });
   }
 };
 
