@@ -33,6 +33,7 @@
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
 #include "executor/agent/user_files.h"
+#include "executor/agent/vfork_child.h"
 
 namespace jc::nexec {
 namespace {
@@ -46,6 +47,84 @@ enum Step { kSetpgid, kOpenStdout, kOpenStderr, kBecomeUser, kChdir, kExec, kAff
 constexpr const char* kSteps[] = {"setpgid", "open stdout", "open stderr", "become the user", "chdir", "exec",
                                   "sched_setaffinity", "setsid", "set the controlling terminal",
                                   "join the task's cgroup"};
+
+// What the task's child process does between clone and exec, with everything it needs
+// prepared by the agent beforehand (StartSharedMemoryChild: no allocation from here).
+struct TaskChild {
+  int error_fd = -1;  // the CLOEXEC pipe a ChildError goes to
+  bool tty = false;
+  int child_in = -1;  // stdin (and, for a terminal, stdout and stderr)
+  const TaskCgroup* cgroup = nullptr;
+  const Account* user = nullptr;  // set: become this account first
+  int out_fd = -1, err_fd = -1;   // opened by the agent, or -1
+  bool same_file = false;
+  const char* out_path = nullptr;  // set: the child opens it, as the user
+  const char* err_path = nullptr;
+  char* out_dirs = nullptr;  // mkdir -p buffers of those paths
+  char* err_dirs = nullptr;
+  const char* cwd = nullptr;
+  const std::string* cwd_note = nullptr;
+  const cpu_set_t* cpus = nullptr;
+  char** argv = nullptr;
+  char** envp = nullptr;
+};
+
+[[noreturn]] void FailChild(const TaskChild& c, int step) {
+  ChildError e{step, errno};
+  (void)!write(c.error_fd, &e, sizeof(e));
+  _exit(127);
+}
+
+int RunTaskChild(void* arg) {
+  const TaskChild& c = *static_cast<const TaskChild*>(arg);
+  // Unblock every signal (the agent's threads block some; StartSharedMemoryChild all).
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  signal(SIGPIPE, SIG_DFL);
+  if (c.tty) {
+    // Its own session with the terminal as its controlling one: ^C typed at the
+    // submitter's terminal reaches the task's foreground processes as SIGINT.
+    if (setsid() < 0) FailChild(c, kSetsid);
+    if (ioctl(c.child_in, TIOCSCTTY, 0) != 0) FailChild(c, kControllingTty);
+  } else if (setpgid(0, 0) != 0) {
+    FailChild(c, kSetpgid);
+  }
+  if (c.cgroup && c.cgroup->JoinFromChild() != 0) FailChild(c, kCgroup);
+  // The user first, then its files: every open below is checked as the user's own.
+  if (c.user && BecomeAccount(*c.user) != 0) FailChild(c, kBecomeUser);
+  if (c.tty) {
+    dup2(c.child_in, 0);
+    dup2(c.child_in, 1);
+    dup2(c.child_in, 2);
+  } else {
+    int out = c.out_fd;
+    if (c.out_path) {
+      if (MakeParentDirectories(c.out_dirs) != 0) FailChild(c, kOpenStdout);
+      if ((out = open(c.out_path, O_WRONLY | O_CREAT | O_APPEND, 0600)) < 0) FailChild(c, kOpenStdout);
+    } else if (out < 0) {
+      out = open("/dev/null", O_WRONLY);
+    }
+    int err = c.same_file ? out : c.err_fd;
+    if (c.err_path) {
+      if (MakeParentDirectories(c.err_dirs) != 0) FailChild(c, kOpenStderr);
+      if ((err = open(c.err_path, O_WRONLY | O_CREAT | O_APPEND, 0600)) < 0) FailChild(c, kOpenStderr);
+    } else if (err < 0) {
+      err = open("/dev/null", O_WRONLY);
+    }
+    int in = c.child_in >= 0 ? c.child_in : open("/dev/null", O_RDONLY);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+  }
+  if (chdir(c.cwd) != 0) {
+    if (chdir("/tmp") != 0) FailChild(c, kChdir);
+    (void)!write(2, c.cwd_note->data(), c.cwd_note->size());
+  }
+  if (c.cpus && sched_setaffinity(0, sizeof(*c.cpus), c.cpus) != 0) FailChild(c, kAffinity);
+  execve(c.argv[0], c.argv, c.envp);
+  FailChild(c, kExec);
+}
 
 // "4 GiB", "512 MiB": a limit as a user gave it.
 std::string HumanBytes(int64_t bytes) {
@@ -473,66 +552,31 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
     return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
   }
   const bool tty = t.tty;
-  pid_t pid = fork();
+  TaskChild child;
+  child.error_fd = pipefd[1];
+  child.tty = tty;
+  child.child_in = child_in;
+  child.cgroup = cgroup.get();
+  child.user = switch_user && !in_image ? &*user : nullptr;
+  child.out_fd = out_fd;
+  child.err_fd = err_fd;
+  child.same_file = same_file;
+  child.out_path = child_opens_out ? out_path.c_str() : nullptr;
+  child.err_path = child_opens_err ? err_path.c_str() : nullptr;
+  child.out_dirs = out_dirs.data();
+  child.err_dirs = err_dirs.data();
+  child.cwd = cwd.c_str();
+  child.cwd_note = &cwd_note;
+  child.cpus = t.cpus.empty() ? nullptr : &cpus;
+  child.argv = argv;
+  child.envp = envp.data();
+  pid_t pid = StartSharedMemoryChild(RunTaskChild, &child);
   if (pid < 0) {
+    const int err = errno;
     close(pipefd[0]);
     close(pipefd[1]);
     drop_input();
-    return absl::ResourceExhaustedError(absl::StrCat("fork: ", std::strerror(errno)));
-  }
-  if (pid == 0) {
-    auto fail = [&](int step) {
-      ChildError e{step, errno};
-      (void)!write(pipefd[1], &e, sizeof(e));
-      _exit(127);
-    };
-    // Unblock every signal the agent may block for its own threads.
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    signal(SIGPIPE, SIG_DFL);
-    if (tty) {
-      // Its own session with the terminal as its controlling one: ^C typed at the
-      // submitter's terminal reaches the task's foreground processes as SIGINT.
-      if (setsid() < 0) fail(kSetsid);
-      if (ioctl(child_in, TIOCSCTTY, 0) != 0) fail(kControllingTty);
-    } else if (setpgid(0, 0) != 0) {
-      fail(kSetpgid);
-    }
-    if (cgroup && cgroup->JoinFromChild() != 0) fail(kCgroup);
-    // The user first, then its files: every open below is checked as the user's own.
-    if (switch_user && !in_image && BecomeAccount(*user) != 0) fail(kBecomeUser);
-    if (tty) {
-      dup2(child_in, 0);
-      dup2(child_in, 1);
-      dup2(child_in, 2);
-    } else {
-      int out = out_fd;
-      if (child_opens_out) {
-        if (MakeParentDirectories(out_dirs.data()) != 0) fail(kOpenStdout);
-        if ((out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600)) < 0) fail(kOpenStdout);
-      } else if (out < 0) {
-        out = open("/dev/null", O_WRONLY);
-      }
-      int err = same_file ? out : err_fd;
-      if (child_opens_err) {
-        if (MakeParentDirectories(err_dirs.data()) != 0) fail(kOpenStderr);
-        if ((err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600)) < 0) fail(kOpenStderr);
-      } else if (err < 0) {
-        err = open("/dev/null", O_WRONLY);
-      }
-      int in = child_in >= 0 ? child_in : open("/dev/null", O_RDONLY);
-      dup2(in, 0);
-      dup2(out, 1);
-      dup2(err, 2);
-    }
-    if (chdir(cwd.c_str()) != 0) {
-      if (chdir("/tmp") != 0) fail(kChdir);
-      (void)!write(2, cwd_note.data(), cwd_note.size());
-    }
-    if (!t.cpus.empty() && sched_setaffinity(0, sizeof(cpus), &cpus) != 0) fail(kAffinity);
-    execve(argv[0], argv, envp.data());
-    fail(kExec);
+    return absl::ResourceExhaustedError(absl::StrCat("clone: ", std::strerror(err)));
   }
   close(pipefd[1]);
   if (child_in >= 0) close(child_in);

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -121,9 +122,12 @@ absl::StatusOr<Account> LookupAccount(const std::string& name) {
 bool ActsForOthers(const Account& account) { return geteuid() == 0 && account.uid != 0; }
 
 int BecomeAccount(const Account& account) {
-  if (setgroups(account.groups.size(), account.groups.data()) != 0) return -1;
-  if (setgid(account.gid) != 0) return -1;
-  if (setuid(account.uid) != 0) return -1;
+  // The system calls themselves, not glibc's wrappers: those make every thread of the
+  // process change with the caller, which a child sharing the agent's memory
+  // (vfork_child.h) must not attempt — it would signal the agent's threads.
+  if (syscall(SYS_setgroups, account.groups.size(), account.groups.data()) != 0) return -1;
+  if (syscall(SYS_setresgid, account.gid, account.gid, account.gid) != 0) return -1;
+  if (syscall(SYS_setresuid, account.uid, account.uid, account.uid) != 0) return -1;
   return 0;
 }
 
