@@ -346,9 +346,15 @@ absl::StatusOr<int> Agent::Start() {
   }
   std::error_code ec;
   options_.state_dir = std::filesystem::absolute(options_.state_dir).lexically_normal().string();
-  std::filesystem::create_directories(std::filesystem::path(options_.state_dir) / "tasks", ec);
+  std::filesystem::create_directories(options_.state_dir, ec);
   if (ec) return absl::InvalidArgumentError(absl::StrCat("cannot create ", options_.state_dir, ": ", ec.message()));
-  if (int killed = KillPredecessorTasks(); killed > 0) {
+  auto journal = TaskJournal::Open((std::filesystem::path(options_.state_dir) / "tasks.journal").string(),
+                                   (std::filesystem::path(options_.state_dir) / "tasks").string());
+  if (!journal.ok()) return journal.status();
+  journal_ = std::move(*journal);
+  auto killed_or = KillPredecessorTasks();
+  if (!killed_or.ok()) return killed_or.status();
+  if (int killed = *killed_or; killed > 0) {
     spdlog::warn("nexec agent {}: killed {} task(s) a previous agent on this host left running; the master reruns "
                  "or fails their jobs as their queues say",
                  options_.host, killed);
@@ -407,10 +413,6 @@ pb::AgentInfo Agent::CurrentInfo() {
   return info;
 }
 
-std::string Agent::TaskFile(const std::string& key) const {
-  return (std::filesystem::path(options_.state_dir) / "tasks" / key).string();
-}
-
 namespace {
 
 // The processes whose environment names one of `keys` (NEXEC_TASK_KEY, which every task
@@ -439,17 +441,14 @@ std::map<std::string, std::vector<pid_t>> ProcessesOfTasks(const std::set<std::s
 
 }  // namespace
 
-int Agent::KillPredecessorTasks() {
+absl::StatusOr<int> Agent::KillPredecessorTasks() {
   int killed = 0;
   std::error_code ec;
   // A task file still saying "0 0": its process was perhaps started, its group not yet
   // recorded when the agent died. Found by its environment instead.
   std::set<std::string> unrecorded;
-  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(options_.state_dir) / "tasks", ec)) {
-    std::ifstream in(entry.path());
-    pid_t pgid = 0;
-    in >> pgid;
-    if (pgid == 0) unrecorded.insert(entry.path().filename().string());
+  for (const auto& [key, task] : journal_->Inherited()) {
+    if (task.pgid == 0) unrecorded.insert(key);
   }
   if (!unrecorded.empty()) {
     for (const auto& [key, pids] : ProcessesOfTasks(unrecorded, options_.state_dir)) {
@@ -465,11 +464,9 @@ int Agent::KillPredecessorTasks() {
       }
     }
   }
-  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(options_.state_dir) / "tasks", ec)) {
-    std::ifstream in(entry.path());
-    pid_t pgid = 0;
-    uint64_t start = 0;
-    in >> pgid >> start;
+  for (const auto& [key, recorded] : journal_->Inherited()) {
+    const pid_t pgid = recorded.pgid;
+    const uint64_t start = recorded.start_time;
     if (pgid > 1) {
       // Ours when the group's leader is the process we started, or when the leader is
       // gone but its group lives on (a pid is not reused while its group exists).
@@ -477,14 +474,13 @@ int Agent::KillPredecessorTasks() {
       bool ours = leader_alive ? ProcessStartTime(pgid) == start : kill(-pgid, 0) == 0;
       if (ours && killpg(pgid, SIGKILL) == 0) {
         ++killed;
-        spdlog::info("nexec agent: killed process group {} (task {}) left by a previous agent", pgid,
-                     entry.path().filename().string());
+        spdlog::info("nexec agent: killed process group {} (task {}) left by a previous agent", pgid, key);
       }
     }
     // The task ended (killed now, or earlier with an exit code nobody saw): the master hears
     // so in the first heartbeat, and a launch of the same attempt is not run again, so no
     // attempt runs twice on this host.
-    std::vector<std::string> parts = absl::StrSplit(entry.path().filename().string(), '.');
+    std::vector<std::string> parts = absl::StrSplit(key, '.');
     pb::TaskReport r;
     int64_t job = 0;
     int task = 0, attempt = 0;
@@ -497,10 +493,10 @@ int Agent::KillPredecessorTasks() {
       r.set_exit_code(128 + SIGKILL);
       std::lock_guard<std::mutex> lock(mu_);
       unacked_exits_.push_back(r);
-      finished_.insert(entry.path().filename().string());
-      finished_order_.push_back(entry.path().filename().string());
+      finished_.insert(key);
+      finished_order_.push_back(key);
     }
-    std::filesystem::remove(entry.path(), ec);
+    if (absl::Status ended = journal_->Ended(key); !ended.ok()) return ended;
   }
   return killed;
 }
@@ -616,13 +612,17 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   // Recorded before it starts (process group still unknown): an agent that dies between
   // starting the task and recording its group leaves the mark, and its successor knows the
   // attempt was (perhaps) started and never starts it again.
-  std::ofstream(TaskFile(key)) << "0 0\n";
+  if (absl::Status marked = journal_->Starting(key); !marked.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_.erase(key);
+    bound_cpus_.erase(key);
+    return absl::UnavailableError(absl::StrCat("the agent cannot record the task: ", marked.message()));
+  }
   auto pid = StartProcess(first);
   if (metrics_) (pid.ok() || absl::IsAlreadyExists(pid.status()) ? metrics_->launches_ok : metrics_->launches_refused)->Increment();
   if (!pid.ok()) {
     if (absl::IsAlreadyExists(pid.status())) return 0;  // a concurrent repeat started it
-    std::error_code ec;
-    std::filesystem::remove(TaskFile(key), ec);
+    (void)journal_->Ended(key);  // never started: a successor that still reads it finds no process
     std::lock_guard<std::mutex> lock(mu_);
     tasks_.erase(key);
     bound_cpus_.erase(key);
@@ -658,7 +658,10 @@ absl::StatusOr<pid_t> Agent::StartProcess(const TaskLaunch& launch) {
   if (!pid.ok()) return pid;
   // The task's process group, with its leader's start time (so that a pid reused by
   // another program is never taken for it), for an agent that restarts after a crash.
-  std::ofstream(TaskFile(launch.key)) << *pid << " " << ProcessStartTime(*pid) << "\n";
+  if (absl::Status recorded = journal_->Started(launch.key, *pid, ProcessStartTime(*pid)); !recorded.ok()) {
+    // It runs: its "S" line stands, and a successor finds it by its environment.
+    spdlog::error("task {}: {}", launch.key, std::string(recorded.message()));
+  }
   return pid;
 }
 
@@ -1045,8 +1048,11 @@ void Agent::HeartbeatLoop() {
       unacked_exits_.push_back(r);
       bound_cpus_.erase(e.key);
       tasks_.erase(it);
-      std::error_code ec;
-      std::filesystem::remove(TaskFile(e.key), ec);
+      if (absl::Status ended = journal_->Ended(e.key); !ended.ok()) {
+        // Left "live" in the journal, a successor would kill nothing (its group is gone) and
+        // report it ended again, which the master ignores for an attempt it knows ended.
+        spdlog::error("task {}: {}", e.key, std::string(ended.message()));
+      }
       finished_.insert(e.key);
       finished_order_.push_back(e.key);
       if (finished_order_.size() > 100000) {

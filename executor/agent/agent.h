@@ -23,6 +23,7 @@
 #include "executor/agent/gpu_probe.h"
 #include "executor/agent/image_store.h"
 #include "executor/agent/sensor.h"
+#include "executor/agent/task_journal.h"
 #include "executor/agent/task_runner.h"
 #include "executor/agent/user_files.h"
 #include "nexec/v1/nexec.pb.h"
@@ -174,15 +175,16 @@ class Agent {
   // Tasks in images where runc, skopeo and umoci are installed (said at start otherwise).
   void SetUpImages();
   // Kills the process groups of the tasks a previous agent on this host started and did
-  // not see end (it died); returns how many were still running.
-  int KillPredecessorTasks();
-  std::string TaskFile(const std::string& key) const;
+  // not see end (it died), as its journal says; returns how many were still running. Each
+  // is marked ended in the journal once reported, so an error here stops the start.
+  absl::StatusOr<int> KillPredecessorTasks();
   pb::AgentInfo CurrentInfo();
 
   AgentOptions options_;
   pb::AgentInfo base_info_;
   // The device numbers of this host's GPUs that `held` leaves out (those with a node).
   std::vector<CharDevice> GpuDevicesNotHeld(const std::vector<int>& held);
+  std::unique_ptr<TaskJournal> journal_;  // set in Start, before any task
   TaskRunner runner_;
   std::unique_ptr<SensorRunner> sensors_;
   std::unique_ptr<grpc::Service> service_;

@@ -283,6 +283,12 @@ absl::StatusOr<std::unique_ptr<TaskCgroup>> TaskCgroup::Create(const CgroupLayou
     fds.push_back(fd);
   }
   std::unique_ptr<TaskCgroup> made(new TaskCgroup(layout.v2, std::move(dirs), std::move(c), std::move(fds)));
+  const Dirs& m = made->c_;
+  made->has_memory_ = !m.memory.empty() && (layout.v2 ? fs::exists(m.memory + "/memory.max")
+                                                       : fs::exists(m.memory + "/memory.limit_in_bytes"));
+  made->has_memsw_ = !layout.v2 && made->has_memory_ && fs::exists(m.memory + "/memory.memsw.limit_in_bytes");
+  made->has_pids_ = !m.pids.empty() && fs::exists(m.pids + "/pids.max");
+  made->has_cpuset_ = !m.cpuset.empty() && fs::exists(m.cpuset + "/cpuset.cpus");
   if (absl::Status s = made->Reset(limits); !s.ok()) return s;
   return made;
 }
@@ -302,47 +308,61 @@ void TaskCgroup::RemoveBelow() {
 }
 
 absl::Status TaskCgroup::Reset(const CgroupLimits& limits) {
-  RemoveBelow();
+  if (nested_) RemoveBelow();
+  nested_ = false;
   memory_limit_bytes_ = limits.memory_bytes;
   oom_kills_before_ = OomKills();
   cpu_before_ = CpuSeconds();
   std::tie(read_before_, write_before_) = IoBytes();
-  const bool has_memory = !c_.memory.empty() && (v2_ ? fs::exists(c_.memory + "/memory.max")
-                                                     : fs::exists(c_.memory + "/memory.limit_in_bytes"));
-  if (!has_memory && limits.memory_bytes > 0) {
+  if (!has_memory_ && limits.memory_bytes > 0) {
     return absl::UnavailableError("a memory limit was asked for, but this host has no memory controller for tasks");
   }
-  if (has_memory) {
+  if (has_memory_) {
+    if (applied_memory_ != limits.memory_bytes) {
+      applied_memory_.reset();  // unknown until written
+      if (v2_) {
+        JC_RETURN_IF_ERROR(WriteText(c_.memory + "/memory.max", limits.memory_bytes > 0 ? absl::StrCat(limits.memory_bytes) : "max"));
+        // The limit is on memory, not memory plus swap.
+        (void)WriteText(c_.memory + "/memory.swap.max", limits.memory_bytes > 0 ? "0" : "max");
+      } else {
+        const std::string value = limits.memory_bytes > 0 ? absl::StrCat(limits.memory_bytes) : "-1";
+        // memsw must stay at least the memory limit: raised after it, lowered before it.
+        if (has_memsw_ && limits.memory_bytes > 0) (void)WriteText(c_.memory + "/memory.memsw.limit_in_bytes", value);
+        JC_RETURN_IF_ERROR(WriteText(c_.memory + "/memory.limit_in_bytes", value));
+        if (has_memsw_ && limits.memory_bytes > 0) (void)WriteText(c_.memory + "/memory.memsw.limit_in_bytes", value);
+        if (has_memsw_ && limits.memory_bytes <= 0) (void)WriteText(c_.memory + "/memory.memsw.limit_in_bytes", "-1");
+      }
+      applied_memory_ = limits.memory_bytes;
+    }
     if (v2_) {
-      JC_RETURN_IF_ERROR(WriteText(c_.memory + "/memory.max", limits.memory_bytes > 0 ? absl::StrCat(limits.memory_bytes) : "max"));
-      // The limit is on memory, not memory plus swap.
-      (void)WriteText(c_.memory + "/memory.swap.max", limits.memory_bytes > 0 ? "0" : "max");
       (void)WriteText(c_.memory + "/memory.peak", "0");  // kernels from 6.12: the peak of this task only
     } else {
-      const std::string value = limits.memory_bytes > 0 ? absl::StrCat(limits.memory_bytes) : "-1";
-      const bool memsw = fs::exists(c_.memory + "/memory.memsw.limit_in_bytes");
-      // memsw must stay at least the memory limit: raised after it, lowered before it.
-      if (memsw && limits.memory_bytes > 0) (void)WriteText(c_.memory + "/memory.memsw.limit_in_bytes", value);
-      JC_RETURN_IF_ERROR(WriteText(c_.memory + "/memory.limit_in_bytes", value));
-      if (memsw && limits.memory_bytes > 0) (void)WriteText(c_.memory + "/memory.memsw.limit_in_bytes", value);
-      if (memsw && limits.memory_bytes <= 0) (void)WriteText(c_.memory + "/memory.memsw.limit_in_bytes", "-1");
       (void)WriteText(c_.memory + "/memory.max_usage_in_bytes", "0");  // the peak of this task only
       (void)WriteText(c_.memory + "/memory.failcnt", "0");
     }
   }
-  if (!c_.pids.empty() && fs::exists(c_.pids + "/pids.max")) {
-    JC_RETURN_IF_ERROR(WriteText(c_.pids + "/pids.max", limits.pids > 0 ? absl::StrCat(limits.pids) : "max"));
+  if (has_pids_) {
+    if (applied_pids_ != limits.pids) {
+      applied_pids_.reset();
+      JC_RETURN_IF_ERROR(WriteText(c_.pids + "/pids.max", limits.pids > 0 ? absl::StrCat(limits.pids) : "max"));
+      applied_pids_ = limits.pids;
+    }
   } else if (limits.pids > 0) {
     return absl::UnavailableError("a process limit was asked for, but this host has no pids controller for tasks");
   }
-  if (!c_.cpuset.empty() && fs::exists(c_.cpuset + "/cpuset.cpus")) {
+  if (has_cpuset_) {
     // Bound: its cores only, which it cannot widen (sched_setaffinity stays inside them).
     // Not bound: the parent's, which are the agent's.
     std::string cpus = JoinCpus(limits.cpus);
-    if (cpus.empty() && !v2_) {
-      cpus = std::string(absl::StripAsciiWhitespace(ReadText(fs::path(c_.cpuset).parent_path().string() + "/cpuset.cpus")));
+    if (applied_cpus_ != cpus) {
+      applied_cpus_.reset();
+      std::string value = cpus;
+      if (value.empty() && !v2_) {
+        value = std::string(absl::StripAsciiWhitespace(ReadText(fs::path(c_.cpuset).parent_path().string() + "/cpuset.cpus")));
+      }
+      JC_RETURN_IF_ERROR(WriteText(c_.cpuset + "/cpuset.cpus", value.empty() ? "\n" : value));
+      applied_cpus_ = cpus;
     }
-    JC_RETURN_IF_ERROR(WriteText(c_.cpuset + "/cpuset.cpus", cpus.empty() ? "\n" : cpus));
   } else if (!limits.cpus.empty()) {
     return absl::UnavailableError("the task is bound to cores, but this host has no cpuset controller for tasks");
   }
@@ -351,6 +371,7 @@ absl::Status TaskCgroup::Reset(const CgroupLimits& limits) {
 
 absl::Status TaskCgroup::DenyDevices(const std::vector<CharDevice>& devices) {
   if (v2_) {
+    if (devices.empty() && device_program_fd_ < 0) return absl::OkStatus();
     // The previous task's filter goes; a new one comes when there is something to deny.
     if (device_program_fd_ >= 0) {
       (void)DetachDeviceFilter(c_.devices, device_program_fd_);
@@ -372,6 +393,7 @@ absl::Status TaskCgroup::DenyDevices(const std::vector<CharDevice>& devices) {
   }
   // What the previous task was denied is allowed again, one by one (not with "a", which
   // v1 refuses while a container's cgroup below is still going away), then this task's.
+  if (devices == denied_) return absl::OkStatus();  // the previous task's rules are this one's
   for (const CharDevice& d : denied_) {
     JC_RETURN_IF_ERROR(WriteText(c_.devices + "/devices.allow", absl::StrCat("c ", d.major, ":", d.minor, " rwm")));
   }
@@ -440,8 +462,8 @@ std::vector<pid_t> TaskCgroup::Processes() const {
   std::vector<pid_t> out;
   std::vector<std::string> dirs{c_.freezer};
   std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(c_.freezer, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
+  for (auto it = nested_ ? fs::recursive_directory_iterator(c_.freezer, ec) : fs::recursive_directory_iterator();
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (it->is_directory(ec)) dirs.push_back(it->path().string());
   }
   for (const std::string& dir : dirs) {

@@ -110,6 +110,10 @@ class TaskCgroup {
   absl::Status Reset(const CgroupLimits& limits);
   // rmdir of its directories (they must be empty of processes).
   absl::Status Remove();
+  // The current task may leave cgroups below this one (a task in its image: runc's). Only
+  // then are the directories below walked when it is listed, killed or reset; a task's
+  // user cannot make cgroups here (the directories are root's).
+  void set_nested() { nested_ = true; }
 
   const std::vector<std::string>& dirs() const { return dirs_; }
   int64_t memory_limit_bytes() const { return memory_limit_bytes_; }
@@ -131,6 +135,13 @@ class TaskCgroup {
   int64_t read_before_ = 0, write_before_ = 0;
   int device_program_fd_ = -1;  // v2: the BPF program that denies devices, while attached
   std::vector<CharDevice> denied_;  // v1: what devices.deny holds for the current task
+  bool nested_ = true;  // until Create's first Reset: a directory of a predecessor may have them
+  // What is written in its files now, so that a reused cgroup rewrites only what the next
+  // task changes (a cpuset write rebuilds the kernel's scheduling domains: it was a large
+  // part of starting each task, perf, issue 32 item 6). Unset: not known, written.
+  std::optional<int64_t> applied_memory_, applied_pids_;
+  std::optional<std::string> applied_cpus_;
+  bool has_memory_ = false, has_memsw_ = false, has_pids_ = false, has_cpuset_ = false;  // found at Create
   int64_t OomKills() const;
   double CpuSeconds() const;
   std::pair<int64_t, int64_t> IoBytes() const;  // read, written

@@ -498,6 +498,7 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
       cgroup = std::move(*made);
     }
   }
+  if (cgroup && in_image) cgroup->set_nested();  // runc makes the container's cgroup below it
   auto drop_cgroup = absl::MakeCleanup([&] {
     if (!cgroup) return;
     std::lock_guard<std::mutex> lock(mu_);
