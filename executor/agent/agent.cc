@@ -153,6 +153,24 @@ namespace {
 // such process): what is still in them is ended — processes a predecessor's tasks moved
 // out of their process groups, which KillPredecessorTasks cannot see — and the
 // directories removed. Returns how many processes were ended.
+// Kills every process in the cgroup `dir` until none is left (a few rounds: one may fork
+// while it is listed); returns how many were found in the first round.
+int EmptyCgroup(const std::filesystem::path& dir) {
+  int ended = 0;
+  for (int round = 0; round < 20; ++round) {
+    std::ifstream procs(dir / "cgroup.procs");
+    int p = 0;
+    bool any = false;
+    while (procs >> p) {
+      any = true;
+      if (kill(p, SIGKILL) == 0 && round == 0) ++ended;
+    }
+    if (!any) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return ended;
+}
+
 int EndTasksOfDeadAgents(const CgroupLayout& layout) {
   int ended = 0;
   for (const auto& [controller, base] : layout.dirs) {
@@ -164,23 +182,18 @@ int EndTasksOfDeadAgents(const CgroupLayout& layout) {
       const auto dot = name.rfind('.');
       if (dot == std::string::npos || !absl::SimpleAtoi(name.substr(dot + 1), &pid) || pid <= 0) continue;
       if (kill(pid, 0) == 0 || errno != ESRCH) continue;  // that agent lives
+      // Its whole tree (<agent>/nexec/<task>, and a container's cgroup below a task),
+      // deepest first: rmdir takes only a cgroup without processes and without children.
+      std::vector<std::filesystem::path> dirs{agent_dir.path()};
       std::error_code ec2;
-      for (const auto& task_dir : std::filesystem::directory_iterator(agent_dir.path(), ec2)) {
-        if (!task_dir.is_directory()) continue;
-        for (int round = 0; round < 20; ++round) {
-          std::ifstream procs(task_dir.path() / "cgroup.procs");
-          int p = 0;
-          bool any = false;
-          while (procs >> p) {
-            any = true;
-            if (kill(p, SIGKILL) == 0 && round == 0) ++ended;
-          }
-          if (!any) break;
-          std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        }
-        rmdir(task_dir.path().c_str());
+      for (auto it = std::filesystem::recursive_directory_iterator(agent_dir.path(), ec2);
+           !ec2 && it != std::filesystem::recursive_directory_iterator(); it.increment(ec2)) {
+        if (it->is_directory(ec2)) dirs.push_back(it->path());
       }
-      rmdir(agent_dir.path().c_str());
+      for (auto it = dirs.rbegin(); it != dirs.rend(); ++it) {
+        ended += EmptyCgroup(*it);
+        rmdir(it->c_str());
+      }
     }
   }
   return ended;
@@ -757,6 +770,7 @@ void Agent::ProbeGpusAgain() {
   for (const auto& [k, v] : options_.resources) (*info.mutable_resources())[k] = v;
   std::lock_guard<std::mutex> lock(mu_);
   base_info_ = std::move(info);
+  last_info_.reset();  // the next heartbeat says so
   watch_gpus_ = true;
 }
 
@@ -1063,7 +1077,10 @@ void Agent::HeartbeatLoop() {
     bool periodic = absl::Now() >= next;
     if (exits.empty() && !periodic) continue;
     pb::HeartbeatRequest req;
-    *req.mutable_info() = CurrentInfo();
+    // The host's figures (load, memory, sensors, images held) are read on the periodic
+    // heartbeats; one sent at once for an exit repeats the last ones.
+    if (periodic || !last_info_) last_info_ = CurrentInfo();
+    *req.mutable_info() = *last_info_;
     for (const auto& [key, t] : tasks_) {
       pb::TaskReport* r = req.add_tasks();
       r->set_job_id(t.job_id);

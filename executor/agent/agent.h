@@ -13,6 +13,7 @@
 #include <set>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -184,6 +185,7 @@ class Agent {
   pb::AgentInfo base_info_;
   // The device numbers of this host's GPUs that `held` leaves out (those with a node).
   std::vector<CharDevice> GpuDevicesNotHeld(const std::vector<int>& held);
+  std::optional<pb::AgentInfo> last_info_;  // the heartbeat loop's: what the last periodic one read
   std::unique_ptr<TaskJournal> journal_;  // set in Start, before any task
   TaskRunner runner_;
   std::unique_ptr<SensorRunner> sensors_;

@@ -62,9 +62,9 @@ int64_t ReadNumber(const std::string& path) {
   return v;
 }
 
-// A "key value" line of a flat-keyed cgroup file (memory.stat, memory.events, cpu.stat).
-int64_t KeyedNumber(const std::string& path, absl::string_view key) {
-  for (absl::string_view line : absl::StrSplit(ReadText(path), '\n', absl::SkipEmpty())) {
+// A "key value" line of a flat-keyed cgroup file's text (memory.stat, memory.events, cpu.stat).
+int64_t KeyedValue(absl::string_view text, absl::string_view key) {
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
     std::vector<absl::string_view> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
     int64_t v = 0;
     if (f.size() == 2 && f[0] == key && absl::SimpleAtoi(f[1], &v)) return v;
@@ -72,11 +72,13 @@ int64_t KeyedNumber(const std::string& path, absl::string_view key) {
   return 0;
 }
 
-// The numbers of "x y" pairs in a file of lines "<dev> key=value ..." (v2 io.stat) or
+int64_t KeyedNumber(const std::string& path, absl::string_view key) { return KeyedValue(ReadText(path), key); }
+
+// The numbers of "x y" pairs in a file's text of lines "<dev> key=value ..." (v2 io.stat) or
 // "<dev> Key value" (v1 blkio.throttle.io_service_bytes), summed over devices.
-int64_t SumOverDevices(const std::string& path, absl::string_view key) {
+int64_t SumOverDevices(absl::string_view text, absl::string_view key) {
   int64_t total = 0;
-  for (absl::string_view line : absl::StrSplit(ReadText(path), '\n', absl::SkipEmpty())) {
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
     std::vector<absl::string_view> f = absl::StrSplit(line, ' ', absl::SkipEmpty());
     if (f.size() == 3 && f[1] == key) {  // v1: "8:0 Read 4096"
       int64_t v = 0;
@@ -289,6 +291,11 @@ absl::StatusOr<std::unique_ptr<TaskCgroup>> TaskCgroup::Create(const CgroupLayou
   made->has_memsw_ = !layout.v2 && made->has_memory_ && fs::exists(m.memory + "/memory.memsw.limit_in_bytes");
   made->has_pids_ = !m.pids.empty() && fs::exists(m.pids + "/pids.max");
   made->has_cpuset_ = !m.cpuset.empty() && fs::exists(m.cpuset + "/cpuset.cpus");
+  made->has_oom_kill_count_ = !layout.v2 && made->has_memory_ &&
+                              absl::StrContains(ReadText(m.memory + "/memory.oom_control"), "oom_kill ");
+  // A new cgroup's cores are its parent's (v1: copied down by InheritCpuset; v2: inherited),
+  // which is what an unbound task gets.
+  made->applied_cpus_ = "";
   if (absl::Status s = made->Reset(limits); !s.ok()) return s;
   return made;
 }
@@ -311,9 +318,16 @@ absl::Status TaskCgroup::Reset(const CgroupLimits& limits) {
   if (nested_) RemoveBelow();
   nested_ = false;
   memory_limit_bytes_ = limits.memory_bytes;
-  oom_kills_before_ = OomKills();
-  cpu_before_ = CpuSeconds();
-  std::tie(read_before_, write_before_) = IoBytes();
+  if (!end_totals_) {
+    end_totals_ = Totals{OomKills(), CpuSeconds(), {}};
+    end_totals_->io = IoBytes();
+  }
+  // Counted from here: the totals as the previous task left them (read when it was reaped,
+  // the cgroup empty since), or as read now.
+  oom_kills_before_ = end_totals_->oom_kills;
+  cpu_before_ = end_totals_->cpu_seconds;
+  std::tie(read_before_, write_before_) = end_totals_->io;
+  end_totals_.reset();
   if (!has_memory_ && limits.memory_bytes > 0) {
     return absl::UnavailableError("a memory limit was asked for, but this host has no memory controller for tasks");
   }
@@ -413,16 +427,15 @@ double TaskCgroup::CpuSeconds() const {
 
 std::pair<int64_t, int64_t> TaskCgroup::IoBytes() const {
   if (c_.io.empty()) return {0, 0};
-  if (v2_) return {SumOverDevices(c_.io + "/io.stat", "rbytes"), SumOverDevices(c_.io + "/io.stat", "wbytes")};
-  const std::string file = c_.io + "/blkio.throttle.io_service_bytes";
-  return {SumOverDevices(file, "Read"), SumOverDevices(file, "Write")};
+  const std::string text = ReadText(v2_ ? c_.io + "/io.stat" : c_.io + "/blkio.throttle.io_service_bytes");
+  if (v2_) return {SumOverDevices(text, "rbytes"), SumOverDevices(text, "wbytes")};
+  return {SumOverDevices(text, "Read"), SumOverDevices(text, "Write")};
 }
 
 int64_t TaskCgroup::OomKills() const {
   if (c_.memory.empty()) return 0;
   if (v2_) return KeyedNumber(c_.memory + "/memory.events", "oom_kill");
-  const std::string control = ReadText(c_.memory + "/memory.oom_control");
-  if (absl::StrContains(control, "oom_kill ")) return KeyedNumber(c_.memory + "/memory.oom_control", "oom_kill");
+  if (has_oom_kill_count_) return KeyedNumber(c_.memory + "/memory.oom_control", "oom_kill");
   return ReadNumber(c_.memory + "/memory.failcnt") > 0 ? 1 : 0;
 }
 
@@ -477,6 +490,7 @@ std::vector<pid_t> TaskCgroup::Processes() const {
 
 absl::StatusOr<int> TaskCgroup::KillAll(int attempts) {
   const int found = static_cast<int>(Processes().size());
+  if (found == 0) return 0;  // most tasks: their processes ended with them
   for (int i = 0; i < attempts; ++i) {
     if (v2_ && fs::exists(c_.freezer + "/cgroup.kill")) {
       (void)WriteText(c_.freezer + "/cgroup.kill", "1");  // the kernel's own: every process, at once
@@ -494,10 +508,19 @@ absl::StatusOr<int> TaskCgroup::KillAll(int attempts) {
       absl::StrCat("processes of cgroup ", c_.freezer, " outlived ", attempts, " rounds of SIGKILL"));
 }
 
-CgroupUsage TaskCgroup::Usage() const {
+CgroupUsage TaskCgroup::FinalUsage() {
+  Totals totals;
+  CgroupUsage u = Usage(&totals);
+  if (u.processes == 0) end_totals_ = totals;  // nothing left to add to them before the next Reset
+  return u;
+}
+
+CgroupUsage TaskCgroup::Usage(Totals* totals) const {
   CgroupUsage u;
-  u.cpu_seconds = std::max(0.0, CpuSeconds() - cpu_before_);
+  const double cpu = CpuSeconds();
+  u.cpu_seconds = std::max(0.0, cpu - cpu_before_);
   auto [read, written] = IoBytes();
+  if (totals != nullptr) totals->cpu_seconds = cpu, totals->io = {read, written};
   u.read_bytes = std::max<int64_t>(0, read - read_before_);
   u.write_bytes = std::max<int64_t>(0, written - write_before_);
   u.processes = static_cast<int>(Processes().size());
@@ -506,16 +529,21 @@ CgroupUsage TaskCgroup::Usage() const {
     u.memory_peak_bytes = ReadNumber(c_.memory + "/memory.peak");
     u.swap_bytes = ReadNumber(c_.memory + "/memory.swap.current");
     u.threads = static_cast<int>(ReadNumber(c_.pids + "/pids.current"));
-    u.oom_killed = OomKills() > oom_kills_before_;
+    const int64_t oom = OomKills();
+    if (totals != nullptr) totals->oom_kills = oom;
+    u.oom_killed = oom > oom_kills_before_;
     return u;
   }
   u.threads = CountLines(c_.freezer + "/tasks");
   if (!c_.memory.empty()) {
-    u.memory_bytes = KeyedNumber(c_.memory + "/memory.stat", "rss");
+    const std::string stat = ReadText(c_.memory + "/memory.stat");
+    u.memory_bytes = KeyedValue(stat, "rss");
     u.memory_peak_bytes = ReadNumber(c_.memory + "/memory.max_usage_in_bytes");
-    u.swap_bytes = KeyedNumber(c_.memory + "/memory.stat", "swap");
+    u.swap_bytes = KeyedValue(stat, "swap");
     // memory.oom_control's oom_kill (kernels from 4.13); failcnt past the limit otherwise.
-    u.oom_killed = OomKills() > oom_kills_before_;
+    const int64_t oom = OomKills();
+    if (totals != nullptr) totals->oom_kills = oom;
+    u.oom_killed = oom > oom_kills_before_;
   }
   return u;
 }

@@ -104,7 +104,10 @@ class TaskCgroup {
   // `attempts` rounds passed. Returns how many processes were still there at the start.
   absl::StatusOr<int> KillAll(int attempts = 50);
   std::vector<pid_t> Processes() const;
-  CgroupUsage Usage() const;
+  CgroupUsage Usage() const { return Usage(nullptr); }
+  // Usage() of a task that ended; when nothing is left in the cgroup, the totals read are
+  // kept as the next task's starting point (Reset then reads none of them again).
+  CgroupUsage FinalUsage();
   // For reuse by the next task (a cgroup made once costs milliseconds under v1; one reused,
   // microseconds): applies `limits` anew, and counts OOM kills and the peak from now on.
   absl::Status Reset(const CgroupLimits& limits);
@@ -142,6 +145,15 @@ class TaskCgroup {
   std::optional<int64_t> applied_memory_, applied_pids_;
   std::optional<std::string> applied_cpus_;
   bool has_memory_ = false, has_memsw_ = false, has_pids_ = false, has_cpuset_ = false;  // found at Create
+  // The counters that only grow, as read together.
+  struct Totals {
+    int64_t oom_kills = 0;
+    double cpu_seconds = 0;
+    std::pair<int64_t, int64_t> io;
+  };
+  std::optional<Totals> end_totals_;  // set by FinalUsage of an emptied cgroup, until Reset
+  bool has_oom_kill_count_ = false;  // v1: memory.oom_control counts oom_kill (kernels from 4.13)
+  CgroupUsage Usage(Totals* totals) const;
   int64_t OomKills() const;
   double CpuSeconds() const;
   std::pair<int64_t, int64_t> IoBytes() const;  // read, written

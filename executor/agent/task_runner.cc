@@ -276,6 +276,7 @@ absl::StatusOr<pid_t> TaskRunner::Launch(const TaskLaunch& t) {
   std::lock_guard<std::mutex> lock(mu_);
   if (started.ok()) {
     tasks_[t.key] = *started;
+    if (!t.image.empty()) image_tasks_.insert(t.key);
   } else {
     tasks_.erase(t.key);
   }
@@ -284,7 +285,7 @@ absl::StatusOr<pid_t> TaskRunner::Launch(const TaskLaunch& t) {
 
 absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   if (t.command.empty()) return absl::InvalidArgumentError("empty command");
-  auto user = LookupAccount(t.user);
+  auto user = accounts_.Lookup(t.user);
   if (!user.ok()) return user.status();
   const bool switch_user = ActsForOthers(*user);
   if (geteuid() != 0 && user->uid != geteuid()) {
@@ -790,7 +791,7 @@ std::vector<TaskExit> TaskRunner::Reap() {
       // processes never outlive it (in a cgroup: wherever they went).
       kill(-it->second, SIGKILL);
       TaskExit exit{it->first, code, ""};
-      if (images_) {
+      if (image_tasks_.erase(it->first) > 0) {
         // A task in an image whose pull failed says why (nexec-image-run); its bundle goes.
         const std::string bundle = BundleDir(it->first);
         if (code == 125) {
@@ -801,7 +802,7 @@ std::vector<TaskExit> TaskRunner::Reap() {
         std::filesystem::remove_all(bundle, ignored);
       }
       if (auto cg = cgroups_.find(it->first); cg != cgroups_.end()) {
-        const CgroupUsage usage = cg->second->Usage();
+        const CgroupUsage usage = cg->second->FinalUsage();
         TaskUsage last;
         last.cpu_seconds = usage.cpu_seconds;
         last.read_bytes = usage.read_bytes;

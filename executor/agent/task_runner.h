@@ -22,6 +22,7 @@
 #include "absl/time/time.h"
 #include "executor/agent/gpu_container_edits.h"
 #include "executor/agent/task_cgroup.h"
+#include "executor/agent/user_files.h"
 
 namespace jc::nexec {
 
@@ -171,6 +172,8 @@ class TaskRunner {
   std::string BundleDir(const std::string& key) const { return images_->store + "/.bundles/" + key; }
   mutable std::mutex mu_;
   std::map<std::string, pid_t> tasks_;  // pid 0 while starting
+  AccountCache accounts_;  // the accounts tasks run as
+  std::set<std::string> image_tasks_;   // those of tasks_ that run in their image (a bundle to remove)
   std::map<std::string, std::shared_ptr<TaskCgroup>> cgroups_;  // by key, while the task runs
   // Cgroups of ended tasks, empty, for the next ones: made once (mkdir and rmdir of a v1
   // memory cgroup cost milliseconds), reset for each task.

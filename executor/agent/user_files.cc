@@ -119,6 +119,21 @@ absl::StatusOr<Account> LookupAccount(const std::string& name) {
   return a;
 }
 
+absl::StatusOr<Account> AccountCache::Lookup(const std::string& name) {
+  const absl::Time now = absl::Now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(name);
+    if (it != entries_.end() && it->second.expires > now) return it->second.account;
+  }
+  auto account = LookupAccount(name);
+  if (!account.ok()) return account;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (entries_.size() > 4096) entries_.clear();  // bounded: many users each seen once
+  entries_[name] = Entry{*account, now + ttl_};
+  return account;
+}
+
 bool ActsForOthers(const Account& account) { return geteuid() == 0 && account.uid != 0; }
 
 int BecomeAccount(const Account& account) {

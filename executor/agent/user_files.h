@@ -19,10 +19,14 @@
 
 #include <sys/types.h>
 
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 
 namespace jc::nexec {
 
@@ -40,6 +44,25 @@ struct Account {
 // The account named `name` ("" = this process's own); InvalidArgument naming it when the
 // host has no such user.
 absl::StatusOr<Account> LookupAccount(const std::string& name);
+
+// LookupAccount's answers kept for `ttl`, as slurmd keeps its group cache: looking up an
+// account (passwd, then the group database for its groups) cost as much as the rest of
+// starting a task. An account removed or regrouped is seen within `ttl`; an unknown name
+// is looked up each time (it may appear any moment).
+class AccountCache {
+ public:
+  explicit AccountCache(absl::Duration ttl = absl::Seconds(10)) : ttl_(ttl) {}
+  absl::StatusOr<Account> Lookup(const std::string& name);
+
+ private:
+  struct Entry {
+    Account account;
+    absl::Time expires;
+  };
+  const absl::Duration ttl_;
+  std::mutex mu_;
+  std::map<std::string, Entry> entries_;
+};
 
 // Whether this process must become `account` to touch its files: it runs as root and the
 // account is not root.

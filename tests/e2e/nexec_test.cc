@@ -950,6 +950,39 @@ TEST_CASE("a task is contained in its cgroup: what it moves out of its process g
   CHECK(c.WaitState(fits, "DONE"));
 }
 
+TEST_CASE("an agent that starts after one died ends what the dead one left in its cgroups and removes its whole "
+          "cgroup tree, task cgroups included",
+          "[B6][C6]") {
+  if (geteuid() != 0) {
+    WARN("not run: making cgroups needs root (CI runs as root)");
+    return;
+  }
+  Cluster c("dead-cgroups");
+  c.AddAgent("node1", "cpus=2,mem=4G", {"--cgroups=on"});
+  REQUIRE(c.WaitHosts(1));
+  // Where its tasks' cgroups are, from its log: "tasks are contained in cgroups under DIR (v1 freezer)" or "(v2)".
+  const std::string log = c.agent("node1").Log();
+  std::smatch m;
+  REQUIRE(std::regex_search(log, m, std::regex(R"(contained in cgroups under (\S+) \((v2|v1 freezer)\))")));
+  const std::string dead_dir = m[1].str();
+  // A task that escapes its process group, so only its cgroup still holds it.
+  const std::string escaped_pid = c.path("escaped.pid");
+  int64_t id = c.Submit({"--", "setsid sh -c 'echo $$ > " + escaped_pid + "; exec sleep 1000' & exec sleep 1000"});
+  REQUIRE(c.WaitState(id, "RUNNING"));
+  int escaped = 0;
+  REQUIRE(WaitUntil([&] { return std::ifstream(escaped_pid) >> escaped && escaped > 0; }));
+  const int leader = c.TaskPid(id);
+  REQUIRE(std::filesystem::exists(dead_dir + "/nexec"));
+
+  c.agent("node1").Signal(SIGKILL);
+  REQUIRE(c.agent("node1").Wait().has_value());
+  c.AddAgent("node1", "cpus=2,mem=4G", {"--cgroups=on"});
+  CHECK(WaitUntil([&] { return Gone(escaped) && Gone(leader); }));
+  // Not only its empty leaves: all of it (an agent's tree used to stay, and every later
+  // start walked every dead agent's tree again).
+  CHECK(WaitUntil([&] { return !std::filesystem::exists(dead_dir); }));
+}
+
 TEST_CASE("a contained task cannot widen its cores, fork past its queue's pids_limit or open a GPU it does not hold, "
           "and its usage is its cgroup's, what left its process group included",
           "[B6][C6]") {

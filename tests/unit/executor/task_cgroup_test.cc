@@ -146,12 +146,19 @@ TEST_CASE("under cgroup v2 a task's cgroup gets its memory limit, freezes and th
   CHECK(usage.read_bytes == 904);
   CHECK(usage.write_bytes == 0);
 
-  // Killing uses the kernel's cgroup.kill where there is one.
+  // Killing uses the kernel's cgroup.kill where there is one (this fake kernel kills
+  // nothing: the process stays, and KillAll says so).
+  r.Write("agent/nexec/42.0.1/cgroup.kill", "");
+  r.Write("agent/nexec/42.0.1/cgroup.procs", "101\n");
+  CHECK_FALSE((*cg)->KillAll(1).ok());
+  CHECK(r.Read("agent/nexec/42.0.1/cgroup.kill") == "1");
+  // An empty cgroup (most tasks end with all their processes) is left as it is.
   r.Write("agent/nexec/42.0.1/cgroup.kill", "");
   r.Write("agent/nexec/42.0.1/cgroup.procs", "");
   auto killed = (*cg)->KillAll(1);
   REQUIRE(killed.ok());
-  CHECK(r.Read("agent/nexec/42.0.1/cgroup.kill") == "1");
+  CHECK(*killed == 0);
+  CHECK(r.Read("agent/nexec/42.0.1/cgroup.kill") == "");
 }
 
 TEST_CASE("under cgroup v2 where no controller reaches the tasks (a cgroup above holds processes), a task still "
