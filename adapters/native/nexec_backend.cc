@@ -25,13 +25,12 @@ namespace npb = ::nexec::v1;
 struct NexecBackend::Client {
   std::unique_ptr<npb::Master::Stub> stub;
   nexec::MungeAuth auth;  // every call signed: the master takes the adapter's account from it
+  std::string address;    // the master's: the peer its session is held with
   template <typename Req, typename Resp, typename Call>
   absl::StatusOr<Resp> Unary(const char* method, Call call, const Req& req) {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    JC_RETURN_IF_ERROR(auth.Sign(&ctx, method, req));
     Resp resp;
-    grpc::Status s = (stub.get()->*call)(&ctx, req, &resp);
+    grpc::Status s = auth.Call(address, method, req, std::chrono::seconds(10),
+                               [&](grpc::ClientContext* ctx) { return (stub.get()->*call)(ctx, req, &resp); });
     if (!s.ok()) {
       absl::Status st = FromGrpcStatus(s);
       return absl::Status(st.code(), absl::StrCat("nexec master: ", st.message()));
@@ -76,7 +75,7 @@ NexecShape ShapeForSpec(const pb::SpecOffer& spec) {
 }
 
 NexecBackend::NexecBackend(const std::string& master, std::string queue, nexec::MungeAuth auth)
-    : client_(std::make_unique<Client>(Client{nullptr, std::move(auth)})), queue_(std::move(queue)) {
+    : client_(std::make_unique<Client>(Client{nullptr, std::move(auth), master})), queue_(std::move(queue)) {
   client_->stub = npb::Master::NewStub(grpc::CreateChannel(master, grpc::InsecureChannelCredentials()));
 }
 NexecBackend::~NexecBackend() = default;

@@ -1126,15 +1126,9 @@ void Agent::HeartbeatLoop() {
       for (const auto& n : unacked_notes_) *req.add_notes() = n;
     }
     size_t sent_notes = req.notes_size();
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
     pb::HeartbeatResponse resp;
-    grpc::Status status = grpc::Status::OK;
-    if (absl::Status signed_ok = options_.auth.Sign(&ctx, "Heartbeat", req); !signed_ok.ok()) {
-      status = ToGrpcStatus(signed_ok);
-    } else {
-      status = stub->Heartbeat(&ctx, req, &resp);
-    }
+    grpc::Status status = options_.auth.Call(options_.master_address, "Heartbeat", req, std::chrono::seconds(5),
+                                             [&](grpc::ClientContext* ctx) { return stub->Heartbeat(ctx, req, &resp); });
     lock.lock();
     next = absl::Now() + options_.heartbeat_interval;
     if (metrics_) metrics_->tasks->Set(static_cast<double>(tasks_.size()));
@@ -1170,7 +1164,7 @@ namespace {
 // Starting a process as any user is the most a caller can do here: every call must carry
 // a munge credential of the master's account (or root); the first line of each handler.
 #define NEXEC_FROM_MASTER(method)                         \
-  if (grpc::Status refused = FromMaster(*ctx, method, *req); !refused.ok()) return refused
+  if (grpc::Status refused = FromMaster(ctx, method, *req); !refused.ok()) return refused
 
 class AgentService final : public pb::Agent::Service {
  public:
@@ -1238,7 +1232,7 @@ class AgentService final : public pb::Agent::Service {
   }
 
  private:
-  grpc::Status FromMaster(const grpc::ServerContext& ctx, absl::string_view method,
+  grpc::Status FromMaster(grpc::ServerContext* ctx, absl::string_view method,
                           const google::protobuf::Message& req) const {
     auto caller = auth_.Verify(ctx, method, req);
     if (!caller.ok()) return ToGrpcStatus(caller.status());

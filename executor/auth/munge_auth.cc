@@ -9,12 +9,18 @@
 #include <openssl/evp.h>
 #include <pwd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <vector>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "common/grpc_status.h"
 
 namespace jc::nexec {
 namespace {
@@ -64,6 +70,18 @@ std::string MungeAuth::Payload(absl::string_view method, const google::protobuf:
   return BindingOf(method, request);
 }
 
+struct MungeAuth::State {
+  SessionTable sessions;   // callers' sessions with this side
+  ClientSessions held;     // this side's sessions with its peers
+  std::atomic<int64_t> credentials{0};
+};
+
+MungeAuth::MungeAuth(bool enabled, std::string socket)
+    : enabled_(enabled), socket_(std::move(socket)), state_(std::make_shared<State>()) {}
+
+int64_t MungeAuth::credentials_made() const { return state_->credentials.load(); }
+size_t MungeAuth::sessions_open() const { return state_->sessions.size(); }
+
 MungeAuth MungeAuth::Munge(std::string socket) {
   if (socket.empty()) {
     if (const char* env = std::getenv("NEXEC_MUNGE_SOCKET"); env != nullptr) socket = env;
@@ -86,6 +104,7 @@ absl::StatusOr<std::string> MungeAuth::Encode(absl::string_view payload) const {
   }
   std::string out(cred);
   std::free(cred);
+  state_->credentials.fetch_add(1);
   return out;
 }
 
@@ -119,10 +138,63 @@ absl::Status MungeAuth::Sign(grpc::ClientContext* ctx, absl::string_view method,
   return absl::OkStatus();
 }
 
-absl::StatusOr<Caller> MungeAuth::Verify(const grpc::ServerContext& ctx, absl::string_view method,
+grpc::Status MungeAuth::Call(const std::string& peer, absl::string_view method,
+                             const google::protobuf::Message& request, std::chrono::milliseconds timeout,
+                             const std::function<grpc::Status(grpc::ClientContext*)>& call) const {
+  const std::string binding = enabled_ ? MungeAuth::Payload(method, request) : "";
+  for (int attempt = 0;; ++attempt) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + timeout);
+    if (!enabled_) return call(&ctx);
+    const absl::Time now = absl::Now();
+    std::optional<ClientSessions::Use> use = state_->held.Sign(peer, binding, now);
+    std::optional<KeyExchange> offer;
+    if (use) {
+      ctx.AddMetadata(kSessionMetadataKey, absl::StrCat(use->id, " ", use->counter, " ", use->mac));
+    } else {
+      std::string payload = binding;
+      if (state_->held.ShouldOffer(peer, now)) {
+        auto made = KeyExchange::Make();
+        if (made.ok()) {
+          offer = std::move(*made);
+          absl::StrAppend(&payload, kSessionOfferLine, offer->public_hex());
+        }
+      }
+      auto cred = Encode(payload);
+      if (!cred.ok()) {
+        if (offer) state_->held.Settle(peer, nullptr, "", now);
+        return ToGrpcStatus(cred.status());
+      }
+      ctx.AddMetadata(kMungeMetadataKey, *cred);
+    }
+    grpc::Status status = call(&ctx);
+    if (offer) {
+      std::string accepted;
+      const auto& md = ctx.GetServerInitialMetadata();
+      if (auto it = md.find(kSessionAcceptMetadataKey); it != md.end()) accepted.assign(it->second.data(), it->second.size());
+      state_->held.Settle(peer, &*offer, accepted, absl::Now());
+    }
+    if (use && status.error_code() == grpc::StatusCode::UNAUTHENTICATED &&
+        absl::StartsWith(status.error_message(), "nexec session: ")) {
+      state_->held.Forget(peer, use->id);
+      if (attempt == 0) continue;  // refused before the peer acted on it: once more, with munge
+    }
+    return status;
+  }
+}
+
+absl::StatusOr<Caller> MungeAuth::Verify(grpc::ServerContext* ctx, absl::string_view method,
                                          const google::protobuf::Message& request) const {
   if (!enabled_) return Caller{0, 0, "root"};
-  const auto& md = ctx.client_metadata();
+  const auto& md = ctx->client_metadata();
+  if (auto session = md.find(kSessionMetadataKey); session != md.end()) {
+    std::vector<absl::string_view> f = absl::StrSplit(absl::string_view(session->second.data(), session->second.size()), ' ');
+    uint64_t counter = 0;
+    if (f.size() != 3 || !absl::SimpleAtoi(f[1], &counter)) {
+      return absl::UnauthenticatedError("nexec session: the call's session metadata is malformed");
+    }
+    return state_->sessions.Check(f[0], counter, f[2], MungeAuth::Payload(method, request), absl::Now());
+  }
   auto it = md.find(kMungeMetadataKey);
   if (it == md.end()) {
     return absl::UnauthenticatedError(
@@ -132,10 +204,16 @@ absl::StatusOr<Caller> MungeAuth::Verify(const grpc::ServerContext& ctx, absl::s
   std::string payload;
   auto caller = Decode(std::string(it->second.data(), it->second.size()), &payload);
   if (!caller.ok()) return caller.status();
-  if (payload != MungeAuth::Payload(method, request)) {
+  const std::string binding = MungeAuth::Payload(method, request);
+  if (payload == binding) return caller;
+  const std::string offer_prefix = binding + kSessionOfferLine;
+  if (!absl::StartsWith(payload, offer_prefix)) {
     return absl::UnauthenticatedError("the munge credential was made for another request");
   }
-  return caller;
+  // The credential proves the caller and carries its half of the exchange: a session for it.
+  auto opened = state_->sessions.Open(*caller, absl::string_view(payload).substr(offer_prefix.size()), absl::Now());
+  if (opened.ok()) ctx->AddInitialMetadata(kSessionAcceptMetadataKey, absl::StrCat(opened->id, " ", opened->public_hex));
+  return caller;  // the call itself stands on its munge credential, session or not
 }
 
 absl::StatusOr<MungeAuth> MungeAuthFromFlags(const std::string& mode, const std::string& socket) {

@@ -11,8 +11,13 @@
 
 #include <sys/types.h>
 
+#include <chrono>
+#include <functional>
+#include <memory>
 #include <string>
+
 #include "absl/strings/string_view.h"
+#include "executor/auth/session_keys.h"
 
 #include "absl/status/statusor.h"
 
@@ -22,17 +27,10 @@ class Message;
 namespace grpc {
 class ClientContext;
 class ServerContext;
+class Status;
 }  // namespace grpc
 
 namespace jc::nexec {
-
-// The account a verified call comes from.
-struct Caller {
-  uid_t uid = 0;
-  gid_t gid = 0;
-  std::string user;  // the account's name on this host, or the uid as text when it has none
-  bool root() const { return uid == 0; }
-};
 
 class MungeAuth {
  public:
@@ -45,13 +43,28 @@ class MungeAuth {
   bool enabled() const { return enabled_; }
   const std::string& socket() const { return socket_; }
 
-  // Adds a credential for `method` and `request` to the call.
+  // Adds a munge credential for `method` and `request` to the call: for one-off callers
+  // (the CLI) and streams.
   absl::Status Sign(grpc::ClientContext* ctx, absl::string_view method,
                     const google::protobuf::Message& request) const;
-  // Checks the call's credential: UNAUTHENTICATED when it is missing, invalid, expired,
-  // replayed, or was made for another method or request.
-  absl::StatusOr<Caller> Verify(const grpc::ServerContext& ctx, absl::string_view method,
+  // One unary call to `peer` (its address), made by `call` on the context given to it
+  // (deadline `timeout`), signed with the session held with that peer (session_keys.h), or
+  // with a munge credential that offers one when there is none yet. A call the peer refuses
+  // because it no longer knows the session (it restarted) is made once more with munge:
+  // the refusal came before the peer acted on it.
+  grpc::Status Call(const std::string& peer, absl::string_view method, const google::protobuf::Message& request,
+                    std::chrono::milliseconds timeout,
+                    const std::function<grpc::Status(grpc::ClientContext*)>& call) const;
+  // Checks the call's session signature or munge credential: UNAUTHENTICATED when it is
+  // missing, invalid, expired, replayed, or was made for another method or request. A
+  // credential that offers a session opens one; the answer says so in its metadata.
+  absl::StatusOr<Caller> Verify(grpc::ServerContext* ctx, absl::string_view method,
                                 const google::protobuf::Message& request) const;
+
+  // Munge credentials this object made (sessions make few: tests and benchmarks read it).
+  int64_t credentials_made() const;
+  // Sessions callers hold with this side.
+  size_t sessions_open() const;
 
   // What a call's credential must carry: the method and a digest of the request.
   static std::string Payload(absl::string_view method, const google::protobuf::Message& request);
@@ -60,13 +73,21 @@ class MungeAuth {
   absl::StatusOr<Caller> Decode(const std::string& credential, std::string* payload) const;
 
  private:
-  MungeAuth(bool enabled, std::string socket) : enabled_(enabled), socket_(std::move(socket)) {}
+  struct State;
+  MungeAuth(bool enabled, std::string socket);
   bool enabled_;
   std::string socket_;
+  std::shared_ptr<State> state_;  // shared by copies: the sessions of this process
 };
 
 // The metadata key that carries the credential.
 inline constexpr char kMungeMetadataKey[] = "x-nexec-munge";
+// A session call: "<session id> <counter> <hmac hex>".
+inline constexpr char kSessionMetadataKey[] = "x-nexec-session";
+// The answer to an offer (initial metadata): "<session id> <public key hex>".
+inline constexpr char kSessionAcceptMetadataKey[] = "x-nexec-session-accept";
+// What a munge payload that offers a session adds to the call's binding.
+inline constexpr char kSessionOfferLine[] = "\noffer ";
 
 // Parses the --auth flag of the daemons: "munge" or "none".
 absl::StatusOr<MungeAuth> MungeAuthFromFlags(const std::string& mode, const std::string& socket);

@@ -16,7 +16,7 @@ using grpc::Status;
 
 // Every handler starts by proving its caller (munge); the first line of each.
 #define NEXEC_CALLER(caller, method)                                   \
-  auto caller##_or = auth_.Verify(*ctx, method, *req);                 \
+  auto caller##_or = auth_.Verify(ctx, method, *req);                  \
   if (!caller##_or.ok()) return ToGrpcStatus(caller##_or.status());   \
   const Caller& caller = *caller##_or
 
@@ -218,11 +218,9 @@ class GrpcAgentDialer final : public AgentDialer {
  public:
   explicit GrpcAgentDialer(MungeAuth auth) : auth_(std::move(auth)) {}
   absl::StatusOr<int> Launch(const std::string& address, const pb::LaunchRequest& req) override {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     pb::LaunchResponse resp;
-    JC_RETURN_IF_ERROR(auth_.Sign(&ctx, "Launch", req));
-    grpc::Status s = Stub(address)->Launch(&ctx, req, &resp);
+    grpc::Status s = auth_.Call(address, "Launch", req, std::chrono::seconds(10),
+                                [&](grpc::ClientContext* ctx) { return Stub(address)->Launch(ctx, req, &resp); });
     if (s.error_code() == grpc::StatusCode::ALREADY_EXISTS) return 0;
     if (!s.ok()) return FromGrpcStatus(s);
     return resp.pid();
@@ -230,17 +228,12 @@ class GrpcAgentDialer final : public AgentDialer {
   std::vector<absl::StatusOr<int>> LaunchBatch(
       const std::string& address, const std::vector<pb::LaunchRequest>& reqs) override {
     if (reqs.size() == 1) return {Launch(address, reqs[0])};
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     pb::LaunchBatchRequest req;
     for (const auto& r : reqs) *req.add_launches() = r;
     pb::LaunchBatchResponse resp;
-    grpc::Status s = grpc::Status::OK;
-    if (auto signed_ok = auth_.Sign(&ctx, "LaunchBatch", req); !signed_ok.ok()) {
-      s = ToGrpcStatus(signed_ok);
-    } else {
-      s = Stub(address)->LaunchBatch(&ctx, req, &resp);
-    }
+    grpc::Status s = auth_.Call(address, "LaunchBatch", req, std::chrono::seconds(10), [&](grpc::ClientContext* ctx) {
+      return Stub(address)->LaunchBatch(ctx, req, &resp);
+    });
     std::vector<absl::StatusOr<int>> out;
     for (size_t i = 0; i < reqs.size(); ++i) {
       if (!s.ok()) {
@@ -257,18 +250,15 @@ class GrpcAgentDialer final : public AgentDialer {
     return out;
   }
   absl::Status Signal(const std::string& address, const pb::SignalRequest& req) override {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     pb::SignalResponse resp;
-    JC_RETURN_IF_ERROR(auth_.Sign(&ctx, "Signal", req));
-    return FromGrpcStatus(Stub(address)->Signal(&ctx, req, &resp));
+    return FromGrpcStatus(auth_.Call(address, "Signal", req, std::chrono::seconds(10), [&](grpc::ClientContext* ctx) {
+      return Stub(address)->Signal(ctx, req, &resp);
+    }));
   }
   absl::StatusOr<int64_t> SendInput(const std::string& address, const pb::InputRequest& req) override {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     pb::InputResponse resp;
-    JC_RETURN_IF_ERROR(auth_.Sign(&ctx, "SendInput", req));
-    grpc::Status s = Stub(address)->SendInput(&ctx, req, &resp);
+    grpc::Status s = auth_.Call(address, "SendInput", req, std::chrono::seconds(10),
+                                [&](grpc::ClientContext* ctx) { return Stub(address)->SendInput(ctx, req, &resp); });
     if (!s.ok()) return FromGrpcStatus(s);
     return resp.accepted();
   }

@@ -70,6 +70,14 @@ class NexecBenchCluster {
 
   ::nexec::v1::Master::Stub* stub() { return stub_.get(); }
   // A signed context for one call.
+  // A unary call as a long-lived client (the adapter) makes it: in the session it holds with
+  // the master, after one munge credential.
+  grpc::Status Call(const char* method, const google::protobuf::Message& request,
+                    const std::function<grpc::Status(grpc::ClientContext*)>& call) const {
+    return auth_.Call(address_, method, request, std::chrono::seconds(30), call);
+  }
+  int64_t credentials_made() const { return auth_.credentials_made(); }
+
   std::unique_ptr<grpc::ClientContext> Context(const char* method, const google::protobuf::Message& request,
                                                std::chrono::seconds deadline = std::chrono::seconds(30)) const {
     auto ctx = std::make_unique<grpc::ClientContext>();

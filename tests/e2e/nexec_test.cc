@@ -771,6 +771,132 @@ TEST_CASE("an unprivileged account cannot submit as root or act on another user'
   CHECK(c.Cli({"kill", std::to_string(root_job)}).code == 0);
 }
 
+TEST_CASE("a session opened with an account's munge credential speaks only for that account, and a session call "
+          "that is replayed, forged, moved onto another request or of an unknown session is refused [B9]",
+          "[B9][C6]") {
+  if (geteuid() != 0) {
+    WARN("not run: creating the unprivileged test account needs root (CI runs as root)");
+    return;
+  }
+  namespace npb = ::nexec::v1;
+  Cluster c("sessions");
+  c.AddAgent("node1", "cpus=4,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  jc::testing::TestAccount user("jc-nexec-ses");
+  int64_t root_job = c.Submit({"--", "sleep 1000"});
+  REQUIRE(c.WaitState(root_job, "RUNNING"));
+  auto master = npb::Master::NewStub(grpc::CreateChannel(c.address(), grpc::InsecureChannelCredentials()));
+
+  // The account offers a session inside its own munge credential (as MungeAuth::Call does).
+  npb::ListHostsRequest list;
+  auto offer = jc::nexec::KeyExchange::Make();
+  REQUIRE(offer.ok());
+  std::string accept;
+  {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata(jc::nexec::kMungeMetadataKey,
+                    CredentialOf(user.name,
+                                 jc::nexec::MungeAuth::Payload("ListHosts", list) + jc::nexec::kSessionOfferLine +
+                                     offer->public_hex(),
+                                 c.path("")));
+    npb::ListHostsResponse resp;
+    grpc::Status s = master->ListHosts(&ctx, list, &resp);
+    INFO(s.error_message());
+    REQUIRE(s.ok());
+    auto it = ctx.GetServerInitialMetadata().find(jc::nexec::kSessionAcceptMetadataKey);
+    REQUIRE(it != ctx.GetServerInitialMetadata().end());
+    accept.assign(it->second.data(), it->second.size());
+  }
+  const std::string id = accept.substr(0, accept.find(' '));
+  auto key = offer->SessionKey(accept.substr(accept.find(' ') + 1), id, /*offering=*/true);
+  REQUIRE(key.ok());
+  auto session_call = [&](const std::string& method, const google::protobuf::Message& signed_for, uint64_t counter,
+                          const std::string& session_key, const std::string& session_id) {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    ctx->AddMetadata(jc::nexec::kSessionMetadataKey,
+                     session_id + " " + std::to_string(counter) + " " +
+                         jc::nexec::SessionMac(session_key, session_id, counter,
+                                               jc::nexec::MungeAuth::Payload(method, signed_for)));
+    return ctx;
+  };
+
+  // In the session the account is itself: root's job is not its to kill.
+  npb::JobRef ref;
+  ref.set_job_id(root_job);
+  {
+    auto ctx = session_call("Kill", ref, 1, *key, id);
+    npb::ControlResponse resp;
+    grpc::Status s = master->Kill(ctx.get(), ref, &resp);
+    INFO(s.error_message());
+    CHECK(s.error_code() != grpc::StatusCode::OK);
+    CHECK(s.error_message().find("may not act on a job of root") != std::string::npos);
+  }
+  // Its own job, submitted in the session, runs as the account.
+  npb::SubmitRequest submit;
+  submit.mutable_spec()->set_command("id -u > " + c.path("session-own.out"));
+  submit.mutable_spec()->set_stdout_path(c.path("session-own.log"));
+  {
+    auto ctx = session_call("Submit", submit, 2, *key, id);
+    npb::SubmitResponse resp;
+    grpc::Status s = master->Submit(ctx.get(), submit, &resp);
+    INFO(s.error_message());
+    REQUIRE(s.ok());
+    REQUIRE(c.WaitState(resp.job_id(), "DONE"));
+    CHECK(c.Job(resp.job_id())["spec"]["user"] == user.name);
+  }
+  // The same call again (a replay off the wire) is refused, and runs nothing.
+  const size_t jobs_before = json::parse(c.Cli({"jobs", "-a", "--json"}).out)["jobs"].size();
+  {
+    auto ctx = session_call("Submit", submit, 2, *key, id);
+    npb::SubmitResponse resp;
+    grpc::Status s = master->Submit(ctx.get(), submit, &resp);
+    CHECK(s.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+    CHECK(s.error_message() == "nexec session: the call was replayed");
+  }
+  // A signature made for another request, or with a key guessed for root's session, is refused.
+  npb::JobRef other;
+  other.set_job_id(root_job + 1);
+  {
+    auto ctx = session_call("Kill", other, 3, *key, id);  // signed for another job
+    npb::ControlResponse resp;
+    grpc::Status s = master->Kill(ctx.get(), ref, &resp);
+    CHECK(s.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+    CHECK(s.error_message().find("does not match") != std::string::npos);
+  }
+  {
+    auto ctx = session_call("Kill", ref, 4, std::string(32, '\0'), id);  // not the session's key
+    npb::ControlResponse resp;
+    CHECK(master->Kill(ctx.get(), ref, &resp).error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  }
+  {
+    auto ctx = session_call("Kill", ref, 1, *key, "00000000000000000000000000000000");  // no such session
+    npb::ControlResponse resp;
+    grpc::Status s = master->Kill(ctx.get(), ref, &resp);
+    CHECK(s.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+    CHECK(s.error_message().rfind("nexec session: unknown session", 0) == 0);
+  }
+  CHECK(json::parse(c.Cli({"jobs", "-a", "--json"}).out)["jobs"].size() == jobs_before);
+  CHECK(c.Job(root_job)["state"] == "RUNNING");
+
+  // A long-lived client (the adapter) makes one munge credential, not one per call, and
+  // carries on when the master restarted and forgot its session.
+  const auto auth = jc::nexec::MungeAuth::Munge(jc::testing::UsePrivateMunged());
+  auto list_hosts = [&] {
+    npb::ListHostsResponse resp;
+    return auth.Call(c.address(), "ListHosts", list, std::chrono::seconds(10),
+                     [&](grpc::ClientContext* ctx) { return master->ListHosts(ctx, list, &resp); });
+  };
+  for (int i = 0; i < 20; ++i) REQUIRE(list_hosts().ok());
+  CHECK(auth.credentials_made() == 1);
+  c.CrashAndRestartMaster();
+  master = npb::Master::NewStub(grpc::CreateChannel(c.address(), grpc::InsecureChannelCredentials()));
+  grpc::Status after = list_hosts();
+  INFO(after.error_message());
+  CHECK(after.ok());
+  CHECK(auth.credentials_made() == 2);  // the refused session call was made again with munge, once
+  CHECK(c.Cli({"kill", std::to_string(root_job)}).code == 0);
+}
+
 TEST_CASE("a local account cannot make an agent running as root open, write or read a file for it: its job's output, "
           "host and event files are opened as the account, and another account's output and command stay private",
           "[B9][C6]") {
