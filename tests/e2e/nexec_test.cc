@@ -189,8 +189,7 @@ class Cluster {
     return json::parse(r.out);
   }
   int64_t Submit(std::vector<std::string> args) {
-    args.insert(args.begin(), "submit");
-    args.push_back("--json");
+    args.insert(args.begin(), {"submit", "--json"});  // before the command: what follows it is the command's
     auto r = Cli(args);
     INFO(r.out);
     REQUIRE(r.code == 0);
@@ -937,8 +936,7 @@ TEST_CASE("a local account cannot make an agent running as root open, write or r
     return link;
   };
   auto submit_as = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), "submit");
-    args.push_back("--json");
+    args.insert(args.begin(), {"submit", "--json"});  // before the command: what follows it is the command's
     auto r = c.CliAs(mallory.name, args);
     INFO(r.out);
     REQUIRE(r.code == 0);
@@ -1495,7 +1493,7 @@ TEST_CASE("a job runs with the submission environment and directory as --env say
   for (const auto& asked : std::vector<std::vector<std::string>>{{"--help"}, {"submit", "--help"}, {"jobs", "-h"}}) {
     auto r = c.Cli(asked);
     CHECK(r.code == 0);
-    CHECK(r.out.find("usage: nexec") == 0);
+    CHECK(r.out.find("Usage: nexec") == 0);
   }
   CHECK(c.Cli({}).code == 2);
 
@@ -2727,8 +2725,7 @@ TEST_CASE("timed jobs submit their runs on schedule, survive a master crash, and
     return json::parse(r.out);
   };
   auto create = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), "submit");
-    args.push_back("--json");
+    args.insert(args.begin(), {"submit", "--json"});  // before the command: what follows it is the command's
     auto r = c.Cli(args);
     INFO(r.out);
     REQUIRE(r.code == 0);

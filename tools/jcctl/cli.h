@@ -1,70 +1,35 @@
 #pragma once
 
-// jcctl's command line: a table of commands (noun verb, as `jcctl job list`), each with its
-// flags, from which parsing, `--help` on every command and shell completion all come, so
-// the three cannot disagree.
+// jcctl's command line: its rows of the shared command table (common/cli/command_table.h),
+// from which parsing, `--help` on every command and shell completion all come.
 
-#include <functional>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/cli/command_table.h"
 
 namespace jc::jcctl {
 
-struct FlagSpec {
-  std::string name;        // long name, without dashes
-  char short_name = 0;     // 0: none
-  bool takes_value = true;
-  std::string help;
-};
-
-// What a command was given: its positional arguments and flag values.
-struct Invocation {
-  std::vector<std::string> args;
-  std::map<std::string, std::string> flags;  // a bool flag given is "true"
-
-  bool Has(const std::string& flag) const { return flags.count(flag) > 0; }
-  std::string Get(const std::string& flag, const std::string& fallback = "") const {
-    auto it = flags.find(flag);
-    return it == flags.end() ? fallback : it->second;
-  }
-};
+using FlagSpec = cli::FlagSpec;
+using Invocation = cli::Invocation;
 
 class Context;  // commands.h
+using CommandSpec = cli::Command<Context>;
 
-struct CommandSpec {
-  std::vector<std::string> path;  // {"job", "list"}
-  std::string args_usage;         // "JOB_ID"
-  std::string summary;
-  std::vector<FlagSpec> flags;
-  int min_args = 0;
-  int max_args = 0;
-  // Returns the exit code.
-  std::function<int(Context&, const Invocation&)> run;
-};
+// jcctl itself: its name, global flags (server, token, output, ...) and help text.
+const cli::Tool& Tool();
+inline const std::vector<FlagSpec>& GlobalFlags() { return Tool().global_flags; }
 
-// The flags every command takes (server, token, output, ...).
-const std::vector<FlagSpec>& GlobalFlags();
-
-// What the command line asks for.
+// What the command line asks for (command: null when help was asked for).
 struct Parsed {
-  const CommandSpec* command = nullptr;  // null: help was asked for or no command matched
-  Invocation invocation;                 // the command's and the global flags
-  bool help = false;                     // --help / -h / `help`
-  std::vector<std::string> words;        // the command words given (for help on a group)
+  const CommandSpec* command = nullptr;
+  Invocation invocation;
+  bool help = false;
+  std::vector<std::string> words;
 };
-
-// InvalidArgument with one line saying what is wrong (an unknown command or flag, a
-// missing value, too many or too few arguments).
 absl::StatusOr<Parsed> Parse(const std::vector<CommandSpec>& commands, const std::vector<std::string>& argv);
-
-// Help for the whole tool, for a group (`jcctl job --help`) or for one command.
 std::string Help(const std::vector<CommandSpec>& commands, const std::vector<std::string>& words);
-std::string CommandHelp(const CommandSpec& command);
-
-// A completion script for bash or zsh; InvalidArgument for another shell.
 absl::StatusOr<std::string> Completion(const std::vector<CommandSpec>& commands, const std::string& shell);
 
 }  // namespace jc::jcctl
