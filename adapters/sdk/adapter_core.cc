@@ -104,7 +104,15 @@ AdapterCore::AdapterCore(Backend* backend, CenterConfig center, store::Store* st
       run_as_(std::make_shared<const RunAs>(center_.run_as)),
       store_(store),
       options_(options),
-      events_(options.event_window) {
+      events_(options.event_window),
+      committer_(store) {
+  committer_.SetPrologue([this](store::Transaction&) {
+    txn_cursor_ = next_cursor_;
+    txn_changed_.clear();
+    txn_events_.clear();
+    return absl::OkStatus();
+  });
+  committer_.SetEpilogue([this] { AfterRecords(); });
   movers_.push_back(MakeFileMover(center_.data_sources));
   for (const auto& m : center_.data_movers) movers_.push_back(MakeCommandMover(m));
 }
@@ -637,74 +645,49 @@ absl::StatusOr<pb::StageDatasetResponse> AdapterCore::StageDataset(const pb::Sta
 
 absl::Status AdapterCore::Record(const std::vector<pb::Replica>& changed) {
   if (changed.empty()) return absl::OkStatus();
-  // Group commit: concurrent callers' changes share one transaction. The first caller to
-  // find no writer at work becomes the writer and takes whatever queues meanwhile; the
-  // others wait for their batch's outcome.
-  auto mine = std::make_shared<PendingRecord>();
-  mine->changed = changed;
-  std::unique_lock<std::mutex> lock(batch_mu_);
-  batch_.push_back(mine);
-  if (writer_active_) {
-    batch_cv_.wait(lock, [&] { return mine->done; });
-    return mine->result;
-  }
-  writer_active_ = true;
-  while (!batch_.empty()) {
-    std::vector<std::shared_ptr<PendingRecord>> taken;
-    taken.swap(batch_);
-    lock.unlock();
-    std::vector<pb::Replica> all;
-    for (const auto& p : taken) all.insert(all.end(), p->changed.begin(), p->changed.end());
-    absl::Status result = WriteRecords(all);
-    lock.lock();
-    for (const auto& p : taken) {
-      p->result = result;
-      p->done = true;
-    }
-    batch_cv_.notify_all();
-  }
-  writer_active_ = false;
-  return mine->result;
+  return committer_.Commit([this, &changed](store::Transaction& txn) { return WriteRecords(txn, changed); });
 }
 
-absl::Status AdapterCore::WriteRecords(const std::vector<pb::Replica>& changed) {
-  std::lock_guard<std::mutex> record_lock(record_mu_);
-  std::vector<pb::ReplicaEvent> events;
-  JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
-  uint64_t cursor = next_cursor_;
+absl::Status AdapterCore::WriteRecords(store::Transaction& txn, const std::vector<pb::Replica>& changed) {
+  const uint64_t first = txn_cursor_;
   for (const pb::Replica& r : changed) {
     JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(r));
-    JC_RETURN_IF_ERROR(txn->Exec("INSERT INTO adapter_replicas (name, state, doc) VALUES ($1, $2, $3) "
-                                 "ON CONFLICT (name) DO UPDATE SET state = excluded.state, doc = excluded.doc",
-                                 {r.name(), int64_t{r.state()}, doc})
+    JC_RETURN_IF_ERROR(txn.Exec("INSERT INTO adapter_replicas (name, state, doc) VALUES ($1, $2, $3) "
+                                "ON CONFLICT (name) DO UPDATE SET state = excluded.state, doc = excluded.doc",
+                                {r.name(), int64_t{r.state()}, doc})
                            .status());
     pb::ReplicaEvent e;
-    e.set_cursor(cursor++);
+    e.set_cursor(txn_cursor_++);
     *e.mutable_replica() = r;
     *e.mutable_at() = ToTimestamp(absl::Now());
     JC_ASSIGN_OR_RETURN(std::string edoc, store::EncodeDoc(e));
-    JC_RETURN_IF_ERROR(txn->Exec("INSERT INTO adapter_events (seq, doc) VALUES ($1, $2)",
-                                 {static_cast<int64_t>(e.cursor()), edoc})
+    JC_RETURN_IF_ERROR(txn.Exec("INSERT INTO adapter_events (seq, doc) VALUES ($1, $2)",
+                                {static_cast<int64_t>(e.cursor()), edoc})
                            .status());
-    events.push_back(std::move(e));
+    txn_events_.push_back(std::move(e));
+    txn_changed_.push_back(r);
   }
-  // The store keeps as many events as watchers can replay.
-  if (cursor / 1000 != next_cursor_ / 1000 && cursor > options_.event_window) {
-    JC_RETURN_IF_ERROR(txn->Exec("DELETE FROM adapter_events WHERE seq < $1",
-                                 {static_cast<int64_t>(cursor - options_.event_window)})
+  // The store keeps as many events as watchers can replay: trimmed each thousand events.
+  if (txn_cursor_ / 1000 != first / 1000 && txn_cursor_ > options_.event_window) {
+    JC_RETURN_IF_ERROR(txn.Exec("DELETE FROM adapter_events WHERE seq < $1",
+                                {static_cast<int64_t>(txn_cursor_ - options_.event_window)})
                            .status());
   }
-  JC_RETURN_IF_ERROR(txn->Commit());
-  next_cursor_ = cursor;
+  return absl::OkStatus();
+}
+
+void AdapterCore::AfterRecords() {
+  next_cursor_ = txn_cursor_;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& r : changed) replicas_[r.name()] = r;
+    for (const auto& r : txn_changed_) replicas_[r.name()] = r;
   }
-  for (auto& e : events) {
+  for (auto& e : txn_events_) {
     events_.Append(std::move(e), [](pb::ReplicaEvent&, uint64_t) {});
     if (metrics_) metrics_->events.Increment();
   }
-  return absl::OkStatus();
+  txn_events_.clear();
+  txn_changed_.clear();
 }
 
 absl::Status AdapterCore::PollOnce() {

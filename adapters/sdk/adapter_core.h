@@ -21,6 +21,7 @@
 #include "adapters/sdk/image_mirror.h"
 #include "adapters/sdk/staged_images.h"
 #include "common/event_log.h"
+#include "common/store/group_commit.h"
 #include "common/store/store.h"
 
 namespace prometheus {
@@ -84,11 +85,12 @@ class AdapterCore {
   // when it was submitted with a different spec (a key collision). Caller holds mu_.
   absl::StatusOr<pb::Replica> Repeated(const pb::Replica& known, const ReplicaLaunch& launch);
   static pb::Replica Accepted(const ReplicaLaunch& launch, const std::string& external_id);
-  // Records replicas and their events in one transaction, then publishes the events.
+  // Records replicas and their events (concurrent callers share a transaction), then
+  // publishes the events; returns once they are durable.
   absl::Status Record(const std::vector<pb::Replica>& changed);
-  // One transaction for `changed`: replica rows, events with the next cursors, then the
-  // in-memory book and the event log.
-  absl::Status WriteRecords(const std::vector<pb::Replica>& changed);
+  // Within Record's transaction: the replica rows and their events with the next cursors.
+  absl::Status WriteRecords(store::Transaction& txn, const std::vector<pb::Replica>& changed);
+  void AfterRecords();
   void PollLoop();
 
   std::shared_ptr<const RunAs> CurrentRunAs() const;
@@ -108,18 +110,15 @@ class AdapterCore {
   std::condition_variable submitted_cv_;
   std::map<std::string, pb::Replica> replicas_;  // by name
   std::set<std::string> submitting_;             // names whose submit is under way
-  std::mutex record_mu_;                         // event cursors are given in commit order
-  // Record's group commit (see Record).
-  struct PendingRecord {
-    std::vector<pb::Replica> changed;
-    absl::Status result;
-    bool done = false;
-  };
-  std::mutex batch_mu_;
-  std::condition_variable batch_cv_;
-  std::vector<std::shared_ptr<PendingRecord>> batch_;
-  bool writer_active_ = false;
+  // Record's group commit: the store's own (common/store/group_commit.h). Its committing
+  // thread alone touches the txn_ fields: the prologue resets them, each write adds its
+  // replicas and events with the next cursors, the epilogue (after the commit, in commit
+  // order) moves the cursor on, updates the book and publishes the events.
+  store::GroupCommitter committer_;
   uint64_t next_cursor_ = 1;
+  uint64_t txn_cursor_ = 1;
+  std::vector<pb::Replica> txn_changed_;
+  std::vector<pb::ReplicaEvent> txn_events_;
 
   struct Metrics;
   std::unique_ptr<Metrics> metrics_;

@@ -74,7 +74,9 @@ absl::Status GroupCommitter::RunBatch(const std::vector<std::shared_ptr<Entry>>&
   if (prologue_) JC_RETURN_IF_ERROR(prologue_(*txn));
   RowBatchingTransaction batching(*txn);
   for (const auto& e : batch) JC_RETURN_IF_ERROR(e->write(batching));
-  return batching.Commit();
+  JC_RETURN_IF_ERROR(batching.Commit());
+  if (epilogue_) epilogue_();
+  return absl::OkStatus();
 }
 
 absl::Status GroupCommitter::Commit(std::function<absl::Status(Transaction&)> write) {

@@ -29,6 +29,11 @@ class GroupCommitter {
   // job manager fences its writes with it: they land only while its lease holds. Set it
   // before the first Commit.
   void SetPrologue(std::function<absl::Status(Transaction&)> prologue) { prologue_ = std::move(prologue); }
+  // Runs after every transaction that committed, in the committing thread, before any of
+  // its callers returns, one transaction at a time: what must follow the commit in commit
+  // order (the adapter publishes its events with the cursors the transaction gave them).
+  // The prologue resets what the writes gather; the epilogue acts on it.
+  void SetEpilogue(std::function<void()> epilogue) { epilogue_ = std::move(epilogue); }
 
  private:
   struct Entry {
@@ -40,6 +45,7 @@ class GroupCommitter {
 
   Store* store_;
   std::function<absl::Status(Transaction&)> prologue_;
+  std::function<void()> epilogue_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Entry>> queue_;

@@ -18,7 +18,7 @@ using grpc::Status;
 #define NEXEC_CALLER(caller, method)                                   \
   auto caller##_or = auth_.Verify(ctx, method, *req);                  \
   if (!caller##_or.ok()) return ToGrpcStatus(caller##_or.status());   \
-  const Caller& caller = *caller##_or
+  [[maybe_unused]] const Caller& caller = *caller##_or
 
 class MasterService final : public pb::Master::Service {
  public:

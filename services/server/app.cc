@@ -32,6 +32,7 @@
 #include "services/accounting/accounting_service.h"
 #include "services/jobs/job_service.h"
 #include "services/server/access_policy.h"
+#include "services/server/modules.h"
 #include "services/monitor/monitor_service.h"
 #include "services/scheduler/grpc_inputs_source.h"
 #include "services/scheduler/scheduler_service.h"
@@ -40,8 +41,11 @@
 namespace jc::server {
 
 const std::vector<std::string>& KnownServices() {
-  static const auto* names =
-      new std::vector<std::string>{"identity", "registry", "catalog", "datamon", "monitor", "scheduler", "jobs", "gateway"};
+  static const auto* names = [] {
+    auto* out = new std::vector<std::string>;
+    for (const ModuleSpec& m : Modules()) out->push_back(m.name);
+    return out;
+  }();
   return *names;
 }
 
@@ -64,32 +68,64 @@ absl::StatusOr<std::set<std::string>> ParseServices(const std::string& list) {
   return out;
 }
 
+// How App::Start makes each module of the table (modules.h), with what they share.
+struct App::Wiring {
+  using ChannelSource = std::function<std::shared_ptr<grpc::Channel>()>;
+  struct Env {
+    std::function<bool(const std::string&)> has;  // runs in this process
+    std::shared_ptr<const auth::TlsMaterial> tls;
+    // A service another one calls: in process when it runs here, else at `address` (or
+    // --upstream_address); `who` says, when neither, which service needed it and why.
+    std::function<absl::StatusOr<ChannelSource>(const std::string& service, const std::string& address,
+                                                const std::string& who)>
+        upstream;
+  };
+  using Maker = absl::Status (*)(App&, Env&);
+  static absl::Status MakeIdentity(App& app, Env& env);
+  static absl::Status MakeRegistry(App& app, Env& env);
+  static absl::Status MakeCatalog(App& app, Env& env);
+  static absl::Status MakeDatamon(App& app, Env& env);
+  static absl::Status MakeMonitor(App& app, Env& env);
+  static absl::Status MakeScheduler(App& app, Env& env);
+  static absl::Status MakeJobs(App& app, Env& env);
+  static absl::Status MakeGateway(App& app, Env& env);
+  static absl::Status ServeGrpc(App& app, Env& env);
+  // Each row of Modules() and how it is made.
+  static const std::map<std::string, Maker>& Makers() {
+    static const auto* makers = new std::map<std::string, Maker>{
+        {"identity", MakeIdentity}, {"registry", MakeRegistry},   {"catalog", MakeCatalog}, {"datamon", MakeDatamon},
+        {"monitor", MakeMonitor},   {"scheduler", MakeScheduler}, {"jobs", MakeJobs},       {"gateway", MakeGateway}};
+    return *makers;
+  }
+};
+
 absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
   std::unique_ptr<App> app(new App());
   app->options_ = std::move(options);
   AppOptions& o = app->options_;
+  JC_RETURN_IF_ERROR(CheckModules(o.services,
+                                  {{"identity", o.identity_address},
+                                   {"registry", o.registry_address},
+                                   {"catalog", o.catalog_address},
+                                   {"datamon", o.datamon_address},
+                                   {"monitor", o.monitor_address},
+                                   {"scheduler", o.scheduler_address},
+                                   {"jobs", o.jobs_address}},
+                                  o.upstream_address));
   app->metrics_ = std::make_shared<prometheus::Registry>();
   app->watches_ = std::make_unique<WatchHub>(o.watches, app->metrics_.get());
-  auto has = [&](const char* name) { return o.services.count(name) > 0; };
-  bool serves_grpc = has("identity") || has("registry") || has("catalog") || has("datamon") || has("jobs") ||
-                     has("monitor") || has("scheduler");
-  // A process that serves gRPC checks API tokens, which live in the store.
-  bool needs_store = serves_grpc;
+  Wiring::Env env;
+  env.has = [&o](const std::string& name) { return o.services.count(name) > 0; };
+  const bool serves_grpc = std::any_of(o.services.begin(), o.services.end(),
+                                       [](const std::string& name) { return name != "gateway"; });
   if (o.auth.service_secret.empty()) {
     JC_ASSIGN_OR_RETURN(o.auth.service_secret, auth::RandomSecret(48));
   }
-  const std::string& service_secret = o.auth.service_secret;
-  std::shared_ptr<const auth::TlsMaterial> tls;
   if (o.auth.tls.enabled()) {
-    JC_ASSIGN_OR_RETURN(tls, auth::LoadTls(o.auth.tls));
+    JC_ASSIGN_OR_RETURN(env.tls, auth::LoadTls(o.auth.tls));
   }
-  // A channel to another Jointcloud process, as this one's services call it (over mutual
-  // TLS when this process has a certificate).
-  auto service_channel = [&](const std::string& target) {
-    return auth::ServiceChannel(target, auth::ChannelCredentials(tls.get()), service_secret);
-  };
-
-  if (needs_store) {
+  // A process that serves gRPC checks API tokens, which live in the store.
+  if (serves_grpc) {
     if (o.store != nullptr) {
       app->store_ = std::move(o.store);
     } else {
@@ -100,213 +136,43 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
     app->audit_ = std::make_shared<audit::AuditLog>(app->store_.get(), o.clock);
     if (o.auth.enabled && !o.auth.bootstrap_token_file.empty()) JC_RETURN_IF_ERROR(app->Bootstrap());
   }
-
-  // Services that need the registry reach it over gRPC: in-process when it runs here.
   App* self = app.get();
-  // A service another one calls: in process when it runs here, else at `address` (or
-  // --upstream_address); `who` says, when neither, which service needed it and why.
-  using ChannelSource = std::function<std::shared_ptr<grpc::Channel>()>;
-  auto upstream = [&](const std::string& service, const std::string& address,
-                      const std::string& who) -> absl::StatusOr<ChannelSource> {
-    if (has(service.c_str())) return ChannelSource([self] { return self->channel_; });
+  env.upstream = [self, &o, &env](const std::string& service, const std::string& address,
+                                  const std::string& who) -> absl::StatusOr<Wiring::ChannelSource> {
+    if (env.has(service)) return Wiring::ChannelSource([self] { return self->channel_; });
     std::string target = address.empty() ? o.upstream_address : address;
     if (target.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(who, ": run the ", service, " here (--services) or give --", service,
                                                      "_address or --upstream_address"));
     }
-    auto channel = service_channel(target);
-    return ChannelSource([channel] { return channel; });
+    // Over mutual TLS when this process has a certificate.
+    auto channel = auth::ServiceChannel(target, auth::ChannelCredentials(env.tls.get()), o.auth.service_secret);
+    return Wiring::ChannelSource([channel] { return channel; });
   };
-  if (has("catalog") || has("datamon") || has("monitor") || has("jobs")) {
+  // What several modules share: the registry's centers (over gRPC, in process when it runs
+  // here) and one southbound client for the monitor and the job manager.
+  if (env.has("catalog") || env.has("datamon") || env.has("monitor") || env.has("jobs")) {
     JC_ASSIGN_OR_RETURN(auto registry,
-                        upstream("registry", o.registry_address, "catalog, datamon, monitor and jobs need the registry"));
+                        env.upstream("registry", o.registry_address, "catalog, datamon, monitor and jobs need the registry"));
     app->centers_ = registry::MakeGrpcCenterDirectory(registry);
   }
-
-  if (has("identity")) {
-    app->grpc_services_.push_back(identity::MakeIdentityService(app->identities_.get(), app->audit_.get()));
-  }
-  if (has("registry")) {
-    app->registry_ = std::make_unique<registry::Registry>(app->store_.get(), o.clock, o.registry);
-    app->registry_->events().SetListener([hub = app->watches_.get()] { hub->Wake(); });
-    app->grpc_services_.push_back(registry::MakeRegistryService(app->registry_.get(), app->watches_.get()));
-  }
-  if (has("catalog")) {
-    app->catalog_ = std::make_unique<catalog::Catalog>(app->store_.get(), o.clock, app->centers_.get());
-    JC_ASSIGN_OR_RETURN(auto registries, oci::RegistryClient::Create(o.registries));
-    app->catalog_->SetImageResolver(
-        [registries = std::make_shared<oci::RegistryClient>(std::move(registries))](const oci::ImageReference& ref) {
-          return registries->Resolve(ref);
-        });
-    app->grpc_services_.push_back(catalog::MakeCatalogService(app->catalog_.get()));
-  }
-  if (has("datamon")) {
-    auto weights = o.migration_weights.empty() ? datamon::DefaultWeights() : o.migration_weights;
-    app->datamon_ = std::make_unique<datamon::Datamon>(app->store_.get(), o.clock,
-                                                       app->centers_.get(), weights);
-    app->grpc_services_.push_back(datamon::MakeDatamonService(app->datamon_.get()));
-  }
-  // One southbound client serves the monitor and the job manager.
   app->adapters_ = o.adapter_client;
-  if (app->adapters_ == nullptr && (has("monitor") || has("jobs"))) {
+  if (app->adapters_ == nullptr && (env.has("monitor") || env.has("jobs"))) {
     // With TLS, adapters are called over mutual TLS, their certificates checked against
     // their centers.
-    app->own_adapter_client_ = southbound::MakeGrpcAdapterClient(tls);
+    app->own_adapter_client_ = southbound::MakeGrpcAdapterClient(env.tls);
     app->adapters_ = app->own_adapter_client_.get();
   }
-  if (has("monitor")) {
-    app->monitor_ = std::make_unique<monitor::Monitor>(app->centers_.get(), app->adapters_, o.clock, o.monitor);
-    if (app->catalog_ != nullptr) {
-      // Spec x center offers say how many instances fit in what the center has free now.
-      monitor::Monitor* monitor = app->monitor_.get();
-      app->catalog_->SetFreeResources([monitor](const std::string& id) -> std::optional<jointcloud::v1::ComputingResources> {
-        auto usage = monitor->Get(id);
-        if (!usage.ok() || !usage->reachable() || !usage->has_observed_at()) return std::nullopt;
-        return usage->free();
-      });
+  // The modules in table order; the gRPC server starts once every gRPC service is made,
+  // before the gateway, which calls them through it.
+  for (const ModuleSpec& module : Modules()) {
+    if (module.name == "gateway") {
+      if (serves_grpc) JC_RETURN_IF_ERROR(Wiring::ServeGrpc(*app, env));
     }
-    app->monitor_->EnableMetrics(*app->metrics_);
-    app->grpc_services_.push_back(monitor::MakeMonitorService(app->monitor_.get()));
+    if (!env.has(module.name)) continue;
+    JC_RETURN_IF_ERROR(Wiring::Makers().at(module.name)(*app, env));
   }
-  if (has("scheduler")) {
-    // The scheduler reads the registry, catalog and datamon over gRPC: in process when
-    // they run here, else where --<name>_address (or --upstream_address) says.
-    std::map<std::string, scheduler::ChannelSource> sources;
-    for (const auto& [name, address] : {std::pair<std::string, std::string>{"registry", o.registry_address},
-                                        {"catalog", o.catalog_address}, {"datamon", o.datamon_address}}) {
-      JC_ASSIGN_OR_RETURN(sources[name], upstream(name, address, absl::StrCat("the scheduler needs the ", name)));
-    }
-    app->scheduler_inputs_ = scheduler::MakeGrpcInputsSource(sources["registry"], sources["catalog"],
-                                                             sources["datamon"], app->monitor_.get());
-    scheduler::SchedulerOptions so;
-    so.refresh_interval = o.scheduler_refresh;
-    so.weight_profiles_file = o.weight_profiles_file;
-    app->scheduler_ = std::make_unique<scheduler::Scheduler>(app->scheduler_inputs_.get(), o.clock, so);
-    // A profiles file that does not load stops the start: the deployment asked for it.
-    JC_RETURN_IF_ERROR(app->scheduler_->LoadWeightProfiles());
-    app->scheduler_->EnableMetrics(*app->metrics_);
-    // A job's placement is shown to those who may see the job (the job manager, when here,
-    // says; it is created below, before any call is served).
-    app->grpc_services_.push_back(scheduler::MakeSchedulerService(
-        app->scheduler_.get(), !has("jobs") ? scheduler::JobVisibility()
-                                            : [self](const auth::Principal& caller, const std::string& job_id) {
-                                                auto job = self->jobs_->Get(job_id);
-                                                if (!job.ok()) return job.status();
-                                                return jobs::CheckJobAccess(caller, *job, auth::ProjectRole::kViewer);
-                                              }));
-  }
-  if (has("jobs")) {
-    if (app->scheduler_ == nullptr) {
-      return absl::InvalidArgumentError("the jobs service places jobs with the scheduler: run both here (--services)");
-    }
-    // Staging asks datamon, and records staged images in the catalog.
-    JC_ASSIGN_OR_RETURN(auto datamon, upstream("datamon", o.datamon_address, "the jobs service stages data through datamon"));
-    JC_ASSIGN_OR_RETURN(auto catalog,
-                        upstream("catalog", o.catalog_address, "the jobs service records staged images in the catalog"));
-    app->data_mover_ = jobs::MakeGrpcDataMover(datamon, catalog);
-    app->jobs_ = std::make_unique<jobs::JobManager>(app->store_.get(), app->scheduler_.get(), app->centers_.get(),
-                                                    app->adapters_, app->data_mover_.get(), o.clock, o.jobs);
-    app->jobs_->EnableMetrics(*app->metrics_);
-    app->jobs_->events().SetListener([hub = app->watches_.get()] { hub->Wake(); });
-    app->grpc_services_.push_back(jobs::MakeJobService(app->jobs_.get(), app->watches_.get()));
-    // The usage records the job manager writes are read where it runs.
-    app->usage_ = std::make_unique<accounting::UsageBook>(app->store_.get());
-    app->settlements_ = std::make_unique<accounting::Settlements>(app->store_.get(), o.clock);
-    // Reconciliation asks each center's adapter for the center's own accounting.
-    app->reconciler_ = std::make_unique<accounting::Reconciler>(
-        app->usage_.get(),
-        [self](const std::string& center, absl::Time from, absl::Time to)
-            -> absl::StatusOr<jointcloud::adapter::v1::ListAccountingResponse> {
-          JC_ASSIGN_OR_RETURN(auto c, self->centers_->GetCenter(center));
-          if (c.adapter_address().empty()) {
-            return absl::FailedPreconditionError(absl::StrCat("center ", center, " has no adapter_address"));
-          }
-          jointcloud::adapter::v1::ListAccountingRequest req;
-          *req.mutable_from() = ToTimestamp(from);
-          *req.mutable_to() = ToTimestamp(to);
-          return self->adapters_->ListAccounting({center, c.adapter_address()}, req);
-        },
-        [self] { return self->jobs_->origin(); });
-    app->grpc_services_.push_back(
-        accounting::MakeAccountingService(app->usage_.get(), app->settlements_.get(), app->reconciler_.get()));
-  }
-
-  if (serves_grpc) {
-    grpc::EnableDefaultHealthCheckService(true);
-    EnableGrpcReflection();
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort(o.grpc_address, auth::ServerCredentials(tls.get()), &app->grpc_port_);
-    for (auto& service : app->grpc_services_) builder.RegisterService(service.get());
-    ConfigureServerThreads(builder, "jointcloud", 64);
-    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
-    identity::AuthenticatorOptions ao;
-    ao.enabled = o.auth.enabled;
-    ao.service_secret = service_secret;
-    ao.oidc = o.auth.oidc;
-    ao.claims = o.auth.claims;
-    interceptors.push_back(auth::MakeAuthInterceptor(
-        std::make_shared<identity::IdentityAuthenticator>(app->identities_.get(), std::move(ao)), ControlPlaneAccess(),
-        std::make_shared<auth::RateLimiter>(o.auth.rate_limit, o.clock), app->audit_, tls != nullptr));
-    interceptors.push_back(MakeGrpcMetricsInterceptor(app->metrics_));
-    builder.experimental().SetInterceptorCreators(std::move(interceptors));
-    app->grpc_server_ = builder.BuildAndStart();
-    if (app->grpc_server_ == nullptr || app->grpc_port_ == 0) {
-      return absl::UnavailableError(absl::StrCat("cannot serve gRPC on ", o.grpc_address,
-                                                 tls != nullptr ? " (in use, not a local address, or the TLS "
-                                                                  "certificate and key do not make a pair)"
-                                                                : " (in use, or not a local address)"));
-    }
-    auth::ClientInterceptors as_service;
-    as_service.push_back(auth::MakeBearerInterceptor(service_secret));
-    app->channel_ = app->grpc_server_->experimental().InProcessChannelWithInterceptors(grpc::ChannelArguments(),
-                                                                                      std::move(as_service));
-    app->gateway_channel_ = app->grpc_server_->InProcessChannel(grpc::ChannelArguments());
-    spdlog::info("grpc listening on port {} services={}", app->grpc_port_,
-                 absl::StrJoin(o.services, ","));
-  }
-
-  if (has("gateway")) {
-    // Each route group calls its service here when it runs here, else where the flags say.
-    std::vector<gateway::Route> routes;
-    std::vector<std::string> remote;
-    const std::tuple<const char*, const std::string*, std::vector<gateway::Route> (*)(
-                                                          std::shared_ptr<grpc::Channel>)>
-        groups[] = {{"identity", &o.identity_address, gateway::IdentityRoutes},
-                    {"registry", &o.registry_address, gateway::RegistryRoutes},
-                    {"catalog", &o.catalog_address, gateway::CatalogRoutes},
-                    {"datamon", &o.datamon_address, gateway::DatamonRoutes},
-                    {"monitor", &o.monitor_address, gateway::MonitorRoutes},
-                    {"scheduler", &o.scheduler_address, gateway::SchedulerRoutes},
-                    {"jobs", &o.jobs_address, gateway::TrainJobRoutes},
-                    {"jobs", &o.jobs_address, gateway::AccountingRoutes}};
-    for (const auto& [name, address, make] : groups) {
-      std::shared_ptr<grpc::Channel> channel = app->gateway_channel_;
-      if (!has(name)) {
-        std::string target = address->empty() ? o.upstream_address : *address;
-        if (target.empty()) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "the gateway needs the ", name, " service: run it here (--services), or give --",
-              name, "_address or --upstream_address"));
-        }
-        channel = grpc::CreateChannel(target, auth::ChannelCredentials(tls.get()));
-        app->upstreams_.push_back({target, channel});
-      }
-      if (std::string(name) == "identity") o.gateway.sees_tenants = gateway::AdminMetricsReader(channel);
-      auto more = make(channel);
-      routes.insert(routes.end(), std::make_move_iterator(more.begin()),
-                    std::make_move_iterator(more.end()));
-    }
-    if (tls != nullptr) {
-      o.gateway.tls_cert_file = tls->files.cert;
-      o.gateway.tls_key_file = tls->files.key;
-    }
-    app->gateway_ = std::make_unique<gateway::Gateway>(std::move(routes), o.gateway, app->metrics_,
-                                                       [self] { return self->Ready(); });
-    JC_ASSIGN_OR_RETURN(app->rest_port_, app->gateway_->Bind(o.rest_host, o.rest_port));
-    app->gateway_->Start();
-    app->admin_port_ = app->rest_port_;
-    spdlog::info("rest listening on {}://{}:{}", tls != nullptr ? "https" : "http", o.rest_host, app->rest_port_);
-  } else if (!o.admin_host.empty()) {
+  if (!env.has("gateway") && !o.admin_host.empty()) {
     // No REST routes here, only what every service must expose (SPEC C4).
     app->admin_ = std::make_unique<AdminServer>(app->metrics_, [self] { return self->Ready(); });
     JC_ASSIGN_OR_RETURN(app->admin_port_, app->admin_->Start(absl::StrCat(o.admin_host, ":", o.admin_port)));
@@ -323,6 +189,210 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
   }
   if (app->jobs_ != nullptr) JC_RETURN_IF_ERROR(app->jobs_->Start());
   return app;
+}
+
+
+absl::Status App::Wiring::MakeIdentity(App& app, Env& /*env*/) {
+  app.grpc_services_.push_back(identity::MakeIdentityService(app.identities_.get(), app.audit_.get()));
+  return absl::OkStatus();
+}
+
+absl::Status App::Wiring::MakeRegistry(App& app, Env& /*env*/) {
+  AppOptions& o = app.options_;
+  app.registry_ = std::make_unique<registry::Registry>(app.store_.get(), o.clock, o.registry);
+  app.registry_->events().SetListener([hub = app.watches_.get()] { hub->Wake(); });
+  app.grpc_services_.push_back(registry::MakeRegistryService(app.registry_.get(), app.watches_.get()));
+  return absl::OkStatus();
+}
+
+absl::Status App::Wiring::MakeCatalog(App& app, Env& /*env*/) {
+  AppOptions& o = app.options_;
+  app.catalog_ = std::make_unique<catalog::Catalog>(app.store_.get(), o.clock, app.centers_.get());
+  JC_ASSIGN_OR_RETURN(auto registries, oci::RegistryClient::Create(o.registries));
+  app.catalog_->SetImageResolver(
+      [registries = std::make_shared<oci::RegistryClient>(std::move(registries))](const oci::ImageReference& ref) {
+        return registries->Resolve(ref);
+      });
+  app.grpc_services_.push_back(catalog::MakeCatalogService(app.catalog_.get()));
+  return absl::OkStatus();
+}
+
+absl::Status App::Wiring::MakeDatamon(App& app, Env& /*env*/) {
+  AppOptions& o = app.options_;
+  auto weights = o.migration_weights.empty() ? datamon::DefaultWeights() : o.migration_weights;
+  app.datamon_ = std::make_unique<datamon::Datamon>(app.store_.get(), o.clock,
+                                                     app.centers_.get(), weights);
+  app.grpc_services_.push_back(datamon::MakeDatamonService(app.datamon_.get()));
+  return absl::OkStatus();
+}
+
+absl::Status App::Wiring::MakeMonitor(App& app, Env& /*env*/) {
+  AppOptions& o = app.options_;
+  app.monitor_ = std::make_unique<monitor::Monitor>(app.centers_.get(), app.adapters_, o.clock, o.monitor);
+  if (app.catalog_ != nullptr) {
+    // Spec x center offers say how many instances fit in what the center has free now.
+    monitor::Monitor* monitor = app.monitor_.get();
+    app.catalog_->SetFreeResources([monitor](const std::string& id) -> std::optional<jointcloud::v1::ComputingResources> {
+      auto usage = monitor->Get(id);
+      if (!usage.ok() || !usage->reachable() || !usage->has_observed_at()) return std::nullopt;
+      return usage->free();
+    });
+  }
+  app.monitor_->EnableMetrics(*app.metrics_);
+  app.grpc_services_.push_back(monitor::MakeMonitorService(app.monitor_.get()));
+  return absl::OkStatus();
+}
+
+absl::Status App::Wiring::MakeScheduler(App& app, Env& env) {
+  AppOptions& o = app.options_;
+  App* self = &app;
+  // The scheduler reads the registry, catalog and datamon over gRPC: in process when
+  // they run here, else where --<name>_address (or --upstream_address) says.
+  std::map<std::string, scheduler::ChannelSource> sources;
+  for (const auto& [name, address] : {std::pair<std::string, std::string>{"registry", o.registry_address},
+                                      {"catalog", o.catalog_address}, {"datamon", o.datamon_address}}) {
+    JC_ASSIGN_OR_RETURN(sources[name], env.upstream(name, address, absl::StrCat("the scheduler needs the ", name)));
+  }
+  app.scheduler_inputs_ = scheduler::MakeGrpcInputsSource(sources["registry"], sources["catalog"],
+                                                           sources["datamon"], app.monitor_.get());
+  scheduler::SchedulerOptions so;
+  so.refresh_interval = o.scheduler_refresh;
+  so.weight_profiles_file = o.weight_profiles_file;
+  app.scheduler_ = std::make_unique<scheduler::Scheduler>(app.scheduler_inputs_.get(), o.clock, so);
+  // A profiles file that does not load stops the start: the deployment asked for it.
+  JC_RETURN_IF_ERROR(app.scheduler_->LoadWeightProfiles());
+  app.scheduler_->EnableMetrics(*app.metrics_);
+  // A job's placement is shown to those who may see the job (the job manager, when here,
+  // says; it is created below, before any call is served).
+  app.grpc_services_.push_back(scheduler::MakeSchedulerService(
+      app.scheduler_.get(), !env.has("jobs") ? scheduler::JobVisibility()
+                                          : [self](const auth::Principal& caller, const std::string& job_id) {
+                                              auto job = self->jobs_->Get(job_id);
+                                              if (!job.ok()) return job.status();
+                                              return jobs::CheckJobAccess(caller, *job, auth::ProjectRole::kViewer);
+                                            }));
+  return absl::OkStatus();
+}
+
+absl::Status App::Wiring::MakeJobs(App& app, Env& env) {
+  AppOptions& o = app.options_;
+  App* self = &app;
+  if (app.scheduler_ == nullptr) {
+    return absl::InvalidArgumentError("the jobs service places jobs with the scheduler: run both here (--services)");
+  }
+  // Staging asks datamon, and records staged images in the catalog.
+  JC_ASSIGN_OR_RETURN(auto datamon, env.upstream("datamon", o.datamon_address, "the jobs service stages data through datamon"));
+  JC_ASSIGN_OR_RETURN(auto catalog,
+                      env.upstream("catalog", o.catalog_address, "the jobs service records staged images in the catalog"));
+  app.data_mover_ = jobs::MakeGrpcDataMover(datamon, catalog);
+  app.jobs_ = std::make_unique<jobs::JobManager>(app.store_.get(), app.scheduler_.get(), app.centers_.get(),
+                                                  app.adapters_, app.data_mover_.get(), o.clock, o.jobs);
+  app.jobs_->EnableMetrics(*app.metrics_);
+  app.jobs_->events().SetListener([hub = app.watches_.get()] { hub->Wake(); });
+  app.grpc_services_.push_back(jobs::MakeJobService(app.jobs_.get(), app.watches_.get()));
+  // The usage records the job manager writes are read where it runs.
+  app.usage_ = std::make_unique<accounting::UsageBook>(app.store_.get());
+  app.settlements_ = std::make_unique<accounting::Settlements>(app.store_.get(), o.clock);
+  // Reconciliation asks each center's adapter for the center's own accounting.
+  app.reconciler_ = std::make_unique<accounting::Reconciler>(
+      app.usage_.get(),
+      [self](const std::string& center, absl::Time from, absl::Time to)
+          -> absl::StatusOr<jointcloud::adapter::v1::ListAccountingResponse> {
+        JC_ASSIGN_OR_RETURN(auto c, self->centers_->GetCenter(center));
+        if (c.adapter_address().empty()) {
+          return absl::FailedPreconditionError(absl::StrCat("center ", center, " has no adapter_address"));
+        }
+        jointcloud::adapter::v1::ListAccountingRequest req;
+        *req.mutable_from() = ToTimestamp(from);
+        *req.mutable_to() = ToTimestamp(to);
+        return self->adapters_->ListAccounting({center, c.adapter_address()}, req);
+      },
+      [self] { return self->jobs_->origin(); });
+  app.grpc_services_.push_back(
+      accounting::MakeAccountingService(app.usage_.get(), app.settlements_.get(), app.reconciler_.get()));
+  return absl::OkStatus();
+}
+
+absl::Status App::Wiring::MakeGateway(App& app, Env& env) {
+  AppOptions& o = app.options_;
+  App* self = &app;
+  // Each route group calls its service here when it runs here, else where the flags say.
+  std::vector<gateway::Route> routes;
+  std::vector<std::string> remote;
+  const std::tuple<const char*, const std::string*, std::vector<gateway::Route> (*)(
+                                                        std::shared_ptr<grpc::Channel>)>
+      groups[] = {{"identity", &o.identity_address, gateway::IdentityRoutes},
+                  {"registry", &o.registry_address, gateway::RegistryRoutes},
+                  {"catalog", &o.catalog_address, gateway::CatalogRoutes},
+                  {"datamon", &o.datamon_address, gateway::DatamonRoutes},
+                  {"monitor", &o.monitor_address, gateway::MonitorRoutes},
+                  {"scheduler", &o.scheduler_address, gateway::SchedulerRoutes},
+                  {"jobs", &o.jobs_address, gateway::TrainJobRoutes},
+                  {"jobs", &o.jobs_address, gateway::AccountingRoutes}};
+  for (const auto& [name, address, make] : groups) {
+    std::shared_ptr<grpc::Channel> channel = app.gateway_channel_;
+    if (!env.has(name)) {
+      std::string target = address->empty() ? o.upstream_address : *address;
+      if (target.empty()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the gateway needs the ", name, " service: run it here (--services), or give --",
+            name, "_address or --upstream_address"));
+      }
+      channel = grpc::CreateChannel(target, auth::ChannelCredentials(env.tls.get()));
+      app.upstreams_.push_back({target, channel});
+    }
+    if (std::string(name) == "identity") o.gateway.sees_tenants = gateway::AdminMetricsReader(channel);
+    auto more = make(channel);
+    routes.insert(routes.end(), std::make_move_iterator(more.begin()),
+                  std::make_move_iterator(more.end()));
+  }
+  if (env.tls != nullptr) {
+    o.gateway.tls_cert_file = env.tls->files.cert;
+    o.gateway.tls_key_file = env.tls->files.key;
+  }
+  app.gateway_ = std::make_unique<gateway::Gateway>(std::move(routes), o.gateway, app.metrics_,
+                                                     [self] { return self->Ready(); });
+  JC_ASSIGN_OR_RETURN(app.rest_port_, app.gateway_->Bind(o.rest_host, o.rest_port));
+  app.gateway_->Start();
+  app.admin_port_ = app.rest_port_;
+  spdlog::info("rest listening on {}://{}:{}", env.tls != nullptr ? "https" : "http", o.rest_host, app.rest_port_);
+  return absl::OkStatus();
+}
+
+absl::Status App::Wiring::ServeGrpc(App& app, Env& env) {
+  AppOptions& o = app.options_;
+  grpc::EnableDefaultHealthCheckService(true);
+  EnableGrpcReflection();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(o.grpc_address, auth::ServerCredentials(env.tls.get()), &app.grpc_port_);
+  for (auto& service : app.grpc_services_) builder.RegisterService(service.get());
+  ConfigureServerThreads(builder, "jointcloud", 64);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  identity::AuthenticatorOptions ao;
+  ao.enabled = o.auth.enabled;
+  ao.service_secret = o.auth.service_secret;
+  ao.oidc = o.auth.oidc;
+  ao.claims = o.auth.claims;
+  interceptors.push_back(auth::MakeAuthInterceptor(
+      std::make_shared<identity::IdentityAuthenticator>(app.identities_.get(), std::move(ao)), ControlPlaneAccess(),
+      std::make_shared<auth::RateLimiter>(o.auth.rate_limit, o.clock), app.audit_, env.tls != nullptr));
+  interceptors.push_back(MakeGrpcMetricsInterceptor(app.metrics_));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  app.grpc_server_ = builder.BuildAndStart();
+  if (app.grpc_server_ == nullptr || app.grpc_port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot serve gRPC on ", o.grpc_address,
+                                               env.tls != nullptr ? " (in use, not a local address, or the TLS "
+                                                                "certificate and key do not make a pair)"
+                                                              : " (in use, or not a local address)"));
+  }
+  auth::ClientInterceptors as_service;
+  as_service.push_back(auth::MakeBearerInterceptor(o.auth.service_secret));
+  app.channel_ = app.grpc_server_->experimental().InProcessChannelWithInterceptors(grpc::ChannelArguments(),
+                                                                                    std::move(as_service));
+  app.gateway_channel_ = app.grpc_server_->InProcessChannel(grpc::ChannelArguments());
+  spdlog::info("grpc listening on port {} services={}", app.grpc_port_,
+               absl::StrJoin(o.services, ","));
+  return absl::OkStatus();
 }
 
 absl::Status App::Bootstrap() {

@@ -143,6 +143,8 @@ class App {
   std::shared_ptr<prometheus::Registry> metrics() const { return metrics_; }
 
  private:
+  struct Wiring;  // app.cc: how each module of the table (modules.h) is made
+  friend struct Wiring;
   App() = default;
   void SweepLoop();
   // The first start on an empty store: the admin and its token (AuthOptions).

@@ -122,6 +122,38 @@ TEST_CASE("group-committed rows from many writers all land, and a duplicate fail
   CHECK(store->Query("SELECT id FROM centers")->size() == kWriters * kRows + kWriters - 1);
 }
 
+TEST_CASE("a group commit's epilogue sees each committed transaction's writes, in commit order, and never a failed "
+          "one's (the adapter publishes its events so)",
+          "[C2][store]") {
+  auto store = jc::testing::MakeTestStore();
+  jc::store::GroupCommitter committer(store.get());
+  std::vector<std::string> gathered, published;  // the committing thread's alone
+  committer.SetPrologue([&](jc::store::Transaction&) {
+    gathered.clear();
+    return absl::OkStatus();
+  });
+  committer.SetEpilogue([&] { published.insert(published.end(), gathered.begin(), gathered.end()); });
+  auto insert = [&](const std::string& id) {
+    return committer.Commit([&, id](jc::store::Transaction& txn) {
+      gathered.push_back(id);
+      return txn.InsertRow("INSERT INTO centers (id, region, status, doc)",
+                           {id, std::string("r"), int64_t{1}, std::string("{}")});
+    });
+  };
+  constexpr int kWriters = 8;
+  std::vector<std::thread> writers;
+  for (int w = 0; w < kWriters; ++w) writers.emplace_back([&, w] { REQUIRE(insert("e" + std::to_string(w)).ok()); });
+  for (auto& t : writers) t.join();
+  CHECK(published.size() == kWriters);
+  CHECK(store->Query("SELECT id FROM centers")->size() == kWriters);
+  // A write that fails (a duplicate) publishes nothing; the next one publishes its own only.
+  CHECK(absl::IsAlreadyExists(insert("e0")));
+  CHECK(published.size() == kWriters);
+  REQUIRE(insert("after").ok());
+  CHECK(published.back() == "after");
+  CHECK(published.size() == kWriters + 1);
+}
+
 namespace {
 
 mode_t ModeOf(const std::string& path) {
