@@ -29,6 +29,7 @@
 #include "common/admin_server.h"
 #include "common/grpc_reflection.h"
 #include "common/grpc_server_threads.h"
+#include "common/daemon.h"
 #include "common/log.h"
 #include "common/version.h"
 #include "common/status_macros.h"
@@ -47,7 +48,6 @@ ABSL_FLAG(std::string, store, "", "store URI (postgresql://... or sqlite:///...)
 ABSL_FLAG(std::string, center_config, "", "the center's YAML file (id, specs, images, figures)");
 ABSL_FLAG(absl::Duration, poll_interval, absl::Milliseconds(200),
           "how often the center's scheduler is asked for replica states");
-ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
 ABSL_FLAG(std::string, tls_cert, "", "this adapter's PEM certificate, naming its center (mutual TLS with the control plane)");
 ABSL_FLAG(std::string, tls_key, "", "its PEM private key");
 ABSL_FLAG(std::string, tls_ca, "", "the PEM CA that signs the control plane's certificate (and this one)");
@@ -190,13 +190,7 @@ void AdapterServer::Shutdown() {
 }
 
 int RunAdapter(Backend& backend, AdapterOptions options) {
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  daemon::BlockStopSignals();  // ParseAdapterFlags did; a main of its own may not have
   const CenterConfig& center = options.center;
   if (geteuid() == 0 && !center.run_as.configured && center.user.empty()) {
     if (!options.allow_root_replicas) {
@@ -216,34 +210,27 @@ int RunAdapter(Backend& backend, AdapterOptions options) {
     spdlog::error("adapter cannot start: {}", server.status().message());
     return 1;
   }
-  int sig = 0;
-  while (true) {
-    sigwait(&signals, &sig);
-    if (sig != SIGHUP) break;
+  daemon::WaitForStop("adapter", [&] {
     // SIGHUP: the center's run_as mapping is read again (the rest needs a restart).
     std::string path = absl::GetFlag(FLAGS_center_config);
     auto reloaded = LoadCenterConfig(path);
     if (!reloaded.ok()) {
       spdlog::error("SIGHUP: {} not reloaded, run_as unchanged: {}", path, reloaded.status().message());
-      continue;
+      return;
     }
     if (geteuid() == 0 && !reloaded->run_as.configured && reloaded->user.empty() && !allow_root) {
       spdlog::error("SIGHUP: {} maps no accounts, so replicas would run as root; run_as unchanged", path);
-      continue;
+      return;
     }
     (*server)->core().SetRunAs(reloaded->run_as);
     spdlog::info("SIGHUP: run_as of center {} reloaded from {}", reloaded->center_id, path);
-  }
-  spdlog::info("signal {}; stopping the adapter", sig);
+  });
   (*server)->Shutdown();
   return 0;
 }
 
 AdapterOptions ParseAdapterFlags(int argc, char** argv, const char* usage) {
-  absl::SetProgramUsageMessage(usage);
-  InstallVersionFlag(std::filesystem::path(argv[0]).filename().string());
-  absl::ParseCommandLine(argc, argv);
-  if (!InitLogging(absl::GetFlag(FLAGS_log_level), "text").ok()) std::exit(2);
+  daemon::Begin(std::filesystem::path(argv[0]).filename().string(), usage, argc, argv);
   AdapterOptions o;
   o.listen = absl::GetFlag(FLAGS_listen);
   o.metrics_address = absl::GetFlag(FLAGS_metrics_address);

@@ -16,6 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
 #include "common/admin_server.h"
+#include "common/daemon.h"
 #include "common/log.h"
 #include "common/version.h"
 #include "executor/agent/agent.h"
@@ -52,8 +53,6 @@ ABSL_FLAG(std::string, nvidia_smi, "nvidia-smi",
           "nvidia-smi to ask for GPUs, their use and the processes on them (a path, or a name on $PATH)");
 ABSL_FLAG(std::string, gpu_misuse, "kill",
           "a task's process on a GPU not given to its job: kill (the task) or report (in the job's history only)");
-ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
-ABSL_FLAG(std::string, log_format, "text", "text or json (one JSON object per line, as the other daemons)");
 ABSL_FLAG(std::string, metrics_address, "",
           "where /metrics, /healthz and /readyz are served, e.g. 127.0.0.1:6802 (port 0: any free one; empty: "
           "nowhere)");
@@ -68,23 +67,8 @@ ABSL_FLAG(int64_t, master_uid, -1,
           "account; root is always accepted)");
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "nexec-agent --master=host:6800 [--host=name] [--resources=cpus=64,gpus=8,mem=512G]");
-  jc::InstallVersionFlag("nexec-agent");
-  absl::ParseCommandLine(argc, argv);
-  // Abseil's mutex deadlock detection (on in Debian's build) costs gRPC's every lock a
-  // graph update; the servers do not need it in production.
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  if (auto logging = jc::InitLogging(absl::GetFlag(FLAGS_log_level), absl::GetFlag(FLAGS_log_format)); !logging.ok()) {
-    std::fprintf(stderr, "nexec-agent: %s\n", std::string(logging.message()).c_str());
-    return 2;
-  }
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
+  jc::daemon::Begin("nexec-agent", "nexec-agent --master=host:6800 [--host=name] [--resources=cpus=64,gpus=8,mem=512G]",
+                    argc, argv);
   jc::nexec::AgentOptions options;
   options.master_address = absl::GetFlag(FLAGS_master);
   options.host = absl::GetFlag(FLAGS_host);
@@ -138,20 +122,14 @@ int main(int argc, char** argv) {
     spdlog::error("{}", port.status().message());
     return 1;
   }
-  std::unique_ptr<jc::AdminServer> admin;
-  if (std::string metrics = absl::GetFlag(FLAGS_metrics_address); !metrics.empty()) {
-    admin = std::make_unique<jc::AdminServer>(registry, [&agent] { return agent.Ready(); });
-    auto bound = admin->Start(metrics);
-    if (!bound.ok()) {
-      spdlog::error("{}", bound.status().message());
-      return 1;
-    }
-    spdlog::info("nexec agent metrics on http://{}:{}/metrics", metrics.substr(0, metrics.rfind(':')), *bound);
+  auto admin = jc::daemon::ServeAdmin("nexec agent", absl::GetFlag(FLAGS_metrics_address), registry,
+                                      [&agent] { return agent.Ready(); });
+  if (!admin.ok()) {
+    spdlog::error("{}", admin.status().message());
+    return 1;
   }
-  int sig = 0;
-  sigwait(&signals, &sig);
-  spdlog::info("signal {}; stopping (running tasks are killed)", sig);
-  if (admin) admin->Stop();
+  jc::daemon::WaitForStop("nexec agent");  // running tasks are killed
+  if (*admin) (*admin)->Stop();
   agent.Stop();
   return 0;
 }

@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "common/grpc_reflection.h"
 #include "common/grpc_server_threads.h"
+#include "common/daemon.h"
 #include "common/log.h"
 #include "common/version.h"
 #include "common/admin_server.h"
@@ -33,8 +34,6 @@ ABSL_FLAG(std::string, metrics_address, "127.0.0.1:6801",
           "where /metrics, /healthz and /readyz are served (empty: nowhere)");
 ABSL_FLAG(std::string, sensor_dir, "",
           "directory with ress.master, the resource sensor the master runs for cluster resources (RESS)");
-ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
-ABSL_FLAG(std::string, log_format, "text", "text or json (one JSON object per line, as the other daemons)");
 ABSL_FLAG(std::string, auth, "munge",
           "how callers prove who they are: munge, or none (development only: every caller is root)");
 ABSL_FLAG(std::string, munge_socket, "", "munged's socket (default: $NEXEC_MUNGE_SOCKET, else munge's own)");
@@ -42,16 +41,7 @@ ABSL_FLAG(int64_t, agent_uid, -1, "the account agents run as; heartbeats from ot
           "(default: the master's own account; root is always accepted)");
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("nexec-master --listen=127.0.0.1:6800 [--config=nexec.yaml]");
-  jc::InstallVersionFlag("nexec-master");
-  absl::ParseCommandLine(argc, argv);
-  // Abseil's mutex deadlock detection (on in Debian's build) costs gRPC's every lock a
-  // graph update; the servers do not need it in production.
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-  if (auto logging = jc::InitLogging(absl::GetFlag(FLAGS_log_level), absl::GetFlag(FLAGS_log_format)); !logging.ok()) {
-    std::fprintf(stderr, "nexec-master: %s\n", std::string(logging.message()).c_str());
-    return 2;
-  }
+  jc::daemon::Begin("nexec-master", "nexec-master --listen=127.0.0.1:6800 [--config=nexec.yaml]", argc, argv);
   auto fail = [](const std::string& m) {
     spdlog::error("{}", m);
     return 1;
@@ -89,13 +79,6 @@ int main(int argc, char** argv) {
   jc::nexec::Master master(store->get(), jc::RealClock::Get(), dialer.get(), config, options);
   if (auto s = master.Recover(); !s.ok()) return fail("recovery failed: " + s.ToString());
 
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
   auto service = jc::nexec::MakeMasterService(&master, *auth, agent_uid);
   jc::EnableGrpcReflection();
   grpc::ServerBuilder builder;
@@ -107,32 +90,24 @@ int main(int argc, char** argv) {
   if (server == nullptr || port == 0) return fail("cannot listen on " + absl::GetFlag(FLAGS_listen));
   auto registry = std::make_shared<prometheus::Registry>();
   master.EnableMetrics(*registry);
-  std::unique_ptr<jc::AdminServer> admin;
-  if (std::string metrics = absl::GetFlag(FLAGS_metrics_address); !metrics.empty()) {
-    jc::store::Store* s = store->get();
-    admin = std::make_unique<jc::AdminServer>(registry, [s] { return s->Ping(); });
-    auto bound = admin->Start(metrics);
-    if (!bound.ok()) return fail(std::string(bound.status().message()));
-    spdlog::info("nexec master metrics on http://{}:{}/metrics", metrics.substr(0, metrics.rfind(':')), *bound);
-  }
+  jc::store::Store* s = store->get();
+  auto admin = jc::daemon::ServeAdmin("nexec master", absl::GetFlag(FLAGS_metrics_address), registry,
+                                      [s] { return s->Ping(); });
+  if (!admin.ok()) return fail(std::string(admin.status().message()));
   master.Start();
   spdlog::info("nexec master listening on port {}", port);
 
-  int sig = 0;
-  while (true) {
-    sigwait(&signals, &sig);
-    if (sig != SIGHUP) break;
+  jc::daemon::WaitForStop("nexec master", [&master] {
     // SIGHUP: reload the configuration file; jobs are kept whatever happens.
     if (absl::GetFlag(FLAGS_config).empty()) {
       spdlog::warn("SIGHUP: no --config file to reload");
-      continue;
+      return;
     }
     auto loaded = jc::nexec::LoadConfigFile(absl::GetFlag(FLAGS_config));
     absl::Status applied = loaded.ok() ? master.Reconfigure(*loaded) : loaded.status();
     if (!applied.ok()) spdlog::error("reload refused, configuration unchanged: {}", applied.message());
-  }
-  spdlog::info("signal {}; stopping", sig);
-  if (admin) admin->Stop();
+  });
+  if (*admin) (*admin)->Stop();
   master.Stop();
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   return 0;

@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/match.h"
 #include "common/auth/service_credentials.h"
+#include "common/daemon.h"
 #include "common/log.h"
 #include "common/version.h"
 #include "services/datamon/source_selection.h"
@@ -138,8 +139,6 @@ ABSL_FLAG(std::string, tls_ca, "",
 ABSL_FLAG(bool, plaintext, false,
           "serve REST and gRPC without TLS on addresses other than loopback (without it, a non-loopback address "
           "needs --tls_cert, --tls_key and --tls_ca)");
-ABSL_FLAG(std::string, log_level, "info", "trace, debug, info, warn or error");
-ABSL_FLAG(std::string, log_format, "text", "text or json");
 
 namespace {
 
@@ -226,23 +225,13 @@ absl::Status ConfigureAuth(jc::server::AppOptions* options) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
-      "Jointcloud control plane.\n"
-      "  jointcloud                         every service, embedded store in ./data\n"
-      "  jointcloud --store=postgresql://...  the same on PostgreSQL\n"
-      "  jointcloud --services=gateway --upstream_address=host:50051\n"
-      "Flags may also come from a file: --flagfile=jointcloud.flags");
-  jc::InstallVersionFlag("jointcloud");
-  absl::ParseCommandLine(argc, argv);
-  // Abseil's mutex deadlock detection (on in Debian's build) costs gRPC's every lock a
-  // graph update; the servers do not need it in production.
-  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
-
-  if (auto s = jc::InitLogging(absl::GetFlag(FLAGS_log_level), absl::GetFlag(FLAGS_log_format));
-      !s.ok()) {
-    std::cerr << "jointcloud: " << s.message() << "\n";
-    return 2;
-  }
+  jc::daemon::Begin("jointcloud",
+                    "Jointcloud control plane.\n"
+                    "  jointcloud                         every service, embedded store in ./data\n"
+                    "  jointcloud --store=postgresql://...  the same on PostgreSQL\n"
+                    "  jointcloud --services=gateway --upstream_address=host:50051\n"
+                    "Flags may also come from a file: --flagfile=jointcloud.flags",
+                    argc, argv);
 
   jc::server::AppOptions options;
   auto services = jc::server::ParseServices(absl::GetFlag(FLAGS_services));
@@ -318,21 +307,11 @@ int main(int argc, char** argv) {
 
   if (auto s = ConfigureAuth(&options); !s.ok()) return Fail(std::string(s.message()));
 
-  // Signals are taken by sigwait below, so every thread started from here on has them
-  // blocked and shutdown runs on the main thread, in order.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
   auto app = jc::server::App::Start(std::move(options));
   if (!app.ok()) return Fail(std::string(app.status().message()));
   spdlog::info("jointcloud ready");
 
-  int signal = 0;
-  sigwait(&signals, &signal);
-  spdlog::info("signal {} received; shutting down", signal);
+  jc::daemon::WaitForStop("jointcloud");
   (*app)->Shutdown();
   spdlog::info("stopped");
   return 0;
