@@ -4,7 +4,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "adapters/sdk/adapter_core.h"
+#include "common/event_stream.h"
 #include "common/grpc_status.h"
+#include "common/log_follow.h"
 #include "jointcloud/adapter/v1/adapter.grpc.pb.h"
 
 namespace jc::adapter {
@@ -75,55 +77,27 @@ class AdapterService final : public pb::Adapter::Service {
       return grpc::Status(grpc::StatusCode::OUT_OF_RANGE,
                           "since_cursor is beyond the last event of this adapter");
     }
-    while (!ctx->IsCancelled()) {
-      std::vector<pb::ReplicaEvent> batch;
-      auto read = core_->events().WaitAfter(since, absl::Milliseconds(500), &batch);
-      if (read == EventLog<pb::ReplicaEvent>::Read::kClosed) {
-        return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the adapter is shutting down");
-      }
-      if (read == EventLog<pb::ReplicaEvent>::Read::kCompacted) {
-        return grpc::Status(grpc::StatusCode::OUT_OF_RANGE,
-                            "events after since_cursor are no longer kept; read every replica "
-                            "with GetReplica and watch from the latest cursor");
-      }
-      for (const auto& e : batch) {
-        if (!writer->Write(e)) return grpc::Status::OK;
-        since = e.cursor();
-      }
-    }
-    return grpc::Status::OK;
+    return StreamEvents(ctx, core_->events(), since, writer,
+                        {"the adapter is shutting down",
+                         "events after since_cursor are no longer kept; read every replica with GetReplica and watch "
+                         "from the latest cursor"});
   }
   grpc::Status ReadLog(grpc::ServerContext* ctx, const pb::ReadLogRequest* req,
                        grpc::ServerWriter<pb::LogChunk>* writer) override {
     constexpr int64_t kChunk = 1 << 20;
-    int64_t offset = req->offset();
-    while (!ctx->IsCancelled()) {
+    LogFollow log;
+    log.read = [&](int64_t offset) {
       pb::ReadLogRequest at = *req;
       at.set_offset(offset);
-      auto data = core_->ReadLog(at, kChunk);
-      if (!data.ok()) return ToGrpcStatus(data.status());
-      if (data->empty()) {
-        if (!req->follow()) return grpc::Status::OK;
-        auto replica = core_->Get(req->key());
-        if (!replica.ok()) return ToGrpcStatus(replica.status());
-        bool ended = replica->state() == pb::REPLICA_SUCCEEDED ||
-                     replica->state() == pb::REPLICA_FAILED || replica->state() == pb::REPLICA_STOPPED;
-        if (ended) {
-          // One more read: output written just before the end.
-          auto last = core_->ReadLog(at, kChunk);
-          if (last.ok() && !last->empty()) continue;
-          return grpc::Status::OK;
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));  // follow: poll the file
-        continue;
-      }
-      pb::LogChunk chunk;
-      chunk.set_offset(offset);
-      chunk.set_data(*data);
-      if (!writer->Write(chunk)) return grpc::Status::OK;
-      offset += static_cast<int64_t>(data->size());
-    }
-    return grpc::Status::OK;
+      return core_->ReadLog(at, kChunk);
+    };
+    log.ended = [&]() -> absl::StatusOr<bool> {
+      auto replica = core_->Get(req->key());
+      if (!replica.ok()) return replica.status();
+      return replica->state() == pb::REPLICA_SUCCEEDED || replica->state() == pb::REPLICA_FAILED ||
+             replica->state() == pb::REPLICA_STOPPED;
+    };
+    return FollowLog(ctx, req->offset(), req->follow(), log, writer);
   }
   grpc::Status ListImages(grpc::ServerContext*, const pb::ListImagesRequest*,
                           pb::ListImagesResponse* resp) override {

@@ -3,7 +3,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/event_stream.h"
 #include "common/grpc_status.h"
+#include "common/log_follow.h"
 #include "common/status_macros.h"
 #include "executor/auth/munge_auth.h"
 #include "nexec/v1/nexec.grpc.pb.h"
@@ -147,25 +149,12 @@ class MasterService final : public pb::Master::Service {
   Status Watch(ServerContext* ctx, const pb::WatchRequest* req,
                grpc::ServerWriter<pb::JobEvent>* writer) override {
     NEXEC_CALLER(caller, "Watch");
-    uint64_t since = req->since_cursor();
-    std::vector<pb::JobEvent> batch;
-    while (!ctx->IsCancelled()) {
-      batch.clear();
-      auto read = m_->events().WaitAfter(since, absl::Milliseconds(500), &batch);
-      if (read == EventLog<pb::JobEvent>::Read::kClosed) {
-        return Status(grpc::StatusCode::UNAVAILABLE, "master is shutting down");
-      }
-      if (read == EventLog<pb::JobEvent>::Read::kCompacted) {
-        return Status(grpc::StatusCode::OUT_OF_RANGE,
-                      "events after since_cursor were compacted; list jobs and watch from now");
-      }
-      for (auto& e : batch) {
-        if (e.has_job()) m_->HidePrivate(Of(caller), e.mutable_job());
-        if (!writer->Write(e)) return Status::OK;
-        since = e.cursor();
-      }
-    }
-    return Status::OK;
+    return StreamEvents<pb::JobEvent>(
+        ctx, m_->events(), req->since_cursor(), writer,
+        {"master is shutting down", "events after since_cursor were compacted; list jobs and watch from now"},
+        [&](pb::JobEvent& e) {
+          if (e.has_job()) m_->HidePrivate(Of(caller), e.mutable_job());
+        });
   }
   Status ReadLog(ServerContext* ctx, const pb::ReadLogRequest* req,
                  grpc::ServerWriter<pb::LogChunk>* writer) override {
@@ -173,31 +162,24 @@ class MasterService final : public pb::Master::Service {
     // A job's output is its owner's (and its administrators'), as its files are.
     if (auto s = m_->MayControl(Of(caller), req->job_id()); !s.ok()) return ToGrpcStatus(s);
     constexpr int64_t kChunk = 1 << 20;
-    int64_t offset = req->offset();
-    bool ended = false;  // seen ended: one more read takes what it wrote last, then stop
-    while (!ctx->IsCancelled()) {
+    LogFollow log;
+    log.read = [&](int64_t offset) {
       pb::ReadLogRequest at = *req;
       at.set_offset(offset);
-      auto data = m_->ReadLog(at, kChunk);
-      if (!data.ok()) return ToGrpcStatus(data.status());
-      if (!data->empty()) {
-        pb::LogChunk chunk;
-        chunk.set_offset(offset);
-        chunk.set_data(*data);
-        if (!writer->Write(chunk)) return Status::OK;
-        offset += static_cast<int64_t>(data->size());
-        continue;
-      }
-      if (!req->follow() || ended) return Status::OK;
+      return m_->ReadLog(at, kChunk);
+    };
+    bool interactive = false;
+    log.ended = [&]() -> absl::StatusOr<bool> {
       auto job = m_->GetJob(req->job_id());
-      if (!job.ok()) return Status::OK;
-      ended = job->state() == pb::DONE || job->state() == pb::EXIT ||
-              (req->task_index() > 0 && req->task_index() < job->tasks_size() &&
-               job->tasks(req->task_index()).state() == pb::TASK_EXITED);
-      // Follow: poll the file; quickly for an interactive job, whose user waits on it.
-      if (!ended) std::this_thread::sleep_for(std::chrono::milliseconds(job->spec().interactive() ? 40 : 200));
-    }
-    return Status::OK;
+      if (!job.ok()) return true;  // gone: nothing more will be written
+      interactive = job->spec().interactive();
+      return job->state() == pb::DONE || job->state() == pb::EXIT ||
+             (req->task_index() > 0 && req->task_index() < job->tasks_size() &&
+              job->tasks(req->task_index()).state() == pb::TASK_EXITED);
+    };
+    // Quickly for an interactive job, whose user waits on it.
+    log.poll = [&] { return absl::Milliseconds(interactive ? 40 : 200); };
+    return FollowLog(ctx, req->offset(), req->follow(), log, writer);
   }
 
  private:
