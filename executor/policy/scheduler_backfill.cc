@@ -1,0 +1,178 @@
+// Reservations and backfill (SPEC B5): a job that cannot start holds what it needs — slots, GPUs, memory and
+// consumables — on the hosts that free first, and only jobs that end before its promised start may use them.
+// Part of the Scheduler class (scheduler.h); the cycle itself is scheduler.cc.
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <unordered_set>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "common/status_macros.h"
+#include "executor/policy/scheduler.h"
+#include "executor/policy/scheduler_internal.h"
+
+namespace jc::nexec {
+
+int Scheduler::Reservation::HeldUnits() const {
+  int n = 0;
+  for (const auto& [i, slots] : held) n += slots;
+  for (const auto& [i, gpus] : held_gpus) n += static_cast<int>(gpus.size());
+  return n;
+}
+
+void Scheduler::Hold(int sign) {
+  for (Reservation& r : reservations_) {
+    for (const auto& [i, want] : r.wanted) {
+      Host& h = hosts_[i];
+      int& held = r.held[i];
+      const int change = sign > 0 ? std::max(0, std::min(want - held, h.free_slots())) : -held;
+      if (change == 0) continue;
+      Reindex(i, false);
+      h.used_slots += change;
+      held += change;
+      held_slots_ += change;
+      RefreshLoad(h);
+      Reindex(i, true);
+    }
+    for (const auto& [i, want] : r.wanted_gpus) {
+      Host& h = hosts_[i];
+      std::vector<int>& held = r.held_gpus[i];
+      const size_t before = held.size();
+      if (sign > 0) {
+        for (auto& [index, users] : h.gpu_users) {
+          if (static_cast<int>(held.size()) >= want) break;
+          if (users != 0) continue;
+          ++users;
+          held.push_back(index);
+        }
+      } else {
+        for (int index : held) --h.gpu_users[index];
+        held.clear();
+      }
+      if (held.size() != before) RefreshLoad(h);
+    }
+    for (const auto& [i, want] : r.wanted_mem) {
+      Host& h = hosts_[i];
+      double& held = r.held_mem[i];
+      const double change = sign > 0 ? std::max(0.0, std::min(want - held, h.config.mem_mb - h.used_mem)) : -held;
+      if (change == 0) continue;
+      h.used_mem += change;
+      held += change;
+      RefreshLoad(h);
+    }
+    for (const auto& [i, wants] : r.wanted_consumables) {
+      Host& h = hosts_[i];
+      HostAllocation held_now;  // what changes, applied as an allocation of consumables
+      held_now.host = h.config.name;
+      for (const auto& [name, want] : wants) {
+        double& held = r.held_consumables[i][name];
+        double left = 0;
+        if (auto pool = h.shared.find(name); pool != h.shared.end()) {
+          left = pools_[pool->second].total - pools_[pool->second].reserved;
+        } else if (auto it = h.config.resources.find(name); it != h.config.resources.end()) {
+          if (const double* total = std::get_if<double>(&it->second)) left = *total - h.reserved[name];
+        }
+        const double change = sign > 0 ? std::max(0.0, std::min(want - held, left)) : -held;
+        if (change == 0) continue;
+        held += change;
+        held_now.reserved[name] = change;
+      }
+      if (!held_now.reserved.empty()) ApplyConsumables(held_now, +1, false);
+    }
+  }
+}
+
+bool Scheduler::MayBackfill(const Job& job) const {
+  if (job.request.run_limit <= absl::ZeroDuration()) return false;  // never without a run limit
+  const absl::Time ends = now_ + job.request.run_limit;
+  for (const Reservation& r : reservations_) {
+    // An unknown start (a job in the way has no run limit) could be any moment: nothing
+    // may delay it.
+    if (r.start == absl::InfiniteFuture() || ends > r.start) return false;
+  }
+  return true;
+}
+
+void Scheduler::Reserve(const Job& job, Queue& queue) {
+  // Running jobs by when they end at the latest; suspended and lent ones are not counted
+  // on (a suspended job's end is unknown).
+  // A heap, not a sort: the job usually fits after the first few ends, so only those are
+  // ordered (O(running) to build, O(log running) per job taken).
+  using Ending = std::tuple<absl::Time, int64_t, Job*>;
+  std::vector<Ending> by_end;
+  by_end.reserve(running_.size());
+  for (int64_t rid : running_) {
+    Job& r = jobs_.at(rid);
+    if (!r.suspended && !r.lent) by_end.emplace_back(r.Ends(), rid, &r);
+  }
+  const auto later = [](const Ending& a, const Ending& b) {
+    return std::tie(std::get<0>(a), std::get<1>(a)) > std::tie(std::get<0>(b), std::get<1>(b));
+  };
+  std::make_heap(by_end.begin(), by_end.end(), later);
+  // Held slots of earlier reservations stay held: this job's reservation comes after.
+  std::vector<Job*> released;
+  Placement found;
+  absl::Time start = absl::InfiniteFuture();
+  bool fits = false;
+  int free_now = 0;
+  for (const Host& h : hosts_) free_now += std::max(0, h.free_slots());
+  int freed = 0;
+  while (!by_end.empty()) {
+    std::pop_heap(by_end.begin(), by_end.end(), later);
+    Job* r = std::get<2>(by_end.back());
+    by_end.pop_back();
+    Apply(*r, queues_.at(r->request.queue), r->placement, -1);
+    released.push_back(r);
+    for (const auto& section : r->placement.sections) {
+      for (const HostAllocation& a : section) freed += a.slots;
+    }
+    // Placement attempts only once enough slots are free somewhere.
+    if (free_now + freed < job.request.slots) continue;
+    if (TryPlace(job, queue, &found)) {
+      Apply(job, queue, found, -1);
+      start = r->Ends();
+      fits = true;
+      break;
+    }
+  }
+  for (auto it = released.rbegin(); it != released.rend(); ++it) {
+    Apply(**it, queues_.at((*it)->request.queue), (*it)->placement, +1);
+  }
+  if (!fits) return;  // not even on an empty cluster (a limit holds it): nothing to reserve
+  Reservation r;
+  r.job_id = job.request.id;
+  r.start = std::max(start, now_);
+  for (const auto& section : found.sections) {
+    for (const HostAllocation& a : section) {
+      const size_t i = host_index_.at(a.host);
+      r.wanted[i] += a.slots;
+      if (!a.gpus.empty()) r.wanted_gpus[i] += static_cast<int>(a.gpus.size());
+      if (a.mem_mb > 0) r.wanted_mem[i] += a.mem_mb;
+      for (const auto& [name, amount] : a.reserved) {
+        if (!a.units.count(name)) r.wanted_consumables[i][name] += amount;
+      }
+    }
+  }
+  std::vector<std::string> names;
+  for (const auto& [i, n] : r.wanted) names.push_back(hosts_[i].config.name);
+  pending_reasons_[job.request.id] =
+      r.start == absl::InfiniteFuture()
+          ? absl::StrCat("reserved ", absl::StrJoin(names, " "), " (start unknown: a job there has no run limit)")
+          : absl::StrCat("reserved ", absl::StrJoin(names, " "), " to start by ",
+                         absl::FormatTime("%Y-%m-%d %H:%M:%S %Z", r.start, absl::UTCTimeZone()));
+  reservations_.push_back(std::move(r));
+  Hold(+1);
+}
+
+std::optional<ReservationView> Scheduler::ReservationOf(int64_t job_id) const {
+  auto it = reservation_views_.find(job_id);
+  if (it == reservation_views_.end()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace jc::nexec
