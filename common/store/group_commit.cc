@@ -70,11 +70,15 @@ class RowBatchingTransaction final : public Transaction {
 }  // namespace
 
 absl::Status GroupCommitter::RunBatch(const std::vector<std::shared_ptr<Entry>>& batch) {
-  JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
-  if (prologue_) JC_RETURN_IF_ERROR(prologue_(*txn));
-  RowBatchingTransaction batching(*txn);
-  for (const auto& e : batch) JC_RETURN_IF_ERROR(e->write(batching));
-  JC_RETURN_IF_ERROR(batching.Commit());
+  {
+    JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+    if (prologue_) JC_RETURN_IF_ERROR(prologue_(*txn));
+    RowBatchingTransaction batching(*txn);
+    for (const auto& e : batch) JC_RETURN_IF_ERROR(e->write(batching));
+    JC_RETURN_IF_ERROR(batching.Commit());
+  }
+  // After the transaction is gone (an embedded store holds its lock until then), still
+  // before the next batch: the leader is one thread at a time.
   if (epilogue_) epilogue_();
   return absl::OkStatus();
 }

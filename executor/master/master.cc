@@ -1389,6 +1389,91 @@ absl::StatusOr<int> Master::CheckRunWindows() {
   return changed;
 }
 
+// The host half of a heartbeat (issue 32 item 1): a host that joins, comes back, or
+// declares other resources; its load, free memory and sensors. Returns whether that may let
+// waiting jobs start; `host_doc` is set when the host's stored record must be rewritten.
+absl::StatusOr<bool> Master::HostHeartbeatLocked(const pb::AgentInfo& info, std::string* host_doc) {
+  bool freed = false;
+  auto host = hosts_.find(info.host());
+  if (host == hosts_.end()) {
+    JC_RETURN_IF_ERROR(AddHostLocked(info));
+    JC_ASSIGN_OR_RETURN(*host_doc, store::EncodeDoc(info));
+    host = hosts_.emplace(info.host(), HostRecord{info, clock_->Now(), true}).first;
+    spdlog::info("nexec host {} joined: {} slots, {} MB, gpus [{}]", info.host(), info.cpus(),
+                 info.mem_mb(), absl::StrJoin(info.gpus(), ","));
+    freed = true;
+  } else if (!host->second.available) {
+    scheduler_.SetHostState(info.host(), HostState::kOk).IgnoreError();
+    spdlog::info("nexec host {} is back", info.host());
+    freed = true;
+  }
+  const pb::AgentInfo& before = host->second.info;
+  if (before.cpus() != info.cpus() || before.mem_mb() != info.mem_mb() ||
+      before.swap_mb() != info.swap_mb() ||
+      !std::equal(before.gpus().begin(), before.gpus().end(), info.gpus().begin(),
+                  info.gpus().end())) {
+    // The agent came back declaring other resources.
+    JC_RETURN_IF_ERROR(scheduler_.UpdateHostCapacity(
+        info.host(), info.cpus(), info.mem_mb(), info.swap_mb(),
+        {info.gpus().begin(), info.gpus().end()}));
+    JC_ASSIGN_OR_RETURN(*host_doc, store::EncodeDoc(info));
+    spdlog::info("nexec host {} now offers {} slots, {} MB, {} gpus", info.host(), info.cpus(),
+                 info.mem_mb(), info.gpus_size());
+    freed = true;
+  }
+  // Static resources the agent measured late (the GPU model once nvidia-smi answers);
+  // the configuration's values for the host still win, as when it joined.
+  bool resources_changed = before.resources_size() != info.resources_size();
+  for (const auto& [k, v] : info.resources()) {
+    auto was = before.resources().find(k);
+    resources_changed |= was == before.resources().end() || was->second != v;
+  }
+  if (resources_changed) {
+    auto configured = config_.hosts.find(info.host());
+    for (const auto& [k, v] : info.resources()) {
+      if (configured != config_.hosts.end() && configured->second.resources.count(k)) continue;
+      // The host is known here (found or added above): an error is a bug, and the
+      // heartbeat fails with it (the agent sends it again) rather than half-applying it.
+      JC_RETURN_IF_ERROR(scheduler_.SetHostResource(info.host(), k, ParseValue(v)).status());
+    }
+    JC_ASSIGN_OR_RETURN(*host_doc, store::EncodeDoc(info));
+    spdlog::info("nexec host {} now has resources {}", info.host(),
+                 absl::StrJoin(info.resources(), ",", absl::PairFormatter("=")));
+    freed = true;
+  }
+  host->second.info = info;
+  host->second.last_seen = clock_->Now();
+  host->second.available = true;
+  scheduler_.SetHostResource(info.host(), "r1m", info.load_1m()).IgnoreError();
+  // Measured, not reserved: select[memfree>4096] sees what the host itself has free now.
+  scheduler_.SetHostResource(info.host(), "memfree", info.mem_free_mb()).IgnoreError();
+  scheduler_.SetHostResource(info.host(), "swpfree", info.swap_free_mb()).IgnoreError();
+  // Sensor values apply to the hosts in their locale (the reporter when none); a change
+  // may let waiting jobs run.
+  for (const pb::SensorResource& r : info.sensors()) freed |= ApplySensorLocked(r, info.host());
+  if (sensors_) {
+    // The master's cluster resources reach a host from its first heartbeat on, not at
+    // the next second's round.
+    for (pb::SensorResource r : sensors_->Current()) {
+      if (!r.locale().empty() && std::find(r.locale().begin(), r.locale().end(), info.host()) == r.locale().end()) {
+        continue;
+      }
+      const std::string scope = absl::StrJoin(r.locale(), " ");
+      const bool shared = r.locale_size() != 1;
+      r.clear_locale();
+      freed |= ApplySensorLocked(r, info.host());
+      // A shared number: this host joins its stock now, before any job here reserves.
+      double total = 0;
+      if (shared && r.type() == "number" && absl::SimpleAtod(r.value(), &total)) {
+        if (absl::Status s = scheduler_.AddToSharedResource(r.resource(), scope, info.host(), total); !s.ok()) {
+          spdlog::error("host {} cannot join the stock of {}: {}", info.host(), r.resource(), s.ToString());
+        }
+      }
+    }
+  }
+  return freed;
+}
+
 absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatRequest& req) {
   const pb::AgentInfo& info = req.info();
   if (info.host().empty()) return absl::InvalidArgumentError("heartbeat without a host name");
@@ -1399,83 +1484,8 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
   bool freed = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto host = hosts_.find(info.host());
-    if (host == hosts_.end()) {
-      JC_RETURN_IF_ERROR(AddHostLocked(info));
-      JC_ASSIGN_OR_RETURN(host_doc, store::EncodeDoc(info));
-      host = hosts_.emplace(info.host(), HostRecord{info, clock_->Now(), true}).first;
-      spdlog::info("nexec host {} joined: {} slots, {} MB, gpus [{}]", info.host(), info.cpus(),
-                   info.mem_mb(), absl::StrJoin(info.gpus(), ","));
-      freed = true;
-    } else if (!host->second.available) {
-      scheduler_.SetHostState(info.host(), HostState::kOk).IgnoreError();
-      spdlog::info("nexec host {} is back", info.host());
-      freed = true;
-    }
-    const pb::AgentInfo& before = host->second.info;
-    if (before.cpus() != info.cpus() || before.mem_mb() != info.mem_mb() ||
-        before.swap_mb() != info.swap_mb() ||
-        !std::equal(before.gpus().begin(), before.gpus().end(), info.gpus().begin(),
-                    info.gpus().end())) {
-      // The agent came back declaring other resources.
-      JC_RETURN_IF_ERROR(scheduler_.UpdateHostCapacity(
-          info.host(), info.cpus(), info.mem_mb(), info.swap_mb(),
-          {info.gpus().begin(), info.gpus().end()}));
-      JC_ASSIGN_OR_RETURN(host_doc, store::EncodeDoc(info));
-      spdlog::info("nexec host {} now offers {} slots, {} MB, {} gpus", info.host(), info.cpus(),
-                   info.mem_mb(), info.gpus_size());
-      freed = true;
-    }
-    // Static resources the agent measured late (the GPU model once nvidia-smi answers);
-    // the configuration's values for the host still win, as when it joined.
-    bool resources_changed = before.resources_size() != info.resources_size();
-    for (const auto& [k, v] : info.resources()) {
-      auto was = before.resources().find(k);
-      resources_changed |= was == before.resources().end() || was->second != v;
-    }
-    if (resources_changed) {
-      auto configured = config_.hosts.find(info.host());
-      for (const auto& [k, v] : info.resources()) {
-        if (configured != config_.hosts.end() && configured->second.resources.count(k)) continue;
-        // The host is known here (found or added above): an error is a bug, and the
-        // heartbeat fails with it (the agent sends it again) rather than half-applying it.
-        JC_RETURN_IF_ERROR(scheduler_.SetHostResource(info.host(), k, ParseValue(v)).status());
-      }
-      JC_ASSIGN_OR_RETURN(host_doc, store::EncodeDoc(info));
-      spdlog::info("nexec host {} now has resources {}", info.host(),
-                   absl::StrJoin(info.resources(), ",", absl::PairFormatter("=")));
-      freed = true;
-    }
-    host->second.info = info;
-    host->second.last_seen = clock_->Now();
-    host->second.available = true;
-    scheduler_.SetHostResource(info.host(), "r1m", info.load_1m()).IgnoreError();
-    // Measured, not reserved: select[memfree>4096] sees what the host itself has free now.
-    scheduler_.SetHostResource(info.host(), "memfree", info.mem_free_mb()).IgnoreError();
-    scheduler_.SetHostResource(info.host(), "swpfree", info.swap_free_mb()).IgnoreError();
-    // Sensor values apply to the hosts in their locale (the reporter when none); a change
-    // may let waiting jobs run.
-    for (const pb::SensorResource& r : info.sensors()) freed |= ApplySensorLocked(r, info.host());
-    if (sensors_) {
-      // The master's cluster resources reach a host from its first heartbeat on, not at
-      // the next second's round.
-      for (pb::SensorResource r : sensors_->Current()) {
-        if (!r.locale().empty() && std::find(r.locale().begin(), r.locale().end(), info.host()) == r.locale().end()) {
-          continue;
-        }
-        const std::string scope = absl::StrJoin(r.locale(), " ");
-        const bool shared = r.locale_size() != 1;
-        r.clear_locale();
-        freed |= ApplySensorLocked(r, info.host());
-        // A shared number: this host joins its stock now, before any job here reserves.
-        double total = 0;
-        if (shared && r.type() == "number" && absl::SimpleAtod(r.value(), &total)) {
-          if (absl::Status s = scheduler_.AddToSharedResource(r.resource(), scope, info.host(), total); !s.ok()) {
-            spdlog::error("host {} cannot join the stock of {}: {}", info.host(), r.resource(), s.ToString());
-          }
-        }
-      }
-    }
+    // The host half: the host book, its resources and sensors.
+    JC_ASSIGN_OR_RETURN(freed, HostHeartbeatLocked(info, &host_doc));
 
     // What agents saw tasks do goes into the jobs' history (GPU misuse, ...).
     std::set<int64_t> noted;
@@ -1536,36 +1546,26 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
       t0->set_state(pb::TASK_EXITED);
       t0->set_exit_code(r.exit_code());
       freed = true;
-      if (r.pre_exec_failed() && rec.action == Pending::kNone) {
-        // As LSF: the host was not ready for the job; it goes back to the queue, and ends
-        // after the queue's number of retries.
-        int retries = 3;
+      job_state::FirstTaskEnded ended;
+      ended.exit_code = r.exit_code();
+      ended.pre_exec_failed = r.pre_exec_failed();
+      ended.message = r.message();
+      ended.asked = rec.action == Pending::kKill      ? job_state::Asked::kKill
+                    : rec.action == Pending::kRequeue ? job_state::Asked::kRequeue
+                                                      : job_state::Asked::kNothing;
+      ended.killed_because = rec.killed_because;
+      if (ended.pre_exec_failed && ended.asked == job_state::Asked::kNothing) {
         for (const QueueConfig& q : config_.queues) {
-          if (q.name == rec.request.queue) retries = q.pre_exec_retries;
+          if (q.name == rec.request.queue) ended.pre_exec_retries = q.pre_exec_retries;
         }
         rec.job.add_history(absl::StrCat(Stamp(),
                                          " attempt ", rec.job.attempt(), " on ", info.host(), ": ", r.message()));
         // Counted from the history, which is stored: a restarted master counts on.
-        auto failures = std::count_if(rec.job.history().begin(), rec.job.history().end(),
-                                      [](const std::string& h) { return h.find(": pre-exec ") != std::string::npos; });
-        if (failures <= retries) {
-          RequeueLocked(rec, absl::StrCat(r.message(), "; requeued"), &changed);
-        } else {
-          FinishLocked(rec, pb::EXIT, r.exit_code(),
-                       absl::StrCat(r.message(), "; ended after ", retries, " requeue(s)"), &changed);
-        }
-      } else if (rec.action == Pending::kRequeue) {
-        RequeueLocked(rec, "requeued by user", &changed);
-      } else if (rec.action == Pending::kKill) {
-        FinishLocked(rec, pb::EXIT, r.exit_code(), rec.killed_because.empty() ? "killed by user" : rec.killed_because,
-                     &changed);
-      } else if (r.exit_code() == 0) {
-        FinishLocked(rec, pb::DONE, 0, "", &changed);
-      } else {
-        FinishLocked(rec, pb::EXIT, r.exit_code(),
-                     rec.killed_because.empty() ? absl::StrCat("exited with ", r.exit_code()) : rec.killed_because,
-                     &changed);
+        ended.pre_exec_failures = static_cast<int>(
+            std::count_if(rec.job.history().begin(), rec.job.history().end(),
+                          [](const std::string& h) { return h.find(": pre-exec ") != std::string::npos; }));
       }
+      ApplyLocked(rec, job_state::AfterFirstTaskEnded(ended), &changed);
       noted.erase(r.job_id());  // written with its end
     }
     // Running jobs whose first task lives here but that the agent does not report: if the
@@ -1584,15 +1584,8 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
         relaunch.push_back({info.address(), MakeLaunch(rec.job)});
       } else {
         freed = true;
-        const auto& q = config_.queues;
-        bool rerun = std::any_of(q.begin(), q.end(), [&](const QueueConfig& c) {
-          return c.name == rec.request.queue && c.rerun_on_host_failure;
-        });
-        if (rerun) {
-          RequeueLocked(rec, absl::StrCat("task lost on ", info.host(), "; rerun"), &changed);
-        } else {
-          FinishLocked(rec, pb::EXIT, 128 + 9, absl::StrCat("task lost on ", info.host()), &changed);
-        }
+        ApplyLocked(rec, job_state::AfterHostLost(RerunsOnHostFailure(rec), absl::StrCat("task lost on ", info.host())),
+                    &changed);
       }
     }
     for (int64_t id : noted) {
@@ -1605,6 +1598,20 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
   for (Launch& l : relaunch) StartLaunch(std::move(l));
   if (freed) Wake();
   return resp;
+}
+
+void Master::ApplyLocked(JobRecord& rec, const job_state::Outcome& outcome, std::vector<pb::Job>* changed) {
+  if (outcome.kind == job_state::Outcome::Kind::kRequeue) {
+    RequeueLocked(rec, outcome.reason, changed);
+  } else {
+    FinishLocked(rec, outcome.state, outcome.exit_code, outcome.reason, changed);
+  }
+}
+
+bool Master::RerunsOnHostFailure(const JobRecord& rec) const {
+  return std::any_of(config_.queues.begin(), config_.queues.end(), [&](const QueueConfig& c) {
+    return c.name == rec.request.queue && c.rerun_on_host_failure;
+  });
 }
 
 absl::Status Master::CheckHosts() {
@@ -1624,17 +1631,10 @@ absl::Status Master::CheckHosts() {
         bool uses = std::any_of(rec.job.tasks().begin(), rec.job.tasks().end(),
                                 [&](const pb::Task& t) { return t.host() == name; });
         if (!uses) continue;
-        bool rerun = std::any_of(config_.queues.begin(), config_.queues.end(),
-                                 [&](const QueueConfig& c) {
-                                   return c.name == rec.request.queue && c.rerun_on_host_failure;
-                                 });
         // Whatever still runs of it elsewhere is stopped by the agents' next heartbeat
         // (the master tells them the attempt is stale).
-        if (rerun) {
-          RequeueLocked(rec, absl::StrCat("host ", name, " failed; rerun"), &changed);
-        } else {
-          FinishLocked(rec, pb::EXIT, 128 + 9, absl::StrCat("host ", name, " failed"), &changed);
-        }
+        ApplyLocked(rec, job_state::AfterHostLost(RerunsOnHostFailure(rec), absl::StrCat("host ", name, " failed")),
+                    &changed);
       }
     }
   }

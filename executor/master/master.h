@@ -25,6 +25,7 @@
 #include "executor/agent/sensor.h"
 #include "executor/master/access.h"
 #include "executor/master/config.h"
+#include "executor/master/job_state.h"
 #include "executor/master/master_metrics.h"
 #include "executor/master/timed_jobs.h"
 #include "executor/policy/scheduler.h"
@@ -236,6 +237,10 @@ class Master {
                     std::vector<pb::Job>* changed);
   // Back to the queue for another attempt. Caller holds mu_.
   void RequeueLocked(JobRecord& rec, const std::string& reason, std::vector<pb::Job>* changed);
+  // Carries out what job_state decided: requeue or finish.
+  void ApplyLocked(JobRecord& rec, const job_state::Outcome& outcome, std::vector<pb::Job>* changed);
+  bool RerunsOnHostFailure(const JobRecord& rec) const;
+  absl::StatusOr<bool> HostHeartbeatLocked(const pb::AgentInfo& info, std::string* host_doc);
   absl::Status AddHostLocked(const pb::AgentInfo& info);
   pb::LaunchRequest MakeLaunch(const pb::Job& job) const;
   // NEXEC_ASSIGNED_<RESOURCE>=units for the units of `assign` resources the job holds on
