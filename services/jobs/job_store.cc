@@ -1,5 +1,7 @@
 #include "services/jobs/job_store.h"
 
+#include <set>
+
 #include "common/audit/audit_log.h"
 
 #include <algorithm>
@@ -172,7 +174,15 @@ absl::StatusOr<std::pair<std::vector<v1::JobRecord>, std::string>> JobStore::Lis
     conditions.push_back(store::InList("project", *projects));
   }
   if (!req.user_name().empty()) conditions.push_back({"user_name = $?", req.user_name()});
-  if (!req.status().empty()) conditions.push_back({"status = $?", req.status()});
+  if (!req.status().empty()) {
+    // A misspelt status would list nothing and look like "no such jobs".
+    static const std::set<std::string> kStatuses = {"pending", "running", "completed", "failed"};
+    if (!kStatuses.count(req.status())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("status \"", req.status(), "\" is not a job status: pending, running, completed or failed"));
+    }
+    conditions.push_back({"status = $?", req.status()});
+  }
   JC_ASSIGN_OR_RETURN(store::DocPage page, store::ListDocs(*store_, "jobs", conditions, req.page_token(), req.page_size()));
   std::vector<v1::JobRecord> jobs;
   for (const auto& doc : page.docs) {

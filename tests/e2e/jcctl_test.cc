@@ -68,7 +68,12 @@ TEST_CASE("jcctl: bad input is one line on stderr and an exit code scripts can r
       {{"job", "submit"}, 2, "give the file with -f FILE"},
       {{"center", "list", "-o", "xml"}, 2, "is not a format"},
       {{"center", "list", "--server", "ftp://x"}, 2, "is not a URL"},
-      {{"center", "list", "--server", "http://127.0.0.1:1"}, 3, "cannot reach the server at http://127.0.0.1:1"},
+      {{"center", "list", "--server", "http://127.0.0.1:1"}, 3,
+       "cannot reach the server at http://127.0.0.1:1: the connection was refused or the host cannot be reached"},
+      // Global flags before the command too (issue 33: this said unknown command "http://...").
+      {{"-s", "http://127.0.0.1:1", "center", "list"}, 3, "cannot reach the server at http://127.0.0.1:1"},
+      {{"--server", "http://127.0.0.1:1", "job", "list"}, 3, "cannot reach the server at http://127.0.0.1:1"},
+      {{"token", "create", "--ttl", "soon", "--server", "http://127.0.0.1:1"}, 2, "neither seconds nor a duration"},
       {{"center", "list", "--config", dir + "/nope.yaml"}, 2, "config: cannot read"},
       {{"completion", "fish"}, 2, "not a shell jcctl knows"},
   };
@@ -228,10 +233,17 @@ TEST_CASE("jcctl runs a job from a YAML file to its end against a real control p
   CHECK(keyed.out != failed_job + "\n");  // a job of its own
 
   // Tokens: a new one works, a revoked or made-up one is refused (exit 4).
-  Ran made = Jcctl(dir, {"token", "create", "--description", "ci", "-o", "json"}, env);
+  Ran made = Jcctl(dir, {"token", "create", "--description", "ci", "--ttl", "1h", "-o", "json"}, env);
   INFO(made.err);
   REQUIRE(made.code == 0);
   json token_doc = json::parse(made.out);
+  INFO(made.out);
+  CHECK(token_doc["token"].contains("expires_at"));  // --ttl 1h: a token that expires
+  // A misspelt status is an error, not an empty list.
+  Ran bogus = Jcctl(dir, {"job", "list", "--status", "bogus"}, env);
+  CHECK(bogus.code != 0);
+  CHECK_THAT(bogus.err, Catch::Contains("is not a job status"));
+  CHECK(bogus.out.empty());
   std::string secret = token_doc["secret"];
   CHECK(Jcctl(dir, {"whoami", "--token", secret}, env).code == 0);
   CHECK(Jcctl(dir, {"token", "revoke", token_doc["token"]["token_id"]}, env).code == 0);

@@ -507,6 +507,7 @@ TEST_CASE("bad trainjob input gets a clear envelope error and writes nothing [A1
   ExpectError(n.rest->Send("POST", "/openapi/v1/trainjob", "{\"name\": "), 400, "malformed");
   CHECK(n.rest->Get("/openapi/v1/trainjob").body["data"]["jobs"].empty());  // nothing written
 
+  ExpectError(n.rest->Get("/openapi/v1/trainjob?status=bogus"), 400, "is not a job status");
   ExpectError(n.rest->Get("/openapi/v1/trainjob/job-99999999"), 404, "job-99999999");
   ExpectError(n.rest->Post("/openapi/v1/trainjob/job-99999999/stop", json::object()), 404, "job-99999999");
   std::string id = n.Submit(good)["jobId"];

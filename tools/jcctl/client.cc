@@ -92,8 +92,33 @@ Client::Client(std::string url, std::unique_ptr<httplib::Client> http) : url_(st
 Client::~Client() = default;
 
 absl::Status Client::Unreachable(int error) const {
-  return absl::UnavailableError(
-      absl::StrCat("cannot reach the server at ", url_, ": ", httplib::to_string(static_cast<httplib::Error>(error))));
+  // httplib names the error in a word ("Connection"); say what it means and what to try.
+  std::string why;
+  switch (static_cast<httplib::Error>(error)) {
+    case httplib::Error::Connection:
+      why = "the connection was refused or the host cannot be reached (is jointcloud running there? --server or "
+            "$JCCTL_SERVER)";
+      break;
+    case httplib::Error::ConnectionTimeout:
+      why = "connecting timed out";
+      break;
+    case httplib::Error::Read:
+    case httplib::Error::Write:
+      why = "the connection broke (the server stopped, or it speaks https and --server says http)";
+      break;
+    case httplib::Error::SSLConnection:
+      why = "the TLS handshake failed (does the server speak https?)";
+      break;
+    case httplib::Error::SSLServerVerification:
+      why = "the server's certificate is not one jcctl trusts (give its CA with --ca_file)";
+      break;
+    case httplib::Error::SSLLoadingCerts:
+      why = "the CA file could not be read (--ca_file)";
+      break;
+    default:
+      why = httplib::to_string(static_cast<httplib::Error>(error));
+  }
+  return absl::UnavailableError(absl::StrCat("cannot reach the server at ", url_, ": ", why));
 }
 
 absl::StatusOr<json> Client::Call(const std::string& method, const std::string& path, const json* body,

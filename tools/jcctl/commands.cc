@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -377,6 +378,24 @@ int JobLogs(Context& ctx, Client* client, const Invocation& inv) {
 
 int CreateToken(Context& ctx, Client* client, const Invocation& inv) {
   json body = json::object();
+  // Checked before anything is asked of the server.
+  if (inv.Has("ttl")) {
+    // Seconds (3600) or a duration as Go and Slurm users write them (1h, 90m, 30d).
+    int64_t ttl = 0;
+    absl::Duration d;
+    std::string text = inv.Get("ttl");
+    if (absl::EndsWith(text, "d") && absl::SimpleAtoi(text.substr(0, text.size() - 1), &ttl)) {
+      ttl *= 86400;
+    } else if (!absl::SimpleAtoi(text, &ttl)) {
+      if (!absl::ParseDuration(text, &d) || d < absl::ZeroDuration()) {
+        return ctx.Fail(absl::InvalidArgumentError(
+            absl::StrCat("--ttl: \"", text, "\" is neither seconds nor a duration (90s, 30m, 12h, 7d)")));
+      }
+      ttl = absl::ToInt64Seconds(d);
+    }
+    if (ttl < 0) return ctx.Fail(absl::InvalidArgumentError(absl::StrCat("--ttl: \"", text, "\" is negative")));
+    body["ttl_seconds"] = ttl;
+  }
   if (inv.Has("user")) {
     body["user_name"] = inv.Get("user");
   } else {
@@ -385,13 +404,6 @@ int CreateToken(Context& ctx, Client* client, const Invocation& inv) {
     body["user_name"] = me->value("name", "");
   }
   if (inv.Has("description")) body["description"] = inv.Get("description");
-  if (inv.Has("ttl")) {
-    int64_t ttl = 0;
-    if (!absl::SimpleAtoi(inv.Get("ttl"), &ttl) || ttl < 0) {
-      return ctx.Fail(absl::InvalidArgumentError(absl::StrCat("ttl: \"", inv.Get("ttl"), "\" is not a number of seconds")));
-    }
-    body["ttl_seconds"] = ttl;
-  }
   auto made = client->Call("POST", "/openapi/v1/tokens", &body);
   if (!made.ok()) return ctx.Fail(made.status());
   if (ctx.format() != Format::kTable) return Show(ctx, *made, {});
@@ -768,7 +780,7 @@ std::vector<CommandSpec> Commands() {
   c.push_back({{"token", "create"}, "", "Create an API token; its secret is shown once",
                {{"user", 0, true, "for this user (admins); default: yourself"},
                 {"description", 0, true, "what it is for"},
-                {"ttl", 0, true, "seconds until it expires (default: never)"}},
+                {"ttl", 0, true, "how long it lasts: seconds or a duration, 90m, 12h, 30d (default: it does not expire)"}},
                0, 0, WithClient(CreateToken)});
   c.push_back({{"token", "revoke"}, "TOKEN", "Revoke an API token (admins)", {}, 1, 1,
                WithClient([](Context& ctx, Client* client, const Invocation& inv) {
