@@ -7,6 +7,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "absl/synchronization/mutex.h"
 #include "common/log.h"
 #include "common/version.h"
@@ -30,7 +32,15 @@ sigset_t StopSignals() {
 
 std::vector<char*> Begin(const std::string& name, const char* usage, int argc, char** argv) {
   absl::SetProgramUsageMessage(usage);
-  InstallVersionFlag(name);
+  // One config (setting it replaces the whole): --version as every binary prints it, and
+  // --help listing the daemon's own flags (those of its main and of this file), not only a
+  // file named after the program as Abseil's default does ("No flags matched"); Abseil's
+  // own (--flagfile, ...) stay for --helpfull.
+  absl::FlagsUsageConfig config;
+  config.version_string = [name] { return VersionLine(name) + "\n"; };
+  config.contains_help_flags = [](absl::string_view file) { return !absl::StrContains(file, "absl/"); };
+  config.contains_helpshort_flags = config.contains_help_flags;
+  absl::SetFlagsUsageConfig(config);
   std::vector<char*> left = absl::ParseCommandLine(argc, argv);
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   if (absl::Status logging = InitLogging(absl::GetFlag(FLAGS_log_level), absl::GetFlag(FLAGS_log_format));
