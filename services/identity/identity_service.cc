@@ -69,17 +69,41 @@ class IdentityService final : public v1::IdentityService::Service {
     JC_GRPC_CALLER(caller, ctx);
     return Reply(Admin(caller, "setting a project's quota", [&] { return s_->SetProjectQuota(*req); }), resp);
   }
+  // Tokens: admins manage everyone's; a user creates, lists and revokes its own (as
+  // personal access tokens go), never another's.
   Status CreateToken(ServerContext* ctx, const v1::CreateTokenRequest* req, v1::CreateTokenResponse* resp) override {
     JC_GRPC_CALLER(caller, ctx);
-    return Reply(Admin(caller, "creating a token", [&] { return s_->CreateToken(*req); }), resp);
+    if (OwnTokens(caller, req->user_name())) return Reply(s_->CreateToken(*req), resp);
+    return Reply(Admin(caller, "creating a token for another user", [&] { return s_->CreateToken(*req); }), resp);
   }
   Status ListTokens(ServerContext* ctx, const v1::ListTokensRequest* req, v1::ListTokensResponse* resp) override {
     JC_GRPC_CALLER(caller, ctx);
-    return Reply(Admin(caller, "listing tokens", [&] { return s_->ListTokens(*req); }), resp);
+    if (!caller.IsAdmin() && (req->user_name().empty() || OwnTokens(caller, req->user_name()))) {
+      v1::ListTokensRequest own = *req;
+      own.set_user_name(caller.name);  // a user's listing is of its own tokens
+      if (OwnTokens(caller, own.user_name())) return Reply(s_->ListTokens(own), resp);
+    }
+    return Reply(Admin(caller, "listing other users' tokens", [&] { return s_->ListTokens(*req); }), resp);
   }
   Status RevokeToken(ServerContext* ctx, const v1::RevokeTokenRequest* req, v1::ApiToken* resp) override {
     JC_GRPC_CALLER(caller, ctx);
-    return Reply(Admin(caller, "revoking a token", [&] { return s_->RevokeToken(req->token_id()); }), resp);
+    if (!caller.IsAdmin() && OwnTokens(caller, caller.name)) {
+      // Its own token only: looked up among the caller's.
+      v1::ListTokensRequest mine;
+      mine.set_user_name(caller.name);
+      mine.set_page_size(1000);
+      auto listed = s_->ListTokens(mine);
+      if (!listed.ok()) return ToGrpcStatus(listed.status());
+      for (const auto& t : listed->tokens()) {
+        if (t.token_id() == req->token_id()) return Reply(s_->RevokeToken(req->token_id()), resp);
+      }
+    }
+    return Reply(Admin(caller, "revoking another user's token", [&] { return s_->RevokeToken(req->token_id()); }),
+                 resp);
+  }
+  // Whether `user` names the calling user itself (not a service, not someone else).
+  static bool OwnTokens(const auth::Principal& caller, const std::string& user) {
+    return caller.kind == auth::Principal::Kind::kUser && !caller.name.empty() && user == caller.name;
   }
   Status WhoAmI(ServerContext* ctx, const google::protobuf::Empty*, v1::Caller* resp) override {
     JC_GRPC_CALLER(caller, ctx);

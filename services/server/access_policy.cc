@@ -93,9 +93,10 @@ std::shared_ptr<const auth::MethodAccess> ControlPlaneAccess() {
       {"/jointcloud.v1.IdentityService/DeleteProject", kAdminChange},
       {"/jointcloud.v1.IdentityService/SetProjectQuota", kAdminChange},
       {"/jointcloud.v1.IdentityService/SetProjectBudget", kAdminChange},
-      {"/jointcloud.v1.IdentityService/CreateToken", kAdminChange},
-      {"/jointcloud.v1.IdentityService/ListTokens", kAdmin},
-      {"/jointcloud.v1.IdentityService/RevokeToken", kAdminChange},
+      // A user's own tokens are its to manage; others' are admins' (checked by the handler).
+      {"/jointcloud.v1.IdentityService/CreateToken", kAnyChange},
+      {"/jointcloud.v1.IdentityService/ListTokens", kAny},
+      {"/jointcloud.v1.IdentityService/RevokeToken", kAnyChange},
       {"/jointcloud.v1.IdentityService/WhoAmI", kAny},
       {"/jointcloud.v1.IdentityService/ListAuditRecords", kAdmin},
   });

@@ -324,7 +324,7 @@ TEST_CASE("a role too weak is refused with 403, and nothing changes [C6][C5]", "
       {"POST", "/openapi/v1/users", R"({"name": "eve", "federation_admin": true})"},
       {"PUT", "/openapi/v1/users/mia/projects/x1", R"({"role": "OWNER"})"},
       {"POST", "/openapi/v1/tokens", R"({"user_name": "admin"})"},
-      {"GET", "/openapi/v1/tokens", ""},
+      {"GET", "/openapi/v1/tokens?user_name=admin", ""},
       {"GET", "/openapi/v1/users", ""},
   };
   for (const auto& [method, path, body] : refused) {
@@ -337,6 +337,40 @@ TEST_CASE("a role too weak is refused with 403, and nothing changes [C6][C5]", "
   // Reads of the federation's catalogs are open to any caller.
   CHECK(member->Get("/openapi/v1/centers/x1").http_status == 200);
   CHECK(member->Get("/openapi/v1/resourcespecs").http_status == 200);
+}
+
+TEST_CASE("a user creates, lists and revokes its own API tokens, and no other user's [C6]", "[C6]") {
+  AuthSystem s;
+  Seed(s);
+  auto mia = s.UserClient("mia", "ml", "MEMBER");
+  auto made = mia->Post("/openapi/v1/tokens", {{"user_name", "mia"}, {"description", "laptop"}});
+  INFO(made.body.dump());
+  REQUIRE(made.http_status == 200);
+  const std::string secret = made.body["data"]["secret"];
+  const std::string id = made.body["data"]["token"]["token_id"];
+  auto laptop = s.As("Bearer " + secret);
+  CHECK(laptop.Get("/openapi/v1/whoami").body["data"].value("name", "") == "mia");
+  // A user's listing is of its own tokens, whatever else exists.
+  auto listed = mia->Get("/openapi/v1/tokens");
+  REQUIRE(listed.http_status == 200);
+  bool found = false;
+  for (const auto& t : listed.body["data"]["tokens"]) {
+    CHECK(t.value("user_name", "") == "mia");
+    found |= t.value("token_id", "") == id;
+  }
+  CHECK(found);
+  // Another user's tokens: not listed, not made, not revoked.
+  CHECK(mia->Get("/openapi/v1/tokens?user_name=admin").http_status == 403);
+  CHECK(mia->Post("/openapi/v1/tokens", {{"user_name", "admin"}}).http_status == 403);
+  auto admins = s.rest->Get("/openapi/v1/tokens?user_name=admin");
+  REQUIRE(!admins.body["data"]["tokens"].empty());
+  const std::string admin_token_id = admins.body["data"]["tokens"][0]["token_id"];
+  auto refused = mia->Post("/openapi/v1/tokens/" + admin_token_id + "/revoke", json::object());
+  CHECK(refused.http_status == 403);
+  CHECK(s.rest->Get("/openapi/v1/whoami").http_status == 200);  // the admin's token still works
+  // Its own: revoked at once.
+  CHECK(mia->Post("/openapi/v1/tokens/" + id + "/revoke", json::object()).http_status == 200);
+  CHECK(laptop.Get("/openapi/v1/whoami").http_status == 401);
 }
 
 TEST_CASE("a center operator changes its own center and no other [C6]", "[C6]") {
