@@ -197,8 +197,13 @@ std::string Scheduler::ReservationKey(const std::string& job_id, int task, int r
 }
 
 absl::Status Scheduler::Validate(const v1::CreateTrainJobRequest& job) {
+  // The scheduling options as a plan takes them: an unknown profile or weight, or a
+  // negative weight, is refused at the create (issue 33: it was taken, and the job failed
+  // later on no center).
+  std::map<std::string, double> overrides(job.scheduling().weights().begin(), job.scheduling().weights().end());
   auto check = [&] {
     std::lock_guard<std::mutex> lock(mu_);
+    if (auto weights = Resolve(job.scheduling().weight_profile(), overrides); !weights.ok()) return weights.status();
     if (!last_refresh_.ok() && inputs_.centers.empty() && inputs_.specs.empty()) return last_refresh_;
     return RequestsForJob("", job, inputs_, clock_->Now()).status();
   };

@@ -504,6 +504,11 @@ TEST_CASE("bad trainjob input gets a clear envelope error and writes nothing [A1
   bad([](json& j) { j["tasks"][0]["command"] = "  "; }, "command");
   bad([](json& j) { j["name"] = std::string(32, 'x'); }, "name");
   bad([](json& j) { j["tasks"][0]["bogus"] = 1; }, "bogus");
+  // Scheduling options as the plan takes them (issue 33: these were accepted, and the job
+  // then failed on no center).
+  bad([](json& j) { j["scheduling"] = {{"weightProfile", "no-such-profile"}}; }, "no-such-profile");
+  bad([](json& j) { j["scheduling"] = {{"weights", {{"no_such_scorer", 1}}}}; }, "no_such_scorer");
+  bad([](json& j) { j["scheduling"] = {{"weights", {{"lowest_price", -1}}}}; }, "lowest_price");
   ExpectError(n.rest->Send("POST", "/openapi/v1/trainjob", "{\"name\": "), 400, "malformed");
   CHECK(n.rest->Get("/openapi/v1/trainjob").body["data"]["jobs"].empty());  // nothing written
 
