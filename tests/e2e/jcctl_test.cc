@@ -265,3 +265,57 @@ TEST_CASE("jcctl runs a job from a YAML file to its end against a real control p
   server.Wait();
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("jcctl job watch and job logs --follow carry on across a restart of the server, and end with the job, "
+          "not with the connection [C8][A7]",
+          "[C8][A7]") {
+  std::string dir = TempDir() + "-restart";
+  std::filesystem::create_directories(dir);
+  int adapter_port_number = 0;
+  auto adapter = jc::testing::StartLocalAdapterProcess(JC_ADAPTER_LOCAL, dir, "local", 4, &adapter_port_number);
+  auto started = jc::testing::StartServerProcess(JC_SERVER_BINARY, dir, "e2e_jcctl_restart", "server.log");
+  const std::string port = std::to_string(started.rest_port);
+  std::string token = jc::testing::AdminToken(dir + "/admin.token");
+  jc::testing::RestClient rest(started.rest_port, token);
+  REQUIRE(jc::testing::AddCenterWithSpec(rest, "local", "127.0.0.1:" + std::to_string(adapter_port_number), 4, 4096,
+                                         "256Mi"));
+  std::vector<std::string> env{"JCCTL_SERVER=http://127.0.0.1:" + port, "JCCTL_TOKEN=" + token};
+  Write(dir + "/job.yaml",
+        "name: across\n"
+        "tasks:\n"
+        "  - name: main\n"
+        "    command: echo before; sleep 4; echo after\n"
+        "    resourceSpecId: cpu-1\n"
+        "    replicaNumber: 1\n");
+  Ran submitted = Jcctl(dir, {"job", "submit", "-f", dir + "/job.yaml", "-o", "json"}, env);
+  INFO(submitted.err);
+  REQUIRE(submitted.code == 0);
+  const std::string job = json::parse(submitted.out)["jobId"];
+  auto background = [&](std::vector<std::string> args, const std::string& out) {
+    std::vector<std::string> argv{"/usr/bin/env", env[0], env[1], JC_JCCTL_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return std::make_unique<jc::testing::Process>(argv, dir + "/" + out);
+  };
+  auto watch = background({"job", "watch", job}, "watch.out");
+  auto logs = background({"job", "logs", job, "--follow"}, "logs.out");
+  REQUIRE(jc::testing::WaitUntil([&] { return Slurp(dir + "/logs.out").find("before") != std::string::npos; }));
+
+  // The server stops (its streams end cleanly) and comes back on the same port.
+  started.process->Signal(SIGTERM);
+  REQUIRE(started.process->Wait().has_value());
+  auto again = jc::testing::StartServerProcess(JC_SERVER_BINARY, dir, "e2e_jcctl_restart", "server2.log",
+                                               {"--rest_address=127.0.0.1:" + port});
+  auto watched = watch->Wait(std::chrono::seconds(60));
+  auto followed = logs->Wait(std::chrono::seconds(60));
+  const std::string watch_out = Slurp(dir + "/watch.out"), logs_out = Slurp(dir + "/logs.out");
+  INFO(watch_out);
+  INFO(logs_out);
+  REQUIRE(watched.has_value());
+  CHECK(*watched == 0);
+  CHECK_THAT(watch_out, Catch::Contains("resuming"));
+  CHECK_THAT(watch_out, Catch::Contains("completed"));
+  REQUIRE(followed.has_value());
+  CHECK(*followed == 0);
+  CHECK_THAT(logs_out, Catch::Contains("after"));
+  std::filesystem::remove_all(dir);
+}

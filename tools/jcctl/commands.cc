@@ -330,7 +330,12 @@ int WatchJobs(Context& ctx, Client* client, const Invocation& inv) {
       last_status = e.value("status", "");
       return true;
     });
-    if (s.ok()) break;  // the server ended the stream: the job ended
+    // The server ends a job's stream after the job's last event. A stream that ends before
+    // that (a server stopping ends every stream cleanly) is resumed like a dropped one: the
+    // job's end is its status, not the end of a connection.
+    const bool ended = !job.empty() && (last_status == "completed" || last_status == "failed");
+    if (s.ok() && ended) break;
+    if (s.ok()) s = absl::UnavailableError("the server closed the event stream");
     // A dropped connection (a server restarting) is resumed from the cursor; anything the
     // server refused is the answer.
     if (!absl::IsUnavailable(s)) return ctx.Fail(s);
@@ -353,18 +358,32 @@ int JobLogs(Context& ctx, Client* client, const Invocation& inv) {
   }
   std::string job = Escape(inv.args[0]);
   std::string path = absl::StrCat("/openapi/v1/trainjob/", job, "/task/", task, "/replica/", replica, "/log/content");
+  const bool follow = inv.Has("follow");
   size_t shown = 0;
+  // Following, a server out of reach (restarting) is waited for, up to a minute at a time.
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  auto wait_for_server = [&](const absl::Status& s) {
+    if (!follow || !absl::IsUnavailable(s) || std::chrono::steady_clock::now() > give_up) return false;
+    ctx.err() << "jcctl: " << s.message() << "; retrying\n";
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    return true;
+  };
   while (true) {
     // Whether it ended is read before the log, so the last read has everything.
     bool ended = true;
-    if (inv.Has("follow")) {
+    if (follow) {
       auto got = client->Call("GET", "/openapi/v1/trainjob/" + job);
-      if (!got.ok()) return ctx.Fail(got.status());
+      if (!got.ok()) {
+        if (wait_for_server(got.status())) continue;
+        return ctx.Fail(got.status());
+      }
       std::string status = got->value("status", "");
       ended = status == "completed" || status == "failed";
     }
     auto text = client->Text(path);
-    if (!text.ok() && !(inv.Has("follow") && absl::IsFailedPrecondition(text.status()))) return ctx.Fail(text.status());
+    if (!text.ok() && wait_for_server(text.status())) continue;
+    if (!text.ok() && !(follow && absl::IsFailedPrecondition(text.status()))) return ctx.Fail(text.status());
+    give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     if (text.ok() && text->size() > shown) {
       ctx.out() << text->substr(shown) << std::flush;
       shown = text->size();
