@@ -33,6 +33,41 @@ void PrepareContext(grpc::ClientContext* ctx) {
   if (serving_id != nullptr && !serving_id->empty()) ctx->AddMetadata("x-request-id", *serving_id);
 }
 
+namespace {
+
+const google::protobuf::FieldDescriptor* FieldNamed(const google::protobuf::Descriptor* desc, const std::string& key) {
+  const auto* field = desc->FindFieldByName(key);
+  for (int i = 0; field == nullptr && i < desc->field_count(); ++i) {
+    if (desc->field(i)->json_name() == key) field = desc->field(i);
+  }
+  return field;
+}
+
+// A map of strings written with numbers (`"resource_quantity": {"cpu": 16}`, as YAML and
+// people write quantities) takes them as their text: protobuf's JSON mapping would refuse
+// them with a message about JSON types (issue 33).
+void NumbersToStringsInStringMaps(nlohmann::json& doc, const google::protobuf::Descriptor* desc) {
+  using google::protobuf::FieldDescriptor;
+  for (auto& [key, value] : doc.items()) {
+    const FieldDescriptor* field = FieldNamed(desc, key);
+    if (field == nullptr || field->type() != FieldDescriptor::TYPE_MESSAGE) continue;
+    if (field->is_map()) {
+      if (!value.is_object() || field->message_type()->map_value()->type() != FieldDescriptor::TYPE_STRING) continue;
+      for (auto& [k, v] : value.items()) {
+        if (v.is_number_integer() || v.is_number_float() || v.is_boolean()) v = v.dump();
+      }
+    } else if (field->is_repeated() && value.is_array()) {
+      for (auto& item : value) {
+        if (item.is_object()) NumbersToStringsInStringMaps(item, field->message_type());
+      }
+    } else if (value.is_object()) {
+      NumbersToStringsInStringMaps(value, field->message_type());
+    }
+  }
+}
+
+}  // namespace
+
 absl::Status ParseBody(const httplib::Request& request, google::protobuf::Message* message,
                        google::protobuf::FieldMask* mask) {
   if (request.body.empty()) {
@@ -41,15 +76,12 @@ absl::Status ParseBody(const httplib::Request& request, google::protobuf::Messag
   nlohmann::json doc = nlohmann::json::parse(request.body, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return absl::InvalidArgumentError("malformed JSON body");
   if (!doc.is_object()) return absl::InvalidArgumentError("request body must be a JSON object");
-  JC_RETURN_IF_ERROR(JsonToProto(request.body, message));
+  NumbersToStringsInStringMaps(doc, message->GetDescriptor());
+  JC_RETURN_IF_ERROR(JsonToProto(doc.dump(), message));
   if (mask != nullptr) {
     const auto* desc = message->GetDescriptor();
     for (const auto& item : doc.items()) {
-      const auto* field = desc->FindFieldByName(item.key());
-      for (int i = 0; field == nullptr && i < desc->field_count(); ++i) {
-        if (desc->field(i)->json_name() == item.key()) field = desc->field(i);
-      }
-      if (field != nullptr) mask->add_paths(field->name());
+      if (const auto* field = FieldNamed(desc, item.key()); field != nullptr) mask->add_paths(field->name());
     }
   }
   return absl::OkStatus();

@@ -184,6 +184,15 @@ TEST_CASE("specs, offers, images and datasets over REST", "[A2][A4][A5][A6][A12]
                 .http_status == 200);
   }
   REQUIRE(s.rest->Post("/openapi/v1/resourcespecs", Spec("gpu1", "bj1,ny1")).http_status == 200);
+  // Quantities written as numbers, as YAML and people write them (issue 33: refused with a
+  // message about JSON types), are taken as their text.
+  json numbers = Spec("cpu16", "bj1");
+  numbers["resource_quantity"] = {{"cpu", 16}, {"memory", "32Gi"}, {"gpu", 0}};
+  auto taken = s.rest->Post("/openapi/v1/resourcespecs", numbers);
+  INFO(taken.body.dump());
+  REQUIRE(taken.http_status == 200);
+  auto read_back = s.rest->Get("/openapi/v1/resourcespecs/cpu16");
+  CHECK(read_back.body["data"]["resource_quantity"]["cpu"] == "16");
   auto price = s.rest->Send("PUT", "/openapi/v1/resourcespecs/gpu1/centers/ny1/price",
                             R"({"price": 9})");
   REQUIRE(price.http_status == 200);
