@@ -971,7 +971,15 @@ absl::Status Agent::Signal(const pb::SignalRequest& req) {
     switch (req.action()) {
       case pb::SignalRequest::SUSPEND: sent = runner_.Suspend(key); break;
       case pb::SignalRequest::RESUME: sent = runner_.Resume(key); break;
-      case pb::SignalRequest::KILL: sent = runner_.Kill(key); break;
+      case pb::SignalRequest::KILL:
+        sent = runner_.Kill(key);
+        if (absl::IsNotFound(sent)) {
+          // Registered here, not handed to the runner yet (a stop right after the launch):
+          // killed the moment it starts.
+          runner_.KillWhenStarted(key);
+          sent = absl::OkStatus();
+        }
+        break;
       case pb::SignalRequest::SIGNAL: sent = runner_.Signal(key, req.signal()); break;
       default: return absl::InvalidArgumentError("unknown signal action");
     }

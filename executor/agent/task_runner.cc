@@ -273,13 +273,19 @@ absl::StatusOr<pid_t> TaskRunner::Launch(const TaskLaunch& t) {
     }
   }
   absl::StatusOr<pid_t> started = Start(t);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (started.ok()) {
-    tasks_[t.key] = *started;
-    if (!t.image.empty()) image_tasks_.insert(t.key);
-  } else {
-    tasks_.erase(t.key);
+  bool kill_now = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (started.ok()) {
+      tasks_[t.key] = *started;
+      if (!t.image.empty()) image_tasks_.insert(t.key);
+    } else {
+      tasks_.erase(t.key);
+    }
+    kill_now = kill_when_started_.erase(t.key) > 0 && started.ok();
   }
+  // Killed while it was starting: now that it has processes, they go.
+  if (kill_now) Kill(t.key).IgnoreError();
   return started;
 }
 
@@ -745,10 +751,22 @@ absl::Status TaskRunner::Resume(const std::string& key) {
   return SignalGroup(key, SIGCONT);
 }
 
+void TaskRunner::KillWhenStarted(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (kill_when_started_.size() > 10000) kill_when_started_.clear();  // bounded: see the header
+  kill_when_started_.insert(key);
+}
+
 absl::Status TaskRunner::Kill(const std::string& key) {
   std::shared_ptr<TaskCgroup> cgroup;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = tasks_.find(key); it != tasks_.end() && it->second <= 0) {
+      // Still starting (a stop right after the dispatch): it is killed as soon as it has a
+      // process, instead of the kill failing with "no running task" and the task running on.
+      kill_when_started_.insert(key);
+      return absl::OkStatus();
+    }
     if (auto it = cgroups_.find(key); it != cgroups_.end()) cgroup = it->second;
   }
   if (cgroup) {

@@ -119,6 +119,9 @@ class TaskRunner {
 
   absl::Status Suspend(const std::string& key);  // SIGSTOP to the process group
   absl::Status Resume(const std::string& key);   // SIGCONT
+  // The task `key`, not started yet (its launch is being set up), is killed as soon as it
+  // has a process. A key that never starts leaves an entry; the set is bounded.
+  void KillWhenStarted(const std::string& key);
   absl::Status Kill(const std::string& key);     // SIGKILL to the process group
   // Any other signal to the process group (nexec-run forwards what it gets).
   absl::Status Signal(const std::string& key, int signal) { return SignalGroup(key, signal); }
@@ -173,7 +176,8 @@ class TaskRunner {
   mutable std::mutex mu_;
   std::map<std::string, pid_t> tasks_;  // pid 0 while starting
   AccountCache accounts_;  // the accounts tasks run as
-  std::set<std::string> image_tasks_;   // those of tasks_ that run in their image (a bundle to remove)
+  std::set<std::string> image_tasks_;
+  std::set<std::string> kill_when_started_;  // of tasks_ still starting (pid 0): killed once they start   // those of tasks_ that run in their image (a bundle to remove)
   std::map<std::string, std::shared_ptr<TaskCgroup>> cgroups_;  // by key, while the task runs
   // Cgroups of ended tasks, empty, for the next ones: made once (mkdir and rmdir of a v1
   // memory cgroup cost milliseconds), reset for each task.

@@ -134,6 +134,22 @@ TEST_CASE("suspend stops the whole task, resume continues it, kill ends its grou
   CHECK(absl::IsNotFound(runner.Kill("3.0.0")));
 }
 
+TEST_CASE("a task killed before it started is killed the moment it starts, and does not run on [B11]", "[B11]") {
+  TempDir dir;
+  TaskRunner runner;
+  // The stop came while the agent was still setting the launch up.
+  runner.KillWhenStarted("5.0.0");
+  TaskLaunch t{"5.0.0", "sleep 1000; echo ran > " + (dir / "ran")};
+  auto pid = runner.Launch(t);
+  REQUIRE(pid.ok());
+  CHECK(WaitExit(runner, "5.0.0") == 128 + SIGKILL);
+  CHECK(Read(dir / "ran").empty());
+  // Another task of another key is not touched.
+  TaskLaunch other{"6.0.0", "exit 4"};
+  REQUIRE(runner.Launch(other).ok());
+  CHECK(WaitExit(runner, "6.0.0") == 4);
+}
+
 TEST_CASE("usage is sampled from /proc for the task's process group", "[B8]") {
   TaskRunner runner;
   TaskLaunch t{"4.0.0", "while true; do :; done"};
