@@ -16,6 +16,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <spdlog/spdlog.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -285,7 +287,13 @@ absl::StatusOr<pid_t> TaskRunner::Launch(const TaskLaunch& t) {
     kill_now = kill_when_started_.erase(t.key) > 0 && started.ok();
   }
   // Killed while it was starting: now that it has processes, they go.
-  if (kill_now) Kill(t.key).IgnoreError();
+  if (kill_now) {
+    if (absl::Status killed = Kill(t.key); !killed.ok()) {
+      // Its processes outlived the rounds of SIGKILL: the next Reaps go on killing them
+      // (draining cgroups), and its exit is reported as any task's.
+      spdlog::error("task {}: killed as it started, but: {}", t.key, killed.ToString());
+    }
+  }
   return started;
 }
 

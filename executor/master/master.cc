@@ -1403,7 +1403,9 @@ absl::StatusOr<bool> Master::HostHeartbeatLocked(const pb::AgentInfo& info, std:
                  info.mem_mb(), absl::StrJoin(info.gpus(), ","));
     freed = true;
   } else if (!host->second.available) {
-    scheduler_.SetHostState(info.host(), HostState::kOk).IgnoreError();
+    if (absl::Status s = scheduler_.SetHostState(info.host(), HostState::kOk); !s.ok()) {
+      spdlog::error("nexec host {}: cannot mark it available: {}", info.host(), s.ToString());  // known host: a bug
+    }
     spdlog::info("nexec host {} is back", info.host());
     freed = true;
   }
@@ -1444,10 +1446,15 @@ absl::StatusOr<bool> Master::HostHeartbeatLocked(const pb::AgentInfo& info, std:
   host->second.info = info;
   host->second.last_seen = clock_->Now();
   host->second.available = true;
-  scheduler_.SetHostResource(info.host(), "r1m", info.load_1m()).IgnoreError();
   // Measured, not reserved: select[memfree>4096] sees what the host itself has free now.
-  scheduler_.SetHostResource(info.host(), "memfree", info.mem_free_mb()).IgnoreError();
-  scheduler_.SetHostResource(info.host(), "swpfree", info.swap_free_mb()).IgnoreError();
+  // In memory, for a host known here: a failure is a bug, said, and the heartbeat goes on.
+  for (const auto& [name, value] : {std::pair<const char*, double>{"r1m", info.load_1m()},
+                                    {"memfree", static_cast<double>(info.mem_free_mb())},
+                                    {"swpfree", static_cast<double>(info.swap_free_mb())}}) {
+    if (auto set = scheduler_.SetHostResource(info.host(), name, value); !set.ok()) {
+      spdlog::error("nexec host {}: cannot set {}: {}", info.host(), name, set.status().ToString());
+    }
+  }
   // Sensor values apply to the hosts in their locale (the reporter when none); a change
   // may let waiting jobs run.
   for (const pb::SensorResource& r : info.sensors()) freed |= ApplySensorLocked(r, info.host());
