@@ -555,44 +555,80 @@ void SlurmBackend::ObserveFromAccounting(const std::vector<std::string>& ids,
   // every step; MaxRSS per step, the largest taken). Without accounting the job stays
   // unknown once squeue forgets it, and an ended job's usage is its wall time alone.
   if (!accounting_) return;
-  auto r = RunCommand({"sacct", "-n", "-P", "-o", "JobIDRaw,State,ExitCode,Start,End,TotalCPU,MaxRSS", "-j",
-                       absl::StrJoin(ids, ",")},
+  auto r = RunCommand({"sacct", "-n", "-P", "-o", std::string(kSacctFields), "-j", absl::StrJoin(ids, ",")},
                       options_.command_timeout);
   if (!r.ok()) return;
   if (r->exit_code != 0) {
     if (absl::StrContains(r->err, "disabled")) accounting_ = false;  // not asked again
     return;
   }
-  std::set<std::string> wanted(ids.begin(), ids.end());
-  std::map<std::string, int64_t> max_rss_kb;
-  for (absl::string_view line : absl::StrSplit(r->out, '\n', absl::SkipWhitespace())) {
+  ReadSacct(r->out, std::set<std::string>(ids.begin(), ids.end()), out);
+}
+
+namespace {
+
+// A TRES count in sacct's "billing=2,cpu=2,gres/gpu=1,mem=1G" form; 0 when absent.
+int64_t TresCount(absl::string_view tres, absl::string_view name) {
+  for (absl::string_view item : absl::StrSplit(tres, ',', absl::SkipEmpty())) {
+    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+    int64_t v = 0;
+    if (kv.first == name && absl::SimpleAtoi(kv.second, &v)) return v;
+  }
+  return 0;
+}
+
+// "1024K", "3.5M", "2G", "512" (KB) -> KB.
+int64_t SacctKilobytes(std::string text) {
+  int64_t scale = 1;
+  if (!text.empty() && (text.back() == 'K' || text.back() == 'M' || text.back() == 'G')) {
+    scale = text.back() == 'K' ? 1 : text.back() == 'M' ? 1024 : 1024 * 1024;
+    text.pop_back();
+  }
+  double v = 0;
+  return absl::SimpleAtod(text, &v) ? static_cast<int64_t>(v * scale) : 0;
+}
+
+}  // namespace
+
+void ReadSacct(absl::string_view text, const std::set<std::string>& wanted,
+               std::map<std::string, ReplicaObservation>* out) {
+  // Steps ("123.batch", "123.0") carry what was used (memory, disk IO); the allocation
+  // line the state, times, CPU time and what was allocated (GPUs).
+  struct StepSums {
+    int64_t max_rss_kb = 0, read_bytes = 0, write_bytes = 0;
+  };
+  std::map<std::string, StepSums> steps;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipWhitespace())) {
     std::vector<std::string> f = absl::StrSplit(line, '|');
-    if (f.size() < 7) continue;
-    // Steps ("123.batch", "123.0") carry the memory; the allocation line the rest.
+    if (f.size() < 10) continue;
     std::string job = f[0].substr(0, f[0].find('.'));
     if (!wanted.count(job)) continue;
-    int64_t rss = 0;
-    std::string text = f[6];
-    int64_t scale = 1;
-    if (!text.empty() && (text.back() == 'K' || text.back() == 'M' || text.back() == 'G')) {
-      scale = text.back() == 'K' ? 1 : text.back() == 'M' ? 1024 : 1024 * 1024;
-      text.pop_back();
+    StepSums& sums = steps[job];
+    sums.max_rss_kb = std::max(sums.max_rss_kb, SacctKilobytes(f[6]));
+    if (f[0] != job) {
+      sums.read_bytes += TresCount(f[8], "fs/disk");
+      sums.write_bytes += TresCount(f[9], "fs/disk");
+      continue;
     }
-    double v = 0;
-    if (absl::SimpleAtod(text, &v)) rss = static_cast<int64_t>(v * scale);
-    max_rss_kb[job] = std::max(max_rss_kb[job], rss);
-    if (f[0] != job) continue;
     ReplicaObservation o = ObserveSlurmJob(f[1], "", WaitStatusFromExitCode(f[2]));
     if (auto known = out->find(job); known != out->end() && known->second.state != o.state) {
       o = known->second;  // squeue's word on a job it still has
     }
     AddSlurmTimes(f[3], f[4], &o);
-    if (o.usage.has_value()) o.usage->set_cpu_seconds(SlurmDurationSeconds(f[5]));
+    if (o.usage.has_value()) {
+      o.usage->set_cpu_seconds(SlurmDurationSeconds(f[5]));
+      o.usage->set_gpus(static_cast<int32_t>(TresCount(f[7], "gres/gpu")));
+    }
     (*out)[job] = std::move(o);
   }
-  for (const auto& [job, kb] : max_rss_kb) {
+  for (const auto& [job, sums] : steps) {
     auto it = out->find(job);
-    if (it != out->end() && it->second.usage.has_value()) it->second.usage->set_memory_peak_mb(kb / 1024);
+    if (it == out->end() || !it->second.usage.has_value()) continue;
+    pb::ReplicaUsage& usage = *it->second.usage;
+    usage.set_memory_peak_mb(sums.max_rss_kb / 1024);
+    usage.set_read_bytes(sums.read_bytes);
+    usage.set_write_bytes(sums.write_bytes);
+    if (usage.gpus() > 0) usage.set_gpu_seconds(usage.gpus() * usage.wall_seconds());
   }
 }
 

@@ -10,9 +10,12 @@
 // real cluster, a directory on the shared file system.
 
 #include <atomic>
+#include <map>
+#include <set>
 #include <string>
-#include "absl/strings/string_view.h"
 #include <vector>
+
+#include "absl/strings/string_view.h"
 
 #include "absl/time/time.h"
 #include "adapters/sdk/backend.h"
@@ -67,6 +70,15 @@ std::string ReplicaTag(const std::string& secret, const std::string& name);
 double SlurmDurationSeconds(absl::string_view text);
 
 ReplicaObservation ObserveSlurmJob(absl::string_view state, absl::string_view reason, int wait_status);
+
+// What the adapter asks sacct for an ended job, and what it makes of the answer (`sacct -n
+// -P -o` those fields): per job in `wanted`, its state, start and end, CPU time (TotalCPU),
+// peak memory (the largest MaxRSS of its steps), GPUs allocated (AllocTRES gres/gpu) and
+// the bytes its steps read and wrote (TRESUsageInTot/OutTot fs/disk, summed over steps).
+inline constexpr absl::string_view kSacctFields =
+    "JobIDRaw,State,ExitCode,Start,End,TotalCPU,MaxRSS,AllocTRES,TRESUsageInTot,TRESUsageOutTot";
+void ReadSacct(absl::string_view text, const std::set<std::string>& wanted,
+               std::map<std::string, ReplicaObservation>* out);
 
 // sbatch's resource options for a spec: --cpus-per-task, --mem (MB), --gres.
 std::vector<std::string> SbatchResourceArgs(const pb::SpecOffer& spec);

@@ -84,3 +84,36 @@ TEST_CASE("Slurm adapter: sacct's durations read as seconds (TotalCPU of an ende
   CHECK(jc::adapter::SlurmDurationSeconds("") == 0);
   CHECK(jc::adapter::SlurmDurationSeconds("bogus") == 0);
 }
+
+TEST_CASE("Slurm adapter: an ended job's usage from sacct: CPU, peak memory, GPUs and disk IO of its steps [A14]",
+          "[A14]") {
+  // As `sacct -n -P -o <kSacctFields>` prints a GPU job with a batch step and one srun step.
+  const char* text =
+      "4242|COMPLETED|0:0|2026-11-26T10:00:00|2026-11-26T10:01:40|01:30.250||billing=4,cpu=4,gres/gpu=2,mem=8G,"
+      "node=1||\n"
+      "4242.batch|COMPLETED|0:0|2026-11-26T10:00:00|2026-11-26T10:01:40|00:00.250|2048K|cpu=4,gres/gpu=2,mem=8G,"
+      "node=1|cpu=00:00:00,energy=0,fs/disk=1000,mem=2048K,pages=0,vmem=10M|energy=0,fs/disk=300\n"
+      "4242.0|COMPLETED|0:0|2026-11-26T10:00:01|2026-11-26T10:01:39|01:30|3.5M|cpu=4,gres/gpu=2,mem=8G,node=1|"
+      "cpu=00:01:30,energy=0,fs/disk=5000,mem=3.5M,pages=2,vmem=20M|energy=0,fs/disk=700\n"
+      "4243|FAILED|3:0|2026-11-26T10:00:00|2026-11-26T10:00:10|00:01||billing=1,cpu=1,mem=1G,node=1||\n"
+      "9999|COMPLETED|0:0|2026-11-26T10:00:00|2026-11-26T10:00:10|00:01||cpu=1||\n";
+  std::map<std::string, jc::adapter::ReplicaObservation> out;
+  jc::adapter::ReadSacct(text, {"4242", "4243"}, &out);
+  REQUIRE(out.size() == 2);  // 9999 is not the adapter's question
+  const auto& gpu = out.at("4242");
+  CHECK(gpu.state == jc::adapter::pb::REPLICA_SUCCEEDED);
+  REQUIRE(gpu.usage.has_value());
+  CHECK(gpu.usage->wall_seconds() == Approx(100));
+  CHECK(gpu.usage->cpu_seconds() == Approx(90.25));
+  CHECK(gpu.usage->memory_peak_mb() == 3);  // the larger step's 3.5 MiB, whole MiB
+  CHECK(gpu.usage->gpus() == 2);
+  CHECK(gpu.usage->gpu_seconds() == Approx(200));
+  CHECK(gpu.usage->read_bytes() == 6000);
+  CHECK(gpu.usage->write_bytes() == 1000);
+  const auto& failed = out.at("4243");
+  CHECK(failed.state == jc::adapter::pb::REPLICA_FAILED);
+  REQUIRE(failed.usage.has_value());
+  CHECK(failed.usage->gpus() == 0);
+  CHECK(failed.usage->gpu_seconds() == 0);
+  CHECK(failed.usage->wall_seconds() == Approx(10));
+}
