@@ -176,7 +176,7 @@ absl::Status Master::Recover() {
         }
         if (job.has_requeue_at()) {
           // Being requeued for a preemption: SIGKILL and requeue at the time stored.
-          rec.action = Pending::kRequeue;
+          rec.asked = job_state::Asked::kRequeue;
           rec.preempt_kill_at = FromTimestamp(job.requeue_at());
           requeueing.push_back(job.id());
         }
@@ -208,12 +208,6 @@ absl::Status Master::Recover() {
   spdlog::info("nexec master recovered {} hosts, {} jobs ({} pending, {} running, {} ended as unrecoverable)",
                hosts_.size(), jobs_.size(), pending, running, unrecoverable.size());
   return RecoverTimedJobs();
-}
-
-void Master::CountCpuTime(const JobRecord& rec, const pb::Task& task, const pb::TaskReport& report) {
-  if (!report.has_usage()) return;
-  const double more = report.usage().cpu_seconds() - task.usage().cpu_seconds();
-  if (more > 0) scheduler_.AddFairshareCpuTime(rec.job.id(), more);
 }
 
 void Master::CountPastUsage(const pb::Job& job, const JobRequest& request, absl::Time now,
@@ -412,7 +406,9 @@ absl::StatusOr<int64_t> Master::Submit(pb::JobSpec spec) {
       submit_keys_[key] = job.id();
     }
     absl::Status queued = scheduler_.Submit(req);
-    JobRecord rec{job, req, Pending::kNone};
+    JobRecord rec;
+    rec.job = job;
+    rec.request = req;
     if (!queued.ok()) {
       // The cluster changed between the check and now (a host left); the job is kept
       // and reported, not dropped.
@@ -590,6 +586,7 @@ absl::StatusOr<int> Master::ScheduleOnce() {
   std::vector<pb::Job> started;
   std::vector<Launch> launches;
   std::vector<Preemption> preemptions;
+  std::vector<PreemptionCall> preempt_calls;
   std::vector<int64_t> resumes;
   std::vector<Resize> resizes;
   std::vector<AgentCall> agent_calls;
@@ -605,57 +602,33 @@ absl::StatusOr<int> Master::ScheduleOnce() {
     resizes = scheduler_.TakeResizes();
     preemptions = scheduler_.TakePreemptions();
     resumes = scheduler_.TakeResumes();
+    const job_state::At at{begin, options_.time_zone};
     for (const Preemption& p : preemptions) {
       JobRecord& victim = jobs_.at(p.victim);
       JobRecord& preemptor = jobs_.at(p.preemptor);
-      victim.job.set_preemptions(victim.job.preemptions() + 1);
       if (metrics_) metrics_->CountPreemption(victim.request.queue, p.requeue);
-      victim.request.preemptions = victim.job.preemptions();
       preemptor.job.add_history(absl::StrCat(Stamp(), " preempting job ", p.victim, " (queue ", victim.request.queue,
                                              p.requeue ? ", holds GPUs: requeued" : ": suspended", ")"));
-      if (p.requeue) {
-        // Back to the queue: SIGTERM now, SIGKILL once the queue's grace is over.
-        const QueueConfig* q = QueueConfigOf(victim.request.queue);
-        victim.action = Pending::kRequeue;
-        victim.preempt_kill_at = begin + (q != nullptr ? q->preempt_grace : absl::ZeroDuration());
-        victim.job.add_history(absl::StrCat(Stamp(), " ", p.reason, ": requeued (SIGTERM, then SIGKILL after ",
-                                            absl::FormatDuration(victim.preempt_kill_at - begin), ")"));
-        victim.job.set_reason(p.reason);
-        // Stored: a master restarted within the grace finishes the requeue.
-        *victim.job.mutable_requeue_at() = ToTimestamp(victim.preempt_kill_at);
-      }
-      victim.job.set_preempted_by(p.preemptor);
-      started.push_back(victim.job);
+      const QueueConfig* q = QueueConfigOf(victim.request.queue);
+      job_state::Effects fx =
+          p.requeue ? job_state::PreemptedForRequeue(victim, p.preemptor, p.reason,
+                                                     q != nullptr ? q->preempt_grace : absl::ZeroDuration(), at)
+                    : job_state::PreemptedForSuspend(victim, p.preemptor);
+      victim.request.preemptions = victim.job.preemptions();
+      ApplyLocked(victim, fx, &started);
       started.push_back(preemptor.job);
+      preempt_calls.push_back({p, std::move(fx)});
     }
     for (const Placement& p : placements) {
       JobRecord& rec = jobs_.at(p.job_id);
-      pb::Job& job = rec.job;
-      if (p.backfilled_before != 0) {
-        job.add_history(absl::StrCat(Stamp(), " backfilled: on slots reserved for job ", p.backfilled_before,
-                                     ", ending (run limit ", absl::FormatDuration(rec.request.run_limit),
-                                     ") before that job starts"));
-        if (metrics_) metrics_->CountBackfill(rec.request.queue);
-      }
-      job.set_state(pb::RUNNING);
-      job.clear_tasks();
-      job.clear_reason();
-      *job.mutable_started_at() = ToTimestamp(clock_->Now());
-      job.clear_resize_events();
-      int index = 0;
+      if (p.backfilled_before != 0 && metrics_) metrics_->CountBackfill(rec.request.queue);
+      std::vector<pb::Task> tasks;
       for (const auto& section : p.sections) {
-        for (const auto& a : section) {
-          pb::Task* t = job.add_tasks();
-          t->set_index(index++);
-          DescribeAllocation(a, t);
-          t->set_state(index == 1 ? pb::TASK_STARTING : pb::TASK_RUNNING);
-        }
+        for (const auto& a : section) DescribeAllocation(a, &tasks.emplace_back());
       }
-      started.push_back(job);
-      rec.launch_in_flight = true;
-      rec.seen_by_agent = false;
-      active_.insert(p.job_id);
-      launches.push_back({AddressOf(job.tasks(0).host()), MakeLaunch(job)});
+      ApplyLocked(rec, job_state::Dispatch(rec, std::move(tasks), p.backfilled_before, rec.request.run_limit, at),
+                  &started);
+      launches.push_back({AddressOf(rec.job.tasks(0).host()), MakeLaunch(rec.job)});
     }
     // After the placements: a job that started in this cycle may have lent its grown
     // slots to one of them.
@@ -672,7 +645,7 @@ absl::StatusOr<int> Master::ScheduleOnce() {
   MustPersist(started);
   for (Launch& l : launches) StartLaunch(std::move(l));
   if (!agent_calls.empty()) CarryOutAgentCalls(agent_calls);
-  if (!preemptions.empty() || !resumes.empty()) CarryOutPreemptions(preemptions, resumes);
+  if (!preempt_calls.empty() || !resumes.empty()) CarryOutPreemptions(preempt_calls, resumes);
   return static_cast<int>(launches.size());
 }
 
@@ -689,31 +662,25 @@ const QueueConfig* Master::QueueConfigOf(const std::string& name) const {
   return nullptr;
 }
 
-void Master::CarryOutPreemptions(const std::vector<Preemption>& preemptions, const std::vector<int64_t>& resumes) {
-  for (const Preemption& p : preemptions) {
+void Master::CarryOutPreemptions(const std::vector<PreemptionCall>& preemptions, const std::vector<int64_t>& resumes) {
+  for (const auto& [p, fx] : preemptions) {
     absl::Status done;
     if (p.requeue) {
       pb::Job job;
-      bool kill_now = false;
-      std::string address;
       {
         std::lock_guard<std::mutex> lock(mu_);
-        const JobRecord& rec = jobs_.at(p.victim);
-        job = rec.job;
-        kill_now = rec.preempt_kill_at <= clock_->Now();
-        if (!job.tasks().empty()) address = AddressOf(job.tasks(0).host());
+        job = jobs_.at(p.victim).job;
       }
-      if (kill_now) {
-        done = Requeue(p.victim).status();
-      } else {
-        // The grace signal goes to task 0's process group (the job's command and what it
-        // started there); every task gets SIGKILL when the grace is over.
+      if (fx.signal.has_value()) {
+        done = SignalTasks(job, *fx.signal);  // no grace: SIGKILL now
+      } else if (fx.term_first_task) {
         pb::SignalRequest s;
         s.set_job_id(job.id());
         s.set_task_index(0);
         s.set_action(pb::SignalRequest::SIGNAL);
         s.set_signal(SIGTERM);
-        done = address.empty() ? absl::FailedPreconditionError("the job has no tasks") : dialer_->Signal(address, s);
+        done = job.tasks().empty() ? absl::FailedPreconditionError("the job has no tasks")
+                                   : dialer_->Signal(AddressOf(job.tasks(0).host()), s);
       }
     } else {
       done = SuspendJob(p.victim, p.reason).status();
@@ -729,16 +696,8 @@ void Master::CarryOutPreemptions(const std::vector<Preemption>& preemptions, con
     {
       std::lock_guard<std::mutex> lock(mu_);
       JobRecord& rec = jobs_.at(p.victim);
-      if (Finished(rec.job.state()) || rec.job.state() == pb::PENDING) continue;
-      if (absl::Status s = scheduler_.CancelPreemption(p.victim); !s.ok()) {
-        spdlog::error("job {}: preemption cancelled but unknown to the scheduler: {}", p.victim, s.ToString());
-      }
-      if (p.requeue && rec.action == Pending::kRequeue) rec.action = Pending::kNone;
-      rec.preempt_kill_at = absl::InfiniteFuture();
-      rec.job.clear_preempted_by();
-      rec.job.clear_requeue_at();
-      rec.job.add_history(absl::StrCat(Stamp(), " preemption for job ", p.preemptor, " not carried out: ", done.message()));
-      changed.push_back(rec.job);
+      ApplyLocked(rec, job_state::PreemptionNotCarriedOut(rec, p.preemptor, p.requeue, std::string(done.message()), Now()),
+                  &changed);
     }
     MustPersist(changed);
   }
@@ -781,83 +740,57 @@ void Master::OnLaunched(const pb::LaunchRequest& req, const absl::StatusOr<int>&
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(req.job_id());
-    if (it == jobs_.end() || it->second.job.attempt() != req.attempt() ||
-        it->second.job.tasks().empty()) {
-      return;
-    }
+    if (it == jobs_.end()) return;
     JobRecord& rec = it->second;
-    rec.launch_in_flight = false;
-    if (pid.ok()) {
-      pb::Task* t0 = rec.job.mutable_tasks(0);
-      if (t0->state() == pb::TASK_STARTING) {
-        t0->set_state(pb::TASK_RUNNING);
-        t0->set_pid(*pid);
-      }
-      return;
+    if (!pid.ok() && rec.job.attempt() == req.attempt() && !rec.job.tasks().empty()) {
+      spdlog::warn("job {}: launch on {} failed: {}", rec.job.id(), rec.job.tasks(0).host(), pid.status().ToString());
     }
-    spdlog::warn("job {}: launch on {} failed: {}", rec.job.id(), rec.job.tasks(0).host(),
-                 pid.status().ToString());
-    if (absl::IsInvalidArgument(pid.status()) || absl::IsFailedPrecondition(pid.status()) ||
-        absl::IsPermissionDenied(pid.status())) {
-      // The job itself cannot start (unknown user, unwritable output): retrying elsewhere
-      // would fail the same way.
-      FinishLocked(rec, pb::EXIT, 127, absl::StrCat("cannot start: ", pid.status().message()),
-                   &changed);
-    } else {
-      // The launch may have reached the agent before the call failed (its connection
-      // closed, the agent died): requeueing as a new attempt could run the job twice. The
-      // attempt stays; the agent's next heartbeat reports it, or it was never seen there
-      // and the same attempt is sent again (an agent runs an attempt at most once, across
-      // its own restarts too), or the host times out and the queue's rule applies.
-      rec.job.set_reason(absl::StrCat("launch on ", rec.job.tasks(0).host(), " not confirmed (",
-                                      pid.status().message(), "); waiting for the agent"));
-    }
+    ApplyLocked(rec, job_state::LaunchAnswered(rec, req.attempt(), pid, Now()), &changed);
   }
   MustPersist(changed);
   Wake();
 }
 
-void Master::FinishLocked(JobRecord& rec, pb::JobState state, int exit_code,
-                          const std::string& reason, std::vector<pb::Job>* changed) {
-  if (rec.job.state() == pb::PENDING) {
-    LogInconsistency(rec.job.id(), "cancel", scheduler_.Cancel(rec.job.id()));
-  } else {
-    scheduler_.AdvanceFairshare(clock_->Now());
-    LogInconsistency(rec.job.id(), "release", scheduler_.Release(rec.job.id()));
+void Master::ApplyLocked(JobRecord& rec, const job_state::Effects& fx, std::vector<pb::Job>* changed) {
+  using Step = job_state::SchedulerStep;
+  const int64_t id = rec.job.id();
+  if (fx.cpu_seconds > 0) scheduler_.AddFairshareCpuTime(id, fx.cpu_seconds);
+  switch (fx.scheduler) {
+    case Step::kNone:
+      break;
+    case Step::kCancel:
+      LogInconsistency(id, "cancel", scheduler_.Cancel(id));
+      break;
+    case Step::kRelease:
+      scheduler_.AdvanceFairshare(clock_->Now());
+      LogInconsistency(id, "release", scheduler_.Release(id));
+      break;
+    case Step::kRequeue:
+      scheduler_.AdvanceFairshare(clock_->Now());
+      LogInconsistency(id, "release", scheduler_.Release(id));
+      if (!scheduler_.Submit(rec.request).ok()) job_state::RequeueRefused(rec);
+      break;
+    case Step::kSuspend:
+      LogInconsistency(id, "suspend", scheduler_.SetSuspended(id, true));
+      break;
+    case Step::kResume:
+      LogInconsistency(id, "resume", scheduler_.SetSuspended(id, false));
+      break;
+    case Step::kCancelPreemption:
+      LogInconsistency(id, "cancel the preemption of", scheduler_.CancelPreemption(id));
+      break;
   }
-  active_.erase(rec.job.id());
-  rec.job.set_state(state);
-  rec.job.set_exit_code(exit_code);
-  if (!reason.empty()) rec.job.set_reason(reason);
-  *rec.job.mutable_ended_at() = ToTimestamp(clock_->Now());
-  rec.job.clear_requeue_at();
-  rec.action = Pending::kNone;
-  rec.preempt_kill_at = absl::InfiniteFuture();
-  changed->push_back(rec.job);
+  if (rec.job.state() == pb::RUNNING || rec.job.state() == pb::SUSPENDED) {
+    active_.insert(id);
+  } else {
+    active_.erase(id);
+  }
+  if (fx.write && changed != nullptr) changed->push_back(rec.job);
 }
 
-void Master::RequeueLocked(JobRecord& rec, const std::string& reason,
-                           std::vector<pb::Job>* changed) {
-  if (rec.job.state() != pb::PENDING) {
-    scheduler_.AdvanceFairshare(clock_->Now());
-    LogInconsistency(rec.job.id(), "release", scheduler_.Release(rec.job.id()));
-  }
-  active_.erase(rec.job.id());
-  rec.job.set_state(pb::PENDING);
-  rec.job.set_attempt(rec.job.attempt() + 1);
-  rec.job.clear_tasks();
-  rec.job.clear_resize_events();  // a new attempt starts with its minimum again
-  rec.job.clear_started_at();
-  rec.job.set_reason(reason);
-  rec.job.clear_preempted_by();
-  rec.job.clear_requeue_at();
-  rec.action = Pending::kNone;
-  rec.preempt_kill_at = absl::InfiniteFuture();
-  if (!scheduler_.Submit(rec.request).ok()) {
-    rec.job.set_state(pb::EXIT);
-    rec.job.set_reason(absl::StrCat(reason, "; cannot be queued again"));
-  }
-  changed->push_back(rec.job);
+int Master::PreExecRetries(const JobRecord& rec) const {
+  const QueueConfig* q = QueueConfigOf(rec.request.queue);
+  return q != nullptr ? q->pre_exec_retries : 3;
 }
 
 absl::Status Master::SignalTasks(const pb::Job& job, pb::SignalRequest::Action action) {
@@ -1044,21 +977,14 @@ absl::StatusOr<pb::Job> Master::Kill(int64_t id, const std::string& reason) {
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
     JobRecord& rec = it->second;
-    if (Finished(rec.job.state())) {
-      return absl::FailedPreconditionError(absl::StrCat("job ", id, " has already ended"));
-    }
-    if (rec.job.state() == pb::PENDING) {
-      FinishLocked(rec, pb::EXIT, 130, reason.empty() ? "killed while pending" : reason, &changed);
-    } else {
+    bool host_available = false;
+    if (!rec.job.tasks().empty()) {
       auto host = hosts_.find(rec.job.tasks(0).host());
-      if (host == hosts_.end() || !host->second.available) {
-        FinishLocked(rec, pb::EXIT, 130, reason.empty() ? "killed; its host is unavailable" : reason, &changed);
-      } else {
-        if (!reason.empty()) rec.killed_because = reason;
-        rec.action = Pending::kKill;
-        signal = true;
-      }
+      host_available = host != hosts_.end() && host->second.available;
     }
+    JC_ASSIGN_OR_RETURN(job_state::Effects fx, job_state::AskKill(rec, reason, host_available, Now()));
+    ApplyLocked(rec, fx, &changed);
+    signal = fx.signal.has_value();
     job = rec.job;
   }
   MustPersist(changed);
@@ -1074,9 +1000,7 @@ absl::StatusOr<pb::Job> Master::Rerun(int64_t id) {
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
     JobRecord& rec = it->second;
-    if (rec.job.state() == pb::PENDING) {
-      return absl::FailedPreconditionError(absl::StrCat("job ", id, " is PENDING: it has not run yet"));
-    }
+    if (rec.job.state() == pb::PENDING) return job_state::Rerun(rec, Now()).status();  // has not run yet
     if (Finished(rec.job.state())) {
       // Its request was not kept once it ended (nor after a restart): built again from the spec.
       auto request = BuildRequest(rec.job.spec(), id);
@@ -1086,18 +1010,8 @@ absl::StatusOr<pb::Job> Master::Rerun(int64_t id) {
       }
       rec.request = *request;
       JC_RETURN_IF_ERROR(scheduler_.Submit(rec.request));
-      rec.job.add_history(absl::StrCat(Stamp(),
-                                       " rerun by user after attempt ", rec.job.attempt(), " ended ",
-                                       pb::JobState_Name(rec.job.state()), " (exit code ", rec.job.exit_code(), ")"));
-      rec.job.set_state(pb::PENDING);
-      rec.job.set_attempt(rec.job.attempt() + 1);
-      rec.job.clear_tasks();
-      rec.job.clear_started_at();
-      rec.job.clear_ended_at();
-      rec.job.set_exit_code(0);
-      rec.job.set_reason("rerun by user");
-      rec.action = Pending::kNone;
-      rec.killed_because.clear();
+      JC_ASSIGN_OR_RETURN(job_state::Effects fx, job_state::Rerun(rec, Now()));
+      ApplyLocked(rec, fx, nullptr);
       job = rec.job;
     }
   }
@@ -1113,14 +1027,8 @@ absl::StatusOr<pb::Job> Master::Requeue(int64_t id) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
-    JobRecord& rec = it->second;
-    if (rec.job.state() != pb::RUNNING && rec.job.state() != pb::SUSPENDED) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("job ", id, " is ", pb::JobState_Name(rec.job.state()),
-                       "; only running or suspended jobs can be requeued"));
-    }
-    rec.action = Pending::kRequeue;
-    job = rec.job;
+    JC_RETURN_IF_ERROR(job_state::AskRequeue(it->second).status());
+    job = it->second.job;
   }
   JC_RETURN_IF_ERROR(SignalTasks(job, pb::SignalRequest::KILL));
   return job;
@@ -1156,51 +1064,27 @@ absl::StatusOr<pb::Job> Master::Resume(int64_t id) { return ResumeJob(id, false)
 
 absl::StatusOr<pb::Job> Master::SuspendJob(int64_t id, const std::string& system_reason) {
   pb::Job job;
+  job_state::Effects asked;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
-    JobRecord& rec = it->second;
-    if (system_reason.empty() && rec.job.state() == pb::SUSPENDED &&
-        !rec.job.system_suspend_reason().empty()) {
-      // A user suspends what the system suspended: it stays stopped, now as the user's,
-      // and no longer resumes when its window opens (LSF turns SSUSP into USUSP).
-      rec.job.clear_system_suspend_reason();
-      rec.job.set_reason("suspended by user");
-      rec.job.add_history(absl::StrCat(Stamp(), " suspended by user (was suspended by the system)"));
-      job = rec.job;
-    } else if (rec.job.state() != pb::RUNNING) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "job ", id, " is ", pb::JobState_Name(rec.job.state()), ", not RUNNING"));
-    }
-    if (job.id() == 0) job = rec.job;
+    JC_ASSIGN_OR_RETURN(asked, job_state::AskSuspend(it->second, system_reason, Now()));
+    ApplyLocked(it->second, asked, nullptr);
+    job = it->second.job;
   }
-  if (job.state() == pb::SUSPENDED) {
+  if (!asked.signal.has_value()) {  // taken over from the system: already stopped
     MustPersist({job});
     return job;
   }
-  JC_RETURN_IF_ERROR(SignalTasks(job, pb::SignalRequest::SUSPEND));
+  JC_RETURN_IF_ERROR(SignalTasks(job, *asked.signal));
   {
     std::lock_guard<std::mutex> lock(mu_);
     JobRecord& rec = jobs_.at(id);
     if (rec.job.state() != pb::RUNNING || rec.job.attempt() != job.attempt()) {
       return rec.job;  // it ended (or was requeued) meanwhile; nothing left to mark
     }
-    rec.job.set_state(pb::SUSPENDED);
-    for (pb::Task& t : *rec.job.mutable_tasks()) {
-      if (t.index() == 0 || (t.remote() && t.state() == pb::TASK_RUNNING)) t.set_state(pb::TASK_SUSPENDED);
-    }
-    // Released resources (RESS release) go back while it is stopped.
-    if (absl::Status s = scheduler_.SetSuspended(id, true); !s.ok()) {
-      spdlog::error("job {} suspended but unknown to the scheduler: {}", id, s.ToString());
-    }
-    if (!system_reason.empty()) {
-      rec.job.set_system_suspend_reason(system_reason);
-      rec.job.set_reason(absl::StrCat("suspended: ", system_reason));
-      rec.job.add_history(absl::StrCat(Stamp(), " suspended: ", system_reason));
-    } else {
-      rec.job.set_reason("suspended by user");
-    }
+    ApplyLocked(rec, job_state::Suspended(rec, system_reason, Now()), nullptr);
     job = rec.job;
   }
   MustPersist({job});
@@ -1214,39 +1098,15 @@ absl::StatusOr<pb::Job> Master::ResumeJob(int64_t id, bool by_system) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
-    const pb::Job& current = it->second.job;
-    if (current.state() != pb::SUSPENDED) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "job ", id, " is ", pb::JobState_Name(current.state()), ", not SUSPENDED"));
-    }
-    if (!by_system && !current.system_suspend_reason().empty()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "job ", id, " was suspended by the system (", current.system_suspend_reason(),
-          "); it resumes by itself when that ends"));
-    }
-    if (by_system && current.system_suspend_reason().empty()) {
-      return absl::FailedPreconditionError(absl::StrCat("job ", id, " was suspended by a user"));
-    }
-    job = current;
+    JC_RETURN_IF_ERROR(job_state::AskResume(it->second, by_system));
+    job = it->second.job;
   }
   JC_RETURN_IF_ERROR(SignalTasks(job, pb::SignalRequest::RESUME));
   {
     std::lock_guard<std::mutex> lock(mu_);
     JobRecord& rec = jobs_.at(id);
     if (rec.job.state() != pb::SUSPENDED || rec.job.attempt() != job.attempt()) return rec.job;
-    rec.job.set_state(pb::RUNNING);
-    for (pb::Task& t : *rec.job.mutable_tasks()) {
-      if (t.index() == 0 || (t.remote() && t.state() == pb::TASK_SUSPENDED)) t.set_state(pb::TASK_RUNNING);
-    }
-    if (absl::Status s = scheduler_.SetSuspended(id, false); !s.ok()) {
-      spdlog::error("job {} resumed but unknown to the scheduler: {}", id, s.ToString());
-    }
-    if (!rec.job.system_suspend_reason().empty()) {
-      rec.job.add_history(absl::StrCat(Stamp(), " resumed by the system (suspended because ", rec.job.system_suspend_reason(), ")"));
-    }
-    rec.job.clear_system_suspend_reason();
-    rec.job.clear_preempted_by();
-    rec.job.clear_reason();
+    ApplyLocked(rec, job_state::Resumed(rec, Now()), nullptr);
     job = rec.job;
   }
   MustPersist({job});
@@ -1309,19 +1169,19 @@ absl::StatusOr<int> Master::CheckRunWindows() {
     const absl::Time now = clock_->Now();
     for (int64_t id : active_) {
       const JobRecord& rec = jobs_.at(id);
-      if (rec.action == Pending::kRequeue && rec.preempt_kill_at <= now &&
+      if (rec.asked == job_state::Asked::kRequeue && rec.preempt_kill_at <= now &&
           (rec.job.state() == pb::RUNNING || rec.job.state() == pb::SUSPENDED)) {
         actions.push_back({id, Action::kRequeue, "its preemption grace is over"});
         continue;
       }
-      if (rec.action == Pending::kNone && rec.request.run_limit > absl::ZeroDuration() && rec.job.has_started_at() &&
+      if (rec.asked == job_state::Asked::kNothing && rec.request.run_limit > absl::ZeroDuration() && rec.job.has_started_at() &&
           FromTimestamp(rec.job.started_at()) + rec.request.run_limit <= now) {
         actions.push_back({id, Action::kKill,
                            absl::StrCat("run limit ", absl::FormatDuration(rec.request.run_limit), " reached")});
         continue;
       }
       // A job suspended for a preemption resumes when the scheduler gives its slots back.
-      if (rec.action != Pending::kNone || rec.job.preempted_by() != 0) continue;
+      if (rec.asked != job_state::Asked::kNothing || rec.job.preempted_by() != 0) continue;
       auto q = by_name.find(rec.request.queue);
       const QueueConfig* queue = q == by_name.end() ? nullptr : q->second;
       // Why the system holds it stopped now: its queue's run window is closed, or a
@@ -1507,73 +1367,22 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
     std::set<int64_t> reported;
     for (const pb::TaskReport& r : req.tasks()) {
       auto it = jobs_.find(r.job_id());
-      bool current = it != jobs_.end() && !Finished(it->second.job.state()) &&
-                     it->second.job.state() != pb::PENDING &&
-                     it->second.job.attempt() == r.attempt();
-      if (!current) {
+      if (it == jobs_.end()) {
         if (r.state() != pb::TASK_EXITED) *resp.add_kill() = r;  // a stray: end it
         continue;
       }
       JobRecord& rec = it->second;
-      if (r.task_index() != 0) {
-        // A remote task: its own state, usage and exit; the job goes on (task 0 decides).
-        if (r.task_index() >= rec.job.tasks_size() || !rec.job.tasks(r.task_index()).remote()) continue;
-        pb::Task* t = rec.job.mutable_tasks(r.task_index());
-        if (t->state() == pb::TASK_EXITED) continue;
-        if (r.state() != pb::TASK_EXITED && rec.job.spec().max_slots() > 0) {
-          // Elastic: on a host the job gave back, its remote tasks end (the kill sent then
-          // did not arrive).
-          bool held_here = false;
-          for (const pb::Task& a : rec.job.tasks()) held_here |= HeldAllocation(a) && a.host() == t->host();
-          if (!held_here) *resp.add_kill() = r;
-        }
-        if (r.pid() != 0) t->set_pid(r.pid());
-        CountCpuTime(rec, *t, r);
-        if (r.has_usage()) *t->mutable_usage() = r.usage();
-        if (r.state() == pb::TASK_EXITED) {
-          t->set_state(pb::TASK_EXITED);
-          t->set_exit_code(r.exit_code());
-          changed.push_back(rec.job);
-        } else if (t->state() == pb::TASK_STARTING) {
-          t->set_state(pb::TASK_RUNNING);
-        }
-        continue;
+      const bool first_task = r.task_index() == 0 && !Finished(rec.job.state()) &&
+                              rec.job.state() != pb::PENDING && rec.job.attempt() == r.attempt();
+      job_state::Effects fx = job_state::TaskReported(rec, r, info.host(), PreExecRetries(rec), Now());
+      if (fx.kill_report) *resp.add_kill() = r;
+      if (fx.notify.has_value()) *resp.add_notify() = std::move(*fx.notify);
+      if (first_task) {
+        reported.insert(r.job_id());
+        if (fx.write) noted.erase(r.job_id());  // written with its end
       }
-      reported.insert(r.job_id());
-      rec.seen_by_agent = true;
-      pb::Task* t0 = rec.job.mutable_tasks(0);
-      if (r.pid() != 0) t0->set_pid(r.pid());
-      CountCpuTime(rec, *t0, r);
-      if (r.has_usage()) *t0->mutable_usage() = r.usage();
-      if (r.state() != pb::TASK_EXITED) {
-        if (t0->state() == pb::TASK_STARTING) t0->set_state(pb::TASK_RUNNING);
-        if (auto missing = MissingEventsLocked(rec, r)) *resp.add_notify() = std::move(*missing);
-        continue;
-      }
-      t0->set_state(pb::TASK_EXITED);
-      t0->set_exit_code(r.exit_code());
-      freed = true;
-      job_state::FirstTaskEnded ended;
-      ended.exit_code = r.exit_code();
-      ended.pre_exec_failed = r.pre_exec_failed();
-      ended.message = r.message();
-      ended.asked = rec.action == Pending::kKill      ? job_state::Asked::kKill
-                    : rec.action == Pending::kRequeue ? job_state::Asked::kRequeue
-                                                      : job_state::Asked::kNothing;
-      ended.killed_because = rec.killed_because;
-      if (ended.pre_exec_failed && ended.asked == job_state::Asked::kNothing) {
-        for (const QueueConfig& q : config_.queues) {
-          if (q.name == rec.request.queue) ended.pre_exec_retries = q.pre_exec_retries;
-        }
-        rec.job.add_history(absl::StrCat(Stamp(),
-                                         " attempt ", rec.job.attempt(), " on ", info.host(), ": ", r.message()));
-        // Counted from the history, which is stored: a restarted master counts on.
-        ended.pre_exec_failures = static_cast<int>(
-            std::count_if(rec.job.history().begin(), rec.job.history().end(),
-                          [](const std::string& h) { return h.find(": pre-exec ") != std::string::npos; }));
-      }
-      ApplyLocked(rec, job_state::AfterFirstTaskEnded(ended), &changed);
-      noted.erase(r.job_id());  // written with its end
+      freed |= fx.freed;
+      ApplyLocked(rec, fx, &changed);
     }
     // Running jobs whose first task lives here but that the agent does not report: if the
     // agent never reported it, launch it again (the agent never runs an attempt twice);
@@ -1581,19 +1390,11 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
     // fails as on a host failure.
     for (int64_t id : std::vector<int64_t>(active_.begin(), active_.end())) {
       JobRecord& rec = jobs_.at(id);
-      if (rec.job.state() != pb::RUNNING && rec.job.state() != pb::SUSPENDED) continue;
-      if (rec.job.tasks().empty() || rec.job.tasks(0).host() != info.host() || reported.count(id) ||
-          rec.launch_in_flight) {
-        continue;
-      }
-      if (!rec.seen_by_agent) {
-        rec.launch_in_flight = true;
-        relaunch.push_back({info.address(), MakeLaunch(rec.job)});
-      } else {
-        freed = true;
-        ApplyLocked(rec, job_state::AfterHostLost(RerunsOnHostFailure(rec), absl::StrCat("task lost on ", info.host())),
-                    &changed);
-      }
+      if (rec.job.tasks().empty() || rec.job.tasks(0).host() != info.host() || reported.count(id)) continue;
+      job_state::Effects fx = job_state::NotReported(rec, RerunsOnHostFailure(rec), info.host(), Now());
+      if (fx.launch) relaunch.push_back({info.address(), MakeLaunch(rec.job)});
+      freed |= fx.freed;
+      ApplyLocked(rec, fx, &changed);
     }
     for (int64_t id : noted) {
       bool already = std::any_of(changed.begin(), changed.end(), [&](const pb::Job& j) { return j.id() == id; });
@@ -1605,14 +1406,6 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
   for (Launch& l : relaunch) StartLaunch(std::move(l));
   if (freed) Wake();
   return resp;
-}
-
-void Master::ApplyLocked(JobRecord& rec, const job_state::Outcome& outcome, std::vector<pb::Job>* changed) {
-  if (outcome.kind == job_state::Outcome::Kind::kRequeue) {
-    RequeueLocked(rec, outcome.reason, changed);
-  } else {
-    FinishLocked(rec, outcome.state, outcome.exit_code, outcome.reason, changed);
-  }
 }
 
 bool Master::RerunsOnHostFailure(const JobRecord& rec) const {
@@ -1640,7 +1433,7 @@ absl::Status Master::CheckHosts() {
         if (!uses) continue;
         // Whatever still runs of it elsewhere is stopped by the agents' next heartbeat
         // (the master tells them the attempt is stale).
-        ApplyLocked(rec, job_state::AfterHostLost(RerunsOnHostFailure(rec), absl::StrCat("host ", name, " failed")),
+        ApplyLocked(rec, job_state::HostLost(rec, RerunsOnHostFailure(rec), absl::StrCat("host ", name, " failed"), Now()),
                     &changed);
       }
     }

@@ -168,16 +168,10 @@ class Master {
   MasterStats stats();
 
  private:
-  enum class Pending { kNone, kKill, kRequeue };
-  struct JobRecord {
-    pb::Job job;
+  // A job as the master keeps it: the state machine's view (job_state.h) and the request
+  // the scheduler holds for it.
+  struct JobRecord : job_state::Tracked {
     JobRequest request;
-    Pending action = Pending::kNone;
-    bool launch_in_flight = false;  // a Launch RPC for the current attempt is under way
-    bool seen_by_agent = false;     // the agent has reported the current attempt
-    std::string killed_because;     // an agent ended task 0 for this (GPU misuse): the job's reason
-    // A preemption victim being requeued: SIGTERM was sent; SIGKILL at this time.
-    absl::Time preempt_kill_at = absl::InfiniteFuture();
   };
   struct HostRecord {
     pb::AgentInfo info;
@@ -208,16 +202,17 @@ class Master {
                           std::vector<AgentCall>* calls);
   // Makes them; a notification that does not arrive is sent again on a heartbeat.
   void CarryOutAgentCalls(const std::vector<AgentCall>& calls);
-  // The resize events task 0's event file misses, for a heartbeat's answer; nullopt when
-  // it has them all. Caller holds mu_.
-  std::optional<pb::SignalRequest> MissingEventsLocked(const JobRecord& rec, const pb::TaskReport& report) const;
 
   // Carries out what a cycle decided to preempt (suspend, or SIGTERM then requeue) and
   // resumes preempted jobs whose slots are free again. Must not be called holding mu_.
   const QueueConfig* QueueConfigOf(const std::string& name) const;  // caller holds mu_
   // A scheduler call that can fail only when its model and the records disagree: logged.
   static void LogInconsistency(int64_t job_id, const char* what, const absl::Status& status);
-  void CarryOutPreemptions(const std::vector<Preemption>& preemptions, const std::vector<int64_t>& resumes);
+  struct PreemptionCall {
+    Preemption preemption;
+    job_state::Effects effects;
+  };
+  void CarryOutPreemptions(const std::vector<PreemptionCall>& preemptions, const std::vector<int64_t>& resumes);
   // Suspend and resume, by a user (`system_reason` empty) or by the system.
   absl::StatusOr<pb::Job> SuspendJob(int64_t id, const std::string& system_reason);
   absl::StatusOr<pb::Job> ResumeJob(int64_t id, bool by_system);
@@ -226,19 +221,17 @@ class Master {
   // Opens and closes queues in the scheduler by their run windows at `now`. Caller holds mu_.
   void ApplyWindowsLocked(absl::Time now);
   std::string Stamp() const;  // the time for a history line
-  // Fair share: a job's usage from its record (Recover), and CPU time from a heartbeat.
+  // Fair share: a job's usage from its record (Recover).
   void CountPastUsage(const pb::Job& job, const JobRequest& request, absl::Time now, absl::Time forgotten_before);
-  void CountCpuTime(const JobRecord& rec, const pb::Task& task, const pb::TaskReport& report);
   absl::StatusOr<JobRequest> BuildRequest(const pb::JobSpec& spec, int64_t id);
   absl::Status Persist(store::Transaction& txn, const pb::Job& job);
   void Publish(const pb::Job& job);
-  // Ends a job (DONE or EXIT), releasing its resources. Caller holds mu_.
-  void FinishLocked(JobRecord& rec, pb::JobState state, int exit_code, const std::string& reason,
-                    std::vector<pb::Job>* changed);
-  // Back to the queue for another attempt. Caller holds mu_.
-  void RequeueLocked(JobRecord& rec, const std::string& reason, std::vector<pb::Job>* changed);
-  // Carries out what job_state decided: requeue or finish.
-  void ApplyLocked(JobRecord& rec, const job_state::Outcome& outcome, std::vector<pb::Job>* changed);
+  // Carries out under mu_ what a transition of the job's state machine asks of the
+  // scheduler's model and the master's tables; `changed` (may be null when the caller
+  // writes the job itself) gets the record when it must be written.
+  void ApplyLocked(JobRecord& rec, const job_state::Effects& fx, std::vector<pb::Job>* changed);
+  job_state::At Now() const { return {clock_->Now(), options_.time_zone}; }
+  int PreExecRetries(const JobRecord& rec) const;
   bool RerunsOnHostFailure(const JobRecord& rec) const;
   absl::StatusOr<bool> HostHeartbeatLocked(const pb::AgentInfo& info, std::string* host_doc);
   absl::Status AddHostLocked(const pb::AgentInfo& info);

@@ -99,13 +99,4 @@ void Master::CarryOutAgentCalls(const std::vector<AgentCall>& calls) {
   }
 }
 
-std::optional<pb::SignalRequest> Master::MissingEventsLocked(const JobRecord& rec, const pb::TaskReport& report) const {
-  if (report.events_written() >= rec.job.resize_events_size()) return std::nullopt;
-  pb::SignalRequest notify;
-  notify.set_job_id(rec.job.id());
-  notify.set_action(pb::SignalRequest::NOTIFY);
-  *notify.mutable_events() = rec.job.resize_events();
-  return notify;
-}
-
 }  // namespace jc::nexec

@@ -24,6 +24,12 @@ FirstTaskEnded Ended(int code, Asked asked = Asked::kNothing, std::string killed
   return e;
 }
 
+FirstTaskEnded Preempted(std::string reason) {
+  FirstTaskEnded e = Ended(137, Asked::kRequeue);
+  e.preempted = std::move(reason);
+  return e;
+}
+
 FirstTaskEnded PreExecFailed(int failures, int retries, Asked asked = Asked::kNothing) {
   FirstTaskEnded e;
   e.exit_code = 1;
@@ -47,6 +53,8 @@ TEST_CASE("a job's first task ending decides the job: done, exited, killed, requ
        {Kind::kFinish, pb::EXIT, 0, "killed by user"}},
       {"killed with a reason", Ended(137, Asked::kKill, "GPU misuse"), {Kind::kFinish, pb::EXIT, 137, "GPU misuse"}},
       {"requeued by its user", Ended(137, Asked::kRequeue), {Kind::kRequeue, pb::PENDING, 0, "requeued by user"}},
+      {"requeued for a preemption: says so, not 'by user'", Preempted("preempted by job 9 (queue high)"),
+       {Kind::kRequeue, pb::PENDING, 0, "preempted by job 9 (queue high); requeued"}},
       {"pre-exec failed, retries left", PreExecFailed(1, 3),
        {Kind::kRequeue, pb::PENDING, 0, "pre-exec exited 1; requeued"}},
       {"pre-exec failed the last allowed time", PreExecFailed(3, 3),
