@@ -261,6 +261,11 @@ const std::vector<Migration>& Migrations() {
            JC_USAGE_SUM_COLUMNS
            "  PRIMARY KEY (month, project, user_name, center_id, spec_id))",
        }},
+      {16,
+       "job events by job: a job's story read back for a watch with history",
+       {
+           "CREATE INDEX job_events_job ON job_events (job_id, revision)",
+       }},
   };
   return *migrations;
 }

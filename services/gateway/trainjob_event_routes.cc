@@ -51,6 +51,11 @@ RestResult Watch(v1::JobService::Stub* stub, const httplib::Request& r, const st
   uint64_t since = 0;
   if (absl::Status s = Cursor(r, &since); !s.ok()) return RestResult{s, ""};
   req.set_since_revision(since);
+  const std::string history = QueryString(r, "history");
+  if (!history.empty() && history != "true" && history != "false") {
+    return RestResult{absl::InvalidArgumentError(absl::StrCat("history: \"", history, "\" is not true or false")), ""};
+  }
+  req.set_history(history == "true");
   int32_t heartbeat = kDefaultHeartbeatSeconds;
   if (absl::Status s = QueryInt(r, "heartbeatSeconds", &heartbeat); !s.ok()) return RestResult{s, ""};
   if (heartbeat < 0 || heartbeat > 3600) {
@@ -124,7 +129,10 @@ std::vector<Route> TrainJobEventRoutes(std::shared_ptr<grpc::Channel> channel) {
       {"since", "string",
        "resume after this event id (revision); the Last-Event-ID header takes its place when sent. "
        "Absent or 0: a snapshot first"},
-      {"heartbeatSeconds", "integer", "a comment line after this many quiet seconds (default 15, 0 for none)"}};
+      {"heartbeatSeconds", "integer", "a comment line after this many quiet seconds (default 15, 0 for none)"},
+      {"history", "boolean",
+       "one job only: true sends its past events from CREATED (as kept) instead of the snapshot; a job that "
+       "ended tells its whole story up to ENDED"}};
   std::vector<Route> routes;
   Route one{"GET", "/openapi/v1/trainjob/{jobId}/events", "trainjob",
             "A job's events as Server-Sent Events (text/event-stream): a snapshot, then each change as it "

@@ -129,6 +129,19 @@ absl::StatusOr<std::vector<v1::TrainJobEvent>> JobEvents::ReadStore(uint64_t sin
   return out;
 }
 
+absl::StatusOr<std::vector<v1::TrainJobEvent>> JobEvents::OfJob(const std::string& job_id, uint64_t upto) {
+  JC_ASSIGN_OR_RETURN(store::Rows rows,
+                      store_->Query("SELECT doc FROM job_events WHERE job_id = $1 AND revision <= $2 ORDER BY revision",
+                                    {job_id, static_cast<int64_t>(upto)}));
+  std::vector<v1::TrainJobEvent> out;
+  out.reserve(rows.size());
+  for (const auto& row : rows) {
+    JC_ASSIGN_OR_RETURN(auto event, DecodeEvent(row[0]));
+    out.push_back(std::move(event));
+  }
+  return out;
+}
+
 absl::Status JobEvents::Restore() {
   JC_ASSIGN_OR_RETURN(auto range, StoredRange());
   JC_ASSIGN_OR_RETURN(auto newest,

@@ -73,6 +73,9 @@ class JobEvents {
   // Events after `since`, oldest first (at most a store page), waiting up to `timeout`
   // for one. OutOfRange when `since` is ahead of every event or older than those kept.
   absl::StatusOr<std::vector<v1::TrainJobEvent>> Read(uint64_t since, absl::Duration timeout);
+  // The events of one job up to revision `upto`, oldest first, as the store keeps them
+  // (its story for a watch with history).
+  absl::StatusOr<std::vector<v1::TrainJobEvent>> OfJob(const std::string& job_id, uint64_t upto);
   // The newest revision committed (what a snapshot taken now is at).
   absl::StatusOr<uint64_t> LastRevision();
   // Wakes every watcher for shutdown.

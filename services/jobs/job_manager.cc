@@ -894,10 +894,10 @@ JobManager::Snapshot JobManager::Committed(const std::string& job_id) {
 }
 
 absl::StatusOr<v1::TrainJob> JobManager::Get(const std::string& job_id) {
-  if (Snapshot r = Committed(job_id)) return ToTrainJob(*r);
+  if (Snapshot r = Committed(job_id)) return ToTrainJob(*r, /*with_history=*/true);
   auto stored = jobs_.Get(job_id);
   if (!stored.ok()) return stored.status();
-  return ToTrainJob(*stored);
+  return ToTrainJob(*stored, /*with_history=*/true);
 }
 
 absl::StatusOr<v1::ListTrainJobsResponse> JobManager::List(const v1::ListTrainJobsRequest& request,
@@ -1370,7 +1370,7 @@ void JobManager::ApplyEffects(Active& job, const JobEffects& fx) {
   }
 }
 
-v1::TrainJob JobManager::ToTrainJob(const v1::JobRecord& r) const {
+v1::TrainJob JobManager::ToTrainJob(const v1::JobRecord& r, bool with_history) const {
   v1::TrainJob j;
   const auto& req = r.request();
   j.set_job_id(r.job_id());
@@ -1401,6 +1401,33 @@ v1::TrainJob JobManager::ToTrainJob(const v1::JobRecord& r) const {
       info->add_replica_status(ReplicaStatus(rep.state()));
       info->add_center_ids(rep.center_id());
       info->add_replica_messages(rep.message());
+    }
+  }
+  if (with_history) {
+    const absl::Time now = clock_->Now();
+    std::vector<const v1::ReplicaRecord*> replicas;
+    for (const auto& rep : r.replicas()) replicas.push_back(&rep);
+    std::stable_sort(replicas.begin(), replicas.end(), [](const auto* a, const auto* b) {
+      return std::make_pair(a->task_index(), a->replica_index()) < std::make_pair(b->task_index(), b->replica_index());
+    });
+    for (const v1::ReplicaRecord* rep : replicas) {
+      for (const v1::AttemptRecord& a : rep->attempts()) {
+        v1::ReplicaAttempt* h = j.add_history();
+        h->set_task_index(rep->task_index());
+        h->set_replica_index(rep->replica_index());
+        h->set_attempt(a.attempt());
+        h->set_center_id(a.center_id());
+        if (a.has_placed_at()) *h->mutable_placed_at() = a.placed_at();
+        if (a.has_started_at()) *h->mutable_started_at() = a.started_at();
+        if (a.has_ended_at()) *h->mutable_ended_at() = a.ended_at();
+        if (a.has_started_at()) {
+          const absl::Time end = a.has_ended_at() ? FromTimestamp(a.ended_at()) : now;
+          h->set_elapsed_seconds(std::max(0.0, absl::ToDoubleSeconds(end - FromTimestamp(a.started_at()))));
+        }
+        h->set_outcome(a.outcome());
+        h->set_exit_code(a.exit_code());
+        h->set_message(a.message());
+      }
     }
   }
   return j;

@@ -242,7 +242,8 @@ class JobManager {
   std::shared_ptr<std::promise<absl::Status>> BeginLead();
 
   absl::Status StandbyError();
-  v1::TrainJob ToTrainJob(const v1::JobRecord& r) const;
+  // The job as clients see it; `with_history` adds every replica attempt (GetTrainJob).
+  v1::TrainJob ToTrainJob(const v1::JobRecord& r, bool with_history = false) const;
   v1::CreateTrainJobResponse ResponseOf(const v1::JobRecord& r) const;
   apb::ReplicaKey KeyOf(const v1::JobRecord& r, int index) const;
   int IndexOf(const v1::JobRecord& r, int task, int replica) const;

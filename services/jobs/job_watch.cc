@@ -1,5 +1,6 @@
 #include "services/jobs/job_watch.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "common/auth/project_scope.h"
@@ -33,6 +34,18 @@ class JobWatchFeed final : public WatchFeed<v1::TrainJobEvent> {
       // List, then watch (as Kubernetes): the snapshot is at least as new as `since`, so
       // nothing between the two is missed (a change may be told twice).
       JC_ASSIGN_OR_RETURN(since_, jobs_->events().LastRevision());
+      if (!job_id.empty() && request_.history()) {
+        // Its story from CREATED, when the store still has it whole.
+        const uint64_t upto = since_;
+        JC_ASSIGN_OR_RETURN(batch, jobs_->events().OfJob(job_id, upto));
+        if (!batch.empty() && batch.front().type() == v1::TrainJobEvent::CREATED) {
+          ended_ = IsEnd(batch.back().status());
+          absl::Status taken = Take(std::move(batch), first, end);
+          since_ = std::max(since_, upto);  // the cursor stays at the newest revision, not the job's last
+          return taken;
+        }
+        batch.clear();
+      }
       JC_RETURN_IF_ERROR(Snapshot(&batch));
       if (!job_id.empty() && !batch.empty()) ended_ = IsEnd(batch[0].status());
     }

@@ -120,7 +120,13 @@ TEST_CASE("the operator console shows centers, the queue, jobs with placements a
     CHECK_THAT(dom, Catch::Contains("Task 0 replica 1 → beijing"));
     CHECK_THAT(dom, Catch::Contains("id=\"placement\""));
     CHECK_THAT(dom, Catch::Contains("hello-console-0"));  // the log of replica 0
-    CHECK_THAT(dom, Catch::Contains("snapshot  completed"));  // the event stream's first event
+    // Its events from its creation to its end (A7), though it ended before the page opened.
+    CHECK_THAT(dom, Catch::Contains("created  pending"));
+    CHECK_THAT(dom, Catch::Contains("ended  completed (was "));
+    CHECK_THAT(dom, Catch::Contains("[0/1 succeeded @beijing]"));  // replica indices as numbers, 0 included
+    CHECK_THAT(dom, !Catch::Contains("undefined"));
+    CHECK_THAT(dom, Catch::Contains("id=\"history\""));  // every attempt: where, when, how it ended
+    CHECK_THAT(dom, Catch::Contains("badge succeeded"));
     Chromium(dir, page("jobs/" + done[0]), "--screenshot=" + shots + "/job.png");
   }
   {  // charts: throughput and scheduling time from /metrics

@@ -171,6 +171,24 @@ TEST_CASE("jcctl runs a job from a YAML file to its end against a real control p
   CHECK(as_yaml.code == 0);
   CHECK_THAT(as_yaml.out, Catch::Contains("status: \"completed\""));
 
+  // Its history (A7): the one attempt, where and when it ran, for how long, how it ended.
+  Ran history = Jcctl(dir, {"job", "history", job}, env);
+  INFO(history.out + history.err);
+  CHECK(history.code == 0);
+  CHECK_THAT(history.out, Catch::Matches("TASK +REPLICA +ATTEMPT +CENTER +PLACED +STARTED +ENDED +ELAPSED +OUTCOME +EXIT +MESSAGE\n0 +0 +0 +local +2[-0-9]+T[:0-9]+Z +2[-0-9]+T[:0-9]+Z +2[-0-9]+T[:0-9]+Z +[12]s +succeeded +0 +-\n"));
+  CHECK_THAT(history.out, Catch::Contains("succeeded"));
+  CHECK_THAT(history.out, Catch::Contains(" local "));
+  Ran history_json = Jcctl(dir, {"job", "history", job, "-o", "json"}, env);
+  REQUIRE(history_json.code == 0);
+  json attempts = json::parse(history_json.out);
+  REQUIRE(attempts.size() == 1);
+  CHECK(attempts[0].value("centerID", "") == "local");
+  CHECK(attempts[0].value("outcome", "") == "succeeded");
+  CHECK(attempts[0].contains("placedAt"));
+  CHECK(attempts[0].contains("startedAt"));
+  CHECK(attempts[0].contains("endedAt"));
+  CHECK(attempts[0].value("elapsedSeconds", 0.0) >= 0.9);  // its command sleeps a second
+
   Ran listed = Jcctl(dir, {"job", "list", "--status", "completed"}, env);
   CHECK(listed.code == 0);
   CHECK_THAT(listed.out, Catch::Contains(job));

@@ -120,6 +120,22 @@ TEST_CASE("job events stream over SSE and gRPC and resume from their cursor afte
   CHECK(ended.events[0].data["job"]["status"] == "completed");
   CHECK(ended.events[0].data["job"]["taskInfos"][0]["centerIDs"][0] == "local");
 
+  // With ?history=true the same ended job tells its whole story (A7): the events the feed
+  // above saw of it, CREATED to ENDED, with their revisions; then the server ends it.
+  auto story = jc::testing::ReadSse(server.rest_port, token, "/openapi/v1/trainjob/" + first_job + "/events?history=true",
+                                    "", nullptr, std::chrono::seconds(20));
+  REQUIRE(story.http_status == 200);
+  CHECK(story.ended_by_server);
+  REQUIRE(story.events.size() == mine.size());
+  for (size_t i = 0; i < mine.size(); ++i) {
+    CHECK(story.events[i].id == mine[i].id);
+    CHECK(story.events[i].type == mine[i].type);
+    CHECK(story.events[i].data["status"] == mine[i].data["status"]);
+  }
+  auto bad = rest.Get("/openapi/v1/trainjob/" + first_job + "/events?history=yes");
+  CHECK(bad.http_status == 400);
+  CHECK_THAT(bad.body.dump(), Catch::Contains("history"));
+
   // Followed until it runs; then the control plane dies.
   std::string second = Submit(rest, "second", "sleep 4");
   auto before = jc::testing::ReadSse(

@@ -243,6 +243,27 @@ TEST_CASE("a failed replica is retried on another center, and the job fails when
   CHECK(failed["statusReason"].get<std::string>().find("a replica failed") != std::string::npos);
   auto url = n.rest->Get("/openapi/v1/trainjob/" + id + "/task/0/replica/0/log").body["data"]["logUrl"];
   CHECK(n.rest->http().Get(url.get<std::string>().c_str())->body.find("try 1") != std::string::npos);
+  // The job's history keeps both attempts (A7): where each ran, when, and how it ended.
+  json history = failed["history"];
+  INFO(history.dump());
+  REQUIRE(history.size() == 2);
+  CHECK(history[0].value("attempt", 0) == 0);
+  CHECK(history[0]["centerID"] == "alpha");
+  CHECK(history[1]["attempt"] == 1);
+  CHECK(history[1]["centerID"] == "beta");
+  for (const json& a : history) {
+    CHECK(a["outcome"] == "failed");
+    CHECK(a["exitCode"] == 3);
+    CHECK(a.contains("placedAt"));
+    CHECK(a.contains("startedAt"));
+    CHECK(a.contains("endedAt"));
+    CHECK(a["startedAt"].get<std::string>() <= a["endedAt"].get<std::string>());
+  }
+  CHECK(history[0]["endedAt"].get<std::string>() <= history[1]["placedAt"].get<std::string>());
+  // Lists leave it out (a page of jobs stays small).
+  json listed = n.rest->Get("/openapi/v1/trainjob?status=failed").body["data"]["jobs"];
+  REQUIRE(!listed.empty());
+  CHECK(listed[0].value("history", json::array()).empty());
 }
 
 TEST_CASE("a job whose image has content never runs bare: it is placed only at centers that run images, and "

@@ -237,6 +237,53 @@ std::string Describe(const json& job) {
   return out.str();
 }
 
+// A duration in seconds as people read it: 45s, 3m05s, 2h01m, 3d04h.
+std::string Elapsed(double seconds) {
+  const int64_t s = static_cast<int64_t>(seconds + 0.5);
+  if (s < 60) return absl::StrCat(s, "s");
+  if (s < 3600) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
+  if (s < 86400) return absl::StrFormat("%dh%02dm", s / 3600, (s % 3600) / 60);
+  return absl::StrFormat("%dd%02dh", s / 86400, (s % 86400) / 3600);
+}
+
+// Every attempt of every replica of a job (like sacct or bhist): where it ran, when, how
+// long, and how it ended. A field protobuf leaves out (0, "") is shown as such.
+std::vector<Column> HistoryColumns() {
+  auto number = [](const char* key) {
+    return [key](const json& a) { return std::to_string(a.value(key, 0)); };
+  };
+  auto text = [](const char* key) {
+    return [key](const json& a) {
+      std::string v = a.value(key, "");
+      return v.empty() ? std::string("-") : v;
+    };
+  };
+  // RFC 3339 to the second, as sacct prints times: "2026-11-26T15:00:23Z".
+  auto instant = [](const char* key) {
+    return [key](const json& a) {
+      std::string v = a.value(key, "");
+      if (v.empty()) return std::string("-");
+      if (size_t dot = v.find('.'); dot != std::string::npos) v = v.substr(0, dot) + "Z";
+      return v;
+    };
+  };
+  return {{"TASK", number("taskIndex")},
+          {"REPLICA", number("replicaIndex")},
+          {"ATTEMPT", number("attempt")},
+          {"CENTER", text("centerID")},
+          {"PLACED", instant("placedAt")},
+          {"STARTED", instant("startedAt")},
+          {"ENDED", instant("endedAt")},
+          {"ELAPSED",
+           [](const json& a) { return a.contains("startedAt") ? Elapsed(a.value("elapsedSeconds", 0.0)) : "-"; }},
+          {"OUTCOME", [](const json& a) {
+             std::string v = a.value("outcome", "");
+             return v.empty() ? std::string(a.contains("startedAt") ? "running" : "placed") : v;
+           }},
+          {"EXIT", number("exitCode")},
+          {"MESSAGE", text("message")}};
+}
+
 // A placement (plan or explain): the chosen center of each replica, then every center's
 // verdict (filtered out and why, or its scores, weights and total).
 std::string DescribePlacement(const json& p) {
@@ -311,7 +358,10 @@ std::string EventLine(const std::string& type, const json& e) {
 // failed; the feed of every job runs until interrupted.
 int WatchJobs(Context& ctx, Client* client, const Invocation& inv) {
   std::string job = inv.args.empty() ? "" : inv.args[0];
-  std::string path = job.empty() ? "/openapi/v1/trainjobs/events" : "/openapi/v1/trainjob/" + Escape(job) + "/events";
+  // One job's story from its creation (history=true), then what happens; a resume after a
+  // drop carries on from the last event printed (Last-Event-ID).
+  std::string path =
+      job.empty() ? "/openapi/v1/trainjobs/events" : "/openapi/v1/trainjob/" + Escape(job) + "/events?history=true";
   std::string cursor = inv.Get("since");
   std::string last_status;
   auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -644,6 +694,19 @@ std::vector<CommandSpec> Commands() {
                  if (ctx.format() != Format::kTable) return Show(ctx, *got, {});
                  ctx.out() << Describe(*got);
                  return 0;
+               })});
+  c.push_back({{"job", "history"}, "JOB",
+               "Every attempt of every replica: where it ran, when, for how long, and how it ended (like sacct)", {},
+               1, 1, WithClient([kJobs](Context& ctx, Client* client, const Invocation& inv) {
+                 auto got = client->Call("GET", kJobs + "/" + Escape(inv.args[0]));
+                 if (!got.ok()) return ctx.Fail(got.status());
+                 json history = got->value("history", json::array());
+                 if (ctx.format() == Format::kTable && history.empty()) {
+                   ctx.out() << "job " << inv.args[0] << " has not been placed yet ("
+                             << got->value("statusReason", got->value("status", "")) << ")\n";
+                   return 0;
+                 }
+                 return Show(ctx, history, HistoryColumns(), [](const json& rows) { return rows; });
                })});
   c.push_back({{"job", "watch"}, "[JOB]",
                "Follow a job's events until it ends (exit 0: completed, 1: failed), or every job's",

@@ -188,7 +188,7 @@ async function jobsPage() {
     if (type === "snapshot") return;
     const li = document.createElement("li");
     li.textContent = `${when(e.at)}  ${e.jobId}  ${type}  ${e.status}` +
-      (e.replicas || []).map((r) => `  [${r.taskIndex}/${r.replicaIndex} ${r.phase}${r.centerID ? " @" + r.centerID : ""}]`).join("");
+      (e.replicas || []).map((r) => `  [${r.taskIndex || 0}/${r.replicaIndex || 0} ${r.phase}${r.centerID ? " @" + r.centerID : ""}]`).join("");
     feed.prepend(li);
   });
 }
@@ -205,6 +205,8 @@ async function jobPage(id) {
     <p>${esc(job.name)} · project ${esc(job.project || "-")} · submitted ${esc(when(job.createdAt))} by ${esc(job.userName)}
     ${job.statusReason ? `<br><span class="muted">${esc(job.statusReason)}</span>` : ""}</p>
     <h2>Replicas</h2>${table(["Task", "Replica", "Status", "Center", "Spec", ""], replicas, "replicas")}
+    <h2>History</h2>${table(["Task", "Replica", "Attempt", "Center", "Placed", "Started", "Ended", "Elapsed", "Outcome", "Exit", "Message"],
+      (job.history || []).map(historyRow), "history")}
     <h2>Why it was placed there</h2>${explain(placement)}
     <div class="grid"><div><h2>Events</h2><ol class="events" id="job-events"></ol></div>
     <div><h2>Log <span id="log-name" class="muted"></span></h2><pre class="log" id="log">Choose a replica's log.</pre></div></div>`;
@@ -213,12 +215,26 @@ async function jobPage(id) {
   }
   if (replicas.length) showLog(id, 0, 0);
   const list = document.getElementById("job-events");
-  follow(`/openapi/v1/trainjob/${encodeURIComponent(id)}/events`, (type, e) => {
+  follow(`/openapi/v1/trainjob/${encodeURIComponent(id)}/events?history=true`, (type, e) => {
     const li = document.createElement("li");
     li.textContent = `${when(e.at)}  ${type}  ${e.status}` + (e.previousStatus && e.previousStatus !== e.status ? ` (was ${e.previousStatus})` : "") +
-      (e.replicas || []).map((r) => `  [${r.taskIndex}/${r.replicaIndex} ${r.phase}${r.centerID ? " @" + r.centerID : ""}]`).join("");
+      (e.replicas || []).map((r) => `  [${r.taskIndex || 0}/${r.replicaIndex || 0} ${r.phase}${r.centerID ? " @" + r.centerID : ""}]`).join("");
     list.append(li);
   });
+}
+
+// One attempt of one replica (A7): where, when, how long, how it ended.
+function elapsed(seconds) {
+  const s = Math.round(seconds || 0);
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
+  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
+}
+function historyRow(a) {
+  const outcome = a.outcome || (a.startedAt ? "running" : "placed");
+  return [String(a.taskIndex || 0), String(a.replicaIndex || 0), String(a.attempt || 0), esc(a.centerID || ""),
+    esc(when(a.placedAt)), esc(when(a.startedAt)), esc(when(a.endedAt)), a.startedAt ? elapsed(a.elapsedSeconds) : "",
+    badge(outcome), esc(a.outcome ? a.exitCode || 0 : ""), esc(a.message || "")];
 }
 
 function explain(p) {
