@@ -569,6 +569,13 @@ absl::StatusOr<v1::CreateTrainJobResponse> JobManager::Create(v1::CreateTrainJob
     if (!existing.ok()) return existing.status();
     return **existing;
   }
+  // A job no registered center could ever run, whatever frees up, is refused now with the
+  // reason rather than left waiting for ever (issue 33).
+  auto never = scheduler_->NeverRuns(req);
+  if (!never.ok()) return never.status();
+  if (!never->empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("no registered center could ever run this job: ", *never));
+  }
   auto reply = std::make_shared<std::promise<absl::StatusOr<v1::CreateTrainJobResponse>>>();
   auto answer = reply->get_future();
   loop_.Post([this, req = std::move(req), reply, audit = std::move(audit)]() mutable {
@@ -1199,6 +1206,31 @@ std::vector<Dispatch> JobManager::Schedule(Active& job) {
     r.clear_waiting_reason();
   } else {
     r.set_waiting_reason(decision->reason);
+  }
+  if (decision->never.empty() || !out.empty()) {
+    unsatisfiable_since_.erase(r.job_id());
+  } else {
+    // No registered center could run what is left any more (a center left): it waits for
+    // one that can for the grace, then fails with the reason.
+    const absl::Time now = clock_->Now();
+    const absl::Time since = unsatisfiable_since_.try_emplace(r.job_id(), now).first->second;
+    if (now - since >= options_.unsatisfiable_grace) {
+      unsatisfiable_since_.erase(r.job_id());
+      JobEffects fx;
+      ApplyUnplaceable(r,
+                       absl::StrCat("no registered center can run it any more (", decision->never, "); waited ",
+                                    absl::FormatDuration(options_.unsatisfiable_grace), " for one"),
+                       now, &fx);
+      ApplyEffects(job, fx);
+      MarkDirty(r.job_id());
+      queue_.erase(entry);
+      return {};
+    }
+    r.set_waiting_reason(absl::StrCat(decision->reason, "; no registered center could run it now whatever frees up (",
+                                      decision->never, "): it fails at ",
+                                      absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", since + options_.unsatisfiable_grace,
+                                                       absl::UTCTimeZone()),
+                                      " unless a center that can joins"));
   }
   *r.mutable_updated_at() = ToTimestamp(clock_->Now());
   return out;

@@ -77,6 +77,9 @@ struct JobManagerOptions {
   // How long an attempt the control plane stopped waits for its center's report of the
   // end before the control plane's own times stand in for it.
   absl::Duration usage_report_grace = absl::Hours(24);
+  // How long a waiting job that no registered center could run any more (a center left,
+  // a spec offer was withdrawn) waits for one that can before it fails with the reason.
+  absl::Duration unsatisfiable_grace = absl::Minutes(10);
 };
 
 
@@ -263,6 +266,9 @@ class JobManager {
 
   // ---- State of the event loop: touched only by closures running on loop_. ----
   std::map<std::string, Active> active_;
+  // Waiting jobs that no registered center could run any more, and since when (in memory:
+  // a restart gives them the grace again).
+  std::map<std::string, absl::Time> unsatisfiable_since_;
   // Created, its insert not yet committed: what a second create with its key is told.
   std::map<std::string, Snapshot> creating_;
   std::map<std::string, std::vector<CreateReply>> key_waiters_;  // by job id: creates with its key

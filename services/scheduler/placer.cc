@@ -188,6 +188,11 @@ JobDecision Placer::PlaceJob(absl::Span<const PlacementRequest> replicas, Snapsh
       for (const auto& [index, quantity] : reserved) snapshot.Release(index, quantity);
       job.centers.assign(replicas.size(), -1);
       job.reason = absl::StrCat("gang: not every replica fits at once; ", first_failure);
+      // None goes anywhere: the explanation must not show a chosen center for the replicas
+      // that would have fitted (a plan showed "-> local-1" for an unplaced gang).
+      if (explain) {
+        for (auto& rp : *explain->mutable_replicas()) rp.clear_center_id();
+      }
     }
   }
   if (explain) {

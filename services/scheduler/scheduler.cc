@@ -1,5 +1,7 @@
 #include "services/scheduler/scheduler.h"
 
+#include "common/status_macros.h"
+
 #include <spdlog/spdlog.h>
 
 #include <sys/stat.h>
@@ -7,6 +9,8 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_join.h"
 #include "services/scheduler/filters.h"
 #include "services/scheduler/scoring/builtin_scorers.h"
 #include "services/scheduler/scoring/profile_file.h"
@@ -137,10 +141,78 @@ absl::Status Scheduler::Refresh() {
     return inputs.status();
   }
   snapshot_ = BuildSnapshot(*inputs);
+  ideal_ = Ideal(snapshot_);
+  ++ideal_generation_;
+  if (never_memo_.size() > 100000) never_memo_.clear();  // jobs that ended while waiting
   inputs_ = std::move(*inputs);
   ApplyAssumed();
   last_refresh_ = absl::OkStatus();
   return absl::OkStatus();
+}
+
+Snapshot Scheduler::Ideal(const Snapshot& live) {
+  Snapshot ideal;
+  ideal.spec_quantity = live.spec_quantity;
+  for (CenterView c : live.centers()) {
+    c.available = true;  // an unavailable center may come back
+    c.free = c.capacity;
+    c.running_tasks = c.waiting_tasks = c.assumed_replicas = 0;
+    c.specs.insert(c.dormant_specs.begin(), c.dormant_specs.end());
+    if (!c.described) {
+      // Not heard from yet: it may run images, be given them, and take any account.
+      c.runs_images = c.receives_images = c.runs_any_project = true;
+    }
+    ideal.Upsert(std::move(c));
+  }
+  return ideal;
+}
+
+std::string Scheduler::NeverLocked(std::vector<PlacementRequest> requests, bool gang, const Resolved& weights) {
+  for (PlacementRequest& r : requests) {
+    r.avoid_centers.clear();  // where attempts failed is a preference, not a limit
+    r.sibling_centers.clear();
+  }
+  Placer placer(scorers_, *weights.model);
+  JobDecision d = placer.PlaceJob(requests, ideal_, weights.weights, gang, nullptr, weights.model);
+  // What it reserved on the ideal view goes back: the view stays whole for the next job.
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (d.centers[i] < 0) continue;
+    const CenterView& c = ideal_.centers()[d.centers[i]];
+    ideal_.Release(d.centers[i], c.specs.at(requests[i].spec_id).quantity);
+  }
+  if (d.placed) return "";
+  // The placer speaks of the live view ("now"); on the ideal one it is for good. Then each
+  // center's own reason for the first replica that found none (up to three).
+  std::string reason = absl::StrReplaceAll(d.reason, {{"no center can run it now (", "no center can run it ("}});
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (d.centers[i] >= 0) continue;
+    std::vector<std::string> why;
+    for (const CenterView& c : ideal_.centers()) {
+      std::string sentence;
+      if (FilterCenter(requests[i], c, /*ignore_avoid=*/true, &sentence) != nullptr && why.size() < 3) {
+        why.push_back(absl::StrCat(c.id, ": ", sentence));
+      }
+    }
+    if (!why.empty()) absl::StrAppend(&reason, " — ", absl::StrJoin(why, "; "));
+    break;
+  }
+  return reason;
+}
+
+absl::StatusOr<std::string> Scheduler::NeverRuns(const v1::CreateTrainJobRequest& job) {
+  std::map<std::string, double> overrides(job.scheduling().weights().begin(), job.scheduling().weights().end());
+  auto check = [&]() -> absl::StatusOr<std::string> {
+    std::lock_guard<std::mutex> lock(mu_);
+    JC_ASSIGN_OR_RETURN(Resolved weights, Resolve(job.scheduling().weight_profile(), overrides));
+    if (!last_refresh_.ok() && inputs_.centers.empty()) return last_refresh_;
+    JC_ASSIGN_OR_RETURN(std::vector<PlacementRequest> requests, RequestsForJob("", job, inputs_, clock_->Now()));
+    return NeverLocked(std::move(requests), job.scheduling().gang(), weights);
+  };
+  JC_ASSIGN_OR_RETURN(std::string never, check());
+  if (never.empty()) return never;
+  // A center registered (or described) since the last refresh may run it.
+  if (absl::Status refreshed = Refresh(); !refreshed.ok()) return never;
+  return check();
 }
 
 Resources Scheduler::FederationCapacity() const {
@@ -266,6 +338,15 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
   Decision out;
   out.placed = d.placed;
   out.reason = d.reason;
+  if (d.placed) {
+    never_memo_.erase(job_id);
+  } else {
+    NeverMemo& memo = never_memo_[job_id];
+    if (memo.generation != ideal_generation_ || memo.slots != requests.size() || memo.generation == 0) {
+      memo = {ideal_generation_, requests.size(), NeverLocked(requests, job.scheduling().gang(), *weights)};
+    }
+    out.never = memo.reason;
+  }
   for (size_t i = 0; i < slots.size(); ++i) {
     if (d.centers[i] < 0) {
       out.centers.emplace_back();

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <deque>
 #include <map>
+#include <unordered_map>
 #include <memory>
 #include <optional>
 
@@ -88,6 +89,13 @@ class Scheduler {
   // scheduler will place it. InvalidArgument names the field.
   absl::Status Validate(const v1::CreateTrainJobRequest& job);
 
+  // Why no registered center could ever run the job, whatever frees up and whichever
+  // centers come back (issue 33): every center is taken as available with its whole
+  // capacity free, and one whose adapter has not described itself yet as running whatever
+  // it offers (images, any account); the job is placed there as it would be (filters, the
+  // gang all at once). Empty when it could run; the first replica that cannot says why.
+  absl::StatusOr<std::string> NeverRuns(const v1::CreateTrainJobRequest& job);
+
   // What the available centers have in all (the denominator of fair shares), as last read.
   Resources FederationCapacity() const;
 
@@ -118,6 +126,9 @@ class Scheduler {
     std::vector<bool> stage_image;
     // Per slot: what its image is (PlacementRequest.image_content); empty: bare.
     std::vector<std::string> image_content;
+    // Not placed: why no registered center could ever run what is left, whatever frees up
+    // (NeverRuns); empty when one could.
+    std::string never;
   };
   // Places `slots` of `job` on the live view (gang: all or none), next to
   // `sibling_centers` (where the job's other replicas run). Each placed slot is reserved
@@ -166,6 +177,11 @@ class Scheduler {
   };
   // Re-applies assumed reservations to a freshly built view. Caller holds mu_.
   void ApplyAssumed();
+  // The view NeverRuns places on: every center available, idle and whole (above).
+  static Snapshot Ideal(const Snapshot& live);
+  // Why `requests` (the gang all at once) could never be placed on ideal_; "" when they
+  // could. Caller holds mu_.
+  std::string NeverLocked(std::vector<PlacementRequest> requests, bool gang, const Resolved& weights);
 
   mutable std::mutex mu_;
   std::unique_ptr<Placer> placer_;  // live decisions, under mu_
@@ -178,6 +194,16 @@ class Scheduler {
   std::map<std::string, Assumed> assumed_;
   SchedulerInputs inputs_;
   Snapshot snapshot_;
+  Snapshot ideal_;  // Ideal(snapshot_) as last refreshed
+  uint64_t ideal_generation_ = 0;  // counts refreshes: a memo below is good for one
+  // A waiting job's NeverLocked answer for its unplaced slots, until the next refresh: the
+  // job manager asks every cycle, and the answer changes only with the inputs.
+  struct NeverMemo {
+    uint64_t generation = 0;
+    size_t slots = 0;
+    std::string reason;
+  };
+  std::unordered_map<std::string, NeverMemo> never_memo_;
   WeightProfiles profiles_;          // under mu_
   std::string profiles_file_stamp_;  // mtime and size of the file last loaded
   absl::Status last_refresh_ = absl::UnavailableError("the scheduler has not read its inputs yet");

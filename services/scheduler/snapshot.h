@@ -66,6 +66,9 @@ struct NetworkFigures {
 struct CenterView {
   std::string id;
   bool available = false;  // registry status 1
+  // Its adapter has described it (CenterInfo) at least once: what it runs (images, run-as
+  // accounts) is known, not assumed.
+  bool described = false;
   int security_grade = 0;
   std::string topology;  // logical position, "cn/north/bj-1"
   TopologyPath topology_path;  // set by Snapshot::Upsert
@@ -82,6 +85,8 @@ struct CenterView {
   absl::flat_hash_set<std::string> run_as_projects;
   absl::flat_hash_set<std::string> run_as_users;
   absl::flat_hash_map<std::string, SpecAtCenter> specs;
+  // Offers it would run were it available (its capacity holds the spec): for NeverRuns.
+  absl::flat_hash_map<std::string, SpecAtCenter> dormant_specs;
   absl::flat_hash_set<std::string> images;
   // Its adapter can be given an image it lacks (an image mover): a job naming an image
   // absent here may still be placed here, the image's transfer counted like data.

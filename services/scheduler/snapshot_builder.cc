@@ -43,6 +43,7 @@ Snapshot BuildSnapshot(const SchedulerInputs& in) {
     const monitor::CenterObservation* o = it == observed.end() ? nullptr : it->second;
     if (o != nullptr && o->has_info) {
       const auto& info = o->info;
+      v.described = true;
       if (info.has_capacity()) v.capacity = FromTable2(info.capacity());
       if (info.security_grade() != 0) v.security_grade = info.security_grade();
       v.static_power_watts = info.static_power_watts();
@@ -71,7 +72,10 @@ Snapshot BuildSnapshot(const SchedulerInputs& in) {
   for (const auto& offer : in.offers) {
     CenterView* c = snap.FindMutable(offer.ai_center_id());
     auto q = quantity.find(offer.resource_spec_id());
-    if (c == nullptr || q == quantity.end() || !offer.can_run()) continue;
+    // An offer its center cannot run only because the center is not available now (its
+    // capacity holds the spec) is dormant: it counts again when the center comes back.
+    const bool dormant = !offer.can_run() && offer.capacity_instances() > 0;
+    if (c == nullptr || q == quantity.end() || (!offer.can_run() && !dormant)) continue;
     SpecAtCenter s;
     s.quantity = q->second;
     s.price = offer.price();
@@ -88,7 +92,7 @@ Snapshot BuildSnapshot(const SchedulerInputs& in) {
         }
       }
     }
-    c->specs[offer.resource_spec_id()] = s;
+    (dormant ? c->dormant_specs : c->specs)[offer.resource_spec_id()] = s;
   }
   std::map<std::string, std::vector<std::string>> images_by_digest;
   for (const auto& image : in.images) {

@@ -93,6 +93,9 @@ ABSL_FLAG(int64_t, job_event_retention, 100000,
 ABSL_FLAG(bool, metering, true,
           "write a usage record for each replica attempt that ran, priced at the price in force when it started "
           "(accounting, budgets and settlement read them); false: a federation that bills nothing");
+ABSL_FLAG(absl::Duration, unsatisfiable_grace, absl::Minutes(10),
+          "how long a waiting job that no registered center could run any more (a center left) waits for "
+          "one that can before it fails with the reason");
 ABSL_FLAG(absl::Duration, usage_report_grace, absl::Hours(24),
           "how long an attempt the control plane stopped waits for its center to report its end (and usage); "
           "after it the control plane's own times stand in (a usage record of source control_plane), and a "
@@ -277,6 +280,8 @@ int main(int argc, char** argv) {
   options.jobs.events.retention = absl::GetFlag(FLAGS_job_event_retention);
   options.jobs.metering = absl::GetFlag(FLAGS_metering);
   options.jobs.usage_report_grace = absl::GetFlag(FLAGS_usage_report_grace);
+  options.jobs.unsatisfiable_grace = absl::GetFlag(FLAGS_unsatisfiable_grace);
+  if (options.jobs.unsatisfiable_grace < absl::ZeroDuration()) return Fail("--unsatisfiable_grace must not be negative");
   if (options.jobs.usage_report_grace <= absl::ZeroDuration()) return Fail("--usage_report_grace must be positive");
   if (options.jobs.events.retention < 1) return Fail("--job_event_retention must be at least 1");
   if (options.jobs.lease_ttl < absl::Seconds(1)) return Fail("--jobs_lease_ttl must be at least 1s");

@@ -70,7 +70,18 @@ TEST_CASE("the operator console shows centers, the queue, jobs with placements a
     REQUIRE(r.http_status == 200);
     done.push_back(r.body["data"]["jobId"]);
   }
-  // One that cannot start: its gang needs more than the center has.
+  // Shanghai offers cpu-1 too, and a third center has no geometry: it is named beside the map.
+  REQUIRE(rest.Send("PATCH", "/openapi/v1/resourcespecs/cpu-1", json{{"computing_center_list", "beijing,shanghai"}}.dump())
+              .http_status == 200);
+  REQUIRE(rest.Post("/openapi/v1/centers", {{"ai_center_id", "nowhere-dc"},
+                                            {"name", "No Geometry"},
+                                            {"region", "west"},
+                                            {"adapter_address", "127.0.0.1:1"},
+                                            {"capacity", {{"cpu", 8}, {"memory", 8192}}}})
+              .http_status == 200);
+  // One that cannot start now: its gang needs more than Beijing has, and Shanghai (which
+  // could hold it) does not answer. A gang no registered center could ever hold would be
+  // refused at submit instead.
   json big = {{"name", "too-big"},
               {"scheduling", {{"gang", true}}},
               {"tasks", {{{"name", "main"}, {"command", "true"}, {"resourceSpecId", "cpu-1"}, {"replicaNumber", 12}}}}};
@@ -91,7 +102,12 @@ TEST_CASE("the operator console shows centers, the queue, jobs with placements a
 
   {  // centers: a table with status and usage, and a map by geometry
     std::string dom = Chromium(dir, page("centers"), "--dump-dom");
-    CHECK_THAT(dom, Catch::Contains("Centers (2)"));
+    CHECK_THAT(dom, Catch::Contains("Centers (3)"));
+    CHECK_THAT(dom, Catch::Contains("id=\"not-on-map\""));  // every center on the map or beside it
+    CHECK_THAT(dom, Catch::Contains("Not on the map (no geometry"));
+    CHECK_THAT(dom, Catch::Contains("nowhere-dc"));
+    CHECK_THAT(dom, Catch::Contains(">Refresh</button>"));
+    CHECK_THAT(dom, Catch::Contains(">Sign out</button>"));
     CHECK_THAT(dom, Catch::Contains("Beijing AI"));
     CHECK_THAT(dom, Catch::Contains("Shanghai AI"));
     CHECK_THAT(dom, Catch::Contains("id=\"map\""));
@@ -102,6 +118,9 @@ TEST_CASE("the operator console shows centers, the queue, jobs with placements a
   {  // the queue: the waiting job and why it waits
     std::string dom = Chromium(dir, page("queue"), "--dump-dom");
     CHECK_THAT(dom, Catch::Contains("Queue: 1 waiting"));
+    // A job not ended has a Stop button (confirmed before it stops anything); an ended one has none.
+    std::string waiting_page = Chromium(dir, page("jobs/" + waiting_id), "--dump-dom");
+    CHECK_THAT(waiting_page, Catch::Contains("id=\"stop-job\""));
     CHECK_THAT(dom, Catch::Contains(waiting_id));
     CHECK_THAT(dom, Catch::Contains("too-big"));
     Chromium(dir, page("queue"), "--screenshot=" + shots + "/queue.png");
@@ -116,6 +135,7 @@ TEST_CASE("the operator console shows centers, the queue, jobs with placements a
   {  // a job: replicas and centers, the placement's explanation, its events and a replica's log
     std::string dom = Chromium(dir, page("jobs/" + done[0]), "--dump-dom");
     CHECK_THAT(dom, Catch::Contains("Job " + done[0]));
+    CHECK_THAT(dom, !Catch::Contains("id=\"stop-job\""));  // it ended: nothing to stop
     CHECK_THAT(dom, Catch::Contains("id=\"replicas\""));
     CHECK_THAT(dom, Catch::Contains("Task 0 replica 1 → beijing"));
     CHECK_THAT(dom, Catch::Contains("id=\"placement\""));

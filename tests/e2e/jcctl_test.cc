@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+
+#include "absl/strings/str_join.h"
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -336,4 +338,87 @@ TEST_CASE("jcctl job watch and job logs --follow carry on across a restart of th
   CHECK(*followed == 0);
   CHECK_THAT(logs_out, Catch::Contains("after"));
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("jcctl for operators: users, project roles, projects with quotas and budgets, and centers, specs and "
+          "images changed and removed, each refusal a clear exit code",
+          "[C8][C6]") {
+  std::string dir = TempDir();
+  auto started = jc::testing::StartServerProcess(JC_SERVER_BINARY, dir, "e2e_jcctl_ops", "server.log");
+  auto& server = *started.process;
+  std::string token = jc::testing::AdminToken(dir + "/admin.token");
+  std::vector<std::string> env{"JCCTL_SERVER=http://127.0.0.1:" + std::to_string(started.rest_port),
+                               "JCCTL_TOKEN=" + token};
+  auto ok = [&](std::vector<std::string> args) {
+    Ran r = Jcctl(dir, args, env);
+    INFO(absl::StrJoin(args, " ") << "\n" << r.out << r.err);
+    CHECK(r.code == 0);
+    return r;
+  };
+
+  // Projects and users, and who is what where.
+  CHECK_THAT(ok({"project", "create", "alpha", "--description", "team a"}).out, Catch::Contains("alpha"));
+  CHECK_THAT(ok({"user", "create", "ann", "--display_name", "Ann Li"}).out, Catch::Contains("Ann Li"));
+  CHECK_THAT(ok({"member", "set", "ann", "alpha", "--role", "owner"}).out, Catch::Contains("ann is owner of alpha"));
+  CHECK_THAT(ok({"user", "get", "ann"}).out, Catch::Contains("alpha:OWNER"));
+  CHECK_THAT(ok({"user", "list"}).out, Catch::Contains("ann"));
+  Ran bad_role = Jcctl(dir, {"member", "set", "ann", "alpha", "--role", "boss"}, env);
+  CHECK(bad_role.code == 2);
+  CHECK_THAT(bad_role.err, Catch::Contains("not viewer, member or owner"));
+  CHECK(Jcctl(dir, {"member", "set", "ann", "no-such-project"}, env).code != 0);
+
+  // Quotas and budgets, read back.
+  ok({"quota", "set", "alpha", "--gpus", "4", "--queued", "10"});
+  ok({"budget", "set", "alpha", "--monthly", "250", "--hard"});
+  Ran project = ok({"project", "get", "alpha", "-o", "json"});
+  json p = json::parse(project.out);
+  CHECK(p["quota"]["max_running_gpus"] == "4");  // int64 is a string in protobuf's JSON
+  CHECK(p["quota"]["max_queued_jobs"] == "10");
+  CHECK(p["budget"]["monthly"] == 250);
+  CHECK(p["budget"]["hard"] == true);
+  Ran bad_quota = Jcctl(dir, {"quota", "set", "alpha", "--gpus", "-1"}, env);
+  CHECK(bad_quota.code == 2);
+  CHECK_THAT(bad_quota.err, Catch::Contains("gpus: \"-1\" is not a count"));
+  CHECK(Jcctl(dir, {"budget", "set", "alpha", "--monthly", "-5"}, env).code == 2);  // the server's 400
+
+  // A center: changed, reported alive, removed; a spec and an image likewise.
+  Write(dir + "/center.yaml",
+        "ai_center_id: c1\nname: first\nregion: north\nadapter_address: 127.0.0.1:1\ncapacity: {cpu: 8, memory: 8192}\n");
+  ok({"center", "create", "-f", dir + "/center.yaml"});
+  Write(dir + "/rename.yaml", "name: renamed\n");
+  CHECK_THAT(ok({"center", "update", "c1", "-f", dir + "/rename.yaml"}).out, Catch::Contains("center c1 updated"));
+  CHECK_THAT(ok({"center", "get", "c1"}).out, Catch::Contains("renamed"));
+  CHECK_THAT(ok({"center", "heartbeat", "c1"}).out, Catch::Contains("reported alive"));
+  Write(dir + "/spec.yaml",
+        "resource_spec_id: s1\nresource_spec_name: one\nresource_quantity: {cpu: 1, memory: 1Gi}\nprice: 2\n"
+        "service_type: batch\n"
+        "computing_center_list: c1\n");
+  ok({"spec", "create", "-f", dir + "/spec.yaml"});
+  Write(dir + "/spec-name.yaml", "resource_spec_name: one CPU\n");
+  ok({"spec", "update", "s1", "-f", dir + "/spec-name.yaml"});
+  CHECK_THAT(ok({"spec", "get", "s1"}).out, Catch::Contains("one CPU"));
+  CHECK_THAT(ok({"spec", "price", "s1", "c1", "3"}).out, Catch::Contains("s1 at c1 costs 3 an hour"));
+  CHECK(Jcctl(dir, {"spec", "price", "s1", "c1", "cheap"}, env).code == 2);
+  CHECK(Jcctl(dir, {"spec", "price", "s1", "c1", "3.5"}, env).code == 2);
+  Write(dir + "/image.yaml", "image_id: i1\nname: torch\nai_center_id: c1\nframework: PyTorch\n");
+  ok({"image", "create", "-f", dir + "/image.yaml"});
+  Write(dir + "/image-fw.yaml", "framework: JAX\n");
+  ok({"image", "update", "i1", "-f", dir + "/image-fw.yaml"});
+  CHECK_THAT(ok({"image", "get", "i1"}).out, Catch::Contains("JAX"));
+  ok({"image", "delete", "i1"});
+  CHECK(Jcctl(dir, {"image", "get", "i1"}, env).code == 5);
+  ok({"spec", "delete", "s1"});
+  CHECK(Jcctl(dir, {"spec", "get", "s1"}, env).code == 5);
+
+  // Undone in order: a project with members cannot go (409: exit 1), then it can.
+  CHECK(Jcctl(dir, {"project", "delete", "alpha"}, env).code == 1);
+  CHECK_THAT(ok({"member", "remove", "ann", "alpha"}).out, Catch::Contains("ann is no longer in alpha"));
+  ok({"user", "delete", "ann"});
+  CHECK(Jcctl(dir, {"user", "get", "ann"}, env).code == 5);
+  ok({"project", "delete", "alpha"});
+  ok({"center", "delete", "c1"});
+  // Not an admin: refused with exit 4.
+  CHECK(Jcctl(dir, {"user", "list"}, {"JCCTL_SERVER=http://127.0.0.1:" + std::to_string(started.rest_port),
+                                      "JCCTL_TOKEN=not-a-token"})
+            .code == 4);
 }

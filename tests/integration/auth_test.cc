@@ -389,13 +389,22 @@ TEST_CASE("a center operator changes its own center and no other [C6]", "[C6]") 
   CHECK(olga.Post("/openapi/v1/centers/x2/heartbeat", json::object()).http_status == 403);
 }
 
-// Spec cpu-1, which no center offers, and a job of it: the job waits, which is all the
-// tests of who may see and stop it need.
+// Spec cpu-1, offered only at a center whose adapter never answers, and a job of it: the
+// job waits (it could run there, were the center up; one no center could ever run is
+// refused at submit), which is all the tests of who may see and stop it need.
 json WaitingJob(AuthSystem& s) {
+  auto center = s.rest->Post("/openapi/v1/centers", {{"ai_center_id", "parked"},
+                                                     {"name", "parked"},
+                                                     {"region", "cn"},
+                                                     {"adapter_address", "127.0.0.1:1"},
+                                                     {"capacity", {{"cpu", 4}, {"memory", 4096}}}});
+  INFO(center.body.dump());
+  REQUIRE(center.http_status == 200);
   auto spec = s.rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "cpu-1"},
                                                         {"resource_spec_name", "1 CPU"},
                                                         {"resource_quantity", {{"cpu", "1"}}},
-                                                        {"service_type", "batch"}});
+                                                        {"service_type", "batch"},
+                                                        {"computing_center_list", "parked"}});
   INFO(spec.body.dump());
   REQUIRE(spec.http_status == 200);
   return {{"name", "j"},
@@ -698,7 +707,7 @@ TEST_CASE("every mutation leaves one audit row with who, what, outcome and sourc
   json all = AuditRecords(s);
   INFO(all.dump(1));
   // The seed: one row per change, by the admin, naming the object.
-  CHECK(Count(all, "RegistryService.CreateCenter", "admin", "OK") == 1);
+  CHECK(Count(all, "RegistryService.CreateCenter", "admin", "OK") == 2);  // x1, and the waiting job's center
   CHECK(Count(all, "CatalogService.CreateResourceSpec", "admin", "OK") == 2);
   CHECK(Count(all, "CatalogService.CreateImage", "admin", "OK") == 1);
   CHECK(Count(all, "DatamonService.CreateDataset", "admin", "OK") == 1);
@@ -725,8 +734,9 @@ TEST_CASE("every mutation leaves one audit row with who, what, outcome and sourc
   CHECK(created[0]["auth_method"] == "token");
   CHECK(created[0]["source"].get<std::string>().find("127.0.0.1") != std::string::npos);
   json center = AuditRecords(s, "&actor=admin&action=RegistryService.CreateCenter&outcome=OK");
-  REQUIRE(center.size() == 1);
+  REQUIRE(center.size() == 2);
   CHECK(center[0]["object"] == "ai_center_id=x1");
+  CHECK(center[1]["object"] == "ai_center_id=parked");
   // Oldest first.
   for (size_t i = 1; i < all.size(); ++i) CHECK(all[i - 1]["id"] < all[i]["id"]);
   // The log is for admins.
@@ -826,6 +836,7 @@ TEST_CASE("images and datasets belong to a project: its members register them, o
   Seed(s);  // image x1 and dataset x1:x1 are the federation's
   REQUIRE(s.rest->Post("/openapi/v1/centers", {{"ai_center_id", "c1"},
                                               {"name", "c1"},
+                                              {"capacity", {{"cpu", 4}, {"memory", 4096}}},
                                               {"data_roots", {"/data/shared", "/data/projects/{project}"}}})
               .http_status == 200);
   REQUIRE(s.rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "cpu-1"},

@@ -128,19 +128,14 @@ TEST_CASE("replicas run as the account their center maps the job's project to, c
   }
   CHECK(explained);
 
-  // A project no center maps waits, saying which filter removed the centers.
+  // A project no center maps could never run anywhere: refused at submit, saying which
+  // filter removed the centers and why.
   auto bob = sys.UserClient("bob", "robotics", "MEMBER");
-  auto waiting = bob->Post("/openapi/v1/trainjob", job("nowhere"));
-  INFO(waiting.body.dump());
-  REQUIRE(waiting.http_status == 200);
-  std::string waiting_id = waiting.body["data"]["jobId"];
-  json pending;
-  CHECK(jc::testing::WaitUntil([&] {
-    pending = bob->Get("/openapi/v1/trainjob/" + waiting_id).body["data"];
-    return pending.value("statusReason", "").find("run_as_account: 2") != std::string::npos;
-  }));
-  INFO(pending.dump());
-  CHECK(pending["status"] == "pending");
+  auto refused = bob->Post("/openapi/v1/trainjob", job("nowhere"));
+  INFO(refused.body.dump());
+  CHECK(refused.http_status == 400);
+  CHECK_THAT(refused.body.dump(), Catch::Contains("run_as_account: 2"));
+  CHECK_THAT(refused.body.dump(), Catch::Contains("maps no local account for project robotics"));
 
   // The center drops vision's mapping (as a SIGHUP reload does); the control plane still has
   // its old center info, so it sends the next replica there, and the center refuses it.

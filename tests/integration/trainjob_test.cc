@@ -78,6 +78,13 @@ struct Network : jc::testing::TestSystem {
     });
     REQUIRE(ready);
   }
+  // A center whose adapter never answers, offering cpu-1: a job pinned there (centerIDs)
+  // waits, as one could run there were the center up (a job no registered center could
+  // ever run is refused at submit instead).
+  void AddParkedCenter() {
+    AddCenter("parked", "127.0.0.1:1", 1);
+    Must(rest->Send("PATCH", "/openapi/v1/resourcespecs/cpu-1", R"({"computing_center_list": "alpha,beta,parked"})"));
+  }
   void AddCenter(const std::string& id, const std::string& address, int) {
     Must(rest->Post("/openapi/v1/centers", {{"ai_center_id", id}, {"name", id}, {"region", "cn"},
                                             {"network_topology", "cn/" + id}, {"adapter_address", address},
@@ -116,8 +123,9 @@ struct Network : jc::testing::TestSystem {
   }
 };
 
-json Task(const std::string& name, const std::string& command, const std::string& image, int replicas) {
-  return {{"name", name}, {"command", command}, {"imageId", image}, {"resourceSpecId", "cpu-1"},
+json Task(const std::string& name, const std::string& command, const std::string& image, int replicas,
+          const std::string& spec = "cpu-1") {
+  return {{"name", name}, {"command", command}, {"imageId", image}, {"resourceSpecId", spec},
           {"replicaNumber", replicas}};
 }
 
@@ -266,8 +274,8 @@ TEST_CASE("a failed replica is retried on another center, and the job fails when
   CHECK(listed[0].value("history", json::array()).empty());
 }
 
-TEST_CASE("a job whose image has content never runs bare: it is placed only at centers that run images, and "
-          "waits saying why, with the image's digest [A4][A7]",
+TEST_CASE("a job whose image has content never runs bare: with no center that runs images it is refused at "
+          "submit saying why, with the image's digest [A4][A7]",
           "[A4][A7]") {
   auto dir = std::filesystem::temp_directory_path() / ("jc-trainjob-registry-" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
@@ -284,25 +292,23 @@ TEST_CASE("a job whose image has content never runs bare: it is placed only at c
                              {{"image_id", "torch-oci"}, {"name", "torch-oci"}, {"ai_center_id", "alpha"},
                               {"framework", "PyTorch"}, {"reference", (*registry)->host() + "/demo/torch:v1"}}));
   json job = {{"name", "in-image"}, {"tasks", {Task("t", "cat /etc/jc-image", "torch-oci", 1)}}};
-  std::string id = n.Submit(job)["jobId"];
-  // Neither center's adapter runs images (local adapters run commands on their host): the
-  // job waits, saying so with the image's digest, and no replica goes anywhere.
-  json waiting;
+  // Neither center's adapter runs images (local adapters run commands on their host, as
+  // both have said): no registered center could ever run it, so the submit is refused,
+  // center by center, with the image's digest, and nothing is written.
   const std::string content = (*registry)->host() + "/demo/torch@" + *digest;
-  CHECK(jc::testing::WaitUntil([&] {
-    waiting = n.Job(id);
-    return waiting.value("statusReason", "").find("removed by image_present: 2") != std::string::npos;
-  }));
-  INFO(waiting.dump());
-  CHECK(waiting["status"] == "pending");
-  // Why, center by center: the job's placement explanation.
-  std::string why = n.rest->Get("/openapi/v1/trainjob/" + id + "/placement").body.dump();
+  auto refused = n.rest->Post("/openapi/v1/trainjob", job);
+  INFO(refused.body.dump());
+  CHECK(refused.http_status == 400);
+  CHECK_THAT(refused.body.dump(), Catch::Contains("removed by image_present: 2"));
+  CHECK_THAT(refused.body.dump(), Catch::Contains("runs commands on its hosts, not in images"));
+  CHECK_THAT(refused.body.dump(), Catch::Contains(content));
+  CHECK(n.rest->Get("/openapi/v1/trainjob").body["data"].value("jobs", json::array()).empty());
+  // plan explains the same, center by center. (An adapter asked anyway refuses it rather
+  // than run it bare: the conformance kit.)
+  std::string why = n.rest->Post("/openapi/v1/scheduler/plan", job).body.dump();
   INFO(why);
   CHECK_THAT(why, Catch::Contains("runs commands on its hosts, not in images"));
   CHECK_THAT(why, Catch::Contains(content));
-  CHECK(waiting["taskInfos"][0]["centerIDs"] == json::array({""}));
-  // An adapter asked anyway refuses it rather than run it bare: the conformance kit.
-  REQUIRE(n.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
   std::filesystem::remove_all(dir);
 }
 
@@ -1156,9 +1162,12 @@ TEST_CASE("a stopped job's attempt is metered when its center reports the stop, 
   CHECK(records[0]["outcome"] == "stopped");
   CHECK(Num(records[0]["wallSeconds"]) > 0);
 
-  // A job stopped while it waits (a gang larger than both centers: nothing is placed) has
-  // no record.
-  json waits = {{"name", "never"}, {"scheduling", {{"gang", true}}}, {"tasks", {Task("t", "true", "torch", 20)}}};
+  // A job stopped while it waits (pinned to a center that does not answer: nothing is
+  // placed) has no record.
+  n.AddParkedCenter();
+  json task = Task("t", "true", "", 2);
+  task["centerIDs"] = {"parked"};
+  json waits = {{"name", "never"}, {"scheduling", {{"gang", true}}}, {"tasks", {task}}};
   std::string never = n.Submit(waits)["jobId"];
   REQUIRE(n.rest->Post("/openapi/v1/trainjob/" + never + "/stop", json::object()).http_status == 200);
   n.WaitForStatus(never, "failed");
@@ -1313,4 +1322,81 @@ TEST_CASE("reconciliation lists every difference between the federation's record
   auto alice = n.UserClient("alice", "vision", "MEMBER");
   CHECK(alice->Get("/openapi/v1/accounting/reconciliation?center=alpha&month=2026-11").http_status == 403);
   ExpectError(n.rest->Get("/openapi/v1/accounting/reconciliation?center=alpha"), 400, "from and to are required");
+}
+
+TEST_CASE("a job no registered center could ever run is refused at submit with the reason, and nothing is written "
+          "[A7][A8]",
+          "[A7][A8]") {
+  Network n;
+  // A spec that no center offers.
+  Network::Must(n.rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "gpu-8"},
+                                                          {"resource_spec_name", "8 GPUs"},
+                                                          {"resource_quantity", {{"cpu", "8"}, {"gpu", "8"}}},
+                                                          {"service_type", "batch"},
+                                                          {"price", 50},
+                                                          {"computing_center_list", ""}}));
+  const auto before = n.rest->Get("/openapi/v1/trainjob").body["data"].value("jobs", json::array()).size();
+  auto no_spec = n.rest->Post("/openapi/v1/trainjob", {{"name", "gpus"}, {"tasks", {Task("t", "true", "", 1, "gpu-8")}}});
+  INFO(no_spec.body.dump());
+  CHECK(no_spec.http_status == 400);
+  CHECK_THAT(no_spec.body.dump(), Catch::Contains("no registered center could ever run this job"));
+  CHECK_THAT(no_spec.body.dump(), Catch::Contains("does not offer resource spec gpu-8"));
+  // A gang larger than the whole federation (alpha and beta have 8 CPUs each): never, even
+  // with everything free. The same gang of 16 fits them together, so it is taken.
+  json big = {{"name", "too-big"},
+              {"scheduling", {{"gang", true}}},
+              {"tasks", {Task("t", "true", "", 17)}}};
+  auto too_big = n.rest->Post("/openapi/v1/trainjob", big);
+  INFO(too_big.body.dump());
+  CHECK(too_big.http_status == 400);
+  CHECK_THAT(too_big.body.dump(), Catch::Contains("gang: not every replica fits at once"));
+  CHECK(n.rest->Get("/openapi/v1/trainjob").body["data"].value("jobs", json::array()).size() == before);
+  // plan says the same, without a chosen center for the replicas that would have fitted.
+  auto plan = n.rest->Post("/openapi/v1/scheduler/plan", big);
+  INFO(plan.body.dump());
+  REQUIRE(plan.http_status == 200);
+  CHECK(plan.body["data"]["placed"] == false);
+  for (const json& r : plan.body["data"]["replicas"]) CHECK(r.value("centerId", "") == "");
+  big["tasks"][0]["replicaNumber"] = 16;
+  CHECK(n.rest->Post("/openapi/v1/trainjob", big).http_status == 200);
+}
+
+TEST_CASE("a waiting job that no registered center can run any more (its only center left) fails with the reason "
+          "after --unsatisfiable_grace [A7][A8]",
+          "[A7][A8]") {
+  Network n([](jc::server::AppOptions& o) { o.jobs.unsatisfiable_grace = absl::Seconds(2); });
+  jc::testing::LocalAdapter gamma("gamma", 1, "specs:\n  - {id: cpu-g, cpu: 1, memory: 256Mi}\n");
+  n.AddCenter("gamma", gamma.address(), 1);
+  Network::Must(n.rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "cpu-g"},
+                                                          {"resource_spec_name", "1 CPU at gamma"},
+                                                          {"resource_quantity", {{"cpu", "1"}, {"memory", "256Mi"}}},
+                                                          {"service_type", "batch"},
+                                                          {"price", 5},
+                                                          {"computing_center_list", "gamma"}}));
+  // gamma's one slot is taken by a long job; a second waits for it.
+  std::string first;
+  REQUIRE(jc::testing::WaitUntil([&] {
+    auto r = n.rest->Post("/openapi/v1/trainjob", {{"name", "holds"}, {"tasks", {Task("t", "sleep 30", "", 1, "cpu-g")}}});
+    if (r.http_status == 200) first = r.body["data"]["jobId"];
+    return r.http_status == 200;
+  }));
+  n.WaitForStatus(first, "running");
+  std::string second = n.Submit({{"name", "waits"}, {"tasks", {Task("t", "true", "", 1, "cpu-g")}}})["jobId"];
+  json waiting;
+  CHECK(jc::testing::WaitUntil([&] {
+    waiting = n.Job(second);
+    return !waiting.value("statusReason", "").empty();
+  }));
+  INFO(waiting.dump());
+  CHECK(waiting["status"] == "pending");
+  CHECK_THAT(waiting["statusReason"].get<std::string>(), !Catch::Contains("could run it now"));
+  // gamma leaves the federation: nothing registered offers cpu-g any more.
+  REQUIRE(n.rest->Send("DELETE", "/openapi/v1/centers/gamma").http_status == 200);
+  CHECK(jc::testing::WaitUntil(
+      [&] { return n.Job(second).value("statusReason", "").find("no registered center could run it now") != std::string::npos; },
+      std::chrono::seconds(10)));
+  json failed = n.WaitForStatus(second, "failed");
+  INFO(failed.dump());
+  CHECK_THAT(failed["statusReason"].get<std::string>(), Catch::Contains("no registered center can run it any more"));
+  CHECK_THAT(failed["statusReason"].get<std::string>(), Catch::Contains("cpu-g"));
 }

@@ -1,4 +1,5 @@
 #include "tools/jcctl/commands.h"
+#include "tools/jcctl/command_kit.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -23,11 +24,8 @@ namespace jc::jcctl {
 
 using nlohmann::json;
 
-namespace {
+// ---- Shared pieces (command_kit.h) ----
 
-// ---- Shared pieces ----
-
-// A path segment or query value, percent-encoded.
 std::string Escape(const std::string& text) {
   static const char* kHex = "0123456789ABCDEF";
   std::string out;
@@ -42,6 +40,8 @@ std::string Escape(const std::string& text) {
   }
   return out;
 }
+
+namespace {
 
 json FromYaml(const YAML::Node& node) {
   switch (node.Type()) {
@@ -71,9 +71,10 @@ json FromYaml(const YAML::Node& node) {
   }
 }
 
-// Every page of a list: the items under `key`, following the next-page token.
+}  // namespace
+
 absl::StatusOr<json> ListAll(Client* client, const std::string& path, const std::string& key, bool camel,
-                             size_t limit = 100000) {
+                             size_t limit) {
   json items = json::array();
   std::string token;
   const char* token_param = camel ? "pageToken" : "page_token";
@@ -96,14 +97,11 @@ absl::StatusOr<json> ListAll(Client* client, const std::string& path, const std:
   return items;
 }
 
-// Prints `value` in the context's format; `rows_of` picks the table's rows.
 int Show(Context& ctx, const json& value, const std::vector<Column>& columns,
-         const std::function<json(const json&)>& rows_of = nullptr) {
+         const std::function<json(const json&)>& rows_of) {
   ctx.out() << Render(value, ctx.format(), columns, rows_of);
   return 0;
 }
-
-using Run = std::function<int(Context&, const Invocation&)>;
 
 // `run` with the client connected; a failure to connect is the command's answer.
 Run WithClient(std::function<int(Context&, Client*, const Invocation&)> run) {
@@ -116,7 +114,7 @@ Run WithClient(std::function<int(Context&, Client*, const Invocation&)> run) {
 
 // A list command: GET `path`, every page, as a table of `columns`.
 Run ListCommand(std::string path, std::string key, bool camel, std::vector<Column> columns,
-                std::function<std::string(const Invocation&)> query = nullptr) {
+                std::function<std::string(const Invocation&)> query) {
   return WithClient([=](Context& ctx, Client* client, const Invocation& inv) {
     std::string url = path + (query ? query(inv) : "");
     size_t limit = 100000;
@@ -156,6 +154,8 @@ std::string Query(const Invocation& inv, const std::vector<std::pair<std::string
   }
   return out;
 }
+
+namespace {
 
 // ---- Columns ----
 
@@ -561,12 +561,12 @@ int UsageReport(Context& ctx, Client* client, const Invocation& inv) {
   return 0;
 }
 
-std::vector<FlagSpec> ListFlags(std::vector<FlagSpec> more = {}) {
+}  // namespace
+
+std::vector<FlagSpec> ListFlags(std::vector<FlagSpec> more) {
   more.push_back({"limit", 0, true, "at most this many items"});
   return more;
 }
-
-}  // namespace
 
 absl::StatusOr<Client*> Context::client() {
   if (client_ == nullptr) {
@@ -879,6 +879,7 @@ std::vector<CommandSpec> Commands() {
                  ctx.out() << Yaml(*got);
                  return 0;
                })});
+  for (CommandSpec& more : OperatorCommands()) c.push_back(std::move(more));
   c.push_back({{"version"}, "", "jcctl's version", {}, 0, 0, [](Context& ctx, const Invocation&) {
                  ctx.out() << VersionLine("jcctl") << "\n";
                  return 0;

@@ -35,6 +35,16 @@ async function api(path) {
   return body && "data" in body ? body.data : text;
 }
 
+// A change (stop a job): POST with the token; the envelope's error is thrown.
+async function apiPost(path) {
+  const res = await fetch(path, { method: "POST", headers: { Authorization: "Bearer " + token(), "Content-Type": "application/json" }, body: "{}" });
+  const text = await res.text();
+  let body = null;
+  try { body = JSON.parse(text); } catch (e) { /* not JSON */ }
+  if (!res.ok) throw new ApiError(res.status, body ? body.code : "HTTP_" + res.status, body ? body.errorMsg : text);
+  return body && "data" in body ? body.data : text;
+}
+
 async function apiText(path) {
   const res = await fetch(path, { headers: { Authorization: "Bearer " + token() } });
   const text = await res.text();
@@ -138,7 +148,13 @@ async function centersPage() {
 // of the box around them, each a circle sized by its CPUs and coloured by status.
 function centerMap(list, usage) {
   const placed = list.filter((c) => Array.isArray(c.geometry) && c.geometry.length >= 2);
-  if (!placed.length) return '<p class="muted">No center has a geometry ([longitude, latitude]) to place it on the map.</p>';
+  const unplaced = list.filter((c) => !(Array.isArray(c.geometry) && c.geometry.length >= 2));
+  // Every center is on the map or named beside it: none is left out without a word.
+  const beside = unplaced.length
+    ? `<p id="not-on-map">Not on the map (no geometry, [longitude, latitude]): ${unplaced.map((c) =>
+        `${esc(c.ai_center_id)} ${badge(centerStatus(c))}`).join(", ")}</p>`
+    : "";
+  if (!placed.length) return '<p class="muted">No center has a geometry ([longitude, latitude]) to place it on the map.</p>' + beside;
   const W = 900, H = 360, pad = 40;
   const lon = placed.map((c) => c.geometry[0]), lat = placed.map((c) => c.geometry[1]);
   let x0 = Math.min(...lon) - 2, x1 = Math.max(...lon) + 2, y0 = Math.min(...lat) - 2, y1 = Math.max(...lat) + 2;
@@ -157,7 +173,7 @@ function centerMap(list, usage) {
     return `<g class="center-dot"><circle cx="${px(c.geometry[0])}" cy="${py(c.geometry[1])}" r="${r}" fill="${colour[centerStatus(c)]}" fill-opacity="0.75"/>
       <text x="${px(c.geometry[0]) + r + 3}" y="${py(c.geometry[1]) + 4}">${esc(c.ai_center_id)} · ${esc(u.running_task_num || 0)} running</text></g>`;
   }).join("");
-  return `<svg id="map" viewBox="0 0 ${W} ${H}" width="100%" role="img" aria-label="centers by location">${grid}${dots}</svg>`;
+  return `<svg id="map" viewBox="0 0 ${W} ${H}" width="100%" role="img" aria-label="centers by location">${grid}${dots}</svg>${beside}`;
 }
 
 async function queuePage() {
@@ -201,7 +217,10 @@ async function jobPage(id) {
   (job.taskInfos || []).forEach((t, ti) => (t.replicaStatus || []).forEach((s, ri) => replicas.push([
     `${ti} (${esc(t.name)})`, String(ri), badge(s), esc((t.centerIDs || [])[ri] || ""), esc(t.resourceSpecId),
     `<a href="#" class="show-log" data-task="${ti}" data-replica="${ri}">log</a>`])));
-  view.innerHTML = `<h2>Job ${esc(job.jobId)} ${badge(job.status)}</h2>
+  const ended = job.status === "completed" || job.status === "failed";
+  view.innerHTML = `<h2>Job ${esc(job.jobId)} ${badge(job.status)}
+    ${ended ? "" : `<button id="stop-job" type="button" class="danger">Stop</button>`}</h2>
+    <p id="action-error" class="error"></p>
     <p>${esc(job.name)} · project ${esc(job.project || "-")} · submitted ${esc(when(job.createdAt))} by ${esc(job.userName)}
     ${job.statusReason ? `<br><span class="muted">${esc(job.statusReason)}</span>` : ""}</p>
     <h2>Replicas</h2>${table(["Task", "Replica", "Status", "Center", "Spec", ""], replicas, "replicas")}
@@ -211,12 +230,32 @@ async function jobPage(id) {
     <div class="grid"><div><h2>Events</h2><ol class="events" id="job-events"></ol></div>
     <div><h2>Log <span id="log-name" class="muted"></span></h2><pre class="log" id="log">Choose a replica's log.</pre></div></div>`;
   for (const a of document.querySelectorAll("a.show-log")) {
-    a.addEventListener("click", (ev) => { ev.preventDefault(); showLog(id, a.dataset.task, a.dataset.replica); });
+    a.addEventListener("click", (ev) => { ev.preventDefault(); showLog(id, a.dataset.task, a.dataset.replica, !ended); });
   }
-  if (replicas.length) showLog(id, 0, 0);
+  const stop = document.getElementById("stop-job");
+  if (stop) {
+    stop.addEventListener("click", async () => {
+      if (!confirm(`Stop job ${job.jobId} (${job.name})? Its running replicas are ended at their centers.`)) return;
+      stop.disabled = true;
+      try {
+        await apiPost(`/openapi/v1/trainjob/${encodeURIComponent(id)}/stop`);
+        route();
+      } catch (e) {
+        document.getElementById("action-error").textContent = `Not stopped: ${e.message}`;
+        stop.disabled = false;
+      }
+    });
+  }
+  if (replicas.length) showLog(id, 0, 0, !ended);
   const list = document.getElementById("job-events");
   follow(`/openapi/v1/trainjob/${encodeURIComponent(id)}/events?history=true`, (type, e) => {
     const li = document.createElement("li");
+    if (type === "ended" && logTimer) {
+      clearInterval(logTimer);
+      setTimeout(() => showLog(id, ...(document.getElementById("log-name").textContent.match(/\d+/g) || [0, 0]), false), 500);
+      const b = document.getElementById("stop-job");
+      if (b) b.remove();
+    }
     li.textContent = `${when(e.at)}  ${type}  ${e.status}` + (e.previousStatus && e.previousStatus !== e.status ? ` (was ${e.previousStatus})` : "") +
       (e.replicas || []).map((r) => `  [${r.taskIndex || 0}/${r.replicaIndex || 0} ${r.phase}${r.centerID ? " @" + r.centerID : ""}]`).join("");
     list.append(li);
@@ -252,13 +291,28 @@ function explain(p) {
   return parts.join("");
 }
 
-async function showLog(id, task, replica) {
+// A replica's log; while the job runs (`live`), read again every 2 s, kept scrolled to
+// the end when it was there, until the page changes or the job ends.
+let logTimer = null;
+async function showLog(id, task, replica, live) {
   const pre = document.getElementById("log");
-  document.getElementById("log-name").textContent = `task ${task} replica ${replica}`;
-  try {
-    pre.textContent = await apiText(`/openapi/v1/trainjob/${encodeURIComponent(id)}/task/${task}/replica/${replica}/log/content`) || "(empty)";
-  } catch (e) {
-    pre.textContent = e.message;
+  const name = document.getElementById("log-name");
+  name.textContent = `task ${task} replica ${replica}${live ? " · following" : ""}`;
+  if (logTimer) clearInterval(logTimer);
+  const read = async () => {
+    if (!document.body.contains(pre)) return clearInterval(logTimer);
+    const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+    try {
+      pre.textContent = await apiText(`/openapi/v1/trainjob/${encodeURIComponent(id)}/task/${task}/replica/${replica}/log/content`) || "(empty)";
+    } catch (e) {
+      pre.textContent = e.message;
+    }
+    if (atEnd) pre.scrollTop = pre.scrollHeight;
+  };
+  await read();
+  if (live) {
+    logTimer = setInterval(read, 2000);
+    timers.push(logTimer);
   }
 }
 
@@ -411,6 +465,17 @@ async function whoami() {
     document.getElementById("who").textContent = me.name ? `signed in as ${me.name}` : "";
   } catch (e) { /* shown by the page */ }
 }
+
+document.getElementById("refresh").addEventListener("click", () => route().then(whoami));
+document.getElementById("signout").addEventListener("click", () => {
+  sessionStorage.removeItem("jc-token");
+  document.getElementById("who").textContent = "";
+  for (const s of streams) s.abort();
+  for (const t of timers) clearInterval(t);
+  streams = [];
+  timers = [];
+  showLogin("Signed out. Paste a token to sign in again.");
+});
 
 window.addEventListener("hashchange", route);
 takeTokenFromUrl();
