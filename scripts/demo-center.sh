@@ -17,6 +17,8 @@
 #                                                reference to DIR's registry when it has one),
 #                                                as the admin whose API token is in $JC_TOKEN
 #   scripts/demo-center.sh stop DIR           -> stops what start started
+# With JC_DEMO_METRICS=1, the master, the agents and the adapter serve /metrics on ports of
+# their own, each logged as "... metrics on http://127.0.0.1:PORT/metrics" in DIR/*.log.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="${JC_BUILD_DIR:-$root/build}"
@@ -99,9 +101,10 @@ start() {
   export NEXEC_MUNGE_SOCKET="$dir/munge.sock"
   rm -f "$dir/image.ref"
   start_registry "$dir"
-  local image_flags=()
+  local image_flags=() metrics=--metrics_address=
+  [[ "${JC_DEMO_METRICS:-}" == 1 ]] && metrics=--metrics_address=127.0.0.1:0
   [[ -s "$dir/image.ref" ]] && image_flags=(--registry_cert_dir="$dir/registry-ca")
-  setsid "$build/executor/nexec-master" --listen=127.0.0.1:0 --metrics_address= --data_dir="$dir/nexec" \
+  setsid "$build/executor/nexec-master" --listen=127.0.0.1:0 "$metrics" --data_dir="$dir/nexec" \
     >"$dir/master.log" 2>&1 &
   echo $! >"$dir/master.pid"
   local master_port
@@ -110,7 +113,7 @@ start() {
   printf 'export NEXEC_MASTER=127.0.0.1:%s NEXEC_MUNGE_SOCKET=%s\n' "$master_port" "$dir/munge.sock" >"$dir/nexec.env"
   for host in node1 node2; do
     setsid "$build/executor/nexec-agent" --master="127.0.0.1:$master_port" --host="$host" \
-      --resources=cpus=16,gpus=2,mem=64G --state_dir="$dir/agent-$host" ${image_flags[@]+"${image_flags[@]}"} \
+      --resources=cpus=16,gpus=2,mem=64G --state_dir="$dir/agent-$host" "$metrics" ${image_flags[@]+"${image_flags[@]}"} \
       >"$dir/agent-$host.log" 2>&1 &
     echo $! >"$dir/agent-$host.pid"
   done
@@ -140,7 +143,7 @@ run_as: {default: nobody}
 YAML
   # On a unix socket: the adapter admits only the accounts allowed to call it (root and its
   # own; the control plane runs as root here), which TCP on loopback could not tell apart.
-  setsid "$build/adapters/jc-adapter-native" --listen="unix:$dir/adapter.sock" --metrics_address= \
+  setsid "$build/adapters/jc-adapter-native" --listen="unix:$dir/adapter.sock" "$metrics" \
     --nexec_master="127.0.0.1:$master_port" --center_config="$dir/center.yaml" --state_dir="$dir/adapter" \
     --poll_interval=200ms >"$dir/adapter.log" 2>&1 &
   echo $! >"$dir/adapter.pid"

@@ -170,6 +170,9 @@ absl::StatusOr<std::unique_ptr<AdapterServer>> AdapterServer::Start(Backend* bac
       return b->GetUsage().status();
     });
     JC_ASSIGN_OR_RETURN(impl.metrics_port, impl.admin->Start(options.metrics_address));
+    const std::string metrics_host = options.metrics_address.substr(0, options.metrics_address.rfind(':'));
+    spdlog::info("adapter for center {} metrics on http://{}:{}/metrics", options.center.center_id,
+                 metrics_host.empty() || metrics_host == "0.0.0.0" ? "127.0.0.1" : metrics_host, impl.metrics_port);
   }
   if (unix_path.empty()) {
     spdlog::info("adapter for center {} listening on port {}", options.center.center_id, impl.port);

@@ -23,7 +23,7 @@ done
 echo "ok: all $(wc -w <<<"$used") jointcloud flags in the compose file exist"
 
 services=$(docker-compose -f "$compose" config --services)
-for target in $(grep -oE '[a-z]+:[0-9]+' "$root/deploy/prometheus.yml"); do
+for target in $(grep -oE '[a-z][a-z0-9-]*:[0-9]+' "$root/deploy/prometheus.yml"); do
   host=${target%%:*}
   if ! grep -qx "$host" <<<"$services"; then
     echo "FAIL: prometheus.yml scrapes $target but the compose file has no service $host"
