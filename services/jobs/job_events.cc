@@ -116,10 +116,10 @@ absl::StatusOr<std::pair<uint64_t, uint64_t>> JobEvents::RecentStoredRange() {
   return range_;
 }
 
-absl::StatusOr<std::vector<v1::TrainJobEvent>> JobEvents::ReadStore(uint64_t since, int64_t limit) {
-  JC_ASSIGN_OR_RETURN(store::Rows rows,
-                      store_->Query("SELECT doc FROM job_events WHERE revision > $1 ORDER BY revision LIMIT $2",
-                                    {static_cast<int64_t>(since), limit}));
+namespace {
+
+// Rows of job_events (their doc column) as events, in the rows' order.
+absl::StatusOr<std::vector<v1::TrainJobEvent>> DecodeRows(const store::Rows& rows) {
   std::vector<v1::TrainJobEvent> out;
   out.reserve(rows.size());
   for (const auto& row : rows) {
@@ -129,17 +129,20 @@ absl::StatusOr<std::vector<v1::TrainJobEvent>> JobEvents::ReadStore(uint64_t sin
   return out;
 }
 
+}  // namespace
+
+absl::StatusOr<std::vector<v1::TrainJobEvent>> JobEvents::ReadStore(uint64_t since, int64_t limit) {
+  JC_ASSIGN_OR_RETURN(store::Rows rows,
+                      store_->Query("SELECT doc FROM job_events WHERE revision > $1 ORDER BY revision LIMIT $2",
+                                    {static_cast<int64_t>(since), limit}));
+  return DecodeRows(rows);
+}
+
 absl::StatusOr<std::vector<v1::TrainJobEvent>> JobEvents::OfJob(const std::string& job_id, uint64_t upto) {
   JC_ASSIGN_OR_RETURN(store::Rows rows,
                       store_->Query("SELECT doc FROM job_events WHERE job_id = $1 AND revision <= $2 ORDER BY revision",
                                     {job_id, static_cast<int64_t>(upto)}));
-  std::vector<v1::TrainJobEvent> out;
-  out.reserve(rows.size());
-  for (const auto& row : rows) {
-    JC_ASSIGN_OR_RETURN(auto event, DecodeEvent(row[0]));
-    out.push_back(std::move(event));
-  }
-  return out;
+  return DecodeRows(rows);
 }
 
 absl::Status JobEvents::Restore() {
