@@ -255,6 +255,16 @@ absl::StatusOr<std::string> Completion(const Tool& tool, const std::vector<Comma
     out += "      " + pattern + ") words=\"" + absl::StrJoin(flags, " ") + "\" ;;\n";
   }
   out += "      *) words=\"" + absl::StrJoin(global, " ") + "\" ;;\n    esac\n  fi\n";
+  // A file after -f/--file; an argument the server knows (a job, a center, ...).
+  out += "  case \"${COMP_WORDS[COMP_CWORD-1]}\" in\n    -f|--file) COMPREPLY=( $(compgen -f -- \"$cur\") ); return ;;\n"
+         "  esac\n";
+  if (!tool.ids_command.empty() && !tool.argument_ids.empty()) {
+    out += "  if [ -z \"$words\" ] && [[ \"$cur\" != -* ]]; then\n    local kind=\"\"\n"
+           "    case \"${COMP_WORDS[1]} ${COMP_WORDS[2]}\" in\n";
+    for (const auto& [pattern, kind] : tool.argument_ids) out += "      " + pattern + ") kind=" + kind + " ;;\n";
+    out += "    esac\n    [ -n \"$kind\" ] && words=\"$(" + tool.name + " " + tool.ids_command +
+           " \"$kind\" 2>/dev/null)\"\n  fi\n";
+  }
   out += "  COMPREPLY=( $(compgen -W \"$words\" -- \"$cur\") )\n}\ncomplete -F " + fn + " " + tool.name + "\n";
   return out;
 }

@@ -72,6 +72,11 @@ struct Tool {
   std::string usage;                  // "NOUN VERB [ARGS] [flags]"
   std::vector<FlagSpec> global_flags;  // taken anywhere on the line, by every command
   std::string footer;                 // exit codes, where to read more
+  // Completion of arguments from the server: for a command line starting with a pattern
+  // (`"job get"`, `"reconcile *"`, as bash's case spells them), the script runs
+  // `<tool> <ids_command> KIND` and offers its lines. Empty: arguments are not completed.
+  std::string ids_command;
+  std::vector<std::pair<std::string, std::string>> argument_ids;  // pattern -> KIND
 };
 
 // What the command line asks for.

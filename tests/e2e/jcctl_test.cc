@@ -173,6 +173,33 @@ TEST_CASE("jcctl runs a job from a YAML file to its end against a real control p
   CHECK(as_yaml.code == 0);
   CHECK_THAT(as_yaml.out, Catch::Contains("status: \"completed\""));
 
+  // Completion knows the server's ids and the files at hand: bash itself, with the script
+  // `jcctl completion bash` prints, completes `jcctl job get <TAB>` to this job.
+  Ran ids = Jcctl(dir, {"ids", "jobs"}, env);
+  CHECK(ids.code == 0);
+  CHECK_THAT(ids.out, Catch::Contains(job + "\n"));
+  CHECK(Jcctl(dir, {"ids", "widgets"}, env).code == 2);
+  Ran script = Jcctl(dir, {"completion", "bash"}, env);
+  REQUIRE(script.code == 0);
+  Write(dir + "/complete.bash", script.out);
+  std::vector<std::string> shell_env = env;
+  shell_env.push_back("PATH=" + std::filesystem::path(JC_JCCTL_BINARY).parent_path().string() + ":" +
+                      std::getenv("PATH"));
+  auto complete = [&](const std::string& words, int cword) {
+    return jc::testing::RunCaptured(
+        dir, {"bash", "-c",
+              "cd " + dir + " && source complete.bash && COMP_WORDS=(" + words + ") && COMP_CWORD=" +
+                  std::to_string(cword) + " && _jcctl && printf '%s\\n' \"${COMPREPLY[@]}\""},
+        shell_env);
+  };
+  Ran job_ids = complete("jcctl job get ''", 3);
+  INFO(job_ids.out + job_ids.err);
+  CHECK_THAT(job_ids.out, Catch::Contains(job));
+  Ran center_ids = complete("jcctl reconcile lo", 2);
+  CHECK_THAT(center_ids.out, Catch::Contains("local"));
+  Ran files = complete("jcctl job submit -f jo", 4);
+  CHECK_THAT(files.out, Catch::Contains("job.yaml"));
+
   // Its history (A7): the one attempt, where and when it ran, for how long, how it ended.
   Ran history = Jcctl(dir, {"job", "history", job}, env);
   INFO(history.out + history.err);

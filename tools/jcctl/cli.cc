@@ -18,7 +18,16 @@ const cli::Tool& Tool() {
       },
       "\nExit codes: 0 done; 1 the server refused or failed (or a watched job failed); 2 bad usage or input;\n"
       "3 the server cannot be reached; 4 not authenticated or not allowed; 5 not found.\n"
-      "Run \"jcctl COMMAND --help\" for a command's flags.\n"};
+      "Run \"jcctl COMMAND --help\" for a command's flags.\n",
+      "ids",
+      {{"\"job get\"|\"job history\"|\"job watch\"|\"job logs\"|\"job stop\"|\"job explain\"", "jobs"},
+       {"\"center get\"|\"center delete\"|\"center update\"|\"center heartbeat\"|\"center usage\"|\"reconcile \"*",
+        "centers"},
+       {"\"spec get\"|\"spec update\"|\"spec delete\"|\"spec price\"", "specs"},
+       {"\"image get\"|\"image update\"|\"image delete\"", "images"},
+       {"\"user get\"|\"user delete\"|\"member set\"|\"member remove\"", "users"},
+       {"\"project get\"|\"project delete\"|\"quota set\"|\"budget set\"", "projects"},
+       {"\"token revoke\"", "tokens"}}};
   return *tool;
 }
 

@@ -2,6 +2,7 @@
 // quotas and budgets, and the federation's centers, specs and images changed or removed,
 // so that nobody is back to curl for the day-to-day (like sacctmgr for Slurm's accounts).
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -224,6 +225,36 @@ std::vector<CommandSpec> OperatorCommands() {
   c.push_back({{"image", "update"}, "IMAGE", "Change the fields of an image the file names", {kFile}, 1, 1,
                UpdateCommand("/openapi/v1/images", "image")});
   c.push_back({{"image", "delete"}, "IMAGE", "Remove an image", {}, 1, 1, DeleteCommand("/openapi/v1/images", "image")});
+
+  // What completion offers for an argument (and scripts may use): the server's ids.
+  c.push_back({{"ids"}, "KIND",
+               "The ids of KIND the server has, one per line (at most 500): jobs, centers, specs, images, users, "
+               "projects, tokens (what shell completion offers)",
+               {}, 1, 1, WithClient([](Context& ctx, Client* client, const Invocation& inv) {
+                 struct Kind {
+                   const char* path;
+                   const char* key;
+                   bool camel;
+                   const char* id;
+                 };
+                 static const std::map<std::string, Kind> kinds = {
+                     {"jobs", {"/openapi/v1/trainjob", "jobs", true, "jobId"}},
+                     {"centers", {"/openapi/v1/centers", "centers", false, "ai_center_id"}},
+                     {"specs", {"/openapi/v1/resourcespecs", "specs", false, "resource_spec_id"}},
+                     {"images", {"/openapi/v1/images", "images", false, "image_id"}},
+                     {"users", {"/openapi/v1/users", "users", false, "name"}},
+                     {"projects", {"/openapi/v1/projects", "projects", false, "name"}},
+                     {"tokens", {"/openapi/v1/tokens", "tokens", false, "token_id"}}};
+                 auto kind = kinds.find(inv.args[0]);
+                 if (kind == kinds.end()) {
+                   return ctx.Fail(absl::InvalidArgumentError(absl::StrCat(
+                       "ids: \"", inv.args[0], "\" is not a kind: jobs, centers, specs, images, users, projects, tokens")));
+                 }
+                 auto items = ListAll(client, kind->second.path, kind->second.key, kind->second.camel, 500);
+                 if (!items.ok()) return ctx.Fail(items.status());
+                 for (const json& item : *items) ctx.out() << item.value(kind->second.id, "") << "\n";
+                 return 0;
+               })});
   return c;
 }
 
