@@ -3,6 +3,7 @@
 #include "common/admin_server.h"
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "services/gateway/route.h"
@@ -25,6 +26,8 @@ std::vector<Route> TrainJobEventRoutes(std::shared_ptr<grpc::Channel> channel);
 // Usage records and reports (issue 31); served by the jobs service's process.
 std::vector<Route> AccountingRoutes(std::shared_ptr<grpc::Channel> channel);
 std::vector<Route> IdentityRoutes(std::shared_ptr<grpc::Channel> channel);
+// The console's charts from Prometheus (/openapi/v1/metrics/history); empty URL: 501.
+std::vector<Route> MetricsHistoryRoutes(std::string prometheus_url);
 // Admits federation admins (and Jointcloud's services, and everyone with authentication
 // off) to the series of /metrics that name projects, asking the identity service who the
 // Authorization header proves.

@@ -346,6 +346,8 @@ absl::Status App::Wiring::MakeGateway(App& app, Env& env) {
     routes.insert(routes.end(), std::make_move_iterator(more.begin()),
                   std::make_move_iterator(more.end()));
   }
+  auto history = gateway::MetricsHistoryRoutes(o.prometheus_url);
+  routes.insert(routes.end(), std::make_move_iterator(history.begin()), std::make_move_iterator(history.end()));
   if (env.tls != nullptr) {
     o.gateway.tls_cert_file = env.tls->files.cert;
     o.gateway.tls_key_file = env.tls->files.key;

@@ -104,6 +104,8 @@ struct AppOptions {
   std::string weight_profiles_file;
   jobs::JobManagerOptions jobs;
   gateway::GatewayOptions gateway;
+  // Where the console's charts read their history (Prometheus's base URL); empty: none.
+  std::string prometheus_url;
   // A process without the gateway still serves /metrics, /healthz and /readyz here
   // (port 0 picks a free one; an empty host turns it off).
   std::string admin_host = "127.0.0.1";

@@ -93,6 +93,9 @@ ABSL_FLAG(int64_t, job_event_retention, 100000,
 ABSL_FLAG(bool, metering, true,
           "write a usage record for each replica attempt that ran, priced at the price in force when it started "
           "(accounting, budgets and settlement read them); false: a federation that bills nothing");
+ABSL_FLAG(std::string, prometheus_url, "",
+          "Prometheus's base URL (http://127.0.0.1:9091): the console's charts read the job and scheduling rates "
+          "from it, so they start full and survive restarts; empty: the console samples /metrics itself");
 ABSL_FLAG(absl::Duration, unsatisfiable_grace, absl::Minutes(10),
           "how long a waiting job that no registered center could run any more (a center left) waits for "
           "one that can before it fails with the reason");
@@ -281,6 +284,7 @@ int main(int argc, char** argv) {
   options.jobs.metering = absl::GetFlag(FLAGS_metering);
   options.jobs.usage_report_grace = absl::GetFlag(FLAGS_usage_report_grace);
   options.jobs.unsatisfiable_grace = absl::GetFlag(FLAGS_unsatisfiable_grace);
+  options.prometheus_url = absl::GetFlag(FLAGS_prometheus_url);
   if (options.jobs.unsatisfiable_grace < absl::ZeroDuration()) return Fail("--unsatisfiable_grace must not be negative");
   if (options.jobs.usage_report_grace <= absl::ZeroDuration()) return Fail("--usage_report_grace must be positive");
   if (options.jobs.events.retention < 1) return Fail("--job_event_retention must be at least 1");

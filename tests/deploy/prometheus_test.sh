@@ -47,13 +47,17 @@ adapter=$(JC_DEMO_METRICS=1 "$root/scripts/demo-center.sh" start "$work/center")
 registry_ca=()
 [[ -s "$work/center/registry-ca/ca.crt" ]] && registry_ca=(--registry_ca_file="$work/center/registry-ca/ca.crt")
 bash "$root/scripts/dev-ca.sh" "$work/tls" jointcloud >/dev/null
-"$build/services/server/jointcloud" --rest_address=127.0.0.1:0 --grpc_address=127.0.0.1:0 --admin_address=127.0.0.1:0 \
-  --data_dir="$work/data" --admin_token_file="$work/admin.token" --monitor_interval=200ms --scheduler_refresh=100ms \
-  --tls_cert="$work/tls/jointcloud.crt" --tls_key="$work/tls/jointcloud.key" --tls_ca="$work/tls/ca.crt" \
-  ${registry_ca[@]+"${registry_ca[@]}"} >"$work/jointcloud.log" 2>&1 &
-server_pid=$!
-rest=$(wait_for_log "$work/jointcloud.log" "rest listening on https://127.0.0.1:")
-for _ in $(seq 1 300); do grep -q "jointcloud ready" "$work/jointcloud.log" && break; sleep 0.1; done
+prom_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+start_server() {  # LOG: the control plane over HTTPS, its console's charts from Prometheus
+  "$build/services/server/jointcloud" --rest_address=127.0.0.1:0 --grpc_address=127.0.0.1:0 --admin_address=127.0.0.1:0 \
+    --data_dir="$work/data" --admin_token_file="$work/admin.token" --monitor_interval=200ms --scheduler_refresh=100ms \
+    --tls_cert="$work/tls/jointcloud.crt" --tls_key="$work/tls/jointcloud.key" --tls_ca="$work/tls/ca.crt" \
+    --prometheus_url="http://127.0.0.1:$prom_port" ${registry_ca[@]+"${registry_ca[@]}"} >"$work/$1" 2>&1 &
+  server_pid=$!
+  rest=$(wait_for_log "$work/$1" "rest listening on https://127.0.0.1:")
+  for _ in $(seq 1 300); do grep -q "jointcloud ready" "$work/$1" && break; sleep 0.1; done
+}
+start_server jointcloud.log
 export CURL_CA_BUNDLE="$work/tls/ca.crt" JC_TOKEN
 JC_TOKEN=$(cat "$work/admin.token")
 "$root/scripts/demo-center.sh" register "https://127.0.0.1:$rest" "$adapter" "$work/center" >/dev/null
@@ -62,7 +66,6 @@ master_port=$(wait_for_log "$work/center/master.log" "metrics on http://127.0.0.
 agent_port=$(wait_for_log "$work/center/agent-node1.log" "metrics on http://127.0.0.1:")
 
 echo "--- Prometheus, with deploy/prometheus.yml's jobs and rules aimed at them"
-prom_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 cat >"$work/prometheus.yml" <<YAML
 global: {scrape_interval: 1s, evaluation_interval: 1s}
 rule_files: [$root/deploy/prometheus/rules.yml]
@@ -131,5 +134,31 @@ wait_query 'jc_adapter_submits_total' "the adapter's submits"
 wait_query 'jc_project_quota{project="scraped", limit="max_running_gpus"} == 2' "the REST port's project series, for the admin token"
 [[ "$(query 'ALERTS{alertname="JointcloudTargetDown"}')" == 0 ]] || { echo "FAIL: a target-down alert is pending or firing"; exit 1; }
 echo "ok: no target-down alert"
+
+echo "--- the console's charts from Prometheus, across a restart of the control plane"
+history() {  # SERIES: the largest value of the series in the last 5 minutes, from the gateway
+  curl -s -H "Authorization: Bearer $JC_TOKEN" "https://127.0.0.1:$rest/openapi/v1/metrics/history?minutes=5" |
+    python3 -c 'import json,sys; d=json.load(sys.stdin)["data"]; print(max([p[1] for s in d["series"] if s["name"]==sys.argv[1] for p in s["points"]] or [0]))' "$1"
+}
+for _ in $(seq 1 60); do python3 -c "import sys; sys.exit(0 if float('$(history jobs_ended)') > 0 else 1)" && break; sleep 0.5; done
+python3 -c "import sys; sys.exit(0 if float('$(history jobs_ended)') > 0 else 1)" ||
+  { echo "FAIL: /openapi/v1/metrics/history has no ended jobs"; exit 1; }
+echo "ok: the gateway answers the job rate from Prometheus"
+kill "$server_pid"; wait "$server_pid" 2>/dev/null || true
+start_server jointcloud-restarted.log
+python3 -c "import sys; sys.exit(0 if float('$(history jobs_ended)') > 0 else 1)" ||
+  { echo "FAIL: after a restart the history is gone"; exit 1; }
+echo "ok: the charts' history survives a restart of the control plane"
+if command -v chromium >/dev/null; then
+  dom=$(cd "$work" && timeout 60 chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage --no-first-run \
+    --user-data-dir="$work/chromium" --ignore-certificate-errors --virtual-time-budget=5000 --dump-dom \
+    "https://127.0.0.1:$rest/ui/#/charts?token=$JC_TOKEN" 2>/dev/null || true)
+  grep -q 'id="chart-source"' <<<"$dom" || { echo "FAIL: the console's charts are not from Prometheus"; exit 1; }
+  grep -q "Jobs ended per second" <<<"$dom" || { echo "FAIL: the console shows no job-rate chart"; exit 1; }
+  echo "ok: the console's charts read Prometheus"
+fi
+bad=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $JC_TOKEN" \
+  "https://127.0.0.1:$rest/openapi/v1/metrics/history?minutes=0")
+[[ "$bad" == 400 ]] || { echo "FAIL: minutes=0 answered $bad, not 400"; exit 1; }
 failed=0
 echo "prometheus: all checks passed"

@@ -339,6 +339,29 @@ function lineChart(points, label, unit) {
 }
 
 async function chartsPage() {
+  // With Prometheus behind the gateway (--prometheus_url) the charts are its last 30 minutes:
+  // full from the start and across restarts; otherwise sampled here from /metrics.
+  const fromPrometheus = async () => {
+    const h = await api("/openapi/v1/metrics/history?minutes=30");
+    const series = {};
+    for (const s of h.series || []) series[s.name] = (s.points || []).map(([t, v]) => ({ t, v }));
+    const last = (name) => { const p = series[name] || []; return p.length ? p[p.length - 1].v : 0; };
+    if (!document.getElementById("charts")) return;
+    document.getElementById("charts").innerHTML = `<p class="muted" id="chart-source">From Prometheus (${esc(h.source)}), the last 30 minutes</p>
+      <div class="stats">
+      <div class="stat" id="stat-scheduled"><b>${last("jobs_scheduled").toFixed(2)}/s</b>jobs scheduled</div>
+      <div class="stat" id="stat-ended"><b>${last("jobs_ended").toFixed(2)}/s</b>jobs ended</div>
+      <div class="stat" id="stat-latency"><b>${last("scheduling_ms").toFixed(2)} ms</b>mean scheduling time</div></div>
+      <div class="grid"><div class="card">${lineChart(series.jobs_scheduled || [], "Throughput: jobs scheduled per second", "jobs/s")}</div>
+      <div class="card">${lineChart(series.jobs_ended || [], "Jobs ended per second", "jobs/s")}</div>
+      <div class="card">${lineChart(series.scheduling_ms || [], "Scheduling time per job (mean over 1 min)", "ms")}</div></div>`;
+  };
+  view.innerHTML = '<h2>Throughput and scheduling time</h2><div id="charts"></div>';
+  try {
+    await fromPrometheus();
+    timers.push(setInterval(() => fromPrometheus().catch(() => {}), 5000));
+    return;
+  } catch (e) { /* no Prometheus configured or reachable: sample /metrics */ }
   const draw = async () => {
     const text = await (await fetch("/metrics")).text();
     samples.push(parseMetrics(text));
@@ -362,7 +385,6 @@ async function chartsPage() {
       <div class="card">${lineChart(ended, "Jobs ended per second", "jobs/s")}</div>
       <div class="card">${lineChart(latency, "Scheduling time per job (mean over 2 s)", "ms")}</div></div>`;
   };
-  view.innerHTML = '<h2>Throughput and scheduling time</h2><div id="charts"></div>';
   await draw();
   timers.push(setInterval(() => draw().catch(() => {}), 2000));
 }
