@@ -2,6 +2,8 @@
 
 #include "common/status_macros.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 #include <spdlog/spdlog.h>
 
 #include <sys/stat.h>
@@ -199,14 +201,49 @@ std::string Scheduler::NeverLocked(std::vector<PlacementRequest> requests, bool 
   return reason;
 }
 
+namespace {
+
+// What of a job its placement depends on (not its name, command or retry policy), as bytes:
+// jobs of one shape could run anywhere alike, so NeverRuns answers them once per refresh.
+std::string ShapeOf(const v1::CreateTrainJobRequest& job) {
+  v1::CreateTrainJobRequest shape = job;
+  shape.clear_name();
+  shape.clear_desc();
+  shape.clear_created_user();
+  shape.clear_idempotency_key();
+  shape.clear_retry_policy();
+  shape.clear_status_policy();
+  for (auto& task : *shape.mutable_tasks()) {
+    task.clear_name();
+    task.clear_command();
+  }
+  std::string out;
+  google::protobuf::io::StringOutputStream stream(&out);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);  // the weights map in one order
+  shape.SerializeToCodedStream(&coded);
+  coded.Trim();
+  return out;
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> Scheduler::NeverRuns(const v1::CreateTrainJobRequest& job) {
   std::map<std::string, double> overrides(job.scheduling().weights().begin(), job.scheduling().weights().end());
+  const std::string shape = ShapeOf(job);
   auto check = [&]() -> absl::StatusOr<std::string> {
     std::lock_guard<std::mutex> lock(mu_);
+    if (auto known = never_by_shape_.find(shape);
+        known != never_by_shape_.end() && known->second.first == ideal_generation_ && ideal_generation_ != 0) {
+      return known->second.second;
+    }
     JC_ASSIGN_OR_RETURN(Resolved weights, Resolve(job.scheduling().weight_profile(), overrides));
     if (!last_refresh_.ok() && inputs_.centers.empty()) return last_refresh_;
     JC_ASSIGN_OR_RETURN(std::vector<PlacementRequest> requests, RequestsForJob("", job, inputs_, clock_->Now()));
-    return NeverLocked(std::move(requests), job.scheduling().gang(), weights);
+    std::string never = NeverLocked(std::move(requests), job.scheduling().gang(), weights);
+    if (never_by_shape_.size() > 10000) never_by_shape_.clear();
+    never_by_shape_[shape] = {ideal_generation_, never};
+    return never;
   };
   JC_ASSIGN_OR_RETURN(std::string never, check());
   if (never.empty()) return never;

@@ -204,6 +204,9 @@ class Scheduler {
     std::string reason;
   };
   std::unordered_map<std::string, NeverMemo> never_memo_;
+  // NeverRuns' answers by job shape (ShapeOf) for one refresh: a stream of alike submits
+  // places on the ideal view once, not once each.
+  std::unordered_map<std::string, std::pair<uint64_t, std::string>> never_by_shape_;
   WeightProfiles profiles_;          // under mu_
   std::string profiles_file_stamp_;  // mtime and size of the file last loaded
   absl::Status last_refresh_ = absl::UnavailableError("the scheduler has not read its inputs yet");
