@@ -4,6 +4,7 @@
 // they start empty and reset). Fixed queries only: no caller's PromQL reaches Prometheus,
 // and no series that names a project.
 
+#include <google/protobuf/empty.pb.h>
 #include <httplib.h>
 
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "jointcloud/v1/identity.grpc.pb.h"
 #include "services/gateway/rest_call.h"
 #include "services/gateway/routes.h"
 
@@ -67,7 +69,8 @@ absl::StatusOr<json> RangeQuery(const std::string& url, const char* promql, absl
 
 }  // namespace
 
-std::vector<Route> MetricsHistoryRoutes(std::string prometheus_url) {
+std::vector<Route> MetricsHistoryRoutes(std::string prometheus_url, std::shared_ptr<grpc::Channel> identity) {
+  std::shared_ptr<::jointcloud::v1::IdentityService::Stub> who = ::jointcloud::v1::IdentityService::NewStub(identity);
   std::vector<Route> routes;
   routes.push_back(
       {"GET", "/openapi/v1/metrics/history", "monitor",
@@ -76,7 +79,15 @@ std::vector<Route> MetricsHistoryRoutes(std::string prometheus_url) {
        "without --prometheus_url",
        nullptr, nullptr, JsonNames::kSnakeCase,
        {{"minutes", "integer", "how far back (default 30, at most 1440)"}},
-       [prometheus_url](const httplib::Request& r, const std::vector<std::string>&) {
+       [prometheus_url, who](const httplib::Request& r, const std::vector<std::string>&) {
+         // Anyone the federation knows may read the rates (as the console's /metrics); a
+         // caller who proves no one is refused here, as by every service's edge.
+         grpc::ClientContext ctx;
+         PrepareContext(&ctx);
+         ::jointcloud::v1::Caller caller;
+         if (grpc::Status s = who->WhoAmI(&ctx, google::protobuf::Empty(), &caller); !s.ok()) {
+           return RestResult{FromGrpcStatus(s), ""};
+         }
          if (prometheus_url.empty()) {
            return RestResult{absl::UnimplementedError("this gateway reads no Prometheus (--prometheus_url)"), ""};
          }

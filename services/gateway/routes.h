@@ -27,7 +27,8 @@ std::vector<Route> TrainJobEventRoutes(std::shared_ptr<grpc::Channel> channel);
 std::vector<Route> AccountingRoutes(std::shared_ptr<grpc::Channel> channel);
 std::vector<Route> IdentityRoutes(std::shared_ptr<grpc::Channel> channel);
 // The console's charts from Prometheus (/openapi/v1/metrics/history); empty URL: 501.
-std::vector<Route> MetricsHistoryRoutes(std::string prometheus_url);
+// Callers are authenticated through the identity service at `identity`.
+std::vector<Route> MetricsHistoryRoutes(std::string prometheus_url, std::shared_ptr<grpc::Channel> identity);
 // Admits federation admins (and Jointcloud's services, and everyone with authentication
 // off) to the series of /metrics that name projects, asking the identity service who the
 // Authorization header proves.

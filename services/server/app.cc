@@ -319,6 +319,7 @@ absl::Status App::Wiring::MakeGateway(App& app, Env& env) {
   // Each route group calls its service here when it runs here, else where the flags say.
   std::vector<gateway::Route> routes;
   std::vector<std::string> remote;
+  std::shared_ptr<grpc::Channel> identity_channel;
   const std::tuple<const char*, const std::string*, std::vector<gateway::Route> (*)(
                                                         std::shared_ptr<grpc::Channel>)>
       groups[] = {{"identity", &o.identity_address, gateway::IdentityRoutes},
@@ -341,12 +342,15 @@ absl::Status App::Wiring::MakeGateway(App& app, Env& env) {
       channel = grpc::CreateChannel(target, auth::ChannelCredentials(env.tls.get()));
       app.upstreams_.push_back({target, channel});
     }
-    if (std::string(name) == "identity") o.gateway.sees_tenants = gateway::AdminMetricsReader(channel);
+    if (std::string(name) == "identity") {
+      o.gateway.sees_tenants = gateway::AdminMetricsReader(channel);
+      identity_channel = channel;
+    }
     auto more = make(channel);
     routes.insert(routes.end(), std::make_move_iterator(more.begin()),
                   std::make_move_iterator(more.end()));
   }
-  auto history = gateway::MetricsHistoryRoutes(o.prometheus_url);
+  auto history = gateway::MetricsHistoryRoutes(o.prometheus_url, identity_channel);
   routes.insert(routes.end(), std::make_move_iterator(history.begin()), std::make_move_iterator(history.end()));
   if (env.tls != nullptr) {
     o.gateway.tls_cert_file = env.tls->files.cert;
