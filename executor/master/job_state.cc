@@ -359,6 +359,66 @@ Effects Resumed(Tracked& t, const At& at) {
   return fx;
 }
 
+namespace {
+int HeldSlots(const pb::Job& job) {
+  int held = 0;
+  for (const pb::Task& task : job.tasks()) held += Held(task) ? task.slots() : 0;
+  return held;
+}
+}  // namespace
+
+Effects Grew(Tracked& t, pb::Task allocation, const At& at) {
+  pb::Job& job = t.job;
+  const int held = HeldSlots(job);
+  allocation.set_index(job.tasks_size());
+  allocation.set_state(pb::TASK_RUNNING);
+  allocation.set_grown(true);
+  job.add_history(absl::StrCat(at.Stamp(), " grew by ", allocation.slots(), " slot(s) on ", allocation.host(),
+                               " (elastic: ", held + allocation.slots(), " of at most ", job.spec().max_slots(), ")"));
+  job.add_resize_events(absl::StrCat("grow ", allocation.host(), " ", allocation.slots()));
+  *job.add_tasks() = std::move(allocation);
+  Effects fx;
+  fx.write = true;
+  return fx;
+}
+
+absl::StatusOr<Effects> Shrunk(Tracked& t, const std::string& host, int slots, int64_t for_job, const At& at) {
+  pb::Job& job = t.job;
+  const int held = HeldSlots(job);
+  // The scheduler gives back the newest growth first: the last allocation still held.
+  pb::Task* given = nullptr;
+  for (int i = job.tasks_size() - 1; i >= 0 && given == nullptr; --i) {
+    pb::Task* task = job.mutable_tasks(i);
+    if (task->grown() && Held(*task)) given = task;
+  }
+  if (given == nullptr || given->host() != host || given->slots() < slots) {
+    return absl::InternalError(absl::StrCat("its newest growth is not ", slots, " slot(s) on ", host));
+  }
+  // All of it, or part of its slots (the waiting job left the rest free).
+  if (given->slots() == slots) {
+    given->set_state(pb::TASK_EXITED);
+  } else {
+    given->set_slots(given->slots() - slots);
+  }
+  job.add_history(absl::StrCat(at.Stamp(), " gave back ", slots, " slot(s) on ", host, " to job ", for_job,
+                               " (elastic: ", held - slots, " left)"));
+  job.add_resize_events(absl::StrCat("shrink ", host, " ", slots));
+  Effects fx;
+  fx.write = true;
+  // Its remote tasks there end once the job holds nothing more on that host.
+  const bool still_there =
+      std::any_of(job.tasks().begin(), job.tasks().end(), [&](const pb::Task& a) { return Held(a) && a.host() == host; });
+  if (!still_there) {
+    for (const pb::Task& task : job.tasks()) {
+      if (!task.remote() || task.host() != host || task.state() == pb::TASK_EXITED || task.state() == pb::TASK_LOST) {
+        continue;
+      }
+      fx.kill_tasks.push_back(task.index());
+    }
+  }
+  return fx;
+}
+
 Effects PreemptedForRequeue(Tracked& victim, int64_t preemptor, const std::string& reason, absl::Duration grace,
                             const At& at) {
   pb::Job& job = victim.job;

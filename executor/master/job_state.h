@@ -9,8 +9,8 @@
 // then the launch (through the per-agent outbox) and the signals to its tasks. Time comes
 // in as an argument, so a sequence of events always gives the same states and effects:
 // the golden files in tests/unit/executor/data/job_state/ (job_state_golden_test.cc) and
-// the decision tables in job_state_test.cc. Elastic growth and shrinking stay in
-// master_elastic.cc.
+// the decision tables in job_state_test.cc. Elastic growth and shrinking too (Grew,
+// Shrunk); master_elastic.cc only carries them out.
 
 #include <optional>
 #include <string>
@@ -68,6 +68,8 @@ struct Effects {
   double cpu_seconds = 0;  // CPU time the job's tasks used since their last report (fair share)
   // Resize events task 0's event file misses, for the heartbeat's answer (elastic jobs).
   std::optional<::nexec::v1::SignalRequest> notify;
+  // Elastic: remote tasks (by index) to end, on a host the job no longer holds anything of.
+  std::vector<int> kill_tasks;
 };
 
 // ---- decisions (pure functions of facts) ----
@@ -137,6 +139,13 @@ absl::StatusOr<Effects> AskSuspend(Tracked& t, const std::string& system_reason,
 Effects Suspended(Tracked& t, const std::string& system_reason, const At& at);
 absl::Status AskResume(const Tracked& t, bool by_system);
 Effects Resumed(Tracked& t, const At& at);
+
+// Elastic jobs (SPEC B4): a cycle grew the job by `allocation` (a task entry for a host and
+// its slots), or it gives back `slots` on `host` to job `for_job` — its newest growth first
+// (an error, changing nothing, when that is not what it holds). Either adds the history line
+// and the resize event its task 0 is told of through its event file.
+Effects Grew(Tracked& t, ::nexec::v1::Task allocation, const At& at);
+absl::StatusOr<Effects> Shrunk(Tracked& t, const std::string& host, int slots, int64_t for_job, const At& at);
 
 // Preemption: the victim is suspended (AskSuspend with the reason) or requeued: SIGTERM now,
 // SIGKILL (AskRequeue) once the queue's grace is over.

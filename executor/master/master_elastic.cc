@@ -1,6 +1,7 @@
 // Elastic jobs (SPEC B4) in the master: what a scheduling cycle grew or shrank goes into
-// the jobs' records (stored with the cycle's other decisions), then to the jobs through
-// their event files, and what a job gave back is cleared of its remote tasks.
+// the jobs' records (job_state's Grew and Shrunk; stored with the cycle's other decisions),
+// then to the jobs through their event files, and what a job gave back is cleared of its
+// remote tasks.
 //
 // The event file is the job's interface, as LSF's resize notification is: one line per
 // change, "grow HOST SLOTS" or "shrink HOST SLOTS". The record keeps every line; the agent
@@ -23,53 +24,27 @@ void Master::ApplyResizesLocked(const std::vector<Resize>& resizes, std::vector<
       LogInconsistency(r.job_id, "resize", absl::NotFoundError("the master has no such job"));
       continue;
     }
-    pb::Job& job = it->second.job;
+    JobRecord& rec = it->second;
     const HostAllocation& a = r.allocation;
-    int held = 0;
-    for (const pb::Task& t : job.tasks()) held += HeldAllocation(t) ? t.slots() : 0;
+    job_state::Effects fx;
     if (r.grow) {
-      pb::Task* t = job.add_tasks();
-      t->set_index(job.tasks_size() - 1);
-      DescribeAllocation(a, t);
-      t->set_state(pb::TASK_RUNNING);
-      t->set_grown(true);
-      job.add_history(absl::StrCat(Stamp(), " grew by ", a.slots, " slot(s) on ", a.host, " (elastic: ", held + a.slots,
-                                   " of at most ", job.spec().max_slots(), ")"));
-      job.add_resize_events(absl::StrCat("grow ", a.host, " ", a.slots));
+      pb::Task allocation;
+      DescribeAllocation(a, &allocation);
+      fx = job_state::Grew(rec, std::move(allocation), Now());
     } else {
-      // The scheduler gives back the newest growth first: the last allocation still held.
-      pb::Task* given = nullptr;
-      for (int i = job.tasks_size() - 1; i >= 0 && given == nullptr; --i) {
-        pb::Task* t = job.mutable_tasks(i);
-        if (t->grown() && HeldAllocation(*t)) given = t;
-      }
-      if (given == nullptr || given->host() != a.host || given->slots() < a.slots) {
-        LogInconsistency(r.job_id, "shrink",
-                         absl::InternalError(absl::StrCat("its newest growth is not ", a.slots, " slot(s) on ", a.host)));
+      auto shrunk = job_state::Shrunk(rec, a.host, a.slots, r.for_job, Now());
+      if (!shrunk.ok()) {
+        LogInconsistency(r.job_id, "shrink", shrunk.status());
         continue;
       }
-      // All of it, or part of its slots (the waiting job left the rest free).
-      if (given->slots() == a.slots) {
-        given->set_state(pb::TASK_EXITED);
-      } else {
-        given->set_slots(given->slots() - a.slots);
-      }
-      job.add_history(absl::StrCat(Stamp(), " gave back ", a.slots, " slot(s) on ", a.host, " to job ", r.for_job,
-                                   " (elastic: ", held - a.slots, " left)"));
-      job.add_resize_events(absl::StrCat("shrink ", a.host, " ", a.slots));
-      // Its remote tasks there end once the job holds nothing more on that host.
-      bool still_there = false;
-      for (const pb::Task& t : job.tasks()) still_there |= HeldAllocation(t) && t.host() == a.host;
-      if (!still_there) {
-        for (const pb::Task& t : job.tasks()) {
-          if (!t.remote() || t.host() != a.host || t.state() == pb::TASK_EXITED || t.state() == pb::TASK_LOST) continue;
-          AgentCall kill{AddressOf(a.host), {}};
-          kill.request.set_job_id(job.id());
-          kill.request.set_task_index(t.index());
-          kill.request.set_action(pb::SignalRequest::KILL);
-          calls->push_back(std::move(kill));
-        }
-      }
+      fx = std::move(*shrunk);
+    }
+    for (int index : fx.kill_tasks) {
+      AgentCall kill{AddressOf(a.host), {}};
+      kill.request.set_job_id(rec.job.id());
+      kill.request.set_task_index(index);
+      kill.request.set_action(pb::SignalRequest::KILL);
+      calls->push_back(std::move(kill));
     }
     if (metrics_) metrics_->CountResize(it->second.request.queue, r.grow);
     if (std::find(touched.begin(), touched.end(), r.job_id) == touched.end()) touched.push_back(r.job_id);

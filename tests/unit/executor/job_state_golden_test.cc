@@ -63,6 +63,7 @@ std::string Summary(const Tracked& t, const Effects& fx) {
   if (fx.kill_report) effects.push_back("kill the reported task");
   if (fx.cpu_seconds > 0) effects.push_back(absl::StrCat("fair share +", fx.cpu_seconds, " cpu s"));
   if (fx.notify) effects.push_back(absl::StrCat("notify ", fx.notify->events_size(), " event(s)"));
+  for (int index : fx.kill_tasks) effects.push_back(absl::StrCat("kill t", index));
   std::string line = absl::StrCat(pb::JobState_Name(t.job.state()), " a", t.job.attempt(), " | ",
                                   tasks.empty() ? "-" : absl::StrJoin(tasks, " "), " | ",
                                   effects.empty() ? "-" : absl::StrJoin(effects, ", "));
@@ -136,6 +137,15 @@ std::string Feed(Tracked& t, const json& e, const At& at) {
   } else if (kind == "setup_resize_event") {
     t.job.add_resize_events(e.value("text", "grow node3 2"));  // what master_elastic.cc records
     return Summary(t, fx);
+  } else if (kind == "grow") {
+    pb::Task allocation;
+    allocation.set_host(e.value("host", "node3"));
+    allocation.set_slots(e.value("slots", 2));
+    fx = Grew(t, std::move(allocation), at);
+  } else if (kind == "shrink") {
+    auto shrunk = Shrunk(t, e.value("host", "node3"), e.value("slots", 2), e.value("for_job", 12), at);
+    if (!shrunk.ok()) return ErrorLine(shrunk.status());
+    fx = *shrunk;
   } else if (kind == "requeue_refused") {
     RequeueRefused(t);
   } else if (kind == "rerun") {
