@@ -157,7 +157,11 @@ absl::Status Master::CheckHosts() {
     for (auto& [name, host] : hosts_) {
       if (!host.available || now - host.last_seen < options_.host_timeout) continue;
       host.available = false;
-      scheduler_.SetHostState(name, HostState::kUnavailable).IgnoreError();
+      // In memory only (the host's silence is not stored): a refusal means the scheduler's
+      // model and the host book disagree, a defect to see, not a state to act on.
+      if (absl::Status s = scheduler_.SetHostState(name, HostState::kUnavailable); !s.ok()) {
+        spdlog::error("nexec host {}: the scheduler refused to mark it unavailable: {}", name, s.ToString());
+      }
       spdlog::warn("nexec host {} is unavailable: no heartbeat for {}", name,
                    absl::FormatDuration(now - host.last_seen));
       for (int64_t id : std::vector<int64_t>(active_.begin(), active_.end())) {
