@@ -789,6 +789,15 @@ absl::Status TaskRunner::Kill(const std::string& key) {
   return s;
 }
 
+namespace {
+
+// Held by nothing but the runner's own lists. Every copy of a task's cgroup is taken under
+// the runner's lock from cgroups_, and this is asked under it once the task is no longer
+// there: one owner now means none can appear.
+bool Unshared(const std::shared_ptr<TaskCgroup>& cgroup) { return cgroup.use_count() == 1; }
+
+}  // namespace
+
 std::vector<TaskExit> TaskRunner::Reap() {
   std::vector<TaskExit> out;
   std::vector<Input> ended_inputs;  // closed after the lock: a terminal's copier drains first
@@ -797,7 +806,7 @@ std::vector<TaskExit> TaskRunner::Reap() {
   };
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = draining_cgroups_.begin(); it != draining_cgroups_.end();) {
-    if ((*it)->KillAll(/*attempts=*/1).ok()) {
+    if (Unshared(*it) && (*it)->KillAll(/*attempts=*/1).ok()) {
       idle_cgroups_.push_back(std::move(*it));
       it = draining_cgroups_.erase(it);
     } else {
@@ -841,8 +850,10 @@ std::vector<TaskExit> TaskRunner::Reap() {
                                              " exceeded (OOM)");
         }
         // What is left of the task goes too, wherever it went; emptied, the cgroup serves
-        // the next task (looked at again on the next Reaps until it is).
-        if (cg->second->KillAll(/*attempts=*/1).ok()) {
+        // the next task (looked at again on the next Reaps until it is). Not while a kill,
+        // a signal or a usage read of this task still holds it: a kill emptying it would go
+        // on to kill the next task put in it.
+        if (Unshared(cg->second) && cg->second->KillAll(/*attempts=*/1).ok()) {
           idle_cgroups_.push_back(cg->second);
         } else {
           draining_cgroups_.push_back(cg->second);

@@ -2641,7 +2641,9 @@ TEST_CASE("an elastic job grows onto free slots, is told through its event file,
 
   // A two-slot job: the newest growth (node2's) goes back; the remote task there ends.
   int64_t waiting = c.Submit({"-n", "2", "--", "sleep 300"});
-  REQUIRE(c.WaitState(waiting, "RUNNING"));
+  const bool started = c.WaitState(waiting, "RUNNING");
+  INFO("waiting: " << c.Job(waiting).dump() << "\nelastic: " << c.Job(elastic).dump() << "\n" << c.MasterLog() << "\nnode2:\n" << c.agent("node2").Log());
+  REQUIRE(started);
   json taken = c.Job(waiting);
   REQUIRE(taken["tasks"].size() == 1);
   CHECK(taken["tasks"][0]["host"] == "node2");

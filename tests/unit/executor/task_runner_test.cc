@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "executor/agent/task_runner.h"
@@ -288,4 +289,45 @@ TEST_CASE("a terminal task runs in its own session on a pseudo-terminal of the g
   CHECK(absl::StrContains(out, "/dev/pts/"));
   CHECK(absl::StrContains(out, "40 120"));
   CHECK(absl::StrContains(out, "got=hi"));
+}
+
+TEST_CASE("a kill still emptying a task's cgroup never reaches the next task that cgroup serves", "[B6][B11]") {
+  // Ended tasks' cgroups serve the next tasks. A kill sent as a task ends keeps signalling
+  // what is in the cgroup until it is empty; if the task is reaped meanwhile and its cgroup
+  // handed to a new task, that kill must not end the new one (seen: an elastic job giving a
+  // host back killed the job the host went to).
+  auto layout = jc::nexec::CgroupLayout::Discover();
+  if (!layout.ok()) {
+    WARN("no cgroup hierarchy here (" << layout.status().ToString() << "): nothing to test");
+    return;
+  }
+  const std::string mine = "/nexec/runner-test." + std::to_string(getpid());
+  for (auto& [controller, dir] : layout->dirs) dir += mine;
+  std::vector<std::string> made;
+  for (const auto& [controller, dir] : layout->dirs) made.push_back(dir);
+  {
+    TaskRunner runner;
+    runner.ContainIn(*layout);
+    int hit = 0;
+    for (int i = 0; i < 40; ++i) {
+      TaskLaunch first{"1." + std::to_string(i) + ".0", "exec sleep 300"};
+      REQUIRE(runner.Launch(first).ok());
+      std::thread kill([&] { CHECK(runner.Kill(first.key).ok()); });
+      // Reaped the moment it is gone, and its cgroup given to the next task at once.
+      bool reaped = false;
+      for (auto deadline = absl::Now() + absl::Seconds(10); !reaped && absl::Now() < deadline;) {
+        for (const auto& e : runner.Reap()) reaped |= e.key == first.key;
+      }
+      REQUIRE(reaped);
+      TaskLaunch next{"2." + std::to_string(i) + ".0", "exec sleep 300"};
+      auto pid = runner.Launch(next);
+      REQUIRE(pid.ok());
+      kill.join();
+      if (Gone(*pid)) ++hit;
+      REQUIRE(runner.Kill(next.key).ok());
+      WaitExit(runner, next.key);
+    }
+    CHECK(hit == 0);
+  }
+  for (const std::string& dir : made) rmdir(dir.c_str());  // cgroupfs: rmdir, not unlink; the runner removed its own
 }
