@@ -71,33 +71,6 @@ bool Send(pb::Master::Stub* stub, const ContextFactory& ctx, int64_t job_id, con
   }
 }
 
-// Follows one of task 0's outputs to `fd` until the job ends.
-void Follow(pb::Master::Stub* stub, const ContextFactory& ctx, int64_t job_id, bool stderr_out, int fd) {
-  pb::ReadLogRequest req;
-  req.set_job_id(job_id);
-  req.set_stderr(stderr_out);
-  req.set_follow(true);
-  int64_t offset = 0;
-  for (int attempt = 0; attempt < 50; ++attempt) {
-    req.set_offset(offset);
-    auto c = ctx("ReadLog", req);
-    c->set_deadline(std::chrono::system_clock::time_point::max());
-    auto reader = stub->ReadLog(c.get(), req);
-    pb::LogChunk chunk;
-    while (reader->Read(&chunk)) {
-      const std::string& d = chunk.data();
-      for (size_t done = 0; done < d.size();) {
-        ssize_t n = write(fd, d.data() + done, d.size() - done);
-        if (n <= 0) break;
-        done += static_cast<size_t>(n);
-      }
-      offset = chunk.offset() + static_cast<int64_t>(d.size());
-    }
-    if (reader->Finish().ok()) return;  // the job ended and everything was read
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the master restarted: go on from offset
-  }
-}
-
 }  // namespace
 
 int RunInteractive(pb::Master::Stub* stub, const ContextFactory& ctx, int64_t job_id, bool tty) {
@@ -163,15 +136,25 @@ int RunInteractive(pb::Master::Stub* stub, const ContextFactory& ctx, int64_t jo
     }
   }).detach();
 
+  // Each of task 0's outputs, followed until the job ends (across a master restart).
+  auto follow = [&](bool stderr_out, int fd) {
+    pb::ReadLogRequest req;
+    req.set_job_id(job_id);
+    req.set_stderr(stderr_out);
+    req.set_follow(true);
+    FollowOptions keep_on;
+    keep_on.reconnects = 50;
+    FollowLog(stub, ctx, req, fd, keep_on).IgnoreError();  // the exit code below says how it ended
+  };
   std::atomic<int> followers{tty ? 1 : 2};
   std::thread out([&] {
-    Follow(stub, ctx, job_id, false, 1);
+    follow(false, 1);
     followers.fetch_sub(1);
   });
   std::thread err;
   if (!tty) {
     err = std::thread([&] {
-      Follow(stub, ctx, job_id, true, 2);
+      follow(true, 2);
       followers.fetch_sub(1);
     });
   }

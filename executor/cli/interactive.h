@@ -12,13 +12,10 @@
 #include <memory>
 
 #include "absl/strings/string_view.h"
+#include "executor/cli/follow_log.h"
 #include "nexec/v1/nexec.grpc.pb.h"
 
 namespace jc::nexec {
-
-// Makes a signed client context for one call (method name, request).
-using ContextFactory =
-    std::function<std::unique_ptr<grpc::ClientContext>(absl::string_view, const google::protobuf::Message&)>;
 
 // Runs the session of job `job_id`. With `tty` the job runs on a pseudo-terminal: when
 // stdin is a terminal it goes raw, so keys (^C included) reach the job's terminal as

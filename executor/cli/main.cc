@@ -37,6 +37,8 @@
 namespace pb = ::nexec::v1;
 using jc::cli::FlagSpec;
 using jc::cli::Invocation;
+using jc::nexec::FollowLog;
+using jc::nexec::FollowOptions;
 
 namespace {
 
@@ -657,13 +659,13 @@ int Logs(Cli& cli, const Invocation& in) {
     req.set_task_index(task);
   }
   req.set_job_id(id);
-  auto c = ctx("ReadLog", req);
-  c->set_deadline(std::chrono::system_clock::time_point::max());  // -f follows until the job ends
-  auto reader = stub->ReadLog(c.get(), req);
-  pb::LogChunk chunk;
-  while (reader->Read(&chunk)) std::cout << chunk.data() << std::flush;
-  grpc::Status st = reader->Finish();
-  if (!st.ok()) return Fail(st);
+  // -f follows until the job ends, across a restart of the master (as tail -F would).
+  FollowOptions options;
+  if (req.follow()) options.reconnects = 50;
+  std::cout << std::flush;
+  if (absl::Status s = FollowLog(stub.get(), ctx, req, STDOUT_FILENO, options); !s.ok()) {
+    return Fail(std::string(s.message()));
+  }
   return 0;
   }
 

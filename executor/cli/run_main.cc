@@ -30,6 +30,7 @@
 #include "absl/strings/str_split.h"
 #include "executor/auth/munge_auth.h"
 #include "executor/cli/environment.h"
+#include "executor/cli/follow_log.h"
 #include "nexec/v1/nexec.grpc.pb.h"
 #include "common/version.h"
 
@@ -190,31 +191,18 @@ int main(int argc, char** argv) {
   });
   signals.detach();
 
-  // Each task's stdout and stderr, followed until it ends.
+  // Each task's stdout and stderr, followed until it ends (across a master restart).
   auto follow = [&](int task_index, bool stderr) {
     pb::ReadLogRequest r;
     r.set_job_id(job_id);
     r.set_task_index(task_index);
     r.set_stderr(stderr);
     r.set_follow(true);
-    int64_t offset = 0;
-    for (int tries = 0; tries < 50; ++tries) {
-      r.set_offset(offset);
-      auto c = call("ReadLog", r, true);
-      auto reader = stub->ReadLog(c.get(), r);
-      pb::LogChunk chunk;
-      while (reader->Read(&chunk)) {
-        const std::string& data = chunk.data();
-        for (size_t done = 0; done < data.size();) {
-          ssize_t n = write(stderr ? STDERR_FILENO : STDOUT_FILENO, data.data() + done, data.size() - done);
-          if (n <= 0) break;
-          done += static_cast<size_t>(n);
-        }
-        offset = chunk.offset() + static_cast<int64_t>(data.size());
-      }
-      if (reader->Finish().ok()) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the master restarting: go on from offset
-    }
+    jc::nexec::FollowOptions keep_on;
+    keep_on.reconnects = 50;
+    auto ctx = [&](absl::string_view method, const google::protobuf::Message& request) { return call(method, request); };
+    // How the tasks ended is asked below; a stream given up on shows as missing output.
+    jc::nexec::FollowLog(stub.get(), ctx, r, stderr ? STDERR_FILENO : STDOUT_FILENO, keep_on).IgnoreError();
   };
   std::vector<std::thread> followers;
   for (const pb::Task& task : tasks) {

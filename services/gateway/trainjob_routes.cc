@@ -84,16 +84,25 @@ std::vector<Route> TrainJobRoutes(std::shared_ptr<grpc::Channel> channel) {
        }});
   routes.push_back(
       {"GET", base + "/{jobId}/task/{taskIndex}/replica/{replicaIndex}/log/content", "trainjob",
-       "The replica's log itself (text/plain): what logUrl points at", nullptr, nullptr, kCamel, {},
-       [stub](const httplib::Request&, const std::vector<std::string>& p) {
+       "The replica's log itself (text/plain): what logUrl points at; ?offset=N from byte N on (what a "
+       "follower has not seen yet)",
+       nullptr, nullptr, kCamel, {},
+       [stub](const httplib::Request& http, const std::vector<std::string>& p) {
          v1::ReadReplicaLogRequest req;
          req.set_job_id(p[0]);
          int32_t task = 0, replica = 0;
          absl::Status s = PathIndex(p[1], "taskIndex", &task);
          if (s.ok()) s = PathIndex(p[2], "replicaIndex", &replica);
+         int64_t offset = 0;
+         if (s.ok() && http.has_param("offset") &&
+             (!absl::SimpleAtoi(http.get_param_value("offset"), &offset) || offset < 0)) {
+           s = absl::InvalidArgumentError(
+               absl::StrCat("offset: \"", http.get_param_value("offset"), "\" is not a byte offset (0 or more)"));
+         }
          if (!s.ok()) return RestResult{s, ""};
          req.set_task_index(task);
          req.set_replica_index(replica);
+         req.set_offset(offset);
          grpc::ClientContext ctx;
          PrepareContext(&ctx);
          auto reader = stub->ReadReplicaLog(&ctx, req);

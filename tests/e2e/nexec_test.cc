@@ -2918,3 +2918,26 @@ TEST_CASE("an agent ends the processes of a task its predecessor started but die
   CHECK(kill(namesake_pid, 0) == 0);
   CHECK(ProcState(namesake_pid) != 'Z');
 }
+
+TEST_CASE("nexec logs -f follows a job's output across a crash of the master, shows every line once, and ends with "
+          "the job",
+          "[B11][C7]") {
+  Cluster c("follow");
+  c.AddAgent("node1", "cpus=1,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  const std::string go = c.path("go");
+  int64_t id = c.Submit({"--", "echo before; until [ -e " + go + " ]; do sleep 0.1; done; echo after"});
+  REQUIRE(c.WaitState(id, "RUNNING"));
+  const std::string out = c.path("follow.out");
+  Process follower({JC_NEXEC_CLI, "--master=" + c.address(), "logs", "-f", std::to_string(id)}, out);
+  REQUIRE(WaitUntil([&] { return ReadFile(out).find("before\n") != std::string::npos; }));
+  c.CrashAndRestartMaster();
+  REQUIRE(c.WaitHosts(1));
+  std::ofstream(go) << "";
+  auto code = follower.Wait(std::chrono::seconds(60));
+  INFO(ReadFile(out));
+  REQUIRE(code.has_value());
+  CHECK(*code == 0);
+  CHECK(ReadFile(out) == "before\nafter\n");
+  CHECK(c.Job(id)["state"] == "DONE");
+}

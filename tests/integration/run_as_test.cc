@@ -116,6 +116,21 @@ TEST_CASE("replicas run as the account their center maps the job's project to, c
   INFO(out);
   CHECK(out.find("uid=" + std::to_string(account.uid) + "(" + account.name + ")") != std::string::npos);
   CHECK(out.find("uid=0(") == std::string::npos);
+  // A follower asks for what it has not seen yet: from a byte offset on (jcctl job logs -f).
+  const std::string content = "/openapi/v1/trainjob/" + id + "/task/0/replica/0/log/content";
+  auto tail = alice->http().Get((content + "?offset=4").c_str());
+  REQUIRE(tail);
+  CHECK(tail->status == 200);
+  CHECK(tail->body == out.substr(4));
+  auto past = alice->http().Get((content + "?offset=" + std::to_string(out.size())).c_str());
+  REQUIRE(past);
+  CHECK(past->body.empty());
+  for (const char* bad : {"-1", "x"}) {
+    auto refused = alice->http().Get((content + "?offset=" + bad).c_str());
+    REQUIRE(refused);
+    CHECK(refused->status == 400);
+    CHECK(refused->body.find("is not a byte offset") != std::string::npos);
+  }
   // The cheaper center was filtered, and the placement record says why.
   auto placement = sys.rest->Get("/openapi/v1/trainjob/" + id + "/placement");
   INFO(placement.body.dump());

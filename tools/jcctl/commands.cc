@@ -430,13 +430,14 @@ int JobLogs(Context& ctx, Client* client, const Invocation& inv) {
       std::string status = got->value("status", "");
       ended = status == "completed" || status == "failed";
     }
-    auto text = client->Text(path);
+    // Only what was not shown yet comes back.
+    auto text = client->Text(shown > 0 ? absl::StrCat(path, "?offset=", shown) : path);
     if (!text.ok() && wait_for_server(text.status())) continue;
     if (!text.ok() && !(follow && absl::IsFailedPrecondition(text.status()))) return ctx.Fail(text.status());
     give_up = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    if (text.ok() && text->size() > shown) {
-      ctx.out() << text->substr(shown) << std::flush;
-      shown = text->size();
+    if (text.ok() && !text->empty()) {
+      ctx.out() << *text << std::flush;
+      shown += text->size();
     }
     if (ended) return 0;
     std::this_thread::sleep_for(std::chrono::seconds(1));
