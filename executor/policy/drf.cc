@@ -1,5 +1,7 @@
 #include "executor/policy/drf.h"
 
+#include "executor/policy/queue_order.h"
+
 #include <algorithm>
 #include <deque>
 #include <queue>
@@ -58,5 +60,35 @@ std::vector<int64_t> DrfOrder(const std::vector<DrfJob>& pending, DrfBy by, cons
   }
   return order;
 }
+
+namespace {
+
+// A queue ordered by dominant resource fairness: per job, per user or per user group, from
+// what each consumer runs now.
+class DrfQueueOrder final : public QueueOrder {
+ public:
+  explicit DrfQueueOrder(DrfBy by) : by_(by) {}
+  const char* name() const override { return "drf"; }
+  std::unique_ptr<OrderSequence> Start(const OrderInputs& in) const override {
+    std::vector<DrfJob> pending;
+    pending.reserve(in.pending->size());
+    for (int64_t id : *in.pending) {
+      const JobRequest& r = in.request(id);
+      pending.push_back({id, by_ == DrfBy::kGroup ? in.group_of(r.user) : r.user, in.demand(r)});
+    }
+    std::map<std::string, DrfVector> held;
+    if (by_ != DrfBy::kJob) {
+      for (const auto& [user, amount] : *in.held_by_user) held[by_ == DrfBy::kGroup ? in.group_of(user) : user] += amount;
+    }
+    return std::make_unique<ListSequence>(DrfOrder(pending, by_, in.cluster_total(), std::move(held)));
+  }
+
+ private:
+  DrfBy by_;
+};
+
+}  // namespace
+
+std::unique_ptr<QueueOrder> MakeDrfOrder(DrfBy by) { return std::make_unique<DrfQueueOrder>(by); }
 
 }  // namespace jc::nexec

@@ -1,5 +1,7 @@
 #include "executor/policy/fairshare.h"
 
+#include "executor/policy/queue_order.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -272,6 +274,39 @@ std::vector<FairshareTree::NodeReport> FairshareTree::Report(const std::map<std:
   };
   walk(0, "", 0, 1.0);
   return out;
+}
+
+namespace {
+
+// A fair-share queue: the tree keeps its pending jobs by user between cycles, and each
+// cycle takes them pick by pick, the user furthest under its share first.
+class FairshareQueueOrder final : public QueueOrder {
+ public:
+  explicit FairshareQueueOrder(std::shared_ptr<FairshareTree> tree) : tree_(std::move(tree)) {}
+  const char* name() const override { return "fairshare"; }
+  void Added(const JobRequest& job) override { tree_->AddPending(job.user, job.id, job.slots); }
+  void Removed(const JobRequest& job) override { tree_->RemovePending(job.user, job.id); }
+  void Dispatched(const JobRequest& job) override { tree_->RemovePending(job.user, job.id); }
+  std::unique_ptr<OrderSequence> Start(const OrderInputs& in) const override {
+    return std::make_unique<TreeSequence>(tree_->Start(*in.used_by_user));
+  }
+
+ private:
+  class TreeSequence final : public OrderSequence {
+   public:
+    explicit TreeSequence(FairshareTree::Sequence seq) : seq_(std::move(seq)) {}
+    bool Next(int64_t* id) override { return seq_.Next(id); }
+
+   private:
+    FairshareTree::Sequence seq_;
+  };
+  std::shared_ptr<FairshareTree> tree_;
+};
+
+}  // namespace
+
+std::unique_ptr<QueueOrder> MakeFairshareOrder(std::shared_ptr<FairshareTree> tree) {
+  return std::make_unique<FairshareQueueOrder>(std::move(tree));
 }
 
 }  // namespace jc::nexec

@@ -137,6 +137,7 @@ absl::Status Scheduler::AddQueue(const QueueConfig& config) {
   }
   if (config.fairshare) queue.fairshare = std::make_shared<FairshareTree>(*config.fairshare);
   if (config.capacity) queue.capacity_held.assign(config.capacity->clusters.size(), 0);
+  queue.order = MakeQueueOrder(config, queue.fairshare);
   queues_[config.name] = std::move(queue);
   return absl::OkStatus();
 }
@@ -162,11 +163,12 @@ absl::Status Scheduler::UpdateQueue(const QueueConfig& config) {
   if (config.fairshare) {
     it->second.fairshare = std::make_shared<FairshareTree>(*config.fairshare);
     if (before) it->second.fairshare->set_usage(before->usage());
-    for (int64_t id : it->second.pending) {
-      const JobRequest& r = jobs_.at(id).request;
-      it->second.fairshare->AddPending(r.user, id, r.slots);
-    }
   }
+  // The order made anew (the policy may have changed) is told of every waiting job.
+  std::unique_ptr<QueueOrder> order = MakeQueueOrder(config, it->second.fairshare);
+  if (it->second.order) order->Continue(*it->second.order);
+  for (int64_t id : it->second.pending) order->Added(jobs_.at(id).request);
+  it->second.order = std::move(order);
   // Clusters may have changed: every job's cluster and what each holds, counted again.
   if (config.capacity || !it->second.capacity_held.empty()) RecountCapacity(it->second);
   return absl::OkStatus();
@@ -368,7 +370,7 @@ absl::Status Scheduler::Submit(JobRequest job) {
   entry.cluster = ClusterOf(q->second.config, job.user);
   entry.request = std::move(job);
   q->second.pending.push_back(id);
-  if (q->second.fairshare) q->second.fairshare->AddPending(entry.request.user, id, entry.request.slots);
+  q->second.order->Added(entry.request);
   jobs_[id] = std::move(entry);
   return absl::OkStatus();
 }
@@ -465,7 +467,7 @@ absl::Status Scheduler::Cancel(int64_t job_id) {
   }
   Queue& queue = queues_[it->second.request.queue];
   queue.pending.erase(std::remove(queue.pending.begin(), queue.pending.end(), job_id), queue.pending.end());
-  if (queue.fairshare) queue.fairshare->RemovePending(it->second.request.user, job_id);
+  if (queue.order) queue.order->Removed(it->second.request);
   jobs_.erase(it);
   pending_reasons_.erase(job_id);
   victims_of_.erase(job_id);
@@ -831,8 +833,9 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
     bool preemptive = !queue->config.preempt.empty() || queue->config.capacity.has_value() || fairshare_preempts;
     bool reserved_in_queue = false;  // one reservation per queue and cycle (EASY backfill)
     std::vector<int64_t> dispatched;  // sorted once the queue is done
-    DispatchSequence sequence = DispatchOrder(*queue);
-    for (int64_t id = 0; sequence.Next(&id);) {
+    const OrderInputs inputs = InputsOf(*queue);
+    std::unique_ptr<OrderSequence> sequence = queue->order->Start(inputs);
+    for (int64_t id = 0; sequence->Next(&id);) {
       Job& job = jobs_.at(id);
       const bool full = pack_index_.empty() || std::get<0>(*pack_index_.rbegin()) <= 0;
       if (full && !preemptive && grown_allocations_ == 0) {
@@ -912,17 +915,15 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
       job.base_sections = job.placement.sections.size();
       job.placed_in_cycle = cycles_;
       if (job.request.max_slots > job.request.slots) elastic_.insert(id);
-      queue->last_dispatched_user = job.request.user;
       running_.insert(id);
       dispatched.push_back(id);
       placed.push_back(std::move(placement));
       ++st.placed;
     }
+    sequence.reset();  // the order may change now
     if (!dispatched.empty()) {
+      for (int64_t id : dispatched) queue->order->Dispatched(jobs_.at(id).request);  // in dispatch order
       std::sort(dispatched.begin(), dispatched.end());
-      if (queue->fairshare) {
-        for (int64_t id : dispatched) queue->fairshare->RemovePending(jobs_.at(id).request.user, id);
-      }
       auto& p = queue->pending;
       p.erase(std::remove_if(p.begin(), p.end(),
                              [&](int64_t id) { return std::binary_search(dispatched.begin(), dispatched.end(), id); }),

@@ -3,12 +3,13 @@
 // The executor's scheduling core (SPEC B3, B5, B6): an in-memory model of hosts, queues
 // and jobs, and a cycle that decides in one batch where every placeable job runs.
 //
-// A cycle walks queues from the highest priority down; within a queue jobs go in FCFS
-// order, or one per user in turn (round robin). A job is placed whole or not at all
+// A cycle walks queues from the highest priority down; within a queue jobs go in the
+// queue's order (queue_order.h: FCFS, round robin, fair share, DRF, capacity). A job is
+// placed whole or not at all
 // (gang): every section gets its hosts, slots, memory and GPU indices in one decision,
 // tentatively applied so later sections see earlier ones, and rolled back if any section
-// does not fit. Jobs that do not fit wait; later jobs may still go (no reservation yet —
-// reservation and backfill plug in at DispatchOrder/TryPlace).
+// does not fit. Jobs that do not fit wait; later jobs may still go (a reservation holds
+// what the first of them needs, and backfill lets only jobs that end before it start).
 
 #include <deque>
 #include <functional>
@@ -25,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "executor/policy/cluster.h"
 #include "executor/policy/limits.h"
+#include "executor/policy/queue_order.h"
 
 namespace jc::nexec {
 
@@ -204,7 +206,7 @@ class Scheduler {
     int used_slots = 0;
     std::map<std::string, int> used_by_user;  // slots
     std::map<std::string, DrfVector> held_by_user;  // slots, memory, GPUs
-    std::string last_dispatched_user;  // round robin continues after this user
+    std::unique_ptr<QueueOrder> order;  // the order its pending jobs are offered in
     bool open = true;                  // false outside its run window
     std::shared_ptr<FairshareTree> fairshare;  // fair-share queues only
     std::vector<int64_t> lent;                 // preempted jobs lending their slots, oldest first
@@ -312,23 +314,8 @@ class Scheduler {
   void RefreshLoad(Host& host);
   std::string OverThreshold(const Host& h, const QueueConfig& queue, bool stop) const;
   bool UserAllowed(const QueueConfig& queue, const std::string& user) const;
-  // The order a queue offers its pending jobs places: a list, or a fair-share order
-  // computed as the cycle takes it (a cycle that stops early pays for what it took).
-  struct DispatchSequence {
-    std::vector<int64_t> ids;
-    size_t next = 0;
-    std::optional<FairshareTree::Sequence> fairshare;
-    bool Next(int64_t* id) {
-      if (fairshare) return fairshare->Next(id);
-      if (next >= ids.size()) return false;
-      *id = ids[next++];
-      return true;
-    }
-  };
-  DispatchSequence DispatchOrder(const Queue& queue) const;
-  // FCFS, or one job per user in turn (round robin).
-  std::vector<int64_t> RoundRobinOrder(const Queue& queue) const;
-  std::vector<int64_t> DrfDispatchOrder(const Queue& queue) const;
+  // What the queue's order reads as a cycle starts (queue_order.h).
+  OrderInputs InputsOf(const Queue& queue) const;
   // What a job asks for in all: slots, memory, GPUs (DRF's demand).
   DrfVector DemandOf(const JobRequest& job) const;
   // The user's group for DRF per group: the first group naming the user; the user if none.
@@ -358,7 +345,6 @@ class Scheduler {
   double HeldAmount(const CapacityConfig& capacity, const Job& job) const;
   std::string CapacityExceeded(const Job& job, const Queue& queue) const;
   void RecountCapacity(Queue& queue);
-  std::vector<int64_t> CapacityDispatchOrder(const Queue& queue) const;
   // A victim's slots lent (sign -1) or taken back (+1), and the rest of what it holds
   // for a victim to requeue (`everything`).
   void Lend(const Job& victim, int sign, bool everything);

@@ -1,7 +1,6 @@
 // Capacity scheduling in the scheduler (the course's virtual clusters): which cluster a
-// job belongs to, what each cluster holds, the order a capacity queue offers its jobs
-// places, what holds a job back, and reclaim by preemption. The policy's order itself is
-// in capacity.cc.
+// job belongs to, what each cluster holds, what holds a job back, and reclaim by
+// preemption. The policy's queue order is in capacity.cc.
 
 #include <algorithm>
 #include <limits>
@@ -94,41 +93,6 @@ std::string Scheduler::CapacityExceeded(const Job& job, const Queue& queue) cons
     }
   }
   return "";
-}
-
-std::vector<int64_t> Scheduler::CapacityDispatchOrder(const Queue& queue) const {
-  const CapacityConfig& capacity = *queue.config.capacity;
-  std::vector<CapacityJob> pending;
-  std::vector<int64_t> homeless;  // in no cluster: offered last, to be told why they wait
-  pending.reserve(queue.pending.size());
-  for (int64_t id : queue.pending) {
-    const Job& job = jobs_.at(id);
-    if (job.cluster == kNoCluster) {
-      homeless.push_back(id);
-      continue;
-    }
-    pending.push_back({id, job.cluster, CapacityAmount(capacity, DemandOf(job.request))});
-  }
-  std::vector<CapacityPick> picks = CapacityOrder(pending, capacity.clusters, queue.capacity_held);
-  std::vector<int64_t> order;
-  order.reserve(queue.pending.size());
-  if (!queue.fairshare) {
-    for (const CapacityPick& p : picks) order.push_back(p.id);
-  } else {
-    // Guarantees first; what is lent beyond them goes by the share tree.
-    std::vector<FairshareTree::PendingJob> beyond;
-    for (const CapacityPick& p : picks) {
-      if (p.within_guarantee) {
-        order.push_back(p.id);
-        continue;
-      }
-      const JobRequest& r = jobs_.at(p.id).request;
-      beyond.push_back({p.id, r.user, r.slots});
-    }
-    for (int64_t id : queue.fairshare->Order(beyond, queue.used_by_user)) order.push_back(id);
-  }
-  order.insert(order.end(), homeless.begin(), homeless.end());
-  return order;
 }
 
 bool Scheduler::TryReclaim(const Job& job, Queue& queue) {

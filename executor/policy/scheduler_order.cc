@@ -1,6 +1,7 @@
-// Queue orders (SPEC B5): the order a cycle takes a queue's pending jobs in — first come first served,
-// round robin over users, hierarchical fair share (fairshare.h), dominant resource fairness (drf.h).
-// Part of the Scheduler class (scheduler.h); the cycle itself is scheduler.cc.
+// What the scheduler keeps for its queues' orders (SPEC B5): fair-share usage as time passes
+// and jobs use CPU, the demand and group DRF weighs, and the inputs an order reads at a
+// cycle's start. The orders themselves are behind QueueOrder (queue_order.h), one per
+// policy. Part of the Scheduler class (scheduler.h); the cycle itself is scheduler.cc.
 
 #include <algorithm>
 #include <cmath>
@@ -95,64 +96,18 @@ const std::string& Scheduler::GroupOf(const std::string& user) const {
   return user;
 }
 
-std::vector<int64_t> Scheduler::DrfDispatchOrder(const Queue& queue) const {
-  const DrfBy by = queue.config.drf;
-  std::vector<DrfJob> pending;
-  pending.reserve(queue.pending.size());
-  for (int64_t id : queue.pending) {
-    const JobRequest& r = jobs_.at(id).request;
-    pending.push_back({id, by == DrfBy::kGroup ? GroupOf(r.user) : r.user, DemandOf(r)});
-  }
-  std::map<std::string, DrfVector> held;
-  if (by != DrfBy::kJob) {
-    for (const auto& [user, amount] : queue.held_by_user) held[by == DrfBy::kGroup ? GroupOf(user) : user] += amount;
-  }
-  return DrfOrder(pending, by, ClusterTotal(), std::move(held));
-}
-
-Scheduler::DispatchSequence Scheduler::DispatchOrder(const Queue& queue) const {
-  DispatchSequence seq;
-  if (queue.config.drf != DrfBy::kOff) {
-    seq.ids = DrfDispatchOrder(queue);
-    return seq;
-  }
-  if (queue.config.capacity) {
-    seq.ids = CapacityDispatchOrder(queue);
-    return seq;
-  }
-  if (queue.fairshare) {
-    // The tree keeps the queue's pending jobs by user between cycles.
-    seq.fairshare = queue.fairshare->Start(queue.used_by_user);
-    return seq;
-  }
-  seq.ids = RoundRobinOrder(queue);
-  return seq;
-}
-
-std::vector<int64_t> Scheduler::RoundRobinOrder(const Queue& queue) const {
-  if (!queue.config.user_round_robin) return {queue.pending.begin(), queue.pending.end()};
-  // Round robin: every user's first job, then every user's second job, and so on. Users
-  // go in the order of their oldest waiting job, starting after the user served last, so
-  // turns carry over from one cycle to the next.
-  std::vector<std::string> users;
-  std::unordered_map<std::string, std::vector<int64_t>> by_user;
-  for (int64_t id : queue.pending) {
-    const std::string& user = jobs_.at(id).request.user;
-    auto& list = by_user[user];
-    if (list.empty()) users.push_back(user);
-    list.push_back(id);
-  }
-  auto last = std::find(users.begin(), users.end(), queue.last_dispatched_user);
-  if (last != users.end()) std::rotate(users.begin(), last + 1, users.end());
-  std::vector<int64_t> order;
-  order.reserve(queue.pending.size());
-  for (size_t round = 0; order.size() < queue.pending.size(); ++round) {
-    for (const std::string& user : users) {
-      const auto& list = by_user[user];
-      if (round < list.size()) order.push_back(list[round]);
-    }
-  }
-  return order;
+OrderInputs Scheduler::InputsOf(const Queue& queue) const {
+  OrderInputs in;
+  in.pending = &queue.pending;
+  in.used_by_user = &queue.used_by_user;
+  in.held_by_user = &queue.held_by_user;
+  in.request = [this](int64_t id) -> const JobRequest& { return jobs_.at(id).request; };
+  in.demand = [this](const JobRequest& job) { return DemandOf(job); };
+  in.group_of = [this](const std::string& user) -> const std::string& { return GroupOf(user); };
+  in.cluster_total = [this] { return ClusterTotal(); };
+  in.cluster_of = [this](int64_t id) { return jobs_.at(id).cluster; };
+  in.capacity_held = &queue.capacity_held;
+  return in;
 }
 
 }  // namespace jc::nexec
