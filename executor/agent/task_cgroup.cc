@@ -9,10 +9,8 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <set>
-#include <sstream>
 #include <thread>
 #include <tuple>
 #include <algorithm>
@@ -36,11 +34,26 @@ constexpr const char* kV1Controllers[] = {"freezer", "memory", "pids", "cpuacct"
 // What v2 tasks' cgroups get from their parents (cgroup.subtree_control).
 constexpr const char* kV2Controllers[] = {"memory", "pids", "cpu", "cpuset", "io"};
 
+// All of an open file from its start (a cgroup file is made anew by each read from 0).
+std::string ReadFrom(int fd) {
+  std::string out;
+  char buf[4096];
+  for (off_t at = 0;;) {
+    const ssize_t n = pread(fd, buf, sizeof buf, at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    at += n;
+  }
+  return out;
+}
+
 std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::string();
+  std::string out = ReadFrom(fd);
+  close(fd);
+  return out;
 }
 
 // As the shell's `>` (`>>` with `append`), which is how cgroup files are written.
@@ -56,9 +69,9 @@ absl::Status WriteText(const std::string& path, const std::string& text, bool ap
   return absl::OkStatus();
 }
 
-int64_t ReadNumber(const std::string& path) {
+int64_t NumberIn(absl::string_view text) {
   int64_t v = 0;
-  (void)absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadText(path)), &v);
+  (void)absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &v);
   return v;
 }
 
@@ -72,7 +85,6 @@ int64_t KeyedValue(absl::string_view text, absl::string_view key) {
   return 0;
 }
 
-int64_t KeyedNumber(const std::string& path, absl::string_view key) { return KeyedValue(ReadText(path), key); }
 
 // The numbers of "x y" pairs in a file's text of lines "<dev> key=value ..." (v2 io.stat) or
 // "<dev> Key value" (v1 blkio.throttle.io_service_bytes), summed over devices.
@@ -94,9 +106,9 @@ int64_t SumOverDevices(absl::string_view text, absl::string_view key) {
   return total;
 }
 
-int CountLines(const std::string& path) {
+int LinesIn(absl::string_view text) {
   int n = 0;
-  for (absl::string_view line : absl::StrSplit(ReadText(path), '\n', absl::SkipEmpty())) n += !line.empty();
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) n += !line.empty();
   return n;
 }
 
@@ -239,6 +251,7 @@ absl::StatusOr<CgroupLayout> CgroupLayout::Discover(const std::string& root) {
 absl::StatusOr<std::unique_ptr<TaskCgroup>> TaskCgroup::Create(const CgroupLayout& layout, const std::string& name,
                                                                const CgroupLimits& limits) {
   std::vector<std::string> dirs;
+  std::vector<char> optional;  // per dir: joined only when the task needs its controller
   Dirs c;
   std::error_code ec;
   if (layout.v2) {
@@ -251,6 +264,7 @@ absl::StatusOr<std::unique_ptr<TaskCgroup>> TaskCgroup::Create(const CgroupLayou
     }
     EnableControllers(fs::path(dir).parent_path().string());
     dirs.push_back(dir);
+    optional.push_back(0);
     c = {dir, dir, dir, dir, dir, dir, dir};
   } else {
     for (const auto& [controller, base] : layout.dirs) {
@@ -264,6 +278,7 @@ absl::StatusOr<std::unique_ptr<TaskCgroup>> TaskCgroup::Create(const CgroupLayou
         }
       }
       dirs.push_back(dir);
+      optional.push_back(controller == "cpuset" || controller == "devices");
       if (controller == "freezer") c.freezer = dir;
       if (controller == "memory") c.memory = dir;
       if (controller == "cpuacct") c.cpu = dir;
@@ -285,6 +300,9 @@ absl::StatusOr<std::unique_ptr<TaskCgroup>> TaskCgroup::Create(const CgroupLayou
     fds.push_back(fd);
   }
   std::unique_ptr<TaskCgroup> made(new TaskCgroup(layout.v2, std::move(dirs), std::move(c), std::move(fds)));
+  made->optional_ = std::move(optional);
+  made->KeepOpen();
+  made->skip_ = made->optional_;
   const Dirs& m = made->c_;
   made->has_memory_ = !m.memory.empty() && (layout.v2 ? fs::exists(m.memory + "/memory.max")
                                                        : fs::exists(m.memory + "/memory.limit_in_bytes"));
@@ -317,6 +335,10 @@ void TaskCgroup::RemoveBelow() {
 absl::Status TaskCgroup::Reset(const CgroupLimits& limits) {
   if (nested_) RemoveBelow();
   nested_ = false;
+  for (size_t i = 0; i < optional_.size(); ++i) {
+    const bool cpuset = dirs_[i] == c_.cpuset, devices = dirs_[i] == c_.devices;
+    skip_[i] = optional_[i] && ((cpuset && limits.cpus.empty()) || (devices && limits.denied_devices.empty()));
+  }
   memory_limit_bytes_ = limits.memory_bytes;
   if (!end_totals_) {
     end_totals_ = Totals{OomKills(), CpuSeconds(), {}};
@@ -421,36 +443,73 @@ absl::Status TaskCgroup::DenyDevices(const std::vector<CharDevice>& devices) {
 
 double TaskCgroup::CpuSeconds() const {
   if (c_.cpu.empty()) return 0;
-  if (v2_) return static_cast<double>(KeyedNumber(c_.cpu + "/cpu.stat", "usage_usec")) / 1e6;
-  return static_cast<double>(ReadNumber(c_.cpu + "/cpuacct.usage")) / 1e9;
+  if (v2_) return static_cast<double>(KeyedValue(Read(c_.cpu + "/cpu.stat"), "usage_usec")) / 1e6;
+  return static_cast<double>(NumberIn(Read(c_.cpu + "/cpuacct.usage"))) / 1e9;
 }
 
 std::pair<int64_t, int64_t> TaskCgroup::IoBytes() const {
   if (c_.io.empty()) return {0, 0};
-  const std::string text = ReadText(v2_ ? c_.io + "/io.stat" : c_.io + "/blkio.throttle.io_service_bytes");
+  const std::string text = Read(v2_ ? c_.io + "/io.stat" : c_.io + "/blkio.throttle.io_service_bytes");
   if (v2_) return {SumOverDevices(text, "rbytes"), SumOverDevices(text, "wbytes")};
   return {SumOverDevices(text, "Read"), SumOverDevices(text, "Write")};
 }
 
 int64_t TaskCgroup::OomKills() const {
   if (c_.memory.empty()) return 0;
-  if (v2_) return KeyedNumber(c_.memory + "/memory.events", "oom_kill");
-  if (has_oom_kill_count_) return KeyedNumber(c_.memory + "/memory.oom_control", "oom_kill");
-  return ReadNumber(c_.memory + "/memory.failcnt") > 0 ? 1 : 0;
+  if (v2_) return KeyedValue(Read(c_.memory + "/memory.events"), "oom_kill");
+  if (has_oom_kill_count_) return KeyedValue(Read(c_.memory + "/memory.oom_control"), "oom_kill");
+  return NumberIn(Read(c_.memory + "/memory.failcnt")) > 0 ? 1 : 0;
 }
 
 TaskCgroup::TaskCgroup(bool v2, std::vector<std::string> dirs, Dirs by_controller, std::vector<int> procs_fds)
     : v2_(v2), dirs_(std::move(dirs)), c_(std::move(by_controller)), procs_fds_(std::move(procs_fds)) {}
 
+void TaskCgroup::KeepOpen() {
+  // What Usage, FinalUsage, Processes and the totals read for every task, some of them at
+  // each heartbeat: opened once, so a read is one pread instead of a walk of the path, an
+  // open and a close (perf, issue 32 item 6). Those a kernel lacks are read by path (none).
+  // Not the lists of processes: a v1 cgroup.procs or tasks kept open answers the list it
+  // made first for as long as it is read again within a second (the kernel's pidlist cache).
+  std::vector<std::string> paths;
+  if (v2_) {
+    for (const char* f : {"/cpu.stat", "/io.stat", "/memory.stat", "/memory.peak", "/memory.swap.current",
+                          "/memory.events", "/pids.current"}) {
+      paths.push_back(c_.freezer + f);
+    }
+  } else {
+    if (!c_.cpu.empty()) paths.push_back(c_.cpu + "/cpuacct.usage");
+    if (!c_.io.empty()) paths.push_back(c_.io + "/blkio.throttle.io_service_bytes");
+    if (!c_.memory.empty()) {
+      for (const char* f : {"/memory.stat", "/memory.max_usage_in_bytes", "/memory.oom_control", "/memory.failcnt"}) {
+        paths.push_back(c_.memory + f);
+      }
+    }
+  }
+  for (const std::string& path : paths) {
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) kept_.emplace(path, fd);
+  }
+}
+
+std::string TaskCgroup::Read(const std::string& path) const {
+  auto it = kept_.find(path);
+  return it != kept_.end() ? ReadFrom(it->second) : ReadText(path);
+}
+
 TaskCgroup::~TaskCgroup() {
   for (int fd : procs_fds_) close(fd);
+  for (const auto& [path, fd] : kept_) close(fd);
   if (device_program_fd_ >= 0) close(device_program_fd_);  // detached when the cgroup goes
 }
 
 int TaskCgroup::JoinFromChild() const {
-  // "0": the writing process itself.
-  for (int fd : procs_fds_) {
-    if (write(fd, "0", 1) != 1) return -1;
+  // "0": the writing process itself. Under v1 each write is a migration of its own: a
+  // task bound to no cores and denied no devices stays in the agent's cpuset and devices
+  // cgroups, which are what its own would be (a task in its image joins all: runc makes
+  // the container's cgroups below the task's).
+  for (size_t i = 0; i < procs_fds_.size(); ++i) {
+    if (!nested_ && skip_[i]) continue;
+    if (write(procs_fds_[i], "0", 1) != 1) return -1;
   }
   return 0;
 }
@@ -480,7 +539,7 @@ std::vector<pid_t> TaskCgroup::Processes() const {
     if (it->is_directory(ec)) dirs.push_back(it->path().string());
   }
   for (const std::string& dir : dirs) {
-    for (absl::string_view line : absl::StrSplit(ReadText(dir + "/cgroup.procs"), '\n', absl::SkipEmpty())) {
+    for (absl::string_view line : absl::StrSplit(Read(dir + "/cgroup.procs"), '\n', absl::SkipEmpty())) {
       int pid = 0;
       if (absl::SimpleAtoi(line, &pid) && pid > 0) out.push_back(pid);
     }
@@ -525,20 +584,20 @@ CgroupUsage TaskCgroup::Usage(Totals* totals) const {
   u.write_bytes = std::max<int64_t>(0, written - write_before_);
   u.processes = static_cast<int>(Processes().size());
   if (v2_) {
-    u.memory_bytes = KeyedNumber(c_.memory + "/memory.stat", "anon");
-    u.memory_peak_bytes = ReadNumber(c_.memory + "/memory.peak");
-    u.swap_bytes = ReadNumber(c_.memory + "/memory.swap.current");
-    u.threads = static_cast<int>(ReadNumber(c_.pids + "/pids.current"));
+    u.memory_bytes = KeyedValue(Read(c_.memory + "/memory.stat"), "anon");
+    u.memory_peak_bytes = NumberIn(Read(c_.memory + "/memory.peak"));
+    u.swap_bytes = NumberIn(Read(c_.memory + "/memory.swap.current"));
+    u.threads = static_cast<int>(NumberIn(Read(c_.pids + "/pids.current")));
     const int64_t oom = OomKills();
     if (totals != nullptr) totals->oom_kills = oom;
     u.oom_killed = oom > oom_kills_before_;
     return u;
   }
-  u.threads = CountLines(c_.freezer + "/tasks");
+  u.threads = LinesIn(Read(c_.freezer + "/tasks"));
   if (!c_.memory.empty()) {
-    const std::string stat = ReadText(c_.memory + "/memory.stat");
+    const std::string stat = Read(c_.memory + "/memory.stat");
     u.memory_bytes = KeyedValue(stat, "rss");
-    u.memory_peak_bytes = ReadNumber(c_.memory + "/memory.max_usage_in_bytes");
+    u.memory_peak_bytes = NumberIn(Read(c_.memory + "/memory.max_usage_in_bytes"));
     u.swap_bytes = KeyedValue(stat, "swap");
     // memory.oom_control's oom_kill (kernels from 4.13); failcnt past the limit otherwise.
     const int64_t oom = OomKills();

@@ -29,6 +29,7 @@
 #include <optional>
 #include <utility>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -131,6 +132,14 @@ class TaskCgroup {
   std::vector<std::string> dirs_;  // one per controller (v1) or the one (v2)
   Dirs c_;
   std::vector<int> procs_fds_;  // cgroup.procs of each, opened for the child
+  std::vector<char> optional_;  // per dir: a v1 cpuset or devices hierarchy
+  std::vector<char> skip_;      // per dir: not joined by the current task (Reset)
+  // Files read for every task, by path, open from Create on (not changed after, so reads
+  // from several threads need no lock).
+  std::unordered_map<std::string, int> kept_;
+  void KeepOpen();
+  // A file of this cgroup's, from its start: through kept_, else by path.
+  std::string Read(const std::string& path) const;
   int64_t memory_limit_bytes_ = 0;
   int64_t oom_kills_before_ = 0;  // the cumulative count when the current task got it
   // Counters that only grow, as they stood when the current task got the cgroup.

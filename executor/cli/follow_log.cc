@@ -49,7 +49,8 @@ absl::Status FollowLog(pb::Master::Stub* stub, const ContextFactory& ctx, pb::Re
     if (st.ok()) return absl::OkStatus();
     last = absl::Status(static_cast<absl::StatusCode>(st.error_code()), st.error_message());
     // What the master refused stays refused; anything else may be the break of a restart.
-    if (st.error_code() == grpc::StatusCode::INVALID_ARGUMENT || st.error_code() == grpc::StatusCode::NOT_FOUND ||
+    if (st.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
+        (st.error_code() == grpc::StatusCode::NOT_FOUND && !options.task_exists) ||
         st.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
         st.error_code() == grpc::StatusCode::UNAUTHENTICATED) {
       return last;

@@ -26,6 +26,9 @@ struct FollowOptions {
   // times at most; 0: the first error is the answer.
   int reconnects = 0;
   std::chrono::milliseconds between_reconnects{200};
+  // Whether NOT_FOUND is asked again too: for a caller that knows its task exists (it
+  // started it), the agent may not know the task's output yet.
+  bool task_exists = false;
 };
 
 // Writes what `req` names (from req.offset(); following until the task or job ends when

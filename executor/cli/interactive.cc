@@ -144,6 +144,7 @@ int RunInteractive(pb::Master::Stub* stub, const ContextFactory& ctx, int64_t jo
     req.set_follow(true);
     FollowOptions keep_on;
     keep_on.reconnects = 50;
+    keep_on.task_exists = true;  // started, so its output comes
     FollowLog(stub, ctx, req, fd, keep_on).IgnoreError();  // the exit code below says how it ended
   };
   std::atomic<int> followers{tty ? 1 : 2};

@@ -200,6 +200,7 @@ int main(int argc, char** argv) {
     r.set_follow(true);
     jc::nexec::FollowOptions keep_on;
     keep_on.reconnects = 50;
+    keep_on.task_exists = true;  // started, so its output comes
     auto ctx = [&](absl::string_view method, const google::protobuf::Message& request) { return call(method, request); };
     // How the tasks ended is asked below; a stream given up on shows as missing output.
     jc::nexec::FollowLog(stub.get(), ctx, r, stderr ? STDERR_FILENO : STDOUT_FILENO, keep_on).IgnoreError();
