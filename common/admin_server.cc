@@ -4,6 +4,8 @@
 #include <prometheus/text_serializer.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -69,7 +71,18 @@ absl::StatusOr<int> AdminServer::Start(absl::string_view address) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", address, " (in use, or not a local address)"));
   }
   thread_ = std::thread([this] { server_->listen_after_bind(); });
+  WaitUntilServing(*server_);
   return bound;
+}
+
+void WaitUntilServing(const httplib::Server& server) {
+  // cpp-httplib's stop() does nothing to a server whose thread has not marked it running
+  // yet, and that thread then waits in accept() for ever: a stop right after a start (a
+  // test's adapter, a daemon told to stop at once) hung its join. Started means running.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!server.is_running() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
 }
 
 void AdminServer::Stop() {

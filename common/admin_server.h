@@ -30,6 +30,10 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(absl::string_view addr
 // Who asks for /metrics: its Authorization header and address.
 using MetricsReader = std::function<bool(const std::string& authorization, const std::string& address)>;
 
+// Returns once `server`'s listening thread (listen_after_bind) runs, so that a stop() can
+// reach it (cpp-httplib ignores a stop() that comes earlier); gives up after 10 s.
+void WaitUntilServing(const httplib::Server& server);
+
 // Adds /metrics, /healthz and /readyz to `server`. `readiness` is asked on every /readyz.
 // With `sees_tenants`, series that name a project (a `project` label: quotas, usage) are
 // served only to a reader it admits; others get every other series. Tenants' names and

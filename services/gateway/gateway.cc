@@ -267,6 +267,7 @@ absl::StatusOr<int> Gateway::Bind(const std::string& host, int port) {
 
 void Gateway::Start() {
   thread_ = std::thread([this] { server_->listen_after_bind(); });
+  WaitUntilServing(*server_);  // a Stop right after must reach it
 }
 
 void Gateway::Stop() {
