@@ -1030,109 +1030,14 @@ void Agent::HeartbeatLoop() {
     lock.unlock();
     std::vector<TaskExit> exits = runner_.Reap();
     lock.lock();
-    // A pre-exec past its timeout is killed; its end is then a failed pre-exec. A task a
-    // kill action left running past its grace is killed.
-    for (auto& [key, t] : tasks_) {
-      if (absl::Now() > t.kill_deadline) {
-        t.kill_deadline = absl::InfiniteFuture();
-        spdlog::info("task {}: still running {} s after its kill action; killed", key, t.kill_grace_seconds);
-        runner_.Kill(key).IgnoreError();
-      }
-      if (t.phase == TaskInfo::Phase::kPre && !t.pre_exec_timed_out && absl::Now() > t.pre_exec_deadline) {
-        t.pre_exec_timed_out = true;
-        runner_.Kill(key).IgnoreError();
-      }
-    }
-    for (const TaskExit& e : exits) {
-      auto it = tasks_.find(e.key);
-      if (it == tasks_.end()) continue;
-      if (!e.killed_because.empty()) {
-        // The kernel ended it (its memory limit): the job's history and reason say so.
-        pb::TaskNote note;
-        note.set_job_id(it->second.job_id);
-        note.set_task_index(it->second.task_index);
-        note.set_attempt(it->second.attempt);
-        note.set_message(e.killed_because);
-        note.set_killed(true);
-        unacked_notes_.push_back(note);
-      }
-      pb::TaskReport r;
-      if (NextPhase(e.key, it->second, e.exit_code, &r)) continue;  // its next phase runs
-      if (e.usage) {
-        // Its final figures, for the job's metering (a task may end between heartbeats).
-        auto* u = r.mutable_usage();
-        u->set_cpu_seconds(e.usage->cpu_seconds);
-        u->set_read_bytes(e.usage->read_bytes);
-        u->set_write_bytes(e.usage->write_bytes);
-        u->set_memory_peak_kb(e.usage->memory_peak_kb);
-        u->set_rss_kb(e.usage->rss_kb);
-      }
-      unacked_exits_.push_back(r);
-      bound_cpus_.erase(e.key);
-      tasks_.erase(it);
-      if (absl::Status ended = journal_->Ended(e.key); !ended.ok()) {
-        // Left "live" in the journal, a successor would kill nothing (its group is gone) and
-        // report it ended again, which the master ignores for an attempt it knows ended.
-        spdlog::error("task {}: {}", e.key, std::string(ended.message()));
-      }
-      finished_.insert(e.key);
-      finished_order_.push_back(e.key);
-      if (finished_order_.size() > 100000) {
-        finished_.erase(finished_order_.front());
-        finished_order_.pop_front();
-      }
-    }
+    EnforceDeadlinesLocked();
+    RecordExitsLocked(exits);
     bool periodic = absl::Now() >= next;
     if (exits.empty() && !periodic) continue;
-    pb::HeartbeatRequest req;
-    // The host's figures (load, memory, sensors, images held) are read on the periodic
-    // heartbeats; one sent at once for an exit repeats the last ones.
-    if (periodic || !last_info_) last_info_ = CurrentInfo();
-    *req.mutable_info() = *last_info_;
-    for (const auto& [key, t] : tasks_) {
-      pb::TaskReport* r = req.add_tasks();
-      r->set_job_id(t.job_id);
-      r->set_task_index(t.task_index);
-      r->set_attempt(t.attempt);
-      r->set_state(t.suspended ? pb::TASK_SUSPENDED : pb::TASK_RUNNING);
-      if (!t.event_file.empty()) r->set_events_written(t.events_written);
-      auto pid = runner_.Pid(key);
-      r->set_pid(pid ? *pid : 0);
-    }
-    for (const auto& r : unacked_exits_) *req.add_tasks() = r;
+    pb::HeartbeatRequest req = HeartbeatLocked(periodic);
     size_t sent_exits = unacked_exits_.size();
     lock.unlock();
-    // Usage is sampled from /proc in one pass, on the periodic heartbeats only: the ones
-    // sent at once for an exit should cost nothing extra.
-    std::map<std::string, TaskUsage> usages;
-    if (periodic) usages = runner_.UsageAll();
-    if (periodic && watch_gpus_) WatchGpus();
-    if (periodic && reprobe_gpus_) ProbeGpusAgain();
-    for (auto& r : *req.mutable_tasks()) {
-      if (r.state() == pb::TASK_EXITED) continue;
-      auto usage = usages.find(TaskKey(r.job_id(), r.task_index(), r.attempt()));
-      if (usage == usages.end()) continue;
-      auto* u = r.mutable_usage();
-      u->set_cpu_seconds(usage->second.cpu_seconds);
-      u->set_rss_kb(usage->second.rss_kb);
-      u->set_swap_kb(usage->second.swap_kb);
-      u->set_threads(usage->second.threads);
-      u->set_read_bytes(usage->second.read_bytes);
-      u->set_write_bytes(usage->second.write_bytes);
-      u->set_processes(usage->second.processes);
-      u->set_memory_peak_kb(usage->second.memory_peak_kb);
-    }
-    {
-      std::lock_guard<std::mutex> gpu_lock(mu_);
-      for (auto& r : *req.mutable_tasks()) {
-        if (r.state() == pb::TASK_EXITED) continue;
-        auto t = tasks_.find(TaskKey(r.job_id(), r.task_index(), r.attempt()));
-        if (t == tasks_.end()) continue;
-        r.mutable_usage()->set_gpu_memory_mb(t->second.gpu_memory_mb);
-        r.mutable_usage()->set_gpu_utilization(t->second.gpu_utilization);
-      }
-      for (const auto& n : unacked_notes_) *req.add_notes() = n;
-    }
+    AddUsage(periodic, &req);
     size_t sent_notes = req.notes_size();
     pb::HeartbeatResponse resp;
     grpc::Status status = options_.auth.Call(options_.master_address, "Heartbeat", req, std::chrono::seconds(5),
@@ -1146,24 +1051,150 @@ void Agent::HeartbeatLoop() {
                    status.error_message());
       continue;
     }
-    last_accepted_heartbeat_ = absl::Now();
-    if (metrics_) {
-      metrics_->heartbeats_ok->Increment();
-      metrics_->last_heartbeat->Set(absl::ToDoubleSeconds(last_accepted_heartbeat_ - absl::UnixEpoch()));
+    HeartbeatAnsweredLocked(resp, sent_exits, sent_notes, lock);
+  }
+}
+
+// A pre-exec past its timeout is killed; its end is then a failed pre-exec. A task a kill
+// action left running past its grace is killed.
+void Agent::EnforceDeadlinesLocked() {
+  for (auto& [key, t] : tasks_) {
+    if (absl::Now() > t.kill_deadline) {
+      t.kill_deadline = absl::InfiniteFuture();
+      spdlog::info("task {}: still running {} s after its kill action; killed", key, t.kill_grace_seconds);
+      runner_.Kill(key).IgnoreError();
     }
-    unacked_exits_.erase(unacked_exits_.begin(), unacked_exits_.begin() + sent_exits);
-    unacked_notes_.erase(unacked_notes_.begin(), unacked_notes_.begin() + static_cast<long>(sent_notes));
-    for (const auto& n : resp.notify()) {
-      if (absl::Status written = NotifyLocked(n); !written.ok()) {
-        spdlog::warn("job {}: resize events not written: {}", n.job_id(), written.ToString());
-      }
+    if (t.phase == TaskInfo::Phase::kPre && !t.pre_exec_timed_out && absl::Now() > t.pre_exec_deadline) {
+      t.pre_exec_timed_out = true;
+      runner_.Kill(key).IgnoreError();
     }
-    for (const auto& k : resp.kill()) {
-      std::string key = TaskKey(k.job_id(), k.task_index(), k.attempt());
-      lock.unlock();
-      if (runner_.Kill(key).ok()) spdlog::info("killed stale task {} at the master's word", key);
-      lock.lock();
+  }
+}
+
+// Tasks that ended: their next phase started (pre-exec, command, post-exec), or their
+// report queued for the master with the final usage, and the journal told.
+void Agent::RecordExitsLocked(const std::vector<TaskExit>& exits) {
+  for (const TaskExit& e : exits) {
+    auto it = tasks_.find(e.key);
+    if (it == tasks_.end()) continue;
+    if (!e.killed_because.empty()) {
+      // The kernel ended it (its memory limit): the job's history and reason say so.
+      pb::TaskNote note;
+      note.set_job_id(it->second.job_id);
+      note.set_task_index(it->second.task_index);
+      note.set_attempt(it->second.attempt);
+      note.set_message(e.killed_because);
+      note.set_killed(true);
+      unacked_notes_.push_back(note);
     }
+    pb::TaskReport r;
+    if (NextPhase(e.key, it->second, e.exit_code, &r)) continue;  // its next phase runs
+    if (e.usage) {
+      // Its final figures, for the job's metering (a task may end between heartbeats).
+      auto* u = r.mutable_usage();
+      u->set_cpu_seconds(e.usage->cpu_seconds);
+      u->set_read_bytes(e.usage->read_bytes);
+      u->set_write_bytes(e.usage->write_bytes);
+      u->set_memory_peak_kb(e.usage->memory_peak_kb);
+      u->set_rss_kb(e.usage->rss_kb);
+    }
+    unacked_exits_.push_back(r);
+    bound_cpus_.erase(e.key);
+    tasks_.erase(it);
+    if (absl::Status ended = journal_->Ended(e.key); !ended.ok()) {
+      // Left "live" in the journal, a successor would kill nothing (its group is gone) and
+      // report it ended again, which the master ignores for an attempt it knows ended.
+      spdlog::error("task {}: {}", e.key, std::string(ended.message()));
+    }
+    finished_.insert(e.key);
+    finished_order_.push_back(e.key);
+    if (finished_order_.size() > 100000) {
+      finished_.erase(finished_order_.front());
+      finished_order_.pop_front();
+    }
+  }
+}
+
+// The heartbeat's host figures and every task's state (the running ones and the exits not
+// yet acknowledged).
+pb::HeartbeatRequest Agent::HeartbeatLocked(bool periodic) {
+  pb::HeartbeatRequest req;
+  // The host's figures (load, memory, sensors, images held) are read on the periodic
+  // heartbeats; one sent at once for an exit repeats the last ones.
+  if (periodic || !last_info_) last_info_ = CurrentInfo();
+  *req.mutable_info() = *last_info_;
+  for (const auto& [key, t] : tasks_) {
+    pb::TaskReport* r = req.add_tasks();
+    r->set_job_id(t.job_id);
+    r->set_task_index(t.task_index);
+    r->set_attempt(t.attempt);
+    r->set_state(t.suspended ? pb::TASK_SUSPENDED : pb::TASK_RUNNING);
+    if (!t.event_file.empty()) r->set_events_written(t.events_written);
+    auto pid = runner_.Pid(key);
+    r->set_pid(pid ? *pid : 0);
+  }
+  for (const auto& r : unacked_exits_) *req.add_tasks() = r;
+  return req;
+}
+
+// Each running task's usage and GPU figures, and the notes not yet acknowledged. Takes mu_
+// for the GPU figures only.
+void Agent::AddUsage(bool periodic, pb::HeartbeatRequest* request) {
+  pb::HeartbeatRequest& req = *request;
+  // Usage is sampled from /proc in one pass, on the periodic heartbeats only: the ones
+  // sent at once for an exit should cost nothing extra.
+  std::map<std::string, TaskUsage> usages;
+  if (periodic) usages = runner_.UsageAll();
+  if (periodic && watch_gpus_) WatchGpus();
+  if (periodic && reprobe_gpus_) ProbeGpusAgain();
+  for (auto& r : *req.mutable_tasks()) {
+    if (r.state() == pb::TASK_EXITED) continue;
+    auto usage = usages.find(TaskKey(r.job_id(), r.task_index(), r.attempt()));
+    if (usage == usages.end()) continue;
+    auto* u = r.mutable_usage();
+    u->set_cpu_seconds(usage->second.cpu_seconds);
+    u->set_rss_kb(usage->second.rss_kb);
+    u->set_swap_kb(usage->second.swap_kb);
+    u->set_threads(usage->second.threads);
+    u->set_read_bytes(usage->second.read_bytes);
+    u->set_write_bytes(usage->second.write_bytes);
+    u->set_processes(usage->second.processes);
+    u->set_memory_peak_kb(usage->second.memory_peak_kb);
+  }
+  {
+    std::lock_guard<std::mutex> gpu_lock(mu_);
+    for (auto& r : *req.mutable_tasks()) {
+      if (r.state() == pb::TASK_EXITED) continue;
+      auto t = tasks_.find(TaskKey(r.job_id(), r.task_index(), r.attempt()));
+      if (t == tasks_.end()) continue;
+      r.mutable_usage()->set_gpu_memory_mb(t->second.gpu_memory_mb);
+      r.mutable_usage()->set_gpu_utilization(t->second.gpu_utilization);
+    }
+    for (const auto& n : unacked_notes_) *req.add_notes() = n;
+  }
+}
+
+// The master took the heartbeat: what it acknowledged is dropped, resize notifications are
+// written, and tasks it no longer knows are killed (lock released around each kill).
+void Agent::HeartbeatAnsweredLocked(const pb::HeartbeatResponse& resp, size_t sent_exits, size_t sent_notes,
+                                    std::unique_lock<std::mutex>& lock) {
+  last_accepted_heartbeat_ = absl::Now();
+  if (metrics_) {
+    metrics_->heartbeats_ok->Increment();
+    metrics_->last_heartbeat->Set(absl::ToDoubleSeconds(last_accepted_heartbeat_ - absl::UnixEpoch()));
+  }
+  unacked_exits_.erase(unacked_exits_.begin(), unacked_exits_.begin() + sent_exits);
+  unacked_notes_.erase(unacked_notes_.begin(), unacked_notes_.begin() + static_cast<long>(sent_notes));
+  for (const auto& n : resp.notify()) {
+    if (absl::Status written = NotifyLocked(n); !written.ok()) {
+      spdlog::warn("job {}: resize events not written: {}", n.job_id(), written.ToString());
+    }
+  }
+  for (const auto& k : resp.kill()) {
+    std::string key = TaskKey(k.job_id(), k.task_index(), k.attempt());
+    lock.unlock();
+    if (runner_.Kill(key).ok()) spdlog::info("killed stale task {} at the master's word", key);
+    lock.lock();
   }
 }
 

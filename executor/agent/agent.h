@@ -171,6 +171,13 @@ class Agent {
   // reported, as configured). Takes mu_.
   void WatchGpus();
   void HeartbeatLoop();
+  // HeartbeatLoop's steps; *Locked: with mu_ held.
+  void EnforceDeadlinesLocked();
+  void RecordExitsLocked(const std::vector<TaskExit>& exits);
+  pb::HeartbeatRequest HeartbeatLocked(bool periodic);
+  void AddUsage(bool periodic, pb::HeartbeatRequest* req);
+  void HeartbeatAnsweredLocked(const pb::HeartbeatResponse& resp, size_t sent_exits, size_t sent_notes,
+                               std::unique_lock<std::mutex>& lock);
   // Contains tasks in cgroups as options_.cgroups says (at start).
   absl::Status SetUpContainment();
   // Tasks in images where runc, skopeo and umoci are installed (said at start otherwise).

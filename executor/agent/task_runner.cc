@@ -297,39 +297,56 @@ absl::StatusOr<pid_t> TaskRunner::Launch(const TaskLaunch& t) {
   return started;
 }
 
-absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
-  if (t.command.empty()) return absl::InvalidArgumentError("empty command");
-  auto user = accounts_.Lookup(t.user);
-  if (!user.ok()) return user.status();
-  const bool switch_user = ActsForOthers(*user);
-  if (geteuid() != 0 && user->uid != geteuid()) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "the agent does not run as root, so it cannot run tasks as ", user->name));
-  }
-  // The submission directory when it exists on this host (a directory of another machine
-  // does not), else the user's home, else / for system users whose home does not exist.
-  // One that exists but the user cannot enter (a root-only build tree, a 0700 temporary
-  // directory) is replaced by /tmp with a line on the task's stderr, as Slurm and LSF do.
-  std::string cwd = t.cwd;
-  std::error_code ec;
-  if (cwd.empty() || !std::filesystem::is_directory(cwd, ec)) cwd = user->home;
-  if (!std::filesystem::is_directory(cwd, ec)) cwd = "/";
-  const std::string cwd_note = absl::StrCat("nexec: ", user->name, " cannot enter ", cwd, "; running in /tmp\n");
+namespace {
 
-  // Everything the child needs is prepared before fork: after fork in a threaded
-  // process only async-signal-safe calls are allowed.
+// Starts the child `child` describes and waits until it has exec'd: its pid, or Aborted
+// with the step that failed in `failed` (the child reports it through a close-on-exec
+// pipe, which closes without a word once exec succeeded).
+absl::StatusOr<pid_t> SpawnChild(TaskChild& child, ChildError* failed) {
+  int pipefd[2];
+  if (pipe2(pipefd, O_CLOEXEC) != 0) return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+  child.error_fd = pipefd[1];
+  pid_t pid = StartSharedMemoryChild(RunTaskChild, &child);
+  if (pid < 0) {
+    const int err = errno;
+    close(pipefd[0]);
+    close(pipefd[1]);
+    return absl::ResourceExhaustedError(absl::StrCat("clone: ", std::strerror(err)));
+  }
+  close(pipefd[1]);
+  // The child also calls setpgid; doing it here too closes the race where a signal to
+  // the group arrives before the child got there. (A terminal's task makes its own
+  // session, which setpgid here would prevent; it is done before exec, and so before
+  // this call returns.)
+  if (!child.tty) setpgid(pid, pid);
+  ssize_t n = read(pipefd[0], failed, sizeof(*failed));
+  close(pipefd[0]);
+  if (n == static_cast<ssize_t>(sizeof(*failed))) {
+    waitpid(pid, nullptr, 0);
+    return absl::AbortedError("the task's child failed before exec");
+  }
+  return pid;
+}
+
+}  // namespace
+
+// The task's environment: a login's basics, the submission environment as --env chose,
+// who runs it, and nexec's own (NEXEC_*, CUDA_VISIBLE_DEVICES, the host list and a hostfile
+// written as the user).
+absl::StatusOr<std::map<std::string, std::string>> TaskRunner::TaskEnvironment(const TaskLaunch& t,
+                                                                               const Account& user) {
   std::map<std::string, std::string> env{
       {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-      {"HOME", user->home},
-      {"USER", user->name},
-      {"LOGNAME", user->name},
-      {"SHELL", user->shell},
+      {"HOME", user.home},
+      {"USER", user.name},
+      {"LOGNAME", user.name},
+      {"SHELL", user.shell},
   };
   // The submission environment (as --env chose), then who runs it and nexec's own on top.
   for (const auto& [k, v] : t.env) env[k] = v;
-  env["HOME"] = user->home;
-  env["USER"] = user->name;
-  env["LOGNAME"] = user->name;
+  env["HOME"] = user.home;
+  env["USER"] = user.name;
+  env["LOGNAME"] = user.name;
   env["NEXEC_JOBID"] = t.job_id;
   env["NEXEC_TASK_KEY"] = t.key;
   // GPUs by index; an empty list hides every GPU rather than exposing them all.
@@ -348,7 +365,7 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
         ++counts.back().second;
       }
       for (const auto& [h, n] : counts) absl::StrAppend(&text, h, " slots=", n, "\n");
-      auto hostfile = OpenTaskFile(*user, t.hostfile_path, O_WRONLY | O_CREAT | O_TRUNC, 0600, t.output_root);
+      auto hostfile = OpenTaskFile(user, t.hostfile_path, O_WRONLY | O_CREAT | O_TRUNC, 0600, t.output_root);
       if (!hostfile.ok()) return absl::InvalidArgumentError(absl::StrCat("hostfile: ", hostfile.status().message()));
       if (write(hostfile->get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
         return absl::InvalidArgumentError(absl::StrCat("cannot write hostfile ", t.hostfile_path, ": ", std::strerror(errno)));
@@ -356,6 +373,223 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
       env["NEXEC_HOSTFILE"] = t.hostfile_path;
     }
   }
+  return env;
+}
+
+// A task in its image: its bundle (config.json for runc) written, and the runner's command
+// line and environment (nexec-image-run pulls the image by digest and starts runc).
+absl::Status TaskRunner::PrepareImage(const TaskLaunch& t, const Account& user, const std::string& cwd,
+                                      std::map<std::string, std::string>& env, ImageLaunch* out) {
+  std::error_code ec;
+  if (!images_) return absl::FailedPreconditionError("this agent runs no images (it found no runc, skopeo or umoci)");
+  // Interactive tasks: runc relays its stdin (a pipe) to the container, or, on a
+  // terminal (-Ip), gives the container a terminal of its own relayed to the task's.
+  auto ref = oci::ImageReference::Parse(t.image);
+  if (!ref.ok()) return ref.status();
+  if (ref->digest.empty()) return absl::InvalidArgumentError(absl::StrCat("image ", t.image, " is not named by digest"));
+  const std::string bundle = BundleDir(t.key);
+  std::filesystem::remove_all(bundle, ec);
+  std::filesystem::create_directories(bundle, ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot make the task's bundle ", bundle, ": ", ec.message()));
+  ContainerSpec spec;
+  spec.rootfs = absl::StrCat(images_->store, "/", ref->digest.substr(7), "/rootfs");
+  env["PATH"] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";  // the image's, not the host's
+  if (!t.gpus.empty()) {
+    // Inside, only the held GPUs' nodes exist and CUDA numbers them from 0: name them by
+    // UUID where known (unambiguous either way), else by their numbers inside.
+    std::vector<std::string> visible = t.gpu_uuids;
+    if (visible.size() != t.gpus.size()) {
+      visible.clear();
+      for (size_t i = 0; i < t.gpus.size(); ++i) visible.push_back(absl::StrCat(i));
+    }
+    env["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(visible, ",");
+    env["NEXEC_HOST_GPUS"] = absl::StrJoin(t.gpus, ",");  // their indices on the host
+  }
+  auto gpu_edits = images_->gpus.For(t.gpus);
+  if (!gpu_edits.ok()) return gpu_edits.status();
+  for (const auto& [k, v] : env) spec.env.push_back(k + "=" + v);
+  ApplyEnv(gpu_edits->env, &spec.env);
+  spec.gpu = std::move(*gpu_edits);
+  if (!images_->nexec_run.empty()) {
+    // The job's command starts its other hosts' tasks with nexec-run, as bare jobs do:
+    // the host's binary on the host's libraries, and munge's socket to sign with.
+    spec.mounts.push_back({images_->host_lib_dir, "/tmp/.jc/lib", {"rbind", "ro", "nosuid", "nodev"}});
+    spec.mounts.push_back({images_->nexec_run, "/tmp/.jc/nexec-run.bin", {"bind", "ro", "nosuid", "nodev"}});
+    spec.mounts.push_back({images_->nexec_run_wrapper, "/tmp/.jc/bin/nexec-run", {"bind", "ro", "nosuid", "nodev"}});
+    auto socket = env.find("NEXEC_MUNGE_SOCKET");
+    const std::string munge = socket != env.end() ? socket->second : "/run/munge/munge.socket.2";
+    const std::string munge_dir = std::filesystem::path(munge).parent_path().string();
+    if (std::filesystem::is_directory(munge_dir, ec)) spec.mounts.push_back({munge_dir, munge_dir, {"rbind", "nosuid", "nodev"}});
+    ApplyEnv({"PATH=/tmp/.jc/bin"}, &spec.env);
+  }
+  for (const auto& dir : t.read_only_dirs) {
+    // Bound by runc as root: the container's user still reads only what its uid may.
+    spec.mounts.push_back({dir, dir, {"rbind", "ro", "nosuid", "nodev"}});
+  }
+  spec.command = t.command;
+  spec.cwd = cwd;
+  spec.user = user;
+  spec.cgroup = absl::StrCat("nexec-", getpid(), "-", t.key);
+  spec.terminal = t.tty;
+  std::ofstream config(bundle + "/config.json");
+  config << ContainerConfig(spec).dump();
+  if (!config.good()) return absl::InternalError(absl::StrCat("cannot write ", bundle, "/config.json"));
+  config.close();
+  out->args = {images_->runner, images_->store, ref->ToString(), bundle, spec.cgroup};
+  for (auto& a : out->args) out->argv.push_back(a.data());
+  out->argv.push_back(nullptr);
+  out->env_strings = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
+  if (!images_->auth_file.empty()) out->env_strings.push_back("NEXEC_REGISTRY_AUTH_FILE=" + images_->auth_file);
+  if (!images_->cert_dir.empty()) out->env_strings.push_back("NEXEC_REGISTRY_CERT_DIR=" + images_->cert_dir);
+  if (images_->store_limit_mb > 0) {
+    out->env_strings.push_back(absl::StrCat("NEXEC_IMAGE_STORE_LIMIT_MB=", images_->store_limit_mb));
+  }
+  out->env_strings.push_back(absl::StrCat("NEXEC_IMAGE_PULL_TIMEOUT_S=", images_->pull_timeout_s));
+  for (auto& s : out->env_strings) out->envp.push_back(s.data());
+  out->envp.push_back(nullptr);
+  return absl::OkStatus();
+}
+
+// An emptied cgroup of an ended task, reset to this one's limits, or a new one.
+absl::StatusOr<std::shared_ptr<TaskCgroup>> TaskRunner::TakeCgroup(const TaskLaunch& t, bool in_image) {
+  std::shared_ptr<TaskCgroup> cgroup;
+  CgroupLimits limits;
+  limits.memory_bytes = t.memory_limit_mb * 1024 * 1024;
+  limits.pids = t.pids_limit;
+  limits.cpus = t.cpus;  // a cpuset too: the task cannot widen its affinity past them
+  // A task in its image is confined to its GPUs by the container's own device rules
+  // (runc: deny all, then its nodes). Under v1 the task's cgroup must then deny nothing:
+  // a v1 child may not allow what its parent denies, and runc's defaults allow every
+  // mknod ("c *:* m"), so its container would fail to start on a host with GPUs the task
+  // does not hold. Under v2 both filters run, the task's and the container's.
+  if (!in_image || cgroups_layout_->v2) limits.denied_devices = t.denied_devices;
+  std::string name;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!idle_cgroups_.empty()) {
+      cgroup = std::move(idle_cgroups_.back());
+      idle_cgroups_.pop_back();
+    } else {
+      name = absl::StrCat("t", cgroups_made_++);
+    }
+  }
+  if (cgroup) {
+    if (absl::Status reset = cgroup->Reset(limits); !reset.ok()) {
+      return absl::UnavailableError(absl::StrCat("the task's cgroup: ", reset.message()));
+    }
+    return cgroup;
+  }
+  auto made = TaskCgroup::Create(*cgroups_layout_, name, limits);
+  if (!made.ok()) return absl::UnavailableError(absl::StrCat("the task's cgroup: ", made.status().message()));
+  return std::shared_ptr<TaskCgroup>(std::move(*made));
+}
+
+// An interactive task's input: a pipe, or a pseudo-terminal whose output the agent copies
+// to the task's stdout file (opened as the user). Nothing for other tasks.
+absl::Status TaskRunner::OpenInput(const TaskLaunch& t, const Account& user, bool switch_user,
+                                   const std::string& out_path, Input* input, int* child_in) {
+  if (t.tty) {
+    int master = -1, slave = -1;
+    winsize ws{};
+    ws.ws_row = static_cast<unsigned short>(t.tty_rows > 0 ? t.tty_rows : 24);
+    ws.ws_col = static_cast<unsigned short>(t.tty_cols > 0 ? t.tty_cols : 80);
+    if (openpty(&master, &slave, nullptr, nullptr, &ws) != 0) {
+      return absl::ResourceExhaustedError(absl::StrCat("openpty: ", std::strerror(errno)));
+    }
+    fcntl(master, F_SETFD, FD_CLOEXEC);
+    fcntl(slave, F_SETFD, FD_CLOEXEC);
+    fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK);
+    if (switch_user) (void)fchown(slave, user.uid, user.gid);
+    // The terminal's output is copied to the stdout file by the agent, through a
+    // descriptor opened as the user.
+    auto out = OpenTaskFile(user, out_path, O_WRONLY | O_CREAT | O_APPEND, 0600, t.output_root);
+    if (!out.ok()) {
+      close(master);
+      close(slave);
+      return absl::InvalidArgumentError(absl::StrCat("output file: ", out.status().message()));
+    }
+    input->fd = master;
+    input->tty = true;
+    input->out_fd = out->release();
+    *child_in = slave;
+  } else if (t.stdin_pipe) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+    fcntl(fds[1], F_SETFL, fcntl(fds[1], F_GETFL) | O_NONBLOCK);
+    input->fd = fds[1];
+    *child_in = fds[0];
+  }
+  return absl::OkStatus();
+}
+
+// The task's output files. They are the user's: opened as the user by the child once it
+// became the user (`child_switches`), or here when the agent runs as the user, the task
+// runs in its image (its child stays root to exec runc), or the file lies in the master's
+// output directory (which no user can write; OpenTaskFile) — never by root by a path the
+// user controls, so a task writes nowhere its user could not and a link planted for it
+// leads root nowhere. New files are 0600: a job's output is its user's.
+absl::Status TaskRunner::OpenOutputs(const TaskLaunch& t, const Account& user, bool child_switches,
+                                     TaskOutputs* out) {
+  out->out_path = t.stdout_path.empty() ? "/dev/null" : t.stdout_path;
+  out->err_path = t.stderr_path.empty() ? out->out_path : t.stderr_path;
+  out->same_file = out->err_path == out->out_path;
+  out->out_dirs = out->out_path;  // the child's mkdir -p buffers, made before the fork
+  out->err_dirs = out->err_path;
+  auto open_here = [&](const std::string& path, OwnedFd* file) -> absl::Status {
+    if (path == "/dev/null" || (child_switches && !InTrustedDirectory(path, t.output_root))) return absl::OkStatus();
+    auto opened = OpenTaskFile(user, path, O_WRONLY | O_CREAT | O_APPEND, 0600, t.output_root);
+    if (!opened.ok()) return absl::InvalidArgumentError(absl::StrCat("output file: ", opened.status().message()));
+    *file = std::move(*opened);
+    return absl::OkStatus();
+  };
+  JC_RETURN_IF_ERROR(open_here(out->out_path, &out->out_file));
+  if (!out->same_file) JC_RETURN_IF_ERROR(open_here(out->err_path, &out->err_file));
+  return absl::OkStatus();
+}
+
+// The submission directory when it exists on this host (a directory of another machine
+// does not), else the user's home, else / for system users whose home does not exist.
+// One that exists but the user cannot enter (a root-only build tree, a 0700 temporary
+// directory) is replaced by /tmp by the child, with a line on the task's stderr, as Slurm
+// and LSF do.
+std::string TaskRunner::WorkingDirectory(const TaskLaunch& t, const Account& user) {
+  std::error_code ec;
+  std::string cwd = t.cwd;
+  if (cwd.empty() || !std::filesystem::is_directory(cwd, ec)) cwd = user.home;
+  if (!std::filesystem::is_directory(cwd, ec)) cwd = "/";
+  return cwd;
+}
+
+// What a child that failed before exec reported, as the task's error: an output file it
+// could not open as the user as the user's shell would put it (the job ends with it as
+// its reason), any other step by name.
+absl::Status TaskRunner::ChildFailure(int step, int err, const std::string& key, const std::string& user,
+                                      const TaskOutputs& outputs) {
+  if (step == kOpenStdout || step == kOpenStderr) {
+    return absl::InvalidArgumentError(absl::StrCat("output file: cannot open ",
+                                                   step == kOpenStdout ? outputs.out_path : outputs.err_path, " as ",
+                                                   user, ": ", std::strerror(err)));
+  }
+  return absl::FailedPreconditionError(absl::StrCat("cannot start task ", key, ": ", kSteps[step], ": ", std::strerror(err)));
+}
+
+absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
+  if (t.command.empty()) return absl::InvalidArgumentError("empty command");
+  auto user = accounts_.Lookup(t.user);
+  if (!user.ok()) return user.status();
+  const bool switch_user = ActsForOthers(*user);
+  if (geteuid() != 0 && user->uid != geteuid()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "the agent does not run as root, so it cannot run tasks as ", user->name));
+  }
+  const std::string cwd = WorkingDirectory(t, *user);
+  const std::string cwd_note = absl::StrCat("nexec: ", user->name, " cannot enter ", cwd, "; running in /tmp\n");
+
+  // Everything the child needs is prepared before fork: after fork in a threaded
+  // process only async-signal-safe calls are allowed.
+  auto environment = TaskEnvironment(t, *user);
+  if (!environment.ok()) return environment.status();
+  std::map<std::string, std::string> env = std::move(*environment);
   std::vector<std::string> env_strings;
   for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
   std::vector<char*> envp;
@@ -369,108 +603,18 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   // In its image: the child stays root to exec the runner, which pulls the image and
   // starts runc; the container becomes the user (container_bundle.h).
   const bool in_image = !t.image.empty();
-  std::vector<std::string> image_args;
-  std::vector<char*> image_argv;
-  std::vector<std::string> runner_env_strings;
-  std::vector<char*> runner_envp;
+  ImageLaunch image;
   if (in_image) {
-    if (!images_) return absl::FailedPreconditionError("this agent runs no images (it found no runc, skopeo or umoci)");
-    // Interactive tasks: runc relays its stdin (a pipe) to the container, or, on a
-    // terminal (-Ip), gives the container a terminal of its own relayed to the task's.
-    auto ref = oci::ImageReference::Parse(t.image);
-    if (!ref.ok()) return ref.status();
-    if (ref->digest.empty()) return absl::InvalidArgumentError(absl::StrCat("image ", t.image, " is not named by digest"));
-    const std::string bundle = BundleDir(t.key);
-    std::filesystem::remove_all(bundle, ec);
-    std::filesystem::create_directories(bundle, ec);
-    if (ec) return absl::InternalError(absl::StrCat("cannot make the task's bundle ", bundle, ": ", ec.message()));
-    ContainerSpec spec;
-    spec.rootfs = absl::StrCat(images_->store, "/", ref->digest.substr(7), "/rootfs");
-    env["PATH"] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";  // the image's, not the host's
-    if (!t.gpus.empty()) {
-      // Inside, only the held GPUs' nodes exist and CUDA numbers them from 0: name them by
-      // UUID where known (unambiguous either way), else by their numbers inside.
-      std::vector<std::string> visible = t.gpu_uuids;
-      if (visible.size() != t.gpus.size()) {
-        visible.clear();
-        for (size_t i = 0; i < t.gpus.size(); ++i) visible.push_back(absl::StrCat(i));
-      }
-      env["CUDA_VISIBLE_DEVICES"] = absl::StrJoin(visible, ",");
-      env["NEXEC_HOST_GPUS"] = absl::StrJoin(t.gpus, ",");  // their indices on the host
-    }
-    auto gpu_edits = images_->gpus.For(t.gpus);
-    if (!gpu_edits.ok()) return gpu_edits.status();
-    for (const auto& [k, v] : env) spec.env.push_back(k + "=" + v);
-    ApplyEnv(gpu_edits->env, &spec.env);
-    spec.gpu = std::move(*gpu_edits);
-    if (!images_->nexec_run.empty()) {
-      // The job's command starts its other hosts' tasks with nexec-run, as bare jobs do:
-      // the host's binary on the host's libraries, and munge's socket to sign with.
-      spec.mounts.push_back({images_->host_lib_dir, "/tmp/.jc/lib", {"rbind", "ro", "nosuid", "nodev"}});
-      spec.mounts.push_back({images_->nexec_run, "/tmp/.jc/nexec-run.bin", {"bind", "ro", "nosuid", "nodev"}});
-      spec.mounts.push_back({images_->nexec_run_wrapper, "/tmp/.jc/bin/nexec-run", {"bind", "ro", "nosuid", "nodev"}});
-      auto socket = env.find("NEXEC_MUNGE_SOCKET");
-      const std::string munge = socket != env.end() ? socket->second : "/run/munge/munge.socket.2";
-      const std::string munge_dir = std::filesystem::path(munge).parent_path().string();
-      if (std::filesystem::is_directory(munge_dir, ec)) spec.mounts.push_back({munge_dir, munge_dir, {"rbind", "nosuid", "nodev"}});
-      ApplyEnv({"PATH=/tmp/.jc/bin"}, &spec.env);
-    }
-    for (const auto& dir : t.read_only_dirs) {
-      // Bound by runc as root: the container's user still reads only what its uid may.
-      spec.mounts.push_back({dir, dir, {"rbind", "ro", "nosuid", "nodev"}});
-    }
-    spec.command = t.command;
-    spec.cwd = cwd;
-    spec.user = *user;
-    spec.cgroup = absl::StrCat("nexec-", getpid(), "-", t.key);
-    spec.terminal = t.tty;
-    std::ofstream config(bundle + "/config.json");
-    config << ContainerConfig(spec).dump();
-    if (!config.good()) return absl::InternalError(absl::StrCat("cannot write ", bundle, "/config.json"));
-    config.close();
-    image_args = {images_->runner, images_->store, ref->ToString(), bundle, spec.cgroup};
-    for (auto& a : image_args) image_argv.push_back(a.data());
-    image_argv.push_back(nullptr);
-    argv = image_argv.data();
-    runner_env_strings = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
-    if (!images_->auth_file.empty()) runner_env_strings.push_back("NEXEC_REGISTRY_AUTH_FILE=" + images_->auth_file);
-    if (!images_->cert_dir.empty()) runner_env_strings.push_back("NEXEC_REGISTRY_CERT_DIR=" + images_->cert_dir);
-    if (images_->store_limit_mb > 0) {
-      runner_env_strings.push_back(absl::StrCat("NEXEC_IMAGE_STORE_LIMIT_MB=", images_->store_limit_mb));
-    }
-    runner_env_strings.push_back(absl::StrCat("NEXEC_IMAGE_PULL_TIMEOUT_S=", images_->pull_timeout_s));
-    for (auto& s : runner_env_strings) runner_envp.push_back(s.data());
-    runner_envp.push_back(nullptr);
-    envp.swap(runner_envp);
+    JC_RETURN_IF_ERROR(PrepareImage(t, *user, cwd, env, &image));
+    argv = image.argv.data();
+    envp.swap(image.envp);
   }
-  std::string out_path = t.stdout_path.empty() ? "/dev/null" : t.stdout_path;
-  std::string err_path = t.stderr_path.empty() ? out_path : t.stderr_path;
-
-  // Output files are the user's: opened as the user by the child once it became the user,
-  // or here when the agent runs as the user or the file lies in the master's output
-  // directory (which no user can write; OpenTaskFile) — never by root by a path the user
-  // controls, so a task writes nowhere its user could not and a link planted for it leads
-  // root nowhere. New files are 0600: a job's output is its user's.
-  const bool same_file = err_path == out_path;
-  OwnedFd out_file, err_file;
-  std::string out_dirs = out_path, err_dirs = err_path;  // the child's mkdir -p buffers, made before the fork
-  auto open_here = [&](const std::string& path, OwnedFd* file) -> absl::Status {
-    // A task in an image: its child stays root (to exec runc), so its files are opened
-    // here, as the user (OpenTaskFile), never by the child.
-    if (path == "/dev/null" || (switch_user && !in_image && !InTrustedDirectory(path, t.output_root))) {
-      return absl::OkStatus();
-    }
-    auto opened = OpenTaskFile(*user, path, O_WRONLY | O_CREAT | O_APPEND, 0600, t.output_root);
-    if (!opened.ok()) return absl::InvalidArgumentError(absl::StrCat("output file: ", opened.status().message()));
-    *file = std::move(*opened);
-    return absl::OkStatus();
-  };
-  JC_RETURN_IF_ERROR(open_here(out_path, &out_file));
-  if (!same_file) JC_RETURN_IF_ERROR(open_here(err_path, &err_file));
-  const int out_fd = out_file.get();
-  const int err_fd = same_file ? out_fd : err_file.get();
-  const bool child_opens_out = out_path != "/dev/null" && out_fd < 0;
-  const bool child_opens_err = !same_file && err_path != "/dev/null" && err_fd < 0;
+  TaskOutputs outputs;
+  JC_RETURN_IF_ERROR(OpenOutputs(t, *user, switch_user && !in_image, &outputs));
+  const std::string& out_path = outputs.out_path;
+  const std::string& err_path = outputs.err_path;
+  const int out_fd = outputs.out_fd();
+  const int err_fd = outputs.err_fd();
 
   // CPU binding (B6): the task's processes may run on these cores only; set in the child
   // before exec, so nothing it starts escapes it.
@@ -483,35 +627,7 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   // nothing it starts is ever outside it.
   std::shared_ptr<TaskCgroup> cgroup;
   if (cgroups_layout_) {
-    CgroupLimits limits;
-    limits.memory_bytes = t.memory_limit_mb * 1024 * 1024;
-    limits.pids = t.pids_limit;
-    limits.cpus = t.cpus;  // a cpuset too: the task cannot widen its affinity past them
-    // A task in its image is confined to its GPUs by the container's own device rules
-    // (runc: deny all, then its nodes). Under v1 the task's cgroup must then deny nothing:
-    // a v1 child may not allow what its parent denies, and runc's defaults allow every
-    // mknod ("c *:* m"), so its container would fail to start on a host with GPUs the task
-    // does not hold. Under v2 both filters run, the task's and the container's.
-    if (!in_image || cgroups_layout_->v2) limits.denied_devices = t.denied_devices;
-    std::string name;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!idle_cgroups_.empty()) {
-        cgroup = std::move(idle_cgroups_.back());
-        idle_cgroups_.pop_back();
-      } else {
-        name = absl::StrCat("t", cgroups_made_++);
-      }
-    }
-    if (cgroup) {
-      if (absl::Status reset = cgroup->Reset(limits); !reset.ok()) {
-        return absl::UnavailableError(absl::StrCat("the task's cgroup: ", reset.message()));
-      }
-    } else {
-      auto made = TaskCgroup::Create(*cgroups_layout_, name, limits);
-      if (!made.ok()) return absl::UnavailableError(absl::StrCat("the task's cgroup: ", made.status().message()));
-      cgroup = std::move(*made);
-    }
+    JC_ASSIGN_OR_RETURN(cgroup, TakeCgroup(t, in_image));
   }
   if (cgroup && in_image) cgroup->set_nested();  // runc makes the container's cgroup below it
   auto drop_cgroup = absl::MakeCleanup([&] {
@@ -526,112 +642,56 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   // Interactive input: a pipe, or a pseudo-terminal; the agent keeps the writing side.
   Input input;
   int child_in = -1;  // the child's stdin (and, for a terminal, stdout and stderr)
-  if (t.tty) {
-    int master = -1, slave = -1;
-    winsize ws{};
-    ws.ws_row = static_cast<unsigned short>(t.tty_rows > 0 ? t.tty_rows : 24);
-    ws.ws_col = static_cast<unsigned short>(t.tty_cols > 0 ? t.tty_cols : 80);
-    if (openpty(&master, &slave, nullptr, nullptr, &ws) != 0) {
-      return absl::ResourceExhaustedError(absl::StrCat("openpty: ", std::strerror(errno)));
-    }
-    fcntl(master, F_SETFD, FD_CLOEXEC);
-    fcntl(slave, F_SETFD, FD_CLOEXEC);
-    fcntl(master, F_SETFL, fcntl(master, F_GETFL) | O_NONBLOCK);
-    if (switch_user) (void)fchown(slave, user->uid, user->gid);
-    // The terminal's output is copied to the stdout file by the agent, through a
-    // descriptor opened as the user.
-    auto out = OpenTaskFile(*user, out_path, O_WRONLY | O_CREAT | O_APPEND, 0600, t.output_root);
-    if (!out.ok()) {
-      close(master);
-      close(slave);
-      return absl::InvalidArgumentError(absl::StrCat("output file: ", out.status().message()));
-    }
-    input.fd = master;
-    input.tty = true;
-    input.out_fd = out->release();
-    child_in = slave;
-  } else if (t.stdin_pipe) {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
-    fcntl(fds[1], F_SETFL, fcntl(fds[1], F_GETFL) | O_NONBLOCK);
-    input.fd = fds[1];
-    child_in = fds[0];
-  }
+  JC_RETURN_IF_ERROR(OpenInput(t, *user, switch_user, out_path, &input, &child_in));
   auto drop_input = [&] {
     if (child_in >= 0) close(child_in);
     CloseInputNow(input);
   };
 
-  int pipefd[2];
-  if (pipe2(pipefd, O_CLOEXEC) != 0) {
-    drop_input();
-    return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
-  }
   const bool tty = t.tty;
   TaskChild child;
-  child.error_fd = pipefd[1];
   child.tty = tty;
   child.child_in = child_in;
   child.cgroup = cgroup.get();
   child.user = switch_user && !in_image ? &*user : nullptr;
   child.out_fd = out_fd;
   child.err_fd = err_fd;
-  child.same_file = same_file;
-  child.out_path = child_opens_out ? out_path.c_str() : nullptr;
-  child.err_path = child_opens_err ? err_path.c_str() : nullptr;
-  child.out_dirs = out_dirs.data();
-  child.err_dirs = err_dirs.data();
+  child.same_file = outputs.same_file;
+  child.out_path = outputs.child_opens_out() ? out_path.c_str() : nullptr;
+  child.err_path = outputs.child_opens_err() ? err_path.c_str() : nullptr;
+  child.out_dirs = outputs.out_dirs.data();
+  child.err_dirs = outputs.err_dirs.data();
   child.cwd = cwd.c_str();
   child.cwd_note = &cwd_note;
   child.cpus = t.cpus.empty() ? nullptr : &cpus;
   child.argv = argv;
   child.envp = envp.data();
-  pid_t pid = StartSharedMemoryChild(RunTaskChild, &child);
-  if (pid < 0) {
-    const int err = errno;
-    close(pipefd[0]);
-    close(pipefd[1]);
-    drop_input();
-    return absl::ResourceExhaustedError(absl::StrCat("clone: ", std::strerror(err)));
-  }
-  close(pipefd[1]);
+  ChildError failed{};
+  auto pid = SpawnChild(child, &failed);
   if (child_in >= 0) close(child_in);
   child_in = -1;
-  // The child also calls setpgid; doing it here too closes the race where a signal to
-  // the group arrives before the child got there. (A terminal's task makes its own
-  // session, which setpgid here would prevent; it is done before exec, and so before
-  // this call returns.)
-  if (!tty) setpgid(pid, pid);
-  ChildError e{};
-  ssize_t n = read(pipefd[0], &e, sizeof(e));
-  close(pipefd[0]);
-  if (n == static_cast<ssize_t>(sizeof(e))) {
-    waitpid(pid, nullptr, 0);
+  if (!pid.ok()) {
     drop_input();
-    if (e.step == kOpenStdout || e.step == kOpenStderr) {
-      // As the user's shell would put it; the job ends with it as its reason.
-      return absl::InvalidArgumentError(absl::StrCat("output file: cannot open ",
-                                                     e.step == kOpenStdout ? out_path : err_path, " as ",
-                                                     user->name, ": ", std::strerror(e.err)));
-    }
-    return absl::FailedPreconditionError(absl::StrCat("cannot start task ", t.key, ": ",
-                                                      kSteps[e.step], ": ", std::strerror(e.err)));
+    return absl::IsAborted(pid.status()) ? ChildFailure(failed.step, failed.err, t.key, user->name, outputs) : pid.status();
   }
   if (cgroup) {
     std::move(drop_cgroup).Cancel();  // it is the task's now, until it is reaped
     std::lock_guard<std::mutex> lock(mu_);
     cgroups_[t.key] = cgroup;
   }
-  if (input.fd >= 0) {
-    if (input.tty) {
-      input.stop = std::make_unique<std::atomic<bool>>(false);
-      input.copier = std::make_unique<std::thread>(CopyTerminal, input.fd, input.out_fd, input.stop.get());
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    inputs_[t.key] = std::move(input);
-  }
-  return pid;
+  if (input.fd >= 0) KeepInput(t.key, std::move(input));
+  return *pid;
 }
+
+void TaskRunner::KeepInput(const std::string& key, Input input) {
+  if (input.tty) {
+    input.stop = std::make_unique<std::atomic<bool>>(false);
+    input.copier = std::make_unique<std::thread>(CopyTerminal, input.fd, input.out_fd, input.stop.get());
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  inputs_[key] = std::move(input);
+}
+
 
 absl::StatusOr<pid_t> TaskRunner::Spawn(const std::string& key, char* const argv[], char* const envp[], int out_fd,
                                         int err_fd, const std::string& cwd) {

@@ -146,6 +146,35 @@ class TaskRunner {
 
  private:
   absl::StatusOr<pid_t> Start(const TaskLaunch& launch);
+  // Start's steps.
+  static absl::StatusOr<std::map<std::string, std::string>> TaskEnvironment(const TaskLaunch& t,
+                                                                            const Account& user);
+  struct ImageLaunch {
+    std::vector<std::string> args, env_strings;
+    std::vector<char*> argv, envp;  // into args and env_strings, null-terminated
+  };
+  absl::Status PrepareImage(const TaskLaunch& t, const Account& user, const std::string& cwd,
+                            std::map<std::string, std::string>& env, ImageLaunch* out);
+  absl::StatusOr<std::shared_ptr<TaskCgroup>> TakeCgroup(const TaskLaunch& t, bool in_image);
+  struct Input;
+  struct TaskOutputs {
+    std::string out_path, err_path;  // "/dev/null" for none
+    bool same_file = false;
+    OwnedFd out_file, err_file;      // opened here; else the child opens them as the user
+    std::string out_dirs, err_dirs;  // the child's mkdir -p buffers
+    int out_fd() const { return out_file.get(); }
+    int err_fd() const { return same_file ? out_file.get() : err_file.get(); }
+    bool child_opens_out() const { return out_path != "/dev/null" && out_fd() < 0; }
+    bool child_opens_err() const { return !same_file && err_path != "/dev/null" && err_fd() < 0; }
+  };
+  absl::Status OpenOutputs(const TaskLaunch& t, const Account& user, bool child_switches, TaskOutputs* out);
+  static std::string WorkingDirectory(const TaskLaunch& t, const Account& user);
+  // `step` and `err`: what a child that failed before exec reported (task_runner.cc).
+  static absl::Status ChildFailure(int step, int err, const std::string& key, const std::string& user,
+                                   const TaskOutputs& outputs);
+  void KeepInput(const std::string& key, Input input);
+  absl::Status OpenInput(const TaskLaunch& t, const Account& user, bool switch_user, const std::string& out_path,
+                         Input* input, int* child_in);
   // Output descriptors: -1 for /dev/null; err_fd == out_fd for one file.
   absl::StatusOr<pid_t> Spawn(const std::string& key, char* const argv[], char* const envp[], int out_fd,
                               int err_fd, const std::string& cwd);

@@ -44,6 +44,49 @@ Master::Master(store::Store* store, const Clock* clock, AgentDialer* dialer,
 
 Master::~Master() { Stop(); }
 
+namespace {
+
+// The longest half-life of the fair-share queues; none without one.
+std::optional<absl::Duration> LongestHalfLife(const ExecutorConfig& config) {
+  std::optional<absl::Duration> longest;
+  for (const auto& q : config.queues) {
+    if (q.fairshare) longest = std::max(longest.value_or(absl::ZeroDuration()), q.fairshare->half_life);
+  }
+  return longest;
+}
+
+}  // namespace
+
+// What a running job holds, from its record's tasks, for the scheduler to take back after a
+// restart; `grown` counts the allocations an elastic job grew by.
+Placement Master::HeldPlacement(const pb::Job& job, const JobRequest& request, int* grown) {
+  Placement p;
+  p.job_id = job.id();
+  for (const auto& t : job.tasks()) {
+    // Remote tasks run inside the allocation and hold nothing more; what an elastic job
+    // gave back it no longer holds.
+    if (!HeldAllocation(t)) continue;
+    *grown += t.grown();
+    HostAllocation a{t.host(), t.slots(), {t.gpus().begin(), t.gpus().end()}, 0, {}, {}};
+    for (const pb::Reservation& r : t.reservations()) {
+      a.reserved[r.resource()] = r.amount();
+      if (!r.units().empty()) a.units[r.resource()] = {r.units().begin(), r.units().end()};
+    }
+    p.sections.push_back({a});
+  }
+  // Memory reservations are per slot; restored from the requirement.
+  const auto& secs = request.requirement.sections;
+  for (size_t i = 0; i < p.sections.size(); ++i) {
+    double mem = 0;
+    if (!secs.empty()) {
+      const auto& rusage = secs[std::min(i, secs.size() - 1)].rusage;
+      if (auto it = rusage.find("mem"); it != rusage.end()) mem = it->second;
+    }
+    p.sections[i][0].mem_mb = mem * p.sections[i][0].slots;
+  }
+  return p;
+}
+
 absl::Status Master::Recover() {
   JC_ASSIGN_OR_RETURN(store::Rows hosts, store_->Query("SELECT id, doc FROM nexec_hosts ORDER BY id"));
   JC_ASSIGN_OR_RETURN(store::Rows jobs, store_->Query("SELECT id, doc FROM nexec_jobs ORDER BY id"));
@@ -59,14 +102,9 @@ absl::Status Master::Recover() {
   // Fair share's usage is not stored: it is computed again from the jobs' records (what
   // they held, from when to when, and their CPU time), decayed to now. Jobs that ended
   // more than 20 half-lives ago count for less than a millionth and are skipped.
-  bool fairshare = false;
-  absl::Duration longest_half_life;
-  for (const auto& q : config_.queues) {
-    if (!q.fairshare) continue;
-    fairshare = true;
-    longest_half_life = std::max(longest_half_life, q.fairshare->half_life);
-  }
-  const absl::Time forgotten_before = now - 20 * longest_half_life;
+  const std::optional<absl::Duration> half_life = LongestHalfLife(config_);
+  const bool fairshare = half_life.has_value();
+  const absl::Time forgotten_before = now - 20 * half_life.value_or(absl::ZeroDuration());
   std::vector<int64_t> preempted;  // suspended for a preemption: they lend their slots again
   std::vector<int64_t> requeueing;  // being requeued for one (their grace running)
   std::vector<pb::Job> unrecoverable;  // ended now: written before the master serves
@@ -103,31 +141,8 @@ absl::Status Master::Recover() {
         }
         ++pending;
       } else {
-        Placement p;
-        p.job_id = job.id();
         int grown = 0;  // elastic: allocations it grew by, after those it started with
-        for (const auto& t : job.tasks()) {
-          // Remote tasks run inside the allocation and hold nothing more; what an elastic
-          // job gave back it no longer holds.
-          if (!HeldAllocation(t)) continue;
-          grown += t.grown();
-          HostAllocation a{t.host(), t.slots(), {t.gpus().begin(), t.gpus().end()}, 0, {}, {}};
-          for (const pb::Reservation& r : t.reservations()) {
-            a.reserved[r.resource()] = r.amount();
-            if (!r.units().empty()) a.units[r.resource()] = {r.units().begin(), r.units().end()};
-          }
-          p.sections.push_back({a});
-        }
-        // Memory reservations are per slot; restore them from the requirement.
-        for (size_t i = 0; i < p.sections.size(); ++i) {
-          const auto& secs = rec.request.requirement.sections;
-          double mem = 0;
-          if (!secs.empty()) {
-            auto it = secs[std::min(i, secs.size() - 1)].rusage.find("mem");
-            if (it != secs[std::min(i, secs.size() - 1)].rusage.end()) mem = it->second;
-          }
-          p.sections[i][0].mem_mb = mem * p.sections[i][0].slots;
-        }
+        const Placement p = HeldPlacement(job, rec.request, &grown);
         if (absl::Status restored =
                 scheduler_.Restore(rec.request, p, job.has_started_at() ? FromTimestamp(job.started_at()) : now, grown);
             !restored.ok()) {

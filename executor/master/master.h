@@ -189,6 +189,7 @@ class Master {
   };
   // An entry of the allocation the job holds now: not a remote task, not an allocation
   // an elastic job gave back.
+  static Placement HeldPlacement(const pb::Job& job, const JobRequest& request, int* grown);
   static bool HeldAllocation(const pb::Task& t) {
     return !t.remote() && !(t.grown() && t.state() == pb::TASK_EXITED);
   }

@@ -824,111 +824,7 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
     // Preempted jobs of this queue go before its waiting ones, once their slots are free.
     if (!queue->lent.empty()) ResumeLent(*queue);
     if (queue->pending.empty()) continue;
-    // A capacity queue may reclaim guarantees by preemption.
-    bool fairshare_preempts = queue->config.fairshare && queue->config.fairshare->preemptive;
-    // Each fair-share preemption attempt scans the running jobs: a few per queue and cycle
-    // (the users furthest under their share come first in the order anyway).
-    constexpr int kFairsharePreemptTries = 16;
-    int fairshare_tries = 0;
-    bool preemptive = !queue->config.preempt.empty() || queue->config.capacity.has_value() || fairshare_preempts;
-    bool reserved_in_queue = false;  // one reservation per queue and cycle (EASY backfill)
-    std::vector<int64_t> dispatched;  // sorted once the queue is done
-    const OrderInputs inputs = InputsOf(*queue);
-    std::unique_ptr<OrderSequence> sequence = queue->order->Start(inputs);
-    for (int64_t id = 0; sequence->Next(&id);) {
-      Job& job = jobs_.at(id);
-      const bool full = pack_index_.empty() || std::get<0>(*pack_index_.rbegin()) <= 0;
-      if (full && !preemptive && grown_allocations_ == 0) {
-        // Cluster full: only slots reservations hold can still take a job, and only one
-        // that backfills (slots are not freed within a cycle).
-        if (held_slots_ == 0) break;
-        if (!MayBackfill(job)) continue;
-      }
-      ++st.considered;
-      if (auto failed = failed_shapes.find(job.shape); failed != failed_shapes.end()) {
-        ++st.skipped_by_cache;
-        if (failed->second.empty()) {
-          pending_reasons_.erase(id);
-        } else {
-          pending_reasons_[id] = failed->second;
-        }
-        continue;
-      }
-      Placement placement;
-      // Reserved slots are held from every job but those that end before the reservations
-      // start; such a job tries with them free (backfill).
-      std::vector<int> held_before;  // per reservation, the slots and GPUs it held
-      if (!reservations_.empty() && MayBackfill(job)) {
-        for (const Reservation& r : reservations_) held_before.push_back(r.HeldUnits());
-        Hold(-1);
-      }
-      bool placed_now = TryPlace(job, *queue, &placement);
-      if (!held_before.empty()) {
-        Hold(+1);
-        // Backfilled if it took what a reservation held (else it simply fit beside them).
-        for (size_t k = 0; placed_now && k < reservations_.size(); ++k) {
-          if (reservations_[k].HeldUnits() < held_before[k]) placement.backfilled_before = reservations_[k].job_id;
-        }
-      }
-      TakenBack taken;  // allocations elastic jobs grew by, taken back for this job
-      if (!placed_now && grown_allocations_ > 0 && !pending_reasons_.count(id)) {
-        // What elastic jobs grew by goes back first, before anything is preempted.
-        placed_now = TakeBackGrowth(job, *queue, &placement, &taken);
-      }
-      if (!placed_now) {
-        auto reason = pending_reasons_.find(id);
-        failed_shapes[job.shape] = reason == pending_reasons_.end() ? "" : reason->second;
-        // One preemption per shape and cycle: the next job of the shape waits for the
-        // next cycle, which sees what this one freed.
-        // Preempting frees resources; a job a limit holds would not start anyway.
-        const bool waits_for_resources = failed_shapes[job.shape].empty();
-        auto fairshare_preempt = [&] {
-          if (++fairshare_tries == kFairsharePreemptTries) {
-            fairshare_preempts = false;
-            preemptive = !queue->config.preempt.empty() || queue->config.capacity.has_value();
-          }
-          return TryFairsharePreempt(job, *queue);
-        };
-        const bool preempted = waits_for_resources &&
-                               ((!queue->config.preempt.empty() && TryPreempt(job, *queue)) ||
-                                (queue->config.capacity && TryReclaim(job, *queue)) ||
-                                (fairshare_preempts && fairshare_preempt()));
-        // Taken-back growth stays taken when preemption frees the rest; else it returns.
-        SettleTakeBack(&taken, id, preempted);
-        if (preempted) {
-          failed_shapes[job.shape] = "";
-          took_back_ = true;
-        } else if (queue->config.backfill && !reserved_in_queue && failed_shapes[job.shape].empty()) {
-          // Only a job waiting for resources reserves; one a limit holds would hold hosts
-          // it may not use.
-          Reserve(job, *queue);
-          reserved_in_queue = true;
-        }
-        continue;
-      }
-      SettleTakeBack(&taken, id, true);
-      if (placement.backfilled_before != 0) ++st.backfilled;
-      victims_of_.erase(id);
-      job.started = now_;
-      job.running = true;
-      job.placement = placement;
-      job.base_sections = job.placement.sections.size();
-      job.placed_in_cycle = cycles_;
-      if (job.request.max_slots > job.request.slots) elastic_.insert(id);
-      running_.insert(id);
-      dispatched.push_back(id);
-      placed.push_back(std::move(placement));
-      ++st.placed;
-    }
-    sequence.reset();  // the order may change now
-    if (!dispatched.empty()) {
-      for (int64_t id : dispatched) queue->order->Dispatched(jobs_.at(id).request);  // in dispatch order
-      std::sort(dispatched.begin(), dispatched.end());
-      auto& p = queue->pending;
-      p.erase(std::remove_if(p.begin(), p.end(),
-                             [&](int64_t id) { return std::binary_search(dispatched.begin(), dispatched.end(), id); }),
-              p.end());
-    }
+    CycleQueue(*queue, failed_shapes, &placed, st);
   }
   // Elastic jobs grow into what is left; slots held for reservations are not.
   GrowElastic();
@@ -940,6 +836,117 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
     for (const auto& [i, n] : r.wanted) view.hosts.push_back(hosts_[i].config.name);
   }
   return placed;
+}
+
+// One queue's part of a cycle: its pending jobs in its order, each placed, or given back
+// growth, or preempting for, or reserved for, or left waiting with the reason.
+void Scheduler::CycleQueue(Queue& queue, std::unordered_map<std::string, std::string>& failed_shapes,
+                           std::vector<Placement>* placed, CycleStats& st) {
+  // A capacity queue may reclaim guarantees by preemption.
+  bool fairshare_preempts = queue.config.fairshare && queue.config.fairshare->preemptive;
+  // Each fair-share preemption attempt scans the running jobs: a few per queue and cycle
+  // (the users furthest under their share come first in the order anyway).
+  constexpr int kFairsharePreemptTries = 16;
+  int fairshare_tries = 0;
+  bool preemptive = !queue.config.preempt.empty() || queue.config.capacity.has_value() || fairshare_preempts;
+  bool reserved_in_queue = false;  // one reservation per queue and cycle (EASY backfill)
+  std::vector<int64_t> dispatched;  // sorted once the queue is done
+  const OrderInputs inputs = InputsOf(queue);
+  std::unique_ptr<OrderSequence> sequence = queue.order->Start(inputs);
+  for (int64_t id = 0; sequence->Next(&id);) {
+    Job& job = jobs_.at(id);
+    const bool full = pack_index_.empty() || std::get<0>(*pack_index_.rbegin()) <= 0;
+    if (full && !preemptive && grown_allocations_ == 0) {
+      // Cluster full: only slots reservations hold can still take a job, and only one
+      // that backfills (slots are not freed within a cycle).
+      if (held_slots_ == 0) break;
+      if (!MayBackfill(job)) continue;
+    }
+    ++st.considered;
+    if (auto failed = failed_shapes.find(job.shape); failed != failed_shapes.end()) {
+      ++st.skipped_by_cache;
+      if (failed->second.empty()) {
+        pending_reasons_.erase(id);
+      } else {
+        pending_reasons_[id] = failed->second;
+      }
+      continue;
+    }
+    Placement placement;
+    // Reserved slots are held from every job but those that end before the reservations
+    // start; such a job tries with them free (backfill).
+    std::vector<int> held_before;  // per reservation, the slots and GPUs it held
+    if (!reservations_.empty() && MayBackfill(job)) {
+      for (const Reservation& r : reservations_) held_before.push_back(r.HeldUnits());
+      Hold(-1);
+    }
+    bool placed_now = TryPlace(job, queue, &placement);
+    if (!held_before.empty()) {
+      Hold(+1);
+      // Backfilled if it took what a reservation held (else it simply fit beside them).
+      for (size_t k = 0; placed_now && k < reservations_.size(); ++k) {
+        if (reservations_[k].HeldUnits() < held_before[k]) placement.backfilled_before = reservations_[k].job_id;
+      }
+    }
+    TakenBack taken;  // allocations elastic jobs grew by, taken back for this job
+    if (!placed_now && grown_allocations_ > 0 && !pending_reasons_.count(id)) {
+      // What elastic jobs grew by goes back first, before anything is preempted.
+      placed_now = TakeBackGrowth(job, queue, &placement, &taken);
+    }
+    if (!placed_now) {
+      auto reason = pending_reasons_.find(id);
+      failed_shapes[job.shape] = reason == pending_reasons_.end() ? "" : reason->second;
+      // One preemption per shape and cycle: the next job of the shape waits for the
+      // next cycle, which sees what this one freed.
+      // Preempting frees resources; a job a limit holds would not start anyway.
+      const bool waits_for_resources = failed_shapes[job.shape].empty();
+      auto fairshare_preempt = [&] {
+        if (++fairshare_tries == kFairsharePreemptTries) {
+          fairshare_preempts = false;
+          preemptive = !queue.config.preempt.empty() || queue.config.capacity.has_value();
+        }
+        return TryFairsharePreempt(job, queue);
+      };
+      const bool preempted = waits_for_resources &&
+                             ((!queue.config.preempt.empty() && TryPreempt(job, queue)) ||
+                              (queue.config.capacity && TryReclaim(job, queue)) ||
+                              (fairshare_preempts && fairshare_preempt()));
+      // Taken-back growth stays taken when preemption frees the rest; else it returns.
+      SettleTakeBack(&taken, id, preempted);
+      if (preempted) {
+        failed_shapes[job.shape] = "";
+        took_back_ = true;
+      } else if (queue.config.backfill && !reserved_in_queue && failed_shapes[job.shape].empty()) {
+        // Only a job waiting for resources reserves; one a limit holds would hold hosts
+        // it may not use.
+        Reserve(job, queue);
+        reserved_in_queue = true;
+      }
+      continue;
+    }
+    SettleTakeBack(&taken, id, true);
+    if (placement.backfilled_before != 0) ++st.backfilled;
+    victims_of_.erase(id);
+    job.started = now_;
+    job.running = true;
+    job.placement = placement;
+    job.base_sections = job.placement.sections.size();
+    job.placed_in_cycle = cycles_;
+    if (job.request.max_slots > job.request.slots) elastic_.insert(id);
+    running_.insert(id);
+    dispatched.push_back(id);
+    placed->push_back(std::move(placement));
+    ++st.placed;
+  }
+  sequence.reset();  // the order may change now
+  if (!dispatched.empty()) {
+    for (int64_t id : dispatched) queue.order->Dispatched(jobs_.at(id).request);  // in dispatch order
+    std::sort(dispatched.begin(), dispatched.end());
+    auto& p = queue.pending;
+    p.erase(std::remove_if(p.begin(), p.end(),
+                           [&](int64_t id) { return std::binary_search(dispatched.begin(), dispatched.end(), id); }),
+            p.end());
+  }
 }
 
 absl::Status Scheduler::Release(int64_t job_id) {

@@ -314,6 +314,8 @@ class Scheduler {
   void RefreshLoad(Host& host);
   std::string OverThreshold(const Host& h, const QueueConfig& queue, bool stop) const;
   bool UserAllowed(const QueueConfig& queue, const std::string& user) const;
+  void CycleQueue(Queue& queue, std::unordered_map<std::string, std::string>& failed_shapes,
+                  std::vector<Placement>* placed, CycleStats& st);
   // What the queue's order reads as a cycle starts (queue_order.h).
   OrderInputs InputsOf(const Queue& queue) const;
   // What a job asks for in all: slots, memory, GPUs (DRF's demand).
