@@ -90,7 +90,7 @@ absl::Status GroupCommitter::Commit(std::function<absl::Status(Transaction&)> wr
   queue_.push_back(mine);
   while (!mine->done) {
     if (leader_active_) {
-      cv_.wait(lock);
+      mine->cv.wait(lock);
       continue;
     }
     // Lead: commit everything queued so far, including this caller's write.
@@ -109,9 +109,13 @@ absl::Status GroupCommitter::Commit(std::function<absl::Status(Transaction&)> wr
       for (auto& e : batch) e->result = RunBatch({e});
     }
     lock.lock();
-    for (auto& e : batch) e->done = true;
     leader_active_ = false;
-    cv_.notify_all();
+    for (auto& e : batch) {
+      e->done = true;
+      if (e != mine) e->cv.notify_one();
+    }
+    // The first caller queued meanwhile leads the next batch.
+    if (!queue_.empty()) queue_.front()->cv.notify_one();
   }
   return mine->result;
 }

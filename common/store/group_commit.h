@@ -40,6 +40,9 @@ class GroupCommitter {
     std::function<absl::Status(Transaction&)> write;
     absl::Status result;
     bool done = false;
+    // Its caller waits here alone: a finished batch wakes its own callers and the next
+    // leader, not every caller queued behind it (who would only wait again).
+    std::condition_variable cv;
   };
   absl::Status RunBatch(const std::vector<std::shared_ptr<Entry>>& batch);
 
@@ -47,7 +50,6 @@ class GroupCommitter {
   std::function<absl::Status(Transaction&)> prologue_;
   std::function<void()> epilogue_;
   std::mutex mu_;
-  std::condition_variable cv_;
   std::deque<std::shared_ptr<Entry>> queue_;
   bool leader_active_ = false;
 };
