@@ -1056,17 +1056,27 @@ void Agent::HeartbeatLoop() {
 }
 
 // A pre-exec past its timeout is killed; its end is then a failed pre-exec. A task a kill
-// action left running past its grace is killed.
+// action left running past its grace is killed. A kill that fails (NotFound: the task
+// ended meanwhile, which its exit reports) is tried again a second later, not forgotten.
 void Agent::EnforceDeadlinesLocked() {
+  const absl::Time now = absl::Now();
+  auto killed = [&](const std::string& key, const char* why) {
+    absl::Status s = runner_.Kill(key);
+    if (s.ok() || absl::IsNotFound(s)) return true;
+    spdlog::warn("task {}: {}: the kill failed ({}); trying again in a second", key, why, s.ToString());
+    return false;
+  };
   for (auto& [key, t] : tasks_) {
-    if (absl::Now() > t.kill_deadline) {
-      t.kill_deadline = absl::InfiniteFuture();
-      spdlog::info("task {}: still running {} s after its kill action; killed", key, t.kill_grace_seconds);
-      runner_.Kill(key).IgnoreError();
+    if (now > t.kill_deadline) {
+      spdlog::info("task {}: still running {} s after its kill action; killing it", key, t.kill_grace_seconds);
+      t.kill_deadline = killed(key, "past its kill action's grace") ? absl::InfiniteFuture() : now + absl::Seconds(1);
     }
-    if (t.phase == TaskInfo::Phase::kPre && !t.pre_exec_timed_out && absl::Now() > t.pre_exec_deadline) {
-      t.pre_exec_timed_out = true;
-      runner_.Kill(key).IgnoreError();
+    if (t.phase == TaskInfo::Phase::kPre && !t.pre_exec_timed_out && now > t.pre_exec_deadline) {
+      if (killed(key, "pre-exec past its timeout")) {
+        t.pre_exec_timed_out = true;
+      } else {
+        t.pre_exec_deadline = now + absl::Seconds(1);
+      }
     }
   }
 }

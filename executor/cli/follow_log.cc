@@ -40,7 +40,7 @@ absl::Status FollowLog(pb::Master::Stub* stub, const ContextFactory& ctx, pb::Re
     while (reader->Read(&chunk)) {
       if (!WriteAll(fd, chunk.data())) {
         c->TryCancel();
-        reader->Finish().IgnoreError();
+        reader->Finish().IgnoreError();  // CANCELLED, by the line above: the write's error is the answer
         return absl::AbortedError(absl::StrCat("cannot write the output here: ", std::strerror(errno)));
       }
       req.set_offset(chunk.offset() + static_cast<int64_t>(chunk.data().size()));

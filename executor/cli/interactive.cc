@@ -145,7 +145,11 @@ int RunInteractive(pb::Master::Stub* stub, const ContextFactory& ctx, int64_t jo
     FollowOptions keep_on;
     keep_on.reconnects = 50;
     keep_on.task_exists = true;  // started, so its output comes
-    FollowLog(stub, ctx, req, fd, keep_on).IgnoreError();  // the exit code below says how it ended
+    // The job's exit code is asked below either way; output given up on is said here.
+    if (absl::Status s = FollowLog(stub, ctx, req, fd, keep_on); !s.ok()) {
+      std::cerr << "nexec: job " << job_id << "'s " << (stderr_out ? "stderr" : "stdout")
+                << " is no longer shown: " << s.message() << "\n";
+    }
   };
   std::atomic<int> followers{tty ? 1 : 2};
   std::thread out([&] {

@@ -202,8 +202,12 @@ int main(int argc, char** argv) {
     keep_on.reconnects = 50;
     keep_on.task_exists = true;  // started, so its output comes
     auto ctx = [&](absl::string_view method, const google::protobuf::Message& request) { return call(method, request); };
-    // How the tasks ended is asked below; a stream given up on shows as missing output.
-    jc::nexec::FollowLog(stub.get(), ctx, r, stderr ? STDERR_FILENO : STDOUT_FILENO, keep_on).IgnoreError();
+    // How the tasks ended is asked below either way; output given up on is said here.
+    if (absl::Status s = jc::nexec::FollowLog(stub.get(), ctx, r, stderr ? STDERR_FILENO : STDOUT_FILENO, keep_on);
+        !s.ok()) {
+      std::cerr << "nexec-run: task " << task_index << "'s " << (stderr ? "stderr" : "stdout")
+                << " is no longer shown: " << s.message() << "\n";
+    }
   };
   std::vector<std::thread> followers;
   for (const pb::Task& task : tasks) {
