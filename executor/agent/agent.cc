@@ -1131,9 +1131,15 @@ pb::HeartbeatRequest Agent::HeartbeatLocked(bool periodic) {
   pb::HeartbeatRequest req;
   // The host's figures (load, memory, sensors, images held) are read on the periodic
   // heartbeats; one sent at once for an exit repeats the last ones.
-  if (periodic || !last_info_) last_info_ = CurrentInfo();
+  const bool exits_only = !periodic && last_info_.has_value();
+  if (!exits_only) last_info_ = CurrentInfo();
   *req.mutable_info() = *last_info_;
+  // Between the periodic heartbeats, one sent at once for exits carries only those: a
+  // busy agent sends hundreds a second, and every running task in each would be read
+  // again by the master for nothing (the periodic one, each second, reports them all).
+  req.set_exits_only(exits_only);
   for (const auto& [key, t] : tasks_) {
+    if (exits_only) break;
     pb::TaskReport* r = req.add_tasks();
     r->set_job_id(t.job_id);
     r->set_task_index(t.task_index);

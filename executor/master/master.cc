@@ -31,8 +31,8 @@ bool Finished(pb::JobState s) { return s == pb::DONE || s == pb::EXIT; }
 
 Master::Master(store::Store* store, const Clock* clock, AgentDialer* dialer,
                ExecutorConfig config, MasterOptions options)
-    : store_(store), clock_(clock), dialer_(dialer), config_(std::move(config)),
-      options_(std::move(options)) {
+    : store_(store), clock_(clock), dialer_(dialer), options_(std::move(options)),
+      config_(std::move(config)), access_config_(std::make_shared<const ExecutorConfig>(config_)) {
   for (const auto& t : config_.host_types) scheduler_.AddHostType(t).IgnoreError();
   for (const auto& [group, members] : config_.user_groups) scheduler_.DefineUserGroup(group, members);
   scheduler_.SetLimits(config_.limits);
@@ -40,6 +40,7 @@ Master::Master(store::Store* store, const Clock* clock, AgentDialer* dialer,
   ResourceTraits load;
   load.larger_is_less = true;
   scheduler_.SetResourceTraits("r1m", load);
+  loop_.Start("nexec-master", [this] { Flush(); });
 }
 
 Master::~Master() { Stop(); }
@@ -90,11 +91,11 @@ Placement Master::HeldPlacement(const pb::Job& job, const JobRequest& request, i
 absl::Status Master::Recover() {
   JC_ASSIGN_OR_RETURN(store::Rows hosts, store_->Query("SELECT id, doc FROM nexec_hosts ORDER BY id"));
   JC_ASSIGN_OR_RETURN(store::Rows jobs, store_->Query("SELECT id, doc FROM nexec_jobs ORDER BY id"));
-  std::lock_guard<std::mutex> lock(mu_);
+  return OnLoop([&]() -> absl::Status {
   absl::Time now = clock_->Now();
   for (const auto& row : hosts) {
     JC_ASSIGN_OR_RETURN(pb::AgentInfo info, store::DecodeDoc<pb::AgentInfo>(row[1]));
-    JC_RETURN_IF_ERROR(AddHostLocked(info));
+    JC_RETURN_IF_ERROR(AddHostRecord(info));
     // Known hosts get a grace period to report again before they count as lost.
     hosts_[info.host()] = {info, now, true};
   }
@@ -107,7 +108,7 @@ absl::Status Master::Recover() {
   const absl::Time forgotten_before = now - 20 * half_life.value_or(absl::ZeroDuration());
   std::vector<int64_t> preempted;  // suspended for a preemption: they lend their slots again
   std::vector<int64_t> requeueing;  // being requeued for one (their grace running)
-  std::vector<pb::Job> unrecoverable;  // ended now: written before the master serves
+  int unrecoverable = 0;  // ended now: written before the master serves
   for (const auto& row : jobs) {
     JC_ASSIGN_OR_RETURN(pb::Job job, store::DecodeDoc<pb::Job>(row[1]));
     next_id_ = std::max(next_id_, job.id() + 1);
@@ -123,7 +124,8 @@ absl::Status Master::Recover() {
       rec.job.set_reason(absl::StrCat("cannot be recovered after a master restart: ", why.message()));
       *rec.job.mutable_ended_at() = ToTimestamp(now);
       rec.job.add_history(absl::StrCat(Stamp(), " ", rec.job.reason()));
-      unrecoverable.push_back(rec.job);
+      ++unrecoverable;
+      MarkDirty(job.id());
       jobs_[job.id()] = std::move(rec);
     };
     if (!Finished(job.state())) {
@@ -179,15 +181,10 @@ absl::Status Master::Recover() {
     const bool waiting = preemptor != jobs_.end() && preemptor->second.job.state() == pb::PENDING;
     JC_RETURN_IF_ERROR(scheduler_.RestorePreempted(id, waiting ? by : 0));
   }
-  if (!unrecoverable.empty()) {
-    JC_RETURN_IF_ERROR(committer_.Commit([&](store::Transaction& txn) {
-      for (const auto& job : unrecoverable) JC_RETURN_IF_ERROR(Persist(txn, job));
-      return absl::OkStatus();
-    }));
-  }
   spdlog::info("nexec master recovered {} hosts, {} jobs ({} pending, {} running, {} ended as unrecoverable)",
-               hosts_.size(), jobs_.size(), pending, running, unrecoverable.size());
+               hosts_.size(), jobs_.size(), pending, running, unrecoverable);
   return RecoverTimedJobs();
+  });
 }
 
 void Master::CountPastUsage(const pb::Job& job, const JobRequest& request, absl::Time now,
@@ -259,38 +256,51 @@ absl::Status Master::Persist(store::Transaction& txn, const pb::Job& job) {
   return absl::OkStatus();
 }
 
-absl::Status Master::PersistAll(const std::vector<pb::Job>& jobs) {
-  if (jobs.empty()) return absl::OkStatus();
-  // Through the group committer: submissions, scheduling decisions and exit reports that
-  // arrive together share one transaction (and one fsync). Each job is written as memory
-  // has it when its transaction runs, not as the caller saw it: two threads that changed
-  // one job write in commit order, so the later commit always carries the later state.
-  std::vector<pb::Job> written;
-  JC_RETURN_IF_ERROR(committer_.Commit([&](store::Transaction& txn) {
-    written.clear();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (const auto& job : jobs) {
-        auto it = jobs_.find(job.id());
-        written.push_back(it != jobs_.end() ? it->second.job : job);
-      }
+void Master::Flush() {
+  if (cycling_ && cycle_wanted_) {
+    cycle_wanted_ = false;
+    // Watchers see what the burst's messages did before what its cycle does (a job
+    // submitted and placed in one burst is seen PENDING, then RUNNING).
+    for (int64_t id : burst_.jobs) burst_.events_before.push_back(jobs_.at(id).job);
+    burst_.jobs.clear();
+    CycleCalls calls = Cycle();
+    if (!calls.empty()) {
+      AfterCommit([this, calls = std::move(calls)] { launchers_->Run([this, calls] { CarryOut(calls); }); });
     }
-    for (const auto& job : written) JC_RETURN_IF_ERROR(Persist(txn, job));
-    return absl::OkStatus();
-  }));
-  for (const auto& job : written) Publish(job);
-  return absl::OkStatus();
+  }
+  Burst burst = std::move(burst_);
+  burst_ = Burst();
+  Commit(burst);
+  for (const pb::Job& job : burst.events_before) Publish(job);
+  for (int64_t id : burst.jobs) Publish(jobs_.at(id).job);
+  for (auto& after : burst.after) after();
 }
 
-void Master::MustPersist(const std::vector<pb::Job>& jobs) {
-  if (jobs.empty()) return;
+void Master::Commit(Burst& burst) {
+  if (burst.writes_nothing() && burst.events_before.empty()) return;
+  // Each job as memory has it now; those the cycle did not change again, once.
+  std::vector<const pb::Job*> jobs;
+  for (const pb::Job& before : burst.events_before) {
+    if (!burst.jobs.count(before.id())) jobs.push_back(&jobs_.at(before.id()).job);
+  }
+  for (int64_t id : burst.jobs) jobs.push_back(&jobs_.at(id).job);
+  auto write = [&]() -> absl::Status {
+    JC_ASSIGN_OR_RETURN(std::unique_ptr<store::Transaction> txn, store_->Begin());
+    for (const pb::Job* job : jobs) JC_RETURN_IF_ERROR(Persist(*txn, *job));
+    for (const auto& [host, doc] : burst.hosts) {
+      JC_ASSIGN_OR_RETURN(int64_t n, txn->Exec("UPDATE nexec_hosts SET doc = $2 WHERE id = $1", {host, doc}));
+      if (n == 0) JC_RETURN_IF_ERROR(txn->Exec("INSERT INTO nexec_hosts (id, doc) VALUES ($1, $2)", {host, doc}).status());
+    }
+    for (const auto& w : burst.writes) JC_RETURN_IF_ERROR(w(*txn));
+    return txn->Commit();
+  };
   absl::Status s;
   absl::Duration pause = absl::Milliseconds(100);
   for (int attempt = 0; attempt < 4; ++attempt) {
-    s = PersistAll(jobs);
+    s = write();
     if (s.ok()) return;
-    spdlog::error("nexec master: writing {} job(s) failed: {}; retrying in {}", jobs.size(), s.ToString(),
-                  absl::FormatDuration(pause));
+    spdlog::error("nexec master: writing {} job(s), {} host(s) and {} other row(s) failed: {}; retrying in {}",
+                  jobs.size(), burst.hosts.size(), burst.writes.size(), s.ToString(), absl::FormatDuration(pause));
     absl::SleepFor(pause);
     pause *= 2;
   }
@@ -299,22 +309,6 @@ void Master::MustPersist(const std::vector<pb::Job>& jobs) {
   spdlog::critical("nexec master: the store does not take writes ({}); exiting so that a restart continues from "
                    "what the store has",
                    s.ToString());
-  spdlog::default_logger()->flush();
-  std::_Exit(3);
-}
-
-void Master::MustWriteHost(const std::string& host, const std::string& doc) {
-  absl::Status s;
-  for (int attempt = 0; attempt < 4; ++attempt) {
-    s = committer_.Commit([&](store::Transaction& txn) -> absl::Status {
-      JC_ASSIGN_OR_RETURN(int64_t n, txn.Exec("UPDATE nexec_hosts SET doc = $2 WHERE id = $1", {host, doc}));
-      if (n == 0) JC_RETURN_IF_ERROR(txn.Exec("INSERT INTO nexec_hosts (id, doc) VALUES ($1, $2)", {host, doc}).status());
-      return absl::OkStatus();
-    });
-    if (s.ok()) return;
-    absl::SleepFor(absl::Milliseconds(100) * (1 << attempt));
-  }
-  spdlog::critical("nexec master: recording host {} failed ({}); exiting", host, s.ToString());
   spdlog::default_logger()->flush();
   std::_Exit(3);
 }
@@ -338,11 +332,11 @@ absl::StatusOr<int64_t> Master::Submit(pb::JobSpec spec) {
   if (spec.user().empty()) return absl::InvalidArgumentError("the job names no user");
   if (spec.slots() < 0) return absl::InvalidArgumentError("-n must be at least 1");
   if (spec.tty()) spec.set_interactive(true);  // a terminal is for an interactive job
-  pb::Job job;
-  JobRequest req;
-  const std::string key = spec.submit_key().empty() ? std::string() : SubmitKeyIndex(spec);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
+  // Acknowledged only once committed (the reply waits for the burst's commit; a crash
+  // before it loses nothing acknowledged); submissions that arrive together share one
+  // commit, with the cycle that places them.
+  return OnLoop([&]() -> absl::StatusOr<int64_t> {
+    const std::string key = spec.submit_key().empty() ? std::string() : SubmitKeyIndex(spec);
     if (!key.empty()) {
       if (auto known = submit_keys_.find(key); known != submit_keys_.end()) {
         // A key is its submitter's: another user's equal key is refused, not answered with
@@ -354,80 +348,60 @@ absl::StatusOr<int64_t> Master::Submit(pb::JobSpec spec) {
         }
         return known->second;
       }
-      if (keys_in_flight_.count(key)) {
-        return absl::UnavailableError(
-            absl::StrCat("a submission with key ", spec.submit_key(), " is being recorded; retry to get its job"));
-      }
     }
-    JC_ASSIGN_OR_RETURN(req, BuildRequest(spec, next_id_));
+    JC_ASSIGN_OR_RETURN(JobRequest req, BuildRequest(spec, next_id_));
     JC_RETURN_IF_ERROR(scheduler_.Check(&req));
-    job.set_id(next_id_++);
-    if (!key.empty()) keys_in_flight_.insert(key);
-  }
-  if (spec.queue().empty()) spec.set_queue(req.queue);
-  spec.set_slots(req.slots);
-  *job.mutable_spec() = spec;
-  job.set_state(pb::PENDING);
-  *job.mutable_submitted_at() = ToTimestamp(clock_->Now());
-  // Acknowledged only once committed (a crash after this loses nothing); concurrent
-  // submissions share one commit.
-  absl::Status committed = committer_.Commit([&](store::Transaction& txn) { return Persist(txn, job); });
-  if (!committed.ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
-    keys_in_flight_.erase(key);
-    return committed;
-  }
-  Publish(job);
-  std::vector<pb::Job> changed;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!key.empty()) {
-      keys_in_flight_.erase(key);
-      submit_keys_[key] = job.id();
-    }
-    absl::Status queued = scheduler_.Submit(req);
     JobRecord rec;
-    rec.job = job;
-    rec.request = req;
-    if (!queued.ok()) {
+    rec.job.set_id(next_id_++);
+    if (spec.queue().empty()) spec.set_queue(req.queue);
+    spec.set_slots(req.slots);
+    *rec.job.mutable_spec() = std::move(spec);
+    rec.job.set_state(pb::PENDING);
+    *rec.job.mutable_submitted_at() = ToTimestamp(clock_->Now());
+    if (absl::Status queued = scheduler_.Submit(req); !queued.ok()) {
       // The cluster changed between the check and now (a host left); the job is kept
       // and reported, not dropped.
       rec.job.set_state(pb::EXIT);
       rec.job.set_reason(absl::StrCat("cannot be queued: ", queued.message()));
-      changed.push_back(rec.job);
     }
-    jobs_[job.id()] = std::move(rec);
-  }
-  MustPersist(changed);
-  Wake();
-  return job.id();
+    rec.request = std::move(req);
+    const int64_t id = rec.job.id();
+    if (!key.empty()) submit_keys_[key] = id;
+    jobs_[id] = std::move(rec);
+    MarkDirty(id);
+    cycle_wanted_ = true;
+    return id;
+  });
 }
 
 absl::StatusOr<pb::Job> Master::GetJob(int64_t id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
-  return ViewLocked(it->second);
+  return OnLoop([&]() -> absl::StatusOr<pb::Job> {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
+    return ViewOf(it->second);
+  });
 }
 
 absl::Status Master::MaySubmitAs(const Principal& caller, const std::string& user) {
-  std::lock_guard<std::mutex> lock(mu_);
-  return ::jc::nexec::MaySubmitAs(config_, caller, user);
+  return ::jc::nexec::MaySubmitAs(*AccessConfig(), caller, user);
+}
+
+std::shared_ptr<const ExecutorConfig> Master::AccessConfig() const {
+  std::lock_guard<std::mutex> lock(access_mu_);
+  return access_config_;
 }
 
 absl::Status Master::MayControl(const Principal& caller, int64_t id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
-  return ::jc::nexec::MayControl(config_, caller, it->second.job.spec().user());
+  return OnLoop([&]() -> absl::Status {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
+    return ::jc::nexec::MayControl(config_, caller, it->second.job.spec().user());
+  });
 }
 
 void Master::HidePrivate(const Principal& viewer, pb::Job* job) {
   if (viewer.root) return;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (::jc::nexec::MayControl(config_, viewer, job->spec().user()).ok()) return;
-  }
+  if (::jc::nexec::MayControl(*AccessConfig(), viewer, job->spec().user()).ok()) return;
   pb::JobSpec* spec = job->mutable_spec();
   const bool had_command = !spec->command().empty();
   spec->clear_command();
@@ -441,7 +415,7 @@ void Master::HidePrivate(const Principal& viewer, pb::Job* job) {
 }
 
 std::vector<pb::Job> Master::ListJobs(const pb::ListJobsRequest& req) {
-  std::lock_guard<std::mutex> lock(mu_);
+  return OnLoop([&] {
   std::vector<pb::Job> out;
   for (auto it = jobs_.rbegin(); it != jobs_.rend(); ++it) {
     const pb::Job& j = it->second.job;
@@ -452,11 +426,12 @@ std::vector<pb::Job> Master::ListJobs(const pb::ListJobsRequest& req) {
         std::find(req.states().begin(), req.states().end(), j.state()) == req.states().end()) {
       continue;
     }
-    out.push_back(ViewLocked(it->second));
+    out.push_back(ViewOf(it->second));
     if (req.limit() > 0 && static_cast<int>(out.size()) >= req.limit()) break;
   }
   std::reverse(out.begin(), out.end());
   return out;
+  });
 }
 
 std::string Master::AddressOf(const std::string& host) const {
@@ -563,70 +538,72 @@ pb::LaunchRequest Master::MakeLaunch(const pb::Job& job) const {
 }
 
 absl::StatusOr<int> Master::ScheduleOnce() {
-  std::vector<pb::Job> started;
-  std::vector<Launch> launches;
-  std::vector<Preemption> preemptions;
-  std::vector<PreemptionCall> preempt_calls;
-  std::vector<int64_t> resumes;
-  std::vector<Resize> resizes;
-  std::vector<AgentCall> agent_calls;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    absl::Time begin = clock_->Now();
-    CycleStats cs;
-    ApplyWindowsLocked(begin);  // a queue outside its run window dispatches nothing
-    if (!config_.limits.empty()) scheduler_.SetLimitTime(begin, options_.time_zone);
-    scheduler_.AdvanceFairshare(begin);
-    scheduler_.SetNow(begin);
-    std::vector<Placement> placements = scheduler_.Cycle(&cs);
-    resizes = scheduler_.TakeResizes();
-    preemptions = scheduler_.TakePreemptions();
-    resumes = scheduler_.TakeResumes();
-    const job_state::At at{begin, options_.time_zone};
-    for (const Preemption& p : preemptions) {
-      JobRecord& victim = jobs_.at(p.victim);
-      JobRecord& preemptor = jobs_.at(p.preemptor);
-      if (metrics_) metrics_->CountPreemption(victim.request.queue, p.requeue);
-      preemptor.job.add_history(absl::StrCat(Stamp(), " preempting job ", p.victim, " (queue ", victim.request.queue,
-                                             p.requeue ? ", holds GPUs: requeued" : ": suspended", ")"));
-      const QueueConfig* q = QueueConfigOf(victim.request.queue);
-      job_state::Effects fx =
-          p.requeue ? job_state::PreemptedForRequeue(victim, p.preemptor, p.reason,
-                                                     q != nullptr ? q->preempt_grace : absl::ZeroDuration(), at)
-                    : job_state::PreemptedForSuspend(victim, p.preemptor);
-      victim.request.preemptions = victim.job.preemptions();
-      ApplyLocked(victim, fx, &started);
-      started.push_back(preemptor.job);
-      preempt_calls.push_back({p, std::move(fx)});
-    }
-    for (const Placement& p : placements) {
-      JobRecord& rec = jobs_.at(p.job_id);
-      if (p.backfilled_before != 0 && metrics_) metrics_->CountBackfill(rec.request.queue);
-      std::vector<pb::Task> tasks;
-      for (const auto& section : p.sections) {
-        for (const auto& a : section) DescribeAllocation(a, &tasks.emplace_back());
-      }
-      ApplyLocked(rec, job_state::Dispatch(rec, std::move(tasks), p.backfilled_before, rec.request.run_limit, at),
-                  &started);
-      launches.push_back({AddressOf(rec.job.tasks(0).host()), MakeLaunch(rec.job)});
-    }
-    // After the placements: a job that started in this cycle may have lent its grown
-    // slots to one of them.
-    if (!resizes.empty()) ApplyResizesLocked(resizes, &started, &agent_calls);
-    stats_.cycles++;
-    stats_.placements += static_cast<int64_t>(placements.size());
-    stats_.last_cycle_seconds = absl::ToDoubleSeconds(clock_->Now() - begin);
-    if (metrics_) {
-      metrics_->ObserveCycle(stats_.last_cycle_seconds, static_cast<int>(placements.size()));
-    }
+  CycleCalls calls = OnLoop([this] { return Cycle(); });
+  CarryOut(calls);
+  return calls.started;
+}
+
+Master::CycleCalls Master::Cycle() {
+  CycleCalls calls;
+  absl::Time begin = clock_->Now();
+  CycleStats cs;
+  ApplyWindows(begin);  // a queue outside its run window dispatches nothing
+  if (!config_.limits.empty()) scheduler_.SetLimitTime(begin, options_.time_zone);
+  scheduler_.AdvanceFairshare(begin);
+  scheduler_.SetNow(begin);
+  std::vector<Placement> placements = scheduler_.Cycle(&cs);
+  std::vector<Resize> resizes = scheduler_.TakeResizes();
+  std::vector<Preemption> preemptions = scheduler_.TakePreemptions();
+  calls.resumes = scheduler_.TakeResumes();
+  const job_state::At at{begin, options_.time_zone};
+  for (const Preemption& p : preemptions) {
+    JobRecord& victim = jobs_.at(p.victim);
+    JobRecord& preemptor = jobs_.at(p.preemptor);
+    if (metrics_) metrics_->CountPreemption(victim.request.queue, p.requeue);
+    preemptor.job.add_history(absl::StrCat(Stamp(), " preempting job ", p.victim, " (queue ", victim.request.queue,
+                                           p.requeue ? ", holds GPUs: requeued" : ": suspended", ")"));
+    const QueueConfig* q = QueueConfigOf(victim.request.queue);
+    job_state::Effects fx =
+        p.requeue ? job_state::PreemptedForRequeue(victim, p.preemptor, p.reason,
+                                                   q != nullptr ? q->preempt_grace : absl::ZeroDuration(), at)
+                  : job_state::PreemptedForSuspend(victim, p.preemptor);
+    victim.request.preemptions = victim.job.preemptions();
+    ApplyEffects(victim, fx);
+    MarkDirty(preemptor.job.id());
+    calls.preemptions.push_back({p, std::move(fx)});
   }
-  // Decisions are committed in one transaction before any task starts (or the master
-  // stops: a decision the store does not have must never run).
-  MustPersist(started);
-  for (Launch& l : launches) StartLaunch(std::move(l));
-  if (!agent_calls.empty()) CarryOutAgentCalls(agent_calls);
-  if (!preempt_calls.empty() || !resumes.empty()) CarryOutPreemptions(preempt_calls, resumes);
-  return static_cast<int>(launches.size());
+  std::vector<Launch> launches;
+  for (const Placement& p : placements) {
+    JobRecord& rec = jobs_.at(p.job_id);
+    if (p.backfilled_before != 0 && metrics_) metrics_->CountBackfill(rec.request.queue);
+    std::vector<pb::Task> tasks;
+    for (const auto& section : p.sections) {
+      for (const auto& a : section) DescribeAllocation(a, &tasks.emplace_back());
+    }
+    ApplyEffects(rec, job_state::Dispatch(rec, std::move(tasks), p.backfilled_before, rec.request.run_limit, at));
+    launches.push_back({AddressOf(rec.job.tasks(0).host()), MakeLaunch(rec.job)});
+  }
+  // After the placements: a job that started in this cycle may have lent its grown
+  // slots to one of them.
+  if (!resizes.empty()) ApplyResizes(resizes, &calls.agent_calls);
+  stats_.cycles++;
+  stats_.placements += static_cast<int64_t>(placements.size());
+  stats_.last_cycle_seconds = absl::ToDoubleSeconds(clock_->Now() - begin);
+  if (metrics_) metrics_->ObserveCycle(stats_.last_cycle_seconds, static_cast<int>(placements.size()));
+  calls.started = static_cast<int>(launches.size());
+  // Decisions are committed (with the burst) before any task starts, or the master
+  // stops: a decision the store does not have must never run.
+  if (!launches.empty()) {
+    AfterCommit([this, launches = std::move(launches)]() mutable {
+      for (Launch& l : launches) StartLaunch(std::move(l));
+    });
+  }
+  return calls;
+}
+
+void Master::CarryOut(const CycleCalls& calls) {
+  if (!calls.agent_calls.empty()) CarryOutAgentCalls(calls.agent_calls);
+  if (!calls.preemptions.empty() || !calls.resumes.empty()) CarryOutPreemptions(calls.preemptions, calls.resumes);
 }
 
 void Master::LogInconsistency(int64_t job_id, const char* what, const absl::Status& status) {
@@ -666,22 +643,20 @@ void Master::DrainLaunches(const std::string& address) {
 }
 
 void Master::OnLaunched(const pb::LaunchRequest& req, const absl::StatusOr<int>& pid) {
-  std::vector<pb::Job> changed;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = jobs_.find(req.job_id());
+  // A sender's answer: posted, not waited on (the sender goes on with its next batch).
+  loop_.Post([this, job_id = req.job_id(), attempt = req.attempt(), pid] {
+    auto it = jobs_.find(job_id);
     if (it == jobs_.end()) return;
     JobRecord& rec = it->second;
-    if (!pid.ok() && rec.job.attempt() == req.attempt() && !rec.job.tasks().empty()) {
+    if (!pid.ok() && rec.job.attempt() == attempt && !rec.job.tasks().empty()) {
       spdlog::warn("job {}: launch on {} failed: {}", rec.job.id(), rec.job.tasks(0).host(), pid.status().ToString());
     }
-    ApplyLocked(rec, job_state::LaunchAnswered(rec, req.attempt(), pid, Now()), &changed);
-  }
-  MustPersist(changed);
-  Wake();
+    ApplyEffects(rec, job_state::LaunchAnswered(rec, attempt, pid, Now()));
+    if (!pid.ok()) cycle_wanted_ = true;
+  });
 }
 
-void Master::ApplyLocked(JobRecord& rec, const job_state::Effects& fx, std::vector<pb::Job>* changed) {
+void Master::ApplyEffects(JobRecord& rec, const job_state::Effects& fx) {
   using Step = job_state::SchedulerStep;
   const int64_t id = rec.job.id();
   if (fx.cpu_seconds > 0) scheduler_.AddFairshareCpuTime(id, fx.cpu_seconds);
@@ -715,7 +690,9 @@ void Master::ApplyLocked(JobRecord& rec, const job_state::Effects& fx, std::vect
   } else {
     active_.erase(id);
   }
-  if (fx.write && changed != nullptr) changed->push_back(rec.job);
+  // What frees or takes back resources is for a cycle to look at.
+  if (fx.scheduler != Step::kNone || fx.freed) cycle_wanted_ = true;
+  if (fx.write) MarkDirty(id);
 }
 
 int Master::PreExecRetries(const JobRecord& rec) const {
@@ -723,8 +700,19 @@ int Master::PreExecRetries(const JobRecord& rec) const {
   return q != nullptr ? q->pre_exec_retries : 3;
 }
 
-absl::Status Master::SignalTasks(const pb::Job& job, pb::SignalRequest::Action action) {
+Master::SignalTargets Master::TargetsOf(const pb::Job& job) const {
+  SignalTargets targets{job, {}};
+  for (const pb::Task& t : job.tasks()) targets.addresses[t.host()] = AddressOf(t.host());
+  return targets;
+}
+
+absl::Status Master::SignalTasks(const SignalTargets& targets, pb::SignalRequest::Action action) {
+  const pb::Job& job = targets.job;
   if (job.tasks().empty()) return absl::FailedPreconditionError("the job has no tasks");
+  auto address = [&](const std::string& host) {
+    auto it = targets.addresses.find(host);
+    return it == targets.addresses.end() ? std::string() : it->second;
+  };
   // Task 0 first (its answer is the caller's), then one call per host that runs the job's
   // remote tasks (task_index -1: every task of the job there but task 0), not one per task.
   pb::SignalRequest s;
@@ -735,16 +723,10 @@ absl::Status Master::SignalTasks(const pb::Job& job, pb::SignalRequest::Action a
   for (const pb::Task& t : job.tasks()) {
     if (t.remote() && t.state() != pb::TASK_EXITED && t.state() != pb::TASK_LOST) hosts.insert(t.host());
   }
-  std::map<std::string, std::string> addresses;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    addresses[job.tasks(0).host()] = AddressOf(job.tasks(0).host());
-    for (const auto& h : hosts) addresses[h] = AddressOf(h);
-  }
-  absl::Status first = dialer_->Signal(addresses[job.tasks(0).host()], s);
+  absl::Status first = dialer_->Signal(address(job.tasks(0).host()), s);
   s.set_task_index(-1);
   for (const auto& h : hosts) {
-    absl::Status sent = dialer_->Signal(addresses[h], s);
+    absl::Status sent = dialer_->Signal(address(h), s);
     if (!sent.ok() && !absl::IsNotFound(sent)) {
       spdlog::warn("job {}: {} of its tasks on {} failed: {}", job.id(), pb::SignalRequest::Action_Name(action), h,
                    sent.ToString());
@@ -800,9 +782,9 @@ absl::StatusOr<pb::Task> Master::RunTask(const pb::RunTaskRequest& req) {
   pb::LaunchRequest launch;
   std::string address;
   int32_t attempt = 0;
-  pb::Job job;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
+  // Recorded before it starts (the answer comes after the commit): a master that restarts
+  // knows the task, and its agent's reports find it.
+  JC_RETURN_IF_ERROR(OnLoop([&]() -> absl::Status {
     auto it = jobs_.find(req.job_id());
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", req.job_id()));
     JobRecord& rec = it->second;
@@ -841,14 +823,11 @@ absl::StatusOr<pb::Task> Master::RunTask(const pb::RunTaskRequest& req) {
     *rec.job.add_tasks() = task;
     launch = MakeRemoteLaunch(rec.job, task, req);
     attempt = rec.job.attempt();
-    job = rec.job;
-  }
-  // Recorded before it starts: a master that restarts knows the task, and its agent's
-  // reports find it.
-  MustPersist({job});
+    MarkDirty(rec.job.id());
+    return absl::OkStatus();
+  }));
   absl::StatusOr<int> pid = dialer_->Launch(address, launch);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
+  JC_RETURN_IF_ERROR(OnLoop([&]() -> absl::Status {
     auto it = jobs_.find(req.job_id());
     if (it == jobs_.end() || it->second.job.attempt() != attempt ||
         it->second.job.tasks_size() <= task.index()) {
@@ -863,11 +842,11 @@ absl::StatusOr<pb::Task> Master::RunTask(const pb::RunTaskRequest& req) {
     } else {
       t->set_state(pb::TASK_EXITED);
       t->set_exit_code(127);
+      MarkDirty(req.job_id());
     }
     task = *t;
-    job = it->second.job;
-  }
-  if (!pid.ok()) MustPersist({job});
+    return absl::OkStatus();
+  }));
   if (!pid.ok()) {
     return absl::Status(pid.status().code(),
                         absl::StrCat("cannot start the task on ", req.host(), ": ", pid.status().message()));
@@ -879,8 +858,7 @@ absl::StatusOr<pb::Job> Master::SignalTask(const pb::SignalTaskRequest& req) {
   if (req.signal() <= 0 || req.signal() >= 65) return absl::InvalidArgumentError(absl::StrCat("no signal ", req.signal()));
   std::string address;
   pb::Job job;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
+  JC_RETURN_IF_ERROR(OnLoop([&]() -> absl::Status {
     auto it = jobs_.find(req.job_id());
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", req.job_id()));
     job = it->second.job;
@@ -888,7 +866,8 @@ absl::StatusOr<pb::Job> Master::SignalTask(const pb::SignalTaskRequest& req) {
       return absl::NotFoundError(absl::StrCat("job ", req.job_id(), " has no task ", req.task_index()));
     }
     address = AddressOf(job.tasks(req.task_index()).host());
-  }
+    return absl::OkStatus();
+  }));
   pb::SignalRequest s;
   s.set_job_id(req.job_id());
   s.set_task_index(req.task_index());
@@ -899,11 +878,9 @@ absl::StatusOr<pb::Job> Master::SignalTask(const pb::SignalTaskRequest& req) {
 }
 
 absl::StatusOr<pb::Job> Master::Kill(int64_t id, const std::string& reason) {
-  std::vector<pb::Job> changed;
-  pb::Job job;
   bool signal = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
+  SignalTargets targets;
+  JC_RETURN_IF_ERROR(OnLoop([&]() -> absl::Status {
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
     JobRecord& rec = it->second;
@@ -913,61 +890,57 @@ absl::StatusOr<pb::Job> Master::Kill(int64_t id, const std::string& reason) {
       host_available = host != hosts_.end() && host->second.available;
     }
     JC_ASSIGN_OR_RETURN(job_state::Effects fx, job_state::AskKill(rec, reason, host_available, Now()));
-    ApplyLocked(rec, fx, &changed);
+    ApplyEffects(rec, fx);
     signal = fx.signal.has_value();
-    job = rec.job;
-  }
-  MustPersist(changed);
-  if (signal) JC_RETURN_IF_ERROR(SignalTasks(job, pb::SignalRequest::KILL));
-  Wake();
-  return job;
+    targets = TargetsOf(rec.job);
+    return absl::OkStatus();
+  }));
+  if (signal) JC_RETURN_IF_ERROR(SignalTasks(targets, pb::SignalRequest::KILL));
+  return targets.job;
 }
 
 absl::StatusOr<pb::Job> Master::Rerun(int64_t id) {
-  pb::Job job;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
+  bool running = false;  // running or suspended: as requeue
+  JC_ASSIGN_OR_RETURN(pb::Job job, OnLoop([&]() -> absl::StatusOr<pb::Job> {
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
     JobRecord& rec = it->second;
     if (rec.job.state() == pb::PENDING) return job_state::Rerun(rec, Now()).status();  // has not run yet
-    if (Finished(rec.job.state())) {
-      // Its request was not kept once it ended (nor after a restart): built again from the spec.
-      auto request = BuildRequest(rec.job.spec(), id);
-      if (!request.ok()) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("job ", id, " cannot run again: ", request.status().message()));
-      }
-      rec.request = *request;
-      JC_RETURN_IF_ERROR(scheduler_.Submit(rec.request));
-      JC_ASSIGN_OR_RETURN(job_state::Effects fx, job_state::Rerun(rec, Now()));
-      ApplyLocked(rec, fx, nullptr);
-      job = rec.job;
+    if (!Finished(rec.job.state())) {
+      running = true;
+      return rec.job;
     }
-  }
-  if (job.id() == 0) return Requeue(id);  // running or suspended: as requeue
-  MustPersist({job});
-  Wake();
+    // Its request was not kept once it ended (nor after a restart): built again from the spec.
+    auto request = BuildRequest(rec.job.spec(), id);
+    if (!request.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", id, " cannot run again: ", request.status().message()));
+    }
+    rec.request = *request;
+    JC_RETURN_IF_ERROR(scheduler_.Submit(rec.request));
+    JC_ASSIGN_OR_RETURN(job_state::Effects fx, job_state::Rerun(rec, Now()));
+    ApplyEffects(rec, fx);
+    MarkDirty(id);
+    cycle_wanted_ = true;
+    return rec.job;
+  }));
+  if (running) return Requeue(id);
   return job;
 }
 
 absl::StatusOr<pb::Job> Master::Requeue(int64_t id) {
-  pb::Job job;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
+  JC_ASSIGN_OR_RETURN(SignalTargets targets, OnLoop([&]() -> absl::StatusOr<SignalTargets> {
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
     JC_RETURN_IF_ERROR(job_state::AskRequeue(it->second).status());
-    job = it->second.job;
-  }
-  JC_RETURN_IF_ERROR(SignalTasks(job, pb::SignalRequest::KILL));
-  return job;
+    return TargetsOf(it->second.job);
+  }));
+  JC_RETURN_IF_ERROR(SignalTasks(targets, pb::SignalRequest::KILL));
+  return targets.job;
 }
 
 absl::StatusOr<int64_t> Master::SendInput(pb::InputRequest req) {
-  std::string address;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
+  JC_ASSIGN_OR_RETURN(std::string address, OnLoop([&]() -> absl::StatusOr<std::string> {
     auto it = jobs_.find(req.job_id());
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", req.job_id()));
     const pb::Job& job = it->second.job;
@@ -982,9 +955,9 @@ absl::StatusOr<int64_t> Master::SendInput(pb::InputRequest req) {
     if (job.state() == pb::PENDING || job.tasks().empty() || it->second.launch_in_flight) {
       return absl::UnavailableError(absl::StrCat("job ", job.id(), " has not started yet"));
     }
-    address = AddressOf(job.tasks(0).host());
     req.set_attempt(job.attempt());
-  }
+    return AddressOf(job.tasks(0).host());
+  }));
   return dialer_->SendInput(address, req);
 }
 
@@ -992,7 +965,7 @@ std::string Master::Stamp() const {
   return absl::FormatTime("%Y-%m-%d %H:%M:%S", clock_->Now(), options_.time_zone);
 }
 
-pb::Job Master::ViewLocked(const JobRecord& rec) const {
+pb::Job Master::ViewOf(const JobRecord& rec) const {
   if (rec.job.state() != pb::PENDING) return rec.job;
   std::optional<ReservationView> reservation = scheduler_.ReservationOf(rec.job.id());
   if (!rec.job.reason().empty() && !reservation) return rec.job;
@@ -1023,15 +996,20 @@ pb::Job Master::ViewLocked(const JobRecord& rec) const {
 absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatRequest& req) {
   const pb::AgentInfo& info = req.info();
   if (info.host().empty()) return absl::InvalidArgumentError("heartbeat without a host name");
-  pb::HeartbeatResponse resp;
-  std::vector<pb::Job> changed;
-  std::vector<Launch> relaunch;
-  std::string host_doc;  // written (outside the lock) when the host joined or changed
-  bool freed = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    // The host half: the host book, its resources and sensors.
-    JC_ASSIGN_OR_RETURN(freed, HostHeartbeatLocked(info, &host_doc));
+  // Answered once what it reported is committed: the agent forgets an ended task only then.
+  return OnLoop([&]() -> absl::StatusOr<pb::HeartbeatResponse> {
+    pb::HeartbeatResponse resp;
+    std::vector<Launch> relaunch;
+    // The host half: the host book, its resources and sensors — read on the full
+    // heartbeats; one with only exits says the host is alive.
+    auto known = hosts_.find(info.host());
+    const bool exits_only = req.exits_only() && known != hosts_.end() && known->second.available;
+    bool freed = false;
+    if (exits_only) {
+      known->second.last_seen = clock_->Now();
+    } else {
+      JC_ASSIGN_OR_RETURN(freed, HostHeartbeat(info));
+    }
 
     // What agents saw tasks do goes into the jobs' history (GPU misuse, ...).
     std::set<int64_t> noted;
@@ -1061,30 +1039,29 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
         if (fx.write) noted.erase(r.job_id());  // written with its end
       }
       freed |= fx.freed;
-      ApplyLocked(rec, fx, &changed);
+      ApplyEffects(rec, fx);
     }
     // Running jobs whose first task lives here but that the agent does not report: if the
     // agent never reported it, launch it again (the agent never runs an attempt twice);
     // if it did and now does not, the agent lost it (it restarted), so the job reruns or
-    // fails as on a host failure.
-    for (int64_t id : std::vector<int64_t>(active_.begin(), active_.end())) {
+    // fails as on a host failure. Only a full heartbeat reports every task.
+    for (int64_t id : exits_only ? std::vector<int64_t>() : std::vector<int64_t>(active_.begin(), active_.end())) {
       JobRecord& rec = jobs_.at(id);
       if (rec.job.tasks().empty() || rec.job.tasks(0).host() != info.host() || reported.count(id)) continue;
       job_state::Effects fx = job_state::NotReported(rec, RerunsOnHostFailure(rec), info.host(), Now());
       if (fx.launch) relaunch.push_back({info.address(), MakeLaunch(rec.job)});
       freed |= fx.freed;
-      ApplyLocked(rec, fx, &changed);
+      ApplyEffects(rec, fx);
     }
-    for (int64_t id : noted) {
-      bool already = std::any_of(changed.begin(), changed.end(), [&](const pb::Job& j) { return j.id() == id; });
-      if (!already) changed.push_back(jobs_.at(id).job);
+    for (int64_t id : noted) MarkDirty(id);
+    if (!relaunch.empty()) {
+      AfterCommit([this, relaunch = std::move(relaunch)]() mutable {
+        for (Launch& l : relaunch) StartLaunch(std::move(l));
+      });
     }
-  }
-  if (!host_doc.empty()) MustWriteHost(info.host(), host_doc);
-  MustPersist(changed);
-  for (Launch& l : relaunch) StartLaunch(std::move(l));
-  if (freed) Wake();
-  return resp;
+    if (freed) cycle_wanted_ = true;
+    return resp;
+  });
 }
 
 bool Master::RerunsOnHostFailure(const JobRecord& rec) const {
@@ -1094,9 +1071,7 @@ bool Master::RerunsOnHostFailure(const JobRecord& rec) const {
 }
 
 absl::StatusOr<std::string> Master::ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes) {
-  std::string address;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
+  JC_ASSIGN_OR_RETURN(std::string address, OnLoop([&]() -> absl::StatusOr<std::string> {
     auto it = jobs_.find(req.job_id());
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", req.job_id()));
     if (it->second.job.tasks().empty()) {
@@ -1109,43 +1084,44 @@ absl::StatusOr<std::string> Master::ReadLog(const pb::ReadLogRequest& req, int64
           "job ", req.job_id(), " has no task ", req.task_index(),
           " with output: task 0 runs the job's command, and tasks started by nexec-run have their own"));
     }
-    address = AddressOf(job.tasks(req.task_index()).host());
-  }
+    return AddressOf(job.tasks(req.task_index()).host());
+  }));
   return dialer_->ReadLog(address, req, max_bytes);
 }
 
 void Master::EnableMetrics(prometheus::Registry& registry) {
-  std::lock_guard<std::mutex> lock(mu_);
-  metrics_ = std::make_unique<MasterMetrics>(registry);
+  auto metrics = std::make_unique<MasterMetrics>(registry);
+  OnLoop([&] { metrics_ = std::move(metrics); });
 }
 
 void Master::UpdateMetrics() {
   std::vector<pb::Host> hosts = ListHosts();
   std::vector<pb::Limit> limits = ListLimits();  // empty, and cheap, without limits
   std::vector<pb::ShareNode> shares = ListShares("");  // likewise without fair share
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!metrics_) return;
-  metrics_->UpdateShares(shares);
-  std::vector<pb::Queue> capacity;  // capacity queues' clusters only: no walk over all jobs
-  for (const auto& q : config_.queues) {
-    if (!q.capacity) continue;
-    pb::Queue& o = capacity.emplace_back();
-    o.set_name(q.name);
-    AddClustersLocked(q, &o);
-  }
-  metrics_->UpdateCapacity(capacity);
-  std::vector<pb::Job> active;
-  for (int64_t id : active_) active.push_back(jobs_.at(id).job);
-  std::map<std::pair<std::string, std::string>, int> by_state;
-  for (const auto& [id, rec] : jobs_) {
-    by_state[{pb::JobState_Name(rec.job.state()), rec.request.queue}]++;
-  }
-  metrics_->Update(hosts, active, by_state);
-  metrics_->UpdateLimits(limits);
+  OnLoop([&] {
+    if (!metrics_) return;
+    metrics_->UpdateShares(shares);
+    std::vector<pb::Queue> capacity;  // capacity queues' clusters only: no walk over all jobs
+    for (const auto& q : config_.queues) {
+      if (!q.capacity) continue;
+      pb::Queue& o = capacity.emplace_back();
+      o.set_name(q.name);
+      AddClusters(q, &o);
+    }
+    metrics_->UpdateCapacity(capacity);
+    std::vector<pb::Job> active;
+    for (int64_t id : active_) active.push_back(jobs_.at(id).job);
+    std::map<std::pair<std::string, std::string>, int> by_state;
+    for (const auto& [id, rec] : jobs_) {
+      by_state[{pb::JobState_Name(rec.job.state()), rec.request.queue}]++;
+    }
+    metrics_->Update(hosts, active, by_state);
+    metrics_->UpdateLimits(limits);
+  });
 }
 
 absl::Status Master::Reconfigure(ExecutorConfig config) {
-  std::lock_guard<std::mutex> lock(mu_);
+  return OnLoop([&]() -> absl::Status {
   // Check first, change after: a refused reload leaves everything as it was.
   for (const auto& old : config_.queues) {
     bool kept = std::any_of(config.queues.begin(), config.queues.end(),
@@ -1182,21 +1158,28 @@ absl::Status Master::Reconfigure(ExecutorConfig config) {
   }
   scheduler_.SetLimits(config.limits);
   config_ = std::move(config);
+  {
+    std::lock_guard<std::mutex> lock(access_mu_);
+    access_config_ = std::make_shared<const ExecutorConfig>(config_);
+  }
   spdlog::info("nexec configuration reloaded: {} queues, {} host types, {} limits", config_.queues.size(),
                config_.host_types.size(), config_.limits.size());
-  Wake();
+  cycle_wanted_ = true;
   return absl::OkStatus();
+  });
 }
 
 MasterStats Master::stats() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  return OnLoop([this] { return stats_; });
 }
 
 void Master::Wake() {
-  std::lock_guard<std::mutex> lock(loop_mu_);
-  wake_ = true;
-  loop_cv_.notify_one();
+  if (loop_.InLoop()) {
+    cycle_wanted_ = true;
+    return;
+  }
+  // A message of its own: the burst it lands in ends with a cycle.
+  loop_.Post([this] { cycle_wanted_ = true; });
 }
 
 void Master::Start() {
@@ -1207,51 +1190,49 @@ void Master::Start() {
       sensors_ = std::make_unique<SensorRunner>(std::vector<std::string>{path}, options_.sensor_restart_delay);
     }
   }
-  loop_ = std::thread([this] { Loop(); });
+  loop_.Post([this] {
+    cycling_ = true;
+    cycle_wanted_ = true;
+  });
+  housekeeping_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "nexec-housekeep");
+    Housekeeping();
+  });
 }
 
 void Master::Stop() {
   {
-    std::lock_guard<std::mutex> lock(loop_mu_);
+    std::lock_guard<std::mutex> lock(housekeeping_mu_);
     stopping_ = true;
-    loop_cv_.notify_all();
   }
-  if (loop_.joinable()) loop_.join();
+  housekeeping_cv_.notify_all();
+  if (housekeeping_.joinable()) housekeeping_.join();
+  loop_.Stop();
+  burst_ = Burst();  // replies never sent are abandoned: their callers see the master stopping
   sensors_.reset();
   events_.Close();
 }
 
-void Master::Loop() {
-  std::unique_lock<std::mutex> lock(loop_mu_);
-  absl::Time next_housekeeping = absl::InfinitePast();
-  while (!stopping_) {
-    loop_cv_.wait_for(lock, std::chrono::seconds(1), [&] { return wake_ || stopping_; });
-    if (stopping_) break;
-    wake_ = false;
+void Master::Housekeeping() {
+  std::unique_lock<std::mutex> lock(housekeeping_mu_);
+  while (!housekeeping_cv_.wait_for(lock, std::chrono::seconds(1), [&] { return stopping_; })) {
     lock.unlock();
-    auto placed = ScheduleOnce();
-    if (!placed.ok()) spdlog::error("scheduling cycle failed: {}", placed.status().ToString());
-    // Host checks and metrics look at every host and job: once a second, not per wake.
-    if (clock_->Now() >= next_housekeeping) {
-      next_housekeeping = clock_->Now() + absl::Seconds(1);
-      auto checked = CheckHosts();
-      if (!checked.ok()) spdlog::error("host check failed: {}", checked.ToString());
-      if (auto timed = CheckTimedJobs(); !timed.ok()) {
-        spdlog::warn("timed jobs: {} (tried again in a second)", timed.ToString());
-      }
-      auto windows = CheckRunWindows();
-      if (!windows.ok()) spdlog::warn("run windows: {} (tried again in a second)", windows.status().ToString());
-      if (windows.ok() && *windows > 0) Wake();
-      if (sensors_) {
-        bool changed = false;
-        {
-          std::lock_guard<std::mutex> state(mu_);
-          for (const auto& r : sensors_->Current()) changed |= ApplySensorLocked(r, "");
-        }
-        if (changed) Wake();
-      }
-      UpdateMetrics();
+    Wake();  // a cycle at least every second (run windows, limits, time-based policies)
+    // Host checks and metrics look at every host and job: once a second.
+    auto checked = CheckHosts();
+    if (!checked.ok()) spdlog::error("host check failed: {}", checked.ToString());
+    if (auto timed = CheckTimedJobs(); !timed.ok()) {
+      spdlog::warn("timed jobs: {} (tried again in a second)", timed.ToString());
     }
+    auto windows = CheckRunWindows();
+    if (!windows.ok()) spdlog::warn("run windows: {} (tried again in a second)", windows.status().ToString());
+    if (sensors_) {
+      std::vector<pb::SensorResource> current = sensors_->Current();
+      OnLoop([&] {
+        for (const auto& r : current) cycle_wanted_ |= ApplySensor(r, "");
+      });
+    }
+    UpdateMetrics();
     lock.lock();
   }
 }

@@ -4,8 +4,20 @@
 // persists every job change through the common store before acknowledging it, runs the
 // scheduling core in batches, and drives the agents. Domain logic only: the gRPC edge is
 // master_service.cc, and agents are reached through the AgentDialer interface.
+//
+// Threading model (docs/executor.md, "Threads of the master"): every piece of state below
+// (jobs, hosts, the scheduler, timed jobs) is owned by one event loop (`loop_`, the
+// control plane's common/event_loop.h). Request handlers, the launch senders and the
+// housekeeping thread only post messages to it and wait, if at all, on a reply. The loop
+// applies a burst of messages to memory through the job state machine (job_state.h), runs
+// a scheduling cycle when something asked for one, commits everything the burst changed in
+// one transaction (commit or stop: retried, then the master exits), and only then acts:
+// replies, events, launches, agent calls. It never waits on an agent or on another thread.
 
+#include <atomic>
 #include <condition_variable>
+#include <functional>
+#include <future>
 #include <map>
 #include <set>
 #include <memory>
@@ -16,10 +28,12 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include <spdlog/spdlog.h>
+
 #include "common/clock.h"
+#include "common/event_loop.h"
 #include "common/event_log.h"
 #include "common/outbox.h"
-#include "common/store/group_commit.h"
 #include "common/store/store.h"
 #include "common/thread_pool.h"
 #include "executor/agent/sensor.h"
@@ -126,9 +140,9 @@ class Master {
   absl::StatusOr<pb::TimedJob> RemoveTimedJob(int64_t id);
   absl::Status MayControlTimedJob(const Principal& caller, int64_t id);
   // Submits the runs that are due, retries failed ones, kills runs that did not start in
-  // time or that an overlap kill replaces; every second. A timed job's record changes in
-  // memory only once its store write committed; runs are submitted with keys, so a step
-  // repeated after a failed write or a crash finds the jobs it already made.
+  // time or that an overlap kill replaces; every second. A timed job's record is written
+  // with the burst that changed it (commit or stop); runs are submitted with keys, so a
+  // step repeated after a crash finds the jobs it already made.
   absl::Status CheckTimedJobs();
 
   // Applies a new configuration without losing jobs: queue parameters, new queues, host
@@ -156,10 +170,13 @@ class Master {
   // opens and the load is back under the scheduling threshold. Returns the jobs changed.
   absl::StatusOr<int> CheckRunWindows();
 
-  // Runs ScheduleOnce when woken (submission, resources freed, host change) or every
-  // second, and CheckHosts every second, until Stop().
+  // From now on the loop runs a scheduling cycle after each burst that asked for one
+  // (submission, resources freed, host change) and every second, and the housekeeping
+  // thread checks hosts, timed jobs and run windows every second, until Stop(). Before
+  // Start, cycles run only when ScheduleOnce is called (tests drive them so).
   void Start();
   void Stop();
+  // Asks for a scheduling cycle after the current burst (from any thread).
   void Wake();
 
   EventLog<pb::JobEvent>& events() { return events_; }
@@ -168,6 +185,8 @@ class Master {
   MasterStats stats();
 
  private:
+  // Everything below that is not static runs on the loop, unless it says otherwise.
+
   // A job as the master keeps it: the state machine's view (job_state.h) and the request
   // the scheduler holds for it.
   struct JobRecord : job_state::Tracked {
@@ -182,11 +201,48 @@ class Master {
     std::string address;
     pb::LaunchRequest request;
   };
-  // A call to an agent decided under mu_ and made after the decision is stored.
+  // A call to an agent decided on the loop and made, off it, after the decision is stored.
   struct AgentCall {
     std::string address;
     pb::SignalRequest request;
   };
+  struct PreemptionCall {
+    Preemption preemption;
+    job_state::Effects effects;
+  };
+  // What a scheduling cycle leaves to do once its decisions are stored, off the loop
+  // (calls that wait on agents).
+  struct CycleCalls {
+    int started = 0;
+    std::vector<AgentCall> agent_calls;
+    std::vector<PreemptionCall> preemptions;
+    std::vector<int64_t> resumes;
+    bool empty() const { return agent_calls.empty() && preemptions.empty() && resumes.empty(); }
+  };
+  // What the messages of one burst changed, and what follows once that is committed.
+  struct Burst {
+    std::set<int64_t> jobs;                    // written as memory has them at the commit
+    std::vector<pb::Job> events_before;        // job events from before the burst's cycle
+    std::map<std::string, std::string> hosts;  // host documents
+    std::vector<std::function<absl::Status(store::Transaction&)>> writes;  // other rows
+    std::vector<std::function<void()>> after;  // replies, launches, agent calls
+    bool writes_nothing() const { return jobs.empty() && hosts.empty() && writes.empty(); }
+  };
+
+  // ---- The loop's edge: the only ways in from other threads. ----
+  // Runs `fn` on the loop and answers what it returned once what the burst changed is
+  // committed. Must not be called on the loop (it would wait on itself).
+  template <class F>
+  std::invoke_result_t<F> OnLoop(F fn);
+  // After each burst: a scheduling cycle when one was asked for, then the commit of the
+  // burst's writes in one transaction (commit or stop), then what waited on it.
+  void Flush();
+  void Commit(Burst& burst);
+  // The job is written (and its event published) with the burst.
+  void MarkDirty(int64_t id) { burst_.jobs.insert(id); }
+  // `fn` runs after the burst's commit.
+  void AfterCommit(std::function<void()> fn) { burst_.after.push_back(std::move(fn)); }
+
   // An entry of the allocation the job holds now: not a remote task, not an allocation
   // an elastic job gave back.
   static Placement HeldPlacement(const pb::Job& job, const JobRequest& request, int* grown);
@@ -195,121 +251,162 @@ class Master {
   }
   // An allocation as a task entry: host, slots, GPUs and reservations.
   static void DescribeAllocation(const HostAllocation& a, pb::Task* t);
+  // One scheduling cycle's decisions applied to memory and marked for the burst's write;
+  // launches go out after the commit, and what waits on agents is returned.
+  CycleCalls Cycle();
   // Elastic jobs (master_elastic.cc): what a cycle grew or shrank written to the jobs'
-  // records (`changed`), and the calls to make once they are stored: the resize events
-  // for each job's event file, and kills of remote tasks on hosts a job gave back.
-  // Caller holds mu_.
-  void ApplyResizesLocked(const std::vector<Resize>& resizes, std::vector<pb::Job>* changed,
-                          std::vector<AgentCall>* calls);
-  // Makes them; a notification that does not arrive is sent again on a heartbeat.
+  // records, and the calls to make once they are stored: the resize events for each job's
+  // event file, and kills of remote tasks on hosts a job gave back.
+  void ApplyResizes(const std::vector<Resize>& resizes, std::vector<AgentCall>* calls);
+  // Off the loop: makes them; a notification that does not arrive is sent again on a
+  // heartbeat.
   void CarryOutAgentCalls(const std::vector<AgentCall>& calls);
+  // Off the loop: carries out what a cycle decided to preempt (suspend, or SIGTERM then
+  // requeue) and resumes preempted jobs whose slots are free again.
+  void CarryOutPreemptions(const std::vector<PreemptionCall>& preemptions, const std::vector<int64_t>& resumes);
+  void CarryOut(const CycleCalls& calls);  // off the loop: both
 
-  // Carries out what a cycle decided to preempt (suspend, or SIGTERM then requeue) and
-  // resumes preempted jobs whose slots are free again. Must not be called holding mu_.
-  const QueueConfig* QueueConfigOf(const std::string& name) const;  // caller holds mu_
+  const QueueConfig* QueueConfigOf(const std::string& name) const;
   // A scheduler call that can fail only when its model and the records disagree: logged.
   static void LogInconsistency(int64_t job_id, const char* what, const absl::Status& status);
-  struct PreemptionCall {
-    Preemption preemption;
-    job_state::Effects effects;
-  };
-  void CarryOutPreemptions(const std::vector<PreemptionCall>& preemptions, const std::vector<int64_t>& resumes);
-  // Suspend and resume, by a user (`system_reason` empty) or by the system.
+  // Off the loop: suspend and resume, by a user (`system_reason` empty) or by the system.
   absl::StatusOr<pb::Job> SuspendJob(int64_t id, const std::string& system_reason);
   absl::StatusOr<pb::Job> ResumeJob(int64_t id, bool by_system);
-  // A job as clients see it: a pending job in a closed queue says so. Caller holds mu_.
-  pb::Job ViewLocked(const JobRecord& rec) const;
-  // Opens and closes queues in the scheduler by their run windows at `now`. Caller holds mu_.
-  void ApplyWindowsLocked(absl::Time now);
+  // A job as clients see it: a pending job in a closed queue says so.
+  pb::Job ViewOf(const JobRecord& rec) const;
+  // Opens and closes queues in the scheduler by their run windows at `now`.
+  void ApplyWindows(absl::Time now);
   std::string Stamp() const;  // the time for a history line
   // Fair share: a job's usage from its record (Recover).
   void CountPastUsage(const pb::Job& job, const JobRequest& request, absl::Time now, absl::Time forgotten_before);
   absl::StatusOr<JobRequest> BuildRequest(const pb::JobSpec& spec, int64_t id);
   absl::Status Persist(store::Transaction& txn, const pb::Job& job);
   void Publish(const pb::Job& job);
-  // Carries out under mu_ what a transition of the job's state machine asks of the
-  // scheduler's model and the master's tables; `changed` (may be null when the caller
-  // writes the job itself) gets the record when it must be written.
-  void ApplyLocked(JobRecord& rec, const job_state::Effects& fx, std::vector<pb::Job>* changed);
+  // Carries out what a transition of the job's state machine asks of the scheduler's model
+  // and the master's tables, and marks the job for the burst's write when it asks for one.
+  void ApplyEffects(JobRecord& rec, const job_state::Effects& fx);
   job_state::At Now() const { return {clock_->Now(), options_.time_zone}; }
   int PreExecRetries(const JobRecord& rec) const;
   bool RerunsOnHostFailure(const JobRecord& rec) const;
-  absl::StatusOr<bool> HostHeartbeatLocked(const pb::AgentInfo& info, std::string* host_doc);
-  absl::Status AddHostLocked(const pb::AgentInfo& info);
+  // The host half of a heartbeat: the host book, its resources and sensors; true when
+  // something was freed or changed that a cycle should look at.
+  absl::StatusOr<bool> HostHeartbeat(const pb::AgentInfo& info);
+  absl::Status AddHostRecord(const pb::AgentInfo& info);
   pb::LaunchRequest MakeLaunch(const pb::Job& job) const;
   // NEXEC_ASSIGNED_<RESOURCE>=units for the units of `assign` resources the job holds on
   // `host` (RESS assign), in the launch's environment.
   static void AddAssignedUnits(const pb::Job& job, const std::string& host, pb::LaunchRequest* l);
   std::string AddressOf(const std::string& host) const;
-  // Sends `action` to every task of the job with a process (task 0 and the remote ones
-  // not ended); task 0's answer is returned, the others' failures are logged (a remote
-  // task that ended meanwhile is no error).
-  absl::Status SignalTasks(const pb::Job& job, pb::SignalRequest::Action action);
-  // The launch of a remote task. Caller holds mu_.
+  // Off the loop: sends `action` to every task of the job with a process (task 0 and the
+  // remote ones not ended) at `addresses` (by host); task 0's answer is returned, the
+  // others' failures are logged (a remote task that ended meanwhile is no error).
+  struct SignalTargets {
+    pb::Job job;
+    std::map<std::string, std::string> addresses;
+  };
+  SignalTargets TargetsOf(const pb::Job& job) const;
+  absl::Status SignalTasks(const SignalTargets& targets, pb::SignalRequest::Action action);
+  // The launch of a remote task.
   pb::LaunchRequest MakeRemoteLaunch(const pb::Job& job, const pb::Task& task, const pb::RunTaskRequest& req) const;
-  absl::Status PersistAll(const std::vector<pb::Job>& jobs);
-  // Commit or stop: PersistAll, retried with backoff for about a second and a half; when
-  // the store still refuses, the master exits (status 3) rather than act on a state the
-  // store does not have. Must not be called holding mu_.
-  void MustPersist(const std::vector<pb::Job>& jobs);
-  void MustWriteHost(const std::string& host, const std::string& doc);
   // Queues a launch for its agent; one sender per agent drains the queue in batches.
   void StartLaunch(Launch launch);
-  void DrainLaunches(const std::string& address);
+  void DrainLaunches(const std::string& address);  // a sender, off the loop
   void OnLaunched(const pb::LaunchRequest& req, const absl::StatusOr<int>& pid);
-  void UpdateMetrics();
-  // A capacity queue's virtual clusters as `nexec queues` and /metrics show them. Caller holds mu_.
-  void AddClustersLocked(const QueueConfig& queue, pb::Queue* out);
-  void Loop();
+  void UpdateMetrics();  // off the loop
+  // A capacity queue's virtual clusters as `nexec queues` and /metrics show them.
+  void AddClusters(const QueueConfig& queue, pb::Queue* out);
+  // The housekeeping thread: every second, a cycle, host checks, timed jobs, run windows,
+  // sensors and metrics (each through the loop's edge).
+  void Housekeeping();
   // Applies one sensor record to the scheduler's hosts (its locale, else `reporter`, else
-  // every host); true when a value changed. Caller holds mu_.
-  bool ApplySensorLocked(const pb::SensorResource& r, const std::string& reporter);
+  // every host); true when a value changed.
+  bool ApplySensor(const pb::SensorResource& r, const std::string& reporter);
 
   struct TimedRecord {
     pb::TimedJob tj;
     Schedule schedule;
   };
-  // The current run's state for a timed job's step. Caller holds mu_.
-  TimedRunState RunStateLocked(const pb::TimedJob& tj) const;
+  // The current run's state for a timed job's step.
+  TimedRunState RunState(const pb::TimedJob& tj) const;
   absl::Status RecoverTimedJobs();
 
   store::Store* store_;
   const Clock* clock_;
   AgentDialer* dialer_;
-  std::unique_ptr<SensorRunner> sensors_;  // ress.master, when there is one
-  ExecutorConfig config_;
+  std::unique_ptr<SensorRunner> sensors_;  // ress.master, when there is one (set by Start)
   MasterOptions options_;
   EventLog<pb::JobEvent> events_{16384};
 
-  std::mutex mu_;
+  // ---- State of the event loop: touched only by closures running on loop_. ----
+  ExecutorConfig config_;
   Scheduler scheduler_;
   std::map<int64_t, JobRecord> jobs_;
-  // JobSpec.submit_key -> the job it created; keys whose submission is being committed.
+  // JobSpec.submit_key -> the job it created.
   std::map<std::string, int64_t> submit_keys_;  // by SubmitKeyIndex
   // Where a job's submit key is filed: its submitter's own keys.
   static std::string SubmitKeyIndex(const pb::JobSpec& spec);
-  std::set<std::string> keys_in_flight_;
   std::set<int64_t> active_;  // running or suspended: what heartbeats and host checks scan
   std::map<std::string, HostRecord> hosts_;
   int64_t next_id_ = 1;
   std::map<int64_t, TimedRecord> timed_jobs_;
   int64_t next_timed_id_ = 1;
   MasterStats stats_;
-
-  store::GroupCommitter committer_{store_};
   std::unique_ptr<MasterMetrics> metrics_;
+  Burst burst_;
+  bool cycle_wanted_ = false;  // something a cycle should look at changed
+  bool cycling_ = false;       // Start() was called: cycles run by themselves
+
+  // ---- Shared with other threads. ----
+  // The configuration in force, for the checks of who may do what that request handlers
+  // make without a trip through the loop (replaced whole by Reconfigure).
+  std::shared_ptr<const ExecutorConfig> AccessConfig() const;
+  mutable std::mutex access_mu_;
+  std::shared_ptr<const ExecutorConfig> access_config_;  // under access_mu_
   // Launches waiting for their agent, by agent address: one sender per agent, a batch of
   // whatever queued per call.
   Outboxes<pb::LaunchRequest> launches_{0, 1};
-  // Launch RPCs run here, several at once, so a cycle never waits on agents. Declared
-  // after what its tasks touch, so it is destroyed (and joined) first.
-  std::unique_ptr<ThreadPool> launchers_ = std::make_unique<ThreadPool>(8);
+  std::mutex housekeeping_mu_;
+  std::condition_variable housekeeping_cv_;
+  bool stopping_ = false;  // under housekeeping_mu_
+  std::thread housekeeping_;
 
-  std::mutex loop_mu_;
-  std::condition_variable loop_cv_;
-  bool wake_ = false;
-  bool stopping_ = false;
-  std::thread loop_;
+  // ---- Threads. The loop is stopped before the state it touches is destroyed (Stop, from
+  // the destructor); the pool is declared last so that it is destroyed (and joined) first.
+  EventLoop loop_;
+  // Launch RPCs and the calls a cycle leaves (signals, preemptions) run here, several at
+  // once, so the loop never waits on agents.
+  std::unique_ptr<ThreadPool> launchers_ = std::make_unique<ThreadPool>(8);
 };
+
+template <class F>
+std::invoke_result_t<F> Master::OnLoop(F fn) {
+  using Result = std::invoke_result_t<F>;
+  if (loop_.InLoop()) {
+    // A defect, not a state: the loop would wait on itself.
+    spdlog::critical("nexec master: a message waited on the loop from the loop itself");
+    std::abort();
+  }
+  auto reply = std::make_shared<std::promise<Result>>();
+  std::future<Result> answer = reply->get_future();
+  loop_.Post([this, reply, fn = std::move(fn)]() mutable {
+    if constexpr (std::is_void_v<Result>) {
+      fn();
+      AfterCommit([reply] { reply->set_value(); });
+    } else {
+      auto result = std::make_shared<Result>(fn());
+      AfterCommit([reply, result] { reply->set_value(std::move(*result)); });
+    }
+  });
+  try {
+    return answer.get();
+  } catch (const std::future_error&) {
+    // The loop stopped before it answered (the master is shutting down).
+    if constexpr (std::is_constructible_v<Result, absl::Status>) {
+      return Result(absl::UnavailableError("the nexec master is stopping"));
+    } else if constexpr (!std::is_void_v<Result>) {
+      return Result{};
+    }
+  }
+}
 
 }  // namespace jc::nexec

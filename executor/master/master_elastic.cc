@@ -15,8 +15,7 @@
 
 namespace jc::nexec {
 
-void Master::ApplyResizesLocked(const std::vector<Resize>& resizes, std::vector<pb::Job>* changed,
-                                std::vector<AgentCall>* calls) {
+void Master::ApplyResizes(const std::vector<Resize>& resizes, std::vector<AgentCall>* calls) {
   std::vector<int64_t> touched;
   for (const Resize& r : resizes) {
     auto it = jobs_.find(r.job_id);
@@ -51,7 +50,7 @@ void Master::ApplyResizesLocked(const std::vector<Resize>& resizes, std::vector<
   }
   for (int64_t id : touched) {
     const pb::Job& job = jobs_.at(id).job;
-    changed->push_back(job);
+    MarkDirty(id);
     if (job.tasks().empty()) continue;
     AgentCall notify{AddressOf(job.tasks(0).host()), {}};
     notify.request.set_job_id(id);

@@ -33,7 +33,7 @@ ResourceValue ParseValue(const std::string& text) {
 
 }  // namespace
 
-absl::Status Master::AddHostLocked(const pb::AgentInfo& info) {
+absl::Status Master::AddHostRecord(const pb::AgentInfo& info) {
   HostConfig h;
   h.name = info.host();
   h.slots = info.cpus();
@@ -59,13 +59,15 @@ absl::Status Master::AddHostLocked(const pb::AgentInfo& info) {
 
 // The host half of a heartbeat (issue 32 item 1): a host that joins, comes back, or
 // declares other resources; its load, free memory and sensors. Returns whether that may let
-// waiting jobs start; `host_doc` is set when the host's stored record must be rewritten.
-absl::StatusOr<bool> Master::HostHeartbeatLocked(const pb::AgentInfo& info, std::string* host_doc) {
+// waiting jobs start. The host's stored record is rewritten with the burst when it joined
+// or changed.
+absl::StatusOr<bool> Master::HostHeartbeat(const pb::AgentInfo& info) {
   bool freed = false;
+  std::string doc;
   auto host = hosts_.find(info.host());
   if (host == hosts_.end()) {
-    JC_RETURN_IF_ERROR(AddHostLocked(info));
-    JC_ASSIGN_OR_RETURN(*host_doc, store::EncodeDoc(info));
+    JC_RETURN_IF_ERROR(AddHostRecord(info));
+    JC_ASSIGN_OR_RETURN(doc, store::EncodeDoc(info));
     host = hosts_.emplace(info.host(), HostRecord{info, clock_->Now(), true}).first;
     spdlog::info("nexec host {} joined: {} slots, {} MB, gpus [{}]", info.host(), info.cpus(),
                  info.mem_mb(), absl::StrJoin(info.gpus(), ","));
@@ -86,7 +88,7 @@ absl::StatusOr<bool> Master::HostHeartbeatLocked(const pb::AgentInfo& info, std:
     JC_RETURN_IF_ERROR(scheduler_.UpdateHostCapacity(
         info.host(), info.cpus(), info.mem_mb(), info.swap_mb(),
         {info.gpus().begin(), info.gpus().end()}));
-    JC_ASSIGN_OR_RETURN(*host_doc, store::EncodeDoc(info));
+    JC_ASSIGN_OR_RETURN(doc, store::EncodeDoc(info));
     spdlog::info("nexec host {} now offers {} slots, {} MB, {} gpus", info.host(), info.cpus(),
                  info.mem_mb(), info.gpus_size());
     freed = true;
@@ -106,7 +108,7 @@ absl::StatusOr<bool> Master::HostHeartbeatLocked(const pb::AgentInfo& info, std:
       // heartbeat fails with it (the agent sends it again) rather than half-applying it.
       JC_RETURN_IF_ERROR(scheduler_.SetHostResource(info.host(), k, ParseValue(v)).status());
     }
-    JC_ASSIGN_OR_RETURN(*host_doc, store::EncodeDoc(info));
+    JC_ASSIGN_OR_RETURN(doc, store::EncodeDoc(info));
     spdlog::info("nexec host {} now has resources {}", info.host(),
                  absl::StrJoin(info.resources(), ",", absl::PairFormatter("=")));
     freed = true;
@@ -125,7 +127,7 @@ absl::StatusOr<bool> Master::HostHeartbeatLocked(const pb::AgentInfo& info, std:
   }
   // Sensor values apply to the hosts in their locale (the reporter when none); a change
   // may let waiting jobs run.
-  for (const pb::SensorResource& r : info.sensors()) freed |= ApplySensorLocked(r, info.host());
+  for (const pb::SensorResource& r : info.sensors()) freed |= ApplySensor(r, info.host());
   if (sensors_) {
     // The master's cluster resources reach a host from its first heartbeat on, not at
     // the next second's round.
@@ -136,7 +138,7 @@ absl::StatusOr<bool> Master::HostHeartbeatLocked(const pb::AgentInfo& info, std:
       const std::string scope = absl::StrJoin(r.locale(), " ");
       const bool shared = r.locale_size() != 1;
       r.clear_locale();
-      freed |= ApplySensorLocked(r, info.host());
+      freed |= ApplySensor(r, info.host());
       // A shared number: this host joins its stock now, before any job here reserves.
       double total = 0;
       if (shared && r.type() == "number" && absl::SimpleAtod(r.value(), &total)) {
@@ -146,13 +148,12 @@ absl::StatusOr<bool> Master::HostHeartbeatLocked(const pb::AgentInfo& info, std:
       }
     }
   }
+  if (!doc.empty()) burst_.hosts[info.host()] = std::move(doc);
   return freed;
 }
 
 absl::Status Master::CheckHosts() {
-  std::vector<pb::Job> changed;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
+  return OnLoop([this] {
     absl::Time now = clock_->Now();
     for (auto& [name, host] : hosts_) {
       if (!host.available || now - host.last_seen < options_.host_timeout) continue;
@@ -172,20 +173,17 @@ absl::Status Master::CheckHosts() {
         if (!uses) continue;
         // Whatever still runs of it elsewhere is stopped by the agents' next heartbeat
         // (the master tells them the attempt is stale).
-        ApplyLocked(rec, job_state::HostLost(rec, RerunsOnHostFailure(rec), absl::StrCat("host ", name, " failed"), Now()),
-                    &changed);
+        ApplyEffects(rec, job_state::HostLost(rec, RerunsOnHostFailure(rec), absl::StrCat("host ", name, " failed"), Now()));
       }
     }
-  }
-  MustPersist(changed);
-  if (!changed.empty()) Wake();
-  return absl::OkStatus();
+    return absl::OkStatus();
+  });
 }
 
 std::vector<pb::Host> Master::ListHosts() {
   std::vector<pb::SensorResource> master_sensor_values;
   if (sensors_) master_sensor_values = sensors_->Current();
-  std::lock_guard<std::mutex> lock(mu_);
+  return OnLoop([&] {
   std::vector<pb::Host> out;
   std::map<std::string, std::pair<int, double>> used;  // slots, mem
   std::map<std::string, std::vector<int>> used_gpus;
@@ -236,9 +234,10 @@ std::vector<pb::Host> Master::ListHosts() {
     out.push_back(o);
   }
   return out;
+  });
 }
 
-bool Master::ApplySensorLocked(const pb::SensorResource& r, const std::string& reporter) {
+bool Master::ApplySensor(const pb::SensorResource& r, const std::string& reporter) {
   ResourceValue value = r.value();
   if (r.type() == "number") {
     value = ParseValue(r.value());

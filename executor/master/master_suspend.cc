@@ -21,13 +21,10 @@ void Master::CarryOutPreemptions(const std::vector<PreemptionCall>& preemptions,
   for (const auto& [p, fx] : preemptions) {
     absl::Status done;
     if (p.requeue) {
-      pb::Job job;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        job = jobs_.at(p.victim).job;
-      }
+      const SignalTargets targets = OnLoop([&] { return TargetsOf(jobs_.at(p.victim).job); });
+      const pb::Job& job = targets.job;
       if (fx.signal.has_value()) {
-        done = SignalTasks(job, *fx.signal);  // no grace: SIGKILL now
+        done = SignalTasks(targets, *fx.signal);  // no grace: SIGKILL now
       } else if (fx.term_first_task) {
         pb::SignalRequest s;
         s.set_job_id(job.id());
@@ -35,7 +32,7 @@ void Master::CarryOutPreemptions(const std::vector<PreemptionCall>& preemptions,
         s.set_action(pb::SignalRequest::SIGNAL);
         s.set_signal(SIGTERM);
         done = job.tasks().empty() ? absl::FailedPreconditionError("the job has no tasks")
-                                   : dialer_->Signal(AddressOf(job.tasks(0).host()), s);
+                                   : dialer_->Signal(targets.addresses.at(job.tasks(0).host()), s);
       }
     } else {
       done = SuspendJob(p.victim, p.reason).status();
@@ -47,14 +44,10 @@ void Master::CarryOutPreemptions(const std::vector<PreemptionCall>& preemptions,
     // Not carried out (it ended meanwhile, its agent is gone): the victim keeps its
     // resources and the preemptor tries again in a later cycle.
     spdlog::warn("nexec job {}: preemption for job {} not carried out: {}", p.victim, p.preemptor, done.ToString());
-    std::vector<pb::Job> changed;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
+    OnLoop([&] {
       JobRecord& rec = jobs_.at(p.victim);
-      ApplyLocked(rec, job_state::PreemptionNotCarriedOut(rec, p.preemptor, p.requeue, std::string(done.message()), Now()),
-                  &changed);
-    }
-    MustPersist(changed);
+      ApplyEffects(rec, job_state::PreemptionNotCarriedOut(rec, p.preemptor, p.requeue, std::string(done.message()), Now()));
+    });
   }
   for (int64_t id : resumes) {
     absl::Status done = ResumeJob(id, true).status();
@@ -72,57 +65,48 @@ absl::StatusOr<pb::Job> Master::Suspend(int64_t id) { return SuspendJob(id, "");
 absl::StatusOr<pb::Job> Master::Resume(int64_t id) { return ResumeJob(id, false); }
 
 absl::StatusOr<pb::Job> Master::SuspendJob(int64_t id, const std::string& system_reason) {
-  pb::Job job;
   job_state::Effects asked;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
+  JC_ASSIGN_OR_RETURN(SignalTargets targets, OnLoop([&]() -> absl::StatusOr<SignalTargets> {
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
     JC_ASSIGN_OR_RETURN(asked, job_state::AskSuspend(it->second, system_reason, Now()));
-    ApplyLocked(it->second, asked, nullptr);
-    job = it->second.job;
-  }
-  if (!asked.signal.has_value()) {  // taken over from the system: already stopped
-    MustPersist({job});
-    return job;
-  }
-  JC_RETURN_IF_ERROR(SignalTasks(job, *asked.signal));
-  {
-    std::lock_guard<std::mutex> lock(mu_);
+    ApplyEffects(it->second, asked);
+    // Taken over from the system (already stopped): written now, nothing to signal.
+    if (!asked.signal.has_value()) MarkDirty(id);
+    return TargetsOf(it->second.job);
+  }));
+  if (!asked.signal.has_value()) return targets.job;
+  JC_RETURN_IF_ERROR(SignalTasks(targets, *asked.signal));
+  return OnLoop([&] {
     JobRecord& rec = jobs_.at(id);
-    if (rec.job.state() != pb::RUNNING || rec.job.attempt() != job.attempt()) {
+    if (rec.job.state() != pb::RUNNING || rec.job.attempt() != targets.job.attempt()) {
       return rec.job;  // it ended (or was requeued) meanwhile; nothing left to mark
     }
-    ApplyLocked(rec, job_state::Suspended(rec, system_reason, Now()), nullptr);
-    job = rec.job;
-  }
-  MustPersist({job});
-  Wake();  // what the suspension released may let a waiting job start
-  return job;
+    ApplyEffects(rec, job_state::Suspended(rec, system_reason, Now()));
+    MarkDirty(id);
+    cycle_wanted_ = true;  // what the suspension released may let a waiting job start
+    return rec.job;
+  });
 }
 
 absl::StatusOr<pb::Job> Master::ResumeJob(int64_t id, bool by_system) {
-  pb::Job job;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
+  JC_ASSIGN_OR_RETURN(SignalTargets targets, OnLoop([&]() -> absl::StatusOr<SignalTargets> {
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
     JC_RETURN_IF_ERROR(job_state::AskResume(it->second, by_system));
-    job = it->second.job;
-  }
-  JC_RETURN_IF_ERROR(SignalTasks(job, pb::SignalRequest::RESUME));
-  {
-    std::lock_guard<std::mutex> lock(mu_);
+    return TargetsOf(it->second.job);
+  }));
+  JC_RETURN_IF_ERROR(SignalTasks(targets, pb::SignalRequest::RESUME));
+  return OnLoop([&] {
     JobRecord& rec = jobs_.at(id);
-    if (rec.job.state() != pb::SUSPENDED || rec.job.attempt() != job.attempt()) return rec.job;
-    ApplyLocked(rec, job_state::Resumed(rec, Now()), nullptr);
-    job = rec.job;
-  }
-  MustPersist({job});
-  return job;
+    if (rec.job.state() != pb::SUSPENDED || rec.job.attempt() != targets.job.attempt()) return rec.job;
+    ApplyEffects(rec, job_state::Resumed(rec, Now()));
+    MarkDirty(id);
+    return rec.job;
+  });
 }
 
-void Master::ApplyWindowsLocked(absl::Time now) {
+void Master::ApplyWindows(absl::Time now) {
   for (const QueueConfig& q : config_.queues) {
     if (q.run_window.always_open() && scheduler_.QueueOpen(q.name)) continue;
     if (absl::Status s = scheduler_.SetQueueOpen(q.name, q.run_window.Contains(now, options_.time_zone)); !s.ok()) {
@@ -137,10 +121,9 @@ absl::StatusOr<int> Master::CheckRunWindows() {
     enum { kSuspend, kResume, kKill, kRequeue } what;
     std::string why;
   };
-  std::vector<Action> actions;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ApplyWindowsLocked(clock_->Now());
+  std::vector<Action> actions = OnLoop([&] {
+    std::vector<Action> actions;
+    ApplyWindows(clock_->Now());
     std::map<std::string, const QueueConfig*> by_name;
     for (const QueueConfig& q : config_.queues) by_name[q.name] = &q;
     const absl::Time now = clock_->Now();
@@ -188,7 +171,8 @@ absl::StatusOr<int> Master::CheckRunWindows() {
         actions.push_back({id, Action::kResume, ""});
       }
     }
-  }
+    return actions;
+  });
   int changed = 0;
   absl::Status first = absl::OkStatus();
   for (const Action& a : actions) {
@@ -200,19 +184,15 @@ absl::StatusOr<int> Master::CheckRunWindows() {
       done = ResumeJob(a.id, true).status();
       if (done.ok()) spdlog::info("nexec job {} resumed: what held it is over", a.id);
     } else if (a.what == Action::kRequeue) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        jobs_.at(a.id).preempt_kill_at = absl::InfiniteFuture();  // SIGKILL once
-      }
+      OnLoop([&] { jobs_.at(a.id).preempt_kill_at = absl::InfiniteFuture(); });  // SIGKILL once
       done = Requeue(a.id).status();
       if (done.ok()) spdlog::info("nexec job {} killed to be requeued: {}", a.id, a.why);
     } else {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
+      OnLoop([&] {
         JobRecord& rec = jobs_.at(a.id);
         rec.killed_because = absl::StrCat("killed: ", a.why);
         rec.job.add_history(absl::StrCat(Stamp(), " killed: ", a.why));
-      }
+      });
       done = Kill(a.id).status();
       if (done.ok()) spdlog::info("nexec job {} killed: {}", a.id, a.why);
     }

@@ -42,14 +42,12 @@ absl::StatusOr<pb::TimedJob> Master::AddTimedJob(pb::TimedJob tj) {
   }
   if (tj.start_timeout_seconds() < 0) return absl::InvalidArgumentError("--start-timeout must not be negative");
   const absl::Time now = clock_->Now();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    // Each run must be a job the cluster can take, as a submission now would be.
-    JC_ASSIGN_OR_RETURN(JobRequest req, BuildRequest(spec, 0));
-    JC_RETURN_IF_ERROR(scheduler_.Check(&req));
-    if (spec.queue().empty()) spec.set_queue(req.queue);
-    tj.set_id(next_timed_id_++);
-  }
+  return OnLoop([&]() -> absl::StatusOr<pb::TimedJob> {
+  // Each run must be a job the cluster can take, as a submission now would be.
+  JC_ASSIGN_OR_RETURN(JobRequest req, BuildRequest(spec, 0));
+  JC_RETURN_IF_ERROR(scheduler_.Check(&req));
+  if (spec.queue().empty()) spec.set_queue(req.queue);
+  tj.set_id(next_timed_id_++);
   // Only what the caller may set: the rest is the timed job's own record.
   tj.clear_run_due_at();
   tj.clear_run_job_id();
@@ -64,45 +62,45 @@ absl::StatusOr<pb::TimedJob> Master::AddTimedJob(pb::TimedJob tj) {
   AddTimedHistory(tj, now, options_.time_zone,
                   absl::StrCat("created for ", spec.user(), ": ", tj.schedule(), ", overlap ", tj.overlap()));
   JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(tj));
-  JC_RETURN_IF_ERROR(committer_.Commit([&](store::Transaction& txn) {
-    return txn.Exec("INSERT INTO nexec_timed_jobs (id, doc) VALUES ($1, $2)", {tj.id(), doc}).status();
-  }));
-  std::lock_guard<std::mutex> lock(mu_);
+  // Answered once stored (with the burst).
+  burst_.writes.push_back([id = tj.id(), doc = std::move(doc)](store::Transaction& txn) {
+    return txn.Exec("INSERT INTO nexec_timed_jobs (id, doc) VALUES ($1, $2)", {id, doc}).status();
+  });
   timed_jobs_[tj.id()] = {tj, std::move(schedule)};
   return tj;
+  });
 }
 
 std::vector<pb::TimedJob> Master::ListTimedJobs() {
-  std::lock_guard<std::mutex> lock(mu_);
-  std::vector<pb::TimedJob> out;
-  for (const auto& [id, rec] : timed_jobs_) out.push_back(rec.tj);
-  return out;
+  return OnLoop([this] {
+    std::vector<pb::TimedJob> out;
+    for (const auto& [id, rec] : timed_jobs_) out.push_back(rec.tj);
+    return out;
+  });
 }
 
 absl::Status Master::MayControlTimedJob(const Principal& caller, int64_t id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = timed_jobs_.find(id);
-  if (it == timed_jobs_.end()) return absl::NotFoundError(absl::StrCat("no timed job ", id));
-  return ::jc::nexec::MayControl(config_, caller, it->second.tj.spec().user());
+  return OnLoop([&]() -> absl::Status {
+    auto it = timed_jobs_.find(id);
+    if (it == timed_jobs_.end()) return absl::NotFoundError(absl::StrCat("no timed job ", id));
+    return ::jc::nexec::MayControl(config_, caller, it->second.tj.spec().user());
+  });
 }
 
 absl::StatusOr<pb::TimedJob> Master::RemoveTimedJob(int64_t id) {
-  pb::TimedJob tj;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
+  return OnLoop([&]() -> absl::StatusOr<pb::TimedJob> {
     auto it = timed_jobs_.find(id);
     if (it == timed_jobs_.end()) return absl::NotFoundError(absl::StrCat("no timed job ", id));
-    tj = it->second.tj;
-  }
-  JC_RETURN_IF_ERROR(committer_.Commit([&](store::Transaction& txn) {
-    return txn.Exec("DELETE FROM nexec_timed_jobs WHERE id = $1", {id}).status();
-  }));
-  std::lock_guard<std::mutex> lock(mu_);
-  timed_jobs_.erase(id);
-  return tj;
+    pb::TimedJob tj = std::move(it->second.tj);
+    timed_jobs_.erase(it);
+    burst_.writes.push_back([id](store::Transaction& txn) {
+      return txn.Exec("DELETE FROM nexec_timed_jobs WHERE id = $1", {id}).status();
+    });
+    return tj;
+  });
 }
 
-TimedRunState Master::RunStateLocked(const pb::TimedJob& tj) const {
+TimedRunState Master::RunState(const pb::TimedJob& tj) const {
   TimedRunState run;
   auto it = jobs_.find(tj.run_job_id());
   if (tj.run_job_id() == 0 || it == jobs_.end()) return run;
@@ -122,18 +120,17 @@ absl::Status Master::CheckTimedJobs() {
     pb::TimedJob tj;
     std::vector<TimedAction> actions;
   };
-  std::vector<Step> steps;
   const absl::Time now = clock_->Now();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Step> steps = OnLoop([&] {
+    std::vector<Step> steps;
     for (const auto& [id, rec] : timed_jobs_) {
       Step step{rec.tj, {}};
-      step.actions = StepTimedJob(step.tj, rec.schedule, now, options_.time_zone, RunStateLocked(rec.tj));
+      step.actions = StepTimedJob(step.tj, rec.schedule, now, options_.time_zone, RunState(rec.tj));
       if (step.actions.empty() && step.tj.SerializeAsString() == rec.tj.SerializeAsString()) continue;
       steps.push_back(std::move(step));
     }
-  }
-  absl::Status first_error;
+    return steps;
+  });
   for (Step& step : steps) {
     pb::TimedJob& tj = step.tj;
     for (const TimedAction& action : step.actions) {
@@ -164,20 +161,16 @@ absl::Status Master::CheckTimedJobs() {
       }
     }
     JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(tj));
-    int64_t updated = 0;
-    absl::Status written = committer_.Commit([&](store::Transaction& txn) {
-      JC_ASSIGN_OR_RETURN(updated, txn.Exec("UPDATE nexec_timed_jobs SET doc = $2 WHERE id = $1", {tj.id(), doc}));
-      return absl::OkStatus();
+    OnLoop([&] {
+      auto it = timed_jobs_.find(tj.id());
+      if (it == timed_jobs_.end()) return;  // removed meanwhile: nothing to write
+      burst_.writes.push_back([id = tj.id(), doc = std::move(doc)](store::Transaction& txn) {
+        return txn.Exec("UPDATE nexec_timed_jobs SET doc = $2 WHERE id = $1", {id, doc}).status();
+      });
+      it->second.tj = std::move(tj);
     });
-    if (!written.ok()) {
-      if (first_error.ok()) first_error = written;
-      continue;  // memory keeps the record the store has; the next step repeats this one
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = timed_jobs_.find(tj.id());
-    if (updated > 0 && it != timed_jobs_.end()) it->second.tj = std::move(tj);
   }
-  return first_error;
+  return absl::OkStatus();
 }
 
 absl::Status Master::RecoverTimedJobs() {

@@ -12,7 +12,7 @@
 
 namespace jc::nexec {
 
-void Master::AddClustersLocked(const QueueConfig& q, pb::Queue* out) {
+void Master::AddClusters(const QueueConfig& q, pb::Queue* out) {
   for (const auto& r : scheduler_.CapacityReport(q.name)) {
     pb::VirtualCluster* vc = out->add_clusters();
     vc->set_name(r.config.name);
@@ -27,7 +27,7 @@ void Master::AddClustersLocked(const QueueConfig& q, pb::Queue* out) {
 }
 
 std::vector<pb::Queue> Master::ListQueues() {
-  std::lock_guard<std::mutex> lock(mu_);
+  return OnLoop([&] {
   std::vector<pb::Queue> out;
   for (const auto& q : config_.queues) {
     pb::Queue o;
@@ -40,7 +40,7 @@ std::vector<pb::Queue> Master::ListQueues() {
     o.set_open(scheduler_.QueueOpen(q.name));
     absl::Time change = q.run_window.NextChange(clock_->Now(), options_.time_zone);
     if (change != absl::InfiniteFuture()) *o.mutable_window_changes_at() = ToTimestamp(change);
-    AddClustersLocked(q, &o);
+    AddClusters(q, &o);
     for (const auto& [id, rec] : jobs_) {
       if (rec.request.queue != q.name) continue;
       if (rec.job.state() == pb::PENDING) o.set_pending_jobs(o.pending_jobs() + 1);
@@ -52,10 +52,11 @@ std::vector<pb::Queue> Master::ListQueues() {
     out.push_back(o);
   }
   return out;
+  });
 }
 
 std::vector<pb::ShareNode> Master::ListShares(const std::string& queue) {
-  std::lock_guard<std::mutex> lock(mu_);
+  return OnLoop([&] {
   scheduler_.AdvanceFairshare(clock_->Now());
   std::vector<pb::ShareNode> out;
   for (const QueueConfig& q : config_.queues) {
@@ -74,10 +75,11 @@ std::vector<pb::ShareNode> Master::ListShares(const std::string& queue) {
     }
   }
   return out;
+  });
 }
 
 std::vector<pb::Limit> Master::ListLimits() {
-  std::lock_guard<std::mutex> lock(mu_);
+  return OnLoop([&] {
   scheduler_.SetLimitTime(clock_->Now(), options_.time_zone);
   std::vector<pb::Limit> out;
   for (const auto& report : scheduler_.Limits()) {
@@ -115,6 +117,7 @@ std::vector<pb::Limit> Master::ListLimits() {
     out.push_back(std::move(l));
   }
   return out;
+  });
 }
 
 }  // namespace jc::nexec

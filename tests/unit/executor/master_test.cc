@@ -147,6 +147,40 @@ TEST_CASE("kill and requeue act through the agent and stray tasks are killed", "
   CHECK(absl::IsFailedPrecondition(master.Resume(b).status()));  // running, not suspended
 }
 
+TEST_CASE("an agent's heartbeat with only exits leaves its other tasks running; a full one that leaves a task out "
+          "takes it as lost",
+          "[B11]") {
+  auto store = jc::testing::MakeTestStore();
+  FakeDialer dialer;
+  Master master(store.get(), jc::RealClock::Get(), &dialer, DefaultConfig(), {});
+  REQUIRE(master.Heartbeat(Beat("h1")).ok());
+  int64_t a = *master.Submit(Spec("true"));
+  int64_t b = *master.Submit(Spec("sleep 100"));
+  REQUIRE(*master.ScheduleOnce() == 2);
+  WaitLaunches(dialer, 2);
+  auto running = [&](const pb::LaunchRequest& l) {
+    pb::TaskReport r;
+    r.set_job_id(l.job_id());
+    r.set_attempt(l.attempt());
+    r.set_state(pb::TASK_RUNNING);
+    r.set_pid(1234);
+    return r;
+  };
+  REQUIRE(master.Heartbeat(Beat("h1", {running(dialer.launches[0]), running(dialer.launches[1])})).ok());
+  CHECK(master.GetJob(b)->state() == pb::RUNNING);
+
+  // Sent at once for a's exit, between the periodic heartbeats: b is not in it.
+  pb::HeartbeatRequest exits = Beat("h1", {Exited(dialer.launches[0], 0)});
+  exits.set_exits_only(true);
+  REQUIRE(master.Heartbeat(exits).ok());
+  CHECK(master.GetJob(a)->state() == pb::DONE);
+  CHECK(master.GetJob(b)->state() == pb::RUNNING);
+
+  // A full heartbeat without b: the agent lost it (it restarted).
+  REQUIRE(master.Heartbeat(Beat("h1")).ok());
+  CHECK(master.GetJob(b)->state() == pb::EXIT);
+}
+
 TEST_CASE("a host that comes back with other resources is scheduled by them", "[B1]") {
   auto store = jc::testing::MakeTestStore();
   FakeDialer dialer;
