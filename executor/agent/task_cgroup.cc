@@ -371,10 +371,10 @@ absl::Status TaskCgroup::Reset(const CgroupLimits& limits) {
       applied_memory_ = limits.memory_bytes;
     }
     if (v2_) {
-      (void)WriteText(c_.memory + "/memory.peak", "0");  // kernels from 6.12: the peak of this task only
+      (void)Write(c_.memory + "/memory.peak", "0");  // kernels from 6.12: the peak of this task only
     } else {
-      (void)WriteText(c_.memory + "/memory.max_usage_in_bytes", "0");  // the peak of this task only
-      (void)WriteText(c_.memory + "/memory.failcnt", "0");
+      (void)Write(c_.memory + "/memory.max_usage_in_bytes", "0");  // the peak of this task only
+      (void)Write(c_.memory + "/memory.failcnt", "0");
     }
   }
   if (has_pids_) {
@@ -484,11 +484,32 @@ void TaskCgroup::KeepOpen() {
         paths.push_back(c_.memory + f);
       }
     }
+    // How many processes and threads it holds, its descendants' and zombies' included: a
+    // count of 0 answers "is it empty" without reading the list (Processes).
+    if (!c_.pids.empty()) paths.push_back(c_.pids + "/pids.current");
   }
   for (const std::string& path : paths) {
-    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // The peaks and failure counts every task's Reset sets back to 0 are kept writable too.
+    const bool reset = absl::EndsWith(path, "/memory.max_usage_in_bytes") || absl::EndsWith(path, "/memory.failcnt") ||
+                       absl::EndsWith(path, "/memory.peak");
+    int fd = reset ? open(path.c_str(), O_RDWR | O_CLOEXEC) : -1;
+    if (fd < 0) fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);  // memory.peak is read-only before 6.12
     if (fd >= 0) kept_.emplace(path, fd);
   }
+}
+
+absl::Status TaskCgroup::Write(const std::string& path, const std::string& text) {
+  auto it = kept_.find(path);
+  if (it != kept_.end() && pwrite(it->second, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size())) {
+    return absl::OkStatus();
+  }
+  return WriteText(path, text);  // not kept, or kept read-only: by path, which says why it fails
+}
+
+bool TaskCgroup::SurelyEmpty() const {
+  if (!has_pids_) return false;
+  const auto it = kept_.find(c_.pids + "/pids.current");
+  return it != kept_.end() && NumberIn(ReadFrom(it->second)) == 0;
 }
 
 std::string TaskCgroup::Read(const std::string& path) const {
@@ -532,6 +553,7 @@ absl::Status TaskCgroup::Thaw() {
 std::vector<pid_t> TaskCgroup::Processes() const {
   // Its own and those of cgroups below it (a task in its image: runc's, "image").
   std::vector<pid_t> out;
+  if (SurelyEmpty()) return out;  // most tasks, once they ended: no list to read
   std::vector<std::string> dirs{c_.freezer};
   std::error_code ec;
   for (auto it = nested_ ? fs::recursive_directory_iterator(c_.freezer, ec) : fs::recursive_directory_iterator();
@@ -593,7 +615,8 @@ CgroupUsage TaskCgroup::Usage(Totals* totals) const {
     u.oom_killed = oom > oom_kills_before_;
     return u;
   }
-  u.threads = LinesIn(Read(c_.freezer + "/tasks"));
+  u.threads = has_pids_ ? static_cast<int>(NumberIn(Read(c_.pids + "/pids.current")))
+                        : LinesIn(Read(c_.freezer + "/tasks"));
   if (!c_.memory.empty()) {
     const std::string stat = Read(c_.memory + "/memory.stat");
     u.memory_bytes = KeyedValue(stat, "rss");

@@ -140,6 +140,12 @@ class TaskCgroup {
   void KeepOpen();
   // A file of this cgroup's, from its start: through kept_, else by path.
   std::string Read(const std::string& path) const;
+  // Writes a file of this cgroup's as the shell's `>` would: through kept_ where it is
+  // kept writable, else by path.
+  absl::Status Write(const std::string& path, const std::string& text);
+  // True when its pids counter says it holds no process (v1 and v2 with the pids
+  // controller); false when that cannot be told without the list.
+  bool SurelyEmpty() const;
   int64_t memory_limit_bytes_ = 0;
   int64_t oom_kills_before_ = 0;  // the cumulative count when the current task got it
   // Counters that only grow, as they stood when the current task got the cgroup.

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,6 +32,17 @@ double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
 
+// The machine's busy CPU time so far (every process: the daemons, the tasks, the client,
+// Slurm's), in seconds, from /proc/stat: the figure that does not depend on how fast this
+// VM is this hour as much as throughput does.
+double BusyCpuSeconds() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
+  return static_cast<double>(user + nice + system + irq + softirq) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 double RunNexec(int jobs, int submitters, const std::filesystem::path& dir) {
   // Every call is signed with munge, as in production (B9); JC_BENCH_NO_MUNGE=1 runs the
   // same with --auth=none, to print what munge costs.
@@ -44,6 +56,7 @@ double RunNexec(int jobs, int submitters, const std::filesystem::path& dir) {
   auto* stub = cluster.stub();
 
   auto start = std::chrono::steady_clock::now();
+  const double cpu_start = BusyCpuSeconds();
   std::atomic<int> next{0};
   std::atomic<int> failed{0};
   std::vector<std::thread> threads;
@@ -77,10 +90,12 @@ double RunNexec(int jobs, int submitters, const std::filesystem::path& dir) {
       },
       std::chrono::minutes(10));
   double total = Seconds(start);
+  const double cpu = BusyCpuSeconds() - cpu_start;
   std::printf("nexec%s: %d trivial jobs (%d submit errors) submitted in %.2f s, all completed in "
-              "%.2f s = %.0f jobs/s end to end; the client made %lld munge credential(s)\n",
+              "%.2f s = %.0f jobs/s end to end, %.2f ms of CPU per job (all processes); the client made %lld "
+              "munge credential(s)\n",
               munge ? "" : " (--auth=none)", jobs, failed.load(), submitted, total, jobs / total,
-              static_cast<long long>(cluster.credentials_made()));
+              1000 * cpu / jobs, static_cast<long long>(cluster.credentials_made()));
   return jobs / total;
 }
 
@@ -91,6 +106,7 @@ double RunSlurm(int jobs, int submitters) {
     return 0;
   }
   auto start = std::chrono::steady_clock::now();
+  const double cpu_start = BusyCpuSeconds();
   // Submitted as many at a time as nexec's submitters, so both get the same chance.
   std::string submit = "seq " + std::to_string(jobs) + " | xargs -P " + std::to_string(submitters) +
                        " -I{} sbatch --quiet --output=/dev/null --wrap=true";
@@ -102,9 +118,10 @@ double RunSlurm(int jobs, int submitters) {
       [] { return std::system("test -z \"$(squeue --noheader --format=%i 2>/dev/null)\"") == 0; },
       std::chrono::minutes(30));
   double total = Seconds(start);
+  const double cpu = BusyCpuSeconds() - cpu_start;
   std::printf("slurm: %d trivial jobs (sbatch --wrap=true, %d at a time) completed in %.2f s = "
-              "%.1f jobs/s\n",
-              jobs, submitters, total, jobs / total);
+              "%.1f jobs/s, %.2f ms of CPU per job (all processes)\n",
+              jobs, submitters, total, jobs / total, 1000 * cpu / jobs);
   return jobs / total;
 }
 
