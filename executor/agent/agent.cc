@@ -1025,6 +1025,8 @@ void Agent::HeartbeatLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
     // Exits are looked for often so the master hears of a finished task at once.
+    // A round every 5 ms batches the exits of busy agents into one report (waking on each
+    // SIGCHLD instead made more heartbeats and more CPU per job, measured).
     cv_.wait_for(lock, std::chrono::milliseconds(5), [&] { return stopping_; });
     if (stopping_) break;
     lock.unlock();

@@ -227,7 +227,6 @@ class Agent {
   void ProbeGpusAgain();
   std::condition_variable cv_;
   bool stopping_ = false;
-  bool exits_waiting_ = false;
   absl::Time last_accepted_heartbeat_ = absl::InfinitePast();  // under mu_
   std::unique_ptr<Metrics> metrics_;
   std::thread heartbeat_;

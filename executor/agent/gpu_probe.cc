@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -41,6 +42,10 @@ absl::StatusOr<std::string> Run(const std::vector<std::string>& argv) {
     return absl::UnavailableError("fork failed");
   }
   if (pid == 0) {
+    // The agent's blocked signals (its stop signals) are not the probe's.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
     dup2(out[1], STDOUT_FILENO);
     int null = open("/dev/null", O_WRONLY);
     if (null >= 0) dup2(null, STDERR_FILENO);

@@ -14,6 +14,8 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
+
+#include <algorithm>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
@@ -873,13 +875,35 @@ std::vector<TaskExit> TaskRunner::Reap() {
       ++it;
     }
   }
+  // The tasks that ended: found among the agent's zombie children, one waitid per exit,
+  // rather than a waitpid per running task each round. A zombie that is not a task's (a
+  // sensor's, left to its owner) or a task not yet recorded sends this round to the scan.
+  std::map<pid_t, int> ended;  // pid -> wait status
+  bool scan = false;
+  while (true) {
+    siginfo_t info{};
+    if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) break;
+    const bool ours = std::any_of(tasks_.begin(), tasks_.end(), [&](const auto& t) { return t.second == info.si_pid; });
+    int status = 0;
+    if (!ours || waitpid(info.si_pid, &status, WNOHANG) != info.si_pid) {
+      scan = true;
+      break;
+    }
+    ended[info.si_pid] = status;
+  }
   for (auto it = tasks_.begin(); it != tasks_.end();) {
     if (it->second <= 0) {  // still starting
       ++it;
       continue;
     }
     int status = 0;
-    pid_t r = waitpid(it->second, &status, WNOHANG);
+    pid_t r = 0;
+    if (auto e = ended.find(it->second); e != ended.end()) {
+      r = it->second;
+      status = e->second;
+    } else if (scan) {
+      r = waitpid(it->second, &status, WNOHANG);
+    }
     if (r == it->second) {
       int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       // The leader is gone; whatever it left in its group goes too, so a task's

@@ -147,7 +147,7 @@ TEST_CASE("kill and requeue act through the agent and stray tasks are killed", "
   CHECK(absl::IsFailedPrecondition(master.Resume(b).status()));  // running, not suspended
 }
 
-TEST_CASE("an agent's heartbeat with only exits leaves its other tasks running; a full one that leaves a task out "
+TEST_CASE("an agent's heartbeat with only exits leaves its other tasks running and a full one that leaves a task out "
           "takes it as lost",
           "[B11]") {
   auto store = jc::testing::MakeTestStore();
