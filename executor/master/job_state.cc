@@ -98,6 +98,23 @@ void RequeueRefused(Tracked& t) {
   t.job.set_reason(absl::StrCat(t.job.reason(), "; cannot be queued again"));
 }
 
+Effects Submitted(Tracked& t, int64_t id, pb::JobSpec spec, const At& at) {
+  t.job.Clear();
+  t.job.set_id(id);
+  *t.job.mutable_spec() = std::move(spec);
+  t.job.set_state(pb::PENDING);
+  *t.job.mutable_submitted_at() = ToTimestamp(at.now);
+  Effects fx;
+  fx.write = true;
+  fx.scheduler = SchedulerStep::kQueue;
+  return fx;
+}
+
+void QueueRefused(Tracked& t, const std::string& why) {
+  t.job.set_state(pb::EXIT);
+  t.job.set_reason(absl::StrCat("cannot be queued: ", why));
+}
+
 Effects Apply(Tracked& t, const Outcome& outcome, const At& at) {
   if (outcome.kind == Outcome::Kind::kRequeue) return Requeue(t, outcome.reason, at);
   return Finish(t, outcome.state, outcome.exit_code, outcome.reason, at);

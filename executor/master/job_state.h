@@ -47,6 +47,7 @@ struct At {
 // What the scheduler's model must do for the job after a transition.
 enum class SchedulerStep {
   kNone,
+  kQueue,             // a new job joins its queue (QueueRefused() says when it was refused)
   kCancel,            // a pending job leaves the queue
   kRelease,           // a placed job's resources go back
   kRequeue,           // released, then queued again (Requeued() says when it was refused)
@@ -111,6 +112,13 @@ Effects Requeue(Tracked& t, const std::string& reason, const At& at);
 Effects Apply(Tracked& t, const Outcome& outcome, const At& at);
 // The scheduler refused to queue a requeued job again: it ends.
 void RequeueRefused(Tracked& t);
+
+// A submission accepted as job `id` (its request already checked against the cluster):
+// the job waits in its queue, written before the submitter hears of it.
+Effects Submitted(Tracked& t, int64_t id, ::nexec::v1::JobSpec spec, const At& at);
+// The scheduler refused to queue the new job (the cluster changed since the check: a host
+// left): it ends, kept with the reason rather than dropped.
+void QueueRefused(Tracked& t, const std::string& why);
 
 // The scheduler placed the job: `tasks` are its allocations in order (task 0 first).
 // `backfilled_before` names the job whose reservation it runs ahead of (0: none).

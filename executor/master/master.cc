@@ -351,25 +351,13 @@ absl::StatusOr<int64_t> Master::Submit(pb::JobSpec spec) {
     }
     JC_ASSIGN_OR_RETURN(JobRequest req, BuildRequest(spec, next_id_));
     JC_RETURN_IF_ERROR(scheduler_.Check(&req));
-    JobRecord rec;
-    rec.job.set_id(next_id_++);
+    const int64_t id = next_id_++;
     if (spec.queue().empty()) spec.set_queue(req.queue);
     spec.set_slots(req.slots);
-    *rec.job.mutable_spec() = std::move(spec);
-    rec.job.set_state(pb::PENDING);
-    *rec.job.mutable_submitted_at() = ToTimestamp(clock_->Now());
-    if (absl::Status queued = scheduler_.Submit(req); !queued.ok()) {
-      // The cluster changed between the check and now (a host left); the job is kept
-      // and reported, not dropped.
-      rec.job.set_state(pb::EXIT);
-      rec.job.set_reason(absl::StrCat("cannot be queued: ", queued.message()));
-    }
+    JobRecord& rec = jobs_[id];
     rec.request = std::move(req);
-    const int64_t id = rec.job.id();
+    ApplyEffects(rec, job_state::Submitted(rec, id, std::move(spec), Now()));
     if (!key.empty()) submit_keys_[key] = id;
-    jobs_[id] = std::move(rec);
-    MarkDirty(id);
-    cycle_wanted_ = true;
     return id;
   });
 }
@@ -662,6 +650,9 @@ void Master::ApplyEffects(JobRecord& rec, const job_state::Effects& fx) {
   if (fx.cpu_seconds > 0) scheduler_.AddFairshareCpuTime(id, fx.cpu_seconds);
   switch (fx.scheduler) {
     case Step::kNone:
+      break;
+    case Step::kQueue:
+      if (absl::Status queued = scheduler_.Submit(rec.request); !queued.ok()) job_state::QueueRefused(rec, std::string(queued.message()));
       break;
     case Step::kCancel:
       LogInconsistency(id, "cancel", scheduler_.Cancel(id));

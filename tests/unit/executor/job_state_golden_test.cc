@@ -1,5 +1,6 @@
 // Golden tests of the nexec job state machine (executor/master/job_state.h, issue 32 item 1):
-// each file in data/job_state/ holds a job and a sequence of events — dispatched, its launch
+// each file in data/job_state/ holds a job and a sequence of events — submitted (or refused
+// its queue), dispatched, its launch
 // answered, tasks reported by agents, kill, requeue, rerun, suspension and resumption asked
 // and done, a host lost, a preemption decided or failed — and, for each event, the job as
 // it stands afterwards with the effects the event asked for (store write, scheduler step,
@@ -34,6 +35,7 @@ std::string TaskState(pb::TaskState s) {
 std::string StepName(SchedulerStep s) {
   switch (s) {
     case SchedulerStep::kNone: return "";
+    case SchedulerStep::kQueue: return "queue";
     case SchedulerStep::kCancel: return "cancel";
     case SchedulerStep::kRelease: return "release";
     case SchedulerStep::kRequeue: return "queue again";
@@ -91,7 +93,14 @@ std::string Feed(Tracked& t, const json& e, const At& at) {
   const std::string kind = e.at("event");
   auto line = [&](const absl::StatusOr<Effects>& fx) { return fx.ok() ? Summary(t, *fx) : ErrorLine(fx.status()); };
   Effects fx;
-  if (kind == "dispatch") {
+  if (kind == "submit") {
+    pb::JobSpec spec;
+    spec.set_command(e.value("command", "true"));
+    spec.set_user("alice");
+    fx = Submitted(t, e.value("id", 7), spec, at);
+  } else if (kind == "queue_refused") {
+    QueueRefused(t, e.value("message", "no host of type gpu is left"));
+  } else if (kind == "dispatch") {
     std::vector<pb::Task> tasks;
     for (const auto& host : e.at("hosts")) {
       pb::Task& task = tasks.emplace_back();
