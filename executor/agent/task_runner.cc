@@ -44,8 +44,8 @@ namespace {
 
 // What the child reports through the CLOEXEC pipe when it cannot exec.
 struct ChildError {
-  int step;  // index into kSteps
-  int err;
+  int step = -1;  // index into kSteps; -1: none (the child exec'd)
+  int err = 0;
 };
 enum Step { kSetpgid, kOpenStdout, kOpenStderr, kBecomeUser, kChdir, kExec, kAffinity, kSetsid, kControllingTty, kCgroup };
 constexpr const char* kSteps[] = {"setpgid", "open stdout", "open stderr", "become the user", "chdir", "exec",
@@ -55,7 +55,9 @@ constexpr const char* kSteps[] = {"setpgid", "open stdout", "open stderr", "beco
 // What the task's child process does between clone and exec, with everything it needs
 // prepared by the agent beforehand (StartSharedMemoryChild: no allocation from here).
 struct TaskChild {
-  int error_fd = -1;  // the CLOEXEC pipe a ChildError goes to
+  // Where a failing child says why: the agent's memory, which the child shares until it
+  // execs (StartSharedMemoryChild), read once the agent's thread resumes.
+  ChildError* error = nullptr;
   bool tty = false;
   int child_in = -1;  // stdin (and, for a terminal, stdout and stderr)
   const TaskCgroup* cgroup = nullptr;
@@ -74,8 +76,8 @@ struct TaskChild {
 };
 
 [[noreturn]] void FailChild(const TaskChild& c, int step) {
-  ChildError e{step, errno};
-  (void)!write(c.error_fd, &e, sizeof(e));
+  c.error->err = errno;
+  c.error->step = step;
   _exit(127);
 }
 
@@ -302,28 +304,19 @@ absl::StatusOr<pid_t> TaskRunner::Launch(const TaskLaunch& t) {
 namespace {
 
 // Starts the child `child` describes and waits until it has exec'd: its pid, or Aborted
-// with the step that failed in `failed` (the child reports it through a close-on-exec
-// pipe, which closes without a word once exec succeeded).
+// with the step that failed in `failed` (the child writes it there, in the memory it shares
+// with this thread until it execs or exits, which is when this thread resumes).
 absl::StatusOr<pid_t> SpawnChild(TaskChild& child, ChildError* failed) {
-  int pipefd[2];
-  if (pipe2(pipefd, O_CLOEXEC) != 0) return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
-  child.error_fd = pipefd[1];
+  *failed = ChildError{};
+  child.error = failed;
   pid_t pid = StartSharedMemoryChild(RunTaskChild, &child);
-  if (pid < 0) {
-    const int err = errno;
-    close(pipefd[0]);
-    close(pipefd[1]);
-    return absl::ResourceExhaustedError(absl::StrCat("clone: ", std::strerror(err)));
-  }
-  close(pipefd[1]);
+  if (pid < 0) return absl::ResourceExhaustedError(absl::StrCat("clone: ", std::strerror(errno)));
   // The child also calls setpgid; doing it here too closes the race where a signal to
   // the group arrives before the child got there. (A terminal's task makes its own
   // session, which setpgid here would prevent; it is done before exec, and so before
   // this call returns.)
   if (!child.tty) setpgid(pid, pid);
-  ssize_t n = read(pipefd[0], failed, sizeof(*failed));
-  close(pipefd[0]);
-  if (n == static_cast<ssize_t>(sizeof(*failed))) {
+  if (failed->step >= 0) {
     waitpid(pid, nullptr, 0);
     return absl::AbortedError("the task's child failed before exec");
   }
