@@ -271,8 +271,17 @@ void Master::Flush() {
   Burst burst = std::move(burst_);
   burst_ = Burst();
   Commit(burst);
-  for (const pb::Job& job : burst.events_before) Publish(job);
-  for (int64_t id : burst.jobs) Publish(jobs_.at(id).job);
+  // Each event carries its job; the snapshots taken before the cycle move into theirs.
+  for (pb::Job& job : burst.events_before) {
+    pb::JobEvent e;
+    *e.mutable_job() = std::move(job);
+    Publish(std::move(e));
+  }
+  for (int64_t id : burst.jobs) {
+    pb::JobEvent e;
+    *e.mutable_job() = jobs_.at(id).job;
+    Publish(std::move(e));
+  }
   for (auto& after : burst.after) after();
 }
 
@@ -313,11 +322,9 @@ void Master::Commit(Burst& burst) {
   std::_Exit(3);
 }
 
-void Master::Publish(const pb::Job& job) {
-  pb::JobEvent e;
-  e.set_job_id(job.id());
-  e.set_state(job.state());
-  *e.mutable_job() = job;
+void Master::Publish(pb::JobEvent e) {
+  e.set_job_id(e.job().id());
+  e.set_state(e.job().state());
   *e.mutable_at() = ToTimestamp(clock_->Now());
   events_.Append(std::move(e), [](pb::JobEvent& ev, uint64_t c) { ev.set_cursor(c); });
 }

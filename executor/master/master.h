@@ -281,7 +281,8 @@ class Master {
   void CountPastUsage(const pb::Job& job, const JobRequest& request, absl::Time now, absl::Time forgotten_before);
   absl::StatusOr<JobRequest> BuildRequest(const pb::JobSpec& spec, int64_t id);
   absl::Status Persist(store::Transaction& txn, const pb::Job& job);
-  void Publish(const pb::Job& job);
+  // Appends `e` (its job set) to the event log, stamped.
+  void Publish(pb::JobEvent e);
   // Carries out what a transition of the job's state machine asks of the scheduler's model
   // and the master's tables, and marks the job for the burst's write when it asks for one.
   void ApplyEffects(JobRecord& rec, const job_state::Effects& fx);
