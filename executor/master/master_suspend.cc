@@ -108,6 +108,9 @@ absl::StatusOr<pb::Job> Master::ResumeJob(int64_t id, bool by_system) {
 
 void Master::ApplyWindows(absl::Time now) {
   for (const QueueConfig& q : config_.queues) {
+    // A queue joins the scheduler once every host it names is known; until then it holds
+    // no job, and the first cycle after it joins applies its window before placing any.
+    if (!scheduler_.HasQueue(q.name)) continue;
     if (q.run_window.always_open() && scheduler_.QueueOpen(q.name)) continue;
     if (absl::Status s = scheduler_.SetQueueOpen(q.name, q.run_window.Contains(now, options_.time_zone)); !s.ok()) {
       spdlog::error("queue {} has a run window but is unknown to the scheduler: {}", q.name, s.ToString());

@@ -545,6 +545,8 @@ TEST_CASE("a queue's run window holds its jobs outside it, stops its running job
   auto queues = c.Cli({"queues"});
   INFO(queues.out);
   CHECK(queues.out.find("Inact_Win") != std::string::npos);
+  // The queue joined the scheduler with its host; until then it was no error to report.
+  CHECK(c.MasterLog().find("unknown to the scheduler") == std::string::npos);
 
   c.WriteConfig(open);
   c.SignalMaster(SIGHUP);
