@@ -532,17 +532,9 @@ std::vector<CharDevice> Agent::GpuDevicesNotHeld(const std::vector<int>& held) {
   return denied;
 }
 
-absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
-  std::string key = TaskKey(req.job_id(), req.task_index(), req.attempt());
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (tasks_.count(key) || finished_.count(key)) {
-      // The master may repeat a launch it is not sure about; the task already ran or
-      // runs, and its outcome reaches the master in a heartbeat.
-      auto pid = runner_.Pid(key);
-      return pid ? *pid : 0;
-    }
-  }
+// What the task runner starts for a launch: the request's command, account, files and
+// resources, with what nexec-run inside the task needs to reach the master.
+TaskLaunch Agent::TaskOf(const pb::LaunchRequest& req, const std::string& key) {
   TaskLaunch t;
   t.key = key;
   t.command = req.command();
@@ -580,6 +572,21 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
       if (uuid != gpu_uuids_.end()) t.gpu_uuids.push_back(uuid->second);
     }
   }
+  return t;
+}
+
+absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
+  std::string key = TaskKey(req.job_id(), req.task_index(), req.attempt());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (tasks_.count(key) || finished_.count(key)) {
+      // The master may repeat a launch it is not sure about; the task already ran or
+      // runs, and its outcome reaches the master in a heartbeat.
+      auto pid = runner_.Pid(key);
+      return pid ? *pid : 0;
+    }
+  }
+  TaskLaunch t = TaskOf(req, key);
   // Registered before the process starts: a task that exits at once is reaped by the
   // heartbeat loop, which must already know whose it is.
   TaskInfo info{req.job_id(), req.task_index(), req.attempt(), t.stdout_path, t.stderr_path};

@@ -170,6 +170,8 @@ class Agent {
   // One nvidia-smi sample applied to the tasks: their GPU usage, and misuse (killed or
   // reported, as configured). Takes mu_.
   void WatchGpus();
+  // What the task runner starts for a launch (Launch's first step).
+  TaskLaunch TaskOf(const pb::LaunchRequest& req, const std::string& key);
   void HeartbeatLoop();
   // HeartbeatLoop's steps; *Locked: with mu_ held.
   void EnforceDeadlinesLocked();

@@ -568,15 +568,33 @@ absl::Status TaskRunner::ChildFailure(int step, int err, const std::string& key,
   return absl::FailedPreconditionError(absl::StrCat("cannot start task ", key, ": ", kSteps[step], ": ", std::strerror(err)));
 }
 
-absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
-  if (t.command.empty()) return absl::InvalidArgumentError("empty command");
-  auto user = accounts_.Lookup(t.user);
+absl::StatusOr<Account> TaskRunner::TaskAccount(const std::string& name) {
+  auto user = accounts_.Lookup(name);
   if (!user.ok()) return user.status();
-  const bool switch_user = ActsForOthers(*user);
   if (geteuid() != 0 && user->uid != geteuid()) {
     return absl::PermissionDeniedError(absl::StrCat(
         "the agent does not run as root, so it cannot run tasks as ", user->name));
   }
+  return user;
+}
+
+namespace {
+
+// `strings` as the NULL-ended array exec takes (pointing into them).
+std::vector<char*> ExecArray(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
+  if (t.command.empty()) return absl::InvalidArgumentError("empty command");
+  auto user = TaskAccount(t.user);
+  if (!user.ok()) return user.status();
+  const bool switch_user = ActsForOthers(*user);
   const std::string cwd = WorkingDirectory(t, *user);
   const std::string cwd_note = absl::StrCat("nexec: ", user->name, " cannot enter ", cwd, "; running in /tmp\n");
 
@@ -587,14 +605,10 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   std::map<std::string, std::string> env = std::move(*environment);
   std::vector<std::string> env_strings;
   for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::string shell = "/bin/sh";
-  std::string dash_c = "-c";
-  std::string command = t.command;
-  char* shell_argv[] = {shell.data(), dash_c.data(), command.data(), nullptr};
-  char** argv = shell_argv;
+  std::vector<char*> envp = ExecArray(env_strings);
+  std::vector<std::string> shell_words{"/bin/sh", "-c", t.command};
+  std::vector<char*> shell_argv = ExecArray(shell_words);
+  char** argv = shell_argv.data();
   // In its image: the child stays root to exec the runner, which pulls the image and
   // starts runc; the container becomes the user (container_bundle.h).
   const bool in_image = !t.image.empty();

@@ -169,6 +169,8 @@ class TaskRunner {
   };
   absl::Status OpenOutputs(const TaskLaunch& t, const Account& user, bool child_switches, TaskOutputs* out);
   static std::string WorkingDirectory(const TaskLaunch& t, const Account& user);
+  // The account a task runs as: one this host knows, and one this agent may act for.
+  absl::StatusOr<Account> TaskAccount(const std::string& name);
   // `step` and `err`: what a child that failed before exec reported (task_runner.cc).
   static absl::Status ChildFailure(int step, int err, const std::string& key, const std::string& user,
                                    const TaskOutputs& outputs);

@@ -151,6 +151,42 @@ struct Cli {
   }
 };
 
+// submit --cron and what only a timed job takes (--start-timeout, --overlap, --retries).
+absl::Status ReadTimedFlags(const Invocation& in, pb::TimedJob* timed) {
+  if (in.Has("cron")) timed->set_schedule(in.Get("cron"));
+  if (in.Has("start-timeout")) {
+    auto timeout = jc::nexec::ParseRunLimit(in.Get("start-timeout"));
+    if (!timeout.ok()) return absl::InvalidArgumentError("submit: --start-timeout: " + std::string(timeout.status().message()));
+    timed->set_start_timeout_seconds(absl::ToInt64Seconds(*timeout));
+  }
+  if (in.Has("overlap")) timed->set_overlap(in.Get("overlap"));
+  if (in.Has("retries")) {
+    int n = 0;
+    if (!absl::SimpleAtoi(in.Get("retries"), &n) || n < 0) {
+      return absl::InvalidArgumentError("submit: --retries needs a whole number, got \"" + in.Get("retries") + "\"");
+    }
+    timed->set_retries(n);
+  }
+  if (timed->schedule().empty() &&
+      (timed->start_timeout_seconds() != 0 || !timed->overlap().empty() || timed->retries() != 0)) {
+    return absl::InvalidArgumentError("submit: --start-timeout, --overlap and --retries are for timed jobs (--cron)");
+  }
+  return absl::OkStatus();
+}
+
+int CreateTimedJob(Cli& cli, const pb::TimedJob& timed) {
+  pb::TimedJob created;
+  auto c = cli.Ctx("AddTimedJob", timed);
+  grpc::Status st = cli.stub->AddTimedJob(c.get(), timed, &created);
+  if (!st.ok()) return Fail(st);
+  if (cli.json) {
+    std::cout << Json(created) << "\n";
+  } else {
+    std::cout << "Timed job <" << created.id() << "> is created; next run at " << When(created.next_run()) << ".\n";
+  }
+  return 0;
+}
+
 int Submit(Cli& cli, const Invocation& in) {
   auto& stub = cli.stub;
   const bool json = cli.json;
@@ -207,19 +243,7 @@ int Submit(Cli& cli, const Invocation& in) {
     if (!limit.ok()) return Fail("submit: -W: " + std::string(limit.status().message()));
     s->set_run_limit_seconds(absl::ToInt64Seconds(*limit));
   }
-  if (in.Has("cron")) timed.set_schedule(in.Get("cron"));
-  if (in.Has("start-timeout")) {
-    auto timeout = jc::nexec::ParseRunLimit(in.Get("start-timeout"));
-    if (!timeout.ok()) return Fail("submit: --start-timeout: " + std::string(timeout.status().message()));
-    timed.set_start_timeout_seconds(absl::ToInt64Seconds(*timeout));
-  }
-  if (in.Has("overlap")) timed.set_overlap(in.Get("overlap"));
-  if (in.Has("retries")) {
-    if (!absl::SimpleAtoi(in.Get("retries"), &n) || n < 0) {
-      return Fail("submit: --retries needs a whole number, got \"" + in.Get("retries") + "\"");
-    }
-    timed.set_retries(n);
-  }
+  if (absl::Status read = ReadTimedFlags(in, &timed); !read.ok()) return Fail(std::string(read.message()));
   if (in.Has("key")) s->set_submit_key(in.Get("key"));  // sent again, the same key answers with the same job
   if (in.Has("user")) s->set_user(in.Get("user"));
   const std::vector<std::string>& command = in.args;
@@ -232,22 +256,9 @@ int Submit(Cli& cli, const Invocation& in) {
     s->set_tty_rows(ws.ws_row);
     s->set_tty_cols(ws.ws_col);
   }
-  if (timed.schedule().empty() &&
-      (timed.start_timeout_seconds() != 0 || !timed.overlap().empty() || timed.retries() != 0)) {
-    return Fail("submit: --start-timeout, --overlap and --retries are for timed jobs (--cron)");
-  }
   if (!timed.schedule().empty()) {
     *timed.mutable_spec() = *s;
-    pb::TimedJob created;
-    auto c = ctx("AddTimedJob", timed);
-    grpc::Status st = stub->AddTimedJob(c.get(), timed, &created);
-    if (!st.ok()) return Fail(st);
-    if (json) {
-      std::cout << Json(created) << "\n";
-    } else {
-      std::cout << "Timed job <" << created.id() << "> is created; next run at " << When(created.next_run()) << ".\n";
-    }
-    return 0;
+    return CreateTimedJob(cli, timed);
   }
   pb::SubmitResponse resp;
   auto c = ctx("Submit", req);
@@ -271,7 +282,7 @@ int Submit(Cli& cli, const Invocation& in) {
               << (s->queue().empty() ? "" : " to queue <" + s->queue() + ">") << ".\n";
   }
   return 0;
-  }
+}
 
 int Jobs(Cli& cli, const Invocation& in) {
   auto& stub = cli.stub;
@@ -309,7 +320,7 @@ int Jobs(Cli& cli, const Invocation& in) {
   }
   Table(rows);
   return 0;
-  }
+}
 
 int JobOrControl(Cli& cli, const Invocation& in) {
   auto& stub = cli.stub;
@@ -389,7 +400,7 @@ int JobOrControl(Cli& cli, const Invocation& in) {
                 : cmd == "resume" ? "resumed" : cmd == "rerun" ? "rerun" : "requeued")
             << ".\n";
   return 0;
-  }
+}
 
 int HostsOrQueues(Cli& cli, const Invocation& in) {
   auto& stub = cli.stub;
@@ -482,7 +493,7 @@ int HostsOrQueues(Cli& cli, const Invocation& in) {
     }
   }
   return 0;
-  }
+}
 
 int CronList(Cli& cli, const Invocation& in) {
   auto& stub = cli.stub;
@@ -538,7 +549,7 @@ int CronList(Cli& cli, const Invocation& in) {
   }
   Table(rows);
   return 0;
-  }
+}
 
 int CronRemove(Cli& cli, const Invocation& in) {
   auto& stub = cli.stub;
@@ -558,7 +569,7 @@ int CronRemove(Cli& cli, const Invocation& in) {
                                             : "")
               << ".\n";
     return 0;
-  }
+}
 
 int Shares(Cli& cli, const Invocation& in) {
   auto& stub = cli.stub;
@@ -589,7 +600,7 @@ int Shares(Cli& cli, const Invocation& in) {
   }
   Table(rows);
   return 0;
-  }
+}
 
 int Limits(Cli& cli, const Invocation& in) {
   auto& stub = cli.stub;
@@ -642,7 +653,7 @@ int Limits(Cli& cli, const Invocation& in) {
     std::cout << "\n";
   }
   return 0;
-  }
+}
 
 int Logs(Cli& cli, const Invocation& in) {
   auto& stub = cli.stub;

@@ -290,19 +290,115 @@ ExecutorConfig DefaultConfig() {
   return c;
 }
 
-static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& yaml) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml);
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat("nexec config: not valid YAML: line ",
-                                                   e.mark.line + 1, ": ", e.msg));
+// How a queue orders and shares (fair share, DRF, capacity) and whom it preempts.
+static absl::Status ReadQueuePolicies(const YAML::Node& node, const std::string& where, const ExecutorConfig& c,
+                                      QueueConfig* q) {
+  if (const YAML::Node fs = node["fairshare"]) {
+    JC_ASSIGN_OR_RETURN(q->fairshare, ReadFairshare(fs, where + ".fairshare"));
   }
-  if (root.IsNull()) return DefaultConfig();
-  JC_RETURN_IF_ERROR(CheckKeys(root, "top level",
-                               {"host_types", "hosts", "user_groups", "queues", "default_queue",
-                                "administrators", "limits"}));
-  ExecutorConfig c;
+  std::string drf;
+  JC_RETURN_IF_ERROR(Read(node, "drf", where, &drf));
+  if (drf == "job") {
+    q->drf = DrfBy::kJob;
+  } else if (drf == "user") {
+    q->drf = DrfBy::kUser;
+  } else if (drf == "group") {
+    q->drf = DrfBy::kGroup;
+  } else if (!drf.empty()) {
+    return Bad(where + ".drf", absl::StrCat("expected job, user or group, got \"", drf, "\""));
+  }
+  if (q->drf != DrfBy::kOff && (q->fairshare || q->user_round_robin)) {
+    return Bad(where + ".drf", "orders the queue by itself: not with fairshare or round_robin");
+  }
+  if (const YAML::Node capacity = node["capacity"]) {
+    JC_ASSIGN_OR_RETURN(q->capacity, ReadCapacity(capacity, where + ".capacity", c.user_groups));
+    if (q->drf != DrfBy::kOff || q->user_round_robin) {
+      return Bad(where + ".capacity", "orders the queue by its clusters: not with drf or round_robin");
+    }
+  }
+  if (const YAML::Node preempt = node["preempt"]) {
+    JC_ASSIGN_OR_RETURN(std::string names, NamesText(preempt, where + ".preempt"));
+    q->preempt = absl::StrSplit(names, ' ', absl::SkipEmpty());
+  }
+  JC_RETURN_IF_ERROR(Read(node, "backfill", where, &q->backfill));
+  JC_RETURN_IF_ERROR(Read(node, "max_preemptions", where, &q->max_preemptions));
+  if (q->max_preemptions < 0) return Bad(where + ".max_preemptions", "must not be negative (0: no limit)");
+  std::string grace;
+  JC_RETURN_IF_ERROR(Read(node, "preempt_grace", where, &grace));
+  if (!grace.empty() && (!absl::ParseDuration(grace, &q->preempt_grace) || q->preempt_grace < absl::ZeroDuration())) {
+    return Bad(where + ".preempt_grace", absl::StrCat("expected a duration such as 30s, got \"", grace, "\""));
+  }
+  return absl::OkStatus();
+}
+
+// One entry of `queues`, checked (its name's uniqueness is the caller's).
+static absl::StatusOr<QueueConfig> ReadQueue(const YAML::Node& node, const std::string& where,
+                                             const ExecutorConfig& c) {
+  QueueConfig q;
+  std::string balance = "pack";
+  JC_RETURN_IF_ERROR(Read(node, "name", where, &q.name));
+  JC_RETURN_IF_ERROR(Read(node, "priority", where, &q.priority));
+  JC_RETURN_IF_ERROR(Read(node, "users", where, &q.users));
+  JC_RETURN_IF_ERROR(Read(node, "hosts", where, &q.hosts));
+  JC_RETURN_IF_ERROR(Read(node, "max_slots", where, &q.max_slots));
+  JC_RETURN_IF_ERROR(Read(node, "max_slots_per_user", where, &q.max_slots_per_user));
+  JC_RETURN_IF_ERROR(Read(node, "balance", where, &balance));
+  JC_RETURN_IF_ERROR(Read(node, "round_robin", where, &q.user_round_robin));
+  JC_RETURN_IF_ERROR(Read(node, "gpu_shared", where, &q.gpu_shared));
+  JC_RETURN_IF_ERROR(Read(node, "interactive", where, &q.allow_interactive));
+  JC_RETURN_IF_ERROR(Read(node, "rerun_on_host_failure", where, &q.rerun_on_host_failure));
+  JC_RETURN_IF_ERROR(Read(node, "pre_exec", where, &q.pre_exec));
+  JC_RETURN_IF_ERROR(Read(node, "post_exec", where, &q.post_exec));
+  JC_RETURN_IF_ERROR(Read(node, "pre_exec_retries", where, &q.pre_exec_retries));
+  JC_RETURN_IF_ERROR(Read(node, "cpu_binding", where, &q.cpu_binding));
+  JC_RETURN_IF_ERROR(Read(node, "pids_limit", where, &q.pids_limit));
+  if (q.pids_limit < 0) return Bad(where + ".pids_limit", "must be 0 (no limit) or more");
+  if (const YAML::Node controls = node["job_controls"]) {
+    std::string at = where + ".job_controls";
+    if (!controls.IsMap()) return Bad(at, "must map suspend, resume or kill to a command");
+    JC_RETURN_IF_ERROR(CheckKeys(controls, at, {"suspend", "resume", "kill"}));
+    JC_RETURN_IF_ERROR(Read(controls, "suspend", at, &q.suspend_action));
+    JC_RETURN_IF_ERROR(Read(controls, "resume", at, &q.resume_action));
+    JC_RETURN_IF_ERROR(Read(controls, "kill", at, &q.kill_action));
+  }
+  JC_ASSIGN_OR_RETURN(q.load_thresholds, ReadThresholds(node["load_thresholds"], where + ".load_thresholds"));
+  std::string action = "suspend";
+  JC_RETURN_IF_ERROR(Read(node, "threshold_action", where, &action));
+  if (action != "suspend" && action != "kill") {
+    return Bad(where + ".threshold_action", absl::StrCat("expected suspend or kill, got \"", action, "\""));
+  }
+  q.threshold_kills = action == "kill";
+  JC_RETURN_IF_ERROR(ReadQueuePolicies(node, where, c, &q));
+  std::string run_window;
+  JC_RETURN_IF_ERROR(Read(node, "run_window", where, &run_window));
+  auto window = TimeWindows::Parse(run_window);
+  if (!window.ok()) return Bad(where + ".run_window", std::string(window.status().message()));
+  q.run_window = *std::move(window);
+  if (q.pre_exec_retries < 0) return Bad(where + ".pre_exec_retries", "must not be negative");
+  std::string timeout;
+  JC_RETURN_IF_ERROR(Read(node, "pre_exec_timeout", where, &timeout));
+  if (!timeout.empty()) {
+    absl::Duration d;
+    if (!absl::ParseDuration(timeout, &d) || d <= absl::ZeroDuration() || d > absl::Hours(24 * 7)) {
+      return Bad(where + ".pre_exec_timeout", absl::StrCat("expected a duration such as 30s or 10m, got \"",
+                                                            timeout, "\""));
+    }
+    q.pre_exec_timeout_seconds = static_cast<int>(std::max<int64_t>(1, absl::ToInt64Seconds(d)));
+  }
+  if (q.name.empty()) return Bad(where, "needs a name");
+  if (balance != "pack" && balance != "spread") {
+    return Bad(where + ".balance", absl::StrCat("expected \"pack\" or \"spread\", got \"",
+                                                balance, "\""));
+  }
+  q.balance = balance == "spread" ? Balance::kSpread : Balance::kPack;
+  if (q.max_slots < 0 || q.max_slots_per_user < 0) {
+    return Bad(where, "slot limits must not be negative");
+  }
+  return q;
+}
+
+// host_types, hosts (each of a known type) and user_groups.
+static absl::Status ReadHostsAndGroups(const YAML::Node& root, ExecutorConfig* c) {
   std::set<std::string> types;
   if (const YAML::Node list = root["host_types"]) {
     for (size_t i = 0; i < list.size(); ++i) {
@@ -314,7 +410,7 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
       if (t.name.empty()) return Bad(where, "needs a name");
       if (!(t.cpu_factor > 0)) return Bad(where + ".cpu_factor", "must be positive");
       if (!types.insert(t.name).second) return Bad(where, absl::StrCat("\"", t.name, "\" twice"));
-      c.host_types.push_back(t);
+      c->host_types.push_back(t);
     }
   }
   if (const YAML::Node list = root["hosts"]) {
@@ -331,7 +427,7 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
       }
       JC_ASSIGN_OR_RETURN(h.resources, ReadResources(list[i]["resources"], where + ".resources"));
       JC_ASSIGN_OR_RETURN(h.load_thresholds, ReadThresholds(list[i]["load_thresholds"], where + ".load_thresholds"));
-      c.hosts[name] = h;
+      c->hosts[name] = h;
     }
   }
   if (const YAML::Node groups = root["user_groups"]) {
@@ -342,17 +438,34 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
       // Either a list of members, or {members: [...], admins: [...]}.
       if (kv.second.IsMap()) {
         JC_RETURN_IF_ERROR(CheckKeys(kv.second, where, {"members", "admins"}));
-        JC_RETURN_IF_ERROR(Read(kv.second, "members", where, &c.user_groups[name]));
-        JC_RETURN_IF_ERROR(Read(kv.second, "admins", where, &c.group_admins[name]));
+        JC_RETURN_IF_ERROR(Read(kv.second, "members", where, &c->user_groups[name]));
+        JC_RETURN_IF_ERROR(Read(kv.second, "admins", where, &c->group_admins[name]));
         continue;
       }
       try {
-        c.user_groups[name] = kv.second.as<std::vector<std::string>>();
+        c->user_groups[name] = kv.second.as<std::vector<std::string>>();
       } catch (const YAML::Exception&) {
         return Bad(where, "must be a list of users, or {members: [...], admins: [...]}");
       }
     }
   }
+  return absl::OkStatus();
+}
+
+static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& yaml) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("nexec config: not valid YAML: line ",
+                                                   e.mark.line + 1, ": ", e.msg));
+  }
+  if (root.IsNull()) return DefaultConfig();
+  JC_RETURN_IF_ERROR(CheckKeys(root, "top level",
+                               {"host_types", "hosts", "user_groups", "queues", "default_queue",
+                                "administrators", "limits"}));
+  ExecutorConfig c;
+  JC_RETURN_IF_ERROR(ReadHostsAndGroups(root, &c));
   JC_RETURN_IF_ERROR(Read(root, "administrators", "top level", &c.administrators));
   std::set<std::string> queue_names;
   if (const YAML::Node list = root["queues"]) {
@@ -365,101 +478,8 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
                                     "pre_exec_timeout", "pre_exec_retries", "cpu_binding", "pids_limit", "job_controls",
                                     "run_window", "load_thresholds", "threshold_action", "fairshare", "drf", "preempt", "max_preemptions",
                                     "preempt_grace", "backfill", "capacity"}));
-      QueueConfig q;
-      std::string balance = "pack";
-      JC_RETURN_IF_ERROR(Read(list[i], "name", where, &q.name));
-      JC_RETURN_IF_ERROR(Read(list[i], "priority", where, &q.priority));
-      JC_RETURN_IF_ERROR(Read(list[i], "users", where, &q.users));
-      JC_RETURN_IF_ERROR(Read(list[i], "hosts", where, &q.hosts));
-      JC_RETURN_IF_ERROR(Read(list[i], "max_slots", where, &q.max_slots));
-      JC_RETURN_IF_ERROR(Read(list[i], "max_slots_per_user", where, &q.max_slots_per_user));
-      JC_RETURN_IF_ERROR(Read(list[i], "balance", where, &balance));
-      JC_RETURN_IF_ERROR(Read(list[i], "round_robin", where, &q.user_round_robin));
-      JC_RETURN_IF_ERROR(Read(list[i], "gpu_shared", where, &q.gpu_shared));
-      JC_RETURN_IF_ERROR(Read(list[i], "interactive", where, &q.allow_interactive));
-      JC_RETURN_IF_ERROR(Read(list[i], "rerun_on_host_failure", where, &q.rerun_on_host_failure));
-      JC_RETURN_IF_ERROR(Read(list[i], "pre_exec", where, &q.pre_exec));
-      JC_RETURN_IF_ERROR(Read(list[i], "post_exec", where, &q.post_exec));
-      JC_RETURN_IF_ERROR(Read(list[i], "pre_exec_retries", where, &q.pre_exec_retries));
-      JC_RETURN_IF_ERROR(Read(list[i], "cpu_binding", where, &q.cpu_binding));
-      JC_RETURN_IF_ERROR(Read(list[i], "pids_limit", where, &q.pids_limit));
-      if (q.pids_limit < 0) return Bad(where + ".pids_limit", "must be 0 (no limit) or more");
-      if (const YAML::Node controls = list[i]["job_controls"]) {
-        std::string at = where + ".job_controls";
-        if (!controls.IsMap()) return Bad(at, "must map suspend, resume or kill to a command");
-        JC_RETURN_IF_ERROR(CheckKeys(controls, at, {"suspend", "resume", "kill"}));
-        JC_RETURN_IF_ERROR(Read(controls, "suspend", at, &q.suspend_action));
-        JC_RETURN_IF_ERROR(Read(controls, "resume", at, &q.resume_action));
-        JC_RETURN_IF_ERROR(Read(controls, "kill", at, &q.kill_action));
-      }
-      JC_ASSIGN_OR_RETURN(q.load_thresholds, ReadThresholds(list[i]["load_thresholds"], where + ".load_thresholds"));
-      std::string action = "suspend";
-      JC_RETURN_IF_ERROR(Read(list[i], "threshold_action", where, &action));
-      if (action != "suspend" && action != "kill") {
-        return Bad(where + ".threshold_action", absl::StrCat("expected suspend or kill, got \"", action, "\""));
-      }
-      q.threshold_kills = action == "kill";
-      if (const YAML::Node fs = list[i]["fairshare"]) {
-        JC_ASSIGN_OR_RETURN(q.fairshare, ReadFairshare(fs, where + ".fairshare"));
-      }
-      std::string drf;
-      JC_RETURN_IF_ERROR(Read(list[i], "drf", where, &drf));
-      if (drf == "job") {
-        q.drf = DrfBy::kJob;
-      } else if (drf == "user") {
-        q.drf = DrfBy::kUser;
-      } else if (drf == "group") {
-        q.drf = DrfBy::kGroup;
-      } else if (!drf.empty()) {
-        return Bad(where + ".drf", absl::StrCat("expected job, user or group, got \"", drf, "\""));
-      }
-      if (q.drf != DrfBy::kOff && (q.fairshare || q.user_round_robin)) {
-        return Bad(where + ".drf", "orders the queue by itself: not with fairshare or round_robin");
-      }
-      if (const YAML::Node capacity = list[i]["capacity"]) {
-        JC_ASSIGN_OR_RETURN(q.capacity, ReadCapacity(capacity, where + ".capacity", c.user_groups));
-        if (q.drf != DrfBy::kOff || q.user_round_robin) {
-          return Bad(where + ".capacity", "orders the queue by its clusters: not with drf or round_robin");
-        }
-      }
-      if (const YAML::Node preempt = list[i]["preempt"]) {
-        JC_ASSIGN_OR_RETURN(std::string names, NamesText(preempt, where + ".preempt"));
-        q.preempt = absl::StrSplit(names, ' ', absl::SkipEmpty());
-      }
-      JC_RETURN_IF_ERROR(Read(list[i], "backfill", where, &q.backfill));
-      JC_RETURN_IF_ERROR(Read(list[i], "max_preemptions", where, &q.max_preemptions));
-      if (q.max_preemptions < 0) return Bad(where + ".max_preemptions", "must not be negative (0: no limit)");
-      std::string grace;
-      JC_RETURN_IF_ERROR(Read(list[i], "preempt_grace", where, &grace));
-      if (!grace.empty() && (!absl::ParseDuration(grace, &q.preempt_grace) || q.preempt_grace < absl::ZeroDuration())) {
-        return Bad(where + ".preempt_grace", absl::StrCat("expected a duration such as 30s, got \"", grace, "\""));
-      }
-      std::string run_window;
-      JC_RETURN_IF_ERROR(Read(list[i], "run_window", where, &run_window));
-      auto window = TimeWindows::Parse(run_window);
-      if (!window.ok()) return Bad(where + ".run_window", std::string(window.status().message()));
-      q.run_window = *std::move(window);
-      if (q.pre_exec_retries < 0) return Bad(where + ".pre_exec_retries", "must not be negative");
-      std::string timeout;
-      JC_RETURN_IF_ERROR(Read(list[i], "pre_exec_timeout", where, &timeout));
-      if (!timeout.empty()) {
-        absl::Duration d;
-        if (!absl::ParseDuration(timeout, &d) || d <= absl::ZeroDuration() || d > absl::Hours(24 * 7)) {
-          return Bad(where + ".pre_exec_timeout", absl::StrCat("expected a duration such as 30s or 10m, got \"",
-                                                                timeout, "\""));
-        }
-        q.pre_exec_timeout_seconds = static_cast<int>(std::max<int64_t>(1, absl::ToInt64Seconds(d)));
-      }
-      if (q.name.empty()) return Bad(where, "needs a name");
+      JC_ASSIGN_OR_RETURN(QueueConfig q, ReadQueue(list[i], where, c));
       if (!queue_names.insert(q.name).second) return Bad(where, absl::StrCat("\"", q.name, "\" twice"));
-      if (balance != "pack" && balance != "spread") {
-        return Bad(where + ".balance", absl::StrCat("expected \"pack\" or \"spread\", got \"",
-                                                    balance, "\""));
-      }
-      q.balance = balance == "spread" ? Balance::kSpread : Balance::kPack;
-      if (q.max_slots < 0 || q.max_slots_per_user < 0) {
-        return Bad(where, "slot limits must not be negative");
-      }
       c.queues.push_back(q);
     }
   }
