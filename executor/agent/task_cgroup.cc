@@ -21,6 +21,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
+#include "executor/agent/vfork_child.h"
 #include "executor/agent/device_filter.h"
 
 namespace jc::nexec {
@@ -297,7 +298,7 @@ absl::StatusOr<std::unique_ptr<TaskCgroup>> TaskCgroup::Create(const CgroupLayou
       for (int f : fds) close(f);
       return absl::UnavailableError(absl::StrCat("cannot open ", dir, "/cgroup.procs: ", std::strerror(err)));
     }
-    fds.push_back(fd);
+    fds.push_back(KeepHigh(fd));
   }
   std::unique_ptr<TaskCgroup> made(new TaskCgroup(layout.v2, std::move(dirs), std::move(c), std::move(fds)));
   made->optional_ = std::move(optional);
@@ -494,7 +495,7 @@ void TaskCgroup::KeepOpen() {
                        absl::EndsWith(path, "/memory.peak");
     int fd = reset ? open(path.c_str(), O_RDWR | O_CLOEXEC) : -1;
     if (fd < 0) fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);  // memory.peak is read-only before 6.12
-    if (fd >= 0) kept_.emplace(path, fd);
+    if (fd >= 0) kept_.emplace(path, KeepHigh(fd));
   }
 }
 

@@ -13,6 +13,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -47,10 +48,10 @@ struct ChildError {
   int step = -1;  // index into kSteps; -1: none (the child exec'd)
   int err = 0;
 };
-enum Step { kSetpgid, kOpenStdout, kOpenStderr, kBecomeUser, kChdir, kExec, kAffinity, kSetsid, kControllingTty, kCgroup };
+enum Step { kSetpgid, kOpenStdout, kOpenStderr, kBecomeUser, kChdir, kExec, kAffinity, kSetsid, kControllingTty, kCgroup, kFiles };
 constexpr const char* kSteps[] = {"setpgid", "open stdout", "open stderr", "become the user", "chdir", "exec",
                                   "sched_setaffinity", "setsid", "set the controlling terminal",
-                                  "join the task's cgroup"};
+                                  "join the task's cgroup", "take its own descriptor table"};
 
 // What the task's child process does between clone and exec, with everything it needs
 // prepared by the agent beforehand (StartSharedMemoryChild: no allocation from here).
@@ -58,6 +59,9 @@ struct TaskChild {
   // Where a failing child says why: the agent's memory, which the child shares until it
   // execs (StartSharedMemoryChild), read once the agent's thread resumes.
   ChildError* error = nullptr;
+  // Started sharing the agent's descriptor table: it takes a table of its own, of the
+  // descriptors below this (the agent's long-lived ones are above), before it changes any.
+  int share_below = 0;
   bool tty = false;
   int child_in = -1;  // stdin (and, for a terminal, stdout and stderr)
   const TaskCgroup* cgroup = nullptr;
@@ -97,6 +101,7 @@ int RunTaskChild(void* arg) {
     FailChild(c, kSetpgid);
   }
   if (c.cgroup && c.cgroup->JoinFromChild() != 0) FailChild(c, kCgroup);
+  if (c.share_below > 0 && UnshareLowDescriptors(c.share_below) != 0) FailChild(c, kFiles);
   // The user first, then its files: every open below is checked as the user's own.
   if (c.user && BecomeAccount(*c.user) != 0) FailChild(c, kBecomeUser);
   if (c.tty) {
@@ -123,6 +128,10 @@ int RunTaskChild(void* arg) {
     dup2(out, 1);
     dup2(err, 2);
   }
+  // The task holds its input and output, nothing else: whatever the agent inherited
+  // without close-on-exec (from whoever started it) stays out of every task, as slurmstepd
+  // and sbatch leave none either. A kernel without close_range leaves close-on-exec to exec.
+  (void)syscall(SYS_close_range, 3U, ~0U, 0U);
   if (chdir(c.cwd) != 0) {
     if (chdir("/tmp") != 0) FailChild(c, kChdir);
     (void)!write(2, c.cwd_note->data(), c.cwd_note->size());
@@ -309,7 +318,12 @@ namespace {
 absl::StatusOr<pid_t> SpawnChild(TaskChild& child, ChildError* failed) {
   *failed = ChildError{};
   child.error = failed;
-  pid_t pid = StartSharedMemoryChild(RunTaskChild, &child);
+  // The agent's table is shared, not copied, when every descriptor the child uses after
+  // taking its own is in the low range it keeps.
+  const int base = HighDescriptorBase();
+  const bool share = base > 0 && child.out_fd < base && child.err_fd < base && child.child_in < base;
+  child.share_below = share ? base : 0;
+  pid_t pid = StartSharedMemoryChild(RunTaskChild, &child, share);
   if (pid < 0) return absl::ResourceExhaustedError(absl::StrCat("clone: ", std::strerror(errno)));
   // The child also calls setpgid; doing it here too closes the race where a signal to
   // the group arrives before the child got there. (A terminal's task makes its own
@@ -722,6 +736,7 @@ absl::StatusOr<pid_t> TaskRunner::Spawn(const std::string& key, char* const argv
     posix_spawn_file_actions_addopen(&files, 2, "/dev/null", O_WRONLY, 0);
   }
   posix_spawn_file_actions_addchdir_np(&files, cwd.c_str());
+  posix_spawn_file_actions_addclosefrom_np(&files, 3);  // input and output only, as above
   sigset_t none, defaults;
   sigemptyset(&none);
   sigemptyset(&defaults);

@@ -1,11 +1,15 @@
 #include "executor/agent/vfork_child.h"
 
+#include <fcntl.h>
+#include <linux/close_range.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 namespace jc::nexec {
@@ -68,7 +72,30 @@ void DefaultCaughtSignals() {
   }
 }
 
-pid_t StartSharedMemoryChild(int (*child)(void*), void* arg) {
+int HighDescriptorBase() {
+  static const int base = [] {
+    rlimit limit{};
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur < 4096) return 0;
+    return static_cast<int>(std::min<rlim_t>(limit.rlim_cur / 2, 1 << 20));
+  }();
+  return base;
+}
+
+int KeepHigh(int fd) {
+  const int base = HighDescriptorBase();
+  if (fd < 0 || base <= 0 || fd >= base) return fd;
+  const int high = fcntl(fd, F_DUPFD_CLOEXEC, base);
+  if (high < 0) return fd;
+  close(fd);
+  return high;
+}
+
+int UnshareLowDescriptors(int base) {
+  if (base > 0 && syscall(SYS_close_range, static_cast<unsigned>(base), ~0U, CLOSE_RANGE_UNSHARE) == 0) return 0;
+  return unshare(CLONE_FILES);
+}
+
+pid_t StartSharedMemoryChild(int (*child)(void*), void* arg, bool share_descriptors) {
   thread_local ChildStack stack;
   char* top = stack.Top();
   if (top == nullptr) return -1;
@@ -78,7 +105,8 @@ pid_t StartSharedMemoryChild(int (*child)(void*), void* arg) {
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &saved);
   Trampoline trampoline{child, arg};
-  const pid_t pid = clone(RunChild, top, CLONE_VM | CLONE_VFORK | SIGCHLD, &trampoline);
+  const pid_t pid =
+      clone(RunChild, top, CLONE_VM | CLONE_VFORK | (share_descriptors ? CLONE_FILES : 0) | SIGCHLD, &trampoline);
   const int err = errno;
   pthread_sigmask(SIG_SETMASK, &saved, nullptr);
   errno = err;

@@ -17,7 +17,24 @@ namespace jc::nexec {
 // fork child of a threaded process it may make only async-signal-safe calls, and further:
 // no allocation, no glibc call that coordinates threads (setuid and friends: use
 // BecomeAccount, which makes the raw system calls), and it must end in execve or _exit.
-pid_t StartSharedMemoryChild(int (*child)(void* arg), void* arg);
+//
+// With `share_descriptors`, the child shares the agent's descriptor table too (no copy of
+// it at clone), and must call UnshareLowDescriptors before it opens, closes or duplicates
+// any descriptor.
+pid_t StartSharedMemoryChild(int (*child)(void* arg), void* arg, bool share_descriptors = false);
+
+// Where the descriptors the agent keeps for its whole life go (KeepHigh): above every one a
+// task's start opens, so a child copies only the low range. 0: nothing is moved (the open
+// files limit is too low to split it).
+int HighDescriptorBase();
+// `fd` moved to HighDescriptorBase() or above (close-on-exec), or `fd` itself when there is
+// no such range or no room in it.
+int KeepHigh(int fd);
+// For a child started with `share_descriptors`: a table of its own holding only the
+// descriptors below `base` (close_range's CLOSE_RANGE_UNSHARE: the agent's long-lived ones
+// are never copied, and nothing need close them at exec); a full copy when the kernel
+// cannot. 0, or -1 with errno.
+int UnshareLowDescriptors(int base);
 
 // Resets every caught signal to its default; for the first step of such a child.
 void DefaultCaughtSignals();

@@ -1,6 +1,7 @@
 // The agent's task runner with real processes: output files, exit codes, environment,
 // suspend/resume/kill of whole process groups, usage from /proc, running as another user.
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -330,4 +331,43 @@ TEST_CASE("a kill still emptying a task's cgroup never reaches the next task tha
     CHECK(hit == 0);
   }
   for (const std::string& dir : made) rmdir(dir.c_str());  // cgroupfs: rmdir, not unlink; the runner removed its own
+}
+
+TEST_CASE("a task in a cgroup holds none of the agent's descriptors, inherited ones included, and its own output "
+          "and input are where it expects them",
+          "[B6][B9]") {
+  // The agent keeps its cgroups' files open (above half the open-files limit) and starts a
+  // task sharing its descriptor table until the task joined its cgroup; what the task then
+  // takes is the low range alone, and exec closes what is close-on-exec there.
+  auto layout = jc::nexec::CgroupLayout::Discover();
+  if (!layout.ok()) {
+    WARN("no cgroup hierarchy here (" << layout.status().ToString() << "): nothing to test");
+    return;
+  }
+  const std::string mine = "/nexec/runner-fds." + std::to_string(getpid());
+  for (auto& [controller, dir] : layout->dirs) dir += mine;
+  std::vector<std::string> made;
+  for (const auto& [controller, dir] : layout->dirs) made.push_back(dir);
+  {
+    TempDir dir;
+    TaskRunner runner;
+    runner.ContainIn(*layout);
+    // As an agent started by a careless parent: a descriptor without close-on-exec.
+    const int inherited = open("/dev/null", O_RDONLY);
+    REQUIRE(inherited >= 0);
+    // Several tasks, so that ended tasks' cgroups (and their kept files) are in the pool.
+    for (int i = 0; i < 3; ++i) {
+      TaskLaunch t{"3." + std::to_string(i) + ".0", "ls /proc/self/fd | sort -n | tr '\\n' ' '; echo; cat; echo err >&2"};
+      t.stdout_path = dir / ("out" + std::to_string(i));
+      t.stderr_path = dir / ("err" + std::to_string(i));
+      REQUIRE(runner.Launch(t).ok());
+      CHECK(WaitExit(runner, t.key) == 0);
+      // stdin (here: /dev/null, read to its end by cat), stdout and stderr, and the one ls
+      // opens to list the directory.
+      CHECK(Read(dir / ("out" + std::to_string(i))) == "0 1 2 3 \n");
+      CHECK(Read(dir / ("err" + std::to_string(i))) == "err\n");
+    }
+    close(inherited);
+  }
+  for (const std::string& dir : made) rmdir(dir.c_str());
 }
