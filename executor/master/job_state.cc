@@ -12,8 +12,6 @@ namespace pb = ::nexec::v1;
 
 namespace {
 
-bool Ended(pb::JobState s) { return s == pb::DONE || s == pb::EXIT; }
-
 // An allocation the job holds now: not a remote task, not one an elastic job gave back.
 bool Held(const pb::Task& t) { return !t.remote() && !(t.grown() && t.state() == pb::TASK_EXITED); }
 

@@ -104,6 +104,9 @@ Outcome AfterFirstTaskEnded(const FirstTaskEnded& e);
 // or its agent no longer knows the task it reported before (`where` = "task lost on node1").
 Outcome AfterHostLost(bool rerun_on_host_failure, const std::string& where);
 
+// DONE or EXIT: the job will not run again unless asked (rerun).
+inline bool Ended(::nexec::v1::JobState s) { return s == ::nexec::v1::DONE || s == ::nexec::v1::EXIT; }
+
 // ---- transitions ----
 
 // The job ends (DONE or EXIT) or goes back to its queue for another attempt.
