@@ -676,13 +676,33 @@ std::vector<int> Agent::ChooseCpus(int n) const {
 absl::StatusOr<pid_t> Agent::StartProcess(const TaskLaunch& launch) {
   auto pid = runner_.Launch(launch);
   if (!pid.ok()) return pid;
-  // The task's process group, with its leader's start time (so that a pid reused by
-  // another program is never taken for it), for an agent that restarts after a crash.
-  if (absl::Status recorded = journal_->Started(launch.key, *pid, ProcessStartTime(*pid)); !recorded.ok()) {
-    // It runs: its "S" line stands, and a successor finds it by its environment.
-    spdlog::error("task {}: {}", launch.key, std::string(recorded.message()));
-  }
+  // Its process group goes into the journal at the heartbeat loop's next round, if it
+  // still runs then: reading a new process's start time (/proc/<pid>/stat: two procfs
+  // inodes made and dropped) cost ~1.5% of all CPU with thousands of short tasks a
+  // second, most of which end before that round. Until then its "S" line stands, and a
+  // successor of an agent that died meanwhile finds it by its environment.
+  std::lock_guard<std::mutex> lock(starts_mu_);
+  unrecorded_starts_[launch.key] = *pid;
   return pid;
+}
+
+void Agent::RecordStartsLocked() {
+  std::map<std::string, pid_t> started;
+  {
+    std::lock_guard<std::mutex> lock(starts_mu_);
+    started.swap(unrecorded_starts_);
+  }
+  for (const auto& [key, pid] : started) {
+    // Ended (its "E" line is written) or in a later phase (recorded with that one): none.
+    // A process not yet reaped keeps its pid, so the start time read is its own.
+    if (!tasks_.count(key) || runner_.Pid(key) != std::optional<pid_t>(pid)) continue;
+    // The task's process group, with its leader's start time (so that a pid reused by
+    // another program is never taken for it), for an agent that restarts after a crash.
+    if (absl::Status recorded = journal_->Started(key, pid, ProcessStartTime(pid)); !recorded.ok()) {
+      // It runs: its "S" line stands, and a successor finds it by its environment.
+      spdlog::error("task {}: {}", key, std::string(recorded.message()));
+    }
+  }
 }
 
 bool Agent::NextPhase(const std::string& key, TaskInfo& t, int exit_code, pb::TaskReport* report) {
@@ -1041,6 +1061,7 @@ void Agent::HeartbeatLoop() {
     lock.lock();
     EnforceDeadlinesLocked();
     RecordExitsLocked(exits);
+    RecordStartsLocked();
     bool periodic = absl::Now() >= next;
     if (exits.empty() && !periodic) continue;
     pb::HeartbeatRequest req = HeartbeatLocked(periodic);

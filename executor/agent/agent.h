@@ -165,7 +165,8 @@ class Agent {
   // What the end of one phase of a task means: the next phase starts (true), or the task
   // ended and `report` says how (false). Caller holds mu_.
   bool NextPhase(const std::string& key, TaskInfo& t, int exit_code, pb::TaskReport* report);
-  // Starts `launch` under its key and records its process group for a successor agent.
+  // Starts `launch` under its key; its process group is recorded for a successor agent by
+  // the heartbeat loop's next round (RecordStartsLocked).
   absl::StatusOr<pid_t> StartProcess(const TaskLaunch& launch);
   // One nvidia-smi sample applied to the tasks: their GPU usage, and misuse (killed or
   // reported, as configured). Takes mu_.
@@ -176,6 +177,9 @@ class Agent {
   // HeartbeatLoop's steps; *Locked: with mu_ held.
   void EnforceDeadlinesLocked();
   void RecordExitsLocked(const std::vector<TaskExit>& exits);
+  // The process groups started since the last round whose tasks still run, with their
+  // leaders' start times, into the journal.
+  void RecordStartsLocked();
   pb::HeartbeatRequest HeartbeatLocked(bool periodic);
   void AddUsage(bool periodic, pb::HeartbeatRequest* req);
   void HeartbeatAnsweredLocked(const pb::HeartbeatResponse& resp, size_t sent_exits, size_t sent_notes,
@@ -201,6 +205,11 @@ class Agent {
   std::unique_ptr<grpc::Service> service_;
   std::unique_ptr<grpc::Server> server_;
   std::string address_;
+
+  // Processes started and not yet in the journal's "P" lines, by task key: the heartbeat
+  // loop records those still running (own mutex: StartProcess runs with and without mu_).
+  std::mutex starts_mu_;
+  std::map<std::string, pid_t> unrecorded_starts_;
 
   std::mutex mu_;
   std::map<std::string, TaskInfo> tasks_;           // running, by task key

@@ -606,20 +606,26 @@ CgroupUsage TaskCgroup::Usage(Totals* totals) const {
   u.read_bytes = std::max<int64_t>(0, read - read_before_);
   u.write_bytes = std::max<int64_t>(0, written - write_before_);
   u.processes = static_cast<int>(Processes().size());
+  // Ended (most tasks, when their final usage is read): no threads, and no memory in use
+  // but what they peaked at (an exited process's anonymous memory and swap are freed with
+  // it), so memory.stat, the costliest file here (counters formatted after a statistics
+  // flush), is not read.
+  const bool ended = u.processes == 0;
   if (v2_) {
-    u.memory_bytes = KeyedValue(Read(c_.memory + "/memory.stat"), "anon");
+    u.memory_bytes = ended ? 0 : KeyedValue(Read(c_.memory + "/memory.stat"), "anon");
     u.memory_peak_bytes = NumberIn(Read(c_.memory + "/memory.peak"));
-    u.swap_bytes = NumberIn(Read(c_.memory + "/memory.swap.current"));
-    u.threads = static_cast<int>(NumberIn(Read(c_.pids + "/pids.current")));
+    u.swap_bytes = ended ? 0 : NumberIn(Read(c_.memory + "/memory.swap.current"));
+    u.threads = ended ? 0 : static_cast<int>(NumberIn(Read(c_.pids + "/pids.current")));
     const int64_t oom = OomKills();
     if (totals != nullptr) totals->oom_kills = oom;
     u.oom_killed = oom > oom_kills_before_;
     return u;
   }
-  u.threads = has_pids_ ? static_cast<int>(NumberIn(Read(c_.pids + "/pids.current")))
-                        : LinesIn(Read(c_.freezer + "/tasks"));
+  u.threads = ended      ? 0
+              : has_pids_ ? static_cast<int>(NumberIn(Read(c_.pids + "/pids.current")))
+                          : LinesIn(Read(c_.freezer + "/tasks"));
   if (!c_.memory.empty()) {
-    const std::string stat = Read(c_.memory + "/memory.stat");
+    const std::string stat = ended ? std::string() : Read(c_.memory + "/memory.stat");
     u.memory_bytes = KeyedValue(stat, "rss");
     u.memory_peak_bytes = NumberIn(Read(c_.memory + "/memory.max_usage_in_bytes"));
     u.swap_bytes = KeyedValue(stat, "swap");

@@ -7,7 +7,9 @@
 // inode allocation was the agent's largest cost after fork: issue 32 item 6).
 //
 //   S <key>                 the task is about to start (its process group not known yet)
-//   P <key> <pgid> <start>  its process group, with the leader's start time
+//   P <key> <pgid> <start>  its process group, with the leader's start time (written at
+//                           the agent's round after the start, for tasks still running:
+//                           one that ends before has none, and needs none)
 //   E <key>                 it ended and was reported
 //
 // Lines are written without fsync: the journal must survive the agent's death, not the

@@ -79,18 +79,10 @@ std::optional<v1::TrainJobEvent> EventOf(const v1::JobRecord* before, const v1::
   return e;
 }
 
-std::string EncodeEvent(const v1::TrainJobEvent& event) {
-  return absl::Base64Escape(event.SerializeAsString());
-}
+std::string EncodeEvent(const v1::TrainJobEvent& event) { return store::EncodeBinaryDoc(event); }
 
 absl::StatusOr<v1::TrainJobEvent> DecodeEvent(const std::optional<std::string>& column) {
-  if (column.has_value() && absl::StartsWith(*column, "{")) return store::DecodeDoc<v1::TrainJobEvent>(column);
-  std::string bytes;
-  v1::TrainJobEvent event;
-  if (!column.has_value() || !absl::Base64Unescape(*column, &bytes) || !event.ParseFromString(bytes)) {
-    return absl::DataLossError("a stored job event is neither base64 protobuf nor JSON");
-  }
-  return event;
+  return store::DecodeAnyDoc<v1::TrainJobEvent>(column);
 }
 
 JobEvents::JobEvents(store::Store* store, JobEventsOptions options)

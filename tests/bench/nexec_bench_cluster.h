@@ -10,6 +10,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -77,6 +80,34 @@ class NexecBenchCluster {
     return auth_.Call(address_, method, request, std::chrono::seconds(30), call);
   }
   int64_t credentials_made() const { return auth_.credentials_made(); }
+
+  // CPU seconds so far, from /proc/<pid>/stat: the master's own, the agents' own, and the
+  // agents' reaped children (the tasks, from the start of each child to its exit).
+  struct Cpu {
+    double master = 0, agents = 0, tasks = 0;
+  };
+  Cpu CpuSoFar() const {
+    Cpu cpu;
+    auto read = [](pid_t pid, double* own, double* children) {
+      std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+      std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+      std::string f;
+      double utime = 0, stime = 0, cutime = 0, cstime = 0;
+      for (int i = 3; i <= 17 && fields >> f; ++i) {
+        if (i == 14) utime = std::stod(f);
+        if (i == 15) stime = std::stod(f);
+        if (i == 16) cutime = std::stod(f);
+        if (i == 17) cstime = std::stod(f);
+      }
+      const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+      *own += (utime + stime) / tick;
+      if (children != nullptr) *children += (cutime + cstime) / tick;
+    };
+    read(master_->pid(), &cpu.master, nullptr);
+    for (const auto& a : agents_) read(a->pid(), &cpu.agents, &cpu.tasks);
+    return cpu;
+  }
 
   std::unique_ptr<grpc::ClientContext> Context(const char* method, const google::protobuf::Message& request,
                                                std::chrono::seconds deadline = std::chrono::seconds(30)) const {

@@ -23,6 +23,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "executor/auth/munge_auth.h"
@@ -394,6 +395,16 @@ TEST_CASE("an agent killed with SIGKILL makes its host unavailable, a rerunnable
   // A dead agent leaves its tasks running (as LSF's sbatchd does); the test ends them.
   std::vector<int> orphans;
   for (int64_t id : {rerun, fail}) orphans.push_back(c.TaskPid(id));
+  // What its successor goes by: each running task's process group and its leader's start
+  // time in the journal (written at the agent's round after the start).
+  for (size_t i = 0; i < orphans.size(); ++i) {
+    const std::string stat = ReadFile("/proc/" + std::to_string(orphans[i]) + "/stat");
+    std::vector<std::string> fields = absl::StrSplit(stat.substr(stat.rfind(')') + 2), ' ');
+    REQUIRE(fields.size() > 19);
+    const std::string line = absl::StrCat("P ", i == 0 ? rerun : fail, ".0.0 ", orphans[i], " ", fields[19], "\n");
+    INFO(line);
+    CHECK(WaitUntil([&] { return ReadFile(c.path("node1-state/tasks.journal")).find(line) != std::string::npos; }));
+  }
   struct KillOrphans {
     std::vector<int>* pids;
     ~KillOrphans() {

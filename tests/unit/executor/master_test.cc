@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "absl/strings/match.h"
+#include "common/store/doc.h"
 #include "executor/master/master.h"
 #include "tests/testing/process.h"
 #include "tests/testing/test_store.h"
@@ -217,6 +219,42 @@ TEST_CASE("bad submissions are refused and nothing is stored", "[B2][C5]") {
   CHECK(absl::IsInvalidArgument(master.Submit(spec).status()));
   CHECK(master.ListJobs({}).empty());
   CHECK(store->Query("SELECT id FROM nexec_jobs")->empty());
+}
+
+TEST_CASE("a restarted master reads back jobs stored as base64 protobuf and those an earlier master stored as JSON",
+          "[B11]") {
+  auto store = jc::testing::MakeTestStore();
+  FakeDialer dialer;
+  int64_t old_job = 0, new_job = 0;
+  {
+    Master master(store.get(), jc::RealClock::Get(), &dialer, DefaultConfig(), {});
+    REQUIRE(master.Recover().ok());
+    REQUIRE(master.Heartbeat(Beat("h1")).ok());
+    auto older = master.Submit(Spec("echo stored-as-json"));
+    auto newer = master.Submit(Spec("echo stored-as-protobuf"));
+    REQUIRE(older.ok());
+    REQUIRE(newer.ok());
+    old_job = *older;
+    new_job = *newer;
+    // The row as a master before this encoding wrote it: the job as protobuf JSON.
+    auto job = master.GetJob(old_job);
+    REQUIRE(job.ok());
+    auto json = jc::store::EncodeDoc(*job);
+    REQUIRE(json.ok());
+    auto txn = store->Begin();
+    REQUIRE(txn.ok());
+    REQUIRE((*txn)->Exec("UPDATE nexec_jobs SET doc = $2 WHERE id = $1", {old_job, *json}).ok());
+    REQUIRE((*txn)->Commit().ok());
+  }
+  auto rows = store->Query("SELECT doc FROM nexec_jobs WHERE id = $1", {new_job});
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() == 1);
+  CHECK_FALSE(absl::StartsWith(*(*rows)[0][0], "{"));  // written now: not JSON
+  Master restarted(store.get(), jc::RealClock::Get(), &dialer, DefaultConfig(), {});
+  REQUIRE(restarted.Recover().ok());
+  CHECK(restarted.GetJob(old_job)->spec().command() == "echo stored-as-json");
+  CHECK(restarted.GetJob(new_job)->spec().command() == "echo stored-as-protobuf");
+  CHECK(restarted.ListJobs({}).size() == 2);
 }
 
 TEST_CASE("a submission with a key its submitter used returns the job that key created, also after a restart, "

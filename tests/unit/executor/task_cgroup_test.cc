@@ -133,6 +133,16 @@ TEST_CASE("under cgroup v2 a task's cgroup gets its memory limit, freezes and th
   CHECK_FALSE(usage.oom_killed);
   r.Write("agent/nexec/42.0.1/memory.events", "low 0\nhigh 0\nmax 9\noom 2\noom_kill 1\n");
   CHECK((*cg)->Usage().oom_killed);
+  // Ended (its final usage): nothing in use any more, the peak and the totals kept.
+  r.Write("agent/nexec/42.0.1/cgroup.procs", "");
+  r.Write("agent/nexec/42.0.1/pids.current", "0\n");
+  auto ended = (*cg)->Usage();
+  CHECK(ended.processes == 0);
+  CHECK(ended.threads == 0);
+  CHECK(ended.memory_bytes == 0);
+  CHECK(ended.memory_peak_bytes == 8388608);
+  CHECK(ended.cpu_seconds == Approx(2.5));
+  CHECK(ended.oom_killed);
 
   // Reused for the next task, it counts from there: what the last one used is not the
   // next one's.
