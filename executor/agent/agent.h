@@ -18,8 +18,9 @@
 #include <thread>
 #include <vector>
 
-#include "executor/auth/munge_auth.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "executor/auth/munge_auth.h"
 #include "absl/time/time.h"
 #include "executor/agent/gpu_probe.h"
 #include "executor/agent/image_store.h"
@@ -214,8 +215,9 @@ class Agent {
   std::mutex mu_;
   std::map<std::string, TaskInfo> tasks_;           // running, by task key
   std::map<std::pair<int64_t, int32_t>, TaskInfo> logs_;  // last attempt per job and task, for ReadLog
-  // Task attempts that already ran here, so a repeated launch never runs one twice.
-  std::set<std::string> finished_;
+  // Task attempts that already ran here, so a repeated launch never runs one twice (a
+  // hash set: it holds the last 100,000, and each launch asks it).
+  absl::flat_hash_set<std::string> finished_;
   std::deque<std::string> finished_order_;
   std::vector<pb::TaskReport> unacked_exits_;       // sent until a heartbeat succeeds
   std::vector<pb::TaskNote> unacked_notes_;         // likewise
