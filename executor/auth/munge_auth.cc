@@ -183,7 +183,7 @@ grpc::Status MungeAuth::Call(const std::string& peer, absl::string_view method,
   }
 }
 
-absl::StatusOr<Caller> MungeAuth::Verify(grpc::ServerContext* ctx, absl::string_view method,
+absl::StatusOr<Caller> MungeAuth::Verify(grpc::ServerContextBase* ctx, absl::string_view method,
                                          const google::protobuf::Message& request) const {
   if (!enabled_) return Caller{0, 0, "root"};
   const auto& md = ctx->client_metadata();

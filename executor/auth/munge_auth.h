@@ -27,6 +27,7 @@ class Message;
 namespace grpc {
 class ClientContext;
 class ServerContext;
+class ServerContextBase;
 class Status;
 }  // namespace grpc
 
@@ -58,7 +59,7 @@ class MungeAuth {
   // Checks the call's session signature or munge credential: UNAUTHENTICATED when it is
   // missing, invalid, expired, replayed, or was made for another method or request. A
   // credential that offers a session opens one; the answer says so in its metadata.
-  absl::StatusOr<Caller> Verify(grpc::ServerContext* ctx, absl::string_view method,
+  absl::StatusOr<Caller> Verify(grpc::ServerContextBase* ctx, absl::string_view method,
                                 const google::protobuf::Message& request) const;
 
   // Munge credentials this object made (sessions make few: tests and benchmarks read it).

@@ -331,14 +331,21 @@ std::string Master::SubmitKeyIndex(const pb::JobSpec& spec) {
 }
 
 absl::StatusOr<int64_t> Master::Submit(pb::JobSpec spec) {
-  if (spec.command().empty()) return absl::InvalidArgumentError("the job has no command");
-  if (spec.user().empty()) return absl::InvalidArgumentError("the job names no user");
-  if (spec.slots() < 0) return absl::InvalidArgumentError("-n must be at least 1");
+  auto reply = std::make_shared<std::promise<absl::StatusOr<int64_t>>>();
+  std::future<absl::StatusOr<int64_t>> answer = reply->get_future();
+  SubmitThen(std::move(spec), [reply](absl::StatusOr<int64_t> id) { reply->set_value(std::move(id)); });
+  return answer.get();
+}
+
+void Master::SubmitThen(pb::JobSpec spec, std::function<void(absl::StatusOr<int64_t>)> done) {
+  if (spec.command().empty()) return done(absl::InvalidArgumentError("the job has no command"));
+  if (spec.user().empty()) return done(absl::InvalidArgumentError("the job names no user"));
+  if (spec.slots() < 0) return done(absl::InvalidArgumentError("-n must be at least 1"));
   if (spec.tty()) spec.set_interactive(true);  // a terminal is for an interactive job
-  // Acknowledged only once committed (the reply waits for the burst's commit; a crash
+  // Acknowledged only once committed (the answer follows the burst's commit; a crash
   // before it loses nothing acknowledged); submissions that arrive together share one
   // commit, with the cycle that places them.
-  return OnLoop([&]() -> absl::StatusOr<int64_t> {
+  OnLoopThen([this, spec = std::move(spec)]() mutable -> absl::StatusOr<int64_t> {
     const std::string key = spec.submit_key().empty() ? std::string() : SubmitKeyIndex(spec);
     if (!key.empty()) {
       if (auto known = submit_keys_.find(key); known != submit_keys_.end()) {
@@ -362,7 +369,7 @@ absl::StatusOr<int64_t> Master::Submit(pb::JobSpec spec) {
     ApplyEffects(rec, job_state::Submitted(rec, id, std::move(spec), Now()));
     if (!key.empty()) submit_keys_[key] = id;
     return id;
-  });
+  }, std::move(done));
 }
 
 absl::StatusOr<pb::Job> Master::GetJob(int64_t id) {

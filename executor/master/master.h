@@ -101,6 +101,11 @@ class Master {
   absl::Status Recover();
 
   absl::StatusOr<int64_t> Submit(pb::JobSpec spec);
+  // The same without waiting (the gRPC edge's form: no handler thread blocks on the loop):
+  // `done` gets the job's id or why not once the submission is committed, on the loop's
+  // thread, or at once on this one for a spec refused before it; UNAVAILABLE if the master
+  // stops first.
+  void SubmitThen(pb::JobSpec spec, std::function<void(absl::StatusOr<int64_t>)> done);
   absl::StatusOr<pb::Job> GetJob(int64_t id);
   std::vector<pb::Job> ListJobs(const pb::ListJobsRequest& req);
   // Ends the job; `reason` (empty: "killed by user") is what its record says.
@@ -234,6 +239,10 @@ class Master {
   // committed. Must not be called on the loop (it would wait on itself).
   template <class F>
   std::invoke_result_t<F> OnLoop(F fn);
+  // OnLoop without waiting: `done` gets what `fn` returned once the burst is committed, or
+  // UNAVAILABLE if the loop drops the message or its answer (the master stopping).
+  template <class F>
+  void OnLoopThen(F fn, std::function<void(std::invoke_result_t<F>)> done);
   // After each burst: a scheduling cycle when one was asked for, then the commit of the
   // burst's writes in one transaction (commit or stop), then what waited on it.
   void Flush();
@@ -408,6 +417,36 @@ std::invoke_result_t<F> Master::OnLoop(F fn) {
       return Result{};
     }
   }
+}
+
+// Calls `done` once: with the answer, or with UNAVAILABLE when dropped unanswered.
+template <class Result>
+class LoopAnswer {
+ public:
+  explicit LoopAnswer(std::function<void(Result)> done) : done_(std::move(done)) {}
+  LoopAnswer(const LoopAnswer&) = delete;
+  LoopAnswer& operator=(const LoopAnswer&) = delete;
+  ~LoopAnswer() {
+    if (done_) done_(Result(absl::UnavailableError("the nexec master is stopping")));
+  }
+  void Give(Result result) {
+    auto done = std::move(done_);
+    done_ = nullptr;
+    done(std::move(result));
+  }
+
+ private:
+  std::function<void(Result)> done_;
+};
+
+template <class F>
+void Master::OnLoopThen(F fn, std::function<void(std::invoke_result_t<F>)> done) {
+  using Result = std::invoke_result_t<F>;
+  auto answer = std::make_shared<LoopAnswer<Result>>(std::move(done));
+  loop_.Post([this, answer, fn = std::move(fn)]() mutable {
+    auto result = std::make_shared<Result>(fn());
+    AfterCommit([answer, result] { answer->Give(std::move(*result)); });
+  });
 }
 
 }  // namespace jc::nexec

@@ -22,21 +22,35 @@ using grpc::Status;
   if (!caller##_or.ok()) return ToGrpcStatus(caller##_or.status());   \
   [[maybe_unused]] const Caller& caller = *caller##_or
 
-class MasterService final : public pb::Master::Service {
+// Submit, the call made once per job, is a callback method: it hands the submission to
+// the master's loop and returns, and the answer is sent from the loop once committed, so
+// no handler thread sleeps on each submission and is woken for its answer (those two
+// thread switches per job were a tenth of the master's CPU). The others stay synchronous.
+class MasterService final : public pb::Master::WithCallbackMethod_Submit<pb::Master::Service> {
  public:
   MasterService(Master* m, MungeAuth auth, uid_t agent_uid) : m_(m), auth_(std::move(auth)), agent_uid_(agent_uid) {}
 
-  Status Submit(ServerContext* ctx, const pb::SubmitRequest* req, pb::SubmitResponse* resp) override {
-    NEXEC_CALLER(caller, "Submit");
+  grpc::ServerUnaryReactor* Submit(grpc::CallbackServerContext* ctx, const pb::SubmitRequest* req,
+                                   pb::SubmitResponse* resp) override {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    auto caller = auth_.Verify(ctx, "Submit", *req);
+    if (!caller.ok()) {
+      reactor->Finish(ToGrpcStatus(caller.status()));
+      return reactor;
+    }
     pb::JobSpec spec = req->spec();
-    if (spec.user().empty()) spec.set_user(caller.user);
-    spec.set_submitter(caller.user);  // proven, never taken from the request
+    if (spec.user().empty()) spec.set_user(caller->user);
+    spec.set_submitter(caller->user);  // proven, never taken from the request
     spec.clear_timed_job_id();  // the master's own mark on a timed job's runs
-    if (auto s = m_->MaySubmitAs(Of(caller), spec.user()); !s.ok()) return ToGrpcStatus(s);
-    auto id = m_->Submit(std::move(spec));
-    if (!id.ok()) return ToGrpcStatus(id.status());
-    resp->set_job_id(*id);
-    return Status::OK;
+    if (auto s = m_->MaySubmitAs(Of(*caller), spec.user()); !s.ok()) {
+      reactor->Finish(ToGrpcStatus(s));
+      return reactor;
+    }
+    m_->SubmitThen(std::move(spec), [reactor, resp](absl::StatusOr<int64_t> id) {
+      if (id.ok()) resp->set_job_id(*id);
+      reactor->Finish(id.ok() ? Status::OK : ToGrpcStatus(id.status()));
+    });
+    return reactor;
   }
   Status GetJob(ServerContext* ctx, const pb::JobRef* req, pb::Job* resp) override {
     NEXEC_CALLER(caller, "GetJob");

@@ -2,6 +2,7 @@
 // with resumable cursors, exit codes, kill and requeue, unknown-task cleanup.
 
 #include <catch2/catch.hpp>
+#include <future>
 
 #include "absl/strings/match.h"
 #include "common/store/doc.h"
@@ -219,6 +220,33 @@ TEST_CASE("bad submissions are refused and nothing is stored", "[B2][C5]") {
   CHECK(absl::IsInvalidArgument(master.Submit(spec).status()));
   CHECK(master.ListJobs({}).empty());
   CHECK(store->Query("SELECT id FROM nexec_jobs")->empty());
+}
+
+TEST_CASE("a submission answered without a waiting thread is answered once it is stored, and with UNAVAILABLE by "
+          "a master that stopped",
+          "[B2][B11]") {
+  auto store = jc::testing::MakeTestStore();
+  FakeDialer dialer;
+  Master master(store.get(), jc::RealClock::Get(), &dialer, DefaultConfig(), {});
+  REQUIRE(master.Heartbeat(Beat("h1")).ok());
+  std::promise<std::pair<absl::StatusOr<int64_t>, size_t>> answered;
+  master.SubmitThen(Spec("true"), [&](absl::StatusOr<int64_t> id) {
+    // The row is in the store by the time the submitter hears of the job.
+    size_t rows = id.ok() ? store->Query("SELECT id FROM nexec_jobs WHERE id = $1", {*id})->size() : 0;
+    answered.set_value({std::move(id), rows});
+  });
+  auto [id, rows] = answered.get_future().get();
+  REQUIRE(id.ok());
+  CHECK(rows == 1);
+  // Refused before the loop: answered at once, nothing stored.
+  absl::Status refused;
+  master.SubmitThen(Spec(""), [&](absl::StatusOr<int64_t> r) { refused = r.status(); });
+  CHECK(absl::IsInvalidArgument(refused));
+  master.Stop();
+  absl::Status after_stop;
+  master.SubmitThen(Spec("true"), [&](absl::StatusOr<int64_t> r) { after_stop = r.status(); });
+  CHECK(absl::IsUnavailable(after_stop));
+  CHECK(store->Query("SELECT id FROM nexec_jobs")->size() == 1);
 }
 
 TEST_CASE("a restarted master reads back jobs stored as base64 protobuf and those an earlier master stored as JSON",
