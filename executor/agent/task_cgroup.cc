@@ -375,7 +375,8 @@ absl::Status TaskCgroup::Reset(const CgroupLimits& limits) {
       (void)Write(c_.memory + "/memory.peak", "0");  // kernels from 6.12: the peak of this task only
     } else {
       (void)Write(c_.memory + "/memory.max_usage_in_bytes", "0");  // the peak of this task only
-      (void)Write(c_.memory + "/memory.failcnt", "0");
+      // failcnt tells an OOM kill only where oom_control does not count them (before 4.13).
+      if (!has_oom_kill_count_) (void)Write(c_.memory + "/memory.failcnt", "0");
     }
   }
   if (has_pids_) {
