@@ -20,13 +20,13 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
-#include "executor/auth/munge_auth.h"
 #include "absl/time/time.h"
 #include "executor/agent/gpu_probe.h"
 #include "executor/agent/image_store.h"
 #include "executor/agent/sensor.h"
 #include "executor/agent/task_journal.h"
 #include "executor/agent/task_runner.h"
+#include "executor/auth/munge_auth.h"
 #include "executor/agent/user_files.h"
 #include "nexec/v1/nexec.pb.h"
 

@@ -330,7 +330,14 @@ std::string Master::SubmitKeyIndex(const pb::JobSpec& spec) {
   return absl::StrCat(spec.submitter().empty() ? spec.user() : spec.submitter(), "\n", spec.submit_key());
 }
 
+void Master::MustNotWaitOnLoop() const {
+  if (!loop_.InLoop()) return;
+  spdlog::critical("nexec master: a message waited on the loop from the loop itself");
+  std::abort();
+}
+
 absl::StatusOr<int64_t> Master::Submit(pb::JobSpec spec) {
+  MustNotWaitOnLoop();
   auto reply = std::make_shared<std::promise<absl::StatusOr<int64_t>>>();
   std::future<absl::StatusOr<int64_t>> answer = reply->get_future();
   SubmitThen(std::move(spec), [reply](absl::StatusOr<int64_t> id) { reply->set_value(std::move(id)); });

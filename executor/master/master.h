@@ -243,6 +243,9 @@ class Master {
   // UNAVAILABLE if the loop drops the message or its answer (the master stopping).
   template <class F>
   void OnLoopThen(F fn, std::function<void(std::invoke_result_t<F>)> done);
+  // A caller about to wait for the loop's answer is not the loop (it would wait on itself:
+  // a defect, not a state; aborts saying so).
+  void MustNotWaitOnLoop() const;
   // After each burst: a scheduling cycle when one was asked for, then the commit of the
   // burst's writes in one transaction (commit or stop), then what waited on it.
   void Flush();
@@ -391,11 +394,7 @@ class Master {
 template <class F>
 std::invoke_result_t<F> Master::OnLoop(F fn) {
   using Result = std::invoke_result_t<F>;
-  if (loop_.InLoop()) {
-    // A defect, not a state: the loop would wait on itself.
-    spdlog::critical("nexec master: a message waited on the loop from the loop itself");
-    std::abort();
-  }
+  MustNotWaitOnLoop();
   auto reply = std::make_shared<std::promise<Result>>();
   std::future<Result> answer = reply->get_future();
   loop_.Post([this, reply, fn = std::move(fn)]() mutable {
