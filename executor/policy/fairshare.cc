@@ -20,7 +20,7 @@ FairshareTree::FairshareTree(FairshareConfig config) : config_(std::move(config)
 
 void FairshareTree::AddPending(const std::string& user, int64_t id, int slots) {
   const int leaf = LeafFor(user);
-  pending_of_leaf_[leaf].emplace_back(id, slots);
+  pending_of_leaf_[leaf].push_back(ListedJob{id, slots});
   for (int i = leaf; i >= 0; i = nodes_[i].parent) ++waiting_of_node_[i];
 }
 
@@ -29,7 +29,7 @@ void FairshareTree::RemovePending(const std::string& user, int64_t id) {
   if (leaf == leaf_of_user_.end()) return;
   JobList& jobs = pending_of_leaf_[leaf->second];
   // Dispatched jobs are mostly a user's oldest: found near the front, erased cheaply there.
-  auto it = std::find_if(jobs.begin(), jobs.end(), [id](const auto& j) { return j.first == id; });
+  auto it = std::find_if(jobs.begin(), jobs.end(), [id](const ListedJob& j) { return j.id == id; });
   if (it == jobs.end()) return;
   jobs.erase(it);
   for (int i = leaf->second; i >= 0; i = nodes_[i].parent) --waiting_of_node_[i];
@@ -110,7 +110,7 @@ FairshareTree::Sequence FairshareTree::Start(const std::vector<PendingJob>& pend
         last_leaf = LeafFor(std::string(job.user));
         if (static_cast<size_t>(last_leaf) >= owned->size()) owned->resize(last_leaf + 1);
       }
-      (*owned)[last_leaf].emplace_back(job.id, job.slots);
+      (*owned)[last_leaf].push_back(ListedJob{job.id, job.slots});
     }
   }
   const size_t nodes = nodes_.size();  // LeafFor may have added leaves for new users
@@ -121,7 +121,7 @@ FairshareTree::Sequence FairshareTree::Start(const std::vector<PendingJob>& pend
     if (count == 0) continue;
     for (int i = static_cast<int>(leaf); i >= 0; i = nodes_[i].parent) waiting[i] += count;
   }
-  const std::vector<JobList>* lists = owned.get();
+  std::vector<JobList>* lists = owned.get();
   return Begin(lists, std::move(owned), std::move(waiting), running_slots);
 }
 
@@ -130,8 +130,8 @@ FairshareTree::Sequence FairshareTree::Start(const std::map<std::string, int>& r
   return Begin(&pending_of_leaf_, nullptr, waiting_of_node_, running_slots);
 }
 
-FairshareTree::Sequence FairshareTree::Begin(const std::vector<JobList>* lists,
-                                             std::shared_ptr<const std::vector<JobList>> owned,
+FairshareTree::Sequence FairshareTree::Begin(std::vector<JobList>* lists,
+                                             std::shared_ptr<std::vector<JobList>> owned,
                                              std::vector<int> waiting,
                                              const std::map<std::string, int>& running_slots) {
   const size_t nodes = nodes_.size();
@@ -143,6 +143,7 @@ FairshareTree::Sequence FairshareTree::Begin(const std::vector<JobList>* lists,
   seq.running_.assign(nodes, 0);
   seq.waiting_ = std::move(waiting);
   seq.next_of_leaf_.assign(nodes, 0);
+  seq.taken_of_leaf_.assign(nodes, 0);
   seq.ready_.resize(nodes);
   auto up = [&](int leaf, auto&& f) {
     for (int i = leaf; i >= 0; i = nodes_[i].parent) f(i);
@@ -170,7 +171,8 @@ bool FairshareTree::Sequence::Next(int64_t* id) {
   auto key = [&](int c) { return std::make_pair(-tree_->Priority(c, usage_, running_), c); };
   int at = 0;
   while (!nodes[at].children.empty()) at = ready_[at].begin()->second;
-  const auto [job, slots] = (*lists_)[at][next_of_leaf_[at]++];
+  const auto [job, slots, taken] = (*lists_)[at][next_of_leaf_[at]++];
+  last_leaf_ = at;
   for (int i = at; i > 0; i = nodes[i].parent) ready_[nodes[i].parent].erase(key(i));
   for (int i = at; i >= 0; i = nodes[i].parent) {
     waiting_[i] -= 1;
@@ -181,6 +183,30 @@ bool FairshareTree::Sequence::Next(int64_t* id) {
   }
   *id = job;
   return true;
+}
+
+void FairshareTree::Sequence::Taken() {
+  if (last_leaf_ < 0) return;
+  ListedJob& job = (*lists_)[last_leaf_][next_of_leaf_[last_leaf_] - 1];
+  if (job.taken) return;
+  job.taken = true;
+  // A leaf's first taken job: remember the leaf for EndSequence.
+  if (++taken_of_leaf_[last_leaf_] == 1) taken_leaves_.push_back(last_leaf_);
+}
+
+void FairshareTree::EndSequence(Sequence& seq) {
+  if (seq.lists_ != &pending_of_leaf_) return;  // lists made for one order: nothing kept
+  for (int leaf : seq.taken_leaves_) {
+    JobList& jobs = pending_of_leaf_[leaf];
+    // Taken jobs are among those given, the list's first next_of_leaf_[leaf].
+    const auto given_end = jobs.begin() + static_cast<std::ptrdiff_t>(seq.next_of_leaf_[leaf]);
+    const auto kept_end = std::remove_if(jobs.begin(), given_end, [](const ListedJob& j) { return j.taken; });
+    const int removed = static_cast<int>(given_end - kept_end);
+    jobs.erase(kept_end, given_end);
+    for (int i = leaf; i >= 0; i = nodes_[i].parent) waiting_of_node_[i] -= removed;
+  }
+  seq.taken_leaves_.clear();
+  seq.tree_ = nullptr;  // used up
 }
 
 std::vector<int64_t> FairshareTree::Order(const std::vector<PendingJob>& pending,
@@ -286,18 +312,23 @@ class FairshareQueueOrder final : public QueueOrder {
   const char* name() const override { return "fairshare"; }
   void Added(const JobRequest& job) override { tree_->AddPending(job.user, job.id, job.slots); }
   void Removed(const JobRequest& job) override { tree_->RemovePending(job.user, job.id); }
-  void Dispatched(const JobRequest& job) override { tree_->RemovePending(job.user, job.id); }
+  // Dispatched jobs were taken from the tree by the sequence that gave them (Taken).
   std::unique_ptr<OrderSequence> Start(const OrderInputs& in) const override {
-    return std::make_unique<TreeSequence>(tree_->Start(*in.used_by_user));
+    return std::make_unique<TreeSequence>(tree_, tree_->Start(*in.used_by_user));
   }
 
  private:
   class TreeSequence final : public OrderSequence {
    public:
-    explicit TreeSequence(FairshareTree::Sequence seq) : seq_(std::move(seq)) {}
+    TreeSequence(std::shared_ptr<FairshareTree> tree, FairshareTree::Sequence seq)
+        : tree_(std::move(tree)), seq_(std::move(seq)) {}
+    // The cycle is over with this queue: what it placed leaves the tree.
+    ~TreeSequence() override { tree_->EndSequence(seq_); }
     bool Next(int64_t* id) override { return seq_.Next(id); }
+    void Taken() override { seq_.Taken(); }
 
    private:
+    std::shared_ptr<FairshareTree> tree_;
     FairshareTree::Sequence seq_;
   };
   std::shared_ptr<FairshareTree> tree_;

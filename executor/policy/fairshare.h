@@ -63,9 +63,16 @@ class FairshareTree {
     absl::string_view user;  // must outlive the order made from it
     int slots;
   };
-  using JobList = std::deque<std::pair<int64_t, int>>;  // (job, slots), FCFS
+  struct ListedJob {
+    int64_t id;
+    int slots;
+    bool taken = false;  // given by a sequence and placed: leaves when the sequence ends
+  };
+  using JobList = std::deque<ListedJob>;  // FCFS
   // The queue's pending jobs, kept between cycles so a cycle does not sort them out again:
-  // added when queued (in queue order), removed when dispatched or cancelled.
+  // added when queued (in queue order), removed when cancelled, or when placed — told to
+  // the sequence that gave them (Sequence::Taken), while their list is in the cache, and
+  // dropped at its end (EndSequence).
   void AddPending(const std::string& user, int64_t id, int slots);
   void RemovePending(const std::string& user, int64_t id);
   size_t pending() const { return waiting_of_node_.empty() ? 0 : static_cast<size_t>(waiting_of_node_[0]); }
@@ -76,12 +83,18 @@ class FairshareTree {
    public:
     // The next job; false when every pending job has been given.
     bool Next(int64_t* id);
+    // The job Next gave last was placed: it leaves the tree's pending jobs when the
+    // sequence ends (FairshareTree::EndSequence). Only for a sequence over the kept jobs.
+    void Taken();
 
    private:
     friend class FairshareTree;
     const FairshareTree* tree_ = nullptr;
-    const std::vector<JobList>* lists_ = nullptr;   // per leaf: the tree's, or owned_
-    std::shared_ptr<const std::vector<JobList>> owned_;  // lists made for one order
+    std::vector<JobList>* lists_ = nullptr;   // per leaf: the tree's, or owned_
+    std::shared_ptr<std::vector<JobList>> owned_;  // lists made for one order
+    int last_leaf_ = -1;  // whose list Next took from last
+    std::vector<int> taken_leaves_;  // leaves with taken jobs, each once
+    std::vector<int> taken_of_leaf_;
     std::vector<size_t> next_of_leaf_;
     std::vector<double> usage_, running_;
     std::vector<int> waiting_;
@@ -93,6 +106,9 @@ class FairshareTree {
   Sequence Start(const std::vector<PendingJob>& pending, const std::map<std::string, int>& running);
   // The order of the kept pending jobs (AddPending): no work per pending job.
   Sequence Start(const std::map<std::string, int>& running);
+  // The end of a sequence from Start(running): the jobs it was told were taken leave the
+  // pending jobs, one pass per user with any (not a search per job).
+  void EndSequence(Sequence& seq);
   // The whole order at once.
   std::vector<int64_t> Order(const std::vector<PendingJob>& pending, const std::map<std::string, int>& running);
 
@@ -142,7 +158,7 @@ class FairshareTree {
   int LeafFor(const std::string& user);
   double Priority(int node, const std::vector<double>& usage, const std::vector<double>& running) const;
   // The common part of both Starts: per-node usage, running slots and the ready children.
-  Sequence Begin(const std::vector<JobList>* lists, std::shared_ptr<const std::vector<JobList>> owned,
+  Sequence Begin(std::vector<JobList>* lists, std::shared_ptr<std::vector<JobList>> owned,
                  std::vector<int> waiting, const std::map<std::string, int>& running);
 
   FairshareConfig config_;

@@ -43,6 +43,10 @@ class OrderSequence {
   virtual ~OrderSequence() = default;
   // The next job; false once every pending job was given.
   virtual bool Next(int64_t* id) = 0;
+  // The job Next gave last was placed. An order that keeps its pending jobs between
+  // cycles (fair share) forgets it here, while what it keeps of that job is still in the
+  // cache, and not per job after the cycle; the order is changed when the sequence ends.
+  virtual void Taken() {}
 };
 
 // A sequence over a list computed whole.
@@ -68,7 +72,8 @@ class QueueOrder {
   // A job joined the queue's pending jobs (in FCFS order), or left them (cancelled).
   virtual void Added(const JobRequest& /*job*/) {}
   virtual void Removed(const JobRequest& /*job*/) {}
-  // A job of the queue was dispatched this cycle (it has left the pending jobs).
+  // A job of the queue was dispatched this cycle (it has left the pending jobs), told
+  // after the cycle's sequence ended and after OrderSequence::Taken.
   virtual void Dispatched(const JobRequest& /*job*/) {}
   // The order of this cycle. `in` is valid while the sequence is used.
   virtual std::unique_ptr<OrderSequence> Start(const OrderInputs& in) const = 0;

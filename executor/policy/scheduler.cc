@@ -851,6 +851,7 @@ void Scheduler::CycleQueue(Queue& queue, std::unordered_map<std::string, std::st
   bool preemptive = !queue.config.preempt.empty() || queue.config.capacity.has_value() || fairshare_preempts;
   bool reserved_in_queue = false;  // one reservation per queue and cycle (EASY backfill)
   std::vector<int64_t> dispatched;  // sorted once the queue is done
+  std::vector<const JobRequest*> dispatched_in_order;  // not looked up again
   const OrderInputs inputs = InputsOf(queue);
   std::unique_ptr<OrderSequence> sequence = queue.order->Start(inputs);
   for (int64_t id = 0; sequence->Next(&id);) {
@@ -934,13 +935,15 @@ void Scheduler::CycleQueue(Queue& queue, std::unordered_map<std::string, std::st
     job.placed_in_cycle = cycles_;
     if (job.request.max_slots > job.request.slots) elastic_.insert(id);
     running_.insert(id);
+    sequence->Taken();
     dispatched.push_back(id);
+    dispatched_in_order.push_back(&job.request);
     placed->push_back(std::move(placement));
     ++st.placed;
   }
   sequence.reset();  // the order may change now
   if (!dispatched.empty()) {
-    for (int64_t id : dispatched) queue.order->Dispatched(jobs_.at(id).request);  // in dispatch order
+    for (const JobRequest* request : dispatched_in_order) queue.order->Dispatched(*request);
     std::sort(dispatched.begin(), dispatched.end());
     auto& p = queue.pending;
     p.erase(std::remove_if(p.begin(), p.end(),

@@ -23,6 +23,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/status/statusor.h"
 #include "executor/policy/cluster.h"
 #include "executor/policy/limits.h"
@@ -419,8 +421,11 @@ class Scheduler {
   std::unordered_map<std::string, size_t> host_index_;
   std::map<std::string, Queue> queues_;
   std::map<std::string, std::vector<std::string>> user_groups_;
-  std::unordered_map<int64_t, Job> jobs_;
-  std::unordered_set<int64_t> running_;  // unordered: whoever walks it sorts by a unique key
+  // Node-based (a Job stays where it is while others come and go), looked up once per
+  // pick of every cycle: absl's probe finds the node in fewer cache misses than the
+  // standard map's bucket chain.
+  absl::node_hash_map<int64_t, Job> jobs_;
+  absl::flat_hash_set<int64_t> running_;  // unordered: whoever walks it sorts by a unique key
   std::set<HostKey> pack_index_;    // (free slots, -cpu factor, index)
   std::set<HostKey> spread_index_;  // (-free slots, -cpu factor, index)
   int total_slots_ = 0;

@@ -119,12 +119,54 @@ TEST_CASE("each queue order through the one interface: FCFS, round robin that ca
     std::vector<int64_t> first = Drain(*order, q);
     REQUIRE(first.size() == 3);
     CHECK(first[0] == 3);
+    CHECK(tree->pending() == 3);  // given, not placed: still pending
+    {
+      // As the scheduler does: the sequence is told what it gave was placed, and the
+      // tree forgets it when the sequence ends.
+      OrderInputs in = q.Inputs();
+      auto seq = order->Start(in);
+      int64_t id = 0;
+      REQUIRE(seq->Next(&id));
+      REQUIRE(id == 3);
+      seq->Taken();
+      CHECK(tree->pending() == 3);  // the tree does not change while the sequence is used
+    }
     q.Dispatch(*order, 3);
     CHECK(tree->pending() == 2);
     order->Removed(q.jobs.at(2));
     q.pending.erase(std::find(q.pending.begin(), q.pending.end(), 2));
     CHECK(Drain(*order, q) == std::vector<int64_t>{1});
     CHECK(std::string(order->name()) == "fairshare");
+  }
+  SECTION("fair share: of one user's jobs given in a cycle, those placed leave the tree and those that did not fit "
+          "stay in their order") {
+    FairshareConfig config;
+    config.tree = {{"ann", 1, {}}, {"bob", 1, {}}};
+    auto tree = std::make_shared<FairshareTree>(config);
+    auto order = MakeFairshareOrder(tree);
+    Queued q;
+    for (int64_t id = 1; id <= 5; ++id) q.Add(*order, id, "ann", 1);
+    q.Add(*order, 6, "bob", 1);
+    q.used["bob"] = 100;  // ann first, all five of hers
+    {
+      OrderInputs in = q.Inputs();
+      auto seq = order->Start(in);
+      std::vector<int64_t> given;
+      for (int64_t id = 0; given.size() < 4 && seq->Next(&id);) {
+        given.push_back(id);
+        if (id != 2) seq->Taken();  // 2 did not fit; 5 was not reached
+        if (id == 3) seq->Taken();  // told twice: still once
+      }
+      CHECK(given == std::vector<int64_t>{1, 2, 3, 4});
+    }
+    for (int64_t id : {1, 3, 4}) q.Dispatch(*order, id);
+    CHECK(tree->pending() == 3);
+    CHECK(Drain(*order, q) == std::vector<int64_t>{2, 5, 6});
+    // A cancelled job still leaves it.
+    order->Removed(q.jobs.at(5));
+    q.pending.erase(std::find(q.pending.begin(), q.pending.end(), 5));
+    CHECK(tree->pending() == 2);
+    CHECK(Drain(*order, q) == std::vector<int64_t>{2, 6});
   }
   SECTION("DRF per job: the smallest dominant share first") {
     auto order = MakeDrfOrder(DrfBy::kJob);
