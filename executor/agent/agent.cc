@@ -1116,6 +1116,7 @@ void Agent::EnforceDeadlinesLocked() {
 // Tasks that ended: their next phase started (pre-exec, command, post-exec), or their
 // report queued for the master with the final usage, and the journal told.
 void Agent::RecordExitsLocked(const std::vector<TaskExit>& exits) {
+  std::vector<std::string> ended;  // journaled together, in one write
   for (const TaskExit& e : exits) {
     auto it = tasks_.find(e.key);
     if (it == tasks_.end()) continue;
@@ -1143,17 +1144,18 @@ void Agent::RecordExitsLocked(const std::vector<TaskExit>& exits) {
     unacked_exits_.push_back(r);
     bound_cpus_.erase(e.key);
     tasks_.erase(it);
-    if (absl::Status ended = journal_->Ended(e.key); !ended.ok()) {
-      // Left "live" in the journal, a successor would kill nothing (its group is gone) and
-      // report it ended again, which the master ignores for an attempt it knows ended.
-      spdlog::error("task {}: {}", e.key, std::string(ended.message()));
-    }
+    ended.push_back(e.key);
     finished_.insert(e.key);
     finished_order_.push_back(e.key);
     if (finished_order_.size() > 100000) {
       finished_.erase(finished_order_.front());
       finished_order_.pop_front();
     }
+  }
+  if (absl::Status s = journal_->Ended(ended); !s.ok()) {
+    // Left "live" in the journal, a successor would kill nothing (their groups are gone)
+    // and report them ended again, which the master ignores for attempts it knows ended.
+    spdlog::error("tasks {}: {}", absl::StrJoin(ended, ", "), std::string(s.message()));
   }
 }
 

@@ -122,10 +122,18 @@ absl::Status TaskJournal::Started(const std::string& key, pid_t pgid, uint64_t s
   return Append(absl::StrCat("P ", key, " ", pgid, " ", start_time, "\n"));
 }
 
-absl::Status TaskJournal::Ended(const std::string& key) {
+absl::Status TaskJournal::Ended(const std::string& key) { return Ended(std::vector<std::string>{key}); }
+
+absl::Status TaskJournal::Ended(const std::vector<std::string>& keys) {
+  if (keys.empty()) return absl::OkStatus();
   std::lock_guard<std::mutex> lock(mu_);
-  live_.erase(key);
-  if (absl::Status s = Append(absl::StrCat("E ", key, "\n")); !s.ok()) return s;
+  std::string lines;
+  for (const std::string& key : keys) {
+    live_.erase(key);
+    absl::StrAppend(&lines, "E ", key, "\n");
+  }
+  lines_ += static_cast<int64_t>(keys.size()) - 1;  // Append counts one
+  if (absl::Status s = Append(lines); !s.ok()) return s;
   if (lines_ > static_cast<int64_t>(live_.size()) * 4 + kCompactSlack) return CompactLocked();
   return absl::OkStatus();
 }

@@ -22,6 +22,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -48,6 +49,8 @@ class TaskJournal {
   absl::Status Starting(const std::string& key);
   absl::Status Started(const std::string& key, pid_t pgid, uint64_t start_time);
   absl::Status Ended(const std::string& key);
+  // Several ended at once (a round's exits): their lines in one write.
+  absl::Status Ended(const std::vector<std::string>& keys);
 
   // The live tasks as the file says, read back from disk (for tests and the successor).
   static std::map<std::string, JournaledTask> Read(const std::string& path);

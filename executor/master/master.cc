@@ -639,25 +639,26 @@ void Master::DrainLaunches(const std::string& address) {
     std::vector<pb::LaunchRequest> batch = launches_.Take(address);
     if (batch.empty()) return;
     std::vector<absl::StatusOr<int>> pids = dialer_->LaunchBatch(address, batch);
-    for (size_t i = 0; i < batch.size(); ++i) {
-      OnLaunched(batch[i], i < pids.size() ? pids[i]
-                                           : absl::StatusOr<int>(absl::InternalError(
-                                                 "the agent returned fewer results than launches")));
-    }
+    pids.resize(batch.size(), absl::InternalError("the agent returned fewer results than launches"));
+    OnLaunched(std::move(batch), std::move(pids));
   }
 }
 
-void Master::OnLaunched(const pb::LaunchRequest& req, const absl::StatusOr<int>& pid) {
-  // A sender's answer: posted, not waited on (the sender goes on with its next batch).
-  loop_.Post([this, job_id = req.job_id(), attempt = req.attempt(), pid] {
-    auto it = jobs_.find(job_id);
-    if (it == jobs_.end()) return;
-    JobRecord& rec = it->second;
-    if (!pid.ok() && rec.job.attempt() == attempt && !rec.job.tasks().empty()) {
-      spdlog::warn("job {}: launch on {} failed: {}", rec.job.id(), rec.job.tasks(0).host(), pid.status().ToString());
+void Master::OnLaunched(std::vector<pb::LaunchRequest> batch, std::vector<absl::StatusOr<int>> pids) {
+  // A sender's answers: posted as one message, not waited on (the sender goes on with its
+  // next batch).
+  loop_.Post([this, batch = std::move(batch), pids = std::move(pids)] {
+    for (size_t i = 0; i < batch.size(); ++i) {
+      auto it = jobs_.find(batch[i].job_id());
+      if (it == jobs_.end()) continue;
+      JobRecord& rec = it->second;
+      const absl::StatusOr<int>& pid = pids[i];
+      if (!pid.ok() && rec.job.attempt() == batch[i].attempt() && !rec.job.tasks().empty()) {
+        spdlog::warn("job {}: launch on {} failed: {}", rec.job.id(), rec.job.tasks(0).host(), pid.status().ToString());
+      }
+      ApplyEffects(rec, job_state::LaunchAnswered(rec, batch[i].attempt(), pid, Now()));
+      if (!pid.ok()) cycle_wanted_ = true;
     }
-    ApplyEffects(rec, job_state::LaunchAnswered(rec, attempt, pid, Now()));
-    if (!pid.ok()) cycle_wanted_ = true;
   });
 }
 
@@ -741,74 +742,82 @@ pb::Job Master::ViewOf(const JobRecord& rec) const {
 }
 
 absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatRequest& req) {
-  const pb::AgentInfo& info = req.info();
-  if (info.host().empty()) return absl::InvalidArgumentError("heartbeat without a host name");
+  if (req.info().host().empty()) return absl::InvalidArgumentError("heartbeat without a host name");
   // Answered once what it reported is committed: the agent forgets an ended task only then.
-  return OnLoop([&]() -> absl::StatusOr<pb::HeartbeatResponse> {
-    pb::HeartbeatResponse resp;
-    std::vector<Launch> relaunch;
-    // The host half: the host book, its resources and sensors — read on the full
-    // heartbeats; one with only exits says the host is alive.
-    auto known = hosts_.find(info.host());
-    const bool exits_only = req.exits_only() && known != hosts_.end() && known->second.available;
-    bool freed = false;
-    if (exits_only) {
-      known->second.last_seen = clock_->Now();
-    } else {
-      JC_ASSIGN_OR_RETURN(freed, HostHeartbeat(info));
-    }
+  return OnLoop([&] { return HeartbeatOnLoop(req); });
+}
 
-    // What agents saw tasks do goes into the jobs' history (GPU misuse, ...).
-    std::set<int64_t> noted;
-    for (const pb::TaskNote& n : req.notes()) {
-      auto it = jobs_.find(n.job_id());
-      if (it == jobs_.end() || it->second.job.attempt() != n.attempt()) continue;
-      it->second.job.add_history(absl::StrCat(Stamp(),
-                                              " task ", n.task_index(), " on ", info.host(), ": ", n.message()));
-      if (n.killed() && n.task_index() == 0) it->second.killed_because = n.message();
-      noted.insert(n.job_id());
+void Master::HeartbeatThen(const pb::HeartbeatRequest& req,
+                           std::function<void(absl::StatusOr<pb::HeartbeatResponse>)> done) {
+  if (req.info().host().empty()) return done(absl::InvalidArgumentError("heartbeat without a host name"));
+  OnLoopThen([this, &req] { return HeartbeatOnLoop(req); }, std::move(done));
+}
+
+absl::StatusOr<pb::HeartbeatResponse> Master::HeartbeatOnLoop(const pb::HeartbeatRequest& req) {
+  const pb::AgentInfo& info = req.info();
+  pb::HeartbeatResponse resp;
+  std::vector<Launch> relaunch;
+  // The host half: the host book, its resources and sensors — read on the full
+  // heartbeats; one with only exits says the host is alive.
+  auto known = hosts_.find(info.host());
+  const bool exits_only = req.exits_only() && known != hosts_.end() && known->second.available;
+  bool freed = false;
+  if (exits_only) {
+    known->second.last_seen = clock_->Now();
+  } else {
+    JC_ASSIGN_OR_RETURN(freed, HostHeartbeat(info));
+  }
+
+  // What agents saw tasks do goes into the jobs' history (GPU misuse, ...).
+  std::set<int64_t> noted;
+  for (const pb::TaskNote& n : req.notes()) {
+    auto it = jobs_.find(n.job_id());
+    if (it == jobs_.end() || it->second.job.attempt() != n.attempt()) continue;
+    it->second.job.add_history(absl::StrCat(Stamp(),
+                                            " task ", n.task_index(), " on ", info.host(), ": ", n.message()));
+    if (n.killed() && n.task_index() == 0) it->second.killed_because = n.message();
+    noted.insert(n.job_id());
+  }
+  std::set<int64_t> reported;
+  for (const pb::TaskReport& r : req.tasks()) {
+    auto it = jobs_.find(r.job_id());
+    if (it == jobs_.end()) {
+      if (r.state() != pb::TASK_EXITED) *resp.add_kill() = r;  // a stray: end it
+      continue;
     }
-    std::set<int64_t> reported;
-    for (const pb::TaskReport& r : req.tasks()) {
-      auto it = jobs_.find(r.job_id());
-      if (it == jobs_.end()) {
-        if (r.state() != pb::TASK_EXITED) *resp.add_kill() = r;  // a stray: end it
-        continue;
-      }
-      JobRecord& rec = it->second;
-      const bool first_task = r.task_index() == 0 && !job_state::Ended(rec.job.state()) &&
-                              rec.job.state() != pb::PENDING && rec.job.attempt() == r.attempt();
-      job_state::Effects fx = job_state::TaskReported(rec, r, info.host(), PreExecRetries(rec), Now());
-      if (fx.kill_report) *resp.add_kill() = r;
-      if (fx.notify.has_value()) *resp.add_notify() = std::move(*fx.notify);
-      if (first_task) {
-        reported.insert(r.job_id());
-        if (fx.write) noted.erase(r.job_id());  // written with its end
-      }
-      freed |= fx.freed;
-      ApplyEffects(rec, fx);
+    JobRecord& rec = it->second;
+    const bool first_task = r.task_index() == 0 && !job_state::Ended(rec.job.state()) &&
+                            rec.job.state() != pb::PENDING && rec.job.attempt() == r.attempt();
+    job_state::Effects fx = job_state::TaskReported(rec, r, info.host(), PreExecRetries(rec), Now());
+    if (fx.kill_report) *resp.add_kill() = r;
+    if (fx.notify.has_value()) *resp.add_notify() = std::move(*fx.notify);
+    if (first_task) {
+      reported.insert(r.job_id());
+      if (fx.write) noted.erase(r.job_id());  // written with its end
     }
-    // Running jobs whose first task lives here but that the agent does not report: if the
-    // agent never reported it, launch it again (the agent never runs an attempt twice);
-    // if it did and now does not, the agent lost it (it restarted), so the job reruns or
-    // fails as on a host failure. Only a full heartbeat reports every task.
-    for (int64_t id : exits_only ? std::vector<int64_t>() : std::vector<int64_t>(active_.begin(), active_.end())) {
-      JobRecord& rec = jobs_.at(id);
-      if (rec.job.tasks().empty() || rec.job.tasks(0).host() != info.host() || reported.count(id)) continue;
-      job_state::Effects fx = job_state::NotReported(rec, RerunsOnHostFailure(rec), info.host(), Now());
-      if (fx.launch) relaunch.push_back({info.address(), MakeLaunch(rec.job)});
-      freed |= fx.freed;
-      ApplyEffects(rec, fx);
-    }
-    for (int64_t id : noted) MarkDirty(id);
-    if (!relaunch.empty()) {
-      AfterCommit([this, relaunch = std::move(relaunch)]() mutable {
-        for (Launch& l : relaunch) StartLaunch(std::move(l));
-      });
-    }
-    if (freed) cycle_wanted_ = true;
-    return resp;
-  });
+    freed |= fx.freed;
+    ApplyEffects(rec, fx);
+  }
+  // Running jobs whose first task lives here but that the agent does not report: if the
+  // agent never reported it, launch it again (the agent never runs an attempt twice);
+  // if it did and now does not, the agent lost it (it restarted), so the job reruns or
+  // fails as on a host failure. Only a full heartbeat reports every task.
+  for (int64_t id : exits_only ? std::vector<int64_t>() : std::vector<int64_t>(active_.begin(), active_.end())) {
+    JobRecord& rec = jobs_.at(id);
+    if (rec.job.tasks().empty() || rec.job.tasks(0).host() != info.host() || reported.count(id)) continue;
+    job_state::Effects fx = job_state::NotReported(rec, RerunsOnHostFailure(rec), info.host(), Now());
+    if (fx.launch) relaunch.push_back({info.address(), MakeLaunch(rec.job)});
+    freed |= fx.freed;
+    ApplyEffects(rec, fx);
+  }
+  for (int64_t id : noted) MarkDirty(id);
+  if (!relaunch.empty()) {
+    AfterCommit([this, relaunch = std::move(relaunch)]() mutable {
+      for (Launch& l : relaunch) StartLaunch(std::move(l));
+    });
+  }
+  if (freed) cycle_wanted_ = true;
+  return resp;
 }
 
 bool Master::RerunsOnHostFailure(const JobRecord& rec) const {

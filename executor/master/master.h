@@ -124,6 +124,10 @@ class Master {
   // The share trees of fair-share queues (all, or `queue`'s), depth first.
   std::vector<pb::ShareNode> ListShares(const std::string& queue);
   absl::StatusOr<pb::HeartbeatResponse> Heartbeat(const pb::HeartbeatRequest& req);
+  // Heartbeat without waiting (the gRPC callback method): `done` gets the answer once what
+  // it reported is committed, or UNAVAILABLE from a stopping master. `req` must stay
+  // valid until `done` is called.
+  void HeartbeatThen(const pb::HeartbeatRequest& req, std::function<void(absl::StatusOr<pb::HeartbeatResponse>)> done);
   absl::StatusOr<std::string> ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes);
   // Remote tasks (B10, nexec-run): starts `req.command` on a host of the running job's
   // allocation through its agent and answers the task (its index names its logs).
@@ -304,6 +308,8 @@ class Master {
   // The host half of a heartbeat: the host book, its resources and sensors; true when
   // something was freed or changed that a cycle should look at.
   absl::StatusOr<bool> HostHeartbeat(const pb::AgentInfo& info);
+  // A heartbeat's work, on the loop: the host book, the tasks reported, relaunches.
+  absl::StatusOr<pb::HeartbeatResponse> HeartbeatOnLoop(const pb::HeartbeatRequest& req);
   absl::Status AddHostRecord(const pb::AgentInfo& info);
   pb::LaunchRequest MakeLaunch(const pb::Job& job) const;
   // NEXEC_ASSIGNED_<RESOURCE>=units for the units of `assign` resources the job holds on
@@ -324,7 +330,7 @@ class Master {
   // Queues a launch for its agent; one sender per agent drains the queue in batches.
   void StartLaunch(Launch launch);
   void DrainLaunches(const std::string& address);  // a sender, off the loop
-  void OnLaunched(const pb::LaunchRequest& req, const absl::StatusOr<int>& pid);
+  void OnLaunched(std::vector<pb::LaunchRequest> batch, std::vector<absl::StatusOr<int>> pids);
   void UpdateMetrics();  // off the loop
   // A capacity queue's virtual clusters as `nexec queues` and /metrics show them.
   void AddClusters(const QueueConfig& queue, pb::Queue* out);

@@ -22,11 +22,13 @@ using grpc::Status;
   if (!caller##_or.ok()) return ToGrpcStatus(caller##_or.status());   \
   [[maybe_unused]] const Caller& caller = *caller##_or
 
-// Submit, the call made once per job, is a callback method: it hands the submission to
-// the master's loop and returns, and the answer is sent from the loop once committed, so
-// no handler thread sleeps on each submission and is woken for its answer (those two
-// thread switches per job were a tenth of the master's CPU). The others stay synchronous.
-class MasterService final : public pb::Master::WithCallbackMethod_Submit<pb::Master::Service> {
+// Submit, the call made once per job, and Heartbeat, made by every agent at each round
+// with tasks ended, are callback methods: each hands its work to the master's loop and
+// returns, and the answer is sent from the loop once committed, so no handler thread
+// sleeps on each call and is woken for its answer (those two thread switches per job
+// were a tenth of the master's CPU). The others stay synchronous.
+class MasterService final
+    : public pb::Master::WithCallbackMethod_Submit<pb::Master::WithCallbackMethod_Heartbeat<pb::Master::Service>> {
  public:
   MasterService(Master* m, MungeAuth auth, uid_t agent_uid) : m_(m), auth_(std::move(auth)), agent_uid_(agent_uid) {}
 
@@ -130,15 +132,26 @@ class MasterService final : public pb::Master::WithCallbackMethod_Submit<pb::Mas
     for (auto& n : m_->ListShares(req->queue())) *resp->add_nodes() = std::move(n);
     return Status::OK;
   }
-  Status Heartbeat(ServerContext* ctx, const pb::HeartbeatRequest* req,
-                   pb::HeartbeatResponse* resp) override {
-    NEXEC_CALLER(caller, "Heartbeat");
-    // A heartbeat makes a host schedulable: only the agents' account (or root) may send one.
-    if (!caller.root() && caller.uid != agent_uid_) {
-      return Status(grpc::StatusCode::PERMISSION_DENIED,
-                    absl::StrCat("heartbeats come from nexec agents, not from ", caller.user));
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* ctx, const pb::HeartbeatRequest* req,
+                                      pb::HeartbeatResponse* resp) override {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    auto caller = auth_.Verify(ctx, "Heartbeat", *req);
+    if (!caller.ok()) {
+      reactor->Finish(ToGrpcStatus(caller.status()));
+      return reactor;
     }
-    return Reply(m_->Heartbeat(*req), resp);
+    // A heartbeat makes a host schedulable: only the agents' account (or root) may send one.
+    if (!caller->root() && caller->uid != agent_uid_) {
+      reactor->Finish(Status(grpc::StatusCode::PERMISSION_DENIED,
+                             absl::StrCat("heartbeats come from nexec agents, not from ", caller->user)));
+      return reactor;
+    }
+    // `req` lives until Finish: the loop reads it before the answer is sent.
+    m_->HeartbeatThen(*req, [reactor, resp](absl::StatusOr<pb::HeartbeatResponse> answer) {
+      if (answer.ok()) *resp = std::move(*answer);
+      reactor->Finish(answer.ok() ? Status::OK : ToGrpcStatus(answer.status()));
+    });
+    return reactor;
   }
   Status RunTask(ServerContext* ctx, const pb::RunTaskRequest* req, pb::Task* resp) override {
     NEXEC_CALLER(caller, "RunTask");

@@ -29,6 +29,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 #include <thread>
 
@@ -65,6 +66,22 @@ double ChildCpuSeconds() {
   rusage u{};
   getrusage(RUSAGE_CHILDREN, &u);
   return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+double SelfCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+// CPU per task, the tasks' own (from clone to exit: what the child does before exec
+// included) and the runner's (this process: launch, reap, cgroup reads and writes), in
+// microseconds, around `run`.
+template <class F>
+std::pair<double, double> CpuPerTask(int n, F run) {
+  const double child = ChildCpuSeconds(), self = SelfCpuSeconds();
+  run();
+  return {(ChildCpuSeconds() - child) * 1e6 / n, (SelfCpuSeconds() - self) * 1e6 / n};
 }
 
 // Launches `tasks` tasks round robin over `runners` at once and waits until all ended;
@@ -116,11 +133,15 @@ int main(int argc, char** argv) {
   contained.ContainIn(*layout);
   MeanMillis(bare, 20, "warm-bare-");
   MeanMillis(contained, 20, "warm-cg-");
-  const double b = MeanMillis(bare, n, "bare-");
-  const double c = MeanMillis(contained, n, "cg-");
+  double b = 0, c = 0;
+  const auto bare_cpu = CpuPerTask(n, [&] { b = MeanMillis(bare, n, "bare-"); });
+  const auto contained_cpu = CpuPerTask(n, [&] { c = MeanMillis(contained, n, "cg-"); });
   std::printf("task start to reaped, mean of %d: bare %.2f ms, in a cgroup %.2f ms, difference %.2f ms (%zu "
               "controller(s)%s)\n",
               n, b, c, c - b, layout->dirs.size(), layout->v2 ? ", v2" : ", v1");
+  std::printf("CPU per task: bare %.0f us in the task, %.0f us in the runner; in a cgroup %.0f us in the task, "
+              "%.0f us in the runner (the runner's includes its polling for the exit)\n",
+              bare_cpu.first, bare_cpu.second, contained_cpu.first, contained_cpu.second);
   if (argc > 2 && std::string(argv[2]) == "image") {
     const std::string dir = "/tmp/jc-image-bench-" + std::to_string(getpid());
     auto registry = jc::testing::OciRegistry::Start(dir + "/registry", JC_SOURCE_DIR);

@@ -249,6 +249,42 @@ TEST_CASE("a submission answered without a waiting thread is answered once it is
   CHECK(store->Query("SELECT id FROM nexec_jobs")->size() == 1);
 }
 
+TEST_CASE("a heartbeat answered without a waiting thread is answered once the ends it reported are stored, and "
+          "with UNAVAILABLE by a master that stopped",
+          "[B2][B11]") {
+  auto store = jc::testing::MakeTestStore();
+  FakeDialer dialer;
+  Master master(store.get(), jc::RealClock::Get(), &dialer, DefaultConfig(), {});
+  REQUIRE(master.Heartbeat(Beat("h1")).ok());
+  auto id = master.Submit(Spec("true"));
+  REQUIRE(id.ok());
+  REQUIRE(*master.ScheduleOnce() == 1);
+  WaitLaunches(dialer, 1);
+  const pb::HeartbeatRequest beat = Beat("h1", {Exited(dialer.launches[0], 0)});
+  std::promise<std::pair<absl::Status, std::string>> answered;
+  master.HeartbeatThen(beat, [&](absl::StatusOr<pb::HeartbeatResponse> resp) {
+    // The agent forgets the task once answered: by then its end is in the store.
+    auto rows = store->Query("SELECT doc FROM nexec_jobs WHERE id = $1", {*id});
+    std::string state;
+    if (rows.ok() && rows->size() == 1) {
+      auto stored = jc::store::DecodeAnyDoc<pb::Job>((*rows)[0][0]);
+      if (stored.ok()) state = pb::JobState_Name(stored->state());
+    }
+    answered.set_value({resp.status(), state});
+  });
+  auto [status, stored_state] = answered.get_future().get();
+  CHECK(status.ok());
+  CHECK(stored_state == "DONE");
+  // Refused before the loop: answered at once.
+  absl::Status refused;
+  master.HeartbeatThen(Beat(""), [&](absl::StatusOr<pb::HeartbeatResponse> r) { refused = r.status(); });
+  CHECK(absl::IsInvalidArgument(refused));
+  master.Stop();
+  absl::Status after_stop;
+  master.HeartbeatThen(Beat("h1"), [&](absl::StatusOr<pb::HeartbeatResponse> r) { after_stop = r.status(); });
+  CHECK(absl::IsUnavailable(after_stop));
+}
+
 TEST_CASE("a restarted master reads back jobs stored as base64 protobuf and those an earlier master stored as JSON",
           "[B11]") {
   auto store = jc::testing::MakeTestStore();

@@ -6,6 +6,8 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 namespace jc::nexec {
 namespace {
@@ -47,6 +49,22 @@ TEST_CASE("task journal: a successor inherits every task that started and did no
   REQUIRE((*next)->Ended("1.0.0").ok());
   REQUIRE((*next)->Ended("2.0.0").ok());
   CHECK(TaskJournal::Read(dir.journal()).empty());
+}
+
+TEST_CASE("task journal: tasks ended together (one round's exits) are all ended for the successor, the others "
+          "kept [B6]") {
+  Dir dir;
+  {
+    auto journal = TaskJournal::Open(dir.journal(), dir.legacy());
+    REQUIRE(journal.ok());
+    for (const char* key : {"1.0.0", "2.0.0", "3.0.0", "4.0.0"}) REQUIRE((*journal)->Starting(key).ok());
+    REQUIRE((*journal)->Ended(std::vector<std::string>{"1.0.0", "3.0.0", "4.0.0"}).ok());
+    REQUIRE((*journal)->Ended(std::vector<std::string>{}).ok());  // a round without exits
+  }
+  auto next = TaskJournal::Open(dir.journal(), dir.legacy());
+  REQUIRE(next.ok());
+  REQUIRE((*next)->Inherited().size() == 1);
+  CHECK((*next)->Inherited().count("2.0.0") == 1);
 }
 
 TEST_CASE("task journal: a line cut short by a crash is not acted on [B6]") {
