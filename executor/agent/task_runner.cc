@@ -319,10 +319,15 @@ absl::StatusOr<pid_t> SpawnChild(TaskChild& child, ChildError* failed) {
   *failed = ChildError{};
   child.error = failed;
   // The agent's table is shared, not copied, when every descriptor the child uses after
-  // taking its own is in the low range it keeps.
+  // taking its own is in the low range. The child's own table then ends at the highest of
+  // those: kernels before 6.11 size a table copied by close_range(n, ~0U,
+  // CLOSE_RANGE_UNSHARE) for n slots (later ones for the last open descriptor below n), and
+  // the child's close of 3 and up walks every slot, so n = HighDescriptorBase() (half the
+  // open files limit) would cost there, per task, a 4 MiB table and a walk of half a
+  // million slots at a limit of 1,048,576.
   const int base = HighDescriptorBase();
   const bool share = base > 0 && child.out_fd < base && child.err_fd < base && child.child_in < base;
-  child.share_below = share ? base : 0;
+  child.share_below = share ? std::max({child.out_fd, child.err_fd, child.child_in, 2}) + 1 : 0;
   pid_t pid = StartSharedMemoryChild(RunTaskChild, &child, share);
   if (pid < 0) return absl::ResourceExhaustedError(absl::StrCat("clone: ", std::strerror(errno)));
   // The child also calls setpgid; doing it here too closes the race where a signal to

@@ -33,7 +33,8 @@ int KeepHigh(int fd);
 // For a child started with `share_descriptors`: a table of its own holding only the
 // descriptors below `base` (close_range's CLOSE_RANGE_UNSHARE: the agent's long-lived ones
 // are never copied, and nothing need close them at exec); a full copy when the kernel
-// cannot. 0, or -1 with errno.
+// cannot. The table is sized for `base` slots: pass one more than the highest descriptor
+// the child still needs, not HighDescriptorBase(). 0, or -1 with errno.
 int UnshareLowDescriptors(int base);
 
 // Resets every caught signal to its default; for the first step of such a child.
