@@ -291,12 +291,18 @@ absl::StatusOr<std::unique_ptr<TaskCgroup>> TaskCgroup::Create(const CgroupLayou
     if (c.freezer.empty()) return absl::UnavailableError("no v1 freezer hierarchy for the task's cgroup");
   }
   std::vector<int> fds;
+  // The file the task's child writes itself into. v1: `tasks`, which moves one thread —
+  // the child is a process of one thread until it execs, so that moves the process —
+  // without the write lock on every thread group that cgroup.procs takes (each fork and
+  // exit on the host holds it for reading: with thousands of tasks starting and ending a
+  // second, the joins waited on each other). v2 has no such file for a domain cgroup.
+  const char* join_file = layout.v2 ? "/cgroup.procs" : "/tasks";
   for (const std::string& dir : dirs) {
-    const int fd = open((dir + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+    const int fd = open((dir + join_file).c_str(), O_WRONLY | O_CLOEXEC);
     if (fd < 0) {
       const int err = errno;
       for (int f : fds) close(f);
-      return absl::UnavailableError(absl::StrCat("cannot open ", dir, "/cgroup.procs: ", std::strerror(err)));
+      return absl::UnavailableError(absl::StrCat("cannot open ", dir, join_file, ": ", std::strerror(err)));
     }
     fds.push_back(KeepHigh(fd));
   }

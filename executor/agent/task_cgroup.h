@@ -131,7 +131,7 @@ class TaskCgroup {
   bool v2_;
   std::vector<std::string> dirs_;  // one per controller (v1) or the one (v2)
   Dirs c_;
-  std::vector<int> procs_fds_;  // cgroup.procs of each, opened for the child
+  std::vector<int> procs_fds_;  // what the child writes itself into (v1: tasks, v2: cgroup.procs)
   std::vector<char> optional_;  // per dir: a v1 cpuset or devices hierarchy
   std::vector<char> skip_;      // per dir: not joined by the current task (Reset)
   // Files read for every task, by path, open from Create on (not changed after, so reads

@@ -964,7 +964,9 @@ std::vector<TaskExit> TaskRunner::Reap() {
         // the next task (looked at again on the next Reaps until it is). Not while a kill,
         // a signal or a usage read of this task still holds it: a kill emptying it would go
         // on to kill the next task put in it.
-        if (Unshared(cg->second) && cg->second->KillAll(/*attempts=*/1).ok()) {
+        // (Found empty by the usage read just now, most tasks: nothing can have joined it
+        // since, and there is nothing to kill.)
+        if (Unshared(cg->second) && (usage.processes == 0 || cg->second->KillAll(/*attempts=*/1).ok())) {
           idle_cgroups_.push_back(cg->second);
         } else {
           draining_cgroups_.push_back(cg->second);

@@ -9,10 +9,14 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "executor/agent/task_runner.h"
 #include "tests/testing/process.h"
 
@@ -331,6 +335,54 @@ TEST_CASE("a kill still emptying a task's cgroup never reaches the next task tha
     CHECK(hit == 0);
   }
   for (const std::string& dir : made) rmdir(dir.c_str());  // cgroupfs: rmdir, not unlink; the runner removed its own
+}
+
+TEST_CASE("a task in a cgroup is in its own cgroup in every hierarchy that meters or contains it, its children too",
+          "[B6][B8]") {
+  auto layout = jc::nexec::CgroupLayout::Discover();
+  if (!layout.ok()) {
+    WARN("no cgroup hierarchy here (" << layout.status().ToString() << "): nothing to test");
+    return;
+  }
+  const std::string mine = "/nexec/runner-joins." + std::to_string(getpid());
+  for (auto& [controller, dir] : layout->dirs) dir += mine;
+  std::vector<std::string> made;
+  for (const auto& [controller, dir] : layout->dirs) made.push_back(dir);
+  {
+    TempDir dir;
+    TaskRunner runner;
+    runner.ContainIn(*layout);
+    // Twice: the second task gets the first one's emptied cgroup.
+    for (int i = 0; i < 2; ++i) {
+      TaskLaunch t{"4." + std::to_string(i) + ".0", "cat /proc/self/cgroup; (cat /proc/self/cgroup) | cat"};
+      t.stdout_path = dir / ("out" + std::to_string(i));
+      REQUIRE(runner.Launch(t).ok());
+      CHECK(WaitExit(runner, t.key) == 0);
+      const std::string out = Read(dir / ("out" + std::to_string(i)));
+      std::map<std::string, int> seen;  // controller -> lines naming the task's cgroup
+      for (absl::string_view line : absl::StrSplit(out, '\n', absl::SkipEmpty())) {
+        std::vector<std::string> f = absl::StrSplit(line, absl::MaxSplits(':', 2));
+        REQUIRE(f.size() == 3);
+        const bool in_task_cgroup = absl::StrContains(f[2], mine + "/nexec/");
+        if (layout->v2) {
+          if (f[0] == "0") seen["unified"] += in_task_cgroup;
+          continue;
+        }
+        for (absl::string_view c : absl::StrSplit(f[1], ',')) seen[std::string(c)] += in_task_cgroup;
+      }
+      // Two processes (the shell's cat and a subshell's): each line twice.
+      if (layout->v2) {
+        CHECK(seen["unified"] == 2);
+      } else {
+        for (const char* c : {"freezer", "memory", "pids", "cpuacct", "blkio"}) {
+          if (!layout->dirs.count(c)) continue;
+          INFO(c << " in " << out);
+          CHECK(seen[c] == 2);
+        }
+      }
+    }
+  }
+  for (const std::string& dir : made) rmdir(dir.c_str());
 }
 
 TEST_CASE("a task in a cgroup holds none of the agent's descriptors, inherited ones included, and its own output "
