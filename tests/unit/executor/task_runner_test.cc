@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -73,6 +74,31 @@ char ProcState(pid_t pid) {
 }
 
 bool Gone(int pid) { return kill(pid, 0) != 0 || ProcState(pid) == 'Z'; }
+
+// Cgroups of this test's own, below the agent's place in each hierarchy ("/nexec/<name>.<pid>"),
+// removed when it goes out of scope (after the runners using them: declare it first). No
+// layout, with a warning, where this host has no cgroup hierarchy to test with.
+struct TestCgroups {
+  std::optional<jc::nexec::CgroupLayout> layout;
+  std::string mine;  // the part below each hierarchy's base
+  std::vector<std::string> made;
+  explicit TestCgroups(const std::string& name) {
+    auto found = jc::nexec::CgroupLayout::Discover();
+    if (!found.ok()) {
+      WARN("no cgroup hierarchy here (" << found.status().ToString() << "): nothing to test");
+      return;
+    }
+    mine = "/nexec/" + name + "." + std::to_string(getpid());
+    for (auto& [controller, dir] : found->dirs) {
+      dir += mine;
+      made.push_back(dir);
+    }
+    layout = std::move(*found);
+  }
+  ~TestCgroups() {
+    for (const std::string& dir : made) rmdir(dir.c_str());  // cgroupfs: rmdir, not unlink; runners removed their own
+  }
+};
 
 }  // namespace
 
@@ -301,15 +327,9 @@ TEST_CASE("a kill still emptying a task's cgroup never reaches the next task tha
   // what is in the cgroup until it is empty; if the task is reaped meanwhile and its cgroup
   // handed to a new task, that kill must not end the new one (seen: an elastic job giving a
   // host back killed the job the host went to).
-  auto layout = jc::nexec::CgroupLayout::Discover();
-  if (!layout.ok()) {
-    WARN("no cgroup hierarchy here (" << layout.status().ToString() << "): nothing to test");
-    return;
-  }
-  const std::string mine = "/nexec/runner-test." + std::to_string(getpid());
-  for (auto& [controller, dir] : layout->dirs) dir += mine;
-  std::vector<std::string> made;
-  for (const auto& [controller, dir] : layout->dirs) made.push_back(dir);
+  TestCgroups cgroups("runner-test");
+  if (!cgroups.layout) return;
+  const auto& layout = cgroups.layout;
   {
     TaskRunner runner;
     runner.ContainIn(*layout);
@@ -334,20 +354,14 @@ TEST_CASE("a kill still emptying a task's cgroup never reaches the next task tha
     }
     CHECK(hit == 0);
   }
-  for (const std::string& dir : made) rmdir(dir.c_str());  // cgroupfs: rmdir, not unlink; the runner removed its own
 }
 
 TEST_CASE("a task in a cgroup is in its own cgroup in every hierarchy that meters or contains it, its children too",
           "[B6][B8]") {
-  auto layout = jc::nexec::CgroupLayout::Discover();
-  if (!layout.ok()) {
-    WARN("no cgroup hierarchy here (" << layout.status().ToString() << "): nothing to test");
-    return;
-  }
-  const std::string mine = "/nexec/runner-joins." + std::to_string(getpid());
-  for (auto& [controller, dir] : layout->dirs) dir += mine;
-  std::vector<std::string> made;
-  for (const auto& [controller, dir] : layout->dirs) made.push_back(dir);
+  TestCgroups cgroups("runner-joins");
+  if (!cgroups.layout) return;
+  const auto& layout = cgroups.layout;
+  const std::string& mine = cgroups.mine;
   {
     TempDir dir;
     TaskRunner runner;
@@ -382,7 +396,6 @@ TEST_CASE("a task in a cgroup is in its own cgroup in every hierarchy that meter
       }
     }
   }
-  for (const std::string& dir : made) rmdir(dir.c_str());
 }
 
 TEST_CASE("a task in a cgroup holds none of the agent's descriptors, inherited ones included, and its own output "
@@ -391,15 +404,9 @@ TEST_CASE("a task in a cgroup holds none of the agent's descriptors, inherited o
   // The agent keeps its cgroups' files open (above half the open-files limit) and starts a
   // task sharing its descriptor table until the task joined its cgroup; what the task then
   // takes is the low range alone, and exec closes what is close-on-exec there.
-  auto layout = jc::nexec::CgroupLayout::Discover();
-  if (!layout.ok()) {
-    WARN("no cgroup hierarchy here (" << layout.status().ToString() << "): nothing to test");
-    return;
-  }
-  const std::string mine = "/nexec/runner-fds." + std::to_string(getpid());
-  for (auto& [controller, dir] : layout->dirs) dir += mine;
-  std::vector<std::string> made;
-  for (const auto& [controller, dir] : layout->dirs) made.push_back(dir);
+  TestCgroups cgroups("runner-fds");
+  if (!cgroups.layout) return;
+  const auto& layout = cgroups.layout;
   {
     TempDir dir;
     TaskRunner runner;
@@ -421,5 +428,4 @@ TEST_CASE("a task in a cgroup holds none of the agent's descriptors, inherited o
     }
     close(inherited);
   }
-  for (const std::string& dir : made) rmdir(dir.c_str());
 }
