@@ -120,7 +120,7 @@ absl::Status Master::Recover() {
       rec.job.add_history(absl::StrCat(Stamp(), " ", rec.job.reason()));
       ++unrecoverable;
       MarkDirty(job.id());
-      jobs_[job.id()] = std::move(rec);
+      Recount(jobs_[job.id()] = std::move(rec));
     };
     if (!job_state::Ended(job.state())) {
       auto req = BuildRequest(job.spec(), job.id());
@@ -162,7 +162,7 @@ absl::Status Master::Recover() {
     }
     if (!job.spec().submit_key().empty()) submit_keys_[SubmitKeyIndex(job.spec())] = job.id();
     if (fairshare) CountPastUsage(job, rec.request, now, forgotten_before);
-    jobs_[job.id()] = std::move(rec);
+    Recount(jobs_[job.id()] = std::move(rec));
   }
   for (int64_t id : requeueing) {
     auto preemptor = jobs_.find(jobs_.at(id).job.preempted_by());
@@ -269,16 +269,42 @@ void Master::Flush() {
   Commit(burst);
   // Each event carries its job; the snapshots taken before the cycle move into theirs.
   for (pb::Job& job : burst.events_before) {
+    Recount(jobs_.at(job.id()));
     pb::JobEvent e;
     *e.mutable_job() = std::move(job);
     Publish(std::move(e));
   }
   for (int64_t id : burst.jobs) {
+    Recount(jobs_.at(id));
     pb::JobEvent e;
     *e.mutable_job() = jobs_.at(id).job;
     Publish(std::move(e));
   }
   for (auto& after : burst.after) after();
+}
+
+std::map<std::pair<std::string, std::string>, int> Master::JobCounts() {
+  return OnLoop([this] { return JobCountsOnLoop(); });
+}
+
+std::map<std::pair<std::string, std::string>, int> Master::JobCountsOnLoop() const {
+  std::map<std::pair<std::string, std::string>, int> by_name;
+  for (const auto& [key, n] : jobs_by_state_) by_name[{pb::JobState_Name(key.first), key.second}] += n;
+  return by_name;
+}
+
+void Master::Recount(JobRecord& rec) {
+  // Every change of a job is written (commit or stop), so counting at the write counts
+  // every change. The queue as the job's record has it: a job recovered ended has no
+  // request built.
+  std::pair<pb::JobState, std::string> now{rec.job.state(), rec.job.spec().queue()};
+  if (rec.counted == now) return;
+  if (rec.counted) {
+    auto before = jobs_by_state_.find(*rec.counted);
+    if (before != jobs_by_state_.end() && --before->second <= 0) jobs_by_state_.erase(before);
+  }
+  ++jobs_by_state_[now];
+  rec.counted = std::move(now);
 }
 
 void Master::Commit(Burst& burst) {
@@ -848,11 +874,7 @@ void Master::UpdateMetrics() {
     metrics_->UpdateCapacity(capacity);
     std::vector<pb::Job> active;
     for (int64_t id : active_) active.push_back(jobs_.at(id).job);
-    std::map<std::pair<std::string, std::string>, int> by_state;
-    for (const auto& [id, rec] : jobs_) {
-      by_state[{pb::JobState_Name(rec.job.state()), rec.request.queue}]++;
-    }
-    metrics_->Update(hosts, active, by_state);
+    metrics_->Update(hosts, active, JobCountsOnLoop());
     metrics_->UpdateLimits(limits);
   });
 }

@@ -124,6 +124,9 @@ class Master {
   // The share trees of fair-share queues (all, or `queue`'s), depth first.
   std::vector<pb::ShareNode> ListShares(const std::string& queue);
   absl::StatusOr<pb::HeartbeatResponse> Heartbeat(const pb::HeartbeatRequest& req);
+  // The jobs the master remembers, by state name and queue: what /metrics exports as
+  // nexec_jobs. Kept as jobs are written, not counted per call.
+  std::map<std::pair<std::string, std::string>, int> JobCounts();
   // Heartbeat without waiting (the gRPC callback method): `done` gets the answer once what
   // it reported is committed, or UNAVAILABLE from a stopping master. `req` must stay
   // valid until `done` is called.
@@ -200,6 +203,8 @@ class Master {
   // the scheduler holds for it.
   struct JobRecord : job_state::Tracked {
     JobRequest request;
+    // What the jobs-by-state-and-queue count holds it as (Recount), once counted.
+    std::optional<std::pair<pb::JobState, std::string>> counted;
   };
   struct HostRecord {
     pb::AgentInfo info;
@@ -365,6 +370,11 @@ class Master {
   // Where a job's submit key is filed: its submitter's own keys.
   static std::string SubmitKeyIndex(const pb::JobSpec& spec);
   std::set<int64_t> active_;  // running or suspended: what heartbeats and host checks scan
+  // Jobs by state and queue, kept as each job's write is committed (Recount), so /metrics
+  // does not walk every job the master remembers each second.
+  std::map<std::pair<pb::JobState, std::string>, int> jobs_by_state_;
+  void Recount(JobRecord& rec);
+  std::map<std::pair<std::string, std::string>, int> JobCountsOnLoop() const;
   std::map<std::string, HostRecord> hosts_;
   int64_t next_id_ = 1;
   std::map<int64_t, TimedRecord> timed_jobs_;

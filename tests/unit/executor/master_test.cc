@@ -285,6 +285,40 @@ TEST_CASE("a heartbeat answered without a waiting thread is answered once the en
   CHECK(absl::IsUnavailable(after_stop));
 }
 
+TEST_CASE("the jobs counted by state and queue follow every change, and a restarted master counts the same",
+          "[B8][B11]") {
+  auto store = jc::testing::MakeTestStore();
+  FakeDialer dialer;
+  using Counts = std::map<std::pair<std::string, std::string>, int>;
+  Counts before_restart;
+  {
+    Master master(store.get(), jc::RealClock::Get(), &dialer, DefaultConfig(), {});
+    REQUIRE(master.Recover().ok());
+    REQUIRE(master.Heartbeat(Beat("h1")).ok());
+    std::vector<int64_t> ids;
+    for (int i = 0; i < 3; ++i) ids.push_back(*master.Submit(Spec("true")));
+    const std::string queue = master.GetJob(ids[0])->spec().queue();
+    CHECK(master.JobCounts() == Counts{{{"PENDING", queue}, 3}});
+    REQUIRE(*master.ScheduleOnce() == 3);
+    WaitLaunches(dialer, 3);
+    CHECK(master.JobCounts() == Counts{{{"RUNNING", queue}, 3}});
+    REQUIRE(master.Heartbeat(Beat("h1", {Exited(dialer.launches[0], 0), Exited(dialer.launches[1], 3)})).ok());
+    REQUIRE(master.Kill(ids[2]).ok());
+    REQUIRE(master.Heartbeat(Beat("h1", {Exited(dialer.launches[2], 137)})).ok());
+    REQUIRE(master.Submit(Spec("true")).ok());  // a fourth, no cycle since: pending
+    before_restart = master.JobCounts();
+    int total = 0;
+    for (const auto& [key, n] : before_restart) total += n;
+    CHECK(total == 4);
+    CHECK(before_restart.at({"DONE", queue}) == 1);
+    CHECK(before_restart.at({"EXIT", queue}) == 2);
+    CHECK(before_restart.at({"PENDING", queue}) == 1);
+  }
+  Master restarted(store.get(), jc::RealClock::Get(), &dialer, DefaultConfig(), {});
+  REQUIRE(restarted.Recover().ok());
+  CHECK(restarted.JobCounts() == before_restart);
+}
+
 TEST_CASE("a restarted master reads back jobs stored as base64 protobuf and those an earlier master stored as JSON",
           "[B11]") {
   auto store = jc::testing::MakeTestStore();
