@@ -275,9 +275,10 @@ void Master::Flush() {
     Publish(std::move(e));
   }
   for (int64_t id : burst.jobs) {
-    Recount(jobs_.at(id));
+    JobRecord& rec = jobs_.at(id);
+    Recount(rec);
     pb::JobEvent e;
-    *e.mutable_job() = jobs_.at(id).job;
+    *e.mutable_job() = rec.job;
     Publish(std::move(e));
   }
   for (auto& after : burst.after) after();

@@ -315,6 +315,9 @@ class Master {
   absl::StatusOr<bool> HostHeartbeat(const pb::AgentInfo& info);
   // A heartbeat's work, on the loop: the host book, the tasks reported, relaunches.
   absl::StatusOr<pb::HeartbeatResponse> HeartbeatOnLoop(const pb::HeartbeatRequest& req);
+  // jobs_by_state_ told of the job's state and queue now (after its write); by name.
+  void Recount(JobRecord& rec);
+  std::map<std::pair<std::string, std::string>, int> JobCountsOnLoop() const;
   absl::Status AddHostRecord(const pb::AgentInfo& info);
   pb::LaunchRequest MakeLaunch(const pb::Job& job) const;
   // NEXEC_ASSIGNED_<RESOURCE>=units for the units of `assign` resources the job holds on
@@ -373,8 +376,6 @@ class Master {
   // Jobs by state and queue, kept as each job's write is committed (Recount), so /metrics
   // does not walk every job the master remembers each second.
   std::map<std::pair<pb::JobState, std::string>, int> jobs_by_state_;
-  void Recount(JobRecord& rec);
-  std::map<std::pair<std::string, std::string>, int> JobCountsOnLoop() const;
   std::map<std::string, HostRecord> hosts_;
   int64_t next_id_ = 1;
   std::map<int64_t, TimedRecord> timed_jobs_;

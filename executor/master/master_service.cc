@@ -22,6 +22,12 @@ using grpc::Status;
   if (!caller##_or.ok()) return ToGrpcStatus(caller##_or.status());   \
   [[maybe_unused]] const Caller& caller = *caller##_or
 
+// A callback method's answer given before any work: finished now, with why.
+grpc::ServerUnaryReactor* FinishNow(grpc::ServerUnaryReactor* reactor, const Status& status) {
+  reactor->Finish(status);
+  return reactor;
+}
+
 // Submit, the call made once per job, and Heartbeat, made by every agent at each round
 // with tasks ended, are callback methods: each hands its work to the master's loop and
 // returns, and the answer is sent from the loop once committed, so no handler thread
@@ -36,18 +42,12 @@ class MasterService final
                                    pb::SubmitResponse* resp) override {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     auto caller = auth_.Verify(ctx, "Submit", *req);
-    if (!caller.ok()) {
-      reactor->Finish(ToGrpcStatus(caller.status()));
-      return reactor;
-    }
+    if (!caller.ok()) return FinishNow(reactor, ToGrpcStatus(caller.status()));
     pb::JobSpec spec = req->spec();
     if (spec.user().empty()) spec.set_user(caller->user);
     spec.set_submitter(caller->user);  // proven, never taken from the request
     spec.clear_timed_job_id();  // the master's own mark on a timed job's runs
-    if (auto s = m_->MaySubmitAs(Of(*caller), spec.user()); !s.ok()) {
-      reactor->Finish(ToGrpcStatus(s));
-      return reactor;
-    }
+    if (auto s = m_->MaySubmitAs(Of(*caller), spec.user()); !s.ok()) return FinishNow(reactor, ToGrpcStatus(s));
     m_->SubmitThen(std::move(spec), [reactor, resp](absl::StatusOr<int64_t> id) {
       if (id.ok()) resp->set_job_id(*id);
       reactor->Finish(id.ok() ? Status::OK : ToGrpcStatus(id.status()));
@@ -136,15 +136,11 @@ class MasterService final
                                       pb::HeartbeatResponse* resp) override {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     auto caller = auth_.Verify(ctx, "Heartbeat", *req);
-    if (!caller.ok()) {
-      reactor->Finish(ToGrpcStatus(caller.status()));
-      return reactor;
-    }
+    if (!caller.ok()) return FinishNow(reactor, ToGrpcStatus(caller.status()));
     // A heartbeat makes a host schedulable: only the agents' account (or root) may send one.
     if (!caller->root() && caller->uid != agent_uid_) {
-      reactor->Finish(Status(grpc::StatusCode::PERMISSION_DENIED,
-                             absl::StrCat("heartbeats come from nexec agents, not from ", caller->user)));
-      return reactor;
+      return FinishNow(reactor, Status(grpc::StatusCode::PERMISSION_DENIED,
+                                       absl::StrCat("heartbeats come from nexec agents, not from ", caller->user)));
     }
     // `req` lives until Finish: the loop reads it before the answer is sent.
     m_->HeartbeatThen(*req, [reactor, resp](absl::StatusOr<pb::HeartbeatResponse> answer) {
