@@ -110,6 +110,8 @@ absl::StatusOr<FidelityResult> RunFidelity(const FidelityOptions& o) {
     if (r.http_status != 200) return absl::InternalError(absl::StrCat("pricing: ", r.body.dump()));
   }
   bool ready = WaitUntil([&] {
+    // Ready: a server that has just started answers creates 503 until its job manager leads.
+    if (rest.Get("/readyz").http_status != 200) return false;
     for (const Center& c : kCenters) {
       if (rest.Get(absl::StrCat("/scheduler/algorithm/least_load/score/", c.id, "?resourceSpecId=cpu-1")).http_status != 200) {
         return false;

@@ -67,7 +67,7 @@ inline std::string AdminToken(const std::string& path) {
 
 // Registers center `center` at `adapter_address` with `cpu` CPUs and `memory_mb` MB, and
 // spec "cpu-1" (one CPU and `spec_memory`, e.g. "256Mi") offered there; true once the
-// scheduler can place on it.
+// scheduler can place on it and the server is ready (its job manager leads).
 inline bool AddCenterWithSpec(RestClient& rest, const std::string& center, const std::string& adapter_address,
                               int cpu, int memory_mb, const std::string& spec_memory) {
   auto c = rest.Post("/openapi/v1/centers", {{"ai_center_id", center},
@@ -85,7 +85,9 @@ inline bool AddCenterWithSpec(RestClient& rest, const std::string& center, const
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   std::string probe = "/scheduler/algorithm/least_load/score/" + center + "?resourceSpecId=cpu-1";
   while (std::chrono::steady_clock::now() < deadline) {
-    if (rest.Get(probe).http_status == 200) return true;
+    // Ready too: a server that has just started answers creates 503 until its job
+    // manager leads, which can come after the center is placeable.
+    if (rest.Get(probe).http_status == 200 && rest.Get("/readyz").http_status == 200) return true;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return false;
