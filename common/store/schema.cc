@@ -266,6 +266,21 @@ const std::vector<Migration>& Migrations() {
        {
            "CREATE INDEX job_events_job ON job_events (job_id, revision)",
        }},
+      {17,
+       "nexec executor: ended jobs past the master's clean period, out of its memory and its live table",
+       {
+           // What `nexec show` and the native adapter read of a job the master no longer
+           // holds; submit_key (the master's key index) and user_name so a keyed
+           // submission is still answered with its job after a restart, and only for its
+           // user; ended_at for fair share's past usage.
+           "CREATE TABLE nexec_job_history ("
+           "  id BIGINT PRIMARY KEY,"
+           "  ended_at BIGINT NOT NULL,"
+           "  submit_key TEXT NOT NULL,"
+           "  user_name TEXT NOT NULL,"
+           "  doc TEXT NOT NULL)",
+           "CREATE INDEX nexec_job_history_ended ON nexec_job_history (ended_at)",
+       }},
   };
   return *migrations;
 }

@@ -29,6 +29,9 @@ ABSL_FLAG(std::string, data_dir, "./nexec-data", "directory of the embedded stor
 ABSL_FLAG(std::string, store, "", "store URI (postgresql://... or sqlite:///...); default: data_dir");
 ABSL_FLAG(std::string, store_schema, "", "PostgreSQL schema for the executor's tables");
 ABSL_FLAG(absl::Duration, host_timeout, absl::Seconds(10), "silence before a host is unavailable");
+ABSL_FLAG(absl::Duration, clean_period, absl::Hours(1),
+          "how long an ended job stays in the master's memory and lists (LSF's CLEAN_PERIOD); after it, "
+          "nexec show, logs and adapters read its record from the store's history. 0: for ever");
 ABSL_FLAG(std::string, log_dir, "", "default directory of job output (default: data_dir/logs)");
 ABSL_FLAG(std::string, metrics_address, "127.0.0.1:6801",
           "where /metrics, /healthz and /readyz are served (empty: nowhere)");
@@ -63,6 +66,8 @@ int main(int argc, char** argv) {
 
   jc::nexec::MasterOptions options;
   options.host_timeout = absl::GetFlag(FLAGS_host_timeout);
+  options.clean_period = absl::GetFlag(FLAGS_clean_period);
+  if (options.clean_period < absl::ZeroDuration()) return fail("--clean_period must not be negative (0: never clean)");
   options.sensor_dir = absl::GetFlag(FLAGS_sensor_dir);
   options.log_dir = absl::GetFlag(FLAGS_log_dir).empty()
                         ? std::filesystem::absolute(dir / "logs").string()

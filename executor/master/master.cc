@@ -85,21 +85,29 @@ Placement Master::HeldPlacement(const pb::Job& job, const JobRequest& request, i
 absl::Status Master::Recover() {
   JC_ASSIGN_OR_RETURN(store::Rows hosts, store_->Query("SELECT id, doc FROM nexec_hosts ORDER BY id"));
   JC_ASSIGN_OR_RETURN(store::Rows jobs, store_->Query("SELECT id, doc FROM nexec_jobs ORDER BY id"));
+  // Fair share's usage is not stored: it is computed again from the jobs' records (what
+  // they held, from when to when, and their CPU time), decayed to now. Jobs that ended
+  // more than 20 half-lives ago count for less than a millionth and are skipped.
+  const absl::Time now = clock_->Now();
+  const std::optional<absl::Duration> half_life = LongestHalfLife(*AccessConfig());
+  const bool fairshare = half_life.has_value();
+  const absl::Time forgotten_before = now - 20 * half_life.value_or(absl::ZeroDuration());
+  // Jobs cleaned out of memory (master_clean.cc): ids are never given twice, keys still
+  // answer with their job, and fair share counts what they used.
+  JC_ASSIGN_OR_RETURN(History history,
+                      ReadHistory(fairshare ? std::optional<absl::Time>(forgotten_before) : std::nullopt));
   return OnLoop([&]() -> absl::Status {
-  absl::Time now = clock_->Now();
+  next_id_ = std::max(next_id_, history.max_id + 1);
+  for (auto& [key, job] : history.submit_keys) submit_keys_[std::move(key)] = std::move(job);
   for (const auto& row : hosts) {
     JC_ASSIGN_OR_RETURN(pb::AgentInfo info, store::DecodeDoc<pb::AgentInfo>(row[1]));
     JC_RETURN_IF_ERROR(AddHostRecord(info));
     // Known hosts get a grace period to report again before they count as lost.
     hosts_[info.host()] = {info, now, true};
   }
+  // (After the hosts: a queue joins the scheduler once its hosts are known.)
+  for (const pb::Job& job : history.recent) CountPastUsage(job, JobRequest(), now, forgotten_before);
   int pending = 0, running = 0;
-  // Fair share's usage is not stored: it is computed again from the jobs' records (what
-  // they held, from when to when, and their CPU time), decayed to now. Jobs that ended
-  // more than 20 half-lives ago count for less than a millionth and are skipped.
-  const std::optional<absl::Duration> half_life = LongestHalfLife(config_);
-  const bool fairshare = half_life.has_value();
-  const absl::Time forgotten_before = now - 20 * half_life.value_or(absl::ZeroDuration());
   std::vector<int64_t> preempted;  // suspended for a preemption: they lend their slots again
   std::vector<int64_t> requeueing;  // being requeued for one (their grace running)
   int unrecoverable = 0;  // ended now: written before the master serves
@@ -160,7 +168,7 @@ absl::Status Master::Recover() {
         ++running;
       }
     }
-    if (!job.spec().submit_key().empty()) submit_keys_[SubmitKeyIndex(job.spec())] = job.id();
+    if (!job.spec().submit_key().empty()) submit_keys_[SubmitKeyIndex(job.spec())] = {job.id(), job.spec().user()};
     if (fairshare) CountPastUsage(job, rec.request, now, forgotten_before);
     Recount(jobs_[job.id()] = std::move(rec));
   }
@@ -306,6 +314,15 @@ void Master::Recount(JobRecord& rec) {
   }
   ++jobs_by_state_[now];
   rec.counted = std::move(now);
+  // Filed for the clean period once its end is stored (a job that runs again is filed
+  // again at its next end; the old entry no longer matches).
+  if (job_state::Ended(rec.job.state())) {
+    const absl::Time at = rec.job.has_ended_at() ? FromTimestamp(rec.job.ended_at()) : clock_->Now();
+    rec.filed_ended_at = at;
+    ended_by_time_.insert({at, rec.job.id()});
+  } else {
+    rec.filed_ended_at.reset();
+  }
 }
 
 void Master::Commit(Burst& burst) {
@@ -385,12 +402,11 @@ void Master::SubmitThen(pb::JobSpec spec, std::function<void(absl::StatusOr<int6
       if (auto known = submit_keys_.find(key); known != submit_keys_.end()) {
         // A key is its submitter's: another user's equal key is refused, not answered with
         // a job that is not theirs.
-        auto job_of_key = jobs_.find(known->second);
-        if (job_of_key != jobs_.end() && job_of_key->second.job.spec().user() != spec.user()) {
+        if (known->second.user != spec.user()) {
           return absl::AlreadyExistsError(absl::StrCat("submit key ", spec.submit_key(),
                                                        " names a job of another user; choose another key"));
         }
-        return known->second;
+        return known->second.id;
       }
     }
     JC_ASSIGN_OR_RETURN(JobRequest req, BuildRequest(spec, next_id_));
@@ -398,20 +414,23 @@ void Master::SubmitThen(pb::JobSpec spec, std::function<void(absl::StatusOr<int6
     const int64_t id = next_id_++;
     if (spec.queue().empty()) spec.set_queue(req.queue);
     spec.set_slots(req.slots);
+    if (!key.empty()) submit_keys_[key] = {id, spec.user()};
     JobRecord& rec = jobs_[id];
     rec.request = std::move(req);
     ApplyEffects(rec, job_state::Submitted(rec, id, std::move(spec), Now()));
-    if (!key.empty()) submit_keys_[key] = id;
     return id;
   }, std::move(done));
 }
 
 absl::StatusOr<pb::Job> Master::GetJob(int64_t id) {
-  return OnLoop([&]() -> absl::StatusOr<pb::Job> {
+  absl::StatusOr<pb::Job> job = OnLoop([&]() -> absl::StatusOr<pb::Job> {
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
     return ViewOf(it->second);
   });
+  // Not in memory: it may have ended long ago (the clean period); its record is history.
+  if (absl::IsNotFound(job.status())) return CleanedJob(id);
+  return job;
 }
 
 absl::Status Master::MaySubmitAs(const Principal& caller, const std::string& user) {
@@ -424,11 +443,16 @@ std::shared_ptr<const ExecutorConfig> Master::AccessConfig() const {
 }
 
 absl::Status Master::MayControl(const Principal& caller, int64_t id) {
-  return OnLoop([&]() -> absl::Status {
+  absl::Status may = OnLoop([&]() -> absl::Status {
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
     return ::jc::nexec::MayControl(config_, caller, it->second.job.spec().user());
   });
+  if (!absl::IsNotFound(may)) return may;
+  // A job cleaned out of memory is still its owner's: its logs, and the refusal of what
+  // no longer applies to it, are for them alone.
+  JC_ASSIGN_OR_RETURN(pb::Job cleaned, CleanedJob(id));
+  return ::jc::nexec::MayControl(*AccessConfig(), caller, cleaned.spec().user());
 }
 
 void Master::HidePrivate(const Principal& viewer, pb::Job* job) {
@@ -992,6 +1016,7 @@ void Master::Housekeeping() {
         for (const auto& r : current) cycle_wanted_ |= ApplySensor(r, "");
       });
     }
+    CleanEnded();
     UpdateMetrics();
     lock.lock();
   }

@@ -82,6 +82,11 @@ struct MasterOptions {
   absl::Duration sensor_restart_delay = absl::Seconds(5);
   // Where run windows' hours are read (B6): the master's local time by default.
   absl::TimeZone time_zone = absl::LocalTimeZone();
+  // How long an ended job stays in the master's memory (LSF's CLEAN_PERIOD, Slurm's
+  // MinJobAge): after it, its record moves to the store's history, where `nexec show`,
+  // logs and the adapters still find it, but lists and the master's memory do not hold it.
+  // Zero: kept in memory for ever.
+  absl::Duration clean_period = absl::Hours(1);
 };
 
 struct MasterStats {
@@ -191,6 +196,11 @@ class Master {
   // Asks for a scheduling cycle after the current burst (from any thread).
   void Wake();
 
+  // Moves the jobs that ended more than clean_period ago out of memory and the live table
+  // into the store's history (in one burst's transaction, commit or stop); answers how
+  // many. The housekeeping thread calls it every second; tests call it directly.
+  int CleanEnded();
+
   EventLog<pb::JobEvent>& events() { return events_; }
   // Exports metrics to `registry` from now on (updated every loop iteration).
   void EnableMetrics(prometheus::Registry& registry);
@@ -205,6 +215,13 @@ class Master {
     JobRequest request;
     // What the jobs-by-state-and-queue count holds it as (Recount), once counted.
     std::optional<std::pair<pb::JobState, std::string>> counted;
+    // When it ended, as filed in ended_by_time_ (Recount) for the clean period.
+    std::optional<absl::Time> filed_ended_at;
+  };
+  // The job a submit key made, and whose it is (submit_keys_).
+  struct KeyedJob {
+    int64_t id = 0;
+    std::string user;
   };
   struct HostRecord {
     pb::AgentInfo info;
@@ -315,8 +332,24 @@ class Master {
   absl::StatusOr<bool> HostHeartbeat(const pb::AgentInfo& info);
   // A heartbeat's work, on the loop: the host book, the tasks reported, relaunches.
   absl::StatusOr<pb::HeartbeatResponse> HeartbeatOnLoop(const pb::HeartbeatRequest& req);
-  // jobs_by_state_ told of the job's state and queue now (after its write); by name.
+  // jobs_by_state_ told of the job's state and queue now (after its write), and a job
+  // that ended filed for the clean period; by name.
   void Recount(JobRecord& rec);
+  // Off the loop: a job cleaned out of memory (CleanEnded), from the store's history;
+  // NOT_FOUND when there is none.
+  absl::StatusOr<pb::Job> CleanedJob(int64_t id);
+  // Off the loop: `status` of an action on job `id` that the loop did not find, unless the
+  // job was cleaned: then FAILED_PRECONDITION (it ended long ago; `action` cannot apply).
+  absl::Status UnlessCleaned(absl::Status status, int64_t id, absl::string_view action);
+  // Off the loop (Recover): what the history keeps that memory needs — the next job id,
+  // the submit keys, and fair share's usage of jobs that ended since `forgotten_before`.
+  struct History {
+    int64_t max_id = 0;
+    std::vector<std::pair<std::string, KeyedJob>> submit_keys;
+    std::vector<pb::Job> recent;  // for fair share
+  };
+  absl::StatusOr<History> ReadHistory(std::optional<absl::Time> forgotten_before);
+  int CleanEndedOnLoop(absl::Time ended_before);
   std::map<std::pair<std::string, std::string>, int> JobCountsOnLoop() const;
   absl::Status AddHostRecord(const pb::AgentInfo& info);
   pb::LaunchRequest MakeLaunch(const pb::Job& job) const;
@@ -343,7 +376,7 @@ class Master {
   // A capacity queue's virtual clusters as `nexec queues` and /metrics show them.
   void AddClusters(const QueueConfig& queue, pb::Queue* out);
   // The housekeeping thread: every second, a cycle, host checks, timed jobs, run windows,
-  // sensors and metrics (each through the loop's edge).
+  // sensors, the clean period and metrics (each through the loop's edge).
   void Housekeeping();
   // Applies one sensor record to the scheduler's hosts (its locale, else `reporter`, else
   // every host); true when a value changed.
@@ -368,8 +401,13 @@ class Master {
   ExecutorConfig config_;
   Scheduler scheduler_;
   std::map<int64_t, JobRecord> jobs_;
-  // JobSpec.submit_key -> the job it created.
-  std::map<std::string, int64_t> submit_keys_;  // by SubmitKeyIndex
+  // JobSpec.submit_key -> the job it created, and whose it is; kept when the job is
+  // cleaned (a small index), so a keyed submission retried however late is answered with
+  // its job, and never with another user's.
+  std::map<std::string, KeyedJob> submit_keys_;  // by SubmitKeyIndex
+  // Ended jobs in memory by when they ended (CleanEnded takes the oldest); an entry whose
+  // job ran again since no longer matches its filed_ended_at and is skipped.
+  std::set<std::pair<absl::Time, int64_t>> ended_by_time_;
   // Where a job's submit key is filed: its submitter's own keys.
   static std::string SubmitKeyIndex(const pb::JobSpec& spec);
   std::set<int64_t> active_;  // running or suspended: what heartbeats and host checks scan

@@ -103,7 +103,7 @@ absl::StatusOr<pb::Task> Master::RunTask(const pb::RunTaskRequest& req) {
   int32_t attempt = 0;
   // Recorded before it starts (the answer comes after the commit): a master that restarts
   // knows the task, and its agent's reports find it.
-  JC_RETURN_IF_ERROR(OnLoop([&]() -> absl::Status {
+  JC_RETURN_IF_ERROR(UnlessCleaned(OnLoop([&]() -> absl::Status {
     auto it = jobs_.find(req.job_id());
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", req.job_id()));
     JobRecord& rec = it->second;
@@ -144,7 +144,7 @@ absl::StatusOr<pb::Task> Master::RunTask(const pb::RunTaskRequest& req) {
     attempt = rec.job.attempt();
     MarkDirty(rec.job.id());
     return absl::OkStatus();
-  }));
+  }), req.job_id(), "given a task"));
   absl::StatusOr<int> pid = dialer_->Launch(address, launch);
   JC_RETURN_IF_ERROR(OnLoop([&]() -> absl::Status {
     auto it = jobs_.find(req.job_id());
@@ -177,7 +177,7 @@ absl::StatusOr<pb::Job> Master::SignalTask(const pb::SignalTaskRequest& req) {
   if (req.signal() <= 0 || req.signal() >= 65) return absl::InvalidArgumentError(absl::StrCat("no signal ", req.signal()));
   std::string address;
   pb::Job job;
-  JC_RETURN_IF_ERROR(OnLoop([&]() -> absl::Status {
+  JC_RETURN_IF_ERROR(UnlessCleaned(OnLoop([&]() -> absl::Status {
     auto it = jobs_.find(req.job_id());
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", req.job_id()));
     job = it->second.job;
@@ -186,7 +186,7 @@ absl::StatusOr<pb::Job> Master::SignalTask(const pb::SignalTaskRequest& req) {
     }
     address = AddressOf(job.tasks(req.task_index()).host());
     return absl::OkStatus();
-  }));
+  }), req.job_id(), "signalled"));
   pb::SignalRequest s;
   s.set_job_id(req.job_id());
   s.set_task_index(req.task_index());
@@ -199,7 +199,7 @@ absl::StatusOr<pb::Job> Master::SignalTask(const pb::SignalTaskRequest& req) {
 absl::StatusOr<pb::Job> Master::Kill(int64_t id, const std::string& reason) {
   bool signal = false;
   SignalTargets targets;
-  JC_RETURN_IF_ERROR(OnLoop([&]() -> absl::Status {
+  JC_RETURN_IF_ERROR(UnlessCleaned(OnLoop([&]() -> absl::Status {
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
     JobRecord& rec = it->second;
@@ -213,14 +213,14 @@ absl::StatusOr<pb::Job> Master::Kill(int64_t id, const std::string& reason) {
     signal = fx.signal.has_value();
     targets = TargetsOf(rec.job);
     return absl::OkStatus();
-  }));
+  }), id, "killed"));
   if (signal) JC_RETURN_IF_ERROR(SignalTasks(targets, pb::SignalRequest::KILL));
   return targets.job;
 }
 
 absl::StatusOr<pb::Job> Master::Rerun(int64_t id) {
   bool running = false;  // running or suspended: as requeue
-  JC_ASSIGN_OR_RETURN(pb::Job job, OnLoop([&]() -> absl::StatusOr<pb::Job> {
+  absl::StatusOr<pb::Job> rerun = OnLoop([&]() -> absl::StatusOr<pb::Job> {
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
     JobRecord& rec = it->second;
@@ -242,24 +242,27 @@ absl::StatusOr<pb::Job> Master::Rerun(int64_t id) {
     MarkDirty(id);
     cycle_wanted_ = true;
     return rec.job;
-  }));
+  });
+  if (!rerun.ok()) return UnlessCleaned(rerun.status(), id, "run again (submit it anew)");
   if (running) return Requeue(id);
-  return job;
+  return rerun;
 }
 
 absl::StatusOr<pb::Job> Master::Requeue(int64_t id) {
-  JC_ASSIGN_OR_RETURN(SignalTargets targets, OnLoop([&]() -> absl::StatusOr<SignalTargets> {
+  absl::StatusOr<SignalTargets> targets_or = OnLoop([&]() -> absl::StatusOr<SignalTargets> {
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
     JC_RETURN_IF_ERROR(job_state::AskRequeue(it->second).status());
     return TargetsOf(it->second.job);
-  }));
+  });
+  if (!targets_or.ok()) return UnlessCleaned(targets_or.status(), id, "requeued");
+  SignalTargets targets = *std::move(targets_or);
   JC_RETURN_IF_ERROR(SignalTasks(targets, pb::SignalRequest::KILL));
   return targets.job;
 }
 
 absl::StatusOr<int64_t> Master::SendInput(pb::InputRequest req) {
-  JC_ASSIGN_OR_RETURN(std::string address, OnLoop([&]() -> absl::StatusOr<std::string> {
+  absl::StatusOr<std::string> address = OnLoop([&]() -> absl::StatusOr<std::string> {
     auto it = jobs_.find(req.job_id());
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", req.job_id()));
     const pb::Job& job = it->second.job;
@@ -276,27 +279,37 @@ absl::StatusOr<int64_t> Master::SendInput(pb::InputRequest req) {
     }
     req.set_attempt(job.attempt());
     return AddressOf(job.tasks(0).host());
-  }));
-  return dialer_->SendInput(address, req);
+  });
+  if (!address.ok()) return UnlessCleaned(address.status(), req.job_id(), "given input");
+  return dialer_->SendInput(*address, req);
 }
 
 absl::StatusOr<std::string> Master::ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes) {
-  JC_ASSIGN_OR_RETURN(std::string address, OnLoop([&]() -> absl::StatusOr<std::string> {
-    auto it = jobs_.find(req.job_id());
-    if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", req.job_id()));
-    if (it->second.job.tasks().empty()) {
-      return absl::FailedPreconditionError(absl::StrCat("job ", req.job_id(), " has not started"));
-    }
-    const pb::Job& job = it->second.job;
+  // The host whose agent has the task's output.
+  auto host_of = [&](const pb::Job& job) -> absl::StatusOr<std::string> {
+    if (job.tasks().empty()) return absl::FailedPreconditionError(absl::StrCat("job ", req.job_id(), " has not started"));
     if (req.task_index() < 0 || req.task_index() >= job.tasks_size() ||
         (req.task_index() != 0 && !job.tasks(req.task_index()).remote())) {
       return absl::InvalidArgumentError(absl::StrCat(
           "job ", req.job_id(), " has no task ", req.task_index(),
           " with output: task 0 runs the job's command, and tasks started by nexec-run have their own"));
     }
-    return AddressOf(job.tasks(req.task_index()).host());
-  }));
-  return dialer_->ReadLog(address, req, max_bytes);
+    return job.tasks(req.task_index()).host();
+  };
+  absl::StatusOr<std::string> address = OnLoop([&]() -> absl::StatusOr<std::string> {
+    auto it = jobs_.find(req.job_id());
+    if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", req.job_id()));
+    JC_ASSIGN_OR_RETURN(std::string host, host_of(it->second.job));
+    return AddressOf(host);
+  });
+  if (absl::IsNotFound(address.status())) {
+    // Cleaned out of memory (ended long ago): its output is still where its tasks ran.
+    JC_ASSIGN_OR_RETURN(pb::Job cleaned, CleanedJob(req.job_id()));
+    JC_ASSIGN_OR_RETURN(std::string host, host_of(cleaned));
+    address = OnLoop([&] { return AddressOf(host); });
+  }
+  if (!address.ok()) return address.status();
+  return dialer_->ReadLog(*address, req, max_bytes);
 }
 
 }  // namespace jc::nexec

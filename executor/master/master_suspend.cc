@@ -21,7 +21,13 @@ void Master::CarryOutPreemptions(const std::vector<PreemptionCall>& preemptions,
   for (const auto& [p, fx] : preemptions) {
     absl::Status done;
     if (p.requeue) {
-      const SignalTargets targets = OnLoop([&] { return TargetsOf(jobs_.at(p.victim).job); });
+      const std::optional<SignalTargets> found = OnLoop([&]() -> std::optional<SignalTargets> {
+        auto it = jobs_.find(p.victim);
+        if (it == jobs_.end()) return std::nullopt;
+        return TargetsOf(it->second.job);
+      });
+      if (!found.has_value()) continue;  // it ended and was cleaned meanwhile
+      const SignalTargets& targets = *found;
       const pb::Job& job = targets.job;
       if (fx.signal.has_value()) {
         done = SignalTasks(targets, *fx.signal);  // no grace: SIGKILL now
@@ -45,7 +51,9 @@ void Master::CarryOutPreemptions(const std::vector<PreemptionCall>& preemptions,
     // resources and the preemptor tries again in a later cycle.
     spdlog::warn("nexec job {}: preemption for job {} not carried out: {}", p.victim, p.preemptor, done.ToString());
     OnLoop([&] {
-      JobRecord& rec = jobs_.at(p.victim);
+      auto it = jobs_.find(p.victim);
+      if (it == jobs_.end()) return;  // it ended and was cleaned meanwhile
+      JobRecord& rec = it->second;
       ApplyEffects(rec, job_state::PreemptionNotCarriedOut(rec, p.preemptor, p.requeue, std::string(done.message()), Now()));
     });
   }
@@ -60,9 +68,17 @@ void Master::CarryOutPreemptions(const std::vector<PreemptionCall>& preemptions,
   Wake();  // what was freed lets the preemptors start
 }
 
-absl::StatusOr<pb::Job> Master::Suspend(int64_t id) { return SuspendJob(id, ""); }
+absl::StatusOr<pb::Job> Master::Suspend(int64_t id) {
+  absl::StatusOr<pb::Job> job = SuspendJob(id, "");
+  if (!job.ok()) return UnlessCleaned(job.status(), id, "suspended");
+  return job;
+}
 
-absl::StatusOr<pb::Job> Master::Resume(int64_t id) { return ResumeJob(id, false); }
+absl::StatusOr<pb::Job> Master::Resume(int64_t id) {
+  absl::StatusOr<pb::Job> job = ResumeJob(id, false);
+  if (!job.ok()) return UnlessCleaned(job.status(), id, "resumed");
+  return job;
+}
 
 absl::StatusOr<pb::Job> Master::SuspendJob(int64_t id, const std::string& system_reason) {
   job_state::Effects asked;
@@ -77,8 +93,10 @@ absl::StatusOr<pb::Job> Master::SuspendJob(int64_t id, const std::string& system
   }));
   if (!asked.signal.has_value()) return targets.job;
   JC_RETURN_IF_ERROR(SignalTasks(targets, *asked.signal));
-  return OnLoop([&] {
-    JobRecord& rec = jobs_.at(id);
+  return OnLoop([&]() -> absl::StatusOr<pb::Job> {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return targets.job;  // it ended and was cleaned meanwhile
+    JobRecord& rec = it->second;
     if (rec.job.state() != pb::RUNNING || rec.job.attempt() != targets.job.attempt()) {
       return rec.job;  // it ended (or was requeued) meanwhile; nothing left to mark
     }
@@ -97,8 +115,10 @@ absl::StatusOr<pb::Job> Master::ResumeJob(int64_t id, bool by_system) {
     return TargetsOf(it->second.job);
   }));
   JC_RETURN_IF_ERROR(SignalTasks(targets, pb::SignalRequest::RESUME));
-  return OnLoop([&] {
-    JobRecord& rec = jobs_.at(id);
+  return OnLoop([&]() -> absl::StatusOr<pb::Job> {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return targets.job;  // it ended and was cleaned meanwhile
+    JobRecord& rec = it->second;
     if (rec.job.state() != pb::SUSPENDED || rec.job.attempt() != targets.job.attempt()) return rec.job;
     ApplyEffects(rec, job_state::Resumed(rec, Now()));
     MarkDirty(id);
@@ -187,14 +207,17 @@ absl::StatusOr<int> Master::CheckRunWindows() {
       done = ResumeJob(a.id, true).status();
       if (done.ok()) spdlog::info("nexec job {} resumed: what held it is over", a.id);
     } else if (a.what == Action::kRequeue) {
-      OnLoop([&] { jobs_.at(a.id).preempt_kill_at = absl::InfiniteFuture(); });  // SIGKILL once
+      OnLoop([&] {  // SIGKILL once
+        if (auto it = jobs_.find(a.id); it != jobs_.end()) it->second.preempt_kill_at = absl::InfiniteFuture();
+      });
       done = Requeue(a.id).status();
       if (done.ok()) spdlog::info("nexec job {} killed to be requeued: {}", a.id, a.why);
     } else {
       OnLoop([&] {
-        JobRecord& rec = jobs_.at(a.id);
-        rec.killed_because = absl::StrCat("killed: ", a.why);
-        rec.job.add_history(absl::StrCat(Stamp(), " killed: ", a.why));
+        auto it = jobs_.find(a.id);
+        if (it == jobs_.end()) return;  // it ended and was cleaned meanwhile: Kill says so
+        it->second.killed_because = absl::StrCat("killed: ", a.why);
+        it->second.job.add_history(absl::StrCat(Stamp(), " killed: ", a.why));
       });
       done = Kill(a.id).status();
       if (done.ok()) spdlog::info("nexec job {} killed: {}", a.id, a.why);

@@ -468,6 +468,37 @@ TEST_CASE("a master restarted mid-run keeps every job and does not relaunch runn
   CHECK(ReadFile(starts) == "started\nsecond\n");  // the running job was not started again
 }
 
+TEST_CASE("a job ended longer ago than --clean_period leaves nexec jobs and the master's memory, while nexec job, "
+          "nexec logs and a restarted master still find it and kill says why it cannot",
+          "[B11][B12]") {
+  Cluster c("clean");
+  c.RestartMasterWith({"--clean_period=1s"});
+  c.AddAgent("node1", "cpus=1,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  int64_t id = c.Submit({"--", "echo cleaned-but-kept"});
+  REQUIRE(c.WaitState(id, "DONE"));
+  // Listed while it is recent; gone from the list once the clean period is over (the
+  // master sweeps every second).
+  auto listed = [&](int64_t job) {
+    auto l = c.Cli({"jobs", "-a"});
+    return l.out.find("\n" + std::to_string(job) + " ") != std::string::npos;
+  };
+  CHECK(WaitUntil([&] { return !listed(id); }));
+  CHECK(c.Job(id)["state"] == "DONE");  // shown from the history
+  CHECK(c.Cli({"logs", std::to_string(id)}).out == "cleaned-but-kept\n");
+  auto kill = c.Cli({"kill", std::to_string(id)});
+  CHECK(kill.code != 0);
+  CHECK(kill.out.find("clean period") != std::string::npos);
+  c.CrashAndRestartMaster();
+  CHECK_FALSE(listed(id));
+  CHECK(c.Job(id)["state"] == "DONE");
+  // Ids go on from the cleaned one; a job not ended is listed as ever.
+  int64_t next = c.Submit({"--", "sleep 60"});
+  CHECK(next > id);
+  CHECK(listed(next));
+  CHECK(c.Cli({"kill", std::to_string(next)}).code == 0);
+}
+
 TEST_CASE("resource sensors add schedulable resources", "[B1][B2]") {
   Cluster c("sensors");
   std::string sensors = c.path("sensors");

@@ -583,3 +583,132 @@ queues:
   CHECK(ended->state() == pb::EXIT);
   CHECK(ended->reason() == "killed: r1m 4.5 on h1 is above queue strict's stop threshold 4");
 }
+
+TEST_CASE("a job ended longer ago than the clean period leaves the master's memory and lists, and is still shown, "
+          "refused what no longer applies, its key's answer and never given again, also after a restart",
+          "[B11][B12]") {
+  auto store = jc::testing::MakeTestStore();
+  FakeDialer dialer;
+  jc::FakeClock clock;
+  MasterOptions options;
+  options.clean_period = absl::Minutes(10);
+  auto keyed = [] {
+    pb::JobSpec spec = Spec("true");
+    spec.set_submitter("adapter");
+    spec.set_submit_key("jc-a1b2-job-00000001-0-0-0");
+    return spec;
+  };
+  int64_t old_job = 0, recent_job = 0, rerun_job = 0;
+  {
+    Master master(store.get(), &clock, &dialer, DefaultConfig(), options);
+    REQUIRE(master.Recover().ok());
+    REQUIRE(master.Heartbeat(Beat("h1")).ok());
+    old_job = *master.Submit(keyed());
+    rerun_job = *master.Submit(Spec("true"));
+    REQUIRE(*master.ScheduleOnce() == 2);
+    WaitLaunches(dialer, 2);
+    REQUIRE(master.Heartbeat(Beat("h1", {Exited(dialer.launches[0], 0), Exited(dialer.launches[1], 0)})).ok());
+    clock.Advance(absl::Minutes(6));
+    recent_job = *master.Submit(Spec("true"));
+    REQUIRE(*master.ScheduleOnce() == 1);
+    WaitLaunches(dialer, 3);
+    REQUIRE(master.Heartbeat(Beat("h1", {Exited(dialer.launches[2], 0)})).ok());
+    // Run again after its first end: it is not cleaned by that end's time.
+    REQUIRE(master.Rerun(rerun_job).ok());
+    CHECK(master.CleanEnded() == 0);  // nothing ended ten minutes ago yet
+    CHECK(master.ListJobs({}).size() == 3);
+
+    clock.Advance(absl::Minutes(5));  // the first two ended 11 minutes ago, the third 5
+    CHECK(master.CleanEnded() == 1);
+    CHECK(master.CleanEnded() == 0);  // once
+    std::vector<int64_t> listed;
+    for (const pb::Job& j : master.ListJobs({})) listed.push_back(j.id());
+    CHECK(listed == std::vector<int64_t>{rerun_job, recent_job});
+    const std::string queue = master.GetJob(recent_job)->spec().queue();
+    using Counts = std::map<std::pair<std::string, std::string>, int>;
+    CHECK(master.JobCounts() == Counts{{{"DONE", queue}, 1}, {{"PENDING", queue}, 1}});
+    // Shown from its record, with its end.
+    auto shown = master.GetJob(old_job);
+    REQUIRE(shown.ok());
+    CHECK(shown->state() == pb::DONE);
+    CHECK(shown->spec().command() == "true");
+    // Its owner (and root) may still read it; another user may not.
+    CHECK(master.MayControl({"alice", false}, old_job).ok());
+    CHECK(absl::IsPermissionDenied(master.MayControl({"mallory", false}, old_job)));
+    CHECK(absl::IsNotFound(master.MayControl({"alice", false}, 9999)));
+    // What no longer applies is refused as such, not as an unknown job.
+    auto killed = master.Kill(old_job);
+    CHECK(absl::IsFailedPrecondition(killed.status()));
+    CHECK(absl::StrContains(killed.status().message(), "clean period"));
+    CHECK(absl::IsFailedPrecondition(master.Rerun(old_job).status()));
+    CHECK(absl::IsFailedPrecondition(master.Suspend(old_job).status()));
+    CHECK(absl::IsNotFound(master.Kill(9999).status()));
+    // Its output is still read where it ran.
+    pb::ReadLogRequest log;
+    log.set_job_id(old_job);
+    CHECK(master.ReadLog(log, 1024).value_or("") == "log");
+    // Its key still answers with it, and only for its user.
+    CHECK(master.Submit(keyed()).value_or(0) == old_job);
+    auto for_bob = keyed();
+    for_bob.set_user("bob");
+    CHECK(absl::IsAlreadyExists(master.Submit(for_bob).status()));
+  }
+  // The store holds it in the history, not among the live jobs a restart reloads.
+  CHECK(store->Query("SELECT id FROM nexec_jobs WHERE id = $1", {old_job})->empty());
+  CHECK(store->Query("SELECT id FROM nexec_job_history WHERE id = $1", {old_job})->size() == 1);
+  Master restarted(store.get(), &clock, &dialer, DefaultConfig(), options);
+  REQUIRE(restarted.Recover().ok());
+  CHECK(restarted.ListJobs({}).size() == 2);
+  CHECK(restarted.GetJob(old_job)->state() == pb::DONE);
+  CHECK(restarted.Submit(keyed()).value_or(0) == old_job);
+  // The newest job was cleaned: its id is still never given again.
+  clock.Advance(absl::Minutes(11));
+  REQUIRE(restarted.Kill(rerun_job).ok());  // pending: ends at once
+  clock.Advance(absl::Minutes(11));
+  CHECK(restarted.CleanEnded() == 2);
+  CHECK(restarted.ListJobs({}).empty());
+  Master again(store.get(), &clock, &dialer, DefaultConfig(), options);
+  REQUIRE(again.Recover().ok());
+  CHECK(*again.Submit(Spec("true")) > std::max({old_job, recent_job, rerun_job}));
+}
+
+TEST_CASE("fair share counts what jobs cleaned out of memory used, also after a restart", "[B7][B12]") {
+  auto store = jc::testing::MakeTestStore();
+  FakeDialer dialer;
+  jc::FakeClock clock;
+  MasterOptions options;
+  options.clean_period = absl::Minutes(1);
+  auto config = ParseConfig("queues:\n  - {name: fs, fairshare: {shares: [{name: default, shares: 1}], half_life: 5h}}\n");
+  REQUIRE(config.ok());
+  auto usage = [](Master& m) {
+    double sum = 0;
+    for (const pb::ShareNode& n : m.ListShares("fs")) sum += n.usage_slot_hours();
+    return sum;
+  };
+  {
+    Master master(store.get(), &clock, &dialer, *config, options);
+    REQUIRE(master.Recover().ok());
+    REQUIRE(master.Heartbeat(Beat("h1")).ok());
+    REQUIRE(master.Submit(Spec("sleep 3600")).ok());
+    REQUIRE(*master.ScheduleOnce() == 1);
+    WaitLaunches(dialer, 1);
+    clock.Advance(absl::Hours(1));
+    REQUIRE(master.Heartbeat(Beat("h1", {Exited(dialer.launches[0], 0)})).ok());
+  }
+  clock.Advance(absl::Minutes(2));
+  // What a restarted master counts from the job's record while it is a live row...
+  double from_live_row = 0;
+  {
+    Master master(store.get(), &clock, &dialer, *config, options);
+    REQUIRE(master.Recover().ok());
+    from_live_row = usage(master);
+    CHECK(from_live_row > 0.5);  // about one slot-hour, decayed
+    REQUIRE(master.CleanEnded() == 1);
+    CHECK(usage(master) == Approx(from_live_row));  // cleaning forgets nothing of it
+  }
+  // ... it counts the same from the history once the job was cleaned.
+  Master restarted(store.get(), &clock, &dialer, *config, options);
+  REQUIRE(restarted.Recover().ok());
+  CHECK(restarted.ListJobs({}).empty());
+  CHECK(usage(restarted) == Approx(from_live_row));
+}
