@@ -806,7 +806,11 @@ int main(int argc, char** argv) {
   Cli cli;
   const char* env_master = std::getenv("NEXEC_MASTER");
   const std::string master = in.Get("master", env_master != nullptr ? env_master : "127.0.0.1:6800");
-  cli.stub = pb::Master::NewStub(grpc::CreateChannel(master, grpc::InsecureChannelCredentials()));
+  // Any answer size: `nexec jobs -a` lists every job the master holds (up to
+  // --max_ended_jobs ended ones), well past gRPC's default of 4 MB a message.
+  grpc::ChannelArguments channel_args;
+  channel_args.SetMaxReceiveMessageSize(-1);
+  cli.stub = pb::Master::NewStub(grpc::CreateCustomChannel(master, grpc::InsecureChannelCredentials(), channel_args));
   cli.auth = jc::nexec::MungeAuth::Munge(in.Get("munge_socket"));
   cli.json = in.Has("json");
   cli.command = command.path[0];

@@ -32,6 +32,8 @@ ABSL_FLAG(absl::Duration, host_timeout, absl::Seconds(10), "silence before a hos
 ABSL_FLAG(absl::Duration, clean_period, absl::Hours(1),
           "how long an ended job stays in the master's memory and lists (LSF's CLEAN_PERIOD); after it, "
           "nexec show, logs and adapters read its record from the store's history. 0: for ever");
+ABSL_FLAG(int64_t, max_ended_jobs, 100000,
+          "at most this many ended jobs in memory: past it the oldest leave before --clean_period is over. 0: no bound");
 ABSL_FLAG(std::string, log_dir, "", "default directory of job output (default: data_dir/logs)");
 ABSL_FLAG(std::string, metrics_address, "127.0.0.1:6801",
           "where /metrics, /healthz and /readyz are served (empty: nowhere)");
@@ -68,6 +70,8 @@ int main(int argc, char** argv) {
   options.host_timeout = absl::GetFlag(FLAGS_host_timeout);
   options.clean_period = absl::GetFlag(FLAGS_clean_period);
   if (options.clean_period < absl::ZeroDuration()) return fail("--clean_period must not be negative (0: never clean)");
+  options.max_ended_jobs = absl::GetFlag(FLAGS_max_ended_jobs);
+  if (options.max_ended_jobs < 0) return fail("--max_ended_jobs must not be negative (0: no bound)");
   options.sensor_dir = absl::GetFlag(FLAGS_sensor_dir);
   options.log_dir = absl::GetFlag(FLAGS_log_dir).empty()
                         ? std::filesystem::absolute(dir / "logs").string()

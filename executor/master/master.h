@@ -87,6 +87,10 @@ struct MasterOptions {
   // logs and the adapters still find it, but lists and the master's memory do not hold it.
   // Zero: kept in memory for ever.
   absl::Duration clean_period = absl::Hours(1);
+  // At most this many ended jobs in memory: past it, the oldest go to the history before
+  // their clean period is over (thousands of jobs a second would otherwise hold millions
+  // for an hour). Zero: no bound.
+  int64_t max_ended_jobs = 100'000;
 };
 
 struct MasterStats {
@@ -350,6 +354,7 @@ class Master {
   };
   absl::StatusOr<History> ReadHistory(std::optional<absl::Time> forgotten_before);
   int CleanEndedOnLoop(absl::Time ended_before);
+  int64_t EndedHeld() const;  // ended jobs in memory now
   std::map<std::pair<std::string, std::string>, int> JobCountsOnLoop() const;
   absl::Status AddHostRecord(const pb::AgentInfo& info);
   pb::LaunchRequest MakeLaunch(const pb::Job& job) const;

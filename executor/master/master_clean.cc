@@ -20,15 +20,23 @@ namespace jc::nexec {
 namespace {
 
 // At most this many jobs per burst: one transaction (and one turn of the loop) stays
-// short however many jobs ended together; the rest go at the next sweep, a second later.
+// short however many jobs ended together; the rest go in the bursts after it.
 constexpr size_t kMaxCleanedPerBurst = 1000;
 
 }  // namespace
 
 int Master::CleanEnded() {
-  if (options_.clean_period <= absl::ZeroDuration()) return 0;
-  const absl::Time ended_before = clock_->Now() - options_.clean_period;
-  return OnLoop([&] { return CleanEndedOnLoop(ended_before); });
+  if (options_.clean_period <= absl::ZeroDuration() && options_.max_ended_jobs <= 0) return 0;
+  const absl::Time ended_before = options_.clean_period > absl::ZeroDuration() ? clock_->Now() - options_.clean_period
+                                                                               : absl::InfinitePast();
+  // Bursts of at most kMaxCleanedPerBurst until none is left: the sweep keeps up with any
+  // rate of ends (thousands a second), while other messages get the loop between bursts.
+  int cleaned = 0;
+  for (;;) {
+    const int n = OnLoop([&] { return CleanEndedOnLoop(ended_before); });
+    cleaned += n;
+    if (n < static_cast<int>(kMaxCleanedPerBurst)) return cleaned;
+  }
 }
 
 int Master::CleanEndedOnLoop(absl::Time ended_before) {
@@ -41,9 +49,11 @@ int Master::CleanEndedOnLoop(absl::Time ended_before) {
   };
   std::vector<Row> rows;
   std::vector<std::pair<absl::Time, int64_t>> later;
+  // Beyond max_ended_jobs, the oldest go whatever their age.
+  int64_t over = options_.max_ended_jobs > 0 ? EndedHeld() - options_.max_ended_jobs : 0;
   while (!ended_by_time_.empty() && rows.size() < kMaxCleanedPerBurst) {
     auto first = ended_by_time_.begin();
-    if (first->first > ended_before) break;
+    if (first->first > ended_before && over <= 0) break;
     const auto [at, id] = *first;
     ended_by_time_.erase(first);
     auto it = jobs_.find(id);
@@ -61,6 +71,7 @@ int Master::CleanEndedOnLoop(absl::Time ended_before) {
       auto counted = jobs_by_state_.find(*rec.counted);
       if (counted != jobs_by_state_.end() && --counted->second <= 0) jobs_by_state_.erase(counted);
     }
+    --over;
     rows.push_back({id, absl::ToUnixSeconds(at),
                     rec.job.spec().submit_key().empty() ? std::string() : SubmitKeyIndex(rec.job.spec()),
                     rec.job.spec().user(), store::EncodeBinaryDoc(rec.job)});
@@ -87,6 +98,14 @@ int Master::CleanEndedOnLoop(absl::Time ended_before) {
     return txn.Exec(absl::StrCat("DELETE FROM nexec_jobs WHERE id IN (", in, ")"), ids).status();
   });
   return cleaned;
+}
+
+int64_t Master::EndedHeld() const {
+  int64_t n = 0;
+  for (const auto& [key, count] : jobs_by_state_) {
+    if (job_state::Ended(key.first)) n += count;
+  }
+  return n;
 }
 
 absl::StatusOr<pb::Job> Master::CleanedJob(int64_t id) {

@@ -30,6 +30,7 @@ class NexecBenchCluster {
     std::string agent_resources = "cpus=64,mem=64G";
     std::string heartbeat;                    // the agents' --heartbeat; empty: their default
     std::vector<std::string> extra_flags;     // for the master and every agent (--auth=none)
+    std::vector<std::string> master_flags;    // for the master only
     bool master_metrics = false;              // the master serves /metrics (costs a little per job)
   };
 
@@ -42,6 +43,7 @@ class NexecBenchCluster {
                                          "--data_dir=" + (dir / "data").string(),
                                          "--log_dir=" + (dir / "logs").string()};
     master_args.insert(master_args.end(), options.extra_flags.begin(), options.extra_flags.end());
+    master_args.insert(master_args.end(), options.master_flags.begin(), options.master_flags.end());
     master_ = std::make_unique<testing::Process>(master_args, (dir / "master.log").string());
     auto port = master_->WaitForLog(R"(nexec master listening on port (\d+))");
     if (!port) {
@@ -107,6 +109,15 @@ class NexecBenchCluster {
     read(master_->pid(), &cpu.master, nullptr);
     for (const auto& a : agents_) read(a->pid(), &cpu.agents, &cpu.tasks);
     return cpu;
+  }
+
+  // The master's resident memory now, in kB (VmRSS of /proc/<pid>/status).
+  long MasterRssKb() const {
+    std::ifstream in("/proc/" + std::to_string(master_->pid()) + "/status");
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("VmRSS:", 0) == 0) return std::atol(line.c_str() + 6);
+    }
+    return 0;
   }
 
   std::unique_ptr<grpc::ClientContext> Context(const char* method, const google::protobuf::Message& request,

@@ -499,6 +499,23 @@ TEST_CASE("a job ended longer ago than --clean_period leaves nexec jobs and the 
   CHECK(c.Cli({"kill", std::to_string(next)}).code == 0);
 }
 
+TEST_CASE("nexec jobs lists every job however large the answer (past gRPC's 4 MB a message)", "[B11][B12]") {
+  Cluster c("biglist");
+  c.AddAgent("node1", "cpus=1,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  // 60 jobs of 100 kB commands: a 6 MB answer. The first holds the only slot; the rest wait.
+  const std::string padding(100'000, 'x');
+  std::vector<int64_t> ids;
+  ids.push_back(c.Submit({"--", "sleep 60 # " + padding}));
+  for (int i = 1; i < 60; ++i) ids.push_back(c.Submit({"--", "true # " + padding}));
+  auto listing = c.Cli({"jobs", "--json"});
+  INFO(listing.out.substr(0, 500));
+  REQUIRE(listing.code == 0);
+  json jobs = json::parse(listing.out);
+  CHECK(jobs["jobs"].size() == ids.size());
+  for (int64_t id : ids) c.Cli({"kill", std::to_string(id)});
+}
+
 TEST_CASE("resource sensors add schedulable resources", "[B1][B2]") {
   Cluster c("sensors");
   std::string sensors = c.path("sensors");

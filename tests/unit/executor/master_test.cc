@@ -712,3 +712,52 @@ TEST_CASE("fair share counts what jobs cleaned out of memory used, also after a 
   CHECK(restarted.ListJobs({}).empty());
   CHECK(usage(restarted) == Approx(from_live_row));
 }
+
+TEST_CASE("one sweep cleans every job past the clean period however many ended together, a bounded commit at a "
+          "time",
+          "[B12]") {
+  auto store = jc::testing::MakeTestStore();
+  FakeDialer dialer;
+  jc::FakeClock clock;
+  MasterOptions options;
+  options.clean_period = absl::Minutes(1);
+  Master master(store.get(), &clock, &dialer, DefaultConfig(), options);
+  REQUIRE(master.Recover().ok());
+  REQUIRE(master.Heartbeat(Beat("h1")).ok());  // no cycle runs: the jobs stay pending
+  constexpr int kJobs = 2500;  // more than one commit's worth
+  for (int i = 0; i < kJobs; ++i) {
+    auto id = master.Submit(Spec("true"));
+    REQUIRE(id.ok());
+    REQUIRE(master.Kill(*id).ok());  // pending: it ends at once
+  }
+  clock.Advance(absl::Minutes(2));
+  CHECK(master.CleanEnded() == kJobs);
+  CHECK(master.ListJobs({}).empty());
+  CHECK(store->Query("SELECT id FROM nexec_jobs")->empty());
+  CHECK(store->Query("SELECT id FROM nexec_job_history")->size() == kJobs);
+}
+
+TEST_CASE("past --max_ended_jobs the oldest ended jobs leave memory before their clean period is over", "[B12]") {
+  auto store = jc::testing::MakeTestStore();
+  FakeDialer dialer;
+  jc::FakeClock clock;
+  MasterOptions options;
+  options.clean_period = absl::Hours(1);
+  options.max_ended_jobs = 3;
+  Master master(store.get(), &clock, &dialer, DefaultConfig(), options);
+  REQUIRE(master.Recover().ok());
+  REQUIRE(master.Heartbeat(Beat("h1")).ok());
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 5; ++i) {
+    ids.push_back(*master.Submit(Spec("true")));
+    REQUIRE(master.Kill(ids.back()).ok());
+    clock.Advance(absl::Seconds(1));  // each ends a second after the one before
+  }
+  int64_t pending = *master.Submit(Spec("true"));  // not ended: never counted, never cleaned
+  CHECK(master.CleanEnded() == 2);
+  std::vector<int64_t> listed;
+  for (const pb::Job& j : master.ListJobs({})) listed.push_back(j.id());
+  CHECK(listed == std::vector<int64_t>{ids[2], ids[3], ids[4], pending});
+  CHECK(master.GetJob(ids[0])->state() == pb::EXIT);  // from the history
+  CHECK(master.CleanEnded() == 0);
+}
