@@ -31,7 +31,7 @@ ABSL_FLAG(std::string, store_schema, "", "PostgreSQL schema for the executor's t
 ABSL_FLAG(absl::Duration, host_timeout, absl::Seconds(10), "silence before a host is unavailable");
 ABSL_FLAG(absl::Duration, clean_period, absl::Hours(1),
           "how long an ended job stays in the master's memory and lists (LSF's CLEAN_PERIOD); after it, "
-          "nexec show, logs and adapters read its record from the store's history. 0: for ever");
+          "nexec job, logs and adapters read its record from the store's history. 0: no time limit");
 ABSL_FLAG(int64_t, max_ended_jobs, 100000,
           "at most this many ended jobs in memory: past it the oldest leave before --clean_period is over. 0: no bound");
 ABSL_FLAG(std::string, log_dir, "", "default directory of job output (default: data_dir/logs)");

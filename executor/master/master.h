@@ -83,9 +83,9 @@ struct MasterOptions {
   // Where run windows' hours are read (B6): the master's local time by default.
   absl::TimeZone time_zone = absl::LocalTimeZone();
   // How long an ended job stays in the master's memory (LSF's CLEAN_PERIOD, Slurm's
-  // MinJobAge): after it, its record moves to the store's history, where `nexec show`,
+  // MinJobAge): after it, its record moves to the store's history, where `nexec job`,
   // logs and the adapters still find it, but lists and the master's memory do not hold it.
-  // Zero: kept in memory for ever.
+  // Zero: no time limit (max_ended_jobs still bounds how many are held).
   absl::Duration clean_period = absl::Hours(1);
   // At most this many ended jobs in memory: past it, the oldest go to the history before
   // their clean period is over (thousands of jobs a second would otherwise hold millions

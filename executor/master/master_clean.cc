@@ -1,10 +1,8 @@
 // The clean period (LSF's CLEAN_PERIOD, Slurm's MinJobAge): an ended job leaves the
 // master's memory and its live table some time after it ended, for the store's history,
 // so that a master that runs for months holds what is live and recent, not every job it
-// ever ran. What reads a job by its id (nexec show, logs, the native adapter's polls)
+// ever ran. What reads a job by its id (nexec job, logs, the native adapter's polls)
 // still finds it there; lists show what memory holds.
-
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 
@@ -120,10 +118,13 @@ absl::Status Master::UnlessCleaned(absl::Status status, int64_t id, absl::string
   absl::StatusOr<pb::Job> cleaned = CleanedJob(id);
   if (absl::IsNotFound(cleaned.status())) return status;
   if (!cleaned.ok()) return cleaned.status();
+  // Past the clean period, or sooner by the bound on ended jobs held: the message names both.
   return absl::FailedPreconditionError(absl::StrCat(
-      "job ", id, " ended ", cleaned->has_ended_at() ? absl::FormatTime(FromTimestamp(cleaned->ended_at())) : "",
-      " and is past the master's clean period (", absl::FormatDuration(options_.clean_period),
-      "): it cannot be ", action, "; its record stays (nexec show ", id, ")"));
+      "job ", id, " ended",
+      cleaned->has_ended_at() ? absl::StrCat(" at ", absl::FormatTime(FromTimestamp(cleaned->ended_at()))) : "",
+      " and the master no longer holds it (its clean period is ", absl::FormatDuration(options_.clean_period),
+      ", its bound ", options_.max_ended_jobs, " ended jobs): it cannot be ", action, "; `nexec job ", id,
+      "` shows its record"));
 }
 
 absl::StatusOr<Master::History> Master::ReadHistory(std::optional<absl::Time> forgotten_before) {
