@@ -24,6 +24,11 @@ struct Principal {
   // "token", "oidc", "service", or "none" when authentication is turned off.
   std::string auth_method;
   std::string token_id;  // the API token that authenticated the call, if one did
+  // Whether the caller is the stored user `name` itself: an API token of that user, or an
+  // OIDC identity whose stored user of the same name accepts OIDC. An OIDC identity that
+  // merely carries a stored user's name is not (issue 44, hole 1): what only a stored user
+  // may do with its own record (its API tokens) is decided by this, never by the name.
+  bool stored_user = false;
   bool federation_admin = false;
   std::map<std::string, ProjectRole> projects;
   std::vector<std::string> operator_of;  // centers this user operates

@@ -102,6 +102,7 @@ absl::StatusOr<auth::Principal> IdentityAuthenticator::FromJwt(absl::string_view
   if (identities_ != nullptr) {
     JC_ASSIGN_OR_RETURN(std::optional<auth::Principal> stored, identities_->PrincipalOfOidcUser(p.name));
     if (stored.has_value()) {
+      p.stored_user = true;  // the admins linked this stored user to the provider's identity
       p.federation_admin = p.federation_admin || stored->federation_admin;
       for (const auto& [project, role] : stored->projects) Grant(p, project, role);
       p.operator_of = stored->operator_of;

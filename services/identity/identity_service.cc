@@ -1,5 +1,6 @@
 #include "services/identity/identity_service.h"
 
+#include "absl/strings/str_cat.h"
 #include "common/auth/auth_interceptor.h"
 #include "common/grpc_status.h"
 #include "jointcloud/v1/identity.grpc.pb.h"
@@ -73,11 +74,13 @@ class IdentityService final : public v1::IdentityService::Service {
   // personal access tokens go), never another's.
   Status CreateToken(ServerContext* ctx, const v1::CreateTokenRequest* req, v1::CreateTokenResponse* resp) override {
     JC_GRPC_CALLER(caller, ctx);
+    if (auto s = NeedStoredUser(caller); !s.ok()) return ToGrpcStatus(s);
     if (OwnTokens(caller, req->user_name())) return Reply(s_->CreateToken(*req), resp);
     return Reply(Admin(caller, "creating a token for another user", [&] { return s_->CreateToken(*req); }), resp);
   }
   Status ListTokens(ServerContext* ctx, const v1::ListTokensRequest* req, v1::ListTokensResponse* resp) override {
     JC_GRPC_CALLER(caller, ctx);
+    if (auto s = NeedStoredUser(caller); !s.ok()) return ToGrpcStatus(s);
     if (!caller.IsAdmin() && (req->user_name().empty() || OwnTokens(caller, req->user_name()))) {
       v1::ListTokensRequest own = *req;
       own.set_user_name(caller.name);  // a user's listing is of its own tokens
@@ -87,6 +90,7 @@ class IdentityService final : public v1::IdentityService::Service {
   }
   Status RevokeToken(ServerContext* ctx, const v1::RevokeTokenRequest* req, v1::ApiToken* resp) override {
     JC_GRPC_CALLER(caller, ctx);
+    if (auto s = NeedStoredUser(caller); !s.ok()) return ToGrpcStatus(s);
     if (!caller.IsAdmin() && OwnTokens(caller, caller.name)) {
       // Its own token only: looked up among the caller's.
       v1::ListTokensRequest mine;
@@ -101,9 +105,20 @@ class IdentityService final : public v1::IdentityService::Service {
     return Reply(Admin(caller, "revoking another user's token", [&] { return s_->RevokeToken(req->token_id()); }),
                  resp);
   }
-  // Whether `user` names the calling user itself (not a service, not someone else).
+  // Whether `user` names the calling user itself: the stored user its credential proves
+  // (an API token of it, or an OIDC identity it accepts), not a service, not someone else,
+  // and not an OIDC identity that only carries a stored user's name.
   static bool OwnTokens(const auth::Principal& caller, const std::string& user) {
-    return caller.kind == auth::Principal::Kind::kUser && !caller.name.empty() && user == caller.name;
+    return caller.kind == auth::Principal::Kind::kUser && caller.stored_user && !caller.name.empty() &&
+           user == caller.name;
+  }
+  // API tokens are a stored user's: a caller that is neither an admin nor the stored user its
+  // credential proves (an OIDC identity no stored user accepts) has none, whatever its name.
+  static absl::Status NeedStoredUser(const auth::Principal& caller) {
+    if (caller.IsAdmin() || caller.stored_user) return absl::OkStatus();
+    return absl::PermissionDeniedError(absl::StrCat(
+        "API tokens belong to stored users; ", caller.name, " signed in through ", caller.auth_method,
+        " and no stored user of that name accepts it (an admin links one with accepts_oidc)"));
   }
   Status WhoAmI(ServerContext* ctx, const google::protobuf::Empty*, v1::Caller* resp) override {
     JC_GRPC_CALLER(caller, ctx);

@@ -97,6 +97,7 @@ absl::StatusOr<v1::CreateTokenResponse> InsertToken(store::Transaction& txn, con
 auth::Principal PrincipalOf(const v1::User& user) {
   auth::Principal p;
   p.name = user.name();
+  p.stored_user = true;
   p.federation_admin = user.federation_admin();
   for (const auto& m : user.memberships()) p.projects[m.project()] = static_cast<auth::ProjectRole>(m.role());
   p.operator_of.assign(user.operator_of().begin(), user.operator_of().end());

@@ -610,6 +610,53 @@ TEST_CASE("an OIDC token naming a stored user gets that user's grants only when 
   CHECK(unlinked.body["data"]["memberships"].empty());
 }
 
+TEST_CASE("an OIDC identity named like a stored user neither makes, lists nor revokes that user's API tokens "
+          "unless the user accepts OIDC [C6]",
+          "[C6]") {
+  AuthSystem s;
+  const auto& issuer = Issuer();
+  auto admins = s.rest->Get("/openapi/v1/tokens?user_name=admin");
+  REQUIRE(admins.http_status == 200);
+  REQUIRE(!admins.body["data"]["tokens"].empty());
+  const std::string admin_token_id = admins.body["data"]["tokens"][0]["token_id"];
+  // The attacker: the identity provider's user "admin", no roles (the bootstrap admin does
+  // not accept OIDC).
+  auto impostor = s.As("Bearer " + issuer.Sign(s.Claims("admin")));
+  auto made = impostor.Post("/openapi/v1/tokens", {{"user_name", "admin"}});
+  INFO(made.body.dump());
+  CHECK(made.http_status == 403);
+  CHECK(made.body.dump().find("\"secret\"") == std::string::npos);
+  CHECK(impostor.Get("/openapi/v1/tokens?user_name=admin").http_status == 403);
+  CHECK(impostor.Get("/openapi/v1/tokens").http_status == 403);
+  CHECK(impostor.Post("/openapi/v1/tokens/" + admin_token_id + "/revoke", json::object()).http_status == 403);
+  CHECK(s.rest->Get("/openapi/v1/whoami").http_status == 200);  // the admin's token still works
+  // Nothing was made: the admin's tokens are as before.
+  CHECK(s.rest->Get("/openapi/v1/tokens?user_name=admin").body["data"]["tokens"].size() ==
+        admins.body["data"]["tokens"].size());
+
+  // A stored user the admins did not link to OIDC: the same.
+  REQUIRE(s.rest->Post("/openapi/v1/users", {{"name", "unlinked"}}).http_status == 200);
+  const std::string unlinked_secret = s.NewToken("unlinked");
+  auto unlinked = s.As("Bearer " + issuer.Sign(s.Claims("unlinked")));
+  CHECK(unlinked.Post("/openapi/v1/tokens", {{"user_name", "unlinked"}}).http_status == 403);
+  auto unlinked_tokens = s.rest->Get("/openapi/v1/tokens?user_name=unlinked");
+  REQUIRE(unlinked_tokens.body["data"]["tokens"].size() == 1);
+  const std::string unlinked_id = unlinked_tokens.body["data"]["tokens"][0]["token_id"];
+  CHECK(unlinked.Post("/openapi/v1/tokens/" + unlinked_id + "/revoke", json::object()).http_status == 403);
+  CHECK(s.As("Bearer " + unlinked_secret).Get("/openapi/v1/whoami").http_status == 200);
+
+  // A stored user that accepts OIDC is that user through the provider: its own tokens only.
+  REQUIRE(s.rest->Post("/openapi/v1/users", {{"name", "linked"}, {"accepts_oidc", true}}).http_status == 200);
+  auto linked = s.As("Bearer " + issuer.Sign(s.Claims("linked")));
+  auto own = linked.Post("/openapi/v1/tokens", {{"user_name", "linked"}});
+  INFO(own.body.dump());
+  REQUIRE(own.http_status == 200);
+  CHECK(s.As("Bearer " + std::string(own.body["data"]["secret"])).Get("/openapi/v1/whoami").body["data"]["name"] ==
+        "linked");
+  CHECK(linked.Get("/openapi/v1/tokens").http_status == 200);
+  CHECK(linked.Post("/openapi/v1/tokens", {{"user_name", "admin"}}).http_status == 403);
+}
+
 TEST_CASE("API tokens: shown once, stored hashed, revoked at once, last use recorded [C6]", "[C6]") {
   AuthSystem s;
   REQUIRE(s.rest->Post("/openapi/v1/users", {{"name", "tom"}}).http_status == 200);
