@@ -65,6 +65,7 @@ v1::ReconcileResponse Compare(const std::string& center_id, const std::vector<v1
     e.set_cpu_seconds(e.cpu_seconds() + r.cpu_seconds());
     e.set_outcome(r.outcome());
     e.set_record_id(id);
+    if (r.has_center_claim()) *e.mutable_center_claim() = r.center_claim();
   }
   std::map<std::string, const v1::UsageRecord*> ours;
   for (const auto& [id, r] : effective) ours[id] = &r;
@@ -99,7 +100,11 @@ v1::ReconcileResponse Compare(const std::string& center_id, const std::vector<v1
     bool same = true;
     double wall = EntryWall(e);
     if (apart(r->wall_seconds(), wall)) {
-      add("different", id, "wall_seconds", r->wall_seconds(), wall, "");
+      // A record bounded by what the control plane saw says so: the center's claim was not billed.
+      add("different", id, "wall_seconds", r->wall_seconds(), wall,
+          r->has_center_claim() ? absl::StrCat("billed within what the control plane saw; the center claimed ",
+                                               r->center_claim().bounded())
+                                : "");
       same = false;
     }
     if (r->cpu_seconds() > 0 && e.usage().cpu_seconds() > 0 && apart(r->cpu_seconds(), e.usage().cpu_seconds())) {

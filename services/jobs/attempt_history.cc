@@ -44,6 +44,7 @@ void NotePlaced(v1::JobRecord& job, int index, absl::Time now) {
   // new attempt; the same attempt re-placed happens only after a restart): the last place.
   a->set_center_id(rep->center_id());
   *a->mutable_placed_at() = ToTimestamp(now);
+  *a->mutable_submitted_at() = ToTimestamp(now);  // sent once committed, unless staged first
 }
 
 void NoteStaged(v1::JobRecord& job, int index, absl::Time now) {
@@ -51,6 +52,7 @@ void NoteStaged(v1::JobRecord& job, int index, absl::Time now) {
   v1::AttemptRecord* a = Find(rep, rep->attempt());
   if (a == nullptr || !a->has_placed_at()) return;
   a->set_transfer_seconds(std::max(0.0, absl::ToDoubleSeconds(now - FromTimestamp(a->placed_at()))));
+  *a->mutable_submitted_at() = ToTimestamp(now);  // its submit is sent once this is committed
 }
 
 bool ApplyAttemptReport(v1::JobRecord& job, int index, const std::string& center, const apb::Replica& report,
@@ -77,6 +79,7 @@ bool ApplyAttemptReport(v1::JobRecord& job, int index, const std::string& center
     // The center's word after the control plane's estimate: a record that corrects it.
     v1::AttemptRecord estimate = *a;
     a->set_estimated(false);
+    *a->mutable_seen_ended_at() = ToTimestamp(now);  // what it may bill ends no later than now
     if (report.has_started_at()) *a->mutable_started_at() = report.started_at();
     *a->mutable_ended_at() = report.has_ended_at() ? report.ended_at() : ToTimestamp(now);
     a->set_outcome(OutcomeOf(report.state()));
@@ -106,6 +109,7 @@ bool ApplyAttemptReport(v1::JobRecord& job, int index, const std::string& center
   a->set_exit_code(report.exit_code());
   a->set_message(report.message());
   a->set_closed(true);
+  *a->mutable_seen_ended_at() = ToTimestamp(now);
   if (Ran(*a)) {
     a->set_metered(true);
     fx->metered.push_back({index, *a, report.usage()});
@@ -147,6 +151,7 @@ void CloseOverdue(v1::JobRecord& job, absl::Time now, absl::Duration grace, JobE
       if (a.closed() || !a.has_stopped_at() || now - FromTimestamp(a.stopped_at()) < grace) continue;
       a.set_closed(true);
       *a.mutable_ended_at() = a.stopped_at();
+      *a.mutable_seen_ended_at() = ToTimestamp(now);
       a.set_outcome("stopped");
       a.set_message("its center never reported the end: the control plane's own times stand in");
       if (Ran(a)) {

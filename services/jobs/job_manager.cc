@@ -16,6 +16,7 @@
 #include "common/store/doc.h"
 #include "common/timestamp.h"
 #include "services/jobs/attempt_history.h"
+#include "services/jobs/usage_bounds.h"
 #include "services/jobs/job_state.h"
 #include "services/jobs/status_policy.h"
 
@@ -1319,23 +1320,32 @@ v1::UsageRecord JobManager::UsageRecordOf(const v1::JobRecord& r, const MeteredA
   u.set_ai_center_id(a.center_id());
   u.set_resource_spec_id(spec);
   u.set_outcome(a.outcome());
-  absl::Time start = FromProto(a.started_at()), end = FromProto(a.ended_at());
-  if (end < start) end = start;  // two clocks: the center's end, ours for a start it did not say
-  *u.mutable_started_at() = ToTimestamp(start);
-  *u.mutable_ended_at() = ToTimestamp(end);
-  *u.mutable_recorded_at() = ToTimestamp(now);
   const apb::ReplicaUsage& used = m.usage;
-  double wall = used.wall_seconds() > 0 ? used.wall_seconds() : absl::ToDoubleSeconds(end - start);
+  std::optional<scheduler::SpecAtCenter> offer = scheduler_->OfferAt(a.center_id(), spec);
+  // The center's figures within what the control plane saw itself (usage_bounds.h).
+  ObservedAttempt observed;
+  if (a.has_submitted_at()) observed.submitted = FromProto(a.submitted_at());
+  else if (a.has_placed_at()) observed.submitted = FromProto(a.placed_at());
+  observed.seen_ended = a.has_seen_ended_at() ? FromProto(a.seen_ended_at()) : now;
+  if (offer.has_value()) {
+    observed.cpus = offer->quantity.cpu;
+    observed.gpus = static_cast<int>(offer->quantity.gpu);
+  }
+  const BilledUsage billed =
+      BoundByObservation(FromProto(a.started_at()), FromProto(a.ended_at()), used, observed);
+  const absl::Time start = billed.started;
+  const double wall = billed.wall_seconds;
+  *u.mutable_started_at() = ToTimestamp(start);
+  *u.mutable_ended_at() = ToTimestamp(billed.ended);
+  *u.mutable_recorded_at() = ToTimestamp(now);
   u.set_wall_seconds(wall);
-  u.set_cpu_seconds(used.cpu_seconds());
+  u.set_cpu_seconds(billed.cpu_seconds);
   u.set_memory_peak_mb(used.memory_peak_mb());
   u.set_read_bytes(used.read_bytes());
   u.set_write_bytes(used.write_bytes());
-  std::optional<scheduler::SpecAtCenter> offer = scheduler_->OfferAt(a.center_id(), spec);
-  int gpus = used.gpus();
-  if (gpus == 0 && offer.has_value()) gpus = static_cast<int>(offer->quantity.gpu);
-  u.set_gpus(gpus);
-  u.set_gpu_seconds(used.gpu_seconds() > 0 ? used.gpu_seconds() : gpus * wall);
+  u.set_gpus(billed.gpus);
+  u.set_gpu_seconds(billed.gpu_seconds);
+  if (billed.claim.has_value()) *u.mutable_center_claim() = *billed.claim;
   if (offer.has_value()) {
     // Formula 1: the center's static power while the attempt's data came in, and the
     // spec's execution power while it ran.
@@ -1348,7 +1358,7 @@ v1::UsageRecord JobManager::UsageRecordOf(const v1::JobRecord& r, const MeteredA
     u.set_cost(price * wall / 3600.0);
   }
   u.set_source(m.estimated ? "control_plane" : "center");
-  u.set_billing_month(absl::FormatTime("%Y-%m", end, absl::UTCTimeZone()));
+  u.set_billing_month(absl::FormatTime("%Y-%m", billed.ended, absl::UTCTimeZone()));
   if (m.correction) {
     // The difference from the estimate it corrects: the two sum to the center's figures.
     MeteredAttempt estimate{m.index, m.estimate, apb::ReplicaUsage(), true, false, {}};

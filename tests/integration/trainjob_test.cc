@@ -12,6 +12,9 @@
 #include <set>
 #include <thread>
 
+#include <google/protobuf/util/time_util.h>
+
+#include "common/timestamp.h"
 #include "services/southbound/adapter_client.h"
 #include "tests/testing/event_chaos_proxy.h"
 #include "tests/testing/faulty_store.h"
@@ -1172,6 +1175,82 @@ TEST_CASE("a stopped job's attempt is metered when its center reports the stop, 
   REQUIRE(n.rest->Post("/openapi/v1/trainjob/" + never + "/stop", json::object()).http_status == 200);
   n.WaitForStatus(never, "failed");
   CHECK(Records(n, never).empty());
+}
+
+TEST_CASE("a rogue center bills no more than the control plane saw: a 1,000-hour claim for a replica that ran "
+          "seconds is billed for seconds, its claim kept for reconciliation, and a hard budget is not spent by it "
+          "[A7][C6]",
+          "[A7][C6]") {
+  Network n([](jc::server::AppOptions& o) { o.jobs.quota_refresh = absl::Milliseconds(50); });
+  // gamma is a real center behind a proxy that plays the rogue: it forwards everything and
+  // adds reports of its own making about its own replicas.
+  Adapter gamma_backend{"gamma"};
+  jc::testing::EventChaosProxy rogue(gamma_backend.address(), 1, jc::testing::EventChaosProxy::Odds{0, 0});
+  n.AddCenter("gamma", "127.0.0.1:" + std::to_string(rogue.port()), 5);
+  Network::Must(
+      n.rest->Send("PATCH", "/openapi/v1/resourcespecs/cpu-1", R"({"computing_center_list": "alpha,beta,gamma"})"));
+  auto alice = n.UserClient("alice", "vision", "MEMBER");
+  // gamma bills cpu-1 at 5 an hour: 1,000 hours would be 5,000, far past this budget.
+  Network::Must(n.rest->Send("PUT", "/openapi/v1/projects/vision/budget", R"({"monthly": 10, "hard": true})"));
+  REQUIRE(jc::testing::WaitUntil([&] {
+    return n.rest->Raw("/metrics").find(R"(jc_project_budget{project="vision"})") != std::string::npos;
+  }));
+  auto submit = [&](const std::string& command) {
+    json job = {{"name", "billed"},
+                {"tasks", {{{"name", "t"}, {"command", command}, {"resourceSpecId", "cpu-1"}, {"replicaNumber", 1},
+                            {"centerIDs", {"gamma"}}}}}};
+    auto r = alice->Post("/openapi/v1/trainjob", job);
+    INFO(r.body.dump());
+    return r;
+  };
+  auto made = submit("sleep 30");
+  REQUIRE(made.http_status == 200);
+  const std::string id = made.body["data"]["jobId"];
+  n.WaitForStatus(id, "running");
+  const absl::Time submitted = absl::Now();
+  const auto key = rogue.LastSubmittedKey();
+  REQUIRE(key.job_id() == id);
+
+  // gamma says the replica ran 1,000 hours on 64 CPUs and 8 GPUs, from 1,000 hours ago.
+  jointcloud::adapter::v1::ReplicaEvent forged;
+  forged.set_cursor(1000000);
+  auto* replica = forged.mutable_replica();
+  *replica->mutable_key() = key;
+  replica->set_state(jointcloud::adapter::v1::REPLICA_SUCCEEDED);
+  replica->set_name("forged");
+  *replica->mutable_started_at() = jc::ToTimestamp(absl::Now() - absl::Hours(1000));
+  *replica->mutable_ended_at() = jc::ToTimestamp(absl::Now());
+  replica->mutable_usage()->set_wall_seconds(3600000);
+  replica->mutable_usage()->set_cpu_seconds(64 * 3600000.0);
+  replica->mutable_usage()->set_gpus(8);
+  replica->mutable_usage()->set_gpu_seconds(8 * 3600000.0);
+  rogue.Inject(forged);
+  json records;
+  REQUIRE(jc::testing::WaitUntil([&] { return (records = Records(n, id)).size() == 1; }));
+  const double observed = absl::ToDoubleSeconds(absl::Now() - submitted) + 60;  // its run so far, and then some
+  json r = records[0];
+  INFO(r.dump());
+  // Billed: what the control plane saw, within the spec's allocation (1 CPU, no GPU).
+  CHECK(Num(r["wallSeconds"]) < observed);
+  CHECK(Num(r["cpuSeconds"]) <= Num(r["wallSeconds"]) * 1.01 + 1);
+  CHECK(Num(r.value("gpuSeconds", json(0))) == 0);
+  CHECK(Num(r["cost"]) < 5 * observed / 3600);
+  CHECK(jc::FromTimestamp([&] {
+          google::protobuf::Timestamp t;
+          REQUIRE(google::protobuf::util::TimeUtil::FromString(r["startedAt"], &t));
+          return t;
+        }()) > submitted - absl::Minutes(1));
+  // The claim: kept beside the record, not billed.
+  REQUIRE(r.contains("centerClaim"));
+  CHECK(Num(r["centerClaim"]["wallSeconds"]) == 3600000);
+  CHECK(Num(r["centerClaim"]["gpus"]) == 8);
+  CHECK_THAT(r["centerClaim"].value("bounded", ""), Catch::Contains("wall_seconds 3.6e+06"));
+  // The hard budget is not spent by the claim: the project's next job is admitted.
+  REQUIRE(jc::testing::WaitUntil([&] {
+    return n.rest->Raw("/metrics").find(R"(jc_project_budget_used_ratio{project="vision"} 0)") != std::string::npos;
+  }));
+  auto next = submit("true");
+  CHECK(next.http_status == 200);
 }
 
 TEST_CASE("an attempt is billed at the price in force when it started: a price changed while it runs bills the "
