@@ -170,7 +170,12 @@ TEST_CASE("a token service on another host than the registry's, as a lying regis
           "[C6]") {
   auto registry = StartRegistry();
   auto tokens = StartRegistry();  // the token service, at 127.0.0.1 (the registry's host) and localhost (another)
+  // Anyone gets a token for a public repository; a private one needs credentials.
   tokens->server().Get("/token", [](const httplib::Request& req, httplib::Response& res) {
+    if (req.get_param_value("scope").find("private") != std::string::npos && !req.has_header("Authorization")) {
+      res.status = 401;
+      return;
+    }
     res.set_content(R"({"token":"pull-token"})", "application/json");
   });
   const std::string digest = registry->AddImage("demo/app", "v1");
@@ -178,7 +183,7 @@ TEST_CASE("a token service on another host than the registry's, as a lying regis
   const int token_port = tokens->port();
   registry->set_gate([token_port](const httplib::Request& req, httplib::Response& res) {
     if (req.get_header_value("Authorization") == "Bearer pull-token") return false;
-    const bool lying = req.path.find("/demo/") != std::string::npos;
+    const bool lying = req.path.find("/demo/") != std::string::npos || req.path.find("/private/") != std::string::npos;
     res.status = 401;
     res.set_header("WWW-Authenticate", absl::StrCat(R"(Bearer realm="https://)", lying ? "localhost" : "127.0.0.1", ":",
                                                     token_port, R"(/token",service="fake")"));
@@ -199,6 +204,28 @@ TEST_CASE("a token service on another host than the registry's, as a lying regis
   INFO(own.status().ToString());
   CHECK(absl::IsInvalidArgument(own.status()));
   CHECK(tokens->seen().back().authorization.rfind("Basic ", 0) == 0);
+
+  // A private repository behind the lying realm: refused, and the refusal says why.
+  auto private_repo = client.Resolve(Ref(registry->host() + "/private/app:v1"));
+  INFO(private_repo.status().ToString());
+  CHECK(absl::IsPermissionDenied(private_repo.status()));
+  CHECK_THAT(std::string(private_repo.status().message()),
+             Catch::Contains(absl::StrCat("its token service is on another host (localhost:", token_port, ")")));
+  CHECK_FALSE(tokens->seen().back().authorization.rfind("Basic ", 0) == 0);
+
+  // An operator whose token service is elsewhere names that host in the credentials file:
+  // its own entry is what is sent there.
+  const std::string auth_file = CertDir() + "/auth-realm.json";
+  std::ofstream(auth_file) << "{\"auths\": {\"" << registry->host() << "\": {\"auth\": \"cmVnOnNlY3JldA==\"}, \"localhost:"
+                           << token_port << "\": {\"auth\": \"dG9rZW5zOnNlY3JldA==\"}}}";
+  RegistryOptions o;
+  o.ca_file = registry->ca_file();
+  o.auth_file = auth_file;
+  auto operator_client = RegistryClient::Create(o).value();
+  auto with_entry = operator_client.Resolve(Ref(registry->host() + "/private/app:v1"));
+  INFO(with_entry.status().ToString());
+  CHECK(absl::IsInvalidArgument(with_entry.status()));  // a token, then 404: no such image there
+  CHECK(tokens->seen().back().authorization == "Basic dG9rZW5zOnNlY3JldA==");
 }
 
 TEST_CASE("a registry dripping its answer holds a Resolve no longer than its one deadline, and a caller who gives up "
