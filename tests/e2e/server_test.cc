@@ -235,7 +235,7 @@ TEST_CASE("a dripping registry holds no more than 8 request threads: 70 registra
     for (const auto& st : statuses) n += st == status;
     return n;
   };
-  const bool held = jc::testing::WaitUntil([&] { return count(429) == kRegistrations - 8 && dripping == 8; });
+  const bool held = jc::testing::WaitUntil([&] { return count(429) + dripping == kRegistrations && dripping <= 8; });
   CHECK(held);
   int answered = 0;
   for (int i = 0; i < 200; ++i) answered += rest.Get("/openapi/v1/centers").http_status == 200;
