@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "common/oci/origin.h"
 
 namespace jc::oci {
 namespace {
@@ -59,6 +60,10 @@ absl::StatusOr<ImageReference> ImageReference::Parse(absl::string_view text) {
                            parts[0] == "localhost")) {
     ref.registry = std::string(parts[0]);
     parts.erase(parts.begin());
+    // The registry is where the control plane connects: a host and a numeric port.
+    if (auto origin = ParseHostPort(ref.registry); !origin.ok()) {
+      return bad(absl::StrCat("the registry ", origin.status().message()));
+    }
   } else {
     ref.registry = "docker.io";
   }
@@ -78,6 +83,9 @@ absl::StatusOr<ImageReference> ImageReference::Parse(absl::string_view text) {
   }
   if (ref.registry == "docker.io" && parts.size() == 1) parts.insert(parts.begin(), "library");
   ref.repository = absl::StrJoin(parts, "/");
+  // What is recorded is the normalised form (docker.io/library/..., :latest): it too must
+  // parse again (found by image_reference_fuzz).
+  if (ref.ToString().size() > 512) return bad("longer than 512 characters once normalised");
   return ref;
 }
 

@@ -3,6 +3,7 @@
 #include <httplib.h>
 #include <openssl/evp.h>
 
+#include <atomic>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -13,10 +14,11 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
+#include "common/oci/manifest.h"
+#include "common/oci/token_auth.h"
 #include "common/status_macros.h"
 
 namespace jc::oci {
@@ -29,28 +31,32 @@ constexpr char kOciIndex[] = "application/vnd.oci.image.index.v1+json";
 constexpr char kDockerManifest[] = "application/vnd.docker.distribution.manifest.v2+json";
 constexpr char kDockerList[] = "application/vnd.docker.distribution.manifest.list.v2+json";
 
-// The parameters of a WWW-Authenticate challenge: Bearer realm="...",service="...".
-std::map<std::string, std::string> ChallengeParams(absl::string_view challenge) {
-  std::map<std::string, std::string> out;
-  if (auto space = challenge.find(' '); space != absl::string_view::npos) challenge.remove_prefix(space + 1);
-  for (absl::string_view item : absl::StrSplit(challenge, ',', absl::SkipWhitespace())) {
-    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
-    std::string value(absl::StripAsciiWhitespace(kv.second));
-    if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
-    out[absl::AsciiStrToLower(absl::StripAsciiWhitespace(kv.first))] = value;
-  }
-  return out;
-}
-
-// host[:port] -> (host, port); 443 without one.
-std::pair<std::string, int> HostPort(const std::string& host) {
-  auto colon = host.rfind(':');
-  int port = 443;
-  if (colon != std::string::npos && absl::SimpleAtoi(host.substr(colon + 1), &port)) return {host.substr(0, colon), port};
-  return {host, 443};
+// `s` with its message prefixed.
+absl::Status Prefixed(const absl::Status& s, absl::string_view prefix) {
+  return absl::Status(s.code(), absl::StrCat(prefix, s.message()));
 }
 
 }  // namespace
+
+// Resolves under way, against max_concurrent.
+struct RegistryClient::Slots {
+  absl::Mutex mu;
+  int in_use ABSL_GUARDED_BY(mu) = 0;
+  std::atomic<bool> stopping{false};  // read by every call's watchdog
+};
+
+// One Resolve: its call (deadline, cancellation, watchdog), where the registry's API is,
+// and the Authorization it has earned so far (Basic, then a Bearer token once asked).
+struct RegistryClient::Session {
+  Session(const ImageReference& r, absl::Duration timeout, Cancelled cancelled)
+      : ref(r), call(timeout, std::move(cancelled)) {}
+  const ImageReference& ref;
+  RegistryCall call;
+  Origin origin;
+  std::string authorization;
+  bool has_credentials = false;
+  std::string withheld_from;  // a token service on another host, asked without credentials
+};
 
 std::string Sha256Digest(const std::string& data) {
   unsigned char md[EVP_MAX_MD_SIZE];
@@ -59,7 +65,14 @@ std::string Sha256Digest(const std::string& data) {
   return absl::StrCat("sha256:", absl::BytesToHexString(absl::string_view(reinterpret_cast<char*>(md), len)));
 }
 
+RegistryClient::RegistryClient(RegistryOptions options)
+    : options_(std::move(options)), slots_(std::make_shared<Slots>()) {}
+
 absl::StatusOr<RegistryClient> RegistryClient::Create(RegistryOptions options) {
+  if (options.max_concurrent < 1) return absl::InvalidArgumentError("registry client: max_concurrent must be at least 1");
+  if (options.max_manifest_bytes < 1024) {
+    return absl::InvalidArgumentError("registry client: max_manifest_bytes must be at least 1024");
+  }
   RegistryClient client(std::move(options));
   if (client.options_.auth_file.empty()) return client;
   std::ifstream in(client.options_.auth_file);
@@ -67,175 +80,206 @@ absl::StatusOr<RegistryClient> RegistryClient::Create(RegistryOptions options) {
   std::stringstream text;
   text << in.rdbuf();
   json doc = json::parse(text.str(), nullptr, false);
-  if (!doc.is_object() || !doc.contains("auths") || !doc["auths"].is_object()) {
-    return absl::InvalidArgumentError(absl::StrCat(client.options_.auth_file,
-                                                   ": expected Docker's config.json form, {\"auths\": {\"host\": {\"auth\": ...}}}"));
-  }
+  const std::string form = absl::StrCat(client.options_.auth_file,
+                                        ": expected Docker's config.json form, {\"auths\": {\"host\": {\"auth\": ...}}}");
+  if (!doc.is_object() || !doc.contains("auths") || !doc["auths"].is_object()) return absl::InvalidArgumentError(form);
   for (const auto& [host, entry] : doc["auths"].items()) {
-    std::string auth = entry.value("auth", "");
-    if (auth.empty() && entry.contains("username")) {
-      auth = absl::Base64Escape(absl::StrCat(entry.value("username", ""), ":", entry.value("password", "")));
-    }
+    // Every field is type-checked: json's value() throws on a wrong type.
+    auto str = [&](const char* key) -> std::string {
+      auto it = entry.find(key);
+      return it != entry.end() && it->is_string() ? it->get<std::string>() : "";
+    };
+    if (!entry.is_object()) return absl::InvalidArgumentError(form);
+    std::string auth = str("auth");
+    if (auth.empty() && !str("username").empty()) auth = absl::Base64Escape(absl::StrCat(str("username"), ":", str("password")));
     std::string name = host;
     for (const char* scheme : {"https://", "http://"}) {
       if (absl::StartsWith(name, scheme)) name = name.substr(std::strlen(scheme));
     }
     if (auto slash = name.find('/'); slash != std::string::npos) name = name.substr(0, slash);
-    if (!auth.empty()) client.basic_[name] = auth;
+    if (!auth.empty()) client.basic_[absl::AsciiStrToLower(name)] = auth;
   }
   return client;
 }
 
-std::unique_ptr<httplib::SSLClient> RegistryClient::Connect(const std::string& host) const {
-  auto [name, port] = HostPort(host);
-  auto client = std::make_unique<httplib::SSLClient>(name, port);
-  client->enable_server_certificate_verification(true);
-  if (!options_.ca_file.empty()) client->set_ca_cert_path(options_.ca_file.c_str());
-  const int seconds = static_cast<int>(absl::ToInt64Seconds(options_.timeout));
-  client->set_connection_timeout(seconds, 0);
-  client->set_read_timeout(seconds, 0);
-  return client;
+const std::string* RegistryClient::Basic(const std::string& host) const {
+  auto it = basic_.find(absl::AsciiStrToLower(host));
+  return it == basic_.end() ? nullptr : &it->second;
 }
 
-absl::StatusOr<std::string> RegistryClient::PullToken(const ImageReference& ref, const std::string& challenge) const {
-  auto params = ChallengeParams(challenge);
-  const std::string realm = params["realm"];
-  if (!absl::StartsWith(realm, "https://")) {
-    return absl::PermissionDeniedError(absl::StrCat("registry ", ref.registry, " asks for a token from \"", realm,
-                                                    "\", which is not an https:// address"));
+// The token service a registry names gets credentials only when it is on the registry's own
+// host (any port: a registry and its token service often share a host, as docker_auth on
+// :5001), or when the credentials file has an entry for the token service's host itself
+// (the operator said so; that entry's credentials are sent). A lying registry that names
+// another host's realm gets a token asked without credentials — and so nothing secret.
+absl::StatusOr<std::string> RegistryClient::PullToken(Session& s, const std::string& header) const {
+  const ImageReference& ref = s.ref;
+  auto challenge = ParseChallenge(header);
+  if (!challenge.ok()) return Prefixed(challenge.status(), absl::StrCat("registry ", ref.registry, ": "));
+  const std::string realm = challenge->params["realm"];
+  if (!absl::StartsWithIgnoreCase(realm, "https://")) {
+    return absl::PermissionDeniedError(absl::StrCat("registry ", ref.registry, " asks for a token from \"",
+                                                    realm.substr(0, 200), "\", which is not an https:// address"));
   }
-  std::string rest = realm.substr(8);
-  std::string host = rest.substr(0, rest.find('/'));
-  std::string path = rest.find('/') == std::string::npos ? "/" : rest.substr(rest.find('/'));
-  auto client_ptr = Connect(host);
-  httplib::SSLClient& client = *client_ptr;
-  httplib::Headers headers;
-  if (auto basic = basic_.find(ref.registry); basic != basic_.end()) {
-    headers.emplace("Authorization", "Basic " + basic->second);
+  auto at = ParseLocation(realm, s.origin);
+  if (!at.ok()) {
+    return absl::DataLossError(absl::StrCat("registry ", ref.registry, " names a token service at \"", realm.substr(0, 200),
+                                            "\": ", at.status().message()));
   }
-  std::string query = absl::StrCat(path, path.find('?') == std::string::npos ? "?" : "&", "service=",
-                                   httplib::detail::encode_query_param(params["service"]), "&scope=",
-                                   httplib::detail::encode_query_param(absl::StrCat("repository:", ref.repository, ":pull")));
-  auto res = client.Get(query.c_str(), headers);
-  if (!res) return absl::UnavailableError(absl::StrCat("cannot reach the token service of ", ref.registry, " (", realm, ")"));
-  if (res->status == 401 || res->status == 403) {
-    return absl::PermissionDeniedError(absl::StrCat("registry ", ref.registry, " refused ",
-                                                    basic_.count(ref.registry) ? "the credentials" : "to give a token without credentials",
-                                                    " for ", ref.repository));
+  std::string authorization;
+  const std::string* basic = Basic(at->origin.port == 443 ? at->origin.host : at->origin.ToString());
+  if (basic == nullptr && at->origin.host == s.origin.host) basic = Basic(ref.registry);
+  if (basic != nullptr) authorization = "Basic " + *basic;
+  const bool withheld = basic == nullptr && Basic(ref.registry) != nullptr;
+  if (withheld) s.withheld_from = at->origin.ToString();
+  std::string path = at->path;
+  absl::StrAppend(&path, absl::StrContains(path, '?') ? "&" : "?",
+                  "service=", httplib::detail::encode_query_param(challenge->params["service"]), "&scope=",
+                  httplib::detail::encode_query_param(absl::StrCat("repository:", ref.repository, ":pull")));
+  JC_ASSIGN_OR_RETURN(HttpAnswer answer, Fetch(s.call, {options_.ca_file, options_.max_manifest_bytes}, at->origin, path,
+                                               {}, authorization, ref.registry, "a pull token"));
+  if (answer.status == 401 || answer.status == 403) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "registry ", ref.registry, " refused ",
+        withheld ? absl::StrCat("to give a token without credentials for ", ref.repository,
+                                "; its token service is on another host (", at->origin.ToString(),
+                                "), and the registry's credentials go only to the registry's own host (add an entry "
+                                "for that host to --registry_auth_file if it is yours)")
+        : basic != nullptr ? absl::StrCat("the credentials for ", ref.repository)
+                           : absl::StrCat("to give a token without credentials for ", ref.repository)));
   }
-  json doc = json::parse(res->body, nullptr, false);
-  std::string token = doc.is_object() ? doc.value("token", doc.value("access_token", "")) : "";
-  if (res->status != 200 || token.empty()) {
-    return absl::UnavailableError(absl::StrCat("the token service of ", ref.registry, " answered ", res->status));
+  if (answer.status != 200) {
+    return absl::UnavailableError(absl::StrCat("the token service of ", ref.registry, " answered ", answer.status));
   }
+  auto token = ParseTokenAnswer(answer.body);
+  if (!token.ok()) return Prefixed(token.status(), absl::StrCat("the token service of ", ref.registry, ": "));
   return token;
 }
 
-absl::StatusOr<RegistryClient::Answer> RegistryClient::Get(const ImageReference& ref, const std::string& path,
-                                                           const std::string& accept) const {
-  auto client_ptr = Connect(ref.ApiHost());
-  httplib::SSLClient& client = *client_ptr;
-  client.set_follow_location(true);  // blobs may be served from elsewhere
-  httplib::Headers headers{{"Accept", accept}};
-  auto basic = basic_.find(ref.registry);
-  if (basic != basic_.end()) headers.emplace("Authorization", "Basic " + basic->second);
+absl::StatusOr<HttpAnswer> RegistryClient::Get(Session& s, const std::string& path, const std::string& accept,
+                                               absl::string_view what) const {
+  const FetchOptions fetch{options_.ca_file, options_.max_manifest_bytes};
   for (int round = 0; round < 2; ++round) {
-    auto res = client.Get(path.c_str(), headers);
-    if (!res) {
-      if (res.error() == httplib::Error::Read || res.error() == httplib::Error::Connection) {
-        return absl::UnavailableError(absl::StrCat("cannot reach registry ", ref.registry, ": ", httplib::to_string(res.error())));
-      }
-      return absl::UnavailableError(absl::StrCat("registry ", ref.registry, ": ", httplib::to_string(res.error()),
-                                                 res.error() == httplib::Error::SSLServerVerification
-                                                     ? " (its certificate is not signed by a trusted CA: --registry_ca_file)"
-                                                     : ""));
-    }
-    if (res->status == 401 && round == 0) {
-      std::string challenge = res->get_header_value("WWW-Authenticate");
+    JC_ASSIGN_OR_RETURN(HttpAnswer answer,
+                        Fetch(s.call, fetch, s.origin, path, {{"Accept", accept}}, s.authorization, s.ref.registry, what));
+    if (answer.status == 401 && round == 0) {
+      std::string challenge = answer.Header("www-authenticate");
       if (absl::StartsWithIgnoreCase(challenge, "Bearer")) {
-        JC_ASSIGN_OR_RETURN(std::string token, PullToken(ref, challenge));
-        headers.erase("Authorization");
-        headers.emplace("Authorization", "Bearer " + token);
+        JC_ASSIGN_OR_RETURN(std::string token, PullToken(s, challenge));
+        s.authorization = "Bearer " + token;
         continue;
       }
     }
-    if (res->status == 401 || res->status == 403) {
+    if (answer.status == 401 || answer.status == 403) {
       return absl::PermissionDeniedError(absl::StrCat(
-          "no access to ", ref.repository, " at registry ", ref.registry, ": ",
-          basic == basic_.end() ? "it wants credentials and none are configured for it (--registry_auth_file)"
-                                : "it refused the configured credentials"));
+          "no access to ", s.ref.repository, " at registry ", s.ref.registry, ": ",
+          !s.has_credentials ? "it wants credentials and none are configured for it (--registry_auth_file)"
+          : !s.withheld_from.empty()
+              ? absl::StrCat("its token service is on another host (", s.withheld_from,
+                             "), and the registry's credentials go only to the registry's own host (add an entry for "
+                             "that host to --registry_auth_file if it is yours)")
+              : "it refused the configured credentials"));
     }
-    Answer answer{res->status, res->body, {}};
-    for (const auto& [k, v] : res->headers) answer.headers[absl::AsciiStrToLower(k)] = v;
     return answer;
   }
-  return absl::PermissionDeniedError(absl::StrCat("no access to ", ref.repository, " at registry ", ref.registry));
+  return absl::PermissionDeniedError(absl::StrCat("no access to ", s.ref.repository, " at registry ", s.ref.registry));
 }
 
-absl::StatusOr<ResolvedImage> RegistryClient::Resolve(const ImageReference& ref) const {
+absl::StatusOr<std::pair<std::string, std::string>> RegistryClient::FetchManifest(Session& s,
+                                                                                  const std::string& selector) const {
+  const ImageReference& ref = s.ref;
   const std::string accept = absl::StrJoin({kOciManifest, kOciIndex, kDockerManifest, kDockerList}, ", ");
-  auto fetch = [&](const std::string& selector) -> absl::StatusOr<std::pair<json, std::string>> {
-    JC_ASSIGN_OR_RETURN(Answer a, Get(ref, absl::StrCat("/v2/", ref.repository, "/manifests/", selector), accept));
-    if (a.status == 404) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown image reference ", ref.ToString(), ": registry ",
-                                                     ref.registry, " has no ", ref.repository, " ", selector));
+  JC_ASSIGN_OR_RETURN(HttpAnswer a, Get(s, absl::StrCat("/v2/", ref.repository, "/manifests/", selector), accept,
+                                        absl::StrCat("the manifest of ", ref.repository, " ", selector)));
+  if (a.status == 404) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown image reference ", ref.ToString(), ": registry ",
+                                                   ref.registry, " has no ", ref.repository, " ", selector));
+  }
+  if (a.status != 200) {
+    return absl::UnavailableError(absl::StrCat("registry ", ref.registry, " answered ", a.status, " for ",
+                                               ref.repository, " ", selector));
+  }
+  // The digest is of the bytes as served: they must be what the registry names, and what
+  // the reference pins.
+  std::string digest = Sha256Digest(a.body);
+  std::string named = a.Header("docker-content-digest");
+  if ((!named.empty() && named != digest) || (IsDigest(selector) && selector != digest)) {
+    return absl::DataLossError(absl::StrCat("registry ", ref.registry, " served a manifest of ", ref.repository,
+                                            " whose digest is ", digest, ", not ",
+                                            named.empty() ? selector : named.substr(0, 100)));
+  }
+  return std::make_pair(std::move(a.body), std::move(digest));
+}
+
+void RegistryClient::StopAll() { slots_->stopping = true; }
+
+absl::StatusOr<ResolvedImage> RegistryClient::Resolve(const ImageReference& ref, Cancelled cancelled) const {
+  // A few resolutions at once, never every request thread: past that, refuse at once.
+  {
+    absl::MutexLock lock(&slots_->mu);
+    if (slots_->stopping) return absl::UnavailableError("the control plane is stopping: it asks no registry now");
+    if (slots_->in_use >= options_.max_concurrent) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("the control plane is already asking registries about ", options_.max_concurrent,
+                       " image references (--registry_max_concurrent); try again shortly"));
     }
-    if (a.status != 200) {
-      return absl::UnavailableError(absl::StrCat("registry ", ref.registry, " answered ", a.status, " for ",
-                                                 ref.repository, " ", selector));
+    ++slots_->in_use;
+  }
+  struct Release {
+    Slots* slots;
+    ~Release() {
+      absl::MutexLock lock(&slots->mu);
+      --slots->in_use;
     }
-    // The digest is of the bytes as served: they must be what the registry names, and
-    // what the reference pins.
-    std::string digest = Sha256Digest(a.body);
-    std::string named = a.headers.count("docker-content-digest") ? a.headers["docker-content-digest"] : "";
-    if ((!named.empty() && named != digest) || (IsDigest(selector) && selector != digest)) {
-      return absl::DataLossError(absl::StrCat("registry ", ref.registry, " served a manifest of ", ref.repository,
-                                              " whose digest is ", digest, ", not ", named.empty() ? selector : named));
-    }
-    json doc = json::parse(a.body, nullptr, false);
-    if (!doc.is_object()) return absl::DataLossError(absl::StrCat("registry ", ref.registry, " served a manifest that is not JSON"));
-    return std::make_pair(std::move(doc), digest);
-  };
-  JC_ASSIGN_OR_RETURN(auto top, fetch(ref.Selector()));
-  auto [manifest, digest] = std::move(top);
-  std::string media = manifest.value("mediaType", "");
-  if (media == kOciIndex || media == kDockerList || (media.empty() && manifest.contains("manifests"))) {
+  } release{slots_.get()};
+
+  auto origin = ParseHostPort(ref.ApiHost());
+  if (!origin.ok()) return absl::InvalidArgumentError(absl::StrCat("image reference ", ref.ToString(), ": ", origin.status().message()));
+  // The caller's cancellation, and the server's stopping.
+  Session s(ref, options_.timeout, [slots = slots_, cancelled = std::move(cancelled)] {
+    return slots->stopping.load() || (cancelled && cancelled());
+  });
+  s.origin = *origin;
+  if (const std::string* basic = Basic(ref.registry)) {
+    s.authorization = "Basic " + *basic;
+    s.has_credentials = true;
+  }
+  const std::string served = absl::StrCat("registry ", ref.registry, " served ");
+
+  JC_ASSIGN_OR_RETURN(auto top, FetchManifest(s, ref.Selector()));
+  auto manifest = ParseManifest(top.first);
+  if (!manifest.ok()) return Prefixed(manifest.status(), absl::StrCat(served, "a malformed manifest of ", ref.ToString(), ": "));
+  std::string digest = std::move(top.second);
+  if (manifest->is_index) {
     // An index: the entry for the federation's platform is what runs.
-    std::vector<std::string> offered;
-    std::string chosen;
-    for (const auto& m : manifest.value("manifests", json::array())) {
-      const json p = m.value("platform", json::object());
-      std::string platform = absl::StrCat(p.value("os", "?"), "/", p.value("architecture", "?"));
-      offered.push_back(platform);
-      if (platform == options_.platform && chosen.empty()) chosen = m.value("digest", "");
+    auto chosen = ChooseFromIndex(*manifest, options_.platform);
+    if (!chosen.ok()) return Prefixed(chosen.status(), absl::StrCat("image ", ref.ToString(), " has "));
+    JC_ASSIGN_OR_RETURN(auto one, FetchManifest(s, *chosen));
+    manifest = ParseManifest(one.first);
+    if (!manifest.ok()) return Prefixed(manifest.status(), absl::StrCat(served, "a malformed manifest of ", ref.ToString(), ": "));
+    if (manifest->is_index) {
+      return absl::DataLossError(absl::StrCat(served, "an index of ", ref.ToString(), " whose ", options_.platform,
+                                              " entry is an index again"));
     }
-    if (chosen.empty()) {
-      return absl::FailedPreconditionError(absl::StrCat("image ", ref.ToString(), " has no ", options_.platform,
-                                                        " variant (it has: ", absl::StrJoin(offered, ", "), ")"));
-    }
-    JC_ASSIGN_OR_RETURN(auto one, fetch(chosen));
-    manifest = std::move(one.first);
     digest = std::move(one.second);
   }
   ResolvedImage out;
   out.digest = digest;
-  const json config = manifest.value("config", json::object());
-  out.size_bytes = config.value("size", int64_t{0});
-  for (const auto& layer : manifest.value("layers", json::array())) out.size_bytes += layer.value("size", int64_t{0});
+  out.size_bytes = manifest->size_bytes;
   // The platform an image manifest is for is in its config.
-  const std::string config_digest = config.value("digest", "");
-  if (!IsDigest(config_digest)) return absl::DataLossError(absl::StrCat("image ", ref.ToString(), " has no config"));
-  JC_ASSIGN_OR_RETURN(Answer c, Get(ref, absl::StrCat("/v2/", ref.repository, "/blobs/", config_digest), "*/*"));
+  const std::string& config_digest = manifest->config_digest;
+  JC_ASSIGN_OR_RETURN(HttpAnswer c, Get(s, absl::StrCat("/v2/", ref.repository, "/blobs/", config_digest), "*/*",
+                                        absl::StrCat("the config of ", ref.ToString())));
   if (c.status != 200) {
     return absl::UnavailableError(absl::StrCat("registry ", ref.registry, " answered ", c.status, " for the config of ",
                                                ref.ToString()));
   }
   if (Sha256Digest(c.body) != config_digest) {
-    return absl::DataLossError(absl::StrCat("registry ", ref.registry, " served a config of ", ref.ToString(),
-                                            " that does not match its digest"));
+    return absl::DataLossError(absl::StrCat(served, "a config of ", ref.ToString(), " that does not match its digest"));
   }
-  json cfg = json::parse(c.body, nullptr, false);
-  out.platform = cfg.is_object() ? absl::StrCat(cfg.value("os", "?"), "/", cfg.value("architecture", "?")) : "?/?";
+  auto platform = ParseConfigPlatform(c.body);
+  if (!platform.ok()) return Prefixed(platform.status(), absl::StrCat(served, "a malformed config of ", ref.ToString(), ": "));
+  out.platform = *platform;
   if (out.platform != options_.platform) {
     return absl::FailedPreconditionError(absl::StrCat("image ", ref.ToString(), " is for ", out.platform, ", not ",
                                                       options_.platform, " as the federation's hosts"));

@@ -5,6 +5,14 @@
 // it is for, and its size. Credentials come from a file in Docker's config.json form
 // ({"auths": {"host:port": {"auth": base64("user:password")}}}); a registry that answers
 // 401 with a Bearer challenge is asked for a pull token first, with those credentials.
+//
+// A registry is trusted to say what an image is, and with nothing else (docs/security.md,
+// "a registry the control plane is configured to trust"; the HTTP side is in
+// registry_http.h): one Resolve has one deadline in all and stops when its caller gives
+// up; it reads at most max_manifest_bytes of any answer; at most max_concurrent Resolves
+// run at once, so registries can never hold every request thread; credentials go only to
+// the registry's own origin (never along a redirect, never in clear) and to a token
+// service on the registry's own host (or one the credentials file names itself).
 
 #include <cstdint>
 #include <map>
@@ -14,10 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/oci/image_reference.h"
-
-namespace httplib {
-class SSLClient;
-}
+#include "common/oci/registry_http.h"
 
 namespace jc::oci {
 
@@ -25,7 +30,13 @@ struct RegistryOptions {
   std::string ca_file;    // PEM of CAs trusted besides the system's; empty: the system's
   std::string auth_file;  // Docker's config.json form; empty: no credentials
   std::string platform = "linux/amd64";  // what the federation's hosts run
+  // One Resolve in all: its token, manifests and config, however the registry drips them.
   absl::Duration timeout = absl::Seconds(10);
+  // The most read of any one answer (a manifest, an index, a config, a token): past it the
+  // answer is refused and the connection closed.
+  size_t max_manifest_bytes = 4 << 20;
+  // Resolves at once; one more is refused at once with ResourceExhausted.
+  int max_concurrent = 8;
 };
 
 struct ResolvedImage {
@@ -39,27 +50,34 @@ class RegistryClient {
   // InvalidArgument when the credentials file cannot be read.
   static absl::StatusOr<RegistryClient> Create(RegistryOptions options);
 
-  // Errors say what a user can act on: InvalidArgument for an unknown reference or a
-  // platform the image lacks, PermissionDenied for credentials the registry refused (or
-  // none given), DataLoss for a manifest that does not match its digest, Unavailable or
-  // DeadlineExceeded for a registry that cannot be reached or did not answer.
-  absl::StatusOr<ResolvedImage> Resolve(const ImageReference& ref) const;
+  // Errors say what a user can act on: InvalidArgument for an unknown reference,
+  // FailedPrecondition for a platform the image lacks or an answer past the size limit,
+  // PermissionDenied for credentials the registry refused (or none given) or a redirect to
+  // plain HTTP, DataLoss for a manifest that does not match its digest or is malformed,
+  // Unavailable for a registry that cannot be reached, DeadlineExceeded for one that did not
+  // answer in `timeout`, Cancelled when `cancelled` said so, ResourceExhausted when
+  // max_concurrent Resolves are under way.
+  absl::StatusOr<ResolvedImage> Resolve(const ImageReference& ref, Cancelled cancelled = nullptr) const;
+
+  // The server is stopping: every Resolve under way ends now (Cancelled), and later ones are
+  // refused (Unavailable), so no registry holds up the shutdown.
+  void StopAll();
 
  private:
-  explicit RegistryClient(RegistryOptions options) : options_(std::move(options)) {}
-  struct Answer {
-    int status = 0;
-    std::string body;
-    std::map<std::string, std::string> headers;  // lower-case names
-  };
-  absl::StatusOr<Answer> Get(const ImageReference& ref, const std::string& path, const std::string& accept) const;
-  absl::StatusOr<std::string> PullToken(const ImageReference& ref, const std::string& challenge) const;
-  // A client of host[:port] over TLS, verifying the server against the system's CAs and
-  // ca_file, with the timeouts.
-  std::unique_ptr<httplib::SSLClient> Connect(const std::string& host) const;
+  struct Session;
+  struct Slots;
+  explicit RegistryClient(RegistryOptions options);
+  absl::StatusOr<HttpAnswer> Get(Session& s, const std::string& path, const std::string& accept,
+                                 absl::string_view what) const;
+  absl::StatusOr<std::string> PullToken(Session& s, const std::string& challenge) const;
+  // The manifest `selector` names, checked against its digest: (body, digest).
+  absl::StatusOr<std::pair<std::string, std::string>> FetchManifest(Session& s, const std::string& selector) const;
+  // The credentials (base64 user:password) configured for host[:port], if any.
+  const std::string* Basic(const std::string& host) const;
 
   RegistryOptions options_;
   std::map<std::string, std::string> basic_;  // host -> base64(user:password)
+  std::shared_ptr<Slots> slots_;
 };
 
 // sha256:<hex> of `data`.

@@ -499,7 +499,7 @@ absl::Status Catalog::CheckImageReferences(v1::Image* image) {
   return absl::OkStatus();
 }
 
-absl::Status Catalog::ResolveContent(v1::Image* image) {
+absl::Status Catalog::ResolveContent(v1::Image* image, const oci::Cancelled& cancelled) {
   if (image->reference().empty()) {
     if (!image->digest().empty() || !image->platform().empty()) {
       return absl::InvalidArgumentError(
@@ -517,12 +517,15 @@ absl::Status Catalog::ResolveContent(v1::Image* image) {
   if (!resolve_) {
     return absl::FailedPreconditionError("this catalog resolves no image references (it has no registry client)");
   }
-  auto resolved = resolve_(ref);
+  auto resolved = resolve_(ref, cancelled);
   if (!resolved.ok()) {
     // What the registry said is about the reference (400), not about the caller's rights
-    // here; a registry that cannot be reached now may answer later (503).
+    // here; a registry that cannot be reached now may answer later (503); too many
+    // registrations asking registries at once may be tried again shortly (429); a caller
+    // who gave up is told so.
     absl::Status why = resolved.status();
     if (absl::IsUnavailable(why) || absl::IsDeadlineExceeded(why)) return absl::UnavailableError(why.message());
+    if (absl::IsResourceExhausted(why) || absl::IsCancelled(why)) return why;
     return absl::InvalidArgumentError(why.message());
   }
   image->set_reference(ref.ToString());
@@ -532,11 +535,11 @@ absl::Status Catalog::ResolveContent(v1::Image* image) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<v1::Image> Catalog::CreateImage(v1::Image image) {
+absl::StatusOr<v1::Image> Catalog::CreateImage(v1::Image image, const oci::Cancelled& cancelled) {
   JC_RETURN_IF_ERROR(ValidateImage(image));
   JC_RETURN_IF_ERROR(CheckImageReferences(&image));
   // The registry is asked before anything is written; its answer is what runs.
-  JC_RETURN_IF_ERROR(ResolveContent(&image));
+  JC_RETURN_IF_ERROR(ResolveContent(&image, cancelled));
   auto now = ToTimestamp(clock_->Now());
   *image.mutable_created_at() = now;
   *image.mutable_updated_at() = now;

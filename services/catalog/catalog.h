@@ -60,8 +60,10 @@ class Catalog {
   using FreeResources = std::function<std::optional<v1::ComputingResources>(const std::string& center_id)>;
   void SetFreeResources(FreeResources free) { free_ = std::move(free); }
   // What an image reference is, asked of its registry when an image is registered with one
-  // (oci::RegistryClient::Resolve); without it, images with a reference are refused.
-  using ImageResolver = std::function<absl::StatusOr<oci::ResolvedImage>(const oci::ImageReference&)>;
+  // (oci::RegistryClient::Resolve); without it, images with a reference are refused. It
+  // stops when `cancelled` says the caller gave up.
+  using ImageResolver =
+      std::function<absl::StatusOr<oci::ResolvedImage>(const oci::ImageReference&, const oci::Cancelled& cancelled)>;
   void SetImageResolver(ImageResolver resolve) { resolve_ = std::move(resolve); }
 
   absl::StatusOr<v1::ResourceSpec> CreateSpec(v1::ResourceSpec spec);
@@ -75,7 +77,8 @@ class Catalog {
   absl::StatusOr<v1::ListSpecCenterOffersResponse> ListOffers(
       const v1::ListSpecCenterOffersRequest& req);
 
-  absl::StatusOr<v1::Image> CreateImage(v1::Image image);
+  // `cancelled` (may be empty): whether the caller gave up, asked while a registry is.
+  absl::StatusOr<v1::Image> CreateImage(v1::Image image, const oci::Cancelled& cancelled = nullptr);
   absl::StatusOr<v1::Image> GetImage(const std::string& id);
   absl::StatusOr<v1::Image> UpdateImage(const v1::Image& patch,
                                         const google::protobuf::FieldMask& mask);
@@ -91,7 +94,7 @@ class Catalog {
   absl::Status CheckImageReferences(v1::Image* image);
   // An image registered with a reference: asks the registry for its digest, platform and
   // size. Nothing to do without one.
-  absl::Status ResolveContent(v1::Image* image);
+  absl::Status ResolveContent(v1::Image* image, const oci::Cancelled& cancelled);
   FreeResources free_;
   ImageResolver resolve_;
   absl::StatusOr<v1::Image> AddImageCenter(const v1::Image& registration);

@@ -64,7 +64,9 @@ class CatalogService final : public v1::CatalogService::Service {
       return ToGrpcStatus(s);
     }
     if (caller_decision_.audit != nullptr) caller_decision_.audit->record.set_project(image.project());
-    return Reply(c_->CreateImage(std::move(image)), resp);
+    // A registration may wait on a registry: it stops when the caller gives up (or the
+    // server, stopping, cancels its calls).
+    return Reply(c_->CreateImage(std::move(image), [ctx] { return ctx->IsCancelled(); }), resp);
   }
   Status GetImage(ServerContext* ctx, const v1::GetImageRequest* req, v1::Image* resp) override {
     JC_GRPC_CALLER(caller, ctx);

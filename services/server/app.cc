@@ -209,9 +209,10 @@ absl::Status App::Wiring::MakeCatalog(App& app, Env& /*env*/) {
   AppOptions& o = app.options_;
   app.catalog_ = std::make_unique<catalog::Catalog>(app.store_.get(), o.clock, app.centers_.get());
   JC_ASSIGN_OR_RETURN(auto registries, oci::RegistryClient::Create(o.registries));
+  app.registries_ = std::make_shared<oci::RegistryClient>(std::move(registries));
   app.catalog_->SetImageResolver(
-      [registries = std::make_shared<oci::RegistryClient>(std::move(registries))](const oci::ImageReference& ref) {
-        return registries->Resolve(ref);
+      [registries = app.registries_](const oci::ImageReference& ref, const oci::Cancelled& cancelled) {
+        return registries->Resolve(ref, cancelled);
       });
   app.grpc_services_.push_back(catalog::MakeCatalogService(app.catalog_.get()));
   return absl::OkStatus();
@@ -482,6 +483,8 @@ void App::Shutdown() {
     stopping_ = true;
   }
   cv_.notify_all();
+  // Registrations waiting on registries end first: the gateway's stop waits for its calls.
+  if (registries_ != nullptr) registries_->StopAll();
   if (gateway_ != nullptr) gateway_->Stop();
   if (admin_ != nullptr) admin_->Stop();
   if (monitor_ != nullptr) monitor_->Stop();

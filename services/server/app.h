@@ -115,7 +115,7 @@ struct AppOptions {
   // per caller (--max_watches_per_caller).
   WatchHubOptions watches;
   // How the catalog asks registries what an image reference is (--registry_ca_file,
-  // --registry_auth_file, --registry_timeout).
+  // --registry_auth_file, --registry_timeout, --registry_max_manifest_bytes, --registry_max_concurrent).
   oci::RegistryOptions registries;
   const Clock* clock = RealClock::Get();
 };
@@ -164,6 +164,8 @@ class App {
   std::unique_ptr<registry::Registry> registry_;
   std::unique_ptr<registry::CenterDirectory> centers_;
   std::unique_ptr<catalog::Catalog> catalog_;
+  // The catalog's registry client: stopped first on shutdown, so no registry holds it up.
+  std::shared_ptr<oci::RegistryClient> registries_;
   std::unique_ptr<datamon::Datamon> datamon_;
   std::unique_ptr<southbound::AdapterClient> own_adapter_client_;
   southbound::AdapterClient* adapters_ = nullptr;  // the injected client or own_adapter_client_

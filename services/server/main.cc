@@ -83,7 +83,15 @@ ABSL_FLAG(std::string, registry_ca_file, "",
 ABSL_FLAG(std::string, registry_auth_file, "",
           "credentials for image registries, in Docker's config.json form: {\"auths\": {\"host:port\": {\"auth\": "
           "base64(user:password)}}}");
-ABSL_FLAG(absl::Duration, registry_timeout, absl::Seconds(10), "how long a registry may take to answer");
+ABSL_FLAG(absl::Duration, registry_timeout, absl::Seconds(10),
+          "how long one image registration may wait on its registry, in all (its token, manifests and config, "
+          "however slowly the registry answers); past it the registration is refused with 503");
+ABSL_FLAG(int64_t, registry_max_manifest_bytes, 4 << 20,
+          "the most read of any one answer of a registry (a manifest, an index, an image config, a token); past it "
+          "the registration is refused and the connection closed");
+ABSL_FLAG(int, registry_max_concurrent, 8,
+          "image registrations that may ask registries at once; one more is refused at once with 429, so slow "
+          "registries never hold more than this many request threads");
 ABSL_FLAG(std::string, instance_id, "",
           "this instance's name in the jobs lease (instances sharing a store take turns: one dispatches, the "
           "others stand by); default: the host name. Two instances on one host need different ids");
@@ -311,6 +319,13 @@ int main(int argc, char** argv) {
   options.registries.auth_file = absl::GetFlag(FLAGS_registry_auth_file);
   options.registries.timeout = absl::GetFlag(FLAGS_registry_timeout);
   if (options.registries.timeout < absl::Seconds(1)) return Fail("--registry_timeout must be at least 1s");
+  const int64_t max_manifest = absl::GetFlag(FLAGS_registry_max_manifest_bytes);
+  if (max_manifest < 1024 || max_manifest > (int64_t{1} << 30)) {
+    return Fail("--registry_max_manifest_bytes must be 1024 to 1073741824");
+  }
+  options.registries.max_manifest_bytes = static_cast<size_t>(max_manifest);
+  options.registries.max_concurrent = absl::GetFlag(FLAGS_registry_max_concurrent);
+  if (options.registries.max_concurrent < 1) return Fail("--registry_max_concurrent must be at least 1");
   options.watches.per_caller = absl::GetFlag(FLAGS_max_watches_per_caller);
   if (options.watches.per_caller < 0) return Fail("--max_watches_per_caller must be 0 (no limit) or more");
 

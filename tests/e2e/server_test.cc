@@ -3,9 +3,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <thread>
 
+#include "tests/testing/fake_registry.h"
 #include "tests/testing/own_postgres.h"
 #include "tests/testing/process.h"
 #include "tests/testing/rest_client.h"
@@ -183,5 +186,74 @@ TEST_CASE("bad flags end the server at once with a message and a non-zero exit",
     CHECK(*code != 0);
     CHECK(p.Log().find(" E ") != std::string::npos);  // one clear error line
   }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a dripping registry holds no more than 8 request threads: 70 registrations waiting on it leave 200 other "
+          "calls answered and the scheduler's refresh running, and SIGTERM ends the server within 10 s [A4][C7]",
+          "[A4][C7]") {
+  std::string dir = TempDir("registry-drip");
+  auto started = jc::testing::FakeRegistry::Start(dir + "/registry", JC_SOURCE_DIR);
+  INFO(started.status().ToString());
+  REQUIRE(started.ok());
+  jc::testing::FakeRegistry& registry = **started;
+  std::atomic<int> dripping{0};
+  registry.server().Get("/v2/slow/app/manifests/v1", [&](const httplib::Request&, httplib::Response& res) {
+    ++dripping;
+    res.set_chunked_content_provider("application/json", [&](size_t, httplib::DataSink& sink) {
+      if (registry.stopping()) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the attack: a byte at a time, for ever
+      return sink.write("{", 1);
+    });
+  });
+  // A deadline far away: only the shutdown can end the registrations waiting on it.
+  Process server(ServerArgs(StoreFlags(dir), {"--registry_ca_file=" + registry.ca_file(), "--registry_timeout=1h"}),
+                 dir + "/server.log");
+  auto port = server.WaitForLog(R"(rest listening on http://127\.0\.0\.1:(\d+))");
+  INFO(server.Log());
+  REQUIRE(port.has_value());
+  const std::string token = jc::testing::AdminToken(dir + "/admin.token");
+  jc::testing::RestClient rest(std::stoi(*port), token);
+  REQUIRE(rest.Post("/openapi/v1/centers", {{"ai_center_id", "c1"}, {"name", "c1"}, {"region", "north"}}).http_status ==
+          200);
+
+  constexpr int kRegistrations = 70;
+  std::vector<std::atomic<int>> statuses(kRegistrations);
+  std::vector<std::thread> registrations;
+  for (int i = 0; i < kRegistrations; ++i) {
+    registrations.emplace_back([&, i] {
+      jc::testing::RestClient client(std::stoi(*port), token);
+      const std::string id = "slow-" + std::to_string(i);
+      statuses[i] = client
+                        .Post("/openapi/v1/images", {{"image_id", id}, {"name", id}, {"ai_center_id", "c1"},
+                                                     {"framework", "PyTorch"}, {"reference", registry.host() + "/slow/app:v1"}})
+                        .http_status;
+    });
+  }
+  auto count = [&](int status) {
+    int n = 0;
+    for (const auto& st : statuses) n += st == status;
+    return n;
+  };
+  const bool held = jc::testing::WaitUntil([&] { return count(429) + dripping == kRegistrations && dripping <= 8; });
+  CHECK(held);
+  int answered = 0;
+  for (int i = 0; i < 200; ++i) answered += rest.Get("/openapi/v1/centers").http_status == 200;
+  CHECK(answered >= 198);
+  // The scheduler's refresh (it reads the catalog and the registry over gRPC) still runs: a
+  // center registered now reaches its view.
+  REQUIRE(rest.Post("/openapi/v1/centers", {{"ai_center_id", "c2"}, {"name", "c2"}, {"region", "south"}}).http_status ==
+          200);
+  CHECK(jc::testing::WaitUntil([&] {
+    return rest.Get("/scheduler/evaluate/score/c2?algorithmIds=least_load&algorithmScores=50").http_status == 200;
+  }));
+
+  server.Signal(SIGTERM);
+  auto code = server.Wait(std::chrono::seconds(10));
+  CHECK(code.has_value());
+  if (code) CHECK(*code == 0);
+  if (!code) server.Signal(SIGKILL);
+  for (auto& t : registrations) t.join();
+  CHECK(count(200) == 0);
   std::filesystem::remove_all(dir);
 }

@@ -6,9 +6,16 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
+#include <future>
+#include <mutex>
+#include <set>
+#include <thread>
 
+#include "tests/testing/fake_registry.h"
 #include "tests/testing/oci_registry.h"
 #include "tests/testing/test_system.h"
 
@@ -18,6 +25,16 @@ using json = nlohmann::json;
 
 json Image(const std::string& id, const std::string& reference) {
   return {{"image_id", id}, {"name", id}, {"ai_center_id", "c1"}, {"framework", "PyTorch"}, {"reference", reference}};
+}
+
+// The peak of this process's resident memory (VmHWM): the whole control plane runs here.
+int64_t PeakRss() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -106,5 +123,96 @@ TEST_CASE("an image registered by reference runs its digest: resolved at registr
   INFO(changed.body.dump());
   CHECK(changed.http_status == 400);
   CHECK(s.rest->Get("/openapi/v1/images/app").body["data"]["digest"] == *first);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a slow or huge registry does not take the control plane down: 70 dripping registrations and a gibibyte "
+          "manifest leave other calls answered, memory bounded and the shutdown prompt [A4][C7]",
+          "[A4][C7]") {
+  auto dir = std::filesystem::temp_directory_path() / ("jc-fake-registry-it-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  auto started = jc::testing::FakeRegistry::Start(dir.string(), JC_SOURCE_DIR);
+  INFO(started.status().ToString());
+  REQUIRE(started.ok());
+  jc::testing::FakeRegistry& registry = **started;
+  std::atomic<int> dripping{0};
+  // The attack: a manifest dripped a byte at a time, for ever; and a gibibyte one.
+  registry.server().Get("/v2/slow/app/manifests/v1", [&](const httplib::Request&, httplib::Response& res) {
+    ++dripping;
+    res.set_chunked_content_provider("application/json", [&](size_t, httplib::DataSink& sink) {
+      if (registry.stopping()) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      return sink.write("{", 1);
+    });
+  });
+  constexpr size_t kGiB = size_t{1} << 30;
+  registry.server().Get("/v2/huge/app/manifests/v1", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content_provider(kGiB, "application/json", [&](size_t offset, size_t, httplib::DataSink& sink) {
+      static const std::string chunk(1 << 16, ' ');
+      return !registry.stopping() && sink.write(chunk.data(), std::min(chunk.size(), kGiB - offset));
+    });
+  });
+  jc::testing::TestSystem s([&](jc::server::AppOptions& o) {
+    o.registries.ca_file = registry.ca_file();
+    o.registries.timeout = absl::Hours(1);  // only the caller's cancellation or the shutdown ends a dripping one
+  });
+  REQUIRE(s.rest->Post("/openapi/v1/centers", {{"ai_center_id", "c1"}, {"name", "c1"}, {"region", "north"},
+                                               {"capacity", {{"cpu", 16}, {"memory", 65536}}}})
+              .http_status == 200);
+  const std::string host = registry.host();
+
+  // A gibibyte manifest is refused at the limit, and costs the limit.
+  const int64_t before = PeakRss();
+  auto huge = s.rest->Post("/openapi/v1/images", Image("huge", host + "/huge/app:v1"));
+  INFO(huge.body.dump());
+  CHECK(huge.http_status == 400);
+  CHECK_THAT(huge.body.value("errorMsg", ""), Catch::Contains("answered more than 4194304 bytes"));
+
+  // 70 registrations from the dripping registry: 8 (--registry_max_concurrent) wait on it,
+  // the others are refused at once with 429; no request thread is held past those 8.
+  constexpr int kRegistrations = 70;
+  std::vector<std::atomic<int>> statuses(kRegistrations);
+  std::mutex said_mu;
+  std::set<std::string> said;  // what the refusals say, for a failure's message
+  std::vector<std::thread> registrations;
+  for (int i = 0; i < kRegistrations; ++i) {
+    registrations.emplace_back([&, i] {
+      jc::testing::RestClient client(s.app->rest_port(), s.admin_token);
+      auto r = client.Post("/openapi/v1/images", Image("slow-" + std::to_string(i), host + "/slow/app:v1"));
+      std::lock_guard<std::mutex> lock(said_mu);
+      said.insert(r.body.is_object() ? r.body.value("errorMsg", "") : "");
+      statuses[i] = r.http_status;
+    });
+  }
+  auto count = [&](int status) {
+    int n = 0;
+    for (const auto& st : statuses) n += st == status;
+    return n;
+  };
+  const bool held = jc::testing::WaitUntil([&] { return count(429) + dripping == kRegistrations && dripping <= 8; });
+  std::string refusals;
+  {
+    std::lock_guard<std::mutex> lock(said_mu);
+    for (const auto& m : said) refusals += m + "; ";
+  }
+  INFO("429: " << count(429) << ", unanswered: " << count(0) << ", dripping: " << dripping << "; said: " << refusals);
+  CHECK(held);
+
+  // Meanwhile every other call is answered.
+  int answered = 0;
+  for (int i = 0; i < 200; ++i) answered += s.rest->Get("/openapi/v1/centers").http_status == 200;
+  CHECK(answered >= 198);
+  CHECK(s.rest->Get("/openapi/v1/images/huge").http_status == 404);
+  // The limit once for the gibibyte manifest, a few bytes for each dripping one, and a
+  // margin for 70 client threads and the TLS buffers.
+  CHECK(PeakRss() - before < (4 << 20) + (64 << 20));
+
+  // The server stops promptly with 8 registrations still waiting on the registry.
+  auto stopped = std::async(std::launch::async, [&] { s.app->Shutdown(); });
+  CHECK(stopped.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  stopped.wait();
+  for (auto& t : registrations) t.join();
+  CHECK(count(429) >= kRegistrations - 8);
+  CHECK(count(200) == 0);
   std::filesystem::remove_all(dir);
 }

@@ -46,6 +46,10 @@ TEST_CASE("image references are normalised as Docker does and a malformed one sa
       {"r.example/x:-tag", "a tag is up to 128"},
       {"r.example/x@sha256:abc", "64 lower-case hex digits"},
       {"r.example//x", "is not a repository name part"},
+      // Found by image_reference_fuzz: a registry whose port is not a number, and a
+      // reference that grows past 512 characters once ":latest" is added.
+      {"ubuaaaaaa:aaaaaaaaq/t/u", "the registry \"ubuaaaaaa:aaaaaaaaq\" is not host[:port]: a port is a number"},
+      {"r.example:0/x", "a port is 1 to 65535"},
   };
   for (const auto& b : bad) {
     auto ref = ImageReference::Parse(b.text);
@@ -53,5 +57,8 @@ TEST_CASE("image references are normalised as Docker does and a malformed one sa
     REQUIRE(absl::IsInvalidArgument(ref.status()));
     CHECK_THAT(std::string(ref.status().message()), Catch::Contains(b.says));
   }
+  const std::string long_name = "r.example/" + std::string(500, 'a');
+  CHECK(ImageReference::Parse(long_name).status().message().find("longer than 512 characters once normalised") !=
+        std::string::npos);
   CHECK(jc::oci::Sha256Digest("") == "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 }

@@ -1,0 +1,36 @@
+#pragma once
+
+// How deep a JSON text nests, counted before parsing it. nlohmann's parser is iterative,
+// but the value it builds is freed recursively: a registry's answer of a million '[' would
+// overflow the stack of the request thread freeing it. Outside documents are refused
+// past a depth their format never needs.
+
+#include "absl/strings/string_view.h"
+
+namespace jc::oci {
+
+// Whether `body` nests arrays and objects deeper than `max` (brackets in strings aside).
+inline bool NestsDeeperThan(absl::string_view body, int max) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : body) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
+}  // namespace jc::oci
