@@ -109,8 +109,9 @@ TEST_CASE("squeue's states are counted; only a job carrying the adapter's tag is
 }
 
 TEST_CASE("numbers out of range in Slurm's output count as nothing, never as wrapped values [A14]", "[A14]") {
-  // Each was undefined behaviour before (a shift or an addition past int's range, a double
-  // cast past int64's), which UBSan reports (scripts/fuzz.sh slurm_output_fuzz).
+  // Before, sums past int's range and a double cast past int64's were undefined behaviour
+  // (UBSan: "signed integer overflow: 2147483647 + 2147483647" in GresCount), and an exit
+  // code past 255 or below 0 became a wait status of another code.
   CHECK(WaitStatusFromExitCode("3:0") == (3 << 8));
   CHECK(WaitStatusFromExitCode("0:9") == 9);
   CHECK(WaitStatusFromExitCode("99999999999:0") == 0);
