@@ -72,6 +72,12 @@ absl::StatusOr<fs::path> StageInto(const DatasetMover& mover, const std::string&
   const std::string staging = absl::StrCat(".staging-", version, "-", getpid(), "-", next_staging.fetch_add(1));
   (void)RemoveTreeAt(named.get(), staging);
   absl::Status copied = mover.Copy(url, data_dir / name / staging);
+  struct stat made;
+  if (copied.ok() && fstatat(named.get(), staging.c_str(), &made, AT_SYMLINK_NOFOLLOW) != 0) {
+    copied = absl::UnavailableError(absl::StrCat(url, ": the copy left nothing at ", staging));
+  } else if (copied.ok() && !S_ISDIR(made.st_mode) && !S_ISREG(made.st_mode)) {
+    copied = absl::UnavailableError(absl::StrCat(url, ": the copy is neither a directory nor a file"));
+  }
   if (copied.ok()) copied = SealTreeAt(named.get(), staging, access);
   if (copied.ok() && renameat2(named.get(), staging.c_str(), named.get(), version.c_str(), RENAME_NOREPLACE) != 0) {
     if (errno == EEXIST &&

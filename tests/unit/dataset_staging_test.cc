@@ -250,6 +250,22 @@ TEST_CASE("a dataset staged for a project is its run-as account's: another accou
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(data_dir / "ds")) ++entries;
   CHECK(entries == 1);
 
+  // A center's own mover command (run as root: cp -a keeps modes, set-uid bits and makes
+  // FIFOs) gets the same hand-over: the owner's, no set-id bit, no special file.
+  mkfifo((src / "sub" / "pipe").c_str(), 0666);
+  auto command = jc::adapter::MakeCommandMover(
+      {"copy", {"sh", "-c", "cp -a \"${1#copy://}\" \"$2\"", "mover", "{source}", "{target}"}});
+  staged = jc::adapter::StageInto(*command, "copy://" + src.string(), data_dir, "by-command", "v1", *access);
+  INFO(staged.status().ToString());
+  REQUIRE(staged.ok());
+  REQUIRE(stat((*staged / "sub" / "tool").c_str(), &st) == 0);
+  CHECK(st.st_uid == owner.uid);
+  CHECK((st.st_mode & 07777) == 0750);
+  CHECK_FALSE(fs::exists(fs::symlink_status(*staged / "sub" / "pipe")));
+  CHECK(AsAccount(other.uid, other.gid, [&] { return TryRead((*staged / "part-0").c_str()); }) == EACCES);
+  CHECK(AsAccount(owner.uid, owner.gid, [&] { return TryRead((*staged / "part-0").c_str()); }) == 0);
+  fs::remove(src / "sub" / "pipe");
+
   // A federation dataset (no project) is everyone's to read, still without set-id bits.
   auto everyone = jc::adapter::StagedAccessFor("", /*federation=*/true);
   REQUIRE(everyone.ok());
