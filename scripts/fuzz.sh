@@ -17,7 +17,8 @@ shift || true
 build="${JC_FUZZ_BUILD_DIR:-$root/build-fuzz}"
 harnesses=("$@")
 [[ ${#harnesses[@]} -gt 0 ]] || harnesses=(quantity_fuzz requirement_fuzz center_config_fuzz executor_config_fuzz trainjob_body_fuzz auth_header_fuzz
-                                            image_reference_fuzz oci_manifest_fuzz oci_token_fuzz)
+                                            image_reference_fuzz oci_manifest_fuzz oci_token_fuzz
+                                            slurm_output_fuzz accounting_period_fuzz cdi_spec_fuzz)
 
 command -v clang++ >/dev/null || { echo "fuzz: clang++ is not installed (scripts/setup.sh --test installs it)" >&2; exit 1; }
 if [[ ! -f "$build/build.ninja" ]]; then

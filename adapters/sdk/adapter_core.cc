@@ -1,5 +1,7 @@
 #include "adapters/sdk/adapter_core.h"
 
+#include "adapters/sdk/staged_dataset.h"
+
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
@@ -601,6 +603,15 @@ absl::StatusOr<pb::StageDatasetResponse> AdapterCore::StageDataset(const pb::Sta
                       PathInside(center_.data_dir, {req.data_name(), req.data_version().empty()
                                                                          ? std::string("latest")
                                                                          : req.data_version()}));
+  // Who reads the copy (staged_dataset.h): a project's dataset, the account its jobs run
+  // as here; a federation dataset, everyone.
+  std::string account = center_.user;
+  if (!req.project().empty()) {
+    if (auto run_as = CurrentRunAs(); run_as->configured) {
+      JC_ASSIGN_OR_RETURN(account, run_as->AccountFor(center_.center_id, req.project(), ""));
+    }
+  }
+  JC_ASSIGN_OR_RETURN(TreeAccess access, StagedAccessFor(account, req.project().empty()));
   std::vector<std::string> errors;
   // Sources in the order given (datamon's ranking), each by the mover of its scheme.
   for (const auto& url : req.source_urls()) {
@@ -616,11 +627,10 @@ absl::StatusOr<pb::StageDatasetResponse> AdapterCore::StageDataset(const pb::Sta
     if (absl::Status allowed = mover->Allowed(url); !allowed.ok()) {
       return absl::PermissionDeniedError(absl::StrCat("center ", center_.center_id, ": ", allowed.message()));
     }
-    std::error_code ec;
-    fs::create_directories(dest.parent_path(), ec);
-    fs::remove_all(dest, ec);
     absl::Time started = absl::Now();
-    absl::Status copied = mover->Copy(url, dest);
+    auto staged = StageInto(*mover, url, dest.parent_path().parent_path(), dest.parent_path().filename().string(),
+                            dest.filename().string(), access);
+    absl::Status copied = staged.status();
     if (copied.code() == absl::StatusCode::kPermissionDenied) {
       return absl::PermissionDeniedError(absl::StrCat("center ", center_.center_id, ": ", copied.message()));
     }

@@ -7,10 +7,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "adapters/sdk/tree_at.h"
 #include "common/path_inside.h"
 
 extern char** environ;
@@ -51,12 +55,44 @@ class FileMover final : public DatasetMover {
     return absl::OkStatus();
   }
   absl::Status Copy(const std::string& url, const fs::path& target) const override {
-    if (absl::Status allowed = Allowed(url); !allowed.ok()) return allowed;  // resolved again: it may have changed
-    std::error_code ec;
-    // Links inside the dataset are left out: followed, they would copy what they point at
-    // with the adapter's rights, wherever that is.
-    fs::copy(fs::path(url.substr(7)), target, fs::copy_options::recursive | fs::copy_options::skip_symlinks, ec);
-    if (ec) return absl::UnavailableError(absl::StrCat(url, ": ", ec.message()));
+    if (absl::Status allowed = Allowed(url); !allowed.ok()) return allowed;  // for its message; the opens decide
+    // The check above resolved the path by name, and a member of the project can swap a
+    // link in right after it. So nothing is opened by that name: the data source root (the
+    // operator's) is opened once, the dataset below it with openat2 refusing any link on
+    // the way, and every entry inside by name relative to its directory's descriptor with
+    // O_NOFOLLOW (tree_at.h). Links inside the dataset are left out: followed, they would
+    // copy what they point at with the adapter's rights, wherever that is.
+    const fs::path path = fs::path(url.substr(7)).lexically_normal();
+    std::string relative;
+    UniqueFd root;
+    for (const auto& source : sources_) {
+      std::error_code ec;
+      const fs::path base = fs::weakly_canonical(fs::absolute(source, ec), ec);
+      if (ec || !LexicallyUnder(path.string(), base.string())) continue;
+      root = UniqueFd(open(base.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+      if (root.get() < 0) continue;
+      relative = fs::path(path).lexically_relative(base).string();
+      break;
+    }
+    if (root.get() < 0) {
+      return absl::PermissionDeniedError(absl::StrCat(url, ": datasets are staged only from the center's data_sources"));
+    }
+    auto from = OpenBeneath(root.get(), relative == "." ? "" : relative, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+    if (!from.ok()) {
+      if (absl::IsPermissionDenied(from.status())) {
+        return absl::PermissionDeniedError(absl::StrCat(url, ": datasets are staged from their path as registered: ",
+                                                        from.status().message()));
+      }
+      return absl::UnavailableError(absl::StrCat(url, ": ", from.status().message()));
+    }
+    // The target's parent is the adapter's own directory inside data_dir (staged_dataset.h).
+    UniqueFd parent(open(target.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (parent.get() < 0) {
+      return absl::UnavailableError(absl::StrCat(target.parent_path().string(), ": ", std::strerror(errno)));
+    }
+    if (absl::Status copied = CopyTreeAt(from->get(), parent.get(), target.filename().string()); !copied.ok()) {
+      return absl::UnavailableError(absl::StrCat(url, ": ", copied.message()));
+    }
     return absl::OkStatus();
   }
 

@@ -32,8 +32,10 @@ class DatasetMover {
   // PermissionDenied when the source is not one the center allows (checked before
   // anything is created at the center).
   virtual absl::Status Allowed(const std::string& url) const { return absl::OkStatus(); }
-  // Copies `url` into `target` (a fresh path inside the data dir whose parent exists); an
-  // error lets the next source be tried.
+  // Copies `url` into `target`, a fresh path in a directory only the adapter writes (the
+  // copy is handed over and put in place afterwards: staged_dataset.h); an error lets the
+  // next source be tried. The file mover opens the source below its data source with
+  // openat2 and never follows a link (tree_at.h), whatever is swapped in meanwhile.
   virtual absl::Status Copy(const std::string& url, const std::filesystem::path& target) const = 0;
 };
 

@@ -79,15 +79,6 @@ std::string CurrentUser() {
   return pw ? pw->pw_name : "";
 }
 
-// "3:0" (sacct) -> a wait status.
-int WaitStatusFromExitCode(absl::string_view text) {
-  std::vector<absl::string_view> parts = absl::StrSplit(text, ':');
-  int code = 0, signal = 0;
-  if (!parts.empty()) (void)absl::SimpleAtoi(parts[0], &code);
-  if (parts.size() > 1) (void)absl::SimpleAtoi(parts[1], &signal);
-  return (code << 8) | (signal & 0x7f);
-}
-
 // A failed Slurm command -> a status a caller can act on.
 absl::Status CommandError(const std::vector<std::string>& argv, const CommandResult& r) {
   std::string what = std::string(absl::StripAsciiWhitespace(r.err.empty() ? r.out : r.err));
@@ -100,80 +91,7 @@ absl::Status CommandError(const std::vector<std::string>& argv, const CommandRes
   return absl::FailedPreconditionError(msg);
 }
 
-// "2026-11-26T08:00:01" (Slurm's local time) -> a time; nullopt for "Unknown", "None", "".
-std::optional<absl::Time> SlurmTime(absl::string_view text) {
-  static const absl::TimeZone local = [] {
-    absl::TimeZone tz;
-    return absl::LoadTimeZone("localtime", &tz) ? tz : absl::UTCTimeZone();
-  }();
-  absl::Time t;
-  std::string error;
-  if (!absl::ParseTime("%Y-%m-%dT%H:%M:%S", text, local, &t, &error)) return std::nullopt;
-  return t;
-}
-
 }  // namespace
-
-double SlurmDurationSeconds(absl::string_view text) {
-  // [DD-[HH:]]MM:SS[.mmm] (sacct's TotalCPU, Elapsed)
-  double days = 0;
-  if (size_t dash = text.find('-'); dash != absl::string_view::npos) {
-    if (!absl::SimpleAtod(text.substr(0, dash), &days)) return 0;
-    text = text.substr(dash + 1);
-  }
-  std::vector<absl::string_view> parts = absl::StrSplit(text, ':');
-  double total = 0;
-  for (absl::string_view p : parts) {
-    double v = 0;
-    if (!absl::SimpleAtod(p, &v)) return 0;
-    total = total * 60 + v;
-  }
-  return days * 86400 + total;
-}
-
-void AddSlurmTimes(absl::string_view start, absl::string_view end, ReplicaObservation* o) {
-  std::optional<absl::Time> started = SlurmTime(start), ended = SlurmTime(end);
-  if (started) o->started_at = *started;
-  bool over = o->state == pb::REPLICA_SUCCEEDED || o->state == pb::REPLICA_FAILED || o->state == pb::REPLICA_STOPPED;
-  if (!over || !started || !ended || *ended < *started) return;
-  o->ended_at = *ended;
-  pb::ReplicaUsage usage = o->usage.value_or(pb::ReplicaUsage());
-  usage.set_wall_seconds(absl::ToDoubleSeconds(*ended - *started));
-  o->usage = usage;
-}
-
-ReplicaObservation ObserveSlurmJob(absl::string_view state, absl::string_view reason, int wait_status) {
-  ReplicaObservation o;
-  // "CANCELLED by 0" (sacct) -> "CANCELLED".
-  absl::string_view base = state.substr(0, state.find(' '));
-  int exit_code = (wait_status >> 8) & 0xff;
-  int signal = wait_status & 0x7f;
-  if (signal != 0) exit_code = 128 + signal;
-  std::string why = reason.empty() || reason == "None" ? std::string() : absl::StrCat(" (", reason, ")");
-  if (base == "PENDING" || base == "CONFIGURING" || base == "REQUEUED" || base == "REQUEUE_HOLD" ||
-      base == "REQUEUE_FED" || base == "RESV_DEL_HOLD") {
-    o.state = pb::REPLICA_PENDING;
-    o.message = absl::StrCat("slurm: ", base, why);
-  } else if (base == "RUNNING" || base == "COMPLETING" || base == "SUSPENDED" || base == "STAGE_OUT" ||
-             base == "RESIZING" || base == "SIGNALING" || base == "STOPPED") {
-    // COMPLETING: the script ended and Slurm is cleaning up; the outcome comes next poll.
-    o.state = pb::REPLICA_RUNNING;
-    if (base != "RUNNING") o.message = absl::StrCat("slurm: ", base, why);
-  } else if (base == "COMPLETED") {
-    o.state = pb::REPLICA_SUCCEEDED;
-  } else if (base == "CANCELLED") {
-    o.state = pb::REPLICA_STOPPED;
-    o.exit_code = exit_code != 0 ? exit_code : 128 + 15;
-    o.message = absl::StrCat("slurm: CANCELLED", why);
-  } else {
-    // FAILED, TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, BOOT_FAIL, DEADLINE, PREEMPTED, ...
-    o.state = pb::REPLICA_FAILED;
-    o.exit_code = exit_code != 0 ? exit_code : -1;
-    o.message = base == "FAILED" && exit_code != 0 ? absl::StrCat("exited with ", exit_code)
-                                                   : absl::StrCat("slurm: ", base, why);
-  }
-  return o;
-}
 
 std::vector<std::string> SbatchResourceArgs(const pb::SpecOffer& spec) {
   const auto& q = spec.quantity();
@@ -186,63 +104,6 @@ std::vector<std::string> SbatchResourceArgs(const pb::SpecOffer& spec) {
   if (q.mlu() > 0) gres.push_back(absl::StrCat("mlu:", q.mlu()));
   if (!gres.empty()) args.push_back(absl::StrCat("--gres=", absl::StrJoin(gres, ",")));
   return args;
-}
-
-int GresCount(absl::string_view gres, absl::string_view name) {
-  int total = 0;
-  // Entries are separated by commas outside parentheses: "gpu:2(IDX:0,1),npu:1".
-  int depth = 0;
-  size_t start = 0;
-  auto entry = [&](absl::string_view e) {
-    e = e.substr(0, e.find('('));
-    std::vector<absl::string_view> parts = absl::StrSplit(e, ':');
-    if (parts.size() < 2 || parts[0] != name) return;
-    int n = 0;
-    if (absl::SimpleAtoi(parts.back(), &n)) total += n;
-  };
-  for (size_t i = 0; i <= gres.size(); ++i) {
-    char c = i < gres.size() ? gres[i] : ',';
-    if (c == '(') ++depth;
-    if (c == ')') --depth;
-    if (c == ',' && depth == 0) {
-      entry(gres.substr(start, i - start));
-      start = i + 1;
-    }
-  }
-  return total;
-}
-
-SlurmNodeTotals ParseSinfoNodes(absl::string_view text) {
-  SlurmNodeTotals t;
-  std::set<std::string> seen;  // a node in several partitions is listed once for each
-  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipWhitespace())) {
-    std::vector<std::string> f = absl::StrSplit(line, '|');
-    if (f.size() < 7) continue;
-    for (auto& s : f) absl::StripAsciiWhitespace(&s);
-    if (!seen.insert(f[0]).second) continue;
-    // Only nodes that can run jobs count: not down, drained, failed or not yet there.
-    std::string state = absl::AsciiStrToLower(f[6]);
-    bool usable = absl::StartsWith(state, "idle") || absl::StartsWith(state, "mixed") ||
-                  absl::StartsWith(state, "allocated") || absl::StartsWith(state, "completing");
-    if (!usable || absl::StrContains(state, "drain")) continue;
-    std::vector<absl::string_view> cpus = absl::StrSplit(f[1], '/');  // allocated/idle/other/total
-    int alloc = 0, total = 0;
-    if (cpus.size() == 4) {
-      (void)absl::SimpleAtoi(cpus[0], &alloc);
-      (void)absl::SimpleAtoi(cpus[3], &total);
-    }
-    int64_t mem = 0, mem_alloc = 0;
-    (void)absl::SimpleAtoi(f[2], &mem);
-    (void)absl::SimpleAtoi(f[3], &mem_alloc);
-    ++t.nodes;
-    t.cpu_total += total;
-    t.cpu_alloc += alloc;
-    t.memory_mb += mem;
-    t.memory_alloc_mb += mem_alloc;
-    t.gpu_total += GresCount(f[4], "gpu");
-    t.gpu_alloc += GresCount(f[5], "gpu");
-  }
-  return t;
 }
 
 SlurmBackend::SlurmBackend(SlurmOptions options) : options_(std::move(options)) {
@@ -279,15 +140,10 @@ absl::StatusOr<pb::Usage> SlurmBackend::GetUsage() {
   std::vector<std::string> argv = {"squeue", "-h", "-o", "%T"};
   if (!options_.partition.empty()) argv.push_back("--partition=" + options_.partition);
   JC_ASSIGN_OR_RETURN(std::string states, Slurm(argv));
+  const SqueueCounts counts = ParseSqueueStates(states);
   pb::Usage u;
-  for (absl::string_view s : absl::StrSplit(states, '\n', absl::SkipWhitespace())) {
-    s = absl::StripAsciiWhitespace(s);
-    if (s == "RUNNING" || s == "COMPLETING" || s == "SUSPENDED") {
-      u.set_running_task_num(u.running_task_num() + 1);
-    } else if (s == "PENDING" || s == "CONFIGURING" || s == "REQUEUED") {
-      u.set_waiting_task_num(u.waiting_task_num() + 1);
-    }
-  }
+  u.set_running_task_num(static_cast<int32_t>(std::min<int64_t>(counts.running, INT32_MAX)));
+  u.set_waiting_task_num(static_cast<int32_t>(std::min<int64_t>(counts.waiting, INT32_MAX)));
   u.mutable_used()->set_cpu(t.cpu_alloc);
   u.mutable_free()->set_cpu(t.cpu_total - t.cpu_alloc);
   u.mutable_used()->set_gpu(t.gpu_alloc);
@@ -355,18 +211,7 @@ absl::StatusOr<std::string> SlurmBackend::FindByName(const std::string& name) {
                       Slurm({"squeue", "--states=all", "-h", "--name=" + name, "-o", "%i|%k"}));
   // Only a job carrying the tag is the replica (anyone may name a job anything); of those,
   // the oldest (a copy of the tag is only possible once the real job shows it).
-  std::string found;
-  int64_t oldest = 0;
-  for (absl::string_view line : absl::StrSplit(out, '\n', absl::SkipWhitespace())) {
-    std::vector<absl::string_view> f = absl::StrSplit(absl::StripAsciiWhitespace(line), absl::MaxSplits('|', 1));
-    int64_t id = 0;
-    if (f.size() != 2 || !IsJobId(f[0]) || absl::StripAsciiWhitespace(f[1]) != tag || !absl::SimpleAtoi(f[0], &id)) continue;
-    if (found.empty() || id < oldest) {
-      found = std::string(f[0]);
-      oldest = id;
-    }
-  }
-  return found;
+  return OldestTaggedJob(out, tag);
 }
 
 absl::StatusOr<std::string> ImageScript(const SlurmOptions& options, const std::string& image,
@@ -517,22 +362,12 @@ absl::StatusOr<std::map<std::string, ReplicaObservation>> SlurmBackend::Poll(
   }
   for (size_t i = 0; i < ids.size(); i += kIdsPerCall) {
     std::vector<std::string> chunk(ids.begin() + i, ids.begin() + std::min(ids.size(), i + kIdsPerCall));
-    std::vector<std::string> argv = {"squeue", "--states=all", "-h", "-O",
-                                     "JobID:|,State:|,Reason:|,exit_code:|,StartTime:|,EndTime:|",
+    std::vector<std::string> argv = {"squeue", "--states=all", "-h", "-O", std::string(kSqueueJobFields),
                                      "--jobs=" + absl::StrJoin(chunk, ",")};
     JC_ASSIGN_OR_RETURN(CommandResult r, RunCommand(argv, options_.command_timeout));
     // squeue fails with "Invalid job id" only when it knows none of them: all unknown.
     if (r.exit_code != 0 && !absl::StrContains(r.err, "Invalid job id")) return CommandError(argv, r);
-    for (absl::string_view line : absl::StrSplit(r.out, '\n', absl::SkipWhitespace())) {
-      std::vector<std::string> f = absl::StrSplit(line, '|');
-      if (f.size() < 4) continue;
-      for (auto& s : f) absl::StripAsciiWhitespace(&s);
-      int wait_status = 0;
-      (void)absl::SimpleAtoi(f[3], &wait_status);
-      ReplicaObservation o = ObserveSlurmJob(f[1], f[2], wait_status);
-      if (f.size() >= 6) AddSlurmTimes(f[4], f[5], &o);
-      out[f[0]] = std::move(o);
-    }
+    for (auto& [id, o] : ParseSqueueJobs(r.out)) out[id] = std::move(o);
     // Jobs squeue has forgotten, and what ended jobs used (CPU time, memory: accounting
     // keeps them; squeue has only their times).
     std::vector<std::string> ask;
@@ -563,73 +398,6 @@ void SlurmBackend::ObserveFromAccounting(const std::vector<std::string>& ids,
     return;
   }
   ReadSacct(r->out, std::set<std::string>(ids.begin(), ids.end()), out);
-}
-
-namespace {
-
-// A TRES count in sacct's "billing=2,cpu=2,gres/gpu=1,mem=1G" form; 0 when absent.
-int64_t TresCount(absl::string_view tres, absl::string_view name) {
-  for (absl::string_view item : absl::StrSplit(tres, ',', absl::SkipEmpty())) {
-    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
-    int64_t v = 0;
-    if (kv.first == name && absl::SimpleAtoi(kv.second, &v)) return v;
-  }
-  return 0;
-}
-
-// "1024K", "3.5M", "2G", "512" (KB) -> KB.
-int64_t SacctKilobytes(std::string text) {
-  int64_t scale = 1;
-  if (!text.empty() && (text.back() == 'K' || text.back() == 'M' || text.back() == 'G')) {
-    scale = text.back() == 'K' ? 1 : text.back() == 'M' ? 1024 : 1024 * 1024;
-    text.pop_back();
-  }
-  double v = 0;
-  return absl::SimpleAtod(text, &v) ? static_cast<int64_t>(v * scale) : 0;
-}
-
-}  // namespace
-
-void ReadSacct(absl::string_view text, const std::set<std::string>& wanted,
-               std::map<std::string, ReplicaObservation>* out) {
-  // Steps ("123.batch", "123.0") carry what was used (memory, disk IO); the allocation
-  // line the state, times, CPU time and what was allocated (GPUs).
-  struct StepSums {
-    int64_t max_rss_kb = 0, read_bytes = 0, write_bytes = 0;
-  };
-  std::map<std::string, StepSums> steps;
-  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipWhitespace())) {
-    std::vector<std::string> f = absl::StrSplit(line, '|');
-    if (f.size() < 10) continue;
-    std::string job = f[0].substr(0, f[0].find('.'));
-    if (!wanted.count(job)) continue;
-    StepSums& sums = steps[job];
-    sums.max_rss_kb = std::max(sums.max_rss_kb, SacctKilobytes(f[6]));
-    if (f[0] != job) {
-      sums.read_bytes += TresCount(f[8], "fs/disk");
-      sums.write_bytes += TresCount(f[9], "fs/disk");
-      continue;
-    }
-    ReplicaObservation o = ObserveSlurmJob(f[1], "", WaitStatusFromExitCode(f[2]));
-    if (auto known = out->find(job); known != out->end() && known->second.state != o.state) {
-      o = known->second;  // squeue's word on a job it still has
-    }
-    AddSlurmTimes(f[3], f[4], &o);
-    if (o.usage.has_value()) {
-      o.usage->set_cpu_seconds(SlurmDurationSeconds(f[5]));
-      o.usage->set_gpus(static_cast<int32_t>(TresCount(f[7], "gres/gpu")));
-    }
-    (*out)[job] = std::move(o);
-  }
-  for (const auto& [job, sums] : steps) {
-    auto it = out->find(job);
-    if (it == out->end() || !it->second.usage.has_value()) continue;
-    pb::ReplicaUsage& usage = *it->second.usage;
-    usage.set_memory_peak_mb(sums.max_rss_kb / 1024);
-    usage.set_read_bytes(sums.read_bytes);
-    usage.set_write_bytes(sums.write_bytes);
-    if (usage.gpus() > 0) usage.set_gpu_seconds(usage.gpus() * usage.wall_seconds());
-  }
 }
 
 absl::StatusOr<std::string> SlurmBackend::ReadLog(const std::string& external_id, bool stderr, int64_t offset,

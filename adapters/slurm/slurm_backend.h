@@ -19,6 +19,7 @@
 
 #include "absl/time/time.h"
 #include "adapters/sdk/backend.h"
+#include "adapters/slurm/slurm_output.h"  // the parsers of squeue, sacct and sinfo output
 
 namespace jc::adapter {
 
@@ -64,38 +65,8 @@ absl::StatusOr<std::string> ImageScript(const SlurmOptions& options, const std::
 // the replica, whatever name they give it.
 std::string ReplicaTag(const std::string& secret, const std::string& name);
 
-// What Slurm says of a job -> the replica's state. `wait_status` is squeue's exit_code
-// (a wait(2) status: exit code << 8 | signal).
-// "1-02:03:04.500", "03:04.5" (sacct's durations) -> seconds.
-double SlurmDurationSeconds(absl::string_view text);
-
-ReplicaObservation ObserveSlurmJob(absl::string_view state, absl::string_view reason, int wait_status);
-
-// What the adapter asks sacct for an ended job, and what it makes of the answer (`sacct -n
-// -P -o` those fields): per job in `wanted`, its state, start and end, CPU time (TotalCPU),
-// peak memory (the largest MaxRSS of its steps), GPUs allocated (AllocTRES gres/gpu) and
-// the bytes its steps read and wrote (TRESUsageInTot/OutTot fs/disk, summed over steps).
-inline constexpr absl::string_view kSacctFields =
-    "JobIDRaw,State,ExitCode,Start,End,TotalCPU,MaxRSS,AllocTRES,TRESUsageInTot,TRESUsageOutTot";
-void ReadSacct(absl::string_view text, const std::set<std::string>& wanted,
-               std::map<std::string, ReplicaObservation>* out);
-
 // sbatch's resource options for a spec: --cpus-per-task, --mem (MB), --gres.
 std::vector<std::string> SbatchResourceArgs(const pb::SpecOffer& spec);
-
-// The count of `name` in a gres string as sinfo prints it: "gpu:8", "gpu:a100:4(S:0-1)",
-// "gpu:2(IDX:0-1),npu:1", "(null)".
-int GresCount(absl::string_view gres, absl::string_view name);
-
-// Capacity and use of the nodes that can run jobs, from
-// `sinfo -N -h -O NodeHost:|,CPUsState:|,Memory:|,AllocMem:|,Gres:|,GresUsed:|,StateLong:|`.
-struct SlurmNodeTotals {
-  int nodes = 0;
-  int cpu_total = 0, cpu_alloc = 0;
-  int64_t memory_mb = 0, memory_alloc_mb = 0;
-  int gpu_total = 0, gpu_alloc = 0;
-};
-SlurmNodeTotals ParseSinfoNodes(absl::string_view sinfo_output);
 
 class SlurmBackend final : public Backend {
  public:

@@ -26,6 +26,9 @@ class DataMover {
   // Source URLs best first; empty when the target already holds the dataset.
   virtual absl::StatusOr<std::vector<std::string>> Sources(const std::string& name, const std::string& version,
                                                            const std::string& target_center) = 0;
+  // The project the dataset belongs to ("" : the federation's): the center hands the copy
+  // to the account that runs that project's jobs, and to no other (issue 44 hole 11).
+  virtual absl::StatusOr<std::string> Project(const std::string& name, const std::string& version) = 0;
   // How a copy went, for the sources' download history (standard 6.3.2 b and d), which
   // the next source selection reads.
   struct Transfer {

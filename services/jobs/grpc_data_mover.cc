@@ -44,6 +44,18 @@ class GrpcDataMover final : public DataMover {
     return urls;
   }
 
+  absl::StatusOr<std::string> Project(const std::string& name, const std::string& version) override {
+    v1::GetDatasetRequest get;
+    get.mutable_key()->set_data_name(name);
+    get.mutable_key()->set_data_version(version);
+    v1::Dataset dataset;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    grpc::Status s = Stub()->GetDataset(&ctx, get, &dataset);
+    if (!s.ok()) return FromGrpcStatus(s);
+    return dataset.project();
+  }
+
   absl::Status AddLocation(const std::string& name, const std::string& version, const std::string& center,
                            const std::string& url, const Transfer& transfer) override {
     v1::GetDatasetRequest get;

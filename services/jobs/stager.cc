@@ -69,9 +69,14 @@ absl::Status Stager::CopyAll(const std::string& center, const std::string& image
       return absl::Status(sources.status().code(), absl::StrCat("staging ", key, ": ", sources.status().message()));
     }
     if (sources->empty()) continue;  // already there
+    auto project = mover_->Project(name, version);
+    if (!project.ok()) {
+      return absl::Status(project.status().code(), absl::StrCat("staging ", key, ": ", project.status().message()));
+    }
     apb::StageDatasetRequest req;
     req.set_data_name(name);
     req.set_data_version(version);
+    req.set_project(*project);  // only its account reads the copy
     for (const auto& url : *sources) req.add_source_urls(url);
     auto copy = adapters_->Stage({center, *address}, req);
     if (!copy.ok()) {

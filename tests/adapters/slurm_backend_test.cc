@@ -1,8 +1,10 @@
-// Unit tests of the Slurm adapter's translations: states, specs, gres and node figures.
+// Unit tests of the Slurm adapter's translations: states, specs, gres and node figures, and
+// the parsers of squeue's and sacct's output (slurm_output.h) on what a cluster may print.
 
 #include <catch2/catch.hpp>
 
 #include "adapters/slurm/slurm_backend.h"
+#include "adapters/slurm/slurm_output.h"
 
 namespace jc::adapter {
 namespace {
@@ -72,6 +74,76 @@ TEST_CASE("sinfo's node lines add up to the usable capacity and its use [A14][A3
   CHECK(t.memory_alloc_mb == 1000);
   CHECK(t.gpu_total == 8);
   CHECK(t.gpu_alloc == 2);
+}
+
+TEST_CASE("squeue's job lines become observations by job id; other lines are skipped [A14]", "[A14]") {
+  // As `squeue --states=all -h -O <kSqueueJobFields>` prints them (padded, '|' after each).
+  const char* text =
+      "101                 |RUNNING             |None                |0                   |2026-11-26T10:00:00 |N/A |\n"
+      "102|FAILED|NonZeroExitCode|768|2026-11-26T10:00:00|2026-11-26T10:00:05|\n"
+      "103|PENDING|Resources|0|N/A|N/A|\n"
+      "slurm_load_jobs warning: something Slurm adds\n"
+      "abc|COMPLETED|None|0|||\n"
+      "104|CANCELLED by 0|None\n";
+  auto jobs = ParseSqueueJobs(text);
+  REQUIRE(jobs.size() == 3);
+  CHECK(jobs.at("101").state == pb::REPLICA_RUNNING);
+  REQUIRE(jobs.at("101").started_at.has_value());
+  CHECK_FALSE(jobs.at("101").ended_at.has_value());
+  CHECK(jobs.at("102").state == pb::REPLICA_FAILED);
+  CHECK(jobs.at("102").exit_code == 3);
+  REQUIRE(jobs.at("102").usage.has_value());
+  CHECK(jobs.at("102").usage->wall_seconds() == Approx(5));
+  CHECK(jobs.at("103").message == "slurm: PENDING (Resources)");
+  CHECK(ParseSqueueJobs("").empty());
+}
+
+TEST_CASE("squeue's states are counted; only a job carrying the adapter's tag is its replica, the oldest first [A14]",
+          "[A14]") {
+  SqueueCounts c = ParseSqueueStates("RUNNING\nPENDING\n  COMPLETING \nCONFIGURING\nCOMPLETED\nbogus\n");
+  CHECK(c.running == 2);
+  CHECK(c.waiting == 2);
+  CHECK(OldestTaggedJob("300|jc:abc\n200|jc:abc \n100|jc:other\n50|\nx|jc:abc\n-5|jc:abc\n", "jc:abc") == "200");
+  CHECK(OldestTaggedJob("100|jc:other\n", "jc:abc").empty());
+  CHECK(OldestTaggedJob("", "jc:abc").empty());
+}
+
+TEST_CASE("numbers out of range in Slurm's output count as nothing, never as wrapped values [A14]", "[A14]") {
+  // Before, sums past int's range and a double cast past int64's were undefined behaviour
+  // (UBSan: "signed integer overflow: 2147483647 + 2147483647" in GresCount), and an exit
+  // code past 255 or below 0 became a wait status of another code.
+  CHECK(WaitStatusFromExitCode("3:0") == (3 << 8));
+  CHECK(WaitStatusFromExitCode("0:9") == 9);
+  CHECK(WaitStatusFromExitCode("99999999999:0") == 0);
+  CHECK(WaitStatusFromExitCode("16777216:0") == 0);
+  CHECK(WaitStatusFromExitCode("1:-4") == (1 << 8));
+  CHECK(GresCount("gpu:2147483647,gpu:2147483647", "gpu") == 2147483647);
+  CHECK(GresCount("gpu:-4", "gpu") == 0);
+  CHECK(SlurmDurationSeconds("1e308-00:00") == 0);
+  CHECK(SlurmDurationSeconds("inf") == 0);
+  CHECK(SlurmDurationSeconds("nan") == 0);
+  // sacct: MaxRSS past int64, disk bytes summed past it, a GPU count past int32.
+  std::map<std::string, ReplicaObservation> out;
+  ReadSacct(
+      "7|COMPLETED|0:0|2026-11-26T10:00:00|2026-11-26T10:00:10|00:01||gres/gpu=99999999999||\n"
+      "7.0|COMPLETED|0:0|2026-11-26T10:00:00|2026-11-26T10:00:10|00:01|1e300G|||fs/disk=9223372036854775807\n"
+      "7.1|COMPLETED|0:0|2026-11-26T10:00:00|2026-11-26T10:00:10|00:01|nanK|||fs/disk=9223372036854775807\n",
+      {"7"}, &out);
+  REQUIRE(out.count("7") == 1);
+  REQUIRE(out.at("7").usage.has_value());
+  CHECK(out.at("7").usage->memory_peak_mb() == 0);
+  CHECK(out.at("7").usage->write_bytes() == INT64_MAX);
+  CHECK(out.at("7").usage->gpus() == INT32_MAX);
+  // sinfo: node figures summed past int's range.
+  std::string sinfo;
+  for (int i = 0; i < 3; ++i) {
+    sinfo += "n" + std::to_string(i) + "|0/0/0/2147483647|9223372036854775807|0|gpu:2147483647|(null)|idle\n";
+  }
+  SlurmNodeTotals t = ParseSinfoNodes(sinfo);
+  CHECK(t.nodes == 3);
+  CHECK(t.cpu_total == INT32_MAX);
+  CHECK(t.memory_mb == INT64_MAX);
+  CHECK(t.gpu_total == INT32_MAX);
 }
 
 }  // namespace

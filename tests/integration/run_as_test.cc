@@ -3,7 +3,10 @@
 // account for a job is filtered out with its reason; a replica whose mapping was removed
 // after the scheduler placed it fails there, saying why.
 
+#include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "adapters/sdk/adapter_core.h"
@@ -252,4 +256,85 @@ TEST_CASE("a replica cannot make its root adapter read, write or kill for it thr
   waitpid(bystander, nullptr, 0);
   std::error_code ec;
   std::filesystem::remove_all(box, ec);
+}
+
+TEST_CASE("a project's dataset staged at a center is read by the account the center runs the project as, and by no "
+          "other account there (issue 44 hole 11) [A6][C6]",
+          "[A6][C6]") {
+  if (geteuid() != 0) {
+    WARN("not run: handing staged data to another account needs root (CI runs as root)");
+    return;
+  }
+  namespace fs = std::filesystem;
+  jc::testing::TestAccount vision("jc-stage-vis");
+  jc::testing::TestAccount other("jc-stage-oth");
+  // The dataset's source, world-readable as shared storage often is.
+  const fs::path sources = fs::temp_directory_path() / ("jc-stage-src-" + std::to_string(getpid()));
+  fs::remove_all(sources);
+  fs::create_directories(sources / "corpus");
+  std::ofstream(sources / "corpus" / "part-0") << "vision's data\n";
+  fs::permissions(sources / "corpus" / "part-0", fs::perms(0644));
+  const std::string config = "security_grade: 3\ndata_dir: {data_dir}\ndata_sources: [" + sources.string() +
+                             "]\nrun_as: {projects: {vision: " + vision.name +
+                             "}}\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n";
+  jc::testing::LocalAdapter holder("holder", 8, config);
+  jc::testing::LocalAdapter mapped("mapped", 8, config);
+  jc::testing::TestSystem sys(QuickCycles);
+  for (const auto& [id, address] : {std::pair<std::string, std::string>{"holder", holder.address()},
+                                    std::pair<std::string, std::string>{"mapped", mapped.address()}}) {
+    Must(sys.rest->Post("/openapi/v1/centers", {{"ai_center_id", id}, {"name", id}, {"region", "cn"},
+                                                {"network_topology", "cn/" + id}, {"adapter_address", address},
+                                                {"data_roots", {"/"}},
+                                                {"capacity", {{"cpu", 8}, {"memory", 8192}}}}));
+  }
+  AddSpecAndWait(sys, {"holder", "mapped"});
+  auto alice = sys.UserClient("alice", "vision", "MEMBER");
+  Must(sys.rest->Post("/openapi/v1/datasets",
+                      {{"data_name", "corpus"},
+                       {"data_version", "v1"},
+                       {"project", "vision"},
+                       {"location", {{{"ai_center_id", "holder"},
+                                      {"dataset_url", "file://" + (sources / "corpus").string()},
+                                      {"access", "r"}}}}}));
+  const fs::path staged = mapped.dir / "data" / "corpus" / "v1" / "part-0";
+  json job = {{"name", "reads"},
+              {"tasks", {{{"name", "t"},
+                          {"command", "cat " + staged.string()},
+                          {"resourceSpecId", "cpu-1"},
+                          {"replicaNumber", 1},
+                          {"centerIDs", {"mapped"}},
+                          {"datasets", {"corpus:v1"}}}}}};
+  auto created = alice->Post("/openapi/v1/trainjob", job);
+  INFO(created.body.dump());
+  REQUIRE(created.http_status == 200);
+  const std::string id = created.body["data"]["jobId"];
+  WaitForJob(*alice, id, "completed");
+  // The job, as vision's account, read it.
+  auto log = alice->http().Get(("/openapi/v1/trainjob/" + id + "/task/0/replica/0/log/content").c_str());
+  REQUIRE(log);
+  CHECK(log->body.find("vision's data") != std::string::npos);
+  // The copy is vision's account's, and another account at the center cannot read it.
+  struct stat st;
+  REQUIRE(stat(staged.c_str(), &st) == 0);
+  CHECK(st.st_uid == vision.uid);
+  CHECK((st.st_mode & 07777) == 0640);
+  REQUIRE(stat(staged.parent_path().c_str(), &st) == 0);
+  CHECK(st.st_uid == vision.uid);
+  CHECK((st.st_mode & 07777) == 0750);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (setgroups(0, nullptr) != 0 || setresgid(other.gid, other.gid, other.gid) != 0 ||
+        setresuid(other.uid, other.uid, other.uid) != 0) {
+      _exit(99);
+    }
+    const int fd = open(staged.c_str(), O_RDONLY);
+    _exit(fd < 0 ? errno : 0);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == EACCES);
+  std::error_code ec;
+  fs::remove_all(sources, ec);
 }
