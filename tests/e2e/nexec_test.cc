@@ -33,6 +33,7 @@
 #include "tests/testing/oci_registry.h"
 #include "tests/testing/own_postgres.h"
 #include "tests/testing/process.h"
+#include "tests/testing/tcp_proxy.h"
 #include "tests/testing/test_account.h"
 #include "tests/testing/test_store.h"
 
@@ -1728,6 +1729,96 @@ TEST_CASE("a job's working directory in its image is opened as its account: anot
   CHECK(out.find("real-marker") != std::string::npos);
   CHECK(out.find("wrote-it") != std::string::npos);
   CHECK(std::filesystem::exists(own + "/real/planted-" + std::to_string(to_own)));
+}
+
+TEST_CASE("an image already on a host runs only through a reference that proved it: another account naming its "
+          "digest elsewhere is refused, and sees no host's images",
+          "[B6][B9][C6]") {
+  if (geteuid() != 0) {
+    WARN("not run: the attack needs an agent running as root and a second account (CI runs as root)");
+    return;
+  }
+  Cluster c("image-refs");
+  auto registry = StartRegistry(c);
+  // A project's private image, which only the agent's credentials pull.
+  auto digest = registry->Push("project-a/private", "v1", "project a's private image");
+  REQUIRE(digest.ok());
+  const std::string own_ref = registry->host() + "/project-a/private@" + *digest;
+  c.AddAgent("node1", "cpus=2,mem=4G", {"--cgroups=on", RegistryFlags(*registry)[0], RegistryFlags(*registry)[1]});
+  REQUIRE(c.WaitHosts(1));
+  int64_t owners = c.Submit({"--image", own_ref, "-o", c.path("owner.out"), "--", "cat /etc/jc-image"});
+  REQUIRE(c.WaitState(owners, "DONE"));
+  CHECK(ReadFile(c.path("owner.out")) == "project a's private image\n");
+
+  jc::testing::TestAccount mallory("jc-nexec-refs");
+  auto submit_as = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"submit", "--json"});
+    auto r = c.CliAs(mallory.name, args);
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    return std::stoll(json::parse(r.out)["job_id"].get<std::string>());
+  };
+  // The digest alone, named in a repository of its own or at a registry that is not there:
+  // the image is on the host, but no registry there serves it.
+  for (const std::string& elsewhere : {registry->host() + "/mallory/anything@" + *digest,
+                                       "127.0.0.1:1/mallory/anything@" + *digest}) {
+    const std::string out = c.path("stolen.out");
+    std::filesystem::remove(out);
+    int64_t stolen = submit_as({"--image", elsewhere, "-o", out, "--", "cat /etc/jc-image"});
+    REQUIRE(WaitUntil([&] { return c.Job(stolen)["state"] == "EXIT" || c.Job(stolen)["state"] == "DONE"; }));
+    CHECK(c.Job(stolen)["state"] == "EXIT");
+    const std::string reason = c.Job(stolen).value("reason", "");
+    INFO(reason);
+    CHECK(reason.find("cannot pull image " + elsewhere) != std::string::npos);
+    CHECK(ReadFile(out).find("private image") == std::string::npos);
+  }
+  // Which images a host holds is for root and the administrators only.
+  auto listed = c.CliAs(mallory.name, {"hosts", "--json"});
+  INFO(listed.out);
+  REQUIRE(listed.code == 0);
+  CHECK(listed.out.find(digest->substr(7)) == std::string::npos);
+  CHECK(c.Cli({"hosts", "--json"}).out.find(digest->substr(7)) != std::string::npos);
+  // Nor does the job list give another account the owner's reference.
+  auto shown = c.CliAs(mallory.name, {"job", std::to_string(owners), "--json"});
+  INFO(shown.out);
+  REQUIRE(shown.code == 0);
+  CHECK(shown.out.find("project-a/private") == std::string::npos);
+}
+
+TEST_CASE("a slow registry named with a digest another project needs holds up no other pull of it", "[B6]") {
+  if (geteuid() != 0) {
+    WARN("not run: running images needs root (CI runs as root)");
+    return;
+  }
+  Cluster c("pull-sources");
+  auto registry = StartRegistry(c);
+  auto digest = registry->Push("demo/app", "v1", "the shared image");
+  REQUIRE(digest.ok());
+  // The same registry behind a proxy that passes each chunk a second late: a pull through it
+  // takes minutes (the agent has the registry's credential for both names).
+  const int port = std::stoi(registry->host().substr(registry->host().rfind(':') + 1));
+  jc::testing::TcpProxy slow(port);
+  slow.SetMode(jc::testing::TcpProxy::Mode::kDelay, std::chrono::milliseconds(1000));
+  const std::string slow_host = "127.0.0.1:" + std::to_string(slow.port());
+  const std::string slow_ref = slow_host + "/demo/app@" + *digest;
+  const std::string fast_ref = registry->host() + "/demo/app@" + *digest;
+  json auths = json::parse(ReadFile(registry->auth_file()));
+  auths["auths"][slow_host] = auths["auths"][registry->host()];
+  std::ofstream(c.path("auth.json")) << auths.dump();
+  c.AddAgent("node1", "cpus=2,mem=4G",
+             {"--cgroups=on", "--image_pull_timeout=300s", "--registry_auth_file=" + c.path("auth.json"),
+              RegistryFlags(*registry)[1]});
+  REQUIRE(c.WaitHosts(1));
+  int64_t stuck = c.Submit({"--image", slow_ref, "--", "true"});
+  REQUIRE(c.WaitState(stuck, "RUNNING"));  // its runner is pulling
+  const auto started = std::chrono::steady_clock::now();
+  int64_t other = c.Submit({"--image", fast_ref, "-o", c.path("other.out"), "--", "cat /etc/jc-image"});
+  CHECK(c.WaitState(other, "DONE"));
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(30));
+  CHECK(ReadFile(c.path("other.out")) == "the shared image\n");
+  CHECK(c.Job(stuck)["state"] == "RUNNING");  // still pulling through the slow one
+  REQUIRE(c.Cli({"kill", std::to_string(stuck)}).code == 0);
+  REQUIRE(c.WaitState(stuck, "EXIT"));
 }
 
 TEST_CASE("a job runs with the submission environment and directory as --env says, and the CLI answers --help "
