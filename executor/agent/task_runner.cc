@@ -319,6 +319,11 @@ absl::StatusOr<pid_t> TaskRunner::Launch(const TaskLaunch& t) {
     }
   }
   absl::StatusOr<pid_t> started = Start(t);
+  if (!started.ok() && !t.image.empty() && images_) {
+    // Its bundle holds its command and environment: it goes with the start that failed.
+    std::error_code ignored;
+    std::filesystem::remove_all(BundleDir(t.key), ignored);
+  }
   bool kill_now = false;
   {
     std::lock_guard<std::mutex> lock(mu_);

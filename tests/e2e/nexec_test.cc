@@ -1729,6 +1729,21 @@ TEST_CASE("a job's working directory in its image is opened as its account: anot
   CHECK(out.find("real-marker") != std::string::npos);
   CHECK(out.find("wrote-it") != std::string::npos);
   CHECK(std::filesystem::exists(own + "/real/planted-" + std::to_string(to_own)));
+
+  // A task whose start fails once its bundle is written (its output file refused) leaves
+  // no bundle behind: its command and environment stay nowhere on disk.
+  const std::string secret = c.path("root-only.out");
+  std::ofstream(secret) << "root's\n";
+  std::filesystem::permissions(secret, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  auto refused = c.CliAs(mallory.name, {"submit", "--json", "--image", ref, "-o", secret, "--", "echo API_KEY=hunter2"});
+  INFO(refused.out);
+  REQUIRE(refused.code == 0);
+  const int64_t failed = std::stoll(json::parse(refused.out)["job_id"].get<std::string>());
+  REQUIRE(c.WaitState(failed, "EXIT"));
+  CHECK(c.Job(failed).value("reason", "").find("output file: cannot open " + secret) != std::string::npos);
+  for (const auto& entry : std::filesystem::directory_iterator(store + "/.bundles")) {
+    CHECK(entry.path().filename().string().rfind(std::to_string(failed) + ".", 0) != 0);
+  }
 }
 
 TEST_CASE("an image already on a host runs only through a reference that proved it: another account naming its "
