@@ -545,8 +545,6 @@ absl::Status TaskRunner::PrepareImage(const TaskLaunch& t, const Account& user,
   out->env_strings.push_back(absl::StrCat("NEXEC_IMAGE_PULL_TIMEOUT_S=", images_->pull_timeout_s));
   out->env_strings.push_back(absl::StrCat("NEXEC_IMAGE_UNPACK_UID=", images_->unpack_uid));
   if (!out->note.empty()) out->env_strings.push_back("NEXEC_TASK_NOTE=" + out->note);
-  // The child makes the task's mount namespace; the runner mounts the store there.
-  if (attach) out->env_strings.push_back("NEXEC_IMAGE_NAMESPACE=1");
   for (auto& s : out->env_strings) out->envp.push_back(s.data());
   out->envp.push_back(nullptr);
   out->attach_paths.clear();
