@@ -232,12 +232,14 @@ void Agent::SetUpImages() {
   }
   std::vector<std::string> missing;
   for (const std::string& tool : {std::string("/usr/bin/runc"), std::string("/usr/bin/skopeo"),
-                                  std::string("/usr/bin/umoci"), runner}) {
+                                  std::string("/usr/bin/umoci"), std::string("/usr/bin/setpriv"),
+                                  std::string("/usr/bin/unshare"), runner}) {
     if (access(tool.c_str(), X_OK) != 0) missing.push_back(tool);
   }
   if (!missing.empty()) {
     spdlog::warn("nexec agent: jobs with --image cannot run here (missing {}); they end with that reason",
                  absl::StrJoin(missing, ", "));
+    runner_.RunNoImages(absl::StrCat("it found no ", absl::StrJoin(missing, ", ")));
     return;
   }
   ImageRunning images;
@@ -247,6 +249,8 @@ void Agent::SetUpImages() {
   images.cert_dir = options_.registry_cert_dir;
   images.store_limit_mb = options_.image_store_limit_mb;
   images.pull_timeout_s = std::max<int64_t>(1, absl::ToInt64Seconds(options_.image_pull_timeout));
+  images.unpack_uid = options_.image_unpack_uid;
+  images.munge_socket = options_.auth.socket();
   {
     // nexec-run inside images: the one beside this agent, on the host's libraries.
     std::error_code ec;
@@ -275,6 +279,15 @@ void Agent::SetUpImages() {
   std::error_code ec;
   std::filesystem::create_directories(images.store, ec);
   chmod(images.store.c_str(), 0700);  // the images' files are the agent's to give
+  if (geteuid() == 0) {
+    // Unpacked without privilege, into a store no node or set-id bit counts in (issue 44).
+    if (absl::Status unpack = CheckUnprivilegedUnpack(images.store, images.unpack_uid); !unpack.ok()) {
+      spdlog::warn("nexec agent: jobs with --image cannot run here ({}); they end with that reason",
+                   std::string(unpack.message()));
+      runner_.RunNoImages(std::string(unpack.message()));
+      return;
+    }
+  }
   spdlog::info("nexec agent: tasks with an image run in it (runc), images kept in {}; GPUs in images: {}",
                images.store, images.gpus.Describe());
   image_store_ = images.store;

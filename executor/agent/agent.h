@@ -76,6 +76,8 @@ struct AgentOptions {
   std::string image_runner;
   int64_t image_store_limit_mb = 0;  // least recently used images not in use go past it; 0: none
   absl::Duration image_pull_timeout = absl::Minutes(10);  // a longer pull ends its task, saying so
+  // The uid images are unpacked as (nexec-image-run): one no account has (checked at start).
+  uint32_t image_unpack_uid = 2147483646;
   // What a container needs for its GPUs (gpu_container_edits.h): CDI specs looked for in
   // these directories, else the driver's directory bound at /usr/local/nvidia.
   std::vector<std::string> cdi_spec_dirs = {"/etc/cdi", "/var/run/cdi"};

@@ -37,8 +37,9 @@ json ContainerConfig(const ContainerSpec& spec) {
     mounts = std::move(kept);
   }
   std::string cwd = spec.cwd.empty() ? "/" : spec.cwd;
-  if (cwd != "/") {
-    mounts.push_back({{"destination", cwd}, {"type", "bind"}, {"source", cwd}, {"options", {"rbind", "rw"}}});
+  if (cwd != "/" && !spec.cwd_in_container) {
+    const std::string source = spec.cwd_source.empty() ? cwd : spec.cwd_source;
+    mounts.push_back({{"destination", cwd}, {"type", "bind"}, {"source", source}, {"options", {"rbind", "rw"}}});
   }
   std::vector<ContainerMount> binds = spec.gpu.mounts;
   binds.insert(binds.end(), spec.mounts.begin(), spec.mounts.end());

@@ -7,7 +7,8 @@
 //   - runs the task's command with `/bin/sh -c` as the task's user (uid, gid, groups;
 //     no capabilities, no new privileges), never as root unless the user is root;
 //   - sees the image's files read-only, a private /tmp, the task's working directory at
-//     the same path (read-write), and the host's /dev/shm;
+//     the same path (read-write; opened as the user, never bound by its path as root),
+//     and the host's /dev/shm;
 //   - shares the host's network, PID and IPC namespaces (MPI, torch.distributed and the
 //     agent's GPU misuse check see it as they see bare tasks); its own mount namespace;
 //   - sits in a cgroup below the task's (runc's cgroupsPath is relative; named as the
@@ -32,6 +33,11 @@ struct ContainerSpec {
   std::vector<std::string> env;  // "K=V"
   std::string command;           // for /bin/sh -c
   std::string cwd;               // the task's directory; bound at the same path
+  // What is bound there: `cwd` itself when empty (a path the batch system chose), else
+  // where the task's child attached the directory the agent opened as the user, in the
+  // bundle (issue 44: runc resolves bind sources as root, so a user's path never reaches it).
+  std::string cwd_source;
+  bool cwd_in_container = false;  // `cwd` is the container's own (its /tmp): nothing bound
   Account user;
   GpuContainerEdits gpu;  // device nodes, mounts, env and hooks for the GPUs the task holds
   // The container's cgroup, relative to runc's own (the task's, where the agent contains

@@ -40,6 +40,9 @@ ABSL_FLAG(int64_t, image_store_limit_mb, 0,
           "removed; 0: no limit");
 ABSL_FLAG(absl::Duration, image_pull_timeout, absl::Minutes(10),
           "a pull of a task's image that takes longer is stopped, and the task ends saying so");
+ABSL_FLAG(uint32_t, image_unpack_uid, 2147483646,
+          "the uid images are unpacked as (umoci --rootless), before their files are given to root: one no account "
+          "has, which owns nothing and runs nothing on this host (images are refused when an account has it)");
 ABSL_FLAG(std::string, registry_auth_file, "",
           "credentials for image registries, in Docker's config.json form ({\"auths\": {\"host:port\": {\"auth\": ...}}})");
 ABSL_FLAG(std::string, registry_cert_dir, "", "a directory of CA certificates (*.crt) trusted for image registries");
@@ -92,6 +95,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "nexec-agent: --image_pull_timeout must be at least 1s\n");
     return 2;
   }
+  options.image_unpack_uid = absl::GetFlag(FLAGS_image_unpack_uid);
   options.cdi_spec_dirs = absl::GetFlag(FLAGS_cdi_spec_dirs);
   options.gpu_driver_dir = absl::GetFlag(FLAGS_gpu_driver_dir);
   if (!absl::StrContains(options.gpu_device, "{index}")) {

@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <pty.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
@@ -48,10 +49,13 @@ struct ChildError {
   int step = -1;  // index into kSteps; -1: none (the child exec'd)
   int err = 0;
 };
-enum Step { kSetpgid, kOpenStdout, kOpenStderr, kBecomeUser, kChdir, kExec, kAffinity, kSetsid, kControllingTty, kCgroup, kFiles };
+enum Step { kSetpgid, kOpenStdout, kOpenStderr, kBecomeUser, kChdir, kExec, kAffinity, kSetsid, kControllingTty, kCgroup, kFiles,
+            kCloneTree, kMountNamespace, kAttach };
 constexpr const char* kSteps[] = {"setpgid", "open stdout", "open stderr", "become the user", "chdir", "exec",
                                   "sched_setaffinity", "setsid", "set the controlling terminal",
-                                  "join the task's cgroup", "take its own descriptor table"};
+                                  "join the task's cgroup", "take its own descriptor table",
+                                  "clone a directory of the user's (open_tree, Linux 5.2 or later)",
+                                  "make the task's mount namespace", "attach a directory of the user's (move_mount)"};
 
 // What the task's child process does between clone and exec, with everything it needs
 // prepared by the agent beforehand (StartSharedMemoryChild: no allocation from here).
@@ -77,6 +81,15 @@ struct TaskChild {
   const cpu_set_t* cpus = nullptr;
   char** argv = nullptr;
   char** envp = nullptr;
+  // In its image, with the agent root: a mount namespace of the task's own (the runner's,
+  // runc's and, below it, the container's), where the directories the agent opened as the
+  // user (`attach_fds`) are attached at `attach_targets` (in its bundle), for runc to bind
+  // from there. `trees`: room for their clones.
+  bool mount_namespace = false;
+  size_t attach_count = 0;
+  const int* attach_fds = nullptr;
+  const char* const* attach_targets = nullptr;
+  int* trees = nullptr;
 };
 
 [[noreturn]] void FailChild(const TaskChild& c, int step) {
@@ -102,6 +115,24 @@ int RunTaskChild(void* arg) {
   }
   if (c.cgroup && c.cgroup->JoinFromChild() != 0) FailChild(c, kCgroup);
   if (c.share_below > 0 && UnshareLowDescriptors(c.share_below) != 0) FailChild(c, kFiles);
+  if (c.mount_namespace) {
+    // Clones of the user's directories, taken in the agent's namespace (a directory's mount
+    // binds only in its own), attached in the task's: the agent's namespace is left as it is.
+    for (size_t i = 0; i < c.attach_count; ++i) {
+      c.trees[i] = static_cast<int>(syscall(SYS_open_tree, c.attach_fds[i], "",
+                                            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE));
+      if (c.trees[i] < 0) FailChild(c, kCloneTree);
+    }
+    if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0) {
+      FailChild(c, kMountNamespace);
+    }
+    for (size_t i = 0; i < c.attach_count; ++i) {
+      if (syscall(SYS_move_mount, c.trees[i], "", AT_FDCWD, c.attach_targets[i], MOVE_MOUNT_F_EMPTY_PATH) != 0) {
+        FailChild(c, kAttach);
+      }
+      close(c.trees[i]);
+    }
+  }
   // The user first, then its files: every open below is checked as the user's own.
   if (c.user && BecomeAccount(*c.user) != 0) FailChild(c, kBecomeUser);
   if (c.tty) {
@@ -288,6 +319,11 @@ absl::StatusOr<pid_t> TaskRunner::Launch(const TaskLaunch& t) {
     }
   }
   absl::StatusOr<pid_t> started = Start(t);
+  if (!started.ok() && !t.image.empty() && images_) {
+    // Its bundle holds its command and environment: it goes with the start that failed.
+    std::error_code ignored;
+    std::filesystem::remove_all(BundleDir(t.key), ignored);
+  }
   bool kill_now = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -326,8 +362,11 @@ absl::StatusOr<pid_t> SpawnChild(TaskChild& child, ChildError* failed) {
   // open files limit) would cost there, per task, a 4 MiB table and a walk of half a
   // million slots at a limit of 1,048,576.
   const int base = HighDescriptorBase();
-  const bool share = base > 0 && child.out_fd < base && child.err_fd < base && child.child_in < base;
-  child.share_below = share ? std::max({child.out_fd, child.err_fd, child.child_in, 2}) + 1 : 0;
+  int highest_attach = -1;
+  for (size_t i = 0; i < child.attach_count; ++i) highest_attach = std::max(highest_attach, child.attach_fds[i]);
+  const bool share = base > 0 && child.out_fd < base && child.err_fd < base && child.child_in < base &&
+                     highest_attach < base;
+  child.share_below = share ? std::max({child.out_fd, child.err_fd, child.child_in, highest_attach, 2}) + 1 : 0;
   pid_t pid = StartSharedMemoryChild(RunTaskChild, &child, share);
   if (pid < 0) return absl::ResourceExhaustedError(absl::StrCat("clone: ", std::strerror(errno)));
   // The child also calls setpgid; doing it here too closes the race where a signal to
@@ -392,10 +431,10 @@ absl::StatusOr<std::map<std::string, std::string>> TaskRunner::TaskEnvironment(c
 
 // A task in its image: its bundle (config.json for runc) written, and the runner's command
 // line and environment (nexec-image-run pulls the image by digest and starts runc).
-absl::Status TaskRunner::PrepareImage(const TaskLaunch& t, const Account& user, const std::string& cwd,
+absl::Status TaskRunner::PrepareImage(const TaskLaunch& t, const Account& user,
                                       std::map<std::string, std::string>& env, ImageLaunch* out) {
   std::error_code ec;
-  if (!images_) return absl::FailedPreconditionError("this agent runs no images (it found no runc, skopeo or umoci)");
+  if (!images_) return absl::FailedPreconditionError(absl::StrCat("this agent runs no images (", no_images_, ")"));
   // Interactive tasks: runc relays its stdin (a pipe) to the container, or, on a
   // terminal (-Ip), gives the container a terminal of its own relayed to the task's.
   auto ref = oci::ImageReference::Parse(t.image);
@@ -430,18 +469,63 @@ absl::Status TaskRunner::PrepareImage(const TaskLaunch& t, const Account& user, 
     spec.mounts.push_back({images_->host_lib_dir, "/tmp/.jc/lib", {"rbind", "ro", "nosuid", "nodev"}});
     spec.mounts.push_back({images_->nexec_run, "/tmp/.jc/nexec-run.bin", {"bind", "ro", "nosuid", "nodev"}});
     spec.mounts.push_back({images_->nexec_run_wrapper, "/tmp/.jc/bin/nexec-run", {"bind", "ro", "nosuid", "nodev"}});
-    auto socket = env.find("NEXEC_MUNGE_SOCKET");
-    const std::string munge = socket != env.end() ? socket->second : "/run/munge/munge.socket.2";
+    // munged's, as the agent knows it: never a path from the task's environment.
+    const std::string munge = images_->munge_socket.empty() ? "/run/munge/munge.socket.2" : images_->munge_socket;
     const std::string munge_dir = std::filesystem::path(munge).parent_path().string();
     if (std::filesystem::is_directory(munge_dir, ec)) spec.mounts.push_back({munge_dir, munge_dir, {"rbind", "nosuid", "nodev"}});
     ApplyEnv({"PATH=/tmp/.jc/bin"}, &spec.env);
   }
+  // What the user names (its working directory, datasets) is opened as the user and
+  // attached by the task's child in a mount namespace of the task's own below the bundle,
+  // where runc binds it from: runc resolves bind sources as root, so no path the user
+  // controls ever reaches it (issue 44). A directory the user cannot enter, a link swapped
+  // in meanwhile, or the store itself never reaches the container. (An agent that is not
+  // root runs its own account's tasks only: it binds their paths.)
+  const bool attach = geteuid() == 0;
+  auto open_dir = [&](const std::string& dir) -> absl::StatusOr<OwnedFd> {
+    if (!attach) {
+      if (!std::filesystem::is_directory(dir, ec)) return absl::NotFoundError(absl::StrCat(dir, " is no directory"));
+      return OwnedFd();
+    }
+    return OpenDirectoryAs(user, dir);
+  };
+  auto bound = [&](OwnedFd fd, const std::string& dir) -> absl::StatusOr<std::string> {
+    if (!attach) return dir;
+    const std::string target = absl::StrCat(bundle, "/mnt/", out->attach_targets.size());
+    std::filesystem::create_directories(target, ec);
+    if (ec) return absl::InternalError(absl::StrCat("cannot make ", target, ": ", ec.message()));
+    out->attach_fds.push_back(fd.get());
+    out->attach_dirs.push_back(std::move(fd));
+    out->attach_targets.push_back(target);
+    return target;
+  };
   for (const auto& dir : t.read_only_dirs) {
-    // Bound by runc as root: the container's user still reads only what its uid may.
-    spec.mounts.push_back({dir, dir, {"rbind", "ro", "nosuid", "nodev"}});
+    auto opened = open_dir(dir);
+    if (!opened.ok()) return absl::InvalidArgumentError(absl::StrCat("read-only directory: ", opened.status().message()));
+    JC_ASSIGN_OR_RETURN(std::string source, bound(std::move(*opened), dir));
+    spec.mounts.push_back({source, dir, {"rbind", "ro", "nosuid", "nodev"}});
+  }
+  // The working directory: the submission's, else the user's home, else / ; one that
+  // exists but the user cannot enter makes the task run in the container's /tmp, with a
+  // line on its stderr, as bare tasks do.
+  std::string dir = t.cwd.empty() ? user.home : t.cwd;
+  auto opened = open_dir(dir);
+  if (!opened.ok() && absl::IsNotFound(opened.status()) && dir != user.home) {
+    dir = user.home;
+    opened = open_dir(dir);
+  }
+  if (opened.ok() && dir != "/") {
+    spec.cwd = dir;
+    JC_ASSIGN_OR_RETURN(spec.cwd_source, bound(std::move(*opened), dir));
+  } else if (opened.ok() || absl::IsNotFound(opened.status())) {
+    spec.cwd = "/";
+  } else {
+    spec.cwd = "/tmp";
+    spec.cwd_in_container = true;
+    out->note = absl::StrCat("nexec: ", user.name, " cannot enter ", dir, "; running in /tmp (",
+                             opened.status().message(), ")");
   }
   spec.command = t.command;
-  spec.cwd = cwd;
   spec.user = user;
   spec.cgroup = absl::StrCat("nexec-", getpid(), "-", t.key);
   spec.terminal = t.tty;
@@ -459,8 +543,12 @@ absl::Status TaskRunner::PrepareImage(const TaskLaunch& t, const Account& user, 
     out->env_strings.push_back(absl::StrCat("NEXEC_IMAGE_STORE_LIMIT_MB=", images_->store_limit_mb));
   }
   out->env_strings.push_back(absl::StrCat("NEXEC_IMAGE_PULL_TIMEOUT_S=", images_->pull_timeout_s));
+  out->env_strings.push_back(absl::StrCat("NEXEC_IMAGE_UNPACK_UID=", images_->unpack_uid));
+  if (!out->note.empty()) out->env_strings.push_back("NEXEC_TASK_NOTE=" + out->note);
   for (auto& s : out->env_strings) out->envp.push_back(s.data());
   out->envp.push_back(nullptr);
+  out->attach_paths.clear();
+  for (auto& target : out->attach_targets) out->attach_paths.push_back(target.data());
   return absl::OkStatus();
 }
 
@@ -614,7 +702,10 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   auto user = TaskAccount(t.user);
   if (!user.ok()) return user.status();
   const bool switch_user = ActsForOthers(*user);
-  const std::string cwd = WorkingDirectory(t, *user);
+  // In its image, the child (root, until runc) starts in /: the container's directory is
+  // the one PrepareImage opened as the user.
+  const bool in_image = !t.image.empty();
+  const std::string cwd = in_image ? "/" : WorkingDirectory(t, *user);
   const std::string cwd_note = absl::StrCat("nexec: ", user->name, " cannot enter ", cwd, "; running in /tmp\n");
 
   // Everything the child needs is prepared before fork: after fork in a threaded
@@ -630,10 +721,9 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   char** argv = shell_argv.data();
   // In its image: the child stays root to exec the runner, which pulls the image and
   // starts runc; the container becomes the user (container_bundle.h).
-  const bool in_image = !t.image.empty();
   ImageLaunch image;
   if (in_image) {
-    JC_RETURN_IF_ERROR(PrepareImage(t, *user, cwd, env, &image));
+    JC_RETURN_IF_ERROR(PrepareImage(t, *user, env, &image));
     argv = image.argv.data();
     envp.swap(image.envp);
   }
@@ -663,7 +753,7 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
     std::lock_guard<std::mutex> lock(mu_);
     idle_cgroups_.push_back(cgroup);  // unused: empty still
   });
-  if (!switch_user && t.cpus.empty() && !t.stdin_pipe && !t.tty && !cgroup) {
+  if (!switch_user && t.cpus.empty() && !t.stdin_pipe && !t.tty && !cgroup && !in_image) {
     return Spawn(t.key, argv, envp.data(), out_fd, err_fd, cwd);
   }
 
@@ -694,6 +784,14 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   child.cpus = t.cpus.empty() ? nullptr : &cpus;
   child.argv = argv;
   child.envp = envp.data();
+  std::vector<int> trees(image.attach_fds.size(), -1);
+  if (in_image && geteuid() == 0) {
+    child.mount_namespace = true;
+    child.attach_count = image.attach_fds.size();
+    child.attach_fds = image.attach_fds.data();
+    child.attach_targets = image.attach_paths.data();
+    child.trees = trees.data();
+  }
   ChildError failed{};
   auto pid = SpawnChild(child, &failed);
   if (child_in >= 0) close(child_in);

@@ -68,6 +68,8 @@ struct ImageRunning {
   std::string cert_dir;   // CAs for registries (*.crt); may be empty
   int64_t store_limit_mb = 0;  // least recently used images go past it; 0: no limit
   int64_t pull_timeout_s = 600;  // a pull that takes longer ends its task
+  uint32_t unpack_uid = 2147483646;  // umoci runs as it (nexec-image-run)
+  std::string munge_socket;          // the agent's munged (its directory is bound for nexec-run); "": munge's own
   // nexec-run inside images: the host's binary (empty: not offered), run by the host's
   // dynamic loader from `host_lib_dir` (its libraries are the host's, whatever the image
   // has) through `nexec_run_wrapper`, a script the agent writes; all bound under /tmp/.jc.
@@ -110,6 +112,8 @@ class TaskRunner {
   // setsid or not, and its memory is limited.
   void ContainIn(CgroupLayout layout) { cgroups_layout_ = std::move(layout); }
   void RunImagesWith(ImageRunning images) { images_ = std::move(images); }
+  // Why it runs none (what a task with an image ends with), when it does not.
+  void RunNoImages(std::string why) { no_images_ = std::move(why); }
   bool contains() const { return cgroups_layout_.has_value(); }
 
   // Starts the task; returns its pid (= its process group id). Errors (unknown user,
@@ -152,9 +156,17 @@ class TaskRunner {
   struct ImageLaunch {
     std::vector<std::string> args, env_strings;
     std::vector<char*> argv, envp;  // into args and env_strings, null-terminated
+    std::string note;               // for the task's stderr (a working directory refused)
+    // Directories the user named, opened as the user, for the child to attach at these
+    // paths (below the bundle) in the task's own mount namespace; empty when the agent is
+    // not root (it binds paths: its tasks are its own account's).
+    std::vector<OwnedFd> attach_dirs;
+    std::vector<int> attach_fds;  // theirs
+    std::vector<std::string> attach_targets;
+    std::vector<const char*> attach_paths;  // into attach_targets
   };
-  absl::Status PrepareImage(const TaskLaunch& t, const Account& user, const std::string& cwd,
-                            std::map<std::string, std::string>& env, ImageLaunch* out);
+  absl::Status PrepareImage(const TaskLaunch& t, const Account& user, std::map<std::string, std::string>& env,
+                            ImageLaunch* out);
   absl::StatusOr<std::shared_ptr<TaskCgroup>> TakeCgroup(const TaskLaunch& t, bool in_image);
   struct Input;
   struct TaskOutputs {
@@ -202,6 +214,7 @@ class TaskRunner {
 
   std::optional<CgroupLayout> cgroups_layout_;
   std::optional<ImageRunning> images_;
+  std::string no_images_ = "it found no runc, skopeo or umoci";
   // The bundle directory of task `key` (in images_->store).
   std::string BundleDir(const std::string& key) const { return images_->store + "/.bundles/" + key; }
   mutable std::mutex mu_;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/openat2.h>
 #include <pwd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -200,6 +201,72 @@ absl::StatusOr<OwnedFd> OpenAs(const Account& account, const std::string& path, 
     } else if (make_parents && MakeParentDirectories(walk.data()) != 0) {
       err = errno;
     } else if ((fd = open(path.c_str(), flags, mode)) < 0) {
+      err = errno;
+    }
+    SendResult(sv[1], err, fd);
+    _exit(0);
+  }
+  close(sv[1]);
+  int err = 0, fd = -1;
+  const bool answered = ReceiveResult(sv[0], &err, &fd);
+  close(sv[0]);
+  while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  if (!answered) return absl::InternalError(absl::StrCat("cannot open ", path, " as ", account.name, ": the helper died"));
+  if (err != 0) return OpenError(account, path, err);
+  return OwnedFd(fd);
+}
+
+namespace {
+
+// The directory at `path`, O_PATH, no magic link followed; -1 with errno set. Async-signal-safe.
+int OpenDirectoryNoMagic(const char* path) {
+  open_how how{};
+  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_MAGICLINKS;
+  const long fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+  if (fd >= 0 || errno != ENOSYS) return static_cast<int>(fd);
+  // Before Linux 5.6: no /proc path at all.
+  if (std::strncmp(path, "/proc/", 6) == 0) {
+    errno = ELOOP;
+    return -1;
+  }
+  return open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+}  // namespace
+
+absl::StatusOr<OwnedFd> OpenDirectoryAs(const Account& account, const std::string& path) {
+  if (path.empty() || path.front() != '/') {
+    return absl::InvalidArgumentError(absl::StrCat("\"", path, "\" is not an absolute path"));
+  }
+  if (!ActsForOthers(account)) {
+    OwnedFd fd(OpenDirectoryNoMagic(path.c_str()));
+    if (!fd) return OpenError(account, path, errno);
+    if (geteuid() != 0 && faccessat(fd.get(), "", X_OK, AT_EMPTY_PATH | AT_EACCESS) != 0 && errno != EINVAL) {
+      return OpenError(account, path, errno);
+    }
+    return fd;
+  }
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    return absl::ResourceExhaustedError(absl::StrCat("socketpair: ", std::strerror(errno)));
+  }
+  const pid_t pid = fork();
+  if (pid < 0) {
+    const int err = errno;
+    close(sv[0]);
+    close(sv[1]);
+    return absl::ResourceExhaustedError(absl::StrCat("fork: ", std::strerror(err)));
+  }
+  if (pid == 0) {
+    // Only async-signal-safe calls from here: the agent has threads.
+    int err = 0, fd = -1;
+    if (BecomeAccount(account) != 0) {
+      err = errno;
+    } else if ((fd = OpenDirectoryNoMagic(path.c_str())) < 0) {
+      err = errno;
+    } else if (fchdir(fd) != 0) {  // it may enter it
       err = errno;
     }
     SendResult(sv[1], err, fd);

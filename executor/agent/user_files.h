@@ -107,6 +107,16 @@ class OwnedFd {
 absl::StatusOr<OwnedFd> OpenAs(const Account& account, const std::string& path, int flags, mode_t mode,
                                bool make_parents = false);
 
+// A directory the account names for root to bind into its container (its working
+// directory, a dataset; issue 44): opened O_PATH as `account` (in a child that became it,
+// as OpenAs), which must be able to enter it (search permission: the child fchdirs to it).
+// Symlinks are followed as the account, so they lead only where it may go itself; magic
+// links (/proc/*/fd/*, /proc/*/root) are refused (openat2 RESOLVE_NO_MAGICLINKS): the
+// child holds the agent's descriptors until it exits. What is bound from the descriptor
+// (task_runner.cc: cloned with open_tree, attached in the task's mount namespace) is this
+// directory, whatever is renamed or swapped at `path` afterwards.
+absl::StatusOr<OwnedFd> OpenDirectoryAs(const Account& account, const std::string& path);
+
 // Opens `name` in the directory `trusted_root` (the master's default output directory)
 // for `account` without becoming it: the directory must be a real directory (not a
 // symlink) that belongs to root or this process and that only its owner may write, so no

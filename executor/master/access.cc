@@ -11,21 +11,21 @@ bool Contains(const std::vector<std::string>& list, const std::string& name) {
   return std::find(list.begin(), list.end(), name) != list.end();
 }
 
-bool Administrator(const ExecutorConfig& config, const Principal& caller) {
+}  // namespace
+
+bool IsAdministrator(const ExecutorConfig& config, const Principal& caller) {
   return caller.root || Contains(config.administrators, caller.user);
 }
 
-}  // namespace
-
 absl::Status MaySubmitAs(const ExecutorConfig& config, const Principal& caller, const std::string& user) {
-  if (user == caller.user || Administrator(config, caller)) return absl::OkStatus();
+  if (user == caller.user || IsAdministrator(config, caller)) return absl::OkStatus();
   return absl::PermissionDeniedError(absl::StrCat(
       caller.user, " may not submit jobs as ", user,
       " (only root and the administrators named in the executor's configuration may)"));
 }
 
 absl::Status MayControl(const ExecutorConfig& config, const Principal& caller, const std::string& job_user) {
-  if (job_user == caller.user || Administrator(config, caller)) return absl::OkStatus();
+  if (job_user == caller.user || IsAdministrator(config, caller)) return absl::OkStatus();
   for (const auto& [group, admins] : config.group_admins) {
     if (!Contains(admins, caller.user)) continue;
     auto members = config.user_groups.find(group);

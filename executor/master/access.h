@@ -19,6 +19,9 @@ struct Principal {
   bool root = false;
 };
 
+// Root, or an administrator named in the executor's configuration.
+bool IsAdministrator(const ExecutorConfig& config, const Principal& caller);
+
 absl::Status MaySubmitAs(const ExecutorConfig& config, const Principal& caller, const std::string& user);
 absl::Status MayControl(const ExecutorConfig& config, const Principal& caller, const std::string& job_user);
 

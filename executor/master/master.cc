@@ -455,6 +455,10 @@ absl::Status Master::MayControl(const Principal& caller, int64_t id) {
   return ::jc::nexec::MayControl(*AccessConfig(), caller, cleaned.spec().user());
 }
 
+void Master::HidePrivate(const Principal& viewer, pb::Host* host) {
+  if (!IsAdministrator(*AccessConfig(), viewer)) host->clear_image_digests();
+}
+
 void Master::HidePrivate(const Principal& viewer, pb::Job* job) {
   if (viewer.root) return;
   if (::jc::nexec::MayControl(*AccessConfig(), viewer, job->spec().user()).ok()) return;
@@ -465,6 +469,8 @@ void Master::HidePrivate(const Principal& viewer, pb::Job* job) {
   spec->clear_pre_exec();
   spec->clear_post_exec();
   if (had_command) spec->set_command(absl::StrCat("(hidden: a job of ", spec->user(), ")"));
+  // Its image too: a reference another account learns, agents pull with their credentials.
+  if (!spec->image().empty()) spec->set_image("(hidden)");
   for (pb::Task& t : *job->mutable_tasks()) {
     if (!t.command().empty()) t.set_command("(hidden)");
   }

@@ -178,6 +178,9 @@ class Master {
   // What a job shows to someone who may not control it: its command lines and
   // environment (which may hold secrets) are left out, as Slurm's PrivateData=jobs does.
   void HidePrivate(const Principal& viewer, pb::Job* job);
+  // A host as `viewer` may see it: the images its agent holds only for root and the
+  // administrators (issue 44: which digests a host holds is no other account's business).
+  void HidePrivate(const Principal& viewer, pb::Host* host);
 
   // One scheduling pass: decide in a batch, persist the decisions in one transaction,
   // launch the tasks. Returns the number of jobs started.

@@ -114,7 +114,10 @@ class MasterService final
   }
   Status ListHosts(ServerContext* ctx, const pb::ListHostsRequest* req, pb::ListHostsResponse* resp) override {
     NEXEC_CALLER(caller, "ListHosts");
-    for (auto& h : m_->ListHosts()) *resp->add_hosts() = std::move(h);
+    for (auto& h : m_->ListHosts()) {
+      m_->HidePrivate(Of(caller), &h);
+      *resp->add_hosts() = std::move(h);
+    }
     return Status::OK;
   }
   Status ListQueues(ServerContext* ctx, const pb::ListQueuesRequest* req, pb::ListQueuesResponse* resp) override {

@@ -23,6 +23,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -32,6 +33,7 @@
 #include "tests/testing/oci_registry.h"
 #include "tests/testing/own_postgres.h"
 #include "tests/testing/process.h"
+#include "tests/testing/tcp_proxy.h"
 #include "tests/testing/test_account.h"
 #include "tests/testing/test_store.h"
 
@@ -1500,6 +1502,348 @@ TEST_CASE("an agent's image store past its limit drops the images used least rec
   CHECK(stored(*b));
   REQUIRE(c.Cli({"kill", std::to_string(holder)}).code == 0);
   REQUIRE(c.WaitState(holder, "EXIT"));
+}
+
+// What a host must never get from an image (issue 44): device nodes, setuid and setgid
+// bits, and files of another owner than root. The entries of `root` that hold any, not
+// crossing into other file systems.
+std::vector<std::string> HostileEntries(const std::string& root) {
+  std::vector<std::string> found;
+  struct stat top{};
+  if (lstat(root.c_str(), &top) != 0) return {"cannot stat " + root};
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(root, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    struct stat st{};
+    const std::string path = it->path().string();
+    if (lstat(path.c_str(), &st) != 0) continue;
+    if (st.st_dev != top.st_dev) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) found.push_back("device node " + path);
+    if (!S_ISLNK(st.st_mode) && (st.st_mode & (S_ISUID | S_ISGID)) != 0) found.push_back("set-id bit " + path);
+    if (st.st_uid != 0 || st.st_gid != 0) {
+      found.push_back(absl::StrCat("owner ", st.st_uid, ":", st.st_gid, " ", path));
+    }
+  }
+  if (ec) found.push_back("cannot walk " + root + ": " + ec.message());
+  return found;
+}
+
+// The mount options of the mount at `mount_point` in process `pid`'s namespace ("" when none).
+std::string MountOptions(int pid, const std::string& mount_point) {
+  std::istringstream in(ReadFile("/proc/" + std::to_string(pid) + "/mountinfo"));
+  std::string line, options;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f = absl::StrSplit(line, ' ');
+    if (f.size() > 5 && f[4] == mount_point) options = f[5];  // the last one mounted there is on top
+  }
+  return options;
+}
+
+// A process of `uid` whose command is `comm`, or 0.
+int ProcessOf(uid_t uid, const std::string& comm) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    struct stat st{};
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos || stat(entry.path().c_str(), &st) != 0) continue;
+    if (st.st_uid == uid && ReadFile(entry.path().string() + "/comm") == comm + "\n") return std::stoi(name);
+  }
+  return 0;
+}
+
+TEST_CASE("an image's device nodes, set-id bits and owners never land on the host: its account finds none through "
+          "/proc/<pid>/root or in the store, which is mounted nodev,nosuid",
+          "[B6][B9][C6]") {
+  if (geteuid() != 0) {
+    WARN("not run: the attack needs an agent running as root and a second account (CI runs as root)");
+    return;
+  }
+  Cluster c("image-unpack");
+  auto registry = StartRegistry(c);
+  // Device nodes (1:11, /dev/kmsg's numbers, 0666; a block device), a setuid-root and a
+  // setgid-root busybox (tests/testing/make-oci-image.sh).
+  auto digest = registry->PushWith("demo/hostile", "v1", "a hostile image", {"JC_IMAGE_HOSTILE=1"});
+  INFO(digest.status().ToString());
+  REQUIRE(digest.ok());
+  const std::string ref = registry->host() + "/demo/hostile@" + *digest;
+  const std::string store = c.path("store");
+  // What an agent before issue 44 left in its store: the image unpacked as root, its node
+  // kept. It is unpacked again, not run.
+  const std::string old = store + "/" + digest->substr(7);
+  std::filesystem::create_directories(old + "/rootfs/opt");
+  std::filesystem::permissions(store, std::filesystem::perms::owner_all);
+  REQUIRE(mknod((old + "/rootfs/opt/old-kmsg").c_str(), S_IFCHR | 0666, makedev(1, 11)) == 0);
+  std::ofstream(old + "/refs") << ref << "\n";
+  std::ofstream(old + "/size") << "0\n";
+  std::ofstream(old + "/ready").flush();
+  c.AddAgent("node1", "cpus=2,mem=4G",
+             {"--cgroups=on", "--image_store=" + store, RegistryFlags(*registry)[0], RegistryFlags(*registry)[1]});
+  REQUIRE(c.WaitHosts(1));
+  jc::testing::TestAccount mallory("jc-nexec-img");
+  auto submit_as = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"submit", "--json"});
+    auto r = c.CliAs(mallory.name, args);
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    return std::stoll(json::parse(r.out)["job_id"].get<std::string>());
+  };
+
+  // Inside, the image's files are root's, without their set-id bits.
+  int64_t look = submit_as({"--image", ref, "-o", c.path("look.out"), "--",
+                            "cat /etc/jc-image; id -u; ls -ln /opt/suid /opt/sgid /opt/kmsg"});
+  const bool looked = c.WaitState(look, "DONE");
+  INFO(c.Job(look).dump() << "\n" << ReadFile(c.path("look.out")));
+  REQUIRE(looked);
+  const std::string seen = ReadFile(c.path("look.out"));
+  INFO(seen);
+  CHECK(seen.find("a hostile image\n" + std::to_string(mallory.uid) + "\n") == 0);
+  CHECK(seen.find("-rwxr-xr-x    1 0        0 ") != std::string::npos);  // suid and sgid, their bits gone
+  CHECK(seen.find("rws") == std::string::npos);
+  CHECK(seen.find("r-s") == std::string::npos);
+  CHECK(seen.find("crw") == std::string::npos);  // /opt/kmsg: not a device
+
+  // A job that stays: the account looks at its image from the host, through its process.
+  int64_t stay = submit_as({"--image", ref, "--", "sleep 1000"});
+  REQUIRE(c.WaitState(stay, "RUNNING"));
+  int container = 0;
+  REQUIRE(WaitUntil([&] { return (container = ProcessOf(mallory.uid, "sleep")) > 0; }));
+  const std::string root = "/proc/" + std::to_string(container) + "/root";
+  Process probe({Cluster::RunUser(), "-u", mallory.name, "--", "/bin/sh", "-c",
+                 "r=" + root + "; [ -e $r/opt/suid ] && echo reachable; "
+                 "for f in dev/kmsg opt/kmsg opt/disk; do if [ -c $r/$f ] || [ -b $r/$f ]; then echo device $f; fi; done; "
+                 "[ -u $r/opt/suid ] && echo setuid; [ -g $r/opt/sgid ] && echo setgid; "
+                 "head -c 64 $r/opt/kmsg | wc -c"},
+                c.path("probe.out"));
+  REQUIRE(probe.Wait() == 0);
+  const std::string probed = ReadFile(c.path("probe.out"));
+  INFO(probed);
+  CHECK(probed == "reachable\n0\n");  // the image is there; no node, no set-id bit, nothing read
+  for (const std::string dir : {"/opt", "/bin", "/etc"}) {
+    auto hostile = HostileEntries(root + dir);
+    INFO(absl::StrJoin(hostile, "\n"));
+    CHECK(hostile.empty());
+  }
+  // The store holds the same, root's only, and is mounted nodev,nosuid where the task runs
+  // (the runner's own mount namespace: the host's is left as it was).
+  auto stored = HostileEntries(store + "/" + digest->substr(7) + "/rootfs");
+  INFO(absl::StrJoin(stored, "\n"));
+  CHECK(stored.empty());
+  const std::string options = MountOptions(c.TaskPid(stay), store);
+  INFO(options);
+  CHECK(options.find("nodev") != std::string::npos);
+  CHECK(options.find("nosuid") != std::string::npos);
+  CHECK(MountOptions(getpid(), store).empty());
+  REQUIRE(c.Cli({"kill", std::to_string(stay)}).code == 0);
+  REQUIRE(c.WaitState(stay, "EXIT"));
+}
+
+TEST_CASE("a job's working directory in its image is opened as its account: another account's directory, the "
+          "store's bundles and the image store, swapped in by a link, stay out of the container",
+          "[B6][B9][C6]") {
+  if (geteuid() != 0) {
+    WARN("not run: the attack needs an agent running as root and a second account (CI runs as root)");
+    return;
+  }
+  Cluster c("image-cwd");
+  auto registry = StartRegistry(c);
+  auto digest = registry->Push("demo/app", "v1", "inside the image");
+  REQUIRE(digest.ok());
+  const std::string ref = registry->host() + "/demo/app@" + *digest;
+  const std::string store = c.path("store");
+  // One slot: a job of root's holds it while the account's jobs wait, and their
+  // directories are swapped for links meanwhile.
+  c.AddAgent("node1", "cpus=1,mem=4G",
+             {"--cgroups=on", "--image_store=" + store, RegistryFlags(*registry)[0], RegistryFlags(*registry)[1]});
+  REQUIRE(c.WaitHosts(1));
+  int64_t pull = c.Submit({"--image", ref, "--", "true"});  // the image is in the store
+  REQUIRE(c.WaitState(pull, "DONE"));
+  int64_t blocker = c.Submit({"--", "sleep 1000"});
+  REQUIRE(c.WaitState(blocker, "RUNNING"));
+
+  jc::testing::TestAccount mallory("jc-nexec-cwd");
+  jc::testing::TestAccount bob("jc-nexec-bob");
+  // bob's directory, closed to others, with a secret.
+  const std::string bobs = c.path("bob");
+  std::filesystem::create_directories(bobs);
+  std::ofstream(bobs + "/bob-secret") << "BOBS-SECRET\n";
+  REQUIRE(chown(bobs.c_str(), bob.uid, bob.gid) == 0);
+  REQUIRE(chown((bobs + "/bob-secret").c_str(), bob.uid, bob.gid) == 0);
+  std::filesystem::permissions(bobs, std::filesystem::perms::owner_all);
+  // mallory's own directories, each a job's working directory.
+  const std::string own = c.path("mallory");
+  std::filesystem::create_directories(own + "/real");
+  std::ofstream(own + "/real/real-marker") << "\n";
+  for (const std::string& d : {own, own + "/real", own + "/real/real-marker"}) {
+    REQUIRE(chown(d.c_str(), mallory.uid, mallory.gid) == 0);
+  }
+  const std::string command =
+      "pwd; ls -a; cat bob-secret; echo planted > planted-$NEXEC_JOBID && echo wrote-it; echo end";
+  auto submit_in = [&](const std::string& name) {
+    const std::string dir = own + "/" + name;
+    std::filesystem::create_directories(dir);
+    REQUIRE(chown(dir.c_str(), mallory.uid, mallory.gid) == 0);
+    Process p({Cluster::RunUser(), "-u", mallory.name, "--", "/usr/bin/env", "-C", dir, c.path("nexec"),
+               "--master=" + c.address(), "--munge_socket=" + jc::testing::UsePrivateMunged(), "submit", "--json",
+               "--image", ref, "-o", c.path(name + ".out"), "--", command},
+              c.path(name + ".submit"));
+    REQUIRE(p.Wait() == 0);
+    const std::string out = ReadFile(c.path(name + ".submit"));
+    INFO(out);
+    return std::stoll(json::parse(out.substr(out.find('{')))["job_id"].get<std::string>());
+  };
+  REQUIRE(c.CliAs(mallory.name, {"jobs"}).code == 0);  // the CLI's copy the account may run (c.path("nexec"))
+  int64_t to_bob = submit_in("w-bob");
+  int64_t to_bundles = submit_in("w-bundles");
+  int64_t to_image = submit_in("w-image");
+  int64_t to_own = submit_in("w-own");
+  // Swapped: each directory is now a link (the account's) to where it may not go, or, for
+  // the last, to a directory of its own.
+  const std::string rootfs = store + "/" + digest->substr(7) + "/rootfs";
+  for (const auto& [name, target] : std::vector<std::pair<std::string, std::string>>{
+           {"w-bob", bobs}, {"w-bundles", store + "/.bundles"}, {"w-image", rootfs}, {"w-own", own + "/real"}}) {
+    const std::string link = own + "/" + name;
+    std::filesystem::remove(link);
+    REQUIRE(symlink(target.c_str(), link.c_str()) == 0);
+    REQUIRE(lchown(link.c_str(), mallory.uid, mallory.gid) == 0);
+  }
+  REQUIRE(c.Cli({"kill", std::to_string(blocker)}).code == 0);
+
+  for (const auto& [id, name] : std::vector<std::pair<int64_t, std::string>>{
+           {to_bob, "w-bob"}, {to_bundles, "w-bundles"}, {to_image, "w-image"}}) {
+    REQUIRE(c.WaitState(id, "DONE"));
+    const std::string out = ReadFile(c.path(name + ".out"));
+    INFO(name << ":\n" << out);
+    // Run in the container's /tmp, saying why; nothing of the target seen or written.
+    CHECK(out.find("nexec: " + mallory.name + " cannot enter " + own + "/" + name + "; running in /tmp") !=
+          std::string::npos);
+    CHECK(out.find("\n/tmp\n") != std::string::npos);
+    CHECK(out.find("BOBS-SECRET") == std::string::npos);
+    CHECK(out.find("config.json") == std::string::npos);
+    CHECK(out.find("jc-image") == std::string::npos);
+  }
+  // Nothing planted in the image, nor in bob's directory.
+  for (const auto& entry : std::filesystem::directory_iterator(rootfs)) {
+    CHECK(entry.path().filename().string().rfind("planted", 0) != 0);
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(bobs)) {
+    CHECK(entry.path().filename().string().rfind("planted", 0) != 0);
+  }
+  // A link to a directory of its own leads there, as it would for the account itself.
+  REQUIRE(c.WaitState(to_own, "DONE"));
+  const std::string out = ReadFile(c.path("w-own.out"));
+  INFO(out);
+  CHECK(out.find(own + "/w-own\n") != std::string::npos);
+  CHECK(out.find("real-marker") != std::string::npos);
+  CHECK(out.find("wrote-it") != std::string::npos);
+  CHECK(std::filesystem::exists(own + "/real/planted-" + std::to_string(to_own)));
+
+  // A task whose start fails once its bundle is written (its output file refused) leaves
+  // no bundle behind: its command and environment stay nowhere on disk.
+  const std::string secret = c.path("root-only.out");
+  std::ofstream(secret) << "root's\n";
+  std::filesystem::permissions(secret, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  auto refused = c.CliAs(mallory.name, {"submit", "--json", "--image", ref, "-o", secret, "--", "echo API_KEY=hunter2"});
+  INFO(refused.out);
+  REQUIRE(refused.code == 0);
+  const int64_t failed = std::stoll(json::parse(refused.out)["job_id"].get<std::string>());
+  REQUIRE(c.WaitState(failed, "EXIT"));
+  CHECK(c.Job(failed).value("reason", "").find("output file: cannot open " + secret) != std::string::npos);
+  for (const auto& entry : std::filesystem::directory_iterator(store + "/.bundles")) {
+    CHECK(entry.path().filename().string().rfind(std::to_string(failed) + ".", 0) != 0);
+  }
+}
+
+TEST_CASE("an image already on a host runs only through a reference that proved it: another account naming its "
+          "digest elsewhere is refused, and sees no host's images",
+          "[B6][B9][C6]") {
+  if (geteuid() != 0) {
+    WARN("not run: the attack needs an agent running as root and a second account (CI runs as root)");
+    return;
+  }
+  Cluster c("image-refs");
+  auto registry = StartRegistry(c);
+  // A project's private image, which only the agent's credentials pull.
+  auto digest = registry->Push("project-a/private", "v1", "project a's private image");
+  REQUIRE(digest.ok());
+  const std::string own_ref = registry->host() + "/project-a/private@" + *digest;
+  c.AddAgent("node1", "cpus=2,mem=4G", {"--cgroups=on", RegistryFlags(*registry)[0], RegistryFlags(*registry)[1]});
+  REQUIRE(c.WaitHosts(1));
+  int64_t owners = c.Submit({"--image", own_ref, "-o", c.path("owner.out"), "--", "cat /etc/jc-image"});
+  REQUIRE(c.WaitState(owners, "DONE"));
+  CHECK(ReadFile(c.path("owner.out")) == "project a's private image\n");
+
+  jc::testing::TestAccount mallory("jc-nexec-refs");
+  auto submit_as = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"submit", "--json"});
+    auto r = c.CliAs(mallory.name, args);
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    return std::stoll(json::parse(r.out)["job_id"].get<std::string>());
+  };
+  // The digest alone, named in a repository of its own or at a registry that is not there:
+  // the image is on the host, but no registry there serves it.
+  for (const std::string& elsewhere : {registry->host() + "/mallory/anything@" + *digest,
+                                       "127.0.0.1:1/mallory/anything@" + *digest}) {
+    const std::string out = c.path("stolen.out");
+    std::filesystem::remove(out);
+    int64_t stolen = submit_as({"--image", elsewhere, "-o", out, "--", "cat /etc/jc-image"});
+    REQUIRE(WaitUntil([&] { return c.Job(stolen)["state"] == "EXIT" || c.Job(stolen)["state"] == "DONE"; }));
+    CHECK(c.Job(stolen)["state"] == "EXIT");
+    const std::string reason = c.Job(stolen).value("reason", "");
+    INFO(reason);
+    CHECK(reason.find("cannot pull image " + elsewhere) != std::string::npos);
+    CHECK(ReadFile(out).find("private image") == std::string::npos);
+  }
+  // Which images a host holds is for root and the administrators only (what a heartbeat
+  // last carried: root sees it first, then the account looks).
+  REQUIRE(WaitUntil([&] { return c.Cli({"hosts", "--json"}).out.find(digest->substr(7)) != std::string::npos; }));
+  auto listed = c.CliAs(mallory.name, {"hosts", "--json"});
+  INFO(listed.out);
+  REQUIRE(listed.code == 0);
+  CHECK(listed.out.find(digest->substr(7)) == std::string::npos);
+  // Nor does the job list give another account the owner's reference.
+  auto shown = c.CliAs(mallory.name, {"job", std::to_string(owners), "--json"});
+  INFO(shown.out);
+  REQUIRE(shown.code == 0);
+  CHECK(shown.out.find("project-a/private") == std::string::npos);
+}
+
+TEST_CASE("a slow registry named with a digest another project needs holds up no other pull of it", "[B6]") {
+  if (geteuid() != 0) {
+    WARN("not run: running images needs root (CI runs as root)");
+    return;
+  }
+  Cluster c("pull-sources");
+  auto registry = StartRegistry(c);
+  auto digest = registry->Push("demo/app", "v1", "the shared image");
+  REQUIRE(digest.ok());
+  // The same registry behind a proxy that passes each chunk a second late: a pull through it
+  // takes minutes (the agent has the registry's credential for both names).
+  const int port = std::stoi(registry->host().substr(registry->host().rfind(':') + 1));
+  jc::testing::TcpProxy slow(port);
+  slow.SetMode(jc::testing::TcpProxy::Mode::kDelay, std::chrono::milliseconds(1000));
+  const std::string slow_host = "127.0.0.1:" + std::to_string(slow.port());
+  const std::string slow_ref = slow_host + "/demo/app@" + *digest;
+  const std::string fast_ref = registry->host() + "/demo/app@" + *digest;
+  json auths = json::parse(ReadFile(registry->auth_file()));
+  auths["auths"][slow_host] = auths["auths"][registry->host()];
+  std::ofstream(c.path("auth.json")) << auths.dump();
+  c.AddAgent("node1", "cpus=2,mem=4G",
+             {"--cgroups=on", "--image_pull_timeout=300s", "--registry_auth_file=" + c.path("auth.json"),
+              RegistryFlags(*registry)[1]});
+  REQUIRE(c.WaitHosts(1));
+  int64_t stuck = c.Submit({"--image", slow_ref, "--", "true"});
+  REQUIRE(c.WaitState(stuck, "RUNNING"));  // its runner is pulling
+  const auto started = std::chrono::steady_clock::now();
+  int64_t other = c.Submit({"--image", fast_ref, "-o", c.path("other.out"), "--", "cat /etc/jc-image"});
+  CHECK(c.WaitState(other, "DONE"));
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(30));
+  CHECK(ReadFile(c.path("other.out")) == "the shared image\n");
+  CHECK(c.Job(stuck)["state"] == "RUNNING");  // still pulling through the slow one
+  REQUIRE(c.Cli({"kill", std::to_string(stuck)}).code == 0);
+  REQUIRE(c.WaitState(stuck, "EXIT"));
 }
 
 TEST_CASE("a job runs with the submission environment and directory as --env says, and the CLI answers --help "

@@ -6,6 +6,10 @@
 #   linux/ARCH, amd64 by default; busybox is this host's whatever ARCH says)
 # Push it with `skopeo copy oci:DIR:TAG docker://HOST/REPO:TAG`. With $JC_IMAGE_PAD_MB, the
 # image also holds that many MB of random data (/opt/pad), as a framework image would.
+# With $JC_IMAGE_HOSTILE=1 (as root: mknod), it also holds what a hostile image would bring
+# to a host (issue 44): the character device 1:11 (/dev/kmsg's numbers), mode 0666, as
+# /dev/kmsg and /opt/kmsg, the block device 7:0 (a loop device) as /opt/disk, and busybox
+# setuid root as /opt/suid and setgid root as /opt/sgid.
 set -euo pipefail
 dir=${1:?usage: make-oci-image.sh DIR TAG TEXT}
 tag=${2:?usage: make-oci-image.sh DIR TAG TEXT}
@@ -21,6 +25,16 @@ printf '%s\n' "$text" >"$root/etc/jc-image"
 if [[ ${JC_IMAGE_PAD_MB:-0} -gt 0 ]]; then
   mkdir -p "$root/opt"
   head -c "$((JC_IMAGE_PAD_MB * 1024 * 1024))" /dev/urandom >"$root/opt/pad"
+fi
+if [[ ${JC_IMAGE_HOSTILE:-0} == 1 ]]; then
+  mkdir -p "$root/opt"
+  mknod -m 0666 "$root/dev/kmsg" c 1 11
+  mknod -m 0666 "$root/opt/kmsg" c 1 11
+  mknod -m 0666 "$root/opt/disk" b 7 0
+  cp "$busybox" "$root/opt/suid"
+  chmod 4755 "$root/opt/suid"
+  cp "$busybox" "$root/opt/sgid"
+  chmod 2755 "$root/opt/sgid"
 fi
 chmod 1777 "$root/tmp"
 mkdir -p "$dir/blobs/sha256"

@@ -71,11 +71,23 @@ absl::StatusOr<std::unique_ptr<OciRegistry>> OciRegistry::Start(const std::strin
 
 absl::StatusOr<std::string> OciRegistry::Push(const std::string& repository, const std::string& tag,
                                               const std::string& text, const std::string& arch) {
+  return PushImage(repository, tag, text, arch, {});
+}
+
+absl::StatusOr<std::string> OciRegistry::PushWith(const std::string& repository, const std::string& tag,
+                                                  const std::string& text, const std::vector<std::string>& env) {
+  return PushImage(repository, tag, text, "amd64", env);
+}
+
+absl::StatusOr<std::string> OciRegistry::PushImage(const std::string& repository, const std::string& tag,
+                                                   const std::string& text, const std::string& arch,
+                                                   const std::vector<std::string>& env) {
   const std::string layout = absl::StrCat(dir_, "/image-", ++pushes_);
   const std::string log = layout + ".log";
-  if (absl::Status s = Run({source_dir_ + "/tests/testing/make-oci-image.sh", layout, tag, text, arch}, log); !s.ok()) {
-    return s;
-  }
+  std::vector<std::string> make{"/usr/bin/env"};
+  make.insert(make.end(), env.begin(), env.end());
+  make.insert(make.end(), {source_dir_ + "/tests/testing/make-oci-image.sh", layout, tag, text, arch});
+  if (absl::Status s = Run(make, log); !s.ok()) return s;
   std::ifstream in(log);
   std::string digest, line;
   while (std::getline(in, line)) {

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "tests/testing/process.h"
@@ -28,9 +29,15 @@ class OciRegistry {
   // host()/repository:tag. Returns its manifest's digest.
   absl::StatusOr<std::string> Push(const std::string& repository, const std::string& tag, const std::string& text,
                                    const std::string& arch = "amd64");
+  // The same, with `env` ("NAME=value") for make-oci-image.sh (JC_IMAGE_HOSTILE=1: an image
+  // holding device nodes and set-id files, for the attacks of issue 44).
+  absl::StatusOr<std::string> PushWith(const std::string& repository, const std::string& tag, const std::string& text,
+                                       const std::vector<std::string>& env);
 
  private:
   OciRegistry() = default;
+  absl::StatusOr<std::string> PushImage(const std::string& repository, const std::string& tag, const std::string& text,
+                                   const std::string& arch, const std::vector<std::string>& env);
   std::string dir_, source_dir_, host_, ca_file_, ca_dir_, auth_file_;
   std::unique_ptr<Process> server_;
   int pushes_ = 0;

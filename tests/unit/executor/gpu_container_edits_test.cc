@@ -201,3 +201,29 @@ TEST_CASE("a rootless bundle maps root to the account, and the helper runs the c
   CHECK(rootful["process"]["args"][0] == "/bin/sh");
   CHECK(rootful["linux"]["cgroupsPath"] == "jc-slurm-7");
 }
+
+TEST_CASE("a task's working directory is bound from where the agent attached it, never by the user's path, and a "
+          "directory of the container's own is bound from nowhere",
+          "[B9][C6]") {
+  ContainerSpec spec;
+  spec.rootfs = "/images/x/rootfs";
+  spec.command = "pwd";
+  spec.cwd = "/home/alice/work";
+  spec.cwd_source = "/store/.bundles/1.0.0/mnt/0";
+  auto bound = [](const nlohmann::json& config, const std::string& destination) {
+    std::vector<std::string> sources;
+    for (const auto& m : config["mounts"]) {
+      if (m["destination"] == destination) sources.push_back(m["source"]);
+    }
+    return sources;
+  };
+  auto config = ContainerConfig(spec);
+  CHECK(config["process"]["cwd"] == "/home/alice/work");
+  CHECK(bound(config, "/home/alice/work") == std::vector<std::string>{"/store/.bundles/1.0.0/mnt/0"});
+  spec.cwd = "/tmp";
+  spec.cwd_source.clear();
+  spec.cwd_in_container = true;
+  config = ContainerConfig(spec);
+  CHECK(config["process"]["cwd"] == "/tmp");
+  CHECK(bound(config, "/tmp") == std::vector<std::string>{"tmpfs"});  // its own /tmp only
+}

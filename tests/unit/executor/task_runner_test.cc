@@ -429,3 +429,57 @@ TEST_CASE("a task in a cgroup holds none of the agent's descriptors, inherited o
     close(inherited);
   }
 }
+
+TEST_CASE("a directory an account names for its container is opened as that account: one it cannot enter, a link to "
+          "one, and a magic link are refused, and the one opened is the one it could reach",
+          "[B9][C6]") {
+  if (geteuid() != 0) {
+    WARN("SKIPPED: directories are opened as other users only as root; this run is not root");
+    return;
+  }
+  auto nobody = jc::nexec::LookupAccount("nobody");
+  REQUIRE(nobody.ok());
+  TempDir dir;
+  std::filesystem::permissions(dir.path, std::filesystem::perms::all);
+  const std::string locked = dir / "root-only";
+  const std::string own = dir / "nobodys";
+  std::filesystem::create_directory(locked);
+  std::filesystem::permissions(locked, std::filesystem::perms::owner_all);  // 0700, root's
+  std::filesystem::create_directory(own);
+  REQUIRE(chown(own.c_str(), nobody->uid, nobody->gid) == 0);
+  std::filesystem::permissions(own, std::filesystem::perms::owner_all);
+  const std::string to_locked = dir / "to-locked";
+  const std::string to_own = dir / "to-own";
+  std::filesystem::create_directory_symlink(locked, to_locked);
+  std::filesystem::create_directory_symlink(own, to_own);
+
+  auto opened = jc::nexec::OpenDirectoryAs(*nobody, own);
+  REQUIRE(opened.ok());
+  struct stat via{}, at{};
+  REQUIRE(fstat(opened->get(), &via) == 0);
+  REQUIRE(stat(own.c_str(), &at) == 0);
+  CHECK(via.st_ino == at.st_ino);
+  auto linked = jc::nexec::OpenDirectoryAs(*nobody, to_own);  // a link is followed as the account
+  REQUIRE(linked.ok());
+  REQUIRE(fstat(linked->get(), &via) == 0);
+  CHECK(via.st_ino == at.st_ino);
+
+  for (const std::string& refused : {locked, to_locked}) {
+    auto r = jc::nexec::OpenDirectoryAs(*nobody, refused);
+    INFO(refused << ": " << r.status().ToString());
+    CHECK(absl::IsPermissionDenied(r.status()));
+    CHECK_THAT(std::string(r.status().message()), Catch::Contains("as nobody: Permission denied"));
+  }
+  // /proc's magic links lead to what the helper holds (the agent's descriptors, its root):
+  // never followed, for root either.
+  for (const std::string& magic : {"/proc/self/cwd", "/proc/self/root/tmp"}) {
+    CHECK(absl::IsInvalidArgument(jc::nexec::OpenDirectoryAs(*nobody, magic).status()));
+  }
+  CHECK_FALSE(jc::nexec::OpenDirectoryAs(*nobody, "/proc/" + std::to_string(getpid()) + "/cwd").ok());
+  auto root = jc::nexec::LookupAccount("root");
+  REQUIRE(root.ok());
+  CHECK(absl::IsInvalidArgument(jc::nexec::OpenDirectoryAs(*root, "/proc/self/root/tmp").status()));
+  CHECK(jc::nexec::OpenDirectoryAs(*root, locked).ok());
+  CHECK(absl::IsNotFound(jc::nexec::OpenDirectoryAs(*nobody, dir / "missing").status()));
+  CHECK(absl::IsInvalidArgument(jc::nexec::OpenDirectoryAs(*nobody, "relative").status()));
+}
