@@ -245,6 +245,10 @@ absl::StatusOr<v1::Project> IdentityStore::SetProjectBudget(const v1::SetProject
   if (b.stop_running() && !b.hard()) {
     return absl::InvalidArgumentError("budget: stop_running applies to a hard budget only; set hard too");
   }
+  if (!(b.reservation_hours() >= 0) || b.reservation_hours() > 8784) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "budget: reservation_hours must be 0 (one hour) to 8784 (a year) (got ", b.reservation_hours(), ")"));
+  }
   return UpdateProject(req.name(), [&](v1::Project& project) { *project.mutable_budget() = b; });
 }
 

@@ -618,6 +618,7 @@ void JobManager::OnCreate(v1::CreateTrainJobRequest req, CreateReply reply, std:
       reply->set_value(admitted);
       return;
     }
+    budgets_.AddReserved(req.project(), ExpectedCost(req));
   }
   // Project quota on waiting jobs: refused at admission, before anything is written.
   if (quotas_.Limits(req.project())) {
@@ -982,6 +983,16 @@ void JobManager::SetBudgets(std::string month, std::map<std::string, v1::Project
   budgets_.Set(std::move(month), std::move(budgets), std::move(ended));
 }
 
+double JobManager::ExpectedCost(const v1::CreateTrainJobRequest& req) const {
+  // Each replica at the highest price its spec has anywhere (it is not placed yet), for the
+  // project's reservation hours: no run time is known before it ends.
+  double per_hour = 0;
+  for (const auto& task : req.tasks()) {
+    per_hour += std::max(1, task.replica_number()) * scheduler_->HighestPrice(task.resource_spec_id());
+  }
+  return per_hour * budgets_.ReservationHours(req.project());
+}
+
 void JobManager::CheckBudgets() {
   // What each budgeted project's running attempts have cost so far: price in force at
   // their start x time since (the scheduler's view, in memory).
@@ -1002,6 +1013,27 @@ void JobManager::CheckBudgets() {
     }
   }
   budgets_.SetRunning(std::move(running));
+  // What admitted jobs that have not ended still hold: their reservation less what their
+  // running attempts cost so far (jobs whose create is not committed yet included).
+  std::map<std::string, double> reserved;
+  auto reserve = [&](const v1::JobRecord& r) {
+    const std::string& project = r.request().project();
+    if (!budgets_.Has(project) || r.status() == kCompleted || r.status() == kFailed) return;
+    double so_far = 0;
+    for (const auto& rep : r.replicas()) {
+      for (const auto& a : rep.attempts()) {
+        if (a.closed() || !a.has_started_at()) continue;
+        auto offer = scheduler_->OfferAt(a.center_id(), r.request().tasks(rep.task_index()).resource_spec_id());
+        if (!offer.has_value()) continue;
+        absl::Time start = FromProto(a.started_at());
+        so_far += offer->PriceAt(start) * std::max(0.0, absl::ToDoubleHours(now - start));
+      }
+    }
+    reserved[project] += std::max(0.0, ExpectedCost(r.request()) - so_far);
+  };
+  for (const auto& [id, job] : active_) reserve(job.record);
+  for (const auto& c : burst_.creates) reserve(c.job.record);
+  budgets_.SetReserved(std::move(reserved));
   for (const auto& c : budgets_.TakeCrossings()) {
     spdlog::warn("job manager: project {} has spent {:.2f} of its monthly budget of {:.2f} ({}%){}", c.project,
                  c.spent, c.budget, c.percent,

@@ -290,6 +290,8 @@ class JobManager {
   // Once a cycle, with budgets: what each budgeted project's running attempts cost so far,
   // thresholds crossed (said once), and the jobs of projects whose hard budget stops them.
   void CheckBudgets();
+  // What a job is expected to cost against its project's budget until it ends.
+  double ExpectedCost(const v1::CreateTrainJobRequest& req) const;
   std::vector<prometheus::Gauge*> quota_gauges_;
   // Puts new quotas in force and on /metrics.
   void SetQuotas(std::map<std::string, v1::ProjectQuota> quotas);

@@ -18,6 +18,18 @@ double ProjectBudgets::Spent(const std::string& project) const {
   return spent;
 }
 
+double ProjectBudgets::Committed(const std::string& project) const {
+  double committed = Spent(project);
+  if (auto it = reserved_.find(project); it != reserved_.end()) committed += it->second;
+  return committed;
+}
+
+double ProjectBudgets::ReservationHours(const std::string& project) const {
+  auto it = budgets_.find(project);
+  if (it == budgets_.end() || it->second.reservation_hours() <= 0) return 1.0;
+  return it->second.reservation_hours();
+}
+
 double ProjectBudgets::UsedRatio(const std::string& project) const {
   auto it = budgets_.find(project);
   if (it == budgets_.end() || it->second.monthly() <= 0) return 0;
@@ -28,11 +40,13 @@ absl::Status ProjectBudgets::Admit(const std::string& project) const {
   auto it = budgets_.find(project);
   if (it == budgets_.end() || !it->second.hard()) return absl::OkStatus();
   double spent = Spent(project);
-  if (spent < it->second.monthly()) return absl::OkStatus();
+  double committed = Committed(project);
+  if (committed < it->second.monthly()) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrFormat(
-      "project %s has spent %.2f of its hard monthly budget of %.2f for %s (ended attempts and running ones so "
-      "far): new jobs are refused until next month or a larger budget",
-      project, spent, it->second.monthly(), month_));
+      "project %s has spent %.2f and committed %.2f more (its admitted jobs that have not ended, at their "
+      "reservation) of its hard monthly budget of %.2f for %s: new jobs are refused until they end, next month "
+      "or a larger budget",
+      project, spent, committed - spent, it->second.monthly(), month_));
 }
 
 std::vector<std::string> ProjectBudgets::StopRunning() const {

@@ -5,7 +5,9 @@
 // decisions every few seconds, plus the records this instance wrote since) and what its
 // running attempts have cost so far (recounted from the jobs in memory once a cycle).
 // A hard budget refuses the project's new jobs once reached; every budget says when 80%
-// and 100% are crossed. In memory only, used by the job manager's loop only.
+// and 100% are crossed. A hard budget admits by what is committed: spent, plus what admitted
+// jobs that have not ended are expected to cost (issue 44), so a burst of creates passes it
+// by at most one job's worth. In memory only, used by the job manager's loop only.
 
 #include <map>
 #include <string>
@@ -30,11 +32,21 @@ class ProjectBudgets {
   void AddEnded(const std::string& project, double cost) { ended_[project] += cost; }
   // Once a cycle: what each budgeted project's running attempts have cost so far.
   void SetRunning(std::map<std::string, double> running) { running_ = std::move(running); }
+  // Once a cycle: what each budgeted project's admitted jobs that have not ended are still
+  // expected to cost (their reservation less what their running attempts cost so far).
+  void SetReserved(std::map<std::string, double> reserved) { reserved_ = std::move(reserved); }
+  // A job just admitted: its expected cost is held until the next recount has it.
+  void AddReserved(const std::string& project, double cost) { reserved_[project] += cost; }
+  // Hours of a job's allocation its project reserves at admission (ProjectBudget.reservation_hours).
+  double ReservationHours(const std::string& project) const;
 
   double Spent(const std::string& project) const;
+  // Spent plus what admitted jobs are expected to cost still: what a hard budget admits by.
+  double Committed(const std::string& project) const;
   // Spent over the budget; 0 without one.
   double UsedRatio(const std::string& project) const;
-  // ResourceExhausted, saying what was spent, when the project's hard budget is reached.
+  // ResourceExhausted, saying what was spent and committed, when the project's hard budget
+  // is reached by what its ended, running and admitted jobs cost or are expected to cost.
   absl::Status Admit(const std::string& project) const;
   // Hard budgets reached whose project asked that its running jobs be stopped.
   std::vector<std::string> StopRunning() const;
@@ -53,6 +65,7 @@ class ProjectBudgets {
   std::map<std::string, v1::ProjectBudget> budgets_;
   std::map<std::string, double> ended_;
   std::map<std::string, double> running_;
+  std::map<std::string, double> reserved_;
   std::map<std::string, std::pair<std::string, int>> alerted_;  // project -> (month, highest percent said)
 };
 

@@ -277,6 +277,16 @@ std::optional<SpecAtCenter> Scheduler::OfferAt(const std::string& center_id, con
   return it->second;
 }
 
+double Scheduler::HighestPrice(const std::string& spec_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  double highest = 0;
+  for (const CenterView& c : snapshot_.centers()) {
+    auto it = c.specs.find(spec_id);
+    if (it != c.specs.end()) highest = std::max(highest, it->second.price);
+  }
+  return highest;
+}
+
 double Scheduler::StaticPowerOf(const std::string& center_id) const {
   std::lock_guard<std::mutex> lock(mu_);
   const CenterView* c = snapshot_.Find(center_id);

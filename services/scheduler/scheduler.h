@@ -107,6 +107,10 @@ class Scheduler {
   // catalog and the center were last read (in memory); nullopt when the center does not
   // offer it (any more).
   std::optional<SpecAtCenter> OfferAt(const std::string& center_id, const std::string& spec_id) const;
+  // The highest price per hour of one replica of `spec_id` at any center that offers it, as
+  // last read (in memory): what a job not placed yet may cost at most (budgets); 0 when no
+  // center offers it.
+  double HighestPrice(const std::string& spec_id) const;
   // The center's static power (formula 1, drawn while data is transferred in); 0 unknown.
   double StaticPowerOf(const std::string& center_id) const;
 

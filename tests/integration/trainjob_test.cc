@@ -1343,6 +1343,73 @@ TEST_CASE("project budgets: a hard budget refuses new jobs once spent, a soft on
   CHECK_THAT(stopped.value("statusReason", ""), Catch::Contains("reached its hard monthly budget"));
 }
 
+TEST_CASE("a hard budget counts what admitted jobs are expected to cost: 12 concurrent creates at 95% of it pass it "
+          "by at most one job's worth [C6][A7]",
+          "[C6][A7]") {
+  Network n([](jc::server::AppOptions& o) { o.jobs.quota_refresh = absl::Milliseconds(50); });
+  auto alice = n.UserClient("alice", "vision", "MEMBER");
+  auto job = [](const std::string& name) {
+    return json{{"name", name},
+                {"tasks", {{{"name", "t"}, {"command", "sleep 3"}, {"resourceSpecId", "cpu-1"},
+                            {"replicaNumber", 1}, {"centerIDs", {"beta"}}}}}};
+  };
+  // What one job costs at beta (9 an hour): spent first, with no budget yet.
+  auto first = alice->Post("/openapi/v1/trainjob", job("first"));
+  REQUIRE(first.http_status == 200);
+  const std::string first_id = first.body["data"]["jobId"];
+  n.WaitForStatus(first_id, "completed");
+  json records;
+  REQUIRE(jc::testing::WaitUntil([&] { return (records = Records(n, first_id)).size() == 1; }));
+  const double one_job = Num(records[0]["cost"]);
+  REQUIRE(one_job > 0);
+  // A hard budget that this is 95% of; each job reserves 4 s at the spec's highest price
+  // (9 an hour) until it ends.
+  const double budget = one_job / 0.95;
+  Network::Must(n.rest->Send("PUT", "/openapi/v1/projects/vision/budget",
+                             json{{"monthly", budget}, {"hard", true}, {"reservation_hours", 4.0 / 3600}}.dump()));
+  REQUIRE(jc::testing::WaitUntil([&] {
+    return n.rest->Raw("/metrics").find(R"(jc_project_budget_used_ratio{project="vision"} 0.9)") != std::string::npos;
+  }));
+  ExpectError(n.rest->Send("PUT", "/openapi/v1/projects/vision/budget", R"({"monthly": 1, "reservation_hours": -1})"),
+              400, "reservation_hours");
+
+  // Twelve creates at once, each on its own connection.
+  auto made = n.rest->Post("/openapi/v1/tokens", {{"user_name", "alice"}});
+  REQUIRE(made.http_status == 200);
+  const std::string secret = made.body["data"]["secret"];
+  std::vector<std::thread> threads;
+  std::vector<int> answers(12);
+  std::vector<std::string> admitted_ids(12);
+  for (int i = 0; i < 12; ++i) {
+    threads.emplace_back([&, i] {
+      jc::testing::RestClient own(n.app->rest_port(), secret);
+      auto r = own.Post("/openapi/v1/trainjob", job("burst-" + std::to_string(i)));
+      answers[i] = r.http_status;
+      if (r.http_status == 200) admitted_ids[i] = r.body["data"]["jobId"];
+    });
+  }
+  for (auto& t : threads) t.join();
+  int admitted = 0;
+  for (int i = 0; i < 12; ++i) {
+    INFO("create " << i << ": " << answers[i]);
+    CHECK((answers[i] == 200 || answers[i] == 429));
+    admitted += answers[i] == 200;
+  }
+  CHECK(admitted >= 1);
+  CHECK(admitted <= 1);  // 95% spent + one job's reservation passes the budget
+  // Every admitted job ends; the month's spend passes the budget by at most one job's worth.
+  double spent = one_job;
+  for (const auto& id : admitted_ids) {
+    if (id.empty()) continue;
+    n.WaitForStatus(id, "completed");
+    REQUIRE(jc::testing::WaitUntil([&] { return (records = Records(n, id)).size() == 1; }));
+    spent += Num(records[0]["cost"]);
+  }
+  CHECK(spent <= budget + one_job * 1.5);
+  // Refused from then on while spent, with what is spent and committed.
+  ExpectError(alice->Post("/openapi/v1/trainjob", job("after")), 429, "hard monthly budget");
+}
+
 TEST_CASE("reconciliation lists every difference between the federation's records of a center and the center's own "
           "accounting: a run it lost, figures apart beyond the tolerance [A7][A14][C6]",
           "[A7][A14][C6]") {
