@@ -172,16 +172,14 @@ int MakeParentDirectories(char* path) {
   return 0;
 }
 
-absl::StatusOr<OwnedFd> OpenAs(const Account& account, const std::string& path, int flags, mode_t mode,
-                               bool make_parents) {
-  flags |= O_CLOEXEC;
-  std::string walk = path;  // MakeParentDirectories' buffer, made before any fork
-  if (!ActsForOthers(account)) {
-    if (make_parents && MakeParentDirectories(walk.data()) != 0) return OpenError(account, path, errno);
-    int fd = open(path.c_str(), flags, mode);
-    if (fd < 0) return OpenError(account, path, errno);
-    return OwnedFd(fd);
-  }
+namespace {
+
+// Runs `open_fn` in a child that became `account` and hands its descriptor back: what the
+// account itself may open, opened by the account, whatever the agent may. `open_fn` runs
+// after fork in a threaded process, so it makes only async-signal-safe calls and returns a
+// descriptor, or -1 with errno set.
+template <typename OpenFn>
+absl::StatusOr<OwnedFd> OpenInChildAs(const Account& account, const std::string& path, OpenFn open_fn) {
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
     return absl::ResourceExhaustedError(absl::StrCat("socketpair: ", std::strerror(errno)));
@@ -198,9 +196,7 @@ absl::StatusOr<OwnedFd> OpenAs(const Account& account, const std::string& path, 
     int err = 0, fd = -1;
     if (BecomeAccount(account) != 0) {
       err = errno;
-    } else if (make_parents && MakeParentDirectories(walk.data()) != 0) {
-      err = errno;
-    } else if ((fd = open(path.c_str(), flags, mode)) < 0) {
+    } else if ((fd = open_fn()) < 0) {
       err = errno;
     }
     SendResult(sv[1], err, fd);
@@ -215,6 +211,24 @@ absl::StatusOr<OwnedFd> OpenAs(const Account& account, const std::string& path, 
   if (!answered) return absl::InternalError(absl::StrCat("cannot open ", path, " as ", account.name, ": the helper died"));
   if (err != 0) return OpenError(account, path, err);
   return OwnedFd(fd);
+}
+
+}  // namespace
+
+absl::StatusOr<OwnedFd> OpenAs(const Account& account, const std::string& path, int flags, mode_t mode,
+                               bool make_parents) {
+  flags |= O_CLOEXEC;
+  std::string walk = path;  // MakeParentDirectories' buffer, made before any fork
+  if (!ActsForOthers(account)) {
+    if (make_parents && MakeParentDirectories(walk.data()) != 0) return OpenError(account, path, errno);
+    int fd = open(path.c_str(), flags, mode);
+    if (fd < 0) return OpenError(account, path, errno);
+    return OwnedFd(fd);
+  }
+  return OpenInChildAs(account, path, [&]() -> int {
+    if (make_parents && MakeParentDirectories(walk.data()) != 0) return -1;
+    return open(path.c_str(), flags, mode);
+  });
 }
 
 namespace {
@@ -248,39 +262,16 @@ absl::StatusOr<OwnedFd> OpenDirectoryAs(const Account& account, const std::strin
     }
     return fd;
   }
-  int sv[2];
-  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
-    return absl::ResourceExhaustedError(absl::StrCat("socketpair: ", std::strerror(errno)));
-  }
-  const pid_t pid = fork();
-  if (pid < 0) {
-    const int err = errno;
-    close(sv[0]);
-    close(sv[1]);
-    return absl::ResourceExhaustedError(absl::StrCat("fork: ", std::strerror(err)));
-  }
-  if (pid == 0) {
-    // Only async-signal-safe calls from here: the agent has threads.
-    int err = 0, fd = -1;
-    if (BecomeAccount(account) != 0) {
-      err = errno;
-    } else if ((fd = OpenDirectoryNoMagic(path.c_str())) < 0) {
-      err = errno;
-    } else if (fchdir(fd) != 0) {  // it may enter it
-      err = errno;
+  return OpenInChildAs(account, path, [&]() -> int {
+    const int fd = OpenDirectoryNoMagic(path.c_str());
+    if (fd >= 0 && fchdir(fd) != 0) {  // it may enter it
+      const int err = errno;
+      close(fd);
+      errno = err;
+      return -1;
     }
-    SendResult(sv[1], err, fd);
-    _exit(0);
-  }
-  close(sv[1]);
-  int err = 0, fd = -1;
-  const bool answered = ReceiveResult(sv[0], &err, &fd);
-  close(sv[0]);
-  while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-  }
-  if (!answered) return absl::InternalError(absl::StrCat("cannot open ", path, " as ", account.name, ": the helper died"));
-  if (err != 0) return OpenError(account, path, err);
-  return OwnedFd(fd);
+    return fd;
+  });
 }
 
 absl::StatusOr<OwnedFd> OpenInTrustedDirectory(const std::string& trusted_root, const std::string& name,
