@@ -28,8 +28,8 @@
 #include "adapters/slurm/command.h"
 #include "common/oci/image_reference.h"
 #include "common/status_macros.h"
-#include "executor/agent/container_bundle.h"
-#include "executor/agent/gpu_container_edits.h"
+#include "executor/container/container_bundle.h"
+#include "executor/container/gpu_container_edits.h"
 
 namespace jc::adapter {
 namespace fs = std::filesystem;

@@ -1,7 +1,7 @@
 #include "executor/agent/task_runner.h"
 
 #include "common/oci/image_reference.h"
-#include "executor/agent/container_bundle.h"
+#include "executor/container/container_bundle.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -20,7 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "executor/agent/gpu_container_edits.h"
+#include "executor/container/gpu_container_edits.h"
 #include "executor/agent/task_cgroup.h"
 #include "executor/agent/user_files.h"
 

@@ -36,7 +36,7 @@
 #include "common/outbox.h"
 #include "common/store/store.h"
 #include "common/thread_pool.h"
-#include "executor/agent/sensor.h"
+#include "executor/sensor/sensor.h"
 #include "executor/master/access.h"
 #include "executor/master/config.h"
 #include "executor/master/job_state.h"

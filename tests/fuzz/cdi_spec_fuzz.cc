@@ -1,6 +1,6 @@
 // libFuzzer harness: a CDI spec (JSON or YAML, as `nvidia-ctk cdi generate` writes it to
 // /etc/cdi or /var/run/cdi) read by the GPU container edits of the agent and the Slurm
-// adapter's image runs (executor/agent/gpu_container_edits.h). The spec is read from a
+// adapter's image runs (executor/container/gpu_container_edits.h). The spec is read from a
 // directory, so each input is written to a file of a scratch directory first and given to
 // the public GpuContainerSetup::Load; then the edits for some GPUs are asked for. It must
 // be an error or edits, never a crash or an exception.
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "executor/agent/gpu_container_edits.h"
+#include "executor/container/gpu_container_edits.h"
 
 namespace {
 

@@ -3,7 +3,7 @@
 // and how they land in the bundle's config.json. /dev/null and /dev/zero stand for GPU
 // nodes (any character device does); the real driver is tried by tests/gpu/gpu-check.sh.
 
-#include "executor/agent/gpu_container_edits.h"
+#include "executor/container/gpu_container_edits.h"
 
 #include <unistd.h>
 
@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "executor/agent/container_bundle.h"
+#include "executor/container/container_bundle.h"
 
 namespace fs = std::filesystem;
 using jc::nexec::ApplyEnv;

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "executor/agent/sensor.h"
+#include "executor/sensor/sensor.h"
 #include "tests/testing/process.h"
 
 using jc::nexec::ParseSensorOutput;

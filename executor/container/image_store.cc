@@ -1,4 +1,4 @@
-#include "executor/agent/image_store.h"
+#include "executor/container/image_store.h"
 
 #include <fcntl.h>
 #include <pwd.h>

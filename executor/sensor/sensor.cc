@@ -1,4 +1,4 @@
-#include "executor/agent/sensor.h"
+#include "executor/sensor/sensor.h"
 
 #include <signal.h>
 #include <spdlog/spdlog.h>

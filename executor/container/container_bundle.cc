@@ -1,4 +1,4 @@
-#include "executor/agent/container_bundle.h"
+#include "executor/container/container_bundle.h"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>

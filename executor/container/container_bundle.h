@@ -22,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "executor/agent/gpu_container_edits.h"
+#include "executor/container/gpu_container_edits.h"
 #include "executor/agent/task_cgroup.h"
 #include "executor/agent/user_files.h"
 

@@ -1,4 +1,4 @@
-#include "executor/agent/gpu_container_edits.h"
+#include "executor/container/gpu_container_edits.h"
 
 #include <sys/stat.h>
 
