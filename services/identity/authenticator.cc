@@ -100,7 +100,12 @@ absl::StatusOr<auth::Principal> IdentityAuthenticator::FromJwt(absl::string_view
   // A stored user of the same name that admins linked to OIDC (accepts_oidc) adds what they
   // granted it here; any other stored user of that name lends nothing.
   if (identities_ != nullptr) {
-    JC_ASSIGN_OR_RETURN(std::optional<auth::Principal> stored, identities_->PrincipalOfOidcUser(p.name));
+    bool taken = false;
+    JC_ASSIGN_OR_RETURN(std::optional<auth::Principal> stored, identities_->PrincipalOfOidcUser(p.name, &taken));
+    // A stored user has the name and did not link it: the provider's identity is someone
+    // else, and everything kept by name (jobs' users, idempotency keys, rate limits, the
+    // account a center runs a user as) must not take it for that user.
+    if (taken) p.name = absl::StrCat("oidc:", p.name);
     if (stored.has_value()) {
       p.stored_user = true;  // the admins linked this stored user to the provider's identity
       p.federation_admin = p.federation_admin || stored->federation_admin;

@@ -385,29 +385,40 @@ absl::StatusOr<auth::Principal> IdentityStore::PrincipalOfToken(absl::string_vie
   return **entry->principal;
 }
 
-absl::StatusOr<std::optional<auth::Principal>> IdentityStore::PrincipalOfOidcUser(const std::string& name) {
+absl::StatusOr<std::optional<auth::Principal>> IdentityStore::PrincipalOfOidcUser(const std::string& name,
+                                                                                   bool* name_taken) {
+  bool unused = false;
+  if (name_taken == nullptr) name_taken = &unused;
   absl::Time now = clock_->Now();
   std::optional<CachedUser> stale;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = users_.find(name);
-    if (it != users_.end() && now - it->second.fetched < options_.cache_ttl) return it->second.principal;
+    if (it != users_.end() && now - it->second.fetched < options_.cache_ttl) {
+      *name_taken = it->second.taken;
+      return it->second.principal;
+    }
     if (it != users_.end()) stale = it->second;
   }
   CachedUser entry{std::nullopt, now};
   auto rows = store_->Query("SELECT doc FROM users WHERE id = $1", {name});
   if (!rows.ok()) {
-    if (stale.has_value() && now - stale->fetched < options_.stale_ttl) return stale->principal;
+    if (stale.has_value() && now - stale->fetched < options_.stale_ttl) {
+      *name_taken = stale->taken;
+      return stale->principal;
+    }
     return absl::UnavailableError(absl::StrCat("cannot look the user up now: ", rows.status().message()));
   }
   if (!rows->empty()) {
     JC_ASSIGN_OR_RETURN(v1::User user, store::DecodeDoc<v1::User>((*rows)[0][0]));
     // Only a user linked to OIDC on purpose lends its grants to a token naming it.
     if (user.accepts_oidc()) entry.principal = PrincipalOf(user);
+    else entry.taken = true;
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (users_.size() >= kMaxCachedEntries) users_.clear();
   users_.insert_or_assign(name, entry);
+  *name_taken = entry.taken;
   return entry.principal;
 }
 

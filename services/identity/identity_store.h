@@ -66,7 +66,9 @@ class IdentityStore {
   absl::StatusOr<auth::Principal> PrincipalOfToken(absl::string_view token);
   // The principal of the stored user an OIDC caller of this name is: nullopt when no such
   // user is stored, or when it does not accept OIDC (User.accepts_oidc). Cached like tokens.
-  absl::StatusOr<std::optional<auth::Principal>> PrincipalOfOidcUser(const std::string& name);
+  // `name_taken` (optional): set when a stored user has the name but does not accept OIDC.
+  absl::StatusOr<std::optional<auth::Principal>> PrincipalOfOidcUser(const std::string& name,
+                                                                     bool* name_taken = nullptr);
 
   // On a store with no user yet: creates `name` as a federation admin with a token, and
   // returns the token (to show once). nullopt when users already exist.
@@ -88,6 +90,7 @@ class IdentityStore {
   struct CachedUser {
     std::optional<auth::Principal> principal;
     absl::Time fetched;
+    bool taken = false;  // a stored user of the name that does not accept OIDC
   };
   absl::StatusOr<CachedToken> LoadToken(const std::string& id);
   void Invalidate();

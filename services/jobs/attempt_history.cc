@@ -29,6 +29,16 @@ const char* OutcomeOf(apb::ReplicaState s) {
   }
 }
 
+// A start the center reports, within what the control plane saw: not before it sent the
+// attempt's submit, not after now (budgets count a running attempt's cost from it).
+google::protobuf::Timestamp SeenStart(const v1::AttemptRecord& a, const google::protobuf::Timestamp& reported,
+                                      absl::Time now) {
+  absl::Time t = std::min(FromTimestamp(reported), now);
+  if (a.has_submitted_at()) t = std::max(t, FromTimestamp(a.submitted_at()));
+  else if (a.has_placed_at()) t = std::max(t, FromTimestamp(a.placed_at()));
+  return ToTimestamp(t);
+}
+
 }  // namespace
 
 bool Ran(const v1::AttemptRecord& a) { return a.has_started_at(); }
@@ -68,6 +78,8 @@ bool ApplyAttemptReport(v1::JobRecord& job, int index, const std::string& center
     a = rep->add_attempts();
     a->set_attempt(attempt);
     a->set_center_id(center);
+    // What bounds its bill: its acknowledgement at the latest, else from now.
+    *a->mutable_submitted_at() = rep->has_dispatched_at() ? rep->dispatched_at() : ToTimestamp(now);
     if (rep->state() == v1::ReplicaRecord::RUNNING) {
       // It was seen running: it ran, since its acknowledgement at the latest.
       *a->mutable_started_at() = rep->has_dispatched_at() ? rep->dispatched_at() : ToTimestamp(now);
@@ -79,8 +91,9 @@ bool ApplyAttemptReport(v1::JobRecord& job, int index, const std::string& center
     // The center's word after the control plane's estimate: a record that corrects it.
     v1::AttemptRecord estimate = *a;
     a->set_estimated(false);
-    *a->mutable_seen_ended_at() = ToTimestamp(now);  // what it may bill ends no later than now
-    if (report.has_started_at()) *a->mutable_started_at() = report.started_at();
+    // What it may bill ends when the control plane first learnt the end: the estimate's close.
+    if (!a->has_seen_ended_at()) *a->mutable_seen_ended_at() = ToTimestamp(now);
+    if (report.has_started_at()) *a->mutable_started_at() = SeenStart(*a, report.started_at(), now);
     *a->mutable_ended_at() = report.has_ended_at() ? report.ended_at() : ToTimestamp(now);
     a->set_outcome(OutcomeOf(report.state()));
     a->set_exit_code(report.exit_code());
@@ -96,8 +109,8 @@ bool ApplyAttemptReport(v1::JobRecord& job, int index, const std::string& center
   // Started: the center says when, or it runs (or ran, by what it measured) now.
   bool started = report.has_started_at() || report.state() == apb::REPLICA_RUNNING ||
                  (terminal && report.usage().wall_seconds() > 0);
-  if (report.has_started_at() && !(a->has_started_at() && a->started_at() == report.started_at())) {
-    *a->mutable_started_at() = report.started_at();  // the center's clock over ours
+  if (report.has_started_at() && !(a->has_started_at() && a->started_at() == SeenStart(*a, report.started_at(), now))) {
+    *a->mutable_started_at() = SeenStart(*a, report.started_at(), now);  // the center's clock, within ours
     fx->changed = true;
   } else if (started && !a->has_started_at()) {
     *a->mutable_started_at() = ToTimestamp(now);

@@ -1362,6 +1362,7 @@ v1::UsageRecord JobManager::UsageRecordOf(const v1::JobRecord& r, const MeteredA
   if (offer.has_value()) {
     observed.cpus = offer->quantity.cpu;
     observed.gpus = static_cast<int>(offer->quantity.gpu);
+    observed.memory_mb = static_cast<int64_t>(offer->quantity.memory_mb);
   }
   const BilledUsage billed =
       BoundByObservation(FromProto(a.started_at()), FromProto(a.ended_at()), used, observed);
@@ -1372,9 +1373,9 @@ v1::UsageRecord JobManager::UsageRecordOf(const v1::JobRecord& r, const MeteredA
   *u.mutable_recorded_at() = ToTimestamp(now);
   u.set_wall_seconds(wall);
   u.set_cpu_seconds(billed.cpu_seconds);
-  u.set_memory_peak_mb(used.memory_peak_mb());
-  u.set_read_bytes(used.read_bytes());
-  u.set_write_bytes(used.write_bytes());
+  u.set_memory_peak_mb(billed.memory_peak_mb);
+  u.set_read_bytes(billed.read_bytes);
+  u.set_write_bytes(billed.write_bytes);
   u.set_gpus(billed.gpus);
   u.set_gpu_seconds(billed.gpu_seconds);
   if (billed.claim.has_value()) *u.mutable_center_claim() = *billed.claim;
@@ -1385,7 +1386,8 @@ v1::UsageRecord JobManager::UsageRecordOf(const v1::JobRecord& r, const MeteredA
                       offer->execution_power_watts * wall) /
                      3.6e6);
     // The price in force when the attempt started: a later change does not reprice it.
-    const double price = offer->PriceAt(start);
+    // ... by the control plane's own clock: the submit it sent, not a start the center names.
+    const double price = offer->PriceAt(observed.submitted.value_or(start));
     u.set_price_per_hour(price);
     u.set_cost(price * wall / 3600.0);
   }

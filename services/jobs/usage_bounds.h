@@ -15,12 +15,16 @@
 
 namespace jc::jobs {
 
+// IO faster than this is not believed (about a 100 Gb/s link, read and written).
+constexpr double kMaxBytesPerSecond = 12.5e9;
+
 // The control plane's own observation of an attempt.
 struct ObservedAttempt {
   std::optional<absl::Time> submitted;  // when its submit was sent (none: records from before)
   absl::Time seen_ended;                // when the control plane first learnt its end
   double cpus = 0;                      // the spec's allocation; 0: not bounded
   int gpus = 0;
+  int64_t memory_mb = 0;                // likewise
 };
 
 struct BilledUsage {
@@ -29,12 +33,16 @@ struct BilledUsage {
   double cpu_seconds = 0;
   int gpus = 0;
   double gpu_seconds = 0;
+  int64_t memory_peak_mb = 0;
+  int64_t read_bytes = 0, write_bytes = 0;
   // Set when the center's figures went past what was observed.
   std::optional<::jointcloud::v1::CenterClaim> claim;
 };
 
 // The attempt's figures as billed: the center's `started`/`ended` and `used` (its
-// measurement; wall_seconds 0 means "from its start to its end"), each within `observed`.
+// measurement; wall_seconds 0 means "from its start to its end"), each within `observed`:
+// a figure that is not a finite, non-negative number counts as not reported (0), and IO
+// at most kMaxBytesPerSecond x the billed wall time.
 BilledUsage BoundByObservation(absl::Time started, absl::Time ended, const ::jointcloud::adapter::v1::ReplicaUsage& used,
                                const ObservedAttempt& observed);
 

@@ -76,7 +76,7 @@ TEST_CASE("sinfo's node lines add up to the usable capacity and its use [A14][A3
   CHECK(t.gpu_alloc == 2);
 }
 
-TEST_CASE("squeue's job lines become observations by job id; other lines are skipped [A14]", "[A14]") {
+TEST_CASE("squeue's job lines become observations by job id and other lines are skipped [A14]", "[A14]") {
   // As `squeue --states=all -h -O <kSqueueJobFields>` prints them (padded, '|' after each).
   const char* text =
       "101                 |RUNNING             |None                |0                   |2026-11-26T10:00:00 |N/A |\n"
@@ -98,7 +98,7 @@ TEST_CASE("squeue's job lines become observations by job id; other lines are ski
   CHECK(ParseSqueueJobs("").empty());
 }
 
-TEST_CASE("squeue's states are counted; only a job carrying the adapter's tag is its replica, the oldest first [A14]",
+TEST_CASE("squeue's states are counted, and only a job carrying the adapter's tag is its replica, the oldest first [A14]",
           "[A14]") {
   SqueueCounts c = ParseSqueueStates("RUNNING\nPENDING\n  COMPLETING \nCONFIGURING\nCOMPLETED\nbogus\n");
   CHECK(c.running == 2);

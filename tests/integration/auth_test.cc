@@ -622,6 +622,9 @@ TEST_CASE("an OIDC identity named like a stored user neither makes, lists nor re
   // The attacker: the identity provider's user "admin", no roles (the bootstrap admin does
   // not accept OIDC).
   auto impostor = s.As("Bearer " + issuer.Sign(s.Claims("admin")));
+  // Named apart from the stored user, so nothing kept by name (jobs' users, idempotency
+  // keys, rate limits, a center's account for a user) takes it for that user.
+  CHECK(impostor.Get("/openapi/v1/whoami").body["data"]["name"] == "oidc:admin");
   auto made = impostor.Post("/openapi/v1/tokens", {{"user_name", "admin"}});
   INFO(made.body.dump());
   CHECK(made.http_status == 403);
@@ -648,6 +651,7 @@ TEST_CASE("an OIDC identity named like a stored user neither makes, lists nor re
   // A stored user that accepts OIDC is that user through the provider: its own tokens only.
   REQUIRE(s.rest->Post("/openapi/v1/users", {{"name", "linked"}, {"accepts_oidc", true}}).http_status == 200);
   auto linked = s.As("Bearer " + issuer.Sign(s.Claims("linked")));
+  CHECK(linked.Get("/openapi/v1/whoami").body["data"]["name"] == "linked");
   auto own = linked.Post("/openapi/v1/tokens", {{"user_name", "linked"}});
   INFO(own.body.dump());
   REQUIRE(own.http_status == 200);

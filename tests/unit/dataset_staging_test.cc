@@ -192,7 +192,7 @@ TEST_CASE("staging under a member swapping links in and out of the dataset, at i
 }
 
 TEST_CASE("a dataset staged for a project is its run-as account's: another account at the center cannot read "
-          "it, and no set-id bit survives; a federation dataset is readable by all [A6][C6]",
+          "it, and no set-id bit survives, while a federation dataset is readable by all [A6][C6]",
           "[A6][C6]") {
   if (geteuid() != 0) {
     WARN("not run: the attack needs root (the adapter's account) and unprivileged accounts (CI runs as root)");
