@@ -238,7 +238,6 @@ class GrpcAdapterClient final : public AdapterClient {
     if (adapter.center_id.empty() || info.ai_center_id() == adapter.center_id) return absl::OkStatus();
     spdlog::warn("refusing the adapter at {} for center {}: it says it is center \"{}\"", adapter.address,
                  adapter.center_id, info.ai_center_id());
-    refused_.fetch_add(1);
     return absl::PermissionDeniedError(absl::StrCat("adapter at ", adapter.address, " is center \"",
                                                     info.ai_center_id(), "\", not ", adapter.center_id,
                                                     ": refused (a center must point at its own adapter)"));
@@ -269,10 +268,9 @@ class GrpcAdapterClient final : public AdapterClient {
   std::shared_ptr<const auth::TlsMaterial> tls_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<apb::Adapter::Stub>> stubs_;
-  absl::flat_hash_set<std::string> no_batches_;
+  absl::flat_hash_set<std::string> no_batches_;  // adapters that answered SubmitReplicas UNIMPLEMENTED
   static constexpr absl::Duration kReverify = absl::Seconds(10);
-  absl::flat_hash_map<std::string, absl::Time> verified_at_;  // center@address -> when it proved its id
-  std::atomic<int64_t> refused_{0};  // adapters that answered SubmitReplicas UNIMPLEMENTED
+  absl::flat_hash_map<std::string, absl::Time> verified_at_ ABSL_GUARDED_BY(mu_);  // center@address -> proved at
 };
 
 }  // namespace
