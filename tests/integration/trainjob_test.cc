@@ -1499,10 +1499,11 @@ TEST_CASE("a center pointed at another center's adapter is refused: no replica, 
   json usage;
   bool refused = jc::testing::WaitUntil([&] {
     usage = n.rest->Get("/openapi/v1/centers/evil/usage").body;
-    return usage["data"].value("last_error", std::string()).find("is center \"alpha\"") != std::string::npos;
+    return usage["data"].is_object() &&
+           usage["data"].value("last_error", std::string()).find("is center \"alpha\"") != std::string::npos;
   });
   INFO(usage.dump());
-  CHECK(refused);
+  REQUIRE(refused);
   CHECK(usage["data"].value("reachable", true) == false);
   CHECK(n.rest->Get("/openapi/v1/centers/evil").body["data"].value("status", -1) != 1);
 
