@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/grpc_status.h"
+#include "spdlog/spdlog.h"
 #include "jointcloud/adapter/v1/adapter.grpc.pb.h"
 #include "services/southbound/adapter_client.h"
 
@@ -30,7 +31,9 @@ class GrpcAdapterClient final : public AdapterClient {
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
     apb::Usage out;
-    grpc::Status s = Stub(adapter)->GetUsage(&ctx, apb::GetUsageRequest(), &out);
+    auto stub = Verified(adapter);
+    if (!stub.ok()) return stub.status();
+    grpc::Status s = (*stub)->GetUsage(&ctx, apb::GetUsageRequest(), &out);
     if (!s.ok()) return Failure(adapter, s);
     return out;
   }
@@ -40,6 +43,7 @@ class GrpcAdapterClient final : public AdapterClient {
     apb::CenterInfo out;
     grpc::Status s = Stub(adapter)->GetCenterInfo(&ctx, apb::GetCenterInfoRequest(), &out);
     if (!s.ok()) return Failure(adapter, s);
+    if (absl::Status same = SameCenter(adapter, out); !same.ok()) return same;
     return out;
   }
   absl::StatusOr<apb::ListAccountingResponse> ListAccounting(const AdapterAt& adapter,
@@ -47,7 +51,9 @@ class GrpcAdapterClient final : public AdapterClient {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));  // a center asks its accounting
     apb::ListAccountingResponse out;
-    grpc::Status s = Stub(adapter)->ListAccounting(&ctx, req, &out);
+    auto stub = Verified(adapter);
+    if (!stub.ok()) return stub.status();
+    grpc::Status s = (*stub)->ListAccounting(&ctx, req, &out);
     if (!s.ok()) return Failure(adapter, s);
     return out;
   }
@@ -55,19 +61,26 @@ class GrpcAdapterClient final : public AdapterClient {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
     apb::Replica out;
-    grpc::Status s = Stub(adapter)->SubmitReplica(&ctx, req, &out);
+    auto stub = Verified(adapter);
+    if (!stub.ok()) return stub.status();
+    grpc::Status s = (*stub)->SubmitReplica(&ctx, req, &out);
     if (!s.ok()) return Failure(adapter, s);
     return out;
   }
   std::vector<absl::StatusOr<apb::Replica>> SubmitMany(const AdapterAt& adapter,
                                                        const std::vector<apb::SubmitReplicaRequest>& reqs) override {
+    if (auto stub = Verified(adapter); !stub.ok()) {
+      return std::vector<absl::StatusOr<apb::Replica>>(reqs.size(), stub.status());
+    }
     if (reqs.size() == 1 || !Batches(adapter)) return AdapterClient::SubmitMany(adapter, reqs);
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
     apb::SubmitReplicasRequest req;
     for (const auto& r : reqs) *req.add_replicas() = r;
     apb::SubmitReplicasResponse resp;
-    grpc::Status s = Stub(adapter)->SubmitReplicas(&ctx, req, &resp);
+    auto stub = Verified(adapter);
+    if (!stub.ok()) return std::vector<absl::StatusOr<apb::Replica>>(reqs.size(), stub.status());
+    grpc::Status s = (*stub)->SubmitReplicas(&ctx, req, &resp);
     if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
       // An adapter built before SubmitReplicas: one call per replica from now on.
       absl::MutexLock lock(&mu_);
@@ -100,7 +113,9 @@ class GrpcAdapterClient final : public AdapterClient {
     apb::ReplicaRef ref;
     *ref.mutable_key() = key;
     apb::Replica out;
-    grpc::Status s = Stub(adapter)->StopReplica(&ctx, ref, &out);
+    auto stub = Verified(adapter);
+    if (!stub.ok()) return stub.status();
+    grpc::Status s = (*stub)->StopReplica(&ctx, ref, &out);
     return s.ok() ? absl::OkStatus() : Failure(adapter, s);
   }
   absl::StatusOr<apb::Replica> Get(const AdapterAt& adapter, const apb::ReplicaKey& key) override {
@@ -109,7 +124,9 @@ class GrpcAdapterClient final : public AdapterClient {
     apb::ReplicaRef ref;
     *ref.mutable_key() = key;
     apb::Replica out;
-    grpc::Status s = Stub(adapter)->GetReplica(&ctx, ref, &out);
+    auto stub = Verified(adapter);
+    if (!stub.ok()) return stub.status();
+    grpc::Status s = (*stub)->GetReplica(&ctx, ref, &out);
     if (!s.ok()) return Failure(adapter, s);
     return out;
   }
@@ -119,7 +136,9 @@ class GrpcAdapterClient final : public AdapterClient {
     grpc::ClientContext ctx;
     apb::WatchRequest req;
     req.set_since_cursor(since_cursor);
-    auto reader = Stub(adapter)->Watch(&ctx, req);
+    auto stub = Verified(adapter);
+    if (!stub.ok()) return stub.status();
+    auto reader = (*stub)->Watch(&ctx, req);
     // A reader blocks in Read; a side thread cancels the call when asked to stop.
     std::atomic<bool> finished{false};
     std::thread canceller([&] {
@@ -145,7 +164,9 @@ class GrpcAdapterClient final : public AdapterClient {
     // Copying data takes as long as it takes; an hour bounds a stuck mover.
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::hours(1));
     apb::StageDatasetResponse out;
-    grpc::Status s = Stub(adapter)->StageDataset(&ctx, req, &out);
+    auto stub = Verified(adapter);
+    if (!stub.ok()) return stub.status();
+    grpc::Status s = (*stub)->StageDataset(&ctx, req, &out);
     if (!s.ok()) return Failure(adapter, s);
     return out;
   }
@@ -154,7 +175,9 @@ class GrpcAdapterClient final : public AdapterClient {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::hours(1));  // as datasets
     apb::StageImageResponse out;
-    grpc::Status s = Stub(adapter)->StageImage(&ctx, req, &out);
+    auto stub = Verified(adapter);
+    if (!stub.ok()) return stub.status();
+    grpc::Status s = (*stub)->StageImage(&ctx, req, &out);
     if (!s.ok()) return Failure(adapter, s);
     return out;
   }
@@ -167,7 +190,9 @@ class GrpcAdapterClient final : public AdapterClient {
       apb::ReadLogRequest req;
       *req.mutable_key() = key;
       req.set_stderr(stderr);
-      auto reader = Stub(adapter)->ReadLog(&ctx, req);
+      auto stub = Verified(adapter);
+      if (!stub.ok()) return stub.status();
+      auto reader = (*stub)->ReadLog(&ctx, req);
       apb::LogChunk chunk;
       std::string part;
       while (reader->Read(&chunk) && static_cast<int64_t>(out.size() + part.size()) < max_bytes) {
@@ -202,6 +227,40 @@ class GrpcAdapterClient final : public AdapterClient {
     }
     return stub.get();
   }
+  // The adapter must be the center it is called for: its own center id (GetCenterInfo's
+  // ai_center_id) must be the registered center's, or nothing is asked of it (issue 44, hole
+  // 5: a center pointed at another center's adapter got that center's replicas, events and
+  // usage). Over TLS the certificate must also name the center (the target name override
+  // above); on a unix: socket the id is what the adapter says. The answer is kept per
+  // channel and asked again after the adapter was unreachable (a new connection, maybe a
+  // different process behind the same address) and at least every kReverify.
+  absl::Status SameCenter(const AdapterAt& adapter, const apb::CenterInfo& info) {
+    if (adapter.center_id.empty() || info.ai_center_id() == adapter.center_id) return absl::OkStatus();
+    spdlog::warn("refusing the adapter at {} for center {}: it says it is center \"{}\"", adapter.address,
+                 adapter.center_id, info.ai_center_id());
+    return absl::PermissionDeniedError(absl::StrCat("adapter at ", adapter.address, " is center \"",
+                                                    info.ai_center_id(), "\", not ", adapter.center_id,
+                                                    ": refused (a center must point at its own adapter)"));
+  }
+  absl::StatusOr<apb::Adapter::Stub*> Verified(const AdapterAt& adapter) {
+    apb::Adapter::Stub* stub = Stub(adapter);
+    if (adapter.center_id.empty()) return stub;  // tests naming an address alone
+    const std::string key = adapter.center_id + "@" + adapter.address;
+    {
+      absl::MutexLock lock(&mu_);
+      auto it = verified_at_.find(key);
+      if (it != verified_at_.end() && absl::Now() - it->second < kReverify) return stub;
+    }
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+    apb::CenterInfo info;
+    grpc::Status s = stub->GetCenterInfo(&ctx, apb::GetCenterInfoRequest(), &info);
+    if (!s.ok()) return Failure(adapter, s);
+    if (absl::Status same = SameCenter(adapter, info); !same.ok()) return same;
+    absl::MutexLock lock(&mu_);
+    verified_at_[key] = absl::Now();
+    return stub;
+  }
   bool Batches(const AdapterAt& adapter) {
     absl::MutexLock lock(&mu_);
     return !no_batches_.contains(adapter.address);
@@ -210,6 +269,8 @@ class GrpcAdapterClient final : public AdapterClient {
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::unique_ptr<apb::Adapter::Stub>> stubs_;
   absl::flat_hash_set<std::string> no_batches_;  // adapters that answered SubmitReplicas UNIMPLEMENTED
+  static constexpr absl::Duration kReverify = absl::Seconds(10);
+  absl::flat_hash_map<std::string, absl::Time> verified_at_ ABSL_GUARDED_BY(mu_);  // center@address -> proved at
 };
 
 }  // namespace

@@ -1544,3 +1544,54 @@ TEST_CASE("a waiting job that no registered center can run any more (its only ce
   CHECK_THAT(failed["statusReason"].get<std::string>(), Catch::Contains("no registered center can run it any more"));
   CHECK_THAT(failed["statusReason"].get<std::string>(), Catch::Contains("cpu-g"));
 }
+
+TEST_CASE("a center pointed at another center's adapter is refused: no replica, usage or event of alpha's becomes "
+          "the rogue center's, and the center is unreachable with the reason [A7][C6]",
+          "[A7][C6]") {
+  Network n;
+  // The operator of center "evil" registers alpha's adapter socket as its own.
+  n.AddCenter("evil", n.alpha.address(), 1);
+  Network::Must(n.rest->Send("PATCH", "/openapi/v1/resourcespecs/cpu-1", R"({"computing_center_list": "alpha,beta,evil"})"));
+  Network::Must(n.rest->Send("PUT", "/openapi/v1/resourcespecs/cpu-1/centers/evil/price", R"({"price": 0})"));
+  // alpha's own job runs there, so alpha's adapter has usage and replicas to lend.
+  json own = n.Submit({{"name", "alpha's"},
+                       {"tasks", {{{"name", "t"}, {"command", "sleep 30"}, {"resourceSpecId", "cpu-1"},
+                                   {"replicaNumber", 1}, {"centerIDs", {"alpha"}}}}}});
+  n.WaitForStatus(own["jobId"], "running");
+
+  // The monitor asks evil's "adapter" and is told it is alpha: evil is unreachable, saying why,
+  // and never alive; alpha's usage is not evil's.
+  json usage;
+  bool refused = jc::testing::WaitUntil([&] {
+    usage = n.rest->Get("/openapi/v1/centers/evil/usage").body;
+    return usage["data"].is_object() &&
+           usage["data"].value("last_error", std::string()).find("is center \"alpha\"") != std::string::npos;
+  });
+  INFO(usage.dump());
+  REQUIRE(refused);
+  CHECK(usage["data"].value("reachable", true) == false);
+  CHECK(n.rest->Get("/openapi/v1/centers/evil").body["data"].value("status", -1) != 1);
+
+  // A job pinned to evil never reaches alpha's adapter: it waits, and alpha holds no replica of it.
+  json pinned = n.Submit({{"name", "to evil"},
+                          {"tasks", {{{"name", "t"}, {"command", "true"}, {"resourceSpecId", "cpu-1"},
+                                      {"replicaNumber", 1}, {"centerIDs", {"evil"}}}}}});
+  const std::string id = pinned["jobId"];
+  absl::SleepFor(absl::Seconds(3));
+  json after = n.Job(id);
+  INFO(after.dump());
+  CHECK(after["status"] != "running");
+  CHECK(after["status"] != "completed");
+  auto adapters = jc::southbound::MakeGrpcAdapterClient();
+  jc::southbound::apb::ReplicaKey key;
+  key.set_job_id(id);
+  key.set_origin(n.app->jobs()->origin());
+  key.set_attempt(0);
+  CHECK(absl::IsNotFound(adapters->Get(n.alpha.address(), key).status()));
+  // And the control plane's client, asked for evil at alpha's socket, refuses outright.
+  auto as_evil = jc::southbound::MakeGrpcAdapterClient()->GetUsage({"evil", n.alpha.address()}, absl::Seconds(5));
+  CHECK(absl::IsPermissionDenied(as_evil.status()));
+  // alpha's own job is still alpha's, running: nothing evil was told about it changed it.
+  CHECK(n.Job(own["jobId"])["status"] == "running");
+  n.rest->Post("/openapi/v1/trainjob/" + own["jobId"].get<std::string>() + "/stop", json::object());
+}
