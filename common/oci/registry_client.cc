@@ -83,7 +83,9 @@ absl::StatusOr<RegistryClient> RegistryClient::Create(RegistryOptions options) {
   const std::string form = absl::StrCat(client.options_.auth_file,
                                         ": expected Docker's config.json form, {\"auths\": {\"host\": {\"auth\": ...}}}");
   if (!doc.is_object() || !doc.contains("auths") || !doc["auths"].is_object()) return absl::InvalidArgumentError(form);
-  for (const auto& [host, entry] : doc["auths"].items()) {
+  for (const auto& item : doc["auths"].items()) {
+    const std::string& host = item.key();
+    const json& entry = item.value();  // a plain reference: lambdas may not capture bindings (C++17)
     // Every field is type-checked: json's value() throws on a wrong type.
     auto str = [&](const char* key) -> std::string {
       auto it = entry.find(key);
