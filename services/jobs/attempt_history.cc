@@ -95,6 +95,9 @@ bool ApplyAttemptReport(v1::JobRecord& job, int index, const std::string& center
     if (!a->has_seen_ended_at()) *a->mutable_seen_ended_at() = ToTimestamp(now);
     if (report.has_started_at()) *a->mutable_started_at() = SeenStart(*a, report.started_at(), now);
     *a->mutable_ended_at() = report.has_ended_at() ? report.ended_at() : ToTimestamp(now);
+    if (a->has_started_at() && FromTimestamp(a->ended_at()) < FromTimestamp(a->started_at())) {
+      *a->mutable_ended_at() = a->started_at();
+    }
     a->set_outcome(OutcomeOf(report.state()));
     a->set_exit_code(report.exit_code());
     MeteredAttempt m{index, *a, report.usage()};
@@ -118,6 +121,10 @@ bool ApplyAttemptReport(v1::JobRecord& job, int index, const std::string& center
   }
   if (!terminal) return true;
   *a->mutable_ended_at() = report.has_ended_at() ? report.ended_at() : ToTimestamp(now);
+  // Two clocks (the center's end, a start held to our submit): never an end before the start.
+  if (a->has_started_at() && FromTimestamp(a->ended_at()) < FromTimestamp(a->started_at())) {
+    *a->mutable_ended_at() = a->started_at();
+  }
   a->set_outcome(OutcomeOf(report.state()));
   a->set_exit_code(report.exit_code());
   a->set_message(report.message());
