@@ -994,31 +994,15 @@ double JobManager::ExpectedCost(const v1::CreateTrainJobRequest& req) const {
 }
 
 void JobManager::CheckBudgets() {
-  // What each budgeted project's running attempts have cost so far: price in force at
-  // their start x time since (the scheduler's view, in memory).
+  // Each budgeted project's running attempts: what they have cost so far (price in force at
+  // their start x time since, the scheduler's view, in memory); and what its admitted jobs
+  // that have not ended still hold: their reservation less that (jobs whose create is not
+  // committed yet included). One pass over the jobs for both.
   absl::Time now = clock_->Now();
-  std::map<std::string, double> running;
-  for (const auto& [id, job] : active_) {
-    const v1::JobRecord& r = job.record;
-    if (!budgets_.Has(r.request().project())) continue;
-    for (const auto& rep : r.replicas()) {
-      for (const auto& a : rep.attempts()) {
-        if (a.closed() || !a.has_started_at()) continue;
-        const std::string& spec = r.request().tasks(rep.task_index()).resource_spec_id();
-        auto offer = scheduler_->OfferAt(a.center_id(), spec);
-        if (!offer.has_value()) continue;
-        absl::Time start = FromProto(a.started_at());
-        running[r.request().project()] += offer->PriceAt(start) * std::max(0.0, absl::ToDoubleHours(now - start));
-      }
-    }
-  }
-  budgets_.SetRunning(std::move(running));
-  // What admitted jobs that have not ended still hold: their reservation less what their
-  // running attempts cost so far (jobs whose create is not committed yet included).
-  std::map<std::string, double> reserved;
-  auto reserve = [&](const v1::JobRecord& r) {
+  std::map<std::string, double> running, reserved;
+  auto count = [&](const v1::JobRecord& r) {
     const std::string& project = r.request().project();
-    if (!budgets_.Has(project) || r.status() == kCompleted || r.status() == kFailed) return;
+    if (!budgets_.Has(project)) return;
     double so_far = 0;
     for (const auto& rep : r.replicas()) {
       for (const auto& a : rep.attempts()) {
@@ -1029,10 +1013,14 @@ void JobManager::CheckBudgets() {
         so_far += offer->PriceAt(start) * std::max(0.0, absl::ToDoubleHours(now - start));
       }
     }
-    reserved[project] += std::max(0.0, ExpectedCost(r.request()) - so_far);
+    running[project] += so_far;
+    if (r.status() != kCompleted && r.status() != kFailed) {
+      reserved[project] += std::max(0.0, ExpectedCost(r.request()) - so_far);
+    }
   };
-  for (const auto& [id, job] : active_) reserve(job.record);
-  for (const auto& c : burst_.creates) reserve(c.job.record);
+  for (const auto& [id, job] : active_) count(job.record);
+  for (const auto& c : burst_.creates) count(c.job.record);
+  budgets_.SetRunning(std::move(running));
   budgets_.SetReserved(std::move(reserved));
   for (const auto& c : budgets_.TakeCrossings()) {
     spdlog::warn("job manager: project {} has spent {:.2f} of its monthly budget of {:.2f} ({}%){}", c.project,
