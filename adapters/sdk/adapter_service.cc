@@ -4,6 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "adapters/sdk/adapter_core.h"
+#include "common/auth/adapter_proof.h"
+#include "spdlog/spdlog.h"
 #include "common/event_stream.h"
 #include "common/grpc_status.h"
 #include "common/log_follow.h"
@@ -16,11 +18,23 @@ constexpr int kMaxSubmitBatch = 1000;  // as adapter.proto says
 
 class AdapterService final : public pb::Adapter::Service {
  public:
-  explicit AdapterService(AdapterCore* core) : core_(core) {}
+  AdapterService(AdapterCore* core, std::string center_key_file)
+      : core_(core), center_key_file_(std::move(center_key_file)) {}
 
-  grpc::Status GetCenterInfo(grpc::ServerContext*, const pb::GetCenterInfoRequest*,
+  grpc::Status GetCenterInfo(grpc::ServerContext*, const pb::GetCenterInfoRequest* req,
                              pb::CenterInfo* resp) override {
-    return Reply(core_->Info(), resp);
+    grpc::Status s = Reply(core_->Info(), resp);
+    if (!s.ok() || req->challenge().empty() || center_key_file_.empty()) return s;
+    // The proof that this adapter holds its center's key (common/auth/adapter_proof.h),
+    // for the id it reports, read from the file each time so a replaced key is taken.
+    auto key = auth::ReadAdapterKeyFile(center_key_file_);
+    if (!key.ok()) {
+      spdlog::error("cannot prove this center to the control plane: {}", std::string(key.status().message()));
+      return ToGrpcStatus(absl::FailedPreconditionError(
+          absl::StrCat("the adapter cannot prove its center: ", key.status().message())));
+    }
+    resp->set_center_proof(auth::AdapterProof(*key, resp->ai_center_id(), req->challenge()));
+    return grpc::Status::OK;
   }
   grpc::Status GetUsage(grpc::ServerContext*, const pb::GetUsageRequest*, pb::Usage* resp) override {
     return Reply(core_->Usage(), resp);
@@ -126,12 +140,13 @@ class AdapterService final : public pb::Adapter::Service {
 
  private:
   AdapterCore* core_;
+  const std::string center_key_file_;
 };
 
 }  // namespace
 
-std::unique_ptr<grpc::Service> MakeAdapterService(AdapterCore* core) {
-  return std::make_unique<AdapterService>(core);
+std::unique_ptr<grpc::Service> MakeAdapterService(AdapterCore* core, std::string center_key_file) {
+  return std::make_unique<AdapterService>(core, std::move(center_key_file));
 }
 
 }  // namespace jc::adapter

@@ -26,6 +26,7 @@
 #include "absl/synchronization/mutex.h"
 #include "adapters/sdk/adapter_core.h"
 #include "adapters/sdk/adapter_service.h"
+#include "common/auth/adapter_proof.h"
 #include "common/admin_server.h"
 #include "common/grpc_reflection.h"
 #include "common/grpc_server_threads.h"
@@ -46,6 +47,10 @@ ABSL_FLAG(std::string, metrics_address, "127.0.0.1:7101",
 ABSL_FLAG(std::string, state_dir, "./adapter-state", "directory of the adapter's embedded store");
 ABSL_FLAG(std::string, store, "", "store URI (postgresql://... or sqlite:///...); default: state_dir");
 ABSL_FLAG(std::string, center_config, "", "the center's YAML file (id, specs, images, figures)");
+ABSL_FLAG(std::string, center_key_file, "",
+          "a file (this account's alone, mode 0600) holding the adapter key the control plane issued to this center "
+          "(POST /openapi/v1/centers/{id}/adapterkey, or jcctl centers issue-key): the adapter proves its center "
+          "with it on every connection. Read at each proof: replace the file to take a new key");
 ABSL_FLAG(absl::Duration, poll_interval, absl::Milliseconds(200),
           "how often the center's scheduler is asked for replica states");
 ABSL_FLAG(std::string, tls_cert, "", "this adapter's PEM certificate, naming its center (mutual TLS with the control plane)");
@@ -133,7 +138,11 @@ absl::StatusOr<std::unique_ptr<AdapterServer>> AdapterServer::Start(Backend* bac
   impl.core->EnableMetrics(*impl.registry);
   JC_RETURN_IF_ERROR(impl.core->Start());
 
-  impl.service = MakeAdapterService(impl.core.get());
+  if (!options.center_key_file.empty()) {
+    // Checked at the start: a key the adapter cannot read would refuse every call later.
+    JC_RETURN_IF_ERROR(auth::ReadAdapterKeyFile(options.center_key_file).status());
+  }
+  impl.service = MakeAdapterService(impl.core.get(), options.center_key_file);
   grpc::EnableDefaultHealthCheckService(true);
   EnableGrpcReflection();
   grpc::ServerBuilder builder;
@@ -243,6 +252,7 @@ AdapterOptions ParseAdapterFlags(int argc, char** argv, const char* usage) {
   o.allow_root_replicas = absl::GetFlag(FLAGS_allow_root_replicas);
   o.tls = {absl::GetFlag(FLAGS_tls_cert), absl::GetFlag(FLAGS_tls_key), absl::GetFlag(FLAGS_tls_ca)};
   o.allowed_clients = absl::StrSplit(absl::GetFlag(FLAGS_tls_allowed_clients), ',', absl::SkipWhitespace());
+  o.center_key_file = absl::GetFlag(FLAGS_center_key_file);
   if (o.listen.empty()) o.listen = "unix:" + std::filesystem::absolute(std::filesystem::path(o.state_dir) / "adapter.sock").string();
   auto peers = ParseAllowedPeers(absl::GetFlag(FLAGS_allowed_peers));
   if (!peers.ok()) {

@@ -42,6 +42,12 @@ struct AdapterOptions {
   // the center (the control plane checks it against the center it registered).
   auth::TlsFiles tls;
   std::vector<std::string> allowed_clients = {"jointcloud"};
+  // The center's adapter key as the control plane issued it (POST
+  // /openapi/v1/centers/{id}/adapterkey), one line in a file only this account can read:
+  // the adapter proves its center with it on every connection (issue 44, hole 5). Read
+  // again at each proof, so a new key is taken by replacing the file. Empty: no proof (a
+  // center that was issued a key is then refused by the control plane).
+  std::string center_key_file;
 };
 
 class AdapterCore;

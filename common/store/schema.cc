@@ -281,6 +281,18 @@ const std::vector<Migration>& Migrations() {
            "  doc TEXT NOT NULL)",
            "CREATE INDEX nexec_job_history_ended ON nexec_job_history (ended_at)",
        }},
+      {18,
+       "adapter keys: what each center's adapter proves itself with (issue 44, hole 5)",
+       {
+           // Apart from the centers' documents, so no center read or listed ever carries a
+           // key. The previous key stays valid until previous_until (unix microseconds).
+           "CREATE TABLE adapter_keys ("
+           "  center_id TEXT PRIMARY KEY,"
+           "  current_key TEXT NOT NULL,"
+           "  previous_key TEXT NOT NULL,"
+           "  previous_until BIGINT NOT NULL,"
+           "  issued_at BIGINT NOT NULL)",
+       }},
   };
   return *migrations;
 }

@@ -86,6 +86,16 @@ std::vector<Route> RegistryRoutes(std::shared_ptr<grpc::Channel> channel) {
            return CallUnary(stub.get(), &S::ReportHeartbeat, req, JsonNames::kSnakeCase);
          });
        }});
+  routes.push_back(
+      {"POST", base + "/{ai_center_id}/adapterkey", "centers",
+       "Issue the center a new adapter key, answered once; the previous key stays valid for a grace period "
+       "(its adapter reads the key from --center_key_file and proves the center with it on every connection)",
+       nullptr, v1::IssueAdapterKeyResponse::descriptor(), JsonNames::kSnakeCase, {},
+       [stub](const httplib::Request&, const std::vector<std::string>& p) {
+         v1::IssueAdapterKeyRequest req;
+         req.set_ai_center_id(p[0]);
+         return CallUnary(stub.get(), &S::IssueAdapterKey, req, JsonNames::kSnakeCase);
+       }});
   return routes;
 }
 

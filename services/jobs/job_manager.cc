@@ -30,7 +30,9 @@ absl::Time FromProto(const google::protobuf::Timestamp& t) {
 
 bool Transient(const absl::Status& s) {
   return s.code() == absl::StatusCode::kUnavailable || s.code() == absl::StatusCode::kDeadlineExceeded ||
-         s.code() == absl::StatusCode::kResourceExhausted || s.code() == absl::StatusCode::kAborted;
+         s.code() == absl::StatusCode::kResourceExhausted || s.code() == absl::StatusCode::kAborted ||
+         // refused by us, not by the center: its adapter has not proved it yet
+         southbound::IsUnprovenAdapter(s);
 }
 
 }  // namespace

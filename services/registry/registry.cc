@@ -120,6 +120,7 @@ void Registry::Publish(v1::CenterEvent::Type type, const v1::Center& center,
 absl::StatusOr<v1::Center> Registry::Create(v1::Center center) {
   JC_RETURN_IF_ERROR(ValidateCenter(center));
   if (!center.has_status()) center.set_status(kUnknown);
+  center.set_adapter_key_issued(false);  // output only: IssueAdapterKey sets it
   auto now = ToTimestamp(clock_->Now());
   *center.mutable_created_at() = now;
   *center.mutable_updated_at() = now;
@@ -170,6 +171,7 @@ absl::Status Registry::Delete(const std::string& id) {
   JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
   JC_ASSIGN_OR_RETURN(v1::Center center, LoadCenter(*txn, id, store_->for_update()));
   JC_RETURN_IF_ERROR(txn->Exec("DELETE FROM centers WHERE id = $1", {id}).status());
+  JC_RETURN_IF_ERROR(DropAdapterKeysIn(*txn, id));
   JC_RETURN_IF_ERROR(txn->Commit());
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -177,6 +179,22 @@ absl::Status Registry::Delete(const std::string& id) {
   }
   Publish(v1::CenterEvent::LEFT, center, center.status());
   return absl::OkStatus();
+}
+
+absl::StatusOr<IssuedAdapterKey> Registry::IssueAdapterKey(const std::string& id) {
+  JC_RETURN_IF_ERROR(CheckId("ai_center_id", id));
+  JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+  JC_ASSIGN_OR_RETURN(v1::Center center, LoadCenter(*txn, id, store_->for_update()));
+  JC_ASSIGN_OR_RETURN(IssuedAdapterKey issued, IssueAdapterKeyIn(*txn, id, clock_->Now(), options_.adapter_key_grace));
+  const bool changed = !center.adapter_key_issued();
+  if (changed) {
+    center.set_adapter_key_issued(true);
+    *center.mutable_updated_at() = ToTimestamp(clock_->Now());
+    JC_RETURN_IF_ERROR(SaveCenter(*txn, center));
+  }
+  JC_RETURN_IF_ERROR(txn->Commit());
+  if (changed) Publish(v1::CenterEvent::UPDATED, center, center.status());
+  return issued;
 }
 
 absl::StatusOr<v1::ListCentersResponse> Registry::List(const v1::ListCentersRequest& req) {

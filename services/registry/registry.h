@@ -17,6 +17,7 @@
 #include "common/event_log.h"
 #include "common/store/store.h"
 #include "jointcloud/v1/registry.pb.h"
+#include "services/registry/adapter_keys.h"
 
 namespace jc::registry {
 
@@ -31,6 +32,9 @@ struct RegistryOptions {
   absl::Duration unknown_after = absl::Seconds(30);
   // No heartbeat for this long: -> unavailable.
   absl::Duration unavailable_after = absl::Seconds(90);
+  // After a center is issued a new adapter key, its old key still proves it this long:
+  // time to give the adapter the new one without an outage.
+  absl::Duration adapter_key_grace = absl::Hours(1);
 };
 
 // Checks a center as a client sent it (create, or the result of an update).
@@ -46,6 +50,10 @@ class Registry {
                                     const google::protobuf::FieldMask& mask);
   absl::Status Delete(const std::string& id);
   absl::StatusOr<v1::ListCentersResponse> List(const v1::ListCentersRequest& request);
+
+  // A new adapter key for the center (issue 44, hole 5); the center is marked
+  // adapter_key_issued and watchers see it UPDATED.
+  absl::StatusOr<IssuedAdapterKey> IssueAdapterKey(const std::string& id);
 
   // Records a sign of life; returns the center's status afterwards.
   absl::StatusOr<int> Heartbeat(const std::string& id, bool healthy);

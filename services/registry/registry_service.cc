@@ -3,6 +3,7 @@
 #include "common/auth/auth_interceptor.h"
 #include "common/auth/watch_admission.h"
 #include "common/grpc_status.h"
+#include "common/timestamp.h"
 #include "jointcloud/v1/registry.grpc.pb.h"
 #include "services/registry/center_watch.h"
 
@@ -50,6 +51,22 @@ class RegistryService final : public v1::RegistryService::WithCallbackMethod_Wat
     auto status = registry_->Heartbeat(req->ai_center_id(), !req->has_healthy() || req->healthy());
     if (!status.ok()) return ToGrpcStatus(status.status());
     resp->set_status(*status);
+    return grpc::Status::OK;
+  }
+
+  // A center's adapter key: its operator (who runs the adapter) or an admin. Audited as
+  // every change is; the key itself is in the answer only.
+  grpc::Status IssueAdapterKey(grpc::ServerContext* ctx, const v1::IssueAdapterKeyRequest* req,
+                               v1::IssueAdapterKeyResponse* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
+    if (auto s = auth::NeedOperator(caller, req->ai_center_id(), "issuing a center's adapter key"); !s.ok()) {
+      return ToGrpcStatus(s);
+    }
+    auto issued = registry_->IssueAdapterKey(req->ai_center_id());
+    if (!issued.ok()) return ToGrpcStatus(issued.status());
+    resp->set_ai_center_id(req->ai_center_id());
+    resp->set_adapter_key(issued->key);
+    if (issued->previous_valid_until) *resp->mutable_previous_valid_until() = ToTimestamp(*issued->previous_valid_until);
     return grpc::Status::OK;
   }
 

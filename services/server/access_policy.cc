@@ -26,6 +26,7 @@ std::shared_ptr<const auth::MethodAccess> ControlPlaneAccess() {
       {"/jointcloud.v1.RegistryService/DeleteCenter", kAdminChange},
       {"/jointcloud.v1.RegistryService/UpdateCenter", kAnyChange},
       {"/jointcloud.v1.RegistryService/ReportHeartbeat", kAnyChange},
+      {"/jointcloud.v1.RegistryService/IssueAdapterKey", kAnyChange},
       {"/jointcloud.v1.RegistryService/GetCenter", kAny},
       {"/jointcloud.v1.RegistryService/ListCenters", kAny},
       {"/jointcloud.v1.RegistryService/WatchCenters", kAny},

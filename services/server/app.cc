@@ -37,6 +37,7 @@
 #include "services/scheduler/grpc_inputs_source.h"
 #include "services/scheduler/scheduler_service.h"
 #include "services/registry/registry_service.h"
+#include "services/registry/adapter_keys.h"
 
 namespace jc::server {
 
@@ -160,7 +161,17 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
   if (app->adapters_ == nullptr && (env.has("monitor") || env.has("jobs"))) {
     // With TLS, adapters are called over mutual TLS, their certificates checked against
     // their centers.
-    app->own_adapter_client_ = southbound::MakeGrpcAdapterClient(env.tls);
+    // Each center's adapter proves it holds the key issued to the center (read from the
+    // store at each proof: a rotation takes effect at once).
+    southbound::AdapterProofOptions proof;
+    if (app->store_ != nullptr) {
+      proof.keys = [store = app->store_.get()](const std::string& center) {
+        return registry::ReadAdapterKeys(*store, center);
+      };
+    }
+    proof.require_keys = o.require_adapter_key;
+    proof.metrics = app->metrics_.get();
+    app->own_adapter_client_ = southbound::MakeGrpcAdapterClient(env.tls, std::move(proof));
     app->adapters_ = app->own_adapter_client_.get();
   }
   // The modules in table order; the gRPC server starts once every gRPC service is made,

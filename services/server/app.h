@@ -99,6 +99,9 @@ struct AppOptions {
   // How the monitor and the job manager reach adapters; null: over gRPC (tests may
   // inject a fake).
   southbound::AdapterClient* adapter_client = nullptr;
+  // Refuse a center that was issued no adapter key (--require_adapter_key): its adapter is
+  // otherwise known by the id it reports alone (issue 44, hole 5).
+  bool require_adapter_key = false;
   absl::Duration scheduler_refresh = absl::Seconds(1);
   // Weight profiles (YAML) on top of the built-in ones, reread when the file changes.
   std::string weight_profiles_file;

@@ -92,6 +92,12 @@ ABSL_FLAG(int64_t, registry_max_manifest_bytes, 4 << 20,
 ABSL_FLAG(int, registry_max_concurrent, 8,
           "image registrations that may ask registries at once; one more is refused at once with 429, so slow "
           "registries never hold more than this many request threads");
+ABSL_FLAG(bool, require_adapter_key, false,
+          "refuse every center that was issued no adapter key (POST /openapi/v1/centers/{id}/adapterkey): without "
+          "one, a center's adapter is known by the id it reports alone. Turn on once every center's adapter runs "
+          "with --center_key_file");
+ABSL_FLAG(absl::Duration, adapter_key_grace, absl::Hours(1),
+          "how long a center's previous adapter key still proves it after a new one is issued");
 ABSL_FLAG(std::string, instance_id, "",
           "this instance's name in the jobs lease (instances sharing a store take turns: one dispatches, the "
           "others stand by); default: the host name. Two instances on one host need different ids");
@@ -302,6 +308,9 @@ int main(int argc, char** argv) {
   }
   options.registry.unknown_after = absl::GetFlag(FLAGS_center_unknown_after);
   options.registry.unavailable_after = absl::GetFlag(FLAGS_center_unavailable_after);
+  options.registry.adapter_key_grace = absl::GetFlag(FLAGS_adapter_key_grace);
+  if (options.registry.adapter_key_grace < absl::ZeroDuration()) return Fail("--adapter_key_grace must not be negative");
+  options.require_adapter_key = absl::GetFlag(FLAGS_require_adapter_key);
   if (options.registry.unknown_after >= options.registry.unavailable_after) {
     return Fail("--center_unknown_after must be shorter than --center_unavailable_after");
   }

@@ -7,13 +7,20 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/cord.h"
 #include "absl/time/time.h"
+#include "common/auth/adapter_proof.h"
 #include "common/auth/tls.h"
 #include "jointcloud/adapter/v1/adapter.pb.h"
+
+namespace prometheus {
+class Registry;
+}
 
 namespace jc::southbound {
 
@@ -70,9 +77,31 @@ class AdapterClient {
                                               int64_t max_bytes) = 0;
 };
 
+// A call the client refused because the adapter did not prove the center it was called for
+// (PERMISSION_DENIED with this payload): the center is unreachable until its adapter does,
+// which says nothing of the replica asked for — a dispatcher retries, it does not fail it.
+inline constexpr char kUnprovenAdapterPayload[] = "type.jointcloud.dev/adapter-unproven";
+inline bool IsUnprovenAdapter(const absl::Status& s) {
+  return s.GetPayload(kUnprovenAdapterPayload).has_value();
+}
+
+// How adapters prove their centers (issue 44, hole 5; common/auth/adapter_proof.h).
+struct AdapterProofOptions {
+  // The keys issued to a center; nullopt when none was. Unset: keys are not asked (tests
+  // of other things); the adapter's reported id is still compared.
+  std::function<absl::StatusOr<std::optional<auth::AdapterKeys>>(const std::string& center)> keys;
+  // Refuse a center that was issued no key (--require_adapter_key).
+  bool require_keys = false;
+  // Where jc_adapter_refusals_total{center,reason} is counted; may be null.
+  prometheus::Registry* metrics = nullptr;
+};
+
 // With `tls`, every channel is mutual TLS: this process's certificate is presented, and
 // the adapter's must be signed by the CA and name the center called (AdapterAt without a
-// center is then refused). Without, plaintext.
-std::unique_ptr<AdapterClient> MakeGrpcAdapterClient(std::shared_ptr<const auth::TlsMaterial> tls = nullptr);
+// center is then refused). Without, plaintext. Before a call to a center's adapter, on
+// each new connection and at least every 10 s (long watches too), the adapter must report
+// the center's id and, for a center issued a key, prove it holds the key.
+std::unique_ptr<AdapterClient> MakeGrpcAdapterClient(std::shared_ptr<const auth::TlsMaterial> tls = nullptr,
+                                                     AdapterProofOptions proof = {});
 
 }  // namespace jc::southbound

@@ -10,6 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/grpc_status.h"
+#include "prometheus/counter.h"
+#include "prometheus/registry.h"
 #include "spdlog/spdlog.h"
 #include "jointcloud/adapter/v1/adapter.grpc.pb.h"
 #include "services/southbound/adapter_client.h"
@@ -26,7 +28,16 @@ absl::Status Failure(const AdapterAt& adapter, const grpc::Status& s) {
 
 class GrpcAdapterClient final : public AdapterClient {
  public:
-  explicit GrpcAdapterClient(std::shared_ptr<const auth::TlsMaterial> tls) : tls_(std::move(tls)) {}
+  GrpcAdapterClient(std::shared_ptr<const auth::TlsMaterial> tls, AdapterProofOptions proof)
+      : tls_(std::move(tls)), proof_(std::move(proof)) {
+    if (proof_.metrics != nullptr) {
+      refusals_ = &prometheus::BuildCounter()
+                       .Name("jc_adapter_refusals_total")
+                       .Help("Calls to centers' adapters refused because the adapter did not prove the center it was "
+                             "called for, by center and reason (wrong_center, no_proof, bad_proof, no_key)")
+                       .Register(*proof_.metrics);
+    }
+  }
   absl::StatusOr<apb::Usage> GetUsage(const AdapterAt& adapter, absl::Duration timeout) override {
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
@@ -40,11 +51,8 @@ class GrpcAdapterClient final : public AdapterClient {
   absl::StatusOr<apb::CenterInfo> GetCenterInfo(const AdapterAt& adapter, absl::Duration timeout) override {
     grpc::ClientContext ctx;
     ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-    apb::CenterInfo out;
-    grpc::Status s = Stub(adapter)->GetCenterInfo(&ctx, apb::GetCenterInfoRequest(), &out);
-    if (!s.ok()) return Failure(adapter, s);
-    if (absl::Status same = SameCenter(adapter, out); !same.ok()) return same;
-    return out;
+    // Asked of the monitor every round: the answer is also the center's proof.
+    return AskAndProve(adapter, Stub(adapter), ctx);
   }
   absl::StatusOr<apb::ListAccountingResponse> ListAccounting(const AdapterAt& adapter,
                                                              const apb::ListAccountingRequest& req) override {
@@ -139,13 +147,28 @@ class GrpcAdapterClient final : public AdapterClient {
     auto stub = Verified(adapter);
     if (!stub.ok()) return stub.status();
     auto reader = (*stub)->Watch(&ctx, req);
-    // A reader blocks in Read; a side thread cancels the call when asked to stop.
     std::atomic<bool> finished{false};
+    // A reader blocks in Read; a side thread cancels the call when asked to stop, and asks
+    // the adapter to prove its center again every kReverify while the watch is open (a
+    // key rotated past its grace, a center pointed elsewhere, end the watch).
+    absl::Status refused;
     std::thread canceller([&] {
+      absl::Time proved = absl::Now();
       while (!finished.load()) {
         if (cancelled()) {
           ctx.TryCancel();
           return;
+        }
+        if (!adapter.center_id.empty() && absl::Now() - proved >= kReverify) {
+          proved = absl::Now();
+          grpc::ClientContext check;
+          check.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+          auto info = AskAndProve(adapter, *stub, check);
+          if (!info.ok() && absl::IsPermissionDenied(info.status())) {
+            refused = info.status();
+            ctx.TryCancel();
+            return;
+          }
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
@@ -155,6 +178,7 @@ class GrpcAdapterClient final : public AdapterClient {
     finished = true;
     canceller.join();
     grpc::Status s = reader->Finish();
+    if (!refused.ok()) return refused;
     if (s.error_code() == grpc::StatusCode::CANCELLED) return absl::CancelledError("watch cancelled");
     return s.ok() ? absl::OkStatus() : Failure(adapter, s);
   }
@@ -221,44 +245,116 @@ class GrpcAdapterClient final : public AdapterClient {
       // A unix: address is a local adapter's socket: it knows the caller from the kernel
       // (SO_PEERCRED), and TLS on it would add nothing.
       const bool unix_socket = absl::StartsWith(adapter.address, "unix:");
-      stub = apb::Adapter::NewStub(grpc::CreateCustomChannel(
+      auto channel = grpc::CreateCustomChannel(
           adapter.address, unix_socket ? grpc::InsecureChannelCredentials() : auth::ChannelCredentials(tls_.get()),
-          args));
+          args);
+      channels_[adapter.center_id + "@" + adapter.address] = channel;
+      stub = apb::Adapter::NewStub(channel);
     }
     return stub.get();
   }
-  // The adapter must be the center it is called for: its own center id (GetCenterInfo's
-  // ai_center_id) must be the registered center's, or nothing is asked of it (issue 44, hole
-  // 5: a center pointed at another center's adapter got that center's replicas, events and
-  // usage). Over TLS the certificate must also name the center (the target name override
-  // above); on a unix: socket the id is what the adapter says. The answer is kept per
-  // channel and asked again after the adapter was unreachable (a new connection, maybe a
-  // different process behind the same address) and at least every kReverify.
-  absl::Status SameCenter(const AdapterAt& adapter, const apb::CenterInfo& info) {
-    if (adapter.center_id.empty() || info.ai_center_id() == adapter.center_id) return absl::OkStatus();
-    spdlog::warn("refusing the adapter at {} for center {}: it says it is center \"{}\"", adapter.address,
-                 adapter.center_id, info.ai_center_id());
-    return absl::PermissionDeniedError(absl::StrCat("adapter at ", adapter.address, " is center \"",
-                                                    info.ai_center_id(), "\", not ", adapter.center_id,
-                                                    ": refused (a center must point at its own adapter)"));
+  // Whether the channel holds a connection now: one that is not (never made, dropped,
+  // failed) makes a new connection on the next call, maybe to another process behind the
+  // same address, which must prove the center again.
+  bool Connected(const std::string& key) {
+    absl::MutexLock lock(&mu_);
+    auto it = channels_.find(key);
+    return it != channels_.end() && it->second->GetState(false) == GRPC_CHANNEL_READY;
+  }
+  // The adapter must be the center it is called for (issue 44, hole 5: a center pointed
+  // at another center's adapter got that center's replicas, events and usage; a process
+  // that took over an adapter's socket would get its jobs' commands and secrets). Its own
+  // center id (GetCenterInfo's ai_center_id) must be the registered center's; over TLS its
+  // certificate must also name the center (the target name override above); and a center
+  // issued an adapter key must answer a fresh challenge with the key's proof — which no
+  // other center's adapter, impostor or proxy can make, whatever id it claims.
+  absl::StatusOr<apb::CenterInfo> AskAndProve(const AdapterAt& adapter, apb::Adapter::Stub* stub,
+                                              grpc::ClientContext& ctx) {
+    std::optional<auth::AdapterKeys> keys;
+    if (proof_.keys && !adapter.center_id.empty()) {
+      auto read = proof_.keys(adapter.center_id);
+      if (!read.ok()) {
+        // Not a refusal: the store is away; nothing is asked of the adapter meanwhile.
+        return absl::UnavailableError(absl::StrCat("adapter key of center ", adapter.center_id,
+                                                   " not read: ", read.status().message()));
+      }
+      keys = std::move(*read);
+      if (!keys && proof_.require_keys) {
+        return Refuse(adapter, "no_key",
+                      absl::StrCat("center ", adapter.center_id,
+                                   " was issued no adapter key and this control plane requires one "
+                                   "(--require_adapter_key): issue one (POST /openapi/v1/centers/",
+                                   adapter.center_id, "/adapterkey) and give it to its adapter (--center_key_file)"));
+      }
+    }
+    apb::GetCenterInfoRequest req;
+    if (keys) {
+      auto challenge = auth::NewAdapterChallenge();
+      if (!challenge.ok()) return challenge.status();
+      req.set_challenge(*challenge);
+    }
+    apb::CenterInfo info;
+    grpc::Status s = stub->GetCenterInfo(&ctx, req, &info);
+    if (!s.ok()) return Failure(adapter, s);
+    if (!adapter.center_id.empty() && info.ai_center_id() != adapter.center_id) {
+      return Refuse(adapter, "wrong_center",
+                    absl::StrCat("adapter at ", adapter.address, " is center \"", info.ai_center_id(), "\", not ",
+                                 adapter.center_id, ": refused (a center must point at its own adapter)"));
+    }
+    if (keys) {
+      if (info.center_proof().empty()) {
+        return Refuse(adapter, "no_proof",
+                      absl::StrCat("adapter at ", adapter.address, " gave no proof that it is center ",
+                                   adapter.center_id, ", which was issued an adapter key: refused (start the adapter "
+                                   "with --center_key_file holding that key)"));
+      }
+      if (!auth::AdapterProofMatches(*keys, absl::Now(), adapter.center_id, req.challenge(), info.center_proof())) {
+        return Refuse(adapter, "bad_proof",
+                      absl::StrCat("adapter at ", adapter.address, " failed to prove it is center ", adapter.center_id,
+                                   ": its key is not the one issued to the center (not the center's adapter, or a "
+                                   "key replaced more than the grace period ago): refused"));
+      }
+    }
+    if (!adapter.center_id.empty()) {
+      absl::MutexLock lock(&mu_);
+      verified_at_[adapter.center_id + "@" + adapter.address] = absl::Now();
+    }
+    return info;
+  }
+  absl::Status Refuse(const AdapterAt& adapter, const std::string& reason, const std::string& message) {
+    if (refusals_ != nullptr) refusals_->Add({{"center", adapter.center_id}, {"reason", reason}}).Increment();
+    const std::string key = adapter.center_id + "@" + adapter.address;
+    bool log = false;
+    {
+      absl::MutexLock lock(&mu_);
+      verified_at_.erase(key);
+      // Logged once a minute per adapter and reason: a dispatcher retrying every cycle
+      // would flood the log (the metric counts each refusal).
+      auto& [last_reason, logged_at] = refusal_logged_[key];
+      if (last_reason != reason || absl::Now() - logged_at >= absl::Minutes(1)) {
+        last_reason = reason;
+        logged_at = absl::Now();
+        log = true;
+      }
+    }
+    if (log) spdlog::warn("refusing the adapter at {} for center {}: {}", adapter.address, adapter.center_id, message);
+    absl::Status refused = absl::PermissionDeniedError(message);
+    refused.SetPayload(kUnprovenAdapterPayload, absl::Cord(reason));
+    return refused;
   }
   absl::StatusOr<apb::Adapter::Stub*> Verified(const AdapterAt& adapter) {
     apb::Adapter::Stub* stub = Stub(adapter);
     if (adapter.center_id.empty()) return stub;  // tests naming an address alone
     const std::string key = adapter.center_id + "@" + adapter.address;
-    {
+    if (Connected(key)) {
       absl::MutexLock lock(&mu_);
       auto it = verified_at_.find(key);
       if (it != verified_at_.end() && absl::Now() - it->second < kReverify) return stub;
     }
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
-    apb::CenterInfo info;
-    grpc::Status s = stub->GetCenterInfo(&ctx, apb::GetCenterInfoRequest(), &info);
-    if (!s.ok()) return Failure(adapter, s);
-    if (absl::Status same = SameCenter(adapter, info); !same.ok()) return same;
-    absl::MutexLock lock(&mu_);
-    verified_at_[key] = absl::Now();
+    auto info = AskAndProve(adapter, stub, ctx);
+    if (!info.ok()) return info.status();
     return stub;
   }
   bool Batches(const AdapterAt& adapter) {
@@ -266,17 +362,23 @@ class GrpcAdapterClient final : public AdapterClient {
     return !no_batches_.contains(adapter.address);
   }
   std::shared_ptr<const auth::TlsMaterial> tls_;
+  const AdapterProofOptions proof_;
+  prometheus::Family<prometheus::Counter>* refusals_ = nullptr;
   absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::unique_ptr<apb::Adapter::Stub>> stubs_;
   absl::flat_hash_set<std::string> no_batches_;  // adapters that answered SubmitReplicas UNIMPLEMENTED
   static constexpr absl::Duration kReverify = absl::Seconds(10);
   absl::flat_hash_map<std::string, absl::Time> verified_at_ ABSL_GUARDED_BY(mu_);  // center@address -> proved at
+  absl::flat_hash_map<std::string, std::pair<std::string, absl::Time>> refusal_logged_
+      ABSL_GUARDED_BY(mu_);  // center@address -> the reason last logged, when
 };
 
 }  // namespace
 
-std::unique_ptr<AdapterClient> MakeGrpcAdapterClient(std::shared_ptr<const auth::TlsMaterial> tls) {
-  return std::make_unique<GrpcAdapterClient>(std::move(tls));
+std::unique_ptr<AdapterClient> MakeGrpcAdapterClient(std::shared_ptr<const auth::TlsMaterial> tls,
+                                                     AdapterProofOptions proof) {
+  return std::make_unique<GrpcAdapterClient>(std::move(tls), std::move(proof));
 }
 
 }  // namespace jc::southbound

@@ -417,6 +417,13 @@ TEST_CASE("jcctl for operators: users, project roles, projects with quotas and b
   CHECK_THAT(ok({"center", "update", "c1", "-f", dir + "/rename.yaml"}).out, Catch::Contains("center c1 updated"));
   CHECK_THAT(ok({"center", "get", "c1"}).out, Catch::Contains("renamed"));
   CHECK_THAT(ok({"center", "heartbeat", "c1"}).out, Catch::Contains("reported alive"));
+  // The center's adapter key, written for its adapter (issue 44, hole 5): this account's alone.
+  CHECK_THAT(ok({"center", "issue-key", "c1", "--key_file", dir + "/c1.key"}).out,
+             Catch::Contains("adapter key of center c1 written to"));
+  CHECK(Slurp(dir + "/c1.key").rfind("jcak_", 0) == 0);
+  CHECK((std::filesystem::status(dir + "/c1.key").permissions() & std::filesystem::perms::all) ==
+        (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write));
+  CHECK_THAT(ok({"center", "issue-key", "c1"}).out, Catch::Contains("the key it replaces works until"));
   Write(dir + "/spec.yaml",
         "resource_spec_id: s1\nresource_spec_name: one\nresource_quantity: {cpu: 1, memory: 1Gi}\nprice: 2\n"
         "service_type: batch\n"

@@ -31,11 +31,12 @@ namespace {
 // A center with 8 CPUs offering spec cpu-1, with a data_dir to stage datasets into, from
 // anywhere under the temporary directory (where the tests' other centers keep theirs).
 struct Adapter : jc::testing::LocalAdapter {
-  explicit Adapter(const std::string& center)
+  explicit Adapter(const std::string& center, const std::function<void(jc::adapter::AdapterOptions&)>& customize = {})
       : LocalAdapter(center, 8,
                      "security_grade: 3\ndata_dir: {data_dir}\ndata_sources: [" +
                          std::filesystem::temp_directory_path().string() +
-                         "]\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n") {}
+                         "]\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n",
+                     customize) {}
 };
 
 struct Network : jc::testing::TestSystem {
@@ -1543,6 +1544,152 @@ TEST_CASE("a waiting job that no registered center can run any more (its only ce
   INFO(failed.dump());
   CHECK_THAT(failed["statusReason"].get<std::string>(), Catch::Contains("no registered center can run it any more"));
   CHECK_THAT(failed["statusReason"].get<std::string>(), Catch::Contains("cpu-g"));
+}
+
+namespace {
+
+// A key file as an operator writes it for its adapter: this account's alone.
+std::string WriteKeyFile(const std::string& name, const std::string& key) {
+  auto path = std::filesystem::temp_directory_path() / (name + "-" + std::to_string(getpid()) + ".key");
+  std::filesystem::remove(path);
+  std::ofstream(path) << key << "\n";
+  std::filesystem::permissions(path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  return path.string();
+}
+
+double Counted(jc::testing::TestSystem& n, const std::string& series) {
+  std::string metrics = n.rest->Raw("/metrics");
+  size_t at = metrics.find(series + " ");
+  return at == std::string::npos ? 0 : std::stod(metrics.substr(at + series.size() + 1));
+}
+
+// The monitor's last word on a center's adapter contains `needle`.
+bool MonitorSays(jc::testing::TestSystem& n, const std::string& center, const std::string& needle, bool reachable) {
+  return jc::testing::WaitUntil([&] {
+    json usage = n.rest->Get("/openapi/v1/centers/" + center + "/usage").body;
+    if (!usage["data"].is_object() || usage["data"].value("reachable", !reachable) != reachable) return false;
+    return needle.empty() || usage["data"].value("last_error", std::string()).find(needle) != std::string::npos;
+  });
+}
+
+// Whether the adapter at `address` holds attempt 0 of job `id`.
+bool Holds(Network& n, const std::string& address, const std::string& id) {
+  jc::southbound::apb::ReplicaKey key;
+  key.set_job_id(id);
+  key.set_origin(n.app->jobs()->origin());
+  key.set_attempt(0);
+  return jc::southbound::MakeGrpcAdapterClient()->Get(address, key).ok();
+}
+
+}  // namespace
+
+TEST_CASE("a center issued an adapter key is served only by an adapter proving it holds the key: one without it, or "
+          "a process that took over its socket claiming its id, gets no replica, and a rotated key stops proving it "
+          "after the grace [A7][C6]",
+          "[A7][C6]") {
+  Network n([](jc::server::AppOptions& o) { o.registry.adapter_key_grace = absl::Seconds(3); });
+  // alpha's operator has a key issued: answered once, never read back with the center.
+  auto issued = n.rest->Post("/openapi/v1/centers/alpha/adapterkey", json::object());
+  Network::Must(issued);
+  const std::string key = issued.body["data"].value("adapter_key", "");
+  REQUIRE(key.rfind("jcak_", 0) == 0);
+  json center = n.rest->Get("/openapi/v1/centers/alpha").body;
+  CHECK(center["data"].value("adapter_key_issued", false));
+  CHECK(center.dump().find(key) == std::string::npos);
+  CHECK(n.rest->Get("/openapi/v1/centers").body.dump().find(key) == std::string::npos);
+
+  // alpha's adapter runs without the key: it is refused, saying why, and given nothing.
+  INFO("alpha's adapter without the key");
+  REQUIRE(MonitorSays(n, "alpha", "gave no proof that it is center alpha", false));
+  const double no_proof = Counted(n, R"(jc_adapter_refusals_total{center="alpha",reason="no_proof"})");
+  CHECK(no_proof >= 1);
+  json first = n.Submit({{"name", "to alpha"}, {"tasks", {Task("t", "sleep 30", "torch", 1)}}});
+  const std::string first_id = first["jobId"];
+  // (the dispatcher has tried alpha since: more refusals counted)
+  REQUIRE(jc::testing::WaitUntil(
+      [&] { return Counted(n, R"(jc_adapter_refusals_total{center="alpha",reason="no_proof"})") >= no_proof + 2; }));
+  CHECK_FALSE(Holds(n, n.alpha.address(), first_id));
+  CHECK(n.Job(first_id)["status"] != "running");
+
+  // The adapter holding the key: the operator points alpha at it, and the job runs there.
+  const std::string key_file = WriteKeyFile("alpha", key);
+  auto keyed = std::make_unique<Adapter>("alpha", [&](jc::adapter::AdapterOptions& o) { o.center_key_file = key_file; });
+  Network::Must(n.rest->Send("PATCH", "/openapi/v1/centers/alpha", json{{"adapter_address", keyed->address()}}.dump()));
+  n.WaitForStatus(first_id, "running");
+  CHECK(Holds(n, keyed->address(), first_id));
+  n.rest->Post("/openapi/v1/trainjob/" + first_id + "/stop", json::object());
+  n.WaitForStatus(first_id, "failed");  // (a stopped job ends failed, "stopped by the user")
+
+  // It stops; another process binds its socket and claims to be alpha with a key of its own.
+  const std::string socket = keyed->address();
+  keyed->Stop();
+  const std::string own_key_file = WriteKeyFile("impostor", "jcak_" + std::string(43, 'A'));
+  Adapter impostor("alpha", [&](jc::adapter::AdapterOptions& o) {
+    o.listen = socket;
+    o.center_key_file = own_key_file;
+  });
+  REQUIRE(impostor.address() == socket);
+  INFO("an impostor at alpha's socket");
+  REQUIRE(MonitorSays(n, "alpha", "failed to prove it is center alpha", false));
+  const double bad_proof = Counted(n, R"(jc_adapter_refusals_total{center="alpha",reason="bad_proof"})");
+  json second = n.Submit({{"name", "to alpha, again"}, {"tasks", {Task("t", "sleep 30", "torch", 1)}}});
+  const std::string second_id = second["jobId"];
+  REQUIRE(jc::testing::WaitUntil(
+      [&] { return Counted(n, R"(jc_adapter_refusals_total{center="alpha",reason="bad_proof"})") >= bad_proof + 2; }));
+  CHECK_FALSE(Holds(n, impostor.address(), second_id));
+  impostor.Stop();
+
+  // The real adapter again, then a rotation: the old key proves alpha for the grace, not after.
+  keyed = std::make_unique<Adapter>("alpha", [&](jc::adapter::AdapterOptions& o) { o.center_key_file = key_file; });
+  Network::Must(n.rest->Send("PATCH", "/openapi/v1/centers/alpha", json{{"adapter_address", keyed->address()}}.dump()));
+  n.WaitForStatus(second_id, "running");
+  CHECK(Holds(n, keyed->address(), second_id));
+  auto rotated = n.rest->Post("/openapi/v1/centers/alpha/adapterkey", json::object());
+  Network::Must(rotated);
+  const std::string new_key = rotated.body["data"].value("adapter_key", "");
+  CHECK(new_key != key);
+  CHECK(rotated.body["data"].contains("previous_valid_until"));
+  INFO("the replaced key, past its grace");
+  REQUIRE(MonitorSays(n, "alpha", "failed to prove it is center alpha", false));
+  // The operator gives the adapter the new key (the file is read at each proof).
+  WriteKeyFile("alpha", new_key);
+  INFO("the new key");
+  REQUIRE(MonitorSays(n, "alpha", "", true));
+  n.rest->Post("/openapi/v1/trainjob/" + second_id + "/stop", json::object());
+  std::filesystem::remove(key_file);
+  std::filesystem::remove(own_key_file);
+}
+
+TEST_CASE("with --require_adapter_key a center issued no key is refused, and only its operator or an admin issues one "
+          "[A7][C6]",
+          "[A7][C6]") {
+  Adapter alpha("alpha");
+  jc::testing::TestSystem n([](jc::server::AppOptions& o) {
+    o.monitor.interval = absl::Milliseconds(100);
+    o.require_adapter_key = true;
+  });
+  Network::Must(n.rest->Post("/openapi/v1/centers", {{"ai_center_id", "alpha"}, {"name", "alpha"}, {"region", "cn"},
+                                                     {"adapter_address", alpha.address()}}));
+  INFO("alpha without a key");
+  REQUIRE(MonitorSays(n, "alpha", "was issued no adapter key", false));
+  CHECK(Counted(n, R"(jc_adapter_refusals_total{center="alpha",reason="no_key"})") >= 1);
+  // A user who operates no center may not issue alpha's key.
+  Network::Must(n.rest->Post("/openapi/v1/users", {{"name", "mallory"}}));
+  auto token = n.rest->Post("/openapi/v1/tokens", {{"user_name", "mallory"}});
+  Network::Must(token);
+  jc::testing::RestClient mallory(n.app->rest_port(), token.body["data"].value("secret", ""));
+  auto refused = mallory.Post("/openapi/v1/centers/alpha/adapterkey", json::object());
+  INFO(refused.body.dump());
+  CHECK(refused.http_status == 403);
+  CHECK(refused.body.dump().find("jcak_") == std::string::npos);
+  // Its admin issues one; the adapter, given it, is taken.
+  auto issued = n.rest->Post("/openapi/v1/centers/alpha/adapterkey", json::object());
+  Network::Must(issued);
+  const std::string key_file = WriteKeyFile("alpha-required", issued.body["data"].value("adapter_key", ""));
+  Adapter keyed("alpha", [&](jc::adapter::AdapterOptions& o) { o.center_key_file = key_file; });
+  Network::Must(n.rest->Send("PATCH", "/openapi/v1/centers/alpha", json{{"adapter_address", keyed.address()}}.dump()));
+  CHECK(MonitorSays(n, "alpha", "", true));
+  std::filesystem::remove(key_file);
 }
 
 TEST_CASE("a center pointed at another center's adapter is refused: no replica, usage or event of alpha's becomes "

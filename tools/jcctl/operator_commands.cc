@@ -2,6 +2,12 @@
 // quotas and budgets, and the federation's centers, specs and images changed or removed,
 // so that nobody is back to curl for the day-to-day (like sacctmgr for Slurm's accounts).
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -200,6 +206,38 @@ std::vector<CommandSpec> OperatorCommands() {
                  return Change(ctx, client, "POST", kCenters + "/" + Escape(inv.args[0]) + "/heartbeat", &body,
                                absl::StrCat("center ", inv.args[0], inv.Has("unhealthy") ? " reported unhealthy"
                                                                                           : " reported alive"));
+               })});
+  c.push_back({{"center", "issue-key"}, "CENTER",
+               "Issue the center a new adapter key (admins, its operators): written to --key_file (mode 0600) for "
+               "its adapter's --center_key_file, or shown once; the key it replaces works for a grace period",
+               {{"key_file", 0, true, "write the key here (created or replaced, mode 0600) instead of showing it"}}, 1, 1,
+               WithClient([kCenters](Context& ctx, Client* client, const Invocation& inv) {
+                 json body = json::object();
+                 auto issued = client->Call("POST", kCenters + "/" + Escape(inv.args[0]) + "/adapterkey", &body);
+                 if (!issued.ok()) return ctx.Fail(issued.status());
+                 const std::string key = issued->value("adapter_key", "");
+                 std::string until = issued->value("previous_valid_until", "");
+                 if (inv.Has("key_file")) {
+                   const std::string path = inv.Get("key_file");
+                   // Never through a link, never readable by others, even for an instant.
+                   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+                   bool written = fd >= 0 && fchmod(fd, 0600) == 0 &&
+                                  write(fd, (key + "\n").data(), key.size() + 1) == static_cast<ssize_t>(key.size() + 1);
+                   int error = errno;
+                   if (fd >= 0) written = close(fd) == 0 && written;
+                   if (!written) {
+                     return ctx.Fail(absl::UnavailableError(absl::StrCat(
+                         "the key was issued but not written to ", path, ": ", std::strerror(error),
+                         " (issue another; the one issued is unknown to anyone)")));
+                   }
+                   ctx.out() << "adapter key of center " << inv.args[0] << " written to " << path << "\n";
+                 } else if (ctx.format() != Format::kTable) {
+                   return Show(ctx, *issued, {});
+                 } else {
+                   ctx.out() << "adapter key of center " << inv.args[0] << " (shown only now): " << key << "\n";
+                 }
+                 if (!until.empty()) ctx.out() << "the key it replaces works until " << until << "\n";
+                 return 0;
                })});
   c.push_back({{"spec", "update"}, "SPEC", "Change the fields of a resource spec the file names (admins)", {kFile}, 1, 1,
                UpdateCommand("/openapi/v1/resourcespecs", "spec")});
