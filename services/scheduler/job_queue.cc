@@ -27,23 +27,45 @@ double DominantShare(const Resources& held, const Resources& total) {
   return share;
 }
 
+QueueSettings SettingsOf(QueueOrder order) { return *ParseQueueSettings(QueueOrderName(order)); }
+
+JobQueue::JobQueue(QueueOrder order) : JobQueue(SettingsOf(order)) {}
+
+JobQueue::JobQueue(const QueueSettings& settings) : settings_(settings), policy_(MakeQueueOrderPolicy(settings)) {}
+
 void JobQueue::Push(int64_t seq, int priority, const std::string& project) {
-  if (entries_.contains(seq)) return;
-  entries_[seq] = {priority, project};
-  Key key{-priority, seq};
-  fcfs_.insert(key);
-  by_project_[project].insert(key);
+  QueuedJob job;
+  job.seq = seq;
+  job.priority = priority;
+  job.project = project;
+  Push(job);
 }
 
-void JobQueue::Erase(int64_t seq) {
+void JobQueue::Push(const QueuedJob& job) { entries_.try_emplace(job.seq, job); }
+
+void JobQueue::SetExpected(int64_t seq, double expected_s) {
+  if (auto it = entries_.find(seq); it != entries_.end()) it->second.expected_s = expected_s;
+}
+
+void JobQueue::AddAttained(int64_t seq, double attained_s) {
+  if (auto it = entries_.find(seq); it != entries_.end()) it->second.attained_s += attained_s;
+}
+
+void JobQueue::Erase(int64_t seq) { entries_.erase(seq); }
+
+JobQueue::Key JobQueue::KeyOf(const QueuedJob& job, double now) const {
+  const bool overdue = now - job.submitted >= settings_.max_wait_s;
+  // Overdue jobs go ahead, first come first served among them.
+  return {-job.priority, overdue ? 0 : 1, overdue ? 0.0 : policy_->Rank(job, now), job.seq};
+}
+
+std::string JobQueue::Explain(int64_t seq, double now) const {
   auto it = entries_.find(seq);
-  if (it == entries_.end()) return;
-  Key key{-it->second.priority, seq};
-  fcfs_.erase(key);
-  auto p = by_project_.find(it->second.project);
-  // An emptied project keeps its (empty) set: a pass may hold iterators into it.
-  if (p != by_project_.end()) p->second.erase(key);
-  entries_.erase(it);
+  if (it == entries_.end()) return "";
+  if (now - it->second.submitted >= settings_.max_wait_s) {
+    return absl::StrCat("waited past the queue's longest wait (", settings_.max_wait_s / 3600, " h): ahead of the order");
+  }
+  return policy_->Explain(it->second, now);
 }
 
 void JobQueue::AddHeld(const std::string& project, const Resources& r) { held_[project] += r; }

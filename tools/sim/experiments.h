@@ -30,7 +30,7 @@ struct SweepOptions {
   int seeds = 3;
   GeneratorOptions generator;  // load and seed are set per point
   std::vector<std::string> policies;
-  scheduler::QueueOrder queue = scheduler::QueueOrder::kFcfs;
+  scheduler::QueueSettings queue;
 };
 
 struct SweepPoint {
@@ -50,7 +50,7 @@ struct TuneOptions {
   int evaluations = 60;                // simulations of the training trace
   std::vector<double> grid = {0, 0.5, 1, 2, 4};
   uint64_t seed = 1;
-  scheduler::QueueOrder queue = scheduler::QueueOrder::kFcfs;
+  scheduler::QueueSettings queue;
 };
 
 struct TuneResult {

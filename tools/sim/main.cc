@@ -37,10 +37,10 @@ Replays a trace of GPU jobs over a federation of centers on a virtual clock, pla
 them with the Jointcloud scheduler's own filters, scorers and evaluation model.
 
 commands:
-  run       --federation F --trace T [--policy P] [--queue fcfs|fair_share]
+  run       --federation F --trace T [--policy P] [--queue Q]
             [--jobs-out FILE] [--skip-bad-rows]
             one simulation; prints its figures
-  compare   --federation F --trace T --out DIR [--policies P,P,...] [--queue Q|both]
+  compare   --federation F --trace T --out DIR [--policies P,P,...] [--queue Q,Q,...|both|all]
             [--skip-bad-rows]
             every policy on the same trace: runs.csv, centers.csv, charts, index.html
   sweep     --federation F --out DIR [--loads 0.5,0.6,...] [--seeds N] [--jobs N]
@@ -60,6 +60,8 @@ commands:
   policies  the policy names compare and run accept
 
 policies: first_fit | random | round_robin | profile:NAME | scorer:ID | weights:ID=W,...
+queues:   fcfs | fair_share | sef | fair_share+sef | las | fair_share+las (sef: shortest expected
+          first by durations learned from the jobs ended so far; las: least attained service)
 common:   --threads N (0: one per core), --profiles FILE (weight profiles, YAML)
 )";
 
@@ -178,11 +180,23 @@ absl::Status MakeDir(const std::string& dir) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<scheduler::QueueOrder>> Queues(const std::string& text) {
-  if (text == "both") return std::vector<scheduler::QueueOrder>{scheduler::QueueOrder::kFcfs, scheduler::QueueOrder::kFairShare};
-  absl::StatusOr<scheduler::QueueOrder> q = scheduler::ParseQueueOrder(text);
-  if (!q.ok()) return q.status();
-  return std::vector<scheduler::QueueOrder>{*q};
+absl::StatusOr<std::vector<scheduler::QueueSettings>> Queues(const std::string& text) {
+  // "both": the two the control plane runs; "all": every order; or names, comma-separated.
+  std::vector<std::string> names;
+  if (text == "both") {
+    names = {"fcfs", "fair_share"};
+  } else if (text == "all") {
+    names = {"fcfs", "fair_share", "sef", "fair_share+sef", "las", "fair_share+las"};
+  } else {
+    names = absl::StrSplit(text, ',', absl::SkipWhitespace());
+  }
+  std::vector<scheduler::QueueSettings> out;
+  for (const auto& name : names) {
+    absl::StatusOr<scheduler::QueueSettings> q = scheduler::ParseQueueSettings(name);
+    if (!q.ok()) return q.status();
+    out.push_back(*q);
+  }
+  return out;
 }
 
 std::string JobsCsv(const std::vector<JobRecord>& jobs) {
@@ -202,7 +216,7 @@ int CmdRun(Args& args, PolicyCatalog& catalog) {
   if (!t.ok()) return Fail(t.status());
   SimOptions o;
   o.policy = args.Get("policy", "profile:default");
-  absl::StatusOr<scheduler::QueueOrder> q = scheduler::ParseQueueOrder(args.Get("queue", "fcfs"));
+  absl::StatusOr<scheduler::QueueSettings> q = scheduler::ParseQueueSettings(args.Get("queue", "fcfs"));
   if (!q.ok()) return Fail(q.status());
   o.queue = *q;
   std::string jobs_out = args.Get("jobs-out");
@@ -230,13 +244,13 @@ int CmdCompare(Args& args, PolicyCatalog& catalog) {
   if (!t.ok()) return Fail(t.status());
   std::vector<std::string> policies = DefaultPolicies(catalog);
   if (args.Has("policies")) policies = absl::StrSplit(args.Get("policies"), ',', absl::SkipEmpty());
-  absl::StatusOr<std::vector<scheduler::QueueOrder>> queues = Queues(args.Get("queue", "fcfs"));
+  absl::StatusOr<std::vector<scheduler::QueueSettings>> queues = Queues(args.Get("queue", "fcfs"));
   if (!queues.ok()) return Fail(queues.status());
   int threads = 0;
   TRY(args.Int("threads", &threads));
   TRY(args.NoneUnused());
   std::vector<SimOptions> runs;
-  for (auto q : *queues) {
+  for (const auto& q : *queues) {
     for (const auto& p : policies) {
       SimOptions o;
       o.policy = p;
@@ -286,7 +300,7 @@ int CmdSweep(Args& args, PolicyCatalog& catalog) {
   double seed = 1;
   TRY(args.Number("seed", &seed));
   o.generator.seed = static_cast<uint64_t>(seed);
-  absl::StatusOr<scheduler::QueueOrder> q = scheduler::ParseQueueOrder(args.Get("queue", "fcfs"));
+  absl::StatusOr<scheduler::QueueSettings> q = scheduler::ParseQueueSettings(args.Get("queue", "fcfs"));
   if (!q.ok()) return Fail(q.status());
   o.queue = *q;
   int threads = 0;

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "services/datamon/source_selection.h"
+#include "services/estimator/duration_estimator.h"
 #include "tools/sim/metrics.h"
 
 namespace jc::sim {
@@ -53,6 +54,7 @@ struct Job {
   int center = -1;          // running there, -1 when not running
   double attempt_start = 0;  // of the running attempt
   bool done = false;         // completed or failed for good
+  double attained_gpu_s = 0;  // what its ended attempts ran (least attained service)
 };
 
 struct Spec {
@@ -82,6 +84,8 @@ class Simulation {
   int DatasetFor(const TraceJob& j);
   void Push(double time, EventKind kind, int a, int b = 0) { events_.push({time, kind, next_event_++, a, b}); }
   void Enqueue(int job);
+  estimator::JobClass ClassOf(const Job& job) const;
+  double ExpectedOf(const Job& job) const;
   void SchedulePass();
   bool TryPlace(int job);
   void Start(int job, int center);
@@ -95,6 +99,8 @@ class Simulation {
   const SimOptions& options_;
   PlacementPolicy& policy_;
   scheduler::JobQueue queue_;
+  // What the queue order knows of durations: only the jobs that ended (never the trace's).
+  estimator::DurationEstimator estimator_;
   Snapshot snapshot_;
   std::vector<Spec> specs_;
   absl::flat_hash_map<std::string, int> spec_index_;
@@ -249,8 +255,25 @@ absl::Status Simulation::Init() {
   return absl::OkStatus();
 }
 
+estimator::JobClass Simulation::ClassOf(const Job& job) const {
+  // A trace names no job or command: the user's jobs of the spec (the estimator's coarsest
+  // key) is what history can tell.
+  return {job.trace->project, job.trace->user, "", "", specs_[job.spec].id};
+}
+
+double Simulation::ExpectedOf(const Job& job) const {
+  auto e = estimator_.Estimate(ClassOf(job), 1.0);
+  return e ? absl::ToDoubleSeconds(e->median) : -1;
+}
+
 void Simulation::Enqueue(int job) {
-  queue_.Push(job, 0, jobs_[job].trace->project);
+  scheduler::QueuedJob q;
+  q.seq = job;
+  q.project = jobs_[job].trace->project;
+  q.submitted = jobs_[job].record.submit;
+  q.attained_s = jobs_[job].attained_gpu_s;
+  if (options_.queue.order == "sef") q.expected_s = ExpectedOf(jobs_[job]);
+  queue_.Push(q);
   arrived_.push_back(job);
 }
 
@@ -303,7 +326,14 @@ void Simulation::SchedulePass() {
   }
   failed_specs_.clear();
   if (freed_) {
-    queue_.Pass([this](int64_t job) { return TryPlace(static_cast<int>(job)); });
+    if (options_.queue.order == "sef") {
+      // What ended since the last pass may have taught the estimator: waiting jobs' ranks
+      // are asked again (the jobs in memory, no I/O).
+      for (int job = 0; job < static_cast<int>(jobs_.size()); ++job) {
+        if (queue_.Contains(job)) queue_.SetExpected(job, ExpectedOf(jobs_[job]));
+      }
+    }
+    queue_.Pass(now_, [this](int64_t job) { return TryPlace(static_cast<int>(job)); });
   } else {
     // Nothing was freed since the last pass, so the jobs that did not fit then cannot
     // fit now: only the new arrivals are tried, in the order they came.
@@ -406,6 +436,7 @@ void Simulation::EndAttempt(int index, double now) {
   double held = now - job.attempt_start;
   double transferring = std::min(held, job.record.transfer_s);
   double running = held - transferring;
+  job.attained_gpu_s += spec.quantity.gpu * running;
   const auto& offer = c.specs.at(spec.id);
   job.record.cost += offer.price * held / 3600;
   job.record.energy_j += sc.static_power_watts * transferring + offer.execution_power_watts * running;
@@ -420,9 +451,12 @@ void Simulation::EndAttempt(int index, double now) {
 void Simulation::Finish(int index, int attempt) {
   Job& job = jobs_[index];
   if (job.record.attempts != attempt || job.center < 0) return;  // that attempt was ended by an outage
+  const int center = job.center;
   EndAttempt(index, now_);
   job.record.end = now_;
   job.done = true;
+  // The run (not the data transfer) at that center's speed, in reference seconds.
+  estimator_.Observe(ClassOf(job), absl::Seconds(job.record.run_s), SpeedAt(job, center));
 }
 
 void Simulation::OutageStart(int center) {
@@ -487,7 +521,7 @@ absl::StatusOr<RunResult> Simulate(const Federation& federation, const std::vect
   sim.Run();
   RunResult result = sim.Result();
   result.metrics.policy = options.policy;
-  result.metrics.queue = std::string(scheduler::QueueOrderName(options.queue));
+  result.metrics.queue = options.queue.Name();
   result.metrics.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
   result.metrics.cpu_seconds = CpuSeconds() - cpu;

@@ -23,7 +23,10 @@ namespace jc::sim {
 
 struct SimOptions {
   std::string policy = "profile:default";
-  scheduler::QueueOrder queue = scheduler::QueueOrder::kFcfs;
+  // The queue order (fcfs, fair_share, sef, las, fair_share+sef, fair_share+las). sef
+  // ranks by the duration estimator (services/estimator), fed only with the jobs that had
+  // ended before each pass — never the trace's own durations.
+  scheduler::QueueSettings queue;
   uint64_t seed = 1;  // the random policy's
   bool keep_jobs = false;  // fill RunResult::jobs
 };

@@ -41,7 +41,7 @@ RunResult Run(const Federation& f, const std::vector<TraceJob>& trace, const std
   static const PolicyCatalog catalog;
   SimOptions o;
   o.policy = policy;
-  o.queue = queue;
+  o.queue = scheduler::SettingsOf(queue);
   o.keep_jobs = true;
   auto r = Simulate(f, trace, o, catalog);
   REQUIRE(r.ok());

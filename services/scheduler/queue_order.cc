@@ -1,0 +1,81 @@
+#include "services/scheduler/queue_order.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace jc::scheduler {
+namespace {
+
+std::string Minutes(double s) { return absl::StrFormat("%.0f min", s / 60); }
+
+class Fcfs final : public QueueOrderPolicy {
+ public:
+  double Rank(const QueuedJob&, double) const override { return 0; }
+  std::string Explain(const QueuedJob& job, double now) const override {
+    return absl::StrCat("first come, first served; waited ", Minutes(std::max(0.0, now - job.submitted)));
+  }
+};
+
+class ShortestExpectedFirst final : public QueueOrderPolicy {
+ public:
+  explicit ShortestExpectedFirst(const QueueSettings& s) : s_(s) {}
+  double Rank(const QueuedJob& job, double now) const override {
+    return Expected(job) - s_.aging * std::max(0.0, now - job.submitted);
+  }
+  std::string Explain(const QueuedJob& job, double now) const override {
+    return absl::StrCat("shortest expected first: expected ", Minutes(Expected(job)),
+                        job.expected_s < 0 ? " (no estimate: the default)" : "", ", waited ",
+                        Minutes(std::max(0.0, now - job.submitted)));
+  }
+
+ private:
+  double Expected(const QueuedJob& job) const { return job.expected_s >= 0 ? job.expected_s : s_.unknown_expected_s; }
+  QueueSettings s_;
+};
+
+class LeastAttainedService final : public QueueOrderPolicy {
+ public:
+  explicit LeastAttainedService(const QueueSettings& s) : levels_(s.las_levels) { std::sort(levels_.begin(), levels_.end()); }
+  double Rank(const QueuedJob& job, double) const override { return Level(job); }
+  std::string Explain(const QueuedJob& job, double now) const override {
+    return absl::StrCat("least attained service: level ", Level(job), " (", absl::StrFormat("%.0f", job.attained_s),
+                        " GPU-seconds run before), waited ", Minutes(std::max(0.0, now - job.submitted)));
+  }
+
+ private:
+  int Level(const QueuedJob& job) const {
+    return static_cast<int>(std::upper_bound(levels_.begin(), levels_.end(), job.attained_s) - levels_.begin());
+  }
+  std::vector<double> levels_;
+};
+
+}  // namespace
+
+std::string QueueSettings::Name() const { return fair_share ? (order == "fcfs" ? "fair_share" : "fair_share+" + order) : order; }
+
+absl::StatusOr<QueueSettings> ParseQueueSettings(absl::string_view name) {
+  QueueSettings s;
+  if (name == "fcfs" || name == "sef" || name == "las") {
+    s.order = std::string(name);
+  } else if (name == "fair_share") {
+    s.fair_share = true;
+  } else if (name == "fair_share+sef" || name == "fair_share+las") {
+    s.fair_share = true;
+    s.order = std::string(name.substr(11));
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("unknown queue order \"", name,
+                                                   "\" (fcfs, fair_share, sef, fair_share+sef, las, fair_share+las)"));
+  }
+  return s;
+}
+
+std::unique_ptr<QueueOrderPolicy> MakeQueueOrderPolicy(const QueueSettings& settings) {
+  if (settings.order == "sef") return std::make_unique<ShortestExpectedFirst>(settings);
+  if (settings.order == "las") return std::make_unique<LeastAttainedService>(settings);
+  return std::make_unique<Fcfs>();
+}
+
+}  // namespace jc::scheduler
