@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numbers>
 #include <random>
 #include <set>
@@ -62,6 +63,13 @@ absl::StatusOr<std::vector<TraceJob>> GenerateTrace(const GeneratorOptions& o, F
   const double gpu_weights[] = {0.60, 0.10, 0.12, 0.12, 0.04, 0.02};
   std::discrete_distribution<int> gpus(std::begin(gpu_weights), std::end(gpu_weights));
 
+  // Recurring jobs draw from a stream of their own, so a trace without them is the one this
+  // seed always made.
+  std::mt19937_64 names_rng(o.seed ^ 0x6a6f626e616d6573ULL);
+  std::map<std::string, double> name_median;  // "user/jobN" -> its median duration
+  std::lognormal_distribution<double> spread(0, o.recurring_sigma);
+  int one_offs = 0;
+
   std::vector<TraceJob> jobs(o.jobs);
   double work = 0;
   for (auto& j : jobs) {
@@ -74,16 +82,25 @@ absl::StatusOr<std::vector<TraceJob>> GenerateTrace(const GeneratorOptions& o, F
       j.cpus = j.gpus * 6;
       j.memory_mb = j.gpus * 48 * 1024;
       if (!models.empty() && unit(rng) < o.constrained_share) j.gpu_model = models[rng() % models.size()];
-      work += j.gpus * j.duration;
     }
     int p = project(rng);
     j.project = absl::StrCat("proj", p);
     j.user = absl::StrCat("proj", p, "-u", rng() % 3);
+    if (o.recurring_share > 0) {
+      if (unit(names_rng) < o.recurring_share) {
+        j.name = absl::StrCat(j.user, "-job", names_rng() % std::max(1, o.names_per_user));
+        auto [it, added] = name_median.try_emplace(j.name, duration(names_rng));
+        j.duration = std::round(std::clamp(it->second * spread(names_rng), 30.0, std::max(30.0, o.max_duration_s)));
+      } else {
+        j.name = absl::StrCat(j.user, "-once", one_offs++);
+      }
+    }
     if (!pool.empty() && unit(rng) < o.dataset_share) {
       j.dataset = pool[rng() % pool.size()];
       j.dataset_mb = federation.datasets[j.dataset].size_mb;
     }
   }
+  for (const auto& j : jobs) work += j.gpus * j.duration;  // (cpu-only jobs count 0 GPUs)
   // Arrivals over the span that offers `load`: a Poisson process whose rate follows the
   // day (thinning), so the count is exact and the shape diurnal.
   double span = work / (o.load * capacity);

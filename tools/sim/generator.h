@@ -32,6 +32,13 @@ struct GeneratorOptions {
   // centers each (added to the federation).
   double dataset_share = 0.3;
   int datasets = 12;
+  // Recurring jobs (the Philly and PAI analyses: most jobs are reruns of a few per user):
+  // this share of jobs runs one of its user's `names_per_user` named jobs, each with its own
+  // median duration (drawn as any job's) and a spread of `recurring_sigma` around it; the
+  // rest are one-offs with names of their own. 0: no names, the traces of before.
+  double recurring_share = 0;
+  int names_per_user = 6;
+  double recurring_sigma = 0.25;
 };
 
 // Generates the trace and adds the datasets it reads to `federation`. InvalidArgument for

@@ -50,7 +50,7 @@ commands:
             [--evaluations N] [--profile-name NAME] [--out profile.yaml]
             searches scorer weights on TRAIN, reports them on TEST
   generate  --federation F --out trace.csv [--jobs N] [--load L] [--seed S]
-            [--projects N] [--federation-out F2]
+            [--projects N] [--recurring SHARE] [--federation-out F2]
             a synthetic trace (its datasets are added to F2's centers)
   federation --centers N --out F.yaml [--seed S]
             a heterogeneous federation to start from
@@ -375,6 +375,8 @@ int CmdGenerate(Args& args) {
   TRY(args.Int("jobs", &o.jobs));
   TRY(args.Number("load", &o.load));
   TRY(args.Int("projects", &o.projects));
+  TRY(args.Number("recurring", &o.recurring_share));
+  if (o.recurring_share < 0 || o.recurring_share > 1) return Fail("--recurring must be within 0 and 1", 2);
   double seed = 1;
   TRY(args.Number("seed", &seed));
   o.seed = static_cast<uint64_t>(seed);

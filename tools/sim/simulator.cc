@@ -256,9 +256,9 @@ absl::Status Simulation::Init() {
 }
 
 estimator::JobClass Simulation::ClassOf(const Job& job) const {
-  // A trace names no job or command: the user's jobs of the spec (the estimator's coarsest
-  // key) is what history can tell.
-  return {job.trace->project, job.trace->user, "", "", specs_[job.spec].id};
+  // A trace names no command: the job's name (when the trace has one) by its user, else the
+  // user's jobs of the spec, is what history can tell.
+  return {job.trace->project, job.trace->user, job.trace->name, "", specs_[job.spec].id};
 }
 
 double Simulation::ExpectedOf(const Job& job) const {

@@ -15,7 +15,7 @@ namespace jc::sim {
 namespace {
 
 const char* const kColumns[] = {"submit_s", "duration_s", "gpus",    "cpus",       "memory_mb",  "gpu_model",
-                                "user",     "project",    "dataset", "dataset_mb", "deadline_s"};
+                                "user",     "project",    "dataset", "dataset_mb", "deadline_s", "name"};
 constexpr int kRequired = 6;
 
 // A number, or an error naming the column; `empty_ok` reads "" as `fallback`.
@@ -49,6 +49,7 @@ absl::StatusOr<TraceJob> ParseRow(const std::vector<std::string>& cells, const s
   j.dataset = cell(8);
   if (!(s = Number(cell(9), "dataset_mb", true, 0, &j.dataset_mb)).ok()) return s;
   if (!(s = Number(cell(10), "deadline_s", true, -1, &j.deadline)).ok()) return s;
+  j.name = cell(11);
   if (j.submit < 0) return absl::InvalidArgumentError("submit_s is negative");
   if (!(j.duration > 0)) return absl::InvalidArgumentError("duration_s must be positive");
   if (j.gpus < 0 || j.cpus < 0 || j.memory_mb < 0) return absl::InvalidArgumentError("gpus, cpus and memory_mb must not be negative");
@@ -161,7 +162,7 @@ std::string TraceCsv(const std::vector<TraceJob>& jobs) {
     absl::StrAppend(&out, Num(j.submit), ",", Num(j.duration), ",", Num(j.gpus), ",", Num(j.cpus), ",",
                     Num(j.memory_mb), ",", Quoted(j.gpu_model), ",", Quoted(j.user), ",", Quoted(j.project), ",",
                     Quoted(j.dataset), ",", j.dataset.empty() ? "" : Num(j.dataset_mb), ",",
-                    j.deadline < 0 ? "" : Num(j.deadline), "\n");
+                    j.deadline < 0 ? "" : Num(j.deadline), ",", Quoted(j.name), "\n");
   }
   return out;
 }

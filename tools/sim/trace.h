@@ -3,13 +3,14 @@
 // jc-sim's trace format (docs/placement-quality.md, "Trace format"): CSV with a header,
 // one job per row:
 //
-//   submit_s,duration_s,gpus,cpus,memory_mb,gpu_model,user,project,dataset,dataset_mb,deadline_s
+//   submit_s,duration_s,gpus,cpus,memory_mb,gpu_model,user,project,dataset,dataset_mb,deadline_s,name
 //
 // submit_s: seconds from the trace's start; duration_s: run time on the reference GPU
 // (gpu_models' performance 1); gpus may be fractional (a shared GPU); gpu_model: empty
 // for any, else a model or alternatives "V100|A100"; dataset "name:version" (empty: none)
 // and its size in MB; deadline_s: seconds from the trace's start by which the job should
-// end (empty: none). Columns are found by name, so they may come in any order; the first
+// end (empty: none); name: the job's name (a recurring job keeps it: what the duration
+// estimator learns by; empty: none). Columns are found by name, so they may come in any order; the first
 // six are required.
 
 #include <string>
@@ -27,6 +28,7 @@ struct TraceJob {
   std::string dataset;  // "name:version"
   double dataset_mb = 0;
   double deadline = -1;  // < 0: none
+  std::string name;      // "" : none
 };
 
 struct TraceRowError {
