@@ -16,6 +16,12 @@
 #                                                cpu-1 and gpu-1 and image pytorch-demo (by
 #                                                reference to DIR's registry when it has one),
 #                                                as the admin whose API token is in $JC_TOKEN
+#   scripts/demo-center.sh push DIR SOURCE NAME:TAG -> copies SOURCE (a skopeo transport:
+#                                                containers-storage:..., oci:...) into DIR's
+#                                                registry as NAME:TAG and prints its digest.
+#                                                The registry is read-only otherwise: no local
+#                                                account pushes to it (as root, reopened for
+#                                                this copy only, and the tag checked after)
 #   scripts/demo-center.sh stop DIR           -> stops what start started
 # With JC_DEMO_METRICS=1, the master, the agents and the adapter serve /metrics on ports of
 # their own, each logged as "... metrics on http://127.0.0.1:PORT/metrics" in DIR/*.log.
@@ -51,6 +57,52 @@ start_munged() {  # DIR: nexec proves who calls with munge; the demo has its own
 # The demo's image in a registry of its own: busybox and a file naming it, built from this
 # host's packages (tests/testing/make-oci-image.sh), so the README's jobs run in an image
 # rather than on the host. Skipped, saying why, where running images is not possible.
+# Serves DIR's registry at ADDR (port 0: any), read-only when READONLY is true; writes
+# DIR/registry.port and DIR/registry.pid.
+run_registry() {  # DIR ADDR READONLY
+  local dir=$1 addr=$2 readonly=$3 port=""
+  cat >"$dir/registry/config.yml" <<YAML
+version: 0.1
+log: {level: info}
+storage:
+  filesystem: {rootdirectory: $dir/registry/data}
+  maintenance: {readonly: {enabled: $readonly}}
+http:
+  addr: $addr
+  tls: {certificate: $dir/registry/certs/registry.crt, key: $dir/registry/certs/registry.key}
+YAML
+  : >"$dir/registry.log"
+  setsid docker-registry serve "$dir/registry/config.yml" >"$dir/registry.log" 2>&1 &
+  echo $! >"$dir/registry.pid"
+  for _ in $(seq 1 300); do
+    port=$(grep -oE 'listening on 127\.0\.0\.1:[0-9]+' "$dir/registry.log" 2>/dev/null | grep -oE '[0-9]+$' | head -n 1 || true)
+    [[ -n "$port" ]] && break
+    sleep 0.1
+  done
+  [[ -n "$port" ]] || { echo "demo-center: the image registry did not start; its log:" >&2; cat "$dir/registry.log" >&2; return 1; }
+  echo "$port" >"$dir/registry.port"
+}
+
+verify_pushed() {  # DIR REF DIGEST
+  local got
+  got=$(skopeo inspect --cert-dir "$1/registry-ca" --format '{{.Digest}}' "docker://$2") || return 1
+  [[ "$got" == "$3" ]] && return 0
+  echo "demo-center: $2 is $got, not $3 as pushed: another account pushed to the registry while it was writable" >&2
+  return 1
+}
+
+stop_registry() {  # DIR: waits until its port is free again
+  local dir=$1 pid
+  [[ -f "$dir/registry.pid" ]] || return 0
+  pid=$(cat "$dir/registry.pid")
+  kill -- "-$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true
+  for _ in $(seq 1 100); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  rm -f "$dir/registry.pid"
+}
+
 start_registry() {  # DIR
   local dir=$1 tool
   if [[ $(id -u) -ne 0 ]]; then
@@ -67,29 +119,23 @@ start_registry() {  # DIR
   mkdir -p "$dir/registry-ca"
   cp "$dir/registry/certs/ca.crt" "$dir/registry-ca/ca.crt"
   # The port of the first start is kept: the image is registered by a reference naming it.
-  local addr="127.0.0.1:0"
+  local addr="127.0.0.1:0" port
   [[ -s "$dir/registry.port" ]] && addr="127.0.0.1:$(cat "$dir/registry.port")"
-  cat >"$dir/registry/config.yml" <<YAML
-version: 0.1
-log: {level: info}
-storage: {filesystem: {rootdirectory: $dir/registry/data}}
-http:
-  addr: $addr
-  tls: {certificate: $dir/registry/certs/registry.crt, key: $dir/registry/certs/registry.key}
-YAML
-  setsid docker-registry serve "$dir/registry/config.yml" >"$dir/registry.log" 2>&1 &
-  echo $! >"$dir/registry.pid"
-  local port=""
-  for _ in $(seq 1 300); do
-    port=$(grep -oE 'listening on 127\.0\.0\.1:[0-9]+' "$dir/registry.log" 2>/dev/null | grep -oE '[0-9]+$' | head -n 1 || true)
-    [[ -n "$port" ]] && break
-    sleep 0.1
-  done
-  [[ -n "$port" ]] || { echo "demo-center: the image registry did not start; its log:" >&2; cat "$dir/registry.log" >&2; return 1; }
-  echo "$port" >"$dir/registry.port"
+  # Writable only while this script pushes the demo's image, then started again read-only:
+  # a registry on loopback without accounts would otherwise take pushes from every local
+  # account, which could replace the demo's image under its tag (issue 44).
+  run_registry "$dir" "$addr" false || return 1
+  port=$(cat "$dir/registry.port")
   rm -rf "$dir/registry/layout"
-  JC_IMAGE_PAD_MB=0 "$root/tests/testing/make-oci-image.sh" "$dir/registry/layout" demo     "the pytorch-demo image (busybox; a real center would hold PyTorch)" >/dev/null
-  skopeo copy --quiet --dest-cert-dir "$dir/registry-ca" oci:"$dir/registry/layout":demo     "docker://127.0.0.1:$port/demo/pytorch:demo"
+  JC_IMAGE_PAD_MB=0 "$root/tests/testing/make-oci-image.sh" "$dir/registry/layout" demo \
+    "the pytorch-demo image (busybox; a real center would hold PyTorch)" >/dev/null
+  skopeo copy --quiet --dest-cert-dir "$dir/registry-ca" --digestfile "$dir/registry/demo.digest" \
+    oci:"$dir/registry/layout":demo "docker://127.0.0.1:$port/demo/pytorch:demo"
+  stop_registry "$dir"
+  run_registry "$dir" "127.0.0.1:$port" true || return 1
+  # Another account may have pushed to the tag while it was writable: read-only now, the tag
+  # must name what this script pushed.
+  verify_pushed "$dir" "127.0.0.1:$port/demo/pytorch:demo" "$(cat "$dir/registry/demo.digest")" || return 1
   echo "127.0.0.1:$port/demo/pytorch:demo" >"$dir/image.ref"
 }
 
@@ -194,6 +240,23 @@ register() {
   return 1
 }
 
+push() {  # DIR SOURCE NAME:TAG
+  local dir=$1 source=$2 name=$3 port
+  [[ $(id -u) -eq 0 ]] || { echo "demo-center: push as root (the demo registry's owner)" >&2; return 1; }
+  [[ -s "$dir/registry.port" && -f "$dir/registry.pid" ]] || { echo "demo-center: $dir runs no registry" >&2; return 1; }
+  port=$(cat "$dir/registry.port")
+  stop_registry "$dir"
+  local pushed=0
+  run_registry "$dir" "127.0.0.1:$port" false || return 1
+  skopeo copy --quiet --dest-cert-dir "$dir/registry-ca" --digestfile "$dir/registry/push.digest" "$source" \
+    "docker://127.0.0.1:$port/$name" || pushed=$?
+  stop_registry "$dir"
+  run_registry "$dir" "127.0.0.1:$port" true || return 1
+  [[ "$pushed" -eq 0 ]] || return "$pushed"
+  verify_pushed "$dir" "127.0.0.1:$port/$name" "$(cat "$dir/registry/push.digest")" || return 1
+  cat "$dir/registry/push.digest"; echo
+}
+
 stop() {
   local dir=$1
   [[ -d "$dir" ]] || return 0
@@ -212,6 +275,7 @@ stop() {
 case "$cmd" in
   start) start "${2:?usage: demo-center.sh start DIR}" ;;
   register) register "${2:?usage: demo-center.sh register URL ADDR [DIR]}" "${3:?usage: demo-center.sh register URL ADDR [DIR]}" "${4:-}" ;;
+  push) push "${2:?usage: demo-center.sh push DIR SOURCE NAME:TAG}" "${3:?usage: demo-center.sh push DIR SOURCE NAME:TAG}" "${4:?usage: demo-center.sh push DIR SOURCE NAME:TAG}" ;;
   stop) stop "${2:?usage: demo-center.sh stop DIR}" ;;
   *) echo "usage: demo-center.sh start DIR | register URL ADDR [DIR] | stop DIR" >&2; exit 2 ;;
 esac

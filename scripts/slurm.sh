@@ -65,7 +65,7 @@ ReturnToService=2
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU_Memory
 SlurmdParameters=config_overrides
-SchedulerParameters=batch_sched_delay=0
+SchedulerParameters=batch_sched_delay=0,bf_interval=1
 # Without a default, a job would hold the node's whole memory and jobs would run one by one.
 DefMemPerCPU=100
 AccountingStorageType=accounting_storage/none
@@ -73,7 +73,7 @@ JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
 GresTypes=gpu
 NodeName=localhost NodeAddr=127.0.0.1 CPUs=64 RealMemory=65536 Gres=gpu:8 State=UNKNOWN
-PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
+PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE DefaultTime=01:00:00 State=UP
 CONF
   {
     echo "AutoDetect=off"

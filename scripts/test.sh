@@ -56,6 +56,7 @@ fi
 
 failed=0
 passed=0
+failed_names=()  # "store: test", printed again after the stage times (CI keeps only the tail)
 run_suite() {
   local backend=$1
   echo "=== tests on the $backend store ==="
@@ -67,6 +68,7 @@ run_suite() {
   if [[ -z "$line" ]]; then
     echo "test: ctest produced no summary on $backend"
     failed=$((failed + 1))
+    failed_names+=("$backend: (no ctest summary)")
     return
   fi
   local total fails
@@ -74,6 +76,10 @@ run_suite() {
   fails=$(sed -E 's/.*tests passed, ([0-9]+) tests failed.*/\1/' <<<"$line")
   passed=$((passed + total - fails))
   failed=$((failed + fails))
+  local name
+  while IFS= read -r name; do
+    [[ -n "$name" ]] && failed_names+=("$backend: $name")
+  done < <(sed -n '/The following tests FAILED:/,$p' "$log" | sed -nE 's/^[[:space:]]*[0-9]+ - (.*)$/\1/p')
 }
 stage_done "start PostgreSQL, Slurm"
 run_suite sqlite
@@ -88,10 +94,15 @@ if "$root/scripts/fuzz.sh" "${JC_FUZZ_SECONDS:-5}"; then
   passed=$((passed + 1))
 else
   failed=$((failed + 1))
+  failed_names+=("fuzzing: a harness crashed (its input is printed above)")
 fi
 
 stage_done "fuzzing (build + run)"
 stages+=("$(printf '%-22s %6ss' total $(($(date +%s) - run_start)))")
 print_stages
+if [[ ${#failed_names[@]} -gt 0 ]]; then
+  echo "test: failed tests"
+  for name in "${failed_names[@]}"; do echo "  $name"; done
+fi
 echo "${passed} passed, ${failed} failed"
 [[ $failed -eq 0 ]]

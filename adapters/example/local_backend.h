@@ -23,6 +23,8 @@ class LocalBackend final : public Backend {
   absl::StatusOr<pb::Usage> GetUsage() override;
   absl::StatusOr<std::string> Submit(const ReplicaLaunch& launch) override;
   absl::Status Stop(const std::string& external_id) override;
+  // Its replicas start when submitted: none waits to be taken back.
+  absl::StatusOr<bool> Withdraw(const std::string& external_id) override { return false; }
   absl::StatusOr<std::map<std::string, ReplicaObservation>> Poll(
       const std::vector<std::string>& external_ids) override;
   absl::StatusOr<std::string> ReadLog(const std::string& external_id, bool stderr, int64_t offset,

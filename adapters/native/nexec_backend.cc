@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include <google/protobuf/util/time_util.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -42,6 +41,15 @@ struct NexecBackend::Client {
 namespace {
 
 bool ParseJobId(const std::string& text, int64_t* id) { return absl::SimpleAtoi(text, id) && *id > 0; }
+
+// A replica's external id as the master's job id; InvalidArgument for anything else.
+absl::StatusOr<int64_t> JobIdOf(const std::string& external_id) {
+  int64_t id = 0;
+  if (!ParseJobId(external_id, &id)) {
+    return absl::InvalidArgumentError(absl::StrCat("\"", external_id, "\" is not a nexec job id"));
+  }
+  return id;
+}
 
 std::string CurrentUser() {
   passwd* pw = getpwuid(geteuid());
@@ -85,8 +93,8 @@ namespace {
 // What an ended nexec job used, from its tasks' last reports (the agents' cgroup figures).
 pb::ReplicaUsage UsageOf(const npb::Job& job, ReplicaObservation* o) {
   pb::ReplicaUsage u;
-  if (job.has_started_at()) o->started_at = absl::FromUnixNanos(google::protobuf::util::TimeUtil::TimestampToNanoseconds(job.started_at()));
-  if (job.has_ended_at()) o->ended_at = absl::FromUnixNanos(google::protobuf::util::TimeUtil::TimestampToNanoseconds(job.ended_at()));
+  if (job.has_started_at()) o->started_at = TimeOf(job.started_at());
+  if (job.has_ended_at()) o->ended_at = TimeOf(job.ended_at());
   if (o->started_at && o->ended_at) u.set_wall_seconds(std::max(0.0, absl::ToDoubleSeconds(*o->ended_at - *o->started_at)));
   int64_t peak_kb = 0;
   for (const auto& t : job.tasks()) {
@@ -145,6 +153,47 @@ absl::StatusOr<pb::Usage> NexecBackend::GetUsage() {
   return u;
 }
 
+absl::Time TimeOf(const google::protobuf::Timestamp& t) {
+  // absl::Time holds any int64 of seconds and saturates its arithmetic: no overflow.
+  return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
+}
+
+double StartWaitSeconds(const google::protobuf::Timestamp& now, const google::protobuf::Timestamp& start) {
+  // In doubles: any two int64 seconds subtract without overflow (to within a microsecond
+  // of what a wait of up to a year needs).
+  const double wait = (static_cast<double>(start.seconds()) - static_cast<double>(now.seconds())) +
+                      (static_cast<double>(start.nanos()) - static_cast<double>(now.nanos())) / 1e9;
+  if (!std::isfinite(wait) || wait <= 0) return 0;
+  return std::min(wait, kMaxStartWaitSeconds);
+}
+
+absl::StatusOr<std::vector<pb::SpecStartEstimate>> NexecBackend::StartEstimates(
+    const std::vector<pb::SpecOffer>& specs) {
+  // A probe per spec, shaped as a replica of it is submitted: the master's backfill planner
+  // says when such a job would start (nothing is submitted).
+  npb::EstimateStartRequest req;
+  for (const auto& offer : specs) {
+    NexecShape shape = ShapeForSpec(offer);
+    npb::JobSpec* probe = req.add_probes();
+    probe->set_user(CurrentUser());
+    probe->set_queue(queue_);
+    probe->set_slots(shape.slots);
+    probe->set_requirement(shape.requirement);
+  }
+  JC_ASSIGN_OR_RETURN(auto resp, (client_->Unary<npb::EstimateStartRequest, npb::EstimateStartResponse>(
+                                     "EstimateStart", &npb::Master::Stub::EstimateStart, req)));
+  std::vector<pb::SpecStartEstimate> out;
+  for (int i = 0; i < resp.estimates_size() && i < static_cast<int>(specs.size()); ++i) {
+    const npb::StartEstimate& e = resp.estimates(i);
+    if (!e.known()) continue;  // unknown stays absent
+    pb::SpecStartEstimate& est = out.emplace_back();
+    est.set_resource_spec_id(specs[i].resource_spec_id());
+    est.set_wait_seconds(StartWaitSeconds(resp.now(), e.start()));
+    est.set_source("nexec backfill");
+  }
+  return out;
+}
+
 absl::StatusOr<std::string> NexecBackend::Submit(const ReplicaLaunch& launch) {
   // The replica's name is the job's submit key: after an adapter crash the same submit
   // answers with the job already there. Keys are the submitter's own (munge-proven), so an
@@ -165,6 +214,9 @@ absl::StatusOr<std::string> NexecBackend::Submit(const ReplicaLaunch& launch) {
   spec->set_project(launch.project);  // -P: the center's limits over projects apply to it (B7)
   spec->set_slots(shape.slots);
   spec->set_requirement(shape.requirement);
+  // -W: killed past it, and what nexec's backfill plans by (a job without one makes every
+  // start behind it unknown).
+  spec->set_run_limit_seconds(absl::ToInt64Seconds(absl::Ceil(launch.time_limit, absl::Seconds(1))));
   for (const auto& [k, v] : launch.env) (*spec->mutable_env())[k] = v;
   (*spec->mutable_env())["JC_REPLICA_NAME"] = launch.name;
   JC_ASSIGN_OR_RETURN(auto resp, (client_->Unary<npb::SubmitRequest, npb::SubmitResponse>("Submit",
@@ -210,6 +262,9 @@ absl::StatusOr<std::vector<std::string>> NexecBackend::SubmitGang(
     }
     spec->set_slots(slots);
     spec->set_requirement(requirement);
+    absl::Duration limit = absl::ZeroDuration();  // the gang runs as long as its longest replica may
+    for (const auto& l : launches) limit = std::max(limit, l.time_limit);
+    spec->set_run_limit_seconds(absl::ToInt64Seconds(absl::Ceil(limit, absl::Seconds(1))));
     JC_ASSIGN_OR_RETURN(auto resp, (client_->Unary<npb::SubmitRequest, npb::SubmitResponse>("Submit",
                                        &npb::Master::Stub::Submit, req)));
     existing = absl::StrCat(resp.job_id());
@@ -219,15 +274,23 @@ absl::StatusOr<std::vector<std::string>> NexecBackend::SubmitGang(
 
 absl::Status NexecBackend::Stop(const std::string& external_id) {
   npb::JobRef ref;
-  int64_t id = 0;
-  if (!ParseJobId(external_id, &id)) {
-    return absl::InvalidArgumentError(absl::StrCat("\"", external_id, "\" is not a nexec job id"));
-  }
+  JC_ASSIGN_OR_RETURN(int64_t id, JobIdOf(external_id));
   ref.set_job_id(id);
   auto killed = client_->Unary<npb::JobRef, npb::ControlResponse>("Kill", &npb::Master::Stub::Kill, ref);
   // A job that ended meanwhile is stopped already.
   if (!killed.ok() && !absl::IsFailedPrecondition(killed.status())) return killed.status();
   return absl::OkStatus();
+}
+
+absl::StatusOr<bool> NexecBackend::Withdraw(const std::string& external_id) {
+  npb::JobRef ref;
+  JC_ASSIGN_OR_RETURN(int64_t id, JobIdOf(external_id));
+  ref.set_job_id(id);
+  ref.set_only_if_pending(true);
+  JC_ASSIGN_OR_RETURN(npb::ControlResponse answer,
+                      (client_->Unary<npb::JobRef, npb::ControlResponse>("Kill", &npb::Master::Stub::Kill, ref)));
+  // Only what this call took back: a job its owner killed, or one that ran and ended, is not.
+  return answer.taken_back();
 }
 
 absl::StatusOr<std::map<std::string, ReplicaObservation>> NexecBackend::Poll(
@@ -261,10 +324,7 @@ absl::StatusOr<std::map<std::string, ReplicaObservation>> NexecBackend::Poll(
 absl::StatusOr<std::string> NexecBackend::ReadLog(const std::string& external_id, bool stderr,
                                                   int64_t offset, int64_t max_bytes) {
   npb::ReadLogRequest req;
-  int64_t id = 0;
-  if (!ParseJobId(external_id, &id)) {
-    return absl::InvalidArgumentError(absl::StrCat("\"", external_id, "\" is not a nexec job id"));
-  }
+  JC_ASSIGN_OR_RETURN(int64_t id, JobIdOf(external_id));
   req.set_job_id(id);
   req.set_stderr(stderr);
   req.set_offset(offset);

@@ -7,6 +7,8 @@
 #include <memory>
 #include <string>
 
+#include <google/protobuf/timestamp.pb.h>
+
 #include "adapters/sdk/backend.h"
 #include "executor/auth/munge_auth.h"
 
@@ -20,6 +22,16 @@ struct NexecShape {
 };
 NexecShape ShapeForSpec(const pb::SpecOffer& spec);
 
+// How long a replica would wait from the master's `now` to its estimated `start`, in
+// seconds: 0 for a start already due, at most kMaxStartWaitSeconds (366 days). The master is
+// another process and its timestamps any int64: computed without int64 nanoseconds (which
+// end in 2262) or a subtraction that could overflow, so a far or absurd start saturates.
+// A master's timestamp as an absl::Time, for any seconds it sends (past 2262, where int64
+// nanoseconds end, too).
+absl::Time TimeOf(const google::protobuf::Timestamp& t);
+inline constexpr double kMaxStartWaitSeconds = 366.0 * 86400;
+double StartWaitSeconds(const google::protobuf::Timestamp& now, const google::protobuf::Timestamp& start);
+
 class NexecBackend final : public Backend {
  public:
   // `master` is host:port of nexec-master; `queue` empty = its default queue.
@@ -30,11 +42,17 @@ class NexecBackend final : public Backend {
 
   absl::StatusOr<pb::CenterInfo> Describe() override;
   absl::StatusOr<pb::Usage> GetUsage() override;
+  // From the master's backfill planner (EstimateStart): a probe shaped as a replica of
+  // each spec; a spec whose start nexec does not know is left out.
+  absl::StatusOr<std::vector<pb::SpecStartEstimate>> StartEstimates(
+      const std::vector<pb::SpecOffer>& specs) override;
   // nexec runs a replica in its image (nexec submit --image).
   bool RunsImages() const override { return true; }
   absl::StatusOr<std::string> Submit(const ReplicaLaunch& launch) override;
   absl::StatusOr<std::vector<std::string>> SubmitGang(const std::vector<ReplicaLaunch>& launches) override;
   absl::Status Stop(const std::string& external_id) override;
+  // nexec's Kill with only_if_pending: the master checks and kills on its loop.
+  absl::StatusOr<bool> Withdraw(const std::string& external_id) override;
   absl::StatusOr<std::map<std::string, ReplicaObservation>> Poll(
       const std::vector<std::string>& external_ids) override;
   absl::StatusOr<std::string> ReadLog(const std::string& external_id, bool stderr, int64_t offset,

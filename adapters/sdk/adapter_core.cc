@@ -8,6 +8,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
+#include <set>
 #include <filesystem>
 
 #include "absl/strings/match.h"
@@ -242,8 +244,10 @@ absl::StatusOr<pb::StageImageResponse> AdapterCore::StageImage(const pb::StageIm
     spdlog::info("image {} copied into {} as {}", req.image(), center_.image_mirror.registry, copy);
     return out;
   }
+  // The center's own images (its YAML) are the federation's ids: a project's image of the
+  // same id is another image, staged apart.
   for (const auto& i : center_.images) {
-    if (i.image_id() == req.image_id()) {
+    if (req.project().empty() && i.image_id() == req.image_id()) {
       pb::StageImageResponse out;
       *out.mutable_image() = i;
       return out;
@@ -256,7 +260,30 @@ absl::StatusOr<pb::Usage> AdapterCore::Usage() {
   JC_ASSIGN_OR_RETURN(pb::Usage usage, backend_->GetUsage());
   usage.set_security_grade(center_.security_grade);
   *usage.mutable_at() = ToTimestamp(absl::Now());
+  // What the scheduler knows of its queue (SPEC A16). Without it the usage is still worth
+  // reporting: every spec is then unknown.
+  usage.clear_start_estimates();
+  auto estimates = backend_->StartEstimates(center_.specs);
+  if (!estimates.ok()) {
+    spdlog::debug("start estimates of center {}: {}", center_.center_id, estimates.status().ToString());
+    return usage;
+  }
+  for (auto& e : CheckedStartEstimates(center_, *std::move(estimates))) *usage.add_start_estimates() = std::move(e);
   return usage;
+}
+
+std::vector<pb::SpecStartEstimate> CheckedStartEstimates(const CenterConfig& center,
+                                                         std::vector<pb::SpecStartEstimate> estimates) {
+  // One per offered spec, the first valid one a backend gave; a wait that is not a number of
+  // seconds is no estimate (the spec stays unknown), never zero.
+  std::vector<pb::SpecStartEstimate> out;
+  std::set<std::string> seen;
+  for (auto& e : estimates) {
+    if (!std::isfinite(e.wait_seconds()) || e.wait_seconds() < 0) continue;
+    if (center.FindSpec(e.resource_spec_id()) == nullptr || !seen.insert(e.resource_spec_id()).second) continue;
+    out.push_back(std::move(e));
+  }
+  return out;
 }
 
 absl::StatusOr<pb::ListAccountingResponse> AdapterCore::Accounting(absl::Time from, absl::Time to) {
@@ -312,7 +339,10 @@ absl::StatusOr<ReplicaLaunch> AdapterCore::Validate(const pb::SubmitReplicaReque
         "unknown resource spec \"", req.resource_spec_id(), "\"; center ", center_.center_id,
         " runs: ", offered.empty() ? "none" : absl::StrJoin(offered, ", ")));
   }
-  if (!req.image_id().empty() && (!center_.images.empty() || images_.receives()) && !images_.Has(req.image_id())) {
+  // The job's image is its project's of that id, else the federation's (image ids are unique
+  // within a project): either staged here will do.
+  if (!req.image_id().empty() && (!center_.images.empty() || images_.receives()) && !images_.Has(req.image_id()) &&
+      (req.project().empty() || !images_.Has(req.project(), req.image_id()))) {
     bool known = false;
     for (const auto& i : center_.images) known |= i.image_id() == req.image_id();
     if (!known) {
@@ -321,6 +351,7 @@ absl::StatusOr<ReplicaLaunch> AdapterCore::Validate(const pb::SubmitReplicaReque
     }
   }
   ReplicaLaunch l;
+  if (!req.image_id().empty()) l.image_path = images_.PathFor(req.project(), req.image_id());
   l.name = ReplicaName(req.key());
   l.key = req.key();
   l.command = req.command();
@@ -359,6 +390,13 @@ absl::StatusOr<ReplicaLaunch> AdapterCore::Validate(const pb::SubmitReplicaReque
     if (auto mirrored = mirror_.Copied(l.image)) l.image = *mirrored;
   }
   l.project = req.project();
+  if (req.time_limit_seconds() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("time_limit_seconds must not be negative, got ", req.time_limit_seconds()));
+  }
+  // The job's own limit, else the center's default (a scheduler estimates starts only from
+  // time limits: SPEC A16).
+  l.time_limit = req.time_limit_seconds() > 0 ? absl::Seconds(req.time_limit_seconds()) : center_.default_time_limit;
   l.env = {req.env().begin(), req.env().end()};
   // Where each of the task's datasets is at this center (a staged copy, one its YAML
   // lists, or one under data_dir): JC_DATASETS for the command; those on the center's file
@@ -369,7 +407,20 @@ absl::StatusOr<ReplicaLaunch> AdapterCore::Validate(const pb::SubmitReplicaReque
     const std::string name = key.substr(0, colon);
     const std::string version = colon == std::string::npos ? "" : key.substr(colon + 1);
     std::string where;
-    {
+    // The job's project's copy of the dataset, else the federation's (names are unique only
+    // within a project), never another project's.
+    if (!req.project().empty()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (auto it = project_datasets_.find(absl::StrCat(req.project(), "/", key)); it != project_datasets_.end()) {
+        where = it->second.url();
+      }
+    }
+    if (where.empty() && !req.project().empty() && req.project()[0] != '.' && !center_.data_dir.empty()) {
+      auto dir = PathInside(center_.data_dir, {".projects", req.project(), name, version.empty() ? std::string("latest") : version});
+      std::error_code ec;
+      if (dir.ok() && std::filesystem::is_directory(*dir, ec)) where = "file://" + dir->string();
+    }
+    if (where.empty()) {
       std::lock_guard<std::mutex> lock(mu_);
       for (const auto& d : center_.datasets) {
         if (d.data_name() == name && d.data_version() == version) where = d.url();
@@ -388,6 +439,8 @@ absl::StatusOr<ReplicaLaunch> AdapterCore::Validate(const pb::SubmitReplicaReque
     located.push_back(key + "=" + where);
   }
   if (!located.empty()) l.env["JC_DATASETS"] = absl::StrJoin(located, " ");
+  // Which center runs it (as Slurm's SLURM_CLUSTER_NAME): a command may adapt to it.
+  l.env["JC_CENTER_ID"] = center_.center_id;
   l.spec = *spec;
   l.spec_digest = SpecDigest(req);
   return l;
@@ -573,6 +626,38 @@ absl::StatusOr<pb::Replica> AdapterCore::StopReplica(const pb::ReplicaKey& key) 
   return Get(key);
 }
 
+absl::StatusOr<pb::Replica> AdapterCore::WithdrawReplica(const pb::ReplicaKey& key) {
+  JC_ASSIGN_OR_RETURN(pb::Replica r, Get(key));
+  if (Ended(r.state()) || r.state() != pb::REPLICA_PENDING || r.has_started_at()) return r;
+  {
+    // The poller leaves it alone while the backend is asked: a poll answered before the
+    // withdrawal would otherwise record the cancel as a stop of a replica that ran.
+    std::lock_guard<std::mutex> lock(mu_);
+    withdrawing_.insert(r.external_id());
+  }
+  absl::StatusOr<bool> withdrawn = backend_->Withdraw(r.external_id());
+  std::vector<pb::Replica> changed;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    withdrawing_.erase(r.external_id());
+    if (withdrawn.ok() && *withdrawn) {
+      for (auto& [name, other] : replicas_) {
+        if (other.external_id() != r.external_id() || Ended(other.state())) continue;
+        other.set_state(pb::REPLICA_STOPPED);
+        other.set_withdrawn(true);
+        other.clear_started_at();
+        other.set_message("withdrawn before it started, at the control plane's request");
+        *other.mutable_ended_at() = ToTimestamp(absl::Now());
+        changed.push_back(other);
+      }
+    }
+  }
+  if (!withdrawn.ok()) return withdrawn.status();
+  JC_RETURN_IF_ERROR(Record(changed));
+  if (!*withdrawn) JC_RETURN_IF_ERROR(PollOnce());  // it started: say so now
+  return Get(key);
+}
+
 absl::StatusOr<std::string> AdapterCore::ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes) {
   if (req.offset() < 0) return absl::InvalidArgumentError("offset must not be negative");
   JC_ASSIGN_OR_RETURN(pb::Replica r, Get(req.key()));
@@ -583,12 +668,26 @@ absl::StatusOr<pb::StageDatasetResponse> AdapterCore::StageDataset(const pb::Sta
   if (req.data_name().empty()) return absl::InvalidArgumentError("the dataset has no data_name");
   if (req.source_urls().empty()) return absl::InvalidArgumentError("no source_urls to stage from");
   pb::StageDatasetResponse out;
+  // A project's dataset is another than the federation's or another project's of the same
+  // name and version: kept apart, and never answered by theirs.
+  const std::string& project = req.project();
+  if (!project.empty() && project[0] == '.') {
+    return absl::InvalidArgumentError(absl::StrCat("project \"", project, "\" must not start with '.'"));
+  }
+  const std::string project_key = absl::StrCat(project, "/", req.data_name(), ":", req.data_version());
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& d : center_.datasets) {
-      if (d.data_name() == req.data_name() && d.data_version() == req.data_version()) {
-        *out.mutable_dataset() = d;
+    if (!project.empty()) {
+      if (auto it = project_datasets_.find(project_key); it != project_datasets_.end()) {
+        *out.mutable_dataset() = it->second;
         return out;
+      }
+    } else {
+      for (const auto& d : center_.datasets) {
+        if (d.data_name() == req.data_name() && d.data_version() == req.data_version()) {
+          *out.mutable_dataset() = d;
+          return out;
+        }
       }
     }
   }
@@ -599,10 +698,10 @@ absl::StatusOr<pb::StageDatasetResponse> AdapterCore::StageDataset(const pb::Sta
   namespace fs = std::filesystem;
   // The copy replaces what is at the destination: it must be a directory of its own
   // inside data_dir, whatever the caller sent as names.
-  JC_ASSIGN_OR_RETURN(fs::path dest,
-                      PathInside(center_.data_dir, {req.data_name(), req.data_version().empty()
-                                                                         ? std::string("latest")
-                                                                         : req.data_version()}));
+  const std::string version = req.data_version().empty() ? std::string("latest") : req.data_version();
+  JC_ASSIGN_OR_RETURN(fs::path dest, project.empty()
+                                         ? PathInside(center_.data_dir, {req.data_name(), version})
+                                         : PathInside(center_.data_dir, {".projects", project, req.data_name(), version}));
   // Who reads the copy (staged_dataset.h): a project's dataset, the account its jobs run
   // as here; a federation dataset, everyone.
   std::string account = center_.user;
@@ -647,7 +746,11 @@ absl::StatusOr<pb::StageDatasetResponse> AdapterCore::StageDataset(const pb::Sta
     out.set_source_url(url);
     out.set_seconds(absl::ToDoubleSeconds(absl::Now() - started));
     std::lock_guard<std::mutex> lock(mu_);
-    center_.datasets.push_back(d);
+    if (project.empty()) {
+      center_.datasets.push_back(d);
+    } else {
+      project_datasets_[project_key] = d;
+    }
     return out;
   }
   return absl::UnavailableError(absl::StrCat("no source could be staged: ", absl::StrJoin(errors, "; ")));
@@ -717,7 +820,7 @@ absl::Status AdapterCore::PollOnce() {
     for (auto& [name, r] : replicas_) {
       // Replicas submitted while the backend was being asked were not in the question:
       // their absence from the answer says nothing.
-      if (Ended(r.state()) || !polled.count(r.external_id())) continue;
+      if (Ended(r.state()) || !polled.count(r.external_id()) || withdrawing_.count(r.external_id())) continue;
       ReplicaObservation o;
       if (auto it = seen.find(r.external_id()); it != seen.end()) {
         o = it->second;

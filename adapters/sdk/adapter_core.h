@@ -30,6 +30,11 @@ class Registry;
 
 namespace jc::adapter {
 
+// What a backend said of its queue (Backend::StartEstimates), kept only where it is an
+// estimate: one per spec the center offers (the first valid), a finite wait of at least zero.
+std::vector<pb::SpecStartEstimate> CheckedStartEstimates(const CenterConfig& center,
+                                                         std::vector<pb::SpecStartEstimate> estimates);
+
 struct CoreOptions {
   absl::Duration poll_interval = absl::Milliseconds(200);
   size_t event_window = 100000;  // events kept for watchers (and in the store)
@@ -56,6 +61,10 @@ class AdapterCore {
   // Unavailable (retry) rather than waited for, so two batches never wait on each other.
   std::vector<absl::StatusOr<pb::Replica>> SubmitMany(const pb::SubmitReplicasRequest& req);
   absl::StatusOr<pb::Replica> StopReplica(const pb::ReplicaKey& key);
+  // Takes the replica back if it has not started (Backend::Withdraw): the answer is the
+  // replica ended with `withdrawn` set, or as it is when it started (it runs on). Replicas
+  // of one gang go together.
+  absl::StatusOr<pb::Replica> WithdrawReplica(const pb::ReplicaKey& key);
   absl::StatusOr<pb::Replica> Get(const pb::ReplicaKey& key);
   absl::StatusOr<std::string> ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes);
   // Copies the dataset in from the first source a mover copies (file:// built in, other
@@ -107,9 +116,14 @@ class AdapterCore {
   EventLog<pb::ReplicaEvent> events_;
 
   mutable std::mutex mu_;
+  // A project's staged datasets (data_dir/.projects/<project>/<name>/<version>), by
+  // "<project>/<name>:<version>": apart from the federation's of that name (center_.datasets),
+  // as dataset names are unique only within a project (issue 44). Under mu_.
+  std::map<std::string, pb::Dataset> project_datasets_;
   std::condition_variable submitted_cv_;
   std::map<std::string, pb::Replica> replicas_;  // by name
   std::set<std::string> submitting_;             // names whose submit is under way
+  std::set<std::string> withdrawing_;            // external ids being withdrawn (the poller skips them)
   // Record's group commit: the store's own (common/store/group_commit.h). Its committing
   // thread alone touches the txn_ fields: the prologue resets them, each write adds its
   // replicas and events with the next cursors, the epilogue (after the commit, in commit

@@ -81,6 +81,9 @@ class AdapterService final : public pb::Adapter::Service {
   grpc::Status StopReplica(grpc::ServerContext*, const pb::ReplicaRef* req, pb::Replica* resp) override {
     return Reply(core_->StopReplica(req->key()), resp);
   }
+  grpc::Status WithdrawReplica(grpc::ServerContext*, const pb::ReplicaRef* req, pb::Replica* resp) override {
+    return Reply(core_->WithdrawReplica(req->key()), resp);
+  }
   grpc::Status GetReplica(grpc::ServerContext*, const pb::ReplicaRef* req, pb::Replica* resp) override {
     return Reply(core_->Get(req->key()), resp);
   }

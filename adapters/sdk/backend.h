@@ -35,12 +35,21 @@ struct ReplicaLaunch {
   std::string user;     // the account to run as (the adapter's default when none was asked)
   std::string project;  // the federation project the job belongs to (center limits may count it)
   std::string image_id;
+  // The staged copy of the image this replica runs (image_dir/.projects/<project>/<id>, its
+  // project's, else image_dir/<id>, the federation's), chosen by the SDK; "" when the image
+  // was not staged here (configured `images:` or none). A backend that runs staged copies
+  // runs this one, never image_dir/<image_id> by itself: ids are unique only per project.
+  std::string image_path;
   std::string image;  // its content, registry/repository@sha256:...; empty: on the host
   // The task's datasets on the center's file system: bound read-only into its image (the
   // replica's JC_DATASETS says where each is).
   std::vector<std::string> read_only_dirs;
   std::map<std::string, std::string> env;
   pb::SpecOffer spec;  // the resource spec, with its quantities
+  // The longest it may run (SubmitReplicaRequest.time_limit_seconds, else the adapter's
+  // --default_time_limit); zero: no limit. A scheduler that plans by time limits (Slurm's
+  // --time, nexec's -W) is given it, so it can say when waiting replicas will start.
+  absl::Duration time_limit = absl::ZeroDuration();
   std::string spec_digest;  // of what the submit asked for (see Replica.spec_digest)
 };
 
@@ -66,6 +75,17 @@ class Backend {
   // Standard Table 4: tasks running and waiting, resources used and free.
   virtual absl::StatusOr<pb::Usage> GetUsage() = 0;
 
+  // What the center's scheduler knows of its queue (SPEC A16): for each of `specs` (the
+  // center's offers), how long a replica of it submitted now would wait before it starts,
+  // by the scheduler's own plan (backfill reservations, `squeue --start`). Leave out a spec
+  // whose wait the scheduler does not know: absent means unknown, never "no wait". An
+  // error leaves every spec unknown; the usage is reported all the same. The default
+  // knows nothing.
+  virtual absl::StatusOr<std::vector<pb::SpecStartEstimate>> StartEstimates(
+      const std::vector<pb::SpecOffer>& specs) {
+    return std::vector<pb::SpecStartEstimate>{};
+  }
+
   // Starts the replica, or, when the scheduler already has one named `launch.name`
   // (the adapter crashed after submitting), returns that one. Returns the scheduler's
   // id for it. InvalidArgument/FailedPrecondition when the scheduler refuses it.
@@ -83,6 +103,17 @@ class Backend {
 
   // Stops a replica (no error if it already ended).
   virtual absl::Status Stop(const std::string& external_id) = 0;
+
+  // Takes back a replica that has not started (SPEC A16: the control plane moves it to
+  // another center): true when it was cancelled before it started, and the scheduler will
+  // never start it; false when it started (it is left running). The check and the cancel
+  // must be one step of the scheduler (nexec's Kill only_if_pending, Slurm's `scancel
+  // --state=PENDING`): a replica is never both withdrawn and started. Replicas of one gang
+  // share the scheduler's job and go together. The default: this center cannot, and the
+  // control plane never moves its replicas.
+  virtual absl::StatusOr<bool> Withdraw(const std::string& external_id) {
+    return absl::UnimplementedError("this center's scheduler cannot withdraw a replica that waits");
+  }
 
   // The state of each replica asked for, by external id. A replica missing from the
   // answer is unknown to the scheduler (the SDK reports it failed as lost).

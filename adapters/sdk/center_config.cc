@@ -9,6 +9,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "absl/strings/str_join.h"
 #include "common/oci/image_reference.h"
 #include "common/yaml_guard.h"
@@ -173,6 +174,15 @@ static absl::StatusOr<CenterConfig> ParseCenterConfigUnguarded(const std::string
   JC_CFG_ASSIGN(c.security_grade, Get<int>(root, "security_grade", "center", 0));
   JC_CFG_ASSIGN(c.static_power_watts, Get<double>(root, "static_power_watts", "center", 0));
   JC_CFG_ASSIGN(c.performance_factor, Get<double>(root, "performance_factor", "center", 1));
+  std::string time_limit;
+  JC_CFG_ASSIGN(time_limit, Get<std::string>(root, "default_time_limit", "center", ""));
+  if (!time_limit.empty()) {
+    if (!absl::ParseDuration(time_limit, &c.default_time_limit) || c.default_time_limit < absl::ZeroDuration() ||
+        c.default_time_limit == absl::InfiniteDuration()) {
+      return absl::InvalidArgumentError(absl::StrCat("center: default_time_limit \"", time_limit,
+                                                     "\" is not a duration (\"2h\", \"90m\", \"3600s\")"));
+    }
+  }
   JC_CFG_ASSIGN(c.user, Get<std::string>(root, "user", "center", ""));
   if (!c.user.empty()) {
     if (auto s = CheckAccount(c.user, "user"); !s.ok()) return s;

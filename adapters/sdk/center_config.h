@@ -21,6 +21,7 @@
 //   image_dir: /srv/jc/images       # where staged images go, one entry per image id
 //   image_mover: [apptainer, pull, "{target}", "docker://{source}"]   # no shell
 //   image_registry: registry.bj-1:5000   # where other centers fetch this one's images
+//   default_time_limit: 4h          # replicas whose job sets no time limit run at most this
 //   specs:
 //     - {id: gpu-1x, cpu: 8, memory: 64Gi, gpu: 1, execution_power_watts: 350, price: 20}
 //   images:
@@ -35,6 +36,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "adapters/sdk/dataset_mover.h"
 #include "jointcloud/adapter/v1/adapter.pb.h"
 
@@ -82,6 +84,10 @@ struct CenterConfig {
   // (image_mirror.h); empty registry: they are pulled from their source at the task's start.
   ImageMirrorConfig image_mirror;
   std::vector<pb::SpecOffer> specs;
+  // The time limit a replica whose job has none is submitted with (Slurm's --time,
+  // nexec's -W): a scheduler estimates when waiting jobs start only from their time
+  // limits. Zero (absent): none (Slurm then applies its partition's DefaultTime).
+  absl::Duration default_time_limit = absl::ZeroDuration();
   std::vector<pb::Image> images;
   std::vector<pb::Dataset> datasets;
 

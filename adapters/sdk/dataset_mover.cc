@@ -9,8 +9,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/match.h"
+#include "absl/strings/string_view.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -23,6 +25,13 @@ namespace jc::adapter {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The project's account may not read (part of) the dataset: the center's data, as the
+// project's jobs would see it, is not this project's to stage.
+absl::Status NotReadable(const std::string& url, const CopyAccount& as, absl::string_view why) {
+  return absl::PermissionDeniedError(absl::StrCat(url, ": datasets of a project are staged with the rights of its account ",
+                                                  as.name, ", which may not read it all (", why, ")"));
+}
 
 class FileMover final : public DatasetMover {
  public:
@@ -54,8 +63,15 @@ class FileMover final : public DatasetMover {
     }
     return absl::OkStatus();
   }
-  absl::Status Copy(const std::string& url, const fs::path& target) const override {
+  absl::Status Copy(const std::string& url, const fs::path& target, const CopyAccount* as) const override {
     if (absl::Status allowed = Allowed(url); !allowed.ok()) return allowed;  // for its message; the opens decide
+    // Every open below, of the source and of the copy, with the account's rights: what it
+    // may not read stays behind (the copy fails saying so).
+    std::optional<ScopedFileIdentity> identity;
+    if (as != nullptr) {
+      identity.emplace(*as);
+      if (!identity->status().ok()) return identity->status();
+    }
     // The check above resolved the path by name, and a member of the project can swap a
     // link in right after it. So nothing is opened by that name: the data source root (the
     // operator's) is opened once, the dataset below it with openat2 refusing any link on
@@ -75,10 +91,14 @@ class FileMover final : public DatasetMover {
       break;
     }
     if (root.get() < 0) {
+      if (errno == EACCES && as != nullptr) return NotReadable(url, *as, std::strerror(errno));
       return absl::PermissionDeniedError(absl::StrCat(url, ": datasets are staged only from the center's data_sources"));
     }
     auto from = OpenBeneath(root.get(), relative == "." ? "" : relative, O_RDONLY | O_NONBLOCK | O_NOCTTY);
     if (!from.ok()) {
+      if (as != nullptr && absl::StrContains(from.status().message(), std::strerror(EACCES))) {
+        return NotReadable(url, *as, from.status().message());
+      }
       if (absl::IsPermissionDenied(from.status())) {
         return absl::PermissionDeniedError(absl::StrCat(url, ": datasets are staged from their path as registered: ",
                                                         from.status().message()));
@@ -91,6 +111,9 @@ class FileMover final : public DatasetMover {
       return absl::UnavailableError(absl::StrCat(target.parent_path().string(), ": ", std::strerror(errno)));
     }
     if (absl::Status copied = CopyTreeAt(from->get(), parent.get(), target.filename().string()); !copied.ok()) {
+      if (as != nullptr && absl::StrContains(copied.message(), std::strerror(EACCES))) {
+        return NotReadable(url, *as, copied.message());
+      }
       return absl::UnavailableError(absl::StrCat(url, ": ", copied.message()));
     }
     return absl::OkStatus();
@@ -104,11 +127,17 @@ class CommandMover final : public DatasetMover {
  public:
   explicit CommandMover(CommandMoverConfig c) : c_(std::move(c)), prefix_(c_.scheme + "://") {}
   bool Handles(const std::string& url) const override { return absl::StartsWith(url, prefix_); }
-  absl::Status Copy(const std::string& url, const fs::path& target) const override {
+  absl::Status Copy(const std::string& url, const fs::path& target, const CopyAccount* as) const override {
     std::vector<std::string> args;
     for (const auto& a : c_.argv) args.push_back(absl::StrReplaceAll(a, {{"{source}", url}, {"{target}", target.string()}}));
+    if (as != nullptr) args = RunAsArgv(*as, args);
     // Its output goes to a file beside the target, so that a failure can say why.
-    const ProgramResult run = RunProgram(args, target.string() + ".mover.log");
+    // Copying as an account, the log goes beside the target's parent, in the adapter's own
+    // directory: the account owns the target's parent and could plant a link there where
+    // root would then write.
+    const ProgramResult run =
+        RunProgram(args, as != nullptr ? target.parent_path().string() + ".mover.log" : target.string() + ".mover.log",
+                   c_.timeout);
     if (!run.started) {
       return absl::UnavailableError(absl::StrCat(url, ": cannot run the ", c_.scheme, " mover ", args[0], ": ", run.how));
     }

@@ -138,6 +138,15 @@ absl::StatusOr<std::unique_ptr<AdapterServer>> AdapterServer::Start(Backend* bac
   impl.core->EnableMetrics(*impl.registry);
   JC_RETURN_IF_ERROR(impl.core->Start());
 
+  if (!options.center_key_file.empty() && UnixSocketPath(options.listen).empty() && !options.tls.enabled()) {
+    // The proof answers whoever asks: it proves the center only while no one but the
+    // control plane can ask (a unix socket's allowed peers, mutual TLS's allowed clients).
+    // On plaintext TCP a process posing as this adapter could ask it and relay the answer.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--center_key_file on plaintext TCP (", options.listen,
+        ") proves nothing: anyone reaching the adapter could have it answer a challenge and relay the proof; "
+        "listen on a unix: socket (--allowed_peers) or with mutual TLS (--tls_*)"));
+  }
   if (!options.center_key_file.empty()) {
     // Checked at the start: a key the adapter cannot read would refuse every call later.
     JC_RETURN_IF_ERROR(auth::ReadAdapterKeyFile(options.center_key_file).status());

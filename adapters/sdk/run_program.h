@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
+
 namespace jc::adapter {
 
 struct ProgramResult {
@@ -15,7 +17,10 @@ struct ProgramResult {
   std::string output;    // its stdout and stderr, the first 4 KB
 };
 
-// `log`: where its output goes meanwhile (removed afterwards); must be writable.
-ProgramResult RunProgram(const std::vector<std::string>& args, const std::string& log);
+// `log`: where its output goes meanwhile (removed afterwards); must be writable. Past
+// `timeout` it is killed with its process group (SIGKILL: a stopped process goes too) and
+// the result says so: a program run as another account must not hold the caller forever.
+ProgramResult RunProgram(const std::vector<std::string>& args, const std::string& log,
+                         absl::Duration timeout = absl::InfiniteDuration());
 
 }  // namespace jc::adapter

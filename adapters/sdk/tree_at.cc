@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "adapters/sdk/copy_as.h"
 
 namespace jc::adapter {
 namespace {
@@ -252,5 +253,50 @@ absl::Status SealTreeAt(int dir, const std::string& name, const TreeAccess& acce
 }
 
 absl::Status RemoveTreeAt(int dir, const std::string& name) { return Remove(dir, name, 0); }
+
+absl::Status RemoveTreeAs(int dir, const std::string& name, uid_t uid, gid_t gid) {
+  if (geteuid() != 0 || uid == 0) return RemoveTreeAt(dir, name);
+  struct stat st;
+  if (fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) return absl::OkStatus();
+    return absl::UnavailableError(absl::StrCat("reading ", name, ": ", Errno(errno)));
+  }
+  absl::Status inside = absl::OkStatus();
+  if (S_ISDIR(st.st_mode)) {
+    CopyAccount as;
+    as.name = absl::StrCat("uid ", uid);
+    as.uid = uid;
+    as.gid = gid;
+    as.groups = {gid};
+    ScopedFileIdentity identity(as);
+    if (!identity.status().ok()) return identity.status();
+    UniqueFd fd(openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (fd.get() >= 0) {
+      auto names = Names(fd.get());
+      if (!names.ok()) return names.status();
+      for (const std::string& entry : *names) {
+        if (absl::Status s = Remove(fd.get(), entry, 1); !s.ok() && inside.ok()) inside = s;
+      }
+    }
+  }
+  if (!inside.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat(name, " is left in place: it holds what uid ", uid, " could not remove (", inside.message(), ")"));
+  }
+  // The entry itself, by root (its parent is root's): a directory only once empty (rmdir
+  // fails otherwise), anything else only when it is uid's own.
+  if (S_ISDIR(st.st_mode)) {
+    if (unlinkat(dir, name.c_str(), AT_REMOVEDIR) == 0 || errno == ENOENT) return absl::OkStatus();
+    return absl::UnavailableError(absl::StrCat(name, " is left in place: ", Errno(errno)));
+  }
+  if (st.st_uid != uid) {
+    return absl::UnavailableError(
+        absl::StrCat(name, " is left in place: it is uid ", st.st_uid, "'s, not uid ", uid, "'s"));
+  }
+  if (unlinkat(dir, name.c_str(), 0) != 0 && errno != ENOENT) {
+    return absl::UnavailableError(absl::StrCat("removing ", name, ": ", Errno(errno)));
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace jc::adapter

@@ -57,6 +57,7 @@ absl::Status CopyTreeAt(int from, int to_dir, const std::string& name);
 // 0755 and 0644 (0755) with `others_read`. Set-id and sticky bits never survive; entries
 // that are neither directories, regular files nor links are removed.
 struct TreeAccess {
+  std::string account;  // the account uid names (for copying with its rights: copy_as.h)
   bool change_owner = false;
   uid_t uid = 0;
   gid_t gid = 0;
@@ -68,5 +69,12 @@ absl::Status SealTreeAt(int dir, const std::string& name, const TreeAccess& acce
 // entry by name relative to its parent's descriptor (a link is removed, never followed).
 // Missing is fine.
 absl::Status RemoveTreeAt(int dir, const std::string& name);
+
+// The same for a tree an account controlled (a copy it made, a copy handed to it): what is
+// below `name` is removed with that account's file rights (copy_as.h), so an inode of
+// someone else's it renamed in is never removed by root; `name` itself (in a directory of
+// root's) is removed by root once it is an empty directory or a file of `uid`'s. What is
+// left is an error naming it, and stays in place.
+absl::Status RemoveTreeAs(int dir, const std::string& name, uid_t uid, gid_t gid);
 
 }  // namespace jc::adapter

@@ -106,6 +106,13 @@ std::vector<std::string> SbatchResourceArgs(const pb::SpecOffer& spec) {
   return args;
 }
 
+std::string SbatchTimeArg(absl::Duration limit) {
+  if (limit <= absl::ZeroDuration()) return "";
+  // Whole minutes, rounded up (--time=MM): a limit is never shortened.
+  const int64_t minutes = absl::ToInt64Minutes(absl::Ceil(limit, absl::Minutes(1)));
+  return absl::StrCat("--time=", std::max<int64_t>(minutes, 1));
+}
+
 SlurmBackend::SlurmBackend(SlurmOptions options) : options_(std::move(options)) {
   std::error_code ec;
   fs::create_directories(options_.log_dir, ec);
@@ -151,6 +158,36 @@ absl::StatusOr<pb::Usage> SlurmBackend::GetUsage() {
   u.mutable_used()->set_memory(static_cast<int>(t.memory_alloc_mb));
   u.mutable_free()->set_memory(static_cast<int>(t.memory_mb - t.memory_alloc_mb));
   return u;
+}
+
+absl::StatusOr<std::vector<pb::SpecStartEstimate>> SlurmBackend::StartEstimates(
+    const std::vector<pb::SpecOffer>& specs) {
+  if (specs.empty()) return std::vector<pb::SpecStartEstimate>{};
+  JC_ASSIGN_OR_RETURN(SlurmNodeTotals t, Nodes());
+  const std::string format(kSqueueQueueFields);
+  std::vector<std::string> pending = {"squeue", "--start", "-h", "-o", format};
+  std::vector<std::string> running = {"squeue", "-h", "-t", "RUNNING", "-o", format};
+  if (!options_.partition.empty()) {
+    pending.push_back("--partition=" + options_.partition);
+    running.push_back("--partition=" + options_.partition);
+  }
+  const absl::Time now = absl::Now();
+  JC_ASSIGN_OR_RETURN(std::string planned, Slurm(pending));
+  JC_ASSIGN_OR_RETURN(std::string held, Slurm(running));
+  std::vector<QueuedJob> jobs = ParseSqueueQueue(planned);
+  for (QueuedJob& j : ParseSqueueQueue(held)) jobs.push_back(std::move(j));
+  std::vector<pb::SpecStartEstimate> out;
+  for (const auto& spec : specs) {
+    const int cpus = std::max(1, static_cast<int>(std::ceil(spec.quantity().cpu())));
+    std::optional<absl::Duration> wait =
+        SlurmStartWait(jobs, t.cpu_total - t.cpu_alloc, t.gpu_total - t.gpu_alloc, cpus, spec.quantity().gpu(), now);
+    if (!wait) continue;  // N/A: unknown
+    pb::SpecStartEstimate& e = out.emplace_back();
+    e.set_resource_spec_id(spec.resource_spec_id());
+    e.set_wait_seconds(absl::ToDoubleSeconds(*wait));
+    e.set_source("slurm squeue --start");
+  }
+  return out;
 }
 
 std::string ReplicaTag(const std::string& secret, const std::string& name) {
@@ -321,6 +358,10 @@ absl::StatusOr<std::string> SlurmBackend::Submit(const ReplicaLaunch& launch) {
                                    "--output=" + (fs::path(options_.log_dir) / "%j.out").string(),
                                    "--error=" + (fs::path(options_.log_dir) / "%j.err").string()};
   for (auto& a : SbatchResourceArgs(launch.spec)) argv.push_back(std::move(a));
+  // Its time limit (the job's, else the center's default_time_limit): Slurm ends the job
+  // past it, and its backfill planner estimates starts only from time limits (without one,
+  // the partition's DefaultTime, or none: every start behind it is N/A).
+  if (const std::string time = SbatchTimeArg(launch.time_limit); !time.empty()) argv.push_back(time);
   if (!options_.partition.empty()) argv.push_back("--partition=" + options_.partition);
   if (!options_.account.empty()) argv.push_back("--account=" + options_.account);
   if (!launch.user.empty() && launch.user != CurrentUser()) {
@@ -351,6 +392,23 @@ absl::Status SlurmBackend::Stop(const std::string& external_id) {
   if (!IsJobId(external_id)) return absl::InvalidArgumentError(absl::StrCat("not a Slurm job id: ", external_id));
   // scancel of a job that already ended succeeds quietly.
   return Slurm({"scancel", external_id}).status();
+}
+
+absl::StatusOr<bool> SlurmBackend::Withdraw(const std::string& external_id) {
+  if (!IsJobId(external_id)) return absl::InvalidArgumentError(absl::StrCat("not a Slurm job id: ", external_id));
+  // slurmctld applies the state filter under its own lock: a job that started is not
+  // cancelled by this.
+  JC_RETURN_IF_ERROR(Slurm({"scancel", "--state=PENDING", external_id}).status());
+  JC_ASSIGN_OR_RETURN(auto seen, Poll({external_id}));
+  auto it = seen.find(external_id);
+  if (it == seen.end()) return absl::UnavailableError(absl::StrCat("slurm job ", external_id, " is not known"));
+  const ReplicaObservation& o = it->second;
+  if (o.state == pb::REPLICA_PENDING) {
+    return absl::UnavailableError(absl::StrCat("slurm job ", external_id, " still waits after scancel; ask again"));
+  }
+  // A job cancelled while pending has no start, or one at its end (Slurm sets both).
+  const bool never_ran = !o.started_at || (o.ended_at && *o.started_at >= *o.ended_at);
+  return o.state == pb::REPLICA_STOPPED && never_ran;
 }
 
 absl::StatusOr<std::map<std::string, ReplicaObservation>> SlurmBackend::Poll(

@@ -67,6 +67,8 @@ std::string ReplicaTag(const std::string& secret, const std::string& name);
 
 // sbatch's resource options for a spec: --cpus-per-task, --mem (MB), --gres.
 std::vector<std::string> SbatchResourceArgs(const pb::SpecOffer& spec);
+// sbatch's --time for a replica's time limit, in whole minutes rounded up; "" for none.
+std::string SbatchTimeArg(absl::Duration limit);
 
 class SlurmBackend final : public Backend {
  public:
@@ -74,8 +76,14 @@ class SlurmBackend final : public Backend {
 
   absl::StatusOr<pb::CenterInfo> Describe() override;
   absl::StatusOr<pb::Usage> GetUsage() override;
+  // From Slurm's backfill plan: `squeue --start` (pending jobs' expected starts) and the
+  // running jobs' time limits (SlurmStartWait); a spec Slurm says N/A for is left out.
+  absl::StatusOr<std::vector<pb::SpecStartEstimate>> StartEstimates(
+      const std::vector<pb::SpecOffer>& specs) override;
   absl::StatusOr<std::string> Submit(const ReplicaLaunch& launch) override;
   absl::Status Stop(const std::string& external_id) override;
+  // `scancel --state=PENDING`: slurmctld cancels it only while it waits.
+  absl::StatusOr<bool> Withdraw(const std::string& external_id) override;
   absl::StatusOr<std::map<std::string, ReplicaObservation>> Poll(
       const std::vector<std::string>& external_ids) override;
   absl::StatusOr<std::string> ReadLog(const std::string& external_id, bool stderr, int64_t offset,

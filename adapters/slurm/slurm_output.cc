@@ -291,4 +291,70 @@ SlurmNodeTotals ParseSinfoNodes(absl::string_view text) {
   return t;
 }
 
+std::vector<QueuedJob> ParseSqueueQueue(absl::string_view text) {
+  std::vector<QueuedJob> out;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipWhitespace())) {
+    std::vector<std::string> f = absl::StrSplit(line, '|');
+    if (f.size() != 6) continue;  // a warning, a new version's column: not a job line
+    for (auto& s : f) absl::StripAsciiWhitespace(&s);
+    QueuedJob j;
+    if (!IsJobId(f[0].substr(0, f[0].find('_')))) continue;  // array tasks print "12_3"
+    j.id = f[0];
+    if (f[1] == "PENDING") {
+      j.pending = true;
+    } else if (f[1] != "RUNNING" && f[1] != "COMPLETING" && f[1] != "CONFIGURING") {
+      continue;  // suspended, ended: neither waits nor frees at a known time
+    }
+    j.start = SlurmTime(f[2]);
+    j.end = SlurmTime(f[3]);
+    int64_t cpus = 0;
+    if (!absl::SimpleAtoi(f[4], &cpus) || cpus < 0) continue;
+    j.cpus = static_cast<int>(std::min<int64_t>(cpus, kMaxCount));
+    // "gres:gpu:2", "gres/gpu:2", "gres:gpu:a100:2", comma-separated; "N/A": none.
+    std::string gres;
+    for (absl::string_view item : absl::StrSplit(f[5], ',', absl::SkipEmpty())) {
+      if (!absl::ConsumePrefix(&item, "gres:")) absl::ConsumePrefix(&item, "gres/");
+      absl::StrAppend(&gres, gres.empty() ? "" : ",", item);
+    }
+    j.gpus = GresCount(gres, "gpu");
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+std::optional<absl::Duration> SlurmStartWait(const std::vector<QueuedJob>& jobs, int free_cpus, int free_gpus,
+                                             int cpus, int gpus, absl::Time now) {
+  absl::Time start = now;
+  // Queued ahead and no bigger: it starts no later than this one could.
+  for (const QueuedJob& j : jobs) {
+    if (!j.pending || j.cpus > cpus || j.gpus > gpus) continue;
+    if (!j.start) return std::nullopt;
+    start = std::max(start, *j.start);
+  }
+  // What runs frees what it holds at the end of its time limit, earliest first.
+  if (free_cpus < cpus || free_gpus < gpus) {
+    std::vector<const QueuedJob*> running;
+    for (const QueuedJob& j : jobs) {
+      if (!j.pending) running.push_back(&j);
+    }
+    std::sort(running.begin(), running.end(), [](const QueuedJob* a, const QueuedJob* b) {
+      return a->end.value_or(absl::InfiniteFuture()) < b->end.value_or(absl::InfiniteFuture());
+    });
+    std::optional<absl::Time> freed_at;
+    int64_t c = free_cpus, g = free_gpus;
+    for (const QueuedJob* j : running) {
+      if (!j->end) return std::nullopt;  // no time limit: what it holds may never free
+      c += j->cpus;
+      g += j->gpus;
+      if (c >= cpus && g >= gpus) {
+        freed_at = *j->end;
+        break;
+      }
+    }
+    if (!freed_at) return std::nullopt;  // bigger than what the cluster frees
+    start = std::max(start, *freed_at);
+  }
+  return start - now;
+}
+
 }  // namespace jc::adapter

@@ -9,10 +9,13 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "adapters/sdk/backend.h"
 
 namespace jc::adapter {
@@ -68,5 +71,31 @@ struct SlurmNodeTotals {
   int gpu_total = 0, gpu_alloc = 0;
 };
 SlurmNodeTotals ParseSinfoNodes(absl::string_view sinfo_output);
+
+// Slurm's queue as its backfill planner sees it (SPEC A16). `squeue --start -h -o
+// <kSqueueQueueFields>` lists pending jobs with the start the planner expects (%S: "N/A"
+// until it has planned them, or when a job in the way has no time limit); `squeue -h -t
+// RUNNING -o <kSqueueQueueFields>` lists running ones with when their time limit ends (%e).
+// Fields: job id, state, start, end, CPUs, gres per node ("gres:gpu:2", "gres/gpu:2", "N/A").
+inline constexpr absl::string_view kSqueueQueueFields = "%i|%T|%S|%e|%C|%b";
+struct QueuedJob {
+  std::string id;
+  bool pending = false;                     // else running (holding what it was given)
+  std::optional<absl::Time> start, end;     // nullopt: Slurm does not know (N/A, NONE, Unknown)
+  int cpus = 0;
+  int gpus = 0;
+};
+std::vector<QueuedJob> ParseSqueueQueue(absl::string_view text);
+
+// How long a replica needing `cpus` and `gpus`, submitted at `now`, waits by Slurm's plan:
+// no earlier than the expected start of every pending job that needs no more of either
+// (it was queued first and fits wherever this one would), nor than the end of enough
+// running jobs to free what it needs beside `free_cpus`/`free_gpus` (the cluster's, as
+// sinfo says). nullopt: unknown — a pending job it waits behind has no expected start, or
+// a running job it waits for has no time limit, or it never fits. Pending jobs that need
+// more are left out (the plan may fit this one before them), so this is Slurm's word
+// bounded from below, not a promise.
+std::optional<absl::Duration> SlurmStartWait(const std::vector<QueuedJob>& jobs, int free_cpus, int free_gpus,
+                                             int cpus, int gpus, absl::Time now);
 
 }  // namespace jc::adapter

@@ -6,6 +6,11 @@
 #include "common/status_macros.h"
 
 namespace jc::store {
+namespace {
+
+constexpr char kTieSeparator = '\x1f';
+
+}  // namespace
 
 absl::StatusOr<std::optional<std::string>> LoadDocText(Transaction& txn, absl::string_view table,
                                                        absl::string_view what,
@@ -37,11 +42,24 @@ void AddProjectScope(const std::optional<std::vector<std::string>>& visible, std
 
 absl::StatusOr<DocPage> ListDocs(Store& store, absl::string_view table,
                                  const std::vector<Condition>& conditions,
-                                 const std::string& page_token, int requested_page_size) {
+                                 const std::string& page_token, int requested_page_size,
+                                 absl::string_view tie_column) {
   JC_ASSIGN_OR_RETURN(int page_size, NormalizePageSize(requested_page_size));
   JC_ASSIGN_OR_RETURN(std::string after, DecodePageToken(page_token));
+  const bool tie = !tie_column.empty();
   std::string sql = absl::StrCat("SELECT id, doc FROM ", table, " WHERE id > $1");
   Params params{after};
+  if (tie) {
+    // The token is "id<US>tie"; an id holds no unit separator (CheckId).
+    std::string after_tie;
+    if (auto us = after.find(kTieSeparator); us != std::string::npos) {
+      after_tie = after.substr(us + 1);
+      after.resize(us);
+    }
+    params = {after, after, after_tie};
+    sql = absl::StrCat("SELECT id, doc, ", tie_column, " FROM ", table, " WHERE (id > $1 OR (id = $2 AND ",
+                       tie_column, " > $3))");
+  }
   for (const Condition& c : conditions) {
     std::string condition = c.sql;
     for (size_t i = 0; i <= c.more.size(); ++i) {
@@ -54,14 +72,16 @@ absl::StatusOr<DocPage> ListDocs(Store& store, absl::string_view table,
   }
   // One row more than asked tells whether another page exists.
   params.push_back(int64_t{page_size + 1});
-  absl::StrAppend(&sql, " ORDER BY id LIMIT $", params.size());
+  absl::StrAppend(&sql, " ORDER BY id", tie ? absl::StrCat(", ", tie_column) : "", " LIMIT $", params.size());
   JC_ASSIGN_OR_RETURN(Rows rows, store.Query(sql, params));
   DocPage page;
   for (size_t i = 0; i < rows.size() && static_cast<int>(i) < page_size; ++i) {
     page.docs.push_back(std::move(rows[i][1]));
   }
   if (static_cast<int>(rows.size()) > page_size) {
-    page.next_page_token = EncodePageToken(*rows[page_size - 1][0]);
+    const auto& last = rows[page_size - 1];
+    page.next_page_token =
+        EncodePageToken(tie ? absl::StrCat(*last[0], std::string(1, kTieSeparator), last[2].value_or("")) : *last[0]);
   }
   return page;
 }

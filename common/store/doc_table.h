@@ -51,8 +51,11 @@ struct DocPage {
 };
 
 // One page of documents ordered by id, after the page token, matching every condition.
+// `tie_column`: a table whose key is (id, tie_column) — ids unique only within it, as
+// images within a project — orders by both, and its page tokens hold both.
 absl::StatusOr<DocPage> ListDocs(Store& store, absl::string_view table,
                                  const std::vector<Condition>& conditions,
-                                 const std::string& page_token, int requested_page_size);
+                                 const std::string& page_token, int requested_page_size,
+                                 absl::string_view tie_column = "");
 
 }  // namespace jc::store

@@ -293,6 +293,63 @@ const std::vector<Migration>& Migrations() {
            "  previous_until BIGINT NOT NULL,"
            "  issued_at BIGINT NOT NULL)",
        }},
+      {19,
+       "user names: who first took each name, a stored user or an identity provider's user (issue 44)",
+       {
+           // Jobs, idempotency keys, rate limits and a center's account for a user are kept
+           // by name. The first to take a name keeps it: a stored user created later under
+           // an OIDC identity's name would inherit that identity's jobs, and an OIDC identity
+           // named like a deleted user that user's. claimed_by: "user" or "oidc".
+           "CREATE TABLE user_names ("
+           "  name TEXT PRIMARY KEY,"
+           "  claimed_by TEXT NOT NULL,"
+           "  claimed_at BIGINT NOT NULL)",
+           "INSERT INTO user_names (name, claimed_by, claimed_at) SELECT id, 'user', 0 FROM users",
+       }},
+      {20,
+       "image ids are unique within a project: images keyed by (project, id) (issue 44, hole 13)",
+       {
+           // A rebuild, the one way both SQLite and PostgreSQL change a primary key: a new
+           // table, the rows copied, the old one dropped (its indexes with it), renamed.
+           "CREATE TABLE images_by_project ("
+           "  project TEXT NOT NULL,"
+           "  id TEXT NOT NULL,"
+           "  center_id TEXT NOT NULL,"
+           "  framework TEXT NOT NULL,"
+           "  doc TEXT NOT NULL,"
+           "  PRIMARY KEY (project, id))",
+           "INSERT INTO images_by_project (project, id, center_id, framework, doc) "
+           "SELECT project, id, center_id, framework, doc FROM images",
+           "DROP TABLE images",
+           "ALTER TABLE images_by_project RENAME TO images",
+           "CREATE INDEX images_center ON images (center_id)",
+           // Lists page by (id, project); a job's image is looked up by id.
+           "CREATE INDEX images_id ON images (id, project)",
+       }},
+      {21,
+       "dataset names and versions are unique within a project (issue 44)",
+       {
+           // A project's dataset row is "<project>/<name>/<version>", the federation's
+           // stays "<name>/<version>" (project names, data names and versions never hold
+           // '/'), so two projects may hold the same name and version; locations follow.
+           "UPDATE dataset_locations SET dataset_id = (SELECT d.project || '/' || d.id FROM datasets d "
+           "WHERE d.id = dataset_locations.dataset_id) "
+           "WHERE dataset_id IN (SELECT id FROM datasets WHERE project <> '')",
+           "UPDATE datasets SET id = project || '/' || id WHERE project <> ''",
+           "CREATE INDEX datasets_name ON datasets (data_name)",
+       }},
+      {22,
+       "jobs' run times learned from history (issue 45, SPEC A16)",
+       {
+           // One row per estimator key (services/estimator): its sketch of run times, written
+           // in the transaction of the burst that closed the attempt it learned from. Read
+           // at leadership only, most recent first, at most the estimator's bound.
+           "CREATE TABLE job_durations ("
+           "  key TEXT PRIMARY KEY,"
+           "  sketch TEXT NOT NULL,"
+           "  updated_at BIGINT NOT NULL)",
+           "CREATE INDEX job_durations_updated ON job_durations (updated_at)",
+       }},
   };
   return *migrations;
 }

@@ -38,6 +38,7 @@
 #include "common/grpc_status.h"
 #include "common/quantity.h"
 #include "common/status_macros.h"
+#include "executor/agent/agent_service.h"
 #include "nexec/v1/nexec.grpc.pb.h"
 
 namespace jc::nexec {
@@ -348,25 +349,24 @@ absl::Status Agent::SetUpContainment() {
 }
 
 absl::StatusOr<int> Agent::Start() {
-  base_info_ = MeasureHost();
+  pb::AgentInfo info = MeasureHost();
   // GPUs, their model and memory from nvidia-smi; what --resources declares wins.
-  gpu_probe_ = GpuProbe(options_.nvidia_smi);
-  if (auto gpus = gpu_probe_.Sample(); gpus.ok()) {
-    watch_gpus_ = AdoptGpus(*gpus, &base_info_);
-    RememberGpuUuids(*gpus);
-  } else if (!absl::IsNotFound(gpus.status())) {
-    reprobe_gpus_ = true;
+  if (absl::Status gpus = gpu_watch_.Probe(&info); !gpus.ok()) {
     spdlog::warn("nexec agent: {} did not answer ({}); GPUs are not found yet, asked again with each heartbeat",
-                 options_.nvidia_smi, std::string(gpus.status().message()));
+                 options_.nvidia_smi, std::string(gpus.message()));
   }
-  JC_RETURN_IF_ERROR(ApplyDeclaredResources(options_.declared, &base_info_));
-  for (const auto& [k, v] : options_.resources) (*base_info_.mutable_resources())[k] = v;
+  JC_RETURN_IF_ERROR(ApplyDeclaredResources(options_.declared, &info));
+  for (const auto& [k, v] : options_.resources) (*info.mutable_resources())[k] = v;
   if (options_.host.empty()) {
     char name[256] = {0};
     gethostname(name, sizeof(name) - 1);
     options_.host = name;
   }
-  base_info_.set_host(options_.host);
+  info.set_host(options_.host);
+  {
+    absl::MutexLock lock(&mu_);
+    base_info_ = info;
+  }
   if (options_.state_dir.empty()) {
     options_.state_dir = (std::filesystem::temp_directory_path() / ("nexec-agent-" + options_.host)).string();
   }
@@ -405,20 +405,23 @@ absl::StatusOr<int> Agent::Start() {
   }
   std::string host = options_.listen_address.substr(0, options_.listen_address.rfind(':'));
   address_ = absl::StrCat(host, ":", port);
-  base_info_.set_address(address_);
+  {
+    absl::MutexLock lock(&mu_);
+    base_info_.set_address(address_);
+  }
   heartbeat_ = std::thread([this] { HeartbeatLoop(); });
   spdlog::info("nexec agent {} listening on {} ({} cpus, {} MB, {} gpus)", options_.host,
-               address_, base_info_.cpus(), base_info_.mem_mb(), base_info_.gpus_size());
+               address_, info.cpus(), info.mem_mb(), info.gpus_size());
   return port;
 }
 
 void Agent::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stopping_) return;
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (heartbeat_.joinable()) heartbeat_.join();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   sensors_.reset();
@@ -517,10 +520,8 @@ absl::StatusOr<int> Agent::KillPredecessorTasks() {
       r.set_attempt(attempt);
       r.set_state(pb::TASK_EXITED);
       r.set_exit_code(128 + SIGKILL);
-      std::lock_guard<std::mutex> lock(mu_);
-      unacked_exits_.push_back(r);
-      finished_.insert(key);
-      finished_order_.push_back(key);
+      absl::MutexLock lock(&mu_);
+      book_.Inherit(key, r);
     }
     if (absl::Status ended = journal_->Ended(key); !ended.ok()) return ended;
   }
@@ -530,7 +531,7 @@ absl::StatusOr<int> Agent::KillPredecessorTasks() {
 std::vector<CharDevice> Agent::GpuDevicesNotHeld(const std::vector<int>& held) {
   std::vector<int> host;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     host.assign(base_info_.gpus().begin(), base_info_.gpus().end());
   }
   std::vector<CharDevice> denied;
@@ -578,21 +579,15 @@ TaskLaunch Agent::TaskOf(const pb::LaunchRequest& req, const std::string& key) {
   t.denied_devices = GpuDevicesNotHeld(t.gpus);
   t.image = req.image();
   t.read_only_dirs = {req.read_only_dirs().begin(), req.read_only_dirs().end()};
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (int gpu : t.gpus) {
-      auto uuid = gpu_uuids_.find(gpu);
-      if (uuid != gpu_uuids_.end()) t.gpu_uuids.push_back(uuid->second);
-    }
-  }
+  t.gpu_uuids = gpu_watch_.UuidsOf(t.gpus);
   return t;
 }
 
 absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   std::string key = TaskKey(req.job_id(), req.task_index(), req.attempt());
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (tasks_.count(key) || finished_.count(key)) {
+    absl::MutexLock lock(&mu_);
+    if (book_.Knows(key)) {
       // The master may repeat a launch it is not sure about; the task already ran or
       // runs, and its outcome reaches the master in a heartbeat.
       auto pid = runner_.Pid(key);
@@ -620,7 +615,7 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   }
   if (req.bind_cpus()) {
     int slots_here = static_cast<int>(std::count(req.hosts().begin(), req.hosts().end(), options_.host));
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     t.cpus = ChooseCpus(std::max(1, slots_here));
     bound_cpus_[key] = t.cpus;
     info.command = t;
@@ -638,16 +633,15 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
     }
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    tasks_[key] = info;
-    logs_[{req.job_id(), req.task_index()}] = info;
+    absl::MutexLock lock(&mu_);
+    book_.Add(key, info);
   }
   // Recorded before it starts (process group still unknown): an agent that dies between
   // starting the task and recording its group leaves the mark, and its successor knows the
   // attempt was (perhaps) started and never starts it again.
   if (absl::Status marked = journal_->Starting(key); !marked.ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
-    tasks_.erase(key);
+    absl::MutexLock lock(&mu_);
+    book_.Drop(key);
     bound_cpus_.erase(key);
     return absl::UnavailableError(absl::StrCat("the agent cannot record the task: ", marked.message()));
   }
@@ -656,8 +650,8 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   if (!pid.ok()) {
     if (absl::IsAlreadyExists(pid.status())) return 0;  // a concurrent repeat started it
     (void)journal_->Ended(key);  // never started: a successor that still reads it finds no process
-    std::lock_guard<std::mutex> lock(mu_);
-    tasks_.erase(key);
+    absl::MutexLock lock(&mu_);
+    book_.Drop(key);
     bound_cpus_.erase(key);
     return pid.status();
   }
@@ -694,7 +688,7 @@ absl::StatusOr<pid_t> Agent::StartProcess(const TaskLaunch& launch) {
   // inodes made and dropped) cost ~1.5% of all CPU with thousands of short tasks a
   // second, most of which end before that round. Until then its "S" line stands, and a
   // successor of an agent that died meanwhile finds it by its environment.
-  std::lock_guard<std::mutex> lock(starts_mu_);
+  absl::MutexLock lock(&starts_mu_);
   unrecorded_starts_[launch.key] = *pid;
   return pid;
 }
@@ -702,13 +696,13 @@ absl::StatusOr<pid_t> Agent::StartProcess(const TaskLaunch& launch) {
 void Agent::RecordStartsLocked() {
   std::map<std::string, pid_t> started;
   {
-    std::lock_guard<std::mutex> lock(starts_mu_);
+    absl::MutexLock lock(&starts_mu_);
     started.swap(unrecorded_starts_);
   }
   for (const auto& [key, pid] : started) {
     // Ended (its "E" line is written) or in a later phase (recorded with that one): none.
     // A process not yet reaped keeps its pid, so the start time read is its own.
-    if (!tasks_.count(key) || runner_.Pid(key) != std::optional<pid_t>(pid)) continue;
+    if (!book_.running().count(key) || runner_.Pid(key) != std::optional<pid_t>(pid)) continue;
     // The task's process group, with its leader's start time (so that a pid reused by
     // another program is never taken for it), for an agent that restarts after a crash.
     if (absl::Status recorded = journal_->Started(key, pid, ProcessStartTime(pid)); !recorded.ok()) {
@@ -765,98 +759,51 @@ bool Agent::NextPhase(const std::string& key, TaskInfo& t, int exit_code, pb::Ta
         note.set_task_index(t.task_index);
         note.set_attempt(t.attempt);
         note.set_message(absl::StrCat("post-exec exited ", exit_code));
-        unacked_notes_.push_back(note);
+        book_.AddNote(note);
       }
       return false;
   }
   return false;
 }
 
-bool Agent::AdoptGpus(const GpuSnapshot& snapshot, pb::AgentInfo* info) const {
-  if (snapshot.gpus.empty()) return false;
-  for (const auto& g : snapshot.gpus) info->add_gpus(g.index);
-  (*info->mutable_resources())["model"] = GpuModel(snapshot.gpus[0].name);
-  (*info->mutable_resources())["gpumem"] = absl::StrCat(static_cast<int64_t>(snapshot.gpus[0].memory_total_mb));
-  spdlog::info("nexec agent: {} GPU(s), {} ({} MB) from {}", snapshot.gpus.size(), snapshot.gpus[0].name,
-               snapshot.gpus[0].memory_total_mb, gpu_probe_.Executable());
-  return true;
-}
-
-void Agent::RememberGpuUuids(const GpuSnapshot& snapshot) {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& g : snapshot.gpus) {
-    if (!g.uuid.empty()) gpu_uuids_[g.index] = g.uuid;
-  }
-}
-
 void Agent::ProbeGpusAgain() {
-  auto gpus = gpu_probe_.Sample();
-  if (!gpus.ok()) return;  // still failing: said at start; tried again next time
-  reprobe_gpus_ = false;
-  // What Start would have made of it: the GPUs, then --resources over them.
-  pb::AgentInfo info;
+  pb::AgentInfo base;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    info = base_info_;
+    absl::MutexLock lock(&mu_);
+    base = base_info_;
   }
-  info.clear_gpus();
-  if (!AdoptGpus(*gpus, &info)) return;
-  RememberGpuUuids(*gpus);
-  if (absl::Status declared = ApplyDeclaredResources(options_.declared, &info); !declared.ok()) {
-    // Start accepted the same --resources, so this cannot happen; keep the host as it was.
-    spdlog::error("nexec agent: --resources after the GPU probe: {}", declared.ToString());
-    return;
-  }
-  for (const auto& [k, v] : options_.resources) (*info.mutable_resources())[k] = v;
-  std::lock_guard<std::mutex> lock(mu_);
-  base_info_ = std::move(info);
+  std::optional<pb::AgentInfo> info = gpu_watch_.ProbeAgain(std::move(base), [&](pb::AgentInfo* host) {
+    JC_RETURN_IF_ERROR(ApplyDeclaredResources(options_.declared, host));
+    for (const auto& [k, v] : options_.resources) (*host->mutable_resources())[k] = v;
+    return absl::OkStatus();
+  });
+  if (!info) return;
+  absl::MutexLock lock(&mu_);
+  base_info_ = std::move(*info);
   last_info_.reset();  // the next heartbeat says so
-  watch_gpus_ = true;
 }
 
 void Agent::WatchGpus() {
-  auto sample = gpu_probe_.Sample();
-  if (!sample.ok()) {
-    spdlog::warn("nexec agent: GPU sample failed: {}", std::string(sample.status().message()));
-    return;
-  }
-  std::map<int, double> utilization;
-  for (const auto& g : sample->gpus) utilization[g.index] = g.utilization_pct;
+  std::optional<GpuSnapshot> sample = gpu_watch_.Sample();
+  if (!sample) return;
   std::vector<std::string> kill;
-  std::lock_guard<std::mutex> lock(mu_);
-  // Which task a GPU process belongs to: its process group is the task's.
-  std::map<pid_t, std::string> by_group;
-  for (const auto& [key, t] : tasks_) {
-    if (auto pid = runner_.Pid(key)) by_group[*pid] = key;
+  absl::MutexLock lock(&mu_);
+  std::vector<GpuWatch::TaskGpus> tasks;
+  for (const auto& [key, t] : book_.running()) {
+    tasks.push_back({key, runner_.Pid(key), t.gpus, t.misused, t.job_id, t.task_index, t.attempt});
   }
-  std::map<std::string, double> memory;
-  for (const auto& p : sample->processes) {
-    pid_t group = getpgid(p.pid);
-    auto owner = by_group.find(group);
-    if (group < 0 || owner == by_group.end()) continue;  // not a task of ours
-    TaskInfo& t = tasks_.at(owner->second);
-    memory[owner->second] += p.used_memory_mb;
-    if (std::find(t.gpus.begin(), t.gpus.end(), p.gpu_index) != t.gpus.end() || !t.misused.insert(p.gpu_index).second) {
-      continue;
-    }
-    pb::TaskNote note;
-    note.set_job_id(t.job_id);
-    note.set_task_index(t.task_index);
-    note.set_attempt(t.attempt);
-    note.set_killed(options_.kill_gpu_misuse);
-    note.set_message(absl::StrCat("GPU misuse: pid ", p.pid, " used GPU ", p.gpu_index, " (", p.used_memory_mb,
-                                  " MB), which was not given to the job (its GPUs: ",
-                                  t.gpus.empty() ? "none" : absl::StrJoin(t.gpus, ","), ")",
-                                  options_.kill_gpu_misuse ? "; the task was killed" : "; reported only"));
-    spdlog::warn("job {} task {}: {}", t.job_id, t.task_index, note.message());
-    unacked_notes_.push_back(note);
-    if (options_.kill_gpu_misuse) kill.push_back(owner->second);
+  GpuWatch::Assessment found = GpuWatch::Assess(*sample, tasks, options_.kill_gpu_misuse);
+  for (const GpuWatch::Misuse& m : found.misuse) {
+    TaskInfo& t = book_.running().at(m.key);
+    t.misused.insert(m.gpu);
+    spdlog::warn("job {} task {}: {}", t.job_id, t.task_index, m.note.message());
+    book_.AddNote(m.note);
+    if (options_.kill_gpu_misuse) kill.push_back(m.key);
   }
-  for (auto& [key, t] : tasks_) {
-    t.gpu_memory_mb = memory.count(key) ? memory[key] : 0;
-    double sum = 0;
-    for (int g : t.gpus) sum += utilization.count(g) ? utilization[g] : 0;
-    t.gpu_utilization = t.gpus.empty() ? 0 : sum / static_cast<double>(t.gpus.size());
+  for (auto& [key, t] : book_.running()) {
+    const GpuWatch::Assessment::Use& use = found.use[key];
+    t.gpu_memory_mb = use.memory_mb;
+    t.gpu_utilization = use.utilization;
   }
   for (const auto& key : kill) runner_.Kill(key).IgnoreError();  // its exit is reaped and reported as usual
 }
@@ -881,7 +828,7 @@ void Agent::EnableMetrics(prometheus::Registry& registry) {
 }
 
 absl::Status Agent::Ready() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   absl::Duration limit = std::max(3 * options_.heartbeat_interval, absl::Seconds(5));
   if (absl::Now() - last_accepted_heartbeat_ <= limit) return absl::OkStatus();
   return absl::UnavailableError(
@@ -912,9 +859,9 @@ absl::Status Agent::RunAction(const std::string& key, TaskInfo& t, const std::st
 absl::StatusOr<int64_t> Agent::SendInput(const pb::InputRequest& req) {
   const std::string key = TaskKey(req.job_id(), req.task_index(), req.attempt());
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = tasks_.find(key);
-    if (it == tasks_.end()) {
+    absl::MutexLock lock(&mu_);
+    auto it = book_.running().find(key);
+    if (it == book_.running().end()) {
       return absl::FailedPreconditionError(absl::StrCat("task ", key, " does not run on ", options_.host));
     }
     if (it->second.phase != TaskInfo::Phase::kCommand) {
@@ -936,12 +883,13 @@ absl::StatusOr<int64_t> Agent::SendInput(const pb::InputRequest& req) {
 
 absl::Status Agent::NotifyLocked(const pb::SignalRequest& req) {
   // Task 0 of the job's newest attempt here (an older one may not have been reaped yet).
-  auto it = tasks_.end();
-  for (auto t = tasks_.begin(); t != tasks_.end(); ++t) {
+  std::map<std::string, TaskInfo>& tasks = book_.running();
+  auto it = tasks.end();
+  for (auto t = tasks.begin(); t != tasks.end(); ++t) {
     if (t->second.job_id != req.job_id() || t->second.task_index != 0) continue;
-    if (it == tasks_.end() || t->second.attempt > it->second.attempt) it = t;
+    if (it == tasks.end() || t->second.attempt > it->second.attempt) it = t;
   }
-  if (it == tasks_.end() || it->second.event_file.empty()) {
+  if (it == tasks.end() || it->second.event_file.empty()) {
     return absl::NotFoundError(absl::StrCat("job ", req.job_id(), " has no event file on ", options_.host));
   }
   TaskInfo& t = it->second;
@@ -969,7 +917,7 @@ absl::Status Agent::NotifyLocked(const pb::SignalRequest& req) {
 
 absl::Status Agent::Signal(const pb::SignalRequest& req) {
   if (req.action() == pb::SignalRequest::NOTIFY) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return NotifyLocked(req);
   }
   if (req.action() == pb::SignalRequest::SIGNAL && (req.signal() <= 0 || req.signal() >= NSIG)) {
@@ -980,8 +928,8 @@ absl::Status Agent::Signal(const pb::SignalRequest& req) {
   std::vector<std::string> keys;
   absl::Status outcome;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [k, t] : tasks_) {
+    absl::MutexLock lock(&mu_);
+    for (auto& [k, t] : book_.running()) {
       if (t.job_id != req.job_id()) continue;
       if (req.task_index() >= 0 ? t.task_index != req.task_index() : t.task_index == 0) continue;
       if (req.action() == pb::SignalRequest::SUSPEND) t.suspended = true;
@@ -1031,15 +979,15 @@ absl::Status Agent::Signal(const pb::SignalRequest& req) {
 absl::StatusOr<std::string> Agent::ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes) {
   std::string path, user, output_root;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = logs_.find({req.job_id(), req.task_index()});
-    if (it == logs_.end()) {
+    absl::MutexLock lock(&mu_);
+    const TaskInfo* t = book_.LogOf(req.job_id(), req.task_index());
+    if (t == nullptr) {
       return absl::NotFoundError(
           absl::StrCat("no output of job ", req.job_id(), " task ", req.task_index(), " on ", options_.host));
     }
-    path = req.stderr() ? it->second.stderr_path : it->second.stdout_path;
-    user = it->second.command.user;
-    output_root = it->second.command.output_root;
+    path = req.stderr() ? t->stderr_path : t->stdout_path;
+    user = t->command.user;
+    output_root = t->command.output_root;
   }
   // Read as the job's user: the path is the user's, and root reading it would hand any
   // file a link there names to whoever asks for the job's output.
@@ -1062,42 +1010,45 @@ void Agent::HeartbeatLoop() {
   auto channel = grpc::CreateChannel(options_.master_address, grpc::InsecureChannelCredentials());
   auto stub = pb::Master::NewStub(channel);
   absl::Time next = absl::InfinitePast();
-  std::unique_lock<std::mutex> lock(mu_);
+  mu_.Lock();
   while (!stopping_) {
     // Exits are looked for often so the master hears of a finished task soon. A round
     // every 15 ms batches the exits of busy agents into one report: with thousands of
     // short tasks a second, 5 ms rounds cost 4% more CPU per job (more, smaller
     // heartbeats, each an RPC and a commit at the master), 30 ms rounds more again (a
     // longer tail), measured; waking on each SIGCHLD made more heartbeats still.
-    cv_.wait_for(lock, std::chrono::milliseconds(15), [&] { return stopping_; });
+    const absl::Time round = absl::Now() + absl::Milliseconds(15);
+    while (!stopping_ && !cv_.WaitWithDeadline(&mu_, round)) {
+    }
     if (stopping_) break;
-    lock.unlock();
+    mu_.Unlock();
     std::vector<TaskExit> exits = runner_.Reap();
-    lock.lock();
+    mu_.Lock();
     EnforceDeadlinesLocked();
     RecordExitsLocked(exits);
     RecordStartsLocked();
     bool periodic = absl::Now() >= next;
     if (exits.empty() && !periodic) continue;
     pb::HeartbeatRequest req = HeartbeatLocked(periodic);
-    size_t sent_exits = unacked_exits_.size();
-    lock.unlock();
+    size_t sent_exits = book_.exits().size();
+    mu_.Unlock();
     AddUsage(periodic, &req);
     size_t sent_notes = req.notes_size();
     pb::HeartbeatResponse resp;
     grpc::Status status = options_.auth.Call(options_.master_address, "Heartbeat", req, std::chrono::seconds(5),
                                              [&](grpc::ClientContext* ctx) { return stub->Heartbeat(ctx, req, &resp); });
-    lock.lock();
+    mu_.Lock();
     next = absl::Now() + options_.heartbeat_interval;
-    if (metrics_) metrics_->tasks->Set(static_cast<double>(tasks_.size()));
+    if (metrics_) metrics_->tasks->Set(static_cast<double>(book_.running().size()));
     if (!status.ok()) {
       if (metrics_) metrics_->heartbeats_failed->Increment();
       spdlog::warn("heartbeat to master {} failed: {}", options_.master_address,
                    status.error_message());
       continue;
     }
-    HeartbeatAnsweredLocked(resp, sent_exits, sent_notes, lock);
+    HeartbeatAnsweredLocked(resp, sent_exits, sent_notes);
   }
+  mu_.Unlock();
 }
 
 // A pre-exec past its timeout is killed; its end is then a failed pre-exec. A task a kill
@@ -1111,7 +1062,7 @@ void Agent::EnforceDeadlinesLocked() {
     spdlog::warn("task {}: {}: the kill failed ({}); trying again in a second", key, why, s.ToString());
     return false;
   };
-  for (auto& [key, t] : tasks_) {
+  for (auto& [key, t] : book_.running()) {
     if (now > t.kill_deadline) {
       spdlog::info("task {}: still running {} s after its kill action; killing it", key, t.kill_grace_seconds);
       t.kill_deadline = killed(key, "past its kill action's grace") ? absl::InfiniteFuture() : now + absl::Seconds(1);
@@ -1131,8 +1082,8 @@ void Agent::EnforceDeadlinesLocked() {
 void Agent::RecordExitsLocked(const std::vector<TaskExit>& exits) {
   std::vector<std::string> ended;  // journaled together, in one write
   for (const TaskExit& e : exits) {
-    auto it = tasks_.find(e.key);
-    if (it == tasks_.end()) continue;
+    auto it = book_.running().find(e.key);
+    if (it == book_.running().end()) continue;
     if (!e.killed_because.empty()) {
       // The kernel ended it (its memory limit): the job's history and reason say so.
       pb::TaskNote note;
@@ -1141,7 +1092,7 @@ void Agent::RecordExitsLocked(const std::vector<TaskExit>& exits) {
       note.set_attempt(it->second.attempt);
       note.set_message(e.killed_because);
       note.set_killed(true);
-      unacked_notes_.push_back(note);
+      book_.AddNote(note);
     }
     pb::TaskReport r;
     if (NextPhase(e.key, it->second, e.exit_code, &r)) continue;  // its next phase runs
@@ -1154,16 +1105,10 @@ void Agent::RecordExitsLocked(const std::vector<TaskExit>& exits) {
       u->set_memory_peak_kb(e.usage->memory_peak_kb);
       u->set_rss_kb(e.usage->rss_kb);
     }
-    unacked_exits_.push_back(r);
+    book_.AddExit(r);
     bound_cpus_.erase(e.key);
-    tasks_.erase(it);
     ended.push_back(e.key);
-    finished_.insert(e.key);
-    finished_order_.push_back(e.key);
-    if (finished_order_.size() > 100000) {
-      finished_.erase(finished_order_.front());
-      finished_order_.pop_front();
-    }
+    book_.Finish(e.key);
   }
   if (absl::Status s = journal_->Ended(ended); !s.ok()) {
     // Left "live" in the journal, a successor would kill nothing (their groups are gone)
@@ -1185,7 +1130,7 @@ pb::HeartbeatRequest Agent::HeartbeatLocked(bool periodic) {
   // busy agent sends hundreds a second, and every running task in each would be read
   // again by the master for nothing (the periodic one, each second, reports them all).
   req.set_exits_only(exits_only);
-  for (const auto& [key, t] : tasks_) {
+  for (const auto& [key, t] : book_.running()) {
     if (exits_only) break;
     pb::TaskReport* r = req.add_tasks();
     r->set_job_id(t.job_id);
@@ -1196,7 +1141,7 @@ pb::HeartbeatRequest Agent::HeartbeatLocked(bool periodic) {
     auto pid = runner_.Pid(key);
     r->set_pid(pid ? *pid : 0);
   }
-  for (const auto& r : unacked_exits_) *req.add_tasks() = r;
+  for (const auto& r : book_.exits()) *req.add_tasks() = r;
   return req;
 }
 
@@ -1208,8 +1153,8 @@ void Agent::AddUsage(bool periodic, pb::HeartbeatRequest* request) {
   // sent at once for an exit should cost nothing extra.
   std::map<std::string, TaskUsage> usages;
   if (periodic) usages = runner_.UsageAll();
-  if (periodic && watch_gpus_) WatchGpus();
-  if (periodic && reprobe_gpus_) ProbeGpusAgain();
+  if (periodic && gpu_watch_.Watching()) WatchGpus();
+  if (periodic && gpu_watch_.Reprobing()) ProbeGpusAgain();
   for (auto& r : *req.mutable_tasks()) {
     if (r.state() == pb::TASK_EXITED) continue;
     auto usage = usages.find(TaskKey(r.job_id(), r.task_index(), r.attempt()));
@@ -1225,29 +1170,27 @@ void Agent::AddUsage(bool periodic, pb::HeartbeatRequest* request) {
     u->set_memory_peak_kb(usage->second.memory_peak_kb);
   }
   {
-    std::lock_guard<std::mutex> gpu_lock(mu_);
+    absl::MutexLock gpu_lock(&mu_);
     for (auto& r : *req.mutable_tasks()) {
       if (r.state() == pb::TASK_EXITED) continue;
-      auto t = tasks_.find(TaskKey(r.job_id(), r.task_index(), r.attempt()));
-      if (t == tasks_.end()) continue;
+      auto t = book_.running().find(TaskKey(r.job_id(), r.task_index(), r.attempt()));
+      if (t == book_.running().end()) continue;
       r.mutable_usage()->set_gpu_memory_mb(t->second.gpu_memory_mb);
       r.mutable_usage()->set_gpu_utilization(t->second.gpu_utilization);
     }
-    for (const auto& n : unacked_notes_) *req.add_notes() = n;
+    for (const auto& n : book_.notes()) *req.add_notes() = n;
   }
 }
 
 // The master took the heartbeat: what it acknowledged is dropped, resize notifications are
 // written, and tasks it no longer knows are killed (lock released around each kill).
-void Agent::HeartbeatAnsweredLocked(const pb::HeartbeatResponse& resp, size_t sent_exits, size_t sent_notes,
-                                    std::unique_lock<std::mutex>& lock) {
+void Agent::HeartbeatAnsweredLocked(const pb::HeartbeatResponse& resp, size_t sent_exits, size_t sent_notes) {
   last_accepted_heartbeat_ = absl::Now();
   if (metrics_) {
     metrics_->heartbeats_ok->Increment();
     metrics_->last_heartbeat->Set(absl::ToDoubleSeconds(last_accepted_heartbeat_ - absl::UnixEpoch()));
   }
-  unacked_exits_.erase(unacked_exits_.begin(), unacked_exits_.begin() + sent_exits);
-  unacked_notes_.erase(unacked_notes_.begin(), unacked_notes_.begin() + static_cast<long>(sent_notes));
+  book_.Acknowledge(sent_exits, sent_notes);
   for (const auto& n : resp.notify()) {
     if (absl::Status written = NotifyLocked(n); !written.ok()) {
       spdlog::warn("job {}: resize events not written: {}", n.job_id(), written.ToString());
@@ -1255,105 +1198,10 @@ void Agent::HeartbeatAnsweredLocked(const pb::HeartbeatResponse& resp, size_t se
   }
   for (const auto& k : resp.kill()) {
     std::string key = TaskKey(k.job_id(), k.task_index(), k.attempt());
-    lock.unlock();
+    mu_.Unlock();
     if (runner_.Kill(key).ok()) spdlog::info("killed stale task {} at the master's word", key);
-    lock.lock();
+    mu_.Lock();
   }
-}
-
-namespace {
-
-// Starting a process as any user is the most a caller can do here: every call must carry
-// a munge credential of the master's account (or root); the first line of each handler.
-#define NEXEC_FROM_MASTER(method)                         \
-  if (grpc::Status refused = FromMaster(ctx, method, *req); !refused.ok()) return refused
-
-class AgentService final : public pb::Agent::Service {
- public:
-  AgentService(Agent* agent, MungeAuth auth, uid_t master_uid)
-      : agent_(agent), auth_(std::move(auth)), master_uid_(master_uid) {}
-  grpc::Status Launch(grpc::ServerContext* ctx, const pb::LaunchRequest* req,
-                      pb::LaunchResponse* resp) override {
-    NEXEC_FROM_MASTER("Launch");
-    auto pid = agent_->Launch(*req);
-    if (!pid.ok()) return ToGrpcStatus(pid.status());
-    resp->set_pid(*pid);
-    return grpc::Status::OK;
-  }
-  grpc::Status LaunchBatch(grpc::ServerContext* ctx, const pb::LaunchBatchRequest* req,
-                           pb::LaunchBatchResponse* resp) override {
-    NEXEC_FROM_MASTER("LaunchBatch");
-    for (const auto& launch : req->launches()) {
-      absl::StatusOr<int> pid;
-      try {
-        pid = agent_->Launch(launch);
-      } catch (const std::exception& e) {
-        spdlog::error("launch of job {} threw: {}", launch.job_id(), e.what());
-        pid = absl::InternalError(e.what());
-      }
-      pb::LaunchResult* r = resp->add_results();
-      if (pid.ok()) {
-        r->set_pid(*pid);
-      } else {
-        r->set_code(static_cast<int>(pid.status().code()));
-        r->set_message(std::string(pid.status().message()));
-      }
-    }
-    return grpc::Status::OK;
-  }
-  grpc::Status Signal(grpc::ServerContext* ctx, const pb::SignalRequest* req,
-                      pb::SignalResponse*) override {
-    NEXEC_FROM_MASTER("Signal");
-    return ToGrpcStatus(agent_->Signal(*req));
-  }
-  grpc::Status SendInput(grpc::ServerContext* ctx, const pb::InputRequest* req,
-                         pb::InputResponse* resp) override {
-    NEXEC_FROM_MASTER("SendInput");
-    auto accepted = agent_->SendInput(*req);
-    if (!accepted.ok()) return ToGrpcStatus(accepted.status());
-    resp->set_accepted(*accepted);
-    return grpc::Status::OK;
-  }
-  grpc::Status ReadLog(grpc::ServerContext* ctx, const pb::ReadLogRequest* req,
-                       grpc::ServerWriter<pb::LogChunk>* writer) override {
-    NEXEC_FROM_MASTER("ReadLog");
-    constexpr int64_t kChunk = 1 << 20;
-    int64_t offset = req->offset();
-    while (true) {
-      pb::ReadLogRequest at = *req;
-      at.set_offset(offset);
-      auto data = agent_->ReadLog(at, kChunk);
-      if (!data.ok()) return ToGrpcStatus(data.status());
-      if (data->empty()) return grpc::Status::OK;
-      pb::LogChunk chunk;
-      chunk.set_offset(offset);
-      chunk.set_data(*data);
-      if (!writer->Write(chunk)) return grpc::Status::OK;
-      offset += static_cast<int64_t>(data->size());
-    }
-  }
-
- private:
-  grpc::Status FromMaster(grpc::ServerContext* ctx, absl::string_view method,
-                          const google::protobuf::Message& req) const {
-    auto caller = auth_.Verify(ctx, method, req);
-    if (!caller.ok()) return ToGrpcStatus(caller.status());
-    if (caller->root() || caller->uid == master_uid_) return grpc::Status::OK;
-    spdlog::warn("refused {} from {} (uid {}): agents take calls only from the master", std::string(method), caller->user,
-                 caller->uid);
-    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                        absl::StrCat("agents take ", method, " only from the nexec master, not from ",
-                                     caller->user));
-  }
-  Agent* agent_;
-  const MungeAuth auth_;
-  const uid_t master_uid_;
-};
-
-}  // namespace
-
-std::unique_ptr<grpc::Service> MakeAgentService(Agent* agent, const MungeAuth& auth, uid_t master_uid) {
-  return std::make_unique<AgentService>(agent, auth, master_uid);
 }
 
 }  // namespace jc::nexec

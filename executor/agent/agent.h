@@ -4,24 +4,21 @@
 // master in heartbeats, and runs, signals and serves the logs of tasks the master
 // launches here (SPEC B1, B8, B11).
 
-#include <atomic>
-#include <condition_variable>
-#include <deque>
 #include <sys/types.h>
 
 #include <map>
-#include <set>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "executor/agent/gpu_probe.h"
+#include "executor/agent/gpu_watch.h"
+#include "executor/agent/task_book.h"
 #include "executor/container/image_store.h"
 #include "executor/sensor/sensor.h"
 #include "executor/agent/task_journal.h"
@@ -104,15 +101,15 @@ class Agent {
   ~Agent();
 
   // Starts the gRPC server and the heartbeat loop; returns the bound port.
-  absl::StatusOr<int> Start();
-  void Stop();
+  absl::StatusOr<int> Start() ABSL_LOCKS_EXCLUDED(mu_);
+  void Stop() ABSL_LOCKS_EXCLUDED(mu_);
 
-  // The gRPC handlers call these.
-  absl::StatusOr<int> Launch(const pb::LaunchRequest& req);
-  absl::Status Signal(const pb::SignalRequest& req);
+  // The gRPC handlers (agent_service.h) call these.
+  absl::StatusOr<int> Launch(const pb::LaunchRequest& req) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Signal(const pb::SignalRequest& req) ABSL_LOCKS_EXCLUDED(mu_);
   // Interactive jobs: input for a task's command; answers the bytes it took.
-  absl::StatusOr<int64_t> SendInput(const pb::InputRequest& req);
-  absl::StatusOr<std::string> ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes);
+  absl::StatusOr<int64_t> SendInput(const pb::InputRequest& req) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<std::string> ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes) ABSL_LOCKS_EXCLUDED(mu_);
 
   // nexec_agent_heartbeats_total{result}, nexec_agent_launches_total{result},
   // nexec_agent_tasks (running here), nexec_agent_last_heartbeat_timestamp_seconds.
@@ -120,7 +117,7 @@ class Agent {
   void EnableMetrics(prometheus::Registry& registry);
   // Ready while the master took a heartbeat lately (three intervals, at least 5 s);
   // Unavailable saying since when otherwise (/readyz).
-  absl::Status Ready();
+  absl::Status Ready() ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   struct Metrics {
@@ -131,62 +128,42 @@ class Agent {
     prometheus::Gauge* tasks;
     prometheus::Gauge* last_heartbeat;
   };
-  struct TaskInfo {
-    int64_t job_id;
-    int32_t task_index;
-    int32_t attempt;
-    std::string stdout_path;
-    std::string stderr_path;
-    bool suspended = false;
-    std::vector<int> gpus;                   // given to the task
-    std::set<int> misused;                   // GPUs it was found on without them, reported once each
-    double gpu_memory_mb = 0, gpu_utilization = 0;  // from the last GPU sample
-    // Queue actions (B6): a task runs its pre-exec, then its command, then its
-    // post-exec, one process (group) after the other under the same key.
-    enum class Phase { kPre, kCommand, kPost } phase = Phase::kCommand;
-    TaskLaunch command;              // started once the pre-exec succeeded
-    std::string post_exec;
-    absl::Time pre_exec_deadline = absl::InfiniteFuture();
-    bool pre_exec_timed_out = false;
-    int pre_exec_timeout_seconds = 0;
-    int command_exit = 0;            // reported once the post-exec is done
-    // Job controls: commands instead of the signals; a kill action's grace.
-    std::string suspend_action, resume_action, kill_action;
-    int kill_grace_seconds = 10;
-    absl::Time kill_deadline = absl::InfiniteFuture();
-    int actions_run = 0;
-    // Elastic jobs (task 0): the job's event file and how many resize events it holds.
-    std::string event_file;
-    std::shared_ptr<OwnedFd> event_fd;  // opened as the job's user; shared by the copies in logs_
-    int events_written = 0;
-  };
+  using TaskInfo = TaskBook::Task;
   // Appends to the job's event file the resize events `req` lists that it does not hold
-  // yet (NOTIFY, from a Signal call or a heartbeat's answer). Caller holds mu_.
-  absl::Status NotifyLocked(const pb::SignalRequest& req);
-  // Runs a job-control action for the task at `key` (caller holds mu_).
-  absl::Status RunAction(const std::string& key, TaskInfo& t, const std::string& action);
+  // yet (NOTIFY, from a Signal call or a heartbeat's answer).
+  absl::Status NotifyLocked(const pb::SignalRequest& req) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Runs a job-control action for the task at `key`.
+  absl::Status RunAction(const std::string& key, TaskInfo& t, const std::string& action)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // What the end of one phase of a task means: the next phase starts (true), or the task
-  // ended and `report` says how (false). Caller holds mu_.
-  bool NextPhase(const std::string& key, TaskInfo& t, int exit_code, pb::TaskReport* report);
+  // ended and `report` says how (false).
+  bool NextPhase(const std::string& key, TaskInfo& t, int exit_code, pb::TaskReport* report)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Starts `launch` under its key; its process group is recorded for a successor agent by
-  // the heartbeat loop's next round (RecordStartsLocked).
-  absl::StatusOr<pid_t> StartProcess(const TaskLaunch& launch);
-  // One nvidia-smi sample applied to the tasks: their GPU usage, and misuse (killed or
-  // reported, as configured). Takes mu_.
-  void WatchGpus();
+  // the heartbeat loop's next round (RecordStartsLocked). With or without mu_.
+  absl::StatusOr<pid_t> StartProcess(const TaskLaunch& launch) ABSL_LOCKS_EXCLUDED(starts_mu_);
+  // One nvidia-smi sample applied to the tasks (GpuWatch::Assess): their GPU usage, and
+  // misuse (killed or reported, as configured). Takes mu_.
+  void WatchGpus() ABSL_LOCKS_EXCLUDED(mu_);
+  // A watch that failed at start tried again; the host's GPUs become its resources when
+  // nvidia-smi answers. Takes mu_.
+  void ProbeGpusAgain() ABSL_LOCKS_EXCLUDED(mu_);
   // What the task runner starts for a launch (Launch's first step).
-  TaskLaunch TaskOf(const pb::LaunchRequest& req, const std::string& key);
-  void HeartbeatLoop();
+  TaskLaunch TaskOf(const pb::LaunchRequest& req, const std::string& key) ABSL_LOCKS_EXCLUDED(mu_);
+  void HeartbeatLoop() ABSL_LOCKS_EXCLUDED(mu_);
   // HeartbeatLoop's steps; *Locked: with mu_ held.
-  void EnforceDeadlinesLocked();
-  void RecordExitsLocked(const std::vector<TaskExit>& exits);
+  void EnforceDeadlinesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RecordExitsLocked(const std::vector<TaskExit>& exits) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The process groups started since the last round whose tasks still run, with their
   // leaders' start times, into the journal.
-  void RecordStartsLocked();
-  pb::HeartbeatRequest HeartbeatLocked(bool periodic);
-  void AddUsage(bool periodic, pb::HeartbeatRequest* req);
-  void HeartbeatAnsweredLocked(const pb::HeartbeatResponse& resp, size_t sent_exits, size_t sent_notes,
-                               std::unique_lock<std::mutex>& lock);
+  void RecordStartsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) ABSL_LOCKS_EXCLUDED(starts_mu_);
+  pb::HeartbeatRequest HeartbeatLocked(bool periodic) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Each running task's usage and GPU figures, and the notes not yet acknowledged. Takes
+  // mu_ for the GPU figures only.
+  void AddUsage(bool periodic, pb::HeartbeatRequest* req) ABSL_LOCKS_EXCLUDED(mu_);
+  // Releases mu_ around each kill the master asks for.
+  void HeartbeatAnsweredLocked(const pb::HeartbeatResponse& resp, size_t sent_exits, size_t sent_notes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Contains tasks in cgroups as options_.cgroups says (at start).
   absl::Status SetUpContainment();
   // Tasks in images where runc, skopeo and umoci are installed (said at start otherwise).
@@ -194,59 +171,43 @@ class Agent {
   // Kills the process groups of the tasks a previous agent on this host started and did
   // not see end (it died), as its journal says; returns how many were still running. Each
   // is marked ended in the journal once reported, so an error here stops the start.
-  absl::StatusOr<int> KillPredecessorTasks();
-  pb::AgentInfo CurrentInfo();
-
-  AgentOptions options_;
-  pb::AgentInfo base_info_;
+  absl::StatusOr<int> KillPredecessorTasks() ABSL_LOCKS_EXCLUDED(mu_);
+  pb::AgentInfo CurrentInfo() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The device numbers of this host's GPUs that `held` leaves out (those with a node).
-  std::vector<CharDevice> GpuDevicesNotHeld(const std::vector<int>& held);
-  std::optional<pb::AgentInfo> last_info_;  // the heartbeat loop's: what the last periodic one read
+  std::vector<CharDevice> GpuDevicesNotHeld(const std::vector<int>& held) ABSL_LOCKS_EXCLUDED(mu_);
+  // `n` cores for a task, the least used by bound tasks first.
+  std::vector<int> ChooseCpus(int n) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // Set before the server and the heartbeat loop start (Start), read-only after.
+  AgentOptions options_;
   std::unique_ptr<TaskJournal> journal_;  // set in Start, before any task
-  TaskRunner runner_;
+  TaskRunner runner_;                     // its own lock
   std::unique_ptr<SensorRunner> sensors_;
   std::unique_ptr<grpc::Service> service_;
   std::unique_ptr<grpc::Server> server_;
   std::string address_;
+  std::string image_store_;  // where tasks' images are kept; empty: this agent runs none
+  std::unique_ptr<Metrics> metrics_;
+  // nvidia-smi at start, then each periodic heartbeat (its own lock for the GPUs' UUIDs).
+  GpuWatch gpu_watch_{options_.nvidia_smi};
+
+  absl::Mutex mu_;
+  // The host as measured and declared, with the GPUs nvidia-smi showed.
+  pb::AgentInfo base_info_ ABSL_GUARDED_BY(mu_);
+  // The heartbeat loop's: what the last periodic one read.
+  std::optional<pb::AgentInfo> last_info_ ABSL_GUARDED_BY(mu_);
+  TaskBook book_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::vector<int>> bound_cpus_ ABSL_GUARDED_BY(mu_);  // by task key, while it runs
+  absl::CondVar cv_;  // with mu_: stopping_
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time last_accepted_heartbeat_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 
   // Processes started and not yet in the journal's "P" lines, by task key: the heartbeat
   // loop records those still running (own mutex: StartProcess runs with and without mu_).
-  std::mutex starts_mu_;
-  std::map<std::string, pid_t> unrecorded_starts_;
+  absl::Mutex starts_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  std::map<std::string, pid_t> unrecorded_starts_ ABSL_GUARDED_BY(starts_mu_);
 
-  std::mutex mu_;
-  std::map<std::string, TaskInfo> tasks_;           // running, by task key
-  std::map<std::pair<int64_t, int32_t>, TaskInfo> logs_;  // last attempt per job and task, for ReadLog
-  // Task attempts that already ran here, so a repeated launch never runs one twice (a
-  // hash set: it holds the last 100,000, and each launch asks it).
-  absl::flat_hash_set<std::string> finished_;
-  std::deque<std::string> finished_order_;
-  std::vector<pb::TaskReport> unacked_exits_;       // sent until a heartbeat succeeds
-  std::vector<pb::TaskNote> unacked_notes_;         // likewise
-  GpuProbe gpu_probe_{"nvidia-smi"};
-  std::map<std::string, std::vector<int>> bound_cpus_;  // by task key, while it runs (under mu_)
-  // `n` cores for a task, the least used by bound tasks first. Caller holds mu_.
-  std::vector<int> ChooseCpus(int n) const;
-  bool watch_gpus_ = false;  // nvidia-smi answered (at start, or on a later try)
-  // nvidia-smi failed at start (rather than not being there): asked again on each periodic
-  // heartbeat until it answers, so a transient failure does not leave the host without
-  // its GPUs until a restart.
-  bool reprobe_gpus_ = false;
-  // The host as measured and declared (base_info_) with GPUs from `snapshot`; false when
-  // it shows none. --resources still wins over what nvidia-smi says.
-  bool AdoptGpus(const GpuSnapshot& snapshot, pb::AgentInfo* info) const;
-  // Each GPU's UUID by index, for CUDA_VISIBLE_DEVICES in containers (guarded by mu_).
-  void RememberGpuUuids(const GpuSnapshot& snapshot);
-  std::map<int, std::string> gpu_uuids_;
-  std::string image_store_;  // where tasks' images are kept; empty: this agent runs none
-  void ProbeGpusAgain();
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  absl::Time last_accepted_heartbeat_ = absl::InfinitePast();  // under mu_
-  std::unique_ptr<Metrics> metrics_;
   std::thread heartbeat_;
 };
-
-std::unique_ptr<grpc::Service> MakeAgentService(Agent* agent, const MungeAuth& auth, uid_t master_uid);
 
 }  // namespace jc::nexec

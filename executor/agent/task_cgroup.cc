@@ -369,11 +369,14 @@ absl::Status TaskCgroup::Reset(const CgroupLimits& limits) {
         (void)WriteText(c_.memory + "/memory.swap.max", limits.memory_bytes > 0 ? "0" : "max");
       } else {
         const std::string value = limits.memory_bytes > 0 ? absl::StrCat(limits.memory_bytes) : "-1";
-        // memsw must stay at least the memory limit: raised after it, lowered before it.
-        if (has_memsw_ && limits.memory_bytes > 0) (void)WriteText(c_.memory + "/memory.memsw.limit_in_bytes", value);
+        // memsw must stay at least the memory limit, so it is raised before the limit and
+        // lowered after it; which of the two this is depends on what the cgroup's previous
+        // task had, so memsw is written on both sides (the first write fails harmlessly
+        // when it would go below the limit in force). Unlimited after a limited task: memsw
+        // first, or the kernel refuses the limit with EINVAL (the cgroup is reused).
+        if (has_memsw_) (void)WriteText(c_.memory + "/memory.memsw.limit_in_bytes", value);
         JC_RETURN_IF_ERROR(WriteText(c_.memory + "/memory.limit_in_bytes", value));
-        if (has_memsw_ && limits.memory_bytes > 0) (void)WriteText(c_.memory + "/memory.memsw.limit_in_bytes", value);
-        if (has_memsw_ && limits.memory_bytes <= 0) (void)WriteText(c_.memory + "/memory.memsw.limit_in_bytes", "-1");
+        if (has_memsw_) (void)WriteText(c_.memory + "/memory.memsw.limit_in_bytes", value);
       }
       applied_memory_ = limits.memory_bytes;
     }

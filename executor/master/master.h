@@ -118,7 +118,12 @@ class Master {
   absl::StatusOr<pb::Job> GetJob(int64_t id);
   std::vector<pb::Job> ListJobs(const pb::ListJobsRequest& req);
   // Ends the job; `reason` (empty: "killed by user") is what its record says.
-  absl::StatusOr<pb::Job> Kill(int64_t id, const std::string& reason = "");
+  // `only_if_pending`: only a job that never started (pending, first attempt) is killed;
+  // another is answered as it is, unchanged (the control plane's withdrawal of a replica
+  // that waits: decided on the loop, so no start comes between the check and the kill).
+  // `taken_back`, when given, says whether this call killed a job that never started.
+  absl::StatusOr<pb::Job> Kill(int64_t id, const std::string& reason = "", bool only_if_pending = false,
+                               bool* taken_back = nullptr);
   // Suspends a running job (USUSP). A job the system suspended (SSUSP: its run window
   // closed) becomes the user's: it no longer resumes by itself.
   absl::StatusOr<pb::Job> Suspend(int64_t id);
@@ -132,6 +137,9 @@ class Master {
   std::vector<pb::Limit> ListLimits();
   // The share trees of fair-share queues (all, or `queue`'s), depth first.
   std::vector<pb::ShareNode> ListShares(const std::string& queue);
+  // When a job of each probe's shape, submitted now, would start by the backfill
+  // planner's reckoning (Scheduler::EstimateStart); nothing is submitted.
+  pb::EstimateStartResponse EstimateStart(const pb::EstimateStartRequest& req);
   absl::StatusOr<pb::HeartbeatResponse> Heartbeat(const pb::HeartbeatRequest& req);
   // The jobs the master remembers, by state name and queue: what /metrics exports as
   // nexec_jobs. Kept as jobs are written, not counted per call.

@@ -196,13 +196,19 @@ absl::StatusOr<pb::Job> Master::SignalTask(const pb::SignalTaskRequest& req) {
   return job;
 }
 
-absl::StatusOr<pb::Job> Master::Kill(int64_t id, const std::string& reason) {
+absl::StatusOr<pb::Job> Master::Kill(int64_t id, const std::string& reason, bool only_if_pending, bool* taken_back) {
+  if (taken_back != nullptr) *taken_back = false;
   bool signal = false;
   SignalTargets targets;
   JC_RETURN_IF_ERROR(UnlessCleaned(OnLoop([&]() -> absl::Status {
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
     JobRecord& rec = it->second;
+    if (only_if_pending && (rec.job.state() != pb::PENDING || rec.job.attempt() != 0)) {
+      targets.job = rec.job;  // it started (or ran before, or ended): left as it is
+      return absl::OkStatus();
+    }
+    if (only_if_pending && taken_back != nullptr) *taken_back = true;
     bool host_available = false;
     if (!rec.job.tasks().empty()) {
       auto host = hosts_.find(rec.job.tasks(0).host());

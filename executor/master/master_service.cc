@@ -71,7 +71,10 @@ class MasterService final
   Status Kill(ServerContext* ctx, const pb::JobRef* req, pb::ControlResponse* resp) override {
     NEXEC_CALLER(caller, "Kill");
     if (auto s = m_->MayControl(Of(caller), req->job_id()); !s.ok()) return ToGrpcStatus(s);
-    return Control(m_->Kill(req->job_id()), resp);
+    bool taken_back = false;
+    Status s = Control(m_->Kill(req->job_id(), "", req->only_if_pending(), &taken_back), resp);
+    resp->set_taken_back(taken_back);
+    return s;
   }
   Status Suspend(ServerContext* ctx, const pb::JobRef* req, pb::ControlResponse* resp) override {
     NEXEC_CALLER(caller, "Suspend");
@@ -128,6 +131,27 @@ class MasterService final
   Status ListLimits(ServerContext* ctx, const pb::ListLimitsRequest* req, pb::ListLimitsResponse* resp) override {
     NEXEC_CALLER(caller, "ListLimits");
     for (auto& l : m_->ListLimits()) *resp->add_limits() = std::move(l);
+    return Status::OK;
+  }
+  Status EstimateStart(ServerContext* ctx, const pb::EstimateStartRequest* req,
+                       pb::EstimateStartResponse* resp) override {
+    NEXEC_CALLER(caller, "EstimateStart");
+    // Each probe is a what-if over the whole model on the master's loop: a few per call
+    // (one per resource spec a center offers), not a way to stall the loop.
+    constexpr int kMaxProbes = 64;
+    if (req->probes_size() > kMaxProbes) {
+      return Status(grpc::StatusCode::INVALID_ARGUMENT,
+                    absl::StrCat("at most ", kMaxProbes, " probes a call, got ", req->probes_size()));
+    }
+    // A probe asks as a user would submit: as the caller (an empty user), or as an account
+    // the caller may submit for. Anything else would read another account's limits and
+    // usage from the answer's reasons, and fill the model's per-user maps with names.
+    pb::EstimateStartRequest probes = *req;
+    for (auto& probe : *probes.mutable_probes()) {
+      if (probe.user().empty()) probe.set_user(caller.user);
+      if (auto s = m_->MaySubmitAs(Of(caller), probe.user()); !s.ok()) return ToGrpcStatus(s);
+    }
+    *resp = m_->EstimateStart(probes);
     return Status::OK;
   }
   Status ListShares(ServerContext* ctx, const pb::ListSharesRequest* req, pb::ListSharesResponse* resp) override {

@@ -55,6 +55,29 @@ std::vector<pb::Queue> Master::ListQueues() {
   });
 }
 
+pb::EstimateStartResponse Master::EstimateStart(const pb::EstimateStartRequest& req) {
+  return OnLoop([&] {
+    pb::EstimateStartResponse out;
+    const absl::Time now = clock_->Now();
+    if (!config_.limits.empty()) scheduler_.SetLimitTime(now, options_.time_zone);
+    scheduler_.SetNow(now);
+    *out.mutable_now() = ToTimestamp(now);
+    for (const pb::JobSpec& spec : req.probes()) {
+      pb::StartEstimate* e = out.add_estimates();
+      absl::StatusOr<JobRequest> probe = BuildRequest(spec, 0);
+      if (!probe.ok()) {
+        e->set_reason(std::string(probe.status().message()));
+        continue;
+      }
+      StartEstimate est = scheduler_.EstimateStart(*std::move(probe));
+      e->set_known(est.known());
+      if (est.known()) *e->mutable_start() = ToTimestamp(est.start);
+      e->set_reason(est.reason);
+    }
+    return out;
+  });
+}
+
 std::vector<pb::ShareNode> Master::ListShares(const std::string& queue) {
   return OnLoop([&] {
   scheduler_.AdvanceFairshare(clock_->Now());

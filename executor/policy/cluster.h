@@ -189,4 +189,11 @@ struct ReservationView {
   absl::Time start = absl::InfiniteFuture();  // infinite: a job it waits for has no run limit
 };
 
+// When a job not yet submitted would start (Scheduler::EstimateStart).
+struct StartEstimate {
+  absl::Time start = absl::InfiniteFuture();  // infinite: unknown, `reason` says why
+  std::string reason;
+  bool known() const { return start != absl::InfiniteFuture(); }
+};
+
 }  // namespace jc::nexec

@@ -229,6 +229,15 @@ int Scheduler::QueueJobs(const std::string& name) const {
   return n;
 }
 
+std::vector<std::string> Scheduler::UsersHolding(const std::string& queue) const {
+  std::set<std::string> users;
+  auto q = queues_.find(queue);
+  if (q == queues_.end()) return {};
+  for (const auto& [user, slots] : q->second.used_by_user) users.insert(user);
+  for (const auto& [user, held] : q->second.held_by_user) users.insert(user);
+  return {users.begin(), users.end()};
+}
+
 absl::Status Scheduler::RemoveQueue(const std::string& name) {
   int jobs = QueueJobs(name);
   if (jobs > 0) {

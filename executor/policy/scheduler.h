@@ -106,6 +106,8 @@ class Scheduler {
   bool QueueOpen(const std::string& name) const;
   // Jobs (waiting or running) in a queue.
   int QueueJobs(const std::string& name) const;
+  // The users with an entry in a queue's per-user maps (what its orders see), sorted.
+  std::vector<std::string> UsersHolding(const std::string& queue) const;
   absl::Status RemoveQueue(const std::string& name);
   // Changes what a host offers (its agent came back declaring other resources); what
   // running jobs hold stays held.
@@ -171,6 +173,13 @@ class Scheduler {
   void SetNow(absl::Time now) { now_ = now; }
   // A pending job's reservation as the last cycle computed it; nullopt when it has none.
   std::optional<ReservationView> ReservationOf(int64_t job_id) const;
+  // When a job like `probe`, submitted now, would start by the backfill planner's own
+  // reckoning (SPEC A16: what the native adapter reports of the center's queue): now when
+  // it fits beside what runs and what the last cycle's reservations hold; else when
+  // enough running jobs have ended by their run limits. Submits nothing and leaves the
+  // model as it was. Unknown (InfiniteFuture, with the reason) when a job in the way has no
+  // run limit, or the probe could not run here at all.
+  StartEstimate EstimateStart(JobRequest probe);
 
   // Gives a running job's resources back (finished, killed, or requeued).
   absl::Status Release(int64_t job_id);
@@ -358,6 +367,10 @@ class Scheduler {
   // Backfill: the earliest time the job fits as running jobs end (by run limit), and the
   // hosts it would get then; records it as a reservation holding their free slots.
   void Reserve(const Job& job, Queue& queue);
+  // The earliest time the job fits as running jobs end by their run limits (what
+  // reservations hold staying held), and where (`found`); InfiniteFuture when a job in the
+  // way has no run limit; nullopt when it fits not even with every running job gone.
+  std::optional<absl::Time> EarliestFit(const Job& job, Queue& queue, Placement* found);
   // Takes (+1) or gives back (-1) the free slots, GPUs and memory reservations hold.
   void Hold(int sign);
   // May `job` use held slots: its run limit ends before every reservation's start.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <unordered_set>
 #include <utility>
@@ -98,7 +99,7 @@ bool Scheduler::MayBackfill(const Job& job) const {
   return true;
 }
 
-void Scheduler::Reserve(const Job& job, Queue& queue) {
+std::optional<absl::Time> Scheduler::EarliestFit(const Job& job, Queue& queue, Placement* found) {
   // Running jobs by when they end at the latest; suspended and lent ones are not counted
   // on (a suspended job's end is unknown).
   // A heap, not a sort: the job usually fits after the first few ends, so only those are
@@ -116,9 +117,7 @@ void Scheduler::Reserve(const Job& job, Queue& queue) {
   std::make_heap(by_end.begin(), by_end.end(), later);
   // Held slots of earlier reservations stay held: this job's reservation comes after.
   std::vector<Job*> released;
-  Placement found;
-  absl::Time start = absl::InfiniteFuture();
-  bool fits = false;
+  std::optional<absl::Time> start;
   int free_now = 0;
   for (const Host& h : hosts_) free_now += std::max(0, h.free_slots());
   int freed = 0;
@@ -133,20 +132,25 @@ void Scheduler::Reserve(const Job& job, Queue& queue) {
     }
     // Placement attempts only once enough slots are free somewhere.
     if (free_now + freed < job.request.slots) continue;
-    if (TryPlace(job, queue, &found)) {
-      Apply(job, queue, found, -1);
+    if (TryPlace(job, queue, found)) {
+      Apply(job, queue, *found, -1);
       start = r->Ends();
-      fits = true;
       break;
     }
   }
   for (auto it = released.rbegin(); it != released.rend(); ++it) {
     Apply(**it, queues_.at((*it)->request.queue), (*it)->placement, +1);
   }
-  if (!fits) return;  // not even on an empty cluster (a limit holds it): nothing to reserve
+  return start;
+}
+
+void Scheduler::Reserve(const Job& job, Queue& queue) {
+  Placement found;
+  std::optional<absl::Time> start = EarliestFit(job, queue, &found);
+  if (!start) return;  // not even on an empty cluster (a limit holds it): nothing to reserve
   Reservation r;
   r.job_id = job.request.id;
-  r.start = std::max(start, now_);
+  r.start = std::max(*start, now_);
   for (const auto& section : found.sections) {
     for (const HostAllocation& a : section) {
       const size_t i = host_index_.at(a.host);
@@ -167,6 +171,64 @@ void Scheduler::Reserve(const Job& job, Queue& queue) {
                          absl::FormatTime("%Y-%m-%d %H:%M:%S %Z", r.start, absl::UTCTimeZone()));
   reservations_.push_back(std::move(r));
   Hold(+1);
+}
+
+StartEstimate Scheduler::EstimateStart(JobRequest probe) {
+  constexpr int64_t kProbeId = -1;  // no job's id: nothing the probe leaves names a job
+  probe.id = kProbeId;
+  StartEstimate out;
+  if (absl::Status checked = Check(&probe); !checked.ok()) {
+    out.reason = std::string(checked.message());
+    return out;
+  }
+  Queue& queue = queues_.at(probe.queue);
+  if (!queue.open) {
+    out.reason = absl::StrCat("queue ", probe.queue, " is closed (outside its run window)");
+    return out;
+  }
+  // What the probe's user has in the per-user maps now: a probe leaves no entry behind (an
+  // account with nothing queued would otherwise appear in nexec limits and the queue
+  // orders' maps, one per name probed).
+  const std::string user = probe.user;
+  const bool had_used = queue.used_by_user.count(user) > 0;
+  const bool had_held = queue.held_by_user.count(user) > 0;
+  std::vector<std::unordered_set<std::string>> had_buckets;
+  had_buckets.reserve(limits_.size());
+  for (const Limit& limit : limits_) {
+    auto& keys = had_buckets.emplace_back();
+    for (const auto& [key, usage] : limit.usage) keys.insert(key);
+  }
+  Job job;
+  job.request = std::move(probe);
+  job.cluster = ClusterOf(queue.config, job.request.user);
+  // As the next cycle would see it: what the last cycle's reservations hold stays held,
+  // unless the probe ends before every one of them starts (it backfills).
+  const bool held = !reservations_.empty() && !MayBackfill(job);
+  if (held) Hold(+1);
+  Placement found;
+  if (TryPlace(job, queue, &found)) {
+    Apply(job, queue, found, -1);
+    out.start = now_;
+  } else if (std::optional<absl::Time> start = EarliestFit(job, queue, &found)) {
+    out.start = std::max(*start, now_);
+    if (out.start == absl::InfiniteFuture()) out.reason = "a job in the way has no run limit";
+  } else {
+    auto limit = pending_reasons_.find(kProbeId);
+    out.reason = limit != pending_reasons_.end() ? limit->second : "it fits not even on the whole cluster";
+  }
+  if (held) Hold(-1);
+  pending_reasons_.erase(kProbeId);
+  // Whatever the probe added it took back; the entries it made go too (what is left in
+  // them is at most rounding).
+  if (!had_used) queue.used_by_user.erase(user);
+  if (!had_held) queue.held_by_user.erase(user);
+  for (size_t i = 0; i < limits_.size(); ++i) {
+    if (limits_[i].usage.size() == had_buckets[i].size()) continue;
+    for (auto it = limits_[i].usage.begin(); it != limits_[i].usage.end();) {
+      it = had_buckets[i].count(it->first) ? std::next(it) : limits_[i].usage.erase(it);
+    }
+  }
+  return out;
 }
 
 std::optional<ReservationView> Scheduler::ReservationOf(int64_t job_id) const {

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <tuple>
+
+#include <spdlog/spdlog.h>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -119,7 +122,39 @@ absl::StatusOr<std::string> NextMonth(const std::string& month) {
 
 std::string DayOf(const v1::UsageRecord& record) { return DayString(FromTimestamp(record.ended_at())); }
 
-absl::Status AppendUsage(store::Transaction& txn, const std::vector<v1::UsageRecord>& input) {
+absl::Status AppendUsage(store::Transaction& txn, const std::vector<v1::UsageRecord>& given) {
+  if (given.empty()) return absl::OkStatus();
+  // A record's id is its attempt's (job/task/replica/attempt, "/c1" for the correction):
+  // one that is stored already is that attempt's record, and appending it again changes
+  // nothing — not its row, not the sums. A job manager that meters an attempt again after
+  // a crash or a write whose outcome it never learnt (its record committed, its job's
+  // document not) then converges instead of failing every write that carries it.
+  std::vector<v1::UsageRecord> input;
+  {
+    constexpr size_t kIdsPerQuery = 1000;
+    std::set<std::string> known;
+    for (size_t first = 0; first < given.size(); first += kIdsPerQuery) {
+      std::string ids = "SELECT id FROM usage_records WHERE id IN (";
+      store::Params params;
+      for (size_t i = first; i < std::min(given.size(), first + kIdsPerQuery); ++i) {
+        absl::StrAppend(&ids, i == first ? "$" : ", $", i - first + 1);
+        params.push_back(given[i].record_id());
+      }
+      absl::StrAppend(&ids, ")");
+      JC_ASSIGN_OR_RETURN(store::Rows stored, txn.Query(ids, params));
+      for (const auto& row : stored) {
+        if (row[0]) known.insert(*row[0]);
+      }
+    }
+    std::set<std::string> seen;
+    for (const auto& r : given) {
+      if (known.count(r.record_id()) || !seen.insert(r.record_id()).second) {
+        spdlog::warn("accounting: usage record {} is stored already; the stored one stands", r.record_id());
+        continue;
+      }
+      input.push_back(r);
+    }
+  }
   if (input.empty()) return absl::OkStatus();
   // Takes the accounting row first (a close updates it too, so the two take turns) and
   // learns the last month closed: a record of a closed month is billed in the first open.

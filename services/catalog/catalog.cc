@@ -132,6 +132,11 @@ absl::Status ValidateSpec(const v1::ResourceSpec& spec) {
 absl::Status ValidateImage(const v1::Image& image) {
   JC_RETURN_IF_ERROR(CheckId("image_id", image.image_id()));
   JC_RETURN_IF_ERROR(CheckRequiredText("name", image.name()));
+  if (image.project() == "-") {
+    // "-" names the federation in requests (GetImageRequest.project): never a project.
+    return absl::InvalidArgumentError(
+        "project \"-\" names the federation when reading an image; leave project empty to register one for it");
+  }
   JC_RETURN_IF_ERROR(CheckId("ai_center_id", image.ai_center_id()));
   JC_RETURN_IF_ERROR(CheckOptionalText("base_os.base_os", image.base_os().base_os()));
   JC_RETURN_IF_ERROR(CheckOptionalText("base_os.cuda_version", image.base_os().cuda_version()));
@@ -544,27 +549,42 @@ absl::StatusOr<v1::Image> Catalog::CreateImage(v1::Image image, const oci::Cance
   *image.mutable_created_at() = now;
   *image.mutable_updated_at() = now;
   JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(image));
-  auto inserted = store_->Exec("INSERT INTO images (id, center_id, framework, project, doc) "
+  // Keyed by (project, id): an id is unique within its project, and another project's
+  // images never collide with it (issue 44, hole 13), so the answer says nothing of them.
+  auto inserted = store_->Exec("INSERT INTO images (project, id, center_id, framework, doc) "
                                "VALUES ($1, $2, $3, $4, $5)",
-                               {image.image_id(), image.ai_center_id(), image.framework(), image.project(), doc});
+                               {image.project(), image.image_id(), image.ai_center_id(), image.framework(), doc});
   if (absl::IsAlreadyExists(inserted.status())) return AddImageCenter(image);
   JC_RETURN_IF_ERROR(inserted.status());
   return image;
 }
 
+namespace {
+
+absl::StatusOr<v1::Image> LoadImage(store::Transaction& txn, const std::string& project, const std::string& id,
+                                    absl::string_view lock_suffix = "") {
+  JC_ASSIGN_OR_RETURN(store::Rows rows,
+                      txn.Query(absl::StrCat("SELECT doc FROM images WHERE project = $1 AND id = $2", lock_suffix),
+                                {project, id}));
+  if (rows.empty()) return absl::NotFoundError(absl::StrCat("image \"", id, "\" not found"));
+  return store::DecodeDoc<v1::Image>(rows[0][0]);
+}
+
+}  // namespace
+
 // One image, many centers (A4): the same image registered at another center adds that
 // center to its image x center list, so jobs naming it may run there too. Refused when
 // it is already known there, or when the registration describes another image under the
-// same id (another name, framework, base OS or project).
+// same id (another name, framework, base OS or reference) in the same project.
 absl::StatusOr<v1::Image> Catalog::AddImageCenter(const v1::Image& registration) {
   const std::string& id = registration.image_id();
-  auto exists = [&] { return absl::AlreadyExistsError(absl::StrCat("image \"", id, "\" already exists")); };
   JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
-  auto loaded = store::LoadDoc<v1::Image>(*txn, "images", "image", id, store_->for_update());
-  if (absl::IsNotFound(loaded.status())) return exists();  // deleted meanwhile: a retry creates it
+  auto loaded = LoadImage(*txn, registration.project(), id, store_->for_update());
+  if (absl::IsNotFound(loaded.status())) {  // deleted meanwhile: a retry creates it
+    return absl::AlreadyExistsError(absl::StrCat("image \"", id, "\" already exists"));
+  }
   JC_RETURN_IF_ERROR(loaded.status());
   v1::Image image = std::move(*loaded);
-  if (image.project() != registration.project()) return exists();  // another project's: not said
   if (image.name() != registration.name() || image.framework() != registration.framework() ||
       image.reference() != registration.reference() ||
       image.base_os().base_os() != registration.base_os().base_os() ||
@@ -582,37 +602,49 @@ absl::StatusOr<v1::Image> Catalog::AddImageCenter(const v1::Image& registration)
   image.add_present_at(center);
   *image.mutable_updated_at() = ToTimestamp(clock_->Now());
   JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(image));
-  JC_RETURN_IF_ERROR(txn->Exec("UPDATE images SET doc = $2 WHERE id = $1", {id, doc}).status());
+  JC_RETURN_IF_ERROR(
+      txn->Exec("UPDATE images SET doc = $3 WHERE project = $1 AND id = $2", {image.project(), id, doc}).status());
   JC_RETURN_IF_ERROR(txn->Commit());
   return image;
 }
 
-absl::StatusOr<v1::Image> Catalog::GetImage(const std::string& id) {
+absl::StatusOr<v1::Image> Catalog::GetImage(const std::string& project, const std::string& id) {
   JC_RETURN_IF_ERROR(CheckId("image_id", id));
   JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
-  return store::LoadDoc<v1::Image>(*txn, "images", "image", id);
+  return LoadImage(*txn, project, id);
+}
+
+absl::StatusOr<std::vector<v1::Image>> Catalog::FindImages(const std::string& id) {
+  JC_RETURN_IF_ERROR(CheckId("image_id", id));
+  JC_ASSIGN_OR_RETURN(store::Rows rows,
+                      store_->Query("SELECT doc FROM images WHERE id = $1 ORDER BY project", {id}));
+  std::vector<v1::Image> out;
+  for (const auto& row : rows) {
+    JC_ASSIGN_OR_RETURN(out.emplace_back(), store::DecodeDoc<v1::Image>(row[0]));
+  }
+  return out;
 }
 
 absl::StatusOr<v1::Image> Catalog::UpdateImage(const v1::Image& patch,
                                                const google::protobuf::FieldMask& mask) {
   JC_RETURN_IF_ERROR(CheckId("image_id", patch.image_id()));
-  JC_ASSIGN_OR_RETURN(v1::Image image, GetImage(patch.image_id()));
-  JC_RETURN_IF_ERROR(ApplyUpdate(patch, mask, ImageMutableFields(), {"image_id"}, &image));
+  JC_ASSIGN_OR_RETURN(v1::Image image, GetImage(patch.project(), patch.image_id()));
+  JC_RETURN_IF_ERROR(ApplyUpdate(patch, mask, ImageMutableFields(), {"image_id", "project"}, &image));
   JC_RETURN_IF_ERROR(ValidateImage(image));
   JC_RETURN_IF_ERROR(CheckImageReferences(&image));
   *image.mutable_updated_at() = ToTimestamp(clock_->Now());
   JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(image));
   JC_ASSIGN_OR_RETURN(int64_t n,
-                      store_->Exec("UPDATE images SET center_id = $2, framework = $3, doc = $4 "
-                                   "WHERE id = $1",
-                                   {image.image_id(), image.ai_center_id(), image.framework(), doc}));
+                      store_->Exec("UPDATE images SET center_id = $3, framework = $4, doc = $5 "
+                                   "WHERE project = $1 AND id = $2",
+                                   {image.project(), image.image_id(), image.ai_center_id(), image.framework(), doc}));
   if (n == 0) return absl::NotFoundError(absl::StrCat("image \"", image.image_id(), "\" not found"));
   return image;
 }
 
-absl::Status Catalog::DeleteImage(const std::string& id) {
+absl::Status Catalog::DeleteImage(const std::string& project, const std::string& id) {
   JC_RETURN_IF_ERROR(CheckId("image_id", id));
-  JC_ASSIGN_OR_RETURN(int64_t n, store_->Exec("DELETE FROM images WHERE id = $1", {id}));
+  JC_ASSIGN_OR_RETURN(int64_t n, store_->Exec("DELETE FROM images WHERE project = $1 AND id = $2", {project, id}));
   if (n == 0) return absl::NotFoundError(absl::StrCat("image \"", id, "\" not found"));
   return absl::OkStatus();
 }
@@ -627,7 +659,7 @@ absl::StatusOr<v1::ListImagesResponse> Catalog::ListImages(const v1::ListImagesR
     where.push_back({"(',' || framework || ',') LIKE $?", absl::StrCat("%,", req.framework(), ",%")});
   }
   JC_ASSIGN_OR_RETURN(store::DocPage page,
-                      store::ListDocs(*store_, "images", where, req.page_token(), req.page_size()));
+                      store::ListDocs(*store_, "images", where, req.page_token(), req.page_size(), "project"));
   v1::ListImagesResponse out;
   for (const auto& doc : page.docs) {
     JC_ASSIGN_OR_RETURN(*out.add_images(), store::DecodeDoc<v1::Image>(doc));

@@ -79,10 +79,17 @@ class Catalog {
 
   // `cancelled` (may be empty): whether the caller gave up, asked while a registry is.
   absl::StatusOr<v1::Image> CreateImage(v1::Image image, const oci::Cancelled& cancelled = nullptr);
-  absl::StatusOr<v1::Image> GetImage(const std::string& id);
+  // Image ids are unique within a project ("": the federation's): an image is named by
+  // both. Different projects may hold the same id, each its own image, and a project may
+  // hold an id the federation holds too (its jobs then use its own, SPEC C6).
+  absl::StatusOr<v1::Image> GetImage(const std::string& project, const std::string& id);
+  // Every project's image `id` (the federation's among them), by project: the caller picks
+  // those its principal may see.
+  absl::StatusOr<std::vector<v1::Image>> FindImages(const std::string& id);
+  // The image is patch.project's image patch.image_id.
   absl::StatusOr<v1::Image> UpdateImage(const v1::Image& patch,
                                         const google::protobuf::FieldMask& mask);
-  absl::Status DeleteImage(const std::string& id);
+  absl::Status DeleteImage(const std::string& project, const std::string& id);
   // `projects`: the projects whose images the caller may see besides the federation's
   // (nullopt: all).
   absl::StatusOr<v1::ListImagesResponse> ListImages(const v1::ListImagesRequest& req,

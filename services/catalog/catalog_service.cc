@@ -1,6 +1,7 @@
 #include "services/catalog/catalog_service.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/auth/auth_interceptor.h"
 #include "common/auth/project_scope.h"
 #include "common/status_macros.h"
@@ -70,22 +71,24 @@ class CatalogService final : public v1::CatalogService::Service {
   }
   Status GetImage(ServerContext* ctx, const v1::GetImageRequest* req, v1::Image* resp) override {
     JC_GRPC_CALLER(caller, ctx);
-    return Reply(Visible(caller, req->image_id(), auth::ProjectRole::kViewer), resp);
+    return Reply(Visible(caller, req->project(), req->image_id(), auth::ProjectRole::kViewer), resp);
   }
   Status UpdateImage(ServerContext* ctx, const v1::UpdateImageRequest* req, v1::Image* resp) override {
     JC_GRPC_CALLER(caller, ctx);
-    auto image = Visible(caller, req->image().image_id(), auth::ProjectRole::kMember);
+    auto image = Visible(caller, req->image().project(), req->image().image_id(), auth::ProjectRole::kMember);
     if (!image.ok()) return ToGrpcStatus(image.status());
     if (caller_decision_.audit != nullptr) caller_decision_.audit->record.set_project(image->project());
-    return Reply(c_->UpdateImage(req->image(), req->update_mask()), resp);
+    v1::UpdateImageRequest update = *req;
+    update.mutable_image()->set_project(image->project());
+    return Reply(c_->UpdateImage(update.image(), update.update_mask()), resp);
   }
   Status DeleteImage(ServerContext* ctx, const v1::DeleteImageRequest* req,
                      google::protobuf::Empty*) override {
     JC_GRPC_CALLER(caller, ctx);
-    auto image = Visible(caller, req->image_id(), auth::ProjectRole::kMember);
+    auto image = Visible(caller, req->project(), req->image_id(), auth::ProjectRole::kMember);
     if (!image.ok()) return ToGrpcStatus(image.status());
     if (caller_decision_.audit != nullptr) caller_decision_.audit->record.set_project(image->project());
-    return ToGrpcStatus(c_->DeleteImage(req->image_id()));
+    return ToGrpcStatus(c_->DeleteImage(image->project(), req->image_id()));
   }
   Status ListImages(ServerContext* ctx, const v1::ListImagesRequest* req,
                     v1::ListImagesResponse* resp) override {
@@ -94,12 +97,24 @@ class CatalogService final : public v1::CatalogService::Service {
   }
 
  private:
-  // The image as stored, if the caller's role in its project is at least `need`.
-  absl::StatusOr<v1::Image> Visible(const auth::Principal& caller, const std::string& id, auth::ProjectRole need) {
-    auto image = c_->GetImage(id);
-    if (!image.ok()) return image.status();
-    JC_RETURN_IF_ERROR(
-        auth::CheckProjectObject(caller, image->project(), need, absl::StrCat("image \"", id, "\" not found")));
+  // The image as stored, if the caller's role in its project is at least `need`. Ids are
+  // unique within a project: `project` names it ("-": the federation's); left empty, the
+  // image of that id in the caller's projects, else the federation's — what a job of the
+  // caller's project would use. Another project's image is "not found", as one that does
+  // not exist; a caller who sees the id in several projects is asked to name one.
+  absl::StatusOr<v1::Image> Visible(const auth::Principal& caller, const std::string& project, const std::string& id,
+                                    auth::ProjectRole need) {
+    const std::string not_found = absl::StrCat("image \"", id, "\" not found");
+    v1::Image image;
+    if (!project.empty()) {
+      auto found = c_->GetImage(project == "-" ? "" : project, id);
+      if (!found.ok()) return found.status();
+      image = std::move(*found);
+    } else {
+      JC_ASSIGN_OR_RETURN(std::vector<v1::Image> all, c_->FindImages(id));
+      JC_ASSIGN_OR_RETURN(image, auth::PickVisible(caller, std::move(all), absl::StrCat("image \"", id, "\""), not_found));
+    }
+    JC_RETURN_IF_ERROR(auth::CheckProjectObject(caller, image.project(), need, not_found));
     return image;
   }
 

@@ -38,10 +38,16 @@ v1::DatasetKey KeyOf(const v1::Dataset& d) {
   return key;
 }
 
-// Names and versions are URL-safe ids, so "/" cannot occur in either half.
-std::string RowId(const v1::DatasetKey& key) {
-  return absl::StrCat(key.data_name(), "/", key.data_version());
+// Names, versions and project names are URL-safe ids, so "/" occurs in none of them: a
+// project's dataset is "<project>/<name>/<version>", the federation's "<name>/<version>"
+// (store migration 21). Names are unique within a project, not across projects.
+std::string RowId(const std::string& project, const v1::DatasetKey& key) {
+  if (project.empty()) return absl::StrCat(key.data_name(), "/", key.data_version());
+  return absl::StrCat(project, "/", key.data_name(), "/", key.data_version());
 }
+
+// A key's project as stored: "-" names the federation's ("").
+std::string StoredProject(const std::string& project) { return project == "-" ? "" : project; }
 
 std::string Describe(const v1::DatasetKey& key) {
   return absl::StrCat("dataset ", key.data_name(), ":", key.data_version());
@@ -51,6 +57,10 @@ std::string Describe(const v1::DatasetKey& key) {
 
 absl::Status ValidateDataset(const v1::Dataset& d) {
   JC_RETURN_IF_ERROR(CheckKey(KeyOf(d)));
+  if (d.project() == "-") {
+    return absl::InvalidArgumentError(
+        "project \"-\" names the federation when reading a dataset; leave project empty to register one for it");
+  }
   JC_RETURN_IF_ERROR(CheckOptionalText("created_user", d.created_user()));
   if (d.size_mb() < 0) return absl::InvalidArgumentError("size_mb must not be negative");
   std::set<std::string> seen;
@@ -143,7 +153,9 @@ absl::StatusOr<v1::Dataset> Datamon::Create(v1::Dataset dataset, bool by_admin) 
   auto now = ToTimestamp(clock_->Now());
   *dataset.mutable_created_at() = now;
   *dataset.mutable_updated_at() = now;
-  std::string id = RowId(KeyOf(dataset));
+  // Keyed by project too: another project's dataset of this name and version never
+  // collides with it (issue 44), so the answer says nothing of other projects'.
+  std::string id = RowId(dataset.project(), KeyOf(dataset));
   JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(dataset));
   JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
   auto inserted = txn->Exec("INSERT INTO datasets (id, data_name, created_user, project, doc) "
@@ -161,24 +173,37 @@ absl::StatusOr<v1::Dataset> Datamon::Create(v1::Dataset dataset, bool by_admin) 
 absl::StatusOr<v1::Dataset> Datamon::Get(const v1::DatasetKey& key) {
   JC_RETURN_IF_ERROR(CheckKey(key));
   JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
-  auto found = store::LoadDoc<v1::Dataset>(*txn, "datasets", "dataset", RowId(key));
+  auto found = store::LoadDoc<v1::Dataset>(*txn, "datasets", "dataset", RowId(StoredProject(key.project()), key));
   if (absl::IsNotFound(found.status())) {
     return absl::NotFoundError(absl::StrCat(Describe(key), " not found"));
   }
   return found;
 }
 
+absl::StatusOr<std::vector<v1::Dataset>> Datamon::Find(const v1::DatasetKey& key) {
+  JC_RETURN_IF_ERROR(CheckKey(key));
+  JC_ASSIGN_OR_RETURN(store::Rows rows,
+                      store_->Query("SELECT doc FROM datasets WHERE data_name = $1 ORDER BY id", {key.data_name()}));
+  std::vector<v1::Dataset> out;
+  for (const auto& row : rows) {
+    JC_ASSIGN_OR_RETURN(v1::Dataset d, store::DecodeDoc<v1::Dataset>(row[0]));
+    if (d.data_version() == key.data_version()) out.push_back(std::move(d));
+  }
+  return out;
+}
+
 absl::StatusOr<v1::Dataset> Datamon::Update(const v1::Dataset& patch, const google::protobuf::FieldMask& mask,
                                             bool by_admin) {
   v1::DatasetKey key = KeyOf(patch);
+  key.set_project(patch.project().empty() ? "-" : patch.project());
   JC_ASSIGN_OR_RETURN(v1::Dataset dataset, Get(key));
   JC_RETURN_IF_ERROR(
-      ApplyUpdate(patch, mask, MutableFields(), {"data_name", "data_version"}, &dataset));
+      ApplyUpdate(patch, mask, MutableFields(), {"data_name", "data_version", "project"}, &dataset));
   JC_RETURN_IF_ERROR(ValidateDataset(dataset));
   JC_RETURN_IF_ERROR(CheckLocations(dataset, by_admin));
   *dataset.mutable_updated_at() = ToTimestamp(clock_->Now());
   JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(dataset));
-  std::string id = RowId(key);
+  std::string id = RowId(dataset.project(), key);
   JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
   JC_ASSIGN_OR_RETURN(int64_t n, txn->Exec("UPDATE datasets SET created_user = $2, doc = $3 "
                                            "WHERE id = $1",
@@ -191,7 +216,7 @@ absl::StatusOr<v1::Dataset> Datamon::Update(const v1::Dataset& patch, const goog
 
 absl::Status Datamon::Delete(const v1::DatasetKey& key) {
   JC_RETURN_IF_ERROR(CheckKey(key));
-  std::string id = RowId(key);
+  std::string id = RowId(StoredProject(key.project()), key);
   JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
   JC_ASSIGN_OR_RETURN(int64_t n, txn->Exec("DELETE FROM datasets WHERE id = $1", {id}));
   if (n == 0) return absl::NotFoundError(absl::StrCat(Describe(key), " not found"));

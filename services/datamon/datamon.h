@@ -29,7 +29,11 @@ class Datamon {
   // `by_admin`: registered by a federation admin, who may use the center's shared data
   // roots; a project member registers only under roots naming {project}.
   absl::StatusOr<v1::Dataset> Create(v1::Dataset dataset, bool by_admin = true);
+  // key.project names the dataset's project ("" or "-": the federation's).
   absl::StatusOr<v1::Dataset> Get(const v1::DatasetKey& key);
+  // Every project's dataset of the key's name and version (key.project ignored).
+  absl::StatusOr<std::vector<v1::Dataset>> Find(const v1::DatasetKey& key);
+  // The patch's project names the dataset's ("": the federation's); it never changes.
   absl::StatusOr<v1::Dataset> Update(const v1::Dataset& patch, const google::protobuf::FieldMask& mask,
                                      bool by_admin = true);
   absl::Status Delete(const v1::DatasetKey& key);

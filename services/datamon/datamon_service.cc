@@ -1,6 +1,7 @@
 #include "services/datamon/datamon_service.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/auth/auth_interceptor.h"
 #include "common/auth/project_scope.h"
 #include "common/status_macros.h"
@@ -41,9 +42,11 @@ class DatamonService final : public v1::DatamonService::Service {
     v1::DatasetKey key;
     key.set_data_name(req->dataset().data_name());
     key.set_data_version(req->dataset().data_version());
+    key.set_project(req->dataset().project());
     auto stored = Visible(caller, key, auth::ProjectRole::kMember);
     if (!stored.ok()) return ToGrpcStatus(stored.status());
     v1::Dataset patch = req->dataset();
+    patch.set_project(stored->project());  // the one addressed; a project never changes
     bool names_uploader = req->update_mask().paths().empty();
     for (const auto& path : req->update_mask().paths()) names_uploader |= path == "created_user";
     if (names_uploader && !caller.IsAdmin()) {
@@ -62,7 +65,9 @@ class DatamonService final : public v1::DatamonService::Service {
     auto stored = Visible(caller, req->key(), auth::ProjectRole::kMember);
     if (!stored.ok()) return ToGrpcStatus(stored.status());
     if (caller_decision_.audit != nullptr) caller_decision_.audit->record.set_project(stored->project());
-    return ToGrpcStatus(d_->Delete(req->key()));
+    v1::DatasetKey key = req->key();
+    key.set_project(stored->project().empty() ? "-" : stored->project());
+    return ToGrpcStatus(d_->Delete(key));
   }
   Status ListDatasets(ServerContext* ctx, const v1::ListDatasetsRequest* req,
                       v1::ListDatasetsResponse* resp) override {
@@ -72,21 +77,34 @@ class DatamonService final : public v1::DatamonService::Service {
   Status SelectMigrationSources(ServerContext* ctx, const v1::SelectMigrationSourcesRequest* req,
                                 v1::SelectMigrationSourcesResponse* resp) override {
     JC_GRPC_CALLER(caller, ctx);
-    if (auto visible = Visible(caller, req->key(), auth::ProjectRole::kViewer); !visible.ok()) {
-      return ToGrpcStatus(visible.status());
-    }
-    return Reply(d_->SelectSources(*req), resp);
+    auto visible = Visible(caller, req->key(), auth::ProjectRole::kViewer);
+    if (!visible.ok()) return ToGrpcStatus(visible.status());
+    v1::SelectMigrationSourcesRequest resolved = *req;
+    resolved.mutable_key()->set_project(visible->project().empty() ? "-" : visible->project());
+    return Reply(d_->SelectSources(resolved), resp);
   }
 
  private:
-  // The dataset as stored, if the caller's role in its project is at least `need`.
+  // The dataset as stored, if the caller's role in its project is at least `need`. Names
+  // and versions are unique within a project (issue 44): key.project names it ("-": the
+  // federation's); left empty, the caller's projects' dataset, else the federation's —
+  // what a job of the caller's project would use. Another project's is "not found", as
+  // one that does not exist; a caller who sees it in several projects is asked to name one.
   absl::StatusOr<v1::Dataset> Visible(const auth::Principal& caller, const v1::DatasetKey& key,
                                       auth::ProjectRole need) {
-    auto dataset = d_->Get(key);
-    if (!dataset.ok()) return dataset.status();
-    JC_RETURN_IF_ERROR(auth::CheckProjectObject(
-        caller, dataset->project(), need,
-        absl::StrCat("dataset ", key.data_name(), ":", key.data_version(), " not found")));
+    const std::string not_found = absl::StrCat("dataset ", key.data_name(), ":", key.data_version(), " not found");
+    v1::Dataset dataset;
+    if (!key.project().empty()) {
+      auto found = d_->Get(key);
+      if (!found.ok()) return found.status();
+      dataset = std::move(*found);
+    } else {
+      JC_ASSIGN_OR_RETURN(std::vector<v1::Dataset> all, d_->Find(key));
+      JC_ASSIGN_OR_RETURN(dataset,
+                          auth::PickVisible(caller, std::move(all),
+                                            absl::StrCat("dataset ", key.data_name(), ":", key.data_version()), not_found));
+    }
+    JC_RETURN_IF_ERROR(auth::CheckProjectObject(caller, dataset.project(), need, not_found));
     return dataset;
   }
 

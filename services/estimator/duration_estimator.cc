@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -27,6 +28,14 @@ std::vector<Level> LevelsOf(const JobClass& j) {
   };
 }
 
+// The project a key is of: its second part (every level starts with the project).
+std::string ProjectOfKey(const std::string& key) {
+  const size_t start = key.find('\x1f');
+  if (start == std::string::npos) return "";
+  const size_t end = key.find('\x1f', start + 1);
+  return key.substr(start + 1, end == std::string::npos ? std::string::npos : end - start - 1);
+}
+
 absl::Duration AtCenter(double reference_seconds, double performance) {
   return absl::Seconds(reference_seconds / (performance > 0 ? performance : 1.0));
 }
@@ -43,26 +52,66 @@ std::string DescribeDuration(absl::Duration d) {
 
 DurationEstimator::DurationEstimator(EstimatorOptions options) : options_(options) {}
 
-void DurationEstimator::ObserveKey(const std::string& key, double reference_seconds) {
-  auto it = index_.find(key);
-  if (it == index_.end()) {
-    lru_.push_front({key, DurationSketch()});
-    it = index_.emplace(key, lru_.begin()).first;
-    while (static_cast<int64_t>(index_.size()) > options_.max_keys) {
-      index_.erase(lru_.back().key);
-      lru_.pop_back();
-    }
-  } else {
-    lru_.splice(lru_.begin(), lru_, it->second);
-  }
-  it->second->sketch.Add(reference_seconds, options_.decay);
+int64_t DurationEstimator::ProjectBound() const {
+  if (options_.max_keys_per_project > 0) return options_.max_keys_per_project;
+  // A job writes four keys at once: a project always holds at least one job's.
+  return std::max<int64_t>({options_.max_keys / 4, std::min<int64_t>(options_.max_keys, 1024), 4});
 }
 
-void DurationEstimator::Observe(const JobClass& job, absl::Duration wall, double performance) {
+int64_t DurationEstimator::project_keys(const std::string& project) const {
+  auto it = projects_.find(project);
+  return it == projects_.end() ? 0 : static_cast<int64_t>(it->second.size());
+}
+
+void DurationEstimator::Evict(Lru::iterator it, std::vector<std::string>* evicted) {
+  auto project = projects_.find(it->project);
+  project->second.erase(it->in_project);
+  if (project->second.empty()) projects_.erase(project);
+  index_.erase(it->key);
+  if (evicted != nullptr) evicted->push_back(std::move(it->key));
+  lru_.erase(it);
+}
+
+DurationEstimator::Lru::iterator DurationEstimator::Touch(const std::string& key, std::vector<std::string>* evicted) {
+  auto found = index_.find(key);
+  if (found != index_.end()) {
+    Lru::iterator it = found->second;
+    lru_.splice(lru_.begin(), lru_, it);
+    auto& order = projects_[it->project];
+    order.splice(order.begin(), order, it->in_project);
+    return it;
+  }
+  lru_.push_front({key, ProjectOfKey(key), DurationSketch(), {}});
+  Lru::iterator it = lru_.begin();
+  index_.emplace(key, it);
+  auto& order = projects_[it->project];
+  order.push_front(it);
+  it->in_project = order.begin();
+  // The project's own least recently observed first, then the federation's.
+  while (static_cast<int64_t>(order.size()) > ProjectBound()) Evict(order.back(), evicted);
+  while (static_cast<int64_t>(index_.size()) > options_.max_keys) Evict(std::prev(lru_.end()), evicted);
+  return it;
+}
+
+std::vector<DurationEstimator::Row> DurationEstimator::Observe(const JobClass& job, absl::Duration wall,
+                                                               double performance) {
   const double seconds = absl::ToDoubleSeconds(wall);
-  if (!std::isfinite(seconds) || seconds <= 0) return;
-  const double reference = seconds * (performance > 0 && std::isfinite(performance) ? performance : 1.0);
-  for (const Level& level : LevelsOf(job)) ObserveKey(level.key, reference);
+  if (!std::isfinite(seconds) || seconds <= 0) return {};
+  // At most a year at the fastest center there could be: whatever a center said, a sketch
+  // stays within its buckets and every estimate within what a duration can hold.
+  constexpr double kMaxReferenceSeconds = 366.0 * 86400 * 1000;
+  const double reference =
+      std::min(kMaxReferenceSeconds, seconds * (performance > 0 && std::isfinite(performance) ? performance : 1.0));
+  std::vector<Row> changed;
+  std::vector<std::string> evicted;
+  for (const Level& level : LevelsOf(job)) {
+    Lru::iterator e = Touch(level.key, &evicted);
+    e->sketch.Add(reference, options_.decay);
+    changed.push_back({e->key, e->sketch.Encode()});
+  }
+  // A job's own keys are its project's most recent: never among those evicted.
+  for (std::string& key : evicted) changed.push_back({std::move(key), ""});
+  return changed;
 }
 
 std::optional<DurationEstimate> DurationEstimator::Estimate(const JobClass& job, double performance,
@@ -100,18 +149,14 @@ absl::Status DurationEstimator::Import(const std::vector<Row>& rows) {
   // Rows come most recent first (as Export writes them); loaded so they keep that order.
   for (auto row = rows.rbegin(); row != rows.rend(); ++row) {
     auto sketch = DurationSketch::Decode(row->sketch);
-    if (!sketch.ok()) return sketch.status();
-    auto it = index_.find(row->key);
-    if (it != index_.end()) {
-      lru_.erase(it->second);
-      index_.erase(it);
+    // A row that does not read (written by a future version, or damaged) costs that key's
+    // history, not the whole estimator: a job manager must still lead.
+    if (!sketch.ok()) {
+      ++skipped_;
+      continue;
     }
-    lru_.push_front({row->key, std::move(*sketch)});
-    index_[row->key] = lru_.begin();
-    while (static_cast<int64_t>(index_.size()) > options_.max_keys) {
-      index_.erase(lru_.back().key);
-      lru_.pop_back();
-    }
+    // The bounds hold as when observed: a project's rows past its share are its oldest.
+    Touch(row->key, nullptr)->sketch = std::move(*sketch);
   }
   return absl::OkStatus();
 }

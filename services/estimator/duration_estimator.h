@@ -10,8 +10,10 @@
 // and an estimate comes from the most specific key with enough runs. Run times are kept in
 // reference seconds (wall × the running center's performance factor), so one history serves
 // every center: at a center of performance p the estimate is reference ÷ p. Memory is
-// bounded: at most `max_keys` keys, the least recently observed dropped first. Pure: the
-// caller says when, and keeps the rows (Export/Import) where it likes.
+// bounded: at most `max_keys` keys, the least recently observed dropped first, and at most
+// a project's share of them per project (ProjectBound): a project whose jobs churn through
+// names and commands evicts its own history, never another project's. Pure: the caller says
+// when, and keeps the rows (Export/Import) where it likes.
 
 #include <cstdint>
 #include <list>
@@ -36,6 +38,10 @@ struct JobClass {
 
 struct EstimatorOptions {
   int64_t max_keys = 200000;
+  // At most this many keys of one project (0: ProjectBound's default, a quarter of
+  // `max_keys` but at least min(max_keys, 1024)): a project past it loses its own least
+  // recently observed key, so one project's churn leaves the others' history alone.
+  int64_t max_keys_per_project = 0;
   // Each new run of a key multiplies the weight of its earlier ones by this.
   double decay = 0.97;
   // A key answers once it has this many runs; a less specific one is asked before.
@@ -52,12 +58,21 @@ struct DurationEstimate {
 
 class DurationEstimator {
  public:
+  // One key's row as a store keeps it: the key and its encoded sketch. In what Observe
+  // returns, an empty sketch says the key was evicted: its row goes too.
+  struct Row {
+    std::string key;
+    std::string sketch;
+  };
+
   explicit DurationEstimator(EstimatorOptions options = {});
 
   // One attempt of `job` that ran `wall` at a center of performance factor `performance`
   // (1 = reference). Attempts that failed at once say little of a job's length: the caller
   // observes the ones that ran to an end (succeeded, or stopped by their time limit).
-  void Observe(const JobClass& job, absl::Duration wall, double performance);
+  // Returns the rows it changed (one per key of the job's, then one with an empty sketch
+  // per key it evicted), for a caller that keeps them.
+  std::vector<Row> Observe(const JobClass& job, absl::Duration wall, double performance);
 
   // The estimate at a center of `performance`, from history; else from the user's own
   // `estimated` duration; else from its `time_limit` (an upper bound, said so); else none —
@@ -68,25 +83,36 @@ class DurationEstimator {
                                            std::optional<absl::Duration> time_limit = std::nullopt) const;
 
   int64_t keys() const { return static_cast<int64_t>(index_.size()); }
+  // How many keys `project` holds now, and at most.
+  int64_t project_keys(const std::string& project) const;
+  int64_t ProjectBound() const;
+  // Rows Import could not read and left out (their keys start afresh).
+  int64_t skipped() const { return skipped_; }
 
   // The rows to keep (key, encoded sketch), and loading them back (a restart).
-  struct Row {
-    std::string key;
-    std::string sketch;
-  };
   std::vector<Row> Export() const;
   absl::Status Import(const std::vector<Row>& rows);
 
  private:
+  struct Entry;
+  using Lru = std::list<Entry>;
   struct Entry {
     std::string key;
+    std::string project;
     DurationSketch sketch;
+    std::list<Lru::iterator>::iterator in_project;  // its place in its project's order
   };
-  void ObserveKey(const std::string& key, double reference_seconds);
+  // Makes `key` the most recently observed (adding it with an empty sketch), evicting past
+  // the bounds; the evicted keys are appended to `evicted`.
+  Lru::iterator Touch(const std::string& key, std::vector<std::string>* evicted);
+  void Evict(Lru::iterator it, std::vector<std::string>* evicted);
 
   EstimatorOptions options_;
-  std::list<Entry> lru_;  // most recently observed first
-  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+  Lru lru_;  // most recently observed first
+  std::unordered_map<std::string, Lru::iterator> index_;
+  // Per project, its entries, most recently observed first.
+  std::unordered_map<std::string, std::list<Lru::iterator>> projects_;
+  int64_t skipped_ = 0;
 };
 
 // "42 min", "3.5 h", "50 s": a duration as the plan says it.

@@ -131,11 +131,16 @@ std::vector<Route> CatalogRoutes(std::shared_ptr<grpc::Channel> channel) {
                         return CallUnary(stub.get(), &S::ListImages, req, kNames);
                       });
                     }});
+  // Image ids are unique within a project: ?project= says whose ("-": the federation's).
+  std::vector<QueryParam> whose = {
+      {"project", "string",
+       "whose image (\"-\": the federation's); left out, the caller's project's, else the federation's"}};
   routes.push_back({"GET", images + "/{image_id}", "images", "Get an image", nullptr, image, kNames,
-                    {},
-                    [stub](const httplib::Request&, const std::vector<std::string>& p) {
+                    whose,
+                    [stub](const httplib::Request& r, const std::vector<std::string>& p) {
                       v1::GetImageRequest req;
                       req.set_image_id(p[0]);
+                      req.set_project(QueryString(r, "project"));
                       return CallUnary(stub.get(), &S::GetImage, req, kNames);
                     }});
   auto update_image = [stub](bool partial) {
@@ -146,18 +151,25 @@ std::vector<Route> CatalogRoutes(std::shared_ptr<grpc::Channel> channel) {
         s = absl::InvalidArgumentError("image_id in the body differs from the one in the path");
       }
       req.mutable_image()->set_image_id(p[0]);
+      if (std::string project = QueryString(r, "project"); s.ok() && !project.empty()) {
+        if (!req.image().project().empty() && req.image().project() != project) {
+          s = absl::InvalidArgumentError("project in the body differs from the one in the query");
+        }
+        req.mutable_image()->set_project(project);
+      }
       return IfOk(s, [&] { return CallUnary(stub.get(), &S::UpdateImage, req, kNames); });
     };
   };
   routes.push_back({"PATCH", images + "/{image_id}", "images", "Change the fields the body names",
-                    image, image, kNames, {}, update_image(true)});
+                    image, image, kNames, whose, update_image(true)});
   routes.push_back({"PUT", images + "/{image_id}", "images", "Replace every updatable field", image,
-                    image, kNames, {}, update_image(false)});
+                    image, kNames, whose, update_image(false)});
   routes.push_back({"DELETE", images + "/{image_id}", "images", "Delete an image", nullptr, nullptr,
-                    kNames, {},
-                    [stub](const httplib::Request&, const std::vector<std::string>& p) {
+                    kNames, whose,
+                    [stub](const httplib::Request& r, const std::vector<std::string>& p) {
                       v1::DeleteImageRequest req;
                       req.set_image_id(p[0]);
+                      req.set_project(QueryString(r, "project"));
                       return CallUnary(stub.get(), &S::DeleteImage, req, kNames, false);
                     }});
   return routes;

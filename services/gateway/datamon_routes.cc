@@ -13,12 +13,18 @@ std::vector<Route> DatamonRoutes(std::shared_ptr<grpc::Channel> channel) {
   const auto* dataset = v1::Dataset::descriptor();
   const std::string base = "/openapi/v1/datasets";
   const std::string one = base + "/{data_name}/{data_version}";
-  auto key_of = [](const std::vector<std::string>& p) {
+  // Names and versions are unique within a project: ?project= says whose ("-": the
+  // federation's); left out, the caller's project's, else the federation's.
+  auto key_of = [](const httplib::Request& r, const std::vector<std::string>& p) {
     v1::DatasetKey key;
     key.set_data_name(p[0]);
     key.set_data_version(p[1]);
+    key.set_project(QueryString(r, "project"));
     return key;
   };
+  const std::vector<QueryParam> whose = {
+      {"project", "string",
+       "whose dataset (\"-\": the federation's); left out, the caller's project's, else the federation's"}};
   std::vector<Route> routes;
 
   routes.push_back({"POST", base, "datasets", "Register a dataset and its locations (Table 6)",
@@ -48,10 +54,10 @@ std::vector<Route> DatamonRoutes(std::shared_ptr<grpc::Channel> channel) {
                       });
                     }});
   routes.push_back({"GET", one, "datasets", "Get one version of a dataset", nullptr, dataset,
-                    kNames, {},
-                    [stub, key_of](const httplib::Request&, const std::vector<std::string>& p) {
+                    kNames, whose,
+                    [stub, key_of](const httplib::Request& r, const std::vector<std::string>& p) {
                       v1::GetDatasetRequest req;
-                      *req.mutable_key() = key_of(p);
+                      *req.mutable_key() = key_of(r, p);
                       return CallUnary(stub.get(), &S::GetDataset, req, kNames);
                     }});
   auto update = [stub](bool partial) {
@@ -66,18 +72,24 @@ std::vector<Route> DatamonRoutes(std::shared_ptr<grpc::Channel> channel) {
       }
       req.mutable_dataset()->set_data_name(p[0]);
       req.mutable_dataset()->set_data_version(p[1]);
+      if (std::string project = QueryString(r, "project"); s.ok() && !project.empty()) {
+        if (!req.dataset().project().empty() && req.dataset().project() != project) {
+          s = absl::InvalidArgumentError("project in the body differs from the one in the query");
+        }
+        req.mutable_dataset()->set_project(project);
+      }
       return IfOk(s, [&] { return CallUnary(stub.get(), &S::UpdateDataset, req, kNames); });
     };
   };
   routes.push_back({"PATCH", one, "datasets", "Change the fields the body names", dataset, dataset,
-                    kNames, {}, update(true)});
+                    kNames, whose, update(true)});
   routes.push_back({"PUT", one, "datasets", "Replace every updatable field", dataset, dataset,
-                    kNames, {}, update(false)});
+                    kNames, whose, update(false)});
   routes.push_back({"DELETE", one, "datasets", "Delete one version of a dataset", nullptr, nullptr,
-                    kNames, {},
-                    [stub, key_of](const httplib::Request&, const std::vector<std::string>& p) {
+                    kNames, whose,
+                    [stub, key_of](const httplib::Request& r, const std::vector<std::string>& p) {
                       v1::DeleteDatasetRequest req;
-                      *req.mutable_key() = key_of(p);
+                      *req.mutable_key() = key_of(r, p);
                       return CallUnary(stub.get(), &S::DeleteDataset, req, kNames, false);
                     }});
   routes.push_back(
@@ -85,11 +97,11 @@ std::vector<Route> DatamonRoutes(std::shared_ptr<grpc::Channel> channel) {
        "Choose and rank the sources to copy the dataset from to a target center (6.3.2). "
        "Body: {\"target_center_id\": \"...\", \"weights\": {\"least_load\": 2}}",
        v1::SelectMigrationSourcesRequest::descriptor(),
-       v1::SelectMigrationSourcesResponse::descriptor(), kNames, {},
+       v1::SelectMigrationSourcesResponse::descriptor(), kNames, whose,
        [stub, key_of](const httplib::Request& r, const std::vector<std::string>& p) {
          v1::SelectMigrationSourcesRequest req;
          absl::Status s = ParseBody(r, &req);
-         *req.mutable_key() = key_of(p);
+         *req.mutable_key() = key_of(r, p);
          return IfOk(s, [&] { return CallUnary(stub.get(), &S::SelectMigrationSources, req, kNames); });
        }});
   return routes;

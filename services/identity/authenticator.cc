@@ -75,6 +75,12 @@ absl::StatusOr<auth::Principal> IdentityAuthenticator::FromJwt(absl::string_view
     return absl::UnauthenticatedError(absl::StrCat("JWT has no \"", names.user, "\" claim naming the user"));
   }
   p.name = claims[names.user].get<std::string>();
+  // "oidc:<name>" is how an identity named like a stored user is told apart (below): an
+  // identity whose own claim says "oidc:bob" would be that renamed "bob".
+  if (p.name.find(':') != std::string::npos) {
+    return absl::UnauthenticatedError(absl::StrCat("the JWT's \"", names.user, "\" claim \"", p.name,
+                                                   "\" is not a user name Jointcloud takes (no ':')"));
+  }
   p.auth_method = "oidc";
   if (claims.contains(names.projects)) {
     const auto& projects = claims[names.projects];

@@ -56,9 +56,33 @@ absl::Status ProjectsExist(store::Transaction& txn, const v1::User& user) {
   return absl::OkStatus();
 }
 
+// Takes `name` for `by` ("user" or "oidc") unless someone took it first; who holds it now.
+// The primary key decides a race: on PostgreSQL the second insert waits for the first to
+// commit and then does nothing.
+absl::StatusOr<std::string> ClaimName(store::Transaction& txn, const std::string& name, absl::string_view by,
+                                      absl::Time now) {
+  JC_RETURN_IF_ERROR(txn.Exec("INSERT INTO user_names (name, claimed_by, claimed_at) VALUES ($1, $2, $3) "
+                              "ON CONFLICT (name) DO NOTHING",
+                              {name, std::string(by), absl::StrCat(absl::ToUnixMicros(now))})
+                         .status());
+  JC_ASSIGN_OR_RETURN(store::Rows rows, txn.Query("SELECT claimed_by FROM user_names WHERE name = $1", {name}));
+  if (rows.empty()) return absl::InternalError(absl::StrCat("user name \"", name, "\" was not recorded"));
+  return rows[0][0].value_or("");
+}
+
 absl::StatusOr<v1::User> InsertUser(store::Transaction& txn, v1::User user, absl::Time now) {
   JC_RETURN_IF_ERROR(ValidateUser(user));
   JC_RETURN_IF_ERROR(ProjectsExist(txn, user));
+  // An identity provider's user took the name first: its jobs and everything else kept by
+  // name are that identity's, so a stored user gets the name only as that identity, linked
+  // on purpose (accepts_oidc).
+  JC_ASSIGN_OR_RETURN(std::string holder, ClaimName(txn, user.name(), "user", now));
+  if (holder == "oidc" && !user.accepts_oidc()) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "user name \"", user.name(),
+        "\" was taken first by an identity provider's user, whose jobs carry it: choose another name (only if that "
+        "identity is this very person, create the user with accepts_oidc: it then gets this user's grants)"));
+  }
   *user.mutable_created_at() = ToTimestamp(now);
   JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(user));
   auto inserted = txn.Exec("INSERT INTO users (id, doc) VALUES ($1, $2)", {user.name(), doc});
@@ -69,12 +93,16 @@ absl::StatusOr<v1::User> InsertUser(store::Transaction& txn, v1::User user, absl
   return user;
 }
 
+// for_update locks the user's row until the token is written: a DeleteUser committing in between
+// would otherwise delete the user and its tokens before this one lands, leaving a token that a
+// later user of the same name inherits (PostgreSQL, READ COMMITTED).
 absl::StatusOr<v1::CreateTokenResponse> InsertToken(store::Transaction& txn, const v1::CreateTokenRequest& req,
-                                                    absl::Time now) {
+                                                    absl::Time now, absl::string_view for_update) {
   JC_RETURN_IF_ERROR(CheckId("user_name", req.user_name()));
   JC_RETURN_IF_ERROR(CheckOptionalText("description", req.description(), 255));
   if (req.ttl_seconds() < 0) return absl::InvalidArgumentError("ttl_seconds must not be negative");
-  JC_ASSIGN_OR_RETURN(store::Rows users, txn.Query("SELECT id FROM users WHERE id = $1", {req.user_name()}));
+  JC_ASSIGN_OR_RETURN(store::Rows users,
+                      txn.Query(absl::StrCat("SELECT id FROM users WHERE id = $1", for_update), {req.user_name()}));
   if (users.empty()) return absl::NotFoundError(absl::StrCat("user \"", req.user_name(), "\" not found"));
   JC_ASSIGN_OR_RETURN(auth::NewApiToken made, auth::GenerateApiToken());
   v1::CreateTokenResponse resp;
@@ -184,6 +212,12 @@ absl::StatusOr<v1::User> IdentityStore::SetMembership(const v1::SetMembershipReq
 
 absl::StatusOr<v1::Project> IdentityStore::CreateProject(v1::Project project) {
   JC_RETURN_IF_ERROR(CheckId("name", project.name()));
+  // "-" names the federation's images and datasets in requests, and adapters keep a
+  // project's staged images under .projects/<name>: neither may be a project's name.
+  if (project.name() == "-" || project.name().front() == '.') {
+    return absl::InvalidArgumentError(absl::StrCat("project name \"", project.name(),
+                                                   "\" is reserved (\"-\" names the federation's; no leading '.')"));
+  }
   JC_RETURN_IF_ERROR(CheckOptionalText("description", project.description(), 1024));
   *project.mutable_created_at() = ToTimestamp(clock_->Now());
   JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(project));
@@ -266,7 +300,7 @@ absl::StatusOr<v1::Project> IdentityStore::UpdateProject(const std::string& name
 
 absl::StatusOr<v1::CreateTokenResponse> IdentityStore::CreateToken(const v1::CreateTokenRequest& req) {
   JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
-  JC_ASSIGN_OR_RETURN(v1::CreateTokenResponse resp, InsertToken(*txn, req, clock_->Now()));
+  JC_ASSIGN_OR_RETURN(v1::CreateTokenResponse resp, InsertToken(*txn, req, clock_->Now(), store_->for_update()));
   JC_RETURN_IF_ERROR(txn->Commit());
   return resp;
 }
@@ -385,6 +419,22 @@ absl::StatusOr<auth::Principal> IdentityStore::PrincipalOfToken(absl::string_vie
   return **entry->principal;
 }
 
+absl::StatusOr<std::string> IdentityStore::ClaimOidcName(const std::string& name, absl::Time now) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (oidc_names_.contains(name)) return std::string("oidc");
+  }
+  JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+  JC_ASSIGN_OR_RETURN(std::string holder, ClaimName(*txn, name, "oidc", now));
+  JC_RETURN_IF_ERROR(txn->Commit());
+  if (holder == "oidc") {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (oidc_names_.size() >= kMaxCachedEntries) oidc_names_.clear();
+    oidc_names_.insert(name);
+  }
+  return holder;
+}
+
 absl::StatusOr<std::optional<auth::Principal>> IdentityStore::PrincipalOfOidcUser(const std::string& name,
                                                                                    bool* name_taken) {
   bool unused = false;
@@ -402,6 +452,13 @@ absl::StatusOr<std::optional<auth::Principal>> IdentityStore::PrincipalOfOidcUse
   }
   CachedUser entry{std::nullopt, now};
   auto rows = store_->Query("SELECT doc FROM users WHERE id = $1", {name});
+  if (rows.ok() && rows->empty()) {
+    // No stored user: the name is this identity's if no stored user ever took it (one that
+    // was deleted keeps it: its jobs still carry it).
+    auto holder = ClaimOidcName(name, now);
+    if (!holder.ok()) rows = holder.status();
+    else if (*holder != "oidc") entry.taken = true;
+  }
   if (!rows.ok()) {
     if (stale.has_value() && now - stale->fetched < options_.stale_ttl) {
       *name_taken = stale->taken;
@@ -438,7 +495,7 @@ absl::StatusOr<std::optional<std::string>> IdentityStore::BootstrapAdmin(const s
   v1::CreateTokenRequest req;
   req.set_user_name(name);
   req.set_description("bootstrap admin token");
-  JC_ASSIGN_OR_RETURN(v1::CreateTokenResponse token, InsertToken(*txn, req, clock_->Now()));
+  JC_ASSIGN_OR_RETURN(v1::CreateTokenResponse token, InsertToken(*txn, req, clock_->Now(), store_->for_update()));
   JC_RETURN_IF_ERROR(txn->Commit());
   return token.secret();
 }

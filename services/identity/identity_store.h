@@ -15,6 +15,7 @@
 #include <string>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/auth/principal.h"
@@ -94,6 +95,9 @@ class IdentityStore {
   };
   absl::StatusOr<CachedToken> LoadToken(const std::string& id);
   void Invalidate();
+  // Takes `name` for an identity provider's user unless a stored user took it first; who
+  // holds it ("oidc" or "user"). Written once per name (remembered in oidc_names_ after).
+  absl::StatusOr<std::string> ClaimOidcName(const std::string& name, absl::Time now);
 
   store::Store* store_;
   const Clock* clock_;
@@ -102,6 +106,7 @@ class IdentityStore {
   absl::flat_hash_map<std::string, CachedToken> tokens_;  // by token id
   absl::flat_hash_map<std::string, CachedUser> users_;    // by name
   absl::flat_hash_map<std::string, absl::Time> last_used_;
+  absl::flat_hash_set<std::string> oidc_names_;  // names known taken by OIDC identities
   PeriodicTask flusher_;
 };
 

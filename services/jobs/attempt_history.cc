@@ -3,6 +3,7 @@
 #include "common/timestamp.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace jc::jobs {
 namespace {
@@ -31,6 +32,10 @@ const char* OutcomeOf(apb::ReplicaState s) {
 
 // A start the center reports, within what the control plane saw: not before it sent the
 // attempt's submit, not after now (budgets count a running attempt's cost from it).
+bool Earlier(const google::protobuf::Timestamp& a, const google::protobuf::Timestamp& b) {
+  return std::make_pair(a.seconds(), a.nanos()) < std::make_pair(b.seconds(), b.nanos());
+}
+
 google::protobuf::Timestamp SeenStart(const v1::AttemptRecord& a, const google::protobuf::Timestamp& reported,
                                       absl::Time now) {
   absl::Time t = std::min(FromTimestamp(reported), now);
@@ -108,12 +113,17 @@ bool ApplyAttemptReport(v1::JobRecord& job, int index, const std::string& center
     return true;
   }
   if (a->closed()) return true;  // a repeated or late report: already accounted for
+  const bool withdrawn = WithdrawnAsAsked(*a, report);
   const bool terminal = Terminal(report.state());
   // Started: the center says when, or it runs (or ran, by what it measured) now.
   bool started = report.has_started_at() || report.state() == apb::REPLICA_RUNNING ||
                  (terminal && report.usage().wall_seconds() > 0);
-  if (report.has_started_at() && !(a->has_started_at() && a->started_at() == SeenStart(*a, report.started_at(), now))) {
-    *a->mutable_started_at() = SeenStart(*a, report.started_at(), now);  // the center's clock, within ours
+  // The center's clock, within ours; once set it only moves earlier: a center that reported
+  // a later start at every poll would keep an attempt "fresh" (never past its budget
+  // reservation, its running cost near nothing).
+  if (report.has_started_at() &&
+      (!a->has_started_at() || Earlier(SeenStart(*a, report.started_at(), now), a->started_at()))) {
+    *a->mutable_started_at() = SeenStart(*a, report.started_at(), now);
     fx->changed = true;
   } else if (started && !a->has_started_at()) {
     *a->mutable_started_at() = ToTimestamp(now);
@@ -127,15 +137,32 @@ bool ApplyAttemptReport(v1::JobRecord& job, int index, const std::string& center
   }
   a->set_outcome(OutcomeOf(report.state()));
   a->set_exit_code(report.exit_code());
-  a->set_message(report.message());
+  // Withdrawn as asked, it keeps why it was asked back (the move's reason).
+  if (!withdrawn) a->set_message(report.message());
   a->set_closed(true);
   *a->mutable_seen_ended_at() = ToTimestamp(now);
-  if (Ran(*a)) {
+  if (withdrawn) {
+    // Taken back before it started, as the control plane asked: it never ran (a start or
+    // usage said beside "withdrawn" is not billed).
+    a->set_outcome("withdrawn");
+    a->clear_started_at();
+    *a->mutable_ended_at() = ToTimestamp(now);
+  } else if (Ran(*a)) {
     a->set_metered(true);
     fx->metered.push_back({index, *a, report.usage()});
   }
   fx->changed = true;
   return true;
+}
+
+bool WithdrawnAsAsked(const v1::AttemptRecord& attempt, const apb::Replica& report) {
+  // Asked back, never seen started, and it ended saying it never started either: taken back
+  // (its center's "withdrawn", or the end of a withdrawal whose answer was lost: nexec's
+  // "killed while pending", Slurm's CANCELLED). A start seen earlier is never erased by a
+  // later "withdrawn": that replica ran.
+  const bool ended = report.state() == apb::REPLICA_STOPPED || report.state() == apb::REPLICA_FAILED;
+  return attempt.has_withdraw_asked_at() && !attempt.has_started_at() && ended && !report.has_started_at() &&
+         report.usage().wall_seconds() <= 0;
 }
 
 void ApplyAttemptUnknown(v1::JobRecord& job, int index, const std::string& center, int attempt, absl::Time now,

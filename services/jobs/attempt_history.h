@@ -52,6 +52,10 @@ std::vector<AttemptRef> OpenAttempts(const v1::JobRecord& job);
 // job manager's memory (and is reloaded after a restart) until they have.
 bool AwaitsUsage(const v1::JobRecord& job);
 
+// Whether `report` says the attempt was withdrawn before it started and the control plane
+// had asked for that (a center's "withdrawn" unasked is a plain stop).
+bool WithdrawnAsAsked(const v1::AttemptRecord& attempt, const apb::Replica& report);
+
 // Whether the attempt record ran at its center (a usage record is due when it ends).
 bool Ran(const v1::AttemptRecord& attempt);
 

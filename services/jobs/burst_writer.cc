@@ -17,6 +17,9 @@ WriteOutcome CommitBurst(JobStore& store, const JobWrites& writes) {
   rest.audits = writes.audits;
   rest.events = writes.events;
   rest.usage = writes.usage;
+  rest.durations = writes.durations;
+  rest.durations_at = writes.durations_at;
+  rest.keep_durations = writes.keep_durations;
   rest.prune_events_below = writes.prune_events_below;
   out.status = store.Write(rest);
   for (size_t i = 0; i < writes.inserts.size(); ++i) {

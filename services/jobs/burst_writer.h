@@ -54,10 +54,17 @@ struct JobWrites {
   int64_t prune_events_below = 0;           // deletes older events (0: none)
   // Usage records of the attempts the saves closed (services/accounting/usage_book.h).
   std::vector<v1::UsageRecord> usage;
+  // What the duration estimator learned from the attempts the saves closed (SPEC A16): its
+  // changed keys' sketches, by key; an empty sketch deletes its key's row (evicted).
+  std::map<std::string, std::string> durations;
+  int64_t durations_at = 0;  // unix seconds, their updated_at
+  // When the estimator is full (it evicts), now and then: rows older than the newest
+  // `keep_durations` are deleted, so the store holds what memory does (0: none).
+  int64_t keep_durations = 0;
 
   bool empty() const {
     return inserts.empty() && saves.empty() && cursors.empty() && audits.empty() && events.empty() &&
-           usage.empty();
+           usage.empty() && durations.empty();
   }
 };
 

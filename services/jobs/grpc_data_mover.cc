@@ -24,10 +24,11 @@ class GrpcDataMover final : public DataMover {
       : source_(std::move(source)), catalog_source_(std::move(catalog)) {}
 
   absl::StatusOr<std::vector<std::string>> Sources(const std::string& name, const std::string& version,
-                                                   const std::string& target) override {
+                                                   const std::string& project, const std::string& target) override {
     v1::SelectMigrationSourcesRequest req;
     req.mutable_key()->set_data_name(name);
     req.mutable_key()->set_data_version(version);
+    req.mutable_key()->set_project(project.empty() ? "-" : project);
     req.set_target_center_id(target);
     v1::SelectMigrationSourcesResponse resp;
     grpc::ClientContext ctx;
@@ -44,23 +45,33 @@ class GrpcDataMover final : public DataMover {
     return urls;
   }
 
-  absl::StatusOr<std::string> Project(const std::string& name, const std::string& version) override {
-    v1::GetDatasetRequest get;
-    get.mutable_key()->set_data_name(name);
-    get.mutable_key()->set_data_version(version);
-    v1::Dataset dataset;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    grpc::Status s = Stub()->GetDataset(&ctx, get, &dataset);
-    if (!s.ok()) return FromGrpcStatus(s);
-    return dataset.project();
+  absl::StatusOr<std::string> Project(const std::string& name, const std::string& version,
+                                      const std::string& job_project) override {
+    // The job's project's dataset, else the federation's.
+    for (const std::string& project : {job_project, std::string("-")}) {
+      if (project.empty()) continue;
+      v1::GetDatasetRequest get;
+      get.mutable_key()->set_data_name(name);
+      get.mutable_key()->set_data_version(version);
+      get.mutable_key()->set_project(project);
+      v1::Dataset dataset;
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+      grpc::Status s = Stub()->GetDataset(&ctx, get, &dataset);
+      if (s.error_code() == grpc::StatusCode::NOT_FOUND && project != "-") continue;
+      if (!s.ok()) return FromGrpcStatus(s);
+      return dataset.project();
+    }
+    return absl::NotFoundError(absl::StrCat("dataset ", name, ":", version, " not found"));
   }
 
-  absl::Status AddLocation(const std::string& name, const std::string& version, const std::string& center,
+  absl::Status AddLocation(const std::string& name, const std::string& version, const std::string& project,
+                           const std::string& center,
                            const std::string& url, const Transfer& transfer) override {
     v1::GetDatasetRequest get;
     get.mutable_key()->set_data_name(name);
     get.mutable_key()->set_data_version(version);
+    get.mutable_key()->set_project(project.empty() ? "-" : project);
     v1::Dataset dataset;
     {
       grpc::ClientContext ctx;
@@ -101,21 +112,27 @@ class GrpcDataMover final : public DataMover {
     return s.ok() ? absl::OkStatus() : FromGrpcStatus(s);
   }
 
-  absl::StatusOr<ImageCopies> Image(const std::string& image_id) override {
-    JC_ASSIGN_OR_RETURN(v1::Image image, GetImage(image_id));
-    ImageCopies out{image.name(), {image.ai_center_id()}};
+  absl::StatusOr<ImageCopies> Image(const std::string& project, const std::string& image_id) override {
+    absl::StatusOr<v1::Image> found = absl::NotFoundError("");
+    if (!project.empty()) found = GetImage(project, image_id);
+    if (absl::IsNotFound(found.status())) found = GetImage("", image_id);
+    JC_RETURN_IF_ERROR(found.status());
+    const v1::Image& image = *found;
+    ImageCopies out{image.name(), {image.ai_center_id()}, image.project()};
     out.centers.insert(out.centers.end(), image.present_at().begin(), image.present_at().end());
     return out;
   }
 
-  absl::Status AddImageCenter(const std::string& image_id, const std::string& center) override {
-    JC_ASSIGN_OR_RETURN(v1::Image image, GetImage(image_id));
+  absl::Status AddImageCenter(const std::string& project, const std::string& image_id,
+                              const std::string& center) override {
+    JC_ASSIGN_OR_RETURN(v1::Image image, GetImage(project, image_id));
     if (image.ai_center_id() == center ||
         std::find(image.present_at().begin(), image.present_at().end(), center) != image.present_at().end()) {
       return absl::OkStatus();
     }
     v1::UpdateImageRequest update;
     update.mutable_image()->set_image_id(image_id);
+    update.mutable_image()->set_project(project.empty() ? "-" : project);
     *update.mutable_image()->mutable_present_at() = image.present_at();
     update.mutable_image()->add_present_at(center);
     update.mutable_update_mask()->add_paths("present_at");
@@ -127,9 +144,11 @@ class GrpcDataMover final : public DataMover {
   }
 
  private:
-  absl::StatusOr<v1::Image> GetImage(const std::string& image_id) {
+  // `project`'s image `image_id` ('': the federation's), exactly that one.
+  absl::StatusOr<v1::Image> GetImage(const std::string& project, const std::string& image_id) {
     v1::GetImageRequest get;
     get.set_image_id(image_id);
+    get.set_project(project.empty() ? "-" : project);
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     v1::Image image;

@@ -1,5 +1,7 @@
 #include "services/jobs/job_manager.h"
 
+#include "services/accounting/rating.h"
+
 #include "absl/container/flat_hash_map.h"
 
 #include <unistd.h>
@@ -10,7 +12,9 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "services/estimator/job_class.h"
 #include "common/audit/audit_log.h"
 #include "common/status_macros.h"
 #include "common/store/doc.h"
@@ -224,6 +228,9 @@ std::shared_ptr<std::promise<absl::Status>> JobManager::BeginLead() {
       JC_ASSIGN_OR_RETURN(r.active, jobs_.LoadActive());
       JC_ASSIGN_OR_RETURN(r.max_seq, jobs_.MaxSeq());
       JC_ASSIGN_OR_RETURN(r.cursors, jobs_.Cursors());
+      if (estimator_ != nullptr) {
+        JC_ASSIGN_OR_RETURN(r.durations, jobs_.LoadDurations(estimator_->max_keys()));
+      }
       return r;
     }();
     OnLead(std::move(reload), led);
@@ -251,6 +258,17 @@ void JobManager::OnLead(absl::StatusOr<Reload> reload, std::shared_ptr<std::prom
     SetNotLeading(why);
     led->set_value(restored);
     return;
+  }
+  // What was learned of run times, as committed: what this instance learned in a burst that
+  // did not commit is forgotten with it.
+  if (estimator_ != nullptr) {
+    if (absl::Status loaded = estimator_->Reset(reload->durations); !loaded.ok()) {
+      std::string why = absl::StrCat("not leading: the stored run times do not read (", loaded.message(), "); retrying");
+      spdlog::error("job manager: {}", why);
+      SetNotLeading(why);
+      led->set_value(loaded);
+      return;
+    }
   }
   active_.clear();
   queue_.clear();
@@ -290,6 +308,9 @@ void JobManager::OnLead(absl::StatusOr<Reload> reload, std::shared_ptr<std::prom
   uint64_t term = ++term_;
   leading_ = true;  // creates are taken from here on: job ids continue after the reloaded ones
   SetNotLeading("");
+  // What the reloaded jobs hold of their projects' budgets and quotas, before the first
+  // create is admitted (a create comes after this handler, on the same loop).
+  if (admission_.Counts()) RecountAdmission();
   spdlog::info("job manager: leading (term {}); {} jobs not ended reloaded ({} replicas to submit again)", term,
                active_.size(), resend.size());
   tracker_.Restart(term, cursors_);
@@ -327,6 +348,15 @@ void JobManager::StepDown(const std::string& why) {
   }
   burst_ = Burst();
   dirty_.clear();
+  {
+    std::lock_guard<std::mutex> lock(positions_mu_);
+    queue_positions_.clear();  // no queue is passed while standing down
+  }
+  withdrawing_.clear();  // answers of this term are dropped; the next term asks again
+  withdrawing_at_.clear();
+  // What was learned goes stale from here (the next leader learns on): plans here use the
+  // jobs' own figures, and say so, until this instance leads again and reloads.
+  if (estimator_ != nullptr) estimator_->Unload();
   // The jobs stay in the view for reads (the last this instance knew, answered while the
   // store is away); nothing changes them until a new term replaces them with the store's.
   queue_.clear();
@@ -400,6 +430,17 @@ void JobManager::Flush() {
   writes.prune_events_below = events_.PruneBelow();
   writes.cursors = burst_.cursors;
   writes.usage = burst_.usage;
+  writes.durations = burst_.durations;
+  if (!writes.durations.empty()) {
+    const absl::Time now = clock_->Now();
+    writes.durations_at = absl::ToUnixSeconds(now);
+    // The store holds what memory does: once the estimator is full (it evicts the least
+    // recently observed keys), the oldest rows go too, at most hourly (it scans the index).
+    if (estimator_->keys() >= estimator_->max_keys() && now - durations_pruned_ >= absl::Hours(1)) {
+      writes.keep_durations = estimator_->max_keys();
+      durations_pruned_ = now;
+    }
+  }
   for (const auto& a : burst_.audits) writes.audits.push_back(audit::AuditLog::Values(a));
   Burst burst = std::move(burst_);
   burst_ = Burst();
@@ -502,6 +543,19 @@ void JobManager::AfterCommit(Burst& burst, const WriteOutcome& outcome) {
   // Answered once the view has the stop's write: a read right after the answer sees it.
   for (auto& r : burst.stop_replies) r->set_value(absl::OkStatus());
   for (const auto& [center, key] : burst.stops) dispatcher_.StopReplica(center, key);
+  for (const Withdrawal& w : burst.withdrawals) {
+    withdrawing_at_.insert(w.center);
+    uint64_t term = term_;
+    pool_.Run([this, term, w] {
+      absl::StatusOr<apb::Replica> answer = absl::UnavailableError("the center's adapter has no address");
+      if (auto address = addresses_.Of(w.center); address.ok()) {
+        answer = adapters_->Withdraw({w.center, *address}, w.key);
+      } else {
+        answer = address.status();
+      }
+      loop_.Post([this, term, w, answer = std::move(answer)] { OnWithdrawAnswer(term, w, answer); });
+    });
+  }
   for (const auto& c : burst.creates) SendDispatches(c.dispatches);
   SendDispatches(burst.dispatches);
 }
@@ -545,7 +599,7 @@ void JobManager::SendDispatches(const std::vector<Dispatch>& dispatches) {
     const auto& task = it->second.record.request().tasks(rep.task_index());
     // An image with content (rep.image(): by digest) is copied into the center's registry
     // where it has one; elsewhere its hosts pull it at the task's start.
-    stager_.Stage(d.center_id, task.image_id(), rep.image(), {task.datasets().begin(), task.datasets().end()},
+    stager_.Stage(d.center_id, it->second.record.request().project(), task.image_id(), rep.image(), {task.datasets().begin(), task.datasets().end()},
                   [this, d, term](absl::Status staged) {
                     loop_.Post([this, d, term, staged = std::move(staged)] { OnStaged(d, term, staged); });
                   });
@@ -614,21 +668,11 @@ void JobManager::OnCreate(v1::CreateTrainJobRequest req, CreateReply reply, std:
       return;
     }
   }
-  // A project's hard budget, reached: refused at admission, before anything is written.
-  if (budgets_.Has(req.project())) {
-    if (absl::Status admitted = budgets_.Admit(req.project()); !admitted.ok()) {
-      reply->set_value(admitted);
-      return;
-    }
-    budgets_.AddReserved(req.project(), ExpectedCost(req));
-  }
-  // Project quota on waiting jobs: refused at admission, before anything is written.
-  if (quotas_.Limits(req.project())) {
-    if (absl::Status admitted = quotas_.AdmitQueued(req.project()); !admitted.ok()) {
-      reply->set_value(admitted);
-      return;
-    }
-    quotas_.AddQueued(req.project());
+  // A project's hard budget or its quota on waiting jobs: refused at admission, before
+  // anything is written.
+  if (absl::Status admitted = admission_.Admit(req); !admitted.ok()) {
+    reply->set_value(admitted);
+    return;
   }
   NewJob c;
   c.reply = std::move(reply);
@@ -641,6 +685,11 @@ void JobManager::OnCreate(v1::CreateTrainJobRequest req, CreateReply reply, std:
   *record.mutable_received_at() = ToTimestamp(now);
   *record.mutable_updated_at() = ToTimestamp(now);
   record.set_status(kPending);
+  // What is expected of it now, from what ended before (memory only): orders the queue and
+  // is shown with the job.
+  if (estimator_ != nullptr) {
+    if (auto expected = estimator_->EstimateJob(req)) *record.mutable_expected() = estimator::ToProto(*expected);
+  }
   for (int t = 0; t < req.tasks_size(); ++t) {
     for (int r = 0; r < req.tasks(t).replica_number(); ++r) {
       auto* rep = record.add_replicas();
@@ -710,8 +759,7 @@ void JobManager::OnTick() {
   if (!leading_) return;
   // FCFS by (priority, submission); a job that does not fit does not hold back the
   // ones behind it that do (backfill).
-  if (!quotas_.empty()) RecountQuotaUse();
-  if (!budgets_.empty()) CheckBudgets();
+  if (admission_.Counts()) RecountAdmission();
   auto schedule_one = [this](const std::string& id) {
     auto it = active_.find(id);
     if (it == active_.end()) return;
@@ -720,13 +768,17 @@ void JobManager::OnTick() {
     if (!more.empty() || before != it->second.record.waiting_reason()) MarkDirty(id);
     burst_.dispatches.insert(burst_.dispatches.end(), more.begin(), more.end());
   };
-  if (options_.queue_order == scheduler::QueueOrder::kFairShare) {
-    ScheduleFairShare(schedule_one);
+  std::vector<std::pair<std::string, std::string>> offered;
+  if (options_.queue.fair_share || options_.queue.order != "fcfs") {
+    offered = ScheduleQueue(schedule_one);
   } else {
-    std::vector<std::string> order;
-    order.reserve(queue_.size());
-    for (const auto& [p, s, id] : queue_) order.push_back(id);
-    for (const auto& id : order) schedule_one(id);
+    offered.reserve(queue_.size());
+    for (const auto& [p, s, id] : queue_) offered.emplace_back(id, p == 0 ? "" : absl::StrCat("priority ", -p));
+    for (const auto& [id, why] : offered) schedule_one(id);
+  }
+  if (const absl::Time at = clock_->Now(); at - positions_noted_ >= absl::Seconds(1)) {
+    positions_noted_ = at;
+    NoteQueuePositions(offered, at);
   }
   // Submits that failed for a passing reason go again.
   for (const auto& [id, index] : resubmit_) {
@@ -742,6 +794,8 @@ void JobManager::OnTick() {
   absl::Time now = clock_->Now();
   if (now - gauges_updated_ >= absl::Seconds(1)) {
     gauges_updated_ = now;
+    EnforceTimeLimits(now);
+    ConsiderMoves(now);
     UpdateGauges();
   }
 }
@@ -982,75 +1036,54 @@ void JobManager::SetBudgets(std::string month, std::map<std::string, v1::Project
       budget_gauges_.push_back(&g);
     }
   }
-  budgets_.Set(std::move(month), std::move(budgets), std::move(ended));
+  admission_.SetBudgets(std::move(month), std::move(budgets), std::move(ended));
 }
 
-double JobManager::ExpectedCost(const v1::CreateTrainJobRequest& req) const {
-  // Each replica at the highest price its spec has anywhere (it is not placed yet), for the
-  // project's reservation hours: no run time is known before it ends.
-  double per_hour = 0;
-  for (const auto& task : req.tasks()) {
-    per_hour += std::max(1, task.replica_number()) * scheduler_->HighestPrice(task.resource_spec_id());
-  }
-  return per_hour * budgets_.ReservationHours(req.project());
+double JobManager::CatalogView::HighestPrice(const std::string& spec_id) const {
+  return scheduler_->HighestPrice(spec_id);
 }
 
-void JobManager::CheckBudgets() {
-  // Each budgeted project's running attempts: what they have cost so far (price in force at
-  // their start x time since, the scheduler's view, in memory); and what its admitted jobs
-  // that have not ended still hold: their reservation less that (jobs whose create is not
-  // committed yet included). One pass over the jobs for both.
-  absl::Time now = clock_->Now();
-  std::map<std::string, double> running, reserved;
-  auto count = [&](const v1::JobRecord& r) {
-    const std::string& project = r.request().project();
-    if (!budgets_.Has(project)) return;
-    double so_far = 0;
-    for (const auto& rep : r.replicas()) {
-      for (const auto& a : rep.attempts()) {
-        if (a.closed() || !a.has_started_at()) continue;
-        auto offer = scheduler_->OfferAt(a.center_id(), r.request().tasks(rep.task_index()).resource_spec_id());
-        if (!offer.has_value()) continue;
-        absl::Time start = FromProto(a.started_at());
-        so_far += offer->PriceAt(start) * std::max(0.0, absl::ToDoubleHours(now - start));
-      }
-    }
-    running[project] += so_far;
-    if (r.status() != kCompleted && r.status() != kFailed) {
-      reserved[project] += std::max(0.0, ExpectedCost(r.request()) - so_far);
-    }
-  };
-  for (const auto& [id, job] : active_) count(job.record);
-  for (const auto& c : burst_.creates) count(c.job.record);
-  budgets_.SetRunning(std::move(running));
-  budgets_.SetReserved(std::move(reserved));
-  for (const auto& c : budgets_.TakeCrossings()) {
+std::optional<double> JobManager::CatalogView::PriceAt(const std::string& center_id, const std::string& spec_id,
+                                                       absl::Time at) const {
+  auto offer = scheduler_->OfferAt(center_id, spec_id);
+  if (!offer.has_value()) return std::nullopt;
+  return offer->PriceAt(at);
+}
+
+std::optional<std::pair<double, double>> JobManager::CatalogView::Quantity(const std::string& spec_id) const {
+  auto q = scheduler_->SpecQuantity(spec_id);
+  if (!q.ok()) return std::nullopt;
+  return std::make_pair(q->cpu, q->gpu);
+}
+
+void JobManager::RecountAdmission() {
+  // Every job in memory, those whose create is not committed yet included (they hold their
+  // reservation and wait like the others). One pass, O(replicas), no I/O.
+  const absl::Time now = clock_->Now();
+  admission_.BeginRecount(now);
+  for (const auto& [id, job] : active_) admission_.Count(job.record);
+  for (const auto& c : burst_.creates) admission_.Count(c.job.record);
+  for (const auto& c : admission_.EndRecount()) {
     spdlog::warn("job manager: project {} has spent {:.2f} of its monthly budget of {:.2f} ({}%){}", c.project,
                  c.spent, c.budget, c.percent,
-                 budgets_.budgets().at(c.project).hard() && c.percent >= 100 ? ": new jobs are refused" : "");
+                 admission_.budgets().at(c.project).hard() && c.percent >= 100 ? ": new jobs are refused" : "");
     if (metrics_) {
       metrics_->budget_alerts->Add({{"project", c.project}, {"threshold", std::to_string(c.percent)}}).Increment();
     }
   }
   if (metrics_) {
-    for (const auto& [project, b] : budgets_.budgets()) {
-      metrics_->budget_used_ratio->Add({{"project", project}}).Set(budgets_.UsedRatio(project));
+    for (const auto& [project, b] : admission_.budgets()) {
+      metrics_->budget_used_ratio->Add({{"project", project}}).Set(admission_.UsedRatio(project));
     }
   }
-  // Only where the project asked for it: its running jobs stop at its hard budget.
-  for (const std::string& project : budgets_.StopRunning()) {
-    for (auto& [id, job] : active_) {
-      v1::JobRecord& r = job.record;
-      if (r.request().project() != project || r.stop_requested() || r.status() == kCompleted ||
-          r.status() == kFailed) {
-        continue;
-      }
-      r.set_stop_reason(absl::StrCat("stopped: project ", project, " reached its hard monthly budget (stop_running)"));
-      JobEffects fx;
-      ApplyStopRequested(r, now, &fx);
-      ApplyEffects(job, fx);
-      MarkDirty(id);
-    }
+  // Jobs a hard budget stops: all of a project's that reached it and asked for stop_running;
+  // any that ran past its reservation.
+  if (admission_.budgets().empty()) return;
+  for (auto& [id, job] : active_) {
+    v1::JobRecord& r = job.record;
+    std::string reason = admission_.StopReason(r);
+    if (reason.empty()) continue;
+    StopFor(job, std::move(reason), now);
   }
 }
 
@@ -1069,45 +1102,63 @@ void JobManager::SetQuotas(std::map<std::string, v1::ProjectQuota> quotas) {
       }
     }
   }
-  quotas_.Set(std::move(quotas));
+  admission_.SetQuotas(std::move(quotas));
 }
 
-std::pair<double, double> JobManager::Need(const v1::JobRecord& r, const std::vector<int>& replicas) const {
-  double cpus = 0, gpus = 0;
-  for (int i : replicas) {
-    const auto& task = r.request().tasks(r.replicas(i).task_index());
-    auto q = scheduler_->SpecQuantity(task.resource_spec_id());
-    if (!q.ok()) continue;  // an unknown spec cannot be placed anyway; the scheduler says so
-    cpus += q->cpu;
-    gpus += q->gpu;
-  }
-  return {cpus, gpus};
-}
+namespace {
 
-void JobManager::RecountQuotaUse() {
-  quotas_.ResetUse();
-  for (const auto& [id, job] : active_) {
-    const v1::JobRecord& r = job.record;
-    const std::string& project = r.request().project();
-    if (!quotas_.Limits(project)) continue;
-    std::vector<int> placed;
-    bool waits = false;
-    for (int i = 0; i < r.replicas_size(); ++i) {
-      const auto& rep = r.replicas(i);
-      if (rep.state() == v1::ReplicaRecord::WAITING) {
-        waits = true;
-      } else if (!Ended(rep.state())) {
-        placed.push_back(i);
-      }
+// The service a job already received, in GPU-seconds (CPU-seconds for a job without GPUs),
+// from its attempts that started: Tiresias' attained service, for the las order.
+template <typename Quantity>
+double AttainedService(const v1::JobRecord& r, Quantity&& quantity) {
+  double attained = 0;
+  for (int i = 0; i < r.replicas_size(); ++i) {
+    const auto& rep = r.replicas(i);
+    double seconds = 0;
+    for (const auto& a : rep.attempts()) {
+      if (!a.has_started_at() || !a.has_ended_at()) continue;
+      seconds += std::max(0.0, absl::ToDoubleSeconds(FromTimestamp(a.ended_at()) - FromTimestamp(a.started_at())));
     }
-    auto [cpus, gpus] = Need(r, placed);
-    quotas_.AddRunning(project, cpus, gpus);
-    if (waits && !r.stop_requested()) quotas_.AddQueued(project);
+    if (seconds <= 0) continue;
+    const scheduler::Resources& q = quantity(r, i);
+    attained += seconds * (q.gpu > 0 ? q.gpu : std::max(1.0, q.cpu));
   }
+  return attained;
 }
 
-void JobManager::ScheduleFairShare(const std::function<void(const std::string&)>& schedule_one) {
-  scheduler::JobQueue queue(scheduler::QueueOrder::kFairShare);
+}  // namespace
+
+void JobManager::NoteQueuePositions(const std::vector<std::pair<std::string, std::string>>& offered, absl::Time now) {
+  constexpr size_t kNamed = 1000;  // past it, "past the 1000th": a reader needs no more
+  std::vector<const std::pair<std::string, std::string>*> waiting;
+  for (const auto& o : offered) {
+    auto it = active_.find(o.first);
+    if (it == active_.end()) continue;
+    const v1::JobRecord& r = it->second.record;
+    if (queue_.count(std::make_tuple(-r.request().scheduling().priority(), r.seq(), r.job_id()))) {
+      waiting.push_back(&o);
+    }
+  }
+  auto ordinal = [](size_t n) {
+    const size_t tens = n % 100;
+    const char* suffix = (tens >= 11 && tens <= 13) ? "th" : n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" : n % 10 == 3 ? "rd" : "th";
+    return absl::StrCat(n, suffix);
+  };
+  std::map<std::string, std::string> positions;
+  const std::string order = options_.queue.Name();
+  for (size_t k = 0; k < waiting.size(); ++k) {
+    const auto& [id, why] = *waiting[k];
+    positions[id] = k < kNamed ? absl::StrCat(ordinal(k + 1), " of ", waiting.size(), " waiting (", order, ")",
+                                              why.empty() ? "" : ": ", why)
+                               : absl::StrCat("past the ", kNamed, "th of ", waiting.size(), " waiting (", order, ")");
+  }
+  std::lock_guard<std::mutex> lock(positions_mu_);
+  queue_positions_.swap(positions);
+}
+
+std::vector<std::pair<std::string, std::string>> JobManager::ScheduleQueue(
+    const std::function<void(const std::string&)>& schedule_one) {
+  scheduler::JobQueue queue(options_.queue);
   queue.SetCapacity(scheduler_->FederationCapacity());
   // One scheduler call per spec, not per replica (each call takes the scheduler's lock).
   absl::flat_hash_map<std::string, scheduler::Resources> by_spec;
@@ -1131,14 +1182,33 @@ void JobManager::ScheduleFairShare(const std::function<void(const std::string&)>
     }
   }
   absl::flat_hash_map<int64_t, std::string> ids;
+  const double now = absl::ToDoubleSeconds(clock_->Now() - absl::UnixEpoch());
   for (const auto& [priority, seq, id] : queue_) {
     auto it = active_.find(id);
     if (it == active_.end()) continue;
-    queue.Push(seq, -priority, it->second.record.request().project());
+    const v1::JobRecord& r = it->second.record;
+    scheduler::QueuedJob q;
+    q.seq = seq;
+    q.priority = -priority;
+    q.project = r.request().project();
+    q.submitted = absl::ToDoubleSeconds(FromTimestamp(r.received_at()) - absl::UnixEpoch());
+    // What it is expected to run (reference seconds): its history when it was created, else
+    // its time limit (enforced: a job that says it is short is stopped if it is not), never
+    // its own unenforced estimatedDuration, which would let anyone go first by saying "1s".
+    if (r.has_expected() && r.expected().runs() > 0) {
+      q.expected_s = r.expected().median().seconds() + r.expected().median().nanos() / 1e9;
+    } else if (auto limit = estimator::TimeLimitOf(r.request())) {
+      q.expected_s = absl::ToDoubleSeconds(*limit);
+    }
+    q.attained_s = AttainedService(r, quantity);
+    queue.Push(q);
     ids[seq] = id;
   }
-  queue.Pass([&](int64_t seq) {
+  std::vector<std::pair<std::string, std::string>> offered;
+  offered.reserve(ids.size());
+  queue.Pass(now, [&](int64_t seq) {
     const std::string& id = ids[seq];
+    offered.emplace_back(id, queue.Explain(seq, now));
     size_t before = burst_.dispatches.size();
     schedule_one(id);
     auto it = active_.find(id);
@@ -1150,6 +1220,7 @@ void JobManager::ScheduleFairShare(const std::function<void(const std::string&)>
     // Placed whole: it left the FCFS set too.
     return !queue_.count(std::make_tuple(-r.request().scheduling().priority(), r.seq(), r.job_id()));
   });
+  return offered;
 }
 
 void JobManager::EnableMetrics(prometheus::Registry& registry) {
@@ -1165,8 +1236,10 @@ std::vector<Dispatch> JobManager::Schedule(Active& job) {
   for (int i = 0; i < r.replicas_size(); ++i) {
     const auto& rep = r.replicas(i);
     if (rep.state() == v1::ReplicaRecord::WAITING) {
-      slots.push_back({rep.task_index(), rep.replica_index(), rep.attempt(),
-                       {rep.failed_centers().begin(), rep.failed_centers().end()}});
+      // Where it failed, and where it was moved from, only when nothing else fits.
+      std::vector<std::string> avoid(rep.failed_centers().begin(), rep.failed_centers().end());
+      avoid.insert(avoid.end(), rep.moved_from().begin(), rep.moved_from().end());
+      slots.push_back({rep.task_index(), rep.replica_index(), rep.attempt(), std::move(avoid)});
       indices.push_back(i);
     } else if (!rep.center_id().empty() && !Ended(rep.state())) {
       siblings.push_back(rep.center_id());
@@ -1179,11 +1252,11 @@ std::vector<Dispatch> JobManager::Schedule(Active& job) {
   }
   // Project quota on running resources: the whole job waits until what it needs fits.
   const std::string& project = r.request().project();
-  const bool limited = quotas_.Limits(project);
+  const bool limited = admission_.Limits(project);
   std::pair<double, double> need{0, 0};
   if (limited) {
-    need = Need(r, indices);
-    if (std::string held = quotas_.Hold(project, need.first, need.second); !held.empty()) {
+    need = admission_.Need(r, indices);
+    if (std::string held = admission_.Hold(project, need.first, need.second); !held.empty()) {
       r.set_waiting_reason(held);
       return {};
     }
@@ -1221,12 +1294,13 @@ std::vector<Dispatch> JobManager::Schedule(Active& job) {
   }
   if (limited && !placed.empty()) {
     // Everything placed (the usual case) needs what was checked above; a part, its own share.
-    if (placed.size() != indices.size()) need = Need(r, placed);
-    quotas_.AddRunning(project, need.first, need.second);
+    if (placed.size() != indices.size()) need = admission_.Need(r, placed);
+    admission_.AddRunning(project, need.first, need.second);
   }
   if (decision->placed) {
     queue_.erase(entry);
     r.clear_waiting_reason();
+    if (limited) admission_.Placed(project);
   } else {
     r.set_waiting_reason(decision->reason);
   }
@@ -1275,6 +1349,11 @@ std::optional<apb::SubmitReplicaRequest> JobManager::SubmitRequest(const Dispatc
   // The center maps these to the local account the replica runs as (run_as).
   req.set_project(r.request().project());
   req.set_job_user(r.request().user_name());
+  // The center enforces the job's time limit too (Slurm's --time, nexec's -W), rounded up
+  // to a whole second: the control plane's own check stops it also where a center does not.
+  if (auto limit = estimator::TimeLimitOf(r.request())) {
+    req.set_time_limit_seconds(absl::ToInt64Seconds(absl::Ceil(*limit, absl::Seconds(1))));
+  }
   for (const auto& dataset : task.datasets()) req.add_datasets(dataset);
   auto& env = *req.mutable_env();
   env["JC_JOB_ID"] = r.job_id();
@@ -1318,9 +1397,14 @@ bool JobManager::CompleteSubmit(const Dispatch& d, const absl::StatusOr<apb::Rep
   *job.record.mutable_updated_at() = ToTimestamp(now);
   // A plain acknowledgement is not written: until the adapter's next event is, the
   // stored replica stays DISPATCHING, and a restart only submits it again, which the
-  // adapter answers with the replica it has. Failures, retries and ends are written.
+  // adapter answers with the replica it has. Failures, retries and ends are written, and
+  // so is an answer that closed the attempt (an adapter answering a repeated submit with
+  // the replica that ran and failed): the replica is then waiting at its next attempt,
+  // not ended, and its usage record must land with the closed attempt, or a reload finds
+  // the attempt open and meters it again.
   bool ended = job.record.status() == kCompleted || job.record.status() == kFailed;
-  bool acknowledged_only = result.ok() && !Ended(rep->state()) && !ended;
+  bool acknowledged_only =
+      result.ok() && fx.metered.empty() && rep->attempt() == d.attempt && !Ended(rep->state()) && !ended;
   if (!acknowledged_only) MarkDirty(d.job_id);
   return false;
 }
@@ -1370,32 +1454,277 @@ v1::UsageRecord JobManager::UsageRecordOf(const v1::JobRecord& r, const MeteredA
   u.set_gpu_seconds(billed.gpu_seconds);
   if (billed.claim.has_value()) *u.mutable_center_claim() = *billed.claim;
   if (offer.has_value()) {
-    // Formula 1: the center's static power while the attempt's data came in, and the
-    // spec's execution power while it ran.
-    u.set_energy_kwh((scheduler_->StaticPowerOf(a.center_id()) * a.transfer_seconds() +
-                      offer->execution_power_watts * wall) /
-                     3.6e6);
-    // The price in force when the attempt started: a later change does not reprice it.
-    // ... by the control plane's own clock: the submit it sent, not a start the center names.
-    const double price = offer->PriceAt(observed.submitted.value_or(start));
-    u.set_price_per_hour(price);
-    u.set_cost(price * wall / 3600.0);
+    // The price in force when the attempt started (a later change does not reprice it), by
+    // the control plane's own clock: the submit it sent, not a start the center names.
+    accounting::Terms terms;
+    terms.price_per_hour = offer->PriceAt(observed.submitted.value_or(start));
+    terms.execution_power_watts = offer->execution_power_watts;
+    terms.static_power_watts = scheduler_->StaticPowerOf(a.center_id());
+    const accounting::Rated rated = accounting::Rate(terms, wall, a.transfer_seconds());
+    u.set_price_per_hour(rated.price_per_hour);
+    u.set_cost(rated.cost);
+    u.set_energy_kwh(rated.energy_kwh);
   }
   u.set_source(m.estimated ? "control_plane" : "center");
   u.set_billing_month(absl::FormatTime("%Y-%m", billed.ended, absl::UTCTimeZone()));
   if (m.correction) {
     // The difference from the estimate it corrects: the two sum to the center's figures.
     MeteredAttempt estimate{m.index, m.estimate, apb::ReplicaUsage(), true, false, {}};
-    v1::UsageRecord before = UsageRecordOf(r, estimate, now);
-    u.set_wall_seconds(u.wall_seconds() - before.wall_seconds());
-    u.set_cpu_seconds(u.cpu_seconds() - before.cpu_seconds());
-    u.set_read_bytes(u.read_bytes() - before.read_bytes());
-    u.set_write_bytes(u.write_bytes() - before.write_bytes());
-    u.set_gpu_seconds(u.gpu_seconds() - before.gpu_seconds());
-    u.set_energy_kwh(u.energy_kwh() - before.energy_kwh());
-    u.set_cost(u.cost() - before.cost());
+    accounting::SubtractEstimate(u, UsageRecordOf(r, estimate, now));
   }
   return u;
+}
+
+namespace {
+
+constexpr char kTimeLimitStop[] = "ran past the job's time limit";
+
+// When an attempt started, for its time limit: by its center's clock, but never before the
+// control plane sent it, so that a center cannot make it look older than it is.
+absl::Time LimitStart(const v1::AttemptRecord& a) {
+  absl::Time start = FromTimestamp(a.started_at());
+  if (a.has_submitted_at()) return std::max(start, FromTimestamp(a.submitted_at()));
+  return start;
+}
+
+}  // namespace
+
+void JobManager::LearnDurations(const v1::JobRecord& r, const JobEffects& fx) {
+  if (estimator_ == nullptr) return;
+  const bool time_limited = absl::StrContains(r.stop_reason(), kTimeLimitStop);
+  for (const MeteredAttempt& m : fx.metered) {
+    const v1::AttemptRecord& a = m.attempt;
+    // A run says how long the job takes when it ran to its end: it succeeded, or its time
+    // limit ended it (a lower bound, kept as one). A failure, a stop, or the control
+    // plane's own guess at an end its center never reported says nothing of its length.
+    if (m.correction || m.estimated || !a.has_started_at() || !a.has_ended_at()) continue;
+    if (a.outcome() != "succeeded" && !(a.outcome() == "stopped" && time_limited)) continue;
+    absl::Duration wall = FromTimestamp(a.ended_at()) - FromTimestamp(a.started_at());
+    // Bounded by what the control plane saw itself (from its submit to its learning of the
+    // end): a center cannot make a user's jobs look longer than they ran.
+    if (a.has_submitted_at() && a.has_seen_ended_at()) {
+      wall = std::min(wall, FromTimestamp(a.seen_ended_at()) - FromTimestamp(a.submitted_at()));
+    }
+    if (wall <= absl::ZeroDuration()) continue;
+    // One run per task per attempt, however many replicas it has: its first replica stands
+    // for it. A task of 1,000 replicas is one job's run, not 1,000 observations that would
+    // swamp a key's median at once.
+    if (r.replicas(m.index).replica_index() != 0) continue;
+    const int task = r.replicas(m.index).task_index();
+    for (auto& row : estimator_->Observe(estimator::JobClassOf(r.request(), task), wall,
+                                         scheduler_->PerformanceOf(a.center_id()))) {
+      burst_.durations[row.key] = std::move(row.sketch);
+    }
+  }
+}
+
+void JobManager::ConsiderMoves(absl::Time now) {
+  if (options_.max_moves <= 0) return;
+  constexpr size_t kMaxQuestions = 32;                      // per second: a bounded dry run
+  constexpr size_t kMaxInFlight = 4;                        // withdrawals under way, one per center
+  constexpr absl::Duration kRecheck = absl::Seconds(10);    // a replica weighed again after
+  constexpr absl::Duration kAskAgain = absl::Seconds(30);   // an ask not answered is sent again
+  auto may_send = [&](const std::string& center) {
+    return withdrawing_at_.size() < kMaxInFlight && !withdrawing_at_.count(center);
+  };
+  auto send = [&](const Withdrawal& w) {
+    withdrawing_.insert({w.job_id, w.index});
+    withdrawing_at_.insert(w.center);  // reserved now; AfterCommit sends it
+    burst_.withdrawals.push_back(w);
+  };
+  // What is kept of jobs that left memory goes with them.
+  for (auto it = move_checked_.begin(); it != move_checked_.end();) {
+    it = active_.count(it->first.first) ? std::next(it) : move_checked_.erase(it);
+  }
+  for (auto it = unwithdrawable_.begin(); it != unwithdrawable_.end();) {
+    it = active_.count(std::get<0>(*it)) ? std::next(it) : unwithdrawable_.erase(it);
+  }
+  std::vector<scheduler::Scheduler::MoveQuestion> questions;
+  std::vector<std::vector<int>> indices;
+  auto waiting_since = [](const v1::ReplicaRecord& rep) {
+    return rep.has_dispatched_at() ? FromProto(rep.dispatched_at()) : absl::InfiniteFuture();
+  };
+  auto current_attempt = [](const v1::ReplicaRecord& rep) -> const v1::AttemptRecord* {
+    for (const auto& a : rep.attempts()) {
+      if (a.attempt() == rep.attempt()) return &a;
+    }
+    return nullptr;
+  };
+  // Every job in turn from where the last pass stopped (wrapping), so a long run of jobs that
+  // stay cannot keep the ones behind them from being weighed.
+  std::vector<Active*> order;
+  order.reserve(active_.size());
+  for (auto it = active_.upper_bound(move_cursor_); it != active_.end(); ++it) order.push_back(&it->second);
+  for (auto it = active_.begin(); it != active_.end() && it->first <= move_cursor_; ++it) order.push_back(&it->second);
+  for (Active* job : order) {
+    v1::JobRecord& r = job->record;
+    const std::string& id = r.job_id();
+    if (r.stop_requested() || r.status() == kCompleted || r.status() == kFailed) continue;
+    // Asks written earlier and not answered (lost, or before a restart) go again.
+    for (int i = 0; i < r.replicas_size(); ++i) {
+      const auto& rep = r.replicas(i);
+      const v1::AttemptRecord* a = current_attempt(rep);
+      if (rep.state() != v1::ReplicaRecord::PENDING || a == nullptr || !a->has_withdraw_asked_at() || a->closed() ||
+          withdrawing_.count({id, i}) || unwithdrawable_.count({id, i, rep.attempt()}) || !may_send(rep.center_id())) {
+        continue;
+      }
+      auto& checked = move_checked_[{id, i}];
+      if (now - checked < kAskAgain) continue;
+      checked = now;
+      send({id, i, rep.attempt(), rep.center_id(), KeyOf(r, i)});
+    }
+    if (questions.size() >= kMaxQuestions) continue;
+    move_cursor_ = id;
+    // Candidates: replicas waiting at their center past move_after, never asked, with moves
+    // left. A gang only whole: every replica of it waits at one center.
+    std::vector<int> candidates;
+    std::string center;
+    absl::Time since = absl::InfinitePast();
+    bool whole = true;
+    for (int i = 0; i < r.replicas_size(); ++i) {
+      const auto& rep = r.replicas(i);
+      const v1::AttemptRecord* a = current_attempt(rep);
+      const bool movable = rep.state() == v1::ReplicaRecord::PENDING && a != nullptr && !a->has_withdraw_asked_at() &&
+                           !a->has_started_at() && rep.moves() < options_.max_moves &&
+                           now - waiting_since(rep) >= options_.move_after &&
+                           !unwithdrawable_.count({id, i, rep.attempt()});
+      if (!movable) {
+        if (!Ended(rep.state())) whole = false;
+        continue;
+      }
+      if (r.request().scheduling().gang() && !center.empty() && rep.center_id() != center) whole = false;
+      center = rep.center_id();
+      since = std::max(since, waiting_since(rep));
+      candidates.push_back(i);
+    }
+    if (r.request().scheduling().gang() && !whole) continue;
+    for (size_t k = 0; k < candidates.size(); ++k) {
+      const bool gang = r.request().scheduling().gang();
+      std::vector<int> group = gang ? candidates : std::vector<int>{candidates[k]};
+      auto& checked = move_checked_[{id, group.front()}];
+      if (now - checked < kRecheck) {
+        if (gang) break;
+        continue;
+      }
+      checked = now;
+      scheduler::Scheduler::MoveQuestion q;
+      q.job_id = id;
+      q.job = &r.request();
+      const auto& first = r.replicas(group.front());
+      q.from = first.center_id();
+      q.waited = now - (gang ? since : waiting_since(first));
+      for (int i : group) {
+        const auto& rep = r.replicas(i);
+        q.slots.push_back({rep.task_index(), rep.replica_index(), rep.attempt() + 1, {}});
+      }
+      questions.push_back(std::move(q));
+      indices.push_back(std::move(group));
+      if (gang || questions.size() >= kMaxQuestions) break;
+    }
+  }
+  if (questions.empty()) return;
+  std::vector<scheduler::Scheduler::MoveAnswer> answers = scheduler_->MoveTargets(questions, options_.move_margin);
+  for (size_t n = 0; n < answers.size(); ++n) {
+    if (answers[n].to.empty()) continue;
+    auto it = active_.find(questions[n].job_id);
+    if (it == active_.end()) continue;
+    v1::JobRecord& r = it->second.record;
+    // One withdrawal in flight per center: another waits for the next pass.
+    if (!may_send(questions[n].from)) continue;
+    const std::string why = absl::StrCat(answers[n].why, ": moving it to ", answers[n].to);
+    JobEffects fx;
+    std::vector<Withdrawal> asked;
+    for (int i : indices[n]) {
+      if (!AskWithdraw(r, i, why, now, &fx)) continue;
+      asked.push_back({r.job_id(), i, r.replicas(i).attempt(), r.replicas(i).center_id(), KeyOf(r, i)});
+    }
+    // A gang is one job of its center's scheduler: one withdrawal takes all of it back (the
+    // others' asks are written, so their reports count as withdrawn too).
+    if (!asked.empty()) send(asked.front());
+    if (fx.changed) {
+      spdlog::info("job manager: job {}: {}", r.job_id(), why);
+      MarkDirty(r.job_id());
+    }
+  }
+}
+
+void JobManager::OnWithdrawAnswer(uint64_t term, const Withdrawal& w, const absl::StatusOr<apb::Replica>& answer) {
+  if (term != term_ || !leading_) return;  // this term's marks are not that term's
+  withdrawing_.erase({w.job_id, w.index});
+  withdrawing_at_.erase(w.center);
+  auto it = active_.find(w.job_id);
+  if (it == active_.end()) return;
+  v1::JobRecord& r = it->second.record;
+  const char* result = "error";
+  if (!answer.ok()) {
+    // A center that cannot withdraw (or refuses for good) keeps the replica: never asked
+    // again for this attempt. Anything else is asked again.
+    const auto code = answer.status().code();
+    if (code == absl::StatusCode::kUnimplemented || code == absl::StatusCode::kFailedPrecondition ||
+        code == absl::StatusCode::kInvalidArgument || code == absl::StatusCode::kNotFound) {
+      unwithdrawable_.insert({w.job_id, w.index, w.attempt});
+      result = "refused";
+      auto* rep = r.mutable_replicas(w.index);
+      if (rep->attempt() == w.attempt && absl::StartsWith(rep->message(), "moving: ")) {
+        rep->set_message(absl::StrCat("not moved: ", w.center, " cannot take it back (", answer.status().message(), ")"));
+        MarkDirty(w.job_id);
+      }
+    }
+    spdlog::info("job manager: center {} did not withdraw replica {}/{} of {}: {}", w.center, w.key.task_index(),
+                 w.key.replica_index(), w.job_id, answer.status().ToString());
+  } else {
+    JobEffects fx;
+    const auto& rep = r.replicas(w.index);
+    const bool current = rep.attempt() == w.attempt && rep.center_id() == w.center;
+    ApplyAttemptReport(r, w.index, w.center, *answer, clock_->Now(), &fx);
+    if (current) ApplyReport(r, w.index, *answer, clock_->Now(), &fx);
+    result = answer->withdrawn() ? "withdrawn" : "started";
+    if (!answer->withdrawn()) {
+      unwithdrawable_.insert({w.job_id, w.index, w.attempt});
+      // It stays: its message says so instead of "moving: …".
+      auto* rep = r.mutable_replicas(w.index);
+      if (rep->attempt() == w.attempt && absl::StartsWith(rep->message(), "moving: ")) {
+        rep->set_message(absl::StrCat("not moved: it started at ", w.center, " first"));
+        fx.changed = true;
+      }
+    }
+    ApplyEffects(it->second, fx);
+    if (fx.changed) MarkDirty(w.job_id);
+  }
+  if (metrics_) metrics_->withdrawals->Add({{"center", w.center}, {"result", result}}).Increment();
+}
+
+void JobManager::StopFor(Active& job, std::string reason, absl::Time now) {
+  v1::JobRecord& r = job.record;
+  spdlog::info("job manager: job {} {}", r.job_id(), reason);
+  r.set_stop_reason(std::move(reason));
+  JobEffects fx;
+  ApplyStopRequested(r, now, &fx);
+  ApplyEffects(job, fx);
+  MarkDirty(r.job_id());
+}
+
+void JobManager::EnforceTimeLimits(absl::Time now) {
+  for (auto& [id, job] : active_) {
+    v1::JobRecord& r = job.record;
+    if (!r.request().has_time_limit() || r.stop_requested()) continue;
+    auto limit = estimator::TimeLimitOf(r.request());
+    if (!limit.has_value()) continue;
+    std::string reason;
+    for (const auto& rep : r.replicas()) {
+      for (const auto& a : rep.attempts()) {
+        if (a.closed() || !a.has_started_at() || !a.outcome().empty()) continue;
+        if (now - LimitStart(a) > *limit) {
+          reason = absl::StrFormat("stopped: replica %d of task %s %s of %s", rep.replica_index(),
+                                   r.request().tasks(rep.task_index()).name(), kTimeLimitStop,
+                                   estimator::DescribeDuration(*limit));
+        }
+      }
+      if (!reason.empty()) break;
+    }
+    if (reason.empty()) continue;
+    StopFor(job, std::move(reason), now);
+  }
 }
 
 void JobManager::ApplyEffects(Active& job, const JobEffects& fx) {
@@ -1419,11 +1748,15 @@ void JobManager::ApplyEffects(Active& job, const JobEffects& fx) {
     key.set_origin(r.origin());
     burst_.stops.emplace_back(a.center_id, std::move(key));
   }
+  LearnDurations(r, fx);
   for (const MeteredAttempt& m : fx.metered) {
     if (!options_.metering) break;
     burst_.usage.push_back(UsageRecordOf(r, m, now));
-    if (budgets_.Has(r.request().project())) budgets_.AddEnded(r.request().project(), burst_.usage.back().cost());
+    admission_.AddEnded(r.request().project(), burst_.usage.back().cost());
   }
+  // A usage record is written with its job's save, always: the closed attempt and its
+  // record land together, so no reload meters the attempt again.
+  if (!fx.metered.empty()) MarkDirty(r.job_id());
   auto entry = std::make_tuple(-r.request().scheduling().priority(), r.seq(), r.job_id());
   if (fx.wait) queue_.insert(entry);
   if (!fx.ended.empty()) {
@@ -1452,6 +1785,13 @@ v1::TrainJob JobManager::ToTrainJob(const v1::JobRecord& r, bool with_history) c
   *j.mutable_created_at() = r.received_at();
   *j.mutable_updated_at() = r.updated_at();
   j.set_status_reason(!r.status_reason().empty() ? r.status_reason() : r.waiting_reason());
+  if (r.status() == kPending) {
+    std::lock_guard<std::mutex> lock(positions_mu_);
+    if (auto it = queue_positions_.find(r.job_id()); it != queue_positions_.end()) j.set_queue_position(it->second);
+  }
+  if (req.has_estimated_duration()) *j.mutable_estimated_duration() = req.estimated_duration();
+  if (req.has_time_limit()) *j.mutable_time_limit() = req.time_limit();
+  if (r.has_expected()) *j.mutable_expected_duration() = r.expected();
   for (int t = 0; t < req.tasks_size(); ++t) {
     const auto& task = req.tasks(t);
     auto* info = j.add_task_infos();

@@ -29,15 +29,15 @@
 #include "common/clock.h"
 #include "common/event_loop.h"
 #include "common/periodic_task.h"
-#include "services/jobs/project_budgets.h"
-#include "services/jobs/project_quotas.h"
 #include "common/thread_pool.h"
 #include "jointcloud/v1/identity.pb.h"
 #include "services/jobs/adapter_addresses.h"
+#include "services/jobs/admission.h"
 #include "services/jobs/data_mover.h"
 #include "services/jobs/dispatcher.h"
 #include "services/jobs/job_events.h"
 #include "services/jobs/job_metrics.h"
+#include "services/estimator/shared_estimator.h"
 #include "services/jobs/job_state.h"
 #include "services/jobs/job_store.h"
 #include "services/jobs/burst_writer.h"
@@ -66,9 +66,10 @@ struct JobManagerOptions {
   absl::Duration lease_ttl = absl::Seconds(10);
   // How often project quotas are read from the store (beside the decisions, never in one).
   absl::Duration quota_refresh = absl::Seconds(2);
-  // Which waiting job is tried first (services/scheduler/job_queue.h): FCFS with
-  // priorities, or fair share between projects by their dominant share of the federation.
-  scheduler::QueueOrder queue_order = scheduler::QueueOrder::kFcfs;
+  // Which waiting job is tried first (services/scheduler/queue_order.h): FCFS with
+  // priorities, shortest expected first (sef), least attained service (las), each with or
+  // without fair share between projects by their dominant share of the federation.
+  scheduler::QueueSettings queue;
   // How many job events memory and the store keep for watchers (job_events.h).
   JobEventsOptions events;
   // A usage record for each attempt that ran (issue 31); false: none is written (the
@@ -80,6 +81,14 @@ struct JobManagerOptions {
   // How long a waiting job that no registered center could run any more (a center left,
   // a spec offer was withdrawn) waits for one that can before it fails with the reason.
   absl::Duration unsatisfiable_grace = absl::Minutes(10);
+  // Moves (SPEC A16): a replica placed where the control plane expected it to start at
+  // once that still waits at that center after `move_after` is taken back (only if it has
+  // not started: WithdrawReplica) and placed again, when another center can start it now
+  // and finish it sooner by more than `move_margin` (a fraction). At most `max_moves` per
+  // replica; 0: replicas never move. A gang moves whole.
+  int max_moves = 2;
+  absl::Duration move_after = absl::Minutes(2);
+  double move_margin = 0.25;
 };
 
 
@@ -131,6 +140,10 @@ class JobManager {
 
   // Call before Start.
   void EnableMetrics(prometheus::Registry& registry);
+  // The estimator this job manager teaches (SPEC A16): every attempt that ran to its end is
+  // observed, its rows written with the burst that closed it and read back at leadership.
+  // Null (the default): nothing is learned. Call before Start; it outlives the job manager.
+  void SetDurationEstimator(estimator::SharedEstimator* estimator) { estimator_ = estimator; }
   // The store identity this instance's new jobs carry in their replica keys (set by Start).
   const std::string& origin() const { return origin_; }
 
@@ -153,6 +166,14 @@ class JobManager {
     std::optional<v1::AuditRecord> audit;
     v1::TrainJobEvent event;  // CREATED, numbered when the burst is written
   };
+  // A replica's attempt its center is asked to take back (a move, SPEC A16).
+  struct Withdrawal {
+    std::string job_id;
+    int index = 0;
+    int attempt = 0;
+    std::string center;
+    apb::ReplicaKey key;
+  };
   // What one burst of messages decided: its writes, and what follows once they commit.
   struct Burst {
     std::vector<NewJob> creates;
@@ -164,9 +185,13 @@ class JobManager {
     std::vector<v1::AuditRecord> audits;  // of the stops
     std::vector<v1::TrainJobEvent> events;  // of the saves (each create carries its own)
     std::vector<v1::UsageRecord> usage;     // of the attempts the saves closed
+    // What the duration estimator learned from those attempts: its changed rows by key.
+    std::map<std::string, std::string> durations;
+    // Withdrawals to ask of centers (moves), once the asks are written.
+    std::vector<Withdrawal> withdrawals;
     bool empty() const {
       return creates.empty() && saves.empty() && cursors.empty() && dispatches.empty() && stops.empty() &&
-             stop_replies.empty() && audits.empty() && usage.empty();
+             stop_replies.empty() && audits.empty() && usage.empty() && durations.empty() && withdrawals.empty();
     }
   };
   // What a new term starts from, read from the store behind every earlier write.
@@ -174,6 +199,7 @@ class JobManager {
     std::vector<std::pair<v1::JobRecord, int64_t>> active;
     int64_t max_seq = 0;
     std::map<std::string, uint64_t> cursors;
+    std::vector<estimator::DurationEstimator::Row> durations;
   };
 
   // ---- Messages: run on the event loop only. ----
@@ -228,15 +254,19 @@ class JobManager {
   void SetNotLeading(const std::string& why);
   // Sets the gauges from the jobs in memory; at most once a second (it visits every job).
   void UpdateGauges();
-  // Counts each limited project's running CPUs and GPUs and its waiting jobs (once a cycle,
-  // and only when some project has a quota).
-  void RecountQuotaUse();
-  // Places queued jobs through `schedule_one` in fair-share order: what each project's
-  // placed and unfinished replicas hold is recounted, and shares are compared again after
-  // every placement. Loop thread.
-  void ScheduleFairShare(const std::function<void(const std::string&)>& schedule_one);
-  // What `slots` of a job need (CPUs, GPUs) by the catalog's specs.
-  std::pair<double, double> Need(const v1::JobRecord& r, const std::vector<int>& replicas) const;
+  // Places queued jobs through `schedule_one` in the queue order (options_.queue: sef, las,
+  // with or without fair share): ranks from each job's expected run time and the service
+  // its attempts received; with fair share, what each project's placed and unfinished
+  // replicas hold is recounted, and shares are compared again after every placement. Loop
+  // thread.
+  // Returns, for each job offered, in the order offered, why it stood there (the order's
+  // explanation).
+  std::vector<std::pair<std::string, std::string>> ScheduleQueue(
+      const std::function<void(const std::string&)>& schedule_one);
+  // After a pass, at most once a second: each job still waiting gets its place in the queue
+  // ("2nd of 7 waiting (sef): expected 4m, waited 1m"), for readers (ToTrainJob). Loop thread.
+  void NoteQueuePositions(const std::vector<std::pair<std::string, std::string>>& offered, absl::Time now);
+  absl::Time positions_noted_ = absl::InfinitePast();
 
   // ---- The cycle thread: leadership, and the tick of the loop. ----
   void RunCycle();
@@ -263,6 +293,45 @@ class JobManager {
   AdapterAddresses addresses_;
   std::unique_ptr<JobMetrics> metrics_;  // set before Start, read-only after
   std::string origin_;                   // the store's identity, in every replica key
+  estimator::SharedEstimator* estimator_ = nullptr;
+  absl::Time durations_pruned_ = absl::InfinitePast();  // loop: when the store's rows were last bounded
+  // Teaches the estimator the attempts `fx` closed that ran to their end; loop thread.
+  void LearnDurations(const v1::JobRecord& r, const JobEffects& fx);
+  // Stops the jobs an attempt of which ran past the job's time limit; loop thread.
+  void EnforceTimeLimits(absl::Time now);
+  // Moves (SPEC A16), once a second: asks the scheduler where the replicas that waited at
+  // their centers past options_.move_after would finish sooner, records the asks and sends
+  // the withdrawals after their write (again, for asks not answered); loop thread.
+  void ConsiderMoves(absl::Time now);
+  // A center's answer to a withdrawal: the replica withdrawn (it is placed again) or as it
+  // is (it started: it runs on there).
+  void OnWithdrawAnswer(uint64_t term, const Withdrawal& w, const absl::StatusOr<apb::Replica>& answer);
+  // (job, replica index): withdrawals in flight; when each replica was last weighed for a
+  // move; attempts whose center cannot withdraw (never asked again). Loop thread.
+  std::set<std::pair<std::string, int>> withdrawing_;
+  std::map<std::pair<std::string, int>, absl::Time> move_checked_;
+  std::set<std::tuple<std::string, int, int>> unwithdrawable_;
+  // Centers with a withdrawal in flight (one each, a few in all: a center that never
+  // answers holds one thread of the pool, not the submits to every other center).
+  std::set<std::string> withdrawing_at_;
+  // Where the last pass stopped weighing candidates: the next starts after it, so every
+  // waiting replica is weighed in turn, not only the first ones by job id.
+  std::string move_cursor_;
+  // Stops `job` for `reason` (a budget, a time limit), not by its user; loop thread.
+  void StopFor(Active& job, std::string reason, absl::Time now);
+  // The scheduler's in-memory view of prices and specs, as admission asks for it.
+  class CatalogView final : public AdmissionCatalog {
+   public:
+    explicit CatalogView(const scheduler::Scheduler* scheduler) : scheduler_(scheduler) {}
+    double HighestPrice(const std::string& spec_id) const override;
+    std::optional<double> PriceAt(const std::string& center_id, const std::string& spec_id,
+                                  absl::Time at) const override;
+    std::optional<std::pair<double, double>> Quantity(const std::string& spec_id) const override;
+
+   private:
+    const scheduler::Scheduler* scheduler_;
+  };
+  CatalogView catalog_view_{scheduler_};
 
   // ---- State of the event loop: touched only by closures running on loop_. ----
   std::map<std::string, Active> active_;
@@ -281,17 +350,15 @@ class JobManager {
   std::set<std::string> dirty_;                     // jobs changed in this burst
   Burst burst_;
   absl::Time gauges_updated_ = absl::InfinitePast();
-  ProjectQuotas quotas_;
-  ProjectBudgets budgets_;
+  // Quotas and budgets (admission.h): fed the jobs once a cycle, asked once per create.
+  Admission admission_{&catalog_view_};
   std::vector<prometheus::Gauge*> budget_gauges_;
   // Puts the budgets read from the store in force and on /metrics.
   void SetBudgets(std::string month, std::map<std::string, v1::ProjectBudget> budgets,
                   std::map<std::string, double> ended);
-  // Once a cycle, with budgets: what each budgeted project's running attempts cost so far,
-  // thresholds crossed (said once), and the jobs of projects whose hard budget stops them.
-  void CheckBudgets();
-  // What a job is expected to cost against its project's budget until it ends.
-  double ExpectedCost(const v1::CreateTrainJobRequest& req) const;
+  // Once a cycle, with quotas or budgets: recounts them from the jobs in memory, says the
+  // budget thresholds crossed (once), and stops the jobs a hard budget stops.
+  void RecountAdmission();
   std::vector<prometheus::Gauge*> quota_gauges_;
   // Puts new quotas in force and on /metrics.
   void SetQuotas(std::map<std::string, v1::ProjectQuota> quotas);
@@ -310,6 +377,9 @@ class JobManager {
   // replaces entries as their writes commit).
   std::mutex view_mu_;
   std::map<std::string, Snapshot> view_ ABSL_GUARDED_BY(view_mu_);
+  // Waiting jobs' places in the queue (NoteQueuePositions), replaced whole each second.
+  mutable std::mutex positions_mu_;
+  std::map<std::string, std::string> queue_positions_ ABSL_GUARDED_BY(positions_mu_);
 
   // ---- Collaborators. The pool is declared last so that it is destroyed first, while
   // what its work refers to still exists. ----

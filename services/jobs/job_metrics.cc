@@ -55,6 +55,11 @@ std::unique_ptr<JobMetrics> RegisterJobMetrics(prometheus::Registry& registry) {
                            .Name("jc_job_events_ignored_total")
                            .Help("Adapter events that changed no job, by reason (job_not_active, other_origin)")
                            .Register(registry);
+  m->withdrawals = &prometheus::BuildCounter()
+                        .Name("jc_replica_withdrawals_total")
+                        .Help("Replicas the job manager asked a center to take back to move them, by center and "
+                              "result (withdrawn: moved; started: it ran on there; refused: the center cannot; error)")
+                        .Register(registry);
   m->usage_records = &prometheus::BuildCounter()
                           .Name("jc_usage_records_total")
                           .Help("Usage records written (replica attempts that ran and ended), by project and center")

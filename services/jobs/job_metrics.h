@@ -24,6 +24,9 @@ struct JobMetrics {
   prometheus::Counter* step_downs;
   prometheus::Counter* watch_resyncs;
   prometheus::Family<prometheus::Counter>* events_ignored;
+  // Moves (SPEC A16) by the center a replica left and how the withdrawal went: {center,
+  // result="withdrawn"|"started"|"refused"|"error"}.
+  prometheus::Family<prometheus::Counter>* withdrawals;
   prometheus::Family<prometheus::Gauge>* project_quota;  // {project, limit}: the quotas in force
   // Metering (issue 31), from the usage records as they commit: {project, center}.
   prometheus::Family<prometheus::Counter>* usage_records;

@@ -79,6 +79,19 @@ void ApplyReport(v1::JobRecord& job, int index, const apb::Replica& report, absl
   auto* rep = job.mutable_replicas(index);
   if (report.key().attempt() != rep->attempt() || Ended(rep->state())) return;
   if (rep->state() == v1::ReplicaRecord::WAITING) return;  // an attempt not submitted
+  if (rep->state() == v1::ReplicaRecord::PENDING || rep->state() == v1::ReplicaRecord::DISPATCHING) {
+    // Asked back and ended without a start (the attempt's history closed it "withdrawn",
+    // or, for a caller that keeps none, by the same rule): a move, not a failure.
+    const v1::AttemptRecord* current = nullptr;
+    for (const auto& a : rep->attempts()) {
+      if (a.attempt() == rep->attempt()) current = &a;
+    }
+    if (current != nullptr && current->has_withdraw_asked_at() &&
+        (current->outcome() == "withdrawn" || (!current->closed() && WithdrawnAsAsked(*current, report)))) {
+      ApplyWithdrawn(job, index, now, fx);
+      return;
+    }
+  }
   auto before = rep->state();
   switch (report.state()) {
     case apb::REPLICA_PENDING:
@@ -160,6 +173,67 @@ void ApplyAttemptFailedToStart(v1::JobRecord& job, int index, const std::string&
                                       rep->replica_index(), " could not start on ", center, ": ", why));
     }
   }
+  Settle(job, now, fx);
+}
+
+bool AskWithdraw(v1::JobRecord& job, int index, const std::string& why, absl::Time now, JobEffects* fx) {
+  auto* rep = job.mutable_replicas(index);
+  if (rep->state() != v1::ReplicaRecord::PENDING || job.stop_requested()) return false;
+  v1::AttemptRecord* a = nullptr;
+  for (auto& x : *rep->mutable_attempts()) {
+    if (x.attempt() == rep->attempt()) a = &x;
+  }
+  if (a == nullptr || a->closed() || a->has_started_at() || a->has_withdraw_asked_at()) return false;
+  *a->mutable_withdraw_asked_at() = ToTimestamp(now);
+  a->set_message(why);
+  rep->set_message(absl::StrCat("moving: ", why));
+  *job.mutable_updated_at() = ToTimestamp(now);
+  fx->changed = true;
+  return true;
+}
+
+void ApplyWithdrawn(v1::JobRecord& job, int index, absl::Time now, JobEffects* fx) {
+  auto* rep = job.mutable_replicas(index);
+  // Only a replica that never started there: one seen running is never taken back.
+  if (rep->state() != v1::ReplicaRecord::PENDING && rep->state() != v1::ReplicaRecord::DISPATCHING) return;
+  const std::string center = rep->center_id();
+  std::string why;
+  for (auto& a : *rep->mutable_attempts()) {
+    if (a.attempt() != rep->attempt()) continue;
+    why = a.message();
+    if (!a.closed()) {  // the report closes it first; the answer to the ask may not
+      a.set_closed(true);
+      a.set_outcome("withdrawn");
+      a.clear_started_at();
+      *a.mutable_ended_at() = ToTimestamp(now);
+      *a.mutable_seen_ended_at() = ToTimestamp(now);
+    }
+  }
+  auto requeue = [&](v1::ReplicaRecord* r, const std::string& message) {
+    r->set_moves(r->moves() + 1);
+    if (!r->center_id().empty()) r->add_moved_from(r->center_id());
+    r->set_attempt(r->attempt() + 1);
+    r->set_state(v1::ReplicaRecord::WAITING);
+    r->clear_center_id();
+    r->clear_dispatched_at();
+    r->clear_exit_code();
+    r->set_message(message);
+  };
+  fx->release.push_back(AttemptOf(*rep));
+  requeue(rep, absl::StrCat("moved from ", center, ": ", why));
+  if (job.request().scheduling().gang()) {
+    // A gang moves whole: its other replicas (one job of the center's scheduler, withdrawn
+    // with this one) are stopped where they were and placed again with it.
+    for (int i = 0; i < job.replicas_size(); ++i) {
+      auto* other = job.mutable_replicas(i);
+      if (i == index || Ended(other->state()) || other->state() == v1::ReplicaRecord::WAITING) continue;
+      StopAttempt(*other, now, fx);
+      requeue(other, absl::StrCat("moved with its gang from ", center, ": ", why));
+    }
+  }
+  fx->wait = true;
+  fx->changed = true;
+  *job.mutable_updated_at() = ToTimestamp(now);
   Settle(job, now, fx);
 }
 

@@ -69,6 +69,17 @@ void ApplySubmitAccepted(v1::JobRecord& job, int index, const apb::Replica& answ
 void ApplyAttemptFailedToStart(v1::JobRecord& job, int index, const std::string& why, absl::Time now,
                                JobEffects* fx);
 
+// The control plane decided to move the replica at `index` (PENDING at its center, SPEC
+// A16): its current attempt records the ask (`why`), written before the withdrawal is sent
+// to the center. False (nothing changed) when the replica is not waiting at a center.
+bool AskWithdraw(v1::JobRecord& job, int index, const std::string& why, absl::Time now, JobEffects* fx);
+
+// Its center took the attempt at `index` back before it started, as asked: the attempt is
+// closed "withdrawn" (no usage), the replica waits to be placed again as a new attempt (a
+// move, not a retry), and a gang's other replicas go with it. Called by ApplyReport for a
+// report that says so; a report of "withdrawn" for an attempt never asked is a plain stop.
+void ApplyWithdrawn(v1::JobRecord& job, int index, absl::Time now, JobEffects* fx);
+
 // The user stopped the job.
 void ApplyStopRequested(v1::JobRecord& job, absl::Time now, JobEffects* fx);
 

@@ -94,8 +94,40 @@ absl::Status JobStore::Write(const JobWrites& writes) {
     // The usage records of the attempts these saves closed: with them or not at all.
     JC_RETURN_IF_ERROR(accounting::AppendUsage(txn, writes.usage));
     for (const auto& [center, cursor] : writes.cursors) JC_RETURN_IF_ERROR(UpsertCursor(txn, center, cursor));
+    // What the estimator learned from the attempts these saves closed: with them.
+    for (const auto& [key, sketch] : writes.durations) {
+      // An empty sketch: the estimator evicted the key (its project's share, or the bound).
+      if (sketch.empty()) {
+        JC_RETURN_IF_ERROR(txn.Exec("DELETE FROM job_durations WHERE key = $1", {key}).status());
+        continue;
+      }
+      JC_RETURN_IF_ERROR(txn.Exec("INSERT INTO job_durations (key, sketch, updated_at) VALUES ($1, $2, $3) "
+                                  "ON CONFLICT (key) DO UPDATE SET sketch = excluded.sketch, "
+                                  "updated_at = excluded.updated_at",
+                                  {key, sketch, writes.durations_at})
+                             .status());
+    }
+    if (writes.keep_durations > 0 && !writes.durations.empty()) {
+      // The estimator's bound holds in the store too: what memory evicted goes (the oldest).
+      // Portable (SQLite has no LIMIT ALL, PostgreSQL no LIMIT -1): older than the newest
+      // rows kept; rows of that very second stay (a few more than the bound).
+      JC_RETURN_IF_ERROR(txn.Exec("DELETE FROM job_durations WHERE updated_at < (SELECT updated_at FROM "
+                                  "job_durations ORDER BY updated_at DESC LIMIT 1 OFFSET $1)",
+                                  {writes.keep_durations})
+                             .status());
+    }
     return absl::OkStatus();
   });
+}
+
+absl::StatusOr<std::vector<estimator::DurationEstimator::Row>> JobStore::LoadDurations(int64_t limit) {
+  JC_ASSIGN_OR_RETURN(store::Rows rows,
+                      store_->Query("SELECT key, sketch FROM job_durations ORDER BY updated_at DESC, key LIMIT $1",
+                                    {limit}));
+  std::vector<estimator::DurationEstimator::Row> out;
+  out.reserve(rows.size());
+  for (auto& row : rows) out.push_back({row[0].value_or(""), row[1].value_or("")});
+  return out;
 }
 
 absl::StatusOr<v1::JobRecord> JobStore::Get(const std::string& job_id) {

@@ -16,6 +16,7 @@
 #include "common/store/store.h"
 #include "jointcloud/v1/job_record.pb.h"
 #include "jointcloud/v1/jobs.pb.h"
+#include "services/estimator/duration_estimator.h"
 
 namespace jc::jobs {
 
@@ -47,6 +48,8 @@ class JobStore {
   absl::StatusOr<std::string> Identity();
   absl::StatusOr<int64_t> MaxSeq();
   absl::StatusOr<std::map<std::string, uint64_t>> Cursors();
+  // The duration estimator's rows (SPEC A16), most recently updated first, at most `limit`.
+  absl::StatusOr<std::vector<estimator::DurationEstimator::Row>> LoadDurations(int64_t limit);
   // One page by job id, filtered by user, status and project; with `projects`, only jobs
   // of those projects (what the caller may see).
   absl::StatusOr<std::pair<std::vector<v1::JobRecord>, std::string>> List(

@@ -36,17 +36,25 @@ double ProjectBudgets::UsedRatio(const std::string& project) const {
   return Spent(project) / it->second.monthly();
 }
 
-absl::Status ProjectBudgets::Admit(const std::string& project) const {
+bool ProjectBudgets::Hard(const std::string& project) const {
+  auto it = budgets_.find(project);
+  return it != budgets_.end() && it->second.hard();
+}
+
+absl::Status ProjectBudgets::Admit(const std::string& project, double expected_cost) const {
   auto it = budgets_.find(project);
   if (it == budgets_.end() || !it->second.hard()) return absl::OkStatus();
-  double spent = Spent(project);
-  double committed = Committed(project);
-  if (committed < it->second.monthly()) return absl::OkStatus();
+  const double budget = it->second.monthly();
+  const double spent = Spent(project);
+  const double committed = Committed(project);
+  // A job that fits exactly is admitted: the tolerance only absorbs the rounding of the sums.
+  if (committed + expected_cost <= budget * (1 + 1e-9)) return absl::OkStatus();
   return absl::ResourceExhaustedError(absl::StrFormat(
-      "project %s has spent %.2f and committed %.2f more (its admitted jobs that have not ended, at their "
-      "reservation) of its hard monthly budget of %.2f for %s: new jobs are refused until they end, next month "
-      "or a larger budget",
-      project, spent, committed - spent, it->second.monthly(), month_));
+      "project %s has spent %.6g and committed %.6g more (its admitted jobs that have not ended, at their "
+      "reservation) of its hard monthly budget of %.6g for %s; this job is expected to cost %.6g (its replicas at "
+      "their spec's highest price for %g h, the budget's reservation_hours), which does not fit: it is refused until "
+      "it fits (jobs end, next month or a larger budget)",
+      project, spent, committed - spent, budget, month_, expected_cost, ReservationHours(project)));
 }
 
 std::vector<std::string> ProjectBudgets::StopRunning() const {

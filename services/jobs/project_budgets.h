@@ -6,8 +6,10 @@
 // running attempts have cost so far (recounted from the jobs in memory once a cycle).
 // A hard budget refuses the project's new jobs once reached; every budget says when 80%
 // and 100% are crossed. A hard budget admits by what is committed: spent, plus what admitted
-// jobs that have not ended are expected to cost (issue 44), so a burst of creates passes it
-// by at most one job's worth. In memory only, used by the job manager's loop only.
+// jobs that have not ended are expected to cost (issue 44), and admits a job only when its own
+// expected cost fits beside that, so a burst of creates does not pass it as long as jobs end
+// within their reservation (admission.h stops those that run past it). In memory only, used
+// by the job manager's loop only (through admission.h).
 
 #include <map>
 #include <string>
@@ -45,9 +47,13 @@ class ProjectBudgets {
   double Committed(const std::string& project) const;
   // Spent over the budget; 0 without one.
   double UsedRatio(const std::string& project) const;
-  // ResourceExhausted, saying what was spent and committed, when the project's hard budget
-  // is reached by what its ended, running and admitted jobs cost or are expected to cost.
-  absl::Status Admit(const std::string& project) const;
+  // ResourceExhausted, naming what was spent, what is committed, the job's expected cost and
+  // the budget, when a job expected to cost `expected_cost` does not fit in the project's hard
+  // budget beside what its ended, running and admitted jobs cost or are expected to cost
+  // (committed + expected_cost > budget). Soft budgets and projects without one: OK.
+  absl::Status Admit(const std::string& project, double expected_cost) const;
+  // Whether `project` has a hard budget.
+  bool Hard(const std::string& project) const;
   // Hard budgets reached whose project asked that its running jobs be stopped.
   std::vector<std::string> StopRunning() const;
 

@@ -28,6 +28,10 @@ class ProjectQuotas {
   void ResetUse() { use_.clear(); }
   void AddRunning(const std::string& project, double cpus, double gpus);
   void AddQueued(const std::string& project) { ++use_[project].queued; }
+  // A job counted as waiting was placed whole between recounts: it waits no more.
+  void RemoveQueued(const std::string& project) {
+    if (auto u = use_.find(project); u != use_.end() && u->second.queued > 0) --u->second.queued;
+  }
 
   // Empty when replicas needing `cpus` and `gpus` fit the project's running limits now;
   // else the reason the job is held, for its statusReason.

@@ -29,14 +29,15 @@ class Stager {
   // Stages `image_id` (empty: none) and each dataset ("name:version") missing at `center`,
   // on a pool thread; `done` gets the outcome there.
   // `image`: the image's content (registry/repository@sha256:...), empty when it has none.
-  void Stage(std::string center, std::string image_id, std::string image, std::vector<std::string> datasets,
-             std::function<void(absl::Status)> done);
+  // `project`: the job's; its image `image_id` is its own, else the federation's.
+  void Stage(std::string center, std::string project, std::string image_id, std::string image,
+             std::vector<std::string> datasets, std::function<void(absl::Status)> done);
 
  private:
-  absl::Status CopyAll(const std::string& center, const std::string& image_id, const std::string& image,
-                       const std::vector<std::string>& datasets);
-  absl::Status StageImage(const std::string& center, const std::string& address, const std::string& image_id,
-                          const std::string& image);
+  absl::Status CopyAll(const std::string& center, const std::string& project, const std::string& image_id,
+                       const std::string& image, const std::vector<std::string>& datasets);
+  absl::Status StageImage(const std::string& center, const std::string& address, const std::string& project,
+                          const std::string& image_id, const std::string& image);
 
   southbound::AdapterClient* adapters_;
   AdapterAddresses* addresses_;

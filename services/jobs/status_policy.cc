@@ -50,11 +50,13 @@ JobOutcome EvaluateJob(v1::StatusPolicy policy, const google::protobuf::Repeated
 }
 
 bool RetryIfAllowed(const v1::RetryPolicy& policy, v1::ReplicaRecord* r) {
-  if (r->attempt() >= policy.max_retries()) return false;
+  // Moves (attempts withdrawn before they started, SPEC A16) are no retries.
+  const int retries = r->attempt() - r->moves();
+  if (retries >= policy.max_retries()) return false;
   if (!r->center_id().empty()) r->add_failed_centers(r->center_id());
   r->set_attempt(r->attempt() + 1);
   r->set_state(v1::ReplicaRecord::WAITING);
-  r->set_message(absl::StrCat("retrying (attempt ", r->attempt() + 1, " of ", policy.max_retries() + 1,
+  r->set_message(absl::StrCat("retrying (attempt ", retries + 2, " of ", policy.max_retries() + 1,
                               ") after: ", r->message()));
   r->clear_center_id();
   r->clear_exit_code();

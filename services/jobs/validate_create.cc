@@ -1,15 +1,40 @@
 #include "services/jobs/validate_create.h"
 
+#include <tuple>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "services/scheduler/snapshot_builder.h"  // kMaxReplicasPerTask
 
 namespace jc::jobs {
+namespace {
+
+// Where `name` holds a control character (C0, DEL, or C1 in UTF-8), as "byte 0x0a at 5";
+// "" when none. Names reach logs, events and the plan's explanation ("median of 37 runs of
+// this name ..."): a newline there forges a line, an escape sequence rewrites a terminal.
+std::string ControlCharacterIn(const std::string& name) {
+  for (size_t i = 0; i < name.size(); ++i) {
+    const auto c = static_cast<unsigned char>(name[i]);
+    const bool c1 = c == 0xc2 && i + 1 < name.size() && static_cast<unsigned char>(name[i + 1]) >= 0x80 &&
+                    static_cast<unsigned char>(name[i + 1]) <= 0x9f;
+    if (c < 0x20 || c == 0x7f || c1) {
+      return c1 ? absl::StrFormat("U+%04X at %d", static_cast<unsigned char>(name[i + 1]), i)
+                : absl::StrFormat("byte 0x%02x at %d", c, i);
+    }
+  }
+  return "";
+}
+
+}  // namespace
 
 absl::Status ValidateCreate(const v1::CreateTrainJobRequest& req) {
   if (req.name().empty()) return absl::InvalidArgumentError("name: a job needs a name");
   if (req.name().size() > kMaxJobNameLength) {
     return absl::InvalidArgumentError(
         absl::StrCat("name: at most ", kMaxJobNameLength, " characters, got ", req.name().size()));
+  }
+  if (std::string at = ControlCharacterIn(req.name()); !at.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("name: no control characters, got ", at));
   }
   if (req.tasks().empty()) return absl::InvalidArgumentError("tasks: a job needs at least one task");
   for (int t = 0; t < req.tasks_size(); ++t) {
@@ -18,6 +43,9 @@ absl::Status ValidateCreate(const v1::CreateTrainJobRequest& req) {
     if (task.name().size() > kMaxTaskNameLength) {
       return absl::InvalidArgumentError(
           absl::StrCat(where, ".name: at most ", kMaxTaskNameLength, " characters, got ", task.name().size()));
+    }
+    if (std::string at = ControlCharacterIn(task.name()); !at.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".name: no control characters, got ", at));
     }
     if (task.command().find_first_not_of(" \t\n") == std::string::npos) {
       return absl::InvalidArgumentError(absl::StrCat(where, ".command: a task needs a command"));
@@ -36,6 +64,23 @@ absl::Status ValidateCreate(const v1::CreateTrainJobRequest& req) {
   }
   if (!v1::StatusPolicy_IsValid(req.status_policy())) {
     return absl::InvalidArgumentError("statusPolicy: unknown policy");
+  }
+  // Run times (SPEC A16): positive, at most 366 days (what a cluster would run at all).
+  constexpr int64_t kMaxDurationSeconds = 366 * 86400;
+  for (const auto& [field, set, d] : {std::tuple<const char*, bool, const google::protobuf::Duration*>{
+                                          "estimatedDuration", req.has_estimated_duration(), &req.estimated_duration()},
+                                      {"timeLimit", req.has_time_limit(), &req.time_limit()}}) {
+    if (!set) continue;
+    // nanos outside 0..999,999,999 is no duration at all: the record could not be encoded
+    // (protobuf's JSON refuses it), and its write would fail.
+    if (d->seconds() < 0 || d->nanos() < 0 || d->nanos() > 999999999 || (d->seconds() == 0 && d->nanos() == 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": must be a positive duration such as \"600s\", got ", d->seconds(), "s"));
+    }
+    if (d->seconds() > kMaxDurationSeconds) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": at most 366 days (", kMaxDurationSeconds, "s), got ", d->seconds(), "s"));
+    }
   }
   return absl::OkStatus();
 }

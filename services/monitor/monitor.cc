@@ -2,6 +2,13 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cmath>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "common/timestamp.h"
 
@@ -38,6 +45,67 @@ struct Monitor::Gauges {
   std::map<std::string, std::vector<std::pair<prometheus::Family<prometheus::Gauge>*, prometheus::Gauge*>>> series;
 };
 
+namespace {
+
+bool Printable(const std::string& s) {
+  for (unsigned char c : s) {
+    if (c < 0x20 || c >= 0x7f) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int BoundQueueReport(apb::Usage* usage, const apb::CenterInfo* info) {
+  std::set<std::string> offered;
+  if (info != nullptr) {
+    for (const auto& spec : info->specs()) offered.insert(spec.resource_spec_id());
+  }
+  const size_t most = info != nullptr ? offered.size() : static_cast<size_t>(kMaxStartEstimates);
+  std::set<std::string> seen;
+  google::protobuf::RepeatedPtrField<apb::SpecStartEstimate> kept;
+  int dropped = 0;
+  for (auto& e : *usage->mutable_start_estimates()) {
+    const std::string& spec = e.resource_spec_id();
+    const double wait = e.wait_seconds();
+    if (kept.size() >= static_cast<int>(most) || spec.empty() || spec.size() > kMaxSpecIdLength || !Printable(spec) ||
+        (info != nullptr && !offered.count(spec)) || seen.count(spec) || !std::isfinite(wait) || wait < 0) {
+      ++dropped;
+      continue;
+    }
+    seen.insert(spec);
+    e.set_wait_seconds(std::min(wait, kMaxStartWaitSeconds));
+    std::string source = e.source().substr(0, kMaxSourceLength);
+    for (char& c : source) {
+      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+    }
+    e.set_source(std::move(source));
+    *kept.Add() = std::move(e);
+  }
+  usage->mutable_start_estimates()->Swap(&kept);
+  return dropped;
+}
+
+std::string QueueReportChange(const apb::Usage& before, const apb::Usage& after) {
+  std::map<std::string, double> was, now;
+  for (const auto& e : before.start_estimates()) was.emplace(e.resource_spec_id(), e.wait_seconds());
+  for (const auto& e : after.start_estimates()) now.emplace(e.resource_spec_id(), e.wait_seconds());
+  std::vector<std::string> changes;
+  auto text = [](double seconds) { return absl::StrCat(static_cast<int64_t>(std::llround(seconds)), "s"); };
+  for (const auto& [spec, wait] : now) {
+    auto it = was.find(spec);
+    if (it == was.end()) {
+      changes.push_back(absl::StrCat(spec, " ", text(wait), " (was unknown)"));
+    } else if (std::abs(wait - it->second) > 60 && std::abs(wait - it->second) > 0.5 * std::max(wait, it->second)) {
+      changes.push_back(absl::StrCat(spec, " ", text(wait), " (was ", text(it->second), ")"));
+    }
+  }
+  for (const auto& [spec, wait] : was) {
+    if (!now.count(spec)) changes.push_back(absl::StrCat(spec, " unknown (was ", text(wait), ")"));
+  }
+  return absl::StrJoin(changes, ", ");
+}
+
 v1::CenterUsage ToCenterUsage(const std::string& id, const CenterObservation& o) {
   v1::CenterUsage u;
   u.set_ai_center_id(id);
@@ -47,6 +115,15 @@ v1::CenterUsage ToCenterUsage(const std::string& id, const CenterObservation& o)
   *u.mutable_free() = o.usage.free();
   u.set_security_grade(o.usage.security_grade() != 0 ? o.usage.security_grade() : o.center.security_grade());
   if (o.has_usage) *u.mutable_observed_at() = ToTimestamp(o.observed_at);
+  if (o.has_usage) {
+    if (o.usage.has_at()) *u.mutable_queue_reported_at() = o.usage.at();
+    for (const auto& e : o.usage.start_estimates()) {
+      v1::SpecStartEstimate* out = u.add_start_estimates();
+      out->set_resource_spec_id(e.resource_spec_id());
+      out->set_wait_seconds(e.wait_seconds());
+      out->set_source(e.source());
+    }
+  }
   u.set_reachable(o.reachable);
   u.set_last_error(o.last_error);
   return u;
@@ -80,11 +157,7 @@ void Monitor::Observe(CenterObservation* o) {
     return;
   }
   absl::Time now = clock_->Now();
-  o->usage = std::move(*usage);
-  o->has_usage = true;
-  o->observed_at = asked;
-  o->reachable = true;
-  o->last_error.clear();
+  std::string info_error;
   if (!o->has_info || now - o->info_at >= options_.info_refresh) {
     auto info = adapters_->GetCenterInfo({o->center.ai_center_id(), address}, options_.call_timeout);
     if (info.ok()) {
@@ -92,9 +165,26 @@ void Monitor::Observe(CenterObservation* o) {
       o->has_info = true;
       o->info_at = now;
     } else {
-      o->last_error = std::string(info.status().message());
+      info_error = std::string(info.status().message());
     }
   }
+  // The queue report is bounded where it enters, before the log, REST or the scheduler see
+  // it: a rogue center's thousands of entries, unknown specs, NaN or negative waits and
+  // control characters stop here (said once per change in how many were dropped).
+  const int dropped = BoundQueueReport(&*usage, o->has_info ? &o->info : nullptr);
+  if (dropped > 0 && dropped != o->start_estimates_dropped) {
+    spdlog::warn("monitor: center {} reported {} start estimates that are not for a spec it offers, or not a wait; "
+                 "dropped", o->center.ai_center_id(), dropped);
+  }
+  o->start_estimates_dropped = dropped;
+  if (std::string change = QueueReportChange(o->has_usage ? o->usage : apb::Usage(), *usage); !change.empty()) {
+    spdlog::info("monitor: center {} says a replica would now wait: {}", o->center.ai_center_id(), change);
+  }
+  o->usage = std::move(*usage);
+  o->has_usage = true;
+  o->observed_at = asked;
+  o->reachable = true;
+  o->last_error = std::move(info_error);
 }
 
 absl::Status Monitor::PollOnce() {

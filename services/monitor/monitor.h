@@ -53,6 +53,7 @@ struct CenterObservation {
   absl::Time observed_at = absl::InfinitePast();  // when the last answer was asked for
   bool reachable = false;
   std::string last_error;
+  int start_estimates_dropped = 0;  // in the last queue report (BoundQueueReport)
 };
 
 class Monitor {
@@ -98,6 +99,24 @@ class Monitor {
 
   PeriodicTask loop_;
 };
+
+// What changed materially in a center's queue report (SPEC A16) from `before` to `after`:
+// a spec's wait became known or unknown, or moved by more than half and more than a
+// minute; "" when nothing did. For the monitor's log, so a queue that fills or drains
+// shows there without a line per poll.
+std::string QueueReportChange(const apb::Usage& before, const apb::Usage& after);
+
+// A center's queue report as the monitor takes it (SPEC A16): an adapter is another party,
+// and what it says reaches the scheduler's snapshot, REST answers and logs. Kept: entries
+// for specs the center's `info` offers (when known; else at most kMaxStartEstimates), each
+// spec once (its first), with a printable id of at most kMaxSpecIdLength bytes and a finite,
+// non-negative wait, clamped to kMaxStartWait; the source trimmed to printable characters
+// and kMaxSourceLength bytes. Returns how many entries were dropped.
+inline constexpr int kMaxStartEstimates = 256;
+inline constexpr size_t kMaxSpecIdLength = 128;
+inline constexpr size_t kMaxSourceLength = 64;
+inline constexpr double kMaxStartWaitSeconds = 366.0 * 86400;
+int BoundQueueReport(apb::Usage* usage, const apb::CenterInfo* info);
 
 // Table 4 of an observation, as the API serves it.
 v1::CenterUsage ToCenterUsage(const std::string& id, const CenterObservation& o);

@@ -61,6 +61,19 @@ absl::Status SaveCenter(store::Transaction& txn, const v1::Center& center) {
 
 absl::Status ValidateCenter(const v1::Center& c) {
   JC_RETURN_IF_ERROR(CheckId("ai_center_id", c.ai_center_id()));
+  // A center's adapter certificate names its center id, and adapters take calls from the
+  // control plane's certificates by name (--tls_allowed_clients): a center named like one of
+  // Jointcloud's own services would get a certificate every adapter takes for the control
+  // plane's.
+  static constexpr absl::string_view kServiceNames[] = {"jointcloud", "registry", "catalog",    "datamon", "scheduler",
+                                                        "gateway",    "identity", "jobs",       "monitor", "accounting"};
+  for (absl::string_view reserved : kServiceNames) {
+    if (c.ai_center_id() == reserved) {
+      return absl::InvalidArgumentError(absl::StrCat("ai_center_id \"", reserved,
+                                                     "\" is reserved: Jointcloud's own services carry it in their "
+                                                     "certificates, which adapters accept as the control plane"));
+    }
+  }
   JC_RETURN_IF_ERROR(CheckRequiredText("name", c.name()));
   JC_RETURN_IF_ERROR(CheckOptionalText("region", c.region()));
   if (c.has_status() && (c.status() < 0 || c.status() > 2)) {

@@ -30,6 +30,10 @@ const char* FilterCenter(const PlacementRequest& request, const CenterView& cent
     if (reason) *reason = "the task names other centers (manual placement)";
     return kFilterManual;
   }
+  if (!request.excluded_center.empty() && center.id == request.excluded_center) {
+    if (reason) *reason = "the replica is moving away from this center";
+    return kFilterManual;
+  }
   if (center.security_grade < request.min_security_grade) {
     if (reason) {
       *reason = absl::StrCat("security grade ", center.security_grade, " is below the required ",
@@ -52,8 +56,12 @@ const char* FilterCenter(const PlacementRequest& request, const CenterView& cent
     if (reason) *reason = absl::StrCat("the center does not offer resource spec ", request.spec_id);
     return kFilterSpec;
   }
-  if (!center.free.Covers(spec->quantity)) {
-    if (reason) {
+  // Free now, or (for a caller that may hold the replica for a busy center) ever.
+  if (!center.free.Covers(spec->quantity) &&
+      !(request.consider_busy_centers && center.capacity.Covers(spec->quantity))) {
+    if (reason && request.consider_busy_centers) {
+      *reason = absl::StrCat("too small: needs ", Describe(spec->quantity), "; capacity ", Describe(center.capacity));
+    } else if (reason) {
       *reason = absl::StrCat("not enough free: needs ", Describe(spec->quantity), "; free ", Describe(center.free));
     }
     return kFilterCapacity;

@@ -18,6 +18,10 @@ struct PlacementRequest {
   int replica_index = 0;
   std::string spec_id;
   std::string image_id;  // empty: the task brings no image
+  // The image's key in CenterView::images (ImageKey of the image the job resolved: its
+  // project's own, else the federation's); empty: image_id.
+  std::string image_key;
+  const std::string& ImageKeyOrId() const { return image_key.empty() ? image_id : image_key; }
   // What moving the image to a center that must be given it costs (the catalog's size_mb,
   // or kDefaultImageMb when unknown), counted with the missing data.
   double image_size_mb = 0;
@@ -25,6 +29,8 @@ struct PlacementRequest {
   // no content of its own and the command runs on the center's hosts.
   std::string image_content;
   std::vector<std::string> pinned_centers;  // manual placement: only these
+  // Never this one (a replica moving away from the center it waited at, SPEC A16).
+  std::string excluded_center;
   int min_security_grade = 0;
   // Who the job belongs to: a center runs it only when it maps one of them to a local
   // account (run_as).
@@ -39,11 +45,17 @@ struct PlacementRequest {
   absl::Duration expected_runtime = absl::Hours(1);  // formula 1's t_e - t_s at performance 1
   absl::Time now = absl::UnixEpoch();
   absl::Time deadline = absl::InfiniteFuture();  // QoS target; infinite: none
+  // The caller may hold the replica for a center that cannot take it now (SPEC A16, "wait
+  // for the faster center"): the free-capacity filter then passes a center whose capacity
+  // could ever hold the spec, the expected_completion strategy weighs the wait there, and
+  // the decision says whether the chosen center takes it now (ReplicaDecision::fits_now).
+  // A job-wide placement (PlaceJob) treats a center that cannot take it now as no center.
+  bool consider_busy_centers = false;
 };
 
 // The request's lookup keys, hashed once for all centers of a decision.
 struct RequestKeys {
-  explicit RequestKeys(const PlacementRequest& r) : spec(r.spec_id), image(r.image_id) {
+  explicit RequestKeys(const PlacementRequest& r) : spec(r.spec_id), image(r.ImageKeyOrId()) {
     for (const auto& d : r.datasets) datasets.emplace_back(d.key);
   }
   CenterView::Key spec;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "services/scheduler/filters.h"
+#include "services/scheduler/scoring/expected_completion.h"
 
 namespace jc::scheduler {
 namespace {
@@ -98,24 +99,45 @@ ReplicaDecision Placer::Place(const PlacementRequest& request, const Snapshot& s
       for (size_t i = 0; i < n; ++i) scores_[i * m + s] = column_[i];
     }
     // Select: the best by the model (the highest total, for a model whose totals order
-    // the centers); on a tie the less loaded center, then the first.
+    // the centers); on a tie the less loaded center (but for first fit), then the first. `only_free`: among
+    // the centers whose free capacity holds the spec.
     size_t best = 0;
     const bool scalar = model.scalar();
-    for (size_t i = 0; i < n; ++i) {
-      auto row = absl::MakeConstSpan(&scores_[i * m], m);
-      double total = model.Evaluate(row, weights);
-      int index = static_cast<int>(candidates_[i] - centers.data());
-      bool better = decision.center < 0;
-      if (!better) {
-        int c = scalar ? (total > decision.total) - (total < decision.total)
-                               : model.Compare(row, absl::MakeConstSpan(&scores_[best * m], m), weights);
-        better = c > 0 || (c == 0 && candidates_[i]->JobLoad() < centers[decision.center].JobLoad());
+    auto fits = [&](size_t i) { return candidates_[i]->free.Covers(specs_[i]->quantity); };
+    auto select = [&](bool only_free) {
+      decision.center = -1;
+      for (size_t i = 0; i < n; ++i) {
+        if (only_free && !fits(i)) continue;
+        auto row = absl::MakeConstSpan(&scores_[i * m], m);
+        double total = model.Evaluate(row, weights);
+        int index = static_cast<int>(candidates_[i] - centers.data());
+        bool better = decision.center < 0;
+        if (!better) {
+          int c = scalar ? (total > decision.total) - (total < decision.total)
+                         : model.Compare(row, absl::MakeConstSpan(&scores_[best * m], m), weights);
+          better = c > 0 || (c == 0 && model.breaks_ties_by_load() &&
+                                       candidates_[i]->JobLoad() < centers[decision.center].JobLoad());
+        }
+        if (better) {
+          decision.center = index;
+          decision.total = total;
+          best = i;
+        }
       }
-      if (better) {
-        decision.center = index;
-        decision.total = total;
-        best = i;
+    };
+    select(false);
+    if (decision.center >= 0 && request.consider_busy_centers && !fits(best)) {
+      // Waiting for a busy center pays only when it is expected to finish the replica
+      // before every center that can start it now: the other strategies may prefer a busy
+      // center (a faster, greener one) but never make a replica wait for it on their own.
+      ScoringContext ctx{&request, &snapshot, candidates_, specs_, sibling_topologies_, facts_};
+      const double waited_finish = EstimateCompletion(ctx, best).finish_s;
+      bool sooner_now = false;
+      for (size_t i = 0; i < n && !sooner_now; ++i) {
+        sooner_now = fits(i) && EstimateCompletion(ctx, i).finish_s <= waited_finish;
       }
+      if (sooner_now) select(true);
+      decision.fits_now = fits(best);
     }
   } else {
     decision.reason = NothingFits(removed_by_, centers.size());
@@ -141,10 +163,51 @@ ReplicaDecision Placer::Place(const PlacementRequest& request, const Snapshot& s
       }
       total = model.Evaluate(absl::MakeConstSpan(&scores_[row * m], m), weights);
       e->set_total(total);
+      // What the strategies found there beyond their scores (expected start and finish).
+      ScoringContext ctx{&request, &snapshot, candidates_, specs_, sibling_topologies_, facts_};
+      std::vector<std::string> notes;
+      for (size_t s = 0; s < m; ++s) {
+        std::string note = scorers_.scorers()[s]->Explain(ctx, row);
+        if (!note.empty()) notes.push_back(absl::StrCat(scorers_.scorers()[s]->id(), ": ", note));
+      }
+      e->set_reason(absl::StrJoin(notes, "; "));
+      const CompletionEstimate when = EstimateCompletion(ctx, row);
+      e->set_expected_start_seconds(when.start_s);
+      e->set_expected_finish_seconds(when.finish_s);
+      e->set_expected_cost(specs_[row]->price * (facts_[row].transfer_seconds + facts_[row].run_seconds) / 3600);
     }
     if (decision.center >= 0) explain->set_center_id(centers[decision.center].id);
+    MarkTradeOff(explain, decision.center >= 0 ? centers[decision.center].id : std::string());
   }
   return decision;
+}
+
+void MarkTradeOff(pb::ReplicaPlacement* explain, const std::string& chosen) {
+  std::vector<pb::CenterEvaluation*> feasible;
+  for (auto& e : *explain->mutable_centers()) {
+    if (e.feasible()) feasible.push_back(&e);
+  }
+  if (feasible.empty()) return;
+  auto finish = [](const pb::CenterEvaluation* e) { return e->expected_finish_seconds(); };
+  auto cost = [](const pb::CenterEvaluation* e) { return e->expected_cost(); };
+  const double soonest = finish(*std::min_element(feasible.begin(), feasible.end(),
+                                                  [&](auto* a, auto* b) { return finish(a) < finish(b); }));
+  const double cheapest = cost(*std::min_element(feasible.begin(), feasible.end(),
+                                                 [&](auto* a, auto* b) { return cost(a) < cost(b); }));
+  for (pb::CenterEvaluation* e : feasible) {
+    if (finish(e) == soonest) e->add_marks("fastest");
+    if (cost(e) == cheapest) e->add_marks("cheapest");
+    // On the front: no other center is at least as soon and as cheap, and better in one.
+    bool dominated = false;
+    for (const pb::CenterEvaluation* o : feasible) {
+      if (o != e && finish(o) <= finish(e) && cost(o) <= cost(e) && (finish(o) < finish(e) || cost(o) < cost(e))) {
+        dominated = true;
+        break;
+      }
+    }
+    if (!dominated) e->add_marks("pareto");
+    if (e->center_id() == chosen) e->add_marks("chosen");
+  }
 }
 
 JobDecision Placer::PlaceJob(absl::Span<const PlacementRequest> replicas, Snapshot& snapshot,
@@ -166,6 +229,12 @@ JobDecision Placer::PlaceJob(absl::Span<const PlacementRequest> replicas, Snapsh
     }
     pb::ReplicaPlacement* rp = explain ? explain->add_replicas() : nullptr;
     ReplicaDecision d = Place(*req, snapshot, weights, rp, model);
+    if (d.center >= 0 && !d.fits_now) {
+      // A job's replicas are reserved and dispatched at once: none waits for a busy center.
+      if (rp) rp->clear_center_id();
+      d.center = -1;
+      d.reason = "the center expected to finish it first cannot take it now";
+    }
     if (d.center < 0) {
       if (first_failure.empty()) {
         first_failure = absl::StrCat("task ", req->task_index, " replica ", req->replica_index, ": ", d.reason);

@@ -21,6 +21,10 @@ struct ReplicaDecision {
   int center = -1;  // index into the snapshot; -1 when nothing fits
   double total = 0;
   std::string reason;  // when nothing fits: how many centers each filter removed
+  // The chosen center's free capacity holds the spec now. False only for a request that
+  // considers busy centers (PlacementRequest::consider_busy_centers) and chose one: the
+  // caller holds the replica for it rather than starting it.
+  bool fits_now = true;
 };
 
 struct JobDecision {
@@ -28,6 +32,11 @@ struct JobDecision {
   std::string reason;
   std::vector<int> centers;  // per replica, in request order; -1 = waits
 };
+
+// Marks the explained centers of one replica (SPEC A16, issue 45 item 5): the fastest, the
+// cheapest, those on the Pareto front of expected finish and cost, and `chosen` (the
+// profile's pick), from each feasible center's expected_finish_seconds and expected_cost.
+void MarkTradeOff(jointcloud::v1::ReplicaPlacement* explain, const std::string& chosen);
 
 class Placer {
  public:

@@ -9,13 +9,17 @@
 namespace jc::scheduler {
 namespace {
 
-std::string Minutes(double s) { return absl::StrFormat("%.0f min", s / 60); }
+// "10s", "4m30s", "2h": whole seconds (a year at most: what a queue could ever say).
+std::string Human(double s) {
+  const double whole = std::round(std::clamp(s, 0.0, 366.0 * 86400));
+  return whole == 0 ? std::string("0s") : absl::FormatDuration(absl::Seconds(whole));
+}
 
 class Fcfs final : public QueueOrderPolicy {
  public:
   double Rank(const QueuedJob&, double) const override { return 0; }
   std::string Explain(const QueuedJob& job, double now) const override {
-    return absl::StrCat("first come, first served; waited ", Minutes(std::max(0.0, now - job.submitted)));
+    return absl::StrCat("first come, first served; waited ", Human(std::max(0.0, now - job.submitted)));
   }
 };
 
@@ -26,9 +30,9 @@ class ShortestExpectedFirst final : public QueueOrderPolicy {
     return Expected(job) - s_.aging * std::max(0.0, now - job.submitted);
   }
   std::string Explain(const QueuedJob& job, double now) const override {
-    return absl::StrCat("shortest expected first: expected ", Minutes(Expected(job)),
+    return absl::StrCat("shortest expected first: expected ", Human(Expected(job)),
                         job.expected_s < 0 ? " (no estimate: the default)" : "", ", waited ",
-                        Minutes(std::max(0.0, now - job.submitted)));
+                        Human(std::max(0.0, now - job.submitted)));
   }
 
  private:
@@ -42,7 +46,7 @@ class LeastAttainedService final : public QueueOrderPolicy {
   double Rank(const QueuedJob& job, double) const override { return Level(job); }
   std::string Explain(const QueuedJob& job, double now) const override {
     return absl::StrCat("least attained service: level ", Level(job), " (", absl::StrFormat("%.0f", job.attained_s),
-                        " GPU-seconds run before), waited ", Minutes(std::max(0.0, now - job.submitted)));
+                        " GPU-seconds run before), waited ", Human(std::max(0.0, now - job.submitted)));
   }
 
  private:

@@ -159,6 +159,7 @@ Snapshot Scheduler::Ideal(const Snapshot& live) {
     c.available = true;  // an unavailable center may come back
     c.free = c.capacity;
     c.running_tasks = c.waiting_tasks = c.assumed_replicas = 0;
+    c.reported_start_delay.clear();  // an empty center has no queue to wait in
     c.specs.insert(c.dormant_specs.begin(), c.dormant_specs.end());
     if (!c.described) {
       // Not heard from yet: it may run images, be given them, and take any account.
@@ -277,12 +278,30 @@ std::optional<SpecAtCenter> Scheduler::OfferAt(const std::string& center_id, con
   return it->second;
 }
 
+std::optional<Scheduler::QueueReport> Scheduler::ReportedQueue(const std::string& center_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const CenterView* c = snapshot_.Find(center_id);
+  if (c == nullptr) return std::nullopt;
+  QueueReport out;
+  out.start_delay.insert(c->reported_start_delay.begin(), c->reported_start_delay.end());
+  out.reported_at = c->queue_reported_at;
+  return out;
+}
+
 double Scheduler::HighestPrice(const std::string& spec_id) const {
+  // What a hard budget reserves for a job before it is placed: the most any center may
+  // charge for it, including centers that are down now (their offers are dormant, and the
+  // job may wait for them) and price steps scheduled for later (the attempt is billed at
+  // the price in force at its start).
   std::lock_guard<std::mutex> lock(mu_);
   double highest = 0;
+  auto consider = [&highest](const SpecAtCenter& offer) {
+    highest = std::max(highest, offer.price);
+    for (const auto& [from, value] : offer.prices) highest = std::max(highest, value);
+  };
   for (const CenterView& c : snapshot_.centers()) {
-    auto it = c.specs.find(spec_id);
-    if (it != c.specs.end()) highest = std::max(highest, it->second.price);
+    if (auto it = c.specs.find(spec_id); it != c.specs.end()) consider(it->second);
+    if (auto it = c.dormant_specs.find(spec_id); it != c.dormant_specs.end()) consider(it->second);
   }
   return highest;
 }
@@ -291,6 +310,44 @@ double Scheduler::StaticPowerOf(const std::string& center_id) const {
   std::lock_guard<std::mutex> lock(mu_);
   const CenterView* c = snapshot_.Find(center_id);
   return c == nullptr ? 0 : c->static_power_watts;
+}
+
+double Scheduler::PerformanceOf(const std::string& center_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const CenterView* c = snapshot_.Find(center_id);
+  return c == nullptr || c->performance_factor <= 0 ? 1.0 : c->performance_factor;
+}
+
+std::vector<std::optional<estimator::DurationEstimate>> Scheduler::TaskEstimates(
+    const v1::CreateTrainJobRequest& job) const {
+  std::vector<std::optional<estimator::DurationEstimate>> out;
+  if (estimator_ == nullptr) return out;
+  out.reserve(job.tasks_size());
+  for (int t = 0; t < job.tasks_size(); ++t) out.push_back(estimator_->EstimateTask(job, t));
+  return out;
+}
+
+void Scheduler::ApplyEstimates(const v1::CreateTrainJobRequest& job,
+                               const std::vector<std::optional<estimator::DurationEstimate>>& estimates,
+                               std::vector<PlacementRequest>& requests, v1::Placement* explain) const {
+  for (PlacementRequest& r : requests) {
+    if (r.task_index < static_cast<int>(estimates.size()) && estimates[r.task_index].has_value()) {
+      r.expected_runtime = estimates[r.task_index]->median;
+    }
+  }
+  if (explain == nullptr) return;
+  explain->clear_expected_durations();
+  // A standby (or an instance that stepped down) holds no history: it says so, rather than
+  // let "nothing known" or its own figures read as what the federation learned.
+  if (estimator_ != nullptr && !estimator_->loaded()) {
+    explain->add_expected_durations(
+        "no run history here: this instance's job manager is not leading (the leader's plans use it); the job's own figures only");
+  }
+  for (size_t t = 0; t < estimates.size(); ++t) {
+    if (!estimates[t].has_value()) continue;
+    explain->add_expected_durations(absl::StrCat("task ", job.tasks(static_cast<int>(t)).name(), ": ",
+                                                 estimates[t]->basis));
+  }
 }
 
 void Scheduler::ApplyAssumed() {
@@ -339,6 +396,7 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
                                                      const std::vector<std::string>& sibling_centers,
                                                      v1::Placement* explain) {
   std::map<std::string, double> overrides(job.scheduling().weights().begin(), job.scheduling().weights().end());
+  const auto estimates = TaskEstimates(job);
   std::lock_guard<std::mutex> lock(mu_);
   auto weights = Resolve(job.scheduling().weight_profile(), overrides);
   if (!weights.ok()) return weights.status();
@@ -367,9 +425,13 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
     kept.Clear();
     if (record == nullptr) record = &kept;
   }
+  ApplyEstimates(job, estimates, requests, nullptr);
   JobDecision d =
       placer_->PlaceJob(requests, snapshot_, weights->weights, job.scheduling().gang(), record, weights->model);
-  if (record != nullptr) record->set_job_id(job_id);
+  if (record != nullptr) {
+    record->set_job_id(job_id);
+    ApplyEstimates(job, estimates, requests, record);
+  }
   if (options_.placement_records > 0) {
     if (explain != nullptr) placements_[job_id] = *explain;
     while (static_cast<int>(placement_order_.size()) > options_.placement_records) {
@@ -406,7 +468,7 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
     // An image the center lacks is moved there first: by its mover, or, with content, by
     // a copy into its registry. A center that runs images without a registry of its own
     // pulls one with content when the replica starts: nothing to stage.
-    out.stage_image.push_back(!requests[i].image_id.empty() && !c.images.contains(requests[i].image_id) &&
+    out.stage_image.push_back(!requests[i].image_id.empty() && !c.images.contains(requests[i].ImageKeyOrId()) &&
                               (requests[i].image_content.empty() || c.receives_images));
     out.image_content.push_back(requests[i].image_content);
     // PlaceJob reserved it in the view; remember it so a rebuilt view keeps it.
@@ -558,6 +620,112 @@ std::vector<v1::WeightProfile> Scheduler::ListWeightProfiles() const {
   return out;
 }
 
+std::vector<Scheduler::MoveAnswer> Scheduler::MoveTargets(const std::vector<MoveQuestion>& questions, double margin) {
+  std::vector<MoveAnswer> out(questions.size());
+  std::vector<std::vector<std::optional<estimator::DurationEstimate>>> estimates;
+  estimates.reserve(questions.size());
+  for (const auto& q : questions) estimates.push_back(TaskEstimates(*q.job));
+  auto human = [](double s) { return absl::FormatDuration(absl::Seconds(std::round(std::min(s, 1e9)))); };
+  std::lock_guard<std::mutex> lock(mu_);
+  // A dry run on the live view, undone before the lock is let go (no copy of every center
+  // each second): what one move would take, the next question of the batch does not get;
+  // what a question that stays placed is given back at once.
+  Snapshot& view = snapshot_;
+  std::vector<std::pair<int, Resources>> taken;
+  const absl::Time now = clock_->Now();
+  for (size_t n = 0; n < questions.size(); ++n) {
+    const MoveQuestion& q = questions[n];
+    MoveAnswer& answer = out[n];
+    std::map<std::string, double> overrides(q.job->scheduling().weights().begin(),
+                                            q.job->scheduling().weights().end());
+    auto weights = Resolve(q.job->scheduling().weight_profile(), overrides);
+    auto all = RequestsForJob(q.job_id, *q.job, inputs_, now);
+    if (!weights.ok() || !all.ok()) {
+      answer.why = std::string((!weights.ok() ? weights.status() : all.status()).message());
+      continue;
+    }
+    std::vector<PlacementRequest> requests;
+    for (const auto& slot : q.slots) {
+      for (const auto& r : *all) {
+        if (r.task_index != slot.task_index || r.replica_index != slot.replica_index) continue;
+        PlacementRequest moved = r;
+        moved.excluded_center = q.from;
+        requests.push_back(std::move(moved));
+      }
+    }
+    if (requests.size() != q.slots.size()) {
+      answer.why = "the job has no such replica";
+      continue;
+    }
+    ApplyEstimates(*q.job, estimates[n], requests, nullptr);
+    // Finishing where it waits: the wait its center reports for the spec (aged), else as
+    // long again as it waited (a replica that waited long is expected to wait long), then
+    // the run at that center's speed.
+    const int from_index = view.IndexOf(q.from);
+    double stay_s = 0;
+    std::string stay_basis;
+    for (const PlacementRequest& r : requests) {
+      double wait_s = absl::ToDoubleSeconds(q.waited);
+      std::string basis = absl::StrCat("as long again as it waited (", human(wait_s), ")");
+      double perf = 1;
+      if (from_index >= 0) {
+        const CenterView& c = view.centers()[from_index];
+        perf = c.performance_factor > 0 ? c.performance_factor : 1;
+        if (auto it = c.reported_start_delay.find(r.spec_id); it != c.reported_start_delay.end()) {
+          absl::Duration age = c.queue_reported_at == absl::InfinitePast()
+                                   ? absl::ZeroDuration()
+                                   : std::max(absl::ZeroDuration(), now - c.queue_reported_at);
+          wait_s = std::max(0.0, absl::ToDoubleSeconds(it->second - age));
+          basis = absl::StrCat("its queue report: ", human(wait_s));
+        }
+      }
+      const double finish = wait_s + absl::ToDoubleSeconds(r.expected_runtime) / perf;
+      if (finish >= stay_s) {
+        stay_s = finish;
+        stay_basis = absl::StrCat("start in ", basis, ", finish in ", human(finish));
+      }
+    }
+    Placer placer(scorers_, *weights->model);
+    v1::Placement placement;
+    JobDecision d = placer.PlaceJob(requests, view, weights->weights, q.job->scheduling().gang(), &placement);
+    std::vector<std::pair<int, Resources>> placed;
+    for (size_t k = 0; k < d.centers.size() && k < requests.size(); ++k) {
+      if (d.centers[k] < 0) continue;
+      const CenterView& c = view.centers()[d.centers[k]];
+      if (auto spec = c.specs.find(requests[k].spec_id); spec != c.specs.end()) {
+        placed.emplace_back(d.centers[k], spec->second.quantity);
+      }
+    }
+    const std::string stay = absl::StrCat("waited ", human(absl::ToDoubleSeconds(q.waited)), " at ", q.from, " (",
+                                          stay_basis, ")");
+    if (!d.placed) {
+      for (const auto& [index, quantity] : placed) view.Release(index, quantity);
+      answer.why = absl::StrCat(stay, "; no other center can start it now");
+      continue;
+    }
+    double go_s = 0;
+    std::string to;
+    for (const auto& rp : placement.replicas()) {
+      for (const auto& e : rp.centers()) {
+        if (e.center_id() != rp.center_id()) continue;
+        go_s = std::max(go_s, e.expected_finish_seconds());
+        to = rp.center_id();
+      }
+    }
+    const bool sooner = go_s < stay_s * (1 - margin);
+    answer.why = absl::StrCat(stay, "; ", to, " can start it now and finish in ", human(go_s),
+                              sooner ? "" : absl::StrCat(", not sooner by ", std::lround(margin * 100), "%: it stays"));
+    if (sooner) {
+      answer.to = to;
+      taken.insert(taken.end(), placed.begin(), placed.end());
+    } else {
+      for (const auto& [index, quantity] : placed) view.Release(index, quantity);
+    }
+  }
+  for (const auto& [index, quantity] : taken) view.Release(index, quantity);
+  return out;
+}
+
 absl::StatusOr<v1::Placement> Scheduler::Plan(const v1::CreateTrainJobRequest& job) {
   // As for a create: a spec, image or dataset made since the last refresh is known.
   if (absl::Status valid = Validate(job); !valid.ok()) return valid;
@@ -565,6 +733,7 @@ absl::StatusOr<v1::Placement> Scheduler::Plan(const v1::CreateTrainJobRequest& j
   Snapshot snapshot;
   std::vector<PlacementRequest> requests;
   absl::StatusOr<Resolved> weights;
+  const auto estimates = TaskEstimates(job);
   {
     std::lock_guard<std::mutex> lock(mu_);
     weights = Resolve(job.scheduling().weight_profile(), overrides);
@@ -577,7 +746,9 @@ absl::StatusOr<v1::Placement> Scheduler::Plan(const v1::CreateTrainJobRequest& j
   }
   Placer placer(scorers_, *weights->model);
   v1::Placement placement;
+  ApplyEstimates(job, estimates, requests, nullptr);
   placer.PlaceJob(requests, snapshot, weights->weights, job.scheduling().gang(), &placement);
+  ApplyEstimates(job, estimates, requests, &placement);
   return placement;
 }
 

@@ -23,6 +23,7 @@
 #include "common/clock.h"
 #include "common/periodic_task.h"
 #include "jointcloud/v1/scheduler.pb.h"
+#include "services/estimator/shared_estimator.h"
 #include "services/scheduler/placer.h"
 #include "services/scheduler/snapshot_builder.h"
 
@@ -107,12 +108,28 @@ class Scheduler {
   // catalog and the center were last read (in memory); nullopt when the center does not
   // offer it (any more).
   std::optional<SpecAtCenter> OfferAt(const std::string& center_id, const std::string& spec_id) const;
+  // What `center_id`'s scheduler last said of its queue (SPEC A16), as the snapshot holds
+  // it: per spec, the wait before a replica submitted then would start, and when the
+  // monitor polled it; nullopt for a center the snapshot does not have.
+  struct QueueReport {
+    std::map<std::string, absl::Duration> start_delay;
+    absl::Time reported_at = absl::InfinitePast();
+  };
+  std::optional<QueueReport> ReportedQueue(const std::string& center_id) const;
   // The highest price per hour of one replica of `spec_id` at any center that offers it, as
   // last read (in memory): what a job not placed yet may cost at most (budgets); 0 when no
   // center offers it.
   double HighestPrice(const std::string& spec_id) const;
   // The center's static power (formula 1, drawn while data is transferred in); 0 unknown.
   double StaticPowerOf(const std::string& center_id) const;
+  // The center's performance factor as last read (1: reference, or unknown).
+  double PerformanceOf(const std::string& center_id) const;
+
+  // Where placements and plans learn how long a job will run (SPEC A16): each replica's
+  // expected run time for formula 1 and placement by expected completion, and the plan's
+  // explanation. Null (the default): every job is taken to run an hour. Call before Start;
+  // the estimator outlives the scheduler.
+  void SetDurationEstimator(const estimator::SharedEstimator* estimator) { estimator_ = estimator; }
 
   // A replica of a job to place now.
   struct Slot {
@@ -147,6 +164,27 @@ class Scheduler {
   // The replica ended or will not run: its reservation goes.
   void Forget(const std::string& key);
   static std::string ReservationKey(const std::string& job_id, int task, int replica, int attempt);
+
+  // A replica (or a gang's replicas) waiting at center `from` past what the job manager
+  // expected (SPEC A16, moves).
+  struct MoveQuestion {
+    std::string job_id;
+    const v1::CreateTrainJobRequest* job = nullptr;
+    std::vector<Slot> slots;
+    std::string from;
+    absl::Duration waited;  // since `from` acknowledged it
+  };
+  struct MoveAnswer {
+    std::string to;   // empty: it stays
+    std::string why;  // the comparison, either way ("waited 3m at a; b starts it now ...")
+  };
+  // For each question, on one copy of the live view (nothing is reserved): the center that
+  // can start the replicas now (never `from`) as the job's profile places them, and whether
+  // it would finish them sooner than `from` by more than `margin` (a fraction). `from`'s
+  // finish is its queue report's wait for the spec (else as long again as the replica
+  // waited so far) plus the run at its speed; the other's, its expected completion (data
+  // and image transfer included). Earlier answers' targets are taken in the copy.
+  std::vector<MoveAnswer> MoveTargets(const std::vector<MoveQuestion>& questions, double margin);
 
   // The explanation of the job's latest placement; NotFound for a job never placed or
   // placed too long ago to be kept.
@@ -214,6 +252,16 @@ class Scheduler {
   WeightProfiles profiles_;          // under mu_
   std::string profiles_file_stamp_;  // mtime and size of the file last loaded
   absl::Status last_refresh_ = absl::UnavailableError("the scheduler has not read its inputs yet");
+  const estimator::SharedEstimator* estimator_ = nullptr;
+  // Per task of `job`, what the estimator expects (outside mu_: the estimator has its own
+  // lock); empty without an estimator.
+  std::vector<std::optional<estimator::DurationEstimate>> TaskEstimates(const v1::CreateTrainJobRequest& job) const;
+  // Sets each request's expected run time from `estimates` and says so in `explain` (and
+  // that there is no history here when the estimator is not loaded: the estimator's lock is
+  // a leaf, taken under mu_ only for that).
+  void ApplyEstimates(const v1::CreateTrainJobRequest& job,
+                      const std::vector<std::optional<estimator::DurationEstimate>>& estimates,
+                      std::vector<PlacementRequest>& requests, v1::Placement* explain) const;
 
   PeriodicTask loop_;
 };

@@ -5,6 +5,7 @@
 #include "common/auth/auth_interceptor.h"
 #include "common/grpc_status.h"
 #include "jointcloud/v1/scheduler.grpc.pb.h"
+#include "services/jobs/validate_create.h"
 
 namespace jc::scheduler {
 namespace {
@@ -74,6 +75,10 @@ class SchedulerService final : public v1::SchedulerService::Service {
     JC_GRPC_CALLER(caller, ctx);
     v1::CreateTrainJobRequest job = req->job();
     if (absl::Status admitted = AdmitPlan(caller, &job); !admitted.ok()) return ToGrpcStatus(admitted);
+    // A plan is refused what a create is refused, with the same words: a duration past a
+    // year, nanos past a second, a name a log line would take for two are no job to plan
+    // (REST's plan comes here too).
+    if (absl::Status valid = jobs::ValidateCreate(job); !valid.ok()) return ToGrpcStatus(valid);
     return Reply(s_->Plan(job), resp);
   }
   Status GetJobPlacement(ServerContext* ctx, const v1::GetJobPlacementRequest* req, v1::Placement* resp) override {

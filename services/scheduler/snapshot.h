@@ -63,6 +63,16 @@ struct NetworkFigures {
   double loss_rate = 0;  // 0..1
 };
 
+// The key of `project`'s image `id` ('': the federation's) in CenterView::images. Image
+// ids are unique within a project (issue 44, hole 13): another project's image of the same
+// id is another image. '/' is in no project name or image id (CheckId).
+inline std::string ImageKey(const std::string& project, const std::string& id) {
+  return project.empty() ? id : project + "/" + id;
+}
+
+// The fastest a center may say it is, against the reference (performance_factor 1).
+inline constexpr double kMaxPerformanceFactor = 1000;
+
 struct CenterView {
   std::string id;
   bool available = false;  // registry status 1
@@ -79,6 +89,13 @@ struct CenterView {
   int assumed_replicas = 0;  // placed here, not reported by the center yet
   double static_power_watts = 0;
   double performance_factor = 1;
+  // What the center's own scheduler says of its queue (SPEC A16, issue 45): by spec id, how
+  // long a replica of the spec submitted now would wait there before it starts (nexec's
+  // pending jobs and backfill reservations, Slurm's `squeue --start`), as of
+  // `queue_reported_at`. A spec absent here: the center did not say, and placement estimates
+  // the wait from free capacity, the queue's length and what runs there.
+  absl::flat_hash_map<std::string, absl::Duration> reported_start_delay;
+  absl::Time queue_reported_at = absl::InfinitePast();
   NetworkFigures network;
   // Whose replicas the center runs (CenterInfo.run_as): any, or these projects and users.
   bool runs_any_project = true;
@@ -87,6 +104,8 @@ struct CenterView {
   absl::flat_hash_map<std::string, SpecAtCenter> specs;
   // Offers it would run were it available (its capacity holds the spec): for NeverRuns.
   absl::flat_hash_map<std::string, SpecAtCenter> dormant_specs;
+  // The catalog's images present here, by ImageKey (image ids are unique only within a
+  // project), and the ids its adapter reports (federation keys: the center's own names).
   absl::flat_hash_set<std::string> images;
   // Its adapter can be given an image it lacks (an image mover): a job naming an image
   // absent here may still be placed here, the image's transfer counted like data.

@@ -2,6 +2,8 @@
 
 #include "common/oci/image_reference.h"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -16,7 +18,15 @@ Resources FromTable2(const v1::ComputingResources& r) {
                    static_cast<double>(r.memory()), static_cast<double>(r.storage())};
 }
 
-std::string DatasetKey(const std::string& name, const std::string& version) { return name + ":" + version; }
+// A center's datasets by "name:version" for the federation's, "<project>/name:version"
+// for a project's: names and versions are unique only within a project (issue 44).
+std::string DatasetKey(const v1::Dataset& d) {
+  std::string key = d.data_name() + ":" + d.data_version();
+  return d.project().empty() ? key : d.project() + "/" + key;
+}
+
+// A reported wait past a year says "not in any horizon we plan for", and is kept as a year.
+constexpr double kMaxReportedStartDelaySeconds = 365.0 * 24 * 3600;
 
 }  // namespace
 
@@ -47,10 +57,17 @@ Snapshot BuildSnapshot(const SchedulerInputs& in) {
       if (info.has_capacity()) v.capacity = FromTable2(info.capacity());
       if (info.security_grade() != 0) v.security_grade = info.security_grade();
       v.static_power_watts = info.static_power_watts();
-      if (info.performance_factor() > 0) v.performance_factor = info.performance_factor();
+      // A center's word on its own speed, within what any center could be (x1000 the
+      // reference): run times are learned as wall x performance (SPEC A16), so a rogue
+      // adapter's 1e13 would make a job's history, and the records that hold it, absurd.
+      if (std::isfinite(info.performance_factor()) && info.performance_factor() > 0) {
+        v.performance_factor = std::min(info.performance_factor(), kMaxPerformanceFactor);
+      }
       v.network = {info.network().bandwidth_mbps(), info.network().latency_ms(), info.network().jitter_ms(),
                    info.network().loss_rate()};
-      // Images the center's adapter reports are there too, whichever center registered them.
+      // Images the center's adapter reports are there too, whichever center registered them:
+      // by the center's own names, so the federation's ids (a project's image of the same id
+      // is another image; it is known at a center from the catalog: registered or staged).
       v.images.insert(info.image_ids().begin(), info.image_ids().end());
       v.receives_images = info.receives_images();
       v.runs_images = info.runs_images();
@@ -65,6 +82,16 @@ Snapshot BuildSnapshot(const SchedulerInputs& in) {
       v.running_tasks = o->usage.running_task_num();
       v.waiting_tasks = o->usage.waiting_task_num();
       if (o->usage.security_grade() != 0) v.security_grade = o->usage.security_grade();
+      // The center's word on its queue (SPEC A16), as of when the monitor asked: only for
+      // specs of the catalog, and only a wait that is a number of seconds (an adapter is
+      // another party: a bad figure is no estimate, never "no wait").
+      v.queue_reported_at = o->observed_at;
+      for (const auto& e : o->usage.start_estimates()) {
+        const double wait = e.wait_seconds();
+        if (!quantity.count(e.resource_spec_id()) || !std::isfinite(wait) || wait < 0) continue;
+        v.reported_start_delay.try_emplace(e.resource_spec_id(),
+                                           absl::Seconds(std::min(wait, kMaxReportedStartDelaySeconds)));
+      }
     }
     snap.Upsert(std::move(v));
   }
@@ -96,11 +123,12 @@ Snapshot BuildSnapshot(const SchedulerInputs& in) {
   }
   std::map<std::string, std::vector<std::string>> images_by_digest;
   for (const auto& image : in.images) {
-    if (CenterView* c = snap.FindMutable(image.ai_center_id())) c->images.insert(image.image_id());
+    const std::string key = ImageKey(image.project(), image.image_id());
+    if (CenterView* c = snap.FindMutable(image.ai_center_id())) c->images.insert(key);
     for (const auto& other : image.present_at()) {
-      if (CenterView* c = snap.FindMutable(other)) c->images.insert(image.image_id());
+      if (CenterView* c = snap.FindMutable(other)) c->images.insert(key);
     }
-    if (!image.digest().empty()) images_by_digest[image.digest()].push_back(image.image_id());
+    if (!image.digest().empty()) images_by_digest[image.digest()].push_back(key);
   }
   // An image with content is at a center whose hosts hold its digest, whichever center
   // registered it: a replica there starts without a pull.
@@ -110,13 +138,13 @@ Snapshot BuildSnapshot(const SchedulerInputs& in) {
     for (const auto& digest : o->info.image_digests()) {
       auto ids = images_by_digest.find(digest);
       if (ids == images_by_digest.end()) continue;
-      for (const auto& image_id : ids->second) c->images.insert(image_id);
+      for (const auto& key : ids->second) c->images.insert(key);
     }
   }
   for (const auto& d : in.datasets) {
     for (const auto& loc : d.location()) {
       if (CenterView* c = snap.FindMutable(loc.ai_center_id())) {
-        c->datasets.insert(DatasetKey(d.data_name(), d.data_version()));
+        c->datasets.insert(DatasetKey(d));
       }
     }
   }
@@ -128,7 +156,7 @@ absl::StatusOr<std::vector<PlacementRequest>> RequestsForJob(const std::string& 
                                                              const SchedulerInputs& in, absl::Time now) {
   if (job.tasks().empty()) return absl::InvalidArgumentError("tasks: a job needs at least one task");
   std::map<std::string, const v1::Dataset*> datasets;
-  for (const auto& d : in.datasets) datasets[DatasetKey(d.data_name(), d.data_version())] = &d;
+  for (const auto& d : in.datasets) datasets[DatasetKey(d)] = &d;
   std::map<std::string, std::string> topology_of;
   for (const auto& c : in.centers) topology_of[c.ai_center_id()] = c.network_topology();
 
@@ -143,28 +171,34 @@ absl::StatusOr<std::vector<PlacementRequest>> RequestsForJob(const std::string& 
           absl::StrCat(where, ".resourceSpecId: unknown resource spec \"", task.resource_spec_id(), "\""));
     }
     // A job uses its own project's images and datasets and the federation's; another
-    // project's are unknown to it, exactly as ones that do not exist.
+    // project's are unknown to it, exactly as ones that do not exist. Image ids are unique
+    // within a project: the project's own image of the id, else the federation's.
     double image_size_mb = 0;
     std::string image_content;
+    std::string image_key;
     if (!task.image_id().empty()) {
-      bool image_known = false;
+      const v1::Image* chosen = nullptr;
       for (const auto& i : in.images) {
-        if (i.image_id() == task.image_id() && (i.project().empty() || i.project() == job.project())) {
-          image_known = true;
-          image_size_mb = i.size_mb() > 0 ? i.size_mb() : kDefaultImageMb;
-          if (!i.reference().empty() && !i.digest().empty()) {
-            // By digest: what the catalog resolved at registration is what runs.
-            auto ref = oci::ImageReference::Parse(i.reference());
-            if (ref.ok()) {
-              ref->tag.clear();
-              ref->digest = i.digest();
-              image_content = ref->ToString();
-            }
-          }
+        if (i.image_id() != task.image_id()) continue;
+        if (!job.project().empty() && i.project() == job.project()) {
+          chosen = &i;
+          break;
         }
+        if (i.project().empty()) chosen = &i;
       }
-      if (!image_known) {
+      if (chosen == nullptr) {
         return absl::InvalidArgumentError(absl::StrCat(where, ".imageId: unknown image \"", task.image_id(), "\""));
+      }
+      image_key = ImageKey(chosen->project(), chosen->image_id());
+      image_size_mb = chosen->size_mb() > 0 ? chosen->size_mb() : kDefaultImageMb;
+      if (!chosen->reference().empty() && !chosen->digest().empty()) {
+        // By digest: what the catalog resolved at registration is what runs.
+        auto ref = oci::ImageReference::Parse(chosen->reference());
+        if (ref.ok()) {
+          ref->tag.clear();
+          ref->digest = chosen->digest();
+          image_content = ref->ToString();
+        }
       }
     }
     if (task.replica_number() < 1 || task.replica_number() > kMaxReplicasPerTask) {
@@ -176,6 +210,7 @@ absl::StatusOr<std::vector<PlacementRequest>> RequestsForJob(const std::string& 
     base.task_index = t;
     base.spec_id = task.resource_spec_id();
     base.image_id = task.image_id();
+    base.image_key = image_key;
     base.image_size_mb = image_size_mb;
     base.image_content = image_content;
     base.pinned_centers.assign(task.center_ids().begin(), task.center_ids().end());
@@ -188,13 +223,15 @@ absl::StatusOr<std::vector<PlacementRequest>> RequestsForJob(const std::string& 
                       absl::Nanoseconds(job.scheduling().deadline().nanos());
     }
     for (const auto& key : task.datasets()) {
-      auto it = datasets.find(key);
-      if (it == datasets.end() || (!it->second->project().empty() && it->second->project() != job.project())) {
+      // The job's project's dataset of that name and version, else the federation's.
+      auto it = job.project().empty() ? datasets.end() : datasets.find(job.project() + "/" + key);
+      if (it == datasets.end()) it = datasets.find(key);
+      if (it == datasets.end() || (it->second->project() != job.project() && !it->second->project().empty())) {
         return absl::InvalidArgumentError(
             absl::StrCat(where, ".datasets: unknown dataset \"", key, "\" (name:version)"));
       }
       DatasetNeed need;
-      need.key = key;
+      need.key = it->first;
       need.size_mb = static_cast<double>(it->second->size_mb());
       need.is_private = it->second->is_private();
       for (const auto& loc : it->second->location()) {

@@ -300,6 +300,11 @@ absl::Status App::Wiring::MakeJobs(App& app, Env& env) {
   app.jobs_ = std::make_unique<jobs::JobManager>(app.store_.get(), app.scheduler_.get(), app.centers_.get(),
                                                   app.adapters_, app.data_mover_.get(), o.clock, o.jobs);
   app.jobs_->EnableMetrics(*app.metrics_);
+  // The job manager learns run times from what ends; the scheduler places and plans with
+  // them (in this process: the estimator is in memory).
+  app.estimator_ = std::make_unique<estimator::SharedEstimator>(o.estimator);
+  app.jobs_->SetDurationEstimator(app.estimator_.get());
+  app.scheduler_->SetDurationEstimator(app.estimator_.get());
   app.jobs_->events().SetListener([hub = app.watches_.get()] { hub->Wake(); });
   app.grpc_services_.push_back(jobs::MakeJobService(app.jobs_.get(), app.watches_.get()));
   // The usage records the job manager writes are read where it runs.

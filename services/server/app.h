@@ -106,6 +106,8 @@ struct AppOptions {
   // Weight profiles (YAML) on top of the built-in ones, reread when the file changes.
   std::string weight_profiles_file;
   jobs::JobManagerOptions jobs;
+  // The duration estimator's bounds (SPEC A16): its keys, and each project's share of them.
+  estimator::EstimatorOptions estimator;
   gateway::GatewayOptions gateway;
   // Where the console's charts read their history (Prometheus's base URL); empty: none.
   std::string prometheus_url;
@@ -174,6 +176,9 @@ class App {
   southbound::AdapterClient* adapters_ = nullptr;  // the injected client or own_adapter_client_
   std::unique_ptr<monitor::Monitor> monitor_;
   std::unique_ptr<scheduler::InputsSource> scheduler_inputs_;
+  // How long jobs run, learned (SPEC A16): taught by the job manager, asked by the scheduler;
+  // declared first, so that it outlives both.
+  std::unique_ptr<estimator::SharedEstimator> estimator_;
   std::unique_ptr<scheduler::Scheduler> scheduler_;
   std::unique_ptr<jobs::DataMover> data_mover_;
   std::unique_ptr<jobs::JobManager> jobs_;

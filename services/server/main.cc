@@ -63,8 +63,25 @@ ABSL_FLAG(absl::Duration, center_unknown_after, absl::Seconds(30),
 ABSL_FLAG(absl::Duration, center_unavailable_after, absl::Seconds(90),
           "a center silent this long becomes unavailable (0)");
 ABSL_FLAG(std::string, queue_order, "fcfs",
-          "which waiting job is placed first: fcfs (priority, then submission) or fair_share (the project "
-          "holding the smallest dominant share of the federation's GPUs, CPUs and memory)");
+          "which waiting job is placed first, within a priority: fcfs (submission order), sef (shortest "
+          "expected run time first, learned from the jobs that ended, aged so long jobs are not starved), las "
+          "(least attained service first, Tiresias), each alone or after fair_share (the project holding the "
+          "smallest dominant share of the federation's GPUs, CPUs and memory): fcfs, fair_share, sef, "
+          "fair_share+sef, las, fair_share+las");
+ABSL_FLAG(double, queue_aging, 1.0,
+          "sef: seconds of a waiting job's expected length forgiven per second it waits (a long job waits at most "
+          "about its length / aging behind short ones); in (0, 100]");
+ABSL_FLAG(absl::Duration, queue_max_wait, absl::Hours(24),
+          "a job that has waited this long goes ahead of every job that has not, whatever the queue order says "
+          "(nothing starves)");
+ABSL_FLAG(int, max_moves, 2,
+          "how many times one replica may be taken back from a center where it waits and placed again (0: "
+          "replicas never move)");
+ABSL_FLAG(absl::Duration, move_after, absl::Minutes(2),
+          "a replica placed where it was expected to start at once that still waits at its center this long is "
+          "weighed for a move");
+ABSL_FLAG(double, move_margin, 0.25,
+          "a replica moves only to a center expected to finish it sooner by more than this fraction");
 ABSL_FLAG(std::string, weight_profiles, "",
           "a YAML file of weight profiles on top of the built-in ones (docs/scheduling.md); reread when it "
           "changes (jc-sim tune writes one)");
@@ -285,9 +302,26 @@ int main(int argc, char** argv) {
   options.identity_address = absl::GetFlag(FLAGS_identity_address);
   options.scheduler_refresh = absl::GetFlag(FLAGS_scheduler_refresh);
   options.weight_profiles_file = absl::GetFlag(FLAGS_weight_profiles);
-  auto queue_order = jc::scheduler::ParseQueueOrder(absl::GetFlag(FLAGS_queue_order));
-  if (!queue_order.ok()) return Fail(absl::StrCat("--queue_order: ", queue_order.status().message()));
-  options.jobs.queue_order = *queue_order;
+  auto queue = jc::scheduler::ParseQueueSettings(absl::GetFlag(FLAGS_queue_order));
+  if (!queue.ok()) return Fail(absl::StrCat("--queue_order: ", queue.status().message()));
+  if (absl::GetFlag(FLAGS_queue_max_wait) <= absl::ZeroDuration()) {
+    return Fail("--queue_max_wait: must be positive (e.g. 24h)");
+  }
+  queue->max_wait_s = absl::ToDoubleSeconds(absl::GetFlag(FLAGS_queue_max_wait));
+  const double aging = absl::GetFlag(FLAGS_queue_aging);
+  if (!(aging > 0 && aging <= 100)) return Fail("--queue_aging: must be in (0, 100] (e.g. 1 or 0.25)");
+  queue->aging = aging;
+  options.jobs.queue = *queue;
+  options.jobs.max_moves = absl::GetFlag(FLAGS_max_moves);
+  options.jobs.move_after = absl::GetFlag(FLAGS_move_after);
+  options.jobs.move_margin = absl::GetFlag(FLAGS_move_margin);
+  if (options.jobs.max_moves < 0 || options.jobs.max_moves > 100) {
+    return Fail("--max_moves: must be between 0 (never) and 100");
+  }
+  if (options.jobs.move_after <= absl::ZeroDuration()) return Fail("--move_after: must be positive (e.g. 2m)");
+  if (!(options.jobs.move_margin >= 0 && options.jobs.move_margin < 1)) {
+    return Fail("--move_margin: must be a fraction in [0, 1) (e.g. 0.25)");
+  }
   if (options.scheduler_refresh <= absl::ZeroDuration()) return Fail("--scheduler_refresh must be positive");
   options.upstream_address = absl::GetFlag(FLAGS_upstream_address);
   options.monitor.interval = absl::GetFlag(FLAGS_monitor_interval);

@@ -56,6 +56,9 @@ class AdapterClient {
     return out;
   }
   virtual absl::Status Stop(const AdapterAt& adapter, const apb::ReplicaKey& key) = 0;
+  // Takes the replica back if it has not started (WithdrawReplica): the replica withdrawn,
+  // or as it is when it started; Unimplemented where the center cannot.
+  virtual absl::StatusOr<apb::Replica> Withdraw(const AdapterAt& adapter, const apb::ReplicaKey& key) = 0;
   virtual absl::StatusOr<apb::Replica> Get(const AdapterAt& adapter, const apb::ReplicaKey& key) = 0;
   // Streams events after `since_cursor` to `on_event` until the stream ends, `cancelled`
   // returns true (checked between events and every second), or an error.

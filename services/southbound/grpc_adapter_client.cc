@@ -116,17 +116,18 @@ class GrpcAdapterClient final : public AdapterClient {
     return out;
   }
   absl::Status Stop(const AdapterAt& adapter, const apb::ReplicaKey& key) override {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
-    apb::ReplicaRef ref;
-    *ref.mutable_key() = key;
-    apb::Replica out;
-    auto stub = Verified(adapter);
-    if (!stub.ok()) return stub.status();
-    grpc::Status s = (*stub)->StopReplica(&ctx, ref, &out);
-    return s.ok() ? absl::OkStatus() : Failure(adapter, s);
+    return OnReplica(adapter, key, &apb::Adapter::Stub::StopReplica).status();
+  }
+  absl::StatusOr<apb::Replica> Withdraw(const AdapterAt& adapter, const apb::ReplicaKey& key) override {
+    return OnReplica(adapter, key, &apb::Adapter::Stub::WithdrawReplica);
   }
   absl::StatusOr<apb::Replica> Get(const AdapterAt& adapter, const apb::ReplicaKey& key) override {
+    return OnReplica(adapter, key, &apb::Adapter::Stub::GetReplica);
+  }
+  // One call about one replica (stop, withdraw, get), answered with the replica.
+  using ReplicaCall = grpc::Status (apb::Adapter::Stub::*)(grpc::ClientContext*, const apb::ReplicaRef&,
+                                                           apb::Replica*);
+  absl::StatusOr<apb::Replica> OnReplica(const AdapterAt& adapter, const apb::ReplicaKey& key, ReplicaCall call) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
     apb::ReplicaRef ref;
@@ -134,7 +135,7 @@ class GrpcAdapterClient final : public AdapterClient {
     apb::Replica out;
     auto stub = Verified(adapter);
     if (!stub.ok()) return stub.status();
-    grpc::Status s = (*stub)->GetReplica(&ctx, ref, &out);
+    grpc::Status s = ((**stub).*call)(&ctx, ref, &out);
     if (!s.ok()) return Failure(adapter, s);
     return out;
   }

@@ -147,6 +147,83 @@ TEST_CASE("numbers out of range in Slurm's output count as nothing, never as wra
 }
 
 }  // namespace
+// Slurm prints times in the cluster's local time.
+absl::Time SlurmLocal(const char* text) {
+  absl::TimeZone tz;
+  if (!absl::LoadTimeZone("localtime", &tz)) tz = absl::UTCTimeZone();
+  absl::Time t;
+  std::string error;
+  REQUIRE(absl::ParseTime("%Y-%m-%dT%H:%M:%S", text, tz, &t, &error));
+  return t;
+}
+
+TEST_CASE("squeue's plan is parsed robustly: N/A and NONE are unknown, odd lines are skipped [A16]", "[A16]") {
+  // As Slurm 22.05 prints `squeue --start -h -o %i|%T|%S|%e|%C|%b` and `-t RUNNING`.
+  const std::string text =
+      "1|RUNNING|2026-11-29T09:03:57|2026-11-29T09:13:57|64|N/A\n"
+      "2|PENDING|2026-11-29T09:13:57|2026-11-29T09:18:57|2|gres:gpu:2\n"
+      "squeue: warning: something Slurm adds\n"
+      "3|PENDING|N/A|N/A|4|N/A\n"
+      "4_7|PENDING|2026-11-29T10:18:00|NONE|1|gres/gpu:a100:1,gres/npu:1\n"
+      "5|SUSPENDED|2026-11-29T09:00:00|Unknown|8|N/A\n"
+      "x|PENDING|N/A|N/A|1|N/A\n"
+      "6|RUNNING|2026-11-29T09:00:00|NONE|-3|N/A\n"
+      "7|RUNNING|2026-11-29T09:00:00|NONE|99999999999|N/A|extra\n";
+  std::vector<QueuedJob> jobs = ParseSqueueQueue(text);
+  REQUIRE(jobs.size() == 4);
+  CHECK(jobs[0].id == "1");
+  CHECK_FALSE(jobs[0].pending);
+  CHECK(jobs[0].end == SlurmLocal("2026-11-29T09:13:57"));
+  CHECK(jobs[0].cpus == 64);
+  CHECK(jobs[0].gpus == 0);
+  CHECK(jobs[1].pending);
+  CHECK(jobs[1].start == SlurmLocal("2026-11-29T09:13:57"));
+  CHECK(jobs[1].gpus == 2);
+  CHECK(jobs[2].id == "3");
+  CHECK_FALSE(jobs[2].start.has_value());  // N/A: the planner has not placed it
+  CHECK(jobs[3].id == "4_7");
+  CHECK(jobs[3].gpus == 1);
+  CHECK_FALSE(jobs[3].end.has_value());
+  CHECK(ParseSqueueQueue("").empty());
+}
+
+TEST_CASE("a spec's wait by Slurm's plan: behind pending jobs no bigger, after running ones free enough [A16]",
+          "[A16]") {
+  const absl::Time now = SlurmLocal("2026-11-29T09:05:00");
+  std::vector<QueuedJob> jobs = ParseSqueueQueue(
+      "1|RUNNING|2026-11-29T09:03:57|2026-11-29T09:13:57|60|N/A\n"
+      "2|PENDING|2026-11-29T09:13:57|2026-11-29T09:18:57|2|gres:gpu:2\n"
+      "3|PENDING|2026-11-29T10:18:00|2026-11-29T11:18:00|8|N/A\n");
+  // 4 CPUs and 8 GPUs free. One CPU fits now: no pending job of 1 CPU is ahead of it.
+  CHECK(SlurmStartWait(jobs, 4, 8, 1, 0, now) == absl::ZeroDuration());
+  // Two CPUs and two GPUs: behind job 2 (no bigger), which Slurm starts at 09:13:57.
+  CHECK(SlurmStartWait(jobs, 4, 8, 2, 2, now) == SlurmLocal("2026-11-29T09:13:57") - now);
+  // Eight CPUs: behind job 3 (expected 10:18) and after job 1 frees its 60.
+  CHECK(SlurmStartWait(jobs, 4, 8, 8, 0, now) == SlurmLocal("2026-11-29T10:18:00") - now);
+  // Sixteen: job 3, smaller, is ahead of it as well.
+  CHECK(SlurmStartWait(jobs, 4, 8, 16, 0, now) == SlurmLocal("2026-11-29T10:18:00") - now);
+  // More than the cluster ever frees: unknown.
+  CHECK_FALSE(SlurmStartWait(jobs, 4, 8, 100, 0, now).has_value());
+
+  // N/A means unknown, never "no wait".
+  std::vector<QueuedJob> unplanned = ParseSqueueQueue("9|PENDING|N/A|N/A|1|N/A\n");
+  CHECK_FALSE(SlurmStartWait(unplanned, 4, 0, 1, 0, now).has_value());
+  CHECK(SlurmStartWait(unplanned, 4, 0, 0, 0, now) == absl::ZeroDuration());  // not behind it: it needs more
+  // A running job without a time limit (NONE) in the way: unknown.
+  std::vector<QueuedJob> endless = ParseSqueueQueue("8|RUNNING|2026-11-29T09:00:00|NONE|4|N/A\n");
+  CHECK_FALSE(SlurmStartWait(endless, 0, 0, 1, 0, now).has_value());
+  CHECK(SlurmStartWait(endless, 1, 0, 1, 0, now) == absl::ZeroDuration());
+  // Nothing queued, nothing running, room: at once.
+  CHECK(SlurmStartWait({}, 4, 0, 2, 0, now) == absl::ZeroDuration());
+}
+
+TEST_CASE("a time limit becomes sbatch's --time in whole minutes, rounded up [A16]", "[A16]") {
+  CHECK(SbatchTimeArg(absl::ZeroDuration()) == "");
+  CHECK(SbatchTimeArg(absl::Hours(2)) == "--time=120");
+  CHECK(SbatchTimeArg(absl::Seconds(61)) == "--time=2");
+  CHECK(SbatchTimeArg(absl::Seconds(1)) == "--time=1");
+}
+
 }  // namespace jc::adapter
 
 TEST_CASE("Slurm adapter: sacct's durations read as seconds (TotalCPU of an ended job) [A14]", "[A14]") {

@@ -13,6 +13,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "adapters/sdk/conformance/conformance.h"
 #include "adapters/slurm/command.h"
 #include "adapters/slurm/slurm_backend.h"
@@ -210,6 +211,64 @@ TEST_CASE("Slurm adapter: a spec the cluster can never run is refused with Slurm
   CHECK(absl::StrContains(id.status().message(), "not available"));
 }
 
+// A replica of spec "small" that sleeps five minutes on `cpus` CPUs, limited to `limit`.
+ReplicaLaunch Sleeper(const std::string& job_id, int cpus, absl::Duration limit) {
+  ReplicaLaunch l;
+  l.key.set_job_id(job_id);
+  l.name = ReplicaName(l.key);
+  l.command = "sleep 300";
+  l.spec.set_resource_spec_id("small");
+  l.spec.mutable_quantity()->set_cpu(cpus);
+  l.time_limit = limit;
+  return l;
+}
+
+TEST_CASE("Slurm adapter: a job that waits is withdrawn by scancel --state=PENDING and never runs, one that runs "
+          "is left running [A16][slurm]",
+          "[A16][slurm]") {
+  if (!Cluster().error.empty()) FAIL("Slurm cannot be tested here: " << Cluster().error);
+  SlurmBackend backend(Cluster().Options());
+  auto usage = backend.GetUsage();
+  REQUIRE(usage.ok());
+  // The queued replica asks for every CPU of the node, so it cannot start while the one-CPU
+  // filler runs, whatever else ends meanwhile (a job of an earlier test case freeing CPUs
+  // once let a one-CPU "queued" replica start before it was withdrawn).
+  const int node_cpus = static_cast<int>(usage->free().cpu() + usage->used().cpu());
+  REQUIRE(node_cpus > 1);
+  const std::string run = absl::StrCat("wd", getpid(), "x", absl::ToUnixMillis(absl::Now()));
+  auto launch = [&](const std::string& what, int cpus) { return Sleeper(run + what, cpus, absl::Minutes(10)); };
+  auto filler = backend.Submit(launch("fill", 1));
+  REQUIRE(filler.ok());
+  REQUIRE(jc::testing::WaitUntil(
+      [&] {
+        auto seen = backend.Poll({*filler});
+        return seen.ok() && seen->count(*filler) && seen->at(*filler).state == pb::REPLICA_RUNNING;
+      },
+      std::chrono::seconds(60)));
+  auto queued = backend.Submit(launch("queued", node_cpus));
+  REQUIRE(queued.ok());
+  // The running filler: not taken back, still running.
+  auto kept = backend.Withdraw(*filler);
+  INFO(kept.status().ToString());
+  REQUIRE(kept.ok());
+  CHECK_FALSE(*kept);
+  auto seen = backend.Poll({*filler});
+  REQUIRE(seen.ok());
+  CHECK(seen->at(*filler).state == pb::REPLICA_RUNNING);
+  // The queued one: taken back, and it never starts once the node frees.
+  auto taken = backend.Withdraw(*queued);
+  INFO(taken.status().ToString());
+  REQUIRE(taken.ok());
+  CHECK(*taken);
+  CHECK(backend.Stop(*filler).ok());
+  auto after = backend.Poll({*queued});
+  REQUIRE(after.ok());
+  REQUIRE(after->count(*queued));
+  CHECK(after->at(*queued).state == pb::REPLICA_STOPPED);
+  CHECK((!after->at(*queued).started_at || (after->at(*queued).ended_at &&
+                                            *after->at(*queued).started_at >= *after->at(*queued).ended_at)));
+}
+
 }  // namespace
 }  // namespace jc::adapter::conformance
 
@@ -381,6 +440,53 @@ TEST_CASE("Slurm adapter: a replica naming an image runs in it on the node, pull
   CHECK(state == pb::REPLICA_FAILED);
   CHECK(absl::StrContains(out, "cannot pull image"));
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("Slurm adapter: with the node held to a time limit and a job queued, Slurm's plan (squeue --start) gives "
+          "a spec its wait, and the replicas carry --time [A16]",
+          "[A16][slurm]") {
+  if (!Cluster().error.empty()) FAIL("Slurm cannot be tested here: " << Cluster().error);
+  SlurmBackend backend(Cluster().Options());
+  auto usage = backend.GetUsage();
+  REQUIRE(usage.ok());
+  const int free_cpus = static_cast<int>(usage->free().cpu());
+  REQUIRE(free_cpus > 0);
+  const std::string run = absl::StrCat("qr", getpid(), "x", absl::ToUnixMillis(absl::Now()));
+  auto launch = [&](const std::string& what, int cpus, absl::Duration limit) { return Sleeper(run + what, cpus, limit); };
+  // Every free CPU for at most ten minutes, then a one-CPU replica that must wait for them.
+  auto filler = backend.Submit(launch("fill", free_cpus, absl::Minutes(10)));
+  INFO(filler.status().ToString());
+  REQUIRE(filler.ok());
+  auto queued = backend.Submit(launch("queued", 1, absl::Minutes(5)));
+  REQUIRE(queued.ok());
+  auto limit = RunCommand({"squeue", "-h", "-j", *filler, "-o", "%l"}, absl::Seconds(10));
+  REQUIRE(limit.ok());
+  CHECK(absl::StripAsciiWhitespace(limit->out) == "10:00");  // sbatch --time
+
+  pb::SpecOffer small;
+  small.set_resource_spec_id("small");
+  small.mutable_quantity()->set_cpu(1);
+  pb::SpecOffer huge;
+  huge.set_resource_spec_id("huge");
+  huge.mutable_quantity()->set_cpu(100000);
+  std::vector<pb::SpecStartEstimate> estimates;
+  bool planned = jc::testing::WaitUntil(
+      [&] {
+        auto e = backend.StartEstimates({small, huge});
+        if (!e.ok()) return false;
+        estimates = *e;
+        return estimates.size() == 1 && estimates[0].wait_seconds() > 0;
+      },
+      std::chrono::seconds(60));
+  for (const auto& e : estimates) INFO(e.DebugString());
+  CHECK(planned);
+  if (planned) {
+    CHECK(estimates[0].resource_spec_id() == "small");  // "huge" never fits: unknown, absent
+    CHECK(estimates[0].wait_seconds() <= 3600 + 60);
+    CHECK(estimates[0].source() == "slurm squeue --start");
+  }
+  CHECK(backend.Stop(*queued).ok());
+  CHECK(backend.Stop(*filler).ok());
 }
 
 }  // namespace

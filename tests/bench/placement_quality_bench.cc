@@ -5,17 +5,30 @@
 //      (target: none).
 //   2. 100,000 jobs over 1,000 centers with the default profile: wall and CPU time
 //      (target: under 60 s).
+//   3. Issue 45 (SPEC A16): placement + queue order against FCFS with first fit, at a load
+//      where the mean wait is at least a third of the mean JCT (3.0 offered) and one where
+//      nobody waits (0.5), on traces whose jobs recur by name (generate --recurring 0.8, so
+//      the estimator has something to learn), durations learned, never peeked: mean and p95
+//      JCT, mean wait, cost and Jain's index (target: >= 25% better mean JCT, never worse
+//      cost; where nobody waits, never worse on either; at both, Jain's index over the
+//      projects' mean slowdown >= FCFS first fit's - 0.02).
 // usage: placement_quality_bench [seeds=5] [jobs=5000] [scale_jobs=100000] [scale_centers=1000]
+//                                [a16_seeds=3]
+// Part 3's variants (the baseline, first_fit + fcfs, always runs): JC_A16_POLICIES and
+// JC_A16_QUEUES (comma lists), JC_A16_AGING (sef's aging, 1 by default), JC_A16_SHAPE
+// (philly or pai: the trace's durations and arrivals, generate --shape).
 
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <string>
 
+#include "absl/strings/str_split.h"
 #include "tools/sim/experiments.h"
 #include "tools/sim/federation.h"
 #include "tools/sim/generator.h"
 #include "tools/sim/policy.h"
+#include "services/scheduler/queue_order.h"
 
 using namespace jc::sim;
 
@@ -24,6 +37,7 @@ int main(int argc, char** argv) {
   int jobs = argc > 2 ? std::atoi(argv[2]) : 5000;
   int scale_jobs = argc > 3 ? std::atoi(argv[3]) : 100000;
   int scale_centers = argc > 4 ? std::atoi(argv[4]) : 1000;
+  int a16_seeds = argc > 5 ? std::atoi(argv[5]) : 3;
   PolicyCatalog catalog;
   std::vector<std::string> policies = DefaultPolicies(catalog);
   struct Sum {
@@ -67,6 +81,86 @@ int main(int argc, char** argv) {
   const Sum& ff = sums["first_fit"];
   std::printf("default profile vs first fit, mean JCT: %.1f%% better (target >= 25%%)\n", 100 * (1 - d.jct / ff.jct));
   std::printf("single scorers better than default on JCT, cost and energy at once: %d (target 0)\n", dominating);
+
+  if (a16_seeds > 0) {
+    // Placement + queue order (issue 45): every combination on the same traces.
+    auto list = [](const char* env, std::vector<std::string> fallback) {
+      const char* v = std::getenv(env);
+      if (v == nullptr || *v == '\0') return fallback;
+      std::vector<std::string> out;
+      for (absl::string_view part : absl::StrSplit(v, ',')) out.emplace_back(part);
+      return out;
+    };
+    const std::vector<std::string> a16_policies =
+        list("JC_A16_POLICIES", {"first_fit", "profile:default", "profile:completion"});
+    const std::vector<std::string> a16_queues = list("JC_A16_QUEUES", {"fcfs", "sef", "fair_share+sef"});
+    const double aging = std::getenv("JC_A16_AGING") ? std::atof(std::getenv("JC_A16_AGING")) : 1.0;
+    const std::string shape = std::getenv("JC_A16_SHAPE") ? std::getenv("JC_A16_SHAPE") : "";
+    for (double load : {3.0, 0.5}) {
+      struct Acc {
+        double jct = 0, p95 = 0, wait = 0, cost = 0, jain = 0;
+      };
+      std::map<std::string, Acc> acc;
+      std::vector<std::string> order;
+      for (int s = 1; s <= a16_seeds; ++s) {
+        Federation f = GenerateFederation(10, 1);
+        GeneratorOptions g;
+        g.jobs = jobs;
+        g.load = load;
+        g.seed = s;
+        g.recurring_share = 0.8;
+        if (!shape.empty()) g.shape = shape;
+        auto trace = GenerateTrace(g, f);
+        if (!trace.ok()) return std::fprintf(stderr, "%s\n", std::string(trace.status().message()).c_str()), 1;
+        std::vector<SimOptions> runs;
+        SimOptions baseline;
+        baseline.policy = "first_fit";
+        baseline.queue = *jc::scheduler::ParseQueueSettings("fcfs");
+        runs.push_back(baseline);
+        for (const auto& q : a16_queues) {
+          for (const auto& p : a16_policies) {
+            if (p == "first_fit" && q == "fcfs") continue;
+            SimOptions o;
+            o.policy = p;
+            auto settings = jc::scheduler::ParseQueueSettings(q);
+            if (!settings.ok()) return std::fprintf(stderr, "JC_A16_QUEUES: %s\n", std::string(settings.status().message()).c_str()), 2;
+            o.queue = *settings;
+            o.queue.aging = aging;
+            runs.push_back(o);
+          }
+        }
+        auto results = RunAll(f, *trace, runs, catalog);
+        if (!results.ok()) return std::fprintf(stderr, "%s\n", std::string(results.status().message()).c_str()), 1;
+        for (const auto& r : *results) {
+          std::string key = r.metrics.policy + " + " + r.metrics.queue;
+          if (!acc.count(key)) order.push_back(key);
+          Acc& a = acc[key];
+          a.jct += r.metrics.mean_jct / a16_seeds;
+          a.p95 += r.metrics.p95_jct / a16_seeds;
+          a.wait += r.metrics.mean_wait / a16_seeds;
+          a.cost += r.metrics.cost / a16_seeds;
+          a.jain += r.metrics.jain_fairness / a16_seeds;
+        }
+      }
+      const Acc& base = acc["first_fit + fcfs"];
+      std::printf("\nissue 45: %.1f offered load, %d recurring jobs x %d seeds, durations learned (means over seeds)%s\n",
+                  load, jobs, a16_seeds,
+                  base.wait >= base.jct / 3 ? "; FCFS first fit waits >= a third of its JCT"
+                                            : "; FCFS first fit waits < a third of its JCT");
+      std::printf("%-40s %9s %9s %9s %10s %6s %8s %8s\n", "POLICY + QUEUE", "MEAN_JCT", "P95_JCT", "MEAN_WAIT",
+                  "COST", "JAIN", "JCT_VS", "COST_VS");
+      for (const auto& key : order) {
+        const Acc& a = acc[key];
+        // Jain's index over the projects' mean slowdown holds at every load: a gain bought
+        // by slowing some projects down does not count.
+        bool meets = (load >= 1 ? a.jct <= 0.75 * base.jct : a.jct <= base.jct) && a.cost <= base.cost &&
+                     a.jain >= base.jain - 0.02;
+        std::printf("%-40s %9.0f %9.0f %9.0f %10.1f %6.3f %+7.1f%% %+7.1f%%%s\n", key.c_str(), a.jct, a.p95, a.wait,
+                    a.cost, a.jain, 100 * (a.jct / base.jct - 1), 100 * (a.cost / base.cost - 1),
+                    key == "first_fit + fcfs" ? "" : meets ? "  meets the target" : "");
+      }
+    }
+  }
 
   if (scale_jobs > 0) {
     Federation big = GenerateFederation(scale_centers, 1);

@@ -68,8 +68,7 @@ demo=$(mktemp -d /tmp/jc-image-job.XXXXXX)
 JC_BUILD_DIR="$build" "$root/scripts/demo-center.sh" start "$demo" >/dev/null || { echo "FAIL: the demo center did not start"; exit 1; }
 [[ -s "$demo/image.ref" ]] || { echo "FAIL: the demo center started no registry"; exit 1; }
 registry=$(cut -d/ -f1 "$demo/image.ref")
-skopeo copy --quiet --dest-cert-dir "$demo/registry-ca" "containers-storage:$tag" "docker://$registry/jointcloud:test"
-digest=$(skopeo inspect --cert-dir "$demo/registry-ca" --format '{{.Digest}}' "docker://$registry/jointcloud:test")
+digest=$(JC_BUILD_DIR="$build" "$root/scripts/demo-center.sh" push "$demo" "containers-storage:$tag" jointcloud:test)
 ref="$registry/jointcloud@$digest"
 # shellcheck disable=SC1091
 . "$demo/nexec.env"

@@ -53,6 +53,21 @@ grep -q '"code":"UNAUTHENTICATED"' <<<"$(command curl -s "127.0.0.1:$port/openap
 if [[ $(id -u) -eq 0 ]]; then
   demo_image=$(command curl -s -H "Authorization: Bearer $JC_TOKEN" "127.0.0.1:$port/openapi/v1/images/pytorch-demo")
   grep -q '"digest":"sha256:' <<<"$demo_image" || { echo "$demo_image"; echo "FAIL: the demo image has no content (no digest)"; exit 1; }
+  # [C6] Another local account cannot push to the demo's registry (issue 44): it would
+  # replace the image the demo's jobs run in under its tag. Tried as nobody, by skopeo.
+  demo_ref=$(cat "$work/demo/image.ref")
+  attacker="$work/attacker"
+  mkdir -p "$attacker" && echo '{}' >"$attacker/auth.json"
+  JC_IMAGE_PAD_MB=0 "$root/tests/testing/make-oci-image.sh" "$attacker/layout" evil "not the demo's image" >/dev/null
+  chmod -R a+rX "$attacker" "$work/demo/registry-ca"
+  chmod a+x "$work" "$work/demo"
+  if (cd "$attacker" && runuser -u nobody -- env HOME="$attacker" REGISTRY_AUTH_FILE="$attacker/auth.json" \
+        skopeo copy --quiet --dest-cert-dir "$work/demo/registry-ca" oci:"$attacker/layout":evil "docker://$demo_ref") \
+        >"$attacker/push.log" 2>&1; then
+    echo "FAIL: an unprivileged account pushed to the demo's registry"; exit 1
+  fi
+  grep -q "405" "$attacker/push.log" || { cat "$attacker/push.log"; echo "FAIL: the push was not refused by the registry"; exit 1; }
+  echo "ok: the demo's registry refuses pushes from other accounts"
 fi
 
 # The shell block under "## Try it".

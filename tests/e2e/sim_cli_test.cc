@@ -129,6 +129,9 @@ TEST_CASE("jc-sim: bad input gets the reason and a non-zero exit, never a crash 
   CHECK(policy.code == 2);
   CHECK(Has(policy.output, "unknown policy \"best\""));
   CHECK(Sim(d, {"run", "--federation", fed, "--trace", trace, "--colour", "red"}).code == 2);
+  Result durations = Sim(d, {"run", "--federation", fed, "--trace", trace, "--skip-bad-rows", "--durations", "exact"});
+  CHECK(durations.code == 2);
+  CHECK(Has(durations.output, "neither learned nor oracle"));
   CHECK(Sim(d, {"frobnicate"}).code == 2);
   CHECK(Sim(d, {"run", "--trace", trace}).code == 2);
   CHECK(Sim(d, {"run", "--federation", (d / "missing.yaml").string(), "--trace", trace}).code == 1);

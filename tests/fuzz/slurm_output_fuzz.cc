@@ -45,6 +45,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto nodes = jc::adapter::ParseSinfoNodes(text);
   Check(nodes.nodes >= 0 && nodes.gpu_total >= 0 && nodes.gpu_alloc >= 0);
   Check(jc::adapter::GresCount(text, "gpu") >= 0);
+  // The queue's plan (SPEC A16): counts never negative, a wait never negative.
+  const auto queue = jc::adapter::ParseSqueueQueue(text);
+  for (const auto& j : queue) Check(j.cpus >= 0 && j.gpus >= 0 && !j.id.empty());
+  const auto now = absl::FromUnixSeconds(1'800'000'000);
+  if (auto wait = jc::adapter::SlurmStartWait(queue, 4, 1, 2, 1, now)) Check(*wait >= absl::ZeroDuration());
   const double seconds = jc::adapter::SlurmDurationSeconds(text);
   Check(std::isfinite(seconds) && seconds >= 0);
   const int status = jc::adapter::WaitStatusFromExitCode(text);

@@ -661,6 +661,42 @@ TEST_CASE("an OIDC identity named like a stored user neither makes, lists nor re
   CHECK(linked.Post("/openapi/v1/tokens", {{"user_name", "admin"}}).http_status == 403);
 }
 
+TEST_CASE("a name is its first holder's: a stored user is not created under an OIDC identity's name unless linked to "
+          "it, and an OIDC identity named like a deleted user is not that user [C6]",
+          "[C6]") {
+  AuthSystem s;
+  const auto& issuer = Issuer();
+  // The identity provider's "carol" comes first (no stored user of the name).
+  auto carol = s.As("Bearer " + issuer.Sign(s.Claims("carol")));
+  REQUIRE(carol.Get("/openapi/v1/whoami").body["data"]["name"] == "carol");
+  // Everything kept by name (jobs' users, idempotency keys, rate limits) is carol's now: a
+  // stored user created under her name would inherit it. Refused, saying how to link her.
+  auto squat = s.rest->Post("/openapi/v1/users", {{"name", "carol"}});
+  INFO(squat.body.dump());
+  CHECK(squat.http_status == 409);
+  CHECK(squat.body.dump().find("accepts_oidc") != std::string::npos);
+  CHECK(s.rest->Get("/openapi/v1/users/carol").http_status == 404);  // nothing was made
+  CHECK(carol.Get("/openapi/v1/whoami").body["data"]["name"] == "carol");
+  // Linked on purpose, the stored user is that identity.
+  auto linked = s.rest->Post("/openapi/v1/users", {{"name", "carol"}, {"accepts_oidc", true}});
+  INFO(linked.body.dump());
+  CHECK(linked.http_status == 200);
+  CHECK(carol.Get("/openapi/v1/whoami").body["data"]["name"] == "carol");
+
+  // A stored user "dave" that is deleted keeps the name: an identity provider's "dave"
+  // afterwards is named apart, so what dave's name still carries is not its.
+  REQUIRE(s.rest->Post("/openapi/v1/users", {{"name", "dave"}}).http_status == 200);
+  REQUIRE(s.rest->Send("DELETE", "/openapi/v1/users/dave").http_status == 200);
+  auto later = s.As("Bearer " + issuer.Sign(s.Claims("dave")));
+  CHECK(later.Get("/openapi/v1/whoami").body["data"]["name"] == "oidc:dave");
+  // And dave may be created again as a stored user.
+  CHECK(s.rest->Post("/openapi/v1/users", {{"name", "dave"}}).http_status == 200);
+  // An identity whose own claim is "oidc:dave" is not taken for the renamed dave.
+  auto colon = s.As("Bearer " + issuer.Sign(s.Claims("oidc:dave"))).Get("/openapi/v1/whoami");
+  INFO(colon.body.dump());
+  CHECK(colon.http_status == 401);
+}
+
 TEST_CASE("API tokens: shown once, stored hashed, revoked at once, last use recorded [C6]", "[C6]") {
   AuthSystem s;
   REQUIRE(s.rest->Post("/openapi/v1/users", {{"name", "tom"}}).http_status == 200);
@@ -928,7 +964,9 @@ TEST_CASE("images and datasets belong to a project: its members register them, o
   CHECK(vera->Get("/openapi/v1/images/vimg").http_status == 200);
   CHECK(vera->Send("DELETE", "/openapi/v1/images/vimg").http_status == 403);
   CHECK(alice->Send("PATCH", "/openapi/v1/images/vimg", R"({"name": "renamed"})").http_status == 200);
-  CHECK(alice->Send("PATCH", "/openapi/v1/images/vimg", R"({"project": "speech"})").http_status == 400);
+  // The body's project names whose image it is (ids are unique within a project): speech
+  // has no vimg; nothing changes.
+  CHECK(alice->Send("PATCH", "/openapi/v1/images/vimg", R"({"project": "speech"})").http_status == 404);
   CHECK(s.rest->Get("/openapi/v1/images/vimg").body["data"]["project"] == "vision");
 
   // Datasets: a member registers under the center's {project} roots only, as the uploader.

@@ -2,8 +2,12 @@
 // loopback) and the whole control plane in one process, driven over REST (SPEC A3, A1).
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <filesystem>
+#include <limits>
 
+#include "services/monitor/monitor.h"
+#include "tests/testing/event_chaos_proxy.h"
 #include "tests/testing/local_adapter.h"
 #include "tests/testing/process.h"
 #include "tests/testing/test_system.h"
@@ -110,3 +114,56 @@ TEST_CASE("usage of an unknown center is a clear 404 [A3][C5]", "[A3][C5]") {
 }
 
 }  // namespace
+
+// Attacker's review, session 29 (F7): a center's queue report reached the scheduler's
+// snapshot, REST and the monitor's log as it came. A rogue center (its adapter's answers
+// rewritten by a proxy) sends thousands of entries, specs it does not offer, NaN, negative and
+// absurd waits, duplicates and control characters; the monitor keeps what could be a report.
+TEST_CASE("a rogue center's queue report is bounded where it enters: only specs it offers, each once, printable, a "
+          "finite wait of at most 366 days [A16][A3][C6]",
+          "[A16][A3][C6]") {
+  jc::testing::LocalAdapter center("rogue", 4,
+                                   "security_grade: 4\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n"
+                                   "  - {id: cpu-2, cpu: 2, memory: 256Mi}\n");
+  jc::testing::EventChaosProxy proxy(center.address(), 1, {0, 0});
+  namespace apb = ::jointcloud::adapter::v1;
+  auto estimate = [](const std::string& spec, double wait, const std::string& source = "rogue") {
+    apb::SpecStartEstimate e;
+    e.set_resource_spec_id(spec);
+    e.set_wait_seconds(wait);
+    e.set_source(source);
+    return e;
+  };
+  std::vector<apb::SpecStartEstimate> forged;
+  for (int i = 0; i < 5000; ++i) forged.push_back(estimate("junk-" + std::to_string(i), 1));
+  forged.push_back(estimate("cpu-1", std::numeric_limits<double>::quiet_NaN()));
+  forged.push_back(estimate("cpu-1", -5));
+  forged.push_back(estimate("cpu-1", std::numeric_limits<double>::infinity()));
+  forged.push_back(estimate("cpu-1\n[info] forged line", 10));
+  forged.push_back(estimate("cpu-1", 120, "\x1b[2J" + std::string(500, 'a')));
+  forged.push_back(estimate("cpu-1", 999));  // the spec again: its first stands
+  forged.push_back(estimate("cpu-2", 1e300));
+  forged.push_back(estimate("tpu-9", 5));
+  forged.push_back(estimate(std::string(1000, 'c'), 5));
+  proxy.ForgeStartEstimates(forged);
+
+  System s;
+  s.Register("rogue", "127.0.0.1:" + std::to_string(proxy.port()));
+  json usage;
+  bool seen = jc::testing::WaitUntil([&] {
+    usage = s.rest->Get("/openapi/v1/centers/rogue/usage").body;
+    return usage.is_object() && usage.contains("data") && usage["data"].contains("start_estimates");
+  });
+  INFO(usage.dump().substr(0, 4000));
+  REQUIRE(seen);
+  const json& got = usage["data"]["start_estimates"];
+  REQUIRE(got.size() == 2);
+  CHECK(got[0]["resource_spec_id"] == "cpu-1");
+  CHECK(got[0]["wait_seconds"].get<double>() == 120);
+  const std::string source = got[0].value("source", "");
+  CHECK(source.size() <= jc::monitor::kMaxSourceLength);
+  CHECK(source.find('\x1b') == std::string::npos);
+  CHECK(got[1]["resource_spec_id"] == "cpu-2");
+  CHECK(got[1]["wait_seconds"].get<double>() == 366.0 * 86400);
+}
+

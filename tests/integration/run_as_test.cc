@@ -296,7 +296,8 @@ TEST_CASE("a project's dataset staged at a center is read by the account the cen
                        {"location", {{{"ai_center_id", "holder"},
                                       {"dataset_url", "file://" + (sources / "corpus").string()},
                                       {"access", "r"}}}}}));
-  const fs::path staged = mapped.dir / "data" / "corpus" / "v1" / "part-0";
+  // A project's copy, kept apart from the federation's and other projects' of the name.
+  const fs::path staged = mapped.dir / "data" / ".projects" / "vision" / "corpus" / "v1" / "part-0";
   json job = {{"name", "reads"},
               {"tasks", {{{"name", "t"},
                           {"command", "cat " + staged.string()},

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 
 #include "tests/testing/process.h"
@@ -116,7 +117,7 @@ TEST_CASE("A.6: the evaluation model's score is formula 2 over the given scores 
 TEST_CASE("strategies and weight profiles are listed with what they read [A9][A10]", "[A9][A10]") {
   System s;
   auto algorithms = s.rest->Get("/openapi/v1/scheduler/algorithms").body["data"]["algorithms"];
-  CHECK(algorithms.size() == 11);
+  CHECK(algorithms.size() == 12);
   CHECK_FALSE(algorithms[0]["inputs"].get<std::string>().empty());
   auto profiles = s.rest->Get("/openapi/v1/scheduler/weight-profiles").body["data"]["profiles"];
   bool found = false;
@@ -231,6 +232,39 @@ TEST_CASE("plan: a dry run says where each replica would go and why, and changes
   bad["scheduling"]["weightProfile"] = "fastest";
   ExpectError(s.rest->Post("/openapi/v1/scheduler/plan", bad), 400, "fastest");
   ExpectError(s.rest->Send("POST", "/openapi/v1/scheduler/plan", "{not json"), 400, "malformed");
+}
+
+// A plan is refused what a create is refused, in the same words: before, a plan with a
+// negative or year-long duration, or a name a log line takes for two, was answered
+// (attacker's review, session 29, F6 and F8).
+TEST_CASE("plan refuses what a create refuses, with the same message: durations out of range and control "
+          "characters in names [A16][A8][C5]",
+          "[A16][A8][C5]") {
+  System s;
+  json job = {{"name", "resnet"},
+              {"tasks", {{{"name", "train"}, {"command", "python train.py"}, {"imageId", "torch-cheap"},
+                          {"resourceSpecId", "gpu-1"}, {"replicaNumber", 1}}}}};
+  System::Must(s.rest->Post("/openapi/v1/scheduler/plan", job));
+  struct Bad {
+    std::function<void(json&)> make;
+    const char* says;
+  };
+  for (const Bad& bad : std::vector<Bad>{
+           {[](json& j) { j["estimatedDuration"] = "-5s"; }, "estimatedDuration: must be a positive duration"},
+           {[](json& j) { j["timeLimit"] = "0s"; }, "timeLimit: must be a positive duration"},
+           {[](json& j) { j["timeLimit"] = "40000000s"; }, "timeLimit: at most 366 days"},
+           {[](json& j) { j["estimatedDuration"] = "31622401s"; }, "estimatedDuration: at most 366 days"},
+           {[](json& j) { j["name"] = "a\nforged line"; }, "name: no control characters"},
+           {[](json& j) { j["tasks"][0]["name"] = "\u001b[2J"; }, "tasks[0].name: no control characters"}}) {
+    json body = job;
+    bad.make(body);
+    auto plan = s.rest->Post("/openapi/v1/scheduler/plan", body);
+    auto create = s.rest->Post("/openapi/v1/trainjob", body);
+    INFO(body.dump() << "\nplan: " << plan.body.dump() << "\ncreate: " << create.body.dump());
+    ExpectError(plan, 400, bad.says);
+    ExpectError(create, 400, bad.says);
+    CHECK(plan.body["errorMsg"] == create.body["errorMsg"]);
+  }
 }
 
 }  // namespace

@@ -46,10 +46,24 @@ class EventChaosProxy::Service final : public apb::Adapter::Service {
     return Forward(c, *q, a, &apb::Adapter::Stub::GetCenterInfo);
   }
   grpc::Status GetUsage(grpc::ServerContext* c, const apb::GetUsageRequest* q, apb::Usage* a) override {
-    return Forward(c, *q, a, &apb::Adapter::Stub::GetUsage);
+    grpc::Status s = Forward(c, *q, a, &apb::Adapter::Stub::GetUsage);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (s.ok() && forged_estimates_) {
+      a->clear_start_estimates();
+      for (const auto& e : *forged_estimates_) *a->add_start_estimates() = e;
+    }
+    return s;
+  }
+  void ForgeStartEstimates(std::vector<apb::SpecStartEstimate> estimates) {
+    std::lock_guard<std::mutex> lock(mu_);
+    forged_estimates_ = std::move(estimates);
   }
   grpc::Status SubmitReplica(grpc::ServerContext* c, const apb::SubmitReplicaRequest* q, apb::Replica* a) override {
     Remember(q->key());
+    if (auto forged = ForgedSubmitAnswer(q->key())) {
+      *a = *forged;
+      return grpc::Status::OK;
+    }
     return Forward(c, *q, a, &apb::Adapter::Stub::SubmitReplica);
   }
   grpc::Status SubmitGang(grpc::ServerContext* c, const apb::SubmitGangRequest* q,
@@ -59,10 +73,17 @@ class EventChaosProxy::Service final : public apb::Adapter::Service {
   grpc::Status SubmitReplicas(grpc::ServerContext* c, const apb::SubmitReplicasRequest* q,
                               apb::SubmitReplicasResponse* a) override {
     for (const auto& r : q->replicas()) Remember(r.key());
+    if (ForgedSubmitAnswer(apb::ReplicaKey())) {
+      for (const auto& r : q->replicas()) *a->add_results()->mutable_replica() = *ForgedSubmitAnswer(r.key());
+      return grpc::Status::OK;
+    }
     return Forward(c, *q, a, &apb::Adapter::Stub::SubmitReplicas);
   }
   grpc::Status StopReplica(grpc::ServerContext* c, const apb::ReplicaRef* q, apb::Replica* a) override {
     return Forward(c, *q, a, &apb::Adapter::Stub::StopReplica);
+  }
+  grpc::Status WithdrawReplica(grpc::ServerContext* c, const apb::ReplicaRef* q, apb::Replica* a) override {
+    return Forward(c, *q, a, &apb::Adapter::Stub::WithdrawReplica);
   }
   grpc::Status GetReplica(grpc::ServerContext* c, const apb::ReplicaRef* q, apb::Replica* a) override {
     return Forward(c, *q, a, &apb::Adapter::Stub::GetReplica);
@@ -170,6 +191,11 @@ class EventChaosProxy::Service final : public apb::Adapter::Service {
     return upstream.error_code() == grpc::StatusCode::CANCELLED ? grpc::Status::OK : upstream;
   }
 
+  void AnswerSubmitsWith(const apb::Replica& answer) {
+    std::lock_guard<std::mutex> lock(mu_);
+    submit_answer_ = answer;
+  }
+
  private:
   template <typename Request, typename Response, typename Call>
   grpc::Status Forward(grpc::ServerContext* c, const Request& q, Response* a, Call call) {
@@ -178,6 +204,14 @@ class EventChaosProxy::Service final : public apb::Adapter::Service {
     return (stub_.get()->*call)(&ctx, q, a);
   }
 
+  // The forged answer to a submit of `key` (nullopt: forward it).
+  std::optional<apb::Replica> ForgedSubmitAnswer(const apb::ReplicaKey& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!submit_answer_) return std::nullopt;
+    apb::Replica answer = *submit_answer_;
+    *answer.mutable_key() = key;
+    return answer;
+  }
   void Remember(const apb::ReplicaKey& key) {
     std::lock_guard<std::mutex> lock(mu_);
     last_key_ = key;
@@ -190,6 +224,8 @@ class EventChaosProxy::Service final : public apb::Adapter::Service {
   }
 
   std::mutex mu_;
+  std::optional<apb::Replica> submit_answer_;  // under mu_
+  std::optional<std::vector<apb::SpecStartEstimate>> forged_estimates_;
   std::vector<apb::ReplicaEvent> injected_;
   apb::ReplicaKey last_key_;
   std::unique_ptr<apb::Adapter::Stub> stub_;
@@ -207,7 +243,11 @@ int EventChaosProxy::port() const { return service_->port(); }
 int64_t EventChaosProxy::duplicated() const { return service_->duplicated; }
 int64_t EventChaosProxy::reordered() const { return service_->reordered; }
 void EventChaosProxy::Inject(const apb::ReplicaEvent& e) { service_->Inject(e); }
+void EventChaosProxy::ForgeStartEstimates(std::vector<apb::SpecStartEstimate> estimates) {
+  service_->ForgeStartEstimates(std::move(estimates));
+}
 int64_t EventChaosProxy::injected_written() const { return service_->injected_written; }
 apb::ReplicaKey EventChaosProxy::LastSubmittedKey() const { return service_->LastSubmittedKey(); }
+void EventChaosProxy::AnswerSubmitsWith(const apb::Replica& answer) { service_->AnswerSubmitsWith(answer); }
 
 }  // namespace jc::testing

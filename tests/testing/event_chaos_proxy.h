@@ -40,6 +40,12 @@ class EventChaosProxy {
   void Inject(const ::jointcloud::adapter::v1::ReplicaEvent& e);
   // How many injected events streams wrote so far (all streams together).
   int64_t injected_written() const;
+  // From now on every usage answer carries these queue reports instead of the upstream's
+  // (a rogue center's, SPEC A16).
+  void ForgeStartEstimates(std::vector<::jointcloud::adapter::v1::SpecStartEstimate> estimates);
+  // From now on every submit is answered with `answer` (under the submitted key) and never
+  // reaches the upstream: a center whose answer says more than "accepted".
+  void AnswerSubmitsWith(const ::jointcloud::adapter::v1::Replica& answer);
   // The key of the last replica submitted through the proxy (empty before one).
   ::jointcloud::adapter::v1::ReplicaKey LastSubmittedKey() const;
 

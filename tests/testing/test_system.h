@@ -13,6 +13,15 @@
 
 namespace jc::testing {
 
+// Intervals short enough for a test to follow a job in a second or two: the monitor polls,
+// the scheduler rereads its inputs, the job manager cycles and polls.
+inline void FastIntervals(jc::server::AppOptions& o) {
+  o.monitor.interval = absl::Milliseconds(100);
+  o.scheduler_refresh = absl::Milliseconds(50);
+  o.jobs.cycle_interval = absl::Milliseconds(50);
+  o.jobs.poll_interval = absl::Milliseconds(500);
+}
+
 struct TestSystem {
   std::unique_ptr<jc::server::App> app;
   std::unique_ptr<RestClient> rest;  // as the federation admin

@@ -143,7 +143,7 @@ TEST_CASE("images belong to a registered center and name known specs", "[A4]") {
   img.set_framework("PyTorch");
   img.set_resource_spec("gpu1");
   REQUIRE(f.catalog.CreateImage(img).ok());
-  CHECK(f.catalog.GetImage("pytorch-2")->base_os().cuda_version() == "12.1");
+  CHECK(f.catalog.GetImage("", "pytorch-2")->base_os().cuda_version() == "12.1");
   CHECK(absl::IsAlreadyExists(f.catalog.CreateImage(img).status()));
 
   v1::ListImagesRequest by_framework;
@@ -159,7 +159,7 @@ TEST_CASE("images belong to a registered center and name known specs", "[A4]") {
   bad.set_ai_center_id("c1");
   bad.set_resource_spec("nope");
   CHECK(absl::IsInvalidArgument(f.catalog.CreateImage(bad).status()));
-  CHECK(absl::IsNotFound(f.catalog.GetImage("x").status()));
+  CHECK(absl::IsNotFound(f.catalog.GetImage("", "x").status()));
 
   v1::Image patch;
   patch.set_image_id("pytorch-2");
@@ -168,8 +168,69 @@ TEST_CASE("images belong to a registered center and name known specs", "[A4]") {
   mask.add_paths("framework");
   REQUIRE(f.catalog.UpdateImage(patch, mask).ok());
   CHECK(f.catalog.ListImages(by_framework)->images_size() == 1);
-  REQUIRE(f.catalog.DeleteImage("pytorch-2").ok());
-  CHECK(absl::IsNotFound(f.catalog.DeleteImage("pytorch-2")));
+  REQUIRE(f.catalog.DeleteImage("", "pytorch-2").ok());
+  CHECK(absl::IsNotFound(f.catalog.DeleteImage("", "pytorch-2")));
+}
+
+TEST_CASE("image ids are unique within a project: projects and the federation each have their own (issue 44, hole "
+          "13)",
+          "[A4][C6]") {
+  Fixture f;
+  REQUIRE(f.catalog.CreateSpec(MakeSpec("gpu1", "c1")).ok());
+  auto image = [](const std::string& project, const std::string& name) {
+    v1::Image img;
+    img.set_image_id("torch");
+    img.set_name(name);
+    img.set_ai_center_id("c1");
+    img.set_framework("PyTorch");
+    img.set_project(project);
+    return img;
+  };
+  REQUIRE(f.catalog.CreateImage(image("", "federation's")).ok());
+  REQUIRE(f.catalog.CreateImage(image("alpha", "alpha's")).ok());
+  REQUIRE(f.catalog.CreateImage(image("beta", "beta's")).ok());
+  // Within one project the id is still one image.
+  CHECK(absl::IsAlreadyExists(f.catalog.CreateImage(image("beta", "beta's")).status()));
+  CHECK(f.catalog.GetImage("", "torch")->name() == "federation's");
+  CHECK(f.catalog.GetImage("alpha", "torch")->name() == "alpha's");
+  CHECK(f.catalog.GetImage("beta", "torch")->name() == "beta's");
+  CHECK(absl::IsNotFound(f.catalog.GetImage("gamma", "torch").status()));
+  CHECK(f.catalog.FindImages("torch")->size() == 3);
+  // "-" names the federation in requests, so no image is registered under it.
+  CHECK(absl::IsInvalidArgument(f.catalog.CreateImage(image("-", "dash")).status()));
+
+  // An update and a delete touch their project's image only.
+  v1::Image patch;
+  patch.set_image_id("torch");
+  patch.set_project("alpha");
+  patch.set_framework("PyTorch,TensorFlow");
+  google::protobuf::FieldMask mask;
+  mask.add_paths("framework");
+  REQUIRE(f.catalog.UpdateImage(patch, mask).ok());
+  CHECK(f.catalog.GetImage("alpha", "torch")->framework() == "PyTorch,TensorFlow");
+  CHECK(f.catalog.GetImage("beta", "torch")->framework() == "PyTorch");
+  REQUIRE(f.catalog.DeleteImage("beta", "torch").ok());
+  CHECK(f.catalog.GetImage("alpha", "torch").ok());
+  CHECK(f.catalog.GetImage("", "torch").ok());
+  REQUIRE(f.catalog.CreateImage(image("beta", "beta's again")).ok());
+
+  // Pages of one item each still list all three images of the same id, once each.
+  v1::ListImagesRequest list;
+  list.set_page_size(1);
+  std::vector<std::string> names;
+  for (int page = 0; page < 5; ++page) {
+    auto got = f.catalog.ListImages(list);
+    REQUIRE(got.ok());
+    for (const auto& i : got->images()) names.push_back(i.name());
+    if (got->next_page_token().empty()) break;
+    list.set_page_token(got->next_page_token());
+  }
+  CHECK(names == std::vector<std::string>{"federation's", "alpha's", "beta's again"});
+  // A project's member lists its project's and the federation's.
+  v1::ListImagesRequest all;
+  auto alpha = f.catalog.ListImages(all, std::vector<std::string>{"alpha"});
+  REQUIRE(alpha.ok());
+  CHECK(alpha->images_size() == 2);
 }
 
 TEST_CASE("prices have a history: a change takes effect now or later, never before, and the steps say what was in "

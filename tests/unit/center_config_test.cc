@@ -5,6 +5,9 @@
 #include <fstream>
 #include <sstream>
 
+#include <cmath>
+
+#include "adapters/sdk/adapter_core.h"
 #include "adapters/sdk/center_config.h"
 
 TEST_CASE("a center configuration reads its specs, data dir and data sources [A14][A6]", "[A14][A6]") {
@@ -117,4 +120,41 @@ TEST_CASE("an image mirror: the center's own registry, with credentials and CAs 
     REQUIRE_FALSE(r.ok());
     CHECK(std::string(r.status().message()).find(message) != std::string::npos);
   }
+}
+
+TEST_CASE("default_time_limit is a duration, for replicas whose job has none [A16]", "[A16]") {
+  auto c = jc::adapter::ParseCenterConfig("center_id: c\ndefault_time_limit: 90m\n");
+  REQUIRE(c.ok());
+  CHECK(c->default_time_limit == absl::Minutes(90));
+  auto none = jc::adapter::ParseCenterConfig("center_id: c\n");
+  REQUIRE(none.ok());
+  CHECK(none->default_time_limit == absl::ZeroDuration());
+  for (const char* bad : {"an hour", "-5m", "inf"}) {
+    auto r = jc::adapter::ParseCenterConfig(std::string("center_id: c\ndefault_time_limit: ") + bad + "\n");
+    INFO(bad << " -> " << r.status().ToString());
+    CHECK(r.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK(r.status().message().find("default_time_limit") != std::string::npos);
+  }
+}
+
+TEST_CASE("a backend's start estimates are kept only for offered specs, once each, with a wait in seconds [A16]",
+          "[A16]") {
+  auto c = jc::adapter::ParseCenterConfig(
+      "center_id: c\nspecs:\n  - {id: small, cpu: 1, memory: 1Gi}\n  - {id: big, cpu: 8, memory: 8Gi}\n");
+  REQUIRE(c.ok());
+  auto estimate = [](const std::string& spec, double wait) {
+    jointcloud::adapter::v1::SpecStartEstimate e;
+    e.set_resource_spec_id(spec);
+    e.set_wait_seconds(wait);
+    e.set_source("test");
+    return e;
+  };
+  auto kept = jc::adapter::CheckedStartEstimates(
+      *c, {estimate("small", 30), estimate("small", 5), estimate("unknown-spec", 1), estimate("big", -1),
+           estimate("big", std::nan("")), estimate("big", 600)});
+  REQUIRE(kept.size() == 2);
+  CHECK(kept[0].resource_spec_id() == "small");
+  CHECK(kept[0].wait_seconds() == 30);
+  CHECK(kept[1].resource_spec_id() == "big");
+  CHECK(kept[1].wait_seconds() == 600);
 }

@@ -190,3 +190,53 @@ TEST_CASE("datasets are stored with their locations and selected from", "[A5][A6
   REQUIRE(datamon.Delete(req.key()).ok());
   CHECK(absl::IsNotFound(datamon.Delete(req.key())));
 }
+
+TEST_CASE("a dataset's name and version are unique within its project, not across projects (issue 44)", "[A5][C6]") {
+  auto store = jc::testing::MakeTestStore();
+  jc::FakeClock clock;
+  jc::registry::Registry registry(store.get(), &clock, {});
+  auto dir = jc::registry::MakeLocalCenterDirectory(&registry);
+  jc::datamon::Datamon datamon(store.get(), &clock, dir.get(), jc::datamon::DefaultWeights());
+  REQUIRE(registry.Create(MakeCenter("a")).ok());
+  REQUIRE(registry.Create(MakeCenter("b")).ok());
+  auto make = [](const std::string& project, const std::string& center) {
+    v1::Dataset ds;
+    ds.set_data_name("notes");
+    ds.set_data_version("v1");
+    ds.set_project(project);
+    ds.set_created_user(project.empty() ? "admin" : project + "-user");
+    *ds.add_location() = Loc(center, "cn/bj/dc1");
+    return ds;
+  };
+  REQUIRE(datamon.Create(make("ml", "a")).ok());
+  REQUIRE(datamon.Create(make("cv", "b")).ok());
+  REQUIRE(datamon.Create(make("", "a")).ok());
+  CHECK(absl::IsAlreadyExists(datamon.Create(make("cv", "a")).status()));
+  CHECK(absl::IsInvalidArgument(datamon.Create(make("-", "a")).status()));
+  v1::DatasetKey key;
+  key.set_data_name("notes");
+  key.set_data_version("v1");
+  CHECK(datamon.Find(key)->size() == 3);
+  key.set_project("cv");
+  CHECK(datamon.Get(key)->location(0).ai_center_id() == "b");
+  key.set_project("-");
+  CHECK(datamon.Get(key)->project().empty());
+  v1::ListDatasetsRequest at_b;
+  at_b.set_ai_center_id("b");
+  REQUIRE(datamon.List(at_b)->datasets_size() == 1);
+  CHECK(datamon.List(at_b)->datasets(0).project() == "cv");
+  // An update and a delete address one project's dataset only.
+  v1::Dataset patch = make("cv", "b");
+  patch.set_size_mb(7);
+  google::protobuf::FieldMask mask;
+  mask.add_paths("size_mb");
+  REQUIRE(datamon.Update(patch, mask).ok());
+  key.set_project("ml");
+  CHECK(datamon.Get(key)->size_mb() == 0);
+  REQUIRE(datamon.Delete(key).ok());
+  CHECK(absl::IsNotFound(datamon.Get(key).status()));
+  key.set_project("cv");
+  CHECK(datamon.Get(key)->size_mb() == 7);
+  at_b.set_ai_center_id("a");
+  CHECK(datamon.List(at_b)->datasets_size() == 1);  // the federation's; ml's locations went with it
+}

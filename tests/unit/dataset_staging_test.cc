@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "adapters/sdk/dataset_mover.h"
 #include "adapters/sdk/staged_dataset.h"
 #include "tests/testing/test_account.h"
@@ -286,4 +287,160 @@ TEST_CASE("a dataset staged for a project is its run-as account's: another accou
   // Root is never the account a dataset is staged for; an unknown account is refused.
   CHECK(absl::IsFailedPrecondition(jc::adapter::StagedAccessFor("root", false).status()));
   CHECK(absl::IsInvalidArgument(jc::adapter::StagedAccessFor("jc-no-such-account-x", false).status()));
+}
+
+TEST_CASE("a project's dataset is copied with its account's rights: a file beside it only another account may read "
+          "is not staged for the project, by the file mover or a mover command [A6][C6]",
+          "[A6][C6]") {
+  if (geteuid() != 0) {
+    WARN("not run: the attack needs root (the adapter's account) and unprivileged accounts (CI runs as root)");
+    return;
+  }
+  Sandbox box;
+  jc::testing::TestAccount project("jc-stage-prj");
+  jc::testing::TestAccount alice("jc-stage-ali");
+  // The project's directory at the data source, where a member mapped to an account of her
+  // own (run_as.users) keeps a file only she may read, and another member registers the
+  // directory as a dataset of the project.
+  const fs::path src = box.root / "sources" / "project-a";
+  fs::create_directories(src / "notes");
+  std::ofstream(src / "part-0") << "the project's data\n";
+  std::ofstream(src / "notes" / "alice-private") << "alice's secret\n";
+  REQUIRE(chown((src / "notes" / "alice-private").c_str(), alice.uid, alice.gid) == 0);
+  fs::permissions(src / "notes" / "alice-private", fs::perms(0600));
+  const fs::path data_dir = box.root / "data";
+  fs::create_directories(data_dir);
+  auto access = jc::adapter::StagedAccessFor(project.name, /*federation=*/false);
+  REQUIRE(access.ok());
+
+  auto mover = jc::adapter::MakeFileMover({(box.root / "sources").string()});
+  auto staged = jc::adapter::StageInto(*mover, "file://" + src.string(), data_dir, "ds", "v1", *access);
+  // Copied as root, the project's account got alice's file (the hole).
+  INFO(staged.status().ToString());
+  CHECK(absl::IsPermissionDenied(staged.status()));
+  CHECK(absl::StrContains(staged.status().message(), project.name));
+  CHECK(FilesHolding(data_dir, "alice's secret") == 0);
+
+  auto command = jc::adapter::MakeCommandMover(
+      {"copy", {"sh", "-c", "cp -a \"${1#copy://}\" \"$2\"", "mover", "{source}", "{target}"}});
+  staged = jc::adapter::StageInto(*command, "copy://" + src.string(), data_dir, "by-command", "v1", *access);
+  INFO(staged.status().ToString());
+  CHECK_FALSE(staged.ok());
+  CHECK(FilesHolding(data_dir, "alice's secret") == 0);
+
+  // Once alice lets the project's account read it (group or mode), it is staged.
+  fs::permissions(src / "notes" / "alice-private", fs::perms(0644));
+  staged = jc::adapter::StageInto(*mover, "file://" + src.string(), data_dir, "ds", "v1", *access);
+  INFO(staged.status().ToString());
+  REQUIRE(staged.ok());
+  CHECK(FilesHolding(*staged, "alice's secret") == 1);
+  // Nothing is left of the copies that failed or of the holding directories.
+  for (const auto& e : fs::directory_iterator(data_dir / "ds")) CHECK(e.path().filename() == "v1");
+}
+
+TEST_CASE("an account that puts someone else's file or directory where its copy is being made gets it neither "
+          "handed over nor removed by root [A6][C6]",
+          "[A6][C6]") {
+  if (geteuid() != 0) {
+    WARN("not run: the attack needs root (the adapter's account) and unprivileged accounts (CI runs as root)");
+    return;
+  }
+  Sandbox box;
+  jc::testing::TestAccount project("jc-stage-pr2");
+  jc::testing::TestAccount alice("jc-stage-al2");
+  // A directory alice shares with the project's group: the project's account may rename
+  // what is in it, not read alice's 0600 file nor remove what is in her own subdirectory.
+  const fs::path shared = box.root / "shared";
+  fs::create_directories(shared / "G" / "sub");
+  std::ofstream(shared / "alice-file") << "alice's secret\n";
+  std::ofstream(shared / "G" / "sub" / "precious") << "alice's precious\n";
+  REQUIRE(chown(shared.c_str(), alice.uid, project.gid) == 0);
+  fs::permissions(shared, fs::perms(02770));
+  REQUIRE(chown((shared / "alice-file").c_str(), alice.uid, project.gid) == 0);
+  fs::permissions(shared / "alice-file", fs::perms(0600));
+  REQUIRE(chown((shared / "G").c_str(), alice.uid, project.gid) == 0);
+  fs::permissions(shared / "G", fs::perms(02770));
+  REQUIRE(chown((shared / "G" / "sub").c_str(), alice.uid, alice.gid) == 0);
+  REQUIRE(chown((shared / "G" / "sub" / "precious").c_str(), alice.uid, alice.gid) == 0);
+  fs::permissions(shared / "G" / "sub", fs::perms(0755));
+  const fs::path src = box.root / "sources" / "ds";
+  fs::create_directories(src);
+  std::ofstream(src / "part-0") << "the project's data\n";
+  const fs::path data_dir = box.root / "data";
+  fs::create_directories(data_dir);
+  auto access = jc::adapter::StagedAccessFor(project.name, /*federation=*/false);
+  REQUIRE(access.ok());
+
+  // The account acts while its copy is made (here inside the mover, which runs as it, so
+  // that the moment is certain): the copy moved aside, alice's file renamed in its place.
+  auto swap_in_file = jc::adapter::MakeCommandMover(
+      {"copy",
+       {"sh", "-c", "cp -a \"${1#copy://}\" \"$2\" && mv \"$2\" \"$2.aside\" && mv \"$3\" \"$2\"", "mover", "{source}",
+        "{target}", (shared / "alice-file").string()}});
+  auto staged = jc::adapter::StageInto(*swap_in_file, "copy://" + src.string(), data_dir, "ds", "v1", access.value());
+  INFO(staged.status().ToString());
+  // Sealed as root, alice's file became the project account's (the hole).
+  CHECK_FALSE(staged.ok());
+  int found = 0;
+  for (auto it = fs::recursive_directory_iterator(box.root); it != fs::recursive_directory_iterator(); ++it) {
+    if (!it->is_regular_file() || Slurp(it->path()).find("alice's secret") == std::string::npos) continue;
+    ++found;
+    struct stat st;
+    REQUIRE(stat(it->path().c_str(), &st) == 0);
+    CHECK(st.st_uid == alice.uid);
+    CHECK((st.st_mode & 0777) == 0600);
+    CHECK(AsAccount(project.uid, project.gid, [&] { return TryRead(it->path().c_str()); }) == EACCES);
+  }
+  CHECK(found == 1);  // not removed either
+
+  // A directory of alice's renamed into the copy's holding directory: removed with the
+  // account's rights, what the account could not remove stays.
+  auto plant_dir = jc::adapter::MakeCommandMover(
+      {"copy",
+       {"sh", "-c", "cp -a \"${1#copy://}\" \"$2\" && mv \"$3\" \"$(dirname \"$2\")/G\"", "mover", "{source}",
+        "{target}", (shared / "G").string()}});
+  staged = jc::adapter::StageInto(*plant_dir, "copy://" + src.string(), data_dir, "ds2", "v1", access.value());
+  INFO(staged.status().ToString());
+  CHECK(staged.ok());  // the copy itself is fine
+  CHECK(FilesHolding(box.root, "alice's precious") == 1);
+}
+
+TEST_CASE("a mover command run as a project's account gets none of the adapter's environment and is killed past "
+          "its timeout, even when the account stops it [A6][C6]",
+          "[A6][C6]") {
+  if (geteuid() != 0) {
+    WARN("not run: the attack needs root (the adapter's account) and unprivileged accounts (CI runs as root)");
+    return;
+  }
+  Sandbox box;
+  jc::testing::TestAccount project("jc-stage-pr3");
+  const fs::path src = box.root / "sources" / "ds";
+  fs::create_directories(src);
+  const fs::path data_dir = box.root / "data";
+  fs::create_directories(data_dir);
+  auto access = jc::adapter::StagedAccessFor(project.name, /*federation=*/false);
+  REQUIRE(access.ok());
+  // The center's credentials for its own storage, in the adapter's environment.
+  setenv("JC_CENTER_S3_SECRET", "center-secret-not-for-projects", 1);
+  auto dump_env = jc::adapter::MakeCommandMover(
+      {"copy", {"sh", "-c", "mkdir \"$2\" && env > \"$2/env\"", "mover", "{source}", "{target}"}});
+  auto staged = jc::adapter::StageInto(*dump_env, "copy://" + src.string(), data_dir, "env", "v1", access.value());
+  INFO(staged.status().ToString());
+  REQUIRE(staged.ok());
+  const std::string env = Slurp(*staged / "env");
+  CHECK(env.find("center-secret-not-for-projects") == std::string::npos);
+  CHECK(env.find("USER=" + project.name) != std::string::npos);
+  unsetenv("JC_CENTER_S3_SECRET");
+
+  // The account stops its own mover: the staging still ends, at the mover's timeout.
+  jc::adapter::CommandMoverConfig stopping{"copy", {"sh", "-c", "kill -STOP $$", "mover", "{source}", "{target}"}};
+  stopping.timeout = absl::Seconds(2);
+  auto stopped = jc::adapter::MakeCommandMover(stopping);
+  const auto started = std::chrono::steady_clock::now();
+  staged = jc::adapter::StageInto(*stopped, "copy://" + src.string(), data_dir, "stopped", "v1", access.value());
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  INFO(staged.status().ToString());
+  CHECK_FALSE(staged.ok());
+  CHECK(staged.status().message().find("was killed") != std::string::npos);
+  CHECK(took < 30);
 }

@@ -5,6 +5,8 @@
 #include <random>
 
 #include "services/estimator/duration_estimator.h"
+#include "services/estimator/job_class.h"
+#include "services/estimator/shared_estimator.h"
 
 namespace {
 
@@ -125,7 +127,10 @@ TEST_CASE("the estimator keeps at most its bound of keys, dropping the least rec
   CHECK(restarted.keys() == 8);
   CHECK(restarted.Estimate(last, 1.0)->basis == e.Estimate(last, 1.0)->basis);
   CHECK(Seconds(restarted.Estimate(last, 1.0)->median) == Seconds(e.Estimate(last, 1.0)->median));
-  CHECK_FALSE(restarted.Import({{"k", "garbage"}}).ok());
+  // A row that does not read is left out, not the whole history (a job manager must lead).
+  REQUIRE(restarted.Import({{"k", "garbage"}}).ok());
+  CHECK(restarted.keys() == 8);
+  CHECK(restarted.skipped() == 1);
   // Nonsense runs are not history.
   DurationEstimator strict;
   strict.Observe(Train(), absl::ZeroDuration(), 1.0);
@@ -133,3 +138,144 @@ TEST_CASE("the estimator keeps at most its bound of keys, dropping the least rec
   strict.Observe(Train(), absl::InfiniteDuration(), 1.0);
   CHECK(strict.keys() == 0);
 }
+
+TEST_CASE("the control plane's estimator: a job's classes come from its request, each run changes one row per key, "
+          "the job's estimate is its longest task's, and a reset is what the store held [A16]",
+          "[A16]") {
+  jointcloud::v1::CreateTrainJobRequest job;
+  job.set_project("vision");
+  job.set_user_name("alice");
+  job.set_name("resnet");
+  auto* fast = job.add_tasks();
+  fast->set_name("eval");
+  fast->set_command("python eval.py");
+  fast->set_resource_spec_id("cpu-1");
+  auto* slow = job.add_tasks();
+  slow->set_name("train");
+  slow->set_command("python train.py");
+  slow->set_resource_spec_id("gpu-1");
+  // Two commands of one name are two classes; a command's digest is stable across processes.
+  JobClass eval = jc::estimator::JobClassOf(job, 0);
+  JobClass train = jc::estimator::JobClassOf(job, 1);
+  CHECK(eval.command_digest != train.command_digest);
+  CHECK(eval.command_digest == "0dde917ad8b68ff6");  // sha256("python eval.py"), first 8 bytes
+  CHECK(train.user == "alice");
+
+  jc::estimator::SharedEstimator shared;
+  CHECK_FALSE(shared.EstimateJob(job).has_value());
+  // Nothing learned yet: the job's own figure, then its time limit.
+  job.mutable_time_limit()->set_seconds(7200);
+  REQUIRE(shared.EstimateJob(job).has_value());
+  CHECK(shared.EstimateJob(job)->basis == "its time limit (an upper bound): 2.0 h");
+  job.mutable_estimated_duration()->set_seconds(600);
+  CHECK(shared.EstimateJob(job)->basis == "the job's own estimate: 10 min");
+
+  std::vector<DurationEstimator::Row> rows;
+  for (int i = 0; i < 3; ++i) {
+    auto changed = shared.Observe(eval, absl::Seconds(60), 1.0);
+    CHECK(changed.size() == 4);  // command, name, project, user keys
+    rows = changed;
+    shared.Observe(train, absl::Minutes(40), 2.0);  // at a center twice as fast: 80 reference minutes
+  }
+  auto expected = shared.EstimateJob(job);
+  REQUIRE(expected.has_value());
+  CHECK(Seconds(expected->median) == Approx(80 * 60).epsilon(0.06));
+  CHECK(expected->basis.find("median of 3 runs of this command of this name by this user") == 0);
+  // A restart reads back only what was written: here, eval's rows. Eval is known (a
+  // minute); train is not, so its own estimate stands, and the job's is the longer.
+  REQUIRE(shared.Reset(rows).ok());
+  CHECK(shared.keys() == 4);
+  REQUIRE(shared.EstimateTask(job, 0).has_value());
+  CHECK(Seconds(shared.EstimateTask(job, 0)->median) == Approx(60).epsilon(0.06));
+  expected = shared.EstimateJob(job);
+  REQUIRE(expected.has_value());
+  CHECK(expected->basis == "the job's own estimate: 10 min");
+  REQUIRE(shared.Reset({{"k", "not a sketch"}}).ok());
+  CHECK(shared.keys() == 0);
+  // Loaded while leading; a step-down forgets the history (it goes stale as the next leader
+  // learns on) until the next term's Reset: the job's own figures only.
+  CHECK(shared.loaded());
+  REQUIRE(shared.Reset(rows).ok());
+  shared.Unload();
+  CHECK_FALSE(shared.loaded());
+  CHECK(shared.keys() == 0);
+  CHECK(shared.EstimateJob(job)->basis == "the job's own estimate: 10 min");
+  CHECK_FALSE(jc::estimator::SharedEstimator().loaded());  // a standby's, never loaded
+}
+
+TEST_CASE("a rogue center's speed cannot make a run absurd: what is learned stays within a year at a thousand times "
+          "the reference, and its estimate is a duration a record can hold [A16][C6]",
+          "[A16][C6]") {
+  DurationEstimator e;
+  // A 1-hour run at a center claiming 1e13 times the reference speed, twice.
+  for (int i = 0; i < 2; ++i) e.Observe(Train(), absl::Hours(1), 1e13);
+  auto got = e.Estimate(Train(), 1.0);
+  REQUIRE(got.has_value());
+  CHECK(Seconds(got->median) <= 366.0 * 86400 * 1000 * 1.06);
+  CHECK(got->median < absl::InfiniteDuration());
+  // Its rows load back (an unreadable row would have kept a job manager from leading).
+  DurationEstimator restarted;
+  REQUIRE(restarted.Import(e.Export()).ok());
+  CHECK(restarted.skipped() == 0);
+  CHECK(restarted.keys() == 4);
+  auto proto = jc::estimator::ToProto(*got);
+  CHECK(proto.median().nanos() >= 0);
+  CHECK(proto.median().nanos() <= 999999999);
+}
+
+// Attacker's review, session 29 (F5): the 200,000 keys were one LRU for the federation, so
+// one project whose jobs churn through names or commands evicted every other project's
+// history. Each project now holds at most its share; its churn evicts its own.
+TEST_CASE("one project's churn of names and commands evicts only its own history: a project holds at most its share "
+          "of the keys, and the store is told which rows went [A16][C6]",
+          "[A16][C6]") {
+  jc::estimator::EstimatorOptions bounded;
+  bounded.max_keys = 100;
+  bounded.max_keys_per_project = 40;
+  DurationEstimator e(bounded);
+  const JobClass victim{"vision", "alice", "resnet", "d", "gpu-1"};
+  for (int i = 0; i < 3; ++i) e.Observe(victim, absl::Minutes(42), 1.0);
+  REQUIRE(e.Estimate(victim, 1.0).has_value());
+  int64_t deleted = 0;
+  for (int i = 0; i < 5000; ++i) {
+    const JobClass churn{"flood", "mallory", "n" + std::to_string(i), "c" + std::to_string(i), "gpu-1"};
+    for (const auto& row : e.Observe(churn, absl::Seconds(1), 1.0)) {
+      if (row.sketch.empty()) {
+        ++deleted;
+        CHECK(row.key.find("\x1f" "flood" "\x1f") != std::string::npos);  // only its own go
+      }
+    }
+  }
+  CHECK(e.project_keys("flood") == 40);
+  CHECK(e.project_keys("vision") == 4);
+  CHECK(e.keys() == 44);
+  CHECK(deleted == 5000 * 3 + 1 - 40);  // every key the flood made (3 a job, 1 shared) but its newest 40
+  auto still = e.Estimate(victim, 1.0);
+  REQUIRE(still.has_value());
+  CHECK(still->runs == 3);
+  CHECK(Seconds(still->median) == Approx(42 * 60).epsilon(0.06));
+
+  // Many projects together stay within the federation's bound, the least recently run first.
+  for (int p = 0; p < 10; ++p) {
+    for (int i = 0; i < 20; ++i) e.Observe({"p" + std::to_string(p), "u", "n" + std::to_string(i), "d", "s"},
+                                           absl::Seconds(1), 1.0);
+  }
+  CHECK(e.keys() == 100);
+  // A restart loads the same bounds back: the flood's rows past its share are its oldest.
+  DurationEstimator flooded(bounded);
+  std::vector<DurationEstimator::Row> rows;
+  for (int i = 0; i < 200; ++i) {
+    rows.push_back({"c\x1f" "flood\x1fmallory\x1fn" + std::to_string(i) + "\x1f" "d\x1fs",
+                    e.Export().front().sketch});
+  }
+  rows.push_back({"c\x1f" "vision\x1f" "alice\x1fresnet\x1f" "d\x1fgpu-1", e.Export().front().sketch});
+  REQUIRE(flooded.Import(rows).ok());
+  CHECK(flooded.project_keys("flood") == 40);
+  CHECK(flooded.project_keys("vision") == 1);
+  // The default share: a quarter of the bound, at least min(bound, 1024).
+  CHECK(DurationEstimator().ProjectBound() == 50000);
+  jc::estimator::EstimatorOptions small;
+  small.max_keys = 8;
+  CHECK(DurationEstimator(small).ProjectBound() == 8);
+}
+

@@ -82,6 +82,10 @@ TEST_CASE("bad centers are refused and nothing is written", "[A1][C5]") {
   c = MakeCenter("ok");
   c.set_region(std::string(64, 'r'));
   expect_invalid(c, "region");
+  // Named like one of Jointcloud's services, its adapter certificate would be taken by
+  // every adapter as the control plane's (--tls_allowed_clients names them) [C6].
+  expect_invalid(MakeCenter("jointcloud"), "reserved");
+  expect_invalid(MakeCenter("scheduler"), "reserved");
 
   auto listed = f.registry.List({});
   REQUIRE(listed.ok());

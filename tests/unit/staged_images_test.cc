@@ -94,3 +94,47 @@ TEST_CASE("an image mover that fails, or exits 0 without writing, leaves no imag
   CHECK(refused.status().code() == absl::StatusCode::kFailedPrecondition);
   CHECK(std::string(refused.status().message()).find("no image_mover") != std::string::npos);
 }
+
+TEST_CASE("a project's image is staged apart from another project's and the federation's of the same id, and neither "
+          "passes for the other (issue 44, hole 13) [A4][C6]",
+          "[A4][C6]") {
+  Dirs d;
+  fs::create_directories(d.root / "registry" / "ml-torch");
+  std::ofstream(d.root / "registry" / "ml-torch" / "rootfs") << "ml's bits\n";
+  StagedImages images("c", d.images(), {"cp", "-r", "{source}", "{target}"});
+  auto federation = images.Stage(Request("torch", {d.registry() + "/torch"}));
+  REQUIRE(federation.ok());
+  // Project ml's "torch" is another image: the federation's held does not answer for it.
+  CHECK_FALSE(images.Has("ml", "torch"));
+  auto ml_request = Request("torch", {d.registry() + "/ml-torch"});
+  ml_request.set_project("ml");
+  auto ml = images.Stage(ml_request);
+  REQUIRE(ml.ok());
+  CHECK(ml->source_url() == d.registry() + "/ml-torch");  // fetched, not taken from the federation's
+  CHECK(images.Has("ml", "torch"));
+  CHECK_FALSE(images.Has("cv", "torch"));
+  std::ifstream ml_bits(fs::path(d.images()) / ".projects" / "ml" / "torch" / "rootfs");
+  std::string line;
+  std::getline(ml_bits, line);
+  CHECK(line == "ml's bits");
+  // A restart keeps both apart; the center reports the federation's ids only.
+  StagedImages restarted("c", d.images(), {});
+  CHECK(restarted.Has("torch"));
+  CHECK(restarted.Has("ml", "torch"));
+  CHECK_FALSE(restarted.Has("cv", "torch"));
+  CHECK(restarted.Held() == std::vector<std::string>{"torch"});
+  // The copy a job runs: its project's, else the federation's.
+  CHECK(restarted.PathFor("ml", "torch") == (fs::path(d.images()) / ".projects" / "ml" / "torch").string());
+  CHECK(restarted.PathFor("cv", "torch") == (fs::path(d.images()) / "torch").string());
+  CHECK(restarted.PathFor("cv", "other").empty());
+  // A copy at image_dir/<id> from before ids were per project (no record that the SDK staged
+  // it as the federation's) may be a project's: not taken for the federation's.
+  fs::create_directories(fs::path(d.images()) / "legacy");
+  StagedImages upgraded("c", d.images(), {});
+  CHECK_FALSE(upgraded.Has("legacy"));
+  CHECK(upgraded.Held() == std::vector<std::string>{"torch"});
+  // A project name is one path component.
+  auto bad = Request("torch", {});
+  bad.set_project("../x");
+  CHECK(images.Stage(bad).status().code() == absl::StatusCode::kInvalidArgument);
+}

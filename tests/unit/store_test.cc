@@ -55,6 +55,85 @@ TEST_CASE("the store migrates, inserts, queries and rolls back", "[C2][store]") 
   CHECK_FALSE((*null_row)[0][0].has_value());
 }
 
+TEST_CASE("migration 20 keys images by (project, id) and keeps every image (issue 44, hole 13)", "[C2][C6][store]") {
+  auto store = jc::testing::MakeTestStore();
+  INFO("backend " << store->backend());
+  // The images table as version 19 had it, with a federation image and a project's.
+  for (const char* sql : {"DROP TABLE images",
+                          "CREATE TABLE images (id TEXT PRIMARY KEY, center_id TEXT NOT NULL, framework TEXT NOT NULL, "
+                          "doc TEXT NOT NULL, project TEXT NOT NULL DEFAULT '')",
+                          "CREATE INDEX images_center ON images (center_id)",
+                          "CREATE INDEX images_project ON images (project)",
+                          "INSERT INTO images (id, center_id, framework, doc) VALUES ('torch', 'c1', 'PyTorch', 'f')",
+                          "INSERT INTO images (id, center_id, framework, doc, project) VALUES ('tf', 'c2', 'TF', 'a', "
+                          "'alpha')",
+                          "DROP INDEX datasets_name",  // migration 21's, run again below
+                          "DROP TABLE job_durations",  // migration 22's, likewise
+                          "DELETE FROM schema_migrations WHERE version >= 20"}) {
+    INFO(sql);
+    REQUIRE(store->Exec(sql).ok());
+  }
+  REQUIRE(jc::store::Migrate(*store).ok());
+  CHECK(*jc::store::SchemaVersion(*store) == jc::store::Migrations().back().version);
+  auto rows = store->Query("SELECT project, id, center_id, framework, doc FROM images ORDER BY id");
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() == 2);
+  CHECK(*(*rows)[0][0] == "alpha");
+  CHECK(*(*rows)[0][1] == "tf");
+  CHECK(*(*rows)[0][4] == "a");
+  CHECK(*(*rows)[1][0] == "");
+  CHECK(*(*rows)[1][1] == "torch");
+  // The same id in another project is another image; twice in one project is refused.
+  CHECK(store->Exec("INSERT INTO images (project, id, center_id, framework, doc) VALUES ('beta', 'tf', 'c1', '', '')")
+            .ok());
+  CHECK(store->Exec("INSERT INTO images (project, id, center_id, framework, doc) VALUES ('', 'tf', 'c1', '', '')")
+            .ok());
+  CHECK(absl::IsAlreadyExists(
+      store->Exec("INSERT INTO images (project, id, center_id, framework, doc) VALUES ('beta', 'tf', 'c1', '', '')")
+          .status()));
+}
+
+TEST_CASE("migration 21 keys a project's datasets by project, name and version, locations with them (issue 44)",
+          "[C2][C6][store]") {
+  auto store = jc::testing::MakeTestStore();
+  INFO("backend " << store->backend());
+  // Rows as version 20 had them: a federation dataset and a project's, each with a location.
+  for (const char* sql :
+       {"DELETE FROM datasets", "DELETE FROM dataset_locations", "DROP INDEX datasets_name", "DROP TABLE job_durations",
+        "INSERT INTO datasets (id, data_name, created_user, project, doc) VALUES ('corpus/v1', 'corpus', 'u', '', 'f')",
+        "INSERT INTO datasets (id, data_name, created_user, project, doc) VALUES ('notes/v2', 'notes', 'u', 'alpha', "
+        "'a')",
+        "INSERT INTO dataset_locations (dataset_id, center_id) VALUES ('corpus/v1', 'c1')",
+        "INSERT INTO dataset_locations (dataset_id, center_id) VALUES ('notes/v2', 'c2')",
+        "DELETE FROM schema_migrations WHERE version >= 21"}) {
+    INFO(sql);
+    REQUIRE(store->Exec(sql).ok());
+  }
+  REQUIRE(jc::store::Migrate(*store).ok());
+  CHECK(*jc::store::SchemaVersion(*store) == jc::store::Migrations().back().version);
+  auto rows = store->Query("SELECT id, project, doc FROM datasets ORDER BY id");
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() == 2);
+  CHECK(*(*rows)[0][0] == "alpha/notes/v2");
+  CHECK(*(*rows)[0][2] == "a");
+  CHECK(*(*rows)[1][0] == "corpus/v1");
+  auto locations = store->Query("SELECT dataset_id, center_id FROM dataset_locations ORDER BY dataset_id");
+  REQUIRE(locations.ok());
+  REQUIRE(locations->size() == 2);
+  CHECK(*(*locations)[0][0] == "alpha/notes/v2");
+  CHECK(*(*locations)[0][1] == "c2");
+  CHECK(*(*locations)[1][0] == "corpus/v1");
+  // The same name and version in another project is another dataset.
+  CHECK(store
+            ->Exec("INSERT INTO datasets (id, data_name, created_user, project, doc) VALUES ('beta/notes/v2', "
+                   "'notes', 'u', 'beta', '')")
+            .ok());
+  CHECK(store
+            ->Exec("INSERT INTO datasets (id, data_name, created_user, project, doc) VALUES ('notes/v2', 'notes', "
+                   "'u', '', '')")
+            .ok());
+}
+
 TEST_CASE("bad store URIs are refused with a clear message", "[C2][C5][store]") {
   auto bad = jc::store::OpenStore("mysql://nope");
   REQUIRE_FALSE(bad.ok());

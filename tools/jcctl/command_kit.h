@@ -32,8 +32,12 @@ Run ListCommand(std::string path, std::string key, bool camel, std::vector<Colum
                 std::function<std::string(const Invocation&)> query = nullptr);
 // A create command: POST the file's document to `path`.
 Run CreateCommand(std::string path, std::vector<Column> columns);
-// A get command: GET `prefix`/ID.
-Run GetCommand(std::string prefix, std::vector<Column> columns);
+// A get command: GET `prefix`/ID, with `query` ("?..." from the flags) when given.
+Run GetCommand(std::string prefix, std::vector<Column> columns,
+               std::function<std::string(const Invocation&)> query = nullptr);
+// --project of the image commands: image ids are unique within a project.
+inline const FlagSpec kImageProject{"project", 0, true,
+                                    "the image's project (\"-\": the federation's; default: yours, else the federation's)"};
 // "?param=value&..." for the flags given.
 std::string Query(const Invocation& inv, const std::vector<std::pair<std::string, std::string>>& flag_to_param);
 // `more` and --limit.

@@ -139,9 +139,9 @@ Run CreateCommand(std::string path, std::vector<Column> columns) {
 }
 
 // A get command: GET `prefix`/ID.
-Run GetCommand(std::string prefix, std::vector<Column> columns) {
+Run GetCommand(std::string prefix, std::vector<Column> columns, std::function<std::string(const Invocation&)> query) {
   return WithClient([=](Context& ctx, Client* client, const Invocation& inv) {
-    auto item = client->Call("GET", prefix + "/" + Escape(inv.args[0]));
+    auto item = client->Call("GET", prefix + "/" + Escape(inv.args[0]) + (query ? query(inv) : ""));
     if (!item.ok()) return ctx.Fail(item.status());
     return Show(ctx, *item, columns);
   });
@@ -210,10 +210,14 @@ std::string Describe(const json& job) {
   line("Name:", job.value("name", ""));
   line("Status:", job.value("status", ""));
   line("Reason:", job.value("statusReason", ""));
+  line("Queue:", job.value("queuePosition", ""));
   line("Project:", job.value("project", ""));
   line("User:", job.value("userName", ""));
   line("Created:", job.value("createdAt", ""));
   line("Updated:", job.value("updatedAt", ""));
+  line("Time limit:", job.value("timeLimit", ""));
+  line("Estimated:", job.value("estimatedDuration", ""));
+  line("Expected:", job.value("expectedDuration", json::object()).value("basis", ""));
   out << "Replicas:\n";
   json rows = json::array();
   int t = 0;
@@ -292,6 +296,10 @@ std::string DescribePlacement(const json& p) {
   out << (placed ? "Placed" : "Not placed");
   if (!p.value("reason", "").empty()) out << ": " << p.value("reason", "");
   out << "\n";
+  // How long it is expected to run, and from what (SPEC A16): what placement used.
+  for (const auto& line : p.value("expectedDurations", json::array())) {
+    out << "Expected run time, " << line.get<std::string>() << "\n";
+  }
   for (const auto& r : p.value("replicas", json::array())) {
     out << "\nTask " << r.value("taskIndex", 0) << " replica " << r.value("replicaIndex", 0) << " -> "
         << (r.value("centerId", "").empty() ? "nowhere" : r.value("centerId", "")) << "\n";
@@ -305,13 +313,28 @@ std::string DescribePlacement(const json& p) {
         absl::StrAppend(&scores, scores.empty() ? "" : " ", alg, "=", score.dump(), "x", w);
       }
       bool feasible = c.value("feasible", false);
+      // The trade-off (SPEC A16): when it would start and end there, what it would cost,
+      // and which of the fastest, the cheapest, the Pareto front and the pick it is.
+      auto span = [](double s) {
+        if (s < 1) return std::string("now");
+        if (s < 90) return absl::StrFormat("%.0f s", s);
+        if (s < 90 * 60) return absl::StrFormat("%.0f min", s / 60);
+        return absl::StrFormat("%.1f h", s / 3600);
+      };
+      std::string marks;
+      for (const auto& m : c.value("marks", json::array())) absl::StrAppend(&marks, marks.empty() ? "" : ",", m.get<std::string>());
       rows.push_back({{"center", c.value("centerId", "")},
                       {"feasible", feasible},
                       {"total", feasible ? absl::StrFormat("%.2f", c.value("total", 0.0)) : std::string("-")},
+                      {"start", feasible ? span(c.value("expectedStartSeconds", 0.0)) : std::string("-")},
+                      {"finish", feasible ? span(c.value("expectedFinishSeconds", 0.0)) : std::string("-")},
+                      {"cost", feasible ? absl::StrFormat("%.2f", c.value("expectedCost", 0.0)) : std::string("-")},
+                      {"marks", marks},
                       {"why", feasible ? scores : absl::StrCat(c.value("filteredBy", ""), ": ", c.value("reason", ""))}});
     }
     std::string table = Table(rows, {Field("CENTER", "center"), Field("FEASIBLE", "feasible"), Field("TOTAL", "total"),
-                                     Field("SCORES (score x weight) / FILTERED", "why")});
+                                     Field("START", "start"), Field("FINISH", "finish"), Field("COST", "cost"),
+                                     Field("MARKS", "marks"), Field("SCORES (score x weight) / FILTERED", "why")});
     for (absl::string_view l : absl::StrSplit(table, '\n', absl::SkipEmpty())) out << "  " << l << "\n";
   }
   return out.str();
@@ -651,7 +674,9 @@ std::vector<CommandSpec> Commands() {
   c.push_back({{"image", "list"}, "", "List images", ListFlags({{"center", 0, true, "only images at this center"}}), 0, 0,
                ListCommand(kImages, "images", false, image_columns,
                            [](const Invocation& inv) { return Query(inv, {{"center", "ai_center_id"}}); })});
-  c.push_back({{"image", "get"}, "IMAGE", "One image", {}, 1, 1, GetCommand(kImages, image_columns)});
+  // Image ids are per project: --project says whose ("-": the federation's).
+  c.push_back({{"image", "get"}, "IMAGE", "One image", {kImageProject}, 1, 1,
+               GetCommand(kImages, image_columns, [](const Invocation& inv) { return Query(inv, {{"project", "project"}}); })});
   c.push_back({{"image", "create"}, "", "Register an image from a file", {kFile}, 0, 0,
                CreateCommand(kImages, image_columns)});
 
@@ -667,9 +692,13 @@ std::vector<CommandSpec> Commands() {
                ListCommand(kDatasets, "datasets", false, dataset_columns)});
   c.push_back({{"dataset", "create"}, "", "Register a dataset and its locations from a file", {kFile}, 0, 0,
                CreateCommand(kDatasets, dataset_columns)});
-  c.push_back({{"dataset", "get"}, "NAME VERSION", "One dataset version with its locations", {}, 2, 2,
+  // Dataset names are per project: --project says whose ("-": the federation's).
+  c.push_back({{"dataset", "get"}, "NAME VERSION", "One dataset version with its locations",
+               {{"project", 0, true, "the dataset's project (\"-\": the federation's; default: yours, else the federation's)"}},
+               2, 2,
                WithClient([kDatasets, dataset_columns](Context& ctx, Client* client, const Invocation& inv) {
-                 auto got = client->Call("GET", kDatasets + "/" + Escape(inv.args[0]) + "/" + Escape(inv.args[1]));
+                 auto got = client->Call("GET", kDatasets + "/" + Escape(inv.args[0]) + "/" + Escape(inv.args[1]) +
+                                                    Query(inv, {{"project", "project"}}));
                  if (!got.ok()) return ctx.Fail(got.status());
                  return Show(ctx, *got, dataset_columns);
                })});

@@ -38,18 +38,18 @@ int Change(Context& ctx, Client* client, const std::string& method, const std::s
 }
 
 // PATCH `prefix`/ID with the file's fields.
-Run UpdateCommand(std::string prefix, std::string noun) {
+Run UpdateCommand(std::string prefix, std::string noun, std::function<std::string(const Invocation&)> query = nullptr) {
   return WithClient([=](Context& ctx, Client* client, const Invocation& inv) {
     auto doc = ReadDocument(inv.Get("file"));
     if (!doc.ok()) return ctx.Fail(doc.status());
-    return Change(ctx, client, "PATCH", prefix + "/" + Escape(inv.args[0]), &*doc,
+    return Change(ctx, client, "PATCH", prefix + "/" + Escape(inv.args[0]) + (query ? query(inv) : ""), &*doc,
                   absl::StrCat(noun, " ", inv.args[0], " updated"));
   });
 }
 
-Run DeleteCommand(std::string prefix, std::string noun) {
+Run DeleteCommand(std::string prefix, std::string noun, std::function<std::string(const Invocation&)> query = nullptr) {
   return WithClient([=](Context& ctx, Client* client, const Invocation& inv) {
-    return Change(ctx, client, "DELETE", prefix + "/" + Escape(inv.args[0]), nullptr,
+    return Change(ctx, client, "DELETE", prefix + "/" + Escape(inv.args[0]) + (query ? query(inv) : ""), nullptr,
                   absl::StrCat(noun, " ", inv.args[0], " deleted"));
   });
 }
@@ -260,9 +260,11 @@ std::vector<CommandSpec> OperatorCommands() {
                                absl::StrCat(inv.args[0], " at ", inv.args[1], " costs ", inv.args[2], " an hour",
                                             inv.Has("from") ? " from " + inv.Get("from") : ""));
                })});
-  c.push_back({{"image", "update"}, "IMAGE", "Change the fields of an image the file names", {kFile}, 1, 1,
-               UpdateCommand("/openapi/v1/images", "image")});
-  c.push_back({{"image", "delete"}, "IMAGE", "Remove an image", {}, 1, 1, DeleteCommand("/openapi/v1/images", "image")});
+  auto image_project = [](const Invocation& inv) { return Query(inv, {{"project", "project"}}); };
+  c.push_back({{"image", "update"}, "IMAGE", "Change the fields of an image the file names", {kFile, kImageProject}, 1, 1,
+               UpdateCommand("/openapi/v1/images", "image", image_project)});
+  c.push_back({{"image", "delete"}, "IMAGE", "Remove an image", {kImageProject}, 1, 1,
+               DeleteCommand("/openapi/v1/images", "image", image_project)});
 
   // What completion offers for an argument (and scripts may use): the server's ids.
   c.push_back({{"ids"}, "KIND",

@@ -98,6 +98,8 @@ absl::StatusOr<std::vector<SweepPoint>> Sweep(const Federation& federation, cons
     SimOptions o;
     o.policy = options.policies[i % P];
     o.queue = options.queue;
+    o.oracle_durations = options.oracle_durations;
+    o.center_reports = options.center_reports;
     o.seed = options.generator.seed + cell.seed;
     results[i] = Simulate(cell.federation, cell.trace, o, catalog);
   });
@@ -171,6 +173,7 @@ absl::StatusOr<TuneResult> Tune(const Federation& federation, const std::vector<
       SimOptions o;
       o.policy = WeightsPolicy(w);
       o.queue = options.queue;
+      o.oracle_durations = options.oracle_durations;
       o.seed = options.seed;
       runs.push_back(o);
     }

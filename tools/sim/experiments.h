@@ -31,6 +31,8 @@ struct SweepOptions {
   GeneratorOptions generator;  // load and seed are set per point
   std::vector<std::string> policies;
   scheduler::QueueSettings queue;
+  bool oracle_durations = false;  // SimOptions::oracle_durations
+  std::string center_reports = "start";  // SimOptions::center_reports
 };
 
 struct SweepPoint {
@@ -51,6 +53,7 @@ struct TuneOptions {
   std::vector<double> grid = {0, 0.5, 1, 2, 4};
   uint64_t seed = 1;
   scheduler::QueueSettings queue;
+  bool oracle_durations = false;  // SimOptions::oracle_durations
 };
 
 struct TuneResult {

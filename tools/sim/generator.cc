@@ -8,36 +8,24 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "tools/sim/trace_shapes.h"
 
 namespace jc::sim {
 
-absl::StatusOr<std::vector<TraceJob>> GenerateTrace(const GeneratorOptions& o, Federation& federation) {
-  if (o.jobs <= 0) return absl::InvalidArgumentError("generator: jobs must be positive");
-  if (!(o.load > 0)) return absl::InvalidArgumentError("generator: load must be positive");
-  if (o.projects <= 0) return absl::InvalidArgumentError("generator: projects must be positive");
-  if (!(o.median_duration_s > 0) || !(o.duration_sigma >= 0)) {
-    return absl::InvalidArgumentError("generator: the duration median must be positive and sigma not negative");
-  }
-  if (o.diurnal_amplitude < 0 || o.diurnal_amplitude >= 1) {
-    return absl::InvalidArgumentError("generator: diurnal amplitude must be in [0, 1)");
-  }
-  double capacity = 0;  // reference-GPU seconds per second
-  double largest = 0;
-  std::vector<std::string> models;
-  for (const auto& c : federation.centers) {
-    capacity += c.gpus * federation.PerformanceOf(c);
-    largest = std::max(largest, c.gpus);
-    if (c.gpus > 0 && std::find(models.begin(), models.end(), c.gpu_model) == models.end()) {
-      models.push_back(c.gpu_model);
+GeneratorCapacity CapacityOf(const Federation& federation) {
+  GeneratorCapacity c;
+  for (const auto& center : federation.centers) {
+    c.capacity += center.gpus * federation.PerformanceOf(center);
+    c.largest = std::max(c.largest, center.gpus);
+    if (center.gpus > 0 && std::find(c.models.begin(), c.models.end(), center.gpu_model) == c.models.end()) {
+      c.models.push_back(center.gpu_model);
     }
   }
-  if (capacity <= 0) return absl::InvalidArgumentError("generator: the federation has no GPUs");
+  return c;
+}
 
-  std::mt19937_64 rng(o.seed);
+std::vector<std::string> AddDatasetPool(const GeneratorOptions& o, Federation& federation, std::mt19937_64& rng) {
   std::uniform_real_distribution<double> unit(0, 1);
-  std::lognormal_distribution<double> duration(std::log(o.median_duration_s), o.duration_sigma);
-
-  // Datasets: a pool, each at one or two centers.
   std::vector<std::string> pool;
   if (o.dataset_share > 0 && o.datasets > 0) {
     for (int d = 0; d < o.datasets; ++d) {
@@ -53,15 +41,68 @@ absl::StatusOr<std::vector<TraceJob>> GenerateTrace(const GeneratorOptions& o, F
       pool.push_back(ds.key);
     }
   }
+  return pool;
+}
+
+void DrawResources(const GeneratorOptions& o, const GeneratorCapacity& c, std::mt19937_64& rng, TraceJob& j) {
+  std::uniform_real_distribution<double> unit(0, 1);
+  // GPU counts: powers of two, most jobs on one GPU (Philly's and PAI's shape).
+  static constexpr double kGpuCounts[] = {1, 2, 4, 8, 16, 32};
+  static constexpr double kGpuWeights[] = {0.60, 0.10, 0.12, 0.12, 0.04, 0.02};
+  std::discrete_distribution<int> gpus(std::begin(kGpuWeights), std::end(kGpuWeights));
+  if (unit(rng) < o.cpu_only_share) {
+    j.cpus = std::pow(2, 2 + static_cast<int>(rng() % 4));
+    j.memory_mb = j.cpus * 4096;
+  } else {
+    j.gpus = std::min(kGpuCounts[gpus(rng)], c.largest);
+    j.cpus = j.gpus * 6;
+    j.memory_mb = j.gpus * 48 * 1024;
+    if (!c.models.empty() && unit(rng) < o.constrained_share) j.gpu_model = c.models[rng() % c.models.size()];
+  }
+}
+
+void DrawDataset(const GeneratorOptions& o, const std::vector<std::string>& pool, const Federation& federation,
+                 std::mt19937_64& rng, TraceJob& j) {
+  std::uniform_real_distribution<double> unit(0, 1);
+  if (!pool.empty() && unit(rng) < o.dataset_share) {
+    j.dataset = pool[rng() % pool.size()];
+    j.dataset_mb = federation.datasets.at(j.dataset).size_mb;
+  }
+}
+
+absl::StatusOr<std::vector<TraceJob>> GenerateTrace(const GeneratorOptions& o, Federation& federation) {
+  if (!o.shape.empty()) {
+    const TraceShape* shape = FindTraceShape(o.shape);
+    if (shape == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("generator: unknown trace shape \"", o.shape, "\" (valid: ", TraceShapeNames(), ")"));
+    }
+    return GenerateShapedTrace(o, *shape, federation);
+  }
+  if (o.jobs <= 0) return absl::InvalidArgumentError("generator: jobs must be positive");
+  if (!(o.load > 0)) return absl::InvalidArgumentError("generator: load must be positive");
+  if (o.projects <= 0) return absl::InvalidArgumentError("generator: projects must be positive");
+  if (!(o.median_duration_s > 0) || !(o.duration_sigma >= 0)) {
+    return absl::InvalidArgumentError("generator: the duration median must be positive and sigma not negative");
+  }
+  if (o.diurnal_amplitude < 0 || o.diurnal_amplitude >= 1) {
+    return absl::InvalidArgumentError("generator: diurnal amplitude must be in [0, 1)");
+  }
+  const GeneratorCapacity gpu = CapacityOf(federation);
+  const double capacity = gpu.capacity;  // reference-GPU seconds per second
+  if (capacity <= 0) return absl::InvalidArgumentError("generator: the federation has no GPUs");
+
+  std::mt19937_64 rng(o.seed);
+  std::uniform_real_distribution<double> unit(0, 1);
+  std::lognormal_distribution<double> duration(std::log(o.median_duration_s), o.duration_sigma);
+
+  // Datasets: a pool, each at one or two centers.
+  std::vector<std::string> pool = AddDatasetPool(o, federation, rng);
 
   // Projects: weights 1/k (a few heavy, many light).
   std::vector<double> project_weight;
   for (int p = 0; p < o.projects; ++p) project_weight.push_back(1.0 / (p + 1));
   std::discrete_distribution<int> project(project_weight.begin(), project_weight.end());
-  // GPU counts: powers of two, most jobs on one GPU (Philly's and PAI's shape).
-  const double gpu_counts[] = {1, 2, 4, 8, 16, 32};
-  const double gpu_weights[] = {0.60, 0.10, 0.12, 0.12, 0.04, 0.02};
-  std::discrete_distribution<int> gpus(std::begin(gpu_weights), std::end(gpu_weights));
 
   // Recurring jobs draw from a stream of their own, so a trace without them is the one this
   // seed always made.
@@ -74,15 +115,7 @@ absl::StatusOr<std::vector<TraceJob>> GenerateTrace(const GeneratorOptions& o, F
   double work = 0;
   for (auto& j : jobs) {
     j.duration = std::round(std::clamp(duration(rng), 30.0, std::max(30.0, o.max_duration_s)));
-    if (unit(rng) < o.cpu_only_share) {
-      j.cpus = std::pow(2, 2 + static_cast<int>(rng() % 4));
-      j.memory_mb = j.cpus * 4096;
-    } else {
-      j.gpus = std::min(gpu_counts[gpus(rng)], largest);
-      j.cpus = j.gpus * 6;
-      j.memory_mb = j.gpus * 48 * 1024;
-      if (!models.empty() && unit(rng) < o.constrained_share) j.gpu_model = models[rng() % models.size()];
-    }
+    DrawResources(o, gpu, rng, j);
     int p = project(rng);
     j.project = absl::StrCat("proj", p);
     j.user = absl::StrCat("proj", p, "-u", rng() % 3);
@@ -95,10 +128,7 @@ absl::StatusOr<std::vector<TraceJob>> GenerateTrace(const GeneratorOptions& o, F
         j.name = absl::StrCat(j.user, "-once", one_offs++);
       }
     }
-    if (!pool.empty() && unit(rng) < o.dataset_share) {
-      j.dataset = pool[rng() % pool.size()];
-      j.dataset_mb = federation.datasets[j.dataset].size_mb;
-    }
+    DrawDataset(o, pool, federation, rng, j);
   }
   for (const auto& j : jobs) work += j.gpus * j.duration;  // (cpu-only jobs count 0 GPUs)
   // Arrivals over the span that offers `load`: a Poisson process whose rate follows the

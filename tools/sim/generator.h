@@ -7,6 +7,8 @@
 // every trace reproducible.
 
 #include <cstdint>
+#include <random>
+#include <string>
 #include <vector>
 
 #include "tools/sim/federation.h"
@@ -39,10 +41,39 @@ struct GeneratorOptions {
   double recurring_share = 0;
   int names_per_user = 6;
   double recurring_sigma = 0.25;
+  // A named shape (trace_shapes.h: "philly", "pai"): durations, arrivals and users as the
+  // published traces have them, in place of the log-normal durations and Poisson arrivals
+  // above. Empty: the synthetic trace of before, draw for draw.
+  std::string shape;
 };
 
 // Generates the trace and adds the datasets it reads to `federation`. InvalidArgument for
 // options out of range (a load <= 0, no jobs, a federation without GPUs).
 absl::StatusOr<std::vector<TraceJob>> GenerateTrace(const GeneratorOptions& options, Federation& federation);
+
+// The pieces every generated trace shares (the named shapes draw with them too).
+
+// The federation's GPUs as the generator sees them: reference-GPU seconds per second, the
+// largest center, the models present.
+struct GeneratorCapacity {
+  double capacity = 0;
+  double largest = 0;
+  std::vector<std::string> models;
+};
+GeneratorCapacity CapacityOf(const Federation& federation);
+
+// The dataset pool (options.datasets of them, each at one or two centers, added to the
+// federation); empty when the options ask for none.
+std::vector<std::string> AddDatasetPool(const GeneratorOptions& options, Federation& federation, std::mt19937_64& rng);
+
+// A job's resources: CPU-only with options.cpu_only_share, else a power-of-two GPU count
+// (most jobs on one GPU), 6 CPUs and 48 GB per GPU, a GPU model with
+// options.constrained_share.
+void DrawResources(const GeneratorOptions& options, const GeneratorCapacity& capacity, std::mt19937_64& rng,
+                   TraceJob& job);
+
+// A dataset from the pool with options.dataset_share.
+void DrawDataset(const GeneratorOptions& options, const std::vector<std::string>& pool, const Federation& federation,
+                 std::mt19937_64& rng, TraceJob& job);
 
 }  // namespace jc::sim

@@ -26,6 +26,7 @@
 #include "tools/sim/report.h"
 #include "tools/sim/simulator.h"
 #include "tools/sim/trace.h"
+#include "tools/sim/trace_shapes.h"
 #include "common/version.h"
 
 namespace jc::sim {
@@ -44,14 +45,15 @@ commands:
             [--skip-bad-rows]
             every policy on the same trace: runs.csv, centers.csv, charts, index.html
   sweep     --federation F --out DIR [--loads 0.5,0.6,...] [--seeds N] [--jobs N]
-            [--policies P,...] [--queue Q] [--seed S]
+            [--policies P,...] [--queue Q] [--seed S] [--shape SHAPE]
             generated traces at each offered load and seed; means with 95% intervals
   tune      --federation F --trace TRAIN --holdout TEST [--objective O]
             [--evaluations N] [--profile-name NAME] [--out profile.yaml]
             searches scorer weights on TRAIN, reports them on TEST
   generate  --federation F --out trace.csv [--jobs N] [--load L] [--seed S]
-            [--projects N] [--recurring SHARE] [--federation-out F2]
-            a synthetic trace (its datasets are added to F2's centers)
+            [--projects N] [--recurring SHARE] [--shape SHAPE] [--federation-out F2]
+            a synthetic trace (its datasets are added to F2's centers); with a shape,
+            prints its measured figures against the shape's
   federation --centers N --out F.yaml [--seed S]
             a heterogeneous federation to start from
   convert   alibaba-2023-pods IN OUT | alibaba-2023-nodes IN OUT |
@@ -59,10 +61,26 @@ commands:
             public traces to jc-sim's formats
   policies  the policy names compare and run accept
 
+shapes:   (none) log-normal durations (median 15 min), Poisson arrivals, 1/k project weights
+          philly  durations of Microsoft Philly (Jeon et al., ATC'19) as published in
+                  alibaba/clusterdata cluster-trace-gpu-v2020/analysis/philly_runtime.csv:
+                  p50 1,184 s, p90 12,768 s (3.5 h), p99 287,333 s (80 h)
+          pai     Alibaba PAI 2020 (Weng et al., NSDI'22): p50 23 min, p90 4.5 h as a
+                  summary of the paper quotes them; p99 ~120,600 s from a log-normal
+                  through them (not cited)
+          both: jobs in bursts (mean 6, 10 s apart: inter-arrival CV ~3), 50 users of whom
+          5 hold 60% of the GPU time (our stated choice); docs/placement-quality.md
 policies: first_fit | random | round_robin | profile:NAME | scorer:ID | weights:ID=W,...
 queues:   fcfs | fair_share | sef | fair_share+sef | las | fair_share+las (sef: shortest expected
           first by durations learned from the jobs ended so far; las: least attained service)
-common:   --threads N (0: one per core), --profiles FILE (weight profiles, YAML)
+common:   --threads N (0: one per core), --profiles FILE (weight profiles, YAML),
+          --durations learned|oracle (what placement is told of run times: learned, the
+          estimator's median from the jobs ended so far, else an hour, as the control plane
+          knows; oracle, the trace's own durations — a bound, not a result),
+          --center_reports start|counts (run, compare, sweep: what a center tells a policy
+          that may wait for it — a profile weighing expected_completion — of its queue:
+          start, its estimate of when the job's spec would start; counts, only running and
+          waiting counts)
 )";
 
 int Fail(const std::string& message, int code = 1) {
@@ -209,6 +227,21 @@ std::string JobsCsv(const std::vector<JobRecord>& jobs) {
   return out;
 }
 
+// --durations: learned (default) or oracle.
+absl::StatusOr<bool> OracleDurations(Args& args) {
+  const std::string d = args.Get("durations", "learned");
+  if (d == "learned") return false;
+  if (d == "oracle") return true;
+  return absl::InvalidArgumentError(absl::StrCat("--durations: \"", d, "\" is neither learned nor oracle"));
+}
+
+// --center_reports: start (default) or counts (SimOptions::center_reports).
+absl::StatusOr<std::string> CenterReports(Args& args) {
+  std::string r = args.Get("center_reports", "start");
+  if (r == "start" || r == "counts") return r;
+  return absl::InvalidArgumentError(absl::StrCat("--center_reports: \"", r, "\" is neither start nor counts"));
+}
+
 int CmdRun(Args& args, PolicyCatalog& catalog) {
   absl::StatusOr<Federation> f = ReadFederation(args);
   if (!f.ok()) return Fail(f.status());
@@ -219,6 +252,12 @@ int CmdRun(Args& args, PolicyCatalog& catalog) {
   absl::StatusOr<scheduler::QueueSettings> q = scheduler::ParseQueueSettings(args.Get("queue", "fcfs"));
   if (!q.ok()) return Fail(q.status());
   o.queue = *q;
+  absl::StatusOr<bool> oracle = OracleDurations(args);
+  if (!oracle.ok()) return Fail(oracle.status());
+  o.oracle_durations = *oracle;
+  absl::StatusOr<std::string> reports = CenterReports(args);
+  if (!reports.ok()) return Fail(reports.status());
+  o.center_reports = *reports;
   std::string jobs_out = args.Get("jobs-out");
   o.keep_jobs = !jobs_out.empty();
   TRY(args.NoneUnused());
@@ -248,6 +287,10 @@ int CmdCompare(Args& args, PolicyCatalog& catalog) {
   if (!queues.ok()) return Fail(queues.status());
   int threads = 0;
   TRY(args.Int("threads", &threads));
+  absl::StatusOr<bool> oracle = OracleDurations(args);
+  if (!oracle.ok()) return Fail(oracle.status());
+  absl::StatusOr<std::string> reports = CenterReports(args);
+  if (!reports.ok()) return Fail(reports.status());
   TRY(args.NoneUnused());
   std::vector<SimOptions> runs;
   for (const auto& q : *queues) {
@@ -255,6 +298,8 @@ int CmdCompare(Args& args, PolicyCatalog& catalog) {
       SimOptions o;
       o.policy = p;
       o.queue = q;
+      o.oracle_durations = *oracle;
+      o.center_reports = *reports;
       runs.push_back(o);
     }
   }
@@ -297,12 +342,22 @@ int CmdSweep(Args& args, PolicyCatalog& catalog) {
   }
   TRY(args.Int("seeds", &o.seeds));
   TRY(args.Int("jobs", &o.generator.jobs));
+  o.generator.shape = args.Get("shape");
+  if (!o.generator.shape.empty() && FindTraceShape(o.generator.shape) == nullptr) {
+    return Fail(absl::StrCat("--shape: unknown shape \"", o.generator.shape, "\" (valid: ", TraceShapeNames(), ")"), 2);
+  }
   double seed = 1;
   TRY(args.Number("seed", &seed));
   o.generator.seed = static_cast<uint64_t>(seed);
   absl::StatusOr<scheduler::QueueSettings> q = scheduler::ParseQueueSettings(args.Get("queue", "fcfs"));
   if (!q.ok()) return Fail(q.status());
   o.queue = *q;
+  absl::StatusOr<bool> oracle = OracleDurations(args);
+  if (!oracle.ok()) return Fail(oracle.status());
+  o.oracle_durations = *oracle;
+  absl::StatusOr<std::string> reports = CenterReports(args);
+  if (!reports.ok()) return Fail(reports.status());
+  o.center_reports = *reports;
   int threads = 0;
   TRY(args.Int("threads", &threads));
   TRY(args.NoneUnused());
@@ -322,7 +377,9 @@ int CmdSweep(Args& args, PolicyCatalog& catalog) {
   }
   absl::StatusOr<std::vector<std::string>> charts = DrawSweepCharts(out, *points);
   ReportSection section{"Offered load sweep",
-                        absl::StrCat(o.generator.jobs, " generated jobs per point, ", o.seeds,
+                        absl::StrCat(o.generator.jobs, " generated jobs per point",
+                                     o.generator.shape.empty() ? "" : absl::StrCat(" (shape ", o.generator.shape, ")"),
+                                     ", ", o.seeds,
                                      " seeds per load, over ", f->centers.size(), " centers."),
                         charts.ok() ? *charts : std::vector<std::string>{}, ""};
   if (!charts.ok()) std::cerr << "jc-sim: " << charts.status().message() << "\n";
@@ -343,6 +400,9 @@ int CmdTune(Args& args, PolicyCatalog& catalog) {
   TRY(args.Int("evaluations", &o.evaluations));
   std::string name = args.Get("profile-name", "tuned");
   std::string out = args.Get("out");
+  absl::StatusOr<bool> oracle = OracleDurations(args);
+  if (!oracle.ok()) return Fail(oracle.status());
+  o.oracle_durations = *oracle;
   int threads = 0;
   TRY(args.Int("threads", &threads));
   TRY(args.NoneUnused());
@@ -377,6 +437,11 @@ int CmdGenerate(Args& args) {
   TRY(args.Int("projects", &o.projects));
   TRY(args.Number("recurring", &o.recurring_share));
   if (o.recurring_share < 0 || o.recurring_share > 1) return Fail("--recurring must be within 0 and 1", 2);
+  o.shape = args.Get("shape");
+  const TraceShape* shape = o.shape.empty() ? nullptr : FindTraceShape(o.shape);
+  if (!o.shape.empty() && shape == nullptr) {
+    return Fail(absl::StrCat("--shape: unknown shape \"", o.shape, "\" (valid: ", TraceShapeNames(), ")"), 2);
+  }
   double seed = 1;
   TRY(args.Number("seed", &seed));
   o.seed = static_cast<uint64_t>(seed);
@@ -388,6 +453,18 @@ int CmdGenerate(Args& args) {
   if (!fed_out.empty()) TRY(WriteFile(fed_out, FederationYaml(*f)));
   std::cout << "wrote " << jobs->size() << " jobs to " << out << (fed_out.empty() ? "" : " and the federation to ")
             << fed_out << "\n";
+  if (shape != nullptr) {
+    TraceShapeStats m = MeasureTrace(*jobs, shape->heavy_users, CapacityOf(*f).capacity);
+    auto cited = [](bool c) { return c ? "" : " (model, not cited)"; };
+    std::cout << absl::StrFormat("shape %s: %s\n", shape->name, shape->source)
+              << absl::StrFormat("  durations p50 %.0f s (shape %.0f s), p90 %.0f s (shape %.0f s), p99 %.0f s (shape %.0f s%s)\n",
+                                 m.p50_s, shape->p50_s, m.p90_s, shape->p90_s, m.p99_s, shape->p99_s,
+                                 cited(shape->p99_cited))
+              << absl::StrFormat("  inter-arrival CV %.2f, top %d of %d users hold %.0f%% of the GPU time (stated %.0f%%), "
+                                 "offered load %.2f\n",
+                                 m.interarrival_cv, shape->heavy_users, m.users, 100 * m.top_users_share,
+                                 100 * shape->heavy_share, m.offered_load);
+  }
   return 0;
 }
 

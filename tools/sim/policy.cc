@@ -19,14 +19,19 @@ using scheduler::Snapshot;
 class PlacerPolicy final : public PlacementPolicy {
  public:
   PlacerPolicy(const PolicyCatalog& catalog, std::vector<double> weights, const scheduler::EvaluationModel& model)
-      : placer_(catalog.scorers, model), weights_(std::move(weights)) {}
+      : placer_(catalog.scorers, model), weights_(std::move(weights)) {
+    int i = catalog.scorers.IndexOf("expected_completion");
+    waits_ = i >= 0 && weights_[i] > 0;
+  }
   int Choose(const PlacementRequest& request, const Snapshot& snapshot) override {
     return placer_.Place(request, snapshot, weights_).center;
   }
+  bool waits_for_busy() const override { return waits_; }
 
  private:
   scheduler::Placer placer_;
   std::vector<double> weights_;
+  bool waits_ = false;
 };
 
 class FirstFit final : public PlacementPolicy {
@@ -144,7 +149,10 @@ absl::StatusOr<std::unique_ptr<PlacementPolicy>> MakePolicy(const std::string& n
 std::vector<std::string> DefaultPolicies(const PolicyCatalog& catalog) {
   std::vector<std::string> names = {"first_fit", "random", "round_robin"};
   for (const auto& s : catalog.scorers.scorers()) names.push_back(absl::StrCat("scorer:", s->id()));
-  for (const auto& [name, weights] : catalog.profiles.profiles()) names.push_back(absl::StrCat("profile:", name));
+  for (const auto& [name, weights] : catalog.profiles.profiles()) {
+    if (catalog.profiles.ModelOf(name) == "first_fit") continue;  // "first_fit" itself, listed first
+    names.push_back(absl::StrCat("profile:", name));
+  }
   return names;
 }
 

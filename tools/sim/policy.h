@@ -22,6 +22,11 @@ class PlacementPolicy {
   virtual ~PlacementPolicy() = default;
   // The snapshot index of the chosen center, or -1 when no center passes the filters.
   virtual int Choose(const scheduler::PlacementRequest& request, const scheduler::Snapshot& snapshot) = 0;
+  // The policy may choose a center that cannot take the job now (its expected completion
+  // there is still the soonest): the simulator then holds the job in the federation queue
+  // for it (SPEC A16, "wait for the faster center"). True for the placer with a weight on
+  // expected_completion.
+  virtual bool waits_for_busy() const { return false; }
 };
 
 // The scorers and profiles policies are built from: the built-in strategies and profiles,

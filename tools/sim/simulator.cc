@@ -55,6 +55,10 @@ struct Job {
   double attempt_start = 0;  // of the running attempt
   bool done = false;         // completed or failed for good
   double attained_gpu_s = 0;  // what its ended attempts ran (least attained service)
+  // What placement was told of its run (reference seconds) at its last decision: the
+  // centers' own start estimates count with it, never with the trace's duration.
+  double expected_run_s = 3600;
+  int held_at = -1;  // the busy center it waits for (expected completion), -1: none
 };
 
 struct Spec {
@@ -93,6 +97,12 @@ class Simulation {
   void Finish(int job, int attempt);
   void OutageStart(int center);
   double SpeedAt(const Job& job, int center) const;
+  void Hold(int job, int center);
+  void Unhold(int job);
+  // What center `center` would report as the start delay of `job`'s spec (SimOptions::
+  // center_reports "start"): its running jobs end at their expected ends, the jobs held for
+  // it start first, in the order they were held.
+  double ReportedStartDelay(int center, const Job& job) const;
 
   const Federation& f_;
   const std::vector<TraceJob>& trace_;
@@ -108,6 +118,7 @@ class Simulation {
   absl::flat_hash_map<std::string, int> dataset_index_;
   std::vector<Job> jobs_;
   std::vector<absl::flat_hash_set<int>> running_at_;  // per center
+  std::vector<std::vector<int>> held_;  // per center: jobs waiting for it, in the order held
   std::vector<double> busy_gpu_s_;
   std::vector<int> attempts_at_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
@@ -194,6 +205,7 @@ absl::Status Simulation::Init() {
   for (const auto& c : snapshot_.centers()) total += c.capacity;
   queue_.SetCapacity(total);
   running_at_.resize(f_.centers.size());
+  held_.resize(f_.centers.size());
   busy_gpu_s_.assign(f_.centers.size(), 0);
   attempts_at_.assign(f_.centers.size(), 0);
 
@@ -225,7 +237,7 @@ absl::Status Simulation::Init() {
     r.spec_id = specs_[job.spec].id;
     r.project = t.project;
     r.user = t.user;
-    r.expected_runtime = absl::Seconds(t.duration);
+    if (options_.oracle_durations) r.expected_runtime = absl::Seconds(t.duration);
     if (t.deadline >= 0) r.deadline = absl::UnixEpoch() + absl::Seconds(t.deadline);
     if (job.dataset >= 0) {
       const DatasetState& d = datasets_[job.dataset];
@@ -333,6 +345,13 @@ void Simulation::SchedulePass() {
         if (queue_.Contains(job)) queue_.SetExpected(job, ExpectedOf(jobs_[job]));
       }
     }
+    // Every waiting job decides again, in queue order: those earlier in it are ahead in
+    // the centers' queues they hold for.
+    for (size_t c = 0; c < held_.size(); ++c) {
+      for (int job : held_[c]) jobs_[job].held_at = -1;
+      held_[c].clear();
+      snapshot_.MutableAt(static_cast<int>(c)).waiting_tasks = 0;
+    }
     queue_.Pass(now_, [this](int64_t job) { return TryPlace(static_cast<int>(job)); });
   } else {
     // Nothing was freed since the last pass, so the jobs that did not fit then cannot
@@ -353,6 +372,27 @@ bool Simulation::TryPlace(int index) {
   bool cacheable = !job.private_data && r.avoid_centers.empty();
   if (cacheable && failed_specs_.contains(job.spec)) return false;
   r.now = absl::UnixEpoch() + absl::Seconds(now_);
+  if (!options_.oracle_durations) {
+    // Only what had ended before this decision: the estimator's median, else the default.
+    const double expected = ExpectedOf(job);
+    r.expected_runtime = expected > 0 ? absl::Seconds(expected) : PlacementRequest().expected_runtime;
+  }
+  job.expected_run_s = absl::ToDoubleSeconds(r.expected_runtime);
+  Unhold(index);
+  // A job may wait for a faster busy center while it has waited less than its own expected
+  // run: beyond that, no faster center can make up for the wait (and nothing waits forever).
+  r.consider_busy_centers = policy_.waits_for_busy() && now_ - job.record.submit < job.expected_run_s;
+  if (r.consider_busy_centers) {
+    const Resources& need = specs_[job.spec].quantity;
+    for (size_t c = 0; c < f_.centers.size(); ++c) {
+      CenterView& v = snapshot_.MutableAt(static_cast<int>(c));
+      if (options_.center_reports == "start") {
+        v.queue_reported_at = r.now;
+        v.reported_start_delay[r.spec_id] =
+            v.free.Covers(need) ? absl::ZeroDuration() : absl::Seconds(ReportedStartDelay(static_cast<int>(c), job));
+      }
+    }
+  }
   if (job.dataset >= 0) {
     auto& need = r.datasets.front();
     need.locations.clear();
@@ -364,8 +404,71 @@ bool Simulation::TryPlace(int index) {
     if (cacheable) failed_specs_.insert(job.spec);
     return false;
   }
+  if (!snapshot_.centers()[center].free.Covers(specs_[job.spec].quantity)) {
+    Hold(index, center);  // its expected completion is soonest there: it waits for it
+    return false;
+  }
   Start(index, center);
   return true;
+}
+
+void Simulation::Hold(int index, int center) {
+  jobs_[index].held_at = center;
+  held_[center].push_back(index);
+  ++snapshot_.MutableAt(center).waiting_tasks;
+}
+
+void Simulation::Unhold(int index) {
+  Job& job = jobs_[index];
+  if (job.held_at < 0) return;
+  auto& held = held_[job.held_at];
+  held.erase(std::find(held.begin(), held.end(), index));
+  --snapshot_.MutableAt(job.held_at).waiting_tasks;
+  job.held_at = -1;
+}
+
+double Simulation::ReportedStartDelay(int center, const Job& job) const {
+  const CenterView& c = snapshot_.centers()[center];
+  Resources free = c.free;
+  const Resources& need = specs_[job.spec].quantity;
+  if (free.Covers(need)) return 0;
+  // (time, resources) released, soonest first. A job past its expected end is taken to
+  // end within a quarter of its expected run more (the center knows no better).
+  using Release = std::pair<double, int>;  // time, job
+  std::priority_queue<Release, std::vector<Release>, std::greater<Release>> releases;
+  for (int r : running_at_[center]) {
+    const Job& j = jobs_[r];
+    double run = j.expected_run_s / SpeedAt(j, center);
+    double end = j.attempt_start + j.record.transfer_s + run;
+    if (end <= now_) end = now_ + 0.25 * run;
+    releases.push({end, r});
+  }
+  double t = now_;
+  auto release_until = [&](const Resources& want) {
+    while (!free.Covers(want) && !releases.empty()) {
+      t = std::max(t, releases.top().first);
+      free += specs_[jobs_[releases.top().second].spec].quantity;
+      releases.pop();
+    }
+    return free.Covers(want);
+  };
+  // The jobs held for it before this one start first (the center's queue, in order).
+  constexpr size_t kAheadLimit = 256;
+  const auto& held = held_[center];
+  for (size_t k = 0; k < held.size() && k < kAheadLimit; ++k) {
+    const Job& h = jobs_[held[k]];
+    if (&h == &job) break;
+    const Resources& q = specs_[h.spec].quantity;
+    if (!release_until(q)) break;
+    free -= q;
+    releases.push({t + h.expected_run_s / SpeedAt(h, center), held[k]});
+  }
+  if (!release_until(need)) {
+    // Nothing it runs would make room (capacity taken by what it does not report): an
+    // expected run from now.
+    return job.expected_run_s / SpeedAt(job, center);
+  }
+  return t - now_;
 }
 
 void Simulation::Start(int index, int center) {
@@ -509,6 +612,10 @@ absl::StatusOr<RunResult> Simulate(const Federation& federation, const std::vect
                                    const SimOptions& options, const PolicyCatalog& catalog) {
   auto wall = std::chrono::steady_clock::now();
   double cpu = CpuSeconds();
+  if (options.center_reports != "start" && options.center_reports != "counts") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("center reports \"", options.center_reports, "\": neither start nor counts"));
+  }
   absl::StatusOr<std::unique_ptr<PlacementPolicy>> policy = MakePolicy(options.policy, catalog, options.seed);
   if (!policy.ok()) return policy.status();
   // Centers in id order, as the registry lists them to the real scheduler: ties between

@@ -27,6 +27,19 @@ struct SimOptions {
   // ranks by the duration estimator (services/estimator), fed only with the jobs that had
   // ended before each pass — never the trace's own durations.
   scheduler::QueueSettings queue;
+  // What placement is told of a job's run time (PlacementRequest::expected_runtime, read by
+  // the price, energy and deadline scorers): false, what the control plane knows — the
+  // estimator's median for the job's class, learned from the jobs ended so far, else the
+  // default hour; true, the trace's own duration (an oracle: an upper bound on what better
+  // estimates could win, never a result to report as the scheduler's).
+  bool oracle_durations = false;
+  // What a center tells placement of its queue, for a policy that may hold a job for a busy
+  // center (a profile weighing expected_completion): "start", its own estimate of when a
+  // replica of the spec would start (CenterView::reported_start_delay, as nexec's pending
+  // jobs or Slurm's `squeue --start` give it: its running jobs' expected ends and the jobs
+  // held for it ahead, by the control plane's estimates, never the trace's durations);
+  // "counts", only running and waiting counts (the strategy estimates the wait itself).
+  std::string center_reports = "start";
   uint64_t seed = 1;  // the random policy's
   bool keep_jobs = false;  // fill RunResult::jobs
 };

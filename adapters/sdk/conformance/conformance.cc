@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <set>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -279,6 +281,39 @@ TEST_CASE("conformance: stopping a running replica ends it and it stays stopped 
   CHECK(again.state() == pb::REPLICA_STOPPED);
 }
 
+TEST_CASE("conformance: a withdrawal takes back a replica that has not started, or leaves one that started running, "
+          "never both, or is unimplemented [A14][A16]",
+          "[A14][A16][conformance]") {
+  Kit kit;
+  pb::Replica r = kit.MustSubmit("sleep 2; echo ran");
+  pb::ReplicaRef ref;
+  *ref.mutable_key() = r.key();
+  pb::Replica answer;
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, absl::Seconds(30));
+  grpc::Status s = kit.stub_->WithdrawReplica(&ctx, ref, &answer);
+  INFO(s.error_message());
+  if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) return;  // the control plane never moves its replicas
+  REQUIRE(s.ok());
+  if (answer.withdrawn()) {
+    CHECK(answer.state() == pb::REPLICA_STOPPED);
+    CHECK_FALSE(answer.has_started_at());
+    // It never starts: polls after the withdrawal leave it withdrawn, and it wrote nothing.
+    for (int i = 0; i < 3; ++i) REQUIRE(kit.server_->core().PollOnce().ok());
+    pb::Replica again;
+    REQUIRE(kit.Get(r.key(), &again).ok());
+    CHECK(again.withdrawn());
+    CHECK(again.state() == pb::REPLICA_STOPPED);
+    CHECK_FALSE(again.has_started_at());
+  } else {
+    // It started first: it runs on, to its end, as if never asked.
+    CHECK(answer.state() != pb::REPLICA_STOPPED);
+    pb::Replica done = kit.WaitFor(r.key(), pb::REPLICA_SUCCEEDED);
+    CHECK_FALSE(done.withdrawn());
+    CHECK(kit.Log(r.key()) == "ran\n");
+  }
+}
+
 TEST_CASE("conformance: logs can be read while the replica runs and after, from an offset [A14]",
           "[A14][conformance]") {
   Kit kit;
@@ -445,6 +480,47 @@ TEST_CASE("conformance: center info and usage are sane [A14][A3]", "[A14][confor
   CHECK(usage.has_at());
 }
 
+TEST_CASE("conformance: usage says per offered spec how long a replica would wait to start, or leaves the spec "
+          "out as unknown [A16]",
+          "[A16][conformance]") {
+  // What the center's scheduler knows of its queue (SPEC A16): each estimate names a spec the
+  // center offers, once, with a wait in seconds (never negative, never NaN) and its source.
+  Kit kit;
+  auto usage_now = [&] {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx, kit.target_.timeout);
+    pb::Usage usage;
+    grpc::Status s = kit.stub_->GetUsage(&ctx, {}, &usage);
+    INFO(s.error_message());
+    REQUIRE(s.ok());
+    return usage;
+  };
+  auto check = [&](const pb::Usage& usage) {
+    INFO(usage.DebugString());
+    std::set<std::string> seen;
+    for (const auto& e : usage.start_estimates()) {
+      CHECK(kit.target_.center.FindSpec(e.resource_spec_id()) != nullptr);
+      CHECK(seen.insert(e.resource_spec_id()).second);
+      CHECK(std::isfinite(e.wait_seconds()));
+      CHECK(e.wait_seconds() >= 0);
+      CHECK_FALSE(e.source().empty());
+    }
+  };
+  pb::Usage idle = usage_now();
+  check(idle);
+  // A replica that fits the center at once waits little when the center is quiet (what
+  // other kit tests left behind may still be ending).
+  for (const auto& e : idle.start_estimates()) {
+    if (e.resource_spec_id() == kit.target_.spec_id) CHECK(e.wait_seconds() < 3600);
+  }
+  // With one of its replicas running, the report stays well formed.
+  pb::Replica r = kit.MustSubmit("sleep 5");
+  kit.WaitFor(r.key(), pb::REPLICA_RUNNING);
+  check(usage_now());
+  pb::Replica stopped;
+  REQUIRE(kit.Stop(r.key(), &stopped).ok());
+}
+
 TEST_CASE("conformance: a replica whose image has content runs in it or is refused, never bare, as the center "
           "says it runs images [A14][A4]",
           "[A14][A4][conformance]") {
@@ -492,6 +568,12 @@ TEST_CASE("conformance: bad input gets a clear gRPC error and changes nothing [A
   auto no_job = kit.Request("true");
   no_job.mutable_key()->clear_job_id();
   CHECK(kit.Submit(no_job, &r).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+
+  auto negative_limit = kit.Request("true");
+  negative_limit.set_time_limit_seconds(-1);
+  s = kit.Submit(negative_limit, &r);
+  CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(absl::StrContains(s.error_message(), "time_limit_seconds"));
 
   pb::ReplicaKey missing;
   missing.set_job_id("never-submitted");

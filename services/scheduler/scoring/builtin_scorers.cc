@@ -6,7 +6,7 @@ void RegisterBuiltinScorers(ScorerRegistry& registry) {
   for (auto make : {MakeLeastLoadScorer, MakeSpecFreeCapacityScorer, MakeDataTopologyAffinityScorer,
                     MakeLowestPriceScorer, MakeLowestEnergyScorer, MakeHighestPerformanceScorer,
                     MakeHighestSecurityScorer, MakeLoadFairnessScorer, MakeNetworkAwareScorer,
-                    MakeDataAwareScorer, MakeQosDeadlineScorer}) {
+                    MakeDataAwareScorer, MakeQosDeadlineScorer, MakeExpectedCompletionScorer}) {
     // Built-in ids are distinct; a clash would be a programming error caught by the tests.
     registry.Register(make()).IgnoreError();
   }

@@ -20,6 +20,7 @@ std::unique_ptr<Scorer> MakeLoadFairnessScorer();
 std::unique_ptr<Scorer> MakeNetworkAwareScorer();
 std::unique_ptr<Scorer> MakeDataAwareScorer();
 std::unique_ptr<Scorer> MakeQosDeadlineScorer();
+std::unique_ptr<Scorer> MakeExpectedCompletionScorer();
 
 // Registers every strategy above, in this order.
 void RegisterBuiltinScorers(ScorerRegistry& registry);

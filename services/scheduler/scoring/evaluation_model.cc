@@ -59,9 +59,14 @@ int LexicographicModel::Compare(absl::Span<const int> a, absl::Span<const int> b
   return 0;
 }
 
+absl::string_view FirstFitModel::description() const {
+  return "first fit: the first center in federation order that passes the filters; no scores count (the baseline)";
+}
+
 ModelRegistry::ModelRegistry() {
   models_.push_back(std::make_unique<WeightedSumModel>());
   models_.push_back(std::make_unique<LexicographicModel>());
+  models_.push_back(std::make_unique<FirstFitModel>());
 }
 
 absl::Status ModelRegistry::Register(std::unique_ptr<EvaluationModel> model) {
@@ -93,7 +98,7 @@ double WeightedSumModel::Evaluate(absl::Span<const int> scores, absl::Span<const
 
 WeightProfiles WeightProfiles::Builtin() {
   WeightProfiles p;
-  // "default" is every registered strategy at 1 (Resolve fills it in).
+  // "default" is every registered strategy at 1 but kOutsideDefaultProfile (Resolve fills it in).
   p.profiles_["default"] = {};
   p.profiles_["balanced"] = {{"least_load", 2}, {"spec_free_capacity", 2}, {"load_fairness", 1},
                              {"data_aware", 1}, {"network", 1}};
@@ -103,6 +108,16 @@ WeightProfiles WeightProfiles::Builtin() {
                                 {"least_load", 1}};
   p.profiles_["data"] = {{"data_aware", 4}, {"data_topology_affinity", 2}, {"network", 1}, {"least_load", 1}};
   p.profiles_["secure"] = {{"highest_security", 4}, {"least_load", 1}};
+  // The default's strategies with expected completion on top (SPEC A16): a replica may wait
+  // for a faster busy center when it is expected to finish there first
+  // (docs/placement-quality.md, "Placement by expected completion").
+  p.profiles_["completion"] = {{"least_load", 1},          {"spec_free_capacity", 1}, {"data_topology_affinity", 1},
+                               {"lowest_price", 1},        {"lowest_energy", 1},      {"highest_performance", 1},
+                               {"highest_security", 1},    {"load_fairness", 1},      {"network", 1},
+                               {"data_aware", 1},          {"qos_deadline", 1},       {"expected_completion", 4}};
+  // The baseline: first fit, in federation order (no strategy counts; the model says so).
+  p.profiles_["first_fit"] = {};
+  p.models_["first_fit"] = "first_fit";
   return p;
 }
 
@@ -133,6 +148,11 @@ absl::StatusOr<std::vector<double>> WeightProfiles::Resolve(const std::string& p
   if (it == profiles_.end()) return absl::InvalidArgumentError(absl::StrCat("unknown weight profile: ", name));
   bool all_ones = name == "default" && it->second.empty();
   std::vector<double> weights(registry.size(), all_ones ? 1.0 : 0.0);
+  if (all_ones) {
+    for (const char* id : kOutsideDefaultProfile) {
+      if (int i = registry.IndexOf(id); i >= 0) weights[i] = 0;
+    }
+  }
   auto apply = [&](const std::map<std::string, double>& ws) -> absl::Status {
     for (const auto& [id, w] : ws) {
       int i = registry.IndexOf(id);

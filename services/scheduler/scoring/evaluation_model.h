@@ -29,6 +29,9 @@ class EvaluationModel {
   // > 0 when scores `a` beat `b`, < 0 when they lose, 0 on a tie. The default compares
   // the totals.
   virtual int Compare(absl::Span<const int> a, absl::Span<const int> b, absl::Span<const double> weights) const;
+  // Whether, between centers it ties, the placer takes the less loaded one (true) or the
+  // first in federation order (false: first fit).
+  virtual bool breaks_ties_by_load() const { return true; }
 };
 
 // Formula 2: F_k = sum_i w_i * S_ik.
@@ -54,10 +57,22 @@ class LexicographicModel final : public EvaluationModel {
   int Compare(absl::Span<const int> a, absl::Span<const int> b, absl::Span<const double> weights) const override;
 };
 
+// First fit, the baseline a scheduler is measured against: every center ties, and the
+// placer takes the first in federation order that passes the filters (that can start the
+// replica now, where the filters ask for free capacity). No scores count; the built-in
+// "first_fit" profile uses it (docs/placement-quality.md, "Live").
+class FirstFitModel final : public EvaluationModel {
+ public:
+  absl::string_view name() const override { return "first_fit"; }
+  absl::string_view description() const override;
+  double Evaluate(absl::Span<const int>, absl::Span<const double>) const override { return 0; }
+  bool breaks_ties_by_load() const override { return false; }
+};
+
 // Models by name. A deployment registers its own beside the built-in ones.
 class ModelRegistry {
  public:
-  ModelRegistry();  // with weighted_sum and lexicographic
+  ModelRegistry();  // with weighted_sum, lexicographic and first_fit
   // AlreadyExists when the name is taken.
   absl::Status Register(std::unique_ptr<EvaluationModel> model);
   // Null when unknown.
@@ -70,7 +85,13 @@ class ModelRegistry {
 
 inline constexpr char kDefaultModel[] = "weighted_sum";
 
-// Named weight profiles. "default" weighs every registered strategy 1; the other built-in
+// Strategies the built-in "default" profile weighs 0 although registered: placement by
+// expected completion (SPEC A16) changes which centers win, and the default changes only
+// when a measurement says so (docs/placement-quality.md); the "completion" profile uses it.
+inline constexpr const char* kOutsideDefaultProfile[] = {"expected_completion"};
+
+// Named weight profiles. "default" weighs every registered strategy 1 (but those of
+// kOutsideDefaultProfile); the other built-in
 // profiles favour one concern (their weights are in weight_profiles.cc and the docs).
 // A profile lists weights by algorithm id; a strategy it does not list weighs 0.
 class WeightProfiles {

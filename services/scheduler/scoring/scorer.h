@@ -41,6 +41,10 @@ class Scorer {
   virtual bool higher_is_better() const = 0;
   // raw[i] for ctx.centers[i]; one call per decision, so a scorer loops itself.
   virtual void Score(const ScoringContext& ctx, absl::Span<double> raw) const = 0;
+  // A sentence on what it found for ctx.centers[i] (expected_completion: the expected start
+  // and finish there), shown beside the scores in a decision's explanation; empty: the
+  // score says it all. Called only when a decision is explained.
+  virtual std::string Explain(const ScoringContext& /*ctx*/, size_t /*i*/) const { return {}; }
 };
 
 // Min-max normalization to 0..100 with the best raw value at 100; when every candidate

@@ -64,8 +64,11 @@ TEST_CASE("settlement: a closed month's statement never changes, a late record i
                           Record("j3/0/0/0", "beta", "bj", "2026-10-31T23:00:00Z", 7),
                           Record("j4/0/0/0", "beta", "bj", "2026-11-02T10:00:00Z", 100)})
               .ok());
-  // The same attempt twice: refused, nothing counted twice.
-  CHECK_FALSE(Append(*store, {Record("j1/0/0/0", "alpha", "bj", "2026-10-10T10:00:00Z", 20)}).ok());
+  // The same attempt again (a job manager metering it again after a crash): the stored
+  // record stands, whatever the new one says, and nothing is counted twice. Before: the
+  // write failed, and the job manager that carried it stepped down at every write (lost
+  // and stranded jobs in the fault suite on PostgreSQL).
+  CHECK(Append(*store, {Record("j1/0/0/0", "alpha", "bj", "2026-10-10T10:00:00Z", 999)}).ok());
 
   auto open = settlements.Get("2026-10", "", all);
   REQUIRE(open.ok());
@@ -144,4 +147,22 @@ TEST_CASE("settlement: a closed month's statement never changes, a late record i
   REQUIRE(list.ok());
   REQUIRE(list->size() == 2);
   CHECK((*list)[1].month() == "2026-12");
+}
+
+TEST_CASE("usage: a record appended twice in one write or two counts once, the first one standing [A7][C7]",
+          "[A7][C7]") {
+  auto store = jc::testing::MakeTestStore();
+  jc::FakeClock clock(At("2026-11-05T00:00:00Z"));
+  jc::accounting::Settlements settlements(store.get(), &clock);
+  const jc::accounting::Settlements::Viewer all{true, {}, {}};
+  REQUIRE(Append(*store, {Record("j5/0/0/0", "alpha", "wh", "2026-10-21T10:00:00Z", 4),
+                          Record("j5/0/0/0", "alpha", "wh", "2026-10-21T10:00:00Z", 40)})
+              .ok());
+  REQUIRE(Append(*store, {Record("j5/0/0/0", "alpha", "wh", "2026-10-21T10:00:00Z", 400),
+                          Record("j6/0/0/0", "alpha", "wh", "2026-10-22T10:00:00Z", 1)})
+              .ok());
+  auto october = settlements.Get("2026-10", "", all);
+  REQUIRE(october.ok());
+  CHECK(october->total().records() == 2);
+  CHECK(october->total().cost() == Approx(5));
 }

@@ -183,3 +183,66 @@ TEST_CASE("backfill: a reservation holds the licenses its job will take, so a jo
   std::vector<Placement> placed = s.Cycle();
   CHECK(Ids(placed) == std::set<int64_t>{10});
 }
+
+// What the native adapter reports of the center's queue (SPEC A16): when a job of a shape,
+// submitted now, would start by the backfill planner's reckoning. Nothing is submitted and
+// the model is left as it was.
+TEST_CASE("start estimate: now on free slots, else when running jobs end by their run limits, unknown behind a "
+          "job without one [A16]",
+          "[A16][B5]") {
+  Scheduler s = BackfillCluster(4);
+  s.SetNow(kT0);
+  // Free: it would start at once.
+  StartEstimate idle = s.EstimateStart(testing::MakeJob(0, "u", 2, "normal", ""));
+  CHECK(idle.known());
+  CHECK(idle.start == kT0);
+
+  // Three slots busy for an hour, one for two: a 1-slot job starts now, a 2-slot one when
+  // the hour ends, a 4-slot one when the two hours end.
+  REQUIRE(testing::RunCycle(s, {Limited(1, 3, absl::Hours(1)), Limited(2, 1, absl::Hours(2))}).size() == 2);
+  s.SetNow(kT0 + absl::Minutes(10));
+  CHECK(s.EstimateStart(testing::MakeJob(0, "u", 1, "normal", "")).start == kT0 + absl::Hours(1));  // the host is full
+  CHECK(s.EstimateStart(testing::MakeJob(0, "u", 2, "normal", "")).start == kT0 + absl::Hours(1));
+  CHECK(s.EstimateStart(testing::MakeJob(0, "u", 3, "normal", "")).start == kT0 + absl::Hours(1));
+  CHECK(s.EstimateStart(testing::MakeJob(0, "u", 4, "normal", "")).start == kT0 + absl::Hours(2));
+  // The probes left nothing behind: the next cycle sees only the two running jobs.
+  CHECK(s.pending() == 0);
+  CHECK(s.free_slots("h1") == 0);
+
+  // More slots than the cluster has: unknown, with the reason.
+  StartEstimate huge = s.EstimateStart(testing::MakeJob(0, "u", 5, "normal", ""));
+  CHECK_FALSE(huge.known());
+  CHECK_FALSE(huge.reason.empty());
+}
+
+TEST_CASE("start estimate: a job without a run limit in the way makes the start unknown [A16]", "[A16][B5]") {
+  Scheduler s = BackfillCluster(4);
+  s.SetNow(kT0);
+  REQUIRE(testing::RunCycle(s, {testing::MakeJob(1, "u", 4, "normal", "")}).size() == 1);
+  StartEstimate blocked = s.EstimateStart(testing::MakeJob(0, "u", 1, "normal", ""));
+  CHECK_FALSE(blocked.known());
+  CHECK(blocked.reason == "a job in the way has no run limit");
+}
+
+TEST_CASE("start estimate: a reservation's held slots count as taken, unless the probe ends before it [A16]",
+          "[A16][B5]") {
+  Scheduler s = BackfillCluster(4);
+  s.SetNow(kT0);
+  REQUIRE(testing::RunCycle(s, {Limited(1, 2, absl::Hours(1))}).size() == 1);
+  // A 4-slot job waits and reserves the host for T0+1h; two slots are free meanwhile.
+  REQUIRE(s.Submit(Limited(10, 4, absl::Hours(1))).ok());
+  REQUIRE(s.Cycle().empty());
+  REQUIRE(s.ReservationOf(10).has_value());
+  // A probe without a run limit may not take the held slots: not before job 1 ends.
+  StartEstimate unlimited = s.EstimateStart(testing::MakeJob(0, "u", 1, "normal", ""));
+  CHECK(unlimited.known());
+  CHECK(unlimited.start == kT0 + absl::Hours(1));
+  // One that ends before the reservation starts backfills now.
+  JobRequest short_job = testing::MakeJob(0, "u", 1, "normal", "");
+  short_job.run_limit = absl::Minutes(30);
+  CHECK(s.EstimateStart(short_job).start == kT0);
+  // And the reservation still holds after the probes: the reserved job starts when job 1 ends.
+  REQUIRE(s.Release(1).ok());
+  s.SetNow(kT0 + absl::Hours(1));
+  CHECK(Ids(s.Cycle()) == std::set<int64_t>{10});
+}

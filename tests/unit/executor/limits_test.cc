@@ -215,3 +215,35 @@ TEST_CASE("a project limit counts jobs by -P, and limits are recounted when repl
   CHECK(s.Limits()[0].buckets.at({}).jobs == 1);
   CHECK(Run(s, {}).count(2));
 }
+
+// Attacker's review, session 29 (F4): a start probe (EstimateStart, what the native adapter
+// asks for its queue report) applied its placement and took it back, leaving a bucket of
+// zero for its user in every per_user limit (shown by nexec limits to every account) and
+// entries in the queue's per-user maps: one per name probed, for accounts with nothing queued.
+TEST_CASE("a start probe leaves no trace of its user: no limit bucket and no per-user entry for an account with "
+          "nothing queued [A16][B7]",
+          "[A16][B7]") {
+  Scheduler s = Cluster(1, 16);
+  LimitConfig l = Limit("per-user");
+  l.users = ParseConsumers("all", true);
+  l.slots = *ParseLimitValue("8");
+  s.SetLimits({l});
+  s.SetLimitTime(At(24, 12, 0), kUtc);
+  s.SetNow(At(24, 12, 0));
+  REQUIRE(Run(s, {Job(1, "alice", 2)}).count(1));
+  // One that would start now (placed and taken back), one its limit holds, one that fits
+  // not even on the whole cluster.
+  CHECK(s.EstimateStart(Job(0, "ghost", 1)).known());
+  CHECK_FALSE(s.EstimateStart(Job(0, "ghost2", 9)).known());
+  CHECK_FALSE(s.EstimateStart(Job(0, "ghost3", 16, "normal", "rusage[mem=999999]")).known());
+  // Alice's own probe keeps her bucket as it was.
+  CHECK(s.EstimateStart(Job(0, "alice", 1)).known());
+  auto report = s.Limits();
+  REQUIRE(report.size() == 1);
+  std::vector<std::vector<std::string>> buckets;
+  for (const auto& [key, usage] : report[0].buckets) buckets.push_back(key);
+  CHECK(buckets == std::vector<std::vector<std::string>>{{"alice"}});
+  CHECK(report[0].buckets.at({"alice"}).slots == 2);
+  // The queue's per-user maps, as its orders see them (the fair-share report counts users).
+  CHECK(s.UsersHolding("normal") == std::vector<std::string>{"alice"});
+}

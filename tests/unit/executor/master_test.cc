@@ -761,3 +761,47 @@ TEST_CASE("past --max_ended_jobs the oldest ended jobs leave memory before their
   CHECK(master.GetJob(ids[0])->state() == pb::EXIT);  // from the history
   CHECK(master.CleanEnded() == 0);
 }
+
+TEST_CASE("a kill only if pending takes back a job that waits and leaves one that started as it is, requeued ones "
+          "included [A16][B11]",
+          "[A16][B11]") {
+  auto store = jc::testing::MakeTestStore();
+  FakeDialer dialer;
+  Master master(store.get(), jc::RealClock::Get(), &dialer, DefaultConfig(), {});
+  REQUIRE(master.Heartbeat(Beat("h1")).ok());
+  // Not scheduled yet: it waits.
+  int64_t waiting = *master.Submit(Spec("sleep 100"));
+  bool taken_back = false;
+  auto taken = master.Kill(waiting, "", /*only_if_pending=*/true, &taken_back);
+  REQUIRE(taken.ok());
+  CHECK(taken_back);
+  CHECK(taken->state() == pb::EXIT);
+  CHECK_FALSE(taken->has_started_at());
+  // Asked again, it is ended already: not taken back by this call (its owner's kill would
+  // not be either).
+  CHECK(master.Kill(waiting, "", true, &taken_back).ok());
+  CHECK_FALSE(taken_back);
+  int64_t owners = *master.Submit(Spec("sleep 100"));
+  REQUIRE(master.Kill(owners).ok());  // its owner kills it while it waits
+  CHECK(master.Kill(owners, "", true, &taken_back).ok());
+  CHECK_FALSE(taken_back);
+
+  int64_t started = *master.Submit(Spec("sleep 100"));
+  REQUIRE(*master.ScheduleOnce() == 1);
+  WaitLaunches(dialer, 1);
+  auto left = master.Kill(started, "", /*only_if_pending=*/true, &taken_back);
+  REQUIRE(left.ok());
+  CHECK_FALSE(taken_back);
+  CHECK(left->state() == pb::RUNNING);
+  CHECK(dialer.signals.empty());  // nothing was signalled
+  CHECK(master.GetJob(started)->state() == pb::RUNNING);
+
+  // Requeued, it waits again, but it ran: not taken back either.
+  REQUIRE(master.Requeue(started).ok());
+  REQUIRE(master.Heartbeat(Beat("h1", {Exited(dialer.launches[0], 137)})).ok());
+  REQUIRE(master.GetJob(started)->state() == pb::PENDING);
+  auto requeued = master.Kill(started, "", /*only_if_pending=*/true);
+  REQUIRE(requeued.ok());
+  CHECK(requeued->state() == pb::PENDING);
+  CHECK(master.GetJob(started)->state() == pb::PENDING);
+}

@@ -91,7 +91,7 @@ TEST_CASE("shortest expected first offers the shortest job first, a job without 
   q.Push(Job(4, "p", 0, 1800));
   q.Push(Job(5, "p", 0, 99999, 0, /*priority=*/5));
   CHECK(Offered(q, 0) == std::vector<int64_t>{5, 2, 4, 3, 1});
-  CHECK(q.Explain(3, 600) == "shortest expected first: expected 60 min (no estimate: the default), waited 10 min");
+  CHECK(q.Explain(3, 600) == "shortest expected first: expected 1h (no estimate: the default), waited 10m");
   // An estimate learned later moves the job.
   q.SetExpected(1, 10);
   CHECK(Offered(q, 0).at(1) == 1);
@@ -134,7 +134,7 @@ TEST_CASE("least attained service puts a job that already ran behind those that 
   CHECK(Offered(q, 0) == std::vector<int64_t>{3, 4, 2, 1});
   q.AddAttained(3, 3600);  // now level 1, with job 2, which came first
   CHECK(Offered(q, 0) == std::vector<int64_t>{4, 2, 3, 1});
-  CHECK(q.Explain(1, 0) == "least attained service: level 2 (50000 GPU-seconds run before), waited 0 min");
+  CHECK(q.Explain(1, 0) == "least attained service: level 2 (50000 GPU-seconds run before), waited 0s");
   // Past the longest wait, a job goes ahead of the order.
   QueueSettings s = Settings("las");
   s.max_wait_s = 3600;

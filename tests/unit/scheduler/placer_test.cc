@@ -221,10 +221,43 @@ TEST_CASE("the lexicographic model: the highest weight's strategies decide, the 
   CHECK(models.Register(std::make_unique<WeightedSumModel>()).code() == absl::StatusCode::kAlreadyExists);
 }
 
+TEST_CASE("first fit, the baseline: the first center in federation order that passes the filters, whatever its "
+          "price, speed or load [A10][A16]",
+          "[A10][A16]") {
+  Scheduler s;
+  // "a" is dear, slow and busy; "b" cheap, fast and idle: every strategy prefers b.
+  CenterView a = MakeCenter("a", 100), b = MakeCenter("b", 1);
+  a.running_tasks = 9;
+  b.performance_factor = 3;
+  Snapshot snap;
+  snap.Upsert(a), snap.Upsert(b);
+  ModelRegistry models;
+  const EvaluationModel* first_fit = models.Find(s.profiles.ModelOf("first_fit"));
+  REQUIRE(first_fit != nullptr);
+  CHECK(first_fit->name() == "first_fit");
+  const auto weights = s.Weights("first_fit");
+  CHECK(std::all_of(weights.begin(), weights.end(), [](double w) { return w == 0; }));
+  auto d = s.placer.Place(MakeRequest(), snap, weights, nullptr, first_fit);
+  REQUIRE(d.center >= 0);
+  CHECK(snap.centers()[d.center].id == "a");
+  CHECK(snap.centers()[s.placer.Place(MakeRequest(), snap, s.Weights("default")).center].id == "b");
+  // The same weights (all zero) under the weighted sum tie too, and the less loaded wins.
+  CHECK(snap.centers()[s.placer.Place(MakeRequest(), snap, weights).center].id == "b");
+  // A center the filters remove is passed over: a full "a" leaves "b" first.
+  a.free = {0, 0, 0, 0, 0, 0};
+  snap.Upsert(a);
+  d = s.placer.Place(MakeRequest(), snap, weights, nullptr, first_fit);
+  REQUIRE(d.center >= 0);
+  CHECK(snap.centers()[d.center].id == "b");
+}
+
 TEST_CASE("weight profiles resolve by name with per-job overrides, and unknown names are errors [A10]", "[A10]") {
   Scheduler s;
   auto all = s.Weights("");
-  CHECK(all == std::vector<double>(11, 1.0));
+  // Every strategy at 1 but expected_completion, which no measurement has made default yet.
+  std::vector<double> want(12, 1.0);
+  want[s.registry.IndexOf("expected_completion")] = 0;
+  CHECK(all == want);
   auto cost = s.Weights("cost", {{"least_load", 7}});
   CHECK(cost[s.registry.IndexOf("lowest_price")] == 4);
   CHECK(cost[s.registry.IndexOf("least_load")] == 7);
@@ -326,7 +359,7 @@ TEST_CASE("the explanation lists every center: its filter and reason, or each sc
   CHECK(ea.feasible());
   CHECK(ea.scores().at("lowest_price") == 100);
   CHECK(ea.weights().at("lowest_price") == 4);
-  CHECK(ea.scores().size() == 11);
+  CHECK(ea.scores().size() == 12);
   CHECK(explain.centers(1).scores().at("lowest_price") == 0);
   CHECK(ea.total() > explain.centers(1).total());
   CHECK(ea.total() == d.total);

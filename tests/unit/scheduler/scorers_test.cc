@@ -81,10 +81,10 @@ TEST_CASE("normalization rounds half up, the same for every length and direction
 TEST_CASE("every built-in strategy is registered once under its algorithm id [A9]", "[A9]") {
   ScorerRegistry registry;
   RegisterBuiltinScorers(registry);
-  CHECK(registry.size() == 11);
+  CHECK(registry.size() == 12);
   for (const char* id : {"least_load", "spec_free_capacity", "data_topology_affinity", "lowest_price",
                          "lowest_energy", "highest_performance", "highest_security", "load_fairness", "network",
-                         "data_aware", "qos_deadline"}) {
+                         "data_aware", "qos_deadline", "expected_completion"}) {
     INFO(id);
     REQUIRE(registry.Find(id) != nullptr);
     CHECK_FALSE(registry.Find(id)->description().empty());

@@ -3,6 +3,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <limits>
+
 #include "absl/strings/match.h"
 #include "services/scheduler/snapshot_builder.h"
 #include "tests/testing/fixtures.h"
@@ -86,6 +89,66 @@ TEST_CASE("the snapshot joins registry, catalog, datamon and monitor figures per
   CHECK(b->specs.empty());    // the catalog has no runnable offer for it
 }
 
+TEST_CASE("a center's reported start delays reach its view by spec, as of the monitor's poll, and bad figures are "
+          "unknown [A16]",
+          "[A16][A3]") {
+  SchedulerInputs in = Inputs();
+  auto& usage = in.observations[0].usage;
+  const absl::Time polled = absl::FromUnixSeconds(1'800'000'000);
+  in.observations[0].observed_at = polled;
+  auto add = [&](const std::string& spec, double wait) {
+    auto* e = usage.add_start_estimates();
+    e->set_resource_spec_id(spec);
+    e->set_wait_seconds(wait);
+    e->set_source("nexec backfill");
+  };
+  add("gpu-1", 1800);
+  add("gpu-1", 5);                  // a second figure for the spec: the first stands
+  add("not-in-the-catalog", 60);    // a spec the federation does not know
+  add("gpu-1-typo", std::nan(""));
+  Snapshot snap = BuildSnapshot(in);
+  const CenterView* a = snap.Find("a");
+  REQUIRE(a != nullptr);
+  CHECK(a->queue_reported_at == polled);
+  REQUIRE(a->reported_start_delay.size() == 1);
+  CHECK(a->reported_start_delay.at("gpu-1") == absl::Minutes(30));
+  // A center that never reported: nothing known, no report time.
+  const CenterView* b = snap.Find("b");
+  CHECK(b->reported_start_delay.empty());
+  CHECK(b->queue_reported_at == absl::InfinitePast());
+
+  // Negative and endless waits are no estimates; a huge one is kept as a year.
+  usage.clear_start_estimates();
+  add("gpu-1", -3);
+  CHECK(BuildSnapshot(in).Find("a")->reported_start_delay.empty());
+  usage.clear_start_estimates();
+  add("gpu-1", std::numeric_limits<double>::infinity());
+  CHECK(BuildSnapshot(in).Find("a")->reported_start_delay.empty());
+  usage.clear_start_estimates();
+  add("gpu-1", 1e12);
+  CHECK(BuildSnapshot(in).Find("a")->reported_start_delay.at("gpu-1") == absl::Hours(365 * 24));
+}
+
+TEST_CASE("the monitor names what changed materially in a center's queue report, and nothing for small moves "
+          "[A16]",
+          "[A16][A3]") {
+  auto usage = [](std::vector<std::pair<std::string, double>> waits) {
+    jointcloud::adapter::v1::Usage u;
+    for (const auto& [spec, wait] : waits) {
+      auto* e = u.add_start_estimates();
+      e->set_resource_spec_id(spec);
+      e->set_wait_seconds(wait);
+    }
+    return u;
+  };
+  CHECK(monitor::QueueReportChange(usage({}), usage({})).empty());
+  CHECK(monitor::QueueReportChange(usage({{"a", 3600}}), usage({{"a", 3590}})).empty());  // the clock moved
+  CHECK(monitor::QueueReportChange(usage({{"a", 10}}), usage({{"a", 50}})).empty());      // under a minute
+  CHECK(monitor::QueueReportChange(usage({}), usage({{"a", 3600}})) == "a 3600s (was unknown)");
+  CHECK(monitor::QueueReportChange(usage({{"a", 3600}}), usage({{"a", 0}})) == "a 0s (was 3600s)");
+  CHECK(monitor::QueueReportChange(usage({{"a", 3600}, {"b", 5}}), usage({{"b", 5}})) == "a unknown (was 3600s)");
+}
+
 TEST_CASE("an image registered at one center is also at every center whose adapter reports it [A4][A8]",
           "[A4][A8]") {
   SchedulerInputs in = Inputs();  // "pytorch" registered at a
@@ -147,6 +210,82 @@ TEST_CASE("a job becomes one placement request per replica, with its data and co
   CHECK((*reqs)[0].datasets[0].size_mb == 150000);
   CHECK((*reqs)[0].min_security_grade == 2);
   CHECK((*reqs)[2].pinned_centers == std::vector<std::string>{"a"});
+}
+
+TEST_CASE("image ids are per project: a job uses its project's image of the id, else the federation's, and each is "
+          "at its own centers (issue 44, hole 13) [A4][C6]",
+          "[A4][C6]") {
+  auto in = Inputs();  // the federation's pytorch is at a
+  v1::Image mine;
+  mine.set_image_id("pytorch");
+  mine.set_project("ml");
+  mine.set_ai_center_id("b");
+  mine.set_size_mb(5);
+  v1::Image theirs = mine;
+  theirs.set_project("cv");
+  theirs.set_ai_center_id("a");
+  in.images.push_back(theirs);
+  in.images.push_back(mine);
+  Snapshot snap = BuildSnapshot(in);
+  CHECK(snap.Find("a")->images.contains("pytorch"));
+  CHECK(snap.Find("a")->images.contains("cv/pytorch"));
+  CHECK_FALSE(snap.Find("a")->images.contains("ml/pytorch"));
+  CHECK(snap.Find("b")->images.contains("ml/pytorch"));
+  CHECK_FALSE(snap.Find("b")->images.contains("pytorch"));
+
+  auto key_for = [&](const std::string& project) {
+    v1::CreateTrainJobRequest job;
+    job.set_project(project);
+    auto* t = job.add_tasks();
+    t->set_resource_spec_id("gpu-1");
+    t->set_image_id("pytorch");
+    t->set_replica_number(1);
+    auto reqs = RequestsForJob("j", job, in, absl::UnixEpoch());
+    REQUIRE(reqs.ok());
+    return (*reqs)[0].ImageKeyOrId();
+  };
+  CHECK(key_for("ml") == "ml/pytorch");
+  CHECK(key_for("cv") == "cv/pytorch");
+  CHECK(key_for("nlp") == "pytorch");  // no image of its own: the federation's
+  CHECK(key_for("") == "pytorch");
+}
+
+TEST_CASE("dataset names are per project: a job reads its project's dataset of the name, else the federation's, "
+          "never another project's (issue 44) [A6][C6]",
+          "[A6][C6]") {
+  auto in = Inputs();  // the federation's imagenet:1 is at a
+  v1::Dataset mine = in.datasets[0];
+  mine.set_project("ml");
+  mine.set_size_mb(5);
+  mine.mutable_location(0)->set_ai_center_id("b");
+  v1::Dataset theirs = mine;
+  theirs.set_project("cv");
+  theirs.set_size_mb(6);
+  in.datasets.push_back(mine);
+  in.datasets.push_back(theirs);
+  Snapshot snap = BuildSnapshot(in);
+  CHECK(snap.Find("a")->datasets.contains("imagenet:1"));
+  CHECK(snap.Find("b")->datasets.contains("ml/imagenet:1"));
+  CHECK(snap.Find("b")->datasets.contains("cv/imagenet:1"));
+  CHECK_FALSE(snap.Find("b")->datasets.contains("imagenet:1"));
+
+  auto need_for = [&](const std::string& project, const std::string& key) {
+    v1::CreateTrainJobRequest job;
+    job.set_project(project);
+    auto* t = job.add_tasks();
+    t->set_resource_spec_id("gpu-1");
+    t->set_replica_number(1);
+    t->add_datasets(key);
+    return RequestsForJob("j", job, in, absl::UnixEpoch());
+  };
+  CHECK(need_for("ml", "imagenet:1")->at(0).datasets[0].key == "ml/imagenet:1");
+  CHECK(need_for("ml", "imagenet:1")->at(0).datasets[0].size_mb == 5);
+  CHECK(need_for("cv", "imagenet:1")->at(0).datasets[0].key == "cv/imagenet:1");
+  CHECK(need_for("nlp", "imagenet:1")->at(0).datasets[0].key == "imagenet:1");
+  CHECK(need_for("", "imagenet:1")->at(0).datasets[0].key == "imagenet:1");
+  // Naming another project's by its snapshot key is naming an unknown dataset.
+  CHECK(absl::IsInvalidArgument(need_for("ml", "cv/imagenet:1").status()));
+  CHECK(absl::IsInvalidArgument(need_for("", "cv/imagenet:1").status()));
 }
 
 TEST_CASE("a job naming what does not exist is refused, naming the field [A7][C5]", "[A7][C5]") {

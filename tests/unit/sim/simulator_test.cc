@@ -178,3 +178,53 @@ TEST_CASE("quantiles and Jain's index [A15]") {
 
 }  // namespace
 }  // namespace jc::sim
+
+namespace jc::sim {
+namespace {
+
+TEST_CASE("placement by expected completion holds a job for a faster busy center when it finishes sooner there [A16]") {
+  auto f = ParseFederation(R"(
+gpu_models:
+  X: {performance: 4, watts: 100}
+  Y: {performance: 1, watts: 100}
+centers:
+  - {id: fast, gpu_model: X, gpus: 4, cpus: 64, memory_gb: 256, price_per_gpu_hour: 1, bandwidth_mbps: 1000, latency_ms: 0}
+  - {id: slow, gpu_model: Y, gpus: 4, cpus: 64, memory_gb: 256, price_per_gpu_hour: 1, bandwidth_mbps: 1000, latency_ms: 0}
+)");
+  REQUIRE(f.ok());
+  // Nothing has ended before either decision, so both jobs are expected to run the default
+  // hour. Job 1 takes the fast center (900 s expected there, 100 s in fact). Job 2, at 10 s:
+  // the fast center reports it would start in 890 s (its running job's expected end), and
+  // finish by 1,790 s, against 3,600 s starting now on the slow one: it waits, and starts
+  // when job 1 ends at 100 s.
+  std::vector<TraceJob> trace = {Job(0, 400, 4), Job(10, 4000, 4)};
+  for (std::string reports : {"start", "counts"}) {
+    INFO("center reports " << reports);
+    static const PolicyCatalog catalog;
+    SimOptions o;
+    o.policy = "scorer:expected_completion";
+    o.center_reports = reports;
+    o.keep_jobs = true;
+    auto r = Simulate(*f, trace, o, catalog);
+    REQUIRE(r.ok());
+    CHECK(r->jobs[0].center == "fast");
+    CHECK(r->jobs[1].center == "fast");
+    CHECK(r->jobs[1].start == Approx(100));
+    CHECK(r->jobs[1].end == Approx(1100));
+  }
+  // First fit starts it on the slow center at once: it ends at 4,010 s.
+  RunResult ff = Run(*f, trace, "first_fit");
+  CHECK(ff.jobs[1].center == "slow");
+  CHECK(ff.jobs[1].end == Approx(4010));
+  // A policy without the strategy never holds a job: the default profile starts it now.
+  RunResult def = Run(*f, trace, "profile:default");
+  CHECK(def.jobs[1].start == Approx(10));
+  // An unknown center-report mode is refused.
+  SimOptions bad;
+  bad.center_reports = "guess";
+  static const PolicyCatalog catalog;
+  CHECK(Simulate(*f, trace, bad, catalog).status().code() == absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace jc::sim

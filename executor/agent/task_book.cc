@@ -1,0 +1,37 @@
+#include "executor/agent/task_book.h"
+
+namespace jc::nexec {
+
+void TaskBook::Add(const std::string& key, const Task& task) {
+  tasks_[key] = task;
+  logs_[{task.job_id, task.task_index}] = task;
+}
+
+void TaskBook::Finish(const std::string& key) {
+  tasks_.erase(key);
+  finished_.insert(key);
+  finished_order_.push_back(key);
+  if (finished_order_.size() > kFinishedKept) {
+    finished_.erase(finished_order_.front());
+    finished_order_.pop_front();
+  }
+}
+
+void TaskBook::Inherit(const std::string& key, const ::nexec::v1::TaskReport& exit) {
+  // Not trimmed here: the next task to finish trims.
+  unacked_exits_.push_back(exit);
+  finished_.insert(key);
+  finished_order_.push_back(key);
+}
+
+const TaskBook::Task* TaskBook::LogOf(int64_t job_id, int32_t task_index) const {
+  auto it = logs_.find({job_id, task_index});
+  return it == logs_.end() ? nullptr : &it->second;
+}
+
+void TaskBook::Acknowledge(size_t exits, size_t notes) {
+  unacked_exits_.erase(unacked_exits_.begin(), unacked_exits_.begin() + static_cast<long>(exits));
+  unacked_notes_.erase(unacked_notes_.begin(), unacked_notes_.begin() + static_cast<long>(notes));
+}
+
+}  // namespace jc::nexec

@@ -1,0 +1,342 @@
+// Jobs' run times (SPEC A16, issue 45) end to end: learned from the runs that ended, kept in
+// the store across a restart, said in the plan and on the job; the submitter's own estimate
+// and time limit; a time limit enforced; the queue ordered shortest expected first.
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "tests/testing/local_adapter.h"
+#include "tests/testing/process.h"
+#include "tests/testing/test_system.h"
+
+using nlohmann::json;
+
+namespace {
+
+constexpr char kCenterConfig[] =
+    "security_grade: 3\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n";
+
+// A control plane with one center of `cpus` CPUs offering cpu-1.
+struct Federation : jc::testing::TestSystem {
+  jc::testing::LocalAdapter solo;
+
+  Federation(int cpus, const std::function<void(jc::server::AppOptions&)>& more = {})
+      : TestSystem([&](jc::server::AppOptions& o) {
+          jc::testing::FastIntervals(o);
+          if (more) more(o);
+        }),
+        solo("solo", cpus, kCenterConfig) {
+    Register(*this, solo.address(), cpus);
+  }
+
+  static void Must(const jc::testing::RestReply& r) {
+    INFO(r.body.dump());
+    REQUIRE(r.http_status == 200);
+  }
+  // The center and its spec, and a wait until the scheduler can place on it.
+  static void Register(jc::testing::TestSystem& s, const std::string& address, int cpus) {
+    Must(s.rest->Post("/openapi/v1/centers", {{"ai_center_id", "solo"}, {"name", "solo"}, {"region", "cn"},
+                                              {"network_topology", "cn/solo"}, {"adapter_address", address},
+                                              {"capacity", {{"cpu", cpus}, {"memory", 8192}}}}));
+    Must(s.rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "cpu-1"},
+                                                    {"resource_spec_name", "1 CPU"},
+                                                    {"resource_quantity", {{"cpu", "1"}, {"memory", "256Mi"}}},
+                                                    {"service_type", "batch"},
+                                                    {"price", 1},
+                                                    {"computing_center_list", "solo"}}));
+    REQUIRE(jc::testing::WaitUntil([&] {
+      return s.rest->Post("/openapi/v1/scheduler/plan", Job("ready", "true")).body.dump().find("\"placed\":true") !=
+             std::string::npos;
+    }));
+  }
+  static json Job(const std::string& name, const std::string& command, const json& extra = json::object()) {
+    json job = {{"name", name},
+                {"tasks", {{{"name", "t"}, {"command", command}, {"resourceSpecId", "cpu-1"}, {"replicaNumber", 1}}}}};
+    job.update(extra);
+    return job;
+  }
+};
+
+std::string Submit(jc::testing::RestClient& c, const json& job) {
+  auto r = c.Post("/openapi/v1/trainjob", job);
+  INFO(r.body.dump());
+  REQUIRE(r.http_status == 200);
+  return r.body["data"]["jobId"];
+}
+
+json WaitForStatus(jc::testing::RestClient& c, const std::string& id, const std::string& status) {
+  json job;
+  bool reached = jc::testing::WaitUntil([&] {
+    job = c.Get("/openapi/v1/trainjob/" + id).body["data"];
+    return job.value("status", "") == status;
+  });
+  INFO(job.dump());
+  REQUIRE(reached);
+  return job;
+}
+
+// What the plan says of the job's run time ("" when nothing).
+std::string PlannedDuration(jc::testing::RestClient& c, const json& job) {
+  auto r = c.Post("/openapi/v1/scheduler/plan", job);
+  INFO(r.body.dump());
+  REQUIRE(r.http_status == 200);
+  std::string said;
+  for (const auto& line : r.body["data"].value("expectedDurations", json::array())) said += line.get<std::string>();
+  return said;
+}
+
+// Both stores: SQLite in a file, PostgreSQL in a schema of its own.
+void ShareStore(jc::server::AppOptions& o, const std::string& name) {
+  o.store = nullptr;
+  if (jc::testing::TestStoreBackend() == "sqlite") {
+    o.store_uri = "sqlite://" + (std::filesystem::temp_directory_path() / (name + ".db")).string();
+  } else {
+    o.store_uri = std::getenv("JC_TEST_PG_URI");
+    o.store_schema = name;
+  }
+}
+
+TEST_CASE("run times are learned from the runs that ended: the plan and the next job say 'median of 2 runs of this "
+          "command of this name by this user', and a restarted control plane still knows [A16]",
+          "[A16]") {
+  const std::string name = "jc_durations_" + std::to_string(getpid());
+  const std::string db = (std::filesystem::temp_directory_path() / (name + ".db")).string();
+  std::filesystem::remove(db);
+  auto options = [&](jc::server::AppOptions& o) {
+    ShareStore(o, name);
+    o.jobs.instance_id = "one";  // the same instance again after the restart: its lease at once
+  };
+  jc::testing::LocalAdapter solo("solo", 2, kCenterConfig);
+  const json train = Federation::Job("train", "sleep 1");
+  {
+    auto first = std::make_unique<jc::testing::TestSystem>(options);
+    Federation::Register(*first, solo.address(), 2);
+    auto alice = first->UserClient("alice", "vision", "MEMBER");
+    // Nothing is known of a job never run: the plan says nothing, and assumes an hour.
+    CHECK(PlannedDuration(*alice, train).empty());
+    for (int i = 0; i < 2; ++i) WaitForStatus(*alice, Submit(*alice, train), "completed");
+    std::string said;
+    REQUIRE(jc::testing::WaitUntil([&] {
+      said = PlannedDuration(*alice, train);
+      return said.find("median of 2 runs of this command of this name by this user") != std::string::npos;
+    }));
+    CHECK(said.find("task t: ") == 0);
+    // The next job of the name carries what was expected of it.
+    json third = WaitForStatus(*alice, Submit(*alice, train), "completed");
+    INFO(third.dump());
+    CHECK(third["expectedDuration"]["runs"] == "2");
+    CHECK(third["expectedDuration"]["basis"].get<std::string>().find("median of 2 runs") != std::string::npos);
+    // Another command of the name: the name's history still answers, said so.
+    CHECK(PlannedDuration(*alice, Federation::Job("train", "sleep 2")).find("runs of this name by this user") !=
+          std::string::npos);
+    // Another project's job of the name learns nothing from vision's; its own estimate is used.
+    auto bob = first->UserClient("bob", "nlp", "MEMBER");
+    CHECK(PlannedDuration(*bob, train).empty());
+    CHECK(PlannedDuration(*bob, Federation::Job("train", "sleep 1", {{"estimatedDuration", "600s"}})) ==
+          "task t: the job's own estimate: 10 min");
+    first->app->Shutdown();
+  }
+  // Restarted on the same store: what was learned was committed with the jobs.
+  jc::testing::TestSystem second(options);
+  auto alice = second.UserClient("alice", "vision", "MEMBER");
+  std::string said;
+  CHECK(jc::testing::WaitUntil([&] {
+    said = PlannedDuration(*alice, train);
+    return said.find("median of 3 runs of this command of this name by this user") != std::string::npos;
+  }));
+  INFO(said);
+  second.app->Shutdown();
+  std::filesystem::remove(db);
+}
+
+// Attacker's review, session 29 (F5): every replica's end was a run of its task's classes, so
+// one job of 1,000 replicas stuffed 1,000 observations into its keys at once and swamped
+// their medians. A task's first replica stands for it: one run per task per attempt.
+TEST_CASE("a task of many replicas is one run of its class per attempt, not one per replica [A16][C6]",
+          "[A16][C6]") {
+  Federation f(4);
+  auto alice = f.UserClient("alice", "vision", "MEMBER");
+  json wide = Federation::Job("wide", "sleep 1");
+  wide["tasks"][0]["replicaNumber"] = 4;
+  WaitForStatus(*alice, Submit(*alice, wide), "completed");
+  WaitForStatus(*alice, Submit(*alice, wide), "completed");
+  std::string said;
+  const bool learned = jc::testing::WaitUntil([&] {
+    said = PlannedDuration(*alice, wide);
+    return said.find("median of ") != std::string::npos;
+  });
+  INFO(said);
+  REQUIRE(learned);
+  CHECK(said.find("median of 2 runs of this command of this name by this user") != std::string::npos);
+}
+
+// Attacker's review, session 29 (F8): the estimator is loaded when an instance leads; a
+// standby's plans answered from one never loaded (nothing known, presented as such) and an
+// instance that stepped down kept its old history. A plan there now says it has none.
+TEST_CASE("a standby's plan says it holds no run history and uses the job's own figures, while the leader's says "
+          "what it learned [A16][A7]",
+          "[A16][A7]") {
+  const std::string name = "jc_durations_standby_" + std::to_string(getpid());
+  std::filesystem::remove(std::filesystem::temp_directory_path() / (name + ".db"));
+  auto options = [&](const std::string& instance) {
+    return [&, instance](jc::server::AppOptions& o) {
+      jc::testing::FastIntervals(o);
+      ShareStore(o, name);
+      o.jobs.instance_id = instance;
+      o.jobs.lease_ttl = absl::Seconds(30);
+    };
+  };
+  jc::testing::LocalAdapter solo("solo", 2, kCenterConfig);
+  auto leader = std::make_unique<jc::testing::TestSystem>(options("one"));
+  Federation::Register(*leader, solo.address(), 2);
+  jc::testing::TestSystem standby(options("two"));
+  auto alice = leader->UserClient("alice", "vision", "MEMBER");
+  const json train = Federation::Job("train", "sleep 1");
+  for (int i = 0; i < 2; ++i) WaitForStatus(*alice, Submit(*alice, train), "completed");
+  // Planned by an admin in alice's project: the project's history of the name answers.
+  json planned = train;
+  planned["project"] = "vision";
+  planned["estimatedDuration"] = "600s";
+  std::string said;
+  REQUIRE(jc::testing::WaitUntil([&] {
+    said = PlannedDuration(*leader->rest, planned);
+    return said.find("median of 2 runs of this name in this project") != std::string::npos;
+  }));
+  CHECK(said.find("no run history here") == std::string::npos);
+  REQUIRE(jc::testing::WaitUntil([&] {
+    return standby.rest->Post("/openapi/v1/scheduler/plan", planned).body.dump().find("\"placed\":true") !=
+           std::string::npos;
+  }));
+  said = PlannedDuration(*standby.rest, planned);
+  INFO(said);
+  CHECK(said.find("no run history here: this instance's job manager is not leading") != std::string::npos);
+  CHECK(said.find("median of") == std::string::npos);
+  CHECK(said.find("task t: the job's own estimate: 10 min") != std::string::npos);
+  leader->app->Shutdown();
+  standby.app->Shutdown();
+  std::filesystem::remove(std::filesystem::temp_directory_path() / (name + ".db"));
+}
+
+// Attacker's review, session 29 (F5): a project past its share of the estimator's keys
+// loses its own oldest, and their rows leave the store with them: a restarted control
+// plane reads back the most recent rows up to the bound, which a flood's rows left behind
+// would otherwise fill, evicting everyone else's history at the restart.
+TEST_CASE("a project's churn evicts its own rows from the store too: after a restart another project's history is "
+          "still there [A16][C6]",
+          "[A16][C6]") {
+  const std::string name = "jc_durations_share_" + std::to_string(getpid());
+  std::filesystem::remove(std::filesystem::temp_directory_path() / (name + ".db"));
+  auto options = [&](jc::server::AppOptions& o) {
+    jc::testing::FastIntervals(o);
+    ShareStore(o, name);
+    o.jobs.instance_id = "one";
+    o.estimator.max_keys = 12;
+    o.estimator.max_keys_per_project = 4;  // one job's four keys
+  };
+  jc::testing::LocalAdapter solo("solo", 2, kCenterConfig);
+  const json train = Federation::Job("train", "sleep 1");
+  {
+    jc::testing::TestSystem first(options);
+    Federation::Register(first, solo.address(), 2);
+    auto alice = first.UserClient("alice", "vision", "MEMBER");
+    for (int i = 0; i < 2; ++i) WaitForStatus(*alice, Submit(*alice, train), "completed");
+    // Another project churns through names: each job's keys evict its previous ones. Each
+    // runs a second, so that most of its rows are stored a second later than alice's (rows
+    // are read back newest first, by the second): kept, they would fill the bound.
+    auto mallory = first.UserClient("mallory", "flood", "MEMBER");
+    for (int i = 0; i < 6; ++i) {
+      WaitForStatus(*mallory, Submit(*mallory, Federation::Job("churn-" + std::to_string(i), "sleep 1")),
+                    "completed");
+    }
+    REQUIRE(jc::testing::WaitUntil([&] {
+      return PlannedDuration(*alice, train).find("median of 2 runs of this command") != std::string::npos;
+    }));
+    first.app->Shutdown();
+  }
+  jc::testing::TestSystem second(options);
+  auto alice = second.UserClient("alice", "vision", "MEMBER");
+  std::string said;
+  CHECK(jc::testing::WaitUntil([&] {
+    said = PlannedDuration(*alice, train);
+    return said.find("median of 2 runs of this command of this name by this user") != std::string::npos;
+  }));
+  INFO(said);
+  second.app->Shutdown();
+  std::filesystem::remove(std::filesystem::temp_directory_path() / (name + ".db"));
+}
+
+TEST_CASE("a job's time limit stops a replica that runs past it, saying so, and bad durations are refused and "
+          "change nothing [A16]",
+          "[A16]") {
+  Federation f(2);
+  auto alice = f.UserClient("alice", "vision", "MEMBER");
+  for (const auto& [field, value, says] :
+       {std::tuple<const char*, const char*, const char*>{"timeLimit", "-5s", "timeLimit: must be a positive"},
+        {"estimatedDuration", "0s", "estimatedDuration: must be a positive"},
+        {"timeLimit", "40000000s", "timeLimit: at most 366 days"},
+        {"estimatedDuration", "ten minutes", "estimatedDuration"}}) {
+    auto r = alice->Post("/openapi/v1/trainjob", Federation::Job("bad", "true", {{field, value}}));
+    INFO(r.body.dump());
+    CHECK(r.http_status == 400);
+    CHECK(r.body.dump().find(says) != std::string::npos);
+  }
+  CHECK(f.rest->Get("/openapi/v1/trainjob").body["data"]["jobs"].empty());
+
+  const std::string limited = Submit(*alice, Federation::Job("limited", "sleep 60", {{"timeLimit", "1s"}}));
+  const std::string within = Submit(*alice, Federation::Job("within", "sleep 0.2", {{"timeLimit", "60s"}}));
+  json stopped = WaitForStatus(*alice, limited, "failed");
+  CHECK(stopped.value("statusReason", "").find("ran past the job's time limit of 1 s") != std::string::npos);
+  CHECK(stopped["timeLimit"] == "1s");
+  json done = WaitForStatus(*alice, within, "completed");
+  CHECK(done["timeLimit"] == "60s");
+}
+
+TEST_CASE("shortest expected first: a short job submitted behind a long one runs first when the center frees, and "
+          "first come first served runs them in order [A16][A11]",
+          "[A16][A11]") {
+  for (const std::string order : {"sef", "fcfs"}) {
+    DYNAMIC_SECTION(order) {
+      Federation f(1, [&](jc::server::AppOptions& o) { o.jobs.queue = *jc::scheduler::ParseQueueSettings(order); });
+      auto alice = f.UserClient("alice", "vision", "MEMBER");
+      // The center's one CPU is taken; a long job, then a short one, wait behind it.
+      const std::string blocker = Submit(*alice, Federation::Job("blocker", "sleep 60"));
+      WaitForStatus(*alice, blocker, "running");
+      // Without history, sef ranks by the time limit (enforced), never by the unenforced
+      // estimatedDuration: "long" saying it is short does not go first.
+      const std::string long_job = Submit(
+          *alice, Federation::Job("long", "sleep 30", {{"timeLimit", "3600s"}, {"estimatedDuration", "1s"}}));
+      const std::string short_job = Submit(*alice, Federation::Job("short", "true", {{"timeLimit", "10s"}}));
+      REQUIRE(alice->Get("/openapi/v1/trainjob/" + short_job).body["data"]["status"] == "pending");
+      // Each waiting job says where it stands in the queue, and why.
+      std::string short_at, long_at;
+      bool placed_in_queue = jc::testing::WaitUntil([&] {
+        short_at = alice->Get("/openapi/v1/trainjob/" + short_job).body["data"].value("queuePosition", "");
+        long_at = alice->Get("/openapi/v1/trainjob/" + long_job).body["data"].value("queuePosition", "");
+        return !short_at.empty() && !long_at.empty();
+      });
+      INFO(short_at << " | " << long_at);
+      REQUIRE(placed_in_queue);
+      if (order == "sef") {
+        CHECK(short_at.rfind("1st of 2 waiting (sef): shortest expected first: expected 10s, waited ", 0) == 0);
+        CHECK(long_at.rfind("2nd of 2 waiting (sef): shortest expected first: expected 1h, waited ", 0) == 0);
+      } else {
+        CHECK(long_at == "1st of 2 waiting (fcfs)");
+        CHECK(short_at == "2nd of 2 waiting (fcfs)");
+      }
+      f.rest->Post("/openapi/v1/trainjob/" + blocker + "/stop", json::object());
+      if (order == "sef") {
+        // Limited to 10 s against an hour: the short one takes the freed CPU, the long waits.
+        WaitForStatus(*alice, short_job, "completed");
+        CHECK(alice->Get("/openapi/v1/trainjob/" + long_job).body["data"]["status"] == "pending");
+      } else {
+        WaitForStatus(*alice, long_job, "running");
+        CHECK(alice->Get("/openapi/v1/trainjob/" + short_job).body["data"]["status"] == "pending");
+      }
+      for (const auto& id : {long_job, short_job}) f.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object());
+    }
+  }
+}
+
+}  // namespace

@@ -1,0 +1,223 @@
+// Moves in the job state machine (SPEC A16, issue 45 Deliver 4): a replica waiting at a
+// center is asked back, and only a center's "withdrawn" for an attempt that was asked
+// places it again — as a new attempt (a new replica key), never a retry, a gang whole.
+
+#include <catch2/catch.hpp>
+
+#include "common/timestamp.h"
+#include "services/jobs/attempt_history.h"
+#include "services/jobs/job_state.h"
+
+namespace {
+
+namespace v1 = ::jointcloud::v1;
+namespace apb = ::jointcloud::adapter::v1;
+using jc::jobs::JobEffects;
+
+const absl::Time kT0 = absl::FromUnixSeconds(1'800'000'000);
+
+// A job of `replicas` replicas of one task, each acknowledged as pending at `center`.
+v1::JobRecord PendingJob(int replicas, const std::string& center, bool gang = false, int max_retries = 0) {
+  v1::JobRecord job;
+  job.set_job_id("job-1");
+  job.set_status("pending");
+  auto* task = job.mutable_request()->add_tasks();
+  task->set_name("train");
+  task->set_replica_number(replicas);
+  job.mutable_request()->mutable_scheduling()->set_gang(gang);
+  job.mutable_request()->mutable_retry_policy()->set_max_retries(max_retries);
+  for (int i = 0; i < replicas; ++i) {
+    auto* rep = job.add_replicas();
+    rep->set_replica_index(i);
+    rep->set_center_id(center);
+    rep->set_state(v1::ReplicaRecord::DISPATCHING);
+    jc::jobs::NotePlaced(job, i, kT0);
+    apb::Replica answer;
+    answer.mutable_key()->set_replica_index(i);
+    answer.set_state(apb::REPLICA_PENDING);
+    JobEffects fx;
+    jc::jobs::ApplySubmitAccepted(job, i, answer, kT0, &fx);
+  }
+  return job;
+}
+
+apb::Replica Report(int replica, int attempt, apb::ReplicaState state, bool withdrawn) {
+  apb::Replica r;
+  r.mutable_key()->set_replica_index(replica);
+  r.mutable_key()->set_attempt(attempt);
+  r.set_state(state);
+  r.set_withdrawn(withdrawn);
+  return r;
+}
+
+// As the job manager applies a center's report: the attempt's history, then the replica.
+JobEffects Apply(v1::JobRecord& job, int index, const std::string& center, const apb::Replica& report,
+                 absl::Time now) {
+  JobEffects fx;
+  jc::jobs::ApplyAttemptReport(job, index, center, report, now, &fx);
+  if (job.replicas(index).center_id() == center) jc::jobs::ApplyReport(job, index, report, now, &fx);
+  return fx;
+}
+
+TEST_CASE("a replica withdrawn as asked waits to be placed again as a new attempt: no usage, no retry used, its "
+          "old center avoided, and a \"withdrawn\" that says it started is a stop of a replica that ran [A16]",
+          "[A16]") {
+  v1::JobRecord job = PendingJob(1, "slow");
+  REQUIRE(job.replicas(0).state() == v1::ReplicaRecord::PENDING);
+  JobEffects asked;
+  REQUIRE(jc::jobs::AskWithdraw(job, 0, "waited 5m at slow", kT0 + absl::Minutes(5), &asked));
+  CHECK(asked.changed);
+  CHECK(job.replicas(0).attempts(0).has_withdraw_asked_at());
+  CHECK(job.replicas(0).state() == v1::ReplicaRecord::PENDING);  // nothing moves before the center's word
+  // Asked once: a second ask changes nothing.
+  JobEffects again;
+  CHECK_FALSE(jc::jobs::AskWithdraw(job, 0, "again", kT0 + absl::Minutes(6), &again));
+
+  // The center took it back (as the SDK reports it: no start, no usage).
+  apb::Replica withdrawn = Report(0, 0, apb::REPLICA_STOPPED, true);
+  JobEffects fx = Apply(job, 0, "slow", withdrawn, kT0 + absl::Minutes(6));
+  const auto& rep = job.replicas(0);
+  CHECK(rep.state() == v1::ReplicaRecord::WAITING);
+  CHECK(rep.attempt() == 1);  // a new attempt: a new replica key
+  CHECK(rep.moves() == 1);
+  CHECK(rep.center_id().empty());
+  REQUIRE(rep.moved_from_size() == 1);
+  CHECK(rep.moved_from(0) == "slow");
+  CHECK(rep.failed_centers_size() == 0);
+  CHECK(rep.message() == "moved from slow: waited 5m at slow");
+  CHECK(fx.wait);
+  CHECK(fx.metered.empty());
+  REQUIRE(rep.attempts_size() == 1);
+  CHECK(rep.attempts(0).outcome() == "withdrawn");
+  CHECK(rep.attempts(0).closed());
+  CHECK_FALSE(rep.attempts(0).metered());
+  CHECK_FALSE(rep.attempts(0).has_started_at());
+  CHECK(job.status() == "pending");
+  // A "withdrawn" that says it started contradicts itself: taken at its word that it ran.
+  {
+    v1::JobRecord other = PendingJob(1, "slow");
+    JobEffects ask;
+    REQUIRE(jc::jobs::AskWithdraw(other, 0, "moving", kT0, &ask));
+    apb::Replica ran = Report(0, 0, apb::REPLICA_STOPPED, true);
+    *ran.mutable_started_at() = jc::ToTimestamp(kT0 + absl::Seconds(30));
+    ran.mutable_usage()->set_wall_seconds(100);
+    JobEffects stopped = Apply(other, 0, "slow", ran, kT0 + absl::Minutes(2));
+    CHECK(other.replicas(0).moves() == 0);
+    CHECK(other.replicas(0).attempts(0).outcome() == "stopped");
+    CHECK(stopped.metered.size() == 1);
+  }
+  // A repeated report of the old attempt changes nothing.
+  JobEffects repeat = Apply(job, 0, "slow", withdrawn, kT0 + absl::Minutes(7));
+  CHECK(job.replicas(0).attempt() == 1);
+  CHECK(job.replicas(0).moves() == 1);
+}
+
+TEST_CASE("a move uses no retry: a job without retries moved once still has its one failure to fail on [A16][A7]",
+          "[A16][A7]") {
+  v1::JobRecord job = PendingJob(1, "slow", false, /*max_retries=*/1);
+  JobEffects asked;
+  REQUIRE(jc::jobs::AskWithdraw(job, 0, "moving", kT0, &asked));
+  Apply(job, 0, "slow", Report(0, 0, apb::REPLICA_STOPPED, true), kT0);
+  REQUIRE(job.replicas(0).attempt() == 1);
+  // Placed at fast; it fails once: its one retry is still there.
+  auto* rep = job.mutable_replicas(0);
+  rep->set_center_id("fast");
+  rep->set_state(v1::ReplicaRecord::DISPATCHING);
+  jc::jobs::NotePlaced(job, 0, kT0);
+  Apply(job, 0, "fast", Report(0, 1, apb::REPLICA_FAILED, false), kT0 + absl::Seconds(1));
+  CHECK(job.replicas(0).state() == v1::ReplicaRecord::WAITING);
+  CHECK(job.replicas(0).attempt() == 2);
+  CHECK(job.replicas(0).message().rfind("retrying (attempt 2 of 2)", 0) == 0);
+}
+
+TEST_CASE("a center's \"withdrawn\" for an attempt never asked is a plain stop, and a withdrawal answered \"started\" "
+          "leaves the replica running where it is [A16][C6]",
+          "[A16][C6]") {
+  SECTION("unasked") {
+    v1::JobRecord job = PendingJob(1, "rogue");
+    Apply(job, 0, "rogue", Report(0, 0, apb::REPLICA_STOPPED, true), kT0);
+    CHECK(job.replicas(0).moves() == 0);
+    CHECK(job.replicas(0).state() == v1::ReplicaRecord::FAILED);  // no retries: the stop fails it
+    CHECK(job.replicas(0).attempts(0).outcome() == "stopped");
+    CHECK(job.status() == "failed");
+  }
+  SECTION("started before the withdrawal reached the center") {
+    v1::JobRecord job = PendingJob(1, "slow");
+    JobEffects asked;
+    REQUIRE(jc::jobs::AskWithdraw(job, 0, "moving", kT0, &asked));
+    apb::Replica running = Report(0, 0, apb::REPLICA_RUNNING, false);
+    *running.mutable_started_at() = jc::ToTimestamp(kT0 + absl::Seconds(1));
+    JobEffects fx = Apply(job, 0, "slow", running, kT0 + absl::Seconds(2));
+    CHECK(job.replicas(0).state() == v1::ReplicaRecord::RUNNING);
+    CHECK(job.replicas(0).attempt() == 0);
+    CHECK(job.replicas(0).center_id() == "slow");
+    CHECK_FALSE(fx.wait);
+    CHECK(fx.stop.empty());
+    // Running, it is never asked again.
+    JobEffects later;
+    CHECK_FALSE(jc::jobs::AskWithdraw(job, 0, "again", kT0 + absl::Minutes(1), &later));
+  }
+}
+
+TEST_CASE("a start seen is never erased by a later \"withdrawn\": the replica ran, and is billed and not placed "
+          "again [A16][C6]",
+          "[A16][C6]") {
+  v1::JobRecord job = PendingJob(1, "rogue");
+  JobEffects asked;
+  REQUIRE(jc::jobs::AskWithdraw(job, 0, "moving", kT0, &asked));
+  apb::Replica running = Report(0, 0, apb::REPLICA_RUNNING, false);
+  *running.mutable_started_at() = jc::ToTimestamp(kT0 + absl::Seconds(1));
+  Apply(job, 0, "rogue", running, kT0 + absl::Seconds(2));
+  REQUIRE(job.replicas(0).state() == v1::ReplicaRecord::RUNNING);
+  // An hour later the center says it was withdrawn, with an hour of usage.
+  apb::Replica lie = Report(0, 0, apb::REPLICA_STOPPED, true);
+  lie.mutable_usage()->set_wall_seconds(3600);
+  JobEffects fx = Apply(job, 0, "rogue", lie, kT0 + absl::Hours(1));
+  CHECK(job.replicas(0).moves() == 0);
+  CHECK(job.replicas(0).attempt() == 0);
+  CHECK(job.replicas(0).state() == v1::ReplicaRecord::FAILED);  // a stop, as the retry policy says
+  CHECK(job.replicas(0).attempts(0).outcome() == "stopped");
+  CHECK(job.replicas(0).attempts(0).has_started_at());
+  CHECK(fx.metered.size() == 1);  // the hour it ran is billed
+}
+
+TEST_CASE("a withdrawal whose answer was lost still moves the replica: asked back and ended without a start is "
+          "withdrawn, not a failure [A16][C7]",
+          "[A16][C7]") {
+  v1::JobRecord job = PendingJob(1, "slow", false, /*max_retries=*/0);
+  JobEffects asked;
+  REQUIRE(jc::jobs::AskWithdraw(job, 0, "moving", kT0, &asked));
+  // The center's poller reports nexec's kill before the answer to the ask ever arrives.
+  apb::Replica killed = Report(0, 0, apb::REPLICA_FAILED, false);
+  killed.set_exit_code(130);
+  killed.set_message("killed while pending");
+  Apply(job, 0, "slow", killed, kT0 + absl::Seconds(1));
+  CHECK(job.replicas(0).state() == v1::ReplicaRecord::WAITING);
+  CHECK(job.replicas(0).moves() == 1);
+  CHECK(job.replicas(0).attempt() == 1);
+  CHECK(job.replicas(0).attempts(0).outcome() == "withdrawn");
+  CHECK(job.status() == "pending");
+}
+
+TEST_CASE("a gang moves whole: one replica withdrawn places every replica of it again [A16][A8]", "[A16][A8]") {
+  v1::JobRecord job = PendingJob(3, "slow", /*gang=*/true);
+  for (int i = 0; i < 3; ++i) {
+    JobEffects asked;
+    REQUIRE(jc::jobs::AskWithdraw(job, i, "moving the gang", kT0, &asked));
+  }
+  JobEffects fx = Apply(job, 1, "slow", Report(1, 0, apb::REPLICA_STOPPED, true), kT0 + absl::Seconds(1));
+  for (int i = 0; i < 3; ++i) {
+    INFO("replica " << i);
+    CHECK(job.replicas(i).state() == v1::ReplicaRecord::WAITING);
+    CHECK(job.replicas(i).attempt() == 1);
+    CHECK(job.replicas(i).moves() == 1);
+  }
+  // The others' attempts are stopped where they were (the center withdrew them with it).
+  CHECK(fx.stop.size() == 2);
+  // Their own "withdrawn" reports come later and change nothing more.
+  Apply(job, 0, "slow", Report(0, 0, apb::REPLICA_STOPPED, true), kT0 + absl::Seconds(2));
+  CHECK(job.replicas(0).attempt() == 1);
+  CHECK(job.replicas(0).state() == v1::ReplicaRecord::WAITING);
+}
+
+}  // namespace

@@ -1,0 +1,84 @@
+// A create's run-time fields (SPEC A16) are checked where the request enters, whatever the
+// transport: gRPC takes the binary message as sent, so a Duration protobuf's JSON cannot hold
+// (nanos past a second) would otherwise reach the job's record and fail its write, stepping
+// the job manager down on every such create (found by an attacker's review, session 28).
+#include <catch2/catch.hpp>
+
+#include "common/store/doc.h"
+#include "services/jobs/validate_create.h"
+
+namespace {
+
+jointcloud::v1::CreateTrainJobRequest Job() {
+  jointcloud::v1::CreateTrainJobRequest job;
+  job.set_name("train");
+  auto* task = job.add_tasks();
+  task->set_name("t");
+  task->set_command("true");
+  task->set_resource_spec_id("cpu-1");
+  task->set_replica_number(1);
+  return job;
+}
+
+TEST_CASE("a create's estimatedDuration and timeLimit must be durations a record can hold: positive, nanos within a "
+          "second, at most 366 days [A16][C5]",
+          "[A16][C5]") {
+  REQUIRE(jc::jobs::ValidateCreate(Job()).ok());
+  struct Case {
+    int64_t seconds;
+    int32_t nanos;
+    const char* says;  // empty: accepted
+  };
+  for (const Case& c : {Case{600, 0, ""}, Case{0, 500000000, ""}, Case{366 * 86400, 999999999, ""},
+                        Case{600, 2000000000, "must be a positive duration"}, Case{600, -1, "must be a positive"},
+                        Case{0, 0, "must be a positive"}, Case{-5, 0, "must be a positive"},
+                        Case{366 * 86400 + 1, 0, "at most 366 days"}}) {
+    for (const char* field : {"timeLimit", "estimatedDuration"}) {
+      auto job = Job();
+      auto* d = std::string(field) == "timeLimit" ? job.mutable_time_limit() : job.mutable_estimated_duration();
+      d->set_seconds(c.seconds);
+      d->set_nanos(c.nanos);
+      absl::Status s = jc::jobs::ValidateCreate(job);
+      INFO(field << " " << c.seconds << "s " << c.nanos << "ns: " << s.ToString());
+      if (*c.says == 0) {
+        CHECK(s.ok());
+        // What is accepted is written: the record's JSON holds it.
+        CHECK(jc::store::EncodeDoc(job).ok());
+      } else {
+        CHECK(absl::IsInvalidArgument(s));
+        CHECK(std::string(s.message()).find(field) == 0);
+        CHECK(std::string(s.message()).find(c.says) != std::string::npos);
+      }
+    }
+  }
+}
+
+// Names reach logs, events and the plan's explanation of a learned duration: a newline there
+// forges a log line, an escape sequence rewrites an operator's terminal (attacker's review,
+// session 29, F8).
+TEST_CASE("a create's job and task names hold no control characters: a newline, an escape, DEL or a C1 control is "
+          "refused naming the field and where [A16][C5]",
+          "[A16][C5]") {
+  for (const std::string bad : {std::string("a\nb"), std::string("\x1b[2J"), std::string("x\x7f"),
+                                std::string("tab\there"), std::string("c1\xc2\x9b"), std::string("nul\0", 4)}) {
+    auto job = Job();
+    job.set_name(bad);
+    absl::Status s = jc::jobs::ValidateCreate(job);
+    INFO(s.ToString());
+    CHECK(absl::IsInvalidArgument(s));
+    CHECK(std::string(s.message()).find("name: no control characters") == 0);
+    job = Job();
+    job.mutable_tasks(0)->set_name(bad);
+    s = jc::jobs::ValidateCreate(job);
+    INFO(s.ToString());
+    CHECK(absl::IsInvalidArgument(s));
+    CHECK(std::string(s.message()).find("tasks[0].name: no control characters") == 0);
+  }
+  // Printable names of any script are names.
+  auto job = Job();
+  job.set_name("训练-résumé v2");
+  job.mutable_tasks(0)->set_name("worker_0");
+  CHECK(jc::jobs::ValidateCreate(job).ok());
+}
+
+}  // namespace
