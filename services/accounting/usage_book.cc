@@ -244,6 +244,19 @@ absl::StatusOr<v1::ListUsageRecordsResponse> UsageBook::List(const v1::ListUsage
   return out;
 }
 
+absl::StatusOr<std::map<std::string, double>> UsageBook::SpentByProject(absl::CivilDay from, absl::CivilDay to) {
+  JC_ASSIGN_OR_RETURN(store::Rows rows,
+                      store_->Query("SELECT project, SUM(cost) FROM usage_daily WHERE day >= $1 AND day < $2 "
+                                    "GROUP BY project",
+                                    {absl::FormatCivilTime(from), absl::FormatCivilTime(to)}));
+  std::map<std::string, double> spent;
+  for (const auto& row : rows) {
+    double cost = 0;
+    if (row[0] && row[1] && absl::SimpleAtod(*row[1], &cost)) spent[*row[0]] = cost;
+  }
+  return spent;
+}
+
 absl::StatusOr<v1::GetUsageReportResponse> UsageBook::Report(const v1::GetUsageReportRequest& req,
                                                              const std::optional<std::vector<std::string>>& visible) {
   JC_RETURN_IF_ERROR(ValidateReportRequest(req));

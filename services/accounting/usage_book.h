@@ -7,11 +7,13 @@
 // period, so a month of millions of records is summed from a few thousand rows. Records
 // are never updated or deleted.
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/civil_time.h"
 #include "common/store/store.h"
 #include "jointcloud/v1/accounting.pb.h"
 
@@ -46,6 +48,9 @@ class UsageBook {
                                                     const std::optional<std::vector<std::string>>& visible);
   absl::StatusOr<v1::GetUsageReportResponse> Report(const v1::GetUsageReportRequest& request,
                                                     const std::optional<std::vector<std::string>>& visible);
+  // Per project, the cost of the records of attempts that ended on the days [from, to): what
+  // budgets are spent by (the daily rollup: a few rows per project and day).
+  absl::StatusOr<std::map<std::string, double>> SpentByProject(absl::CivilDay from, absl::CivilDay to);
 
  private:
   store::Store* store_;

@@ -22,6 +22,8 @@
 #include "services/jobs/attempt_history.h"
 #include "services/jobs/usage_bounds.h"
 #include "services/jobs/job_state.h"
+#include "services/jobs/job_view.h"
+#include "services/jobs/usage_record.h"
 #include "services/jobs/status_policy.h"
 
 namespace jc::jobs {
@@ -103,41 +105,37 @@ absl::Status JobManager::Start() {
     spdlog::warn("job manager: {}", why);
     SetNotLeading(why);
   }
-  // Project quotas, read beside the decisions: a failed read keeps the ones read before.
+  // Project quotas and budgets, read beside the decisions through the services that own
+  // them: a failed read keeps the ones read before.
   auto read_quotas = [this] {
-    auto rows = store_->Query("SELECT doc FROM projects");
-    if (!rows.ok()) {
-      spdlog::warn("job manager: project quotas not read (the ones read before stay): {}", rows.status().ToString());
+    if (admission_reads_ == nullptr) return;
+    auto projects = admission_reads_->Projects();
+    if (!projects.ok()) {
+      spdlog::warn("job manager: project quotas not read (the ones read before stay): {}",
+                   projects.status().ToString());
       return;
     }
     std::map<std::string, v1::ProjectQuota> quotas;
     std::map<std::string, v1::ProjectBudget> budgets;
-    for (const auto& row : *rows) {
-      auto project = store::DecodeDoc<v1::Project>(row[0]);
-      if (!project.ok()) continue;
-      const v1::ProjectQuota& q = project->quota();
+    for (const v1::Project& project : *projects) {
+      const v1::ProjectQuota& q = project.quota();
       if (q.max_running_gpus() > 0 || q.max_running_cpus() > 0 || q.max_queued_jobs() > 0) {
-        quotas[project->name()] = q;
+        quotas[project.name()] = q;
       }
-      if (project->budget().monthly() > 0) budgets[project->name()] = project->budget();
+      if (project.budget().monthly() > 0) budgets[project.name()] = project.budget();
     }
     loop_.Post([this, quotas = std::move(quotas)]() mutable { SetQuotas(std::move(quotas)); });
-    // Budgets: what each budgeted project's attempts that ended this month cost (the
-    // daily rollup: a few rows per project and day).
+    // Budgets: what each budgeted project's attempts that ended this month cost.
     absl::CivilMonth month = absl::ToCivilMonth(clock_->Now(), absl::UTCTimeZone());
     std::map<std::string, double> ended;
     if (!budgets.empty()) {
-      auto spent = store_->Query("SELECT project, SUM(cost) FROM usage_daily WHERE day >= $1 AND day < $2 "
-                                 "GROUP BY project",
-                                 {absl::FormatCivilTime(absl::CivilDay(month)),
-                                  absl::FormatCivilTime(absl::CivilDay(month + 1))});
+      auto spent = admission_reads_->SpentByProject(absl::CivilDay(month), absl::CivilDay(month + 1));
       if (!spent.ok()) {
         spdlog::warn("job manager: budgets not read (the ones read before stay): {}", spent.status().ToString());
         return;
       }
-      for (const auto& row : *spent) {
-        double cost = 0;
-        if (row[0] && row[1] && absl::SimpleAtod(*row[1], &cost) && budgets.count(*row[0])) ended[*row[0]] = cost;
+      for (const auto& [project, cost] : *spent) {
+        if (budgets.count(project)) ended[project] = cost;
       }
     }
     loop_.Post([this, m = absl::FormatCivilTime(month), budgets = std::move(budgets), ended = std::move(ended)]() mutable {
@@ -1410,69 +1408,9 @@ bool JobManager::CompleteSubmit(const Dispatch& d, const absl::StatusOr<apb::Rep
 }
 
 v1::UsageRecord JobManager::UsageRecordOf(const v1::JobRecord& r, const MeteredAttempt& m, absl::Time now) const {
-  const v1::ReplicaRecord& rep = r.replicas(m.index);
-  const v1::AttemptRecord& a = m.attempt;
-  const std::string& spec = r.request().tasks(rep.task_index()).resource_spec_id();
-  v1::UsageRecord u;
-  const std::string id = absl::StrCat(r.job_id(), "/", rep.task_index(), "/", rep.replica_index(), "/", a.attempt());
-  u.set_record_id(m.correction ? absl::StrCat(id, "/c1") : id);
-  if (m.correction) u.set_corrects(id);
-  u.set_job_id(r.job_id());
-  u.set_task_index(rep.task_index());
-  u.set_replica_index(rep.replica_index());
-  u.set_attempt(a.attempt());
-  u.set_project(r.request().project());
-  u.set_user_name(r.request().user_name());
-  u.set_ai_center_id(a.center_id());
-  u.set_resource_spec_id(spec);
-  u.set_outcome(a.outcome());
-  const apb::ReplicaUsage& used = m.usage;
-  std::optional<scheduler::SpecAtCenter> offer = scheduler_->OfferAt(a.center_id(), spec);
-  // The center's figures within what the control plane saw itself (usage_bounds.h).
-  ObservedAttempt observed;
-  if (a.has_submitted_at()) observed.submitted = FromProto(a.submitted_at());
-  else if (a.has_placed_at()) observed.submitted = FromProto(a.placed_at());
-  observed.seen_ended = a.has_seen_ended_at() ? FromProto(a.seen_ended_at()) : now;
-  if (offer.has_value()) {
-    observed.cpus = offer->quantity.cpu;
-    observed.gpus = static_cast<int>(offer->quantity.gpu);
-    observed.memory_mb = static_cast<int64_t>(offer->quantity.memory_mb);
-  }
-  const BilledUsage billed =
-      BoundByObservation(FromProto(a.started_at()), FromProto(a.ended_at()), used, observed);
-  const absl::Time start = billed.started;
-  const double wall = billed.wall_seconds;
-  *u.mutable_started_at() = ToTimestamp(start);
-  *u.mutable_ended_at() = ToTimestamp(billed.ended);
-  *u.mutable_recorded_at() = ToTimestamp(now);
-  u.set_wall_seconds(wall);
-  u.set_cpu_seconds(billed.cpu_seconds);
-  u.set_memory_peak_mb(billed.memory_peak_mb);
-  u.set_read_bytes(billed.read_bytes);
-  u.set_write_bytes(billed.write_bytes);
-  u.set_gpus(billed.gpus);
-  u.set_gpu_seconds(billed.gpu_seconds);
-  if (billed.claim.has_value()) *u.mutable_center_claim() = *billed.claim;
-  if (offer.has_value()) {
-    // The price in force when the attempt started (a later change does not reprice it), by
-    // the control plane's own clock: the submit it sent, not a start the center names.
-    accounting::Terms terms;
-    terms.price_per_hour = offer->PriceAt(observed.submitted.value_or(start));
-    terms.execution_power_watts = offer->execution_power_watts;
-    terms.static_power_watts = scheduler_->StaticPowerOf(a.center_id());
-    const accounting::Rated rated = accounting::Rate(terms, wall, a.transfer_seconds());
-    u.set_price_per_hour(rated.price_per_hour);
-    u.set_cost(rated.cost);
-    u.set_energy_kwh(rated.energy_kwh);
-  }
-  u.set_source(m.estimated ? "control_plane" : "center");
-  u.set_billing_month(absl::FormatTime("%Y-%m", billed.ended, absl::UTCTimeZone()));
-  if (m.correction) {
-    // The difference from the estimate it corrects: the two sum to the center's figures.
-    MeteredAttempt estimate{m.index, m.estimate, apb::ReplicaUsage(), true, false, {}};
-    accounting::SubtractEstimate(u, UsageRecordOf(r, estimate, now));
-  }
-  return u;
+  const std::string& center = m.attempt.center_id();
+  const std::string& spec = r.request().tasks(r.replicas(m.index).task_index()).resource_spec_id();
+  return MeteredUsageRecord(r, m, now, {scheduler_->OfferAt(center, spec), scheduler_->StaticPowerOf(center)});
 }
 
 namespace {
@@ -1770,73 +1708,14 @@ void JobManager::ApplyEffects(Active& job, const JobEffects& fx) {
 }
 
 v1::TrainJob JobManager::ToTrainJob(const v1::JobRecord& r, bool with_history) const {
-  v1::TrainJob j;
-  const auto& req = r.request();
-  j.set_job_id(r.job_id());
-  j.set_name(req.name());
-  j.set_status(r.status());
-  j.set_user_name(req.user_name());
-  j.set_project(req.project());
-  j.set_desc(req.desc());
-  j.set_created_user(req.created_user());
-  j.set_status_policy(req.status_policy());
-  *j.mutable_retry_policy() = req.retry_policy();
-  *j.mutable_scheduling() = req.scheduling();
-  *j.mutable_created_at() = r.received_at();
-  *j.mutable_updated_at() = r.updated_at();
-  j.set_status_reason(!r.status_reason().empty() ? r.status_reason() : r.waiting_reason());
+  JobViewOptions view;
+  view.with_history = with_history;
+  view.now = clock_->Now();
   if (r.status() == kPending) {
     std::lock_guard<std::mutex> lock(positions_mu_);
-    if (auto it = queue_positions_.find(r.job_id()); it != queue_positions_.end()) j.set_queue_position(it->second);
+    if (auto it = queue_positions_.find(r.job_id()); it != queue_positions_.end()) view.queue_position = it->second;
   }
-  if (req.has_estimated_duration()) *j.mutable_estimated_duration() = req.estimated_duration();
-  if (req.has_time_limit()) *j.mutable_time_limit() = req.time_limit();
-  if (r.has_expected()) *j.mutable_expected_duration() = r.expected();
-  for (int t = 0; t < req.tasks_size(); ++t) {
-    const auto& task = req.tasks(t);
-    auto* info = j.add_task_infos();
-    info->set_name(task.name());
-    info->set_command(task.command());
-    info->set_image_id(task.image_id());
-    info->set_resource_spec_id(task.resource_spec_id());
-    info->set_replica_number(task.replica_number());
-    // Per replica, in replica order like replicaStatus (Appendix A: the centers where
-    // each replica runs): "" for a replica not placed yet.
-    for (const auto& rep : r.replicas()) {
-      if (rep.task_index() != t) continue;
-      info->add_replica_status(ReplicaStatus(rep.state()));
-      info->add_center_ids(rep.center_id());
-      info->add_replica_messages(rep.message());
-    }
-  }
-  if (with_history) {
-    const absl::Time now = clock_->Now();
-    std::vector<const v1::ReplicaRecord*> replicas;
-    for (const auto& rep : r.replicas()) replicas.push_back(&rep);
-    std::stable_sort(replicas.begin(), replicas.end(), [](const auto* a, const auto* b) {
-      return std::make_pair(a->task_index(), a->replica_index()) < std::make_pair(b->task_index(), b->replica_index());
-    });
-    for (const v1::ReplicaRecord* rep : replicas) {
-      for (const v1::AttemptRecord& a : rep->attempts()) {
-        v1::ReplicaAttempt* h = j.add_history();
-        h->set_task_index(rep->task_index());
-        h->set_replica_index(rep->replica_index());
-        h->set_attempt(a.attempt());
-        h->set_center_id(a.center_id());
-        if (a.has_placed_at()) *h->mutable_placed_at() = a.placed_at();
-        if (a.has_started_at()) *h->mutable_started_at() = a.started_at();
-        if (a.has_ended_at()) *h->mutable_ended_at() = a.ended_at();
-        if (a.has_started_at()) {
-          const absl::Time end = a.has_ended_at() ? FromTimestamp(a.ended_at()) : now;
-          h->set_elapsed_seconds(std::max(0.0, absl::ToDoubleSeconds(end - FromTimestamp(a.started_at()))));
-        }
-        h->set_outcome(a.outcome());
-        h->set_exit_code(a.exit_code());
-        h->set_message(a.message());
-      }
-    }
-  }
-  return j;
+  return TrainJobOf(r, view);
 }
 
 absl::StatusOr<std::string> JobManager::LogUrl(const std::string& job_id, int task_index, int replica_index) {

@@ -33,6 +33,7 @@
 #include "jointcloud/v1/identity.pb.h"
 #include "services/jobs/adapter_addresses.h"
 #include "services/jobs/admission.h"
+#include "services/jobs/admission_reads.h"
 #include "services/jobs/data_mover.h"
 #include "services/jobs/dispatcher.h"
 #include "services/jobs/job_events.h"
@@ -107,6 +108,10 @@ class JobManager {
   JobManager(store::Store* store, scheduler::Scheduler* scheduler, registry::CenterDirectory* centers,
              southbound::AdapterClient* adapters, DataMover* mover, const Clock* clock, JobManagerOptions options);
   ~JobManager();
+
+  // Where admission reads the projects' quotas and budgets and what they spent (not owned;
+  // set before Start). None: no quota or budget applies.
+  void SetAdmissionReads(AdmissionReads* reads) { admission_reads_ = reads; }
 
   // Takes the jobs lease and leads: reloads the jobs not ended, resumes their dispatches
   // and watches, starts the loops. When another instance holds the lease, stands by (in
@@ -347,6 +352,7 @@ class JobManager {
   std::set<std::pair<std::string, int>> resubmit_;  // (job, replica) whose submit failed for a passing reason
   std::map<std::string, uint64_t> cursors_;         // applied watch cursor by center
   std::map<std::string, std::pair<uint64_t, absl::Time>> cursor_written_;  // by center: what was written, when
+  AdmissionReads* admission_reads_ = nullptr;   // quotas, budgets, spend (not owned)
   std::set<std::string> dirty_;                     // jobs changed in this burst
   Burst burst_;
   absl::Time gauges_updated_ = absl::InfinitePast();

@@ -32,6 +32,7 @@
 #include "services/accounting/accounting_service.h"
 #include "services/jobs/job_service.h"
 #include "services/server/access_policy.h"
+#include "services/server/admission_reads.h"
 #include "services/server/modules.h"
 #include "services/monitor/monitor_service.h"
 #include "services/scheduler/grpc_inputs_source.h"
@@ -309,6 +310,9 @@ absl::Status App::Wiring::MakeJobs(App& app, Env& env) {
   app.grpc_services_.push_back(jobs::MakeJobService(app.jobs_.get(), app.watches_.get()));
   // The usage records the job manager writes are read where it runs.
   app.usage_ = std::make_unique<accounting::UsageBook>(app.store_.get());
+  // Admission reads quotas and budgets from identity's projects, spend from the usage book.
+  app.admission_reads_ = std::make_unique<ServiceAdmissionReads>(app.identities_.get(), app.usage_.get());
+  app.jobs_->SetAdmissionReads(app.admission_reads_.get());
   app.settlements_ = std::make_unique<accounting::Settlements>(app.store_.get(), o.clock);
   // Reconciliation asks each center's adapter for the center's own accounting.
   app.reconciler_ = std::make_unique<accounting::Reconciler>(

@@ -183,6 +183,7 @@ class App {
   std::unique_ptr<jobs::DataMover> data_mover_;
   std::unique_ptr<jobs::JobManager> jobs_;
   std::unique_ptr<accounting::UsageBook> usage_;
+  std::unique_ptr<jobs::AdmissionReads> admission_reads_;  // declared after usage_: destroyed first
   std::unique_ptr<accounting::Settlements> settlements_;
   std::unique_ptr<accounting::Reconciler> reconciler_;
   std::vector<std::unique_ptr<grpc::Service>> grpc_services_;

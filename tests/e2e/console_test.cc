@@ -149,6 +149,25 @@ TEST_CASE("the operator console shows centers, the queue, jobs with placements a
     CHECK_THAT(dom, Catch::Contains("badge succeeded"));
     Chromium(dir, page("jobs/" + done[0]), "--screenshot=" + shots + "/job.png");
   }
+  {  // plan: a dry run of a job, per center its expected start, finish, cost and marks (A16)
+    std::string dom = Chromium(dir, page("plan?spec=cpu-1&replicas=2&command=true&duration=90"), "--dump-dom");
+    CHECK_THAT(dom, Catch::Contains("Plan a job"));
+    CHECK_THAT(dom, Catch::Contains("id=\"plan-form\""));
+    CHECK_THAT(dom, Catch::Contains("id=\"placement\""));
+    CHECK_THAT(dom, Catch::Contains("Task 0 replica 1 → beijing"));
+    CHECK_THAT(dom, Catch::Contains("beijing ✔"));
+    CHECK_THAT(dom, Catch::Contains("<th>Finish</th>"));
+    CHECK_THAT(dom, Catch::Contains("badge chosen"));
+    CHECK_THAT(dom, Catch::Contains("id=\"expected-durations\""));  // from the estimate given: 90 s
+    CHECK_THAT(dom, !Catch::Contains("undefined"));
+    Chromium(dir, page("plan?spec=cpu-1&replicas=2&command=true&duration=90"), "--screenshot=" + shots + "/plan.png");
+    // What the plan refuses is said, not drawn: a spec no center offers.
+    std::string refused = Chromium(dir, page("plan?spec=no-such-spec"), "--dump-dom");
+    CHECK_THAT(refused, Catch::Contains("id=\"plan-error\""));
+    CHECK_THAT(refused, Catch::Contains("no-such-spec"));
+    // The jobs are as they were: a plan submits nothing.
+    CHECK(rest.Get("/openapi/v1/trainjob?pageSize=100").body["data"]["jobs"].size() == 3);
+  }
   {  // charts: throughput and scheduling time from /metrics
     std::string dom = Chromium(dir, page("charts"), "--dump-dom");
     CHECK_THAT(dom, Catch::Contains("jobs scheduled"));

@@ -35,9 +35,10 @@ async function api(path) {
   return body && "data" in body ? body.data : text;
 }
 
-// A change (stop a job): POST with the token; the envelope's error is thrown.
-async function apiPost(path) {
-  const res = await fetch(path, { method: "POST", headers: { Authorization: "Bearer " + token(), "Content-Type": "application/json" }, body: "{}" });
+// A change (stop a job) or a dry run (plan): POST `body` with the token; the envelope's
+// error is thrown.
+async function apiPost(path, request = {}) {
+  const res = await fetch(path, { method: "POST", headers: { Authorization: "Bearer " + token(), "Content-Type": "application/json" }, body: JSON.stringify(request) });
   const text = await res.text();
   let body = null;
   try { body = JSON.parse(text); } catch (e) { /* not JSON */ }
@@ -276,19 +277,83 @@ function historyRow(a) {
     badge(outcome), esc(a.outcome ? a.exitCode || 0 : ""), esc(a.message || "")];
 }
 
+// Seconds from now as a person reads them ("now", "42 s", "7 min", "2.5 h").
+function span(s) {
+  if (!(s >= 1)) return "now";
+  if (s < 90) return `${Math.round(s)} s`;
+  if (s < 90 * 60) return `${Math.round(s / 60)} min`;
+  return `${(s / 3600).toFixed(1)} h`;
+}
+
+// A placement (a job's, or a plan's dry run): per replica every center's verdict — filtered
+// out and why, or its expected start, finish and cost there (SPEC A16), its marks (the
+// fastest, the cheapest, the Pareto front, the profile's pick), total and scores.
 function explain(p) {
   if (!p) return '<p class="muted">No placement recorded yet.</p>';
   const parts = [`<p>${p.placed ? "Placed" : "Not placed"}${p.reason ? ": " + esc(p.reason) : ""}</p>`];
+  const durations = p.expectedDurations || [];
+  if (durations.length) parts.push(`<ul id="expected-durations">${durations.map((d) => `<li>Expected run time, ${esc(d)}</li>`).join("")}</ul>`);
   for (const r of p.replicas || []) {
     const rows = (r.centers || []).map((c) => {
       const scores = Object.entries(c.scores || {}).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${esc(k)} ${v}×${(c.weights || {})[k] ?? ""}`).join(", ");
-      return [esc(c.centerId) + (c.centerId === r.centerId ? " ✔" : ""), badge(c.feasible ? "yes" : "no"),
-        c.feasible ? (c.total || 0).toFixed(2) : "", c.feasible ? scores : esc(`${c.filteredBy}: ${c.reason}`)];
+      const f = c.feasible;
+      return [esc(c.centerId) + (c.centerId === r.centerId ? " ✔" : ""), badge(f ? "yes" : "no"),
+        f ? span(c.expectedStartSeconds) : "", f ? span(c.expectedFinishSeconds) : "",
+        f ? (c.expectedCost || 0).toFixed(2) : "", (c.marks || []).map((m) => badge(m)).join(" "),
+        f ? (c.total || 0).toFixed(2) : "", f ? scores : esc(`${c.filteredBy}: ${c.reason}`)];
     });
-    parts.push(`<h3>Task ${r.taskIndex} replica ${r.replicaIndex} → ${esc(r.centerId || "nowhere")}</h3>` +
-      table(["Center", "Feasible", "Total", "Scores (score×weight) or filter"], rows, "placement"));
+    parts.push(`<h3>Task ${r.taskIndex || 0} replica ${r.replicaIndex || 0} → ${esc(r.centerId || "nowhere")}</h3>` +
+      table(["Center", "Feasible", "Start", "Finish", "Cost", "Marks", "Total", "Scores (score×weight) or filter"], rows, "placement"));
   }
   return parts.join("");
+}
+
+// Plan a job before submitting it (SPEC A16): a dry run over REST (POST
+// /openapi/v1/scheduler/plan, which reserves nothing) of one task — its spec, replicas,
+// command, weight profile and estimated run time — showing per center when it would start
+// and finish there and what it would cost. The form's values live in the address
+// (#/plan?spec=...&replicas=...), so a plan can be linked and is made as the page opens.
+async function planPage(query) {
+  const q = new URLSearchParams(query);
+  const [specs, profiles] = await Promise.all([
+    api("/openapi/v1/resourcespecs?page_size=1000").catch(() => ({ specs: [] })),
+    api("/openapi/v1/scheduler/weight-profiles").catch(() => ({ profiles: [] })),
+  ]);
+  const specIds = (specs.specs || []).map((s) => s.resource_spec_id).filter((id) => id);
+  const profileNames = (profiles.profiles || []).map((p) => p.name).filter((n) => n);
+  const option = (v, chosen, label) => `<option value="${esc(v)}"${v === chosen ? " selected" : ""}>${esc(label || v)}</option>`;
+  const spec = q.get("spec") || specIds[0] || "";
+  view.innerHTML = `<h2>Plan a job</h2>
+    <form id="plan-form" class="card">
+      <label>Spec <select name="spec">${specIds.map((id) => option(id, spec)).join("")}</select></label>
+      <label>Replicas <input name="replicas" type="number" min="1" max="1000" value="${esc(q.get("replicas") || "1")}"></label>
+      <label>Command <input name="command" size="32" value="${esc(q.get("command") || "true")}"></label>
+      <label>Profile <select name="profile">${option("", q.get("profile") || "", "default")}${profileNames.filter((n) => n !== "default").map((n) => option(n, q.get("profile") || "")).join("")}</select></label>
+      <label>Name <input name="name" size="16" value="${esc(q.get("name") || "plan")}"></label>
+      <label>Estimated run time (s) <input name="duration" type="number" min="1" value="${esc(q.get("duration") || "")}"></label>
+      <button type="submit">Plan</button>
+    </form>
+    <p class="muted">A dry run: nothing is reserved or submitted.</p>
+    <div id="plan"></div>`;
+  const form = document.getElementById("plan-form");
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const params = new URLSearchParams();
+    for (const [k, v] of new FormData(form).entries()) if (v !== "") params.set(k, v);
+    location.hash = "#/plan?" + params.toString();  // the route plans it
+  });
+  if (!q.get("spec")) return;
+  const task = { name: "t", command: q.get("command") || "true", resourceSpecId: spec, replicaNumber: parseInt(q.get("replicas") || "1", 10) };
+  const job = { name: q.get("name") || "plan", tasks: [task] };
+  if (q.get("profile")) job.scheduling = { weightProfile: q.get("profile") };
+  if (q.get("duration")) job.estimatedDuration = `${parseInt(q.get("duration"), 10)}s`;
+  const out = document.getElementById("plan");
+  try {
+    out.innerHTML = explain(await apiPost("/openapi/v1/scheduler/plan", job));
+  } catch (e) {
+    if (e.status === 401) throw e;
+    out.innerHTML = `<p class="error" id="plan-error">Not planned: ${esc(e.message)}</p>`;
+  }
 }
 
 // A replica's log; while the job runs (`live`), read again every 2 s, kept scrolled to
@@ -450,6 +515,7 @@ async function route() {
   streams = [];
   timers = [];
   takeTokenFromUrl();
+  const query = (location.hash.match(/\?(.*)$/) || ["", ""])[1];
   const hash = location.hash.replace(/\?.*$/, "") || "#/centers";
   const [, page, arg] = hash.split("/");
   for (const a of document.querySelectorAll("nav a")) a.classList.toggle("active", a.dataset.page === page);
@@ -461,6 +527,7 @@ async function route() {
     else if (page === "jobs" && arg) await jobPage(decodeURIComponent(arg));
     else if (page === "jobs") await jobsPage();
     else if (page === "charts") await chartsPage();
+    else if (page === "plan") await planPage(query);
     else if (page === "usage") await usagePage(arg ? decodeURIComponent(arg) : "");
     else await centersPage();
   } catch (e) {

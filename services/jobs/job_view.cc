@@ -1,0 +1,84 @@
+#include "services/jobs/job_view.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "common/timestamp.h"
+#include "services/jobs/status_policy.h"
+
+namespace jc::jobs {
+
+namespace {
+
+void AddHistory(const v1::JobRecord& r, absl::Time now, v1::TrainJob* j) {
+  std::vector<const v1::ReplicaRecord*> replicas;
+  for (const auto& rep : r.replicas()) replicas.push_back(&rep);
+  std::stable_sort(replicas.begin(), replicas.end(), [](const auto* a, const auto* b) {
+    return std::make_pair(a->task_index(), a->replica_index()) < std::make_pair(b->task_index(), b->replica_index());
+  });
+  for (const v1::ReplicaRecord* rep : replicas) {
+    for (const v1::AttemptRecord& a : rep->attempts()) {
+      v1::ReplicaAttempt* h = j->add_history();
+      h->set_task_index(rep->task_index());
+      h->set_replica_index(rep->replica_index());
+      h->set_attempt(a.attempt());
+      h->set_center_id(a.center_id());
+      if (a.has_placed_at()) *h->mutable_placed_at() = a.placed_at();
+      if (a.has_started_at()) *h->mutable_started_at() = a.started_at();
+      if (a.has_ended_at()) *h->mutable_ended_at() = a.ended_at();
+      if (a.has_started_at()) {
+        const absl::Time end = a.has_ended_at() ? FromTimestamp(a.ended_at()) : now;
+        h->set_elapsed_seconds(std::max(0.0, absl::ToDoubleSeconds(end - FromTimestamp(a.started_at()))));
+      }
+      h->set_outcome(a.outcome());
+      h->set_exit_code(a.exit_code());
+      h->set_message(a.message());
+    }
+  }
+}
+
+}  // namespace
+
+v1::TrainJob TrainJobOf(const v1::JobRecord& r, const JobViewOptions& options) {
+  v1::TrainJob j;
+  const auto& req = r.request();
+  j.set_job_id(r.job_id());
+  j.set_name(req.name());
+  j.set_status(r.status());
+  j.set_user_name(req.user_name());
+  j.set_project(req.project());
+  j.set_desc(req.desc());
+  j.set_created_user(req.created_user());
+  j.set_status_policy(req.status_policy());
+  *j.mutable_retry_policy() = req.retry_policy();
+  *j.mutable_scheduling() = req.scheduling();
+  *j.mutable_created_at() = r.received_at();
+  *j.mutable_updated_at() = r.updated_at();
+  j.set_status_reason(!r.status_reason().empty() ? r.status_reason() : r.waiting_reason());
+  if (r.status() == kPending) j.set_queue_position(options.queue_position);
+  if (req.has_estimated_duration()) *j.mutable_estimated_duration() = req.estimated_duration();
+  if (req.has_time_limit()) *j.mutable_time_limit() = req.time_limit();
+  if (r.has_expected()) *j.mutable_expected_duration() = r.expected();
+  for (int t = 0; t < req.tasks_size(); ++t) {
+    const auto& task = req.tasks(t);
+    auto* info = j.add_task_infos();
+    info->set_name(task.name());
+    info->set_command(task.command());
+    info->set_image_id(task.image_id());
+    info->set_resource_spec_id(task.resource_spec_id());
+    info->set_replica_number(task.replica_number());
+    // Per replica, in replica order like replicaStatus (Appendix A: the centers where
+    // each replica runs): "" for a replica not placed yet.
+    for (const auto& rep : r.replicas()) {
+      if (rep.task_index() != t) continue;
+      info->add_replica_status(ReplicaStatus(rep.state()));
+      info->add_center_ids(rep.center_id());
+      info->add_replica_messages(rep.message());
+    }
+  }
+  if (options.with_history) AddHistory(r, options.now, &j);
+  return j;
+}
+
+}  // namespace jc::jobs
