@@ -132,6 +132,16 @@ TEST_CASE("jc-sim: bad input gets the reason and a non-zero exit, never a crash 
   Result durations = Sim(d, {"run", "--federation", fed, "--trace", trace, "--skip-bad-rows", "--durations", "exact"});
   CHECK(durations.code == 2);
   CHECK(Has(durations.output, "neither learned nor oracle"));
+  // sef's aging: as the control plane's --queue_aging, in (0, 100].
+  for (const char* bad : {"0", "-1", "101", "soon"}) {
+    Result aging = Sim(d, {"run", "--federation", fed, "--trace", trace, "--skip-bad-rows", "--queue", "sef",
+                           "--queue_aging", bad});
+    CHECK(aging.code == 2);
+    CHECK(Has(aging.output, "--queue_aging"));
+  }
+  CHECK(Sim(d, {"run", "--federation", fed, "--trace", trace, "--skip-bad-rows", "--queue", "sef", "--queue_aging",
+                "0.25"})
+            .code == 0);
   CHECK(Sim(d, {"frobnicate"}).code == 2);
   CHECK(Sim(d, {"run", "--trace", trace}).code == 2);
   CHECK(Sim(d, {"run", "--federation", (d / "missing.yaml").string(), "--trace", trace}).code == 1);

@@ -14,6 +14,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -74,6 +75,8 @@ policies: first_fit | random | round_robin | profile:NAME | scorer:ID | weights:
 queues:   fcfs | fair_share | sef | fair_share+sef | las | fair_share+las (sef: shortest expected
           first by durations learned from the jobs ended so far; las: least attained service)
 common:   --threads N (0: one per core), --profiles FILE (weight profiles, YAML),
+          --queue_aging A (run, compare, sweep: sef's aging, seconds of expected length
+          forgiven per second waited, in (0, 100]; default 1),
           --durations learned|oracle (what placement is told of run times: learned, the
           estimator's median from the jobs ended so far, else an hour, as the control plane
           knows; oracle, the trace's own durations — a bound, not a result),
@@ -242,6 +245,18 @@ absl::StatusOr<std::string> CenterReports(Args& args) {
   return absl::InvalidArgumentError(absl::StrCat("--center_reports: \"", r, "\" is neither start nor counts"));
 }
 
+// --queue_aging A (run, compare, sweep): sef's aging, as the control plane's --queue_aging:
+// seconds of a waiting job's expected length forgiven per second it waits, in (0, 100].
+absl::Status QueueAging(Args& args, scheduler::QueueSettings* q) {
+  double aging = q->aging;
+  JC_RETURN_IF_ERROR(args.Number("queue_aging", &aging));
+  if (!(aging > 0 && aging <= 100)) {
+    return absl::InvalidArgumentError(absl::StrCat("--queue_aging: ", aging, " is not in (0, 100]"));
+  }
+  q->aging = aging;
+  return absl::OkStatus();
+}
+
 int CmdRun(Args& args, PolicyCatalog& catalog) {
   absl::StatusOr<Federation> f = ReadFederation(args);
   if (!f.ok()) return Fail(f.status());
@@ -251,6 +266,7 @@ int CmdRun(Args& args, PolicyCatalog& catalog) {
   o.policy = args.Get("policy", "profile:default");
   absl::StatusOr<scheduler::QueueSettings> q = scheduler::ParseQueueSettings(args.Get("queue", "fcfs"));
   if (!q.ok()) return Fail(q.status());
+  TRY(QueueAging(args, &*q));
   o.queue = *q;
   absl::StatusOr<bool> oracle = OracleDurations(args);
   if (!oracle.ok()) return Fail(oracle.status());
@@ -285,6 +301,7 @@ int CmdCompare(Args& args, PolicyCatalog& catalog) {
   if (args.Has("policies")) policies = absl::StrSplit(args.Get("policies"), ',', absl::SkipEmpty());
   absl::StatusOr<std::vector<scheduler::QueueSettings>> queues = Queues(args.Get("queue", "fcfs"));
   if (!queues.ok()) return Fail(queues.status());
+  for (auto& q : *queues) TRY(QueueAging(args, &q));
   int threads = 0;
   TRY(args.Int("threads", &threads));
   absl::StatusOr<bool> oracle = OracleDurations(args);
@@ -351,6 +368,7 @@ int CmdSweep(Args& args, PolicyCatalog& catalog) {
   o.generator.seed = static_cast<uint64_t>(seed);
   absl::StatusOr<scheduler::QueueSettings> q = scheduler::ParseQueueSettings(args.Get("queue", "fcfs"));
   if (!q.ok()) return Fail(q.status());
+  TRY(QueueAging(args, &*q));
   o.queue = *q;
   absl::StatusOr<bool> oracle = OracleDurations(args);
   if (!oracle.ok()) return Fail(oracle.status());
