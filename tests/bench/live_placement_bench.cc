@@ -46,6 +46,7 @@
 #include "absl/time/time.h"
 #include "adapters/native/nexec_backend.h"
 #include "executor/auth/munge_auth.h"
+#include "tests/testing/json_time.h"
 #include "tests/testing/process.h"
 #include "tests/testing/rest_client.h"
 
@@ -53,6 +54,7 @@ namespace {
 
 using jc::testing::Process;
 using jc::testing::RestClient;
+using jc::testing::UnixSeconds;
 using jc::testing::WaitUntil;
 using nlohmann::json;
 
@@ -145,16 +147,6 @@ absl::StatusOr<std::string> Port(Process& p, const std::string& pattern, const s
   auto port = p.WaitForLog(pattern, std::chrono::seconds(60));
   if (!port.has_value()) return absl::UnavailableError(absl::StrCat(what, " did not start: ", p.Log()));
   return *port;
-}
-
-absl::StatusOr<double> Seconds(const json& timestamp) {
-  if (!timestamp.is_string()) return absl::InvalidArgumentError("no timestamp");
-  absl::Time t;
-  std::string err;
-  if (!absl::ParseTime(absl::RFC3339_full, timestamp.get<std::string>(), &t, &err)) {
-    return absl::InvalidArgumentError(err);
-  }
-  return absl::ToDoubleSeconds(t - absl::UnixEpoch());
 }
 
 // One center: its master, one agent, and the native adapter over them.
@@ -337,8 +329,8 @@ absl::StatusOr<RunResult> RunOnce(const Options& o, const Policy& policy, const 
       continue;
     }
     const json& job = it->second;
-    auto created = Seconds(job["createdAt"]);
-    auto updated = Seconds(job["updatedAt"]);
+    auto created = UnixSeconds(job["createdAt"]);
+    auto updated = UnixSeconds(job["updatedAt"]);
     if (!created.ok() || !updated.ok()) return absl::InternalError(absl::StrCat("job without times: ", job.dump()));
     if (origin < 0) origin = *created;
     j.submit_s = *created - origin;

@@ -165,6 +165,15 @@ TEST_CASE("the operator console shows centers, the queue, jobs with placements a
     std::string refused = Chromium(dir, page("plan?spec=no-such-spec"), "--dump-dom");
     CHECK_THAT(refused, Catch::Contains("id=\"plan-error\""));
     CHECK_THAT(refused, Catch::Contains("no-such-spec"));
+    // A link whose values carry markup shows them as text: nothing of it becomes the page's
+    // (the spec, name and command are the link's, and the refusal repeats the spec).
+    std::string injected = Chromium(
+        dir, page("plan?spec=%3Cimg%20src%3Dx%20id%3Dinjected%3E&name=%22%3E%3Cb%20id%3Dbold%3E&command=%3Cscript%3E"),
+        "--dump-dom");
+    CHECK_THAT(injected, Catch::Contains("id=\"plan-error\""));
+    CHECK_THAT(injected, !Catch::Contains("id=\"injected\""));
+    CHECK_THAT(injected, !Catch::Contains("id=\"bold\""));
+    CHECK_THAT(injected, Catch::Contains("&lt;img src=x id=injected&gt;"));
     // The jobs are as they were: a plan submits nothing.
     CHECK(rest.Get("/openapi/v1/trainjob?pageSize=100").body["data"]["jobs"].size() == 3);
   }

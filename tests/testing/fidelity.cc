@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/time.h"
+#include "tests/testing/json_time.h"
 #include "tests/testing/process.h"
 #include "tests/testing/rest_client.h"
 #include "tools/sim/simulator.h"
@@ -35,16 +36,6 @@ absl::StatusOr<int> Port(Process& p, const std::string& pattern, const std::stri
   auto port = p.WaitForLog(pattern, std::chrono::seconds(60));
   if (!port.has_value()) return absl::UnavailableError(absl::StrCat(what, " did not start: ", p.Log()));
   return std::stoi(*port);
-}
-
-absl::StatusOr<double> Seconds(const json& timestamp) {
-  if (!timestamp.is_string()) return absl::InvalidArgumentError("no timestamp");
-  absl::Time t;
-  std::string err;
-  if (!absl::ParseTime(absl::RFC3339_full, timestamp.get<std::string>(), &t, &err)) {
-    return absl::InvalidArgumentError(err);
-  }
-  return absl::ToDoubleSeconds(t - absl::UnixEpoch());
 }
 
 }  // namespace
@@ -153,8 +144,8 @@ absl::StatusOr<FidelityResult> RunFidelity(const FidelityOptions& o) {
   for (size_t i = 0; i < ids.size(); ++i) {
     auto it = final.find(ids[i]);
     if (it == final.end()) continue;
-    auto created = Seconds(it->second["createdAt"]);
-    auto updated = Seconds(it->second["updatedAt"]);
+    auto created = UnixSeconds(it->second["createdAt"]);
+    auto updated = UnixSeconds(it->second["updatedAt"]);
     if (!created.ok() || !updated.ok()) return absl::InternalError(absl::StrCat("job without times: ", it->second.dump()));
     if (i == 0) origin = *created;
     jobs[i].submit_s = *created - origin;

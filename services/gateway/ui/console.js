@@ -12,9 +12,13 @@ let timers = [];
 
 function takeTokenFromUrl() {
   // #/centers?token=... (for automation): stored, then removed from the address bar.
+  // A link never replaces a token already signed in (a link carrying someone else's token
+  // would otherwise make this tab act as them); a token that does not decode is ignored.
   const m = location.hash.match(/[?&]token=([^&]+)/);
   if (!m) return;
-  sessionStorage.setItem("jc-token", decodeURIComponent(m[1]));
+  let given = "";
+  try { given = decodeURIComponent(m[1]); } catch (e) { /* malformed: ignored */ }
+  if (given && !token()) sessionStorage.setItem("jc-token", given);
   history.replaceState(null, "", location.pathname + location.hash.replace(/[?&]token=[^&]+/, ""));
 }
 
@@ -295,14 +299,14 @@ function explain(p) {
   if (durations.length) parts.push(`<ul id="expected-durations">${durations.map((d) => `<li>Expected run time, ${esc(d)}</li>`).join("")}</ul>`);
   for (const r of p.replicas || []) {
     const rows = (r.centers || []).map((c) => {
-      const scores = Object.entries(c.scores || {}).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${esc(k)} ${v}×${(c.weights || {})[k] ?? ""}`).join(", ");
+      const scores = Object.entries(c.scores || {}).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${esc(k)} ${esc(v)}×${esc((c.weights || {})[k] ?? "")}`).join(", ");
       const f = c.feasible;
       return [esc(c.centerId) + (c.centerId === r.centerId ? " ✔" : ""), badge(f ? "yes" : "no"),
         f ? span(c.expectedStartSeconds) : "", f ? span(c.expectedFinishSeconds) : "",
         f ? (c.expectedCost || 0).toFixed(2) : "", (c.marks || []).map((m) => badge(m)).join(" "),
         f ? (c.total || 0).toFixed(2) : "", f ? scores : esc(`${c.filteredBy}: ${c.reason}`)];
     });
-    parts.push(`<h3>Task ${r.taskIndex || 0} replica ${r.replicaIndex || 0} → ${esc(r.centerId || "nowhere")}</h3>` +
+    parts.push(`<h3>Task ${esc(r.taskIndex || 0)} replica ${esc(r.replicaIndex || 0)} → ${esc(r.centerId || "nowhere")}</h3>` +
       table(["Center", "Feasible", "Start", "Finish", "Cost", "Marks", "Total", "Scores (score×weight) or filter"], rows, "placement"));
   }
   return parts.join("");
