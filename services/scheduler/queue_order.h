@@ -37,11 +37,17 @@ struct QueuedJob {
   double attained_s = 0;   // service already received by earlier attempts (GPU-seconds)
 };
 
+// What the control plane (--queue_order, --queue_aging) and jc-sim run when told nothing,
+// chosen by measurement (docs/placement-quality.md, "The shipped default";
+// tests/bench/placement_quality_bench part 3 prints it against FCFS with first fit).
+inline constexpr char kDefaultQueueOrder[] = "sef";
+inline constexpr double kDefaultQueueAging = 0.25;
+
 struct QueueSettings {
   std::string order = "fcfs";  // fcfs | sef | las
   bool fair_share = false;     // project fair share above the order
   double max_wait_s = 86400;   // past it, ahead of the order's choice
-  double aging = 1.0;          // sef: seconds of expected length forgiven per second waited
+  double aging = kDefaultQueueAging;  // sef: seconds of expected length forgiven per second waited
   double unknown_expected_s = 3600;  // sef: a job with no estimate counts as this long
   std::vector<double> las_levels = {3600, 36000};  // las: attained GPU-seconds between levels
   // "fcfs", "fair_share", "sef", "fair_share+sef", "las", "fair_share+las".

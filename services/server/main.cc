@@ -62,13 +62,13 @@ ABSL_FLAG(absl::Duration, center_unknown_after, absl::Seconds(30),
           "a center silent this long becomes unknown (2)");
 ABSL_FLAG(absl::Duration, center_unavailable_after, absl::Seconds(90),
           "a center silent this long becomes unavailable (0)");
-ABSL_FLAG(std::string, queue_order, "fcfs",
+ABSL_FLAG(std::string, queue_order, jc::scheduler::kDefaultQueueOrder,
           "which waiting job is placed first, within a priority: fcfs (submission order), sef (shortest "
           "expected run time first, learned from the jobs that ended, aged so long jobs are not starved), las "
           "(least attained service first, Tiresias), each alone or after fair_share (the project holding the "
           "smallest dominant share of the federation's GPUs, CPUs and memory): fcfs, fair_share, sef, "
           "fair_share+sef, las, fair_share+las");
-ABSL_FLAG(double, queue_aging, 1.0,
+ABSL_FLAG(double, queue_aging, jc::scheduler::kDefaultQueueAging,
           "sef: seconds of a waiting job's expected length forgiven per second it waits (a long job waits at most "
           "about its length / aging behind short ones); in (0, 100]");
 ABSL_FLAG(absl::Duration, queue_max_wait, absl::Hours(24),
@@ -312,6 +312,11 @@ int main(int argc, char** argv) {
   if (!(aging > 0 && aging <= 100)) return Fail("--queue_aging: must be in (0, 100] (e.g. 1 or 0.25)");
   queue->aging = aging;
   options.jobs.queue = *queue;
+  // Which order waiting jobs are offered places in is a choice an operator must be able to
+  // see (docs/scheduling.md): said once at start.
+  spdlog::info("queue order: {}{}, max wait {}", queue->Name(),
+               queue->order == "sef" ? absl::StrCat(" (aging ", queue->aging, ")") : std::string(),
+               absl::FormatDuration(absl::GetFlag(FLAGS_queue_max_wait)));
   options.jobs.max_moves = absl::GetFlag(FLAGS_max_moves);
   options.jobs.move_after = absl::GetFlag(FLAGS_move_after);
   options.jobs.move_margin = absl::GetFlag(FLAGS_move_margin);

@@ -2,7 +2,8 @@
 // size, speed and price, each a real nexec master and agent behind the native adapter
 // (jc-adapter-native), under the jointcloud server, all processes on loopback. One trace of
 // jobs whose run times depend on their names ("prep", "eval", "train") is replayed twice
-// against fresh federations: once as shipped (the default profile, FCFS, moves on), once as
+// against fresh federations: once as shipped (the default profile, the default queue order
+// — shortest expected first, aging 0.25 — and moves on), once as
 // the baseline (FCFS + first fit, replicas never move). A task sleeps its reference
 // duration divided by the speed of the center that runs it (JC_CENTER_ID tells it which), so
 // a faster center finishes it sooner, as the centers' performance factors say.

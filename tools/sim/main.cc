@@ -41,7 +41,7 @@ them with the Jointcloud scheduler's own filters, scorers and evaluation model.
 commands:
   run       --federation F --trace T [--policy P] [--queue Q]
             [--jobs-out FILE] [--skip-bad-rows]
-            one simulation; prints its figures
+            one simulation; prints its figures (told no queue: the control plane's default)
   compare   --federation F --trace T --out DIR [--policies P,P,...] [--queue Q,Q,...|both|all]
             [--skip-bad-rows]
             every policy on the same trace: runs.csv, centers.csv, charts, index.html
@@ -73,10 +73,11 @@ shapes:   (none) log-normal durations (median 15 min), Poisson arrivals, 1/k pro
           5 hold 60% of the GPU time (our stated choice); docs/placement-quality.md
 policies: first_fit | random | round_robin | profile:NAME | scorer:ID | weights:ID=W,...
 queues:   fcfs | fair_share | sef | fair_share+sef | las | fair_share+las (sef: shortest expected
-          first by durations learned from the jobs ended so far; las: least attained service)
+          first by durations learned from the jobs ended so far; las: least attained service);
+          run's default is the control plane's (sef, aging 0.25), compare's and sweep's fcfs
 common:   --threads N (0: one per core), --profiles FILE (weight profiles, YAML),
           --queue_aging A (run, compare, sweep: sef's aging, seconds of expected length
-          forgiven per second waited, in (0, 100]; default 1),
+          forgiven per second waited, in (0, 100]; default 0.25, the control plane's),
           --durations learned|oracle (what placement is told of run times: learned, the
           estimator's median from the jobs ended so far, else an hour, as the control plane
           knows; oracle, the trace's own durations — a bound, not a result),
@@ -264,7 +265,10 @@ int CmdRun(Args& args, PolicyCatalog& catalog) {
   if (!t.ok()) return Fail(t.status());
   SimOptions o;
   o.policy = args.Get("policy", "profile:default");
-  absl::StatusOr<scheduler::QueueSettings> q = scheduler::ParseQueueSettings(args.Get("queue", "fcfs"));
+  // Told nothing, run replays the control plane as shipped (its --queue_order and
+  // --queue_aging); compare and sweep weigh policies under first come, first served.
+  absl::StatusOr<scheduler::QueueSettings> q =
+      scheduler::ParseQueueSettings(args.Get("queue", scheduler::kDefaultQueueOrder));
   if (!q.ok()) return Fail(q.status());
   TRY(QueueAging(args, &*q));
   o.queue = *q;

@@ -107,10 +107,22 @@ TEST_CASE("a steady stream of short jobs never holds a long one past its bound: 
   // A 2 h job; 10-minute jobs every 5 minutes (twice what the slot can run).
   QueueSettings aged = Settings("sef");
   aged.max_wait_s = 10 * 3600;
+  aged.aging = 1;
   const double start = LongJobStart(aged, 7200, 600, 300);
-  INFO("aged: the long job started at " << start / 3600 << " h");  // 3.7 h when written
+  INFO("aged 1: the long job started at " << start / 3600 << " h");  // 3.7 h when written
   CHECK(start >= 0);
   CHECK(start <= 4 * 3600);  // about 2 x its length here: (7200 - 600) / aging behind an overloaded stream
+  // The shipped aging (0.25) lets short jobs pass for longer, still bounded by the aging
+  // alone, before the shipped longest wait (24 h): the long job goes ahead once it has waited
+  // (7200 - 600) / aging more than the oldest short job, whose submission the overloaded slot
+  // reaches at half the clock's pace: about 2 x 26,400 s = 14.7 h.
+  QueueSettings shipped = Settings("sef");
+  REQUIRE(shipped.aging == jc::scheduler::kDefaultQueueAging);
+  REQUIRE(shipped.max_wait_s == 24 * 3600);
+  const double shipped_start = LongJobStart(shipped, 7200, 600, 300);
+  INFO("aged 0.25: the long job started at " << shipped_start / 3600 << " h");
+  CHECK(shipped_start > start);
+  CHECK(shipped_start <= 2 * (7200 - 600) / jc::scheduler::kDefaultQueueAging + 1200);
   QueueSettings pure = aged;
   pure.aging = 0;
   const double starved = LongJobStart(pure, 7200, 600, 300);
