@@ -758,11 +758,18 @@ void JobManager::OnTick() {
   // FCFS by (priority, submission); a job that does not fit does not hold back the
   // ones behind it that do (backfill).
   if (admission_.Counts()) RecountAdmission();
-  auto schedule_one = [this](const std::string& id) {
+  // Drains are decided again in queue order every pass (an overdue job placed, or gone,
+  // frees its center at once).
+  scheduler_->ClearDrains();
+  const absl::Time pass_at = clock_->Now();
+  auto schedule_one = [this, pass_at](const std::string& id) {
     auto it = active_.find(id);
     if (it == active_.end()) return;
     std::string before = it->second.record.waiting_reason();
     auto more = Schedule(it->second);
+    // Past the queue's longest wait and still waiting: a center drains for it (its reason
+    // says so, the same every pass, so nothing is written again).
+    if (more.empty() && Overdue(it->second.record, pass_at)) DrainFor(it->second.record);
     if (!more.empty() || before != it->second.record.waiting_reason()) MarkDirty(id);
     burst_.dispatches.insert(burst_.dispatches.end(), more.begin(), more.end());
   };
@@ -1219,6 +1226,27 @@ std::vector<std::pair<std::string, std::string>> JobManager::ScheduleQueue(
     return !queue_.count(std::make_tuple(-r.request().scheduling().priority(), r.seq(), r.job_id()));
   });
   return offered;
+}
+
+bool JobManager::Overdue(const v1::JobRecord& r, absl::Time now) const {
+  return r.has_received_at() && !r.stop_requested() &&
+         absl::ToDoubleSeconds(now - FromTimestamp(r.received_at())) >= options_.queue.max_wait_s;
+}
+
+void JobManager::DrainFor(v1::JobRecord& r) {
+  // Past the longest wait and fitting nowhere: backfill would hand the capacity it needs
+  // to smaller jobs piecemeal for ever (SPEC A16, nothing starves). Its first waiting
+  // replica gets a center that drains for it.
+  for (const auto& rep : r.replicas()) {
+    if (rep.state() != v1::ReplicaRecord::WAITING) continue;
+    auto center = scheduler_->Drain(r.job_id(), r.request(), {rep.task_index(), rep.replica_index(), rep.attempt(), {}});
+    if (center.ok() && !center->empty()) {
+      r.set_waiting_reason(absl::StrCat(r.waiting_reason(), r.waiting_reason().empty() ? "" : "; ",
+                                        "waited past the queue's longest wait: ", *center,
+                                        " drains for it (nothing else starts there unless it ends first)"));
+    }
+    return;
+  }
 }
 
 void JobManager::EnableMetrics(prometheus::Registry& registry) {

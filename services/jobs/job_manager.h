@@ -236,6 +236,11 @@ class JobManager {
   // ---- Helpers of the loop. ----
   // Places the waiting replicas of one job; returns the dispatches to send.
   std::vector<Dispatch> Schedule(Active& job);
+  // An overdue job that fits nowhere: a center drains for it (Scheduler::Drain), and its
+  // waiting reason says which.
+  void DrainFor(v1::JobRecord& r);
+  // The job has waited past the queue's longest wait (QueueSettings::max_wait_s).
+  bool Overdue(const v1::JobRecord& r, absl::Time now) const;
   // Sends (after their commit) replicas to their centers, staging first where needed.
   void SendDispatches(const std::vector<Dispatch>& dispatches);
   // The adapter request for a dispatch still current; nullopt when it moved on.

@@ -3,8 +3,11 @@
 #include <optional>
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "services/scheduler/scoring/factors.h"
 
 namespace jc::scheduler {
 namespace {
@@ -56,6 +59,25 @@ const char* FilterCenter(const PlacementRequest& request, const CenterView& cent
     if (reason) *reason = absl::StrCat("the center does not offer resource spec ", request.spec_id);
     return kFilterSpec;
   }
+  if (!request.draining_centers.empty()) {
+    if (auto it = request.draining_centers.find(center.id); it != request.draining_centers.end()) {
+      // Backfill: only what is expected to end before the waiting job's expected start.
+      const double run_s = TransferSeconds(MissingDataMb(request, *keys, center), center) + RunSeconds(request, center);
+      const absl::Time end = request.now + absl::Seconds(run_s);
+      if (it->second == absl::InfiniteFuture() || end > it->second) {  // unknown start: nothing ends first
+        if (reason) {
+          *reason = it->second == absl::InfiniteFuture()
+                        ? std::string("draining for a job that has waited past the queue's longest wait")
+                        : absl::StrCat("draining for a job that has waited past the queue's longest wait, expected to "
+                                       "start there in ",
+                                       absl::FormatDuration(absl::Seconds(std::round(
+                                           std::max(0.0, absl::ToDoubleSeconds(it->second - request.now))))),
+                                       "; this replica would end after");
+        }
+        return kFilterDraining;
+      }
+    }
+  }
   // Free now, or (for a caller that may hold the replica for a busy center) ever.
   if (!center.free.Covers(spec->quantity) &&
       !(request.consider_busy_centers && center.capacity.Covers(spec->quantity))) {
@@ -96,6 +118,37 @@ const char* FilterCenter(const PlacementRequest& request, const CenterView& cent
   }
   if (spec_out) *spec_out = spec;
   return nullptr;
+}
+
+int DrainingCenterFor(const PlacementRequest& request, const Snapshot& snapshot) {
+  PlacementRequest ever = request;
+  ever.consider_busy_centers = true;  // capacity that could ever hold it
+  for (auto& [center, start] : ever.draining_centers) start = absl::InfinitePast();  // taken
+  const RequestKeys keys(ever);
+  int best = -1;
+  double best_fraction = -1;
+  const auto& centers = snapshot.centers();
+  for (size_t i = 0; i < centers.size(); ++i) {
+    const SpecAtCenter* spec = nullptr;
+    if (FilterCenter(ever, centers[i], /*ignore_avoid=*/true, nullptr, &spec, &keys) != nullptr) continue;
+    // How close its free capacity is to the spec: the scarcest resource's fraction.
+    const Resources& need = spec->quantity;
+    const Resources& free = centers[i].free;
+    double fraction = 1;
+    auto scarce = [&](double have, double want) {
+      if (want > 0) fraction = std::min(fraction, std::max(0.0, have) / want);
+    };
+    scarce(free.cpu, need.cpu);
+    scarce(free.gpu, need.gpu);
+    scarce(free.npu, need.npu);
+    scarce(free.mlu, need.mlu);
+    scarce(free.memory_mb, need.memory_mb);
+    if (fraction > best_fraction) {
+      best_fraction = fraction;
+      best = static_cast<int>(i);
+    }
+  }
+  return best;
 }
 
 }  // namespace jc::scheduler

@@ -16,6 +16,7 @@ inline constexpr const char* kFilterManual = "manual_placement";
 inline constexpr const char* kFilterSecurity = "security_grade";
 inline constexpr const char* kFilterRunAs = "run_as_account";
 inline constexpr const char* kFilterSpec = "spec_offered";
+inline constexpr const char* kFilterDraining = "draining_for_overdue_job";
 inline constexpr const char* kFilterCapacity = "free_capacity";
 inline constexpr const char* kFilterImage = "image_present";
 inline constexpr const char* kFilterPrivateData = "private_data";
@@ -29,5 +30,13 @@ inline constexpr const char* kFilterAvoid = "retry_elsewhere";
 // hashed here.
 const char* FilterCenter(const PlacementRequest& request, const CenterView& center, bool ignore_avoid,
                          std::string* reason, const SpecAtCenter** spec = nullptr, const RequestKeys* keys = nullptr);
+
+// Where a job that has waited past the queue's longest wait and fits nowhere now should
+// wait (SPEC A16): of the centers that pass every filter but free capacity (and are not
+// draining for another job), the one whose free capacity comes closest to the spec (the
+// largest fraction of its scarcest resource), first in federation order on a tie; that
+// center then drains for it (PlacementRequest::draining_centers for every job behind it),
+// as Slurm's backfill keeps the top job's start. -1: none could ever take it.
+int DrainingCenterFor(const PlacementRequest& request, const Snapshot& snapshot);
 
 }  // namespace jc::scheduler

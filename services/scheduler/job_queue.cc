@@ -59,6 +59,11 @@ JobQueue::Key JobQueue::KeyOf(const QueuedJob& job, double now) const {
   return {-job.priority, overdue ? 0 : 1, overdue ? 0.0 : policy_->Rank(job, now), job.seq};
 }
 
+bool JobQueue::Overdue(int64_t seq, double now) const {
+  auto it = entries_.find(seq);
+  return it != entries_.end() && now - it->second.submitted >= settings_.max_wait_s;
+}
+
 std::string JobQueue::Explain(int64_t seq, double now) const {
   auto it = entries_.find(seq);
   if (it == entries_.end()) return "";

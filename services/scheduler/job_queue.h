@@ -56,6 +56,9 @@ class JobQueue {
   void AddAttained(int64_t seq, double attained_s);
   void Erase(int64_t seq);
   bool Contains(int64_t seq) const { return entries_.contains(seq); }
+  // The job has waited past max_wait_s: it goes ahead of the order, and a center drains
+  // for it when it fits nowhere (filters.h DrainingCenterFor).
+  bool Overdue(int64_t seq, double now) const;
   size_t size() const { return entries_.size(); }
   // Why the job stands where it does in the order, at `now`.
   std::string Explain(int64_t seq, double now) const;

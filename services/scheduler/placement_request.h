@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/time/time.h"
 #include "services/scheduler/snapshot.h"
@@ -37,6 +38,11 @@ struct PlacementRequest {
   std::string project;
   std::string user;
   std::vector<DatasetNeed> datasets;
+  // Centers draining for a job that has waited past the queue's longest wait (SPEC A16,
+  // "nothing starves"), each with when that job is expected to start there (InfiniteFuture:
+  // unknown): another replica starts there only if it is expected to end by then (backfill,
+  // as Slurm's), so the waiting job is not held back. A hard constraint, unlike avoid_centers.
+  absl::flat_hash_map<std::string, absl::Time> draining_centers;
   // Centers where an earlier attempt of this replica failed: the retry policy prefers
   // any other, and falls back to them only when nothing else fits.
   absl::flat_hash_set<std::string> avoid_centers;

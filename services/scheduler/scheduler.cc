@@ -415,6 +415,9 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
     PlacementRequest r = *it->second;
     r.avoid_centers.insert(slot.avoid_centers.begin(), slot.avoid_centers.end());
     r.sibling_centers = sibling_centers;
+    for (const auto& [center, d] : drains_) {
+      if (d.job_id != job_id) r.draining_centers[center] = d.start;
+    }
     requests.push_back(std::move(r));
   }
   // The job's placement record is written in place (it is kept for the most recent jobs).
@@ -476,6 +479,41 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
         Assumed{c.id, c.specs.at(requests[i].spec_id).quantity};
   }
   return out;
+}
+
+absl::StatusOr<std::string> Scheduler::Drain(const std::string& job_id, const v1::CreateTrainJobRequest& job,
+                                             const Slot& slot) {
+  const auto estimates = TaskEstimates(job);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [center, d] : drains_) {
+    if (d.job_id == job_id) return std::string();
+  }
+  JC_ASSIGN_OR_RETURN(std::vector<PlacementRequest> all, RequestsForJob(job_id, job, inputs_, clock_->Now()));
+  ApplyEstimates(job, estimates, all, nullptr);
+  for (PlacementRequest& r : all) {
+    if (r.task_index != slot.task_index || r.replica_index != slot.replica_index) continue;
+    for (const auto& [center, d] : drains_) r.draining_centers[center] = d.start;
+    const int i = DrainingCenterFor(r, snapshot_);
+    if (i < 0) return std::string();
+    const CenterView& c = snapshot_.centers()[i];
+    absl::Time start = absl::InfiniteFuture();
+    if (auto it = c.reported_start_delay.find(r.spec_id); it != c.reported_start_delay.end()) {
+      // The center's own plan for the spec, aged since it said it (as expected_completion).
+      const absl::Duration age = c.queue_reported_at == absl::InfinitePast()
+                                     ? absl::ZeroDuration()
+                                     : std::max(absl::ZeroDuration(), r.now - c.queue_reported_at);
+      start = r.now + std::max(absl::ZeroDuration(), it->second - age);
+    }
+    drains_[c.id] = {job_id, start};
+    return c.id;
+  }
+  return absl::InternalError(absl::StrCat("job ", job_id, " has no task ", slot.task_index, " replica ",
+                                          slot.replica_index));
+}
+
+void Scheduler::ClearDrains() {
+  std::lock_guard<std::mutex> lock(mu_);
+  drains_.clear();
 }
 
 void Scheduler::Reported(const std::string& key, absl::Time at) {

@@ -158,6 +158,16 @@ class Scheduler {
   absl::StatusOr<Decision> Place(const std::string& job_id, const v1::CreateTrainJobRequest& job,
                                  const std::vector<Slot>& slots, const std::vector<std::string>& sibling_centers,
                                  v1::Placement* explain = nullptr);
+  // Nothing starves (SPEC A16): a job that has waited past the queue's longest wait and fits
+  // nowhere now gets a center that drains for it (filters.h DrainingCenterFor: the one whose
+  // free capacity comes closest to `slot`'s spec). Until ClearDrains, Place starts another
+  // job's replica there only if it is expected to end before the drained-for job is
+  // expected to start (the center's queue report for the spec; without one, nothing
+  // starts there). Returns the center, "" when none could ever take it (or the job already
+  // has one). The job manager clears and decides drains again every pass, in queue order.
+  absl::StatusOr<std::string> Drain(const std::string& job_id, const v1::CreateTrainJobRequest& job,
+                                    const Slot& slot);
+  void ClearDrains();
   // The center acknowledged replica `key` at `at`: once its usage is observed after
   // that, the usage includes it and the reservation is dropped.
   void Reported(const std::string& key, absl::Time at);
@@ -234,6 +244,11 @@ class Scheduler {
   std::map<std::string, v1::Placement> placements_;
   std::deque<std::string> placement_order_;  // oldest first, to bound placements_
   std::map<std::string, Assumed> assumed_;
+  struct Drained {
+    std::string job_id;  // the overdue job it drains for
+    absl::Time start;    // when that job is expected to start there; InfiniteFuture: unknown
+  };
+  std::map<std::string, Drained> drains_;  // by center, under mu_
   SchedulerInputs inputs_;
   Snapshot snapshot_;
   Snapshot ideal_;  // Ideal(snapshot_) as last refreshed

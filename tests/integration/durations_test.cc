@@ -16,9 +16,10 @@ using nlohmann::json;
 namespace {
 
 constexpr char kCenterConfig[] =
-    "security_grade: 3\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n";
+    "security_grade: 3\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n  - {id: cpu-2, cpu: 2, memory: 256Mi}\n";
 
-// A control plane with one center of `cpus` CPUs offering cpu-1.
+// A control plane with one center of `cpus` CPUs offering cpu-1 (and cpu-2, which a test
+// registers when it needs a job as wide as the center).
 struct Federation : jc::testing::TestSystem {
   jc::testing::LocalAdapter solo;
 
@@ -337,6 +338,51 @@ TEST_CASE("shortest expected first: a short job submitted behind a long one runs
       for (const auto& id : {long_job, short_job}) f.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object());
     }
   }
+}
+
+TEST_CASE("nothing starves: a job that needs the whole center, past the queue's longest wait, has the center drain for "
+          "it, so a small job submitted after it no longer takes the free CPU, and it runs when the center frees [A16]",
+          "[A16]") {
+  Federation f(2, [](jc::server::AppOptions& o) {
+    o.jobs.queue = *jc::scheduler::ParseQueueSettings("fcfs");
+    o.jobs.queue.max_wait_s = 1;
+  });
+  Federation::Must(f.rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "cpu-2"},
+                                                              {"resource_spec_name", "2 CPUs"},
+                                                              {"resource_quantity", {{"cpu", "2"}, {"memory", "256Mi"}}},
+                                                              {"service_type", "batch"},
+                                                              {"price", 2},
+                                                              {"computing_center_list", "solo"}}));
+  auto alice = f.UserClient("alice", "vision", "MEMBER");
+  const std::string holder = Submit(*alice, Federation::Job("holder", "sleep 60"));
+  WaitForStatus(*alice, holder, "running");
+  json wide = Federation::Job("wide", "true");
+  wide["tasks"][0]["resourceSpecId"] = "cpu-2";
+  const std::string big = Submit(*alice, wide);
+  // Overdue after a second: the center drains for it, and says so.
+  json waiting;
+  bool drained = jc::testing::WaitUntil([&] {
+    waiting = alice->Get("/openapi/v1/trainjob/" + big).body["data"];
+    return waiting.value("statusReason", "").find("solo drains for it") != std::string::npos;
+  });
+  INFO(waiting.dump());
+  REQUIRE(drained);
+  // A 1-CPU job would fit the free CPU (backfill); the drain keeps it off.
+  const std::string small = Submit(*alice, Federation::Job("small", "true"));
+  json held;
+  bool refused = jc::testing::WaitUntil([&] {
+    held = alice->Get("/openapi/v1/trainjob/" + small).body["data"];
+    return held.value("statusReason", "").find("draining for a job that has waited past the queue's longest wait") !=
+           std::string::npos;
+  });
+  INFO(held.dump());
+  REQUIRE(refused);
+  CHECK(held["status"] == "pending");
+  // The center frees: the wide job runs first, then the small one.
+  f.rest->Post("/openapi/v1/trainjob/" + holder + "/stop", json::object());
+  json done = WaitForStatus(*alice, big, "completed");
+  json after = WaitForStatus(*alice, small, "completed");
+  CHECK(done["updatedAt"].get<std::string>() <= after["updatedAt"].get<std::string>());
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "services/datamon/source_selection.h"
 #include "services/estimator/duration_estimator.h"
+#include "services/scheduler/filters.h"
 #include "tools/sim/metrics.h"
 
 namespace jc::sim {
@@ -127,6 +128,13 @@ class Simulation {
   bool freed_ = true;  // capacity came back since the last pass: every waiting job may fit
   std::vector<int> arrived_;  // jobs queued since the last pass
   absl::flat_hash_set<int> failed_specs_;  // in this pass
+  // Centers draining for an overdue job (center id -> the job), decided again by every full
+  // pass, kept by passes that only try new arrivals (SPEC A16, "nothing starves").
+  struct Drain {
+    int job = -1;             // the overdue job it drains for
+    absl::Time start;         // when that job is expected to start there
+  };
+  absl::flat_hash_map<std::string, Drain> draining_;
   int64_t decisions_ = 0;
   double moved_mb_ = 0;
   double window_start_ = 0, window_end_ = 0;  // first and last submission
@@ -352,6 +360,7 @@ void Simulation::SchedulePass() {
       held_[c].clear();
       snapshot_.MutableAt(static_cast<int>(c)).waiting_tasks = 0;
     }
+    draining_.clear();
     queue_.Pass(now_, [this](int64_t job) { return TryPlace(static_cast<int>(job)); });
   } else {
     // Nothing was freed since the last pass, so the jobs that did not fit then cannot
@@ -369,9 +378,14 @@ bool Simulation::TryPlace(int index) {
   PlacementRequest& r = job.request;
   // Within a pass capacity only shrinks: a spec that fit nowhere still fits nowhere, for
   // any job whose filters depend on nothing else (no private data, no centers to avoid).
-  bool cacheable = !job.private_data && r.avoid_centers.empty();
+  // (An overdue job is always asked: where it fits nowhere a center drains for it.)
+  bool cacheable = !job.private_data && r.avoid_centers.empty() && !queue_.Overdue(index, now_);
   if (cacheable && failed_specs_.contains(job.spec)) return false;
   r.now = absl::UnixEpoch() + absl::Seconds(now_);
+  r.draining_centers.clear();
+  for (const auto& [center, drain] : draining_) {
+    if (drain.job != index) r.draining_centers[center] = drain.start;
+  }
   if (!options_.oracle_durations) {
     // Only what had ended before this decision: the estimator's median, else the default.
     const double expected = ExpectedOf(job);
@@ -400,11 +414,23 @@ bool Simulation::TryPlace(int index) {
   }
   ++decisions_;
   int center = policy_.Choose(r, snapshot_);
+  const bool fits = center >= 0 && snapshot_.centers()[center].free.Covers(specs_[job.spec].quantity);
+  if (!fits && queue_.Overdue(index, now_)) {
+    // Past the longest wait and nowhere to start: a center drains for it (the one it holds
+    // for, else the closest to fitting), or backfill would hand its capacity on piecemeal.
+    const int drain = center >= 0 ? center : scheduler::DrainingCenterFor(r, snapshot_);
+    if (drain >= 0) {
+      // Others may still start there if they end before it would (backfill): its expected
+      // start is what the center would report of its queue.
+      const absl::Time start = r.now + absl::Seconds(ReportedStartDelay(drain, job));
+      draining_.try_emplace(snapshot_.centers()[drain].id, Drain{index, start});
+    }
+  }
   if (center < 0) {
     if (cacheable) failed_specs_.insert(job.spec);
     return false;
   }
-  if (!snapshot_.centers()[center].free.Covers(specs_[job.spec].quantity)) {
+  if (!fits) {
     Hold(index, center);  // its expected completion is soonest there: it waits for it
     return false;
   }

@@ -94,6 +94,52 @@ TEST_CASE("each filter removes a center and says why [A8]", "[A8]") {
   CHECK(FilterCenter(retry, c, true, &why) == nullptr);
 }
 
+TEST_CASE("a center draining for an overdue job takes only what ends before that job's expected start, and the "
+          "drain goes where the job comes closest to fitting [A16]",
+          "[A16]") {
+  // The overdue job needs 8 GPUs (spec "gpu-8"); a has 2 free, b 6, c is too small ever.
+  auto with_big_spec = [](CenterView c, double free_gpus, double capacity_gpus) {
+    c.capacity.gpu = capacity_gpus;
+    c.free.gpu = free_gpus;
+    c.specs["gpu-8"] = SpecAtCenter{{32, 8, 0, 0, 131072, 0}, 80, 3200};
+    return c;
+  };
+  Snapshot s;
+  s.Upsert(with_big_spec(MakeCenter("a"), 2, 8));
+  s.Upsert(with_big_spec(MakeCenter("b"), 6, 8));
+  s.Upsert(with_big_spec(MakeCenter("c"), 4, 4));
+  PlacementRequest big = MakeRequest();
+  big.spec_id = "gpu-8";
+  CHECK(DrainingCenterFor(big, s) == s.IndexOf("b"));
+  // A center already draining for another job is not drained again.
+  big.draining_centers["b"] = big.now + absl::Hours(1);
+  CHECK(DrainingCenterFor(big, s) == s.IndexOf("a"));
+  // Nothing can ever hold it: no drain.
+  PlacementRequest huge = MakeRequest();
+  huge.spec_id = "gpu-8";
+  Snapshot small;
+  small.Upsert(with_big_spec(MakeCenter("c"), 4, 4));
+  CHECK(DrainingCenterFor(huge, small) == -1);
+
+  // b drains for a job expected to start there in 30 minutes: a 1-GPU replica expected to
+  // run 20 minutes may start there (it ends first), one of 40 minutes may not, and neither
+  // may where the start is unknown.
+  const CenterView& b = s.centers()[s.IndexOf("b")];
+  PlacementRequest small_job = MakeRequest();
+  small_job.draining_centers["b"] = small_job.now + absl::Minutes(30);
+  small_job.expected_runtime = absl::Minutes(20);
+  CHECK(FilterCenter(small_job, b, false, nullptr) == nullptr);
+  small_job.expected_runtime = absl::Minutes(40);
+  std::string why;
+  CHECK(std::string(FilterCenter(small_job, b, false, &why)) == kFilterDraining);
+  CHECK(why == "draining for a job that has waited past the queue's longest wait, expected to start there in 30m; "
+               "this replica would end after");
+  small_job.expected_runtime = absl::Minutes(1);
+  small_job.draining_centers["b"] = absl::InfiniteFuture();
+  CHECK(std::string(FilterCenter(small_job, b, false, &why)) == kFilterDraining);
+  CHECK(why == "draining for a job that has waited past the queue's longest wait");
+}
+
 TEST_CASE("a center that can be given the image is a candidate, and the image's transfer counts against it [A4][A6]",
           "[A4][A6]") {
   Scheduler s;
