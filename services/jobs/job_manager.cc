@@ -12,7 +12,6 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "services/estimator/job_class.h"
 #include "common/audit/audit_log.h"
@@ -431,12 +430,8 @@ void JobManager::Flush() {
   if (!writes.durations.empty()) {
     const absl::Time now = clock_->Now();
     writes.durations_at = absl::ToUnixSeconds(now);
-    // The store holds what memory does: once the estimator is full (it evicts the least
-    // recently observed keys), the oldest rows go too, at most hourly (it scans the index).
-    if (estimator_->keys() >= estimator_->max_keys() && now - durations_pruned_ >= absl::Hours(1)) {
-      writes.keep_durations = estimator_->max_keys();
-      durations_pruned_ = now;
-    }
+    // The store holds what memory does: the oldest rows go once the estimator is full.
+    writes.keep_durations = learning_.RowsToKeep(now);
   }
   for (const auto& a : burst_.audits) writes.audits.push_back(audit::AuditLog::Values(a));
   Burst burst = std::move(burst_);
@@ -1407,8 +1402,6 @@ v1::UsageRecord JobManager::UsageRecordOf(const v1::JobRecord& r, const MeteredA
 
 namespace {
 
-constexpr char kTimeLimitStop[] = "ran past the job's time limit";
-
 // When an attempt started, for its time limit: by its center's clock, but never before the
 // control plane sent it, so that a center cannot make it look older than it is.
 absl::Time LimitStart(const v1::AttemptRecord& a) {
@@ -1418,35 +1411,6 @@ absl::Time LimitStart(const v1::AttemptRecord& a) {
 }
 
 }  // namespace
-
-void JobManager::LearnDurations(const v1::JobRecord& r, const JobEffects& fx) {
-  if (estimator_ == nullptr) return;
-  const bool time_limited = absl::StrContains(r.stop_reason(), kTimeLimitStop);
-  for (const MeteredAttempt& m : fx.metered) {
-    const v1::AttemptRecord& a = m.attempt;
-    // A run says how long the job takes when it ran to its end: it succeeded, or its time
-    // limit ended it (a lower bound, kept as one). A failure, a stop, or the control
-    // plane's own guess at an end its center never reported says nothing of its length.
-    if (m.correction || m.estimated || !a.has_started_at() || !a.has_ended_at()) continue;
-    if (a.outcome() != "succeeded" && !(a.outcome() == "stopped" && time_limited)) continue;
-    absl::Duration wall = FromTimestamp(a.ended_at()) - FromTimestamp(a.started_at());
-    // Bounded by what the control plane saw itself (from its submit to its learning of the
-    // end): a center cannot make a user's jobs look longer than they ran.
-    if (a.has_submitted_at() && a.has_seen_ended_at()) {
-      wall = std::min(wall, FromTimestamp(a.seen_ended_at()) - FromTimestamp(a.submitted_at()));
-    }
-    if (wall <= absl::ZeroDuration()) continue;
-    // One run per task per attempt, however many replicas it has: its first replica stands
-    // for it. A task of 1,000 replicas is one job's run, not 1,000 observations that would
-    // swamp a key's median at once.
-    if (r.replicas(m.index).replica_index() != 0) continue;
-    const int task = r.replicas(m.index).task_index();
-    for (auto& row : estimator_->Observe(estimator::JobClassOf(r.request(), task), wall,
-                                         scheduler_->PerformanceOf(a.center_id()))) {
-      burst_.durations[row.key] = std::move(row.sketch);
-    }
-  }
-}
 
 std::vector<v1::JobRecord*> JobManager::MoveView::Jobs() {
   std::vector<v1::JobRecord*> jobs;
@@ -1528,7 +1492,7 @@ void JobManager::ApplyEffects(Active& job, const JobEffects& fx) {
     key.set_origin(r.origin());
     burst_.stops.emplace_back(a.center_id, std::move(key));
   }
-  LearnDurations(r, fx);
+  learning_.Learn(r, fx, &burst_.durations);
   for (const MeteredAttempt& m : fx.metered) {
     if (!options_.metering) break;
     burst_.usage.push_back(UsageRecordOf(r, m, now));

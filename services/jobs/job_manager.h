@@ -36,6 +36,7 @@
 #include "services/jobs/admission_reads.h"
 #include "services/jobs/data_mover.h"
 #include "services/jobs/dispatcher.h"
+#include "services/jobs/duration_learning.h"
 #include "services/jobs/job_events.h"
 #include "services/jobs/job_metrics.h"
 #include "services/estimator/shared_estimator.h"
@@ -149,7 +150,10 @@ class JobManager {
   // The estimator this job manager teaches (SPEC A16): every attempt that ran to its end is
   // observed, its rows written with the burst that closed it and read back at leadership.
   // Null (the default): nothing is learned. Call before Start; it outlives the job manager.
-  void SetDurationEstimator(estimator::SharedEstimator* estimator) { estimator_ = estimator; }
+  void SetDurationEstimator(estimator::SharedEstimator* estimator) {
+    estimator_ = estimator;
+    learning_.SetEstimator(estimator);
+  }
   // The store identity this instance's new jobs carry in their replica keys (set by Start).
   const std::string& origin() const { return origin_; }
 
@@ -291,9 +295,8 @@ class JobManager {
   std::unique_ptr<JobMetrics> metrics_;  // set before Start, read-only after
   std::string origin_;                   // the store's identity, in every replica key
   estimator::SharedEstimator* estimator_ = nullptr;
-  absl::Time durations_pruned_ = absl::InfinitePast();  // loop: when the store's rows were last bounded
-  // Teaches the estimator the attempts `fx` closed that ran to their end; loop thread.
-  void LearnDurations(const v1::JobRecord& r, const JobEffects& fx);
+  // What the attempts that ran to their end teach estimator_ (duration_learning.h); loop thread.
+  DurationLearning learning_{[this](const std::string& center) { return scheduler_->PerformanceOf(center); }};
   // Stops the jobs an attempt of which ran past the job's time limit; loop thread.
   void EnforceTimeLimits(absl::Time now);
   // Stops `job` for `reason` (a budget, a time limit), not by its user; loop thread.
