@@ -386,9 +386,10 @@ void JobManager::Flush() {
     std::lock_guard<std::mutex> lock(view_mu_);
     for (const auto& [record, version] : burst_.saves) {
       auto v = view_.find(record->job_id());
-      if (auto e = EventOf(v == view_.end() ? nullptr : v->second.get(), *record, event_time)) {
-        burst_.events.push_back(std::move(*e));
-      }
+      const v1::JobRecord* before = v == view_.end() ? nullptr : v->second.get();
+      if (auto e = EventOf(before, *record, event_time)) burst_.events.push_back(std::move(*e));
+      // A move has its own event too, after the job's (SPEC A16).
+      for (auto& moved : MovedEventsOf(before, *record, event_time)) burst_.events.push_back(std::move(moved));
     }
   }
   for (auto& e : burst_.events) {
