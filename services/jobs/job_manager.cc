@@ -523,6 +523,11 @@ void JobManager::AfterCommit(Burst& burst, const WriteOutcome& outcome) {
       metrics_->usage_gpu_seconds->Add(labels).Increment(u.gpu_seconds());
       metrics_->usage_cost->Add(labels).Increment(u.cost());
     }
+    // Counted as committed, from the events that tell watchers: one per replica moved.
+    for (const auto& e : burst.events) {
+      if (e.type() != v1::TrainJobEvent::MOVED) continue;
+      metrics_->moves->Add({{"from", e.move().from_center_id()}, {"to", e.move().to_center_id()}}).Increment();
+    }
   }
   // Watchers learn what committed, in revision order.
   std::vector<v1::TrainJobEvent> committed = std::move(burst.events);

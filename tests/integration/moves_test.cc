@@ -135,6 +135,8 @@ TEST_CASE("a replica waiting at a center whose host its own users took moves to 
   CHECK(log == "ran-once at fast\n");  // JC_CENTER_ID: the center that ran it
   std::string metrics = s.rest->Raw("/metrics");
   CHECK(metrics.find("jc_replica_withdrawals_total{center=\"slow\",result=\"withdrawn\"} 1") != std::string::npos);
+  // The move by where it went: counted once, from slow to fast.
+  CHECK(metrics.find("jc_replica_moves_total{from=\"slow\",to=\"fast\"} 1") != std::string::npos);
   // Its story as watchers read it: the move is an event of its own (from, to, which
   // replica, why), after the update that placed it at fast, and before it ended.
   jc::testing::SseReply story = jc::testing::ReadSse(
