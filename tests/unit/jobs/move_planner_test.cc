@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "services/jobs/attempt_history.h"
 #include "services/jobs/job_state.h"
 #include "services/jobs/move_planner.h"
+#include "tests/unit/jobs/pending_job.h"
 
 namespace {
 
@@ -40,26 +42,7 @@ jc::jobs::MoveOptions Options() {
 // A job of `replicas` replicas of one task, each acknowledged as pending at `center` at `at`.
 v1::JobRecord PendingJob(const std::string& id, int replicas, const std::string& center, bool gang = false,
                          absl::Time at = kT0) {
-  v1::JobRecord job;
-  job.set_job_id(id);
-  job.set_status("pending");
-  auto* task = job.mutable_request()->add_tasks();
-  task->set_name("train");
-  task->set_replica_number(replicas);
-  job.mutable_request()->mutable_scheduling()->set_gang(gang);
-  for (int i = 0; i < replicas; ++i) {
-    auto* rep = job.add_replicas();
-    rep->set_replica_index(i);
-    rep->set_center_id(center);
-    rep->set_state(v1::ReplicaRecord::DISPATCHING);
-    jc::jobs::NotePlaced(job, i, at);
-    apb::Replica answer;
-    answer.mutable_key()->set_replica_index(i);
-    answer.set_state(apb::REPLICA_PENDING);
-    JobEffects fx;
-    jc::jobs::ApplySubmitAccepted(job, i, answer, at, &fx);
-  }
-  return job;
+  return jc::jobs::testing::PendingJob(replicas, center, {.job_id = id, .gang = gang, .at = at});
 }
 
 // The jobs as the job manager hands them to a pass: by job id.
@@ -72,6 +55,13 @@ struct Jobs {
     return out;
   }
 };
+
+// One job of one replica pending at its center for each (job id, center), as of kT0.
+Jobs PendingAt(std::initializer_list<std::pair<const char*, const char*>> jobs_at) {
+  Jobs jobs;
+  for (const auto& [id, center] : jobs_at) jobs.Add(PendingJob(id, 1, center));
+  return jobs;
+}
 
 std::vector<std::string> QuestionJobs(const MovePass& pass) {
   std::vector<std::string> ids;
@@ -148,11 +138,7 @@ TEST_CASE("an answer that names a target records the ask on the replica and send
           "second replica at the same center waits for the next pass [A16]",
           "[A16]") {
   MovePlanner planner(nullptr, Options());
-  Jobs jobs;
-  jobs.Add(PendingJob("j1", 1, "a"));
-  jobs.Add(PendingJob("j2", 1, "a"));
-  jobs.Add(PendingJob("j3", 1, "c"));
-  jobs.Add(PendingJob("stays", 1, "d"));
+  Jobs jobs = PendingAt({{"j1", "a"}, {"j2", "a"}, {"j3", "c"}, {"stays", "d"}});
   const absl::Time t = kT0 + absl::Minutes(3);
   MovePass pass = planner.Weigh(jobs.All(), t);
   REQUIRE(pass.questions.size() == 4);
@@ -209,11 +195,7 @@ TEST_CASE("a center's answer: withdrawn places the replica again, a start or a r
           "a passing error is asked again after kAskAgain [A16]",
           "[A16]") {
   MovePlanner planner(nullptr, Options());
-  Jobs jobs;
-  jobs.Add(PendingJob("moved", 1, "a"));
-  jobs.Add(PendingJob("started", 1, "b"));
-  jobs.Add(PendingJob("refused", 1, "c"));
-  jobs.Add(PendingJob("lost", 1, "d"));
+  Jobs jobs = PendingAt({{"moved", "a"}, {"started", "b"}, {"refused", "c"}, {"lost", "d"}});
   const absl::Time t = kT0 + absl::Minutes(3);
   MovePass pass = planner.Weigh(jobs.All(), t);
   std::vector<MoveAsk> asks = planner.Ask(pass, MoveAllTo(pass, "e"), jobs.All(), t);

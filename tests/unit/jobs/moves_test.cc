@@ -8,6 +8,7 @@
 #include "services/jobs/attempt_history.h"
 #include "services/jobs/job_events.h"
 #include "services/jobs/job_state.h"
+#include "tests/unit/jobs/pending_job.h"
 
 namespace {
 
@@ -17,29 +18,9 @@ using jc::jobs::JobEffects;
 
 const absl::Time kT0 = absl::FromUnixSeconds(1'800'000'000);
 
-// A job of `replicas` replicas of one task, each acknowledged as pending at `center`.
+// A job of `replicas` replicas of one task, each acknowledged as pending at `center` at kT0.
 v1::JobRecord PendingJob(int replicas, const std::string& center, bool gang = false, int max_retries = 0) {
-  v1::JobRecord job;
-  job.set_job_id("job-1");
-  job.set_status("pending");
-  auto* task = job.mutable_request()->add_tasks();
-  task->set_name("train");
-  task->set_replica_number(replicas);
-  job.mutable_request()->mutable_scheduling()->set_gang(gang);
-  job.mutable_request()->mutable_retry_policy()->set_max_retries(max_retries);
-  for (int i = 0; i < replicas; ++i) {
-    auto* rep = job.add_replicas();
-    rep->set_replica_index(i);
-    rep->set_center_id(center);
-    rep->set_state(v1::ReplicaRecord::DISPATCHING);
-    jc::jobs::NotePlaced(job, i, kT0);
-    apb::Replica answer;
-    answer.mutable_key()->set_replica_index(i);
-    answer.set_state(apb::REPLICA_PENDING);
-    JobEffects fx;
-    jc::jobs::ApplySubmitAccepted(job, i, answer, kT0, &fx);
-  }
-  return job;
+  return jc::jobs::testing::PendingJob(replicas, center, {.gang = gang, .max_retries = max_retries, .at = kT0});
 }
 
 apb::Replica Report(int replica, int attempt, apb::ReplicaState state, bool withdrawn) {
