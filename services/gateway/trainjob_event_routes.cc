@@ -1,6 +1,6 @@
 // Job events as Server-Sent Events (SPEC C8): each event of WatchTrainJobs becomes
 //   id: <revision>
-//   event: <snapshot|created|updated|ended>
+//   event: <snapshot|created|updated|moved|ended>
 //   data: <the event as JSON>
 // so a client that reconnects with Last-Event-ID (what a browser's EventSource sends on
 // its own) resumes after the last event it got, also across a server restart. Quiet

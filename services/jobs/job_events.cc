@@ -79,6 +79,43 @@ std::optional<v1::TrainJobEvent> EventOf(const v1::JobRecord* before, const v1::
   return e;
 }
 
+std::vector<v1::TrainJobEvent> MovedEventsOf(const v1::JobRecord* before, const v1::JobRecord& after, absl::Time at) {
+  std::vector<v1::TrainJobEvent> out;
+  if (before == nullptr) return out;
+  for (int i = 0; i < after.replicas_size(); ++i) {
+    const v1::ReplicaRecord& r = after.replicas(i);
+    const v1::ReplicaRecord* b = i < before->replicas_size() ? &before->replicas(i) : nullptr;
+    // Placed by this change: it has a center now, and had none (or another attempt) before.
+    if (r.center_id().empty() || (b != nullptr && b->attempt() == r.attempt() && !b->center_id().empty())) continue;
+    // Its previous attempt was taken back as asked: this placement is the move's. A
+    // placement after a failure to start has a previous attempt that was never asked back.
+    const v1::AttemptRecord* left = nullptr;
+    for (const auto& a : r.attempts()) {
+      if (a.attempt() == r.attempt() - 1) left = &a;
+    }
+    if (left == nullptr || !left->has_withdraw_asked_at() || left->has_started_at()) continue;
+    v1::TrainJobEvent e;
+    e.set_type(v1::TrainJobEvent::MOVED);
+    e.set_job_id(after.job_id());
+    e.set_status(after.status());
+    e.set_previous_status(before->status());
+    e.set_status_reason(after.status_reason());
+    e.set_project(after.request().project());
+    e.set_name(after.request().name());
+    *e.mutable_at() = ToTimestamp(at);
+    *e.add_replicas() = ChangeOf(r, b);
+    v1::ReplicaMove* move = e.mutable_move();
+    move->set_task_index(r.task_index());
+    move->set_replica_index(r.replica_index());
+    move->set_from_center_id(left->center_id());
+    move->set_to_center_id(r.center_id());
+    move->set_attempt(r.attempt());
+    move->set_reason(left->message());
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 std::string EncodeEvent(const v1::TrainJobEvent& event) { return store::EncodeBinaryDoc(event); }
 
 absl::StatusOr<v1::TrainJobEvent> DecodeEvent(const std::optional<std::string>& column) {

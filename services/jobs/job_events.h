@@ -34,6 +34,14 @@ namespace v1 = ::jointcloud::v1;
 // changed (a new waiting reason, a version bump).
 std::optional<v1::TrainJobEvent> EventOf(const v1::JobRecord* before, const v1::JobRecord& after, absl::Time at);
 
+// The MOVED events a change of one job makes (SPEC A16), without their revisions: one for
+// each replica that `after` places at a center for the first time since its center took
+// it back as asked (its previous attempt was asked back and never started; a gang's other
+// replicas go with the one withdrawn), naming where it was withdrawn, where it goes and
+// why. None for a new job, a replica placed again after a failure, or a change that
+// placed nothing.
+std::vector<v1::TrainJobEvent> MovedEventsOf(const v1::JobRecord* before, const v1::JobRecord& after, absl::Time at);
+
 // The replica's finer state as events name it: waiting, staging, dispatching, ...
 std::string PhaseName(v1::ReplicaRecord::State state);
 

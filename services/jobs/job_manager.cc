@@ -12,7 +12,6 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "services/estimator/job_class.h"
 #include "common/audit/audit_log.h"
@@ -350,8 +349,7 @@ void JobManager::StepDown(const std::string& why) {
     std::lock_guard<std::mutex> lock(positions_mu_);
     queue_positions_.clear();  // no queue is passed while standing down
   }
-  withdrawing_.clear();  // answers of this term are dropped; the next term asks again
-  withdrawing_at_.clear();
+  moves_.Reset();  // answers of this term are dropped; the next term asks again
   // What was learned goes stale from here (the next leader learns on): plans here use the
   // jobs' own figures, and say so, until this instance leads again and reloads.
   if (estimator_ != nullptr) estimator_->Unload();
@@ -388,9 +386,10 @@ void JobManager::Flush() {
     std::lock_guard<std::mutex> lock(view_mu_);
     for (const auto& [record, version] : burst_.saves) {
       auto v = view_.find(record->job_id());
-      if (auto e = EventOf(v == view_.end() ? nullptr : v->second.get(), *record, event_time)) {
-        burst_.events.push_back(std::move(*e));
-      }
+      const v1::JobRecord* before = v == view_.end() ? nullptr : v->second.get();
+      if (auto e = EventOf(before, *record, event_time)) burst_.events.push_back(std::move(*e));
+      // A move has its own event too, after the job's (SPEC A16).
+      for (auto& moved : MovedEventsOf(before, *record, event_time)) burst_.events.push_back(std::move(moved));
     }
   }
   for (auto& e : burst_.events) {
@@ -432,12 +431,8 @@ void JobManager::Flush() {
   if (!writes.durations.empty()) {
     const absl::Time now = clock_->Now();
     writes.durations_at = absl::ToUnixSeconds(now);
-    // The store holds what memory does: once the estimator is full (it evicts the least
-    // recently observed keys), the oldest rows go too, at most hourly (it scans the index).
-    if (estimator_->keys() >= estimator_->max_keys() && now - durations_pruned_ >= absl::Hours(1)) {
-      writes.keep_durations = estimator_->max_keys();
-      durations_pruned_ = now;
-    }
+    // The store holds what memory does: the oldest rows go once the estimator is full.
+    writes.keep_durations = learning_.RowsToKeep(now);
   }
   for (const auto& a : burst_.audits) writes.audits.push_back(audit::AuditLog::Values(a));
   Burst burst = std::move(burst_);
@@ -528,6 +523,11 @@ void JobManager::AfterCommit(Burst& burst, const WriteOutcome& outcome) {
       metrics_->usage_gpu_seconds->Add(labels).Increment(u.gpu_seconds());
       metrics_->usage_cost->Add(labels).Increment(u.cost());
     }
+    // Counted as committed, from the events that tell watchers: one per replica moved.
+    for (const auto& e : burst.events) {
+      if (e.type() != v1::TrainJobEvent::MOVED) continue;
+      metrics_->moves->Add({{"from", e.move().from_center_id()}, {"to", e.move().to_center_id()}}).Increment();
+    }
   }
   // Watchers learn what committed, in revision order.
   std::vector<v1::TrainJobEvent> committed = std::move(burst.events);
@@ -542,7 +542,6 @@ void JobManager::AfterCommit(Burst& burst, const WriteOutcome& outcome) {
   for (auto& r : burst.stop_replies) r->set_value(absl::OkStatus());
   for (const auto& [center, key] : burst.stops) dispatcher_.StopReplica(center, key);
   for (const Withdrawal& w : burst.withdrawals) {
-    withdrawing_at_.insert(w.center);
     uint64_t term = term_;
     pool_.Run([this, term, w] {
       absl::StatusOr<apb::Replica> answer = absl::UnavailableError("the center's adapter has no address");
@@ -551,7 +550,10 @@ void JobManager::AfterCommit(Burst& burst, const WriteOutcome& outcome) {
       } else {
         answer = address.status();
       }
-      loop_.Post([this, term, w, answer = std::move(answer)] { OnWithdrawAnswer(term, w, answer); });
+      loop_.Post([this, term, w, answer = std::move(answer)] {
+        if (term != term_ || !leading_) return;  // this term's marks are not that term's
+        moves_.OnWithdrawAnswer(w, answer, clock_->Now());
+      });
     });
   }
   for (const auto& c : burst.creates) SendDispatches(c.dispatches);
@@ -800,7 +802,7 @@ void JobManager::OnTick() {
   if (now - gauges_updated_ >= absl::Seconds(1)) {
     gauges_updated_ = now;
     EnforceTimeLimits(now);
-    ConsiderMoves(now);
+    moves_.ConsiderMoves(now);
     UpdateGauges();
   }
 }
@@ -899,7 +901,7 @@ void JobManager::OnReconcile(bool all, const std::set<std::string>& connected) {
     for (int i = 0; i < job.record.replicas_size(); ++i) {
       const auto& rep = job.record.replicas(i);
       bool live = rep.state() == v1::ReplicaRecord::PENDING || rep.state() == v1::ReplicaRecord::RUNNING;
-      if (live && (all || !connected.count(rep.center_id()))) asks.push_back({id, i, rep.center_id(), KeyOf(job.record, i)});
+      if (live && (all || !connected.count(rep.center_id()))) asks.push_back({id, i, rep.center_id(), ReplicaKeyOf(job.record, i)});
       // Attempts stopped or moved past whose end their center has not reported yet: asked
       // every time (they are few, and their usage is due), wherever the stream stands.
       for (const auto& a : rep.attempts()) {
@@ -908,7 +910,7 @@ void JobManager::OnReconcile(bool all, const std::set<std::string>& connected) {
                                              rep.state() == v1::ReplicaRecord::STAGING)) {
           continue;  // not at its center yet
         }
-        apb::ReplicaKey key = KeyOf(job.record, i);
+        apb::ReplicaKey key = ReplicaKeyOf(job.record, i);
         key.set_attempt(a.attempt());
         asks.push_back({id, i, a.center_id(), std::move(key)});
       }
@@ -1003,7 +1005,7 @@ absl::StatusOr<std::string> JobManager::ReadLog(const std::string& job_id, int t
   }
   auto address = addresses_.Of(rep.center_id());
   if (!address.ok()) return address.status();
-  return adapters_->ReadLog({rep.center_id(), *address}, KeyOf(record, index), options_.max_log_bytes);
+  return adapters_->ReadLog({rep.center_id(), *address}, ReplicaKeyOf(record, index), options_.max_log_bytes);
 }
 
 v1::CreateTrainJobResponse JobManager::ResponseOf(const v1::JobRecord& r) const {
@@ -1011,16 +1013,6 @@ v1::CreateTrainJobResponse JobManager::ResponseOf(const v1::JobRecord& r) const 
   resp.set_job_id(r.job_id());
   *resp.mutable_task_infos() = ToTrainJob(r).task_infos();
   return resp;
-}
-
-apb::ReplicaKey JobManager::KeyOf(const v1::JobRecord& r, int index) const {
-  apb::ReplicaKey key;
-  key.set_job_id(r.job_id());
-  key.set_task_index(r.replicas(index).task_index());
-  key.set_replica_index(r.replicas(index).replica_index());
-  key.set_attempt(r.replicas(index).attempt());
-  key.set_origin(r.origin());
-  return key;
 }
 
 int JobManager::IndexOf(const v1::JobRecord& r, int task, int replica) const {
@@ -1251,6 +1243,7 @@ void JobManager::DrainFor(v1::JobRecord& r) {
 
 void JobManager::EnableMetrics(prometheus::Registry& registry) {
   metrics_ = RegisterJobMetrics(registry);
+  moves_.SetMetrics(metrics_.get());
   UpdateGauges();
 }
 
@@ -1367,7 +1360,7 @@ std::optional<apb::SubmitReplicaRequest> JobManager::SubmitRequest(const Dispatc
   if (rep.state() != v1::ReplicaRecord::DISPATCHING || rep.attempt() != d.attempt) return std::nullopt;
   const auto& task = r.request().tasks(rep.task_index());
   apb::SubmitReplicaRequest req;
-  *req.mutable_key() = KeyOf(r, d.replica);
+  *req.mutable_key() = ReplicaKeyOf(r, d.replica);
   req.set_command(task.command());
   req.set_image_id(task.image_id());
   req.set_image(rep.image());
@@ -1443,8 +1436,6 @@ v1::UsageRecord JobManager::UsageRecordOf(const v1::JobRecord& r, const MeteredA
 
 namespace {
 
-constexpr char kTimeLimitStop[] = "ran past the job's time limit";
-
 // When an attempt started, for its time limit: by its center's clock, but never before the
 // control plane sent it, so that a center cannot make it look older than it is.
 absl::Time LimitStart(const v1::AttemptRecord& a) {
@@ -1455,210 +1446,31 @@ absl::Time LimitStart(const v1::AttemptRecord& a) {
 
 }  // namespace
 
-void JobManager::LearnDurations(const v1::JobRecord& r, const JobEffects& fx) {
-  if (estimator_ == nullptr) return;
-  const bool time_limited = absl::StrContains(r.stop_reason(), kTimeLimitStop);
-  for (const MeteredAttempt& m : fx.metered) {
-    const v1::AttemptRecord& a = m.attempt;
-    // A run says how long the job takes when it ran to its end: it succeeded, or its time
-    // limit ended it (a lower bound, kept as one). A failure, a stop, or the control
-    // plane's own guess at an end its center never reported says nothing of its length.
-    if (m.correction || m.estimated || !a.has_started_at() || !a.has_ended_at()) continue;
-    if (a.outcome() != "succeeded" && !(a.outcome() == "stopped" && time_limited)) continue;
-    absl::Duration wall = FromTimestamp(a.ended_at()) - FromTimestamp(a.started_at());
-    // Bounded by what the control plane saw itself (from its submit to its learning of the
-    // end): a center cannot make a user's jobs look longer than they ran.
-    if (a.has_submitted_at() && a.has_seen_ended_at()) {
-      wall = std::min(wall, FromTimestamp(a.seen_ended_at()) - FromTimestamp(a.submitted_at()));
-    }
-    if (wall <= absl::ZeroDuration()) continue;
-    // One run per task per attempt, however many replicas it has: its first replica stands
-    // for it. A task of 1,000 replicas is one job's run, not 1,000 observations that would
-    // swamp a key's median at once.
-    if (r.replicas(m.index).replica_index() != 0) continue;
-    const int task = r.replicas(m.index).task_index();
-    for (auto& row : estimator_->Observe(estimator::JobClassOf(r.request(), task), wall,
-                                         scheduler_->PerformanceOf(a.center_id()))) {
-      burst_.durations[row.key] = std::move(row.sketch);
-    }
-  }
+std::vector<v1::JobRecord*> JobManager::MoveView::Jobs() {
+  std::vector<v1::JobRecord*> jobs;
+  jobs.reserve(manager_->active_.size());
+  for (auto& [id, job] : manager_->active_) jobs.push_back(&job.record);
+  return jobs;
 }
 
-void JobManager::ConsiderMoves(absl::Time now) {
-  if (options_.max_moves <= 0) return;
-  constexpr size_t kMaxQuestions = 32;                      // per second: a bounded dry run
-  constexpr size_t kMaxInFlight = 4;                        // withdrawals under way, one per center
-  constexpr absl::Duration kRecheck = absl::Seconds(10);    // a replica weighed again after
-  constexpr absl::Duration kAskAgain = absl::Seconds(30);   // an ask not answered is sent again
-  auto may_send = [&](const std::string& center) {
-    return withdrawing_at_.size() < kMaxInFlight && !withdrawing_at_.count(center);
-  };
-  auto send = [&](const Withdrawal& w) {
-    withdrawing_.insert({w.job_id, w.index});
-    withdrawing_at_.insert(w.center);  // reserved now; AfterCommit sends it
-    burst_.withdrawals.push_back(w);
-  };
-  // What is kept of jobs that left memory goes with them.
-  for (auto it = move_checked_.begin(); it != move_checked_.end();) {
-    it = active_.count(it->first.first) ? std::next(it) : move_checked_.erase(it);
-  }
-  for (auto it = unwithdrawable_.begin(); it != unwithdrawable_.end();) {
-    it = active_.count(std::get<0>(*it)) ? std::next(it) : unwithdrawable_.erase(it);
-  }
-  std::vector<scheduler::Scheduler::MoveQuestion> questions;
-  std::vector<std::vector<int>> indices;
-  auto waiting_since = [](const v1::ReplicaRecord& rep) {
-    return rep.has_dispatched_at() ? FromProto(rep.dispatched_at()) : absl::InfiniteFuture();
-  };
-  auto current_attempt = [](const v1::ReplicaRecord& rep) -> const v1::AttemptRecord* {
-    for (const auto& a : rep.attempts()) {
-      if (a.attempt() == rep.attempt()) return &a;
-    }
-    return nullptr;
-  };
-  // Every job in turn from where the last pass stopped (wrapping), so a long run of jobs that
-  // stay cannot keep the ones behind them from being weighed.
-  std::vector<Active*> order;
-  order.reserve(active_.size());
-  for (auto it = active_.upper_bound(move_cursor_); it != active_.end(); ++it) order.push_back(&it->second);
-  for (auto it = active_.begin(); it != active_.end() && it->first <= move_cursor_; ++it) order.push_back(&it->second);
-  for (Active* job : order) {
-    v1::JobRecord& r = job->record;
-    const std::string& id = r.job_id();
-    if (r.stop_requested() || r.status() == kCompleted || r.status() == kFailed) continue;
-    // Asks written earlier and not answered (lost, or before a restart) go again.
-    for (int i = 0; i < r.replicas_size(); ++i) {
-      const auto& rep = r.replicas(i);
-      const v1::AttemptRecord* a = current_attempt(rep);
-      if (rep.state() != v1::ReplicaRecord::PENDING || a == nullptr || !a->has_withdraw_asked_at() || a->closed() ||
-          withdrawing_.count({id, i}) || unwithdrawable_.count({id, i, rep.attempt()}) || !may_send(rep.center_id())) {
-        continue;
-      }
-      auto& checked = move_checked_[{id, i}];
-      if (now - checked < kAskAgain) continue;
-      checked = now;
-      send({id, i, rep.attempt(), rep.center_id(), KeyOf(r, i)});
-    }
-    if (questions.size() >= kMaxQuestions) continue;
-    move_cursor_ = id;
-    // Candidates: replicas waiting at their center past move_after, never asked, with moves
-    // left. A gang only whole: every replica of it waits at one center.
-    std::vector<int> candidates;
-    std::string center;
-    absl::Time since = absl::InfinitePast();
-    bool whole = true;
-    for (int i = 0; i < r.replicas_size(); ++i) {
-      const auto& rep = r.replicas(i);
-      const v1::AttemptRecord* a = current_attempt(rep);
-      const bool movable = rep.state() == v1::ReplicaRecord::PENDING && a != nullptr && !a->has_withdraw_asked_at() &&
-                           !a->has_started_at() && rep.moves() < options_.max_moves &&
-                           now - waiting_since(rep) >= options_.move_after &&
-                           !unwithdrawable_.count({id, i, rep.attempt()});
-      if (!movable) {
-        if (!Ended(rep.state())) whole = false;
-        continue;
-      }
-      if (r.request().scheduling().gang() && !center.empty() && rep.center_id() != center) whole = false;
-      center = rep.center_id();
-      since = std::max(since, waiting_since(rep));
-      candidates.push_back(i);
-    }
-    if (r.request().scheduling().gang() && !whole) continue;
-    for (size_t k = 0; k < candidates.size(); ++k) {
-      const bool gang = r.request().scheduling().gang();
-      std::vector<int> group = gang ? candidates : std::vector<int>{candidates[k]};
-      auto& checked = move_checked_[{id, group.front()}];
-      if (now - checked < kRecheck) {
-        if (gang) break;
-        continue;
-      }
-      checked = now;
-      scheduler::Scheduler::MoveQuestion q;
-      q.job_id = id;
-      q.job = &r.request();
-      const auto& first = r.replicas(group.front());
-      q.from = first.center_id();
-      q.waited = now - (gang ? since : waiting_since(first));
-      for (int i : group) {
-        const auto& rep = r.replicas(i);
-        q.slots.push_back({rep.task_index(), rep.replica_index(), rep.attempt() + 1, {}});
-      }
-      questions.push_back(std::move(q));
-      indices.push_back(std::move(group));
-      if (gang || questions.size() >= kMaxQuestions) break;
-    }
-  }
-  if (questions.empty()) return;
-  std::vector<scheduler::Scheduler::MoveAnswer> answers = scheduler_->MoveTargets(questions, options_.move_margin);
-  for (size_t n = 0; n < answers.size(); ++n) {
-    if (answers[n].to.empty()) continue;
-    auto it = active_.find(questions[n].job_id);
-    if (it == active_.end()) continue;
-    v1::JobRecord& r = it->second.record;
-    // One withdrawal in flight per center: another waits for the next pass.
-    if (!may_send(questions[n].from)) continue;
-    const std::string why = absl::StrCat(answers[n].why, ": moving it to ", answers[n].to);
-    JobEffects fx;
-    std::vector<Withdrawal> asked;
-    for (int i : indices[n]) {
-      if (!AskWithdraw(r, i, why, now, &fx)) continue;
-      asked.push_back({r.job_id(), i, r.replicas(i).attempt(), r.replicas(i).center_id(), KeyOf(r, i)});
-    }
-    // A gang is one job of its center's scheduler: one withdrawal takes all of it back (the
-    // others' asks are written, so their reports count as withdrawn too).
-    if (!asked.empty()) send(asked.front());
-    if (fx.changed) {
-      spdlog::info("job manager: job {}: {}", r.job_id(), why);
-      MarkDirty(r.job_id());
-    }
-  }
+v1::JobRecord* JobManager::MoveView::Find(const std::string& job_id) {
+  auto it = manager_->active_.find(job_id);
+  return it == manager_->active_.end() ? nullptr : &it->second.record;
 }
 
-void JobManager::OnWithdrawAnswer(uint64_t term, const Withdrawal& w, const absl::StatusOr<apb::Replica>& answer) {
-  if (term != term_ || !leading_) return;  // this term's marks are not that term's
-  withdrawing_.erase({w.job_id, w.index});
-  withdrawing_at_.erase(w.center);
-  auto it = active_.find(w.job_id);
-  if (it == active_.end()) return;
-  v1::JobRecord& r = it->second.record;
-  const char* result = "error";
-  if (!answer.ok()) {
-    // A center that cannot withdraw (or refuses for good) keeps the replica: never asked
-    // again for this attempt. Anything else is asked again.
-    const auto code = answer.status().code();
-    if (code == absl::StatusCode::kUnimplemented || code == absl::StatusCode::kFailedPrecondition ||
-        code == absl::StatusCode::kInvalidArgument || code == absl::StatusCode::kNotFound) {
-      unwithdrawable_.insert({w.job_id, w.index, w.attempt});
-      result = "refused";
-      auto* rep = r.mutable_replicas(w.index);
-      if (rep->attempt() == w.attempt && absl::StartsWith(rep->message(), "moving: ")) {
-        rep->set_message(absl::StrCat("not moved: ", w.center, " cannot take it back (", answer.status().message(), ")"));
-        MarkDirty(w.job_id);
-      }
-    }
-    spdlog::info("job manager: center {} did not withdraw replica {}/{} of {}: {}", w.center, w.key.task_index(),
-                 w.key.replica_index(), w.job_id, answer.status().ToString());
-  } else {
-    JobEffects fx;
-    const auto& rep = r.replicas(w.index);
-    const bool current = rep.attempt() == w.attempt && rep.center_id() == w.center;
-    ApplyAttemptReport(r, w.index, w.center, *answer, clock_->Now(), &fx);
-    if (current) ApplyReport(r, w.index, *answer, clock_->Now(), &fx);
-    result = answer->withdrawn() ? "withdrawn" : "started";
-    if (!answer->withdrawn()) {
-      unwithdrawable_.insert({w.job_id, w.index, w.attempt});
-      // It stays: its message says so instead of "moving: …".
-      auto* rep = r.mutable_replicas(w.index);
-      if (rep->attempt() == w.attempt && absl::StartsWith(rep->message(), "moving: ")) {
-        rep->set_message(absl::StrCat("not moved: it started at ", w.center, " first"));
-        fx.changed = true;
-      }
-    }
-    ApplyEffects(it->second, fx);
-    if (fx.changed) MarkDirty(w.job_id);
-  }
-  if (metrics_) metrics_->withdrawals->Add({{"center", w.center}, {"result", result}}).Increment();
+std::vector<scheduler::Scheduler::MoveAnswer> JobManager::MoveView::MoveTargets(
+    const std::vector<scheduler::Scheduler::MoveQuestion>& questions, double margin) {
+  return manager_->scheduler_->MoveTargets(questions, margin);
 }
+
+void JobManager::MoveView::Apply(const std::string& job_id, const JobEffects& fx) {
+  auto it = manager_->active_.find(job_id);
+  if (it == manager_->active_.end()) return;
+  manager_->ApplyEffects(it->second, fx);
+  if (fx.changed) manager_->MarkDirty(job_id);
+}
+
+void JobManager::MoveView::Send(const Withdrawal& w) { manager_->burst_.withdrawals.push_back(w); }
 
 void JobManager::StopFor(Active& job, std::string reason, absl::Time now) {
   v1::JobRecord& r = job.record;
@@ -1714,7 +1526,7 @@ void JobManager::ApplyEffects(Active& job, const JobEffects& fx) {
     key.set_origin(r.origin());
     burst_.stops.emplace_back(a.center_id, std::move(key));
   }
-  LearnDurations(r, fx);
+  learning_.Learn(r, fx, &burst_.durations);
   for (const MeteredAttempt& m : fx.metered) {
     if (!options_.metering) break;
     burst_.usage.push_back(UsageRecordOf(r, m, now));

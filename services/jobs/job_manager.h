@@ -36,6 +36,7 @@
 #include "services/jobs/admission_reads.h"
 #include "services/jobs/data_mover.h"
 #include "services/jobs/dispatcher.h"
+#include "services/jobs/duration_learning.h"
 #include "services/jobs/job_events.h"
 #include "services/jobs/job_metrics.h"
 #include "services/estimator/shared_estimator.h"
@@ -43,6 +44,7 @@
 #include "services/jobs/job_store.h"
 #include "services/jobs/burst_writer.h"
 #include "services/jobs/leadership.h"
+#include "services/jobs/move_planner.h"
 #include "services/jobs/replica_tracker.h"
 #include "services/jobs/stager.h"
 #include "services/jobs/validate_create.h"
@@ -148,7 +150,10 @@ class JobManager {
   // The estimator this job manager teaches (SPEC A16): every attempt that ran to its end is
   // observed, its rows written with the burst that closed it and read back at leadership.
   // Null (the default): nothing is learned. Call before Start; it outlives the job manager.
-  void SetDurationEstimator(estimator::SharedEstimator* estimator) { estimator_ = estimator; }
+  void SetDurationEstimator(estimator::SharedEstimator* estimator) {
+    estimator_ = estimator;
+    learning_.SetEstimator(estimator);
+  }
   // The store identity this instance's new jobs carry in their replica keys (set by Start).
   const std::string& origin() const { return origin_; }
 
@@ -170,14 +175,6 @@ class JobManager {
     CreateReply reply;
     std::optional<v1::AuditRecord> audit;
     v1::TrainJobEvent event;  // CREATED, numbered when the burst is written
-  };
-  // A replica's attempt its center is asked to take back (a move, SPEC A16).
-  struct Withdrawal {
-    std::string job_id;
-    int index = 0;
-    int attempt = 0;
-    std::string center;
-    apb::ReplicaKey key;
   };
   // What one burst of messages decided: its writes, and what follows once they commit.
   struct Burst {
@@ -288,7 +285,6 @@ class JobManager {
   // The job as clients see it; `with_history` adds every replica attempt (GetTrainJob).
   v1::TrainJob ToTrainJob(const v1::JobRecord& r, bool with_history = false) const;
   v1::CreateTrainJobResponse ResponseOf(const v1::JobRecord& r) const;
-  apb::ReplicaKey KeyOf(const v1::JobRecord& r, int index) const;
   int IndexOf(const v1::JobRecord& r, int task, int replica) const;
   // The last committed record of a job in memory (any thread); null when not there.
   Snapshot Committed(const std::string& job_id);
@@ -304,29 +300,10 @@ class JobManager {
   std::unique_ptr<JobMetrics> metrics_;  // set before Start, read-only after
   std::string origin_;                   // the store's identity, in every replica key
   estimator::SharedEstimator* estimator_ = nullptr;
-  absl::Time durations_pruned_ = absl::InfinitePast();  // loop: when the store's rows were last bounded
-  // Teaches the estimator the attempts `fx` closed that ran to their end; loop thread.
-  void LearnDurations(const v1::JobRecord& r, const JobEffects& fx);
+  // What the attempts that ran to their end teach estimator_ (duration_learning.h); loop thread.
+  DurationLearning learning_{[this](const std::string& center) { return scheduler_->PerformanceOf(center); }};
   // Stops the jobs an attempt of which ran past the job's time limit; loop thread.
   void EnforceTimeLimits(absl::Time now);
-  // Moves (SPEC A16), once a second: asks the scheduler where the replicas that waited at
-  // their centers past options_.move_after would finish sooner, records the asks and sends
-  // the withdrawals after their write (again, for asks not answered); loop thread.
-  void ConsiderMoves(absl::Time now);
-  // A center's answer to a withdrawal: the replica withdrawn (it is placed again) or as it
-  // is (it started: it runs on there).
-  void OnWithdrawAnswer(uint64_t term, const Withdrawal& w, const absl::StatusOr<apb::Replica>& answer);
-  // (job, replica index): withdrawals in flight; when each replica was last weighed for a
-  // move; attempts whose center cannot withdraw (never asked again). Loop thread.
-  std::set<std::pair<std::string, int>> withdrawing_;
-  std::map<std::pair<std::string, int>, absl::Time> move_checked_;
-  std::set<std::tuple<std::string, int, int>> unwithdrawable_;
-  // Centers with a withdrawal in flight (one each, a few in all: a center that never
-  // answers holds one thread of the pool, not the submits to every other center).
-  std::set<std::string> withdrawing_at_;
-  // Where the last pass stopped weighing candidates: the next starts after it, so every
-  // waiting replica is weighed in turn, not only the first ones by job id.
-  std::string move_cursor_;
   // Stops `job` for `reason` (a budget, a time limit), not by its user; loop thread.
   void StopFor(Active& job, std::string reason, absl::Time now);
   // The scheduler's in-memory view of prices and specs, as admission asks for it.
@@ -342,6 +319,24 @@ class JobManager {
     const scheduler::Scheduler* scheduler_;
   };
   CatalogView catalog_view_{scheduler_};
+  // The jobs in memory, the scheduler and the burst, as moves (move_planner.h) reach them;
+  // loop thread.
+  class MoveView final : public MoveHost {
+   public:
+    explicit MoveView(JobManager* manager) : manager_(manager) {}
+    std::vector<v1::JobRecord*> Jobs() override;
+    v1::JobRecord* Find(const std::string& job_id) override;
+    std::vector<scheduler::Scheduler::MoveAnswer> MoveTargets(
+        const std::vector<scheduler::Scheduler::MoveQuestion>& questions, double margin) override;
+    void Apply(const std::string& job_id, const JobEffects& fx) override;
+    void Send(const Withdrawal& w) override;
+
+   private:
+    JobManager* manager_;
+  };
+  MoveView move_view_{this};
+  // Moves (SPEC A16), weighed once a second on the loop; what they remember is theirs.
+  MovePlanner moves_{&move_view_, MoveOptions{options_.max_moves, options_.move_after, options_.move_margin}};
 
   // ---- State of the event loop: touched only by closures running on loop_. ----
   std::map<std::string, Active> active_;

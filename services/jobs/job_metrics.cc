@@ -60,6 +60,11 @@ std::unique_ptr<JobMetrics> RegisterJobMetrics(prometheus::Registry& registry) {
                         .Help("Replicas the job manager asked a center to take back to move them, by center and "
                               "result (withdrawn: moved; started: it ran on there; refused: the center cannot; error)")
                         .Register(registry);
+  m->moves = &prometheus::BuildCounter()
+                  .Name("jc_replica_moves_total")
+                  .Help("Replicas moved: withdrawn from the center where they waited and placed again at another, "
+                        "by the center they left and the one they went to")
+                  .Register(registry);
   m->usage_records = &prometheus::BuildCounter()
                           .Name("jc_usage_records_total")
                           .Help("Usage records written (replica attempts that ran and ended), by project and center")

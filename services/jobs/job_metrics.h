@@ -27,6 +27,9 @@ struct JobMetrics {
   // Moves (SPEC A16) by the center a replica left and how the withdrawal went: {center,
   // result="withdrawn"|"started"|"refused"|"error"}.
   prometheus::Family<prometheus::Counter>* withdrawals;
+  // Moves done (a withdrawn replica placed again, its MOVED event committed), by the center
+  // it left and the one it went to: {from, to}.
+  prometheus::Family<prometheus::Counter>* moves;
   prometheus::Family<prometheus::Gauge>* project_quota;  // {project, limit}: the quotas in force
   // Metering (issue 31), from the usage records as they commit: {project, center}.
   prometheus::Family<prometheus::Counter>* usage_records;

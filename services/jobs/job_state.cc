@@ -13,6 +13,17 @@ AttemptRef AttemptOf(const v1::ReplicaRecord& r) {
   return {r.center_id(), r.task_index(), r.replica_index(), r.attempt()};
 }
 
+apb::ReplicaKey ReplicaKeyOf(const v1::JobRecord& job, int index) {
+  const v1::ReplicaRecord& r = job.replicas(index);
+  apb::ReplicaKey key;
+  key.set_job_id(job.job_id());
+  key.set_task_index(r.task_index());
+  key.set_replica_index(r.replica_index());
+  key.set_attempt(r.attempt());
+  key.set_origin(job.origin());
+  return key;
+}
+
 namespace {
 
 bool JobEnded(const v1::JobRecord& job) { return job.status() == kCompleted || job.status() == kFailed; }

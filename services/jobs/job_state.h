@@ -95,4 +95,7 @@ void NoteHandedOver(v1::JobRecord& job, absl::Time now, JobEffects* fx);
 
 AttemptRef AttemptOf(const v1::ReplicaRecord& replica);
 
+// The adapter's key of the current attempt of the replica at `index` of `job`.
+apb::ReplicaKey ReplicaKeyOf(const v1::JobRecord& job, int index);
+
 }  // namespace jc::jobs

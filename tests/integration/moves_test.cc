@@ -1,15 +1,17 @@
 // Moves (SPEC A16, issue 45 Deliver 4) end to end, on real nexec centers behind the native
 // adapter: a replica that waits at a center whose own users took its host is withdrawn
 // there before it starts (nexec's kill only if pending) and placed at a center that can
-// start it now; it runs once, its history and the metrics say so. And the race the
+// start it now; it runs once, its history, its MOVED event and the metrics say so. And the race the
 // withdrawal must win or lose cleanly: a center starting the replica while the withdrawal
 // is on its way — the replica is either withdrawn and never runs, or runs and stays.
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <thread>
 
 #include "adapters/sdk/adapter_core.h"
 #include "tests/testing/nexec_center.h"
+#include "tests/testing/sse_client.h"
 #include "tests/testing/test_system.h"
 
 using nlohmann::json;
@@ -133,6 +135,44 @@ TEST_CASE("a replica waiting at a center whose host its own users took moves to 
   CHECK(log == "ran-once at fast\n");  // JC_CENTER_ID: the center that ran it
   std::string metrics = s.rest->Raw("/metrics");
   CHECK(metrics.find("jc_replica_withdrawals_total{center=\"slow\",result=\"withdrawn\"} 1") != std::string::npos);
+  // The move by where it went: counted once, from slow to fast.
+  CHECK(metrics.find("jc_replica_moves_total{from=\"slow\",to=\"fast\"} 1") != std::string::npos);
+  // Its story as watchers read it: the move is an event of its own (from, to, which
+  // replica, why), after the update that placed it at fast, and before it ended.
+  jc::testing::SseReply story = jc::testing::ReadSse(
+      s.app->rest_port(), s.admin_token, "/openapi/v1/trainjob/" + id + "/events?history=true&heartbeatSeconds=0", "",
+      [](const std::vector<jc::testing::SseEvent>& events) {
+        return std::any_of(events.begin(), events.end(), [](const auto& e) { return e.type == "ended"; });
+      },
+      std::chrono::seconds(20));
+  REQUIRE(story.http_status == 200);
+  std::vector<json> moves;
+  size_t moved_at = 0, placed_at_fast = 0, ended_at = 0;
+  for (size_t i = 0; i < story.events.size(); ++i) {
+    const auto& e = story.events[i];
+    INFO(e.type << " " << e.data.dump());
+    if (e.type == "moved") {
+      CHECK(e.data.value("type", "") == "MOVED");
+      moves.push_back(e.data);
+      moved_at = i;
+    }
+    if (e.type == "updated" && placed_at_fast == 0 && e.data.dump().find("\"centerID\":\"fast\"") != std::string::npos) {
+      placed_at_fast = i;
+    }
+    if (e.type == "ended") ended_at = i;
+  }
+  REQUIRE(moves.size() == 1);
+  const json& move = moves[0]["move"];
+  INFO(moves[0].dump());
+  CHECK(move.value("fromCenterID", "") == "slow");
+  CHECK(move.value("toCenterID", "") == "fast");
+  CHECK(move.value("taskIndex", 0) == 0);
+  CHECK(move.value("replicaIndex", 0) == 0);
+  CHECK(move.value("attempt", 0) == 1);
+  CHECK(move.value("reason", "").find("moving it to fast") != std::string::npos);
+  CHECK(placed_at_fast > 0);
+  CHECK(moved_at > placed_at_fast);
+  CHECK(ended_at > moved_at);
   REQUIRE(slow.Client()->Stop(slow_busy).ok());
 }
 

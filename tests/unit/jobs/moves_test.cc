@@ -6,7 +6,9 @@
 
 #include "common/timestamp.h"
 #include "services/jobs/attempt_history.h"
+#include "services/jobs/job_events.h"
 #include "services/jobs/job_state.h"
+#include "tests/unit/jobs/pending_job.h"
 
 namespace {
 
@@ -16,29 +18,9 @@ using jc::jobs::JobEffects;
 
 const absl::Time kT0 = absl::FromUnixSeconds(1'800'000'000);
 
-// A job of `replicas` replicas of one task, each acknowledged as pending at `center`.
+// A job of `replicas` replicas of one task, each acknowledged as pending at `center` at kT0.
 v1::JobRecord PendingJob(int replicas, const std::string& center, bool gang = false, int max_retries = 0) {
-  v1::JobRecord job;
-  job.set_job_id("job-1");
-  job.set_status("pending");
-  auto* task = job.mutable_request()->add_tasks();
-  task->set_name("train");
-  task->set_replica_number(replicas);
-  job.mutable_request()->mutable_scheduling()->set_gang(gang);
-  job.mutable_request()->mutable_retry_policy()->set_max_retries(max_retries);
-  for (int i = 0; i < replicas; ++i) {
-    auto* rep = job.add_replicas();
-    rep->set_replica_index(i);
-    rep->set_center_id(center);
-    rep->set_state(v1::ReplicaRecord::DISPATCHING);
-    jc::jobs::NotePlaced(job, i, kT0);
-    apb::Replica answer;
-    answer.mutable_key()->set_replica_index(i);
-    answer.set_state(apb::REPLICA_PENDING);
-    JobEffects fx;
-    jc::jobs::ApplySubmitAccepted(job, i, answer, kT0, &fx);
-  }
-  return job;
+  return jc::jobs::testing::PendingJob(replicas, center, {.gang = gang, .max_retries = max_retries, .at = kT0});
 }
 
 apb::Replica Report(int replica, int attempt, apb::ReplicaState state, bool withdrawn) {
@@ -221,3 +203,86 @@ TEST_CASE("a gang moves whole: one replica withdrawn places every replica of it 
 }
 
 }  // namespace
+
+namespace {
+
+// As the job manager places a waiting replica: a center, dispatching, the placement noted.
+void Place(v1::JobRecord& job, int index, const std::string& center, absl::Time now) {
+  job.mutable_replicas(index)->set_center_id(center);
+  job.mutable_replicas(index)->set_state(v1::ReplicaRecord::DISPATCHING);
+  jc::jobs::NotePlaced(job, index, now);
+}
+
+}  // namespace
+
+TEST_CASE("a withdrawn replica placed again is a MOVED event of its own: from, to, which replica, why, beside the "
+          "job's UPDATED, once, and never for a placement after a failure [A16][C8]",
+          "[A16][C8]") {
+  using jc::jobs::MovedEventsOf;
+  const absl::Time t = kT0 + absl::Minutes(3);
+  const v1::JobRecord pending = PendingJob(2, "slow", /*gang=*/false, /*max_retries=*/1);
+  v1::JobRecord job = pending;
+  JobEffects fx;
+  REQUIRE(jc::jobs::AskWithdraw(job, 1, "waited 3m at slow; fast starts it now: moving it to fast", t, &fx));
+  Apply(job, 1, "slow", Report(1, 0, apb::REPLICA_STOPPED, true), t);
+  REQUIRE(job.replicas(1).state() == v1::ReplicaRecord::WAITING);
+  CHECK(MovedEventsOf(&pending, job, t).empty());  // withdrawn, not placed yet
+  const v1::JobRecord waiting = job;
+  Place(job, 1, "fast", t);
+
+  auto moved = MovedEventsOf(&waiting, job, t);
+  REQUIRE(moved.size() == 1);
+  const v1::TrainJobEvent& e = moved[0];
+  CHECK(e.type() == v1::TrainJobEvent::MOVED);
+  CHECK(e.job_id() == "job-1");
+  CHECK(e.move().task_index() == 0);
+  CHECK(e.move().replica_index() == 1);
+  CHECK(e.move().from_center_id() == "slow");
+  CHECK(e.move().to_center_id() == "fast");
+  CHECK(e.move().attempt() == 1);
+  CHECK(e.move().reason() == "waited 3m at slow; fast starts it now: moving it to fast");
+  REQUIRE(e.replicas_size() == 1);
+  CHECK(e.replicas(0).center_id() == "fast");
+  CHECK(e.at() == jc::ToTimestamp(t));
+  // The job's own event says the placement as before.
+  auto updated = jc::jobs::EventOf(&waiting, job, t);
+  REQUIRE(updated.has_value());
+  CHECK(updated->type() == v1::TrainJobEvent::UPDATED);
+  // Withdrawn and placed in one burst: the same one event.
+  CHECK(MovedEventsOf(&pending, job, t).size() == 1);
+  // Once: what happens to it at its new center later is no move.
+  v1::JobRecord later = job;
+  apb::Replica accepted;
+  accepted.mutable_key()->set_replica_index(1);
+  accepted.mutable_key()->set_attempt(1);
+  accepted.set_state(apb::REPLICA_PENDING);
+  jc::jobs::ApplySubmitAccepted(later, 1, accepted, t, &fx);
+  CHECK(MovedEventsOf(&job, later, t).empty());
+  // Failing to start at fast and placed elsewhere is a retry, not a move.
+  v1::JobRecord retried = later;
+  jc::jobs::ApplyAttemptFailedToStart(retried, 1, "no image", t, &fx);
+  REQUIRE(retried.replicas(1).state() == v1::ReplicaRecord::WAITING);
+  const v1::JobRecord retry_waiting = retried;
+  Place(retried, 1, "other", t);
+  CHECK(MovedEventsOf(&retry_waiting, retried, t).empty());
+  CHECK(MovedEventsOf(nullptr, job, t).empty());  // a new job
+}
+
+TEST_CASE("a gang moved whole is one MOVED event per replica [A16][A8][C8]", "[A16][A8][C8]") {
+  const absl::Time t = kT0 + absl::Minutes(3);
+  v1::JobRecord job = PendingJob(2, "slow", /*gang=*/true);
+  JobEffects fx;
+  for (int i = 0; i < 2; ++i) REQUIRE(jc::jobs::AskWithdraw(job, i, "fast starts it now: moving it to fast", t, &fx));
+  Apply(job, 0, "slow", Report(0, 0, apb::REPLICA_STOPPED, true), t);
+  const v1::JobRecord waiting = job;
+  Place(job, 0, "fast", t);
+  Place(job, 1, "fast", t);
+  auto moved = jc::jobs::MovedEventsOf(&waiting, job, t);
+  REQUIRE(moved.size() == 2);
+  CHECK(moved[0].move().replica_index() == 0);
+  CHECK(moved[1].move().replica_index() == 1);
+  for (const auto& e : moved) {
+    CHECK(e.move().from_center_id() == "slow");
+    CHECK(e.move().to_center_id() == "fast");
+  }
+}
