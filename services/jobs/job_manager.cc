@@ -326,6 +326,7 @@ void JobManager::StepDown(const std::string& why) {
   events_.Pause();
   tracker_.Pause();
   dispatcher_.Clear();
+  scheduler_->ClearDrains();  // this term's drains: the next leader decides its own
   // Reservations of this term's replicas go with them: the next term reloads them.
   for (const auto& [id, job] : active_) {
     for (const auto& rep : job.record.replicas()) {
@@ -760,18 +761,19 @@ void JobManager::OnTick() {
   // FCFS by (priority, submission); a job that does not fit does not hold back the
   // ones behind it that do (backfill).
   if (admission_.Counts()) RecountAdmission();
-  // Drains are decided again in queue order every pass (an overdue job placed, or gone,
-  // frees its center at once).
-  scheduler_->ClearDrains();
+  // Drains are decided again in queue order every pass; last pass's hold until this one's
+  // replace them (an overdue job placed, or gone, frees its center at the pass's end).
+  scheduler_->BeginDrains();
   const absl::Time pass_at = clock_->Now();
   auto schedule_one = [this, pass_at](const std::string& id) {
     auto it = active_.find(id);
     if (it == active_.end()) return;
     std::string before = it->second.record.waiting_reason();
     auto more = Schedule(it->second);
-    // Past the queue's longest wait and still waiting: a center drains for it (its reason
-    // says so, the same every pass, so nothing is written again).
-    if (more.empty() && Overdue(it->second.record, pass_at)) DrainFor(it->second.record);
+    // Past the queue's longest wait, and placement found no center for it (not a quota's
+    // hold): a center drains for it (its reason says so, the same every pass, so nothing is
+    // written again).
+    if (more.empty() && found_no_fit_ && Overdue(it->second.record, pass_at)) DrainFor(it->second.record);
     if (!more.empty() || before != it->second.record.waiting_reason()) MarkDirty(id);
     burst_.dispatches.insert(burst_.dispatches.end(), more.begin(), more.end());
   };
@@ -783,6 +785,7 @@ void JobManager::OnTick() {
     for (const auto& [p, s, id] : queue_) offered.emplace_back(id, p == 0 ? "" : absl::StrCat("priority ", -p));
     for (const auto& [id, why] : offered) schedule_one(id);
   }
+  scheduler_->EndDrains();
   if (const absl::Time at = clock_->Now(); at - positions_noted_ >= absl::Seconds(1)) {
     positions_noted_ = at;
     NoteQueuePositions(offered, at);
@@ -1248,6 +1251,7 @@ void JobManager::EnableMetrics(prometheus::Registry& registry) {
 }
 
 std::vector<Dispatch> JobManager::Schedule(Active& job) {
+  found_no_fit_ = false;
   v1::JobRecord& r = job.record;
   std::vector<scheduler::Scheduler::Slot> slots;
   std::vector<int> indices;
@@ -1322,6 +1326,7 @@ std::vector<Dispatch> JobManager::Schedule(Active& job) {
     if (limited) admission_.Placed(project);
   } else {
     r.set_waiting_reason(decision->reason);
+    found_no_fit_ = out.empty();  // placement ran and found no center for it now
   }
   if (decision->never.empty() || !out.empty()) {
     unsatisfiable_since_.erase(r.job_id());

@@ -236,6 +236,7 @@ class JobManager {
   // An overdue job that fits nowhere: a center drains for it (Scheduler::Drain), and its
   // waiting reason says which.
   void DrainFor(v1::JobRecord& r);
+  bool found_no_fit_ = false;  // the last Schedule asked the scheduler and nothing fit (loop)
   // The job has waited past the queue's longest wait (QueueSettings::max_wait_s).
   bool Overdue(const v1::JobRecord& r, absl::Time now) const;
   // Sends (after their commit) replicas to their centers, staging first where needed.

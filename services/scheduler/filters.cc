@@ -61,9 +61,12 @@ const char* FilterCenter(const PlacementRequest& request, const CenterView& cent
   }
   if (!request.draining_centers.empty()) {
     if (auto it = request.draining_centers.find(center.id); it != request.draining_centers.end()) {
-      // Backfill: only what is expected to end before the waiting job's expected start.
-      const double run_s = TransferSeconds(MissingDataMb(request, *keys, center), center) + RunSeconds(request, center);
-      const absl::Time end = request.now + absl::Seconds(run_s);
+      // Backfill: only what is bound to end before the waiting job's expected start (its
+      // time limit, else its history's 90th percentile at the center's performance).
+      const double perf = center.performance_factor > 0 ? center.performance_factor : 1;
+      const absl::Duration run = request.time_limit ? *request.time_limit : request.backfill_runtime / perf;
+      const absl::Time end =
+          request.now + absl::Seconds(TransferSeconds(MissingDataMb(request, *keys, center), center)) + run;
       if (it->second == absl::InfiniteFuture() || end > it->second) {  // unknown start: nothing ends first
         if (reason) {
           *reason = it->second == absl::InfiniteFuture()

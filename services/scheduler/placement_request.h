@@ -3,6 +3,7 @@
 // What the scheduler needs to place one replica of one task: the task's spec, image,
 // datasets and constraints, independent of how the job arrived (REST, gRPC, plan).
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,13 @@ struct PlacementRequest {
   // Centers already running this job's other replicas (data-topology affinity).
   std::vector<std::string> sibling_centers;
   absl::Duration expected_runtime = absl::Hours(1);  // formula 1's t_e - t_s at performance 1
+  // What a center draining for an overdue job may count on this replica to end by (the
+  // draining_centers filter): its time limit (enforced; wall time at any center) when it has
+  // one, else what 9 runs in 10 of its history stayed under (at performance 1), else
+  // nothing — never the job's own unenforced estimatedDuration, which would let a long
+  // job say "1s" and start where the overdue job waits.
+  std::optional<absl::Duration> time_limit;
+  absl::Duration backfill_runtime = absl::InfiniteDuration();
   absl::Time now = absl::UnixEpoch();
   absl::Time deadline = absl::InfiniteFuture();  // QoS target; infinite: none
   // The caller may hold the replica for a center that cannot take it now (SPEC A16, "wait

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_join.h"
+#include "services/estimator/job_class.h"
 #include "services/scheduler/filters.h"
 #include "services/scheduler/scoring/builtin_scorers.h"
 #include "services/scheduler/scoring/profile_file.h"
@@ -174,6 +175,7 @@ std::string Scheduler::NeverLocked(std::vector<PlacementRequest> requests, bool 
   for (PlacementRequest& r : requests) {
     r.avoid_centers.clear();  // where attempts failed is a preference, not a limit
     r.sibling_centers.clear();
+    r.draining_centers.clear();  // a drain ends when its job starts: never a reason for good
   }
   Placer placer(scorers_, *weights.model);
   JobDecision d = placer.PlaceJob(requests, ideal_, weights.weights, gang, nullptr, weights.model);
@@ -330,9 +332,14 @@ std::vector<std::optional<estimator::DurationEstimate>> Scheduler::TaskEstimates
 void Scheduler::ApplyEstimates(const v1::CreateTrainJobRequest& job,
                                const std::vector<std::optional<estimator::DurationEstimate>>& estimates,
                                std::vector<PlacementRequest>& requests, v1::Placement* explain) const {
+  const std::optional<absl::Duration> limit = estimator::TimeLimitOf(job);
   for (PlacementRequest& r : requests) {
+    r.time_limit = limit;
     if (r.task_index < static_cast<int>(estimates.size()) && estimates[r.task_index].has_value()) {
-      r.expected_runtime = estimates[r.task_index]->median;
+      const estimator::DurationEstimate& e = *estimates[r.task_index];
+      r.expected_runtime = e.median;
+      // Learned runs only: a figure of the user's own (runs 0) is never enforced.
+      if (e.runs > 0) r.backfill_runtime = e.p90;
     }
   }
   if (explain == nullptr) return;
@@ -485,15 +492,35 @@ absl::StatusOr<std::string> Scheduler::Drain(const std::string& job_id, const v1
                                              const Slot& slot) {
   const auto estimates = TaskEstimates(job);
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [center, d] : drains_) {
-    if (d.job_id == job_id) return std::string();
+  for (const auto& [center, d] : next_drains_) {
+    if (d.job_id == job_id) return center;
   }
   JC_ASSIGN_OR_RETURN(std::vector<PlacementRequest> all, RequestsForJob(job_id, job, inputs_, clock_->Now()));
   ApplyEstimates(job, estimates, all, nullptr);
   for (PlacementRequest& r : all) {
     if (r.task_index != slot.task_index || r.replica_index != slot.replica_index) continue;
-    for (const auto& [center, d] : drains_) r.draining_centers[center] = d.start;
-    const int i = DrainingCenterFor(r, snapshot_);
+    // Taken: what drains for another job this pass, or did last pass (until it is decided
+    // again, the job it drained for may still come).
+    for (const auto& table : {&drains_, &next_drains_}) {
+      for (const auto& [center, d] : *table) {
+        if (d.job_id != job_id) r.draining_centers[center] = d.start;
+      }
+    }
+    // Where it drained last pass, while that center could still hold it: a drain that
+    // moves with every report of free capacity never collects enough (nor may a center
+    // that reports itself nearly free capture it each pass).
+    int i = -1;
+    for (const auto& [center, d] : drains_) {
+      if (d.job_id != job_id) continue;
+      const int kept = snapshot_.IndexOf(center);
+      PlacementRequest ever = r;
+      ever.consider_busy_centers = true;
+      if (kept >= 0 && !r.draining_centers.contains(center) &&
+          FilterCenter(ever, snapshot_.centers()[kept], /*ignore_avoid=*/true, nullptr) == nullptr) {
+        i = kept;
+      }
+    }
+    if (i < 0) i = DrainingCenterFor(r, snapshot_);
     if (i < 0) return std::string();
     const CenterView& c = snapshot_.centers()[i];
     absl::Time start = absl::InfiniteFuture();
@@ -505,15 +532,28 @@ absl::StatusOr<std::string> Scheduler::Drain(const std::string& job_id, const v1
       start = r.now + std::max(absl::ZeroDuration(), it->second - age);
     }
     drains_[c.id] = {job_id, start};
+    next_drains_[c.id] = {job_id, start};
     return c.id;
   }
   return absl::InternalError(absl::StrCat("job ", job_id, " has no task ", slot.task_index, " replica ",
                                           slot.replica_index));
 }
 
+void Scheduler::BeginDrains() {
+  std::lock_guard<std::mutex> lock(mu_);
+  next_drains_.clear();
+}
+
+void Scheduler::EndDrains() {
+  std::lock_guard<std::mutex> lock(mu_);
+  drains_ = std::move(next_drains_);
+  next_drains_.clear();
+}
+
 void Scheduler::ClearDrains() {
   std::lock_guard<std::mutex> lock(mu_);
   drains_.clear();
+  next_drains_.clear();
 }
 
 void Scheduler::Reported(const std::string& key, absl::Time at) {
@@ -688,6 +728,9 @@ std::vector<Scheduler::MoveAnswer> Scheduler::MoveTargets(const std::vector<Move
         if (r.task_index != slot.task_index || r.replica_index != slot.replica_index) continue;
         PlacementRequest moved = r;
         moved.excluded_center = q.from;
+        for (const auto& [center, d] : drains_) {
+          if (d.job_id != q.job_id) moved.draining_centers[center] = d.start;
+        }
         requests.push_back(std::move(moved));
       }
     }

@@ -159,14 +159,20 @@ class Scheduler {
                                  const std::vector<Slot>& slots, const std::vector<std::string>& sibling_centers,
                                  v1::Placement* explain = nullptr);
   // Nothing starves (SPEC A16): a job that has waited past the queue's longest wait and fits
-  // nowhere now gets a center that drains for it (filters.h DrainingCenterFor: the one whose
-  // free capacity comes closest to `slot`'s spec). Until ClearDrains, Place starts another
-  // job's replica there only if it is expected to end before the drained-for job is
-  // expected to start (the center's queue report for the spec; without one, nothing
-  // starts there). Returns the center, "" when none could ever take it (or the job already
-  // has one). The job manager clears and decides drains again every pass, in queue order.
+  // nowhere now gets a center that drains for it: where it drained last pass while that
+  // center could still hold it, else filters.h DrainingCenterFor (the one whose free
+  // capacity comes closest to `slot`'s spec). Place and MoveTargets then start another job's
+  // replica there only if it is bound to end (its time limit, else its history's 90th
+  // percentile) before the drained-for job is expected to start (the center's queue report
+  // for the spec; without one, nothing starts there). Returns the center, "" when none could
+  // ever take it. The job manager decides drains every pass, in queue order, between
+  // BeginDrains and EndDrains; the last pass's drains hold until EndDrains replaces them, so
+  // a job placed before the overdue one in a pass (a higher priority, a smaller share) still
+  // sees them. ClearDrains (stepping down) drops every drain.
   absl::StatusOr<std::string> Drain(const std::string& job_id, const v1::CreateTrainJobRequest& job,
                                     const Slot& slot);
+  void BeginDrains();
+  void EndDrains();
   void ClearDrains();
   // The center acknowledged replica `key` at `at`: once its usage is observed after
   // that, the usage includes it and the reservation is dropped.
@@ -248,7 +254,8 @@ class Scheduler {
     std::string job_id;  // the overdue job it drains for
     absl::Time start;    // when that job is expected to start there; InfiniteFuture: unknown
   };
-  std::map<std::string, Drained> drains_;  // by center, under mu_
+  std::map<std::string, Drained> drains_;       // by center, under mu_: in force
+  std::map<std::string, Drained> next_drains_;  // decided in the pass under way
   SchedulerInputs inputs_;
   Snapshot snapshot_;
   Snapshot ideal_;  // Ideal(snapshot_) as last refreshed

@@ -346,6 +346,8 @@ TEST_CASE("nothing starves: a job that needs the whole center, past the queue's 
   Federation f(2, [](jc::server::AppOptions& o) {
     o.jobs.queue = *jc::scheduler::ParseQueueSettings("fcfs");
     o.jobs.queue.max_wait_s = 1;
+    // A job kept off a draining center is not one no center can ever run: it never fails for it.
+    o.jobs.unsatisfiable_grace = absl::Seconds(1);
   });
   Federation::Must(f.rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "cpu-2"},
                                                               {"resource_spec_name", "2 CPUs"},
@@ -367,13 +369,15 @@ TEST_CASE("nothing starves: a job that needs the whole center, past the queue's 
   });
   INFO(waiting.dump());
   REQUIRE(drained);
-  // A 1-CPU job would fit the free CPU (backfill); the drain keeps it off.
-  const std::string small = Submit(*alice, Federation::Job("small", "true"));
+  // A 1-CPU job would fit the free CPU (backfill); the drain keeps it off, though it comes
+  // at a higher priority (placed before the overdue job in every pass) and has no history
+  // or time limit to end by.
+  const std::string small =
+      Submit(*alice, Federation::Job("small", "true", {{"scheduling", {{"priority", 1}}}}));
   json held;
   bool refused = jc::testing::WaitUntil([&] {
     held = alice->Get("/openapi/v1/trainjob/" + small).body["data"];
-    return held.value("statusReason", "").find("draining for a job that has waited past the queue's longest wait") !=
-           std::string::npos;
+    return held.value("statusReason", "").find("draining_for_overdue_job") != std::string::npos;
   });
   INFO(held.dump());
   REQUIRE(refused);

@@ -391,6 +391,13 @@ bool Simulation::TryPlace(int index) {
     const double expected = ExpectedOf(job);
     r.expected_runtime = expected > 0 ? absl::Seconds(expected) : PlacementRequest().expected_runtime;
   }
+  // What a draining center may count on it to end by, as the control plane: its history's
+  // 90th percentile (a trace has no time limits), else nothing.
+  if (auto e = estimator_.Estimate(ClassOf(job), 1.0); e && e->runs > 0) {
+    r.backfill_runtime = e->p90;
+  } else {
+    r.backfill_runtime = absl::InfiniteDuration();
+  }
   job.expected_run_s = absl::ToDoubleSeconds(r.expected_runtime);
   Unhold(index);
   // A job may wait for a faster busy center while it has waited less than its own expected
@@ -433,6 +440,15 @@ bool Simulation::TryPlace(int index) {
   if (!fits) {
     Hold(index, center);  // its expected completion is soonest there: it waits for it
     return false;
+  }
+  // Placed: a center that drained for it is free for the others from now on (a pass that
+  // only tries new arrivals would otherwise keep it).
+  for (auto it = draining_.begin(); it != draining_.end();) {
+    if (it->second.job == index) {
+      draining_.erase(it++);
+    } else {
+      ++it;
+    }
   }
   Start(index, center);
   return true;

@@ -121,21 +121,24 @@ TEST_CASE("a center draining for an overdue job takes only what ends before that
   small.Upsert(with_big_spec(MakeCenter("c"), 4, 4));
   CHECK(DrainingCenterFor(huge, small) == -1);
 
-  // b drains for a job expected to start there in 30 minutes: a 1-GPU replica expected to
-  // run 20 minutes may start there (it ends first), one of 40 minutes may not, and neither
-  // may where the start is unknown.
+  // b drains for a job expected to start there in 30 minutes. A replica may start there only
+  // if it is bound to end first: its time limit, else its history's 90th percentile — never
+  // what it says of itself (expected_runtime from an unenforced estimatedDuration).
   const CenterView& b = s.centers()[s.IndexOf("b")];
   PlacementRequest small_job = MakeRequest();
   small_job.draining_centers["b"] = small_job.now + absl::Minutes(30);
-  small_job.expected_runtime = absl::Minutes(20);
-  CHECK(FilterCenter(small_job, b, false, nullptr) == nullptr);
-  small_job.expected_runtime = absl::Minutes(40);
+  small_job.expected_runtime = absl::Seconds(1);  // "1s", says a 30-day job
   std::string why;
+  CHECK(std::string(FilterCenter(small_job, b, false, &why)) == kFilterDraining);
+  small_job.backfill_runtime = absl::Minutes(20);  // 9 runs in 10 of its history
+  CHECK(FilterCenter(small_job, b, false, nullptr) == nullptr);
+  small_job.backfill_runtime = absl::Minutes(40);
   CHECK(std::string(FilterCenter(small_job, b, false, &why)) == kFilterDraining);
   CHECK(why == "draining for a job that has waited past the queue's longest wait, expected to start there in 30m; "
                "this replica would end after");
-  small_job.expected_runtime = absl::Minutes(1);
-  small_job.draining_centers["b"] = absl::InfiniteFuture();
+  small_job.time_limit = absl::Minutes(25);  // enforced: it ends first, whatever history says
+  CHECK(FilterCenter(small_job, b, false, nullptr) == nullptr);
+  small_job.draining_centers["b"] = absl::InfiniteFuture();  // when it starts is unknown
   CHECK(std::string(FilterCenter(small_job, b, false, &why)) == kFilterDraining);
   CHECK(why == "draining for a job that has waited past the queue's longest wait");
 }
