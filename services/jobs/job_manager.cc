@@ -36,6 +36,9 @@ absl::Time FromProto(const google::protobuf::Timestamp& t) {
 bool Transient(const absl::Status& s) {
   return s.code() == absl::StatusCode::kUnavailable || s.code() == absl::StatusCode::kDeadlineExceeded ||
          s.code() == absl::StatusCode::kResourceExhausted || s.code() == absl::StatusCode::kAborted ||
+         // the adapter's server went away mid-call (a restart, an impostor stopped): the
+         // submit may or may not have landed, and a resubmit of the replica's key is safe
+         s.code() == absl::StatusCode::kCancelled ||
          // refused by us, not by the center: its adapter has not proved it yet
          southbound::IsUnprovenAdapter(s);
 }
@@ -1239,6 +1242,9 @@ void JobManager::DrainFor(v1::JobRecord& r) {
       r.set_waiting_reason(absl::StrCat(r.waiting_reason(), r.waiting_reason().empty() ? "" : "; ",
                                         "waited past the queue's longest wait: ", *center,
                                         " drains for it (nothing else starts there unless it ends first)"));
+    } else if (center.status().code() == absl::StatusCode::kFailedPrecondition) {
+      r.set_waiting_reason(absl::StrCat(r.waiting_reason(), r.waiting_reason().empty() ? "" : "; ",
+                                        "waited past the queue's longest wait: ", center.status().message()));
     }
     return;
   }

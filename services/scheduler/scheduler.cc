@@ -494,6 +494,12 @@ absl::StatusOr<std::string> Scheduler::Drain(const std::string& job_id, const v1
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [center, d] : next_drains_) {
     if (d.job_id == job_id) return center;
+    // One drain per project at a time (the first of its overdue jobs in queue order): a
+    // project's many wide jobs cannot hold many centers idle.
+    if (d.project == job.project()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("its project's drain (one at a time) is at ", center, ", for ", d.job_id));
+    }
   }
   JC_ASSIGN_OR_RETURN(std::vector<PlacementRequest> all, RequestsForJob(job_id, job, inputs_, clock_->Now()));
   ApplyEstimates(job, estimates, all, nullptr);
@@ -531,8 +537,8 @@ absl::StatusOr<std::string> Scheduler::Drain(const std::string& job_id, const v1
                                      : std::max(absl::ZeroDuration(), r.now - c.queue_reported_at);
       start = r.now + std::max(absl::ZeroDuration(), it->second - age);
     }
-    drains_[c.id] = {job_id, start};
-    next_drains_[c.id] = {job_id, start};
+    drains_[c.id] = {job_id, job.project(), start};
+    next_drains_[c.id] = {job_id, job.project(), start};
     return c.id;
   }
   return absl::InternalError(absl::StrCat("job ", job_id, " has no task ", slot.task_index, " replica ",

@@ -165,7 +165,10 @@ class Scheduler {
   // replica there only if it is bound to end (its time limit, else its history's 90th
   // percentile) before the drained-for job is expected to start (the center's queue report
   // for the spec; without one, nothing starts there). Returns the center, "" when none could
-  // ever take it. The job manager decides drains every pass, in queue order, between
+  // ever take it; FailedPrecondition, saying where, when the job's project already has a
+  // drain this pass (one at a time: a project's many wide jobs cannot hold many centers
+  // idle). The job manager decides
+  // drains every pass, in queue order, between
   // BeginDrains and EndDrains; the last pass's drains hold until EndDrains replaces them, so
   // a job placed before the overdue one in a pass (a higher priority, a smaller share) still
   // sees them. ClearDrains (stepping down) drops every drain.
@@ -251,8 +254,9 @@ class Scheduler {
   std::deque<std::string> placement_order_;  // oldest first, to bound placements_
   std::map<std::string, Assumed> assumed_;
   struct Drained {
-    std::string job_id;  // the overdue job it drains for
-    absl::Time start;    // when that job is expected to start there; InfiniteFuture: unknown
+    std::string job_id;   // the overdue job it drains for
+    std::string project;  // its project: one drain per project at a time
+    absl::Time start;     // when that job is expected to start there; InfiniteFuture: unknown
   };
   std::map<std::string, Drained> drains_;       // by center, under mu_: in force
   std::map<std::string, Drained> next_drains_;  // decided in the pass under way

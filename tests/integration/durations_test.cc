@@ -389,4 +389,69 @@ TEST_CASE("nothing starves: a job that needs the whole center, past the queue's 
   CHECK(done["updatedAt"].get<std::string>() <= after["updatedAt"].get<std::string>());
 }
 
+TEST_CASE("one drain per project at a time: a project's second overdue wide job does not hold a second center "
+          "idle, so a small job still starts there [A16]",
+          "[A16]") {
+  jc::testing::TestSystem s([](jc::server::AppOptions& o) {
+    jc::testing::FastIntervals(o);
+    o.jobs.queue = *jc::scheduler::ParseQueueSettings("fcfs");
+    o.jobs.queue.max_wait_s = 1;
+  });
+  jc::testing::LocalAdapter east("east", 2, kCenterConfig), west("west", 2, kCenterConfig);
+  for (auto* c : {&east, &west}) {
+    Federation::Must(s.rest->Post("/openapi/v1/centers", {{"ai_center_id", c == &east ? "east" : "west"},
+                                                          {"name", c == &east ? "east" : "west"},
+                                                          {"region", "cn"},
+                                                          {"network_topology", c == &east ? "cn/east" : "cn/west"},
+                                                          {"adapter_address", c->address()},
+                                                          {"capacity", {{"cpu", 2}, {"memory", 8192}}}}));
+  }
+  for (const auto& [id, cpus] : {std::pair<std::string, int>{"cpu-1", 1}, {"cpu-2", 2}}) {
+    Federation::Must(s.rest->Post("/openapi/v1/resourcespecs",
+                                  {{"resource_spec_id", id},
+                                   {"resource_spec_name", id},
+                                   {"resource_quantity", {{"cpu", std::to_string(cpus)}, {"memory", "256Mi"}}},
+                                   {"service_type", "batch"},
+                                   {"price", cpus},
+                                   {"computing_center_list", "east,west"}}));
+  }
+  auto alice = s.UserClient("alice", "vision", "MEMBER");
+  // One CPU of each center taken (placed by hand).
+  std::vector<std::string> holders;
+  for (const char* at : {"east", "west"}) {
+    json holder = Federation::Job("holder", "sleep 60");
+    holder["tasks"][0]["centerIDs"] = json::array({at});
+    holders.push_back(Submit(*alice, holder));
+  }
+  for (const auto& id : holders) WaitForStatus(*alice, id, "running");
+  // Two wide jobs of the project, both overdue after a second: one drain between them.
+  json wide = Federation::Job("wide", "true");
+  wide["tasks"][0]["resourceSpecId"] = "cpu-2";
+  const std::string first = Submit(*alice, wide);
+  const std::string second = Submit(*alice, wide);
+  json a;
+  REQUIRE(jc::testing::WaitUntil([&] {
+    a = alice->Get("/openapi/v1/trainjob/" + first).body["data"];
+    return a.value("statusReason", "").find("drains for it") != std::string::npos;
+  }));
+  // The second says why it has no drain of its own; the other center takes a small job.
+  json b;
+  bool told = jc::testing::WaitUntil([&] {
+    b = alice->Get("/openapi/v1/trainjob/" + second).body["data"];
+    return b.value("statusReason", "").find("its project's drain (one at a time) is at ") != std::string::npos;
+  });
+  INFO(b.dump());
+  REQUIRE(told);
+  const std::string small = Submit(*alice, Federation::Job("small", "sleep 30"));
+  json ran = WaitForStatus(*alice, small, "running");
+  b = alice->Get("/openapi/v1/trainjob/" + second).body["data"];
+  INFO(a.dump() << "\n" << b.dump());
+  CHECK(b.value("statusReason", "").find("drains for it") == std::string::npos);
+  CHECK(a.value("statusReason", "").find(ran["taskInfos"][0]["centerIDs"][0].get<std::string>() + " drains") ==
+        std::string::npos);
+  for (const auto& id : {holders[0], holders[1], first, second, small}) {
+    s.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object());
+  }
+}
+
 }  // namespace

@@ -425,7 +425,11 @@ bool Simulation::TryPlace(int index) {
   if (!fits && queue_.Overdue(index, now_)) {
     // Past the longest wait and nowhere to start: a center drains for it (the one it holds
     // for, else the closest to fitting), or backfill would hand its capacity on piecemeal.
-    const int drain = center >= 0 ? center : scheduler::DrainingCenterFor(r, snapshot_);
+    int drain = center >= 0 ? center : scheduler::DrainingCenterFor(r, snapshot_);
+    for (const auto& [id, d] : draining_) {
+      // One drain per project at a time, as the control plane.
+      if (d.job != index && jobs_[d.job].trace->project == job.trace->project) drain = -1;
+    }
     if (drain >= 0) {
       // Others may still start there if they end before it would (backfill): its expected
       // start is what the center would report of its queue.
