@@ -271,7 +271,7 @@ void JobManager::OnLead(absl::StatusOr<Reload> reload, std::shared_ptr<std::prom
     }
   }
   active_.clear();
-  queue_.clear();
+  waiting_.Clear();
   resubmit_.clear();
   keys_.clear();
   dirty_.clear();
@@ -299,7 +299,7 @@ void JobManager::OnLead(absl::StatusOr<Reload> reload, std::shared_ptr<std::prom
       if (r.state() == v1::ReplicaRecord::STAGING) resend.push_back({id, i, r.attempt(), r.center_id(), true});
       if (!r.center_id().empty() && !Ended(r.state())) centers.insert(r.center_id());
     }
-    if (waiting) queue_.insert({-job.record.request().scheduling().priority(), job.record.seq(), id});
+    if (waiting) waiting_.Put(job.record, Attained(job.record));
   }
   {
     std::lock_guard<std::mutex> lock(view_mu_);
@@ -329,7 +329,7 @@ void JobManager::StepDown(const std::string& why) {
   events_.Pause();
   tracker_.Pause();
   dispatcher_.Clear();
-  scheduler_->ClearDrains();  // this term's drains: the next leader decides its own
+  scheduler_->ClearPasses();  // this term's drains and keeps: the next leader decides its own
   // Reservations of this term's replicas go with them: the next term reloads them.
   for (const auto& [id, job] : active_) {
     for (const auto& rep : job.record.replicas()) {
@@ -359,7 +359,7 @@ void JobManager::StepDown(const std::string& why) {
   if (estimator_ != nullptr) estimator_->Unload();
   // The jobs stay in the view for reads (the last this instance knew, answered while the
   // store is away); nothing changes them until a new term replaces them with the store's.
-  queue_.clear();
+  waiting_.Clear();
   resubmit_.clear();
   SetNotLeading(absl::StrCat("stepped down: ", why, "; trying to lead again"));
   if (metrics_) metrics_->step_downs->Increment();
@@ -485,7 +485,7 @@ void JobManager::AfterCommit(Burst& burst, const WriteOutcome& outcome) {
     }
     bool waits = std::any_of(c.job.record.replicas().begin(), c.job.record.replicas().end(),
                              [](const auto& r) { return r.state() == v1::ReplicaRecord::WAITING; });
-    if (waits) queue_.insert({-c.job.record.request().scheduling().priority(), c.job.record.seq(), id});
+    if (waits) waiting_.Put(c.job.record, 0);
     active_[id] = std::move(c.job);
     acks.emplace_back(std::move(replies), std::move(response));
   }
@@ -705,8 +705,7 @@ void JobManager::OnCreate(v1::CreateTrainJobRequest req, CreateReply reply, std:
   c.job.version = 1;
   // Placed before the write when no earlier job waits, so that the job and its placement
   // are one write; dispatched only once that write is durable.
-  auto entry = std::make_tuple(-record.request().scheduling().priority(), record.seq(), record.job_id());
-  if (queue_.empty() || *queue_.begin() > entry) c.dispatches = Schedule(c.job);
+  if (waiting_.FirstInLine(record.request().scheduling().priority(), record.seq())) c.dispatches = Schedule(c.job);
   c.snapshot = std::make_shared<const v1::JobRecord>(record);
   creating_[record.job_id()] = c.snapshot;
   if (!key.empty()) keys_[key] = record.job_id();
@@ -764,9 +763,10 @@ void JobManager::OnTick() {
   // FCFS by (priority, submission); a job that does not fit does not hold back the
   // ones behind it that do (backfill).
   if (admission_.Counts()) RecountAdmission();
-  // Drains are decided again in queue order every pass; last pass's hold until this one's
-  // replace them (an overdue job placed, or gone, frees its center at the pass's end).
-  scheduler_->BeginDrains();
+  // Drains and keeps are decided again in queue order every pass; last pass's hold until
+  // this one's replace them (an overdue or narrow job placed, or gone, frees its center at
+  // the pass's end).
+  scheduler_->BeginPass();
   const absl::Time pass_at = clock_->Now();
   auto schedule_one = [this, pass_at](const std::string& id) {
     auto it = active_.find(id);
@@ -784,11 +784,13 @@ void JobManager::OnTick() {
   if (options_.queue.fair_share || options_.queue.order != "fcfs") {
     offered = ScheduleQueue(schedule_one);
   } else {
-    offered.reserve(queue_.size());
-    for (const auto& [p, s, id] : queue_) offered.emplace_back(id, p == 0 ? "" : absl::StrCat("priority ", -p));
+    offered.reserve(waiting_.size());
+    for (const auto& [p, s, id] : waiting_.in_line()) {
+      offered.emplace_back(id, p == 0 ? "" : absl::StrCat("priority ", -p));
+    }
     for (const auto& [id, why] : offered) schedule_one(id);
   }
-  scheduler_->EndDrains();
+  scheduler_->EndPass();
   if (const absl::Time at = clock_->Now(); at - positions_noted_ >= absl::Seconds(1)) {
     positions_noted_ = at;
     NoteQueuePositions(offered, at);
@@ -1131,6 +1133,13 @@ double AttainedService(const v1::JobRecord& r, Quantity&& quantity) {
 
 }  // namespace
 
+double JobManager::Attained(const v1::JobRecord& r) const {
+  return AttainedService(r, [&](const v1::JobRecord& job, int replica) {
+    auto q = scheduler_->SpecQuantity(job.request().tasks(job.replicas(replica).task_index()).resource_spec_id());
+    return q.ok() ? *q : scheduler::Resources{};
+  });
+}
+
 void JobManager::NoteQueuePositions(const std::vector<std::pair<std::string, std::string>>& offered, absl::Time now) {
   constexpr size_t kNamed = 1000;  // past it, "past the 1000th": a reader needs no more
   std::vector<const std::pair<std::string, std::string>*> waiting;
@@ -1138,7 +1147,7 @@ void JobManager::NoteQueuePositions(const std::vector<std::pair<std::string, std
     auto it = active_.find(o.first);
     if (it == active_.end()) continue;
     const v1::JobRecord& r = it->second.record;
-    if (queue_.count(std::make_tuple(-r.request().scheduling().priority(), r.seq(), r.job_id()))) {
+    if (waiting_.Contains(r)) {
       waiting.push_back(&o);
     }
   }
@@ -1161,7 +1170,9 @@ void JobManager::NoteQueuePositions(const std::vector<std::pair<std::string, std
 
 std::vector<std::pair<std::string, std::string>> JobManager::ScheduleQueue(
     const std::function<void(const std::string&)>& schedule_one) {
-  scheduler::JobQueue queue(options_.queue);
+  // The one waiting queue, as it stands (jobs were put in, brought up to date and taken out
+  // as they came, waited again or left): only the shares are counted for the pass.
+  scheduler::JobQueue& queue = waiting_.ordered();
   queue.SetCapacity(scheduler_->FederationCapacity());
   // One scheduler call per spec, not per replica (each call takes the scheduler's lock).
   absl::flat_hash_map<std::string, scheduler::Resources> by_spec;
@@ -1175,6 +1186,7 @@ std::vector<std::pair<std::string, std::string>> JobManager::ScheduleQueue(
     return it->second;
   };
   // Recounted every cycle from the jobs in memory, as the quotas are: O(replicas), no I/O.
+  queue.ClearHeld();
   for (const auto& [id, job] : active_) {
     const v1::JobRecord& r = job.record;
     for (int i = 0; i < r.replicas_size(); ++i) {
@@ -1184,44 +1196,27 @@ std::vector<std::pair<std::string, std::string>> JobManager::ScheduleQueue(
       }
     }
   }
-  absl::flat_hash_map<int64_t, std::string> ids;
   const double now = absl::ToDoubleSeconds(clock_->Now() - absl::UnixEpoch());
-  for (const auto& [priority, seq, id] : queue_) {
-    auto it = active_.find(id);
-    if (it == active_.end()) continue;
-    const v1::JobRecord& r = it->second.record;
-    scheduler::QueuedJob q;
-    q.seq = seq;
-    q.priority = -priority;
-    q.project = r.request().project();
-    q.submitted = absl::ToDoubleSeconds(FromTimestamp(r.received_at()) - absl::UnixEpoch());
-    // What it is expected to run (reference seconds): its history when it was created, else
-    // its time limit (enforced: a job that says it is short is stopped if it is not), never
-    // its own unenforced estimatedDuration, which would let anyone go first by saying "1s".
-    if (r.has_expected() && r.expected().runs() > 0) {
-      q.expected_s = r.expected().median().seconds() + r.expected().median().nanos() / 1e9;
-    } else if (auto limit = estimator::TimeLimitOf(r.request())) {
-      q.expected_s = absl::ToDoubleSeconds(*limit);
-    }
-    q.attained_s = AttainedService(r, quantity);
-    queue.Push(q);
-    ids[seq] = id;
-  }
   std::vector<std::pair<std::string, std::string>> offered;
-  offered.reserve(ids.size());
+  offered.reserve(waiting_.size());
   queue.Pass(now, [&](int64_t seq) {
-    const std::string& id = ids[seq];
+    const std::string id = waiting_.IdOf(seq);  // a copy: placing it takes it out
+    auto it = active_.find(id);
+    if (it == active_.end()) {
+      waiting_.Remove(seq);  // gone from memory: nothing waits for it
+      return false;
+    }
     offered.emplace_back(id, queue.Explain(seq, now));
     size_t before = burst_.dispatches.size();
     schedule_one(id);
-    auto it = active_.find(id);
+    it = active_.find(id);
     if (it == active_.end()) return false;
     const v1::JobRecord& r = it->second.record;
     for (size_t k = before; k < burst_.dispatches.size(); ++k) {
       queue.AddHeld(r.request().project(), quantity(r, burst_.dispatches[k].replica));
     }
-    // Placed whole: it left the FCFS set too.
-    return !queue_.count(std::make_tuple(-r.request().scheduling().priority(), r.seq(), r.job_id()));
+    // Placed whole: it left the queue.
+    return !waiting_.Contains(r);
   });
   return offered;
 }
@@ -1274,9 +1269,8 @@ std::vector<Dispatch> JobManager::Schedule(Active& job) {
       siblings.push_back(rep.center_id());
     }
   }
-  auto entry = std::make_tuple(-r.request().scheduling().priority(), r.seq(), r.job_id());
   if (slots.empty() || r.stop_requested()) {
-    queue_.erase(entry);
+    waiting_.Remove(r);
     return {};
   }
   // Project quota on running resources: the whole job waits until what it needs fits.
@@ -1327,7 +1321,7 @@ std::vector<Dispatch> JobManager::Schedule(Active& job) {
     admission_.AddRunning(project, need.first, need.second);
   }
   if (decision->placed) {
-    queue_.erase(entry);
+    waiting_.Remove(r);
     r.clear_waiting_reason();
     if (limited) admission_.Placed(project);
   } else {
@@ -1350,7 +1344,7 @@ std::vector<Dispatch> JobManager::Schedule(Active& job) {
                        now, &fx);
       ApplyEffects(job, fx);
       MarkDirty(r.job_id());
-      queue_.erase(entry);
+      waiting_.Remove(r);
       return {};
     }
     r.set_waiting_reason(absl::StrCat(decision->reason, "; no registered center could run it now whatever frees up (",
@@ -1546,10 +1540,11 @@ void JobManager::ApplyEffects(Active& job, const JobEffects& fx) {
   // A usage record is written with its job's save, always: the closed attempt and its
   // record land together, so no reload meters the attempt again.
   if (!fx.metered.empty()) MarkDirty(r.job_id());
-  auto entry = std::make_tuple(-r.request().scheduling().priority(), r.seq(), r.job_id());
-  if (fx.wait) queue_.insert(entry);
+  // The waiting queue in place: a replica waits again (moved, failed, resubmitted), an
+  // attempt of a waiting job ended (its attained service grew), or the job ended.
+  if (fx.wait || waiting_.Contains(r)) waiting_.Put(r, Attained(r));
   if (!fx.ended.empty()) {
-    queue_.erase(entry);
+    waiting_.Remove(r);
     if (metrics_) metrics_->ended->Add({{"status", fx.ended}}).Increment();
   }
   if (fx.handed_over && metrics_) {
@@ -1586,7 +1581,7 @@ absl::StatusOr<std::string> JobManager::LogUrl(const std::string& job_id, int ta
 
 void JobManager::UpdateGauges() {
   if (!metrics_) return;
-  metrics_->queue_length->Set(static_cast<double>(queue_.size()));
+  metrics_->queue_length->Set(static_cast<double>(waiting_.size()));
   int pending = 0, running = 0;
   for (const auto& [id, job] : active_) {
     if (job.record.status() == kCompleted || job.record.status() == kFailed) continue;  // being written

@@ -48,6 +48,7 @@
 #include "services/jobs/replica_tracker.h"
 #include "services/jobs/stager.h"
 #include "services/jobs/validate_create.h"
+#include "services/jobs/waiting_queue.h"
 #include "services/registry/center_directory.h"
 #include "services/scheduler/job_queue.h"
 #include "services/scheduler/scheduler.h"
@@ -239,6 +240,9 @@ class JobManager {
   bool found_no_fit_ = false;  // the last Schedule asked the scheduler and nothing fit (loop)
   // The job has waited past the queue's longest wait (QueueSettings::max_wait_s).
   bool Overdue(const v1::JobRecord& r, absl::Time now) const;
+  // The service the job's ended attempts received (GPU-seconds, else CPU-seconds): the las
+  // order's rank.
+  double Attained(const v1::JobRecord& r) const;
   // Sends (after their commit) replicas to their centers, staging first where needed.
   void SendDispatches(const std::vector<Dispatch>& dispatches);
   // The adapter request for a dispatch still current; nullopt when it moved on.
@@ -348,7 +352,7 @@ class JobManager {
   std::map<std::string, Snapshot> creating_;
   std::map<std::string, std::vector<CreateReply>> key_waiters_;  // by job id: creates with its key
   std::map<std::string, std::string> keys_;                      // idempotency key -> job id in memory
-  std::set<std::tuple<int, int64_t, std::string>> queue_;        // (-priority, seq, id) with waiting replicas
+  WaitingQueue waiting_{options_.queue};  // the jobs with waiting replicas, in line and in queue order
   int64_t next_seq_ = 1;
   std::set<std::pair<std::string, int>> resubmit_;  // (job, replica) whose submit failed for a passing reason
   std::map<std::string, uint64_t> cursors_;         // applied watch cursor by center

@@ -154,4 +154,20 @@ int DrainingCenterFor(const PlacementRequest& request, const Snapshot& snapshot)
   return best;
 }
 
+std::vector<int> CentersThatCouldEverTake(const PlacementRequest& request, const Snapshot& snapshot) {
+  PlacementRequest ever = request;
+  ever.consider_busy_centers = true;
+  ever.draining_centers.clear();
+  ever.kept_centers.clear();
+  const RequestKeys keys(ever);
+  std::vector<int> out;
+  const auto& centers = snapshot.centers();
+  for (size_t i = 0; i < centers.size(); ++i) {
+    if (FilterCenter(ever, centers[i], /*ignore_avoid=*/true, nullptr, nullptr, &keys) == nullptr) {
+      out.push_back(static_cast<int>(i));
+    }
+  }
+  return out;
+}
+
 }  // namespace jc::scheduler

@@ -4,6 +4,7 @@
 // replica. Each filter has a name, and says why, for the explain API.
 
 #include <string>
+#include <vector>
 
 #include "services/scheduler/placement_request.h"
 #include "services/scheduler/snapshot.h"
@@ -21,6 +22,9 @@ inline constexpr const char* kFilterCapacity = "free_capacity";
 inline constexpr const char* kFilterImage = "image_present";
 inline constexpr const char* kFilterPrivateData = "private_data";
 inline constexpr const char* kFilterAvoid = "retry_elsewhere";
+// Not a filter of FilterCenter's: the placer's preference for the centers no narrower
+// waiting job needs (PlacementRequest::kept_centers), named in the explanation.
+inline constexpr const char* kFilterKept = "kept_for_narrower_job";
 
 // Returns nullptr when the center may run the replica, else the failing filter's name,
 // with a sentence in `reason` when `reason` is not null (the hot path passes null).
@@ -38,5 +42,10 @@ const char* FilterCenter(const PlacementRequest& request, const CenterView& cent
 // center then drains for it (PlacementRequest::draining_centers for every job behind it),
 // as Slurm's backfill keeps the top job's start. -1: none could ever take it.
 int DrainingCenterFor(const PlacementRequest& request, const Snapshot& snapshot);
+
+// The centers (snapshot indices) whose capacity could ever hold the request's spec and
+// that pass every other filter, whatever frees up or drains (SPEC A16): how narrow a
+// waiting job is, and which centers to keep for it (PlacementRequest::kept_centers).
+std::vector<int> CentersThatCouldEverTake(const PlacementRequest& request, const Snapshot& snapshot);
 
 }  // namespace jc::scheduler

@@ -66,6 +66,8 @@ class JobQueue {
   // What a project's placed and unfinished work holds.
   void AddHeld(const std::string& project, const Resources& r);
   void SubtractHeld(const std::string& project, const Resources& r);
+  // Forgets what every project holds (a caller that recounts it from its jobs).
+  void ClearHeld() { held_.clear(); }
   double ShareOf(const std::string& project) const;
 
   // Offers the waiting jobs in queue order at `now` to `try_place(seq)`, which returns

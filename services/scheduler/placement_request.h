@@ -44,6 +44,14 @@ struct PlacementRequest {
   // unknown): another replica starts there only if it is expected to end by then (backfill,
   // as Slurm's), so the waiting job is not held back. A hard constraint, unlike avoid_centers.
   absl::flat_hash_map<std::string, absl::Time> draining_centers;
+  // Centers kept for waiting jobs that can run at few centers (SPEC A16, "scarce capacity
+  // goes first to the jobs that can use nothing else"), each with how many centers the
+  // narrowest such job could ever run at: a replica that could run at more centers than
+  // that goes to one of the others when one can start it now, and takes a kept one only
+  // when none can (nothing idles for the narrow job). A preference, unlike
+  // draining_centers: the model-agnostic job does not take the only H100s while jobs that
+  // need H100s wait.
+  absl::flat_hash_map<std::string, int> kept_centers;
   // Centers where an earlier attempt of this replica failed: the retry policy prefers
   // any other, and falls back to them only when nothing else fits.
   absl::flat_hash_set<std::string> avoid_centers;

@@ -66,6 +66,7 @@ ReplicaDecision Placer::Place(const PlacementRequest& request, const Snapshot& s
   };
   run_filters(false);
   if (candidates_.empty() && avoided) run_filters(true);
+  if (!request.kept_centers.empty() && candidates_.size() > 1) PreferUnkept(request, snapshot, explain != nullptr);
 
   const size_t n = candidates_.size();
   const size_t m = scorers_.size();
@@ -180,6 +181,50 @@ ReplicaDecision Placer::Place(const PlacementRequest& request, const Snapshot& s
     MarkTradeOff(explain, decision.center >= 0 ? centers[decision.center].id : std::string());
   }
   return decision;
+}
+
+void Placer::PreferUnkept(const PlacementRequest& request, const Snapshot& snapshot, bool explain) {
+  // Which candidates a waiting job needs, and whether one that none needs can start it now.
+  kept_.assign(candidates_.size(), 0);  // the keeper's breadth; 0: not kept
+  bool any_kept = false, free_elsewhere = false;
+  for (size_t j = 0; j < candidates_.size(); ++j) {
+    if (auto it = request.kept_centers.find(candidates_[j]->id); it != request.kept_centers.end()) {
+      kept_[j] = it->second;
+      any_kept = true;
+    } else if (candidates_[j]->free.Covers(specs_[j]->quantity)) {
+      free_elsewhere = true;
+    }
+  }
+  if (!any_kept || !free_elsewhere) return;
+  // Only a replica that could run at more centers than the waiting job gives way: two jobs
+  // that need the same H100s are ordered by the queue, not by this.
+  const int breadth = static_cast<int>(CentersThatCouldEverTake(request, snapshot).size());
+  const auto& centers = snapshot.centers();
+  size_t out = 0;
+  for (size_t j = 0; j < candidates_.size(); ++j) {
+    if (kept_[j] > 0 && kept_[j] < breadth) {
+      const size_t i = static_cast<size_t>(candidates_[j] - centers.data());
+      failed_[i] = kFilterKept;
+      if (explain) {
+        reasons_[i] = absl::StrCat("kept for a waiting job that can run at only ", kept_[j],
+                                   kept_[j] == 1 ? " center" : " centers", " (this replica can run at ", breadth,
+                                   ", and another center can start it now)");
+      }
+      auto it = std::find_if(removed_by_.begin(), removed_by_.end(),
+                             [](const auto& p) { return p.first == kFilterKept; });
+      if (it == removed_by_.end()) {
+        removed_by_.emplace_back(kFilterKept, 1);
+      } else {
+        ++it->second;
+      }
+      continue;
+    }
+    candidates_[out] = candidates_[j];
+    specs_[out] = specs_[j];
+    ++out;
+  }
+  candidates_.resize(out);
+  specs_.resize(out);
 }
 
 void MarkTradeOff(pb::ReplicaPlacement* explain, const std::string& chosen) {

@@ -61,8 +61,13 @@ class Placer {
                        const EvaluationModel* model = nullptr);
 
  private:
+  // Drops the candidates kept for narrower waiting jobs (PlacementRequest::kept_centers)
+  // when another candidate can start the replica now.
+  void PreferUnkept(const PlacementRequest& request, const Snapshot& snapshot, bool explain);
+
   const ScorerRegistry& scorers_;
   const EvaluationModel& model_;
+  std::vector<int> kept_;
   std::vector<const char*> failed_;  // per center: the filter that removed it
   std::vector<std::string> reasons_;
   std::vector<std::pair<const char*, int>> removed_by_;

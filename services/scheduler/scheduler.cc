@@ -425,6 +425,7 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
     for (const auto& [center, d] : drains_) {
       if (d.job_id != job_id) r.draining_centers[center] = d.start;
     }
+    r.kept_centers = kept_;
     requests.push_back(std::move(r));
   }
   // The job's placement record is written in place (it is kept for the most recent jobs).
@@ -462,9 +463,24 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
   } else {
     NeverMemo& memo = never_memo_[job_id];
     if (memo.generation != ideal_generation_ || memo.slots != requests.size() || memo.generation == 0) {
-      memo = {ideal_generation_, requests.size(), NeverLocked(requests, job.scheduling().gang(), *weights)};
+      memo = {ideal_generation_, requests.size(), NeverLocked(requests, job.scheduling().gang(), *weights), {}};
+      // The centers that could ever take what waits, and how narrow it is: they are kept
+      // for it against replicas that could run at more (PlacementRequest::kept_centers).
+      for (size_t i = 0; i < requests.size(); ++i) {
+        if (d.centers[i] >= 0) continue;
+        const std::vector<int> ever = CentersThatCouldEverTake(requests[i], snapshot_);
+        for (int c : ever) memo.keeps.emplace_back(snapshot_.centers()[c].id, static_cast<int>(ever.size()));
+      }
     }
     out.never = memo.reason;
+    // In force at once (for the jobs behind it in this pass, and for a job placed as it is
+    // submitted), and decided again by every pass.
+    for (const auto& [center, breadth] : memo.keeps) {
+      for (auto* table : {&kept_, &next_kept_}) {
+        auto [it, added] = table->try_emplace(center, breadth);
+        if (!added) it->second = std::min(it->second, breadth);
+      }
+    }
   }
   for (size_t i = 0; i < slots.size(); ++i) {
     if (d.centers[i] < 0) {
@@ -545,21 +561,26 @@ absl::StatusOr<std::string> Scheduler::Drain(const std::string& job_id, const v1
                                           slot.replica_index));
 }
 
-void Scheduler::BeginDrains() {
+void Scheduler::BeginPass() {
   std::lock_guard<std::mutex> lock(mu_);
   next_drains_.clear();
+  next_kept_.clear();
 }
 
-void Scheduler::EndDrains() {
+void Scheduler::EndPass() {
   std::lock_guard<std::mutex> lock(mu_);
   drains_ = std::move(next_drains_);
   next_drains_.clear();
+  kept_ = std::move(next_kept_);
+  next_kept_.clear();
 }
 
-void Scheduler::ClearDrains() {
+void Scheduler::ClearPasses() {
   std::lock_guard<std::mutex> lock(mu_);
   drains_.clear();
   next_drains_.clear();
+  kept_.clear();
+  next_kept_.clear();
 }
 
 void Scheduler::Reported(const std::string& key, absl::Time at) {
@@ -737,6 +758,7 @@ std::vector<Scheduler::MoveAnswer> Scheduler::MoveTargets(const std::vector<Move
         for (const auto& [center, d] : drains_) {
           if (d.job_id != q.job_id) moved.draining_centers[center] = d.start;
         }
+        moved.kept_centers = kept_;
         requests.push_back(std::move(moved));
       }
     }

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "common/clock.h"
 #include "common/periodic_task.h"
@@ -168,15 +169,24 @@ class Scheduler {
   // ever take it; FailedPrecondition, saying where, when the job's project already has a
   // drain this pass (one at a time: a project's many wide jobs cannot hold many centers
   // idle). The job manager decides
-  // drains every pass, in queue order, between
-  // BeginDrains and EndDrains; the last pass's drains hold until EndDrains replaces them, so
-  // a job placed before the overdue one in a pass (a higher priority, a smaller share) still
-  // sees them. ClearDrains (stepping down) drops every drain.
+  // drains every pass, in queue order, between BeginPass and EndPass (below).
   absl::StatusOr<std::string> Drain(const std::string& job_id, const v1::CreateTrainJobRequest& job,
                                     const Slot& slot);
-  void BeginDrains();
-  void EndDrains();
-  void ClearDrains();
+  //
+  // Scarce capacity goes first to the jobs that can use nothing else (SPEC A16): a job Place
+  // found no room for keeps the centers that could ever take it (filters.h
+  // CentersThatCouldEverTake) against replicas that could run at more centers than it can:
+  // those go elsewhere when another center can start them now (PlacementRequest::
+  // kept_centers; a preference, never a reason to wait). So a job that names no GPU model
+  // does not take the only H100s while jobs that need H100s wait for them.
+  //
+  // Drains and keeps are decided again every pass, in queue order, between BeginPass and
+  // EndPass; the last pass's hold until EndPass replaces them, so a job placed before the
+  // overdue or narrow one in a pass (a higher priority, a smaller share) still sees them.
+  // ClearPasses (stepping down) drops them all.
+  void BeginPass();
+  void EndPass();
+  void ClearPasses();
   // The center acknowledged replica `key` at `at`: once its usage is observed after
   // that, the usage includes it and the reservation is dropped.
   void Reported(const std::string& key, absl::Time at);
@@ -260,6 +270,9 @@ class Scheduler {
   };
   std::map<std::string, Drained> drains_;       // by center, under mu_: in force
   std::map<std::string, Drained> next_drains_;  // decided in the pass under way
+  // Centers kept for narrow waiting jobs: center -> how many centers the narrowest of them
+  // could ever run at. In force, and decided in the pass under way (under mu_).
+  absl::flat_hash_map<std::string, int> kept_, next_kept_;
   SchedulerInputs inputs_;
   Snapshot snapshot_;
   Snapshot ideal_;  // Ideal(snapshot_) as last refreshed
@@ -270,6 +283,8 @@ class Scheduler {
     uint64_t generation = 0;
     size_t slots = 0;
     std::string reason;
+    // What it keeps while it waits: (center, how many centers could ever take it).
+    std::vector<std::pair<std::string, int>> keeps;
   };
   std::unordered_map<std::string, NeverMemo> never_memo_;
   // NeverRuns' answers by job shape (ShapeOf) for one refresh: a stream of alike submits

@@ -19,7 +19,8 @@
 // three trace shapes (generated, philly, pai: generate --shape); its variants (the baseline,
 // first_fit + fcfs, always runs): JC_A16_POLICIES and JC_A16_QUEUES (comma lists; the
 // shipped default's profile and queue order when unset), JC_A16_AGING (sef's aging; the
-// shipped default's when unset), JC_A16_SHAPES and JC_A16_FEDERATIONS (comma lists).
+// shipped default's when unset), JC_A16_SHAPES and JC_A16_FEDERATIONS (comma lists),
+// JC_A16_KEEP_SCARCE=0 (centers not kept for narrow waiting jobs: measurement only).
 
 #include <cstdio>
 #include <cstdlib>
@@ -138,6 +139,8 @@ int main(int argc, char** argv) {
                 }
                 o.queue = *settings;
                 o.queue.aging = aging;
+                o.keep_scarce = std::getenv("JC_A16_KEEP_SCARCE") == nullptr ||
+                                std::string(std::getenv("JC_A16_KEEP_SCARCE")) != "0";
                 runs.push_back(o);
               }
             }

@@ -88,6 +88,16 @@ std::string PlannedDuration(jc::testing::RestClient& c, const json& job) {
   return said;
 }
 
+// Registers a local center `id` of `cpus` CPUs.
+void RegisterCenter(jc::testing::TestSystem& s, const std::string& id, const jc::testing::LocalAdapter& at, int cpus) {
+  Federation::Must(s.rest->Post("/openapi/v1/centers", {{"ai_center_id", id},
+                                                        {"name", id},
+                                                        {"region", "cn"},
+                                                        {"network_topology", "cn/" + id},
+                                                        {"adapter_address", at.address()},
+                                                        {"capacity", {{"cpu", cpus}, {"memory", 8192}}}}));
+}
+
 // Both stores: SQLite in a file, PostgreSQL in a schema of its own.
 void ShareStore(jc::server::AppOptions& o, const std::string& name) {
   o.store = nullptr;
@@ -398,14 +408,8 @@ TEST_CASE("one drain per project at a time: a project's second overdue wide job 
     o.jobs.queue.max_wait_s = 1;
   });
   jc::testing::LocalAdapter east("east", 2, kCenterConfig), west("west", 2, kCenterConfig);
-  for (auto* c : {&east, &west}) {
-    Federation::Must(s.rest->Post("/openapi/v1/centers", {{"ai_center_id", c == &east ? "east" : "west"},
-                                                          {"name", c == &east ? "east" : "west"},
-                                                          {"region", "cn"},
-                                                          {"network_topology", c == &east ? "cn/east" : "cn/west"},
-                                                          {"adapter_address", c->address()},
-                                                          {"capacity", {{"cpu", 2}, {"memory", 8192}}}}));
-  }
+  RegisterCenter(s, "east", east, 2);
+  RegisterCenter(s, "west", west, 2);
   for (const auto& [id, cpus] : {std::pair<std::string, int>{"cpu-1", 1}, {"cpu-2", 2}}) {
     Federation::Must(s.rest->Post("/openapi/v1/resourcespecs",
                                   {{"resource_spec_id", id},
@@ -452,6 +456,77 @@ TEST_CASE("one drain per project at a time: a project's second overdue wide job 
   for (const auto& id : {holders[0], holders[1], first, second, small}) {
     s.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object());
   }
+}
+
+TEST_CASE("scarce capacity goes first to the jobs that can use nothing else: while a job that only one center offers "
+          "waits for it, a job that runs anywhere goes to another center that can start it, and its placement says "
+          "why [A16]",
+          "[A16]") {
+  jc::testing::TestSystem s([](jc::server::AppOptions& o) { jc::testing::FastIntervals(o); });
+  // east: 2 CPUs, west: 4.
+  jc::testing::LocalAdapter east("east", 2, kCenterConfig), west("west", 4, kCenterConfig);
+  RegisterCenter(s, "east", east, 2);
+  RegisterCenter(s, "west", west, 4);
+  // cpu-1 everywhere; cpu-2 only at east.
+  for (const auto& [id, where] :
+       {std::pair<std::string, std::string>{"cpu-1", "east,west"}, {"cpu-2", "east"}}) {
+    Federation::Must(s.rest->Post("/openapi/v1/resourcespecs",
+                                  {{"resource_spec_id", id},
+                                   {"resource_spec_name", id},
+                                   {"resource_quantity", {{"cpu", id == "cpu-1" ? "1" : "2"}, {"memory", "256Mi"}}},
+                                   {"service_type", "batch"},
+                                   {"price", 1},
+                                   {"computing_center_list", where}}));
+  }
+  auto alice = s.UserClient("alice", "vision", "MEMBER");
+  // One of east's CPUs taken (placed by hand): east has one free, west four.
+  json hold = Federation::Job("holder", "sleep 60");
+  hold["tasks"][0]["centerIDs"] = json::array({"east"});
+  const std::string holder = Submit(*alice, hold);
+  WaitForStatus(*alice, holder, "running");
+  json wide = Federation::Job("wide", "true");
+  wide["tasks"][0]["resourceSpecId"] = "cpu-2";
+  const std::string narrow = Submit(*alice, wide);
+  // Once a pass has found it no room, it keeps east.
+  json waiting;
+  REQUIRE(jc::testing::WaitUntil([&] {
+    waiting = alice->Get("/openapi/v1/trainjob/" + narrow).body["data"];
+    return waiting.value("statusReason", "").find("no center can run it now") != std::string::npos;
+  }));
+  // Small jobs (east's free CPU would hold each; the tie goes to the first registered) go
+  // where the narrow job does not wait.
+  std::vector<std::string> smalls;
+  for (int i = 0; i < 2; ++i) {
+    // East's free CPU is in the scheduler's view (its usage report has caught up with the
+    // holder): the small job could take it.
+    json at_east = Federation::Job("probe", "true");
+    at_east["tasks"][0]["centerIDs"] = json::array({"east"});
+    REQUIRE(jc::testing::WaitUntil([&] {
+      return s.rest->Post("/openapi/v1/scheduler/plan", at_east).body.dump().find("\"placed\":true") !=
+             std::string::npos;
+    }));
+    const std::string small = Submit(*alice, Federation::Job("small", "sleep 30"));
+    json running = WaitForStatus(*alice, small, "running");
+    INFO(running.dump());
+    CHECK(running["taskInfos"][0]["centerIDs"][0] == "west");
+    smalls.push_back(small);
+    auto placement = alice->Get("/openapi/v1/trainjob/" + small + "/placement");
+    INFO(placement.body.dump());
+    REQUIRE(placement.http_status == 200);
+    bool said = false;
+    for (const auto& c : placement.body["data"]["replicas"][0]["centers"]) {
+      if (c["centerId"] != "east") continue;
+      said = true;
+      CHECK(c["filteredBy"] == "kept_for_narrower_job");
+      CHECK(c.value("reason", "").find("kept for a waiting job that can run at only 1 center") != std::string::npos);
+    }
+    CHECK(said);
+  }
+  // The narrow job still waits (east is busy, not idled for it), then runs when east frees.
+  CHECK(alice->Get("/openapi/v1/trainjob/" + narrow).body["data"]["status"] == "pending");
+  s.rest->Post("/openapi/v1/trainjob/" + holder + "/stop", json::object());
+  WaitForStatus(*alice, narrow, "completed");
+  for (const auto& id : smalls) s.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object());
 }
 
 }  // namespace

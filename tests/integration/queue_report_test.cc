@@ -158,7 +158,7 @@ TEST_CASE("an unprivileged local account's start probe is answered for itself on
                     CredentialOf(mallory.name, jc::nexec::MungeAuth::Payload("EstimateStart", req), center.dir));
     return master->EstimateStart(&ctx, req, resp);
   };
-  for (const std::string other : {victim.name, std::string("root")}) {
+  for (const std::string& other : {victim.name, std::string("root")}) {
     ::nexec::v1::EstimateStartResponse resp;
     grpc::Status s = probe_as(other, &resp);
     INFO(other << ": " << s.error_message());
@@ -167,7 +167,7 @@ TEST_CASE("an unprivileged local account's start probe is answered for itself on
     CHECK(resp.estimates_size() == 0);
   }
   // As itself (named, or no user: the caller's): answered.
-  for (const std::string self : {mallory.name, std::string()}) {
+  for (const std::string& self : {mallory.name, std::string()}) {
     ::nexec::v1::EstimateStartResponse resp;
     grpc::Status s = probe_as(self, &resp);
     INFO("'" << self << "': " << s.error_message());

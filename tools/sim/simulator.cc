@@ -100,6 +100,9 @@ class Simulation {
   double SpeedAt(const Job& job, int center) const;
   void Hold(int job, int center);
   void Unhold(int job);
+  // The job waits: the centers that could ever take it are kept for it against jobs that
+  // could run at more (PlacementRequest::kept_centers), at once, and again by every full pass.
+  void KeepFor(int index, bool cacheable);
   // What center `center` would report as the start delay of `job`'s spec (SimOptions::
   // center_reports "start"): its running jobs end at their expected ends, the jobs held for
   // it start first, in the order they were held.
@@ -126,6 +129,7 @@ class Simulation {
   int64_t next_event_ = 0;
   double now_ = 0;
   bool freed_ = true;  // capacity came back since the last pass: every waiting job may fit
+  bool full_pass_ = false;  // every waiting job is being tried
   std::vector<int> arrived_;  // jobs queued since the last pass
   absl::flat_hash_set<int> failed_specs_;  // in this pass
   // Centers draining for an overdue job (center id -> the job), decided again by every full
@@ -135,6 +139,13 @@ class Simulation {
     absl::Time start;         // when that job is expected to start there
   };
   absl::flat_hash_map<std::string, Drain> draining_;
+  // Centers kept for waiting jobs that can run at few centers (center id -> how many the
+  // narrowest could ever run at; SPEC A16): in force from the job's failed decision on,
+  // decided again by each full pass, as the control plane's.
+  absl::flat_hash_map<std::string, int> kept_, next_kept_;
+  // How many centers could ever take a spec (CentersThatCouldEverTake), until availability
+  // changes; for jobs whose filters depend on nothing else.
+  absl::flat_hash_map<int, std::vector<int>> ever_by_spec_;
   int64_t decisions_ = 0;
   double moved_mb_ = 0;
   double window_start_ = 0, window_end_ = 0;  // first and last submission
@@ -331,6 +342,7 @@ void Simulation::Run() {
           break;
         case EventKind::kOutageEnd:
           snapshot_.MutableAt(e.a).available = true;
+          ever_by_spec_.clear();
           freed_ = true;
           break;
       }
@@ -361,7 +373,11 @@ void Simulation::SchedulePass() {
       snapshot_.MutableAt(static_cast<int>(c)).waiting_tasks = 0;
     }
     draining_.clear();
+    next_kept_.clear();
+    full_pass_ = true;
     queue_.Pass(now_, [this](int64_t job) { return TryPlace(static_cast<int>(job)); });
+    full_pass_ = false;
+    kept_.swap(next_kept_);
   } else {
     // Nothing was freed since the last pass, so the jobs that did not fit then cannot
     // fit now: only the new arrivals are tried, in the order they came.
@@ -380,8 +396,12 @@ bool Simulation::TryPlace(int index) {
   // any job whose filters depend on nothing else (no private data, no centers to avoid).
   // (An overdue job is always asked: where it fits nowhere a center drains for it.)
   bool cacheable = !job.private_data && r.avoid_centers.empty() && !queue_.Overdue(index, now_);
-  if (cacheable && failed_specs_.contains(job.spec)) return false;
+  if (cacheable && failed_specs_.contains(job.spec)) {
+    KeepFor(index, cacheable);
+    return false;
+  }
   r.now = absl::UnixEpoch() + absl::Seconds(now_);
+  r.kept_centers = kept_;
   r.draining_centers.clear();
   for (const auto& [center, drain] : draining_) {
     if (drain.job != index) r.draining_centers[center] = drain.start;
@@ -439,10 +459,12 @@ bool Simulation::TryPlace(int index) {
   }
   if (center < 0) {
     if (cacheable) failed_specs_.insert(job.spec);
+    KeepFor(index, cacheable);
     return false;
   }
   if (!fits) {
     Hold(index, center);  // its expected completion is soonest there: it waits for it
+    KeepFor(index, cacheable);
     return false;
   }
   // Placed: a center that drained for it is free for the others from now on (a pass that
@@ -456,6 +478,31 @@ bool Simulation::TryPlace(int index) {
   }
   Start(index, center);
   return true;
+}
+
+void Simulation::KeepFor(int index, bool cacheable) {
+  if (!options_.keep_scarce) return;
+  const Job& job = jobs_[index];
+  std::vector<int> own;
+  const std::vector<int>* ever = &own;
+  if (cacheable) {
+    auto it = ever_by_spec_.find(job.spec);
+    if (it == ever_by_spec_.end()) {
+      it = ever_by_spec_.emplace(job.spec, scheduler::CentersThatCouldEverTake(job.request, snapshot_)).first;
+    }
+    ever = &it->second;
+  } else {
+    own = scheduler::CentersThatCouldEverTake(job.request, snapshot_);
+  }
+  const int breadth = static_cast<int>(ever->size());
+  // In force at once (for the jobs behind it), and decided again by every full pass.
+  for (auto* kept : {&kept_, &next_kept_}) {
+    if (kept == &next_kept_ && !full_pass_) continue;
+    for (int c : *ever) {
+      auto [it, added] = kept->try_emplace(snapshot_.centers()[c].id, breadth);
+      if (!added) it->second = std::min(it->second, breadth);
+    }
+  }
 }
 
 void Simulation::Hold(int index, int center) {
@@ -479,14 +526,17 @@ double Simulation::ReportedStartDelay(int center, const Job& job) const {
   const Resources& need = specs_[job.spec].quantity;
   if (free.Covers(need)) return 0;
   // (time, resources) released, soonest first. A job past its expected end is taken to
-  // end within a quarter of its expected run more (the center knows no better).
+  // run as long again as it has run so far, at least a quarter of its expected run more:
+  // run times are heavy-tailed, and the longer a job has overrun, the longer it is likely
+  // to go on (a drain timed by "it should end any moment" idles a center for as long as
+  // the overrun lasts).
   using Release = std::pair<double, int>;  // time, job
   std::priority_queue<Release, std::vector<Release>, std::greater<Release>> releases;
   for (int r : running_at_[center]) {
     const Job& j = jobs_[r];
     double run = j.expected_run_s / SpeedAt(j, center);
     double end = j.attempt_start + j.record.transfer_s + run;
-    if (end <= now_) end = now_ + 0.25 * run;
+    if (end <= now_) end = now_ + std::max(0.25 * run, now_ - j.attempt_start);
     releases.push({end, r});
   }
   double t = now_;
@@ -609,6 +659,7 @@ void Simulation::Finish(int index, int attempt) {
 }
 
 void Simulation::OutageStart(int center) {
+  ever_by_spec_.clear();
   snapshot_.MutableAt(center).available = false;
   std::vector<int> victims(running_at_[center].begin(), running_at_[center].end());
   std::sort(victims.begin(), victims.end());

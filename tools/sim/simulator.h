@@ -40,6 +40,9 @@ struct SimOptions {
   // held for it ahead, by the control plane's estimates, never the trace's durations);
   // "counts", only running and waiting counts (the strategy estimates the wait itself).
   std::string center_reports = "start";
+  // Centers are kept for waiting jobs that can run at few of them (PlacementRequest::
+  // kept_centers), as the control plane keeps them; false: not (measurement only).
+  bool keep_scarce = true;
   uint64_t seed = 1;  // the random policy's
   bool keep_jobs = false;  // fill RunResult::jobs
 };

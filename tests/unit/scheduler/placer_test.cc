@@ -143,6 +143,71 @@ TEST_CASE("a center draining for an overdue job takes only what ends before that
   CHECK(why == "draining for a job that has waited past the queue's longest wait");
 }
 
+TEST_CASE("scarce capacity goes first to the jobs that can use nothing else: a replica that could run at more centers "
+          "leaves the ones kept for a narrower waiting job while another can start it now, and takes one when none "
+          "can [A16]",
+          "[A16]") {
+  Scheduler s;
+  // h100 is the cheapest and the only one offering "h100-8"; any-1 and any-2 offer gpu-1.
+  Snapshot snap;
+  CenterView h100 = MakeCenter("h100", 1);
+  h100.specs["h100-8"] = SpecAtCenter{{32, 8, 0, 0, 131072, 0}, 8, 3200};
+  snap.Upsert(h100);
+  snap.Upsert(MakeCenter("any-1", 100));
+  snap.Upsert(MakeCenter("any-2", 100));
+  PlacementRequest narrow = MakeRequest();
+  narrow.spec_id = "h100-8";
+  PlacementRequest broad = MakeRequest();
+  CHECK(CentersThatCouldEverTake(narrow, snap) == std::vector<int>{snap.IndexOf("h100")});
+  CHECK(CentersThatCouldEverTake(broad, snap).size() == 3);
+  // However busy: capacity that could ever hold it counts, free or not.
+  snap.FindMutable("h100")->free.gpu = 0;
+  CHECK(CentersThatCouldEverTake(narrow, snap).size() == 1);
+  snap.FindMutable("h100")->free.gpu = 2;
+
+  // Without a keep the cost profile takes the cheap h100.
+  auto d = s.placer.Place(broad, snap, s.Weights("cost"));
+  REQUIRE(d.center >= 0);
+  CHECK(snap.centers()[d.center].id == "h100");
+  // The 8-GPU job waits for h100 (one center could ever take it): the broad replica goes
+  // elsewhere, and the explanation says why h100 was passed over.
+  broad.kept_centers["h100"] = 1;
+  jointcloud::v1::ReplicaPlacement explain;
+  d = s.placer.Place(broad, snap, s.Weights("cost"), &explain);
+  REQUIRE(d.center >= 0);
+  CHECK(snap.centers()[d.center].id != "h100");
+  bool said = false;
+  for (const auto& e : explain.centers()) {
+    if (e.center_id() != "h100") continue;
+    said = true;
+    CHECK(e.filtered_by() == kFilterKept);
+    CHECK(e.reason() ==
+          "kept for a waiting job that can run at only 1 center (this replica can run at 3, and another center can "
+          "start it now)");
+  }
+  CHECK(said);
+  // Nowhere else can start it now: it takes h100 rather than wait (nothing idles for the keep).
+  snap.FindMutable("any-1")->free.gpu = 0;
+  snap.FindMutable("any-2")->free.gpu = 0;
+  d = s.placer.Place(broad, snap, s.Weights("cost"));
+  REQUIRE(d.center >= 0);
+  CHECK(snap.centers()[d.center].id == "h100");
+  snap.FindMutable("any-1")->free.gpu = 8;
+  // A job as narrow as the keeper does not give way: the queue orders those two.
+  PlacementRequest also_narrow = MakeRequest();
+  also_narrow.spec_id = "h100-8";
+  also_narrow.kept_centers["h100"] = 1;
+  snap.FindMutable("h100")->free.gpu = 8;
+  d = s.placer.Place(also_narrow, snap, s.Weights("cost"));
+  REQUIRE(d.center >= 0);
+  CHECK(snap.centers()[d.center].id == "h100");
+  // A keep by a job broader than this replica is no reason for it to go elsewhere.
+  broad.kept_centers["h100"] = 3;
+  d = s.placer.Place(broad, snap, s.Weights("cost"));
+  REQUIRE(d.center >= 0);
+  CHECK(snap.centers()[d.center].id == "h100");
+}
+
 TEST_CASE("a center that can be given the image is a candidate, and the image's transfer counts against it [A4][A6]",
           "[A4][A6]") {
   Scheduler s;

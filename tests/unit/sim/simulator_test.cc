@@ -266,4 +266,49 @@ centers:
   CHECK(starved.start >= 6000);
 }
 
+TEST_CASE("scarce capacity goes first to the jobs that can use nothing else: a job that needs the fast center's model "
+          "starts once the jobs already there end, where without keeps a stream of jobs that run anywhere takes "
+          "its GPUs piecemeal [A16]",
+          "[A16]") {
+  // fast: 4 GPUs of model X at twice the reference speed; slow: 16 of model Y. Same price:
+  // the default profile sends jobs that name no model to fast first.
+  auto f = ParseFederation(R"(
+gpu_models:
+  X: {performance: 2, watts: 100}
+  Y: {performance: 1, watts: 100}
+centers:
+  - {id: slow, gpu_model: Y, gpus: 16, cpus: 64, memory_gb: 256, price_per_gpu_hour: 1, bandwidth_mbps: 1000, latency_ms: 0}
+  - {id: fast, gpu_model: X, gpus: 4, cpus: 64, memory_gb: 256, price_per_gpu_hour: 1, bandwidth_mbps: 1000, latency_ms: 0}
+)");
+  REQUIRE(f.ok());
+  // 1-GPU jobs of 200 s (100 s at fast) every 20 s until 4,000 s; at 100 s, a job that needs
+  // all four X GPUs.
+  std::vector<TraceJob> trace;
+  for (double t = 0; t <= 4000; t += 20) trace.push_back(Job(t, 200, 1));
+  trace.insert(trace.begin() + 6, Job(100, 100, 4, "p", "X"));
+  REQUIRE(trace[6].gpu_model == "X");
+  static const PolicyCatalog catalog;
+  auto run = [&](bool keep) {
+    SimOptions o;
+    o.queue = scheduler::SettingsOf(scheduler::QueueOrder::kFcfs);
+    o.keep_scarce = keep;
+    o.keep_jobs = true;
+    auto r = Simulate(*f, trace, o, catalog);
+    REQUIRE(r.ok());
+    return *r;
+  };
+  RunResult kept = run(true);
+  INFO("kept: the X job started at " << kept.jobs[6].start);
+  CHECK(kept.jobs[6].center == "fast");
+  // What ran at fast when it came ends within 100 s: it starts then.
+  CHECK(kept.jobs[6].start <= 100 + 100 + 20);
+  // The others still ran at fast whenever nothing waited for it.
+  int at_fast = 0;
+  for (const auto& j : kept.jobs) at_fast += j.center == "fast";
+  CHECK(at_fast > 2);
+  RunResult not_kept = run(false);
+  INFO("not kept: the X job started at " << not_kept.jobs[6].start);
+  CHECK(not_kept.jobs[6].start > 2000);
+}
+
 }  // namespace jc::sim

@@ -1,0 +1,58 @@
+#include "services/jobs/waiting_queue.h"
+
+#include "common/timestamp.h"
+#include "services/estimator/job_class.h"
+
+namespace jc::jobs {
+
+WaitingQueue::Entry WaitingQueue::EntryOf(const v1::JobRecord& r) {
+  return {-r.request().scheduling().priority(), r.seq(), r.job_id()};
+}
+
+void WaitingQueue::Put(const v1::JobRecord& r, double attained_s) {
+  Entry entry = EntryOf(r);
+  in_line_.insert(entry);
+  by_seq_[r.seq()] = std::move(entry);
+  scheduler::QueuedJob q;
+  q.seq = r.seq();
+  q.priority = r.request().scheduling().priority();
+  q.project = r.request().project();
+  q.submitted = absl::ToDoubleSeconds(FromTimestamp(r.received_at()) - absl::UnixEpoch());
+  if (r.has_expected() && r.expected().runs() > 0) {
+    q.expected_s = r.expected().median().seconds() + r.expected().median().nanos() / 1e9;
+  } else if (auto limit = estimator::TimeLimitOf(r.request())) {
+    q.expected_s = absl::ToDoubleSeconds(*limit);
+  }
+  q.attained_s = attained_s;
+  ordered_.Erase(q.seq);  // brought up to date in place
+  ordered_.Push(q);
+}
+
+void WaitingQueue::Remove(int64_t seq) {
+  auto it = by_seq_.find(seq);
+  if (it == by_seq_.end()) return;
+  in_line_.erase(it->second);
+  by_seq_.erase(it);
+  ordered_.Erase(seq);
+}
+
+bool WaitingQueue::Contains(const v1::JobRecord& r) const { return in_line_.count(EntryOf(r)) > 0; }
+
+void WaitingQueue::Clear() {
+  for (const auto& [priority, seq, id] : in_line_) ordered_.Erase(seq);
+  in_line_.clear();
+  by_seq_.clear();
+}
+
+bool WaitingQueue::FirstInLine(int priority, int64_t seq) const {
+  if (in_line_.empty()) return true;
+  const auto& [first_priority, first_seq, first_id] = *in_line_.begin();
+  return std::make_pair(-priority, seq) < std::make_pair(first_priority, first_seq);
+}
+
+std::string WaitingQueue::IdOf(int64_t seq) const {
+  auto it = by_seq_.find(seq);
+  return it == by_seq_.end() ? std::string() : std::get<2>(it->second);
+}
+
+}  // namespace jc::jobs

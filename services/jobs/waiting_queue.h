@@ -1,0 +1,63 @@
+#pragma once
+
+// The job manager's waiting jobs (SPEC A11, A16): one queue, kept in memory and updated in
+// place as jobs come, are placed, wait again or end — never rebuilt for a pass, and never
+// read from the store on a decision. It holds each job's place in line (priority, then
+// submission: what a job just submitted is placed ahead of) and its entry in the queue
+// order (scheduler::JobQueue: fcfs, sef, las, fair share, the longest wait), which every
+// pass offers places in.
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "absl/container/flat_hash_map.h"
+#include "jointcloud/v1/job_record.pb.h"
+#include "services/scheduler/job_queue.h"
+
+namespace jc::jobs {
+
+namespace v1 = ::jointcloud::v1;
+
+class WaitingQueue {
+ public:
+  // (-priority, seq, job id), first in line first.
+  using Entry = std::tuple<int, int64_t, std::string>;
+
+  explicit WaitingQueue(const scheduler::QueueSettings& settings) : ordered_(settings) {}
+
+  // The job waits (a replica of it is WAITING): added, or its entry brought up to date
+  // (`attained_s`: the service its ended attempts received, for las). Its expected length
+  // is its history when it was created, else its time limit — never its own unenforced
+  // estimatedDuration, which would let anyone go first by saying "1s".
+  void Put(const v1::JobRecord& r, double attained_s);
+  // It no longer waits (placed whole, ended, failed, stopped). Nothing when absent.
+  void Remove(const v1::JobRecord& r) { Remove(r.seq()); }
+  void Remove(int64_t seq);
+  bool Contains(const v1::JobRecord& r) const;
+  void Clear();
+  size_t size() const { return in_line_.size(); }
+  bool empty() const { return in_line_.empty(); }
+
+  // Whether a job of `priority` submitted as `seq` would be first in line: no waiting job
+  // has a higher priority, or the same and came earlier.
+  bool FirstInLine(int priority, int64_t seq) const;
+  const std::set<Entry>& in_line() const { return in_line_; }
+
+
+  // The queue order's view, for a pass (JobQueue::Pass erases what it placed; a job Removed
+  // during the pass is erased at once) and for explaining a job's place.
+  scheduler::JobQueue& ordered() { return ordered_; }
+  // The job of a sequence number in the queue; empty when none.
+  std::string IdOf(int64_t seq) const;
+
+ private:
+  static Entry EntryOf(const v1::JobRecord& r);
+
+  std::set<Entry> in_line_;
+  scheduler::JobQueue ordered_;
+  absl::flat_hash_map<int64_t, Entry> by_seq_;
+};
+
+}  // namespace jc::jobs

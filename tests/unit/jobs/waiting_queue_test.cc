@@ -1,0 +1,94 @@
+// The job manager's one waiting queue (SPEC A11, A16): kept in memory and updated in place —
+// who is first in line, the queue order's view, and what changes a job's place.
+
+#include <catch2/catch.hpp>
+
+#include "common/timestamp.h"
+#include "services/jobs/waiting_queue.h"
+
+namespace jc::jobs {
+namespace {
+
+v1::JobRecord Record(int64_t seq, const std::string& project, int priority = 0) {
+  v1::JobRecord r;
+  r.set_job_id("job-" + std::to_string(seq));
+  r.set_seq(seq);
+  r.mutable_request()->set_project(project);
+  r.mutable_request()->mutable_scheduling()->set_priority(priority);
+  *r.mutable_received_at() = ToTimestamp(absl::FromUnixSeconds(1'800'000'000 + seq));
+  return r;
+}
+
+// The job ids in the order a pass offers them (placing none).
+std::vector<std::string> Offered(WaitingQueue& q, double now = 1'800'000'100) {
+  std::vector<std::string> out;
+  q.ordered().Pass(now, [&](int64_t seq) {
+    out.push_back(q.IdOf(seq));
+    return false;
+  });
+  return out;
+}
+
+TEST_CASE("the waiting queue is one queue updated in place: in line by priority then submission, offered in the "
+          "queue order, a job out once placed or ended [A11][A16]",
+          "[A11][A16]") {
+  WaitingQueue q(*scheduler::ParseQueueSettings("fcfs"));
+  CHECK(q.empty());
+  CHECK(q.FirstInLine(0, 1));
+  q.Put(Record(2, "a"), 0);
+  q.Put(Record(3, "b"), 0);
+  q.Put(Record(4, "b", /*priority=*/5), 0);
+  CHECK(q.size() == 3);
+  // A job submitted now is first in line only ahead of everyone waiting.
+  CHECK_FALSE(q.FirstInLine(0, 9));
+  CHECK(q.FirstInLine(6, 9));
+  CHECK(Offered(q) == std::vector<std::string>{"job-4", "job-2", "job-3"});
+  // Put again (a replica waits again): still one entry.
+  q.Put(Record(2, "a"), 0);
+  CHECK(q.size() == 3);
+  q.Remove(Record(4, "b", 5));
+  CHECK_FALSE(q.Contains(Record(4, "b", 5)));
+  CHECK(q.FirstInLine(0, 1));
+  CHECK(Offered(q) == std::vector<std::string>{"job-2", "job-3"});
+  q.Remove(Record(77, "x"));  // not there: nothing
+  CHECK(q.size() == 2);
+  // A pass that places a job takes it out of both views.
+  q.ordered().Pass(1'800'000'100, [&](int64_t seq) {
+    if (q.IdOf(seq) != "job-2") return false;
+    q.Remove(seq);
+    return true;
+  });
+  CHECK(q.size() == 1);
+  CHECK(Offered(q) == std::vector<std::string>{"job-3"});
+  q.Clear();
+  CHECK(q.empty());
+  CHECK(Offered(q).empty());
+}
+
+TEST_CASE("the waiting queue brings a job's entry up to date in place: more attained service puts it behind under "
+          "las, and sef ranks by history or the time limit, never the job's own estimate [A16]",
+          "[A16]") {
+  WaitingQueue las(*scheduler::ParseQueueSettings("las"));
+  las.Put(Record(1, "a"), 0);
+  las.Put(Record(2, "a"), 10);
+  CHECK(Offered(las) == std::vector<std::string>{"job-1", "job-2"});
+  las.Put(Record(1, "a"), 7200);  // an attempt of it ran: past the first level (an hour)
+  CHECK(Offered(las) == std::vector<std::string>{"job-2", "job-1"});
+
+  WaitingQueue sef(*scheduler::ParseQueueSettings("sef"));
+  v1::JobRecord says_short = Record(1, "a");
+  says_short.mutable_request()->mutable_estimated_duration()->set_seconds(1);  // unenforced
+  v1::JobRecord limited = Record(2, "a");
+  limited.mutable_request()->mutable_time_limit()->set_seconds(30);  // enforced
+  v1::JobRecord learned = Record(3, "a");
+  learned.mutable_expected()->set_runs(3);
+  learned.mutable_expected()->mutable_median()->set_seconds(60);
+  sef.Put(says_short, 0);
+  sef.Put(limited, 0);
+  sef.Put(learned, 0);
+  // 30 s by its limit, 60 s by history, then the one that only says "1s" (the default hour).
+  CHECK(Offered(sef, 1'800'000'003) == std::vector<std::string>{"job-2", "job-3", "job-1"});
+}
+
+}  // namespace
+}  // namespace jc::jobs
