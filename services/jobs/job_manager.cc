@@ -1542,7 +1542,7 @@ void JobManager::ApplyEffects(Active& job, const JobEffects& fx) {
   if (!fx.metered.empty()) MarkDirty(r.job_id());
   // The waiting queue in place: a replica waits again (moved, failed, resubmitted), an
   // attempt of a waiting job ended (its attained service grew), or the job ended.
-  if (fx.wait || waiting_.Contains(r)) waiting_.Put(r, Attained(r));
+  if (fx.wait || (!fx.release.empty() && waiting_.Contains(r))) waiting_.Put(r, Attained(r));
   if (!fx.ended.empty()) {
     waiting_.Remove(r);
     if (metrics_) metrics_->ended->Add({{"status", fx.ended}}).Increment();

@@ -176,6 +176,7 @@ std::string Scheduler::NeverLocked(std::vector<PlacementRequest> requests, bool 
     r.avoid_centers.clear();  // where attempts failed is a preference, not a limit
     r.sibling_centers.clear();
     r.draining_centers.clear();  // a drain ends when its job starts: never a reason for good
+    r.kept_centers.clear();      // a keep is a preference among centers that can start it now
   }
   Placer placer(scorers_, *weights.model);
   JobDecision d = placer.PlaceJob(requests, ideal_, weights.weights, gang, nullptr, weights.model);
@@ -439,6 +440,14 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
   ApplyEstimates(job, estimates, requests, nullptr);
   JobDecision d =
       placer_->PlaceJob(requests, snapshot_, weights->weights, job.scheduling().gang(), record, weights->model);
+  if (!d.placed && job.scheduling().gang() &&
+      std::any_of(requests.begin(), requests.end(), [](const auto& r) { return !r.kept_centers.empty(); })) {
+    // A keep steers one replica at a time: a gang whose replicas each went elsewhere may then
+    // not fit as a whole, where it would on the kept centers. Keeps never hold a gang back.
+    for (PlacementRequest& r : requests) r.kept_centers.clear();
+    if (record != nullptr) record->Clear();
+    d = placer_->PlaceJob(requests, snapshot_, weights->weights, true, record, weights->model);
+  }
   if (record != nullptr) {
     record->set_job_id(job_id);
     ApplyEstimates(job, estimates, requests, record);
@@ -465,17 +474,30 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
     if (memo.generation != ideal_generation_ || memo.slots != requests.size() || memo.generation == 0) {
       memo = {ideal_generation_, requests.size(), NeverLocked(requests, job.scheduling().gang(), *weights), {}};
       // The centers that could ever take what waits, and how narrow it is: they are kept
-      // for it against replicas that could run at more (PlacementRequest::kept_centers).
+      // for it against replicas that could run at more (PlacementRequest::kept_centers),
+      // one entry per center (the narrowest of its replicas). Not for a job that names its
+      // centers: that narrowness is its own choice, not a need.
+      absl::flat_hash_map<std::string, int> keeps;
+      absl::flat_hash_set<int> tasks;  // a task's replicas pass the same filters: once each
       for (size_t i = 0; i < requests.size(); ++i) {
-        if (d.centers[i] >= 0) continue;
+        if (d.centers[i] >= 0 || !requests[i].pinned_centers.empty()) continue;
+        if (!tasks.insert(requests[i].task_index).second) continue;
         const std::vector<int> ever = CentersThatCouldEverTake(requests[i], snapshot_);
-        for (int c : ever) memo.keeps.emplace_back(snapshot_.centers()[c].id, static_cast<int>(ever.size()));
+        for (int c : ever) {
+          auto [it, added] = keeps.try_emplace(snapshot_.centers()[c].id, static_cast<int>(ever.size()));
+          if (!added) it->second = std::min(it->second, static_cast<int>(ever.size()));
+        }
       }
+      memo.keeps.assign(keeps.begin(), keeps.end());
     }
     out.never = memo.reason;
     // In force at once (for the jobs behind it in this pass, and for a job placed as it is
-    // submitted), and decided again by every pass.
-    for (const auto& [center, breadth] : memo.keeps) {
+    // submitted), and decided again by every pass; one job's keeps per project a pass (the
+    // first of its jobs in queue order), so a project's many narrow jobs cannot steer
+    // everyone's work away from many centers.
+    const bool project_keeps = !memo.keeps.empty() && kept_by_.emplace(job.project(), job_id).first->second == job_id;
+    for (size_t k = 0; project_keeps && k < memo.keeps.size(); ++k) {
+      const auto& [center, breadth] = memo.keeps[k];
       for (auto* table : {&kept_, &next_kept_}) {
         auto [it, added] = table->try_emplace(center, breadth);
         if (!added) it->second = std::min(it->second, breadth);
@@ -565,6 +587,7 @@ void Scheduler::BeginPass() {
   std::lock_guard<std::mutex> lock(mu_);
   next_drains_.clear();
   next_kept_.clear();
+  kept_by_.clear();
 }
 
 void Scheduler::EndPass() {
@@ -581,6 +604,7 @@ void Scheduler::ClearPasses() {
   next_drains_.clear();
   kept_.clear();
   next_kept_.clear();
+  kept_by_.clear();
 }
 
 void Scheduler::Reported(const std::string& key, absl::Time at) {

@@ -178,7 +178,9 @@ class Scheduler {
   // CentersThatCouldEverTake) against replicas that could run at more centers than it can:
   // those go elsewhere when another center can start them now (PlacementRequest::
   // kept_centers; a preference, never a reason to wait). So a job that names no GPU model
-  // does not take the only H100s while jobs that need H100s wait for them.
+  // does not take the only H100s while jobs that need H100s wait for them. A job that names
+  // its centers keeps nothing (its narrowness is its choice), and one job per project keeps
+  // at a time (the first of its jobs in queue order each pass).
   //
   // Drains and keeps are decided again every pass, in queue order, between BeginPass and
   // EndPass; the last pass's hold until EndPass replaces them, so a job placed before the
@@ -273,6 +275,7 @@ class Scheduler {
   // Centers kept for narrow waiting jobs: center -> how many centers the narrowest of them
   // could ever run at. In force, and decided in the pass under way (under mu_).
   absl::flat_hash_map<std::string, int> kept_, next_kept_;
+  absl::flat_hash_map<std::string, std::string> kept_by_;  // project -> its job keeping this pass
   SchedulerInputs inputs_;
   Snapshot snapshot_;
   Snapshot ideal_;  // Ideal(snapshot_) as last refreshed

@@ -143,6 +143,7 @@ class Simulation {
   // narrowest could ever run at; SPEC A16): in force from the job's failed decision on,
   // decided again by each full pass, as the control plane's.
   absl::flat_hash_map<std::string, int> kept_, next_kept_;
+  absl::flat_hash_map<std::string, int> kept_by_;  // project -> its job keeping this pass
   // How many centers could ever take a spec (CentersThatCouldEverTake), until availability
   // changes; for jobs whose filters depend on nothing else.
   absl::flat_hash_map<int, std::vector<int>> ever_by_spec_;
@@ -374,6 +375,7 @@ void Simulation::SchedulePass() {
     }
     draining_.clear();
     next_kept_.clear();
+    kept_by_.clear();
     full_pass_ = true;
     queue_.Pass(now_, [this](int64_t job) { return TryPlace(static_cast<int>(job)); });
     full_pass_ = false;
@@ -483,6 +485,8 @@ bool Simulation::TryPlace(int index) {
 void Simulation::KeepFor(int index, bool cacheable) {
   if (!options_.keep_scarce) return;
   const Job& job = jobs_[index];
+  // One job's keeps per project a pass, as the control plane.
+  if (kept_by_.try_emplace(job.trace->project, index).first->second != index) return;
   std::vector<int> own;
   const std::vector<int>* ever = &own;
   if (cacheable) {
