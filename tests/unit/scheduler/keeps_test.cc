@@ -1,0 +1,118 @@
+// Keeps at the scheduler (SPEC A16): a job placement found no room for keeps the centers that
+// could ever take it; those keeps steer other jobs' replicas only among centers that can start
+// them now, never make a job look unrunnable, and never hold a gang back.
+
+#include <catch2/catch.hpp>
+
+#include "common/clock.h"
+#include "services/scheduler/scheduler.h"
+#include "tests/testing/fixtures.h"
+
+namespace jc::scheduler {
+namespace {
+
+// Two centers of 4 CPUs: east (2 free) and west (4 free). c1 (1 CPU) at both, cheaper at
+// east; c3 (3 CPUs) only at east; c4 (4 CPUs) only at west.
+class TwoCenters final : public InputsSource {
+ public:
+  absl::StatusOr<SchedulerInputs> Fetch() override {
+    SchedulerInputs in;
+    for (const char* id : {"east", "west"}) {
+      auto c = jc::testing::MakeCenter(id);
+      c.set_status(1);
+      c.set_security_grade(3);
+      c.set_network_topology(std::string("cn/") + id);
+      c.mutable_capacity()->set_cpu(4);
+      c.mutable_capacity()->set_gpu(0);
+      in.centers.push_back(c);
+      monitor::CenterObservation o;
+      o.center = c;
+      o.has_usage = true;
+      o.usage.mutable_free()->set_cpu(std::string(id) == "east" ? 2 : 4);
+      o.usage.mutable_free()->set_memory(512 * 1024);
+      in.observations.push_back(o);
+    }
+    auto spec = [&](const std::string& id, int cpus, const std::string& where) {
+      auto s = jc::testing::MakeSpec(id, where);
+      (*s.mutable_resource_quantity())["cpu"] = std::to_string(cpus);
+      (*s.mutable_resource_quantity())["gpu"] = "0";
+      (*s.mutable_resource_quantity())["memory"] = "1Gi";
+      in.specs.push_back(s);
+      for (const std::string center : {"east", "west"}) {
+        if (where.find(center) == std::string::npos) continue;
+        v1::SpecCenterOffer offer;
+        offer.set_resource_spec_id(id);
+        offer.set_ai_center_id(center);
+        offer.set_can_run(true);
+        offer.set_price(center == "east" ? 1 : 5);
+        in.offers.push_back(offer);
+      }
+    };
+    spec("c1", 1, "east,west");
+    spec("c3", 3, "east");
+    spec("c4", 4, "west");
+    return in;
+  }
+};
+
+v1::CreateTrainJobRequest Job(std::vector<std::string> specs, bool gang) {
+  v1::CreateTrainJobRequest job;
+  job.set_name("job");
+  job.set_project("p");
+  job.mutable_scheduling()->set_gang(gang);
+  job.mutable_scheduling()->set_weight_profile("cost");
+  for (size_t i = 0; i < specs.size(); ++i) {
+    auto* t = job.add_tasks();
+    t->set_name("t" + std::to_string(i));
+    t->set_command("true");
+    t->set_resource_spec_id(specs[i]);
+    t->set_replica_number(1);
+  }
+  return job;
+}
+
+std::vector<Scheduler::Slot> Slots(size_t tasks) {
+  std::vector<Scheduler::Slot> out;
+  for (size_t i = 0; i < tasks; ++i) out.push_back({static_cast<int>(i), 0, 0, {}});
+  return out;
+}
+
+TEST_CASE("a keep steers a replica only among centers that can start it now: never a reason a job could never run, "
+          "and never one a gang waits for [A16]",
+          "[A16]") {
+  TwoCenters source;
+  FakeClock clock;
+  Scheduler s(&source, &clock, SchedulerOptions{});
+  REQUIRE(s.Refresh().ok());
+  // The 3-CPU job waits for east (2 free): it keeps east.
+  s.BeginPass();
+  auto narrow = s.Place("job-narrow", Job({"c3"}, false), Slots(1), {});
+  REQUIRE(narrow.ok());
+  CHECK_FALSE(narrow->placed);
+  s.EndPass();
+
+  // A 1-CPU job would take cheap east; kept, it goes to west, which can start it now.
+  auto small = s.Place("job-small", Job({"c1"}, false), Slots(1), {});
+  REQUIRE(small.ok());
+  REQUIRE(small->placed);
+  CHECK(small->centers[0] == "west");
+  s.Forget(Scheduler::ReservationKey("job-small", 0, 0, 0));
+
+  // Tasks c1 and c4, not a gang: c1 goes to west (east kept), c4 then waits for west. On
+  // whole centers it would run (c1 at east, c4 at west): it is not one no center can ever run.
+  auto two = s.Place("job-two", Job({"c1", "c4"}, false), Slots(2), {});
+  REQUIRE(two.ok());
+  CHECK_FALSE(two->placed);
+  CHECK(two->never.empty());
+  s.Forget(Scheduler::ReservationKey("job-two", 0, 0, 0));
+
+  // The same as a gang: kept off east, c1 would leave c4 no room at west; the gang is placed
+  // without keeps rather than wait for them: c1 at east, c4 at west.
+  auto gang = s.Place("job-gang", Job({"c1", "c4"}, true), Slots(2), {});
+  REQUIRE(gang.ok());
+  REQUIRE(gang->placed);
+  CHECK(gang->centers == std::vector<std::string>{"east", "west"});
+}
+
+}  // namespace
+}  // namespace jc::scheduler
