@@ -439,15 +439,7 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
   }
   ApplyEstimates(job, estimates, requests, nullptr);
   JobDecision d =
-      placer_->PlaceJob(requests, snapshot_, weights->weights, job.scheduling().gang(), record, weights->model);
-  if (!d.placed && job.scheduling().gang() &&
-      std::any_of(requests.begin(), requests.end(), [](const auto& r) { return !r.kept_centers.empty(); })) {
-    // A keep steers one replica at a time: a gang whose replicas each went elsewhere may then
-    // not fit as a whole, where it would on the kept centers. Keeps never hold a gang back.
-    for (PlacementRequest& r : requests) r.kept_centers.clear();
-    if (record != nullptr) record->Clear();
-    d = placer_->PlaceJob(requests, snapshot_, weights->weights, true, record, weights->model);
-  }
+      PlaceJobWithKeeps(*placer_, requests, snapshot_, *weights, job.scheduling().gang(), record);
   if (record != nullptr) {
     record->set_job_id(job_id);
     ApplyEstimates(job, estimates, requests, record);
@@ -859,6 +851,20 @@ std::vector<Scheduler::MoveAnswer> Scheduler::MoveTargets(const std::vector<Move
   return out;
 }
 
+JobDecision Scheduler::PlaceJobWithKeeps(Placer& placer, std::vector<PlacementRequest>& requests, Snapshot& snapshot,
+                                         const Resolved& weights, bool gang, v1::Placement* record) {
+  JobDecision d = placer.PlaceJob(requests, snapshot, weights.weights, gang, record, weights.model);
+  if (!d.placed && gang &&
+      std::any_of(requests.begin(), requests.end(), [](const auto& r) { return !r.kept_centers.empty(); })) {
+    // A keep steers one replica at a time: a gang whose replicas each went elsewhere may then
+    // not fit as a whole, where it would on the kept centers. Keeps never hold a gang back.
+    for (PlacementRequest& r : requests) r.kept_centers.clear();
+    if (record != nullptr) record->Clear();
+    d = placer.PlaceJob(requests, snapshot, weights.weights, true, record, weights.model);
+  }
+  return d;
+}
+
 absl::StatusOr<v1::Placement> Scheduler::Plan(const v1::CreateTrainJobRequest& job) {
   // As for a create: a spec, image or dataset made since the last refresh is known.
   if (absl::Status valid = Validate(job); !valid.ok()) return valid;
@@ -875,12 +881,18 @@ absl::StatusOr<v1::Placement> Scheduler::Plan(const v1::CreateTrainJobRequest& j
     auto r = RequestsForJob("", job, inputs_, clock_->Now());
     if (!r.ok()) return r.status();
     requests = std::move(*r);
+    // As a placement now would see it: the centers draining for overdue jobs and those kept
+    // for narrow ones (the explanation says so).
+    for (PlacementRequest& req : requests) {
+      for (const auto& [center, d] : drains_) req.draining_centers[center] = d.start;
+      req.kept_centers = kept_;
+    }
     snapshot = snapshot_;  // a dry run works on a copy
   }
   Placer placer(scorers_, *weights->model);
   v1::Placement placement;
   ApplyEstimates(job, estimates, requests, nullptr);
-  placer.PlaceJob(requests, snapshot, weights->weights, job.scheduling().gang(), &placement);
+  PlaceJobWithKeeps(placer, requests, snapshot, *weights, job.scheduling().gang(), &placement);
   ApplyEstimates(job, estimates, requests, &placement);
   return placement;
 }

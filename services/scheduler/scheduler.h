@@ -248,6 +248,10 @@ class Scheduler {
     Resources quantity;
     absl::Time reported_at = absl::InfiniteFuture();  // not acknowledged yet
   };
+  // PlaceJob, and for a gang that does not fit with keeps, again without them (a keep never
+  // holds a gang back).
+  static JobDecision PlaceJobWithKeeps(Placer& placer, std::vector<PlacementRequest>& requests, Snapshot& snapshot,
+                                       const Resolved& weights, bool gang, v1::Placement* record);
   // Re-applies assumed reservations to a freshly built view. Caller holds mu_.
   void ApplyAssumed();
   // The view NeverRuns places on: every center available, idle and whole (above).

@@ -77,8 +77,8 @@ std::vector<Scheduler::Slot> Slots(size_t tasks) {
   return out;
 }
 
-TEST_CASE("a keep steers a replica only among centers that can start it now: never a reason a job could never run, "
-          "and never one a gang waits for [A16]",
+TEST_CASE("a keep steers a replica only among centers that can start it now, in a plan as in a placement: never a "
+          "reason a job could never run, and never one a gang waits for [A16]",
           "[A16]") {
   TwoCenters source;
   FakeClock clock;
@@ -97,6 +97,14 @@ TEST_CASE("a keep steers a replica only among centers that can start it now: nev
   REQUIRE(small->placed);
   CHECK(small->centers[0] == "west");
   s.Forget(Scheduler::ReservationKey("job-small", 0, 0, 0));
+  // A plan says the same, and why.
+  auto plan = s.Plan(Job({"c1"}, false));
+  REQUIRE(plan.ok());
+  REQUIRE(plan->replicas_size() == 1);
+  CHECK(plan->replicas(0).center_id() == "west");
+  for (const auto& c : plan->replicas(0).centers()) {
+    if (c.center_id() == "east") CHECK(c.filtered_by() == "kept_for_narrower_job");
+  }
 
   // Tasks c1 and c4, not a gang: c1 goes to west (east kept), c4 then waits for west. On
   // whole centers it would run (c1 at east, c4 at west): it is not one no center can ever run.
