@@ -45,6 +45,10 @@ std::optional<absl::Time> SlurmTime(absl::string_view text) {
   absl::Time t;
   std::string error;
   if (!absl::ParseTime("%Y-%m-%dT%H:%M:%S", text, local, &t, &error)) return std::nullopt;
+  // absl::ParseTime takes "infinite-future" and "infinite-past" whatever the format: a job's
+  // name or comment could carry them into a field, and an infinite end made an infinite
+  // wall time (found by slurm_output_fuzz).
+  if (t == absl::InfiniteFuture() || t == absl::InfinitePast()) return std::nullopt;
   return t;
 }
 

@@ -2,6 +2,7 @@
 // the parsers of squeue's and sacct's output (slurm_output.h) on what a cluster may print.
 
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "adapters/slurm/slurm_backend.h"
 #include "adapters/slurm/slurm_output.h"
@@ -232,6 +233,22 @@ TEST_CASE("Slurm adapter: sacct's durations read as seconds (TotalCPU of an ende
   CHECK(jc::adapter::SlurmDurationSeconds("1-00:00:01") == Approx(86401));
   CHECK(jc::adapter::SlurmDurationSeconds("") == 0);
   CHECK(jc::adapter::SlurmDurationSeconds("bogus") == 0);
+}
+
+TEST_CASE("Slurm adapter: a time field reading \"infinite-future\" or \"infinite-past\" is no time, never an infinite "
+          "wall time (found by slurm_output_fuzz) [A14]",
+          "[A14]") {
+  const char* text =
+      "4242|COMPLETED|0:0|2026-11-26T10:00:00|infinite-future|01:30.250||billing=4,cpu=4,node=1||\n"
+      "4243|COMPLETED|0:0|infinite-past|2026-11-26T10:00:10|00:01||cpu=1||\n";
+  std::map<std::string, jc::adapter::ReplicaObservation> out;
+  jc::adapter::ReadSacct(text, {"4242", "4243"}, &out);
+  for (const auto& [id, o] : out) {
+    INFO(id);
+    if (!o.usage.has_value()) continue;
+    CHECK(std::isfinite(o.usage->wall_seconds()));
+    CHECK(o.usage->wall_seconds() == 0);
+  }
 }
 
 TEST_CASE("Slurm adapter: an ended job's usage from sacct: CPU, peak memory, GPUs and disk IO of its steps [A14]",
