@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <numeric>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -258,13 +259,38 @@ void MarkTradeOff(pb::ReplicaPlacement* explain, const std::string& chosen) {
 JobDecision Placer::PlaceJob(absl::Span<const PlacementRequest> replicas, Snapshot& snapshot,
                              absl::Span<const double> weights, bool gang, pb::Placement* explain,
                              const EvaluationModel* model) {
+  std::vector<size_t> order(replicas.size());
+  std::iota(order.begin(), order.end(), 0);
+  const std::vector<size_t> as_submitted = order;
+  JobDecision job = PlaceJobInOrder(replicas, order, snapshot, weights, gang, explain, model);
+  if (job.placed || !gang || replicas.size() < 2) return job;
+  // A gang placed greedily in task order may not fit where it would in another order: a
+  // replica that could go anywhere takes the room of one only a single center can hold.
+  // Again, the narrowest first (the fewest centers that could ever take it).
+  std::vector<size_t> breadth(replicas.size());
+  for (size_t i = 0; i < replicas.size(); ++i) breadth[i] = CentersThatCouldEverTake(replicas[i], snapshot).size();
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return breadth[a] < breadth[b]; });
+  if (std::is_sorted(order.begin(), order.end())) return job;  // the same order: the same answer
+  if (explain) explain->clear_replicas();
+  JobDecision narrow_first = PlaceJobInOrder(replicas, order, snapshot, weights, gang, explain, model);
+  if (narrow_first.placed) return narrow_first;
+  if (explain) {  // neither order fits: the explanation says what the job's own order found
+    explain->clear_replicas();
+    return PlaceJobInOrder(replicas, as_submitted, snapshot, weights, gang, explain, model);
+  }
+  return job;
+}
+
+JobDecision Placer::PlaceJobInOrder(absl::Span<const PlacementRequest> replicas, const std::vector<size_t>& order,
+                                    Snapshot& snapshot, absl::Span<const double> weights, bool gang,
+                                    pb::Placement* explain, const EvaluationModel* model) {
   JobDecision job;
   job.centers.assign(replicas.size(), -1);
   std::vector<std::pair<int, Resources>> reserved;
   std::vector<std::string> placed_ids;
   std::string first_failure;
   PlacementRequest with_siblings;
-  for (size_t r = 0; r < replicas.size(); ++r) {
+  for (size_t r : order) {
     // The job's replicas placed so far count as siblings for topology affinity.
     const PlacementRequest* req = &replicas[r];
     if (!placed_ids.empty()) {

@@ -55,12 +55,18 @@ class Placer {
 
   // Places the replicas in order, reserving each placed one in `snapshot` so the next
   // sees it. With `gang`, when one cannot be placed none is (their reservations are
-  // undone). Without, the ones placed keep their reservations and the rest wait.
+  // undone), and the gang is tried again with its narrowest replicas first (those the
+  // fewest centers could ever take). Without, the ones placed keep their reservations and
+  // the rest wait.
   JobDecision PlaceJob(absl::Span<const PlacementRequest> replicas, Snapshot& snapshot,
                        absl::Span<const double> weights, bool gang, jointcloud::v1::Placement* explain = nullptr,
                        const EvaluationModel* model = nullptr);
 
  private:
+  // PlaceJob's replicas in `order` (indices into `replicas`).
+  JobDecision PlaceJobInOrder(absl::Span<const PlacementRequest> replicas, const std::vector<size_t>& order,
+                              Snapshot& snapshot, absl::Span<const double> weights, bool gang,
+                              jointcloud::v1::Placement* explain, const EvaluationModel* model);
   // Drops the candidates kept for narrower waiting jobs (PlacementRequest::kept_centers)
   // when another candidate can start the replica now.
   void PreferUnkept(const PlacementRequest& request, const Snapshot& snapshot, bool explain);

@@ -15,6 +15,7 @@ namespace {
 // east; c3 (3 CPUs) only at east; c4 (4 CPUs) only at west.
 class TwoCenters final : public InputsSource {
  public:
+  std::string cheap = "east";  // where every spec is priced 1 (5 elsewhere)
   absl::StatusOr<SchedulerInputs> Fetch() override {
     SchedulerInputs in;
     for (const char* id : {"east", "west"}) {
@@ -44,7 +45,7 @@ class TwoCenters final : public InputsSource {
         offer.set_resource_spec_id(id);
         offer.set_ai_center_id(center);
         offer.set_can_run(true);
-        offer.set_price(center == "east" ? 1 : 5);
+        offer.set_price(center == cheap ? 1 : 5);
         in.offers.push_back(offer);
       }
     };
@@ -120,6 +121,27 @@ TEST_CASE("a keep steers a replica only among centers that can start it now, in 
   REQUIRE(gang.ok());
   REQUIRE(gang->placed);
   CHECK(gang->centers == std::vector<std::string>{"east", "west"});
+}
+
+TEST_CASE("a gang whose wide task only one center can hold is placed narrowest first, and is not refused as one no "
+          "center could ever run [A8][A16]",
+          "[A8][A16]") {
+  TwoCenters source;
+  source.cheap = "west";
+  FakeClock clock;
+  Scheduler s(&source, &clock, SchedulerOptions{});
+  REQUIRE(s.Refresh().ok());
+  // c1 (anywhere, cheaper at west) then c4 (only west, all of it). In task order c1 takes
+  // one of west's CPUs and leaves c4 no room; narrowest first, c4 takes west and c1 east.
+  v1::CreateTrainJobRequest job = Job({"c1", "c4"}, true);
+  auto never = s.NeverRuns(job);
+  REQUIRE(never.ok());
+  CHECK(never->empty());
+  auto placed = s.Place("job-gang", job, Slots(2), {});
+  REQUIRE(placed.ok());
+  INFO(placed->reason);
+  REQUIRE(placed->placed);
+  CHECK(placed->centers == std::vector<std::string>{"east", "west"});
 }
 
 }  // namespace
