@@ -75,6 +75,13 @@ struct PlacementRequest {
   bool consider_busy_centers = false;
 };
 
+// Records that `center` is kept for a job `breadth` centers could ever take: a center kept
+// for several keeps the narrowest (PlacementRequest::kept_centers).
+inline void Keep(absl::flat_hash_map<std::string, int>& kept, const std::string& center, int breadth) {
+  auto [it, added] = kept.try_emplace(center, breadth);
+  if (!added && breadth < it->second) it->second = breadth;
+}
+
 // The request's lookup keys, hashed once for all centers of a decision.
 struct RequestKeys {
   explicit RequestKeys(const PlacementRequest& r) : spec(r.spec_id), image(r.ImageKeyOrId()) {

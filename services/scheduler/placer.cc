@@ -51,13 +51,7 @@ ReplicaDecision Placer::Place(const PlacementRequest& request, const Snapshot& s
       const SpecAtCenter* spec = nullptr;
       failed_[i] = FilterCenter(request, c, ignore_avoid, explain ? &reasons_[i] : nullptr, &spec, &keys);
       if (failed_[i] != nullptr) {
-        auto it = std::find_if(removed_by_.begin(), removed_by_.end(),
-                               [&](const auto& p) { return p.first == failed_[i]; });
-        if (it == removed_by_.end()) {
-          removed_by_.emplace_back(failed_[i], 1);
-        } else {
-          ++it->second;
-        }
+        CountRemoved(failed_[i]);
         avoided |= failed_[i] == kFilterAvoid;
         continue;
       }
@@ -184,6 +178,15 @@ ReplicaDecision Placer::Place(const PlacementRequest& request, const Snapshot& s
   return decision;
 }
 
+void Placer::CountRemoved(const char* filter) {
+  auto it = std::find_if(removed_by_.begin(), removed_by_.end(), [&](const auto& p) { return p.first == filter; });
+  if (it == removed_by_.end()) {
+    removed_by_.emplace_back(filter, 1);
+  } else {
+    ++it->second;
+  }
+}
+
 void Placer::PreferUnkept(const PlacementRequest& request, const Snapshot& snapshot, bool explain) {
   // Which candidates a waiting job needs, and whether one that none needs can start it now.
   kept_.assign(candidates_.size(), 0);  // the keeper's breadth; 0: not kept
@@ -211,13 +214,7 @@ void Placer::PreferUnkept(const PlacementRequest& request, const Snapshot& snaps
                                    kept_[j] == 1 ? " center" : " centers", " (this replica can run at ", breadth,
                                    ", and another center can start it now)");
       }
-      auto it = std::find_if(removed_by_.begin(), removed_by_.end(),
-                             [](const auto& p) { return p.first == kFilterKept; });
-      if (it == removed_by_.end()) {
-        removed_by_.emplace_back(kFilterKept, 1);
-      } else {
-        ++it->second;
-      }
+      CountRemoved(kFilterKept);
       continue;
     }
     candidates_[out] = candidates_[j];

@@ -67,6 +67,8 @@ class Placer {
   JobDecision PlaceJobInOrder(absl::Span<const PlacementRequest> replicas, const std::vector<size_t>& order,
                               Snapshot& snapshot, absl::Span<const double> weights, bool gang,
                               jointcloud::v1::Placement* explain, const EvaluationModel* model);
+  // One more center removed by `filter`, for NothingFits.
+  void CountRemoved(const char* filter);
   // Drops the candidates kept for narrower waiting jobs (PlacementRequest::kept_centers)
   // when another candidate can start the replica now.
   void PreferUnkept(const PlacementRequest& request, const Snapshot& snapshot, bool explain);

@@ -475,10 +475,7 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
         if (d.centers[i] >= 0 || !requests[i].pinned_centers.empty()) continue;
         if (!tasks.insert(requests[i].task_index).second) continue;
         const std::vector<int> ever = CentersThatCouldEverTake(requests[i], snapshot_);
-        for (int c : ever) {
-          auto [it, added] = keeps.try_emplace(snapshot_.centers()[c].id, static_cast<int>(ever.size()));
-          if (!added) it->second = std::min(it->second, static_cast<int>(ever.size()));
-        }
+        for (int c : ever) Keep(keeps, snapshot_.centers()[c].id, static_cast<int>(ever.size()));
       }
       memo.keeps.assign(keeps.begin(), keeps.end());
     }
@@ -490,10 +487,8 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
     const bool project_keeps = !memo.keeps.empty() && kept_by_.emplace(job.project(), job_id).first->second == job_id;
     for (size_t k = 0; project_keeps && k < memo.keeps.size(); ++k) {
       const auto& [center, breadth] = memo.keeps[k];
-      for (auto* table : {&kept_, &next_kept_}) {
-        auto [it, added] = table->try_emplace(center, breadth);
-        if (!added) it->second = std::min(it->second, breadth);
-      }
+      Keep(kept_, center, breadth);
+      Keep(next_kept_, center, breadth);
     }
   }
   for (size_t i = 0; i < slots.size(); ++i) {

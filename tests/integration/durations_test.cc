@@ -78,6 +78,18 @@ json WaitForStatus(jc::testing::RestClient& c, const std::string& id, const std:
   return job;
 }
 
+// Waits until job `id`'s status reason says `text`; the job as last read.
+json WaitForReason(jc::testing::RestClient& c, const std::string& id, const std::string& text) {
+  json job;
+  bool said = jc::testing::WaitUntil([&] {
+    job = c.Get("/openapi/v1/trainjob/" + id).body["data"];
+    return job.value("statusReason", "").find(text) != std::string::npos;
+  });
+  INFO(job.dump());
+  REQUIRE(said);
+  return job;
+}
+
 // What the plan says of the job's run time ("" when nothing).
 std::string PlannedDuration(jc::testing::RestClient& c, const json& job) {
   auto r = c.Post("/openapi/v1/scheduler/plan", job);
@@ -372,25 +384,13 @@ TEST_CASE("nothing starves: a job that needs the whole center, past the queue's 
   wide["tasks"][0]["resourceSpecId"] = "cpu-2";
   const std::string big = Submit(*alice, wide);
   // Overdue after a second: the center drains for it, and says so.
-  json waiting;
-  bool drained = jc::testing::WaitUntil([&] {
-    waiting = alice->Get("/openapi/v1/trainjob/" + big).body["data"];
-    return waiting.value("statusReason", "").find("solo drains for it") != std::string::npos;
-  });
-  INFO(waiting.dump());
-  REQUIRE(drained);
+  WaitForReason(*alice, big, "solo drains for it");
   // A 1-CPU job would fit the free CPU (backfill); the drain keeps it off, though it comes
   // at a higher priority (placed before the overdue job in every pass) and has no history
   // or time limit to end by.
   const std::string small =
       Submit(*alice, Federation::Job("small", "true", {{"scheduling", {{"priority", 1}}}}));
-  json held;
-  bool refused = jc::testing::WaitUntil([&] {
-    held = alice->Get("/openapi/v1/trainjob/" + small).body["data"];
-    return held.value("statusReason", "").find("draining_for_overdue_job") != std::string::npos;
-  });
-  INFO(held.dump());
-  REQUIRE(refused);
+  json held = WaitForReason(*alice, small, "draining_for_overdue_job");
   CHECK(held["status"] == "pending");
   // The center frees: the wide job runs first, then the small one.
   f.rest->Post("/openapi/v1/trainjob/" + holder + "/stop", json::object());
@@ -433,19 +433,9 @@ TEST_CASE("one drain per project at a time: a project's second overdue wide job 
   wide["tasks"][0]["resourceSpecId"] = "cpu-2";
   const std::string first = Submit(*alice, wide);
   const std::string second = Submit(*alice, wide);
-  json a;
-  REQUIRE(jc::testing::WaitUntil([&] {
-    a = alice->Get("/openapi/v1/trainjob/" + first).body["data"];
-    return a.value("statusReason", "").find("drains for it") != std::string::npos;
-  }));
+  json a = WaitForReason(*alice, first, "drains for it");
   // The second says why it has no drain of its own; the other center takes a small job.
-  json b;
-  bool told = jc::testing::WaitUntil([&] {
-    b = alice->Get("/openapi/v1/trainjob/" + second).body["data"];
-    return b.value("statusReason", "").find("its project's drain (one at a time) is at ") != std::string::npos;
-  });
-  INFO(b.dump());
-  REQUIRE(told);
+  json b = WaitForReason(*alice, second, "its project's drain (one at a time) is at ");
   const std::string small = Submit(*alice, Federation::Job("small", "sleep 30"));
   json ran = WaitForStatus(*alice, small, "running");
   b = alice->Get("/openapi/v1/trainjob/" + second).body["data"];
@@ -488,11 +478,7 @@ TEST_CASE("scarce capacity goes first to the jobs that can use nothing else: whi
   wide["tasks"][0]["resourceSpecId"] = "cpu-2";
   const std::string narrow = Submit(*alice, wide);
   // Once a pass has found it no room, it keeps east.
-  json waiting;
-  REQUIRE(jc::testing::WaitUntil([&] {
-    waiting = alice->Get("/openapi/v1/trainjob/" + narrow).body["data"];
-    return waiting.value("statusReason", "").find("no center can run it now") != std::string::npos;
-  }));
+  WaitForReason(*alice, narrow, "no center can run it now");
   // Small jobs (east's free CPU would hold each; the tie goes to the first registered) go
   // where the narrow job does not wait.
   std::vector<std::string> smalls;

@@ -500,12 +500,9 @@ void Simulation::KeepFor(int index, bool cacheable) {
   }
   const int breadth = static_cast<int>(ever->size());
   // In force at once (for the jobs behind it), and decided again by every full pass.
-  for (auto* kept : {&kept_, &next_kept_}) {
-    if (kept == &next_kept_ && !full_pass_) continue;
-    for (int c : *ever) {
-      auto [it, added] = kept->try_emplace(snapshot_.centers()[c].id, breadth);
-      if (!added) it->second = std::min(it->second, breadth);
-    }
+  for (int c : *ever) {
+    scheduler::Keep(kept_, snapshot_.centers()[c].id, breadth);
+    if (full_pass_) scheduler::Keep(next_kept_, snapshot_.centers()[c].id, breadth);
   }
 }
 
