@@ -1,11 +1,12 @@
 #pragma once
 
 // How long a job will run, learned from history (SPEC A16, issue 45; 3Sigma's idea: a
-// distribution per job class, not a point). Every ended attempt is observed under four keys,
+// distribution per job class, not a point). Every ended attempt is observed under five keys,
 // most specific first:
 //   this command of this name by this user   (project, user, name, command digest, spec)
 //   this name by this user                   (project, user, name, spec)
 //   this name in this project                (project, name, spec)
+//   this command of this name by this user, any spec  (project, user, name, command digest)
 //   this user's jobs of this spec            (project, user, spec)
 // and an estimate comes from the most specific key with enough runs. Run times are kept in
 // reference seconds (wall × the running center's performance factor), so one history serves

@@ -255,8 +255,8 @@ TEST_CASE("a project's churn evicts its own rows from the store too: after a res
     jc::testing::FastIntervals(o);
     ShareStore(o, name);
     o.jobs.instance_id = "one";
-    o.estimator.max_keys = 12;
-    o.estimator.max_keys_per_project = 4;  // one job's four keys
+    o.estimator.max_keys = 15;
+    o.estimator.max_keys_per_project = 5;  // one job's five keys
   };
   jc::testing::LocalAdapter solo("solo", 2, kCenterConfig);
   const json train = Federation::Job("train", "sleep 1");

@@ -46,8 +46,8 @@ TEST_CASE("a duration sketch's quantiles are within 5% of the true run times of 
   }
 }
 
-TEST_CASE("an estimate comes from the most specific history with runs, says which, and scales with the center's "
-          "performance [A16]",
+TEST_CASE("an estimate comes from the most specific history with runs (a command's runs at another spec before the "
+          "user's other jobs), says which, and scales with the center's performance [A16]",
           "[A16]") {
   DurationEstimator e;
   // alice's resnet ran 40 min at a reference center, 5 times, and 20 min at one twice as fast.
@@ -73,6 +73,22 @@ TEST_CASE("an estimate comes from the most specific history with runs, says whic
   auto project = e.Estimate(bob, 1.0);
   REQUIRE(project.has_value());
   CHECK_THAT(project->basis, Catch::StartsWith("median of 10 runs of this name in this project"));
+  // alice's resnet on 8 GPUs, never run at that size: the command's runs at any size answer
+  // before her other jobs of the spec (which run for hours) do.
+  for (int i = 0; i < 3; ++i) e.Observe({"vision", "alice", "sweep", "d", "gpu-8"}, absl::Hours(6), 1.0);
+  JobClass wider = Train();
+  wider.spec = "gpu-8";
+  auto any_spec = e.Estimate(wider, 1.0);
+  REQUIRE(any_spec.has_value());
+  CHECK_THAT(any_spec->basis, Catch::StartsWith("median of 10 runs of this command of this name by this user, any spec"));
+  CHECK(std::abs(Seconds(any_spec->median) - 2400) <= 0.06 * 2400);
+  // Another command of the name at that size (another task of the job), or a name she never
+  // ran: her jobs of the spec.
+  CHECK_THAT(e.Estimate([&] { JobClass c = wider; c.command_digest = "cmd-9"; return c; }(), 1.0)->basis,
+             Catch::StartsWith("median of 3 runs of this user's jobs of this spec"));
+  JobClass other_name = wider;
+  other_name.name = "vit";
+  CHECK_THAT(e.Estimate(other_name, 1.0)->basis, Catch::StartsWith("median of 3 runs of this user's jobs of this spec"));
   // A job nobody ran: the user's own estimate, else its time limit, else none (placed as today).
   JobClass fresh{"nlp", "carol", "bert", "d", "gpu-1"};
   CHECK_FALSE(e.Estimate(fresh, 1.0).has_value());
@@ -173,7 +189,7 @@ TEST_CASE("the control plane's estimator: a job's classes come from its request,
   std::vector<DurationEstimator::Row> rows;
   for (int i = 0; i < 3; ++i) {
     auto changed = shared.Observe(eval, absl::Seconds(60), 1.0);
-    CHECK(changed.size() == 4);  // command, name, project, user keys
+    CHECK(changed.size() == 5);  // command, name, project, command at any spec, user keys
     rows = changed;
     shared.Observe(train, absl::Minutes(40), 2.0);  // at a center twice as fast: 80 reference minutes
   }
@@ -184,7 +200,7 @@ TEST_CASE("the control plane's estimator: a job's classes come from its request,
   // A restart reads back only what was written: here, eval's rows. Eval is known (a
   // minute); train is not, so its own estimate stands, and the job's is the longer.
   REQUIRE(shared.Reset(rows).ok());
-  CHECK(shared.keys() == 4);
+  CHECK(shared.keys() == 5);
   REQUIRE(shared.EstimateTask(job, 0).has_value());
   CHECK(Seconds(shared.EstimateTask(job, 0)->median) == Approx(60).epsilon(0.06));
   expected = shared.EstimateJob(job);
@@ -217,7 +233,7 @@ TEST_CASE("a rogue center's speed cannot make a run absurd: what is learned stay
   DurationEstimator restarted;
   REQUIRE(restarted.Import(e.Export()).ok());
   CHECK(restarted.skipped() == 0);
-  CHECK(restarted.keys() == 4);
+  CHECK(restarted.keys() == 5);
   auto proto = jc::estimator::ToProto(*got);
   CHECK(proto.median().nanos() >= 0);
   CHECK(proto.median().nanos() <= 999999999);
@@ -247,9 +263,9 @@ TEST_CASE("one project's churn of names and commands evicts only its own history
     }
   }
   CHECK(e.project_keys("flood") == 40);
-  CHECK(e.project_keys("vision") == 4);
-  CHECK(e.keys() == 44);
-  CHECK(deleted == 5000 * 3 + 1 - 40);  // every key the flood made (3 a job, 1 shared) but its newest 40
+  CHECK(e.project_keys("vision") == 5);
+  CHECK(e.keys() == 45);
+  CHECK(deleted == 5000 * 4 + 1 - 40);  // every key the flood made (4 a job, 1 shared) but its newest 40
   auto still = e.Estimate(victim, 1.0);
   REQUIRE(still.has_value());
   CHECK(still->runs == 3);
