@@ -1,6 +1,7 @@
 // Keeps at the scheduler (SPEC A16): a job placement found no room for keeps the centers that
 // could ever take it; those keeps steer other jobs' replicas only among centers that can start
-// them now, never make a job look unrunnable, and never hold a gang back.
+// them now, never make a job look unrunnable, and never hold a gang back. Moves see keeps
+// and drains as placements do; stepping down drops both.
 
 #include <catch2/catch.hpp>
 
@@ -142,6 +143,61 @@ TEST_CASE("a gang whose wide task only one center can hold is placed narrowest f
   INFO(placed->reason);
   REQUIRE(placed->placed);
   CHECK(placed->centers == std::vector<std::string>{"east", "west"});
+}
+
+TEST_CASE("moves see drains and keeps as a placement does, and stepping down drops both [A16]", "[A16]") {
+  TwoCenters source;
+  FakeClock clock;
+  Scheduler s(&source, &clock, SchedulerOptions{});
+  REQUIRE(s.Refresh().ok());
+  // A 1-CPU replica has waited 20 minutes at west; east can start it now.
+  const v1::CreateTrainJobRequest small = Job({"c1"}, false);
+  const Scheduler::MoveQuestion waiting{"job-small", &small, Slots(1), "west", absl::Minutes(20)};
+  auto answers = s.MoveTargets({waiting}, 0.05);
+  REQUIRE(answers.size() == 1);
+  INFO(answers[0].why);
+  CHECK(answers[0].to == "east");
+
+  // The 3-CPU job (only east offers c3), past the longest wait, has east drain for it: with
+  // no queue report from east nothing else starts there, a move no more than a placement.
+  s.BeginPass();
+  auto drained = s.Drain("job-wide", Job({"c3"}, false), Slots(1)[0]);
+  REQUIRE(drained.ok());
+  CHECK(*drained == "east");
+  s.EndPass();
+  answers = s.MoveTargets({waiting}, 0.05);
+  REQUIRE(answers.size() == 1);
+  INFO(answers[0].why);
+  CHECK(answers[0].to.empty());
+  auto placed = s.Place("job-other", Job({"c1"}, false), Slots(1), {});
+  REQUIRE(placed.ok());
+  REQUIRE(placed->placed);
+  CHECK(placed->centers[0] == "west");
+  s.Forget(Scheduler::ReservationKey("job-other", 0, 0, 0));
+
+  // Stepping down drops the drain: a new leader decides its own.
+  s.ClearPasses();
+  answers = s.MoveTargets({waiting}, 0.05);
+  REQUIRE(answers.size() == 1);
+  CHECK(answers[0].to == "east");
+
+  // A keep too: the 3-CPU job waits and keeps east; the 1-CPU job goes to west; after a
+  // step-down it takes cheap east again.
+  s.BeginPass();
+  auto narrow = s.Place("job-narrow", Job({"c3"}, false), Slots(1), {});
+  REQUIRE(narrow.ok());
+  CHECK_FALSE(narrow->placed);
+  s.EndPass();
+  placed = s.Place("job-other", Job({"c1"}, false), Slots(1), {});
+  REQUIRE(placed.ok());
+  REQUIRE(placed->placed);
+  CHECK(placed->centers[0] == "west");
+  s.Forget(Scheduler::ReservationKey("job-other", 0, 0, 0));
+  s.ClearPasses();
+  placed = s.Place("job-other", Job({"c1"}, false), Slots(1), {});
+  REQUIRE(placed.ok());
+  REQUIRE(placed->placed);
+  CHECK(placed->centers[0] == "east");
 }
 
 }  // namespace
