@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_format.h"
 #include "common/timestamp.h"
+#include "services/jobs/job_kind.h"
 #include "services/jobs/status_policy.h"
 
 namespace jc::jobs {
@@ -137,6 +138,12 @@ std::string Admission::StopReason(const v1::JobRecord& r) const {
   const v1::ProjectBudget& b = budgets_.budgets().at(project);
   if (b.stop_running() && budgets_.Spent(project) >= b.monthly()) {
     return absl::StrFormat("stopped: project %s reached its hard monthly budget (stop_running)", project);
+  }
+  // A service restarts without end, each attempt a reservation admission never committed
+  // (SPEC A17): at a hard budget it stops, stop_running or not.
+  if (LongRunning(KindOf(r.request().tasks(0))) && budgets_.Spent(project) >= b.monthly()) {
+    return absl::StrFormat("stopped: project %s reached its hard monthly budget (a %s job restarts without end)",
+                           project, KindName(KindOf(r.request().tasks(0))));
   }
   // Admission reserved each replica its spec's highest price for the reservation hours: an
   // attempt running longer spends what no one committed, and a burst admitted to the brim

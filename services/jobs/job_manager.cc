@@ -20,6 +20,7 @@
 #include "common/timestamp.h"
 #include "services/jobs/attempt_history.h"
 #include "services/jobs/usage_bounds.h"
+#include "services/jobs/job_kind.h"
 #include "services/jobs/job_state.h"
 #include "services/jobs/job_view.h"
 #include "services/jobs/usage_record.h"
@@ -616,6 +617,7 @@ void JobManager::SendDispatches(const std::vector<Dispatch>& dispatches) {
 absl::StatusOr<v1::CreateTrainJobResponse> JobManager::Create(v1::CreateTrainJobRequest req,
                                                               std::optional<v1::AuditRecord> audit) {
   if (!leading_) return StandbyError();
+  NormalizeCreate(req);
   if (absl::Status s = ValidateCreate(req); !s.ok()) return s;
   if (absl::Status s = scheduler_->Validate(req); !s.ok()) return s;
   std::string key = req.idempotency_key();
@@ -1223,7 +1225,7 @@ std::vector<std::pair<std::string, std::string>> JobManager::ScheduleQueue(
 
 bool JobManager::Overdue(const v1::JobRecord& r, absl::Time now) const {
   return r.has_received_at() && !r.stop_requested() &&
-         absl::ToDoubleSeconds(now - FromTimestamp(r.received_at())) >= options_.queue.max_wait_s;
+         absl::ToDoubleSeconds(now - WaitingSince(r)) >= options_.queue.max_wait_s;
 }
 
 void JobManager::DrainFor(v1::JobRecord& r) {
@@ -1257,8 +1259,17 @@ std::vector<Dispatch> JobManager::Schedule(Active& job) {
   std::vector<scheduler::Scheduler::Slot> slots;
   std::vector<int> indices;
   std::vector<std::string> siblings;
+  const absl::Time pass_now = clock_->Now();
+  absl::Time backing_off_until = absl::InfinitePast();  // the nearest restart still to come
   for (int i = 0; i < r.replicas_size(); ++i) {
     const auto& rep = r.replicas(i);
+    if (rep.state() == v1::ReplicaRecord::WAITING && rep.has_restart_after() &&
+        FromTimestamp(rep.restart_after()) > pass_now) {
+      // A service's replica that ended starts again after its back-off (SPEC A17).
+      const absl::Time at = FromTimestamp(rep.restart_after());
+      if (backing_off_until == absl::InfinitePast() || at < backing_off_until) backing_off_until = at;
+      continue;
+    }
     if (rep.state() == v1::ReplicaRecord::WAITING) {
       // Where it failed, and where it was moved from, only when nothing else fits.
       std::vector<std::string> avoid(rep.failed_centers().begin(), rep.failed_centers().end());
@@ -1268,6 +1279,12 @@ std::vector<Dispatch> JobManager::Schedule(Active& job) {
     } else if (!rep.center_id().empty() && !Ended(rep.state())) {
       siblings.push_back(rep.center_id());
     }
+  }
+  if (slots.empty() && backing_off_until != absl::InfinitePast() && !r.stop_requested()) {
+    const std::string why = absl::StrCat("restarting after a back-off, at ",
+                                         absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", backing_off_until, absl::UTCTimeZone()));
+    if (r.waiting_reason() != why) r.set_waiting_reason(why);
+    return {};
   }
   if (slots.empty() || r.stop_requested()) {
     waiting_.Remove(r);
@@ -1320,7 +1337,11 @@ std::vector<Dispatch> JobManager::Schedule(Active& job) {
     if (placed.size() != indices.size()) need = admission_.Need(r, placed);
     admission_.AddRunning(project, need.first, need.second);
   }
-  if (decision->placed) {
+  if (decision->placed && backing_off_until != absl::InfinitePast()) {
+    // Everything due is placed, but a replica still backs off: the job stays in line for it.
+    r.set_waiting_reason(absl::StrCat("a replica restarting after a back-off, at ",
+                                      absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", backing_off_until, absl::UTCTimeZone())));
+  } else if (decision->placed) {
     waiting_.Remove(r);
     r.clear_waiting_reason();
     if (limited) admission_.Placed(project);

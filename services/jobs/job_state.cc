@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/timestamp.h"
 #include "services/jobs/attempt_history.h"
+#include "services/jobs/job_kind.h"
 #include "services/jobs/status_policy.h"
 
 namespace jc::jobs {
@@ -37,7 +38,61 @@ void StopAttempt(v1::ReplicaRecord& r, absl::Time now, JobEffects* fx) {
   NoteStopped(r, now);
 }
 
+// Where a service's replica failed, once per center (it restarts without end).
+void NoteFailedCenter(v1::ReplicaRecord& r, const std::string& center) {
+  if (center.empty() || std::find(r.failed_centers().begin(), r.failed_centers().end(), center) != r.failed_centers().end()) return;
+  r.add_failed_centers(center);
+}
+
+// A long-running replica that ended (SPEC A17) waits to start again as a new attempt, after
+// a back-off that doubles with each restart in a row (a run of kRestartResetAfter or more
+// starts the count again): never a retry, never a failure.
+void Restart(v1::ReplicaRecord& r, const std::string& why, absl::Time now) {
+  const v1::AttemptRecord* ran = nullptr;
+  for (const auto& a : r.attempts()) {
+    if (a.attempt() == r.attempt()) ran = &a;
+  }
+  // How long it ran, ending no later than the control plane learnt of its end: a center's
+  // clock (or word) cannot make a crash look like a long run and keep the back-off short.
+  bool ran_long = false;
+  if (ran != nullptr && ran->has_started_at() && ran->has_ended_at()) {
+    absl::Time ended = FromTimestamp(ran->ended_at());
+    if (ran->has_seen_ended_at()) ended = std::min(ended, FromTimestamp(ran->seen_ended_at()));
+    ran_long = ended - FromTimestamp(ran->started_at()) >= kRestartResetAfter;
+  }
+  // A service restarts without end: its record keeps the latest kKeptAttempts attempts (the
+  // older ones are closed and accounted for: their usage records hold what they cost).
+  while (r.attempts_size() > kKeptAttempts) {
+    auto& attempts = *r.mutable_attempts();
+    auto oldest = std::find_if(attempts.begin(), attempts.end(), [](const v1::AttemptRecord& a) {
+      return a.closed() && !a.estimated();  // an estimated one may still get its correction
+    });
+    if (oldest == attempts.end()) break;
+    attempts.erase(oldest);
+  }
+  const int in_a_row = ran_long ? 0 : r.restarts_in_a_row();
+  const absl::Duration backoff = RestartBackoff(in_a_row);
+  r.set_restarts_in_a_row(in_a_row + 1);
+  *r.mutable_restart_after() = ToTimestamp(now + backoff);
+  r.set_attempt(r.attempt() + 1);
+  r.set_state(v1::ReplicaRecord::WAITING);
+  r.set_message(absl::StrCat("restarting in ", absl::FormatDuration(backoff), " (", in_a_row + 1,
+                             in_a_row == 0 ? " restart" : " restarts", " in a row) after: ", why));
+  r.clear_center_id();
+  r.clear_dispatched_at();
+}
+
 }  // namespace
+
+absl::Time WaitingSince(const v1::JobRecord& job) {
+  absl::Time since = FromTimestamp(job.received_at());
+  for (const auto& r : job.replicas()) {
+    if (r.state() == v1::ReplicaRecord::WAITING && r.has_restart_after()) {
+      since = std::max(since, FromTimestamp(r.restart_after()));
+    }
+  }
+  return since;
+}
 
 void NoteHandedOver(v1::JobRecord& job, absl::Time now, JobEffects* fx) {
   if (job.has_scheduled_at()) return;
@@ -57,7 +112,12 @@ void Settle(v1::JobRecord& job, absl::Time now, JobEffects* fx) {
   if (JobEnded(job)) return;
   JobOutcome outcome = EvaluateJob(job.request().status_policy(), job.replicas());
   if (job.stop_requested()) {
-    outcome = JobOutcome{kFailed, job.stop_reason().empty() ? "stopped by the user" : job.stop_reason()};
+    // Stopping is how an interactive job or a service ends as meant (SPEC A17); a batch
+    // job stopped before its end, or any job stopped by a limit, failed.
+    const JobKind kind = KindOf(job.request().tasks(0));
+    outcome = kind != JobKind::kBatch && job.stop_reason().empty()
+                  ? JobOutcome{kCompleted, absl::StrCat("stopped by the user (", WithArticle(kind), " job ends when stopped)")}
+                  : JobOutcome{kFailed, job.stop_reason().empty() ? "stopped by the user" : job.stop_reason()};
   }
   if (job.status() != outcome.status) fx->changed = true;
   job.set_status(outcome.status);
@@ -112,16 +172,29 @@ void ApplyReport(v1::JobRecord& job, int index, const apb::Replica& report, absl
       rep->set_state(v1::ReplicaRecord::RUNNING);
       break;
     case apb::REPLICA_SUCCEEDED:
+      fx->release.push_back(AttemptOf(*rep));
+      if (LongRunning(KindOf(job.request().tasks(rep->task_index()))) && !job.stop_requested()) {
+        rep->set_exit_code(0);
+        Restart(*rep, "exited 0", now);
+        fx->wait = true;
+        fx->changed = true;
+        break;
+      }
       rep->set_state(v1::ReplicaRecord::SUCCEEDED);
       rep->set_exit_code(0);
-      fx->release.push_back(AttemptOf(*rep));
       break;
     case apb::REPLICA_STOPPED:
     case apb::REPLICA_FAILED: {
       rep->set_exit_code(report.exit_code());
       rep->set_message(report.message());
       fx->release.push_back(AttemptOf(*rep));
-      if (job.stop_requested()) {
+      if (LongRunning(KindOf(job.request().tasks(rep->task_index()))) && !job.stop_requested()) {
+        // A service ends only when stopped: whatever ended it, it starts again, preferring
+        // another center when this one failed it.
+        if (report.state() == apb::REPLICA_FAILED) NoteFailedCenter(*rep, rep->center_id());
+        Restart(*rep, report.message().empty() ? absl::StrCat("exited ", report.exit_code()) : report.message(), now);
+        fx->wait = true;
+      } else if (job.stop_requested()) {
         rep->set_state(v1::ReplicaRecord::STOPPED);
       } else if (RetryIfAllowed(job.request().retry_policy(), rep)) {
         fx->wait = true;
@@ -163,6 +236,14 @@ void ApplyAttemptFailedToStart(v1::JobRecord& job, int index, const std::string&
   fx->changed = true;
   *job.mutable_updated_at() = ToTimestamp(now);
   std::string center = rep->center_id();
+  if (LongRunning(KindOf(job.request().tasks(rep->task_index()))) && !job.stop_requested()) {
+    // A service is never given up on: it starts again elsewhere if it can, after a back-off.
+    NoteFailedCenter(*rep, center);
+    Restart(*rep, why, now);
+    fx->wait = true;
+    Settle(job, now, fx);
+    return;
+  }
   if (!RetryIfAllowed(job.request().retry_policy(), rep)) {
     rep->set_state(v1::ReplicaRecord::FAILED);  // the status policy ends the job, stopping the rest
     Settle(job, now, fx);

@@ -54,6 +54,11 @@ struct JobEffects {
   std::vector<MeteredAttempt> metered;  // write their usage records with the job
 };
 
+// Since when the job has waited to be placed: its submission, or for a service whose replica
+// restarts (SPEC A17), when that restart fell due — a service submitted days ago is not
+// overdue each time it restarts.
+absl::Time WaitingSince(const v1::JobRecord& job);
+
 // An adapter's view of the replica at `index` (an event, a poll, the answer to a submit).
 // Reports of another attempt, of an ended replica, or that would move a replica back, are
 // ignored (duplicated and reordered events change nothing).

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/timestamp.h"
+#include "services/jobs/job_kind.h"
 #include "services/jobs/status_policy.h"
 
 namespace jc::jobs {
@@ -68,6 +69,7 @@ v1::TrainJob TrainJobOf(const v1::JobRecord& r, const JobViewOptions& options) {
     info->set_image_id(task.image_id());
     info->set_resource_spec_id(task.resource_spec_id());
     info->set_replica_number(task.replica_number());
+    info->set_kind(KindName(KindOf(task)));
     // Per replica, in replica order like replicaStatus (Appendix A: the centers where
     // each replica runs): "" for a replica not placed yet.
     for (const auto& rep : r.replicas()) {

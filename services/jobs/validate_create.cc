@@ -2,8 +2,10 @@
 
 #include <tuple>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "services/jobs/job_kind.h"
 #include "services/scheduler/snapshot_builder.h"  // kMaxReplicasPerTask
 
 namespace jc::jobs {
@@ -26,6 +28,12 @@ std::string ControlCharacterIn(const std::string& name) {
 }
 
 }  // namespace
+
+void NormalizeCreate(v1::CreateTrainJobRequest& req) {
+  for (auto& task : *req.mutable_tasks()) {
+    if (!task.has_replica_number()) task.set_replica_number(1);
+  }
+}
 
 absl::Status ValidateCreate(const v1::CreateTrainJobRequest& req) {
   if (req.name().empty()) return absl::InvalidArgumentError("name: a job needs a name");
@@ -57,6 +65,29 @@ absl::Status ValidateCreate(const v1::CreateTrainJobRequest& req) {
       return absl::InvalidArgumentError(absl::StrCat(where, ".replicaNumber: must be 1 to ",
                                                      scheduler::kMaxReplicasPerTask, ", got ", task.replica_number()));
     }
+    // Kinds (SPEC A17): one per job, and an interactive job is one person's one replica.
+    const std::optional<JobKind> kind = ParseJobKind(task.kind());
+    if (!kind) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".kind: must be one of ", kJobKinds, ", got \"",
+                                                     absl::CHexEscape(task.kind().substr(0, 64)), "\""));
+    }
+    if (t > 0 && *kind != KindOf(req.tasks(0))) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ".kind: every task of a job is of one kind; tasks[0] is ",
+                                                     KindName(KindOf(req.tasks(0))), ", this one ", KindName(*kind)));
+    }
+    if (*kind == JobKind::kInteractive && (req.tasks_size() > 1 || task.replica_number() > 1)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, req.tasks_size() > 1 ? ".kind: an interactive job has one task, got " : ".replicaNumber: an interactive job has one replica, got ",
+          req.tasks_size() > 1 ? req.tasks_size() : task.replica_number()));
+    }
+  }
+  if (LongRunning(KindOf(req.tasks(0))) && req.has_time_limit()) {
+    return absl::InvalidArgumentError(absl::StrCat("timeLimit: ", WithArticle(KindOf(req.tasks(0))),
+                                                   " job runs until stopped; it takes no time limit"));
+  }
+  if (LongRunning(KindOf(req.tasks(0))) && req.scheduling().gang()) {
+    return absl::InvalidArgumentError(absl::StrCat("scheduling.gang: ", WithArticle(KindOf(req.tasks(0))),
+                                                   " job's replicas start, and start again, one by one; no gang"));
   }
   if (req.retry_policy().max_retries() < 0 || req.retry_policy().max_retries() > kMaxRetries) {
     return absl::InvalidArgumentError(

@@ -17,7 +17,11 @@ inline constexpr size_t kMaxJobNameLength = 31;
 inline constexpr size_t kMaxTaskNameLength = 31;
 inline constexpr int kMaxRetries = 10;
 
-// Checks what a create carries by itself (names, commands, counts, policies).
+// Fills in what a create may leave out, before it is checked and kept: a task without
+// replicaNumber has one replica (an explicit 0 stays, and is refused).
+void NormalizeCreate(v1::CreateTrainJobRequest& req);
+
+// Checks what a create carries by itself (names, commands, counts, kinds, policies).
 absl::Status ValidateCreate(const v1::CreateTrainJobRequest& req);
 
 }  // namespace jc::jobs

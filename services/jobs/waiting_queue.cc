@@ -2,6 +2,7 @@
 
 #include "common/timestamp.h"
 #include "services/estimator/job_class.h"
+#include "services/jobs/job_state.h"
 
 namespace jc::jobs {
 
@@ -17,7 +18,7 @@ void WaitingQueue::Put(const v1::JobRecord& r, double attained_s) {
   q.seq = r.seq();
   q.priority = r.request().scheduling().priority();
   q.project = r.request().project();
-  q.submitted = absl::ToDoubleSeconds(FromTimestamp(r.received_at()) - absl::UnixEpoch());
+  q.submitted = absl::ToDoubleSeconds(WaitingSince(r) - absl::UnixEpoch());
   if (r.has_expected() && r.expected().runs() > 0) {
     q.expected_s = r.expected().median().seconds() + r.expected().median().nanos() / 1e9;
   } else if (auto limit = estimator::TimeLimitOf(r.request())) {

@@ -78,6 +78,7 @@ class SchedulerService final : public v1::SchedulerService::Service {
     // A plan is refused what a create is refused, with the same words: a duration past a
     // year, nanos past a second, a name a log line would take for two are no job to plan
     // (REST's plan comes here too).
+    jobs::NormalizeCreate(job);
     if (absl::Status valid = jobs::ValidateCreate(job); !valid.ok()) return ToGrpcStatus(valid);
     return Reply(s_->Plan(job), resp);
   }

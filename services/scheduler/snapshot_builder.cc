@@ -1,13 +1,14 @@
 #include "services/scheduler/snapshot_builder.h"
 
-#include "common/oci/image_reference.h"
-
 #include <algorithm>
 #include <cmath>
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "common/oci/image_reference.h"
+#include "common/validate.h"
 #include "services/catalog/catalog.h"
+#include "services/jobs/job_kind.h"
 
 namespace jc::scheduler {
 namespace {
@@ -164,11 +165,24 @@ absl::StatusOr<std::vector<PlacementRequest>> RequestsForJob(const std::string& 
   for (int t = 0; t < job.tasks_size(); ++t) {
     const v1::TaskSpec& task = job.tasks(t);
     std::string where = absl::StrCat("tasks[", t, "]");
-    bool spec_known = false;
-    for (const auto& s : in.specs) spec_known |= s.resource_spec_id() == task.resource_spec_id();
-    if (!spec_known) {
+    const v1::ResourceSpec* spec = nullptr;
+    for (const auto& s : in.specs) {
+      if (s.resource_spec_id() == task.resource_spec_id()) spec = &s;
+    }
+    if (spec == nullptr) {
       return absl::InvalidArgumentError(
           absl::StrCat(where, ".resourceSpecId: unknown resource spec \"", task.resource_spec_id(), "\""));
+    }
+    // An interactive job or a service runs only on a spec offering its service type (SPEC
+    // A17, Table 3). A batch job runs on any, as every job did before kinds: a spec offering
+    // only "interactive" that ran batch jobs must not fail them after an upgrade.
+    const jobs::JobKind kind = jobs::KindOf(task);
+    const std::string service_type = jobs::ServiceTypeFor(kind);
+    if (const auto offered = SplitList(spec->service_type());
+        kind != jobs::JobKind::kBatch && std::find(offered.begin(), offered.end(), service_type) == offered.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ".resourceSpecId: ", jobs::WithArticle(jobs::KindOf(task)), " task needs a resource spec offering service_type ",
+          service_type, "; spec \"", task.resource_spec_id(), "\" offers ", spec->service_type()));
     }
     // A job uses its own project's images and datasets and the federation's; another
     // project's are unknown to it, exactly as ones that do not exist. Image ids are unique

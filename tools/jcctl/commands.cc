@@ -210,6 +210,9 @@ std::string Describe(const json& job) {
   line("Name:", job.value("name", ""));
   line("Status:", job.value("status", ""));
   line("Reason:", job.value("statusReason", ""));
+  if (const json tasks = job.value("taskInfos", json::array()); !tasks.empty()) {
+    line("Kind:", tasks[0].value("kind", ""));  // batch, interactive, service, streaming (SPEC A17)
+  }
   line("Queue:", job.value("queuePosition", ""));
   line("Project:", job.value("project", ""));
   line("User:", job.value("userName", ""));

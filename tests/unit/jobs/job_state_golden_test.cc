@@ -32,13 +32,18 @@ std::string Ref(const AttemptRef& a, bool with_center) {
                       with_center ? absl::StrCat("@", a.center_id) : "");
 }
 
-// One line: the job's status, each replica (state/attempt@center), then the effects.
-std::string Summary(const v1::JobRecord& job, const JobEffects& fx) {
+// One line: the job's status, each replica (state/attempt@center, and when a service's
+// replica starts again), then the effects.
+std::string Summary(const v1::JobRecord& job, const JobEffects& fx, absl::Time now) {
   std::vector<std::string> reps;
   for (const auto& r : job.replicas()) {
     reps.push_back(absl::StrCat("t", r.task_index(), "r", r.replica_index(), ":",
                                 v1::ReplicaRecord::State_Name(r.state()), "/", r.attempt(), "@",
                                 r.center_id().empty() ? "-" : r.center_id()));
+    if (r.state() == v1::ReplicaRecord::WAITING && r.has_restart_after()) {
+      absl::StrAppend(&reps.back(), " (restart ", r.restarts_in_a_row(), " in a row, in ",
+                      absl::FormatDuration(FromTimestamp(r.restart_after()) - now), ")");
+    }
   }
   std::vector<std::string> effects;
   if (fx.changed) effects.push_back("write");
@@ -97,7 +102,9 @@ std::string Run(v1::JobRecord& job, const json& e, absl::Time now) {
     report.set_message(e.value("message", ""));
     // Usage as the center measured it: "started" (the center says when it started) and
     // "wall" (seconds it ran).
-    if (e.value("started", false)) *report.mutable_started_at() = ToTimestamp(now - absl::Seconds(30));
+    if (e.value("started", false)) {
+      *report.mutable_started_at() = ToTimestamp(now - absl::Seconds(e.value("started_ago_s", 30)));
+    }
     report.mutable_usage()->set_wall_seconds(e.value("wall", 0.0));
     if (kind == "report") {
       // As the job manager does: the attempt's history from the reporting center, then the
@@ -133,7 +140,7 @@ std::string Run(v1::JobRecord& job, const json& e, absl::Time now) {
   } else {
     FAIL("unknown event " << kind);
   }
-  return Summary(job, fx);
+  return Summary(job, fx, now);
 }
 
 }  // namespace
@@ -154,7 +161,7 @@ TEST_CASE("job state machine: golden event sequences give the expected jobs and 
     absl::Time now = absl::FromUnixSeconds(1'800'000'000);
     json actual = json::array();
     for (const auto& e : golden.at("events")) {
-      now += absl::Seconds(1);
+      now += absl::Seconds(e.value("after_s", 1));  // a second between events, unless it says
       actual.push_back(Run(job, e, now));
     }
     if (update) {

@@ -82,3 +82,56 @@ TEST_CASE("a create's job and task names hold no control characters: a newline, 
 }
 
 }  // namespace
+
+TEST_CASE("a task's kind is batch, interactive, service or streaming, one per job, an interactive job is one replica, a "
+          "service no gang, and a replicaNumber left out is 1 while an explicit 0 is refused [A17][C5]",
+          "[A17][C5]") {
+  using jc::jobs::NormalizeCreate;
+  using jc::jobs::ValidateCreate;
+  auto with_kind = [](const std::string& kind) {
+    auto job = Job();
+    job.mutable_tasks(0)->set_kind(kind);
+    return job;
+  };
+  for (const char* kind : {"", "batch", "interactive", "service", "streaming"}) {
+    INFO(kind);
+    CHECK(ValidateCreate(with_kind(kind)).ok());
+  }
+  auto says = [](const jointcloud::v1::CreateTrainJobRequest& job) { return std::string(ValidateCreate(job).message()); };
+  CHECK(says(with_kind("notebook")) == "tasks[0].kind: must be one of batch, interactive, service, streaming, got \"notebook\"");
+  CHECK(says(with_kind("Service")).find("tasks[0].kind: must be one of") == 0);  // names are exact
+
+  auto mixed = with_kind("service");
+  *mixed.add_tasks() = Job().tasks(0);  // batch
+  CHECK(says(mixed) == "tasks[1].kind: every task of a job is of one kind; tasks[0] is service, this one batch");
+
+  auto two_replicas = with_kind("interactive");
+  two_replicas.mutable_tasks(0)->set_replica_number(2);
+  CHECK(says(two_replicas) == "tasks[0].replicaNumber: an interactive job has one replica, got 2");
+  auto two_tasks = with_kind("interactive");
+  *two_tasks.add_tasks() = two_tasks.tasks(0);
+  CHECK(says(two_tasks) == "tasks[0].kind: an interactive job has one task, got 2");
+
+  auto gang = with_kind("streaming");
+  gang.mutable_tasks(0)->set_replica_number(3);
+  gang.mutable_scheduling()->set_gang(true);
+  CHECK(says(gang) == "scheduling.gang: a streaming job's replicas start, and start again, one by one; no gang");
+
+  auto limited = with_kind("service");
+  limited.mutable_time_limit()->set_seconds(60);
+  CHECK(says(limited) == "timeLimit: a service job runs until stopped; it takes no time limit");
+  auto notebook_limit = with_kind("interactive");
+  notebook_limit.mutable_time_limit()->set_seconds(3600);  // an interactive job's longest life
+  CHECK(ValidateCreate(notebook_limit).ok());
+
+  // replicaNumber: left out, one replica; an explicit 0 is refused (never taken for 1).
+  auto absent = with_kind("service");
+  absent.mutable_tasks(0)->clear_replica_number();
+  NormalizeCreate(absent);
+  CHECK(absent.tasks(0).replica_number() == 1);
+  CHECK(ValidateCreate(absent).ok());
+  auto zero = with_kind("service");
+  zero.mutable_tasks(0)->set_replica_number(0);
+  NormalizeCreate(zero);
+  CHECK(says(zero) == "tasks[0].replicaNumber: must be 1 to 1000, got 0");
+}

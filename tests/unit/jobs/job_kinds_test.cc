@@ -1,0 +1,92 @@
+// A service's replica restarts without end (SPEC A17): what keeps that bounded — its back-off,
+// which a center's clock cannot shorten, and its record, which keeps its latest attempts.
+
+#include <catch2/catch.hpp>
+
+#include "common/timestamp.h"
+#include "services/jobs/attempt_history.h"
+#include "services/jobs/job_kind.h"
+#include "services/jobs/job_state.h"
+
+namespace jc::jobs {
+namespace {
+
+v1::JobRecord Service() {
+  v1::JobRecord job;
+  job.set_job_id("job-1");
+  job.set_status("running");
+  auto* task = job.mutable_request()->add_tasks();
+  task->set_name("web");
+  task->set_command("exit 1");
+  task->set_kind("service");
+  task->set_resource_spec_id("cpu-1");
+  task->set_replica_number(1);
+  auto* rep = job.add_replicas();
+  rep->set_state(v1::ReplicaRecord::WAITING);
+  return job;
+}
+
+// Places the replica at `center`, has it start at `started`, and has the center report it
+// failed with `ended_at` as its end, which the control plane learns at `learnt`; returns
+// the replica's back-off from then.
+absl::Duration RunOnce(v1::JobRecord& job, const std::string& center, absl::Time started, absl::Time ended_at,
+                       absl::Time learnt) {
+  auto* rep = job.mutable_replicas(0);
+  rep->set_state(v1::ReplicaRecord::DISPATCHING);
+  rep->set_center_id(center);
+  NotePlaced(job, 0, started);
+  apb::Replica running;
+  running.mutable_key()->set_attempt(rep->attempt());
+  running.set_state(apb::REPLICA_RUNNING);
+  *running.mutable_started_at() = ToTimestamp(started);
+  JobEffects fx;
+  ApplySubmitAccepted(job, 0, running, started, &fx);
+  apb::Replica failed = running;
+  failed.set_state(apb::REPLICA_FAILED);
+  failed.set_exit_code(1);
+  *failed.mutable_ended_at() = ToTimestamp(ended_at);
+  JobEffects ended;
+  ApplyAttemptReport(job, 0, center, failed, learnt, &ended);
+  ApplyReport(job, 0, failed, learnt, &ended);
+  REQUIRE(job.replicas(0).state() == v1::ReplicaRecord::WAITING);
+  REQUIRE(ended.wait);
+  return FromTimestamp(job.replicas(0).restart_after()) - learnt;
+}
+
+}  // namespace
+
+TEST_CASE("a service that crashes for ever keeps a bounded record and a back-off its center's clock cannot shorten "
+          "[A17][C6]",
+          "[A17][C6]") {
+  v1::JobRecord job = Service();
+  absl::Time now = absl::FromUnixSeconds(1'800'000'000);
+  std::vector<absl::Duration> backoffs;
+  for (int i = 0; i < 100; ++i) {
+    // The center says each run ended a day after it started (a fast clock, or a lie): the
+    // control plane learnt of the end a second after the start, so it was no long run.
+    backoffs.push_back(RunOnce(job, i % 2 ? "alpha" : "beta", now, now + absl::Hours(24), now + absl::Seconds(1)));
+    now += backoffs.back() + absl::Seconds(2);
+  }
+  CHECK(backoffs[0] == absl::Seconds(5));
+  CHECK(backoffs[1] == absl::Seconds(10));
+  CHECK(backoffs[2] == absl::Seconds(20));
+  CHECK(backoffs[99] == absl::Minutes(5));
+  CHECK(job.replicas(0).attempt() == 100);
+  CHECK(job.replicas(0).attempts_size() <= kKeptAttempts);
+  CHECK(job.replicas(0).attempts(job.replicas(0).attempts_size() - 1).attempt() == 99);
+  CHECK(job.replicas(0).failed_centers_size() == 2);  // each center once
+  CHECK(job.status() != "failed");
+
+  // A run of ten minutes or more starts the count again.
+  const absl::Time start = now;
+  now += absl::Minutes(11);
+  CHECK(RunOnce(job, "alpha", start, now, now) == absl::Seconds(5));
+  CHECK(job.replicas(0).restarts_in_a_row() == 1);
+
+  // Waiting since its restart fell due, not since it was submitted (never "overdue" for
+  // having been submitted long ago).
+  *job.mutable_received_at() = ToTimestamp(now - absl::Hours(72));
+  CHECK(WaitingSince(job) == FromTimestamp(job.replicas(0).restart_after()));
+}
+
+}  // namespace jc::jobs
