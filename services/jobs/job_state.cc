@@ -73,6 +73,10 @@ void Restart(v1::ReplicaRecord& r, const std::string& why, absl::Time now) {
   const int in_a_row = ran_long ? 0 : r.restarts_in_a_row();
   const absl::Duration backoff = RestartBackoff(in_a_row);
   r.set_restarts_in_a_row(in_a_row + 1);
+  // Each start of a service's replica may be moved as a batch replica's may: the moves of
+  // an earlier start do not count against this one (--max_moves is per start).
+  r.set_moves(0);
+  r.clear_moved_from();
   *r.mutable_restart_after() = ToTimestamp(now + backoff);
   r.set_attempt(r.attempt() + 1);
   r.set_state(v1::ReplicaRecord::WAITING);

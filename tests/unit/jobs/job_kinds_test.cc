@@ -77,6 +77,14 @@ TEST_CASE("a service that crashes for ever keeps a bounded record and a back-off
   CHECK(job.replicas(0).failed_centers_size() == 2);  // each center once
   CHECK(job.status() != "failed");
 
+  // Moves are counted per start: a restart may be moved again (--max_moves is per start).
+  job.mutable_replicas(0)->set_moves(3);
+  job.mutable_replicas(0)->add_moved_from("alpha");
+  RunOnce(job, "beta", now, now, now + absl::Seconds(1));
+  CHECK(job.replicas(0).moves() == 0);
+  CHECK(job.replicas(0).moved_from_size() == 0);
+  now += absl::Minutes(6);
+
   // A run of ten minutes or more starts the count again.
   const absl::Time start = now;
   now += absl::Minutes(11);
