@@ -20,7 +20,6 @@
 #include "common/timestamp.h"
 #include "services/jobs/attempt_history.h"
 #include "services/jobs/usage_bounds.h"
-#include "services/jobs/job_kind.h"
 #include "services/jobs/job_state.h"
 #include "services/jobs/job_view.h"
 #include "services/jobs/usage_record.h"
@@ -1280,10 +1279,13 @@ std::vector<Dispatch> JobManager::Schedule(Active& job) {
       siblings.push_back(rep.center_id());
     }
   }
-  if (slots.empty() && backing_off_until != absl::InfinitePast() && !r.stop_requested()) {
-    const std::string why = absl::StrCat("restarting after a back-off, at ",
-                                         absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", backing_off_until, absl::UTCTimeZone()));
-    if (r.waiting_reason() != why) r.set_waiting_reason(why);
+  const bool backing_off = backing_off_until != absl::InfinitePast();
+  const std::string backoff_reason =
+      backing_off ? absl::StrCat("a replica restarting after a back-off, at ",
+                                 absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", backing_off_until, absl::UTCTimeZone()))
+                  : "";
+  if (slots.empty() && backing_off && !r.stop_requested()) {
+    if (r.waiting_reason() != backoff_reason) r.set_waiting_reason(backoff_reason);
     return {};
   }
   if (slots.empty() || r.stop_requested()) {
@@ -1337,10 +1339,9 @@ std::vector<Dispatch> JobManager::Schedule(Active& job) {
     if (placed.size() != indices.size()) need = admission_.Need(r, placed);
     admission_.AddRunning(project, need.first, need.second);
   }
-  if (decision->placed && backing_off_until != absl::InfinitePast()) {
+  if (decision->placed && backing_off) {
     // Everything due is placed, but a replica still backs off: the job stays in line for it.
-    r.set_waiting_reason(absl::StrCat("a replica restarting after a back-off, at ",
-                                      absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", backing_off_until, absl::UTCTimeZone())));
+    r.set_waiting_reason(backoff_reason);
   } else if (decision->placed) {
     waiting_.Remove(r);
     r.clear_waiting_reason();

@@ -110,17 +110,6 @@ void RegisterCenter(jc::testing::TestSystem& s, const std::string& id, const jc:
                                                         {"capacity", {{"cpu", cpus}, {"memory", 8192}}}}));
 }
 
-// Both stores: SQLite in a file, PostgreSQL in a schema of its own.
-void ShareStore(jc::server::AppOptions& o, const std::string& name) {
-  o.store = nullptr;
-  if (jc::testing::TestStoreBackend() == "sqlite") {
-    o.store_uri = "sqlite://" + (std::filesystem::temp_directory_path() / (name + ".db")).string();
-  } else {
-    o.store_uri = std::getenv("JC_TEST_PG_URI");
-    o.store_schema = name;
-  }
-}
-
 TEST_CASE("run times are learned from the runs that ended: the plan and the next job say 'median of 2 runs of this "
           "command of this name by this user', and a restarted control plane still knows [A16]",
           "[A16]") {
@@ -128,7 +117,7 @@ TEST_CASE("run times are learned from the runs that ended: the plan and the next
   const std::string db = (std::filesystem::temp_directory_path() / (name + ".db")).string();
   std::filesystem::remove(db);
   auto options = [&](jc::server::AppOptions& o) {
-    ShareStore(o, name);
+    jc::testing::ShareStore(o, name);
     o.jobs.instance_id = "one";  // the same instance again after the restart: its lease at once
   };
   jc::testing::LocalAdapter solo("solo", 2, kCenterConfig);
@@ -206,7 +195,7 @@ TEST_CASE("a standby's plan says it holds no run history and uses the job's own 
   auto options = [&](const std::string& instance) {
     return [&, instance](jc::server::AppOptions& o) {
       jc::testing::FastIntervals(o);
-      ShareStore(o, name);
+      jc::testing::ShareStore(o, name);
       o.jobs.instance_id = instance;
       o.jobs.lease_ttl = absl::Seconds(30);
     };
@@ -253,7 +242,7 @@ TEST_CASE("a project's churn evicts its own rows from the store too: after a res
   std::filesystem::remove(std::filesystem::temp_directory_path() / (name + ".db"));
   auto options = [&](jc::server::AppOptions& o) {
     jc::testing::FastIntervals(o);
-    ShareStore(o, name);
+    jc::testing::ShareStore(o, name);
     o.jobs.instance_id = "one";
     o.estimator.max_keys = 15;
     o.estimator.max_keys_per_project = 5;  // one job's five keys

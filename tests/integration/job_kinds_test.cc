@@ -4,7 +4,10 @@
 // control plane over REST, a real local center running real processes.
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <set>
+
+#include <unistd.h>
 
 #include "absl/time/time.h"
 #include "tests/testing/local_adapter.h"
@@ -22,11 +25,24 @@ constexpr char kCenterConfig[] =
 // One center of 4 CPUs offering cpu-1 (batch), svc-1 (batch and streaming) and nb-1
 // (interactive).
 struct Kinds : jc::testing::TestSystem {
-  jc::testing::LocalAdapter solo;
+  std::unique_ptr<jc::testing::LocalAdapter> own;
+  jc::testing::LocalAdapter* solo;
 
-  Kinds() : TestSystem([](jc::server::AppOptions& o) { jc::testing::FastIntervals(o); }), solo("solo", 4, kCenterConfig) {
+  // `center`: a center that outlives this control plane, registered already in its store
+  // (a restart); none: a center of its own, registered here.
+  explicit Kinds(const std::function<void(jc::server::AppOptions&)>& more = {},
+                 jc::testing::LocalAdapter* center = nullptr)
+      : TestSystem([&](jc::server::AppOptions& o) {
+          jc::testing::FastIntervals(o);
+          if (more) more(o);
+        }),
+        own(center ? nullptr : std::make_unique<jc::testing::LocalAdapter>("solo", 4, kCenterConfig)),
+        solo(center ? center : own.get()) {
+    if (center == nullptr) Register();
+  }
+  void Register() {
     Must(rest->Post("/openapi/v1/centers", {{"ai_center_id", "solo"}, {"name", "solo"}, {"region", "cn"},
-                                            {"network_topology", "cn/solo"}, {"adapter_address", solo.address()},
+                                            {"network_topology", "cn/solo"}, {"adapter_address", solo->address()},
                                             {"capacity", {{"cpu", 4}, {"memory", 8192}}}}));
     for (const auto& [id, type] : {std::pair<const char*, const char*>{"cpu-1", "batch"},
                                    {"svc-1", "batch,streaming"}, {"nb-1", "interactive"}}) {
@@ -194,4 +210,39 @@ TEST_CASE("every replica of a service comes back, however their restarts interle
   CHECK(replicas == std::set<int>{0, 1});
   Kinds::Must(k.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()));
   k.WaitFor(id, [](const json& j) { return j.value("status", "") == "completed"; });
+}
+
+// A control plane restarted while a service's replica waits out its back-off: the back-off is
+// in the record, so the next one keeps it, and the replica starts again once, as attempt 1.
+TEST_CASE("a service's back-off outlives a restart of the control plane: its replica starts again once, after the "
+          "back-off [A17][C7]",
+          "[A17][C7]") {
+  const std::string name = "jc_kinds_" + std::to_string(getpid());
+  std::filesystem::remove(std::filesystem::temp_directory_path() / (name + ".db"));
+  auto shared = [&](jc::server::AppOptions& o) {
+    jc::testing::ShareStore(o, name);
+    o.jobs.instance_id = "one";  // the same instance again after the restart: its lease at once
+  };
+  jc::testing::LocalAdapter center("solo", 4, kCenterConfig);
+  std::string id;
+  json first;
+  {
+    Kinds k(shared, &center);
+    k.Register();
+    id = k.Submit(Kinds::Job("web", "[ \"$JC_ATTEMPT\" -ge 1 ] && exec sleep 60; true", "svc-1", "service"));
+    json job = k.WaitFor(id, [](const json& j) { return Attempt(j, 0).is_object() && Attempt(j, 0).contains("endedAt"); });
+    first = Attempt(job, 0);
+    k.app->Shutdown();
+  }
+  Kinds again(shared, &center);  // its center and specs are in the store
+  json job = again.WaitFor(id, [](const json& j) {
+    const json second = Attempt(j, 1);
+    return second.is_object() && second.contains("startedAt");
+  });
+  CHECK(Seconds(Attempt(job, 1)["placedAt"]) - Seconds(first["endedAt"]) >= 4.5);
+  CHECK(job["history"].size() == 2);  // attempts 0 and 1, nothing started twice
+  Kinds::Must(again.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()));
+  again.WaitFor(id, [](const json& j) { return j.value("status", "") == "completed"; });
+  again.app->Shutdown();
+  std::filesystem::remove(std::filesystem::temp_directory_path() / (name + ".db"));
 }

@@ -508,24 +508,12 @@ TEST_CASE("a gang whose replica is refused at dispatch is stopped and placed aga
   }));
 }
 
-// Where two instances of the control plane find one store: a file for SQLite, a schema of
-// its own for PostgreSQL.
-void ShareStore(jc::server::AppOptions& o, const std::string& name) {
-  if (jc::testing::TestStoreBackend() == "sqlite") {
-    o.store_uri = "sqlite://" + (std::filesystem::temp_directory_path() / (name + ".db")).string();
-  } else {
-    o.store_uri = std::getenv("JC_TEST_PG_URI");
-    o.store_schema = name;
-  }
-}
-
 TEST_CASE("a second instance on the same store stands by, then takes over the jobs when the first stops [A7]",
           "[A7]") {
   std::string name = "jc_ha_" + std::to_string(getpid());
   auto options = [&](const std::string& instance) {
     return [&, instance](jc::server::AppOptions& o) {
-      o.store = nullptr;
-      ShareStore(o, name);
+      jc::testing::ShareStore(o, name);
       o.monitor.interval = absl::Milliseconds(100);
       o.scheduler_refresh = absl::Milliseconds(50);
       o.jobs.cycle_interval = absl::Milliseconds(50);

@@ -4,6 +4,8 @@
 // loopback ports, over the test store, with a REST client. Tests that link jc_app use it.
 
 #include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <memory>
 
@@ -20,6 +22,18 @@ inline void FastIntervals(jc::server::AppOptions& o) {
   o.scheduler_refresh = absl::Milliseconds(50);
   o.jobs.cycle_interval = absl::Milliseconds(50);
   o.jobs.poll_interval = absl::Milliseconds(500);
+}
+
+// Where two control planes, one after the other or side by side, find one store: a file for
+// SQLite, a schema of its own (`name`) for PostgreSQL. Replaces the suite's own store.
+inline void ShareStore(jc::server::AppOptions& o, const std::string& name) {
+  o.store = nullptr;
+  if (TestStoreBackend() == "sqlite") {
+    o.store_uri = "sqlite://" + (std::filesystem::temp_directory_path() / (name + ".db")).string();
+  } else {
+    o.store_uri = std::getenv("JC_TEST_PG_URI");
+    o.store_schema = name;
+  }
 }
 
 struct TestSystem {
