@@ -61,6 +61,20 @@ std::vector<Route> TrainJobRoutes(std::shared_ptr<grpc::Channel> channel) {
                       req.set_job_id(p[0]);
                       return CallUnary(stub.get(), &S::StopTrainJob, req, kCamel, false);
                     }});
+  routes.push_back({"POST", base + "/{jobId}/scale", "trainjob",
+                    "Scale a task of a running service or streaming job (SPEC A17): {taskIndex, replicaNumber}; "
+                    "more replicas start, fewer stop the highest-numbered. Members of the job's project only",
+                    v1::ScaleTrainJobRequest::descriptor(), v1::ScaleTrainJobResponse::descriptor(), kCamel, {},
+                    [stub](const httplib::Request& r, const std::vector<std::string>& p) {
+                      v1::ScaleTrainJobRequest req;
+                      absl::Status s = ParseBody(r, &req);
+                      if (s.ok() && !req.job_id().empty() && req.job_id() != p[0]) {
+                        s = absl::InvalidArgumentError(absl::StrCat("jobId: the body names job \"", req.job_id(),
+                                                                    "\", the path ", p[0]));
+                      }
+                      req.set_job_id(p[0]);
+                      return IfOk(s, [&] { return CallUnary(stub.get(), &S::ScaleTrainJob, req, kCamel); });
+                    }});
   routes.push_back({"GET", base + "/{jobId}", "trainjob",
                     "A job with its status (pending, running, completed, failed) and each replica's (A.3)", nullptr,
                     v1::TrainJob::descriptor(), kCamel, {},

@@ -52,6 +52,26 @@ absl::Status Admission::Admit(const v1::CreateTrainJobRequest& req) {
   return absl::OkStatus();
 }
 
+absl::Status Admission::AdmitScale(const v1::JobRecord& job, int task_index, int added) {
+  const std::string& project = job.request().project();
+  if (added <= 0 || !budgets_.Has(project)) return absl::OkStatus();
+  // The added replicas as a create of their own would ask for them.
+  v1::CreateTrainJobRequest more;
+  more.set_project(project);
+  *more.mutable_retry_policy() = job.request().retry_policy();
+  *more.add_tasks() = job.request().tasks(task_index);
+  more.mutable_tasks(0)->set_replica_number(added);
+  const std::string& spec = more.tasks(0).resource_spec_id();
+  if (budgets_.budgets().at(project).hard() && catalog_->HighestPrice(spec) <= 0) {
+    return absl::UnavailableError(absl::StrCat("no price is known for spec ", spec, " yet, and project ", project,
+                                               "'s hard budget admits only replicas it can price: try again shortly"));
+  }
+  const double expected = ExpectedCost(more);
+  if (absl::Status admitted = budgets_.Admit(project, expected); !admitted.ok()) return admitted;
+  budgets_.AddReserved(project, expected);
+  return absl::OkStatus();
+}
+
 double Admission::ExpectedCost(const v1::CreateTrainJobRequest& req) const {
   double per_hour = 0;
   for (const auto& task : req.tasks()) {
@@ -149,10 +169,22 @@ std::string Admission::StopReason(const v1::JobRecord& r) const {
   // attempt running longer spends what no one committed, and a burst admitted to the brim
   // would pass the budget by it.
   const double hours = budgets_.ReservationHours(project);
+  // A service or stream runs until stopped, longer than any reservation: past its own it
+  // runs on while the budget has room beyond what is committed (spent, and what admitted
+  // jobs still hold), and stops once it has none, so what others were admitted with stays
+  // covered.
+  const bool long_running = LongRunning(KindOf(r.request().tasks(0)));
+  if (long_running && budgets_.Committed(project) < b.monthly()) return "";
   for (const auto& rep : r.replicas()) {
     for (const auto& a : rep.attempts()) {
       if (a.closed() || !a.has_started_at()) continue;
       if (absl::ToDoubleHours(now_ - AttemptStart(a)) > hours) {
+        if (long_running) {
+          return absl::StrFormat(
+              "stopped: ran past its budget reservation of %g h in project %s (hard budget), whose budget has no "
+              "room left beyond what is committed",
+              hours, project);
+        }
         return absl::StrFormat("stopped: ran past its budget reservation of %g h in project %s (hard budget)", hours,
                                project);
       }

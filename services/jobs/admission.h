@@ -63,6 +63,13 @@ class Admission {
   /// committed, or the project has as many jobs waiting as its quota allows; else OK, and
   /// the job is counted as committed and waiting until the next recount has it.
   absl::Status Admit(const v1::CreateTrainJobRequest& req);
+  /// Once per scale of a service to more replicas (SPEC A17), before anything is written:
+  /// ResourceExhausted when `added` more replicas of task `task_index` do not fit in the
+  /// project's hard budget beside what is committed (as a create of them would be); else
+  /// OK, and they are counted as committed until the next recount has them. The quota on
+  /// waiting jobs does not apply (the job is admitted); quotas on running resources hold
+  /// the new replicas at placement like any.
+  absl::Status AdmitScale(const v1::JobRecord& job, int task_index, int added);
   /// What a job is expected to cost against its project's budget until it ends: each
   /// replica at the highest price its spec has anywhere (it is not placed yet), for the
   /// project's reservation hours (no run time is known before it ends).
@@ -106,7 +113,8 @@ class Admission {
   /// budget is reached and that asked for stop_running; or a running job of a hard-budget
   /// project one of whose running attempts has run longer than the budget's
   /// reservation_hours (what its admission reserved for it: past that it would spend what
-  /// no one committed).
+  /// no one committed). A service or stream past its reservation runs on while the budget
+  /// has room beyond what is committed, and stops once it has none (SPEC A17).
   std::string StopReason(const v1::JobRecord& r) const;
 
  private:

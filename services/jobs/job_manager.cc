@@ -24,6 +24,7 @@
 #include "services/jobs/job_view.h"
 #include "services/jobs/usage_record.h"
 #include "services/jobs/status_policy.h"
+#include "services/jobs/validate_create.h"
 
 namespace jc::jobs {
 
@@ -345,7 +346,7 @@ void JobManager::StepDown(const std::string& why) {
     c.reply->set_value(absl::UnavailableError(absl::StrCat("the job was not recorded: ", why, "; retry")));
   }
   for (auto& r : burst_.stop_replies) {
-    r->set_value(absl::UnavailableError(absl::StrCat("the stop was not recorded: ", why, "; retry")));
+    r->set_value(absl::UnavailableError(absl::StrCat("the stop or scale was not recorded: ", why, "; retry")));
   }
   burst_ = Burst();
   dirty_.clear();
@@ -493,7 +494,7 @@ void JobManager::AfterCommit(Burst& burst, const WriteOutcome& outcome) {
     acknowledge_creates();  // their rows committed; the step-down does not undo them
     for (auto& r : burst.stop_replies) {
       r->set_value(absl::UnavailableError(
-          absl::StrCat("the stop was not recorded (", outcome.status.message(), "); nothing was stopped, retry")));
+          absl::StrCat("the stop or scale was not recorded (", outcome.status.message(), "); nothing changed, retry")));
     }
     StepDown(absl::StrCat("writing the job manager's decisions failed: ", outcome.status.message()));
     return;
@@ -731,28 +732,89 @@ absl::Status JobManager::StopJob(const std::string& job_id, std::optional<v1::Au
       absl::StrCat("job ", job_id, " has already ended (", stored->status(), "); there is nothing to stop"));
 }
 
-void JobManager::OnStop(const std::string& job_id, StopReply reply, std::optional<v1::AuditRecord> audit) {
+JobManager::Active* JobManager::ActiveToChange(const std::string& job_id, const StopReply& reply) {
   if (!leading_) {
     reply->set_value(StandbyError());
-    return;
+    return nullptr;
   }
   auto it = active_.find(job_id);
   if (it == active_.end()) {
     reply->set_value(creating_.count(job_id) ? std::optional<absl::Status>(absl::UnavailableError(
                                                    absl::StrCat("job ", job_id, " is still being recorded; retry")))
                                              : std::nullopt);
-    return;
+    return nullptr;
   }
-  const std::string& status = it->second.record.status();
+  return &it->second;
+}
+
+void JobManager::OnStop(const std::string& job_id, StopReply reply, std::optional<v1::AuditRecord> audit) {
+  Active* job = ActiveToChange(job_id, reply);
+  if (job == nullptr) return;
+  const std::string& status = job->record.status();
   if (status == kCompleted || status == kFailed) {
     reply->set_value(absl::FailedPreconditionError(
         absl::StrCat("job ", job_id, " has already ended (", status, "); there is nothing to stop")));
     return;
   }
   JobEffects fx;
-  ApplyStopRequested(it->second.record, clock_->Now(), &fx);
-  ApplyEffects(it->second, fx);
+  ApplyStopRequested(job->record, clock_->Now(), &fx);
+  ApplyEffects(*job, fx);
   MarkDirty(job_id);
+  burst_.stop_replies.push_back(std::move(reply));
+  if (audit.has_value()) burst_.audits.push_back(std::move(*audit));
+}
+
+absl::StatusOr<v1::ScaleTrainJobResponse> JobManager::ScaleJob(const std::string& job_id, int task_index,
+                                                               int replicas, std::optional<v1::AuditRecord> audit) {
+  if (!leading_) return StandbyError();
+  auto reply = std::make_shared<std::promise<std::optional<absl::Status>>>();
+  auto answer = reply->get_future();
+  auto previous = std::make_shared<int>(0);
+  loop_.Post([this, job_id, task_index, replicas, previous, reply, audit = std::move(audit)]() mutable {
+    OnScale(job_id, task_index, replicas, previous, reply, std::move(audit));
+  });
+  std::optional<absl::Status> scaled = absl::UnavailableError("the job manager is stopping; retry");
+  try {
+    scaled = answer.get();
+  } catch (const std::future_error&) {
+  }
+  if (!scaled.has_value()) {
+    // Not in memory: the store says how it ended, or that it does not exist.
+    auto stored = jobs_.Get(job_id);
+    if (!stored.ok()) return stored.status();
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job_id, " has already ended (", stored->status(), "); there is nothing to scale"));
+  }
+  if (!scaled->ok()) return *scaled;
+  v1::ScaleTrainJobResponse response;
+  response.set_replica_number(replicas);
+  response.set_previous_replica_number(*previous);  // written before the promise was kept
+  return response;
+}
+
+void JobManager::OnScale(const std::string& job_id, int task_index, int replicas, std::shared_ptr<int> previous,
+                         StopReply reply, std::optional<v1::AuditRecord> audit) {
+  Active* found = ActiveToChange(job_id, reply);
+  if (found == nullptr) return;
+  Active& job = *found;
+  if (absl::Status s = CheckScale(job.record, task_index, replicas); !s.ok()) {
+    reply->set_value(s);
+    return;
+  }
+  *previous = job.record.request().tasks(task_index).replica_number();
+  // More replicas commit more of a hard budget, as a create of them would.
+  if (absl::Status s = admission_.AdmitScale(job.record, task_index, replicas - *previous); !s.ok()) {
+    reply->set_value(s);
+    return;
+  }
+  JobEffects fx;
+  ApplyScale(job.record, task_index, replicas, clock_->Now(), &fx);
+  if (fx.changed) {
+    job.request_doc.clear();  // its replica count changed: encoded again
+    ApplyEffects(job, fx);
+    MarkDirty(job_id);
+  }
+  // Answered once committed (with the audit row, even when nothing else changed).
   burst_.stop_replies.push_back(std::move(reply));
   if (audit.has_value()) burst_.audits.push_back(std::move(*audit));
 }

@@ -133,6 +133,12 @@ class JobManager {
   absl::StatusOr<v1::CreateTrainJobResponse> Create(v1::CreateTrainJobRequest request,
                                                     std::optional<v1::AuditRecord> audit = std::nullopt);
   absl::Status StopJob(const std::string& job_id, std::optional<v1::AuditRecord> audit = std::nullopt);
+  // Scales task `task_index` of a running service or streaming job to `replicas` (SPEC
+  // A17): answered once committed, with the count before. Refused, writing nothing, for
+  // other kinds, ended or stopping jobs, counts out of 1..1000 and (scaling up) a hard budget
+  // the added replicas do not fit.
+  absl::StatusOr<v1::ScaleTrainJobResponse> ScaleJob(const std::string& job_id, int task_index, int replicas,
+                                                     std::optional<v1::AuditRecord> audit = std::nullopt);
   absl::StatusOr<v1::TrainJob> Get(const std::string& job_id);
   // With `projects`, only jobs of those projects (what the caller may see).
   absl::StatusOr<v1::ListTrainJobsResponse> List(const v1::ListTrainJobsRequest& request,
@@ -167,7 +173,7 @@ class JobManager {
   struct Active {
     v1::JobRecord record;
     int64_t version = 0;
-    std::string request_doc;  // the request's stored JSON, encoded once (it never changes)
+    std::string request_doc;  // the request's stored JSON, encoded once (again after a scale)
   };
   struct NewJob {
     Active job;
@@ -184,8 +190,8 @@ class JobManager {
     std::map<std::string, uint64_t> cursors;
     std::vector<Dispatch> dispatches;
     std::vector<std::pair<std::string, apb::ReplicaKey>> stops;
-    std::vector<StopReply> stop_replies;
-    std::vector<v1::AuditRecord> audits;  // of the stops
+    std::vector<StopReply> stop_replies;  // and scales'
+    std::vector<v1::AuditRecord> audits;  // of the stops and scales
     std::vector<v1::TrainJobEvent> events;  // of the saves (each create carries its own)
     std::vector<v1::UsageRecord> usage;     // of the attempts the saves closed
     // What the duration estimator learned from those attempts: its changed rows by key.
@@ -208,6 +214,12 @@ class JobManager {
   // ---- Messages: run on the event loop only. ----
   void OnCreate(v1::CreateTrainJobRequest req, CreateReply reply, std::optional<v1::AuditRecord> audit);
   void OnStop(const std::string& job_id, StopReply reply, std::optional<v1::AuditRecord> audit);
+  // The job a stop or scale changes; null when there is none to change, `reply` answered
+  // (standing by, being recorded, or not in memory: nullopt).
+  Active* ActiveToChange(const std::string& job_id, const StopReply& reply);
+  // `previous` gets the task's replica count before the scale, before `reply` is answered.
+  void OnScale(const std::string& job_id, int task_index, int replicas, std::shared_ptr<int> previous,
+               StopReply reply, std::optional<v1::AuditRecord> audit);
   // One scheduling cycle: places what waits, resends what failed for a passing reason.
   void OnTick();
   void OnSubmitAnswers(const std::string& center, std::vector<SubmitItem> items,

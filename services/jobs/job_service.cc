@@ -20,6 +20,17 @@ using grpc::Status;
 
 constexpr size_t kLogChunk = 64 << 10;
 
+// The job manager writes on its own thread: a call's audit row (of a change in `project`)
+// goes with the change's write, and is marked committed once that is.
+std::optional<v1::AuditRecord> AuditOf(const auth::CallDecision& decision, const std::string& project) {
+  if (decision.audit == nullptr) return std::nullopt;
+  decision.audit->record.set_project(project);
+  return decision.audit->record;
+}
+void AuditCommitted(const auth::CallDecision& decision) {
+  if (decision.audit != nullptr) decision.audit->rider.committed = true;
+}
+
 class JobService final : public v1::JobService::WithCallbackMethod_WatchTrainJobs<v1::JobService::Service> {
  public:
   JobService(JobManager* m, WatchHub* hub) : m_(m), hub_(hub) {}
@@ -29,15 +40,9 @@ class JobService final : public v1::JobService::WithCallbackMethod_WatchTrainJob
     JC_GRPC_CALLER(caller, ctx);
     v1::CreateTrainJobRequest admitted = *req;
     if (absl::Status s = AdmitCreate(caller, &admitted); !s.ok()) return ToGrpcStatus(s);
-    // The job manager writes on its own thread: the audit row goes with the create's write.
-    auto audit = caller_decision_.audit;
-    std::optional<v1::AuditRecord> record;
-    if (audit != nullptr) {
-      audit->record.set_project(admitted.project());
-      record = audit->record;
-    }
+    std::optional<v1::AuditRecord> record = AuditOf(caller_decision_, admitted.project());
     auto created = m_->Create(std::move(admitted), std::move(record));
-    if (created.ok() && audit != nullptr) audit->rider.committed = true;
+    if (created.ok()) AuditCommitted(caller_decision_);
     return Reply(std::move(created), resp);
   }
   Status StopTrainJob(ServerContext* ctx, const v1::StopTrainJobRequest* req, v1::StopTrainJobResponse*) override {
@@ -45,15 +50,19 @@ class JobService final : public v1::JobService::WithCallbackMethod_WatchTrainJob
     auto job = m_->Get(req->job_id());
     if (!job.ok()) return ToGrpcStatus(job.status());
     if (absl::Status s = CheckJobAccess(caller, *job, auth::ProjectRole::kMember); !s.ok()) return ToGrpcStatus(s);
-    auto audit = caller_decision_.audit;
-    std::optional<v1::AuditRecord> record;
-    if (audit != nullptr) {
-      audit->record.set_project(job->project());
-      record = audit->record;
-    }
-    absl::Status stopped = m_->StopJob(req->job_id(), std::move(record));
-    if (stopped.ok() && audit != nullptr) audit->rider.committed = true;
+    absl::Status stopped = m_->StopJob(req->job_id(), AuditOf(caller_decision_, job->project()));
+    if (stopped.ok()) AuditCommitted(caller_decision_);
     return ToGrpcStatus(stopped);
+  }
+  Status ScaleTrainJob(ServerContext* ctx, const v1::ScaleTrainJobRequest* req,
+                       v1::ScaleTrainJobResponse* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
+    auto job = m_->Get(req->job_id());
+    if (!job.ok()) return ToGrpcStatus(job.status());
+    if (absl::Status s = CheckJobAccess(caller, *job, auth::ProjectRole::kMember); !s.ok()) return ToGrpcStatus(s);
+    auto scaled = m_->ScaleJob(req->job_id(), req->task_index(), req->replica_number(), AuditOf(caller_decision_, job->project()));
+    if (scaled.ok()) AuditCommitted(caller_decision_);
+    return Reply(std::move(scaled), resp);
   }
   Status GetTrainJob(ServerContext* ctx, const v1::GetTrainJobRequest* req, v1::TrainJob* resp) override {
     JC_GRPC_CALLER(caller, ctx);

@@ -340,6 +340,59 @@ void ApplyStopRequested(v1::JobRecord& job, absl::Time now, JobEffects* fx) {
   Settle(job, now, fx);
 }
 
+void ApplyScale(v1::JobRecord& job, int task_index, int replicas, absl::Time now, JobEffects* fx) {
+  auto* task = job.mutable_request()->mutable_tasks(task_index);
+  const int before = task->replica_number();
+  if (replicas == before || JobEnded(job)) return;
+  const std::string why = absl::StrCat("scaled from ", before, " to ", replicas, " replicas");
+  if (replicas > before) {
+    for (int index = before; index < replicas; ++index) {
+      v1::ReplicaRecord* r = nullptr;
+      for (auto& x : *job.mutable_replicas()) {
+        if (x.task_index() == task_index && x.replica_index() == index) r = &x;
+      }
+      if (r == nullptr) {
+        // Appended: positions of the replicas there are stay as they are (submits in flight
+        // name their replica by position).
+        r = job.add_replicas();
+        r->set_task_index(task_index);
+        r->set_replica_index(index);
+      } else {
+        // Scaled away before: it starts again as a new attempt (its old one may still be
+        // ending at its center, and is metered under its own key).
+        r->set_attempt(r->attempt() + 1);
+        r->set_scaled_away(false);
+        r->clear_center_id();
+        r->clear_dispatched_at();
+        r->clear_exit_code();
+        r->set_moves(0);
+        r->clear_moved_from();
+      }
+      r->set_state(v1::ReplicaRecord::WAITING);
+      // It waits from now: a service submitted days ago is not overdue the moment it grows
+      // (WaitingSince), and it is due at once — unless it was scaled away while backing off:
+      // a scale down and up again does not cut a crash loop's back-off short (its count of
+      // restarts in a row stays too).
+      const bool backing_off = r->has_restart_after() && FromTimestamp(r->restart_after()) > now;
+      if (!backing_off) *r->mutable_restart_after() = ToTimestamp(now);
+      r->set_message(absl::StrCat("waiting to be placed: ", why));
+    }
+    fx->wait = true;
+  } else {
+    for (auto& r : *job.mutable_replicas()) {
+      if (r.task_index() != task_index || r.replica_index() < replicas || r.scaled_away()) continue;
+      if (r.state() != v1::ReplicaRecord::WAITING && !Ended(r.state())) StopAttempt(r, now, fx);
+      r.set_state(v1::ReplicaRecord::STOPPED);
+      r.set_scaled_away(true);  // its restart_after stays: scaled up again, it keeps its back-off
+      r.set_message(absl::StrCat("stopped: ", why));
+    }
+  }
+  task->set_replica_number(replicas);
+  *job.mutable_updated_at() = ToTimestamp(now);
+  fx->changed = true;
+  Settle(job, now, fx);
+}
+
 void ApplyUnplaceable(v1::JobRecord& job, const std::string& why, absl::Time now, JobEffects* fx) {
   for (auto& rep : *job.mutable_replicas()) {
     if (rep.state() != v1::ReplicaRecord::WAITING) continue;

@@ -88,6 +88,14 @@ void ApplyWithdrawn(v1::JobRecord& job, int index, absl::Time now, JobEffects* f
 // The user stopped the job.
 void ApplyStopRequested(v1::JobRecord& job, absl::Time now, JobEffects* fx);
 
+// The user scaled task `task_index` of a service or streaming job to `replicas` replicas
+// (SPEC A17; validate_create.h CheckScale says whether it may). More: the new replicas wait
+// to be placed, each a new attempt (one scaled away before starts again under its index).
+// Fewer: the highest-numbered stop (their attempts at centers are stopped, and metered as
+// any other) and are marked scaled away: the status policy no longer counts them. The
+// task's replica_number in the request becomes `replicas`.
+void ApplyScale(v1::JobRecord& job, int task_index, int replicas, absl::Time now, JobEffects* fx);
+
 // The job's replicas can never be placed (its spec or image left the catalog).
 void ApplyUnplaceable(v1::JobRecord& job, const std::string& why, absl::Time now, JobEffects* fx);
 

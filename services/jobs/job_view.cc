@@ -73,7 +73,7 @@ v1::TrainJob TrainJobOf(const v1::JobRecord& r, const JobViewOptions& options) {
     // Per replica, in replica order like replicaStatus (Appendix A: the centers where
     // each replica runs): "" for a replica not placed yet.
     for (const auto& rep : r.replicas()) {
-      if (rep.task_index() != t) continue;
+      if (rep.task_index() != t || rep.scaled_away()) continue;  // in the history only
       info->add_replica_status(ReplicaStatus(rep.state()));
       info->add_center_ids(rep.center_id());
       info->add_replica_messages(rep.message());

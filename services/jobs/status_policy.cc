@@ -19,8 +19,10 @@ const char* ReplicaStatus(v1::ReplicaRecord::State s) {
 }
 
 JobOutcome EvaluateJob(v1::StatusPolicy policy, const google::protobuf::RepeatedPtrField<v1::ReplicaRecord>& replicas) {
-  int total = replicas.size(), succeeded = 0, failed = 0, ended = 0, started = 0;
+  int total = 0, succeeded = 0, failed = 0, ended = 0, started = 0;
   for (const auto& r : replicas) {
+    if (r.scaled_away()) continue;  // a scale to fewer stopped it (SPEC A17): not one of the job's any more
+    ++total;
     if (r.state() == v1::ReplicaRecord::SUCCEEDED) ++succeeded;
     if (r.state() == v1::ReplicaRecord::FAILED || r.state() == v1::ReplicaRecord::STOPPED) ++failed;
     if (Ended(r.state())) ++ended;

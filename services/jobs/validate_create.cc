@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "services/jobs/job_kind.h"
+#include "services/jobs/status_policy.h"
 #include "services/scheduler/snapshot_builder.h"  // kMaxReplicasPerTask
 
 namespace jc::jobs {
@@ -112,6 +113,34 @@ absl::Status ValidateCreate(const v1::CreateTrainJobRequest& req) {
       return absl::InvalidArgumentError(
           absl::StrCat(field, ": at most 366 days (", kMaxDurationSeconds, "s), got ", d->seconds(), "s"));
     }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckScale(const v1::JobRecord& job, int task_index, int replicas) {
+  const auto& req = job.request();
+  if (task_index < 0 || task_index >= req.tasks_size()) {
+    return absl::NotFoundError(absl::StrCat("job ", job.job_id(), " has no task ", task_index, " (it has ",
+                                            req.tasks_size(), req.tasks_size() == 1 ? " task: 0)" : " tasks: 0 to ",
+                                            req.tasks_size() == 1 ? "" : absl::StrCat(req.tasks_size() - 1, ")")));
+  }
+  const JobKind kind = KindOf(req.tasks(task_index));
+  if (!LongRunning(kind)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "job ", job.job_id(), " is ", WithArticle(kind), " job: only service and streaming jobs scale (",
+        kind == JobKind::kInteractive ? "an interactive job has one replica)" : "a batch job's replicas are fixed when it is submitted)"));
+  }
+  if (replicas < 1 || replicas > scheduler::kMaxReplicasPerTask) {
+    return absl::InvalidArgumentError(absl::StrCat("replicaNumber: must be 1 to ", scheduler::kMaxReplicasPerTask,
+                                                   ", got ", replicas,
+                                                   replicas == 0 ? " (to end the job, stop it)" : ""));
+  }
+  if (job.status() == kCompleted || job.status() == kFailed) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("job ", job.job_id(), " has already ended (", job.status(), "); there is nothing to scale"));
+  }
+  if (job.stop_requested()) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", job.job_id(), " is being stopped; it does not scale"));
   }
   return absl::OkStatus();
 }

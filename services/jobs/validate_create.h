@@ -6,6 +6,7 @@
 #include <cstddef>
 
 #include "absl/status/status.h"
+#include "jointcloud/v1/job_record.pb.h"
 #include "jointcloud/v1/jobs.pb.h"
 
 namespace jc::jobs {
@@ -23,5 +24,11 @@ void NormalizeCreate(v1::CreateTrainJobRequest& req);
 
 // Checks what a create carries by itself (names, commands, counts, kinds, policies).
 absl::Status ValidateCreate(const v1::CreateTrainJobRequest& req);
+
+// Whether task `task_index` of `job` may be scaled to `replicas` replicas (SPEC A17): a
+// service or streaming job that has not ended nor been asked to stop, 1 to
+// kMaxReplicasPerTask replicas (0 is a stop: StopTrainJob says so). Scaling to the count it
+// has is OK (nothing changes).
+absl::Status CheckScale(const v1::JobRecord& job, int task_index, int replicas);
 
 }  // namespace jc::jobs

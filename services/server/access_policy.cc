@@ -70,6 +70,7 @@ std::shared_ptr<const auth::MethodAccess> ControlPlaneAccess() {
       // Jobs: any caller; the handler checks the caller's role in the job's project.
       {"/jointcloud.v1.JobService/CreateTrainJob", kAnyChange},
       {"/jointcloud.v1.JobService/StopTrainJob", kAnyChange},
+      {"/jointcloud.v1.JobService/ScaleTrainJob", kAnyChange},
       {"/jointcloud.v1.JobService/GetTrainJob", kAny},
       {"/jointcloud.v1.JobService/ListTrainJobs", kAny},
       {"/jointcloud.v1.JobService/GetReplicaLog", kAny},

@@ -59,22 +59,31 @@ std::unique_ptr<Process> StartServer(const std::string& dir, const std::string& 
   return server;
 }
 
+// A local adapter of 16 CPUs with spec cpu-1, and `more_specs` (YAML list items); its port.
+std::unique_ptr<Process> StartAdapter(const std::string& dir, const std::string& more_specs,
+                                      std::optional<std::string>* port) {
+  std::ofstream(dir + "/center.yaml") << "center_id: local\nsecurity_grade: 3\nspecs:\n"
+                                         "  - {id: cpu-1, cpu: 1, memory: 256Mi}\n"
+                                      << more_specs;
+  auto adapter = std::make_unique<Process>(
+      std::vector<std::string>{JC_ADAPTER_LOCAL, "--listen=127.0.0.1:0", "--plaintext", "--metrics_address=",
+                               "--state_dir=" + dir + "/adapter", "--work_dir=" + dir + "/replicas",
+                               "--center_config=" + dir + "/center.yaml", "--cpus=16", "--memory_mb=8192",
+                               "--poll_interval=50ms", "--allow_root_replicas"},
+      dir + "/adapter.log");
+  *port = adapter->WaitForLog(R"(listening on port (\d+))");
+  INFO(adapter->Log());
+  REQUIRE(port->has_value());
+  return adapter;
+}
+
 }  // namespace
 
 TEST_CASE("acknowledged jobs survive SIGKILL of the control plane, and no replica runs twice [A7][C2]",
           "[A7][C2]") {
   std::string dir = TempDir();
-  {
-    std::ofstream config(dir + "/center.yaml");
-    config << "center_id: local\nsecurity_grade: 3\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n";
-  }
-  Process adapter({JC_ADAPTER_LOCAL, "--listen=127.0.0.1:0", "--plaintext", "--metrics_address=", "--state_dir=" + dir + "/adapter",
-                   "--work_dir=" + dir + "/replicas", "--center_config=" + dir + "/center.yaml", "--cpus=16",
-                   "--memory_mb=8192", "--poll_interval=50ms", "--allow_root_replicas"},
-                  dir + "/adapter.log");
-  auto adapter_port = adapter.WaitForLog(R"(listening on port (\d+))");
-  INFO(adapter.Log());
-  REQUIRE(adapter_port.has_value());
+  std::optional<std::string> adapter_port;
+  auto adapter = StartAdapter(dir, "", &adapter_port);
 
   int port = 0;
   auto server = StartServer(dir, "server1.log", &port);
@@ -130,6 +139,101 @@ TEST_CASE("acknowledged jobs survive SIGKILL of the control plane, and no replic
   server->Signal(SIGTERM);
   server->Wait();
   if (all_done) std::filesystem::remove_all(dir);  // kept for the logs when it failed
+}
+
+// Issue 46 (attacker's open point, session 33): services under a SIGKILL. A service's
+// replicas outlive the control plane at their center; the restarted one neither starts them
+// again nor loses one, keeps a scale it acknowledged, and restarts a replica that exited
+// while it was down, once.
+TEST_CASE("a service survives SIGKILL of the control plane: its replicas run on, none starts twice, an acknowledged "
+          "scale holds, and a replica that exited meanwhile starts again once [A17][C2]",
+          "[A17][C2]") {
+  std::string dir = TempDir();
+  std::optional<std::string> adapter_port;
+  auto adapter = StartAdapter(dir, "  - {id: svc-1, cpu: 1, memory: 256Mi}\n", &adapter_port);
+  int port = 0;
+  auto server = StartServer(dir, "server1.log", &port);
+  const std::string ran = dir + "/ran";
+  std::string id;
+  {
+    jc::testing::RestClient rest(port, jc::testing::AdminToken(dir + "/admin.token"));
+    REQUIRE(jc::testing::AddCenterWithSpec(rest, "local", "127.0.0.1:" + *adapter_port, 16, 8192, "256Mi"));
+    auto spec = rest.Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "svc-1"},
+                                                        {"resource_spec_name", "1 CPU, long-running"},
+                                                        {"resource_quantity", {{"cpu", "1"}, {"memory", "256Mi"}}},
+                                                        {"service_type", "streaming"},
+                                                        {"price", 1},
+                                                        {"computing_center_list", "local"}});
+    REQUIRE(spec.http_status == 200);
+    // Each start leaves a line "replica-attempt"; replica 1's first attempt exits after 2 s
+    // (while the control plane is down), every other one stays up.
+    json job = {{"name", "web"},
+                {"tasks", {{{"name", "t"},
+                            {"kind", "service"},
+                            {"command", "echo $JC_REPLICA_INDEX-$JC_ATTEMPT >> " + ran +
+                                            "; [ \"$JC_REPLICA_INDEX-$JC_ATTEMPT\" = 1-0 ] && { sleep 2; exit 3; }; "
+                                            "exec sleep 300"},
+                            {"resourceSpecId", "svc-1"},
+                            {"replicaNumber", 2}}}}};
+    jc::testing::RestReply created;
+    REQUIRE(jc::testing::WaitUntil([&] {  // until the scheduler has read the new spec
+      created = rest.Post("/openapi/v1/trainjob", job);
+      return created.http_status == 200;
+    }));
+    id = created.body["data"]["jobId"];
+    REQUIRE(jc::testing::WaitUntil([&] {
+      json got = rest.Get("/openapi/v1/trainjob/" + id).body["data"];
+      return got["taskInfos"][0].value("replicaStatus", json::array()) == json::array({"running", "running"});
+    }));
+    auto scaled = rest.Post("/openapi/v1/trainjob/" + id + "/scale", {{"replicaNumber", 3}});
+    INFO(scaled.body.dump());
+    REQUIRE(scaled.http_status == 200);
+  }
+  server->Signal(SIGKILL);
+  REQUIRE(server->Wait().has_value());
+  server = StartServer(dir, "server2.log", &port);
+  jc::testing::RestClient rest(port, jc::testing::AdminToken(dir + "/admin.token"));
+
+  auto starts = [&] {
+    std::map<std::string, int> n;
+    std::ifstream in(ran);
+    for (std::string line; std::getline(in, line);) ++n[line];
+    return n;
+  };
+  json job;
+  const bool settled = jc::testing::WaitUntil(
+      [&] {
+        job = rest.Get("/openapi/v1/trainjob/" + id).body["data"];
+        return job["taskInfos"][0].value("replicaStatus", json::array()) ==
+                   json::array({"running", "running", "running"}) &&
+               starts().count("1-1") == 1 && starts().count("2-0") == 1;
+      },
+      std::chrono::seconds(60));
+  INFO(job.dump());
+  CHECK(settled);
+  CHECK(job["status"] == "running");
+  CHECK(job["taskInfos"][0]["replicaNumber"] == 3);
+  // Replica 0 never started again; replica 1 once, after its exit; replica 2 once; none twice.
+  CHECK(starts() == std::map<std::string, int>{{"0-0", 1}, {"1-0", 1}, {"1-1", 1}, {"2-0", 1}});
+
+  // Stopped, it ends completed and every attempt's end is accounted for.
+  REQUIRE(rest.Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
+  const bool ended = jc::testing::WaitUntil(
+      [&] {
+        job = rest.Get("/openapi/v1/trainjob/" + id).body["data"];
+        if (job.value("status", "") != "completed") return false;
+        for (const auto& a : job.value("history", json::array())) {
+          if (a.contains("startedAt") && !a.contains("endedAt")) return false;
+        }
+        return true;
+      },
+      std::chrono::seconds(30));
+  INFO(job.dump());
+  CHECK(ended);
+  CHECK(job["statusReason"] == "stopped by the user (a service job ends when stopped)");
+  server->Signal(SIGTERM);
+  server->Wait();
+  if (settled && ended) std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("a leader stalled past its lease, whose lease another instance took, steps down instead of dispatching [A7][C7]",

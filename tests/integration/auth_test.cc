@@ -460,6 +460,10 @@ TEST_CASE("jobs belong to a project: another project's job is 404, lists show on
         s.rest->Get("/openapi/v1/trainjob/" + id + "/placement").http_status);
   CHECK(vera->Get("/openapi/v1/trainjob").body["data"]["jobs"].size() == 1);
   CHECK(vera->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 403);
+  // Scaling is a member's, checked before anything about the job is told (SPEC A17).
+  CHECK(vera->Post("/openapi/v1/trainjob/" + id + "/scale", {{"replicaNumber", 2}}).http_status == 403);
+  CHECK(bob->Post("/openapi/v1/trainjob/" + id + "/scale", {{"replicaNumber", 2}}).http_status == 404);
+  CHECK(alice->Post("/openapi/v1/trainjob/" + id + "/scale", {{"replicaNumber", 2}}).http_status == 409);  // a batch job
   CHECK(vera->Post("/openapi/v1/trainjob", job).http_status == 403);
   CHECK(alice->Get("/openapi/v1/trainjob/" + id).body["data"]["status"] == "pending");
 
@@ -787,6 +791,8 @@ TEST_CASE("every mutation leaves one audit row with who, what, outcome and sourc
   }));
   REQUIRE(alice->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
   CHECK(bob->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 404);
+  CHECK(alice->Post("/openapi/v1/trainjob/" + id + "/scale", {{"replicaNumber", 2}}).http_status == 409);
+  CHECK(bob->Post("/openapi/v1/trainjob/" + id + "/scale", {{"replicaNumber", 2}}).http_status == 404);
   CHECK(s.As("").Post("/openapi/v1/centers", {{"ai_center_id", "nope"}, {"name", "nope"}}).http_status == 401);
   CHECK(alice->Send("PATCH", "/openapi/v1/centers/x1", R"({"region": "east"})").http_status == 403);
   CHECK(s.rest->Post("/openapi/v1/centers", {{"ai_center_id", "x1"}, {"name", "again"}}).http_status == 409);
@@ -805,6 +811,8 @@ TEST_CASE("every mutation leaves one audit row with who, what, outcome and sourc
   CHECK(Count(all, "JobService.StopTrainJob", "alice", "OK") == 1);
   // Refused and failed attempts, with their outcome; none counted as done.
   CHECK(Count(all, "JobService.StopTrainJob", "bob", "NOT_FOUND") == 1);
+  CHECK(Count(all, "JobService.ScaleTrainJob", "alice", "FAILED_PRECONDITION") == 1);  // the job ended
+  CHECK(Count(all, "JobService.ScaleTrainJob", "bob", "NOT_FOUND") == 1);
   // A caller that proved no one is recorded with what it claimed, never an empty actor.
   CHECK(Count(all, "RegistryService.CreateCenter", "(no credential)", "UNAUTHENTICATED") == 1);
   CHECK(Count(all, "RegistryService.UpdateCenter", "alice", "PERMISSION_DENIED") == 1);

@@ -246,3 +246,128 @@ TEST_CASE("a service's back-off outlives a restart of the control plane: its rep
   again.app->Shutdown();
   std::filesystem::remove(std::filesystem::temp_directory_path() / (name + ".db"));
 }
+
+namespace {
+
+// The replica indexes of the job's task 0 whose status is `status`, by its taskInfos.
+std::set<int> Replicas(const json& job, const std::string& status) {
+  std::set<int> out;
+  const json& statuses = job["taskInfos"][0].value("replicaStatus", json::array());
+  for (size_t i = 0; i < statuses.size(); ++i) {
+    if (statuses[i] == status) out.insert(static_cast<int>(i));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a running service scales: more replicas start, fewer stop the highest-numbered (their runs closed and "
+          "kept in the history), and the job runs on [A17]",
+          "[A17]") {
+  Kinds k;
+  json two = Kinds::Job("web", "exec sleep 120", "svc-1", "service");
+  two["tasks"][0]["replicaNumber"] = 2;
+  const std::string id = k.Submit(two);
+  k.WaitFor(id, [](const json& j) { return Replicas(j, "running") == std::set<int>{0, 1}; });
+  const std::string scale = "/openapi/v1/trainjob/" + id + "/scale";
+
+  auto up = k.rest->Post(scale, {{"taskIndex", 0}, {"replicaNumber", 4}});
+  INFO(up.body.dump());
+  REQUIRE(up.http_status == 200);
+  CHECK(up.body["data"]["replicaNumber"] == 4);
+  CHECK(up.body["data"]["previousReplicaNumber"] == 2);
+  json job = k.WaitFor(id, [](const json& j) { return Replicas(j, "running") == std::set<int>{0, 1, 2, 3}; });
+  CHECK(job["taskInfos"][0]["replicaNumber"] == 4);
+
+  // Down to one: replicas 1 to 3 stop where they run; their attempts end "stopped" in the
+  // history; replica 0 runs on, and so does the job.
+  auto down = k.rest->Post(scale, {{"replicaNumber", 1}});
+  INFO(down.body.dump());
+  REQUIRE(down.http_status == 200);
+  CHECK(down.body["data"]["previousReplicaNumber"] == 4);
+  job = k.WaitFor(id, [](const json& j) {
+    int closed = 0;
+    for (const auto& a : j.value("history", json::array())) {
+      if (a.value("replicaIndex", 0) >= 1 && a.contains("endedAt")) ++closed;
+    }
+    return closed == 3;
+  });
+  CHECK(job["status"] == "running");
+  CHECK(job["taskInfos"][0]["replicaNumber"] == 1);
+  CHECK(job["taskInfos"][0]["replicaStatus"] == json::array({"running"}));
+  for (const auto& a : job["history"]) {
+    INFO(a.dump());
+    if (a.value("replicaIndex", 0) == 0) {
+      CHECK_FALSE(a.contains("endedAt"));  // never stopped nor restarted
+    } else {
+      CHECK(a.value("outcome", "") == "stopped");
+      CHECK(a.value("elapsedSeconds", 0.0) > 0);  // it ran: metered like any run
+    }
+  }
+  // Scaling to the count it has changes nothing; back up to 2, replica 1 starts again as
+  // a new attempt under its index.
+  CHECK(k.rest->Post(scale, {{"replicaNumber", 1}}).http_status == 200);
+  REQUIRE(k.rest->Post(scale, {{"replicaNumber", 2}}).http_status == 200);
+  job = k.WaitFor(id, [](const json& j) { return Replicas(j, "running") == std::set<int>{0, 1}; });
+  bool second_start = false;
+  for (const auto& a : job["history"]) {
+    if (a.value("replicaIndex", 0) == 1 && a.value("attempt", 0) == 1 && a.contains("startedAt")) second_start = true;
+  }
+  CHECK(second_start);
+  // Each scale is audited, with the job it changed, in the write that made it.
+  auto audit = k.rest->Get("/openapi/v1/audit?page_size=1000&action=JobService.ScaleTrainJob&outcome=OK");
+  REQUIRE(audit.http_status == 200);
+  const json rows = audit.body["data"].value("records", json::array());
+  CHECK(rows.size() == 4);
+  for (const auto& row : rows) CHECK(row.value("object", "") == "job_id=" + id);
+  Kinds::Must(k.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()));
+  job = k.WaitFor(id, [](const json& j) { return j.value("status", "") == "completed"; });
+  CHECK(job["statusReason"] == "stopped by the user (a service job ends when stopped)");
+}
+
+TEST_CASE("a scale is refused with a clear error, changing nothing, for bad counts, unknown tasks, jobs that do not "
+          "scale and jobs that ended [A17][C5]",
+          "[A17][C5]") {
+  Kinds k;
+  const std::string service = k.Submit(Kinds::Job("web", "exec sleep 120", "svc-1", "service"));
+  const std::string batch = k.Submit(Kinds::Job("batch", "exec sleep 120", "svc-1", ""));
+  const std::string notebook = k.Submit(Kinds::Job("nb", "exec sleep 120", "nb-1", "interactive"));
+  k.WaitFor(service, [](const json& j) { return j.value("status", "") == "running"; });
+  const json before = k.Get(service);
+  struct Case {
+    std::string job;
+    json body;
+    int http;
+    std::string says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {service, {{"replicaNumber", 0}}, 400, "replicaNumber: must be 1 to 1000, got 0 (to end the job, stop it)"},
+           {service, json::object(), 400, "replicaNumber: must be 1 to 1000, got 0"},
+           {service, {{"replicaNumber", 1001}}, 400, "replicaNumber: must be 1 to 1000, got 1001"},
+           {service, {{"replicaNumber", "two"}}, 400, "invalid value \"two\""},
+           {service, {{"taskIndex", 3}, {"replicaNumber", 2}}, 404, "has no task 3 (it has 1 task: 0)"},
+           {service, {{"jobId", batch}, {"replicaNumber", 2}}, 400, "jobId: the body names job"},
+           {batch, {{"replicaNumber", 2}}, 409,
+            "is a batch job: only service and streaming jobs scale (a batch job's replicas are fixed when it is "
+            "submitted)"},
+           {notebook, {{"replicaNumber", 2}}, 409, "is an interactive job: only service and streaming jobs scale"},
+           {"job-99999999", {{"replicaNumber", 2}}, 404, "job-99999999"}}) {
+    auto r = k.rest->Post("/openapi/v1/trainjob/" + c.job + "/scale", c.body);
+    INFO(c.job << " " << c.body.dump() << ": " << r.body.dump());
+    CHECK(r.http_status == c.http);
+    CHECK(r.body.value("errorMsg", "").find(c.says) != std::string::npos);
+  }
+  json after = k.Get(service);
+  CHECK(after["taskInfos"] == before["taskInfos"]);
+  CHECK(after["updatedAt"] == before["updatedAt"]);
+  // Ended: nothing to scale.
+  Kinds::Must(k.rest->Post("/openapi/v1/trainjob/" + service + "/stop", json::object()));
+  k.WaitFor(service, [](const json& j) { return j.value("status", "") == "completed"; });
+  auto ended = k.rest->Post("/openapi/v1/trainjob/" + service + "/scale", {{"replicaNumber", 2}});
+  CHECK(ended.http_status == 409);
+  CHECK(ended.body.value("errorMsg", "").find("has already ended (completed); there is nothing to scale") !=
+        std::string::npos);
+  for (const std::string& id : {batch, notebook}) {
+    Kinds::Must(k.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()));
+  }
+}

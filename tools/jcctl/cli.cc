@@ -20,7 +20,7 @@ const cli::Tool& Tool() {
       "3 the server cannot be reached; 4 not authenticated or not allowed; 5 not found.\n"
       "Run \"jcctl COMMAND --help\" for a command's flags.\n",
       "ids",
-      {{"\"job get\"|\"job history\"|\"job watch\"|\"job logs\"|\"job stop\"|\"job explain\"", "jobs"},
+      {{"\"job get\"|\"job history\"|\"job watch\"|\"job logs\"|\"job stop\"|\"job scale\"|\"job explain\"", "jobs"},
        {"\"center get\"|\"center delete\"|\"center update\"|\"center heartbeat\"|\"center usage\"|\"reconcile \"*",
         "centers"},
        {"\"spec get\"|\"spec update\"|\"spec delete\"|\"spec price\"", "specs"},

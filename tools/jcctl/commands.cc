@@ -756,6 +756,27 @@ std::vector<CommandSpec> Commands() {
                  ctx.out() << "job " << inv.args[0] << " stopping\n";
                  return 0;
                })});
+  c.push_back({{"job", "scale"}, "JOB REPLICAS",
+               "Scale a running service or streaming job's task to REPLICAS (1 to 1000): more start, fewer stop the "
+               "highest-numbered",
+               {{"task", 0, true, "task index (default 0)"}}, 2, 2,
+               WithClient([kJobs](Context& ctx, Client* client, const Invocation& inv) {
+                 int task = 0, replicas = 0;
+                 if (!absl::SimpleAtoi(inv.Get("task", "0"), &task) || task < 0) {
+                   return ctx.Fail(absl::InvalidArgumentError(absl::StrCat("task: \"", inv.Get("task"), "\" is not an index")));
+                 }
+                 if (!absl::SimpleAtoi(inv.args[1], &replicas)) {
+                   return ctx.Fail(absl::InvalidArgumentError(
+                       absl::StrCat("REPLICAS: \"", inv.args[1], "\" is not a number of replicas (1 to 1000)")));
+                 }
+                 json body = {{"taskIndex", task}, {"replicaNumber", replicas}};
+                 auto done = client->Call("POST", kJobs + "/" + Escape(inv.args[0]) + "/scale", &body);
+                 if (!done.ok()) return ctx.Fail(done.status());
+                 if (ctx.format() != Format::kTable) return Show(ctx, *done, {});
+                 ctx.out() << "job " << inv.args[0] << " task " << task << ": " << done->value("previousReplicaNumber", 0)
+                           << " -> " << done->value("replicaNumber", replicas) << " replicas\n";
+                 return 0;
+               })});
   c.push_back({{"job", "explain"}, "JOB", "Why the job went where it did: every center's filter or scores", {}, 1, 1,
                WithClient([kJobs](Context& ctx, Client* client, const Invocation& inv) {
                  auto got = client->Call("GET", kJobs + "/" + Escape(inv.args[0]) + "/placement");

@@ -213,3 +213,71 @@ TEST_CASE("a project quota refuses a job once as many wait as it allows, and a r
   CHECK(admission.Hold("vision", 4, 1).empty());
   CHECK_THAT(admission.Hold("vision", 8, 2), Catch::Contains("runs 1 of its 2 GPUs"));
 }
+
+TEST_CASE("a hard budget admits a service's scale to more replicas only when the added ones fit, as a create of them "
+          "would [A17][C6]",
+          "[A17][C6]") {
+  FakeCatalog catalog;
+  Admission admission(&catalog);
+  admission.SetBudgets("2027-01", {{"vision", Budget(9, true, 0.5)}}, {});  // each cpu-1 replica reserves 4.5
+  auto service = Job("vision", 1);
+  service.mutable_tasks(0)->set_kind("service");
+  REQUIRE(admission.Admit(service).ok());  // 4.5 of 9 committed
+  const v1::JobRecord job = Running(service, "alpha", kNow);
+  absl::Status two_more = admission.AdmitScale(job, 0, 2);  // 9 more: does not fit beside 4.5
+  CHECK(two_more.code() == absl::StatusCode::kResourceExhausted);
+  CHECK_THAT(std::string(two_more.message()), Catch::Contains("expected to cost 9"));
+  REQUIRE(admission.AdmitScale(job, 0, 1).ok());  // exactly fits, and is committed
+  CHECK(admission.AdmitScale(job, 0, 1).code() == absl::StatusCode::kResourceExhausted);
+  CHECK(admission.AdmitScale(job, 0, -2).ok());  // fewer replicas commit nothing more
+  // The recount holds what the job's request says: a scale writes its new count there.
+  v1::JobRecord three = job;
+  three.mutable_request()->mutable_tasks(0)->set_replica_number(2);
+  admission.BeginRecount(kNow);
+  admission.Count(three);
+  admission.EndRecount();
+  CHECK(admission.Admit(Job("vision", 1)).code() == absl::StatusCode::kResourceExhausted);
+  // A spec no one prices is not scaled for free.
+  auto unpriced = Job("vision", 1, "unpriced");
+  CHECK(admission.AdmitScale(Running(unpriced, "alpha", kNow), 0, 1).code() == absl::StatusCode::kUnavailable);
+}
+
+TEST_CASE("a service past its budget reservation runs on while the hard budget has room beyond what is committed, "
+          "and stops once it has none [A17][C6]",
+          "[A17][C6]") {
+  FakeCatalog catalog;
+  Admission admission(&catalog);
+  admission.SetBudgets("2027-01", {{"vision", Budget(100, true, 2)}}, {});
+  auto service = Job("vision", 1);
+  service.mutable_tasks(0)->set_kind("service");
+  // Three hours at 9 an hour at beta: 27 spent, past its 2 h; nothing else committed.
+  const v1::JobRecord web = Running(service, "beta", kNow - absl::Hours(3));
+  admission.BeginRecount(kNow);
+  admission.Count(web);
+  admission.EndRecount();
+  CHECK(admission.StopReason(web).empty());
+  // A batch job that ran as long is stopped (it committed no more).
+  CHECK(admission.StopReason(Running(Job("vision", 1), "beta", kNow - absl::Hours(3))) ==
+        "stopped: ran past its budget reservation of 2 h in project vision (hard budget)");
+  // Four batch jobs admitted, each holding 18 (9 an hour for 2 h): 27 + 72 = 99 committed,
+  // room left. A fifth commits the rest: the service stops, so that what they were admitted
+  // with stays covered.
+  std::vector<v1::JobRecord> admitted;
+  for (int i = 0; i < 4; ++i) admitted.push_back(Running(Job("vision", 1), "beta", kNow));
+  auto recount = [&] {
+    admission.BeginRecount(kNow);
+    admission.Count(web);
+    for (const auto& j : admitted) admission.Count(j);
+    admission.EndRecount();
+  };
+  recount();
+  CHECK(admission.StopReason(web).empty());  // 27 + 4 x 18 = 99 < 100
+  admitted.push_back(Running(Job("vision", 1), "beta", kNow));
+  recount();
+  CHECK(admission.StopReason(web) ==
+        "stopped: ran past its budget reservation of 2 h in project vision (hard budget), whose budget has no room "
+        "left beyond what is committed");
+  // Within its reservation, a service is never stopped for it.
+  const v1::JobRecord young = Running(service, "beta", kNow - absl::Minutes(30));
+  CHECK(admission.StopReason(young).empty());
+}

@@ -1,6 +1,6 @@
 // Golden tests of the job state machine (services/jobs/job_state.h, SPEC A7, C7): each
 // file in data/job_state/ holds a job record, a sequence of events (adapter reports,
-// submit answers, attempts that could not start, placements the scheduler made, a stop)
+// submit answers, attempts that could not start, placements the scheduler made, a stop, a scale)
 // and, for each event, the job as it stands afterwards with the effects the event asked
 // for. The machine has no I/O and takes time as an argument, so the same sequence always
 // gives the same lines. Run with JC_UPDATE_GOLDEN=1 to rewrite the expectations after a
@@ -40,7 +40,8 @@ std::string Summary(const v1::JobRecord& job, const JobEffects& fx, absl::Time n
     reps.push_back(absl::StrCat("t", r.task_index(), "r", r.replica_index(), ":",
                                 v1::ReplicaRecord::State_Name(r.state()), "/", r.attempt(), "@",
                                 r.center_id().empty() ? "-" : r.center_id()));
-    if (r.state() == v1::ReplicaRecord::WAITING && r.has_restart_after()) {
+    if (r.scaled_away()) absl::StrAppend(&reps.back(), " (scaled away)");
+    if (r.state() == v1::ReplicaRecord::WAITING && r.has_restart_after() && FromTimestamp(r.restart_after()) > now) {
       absl::StrAppend(&reps.back(), " (restart ", r.restarts_in_a_row(), " in a row, in ",
                       absl::FormatDuration(FromTimestamp(r.restart_after()) - now), ")");
     }
@@ -135,6 +136,8 @@ std::string Run(v1::JobRecord& job, const json& e, absl::Time now) {
     CloseOverdue(job, now, absl::Seconds(e.at("grace_s").get<int>()), &fx);
   } else if (kind == "stop") {
     ApplyStopRequested(job, now, &fx);
+  } else if (kind == "scale") {
+    ApplyScale(job, e.value("task", 0), e.at("replicas").get<int>(), now, &fx);
   } else if (kind == "unplaceable") {
     ApplyUnplaceable(job, e.at("why"), now, &fx);
   } else {

@@ -135,3 +135,39 @@ TEST_CASE("a task's kind is batch, interactive, service or streaming, one per jo
   NormalizeCreate(zero);
   CHECK(says(zero) == "tasks[0].replicaNumber: must be 1 to 1000, got 0");
 }
+
+TEST_CASE("a scale is for a service or streaming job that runs, to 1 to 1000 replicas of a task it has [A17][C5]",
+          "[A17][C5]") {
+  using jc::jobs::CheckScale;
+  jointcloud::v1::JobRecord job;
+  job.set_job_id("job-1");
+  job.set_status("running");
+  *job.mutable_request() = Job();
+  job.mutable_request()->mutable_tasks(0)->set_kind("service");
+  auto says = [&](int task, int replicas) { return std::string(CheckScale(job, task, replicas).message()); };
+  CHECK(CheckScale(job, 0, 5).ok());
+  CHECK(CheckScale(job, 0, 1).ok());  // the count it has: nothing changes, but no error
+  CHECK(CheckScale(job, 0, 1000).ok());
+  CHECK(says(0, 0) == "replicaNumber: must be 1 to 1000, got 0 (to end the job, stop it)");
+  CHECK(says(0, 1001) == "replicaNumber: must be 1 to 1000, got 1001");
+  CHECK(says(0, -1) == "replicaNumber: must be 1 to 1000, got -1");
+  CHECK(CheckScale(job, 1, 2).code() == absl::StatusCode::kNotFound);
+  CHECK(says(1, 2) == "job job-1 has no task 1 (it has 1 task: 0)");
+  CHECK(says(-1, 2) == "job job-1 has no task -1 (it has 1 task: 0)");
+  job.mutable_request()->mutable_tasks(0)->set_kind("streaming");
+  CHECK(CheckScale(job, 0, 2).ok());
+
+  job.mutable_request()->mutable_tasks(0)->set_kind("");
+  CHECK(CheckScale(job, 0, 2).code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(says(0, 2) == "job job-1 is a batch job: only service and streaming jobs scale (a batch job's replicas are "
+                      "fixed when it is submitted)");
+  job.mutable_request()->mutable_tasks(0)->set_kind("interactive");
+  CHECK(says(0, 2) == "job job-1 is an interactive job: only service and streaming jobs scale (an interactive job has "
+                      "one replica)");
+
+  job.mutable_request()->mutable_tasks(0)->set_kind("service");
+  job.set_stop_requested(true);
+  CHECK(says(0, 2) == "job job-1 is being stopped; it does not scale");
+  job.set_status("completed");
+  CHECK(says(0, 2) == "job job-1 has already ended (completed); there is nothing to scale");
+}
