@@ -1,6 +1,8 @@
-// The operator console (/ui) in headless Chromium (Debian's `chromium`), against the real
-// `jointcloud` and a real adapter running real jobs (issue 16 item 2): each page is loaded,
-// what it shows is checked in the DOM Chromium rendered, and a screenshot is saved.
+// The operator console (/ui) in headless Chromium (Debian's `chromium`, driven by
+// puppeteer-core: tests/testing/browser.h), against the real `jointcloud` and a real adapter
+// running real jobs (issue 16 item 2): a person signs in through the form, each page is
+// opened in that tab, what it shows is checked in the DOM Chromium rendered, and a screenshot
+// is saved. No token is ever in an address (issue 49 item 11).
 
 #include <signal.h>
 #include <unistd.h>
@@ -12,29 +14,15 @@
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "tests/testing/browser.h"
 #include "tests/testing/rest_client.h"
 #include "tests/testing/server_processes.h"
 
 using nlohmann::json;
 
-namespace {
-
-// Headless Chromium (Debian's) on `url` with `mode` (--dump-dom, or --screenshot=FILE);
-// returns its stdout.
-std::string Chromium(const std::string& dir, const std::string& url, const std::string& mode) {
-  static int n = 0;
-  auto ran = jc::testing::RunCaptured(
-      dir, {"chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-            "--hide-scrollbars", "--user-data-dir=" + dir + "/profile" + std::to_string(++n), "--window-size=1400,1000",
-            "--virtual-time-budget=8000", mode, url});
-  INFO(ran.err);
-  REQUIRE(ran.code == 0);
-  return ran.out;
-}
-
-}  // namespace
-
-TEST_CASE("the operator console shows centers, the queue, jobs with placements and logs, and charts", "[C8][A12]") {
+TEST_CASE("the operator console, signed in through its form and never by a link, shows centers, the queue, jobs with "
+          "placements and logs, and charts [C8][A12][C6]",
+          "[C8][A12][C6]") {
   std::string dir = std::filesystem::temp_directory_path() / ("jc-e2e-console-" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
@@ -98,10 +86,46 @@ TEST_CASE("the operator console shows centers, the queue, jobs with placements a
       std::chrono::seconds(60)));
 
   std::string base = "http://127.0.0.1:" + port + "/ui/";
-  auto page = [&](const std::string& hash) { return base + "#/" + hash + (hash.find('?') == std::string::npos ? "?" : "&") + "token=" + token; };
+  // The usage page reads the jobs' usage records: written once their attempts' ends are.
+  const std::string month = absl::FormatTime("%Y-%m", absl::Now(), absl::UTCTimeZone());
+  REQUIRE(jc::testing::WaitUntil([&] {
+    auto r = rest.Get("/openapi/v1/accounting/records?jobId=" + done[0]);
+    return r.http_status == 200 && r.body["data"].value("records", json::array()).size() == 2;
+  }));
+
+  // A person signs in through the form (issue 49 item 11) and opens each page in that tab.
+  const std::string injected_link = "#/plan?spec=%3Cimg%20src%3Dx%20id%3Dinjected%3E&name=%22%3E%3Cb%20id%3Dbold%3E&command=%3Cscript%3E";
+  const std::vector<jc::testing::BrowserStep> steps = {
+      {"#/centers", {"Centers (3)", "signed in as admin"}, shots + "/centers.png"},
+      {"#/queue", {"Queue: 1 waiting"}, shots + "/queue.png"},
+      {"#/jobs/" + waiting_id, {"id=\"stop-job\""}},
+      {"#/jobs", {"Jobs (3)"}, shots + "/jobs.png"},
+      {"#/jobs/" + done[0], {"hello-console-0", "ended  completed (was ", "badge succeeded"}, shots + "/job.png"},
+      {"#/plan?spec=cpu-1&replicas=2&command=true&duration=90", {"badge chosen", "id=\"expected-durations\""},
+       shots + "/plan.png"},
+      {"#/plan?spec=no-such-spec", {"id=\"plan-error\""}},
+      {injected_link, {"id=\"plan-error\""}},
+      {"#/charts", {"Throughput: jobs scheduled per second"}, shots + "/charts.png"},
+      {"#/usage", {"Cost by day"}, shots + "/usage.png"},
+  };
+  const jc::testing::BrowserRun run = jc::testing::Browse(JC_SOURCE_DIR, JC_BROWSER_TOOLS, dir, base, token, steps);
+  INFO(run.sign_in_error);
+  REQUIRE(run.signed_in);
+  REQUIRE(run.pages.size() == steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    INFO(steps[i].hash << ": " << run.pages[i].dom.substr(0, 4000));
+    CHECK(run.pages[i].reached);
+  }
+  for (const auto& e : run.errors) {
+    INFO(e);
+    CHECK(e.empty());  // no uncaught error in the console's script
+  }
+  // No address the tab was at and no URL it asked for carries the token.
+  for (const auto& a : run.addresses) CHECK_THAT(a, !Catch::Contains(token));
+  for (const auto& r : run.requests) CHECK_THAT(r, !Catch::Contains(token));
 
   {  // centers: a table with status and usage, and a map by geometry
-    std::string dom = Chromium(dir, page("centers"), "--dump-dom");
+    const std::string& dom = run.pages[0].dom;
     CHECK_THAT(dom, Catch::Contains("Centers (3)"));
     CHECK_THAT(dom, Catch::Contains("id=\"not-on-map\""));  // every center on the map or beside it
     CHECK_THAT(dom, Catch::Contains("Not on the map (no geometry"));
@@ -113,27 +137,23 @@ TEST_CASE("the operator console shows centers, the queue, jobs with placements a
     CHECK_THAT(dom, Catch::Contains("id=\"map\""));
     CHECK_THAT(dom, Catch::Contains("beijing · "));
     CHECK_THAT(dom, Catch::Contains("signed in as admin"));
-    Chromium(dir, page("centers"), "--screenshot=" + shots + "/centers.png");
   }
   {  // the queue: the waiting job and why it waits
-    std::string dom = Chromium(dir, page("queue"), "--dump-dom");
+    const std::string& dom = run.pages[1].dom;
     CHECK_THAT(dom, Catch::Contains("Queue: 1 waiting"));
-    // A job not ended has a Stop button (confirmed before it stops anything); an ended one has none.
-    std::string waiting_page = Chromium(dir, page("jobs/" + waiting_id), "--dump-dom");
-    CHECK_THAT(waiting_page, Catch::Contains("id=\"stop-job\""));
     CHECK_THAT(dom, Catch::Contains(waiting_id));
     CHECK_THAT(dom, Catch::Contains("too-big"));
-    Chromium(dir, page("queue"), "--screenshot=" + shots + "/queue.png");
+    // A job not ended has a Stop button (confirmed before it stops anything); an ended one has none.
+    CHECK_THAT(run.pages[2].dom, Catch::Contains("id=\"stop-job\""));
   }
   {  // jobs: every job with its status and centers
-    std::string dom = Chromium(dir, page("jobs"), "--dump-dom");
+    const std::string& dom = run.pages[3].dom;
     CHECK_THAT(dom, Catch::Contains("Jobs (3)"));
     for (const auto& id : done) CHECK_THAT(dom, Catch::Contains(id));
     CHECK_THAT(dom, Catch::Contains("badge completed"));
-    Chromium(dir, page("jobs"), "--screenshot=" + shots + "/jobs.png");
   }
   {  // a job: replicas and centers, the placement's explanation, its events and a replica's log
-    std::string dom = Chromium(dir, page("jobs/" + done[0]), "--dump-dom");
+    const std::string& dom = run.pages[4].dom;
     CHECK_THAT(dom, Catch::Contains("Job " + done[0]));
     CHECK_THAT(dom, !Catch::Contains("id=\"stop-job\""));  // it ended: nothing to stop
     CHECK_THAT(dom, Catch::Contains("id=\"replicas\""));
@@ -147,10 +167,9 @@ TEST_CASE("the operator console shows centers, the queue, jobs with placements a
     CHECK_THAT(dom, !Catch::Contains("undefined"));
     CHECK_THAT(dom, Catch::Contains("id=\"history\""));  // every attempt: where, when, how it ended
     CHECK_THAT(dom, Catch::Contains("badge succeeded"));
-    Chromium(dir, page("jobs/" + done[0]), "--screenshot=" + shots + "/job.png");
   }
   {  // plan: a dry run of a job, per center its expected start, finish, cost and marks (A16)
-    std::string dom = Chromium(dir, page("plan?spec=cpu-1&replicas=2&command=true&duration=90"), "--dump-dom");
+    const std::string& dom = run.pages[5].dom;
     CHECK_THAT(dom, Catch::Contains("Plan a job"));
     CHECK_THAT(dom, Catch::Contains("id=\"plan-form\""));
     CHECK_THAT(dom, Catch::Contains("id=\"placement\""));
@@ -160,16 +179,13 @@ TEST_CASE("the operator console shows centers, the queue, jobs with placements a
     CHECK_THAT(dom, Catch::Contains("badge chosen"));
     CHECK_THAT(dom, Catch::Contains("id=\"expected-durations\""));  // from the estimate given: 90 s
     CHECK_THAT(dom, !Catch::Contains("undefined"));
-    Chromium(dir, page("plan?spec=cpu-1&replicas=2&command=true&duration=90"), "--screenshot=" + shots + "/plan.png");
     // What the plan refuses is said, not drawn: a spec no center offers.
-    std::string refused = Chromium(dir, page("plan?spec=no-such-spec"), "--dump-dom");
+    const std::string& refused = run.pages[6].dom;
     CHECK_THAT(refused, Catch::Contains("id=\"plan-error\""));
     CHECK_THAT(refused, Catch::Contains("no-such-spec"));
     // A link whose values carry markup shows them as text: nothing of it becomes the page's
     // (the spec, name and command are the link's, and the refusal repeats the spec).
-    std::string injected = Chromium(
-        dir, page("plan?spec=%3Cimg%20src%3Dx%20id%3Dinjected%3E&name=%22%3E%3Cb%20id%3Dbold%3E&command=%3Cscript%3E"),
-        "--dump-dom");
+    const std::string& injected = run.pages[7].dom;
     CHECK_THAT(injected, Catch::Contains("id=\"plan-error\""));
     CHECK_THAT(injected, !Catch::Contains("id=\"injected\""));
     CHECK_THAT(injected, !Catch::Contains("id=\"bold\""));
@@ -178,31 +194,46 @@ TEST_CASE("the operator console shows centers, the queue, jobs with placements a
     CHECK(rest.Get("/openapi/v1/trainjob?pageSize=100").body["data"]["jobs"].size() == 3);
   }
   {  // charts: throughput and scheduling time from /metrics
-    std::string dom = Chromium(dir, page("charts"), "--dump-dom");
+    const std::string& dom = run.pages[8].dom;
     CHECK_THAT(dom, Catch::Contains("jobs scheduled"));
     CHECK_THAT(dom, Catch::Contains("mean scheduling time"));
     CHECK_THAT(dom, Catch::Contains("Throughput: jobs scheduled per second"));
-    Chromium(dir, page("charts"), "--screenshot=" + shots + "/charts.png");
   }
   {  // usage: this month's cost per project and center, per day, and the settlement's status
-    std::string month = absl::FormatTime("%Y-%m", absl::Now(), absl::UTCTimeZone());
-    REQUIRE(jc::testing::WaitUntil([&] {
-      auto r = rest.Get("/openapi/v1/accounting/records?jobId=" + done[0]);
-      return r.http_status == 200 && r.body["data"].value("records", json::array()).size() == 2;
-    }));
-    std::string dom = Chromium(dir, page("usage"), "--dump-dom");
+    const std::string& dom = run.pages[9].dom;
     CHECK_THAT(dom, Catch::Contains("Usage and cost, " + month));
     CHECK_THAT(dom, Catch::Contains("id=\"usage\""));
     CHECK_THAT(dom, Catch::Contains("beijing"));
     CHECK_THAT(dom, Catch::Contains("Cost by project"));
     CHECK_THAT(dom, Catch::Contains("Cost by day"));
     CHECK_THAT(dom, Catch::Contains("badge open"));
-    Chromium(dir, page("usage"), "--screenshot=" + shots + "/usage.png");
   }
   {  // without a token: the sign-in form, and no data
-    std::string dom = Chromium(dir, base + "#/centers", "--dump-dom");
-    CHECK_THAT(dom, Catch::Contains("Sign in"));
-    CHECK_THAT(dom, !Catch::Contains("Beijing AI"));
+    auto anonymous = jc::testing::Browse(JC_SOURCE_DIR, JC_BROWSER_TOOLS, dir, base, "", {{"#/centers", {"Sign in"}}});
+    REQUIRE(anonymous.pages.size() == 1);
+    CHECK(anonymous.pages[0].reached);
+    CHECK_THAT(anonymous.pages[0].dom, !Catch::Contains("Beijing AI"));
+  }
+  {  // a link carrying a token (the console's old way, or someone else's token) signs no one in:
+     // the token leaves the address bar at once, unused, and the form says why
+    auto linked = jc::testing::Browse(JC_SOURCE_DIR, JC_BROWSER_TOOLS, dir, base, "",
+                                      {{"", {"links never sign in"}, "", base + "#/jobs?token=" + token},
+                                       {"", {"links never sign in"}, "", base + "#/plan?spec=cpu-1&token=" + token + "&name=x"}});
+    REQUIRE(linked.pages.size() == 2);
+    for (const auto& p : linked.pages) {
+      INFO(p.dom.substr(0, 4000));
+      CHECK(p.reached);
+      CHECK_THAT(p.dom, !Catch::Contains("Jobs ("));
+      CHECK_THAT(p.dom, !Catch::Contains(done[0]));
+      CHECK_THAT(p.address, !Catch::Contains("token"));
+    }
+    CHECK(linked.pages[0].address == base + "#/jobs");
+    CHECK(linked.pages[1].address == base + "#/plan?spec=cpu-1&name=x");
+    // The API saw no call with it: only the console's own files were asked for.
+    for (const auto& r : linked.requests) {
+      INFO(r);
+      CHECK_THAT(r, !Catch::Contains("/openapi/"));
+    }
   }
   {  // the files are served by the gateway itself
     httplib::Client http("127.0.0.1", started.rest_port);

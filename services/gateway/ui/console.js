@@ -10,16 +10,19 @@ let timers = [];
 
 // ---- Token and API ----
 
-function takeTokenFromUrl() {
-  // #/centers?token=... (for automation): stored, then removed from the address bar.
-  // A link never replaces a token already signed in (a link carrying someone else's token
-  // would otherwise make this tab act as them); a token that does not decode is ignored.
-  const m = location.hash.match(/[?&]token=([^&]+)/);
-  if (!m) return;
-  let given = "";
-  try { given = decodeURIComponent(m[1]); } catch (e) { /* malformed: ignored */ }
-  if (given && !token()) sessionStorage.setItem("jc-token", given);
-  history.replaceState(null, "", location.pathname + location.hash.replace(/[?&]token=[^&]+/, ""));
+// A token is taken only from the sign-in form, never from an address: an address is kept in
+// history, logs, Referer headers and whatever a link passes through, and a link carrying
+// someone's token would make this tab act as them. One that carries a token anyway
+// (#/centers?token=…, the console's old way) has it removed from the address bar at once,
+// unused. Returns whether there was one.
+function dropTokenFromUrl() {
+  const at = location.hash.indexOf("?");
+  if (at < 0) return false;
+  const params = location.hash.slice(at + 1).split("&");
+  const kept = params.filter((p) => !/^token(=|$)/i.test(p));
+  if (kept.length === params.length) return false;
+  history.replaceState(null, "", location.pathname + location.hash.slice(0, at) + (kept.length ? "?" + kept.join("&") : ""));
+  return true;
 }
 
 function token() { return sessionStorage.getItem("jc-token") || ""; }
@@ -257,7 +260,12 @@ async function jobPage(id) {
     const li = document.createElement("li");
     if (type === "ended" && logTimer) {
       clearInterval(logTimer);
-      setTimeout(() => showLog(id, ...(document.getElementById("log-name").textContent.match(/\d+/g) || [0, 0]), false), 500);
+      // The log's last read, once its end is written; dropped with the page if it is left first
+      // (route() clears the page's timers).
+      timers.push(setTimeout(() => {
+        const shown = document.getElementById("log-name");
+        if (shown) showLog(id, ...(shown.textContent.match(/\d+/g) || [0, 0]), false);
+      }, 500));
       const b = document.getElementById("stop-job");
       if (b) b.remove();
     }
@@ -518,12 +526,12 @@ async function route() {
   for (const t of timers) clearInterval(t);
   streams = [];
   timers = [];
-  takeTokenFromUrl();
+  const dropped = dropTokenFromUrl();
   const query = (location.hash.match(/\?(.*)$/) || ["", ""])[1];
   const hash = location.hash.replace(/\?.*$/, "") || "#/centers";
   const [, page, arg] = hash.split("/");
   for (const a of document.querySelectorAll("nav a")) a.classList.toggle("active", a.dataset.page === page);
-  if (!token()) return showLogin("");
+  if (!token()) return showLogin(dropped ? "The link carried a token: links never sign in (it was removed from the address). Paste the token here." : "");
   document.getElementById("login").hidden = true;
   view.hidden = false;
   try {
@@ -549,10 +557,12 @@ function showLogin(message) {
 document.getElementById("login").addEventListener("submit", (ev) => {
   ev.preventDefault();
   sessionStorage.setItem("jc-token", document.getElementById("token").value.trim());
-  route();
+  document.getElementById("token").value = "";  // kept in the tab's session only
+  route().then(whoami);  // and say who signed in, as a load does
 });
 
 async function whoami() {
+  if (!token()) return;  // signed out: the form shows, and nothing is asked of the API
   try {
     const me = await api("/openapi/v1/whoami");
     document.getElementById("who").textContent = me.name ? `signed in as ${me.name}` : "";
@@ -571,5 +581,4 @@ document.getElementById("signout").addEventListener("click", () => {
 });
 
 window.addEventListener("hashchange", route);
-takeTokenFromUrl();
 route().then(whoami);
