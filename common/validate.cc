@@ -2,6 +2,7 @@
 #include "common/validate.h"
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -47,6 +48,38 @@ absl::Status CheckOptionalText(absl::string_view field, absl::string_view value,
                                                    " bytes (got ", value.size(), ")"));
   }
   return absl::OkStatus();
+}
+
+absl::Status CheckPort(absl::string_view where, absl::string_view name, int port, absl::string_view readiness_path) {
+  bool name_ok = !name.empty() && name.size() <= 15 && absl::ascii_islower(name[0]);
+  for (char c : name) name_ok &= absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '-';
+  if (!name_ok) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ".name: a letter a-z, then a-z, 0-9 or '-', at most 15 (",
+                                                   "\"http\", \"jupyter\"); got \"", absl::CHexEscape(name.substr(0, 32)),
+                                                   "\""));
+  }
+  if (port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ".port: 1 to 65535 (or 0: the center chooses), got ", port));
+  }
+  if (!readiness_path.empty()) {
+    bool path_ok = readiness_path[0] == '/' && readiness_path.size() <= 256;
+    for (char c : readiness_path) path_ok &= c > 0x20 && c < 0x7f;
+    if (!path_ok) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ".readinessPath: '/' then printable ASCII without spaces, at most 256 bytes (\"/api/status\"); got \"",
+          absl::CHexEscape(readiness_path.substr(0, 64)), "\""));
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string PortEnvName(absl::string_view name) {
+  std::string out = absl::StrCat("JC_PORT_", absl::AsciiStrToUpper(name));
+  for (char& c : out) {
+    if (c == '-') c = '_';
+  }
+  return out;
 }
 
 std::vector<std::string> SplitList(absl::string_view list) {

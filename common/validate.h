@@ -29,6 +29,17 @@ absl::Status CheckRequiredText(absl::string_view field, absl::string_view value,
 absl::Status CheckOptionalText(absl::string_view field, absl::string_view value,
                                size_t max_bytes = kMaxShortField);
 
+// A replica's named port (SPEC A17), wherever it enters (a task's ports, an adapter's
+// submit): `where` names the field ("tasks[0].ports[1]"). The name [a-z][a-z0-9-]*, at most
+// 15 bytes (it becomes JC_PORT_<NAME> and part of an endpoint's host name); the port 0 (the
+// center chooses) or 1..65535; the readiness path empty or '/' then printable ASCII without
+// spaces, at most 256 bytes (it goes into an HTTP request line).
+absl::Status CheckPort(absl::string_view where, absl::string_view name, int port, absl::string_view readiness_path);
+// JC_PORT_<NAME>: the environment variable that carries a port's number.
+std::string PortEnvName(absl::string_view name);
+// At most this many ports a task.
+inline constexpr int kMaxPortsPerTask = 8;
+
 // Splits a comma-separated list as the standard writes them ("center1,center2"; the
 // full-width comma "，" of the Chinese examples is accepted too), trimming blanks and
 // dropping empty items.

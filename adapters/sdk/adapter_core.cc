@@ -1,6 +1,7 @@
 #include "adapters/sdk/adapter_core.h"
 
 #include "adapters/sdk/staged_dataset.h"
+#include "adapters/sdk/readiness.h"
 
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
@@ -71,6 +72,12 @@ std::string SpecDigest(const pb::SubmitReplicaRequest& req) {
   if (!req.image().empty()) add(req.image());  // digests of replicas from before images stay
   add(req.resource_spec_id());
   add(req.user());
+  // Ports only when asked (digests of replicas from before ports stay).
+  for (const auto& p : req.ports()) {
+    add(p.name());
+    add(std::to_string(p.port()));
+    add(p.readiness_path());
+  }
   // The env in key order (a protobuf map has none of its own).
   std::vector<const google::protobuf::MapPair<std::string, std::string>*> env;
   env.reserve(req.env().size());
@@ -109,6 +116,7 @@ AdapterCore::AdapterCore(Backend* backend, CenterConfig center, store::Store* st
       store_(store),
       options_(options),
       events_(options.event_window),
+      ports_(center_.port_first, center_.port_last),
       committer_(store) {
   committer_.SetPrologue([this](store::Transaction&) {
     txn_cursor_ = next_cursor_;
@@ -139,6 +147,9 @@ absl::Status AdapterCore::Start() {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& row : rows) {
       JC_ASSIGN_OR_RETURN(pb::Replica r, store::DecodeDoc<pb::Replica>(row[0]));
+      if (!Ended(r.state())) {
+        for (const auto& e : r.endpoints()) ports_.Restore(r.name(), e.port());
+      }
       replicas_[r.name()] = r;
     }
   }
@@ -441,9 +452,42 @@ absl::StatusOr<ReplicaLaunch> AdapterCore::Validate(const pb::SubmitReplicaReque
   if (!located.empty()) l.env["JC_DATASETS"] = absl::StrJoin(located, " ");
   // Which center runs it (as Slurm's SLURM_CLUSTER_NAME): a command may adapt to it.
   l.env["JC_CENTER_ID"] = center_.center_id;
+  if (req.ports_size() > kMaxPortsPerTask) {
+    return absl::InvalidArgumentError(absl::StrCat("a replica has at most ", kMaxPortsPerTask, " ports, got ", req.ports_size()));
+  }
+  for (int i = 0; i < req.ports_size(); ++i) {
+    const auto& p = req.ports(i);
+    JC_RETURN_IF_ERROR(CheckPort(absl::StrCat("ports[", i, "]"), p.name(), p.port(), p.readiness_path()));
+    for (const auto& other : l.ports) {
+      if (other.name == p.name()) return absl::InvalidArgumentError(absl::StrCat("ports: \"", p.name(), "\" named twice"));
+    }
+    l.ports.push_back({p.name(), p.port(), p.readiness_path()});
+  }
+  if (!l.ports.empty() && !ports_.offers()) {
+    return absl::FailedPreconditionError(absl::StrCat("center ", center_.center_id,
+                                                      " offers no ports to its replicas (its configuration has no ports:)"));
+  }
   l.spec = *spec;
   l.spec_digest = SpecDigest(req);
   return l;
+}
+
+absl::Status AdapterCore::AssignPorts(ReplicaLaunch& launch) {
+  if (launch.ports.empty()) return absl::OkStatus();
+  std::vector<int> wanted;
+  for (const auto& p : launch.ports) wanted.push_back(p.port);
+  JC_ASSIGN_OR_RETURN(std::vector<int> given, ports_.Hold(launch.name, wanted));
+  for (size_t i = 0; i < given.size(); ++i) {
+    launch.ports[i].port = given[i];
+    launch.env[PortEnvName(launch.ports[i].name)] = std::to_string(given[i]);
+  }
+  return absl::OkStatus();
+}
+
+void AdapterCore::ReleasePorts(const ReplicaLaunch& launch) {
+  std::vector<int> held;
+  for (const auto& p : launch.ports) held.push_back(p.port);
+  ports_.Release(launch.name, held);
 }
 
 absl::StatusOr<pb::Replica> AdapterCore::Repeated(const pb::Replica& known, const ReplicaLaunch& launch) {
@@ -471,6 +515,10 @@ absl::StatusOr<pb::Replica> AdapterCore::Submit(const pb::SubmitReplicaRequest& 
     // A repeat of a submit still under way waits for it and gets its answer.
     submitted_cv_.wait(lock, [&] { return !submitting_.count(launch->name); });
     if (auto it = replicas_.find(launch->name); it != replicas_.end()) return Repeated(it->second, *launch);
+    if (absl::Status given = AssignPorts(*launch); !given.ok()) {
+      if (metrics_) metrics_->refused.Increment();
+      return given;
+    }
     submitting_.insert(launch->name);
   }
   auto done = [&] {
@@ -480,6 +528,10 @@ absl::StatusOr<pb::Replica> AdapterCore::Submit(const pb::SubmitReplicaRequest& 
   };
   absl::StatusOr<std::string> id = backend_->Submit(*launch);
   if (!id.ok()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ReleasePorts(*launch);
+    }
     done();
     if (metrics_) metrics_->refused.Increment();
     return id.status();
@@ -516,6 +568,12 @@ absl::StatusOr<std::vector<pb::Replica>> AdapterCore::SubmitGang(const pb::Submi
       return absl::AlreadyExistsError(
           "some replicas of this gang exist and others do not; a gang is submitted whole");
     }
+    for (size_t i = 0; i < launches.size(); ++i) {
+      if (absl::Status given = AssignPorts(launches[i]); !given.ok()) {
+        for (size_t k = 0; k < i; ++k) ReleasePorts(launches[k]);
+        return given;
+      }
+    }
     for (const auto& l : launches) submitting_.insert(l.name);
   }
   auto done = [&] {
@@ -525,6 +583,10 @@ absl::StatusOr<std::vector<pb::Replica>> AdapterCore::SubmitGang(const pb::Submi
   };
   auto ids = backend_->SubmitGang(launches);
   if (!ids.ok() || ids->size() != launches.size()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& l : launches) ReleasePorts(l);
+    }
     done();
     return ids.ok() ? absl::InternalError("the backend answered a gang with the wrong number of ids")
                     : ids.status();
@@ -546,6 +608,12 @@ pb::Replica AdapterCore::Accepted(const ReplicaLaunch& launch, const std::string
   r.set_resource_spec_id(launch.spec.resource_spec_id());
   r.set_spec_digest(launch.spec_digest);
   *r.mutable_submitted_at() = ToTimestamp(absl::Now());
+  for (const auto& p : launch.ports) {
+    auto* e = r.add_endpoints();
+    e->set_name(p.name);
+    e->set_port(p.port);
+    e->set_readiness_path(p.readiness_path);
+  }
   return r;
 }
 
@@ -562,9 +630,12 @@ std::vector<absl::StatusOr<pb::Replica>> AdapterCore::SubmitMany(const pb::Submi
       }
       if (auto it = replicas_.find(launch->name); it != replicas_.end()) {
         out[i] = Repeated(it->second, *launch);  // a repeated submit
-      } else if (!submitting_.insert(launch->name).second) {
+      } else if (submitting_.count(launch->name)) {
         out[i] = absl::UnavailableError(absl::StrCat("replica ", launch->name, " is being submitted; retry"));
+      } else if (absl::Status given = AssignPorts(*launch); !given.ok()) {
+        out[i] = given;
       } else {
+        submitting_.insert(launch->name);
         fresh.emplace_back(i, std::move(launch).value());
       }
     }
@@ -582,7 +653,10 @@ std::vector<absl::StatusOr<pb::Replica>> AdapterCore::SubmitMany(const pb::Submi
   absl::Status recorded = accepted.empty() ? absl::OkStatus() : Record(accepted);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [i, launch] : fresh) submitting_.erase(launch.name);
+    for (const auto& [i, launch] : fresh) {
+      if (!out[i].ok()) ReleasePorts(launch);  // refused by the backend: they were never the replica's
+      submitting_.erase(launch.name);
+    }
     submitted_cv_.notify_all();
   }
   for (const auto& [i, launch] : fresh) {
@@ -604,6 +678,26 @@ absl::StatusOr<pb::Replica> AdapterCore::Get(const pb::ReplicaKey& key) {
     return absl::NotFoundError(absl::StrCat("no replica ", ReplicaName(key), " at center ", center_.center_id));
   }
   return it->second;
+}
+
+absl::StatusOr<std::pair<std::string, int>> AdapterCore::TunnelTarget(const pb::ReplicaKey& key,
+                                                                      const std::string& port_name) {
+  JC_ASSIGN_OR_RETURN(pb::Replica r, Get(key));
+  if (r.state() != pb::REPLICA_RUNNING) {
+    return absl::FailedPreconditionError(absl::StrCat("replica ", r.name(), " is ", pb::ReplicaState_Name(r.state()),
+                                                      ", not running: no tunnel to it"));
+  }
+  std::vector<std::string> names;
+  for (const auto& e : r.endpoints()) {
+    if (e.name() != port_name) {
+      names.push_back(e.name());
+      continue;
+    }
+    if (e.host().empty()) return absl::UnavailableError(absl::StrCat("replica ", r.name(), " has no host yet"));
+    return std::make_pair(e.host(), e.port());
+  }
+  return absl::NotFoundError(absl::StrCat("replica ", r.name(), " has no port named \"", port_name.substr(0, 32),
+                                          "\" (it has: ", names.empty() ? "none" : absl::StrJoin(names, ", "), ")"));
 }
 
 absl::StatusOr<pb::Replica> AdapterCore::StopReplica(const pb::ReplicaKey& key) {
@@ -793,7 +887,15 @@ void AdapterCore::AfterRecords() {
   next_cursor_ = txn_cursor_;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& r : txn_changed_) replicas_[r.name()] = r;
+    for (const auto& r : txn_changed_) {
+      replicas_[r.name()] = r;
+      if (Ended(r.state()) && r.endpoints_size() > 0) {
+        // Ended: its ports go back to the center's range.
+        std::vector<int> held;
+        for (const auto& e : r.endpoints()) held.push_back(e.port());
+        ports_.Release(r.name(), held);
+      }
+    }
   }
   for (auto& e : txn_events_) {
     events_.Append(std::move(e), [](pb::ReplicaEvent&, uint64_t) {});
@@ -829,8 +931,16 @@ absl::Status AdapterCore::PollOnce() {
         o.exit_code = -1;
         o.message = "the center's scheduler no longer knows this replica";
       }
-      if (o.state == r.state() && o.message == r.message()) continue;
+      const std::string host = o.host.empty() ? center_.endpoint_host : o.host;
+      const bool moved_host = o.state == pb::REPLICA_RUNNING && r.endpoints_size() > 0 && r.endpoints(0).host() != host;
+      if (o.state == r.state() && o.message == r.message() && !moved_host) continue;
       pb::Replica next = r;
+      if (o.state == pb::REPLICA_RUNNING) {
+        for (auto& e : *next.mutable_endpoints()) e.set_host(host);
+      }
+      if (Ended(o.state)) {
+        for (auto& e : *next.mutable_endpoints()) e.set_ready(false);
+      }
       next.set_state(o.state);
       next.set_exit_code(o.exit_code);
       next.set_message(o.message);
@@ -844,7 +954,48 @@ absl::Status AdapterCore::PollOnce() {
       changed.push_back(next);
     }
   }
-  return Record(changed);
+  JC_RETURN_IF_ERROR(Record(changed));
+  return Record(ProbeEndpoints());
+}
+
+std::vector<pb::Replica> AdapterCore::ProbeEndpoints() {
+  std::vector<pb::Replica> due;
+  const absl::Time now = absl::Now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = probed_.begin(); it != probed_.end();) {  // forget those no longer running
+      auto r = replicas_.find(it->first);
+      it = r == replicas_.end() || r->second.state() != pb::REPLICA_RUNNING ? probed_.erase(it) : std::next(it);
+    }
+    for (const auto& [name, r] : replicas_) {
+      if (r.state() != pb::REPLICA_RUNNING || r.endpoints_size() == 0 || r.endpoints(0).host().empty()) continue;
+      if (auto it = probed_.find(name); it != probed_.end() && now - it->second < absl::Seconds(1)) continue;
+      probed_[name] = now;
+      due.push_back(r);
+    }
+  }
+  std::vector<pb::Replica> changed;
+  for (const pb::Replica& r : due) {
+    std::vector<bool> ready;
+    for (const auto& e : r.endpoints()) {
+      ready.push_back(EndpointReady(e.host(), e.port(), e.readiness_path(), absl::Milliseconds(300)));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    // Onto the record as it is now (a stop or the poller's answer may have come meanwhile).
+    auto it = replicas_.find(r.name());
+    if (it == replicas_.end() || it->second.state() != pb::REPLICA_RUNNING ||
+        it->second.endpoints_size() != static_cast<int>(ready.size())) {
+      continue;
+    }
+    pb::Replica next = it->second;
+    bool differs = false;
+    for (int i = 0; i < next.endpoints_size(); ++i) {
+      differs |= next.endpoints(i).ready() != ready[i];
+      next.mutable_endpoints(i)->set_ready(ready[i]);
+    }
+    if (differs) changed.push_back(std::move(next));
+  }
+  return changed;
 }
 
 void AdapterCore::PollLoop() {

@@ -19,6 +19,7 @@
 #include "adapters/sdk/backend.h"
 #include "adapters/sdk/center_config.h"
 #include "adapters/sdk/image_mirror.h"
+#include "adapters/sdk/port_book.h"
 #include "adapters/sdk/staged_images.h"
 #include "common/event_log.h"
 #include "common/store/group_commit.h"
@@ -66,6 +67,9 @@ class AdapterCore {
   // of one gang go together.
   absl::StatusOr<pb::Replica> WithdrawReplica(const pb::ReplicaKey& key);
   absl::StatusOr<pb::Replica> Get(const pb::ReplicaKey& key);
+  // Where a tunnel to the replica's port `port_name` connects (SPEC A17): its host and port.
+  // NotFound for a replica or port not here, FailedPrecondition for a replica not running.
+  absl::StatusOr<std::pair<std::string, int>> TunnelTarget(const pb::ReplicaKey& key, const std::string& port_name);
   absl::StatusOr<std::string> ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes);
   // Copies the dataset in from the first source a mover copies (file:// built in, other
   // schemes by the center's data_movers), and says which it was and how long it took.
@@ -101,6 +105,13 @@ class AdapterCore {
   absl::Status WriteRecords(store::Transaction& txn, const std::vector<pb::Replica>& changed);
   void AfterRecords();
   void PollLoop();
+  // Gives `launch` its ports from the center's range (PortBook), each also in its env as
+  // JC_PORT_<NAME>; ReleasePorts frees them (a submit the backend refused). Caller holds mu_.
+  absl::Status AssignPorts(ReplicaLaunch& launch);
+  void ReleasePorts(const ReplicaLaunch& launch);
+  // Readiness (SPEC A17): the running replicas' endpoints probed where they run, at most
+  // once a second each; those whose answer changed are returned to be recorded.
+  std::vector<pb::Replica> ProbeEndpoints();
 
   std::shared_ptr<const RunAs> CurrentRunAs() const;
 
@@ -124,6 +135,8 @@ class AdapterCore {
   std::map<std::string, pb::Replica> replicas_;  // by name
   std::set<std::string> submitting_;             // names whose submit is under way
   std::set<std::string> withdrawing_;            // external ids being withdrawn (the poller skips them)
+  PortBook ports_;                               // the center's port range: who holds which
+  std::map<std::string, absl::Time> probed_;     // replicas' last readiness probe (poller thread only)
   // Record's group commit: the store's own (common/store/group_commit.h). Its committing
   // thread alone touches the txn_ fields: the prologue resets them, each write adds its
   // replicas and events with the next cursors, the epilogue (after the commit, in commit

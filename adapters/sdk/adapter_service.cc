@@ -1,9 +1,13 @@
 #include "adapters/sdk/adapter_service.h"
 
 #include <grpcpp/grpcpp.h>
+#include <sys/socket.h>
+
+#include <atomic>
 
 #include "absl/strings/str_cat.h"
 #include "adapters/sdk/adapter_core.h"
+#include "adapters/sdk/tunnel.h"
 #include "common/auth/adapter_proof.h"
 #include "spdlog/spdlog.h"
 #include "common/event_stream.h"
@@ -15,6 +19,8 @@ namespace jc::adapter {
 namespace {
 
 constexpr int kMaxSubmitBatch = 1000;  // as adapter.proto says
+// Tunnels open at once (each holds a server thread and one of its own): past it, refused.
+constexpr int kMaxTunnels = 256;
 
 class AdapterService final : public pb::Adapter::Service {
  public:
@@ -87,6 +93,29 @@ class AdapterService final : public pb::Adapter::Service {
   grpc::Status GetReplica(grpc::ServerContext*, const pb::ReplicaRef* req, pb::Replica* resp) override {
     return Reply(core_->Get(req->key()), resp);
   }
+  grpc::Status OpenTunnel(grpc::ServerContext*,
+                          grpc::ServerReaderWriter<pb::TunnelFrame, pb::TunnelFrame>* stream) override {
+    pb::TunnelFrame first;
+    if (!stream->Read(&first)) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "a tunnel begins with a frame naming the replica and its port");
+    }
+    auto target = core_->TunnelTarget(first.key(), first.port_name());
+    if (!target.ok()) return ToGrpcStatus(target.status());
+    if (open_tunnels_.fetch_add(1) >= kMaxTunnels) {
+      open_tunnels_.fetch_sub(1);
+      return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                          absl::StrCat("this adapter has ", kMaxTunnels, " tunnels open; try again when one closes"));
+    }
+    struct Release {
+      std::atomic<int>* n;
+      ~Release() { n->fetch_sub(1); }
+    } release{&open_tunnels_};
+    auto fd = DialEndpoint(target->first, target->second, absl::Seconds(5));
+    if (!fd.ok()) return ToGrpcStatus(fd.status());
+    if (!first.data().empty()) ::send(*fd, first.data().data(), first.data().size(), MSG_NOSIGNAL);
+    PumpTunnel(*fd, stream);
+    return grpc::Status::OK;
+  }
   grpc::Status Watch(grpc::ServerContext* ctx, const pb::WatchRequest* req,
                      grpc::ServerWriter<pb::ReplicaEvent>* writer) override {
     uint64_t since = req->since_cursor();
@@ -143,6 +172,7 @@ class AdapterService final : public pb::Adapter::Service {
 
  private:
   AdapterCore* core_;
+  std::atomic<int> open_tunnels_{0};
   const std::string center_key_file_;
 };
 

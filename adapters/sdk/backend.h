@@ -51,6 +51,14 @@ struct ReplicaLaunch {
   // --time, nexec's -W) is given it, so it can say when waiting replicas will start.
   absl::Duration time_limit = absl::ZeroDuration();
   std::string spec_digest;  // of what the submit asked for (see Replica.spec_digest)
+  // Its ports (SPEC A17), given by the SDK from the center's range (each also in env as
+  // JC_PORT_<NAME>): the replica listens on them on whichever host runs it.
+  struct Port {
+    std::string name;
+    int port = 0;
+    std::string readiness_path;
+  };
+  std::vector<Port> ports;
 };
 
 // What the scheduler says about a replica now.
@@ -62,6 +70,9 @@ struct ReplicaObservation {
   // started and ended by the center's clock (else the adapter's poll times stand).
   std::optional<pb::ReplicaUsage> usage;
   std::optional<absl::Time> started_at, ended_at;
+  // The host it runs on, as the adapter reaches it (its ports are there); empty: the
+  // center configuration's endpoint_host.
+  std::string host;
 };
 
 class Backend {

@@ -188,6 +188,20 @@ static absl::StatusOr<CenterConfig> ParseCenterConfigUnguarded(const std::string
     if (auto s = CheckAccount(c.user, "user"); !s.ok()) return s;
   }
   JC_CFG_ASSIGN(c.run_as, ParseRunAs(root["run_as"]));
+  if (const YAML::Node ports = root["ports"]) {
+    if (!ports.IsMap()) return absl::InvalidArgumentError("center: \"ports\" must be {first: N, last: M}");
+    JC_CFG_ASSIGN(c.port_first, Get<int>(ports, "first", "ports", 0));
+    JC_CFG_ASSIGN(c.port_last, Get<int>(ports, "last", "ports", 0));
+    if (c.port_first < 1024 || c.port_last > 65535 || c.port_first > c.port_last) {
+      return absl::InvalidArgumentError(absl::StrCat("ports: first and last must be 1024 to 65535, first <= last; got ",
+                                                     c.port_first, " to ", c.port_last));
+    }
+  }
+  JC_CFG_ASSIGN(c.endpoint_host, Get<std::string>(root, "endpoint_host", "center", "127.0.0.1"));
+  if (c.endpoint_host.empty() || c.endpoint_host.find_first_of(" /:@\t\n") != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("center: endpoint_host must be a host name or IPv4 address, got \"",
+                                                   c.endpoint_host, "\""));
+  }
   JC_CFG_ASSIGN(c.data_dir, Get<std::string>(root, "data_dir", "center", ""));
   if (const YAML::Node sources = root["data_sources"]) {
     if (!sources.IsSequence()) {

@@ -84,6 +84,13 @@ struct CenterConfig {
   // (image_mirror.h); empty registry: they are pulled from their source at the task's start.
   ImageMirrorConfig image_mirror;
   std::vector<pb::SpecOffer> specs;
+  // The ports replicas may listen on (SPEC A17, `ports: {first: 30000, last: 30999}`): each
+  // replica that declares ports is given some from this range, none held by another replica
+  // of the center, whichever host it runs on. 0 and 0: none (replicas asking are refused).
+  int port_first = 0, port_last = 0;
+  // The host the adapter reaches a replica's ports on when its scheduler does not say
+  // which host runs it (`endpoint_host`, default 127.0.0.1: replicas on the adapter's host).
+  std::string endpoint_host = "127.0.0.1";
   // The time limit a replica whose job has none is submitted with (Slurm's --time,
   // nexec's -W): a scheduler estimates when waiting jobs start only from their time
   // limits. Zero (absent): none (Slurm then applies its partition's DefaultTime).

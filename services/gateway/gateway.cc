@@ -210,6 +210,9 @@ void Gateway::Install() {
         res.set_header("Cache-Control", "no-cache");
         res.set_header("X-Content-Type-Options", "nosniff");
         res.set_header("Content-Security-Policy", "default-src 'self'; style-src 'self'; img-src 'self' data:");
+        // An address the page was opened at (a link's query, whatever it carried) is never
+        // sent on as the Referer of the page's files and API calls.
+        res.set_header("Referrer-Policy", "no-referrer");
         res.set_content(reinterpret_cast<const char*>(asset.data), asset.size, asset.content_type);
         return;
       }

@@ -32,13 +32,13 @@ void Dispatcher::SendBatches(const std::string& center) {
   }
 }
 
-void Dispatcher::StopReplica(const std::string& center, const apb::ReplicaKey& key) {
-  pool_->Run([this, center, key] {
+void Dispatcher::StopReplica(const std::string& center, const apb::ReplicaKey& key,
+                             std::function<void(absl::Status)> answered) {
+  pool_->Run([this, center, key, answered = std::move(answered)] {
     auto address = addresses_->Of(center);
-    if (!address.ok()) return;
-    if (absl::Status s = adapters_->Stop({center, *address}, key); !s.ok()) {
-      spdlog::info("job manager: stopping {} at {}: {}", key.job_id(), center, s.ToString());
-    }
+    absl::Status s = address.ok() ? adapters_->Stop({center, *address}, key) : address.status();
+    if (!s.ok()) spdlog::info("job manager: stopping {} at {}: {}", key.job_id(), center, s.ToString());
+    answered(s);
   });
 }
 

@@ -50,9 +50,11 @@ class Dispatcher {
       : adapters_(adapters), addresses_(addresses), pool_(pool), answers_(std::move(answers)) {}
 
   void Submit(std::vector<SubmitItem> items);
-  // Best effort: a stop that does not arrive leaves the replica to end by itself; the
-  // job's outcome is already decided and written, so nothing waits on it.
-  void StopReplica(const std::string& center, const apb::ReplicaKey& key);
+  // Sends a stop; `answered` gets the adapter's answer (on a sender's thread): the job
+  // manager sends it again until the center confirms (a service's replica never ends by
+  // itself).
+  void StopReplica(const std::string& center, const apb::ReplicaKey& key,
+                   std::function<void(absl::Status)> answered);
   // Drops what has not been sent (a step-down: the next term decides again).
   void Clear() { outboxes_.Clear(); }
 

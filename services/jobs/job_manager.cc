@@ -282,6 +282,7 @@ void JobManager::OnLead(absl::StatusOr<Reload> reload, std::shared_ptr<std::prom
   cursor_written_.clear();
   for (const auto& [center, cursor] : cursors_) cursor_written_[center] = {cursor, absl::Now()};
   std::vector<Dispatch> resend;
+  std::vector<std::pair<std::string, apb::ReplicaKey>> stops;
   std::set<std::string> centers;
   std::map<std::string, Snapshot> view;
   for (auto& [record, version] : reload->active) {
@@ -299,6 +300,19 @@ void JobManager::OnLead(absl::StatusOr<Reload> reload, std::shared_ptr<std::prom
       if (r.state() == v1::ReplicaRecord::DISPATCHING) resend.push_back({id, i, r.attempt(), r.center_id()});
       if (r.state() == v1::ReplicaRecord::STAGING) resend.push_back({id, i, r.attempt(), r.center_id(), true});
       if (!r.center_id().empty() && !Ended(r.state())) centers.insert(r.center_id());
+      // Stopped, and its center never said it ended (or only the control plane's estimate
+      // closed it): the stop may have been lost with the last term; it is sent again.
+      for (const auto& a : r.attempts()) {
+        if (a.has_stopped_at() && (!a.closed() || a.estimated()) && !a.center_id().empty()) {
+          apb::ReplicaKey key;
+          key.set_job_id(id);
+          key.set_task_index(r.task_index());
+          key.set_replica_index(r.replica_index());
+          key.set_attempt(a.attempt());
+          key.set_origin(job.record.origin());
+          stops.emplace_back(a.center_id(), std::move(key));
+        }
+      }
     }
     if (waiting) waiting_.Put(job.record, Attained(job.record));
   }
@@ -317,6 +331,8 @@ void JobManager::OnLead(absl::StatusOr<Reload> reload, std::shared_ptr<std::prom
   tracker_.Restart(term, cursors_);
   for (const auto& c : centers) tracker_.Follow(c);
   SendDispatches(resend);
+  pending_stops_.clear();
+  for (const auto& [center, key] : stops) SendStop(center, key);
   // Replicas the store shows at a center may have moved on (or be unknown there) while
   // nobody listened: each is asked once, whatever its event stream says.
   OnReconcile(true, {});
@@ -355,6 +371,7 @@ void JobManager::StepDown(const std::string& why) {
     queue_positions_.clear();  // no queue is passed while standing down
   }
   moves_.Reset();  // answers of this term are dropped; the next term asks again
+  pending_stops_.clear();  // the next term sends the stops its reload finds
   // What was learned goes stale from here (the next leader learns on): plans here use the
   // jobs' own figures, and say so, until this instance leads again and reloads.
   if (estimator_ != nullptr) estimator_->Unload();
@@ -545,7 +562,7 @@ void JobManager::AfterCommit(Burst& burst, const WriteOutcome& outcome) {
   acknowledge_creates();
   // Answered once the view has the stop's write: a read right after the answer sees it.
   for (auto& r : burst.stop_replies) r->set_value(absl::OkStatus());
-  for (const auto& [center, key] : burst.stops) dispatcher_.StopReplica(center, key);
+  for (const auto& [center, key] : burst.stops) SendStop(center, key);
   for (const Withdrawal& w : burst.withdrawals) {
     uint64_t term = term_;
     pool_.Run([this, term, w] {
@@ -707,7 +724,7 @@ void JobManager::OnCreate(v1::CreateTrainJobRequest req, CreateReply reply, std:
   c.job.version = 1;
   // Placed before the write when no earlier job waits, so that the job and its placement
   // are one write; dispatched only once that write is durable.
-  if (waiting_.FirstInLine(record.request().scheduling().priority(), record.seq())) c.dispatches = Schedule(c.job);
+  if (waiting_.FirstInLine(record)) c.dispatches = Schedule(c.job);
   c.snapshot = std::make_shared<const v1::JobRecord>(record);
   creating_[record.job_id()] = c.snapshot;
   if (!key.empty()) keys_[key] = record.job_id();
@@ -802,6 +819,21 @@ void JobManager::OnScale(const std::string& job_id, int task_index, int replicas
     return;
   }
   *previous = job.record.request().tasks(task_index).replica_number();
+  if (replicas > *previous) {
+    // As a create of that many is: a count no registered center could ever run at once is
+    // refused now, never left to fail the running service when its waiting replicas turn
+    // out unplaceable.
+    v1::CreateTrainJobRequest grown = job.record.request();
+    grown.mutable_tasks(task_index)->set_replica_number(replicas);
+    auto never = scheduler_->NeverRuns(grown);
+    if (!never.ok() || !never->empty()) {
+      reply->set_value(!never.ok() ? never.status()
+                                   : absl::InvalidArgumentError(absl::StrCat(
+                                         "replicaNumber: no registered center could ever run ", replicas,
+                                         " replicas of task ", task_index, " at once: ", *never)));
+      return;
+    }
+  }
   // More replicas commit more of a hard budget, as a create of them would.
   if (absl::Status s = admission_.AdmitScale(job.record, task_index, replicas - *previous); !s.ok()) {
     reply->set_value(s);
@@ -848,7 +880,7 @@ void JobManager::OnTick() {
     offered = ScheduleQueue(schedule_one);
   } else {
     offered.reserve(waiting_.size());
-    for (const auto& [p, s, id] : waiting_.in_line()) {
+    for (const auto& [p, since, s, id] : waiting_.in_line()) {
       offered.emplace_back(id, p == 0 ? "" : absl::StrCat("priority ", -p));
     }
     for (const auto& [id, why] : offered) schedule_one(id);
@@ -870,12 +902,83 @@ void JobManager::OnTick() {
   resubmit_.clear();
   // The gauges visit every job: at most once a second, not every cycle.
   absl::Time now = clock_->Now();
+  ResendStops(now);
   if (now - gauges_updated_ >= absl::Seconds(1)) {
     gauges_updated_ = now;
     EnforceTimeLimits(now);
     moves_.ConsiderMoves(now);
     UpdateGauges();
   }
+}
+
+// ---- Stops ----
+
+namespace {
+
+// An attempt's key as one string (the pending stops' index).
+std::string StopKey(const apb::ReplicaKey& key) {
+  return absl::StrCat(key.origin(), "/", key.job_id(), "/", key.task_index(), "/", key.replica_index(), "/",
+                      key.attempt());
+}
+
+}  // namespace
+
+void JobManager::SendStop(const std::string& center, const apb::ReplicaKey& key) {
+  const std::string name = StopKey(key);
+  auto [it, fresh] = pending_stops_.try_emplace(name);
+  PendingStop& p = it->second;
+  if (!fresh && p.next == absl::InfiniteFuture()) return;  // one in flight already
+  if (fresh) {
+    p.center = center;
+    p.key = key;
+    p.since = clock_->Now();
+  }
+  p.next = absl::InfiniteFuture();
+  const uint64_t term = term_;
+  dispatcher_.StopReplica(center, key, [this, center, key, term](absl::Status answer) {
+    loop_.Post([this, center, key, term, answer = std::move(answer)] { OnStopAnswer(center, key, answer, term); });
+  });
+}
+
+void JobManager::OnStopAnswer(const std::string& center, const apb::ReplicaKey& key, const absl::Status& answer,
+                              uint64_t term) {
+  if (term != term_ || !leading_) return;  // the next term sends its own
+  auto it = pending_stops_.find(StopKey(key));
+  if (it == pending_stops_.end()) return;
+  if (answer.ok() || absl::IsNotFound(answer)) {
+    pending_stops_.erase(it);  // stopped, or it never ran there
+    return;
+  }
+  PendingStop& p = it->second;
+  const absl::Time now = clock_->Now();
+  if (now - p.since > absl::Hours(24)) {
+    spdlog::error("job manager: gave up stopping {} at {} after a day of tries: {}", StopKey(key), center,
+                  answer.ToString());
+    pending_stops_.erase(it);
+    return;
+  }
+  p.next = now + p.backoff;
+  p.backoff = std::min(p.backoff * 2, absl::Minutes(1));
+}
+
+void JobManager::StopIfStopped(const v1::JobRecord& r, int index, const std::string& center,
+                               const apb::Replica& report) {
+  if (report.state() != apb::REPLICA_RUNNING && report.state() != apb::REPLICA_PENDING) return;
+  for (const auto& a : r.replicas(index).attempts()) {
+    if (a.attempt() == report.key().attempt() && a.center_id() == center && a.has_stopped_at()) {
+      apb::ReplicaKey key = ReplicaKeyOf(r, index);
+      key.set_attempt(a.attempt());
+      SendStop(center, key);
+    }
+  }
+}
+
+void JobManager::ResendStops(absl::Time now) {
+  std::vector<std::pair<std::string, apb::ReplicaKey>> due;
+  for (const auto& [name, p] : pending_stops_) {
+    if (p.next <= now) due.emplace_back(p.center, p.key);
+  }
+  for (const auto& [center, key] : due) SendStop(center, key);
 }
 
 // ---- Answers and events ----
@@ -933,6 +1036,7 @@ void JobManager::OnEvent(const std::string& center, uint64_t term, const apb::Re
   if (!ours) return;
   int index = IndexOf(it->second.record, e.replica().key().task_index(), e.replica().key().replica_index());
   if (index < 0) return;
+  StopIfStopped(it->second.record, index, center, e.replica());
   JobEffects fx;
   // The attempt's own history first: an attempt the replica moved past, or of a job that
   // ended, still reports its end (and usage) from the center it was placed at.
@@ -1003,6 +1107,7 @@ void JobManager::OnReplicaRead(uint64_t term, const ReplicaTracker::Ask& ask,
   auto* rep = it->second.record.mutable_replicas(ask.index);
   const bool current = rep->attempt() == ask.key.attempt() && rep->center_id() == ask.center;
   if (replica.ok()) {
+    StopIfStopped(it->second.record, ask.index, ask.center, *replica);
     JobEffects fx;
     ApplyAttemptReport(it->second.record, ask.index, ask.center, *replica, clock_->Now(), &fx);
     if (current) ApplyReport(it->second.record, ask.index, *replica, clock_->Now(), &fx);
@@ -1463,6 +1568,12 @@ std::optional<apb::SubmitReplicaRequest> JobManager::SubmitRequest(const Dispatc
     req.set_time_limit_seconds(absl::ToInt64Seconds(absl::Ceil(*limit, absl::Seconds(1))));
   }
   for (const auto& dataset : task.datasets()) req.add_datasets(dataset);
+  for (const auto& port : task.ports()) {  // the center gives each one (SPEC A17)
+    auto* p = req.add_ports();
+    p->set_name(port.name());
+    p->set_port(port.port());
+    p->set_readiness_path(port.readiness_path());
+  }
   auto& env = *req.mutable_env();
   env["JC_JOB_ID"] = r.job_id();
   env["JC_TASK_INDEX"] = absl::StrCat(rep.task_index());

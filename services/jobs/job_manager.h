@@ -217,6 +217,17 @@ class JobManager {
   // The job a stop or scale changes; null when there is none to change, `reply` answered
   // (standing by, being recorded, or not in memory: nullopt).
   Active* ActiveToChange(const std::string& job_id, const StopReply& reply);
+  // Stops an attempt at its center, again and again with a back-off (2 s doubling, at most
+  // a minute) until the adapter confirms it stopped it or does not know it: a stop lost on
+  // the way would leave a service's replica running for good, unmetered. Loop thread.
+  void SendStop(const std::string& center, const apb::ReplicaKey& key);
+  void OnStopAnswer(const std::string& center, const apb::ReplicaKey& key, const absl::Status& answer,
+                    uint64_t term);
+  // A center reports alive (pending, running) an attempt of the replica at `index` that
+  // the record has stopped: the stop is sent again.
+  void StopIfStopped(const v1::JobRecord& r, int index, const std::string& center, const apb::Replica& report);
+  // Stops not confirmed whose back-off has passed are sent again (OnTick).
+  void ResendStops(absl::Time now);
   // `previous` gets the task's replica count before the scale, before `reply` is answered.
   void OnScale(const std::string& job_id, int task_index, int replicas, std::shared_ptr<int> previous,
                StopReply reply, std::optional<v1::AuditRecord> audit);
@@ -363,6 +374,16 @@ class JobManager {
   // Created, its insert not yet committed: what a second create with its key is told.
   std::map<std::string, Snapshot> creating_;
   std::map<std::string, std::vector<CreateReply>> key_waiters_;  // by job id: creates with its key
+  // Stops sent and not confirmed, by the attempt's key (loop thread; cleared at a
+  // step-down: the next term sends the stops its reload finds again).
+  struct PendingStop {
+    std::string center;
+    apb::ReplicaKey key;
+    absl::Duration backoff = absl::Seconds(2);
+    absl::Time next = absl::InfiniteFuture();  // in flight until answered
+    absl::Time since;
+  };
+  std::map<std::string, PendingStop> pending_stops_;
   std::map<std::string, std::string> keys_;                      // idempotency key -> job id in memory
   WaitingQueue waiting_{options_.queue};  // the jobs with waiting replicas, in line and in queue order
   int64_t next_seq_ = 1;

@@ -38,10 +38,53 @@ void StopAttempt(v1::ReplicaRecord& r, absl::Time now, JobEffects* fx) {
   NoteStopped(r, now);
 }
 
+// The endpoints `report` carries that the record keeps (SPEC A17): only the task's own port
+// names (a center cannot add one), ports in range, ready only while it runs.
+google::protobuf::RepeatedPtrField<v1::EndpointRecord> KeptEndpoints(const v1::TaskSpec& task, const apb::Replica& report) {
+  google::protobuf::RepeatedPtrField<v1::EndpointRecord> out;
+  for (const auto& e : report.endpoints()) {
+    bool declared = false;
+    for (const auto& p : task.ports()) declared |= p.name() == e.name();
+    if (!declared || e.port() < 1 || e.port() > 65535) continue;
+    auto* kept = out.Add();
+    kept->set_name(e.name());
+    kept->set_host(e.host().substr(0, 253));
+    kept->set_port(e.port());
+    kept->set_ready(e.ready() && report.state() == apb::REPLICA_RUNNING);
+  }
+  return out;
+}
+
+bool SameEndpoints(const google::protobuf::RepeatedPtrField<v1::EndpointRecord>& a,
+                   const google::protobuf::RepeatedPtrField<v1::EndpointRecord>& b) {
+  if (a.size() != b.size()) return false;
+  for (int i = 0; i < a.size(); ++i) {
+    if (a[i].name() != b[i].name() || a[i].host() != b[i].host() || a[i].port() != b[i].port() ||
+        a[i].ready() != b[i].ready()) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // Where a service's replica failed, once per center (it restarts without end).
 void NoteFailedCenter(v1::ReplicaRecord& r, const std::string& center) {
   if (center.empty() || std::find(r.failed_centers().begin(), r.failed_centers().end(), center) != r.failed_centers().end()) return;
   r.add_failed_centers(center);
+}
+
+// A service restarts without end, and is scaled down and up without end: its record keeps
+// the latest kKeptAttempts attempts of a replica, the one about to begin included (the older ones are closed and accounted
+// for: their usage records hold what they cost).
+void TrimAttempts(v1::ReplicaRecord& r) {
+  while (r.attempts_size() >= kKeptAttempts) {  // room for the attempt about to begin
+    auto& attempts = *r.mutable_attempts();
+    auto oldest = std::find_if(attempts.begin(), attempts.end(), [](const v1::AttemptRecord& a) {
+      return a.closed() && !a.estimated();  // an estimated one may still get its correction
+    });
+    if (oldest == attempts.end()) break;
+    attempts.erase(oldest);
+  }
 }
 
 // A long-running replica that ended (SPEC A17) waits to start again as a new attempt, after
@@ -60,16 +103,7 @@ void Restart(v1::ReplicaRecord& r, const std::string& why, absl::Time now) {
     if (ran->has_seen_ended_at()) ended = std::min(ended, FromTimestamp(ran->seen_ended_at()));
     ran_long = ended - FromTimestamp(ran->started_at()) >= kRestartResetAfter;
   }
-  // A service restarts without end: its record keeps the latest kKeptAttempts attempts (the
-  // older ones are closed and accounted for: their usage records hold what they cost).
-  while (r.attempts_size() > kKeptAttempts) {
-    auto& attempts = *r.mutable_attempts();
-    auto oldest = std::find_if(attempts.begin(), attempts.end(), [](const v1::AttemptRecord& a) {
-      return a.closed() && !a.estimated();  // an estimated one may still get its correction
-    });
-    if (oldest == attempts.end()) break;
-    attempts.erase(oldest);
-  }
+  TrimAttempts(r);
   const int in_a_row = ran_long ? 0 : r.restarts_in_a_row();
   const absl::Duration backoff = RestartBackoff(in_a_row);
   r.set_restarts_in_a_row(in_a_row + 1);
@@ -168,6 +202,11 @@ void ApplyReport(v1::JobRecord& job, int index, const apb::Replica& report, absl
     }
   }
   auto before = rep->state();
+  // Its endpoints as the center gave and probed them (SPEC A17), of this attempt.
+  if (auto kept = KeptEndpoints(job.request().tasks(rep->task_index()), report); !SameEndpoints(kept, rep->endpoints())) {
+    *rep->mutable_endpoints() = std::move(kept);
+    fx->changed = true;
+  }
   switch (report.state()) {
     case apb::REPLICA_PENDING:
       if (rep->state() == v1::ReplicaRecord::DISPATCHING) rep->set_state(v1::ReplicaRecord::PENDING);
@@ -360,7 +399,9 @@ void ApplyScale(v1::JobRecord& job, int task_index, int replicas, absl::Time now
       } else {
         // Scaled away before: it starts again as a new attempt (its old one may still be
         // ending at its center, and is metered under its own key).
+        TrimAttempts(*r);
         r->set_attempt(r->attempt() + 1);
+        r->clear_endpoints();
         r->set_scaled_away(false);
         r->clear_center_id();
         r->clear_dispatched_at();
@@ -384,6 +425,7 @@ void ApplyScale(v1::JobRecord& job, int task_index, int replicas, absl::Time now
       if (r.state() != v1::ReplicaRecord::WAITING && !Ended(r.state())) StopAttempt(r, now, fx);
       r.set_state(v1::ReplicaRecord::STOPPED);
       r.set_scaled_away(true);  // its restart_after stays: scaled up again, it keeps its back-off
+      for (auto& e : *r.mutable_endpoints()) e.set_ready(false);  // it serves nothing any more
       r.set_message(absl::StrCat("stopped: ", why));
     }
   }

@@ -77,6 +77,19 @@ v1::TrainJob TrainJobOf(const v1::JobRecord& r, const JobViewOptions& options) {
       info->add_replica_status(ReplicaStatus(rep.state()));
       info->add_center_ids(rep.center_id());
       info->add_replica_messages(rep.message());
+      if (rep.state() != v1::ReplicaRecord::RUNNING) continue;
+      // Its current attempt's endpoints (the record keeps an earlier attempt's until the
+      // next one's first report); ready once every port answers (SPEC A17).
+      bool ready = rep.endpoints_size() == task.ports_size();
+      for (const auto& e : rep.endpoints()) {
+        auto* out = info->add_endpoints();
+        out->set_replica_index(rep.replica_index());
+        out->set_name(e.name());
+        out->set_port(e.port());
+        out->set_ready(e.ready());
+        ready &= e.ready();
+      }
+      if (ready) info->set_ready_replicas(info->ready_replicas() + 1);
     }
   }
   if (options.with_history) AddHistory(r, options.now, &j);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "services/jobs/job_kind.h"
 #include "services/jobs/status_policy.h"
+#include "common/validate.h"
 #include "services/scheduler/snapshot_builder.h"  // kMaxReplicasPerTask
 
 namespace jc::jobs {
@@ -65,6 +66,30 @@ absl::Status ValidateCreate(const v1::CreateTrainJobRequest& req) {
     if (task.replica_number() < 1 || task.replica_number() > scheduler::kMaxReplicasPerTask) {
       return absl::InvalidArgumentError(absl::StrCat(where, ".replicaNumber: must be 1 to ",
                                                      scheduler::kMaxReplicasPerTask, ", got ", task.replica_number()));
+    }
+    // Named ports (SPEC A17): each replica is given one per name by its center.
+    if (task.ports_size() > kMaxPortsPerTask) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ".ports: at most ", kMaxPortsPerTask, " ports a task, got ", task.ports_size()));
+    }
+    for (int k = 0; k < task.ports_size(); ++k) {
+      const auto& port = task.ports(k);
+      const std::string at = absl::StrCat(where, ".ports[", k, "]");
+      if (absl::Status s = CheckPort(at, port.name(), port.port(), port.readiness_path()); !s.ok()) return s;
+      for (int j = 0; j < k; ++j) {
+        if (task.ports(j).name() == port.name()) {
+          return absl::InvalidArgumentError(absl::StrCat(at, ".name: \"", port.name(), "\" is named twice"));
+        }
+        if (port.port() != 0 && task.ports(j).port() == port.port()) {
+          return absl::InvalidArgumentError(absl::StrCat(at, ".port: ", port.port(), " is asked twice"));
+        }
+      }
+      if (port.port() != 0 && task.replica_number() > 1) {
+        // Two replicas of one task cannot both hold one port of a center's range.
+        return absl::InvalidArgumentError(absl::StrCat(at, ".port: a fixed port is for a task of one replica (got ",
+                                                       task.replica_number(), "); leave it 0 and read ",
+                                                       PortEnvName(port.name())));
+      }
     }
     // Kinds (SPEC A17): one per job, and an interactive job is one person's one replica.
     const std::optional<JobKind> kind = ParseJobKind(task.kind());
@@ -134,6 +159,13 @@ absl::Status CheckScale(const v1::JobRecord& job, int task_index, int replicas) 
     return absl::InvalidArgumentError(absl::StrCat("replicaNumber: must be 1 to ", scheduler::kMaxReplicasPerTask,
                                                    ", got ", replicas,
                                                    replicas == 0 ? " (to end the job, stop it)" : ""));
+  }
+  for (const auto& port : req.tasks(task_index).ports()) {
+    if (port.port() != 0 && replicas > 1) {
+      return absl::FailedPreconditionError(absl::StrCat("task ", task_index, " of job ", job.job_id(), " asks for port ",
+                                                        port.port(), " (", port.name(),
+                                                        "), which one replica holds: it does not scale past 1"));
+    }
   }
   if (job.status() == kCompleted || job.status() == kFailed) {
     return absl::FailedPreconditionError(

@@ -7,11 +7,12 @@
 namespace jc::jobs {
 
 WaitingQueue::Entry WaitingQueue::EntryOf(const v1::JobRecord& r) {
-  return {-r.request().scheduling().priority(), r.seq(), r.job_id()};
+  return {-r.request().scheduling().priority(), absl::ToUnixMicros(WaitingSince(r)), r.seq(), r.job_id()};
 }
 
 void WaitingQueue::Put(const v1::JobRecord& r, double attained_s) {
   Entry entry = EntryOf(r);
+  if (auto it = by_seq_.find(r.seq()); it != by_seq_.end()) in_line_.erase(it->second);  // its place may have moved
   in_line_.insert(entry);
   by_seq_[r.seq()] = std::move(entry);
   scheduler::QueuedJob q;
@@ -37,23 +38,21 @@ void WaitingQueue::Remove(int64_t seq) {
   ordered_.Erase(seq);
 }
 
-bool WaitingQueue::Contains(const v1::JobRecord& r) const { return in_line_.count(EntryOf(r)) > 0; }
+bool WaitingQueue::Contains(const v1::JobRecord& r) const { return by_seq_.count(r.seq()) > 0; }
 
 void WaitingQueue::Clear() {
-  for (const auto& [priority, seq, id] : in_line_) ordered_.Erase(seq);
+  for (const auto& [priority, since, seq, id] : in_line_) ordered_.Erase(seq);
   in_line_.clear();
   by_seq_.clear();
 }
 
-bool WaitingQueue::FirstInLine(int priority, int64_t seq) const {
-  if (in_line_.empty()) return true;
-  const auto& [first_priority, first_seq, first_id] = *in_line_.begin();
-  return std::make_pair(-priority, seq) < std::make_pair(first_priority, first_seq);
+bool WaitingQueue::FirstInLine(const v1::JobRecord& r) const {
+  return in_line_.empty() || EntryOf(r) < *in_line_.begin();
 }
 
 std::string WaitingQueue::IdOf(int64_t seq) const {
   auto it = by_seq_.find(seq);
-  return it == by_seq_.end() ? std::string() : std::get<2>(it->second);
+  return it == by_seq_.end() ? std::string() : std::get<3>(it->second);
 }
 
 }  // namespace jc::jobs

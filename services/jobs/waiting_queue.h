@@ -22,8 +22,11 @@ namespace v1 = ::jointcloud::v1;
 
 class WaitingQueue {
  public:
-  // (-priority, seq, job id), first in line first.
-  using Entry = std::tuple<int, int64_t, std::string>;
+  // (-priority, since when it waits in µs since the epoch, seq, job id), first in line
+  // first. Since when it waits: its submission, or when a service's replica restarting or
+  // added by a scale fell due (WaitingSince) — so a service submitted long ago does not go
+  // ahead of what was submitted since each time it grows (FCFS by arrival in the queue).
+  using Entry = std::tuple<int, int64_t, int64_t, std::string>;
 
   explicit WaitingQueue(const scheduler::QueueSettings& settings) : ordered_(settings) {}
 
@@ -40,9 +43,9 @@ class WaitingQueue {
   size_t size() const { return in_line_.size(); }
   bool empty() const { return in_line_.empty(); }
 
-  // Whether a job of `priority` submitted as `seq` would be first in line: no waiting job
-  // has a higher priority, or the same and came earlier.
-  bool FirstInLine(int priority, int64_t seq) const;
+  // Whether `r` would be first in line: no waiting job has a higher priority, or the same
+  // and waits since earlier.
+  bool FirstInLine(const v1::JobRecord& r) const;
   const std::set<Entry>& in_line() const { return in_line_; }
 
 

@@ -218,10 +218,15 @@ TEST_CASE("the operator console, signed in through its form and never by a link,
      // the token leaves the address bar at once, unused, and the form says why
     auto linked = jc::testing::Browse(JC_SOURCE_DIR, JC_BROWSER_TOOLS, dir, base, "",
                                       {{"", {"links never sign in"}, "", base + "#/jobs?token=" + token},
-                                       {"", {"links never sign in"}, "", base + "#/plan?spec=cpu-1&token=" + token + "&name=x"}});
-    REQUIRE(linked.pages.size() == 2);
+                                       {"", {"links never sign in"}, "", base + "#/plan?spec=cpu-1&token=" + token + "&name=x"},
+                                       // however written (attacker's review, session 34)
+                                       {"", {"links never sign in"}, "", base + "?token=" + token + "#/jobs"},
+                                       {"", {"links never sign in"}, "", base + "#/jobs?%74oken=" + token},
+                                       {"", {"links never sign in"}, "", base + "#/jobs?a=1;TOKEN=" + token},
+                                       {"", {"links never sign in"}, "", base + "#/jobs/%3Ftoken=" + token}});
+    REQUIRE(linked.pages.size() == 6);
     for (const auto& p : linked.pages) {
-      INFO(p.dom.substr(0, 4000));
+      INFO(p.address << ": " << p.dom.substr(0, 4000));
       CHECK(p.reached);
       CHECK_THAT(p.dom, !Catch::Contains("Jobs ("));
       CHECK_THAT(p.dom, !Catch::Contains(done[0]));
@@ -229,6 +234,10 @@ TEST_CASE("the operator console, signed in through its form and never by a link,
     }
     CHECK(linked.pages[0].address == base + "#/jobs");
     CHECK(linked.pages[1].address == base + "#/plan?spec=cpu-1&name=x");
+    CHECK(linked.pages[2].address == base + "#/jobs");
+    CHECK(linked.pages[3].address == base + "#/jobs");
+    CHECK(linked.pages[4].address == base + "#/jobs?a=1");
+    CHECK(linked.pages[5].address == base + "#/centers");
     // The API saw no call with it: only the console's own files were asked for.
     for (const auto& r : linked.requests) {
       INFO(r);
@@ -241,6 +250,8 @@ TEST_CASE("the operator console, signed in through its form and never by a link,
     REQUIRE(js);
     CHECK(js->status == 200);
     CHECK_THAT(js->get_header_value("Content-Type"), Catch::StartsWith("text/javascript"));
+    // The address a page was opened at never goes on as a Referer (a link's query included).
+    CHECK(js->get_header_value("Referrer-Policy") == "no-referrer");
     auto missing = http.Get("/ui/nope.js");
     REQUIRE(missing);
     CHECK(missing->status == 404);

@@ -6,21 +6,27 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <set>
+#include <thread>
 
 #include <unistd.h>
 
 #include "absl/time/time.h"
 #include "tests/testing/local_adapter.h"
 #include "tests/testing/process.h"
+#include "tests/testing/event_chaos_proxy.h"
 #include "tests/testing/test_system.h"
 
 using nlohmann::json;
 
 namespace {
 
-constexpr char kCenterConfig[] =
-    "security_grade: 3\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n  - {id: svc-1, cpu: 1, memory: 256Mi}\n"
-    "  - {id: nb-1, cpu: 1, memory: 256Mi}\n";
+// Three specs, and 40 ports of this process's own (suites run side by side).
+std::string CenterConfig() {
+  const int first = 21000 + static_cast<int>(getpid() % 400) * 40;
+  return "security_grade: 3\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n  - {id: svc-1, cpu: 1, memory: 256Mi}\n"
+         "  - {id: nb-1, cpu: 1, memory: 256Mi}\nports: {first: " +
+         std::to_string(first) + ", last: " + std::to_string(first + 39) + "}\n";
+}
 
 // One center of 4 CPUs offering cpu-1 (batch), svc-1 (batch and streaming) and nb-1
 // (interactive).
@@ -36,13 +42,15 @@ struct Kinds : jc::testing::TestSystem {
           jc::testing::FastIntervals(o);
           if (more) more(o);
         }),
-        own(center ? nullptr : std::make_unique<jc::testing::LocalAdapter>("solo", 4, kCenterConfig)),
+        own(center ? nullptr : std::make_unique<jc::testing::LocalAdapter>("solo", 4, CenterConfig())),
         solo(center ? center : own.get()) {
     if (center == nullptr) Register();
   }
-  void Register() {
+  // `address`: where the control plane reaches the center (a proxy before it); empty: its own.
+  void Register(const std::string& address = "") {
     Must(rest->Post("/openapi/v1/centers", {{"ai_center_id", "solo"}, {"name", "solo"}, {"region", "cn"},
-                                            {"network_topology", "cn/solo"}, {"adapter_address", solo->address()},
+                                            {"network_topology", "cn/solo"},
+                                            {"adapter_address", address.empty() ? solo->address() : address},
                                             {"capacity", {{"cpu", 4}, {"memory", 8192}}}}));
     for (const auto& [id, type] : {std::pair<const char*, const char*>{"cpu-1", "batch"},
                                    {"svc-1", "batch,streaming"}, {"nb-1", "interactive"}}) {
@@ -223,7 +231,7 @@ TEST_CASE("a service's back-off outlives a restart of the control plane: its rep
     jc::testing::ShareStore(o, name);
     o.jobs.instance_id = "one";  // the same instance again after the restart: its lease at once
   };
-  jc::testing::LocalAdapter center("solo", 4, kCenterConfig);
+  jc::testing::LocalAdapter center("solo", 4, CenterConfig());
   std::string id;
   json first;
   {
@@ -346,6 +354,8 @@ TEST_CASE("a scale is refused with a clear error, changing nothing, for bad coun
            {service, {{"replicaNumber", 1001}}, 400, "replicaNumber: must be 1 to 1000, got 1001"},
            {service, {{"replicaNumber", "two"}}, 400, "invalid value \"two\""},
            {service, {{"taskIndex", 3}, {"replicaNumber", 2}}, 404, "has no task 3 (it has 1 task: 0)"},
+           {service, {{"replicaNumber", 50}}, 400,
+            "replicaNumber: no registered center could ever run 50 replicas of task 0 at once"},
            {service, {{"jobId", batch}, {"replicaNumber", 2}}, 400, "jobId: the body names job"},
            {batch, {{"replicaNumber", 2}}, 409,
             "is a batch job: only service and streaming jobs scale (a batch job's replicas are fixed when it is "
@@ -370,4 +380,92 @@ TEST_CASE("a scale is refused with a clear error, changing nothing, for bad coun
   for (const std::string& id : {batch, notebook}) {
     Kinds::Must(k.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()));
   }
+}
+
+TEST_CASE("a service's named ports: each replica is given its own, it listens there, and the job says which replicas "
+          "are ready, and bad ports are refused writing nothing [A17][C5]",
+          "[A17][C5]") {
+  Kinds k;
+  json web = Kinds::Job("web", "exec python3 -m http.server $JC_PORT_HTTP --bind 127.0.0.1", "svc-1", "service");
+  web["tasks"][0]["replicaNumber"] = 2;
+  web["tasks"][0]["ports"] = json::array({{{"name", "http"}, {"readinessPath", "/"}}});
+  const std::string id = k.Submit(web);
+  json job = k.WaitFor(id, [](const json& j) { return j["taskInfos"][0].value("readyReplicas", 0) == 2; });
+  const json endpoints = job["taskInfos"][0]["endpoints"];
+  REQUIRE(endpoints.size() == 2);
+  std::set<int> ports;
+  for (const auto& e : endpoints) {
+    CHECK(e["name"] == "http");
+    CHECK(e["ready"] == true);
+    ports.insert(e.value("port", 0));
+  }
+  CHECK(ports.size() == 2);  // never one port for two replicas
+  // Each replica answers on its own port.
+  for (int port : ports) {
+    httplib::Client http("127.0.0.1", port);
+    auto got = http.Get("/");
+    REQUIRE(got);
+    CHECK(got->status == 200);
+  }
+  // One more replica: ready too, on a port of its own.
+  Kinds::Must(k.rest->Post("/openapi/v1/trainjob/" + id + "/scale", {{"replicaNumber", 3}}));
+  job = k.WaitFor(id, [](const json& j) { return j["taskInfos"][0].value("readyReplicas", 0) == 3; });
+  for (const auto& e : job["taskInfos"][0]["endpoints"]) ports.insert(e.value("port", 0));
+  CHECK(ports.size() == 3);
+
+  // Bad ports: 400 naming the field, nothing written.
+  const size_t before = k.rest->Get("/openapi/v1/trainjob").body.dump().size();
+  json twice = Kinds::Job("twice", "true", "svc-1", "service");
+  twice["tasks"][0]["ports"] = json::array({{{"name", "http"}}, {{"name", "http"}}});
+  json outside = Kinds::Job("outside", "true", "svc-1", "service");
+  outside["tasks"][0]["ports"] = json::array({{{"name", "http"}, {"port", 70000}}});
+  for (const auto& [bad, says] : std::vector<std::pair<json, std::string>>{
+           {twice, "tasks[0].ports[1].name: \"http\" is named twice"},
+           {outside, "tasks[0].ports[0].port: 1 to 65535 (or 0: the center chooses), got 70000"}}) {
+    auto r = k.rest->Post("/openapi/v1/trainjob", bad);
+    INFO(r.body.dump());
+    CHECK(r.http_status == 400);
+    CHECK(r.body.value("errorMsg", "") == says);
+  }
+  CHECK(k.rest->Get("/openapi/v1/trainjob").body.dump().size() == before);
+  Kinds::Must(k.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()));
+  k.WaitFor(id, [](const json& j) { return j.value("status", "") == "completed"; });
+}
+
+// Attacker's review, session 34: a stop that never reached the center (its adapter out of
+// reach when the service was scaled down) was not sent again, and the replica ran on for good,
+// unmetered; scaled up again, two attempts of one replica ran at once.
+TEST_CASE("a stop that does not reach its center is sent again until it does: a replica scaled away whose first "
+          "stops were lost ends at its center [A17][C7]",
+          "[A17][C7]") {
+  jc::testing::LocalAdapter center("solo", 4, CenterConfig(), [](jc::adapter::AdapterOptions& o) {
+    o.listen = "127.0.0.1:0";  // TCP, behind the proxy
+  });
+  jc::testing::EventChaosProxy link(center.address(), 1, {0, 0});  // it loses stops, nothing else
+  Kinds k({}, &center);
+  k.Register("127.0.0.1:" + std::to_string(link.port()));
+  json two = Kinds::Job("web", "exec sleep 300", "svc-1", "service");
+  two["tasks"][0]["replicaNumber"] = 2;
+  const std::string id = k.Submit(two);
+  k.WaitFor(id, [](const json& j) { return Replicas(j, "running") == std::set<int>{0, 1}; });
+  link.LoseStops(2);
+  Kinds::Must(k.rest->Post("/openapi/v1/trainjob/" + id + "/scale", {{"replicaNumber", 1}}));
+  // Replica 1's attempt ends at its center, as the center reports it (no estimate of the
+  // control plane's: its grace is far longer than this wait), after two stops were lost.
+  json job = k.WaitFor(id, [](const json& j) {
+    for (const auto& a : j.value("history", json::array())) {
+      if (a.value("replicaIndex", 0) == 1 && a.contains("endedAt")) return true;
+    }
+    return false;
+  });
+  CHECK(link.stops_lost() == 2);
+  for (const auto& a : job["history"]) {
+    if (a.value("replicaIndex", 0) != 1) continue;
+    INFO(a.dump());
+    CHECK(a.value("outcome", "") == "stopped");
+    CHECK(a.value("message", "").find("never reported") == std::string::npos);
+  }
+  CHECK(job["status"] == "running");
+  Kinds::Must(k.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()));
+  k.WaitFor(id, [](const json& j) { return j.value("status", "") == "completed"; });
 }

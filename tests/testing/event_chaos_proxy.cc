@@ -80,6 +80,14 @@ class EventChaosProxy::Service final : public apb::Adapter::Service {
     return Forward(c, *q, a, &apb::Adapter::Stub::SubmitReplicas);
   }
   grpc::Status StopReplica(grpc::ServerContext* c, const apb::ReplicaRef* q, apb::Replica* a) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stops_to_lose_ > 0) {  // lost on the way: the center never hears of it
+        --stops_to_lose_;
+        ++stops_lost_;
+        return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the stop was lost on the way (test proxy)");
+      }
+    }
     return Forward(c, *q, a, &apb::Adapter::Stub::StopReplica);
   }
   grpc::Status WithdrawReplica(grpc::ServerContext* c, const apb::ReplicaRef* q, apb::Replica* a) override {
@@ -195,6 +203,14 @@ class EventChaosProxy::Service final : public apb::Adapter::Service {
     std::lock_guard<std::mutex> lock(mu_);
     submit_answer_ = answer;
   }
+  void LoseStops(int n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    stops_to_lose_ = n;
+  }
+  int64_t stops_lost() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stops_lost_;
+  }
 
  private:
   template <typename Request, typename Response, typename Call>
@@ -225,6 +241,8 @@ class EventChaosProxy::Service final : public apb::Adapter::Service {
 
   std::mutex mu_;
   std::optional<apb::Replica> submit_answer_;  // under mu_
+  int stops_to_lose_ = 0;   // under mu_
+  int64_t stops_lost_ = 0;  // under mu_
   std::optional<std::vector<apb::SpecStartEstimate>> forged_estimates_;
   std::vector<apb::ReplicaEvent> injected_;
   apb::ReplicaKey last_key_;
@@ -249,5 +267,7 @@ void EventChaosProxy::ForgeStartEstimates(std::vector<apb::SpecStartEstimate> es
 int64_t EventChaosProxy::injected_written() const { return service_->injected_written; }
 apb::ReplicaKey EventChaosProxy::LastSubmittedKey() const { return service_->LastSubmittedKey(); }
 void EventChaosProxy::AnswerSubmitsWith(const apb::Replica& answer) { service_->AnswerSubmitsWith(answer); }
+void EventChaosProxy::LoseStops(int n) { service_->LoseStops(n); }
+int64_t EventChaosProxy::stops_lost() const { return service_->stops_lost(); }
 
 }  // namespace jc::testing

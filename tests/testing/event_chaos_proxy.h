@@ -46,6 +46,10 @@ class EventChaosProxy {
   // From now on every submit is answered with `answer` (under the submitted key) and never
   // reaches the upstream: a center whose answer says more than "accepted".
   void AnswerSubmitsWith(const ::jointcloud::adapter::v1::Replica& answer);
+  // The next `n` stops are answered UNAVAILABLE and never reach the upstream (lost on the
+  // way); how many were.
+  void LoseStops(int n);
+  int64_t stops_lost() const;
   // The key of the last replica submitted through the proxy (empty before one).
   ::jointcloud::adapter::v1::ReplicaKey LastSubmittedKey() const;
 

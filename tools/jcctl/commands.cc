@@ -241,6 +241,29 @@ std::string Describe(const json& job) {
   std::string table = Table(rows, {Field("TASK", "task"), Field("REPLICA", "replica"), Field("STATUS", "status"),
                                    Field("CENTER", "center"), Field("SPEC", "spec"), Field("MESSAGE", "message")});
   for (absl::string_view l : absl::StrSplit(table, '\n', absl::SkipEmpty())) out << "  " << l << "\n";
+  // Named ports of running replicas, and how many are ready (SPEC A17).
+  json ports = json::array();
+  t = 0;
+  for (const auto& task : job.value("taskInfos", json::array())) {
+    for (const auto& e : task.value("endpoints", json::array())) {
+      ports.push_back({{"task", t},
+                       {"replica", e.value("replicaIndex", 0)},
+                       {"name", e.value("name", "")},
+                       {"port", e.value("port", 0)},
+                       {"ready", e.value("ready", false) ? "yes" : "no"}});
+    }
+    if (!task.value("endpoints", json::array()).empty()) {
+      line("Ready:", absl::StrCat("task ", t, ": ", task.value("readyReplicas", 0), " of ",
+                                  task.value("replicaNumber", 0), " replicas"));
+    }
+    ++t;
+  }
+  if (!ports.empty()) {
+    out << "Endpoints:\n";
+    std::string endpoints = Table(ports, {Field("TASK", "task"), Field("REPLICA", "replica"), Field("PORT NAME", "name"),
+                                          Field("PORT", "port"), Field("READY", "ready")});
+    for (absl::string_view l : absl::StrSplit(endpoints, '\n', absl::SkipEmpty())) out << "  " << l << "\n";
+  }
   return out.str();
 }
 

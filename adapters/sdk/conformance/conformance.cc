@@ -593,4 +593,186 @@ TEST_CASE("conformance: bad input gets a clear gRPC error and changes nothing [A
   CHECK(reader->Finish().error_code() == grpc::StatusCode::NOT_FOUND);
 }
 
+// SPEC A17, issue 46 item 2: a replica's named ports.
+TEST_CASE("conformance: a replica's named ports are each given one of the center's range, none held twice, passed as "
+          "JC_PORT_<NAME>, reported as its endpoints and ready once they answer, and a center without a range refuses "
+          "them [A17][A14][C5]",
+          "[A17][A14][conformance]") {
+  // A range of 40 of this process's own (suites run side by side).
+  const int first = 20000 + static_cast<int>(getpid() % 400) * 40, last = first + 39;
+  Kit kit([&](CenterConfig& c) {
+    c.port_first = first;
+    c.port_last = last;
+  });
+  auto req = kit.Request("echo port=$JC_PORT_HTTP other=$JC_PORT_OTHER_ONE; exec python3 -m http.server "
+                         "$JC_PORT_HTTP --bind 127.0.0.1");
+  auto* http = req.add_ports();
+  http->set_name("http");
+  http->set_readiness_path("/");
+  req.add_ports()->set_name("other-one");  // nothing listens there: never ready
+  pb::Replica r;
+  grpc::Status s = kit.Submit(req, &r);
+  INFO(s.error_message());
+  REQUIRE(s.ok());
+  REQUIRE(r.endpoints_size() == 2);
+  const int port = r.endpoints(0).port(), other = r.endpoints(1).port();
+  CHECK(r.endpoints(0).name() == "http");
+  CHECK(r.endpoints(1).name() == "other-one");
+  CHECK((port >= first && port <= last));
+  CHECK((other >= first && other <= last));
+  CHECK(port != other);
+  // Ready once its server answers the readiness path; the other port never is.
+  pb::Replica seen;
+  const absl::Time deadline = absl::Now() + kit.target_.timeout;
+  while (absl::Now() < deadline) {
+    REQUIRE(kit.Get(r.key(), &seen).ok());
+    if (seen.endpoints_size() == 2 && seen.endpoints(0).ready()) break;
+    absl::SleepFor(absl::Milliseconds(100));  // the adapter probes about once a second
+  }
+  INFO(seen.DebugString());
+  REQUIRE(seen.endpoints_size() == 2);
+  CHECK(seen.endpoints(0).ready());
+  CHECK_FALSE(seen.endpoints(1).ready());
+  CHECK_FALSE(seen.endpoints(0).host().empty());
+  CHECK(absl::StrContains(kit.Log(r.key()), absl::StrCat("port=", port, " other=", other)));
+
+  // Its port, asked for by another replica: held, refused while it runs.
+  auto fixed = kit.Request("exec sleep 60");
+  auto* want = fixed.add_ports();
+  want->set_name("http");
+  want->set_port(port);
+  pb::Replica second;
+  s = kit.Submit(fixed, &second);
+  CHECK(s.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK(absl::StrContains(s.error_message(), absl::StrCat("port ", port, " is held by another replica")));
+  // A port outside the range, a name twice, a bad name: refused.
+  auto outside = kit.Request("true");
+  auto* o = outside.add_ports();
+  o->set_name("http");
+  o->set_port(last + 1);
+  s = kit.Submit(outside, &second);
+  CHECK(s.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK(absl::StrContains(s.error_message(), "outside this center's port range"));
+  auto twice = kit.Request("true");
+  twice.add_ports()->set_name("http");
+  twice.add_ports()->set_name("http");
+  CHECK(kit.Submit(twice, &second).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  auto bad = kit.Request("true");
+  bad.add_ports()->set_name("HTTP\r\nX");
+  s = kit.Submit(bad, &second);
+  CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(absl::StrContains(s.error_message(), "ports[0].name"));
+  auto injected = kit.Request("true");
+  auto* path = injected.add_ports();
+  path->set_name("http");
+  path->set_readiness_path("/ HTTP/1.0\r\nHost: evil");
+  CHECK(kit.Submit(injected, &second).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+
+  // Once it ends, its ports go back to the range: the fixed one is given.
+  REQUIRE(kit.Stop(r.key(), &seen).ok());
+  kit.WaitFor(r.key(), pb::REPLICA_STOPPED);
+  s = kit.Submit(fixed, &second);
+  INFO(s.error_message());
+  REQUIRE(s.ok());
+  REQUIRE(second.endpoints_size() == 1);
+  CHECK(second.endpoints(0).port() == port);
+  // After a restart of the adapter the book is as it was: the port is still held.
+  kit.RestartAdapter();
+  auto third = kit.Request("true");
+  auto* again = third.add_ports();
+  again->set_name("http");
+  again->set_port(port);
+  CHECK(kit.Submit(third, &seen).error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  REQUIRE(kit.Stop(second.key(), &seen).ok());
+}
+
+TEST_CASE("conformance: a center with no port range refuses a replica that asks for a port, and runs one that asks "
+          "for none [A17][A14][C5]",
+          "[A17][A14][conformance]") {
+  Kit kit;  // its configuration has no ports:
+  auto req = kit.Request("true");
+  req.add_ports()->set_name("http");
+  pb::Replica r;
+  grpc::Status s = kit.Submit(req, &r);
+  CHECK(s.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK(absl::StrContains(s.error_message(), "offers no ports"));
+  CHECK(kit.Get(req.key(), &r).error_code() == grpc::StatusCode::NOT_FOUND);
+  pb::Replica plain = kit.MustSubmit("true");
+  CHECK(plain.endpoints_size() == 0);
+  kit.WaitFor(plain.key(), pb::REPLICA_SUCCEEDED);
+}
+
+// SPEC A17, issue 46 item 2: the control plane's only way to a replica's port.
+TEST_CASE("conformance: a tunnel carries bytes to a running replica's named port and back, and one to a replica or "
+          "port not there, or not running, is refused [A17][A14][C5]",
+          "[A17][A14][conformance]") {
+  const int first = 24000 + static_cast<int>(getpid() % 400) * 20;
+  Kit kit([&](CenterConfig& c) {
+    c.port_first = first;
+    c.port_last = first + 19;
+  });
+  auto req = kit.Request("exec python3 -m http.server $JC_PORT_HTTP --bind 127.0.0.1");
+  auto* http = req.add_ports();
+  http->set_name("http");
+  http->set_readiness_path("/");
+  pb::Replica r;
+  REQUIRE(kit.Submit(req, &r).ok());
+  pb::Replica seen;
+  const absl::Time deadline = absl::Now() + kit.target_.timeout;
+  while (absl::Now() < deadline) {
+    REQUIRE(kit.Get(r.key(), &seen).ok());
+    if (seen.endpoints_size() == 1 && seen.endpoints(0).ready()) break;
+    absl::SleepFor(absl::Milliseconds(100));  // the adapter probes about once a second
+  }
+  REQUIRE(seen.endpoints(0).ready());
+  // Sends `payload` through a tunnel to `key`'s port `port` (its end marked), reads until
+  // the endpoint closes; the status and what came back.
+  auto tunnel = [&](const pb::ReplicaKey& key, const std::string& port, const std::string& payload, bool named = true) {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx, kit.target_.timeout);
+    auto stream = kit.stub_->OpenTunnel(&ctx);
+    if (named) {
+      pb::TunnelFrame hello;
+      *hello.mutable_key() = key;
+      hello.set_port_name(port);
+      stream->Write(hello);
+      pb::TunnelFrame body;
+      body.set_data(payload);
+      body.set_close(true);
+      stream->Write(body);
+    } else {
+      stream->WritesDone();  // a stream that names nothing
+    }
+    std::string back;
+    pb::TunnelFrame frame;
+    while (stream->Read(&frame)) {
+      back += frame.data();
+      if (frame.close()) break;
+    }
+    if (named) stream->WritesDone();
+    grpc::Status s = stream->Finish();
+    return std::make_pair(s, back);
+  };
+  auto [ok, answer] = tunnel(r.key(), "http", "GET / HTTP/1.0\r\nHost: replica\r\n\r\n");
+  INFO(ok.error_message());
+  CHECK(ok.ok());
+  CHECK(absl::StartsWith(answer, "HTTP/1.0 200"));
+  // Two at once, each its own connection.
+  auto [a, first_answer] = tunnel(r.key(), "http", "GET /nope HTTP/1.0\r\n\r\n");
+  CHECK(absl::StartsWith(first_answer, "HTTP/1.0 404"));
+
+  auto [no_port, unused1] = tunnel(r.key(), "admin", "x");
+  CHECK(no_port.error_code() == grpc::StatusCode::NOT_FOUND);
+  CHECK(absl::StrContains(no_port.error_message(), "has no port named \"admin\" (it has: http)"));
+  pb::ReplicaKey other = r.key();
+  other.set_job_id("never-submitted");
+  CHECK(tunnel(other, "http", "x").first.error_code() == grpc::StatusCode::NOT_FOUND);
+  CHECK(tunnel(r.key(), "http", "", /*named=*/false).first.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  REQUIRE(kit.Stop(r.key(), &seen).ok());
+  kit.WaitFor(r.key(), pb::REPLICA_STOPPED);
+  auto [stopped, unused2] = tunnel(r.key(), "http", "GET / HTTP/1.0\r\n\r\n");
+  CHECK(stopped.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK(absl::StrContains(stopped.error_message(), "not running"));
+}
+
 }  // namespace jc::adapter::conformance

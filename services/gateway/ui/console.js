@@ -16,12 +16,23 @@ let timers = [];
 // (#/centers?token=…, the console's old way) has it removed from the address bar at once,
 // unused. Returns whether there was one.
 function dropTokenFromUrl() {
-  const at = location.hash.indexOf("?");
-  if (at < 0) return false;
-  const params = location.hash.slice(at + 1).split("&");
-  const kept = params.filter((p) => !/^token(=|$)/i.test(p));
-  if (kept.length === params.length) return false;
-  history.replaceState(null, "", location.pathname + location.hash.slice(0, at) + (kept.length ? "?" + kept.join("&") : ""));
+  // Whatever mentions a token, however written (%74oken, TOKEN, ;token, token%3D, in the
+  // query before '#' or in the hash's page part): the console reads no query, so the query
+  // goes whole; the hash keeps its page and the parameters that mention none.
+  const mentions = (text) => {
+    let decoded = text;
+    for (let i = 0; i < 3; i++) {  // %2574oken too
+      try { const next = decodeURIComponent(decoded); if (next === decoded) break; decoded = next; } catch (e) { break; }
+    }
+    return /token/i.test(decoded);
+  };
+  if (!mentions(location.search) && !mentions(location.hash)) return false;
+  const hash = location.hash;
+  const at = hash.search(/[?&;]/);
+  let page = at < 0 ? hash : hash.slice(0, at);
+  if (mentions(page)) page = "#/centers";
+  const kept = at < 0 ? [] : hash.slice(at + 1).split(/[&;]/).filter((p) => p && !mentions(p));
+  history.replaceState(null, "", location.pathname + page + (kept.length ? "?" + kept.join("&") : ""));
   return true;
 }
 

@@ -97,4 +97,42 @@ TEST_CASE("a service that crashes for ever keeps a bounded record and a back-off
   CHECK(WaitingSince(job) == FromTimestamp(job.replicas(0).restart_after()));
 }
 
+// Attacker's review, session 34: scaling down and up again added an attempt to the replica
+// each time, past the cap a restart keeps.
+TEST_CASE("a service scaled down and up without end keeps a bounded record of each replica [A17][C6]", "[A17][C6]") {
+  v1::JobRecord job = Service();
+  absl::Time now = absl::FromUnixSeconds(1'800'000'000);
+  for (int cycle = 0; cycle < 100; ++cycle) {
+    JobEffects up;
+    ApplyScale(job, 0, 2, now, &up);
+    const int index = job.replicas_size() - 1;  // replica 1: added once, brought back after
+    REQUIRE(job.replicas(index).replica_index() == 1);
+    REQUIRE(job.replicas(index).state() == v1::ReplicaRecord::WAITING);
+    auto* rep = job.mutable_replicas(index);
+    rep->set_state(v1::ReplicaRecord::DISPATCHING);
+    rep->set_center_id("alpha");
+    NotePlaced(job, index, now);
+    apb::Replica running;
+    running.mutable_key()->set_attempt(rep->attempt());
+    running.set_state(apb::REPLICA_RUNNING);
+    *running.mutable_started_at() = ToTimestamp(now);
+    JobEffects accepted;
+    ApplySubmitAccepted(job, index, running, now, &accepted);
+    now += absl::Seconds(30);
+    JobEffects down;
+    ApplyScale(job, 0, 1, now, &down);
+    REQUIRE(down.stop.size() == 1);
+    apb::Replica stopped = running;
+    stopped.set_state(apb::REPLICA_STOPPED);
+    *stopped.mutable_ended_at() = ToTimestamp(now);
+    JobEffects ended;
+    ApplyAttemptReport(job, index, "alpha", stopped, now, &ended);
+    CHECK(ended.metered.size() == 1);  // every run metered, however many
+    now += absl::Seconds(30);
+  }
+  CHECK(job.replicas(1).attempts_size() <= kKeptAttempts);
+  CHECK(job.replicas(1).attempt() == 99);
+  CHECK(job.status() == "pending");  // replica 0 never placed here; the one scaled away fails nothing
+}
+
 }  // namespace jc::jobs

@@ -3,6 +3,8 @@
 // (nanos past a second) would otherwise reach the job's record and fail its write, stepping
 // the job manager down on every such create (found by an attacker's review, session 28).
 #include <catch2/catch.hpp>
+#include <tuple>
+#include <vector>
 
 #include "common/store/doc.h"
 #include "services/jobs/validate_create.h"
@@ -170,4 +172,44 @@ TEST_CASE("a scale is for a service or streaming job that runs, to 1 to 1000 rep
   CHECK(says(0, 2) == "job job-1 is being stopped; it does not scale");
   job.set_status("completed");
   CHECK(says(0, 2) == "job job-1 has already ended (completed); there is nothing to scale");
+}
+
+TEST_CASE("a task's named ports: at most 8, names unique and plain, ports 1 to 65535 or 0, a fixed one for one "
+          "replica, readiness paths that cannot forge a request [A17][C5]",
+          "[A17][C5]") {
+  using jc::jobs::ValidateCreate;
+  auto with_ports = [](std::vector<std::tuple<std::string, int, std::string>> ports, int replicas = 1) {
+    auto job = Job();
+    job.mutable_tasks(0)->set_replica_number(replicas);
+    for (const auto& [name, port, path] : ports) {
+      auto* p = job.mutable_tasks(0)->add_ports();
+      p->set_name(name);
+      p->set_port(port);
+      p->set_readiness_path(path);
+    }
+    return job;
+  };
+  auto says = [](const jointcloud::v1::CreateTrainJobRequest& job) { return std::string(ValidateCreate(job).message()); };
+  CHECK(ValidateCreate(with_ports({{"http", 0, "/api/status"}, {"metrics", 0, ""}}, 3)).ok());
+  CHECK(ValidateCreate(with_ports({{"jupyter", 8888, ""}}, 1)).ok());
+  CHECK(says(with_ports({{"http", 0, ""}, {"http", 0, ""}})) == "tasks[0].ports[1].name: \"http\" is named twice");
+  CHECK(says(with_ports({{"a", 8000, ""}, {"b", 8000, ""}})) == "tasks[0].ports[1].port: 8000 is asked twice");
+  CHECK(says(with_ports({{"http", 70000, ""}})) == "tasks[0].ports[0].port: 1 to 65535 (or 0: the center chooses), got 70000");
+  CHECK(says(with_ports({{"http", 8888, ""}}, 2)) ==
+        "tasks[0].ports[0].port: a fixed port is for a task of one replica (got 2); leave it 0 and read JC_PORT_HTTP");
+  CHECK(says(with_ports({{"HTTP", 0, ""}})).find("tasks[0].ports[0].name: a letter a-z") == 0);
+  CHECK(says(with_ports({{"http", 0, "/x\r\nHost: evil"}})).find("tasks[0].ports[0].readinessPath:") == 0);
+  std::vector<std::tuple<std::string, int, std::string>> nine;
+  for (int i = 0; i < 9; ++i) nine.emplace_back("p" + std::to_string(i), 0, "");
+  CHECK(says(with_ports(nine)) == "tasks[0].ports: at most 8 ports a task, got 9");
+
+  // A service with a fixed port does not scale past one replica.
+  jointcloud::v1::JobRecord record;
+  record.set_job_id("job-1");
+  record.set_status("running");
+  *record.mutable_request() = with_ports({{"jupyter", 8888, ""}});
+  record.mutable_request()->mutable_tasks(0)->set_kind("service");
+  CHECK(jc::jobs::CheckScale(record, 0, 2).message() ==
+        "task 0 of job job-1 asks for port 8888 (jupyter), which one replica holds: it does not scale past 1");
+  CHECK(jc::jobs::CheckScale(record, 0, 1).ok());
 }

@@ -34,21 +34,21 @@ TEST_CASE("the waiting queue is one queue updated in place: in line by priority 
           "[A11][A16]") {
   WaitingQueue q(*scheduler::ParseQueueSettings("fcfs"));
   CHECK(q.empty());
-  CHECK(q.FirstInLine(0, 1));
+  CHECK(q.FirstInLine(Record(1, "x", 0)));
   q.Put(Record(2, "a"), 0);
   q.Put(Record(3, "b"), 0);
   q.Put(Record(4, "b", /*priority=*/5), 0);
   CHECK(q.size() == 3);
   // A job submitted now is first in line only ahead of everyone waiting.
-  CHECK_FALSE(q.FirstInLine(0, 9));
-  CHECK(q.FirstInLine(6, 9));
+  CHECK_FALSE(q.FirstInLine(Record(9, "x", 0)));
+  CHECK(q.FirstInLine(Record(9, "x", 6)));
   CHECK(Offered(q) == std::vector<std::string>{"job-4", "job-2", "job-3"});
   // Put again (a replica waits again): still one entry.
   q.Put(Record(2, "a"), 0);
   CHECK(q.size() == 3);
   q.Remove(Record(4, "b", 5));
   CHECK_FALSE(q.Contains(Record(4, "b", 5)));
-  CHECK(q.FirstInLine(0, 1));
+  CHECK(q.FirstInLine(Record(1, "x", 0)));
   CHECK(Offered(q) == std::vector<std::string>{"job-2", "job-3"});
   q.Remove(Record(77, "x"));  // not there: nothing
   CHECK(q.size() == 2);
@@ -88,6 +88,31 @@ TEST_CASE("the waiting queue brings a job's entry up to date in place: more atta
   sef.Put(learned, 0);
   // 30 s by its limit, 60 s by history, then the one that only says "1s" (the default hour).
   CHECK(Offered(sef, 1'800'000'003) == std::vector<std::string>{"job-2", "job-3", "job-1"});
+}
+
+// Attacker's review, session 34: under FCFS a service submitted long ago jumped the queue
+// each time it grew (its new replicas had its old place in line).
+TEST_CASE("a service's replica added by a scale or restarting queues from when it fell due, behind what was "
+          "submitted before [A17][A11]",
+          "[A17][A11]") {
+  WaitingQueue q(*scheduler::ParseQueueSettings("fcfs"));
+  v1::JobRecord service = Record(1, "a");  // submitted first
+  v1::JobRecord batch = Record(5, "b");    // submitted 4 s after it, waiting
+  q.Put(batch, 0);
+  // The service grows 50 s after its submission: its new replica waits from then.
+  auto* added = service.add_replicas();
+  added->set_state(v1::ReplicaRecord::WAITING);
+  *added->mutable_restart_after() = ToTimestamp(absl::FromUnixSeconds(1'800'000'051));
+  q.Put(service, 0);
+  REQUIRE(q.in_line().size() == 2);
+  CHECK(std::get<3>(*q.in_line().begin()) == "job-5");
+  CHECK_FALSE(q.FirstInLine(service));
+  // Put again with its place moved (placed, then waiting again): still one entry.
+  *added->mutable_restart_after() = ToTimestamp(absl::FromUnixSeconds(1'800'000'002));
+  q.Put(service, 0);
+  CHECK(q.size() == 2);
+  CHECK(std::get<3>(*q.in_line().begin()) == "job-1");
+  CHECK(q.Contains(service));
 }
 
 }  // namespace

@@ -1,0 +1,31 @@
+#pragma once
+
+// The adapter's end of a tunnel to a replica's port (SPEC A17, adapter.proto TunnelFrame):
+// a TCP connection from the adapter's host to the endpoint, and the bytes pumped between it
+// and the gRPC stream until either side ends.
+
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/support/sync_stream.h>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "jointcloud/adapter/v1/adapter.pb.h"
+
+namespace jc::adapter {
+
+// A connected TCP socket to host:port within `deadline`; UNAVAILABLE naming the endpoint
+// when nothing answers there.
+absl::StatusOr<int> DialEndpoint(const std::string& host, int port, absl::Duration deadline);
+
+// Pumps `fd` (which it closes) and `stream` both ways: the stream's frames into the socket on
+// this thread, the socket's bytes into frames on another, until both directions closed or
+// either failed. Returns once both are done.
+void PumpTunnel(int fd, grpc::ServerReaderWriter<::jointcloud::adapter::v1::TunnelFrame,
+                                                 ::jointcloud::adapter::v1::TunnelFrame>* stream);
+
+// The most bytes a frame carries.
+inline constexpr size_t kTunnelFrameBytes = 64 << 10;
+
+}  // namespace jc::adapter
