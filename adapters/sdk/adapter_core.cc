@@ -12,6 +12,7 @@
 #include <cmath>
 #include <set>
 #include <filesystem>
+#include <fstream>
 
 #include "absl/strings/match.h"
 #include "common/oci/image_reference.h"
@@ -166,7 +167,20 @@ absl::Status AdapterCore::Start() {
   next_cursor_ = last + 1;
   spdlog::info("adapter for center {}: {} replicas and {} events restored (last cursor {})",
                center_.center_id, rows.size(), events.size(), last);
+  if (ports_.offers()) {
+    // The kernel's ephemeral ports (outgoing connections, the adapter's own probes among
+    // them) must not be in the replicas' range: a replica's bind there fails at random.
+    std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+    int low = 0, high = 0;
+    if (range >> low >> high && center_.port_first <= high && center_.port_last >= low) {
+      spdlog::warn("center {}: its replicas' port range {}-{} overlaps the kernel's ephemeral ports {}-{} "
+                   "(net.ipv4.ip_local_port_range): replicas' binds there may fail; choose a range outside it, or "
+                   "reserve it (net.ipv4.ip_local_reserved_ports)",
+                   center_.center_id, center_.port_first, center_.port_last, low, high);
+    }
+  }
   poller_ = std::thread([this] { PollLoop(); });
+  prober_ = std::thread([this] { ProbeLoop(); });
   return absl::OkStatus();
 }
 
@@ -178,6 +192,7 @@ void AdapterCore::Stop() {
   }
   loop_cv_.notify_all();
   if (poller_.joinable()) poller_.join();
+  if (prober_.joinable()) prober_.join();
   events_.Close();
 }
 
@@ -858,6 +873,18 @@ absl::Status AdapterCore::Record(const std::vector<pb::Replica>& changed) {
 absl::Status AdapterCore::WriteRecords(store::Transaction& txn, const std::vector<pb::Replica>& changed) {
   const uint64_t first = txn_cursor_;
   for (const pb::Replica& r : changed) {
+    // A change decided from an older look at the replica (a readiness probe, a poll answer)
+    // never moves one that ended back: what ended stays ended (its ports are free already).
+    if (!Ended(r.state())) {
+      bool ended = false;
+      for (const auto& earlier : txn_changed_) ended |= earlier.name() == r.name() && Ended(earlier.state());
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = replicas_.find(r.name());
+        ended |= it != replicas_.end() && Ended(it->second.state());
+      }
+      if (ended) continue;
+    }
     JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(r));
     JC_RETURN_IF_ERROR(txn.Exec("INSERT INTO adapter_replicas (name, state, doc) VALUES ($1, $2, $3) "
                                 "ON CONFLICT (name) DO UPDATE SET state = excluded.state, doc = excluded.doc",
@@ -954,8 +981,7 @@ absl::Status AdapterCore::PollOnce() {
       changed.push_back(next);
     }
   }
-  JC_RETURN_IF_ERROR(Record(changed));
-  return Record(ProbeEndpoints());
+  return Record(changed);
 }
 
 std::vector<pb::Replica> AdapterCore::ProbeEndpoints() {
@@ -970,12 +996,21 @@ std::vector<pb::Replica> AdapterCore::ProbeEndpoints() {
     for (const auto& [name, r] : replicas_) {
       if (r.state() != pb::REPLICA_RUNNING || r.endpoints_size() == 0 || r.endpoints(0).host().empty()) continue;
       if (auto it = probed_.find(name); it != probed_.end() && now - it->second < absl::Seconds(1)) continue;
-      probed_[name] = now;
       due.push_back(r);
     }
   }
+  // The longest unprobed first; a pass stops at its budget (endpoints that answer slowly
+  // delay the others' readiness, never the replicas' state: this is not the poller).
+  auto last = [&](const pb::Replica& r) {
+    auto it = probed_.find(r.name());
+    return it == probed_.end() ? absl::InfinitePast() : it->second;
+  };
+  std::stable_sort(due.begin(), due.end(), [&](const auto& a, const auto& b) { return last(a) < last(b); });
+  const absl::Time budget_end = now + absl::Seconds(2);
   std::vector<pb::Replica> changed;
   for (const pb::Replica& r : due) {
+    if (absl::Now() >= budget_end) break;
+    probed_[r.name()] = absl::Now();
     std::vector<bool> ready;
     for (const auto& e : r.endpoints()) {
       ready.push_back(EndpointReady(e.host(), e.port(), e.readiness_path(), absl::Milliseconds(300)));
@@ -996,6 +1031,19 @@ std::vector<pb::Replica> AdapterCore::ProbeEndpoints() {
     if (differs) changed.push_back(std::move(next));
   }
   return changed;
+}
+
+void AdapterCore::ProbeLoop() {
+  std::unique_lock<std::mutex> lock(loop_mu_);
+  while (!stopping_) {
+    loop_cv_.wait_for(lock, std::chrono::milliseconds(250), [&] { return stopping_; });
+    if (stopping_) break;
+    lock.unlock();
+    if (absl::Status recorded = Record(ProbeEndpoints()); !recorded.ok()) {
+      spdlog::warn("recording replicas' readiness failed: {}", recorded.ToString());
+    }
+    lock.lock();
+  }
 }
 
 void AdapterCore::PollLoop() {

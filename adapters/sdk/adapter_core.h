@@ -112,6 +112,9 @@ class AdapterCore {
   // Readiness (SPEC A17): the running replicas' endpoints probed where they run, at most
   // once a second each; those whose answer changed are returned to be recorded.
   std::vector<pb::Replica> ProbeEndpoints();
+  // Probes about every 250 ms, on a thread of its own (a slow endpoint never holds up the
+  // poller's state changes), each pass bounded to 2 s, the longest unprobed first.
+  void ProbeLoop();
 
   std::shared_ptr<const RunAs> CurrentRunAs() const;
 
@@ -136,7 +139,7 @@ class AdapterCore {
   std::set<std::string> submitting_;             // names whose submit is under way
   std::set<std::string> withdrawing_;            // external ids being withdrawn (the poller skips them)
   PortBook ports_;                               // the center's port range: who holds which
-  std::map<std::string, absl::Time> probed_;     // replicas' last readiness probe (poller thread only)
+  std::map<std::string, absl::Time> probed_;     // replicas' last readiness probe (prober thread only)
   // Record's group commit: the store's own (common/store/group_commit.h). Its committing
   // thread alone touches the txn_ fields: the prologue resets them, each write adds its
   // replicas and events with the next cursors, the epilogue (after the commit, in commit
@@ -154,6 +157,7 @@ class AdapterCore {
   std::condition_variable loop_cv_;
   bool stopping_ = false;
   std::thread poller_;
+  std::thread prober_;
 };
 
 }  // namespace jc::adapter

@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 
@@ -93,14 +94,9 @@ class AdapterService final : public pb::Adapter::Service {
   grpc::Status GetReplica(grpc::ServerContext*, const pb::ReplicaRef* req, pb::Replica* resp) override {
     return Reply(core_->Get(req->key()), resp);
   }
-  grpc::Status OpenTunnel(grpc::ServerContext*,
+  grpc::Status OpenTunnel(grpc::ServerContext* ctx,
                           grpc::ServerReaderWriter<pb::TunnelFrame, pb::TunnelFrame>* stream) override {
-    pb::TunnelFrame first;
-    if (!stream->Read(&first)) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "a tunnel begins with a frame naming the replica and its port");
-    }
-    auto target = core_->TunnelTarget(first.key(), first.port_name());
-    if (!target.ok()) return ToGrpcStatus(target.status());
+    // Counted from the start: a stream that never names its replica holds a slot too.
     if (open_tunnels_.fetch_add(1) >= kMaxTunnels) {
       open_tunnels_.fetch_sub(1);
       return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
@@ -110,10 +106,20 @@ class AdapterService final : public pb::Adapter::Service {
       std::atomic<int>* n;
       ~Release() { n->fetch_sub(1); }
     } release{&open_tunnels_};
+    pb::TunnelFrame first;
+    if (!stream->Read(&first)) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "a tunnel begins with a frame naming the replica and its port");
+    }
+    auto target = core_->TunnelTarget(first.key(), first.port_name());
+    if (!target.ok()) return ToGrpcStatus(target.status());
     auto fd = DialEndpoint(target->first, target->second, absl::Seconds(5));
     if (!fd.ok()) return ToGrpcStatus(fd.status());
-    if (!first.data().empty()) ::send(*fd, first.data().data(), first.data().size(), MSG_NOSIGNAL);
-    PumpTunnel(*fd, stream);
+    if (!first.data().empty() &&
+        ::send(*fd, first.data().data(), first.data().size(), MSG_NOSIGNAL) != static_cast<ssize_t>(first.data().size())) {
+      ::close(*fd);
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the replica's port took none of the first bytes");
+    }
+    PumpTunnel(*fd, ctx, stream);
     return grpc::Status::OK;
   }
   grpc::Status Watch(grpc::ServerContext* ctx, const pb::WatchRequest* req,

@@ -1,5 +1,6 @@
 #include "adapters/sdk/port_book.h"
 
+#include <algorithm>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -12,7 +13,18 @@ absl::StatusOr<std::vector<int>> PortBook::Hold(const std::string& holder, const
     return absl::FailedPreconditionError("this center offers no ports to its replicas (its configuration has no ports:)");
   }
   std::set<int> taken;  // this call's own
-  auto free = [&](int port) { return !held_.count(port) && !taken.count(port); };
+  // A port the holder holds already is its own again: a replica asked for once more (its
+  // record failed after the scheduler took it) gets the ports its process was given.
+  std::vector<int> own;
+  if (auto it = given_.find(holder); it != given_.end()) own = it->second;
+  // Its named ports are its own already; the others are given from its own in order.
+  for (int port : wanted) {
+    if (port != 0) own.erase(std::remove(own.begin(), own.end(), port), own.end());
+  }
+  auto free = [&](int port) {
+    auto it = held_.find(port);
+    return (it == held_.end() || it->second == holder) && !taken.count(port);
+  };
   std::vector<int> out;
   // Named ports first, so a free search never takes one the replica names.
   for (int port : wanted) {
@@ -38,6 +50,9 @@ absl::StatusOr<std::vector<int>> PortBook::Hold(const std::string& holder, const
       continue;
     }
     int found = 0;
+    for (int mine : own) {  // its own first, in the order they were given
+      if (found == 0 && !taken.count(mine)) found = mine;
+    }
     for (int k = 0; k < size && found == 0; ++k) {
       const int candidate = first_ + (next + k) % size;
       if (free(candidate)) found = candidate;
@@ -51,12 +66,23 @@ absl::StatusOr<std::vector<int>> PortBook::Hold(const std::string& holder, const
     next = found - first_ + 1;
   }
   for (int port : out) held_[port] = holder;
+  given_[holder] = out;
   return out;
+}
+
+void PortBook::Restore(const std::string& holder, int port) {
+  held_[port] = holder;
+  given_[holder].push_back(port);
 }
 
 void PortBook::Release(const std::string& holder, const std::vector<int>& ports) {
   for (int port : ports) {
     if (auto it = held_.find(port); it != held_.end() && it->second == holder) held_.erase(it);
+  }
+  if (auto it = given_.find(holder); it != given_.end()) {
+    auto& mine = it->second;
+    for (int port : ports) mine.erase(std::remove(mine.begin(), mine.end(), port), mine.end());
+    if (mine.empty()) given_.erase(it);
   }
 }
 

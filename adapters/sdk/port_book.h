@@ -23,18 +23,20 @@ class PortBook {
   // Holds a port for each of `wanted` for replica `holder`: the one it names (non-zero; in
   // the range and free), else a free one. Free ones are searched from a start derived from
   // the holder's name, so that a replica asked for again with the same ports held (an
-  // adapter that crashed between the scheduler's accept and its record) is given the same.
+  // adapter that crashed between the scheduler's accept and its record) is given the same;
+  // ports the holder holds already (a repeat after a record that failed) are its own again.
   // Nothing is held on error: FailedPrecondition naming the port or the range.
   absl::StatusOr<std::vector<int>> Hold(const std::string& holder, const std::vector<int>& wanted);
   // Marks `port` held by `holder` (a replica restored from the adapter's store).
-  void Restore(const std::string& holder, int port) { held_[port] = holder; }
+  void Restore(const std::string& holder, int port);
   // Frees the ports `holder` holds of `ports` (another's are left alone).
   void Release(const std::string& holder, const std::vector<int>& ports);
   size_t held() const { return held_.size(); }
 
  private:
   int first_, last_;
-  std::map<int, std::string> held_;  // port -> the replica holding it
+  std::map<int, std::string> held_;                 // port -> the replica holding it
+  std::map<std::string, std::vector<int>> given_;   // replica -> its ports, in the order given
 };
 
 }  // namespace jc::adapter

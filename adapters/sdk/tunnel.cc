@@ -4,6 +4,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -44,12 +45,17 @@ absl::StatusOr<int> DialEndpoint(const std::string& host, int port, absl::Durati
     ::close(fd);
     return absl::UnavailableError(absl::StrCat("nothing answers on the replica's port ", port, " at ", host));
   }
-  // Blocking from here: each direction has a thread of its own.
+  // Blocking from here, each direction on a thread of its own, but never for ever: a send
+  // the endpoint does not take within 30 s, or 15 minutes without a byte from it, ends the
+  // tunnel (a replica that accepts and then neither reads nor writes holds nothing long).
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  timeval send_timeout{30, 0}, idle{15 * 60, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof(send_timeout));
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &idle, sizeof(idle));
   return fd;
 }
 
-void PumpTunnel(int fd, grpc::ServerReaderWriter<pb::TunnelFrame, pb::TunnelFrame>* stream) {
+void PumpTunnel(int fd, grpc::ServerContext* ctx, grpc::ServerReaderWriter<pb::TunnelFrame, pb::TunnelFrame>* stream) {
   // The endpoint's bytes into frames, until it closes its side or the socket is shut down.
   std::thread out([fd, stream] {
     std::string buf(kTunnelFrameBytes, '\0');
@@ -88,8 +94,9 @@ void PumpTunnel(int fd, grpc::ServerReaderWriter<pb::TunnelFrame, pb::TunnelFram
       ::shutdown(fd, SHUT_WR);  // the endpoint sees the end of the request; its answer still comes
     }
   }
-  // The caller's stream ended (or was cancelled): both directions end.
-  ::shutdown(fd, SHUT_RDWR);
+  // The caller sends no more. Cancelled (or gone): both directions end now. Half-closed: the
+  // endpoint sees the end of what was sent, and its answer still comes back.
+  ::shutdown(fd, ctx->IsCancelled() ? SHUT_RDWR : SHUT_WR);
   out.join();
   ::close(fd);
 }

@@ -21,9 +21,11 @@ absl::StatusOr<int> DialEndpoint(const std::string& host, int port, absl::Durati
 
 // Pumps `fd` (which it closes) and `stream` both ways: the stream's frames into the socket on
 // this thread, the socket's bytes into frames on another, until both directions closed or
-// either failed. Returns once both are done.
-void PumpTunnel(int fd, grpc::ServerReaderWriter<::jointcloud::adapter::v1::TunnelFrame,
-                                                 ::jointcloud::adapter::v1::TunnelFrame>* stream);
+// either failed (a cancelled call, a send not taken in 30 s, 15 minutes without a byte from
+// the endpoint). Returns once both are done.
+void PumpTunnel(int fd, grpc::ServerContext* ctx,
+                grpc::ServerReaderWriter<::jointcloud::adapter::v1::TunnelFrame,
+                                         ::jointcloud::adapter::v1::TunnelFrame>* stream);
 
 // The most bytes a frame carries.
 inline constexpr size_t kTunnelFrameBytes = 64 << 10;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "common/timestamp.h"
 #include "services/jobs/attempt_history.h"
@@ -42,13 +43,23 @@ void StopAttempt(v1::ReplicaRecord& r, absl::Time now, JobEffects* fx) {
 // names (a center cannot add one), ports in range, ready only while it runs.
 google::protobuf::RepeatedPtrField<v1::EndpointRecord> KeptEndpoints(const v1::TaskSpec& task, const apb::Replica& report) {
   google::protobuf::RepeatedPtrField<v1::EndpointRecord> out;
+  // A host name or address as the adapter reaches it; anything else is not kept.
+  auto plain_host = [](const std::string& h) {
+    if (h.size() > 253) return false;
+    for (char c : h) {
+      if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != ':') return false;
+    }
+    return true;
+  };
   for (const auto& e : report.endpoints()) {
     bool declared = false;
     for (const auto& p : task.ports()) declared |= p.name() == e.name();
-    if (!declared || e.port() < 1 || e.port() > 65535) continue;
+    bool seen = false;  // one per name: a center cannot repeat one, nor stand one in for another
+    for (const auto& k : out) seen |= k.name() == e.name();
+    if (!declared || seen || e.port() < 1 || e.port() > 65535) continue;
     auto* kept = out.Add();
     kept->set_name(e.name());
-    kept->set_host(e.host().substr(0, 253));
+    kept->set_host(plain_host(e.host()) ? e.host() : "");
     kept->set_port(e.port());
     kept->set_ready(e.ready() && report.state() == apb::REPLICA_RUNNING);
   }

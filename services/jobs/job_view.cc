@@ -80,7 +80,12 @@ v1::TrainJob TrainJobOf(const v1::JobRecord& r, const JobViewOptions& options) {
       if (rep.state() != v1::ReplicaRecord::RUNNING) continue;
       // Its current attempt's endpoints (the record keeps an earlier attempt's until the
       // next one's first report); ready once every port answers (SPEC A17).
-      bool ready = rep.endpoints_size() == task.ports_size();
+      bool ready = true;  // every declared port has a ready endpoint (one each: KeptEndpoints)
+      for (const auto& declared : task.ports()) {
+        bool found = false;
+        for (const auto& e : rep.endpoints()) found |= e.name() == declared.name() && e.ready();
+        ready &= found;
+      }
       for (const auto& e : rep.endpoints()) {
         auto* out = info->add_endpoints();
         out->set_replica_index(rep.replica_index());

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -35,6 +36,25 @@ struct AdapterAt {
   AdapterAt(const char* address) : address(address) {}  // NOLINT
   std::string center_id;
   std::string address;
+};
+
+// A byte stream to a replica's named port through its center's adapter (SPEC A17,
+// adapter.proto OpenTunnel): the control plane's only way to an endpoint. One thread may
+// Send while another Receives; Cancel from any thread ends both.
+class Tunnel {
+ public:
+  virtual ~Tunnel() = default;
+  // Bytes toward the endpoint (in frames of at most 64 KiB); false once the tunnel is gone.
+  virtual bool Send(std::string_view data) = 0;
+  // Nothing more toward the endpoint; its answer still comes.
+  virtual void CloseSend() = 0;
+  // The endpoint's next bytes; nullopt once it closed its side or the tunnel ended (Finish
+  // says how).
+  virtual std::optional<std::string> Receive() = 0;
+  virtual void Cancel() = 0;
+  // After Receive returned nullopt: OK, or why the tunnel ended (the adapter's refusal:
+  // NOT_FOUND, FAILED_PRECONDITION, UNAVAILABLE, RESOURCE_EXHAUSTED).
+  virtual absl::Status Finish() = 0;
 };
 
 class AdapterClient {
@@ -74,6 +94,12 @@ class AdapterClient {
   virtual absl::StatusOr<apb::StageImageResponse> StageImage(const AdapterAt& adapter,
                                                              const apb::StageImageRequest& req) {
     return absl::UnimplementedError("this client cannot stage images");
+  }
+  // A tunnel to the running replica `key`'s port named `port_name` (SPEC A17). The
+  // adapter's refusal comes with the first Receive (and Finish). Unimplemented by default.
+  virtual absl::StatusOr<std::unique_ptr<Tunnel>> OpenTunnel(const AdapterAt& adapter, const apb::ReplicaKey& key,
+                                                             const std::string& port_name) {
+    return absl::UnimplementedError("this client opens no tunnels");
   }
   // The replica's whole stdout (and stderr after it, if any), up to `max_bytes`.
   virtual absl::StatusOr<std::string> ReadLog(const AdapterAt& adapter, const apb::ReplicaKey& key,

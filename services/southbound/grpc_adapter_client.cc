@@ -26,6 +26,56 @@ absl::Status Failure(const AdapterAt& adapter, const grpc::Status& s) {
   return absl::Status(st.code(), absl::StrCat("adapter at ", adapter.address, ": ", st.message()));
 }
 
+// OpenTunnel over one gRPC stream; its context lives as long as it does.
+class GrpcTunnel final : public Tunnel {
+ public:
+  GrpcTunnel(AdapterAt adapter, std::unique_ptr<grpc::ClientContext> ctx,
+             std::unique_ptr<grpc::ClientReaderWriter<apb::TunnelFrame, apb::TunnelFrame>> stream)
+      : adapter_(std::move(adapter)), ctx_(std::move(ctx)), stream_(std::move(stream)) {}
+  ~GrpcTunnel() override {
+    Cancel();
+    if (!finished_) stream_->Finish().ok();
+  }
+  bool Send(std::string_view data) override {
+    constexpr size_t kFrame = 64 << 10;
+    for (size_t at = 0; at < data.size(); at += kFrame) {
+      apb::TunnelFrame frame;
+      frame.set_data(std::string(data.substr(at, kFrame)));
+      if (!stream_->Write(frame)) return false;
+    }
+    return true;
+  }
+  void CloseSend() override {
+    apb::TunnelFrame frame;
+    frame.set_close(true);
+    stream_->Write(frame);
+  }
+  std::optional<std::string> Receive() override {
+    apb::TunnelFrame frame;
+    while (stream_->Read(&frame)) {
+      if (!frame.data().empty()) {
+        // A close after data comes as its own frame (the adapter sends data, then close).
+        return std::move(*frame.mutable_data());
+      }
+      if (frame.close()) break;
+    }
+    return std::nullopt;
+  }
+  void Cancel() override { ctx_->TryCancel(); }
+  absl::Status Finish() override {
+    stream_->WritesDone();
+    grpc::Status s = stream_->Finish();
+    finished_ = true;
+    return s.ok() || s.error_code() == grpc::StatusCode::CANCELLED ? absl::OkStatus() : Failure(adapter_, s);
+  }
+
+ private:
+  AdapterAt adapter_;
+  std::unique_ptr<grpc::ClientContext> ctx_;
+  std::unique_ptr<grpc::ClientReaderWriter<apb::TunnelFrame, apb::TunnelFrame>> stream_;
+  bool finished_ = false;
+};
+
 class GrpcAdapterClient final : public AdapterClient {
  public:
   GrpcAdapterClient(std::shared_ptr<const auth::TlsMaterial> tls, AdapterProofOptions proof)
@@ -123,6 +173,18 @@ class GrpcAdapterClient final : public AdapterClient {
   }
   absl::StatusOr<apb::Replica> Get(const AdapterAt& adapter, const apb::ReplicaKey& key) override {
     return OnReplica(adapter, key, &apb::Adapter::Stub::GetReplica);
+  }
+  absl::StatusOr<std::unique_ptr<Tunnel>> OpenTunnel(const AdapterAt& adapter, const apb::ReplicaKey& key,
+                                                     const std::string& port_name) override {
+    auto stub = Verified(adapter);
+    if (!stub.ok()) return stub.status();
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    auto stream = (*stub)->OpenTunnel(ctx.get());
+    apb::TunnelFrame hello;
+    *hello.mutable_key() = key;
+    hello.set_port_name(port_name);
+    stream->Write(hello);  // a refusal comes with the first Read
+    return std::unique_ptr<Tunnel>(std::make_unique<GrpcTunnel>(adapter, std::move(ctx), std::move(stream)));
   }
   // One call about one replica (stop, withdraw, get), answered with the replica.
   using ReplicaCall = grpc::Status (apb::Adapter::Stub::*)(grpc::ClientContext*, const apb::ReplicaRef&,

@@ -10,9 +10,11 @@
 
 #include <unistd.h>
 
+#include "absl/strings/match.h"
 #include "absl/time/time.h"
 #include "tests/testing/local_adapter.h"
 #include "tests/testing/process.h"
+#include "services/southbound/adapter_client.h"
 #include "tests/testing/event_chaos_proxy.h"
 #include "tests/testing/test_system.h"
 
@@ -468,4 +470,43 @@ TEST_CASE("a stop that does not reach its center is sent again until it does: a 
   CHECK(job["status"] == "running");
   Kinds::Must(k.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()));
   k.WaitFor(id, [](const json& j) { return j.value("status", "") == "completed"; });
+}
+
+// The control plane's end of the adapter's tunnel (services/southbound): what the gateway's
+// proxy and port-forward will use (issue 46 item 2).
+TEST_CASE("the control plane's adapter client opens a tunnel to a replica's named port and the bytes go both ways, "
+          "and a port the replica does not have is refused [A17]",
+          "[A17]") {
+  jc::testing::LocalAdapter center("solo", 2, CenterConfig());
+  auto client = jc::southbound::MakeGrpcAdapterClient();
+  ::jointcloud::adapter::v1::SubmitReplicaRequest req;
+  req.mutable_key()->set_job_id("tunnel-" + std::to_string(getpid()));
+  req.set_command("exec python3 -m http.server $JC_PORT_WEB --bind 127.0.0.1");
+  req.set_resource_spec_id("svc-1");
+  auto* port = req.add_ports();
+  port->set_name("web");
+  port->set_readiness_path("/");
+  auto submitted = client->Submit(center.address(), req);
+  INFO(submitted.status().ToString());
+  REQUIRE(submitted.ok());
+  REQUIRE(jc::testing::WaitUntil([&] {
+    auto r = client->Get(center.address(), req.key());
+    return r.ok() && r->endpoints_size() == 1 && r->endpoints(0).ready();
+  }));
+  auto tunnel = client->OpenTunnel(center.address(), req.key(), "web");
+  REQUIRE(tunnel.ok());
+  REQUIRE((*tunnel)->Send("GET / HTTP/1.0\r\nHost: replica\r\n\r\n"));
+  (*tunnel)->CloseSend();
+  std::string answer;
+  while (auto bytes = (*tunnel)->Receive()) answer += *bytes;
+  CHECK((*tunnel)->Finish().ok());
+  CHECK(answer.rfind("HTTP/1.0 200", 0) == 0);
+
+  auto refused = client->OpenTunnel(center.address(), req.key(), "admin");
+  REQUIRE(refused.ok());
+  CHECK_FALSE((*refused)->Receive().has_value());
+  absl::Status why = (*refused)->Finish();
+  CHECK(why.code() == absl::StatusCode::kNotFound);
+  CHECK(absl::StrContains(why.message(), "has no port named \"admin\""));
+  client->Stop(center.address(), req.key()).IgnoreError();
 }

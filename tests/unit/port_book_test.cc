@@ -90,3 +90,17 @@ TEST_CASE("a port's name, number and readiness path are checked where they enter
   CHECK_FALSE(jc::CheckPort("p", "http", 0, "/" + std::string(300, 'a')).ok());
   CHECK(jc::PortEnvName("other-one") == "JC_PORT_OTHER_ONE");
 }
+
+// Attacker's review, session 34: a replica asked for again after its record failed (its
+// process already has its ports) was given new ones, and the old stayed booked.
+TEST_CASE("a replica asked for again while it holds ports is given the same ones, in the same order [A17]", "[A17]") {
+  PortBook book(30000, 30099);
+  auto first = book.Hold("jc-r-0-0-0", {0, 0, 30050});
+  REQUIRE(first.ok());
+  auto again = book.Hold("jc-r-0-0-0", {0, 0, 30050});
+  REQUIRE(again.ok());
+  CHECK(*again == *first);
+  CHECK(book.held() == 3);
+  // Another replica still cannot have them.
+  CHECK_FALSE(book.Hold("jc-s-0-0-0", {(*first)[0]}).ok());
+}
