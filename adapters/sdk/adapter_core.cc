@@ -623,6 +623,7 @@ pb::Replica AdapterCore::Accepted(const ReplicaLaunch& launch, const std::string
   r.set_resource_spec_id(launch.spec.resource_spec_id());
   r.set_spec_digest(launch.spec_digest);
   *r.mutable_submitted_at() = ToTimestamp(absl::Now());
+  r.set_account(launch.user);
   for (const auto& p : launch.ports) {
     auto* e = r.add_endpoints();
     e->set_name(p.name);
@@ -709,6 +710,12 @@ absl::StatusOr<std::pair<std::string, int>> AdapterCore::TunnelTarget(const pb::
       continue;
     }
     if (e.host().empty()) return absl::UnavailableError(absl::StrCat("replica ", r.name(), " has no host yet"));
+    if (IsLoopback(e.host()) && !ListenerIsAccounts(e.port(), r.account())) {
+      // Nothing of its account listens there, or another account's process does: a tunnel
+      // would reach whoever bound the port first, not the replica.
+      return absl::UnavailableError(absl::StrCat("nothing of replica ", r.name(), "'s account listens on its port ",
+                                                 e.port(), " (", port_name, ") here"));
+    }
     return std::make_pair(e.host(), e.port());
   }
   return absl::NotFoundError(absl::StrCat("replica ", r.name(), " has no port named \"", port_name.substr(0, 32),
@@ -1013,7 +1020,10 @@ std::vector<pb::Replica> AdapterCore::ProbeEndpoints() {
     probed_[r.name()] = absl::Now();
     std::vector<bool> ready;
     for (const auto& e : r.endpoints()) {
-      ready.push_back(EndpointReady(e.host(), e.port(), e.readiness_path(), absl::Milliseconds(300)));
+      // On this host, ready only while the replica's own account holds the port: another
+      // tenant's process that bound it first answers for nobody.
+      const bool own = !IsLoopback(e.host()) || ListenerIsAccounts(e.port(), r.account());
+      ready.push_back(own && EndpointReady(e.host(), e.port(), e.readiness_path(), absl::Milliseconds(300)));
     }
     std::lock_guard<std::mutex> lock(mu_);
     // Onto the record as it is now (a stop or the poller's answer may have come meanwhile).

@@ -6,10 +6,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <pwd.h>
+
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
@@ -72,6 +78,40 @@ bool EndpointReady(const std::string& host, int port, const std::string& path, a
   }
   ::freeaddrinfo(found);
   return ready;
+}
+
+bool IsLoopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
+}
+
+bool ListenerIsAccounts(int port, const std::string& account) {
+  uid_t want = ::geteuid();
+  if (!account.empty()) {
+    passwd pw{};
+    passwd* found = nullptr;
+    char buf[4096];
+    if (::getpwnam_r(account.c_str(), &pw, buf, sizeof buf, &found) != 0 || found == nullptr) return false;
+    want = found->pw_uid;
+  }
+  // "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid ..."
+  std::set<long> owners;
+  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // the header
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      std::string sl, local, remote, state, queues, timer, retransmits, uid;
+      if (!(fields >> sl >> local >> remote >> state >> queues >> timer >> retransmits >> uid)) continue;
+      if (state != "0A") continue;  // LISTEN
+      const size_t colon = local.rfind(':');
+      int local_port = 0;
+      if (colon == std::string::npos || !absl::SimpleHexAtoi(local.substr(colon + 1), &local_port)) continue;
+      long owner = -1;
+      if (local_port == port && absl::SimpleAtoi(uid, &owner)) owners.insert(owner);
+    }
+  }
+  return !owners.empty() && owners.size() == 1 && *owners.begin() == static_cast<long>(want);
 }
 
 }  // namespace jc::adapter

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "adapters/sdk/adapter_core.h"
 #include "adapters/sdk/conformance/conformance.h"
+#include "adapters/sdk/readiness.h"
 #include "adapters/sdk/run_adapter.h"
 #include "jointcloud/adapter/v1/adapter.grpc.pb.h"
 #include "tests/testing/test_account.h"
@@ -773,6 +774,71 @@ TEST_CASE("conformance: a tunnel carries bytes to a running replica's named port
   auto [stopped, unused2] = tunnel(r.key(), "http", "GET / HTTP/1.0\r\n\r\n");
   CHECK(stopped.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
   CHECK(absl::StrContains(stopped.error_message(), "not running"));
+}
+
+// Attacker's review, session 34 (high): any tenant's process at a center could bind a port of
+// the range first; the replica given it then showed ready, and a tunnel reached the squatter.
+TEST_CASE("conformance: a port of the range held by another account's process is not the replica's: it is never "
+          "ready there and no tunnel reaches it [A17][A14][C6]",
+          "[A17][A14][conformance]") {
+  REQUIRE(geteuid() == 0);  // a squatter of another account is made with setpriv
+  jc::testing::TestAccount squatter("jc-squat");
+  const int port = 26000 + static_cast<int>(getpid() % 2000);
+  Kit kit([&](CenterConfig& c) {
+    c.port_first = port;  // one port: the replica is given the one the squatter holds
+    c.port_last = port;
+  });
+  const std::string pid_file = kit.state_dir_.string() + "/squatter.pid";
+  // Debian's python3 (the account cannot read a root's own interpreter), from a directory it can.
+  REQUIRE(std::system(absl::StrCat("cd / && setpriv --reuid=", squatter.uid, " --regid=", squatter.gid,
+                                   " --clear-groups /usr/bin/python3 -m http.server ", port,
+                                   " --bind 127.0.0.1 --directory /tmp >/dev/null 2>&1 & echo $! > ", pid_file)
+                          .c_str()) == 0);
+  struct Kill {
+    std::string file;
+    ~Kill() { std::system(("kill $(cat " + file + ") 2>/dev/null").c_str()); }
+  } kill_squatter{pid_file};
+  const absl::Time deadline = absl::Now() + kit.target_.timeout;
+  while (absl::Now() < deadline && !EndpointReady("127.0.0.1", port, "/", absl::Milliseconds(200))) {
+    absl::SleepFor(absl::Milliseconds(50));  // until the squatter listens
+  }
+  REQUIRE(EndpointReady("127.0.0.1", port, "/", absl::Milliseconds(200)));
+  // The replica is given that port; it listens nowhere itself (its bind would fail).
+  auto req = kit.Request("exec sleep 60");
+  auto* http = req.add_ports();
+  http->set_name("http");
+  http->set_readiness_path("/");
+  pb::Replica r;
+  REQUIRE(kit.Submit(req, &r).ok());
+  REQUIRE(r.endpoints_size() == 1);
+  REQUIRE(r.endpoints(0).port() == port);
+  kit.WaitFor(r.key(), pb::REPLICA_RUNNING);
+  // A tunnel is refused, naming why, rather than reaching the squatter.
+  grpc::ClientContext ctx;
+  SetDeadline(&ctx, kit.target_.timeout);
+  auto stream = kit.stub_->OpenTunnel(&ctx);
+  pb::TunnelFrame hello;
+  *hello.mutable_key() = r.key();
+  hello.set_port_name("http");
+  stream->Write(hello);
+  stream->WritesDone();
+  pb::TunnelFrame frame;
+  std::string got;
+  while (stream->Read(&frame)) got += frame.data();
+  grpc::Status s = stream->Finish();
+  CHECK(s.error_code() == grpc::StatusCode::UNAVAILABLE);
+  CHECK(absl::StrContains(s.error_message(), "account listens on its port"));
+  CHECK(got.empty());
+  // And it never counts as ready (probed about every 250 ms: a few passes).
+  for (int i = 0; i < 10; ++i) {
+    pb::Replica seen;
+    REQUIRE(kit.Get(r.key(), &seen).ok());
+    REQUIRE(seen.endpoints_size() == 1);
+    CHECK_FALSE(seen.endpoints(0).ready());
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  pb::Replica stopped;
+  REQUIRE(kit.Stop(r.key(), &stopped).ok());
 }
 
 }  // namespace jc::adapter::conformance
