@@ -508,5 +508,5 @@ TEST_CASE("the control plane's adapter client opens a tunnel to a replica's name
   absl::Status why = (*refused)->Finish();
   CHECK(why.code() == absl::StatusCode::kNotFound);
   CHECK(absl::StrContains(why.message(), "has no port named \"admin\""));
-  client->Stop(center.address(), req.key()).IgnoreError();
+  CHECK(client->Stop(center.address(), req.key()).ok());
 }

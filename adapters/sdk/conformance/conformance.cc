@@ -123,6 +123,18 @@ class Kit {
     REQUIRE(r.state() == state);
     return r;
   }
+  // Waits until the replica's first endpoint is ready, with `endpoints` of them (or the
+  // deadline); returns the replica as last read.
+  pb::Replica WaitForReady(const pb::ReplicaKey& key, int endpoints) {
+    pb::Replica seen;
+    const absl::Time deadline = absl::Now() + target_.timeout;
+    while (absl::Now() < deadline) {
+      REQUIRE(Get(key, &seen).ok());
+      if (seen.endpoints_size() == endpoints && seen.endpoints(0).ready()) break;
+      absl::SleepFor(absl::Milliseconds(100));  // the adapter probes about every 250 ms
+    }
+    return seen;
+  }
   std::string Log(const pb::ReplicaKey& key, int64_t offset = 0, bool stderr = false) {
     grpc::ClientContext ctx;
     SetDeadline(&ctx, target_.timeout);
@@ -623,13 +635,7 @@ TEST_CASE("conformance: a replica's named ports are each given one of the center
   CHECK((other >= first && other <= last));
   CHECK(port != other);
   // Ready once its server answers the readiness path; the other port never is.
-  pb::Replica seen;
-  const absl::Time deadline = absl::Now() + kit.target_.timeout;
-  while (absl::Now() < deadline) {
-    REQUIRE(kit.Get(r.key(), &seen).ok());
-    if (seen.endpoints_size() == 2 && seen.endpoints(0).ready()) break;
-    absl::SleepFor(absl::Milliseconds(100));  // the adapter probes about once a second
-  }
+  pb::Replica seen = kit.WaitForReady(r.key(), 2);
   INFO(seen.DebugString());
   REQUIRE(seen.endpoints_size() == 2);
   CHECK(seen.endpoints(0).ready());
@@ -718,13 +724,7 @@ TEST_CASE("conformance: a tunnel carries bytes to a running replica's named port
   http->set_readiness_path("/");
   pb::Replica r;
   REQUIRE(kit.Submit(req, &r).ok());
-  pb::Replica seen;
-  const absl::Time deadline = absl::Now() + kit.target_.timeout;
-  while (absl::Now() < deadline) {
-    REQUIRE(kit.Get(r.key(), &seen).ok());
-    if (seen.endpoints_size() == 1 && seen.endpoints(0).ready()) break;
-    absl::SleepFor(absl::Milliseconds(100));  // the adapter probes about once a second
-  }
+  pb::Replica seen = kit.WaitForReady(r.key(), 1);
   REQUIRE(seen.endpoints(0).ready());
   // Sends `payload` through a tunnel to `key`'s port `port` (its end marked), reads until
   // the endpoint closes; the status and what came back.
