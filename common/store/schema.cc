@@ -350,6 +350,30 @@ const std::vector<Migration>& Migrations() {
            "  updated_at BIGINT NOT NULL)",
            "CREATE INDEX job_durations_updated ON job_durations (updated_at)",
        }},
+      {23,
+       "links and sessions of the endpoint listener (issue 46, SPEC A17)",
+       {
+           // One row per link JobService.OpenEndpoint issued: only the SHA-256 of its secret
+           // is kept. Redeeming it (once, before ticket_expires_us) sets session_sha256, the
+           // cookie the browser then presents, good until expires_us for that endpoint alone.
+           // Who it was issued to is kept to check them again on every connection.
+           "CREATE TABLE endpoint_passes ("
+           "  ticket_sha256 TEXT PRIMARY KEY,"
+           "  session_sha256 TEXT UNIQUE,"
+           "  job_id TEXT NOT NULL,"
+           "  task_index INTEGER NOT NULL,"
+           "  replica_index INTEGER NOT NULL,"
+           "  port_name TEXT NOT NULL,"
+           "  landing_path TEXT NOT NULL,"
+           "  project TEXT NOT NULL,"
+           "  user_name TEXT NOT NULL,"
+           "  auth_method TEXT NOT NULL,"
+           "  token_id TEXT NOT NULL,"
+           "  role INTEGER NOT NULL,"
+           "  ticket_expires_us BIGINT NOT NULL,"
+           "  expires_us BIGINT NOT NULL)",
+           "CREATE INDEX endpoint_passes_expiry ON endpoint_passes (expires_us)",
+       }},
   };
   return *migrations;
 }

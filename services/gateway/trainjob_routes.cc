@@ -75,6 +75,21 @@ std::vector<Route> TrainJobRoutes(std::shared_ptr<grpc::Channel> channel) {
                       req.set_job_id(p[0]);
                       return IfOk(s, [&] { return CallUnary(stub.get(), &S::ScaleTrainJob, req, kCamel); });
                     }});
+  routes.push_back({"POST", base + "/{jobId}/open", "trainjob",
+                    "A link that opens a running replica's named port in a browser (SPEC A17): {taskIndex, "
+                    "replicaIndex, portName, path}. It works once, within a minute, on the endpoint's own origin. "
+                    "Members of the job's project only",
+                    v1::OpenEndpointRequest::descriptor(), v1::OpenEndpointResponse::descriptor(), kCamel, {},
+                    [stub](const httplib::Request& r, const std::vector<std::string>& p) {
+                      v1::OpenEndpointRequest req;
+                      absl::Status s = ParseBody(r, &req);
+                      if (s.ok() && !req.job_id().empty() && req.job_id() != p[0]) {
+                        s = absl::InvalidArgumentError(absl::StrCat("jobId: the body names job \"", req.job_id(),
+                                                                    "\", the path ", p[0]));
+                      }
+                      req.set_job_id(p[0]);
+                      return IfOk(s, [&] { return CallUnary(stub.get(), &S::OpenEndpoint, req, kCamel); });
+                    }});
   routes.push_back({"GET", base + "/{jobId}", "trainjob",
                     "A job with its status (pending, running, completed, failed) and each replica's (A.3)", nullptr,
                     v1::TrainJob::descriptor(), kCamel, {},

@@ -384,21 +384,29 @@ absl::StatusOr<IdentityStore::CachedToken> IdentityStore::LoadToken(const std::s
 
 absl::StatusOr<auth::Principal> IdentityStore::PrincipalOfToken(absl::string_view token) {
   JC_ASSIGN_OR_RETURN(auth::ApiTokenParts parts, auth::ParseApiToken(token));
+  return PrincipalOfTokenWith(parts.id, &parts.secret);
+}
+
+absl::StatusOr<auth::Principal> IdentityStore::PrincipalOfTokenId(const std::string& token_id) {
+  return PrincipalOfTokenWith(token_id, nullptr);
+}
+
+absl::StatusOr<auth::Principal> IdentityStore::PrincipalOfTokenWith(const std::string& id, const std::string* secret) {
   absl::Time now = clock_->Now();
   std::optional<CachedToken> entry, stale;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = tokens_.find(parts.id);
+    auto it = tokens_.find(id);
     if (it != tokens_.end()) {
       (now - it->second.fetched < options_.cache_ttl ? entry : stale) = it->second;
     }
   }
   if (!entry.has_value()) {
-    auto loaded = LoadToken(parts.id);
+    auto loaded = LoadToken(id);
     if (loaded.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
       if (tokens_.size() >= kMaxCachedEntries) tokens_.clear();
-      tokens_.insert_or_assign(parts.id, *loaded);
+      tokens_.insert_or_assign(id, *loaded);
       entry = std::move(*loaded);
     } else if (stale.has_value() && now - stale->fetched < options_.stale_ttl) {
       entry = std::move(stale);  // the store is out of reach: the last verdict stands a while
@@ -406,16 +414,17 @@ absl::StatusOr<auth::Principal> IdentityStore::PrincipalOfToken(absl::string_vie
       return absl::UnavailableError(absl::StrCat("cannot check the API token now: ", loaded.status().message()));
     }
   }
-  if (!auth::ConstantTimeEquals(auth::Sha256Hex(parts.secret), entry->secret_sha256)) {
+  if (secret != nullptr && !auth::ConstantTimeEquals(auth::Sha256Hex(*secret), entry->secret_sha256)) {
     return absl::UnauthenticatedError("invalid API token");
   }
   if (!entry->principal.ok()) return entry->principal.status();
   if (now >= entry->expires) {
     return absl::UnauthenticatedError(
-        absl::StrCat("API token ", parts.id, " expired at ", absl::FormatTime(entry->expires, absl::UTCTimeZone())));
+        absl::StrCat("API token ", id, " expired at ", absl::FormatTime(entry->expires, absl::UTCTimeZone())));
   }
+  if (secret == nullptr) return **entry->principal;  // asked again about a token seen before: not a use
   std::lock_guard<std::mutex> lock(mu_);
-  last_used_[parts.id] = now;
+  last_used_[id] = now;
   return **entry->principal;
 }
 

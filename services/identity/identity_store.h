@@ -65,6 +65,10 @@ class IdentityStore {
   // The principal of an API token ("jc_<id>_<secret>"); Unauthenticated when it is
   // malformed, unknown, wrong, expired or revoked, or its user is gone.
   absl::StatusOr<auth::Principal> PrincipalOfToken(absl::string_view token);
+  // The principal of the API token `token_id` as it stands now, its secret not asked: for a
+  // token that authenticated a caller before (an endpoint session asks again on every
+  // connection whether it is still valid, and what its user may do now).
+  absl::StatusOr<auth::Principal> PrincipalOfTokenId(const std::string& token_id);
   // The principal of the stored user an OIDC caller of this name is: nullopt when no such
   // user is stored, or when it does not accept OIDC (User.accepts_oidc). Cached like tokens.
   // `name_taken` (optional): set when a stored user has the name but does not accept OIDC.
@@ -94,6 +98,8 @@ class IdentityStore {
     bool taken = false;  // a stored user of the name that does not accept OIDC
   };
   absl::StatusOr<CachedToken> LoadToken(const std::string& id);
+  // `secret`: compared with the stored hash; null: not asked (PrincipalOfTokenId).
+  absl::StatusOr<auth::Principal> PrincipalOfTokenWith(const std::string& id, const std::string* secret);
   void Invalidate();
   // Takes `name` for an identity provider's user unless a stored user took it first; who
   // holds it ("oidc" or "user"). Written once per name (remembered in oidc_names_ after).

@@ -10,9 +10,12 @@
 
 #include <algorithm>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "services/estimator/job_class.h"
 #include "common/audit/audit_log.h"
 #include "common/status_macros.h"
@@ -1162,16 +1165,16 @@ absl::StatusOr<v1::ListTrainJobsResponse> JobManager::List(const v1::ListTrainJo
   return resp;
 }
 
+absl::StatusOr<v1::JobRecord> JobManager::CommittedRecord(const std::string& job_id) {
+  if (Snapshot r = Committed(job_id)) return *r;
+  return jobs_.Get(job_id);
+}
+
 absl::StatusOr<std::string> JobManager::ReadLog(const std::string& job_id, int task_index, int replica_index) {
   if (auto url = LogUrl(job_id, task_index, replica_index); !url.ok()) return url.status();
-  v1::JobRecord record;
-  if (Snapshot r = Committed(job_id)) {
-    record = *r;
-  } else {
-    auto stored = jobs_.Get(job_id);
-    if (!stored.ok()) return stored.status();
-    record = std::move(*stored);
-  }
+  auto read = CommittedRecord(job_id);
+  if (!read.ok()) return read.status();
+  const v1::JobRecord& record = *read;
   int index = IndexOf(record, task_index, replica_index);
   const auto& rep = record.replicas(index);
   if (rep.center_id().empty() || rep.state() == v1::ReplicaRecord::DISPATCHING ||
@@ -1182,6 +1185,45 @@ absl::StatusOr<std::string> JobManager::ReadLog(const std::string& job_id, int t
   auto address = addresses_.Of(rep.center_id());
   if (!address.ok()) return address.status();
   return adapters_->ReadLog({rep.center_id(), *address}, ReplicaKeyOf(record, index), options_.max_log_bytes);
+}
+
+absl::StatusOr<JobManager::EndpointRoute> JobManager::RouteToEndpoint(const std::string& job_id, int task_index,
+                                                                       int replica_index, const std::string& port_name) {
+  auto read = CommittedRecord(job_id);
+  if (!read.ok()) return read.status();
+  const v1::JobRecord& record = *read;
+  if (task_index < 0 || task_index >= record.request().tasks_size()) {
+    return absl::NotFoundError(absl::StrCat("job ", job_id, " has no task ", task_index));
+  }
+  const v1::TaskSpec& task = record.request().tasks(task_index);
+  bool declared = false;
+  std::vector<std::string> names;
+  for (const auto& p : task.ports()) {
+    declared |= p.name() == port_name;
+    names.push_back(absl::StrCat("\"", p.name(), "\""));
+  }
+  if (!declared) {
+    return absl::NotFoundError(absl::StrCat("task ", task_index, " of job ", job_id, " declares no port \"",
+                                            absl::CHexEscape(port_name.substr(0, 32)), "\"",
+                                            names.empty() ? "; it declares none" : "; it has " + absl::StrJoin(names, ", ")));
+  }
+  int index = IndexOf(record, task_index, replica_index);
+  if (index < 0 || record.replicas(index).scaled_away()) {
+    return absl::NotFoundError(absl::StrCat("task ", task_index, " of job ", job_id, " has no replica ", replica_index));
+  }
+  if (record.status() == kCompleted || record.status() == kFailed) {
+    return absl::FailedPreconditionError(absl::StrCat("job ", job_id, " has ended (", record.status(), ")"));
+  }
+  if (record.stop_requested()) return absl::FailedPreconditionError(absl::StrCat("job ", job_id, " is stopping"));
+  const auto& rep = record.replicas(index);
+  if (rep.state() != v1::ReplicaRecord::RUNNING || rep.center_id().empty()) {
+    return absl::FailedPreconditionError(absl::StrCat("replica ", replica_index, " of task ", task_index,
+                                                      " is not running (", absl::AsciiStrToLower(
+                                                          v1::ReplicaRecord::State_Name(rep.state())), ")"));
+  }
+  auto address = addresses_.Of(rep.center_id());
+  if (!address.ok()) return address.status();
+  return EndpointRoute{{rep.center_id(), *address}, ReplicaKeyOf(record, index), record.request().project()};
 }
 
 v1::CreateTrainJobResponse JobManager::ResponseOf(const v1::JobRecord& r) const {

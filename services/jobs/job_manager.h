@@ -148,6 +148,18 @@ class JobManager {
   absl::StatusOr<std::string> LogUrl(const std::string& job_id, int task_index, int replica_index);
   // The replica's log as its center has it (stdout, then stderr).
   absl::StatusOr<std::string> ReadLog(const std::string& job_id, int task_index, int replica_index);
+  // Where a running replica's named port is reached (SPEC A17): its center's adapter and
+  // the replica's key there, and the job's project. NotFound for a replica or port the job
+  // does not have (or a replica scaled away); FailedPrecondition while the job has ended or
+  // the replica is not running. Reads the committed record (the store's on a follower).
+  struct EndpointRoute {
+    southbound::AdapterAt adapter;
+    apb::ReplicaKey key;
+    std::string project;
+  };
+  absl::StatusOr<EndpointRoute> RouteToEndpoint(const std::string& job_id, int task_index, int replica_index,
+                                                const std::string& port_name);
+  southbound::AdapterClient* adapters() const { return adapters_; }
 
   // What watchers read (WatchTrainJobs, the REST event streams).
   JobEvents& events() { return events_; }
@@ -316,6 +328,8 @@ class JobManager {
   int IndexOf(const v1::JobRecord& r, int task, int replica) const;
   // The last committed record of a job in memory (any thread); null when not there.
   Snapshot Committed(const std::string& job_id);
+  // The job's record as committed: this process's copy, or the store's (a follower).
+  absl::StatusOr<v1::JobRecord> CommittedRecord(const std::string& job_id);
 
   store::Store* store_;
   JobStore jobs_;

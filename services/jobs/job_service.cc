@@ -33,7 +33,7 @@ void AuditCommitted(const auth::CallDecision& decision) {
 
 class JobService final : public v1::JobService::WithCallbackMethod_WatchTrainJobs<v1::JobService::Service> {
  public:
-  JobService(JobManager* m, WatchHub* hub) : m_(m), hub_(hub) {}
+  JobService(JobManager* m, WatchHub* hub, EndpointTickets* tickets) : m_(m), hub_(hub), tickets_(tickets) {}
 
   Status CreateTrainJob(ServerContext* ctx, const v1::CreateTrainJobRequest* req,
                         v1::CreateTrainJobResponse* resp) override {
@@ -63,6 +63,23 @@ class JobService final : public v1::JobService::WithCallbackMethod_WatchTrainJob
     auto scaled = m_->ScaleJob(req->job_id(), req->task_index(), req->replica_number(), AuditOf(caller_decision_, job->project()));
     if (scaled.ok()) AuditCommitted(caller_decision_);
     return Reply(std::move(scaled), resp);
+  }
+  Status OpenEndpoint(ServerContext* ctx, const v1::OpenEndpointRequest* req, v1::OpenEndpointResponse* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
+    if (tickets_ == nullptr) {
+      return ToGrpcStatus(absl::FailedPreconditionError(
+          "this control plane serves no endpoints: start the jobs service with --endpoint_address"));
+    }
+    auto job = m_->Get(req->job_id());
+    if (!job.ok()) return ToGrpcStatus(job.status());
+    if (absl::Status s = CheckJobAccess(caller, *job, auth::ProjectRole::kMember); !s.ok()) return ToGrpcStatus(s);
+    auto route = m_->RouteToEndpoint(req->job_id(), req->task_index(), req->replica_index(), req->port_name());
+    if (!route.ok()) return ToGrpcStatus(route.status());
+    // The audit row rides with the ticket's write, on this thread (common/audit).
+    AuditOf(caller_decision_, job->project());
+    auto ticket = tickets_->Issue(caller, job->project(), *req);
+    if (ticket.ok()) AuditCommitted(caller_decision_);
+    return Reply(std::move(ticket), resp);
   }
   Status GetTrainJob(ServerContext* ctx, const v1::GetTrainJobRequest* req, v1::TrainJob* resp) override {
     JC_GRPC_CALLER(caller, ctx);
@@ -117,12 +134,13 @@ class JobService final : public v1::JobService::WithCallbackMethod_WatchTrainJob
 
   JobManager* m_;
   WatchHub* hub_;
+  EndpointTickets* tickets_;  // null: no endpoint listener
 };
 
 }  // namespace
 
-std::unique_ptr<grpc::Service> MakeJobService(JobManager* jobs, WatchHub* watches) {
-  return std::make_unique<JobService>(jobs, watches);
+std::unique_ptr<grpc::Service> MakeJobService(JobManager* jobs, WatchHub* watches, EndpointTickets* tickets) {
+  return std::make_unique<JobService>(jobs, watches, tickets);
 }
 
 }  // namespace jc::jobs

@@ -71,6 +71,7 @@ std::shared_ptr<const auth::MethodAccess> ControlPlaneAccess() {
       {"/jointcloud.v1.JobService/CreateTrainJob", kAnyChange},
       {"/jointcloud.v1.JobService/StopTrainJob", kAnyChange},
       {"/jointcloud.v1.JobService/ScaleTrainJob", kAnyChange},
+      {"/jointcloud.v1.JobService/OpenEndpoint", kAnyChange},
       {"/jointcloud.v1.JobService/GetTrainJob", kAny},
       {"/jointcloud.v1.JobService/ListTrainJobs", kAny},
       {"/jointcloud.v1.JobService/GetReplicaLog", kAny},

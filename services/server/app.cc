@@ -200,6 +200,7 @@ absl::StatusOr<std::unique_ptr<App>> App::Start(AppOptions options) {
     app->scheduler_->Start();
   }
   if (app->jobs_ != nullptr) JC_RETURN_IF_ERROR(app->jobs_->Start());
+  if (app->endpoints_ != nullptr) app->endpoints_->Start();
   return app;
 }
 
@@ -307,7 +308,25 @@ absl::Status App::Wiring::MakeJobs(App& app, Env& env) {
   app.jobs_->SetDurationEstimator(app.estimator_.get());
   app.scheduler_->SetDurationEstimator(app.estimator_.get());
   app.jobs_->events().SetListener([hub = app.watches_.get()] { hub->Wake(); });
-  app.grpc_services_.push_back(jobs::MakeJobService(app.jobs_.get(), app.watches_.get()));
+  if (!o.endpoint_host.empty()) {
+    // Whoever a link was issued to is asked about again on every connection (endpoint_proxy.h).
+    auto role_now = [ids = app.identities_.get()](const endpoints::EndpointPass& p) -> absl::StatusOr<auth::ProjectRole> {
+      if (!p.token_id.empty()) {
+        JC_ASSIGN_OR_RETURN(auth::Principal now, ids->PrincipalOfTokenId(p.token_id));
+        if (now.name != p.user_name) return absl::UnauthenticatedError("the link's API token is another user's now");
+        return now.RoleIn(p.project);
+      }
+      // An identity provider's caller: its roles came with its token and cannot be asked
+      // again; its session lasts PassOptions::provider_session_ttl. Authentication off: as issued.
+      return p.role;
+    };
+    app.endpoint_passes_ = std::make_unique<endpoints::EndpointPasses>(app.store_.get(), o.clock, o.endpoint_passes);
+    app.endpoints_ = std::make_unique<endpoints::EndpointProxy>(o.endpoints, app.endpoint_passes_.get(), app.jobs_.get(),
+                                                                std::move(role_now), app.metrics_.get());
+    JC_ASSIGN_OR_RETURN(app.endpoint_port_, app.endpoints_->Bind(o.endpoint_host, o.endpoint_port));
+    spdlog::info("endpoints on port {} as <job>-<task>-<replica>-<port>.{}", app.endpoint_port_, o.endpoints.domain);
+  }
+  app.grpc_services_.push_back(jobs::MakeJobService(app.jobs_.get(), app.watches_.get(), app.endpoints_.get()));
   // The usage records the job manager writes are read where it runs.
   app.usage_ = std::make_unique<accounting::UsageBook>(app.store_.get());
   // Admission reads quotas and budgets from identity's projects, spend from the usage book.
@@ -506,6 +525,7 @@ void App::Shutdown() {
   // Registrations waiting on registries end first: the gateway's stop waits for its calls.
   if (registries_ != nullptr) registries_->StopAll();
   if (gateway_ != nullptr) gateway_->Stop();
+  if (endpoints_ != nullptr) endpoints_->Stop();
   if (admin_ != nullptr) admin_->Stop();
   if (monitor_ != nullptr) monitor_->Stop();
   if (jobs_ != nullptr) jobs_->Stop();

@@ -20,6 +20,8 @@
 #include "common/watch_hub.h"
 #include "common/store/store.h"
 #include "common/admin_server.h"
+#include "services/endpoints/endpoint_passes.h"
+#include "services/endpoints/endpoint_proxy.h"
 #include "services/gateway/gateway.h"
 #include "common/auth/tls.h"
 #include "services/identity/authenticator.h"
@@ -109,6 +111,12 @@ struct AppOptions {
   // The duration estimator's bounds (SPEC A16): its keys, and each project's share of them.
   estimator::EstimatorOptions estimator;
   gateway::GatewayOptions gateway;
+  // The endpoint listener (SPEC A17), where the jobs service runs: host:port (port 0 picks a
+  // free one); empty host: none, and OpenEndpoint is refused.
+  std::string endpoint_host;
+  int endpoint_port = 0;
+  endpoints::EndpointProxyOptions endpoints;
+  endpoints::PassOptions endpoint_passes;
   // Where the console's charts read their history (Prometheus's base URL); empty: none.
   std::string prometheus_url;
   // A process without the gateway still serves /metrics, /healthz and /readyz here
@@ -133,6 +141,9 @@ class App {
   void Shutdown();
   int grpc_port() const { return grpc_port_; }
   int rest_port() const { return rest_port_; }
+  // The endpoint listener's port (0 when there is none).
+  int endpoint_port() const { return endpoint_port_; }
+  endpoints::EndpointProxy* endpoints() const { return endpoints_.get(); }
   // The port of /metrics, /healthz and /readyz: the gateway's or the admin server's.
   int admin_port() const { return admin_port_; }
   // A channel to this process's gRPC services, as Jointcloud's own services call them.
@@ -186,6 +197,9 @@ class App {
   std::unique_ptr<jobs::AdmissionReads> admission_reads_;  // declared after usage_: destroyed first
   std::unique_ptr<accounting::Settlements> settlements_;
   std::unique_ptr<accounting::Reconciler> reconciler_;
+  std::unique_ptr<endpoints::EndpointPasses> endpoint_passes_;
+  std::unique_ptr<endpoints::EndpointProxy> endpoints_;  // declared after jobs_: stopped and destroyed first
+  int endpoint_port_ = 0;
   std::vector<std::unique_ptr<grpc::Service>> grpc_services_;
   std::unique_ptr<grpc::Server> grpc_server_;
   // In-process channels: the services' own (calls carry the service secret) and the

@@ -28,6 +28,19 @@ ABSL_FLAG(std::string, services, "all",
           "gateway");
 ABSL_FLAG(std::string, grpc_address, "127.0.0.1:50051", "gRPC listen address (host:port)");
 ABSL_FLAG(std::string, rest_address, "127.0.0.1:8080", "REST listen address (host:port)");
+ABSL_FLAG(std::string, endpoint_address, "",
+          "where the endpoint listener serves replicas' named ports to browsers (host:port, with the jobs service; "
+          "SPEC A17); empty: no endpoints");
+ABSL_FLAG(std::string, endpoint_domain, "endpoints.localhost",
+          "endpoints are the hosts <job>-<task>-<replica>-<port>.<this domain>: a wildcard DNS name for the listener "
+          "(browsers resolve *.localhost to this machine)");
+ABSL_FLAG(std::string, endpoint_scheme, "http",
+          "how browsers reach the endpoint listener: https behind a TLS proxy with a wildcard certificate, else http");
+ABSL_FLAG(int, endpoint_public_port, 0, "the port in endpoint links (a proxy's in front); 0: the port bound");
+ABSL_FLAG(int, endpoint_max_connections, 512, "endpoint connections open at once (each holds two threads)");
+ABSL_FLAG(int, endpoint_max_per_caller, 64, "endpoint connections one user may hold open at once");
+ABSL_FLAG(absl::Duration, endpoint_session_ttl, absl::Hours(12),
+          "how long an opened endpoint stays open in a browser without a new link");
 ABSL_FLAG(std::string, admin_address, "127.0.0.1:9090",
           "where a process without the gateway serves /metrics, /healthz and /readyz");
 ABSL_FLAG(std::string, data_dir, "./data", "directory of the embedded store");
@@ -278,6 +291,32 @@ int main(int argc, char** argv) {
   if (!ParseHostPort(absl::GetFlag(FLAGS_rest_address), &options.rest_host, &options.rest_port)) {
     return Fail(absl::StrCat("--rest_address \"", absl::GetFlag(FLAGS_rest_address),
                              "\" is not host:port"));
+  }
+  if (std::string endpoint = absl::GetFlag(FLAGS_endpoint_address); !endpoint.empty()) {
+    if (!ParseHostPort(endpoint, &options.endpoint_host, &options.endpoint_port)) {
+      return Fail(absl::StrCat("--endpoint_address \"", endpoint, "\" is not host:port"));
+    }
+    options.endpoints.domain = absl::GetFlag(FLAGS_endpoint_domain);
+    options.endpoints.scheme = absl::GetFlag(FLAGS_endpoint_scheme);
+    options.endpoints.public_port = absl::GetFlag(FLAGS_endpoint_public_port);
+    options.endpoints.max_connections = absl::GetFlag(FLAGS_endpoint_max_connections);
+    options.endpoints.max_per_caller = absl::GetFlag(FLAGS_endpoint_max_per_caller);
+    options.endpoint_passes.session_ttl = absl::GetFlag(FLAGS_endpoint_session_ttl);
+    if (options.endpoints.scheme != "http" && options.endpoints.scheme != "https") {
+      return Fail("--endpoint_scheme is http or https");
+    }
+    if (options.endpoints.domain.empty() || options.endpoints.domain.find_first_of(":/ ") != std::string::npos) {
+      return Fail("--endpoint_domain is a DNS name (endpoints.example.com)");
+    }
+    if (options.endpoints.max_connections < 1 || options.endpoints.max_per_caller < 1 ||
+        options.endpoint_passes.session_ttl <= absl::ZeroDuration()) {
+      return Fail("--endpoint_max_connections, --endpoint_max_per_caller and --endpoint_session_ttl are positive");
+    }
+    if (options.endpoints.scheme == "http" && !IsLoopback(options.endpoint_host) && !absl::GetFlag(FLAGS_plaintext)) {
+      return Fail(absl::StrCat("serving endpoints on ", options.endpoint_host,
+                               " over http would send their sessions in plaintext: put a TLS proxy with a wildcard "
+                               "certificate in front and give --endpoint_scheme=https, or --plaintext to accept that"));
+    }
   }
   if (!ParseHostPort(absl::GetFlag(FLAGS_admin_address), &options.admin_host,
                      &options.admin_port)) {

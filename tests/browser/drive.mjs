@@ -9,6 +9,9 @@
 //   PLAN: {"base": "http://127.0.0.1:PORT/ui/", "token": "...", "profile": DIR,
 //          "steps": [{"hash": "#/centers", "until": ["Centers (3)"], "screenshot": FILE}]}
 //   A step with "open" instead of "hash" loads that address as it is (a link someone sent).
+//   A step with "click" (a selector) clicks it once the page shows "until", and follows the tab
+//   it opens: waits there for "popup_until", then runs "popup_eval" (an async function's
+//   source) in it; the step's "popup" says where the tab went, its DOM and what that returned.
 //   An empty token: no sign-in (what a caller without one sees). "insecure": true takes a
 //   certificate chromium does not know (the development CA's).
 import puppeteer from "puppeteer-core";
@@ -48,6 +51,43 @@ try {
     }
   };
 
+  // Clicks `step.click` on the page, which opens a tab; waits there for `popup_until`, runs
+  // `popup_eval` (the source of an async function) in it, and closes it.
+  const clickToPopup = async (step) => {
+    const opened = new Promise((resolve) => {
+      const onTarget = async (target) => {
+        if (target.type() !== "page") return;
+        browser.off("targetcreated", onTarget);
+        resolve(await target.page());
+      };
+      browser.on("targetcreated", onTarget);
+    });
+    await page.click(step.click);
+    const tab = await Promise.race([opened, new Promise((resolve) => setTimeout(() => resolve(null), deadline))]);
+    if (!tab) return { opened: false };
+    tab.on("request", (request) => out.requests.push(request.url()));
+    let reached = false;
+    try {
+      await tab.waitForFunction(
+        (texts) => location.href !== "about:blank" && texts.every((t) => document.documentElement.outerHTML.includes(t)),
+        { timeout: deadline, polling: 100 },
+        step.popup_until ?? [],
+      );
+      reached = true;
+    } catch (e) { /* dumped below */ }
+    let evaluated = "";
+    if (reached && step.popup_eval) {
+      try {
+        evaluated = String(await tab.evaluate(`(${step.popup_eval})()`));
+      } catch (e) {
+        evaluated = `error: ${e}`;
+      }
+    }
+    const popup = { opened: true, reached, address: tab.url(), dom: await tab.content(), eval: evaluated };
+    await tab.close();
+    return popup;
+  };
+
   if (plan.token) {
     await page.goto(plan.base, { waitUntil: "domcontentloaded" });
     await page.waitForSelector("#token", { visible: true, timeout: deadline });
@@ -67,7 +107,9 @@ try {
     await page.goto(address, { waitUntil: "domcontentloaded" });
     const reached = await waitFor(step.until ?? []);
     if (step.screenshot) await page.screenshot({ path: step.screenshot });
-    out.steps.push({ reached, address: page.url(), dom: await page.content() });
+    const result = { reached, address: page.url(), dom: await page.content() };
+    if (step.click && reached) result.popup = await clickToPopup(step);
+    out.steps.push(result);
   }
   out.addresses.push(page.url());
 } finally {

@@ -20,6 +20,11 @@ struct BrowserStep {
   std::vector<std::string> until;  // texts the page must show (waited for, 15 s at most)
   std::string screenshot;          // a PNG of it, when named
   std::string open;                // instead of hash: this address as it is (a link sent)
+  // Then a click on this selector, which opens a tab: waited on for `popup_until`, where
+  // `popup_eval` (an async function's source) runs.
+  std::string click;
+  std::vector<std::string> popup_until;
+  std::string popup_eval;
 };
 
 struct BrowserRun {
@@ -29,6 +34,13 @@ struct BrowserRun {
     bool reached = false;  // every `until` text was there
     std::string address;   // where the tab ended
     std::string dom;
+    struct Popup {
+      bool opened = false;
+      bool reached = false;
+      std::string address;
+      std::string dom;
+      std::string eval;  // what popup_eval returned
+    } popup;
   };
   std::vector<Page> pages;
   std::vector<std::string> addresses;  // every address the tab was at
@@ -53,6 +65,11 @@ inline BrowserRun Browse(const std::string& source_dir, const std::string& tools
     if (!s.open.empty()) step["open"] = s.open;
     if (!s.hash.empty()) step["hash"] = s.hash;
     if (!s.screenshot.empty()) step["screenshot"] = s.screenshot;
+    if (!s.click.empty()) {
+      step["click"] = s.click;
+      step["popup_until"] = s.popup_until;
+      step["popup_eval"] = s.popup_eval;
+    }
     plan["steps"].push_back(step);
   }
   std::ofstream(plan_file) << plan.dump();
@@ -63,7 +80,15 @@ inline BrowserRun Browse(const std::string& source_dir, const std::string& tools
   BrowserRun run;
   run.signed_in = out.value("signed_in", false);
   run.sign_in_error = out.value("sign_in_error", "");
-  for (const auto& p : out["steps"]) run.pages.push_back({p.value("reached", false), p.value("address", ""), p.value("dom", "")});
+  for (const auto& p : out["steps"]) {
+    BrowserRun::Page page{p.value("reached", false), p.value("address", ""), p.value("dom", ""), {}};
+    if (p.contains("popup")) {
+      const auto& t = p["popup"];
+      page.popup = {t.value("opened", false), t.value("reached", false), t.value("address", ""), t.value("dom", ""),
+                    t.value("eval", "")};
+    }
+    run.pages.push_back(std::move(page));
+  }
   run.addresses = out["addresses"].get<std::vector<std::string>>();
   run.requests = out["requests"].get<std::vector<std::string>>();
   run.errors = out["console_errors"].get<std::vector<std::string>>();

@@ -800,6 +800,50 @@ std::vector<CommandSpec> Commands() {
                            << " -> " << done->value("replicaNumber", replicas) << " replicas\n";
                  return 0;
                })});
+  c.push_back({{"job", "open"}, "JOB",
+               "A link that opens a running replica's named port in a browser (a notebook, a service's page): it "
+               "works once, within a minute, and only for members of the job's project",
+               {{"task", 0, true, "task index (default 0)"},
+                {"replica", 0, true, "replica index (default 0)"},
+                {"port", 0, true, "the port's name (default: the task's only one)"},
+                {"path", 0, true, "where the browser lands (default /)"}},
+               1, 1,
+               WithClient([kJobs](Context& ctx, Client* client, const Invocation& inv) {
+                 int task = 0, replica = 0;
+                 if (!absl::SimpleAtoi(inv.Get("task", "0"), &task) || task < 0) {
+                   return ctx.Fail(absl::InvalidArgumentError(absl::StrCat("task: \"", inv.Get("task"), "\" is not an index")));
+                 }
+                 if (!absl::SimpleAtoi(inv.Get("replica", "0"), &replica) || replica < 0) {
+                   return ctx.Fail(
+                       absl::InvalidArgumentError(absl::StrCat("replica: \"", inv.Get("replica"), "\" is not an index")));
+                 }
+                 std::string port = inv.Get("port", "");
+                 if (port.empty()) {
+                   // The task's only port, as the job reports its endpoints.
+                   auto job = client->Call("GET", kJobs + "/" + Escape(inv.args[0]));
+                   if (!job.ok()) return ctx.Fail(job.status());
+                   std::set<std::string> names;
+                   auto tasks = job->value("taskInfos", json::array());
+                   if (task < static_cast<int>(tasks.size())) {
+                     for (const auto& e : tasks[task].value("endpoints", json::array())) names.insert(e.value("name", ""));
+                   }
+                   if (names.size() != 1) {
+                     return ctx.Fail(absl::InvalidArgumentError(
+                         names.empty() ? absl::StrCat("task ", task, " of ", inv.args[0], " reports no endpoints (yet)")
+                                       : absl::StrCat("task ", task, " has ports ", absl::StrJoin(names, ", "),
+                                                      ": name one with --port")));
+                   }
+                   port = *names.begin();
+                 }
+                 json body = {{"taskIndex", task}, {"replicaIndex", replica}, {"portName", port},
+                              {"path", inv.Get("path", "")}};
+                 auto done = client->Call("POST", kJobs + "/" + Escape(inv.args[0]) + "/open", &body);
+                 if (!done.ok()) return ctx.Fail(done.status());
+                 if (ctx.format() != Format::kTable) return Show(ctx, *done, {});
+                 ctx.out() << done->value("url", "") << "\n";
+                 ctx.err() << "opens once, until " << done->value("expiresAt", "") << "; then the browser keeps it open\n";
+                 return 0;
+               })});
   c.push_back({{"job", "explain"}, "JOB", "Why the job went where it did: every center's filter or scores", {}, 1, 1,
                WithClient([kJobs](Context& ctx, Client* client, const Invocation& inv) {
                  auto got = client->Call("GET", kJobs + "/" + Escape(inv.args[0]) + "/placement");

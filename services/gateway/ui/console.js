@@ -237,12 +237,18 @@ async function jobPage(id) {
     `${ti} (${esc(t.name)})`, String(ri), badge(s), esc((t.centerIDs || [])[ri] || ""), esc(t.resourceSpecId),
     `<a href="#" class="show-log" data-task="${ti}" data-replica="${ri}">log</a>`])));
   const ended = job.status === "completed" || job.status === "failed";
+  // Its running replicas' named ports (SPEC A17); members open them in a tab of their own.
+  const endpoints = [];
+  (job.taskInfos || []).forEach((t, ti) => (t.endpoints || []).forEach((e) => endpoints.push([
+    `${ti} (${esc(t.name)})`, String(e.replicaIndex || 0), esc(e.name), esc(String(e.port || "")), e.ready ? "yes" : "no",
+    ended ? "" : `<button type="button" class="open-endpoint" data-task="${ti}" data-replica="${e.replicaIndex || 0}" data-port="${esc(e.name)}">Open</button>`])));
   view.innerHTML = `<h2>Job ${esc(job.jobId)} ${badge(job.status)}
     ${ended ? "" : `<button id="stop-job" type="button" class="danger">Stop</button>`}</h2>
     <p id="action-error" class="error"></p>
     <p>${esc(job.name)} · project ${esc(job.project || "-")} · submitted ${esc(when(job.createdAt))} by ${esc(job.userName)}
     ${job.statusReason ? `<br><span class="muted">${esc(job.statusReason)}</span>` : ""}</p>
     <h2>Replicas</h2>${table(["Task", "Replica", "Status", "Center", "Spec", ""], replicas, "replicas")}
+    ${endpoints.length ? `<h2>Endpoints</h2>${table(["Task", "Replica", "Port name", "Port", "Ready", ""], endpoints, "endpoints")}` : ""}
     <h2>History</h2>${table(["Task", "Replica", "Attempt", "Center", "Placed", "Started", "Ended", "Elapsed", "Outcome", "Exit", "Message"],
       (job.history || []).map(historyRow), "history")}
     <h2>Why it was placed there</h2>${explain(placement)}
@@ -250,6 +256,24 @@ async function jobPage(id) {
     <div><h2>Log <span id="log-name" class="muted"></span></h2><pre class="log" id="log">Choose a replica's log.</pre></div></div>`;
   for (const a of document.querySelectorAll("a.show-log")) {
     a.addEventListener("click", (ev) => { ev.preventDefault(); showLog(id, a.dataset.task, a.dataset.replica, !ended); });
+  }
+  for (const b of document.querySelectorAll("button.open-endpoint")) {
+    b.addEventListener("click", async () => {
+      // The tab opens now, while the click counts (popup blockers let it), and goes to the
+      // link once it comes: a single-use link to the endpoint's own origin, which sets the
+      // endpoint's session there. The tab cannot reach back into the console.
+      const tab = window.open("", "_blank");
+      if (tab) tab.opener = null;
+      try {
+        const link = await apiPost(`/openapi/v1/trainjob/${encodeURIComponent(id)}/open`,
+          { taskIndex: Number(b.dataset.task), replicaIndex: Number(b.dataset.replica), portName: b.dataset.port });
+        if (tab) tab.location.href = link.url;
+        else document.getElementById("action-error").textContent = `Allow pop-ups for the console, or open ${link.url}`;
+      } catch (e) {
+        if (tab) tab.close();
+        document.getElementById("action-error").textContent = `Not opened: ${e.message}`;
+      }
+    });
   }
   const stop = document.getElementById("stop-job");
   if (stop) {

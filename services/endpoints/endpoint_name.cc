@@ -1,0 +1,79 @@
+#include "services/endpoints/endpoint_name.h"
+
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace jc::endpoints {
+namespace {
+
+constexpr size_t kMaxLabel = 63;
+
+bool Digits(absl::string_view s, size_t max) {
+  if (s.empty() || s.size() > max) return false;
+  for (char c : s) {
+    if (!absl::ascii_isdigit(c)) return false;
+  }
+  return true;
+}
+
+bool PortName(absl::string_view s) {
+  if (s.empty() || s.size() > 15 || !absl::ascii_islower(s[0])) return false;
+  for (char c : s) {
+    if (!absl::ascii_islower(c) && !absl::ascii_isdigit(c) && c != '-') return false;
+  }
+  return true;
+}
+
+bool JobId(absl::string_view s) { return absl::ConsumePrefix(&s, "job-") && Digits(s, 18); }
+
+}  // namespace
+
+std::string HostLabel(const EndpointKey& key) {
+  if (!JobId(key.job_id) || !PortName(key.port_name) || key.task_index < 0 || key.replica_index < 0) return "";
+  std::string label = absl::StrCat(key.job_id, "-", key.task_index, "-", key.replica_index, "-", key.port_name);
+  return label.size() <= kMaxLabel ? label : "";
+}
+
+std::optional<EndpointKey> ParseHostLabel(absl::string_view label) {
+  if (label.size() > kMaxLabel) return std::nullopt;
+  // job-<digits>-<task>-<replica>-<port name, which may hold '-'>
+  std::vector<absl::string_view> parts = absl::StrSplit(label, absl::MaxSplits('-', 4));
+  if (parts.size() != 5 || parts[0] != "job" || !Digits(parts[1], 18) || !Digits(parts[2], 4) ||
+      !Digits(parts[3], 4) || !PortName(parts[4])) {
+    return std::nullopt;
+  }
+  EndpointKey key;
+  key.job_id = absl::StrCat("job-", parts[1]);
+  if (!absl::SimpleAtoi(parts[2], &key.task_index) || !absl::SimpleAtoi(parts[3], &key.replica_index)) {
+    return std::nullopt;
+  }
+  key.port_name = std::string(parts[4]);
+  if (HostLabel(key) != label) return std::nullopt;  // "07" for 7: one name per endpoint
+  return key;
+}
+
+std::optional<EndpointKey> EndpointOfHost(absl::string_view host_header, absl::string_view domain) {
+  std::string host = absl::AsciiStrToLower(absl::StripAsciiWhitespace(host_header));
+  absl::string_view h = host;
+  if (size_t colon = h.rfind(':'); colon != absl::string_view::npos) {
+    if (!Digits(h.substr(colon + 1), 5)) return std::nullopt;
+    h = h.substr(0, colon);
+  }
+  absl::ConsumeSuffix(&h, ".");  // a fully qualified name
+  std::string suffix = absl::StrCat(".", absl::AsciiStrToLower(domain));
+  if (domain.empty() || !absl::ConsumeSuffix(&h, suffix) || h.find('.') != absl::string_view::npos) {
+    return std::nullopt;
+  }
+  return ParseHostLabel(h);
+}
+
+std::string Describe(const EndpointKey& key) {
+  return absl::StrCat(key.job_id, ", task ", key.task_index, ", replica ", key.replica_index, ", port \"",
+                      key.port_name, "\"");
+}
+
+}  // namespace jc::endpoints

@@ -1,0 +1,133 @@
+#include "services/endpoints/endpoint_passes.h"
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/auth/api_token.h"
+#include "common/status_macros.h"
+
+namespace jc::endpoints {
+namespace {
+
+int64_t Micros(absl::Time t) { return absl::ToUnixMicros(t); }
+
+int64_t Int(const std::optional<std::string>& text) {
+  int64_t v = 0;
+  if (text.has_value()) absl::SimpleAtoi(*text, &v);
+  return v;
+}
+
+constexpr char kPassColumns[] =
+    "job_id, task_index, replica_index, port_name, landing_path, project, user_name, auth_method, token_id, role, "
+    "expires_us";
+
+EndpointPass PassOfRow(const store::Row& row) {
+  EndpointPass p;
+  p.key.job_id = row[0].value_or("");
+  p.key.task_index = static_cast<int>(Int(row[1]));
+  p.key.replica_index = static_cast<int>(Int(row[2]));
+  p.key.port_name = row[3].value_or("");
+  p.landing_path = row[4].value_or("/");
+  p.project = row[5].value_or("");
+  p.user_name = row[6].value_or("");
+  p.auth_method = row[7].value_or("");
+  p.token_id = row[8].value_or("");
+  int64_t role = Int(row[9]);
+  p.role = role >= 0 && role <= static_cast<int64_t>(auth::ProjectRole::kOwner) ? static_cast<auth::ProjectRole>(role)
+                                                                                 : auth::ProjectRole::kNone;
+  p.expires = absl::FromUnixMicros(Int(row[10]));
+  return p;
+}
+
+}  // namespace
+
+EndpointPasses::EndpointPasses(store::Store* store, const Clock* clock, PassOptions options)
+    : store_(store), clock_(clock), options_(options) {}
+
+absl::StatusOr<IssuedTicket> EndpointPasses::Issue(const auth::Principal& caller, const std::string& project,
+                                                   const EndpointKey& key, const std::string& landing_path) {
+  absl::Time now = clock_->Now();
+  JC_ASSIGN_OR_RETURN(std::string secret, auth::RandomSecret(32));
+  IssuedTicket out{secret, now + options_.ticket_ttl};
+  JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+  JC_RETURN_IF_ERROR(txn->Exec("DELETE FROM endpoint_passes WHERE expires_us < $1", {Micros(now)}).status());
+  JC_RETURN_IF_ERROR(
+      txn->Exec("INSERT INTO endpoint_passes (ticket_sha256, session_sha256, job_id, task_index, replica_index, "
+                "port_name, landing_path, project, user_name, auth_method, token_id, role, ticket_expires_us, "
+                "expires_us) VALUES ($1, NULL, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                {auth::Sha256Hex(secret), key.job_id, int64_t{key.task_index}, int64_t{key.replica_index},
+                 key.port_name, landing_path, project, caller.name, caller.auth_method, caller.token_id,
+                 static_cast<int64_t>(caller.RoleIn(project)), Micros(out.expires), Micros(out.expires)})
+          .status());
+  JC_RETURN_IF_ERROR(txn->Commit());
+  return out;
+}
+
+absl::StatusOr<RedeemedTicket> EndpointPasses::Redeem(absl::string_view ticket_secret, const EndpointKey& key) {
+  absl::Time now = clock_->Now();
+  const std::string ticket_sha = auth::Sha256Hex(ticket_secret);
+  JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+  JC_ASSIGN_OR_RETURN(
+      store::Rows rows,
+      txn->Query(absl::StrCat("SELECT session_sha256, ticket_expires_us, auth_method, ", kPassColumns,
+                              " FROM endpoint_passes WHERE ticket_sha256 = $1", store_->for_update()),
+                 {ticket_sha}));
+  if (rows.empty()) {
+    return absl::PermissionDeniedError("this link is not one the gateway issued, or it expired long ago");
+  }
+  const store::Row& row = rows[0];
+  if (row[0].has_value()) {
+    return absl::PermissionDeniedError("this link was opened already: a link opens once");
+  }
+  if (absl::FromUnixMicros(Int(row[1])) < now) return absl::PermissionDeniedError("this link expired");
+  EndpointPass pass = PassOfRow(store::Row(row.begin() + 3, row.end()));
+  if (!(pass.key == key)) {
+    return absl::PermissionDeniedError(absl::StrCat("this link is for another endpoint (", Describe(pass.key), ")"));
+  }
+  JC_ASSIGN_OR_RETURN(std::string session, auth::RandomSecret(32));
+  absl::Duration ttl = pass.auth_method == "oidc" ? options_.provider_session_ttl : options_.session_ttl;
+  RedeemedTicket out{session, pass.landing_path, now + ttl};
+  JC_ASSIGN_OR_RETURN(int64_t changed,
+                      txn->Exec("UPDATE endpoint_passes SET session_sha256 = $2, expires_us = $3 "
+                                "WHERE ticket_sha256 = $1 AND session_sha256 IS NULL",
+                                {ticket_sha, auth::Sha256Hex(session), Micros(out.expires)}));
+  if (changed != 1) return absl::PermissionDeniedError("this link was opened already: a link opens once");
+  JC_RETURN_IF_ERROR(txn->Commit());
+  return out;
+}
+
+absl::StatusOr<EndpointPass> EndpointPasses::PassOf(absl::string_view session_secret) {
+  absl::Time now = clock_->Now();
+  const std::string sha = auth::Sha256Hex(session_secret);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = cache_.find(sha);
+    if (it != cache_.end() && now - it->second.fetched < options_.cache_ttl) {
+      if (it->second.pass.ok() && it->second.pass->expires <= now) {
+        return absl::UnauthenticatedError("this endpoint session expired: open the endpoint again");
+      }
+      return it->second.pass;
+    }
+  }
+  absl::StatusOr<EndpointPass> pass = Load(sha);
+  if (!pass.ok() && !absl::IsUnauthenticated(pass.status())) return pass.status();  // the store: not cached
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cache_.size() >= options_.max_cached) {
+    absl::erase_if(cache_, [&](const auto& e) { return now - e.second.fetched >= options_.cache_ttl; });
+    if (cache_.size() >= options_.max_cached) cache_.clear();
+  }
+  cache_[sha] = Cached{pass, now};
+  if (pass.ok() && pass->expires <= now) {
+    return absl::UnauthenticatedError("this endpoint session expired: open the endpoint again");
+  }
+  return pass;
+}
+
+absl::StatusOr<EndpointPass> EndpointPasses::Load(const std::string& session_sha256) {
+  auto rows = store_->Query(absl::StrCat("SELECT ", kPassColumns, " FROM endpoint_passes WHERE session_sha256 = $1"),
+                            {session_sha256});
+  if (!rows.ok()) return absl::UnavailableError(absl::StrCat("the store: ", rows.status().message()));
+  if (rows->empty()) return absl::UnauthenticatedError("no such endpoint session (it may have expired)");
+  return PassOfRow((*rows)[0]);
+}
+
+}  // namespace jc::endpoints

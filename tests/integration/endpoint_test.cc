@@ -1,0 +1,490 @@
+// The endpoint listener end to end (SPEC A17, issue 46 item 2): a service's named port
+// reached from a browser's point of view — a link from OpenEndpoint, its own origin, a
+// session cookie — through the center's adapter, and every refusal as the attacker: a
+// viewer, another project's member, a stolen or forged cookie, another endpoint's page, a
+// member removed while the session is open. A real control plane over REST, a real local
+// center, a real HTTP server in the replica, raw sockets as the browser.
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "tests/testing/browser.h"
+#include "tests/testing/local_adapter.h"
+#include "tests/testing/process.h"
+#include "tests/testing/test_system.h"
+
+using nlohmann::json;
+
+namespace {
+
+// The replica: answers a request with what it received (its request line and fields, as
+// JSON, without "Connection: close", which the listener must add). Upgraded to a WebSocket
+// at /raw it echoes every byte as it comes; elsewhere it speaks WebSocket (RFC 6455) and
+// answers each message with "echo: " and the message.
+constexpr char kEchoServer[] = R"PY(
+import base64, hashlib, json, socket, struct, sys, threading
+def websocket(c, key, buf):
+    accept = base64.b64encode(hashlib.sha1((key + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11').encode()).digest())
+    c.sendall(b'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n'
+              b'Sec-WebSocket-Accept: ' + accept + b'\r\n\r\n')
+    def take(n):
+        nonlocal buf
+        while len(buf) < n:
+            d = c.recv(65536)
+            if not d:
+                raise EOFError
+            buf += d
+        out, buf = buf[:n], buf[n:]
+        return out
+    try:
+        while True:
+            b0, b1 = take(2)
+            op, n = b0 & 0x0f, b1 & 0x7f
+            if n == 126:
+                n = struct.unpack('>H', take(2))[0]
+            elif n == 127:
+                n = struct.unpack('>Q', take(8))[0]
+            mask = take(4) if b1 & 0x80 else b'\0\0\0\0'
+            data = bytes(x ^ mask[i % 4] for i, x in enumerate(take(n)))
+            if op == 8:
+                c.sendall(b'\x88\x00')
+                return
+            if op in (1, 2):
+                reply = b'echo: ' + data
+                if len(reply) < 126:
+                    size = bytes([len(reply)])
+                elif len(reply) < 65536:
+                    size = b'\x7e' + struct.pack('>H', len(reply))
+                else:
+                    size = b'\x7f' + struct.pack('>Q', len(reply))
+                c.sendall(bytes([0x80 | op]) + size + reply)
+    except EOFError:
+        pass
+def serve(c):
+    data = b''
+    while b'\r\n\r\n' not in data:
+        d = c.recv(65536)
+        if not d:
+            c.close(); return
+        data += d
+    head, rest = data.split(b'\r\n\r\n', 1)
+    lines = head.decode('latin-1').split('\r\n')
+    fields = {}
+    for l in lines[1:]:
+        k, v = l.split(':', 1)
+        fields.setdefault(k.strip().lower(), []).append(v.strip())
+    if fields.get('upgrade', [''])[0].lower() == 'websocket':
+        if lines[0].split(' ')[1] == '/raw':
+            c.sendall(b'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n' + rest)
+            while True:
+                d = c.recv(65536)
+                if not d: break
+                c.sendall(d)
+        else:
+            websocket(c, fields['sec-websocket-key'][0], rest)
+    else:
+        body = json.dumps({'line': lines[0], 'fields': fields}).encode()
+        c.sendall(b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n' % len(body) + body)
+    c.close()
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('127.0.0.1', int(sys.argv[1])))
+s.listen(64)
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+)PY";
+
+std::string CenterConfig() {
+  const int first = 37000 + static_cast<int>(getpid() % 400) * 20;
+  return "security_grade: 3\nspecs:\n  - {id: svc-1, cpu: 1, memory: 256Mi}\nports: {first: " + std::to_string(first) +
+         ", last: " + std::to_string(first + 19) + "}\n";
+}
+
+// A connection to the listener, as a browser's.
+struct Socket {
+  int fd = -1;
+  explicit Socket(int port) {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  }
+  ~Socket() { ::close(fd); }
+  void Send(const std::string& bytes) { REQUIRE(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size())); }
+  // Reads until `done` holds of what came, the peer closes, or 10 s pass.
+  std::string Read(const std::function<bool(const std::string&)>& done = {}) {
+    std::string got;
+    char chunk[65536];
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline && !(done && done(got))) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+      if (n <= 0) break;
+      got.append(chunk, static_cast<size_t>(n));
+    }
+    return got;
+  }
+};
+
+struct Answer {
+  int status = 0;
+  std::string head;
+  std::string body;
+  std::string Field(const std::string& name) const {
+    for (absl::string_view line : absl::StrSplit(head, "\r\n")) {
+      if (absl::StartsWithIgnoreCase(line, name + ":")) return std::string(absl::StripAsciiWhitespace(line.substr(name.size() + 1)));
+    }
+    return "";
+  }
+};
+
+Answer Parse(const std::string& raw) {
+  Answer a;
+  size_t end = raw.find("\r\n\r\n");
+  a.head = raw.substr(0, end);
+  a.body = end == std::string::npos ? "" : raw.substr(end + 4);
+  if (raw.size() > 12) a.status = std::atoi(raw.substr(9, 3).c_str());
+  return a;
+}
+
+struct Endpoints : jc::testing::TestSystem {
+  jc::testing::LocalAdapter center{"solo", 4, CenterConfig()};
+  std::filesystem::path script = std::filesystem::temp_directory_path() / ("jc-echo-" + std::to_string(getpid()) + ".py");
+
+  explicit Endpoints(const std::function<void(jc::server::AppOptions&)>& more = {})
+      : TestSystem([&](jc::server::AppOptions& o) {
+          jc::testing::FastIntervals(o);
+          o.endpoint_host = "127.0.0.1";
+          o.endpoint_port = 0;
+          if (more) more(o);
+        }) {
+    std::ofstream(script) << kEchoServer;
+    REQUIRE(rest->Post("/openapi/v1/centers", {{"ai_center_id", "solo"}, {"name", "solo"}, {"region", "cn"},
+                                               {"network_topology", "cn/solo"}, {"adapter_address", center.address()},
+                                               {"capacity", {{"cpu", 4}, {"memory", 8192}}}})
+                .http_status == 200);
+    REQUIRE(rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "svc-1"},
+                                                     {"resource_spec_name", "svc-1"},
+                                                     {"resource_quantity", {{"cpu", "1"}, {"memory", "256Mi"}}},
+                                                     {"service_type", "batch,streaming"},
+                                                     {"price", 1},
+                                                     {"computing_center_list", "solo"}})
+                .http_status == 200);
+  }
+  ~Endpoints() { std::filesystem::remove(script); }
+  int port() const { return app->endpoint_port(); }
+
+  // A service of `replicas` in project "lab" that alice submits, running and ready.
+  std::string StartService(jc::testing::RestClient& as, int replicas = 1) {
+    json task = {{"name", "web"},
+                 {"command", "exec /usr/bin/python3 " + script.string() + " $JC_PORT_HTTP"},
+                 {"resourceSpecId", "svc-1"},
+                 {"kind", "service"},
+                 {"replicaNumber", replicas},
+                 {"ports", json::array({{{"name", "http"}, {"readinessPath", "/"}}})}};
+    auto r = as.Post("/openapi/v1/trainjob", {{"name", "web"}, {"project", "lab"}, {"tasks", json::array({task})}});
+    INFO(r.body.dump());
+    REQUIRE(r.http_status == 200);
+    std::string id = r.body["data"]["jobId"];
+    json job;
+    bool ready = jc::testing::WaitUntil([&] {
+      job = rest->Get("/openapi/v1/trainjob/" + id).body["data"];
+      return job["taskInfos"][0].value("readyReplicas", 0) == replicas;
+    });
+    INFO(job.dump());
+    REQUIRE(ready);
+    return id;
+  }
+  // OpenEndpoint as `as`.
+  jc::testing::RestReply Open(jc::testing::RestClient& as, const std::string& id, json body = json::object()) {
+    if (!body.contains("portName")) body["portName"] = "http";
+    return as.Post("/openapi/v1/trainjob/" + id + "/open", body);
+  }
+  // One request on a connection of its own, as a browser sends it to `host`.
+  Answer Request(const std::string& host, const std::string& target, const std::string& fields = "",
+                 const std::string& method = "GET") {
+    Socket s(port());
+    s.Send(absl::StrCat(method, " ", target, " HTTP/1.1\r\nHost: ", host, "\r\n", fields, "\r\n"));
+    return Parse(s.Read());
+  }
+};
+
+// "http://job-…-0-0-http.endpoints.localhost:PORT/…" -> host, target.
+std::pair<std::string, std::string> Split(const std::string& url) {
+  std::string rest = url.substr(url.find("://") + 3);
+  size_t slash = rest.find('/');
+  return {rest.substr(0, slash), rest.substr(slash)};
+}
+
+// The session cookie a link's redemption sets.
+std::string CookieOf(const Answer& a) {
+  std::string set = a.Field("Set-Cookie");
+  return set.substr(0, set.find(';'));
+}
+
+}  // namespace
+
+TEST_CASE("a member opens a service's endpoint with a link, on the endpoint's own origin, and talks HTTP and WebSocket "
+          "to the replica through its adapter, and the replica never sees the session [A17][C6]",
+          "[A17][C6]") {
+  Endpoints e;
+  auto alice = e.UserClient("alice", "lab", "MEMBER");
+  const std::string id = e.StartService(*alice);
+
+  auto link = e.Open(*alice, id, {{"path", "/lab?x=1"}});
+  INFO(link.body.dump());
+  REQUIRE(link.http_status == 200);
+  const std::string origin = link.body["data"]["origin"];
+  CHECK(origin == absl::StrCat("http://", id, "-0-0-http.endpoints.localhost:", e.port()));
+  auto [host, enter] = Split(link.body["data"]["url"]);
+  CHECK(absl::StartsWith(enter, "/.jointcloud/enter?ticket="));
+
+  // Without a session: refused, saying how to get one; nothing reaches the replica.
+  Answer none = e.Request(host, "/");
+  CHECK(none.status == 401);
+  CHECK(absl::StrContains(none.body, "jcctl job open " + id));
+
+  // The link: a host-only, HttpOnly cookie, and on to the path asked for.
+  Answer entered = e.Request(host, enter);
+  INFO(entered.head);
+  REQUIRE(entered.status == 303);
+  CHECK(entered.Field("Location") == "/lab?x=1");
+  const std::string set_cookie = entered.Field("Set-Cookie");
+  CHECK(absl::StrContains(set_cookie, "HttpOnly"));
+  CHECK(absl::StrContains(set_cookie, "SameSite=Lax"));
+  CHECK_FALSE(absl::StrContains(set_cookie, "Domain"));
+  const std::string cookie = CookieOf(entered);
+  CHECK(absl::StartsWith(cookie, "jc_endpoint="));
+  // Once only.
+  Answer twice = e.Request(host, enter);
+  CHECK(twice.status == 403);
+  CHECK(absl::StrContains(twice.body, "opened already"));
+
+  // With it: the replica answers. It sees its own cookies and who calls, not the session;
+  // the connection carries this one request.
+  Answer got = e.Request(host, "/lab?x=1", absl::StrCat("Cookie: theme=dark; ", cookie, "\r\nConnection: keep-alive\r\n",
+                                                        "X-Forwarded-User: mallory\r\n"));
+  INFO(got.body);
+  REQUIRE(got.status == 200);
+  CHECK(got.Field("Connection") == "close");
+  json seen = json::parse(got.body);
+  CHECK(seen["line"] == "GET /lab?x=1 HTTP/1.1");
+  CHECK(seen["fields"]["cookie"] == json::array({"theme=dark"}));
+  CHECK(seen["fields"]["x-forwarded-user"] == json::array({"alice"}));
+  CHECK(seen["fields"]["connection"] == json::array({"close"}));
+  CHECK(seen["fields"]["host"] == json::array({host}));
+  // A page of its own origin may post; another origin's (another endpoint's) may not.
+  Answer same = e.Request(host, "/api", absl::StrCat("Cookie: ", cookie, "\r\nOrigin: ", origin,
+                                                     "\r\nContent-Length: 2\r\n\r\nhi"), "POST");
+  CHECK(same.status == 200);
+  const std::string other_origin = absl::StrCat("http://", id, "-0-0-admin.endpoints.localhost:", e.port());
+  Answer cross = e.Request(host, "/api", absl::StrCat("Cookie: ", cookie, "\r\nOrigin: ", other_origin, "\r\n"), "POST");
+  CHECK(cross.status == 403);
+  CHECK(absl::StrContains(cross.body, "another origin"));
+  // The session is this endpoint's alone: on another endpoint's host it is no session.
+  const std::string other_host = absl::StrCat(id, "-0-1-http.endpoints.localhost:", e.port());
+  CHECK(e.Request(other_host, "/", absl::StrCat("Cookie: ", cookie, "\r\n")).status == 401);
+
+  // A WebSocket: upgraded, then bytes both ways as they come.
+  {
+    Socket ws(e.port());
+    ws.Send(absl::StrCat("GET /raw HTTP/1.1\r\nHost: ", host, "\r\nCookie: ", cookie,
+                         "\r\nOrigin: ", origin,
+                         "\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                         "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"));
+    std::string switched = ws.Read([](const std::string& g) { return g.find("\r\n\r\n") != std::string::npos; });
+    INFO(switched);
+    REQUIRE(absl::StartsWith(switched, "HTTP/1.1 101"));
+    for (const std::string& message : {std::string("frame-one"), std::string(200000, 'x')}) {
+      ws.Send(message);
+      std::string echoed = ws.Read([&](const std::string& g) { return g.size() >= message.size(); });
+      CHECK(echoed == message);
+    }
+  }
+  CHECK(jc::testing::WaitUntil([&] { return e.app->endpoints()->open_connections() == 0; }));
+
+  // The job's replica stops: its endpoint answers no more.
+  REQUIRE(alice->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
+  Answer stopped;
+  CHECK(jc::testing::WaitUntil([&] {
+    stopped = e.Request(host, "/", absl::StrCat("Cookie: ", cookie, "\r\n"));
+    return stopped.status == 503;
+  }));
+  INFO(stopped.body);
+  CHECK((absl::StrContains(stopped.body, "stopping") || absl::StrContains(stopped.body, "ended")));
+  // Nor does a link open for it.
+  CHECK(e.Open(*alice, id).http_status == 409);
+}
+
+TEST_CASE("endpoint refusals as the attacker: a viewer and another project get no link, a forged or stale cookie and a "
+          "removed member get nothing through, bad requests change nothing [A17][C6]",
+          "[A17][C6]") {
+  Endpoints e;
+  auto alice = e.UserClient("alice", "lab", "MEMBER");
+  auto victor = e.UserClient("victor", "lab", "VIEWER");
+  auto mallory = e.UserClient("mallory", "other", "MEMBER");
+  const std::string id = e.StartService(*alice);
+
+  // Links: a viewer may look, not open; another project does not see the job.
+  auto viewer = e.Open(*victor, id);
+  CHECK(viewer.http_status == 403);
+  CHECK(e.Open(*mallory, id).http_status == 404);
+  // Bad asks: 4xx, saying what, and no link written.
+  for (const auto& [body, status, says] : std::vector<std::tuple<json, int, std::string>>{
+           {{{"portName", "admin"}}, 404, "declares no port \"admin\"; it has \"http\""},
+           {{{"replicaIndex", 5}}, 404, "has no replica 5"},
+           {{{"taskIndex", 2}}, 404, "has no task 2"},
+           {{{"path", "//evil.example/"}}, 400, "path:"},
+           {{{"path", "no-slash"}}, 400, "path:"}}) {
+    auto r = e.Open(*alice, id, body);
+    INFO(r.body.dump());
+    CHECK(r.http_status == status);
+    CHECK(absl::StrContains(r.body.value("errorMsg", ""), says));
+  }
+
+  auto link = e.Open(*alice, id);
+  REQUIRE(link.http_status == 200);
+  auto [host, enter] = Split(link.body["data"]["url"]);
+  // A link tried on another endpoint's host does not open there, and still opens its own.
+  const std::string other_host = absl::StrCat(id, "-0-0-admin.endpoints.localhost:", e.port());
+  Answer elsewhere = e.Request(other_host, enter);
+  CHECK(elsewhere.status == 403);
+  CHECK(absl::StrContains(elsewhere.body, "another endpoint"));
+  Answer entered = e.Request(host, enter);
+  REQUIRE(entered.status == 303);
+  const std::string cookie = CookieOf(entered);
+
+  // Forged cookies, a link as a cookie, a cookie in the query: no session.
+  for (const std::string& fields :
+       {std::string("Cookie: jc_endpoint=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\r\n"),
+        absl::StrCat("Cookie: jc_endpoint=", enter.substr(enter.find('=') + 1), "\r\n"),
+        std::string("Authorization: Bearer ") + e.admin_token + "\r\n"}) {
+    INFO(fields);
+    CHECK(e.Request(host, "/", fields).status == 401);
+  }
+  // A cookie tossed from a sibling endpoint beside the real one: the real one still works.
+  CHECK(e.Request(host, "/", absl::StrCat("Cookie: jc_endpoint=forged; ", cookie, "\r\n")).status == 200);
+
+  // Hosts and heads that are not an endpoint's request.
+  CHECK(e.Request("127.0.0.1", "/", absl::StrCat("Cookie: ", cookie, "\r\n")).status == 404);
+  CHECK(e.Request(absl::StrCat(id, "-0-0-http.evil.example"), "/").status == 404);
+  {
+    Socket s(e.port());
+    s.Send(absl::StrCat("GET / HTTP/1.1\r\nHost: ", host, "\r\nHost: ", host, "\r\n\r\n"));
+    CHECK(Parse(s.Read()).status == 400);
+  }
+  {
+    Socket s(e.port());
+    s.Send(absl::StrCat("GET / HTTP/1.1\r\nHost: ", host, "\r\nX-Big: ", std::string(20000, 'a'), "\r\n\r\n"));
+    CHECK(Parse(s.Read()).status == 431);
+  }
+
+  // Alice is made a viewer: her open session lets nothing more through (within the
+  // authentication cache's 5 s).
+  REQUIRE(e.rest->Send("PUT", "/openapi/v1/users/alice/projects/lab", json{{"role", "VIEWER"}}.dump()).http_status == 200);
+  Answer demoted;
+  CHECK(jc::testing::WaitUntil([&] {
+    demoted = e.Request(host, "/", absl::StrCat("Cookie: ", cookie, "\r\n"));
+    return demoted.status == 403;
+  }));
+  CHECK(absl::StrContains(demoted.body, "not a member of project \"lab\""));
+  // Her token revoked: the same.
+  REQUIRE(e.rest->Send("PUT", "/openapi/v1/users/alice/projects/lab", json{{"role", "MEMBER"}}.dump()).http_status == 200);
+  CHECK(jc::testing::WaitUntil([&] { return e.Request(host, "/", absl::StrCat("Cookie: ", cookie, "\r\n")).status == 200; }));
+  auto tokens = e.rest->Get("/openapi/v1/tokens?user_name=alice");
+  INFO(tokens.body.dump());
+  REQUIRE(!tokens.body["data"]["tokens"].empty());
+  for (const auto& t : tokens.body["data"]["tokens"]) {
+    REQUIRE(e.rest->Post("/openapi/v1/tokens/" + t["token_id"].get<std::string>() + "/revoke", json::object())
+                .http_status == 200);
+  }
+  CHECK(jc::testing::WaitUntil([&] { return e.Request(host, "/", absl::StrCat("Cookie: ", cookie, "\r\n")).status == 401; }));
+  REQUIRE(e.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
+}
+
+TEST_CASE("a link not opened within its time opens nothing [A17][C6]", "[A17][C6]") {
+  Endpoints e([](jc::server::AppOptions& o) { o.endpoint_passes.ticket_ttl = absl::Seconds(-1); });
+  auto alice = e.UserClient("alice", "lab", "MEMBER");
+  const std::string id = e.StartService(*alice);
+  auto link = e.Open(*alice, id);
+  REQUIRE(link.http_status == 200);
+  auto [host, enter] = Split(link.body["data"]["url"]);
+  Answer late = e.Request(host, enter);
+  CHECK(late.status == 403);
+  CHECK(absl::StrContains(late.body, "expired"));
+  CHECK(late.Field("Set-Cookie").empty());
+  REQUIRE(alice->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
+}
+
+TEST_CASE("without an endpoint listener, OpenEndpoint says how to get one [A17]", "[A17]") {
+  Endpoints e([](jc::server::AppOptions& o) { o.endpoint_host.clear(); });
+  auto r = e.rest->Post("/openapi/v1/trainjob/job-00000001/open", {{"portName", "http"}});
+  CHECK(r.http_status == 409);
+  CHECK(absl::StrContains(r.body.value("errorMsg", ""), "--endpoint_address"));
+}
+
+TEST_CASE("in a browser: Open on the console's job page opens the endpoint in a tab on its own origin, where the page "
+          "talks WebSocket to the replica and sees neither the session nor the console's token [A17][C6]",
+          "[A17][C6][browser]") {
+  Endpoints e;
+  auto alice = e.UserClient("alice", "lab", "MEMBER");
+  const std::string id = e.StartService(*alice);
+  auto token = e.rest->Post("/openapi/v1/tokens", {{"user_name", "alice"}});
+  REQUIRE(token.http_status == 200);
+  const std::string dir = (std::filesystem::temp_directory_path() / ("jc-endpoint-browser-" + std::to_string(getpid()))).string();
+  std::filesystem::create_directories(dir);
+
+  jc::testing::BrowserStep open_it;
+  open_it.hash = "#/jobs/" + id;
+  open_it.until = {"Endpoints", "class=\"open-endpoint\""};
+  open_it.click = "button.open-endpoint";
+  // The replica's answer to the page load: the listener passed who calls, not the session.
+  open_it.popup_until = {"x-forwarded-user", "alice"};
+  open_it.popup_eval = R"JS(async () => {
+    const echoed = await new Promise((resolve, reject) => {
+      const ws = new WebSocket(location.origin.replace(/^http/, "ws") + "/socket");
+      ws.onopen = () => ws.send("hello from the page");
+      ws.onmessage = (m) => { resolve(m.data); ws.close(); };
+      ws.onerror = () => reject(new Error("websocket failed"));
+    });
+    return JSON.stringify({ echoed, origin: location.origin, cookie: document.cookie,
+                            token: sessionStorage.getItem("jc-token") });
+  })JS";
+  const std::string base = "http://127.0.0.1:" + std::to_string(e.app->rest_port()) + "/ui/";
+  jc::testing::BrowserRun run =
+      jc::testing::Browse(JC_SOURCE_DIR, JC_BROWSER_TOOLS, dir, base, token.body["data"]["secret"], {open_it});
+  REQUIRE(run.signed_in);
+  REQUIRE(run.pages.size() == 1);
+  INFO(run.pages[0].dom.substr(0, 4000));
+  REQUIRE(run.pages[0].reached);
+  const auto& tab = run.pages[0].popup;
+  INFO(tab.address << "\n" << tab.dom.substr(0, 3000));
+  REQUIRE(tab.opened);
+  REQUIRE(tab.reached);
+  // The tab went through the link to the endpoint's own origin, and landed at "/".
+  CHECK(tab.address == absl::StrCat("http://", id, "-0-0-http.endpoints.localhost:", e.port(), "/"));
+  CHECK_FALSE(absl::StrContains(tab.dom, "jc_endpoint"));  // the replica never saw the session
+  json seen = json::parse(tab.eval);
+  CHECK(seen["echoed"] == "echo: hello from the page");
+  CHECK(seen["origin"] == absl::StrCat("http://", id, "-0-0-http.endpoints.localhost:", e.port()));
+  CHECK(seen["cookie"] == "");       // HttpOnly: the page's script cannot read its session
+  CHECK(seen["token"].is_null());    // the console's token is the console origin's alone
+  CHECK(run.errors.empty());
+  std::filesystem::remove_all(dir);
+  REQUIRE(alice->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
+}

@@ -1,0 +1,140 @@
+// The endpoint listener's parts (SPEC A17): how endpoints are named as hosts, how request
+// heads are read and changed, and links that open once.
+
+#include <catch2/catch.hpp>
+
+#include "absl/strings/match.h"
+#include "common/auth/api_token.h"
+#include "services/endpoints/endpoint_name.h"
+#include "services/endpoints/endpoint_passes.h"
+#include "services/endpoints/http_head.h"
+#include "tests/testing/test_store.h"
+
+using jc::endpoints::EndpointKey;
+
+TEST_CASE("an endpoint's host names it, reads back as the same endpoint, and nothing else reads as one [A17]", "[A17]") {
+  EndpointKey key{"job-00000042", 0, 1, "jupyter"};
+  CHECK(jc::endpoints::HostLabel(key) == "job-00000042-0-1-jupyter");
+  CHECK(jc::endpoints::ParseHostLabel("job-00000042-0-1-jupyter") == key);
+  // Port names with '-' and digits read back whole.
+  EndpointKey dashed{"job-7", 3, 12, "http-2-x"};
+  CHECK(jc::endpoints::ParseHostLabel(jc::endpoints::HostLabel(dashed)) == dashed);
+  // The Host header, any case, with or without its port, under the domain only.
+  CHECK(jc::endpoints::EndpointOfHost("Job-00000042-0-1-Jupyter.Endpoints.LOCALHOST:8081", "endpoints.localhost") == key);
+  CHECK(jc::endpoints::EndpointOfHost("job-00000042-0-1-jupyter.endpoints.localhost", "endpoints.localhost") == key);
+  for (const char* host : {"job-00000042-0-1-jupyter.localhost", "endpoints.localhost",
+                           "a.job-00000042-0-1-jupyter.endpoints.localhost", "job-00000042-0-1-jupyter.endpoints.localhost:x",
+                           "job-00000042-0-1-jupyter.endpoints.localhost.evil.com", "job-00000042-00-1-jupyter.endpoints.localhost",
+                           "job-42-0-1-.endpoints.localhost", "job-42-0-1-9x.endpoints.localhost", "job--0-1-x.endpoints.localhost",
+                           "task-42-0-1-x.endpoints.localhost", "job-42-0-1-UPPER_.endpoints.localhost", ""}) {
+    INFO(host);
+    CHECK_FALSE(jc::endpoints::EndpointOfHost(host, "endpoints.localhost").has_value());
+  }
+  // What cannot be named is not.
+  CHECK(jc::endpoints::HostLabel({"../etc", 0, 0, "http"}).empty());
+  CHECK(jc::endpoints::HostLabel({"job-1", 0, 0, "Http"}).empty());
+  CHECK(jc::endpoints::HostLabel({"job-1", -1, 0, "http"}).empty());
+}
+
+TEST_CASE("request heads are read strictly, cookies taken out by name, and heads written back [A17]", "[A17]") {
+  auto head = jc::endpoints::ParseRequestHead(
+      "GET /lab/tree?token=a%20b&ticket=x HTTP/1.1\r\nHost: h.example\r\nCookie: theme=dark; jc_endpoint=s1\r\n"
+      "Cookie: jc_endpoint=\"s2\"\r\nConnection: keep-alive, Upgrade\r\nUpgrade: websocket\r\n\r\n");
+  REQUIRE(head.ok());
+  CHECK(head->first == "GET");
+  CHECK(jc::endpoints::TargetPath(head->second) == "/lab/tree");
+  CHECK(jc::endpoints::QueryParam(head->second, "token") == "a b");
+  CHECK(jc::endpoints::QueryParam(head->second, "ticket") == "x");
+  CHECK_FALSE(jc::endpoints::QueryParam(head->second, "nope").has_value());
+  CHECK(head->Lists("connection", "upgrade"));
+  std::string rest;
+  CHECK(jc::endpoints::TakeCookies(*head, "jc_endpoint", &rest) == std::vector<std::string>{"s1", "s2"});
+  CHECK(rest == "theme=dark");
+  head->Remove("cookie");
+  CHECK(head->Serialize() ==
+        "GET /lab/tree?token=a%20b&ticket=x HTTP/1.1\r\nHost: h.example\r\nConnection: keep-alive, Upgrade\r\n"
+        "Upgrade: websocket\r\n\r\n");
+
+  for (const char* bad : {"GET / HTTP/1.1\r\n\r\n",                                    // no Host
+                          "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",              // two
+                          "GET / HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n",              // folding
+                          "GET / HTTP/1.1\r\nHost: a\r\nBad Name: x\r\n\r\n",          // not a token
+                          "GET / HTTP/1.1\r\nHost: a\r\nX: a\x01b\r\n\r\n",            // control byte
+                          "GET / HTTP/1.1\r\nHost: a\nX: b\r\n\r\n",                   // bare LF
+                          "GET http://other/ HTTP/1.1\r\nHost: a\r\n\r\n",             // not origin-form
+                          "GET / HTTP/2\r\nHost: a\r\n\r\n", "GET  / HTTP/1.1\r\nHost: a\r\n\r\n"}) {
+    INFO(bad);
+    CHECK_FALSE(jc::endpoints::ParseRequestHead(bad).ok());
+  }
+  auto answer = jc::endpoints::ParseResponseHead("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n");
+  REQUIRE(answer.ok());
+  CHECK(answer->second == "101");
+  CHECK(jc::endpoints::HeadEnd("GET / HTTP/1.1\r\nHost: a\r\n\r\nBODY") == 27u);
+  CHECK_FALSE(jc::endpoints::HeadEnd("GET / HTTP/1.1\r\nHost: a\r\n").has_value());
+}
+
+TEST_CASE("a link opens once, for its endpoint, before it expires, and its session stands for who it was issued to [A17][C6]",
+          "[A17][C6]") {
+  auto store = jc::testing::MakeTestStore();
+  jc::FakeClock clock(absl::FromUnixSeconds(1'800'000'000));
+  jc::endpoints::EndpointPasses passes(store.get(), &clock);
+  jc::auth::Principal alice;
+  alice.name = "alice";
+  alice.auth_method = "token";
+  alice.token_id = "0123456789abcdef";
+  alice.projects["lab"] = jc::auth::ProjectRole::kMember;
+  EndpointKey key{"job-00000001", 0, 0, "http"};
+
+  auto ticket = passes.Issue(alice, "lab", key, "/lab");
+  REQUIRE(ticket.ok());
+  CHECK(ticket->expires == clock.Now() + absl::Seconds(60));
+  // Only its hash is stored.
+  auto stored = store->Query("SELECT ticket_sha256 FROM endpoint_passes");
+  REQUIRE(stored.ok());
+  REQUIRE(stored->size() == 1);
+  CHECK(*(*stored)[0][0] == jc::auth::Sha256Hex(ticket->secret));
+
+  // Another endpoint's host: refused, and the link still opens where it belongs.
+  auto elsewhere = passes.Redeem(ticket->secret, {"job-00000001", 0, 1, "http"});
+  CHECK(absl::IsPermissionDenied(elsewhere.status()));
+  CHECK(absl::StrContains(elsewhere.status().message(), "another endpoint"));
+  auto opened = passes.Redeem(ticket->secret, key);
+  REQUIRE(opened.ok());
+  CHECK(opened->landing_path == "/lab");
+  CHECK(opened->expires == clock.Now() + absl::Hours(12));
+  // Once.
+  auto again = passes.Redeem(ticket->secret, key);
+  CHECK(absl::IsPermissionDenied(again.status()));
+  CHECK(absl::StrContains(again.status().message(), "opened already"));
+  CHECK(absl::IsPermissionDenied(passes.Redeem("made-up", key).status()));
+
+  auto pass = passes.PassOf(opened->session_secret);
+  REQUIRE(pass.ok());
+  CHECK(pass->key == key);
+  CHECK(pass->user_name == "alice");
+  CHECK(pass->token_id == "0123456789abcdef");
+  CHECK(pass->project == "lab");
+  CHECK(pass->role == jc::auth::ProjectRole::kMember);
+  CHECK(absl::IsUnauthenticated(passes.PassOf("made-up").status()));
+  CHECK(absl::IsUnauthenticated(passes.PassOf(ticket->secret).status()));  // a link is not a session
+
+  // A link not opened within its minute is dead.
+  auto late = passes.Issue(alice, "lab", key, "/");
+  REQUIRE(late.ok());
+  clock.Advance(absl::Seconds(61));
+  CHECK(absl::StrContains(passes.Redeem(late->secret, key).status().message(), "expired"));
+  // A session past its time is dead, cached or not.
+  clock.Advance(absl::Hours(12));
+  CHECK(absl::IsUnauthenticated(passes.PassOf(opened->session_secret).status()));
+
+  // An identity provider's caller, whose roles cannot be asked again: an hour.
+  jc::auth::Principal olga = alice;
+  olga.name = "olga";
+  olga.auth_method = "oidc";
+  olga.token_id.clear();
+  auto provider = passes.Issue(olga, "lab", key, "/");
+  REQUIRE(provider.ok());
+  auto provider_open = passes.Redeem(provider->secret, key);
+  REQUIRE(provider_open.ok());
+  CHECK(provider_open->expires == clock.Now() + absl::Hours(1));
+}
