@@ -163,19 +163,26 @@ Answer Parse(const std::string& raw) {
 }
 
 struct Endpoints : jc::testing::TestSystem {
-  jc::testing::LocalAdapter center{"solo", 4, CenterConfig()};
+  std::unique_ptr<jc::testing::LocalAdapter> own;
+  jc::testing::LocalAdapter* center;
   std::filesystem::path script = std::filesystem::temp_directory_path() / ("jc-echo-" + std::to_string(getpid()) + ".py");
 
-  explicit Endpoints(const std::function<void(jc::server::AppOptions&)>& more = {})
+  // `outliving`: a center that outlives this control plane (a restart); none: a center of
+  // its own. `registers`: registered here (else in the store this one shares already).
+  explicit Endpoints(const std::function<void(jc::server::AppOptions&)>& more = {},
+                     jc::testing::LocalAdapter* outliving = nullptr, bool registers = true)
       : TestSystem([&](jc::server::AppOptions& o) {
           jc::testing::FastIntervals(o);
           o.endpoint_host = "127.0.0.1";
           o.endpoint_port = 0;
           if (more) more(o);
-        }) {
+        }),
+        own(outliving ? nullptr : std::make_unique<jc::testing::LocalAdapter>("solo", 4, CenterConfig())),
+        center(outliving ? outliving : own.get()) {
     std::ofstream(script) << kEchoServer;
+    if (!registers) return;
     REQUIRE(rest->Post("/openapi/v1/centers", {{"ai_center_id", "solo"}, {"name", "solo"}, {"region", "cn"},
-                                               {"network_topology", "cn/solo"}, {"adapter_address", center.address()},
+                                               {"network_topology", "cn/solo"}, {"adapter_address", center->address()},
                                                {"capacity", {{"cpu", 4}, {"memory", 8192}}}})
                 .http_status == 200);
     REQUIRE(rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "svc-1"},
@@ -186,7 +193,9 @@ struct Endpoints : jc::testing::TestSystem {
                                                      {"computing_center_list", "solo"}})
                 .http_status == 200);
   }
-  ~Endpoints() { std::filesystem::remove(script); }
+  ~Endpoints() {
+    if (own != nullptr) std::filesystem::remove(script);
+  }
   int port() const { return app->endpoint_port(); }
 
   // A service of `replicas` in project "lab" that alice submits, running and ready.
@@ -487,4 +496,43 @@ TEST_CASE("in a browser: Open on the console's job page opens the endpoint in a 
   CHECK(run.errors.empty());
   std::filesystem::remove_all(dir);
   REQUIRE(alice->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
+}
+
+TEST_CASE("an open endpoint outlives a restart of the control plane: the browser's session works through the new "
+          "process, and the replica was never restarted [A17][C6]",
+          "[A17][C6]") {
+  jc::testing::LocalAdapter center("solo", 4, CenterConfig());
+  const std::string store = "jc_endpoint_restart_" + std::to_string(getpid());
+  auto shared = [&](jc::server::AppOptions& o) { jc::testing::ShareStore(o, store); };
+  std::string id, host, cookie;
+  {
+    Endpoints e(shared, &center);
+    auto alice = e.UserClient("alice", "lab", "MEMBER");
+    id = e.StartService(*alice);
+    auto link = e.Open(*alice, id);
+    REQUIRE(link.http_status == 200);
+    auto [h, enter] = Split(link.body["data"]["url"]);
+    host = h;
+    Answer entered = e.Request(host, enter);
+    REQUIRE(entered.status == 303);
+    cookie = CookieOf(entered);
+    Answer before = e.Request(host, "/", absl::StrCat("Cookie: ", cookie, "\r\n"));
+    REQUIRE(before.status == 200);
+    e.app->Shutdown();  // the center and its replica run on
+  }
+  Endpoints again(shared, &center, /*registers=*/false);
+  // The host as the browser has it (the listener's port may differ after a restart: the
+  // host's name is what counts).
+  Answer after;
+  CHECK(jc::testing::WaitUntil([&] {
+    after = again.Request(host, "/", absl::StrCat("Cookie: ", cookie, "\r\n"));
+    return after.status == 200;
+  }));
+  INFO(after.head << after.body);
+  CHECK(json::parse(after.body)["fields"]["x-forwarded-user"] == json::array({"alice"}));
+  // The replica ran on: still its first attempt.
+  json job = again.rest->Get("/openapi/v1/trainjob/" + id).body["data"];
+  INFO(job.dump());
+  CHECK(job["history"].size() == 1);
+  REQUIRE(again.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
 }
