@@ -178,6 +178,8 @@ security_grade: 3
 static_power_watts: 2000
 performance_factor: 1
 network: {bandwidth_mbps: 10000, latency_ms: 1}
+# Named ports for services and notebooks (SPEC A17): below the kernel's ephemeral ports.
+ports: {first: 30100, last: 30199}
 specs:
   - {id: cpu-1, cpu: 1, memory: 2Gi, execution_power_watts: 150}
   - {id: gpu-1, cpu: 4, memory: 16Gi, gpu: 1, execution_power_watts: 450}
@@ -217,7 +219,7 @@ register() {
   # A restarted demo center listens on a new port.
   post /openapi/v1/centers/local-1 '{"adapter_address": "'"$address"'"}' PATCH
   post /openapi/v1/resourcespecs '{"resource_spec_id": "cpu-1", "resource_spec_name": "1 CPU, 2 GiB",
-    "resource_quantity": {"cpu": "1", "memory": "2Gi"}, "service_type": "batch", "price": 1,
+    "resource_quantity": {"cpu": "1", "memory": "2Gi"}, "service_type": "batch,interactive,streaming", "price": 1,
     "computing_center_list": "local-1"}'
   post /openapi/v1/resourcespecs '{"resource_spec_id": "gpu-1", "resource_spec_name": "1 GPU, 4 CPU, 16 GiB",
     "resource_quantity": {"cpu": "4", "memory": "16Gi", "gpu": "1"}, "service_type": "batch", "price": 10,

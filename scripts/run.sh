@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and starts Jointcloud with the embedded store in
-# ./data (REST on 127.0.0.1:8080, gRPC on 127.0.0.1:50051) together with a local demo
+# ./data (REST on 127.0.0.1:8080, gRPC on 127.0.0.1:50051, services' endpoints on
+# 127.0.0.1:8081) together with a local demo
 # center: the bundled executor (a master and two agents with declared resources, running
 # jobs as real processes) behind the native adapter, registered as center "local-1" with
 # specs cpu-1 and gpu-1 and image pytorch-demo. Ctrl-C stops everything.
@@ -45,6 +46,9 @@ trap 'exit 130' INT TERM
 adapter=$("$root/scripts/demo-center.sh" start "$demo_dir")
 echo "run: demo center local-1 (nexec master, 2 agents) behind its adapter at $adapter"
 
+# Services' and notebooks' endpoints on 127.0.0.1:8081 (docs/security.md "Endpoints"),
+# unless the flags say otherwise.
+[[ " ${args[*]:-} " == *" --endpoint_address="* ]] || args+=(--endpoint_address=127.0.0.1:8081)
 # The demo's image registry (when the demo center could start one): jointcloud resolves
 # the demo image's reference there at registration.
 [[ -s "$demo_dir/registry-ca/ca.crt" ]] && args+=(--registry_ca_file="$demo_dir/registry-ca/ca.crt")

@@ -21,7 +21,6 @@ namespace {
 
 constexpr int kMaxSubmitBatch = 1000;  // as adapter.proto says
 // Tunnels open at once (each holds a server thread and one of its own): past it, refused.
-constexpr int kMaxTunnels = 256;
 
 class AdapterService final : public pb::Adapter::Service {
  public:
@@ -97,10 +96,10 @@ class AdapterService final : public pb::Adapter::Service {
   grpc::Status OpenTunnel(grpc::ServerContext* ctx,
                           grpc::ServerReaderWriter<pb::TunnelFrame, pb::TunnelFrame>* stream) override {
     // Counted from the start: a stream that never names its replica holds a slot too.
-    if (open_tunnels_.fetch_add(1) >= kMaxTunnels) {
+    if (open_tunnels_.fetch_add(1) >= kMaxOpenTunnels) {
       open_tunnels_.fetch_sub(1);
       return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                          absl::StrCat("this adapter has ", kMaxTunnels, " tunnels open; try again when one closes"));
+                          absl::StrCat("this adapter has ", kMaxOpenTunnels, " tunnels open; try again when one closes"));
     }
     struct Release {
       std::atomic<int>* n;

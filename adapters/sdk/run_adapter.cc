@@ -1,5 +1,7 @@
 #include "adapters/sdk/run_adapter.h"
 
+#include "adapters/sdk/tunnel.h"
+
 #include "adapters/sdk/peer_socket.h"
 
 #include <unistd.h>
@@ -164,7 +166,9 @@ absl::StatusOr<std::unique_ptr<AdapterServer>> AdapterServer::Start(Backend* bac
   const std::string unix_path = UnixSocketPath(options.listen);
   if (unix_path.empty()) builder.AddListeningPort(options.listen, credentials, &impl.port);
   builder.RegisterService(impl.service.get());
-  ConfigureServerThreads(builder, "adapter", 64);
+  // Calls get kAdapterCallThreads whatever the tunnels hold: a tunnel past its cap takes a
+  // thread only long enough to be refused.
+  ConfigureServerThreads(builder, "adapter", kAdapterCallThreads + kMaxOpenTunnels + 8);
   impl.server = builder.BuildAndStart();
   if (!impl.server || (unix_path.empty() && impl.port == 0)) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen));

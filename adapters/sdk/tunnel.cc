@@ -56,6 +56,14 @@ absl::StatusOr<int> DialEndpoint(const std::string& host, int port, absl::Durati
 }
 
 void PumpTunnel(int fd, grpc::ServerContext* ctx, grpc::ServerReaderWriter<pb::TunnelFrame, pb::TunnelFrame>* stream) {
+  // The endpoint took the connection: say so first, before any of its bytes (the caller may
+  // try another replica when this never comes).
+  pb::TunnelFrame connected;
+  connected.set_connected(true);
+  if (!stream->Write(connected)) {
+    ::close(fd);
+    return;
+  }
   // The endpoint's bytes into frames, until it closes its side or the socket is shut down.
   std::thread out([fd, stream] {
     std::string buf(kTunnelFrameBytes, '\0');

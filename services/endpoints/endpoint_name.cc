@@ -33,25 +33,32 @@ bool JobId(absl::string_view s) { return absl::ConsumePrefix(&s, "job-") && Digi
 }  // namespace
 
 std::string HostLabel(const EndpointKey& key) {
-  if (!JobId(key.job_id) || !PortName(key.port_name) || key.task_index < 0 || key.replica_index < 0) return "";
-  std::string label = absl::StrCat(key.job_id, "-", key.task_index, "-", key.replica_index, "-", key.port_name);
+  if (!JobId(key.job_id) || !PortName(key.port_name) || key.task_index < 0 || key.replica_index < kTaskEndpoint) {
+    return "";
+  }
+  std::string label =
+      key.replica_index == kTaskEndpoint
+          ? absl::StrCat(key.job_id, "-", key.task_index, "-", key.port_name)
+          : absl::StrCat(key.job_id, "-", key.task_index, "-", key.replica_index, "-", key.port_name);
   return label.size() <= kMaxLabel ? label : "";
 }
 
 std::optional<EndpointKey> ParseHostLabel(absl::string_view label) {
   if (label.size() > kMaxLabel) return std::nullopt;
-  // job-<digits>-<task>-<replica>-<port name, which may hold '-'>
-  std::vector<absl::string_view> parts = absl::StrSplit(label, absl::MaxSplits('-', 4));
-  if (parts.size() != 5 || parts[0] != "job" || !Digits(parts[1], 18) || !Digits(parts[2], 4) ||
-      !Digits(parts[3], 4) || !PortName(parts[4])) {
-    return std::nullopt;
-  }
+  // job-<digits>-<task>[-<replica>]-<port name, a letter first, which may hold '-'>
+  std::vector<absl::string_view> parts = absl::StrSplit(label, absl::MaxSplits('-', 3));
+  if (parts.size() != 4 || parts[0] != "job" || !Digits(parts[1], 18) || !Digits(parts[2], 4)) return std::nullopt;
   EndpointKey key;
   key.job_id = absl::StrCat("job-", parts[1]);
-  if (!absl::SimpleAtoi(parts[2], &key.task_index) || !absl::SimpleAtoi(parts[3], &key.replica_index)) {
-    return std::nullopt;
+  if (!absl::SimpleAtoi(parts[2], &key.task_index)) return std::nullopt;
+  absl::string_view rest = parts[3];
+  key.replica_index = kTaskEndpoint;
+  if (size_t dash = rest.find('-'); dash != absl::string_view::npos && Digits(rest.substr(0, dash), 4)) {
+    if (!absl::SimpleAtoi(rest.substr(0, dash), &key.replica_index)) return std::nullopt;
+    rest = rest.substr(dash + 1);
   }
-  key.port_name = std::string(parts[4]);
+  if (!PortName(rest)) return std::nullopt;
+  key.port_name = std::string(rest);
   if (HostLabel(key) != label) return std::nullopt;  // "07" for 7: one name per endpoint
   return key;
 }
@@ -72,8 +79,10 @@ std::optional<EndpointKey> EndpointOfHost(absl::string_view host_header, absl::s
 }
 
 std::string Describe(const EndpointKey& key) {
-  return absl::StrCat(key.job_id, ", task ", key.task_index, ", replica ", key.replica_index, ", port \"",
-                      key.port_name, "\"");
+  return absl::StrCat(key.job_id, ", task ", key.task_index, ", ",
+                      key.replica_index == kTaskEndpoint ? std::string("every ready replica")
+                                                         : absl::StrCat("replica ", key.replica_index),
+                      ", port \"", key.port_name, "\"");
 }
 
 }  // namespace jc::endpoints

@@ -19,6 +19,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "common/timestamp.h"
 #include "common/validate.h"
 #include "services/endpoints/http_head.h"
@@ -28,6 +30,7 @@ namespace jc::endpoints {
 namespace {
 
 constexpr char kEnterPath[] = "/.jointcloud/enter";
+constexpr int kMaxPreAuthPerAddress = 32;
 constexpr size_t kMaxResponseHead = 64 << 10;
 constexpr int kSendTimeoutSeconds = 30;
 
@@ -103,9 +106,16 @@ struct EndpointProxy::Metrics {
 
 struct EndpointProxy::Connection {
   int fd = -1;
+  std::string address;  // the peer's
   std::mutex mu;
   southbound::Tunnel* tunnel = nullptr;  // while one is open
   bool ended = false;
+  bool pre_auth = true;  // counted against its address until it shows a session
+  // Once it showed a session: whose, checked again every kRecheck while it stays open.
+  std::optional<EndpointPass> pass;
+  absl::Time checked;
+  // While its tunnel is being opened: past this, the adapter is not answering.
+  absl::Time connect_deadline = absl::InfiniteFuture();
   void End() {
     std::lock_guard<std::mutex> lock(mu);
     ended = true;
@@ -146,7 +156,9 @@ absl::StatusOr<int> EndpointProxy::Bind(const std::string& host, int port) {
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   addrinfo* found = nullptr;
   std::string service = std::to_string(port);
-  if (int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &found); rc != 0) {
+  std::string name = host;
+  if (name.size() > 2 && name.front() == '[' && name.back() == ']') name = name.substr(1, name.size() - 2);  // [::1]
+  if (int rc = ::getaddrinfo(name.empty() ? nullptr : name.c_str(), service.c_str(), &hints, &found); rc != 0) {
     return absl::InvalidArgumentError(absl::StrCat("endpoint listener: cannot resolve ", host, ": ", gai_strerror(rc)));
   }
   int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -171,11 +183,13 @@ absl::StatusOr<int> EndpointProxy::Bind(const std::string& host, int port) {
 
 void EndpointProxy::Start() {
   acceptor_ = std::thread([this] { AcceptLoop(); });
+  watcher_ = std::thread([this] { WatchLoop(); });
 }
 
 void EndpointProxy::Stop() {
   if (stopping_.exchange(true)) return;
   if (acceptor_.joinable()) acceptor_.join();
+  if (watcher_.joinable()) watcher_.join();
   if (listen_fd_ >= 0) ::close(listen_fd_);
   listen_fd_ = -1;
   {
@@ -189,31 +203,94 @@ void EndpointProxy::AcceptLoop() {
   while (!stopping_.load()) {
     pollfd p{listen_fd_, POLLIN, 0};
     if (::poll(&p, 1, 200) <= 0) continue;
-    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    sockaddr_storage peer{};
+    socklen_t peer_len = sizeof peer;
+    int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &peer_len, SOCK_CLOEXEC);
     if (fd < 0) continue;
-    if (open_.load() >= options_.max_connections) {
-      // Full: a short answer, best effort, rather than a connection left hanging.
+    std::string address = PeerAddress(fd);
+    // Connections that have not shown a session yet are held to a share of the listener,
+    // and to a few per address: silent sockets from one place fill neither.
+    const char* refused = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (open_.load() >= options_.max_connections) {
+        refused = "the endpoint listener is at its limit of open connections";
+      } else if (pre_auth_total_ >= std::max(1, options_.max_connections / 2) ||
+                 pre_auth_by_address_[address] >= kMaxPreAuthPerAddress) {
+        refused = "too many connections from this address are still sending their request";
+      } else {
+        ++pre_auth_total_;
+        ++pre_auth_by_address_[address];
+        ++open_;
+      }
+      if (refused != nullptr && pre_auth_by_address_[address] == 0) pre_auth_by_address_.erase(address);
+    }
+    if (refused != nullptr) {
+      // A short answer, best effort, rather than a connection left hanging.
       timeval tv{1, 0};
       ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-      SendAll(fd, Answer(503, "Service Unavailable", "the endpoint listener is at its limit of open connections",
-                         "Retry-After: 1\r\n"));
+      SendAll(fd, Answer(503, "Service Unavailable", refused, "Retry-After: 1\r\n"));
+      ::shutdown(fd, SHUT_WR);
       ::close(fd);
       Count("full");
       continue;
     }
-    ++open_;
     if (metrics_) metrics_->open->Increment();
-    pool_->enqueue([this, fd] {
-      Serve(fd);
+    bool queued = pool_->TryEnqueue([this, fd, address] {
+      Serve(fd, address);
       --open_;
       if (metrics_) metrics_->open->Decrement();
     });
+    if (!queued) {  // stopping
+      ::close(fd);
+      ReleasePreAuth(address);
+      --open_;
+      if (metrics_) metrics_->open->Decrement();
+    }
   }
 }
 
-void EndpointProxy::Serve(int fd) {
+void EndpointProxy::ReleasePreAuth(const std::string& address) {
+  std::lock_guard<std::mutex> lock(mu_);
+  --pre_auth_total_;
+  if (--pre_auth_by_address_[address] <= 0) pre_auth_by_address_.erase(address);
+}
+
+void EndpointProxy::WatchLoop() {
+  while (!stopping_.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    absl::Time now = absl::Now();
+    // Tunnels whose adapter does not answer within kConnectTimeout are cancelled; open
+    // connections are checked again every kRecheck: whoever the session was issued to
+    // must still be a member (a WebSocket may stay open for hours).
+    std::vector<std::pair<uint64_t, EndpointPass>> due;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& [id, conn] : connections_) {
+        std::lock_guard<std::mutex> c(conn->mu);
+        if (conn->tunnel != nullptr && now > conn->connect_deadline) conn->tunnel->Cancel();
+        if (conn->pass.has_value() && now - conn->checked >= kRecheck) {
+          conn->checked = now;
+          due.emplace_back(id, *conn->pass);
+        }
+      }
+    }
+    for (const auto& [id, pass] : due) {
+      auto role = role_now_(pass);
+      if (role.ok() ? *role >= auth::ProjectRole::kMember : absl::IsUnavailable(role.status())) continue;
+      std::lock_guard<std::mutex> lock(mu_);
+      if (auto it = connections_.find(id); it != connections_.end()) {
+        it->second->End();
+        Count("revoked");
+      }
+    }
+  }
+}
+
+void EndpointProxy::Serve(int fd, const std::string& address) {
   Connection conn;
   conn.fd = fd;
+  conn.address = address;
   timeval tv{kSendTimeoutSeconds, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   uint64_t id;
@@ -237,6 +314,7 @@ void EndpointProxy::Serve(int fd) {
     std::lock_guard<std::mutex> lock(mu_);
     connections_.erase(id);
   }
+  if (conn.pre_auth) ReleasePreAuth(address);
   std::lock_guard<std::mutex> lock(conn.mu);
   ::close(fd);
 }
@@ -255,7 +333,8 @@ std::string EndpointProxy::CookieName() const {
 absl::StatusOr<v1::OpenEndpointResponse> EndpointProxy::Issue(const auth::Principal& caller,
                                                               const std::string& project,
                                                               const v1::OpenEndpointRequest& request) {
-  EndpointKey key{request.job_id(), request.task_index(), request.replica_index(), request.port_name()};
+  EndpointKey key{request.job_id(), request.task_index(),
+                  request.all_replicas() ? kTaskEndpoint : request.replica_index(), request.port_name()};
   if (HostLabel(key).empty()) {
     return absl::InvalidArgumentError(absl::StrCat("the endpoint listener cannot name ", Describe(key)));
   }
@@ -282,9 +361,10 @@ void EndpointProxy::Proxy(Connection& conn, std::string buffer) {
   const std::string host = absl::AsciiStrToLower(*head->Value("Host"));
   std::optional<EndpointKey> key = EndpointOfHost(host, options_.domain);
   if (!key.has_value()) {
-    SendAll(fd, Answer(404, "Not Found", absl::StrCat("no endpoint is named by the host \"", absl::CHexEscape(host.substr(0, 80)),
-                                                      "\": endpoints are <job>-<task>-<replica>-<port>.",
-                                                      options_.domain)));
+    SendAll(fd, Answer(404, "Not Found",
+                       absl::StrCat("no endpoint is named by the host \"", absl::CHexEscape(host.substr(0, 80)),
+                                    "\": endpoints are <job>-<task>-<replica>-<port>.", options_.domain,
+                                    " and <job>-<task>-<port>.", options_.domain)));
     Count("unknown_host");
     return;
   }
@@ -298,7 +378,8 @@ void EndpointProxy::Proxy(Connection& conn, std::string buffer) {
                         ? absl::StatusOr<RedeemedTicket>(absl::InvalidArgumentError("GET with ?ticket= only"))
                         : passes_->Redeem(*ticket, *key);
     if (!redeemed.ok()) {
-      SendAll(fd, Answer(absl::IsInvalidArgument(redeemed.status()) ? 400 : 403, "Forbidden",
+      bool bad = absl::IsInvalidArgument(redeemed.status());
+      SendAll(fd, Answer(bad ? 400 : 403, bad ? "Bad Request" : "Forbidden",
                          absl::StrCat(redeemed.status().message(),
                                       ". Open the endpoint again from the console or with `jcctl job open`.")));
       Count("link_refused");
@@ -315,17 +396,26 @@ void EndpointProxy::Proxy(Connection& conn, std::string buffer) {
     return;
   }
 
-  // Anything else needs this endpoint's session.
+  // Anything else needs this endpoint's session: one. A second one beside it was put there
+  // by another endpoint's page (cookies of a parent domain): whose is which cannot be told.
   std::string other_cookies;
+  std::vector<std::string> sessions = TakeCookies(*head, cookie, &other_cookies);
+  if (sessions.size() > 1) {
+    SendAll(fd, Answer(400, "Bad Request",
+                       "more than one endpoint session came with this request (another endpoint's page may have set "
+                       "one): clear this site's cookies and open the endpoint again"));
+    Count("bad_request");
+    return;
+  }
   std::optional<EndpointPass> pass;
   absl::Status why = absl::UnauthenticatedError("no session for this endpoint");
-  for (const std::string& secret : TakeCookies(*head, cookie, &other_cookies)) {
-    auto p = passes_->PassOf(secret);
+  if (sessions.size() == 1) {
+    auto p = passes_->PassOf(sessions[0]);
     if (p.ok() && p->key == *key) {
       pass = std::move(*p);
-      break;
+    } else if (!p.ok() && !absl::IsUnauthenticated(p.status())) {
+      why = p.status();
     }
-    if (!p.ok() && !absl::IsUnauthenticated(p.status())) why = p.status();
   }
   if (!pass.has_value()) {
     bool unavailable = absl::IsUnavailable(why);
@@ -337,12 +427,26 @@ void EndpointProxy::Proxy(Connection& conn, std::string buffer) {
     Count(unavailable ? "unavailable" : "unauthenticated");
     return;
   }
-  // A page of another origin (another endpoint's included) may not use this one's session.
+  // A page of another origin (another endpoint's included) may not use this one's session:
+  // not by a request that says where it comes from (Origin, WebSockets included), nor by a
+  // subresource or a frame of another site (the browser's Fetch Metadata).
   if (auto o = head->Value("Origin"); o.has_value() && !absl::EqualsIgnoreCase(*o, origin)) {
     SendAll(fd, Answer(403, "Forbidden", absl::StrCat("a request from another origin (", absl::CHexEscape(o->substr(0, 80)),
                                                       ") may not use this endpoint's session")));
     Count("cross_origin");
     return;
+  }
+  if (auto site = head->Value("Sec-Fetch-Site"); site.has_value() && *site != "same-origin" && *site != "none") {
+    std::string mode = head->Value("Sec-Fetch-Mode").value_or("");
+    std::string dest = head->Value("Sec-Fetch-Dest").value_or("");
+    if (mode != "navigate" || (dest != "document" && !dest.empty())) {
+      SendAll(fd, Answer(403, "Forbidden",
+                         absl::StrCat("a ", absl::CHexEscape(site->substr(0, 20)),
+                                      " request that is not a page of its own (", absl::CHexEscape(dest.substr(0, 20)),
+                                      ") may not use this endpoint's session")));
+      Count("cross_origin");
+      return;
+    }
   }
   auto role = role_now_(*pass);
   if (!role.ok() || *role < auth::ProjectRole::kMember) {
@@ -356,11 +460,11 @@ void EndpointProxy::Proxy(Connection& conn, std::string buffer) {
     Count(code == 503 ? "unavailable" : code == 401 ? "unauthenticated" : "forbidden");
     return;
   }
-  auto route = jobs_->RouteToEndpoint(key->job_id, key->task_index, key->replica_index, key->port_name);
-  if (route.ok() && route->project != pass->project) route = absl::NotFoundError("no such endpoint");
-  if (!route.ok()) {
-    bool gone = absl::IsNotFound(route.status());
-    SendAll(fd, Answer(gone ? 404 : 503, gone ? "Not Found" : "Service Unavailable", route.status().message()));
+  auto routes = jobs_->RoutesToEndpoint(key->job_id, key->task_index, key->replica_index, key->port_name);
+  if (routes.ok() && routes->front().project != pass->project) routes = absl::NotFoundError("no such endpoint");
+  if (!routes.ok()) {
+    bool gone = absl::IsNotFound(routes.status());
+    SendAll(fd, Answer(gone ? 404 : 503, gone ? "Not Found" : "Service Unavailable", routes.status().message()));
     Count(gone ? "not_found" : "not_running");
     return;
   }
@@ -384,103 +488,293 @@ void EndpointProxy::Proxy(Connection& conn, std::string buffer) {
       if (--self->per_caller_[user] <= 0) self->per_caller_.erase(user);
     }
   } release{this, pass->user_name};
-
-  auto tunnel = jobs_->adapters()->OpenTunnel(route->adapter, route->key, key->port_name);
-  if (!tunnel.ok()) {
-    SendAll(fd, Answer(502, "Bad Gateway", tunnel.status().message()));
-    Count("tunnel_refused");
-    return;
-  }
+  ReleasePreAuth(conn.address);
   {
     std::lock_guard<std::mutex> lock(conn.mu);
-    if (conn.ended) return;
-    conn.tunnel = tunnel->get();
+    conn.pre_auth = false;
+    conn.pass = *pass;
+    conn.checked = absl::Now();
   }
 
-  // What the replica sees: its own cookies only, who is calling, and (unless it upgrades)
-  // one request per connection.
+  // What the replica sees: its own cookies only, who is calling (never a caller's own
+  // forwarding fields, in any spelling), and one request per connection unless it is a
+  // WebSocket.
   HttpHead up = *head;
   up.Remove("Cookie");
   if (!other_cookies.empty()) up.Add("Cookie", other_cookies);
-  for (const char* f : {"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto",
-                        "X-Forwarded-User", "X-Real-IP"}) {
-    up.Remove(f);
+  for (const char* f : {"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Forwarded-User",
+                        "X-Real-IP"}) {
+    up.RemoveLike(f);
   }
-  up.Add("X-Forwarded-For", PeerAddress(fd));
+  up.Add("X-Forwarded-For", conn.address);
   up.Add("X-Forwarded-Host", host);
   up.Add("X-Forwarded-Proto", options_.scheme);
   up.Add("X-Forwarded-User", pass->user_name);
-  const bool upgrade = head->Lists("Connection", "upgrade") && head->Value("Upgrade").has_value();
-  if (!upgrade) {
-    for (const char* f : {"Connection", "Keep-Alive", "Proxy-Connection", "Upgrade"}) up.Remove(f);
+  const bool websocket = head->Lists("Connection", "upgrade") && head->Lists("Upgrade", "websocket");
+  // Where the request ends: bytes after it are another request, which is never passed.
+  auto framing = RequestBodyFraming(*head);
+  if (!framing.ok() || (websocket && (framing->chunked || framing->length > 0))) {
+    SendAll(fd, Answer(400, "Bad Request", framing.ok() ? "a WebSocket request has no body" : framing.status().message()));
+    Count("bad_request");
+    return;
+  }
+  if (!websocket) {
+    for (const char* f : {"Connection", "Keep-Alive", "Proxy-Connection", "Upgrade", "HTTP2-Settings"}) up.Remove(f);
     up.Add("Connection", "close");
   }
-  southbound::Tunnel& t = **tunnel;
-  bool sent = t.Send(up.Serialize()) && (head_end == buffer.size() || t.Send(std::string_view(buffer).substr(head_end)));
 
-  // The replica's answer, on a second thread: its head made "Connection: close" unless it
-  // switches protocols, then everything as it comes. Only this thread writes to the tunnel
-  // and finishes it; the other only reads (gRPC's one reader and one writer).
-  std::promise<void> down_done;
-  std::future<void> down_finished = down_done.get_future();
-  std::atomic<bool> wrote{false};
-  std::atomic<bool> down_ended{false};
-  pool_->enqueue([&, fd] {
+  // A tunnel to the replica (for the task's endpoint, the next ready replica in turn, and
+  // the one after it when a replica's port does not take the connection).
+  std::unique_ptr<southbound::Tunnel> tunnel;
+  absl::Status last = absl::UnavailableError("no replica took the connection");
+  const size_t n = routes->size();
+  const size_t first = n > 1 ? next_replica_.fetch_add(1) % n : 0;
+  for (size_t i = 0; i < n && !tunnel; ++i) {
+    const auto& route = (*routes)[(first + i) % n];
+    auto opened = jobs_->adapters()->OpenTunnel(route.adapter, route.key, key->port_name);
+    if (!opened.ok()) {
+      last = opened.status();
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(conn.mu);
+      if (conn.ended) return;
+      conn.tunnel = opened->get();
+      conn.connect_deadline = absl::Now() + kConnectTimeout;
+    }
+    absl::Status connected = (*opened)->AwaitConnected();
+    {
+      std::lock_guard<std::mutex> lock(conn.mu);
+      conn.connect_deadline = absl::InfiniteFuture();
+      if (!connected.ok()) conn.tunnel = nullptr;
+    }
+    if (connected.ok()) {
+      tunnel = std::move(*opened);
+    } else {
+      last = connected;
+    }
+  }
+  if (!tunnel) {
+    SendAll(fd, Answer(502, "Bad Gateway", last.message()));
+    Count("tunnel_refused");
+    return;
+  }
+  southbound::Tunnel& t = *tunnel;
+
+  // The replica's answer, on a second thread. Its interim heads (1xx) pass; its final head
+  // is made "Connection: close" and loses any cookie it would set beyond its own host or in
+  // the listener's name, and from then on nothing more of the caller's is passed (bytes
+  // after the request are another request, which would get none of the checks above). A
+  // 101 to a WebSocket request makes the connection the WebSocket's. A head that does not
+  // parse, or is too long, ends the connection. Only the caller's thread (below) writes to
+  // the tunnel and finishes it; this one only reads (gRPC's one reader, one writer).
+  struct Shared {
+    std::atomic<bool> wrote{false}, final_answer{false}, down_ended{false}, upgraded{false};
+    std::promise<void> done;
+  };
+  auto shared = std::make_shared<Shared>();
+  std::future<void> down_finished = shared->done.get_future();
+  const std::string method = head->first;
+  auto down = [this, shared, &t, fd, websocket, cookie, method] {
     std::string pending;
-    bool head_seen = false;
-    while (auto data = t.Receive()) {
-      if (!head_seen) {
-        pending += *data;
-        std::optional<size_t> end = HeadEnd(pending);
-        if (!end.has_value() && pending.size() < kMaxResponseHead) continue;
-        head_seen = true;
-        if (end.has_value()) {
-          auto answer = ParseResponseHead(absl::string_view(pending).substr(0, *end));
-          if (answer.ok() && answer->second != "101") {
-            for (const char* f : {"Connection", "Keep-Alive"}) answer->Remove(f);
-            answer->Add("Connection", "close");
-            pending = answer->Serialize() + pending.substr(*end);
-          }
+    bool in_head = true;
+    // The final answer's body, followed to its end: a replica that keeps its connection
+    // after it is not waited for.
+    std::optional<BodyFraming> answer_body;
+    uint64_t answer_left = 0;
+    ChunkedBody answer_chunks;
+    // Passes `data` of the answer's body; false once it ended (or the caller went).
+    auto pass_body = [&](absl::string_view data) {
+      size_t n = data.size();
+      bool ended = false;
+      if (answer_body.has_value() && !answer_body->until_close) {
+        if (answer_body->chunked) {
+          auto took = answer_chunks.Take(data);
+          n = took.ok() ? *took : data.size();
+          ended = !took.ok() || answer_chunks.done();
+        } else {
+          n = static_cast<size_t>(std::min<uint64_t>(answer_left, data.size()));
+          answer_left -= n;
+          ended = answer_left == 0;
         }
-        data = std::move(pending);
-        pending.clear();
       }
-      wrote = true;
-      if (!SendAll(fd, *data)) {
+      shared->wrote = true;
+      if (n > 0 && !SendAll(fd, data.substr(0, n))) return false;
+      return !ended;
+    };
+    bool ended = false;
+    while (!ended) {
+      auto data = t.Receive();
+      if (!data.has_value()) break;
+      if (!in_head) {
+        if (!pass_body(*data)) break;
+        continue;
+      }
+      pending += *data;
+      bool broken = false;
+      while (in_head) {
+        std::optional<size_t> end = HeadEnd(pending);
+        if (!end.has_value()) {
+          broken = pending.size() > kMaxResponseHead;
+          break;
+        }
+        auto answer = ParseResponseHead(absl::string_view(pending).substr(0, *end));
+        if (!answer.ok() || (answer->second == "101" && !websocket)) {
+          broken = true;
+          break;
+        }
+        std::string out;
+        if (answer->second == "101") {
+          out = pending.substr(0, *end);
+          in_head = false;
+          shared->upgraded = true;
+        } else if (answer->second[0] == '1') {
+          out = pending.substr(0, *end);  // 100 Continue, 103 Early Hints: the final head follows
+        } else {
+          shared->final_answer = true;
+          ::shutdown(fd, SHUT_RD);  // the caller's thread stops passing its bytes
+          auto framing = ResponseBodyFraming(*answer, method);
+          if (!framing.ok()) {
+            broken = true;
+            break;
+          }
+          answer_body = *framing;
+          answer_left = framing->length;
+          for (const char* f : {"Connection", "Keep-Alive"}) answer->Remove(f);
+          answer->Add("Connection", "close");
+          KeepOwnCookies(*answer, cookie);
+          answer->Add("Content-Security-Policy", "frame-ancestors 'self'");
+          out = answer->Serialize();
+          in_head = false;
+        }
+        pending.erase(0, *end);
+        shared->wrote = true;
+        if (!SendAll(fd, out)) {
+          broken = true;
+          break;
+        }
+      }
+      if (broken) {
         t.Cancel();
+        pending.clear();
         break;
       }
+      if (!in_head) {
+        // The answer's head is out: its body so far, unless it had none.
+        bool more = answer_body.has_value() && !answer_body->until_close && !answer_body->chunked &&
+                            answer_left == 0
+                        ? false
+                        : pending.empty() || pass_body(pending);
+        pending.clear();
+        if (!more) ended = true;
+      }
     }
-    if (!pending.empty()) wrote = SendAll(fd, pending) || true;  // an answer that ended inside its head
-    down_ended = true;
-    ::shutdown(fd, SHUT_RD);  // ends the read below; the socket still takes a 502
-    down_done.set_value();
-  });
+    if (ended) t.Cancel();  // the answer is whole: the replica's connection is not kept
+    shared->down_ended = true;
+    ::shutdown(fd, SHUT_RD);  // ends the caller's read; the socket still takes a 502
+    shared->done.set_value();
+  };
+  if (!pool_->TryEnqueue(down)) {  // stopping
+    t.Cancel();
+    {
+      std::lock_guard<std::mutex> lock(conn.mu);
+      conn.tunnel = nullptr;
+    }
+    t.Finish().IgnoreError();
+    return;
+  }
+  // The caller's bytes: the request's body as framed, then nothing more — but a WebSocket's
+  // frames once the replica switched (held until then).
+  uint64_t body_left = framing->length;
+  ChunkedBody chunks;
+  bool body_done = !framing->chunked && body_left == 0;
+  std::string held;
+  // False when the tunnel takes no more, or the body is malformed.
+  auto forward = [&](std::string_view data) {
+    while (!data.empty()) {
+      if (shared->upgraded.load()) {
+        if (!held.empty() && !t.Send(held)) return false;
+        held.clear();
+        return t.Send(data);
+      }
+      if (body_done) {
+        if (websocket && held.size() + data.size() <= kMaxHeadBytes) held.append(data);
+        return true;  // after the request: never passed
+      }
+      size_t n = 0;
+      if (framing->chunked) {
+        auto took = chunks.Take(absl::string_view(data.data(), data.size()));
+        if (!took.ok()) return false;
+        n = *took;
+        body_done = chunks.done();
+      } else {
+        n = static_cast<size_t>(std::min<uint64_t>(body_left, data.size()));
+        body_left -= n;
+        body_done = body_left == 0;
+      }
+      if (n > 0 && !t.Send(data.substr(0, n))) return false;
+      data.remove_prefix(n);
+    }
+    return true;
+  };
+  bool sent = t.Send(up.Serialize()) && forward(std::string_view(buffer).substr(head_end));
+  bool caller_left = false;
   char chunk[64 << 10];
-  while (sent && !down_ended.load()) {
-    ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      if (!down_ended.load()) t.CloseSend();  // the caller is done: the answer may still come
+  while (sent && !shared->down_ended.load() && !shared->final_answer.load()) {
+    ssize_t got = ::recv(fd, chunk, sizeof chunk, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got == 0 && !shared->down_ended.load() && !shared->final_answer.load()) {
+      t.CloseSend();  // the caller is done sending: its answer may still come
+      caller_left = true;
       break;
     }
-    if (!t.Send(std::string_view(chunk, static_cast<size_t>(n)))) break;
+    if (got <= 0) {
+      if (got < 0) t.Cancel();
+      break;
+    }
+    if (shared->final_answer.load()) break;  // the answer began: what follows is not passed
+    if (!forward(std::string_view(chunk, static_cast<size_t>(got)))) {
+      t.Cancel();
+      break;
+    }
   }
   if (!sent) t.Cancel();
-  // The tunnel's own limits end a replica that never answers, and Stop ends it at once.
+  // A caller gone does not wait long for an answer nobody reads; Stop ends it at once.
+  if (caller_left && down_finished.wait_for(kCallerGoneGrace) != std::future_status::ready) t.Cancel();
   down_finished.wait();
   absl::Status finished = t.Finish();
   {
     std::lock_guard<std::mutex> lock(conn.mu);
     conn.tunnel = nullptr;
   }
-  if (!wrote.load()) {
+  if (!shared->wrote.load()) {
     // Nothing came back: the adapter refused, or the replica closed without a word.
     SendAll(fd, Answer(502, "Bad Gateway",
-                       finished.ok() ? "the endpoint closed the connection without an answer"
+                       finished.ok() ? "the endpoint gave no answer that could be passed on"
                                      : std::string(finished.message())));
   }
-  Count(wrote.load() ? (upgrade ? "upgraded" : "proxied") : "endpoint_failed");
+  Count(shared->wrote.load() ? (websocket ? "upgraded" : "proxied") : "endpoint_failed");
+}
+
+void EndpointProxy::KeepOwnCookies(HttpHead& answer, const std::string& cookie) {
+  // A replica sets cookies for its own host only, and never one in the listener's names:
+  // one for the parent domain would reach every other endpoint.
+  std::vector<std::string> kept;
+  for (const std::string& set : answer.Values("Set-Cookie")) {
+    std::string lower = absl::AsciiStrToLower(set);
+    absl::string_view name = absl::StripAsciiWhitespace(absl::string_view(set).substr(0, set.find('=')));
+    bool domain = false;
+    for (absl::string_view attribute : absl::StrSplit(lower, ';')) {
+      domain |= absl::StartsWith(absl::StripLeadingAsciiWhitespace(attribute), "domain");
+    }
+    if (domain || absl::EqualsIgnoreCase(name, cookie) || absl::EqualsIgnoreCase(name, "jc_endpoint") ||
+        absl::EqualsIgnoreCase(name, "__Host-jc_endpoint")) {
+      continue;
+    }
+    kept.push_back(set);
+  }
+  answer.Remove("Set-Cookie");
+  for (std::string& set : kept) answer.Add("Set-Cookie", std::move(set));
 }
 
 }  // namespace jc::endpoints

@@ -31,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "services/endpoints/endpoint_name.h"
 #include "services/endpoints/endpoint_passes.h"
+#include "services/endpoints/http_head.h"
 #include "services/jobs/endpoint_tickets.h"
 #include "services/jobs/job_manager.h"
 
@@ -57,7 +58,7 @@ struct EndpointProxyOptions {
   // The port in the links it issues; 0: the port it bound.
   int public_port = 0;
   int max_connections = 512;
-  int max_per_caller = 64;
+  int max_per_caller = 32;
   absl::Duration head_timeout = absl::Seconds(10);  // a request head slower than this is dropped
 };
 
@@ -90,7 +91,12 @@ class EndpointProxy final : public jobs::EndpointTickets {
   struct Connection;
   struct Metrics;
   void AcceptLoop();
-  void Serve(int fd);
+  // Cancels tunnels whose adapter does not answer, and ends connections whose holder is no
+  // member any more.
+  void WatchLoop();
+  void Serve(int fd, const std::string& address);
+  void ReleasePreAuth(const std::string& address);
+  static void KeepOwnCookies(HttpHead& answer, const std::string& cookie);
   // Everything from the head read to the tunnel's end; a refusal is answered on `fd`.
   void Proxy(Connection& conn, std::string buffer);
   void Count(const char* outcome);
@@ -104,12 +110,20 @@ class EndpointProxy final : public jobs::EndpointTickets {
   int listen_fd_ = -1;
   int port_ = 0;
   std::thread acceptor_;
+  std::thread watcher_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> open_{0};
   std::mutex mu_;
   std::map<uint64_t, Connection*> connections_;  // open ones, to end at Stop
   std::map<std::string, int> per_caller_;        // open tunnels by user
+  int pre_auth_total_ = 0;                       // connections that have shown no session yet
+  std::map<std::string, int> pre_auth_by_address_;
   uint64_t next_id_ = 0;
+  std::atomic<uint64_t> next_replica_{0};  // the task endpoints' turn
+
+  static constexpr absl::Duration kConnectTimeout = absl::Seconds(10);
+  static constexpr absl::Duration kRecheck = absl::Seconds(10);
+  static constexpr std::chrono::seconds kCallerGoneGrace{10};
 };
 
 }  // namespace jc::endpoints

@@ -1,6 +1,9 @@
 #include "services/endpoints/http_head.h"
 
+#include <algorithm>
+
 #include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -91,6 +94,18 @@ void HttpHead::Remove(absl::string_view name) {
   std::erase_if(fields, [&](const auto& f) { return absl::EqualsIgnoreCase(f.first, name); });
 }
 
+void HttpHead::RemoveLike(absl::string_view name) {
+  auto normal = [](absl::string_view n) {
+    std::string out = absl::AsciiStrToLower(n);
+    for (char& c : out) {
+      if (c == '_') c = '-';
+    }
+    return out;
+  };
+  const std::string want = normal(name);
+  std::erase_if(fields, [&](const auto& f) { return normal(f.first) == want; });
+}
+
 bool HttpHead::Lists(absl::string_view name, absl::string_view token) const {
   for (const std::string& v : Values(name)) {
     for (absl::string_view t : absl::StrSplit(v, ',')) {
@@ -171,6 +186,109 @@ std::vector<std::string> TakeCookies(const HttpHead& request, absl::string_view 
   }
   if (rest != nullptr) *rest = absl::StrJoin(kept, "; ");
   return found;
+}
+
+absl::StatusOr<BodyFraming> RequestBodyFraming(const HttpHead& request) {
+  std::vector<std::string> coding = request.Values("Transfer-Encoding");
+  std::vector<std::string> lengths = request.Values("Content-Length");
+  BodyFraming out;
+  if (!coding.empty()) {
+    if (!lengths.empty()) return absl::InvalidArgumentError("both Content-Length and Transfer-Encoding");
+    if (coding.size() != 1 || !absl::EqualsIgnoreCase(absl::StripAsciiWhitespace(coding[0]), "chunked")) {
+      return absl::InvalidArgumentError("a Transfer-Encoding other than chunked");
+    }
+    out.chunked = true;
+    return out;
+  }
+  if (lengths.empty()) return out;
+  if (lengths.size() != 1 || lengths[0].empty() || lengths[0].size() > 15 ||
+      !std::all_of(lengths[0].begin(), lengths[0].end(), [](char c) { return absl::ascii_isdigit(c); }) ||
+      !absl::SimpleAtoi(lengths[0], &out.length)) {
+    return absl::InvalidArgumentError("a Content-Length that is not one number");
+  }
+  return out;
+}
+
+absl::StatusOr<BodyFraming> ResponseBodyFraming(const HttpHead& response, absl::string_view method) {
+  if (method == "HEAD" || response.second == "204" || response.second == "304") return BodyFraming{};
+  auto framing = RequestBodyFraming(response);
+  if (!framing.ok()) return framing.status();
+  if (!framing->chunked && response.Values("Content-Length").empty()) framing->until_close = true;
+  return framing;
+}
+
+absl::StatusOr<size_t> ChunkedBody::Take(absl::string_view data) {
+  auto bad = [] { return absl::InvalidArgumentError("a malformed chunk"); };
+  size_t i = 0;
+  while (i < data.size() && state_ != kDone) {
+    const char c = data[i];
+    switch (state_) {
+      case kSize:
+        if (absl::ascii_isxdigit(c)) {
+          if (++digits_ > 15) return bad();
+          size_ = size_ * 16 + static_cast<uint64_t>(absl::ascii_isdigit(c) ? c - '0' : absl::ascii_tolower(c) - 'a' + 10);
+        } else if (digits_ > 0 && (c == ';' || c == ' ' || c == '\t')) {
+          state_ = kExtension;
+        } else if (digits_ > 0 && c == '\r') {
+          state_ = kSizeLF;
+        } else {
+          return bad();
+        }
+        ++i;
+        break;
+      case kExtension:
+        if (c == '\n') return bad();
+        if (c == '\r') state_ = kSizeLF;
+        ++i;
+        break;
+      case kSizeLF:
+        if (c != '\n') return bad();
+        state_ = size_ == 0 ? kTrailerStart : kData;
+        ++i;
+        break;
+      case kData: {
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(size_, data.size() - i));
+        size_ -= n;
+        i += n;
+        if (size_ == 0) state_ = kDataCR;
+        break;
+      }
+      case kDataCR:
+        if (c != '\r') return bad();
+        state_ = kDataLF;
+        ++i;
+        break;
+      case kDataLF:
+        if (c != '\n') return bad();
+        state_ = kSize;
+        digits_ = 0;
+        ++i;
+        break;
+      case kTrailerStart:
+        state_ = c == '\r' ? kEndLF : kTrailer;
+        if (c == '\n') return bad();
+        ++i;
+        break;
+      case kTrailer:
+        if (c == '\n') return bad();
+        if (c == '\r') state_ = kTrailerLF;
+        ++i;
+        break;
+      case kTrailerLF:
+        if (c != '\n') return bad();
+        state_ = kTrailerStart;
+        ++i;
+        break;
+      case kEndLF:
+        if (c != '\n') return bad();
+        state_ = kDone;
+        ++i;
+        break;
+      case kDone:
+        break;
+    }
+  }
+  return i;
 }
 
 absl::string_view TargetPath(absl::string_view target) { return target.substr(0, target.find('?')); }

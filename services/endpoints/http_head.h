@@ -27,10 +27,40 @@ struct HttpHead {
   std::vector<std::string> Values(absl::string_view name) const;
   std::optional<std::string> Value(absl::string_view name) const;
   void Remove(absl::string_view name);
+  // Also the spellings with '_' for '-', which some servers read as the same field (CGI,
+  // WSGI: X_Forwarded_User is HTTP_X_FORWARDED_USER, as X-Forwarded-User is).
+  void RemoveLike(absl::string_view name);
   void Add(std::string name, std::string value) { fields.emplace_back(std::move(name), std::move(value)); }
   // Whether a comma-separated field (Connection, Upgrade) lists `token` (any case).
   bool Lists(absl::string_view name, absl::string_view token) const;
   std::string Serialize() const;
+};
+
+// How a request's body is delimited (RFC 9112 section 6): chunked, or a length (0 when it
+// says neither). InvalidArgument for what a server and the listener might read apart (both
+// Content-Length and Transfer-Encoding, two lengths, a coding other than chunked).
+struct BodyFraming {
+  bool chunked = false;
+  uint64_t length = 0;
+  bool until_close = false;  // an answer that says neither: it ends when its sender closes
+};
+absl::StatusOr<BodyFraming> RequestBodyFraming(const HttpHead& request);
+// The same of a final answer to a request of `method` (none for HEAD, 204 and 304).
+absl::StatusOr<BodyFraming> ResponseBodyFraming(const HttpHead& response, absl::string_view method);
+
+// Follows a chunked body as its bytes pass, to tell where it ends.
+class ChunkedBody {
+ public:
+  // How many leading bytes of `data` are the body's (all of them while it goes on);
+  // InvalidArgument for a malformed chunk.
+  absl::StatusOr<size_t> Take(absl::string_view data);
+  bool done() const { return state_ == kDone; }
+
+ private:
+  enum State { kSize, kExtension, kSizeLF, kData, kDataCR, kDataLF, kTrailerStart, kTrailer, kTrailerLF, kEndLF, kDone };
+  State state_ = kSize;
+  uint64_t size_ = 0;
+  int digits_ = 0;
 };
 
 // Where the head in `buffer` ends (the index past its blank line); nullopt while it has

@@ -16,9 +16,11 @@ ElasticPool::ElasticPool(int min_threads, int max_threads, std::chrono::millisec
 
 ElasticPool::~ElasticPool() { shutdown(); }
 
-void ElasticPool::enqueue(std::function<void()> fn) {
+void ElasticPool::enqueue(std::function<void()> fn) { TryEnqueue(std::move(fn)); }
+
+bool ElasticPool::TryEnqueue(std::function<void()> fn) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (stopping_) return;
+  if (stopping_) return false;
   queue_.push_back(std::move(fn));
   work_cv_.notify_one();
   // Every queued connection that no idle thread will take gets a thread of its own.
@@ -26,6 +28,7 @@ void ElasticPool::enqueue(std::function<void()> fn) {
     ++threads_;
     std::thread([this] { Work(); }).detach();
   }
+  return true;
 }
 
 void ElasticPool::shutdown() {

@@ -24,6 +24,9 @@ class ElasticPool final : public httplib::TaskQueue {
   ~ElasticPool() override;
 
   void enqueue(std::function<void()> fn) override;
+  // As enqueue; false (and `fn` dropped) once the pool is stopping, so that a caller waiting
+  // on `fn` knows it will never run.
+  bool TryEnqueue(std::function<void()> fn);
   // Runs what is queued, then stops every thread; returns once they are gone.
   void shutdown() override;
 

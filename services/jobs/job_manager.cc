@@ -566,6 +566,7 @@ void JobManager::AfterCommit(Burst& burst, const WriteOutcome& outcome) {
   // Answered once the view has the stop's write: a read right after the answer sees it.
   for (auto& r : burst.stop_replies) r->set_value(absl::OkStatus());
   for (const auto& [center, key] : burst.stops) SendStop(center, key);
+  for (const auto& [center, key] : burst.drained_stops) StopAfterDrain(center, key);
   for (const Withdrawal& w : burst.withdrawals) {
     uint64_t term = term_;
     pool_.Run([this, term, w] {
@@ -846,8 +847,15 @@ void JobManager::OnScale(const std::string& job_id, int task_index, int replicas
   ApplyScale(job.record, task_index, replicas, clock_->Now(), &fx);
   if (fx.changed) {
     job.request_doc.clear();  // its replica count changed: encoded again
+    const size_t stops_before = burst_.stops.size();
     ApplyEffects(job, fx);
     MarkDirty(job_id);
+    // Replicas serving a rotation (a task with ports) finish what they are answering first.
+    if (job.record.request().tasks(task_index).ports_size() > 0 && options_.scale_down_drain > absl::ZeroDuration()) {
+      std::move(burst_.stops.begin() + static_cast<std::ptrdiff_t>(stops_before), burst_.stops.end(),
+                std::back_inserter(burst_.drained_stops));
+      burst_.stops.resize(stops_before);
+    }
   }
   // Answered once committed (with the audit row, even when nothing else changed).
   burst_.stop_replies.push_back(std::move(reply));
@@ -925,6 +933,17 @@ std::string StopKey(const apb::ReplicaKey& key) {
 }
 
 }  // namespace
+
+void JobManager::StopAfterDrain(const std::string& center, const apb::ReplicaKey& key) {
+  // Sent by ResendStops once due; a new term sends it at once (OnLead).
+  auto [it, fresh] = pending_stops_.try_emplace(StopKey(key));
+  if (!fresh) return;
+  PendingStop& p = it->second;
+  p.center = center;
+  p.key = key;
+  p.since = clock_->Now();
+  p.next = p.since + options_.scale_down_drain;
+}
 
 void JobManager::SendStop(const std::string& center, const apb::ReplicaKey& key) {
   const std::string name = StopKey(key);
@@ -1187,8 +1206,9 @@ absl::StatusOr<std::string> JobManager::ReadLog(const std::string& job_id, int t
   return adapters_->ReadLog({rep.center_id(), *address}, ReplicaKeyOf(record, index), options_.max_log_bytes);
 }
 
-absl::StatusOr<JobManager::EndpointRoute> JobManager::RouteToEndpoint(const std::string& job_id, int task_index,
-                                                                       int replica_index, const std::string& port_name) {
+absl::StatusOr<std::vector<JobManager::EndpointRoute>> JobManager::RoutesToEndpoint(const std::string& job_id,
+                                                                                    int task_index, int replica_index,
+                                                                                    const std::string& port_name) {
   auto read = CommittedRecord(job_id);
   if (!read.ok()) return read.status();
   const v1::JobRecord& record = *read;
@@ -1207,23 +1227,53 @@ absl::StatusOr<JobManager::EndpointRoute> JobManager::RouteToEndpoint(const std:
                                             absl::CHexEscape(port_name.substr(0, 32)), "\"",
                                             names.empty() ? "; it declares none" : "; it has " + absl::StrJoin(names, ", ")));
   }
-  int index = IndexOf(record, task_index, replica_index);
-  if (index < 0 || record.replicas(index).scaled_away()) {
+  int index = replica_index == kAllReplicas ? -1 : IndexOf(record, task_index, replica_index);
+  if (replica_index != kAllReplicas && (index < 0 || record.replicas(index).scaled_away())) {
     return absl::NotFoundError(absl::StrCat("task ", task_index, " of job ", job_id, " has no replica ", replica_index));
   }
   if (record.status() == kCompleted || record.status() == kFailed) {
     return absl::FailedPreconditionError(absl::StrCat("job ", job_id, " has ended (", record.status(), ")"));
   }
   if (record.stop_requested()) return absl::FailedPreconditionError(absl::StrCat("job ", job_id, " is stopping"));
-  const auto& rep = record.replicas(index);
-  if (rep.state() != v1::ReplicaRecord::RUNNING || rep.center_id().empty()) {
-    return absl::FailedPreconditionError(absl::StrCat("replica ", replica_index, " of task ", task_index,
-                                                      " is not running (", absl::AsciiStrToLower(
-                                                          v1::ReplicaRecord::State_Name(rep.state())), ")"));
+  auto route = [&](int i) -> absl::StatusOr<EndpointRoute> {
+    const auto& rep = record.replicas(i);
+    auto address = addresses_.Of(rep.center_id());
+    if (!address.ok()) return address.status();
+    return EndpointRoute{{rep.center_id(), *address}, ReplicaKeyOf(record, i), record.request().project(),
+                         rep.replica_index()};
+  };
+  std::vector<EndpointRoute> out;
+  if (index >= 0) {
+    const auto& rep = record.replicas(index);
+    if (rep.state() != v1::ReplicaRecord::RUNNING || rep.center_id().empty()) {
+      return absl::FailedPreconditionError(absl::StrCat("replica ", replica_index, " of task ", task_index,
+                                                        " is not running (",
+                                                        absl::AsciiStrToLower(v1::ReplicaRecord::State_Name(rep.state())),
+                                                        ")"));
+    }
+    JC_ASSIGN_OR_RETURN(EndpointRoute r, route(index));
+    out.push_back(std::move(r));
+    return out;
   }
-  auto address = addresses_.Of(rep.center_id());
-  if (!address.ok()) return address.status();
-  return EndpointRoute{{rep.center_id(), *address}, ReplicaKeyOf(record, index), record.request().project()};
+  // The task's endpoint: its replicas running now whose port answers (the rotation). A
+  // replica scaled away leaves it at once, before its stop reaches its center.
+  for (int i = 0; i < record.replicas_size(); ++i) {
+    const auto& rep = record.replicas(i);
+    if (rep.task_index() != task_index || rep.scaled_away() || rep.state() != v1::ReplicaRecord::RUNNING ||
+        rep.center_id().empty()) {
+      continue;
+    }
+    bool ready = false;
+    for (const auto& e : rep.endpoints()) ready |= e.name() == port_name && e.ready();
+    if (!ready) continue;
+    auto r = route(i);
+    if (r.ok()) out.push_back(std::move(*r));
+  }
+  if (out.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("no replica of task ", task_index, " of job ", job_id, " has port \"", port_name, "\" ready now"));
+  }
+  return out;
 }
 
 v1::CreateTrainJobResponse JobManager::ResponseOf(const v1::JobRecord& r) const {

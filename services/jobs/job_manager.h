@@ -93,6 +93,10 @@ struct JobManagerOptions {
   int max_moves = 2;
   absl::Duration move_after = absl::Minutes(2);
   double move_margin = 0.25;
+  // A replica a scale takes away from a task with ports leaves its endpoint's rotation when
+  // the scale is written, and is stopped this much later, so that the requests it is
+  // answering finish (SPEC A17).
+  absl::Duration scale_down_drain = absl::Seconds(5);
 };
 
 
@@ -149,16 +153,20 @@ class JobManager {
   // The replica's log as its center has it (stdout, then stderr).
   absl::StatusOr<std::string> ReadLog(const std::string& job_id, int task_index, int replica_index);
   // Where a running replica's named port is reached (SPEC A17): its center's adapter and
-  // the replica's key there, and the job's project. NotFound for a replica or port the job
-  // does not have (or a replica scaled away); FailedPrecondition while the job has ended or
-  // the replica is not running. Reads the committed record (the store's on a follower).
+  // the replica's key there, and the job's project. With kAllReplicas, the task's endpoint:
+  // every replica running now whose port is ready (its rotation). NotFound for a replica or
+  // port the job does not have (or a replica scaled away); FailedPrecondition while the job
+  // has ended or is stopping, the replica is not running, or no replica is ready. Reads the
+  // committed record (the store's on a follower).
+  static constexpr int kAllReplicas = -1;
   struct EndpointRoute {
     southbound::AdapterAt adapter;
     apb::ReplicaKey key;
     std::string project;
+    int replica_index = 0;
   };
-  absl::StatusOr<EndpointRoute> RouteToEndpoint(const std::string& job_id, int task_index, int replica_index,
-                                                const std::string& port_name);
+  absl::StatusOr<std::vector<EndpointRoute>> RoutesToEndpoint(const std::string& job_id, int task_index,
+                                                              int replica_index, const std::string& port_name);
   southbound::AdapterClient* adapters() const { return adapters_; }
 
   // What watchers read (WatchTrainJobs, the REST event streams).
@@ -202,6 +210,8 @@ class JobManager {
     std::map<std::string, uint64_t> cursors;
     std::vector<Dispatch> dispatches;
     std::vector<std::pair<std::string, apb::ReplicaKey>> stops;
+    // Stops sent only after scale_down_drain (replicas a scale took out of a rotation).
+    std::vector<std::pair<std::string, apb::ReplicaKey>> drained_stops;
     std::vector<StopReply> stop_replies;  // and scales'
     std::vector<v1::AuditRecord> audits;  // of the stops and scales
     std::vector<v1::TrainJobEvent> events;  // of the saves (each create carries its own)
@@ -212,6 +222,7 @@ class JobManager {
     std::vector<Withdrawal> withdrawals;
     bool empty() const {
       return creates.empty() && saves.empty() && cursors.empty() && dispatches.empty() && stops.empty() &&
+             drained_stops.empty() &&
              stop_replies.empty() && audits.empty() && usage.empty() && durations.empty() && withdrawals.empty();
     }
   };
@@ -233,6 +244,8 @@ class JobManager {
   // a minute) until the adapter confirms it stopped it or does not know it: a stop lost on
   // the way would leave a service's replica running for good, unmetered. Loop thread.
   void SendStop(const std::string& center, const apb::ReplicaKey& key);
+  // A stop sent once scale_down_drain has passed (a replica a scale took from a rotation).
+  void StopAfterDrain(const std::string& center, const apb::ReplicaKey& key);
   void OnStopAnswer(const std::string& center, const apb::ReplicaKey& key, const absl::Status& answer,
                     uint64_t term);
   // A center reports alive (pending, running) an attempt of the replica at `index` that

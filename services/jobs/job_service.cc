@@ -73,7 +73,9 @@ class JobService final : public v1::JobService::WithCallbackMethod_WatchTrainJob
     auto job = m_->Get(req->job_id());
     if (!job.ok()) return ToGrpcStatus(job.status());
     if (absl::Status s = CheckJobAccess(caller, *job, auth::ProjectRole::kMember); !s.ok()) return ToGrpcStatus(s);
-    auto route = m_->RouteToEndpoint(req->job_id(), req->task_index(), req->replica_index(), req->port_name());
+    auto route = m_->RoutesToEndpoint(req->job_id(), req->task_index(),
+                                      req->all_replicas() ? JobManager::kAllReplicas : req->replica_index(),
+                                      req->port_name());
     if (!route.ok()) return ToGrpcStatus(route.status());
     // The audit row rides with the ticket's write, on this thread (common/audit).
     AuditOf(caller_decision_, job->project());

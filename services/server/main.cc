@@ -38,7 +38,7 @@ ABSL_FLAG(std::string, endpoint_scheme, "http",
           "how browsers reach the endpoint listener: https behind a TLS proxy with a wildcard certificate, else http");
 ABSL_FLAG(int, endpoint_public_port, 0, "the port in endpoint links (a proxy's in front); 0: the port bound");
 ABSL_FLAG(int, endpoint_max_connections, 512, "endpoint connections open at once (each holds two threads)");
-ABSL_FLAG(int, endpoint_max_per_caller, 64, "endpoint connections one user may hold open at once");
+ABSL_FLAG(int, endpoint_max_per_caller, 32, "endpoint connections one user may hold open at once");
 ABSL_FLAG(absl::Duration, endpoint_session_ttl, absl::Hours(12),
           "how long an opened endpoint stays open in a browser without a new link");
 ABSL_FLAG(std::string, admin_address, "127.0.0.1:9090",

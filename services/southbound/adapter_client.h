@@ -46,6 +46,10 @@ class Tunnel {
   virtual ~Tunnel() = default;
   // Bytes toward the endpoint (in frames of at most 64 KiB); false once the tunnel is gone.
   virtual bool Send(std::string_view data) = 0;
+  // Waits until the adapter says the endpoint took the connection: OK, or why not (the
+  // adapter's refusal, as Finish would say; the tunnel is then over). Call it before the
+  // first Receive, or not at all.
+  virtual absl::Status AwaitConnected() { return absl::OkStatus(); }
   // Nothing more toward the endpoint; its answer still comes.
   virtual void CloseSend() = 0;
   // The endpoint's next bytes; nullopt once it closed its side or the tunnel ended (Finish

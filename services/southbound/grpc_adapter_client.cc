@@ -50,7 +50,27 @@ class GrpcTunnel final : public Tunnel {
     frame.set_close(true);
     stream_->Write(frame);
   }
+  absl::Status AwaitConnected() override {
+    apb::TunnelFrame frame;
+    while (stream_->Read(&frame)) {
+      if (frame.connected()) return absl::OkStatus();
+      if (!frame.data().empty()) {
+        stashed_ = std::move(*frame.mutable_data());  // an adapter that does not say: it answered
+        return absl::OkStatus();
+      }
+      if (frame.close()) break;
+    }
+    absl::Status why = Finish();
+    return why.ok() ? absl::UnavailableError(absl::StrCat("adapter at ", adapter_.address,
+                                                          ": the endpoint closed before it took the connection"))
+                    : why;
+  }
   std::optional<std::string> Receive() override {
+    if (stashed_.has_value()) {
+      std::optional<std::string> out = std::move(stashed_);
+      stashed_.reset();
+      return out;
+    }
     apb::TunnelFrame frame;
     while (stream_->Read(&frame)) {
       if (!frame.data().empty()) {
@@ -63,17 +83,21 @@ class GrpcTunnel final : public Tunnel {
   }
   void Cancel() override { ctx_->TryCancel(); }
   absl::Status Finish() override {
+    if (finished_) return finish_;  // once: gRPC's Finish may not be called again
     stream_->WritesDone();
     grpc::Status s = stream_->Finish();
     finished_ = true;
-    return s.ok() || s.error_code() == grpc::StatusCode::CANCELLED ? absl::OkStatus() : Failure(adapter_, s);
+    finish_ = s.ok() || s.error_code() == grpc::StatusCode::CANCELLED ? absl::OkStatus() : Failure(adapter_, s);
+    return finish_;
   }
 
  private:
+  std::optional<std::string> stashed_;  // bytes AwaitConnected read before any Receive
   AdapterAt adapter_;
   std::unique_ptr<grpc::ClientContext> ctx_;
   std::unique_ptr<grpc::ClientReaderWriter<apb::TunnelFrame, apb::TunnelFrame>> stream_;
   bool finished_ = false;
+  absl::Status finish_;
 };
 
 class GrpcAdapterClient final : public AdapterClient {

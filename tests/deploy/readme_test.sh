@@ -3,7 +3,8 @@
 # (on the suite's store: embedded, or PostgreSQL) with the demo center scripts/run.sh
 # starts (nexec master and agents behind the native adapter), run the examples (with
 # localhost:8080 pointed at it), and check every answer: "Try it", then "Run a job",
-# whose trainjob must really run on the demo center, complete, and have its log download.
+# whose trainjob must really run on the demo center, complete, and have its log download,
+# then "Services and notebooks", whose service must answer through its endpoint link.
 set -euo pipefail
 root=$1
 binary=$2
@@ -31,7 +32,7 @@ fi
 # The demo center's image registry, where it could start one (as root, as CI runs).
 [[ -s "$work/demo/registry-ca/ca.crt" ]] && store_args+=(--registry_ca_file="$work/demo/registry-ca/ca.crt")
 "$binary" "${store_args[@]}" --rest_address=127.0.0.1:0 --grpc_address=127.0.0.1:0 \
-  --admin_address=127.0.0.1:0 --monitor_interval=200ms --scheduler_refresh=100ms \
+  --admin_address=127.0.0.1:0 --endpoint_address=127.0.0.1:0 --monitor_interval=200ms --scheduler_refresh=100ms \
   --admin_token_file="$work/admin.token" >"$work/server.log" 2>&1 &
 server_pid=$!
 port=""
@@ -137,6 +138,22 @@ if [[ $(id -u) -eq 0 ]]; then
 fi
 check '"placed":true' "the plan placed nothing"
 echo "ok: the README's trainjob ran on the demo center, completed, and its log downloaded"
+
+# "Services and notebooks": a service at the demo center, opened through its link as a
+# browser would (a cookie jar, the redirect), scaled, stopped.
+awk '/^## Services and notebooks/{f=1} f&&/^```sh/{b=1;next} b&&/^```/{exit} b{print}' "$root/README.md" \
+  | sed "s#localhost:8080#127.0.0.1:$port#g; s#/tmp/jc-cookies#$work/cookies#g" >"$work/service.sh"
+[[ -s "$work/service.sh" ]] || { echo "FAIL: no \"Services and notebooks\" block in README.md"; exit 1; }
+if ! timeout 180 bash -c 'curl() { command curl --max-time 10 "$@"; echo; }; source "$1"' _ "$work/service.sh" \
+    >"$work/service.txt" 2>&1; then
+  cat -n "$work/service.txt"; echo "FAIL: the README's service block did not finish"; exit 1
+fi
+grep -q '^hello from a service$' "$work/service.txt" || {
+  cat -n "$work/service.txt"; grep -i endpoint "$work/server.log" | tail -n 5
+  echo "FAIL: the service did not answer through its link"; exit 1; }
+grep -q '"replicaNumber":3' "$work/service.txt" || { cat -n "$work/service.txt"; echo "FAIL: the scale was not answered"; exit 1; }
+grep -q 'jc_endpoint' "$work/cookies" || { cat "$work/cookies"; echo "FAIL: no endpoint session in the cookie jar"; exit 1; }
+echo "ok: the README's service answered through its endpoint link, scaled and stopped"
 
 # "jcctl and the operator console": the block as written, with the built jcctl.
 awk '/^## jcctl and the operator console/{f=1} f&&/^```sh/{b=1;next} b&&/^```/{exit} b{print}' "$root/README.md" \

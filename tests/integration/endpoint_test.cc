@@ -12,9 +12,13 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -94,12 +98,26 @@ def serve(c):
         else:
             websocket(c, fields['sec-websocket-key'][0], rest)
     else:
-        body = json.dumps({'line': lines[0], 'fields': fields}).encode()
-        c.sendall(b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n' % len(body) + body)
+        path = lines[0].split(' ')[1]
+        body = json.dumps({'line': lines[0], 'fields': fields, 'port': PORT}).encode()
+        head = b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n' % len(body)
+        if path == '/early':
+            c.sendall(b'HTTP/1.1 100 Continue\r\n\r\n')
+        if path == '/cookies':
+            head += (b'Set-Cookie: wide=1; Domain=endpoints.localhost; Path=/\r\n'
+                     b'Set-Cookie: jc_endpoint=planted; Path=/\r\nSet-Cookie: own=2; Path=/\r\n')
+        if path in ('/keep', '/early'):
+            # Keeps the connection for more requests, whatever it was asked: a replica that
+            # would take a second request on it.
+            c.sendall(head + b'Connection: keep-alive\r\n\r\n' + body)
+            serve(c)
+            return
+        c.sendall(head + b'\r\n' + body)
     c.close()
+PORT = int(sys.argv[1])
 s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(('127.0.0.1', int(sys.argv[1])))
+s.bind(('127.0.0.1', PORT))
 s.listen(64)
 while True:
     c, _ = s.accept()
@@ -177,13 +195,13 @@ struct Endpoints : jc::testing::TestSystem {
           o.endpoint_port = 0;
           if (more) more(o);
         }),
-        own(outliving ? nullptr : std::make_unique<jc::testing::LocalAdapter>("solo", 4, CenterConfig())),
+        own(outliving ? nullptr : std::make_unique<jc::testing::LocalAdapter>("solo", 8, CenterConfig())),
         center(outliving ? outliving : own.get()) {
     std::ofstream(script) << kEchoServer;
     if (!registers) return;
     REQUIRE(rest->Post("/openapi/v1/centers", {{"ai_center_id", "solo"}, {"name", "solo"}, {"region", "cn"},
                                                {"network_topology", "cn/solo"}, {"adapter_address", center->address()},
-                                               {"capacity", {{"cpu", 4}, {"memory", 8192}}}})
+                                               {"capacity", {{"cpu", 8}, {"memory", 8192}}}})
                 .http_status == 200);
     REQUIRE(rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "svc-1"},
                                                      {"resource_spec_name", "svc-1"},
@@ -386,8 +404,9 @@ TEST_CASE("endpoint refusals as the attacker: a viewer and another project get n
     INFO(fields);
     CHECK(e.Request(host, "/", fields).status == 401);
   }
-  // A cookie tossed from a sibling endpoint beside the real one: the real one still works.
-  CHECK(e.Request(host, "/", absl::StrCat("Cookie: jc_endpoint=forged; ", cookie, "\r\n")).status == 200);
+  // A cookie tossed from a sibling endpoint beside the real one: whose is which cannot be
+  // told, so neither is taken.
+  CHECK(e.Request(host, "/", absl::StrCat("Cookie: jc_endpoint=forged; ", cookie, "\r\n")).status == 400);
 
   // Hosts and heads that are not an endpoint's request.
   CHECK(e.Request("127.0.0.1", "/", absl::StrCat("Cookie: ", cookie, "\r\n")).status == 404);
@@ -501,7 +520,7 @@ TEST_CASE("in a browser: Open on the console's job page opens the endpoint in a 
 TEST_CASE("an open endpoint outlives a restart of the control plane: the browser's session works through the new "
           "process, and the replica was never restarted [A17][C6]",
           "[A17][C6]") {
-  jc::testing::LocalAdapter center("solo", 4, CenterConfig());
+  jc::testing::LocalAdapter center("solo", 8, CenterConfig());
   const std::string store = "jc_endpoint_restart_" + std::to_string(getpid());
   auto shared = [&](jc::server::AppOptions& o) { jc::testing::ShareStore(o, store); };
   std::string id, host, cookie;
@@ -535,4 +554,262 @@ TEST_CASE("an open endpoint outlives a restart of the control plane: the browser
   INFO(job.dump());
   CHECK(job["history"].size() == 1);
   REQUIRE(again.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
+}
+
+// Attacker's review, session 35 (the endpoint listener's first version): a second request
+// smuggled behind an "Upgrade" or behind a replica that keeps its connection reached the
+// replica with no check (forged X-Forwarded-User, the session cookie itself); a replica set
+// cookies for every endpoint; two sessions were taken in order; X_Forwarded_User passed.
+TEST_CASE("the endpoint listener passes one request per connection whatever the caller or the replica says, and keeps "
+          "each endpoint's cookies and frames its own [A17][C6]",
+          "[A17][C6]") {
+  Endpoints e;
+  auto alice = e.UserClient("alice", "lab", "MEMBER");
+  const std::string id = e.StartService(*alice);
+  auto link = e.Open(*alice, id);
+  REQUIRE(link.http_status == 200);
+  auto [host, enter] = Split(link.body["data"]["url"]);
+  const std::string cookie = CookieOf(e.Request(host, enter));
+  REQUIRE(!cookie.empty());
+  const std::string origin = link.body["data"]["origin"];
+
+  // A request and a second one behind it on the same connection, the replica keeping it
+  // open: the first is answered with "Connection: close", the second reaches nobody.
+  for (const std::string& first : {absl::StrCat("GET /keep HTTP/1.1\r\nHost: ", host, "\r\nCookie: ", cookie, "\r\n\r\n"),
+                                   absl::StrCat("GET /keep HTTP/1.1\r\nHost: ", host, "\r\nCookie: ", cookie,
+                                                "\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n\r\n"),
+                                   absl::StrCat("GET /early HTTP/1.1\r\nHost: ", host, "\r\nCookie: ", cookie,
+                                                "\r\n\r\n")}) {
+    INFO(first);
+    Socket s(e.port());
+    s.Send(first);
+    std::string got = s.Read([](const std::string& g) { return g.find("\"port\"") != std::string::npos; });
+    size_t final_head = got.find("HTTP/1.1 200");
+    REQUIRE(final_head != std::string::npos);
+    Answer a = Parse(got.substr(final_head));
+    CHECK(a.Field("Connection") == "close");
+    json seen = json::parse(a.body.substr(0, a.body.rfind('}') + 1));
+    CHECK(seen["fields"]["connection"] == json::array({"close"}));
+    CHECK_FALSE(seen["fields"].contains("upgrade"));
+    ::send(s.fd, "GET /keep HTTP/1.1\r\nHost: x\r\nX-Forwarded-User: root\r\n\r\n", 55, MSG_NOSIGNAL);
+    std::string more = s.Read();
+    CHECK(more.find("root") == std::string::npos);
+    CHECK(more.find("HTTP/1.1") == std::string::npos);
+  }
+
+  // Two requests in one write (pipelined), or a body longer than it says: only the first
+  // request, and only its body, reach the replica.
+  for (const std::string& pair :
+       {absl::StrCat("GET /keep HTTP/1.1\r\nHost: ", host, "\r\nCookie: ", cookie, "\r\n\r\n",
+                     "GET /keep HTTP/1.1\r\nHost: x\r\nX-Forwarded-User: root\r\n\r\n"),
+        absl::StrCat("POST /keep HTTP/1.1\r\nHost: ", host, "\r\nCookie: ", cookie, "\r\nContent-Length: 2\r\n\r\nhi",
+                     "GET /keep HTTP/1.1\r\nHost: x\r\nX-Forwarded-User: root\r\n\r\n"),
+        absl::StrCat("POST /keep HTTP/1.1\r\nHost: ", host, "\r\nCookie: ", cookie,
+                     "\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n",
+                     "GET /keep HTTP/1.1\r\nHost: x\r\nX-Forwarded-User: root\r\n\r\n")}) {
+    INFO(pair);
+    Socket s(e.port());
+    s.Send(pair);
+    std::string got = s.Read();
+    CHECK(absl::StrContains(got, "HTTP/1.1 200"));
+    CHECK_FALSE(absl::StrContains(got, "root"));
+  }
+  CHECK(e.Request(host, "/", absl::StrCat("Cookie: ", cookie, "\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n"),
+                  "POST").status == 400);
+
+  // Cookies the replica sets: its own host's only, never one in the listener's names; and
+  // no other page frames it.
+  Answer cookies = e.Request(host, "/cookies", absl::StrCat("Cookie: ", cookie, "\r\n"));
+  REQUIRE(cookies.status == 200);
+  CHECK(absl::StrContains(cookies.head, "Set-Cookie: own=2"));
+  CHECK_FALSE(absl::StrContains(cookies.head, "wide=1"));
+  CHECK_FALSE(absl::StrContains(cookies.head, "planted"));
+  CHECK(cookies.Field("Content-Security-Policy") == "frame-ancestors 'self'");
+
+  // Two sessions (one tossed in by another endpoint's page): whose is which cannot be told.
+  Answer two = e.Request(host, "/", absl::StrCat("Cookie: jc_endpoint=tossed; ", cookie, "\r\n"));
+  CHECK(two.status == 400);
+  CHECK(absl::StrContains(two.body, "more than one endpoint session"));
+  // Forwarding fields in any spelling are the listener's.
+  Answer spelled = e.Request(host, "/", absl::StrCat("Cookie: ", cookie, "\r\nX_Forwarded_User: root\r\n"));
+  REQUIRE(spelled.status == 200);
+  json seen = json::parse(spelled.body);
+  CHECK_FALSE(seen["fields"].contains("x_forwarded_user"));
+  CHECK(seen["fields"]["x-forwarded-user"] == json::array({"alice"}));
+  // Another site's subresource or frame: refused; a page load from a link there: served.
+  CHECK(e.Request(host, "/", absl::StrCat("Cookie: ", cookie,
+                                          "\r\nSec-Fetch-Site: same-site\r\nSec-Fetch-Mode: no-cors\r\n"
+                                          "Sec-Fetch-Dest: image\r\n")).status == 403);
+  CHECK(e.Request(host, "/", absl::StrCat("Cookie: ", cookie,
+                                          "\r\nSec-Fetch-Site: cross-site\r\nSec-Fetch-Mode: navigate\r\n"
+                                          "Sec-Fetch-Dest: iframe\r\n")).status == 403);
+  CHECK(e.Request(host, "/", absl::StrCat("Cookie: ", cookie,
+                                          "\r\nSec-Fetch-Site: cross-site\r\nSec-Fetch-Mode: navigate\r\n"
+                                          "Sec-Fetch-Dest: document\r\n")).status == 200);
+  CHECK(jc::testing::WaitUntil([&] { return e.app->endpoints()->open_connections() == 0; }));
+  REQUIRE(alice->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
+}
+
+TEST_CASE("an open WebSocket ends once its holder is no member, silent connections from one address fill neither the "
+          "listener nor the center, and two users' many tunnels leave the center's other calls answered [A17][C6]",
+          "[A17][C6]") {
+  Endpoints e;
+  auto alice = e.UserClient("alice", "lab", "MEMBER");
+  auto bob = e.UserClient("bob", "lab", "MEMBER");
+  const std::string id = e.StartService(*alice);
+  auto session_of = [&](jc::testing::RestClient& as) {
+    auto link = e.Open(as, id);
+    REQUIRE(link.http_status == 200);
+    auto [host, enter] = Split(link.body["data"]["url"]);
+    return std::make_pair(host, CookieOf(e.Request(host, enter)));
+  };
+  auto [host, alice_cookie] = session_of(*alice);
+  const std::string bob_cookie = session_of(*bob).second;
+  auto raw_socket = [&](const std::string& cookie) {
+    auto s = std::make_unique<Socket>(e.port());
+    s->Send(absl::StrCat("GET /raw HTTP/1.1\r\nHost: ", host, "\r\nCookie: ", cookie,
+                         "\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"));
+    std::string switched = s->Read([](const std::string& g) { return g.find("\r\n\r\n") != std::string::npos; });
+    INFO(switched);
+    REQUIRE(absl::StartsWith(switched, "HTTP/1.1 101"));
+    return s;
+  };
+
+  // Each user at its cap (32): 64 tunnels held at the center. Its other calls still answer:
+  // a new job there starts and the center stays available.
+  std::vector<std::unique_ptr<Socket>> held;
+  for (int i = 0; i < 32; ++i) held.push_back(raw_socket(alice_cookie));
+  for (int i = 0; i < 32; ++i) held.push_back(raw_socket(bob_cookie));
+  Answer capped = e.Request(host, "/", absl::StrCat("Cookie: ", alice_cookie, "\r\n"));
+  CHECK(capped.status == 429);
+  auto batch = alice->Post("/openapi/v1/trainjob", {{"name", "b"}, {"project", "lab"},
+                                                    {"tasks", json::array({{{"name", "t"}, {"command", "true"},
+                                                                            {"resourceSpecId", "svc-1"}}})}});
+  REQUIRE(batch.http_status == 200);
+  const std::string batch_id = batch.body["data"]["jobId"];
+  CHECK(jc::testing::WaitUntil([&] {
+    return e.rest->Get("/openapi/v1/trainjob/" + batch_id).body["data"].value("status", "") == "completed";
+  }));
+  held.clear();
+  CHECK(jc::testing::WaitUntil([&] { return e.app->endpoints()->open_connections() == 0; }));
+
+  // Silent connections from one address: the 33rd is refused at once, and once they go the
+  // address is served again.
+  {
+    std::vector<std::unique_ptr<Socket>> silent;
+    for (int i = 0; i < 32; ++i) silent.push_back(std::make_unique<Socket>(e.port()));
+    CHECK(jc::testing::WaitUntil([&] { return e.app->endpoints()->open_connections() == 32; }));
+    Answer refused = e.Request(host, "/", absl::StrCat("Cookie: ", alice_cookie, "\r\n"));
+    CHECK(refused.status == 503);
+    CHECK(absl::StrContains(refused.body, "too many connections from this address"));
+  }
+  CHECK(jc::testing::WaitUntil([&] {
+    return e.Request(host, "/", absl::StrCat("Cookie: ", alice_cookie, "\r\n")).status == 200;
+  }));
+
+  // Alice's WebSocket stays open while she is a member, and ends once she is not.
+  auto ws = raw_socket(alice_cookie);
+  ws->Send("still here");
+  CHECK(ws->Read([](const std::string& g) { return g.size() >= 10; }) == "still here");
+  REQUIRE(e.rest->Send("PUT", "/openapi/v1/users/alice/projects/lab", json{{"role", "VIEWER"}}.dump()).http_status == 200);
+  bool ended = jc::testing::WaitUntil([&] {
+    pollfd p{ws->fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) return false;
+    char c;
+    return ::recv(ws->fd, &c, 1, MSG_DONTWAIT) == 0;
+  });
+  CHECK(ended);
+  REQUIRE(bob->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
+}
+
+TEST_CASE("a service's task endpoint spreads requests over its ready replicas, and scaled 3 to 5 to 3 while requests "
+          "flow not one request fails [A17]",
+          "[A17]") {
+  Endpoints e;
+  auto alice = e.UserClient("alice", "lab", "MEMBER");
+  const std::string id = e.StartService(*alice, 3);
+  auto link = e.Open(*alice, id, {{"allReplicas", true}});
+  INFO(link.body.dump());
+  REQUIRE(link.http_status == 200);
+  CHECK(link.body["data"]["origin"] == absl::StrCat("http://", id, "-0-http.endpoints.localhost:", e.port()));
+  auto [host, enter] = Split(link.body["data"]["url"]);
+  const std::string cookie = CookieOf(e.Request(host, enter));
+  REQUIRE(!cookie.empty());
+
+  // Requests, one after another on connections of their own, about 20 a second.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;
+  std::vector<int> statuses;
+  std::map<int, int> by_port;  // which replica (its port) answered, how often
+  // Stopped and joined however the test ends (a failed REQUIRE included).
+  struct Joined {
+    std::mutex& mu;
+    std::condition_variable& cv;
+    bool& stop;
+    std::thread thread;
+    ~Joined() {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        stop = true;
+      }
+      cv.notify_all();
+      if (thread.joinable()) thread.join();
+    }
+  } load{mu, cv, stop, {}};
+  load.thread = std::thread([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    while (!stop) {
+      lock.unlock();
+      Answer a = e.Request(host, "/", absl::StrCat("Cookie: ", cookie, "\r\n"));
+      int port = a.status == 200 ? json::parse(a.body).value("port", 0) : 0;
+      lock.lock();
+      statuses.push_back(a.status);
+      ++by_port[port];
+      cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return stop; });
+    }
+  });
+  auto seen_ports = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return static_cast<int>(by_port.size());
+  };
+  auto ready = [&](int n) {
+    return jc::testing::WaitUntil([&] {
+      return e.rest->Get("/openapi/v1/trainjob/" + id).body["data"]["taskInfos"][0].value("readyReplicas", 0) == n;
+    });
+  };
+  CHECK(jc::testing::WaitUntil([&] { return seen_ports() == 3; }));  // every replica takes its turn
+  REQUIRE(alice->Post("/openapi/v1/trainjob/" + id + "/scale", {{"replicaNumber", 5}}).http_status == 200);
+  REQUIRE(ready(5));
+  CHECK(jc::testing::WaitUntil([&] { return seen_ports() == 5; }));  // the new ones joined the rotation
+  REQUIRE(alice->Post("/openapi/v1/trainjob/" + id + "/scale", {{"replicaNumber", 3}}).http_status == 200);
+  // The two scaled away end (after their drain); requests go on meanwhile.
+  CHECK(jc::testing::WaitUntil([&] {
+    int stopped = 0;
+    for (const auto& a : e.rest->Get("/openapi/v1/trainjob/" + id).body["data"].value("history", json::array())) {
+      stopped += a.value("outcome", "") == "stopped";
+    }
+    return stopped == 2;
+  }));
+  size_t after_scale;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    after_scale = statuses.size();
+  }
+  CHECK(jc::testing::WaitUntil([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return statuses.size() >= after_scale + 20;
+  }));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stop = true;
+  }
+  cv.notify_all();
+  load.thread.join();
+  std::map<int, int> codes;
+  for (int s : statuses) ++codes[s];
+  INFO("statuses: " << json(codes).dump() << ", by port: " << json(by_port).dump());
+  CHECK(codes.size() == 1);
+  CHECK(codes.count(200) == 1);
+  REQUIRE(alice->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
 }

@@ -806,7 +806,8 @@ std::vector<CommandSpec> Commands() {
                {{"task", 0, true, "task index (default 0)"},
                 {"replica", 0, true, "replica index (default 0)"},
                 {"port", 0, true, "the port's name (default: the task's only one)"},
-                {"path", 0, true, "where the browser lands (default /)"}},
+                {"path", 0, true, "where the browser lands (default /)"},
+                {"all", 0, false, "the task's endpoint: each connection goes to one of its ready replicas in turn"}},
                1, 1,
                WithClient([kJobs](Context& ctx, Client* client, const Invocation& inv) {
                  int task = 0, replica = 0;
@@ -836,7 +837,7 @@ std::vector<CommandSpec> Commands() {
                    port = *names.begin();
                  }
                  json body = {{"taskIndex", task}, {"replicaIndex", replica}, {"portName", port},
-                              {"path", inv.Get("path", "")}};
+                              {"path", inv.Get("path", "")}, {"allReplicas", inv.Has("all")}};
                  auto done = client->Call("POST", kJobs + "/" + Escape(inv.args[0]) + "/open", &body);
                  if (!done.ok()) return ctx.Fail(done.status());
                  if (ctx.format() != Format::kTable) return Show(ctx, *done, {});

@@ -746,7 +746,11 @@ TEST_CASE("conformance: a tunnel carries bytes to a running replica's named port
     }
     std::string back;
     pb::TunnelFrame frame;
+    bool first = true;
     while (stream->Read(&frame)) {
+      // The adapter says first that the endpoint took the connection, with no data.
+      if (first) CHECK((frame.connected() && frame.data().empty()));
+      first = false;
       back += frame.data();
       if (frame.close()) break;
     }

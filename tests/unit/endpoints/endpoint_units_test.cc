@@ -30,6 +30,14 @@ TEST_CASE("an endpoint's host names it, reads back as the same endpoint, and not
     INFO(host);
     CHECK_FALSE(jc::endpoints::EndpointOfHost(host, "endpoints.localhost").has_value());
   }
+  // The task's endpoint: no replica index; a port name never starts with a digit, so the
+  // two read apart.
+  EndpointKey task{"job-00000042", 0, jc::endpoints::kTaskEndpoint, "http-2"};
+  CHECK(jc::endpoints::HostLabel(task) == "job-00000042-0-http-2");
+  CHECK(jc::endpoints::ParseHostLabel("job-00000042-0-http-2") == task);
+  CHECK(jc::endpoints::ParseHostLabel("job-00000042-0-1-http-2") == EndpointKey{"job-00000042", 0, 1, "http-2"});
+  CHECK(jc::endpoints::Describe(task) == "job-00000042, task 0, every ready replica, port \"http-2\"");
+  CHECK(jc::endpoints::HostLabel({"job-1", 0, -2, "http"}).empty());
   // What cannot be named is not.
   CHECK(jc::endpoints::HostLabel({"../etc", 0, 0, "http"}).empty());
   CHECK(jc::endpoints::HostLabel({"job-1", 0, 0, "Http"}).empty());
@@ -50,6 +58,15 @@ TEST_CASE("request heads are read strictly, cookies taken out by name, and heads
   std::string rest;
   CHECK(jc::endpoints::TakeCookies(*head, "jc_endpoint", &rest) == std::vector<std::string>{"s1", "s2"});
   CHECK(rest == "theme=dark");
+  // Fields read as the same by CGI and WSGI go together.
+  {
+    auto spelled = jc::endpoints::ParseRequestHead(
+        "GET / HTTP/1.1\r\nHost: h\r\nX_Forwarded_User: root\r\nx-forwarded-user: root\r\nX-Forwarded-Userx: k\r\n\r\n");
+    REQUIRE(spelled.ok());
+    spelled->RemoveLike("X-Forwarded-User");
+    REQUIRE(spelled->fields.size() == 2);
+    CHECK(spelled->fields[1].first == "X-Forwarded-Userx");
+  }
   head->Remove("cookie");
   CHECK(head->Serialize() ==
         "GET /lab/tree?token=a%20b&ticket=x HTTP/1.1\r\nHost: h.example\r\nConnection: keep-alive, Upgrade\r\n"
@@ -137,4 +154,45 @@ TEST_CASE("a link opens once, for its endpoint, before it expires, and its sessi
   auto provider_open = passes.Redeem(provider->secret, key);
   REQUIRE(provider_open.ok());
   CHECK(provider_open->expires == clock.Now() + absl::Hours(1));
+}
+
+TEST_CASE("a request's body ends where its framing says, chunked or by length, and framings read two ways are refused "
+          "[A17][C6]",
+          "[A17][C6]") {
+  auto framing = [](const std::string& fields) {
+    auto head = jc::endpoints::ParseRequestHead("POST / HTTP/1.1\r\nHost: h\r\n" + fields + "\r\n");
+    REQUIRE(head.ok());
+    return jc::endpoints::RequestBodyFraming(*head);
+  };
+  CHECK(framing("")->length == 0);
+  CHECK(framing("Content-Length: 12\r\n")->length == 12);
+  CHECK(framing("Transfer-Encoding: Chunked\r\n")->chunked);
+  for (const char* bad : {"Content-Length: 1\r\nTransfer-Encoding: chunked\r\n", "Content-Length: 1\r\nContent-Length: 1\r\n",
+                          "Content-Length: -1\r\n", "Content-Length: 1, 1\r\n", "Transfer-Encoding: gzip, chunked\r\n",
+                          "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n"}) {
+    INFO(bad);
+    CHECK_FALSE(framing(bad).ok());
+  }
+  // A chunked body, fed in pieces however they come: it ends after its last chunk and
+  // trailers; what follows is not its.
+  const std::string body = "4;ext=1\r\nWiki\r\n5\r\npedia\r\n0\r\nTrailer: x\r\n\r\n";
+  const std::string next = "GET /smuggled HTTP/1.1\r\n\r\n";
+  for (size_t piece : {size_t{1}, size_t{3}, size_t{1000}}) {
+    jc::endpoints::ChunkedBody chunks;
+    const std::string all = body + next;
+    size_t taken = 0;
+    for (size_t at = 0; at < all.size() && !chunks.done(); at += piece) {
+      auto n = chunks.Take(absl::string_view(all).substr(at, piece));
+      REQUIRE(n.ok());
+      taken += *n;
+    }
+    INFO(piece);
+    CHECK(chunks.done());
+    CHECK(taken == body.size());
+  }
+  for (const char* bad : {"x\r\n", "4\r\nWikiXX", "\r\n", "1234567890abcdef0\r\n", "4\nWiki"}) {
+    jc::endpoints::ChunkedBody chunks;
+    INFO(bad);
+    CHECK_FALSE(chunks.Take(bad).ok());
+  }
 }
