@@ -37,7 +37,7 @@ namespace {
 // at /raw it echoes every byte as it comes; elsewhere it speaks WebSocket (RFC 6455) and
 // answers each message with "echo: " and the message.
 constexpr char kEchoServer[] = R"PY(
-import base64, hashlib, json, socket, struct, sys, threading
+import base64, hashlib, json, os, socket, struct, sys, threading
 def websocket(c, key, buf):
     accept = base64.b64encode(hashlib.sha1((key + '258EAFA5-E914-47DA-95CA-C5AB0DC85B11').encode()).digest())
     c.sendall(b'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n'
@@ -100,7 +100,10 @@ def serve(c):
     else:
         path = lines[0].split(' ')[1]
         body = json.dumps({'line': lines[0], 'fields': fields, 'port': PORT}).encode()
-        head = b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n' % len(body)
+        status = b'200 OK'
+        if path == '/ready' and os.path.exists('/tmp/jc-echo-down-%d' % PORT):
+            status = b'503 Service Unavailable'  # the test took this replica out
+        head = b'HTTP/1.1 ' + status + b'\r\nContent-Type: application/json\r\nContent-Length: %d\r\n' % len(body)
         if path == '/early':
             c.sendall(b'HTTP/1.1 100 Continue\r\n\r\n')
         if path == '/cookies':
@@ -217,13 +220,13 @@ struct Endpoints : jc::testing::TestSystem {
   int port() const { return app->endpoint_port(); }
 
   // A service of `replicas` in project "lab" that alice submits, running and ready.
-  std::string StartService(jc::testing::RestClient& as, int replicas = 1) {
+  std::string StartService(jc::testing::RestClient& as, int replicas = 1, const std::string& readiness = "/") {
     json task = {{"name", "web"},
                  {"command", "exec /usr/bin/python3 " + script.string() + " $JC_PORT_HTTP"},
                  {"resourceSpecId", "svc-1"},
                  {"kind", "service"},
                  {"replicaNumber", replicas},
-                 {"ports", json::array({{{"name", "http"}, {"readinessPath", "/"}}})}};
+                 {"ports", json::array({{{"name", "http"}, {"readinessPath", readiness}}})}};
     auto r = as.Post("/openapi/v1/trainjob", {{"name", "web"}, {"project", "lab"}, {"tasks", json::array({task})}});
     INFO(r.body.dump());
     REQUIRE(r.http_status == 200);
@@ -811,5 +814,44 @@ TEST_CASE("a service's task endpoint spreads requests over its ready replicas, a
   INFO("statuses: " << json(codes).dump() << ", by port: " << json(by_port).dump());
   CHECK(codes.size() == 1);
   CHECK(codes.count(200) == 1);
+  REQUIRE(alice->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
+}
+
+TEST_CASE("a replica whose readiness fails leaves its task endpoint's rotation, and comes back once it answers again "
+          "[A17]",
+          "[A17]") {
+  Endpoints e;
+  auto alice = e.UserClient("alice", "lab", "MEMBER");
+  const std::string id = e.StartService(*alice, 3, "/ready");
+  auto link = e.Open(*alice, id, {{"allReplicas", true}});
+  REQUIRE(link.http_status == 200);
+  auto [host, enter] = Split(link.body["data"]["url"]);
+  const std::string cookie = CookieOf(e.Request(host, enter));
+  REQUIRE(!cookie.empty());
+  auto served_by = [&] {
+    Answer a = e.Request(host, "/", absl::StrCat("Cookie: ", cookie, "\r\n"));
+    REQUIRE(a.status == 200);
+    return json::parse(a.body).value("port", 0);
+  };
+  std::set<int> ports;
+  CHECK(jc::testing::WaitUntil([&] {
+    ports.insert(served_by());
+    return ports.size() == 3;
+  }));
+  // One replica's readiness path starts failing: once its center says so, no request goes to it.
+  const int out = *ports.begin();
+  const std::string flag = "/tmp/jc-echo-down-" + std::to_string(out);
+  std::ofstream(flag) << "down";
+  struct Remove {
+    std::string path;
+    ~Remove() { std::filesystem::remove(path); }
+  } remove_flag{flag};
+  CHECK(jc::testing::WaitUntil([&] {
+    return e.rest->Get("/openapi/v1/trainjob/" + id).body["data"]["taskInfos"][0].value("readyReplicas", 0) == 2;
+  }));
+  for (int i = 0; i < 12; ++i) CHECK(served_by() != out);
+  // Ready again: back in turn.
+  std::filesystem::remove(flag);
+  CHECK(jc::testing::WaitUntil([&] { return served_by() == out; }));
   REQUIRE(alice->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
 }
