@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <future>
 
@@ -269,6 +270,12 @@ void EndpointProxy::WatchLoop() {
       for (auto& [id, conn] : connections_) {
         std::lock_guard<std::mutex> c(conn->mu);
         if (conn->tunnel != nullptr && now > conn->connect_deadline) conn->tunnel->Cancel();
+        if (conn->pass.has_value() && conn->pass->expires <= now) {
+          conn->ended = true;  // the session is over: so is what it opened
+          ::shutdown(conn->fd, SHUT_RDWR);
+          if (conn->tunnel != nullptr) conn->tunnel->Cancel();
+          continue;
+        }
         if (conn->pass.has_value() && now - conn->checked >= kRecheck) {
           conn->checked = now;
           due.emplace_back(id, *conn->pass);
@@ -518,8 +525,13 @@ void EndpointProxy::Proxy(Connection& conn, std::string buffer) {
     Count("bad_request");
     return;
   }
-  if (!websocket) {
-    for (const char* f : {"Connection", "Keep-Alive", "Proxy-Connection", "Upgrade", "HTTP2-Settings"}) up.Remove(f);
+  for (const char* f : {"Connection", "Keep-Alive", "Proxy-Connection", "Upgrade", "HTTP2-Settings"}) up.Remove(f);
+  if (websocket) {
+    // Exactly these: a caller's own Connection tokens would make a proxy in the replica
+    // drop the fields the listener set.
+    up.Add("Connection", "Upgrade");
+    up.Add("Upgrade", "websocket");
+  } else {
     up.Add("Connection", "close");
   }
 
@@ -619,20 +631,25 @@ void EndpointProxy::Proxy(Connection& conn, std::string buffer) {
           break;
         }
         auto answer = ParseResponseHead(absl::string_view(pending).substr(0, *end));
-        if (!answer.ok() || (answer->second == "101" && !websocket)) {
+        if (!answer.ok() || !std::all_of(answer->second.begin(), answer->second.end(), absl::ascii_isdigit) ||
+            (answer->second == "101" && !websocket)) {
           broken = true;
           break;
         }
+        // Every head the browser gets, interim ones and a 101 too, keeps cookies to the
+        // replica's own host.
+        KeepOwnCookies(*answer, cookie);
         std::string out;
         if (answer->second == "101") {
-          out = pending.substr(0, *end);
+          out = answer->Serialize();
           in_head = false;
           shared->upgraded = true;
         } else if (answer->second[0] == '1') {
-          out = pending.substr(0, *end);  // 100 Continue, 103 Early Hints: the final head follows
+          out = answer->Serialize();  // 100 Continue, 103 Early Hints: the final head follows
         } else {
+          // From now on the caller's thread passes nothing more of its (it still reads, to
+          // see it go).
           shared->final_answer = true;
-          ::shutdown(fd, SHUT_RD);  // the caller's thread stops passing its bytes
           auto framing = ResponseBodyFraming(*answer, method);
           if (!framing.ok()) {
             broken = true;
@@ -642,7 +659,6 @@ void EndpointProxy::Proxy(Connection& conn, std::string buffer) {
           answer_left = framing->length;
           for (const char* f : {"Connection", "Keep-Alive"}) answer->Remove(f);
           answer->Add("Connection", "close");
-          KeepOwnCookies(*answer, cookie);
           answer->Add("Content-Security-Policy", "frame-ancestors 'self'");
           out = answer->Serialize();
           in_head = false;
@@ -669,7 +685,9 @@ void EndpointProxy::Proxy(Connection& conn, std::string buffer) {
         if (!more) ended = true;
       }
     }
-    if (ended) t.Cancel();  // the answer is whole: the replica's connection is not kept
+    // The answer is whole (the replica's connection is not kept), the caller went, or the
+    // tunnel ended: nothing more comes through it either way.
+    t.Cancel();
     shared->down_ended = true;
     ::shutdown(fd, SHUT_RD);  // ends the caller's read; the socket still takes a 502
     shared->done.set_value();
@@ -698,8 +716,10 @@ void EndpointProxy::Proxy(Connection& conn, std::string buffer) {
         return t.Send(data);
       }
       if (body_done) {
-        if (websocket && held.size() + data.size() <= kMaxHeadBytes) held.append(data);
-        return true;  // after the request: never passed
+        if (!websocket) return true;  // after the request: never passed
+        if (held.size() + data.size() > kMaxHeadBytes) return false;  // too much before the 101
+        held.append(data);
+        return true;
       }
       size_t n = 0;
       if (framing->chunked) {
@@ -720,19 +740,20 @@ void EndpointProxy::Proxy(Connection& conn, std::string buffer) {
   bool sent = t.Send(up.Serialize()) && forward(std::string_view(buffer).substr(head_end));
   bool caller_left = false;
   char chunk[64 << 10];
-  while (sent && !shared->down_ended.load() && !shared->final_answer.load()) {
+  while (sent && !shared->down_ended.load()) {
     ssize_t got = ::recv(fd, chunk, sizeof chunk, 0);
     if (got < 0 && errno == EINTR) continue;
-    if (got == 0 && !shared->down_ended.load() && !shared->final_answer.load()) {
+    if (shared->down_ended.load()) break;  // the answer is out (its thread shut this read)
+    if (got == 0 && !shared->final_answer.load()) {
       t.CloseSend();  // the caller is done sending: its answer may still come
       caller_left = true;
       break;
     }
     if (got <= 0) {
-      if (got < 0) t.Cancel();
+      t.Cancel();  // the caller went while its answer came: nobody reads the rest
       break;
     }
-    if (shared->final_answer.load()) break;  // the answer began: what follows is not passed
+    if (shared->final_answer.load()) continue;  // the answer began: what follows is not passed
     if (!forward(std::string_view(chunk, static_cast<size_t>(got)))) {
       t.Cancel();
       break;

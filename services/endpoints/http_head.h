@@ -52,7 +52,8 @@ absl::StatusOr<BodyFraming> ResponseBodyFraming(const HttpHead& response, absl::
 class ChunkedBody {
  public:
   // How many leading bytes of `data` are the body's (all of them while it goes on);
-  // InvalidArgument for a malformed chunk.
+  // InvalidArgument for a malformed chunk, an extension over 1 KiB, or trailers (never
+  // passed).
   absl::StatusOr<size_t> Take(absl::string_view data);
   bool done() const { return state_ == kDone; }
 
@@ -61,6 +62,7 @@ class ChunkedBody {
   State state_ = kSize;
   uint64_t size_ = 0;
   int digits_ = 0;
+  int extension_ = 0;  // bytes of the current chunk's extension
 };
 
 // Where the head in `buffer` ends (the index past its blank line); nullopt while it has

@@ -89,6 +89,13 @@ def serve(c):
         k, v = l.split(':', 1)
         fields.setdefault(k.strip().lower(), []).append(v.strip())
     if fields.get('upgrade', [''])[0].lower() == 'websocket':
+        if lines[0].split(' ')[1] == '/ws-cookie':
+            # A 101 that would set a cookie for every endpoint, saying what Connection it got.
+            c.sendall(b'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n'
+                      b'Set-Cookie: jc_endpoint=tossed; Domain=endpoints.localhost\r\nSet-Cookie: mine=1\r\n'
+                      b'X-Seen-Connection: ' + ','.join(fields.get('connection', [])).encode() + b'\r\n\r\n')
+            c.close()
+            return
         if lines[0].split(' ')[1] == '/raw':
             c.sendall(b'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n' + rest)
             while True:
@@ -104,6 +111,16 @@ def serve(c):
         if path == '/ready' and os.path.exists('/tmp/jc-echo-down-%d' % PORT):
             status = b'503 Service Unavailable'  # the test took this replica out
         head = b'HTTP/1.1 ' + status + b'\r\nContent-Type: application/json\r\nContent-Length: %d\r\n' % len(body)
+        if path == '/stream':
+            # An answer that goes on until its reader leaves (a log, a feed).
+            try:
+                c.sendall(b'HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n')
+                while True:
+                    c.sendall(b'5\r\ntick\n\r\n')
+                    threading.Event().wait(0.1)
+            except OSError:
+                c.close()
+                return
         if path == '/early':
             c.sendall(b'HTTP/1.1 100 Continue\r\n\r\n')
         if path == '/cookies':
@@ -853,5 +870,61 @@ TEST_CASE("a replica whose readiness fails leaves its task endpoint's rotation, 
   // Ready again: back in turn.
   std::filesystem::remove(flag);
   CHECK(jc::testing::WaitUntil([&] { return served_by() == out; }));
+  REQUIRE(alice->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
+}
+
+// Attacker's second review, session 35: a page closed while its answer streamed held its
+// user's slot, two threads and a tunnel at the center for good; a 101 set cookies for every
+// endpoint; an open WebSocket outlived its session; a WebSocket request's own Connection
+// tokens reached the replica.
+TEST_CASE("a caller that leaves while its answer streams frees everything at once, a WebSocket's switch sets no cookie "
+          "beyond its host, and an open WebSocket ends with its session [A17][C6]",
+          "[A17][C6]") {
+  Endpoints e([](jc::server::AppOptions& o) { o.endpoint_passes.session_ttl = absl::Seconds(20); });
+  auto alice = e.UserClient("alice", "lab", "MEMBER");
+  const std::string id = e.StartService(*alice);
+  auto link = e.Open(*alice, id);
+  REQUIRE(link.http_status == 200);
+  auto [host, enter] = Split(link.body["data"]["url"]);
+  const std::string cookie = CookieOf(e.Request(host, enter));
+  REQUIRE(!cookie.empty());
+
+  // More streams opened and left than the user's cap (32): none is held.
+  for (int i = 0; i < 40; ++i) {
+    Socket s(e.port());
+    s.Send(absl::StrCat("GET /stream HTTP/1.1\r\nHost: ", host, "\r\nCookie: ", cookie, "\r\n\r\n"));
+    std::string got = s.Read([](const std::string& g) { return g.find("tick") != std::string::npos; });
+    REQUIRE(absl::StrContains(got, "tick"));
+  }
+  CHECK(jc::testing::WaitUntil([&] { return e.app->endpoints()->open_connections() == 0; }));
+  CHECK(e.Request(host, "/", absl::StrCat("Cookie: ", cookie, "\r\n")).status == 200);
+
+  // The switch to a WebSocket: the replica's cookie for every endpoint is dropped, its own
+  // kept; the replica got exactly "Connection: Upgrade", whatever the caller listed.
+  {
+    Socket ws(e.port());
+    ws.Send(absl::StrCat("GET /ws-cookie HTTP/1.1\r\nHost: ", host, "\r\nCookie: ", cookie,
+                         "\r\nConnection: Upgrade, X-Forwarded-User\r\nUpgrade: websocket\r\n\r\n"));
+    Answer switched = Parse(ws.Read([](const std::string& g) { return g.find("\r\n\r\n") != std::string::npos; }));
+    INFO(switched.head);
+    CHECK(switched.status == 101);
+    CHECK_FALSE(absl::StrContains(switched.head, "tossed"));
+    CHECK(absl::StrContains(switched.head, "Set-Cookie: mine=1"));
+    CHECK(switched.Field("X-Seen-Connection") == "Upgrade");
+  }
+
+  // A WebSocket open when its session runs out (20 s here) ends then.
+  Socket ws(e.port());
+  ws.Send(absl::StrCat("GET /raw HTTP/1.1\r\nHost: ", host, "\r\nCookie: ", cookie,
+                       "\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"));
+  REQUIRE(absl::StartsWith(ws.Read([](const std::string& g) { return g.find("\r\n\r\n") != std::string::npos; }),
+                           "HTTP/1.1 101"));
+  CHECK(jc::testing::WaitUntil([&] {
+    pollfd p{ws.fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) return false;
+    char c;
+    return ::recv(ws.fd, &c, 1, MSG_DONTWAIT) == 0;
+  }));
+  CHECK(e.Request(host, "/", absl::StrCat("Cookie: ", cookie, "\r\n")).status == 401);
   REQUIRE(alice->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
 }
