@@ -179,7 +179,7 @@ static_power_watts: 2000
 performance_factor: 1
 network: {bandwidth_mbps: 10000, latency_ms: 1}
 # Named ports for services and notebooks (SPEC A17): below the kernel's ephemeral ports.
-ports: {first: 30100, last: 30199}
+ports: {first: 29600, last: 29699}
 specs:
   - {id: cpu-1, cpu: 1, memory: 2Gi, execution_power_watts: 150}
   - {id: gpu-1, cpu: 4, memory: 16Gi, gpu: 1, execution_power_watts: 450}
