@@ -257,6 +257,16 @@ struct Endpoints : jc::testing::TestSystem {
     REQUIRE(ready);
     return id;
   }
+  // Stops the job and waits until it ended: its replicas are killed at the center (a replica
+  // left running would outlive the test, holding what it inherited, ctest's pipe included).
+  void StopAndWait(const std::string& id) {
+    REQUIRE(rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
+    bool ended = jc::testing::WaitUntil([&] {
+      std::string status = rest->Get("/openapi/v1/trainjob/" + id).body["data"].value("status", "");
+      return status == "completed" || status == "failed";
+    });
+    REQUIRE(ended);
+  }
   // OpenEndpoint as `as`.
   jc::testing::RestReply Open(jc::testing::RestClient& as, const std::string& id, json body = json::object()) {
     if (!body.contains("portName")) body["portName"] = "http";
@@ -366,7 +376,7 @@ TEST_CASE("a member opens a service's endpoint with a link, on the endpoint's ow
   CHECK(jc::testing::WaitUntil([&] { return e.app->endpoints()->open_connections() == 0; }));
 
   // The job's replica stops: its endpoint answers no more.
-  REQUIRE(alice->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
+  e.StopAndWait(id);
   Answer stopped;
   CHECK(jc::testing::WaitUntil([&] {
     stopped = e.Request(host, "/", absl::StrCat("Cookie: ", cookie, "\r\n"));
@@ -462,7 +472,7 @@ TEST_CASE("endpoint refusals as the attacker: a viewer and another project get n
                 .http_status == 200);
   }
   CHECK(jc::testing::WaitUntil([&] { return e.Request(host, "/", absl::StrCat("Cookie: ", cookie, "\r\n")).status == 401; }));
-  REQUIRE(e.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
+  e.StopAndWait(id);
 }
 
 TEST_CASE("a link not opened within its time opens nothing [A17][C6]", "[A17][C6]") {
@@ -476,7 +486,7 @@ TEST_CASE("a link not opened within its time opens nothing [A17][C6]", "[A17][C6
   CHECK(late.status == 403);
   CHECK(absl::StrContains(late.body, "expired"));
   CHECK(late.Field("Set-Cookie").empty());
-  REQUIRE(alice->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
+  e.StopAndWait(id);
 }
 
 TEST_CASE("without an endpoint listener, OpenEndpoint says how to get one [A17]", "[A17]") {
@@ -534,7 +544,7 @@ TEST_CASE("in a browser: Open on the console's job page opens the endpoint in a 
   CHECK(seen["token"].is_null());    // the console's token is the console origin's alone
   CHECK(run.errors.empty());
   std::filesystem::remove_all(dir);
-  REQUIRE(alice->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
+  e.StopAndWait(id);
 }
 
 TEST_CASE("an open endpoint outlives a restart of the control plane: the browser's session works through the new "
@@ -573,7 +583,7 @@ TEST_CASE("an open endpoint outlives a restart of the control plane: the browser
   json job = again.rest->Get("/openapi/v1/trainjob/" + id).body["data"];
   INFO(job.dump());
   CHECK(job["history"].size() == 1);
-  REQUIRE(again.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
+  again.StopAndWait(id);
 }
 
 // Attacker's review, session 35 (the endpoint listener's first version): a second request
@@ -667,7 +677,7 @@ TEST_CASE("the endpoint listener passes one request per connection whatever the 
                                           "\r\nSec-Fetch-Site: cross-site\r\nSec-Fetch-Mode: navigate\r\n"
                                           "Sec-Fetch-Dest: document\r\n")).status == 200);
   CHECK(jc::testing::WaitUntil([&] { return e.app->endpoints()->open_connections() == 0; }));
-  REQUIRE(alice->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
+  e.StopAndWait(id);
 }
 
 TEST_CASE("an open WebSocket ends once its holder is no member, silent connections from one address fill neither the "
@@ -739,7 +749,7 @@ TEST_CASE("an open WebSocket ends once its holder is no member, silent connectio
     return ::recv(ws->fd, &c, 1, MSG_DONTWAIT) == 0;
   });
   CHECK(ended);
-  REQUIRE(bob->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
+  e.StopAndWait(id);
 }
 
 TEST_CASE("a service's task endpoint spreads requests over its ready replicas, and scaled 3 to 5 to 3 while requests "
@@ -831,7 +841,7 @@ TEST_CASE("a service's task endpoint spreads requests over its ready replicas, a
   INFO("statuses: " << json(codes).dump() << ", by port: " << json(by_port).dump());
   CHECK(codes.size() == 1);
   CHECK(codes.count(200) == 1);
-  REQUIRE(alice->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
+  e.StopAndWait(id);
 }
 
 TEST_CASE("a replica whose readiness fails leaves its task endpoint's rotation, and comes back once it answers again "
@@ -870,7 +880,7 @@ TEST_CASE("a replica whose readiness fails leaves its task endpoint's rotation, 
   // Ready again: back in turn.
   std::filesystem::remove(flag);
   CHECK(jc::testing::WaitUntil([&] { return served_by() == out; }));
-  REQUIRE(alice->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
+  e.StopAndWait(id);
 }
 
 // Attacker's second review, session 35: a page closed while its answer streamed held its
@@ -926,5 +936,5 @@ TEST_CASE("a caller that leaves while its answer streams frees everything at onc
     return ::recv(ws.fd, &c, 1, MSG_DONTWAIT) == 0;
   }));
   CHECK(e.Request(host, "/", absl::StrCat("Cookie: ", cookie, "\r\n")).status == 401);
-  REQUIRE(alice->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 200);
+  e.StopAndWait(id);
 }
