@@ -698,6 +698,8 @@ void EndpointProxy::Proxy(Connection& conn, std::string buffer) {
       std::lock_guard<std::mutex> lock(conn.mu);
       conn.tunnel = nullptr;
     }
+    // The listener is stopping and the tunnel was cancelled: how it ended changes nothing
+    // (no write of ours depends on it); Finish only releases the call.
     t.Finish().IgnoreError();
     return;
   }

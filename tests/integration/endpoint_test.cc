@@ -163,6 +163,13 @@ struct Socket {
   }
   ~Socket() { ::close(fd); }
   void Send(const std::string& bytes) { REQUIRE(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size())); }
+  // Whether the peer has closed (a wait on it reads at most 100 ms).
+  bool ClosedByPeer() {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) return false;
+    char c;
+    return ::recv(fd, &c, 1, MSG_DONTWAIT) == 0;
+  }
   // Reads until `done` holds of what came, the peer closes, or 10 s pass.
   std::string Read(const std::function<bool(const std::string&)>& done = {}) {
     std::string got;
@@ -267,6 +274,11 @@ struct Endpoints : jc::testing::TestSystem {
     });
     REQUIRE(ended);
   }
+  // A browser's session on an endpoint of job `id`, opened through a link as `as`.
+  struct Session {
+    std::string host, cookie, origin;
+  };
+  Session OpenSession(jc::testing::RestClient& as, const std::string& id, json body = json::object());
   // OpenEndpoint as `as`.
   jc::testing::RestReply Open(jc::testing::RestClient& as, const std::string& id, json body = json::object()) {
     if (!body.contains("portName")) body["portName"] = "http";
@@ -292,6 +304,16 @@ std::pair<std::string, std::string> Split(const std::string& url) {
 std::string CookieOf(const Answer& a) {
   std::string set = a.Field("Set-Cookie");
   return set.substr(0, set.find(';'));
+}
+
+Endpoints::Session Endpoints::OpenSession(jc::testing::RestClient& as, const std::string& id, json body) {
+  auto link = Open(as, id, std::move(body));
+  INFO(link.body.dump());
+  REQUIRE(link.http_status == 200);
+  auto [host, enter] = Split(link.body["data"]["url"]);
+  Session out{host, CookieOf(Request(host, enter)), link.body["data"]["origin"]};
+  REQUIRE(!out.cookie.empty());
+  return out;
 }
 
 }  // namespace
@@ -596,12 +618,7 @@ TEST_CASE("the endpoint listener passes one request per connection whatever the 
   Endpoints e;
   auto alice = e.UserClient("alice", "lab", "MEMBER");
   const std::string id = e.StartService(*alice);
-  auto link = e.Open(*alice, id);
-  REQUIRE(link.http_status == 200);
-  auto [host, enter] = Split(link.body["data"]["url"]);
-  const std::string cookie = CookieOf(e.Request(host, enter));
-  REQUIRE(!cookie.empty());
-  const std::string origin = link.body["data"]["origin"];
+  auto [host, cookie, origin] = e.OpenSession(*alice, id);
 
   // A request and a second one behind it on the same connection, the replica keeping it
   // open: the first is answered with "Connection: close", the second reaches nobody.
@@ -742,12 +759,7 @@ TEST_CASE("an open WebSocket ends once its holder is no member, silent connectio
   ws->Send("still here");
   CHECK(ws->Read([](const std::string& g) { return g.size() >= 10; }) == "still here");
   REQUIRE(e.rest->Send("PUT", "/openapi/v1/users/alice/projects/lab", json{{"role", "VIEWER"}}.dump()).http_status == 200);
-  bool ended = jc::testing::WaitUntil([&] {
-    pollfd p{ws->fd, POLLIN, 0};
-    if (::poll(&p, 1, 100) <= 0) return false;
-    char c;
-    return ::recv(ws->fd, &c, 1, MSG_DONTWAIT) == 0;
-  });
+  bool ended = jc::testing::WaitUntil([&] { return ws->ClosedByPeer(); });
   CHECK(ended);
   e.StopAndWait(id);
 }
@@ -893,11 +905,7 @@ TEST_CASE("a caller that leaves while its answer streams frees everything at onc
   Endpoints e([](jc::server::AppOptions& o) { o.endpoint_passes.session_ttl = absl::Seconds(20); });
   auto alice = e.UserClient("alice", "lab", "MEMBER");
   const std::string id = e.StartService(*alice);
-  auto link = e.Open(*alice, id);
-  REQUIRE(link.http_status == 200);
-  auto [host, enter] = Split(link.body["data"]["url"]);
-  const std::string cookie = CookieOf(e.Request(host, enter));
-  REQUIRE(!cookie.empty());
+  auto [host, cookie, origin] = e.OpenSession(*alice, id);
 
   // More streams opened and left than the user's cap (32): none is held.
   for (int i = 0; i < 40; ++i) {
@@ -929,12 +937,7 @@ TEST_CASE("a caller that leaves while its answer streams frees everything at onc
                        "\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n"));
   REQUIRE(absl::StartsWith(ws.Read([](const std::string& g) { return g.find("\r\n\r\n") != std::string::npos; }),
                            "HTTP/1.1 101"));
-  CHECK(jc::testing::WaitUntil([&] {
-    pollfd p{ws.fd, POLLIN, 0};
-    if (::poll(&p, 1, 100) <= 0) return false;
-    char c;
-    return ::recv(ws.fd, &c, 1, MSG_DONTWAIT) == 0;
-  }));
+  CHECK(jc::testing::WaitUntil([&] { return ws.ClosedByPeer(); }));
   CHECK(e.Request(host, "/", absl::StrCat("Cookie: ", cookie, "\r\n")).status == 401);
   e.StopAndWait(id);
 }
