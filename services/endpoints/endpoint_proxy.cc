@@ -2,7 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -24,6 +24,7 @@
 #include "absl/strings/strip.h"
 #include "common/timestamp.h"
 #include "common/validate.h"
+#include "services/endpoints/head_gatherer.h"
 #include "services/endpoints/http_head.h"
 #include "services/gateway/elastic_pool.h"
 
@@ -31,7 +32,6 @@ namespace jc::endpoints {
 namespace {
 
 constexpr char kEnterPath[] = "/.jointcloud/enter";
-constexpr int kMaxPreAuthPerAddress = 32;
 constexpr size_t kMaxResponseHead = 64 << 10;
 constexpr int kSendTimeoutSeconds = 30;
 
@@ -51,29 +51,6 @@ std::string Answer(int code, absl::string_view reason, absl::string_view body,
                       "\r\nContent-Type: text/plain; charset=utf-8\r\nX-Content-Type-Options: nosniff\r\n"
                       "Cache-Control: no-store\r\nConnection: close\r\nContent-Length: ",
                       body.size() + 1, "\r\n", extra_fields, "\r\n", body, "\n");
-}
-
-// Reads until the head ends, `limit` bytes, the deadline or the peer's end. The bytes read
-// (possibly past the head); Unavailable when the peer went or was too slow, ResourceExhausted
-// when the head is too long.
-absl::StatusOr<std::string> ReadHead(int fd, absl::Time deadline, const std::atomic<bool>& stopping) {
-  std::string buffer;
-  char chunk[8192];
-  while (!HeadEnd(buffer).has_value()) {
-    if (buffer.size() > kMaxHeadBytes) return absl::ResourceExhaustedError("request head too large");
-    absl::Duration left = deadline - absl::Now();
-    if (left <= absl::ZeroDuration() || stopping.load()) return absl::UnavailableError("too slow");
-    pollfd p{fd, POLLIN, 0};
-    int ready = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(left) + 1, 200)));
-    if (ready < 0 && errno != EINTR) return absl::UnavailableError("poll");
-    if (ready <= 0) continue;
-    ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return absl::UnavailableError("the peer went");
-    buffer.append(chunk, static_cast<size_t>(n));
-  }
-  if (*HeadEnd(buffer) > kMaxHeadBytes) return absl::ResourceExhaustedError("request head too large");
-  return buffer;
 }
 
 std::string PeerAddress(int fd) {
@@ -162,7 +139,8 @@ absl::StatusOr<int> EndpointProxy::Bind(const std::string& host, int port) {
   if (int rc = ::getaddrinfo(name.empty() ? nullptr : name.c_str(), service.c_str(), &hints, &found); rc != 0) {
     return absl::InvalidArgumentError(absl::StrCat("endpoint listener: cannot resolve ", host, ": ", gai_strerror(rc)));
   }
-  int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  // Non-blocking: the acceptor takes what is queued and goes back to reading heads.
+  int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   bool bound = fd >= 0 && ::bind(fd, found->ai_addr, found->ai_addrlen) == 0 && ::listen(fd, 1024) == 0;
@@ -183,6 +161,27 @@ absl::StatusOr<int> EndpointProxy::Bind(const std::string& host, int port) {
 }
 
 void EndpointProxy::Start() {
+  // Every connection waiting for its head holds a descriptor: the soft limit (often 1024)
+  // goes up to the hard one, and what waits is bounded by what that leaves.
+  rlimit files{};
+  size_t pending = static_cast<size_t>(std::max(1, options_.max_pending_heads));
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0) {
+    if (files.rlim_cur < files.rlim_max) {
+      files.rlim_cur = files.rlim_max;
+      ::setrlimit(RLIMIT_NOFILE, &files);
+      ::getrlimit(RLIMIT_NOFILE, &files);
+    }
+    // Room for the open connections, the server's own sockets and files, and then the heads.
+    const rlim_t spare = static_cast<rlim_t>(options_.max_connections) + 1024;
+    if (files.rlim_cur != RLIM_INFINITY && files.rlim_cur < spare + pending) {
+      size_t fits = files.rlim_cur > spare + 64 ? static_cast<size_t>(files.rlim_cur - spare) : 64;
+      spdlog::warn("endpoint listener: {} open files allowed: at most {} connections wait for their request head, "
+                   "not {} (raise the limit with `ulimit -n` or LimitNOFILE=)",
+                   files.rlim_cur, fits, pending);
+      pending = fits;
+    }
+  }
+  pending_capacity_ = pending;
   acceptor_ = std::thread([this] { AcceptLoop(); });
   watcher_ = std::thread([this] { WatchLoop(); });
 }
@@ -201,60 +200,85 @@ void EndpointProxy::Stop() {
 }
 
 void EndpointProxy::AcceptLoop() {
-  while (!stopping_.load()) {
-    pollfd p{listen_fd_, POLLIN, 0};
-    if (::poll(&p, 1, 200) <= 0) continue;
-    sockaddr_storage peer{};
-    socklen_t peer_len = sizeof peer;
-    int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &peer_len, SOCK_CLOEXEC);
-    if (fd < 0) continue;
-    std::string address = PeerAddress(fd);
-    // Connections that have not shown a session yet are held to a share of the listener,
-    // and to a few per address: silent sockets from one place fill neither.
+  // A short answer, best effort, rather than a connection left hanging: never waiting on a
+  // peer that does not read.
+  auto refuse = [this](int fd, const char* why) {
+    std::string answer = Answer(503, "Service Unavailable", why, "Retry-After: 1\r\n");
+    ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    ::shutdown(fd, SHUT_WR);
+    ::close(fd);
+    Count("full");
+  };
+  HeadGatherer heads(pending_capacity_, options_.head_timeout, listen_fd_,
+                     [&](int fd, const std::string& address, std::string bytes, HeadGatherer::Outcome outcome) {
+    switch (outcome) {
+      case HeadGatherer::Outcome::kComplete:
+        break;
+      case HeadGatherer::Outcome::kTooLarge: {
+        std::string answer = Answer(431, "Request Header Fields Too Large", "the request head is over 16 KiB");
+        ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        ::close(fd);
+        Count("bad_request");
+        return;
+      }
+      default:
+        ::close(fd);
+        Count(outcome == HeadGatherer::Outcome::kEvicted ? "evicted" : "dropped");
+        return;
+    }
+    // A complete head: on to a thread. Those that have not shown a session yet (their
+    // checks take a look-up or two) may hold half of the places at most.
     const char* refused = nullptr;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (open_.load() >= options_.max_connections) {
         refused = "the endpoint listener is at its limit of open connections";
-      } else if (pre_auth_total_ >= std::max(1, options_.max_connections / 2) ||
-                 pre_auth_by_address_[address] >= kMaxPreAuthPerAddress) {
-        refused = "too many connections from this address are still sending their request";
+      } else if (pre_auth_total_ >= std::max(1, options_.max_connections / 2)) {
+        refused = "the endpoint listener is at its limit of requests being checked";
       } else {
         ++pre_auth_total_;
-        ++pre_auth_by_address_[address];
         ++open_;
       }
-      if (refused != nullptr && pre_auth_by_address_[address] == 0) pre_auth_by_address_.erase(address);
     }
-    if (refused != nullptr) {
-      // A short answer, best effort, rather than a connection left hanging.
-      timeval tv{1, 0};
-      ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-      SendAll(fd, Answer(503, "Service Unavailable", refused, "Retry-After: 1\r\n"));
-      ::shutdown(fd, SHUT_WR);
-      ::close(fd);
-      Count("full");
-      continue;
-    }
+    if (refused != nullptr) return refuse(fd, refused);
     if (metrics_) metrics_->open->Increment();
-    bool queued = pool_->TryEnqueue([this, fd, address] {
-      Serve(fd, address);
+    bool queued = pool_->TryEnqueue([this, fd, address, bytes = std::move(bytes)]() mutable {
+      Serve(fd, address, std::move(bytes));
       --open_;
       if (metrics_) metrics_->open->Decrement();
     });
     if (!queued) {  // stopping
       ::close(fd);
-      ReleasePreAuth(address);
+      ReleasePreAuth();
       --open_;
       if (metrics_) metrics_->open->Decrement();
     }
+  });
+  while (!stopping_.load()) {
+    bool accepting = heads.Poll(absl::Milliseconds(200));
+    waiting_heads_.store(heads.waiting());
+    if (!accepting) continue;
+    // Whatever the listener has queued, each connection to wait for its head.
+    for (;;) {
+      int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd >= 0) {
+        heads.Add(fd, PeerAddress(fd));
+        continue;
+      }
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        // Out of descriptors: the queue stays readable, so a pause rather than a spin.
+        Count("no_descriptor");
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+      break;
+    }
+    waiting_heads_.store(heads.waiting());
   }
 }
 
-void EndpointProxy::ReleasePreAuth(const std::string& address) {
+void EndpointProxy::ReleasePreAuth() {
   std::lock_guard<std::mutex> lock(mu_);
   --pre_auth_total_;
-  if (--pre_auth_by_address_[address] <= 0) pre_auth_by_address_.erase(address);
 }
 
 void EndpointProxy::WatchLoop() {
@@ -294,7 +318,7 @@ void EndpointProxy::WatchLoop() {
   }
 }
 
-void EndpointProxy::Serve(int fd, const std::string& address) {
+void EndpointProxy::Serve(int fd, const std::string& address, std::string head) {
   Connection conn;
   conn.fd = fd;
   conn.address = address;
@@ -306,22 +330,12 @@ void EndpointProxy::Serve(int fd, const std::string& address) {
     id = next_id_++;
     connections_[id] = &conn;
   }
-  if (!stopping_.load()) {
-    auto head = ReadHead(fd, absl::Now() + options_.head_timeout, stopping_);
-    if (head.ok()) {
-      Proxy(conn, std::move(*head));
-    } else if (absl::IsResourceExhausted(head.status())) {
-      SendAll(fd, Answer(431, "Request Header Fields Too Large", "the request head is over 16 KiB"));
-      Count("bad_request");
-    } else {
-      Count("dropped");
-    }
-  }
+  if (!stopping_.load()) Proxy(conn, std::move(head));
   {
     std::lock_guard<std::mutex> lock(mu_);
     connections_.erase(id);
   }
-  if (conn.pre_auth) ReleasePreAuth(address);
+  if (conn.pre_auth) ReleasePreAuth();
   std::lock_guard<std::mutex> lock(conn.mu);
   ::close(fd);
 }
@@ -495,7 +509,7 @@ void EndpointProxy::Proxy(Connection& conn, std::string buffer) {
       if (--self->per_caller_[user] <= 0) self->per_caller_.erase(user);
     }
   } release{this, pass->user_name};
-  ReleasePreAuth(conn.address);
+  ReleasePreAuth();
   {
     std::lock_guard<std::mutex> lock(conn.mu);
     conn.pre_auth = false;

@@ -19,6 +19,8 @@
 // HTTP bodies, chunked or not, and WebSocket frames need no parsing here. A connection
 // holds two threads of an elastic pool (started as the pool grows, never per request)
 // while it is open; at most `max_connections` are, and `max_per_caller` for one user.
+// Until its request head has arrived it holds no thread: the acceptor reads heads of
+// thousands of connections on one epoll set (head_gatherer.h).
 
 #include <atomic>
 #include <functional>
@@ -60,6 +62,9 @@ struct EndpointProxyOptions {
   int max_connections = 512;
   int max_per_caller = 32;
   absl::Duration head_timeout = absl::Seconds(10);  // a request head slower than this is dropped
+  // Connections waiting for their request head (no thread each: head_gatherer.h); past
+  // this, the one waiting longest is dropped.
+  int max_pending_heads = 4096;
 };
 
 // What the holder of a pass may do in its project now: its role, looked up again (the API
@@ -86,6 +91,8 @@ class EndpointProxy final : public jobs::EndpointTickets {
   // The cookie its sessions go by ("__Host-jc_endpoint" over https).
   std::string CookieName() const;
   int open_connections() const { return open_.load(); }
+  // Connections waiting for their request head (those hold no thread).
+  size_t waiting_heads() const { return waiting_heads_.load(); }
 
  private:
   struct Connection;
@@ -94,8 +101,8 @@ class EndpointProxy final : public jobs::EndpointTickets {
   // Cancels tunnels whose adapter does not answer, and ends connections whose holder is no
   // member any more.
   void WatchLoop();
-  void Serve(int fd, const std::string& address);
-  void ReleasePreAuth(const std::string& address);
+  void Serve(int fd, const std::string& address, std::string head);
+  void ReleasePreAuth();
   static void KeepOwnCookies(HttpHead& answer, const std::string& cookie);
   // Everything from the head read to the tunnel's end; a refusal is answered on `fd`.
   void Proxy(Connection& conn, std::string buffer);
@@ -116,8 +123,9 @@ class EndpointProxy final : public jobs::EndpointTickets {
   std::mutex mu_;
   std::map<uint64_t, Connection*> connections_;  // open ones, to end at Stop
   std::map<std::string, int> per_caller_;        // open tunnels by user
-  int pre_auth_total_ = 0;                       // connections that have shown no session yet
-  std::map<std::string, int> pre_auth_by_address_;
+  int pre_auth_total_ = 0;                       // connections with a head, not yet a session
+  size_t pending_capacity_ = 0;                  // connections that may wait for their head
+  std::atomic<size_t> waiting_heads_{0};
   uint64_t next_id_ = 0;
   std::atomic<uint64_t> next_replica_{0};  // the task endpoints' turn
 
