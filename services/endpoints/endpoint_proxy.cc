@@ -531,6 +531,13 @@ void EndpointProxy::Proxy(Connection& conn, std::string buffer) {
   up.Add("X-Forwarded-Host", host);
   up.Add("X-Forwarded-Proto", options_.scheme);
   up.Add("X-Forwarded-User", pass->user_name);
+  // The listener proves itself to the replica with the job's endpoint token (its replicas
+  // have it as JC_ENDPOINT_TOKEN; Jupyter reads it as JUPYTER_TOKEN), unless the caller
+  // brings a credential of its own for the replica. Other processes on the replica's host
+  // reach its port without the listener; they lack the token.
+  if (!routes->front().token.empty() && head->Values("Authorization").empty()) {
+    up.Add("Authorization", absl::StrCat("token ", routes->front().token));
+  }
   const bool websocket = head->Lists("Connection", "upgrade") && head->Lists("Upgrade", "websocket");
   // Where the request ends: bytes after it are another request, which is never passed.
   auto framing = RequestBodyFraming(*head);

@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "services/estimator/job_class.h"
+#include "common/auth/api_token.h"
 #include "common/audit/audit_log.h"
 #include "common/status_macros.h"
 #include "common/store/doc.h"
@@ -701,6 +702,18 @@ void JobManager::OnCreate(v1::CreateTrainJobRequest req, CreateReply reply, std:
     reply->set_value(admitted);
     return;
   }
+  // A secret between the endpoint listener and the job's replicas, where it has ports.
+  std::string endpoint_token;
+  bool has_ports = false;
+  for (const auto& task : req.tasks()) has_ports |= task.ports_size() > 0;
+  if (has_ports) {
+    auto token = auth::RandomSecret(32);
+    if (!token.ok()) {
+      reply->set_value(token.status());
+      return;
+    }
+    endpoint_token = *std::move(token);
+  }
   NewJob c;
   c.reply = std::move(reply);
   c.audit = std::move(audit);
@@ -708,6 +721,7 @@ void JobManager::OnCreate(v1::CreateTrainJobRequest req, CreateReply reply, std:
   record.set_seq(next_seq_++);
   record.set_job_id(absl::StrFormat("job-%08d", record.seq()));
   record.set_origin(origin_);
+  record.set_endpoint_token(std::move(endpoint_token));
   absl::Time now = clock_->Now();
   *record.mutable_received_at() = ToTimestamp(now);
   *record.mutable_updated_at() = ToTimestamp(now);
@@ -1240,7 +1254,7 @@ absl::StatusOr<std::vector<JobManager::EndpointRoute>> JobManager::RoutesToEndpo
     auto address = addresses_.Of(rep.center_id());
     if (!address.ok()) return address.status();
     return EndpointRoute{{rep.center_id(), *address}, ReplicaKeyOf(record, i), record.request().project(),
-                         rep.replica_index()};
+                         rep.replica_index(), record.endpoint_token()};
   };
   std::vector<EndpointRoute> out;
   if (index >= 0) {
@@ -1672,6 +1686,7 @@ std::optional<apb::SubmitReplicaRequest> JobManager::SubmitRequest(const Dispatc
   env["JC_REPLICA_INDEX"] = absl::StrCat(rep.replica_index());
   env["JC_REPLICA_NUMBER"] = absl::StrCat(task.replica_number());
   env["JC_ATTEMPT"] = absl::StrCat(rep.attempt());
+  if (!r.endpoint_token().empty()) env["JC_ENDPOINT_TOKEN"] = r.endpoint_token();
   return req;
 }
 

@@ -164,6 +164,7 @@ class JobManager {
     apb::ReplicaKey key;
     std::string project;
     int replica_index = 0;
+    std::string token;  // the job's endpoint token (JobRecord.endpoint_token); empty: none
   };
   absl::StatusOr<std::vector<EndpointRoute>> RoutesToEndpoint(const std::string& job_id, int task_index,
                                                               int replica_index, const std::string& port_name);

@@ -106,7 +106,8 @@ def serve(c):
             websocket(c, fields['sec-websocket-key'][0], rest)
     else:
         path = lines[0].split(' ')[1]
-        body = json.dumps({'line': lines[0], 'fields': fields, 'port': PORT}).encode()
+        body = json.dumps({'line': lines[0], 'fields': fields, 'port': PORT,
+                           'token': os.environ.get('JC_ENDPOINT_TOKEN', '')}).encode()
         status = b'200 OK'
         if path == '/ready' and os.path.exists('/tmp/jc-echo-down-%d' % PORT):
             status = b'503 Service Unavailable'  # the test took this replica out
@@ -367,6 +368,18 @@ TEST_CASE("a member opens a service's endpoint with a link, on the endpoint's ow
   CHECK(seen["fields"]["x-forwarded-user"] == json::array({"alice"}));
   CHECK(seen["fields"]["connection"] == json::array({"close"}));
   CHECK(seen["fields"]["host"] == json::array({host}));
+  // The listener proves itself with the job's endpoint token, which the replica has in its
+  // environment (JC_ENDPOINT_TOKEN) and nobody sees in the job; a caller's own credential
+  // passes instead, untouched.
+  const std::string endpoint_token = seen["token"];
+  CHECK(endpoint_token.size() >= 40);
+  CHECK(seen["fields"]["authorization"] == json::array({"token " + endpoint_token}));
+  for (const std::string view : {"/openapi/v1/trainjob/" + id, std::string("/openapi/v1/trainjob")}) {
+    CHECK_FALSE(absl::StrContains(alice->Get(view).body.dump(), endpoint_token));
+  }
+  Answer own = e.Request(host, "/", absl::StrCat("Cookie: ", cookie, "\r\nAuthorization: Basic YWxpY2U6eA==\r\n"));
+  REQUIRE(own.status == 200);
+  CHECK(json::parse(own.body)["fields"]["authorization"] == json::array({"Basic YWxpY2U6eA=="}));
   // A page of its own origin may post; another origin's (another endpoint's) may not.
   Answer same = e.Request(host, "/api", absl::StrCat("Cookie: ", cookie, "\r\nOrigin: ", origin,
                                                      "\r\nContent-Length: 2\r\n\r\nhi"), "POST");

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "adapters/native/nexec_backend.h"
 #include "adapters/sdk/run_adapter.h"
@@ -28,8 +29,9 @@ struct NexecCenter {
   std::unique_ptr<adapter::NexecBackend> backend;
   std::unique_ptr<adapter::AdapterServer> adapter;
 
-  // One host of `cpus` CPUs and 8 GiB.
-  explicit NexecCenter(const std::string& name = "center", int cpus = 4) {
+  // One host of `cpus` CPUs and 8 GiB; `agent_flags` for its agent (a registry's, say).
+  explicit NexecCenter(const std::string& name = "center", int cpus = 4,
+                       const std::vector<std::string>& agent_flags = {}) {
     static std::atomic<int> n{0};
     UsePrivateMunged();  // the master, agent and backends all sign with it
     dir = std::filesystem::temp_directory_path() /
@@ -43,11 +45,11 @@ struct NexecCenter {
     INFO(master->Log());
     REQUIRE(port);
     address = "127.0.0.1:" + *port;
-    agent = std::make_unique<Process>(
-        std::vector<std::string>{JC_NEXEC_AGENT, "--master=" + address, "--host=" + name + "-node1",
-                                 "--resources=cpus=" + std::to_string(cpus) + ",mem=8G",
-                                 "--state_dir=" + (dir / "agent-state").string()},
-        (dir / "agent.log").string());
+    std::vector<std::string> agent_args{JC_NEXEC_AGENT, "--master=" + address, "--host=" + name + "-node1",
+                                        "--resources=cpus=" + std::to_string(cpus) + ",mem=8G",
+                                        "--state_dir=" + (dir / "agent-state").string()};
+    agent_args.insert(agent_args.end(), agent_flags.begin(), agent_flags.end());
+    agent = std::make_unique<Process>(agent_args, (dir / "agent.log").string());
     adapter::NexecBackend probe(address, "", nexec::MungeAuth::Munge(""));
     bool joined = WaitUntil([&] {
       auto info = probe.Describe();

@@ -103,4 +103,22 @@ absl::StatusOr<std::string> OciRegistry::PushImage(const std::string& repository
   return digest;
 }
 
+absl::StatusOr<std::string> OciRegistry::PushLayout(const std::string& layout, const std::string& layout_tag,
+                                                    const std::string& repository, const std::string& tag) {
+  const std::string digest_file = absl::StrCat(dir_, "/push-", ++pushes_, ".digest");
+  if (absl::Status s = Run({"/usr/bin/skopeo", "copy", "--quiet", "--dest-cert-dir", ca_dir_, "--dest-creds",
+                            absl::StrCat(kUser, ":", kPassword), "--digestfile", digest_file,
+                            absl::StrCat("oci:", layout, ":", layout_tag),
+                            absl::StrCat("docker://", host_, "/", repository, ":", tag)},
+                           digest_file + ".log");
+      !s.ok()) {
+    return s;
+  }
+  std::ifstream in(digest_file);
+  std::string digest;
+  std::getline(in, digest);
+  if (digest.rfind("sha256:", 0) != 0) return absl::InternalError("skopeo wrote no digest to " + digest_file);
+  return digest;
+}
+
 }  // namespace jc::testing

@@ -33,6 +33,10 @@ class OciRegistry {
   // holding device nodes and set-id files, for the attacks of issue 44).
   absl::StatusOr<std::string> PushWith(const std::string& repository, const std::string& tag, const std::string& text,
                                        const std::vector<std::string>& env);
+  // Pushes the image `layout_tag` of the OCI layout `layout` (one made elsewhere: the
+  // notebook image) as host()/repository:tag. Returns its manifest's digest.
+  absl::StatusOr<std::string> PushLayout(const std::string& layout, const std::string& layout_tag,
+                                         const std::string& repository, const std::string& tag);
 
  private:
   OciRegistry() = default;
