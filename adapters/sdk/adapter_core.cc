@@ -236,6 +236,7 @@ absl::StatusOr<pb::CenterInfo> AdapterCore::Info() {
   // A center with its own registry is given images with content by a copy into it.
   info.set_receives_images(images_.receives() || (mirror_.configured() && backend_->RunsImages()));
   info.set_runs_images(backend_->RunsImages());
+  info.set_port_range_size(center_.port_first > 0 ? center_.port_last - center_.port_first + 1 : 0);
   info.set_image_registry(center_.image_registry);
   info.set_adapter_version("jointcloud-adapter-sdk/1");
   return info;

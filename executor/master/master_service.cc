@@ -107,7 +107,15 @@ class MasterService final
   Status ListTimedJobs(ServerContext* ctx, const pb::ListTimedJobsRequest* req,
                        pb::ListTimedJobsResponse* resp) override {
     NEXEC_CALLER(caller, "ListTimedJobs");
-    for (auto& tj : m_->ListTimedJobs()) *resp->add_timed_jobs() = std::move(tj);
+    for (auto& tj : m_->ListTimedJobs()) {
+      // Another account's timed job shows what a job of theirs does: not its command,
+      // environment (the endpoint tokens a replica gets, say) or image.
+      pb::Job view;
+      *view.mutable_spec() = std::move(*tj.mutable_spec());
+      m_->HidePrivate(Of(caller), &view);
+      *tj.mutable_spec() = std::move(*view.mutable_spec());
+      *resp->add_timed_jobs() = std::move(tj);
+    }
     return Status::OK;
   }
   Status RemoveTimedJob(ServerContext* ctx, const pb::TimedJobRef* req, pb::TimedJob* resp) override {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <future>
+#include <set>
 
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
@@ -24,6 +25,7 @@
 #include "absl/strings/strip.h"
 #include "common/timestamp.h"
 #include "common/validate.h"
+#include "services/endpoints/activity_probe.h"
 #include "services/endpoints/head_gatherer.h"
 #include "services/endpoints/http_head.h"
 #include "services/gateway/elastic_pool.h"
@@ -184,12 +186,18 @@ void EndpointProxy::Start() {
   pending_capacity_ = pending;
   acceptor_ = std::thread([this] { AcceptLoop(); });
   watcher_ = std::thread([this] { WatchLoop(); });
+  prober_ = std::thread([this] { ActivityLoop(); });
 }
 
 void EndpointProxy::Stop() {
   if (stopping_.exchange(true)) return;
   if (acceptor_.joinable()) acceptor_.join();
   if (watcher_.joinable()) watcher_.join();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (probe_tunnel_ != nullptr) probe_tunnel_->Cancel();
+  }
+  if (prober_.joinable()) prober_.join();
   if (listen_fd_ >= 0) ::close(listen_fd_);
   listen_fd_ = -1;
   {
@@ -247,11 +255,15 @@ void EndpointProxy::AcceptLoop() {
       --open_;
       if (metrics_) metrics_->open->Decrement();
     });
-    if (!queued) {  // stopping
-      ::close(fd);
+    if (!queued) {  // stopping, or no thread could be made for it
       ReleasePreAuth();
       --open_;
       if (metrics_) metrics_->open->Decrement();
+      if (stopping_.load()) {
+        ::close(fd);
+      } else {
+        refuse(fd, "the endpoint listener cannot start a thread for this connection now");
+      }
     }
   });
   while (!stopping_.load()) {
@@ -266,14 +278,108 @@ void EndpointProxy::AcceptLoop() {
         continue;
       }
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-        // Out of descriptors: the queue stays readable, so a pause rather than a spin.
+        // Out of descriptors (another surface holds them): the head waiting longest gives its
+        // own up for the new connection; with none waiting, a pause rather than a spin.
         Count("no_descriptor");
+        if (heads.EvictOldest()) continue;
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
       break;
     }
     waiting_heads_.store(heads.waiting());
   }
+}
+
+void EndpointProxy::NoteUse(const std::string& job_id) {
+  std::lock_guard<std::mutex> lock(activity_mu_);
+  used_[job_id] = absl::Now();
+  if (used_.size() > kMaxActivityJobs) {
+    // Bounded: the half used longest ago goes (a job gone long ago, most likely).
+    std::vector<std::pair<absl::Time, std::string>> by_time;
+    for (const auto& [id, at] : used_) by_time.emplace_back(at, id);
+    std::nth_element(by_time.begin(), by_time.begin() + by_time.size() / 2, by_time.end());
+    for (size_t i = 0; i < by_time.size() / 2; ++i) used_.erase(by_time[i].second);
+  }
+}
+
+std::optional<absl::Time> EndpointProxy::LastActivity(const std::string& job_id) {
+  std::lock_guard<std::mutex> lock(activity_mu_);
+  // A replica that reports its own use is believed over the requests that reached it (an
+  // open tab polls); one that has not answered yet is judged by its requests.
+  if (auto it = reported_.find(job_id); it != reported_.end()) return it->second;
+  if (auto it = used_.find(job_id); it != used_.end()) return it->second;
+  return std::nullopt;
+}
+
+void EndpointProxy::ActivityLoop() {
+  absl::Time next = absl::Now();
+  while (!stopping_.load()) {
+    if (absl::Now() < next) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::clamp<int64_t>(
+          absl::ToInt64Milliseconds(next - absl::Now()), 1, 200)));
+      continue;
+    }
+    next = absl::Now() + options_.activity_interval;
+    std::set<std::string> asked;
+    for (const jobs::ActivityProbe& probe : jobs_->ActivityProbes()) {
+      if (stopping_.load()) return;
+      asked.insert(probe.job_id);
+      auto used = Probe(probe);
+      if (!used.ok()) {
+        spdlog::debug("endpoint listener: the activity of job {} (port {}, {}) is unknown: {}", probe.job_id,
+                      probe.port_name, probe.path, std::string(used.status().message()));
+        continue;
+      }
+      std::lock_guard<std::mutex> lock(activity_mu_);
+      absl::Time& known = reported_[probe.job_id];
+      known = std::max(known, *used);
+    }
+    // What is no longer asked (the job ended, or this instance no longer leads) is let go.
+    std::lock_guard<std::mutex> lock(activity_mu_);
+    for (auto it = reported_.begin(); it != reported_.end();) {
+      it = asked.count(it->first) > 0 ? std::next(it) : reported_.erase(it);
+    }
+  }
+}
+
+absl::StatusOr<absl::Time> EndpointProxy::Probe(const jobs::ActivityProbe& probe) {
+  auto routes = jobs_->RoutesToEndpoint(probe.job_id, probe.task_index, 0, probe.port_name);
+  if (!routes.ok()) return routes.status();
+  const jobs::JobManager::EndpointRoute& route = routes->front();
+  auto opened = jobs_->adapters()->OpenTunnel(route.adapter, route.key, probe.port_name);
+  if (!opened.ok()) return opened.status();
+  southbound::Tunnel& tunnel = **opened;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_.load()) return absl::CancelledError("stopping");
+    probe_tunnel_ = &tunnel;  // cancelled by WatchLoop past the deadline, or by Stop
+    probe_deadline_ = absl::Now() + kProbeTimeout;
+  }
+  struct Unregister {
+    EndpointProxy* self;
+    ~Unregister() {
+      std::lock_guard<std::mutex> lock(self->mu_);
+      self->probe_tunnel_ = nullptr;
+    }
+  } unregister{this};
+  absl::StatusOr<absl::Time> used = absl::UnavailableError("not asked");
+  if (absl::Status connected = tunnel.AwaitConnected(); !connected.ok()) {
+    used = connected;
+  } else {
+    const std::string host = absl::StrCat(HostLabel({probe.job_id, probe.task_index, 0, probe.port_name}), ".",
+                                          options_.domain);
+    used = ProbeActivity(tunnel, host, probe.path, route.token);
+  }
+  tunnel.Cancel();
+  tunnel.Finish().IgnoreError();  // only releases the call: the answer was read or is not wanted
+  if (!used.ok()) return used;
+  // Never a time to come: a replica's word cannot hold its job open for ever. Within a few
+  // seconds (two clocks) it is now; further ahead it is no answer.
+  const absl::Time now = absl::Now();
+  if (*used > now + kClockSkew) {
+    return absl::InvalidArgumentError(absl::StrCat("last_activity ", absl::FormatTime(*used), " is to come"));
+  }
+  return std::min(*used, now);
 }
 
 void EndpointProxy::ReleasePreAuth() {
@@ -291,6 +397,7 @@ void EndpointProxy::WatchLoop() {
     std::vector<std::pair<uint64_t, EndpointPass>> due;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      if (probe_tunnel_ != nullptr && now > probe_deadline_) probe_tunnel_->Cancel();  // an activity probe
       for (auto& [id, conn] : connections_) {
         std::lock_guard<std::mutex> c(conn->mu);
         if (conn->tunnel != nullptr && now > conn->connect_deadline) conn->tunnel->Cancel();
@@ -489,17 +596,20 @@ void EndpointProxy::Proxy(Connection& conn, std::string buffer) {
     Count(gone ? "not_found" : "not_running");
     return;
   }
+  bool caller_full = false;
   {
+    // Never a send under mu_: the acceptor takes it for every head.
     std::lock_guard<std::mutex> lock(mu_);
-    if (per_caller_[pass->user_name] >= options_.max_per_caller) {
-      SendAll(fd, Answer(429, "Too Many Requests",
-                         absl::StrCat(pass->user_name, " has ", options_.max_per_caller,
-                                      " endpoint connections open, the most one user may"),
-                         "Retry-After: 1\r\n"));
-      Count("caller_full");
-      return;
-    }
-    ++per_caller_[pass->user_name];
+    caller_full = per_caller_[pass->user_name] >= options_.max_per_caller;
+    if (!caller_full) ++per_caller_[pass->user_name];
+  }
+  if (caller_full) {
+    SendAll(fd, Answer(429, "Too Many Requests",
+                       absl::StrCat(pass->user_name, " has ", options_.max_per_caller,
+                                    " endpoint connections open, the most one user may"),
+                       "Retry-After: 1\r\n"));
+    Count("caller_full");
+    return;
   }
   struct Release {
     EndpointProxy* self;
@@ -516,6 +626,7 @@ void EndpointProxy::Proxy(Connection& conn, std::string buffer) {
     conn.pass = *pass;
     conn.checked = absl::Now();
   }
+  NoteUse(key->job_id);  // a request through it: the job is in use (idle limits)
 
   // What the replica sees: its own cookies only, who is calling (never a caller's own
   // forwarding fields, in any spelling), and one request per connection unless it is a
@@ -762,6 +873,7 @@ void EndpointProxy::Proxy(Connection& conn, std::string buffer) {
   };
   bool sent = t.Send(up.Serialize()) && forward(std::string_view(buffer).substr(head_end));
   bool caller_left = false;
+  absl::Time last_noted = absl::Now();
   char chunk[64 << 10];
   while (sent && !shared->down_ended.load()) {
     ssize_t got = ::recv(fd, chunk, sizeof chunk, 0);
@@ -777,6 +889,10 @@ void EndpointProxy::Proxy(Connection& conn, std::string buffer) {
       break;
     }
     if (shared->final_answer.load()) continue;  // the answer began: what follows is not passed
+    if (shared->upgraded.load() && absl::Now() - last_noted >= absl::Seconds(1)) {
+      last_noted = absl::Now();  // a WebSocket the caller writes to is in use
+      NoteUse(key->job_id);
+    }
     if (!forward(std::string_view(chunk, static_cast<size_t>(got)))) {
       t.Cancel();
       break;

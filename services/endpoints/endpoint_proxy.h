@@ -27,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -34,6 +35,7 @@
 #include "services/endpoints/endpoint_name.h"
 #include "services/endpoints/endpoint_passes.h"
 #include "services/endpoints/http_head.h"
+#include "services/jobs/endpoint_activity.h"
 #include "services/jobs/endpoint_tickets.h"
 #include "services/jobs/job_manager.h"
 
@@ -65,13 +67,16 @@ struct EndpointProxyOptions {
   // Connections waiting for their request head (no thread each: head_gatherer.h); past
   // this, the one waiting longest is dropped.
   int max_pending_heads = 4096;
+  // How often the replicas of interactive jobs with an idleTimeout are asked for their own
+  // use (PortSpec.activity_path).
+  absl::Duration activity_interval = absl::Seconds(30);
 };
 
 // What the holder of a pass may do in its project now: its role, looked up again (the API
 // token it was issued through still valid, the user's membership as it stands).
 using RoleNow = std::function<absl::StatusOr<auth::ProjectRole>(const EndpointPass& pass)>;
 
-class EndpointProxy final : public jobs::EndpointTickets {
+class EndpointProxy final : public jobs::EndpointTickets, public jobs::EndpointActivity {
  public:
   EndpointProxy(EndpointProxyOptions options, EndpointPasses* passes, jobs::JobManager* jobs, RoleNow role_now,
                 prometheus::Registry* metrics = nullptr);
@@ -91,6 +96,9 @@ class EndpointProxy final : public jobs::EndpointTickets {
   // The cookie its sessions go by ("__Host-jc_endpoint" over https).
   std::string CookieName() const;
   int open_connections() const { return open_.load(); }
+  // The job's last use: a request through its endpoints, or what its replica reported at
+  // an activity path (jobs::EndpointActivity; idle limits).
+  std::optional<absl::Time> LastActivity(const std::string& job_id) override;
   // Connections waiting for their request head (those hold no thread).
   size_t waiting_heads() const { return waiting_heads_.load(); }
 
@@ -102,6 +110,11 @@ class EndpointProxy final : public jobs::EndpointTickets {
   // member any more.
   void WatchLoop();
   void Serve(int fd, const std::string& address, std::string head);
+  // Asks the replicas that report their own use (JobManager::ActivityProbes), each
+  // `activity_interval`, one at a time.
+  void ActivityLoop();
+  absl::StatusOr<absl::Time> Probe(const jobs::ActivityProbe& probe);
+  void NoteUse(const std::string& job_id);
   void ReleasePreAuth();
   static void KeepOwnCookies(HttpHead& answer, const std::string& cookie);
   // Everything from the head read to the tunnel's end; a refusal is answered on `fd`.
@@ -118,6 +131,12 @@ class EndpointProxy final : public jobs::EndpointTickets {
   int port_ = 0;
   std::thread acceptor_;
   std::thread watcher_;
+  std::thread prober_;
+  southbound::Tunnel* probe_tunnel_ = nullptr;  // guarded by mu_
+  absl::Time probe_deadline_;                   // guarded by mu_
+  std::mutex activity_mu_;
+  std::map<std::string, absl::Time> used_;      // by job: the last request through its endpoints
+  std::map<std::string, absl::Time> reported_;  // by job: the latest use its replica reported
   std::atomic<bool> stopping_{false};
   std::atomic<int> open_{0};
   std::mutex mu_;
@@ -131,6 +150,9 @@ class EndpointProxy final : public jobs::EndpointTickets {
 
   static constexpr absl::Duration kConnectTimeout = absl::Seconds(10);
   static constexpr absl::Duration kRecheck = absl::Seconds(10);
+  static constexpr absl::Duration kProbeTimeout = absl::Seconds(10);
+  static constexpr absl::Duration kClockSkew = absl::Seconds(5);
+  static constexpr size_t kMaxActivityJobs = 100000;
   static constexpr std::chrono::seconds kCallerGoneGrace{10};
 };
 

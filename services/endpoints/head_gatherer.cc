@@ -13,7 +13,10 @@
 namespace jc::endpoints {
 
 HeadGatherer::HeadGatherer(size_t capacity, absl::Duration timeout, int watch_fd, Done done)
-    : capacity_(std::max<size_t>(1, capacity)), timeout_(timeout), watch_fd_(watch_fd), done_(std::move(done)) {
+    : capacity_(std::max<size_t>(1, capacity)),
+      timeout_(absl::ToChronoNanoseconds(timeout)),
+      watch_fd_(watch_fd),
+      done_(std::move(done)) {
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   if (watch_fd_ >= 0) {
     epoll_event ev{};
@@ -29,10 +32,7 @@ HeadGatherer::~HeadGatherer() {
 }
 
 void HeadGatherer::Add(int fd, std::string address) {
-  while (waiting_.size() >= capacity_ && !by_age_.empty()) {
-    uint64_t oldest = by_age_.front();
-    by_age_.pop_front();
-    if (waiting_.count(oldest) > 0) Finish(oldest, Outcome::kEvicted);
+  while (waiting_.size() >= capacity_ && EvictOldest()) {
   }
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   uint64_t id = next_id_++;
@@ -43,10 +43,22 @@ void HeadGatherer::Add(int fd, std::string address) {
     done_(fd, address, "", Outcome::kGone);
     return;
   }
-  waiting_.emplace(id, Waiting{fd, std::move(address), "", absl::Now() + timeout_});
+  waiting_.emplace(id, Waiting{fd, std::move(address), "", std::chrono::steady_clock::now() + timeout_});
   by_age_.push_back(id);
   // Bytes that came with the connection are read at once.
   Read(id);
+}
+
+bool HeadGatherer::EvictOldest() {
+  while (!by_age_.empty()) {
+    uint64_t oldest = by_age_.front();
+    by_age_.pop_front();
+    if (waiting_.count(oldest) > 0) {
+      Finish(oldest, Outcome::kEvicted);
+      return true;
+    }
+  }
+  return false;
 }
 
 void HeadGatherer::Finish(uint64_t id, Outcome outcome) {
@@ -90,7 +102,10 @@ bool HeadGatherer::Poll(absl::Duration wait) {
   // Never past the next deadline.
   while (!by_age_.empty() && waiting_.count(by_age_.front()) == 0) by_age_.pop_front();
   if (!by_age_.empty()) {
-    int64_t until = absl::ToInt64Milliseconds(waiting_.at(by_age_.front()).deadline - absl::Now()) + 1;
+    int64_t until = std::chrono::duration_cast<std::chrono::milliseconds>(waiting_.at(by_age_.front()).deadline -
+                                                                          std::chrono::steady_clock::now())
+                        .count() +
+                    1;
     timeout_ms = static_cast<int>(std::clamp<int64_t>(until, 0, timeout_ms));
   }
   int n = ::epoll_wait(epoll_fd_, events, 256, timeout_ms);
@@ -103,7 +118,7 @@ bool HeadGatherer::Poll(absl::Duration wait) {
     }
   }
   // All wait the same time, so the oldest run out first.
-  absl::Time now = absl::Now();
+  const auto now = std::chrono::steady_clock::now();
   while (!by_age_.empty()) {
     uint64_t oldest = by_age_.front();
     auto it = waiting_.find(oldest);

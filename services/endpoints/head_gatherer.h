@@ -11,6 +11,7 @@
 // sockets evicts itself — from one address or from many, and behind a proxy that gives
 // every caller the same address too.
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -44,6 +45,9 @@ class HeadGatherer {
   // Waits up to `wait` for bytes, reads what came, tells Done of heads completed and of
   // connections that ran out of time. True when `watch_fd` is readable.
   bool Poll(absl::Duration wait);
+  // Drops the connection that has waited longest (Done is told kEvicted): a descriptor for
+  // a new one when the process has none left. False when none waits.
+  bool EvictOldest();
   size_t waiting() const { return waiting_.size(); }
   size_t capacity() const { return capacity_; }
 
@@ -52,13 +56,13 @@ class HeadGatherer {
     int fd;
     std::string address;
     std::string bytes;
-    absl::Time deadline;
+    std::chrono::steady_clock::time_point deadline;  // a step of the wall clock moves none
   };
   void Finish(uint64_t id, Outcome outcome);
   void Read(uint64_t id);
 
   size_t capacity_;
-  absl::Duration timeout_;
+  std::chrono::nanoseconds timeout_;
   int watch_fd_;
   Done done_;
   int epoll_fd_ = -1;

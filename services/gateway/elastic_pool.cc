@@ -1,6 +1,7 @@
 #include "services/gateway/elastic_pool.h"
 
 #include <algorithm>
+#include <system_error>
 #include <thread>
 
 namespace jc::gateway {
@@ -16,18 +17,34 @@ ElasticPool::ElasticPool(int min_threads, int max_threads, std::chrono::millisec
 
 ElasticPool::~ElasticPool() { shutdown(); }
 
-void ElasticPool::enqueue(std::function<void()> fn) { TryEnqueue(std::move(fn)); }
+void ElasticPool::enqueue(std::function<void()> fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Enqueue(std::move(fn), /*refuse_without_thread=*/false);
+}
 
 bool ElasticPool::TryEnqueue(std::function<void()> fn) {
   std::lock_guard<std::mutex> lock(mu_);
+  return Enqueue(std::move(fn), /*refuse_without_thread=*/true);
+}
+
+bool ElasticPool::Enqueue(std::function<void()> fn, bool refuse_without_thread) {
   if (stopping_) return false;
   queue_.push_back(std::move(fn));
-  work_cv_.notify_one();
   // Every queued connection that no idle thread will take gets a thread of its own.
   if (static_cast<int>(queue_.size()) > idle_ && threads_ < max_) {
-    ++threads_;
-    std::thread([this] { Work(); }).detach();
+    try {
+      std::thread([this] { Work(); }).detach();  // it waits for mu_, held here
+      ++threads_;
+    } catch (const std::system_error&) {
+      // No thread to be had: an attacker's flood must not abort the process (std::terminate
+      // from the acceptor's thread took the whole control plane down).
+      if (refuse_without_thread) {
+        queue_.pop_back();
+        return false;
+      }
+    }
   }
+  work_cv_.notify_one();
   return true;
 }
 

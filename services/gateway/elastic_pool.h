@@ -25,7 +25,9 @@ class ElasticPool final : public httplib::TaskQueue {
 
   void enqueue(std::function<void()> fn) override;
   // As enqueue; false (and `fn` dropped) once the pool is stopping, so that a caller waiting
-  // on `fn` knows it will never run.
+  // on `fn` knows it will never run, and when `fn` needs a new thread and none can be made
+  // (the process's limit on threads): refused, rather than queued behind work that may hold
+  // every thread for hours. enqueue queues it then, for a thread that frees up.
   bool TryEnqueue(std::function<void()> fn);
   // Runs what is queued, then stops every thread; returns once they are gone.
   void shutdown() override;
@@ -35,6 +37,8 @@ class ElasticPool final : public httplib::TaskQueue {
 
  private:
   void Work();
+  // mu_ held.
+  bool Enqueue(std::function<void()> fn, bool refuse_without_thread);
 
   const int min_, max_;
   const std::chrono::milliseconds idle_exit_;

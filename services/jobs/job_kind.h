@@ -47,6 +47,10 @@ inline std::string WithArticle(JobKind kind) {
   return std::string(kind == JobKind::kInteractive ? "an " : "a ") + KindName(kind);
 }
 
+// How the stop of an interactive job idle past its idleTimeout begins (SPEC A17): such a job
+// ends completed, as one its user stopped, saying so.
+inline constexpr char kIdleStop[] = "stopped: idle for";
+
 // A replica of this kind that ends is started again: it runs until the job is stopped.
 inline bool LongRunning(JobKind kind) { return kind == JobKind::kService || kind == JobKind::kStreaming; }
 

@@ -17,6 +17,8 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "services/estimator/job_class.h"
+#include "services/jobs/endpoint_token.h"
+#include "services/jobs/job_kind.h"
 #include "common/auth/api_token.h"
 #include "common/audit/audit_log.h"
 #include "common/status_macros.h"
@@ -326,6 +328,9 @@ void JobManager::OnLead(absl::StatusOr<Reload> reload, std::shared_ptr<std::prom
   }
   uint64_t term = ++term_;
   leading_ = true;  // creates are taken from here on: job ids continue after the reloaded ones
+  // What the listener saw before is gone with the process that led: every interactive job
+  // gets a whole idle window from here.
+  leading_since_ = clock_->Now();
   SetNotLeading("");
   // What the reloaded jobs hold of their projects' budgets and quotas, before the first
   // create is admitted (a create comes after this handler, on the same loop).
@@ -641,6 +646,10 @@ absl::StatusOr<v1::CreateTrainJobResponse> JobManager::Create(v1::CreateTrainJob
   if (!leading_) return StandbyError();
   NormalizeCreate(req);
   if (absl::Status s = ValidateCreate(req); !s.ok()) return s;
+  if (req.has_idle_timeout() && activity_.load() == nullptr) {
+    return absl::FailedPreconditionError(
+        "idleTimeout: this control plane runs no endpoint listener (--endpoint_address) to count the job's use");
+  }
   if (absl::Status s = scheduler_->Validate(req); !s.ok()) return s;
   std::string key = req.idempotency_key();
   auto existing_job = [&]() -> absl::StatusOr<std::optional<v1::CreateTrainJobResponse>> {
@@ -931,6 +940,7 @@ void JobManager::OnTick() {
   if (now - gauges_updated_ >= absl::Seconds(1)) {
     gauges_updated_ = now;
     EnforceTimeLimits(now);
+    EnforceIdleLimits(now);
     moves_.ConsiderMoves(now);
     UpdateGauges();
   }
@@ -1254,7 +1264,9 @@ absl::StatusOr<std::vector<JobManager::EndpointRoute>> JobManager::RoutesToEndpo
     auto address = addresses_.Of(rep.center_id());
     if (!address.ok()) return address.status();
     return EndpointRoute{{rep.center_id(), *address}, ReplicaKeyOf(record, i), record.request().project(),
-                         rep.replica_index(), record.endpoint_token()};
+                         rep.replica_index(),
+                         EndpointToken(record.endpoint_token(), record.job_id(), rep.task_index(), rep.replica_index(),
+                                       rep.attempt(), port_name)};
   };
   std::vector<EndpointRoute> out;
   if (index >= 0) {
@@ -1686,7 +1698,14 @@ std::optional<apb::SubmitReplicaRequest> JobManager::SubmitRequest(const Dispatc
   env["JC_REPLICA_INDEX"] = absl::StrCat(rep.replica_index());
   env["JC_REPLICA_NUMBER"] = absl::StrCat(task.replica_number());
   env["JC_ATTEMPT"] = absl::StrCat(rep.attempt());
-  if (!r.endpoint_token().empty()) env["JC_ENDPOINT_TOKEN"] = r.endpoint_token();
+  // Each port's token for this attempt (endpoint_token.h); JC_ENDPOINT_TOKEN: the first's.
+  for (int k = 0; k < task.ports_size(); ++k) {
+    std::string token = EndpointToken(r.endpoint_token(), r.job_id(), rep.task_index(), rep.replica_index(),
+                                      rep.attempt(), task.ports(k).name());
+    if (token.empty()) break;
+    if (k == 0) env["JC_ENDPOINT_TOKEN"] = token;
+    env[EndpointTokenEnvName(task.ports(k).name())] = std::move(token);
+  }
   return req;
 }
 
@@ -1810,6 +1829,45 @@ void JobManager::EnforceTimeLimits(absl::Time now) {
     if (reason.empty()) continue;
     StopFor(job, std::move(reason), now);
   }
+}
+
+void JobManager::EnforceIdleLimits(absl::Time now) {
+  std::vector<ActivityProbe> probes;
+  EndpointActivity* activity = activity_.load();
+  for (auto& [id, job] : active_) {
+    v1::JobRecord& r = job.record;
+    if (!r.request().has_idle_timeout() || r.stop_requested()) continue;
+    // Idle only while it runs: from its current attempt's start (the control plane's send
+    // at the earliest), from when this instance began to lead, and from its last use.
+    std::optional<absl::Time> running_since;
+    for (const auto& rep : r.replicas()) {
+      if (rep.state() != v1::ReplicaRecord::RUNNING) continue;
+      for (const auto& a : rep.attempts()) {
+        if (a.closed() || !a.has_started_at() || !a.outcome().empty()) continue;
+        running_since = std::max(running_since.value_or(absl::InfinitePast()), LimitStart(a));
+      }
+    }
+    if (!running_since.has_value()) continue;
+    for (int t = 0; t < r.request().tasks_size(); ++t) {
+      for (const auto& port : r.request().tasks(t).ports()) {
+        if (!port.activity_path().empty()) probes.push_back({id, t, port.name(), port.activity_path()});
+      }
+    }
+    absl::Time last = std::max(*running_since, leading_since_);
+    if (activity != nullptr) {
+      if (std::optional<absl::Time> used = activity->LastActivity(id)) last = std::max(last, *used);
+    }
+    const absl::Duration limit = absl::Seconds(r.request().idle_timeout().seconds()) +
+                                 absl::Nanoseconds(r.request().idle_timeout().nanos());
+    if (now - last <= limit) continue;
+    StopFor(job,
+            absl::StrCat(kIdleStop, " ", estimator::DescribeDuration(limit),
+                         " (no request through its endpoints, nor use its replica reported, since ",
+                         absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", last, absl::UTCTimeZone()), ")"),
+            now);
+  }
+  std::lock_guard<std::mutex> lock(probes_mu_);
+  activity_probes_.swap(probes);
 }
 
 void JobManager::ApplyEffects(Active& job, const JobEffects& fx) {

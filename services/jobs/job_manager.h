@@ -37,6 +37,7 @@
 #include "services/jobs/data_mover.h"
 #include "services/jobs/dispatcher.h"
 #include "services/jobs/duration_learning.h"
+#include "services/jobs/endpoint_activity.h"
 #include "services/jobs/job_events.h"
 #include "services/jobs/job_metrics.h"
 #include "services/estimator/shared_estimator.h"
@@ -164,11 +165,20 @@ class JobManager {
     apb::ReplicaKey key;
     std::string project;
     int replica_index = 0;
-    std::string token;  // the job's endpoint token (JobRecord.endpoint_token); empty: none
+    std::string token;  // this port's token for the replica's attempt (endpoint_token.h); empty: none
   };
   absl::StatusOr<std::vector<EndpointRoute>> RoutesToEndpoint(const std::string& job_id, int task_index,
                                                               int replica_index, const std::string& port_name);
   southbound::AdapterClient* adapters() const { return adapters_; }
+  // The endpoint listener, which counts interactive jobs' use (idle limits); set once, before
+  // jobs with an idleTimeout are created. Without one such jobs are refused.
+  void SetEndpointActivity(EndpointActivity* activity) { activity_ = activity; }
+  // Ports whose replicas report their own use, of the running jobs with an idleTimeout:
+  // the listener asks them (refreshed about once a second).
+  std::vector<ActivityProbe> ActivityProbes() const {
+    std::lock_guard<std::mutex> lock(probes_mu_);
+    return activity_probes_;
+  }
 
   // What watchers read (WatchTrainJobs, the REST event streams).
   JobEvents& events() { return events_; }
@@ -360,6 +370,13 @@ class JobManager {
   DurationLearning learning_{[this](const std::string& center) { return scheduler_->PerformanceOf(center); }};
   // Stops the jobs an attempt of which ran past the job's time limit; loop thread.
   void EnforceTimeLimits(absl::Time now);
+  // Stops the interactive jobs idle past their idleTimeout, and says which ports the
+  // listener asks for their replicas' own word (activity_probes_); loop thread.
+  void EnforceIdleLimits(absl::Time now);
+  std::atomic<EndpointActivity*> activity_{nullptr};
+  absl::Time leading_since_ = absl::InfiniteFuture();  // loop thread
+  mutable std::mutex probes_mu_;
+  std::vector<ActivityProbe> activity_probes_ ABSL_GUARDED_BY(probes_mu_);
   // Stops `job` for `reason` (a budget, a time limit), not by its user; loop thread.
   void StopFor(Active& job, std::string reason, absl::Time now);
   // The scheduler's in-memory view of prices and specs, as admission asks for it.

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/timestamp.h"
 #include "services/jobs/attempt_history.h"
@@ -164,9 +165,14 @@ void Settle(v1::JobRecord& job, absl::Time now, JobEffects* fx) {
     // Stopping is how an interactive job or a service ends as meant (SPEC A17); a batch
     // job stopped before its end, or any job stopped by a limit, failed.
     const JobKind kind = KindOf(job.request().tasks(0));
-    outcome = kind != JobKind::kBatch && job.stop_reason().empty()
-                  ? JobOutcome{kCompleted, absl::StrCat("stopped by the user (", WithArticle(kind), " job ends when stopped)")}
-                  : JobOutcome{kFailed, job.stop_reason().empty() ? "stopped by the user" : job.stop_reason()};
+    if (kind == JobKind::kInteractive && absl::StartsWith(job.stop_reason(), kIdleStop)) {
+      outcome = JobOutcome{kCompleted, job.stop_reason()};  // culled when idle, as meant
+    } else {
+      outcome = kind != JobKind::kBatch && job.stop_reason().empty()
+                    ? JobOutcome{kCompleted,
+                                 absl::StrCat("stopped by the user (", WithArticle(kind), " job ends when stopped)")}
+                    : JobOutcome{kFailed, job.stop_reason().empty() ? "stopped by the user" : job.stop_reason()};
+    }
   }
   if (job.status() != outcome.status) fx->changed = true;
   job.set_status(outcome.status);

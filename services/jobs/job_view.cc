@@ -60,6 +60,7 @@ v1::TrainJob TrainJobOf(const v1::JobRecord& r, const JobViewOptions& options) {
   if (r.status() == kPending) j.set_queue_position(options.queue_position);
   if (req.has_estimated_duration()) *j.mutable_estimated_duration() = req.estimated_duration();
   if (req.has_time_limit()) *j.mutable_time_limit() = req.time_limit();
+  if (req.has_idle_timeout()) *j.mutable_idle_timeout() = req.idle_timeout();
   if (r.has_expected()) *j.mutable_expected_duration() = r.expected();
   for (int t = 0; t < req.tasks_size(); ++t) {
     const auto& task = req.tasks(t);

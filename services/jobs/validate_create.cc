@@ -76,6 +76,16 @@ absl::Status ValidateCreate(const v1::CreateTrainJobRequest& req) {
       const auto& port = task.ports(k);
       const std::string at = absl::StrCat(where, ".ports[", k, "]");
       if (absl::Status s = CheckPort(at, port.name(), port.port(), port.readiness_path()); !s.ok()) return s;
+      if (!port.activity_path().empty()) {
+        // Asked by the control plane as the request line's target: nothing that could end it.
+        bool path_ok = port.activity_path()[0] == '/' && port.activity_path().size() <= 256;
+        for (char c : port.activity_path()) path_ok &= c > 0x20 && c < 0x7f;
+        if (!path_ok) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              at, ".activityPath: '/' then printable ASCII without spaces, at most 256 bytes (\"/api/status\"); got \"",
+              absl::CHexEscape(port.activity_path().substr(0, 64)), "\""));
+        }
+      }
       for (int j = 0; j < k; ++j) {
         if (task.ports(j).name() == port.name()) {
           return absl::InvalidArgumentError(absl::StrCat(at, ".name: \"", port.name(), "\" is named twice"));
@@ -111,6 +121,14 @@ absl::Status ValidateCreate(const v1::CreateTrainJobRequest& req) {
     return absl::InvalidArgumentError(absl::StrCat("timeLimit: ", WithArticle(KindOf(req.tasks(0))),
                                                    " job runs until stopped; it takes no time limit"));
   }
+  if (req.has_idle_timeout() && KindOf(req.tasks(0)) != JobKind::kInteractive) {
+    return absl::InvalidArgumentError(absl::StrCat("idleTimeout: only an interactive job is stopped when idle; this is ",
+                                                   WithArticle(KindOf(req.tasks(0))), " job"));
+  }
+  if (req.has_idle_timeout() && req.tasks(0).ports_size() == 0) {
+    return absl::InvalidArgumentError(
+        "idleTimeout: an interactive job's use is counted on its endpoints, and tasks[0] declares no ports");
+  }
   if (LongRunning(KindOf(req.tasks(0))) && req.scheduling().gang()) {
     return absl::InvalidArgumentError(absl::StrCat("scheduling.gang: ", WithArticle(KindOf(req.tasks(0))),
                                                    " job's replicas start, and start again, one by one; no gang"));
@@ -126,7 +144,8 @@ absl::Status ValidateCreate(const v1::CreateTrainJobRequest& req) {
   constexpr int64_t kMaxDurationSeconds = 366 * 86400;
   for (const auto& [field, set, d] : {std::tuple<const char*, bool, const google::protobuf::Duration*>{
                                           "estimatedDuration", req.has_estimated_duration(), &req.estimated_duration()},
-                                      {"timeLimit", req.has_time_limit(), &req.time_limit()}}) {
+                                      {"timeLimit", req.has_time_limit(), &req.time_limit()},
+                                      {"idleTimeout", req.has_idle_timeout(), &req.idle_timeout()}}) {
     if (!set) continue;
     // nanos outside 0..999,999,999 is no duration at all: the record could not be encoded
     // (protobuf's JSON refuses it), and its write would fail.

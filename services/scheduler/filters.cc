@@ -91,6 +91,17 @@ const char* FilterCenter(const PlacementRequest& request, const CenterView& cent
     }
     return kFilterCapacity;
   }
+  if (request.ports > center.port_range_size) {
+    if (reason) {
+      *reason = center.port_range_size == 0
+                    ? absl::StrCat("the task declares ", request.ports,
+                                   " named port(s) and the center gives replicas none (its adapter's configuration has "
+                                   "no ports:)")
+                    : absl::StrCat("the task declares ", request.ports, " named ports and the center's port range holds ",
+                                   center.port_range_size);
+    }
+    return kFilterPorts;
+  }
   if (!request.image_content.empty() && !center.runs_images) {
     if (reason) {
       *reason = absl::StrCat("image ", request.image_id, " has content (", request.image_content,

@@ -21,6 +21,7 @@ inline constexpr const char* kFilterDraining = "draining_for_overdue_job";
 inline constexpr const char* kFilterCapacity = "free_capacity";
 inline constexpr const char* kFilterImage = "image_present";
 inline constexpr const char* kFilterPrivateData = "private_data";
+inline constexpr const char* kFilterPorts = "ports_offered";
 inline constexpr const char* kFilterAvoid = "retry_elsewhere";
 // Not a filter of FilterCenter's: the placer's preference for the centers no narrower
 // waiting job needs (PlacementRequest::kept_centers), named in the explanation.

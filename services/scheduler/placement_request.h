@@ -30,6 +30,9 @@ struct PlacementRequest {
   // What the image is (registry/repository@sha256:..., from the catalog); empty: it has
   // no content of its own and the command runs on the center's hosts.
   std::string image_content;
+  // How many named ports one replica declares (SPEC A17): only centers whose port range
+  // holds that many take it.
+  int ports = 0;
   std::vector<std::string> pinned_centers;  // manual placement: only these
   // Never this one (a replica moving away from the center it waited at, SPEC A16).
   std::string excluded_center;

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -165,6 +166,7 @@ Snapshot Scheduler::Ideal(const Snapshot& live) {
     if (!c.described) {
       // Not heard from yet: it may run images, be given them, and take any account.
       c.runs_images = c.receives_images = c.runs_any_project = true;
+      c.port_range_size = std::numeric_limits<int>::max();
     }
     ideal.Upsert(std::move(c));
   }

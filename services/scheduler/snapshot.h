@@ -113,6 +113,9 @@ struct CenterView {
   // Its adapter runs a replica in its image (CenterInfo.runs_images): a task whose image
   // has content (PlacementRequest.image_content) goes only to such centers.
   bool runs_images = false;
+  // How many ports its adapter's range holds (CenterInfo.port_range_size): a task declaring
+  // more named ports than that (PlacementRequest.ports) goes elsewhere.
+  int port_range_size = 0;
   absl::flat_hash_set<std::string> datasets;  // "name:version" present at the center
 
   // The job load the standard's least-load and fairness strategies count (6.6.2 a, h).

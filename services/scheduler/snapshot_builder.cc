@@ -72,6 +72,7 @@ Snapshot BuildSnapshot(const SchedulerInputs& in) {
       v.images.insert(info.image_ids().begin(), info.image_ids().end());
       v.receives_images = info.receives_images();
       v.runs_images = info.runs_images();
+      v.port_range_size = std::max(0, info.port_range_size());
       if (info.has_run_as()) {
         v.runs_any_project = info.run_as().any();
         v.run_as_projects.insert(info.run_as().projects().begin(), info.run_as().projects().end());
@@ -227,6 +228,7 @@ absl::StatusOr<std::vector<PlacementRequest>> RequestsForJob(const std::string& 
     base.image_key = image_key;
     base.image_size_mb = image_size_mb;
     base.image_content = image_content;
+    base.ports = task.ports_size();
     base.pinned_centers.assign(task.center_ids().begin(), task.center_ids().end());
     base.min_security_grade = job.scheduling().min_security_grade();
     base.project = job.project();

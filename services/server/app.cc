@@ -324,6 +324,7 @@ absl::Status App::Wiring::MakeJobs(App& app, Env& env) {
     app.endpoints_ = std::make_unique<endpoints::EndpointProxy>(o.endpoints, app.endpoint_passes_.get(), app.jobs_.get(),
                                                                 std::move(role_now), app.metrics_.get());
     JC_ASSIGN_OR_RETURN(app.endpoint_port_, app.endpoints_->Bind(o.endpoint_host, o.endpoint_port));
+    app.jobs_->SetEndpointActivity(app.endpoints_.get());  // interactive jobs' idle limits
     spdlog::info("endpoints on port {} as <job>-<task>-<replica>-<port>.{}", app.endpoint_port_, o.endpoints.domain);
   }
   app.grpc_services_.push_back(jobs::MakeJobService(app.jobs_.get(), app.watches_.get(), app.endpoints_.get()));

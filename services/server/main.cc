@@ -39,6 +39,9 @@ ABSL_FLAG(std::string, endpoint_scheme, "http",
 ABSL_FLAG(int, endpoint_public_port, 0, "the port in endpoint links (a proxy's in front); 0: the port bound");
 ABSL_FLAG(int, endpoint_max_connections, 512, "endpoint connections open at once (each holds two threads)");
 ABSL_FLAG(int, endpoint_max_per_caller, 32, "endpoint connections one user may hold open at once");
+ABSL_FLAG(absl::Duration, endpoint_activity_interval, absl::Seconds(30),
+          "how often the endpoint listener asks the replicas of interactive jobs with an idleTimeout for their own "
+          "use (their ports' activityPath)");
 ABSL_FLAG(int, endpoint_max_pending_heads, 4096,
           "endpoint connections that may wait for their request head at once (no thread each); past it the oldest "
           "is dropped");
@@ -305,6 +308,7 @@ int main(int argc, char** argv) {
     options.endpoints.max_connections = absl::GetFlag(FLAGS_endpoint_max_connections);
     options.endpoints.max_per_caller = absl::GetFlag(FLAGS_endpoint_max_per_caller);
     options.endpoints.max_pending_heads = absl::GetFlag(FLAGS_endpoint_max_pending_heads);
+    options.endpoints.activity_interval = absl::GetFlag(FLAGS_endpoint_activity_interval);
     options.endpoint_passes.session_ttl = absl::GetFlag(FLAGS_endpoint_session_ttl);
     if (options.endpoints.scheme != "http" && options.endpoints.scheme != "https") {
       return Fail("--endpoint_scheme is http or https");
@@ -313,9 +317,10 @@ int main(int argc, char** argv) {
       return Fail("--endpoint_domain is a DNS name (endpoints.example.com)");
     }
     if (options.endpoints.max_connections < 1 || options.endpoints.max_per_caller < 1 ||
-        options.endpoints.max_pending_heads < 1 || options.endpoint_passes.session_ttl <= absl::ZeroDuration()) {
-      return Fail("--endpoint_max_connections, --endpoint_max_per_caller, --endpoint_max_pending_heads and "
-                  "--endpoint_session_ttl are positive");
+        options.endpoints.max_pending_heads < 1 || options.endpoint_passes.session_ttl <= absl::ZeroDuration() ||
+        options.endpoints.activity_interval <= absl::ZeroDuration()) {
+      return Fail("--endpoint_max_connections, --endpoint_max_per_caller, --endpoint_max_pending_heads, "
+                  "--endpoint_session_ttl and --endpoint_activity_interval are positive");
     }
     if (options.endpoints.scheme == "http" && !IsLoopback(options.endpoint_host) && !absl::GetFlag(FLAGS_plaintext)) {
       return Fail(absl::StrCat("serving endpoints on ", options.endpoint_host,

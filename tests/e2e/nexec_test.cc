@@ -739,6 +739,22 @@ TEST_CASE("an unprivileged account cannot submit as root or act on another user'
   CHECK(ReadFile(c.path("own.out")).find("uid=" + std::to_string(user.uid) + "(" + user.name + ")") !=
         std::string::npos);
 
+  // Root's timed job is listed to the account without its command or environment
+  // (an attacker helper's finding: they were, to every account).
+  auto cron = c.CliIn(c.path(""), {"JC_SECRET_OF_ROOT=s3cret-env"},
+                      {"submit", "--cron", "0 0 0 1 1 *", "--", "echo s3cret-command"});
+  INFO(cron.out);
+  REQUIRE(cron.code == 0);
+  for (const std::vector<std::string> args : {std::vector<std::string>{"cron", "--json"}, {"cron"}, {"cron", "1"}}) {
+    auto listed = c.CliAs(user.name, args);
+    INFO(listed.out);
+    CHECK(listed.code == 0);
+    CHECK(listed.out.find("root") != std::string::npos);  // it is there, and whose
+    CHECK(listed.out.find("s3cret") == std::string::npos);
+  }
+  CHECK(c.Cli({"cron", "1", "--json"}).out.find("s3cret-command") != std::string::npos);  // its owner sees it
+  REQUIRE(c.Cli({"cron", "rm", "1"}).code == 0);
+
   // Root's job cannot be killed, suspended or requeued by the account.
   int64_t root_job = c.Submit({"--", "sleep 1000"});
   REQUIRE(c.WaitState(root_job, "RUNNING"));

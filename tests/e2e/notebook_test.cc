@@ -39,7 +39,8 @@ constexpr char kNotebookCommand[] =
 
 // Runs in the notebook's tab: starts a kernel, runs a cell over the kernel's WebSocket
 // (Jupyter's messaging protocol: an execute_request on the shell channel; its output comes
-// as a stream on iopub, and the kernel goes idle after it), and says what came back.
+// as a stream on iopub, the kernel goes idle there after it, and the execute_reply comes on
+// shell), and says what came back.
 constexpr char kRunCell[] = R"JS(async () => {
   const started = await fetch("/api/kernels", {
     method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ name: "python3" }) });
@@ -51,7 +52,15 @@ constexpr char kRunCell[] = R"JS(async () => {
     const ws = new WebSocket(location.origin.replace(/^http/, "ws") + "/api/kernels/" + kernel.id +
                              "/channels?session_id=" + session);
     const timer = setTimeout(() => resolve({ error: "no answer from the kernel within 60 s" }), 60000);
-    let text = "", status = "";
+    let text = "", status = "", idle = false;
+    // Its output comes on iopub before the kernel goes idle there; the reply comes on shell,
+    // in either order with those.
+    const finish = () => {
+      if (!idle || !status) return;
+      clearTimeout(timer);
+      ws.close();
+      resolve({ text, status });
+    };
     ws.onopen = () => ws.send(JSON.stringify({
       header: { msg_id: msgId, username: "alice", session, msg_type: "execute_request", version: "5.3",
                 date: new Date().toISOString() },
@@ -63,11 +72,8 @@ constexpr char kRunCell[] = R"JS(async () => {
       if (!msg.parent_header || msg.parent_header.msg_id !== msgId) return;
       if (msg.msg_type === "stream") text += msg.content.text;
       if (msg.msg_type === "execute_reply") status = msg.content.status;
-      if (msg.msg_type === "status" && msg.content.execution_state === "idle") {
-        clearTimeout(timer);
-        ws.close();
-        resolve({ text, status });
-      }
+      if (msg.msg_type === "status" && msg.content.execution_state === "idle") idle = true;
+      finish();
     };
     ws.onerror = () => { clearTimeout(timer); resolve({ error: "the kernel's WebSocket failed" }); };
   });
@@ -132,6 +138,7 @@ run_as: {default: nobody}
     o.endpoint_port = 0;
     o.registries.ca_file = (*registry)->ca_file();
     o.registries.auth_file = (*registry)->auth_file();
+    o.endpoints.activity_interval = absl::Seconds(1);
   });
   REQUIRE(cp.rest->Post("/openapi/v1/centers", {{"ai_center_id", "nb"}, {"name", "nb"}, {"region", "cn"},
                                                 {"network_topology", "cn/nb"}, {"adapter_address", adapter},
@@ -156,8 +163,11 @@ run_as: {default: nobody}
                {"imageId", "notebook"},
                {"resourceSpecId", "nb-1"},
                {"kind", "interactive"},
-               {"ports", json::array({{{"name", "jupyter"}, {"readinessPath", "/api"}}})}};
-  auto created = alice->Post("/openapi/v1/trainjob", {{"name", "nb"}, {"project", "lab"}, {"tasks", json::array({task})}});
+               {"ports", json::array({{{"name", "jupyter"}, {"readinessPath", "/api"}, {"activityPath", "/api/status"}}})}};
+  // Culled once idle for 30 s by Jupyter's own count (its /api/status), which the test's
+  // own use outlasts.
+  auto created = alice->Post("/openapi/v1/trainjob", {{"name", "nb"}, {"project", "lab"}, {"idleTimeout", "30s"},
+                                                      {"tasks", json::array({task})}});
   INFO(created.body.dump());
   REQUIRE(created.http_status == 200);
   const std::string id = created.body["data"]["jobId"];
@@ -241,4 +251,18 @@ run_as: {default: nobody}
   CHECK(cell["kernels"] == 1);
   CHECK(cell["origin"] == origin);
   CHECK(cell["cookie"].get<std::string>().find("jc_endpoint") == std::string::npos);  // HttpOnly
+
+  // Left alone, the notebook is idle by Jupyter's own count (/api/status: its last_activity
+  // stays at the cell's run), and is stopped 30 s after, completed, saying why.
+  json ended;
+  bool culled = jc::testing::WaitUntil(
+      [&] {
+        ended = cp.rest->Get("/openapi/v1/trainjob/" + id).body["data"];
+        return ended.value("status", "") == "completed" || ended.value("status", "") == "failed";
+      },
+      std::chrono::seconds(120));
+  INFO(ended.dump());
+  REQUIRE(culled);
+  CHECK(ended["status"] == "completed");
+  CHECK(absl::StartsWith(ended.value("statusReason", ""), "stopped: idle for 30 s"));
 }

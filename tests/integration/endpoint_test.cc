@@ -111,6 +111,17 @@ def serve(c):
         status = b'200 OK'
         if path == '/ready' and os.path.exists('/tmp/jc-echo-down-%d' % PORT):
             status = b'503 Service Unavailable'  # the test took this replica out
+        if path == '/status':
+            # Its own use, as Jupyter's /api/status says it: when the test last wrote it, and
+            # only to whoever brings the job's endpoint token.
+            if fields.get('authorization', [''])[0] != 'token ' + os.environ.get('JC_ENDPOINT_TOKEN', '-'):
+                status, body = b'403 Forbidden', b'{}'
+            else:
+                try:
+                    at = open('/tmp/jc-echo-activity-%d' % PORT).read().strip()
+                except OSError:
+                    at = '2000-01-01T00:00:00Z'
+                body = json.dumps({'last_activity': at}).encode()
         head = b'HTTP/1.1 ' + status + b'\r\nContent-Type: application/json\r\nContent-Length: %d\r\n' % len(body)
         if path == '/stream':
             # An answer that goes on until its reader leaves (a log, a feed).
@@ -147,7 +158,8 @@ while True:
 
 std::string CenterConfig() {
   const int first = 29700 + static_cast<int>(getpid() % 115) * 20;  // below the ephemeral ports (conformance.cc)
-  return "security_grade: 3\nspecs:\n  - {id: svc-1, cpu: 1, memory: 256Mi}\nports: {first: " + std::to_string(first) +
+  return "security_grade: 3\nspecs:\n  - {id: svc-1, cpu: 1, memory: 256Mi}\n  - {id: nb-1, cpu: 1, memory: 256Mi}\n"
+         "ports: {first: " + std::to_string(first) +
          ", last: " + std::to_string(first + 19) + "}\n";
 }
 
@@ -619,6 +631,125 @@ TEST_CASE("an open endpoint outlives a restart of the control plane: the browser
   INFO(job.dump());
   CHECK(job["history"].size() == 1);
   again.StopAndWait(id);
+}
+
+// Idle limits (issue 46 item 5): an interactive job's use is what reaches it through the
+// listener, or, where its port declares an activityPath, what its replica says of itself.
+TEST_CASE("an interactive job idle past its idleTimeout is stopped and ends completed saying so in its status and "
+          "events, while requests through its endpoint, or the use its replica reports, keep it running [A17]",
+          "[A17]") {
+  Endpoints e([](jc::server::AppOptions& o) { o.endpoints.activity_interval = absl::Milliseconds(200); });
+  REQUIRE(e.rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "nb-1"},
+                                                     {"resource_spec_name", "nb-1"},
+                                                     {"resource_quantity", {{"cpu", "1"}, {"memory", "256Mi"}}},
+                                                     {"service_type", "interactive"},
+                                                     {"price", 1},
+                                                     {"computing_center_list", "solo"}})
+              .http_status == 200);
+  auto alice = e.UserClient("alice", "lab", "MEMBER");
+  auto start = [&](const std::string& activity_path) {
+    json port = {{"name", "http"}, {"readinessPath", "/"}};
+    if (!activity_path.empty()) port["activityPath"] = activity_path;
+    json task = {{"name", "nb"},
+                 {"command", "exec /usr/bin/python3 " + e.script.string() + " $JC_PORT_HTTP"},
+                 {"resourceSpecId", "nb-1"},
+                 {"kind", "interactive"},
+                 {"ports", json::array({port})}};
+    auto r = alice->Post("/openapi/v1/trainjob", {{"name", "nb"}, {"project", "lab"}, {"idleTimeout", "3s"},
+                                                  {"tasks", json::array({task})}});
+    INFO(r.body.dump());
+    REQUIRE(r.http_status == 200);
+    const std::string id = r.body["data"]["jobId"];
+    json job;
+    REQUIRE(jc::testing::WaitUntil([&] {
+      job = e.rest->Get("/openapi/v1/trainjob/" + id).body["data"];
+      return job["taskInfos"][0].value("readyReplicas", 0) == 1;
+    }));
+    CHECK(job["idleTimeout"] == "3s");
+    return std::make_pair(id, job["taskInfos"][0]["endpoints"][0].value("port", 0));
+  };
+  auto status_of = [&](const std::string& id) {
+    return e.rest->Get("/openapi/v1/trainjob/" + id).body["data"].value("status", "");
+  };
+  // Waits until the job ends, then says how, and what its events say.
+  auto ended = [&](const std::string& id) {
+    json job;
+    bool done = jc::testing::WaitUntil([&] {
+      job = e.rest->Get("/openapi/v1/trainjob/" + id).body["data"];
+      return job.value("status", "") == "completed" || job.value("status", "") == "failed";
+    });
+    REQUIRE(done);
+    return std::make_pair(job, e.rest->Raw("/openapi/v1/trainjob/" + id + "/events?history=true&heartbeatSeconds=0"));
+  };
+
+  // Used through its endpoint every half second for 6 s (twice its idleTimeout): it runs on.
+  {
+    auto [id, port] = start("");
+    Endpoints::Session s = e.OpenSession(*alice, id);
+    const absl::Time until = absl::Now() + absl::Seconds(6);
+    while (absl::Now() < until) {
+      CHECK(e.Request(s.host, "/", absl::StrCat("Cookie: ", s.cookie, "\r\n")).status == 200);
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));  // a person's pace, not a wait for a condition
+    }
+    CHECK(status_of(id) == "running");
+    // Left alone: stopped once idle for 3 s, completed (as a notebook its user closed).
+    const absl::Time left = absl::Now();
+    auto [job, events] = ended(id);
+    INFO(job.dump());
+    CHECK(job["status"] == "completed");
+    CHECK(absl::StartsWith(job.value("statusReason", ""), "stopped: idle for 3 s (no request through its endpoints"));
+    CHECK(absl::Now() - left >= absl::Seconds(2));
+    CHECK(absl::StrContains(events, "stopped: idle for 3 s"));
+  }
+  // Its replica says it is in use (its activity path), though nothing comes through the
+  // listener: it runs on; once the replica's word goes stale, it is stopped.
+  {
+    auto [id, port] = start("/status");
+    const std::string file = "/tmp/jc-echo-activity-" + std::to_string(port);
+    struct Removed {
+      std::string file;
+      ~Removed() { std::filesystem::remove(file); }
+    } removed{file};
+    const absl::Time until = absl::Now() + absl::Seconds(6);
+    while (absl::Now() < until) {
+      std::ofstream(file) << absl::FormatTime(absl::RFC3339_full, absl::Now(), absl::UTCTimeZone());
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the replica's own use, as it goes on
+    }
+    CHECK(status_of(id) == "running");
+    // A replica cannot hold its job open with a time to come: that is no answer, and what it
+    // said before ages.
+    std::ofstream(file) << "2099-01-01T00:00:00Z";
+    auto [job, events] = ended(id);
+    INFO(job.dump());
+    CHECK(job["status"] == "completed");
+    CHECK(absl::StartsWith(job.value("statusReason", ""), "stopped: idle for 3 s"));
+  }
+  // Bad input, nothing written: an idleTimeout on a job that is not interactive, on one
+  // without ports, not positive; an activity path that is not one.
+  const size_t before = e.rest->Get("/openapi/v1/trainjob").body.dump().size();
+  json service = {{"name", "s"}, {"project", "lab"}, {"idleTimeout", "60s"},
+                  {"tasks", json::array({{{"name", "t"}, {"command", "true"}, {"resourceSpecId", "svc-1"},
+                                          {"kind", "service"}, {"ports", json::array({{{"name", "http"}}})}}})}};
+  json portless = {{"name", "p"}, {"project", "lab"}, {"idleTimeout", "60s"},
+                   {"tasks", json::array({{{"name", "t"}, {"command", "true"}, {"resourceSpecId", "nb-1"},
+                                           {"kind", "interactive"}}})}};
+  json negative = portless;
+  negative["idleTimeout"] = "-5s";
+  negative["tasks"][0]["ports"] = json::array({{{"name", "http"}}});
+  json path = negative;
+  path["idleTimeout"] = "60s";
+  path["tasks"][0]["ports"][0]["activityPath"] = "api status";
+  for (const auto& [bad, says] : std::vector<std::pair<json, std::string>>{
+           {service, "idleTimeout: only an interactive job is stopped when idle; this is a service job"},
+           {portless, "idleTimeout: an interactive job's use is counted on its endpoints, and tasks[0] declares no ports"},
+           {negative, "idleTimeout: must be a positive duration"},
+           {path, "tasks[0].ports[0].activityPath: '/' then printable ASCII without spaces"}}) {
+    auto r = alice->Post("/openapi/v1/trainjob", bad);
+    INFO(r.body.dump());
+    CHECK(r.http_status == 400);
+    CHECK(absl::StartsWith(r.body.value("errorMsg", ""), says));
+  }
+  CHECK(e.rest->Get("/openapi/v1/trainjob").body.dump().size() == before);
 }
 
 // Attacker's review, session 35 (the endpoint listener's first version): a second request

@@ -22,16 +22,16 @@ using nlohmann::json;
 
 namespace {
 
-// Three specs, and 40 ports of this process's own (suites run side by side).
+// Four specs, and 40 ports of this process's own (suites run side by side).
 std::string CenterConfig() {
   const int first = 28000 + static_cast<int>(getpid() % 40) * 40;  // below the ephemeral ports (conformance.cc)
   return "security_grade: 3\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n  - {id: svc-1, cpu: 1, memory: 256Mi}\n"
-         "  - {id: nb-1, cpu: 1, memory: 256Mi}\nports: {first: " +
+         "  - {id: nb-1, cpu: 1, memory: 256Mi}\n  - {id: svc-3, cpu: 1, memory: 256Mi}\nports: {first: " +
          std::to_string(first) + ", last: " + std::to_string(first + 39) + "}\n";
 }
 
 // One center of 4 CPUs offering cpu-1 (batch), svc-1 (batch and streaming) and nb-1
-// (interactive).
+// (interactive), and svc-3, which a test registers.
 struct Kinds : jc::testing::TestSystem {
   std::unique_ptr<jc::testing::LocalAdapter> own;
   jc::testing::LocalAdapter* solo;
@@ -432,6 +432,58 @@ TEST_CASE("a service's named ports: each replica is given its own, it listens th
   CHECK(k.rest->Get("/openapi/v1/trainjob").body.dump().size() == before);
   Kinds::Must(k.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()));
   k.WaitFor(id, [](const json& j) { return j.value("status", "") == "completed"; });
+}
+
+TEST_CASE("a task that declares named ports is placed only at a center that gives replicas ports: where none does it "
+          "is refused at submit saying why, and beside one that does it goes there [A17][C5]",
+          "[A17][C5]") {
+  // "bare": no ports: range. svc-2 only there; svc-3 at both, bare the cheaper.
+  jc::testing::LocalAdapter bare("bare", 4,
+                                 "security_grade: 3\nspecs:\n  - {id: svc-2, cpu: 1, memory: 256Mi}\n"
+                                 "  - {id: svc-3, cpu: 1, memory: 256Mi}\n");
+  Kinds k;
+  Kinds::Must(k.rest->Post("/openapi/v1/centers", {{"ai_center_id", "bare"}, {"name", "bare"}, {"region", "cn"},
+                                                   {"network_topology", "cn/bare"}, {"adapter_address", bare.address()},
+                                                   {"capacity", {{"cpu", 4}, {"memory", 8192}}}}));
+  for (const auto& [id, centers] : {std::pair<const char*, const char*>{"svc-2", "bare"}, {"svc-3", "bare,solo"}}) {
+    Kinds::Must(k.rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", id},
+                                                          {"resource_spec_name", id},
+                                                          {"resource_quantity", {{"cpu", "1"}, {"memory", "256Mi"}}},
+                                                          {"service_type", "batch,streaming"},
+                                                          {"price", 5},
+                                                          {"computing_center_list", centers}}));
+  }
+  Kinds::Must(k.rest->Send("PUT", "/openapi/v1/resourcespecs/svc-3/centers/bare/price", R"({"price": 1})"));
+  Kinds::Must(k.rest->Send("PUT", "/openapi/v1/resourcespecs/svc-3/centers/solo/price", R"({"price": 9})"));
+  auto with_ports = [](const std::string& spec) {
+    json job = Kinds::Job("web", "exec python3 -m http.server $JC_PORT_HTTP --bind 127.0.0.1", spec, "service");
+    job["tasks"][0]["ports"] = json::array({{{"name", "http"}}});
+    return job;
+  };
+  // Once the scheduler has heard from bare, a plan says why it is left out.
+  std::string plan;
+  REQUIRE(jc::testing::WaitUntil([&] {
+    plan = k.rest->Post("/openapi/v1/scheduler/plan", with_ports("svc-2")).body.dump();
+    return absl::StrContains(plan, "gives replicas none");
+  }));
+  INFO(plan);
+  CHECK(absl::StrContains(plan, "ports_offered"));
+  const size_t before = k.rest->Get("/openapi/v1/trainjob").body.dump().size();
+  auto refused = k.rest->Post("/openapi/v1/trainjob", with_ports("svc-2"));
+  INFO(refused.body.dump());
+  CHECK(refused.http_status == 400);
+  CHECK(absl::StrContains(refused.body.value("errorMsg", ""), "removed by ports_offered: 1"));
+  CHECK(k.rest->Get("/openapi/v1/trainjob").body.dump().size() == before);
+  // svc-3: the service with a port goes to solo, whose range gives it one, though bare is
+  // cheaper; a batch job of the same spec goes to bare.
+  const std::string web = k.Submit(with_ports("svc-3"));
+  json job = k.WaitFor(web, [](const json& j) { return j["taskInfos"][0].value("readyReplicas", 0) == 1; });
+  CHECK(job["taskInfos"][0]["centerIDs"] == json::array({"solo"}));
+  const std::string batch = k.Submit(Kinds::Job("batch", "true", "svc-3", ""));
+  job = k.WaitFor(batch, [](const json& j) { return j.value("status", "") == "completed"; });
+  CHECK(job["taskInfos"][0]["centerIDs"] == json::array({"bare"}));
+  Kinds::Must(k.rest->Post("/openapi/v1/trainjob/" + web + "/stop", json::object()));
+  k.WaitFor(web, [](const json& j) { return j.value("status", "") == "completed"; });
 }
 
 // Attacker's review, session 34: a stop that never reached the center (its adapter out of

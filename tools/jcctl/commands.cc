@@ -219,6 +219,7 @@ std::string Describe(const json& job) {
   line("Created:", job.value("createdAt", ""));
   line("Updated:", job.value("updatedAt", ""));
   line("Time limit:", job.value("timeLimit", ""));
+  line("Idle timeout:", job.value("idleTimeout", ""));
   line("Estimated:", job.value("estimatedDuration", ""));
   line("Expected:", job.value("expectedDuration", json::object()).value("basis", ""));
   out << "Replicas:\n";

@@ -614,12 +614,20 @@ TEST_CASE("conformance: a replica's named ports are each given one of the center
   // A range of 40 of this process's own (suites run side by side).
   // Test ranges stay below the kernel's ephemeral ports (32768 up), each suite in its own band:
   // 20000-23999 here, 24000-25999 tunnels, 26000-27999 squatters, 28000-29599 job_kinds_test,
-  // 29600-29699 the demo center, 29700-31999 endpoint_test.
+  // 29600-29699 the demo center, 29700-31999 endpoint_test, 32000-32099 notebook_test.
   const int first = 20000 + static_cast<int>(getpid() % 100) * 40, last = first + 39;
   Kit kit([&](CenterConfig& c) {
     c.port_first = first;
     c.port_last = last;
   });
+  {
+    // It says how many ports it gives, for the scheduler's ports_offered filter.
+    grpc::ClientContext c;
+    SetDeadline(&c, kit.target_.timeout);
+    pb::CenterInfo info;
+    REQUIRE(kit.stub_->GetCenterInfo(&c, {}, &info).ok());
+    CHECK(info.port_range_size() == 40);
+  }
   auto req = kit.Request("echo port=$JC_PORT_HTTP other=$JC_PORT_OTHER_ONE; exec python3 -m http.server "
                          "$JC_PORT_HTTP --bind 127.0.0.1");
   auto* http = req.add_ports();
@@ -700,6 +708,14 @@ TEST_CASE("conformance: a center with no port range refuses a replica that asks 
           "for none [A17][A14][C5]",
           "[A17][A14][conformance]") {
   Kit kit;  // its configuration has no ports:
+  {
+    // It says so, and the scheduler places no task with ports there.
+    grpc::ClientContext c;
+    SetDeadline(&c, kit.target_.timeout);
+    pb::CenterInfo info;
+    REQUIRE(kit.stub_->GetCenterInfo(&c, {}, &info).ok());
+    CHECK(info.port_range_size() == 0);
+  }
   auto req = kit.Request("true");
   req.add_ports()->set_name("http");
   pb::Replica r;

@@ -128,5 +128,18 @@ TEST_CASE("a head too long, too slow or cut off is told so, and a full gatherer 
   CHECK(f.told[4].outcome == Outcome::kTimedOut);
   CHECK(f.told[5].outcome == Outcome::kTimedOut);
   CHECK(f.heads.waiting() == 0);
-  for (int fd : {big.client, s1.client, s2.client, s3.client, fresh.client}) ::close(fd);
+  // Out of descriptors, the acceptor asks for the oldest to be dropped: one at a time, in
+  // the order they came, and none once none waits.
+  Pair o1, o2;
+  f.heads.Add(o1.server, "o1");
+  f.heads.Add(o2.server, "o2");
+  REQUIRE(f.heads.EvictOldest());
+  REQUIRE(f.told.size() == 7);
+  CHECK(f.told[6].address == "o1");
+  CHECK(f.told[6].outcome == Outcome::kEvicted);
+  REQUIRE(f.heads.EvictOldest());
+  CHECK(f.told[7].address == "o2");
+  CHECK_FALSE(f.heads.EvictOldest());
+  CHECK(f.heads.waiting() == 0);
+  for (int fd : {big.client, s1.client, s2.client, s3.client, fresh.client, o1.client, o2.client}) ::close(fd);
 }

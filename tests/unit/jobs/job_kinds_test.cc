@@ -2,6 +2,8 @@
 // which a center's clock cannot shorten, and its record, which keeps its latest attempts.
 
 #include <catch2/catch.hpp>
+#include <tuple>
+#include <vector>
 
 #include "common/timestamp.h"
 #include "services/jobs/attempt_history.h"
@@ -133,6 +135,46 @@ TEST_CASE("a service scaled down and up without end keeps a bounded record of ea
   CHECK(job.replicas(1).attempts_size() <= kKeptAttempts);
   CHECK(job.replicas(1).attempt() == 99);
   CHECK(job.status() == "pending");  // replica 0 never placed here; the one scaled away fails nothing
+}
+
+TEST_CASE("an interactive job stopped for being idle ends completed saying why, as one its user stopped, and one stopped "
+          "by a limit fails [A17]",
+          "[A17]") {
+  const std::string idle = std::string(kIdleStop) + " 30 min (no request through its endpoints, nor use its replica "
+                                                    "reported, since 2026-11-30 11:42:11 UTC)";
+  const std::string limit = "stopped: replica 0 of task nb ran past the job's time limit of 2.0 h";
+  for (const auto& [reason, status, says] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"", "completed", "stopped by the user (an interactive job ends when stopped)"},
+           {idle, "completed", idle},
+           {limit, "failed", limit}}) {
+    INFO(reason);
+    v1::JobRecord job = Service();
+    job.mutable_request()->mutable_tasks(0)->set_kind("interactive");
+    const absl::Time now = absl::FromUnixSeconds(1'800'000'000);
+    auto* rep = job.mutable_replicas(0);
+    rep->set_state(v1::ReplicaRecord::DISPATCHING);
+    rep->set_center_id("alpha");
+    NotePlaced(job, 0, now);
+    apb::Replica running;
+    running.mutable_key()->set_attempt(rep->attempt());
+    running.set_state(apb::REPLICA_RUNNING);
+    *running.mutable_started_at() = ToTimestamp(now);
+    JobEffects accepted;
+    ApplySubmitAccepted(job, 0, running, now, &accepted);
+    REQUIRE(job.status() == "running");
+    job.set_stop_reason(reason);
+    JobEffects stopping;
+    ApplyStopRequested(job, now, &stopping);
+    CHECK(stopping.stop.size() == 1);
+    apb::Replica stopped = running;
+    stopped.set_state(apb::REPLICA_STOPPED);
+    *stopped.mutable_ended_at() = ToTimestamp(now + absl::Seconds(1));
+    JobEffects ended;
+    ApplyAttemptReport(job, 0, "alpha", stopped, now + absl::Seconds(1), &ended);
+    ApplyReport(job, 0, stopped, now + absl::Seconds(1), &ended);
+    CHECK(job.status() == status);
+    CHECK(job.status_reason() == says);
+  }
 }
 
 }  // namespace jc::jobs

@@ -276,6 +276,38 @@ TEST_CASE("an image with content can go to every center that runs images, which 
   CHECK(snap.centers()[d.center].id == "puller");
 }
 
+TEST_CASE("a task that declares named ports goes only to a center whose port range holds as many, saying why the "
+          "others were left out [A17]",
+          "[A17]") {
+  Scheduler s;
+  auto req = MakeRequest();
+  req.ports = 2;
+  CenterView none = MakeCenter("none", 1);  // the cheapest, but it gives replicas no ports
+  CenterView narrow = MakeCenter("narrow", 2);
+  narrow.port_range_size = 1;
+  CenterView wide = MakeCenter("wide", 50);
+  wide.port_range_size = 1000;
+  std::string why;
+  CHECK(std::string(FilterCenter(req, none, false, &why)) == kFilterPorts);
+  CHECK(why == "the task declares 2 named port(s) and the center gives replicas none (its adapter's configuration has "
+               "no ports:)");
+  CHECK(std::string(FilterCenter(req, narrow, false, &why)) == kFilterPorts);
+  CHECK(why == "the task declares 2 named ports and the center's port range holds 1");
+  CHECK(FilterCenter(req, wide, false, &why) == nullptr);
+  Snapshot snap;
+  snap.Upsert(none);
+  snap.Upsert(narrow);
+  snap.Upsert(wide);
+  auto d = s.placer.Place(req, snap, s.Weights("cost"));
+  REQUIRE(d.center >= 0);
+  CHECK(snap.centers()[d.center].id == "wide");
+  // A task without ports goes anywhere: the cheapest.
+  req.ports = 0;
+  d = s.placer.Place(req, snap, s.Weights("cost"));
+  REQUIRE(d.center >= 0);
+  CHECK(snap.centers()[d.center].id == "none");
+}
+
 TEST_CASE("formula 2: the total is the weighted sum of normalized scores and the highest wins [A10]", "[A10]") {
   WeightedSumModel model;
   std::vector<int> scores = {100, 50, 0};
