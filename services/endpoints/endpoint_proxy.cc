@@ -304,11 +304,22 @@ void EndpointProxy::NoteUse(const std::string& job_id) {
 
 std::optional<absl::Time> EndpointProxy::LastActivity(const std::string& job_id) {
   std::lock_guard<std::mutex> lock(activity_mu_);
+  const absl::Time now = absl::Now();
+  std::optional<absl::Time> used;
+  if (auto it = used_.find(job_id); it != used_.end()) used = it->second;
+  auto it = probed_.find(job_id);
+  if (it == probed_.end()) return used;  // not asked (yet): judged by its requests
+  const Probed& p = it->second;
+  // Fresh: two passes and a probe's time. A job the prober has not come to for longer (other
+  // replicas keep it waiting: an attacker helper's jobs with 8 silent ports each) is not
+  // judged on stale knowledge: it counts as in use now.
+  const absl::Duration fresh = 2 * options_.activity_interval + kProbeTimeout;
+  if (now - p.tried > fresh) return now;
   // A replica that reports its own use is believed over the requests that reached it (an
-  // open tab polls); one that has not answered yet is judged by its requests.
-  if (auto it = reported_.find(job_id); it != reported_.end()) return it->second;
-  if (auto it = used_.find(job_id); it != used_.end()) return it->second;
-  return std::nullopt;
+  // open tab polls); one whose last probe went unanswered is judged by its requests too.
+  if (p.reported.has_value() && p.answered == p.tried) return p.reported;
+  if (p.reported.has_value() && used.has_value()) return std::max(*p.reported, *used);
+  return p.reported.has_value() ? p.reported : used;
 }
 
 void EndpointProxy::ActivityLoop() {
@@ -325,19 +336,21 @@ void EndpointProxy::ActivityLoop() {
       if (stopping_.load()) return;
       asked.insert(probe.job_id);
       auto used = Probe(probe);
+      std::lock_guard<std::mutex> lock(activity_mu_);
+      Probed& p = probed_[probe.job_id];
+      p.tried = absl::Now();
       if (!used.ok()) {
         spdlog::debug("endpoint listener: the activity of job {} (port {}, {}) is unknown: {}", probe.job_id,
                       probe.port_name, probe.path, std::string(used.status().message()));
         continue;
       }
-      std::lock_guard<std::mutex> lock(activity_mu_);
-      absl::Time& known = reported_[probe.job_id];
-      known = std::max(known, *used);
+      p.answered = p.tried;
+      p.reported = std::max(p.reported.value_or(absl::InfinitePast()), *used);
     }
     // What is no longer asked (the job ended, or this instance no longer leads) is let go.
     std::lock_guard<std::mutex> lock(activity_mu_);
-    for (auto it = reported_.begin(); it != reported_.end();) {
-      it = asked.count(it->first) > 0 ? std::next(it) : reported_.erase(it);
+    for (auto it = probed_.begin(); it != probed_.end();) {
+      it = asked.count(it->first) > 0 ? std::next(it) : probed_.erase(it);
     }
   }
 }

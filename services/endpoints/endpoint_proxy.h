@@ -136,7 +136,11 @@ class EndpointProxy final : public jobs::EndpointTickets, public jobs::EndpointA
   absl::Time probe_deadline_;                   // guarded by mu_
   std::mutex activity_mu_;
   std::map<std::string, absl::Time> used_;      // by job: the last request through its endpoints
-  std::map<std::string, absl::Time> reported_;  // by job: the latest use its replica reported
+  struct Probed {
+    absl::Time tried, answered;         // its last probe, and its last one answered
+    std::optional<absl::Time> reported;  // the latest use its replica reported
+  };
+  std::map<std::string, Probed> probed_;  // by job, those asked in the last pass
   std::atomic<bool> stopping_{false};
   std::atomic<int> open_{0};
   std::mutex mu_;

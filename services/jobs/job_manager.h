@@ -176,6 +176,7 @@ class JobManager {
   // Ports whose replicas report their own use, of the running jobs with an idleTimeout:
   // the listener asks them (refreshed about once a second).
   std::vector<ActivityProbe> ActivityProbes() const {
+    if (!leading_) return {};  // a standby (or a leader that stepped down) asks nothing
     std::lock_guard<std::mutex> lock(probes_mu_);
     return activity_probes_;
   }

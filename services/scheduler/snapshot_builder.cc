@@ -1,6 +1,7 @@
 #include "services/scheduler/snapshot_builder.h"
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
 #include <map>
 
@@ -73,6 +74,9 @@ Snapshot BuildSnapshot(const SchedulerInputs& in) {
       v.receives_images = info.receives_images();
       v.runs_images = info.runs_images();
       v.port_range_size = std::max(0, info.port_range_size());
+      // An adapter of the SDK from before it said (version 1): its range is unknown, not
+      // none; its center refuses a replica it cannot give ports.
+      if (info.adapter_version() == "jointcloud-adapter-sdk/1") v.port_range_size = std::numeric_limits<int>::max();
       if (info.has_run_as()) {
         v.runs_any_project = info.run_as().any();
         v.run_as_projects.insert(info.run_as().projects().begin(), info.run_as().projects().end());

@@ -122,6 +122,8 @@ def serve(c):
                 except OSError:
                     at = '2000-01-01T00:00:00Z'
                 body = json.dumps({'last_activity': at}).encode()
+                if at == 'down':
+                    status, body = b'503 Service Unavailable', b'{}'  # it stopped answering
         head = b'HTTP/1.1 ' + status + b'\r\nContent-Type: application/json\r\nContent-Length: %d\r\n' % len(body)
         if path == '/stream':
             # An answer that goes on until its reader leaves (a log, a feed).
@@ -714,6 +716,16 @@ TEST_CASE("an interactive job idle past its idleTimeout is stopped and ends comp
     while (absl::Now() < until) {
       std::ofstream(file) << absl::FormatTime(absl::RFC3339_full, absl::Now(), absl::UTCTimeZone());
       std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the replica's own use, as it goes on
+    }
+    CHECK(status_of(id) == "running");
+    // Its replica stops answering while its user works through the listener: judged by the
+    // requests then, it runs on (an attacker helper's finding: a stale report alone culled it).
+    std::ofstream(file) << "down";
+    Endpoints::Session s = e.OpenSession(*alice, id);
+    const absl::Time working = absl::Now() + absl::Seconds(6);
+    while (absl::Now() < working) {
+      CHECK(e.Request(s.host, "/", absl::StrCat("Cookie: ", s.cookie, "\r\n")).status == 200);
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));  // a person's pace
     }
     CHECK(status_of(id) == "running");
     // A replica cannot hold its job open with a time to come: that is no answer, and what it
