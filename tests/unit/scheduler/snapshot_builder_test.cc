@@ -187,6 +187,25 @@ TEST_CASE("an image with content is at every center whose hosts hold its digest 
   CHECK(BuildSnapshot(in).Find("b")->images.contains("cuda-app"));
 }
 
+TEST_CASE("a center's port range is what its adapter says: none when it says 0, and unknown (any) for an SDK "
+          "adapter of version 1, which gave ports without saying how many [A17]",
+          "[A17]") {
+  SchedulerInputs in = Inputs();
+  monitor::CenterObservation b;
+  b.center = in.centers[1];
+  b.has_info = true;
+  b.info.set_adapter_version("jointcloud-adapter-sdk/2");
+  in.observations.push_back(b);
+  CHECK(BuildSnapshot(in).Find("b")->port_range_size == 0);
+  in.observations.back().info.set_port_range_size(40);
+  CHECK(BuildSnapshot(in).Find("b")->port_range_size == 40);
+  in.observations.back().info.set_port_range_size(-7);  // a rogue adapter's
+  CHECK(BuildSnapshot(in).Find("b")->port_range_size == 0);
+  in.observations.back().info.set_port_range_size(0);
+  in.observations.back().info.set_adapter_version("jointcloud-adapter-sdk/1");
+  CHECK(BuildSnapshot(in).Find("b")->port_range_size == std::numeric_limits<int>::max());
+}
+
 TEST_CASE("a job becomes one placement request per replica, with its data and constraints [A7][A8]",
           "[A7][A8]") {
   auto in = Inputs();
