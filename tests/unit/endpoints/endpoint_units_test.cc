@@ -156,6 +156,31 @@ TEST_CASE("a link opens once, for its endpoint, before it expires, and its sessi
   CHECK(provider_open->expires == clock.Now() + absl::Hours(1));
 }
 
+TEST_CASE("a flood of made-up session cookies does not push a session in use out of the cache [A17][C6]", "[A17][C6]") {
+  auto store = jc::testing::MakeTestStore();
+  jc::FakeClock clock(absl::FromUnixSeconds(1'800'000'000));
+  jc::endpoints::PassOptions options;
+  options.max_cached = 10;
+  jc::endpoints::EndpointPasses passes(store.get(), &clock, options);
+  jc::auth::Principal alice;
+  alice.name = "alice";
+  alice.auth_method = "token";
+  alice.token_id = "0123456789abcdef";
+  alice.projects["lab"] = jc::auth::ProjectRole::kMember;
+  EndpointKey key{"job-00000001", 0, 0, "http"};
+  auto ticket = passes.Issue(alice, "lab", key, "/");
+  REQUIRE(ticket.ok());
+  auto opened = passes.Redeem(ticket->secret, key);
+  REQUIRE(opened.ok());
+  REQUIRE(passes.PassOf(opened->session_secret).ok());  // cached now
+  for (int i = 0; i < 50; ++i) {
+    CHECK(absl::IsUnauthenticated(passes.PassOf("made-up-" + std::to_string(i)).status()));
+  }
+  // The session's row gone from the store: only the cache still knows it, within its time.
+  REQUIRE(store->Exec("DELETE FROM endpoint_passes").ok());
+  CHECK(passes.PassOf(opened->session_secret).ok());
+}
+
 TEST_CASE("a request's body ends where its framing says, chunked or by length, and framings read two ways are refused "
           "[A17][C6]",
           "[A17][C6]") {
