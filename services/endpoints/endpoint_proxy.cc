@@ -384,7 +384,12 @@ absl::StatusOr<absl::Time> EndpointProxy::Probe(const jobs::ActivityProbe& probe
     used = ProbeActivity(tunnel, host, probe.path, route.token);
   }
   tunnel.Cancel();
-  tunnel.Finish().IgnoreError();  // only releases the call: the answer was read or is not wanted
+  // Only releases the call (nothing is written on its account): the answer was read, or is
+  // not wanted. Cancelled is how it ends; anything else is worth a line.
+  if (absl::Status finished = tunnel.Finish(); !finished.ok() && !absl::IsCancelled(finished)) {
+    spdlog::debug("endpoint listener: the activity probe of job {} ended: {}", probe.job_id,
+                  std::string(finished.message()));
+  }
   if (!used.ok()) return used;
   // Never a time to come: a replica's word cannot hold its job open for ever. Within a few
   // seconds (two clocks) it is now; further ahead it is no answer.

@@ -90,16 +90,22 @@ TEST_CASE("request heads are read strictly, cookies taken out by name, and heads
   CHECK_FALSE(jc::endpoints::HeadEnd("GET / HTTP/1.1\r\nHost: a\r\n").has_value());
 }
 
-TEST_CASE("a link opens once, for its endpoint, before it expires, and its session stands for who it was issued to [A17][C6]",
-          "[A17][C6]") {
-  auto store = jc::testing::MakeTestStore();
-  jc::FakeClock clock(absl::FromUnixSeconds(1'800'000'000));
-  jc::endpoints::EndpointPasses passes(store.get(), &clock);
+// A member of project "lab" signed in with an API token.
+jc::auth::Principal Alice() {
   jc::auth::Principal alice;
   alice.name = "alice";
   alice.auth_method = "token";
   alice.token_id = "0123456789abcdef";
   alice.projects["lab"] = jc::auth::ProjectRole::kMember;
+  return alice;
+}
+
+TEST_CASE("a link opens once, for its endpoint, before it expires, and its session stands for who it was issued to [A17][C6]",
+          "[A17][C6]") {
+  auto store = jc::testing::MakeTestStore();
+  jc::FakeClock clock(absl::FromUnixSeconds(1'800'000'000));
+  jc::endpoints::EndpointPasses passes(store.get(), &clock);
+  const jc::auth::Principal alice = Alice();
   EndpointKey key{"job-00000001", 0, 0, "http"};
 
   auto ticket = passes.Issue(alice, "lab", key, "/lab");
@@ -162,11 +168,7 @@ TEST_CASE("a flood of made-up session cookies does not push a session in use out
   jc::endpoints::PassOptions options;
   options.max_cached = 10;
   jc::endpoints::EndpointPasses passes(store.get(), &clock, options);
-  jc::auth::Principal alice;
-  alice.name = "alice";
-  alice.auth_method = "token";
-  alice.token_id = "0123456789abcdef";
-  alice.projects["lab"] = jc::auth::ProjectRole::kMember;
+  const jc::auth::Principal alice = Alice();
   EndpointKey key{"job-00000001", 0, 0, "http"};
   auto ticket = passes.Issue(alice, "lab", key, "/");
   REQUIRE(ticket.ok());

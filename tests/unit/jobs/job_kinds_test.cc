@@ -28,11 +28,9 @@ v1::JobRecord Service() {
   return job;
 }
 
-// Places the replica at `center`, has it start at `started`, and has the center report it
-// failed with `ended_at` as its end, which the control plane learns at `learnt`; returns
-// the replica's back-off from then.
-absl::Duration RunOnce(v1::JobRecord& job, const std::string& center, absl::Time started, absl::Time ended_at,
-                       absl::Time learnt) {
+// Places the job's replica 0 at `center` and has it accepted there running since `started`;
+// the center's report of it.
+apb::Replica StartRunning(v1::JobRecord& job, const std::string& center, absl::Time started) {
   auto* rep = job.mutable_replicas(0);
   rep->set_state(v1::ReplicaRecord::DISPATCHING);
   rep->set_center_id(center);
@@ -43,6 +41,15 @@ absl::Duration RunOnce(v1::JobRecord& job, const std::string& center, absl::Time
   *running.mutable_started_at() = ToTimestamp(started);
   JobEffects fx;
   ApplySubmitAccepted(job, 0, running, started, &fx);
+  return running;
+}
+
+// Places the replica at `center`, has it start at `started`, and has the center report it
+// failed with `ended_at` as its end, which the control plane learns at `learnt`; returns
+// the replica's back-off from then.
+absl::Duration RunOnce(v1::JobRecord& job, const std::string& center, absl::Time started, absl::Time ended_at,
+                       absl::Time learnt) {
+  apb::Replica running = StartRunning(job, center, started);
   apb::Replica failed = running;
   failed.set_state(apb::REPLICA_FAILED);
   failed.set_exit_code(1);
@@ -151,16 +158,7 @@ TEST_CASE("an interactive job stopped for being idle ends completed saying why, 
     v1::JobRecord job = Service();
     job.mutable_request()->mutable_tasks(0)->set_kind("interactive");
     const absl::Time now = absl::FromUnixSeconds(1'800'000'000);
-    auto* rep = job.mutable_replicas(0);
-    rep->set_state(v1::ReplicaRecord::DISPATCHING);
-    rep->set_center_id("alpha");
-    NotePlaced(job, 0, now);
-    apb::Replica running;
-    running.mutable_key()->set_attempt(rep->attempt());
-    running.set_state(apb::REPLICA_RUNNING);
-    *running.mutable_started_at() = ToTimestamp(now);
-    JobEffects accepted;
-    ApplySubmitAccepted(job, 0, running, now, &accepted);
+    apb::Replica running = StartRunning(job, "alpha", now);
     REQUIRE(job.status() == "running");
     job.set_stop_reason(reason);
     JobEffects stopping;
