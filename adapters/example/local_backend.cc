@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -222,6 +223,36 @@ void AddUsage(const fs::path& dir, ReplicaObservation* o) {
 }
 
 }  // namespace
+
+absl::StatusOr<ExecPlan> LocalBackend::PlanExec(const ExecRequest& request) {
+  const fs::path dir = Dir(request.external_id);
+  if (Observe(request.external_id).state != pb::REPLICA_RUNNING) {
+    return absl::FailedPreconditionError(absl::StrCat("replica ", request.external_id, " is not running here"));
+  }
+  auto switch_to = AccountSwitch(request.account);
+  if (!switch_to.ok()) return switch_to.status();
+  int pid = 0;
+  absl::SimpleAtoi(ReadSmallFile(dir / "pid"), &pid);
+  // The replica's environment: its wrapper's (the adapter's process, so readable), less
+  // what only the wrapper uses.
+  std::string environ_text = pid > 0 ? ReadSmallFile(fs::path("/proc") / std::to_string(pid) / "environ") : "";
+  if (environ_text.empty()) {
+    return absl::UnavailableError(absl::StrCat("cannot read replica ", request.external_id, "'s environment"));
+  }
+  ExecPlan plan;
+  for (absl::string_view e : absl::StrSplit(environ_text, '\0', absl::SkipEmpty())) {
+    if (absl::StartsWith(e, "JC_CONTROL_DIR=") || absl::StartsWith(e, "JC_REPLICA_COMMAND=")) continue;
+    plan.env.emplace_back(e);
+  }
+  plan.cwd = (dir / "work").string();
+  if (switch_to->has_value()) {
+    const SwitchTo& to = **switch_to;
+    plan.argv = {"/usr/bin/setpriv", absl::StrCat("--reuid=", to.uid), absl::StrCat("--regid=", to.gid),
+                 "--init-groups", "--"};
+  }
+  plan.argv.insert(plan.argv.end(), request.command.begin(), request.command.end());
+  return plan;
+}
 
 ReplicaObservation LocalBackend::Observe(const std::string& id) {
   fs::path dir = Dir(id);

@@ -27,6 +27,9 @@ class LocalBackend final : public Backend {
   absl::StatusOr<bool> Withdraw(const std::string& external_id) override { return false; }
   absl::StatusOr<std::map<std::string, ReplicaObservation>> Poll(
       const std::vector<std::string>& external_ids) override;
+  // The command on this machine, as the replica's account, in its working directory and
+  // with its environment (its wrapper's, as the adapter gave it).
+  absl::StatusOr<ExecPlan> PlanExec(const ExecRequest& request) override;
   absl::StatusOr<std::string> ReadLog(const std::string& external_id, bool stderr, int64_t offset,
                                       int64_t max_bytes) override;
 

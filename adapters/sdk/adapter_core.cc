@@ -724,6 +724,19 @@ absl::StatusOr<std::pair<std::string, int>> AdapterCore::TunnelTarget(const pb::
                                           "\" (it has: ", names.empty() ? "none" : absl::StrJoin(names, ", "), ")"));
 }
 
+absl::StatusOr<ExecRequest> AdapterCore::ExecTarget(const pb::ReplicaKey& key) {
+  JC_ASSIGN_OR_RETURN(pb::Replica r, Get(key));
+  if (r.state() != pb::REPLICA_RUNNING) {
+    return absl::FailedPreconditionError(absl::StrCat("replica ", r.name(), " is ", pb::ReplicaState_Name(r.state()),
+                                                      ", not running: no command runs in it"));
+  }
+  ExecRequest out;
+  out.external_id = r.external_id();
+  out.key = key;
+  out.account = r.account();
+  return out;
+}
+
 absl::StatusOr<pb::Replica> AdapterCore::StopReplica(const pb::ReplicaKey& key) {
   JC_ASSIGN_OR_RETURN(pb::Replica r, Get(key));
   if (Ended(r.state())) return r;  // stopping what ended changes nothing

@@ -70,6 +70,11 @@ class AdapterCore {
   // Where a tunnel to the replica's port `port_name` connects (SPEC A17): its host and port.
   // NotFound for a replica or port not here, FailedPrecondition for a replica not running.
   absl::StatusOr<std::pair<std::string, int>> TunnelTarget(const pb::ReplicaKey& key, const std::string& port_name);
+  // What a command run in the replica needs to know of it (backend.h ExecRequest, the
+  // command not yet filled in). NotFound for a replica not here, FailedPrecondition for one
+  // not running.
+  absl::StatusOr<ExecRequest> ExecTarget(const pb::ReplicaKey& key);
+  Backend* backend() const { return backend_; }
   absl::StatusOr<std::string> ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes);
   // Copies the dataset in from the first source a mover copies (file:// built in, other
   // schemes by the center's data_movers), and says which it was and how long it took.

@@ -6,7 +6,13 @@
 
 #include <atomic>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "adapters/sdk/exec_session.h"
+#include "common/auth/api_token.h"
+#include "common/exec/exec_stream.h"
+#include <nlohmann/json.hpp>
 #include "adapters/sdk/adapter_core.h"
 #include "adapters/sdk/tunnel.h"
 #include "common/auth/adapter_proof.h"
@@ -109,6 +115,7 @@ class AdapterService final : public pb::Adapter::Service {
     if (!stream->Read(&first)) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "a tunnel begins with a frame naming the replica and its port");
     }
+    if (first.has_exec()) return Exec(ctx, first, stream);
     auto target = core_->TunnelTarget(first.key(), first.port_name());
     if (!target.ok()) return ToGrpcStatus(target.status());
     auto fd = DialEndpoint(target->first, target->second, absl::Seconds(5));
@@ -119,6 +126,33 @@ class AdapterService final : public pb::Adapter::Service {
       return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the replica's port took none of the first bytes");
     }
     PumpTunnel(*fd, ctx, stream);
+    return grpc::Status::OK;
+  }
+  // A command in the replica (`jcctl job exec`): the backend's plan, attached to the stream.
+  grpc::Status Exec(grpc::ServerContext* ctx, const pb::TunnelFrame& first,
+                    grpc::ServerReaderWriter<pb::TunnelFrame, pb::TunnelFrame>* stream) {
+    const pb::ExecStart& start = first.exec();
+    if (absl::Status s = exec_stream::CheckCommand(start.command()); !s.ok()) return ToGrpcStatus(s);
+    if (!first.port_name().empty()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "a tunnel goes to a port or runs a command, not both");
+    }
+    auto request = core_->ExecTarget(first.key());
+    if (!request.ok()) return ToGrpcStatus(request.status());
+    request->command.assign(start.command().begin(), start.command().end());
+    request->tty = start.tty();
+    auto plan = core_->backend()->PlanExec(*request);
+    if (!plan.ok()) return ToGrpcStatus(plan.status());
+    auto started = StartAttached(*plan, start.tty(), start.rows(), start.cols());
+    if (!started.ok()) return ToGrpcStatus(started.status());
+    std::string argv = nlohmann::json(std::vector<std::string>(start.command().begin(), start.command().end()))
+                           .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    spdlog::info("exec in replica {} for {}{}: {}{}", ReplicaName(first.key()), start.user(), start.tty() ? " (tty)" : "",
+                 argv.substr(0, 400), argv.size() > 400 ? absl::StrCat("... sha256=", auth::Sha256Hex(argv)) : "");
+    const pb::ReplicaKey key = first.key();
+    PumpExec(*started, ctx, stream, [this, key] {
+      auto now = core_->Get(key);
+      return !now.ok() ? !absl::IsNotFound(now.status()) : now->state() == pb::REPLICA_RUNNING;
+    });
     return grpc::Status::OK;
   }
   grpc::Status Watch(grpc::ServerContext* ctx, const pb::WatchRequest* req,

@@ -75,6 +75,27 @@ struct ReplicaObservation {
   std::string host;
 };
 
+// A command to run in a running replica (SPEC A17, `jcctl job exec`; TunnelFrame.exec).
+struct ExecRequest {
+  std::string external_id;            // the replica's, as Submit returned it
+  pb::ReplicaKey key;
+  std::string account;                // the account the replica runs as (ReplicaLaunch.user)
+  std::vector<std::string> command;   // argv, never through a shell of the adapter's
+  bool tty = false;                   // on a pseudo-terminal the SDK makes
+};
+
+// How the backend runs it: a program the SDK starts on the adapter's host, without a
+// shell, attached to the caller's stream (its stdin, stdout and stderr, or a terminal),
+// whose exit status is the command's. It must put the command in the replica, as the
+// replica's account: in its image when it runs in one (runc exec), on its host within its
+// allocation (Slurm's `srun --jobid --overlap`), never on the adapter's host as the
+// adapter's account.
+struct ExecPlan {
+  std::vector<std::string> argv;  // argv[0] is looked up in the PATH of `env`
+  std::vector<std::string> env;   // the whole environment, "K=V"
+  std::string cwd = "/";
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -130,6 +151,12 @@ class Backend {
   // answer is unknown to the scheduler (the SDK reports it failed as lost).
   virtual absl::StatusOr<std::map<std::string, ReplicaObservation>> Poll(
       const std::vector<std::string>& external_ids) = 0;
+
+  // How to run `request.command` in the running replica (above). The default: this
+  // center cannot, and `jcctl job exec` says so (Unimplemented).
+  virtual absl::StatusOr<ExecPlan> PlanExec(const ExecRequest& request) {
+    return absl::UnimplementedError("this center's scheduler cannot run a command in a running replica");
+  }
 
   // Up to `max_bytes` of the replica's stdout (or stderr) from `offset`; empty at the end.
   virtual absl::StatusOr<std::string> ReadLog(const std::string& external_id, bool stderr,

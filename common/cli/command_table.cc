@@ -215,7 +215,8 @@ std::string Help(const Tool& tool, const std::vector<CommandInfo>& commands,
   for (const auto& c : commands) {
     if (!group.empty() && c.path[0] != group) continue;
     std::string left = absl::StrCat("  ", Name(c), c.args_usage.empty() ? "" : " ", c.args_usage);
-    if (left.size() < 34) left.resize(34, ' ');
+    // Two spaces at least between a command and its summary, however long its usage.
+    left.resize(std::max<size_t>(left.size() + 1, 34), ' ');
     absl::StrAppend(&out, left, " ", c.summary.substr(0, c.summary.find('\n')), "\n");
   }
   out += "\nGlobal flags:\n";

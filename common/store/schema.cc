@@ -374,6 +374,13 @@ const std::vector<Migration>& Migrations() {
            "  expires_us BIGINT NOT NULL)",
            "CREATE INDEX endpoint_passes_expiry ON endpoint_passes (expires_us)",
        }},
+      {24,
+       "commands run in replicas through the endpoint listener (issue 46, SPEC A17)",
+       {
+           // A link issued for `jcctl job exec` runs one command, kept here as JSON
+           // ({"command": [...], "tty": bool}); empty for a port's link.
+           "ALTER TABLE endpoint_passes ADD COLUMN exec_command TEXT NOT NULL DEFAULT ''",
+       }},
   };
   return *migrations;
 }

@@ -33,9 +33,12 @@ bool JobId(absl::string_view s) { return absl::ConsumePrefix(&s, "job-") && Digi
 }  // namespace
 
 std::string HostLabel(const EndpointKey& key) {
-  if (!JobId(key.job_id) || !PortName(key.port_name) || key.task_index < 0 || key.replica_index < kTaskEndpoint) {
-    return "";
+  if (!JobId(key.job_id) || key.task_index < 0 || key.replica_index < kTaskEndpoint) return "";
+  if (key.port_name.empty()) {  // commands in a replica: one replica's, no port
+    if (key.replica_index == kTaskEndpoint) return "";
+    return absl::StrCat(key.job_id, "-", key.task_index, "-", key.replica_index);
   }
+  if (!PortName(key.port_name)) return "";
   std::string label =
       key.replica_index == kTaskEndpoint
           ? absl::StrCat(key.job_id, "-", key.task_index, "-", key.port_name)
@@ -45,13 +48,19 @@ std::string HostLabel(const EndpointKey& key) {
 
 std::optional<EndpointKey> ParseHostLabel(absl::string_view label) {
   if (label.size() > kMaxLabel) return std::nullopt;
-  // job-<digits>-<task>[-<replica>]-<port name, a letter first, which may hold '-'>
+  // job-<digits>-<task>[-<replica>]-<port name, a letter first, which may hold '-'>, or
+  // job-<digits>-<task>-<replica> for commands in the replica (a port name is no number)
   std::vector<absl::string_view> parts = absl::StrSplit(label, absl::MaxSplits('-', 3));
   if (parts.size() != 4 || parts[0] != "job" || !Digits(parts[1], 18) || !Digits(parts[2], 4)) return std::nullopt;
   EndpointKey key;
   key.job_id = absl::StrCat("job-", parts[1]);
   if (!absl::SimpleAtoi(parts[2], &key.task_index)) return std::nullopt;
   absl::string_view rest = parts[3];
+  if (Digits(rest, 4)) {
+    if (!absl::SimpleAtoi(rest, &key.replica_index)) return std::nullopt;
+    if (HostLabel(key) != label) return std::nullopt;
+    return key;
+  }
   key.replica_index = kTaskEndpoint;
   if (size_t dash = rest.find('-'); dash != absl::string_view::npos && Digits(rest.substr(0, dash), 4)) {
     if (!absl::SimpleAtoi(rest.substr(0, dash), &key.replica_index)) return std::nullopt;
@@ -79,6 +88,9 @@ std::optional<EndpointKey> EndpointOfHost(absl::string_view host_header, absl::s
 }
 
 std::string Describe(const EndpointKey& key) {
+  if (key.port_name.empty()) {
+    return absl::StrCat(key.job_id, ", task ", key.task_index, ", replica ", key.replica_index, " (a command in it)");
+  }
   return absl::StrCat(key.job_id, ", task ", key.task_index, ", ",
                       key.replica_index == kTaskEndpoint ? std::string("every ready replica")
                                                          : absl::StrCat("replica ", key.replica_index),

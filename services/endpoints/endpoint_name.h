@@ -29,9 +29,10 @@ struct EndpointKey {
   }
 };
 
-// "job-00000042-0-1-jupyter" ("job-00000042-0-jupyter" for the task's endpoint); empty when
-// the key cannot be named (a job id not of the form "job-<digits>", a port name outside
-// [a-z][a-z0-9-]{0,14}).
+// "job-00000042-0-1-jupyter" ("job-00000042-0-jupyter" for the task's endpoint, and
+// "job-00000042-0-1" for commands run in the replica: `jcctl job exec`, a key with no port
+// name); empty when the key cannot be named (a job id not of the form "job-<digits>", a port
+// name outside [a-z][a-z0-9-]{0,14}).
 std::string HostLabel(const EndpointKey& key);
 std::optional<EndpointKey> ParseHostLabel(absl::string_view label);
 

@@ -1,5 +1,7 @@
 #include "services/endpoints/endpoint_passes.h"
 
+#include <nlohmann/json.hpp>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/auth/api_token.h"
@@ -18,7 +20,24 @@ int64_t Int(const std::optional<std::string>& text) {
 
 constexpr char kPassColumns[] =
     "job_id, task_index, replica_index, port_name, landing_path, project, user_name, auth_method, token_id, role, "
-    "expires_us";
+    "expires_us, exec_command";
+
+std::string ExecText(const std::optional<ExecSpec>& exec) {
+  if (!exec.has_value()) return "";
+  return nlohmann::json{{"command", exec->command}, {"tty", exec->tty}}.dump();
+}
+
+std::optional<ExecSpec> ExecOf(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  ExecSpec out;
+  if (!j.is_object() || !j.contains("command") || !j["command"].is_array()) return ExecSpec{};  // runs nothing
+  for (const auto& arg : j["command"]) {
+    if (arg.is_string()) out.command.push_back(arg.get<std::string>());
+  }
+  out.tty = j.value("tty", false);
+  return out;
+}
 
 EndpointPass PassOfRow(const store::Row& row) {
   EndpointPass p;
@@ -35,6 +54,7 @@ EndpointPass PassOfRow(const store::Row& row) {
   p.role = role >= 0 && role <= static_cast<int64_t>(auth::ProjectRole::kOwner) ? static_cast<auth::ProjectRole>(role)
                                                                                  : auth::ProjectRole::kNone;
   p.expires = absl::FromUnixMicros(Int(row[10]));
+  p.exec = ExecOf(row[11].value_or(""));
   return p;
 }
 
@@ -44,7 +64,8 @@ EndpointPasses::EndpointPasses(store::Store* store, const Clock* clock, PassOpti
     : store_(store), clock_(clock), options_(options) {}
 
 absl::StatusOr<IssuedTicket> EndpointPasses::Issue(const auth::Principal& caller, const std::string& project,
-                                                   const EndpointKey& key, const std::string& landing_path) {
+                                                   const EndpointKey& key, const std::string& landing_path,
+                                                   const std::optional<ExecSpec>& exec) {
   absl::Time now = clock_->Now();
   JC_ASSIGN_OR_RETURN(std::string secret, auth::RandomSecret(32));
   IssuedTicket out{secret, now + options_.ticket_ttl};
@@ -53,10 +74,11 @@ absl::StatusOr<IssuedTicket> EndpointPasses::Issue(const auth::Principal& caller
   JC_RETURN_IF_ERROR(
       txn->Exec("INSERT INTO endpoint_passes (ticket_sha256, session_sha256, job_id, task_index, replica_index, "
                 "port_name, landing_path, project, user_name, auth_method, token_id, role, ticket_expires_us, "
-                "expires_us) VALUES ($1, NULL, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                "expires_us, exec_command) VALUES ($1, NULL, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
                 {auth::Sha256Hex(secret), key.job_id, int64_t{key.task_index}, int64_t{key.replica_index},
                  key.port_name, landing_path, project, caller.name, caller.auth_method, caller.token_id,
-                 static_cast<int64_t>(caller.RoleIn(project)), Micros(out.expires), Micros(out.expires)})
+                 static_cast<int64_t>(caller.RoleIn(project)), Micros(out.expires), Micros(out.expires),
+                 ExecText(exec)})
           .status());
   JC_RETURN_IF_ERROR(txn->Commit());
   return out;

@@ -10,7 +10,9 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -32,6 +34,12 @@ struct PassOptions {
   size_t max_cached = 10000;
 };
 
+// The command a link runs in a replica (`jcctl job exec`; a key with no port name).
+struct ExecSpec {
+  std::vector<std::string> command;
+  bool tty = false;
+};
+
 // What a session stands for.
 struct EndpointPass {
   EndpointKey key;
@@ -42,6 +50,7 @@ struct EndpointPass {
   std::string token_id;     // the API token the link was issued to, if one
   auth::ProjectRole role = auth::ProjectRole::kNone;  // in `project` when the link was issued
   absl::Time expires;
+  std::optional<ExecSpec> exec;  // for a command's link: the one command it runs
 };
 
 struct IssuedTicket {
@@ -62,7 +71,8 @@ class EndpointPasses {
   // A new link for `caller` in `project` to `key`, landing at `landing_path`. Passes past
   // their expiry are deleted in the same write.
   absl::StatusOr<IssuedTicket> Issue(const auth::Principal& caller, const std::string& project,
-                                     const EndpointKey& key, const std::string& landing_path);
+                                     const EndpointKey& key, const std::string& landing_path,
+                                     const std::optional<ExecSpec>& exec = std::nullopt);
   // Exchanges the link's secret for a session, once. PermissionDenied (saying which) for a
   // secret unknown, used, expired or issued for another endpoint; nothing changes then.
   absl::StatusOr<RedeemedTicket> Redeem(absl::string_view ticket_secret, const EndpointKey& key);

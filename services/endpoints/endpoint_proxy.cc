@@ -16,6 +16,7 @@
 #include <prometheus/registry.h>
 #include <spdlog/spdlog.h>
 
+#include "common/send_all.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
@@ -34,18 +35,16 @@ namespace jc::endpoints {
 namespace {
 
 constexpr char kEnterPath[] = "/.jointcloud/enter";
+// `jcctl job exec` and `jcctl job port-forward`: a connection that switches (101) to the
+// command's exec stream or to the port's bytes, for tools (a browser can send neither
+// Upgrade token).
+constexpr char kExecPath[] = "/.jointcloud/exec";
+constexpr char kForwardPath[] = "/.jointcloud/forward";
+constexpr char kExecUpgrade[] = "jointcloud-exec";
+constexpr char kForwardUpgrade[] = "jointcloud-forward";
 constexpr size_t kMaxResponseHead = 64 << 10;
 constexpr int kSendTimeoutSeconds = 30;
 
-bool SendAll(int fd, absl::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
 
 std::string Answer(int code, absl::string_view reason, absl::string_view body,
                    absl::string_view extra_fields = "") {
@@ -479,18 +478,22 @@ std::string EndpointProxy::CookieName() const {
 absl::StatusOr<v1::OpenEndpointResponse> EndpointProxy::Issue(const auth::Principal& caller,
                                                               const std::string& project,
                                                               const v1::OpenEndpointRequest& request) {
+  const bool exec = request.has_exec();
   EndpointKey key{request.job_id(), request.task_index(),
-                  request.all_replicas() ? kTaskEndpoint : request.replica_index(), request.port_name()};
+                  request.all_replicas() ? kTaskEndpoint : request.replica_index(),
+                  exec ? std::string() : request.port_name()};
   if (HostLabel(key).empty()) {
     return absl::InvalidArgumentError(absl::StrCat("the endpoint listener cannot name ", Describe(key)));
   }
-  std::string path = request.path().empty() ? "/" : request.path();
+  std::string path = request.path().empty() || exec ? "/" : request.path();
   if (absl::Status s = CheckLandingPath(path); !s.ok()) return s;
-  auto ticket = passes_->Issue(caller, project, key, path);
+  std::optional<ExecSpec> command;
+  if (exec) command = ExecSpec{{request.exec().command().begin(), request.exec().command().end()}, request.exec().tty()};
+  auto ticket = passes_->Issue(caller, project, key, path, command);
   if (!ticket.ok()) return ticket.status();
   v1::OpenEndpointResponse out;
   out.set_origin(OriginOf(key));
-  out.set_url(absl::StrCat(out.origin(), kEnterPath, "?ticket=", ticket->secret));
+  out.set_url(absl::StrCat(out.origin(), exec ? kExecPath : kEnterPath, "?ticket=", ticket->secret));
   *out.mutable_expires_at() = ToTimestamp(ticket->expires);
   return out;
 }
@@ -516,9 +519,37 @@ void EndpointProxy::Proxy(Connection& conn, std::string buffer) {
   }
   const std::string origin = absl::StrCat(options_.scheme, "://", host);
   const std::string cookie = CookieName();
+  const absl::string_view target = TargetPath(head->second);
+  // A tool's connection that switches to raw bytes: a command's exec stream, a port's bytes.
+  const bool exec = target == kExecPath;
+  const bool forwarding = target == kForwardPath;
+  if (exec || forwarding) {
+    const char* token = exec ? kExecUpgrade : kForwardUpgrade;
+    auto framing = RequestBodyFraming(*head);
+    if (head->first != "GET" || !head->Lists("Connection", "upgrade") || !head->Lists("Upgrade", token) ||
+        !framing.ok() || framing->chunked || framing->length > 0) {
+      SendAll(fd, Answer(400, "Bad Request",
+                         absl::StrCat(target, " takes a GET without a body, with \"Connection: Upgrade\" and "
+                                      "\"Upgrade: ", token, "\" (jcctl job ", exec ? "exec" : "port-forward", ")")));
+      Count("bad_request");
+      return;
+    }
+    if (exec != key->port_name.empty()) {
+      SendAll(fd, Answer(404, "Not Found",
+                         exec ? "commands run at a replica's own host name (<job>-<task>-<replica>), not a port's"
+                              : "a port is forwarded at its own host name (<job>-<task>-<replica>-<port>)"));
+      Count("not_found");
+      return;
+    }
+  } else if (key->port_name.empty()) {
+    SendAll(fd, Answer(404, "Not Found", absl::StrCat("this host runs commands in ", Describe(*key),
+                                                      " for `jcctl job exec`; it serves no pages")));
+    Count("not_found");
+    return;
+  }
 
   // A link: exchanged for a session once, then on to where it lands.
-  if (TargetPath(head->second) == kEnterPath) {
+  if (target == kEnterPath && !key->port_name.empty()) {
     std::optional<std::string> ticket = QueryParam(head->second, "ticket");
     auto redeemed = head->first != "GET" || !ticket.has_value()
                         ? absl::StatusOr<RedeemedTicket>(absl::InvalidArgumentError("GET with ?ticket= only"))
@@ -544,8 +575,22 @@ void EndpointProxy::Proxy(Connection& conn, std::string buffer) {
 
   // Anything else needs this endpoint's session: one. A second one beside it was put there
   // by another endpoint's page (cookies of a parent domain): whose is which cannot be told.
+  // A command runs with its own link instead, once: the session it opens is never handed out.
   std::string other_cookies;
   std::vector<std::string> sessions = TakeCookies(*head, cookie, &other_cookies);
+  if (exec) {
+    std::optional<std::string> ticket = QueryParam(head->second, "ticket");
+    auto redeemed = !ticket.has_value() ? absl::StatusOr<RedeemedTicket>(absl::InvalidArgumentError("no ?ticket="))
+                                        : passes_->Redeem(*ticket, *key);
+    if (!redeemed.ok()) {
+      bool bad = absl::IsInvalidArgument(redeemed.status());
+      SendAll(fd, Answer(bad ? 400 : 403, bad ? "Bad Request" : "Forbidden",
+                         absl::StrCat(redeemed.status().message(), ". Run `jcctl job exec` again.")));
+      Count("link_refused");
+      return;
+    }
+    sessions = {redeemed->session_secret};
+  }
   if (sessions.size() > 1) {
     SendAll(fd, Answer(400, "Bad Request",
                        "more than one endpoint session came with this request (another endpoint's page may have set "
@@ -645,6 +690,11 @@ void EndpointProxy::Proxy(Connection& conn, std::string buffer) {
     conn.checked = absl::Now();
   }
   NoteUse(key->job_id);  // a request through it: the job is in use (idle limits)
+  if (exec || forwarding) {
+    Switch(conn, *key, *pass, *routes, exec ? kExecUpgrade : kForwardUpgrade,
+           absl::string_view(buffer).substr(head_end), head->second);
+    return;
+  }
 
   // What the replica sees: its own cookies only, who is calling (never a caller's own
   // forwarding fields, in any spelling), and one request per connection unless it is a
@@ -687,40 +737,14 @@ void EndpointProxy::Proxy(Connection& conn, std::string buffer) {
 
   // A tunnel to the replica (for the task's endpoint, the next ready replica in turn, and
   // the one after it when a replica's port does not take the connection).
-  std::unique_ptr<southbound::Tunnel> tunnel;
-  absl::Status last = absl::UnavailableError("no replica took the connection");
-  const size_t n = routes->size();
-  const size_t first = n > 1 ? next_replica_.fetch_add(1) % n : 0;
-  for (size_t i = 0; i < n && !tunnel; ++i) {
-    const auto& route = (*routes)[(first + i) % n];
-    auto opened = jobs_->adapters()->OpenTunnel(route.adapter, route.key, key->port_name);
-    if (!opened.ok()) {
-      last = opened.status();
-      continue;
-    }
-    {
-      std::lock_guard<std::mutex> lock(conn.mu);
-      if (conn.ended) return;
-      conn.tunnel = opened->get();
-      conn.connect_deadline = absl::Now() + kConnectTimeout;
-    }
-    absl::Status connected = (*opened)->AwaitConnected();
-    {
-      std::lock_guard<std::mutex> lock(conn.mu);
-      conn.connect_deadline = absl::InfiniteFuture();
-      if (!connected.ok()) conn.tunnel = nullptr;
-    }
-    if (connected.ok()) {
-      tunnel = std::move(*opened);
-    } else {
-      last = connected;
-    }
-  }
-  if (!tunnel) {
-    SendAll(fd, Answer(502, "Bad Gateway", last.message()));
+  auto opened = OpenTo(conn, *routes, key->port_name, nullptr);
+  if (!opened.ok()) {
+    if (absl::IsCancelled(opened.status())) return;
+    SendAll(fd, Answer(502, "Bad Gateway", opened.status().message()));
     Count("tunnel_refused");
     return;
   }
+  std::unique_ptr<southbound::Tunnel> tunnel = std::move(*opened);
   southbound::Tunnel& t = *tunnel;
 
   // The replica's answer, on a second thread. Its interim heads (1xx) pass; its final head
@@ -932,6 +956,149 @@ void EndpointProxy::Proxy(Connection& conn, std::string buffer) {
                                      : std::string(finished.message())));
   }
   Count(shared->wrote.load() ? (websocket ? "upgraded" : "proxied") : "endpoint_failed");
+}
+
+absl::StatusOr<std::unique_ptr<southbound::Tunnel>> EndpointProxy::OpenTo(
+    Connection& conn, const std::vector<jobs::JobManager::EndpointRoute>& routes, const std::string& port_name,
+    const southbound::apb::ExecStart* exec) {
+  absl::Status last = absl::UnavailableError("no replica took the connection");
+  const size_t n = routes.size();
+  const size_t first = n > 1 ? next_replica_.fetch_add(1) % n : 0;
+  for (size_t i = 0; i < n; ++i) {
+    const auto& route = routes[(first + i) % n];
+    auto opened = exec != nullptr ? jobs_->adapters()->OpenExec(route.adapter, route.key, *exec)
+                                  : jobs_->adapters()->OpenTunnel(route.adapter, route.key, port_name);
+    if (!opened.ok()) {
+      last = opened.status();
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(conn.mu);
+      if (conn.ended) return absl::CancelledError("the listener is stopping");
+      conn.tunnel = opened->get();
+      conn.connect_deadline = absl::Now() + kConnectTimeout;
+    }
+    absl::Status connected = (*opened)->AwaitConnected();
+    {
+      std::lock_guard<std::mutex> lock(conn.mu);
+      conn.connect_deadline = absl::InfiniteFuture();
+      if (!connected.ok()) conn.tunnel = nullptr;
+    }
+    if (connected.ok()) return std::move(*opened);
+    last = connected;
+  }
+  return last;
+}
+
+void EndpointProxy::Switch(Connection& conn, const EndpointKey& key, const EndpointPass& pass,
+                           const std::vector<jobs::JobManager::EndpointRoute>& routes, const char* upgrade,
+                           absl::string_view early, absl::string_view target) {
+  const int fd = conn.fd;
+  const bool exec = key.port_name.empty();
+  southbound::apb::ExecStart start;
+  if (exec) {
+    if (!pass.exec.has_value() || pass.exec->command.empty()) {
+      SendAll(fd, Answer(403, "Forbidden", "this link runs no command"));
+      Count("forbidden");
+      return;
+    }
+    for (const std::string& arg : pass.exec->command) start.add_command(arg);
+    start.set_tty(pass.exec->tty);
+    int rows = 0, cols = 0;
+    if (auto r = QueryParam(target, "rows"); r.has_value() && absl::SimpleAtoi(*r, &rows) && rows > 0 && rows < 10000) {
+      start.set_rows(rows);
+    }
+    if (auto c = QueryParam(target, "cols"); c.has_value() && absl::SimpleAtoi(*c, &cols) && cols > 0 && cols < 10000) {
+      start.set_cols(cols);
+    }
+    start.set_user(pass.user_name);
+  }
+  auto opened = OpenTo(conn, routes, key.port_name, exec ? &start : nullptr);
+  if (!opened.ok()) {
+    if (absl::IsCancelled(opened.status())) return;
+    // The adapter's refusal, as the caller can act on it.
+    const absl::Status& why = opened.status();
+    int code = absl::IsFailedPrecondition(why) ? 409
+               : absl::IsNotFound(why)         ? 404
+               : absl::IsUnimplemented(why)    ? 501
+               : absl::IsInvalidArgument(why)  ? 400
+               : absl::IsResourceExhausted(why) ? 503
+                                                : 502;
+    const char* reason = code == 409   ? "Conflict"
+                         : code == 404 ? "Not Found"
+                         : code == 501 ? "Not Implemented"
+                         : code == 400 ? "Bad Request"
+                         : code == 503 ? "Service Unavailable"
+                                       : "Bad Gateway";
+    SendAll(fd, Answer(code, reason, why.message()));
+    Count(exec ? "exec_refused" : "tunnel_refused");
+    return;
+  }
+  std::unique_ptr<southbound::Tunnel> tunnel = std::move(*opened);
+  southbound::Tunnel& t = *tunnel;
+  if (!SendAll(fd, absl::StrCat("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ", upgrade,
+                                "\r\n\r\n"))) {
+    t.Cancel();
+    t.Finish().IgnoreError();  // the caller went before a byte: nothing depends on how
+    std::lock_guard<std::mutex> lock(conn.mu);
+    conn.tunnel = nullptr;
+    return;
+  }
+  // The replica's bytes (or the command's stream) to the caller, on a second thread; the
+  // caller's to the replica on this one. Either side's end is passed on as a half-close.
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> down_finished = done->get_future();
+  auto down = [&t, fd, done] {
+    while (auto data = t.Receive()) {
+      if (!SendAll(fd, *data)) {
+        t.Cancel();
+        break;
+      }
+    }
+    ::shutdown(fd, SHUT_WR);
+    done->set_value();
+  };
+  if (!pool_->TryEnqueue(down)) {  // stopping
+    t.Cancel();
+    t.Finish().IgnoreError();
+    std::lock_guard<std::mutex> lock(conn.mu);
+    conn.tunnel = nullptr;
+    return;
+  }
+  bool sent = early.empty() || t.Send(std::string_view(early.data(), early.size()));
+  absl::Time last_noted = absl::Now();
+  char chunk[64 << 10];
+  while (sent) {
+    ssize_t got = ::recv(fd, chunk, sizeof chunk, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got == 0 && !exec) {
+      t.CloseSend();  // the caller sends no more: what comes back still goes to it
+      break;
+    }
+    if (got <= 0) {
+      // Gone. A command's caller says the end of its input in the stream and closes only
+      // once the exit status came: one that closes before is gone, and so is the command.
+      t.Cancel();
+      break;
+    }
+    if (absl::Now() - last_noted >= absl::Seconds(1)) {
+      last_noted = absl::Now();  // bytes from the caller: the job is in use
+      NoteUse(key.job_id);
+    }
+    sent = t.Send(std::string_view(chunk, static_cast<size_t>(got)));
+  }
+  if (!sent) t.Cancel();
+  down_finished.wait();
+  absl::Status finished = t.Finish();
+  {
+    std::lock_guard<std::mutex> lock(conn.mu);
+    conn.tunnel = nullptr;
+  }
+  if (!finished.ok()) {
+    spdlog::debug("endpoint listener: {} of {} ended: {}", exec ? "a command" : "a forward", Describe(key),
+                  std::string(finished.message()));
+  }
+  Count(exec ? "exec" : "forwarded");
 }
 
 void EndpointProxy::KeepOwnCookies(HttpHead& answer, const std::string& cookie) {

@@ -30,6 +30,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "services/endpoints/endpoint_name.h"
@@ -119,6 +120,19 @@ class EndpointProxy final : public jobs::EndpointTickets, public jobs::EndpointA
   static void KeepOwnCookies(HttpHead& answer, const std::string& cookie);
   // Everything from the head read to the tunnel's end; a refusal is answered on `fd`.
   void Proxy(Connection& conn, std::string buffer);
+  // A tunnel to the first of `routes` (from the next in turn) that takes it: to the port
+  // `port_name`, or, with `exec`, to that command run in the replica.
+  absl::StatusOr<std::unique_ptr<southbound::Tunnel>> OpenTo(Connection& conn,
+                                                             const std::vector<jobs::JobManager::EndpointRoute>& routes,
+                                                             const std::string& port_name,
+                                                             const southbound::apb::ExecStart* exec);
+  // A tool's connection (jcctl job exec, port-forward), checked like any other, switched to
+  // raw bytes: "101 Switching Protocols" with `upgrade`, then the command's exec stream or
+  // the port's bytes both ways, untouched, until either side ends. `early`: bytes that came
+  // after the head.
+  void Switch(Connection& conn, const EndpointKey& key, const EndpointPass& pass,
+              const std::vector<jobs::JobManager::EndpointRoute>& routes, const char* upgrade,
+              absl::string_view early, absl::string_view target);
   void Count(const char* outcome);
 
   EndpointProxyOptions options_;

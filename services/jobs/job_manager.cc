@@ -1246,7 +1246,12 @@ absl::StatusOr<std::vector<JobManager::EndpointRoute>> JobManager::RoutesToEndpo
     declared |= p.name() == port_name;
     names.push_back(absl::StrCat("\"", p.name(), "\""));
   }
-  if (!declared) {
+  if (port_name.empty()) {
+    // A command in a replica (`jcctl job exec`): any running replica, ports or none.
+    if (replica_index == kAllReplicas) {
+      return absl::InvalidArgumentError("a command runs in one replica: name it (replica_index)");
+    }
+  } else if (!declared) {
     return absl::NotFoundError(absl::StrCat("task ", task_index, " of job ", job_id, " declares no port \"",
                                             absl::CHexEscape(port_name.substr(0, 32)), "\"",
                                             names.empty() ? "; it declares none" : "; it has " + absl::StrJoin(names, ", ")));

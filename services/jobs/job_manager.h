@@ -158,7 +158,8 @@ class JobManager {
   // every replica running now whose port is ready (its rotation). NotFound for a replica or
   // port the job does not have (or a replica scaled away); FailedPrecondition while the job
   // has ended or is stopping, the replica is not running, or no replica is ready. Reads the
-  // committed record (the store's on a follower).
+  // committed record (the store's on a follower). An empty `port_name`: the replica itself,
+  // for a command run in it (`jcctl job exec`; one replica, ports or none).
   static constexpr int kAllReplicas = -1;
   struct EndpointRoute {
     southbound::AdapterAt adapter;

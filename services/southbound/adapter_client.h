@@ -105,6 +105,13 @@ class AdapterClient {
                                                              const std::string& port_name) {
     return absl::UnimplementedError("this client opens no tunnels");
   }
+  // A command run in the running replica `key` (SPEC A17, `jcctl job exec`): a tunnel whose
+  // bytes are the exec stream (common/exec/exec_stream.h), which the control plane passes
+  // without reading. AwaitConnected says the command started, or why not.
+  virtual absl::StatusOr<std::unique_ptr<Tunnel>> OpenExec(const AdapterAt& adapter, const apb::ReplicaKey& key,
+                                                           const apb::ExecStart& exec) {
+    return absl::UnimplementedError("this client runs no commands in replicas");
+  }
   // The replica's whole stdout (and stderr after it, if any), up to `max_bytes`.
   virtual absl::StatusOr<std::string> ReadLog(const AdapterAt& adapter, const apb::ReplicaKey& key,
                                               int64_t max_bytes) = 0;

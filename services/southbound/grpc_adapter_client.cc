@@ -200,13 +200,23 @@ class GrpcAdapterClient final : public AdapterClient {
   }
   absl::StatusOr<std::unique_ptr<Tunnel>> OpenTunnel(const AdapterAt& adapter, const apb::ReplicaKey& key,
                                                      const std::string& port_name) override {
+    apb::TunnelFrame hello;
+    *hello.mutable_key() = key;
+    hello.set_port_name(port_name);
+    return Open(adapter, hello);
+  }
+  absl::StatusOr<std::unique_ptr<Tunnel>> OpenExec(const AdapterAt& adapter, const apb::ReplicaKey& key,
+                                                   const apb::ExecStart& exec) override {
+    apb::TunnelFrame hello;
+    *hello.mutable_key() = key;
+    *hello.mutable_exec() = exec;
+    return Open(adapter, hello);
+  }
+  absl::StatusOr<std::unique_ptr<Tunnel>> Open(const AdapterAt& adapter, const apb::TunnelFrame& hello) {
     auto stub = Verified(adapter);
     if (!stub.ok()) return stub.status();
     auto ctx = std::make_unique<grpc::ClientContext>();
     auto stream = (*stub)->OpenTunnel(ctx.get());
-    apb::TunnelFrame hello;
-    *hello.mutable_key() = key;
-    hello.set_port_name(port_name);
     stream->Write(hello);  // a refusal comes with the first Read
     return std::unique_ptr<Tunnel>(std::make_unique<GrpcTunnel>(adapter, std::move(ctx), std::move(stream)));
   }

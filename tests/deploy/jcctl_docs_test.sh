@@ -6,7 +6,7 @@ set -euo pipefail
 doc=$1
 jcctl=$2
 failed=0
-commands=$("$jcctl" --help | sed -n '/^Commands:/,/^$/p' | sed -n 's/^  \([a-z][a-z ]*[a-z]\)\( [A-Z\[].*\)\?  .*/\1/p' | sed 's/ *$//')
+commands=$("$jcctl" --help | sed -n '/^Commands:/,/^$/p' | sed -n 's/^  \([a-z][a-z -]*[a-z]\)\( [A-Z\[].*\)\?  .*/\1/p' | sed 's/ *$//')
 [[ -n "$commands" ]] || { echo "FAIL: jcctl --help lists no commands"; exit 1; }
 while read -r command; do
   # shellcheck disable=SC2086
@@ -24,6 +24,6 @@ done <<<"$commands"
 while read -r documented; do
   # "completion bash|zsh": a one-word command and its argument
   grep -qx "$documented" <<<"$commands" || grep -qx "${documented%% *}" <<<"$commands" || { echo "FAIL: $doc documents jcctl $documented, which jcctl lacks"; failed=1; }
-done < <(grep -oE '^\| `jcctl [a-z]+( [a-z]+)?' "$doc" | sed 's/^| `jcctl //')
+done < <(grep -oE '^\| `jcctl [a-z]+( [a-z][a-z-]*)?' "$doc" | sed 's/^| `jcctl //')
 [[ $failed -eq 0 ]] && echo "ok: $(wc -l <<<"$commands") jcctl commands and their flags are in $doc"
 exit $failed

@@ -241,17 +241,7 @@ struct Endpoints : jc::testing::TestSystem {
         center(outliving ? outliving : own.get()) {
     std::ofstream(script) << kEchoServer;
     if (!registers) return;
-    REQUIRE(rest->Post("/openapi/v1/centers", {{"ai_center_id", "solo"}, {"name", "solo"}, {"region", "cn"},
-                                               {"network_topology", "cn/solo"}, {"adapter_address", center->address()},
-                                               {"capacity", {{"cpu", 8}, {"memory", 8192}}}})
-                .http_status == 200);
-    REQUIRE(rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "svc-1"},
-                                                     {"resource_spec_name", "svc-1"},
-                                                     {"resource_quantity", {{"cpu", "1"}, {"memory", "256Mi"}}},
-                                                     {"service_type", "batch,streaming"},
-                                                     {"price", 1},
-                                                     {"computing_center_list", "solo"}})
-                .http_status == 200);
+    REQUIRE(jc::testing::AddServiceCenter(*rest, "solo", center->address()));
   }
   ~Endpoints() {
     if (own != nullptr) std::filesystem::remove(script);

@@ -68,6 +68,21 @@ inline std::string AdminToken(const std::string& path) {
 // Registers center `center` at `adapter_address` with `cpu` CPUs and `memory_mb` MB, and
 // spec "cpu-1" (one CPU and `spec_memory`, e.g. "256Mi") offered there; true once the
 // scheduler can place on it and the server is ready (its job manager leads).
+// Center `center` at `adapter_address` (8 CPUs, 8 GiB) with spec svc-1 (1 CPU, 256Mi) for
+// batch jobs and services: the endpoint suites' center.
+inline bool AddServiceCenter(RestClient& rest, const std::string& center, const std::string& adapter_address) {
+  auto c = rest.Post("/openapi/v1/centers", {{"ai_center_id", center}, {"name", center}, {"region", "cn"},
+                                             {"network_topology", "cn/" + center}, {"adapter_address", adapter_address},
+                                             {"capacity", {{"cpu", 8}, {"memory", 8192}}}});
+  auto s = rest.Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "svc-1"},
+                                                   {"resource_spec_name", "svc-1"},
+                                                   {"resource_quantity", {{"cpu", "1"}, {"memory", "256Mi"}}},
+                                                   {"service_type", "batch,streaming"},
+                                                   {"price", 1},
+                                                   {"computing_center_list", center}});
+  return c.http_status == 200 && s.http_status == 200;
+}
+
 inline bool AddCenterWithSpec(RestClient& rest, const std::string& center, const std::string& adapter_address,
                               int cpu, int memory_mb, const std::string& spec_memory) {
   auto c = rest.Post("/openapi/v1/centers", {{"ai_center_id", center},

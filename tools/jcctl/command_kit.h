@@ -46,5 +46,8 @@ std::vector<FlagSpec> ListFlags(std::vector<FlagSpec> more = {});
 // The operator's commands (operator_commands.cc): users, projects, members, quotas,
 // budgets; centers, specs and images updated and removed.
 std::vector<CommandSpec> OperatorCommands();
+// The commands that hold a connection to a running replica (session_commands.cc): job exec,
+// job port-forward.
+std::vector<CommandSpec> SessionCommands();
 
 }  // namespace jc::jcctl

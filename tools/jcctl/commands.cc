@@ -1003,6 +1003,7 @@ std::vector<CommandSpec> Commands() {
                  return 0;
                })});
   for (CommandSpec& more : OperatorCommands()) c.push_back(std::move(more));
+  for (CommandSpec& more : SessionCommands()) c.push_back(std::move(more));
   c.push_back({{"version"}, "", "jcctl's version", {}, 0, 0, [](Context& ctx, const Invocation&) {
                  ctx.out() << VersionLine("jcctl") << "\n";
                  return 0;

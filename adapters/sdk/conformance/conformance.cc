@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include <catch2/catch.hpp>
@@ -18,6 +19,7 @@
 #include "adapters/sdk/conformance/conformance.h"
 #include "adapters/sdk/readiness.h"
 #include "adapters/sdk/run_adapter.h"
+#include "common/exec/exec_stream.h"
 #include "jointcloud/adapter/v1/adapter.grpc.pb.h"
 #include "tests/testing/test_account.h"
 
@@ -862,6 +864,76 @@ TEST_CASE("conformance: a port of the range held by another account's process is
   }
   pb::Replica stopped;
   REQUIRE(kit.Stop(r.key(), &stopped).ok());
+}
+
+// SPEC A17, issue 46 item 4: `jcctl job exec`. A center whose scheduler cannot run a
+// command in a replica says UNIMPLEMENTED and nothing else changes; one that can runs it and
+// carries its output and exit status in the exec stream.
+TEST_CASE("conformance: a command runs in a running replica, its output and exit status come back, and one in a "
+          "replica not running, or with a bad argv, is refused [A17][A14][C5]",
+          "[A17][A14][conformance]") {
+  namespace es = jc::exec_stream;
+  Kit kit;
+  pb::Replica r = kit.MustSubmit("exec sleep 600");
+  kit.WaitFor(r.key(), pb::REPLICA_RUNNING);
+  // Runs `command` in `key`'s replica with `input` (then its end): the call's status, what
+  // came out and the exit status.
+  struct Ran {
+    grpc::Status status;
+    std::string out, err;
+    std::optional<int> exit;
+  };
+  auto exec = [&](const pb::ReplicaKey& key, std::vector<std::string> command, const std::string& input) {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx, kit.target_.timeout);
+    auto stream = kit.stub_->OpenTunnel(&ctx);
+    pb::TunnelFrame hello;
+    *hello.mutable_key() = key;
+    hello.mutable_exec();  // a command, empty or not
+    for (auto& a : command) hello.mutable_exec()->add_command(a);
+    stream->Write(hello);
+    pb::TunnelFrame in;
+    in.set_data(es::EncodeData(es::Type::kStdin, input) + es::Encode(es::Type::kStdinEnd, ""));
+    stream->Write(in);
+    Ran out;
+    es::Decoder decoder;
+    pb::TunnelFrame frame;
+    // Every frame up to the adapter's `close` (gRPC's Finish waits on frames left unread).
+    while (stream->Read(&frame)) {
+      decoder.Feed(frame.data());
+      while (auto f = decoder.Next()) {
+        if (f->type == es::Type::kStdout) out.out += f->payload;
+        if (f->type == es::Type::kStderr) out.err += f->payload;
+        if (f->type == es::Type::kExit) out.exit = es::ParseExit(f->payload);
+      }
+      if (frame.close()) break;
+    }
+    stream->WritesDone();
+    out.status = stream->Finish();
+    return out;
+  };
+  Ran ran = exec(r.key(), {"sh", "-c", "read line; echo \"got $line\"; echo to-err >&2; exit 4"}, "hello\n");
+  INFO(ran.status.error_message());
+  if (ran.status.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+    WARN("this center runs no commands in replicas: " << ran.status.error_message());
+  } else {
+    CHECK(ran.status.ok());
+    CHECK(ran.out == "got hello\n");
+    CHECK(ran.err == "to-err\n");
+    CHECK(ran.exit == 4);
+  }
+  // Refusals, whether the center runs commands or not.
+  CHECK(exec(r.key(), {}, "").status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(exec(r.key(), {std::string("a\0b", 3)}, "").status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  pb::ReplicaKey other = r.key();
+  other.set_job_id("never-submitted");
+  CHECK(exec(other, {"true"}, "").status.error_code() == grpc::StatusCode::NOT_FOUND);
+  pb::Replica seen;
+  REQUIRE(kit.Stop(r.key(), &seen).ok());
+  kit.WaitFor(r.key(), pb::REPLICA_STOPPED);
+  Ran stopped = exec(r.key(), {"true"}, "");
+  CHECK(stopped.status.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK(absl::StrContains(stopped.status.error_message(), "not running"));
 }
 
 }  // namespace jc::adapter::conformance

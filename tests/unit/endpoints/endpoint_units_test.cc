@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "common/auth/api_token.h"
+#include "common/exec/exec_stream.h"
 #include "services/endpoints/endpoint_name.h"
 #include "services/endpoints/endpoint_passes.h"
 #include "services/endpoints/http_head.h"
@@ -38,6 +39,16 @@ TEST_CASE("an endpoint's host names it, reads back as the same endpoint, and not
   CHECK(jc::endpoints::ParseHostLabel("job-00000042-0-1-http-2") == EndpointKey{"job-00000042", 0, 1, "http-2"});
   CHECK(jc::endpoints::Describe(task) == "job-00000042, task 0, every ready replica, port \"http-2\"");
   CHECK(jc::endpoints::HostLabel({"job-1", 0, -2, "http"}).empty());
+  // Commands in a replica (jcctl job exec): the replica's own name, no port; never the
+  // task's (a command runs in one replica).
+  EndpointKey replica{"job-00000042", 0, 1, ""};
+  CHECK(jc::endpoints::HostLabel(replica) == "job-00000042-0-1");
+  CHECK(jc::endpoints::ParseHostLabel("job-00000042-0-1") == replica);
+  CHECK(jc::endpoints::EndpointOfHost("job-00000042-0-1.endpoints.localhost:8081", "endpoints.localhost") == replica);
+  CHECK(jc::endpoints::Describe(replica) == "job-00000042, task 0, replica 1 (a command in it)");
+  CHECK(jc::endpoints::HostLabel({"job-1", 0, jc::endpoints::kTaskEndpoint, ""}).empty());
+  CHECK_FALSE(jc::endpoints::ParseHostLabel("job-00000042-0-01").has_value());
+  CHECK_FALSE(jc::endpoints::ParseHostLabel("job-00000042-0-12345").has_value());
   // What cannot be named is not.
   CHECK(jc::endpoints::HostLabel({"../etc", 0, 0, "http"}).empty());
   CHECK(jc::endpoints::HostLabel({"job-1", 0, 0, "Http"}).empty());
@@ -226,4 +237,50 @@ TEST_CASE("a request's body ends where its framing says, chunked or by length, a
     INFO(bad);
     CHECK_FALSE(chunks.Take(bad).ok());
   }
+}
+
+TEST_CASE("the exec stream: frames of any size read back whole however the bytes are cut, and a broken stream says "
+          "so [A17]",
+          "[A17]") {
+  namespace es = jc::exec_stream;
+  std::string big(es::kMaxPayload * 2 + 17, 'b');
+  std::string stream = es::Encode(es::Type::kStdin, "hi") + es::EncodeData(es::Type::kStdout, big) +
+                       es::EncodeResize(40, 120) + es::Encode(es::Type::kStdinEnd, "") + es::EncodeExit(130);
+  // Fed a byte at a time, then at once: the same frames.
+  for (size_t piece : {size_t{1}, stream.size()}) {
+    es::Decoder d;
+    std::vector<es::Frame> frames;
+    for (size_t at = 0; at < stream.size(); at += piece) {
+      d.Feed(absl::string_view(stream).substr(at, piece));
+      while (auto f = d.Next()) frames.push_back(*f);
+    }
+    REQUIRE(frames.size() == 7);  // the big output is three frames
+    CHECK(frames[0].payload == "hi");
+    CHECK(frames[1].type == es::Type::kStdout);
+    CHECK(frames[1].payload.size() == es::kMaxPayload);
+    CHECK(frames[1].payload + frames[2].payload + frames[3].payload == big);
+    CHECK(es::ParseResize(frames[4].payload) == std::make_pair(40, 120));
+    CHECK(frames[5].type == es::Type::kStdinEnd);
+    CHECK(es::ParseExit(frames[6].payload) == 130);
+    CHECK(d.buffered() == 0);
+    CHECK_FALSE(d.broken());
+  }
+  // An unknown type, or a frame longer than the most, breaks the stream for good.
+  es::Decoder unknown;
+  unknown.Feed(std::string("\x09\0\0\0\0", 5));
+  CHECK_FALSE(unknown.Next().has_value());
+  CHECK(unknown.broken());
+  es::Decoder huge;
+  huge.Feed(std::string("\x01\x7f\xff\xff\xff", 5));
+  CHECK_FALSE(huge.Next().has_value());
+  CHECK(absl::StrContains(huge.error().message(), "the most is"));
+  CHECK_FALSE(es::ParseResize("abc").has_value());
+  CHECK_FALSE(es::ParseResize(std::string(4, '\0')).has_value());
+  // Commands: checked the same where they enter and at the adapter.
+  CHECK(es::CheckCommand(std::vector<std::string>{"ls", "-l"}).ok());
+  CHECK_FALSE(es::CheckCommand(std::vector<std::string>{}).ok());
+  CHECK_FALSE(es::CheckCommand(std::vector<std::string>{"", "x"}).ok());
+  CHECK_FALSE(es::CheckCommand(std::vector<std::string>{std::string("a\0b", 3)}).ok());
+  CHECK_FALSE(es::CheckCommand(std::vector<std::string>(257, "x")).ok());
+  CHECK_FALSE(es::CheckCommand(std::vector<std::string>{std::string(es::kMaxCommandBytes + 1, 'x')}).ok());
 }
