@@ -4,6 +4,8 @@
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <pwd.h>
+
+#include <cstdlib>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -386,6 +388,44 @@ absl::StatusOr<std::string> SlurmBackend::Submit(const ReplicaLaunch& launch) {
   std::string id(absl::StripAsciiWhitespace(absl::string_view(*out).substr(0, out->find(';'))));
   if (!IsJobId(id)) return absl::InternalError(absl::StrCat("sbatch printed no job id: ", *out));
   return id;
+}
+
+absl::StatusOr<ExecPlan> SlurmBackend::PlanExec(const ExecRequest& request) {
+  if (!IsJobId(request.external_id)) {
+    return absl::InvalidArgumentError(absl::StrCat("not a Slurm job id: ", request.external_id));
+  }
+  if (!options_.image_runner.empty()) {
+    // Slurm's own copy of the batch script says whether the replica runs in its image.
+    JC_ASSIGN_OR_RETURN(std::string script, Slurm({"scontrol", "write", "batch_script", request.external_id, "-"}));
+    if (absl::StrContains(script, options_.image_runner)) {
+      return absl::UnimplementedError(
+          "this Slurm center runs no commands in a replica's image yet (a step would run beside its container)");
+    }
+  }
+  const std::string account = request.account.empty() ? CurrentUser() : request.account;
+  passwd pw;
+  passwd* found = nullptr;
+  char buf[16384];
+  if (getpwnam_r(account.c_str(), &pw, buf, sizeof buf, &found) != 0 || found == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("no local account \"", account, "\" on the adapter's host"));
+  }
+  ExecPlan plan;
+  // The step's environment is srun's (Slurm adds the job's SLURM_* to it): the account's
+  // basics, never the adapter's own environment.
+  plan.env = {"PATH=/usr/local/bin:/usr/bin:/bin", absl::StrCat("HOME=", found->pw_dir), "USER=" + account,
+              "LOGNAME=" + account};
+  if (const char* conf = std::getenv("SLURM_CONF")) plan.env.push_back(absl::StrCat("SLURM_CONF=", conf));
+  if (account != CurrentUser()) {
+    plan.argv = {"setpriv", absl::StrCat("--reuid=", found->pw_uid), absl::StrCat("--regid=", found->pw_gid),
+                 "--init-groups", "--"};
+  }
+  for (const char* arg : {"srun", "--overlap", "--quiet", "--ntasks=1"}) plan.argv.emplace_back(arg);
+  plan.argv.push_back("--jobid=" + request.external_id);
+  plan.argv.push_back(absl::StrCat("--chdir=", found->pw_dir));  // entered on the node, as the account
+  if (request.tty) plan.argv.emplace_back("--pty");
+  plan.argv.emplace_back("--");
+  plan.argv.insert(plan.argv.end(), request.command.begin(), request.command.end());
+  return plan;
 }
 
 absl::Status SlurmBackend::Stop(const std::string& external_id) {

@@ -89,6 +89,10 @@ class SlurmBackend final : public Backend {
   absl::StatusOr<std::string> ReadLog(const std::string& external_id, bool stderr, int64_t offset,
                                       int64_t max_bytes) override;
   bool RunsImages() const override { return !options_.image_runner.empty(); }
+  // `srun --jobid=ID --overlap [--pty]` into the replica's allocation, as its account (a step
+  // beside the batch script, on its node, within its cgroup). A replica in its image:
+  // UNIMPLEMENTED (a step would run beside its container, not in it).
+  absl::StatusOr<ExecPlan> PlanExec(const ExecRequest& request) override;
 
  private:
   // Runs a Slurm client; a non-zero exit becomes an error carrying what it printed.

@@ -1,5 +1,7 @@
 #include "services/jobs/attempt_history.h"
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "common/timestamp.h"
 
 #include <algorithm>
@@ -138,7 +140,11 @@ bool ApplyAttemptReport(v1::JobRecord& job, int index, const std::string& center
   a->set_outcome(OutcomeOf(report.state()));
   a->set_exit_code(report.exit_code());
   // Withdrawn as asked, it keeps why it was asked back (the move's reason).
-  if (!withdrawn) a->set_message(report.message());
+  if (absl::StartsWith(a->message(), kGivenUp)) {
+    a->set_message(absl::StrCat(a->message(), "; then its center said: ", report.message()));
+  } else if (!withdrawn) {
+    a->set_message(report.message());
+  }
   a->set_closed(true);
   *a->mutable_seen_ended_at() = ToTimestamp(now);
   if (withdrawn) {
@@ -185,6 +191,11 @@ void CloseNeverStarted(v1::JobRecord& job, int index, const std::string& why, ab
   a->set_outcome("failed");
   a->set_message(why);
   *a->mutable_ended_at() = ToTimestamp(now);
+}
+
+void NoteGivenUp(v1::ReplicaRecord& replica, const std::string& why) {
+  v1::AttemptRecord* a = Find(&replica, replica.attempt());
+  if (a != nullptr && !a->closed()) a->set_message(absl::StrCat(kGivenUp, why));
 }
 
 void NoteStopped(v1::ReplicaRecord& replica, absl::Time now) {

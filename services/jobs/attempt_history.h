@@ -39,6 +39,10 @@ void CloseNeverStarted(v1::JobRecord& job, int index, const std::string& why, ab
 // The control plane stopped the replica's current attempt now: its center's report of
 // the end is awaited from here on.
 void NoteStopped(v1::ReplicaRecord& replica, absl::Time now);
+// The control plane gave the current attempt up (its center lost, `why`): said in its
+// history, before and after whatever its center says of its end.
+inline constexpr char kGivenUp[] = "given up: ";
+void NoteGivenUp(v1::ReplicaRecord& replica, const std::string& why);
 
 // Attempts the control plane stopped whose center has not reported their end within
 // `grace`: closed with the control plane's own times — a record (source "control_plane")

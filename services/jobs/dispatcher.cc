@@ -1,5 +1,6 @@
 #include "services/jobs/dispatcher.h"
 
+#include "absl/strings/str_cat.h"
 #include <spdlog/spdlog.h>
 
 namespace jc::jobs {
@@ -36,7 +37,10 @@ void Dispatcher::StopReplica(const std::string& center, const apb::ReplicaKey& k
                              std::function<void(absl::Status)> answered) {
   pool_->Run([this, center, key, answered = std::move(answered)] {
     auto address = addresses_->Of(center);
-    absl::Status s = address.ok() ? adapters_->Stop({center, *address}, key) : address.status();
+    // A center the registry no longer has (deleted) is not a stop done: it is asked again
+    // until it is back, as an unreachable one is.
+    absl::Status s = address.ok() ? adapters_->Stop({center, *address}, key)
+                                  : absl::UnavailableError(absl::StrCat("center ", center, ": ", address.status().message()));
     if (!s.ok()) spdlog::info("job manager: stopping {} at {}: {}", key.job_id(), center, s.ToString());
     answered(s);
   });

@@ -1102,6 +1102,40 @@ void JobManager::OnEvent(const std::string& center, uint64_t term, const apb::Re
   if (fx.changed) MarkDirty(it->first);
 }
 
+void JobManager::GiveUpLostCenters(const std::set<std::string>& connected, absl::Time now) {
+  // The centers that hold long-running or interactive replicas now.
+  std::set<std::string> holding;
+  for (const auto& [id, job] : active_) {
+    for (const auto& rep : job.record.replicas()) {
+      if (rep.center_id().empty() || Ended(rep.state()) || rep.state() == v1::ReplicaRecord::WAITING) continue;
+      if (KindOf(job.record.request().tasks(rep.task_index())) != JobKind::kBatch) holding.insert(rep.center_id());
+    }
+  }
+  std::erase_if(lost_since_, [&](const auto& e) { return holding.count(e.first) == 0; });
+  for (const std::string& center : holding) {
+    std::optional<std::string> gone = connected.count(center) ? std::nullopt : scheduler_->CenterGone(center);
+    if (!gone.has_value()) {
+      lost_since_.erase(center);
+      continue;
+    }
+    const absl::Time since = lost_since_.try_emplace(center, now).first->second;
+    if (now - since < options_.center_lost_grace) continue;
+    const std::string why = absl::StrCat("center ", center, " lost: ", *gone, ", its adapter unreachable for ",
+                                         absl::FormatDuration(absl::Trunc(now - since, absl::Seconds(1))));
+    spdlog::warn("job manager: {}: giving up its services' and interactive jobs' replicas", why);
+    for (auto& [id, job] : active_) {
+      JobEffects fx;
+      for (int i = 0; i < job.record.replicas_size(); ++i) {
+        if (job.record.replicas(i).center_id() == center) ApplyCenterLost(job.record, i, why, now, &fx);
+      }
+      if (!fx.changed) continue;
+      ApplyEffects(job, fx);
+      MarkDirty(id);
+    }
+    lost_since_.erase(center);
+  }
+}
+
 void JobManager::OnReconcile(bool all, const std::set<std::string>& connected) {
   if (!leading_) return;
   // Attempts whose center has not reported their end within the grace: the control
@@ -1115,6 +1149,7 @@ void JobManager::OnReconcile(bool all, const std::set<std::string>& connected) {
     ApplyEffects(job, fx);
     MarkDirty(id);
   }
+  GiveUpLostCenters(connected, now);
   // Replicas on centers whose event stream is down (or all, after taking over) are asked
   // directly, by key.
   std::vector<ReplicaTracker::Ask> asks;

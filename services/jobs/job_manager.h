@@ -86,6 +86,10 @@ struct JobManagerOptions {
   // How long a waiting job that no registered center could run any more (a center left,
   // a spec offer was withdrawn) waits for one that can before it fails with the reason.
   absl::Duration unsatisfiable_grace = absl::Minutes(10);
+  // How long a center may be lost (gone from the registry or unavailable there, and its
+  // adapter's event stream down) before the long-running and interactive replicas it held
+  // are given up (SPEC A17): services start again elsewhere, interactive jobs fail saying so.
+  absl::Duration center_lost_grace = absl::Minutes(5);
   // Moves (SPEC A16): a replica placed where the control plane expected it to start at
   // once that still waits at that center after `move_after` is taken back (only if it has
   // not started: WithdrawReplica) and placed again, when another center can start it now
@@ -278,6 +282,9 @@ class JobManager {
   void OnReplicaRead(uint64_t term, const ReplicaTracker::Ask& ask, const absl::StatusOr<apb::Replica>& replica);
   // Asks the adapters for replicas whose state may be behind: those on centers whose
   // event stream is down, or every live one (`all`, after taking over or a resync).
+  // Services' and interactive jobs' replicas at centers lost past --center_lost_grace are
+  // given up (ApplyCenterLost).
+  void GiveUpLostCenters(const std::set<std::string>& connected, absl::Time now);
   void OnReconcile(bool all, const std::set<std::string>& connected);
   // A new term: memory becomes what the store has; dispatches and watches resume.
   void OnLead(absl::StatusOr<Reload> reload, std::shared_ptr<std::promise<absl::Status>> led);
@@ -418,6 +425,9 @@ class JobManager {
   // Waiting jobs that no registered center could run any more, and since when (in memory:
   // a restart gives them the grace again).
   std::map<std::string, absl::Time> unsatisfiable_since_;
+  // Centers holding replicas that the registry says are gone while their adapter's stream is
+  // down, since when (this term: a new leader starts the grace again, the safe way).
+  std::map<std::string, absl::Time> lost_since_;
   // Created, its insert not yet committed: what a second create with its key is told.
   std::map<std::string, Snapshot> creating_;
   std::map<std::string, std::vector<CreateReply>> key_waiters_;  // by job id: creates with its key

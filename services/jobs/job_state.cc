@@ -286,6 +286,34 @@ void ApplySubmitAccepted(v1::JobRecord& job, int index, const apb::Replica& answ
   Settle(job, now, fx);
 }
 
+void ApplyCenterLost(v1::JobRecord& job, int index, const std::string& why, absl::Time now, JobEffects* fx) {
+  auto* rep = job.mutable_replicas(index);
+  const JobKind kind = KindOf(job.request().tasks(rep->task_index()));
+  if (kind == JobKind::kBatch || rep->center_id().empty() || Ended(rep->state()) ||
+      rep->state() == v1::ReplicaRecord::WAITING) {
+    return;
+  }
+  const std::string center = rep->center_id();
+  // Given up here: stopped there once the center answers again (pending stops are sent
+  // until it does), so that the old attempt and a new one never both run for long.
+  NoteGivenUp(*rep, why);
+  StopAttempt(*rep, now, fx);
+  rep->set_message(why);
+  rep->set_exit_code(-1);
+  fx->changed = true;
+  *job.mutable_updated_at() = ToTimestamp(now);
+  if (job.stop_requested()) {
+    rep->set_state(v1::ReplicaRecord::STOPPED);
+  } else if (LongRunning(kind)) {
+    NoteFailedCenter(*rep, center);
+    Restart(*rep, why, now);
+    fx->wait = true;
+  } else {
+    rep->set_state(v1::ReplicaRecord::FAILED);  // an interactive session ends with its center
+  }
+  Settle(job, now, fx);
+}
+
 void ApplyAttemptFailedToStart(v1::JobRecord& job, int index, const std::string& why, absl::Time now,
                                JobEffects* fx) {
   auto* rep = job.mutable_replicas(index);

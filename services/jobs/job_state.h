@@ -96,6 +96,14 @@ void ApplyStopRequested(v1::JobRecord& job, absl::Time now, JobEffects* fx);
 // task's replica_number in the request becomes `replicas`.
 void ApplyScale(v1::JobRecord& job, int task_index, int replicas, absl::Time now, JobEffects* fx);
 
+// The center of the replica at `index` is lost (SPEC A17: gone from the registry or
+// unavailable, its adapter unreachable, past the job manager's --center_lost_grace): a
+// service's or stream's replica starts again elsewhere as a new attempt (after its back-off,
+// its old center avoided), an interactive job's replica fails with `why` (its session is
+// gone), one being stopped is stopped. The old attempt is stopped at its center whenever
+// that answers again. Batch replicas are left to their center's word (unchanged).
+void ApplyCenterLost(v1::JobRecord& job, int index, const std::string& why, absl::Time now, JobEffects* fx);
+
 // The job's replicas can never be placed (its spec or image left the catalog).
 void ApplyUnplaceable(v1::JobRecord& job, const std::string& why, absl::Time now, JobEffects* fx);
 

@@ -207,18 +207,20 @@ absl::Status Monitor::PollOnce() {
   for (auto& o : round) {
     pool_.Run([this, &o, &done] {
       Observe(&o);
+      // The adapter answered: the center is alive, said at once — not after the round,
+      // which a silent center's calls hold up to their deadlines (its neighbours went
+      // unavailable behind it). A failed heartbeat (the center was just deleted, the
+      // registry is away) only delays its status.
+      if (o.reachable) {
+        auto status = centers_->Heartbeat(o.center.ai_center_id(), true);
+        if (!status.ok()) {
+          spdlog::debug("monitor: heartbeat of {}: {}", o.center.ai_center_id(), status.status().ToString());
+        }
+      }
       done.DecrementCount();
     });
   }
   done.Wait();
-
-  for (const auto& o : round) {
-    if (!o.reachable) continue;
-    // The adapter answered: the center is alive. A failed heartbeat (the center was just
-    // deleted, the registry is away) only delays its status.
-    auto status = centers_->Heartbeat(o.center.ai_center_id(), true);
-    if (!status.ok()) spdlog::debug("monitor: heartbeat of {}: {}", o.center.ai_center_id(), status.status().ToString());
-  }
 
   std::vector<CenterObservation> snapshot;
   std::vector<std::function<void(const std::vector<CenterObservation>&)>> listeners;

@@ -234,6 +234,15 @@ std::string ShapeOf(const v1::CreateTrainJobRequest& job) {
 
 }  // namespace
 
+std::optional<std::string> Scheduler::CenterGone(const std::string& center_id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!last_refresh_.ok()) return std::nullopt;
+  const CenterView* c = snapshot_.Find(center_id);
+  if (c == nullptr) return std::string("no longer registered");
+  if (c->status == 0) return std::string("unavailable (no heartbeat)");
+  return std::nullopt;
+}
+
 absl::StatusOr<std::string> Scheduler::NeverRuns(const v1::CreateTrainJobRequest& job) {
   std::map<std::string, double> overrides(job.scheduling().weights().begin(), job.scheduling().weights().end());
   const std::string shape = ShapeOf(job);

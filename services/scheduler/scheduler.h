@@ -97,6 +97,10 @@ class Scheduler {
   // it offers (images, any account); the job is placed there as it would be (filters, the
   // gang all at once). Empty when it could run; the first replica that cannot says why.
   absl::StatusOr<std::string> NeverRuns(const v1::CreateTrainJobRequest& job);
+  // Why center `center_id` is gone, as the registry said at the last refresh ("no longer
+  // registered", "unavailable: no heartbeat"); nullopt while it is available or unknown, or
+  // when the scheduler could not read the registry at its last refresh (nothing is known).
+  std::optional<std::string> CenterGone(const std::string& center_id) const;
 
   // What the available centers have in all (the denominator of fair shares), as last read.
   Resources FederationCapacity() const;

@@ -76,6 +76,7 @@ inline constexpr double kMaxPerformanceFactor = 1000;
 struct CenterView {
   std::string id;
   bool available = false;  // registry status 1
+  int status = 2;          // the registry's: 0 unavailable, 1 available, 2 unknown
   // Its adapter has described it (CenterInfo) at least once: what it runs (images, run-as
   // accounts) is known, not assumed.
   bool described = false;

@@ -47,6 +47,7 @@ Snapshot BuildSnapshot(const SchedulerInputs& in) {
     CenterView v;
     v.id = center.ai_center_id();
     v.available = center.has_status() && center.status() == 1;
+    v.status = center.has_status() ? center.status() : 2;
     v.security_grade = center.security_grade();
     v.topology = center.network_topology();
     v.capacity = FromTable2(center.capacity());

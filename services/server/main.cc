@@ -149,6 +149,10 @@ ABSL_FLAG(std::string, prometheus_url, "",
 ABSL_FLAG(absl::Duration, unsatisfiable_grace, absl::Minutes(10),
           "how long a waiting job that no registered center could run any more (a center left) waits for "
           "one that can before it fails with the reason");
+ABSL_FLAG(absl::Duration, center_lost_grace, absl::Minutes(5),
+          "how long a center may be lost (gone from the registry or unavailable there, its adapter unreachable) "
+          "before the service and interactive replicas it held are given up: services start again elsewhere, "
+          "interactive jobs fail saying so; the old replicas are stopped once the center answers again");
 ABSL_FLAG(absl::Duration, usage_report_grace, absl::Hours(24),
           "how long an attempt the control plane stopped waits for its center to report its end (and usage); "
           "after it the control plane's own times stand in (a usage record of source control_plane), and a "
@@ -386,6 +390,8 @@ int main(int argc, char** argv) {
   options.jobs.metering = absl::GetFlag(FLAGS_metering);
   options.jobs.usage_report_grace = absl::GetFlag(FLAGS_usage_report_grace);
   options.jobs.unsatisfiable_grace = absl::GetFlag(FLAGS_unsatisfiable_grace);
+  options.jobs.center_lost_grace = absl::GetFlag(FLAGS_center_lost_grace);
+  if (options.jobs.center_lost_grace < absl::ZeroDuration()) return Fail("--center_lost_grace must not be negative");
   options.prometheus_url = absl::GetFlag(FLAGS_prometheus_url);
   if (options.jobs.unsatisfiable_grace < absl::ZeroDuration()) return Fail("--unsatisfiable_grace must not be negative");
   if (options.jobs.usage_report_grace <= absl::ZeroDuration()) return Fail("--usage_report_grace must be positive");

@@ -266,6 +266,15 @@ class GrpcAdapterClient final : public AdapterClient {
             ctx.TryCancel();
             return;
           }
+          if (!info.ok() && (absl::IsDeadlineExceeded(info.status()) || absl::IsUnavailable(info.status()))) {
+            // The adapter no longer answers (a partition holds the connection open and
+            // silent): the watch is as good as down, and is said to be, so that its center's
+            // replicas are asked directly and a lost center is noticed.
+            refused = absl::UnavailableError(absl::StrCat("adapter at ", adapter.address,
+                                                          " stopped answering: ", info.status().message()));
+            ctx.TryCancel();
+            return;
+          }
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }

@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "tests/testing/local_adapter.h"
 #include "tests/testing/process.h"
+#include "tests/testing/tcp_proxy.h"
 #include "services/southbound/adapter_client.h"
 #include "tests/testing/event_chaos_proxy.h"
 #include "tests/testing/test_system.h"
@@ -561,4 +562,85 @@ TEST_CASE("the control plane's adapter client opens a tunnel to a replica's name
   CHECK(why.code() == absl::StatusCode::kNotFound);
   CHECK(absl::StrContains(why.message(), "has no port named \"admin\""));
   CHECK(client->Stop(center.address(), req.key()).ok());
+}
+
+// SPEC A17, issue 46 under faults: "a center lost (services re-placed elsewhere, interactive
+// jobs end with the reason)".
+TEST_CASE("a center lost past the grace: its service's replica starts again at another center as a new attempt, its "
+          "interactive job fails naming it, and once it answers again the old attempts are stopped there [A17][C7]",
+          "[A17][C7]") {
+  jc::testing::LocalAdapter center("solo", 4, CenterConfig(), [](jc::adapter::AdapterOptions& o) {
+    o.listen = "127.0.0.1:0";  // TCP, behind the link that goes dark
+  });
+  const std::string address = center.address();
+  jc::testing::TcpProxy link(std::stoi(address.substr(address.rfind(':') + 1)));
+  Kinds k(
+      [](jc::server::AppOptions& o) {
+        // Longer than a monitor round that a silent center's calls hold up to their
+        // deadlines (12 s): the other center is never taken for lost behind it.
+        o.registry.unknown_after = absl::Seconds(15);
+        o.registry.unavailable_after = absl::Seconds(20);
+        o.health_sweep_interval = absl::Milliseconds(200);
+        o.jobs.center_lost_grace = absl::Seconds(2);
+      },
+      &center);
+  k.Register("127.0.0.1:" + std::to_string(link.port()));
+  const std::string service = k.Submit(Kinds::Job("web", "exec sleep 300", "svc-1", "service"));
+  const std::string notebook = k.Submit(Kinds::Job("nb", "exec sleep 300", "nb-1", "interactive"));
+  const std::string batch = k.Submit(Kinds::Job("train", "exec sleep 300", "cpu-1", ""));
+  for (const auto& id : {service, notebook, batch}) {
+    k.WaitFor(id, [](const json& j) { return Replicas(j, "running") == std::set<int>{0}; });
+  }
+  // A second center offering the same specs.
+  jc::testing::LocalAdapter spare("spare", 4, CenterConfig());
+  Kinds::Must(k.rest->Post("/openapi/v1/centers", {{"ai_center_id", "spare"}, {"name", "spare"}, {"region", "cn"},
+                                                   {"network_topology", "cn/spare"}, {"adapter_address", spare.address()},
+                                                   {"capacity", {{"cpu", 4}, {"memory", 8192}}}}));
+  for (const char* spec : {"cpu-1", "svc-1", "nb-1"}) {
+    Kinds::Must(k.rest->Send("PATCH", std::string("/openapi/v1/resourcespecs/") + spec,
+                             json{{"computing_center_list", "solo,spare"}}.dump()));
+  }
+
+  // solo goes dark: no heartbeat, its adapter unreachable.
+  link.SetMode(jc::testing::TcpProxy::Mode::kBlackhole);
+  // Noticed within the watch's 10 s recheck and its 10 s call, and the registry's 20 s, then
+  // the 2 s grace and the service's 5 s back-off.
+  json moved;
+  bool started_elsewhere = jc::testing::WaitUntil([&] {
+    moved = k.Get(service);
+    const json a = Attempt(moved, 1);
+    return !a.is_null() && a.value("centerID", "") == "spare" && Replicas(moved, "running") == std::set<int>{0};
+  }, std::chrono::seconds(90));
+  INFO(moved.dump());
+  REQUIRE(started_elsewhere);
+  const json first = Attempt(moved, 0);
+  INFO(moved.dump());
+  CHECK(first.value("centerID", "") == "solo");
+  CHECK(absl::StartsWith(first.value("message", ""), "given up: center solo lost: "));
+  CHECK(moved["status"] == "running");
+  json failed = k.WaitFor(notebook, [](const json& j) { return j.value("status", "") == "failed"; });
+  CHECK(absl::StrContains(failed.value("statusReason", ""), "center solo lost"));
+  CHECK(k.rest->Get("/openapi/v1/centers/spare").body["data"].value("status", -1) == 1);
+  // The batch job is left to its center's word: still running there, as far as anyone knows.
+  json waiting = k.Get(batch);
+  CHECK(waiting["status"] == "running");
+  CHECK(Replicas(waiting, "running") == std::set<int>{0});
+
+  // solo answers again: the attempts given up are stopped there (never two running at
+  // once for long), and the batch job goes on where it was.
+  link.SetMode(jc::testing::TcpProxy::Mode::kPass);
+  json closed = k.WaitFor(service, [](const json& j) {
+    const json a = Attempt(j, 0);
+    return !a.is_null() && a.contains("endedAt");
+  });
+  CHECK(Attempt(closed, 0).value("outcome", "") == "stopped");
+  CHECK(absl::StrContains(Attempt(closed, 0).value("message", ""), "given up: center solo lost: "));
+  k.WaitFor(notebook, [](const json& j) {
+    const json a = Attempt(j, 0);
+    return !a.is_null() && a.contains("endedAt");
+  });
+  for (const auto& id : {service, batch}) Kinds::Must(k.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()));
+  for (const auto& id : {service, batch}) {
+    k.WaitFor(id, [](const json& j) { return j.value("status", "") == "completed" || j.value("status", "") == "failed"; });
+  }
 }

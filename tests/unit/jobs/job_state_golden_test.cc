@@ -138,6 +138,9 @@ std::string Run(v1::JobRecord& job, const json& e, absl::Time now) {
     ApplyStopRequested(job, now, &fx);
   } else if (kind == "scale") {
     ApplyScale(job, e.value("task", 0), e.at("replicas").get<int>(), now, &fx);
+  } else if (kind == "center_lost") {
+    // The job manager gave up the replica's center (--center_lost_grace).
+    ApplyCenterLost(job, IndexOf(job, e), e.at("why"), now, &fx);
   } else if (kind == "unplaceable") {
     ApplyUnplaceable(job, e.at("why"), now, &fx);
   } else {
