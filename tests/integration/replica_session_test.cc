@@ -435,3 +435,34 @@ TEST_CASE("jcctl job port-forward carries a local port's connections to a replic
           200);
   s.StopAndWait(id);
 }
+
+TEST_CASE("a control plane that goes away while a command runs ends the command at its center: nothing is left "
+          "running there, and the replica runs on [A17][C7]",
+          "[A17][C7]") {
+  Sessions s;
+  s.Token("alice", "lab", "MEMBER");
+  const std::string id = s.StartEcho();
+  auto as_alice = s.UserClient("alice", "lab", "MEMBER");
+  auto link = s.OpenExec(*as_alice, id, {"sh", "-c", "echo $$; exec sleep 1000"});
+  REQUIRE(link.http_status == 200);
+  auto running = SwitchTo(s.app->endpoint_port(), link.body["data"]["url"], "jointcloud-exec");
+  REQUIRE(running->status == 101);
+  std::string stream =
+      running->rest + ReadUntil(running->fd, [](const std::string& g) { return g.find('\n') != std::string::npos; });
+  es::Decoder d;
+  d.Feed(stream);
+  auto out = d.Next();
+  REQUIRE(out.has_value());
+  const int pid = std::atoi(out->payload.c_str());
+  REQUIRE(pid > 0);
+  // The replica's own process, to see it survive.
+  std::string replica_pid;
+  for (const auto& dir : std::filesystem::directory_iterator(s.center.dir / "work")) {
+    std::ifstream(dir.path() / "pid") >> replica_pid;
+  }
+  REQUIRE(!replica_pid.empty());
+  s.app->Shutdown();  // its listener ends the connection; the adapter, the command
+  CHECK(jc::testing::WaitUntil([&] { return ::kill(pid, 0) != 0; }, std::chrono::seconds(15)));
+  CHECK(::kill(std::stoi(replica_pid), 0) == 0);
+  ::kill(-std::stoi(replica_pid), SIGKILL);  // the wrapper's session: the replica, its echo server
+}
