@@ -466,3 +466,30 @@ TEST_CASE("a control plane that goes away while a command runs ends the command 
   CHECK(::kill(std::stoi(replica_pid), 0) == 0);
   ::kill(-std::stoi(replica_pid), SIGKILL);  // the wrapper's session: the replica, its echo server
 }
+
+TEST_CASE("a center's adapter that stops while a command runs ends the command, and the caller hears the stream "
+          "end without an exit status [A17][C7]",
+          "[A17][C7]") {
+  Sessions s;
+  const std::string alice = s.Token("alice", "lab", "MEMBER");
+  const std::string id = s.StartEcho();
+  std::string replica_pid;
+  for (const auto& dir : std::filesystem::directory_iterator(s.center.dir / "work")) {
+    std::ifstream(dir.path() / "pid") >> replica_pid;
+  }
+  REQUIRE(!replica_pid.empty());
+  // jcctl runs a command that says its pid, then the adapter goes.
+  jc::testing::Process exec({JC_JCCTL_BINARY, "--server", "http://127.0.0.1:" + std::to_string(s.app->rest_port()),
+                             "--token", alice, "job", "exec", id, "--", "sh", "-c", "echo pid=$$; exec sleep 1000"},
+                            (s.dir / "exec.log").string());
+  auto pid = exec.WaitForLog(R"(pid=(\d+))");
+  INFO(exec.Log());
+  REQUIRE(pid.has_value());
+  s.center.Stop();
+  auto code = exec.Wait(std::chrono::seconds(20));
+  REQUIRE(code.has_value());
+  CHECK(*code == 3);
+  CHECK(absl::StrContains(exec.Log(), "ended before its exit status came"));
+  CHECK(jc::testing::WaitUntil([&] { return ::kill(std::stoi(*pid), 0) != 0; }, std::chrono::seconds(15)));
+  ::kill(-std::stoi(replica_pid), SIGKILL);  // the replica outlives its adapter (its own session): ended here
+}
