@@ -493,3 +493,42 @@ TEST_CASE("a center's adapter that stops while a command runs ends the command, 
   CHECK(jc::testing::WaitUntil([&] { return ::kill(std::stoi(*pid), 0) != 0; }, std::chrono::seconds(15)));
   ::kill(-std::stoi(replica_pid), SIGKILL);  // the replica outlives its adapter (its own session): ended here
 }
+
+TEST_CASE("an adapter restarted while a service runs: its open forward ends, its endpoint is reported again and "
+          "forwards through the new adapter, and its replica never started again [A17][C7]",
+          "[A17][C7]") {
+  Sessions s;
+  const std::string alice = s.Token("alice", "lab", "MEMBER");
+  const std::string id = s.StartEcho();
+  jc::testing::Process forward(
+      {JC_JCCTL_BINARY, "--server", "http://127.0.0.1:" + std::to_string(s.app->rest_port()), "--token", alice, "job",
+       "port-forward", id, "0:tcp"},
+      (s.dir / "forward.log").string());
+  auto local = forward.WaitForLog(R"(Forwarding from 127\.0\.0\.1:(\d+) -> )");
+  INFO(forward.Log());
+  REQUIRE(local.has_value());
+  const int local_port = std::stoi(*local);
+  int before = Connect(local_port);
+  REQUIRE(::send(before, "one\n", 4, MSG_NOSIGNAL) == 4);
+  REQUIRE(ReadUntil(before, [](const std::string& g) { return g.size() >= 4; }) == "one\n");
+
+  s.center.Restart();
+  // The connection open through the old adapter ends (its tunnel went with it).
+  CHECK(ReadUntil(before, [](const std::string&) { return false; }).empty());
+  ::close(before);
+  // Through the new one: the endpoint, reported again and ready, forwards as before.
+  std::string echoed;
+  CHECK(jc::testing::WaitUntil([&] {
+    int c = Connect(local_port);
+    ::send(c, "two\n", 4, MSG_NOSIGNAL);
+    echoed = ReadUntil(c, [](const std::string& g) { return g.size() >= 4; });
+    ::close(c);
+    return echoed == "two\n";
+  }, std::chrono::seconds(30)));
+  json job = s.rest->Get("/openapi/v1/trainjob/" + id).body["data"];
+  INFO(job.dump());
+  CHECK(job["taskInfos"][0].value("readyReplicas", 0) == 1);
+  CHECK(job["history"].size() == 1);  // one attempt: the restart started nothing again
+  CHECK(job["status"] == "running");
+  s.StopAndWait(id);
+}

@@ -22,12 +22,15 @@ struct LocalAdapter {
   std::filesystem::path dir;
   std::unique_ptr<adapter::LocalBackend> backend;
   std::unique_ptr<adapter::AdapterServer> server;
+  adapter::AdapterOptions options;  // as it was started
+  int cpus = 0;
 
   // `config` is the center configuration after its center_id line (YAML); "{data_dir}"
   // in it stands for a directory of this adapter's own.
   // `customize` may change the adapter's options (TLS, say) before it starts.
   LocalAdapter(const std::string& center, int cpus, std::string config,
-               const std::function<void(adapter::AdapterOptions&)>& customize = {}) {
+               const std::function<void(adapter::AdapterOptions&)>& customize = {})
+      : cpus(cpus) {
     static std::atomic<int> n{0};
     dir = std::filesystem::temp_directory_path() /
           ("jc-adapter-" + center + "-" + std::to_string(getpid()) + "-" + std::to_string(n++));
@@ -48,7 +51,18 @@ struct LocalAdapter {
     REQUIRE(parsed.ok());
     o.center = *parsed;
     if (customize) customize(o);
+    options = o;
     auto s = adapter::AdapterServer::Start(backend.get(), o);
+    INFO(s.status().ToString());
+    REQUIRE(s.ok());
+    server = std::move(*s);
+  }
+  // Stops the adapter and starts a new one on the same state, work directory and address
+  // (a unix socket's path; a TCP port 0 gets another): its replicas run on meanwhile.
+  void Restart() {
+    Stop();
+    backend = std::make_unique<adapter::LocalBackend>((dir / "work").string(), cpus, 8192);
+    auto s = adapter::AdapterServer::Start(backend.get(), options);
     INFO(s.status().ToString());
     REQUIRE(s.ok());
     server = std::move(*s);
