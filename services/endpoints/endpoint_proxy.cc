@@ -1060,7 +1060,7 @@ void EndpointProxy::Switch(Connection& conn, const EndpointKey& key, const Endpo
   };
   if (!pool_->TryEnqueue(down)) {  // stopping
     t.Cancel();
-    t.Finish().IgnoreError();
+    t.Finish().IgnoreError();  // cancelled by us: how it ended changes nothing, Finish only releases the call
     std::lock_guard<std::mutex> lock(conn.mu);
     conn.tunnel = nullptr;
     return;

@@ -143,6 +143,28 @@ struct Sessions : jc::testing::TestSystem {
       return status == "completed" || status == "failed";
     }));
   }
+  // jcctl as `token`'s holder, left running (a forward, a long command).
+  std::unique_ptr<jc::testing::Process> JcctlRunning(const std::string& token, std::vector<std::string> args,
+                                                     const std::string& log) {
+    args.insert(args.begin(), {JC_JCCTL_BINARY, "--server", "http://127.0.0.1:" + std::to_string(app->rest_port()),
+                               "--token", token});
+    return std::make_unique<jc::testing::Process>(args, (dir / log).string());
+  }
+  // `jcctl job port-forward JOB 0:tcp` as `token`'s holder: the process and its local port.
+  std::pair<std::unique_ptr<jc::testing::Process>, int> Forward(const std::string& token, const std::string& id) {
+    auto forward = JcctlRunning(token, {"job", "port-forward", id, "0:tcp"}, "forward.log");
+    auto local = forward->WaitForLog(R"(Forwarding from 127\.0\.0\.1:(\d+) -> )");
+    INFO(forward->Log());
+    REQUIRE(local.has_value());
+    return {std::move(forward), std::stoi(*local)};
+  }
+  // The pid of the (one) replica's wrapper at the local center: its session's leader.
+  int ReplicaPid() {
+    std::string pid;
+    for (const auto& d : std::filesystem::directory_iterator(center.dir / "work")) std::ifstream(d.path() / "pid") >> pid;
+    REQUIRE(!pid.empty());
+    return std::stoi(pid);
+  }
   // A command's link, as jcctl asks for it, for `as`.
   jc::testing::RestReply OpenExec(jc::testing::RestClient& as, const std::string& id, json command, bool tty = false) {
     return as.Post("/openapi/v1/trainjob/" + id + "/open",
@@ -387,14 +409,7 @@ TEST_CASE("jcctl job port-forward carries a local port's connections to a replic
   const std::string victor = s.Token("victor", "lab", "VIEWER");
   const std::string id = s.StartEcho();
 
-  jc::testing::Process forward(
-      {JC_JCCTL_BINARY, "--server", "http://127.0.0.1:" + std::to_string(s.app->rest_port()), "--token", alice, "job",
-       "port-forward", id, "0:tcp"},
-      (s.dir / "forward.log").string());
-  auto local = forward.WaitForLog(R"(Forwarding from 127\.0\.0\.1:(\d+) -> )");
-  INFO(forward.Log());
-  REQUIRE(local.has_value());
-  const int local_port = std::stoi(*local);
+  auto [forward, local_port] = s.Forward(alice, id);
   // Two connections at once, each its own stream to the replica's port.
   int a = Connect(local_port), b = Connect(local_port);
   REQUIRE(::send(a, "first\n", 6, MSG_NOSIGNAL) == 6);
@@ -427,10 +442,10 @@ TEST_CASE("jcctl job port-forward carries a local port's connections to a replic
     ::shutdown(c, SHUT_WR);  // the echo closes at once when the connection goes through
     ReadUntil(c, [](const std::string&) { return false; });
     ::close(c);
-    return forward.Wait(std::chrono::milliseconds(200)).has_value();
+    return forward->Wait(std::chrono::milliseconds(200)).has_value();
   }, std::chrono::seconds(30));
   CHECK(ended);
-  CHECK(absl::StrContains(forward.Log(), "not a member of project \"lab\""));
+  CHECK(absl::StrContains(forward->Log(), "not a member of project \"lab\""));
   REQUIRE(s.rest->Send("PUT", "/openapi/v1/users/alice/projects/lab", json{{"role", "MEMBER"}}.dump()).http_status ==
           200);
   s.StopAndWait(id);
@@ -456,15 +471,11 @@ TEST_CASE("a control plane that goes away while a command runs ends the command 
   const int pid = std::atoi(out->payload.c_str());
   REQUIRE(pid > 0);
   // The replica's own process, to see it survive.
-  std::string replica_pid;
-  for (const auto& dir : std::filesystem::directory_iterator(s.center.dir / "work")) {
-    std::ifstream(dir.path() / "pid") >> replica_pid;
-  }
-  REQUIRE(!replica_pid.empty());
+  const int replica_pid = s.ReplicaPid();
   s.app->Shutdown();  // its listener ends the connection; the adapter, the command
   CHECK(jc::testing::WaitUntil([&] { return ::kill(pid, 0) != 0; }, std::chrono::seconds(15)));
-  CHECK(::kill(std::stoi(replica_pid), 0) == 0);
-  ::kill(-std::stoi(replica_pid), SIGKILL);  // the wrapper's session: the replica, its echo server
+  CHECK(::kill(replica_pid, 0) == 0);
+  ::kill(-replica_pid, SIGKILL);  // the wrapper's session: the replica, its echo server
 }
 
 TEST_CASE("a center's adapter that stops while a command runs ends the command, and the caller hears the stream "
@@ -473,25 +484,19 @@ TEST_CASE("a center's adapter that stops while a command runs ends the command, 
   Sessions s;
   const std::string alice = s.Token("alice", "lab", "MEMBER");
   const std::string id = s.StartEcho();
-  std::string replica_pid;
-  for (const auto& dir : std::filesystem::directory_iterator(s.center.dir / "work")) {
-    std::ifstream(dir.path() / "pid") >> replica_pid;
-  }
-  REQUIRE(!replica_pid.empty());
+  const int replica_pid = s.ReplicaPid();
   // jcctl runs a command that says its pid, then the adapter goes.
-  jc::testing::Process exec({JC_JCCTL_BINARY, "--server", "http://127.0.0.1:" + std::to_string(s.app->rest_port()),
-                             "--token", alice, "job", "exec", id, "--", "sh", "-c", "echo pid=$$; exec sleep 1000"},
-                            (s.dir / "exec.log").string());
-  auto pid = exec.WaitForLog(R"(pid=(\d+))");
-  INFO(exec.Log());
+  auto exec = s.JcctlRunning(alice, {"job", "exec", id, "--", "sh", "-c", "echo pid=$$; exec sleep 1000"}, "exec.log");
+  auto pid = exec->WaitForLog(R"(pid=(\d+))");
+  INFO(exec->Log());
   REQUIRE(pid.has_value());
   s.center.Stop();
-  auto code = exec.Wait(std::chrono::seconds(20));
+  auto code = exec->Wait(std::chrono::seconds(20));
   REQUIRE(code.has_value());
   CHECK(*code == 3);
-  CHECK(absl::StrContains(exec.Log(), "ended before its exit status came"));
+  CHECK(absl::StrContains(exec->Log(), "ended before its exit status came"));
   CHECK(jc::testing::WaitUntil([&] { return ::kill(std::stoi(*pid), 0) != 0; }, std::chrono::seconds(15)));
-  ::kill(-std::stoi(replica_pid), SIGKILL);  // the replica outlives its adapter (its own session): ended here
+  ::kill(-replica_pid, SIGKILL);  // the replica outlives its adapter (its own session): ended here
 }
 
 TEST_CASE("an adapter restarted while a service runs: its open forward ends, its endpoint is reported again and "
@@ -500,14 +505,7 @@ TEST_CASE("an adapter restarted while a service runs: its open forward ends, its
   Sessions s;
   const std::string alice = s.Token("alice", "lab", "MEMBER");
   const std::string id = s.StartEcho();
-  jc::testing::Process forward(
-      {JC_JCCTL_BINARY, "--server", "http://127.0.0.1:" + std::to_string(s.app->rest_port()), "--token", alice, "job",
-       "port-forward", id, "0:tcp"},
-      (s.dir / "forward.log").string());
-  auto local = forward.WaitForLog(R"(Forwarding from 127\.0\.0\.1:(\d+) -> )");
-  INFO(forward.Log());
-  REQUIRE(local.has_value());
-  const int local_port = std::stoi(*local);
+  auto [forward, local_port] = s.Forward(alice, id);
   int before = Connect(local_port);
   REQUIRE(::send(before, "one\n", 4, MSG_NOSIGNAL) == 4);
   REQUIRE(ReadUntil(before, [](const std::string& g) { return g.size() >= 4; }) == "one\n");
