@@ -18,7 +18,7 @@ packages=(
 )
 for arg in "$@"; do
   case "$arg" in
-    --test) packages+=(postgresql docker-compose clang libclang-rt-14-dev mpich libmpich-dev python3-torch procps chromium fonts-liberation podman netavark aardvark-dns iptables mmdebstrap runc docker-registry skopeo busybox-static umoci prometheus) ;;
+    --test) packages+=(postgresql docker-compose clang libclang-rt-14-dev mpich libmpich-dev python3-torch procps chromium fonts-liberation podman netavark aardvark-dns iptables mmdebstrap runc docker-registry skopeo busybox-static umoci prometheus socat) ;;
     --slurm) packages+=(slurm-wlm slurmrestd slurm-wlm-jwt-plugin) ;;
     *) echo "setup: unknown option $arg (use --test or --slurm)" >&2; exit 2 ;;
   esac

@@ -321,6 +321,67 @@ absl::StatusOr<std::map<std::string, ReplicaObservation>> NexecBackend::Poll(
   return out;
 }
 
+namespace {
+
+// A command run by nexec in a replica's task: the master's Exec stream, whose data is the
+// exec stream itself (nexec's agent attaches the command to it).
+class NexecExecRelay final : public ExecRelay {
+ public:
+  NexecExecRelay(std::unique_ptr<grpc::ClientContext> ctx,
+                 std::unique_ptr<grpc::ClientReaderWriter<npb::ExecFrame, npb::ExecFrame>> stream)
+      : ctx_(std::move(ctx)), stream_(std::move(stream)) {}
+  ~NexecExecRelay() override {
+    stream_->WritesDone();
+    stream_->Finish().IgnoreError();  // its end was read (or cancelled) already
+  }
+  bool Write(const std::string& bytes) override {
+    npb::ExecFrame frame;
+    frame.set_data(bytes);
+    return stream_->Write(frame);
+  }
+  bool Read(std::string* bytes) override {
+    npb::ExecFrame frame;
+    while (stream_->Read(&frame)) {
+      if (frame.data().empty()) continue;
+      *bytes = std::move(*frame.mutable_data());
+      return true;
+    }
+    return false;
+  }
+  void Cancel() override { ctx_->TryCancel(); }
+
+ private:
+  std::unique_ptr<grpc::ClientContext> ctx_;
+  std::unique_ptr<grpc::ClientReaderWriter<npb::ExecFrame, npb::ExecFrame>> stream_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ExecRelay>> NexecBackend::RelayExec(const ExecRequest& request) {
+  JC_ASSIGN_OR_RETURN(int64_t id, JobIdOf(request.external_id));
+  npb::ExecFrame first;
+  npb::ExecStart* start = first.mutable_start();
+  start->set_job_id(id);
+  start->set_task_index(0);  // the replica's command (a gang's one job runs it once)
+  for (const auto& arg : request.command) start->add_command(arg);
+  start->set_tty(request.tty);
+  start->set_rows(request.rows);
+  start->set_cols(request.cols);
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  JC_RETURN_IF_ERROR(client_->auth.Sign(ctx.get(), "Exec", first));
+  auto stream = client_->stub->Exec(ctx.get());
+  npb::ExecFrame answer;
+  const bool answered = stream->Write(first) && stream->Read(&answer);
+  if (!answered || !answer.started()) {
+    if (answered) ctx->TryCancel();  // not the answer a master gives first
+    grpc::Status s = stream->Finish();
+    absl::Status st = s.ok() ? absl::UnavailableError("the master ended the command's stream before it started")
+                             : FromGrpcStatus(s);
+    return absl::Status(st.code(), absl::StrCat("nexec master: ", st.message()));
+  }
+  return std::unique_ptr<ExecRelay>(std::make_unique<NexecExecRelay>(std::move(ctx), std::move(stream)));
+}
+
 absl::StatusOr<std::string> NexecBackend::ReadLog(const std::string& external_id, bool stderr,
                                                   int64_t offset, int64_t max_bytes) {
   npb::ReadLogRequest req;

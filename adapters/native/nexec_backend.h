@@ -55,6 +55,9 @@ class NexecBackend final : public Backend {
   absl::StatusOr<bool> Withdraw(const std::string& external_id) override;
   absl::StatusOr<std::map<std::string, ReplicaObservation>> Poll(
       const std::vector<std::string>& external_ids) override;
+  // nexec's master and the task's agent run the command (nexec exec), as the job's account,
+  // in its container when it runs in one: the adapter passes the exec stream through.
+  absl::StatusOr<std::unique_ptr<ExecRelay>> RelayExec(const ExecRequest& request) override;
   absl::StatusOr<std::string> ReadLog(const std::string& external_id, bool stderr, int64_t offset,
                                       int64_t max_bytes) override;
 

@@ -128,7 +128,16 @@ class AdapterService final : public pb::Adapter::Service {
     PumpTunnel(*fd, ctx, stream);
     return grpc::Status::OK;
   }
-  // A command in the replica (`jcctl job exec`): the backend's plan, attached to the stream.
+  // The center's own record of each command run in a replica, and for whom.
+  static void LogExec(const pb::TunnelFrame& first) {
+    const pb::ExecStart& start = first.exec();
+    std::string argv = nlohmann::json(std::vector<std::string>(start.command().begin(), start.command().end()))
+                           .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    spdlog::info("exec in replica {} for {}{}: {}{}", ReplicaName(first.key()), start.user(), start.tty() ? " (tty)" : "",
+                 argv.substr(0, 400), argv.size() > 400 ? absl::StrCat("... sha256=", auth::Sha256Hex(argv)) : "");
+  }
+  // A command in the replica (`jcctl job exec`): relayed to the backend's scheduler, or
+  // the backend's plan attached to the stream.
   grpc::Status Exec(grpc::ServerContext* ctx, const pb::TunnelFrame& first,
                     grpc::ServerReaderWriter<pb::TunnelFrame, pb::TunnelFrame>* stream) {
     const pb::ExecStart& start = first.exec();
@@ -140,14 +149,20 @@ class AdapterService final : public pb::Adapter::Service {
     if (!request.ok()) return ToGrpcStatus(request.status());
     request->command.assign(start.command().begin(), start.command().end());
     request->tty = start.tty();
+    request->rows = start.rows();
+    request->cols = start.cols();
+    auto relay = core_->backend()->RelayExec(*request);
+    if (relay.ok()) {
+      LogExec(first);
+      PumpRelay(**relay, ctx, stream);
+      return grpc::Status::OK;
+    }
+    if (!absl::IsUnimplemented(relay.status())) return ToGrpcStatus(relay.status());
     auto plan = core_->backend()->PlanExec(*request);
     if (!plan.ok()) return ToGrpcStatus(plan.status());
     auto started = StartAttached(*plan, start.tty(), start.rows(), start.cols());
     if (!started.ok()) return ToGrpcStatus(started.status());
-    std::string argv = nlohmann::json(std::vector<std::string>(start.command().begin(), start.command().end()))
-                           .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    spdlog::info("exec in replica {} for {}{}: {}{}", ReplicaName(first.key()), start.user(), start.tty() ? " (tty)" : "",
-                 argv.substr(0, 400), argv.size() > 400 ? absl::StrCat("... sha256=", auth::Sha256Hex(argv)) : "");
+    LogExec(first);
     const pb::ReplicaKey key = first.key();
     PumpExec(*started, ctx, stream, [this, key] {
       auto now = core_->Get(key);

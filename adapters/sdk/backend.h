@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,7 @@ struct ExecRequest {
   std::string account;                // the account the replica runs as (ReplicaLaunch.user)
   std::vector<std::string> command;   // argv, never through a shell of the adapter's
   bool tty = false;                   // on a pseudo-terminal the SDK makes
+  int rows = 0, cols = 0;             // the terminal's first size; 0: 24x80
 };
 
 // How the backend runs it: a program the SDK starts on the adapter's host, without a
@@ -94,6 +96,19 @@ struct ExecPlan {
   std::vector<std::string> argv;  // argv[0] is looked up in the PATH of `env`
   std::vector<std::string> env;   // the whole environment, "K=V"
   std::string cwd = "/";
+};
+
+// A command's exec stream (common/exec/exec_stream.h) when the backend's scheduler runs the
+// command itself (Backend::RelayExec). Write and Read may be called from two threads at once.
+class ExecRelay {
+ public:
+  virtual ~ExecRelay() = default;
+  // Exec-stream bytes toward the command; false once its side is gone.
+  virtual bool Write(const std::string& bytes) = 0;
+  // The command's next exec-stream bytes; false once its side ended.
+  virtual bool Read(std::string* bytes) = 0;
+  // Ends the command (its caller went); Read then ends. From any thread.
+  virtual void Cancel() = 0;
 };
 
 class Backend {
@@ -156,6 +171,14 @@ class Backend {
   // center cannot, and `jcctl job exec` says so (Unimplemented).
   virtual absl::StatusOr<ExecPlan> PlanExec(const ExecRequest& request) {
     return absl::UnimplementedError("this center's scheduler cannot run a command in a running replica");
+  }
+
+  // For a backend whose scheduler runs the command itself and speaks the exec stream
+  // (nexec's agents do): the command started in the running replica, its stream open.
+  // The SDK then passes bytes between it and the caller and never starts a process for it.
+  // The default: Unimplemented, and PlanExec says how the adapter starts the command.
+  virtual absl::StatusOr<std::unique_ptr<ExecRelay>> RelayExec(const ExecRequest& request) {
+    return absl::UnimplementedError("this backend runs no command itself");
   }
 
   // Up to `max_bytes` of the replica's stdout (or stderr) from `offset`; empty at the end.

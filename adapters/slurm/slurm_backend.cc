@@ -394,20 +394,26 @@ absl::StatusOr<ExecPlan> SlurmBackend::PlanExec(const ExecRequest& request) {
   if (!IsJobId(request.external_id)) {
     return absl::InvalidArgumentError(absl::StrCat("not a Slurm job id: ", request.external_id));
   }
-  if (!options_.image_runner.empty()) {
-    // Slurm's own copy of the batch script says whether the replica runs in its image.
-    JC_ASSIGN_OR_RETURN(std::string script, Slurm({"scontrol", "write", "batch_script", request.external_id, "-"}));
-    if (absl::StrContains(script, options_.image_runner)) {
-      return absl::UnimplementedError(
-          "this Slurm center runs no commands in a replica's image yet (a step would run beside its container)");
-    }
-  }
   const std::string account = request.account.empty() ? CurrentUser() : request.account;
   passwd pw;
   passwd* found = nullptr;
   char buf[16384];
   if (getpwnam_r(account.c_str(), &pw, buf, sizeof buf, &found) != 0 || found == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat("no local account \"", account, "\" on the adapter's host"));
+  }
+  bool in_image = false;
+  if (!options_.image_runner.empty()) {
+    // Slurm's own copy of the batch script says whether the replica runs in its image.
+    JC_ASSIGN_OR_RETURN(std::string script, Slurm({"scontrol", "write", "batch_script", request.external_id, "-"}));
+    in_image = absl::StrContains(script, options_.image_runner);
+  }
+  if (in_image && found->pw_uid != 0) {
+    // Its command runs in a user namespace nested in runc's (nexec-userns-exec gives it the
+    // account's own ids), which `runc exec` joins before the container's other namespaces,
+    // and then may not join those (EPERM).
+    return absl::UnimplementedError(
+        "this Slurm center runs no commands yet in a replica's image run by an ordinary account (rootless: its "
+        "command's nested user namespace cannot be joined by runc exec)");
   }
   ExecPlan plan;
   // The step's environment is srun's (Slurm adds the job's SLURM_* to it): the account's
@@ -421,9 +427,27 @@ absl::StatusOr<ExecPlan> SlurmBackend::PlanExec(const ExecRequest& request) {
   }
   for (const char* arg : {"srun", "--overlap", "--quiet", "--ntasks=1"}) plan.argv.emplace_back(arg);
   plan.argv.push_back("--jobid=" + request.external_id);
-  plan.argv.push_back(absl::StrCat("--chdir=", found->pw_dir));  // entered on the node, as the account
-  if (request.tty) plan.argv.emplace_back("--pty");
-  plan.argv.emplace_back("--");
+  if (in_image) {
+    // In its container: a step of the job runs `runc exec` into the container the batch
+    // script started (ImageScript: its id and the account's store); the command takes the
+    // container's account, environment, directory and cgroup.
+    const std::string store = absl::StrReplaceAll(options_.image_store, {{"%u", absl::StrCat(found->pw_uid)}});
+    plan.env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + store,
+                "XDG_RUNTIME_DIR=" + store, "USER=" + account, "LOGNAME=" + account};
+    if (const char* conf = std::getenv("SLURM_CONF")) plan.env.push_back(absl::StrCat("SLURM_CONF=", conf));
+    plan.argv.emplace_back("--chdir=/");
+    if (request.tty) plan.argv.emplace_back("--pty");
+    for (const char* arg : {"--", "runc", "--root"}) plan.argv.emplace_back(arg);
+    plan.argv.push_back(store + "/.runc");
+    plan.argv.emplace_back("exec");
+    if (request.tty) plan.argv.insert(plan.argv.end(), {"--tty", "--env", "TERM=xterm"});
+    // runc takes what follows the container's id as the command, flags and all.
+    plan.argv.push_back("jc-slurm-" + request.external_id);
+  } else {
+    plan.argv.push_back(absl::StrCat("--chdir=", found->pw_dir));  // entered on the node, as the account
+    if (request.tty) plan.argv.emplace_back("--pty");
+    plan.argv.emplace_back("--");
+  }
   plan.argv.insert(plan.argv.end(), request.command.begin(), request.command.end());
   return plan;
 }

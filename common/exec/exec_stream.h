@@ -80,7 +80,11 @@ absl::Status CheckCommand(const Strings& command) {
 // Frames out of a byte stream that arrives in pieces.
 class Decoder {
  public:
-  void Feed(absl::string_view data) { buffer_.append(data.data(), data.size()); }
+  // Once the stream is broken nothing more is kept (an attacker helper's finding: a frame
+  // of an unknown type, then gigabytes, grew a root agent's memory without end).
+  void Feed(absl::string_view data) {
+    if (error_.ok()) buffer_.append(data.data(), data.size());
+  }
   // The next whole frame; nullopt when more bytes are needed, or the stream is broken
   // (broken() says; InvalidArgument in error()).
   std::optional<Frame> Next();

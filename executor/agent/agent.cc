@@ -23,6 +23,7 @@
 #include <thread>
 #include <utility>
 
+#include <nlohmann/json.hpp>
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
@@ -33,6 +34,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/exec/exec_stream.h"
 #include "common/grpc_reflection.h"
 #include "common/grpc_server_threads.h"
 #include "common/grpc_status.h"
@@ -879,6 +881,35 @@ absl::StatusOr<int64_t> Agent::SendInput(const pb::InputRequest& req) {
   }
   if (req.eof() && accepted == req.data().size()) JC_RETURN_IF_ERROR(runner_.CloseInput(key));
   return static_cast<int64_t>(accepted);
+}
+
+absl::StatusOr<exec_stream::AttachedCommand> Agent::StartExec(const pb::ExecStart& start, std::string* key) {
+  JC_RETURN_IF_ERROR(exec_stream::CheckCommand(start.command()));
+  *key = TaskKey(start.job_id(), start.task_index(), start.attempt());
+  TaskLaunch launch;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = book_.running().find(*key);
+    if (it == book_.running().end()) {
+      return absl::FailedPreconditionError(absl::StrCat("task ", *key, " does not run on ", options_.host));
+    }
+    if (it->second.phase == TaskInfo::Phase::kPre) {
+      return absl::UnavailableError(absl::StrCat("job ", start.job_id(), "'s command has not started yet (its pre-exec runs)"));
+    }
+    if (it->second.phase == TaskInfo::Phase::kPost) {
+      return absl::FailedPreconditionError(absl::StrCat("job ", start.job_id(), "'s command has ended (its post-exec runs)"));
+    }
+    launch = it->second.command;
+  }
+  launch.key = *key;
+  const std::vector<std::string> command(start.command().begin(), start.command().end());
+  JC_ASSIGN_OR_RETURN(exec_stream::CommandPlan plan, runner_.PlanExec(launch, command, start.tty()));
+  JC_ASSIGN_OR_RETURN(exec_stream::AttachedCommand started,
+                      exec_stream::StartAttached(plan, start.tty(), start.rows(), start.cols()));
+  std::string argv = nlohmann::json(command).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  spdlog::info("exec in task {} as {}{}: {}{}", *key, launch.user.empty() ? "the agent's account" : launch.user,
+               start.tty() ? " (tty)" : "", argv.substr(0, 400), argv.size() > 400 ? " ..." : "");
+  return started;
 }
 
 absl::Status Agent::NotifyLocked(const pb::SignalRequest& req) {

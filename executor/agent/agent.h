@@ -110,6 +110,13 @@ class Agent {
   // Interactive jobs: input for a task's command; answers the bytes it took.
   absl::StatusOr<int64_t> SendInput(const pb::InputRequest& req) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::string> ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes) ABSL_LOCKS_EXCLUDED(mu_);
+  // A command in a running task (nexec exec, SPEC A17), started on pipes or a terminal
+  // (TaskRunner::PlanExec says how); `key` gets the task's. FailedPrecondition when the
+  // task does not run here, Unavailable while its pre-exec runs.
+  absl::StatusOr<exec_stream::AttachedCommand> StartExec(const pb::ExecStart& start, std::string* key)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether the task `key` still runs (a command in it ends when it does not).
+  bool TaskRuns(const std::string& key) const { return runner_.Pid(key).has_value(); }
 
   // nexec_agent_heartbeats_total{result}, nexec_agent_launches_total{result},
   // nexec_agent_tasks (running here), nexec_agent_last_heartbeat_timestamp_seconds.

@@ -809,6 +809,70 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   return *pid;
 }
 
+absl::StatusOr<exec_stream::CommandPlan> TaskRunner::PlanExec(const TaskLaunch& t,
+                                                              const std::vector<std::string>& command, bool tty) {
+  std::shared_ptr<TaskCgroup> cgroup;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = tasks_.find(t.key);
+    if (it == tasks_.end() || it->second == 0) {
+      return absl::FailedPreconditionError(absl::StrCat("task ", t.key, " does not run here (yet)"));
+    }
+    if (auto c = cgroups_.find(t.key); c != cgroups_.end()) cgroup = c->second;
+  }
+  exec_stream::CommandPlan plan;
+  if (!t.image.empty()) {
+    // runc exec: the new process takes the container's own process settings (its account,
+    // environment, directory, capabilities, no_new_privileges) and its cgroup.
+    if (!images_) return absl::FailedPreconditionError("this agent runs no images");
+    const std::string root = images_->store + "/.runc";
+    const std::string id = absl::StrCat("nexec-", getpid(), "-", t.key);  // as PrepareImage names it
+    std::error_code ec;
+    if (!std::filesystem::exists(absl::StrCat(root, "/", id, "/state.json"), ec)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("task ", t.key, "'s container is not up yet (its image may still be pulled); ask again"));
+    }
+    plan.argv = {"runc", "--root", root, "exec"};
+    if (tty) {
+      plan.argv.insert(plan.argv.end(), {"--tty", "--env", "TERM=xterm"});
+    }
+    // runc takes what follows the container's id as the command, flags and all.
+    plan.argv.push_back(id);
+    plan.argv.insert(plan.argv.end(), command.begin(), command.end());
+    plan.env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
+    plan.cwd = "/";
+    return plan;
+  }
+  JC_ASSIGN_OR_RETURN(Account user, TaskAccount(t.user));
+  TaskLaunch without_hostfile = t;  // written at the task's start; not again
+  without_hostfile.hostfile_path.clear();
+  JC_ASSIGN_OR_RETURN(auto env, TaskEnvironment(without_hostfile, user));
+  if (!t.hostfile_path.empty() && env.count("NEXEC_HOSTS") > 0) env["NEXEC_HOSTFILE"] = t.hostfile_path;
+  for (const auto& [k, v] : env) plan.env.push_back(k + "=" + v);
+  plan.argv = command;
+  // Entered as the account, never looked at as root first (a stat as root would tell the
+  // account whether a directory it may not search exists: an attacker helper's finding):
+  // the task's directory, else its home, else /tmp (where a task runs whose account could
+  // not enter its own).
+  plan.cwd = t.cwd.empty() ? user.home : t.cwd;
+  plan.cwd_fallbacks = {user.home, "/tmp"};
+  if (ActsForOthers(user)) plan.identity = exec_stream::CommandPlan::Identity{user.uid, user.gid, user.groups};
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  for (int c : t.cpus) {
+    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &cpus);
+  }
+  const bool bind = !t.cpus.empty();
+  if (cgroup || bind) {
+    plan.in_child = [cgroup, cpus, bind]() -> int {
+      if (cgroup && cgroup->JoinFromChild() != 0) return -1;
+      if (bind && sched_setaffinity(0, sizeof cpus, &cpus) != 0) return -1;
+      return 0;
+    };
+  }
+  return plan;
+}
+
 void TaskRunner::KeepInput(const std::string& key, Input input) {
   if (input.tty) {
     input.stop = std::make_unique<std::atomic<bool>>(false);

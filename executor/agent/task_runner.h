@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/exec/attached_command.h"
 #include "executor/container/gpu_container_edits.h"
 #include "executor/agent/task_cgroup.h"
 #include "executor/agent/user_files.h"
@@ -137,6 +138,14 @@ class TaskRunner {
   // End of input: the pipe is closed; a terminal gets ^D (EOF to a reading program).
   absl::Status CloseInput(const std::string& key);
   absl::Status SetTerminalSize(const std::string& key, int rows, int cols);
+
+  // How to run `command` in the running task `launch` (nexec exec, SPEC A17): in its
+  // container (runc exec: the container's account, environment and directory) when it runs
+  // in its image; else as its account, with its environment, in its working directory (or
+  // /tmp where the task's own was refused), its cgroup and cores. FailedPrecondition when
+  // the task does not run (yet) or its container is not up.
+  absl::StatusOr<exec_stream::CommandPlan> PlanExec(const TaskLaunch& launch, const std::vector<std::string>& command,
+                                                    bool tty);
 
   // Collects tasks that ended since the last call (non-blocking).
   std::vector<TaskExit> Reap();

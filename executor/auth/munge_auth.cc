@@ -216,6 +216,32 @@ absl::StatusOr<Caller> MungeAuth::Verify(grpc::ServerContextBase* ctx, absl::str
   return caller;  // the call itself stands on its munge credential, session or not
 }
 
+absl::StatusOr<MungeAuth::StreamOpening> MungeAuth::VerifyStreamOpening(grpc::ServerContextBase* ctx) const {
+  StreamOpening out;
+  if (!enabled_) {
+    out.caller = Caller{0, 0, "root"};
+    out.any = true;
+    return out;
+  }
+  const auto& md = ctx->client_metadata();
+  auto it = md.find(kMungeMetadataKey);
+  if (it == md.end()) {
+    return absl::UnauthenticatedError(
+        "the stream carries no munge credential (nexec proves who you are with munge; is munged running on your "
+        "host, with the cluster's key?)");
+  }
+  auto caller = Decode(std::string(it->second.data(), it->second.size()), &out.payload);
+  if (!caller.ok()) return caller.status();
+  out.caller = *caller;
+  return out;
+}
+
+absl::Status MungeAuth::CheckBinding(const StreamOpening& opening, absl::string_view method,
+                                     const google::protobuf::Message& first) {
+  if (opening.any || opening.payload == MungeAuth::Payload(method, first)) return absl::OkStatus();
+  return absl::UnauthenticatedError("the munge credential was made for another request");
+}
+
 absl::StatusOr<MungeAuth> MungeAuthFromFlags(const std::string& mode, const std::string& socket) {
   if (mode == "munge") return MungeAuth::Munge(socket);
   if (mode == "none") return MungeAuth::Disabled();

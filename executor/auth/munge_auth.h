@@ -62,6 +62,20 @@ class MungeAuth {
   absl::StatusOr<Caller> Verify(grpc::ServerContextBase* ctx, absl::string_view method,
                                 const google::protobuf::Message& request) const;
 
+  // A bidi stream's caller, proven before its first message is read (a synchronous
+  // handler holds a thread while it waits for it: only a proven caller may make it wait):
+  // the munge credential in the call's metadata, decoded now (sessions are for unary
+  // calls), and what it was made for, which CheckBinding compares with the first message
+  // once it came. UNAUTHENTICATED without a valid credential.
+  struct StreamOpening {
+    Caller caller;
+    std::string payload;
+    bool any = false;  // --auth=none: every message stands
+  };
+  absl::StatusOr<StreamOpening> VerifyStreamOpening(grpc::ServerContextBase* ctx) const;
+  static absl::Status CheckBinding(const StreamOpening& opening, absl::string_view method,
+                                   const google::protobuf::Message& first);
+
   // Munge credentials this object made (sessions make few: tests and benchmarks read it).
   int64_t credentials_made() const;
   // Sessions callers hold with this side.

@@ -30,6 +30,7 @@
 #include "executor/auth/munge_auth.h"
 #include "executor/cli/environment.h"
 #include "executor/cli/run_limit.h"
+#include "executor/cli/exec_command.h"
 #include "executor/cli/interactive.h"
 #include "nexec/v1/nexec.grpc.pb.h"
 #include "common/version.h"
@@ -680,6 +681,25 @@ int Logs(Cli& cli, const Invocation& in) {
   return 0;
   }
 
+int Exec(Cli& cli, const Invocation& in) {
+  int64_t id = 0;
+  if (!ParseId(in.args[0], &id)) return Fail("exec: \"" + in.args[0] + "\" is not a job id");
+  int task = 0;
+  if (in.Has("task") && (!absl::SimpleAtoi(in.Get("task"), &task) || task < 0)) {
+    return Fail("exec: --task needs a task index, got \"" + in.Get("task") + "\"");
+  }
+  std::vector<std::string> command(in.args.begin() + 1, in.args.end());
+  if (!command.empty() && command[0] == "--") command.erase(command.begin());
+  if (command.empty()) {
+    std::cerr << "nexec: exec: the command to run: nexec exec ID -- COMMAND [ARG...]\n";
+    return 2;
+  }
+  const bool tty = in.Has("t") || in.Has("it");
+  const bool input = in.Has("i") || in.Has("it");
+  std::cout << std::flush;
+  return jc::nexec::RunExec(cli.stub.get(), cli.auth, id, task, std::move(command), input, tty);
+}
+
 using Command = jc::cli::Command<Cli>;
 
 const jc::cli::Tool& NexecTool() {
@@ -763,6 +783,19 @@ std::vector<Command> Commands() {
                {Short('t', "a task nexec-run started, by index"), Short('e', "stderr", false),
                 Short('f', "follow until the job ends", false)},
                1, 1, Logs});
+  Command exec{{"exec"},
+               "ID -- COMMAND...",
+               "Run COMMAND in a running job's task (as kubectl exec): as the job's account, in its\n"
+               "environment, directory and cgroup, or in its container. Exits with COMMAND's status.",
+               {Short('i', "pass this stdin to the command", false),
+                Short('t', "run it on a pseudo-terminal (stderr joins stdout)", false),
+                Lsf("it", "-i and -t: an interactive shell", false),
+                {"task", 0, true, "a task nexec-run started, by index (default 0: the job's command)"}},
+               2,
+               1 << 20,
+               Exec,
+               /*args_end_flags=*/true};
+  c.push_back(std::move(exec));
   c.push_back({{"version"}, "", "nexec's version", {}, 0, 0, [](Cli&, const Invocation&) {
                  std::cout << jc::VersionLine("nexec") << "\n";
                  return 0;

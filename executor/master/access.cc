@@ -36,4 +36,11 @@ absl::Status MayControl(const ExecutorConfig& config, const Principal& caller, c
       " (its owner, root, the configured administrators and its group's administrators may)"));
 }
 
+absl::Status MayExec(const ExecutorConfig& config, const Principal& caller, const std::string& job_user) {
+  if (job_user == caller.user || IsAdministrator(config, caller)) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat(
+      caller.user, " may not run commands in a job of ", job_user,
+      " (they run as its account: its owner, root and the configured administrators may)"));
+}
+
 }  // namespace jc::nexec

@@ -455,6 +455,20 @@ absl::Status Master::MayControl(const Principal& caller, int64_t id) {
   return ::jc::nexec::MayControl(*AccessConfig(), caller, cleaned.spec().user());
 }
 
+absl::Status Master::MayExec(const Principal& caller, int64_t id) {
+  absl::StatusOr<std::string> user = OnLoop([&]() -> absl::StatusOr<std::string> {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
+    return it->second.job.spec().user();
+  });
+  if (absl::IsNotFound(user.status())) {
+    JC_ASSIGN_OR_RETURN(pb::Job cleaned, CleanedJob(id));
+    user = cleaned.spec().user();
+  }
+  if (!user.ok()) return user.status();
+  return ::jc::nexec::MayExec(*AccessConfig(), caller, *user);
+}
+
 void Master::HidePrivate(const Principal& viewer, pb::Host* host) {
   if (!IsAdministrator(*AccessConfig(), viewer)) host->clear_image_digests();
 }

@@ -158,6 +158,11 @@ class Master {
   // Interactive jobs (submit -I): input for the running job's command, through its agent;
   // answers the bytes taken. UNAVAILABLE while it has not started (the caller retries).
   absl::StatusOr<int64_t> SendInput(pb::InputRequest req);
+  // A command in a running task (nexec exec, SPEC A17): the address of the agent that runs
+  // task `start->task_index()` of the job, with `start->attempt` set to the job's. Who may
+  // is MayExec's to say. FailedPrecondition for a job not RUNNING (pending, suspended,
+  // ended) or a task that ended; InvalidArgument for a task that runs no command.
+  absl::StatusOr<std::string> ExecTarget(pb::ExecStart* start);
   // Forwards `signal` to a task's process group.
   absl::StatusOr<pb::Job> SignalTask(const pb::SignalTaskRequest& req);
 
@@ -183,6 +188,10 @@ class Master {
   // in force: submitting as `user`, and acting on job `id` (NOT_FOUND when there is none).
   absl::Status MaySubmitAs(const Principal& caller, const std::string& user);
   absl::Status MayControl(const Principal& caller, int64_t id);
+  // Running a command in job `id` as its account: its owner, root and the administrators
+  // (who may submit as anyone), never a group's administrators (who may stop a member's
+  // job, not act as them).
+  absl::Status MayExec(const Principal& caller, int64_t id);
   // What a job shows to someone who may not control it: its command lines and
   // environment (which may hold secrets) are left out, as Slurm's PrivateData=jobs does.
   void HidePrivate(const Principal& viewer, pb::Job* job);

@@ -290,6 +290,40 @@ absl::StatusOr<int64_t> Master::SendInput(pb::InputRequest req) {
   return dialer_->SendInput(*address, req);
 }
 
+absl::StatusOr<std::string> Master::ExecTarget(pb::ExecStart* start) {
+  absl::StatusOr<std::string> address = OnLoop([&]() -> absl::StatusOr<std::string> {
+    auto it = jobs_.find(start->job_id());
+    if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", start->job_id()));
+    const pb::Job& job = it->second.job;
+    if (job.state() == pb::PENDING) {
+      return absl::FailedPreconditionError(absl::StrCat("job ", job.id(), " has not started: nothing runs to exec in"));
+    }
+    if (job.state() != pb::RUNNING) {
+      // A suspended job's processes are stopped: a command beside them would run on
+      // resources the job gave up while it waits.
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", job.id(), " is ", pb::JobState_Name(job.state()), ", not RUNNING"));
+    }
+    if (job.tasks().empty() || it->second.launch_in_flight) {
+      return absl::UnavailableError(absl::StrCat("job ", job.id(), " is starting; ask again"));
+    }
+    const int index = start->task_index();
+    if (index < 0 || index >= job.tasks_size() || (index != 0 && !job.tasks(index).remote())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "job ", job.id(), " has no task ", index,
+          " to exec in: task 0 runs the job's command, and tasks started by nexec-run their own"));
+    }
+    const pb::Task& task = job.tasks(index);
+    if (task.state() == pb::TASK_EXITED) {
+      return absl::FailedPreconditionError(absl::StrCat("task ", index, " of job ", job.id(), " has ended"));
+    }
+    start->set_attempt(job.attempt());
+    return AddressOf(task.host());
+  });
+  if (!address.ok()) return UnlessCleaned(address.status(), start->job_id(), "exec'd in");
+  return address;
+}
+
 absl::StatusOr<std::string> Master::ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes) {
   // The host whose agent has the task's output.
   auto host_of = [&](const pb::Job& job) -> absl::StatusOr<std::string> {

@@ -2,8 +2,16 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
 #include "absl/strings/str_cat.h"
+#include "common/call_deadlines.h"
 #include "common/event_stream.h"
+#include "common/exec/exec_stream.h"
 #include "common/grpc_status.h"
 #include "common/log_follow.h"
 #include "common/status_macros.h"
@@ -187,8 +195,10 @@ class MasterService final
   Status RunTask(ServerContext* ctx, const pb::RunTaskRequest* req, pb::Task* resp) override {
     NEXEC_CALLER(caller, "RunTask");
     // The job's owner starts tasks in its allocation (nexec-run inside the job runs as the
-    // owner); so may root and the job's administrators, as for any control.
-    if (auto s = m_->MayControl(Of(caller), req->job_id()); !s.ok()) return ToGrpcStatus(s);
+    // owner); so may root and the administrators. A task runs as the job's account: not a
+    // group's administrators, who may stop a member's job but not act as them (an attacker
+    // helper ran a shell as a member through nexec-run).
+    if (auto s = m_->MayExec(Of(caller), req->job_id()); !s.ok()) return ToGrpcStatus(s);
     return Reply(m_->RunTask(*req), resp);
   }
   Status SignalTask(ServerContext* ctx, const pb::SignalTaskRequest* req, pb::ControlResponse* resp) override {
@@ -196,9 +206,40 @@ class MasterService final
     if (auto s = m_->MayControl(Of(caller), req->job_id()); !s.ok()) return ToGrpcStatus(s);
     return Control(m_->SignalTask(*req), resp);
   }
+  // A command in a running task (nexec exec): the caller's first frame, signed, says what
+  // and where; the master checks who may, finds the task's agent and passes the stream
+  // both ways, reading none of it. The command runs as the job's account, whoever asks.
+  Status Exec(ServerContext* ctx, grpc::ServerReaderWriter<pb::ExecFrame, pb::ExecFrame>* stream) override {
+    // Who asks, proven before anything is read (a silent stream holds this thread), then
+    // the first frame within kFirstFrameWithin, and what the credential was made for.
+    auto opening = auth_.VerifyStreamOpening(ctx);
+    if (!opening.ok()) return ToGrpcStatus(opening.status());
+    ExecSlot slot(this, opening->caller.user);
+    if (!slot.status().ok()) return ToGrpcStatus(slot.status());
+    pb::ExecFrame first;
+    {
+      CallDeadlines::Ticket waiting = deadlines_.CancelAt(ctx, absl::Now() + kFirstFrameWithin);
+      // (Ended here when it overstays: the caller then sees CANCELLED.)
+      if (!stream->Read(&first)) {
+        return Status(grpc::StatusCode::INVALID_ARGUMENT, "the exec stream ended before it said what to run");
+      }
+    }
+    if (!first.has_start()) {
+      return Status(grpc::StatusCode::INVALID_ARGUMENT, "an exec stream starts with what to run (start)");
+    }
+    if (auto s = MungeAuth::CheckBinding(*opening, "Exec", first); !s.ok()) return ToGrpcStatus(s);
+    const Caller& caller = opening->caller;
+    pb::ExecStart start = first.start();
+    if (auto s = exec_stream::CheckCommand(start.command()); !s.ok()) return ToGrpcStatus(s);
+    if (auto s = m_->MayExec(Of(caller), start.job_id()); !s.ok()) return ToGrpcStatus(s);
+    auto address = m_->ExecTarget(&start);
+    if (!address.ok()) return ToGrpcStatus(address.status());
+    return RelayExec(ctx, stream, *address, start);
+  }
   Status SendInput(ServerContext* ctx, const pb::InputRequest* req, pb::InputResponse* resp) override {
     NEXEC_CALLER(caller, "SendInput");
-    if (auto s = m_->MayControl(Of(caller), req->job_id()); !s.ok()) return ToGrpcStatus(s);
+    // What a command reads is typed as its account: MayExec's, as for a command run in it.
+    if (auto s = m_->MayExec(Of(caller), req->job_id()); !s.ok()) return ToGrpcStatus(s);
     auto accepted = m_->SendInput(*req);
     if (!accepted.ok()) return ToGrpcStatus(accepted.status());
     resp->set_accepted(*accepted);
@@ -242,6 +283,95 @@ class MasterService final
 
  private:
   static Principal Of(const Caller& c) { return Principal{c.user, c.root()}; }
+  // Exec's relay: opens the command at the agent (signed as the master), answers its first
+  // frame or refusal, then passes frames both ways until the agent's side ends; the caller
+  // going cancels the agent's stream, which ends the command.
+  Status RelayExec(ServerContext* ctx, grpc::ServerReaderWriter<pb::ExecFrame, pb::ExecFrame>* caller,
+                   const std::string& address, const pb::ExecStart& start) {
+    grpc::ClientContext agent_ctx;
+    pb::ExecFrame open;
+    *open.mutable_start() = start;
+    // Signed for the agent's Exec, not the master's: a caller's credential for one is never
+    // taken by the other (an attacker helper replayed root's to an agent).
+    if (auto s = auth_.Sign(&agent_ctx, "agent.Exec", open); !s.ok()) return ToGrpcStatus(s);
+    auto agent = AgentStub(address)->Exec(&agent_ctx);
+    pb::ExecFrame answer;
+    if (!agent->Write(open) || !agent->Read(&answer)) {
+      agent->WritesDone();
+      return agent->Finish();  // the agent's refusal, as it said it
+    }
+    std::atomic<bool> agent_done{false};
+    CallDeadlines::Ticket leave;  // a caller that stays once it has it all is let go
+    std::thread back([&] {
+      bool there = caller->Write(answer);
+      pb::ExecFrame frame;
+      while (there && agent->Read(&frame)) there = caller->Write(frame);
+      if (!there) agent_ctx.TryCancel();
+      leave = deadlines_.CancelAt(ctx, absl::Now() + kLeaveWithin);
+      agent_done = true;
+    });
+    pb::ExecFrame in;
+    while (!ctx->IsCancelled() && caller->Read(&in)) {
+      in.clear_start();
+      in.clear_started();
+      if (!agent->Write(in)) break;
+    }
+    // The caller sends no more: gone before the command ended, it ends the command.
+    if (!agent_done.load()) agent_ctx.TryCancel();
+    agent->WritesDone();
+    back.join();
+    leave.Forget();
+    Status s = agent->Finish();
+    return s.error_code() == grpc::StatusCode::CANCELLED ? Status::OK : s;
+  }
+  pb::Agent::Stub* AgentStub(const std::string& address) {
+    std::lock_guard<std::mutex> lock(stubs_mu_);
+    auto& stub = agent_stubs_[address];
+    if (!stub) stub = pb::Agent::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    return stub.get();
+  }
+  // Commands relayed at once, in all and per account: each holds two of the master's
+  // threads while it runs (its server has 256), and one account may not take them all.
+  static constexpr int kMaxExecs = 64;
+  static constexpr int kMaxExecsPerUser = 16;
+  static constexpr absl::Duration kFirstFrameWithin = absl::Seconds(10);
+  static constexpr absl::Duration kLeaveWithin = absl::Seconds(5);
+  class ExecSlot {
+   public:
+    ExecSlot(MasterService* service, std::string user) : service_(service), user_(std::move(user)) {
+      std::lock_guard<std::mutex> lock(service_->execs_mu_);
+      if (service_->execs_ >= kMaxExecs) {
+        status_ = absl::ResourceExhaustedError(
+            absl::StrCat("the master relays ", kMaxExecs, " commands already; try again later"));
+      } else if (service_->execs_by_user_[user_] >= kMaxExecsPerUser) {
+        status_ = absl::ResourceExhaustedError(
+            absl::StrCat(user_, " runs ", kMaxExecsPerUser, " commands in jobs already; end one first"));
+      } else {
+        ++service_->execs_;
+        ++service_->execs_by_user_[user_];
+        held_ = true;
+      }
+    }
+    ~ExecSlot() {
+      if (!held_) return;
+      std::lock_guard<std::mutex> lock(service_->execs_mu_);
+      --service_->execs_;
+      if (--service_->execs_by_user_[user_] == 0) service_->execs_by_user_.erase(user_);
+    }
+    const absl::Status& status() const { return status_; }
+
+   private:
+    MasterService* service_;
+    std::string user_;
+    bool held_ = false;
+    absl::Status status_;
+  };
+  std::mutex execs_mu_;
+  int execs_ = 0;
+  std::map<std::string, int> execs_by_user_;
+  CallDeadlines deadlines_;
+  std::mutex stubs_mu_;
+  std::map<std::string, std::unique_ptr<pb::Agent::Stub>> agent_stubs_;
   static Status Control(absl::StatusOr<pb::Job> job, pb::ControlResponse* resp) {
     if (!job.ok()) return ToGrpcStatus(job.status());
     *resp->mutable_job() = std::move(job).value();
@@ -297,7 +427,7 @@ class GrpcAgentDialer final : public AgentDialer {
   }
   absl::StatusOr<int64_t> SendInput(const std::string& address, const pb::InputRequest& req) override {
     pb::InputResponse resp;
-    grpc::Status s = auth_.Call(address, "SendInput", req, std::chrono::seconds(10),
+    grpc::Status s = auth_.Call(address, "agent.SendInput", req, std::chrono::seconds(10),
                                 [&](grpc::ClientContext* ctx) { return Stub(address)->SendInput(ctx, req, &resp); });
     if (!s.ok()) return FromGrpcStatus(s);
     return resp.accepted();
@@ -306,7 +436,7 @@ class GrpcAgentDialer final : public AgentDialer {
                                       int64_t max_bytes) override {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-    JC_RETURN_IF_ERROR(auth_.Sign(&ctx, "ReadLog", req));
+    JC_RETURN_IF_ERROR(auth_.Sign(&ctx, "agent.ReadLog", req));
     auto reader = Stub(address)->ReadLog(&ctx, req);
     std::string out;
     pb::LogChunk chunk;

@@ -27,6 +27,7 @@ ConformanceTarget MakeConformanceTarget() {
   static const WorkDir work_dir;
   static const std::string work = work_dir.path.string();
   ConformanceTarget t;
+  t.runs_commands = true;  // setpriv in the replica's account
   t.name = "example (local processes) adapter";
   t.make_backend = [] { return std::make_unique<LocalBackend>(work, 8, 16384); };
   auto center = ParseCenterConfig(R"(

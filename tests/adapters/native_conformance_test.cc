@@ -95,6 +95,7 @@ NexecCluster& Cluster() {
 ConformanceTarget MakeConformanceTarget() {
   NexecCluster& cluster = Cluster();
   ConformanceTarget t;
+  t.runs_commands = true;  // nexec's agent runs it (nexec exec)
   t.name = "native (nexec) adapter";
   t.unavailable = cluster.error;
   std::string address = cluster.address;

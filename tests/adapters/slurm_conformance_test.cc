@@ -7,7 +7,10 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 
@@ -16,7 +19,9 @@
 #include "absl/strings/strip.h"
 #include "adapters/sdk/conformance/conformance.h"
 #include "adapters/slurm/command.h"
+#include "adapters/sdk/exec_session.h"
 #include "adapters/slurm/slurm_backend.h"
+#include "common/exec/exec_stream.h"
 #include "tests/testing/oci_registry.h"
 #include "tests/testing/process.h"
 #include "tests/testing/test_account.h"
@@ -71,6 +76,7 @@ SlurmCluster& Cluster() {
 
 ConformanceTarget MakeConformanceTarget() {
   ConformanceTarget t;
+  t.runs_commands = true;  // srun --overlap in its allocation
   t.name = "Slurm adapter";
   t.unavailable = Cluster().error;
   SlurmOptions options = Cluster().Options();
@@ -289,6 +295,59 @@ std::string OutputWhenEnded(SlurmBackend& backend, const std::string& id, pb::Re
   return backend.ReadLog(id, false, 0, 8192).value_or("") + backend.ReadLog(id, true, 0, 8192).value_or("");
 }
 
+// What a command planned by PlanExec printed and its exit status, run as the adapter runs
+// it (the SDK's StartAttached and the exec stream), its input ended at once.
+struct PlannedRun {
+  std::string out, err;
+  std::optional<int> exit;
+};
+PlannedRun RunPlan(const ExecPlan& plan, bool tty) {
+  namespace es = jc::exec_stream;
+  class Peer final : public es::ExecPeer {
+   public:
+    bool Started() override { return true; }
+    bool Send(std::string bytes) override {
+      std::lock_guard<std::mutex> lock(mu_);
+      decoder_.Feed(bytes);
+      while (auto f = decoder_.Next()) {
+        if (f->type == es::Type::kStdout) run.out += f->payload;
+        if (f->type == es::Type::kStderr) run.err += f->payload;
+        if (f->type == es::Type::kExit) run.exit = es::ParseExit(f->payload);
+      }
+      if (run.exit.has_value()) cv_.notify_all();
+      return true;
+    }
+    void Close() override {}
+    bool Receive(std::string* bytes, bool*) override {
+      if (!input_sent_) {
+        input_sent_ = true;
+        *bytes = es::Encode(es::Type::kStdinEnd, "");
+        return true;
+      }
+      // The caller stays until the exit status came (or two minutes passed).
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, std::chrono::minutes(2), [&] { return run.exit.has_value(); });
+      return false;
+    }
+    bool Cancelled() override { return false; }
+    PlannedRun run;
+
+   private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    es::Decoder decoder_;
+    bool input_sent_ = false;
+  };
+  Peer peer;
+  auto started = StartAttached(plan, tty, 24, 80);
+  if (!started.ok()) {
+    peer.run.err = std::string(started.status().message());
+    return peer.run;
+  }
+  es::PumpAttached(*started, peer, {});
+  return peer.run;
+}
+
 TEST_CASE("Slurm adapter: a replica naming an image runs in it on the node, pulled there by digest, as its account "
           "(rootless for an unprivileged one), and never bare [A14][A4][B6]",
           "[A14][A4][slurm]") {
@@ -376,6 +435,50 @@ TEST_CASE("Slurm adapter: a replica naming an image runs in it on the node, pull
   REQUIRE(stat(store.c_str(), &st) == 0);
   CHECK(st.st_uid == account.uid);
   CHECK((st.st_mode & 0777) == 0700);
+
+  // A command in its running replica (`jcctl job exec`, SPEC A17). Run as root: a step of
+  // the job runs `runc exec` into its container: the image's files, its exit status, a
+  // terminal with -t. Run rootless by an ordinary account: not yet, saying why.
+  for (const std::string user : {std::string(), account.name}) {
+    ReplicaLaunch running = launch_of(user.empty() ? "execroot" : "execuser", user);
+    running.command = "exec sleep 300";
+    auto running_id = backend.Submit(running);
+    INFO(running_id.status().ToString());
+    REQUIRE(running_id.ok());
+    ExecRequest request;
+    request.external_id = *running_id;
+    request.account = user;
+    request.command = {"sh", "-c", "cat /etc/jc-image; id -u; exit 3"};
+    if (!user.empty()) {
+      auto refused = backend.PlanExec(request);
+      CHECK(absl::IsUnimplemented(refused.status()));
+      CHECK(absl::StrContains(refused.status().message(), "ordinary account"));
+      CHECK(backend.Stop(*running_id).ok());
+      continue;
+    }
+    // Running, and its container up (the image is already in the store).
+    PlannedRun in_image;
+    bool ran = jc::testing::WaitUntil(
+        [&] {
+          auto plan = backend.PlanExec(request);
+          if (!plan.ok()) return false;
+          in_image = RunPlan(*plan, false);
+          return in_image.exit == 3;
+        },
+        std::chrono::seconds(90));
+    INFO(in_image.out << in_image.err);
+    CHECK(ran);
+    CHECK(in_image.out == "inside the Slurm job's image\n0\n");
+    request.command = {"sh", "-c", "[ -t 0 ] && echo on-a-terminal"};
+    request.tty = true;
+    auto tty_plan = backend.PlanExec(request);
+    REQUIRE(tty_plan.ok());
+    PlannedRun on_tty = RunPlan(*tty_plan, true);
+    INFO(on_tty.out << on_tty.err);
+    CHECK(on_tty.exit == 0);
+    CHECK(absl::StrContains(on_tty.out, "on-a-terminal"));
+    CHECK(backend.Stop(*running_id).ok());
+  }
 
   // A store another account made first is refused: the job fails saying so, never
   // running anything from it.

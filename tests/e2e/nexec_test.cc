@@ -27,6 +27,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/exec/exec_stream.h"
 #include "executor/auth/munge_auth.h"
 #include "nexec/v1/nexec.grpc.pb.h"
 #include "tests/testing/munge_daemon.h"
@@ -3361,4 +3362,279 @@ TEST_CASE("nexec logs -f follows a job's output across a crash of the master, sh
   CHECK(*code == 0);
   CHECK(ReadFile(out) == "before\nafter\n");
   CHECK(c.Job(id)["state"] == "DONE");
+}
+
+TEST_CASE("nexec exec runs a command in a running job's task as the job's account, in its environment, directory "
+          "and cgroup: its input, terminal and exit status come back, nobody else may, and it ends with its caller "
+          "or its task",
+          "[A17][B9]") {
+  if (geteuid() != 0) {
+    WARN("not run: the job's account and the one refused need root to be made (CI runs as root)");
+    return;
+  }
+  jc::testing::TestAccount owner("jc-nexec-exo");
+  jc::testing::TestAccount other("jc-nexec-exx");
+  Cluster c("exec");
+  c.AddAgent("node1", "cpus=2,mem=4G", {"--cgroups=on"});
+  REQUIRE(c.WaitHosts(1));
+  auto submitted = c.CliAs(owner.name, {"submit", "--json", "--", "echo started; sleep 600"});
+  INFO(submitted.out);
+  REQUIRE(submitted.code == 0);
+  const std::string id = json::parse(submitted.out.substr(submitted.out.find('{')))["job_id"].get<std::string>();
+  REQUIRE(c.WaitState(std::stoll(id), "RUNNING"));
+  const int task_pid = c.TaskPid(std::stoll(id));
+
+  // As its owner: the task's account, directory, environment and cgroup.
+  auto inside = c.CliAs(owner.name, {"exec", id, "--", "sh", "-c",
+                                     "id -un; pwd; echo job=$NEXEC_JOBID; cat /proc/self/cgroup; exit 7"});
+  INFO(inside.out);
+  CHECK(inside.code == 7);
+  const std::vector<std::string> lines = absl::StrSplit(inside.out, '\n');
+  REQUIRE(lines.size() >= 4);
+  CHECK(lines[0] == owner.name);
+  CHECK(lines[1] == std::filesystem::path(c.path("x")).parent_path().string());  // where it was submitted
+  CHECK(lines[2] == "job=" + id);
+  const std::string task_cgroup = ReadFile("/proc/" + std::to_string(task_pid) + "/cgroup");
+  CHECK(inside.out.find(task_cgroup) != std::string::npos);
+
+  // Input with -i; a terminal with -t.
+  auto piped = [&](const std::string& user, const std::string& input, const std::string& args) {
+    static int n = 0;
+    const std::string out = c.path("exec-piped" + std::to_string(n++) + ".out");
+    const std::string line = "printf '" + input + "' | " + Cluster::RunUser() + " -u " + user + " -- /usr/bin/env -C " +
+                             c.path("") + " " + c.path("nexec") + " --master=" + c.address() +
+                             " --munge_socket=" + jc::testing::UsePrivateMunged() + " exec " + args;
+    Process p({"/bin/sh", "-c", line}, out);
+    auto code = p.Wait();
+    return std::make_pair(code.value_or(-1), ReadFile(out));
+  };
+  auto [cat_code, cat_out] = piped(owner.name, "typed\\nlines\\n", "-i " + id + " -- cat");
+  CHECK(cat_code == 0);
+  CHECK(cat_out == "typed\nlines\n");
+  auto [no_input_code, no_input_out] = piped(owner.name, "ignored\\n", id + " -- cat");
+  CHECK(no_input_code == 0);
+  CHECK(no_input_out.empty());  // without -i its input ends at once
+  auto [tty_code, tty_out] = piped(owner.name, "", "-t " + id + " -- sh -c 'tty; exit 3'");
+  INFO(tty_out);
+  CHECK(tty_code == 3);
+  CHECK(tty_out.find("/dev/pts/") != std::string::npos);
+
+  // Another account may not run commands as the owner; a task that runs no command, a job
+  // that is not a number and a command missing are refused; nothing runs.
+  auto refused = c.CliAs(other.name, {"exec", id, "--", "touch", c.path("should-not-exist")});
+  CHECK(refused.code == 1);
+  CHECK(refused.out.find("may not run commands in a job of " + owner.name) != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(c.path("should-not-exist")));
+  auto no_task = c.Cli({"exec", "--task", "3", id, "--", "true"});
+  CHECK(no_task.code == 1);
+  CHECK(no_task.out.find("has no task 3") != std::string::npos);
+  CHECK(c.Cli({"exec", "x1", "--", "true"}).code == 1);
+  CHECK(c.Cli({"exec", id}).code == 2);
+  auto missing = c.Cli({"exec", id, "--", "/no/such/program"});
+  CHECK(missing.code == 1);
+  CHECK(missing.out.find("cannot run /no/such/program") != std::string::npos);
+
+  // Root (an administrator) may: the command still runs as the job's account. Its caller
+  // going ends it.
+  {
+    Process cli({JC_NEXEC_CLI, "--master=" + c.address(), "exec", id, "--", "sh", "-c", "id -un; echo pid=$$; exec sleep 987"},
+                c.path("exec-gone.log"));
+    auto pid = cli.WaitForLog(R"(pid=(\d+))");
+    INFO(cli.Log());
+    REQUIRE(pid.has_value());
+    CHECK(cli.Log().find(owner.name + "\n") != std::string::npos);
+    cli.Signal(SIGKILL);
+    CHECK(WaitUntil([&] { return Gone(std::stoi(*pid)); }));
+  }
+  // A command lives no longer than its task: killing the job ends it, and its caller.
+  Process cli({JC_NEXEC_CLI, "--master=" + c.address(), "exec", id, "--", "sh", "-c", "echo pid=$$; exec sleep 986"},
+              c.path("exec-task-ends.log"));
+  auto pid = cli.WaitForLog(R"(pid=(\d+))");
+  REQUIRE(pid.has_value());
+  REQUIRE(c.Cli({"kill", id}).code == 0);
+  CHECK(WaitUntil([&] { return Gone(std::stoi(*pid)); }));
+  auto ended = cli.Wait();
+  CHECK(ended.has_value());
+  CHECK(ended != 0);
+  REQUIRE(c.WaitState(std::stoll(id), "EXIT"));
+  // An ended job runs nothing more.
+  auto after = c.Cli({"exec", id, "--", "true"});
+  CHECK(after.code == 1);
+  CHECK(after.out.find("not RUNNING") != std::string::npos);
+}
+
+TEST_CASE("nexec exec in a job that runs in its image runs the command in the job's container: its files, its "
+          "account, a terminal",
+          "[A17][B6]") {
+  if (geteuid() != 0) {
+    WARN("not run: running images needs root (CI runs as root)");
+    return;
+  }
+  Cluster c("exec-image");
+  auto registry = StartRegistry(c);
+  auto digest = registry->Push("demo/app", "v1", "inside the image");
+  REQUIRE(digest.ok());
+  const std::string ref = registry->host() + "/demo/app@" + *digest;
+  c.AddAgent("node1", "cpus=2,mem=4G", {"--cgroups=on", RegistryFlags(*registry)[0], RegistryFlags(*registry)[1]});
+  REQUIRE(c.WaitHosts(1));
+  std::filesystem::create_directories(c.path("work"));
+  std::filesystem::permissions(c.path("work"), std::filesystem::perms::all);
+  auto r = c.CliIn(c.path("work"), {}, {"submit", "--json", "--user", "nobody", "--image", ref, "--", "sleep 600"});
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  const std::string id = json::parse(r.out.substr(r.out.find('{')))["job_id"].get<std::string>();
+  REQUIRE(c.WaitState(std::stoll(id), "RUNNING"));
+  REQUIRE_FALSE(std::filesystem::exists("/etc/jc-image"));  // only the image has it
+  // The container may still be coming up (its image pulled): asked again until it is.
+  CliResult in_image;
+  REQUIRE(WaitUntil([&] {
+    in_image = c.Cli({"exec", id, "--", "sh", "-c", "cat /etc/jc-image; id -u; pwd; exit 4"});
+    return in_image.out.find("not up yet") == std::string::npos;
+  }));
+  INFO(in_image.out);
+  CHECK(in_image.code == 4);
+  CHECK(in_image.out == "inside the image\n65534\n" + c.path("work") + "\n");
+  auto tty = c.Cli({"exec", "-t", id, "--", "sh", "-c", "[ -t 0 ] && echo on-a-terminal"});
+  INFO(tty.out);
+  CHECK(tty.code == 0);
+  CHECK(tty.out.find("on-a-terminal") != std::string::npos);
+  REQUIRE(c.Cli({"kill", id}).code == 0);
+  REQUIRE(c.WaitState(std::stoll(id), "EXIT"));
+}
+
+TEST_CASE("nexec exec as the attacker: silent unsigned streams hold no thread, a signed one that sends nothing and a "
+          "caller that stays after the exit status are let go, a root credential for the master runs nothing at an "
+          "agent, and a group's administrator runs no task in a member's job",
+          "[A17][B9][C6]") {
+  if (geteuid() != 0) {
+    WARN("not run: the accounts need root to be made (CI runs as root)");
+    return;
+  }
+  namespace npb = ::nexec::v1;
+  jc::testing::TestAccount owner("jc-nexec-ato");
+  jc::testing::TestAccount group_admin("jc-nexec-atg");
+  Cluster c("exec-attack", "user_groups:\n  team: {members: [" + owner.name + "], admins: [" + group_admin.name + "]}\n");
+  c.AddAgent("node1", "cpus=2,mem=4G", {"--cgroups=on"});
+  REQUIRE(c.WaitHosts(1));
+  auto submitted = c.CliAs(owner.name, {"submit", "--json", "--", "sleep 600"});
+  INFO(submitted.out);
+  REQUIRE(submitted.code == 0);
+  const std::string id_text = json::parse(submitted.out.substr(submitted.out.find('{')))["job_id"].get<std::string>();
+  const int64_t id = std::stoll(id_text);
+  REQUIRE(c.WaitState(id, "RUNNING"));
+  auto master = npb::Master::NewStub(grpc::CreateChannel(c.address(), grpc::InsecureChannelCredentials()));
+  const auto auth = jc::nexec::MungeAuth::Munge(jc::testing::UsePrivateMunged());
+
+  // 300 streams with no credential, sending nothing: each refused at once, and the master
+  // answers everything else meanwhile (before, they took all 256 of its threads).
+  {
+    std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+    std::vector<std::unique_ptr<grpc::ClientReaderWriter<npb::ExecFrame, npb::ExecFrame>>> streams;
+    for (int i = 0; i < 300; ++i) {
+      contexts.push_back(std::make_unique<grpc::ClientContext>());
+      streams.push_back(master->Exec(contexts.back().get()));
+    }
+    auto listed = c.Cli({"jobs", "--json"});
+    INFO(listed.out);
+    CHECK(listed.code == 0);
+    npb::ExecFrame frame;
+    CHECK_FALSE(streams[0]->Read(&frame));
+    grpc::Status refused = streams[0]->Finish();
+    CHECK(refused.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+    for (auto& ctx : contexts) ctx->TryCancel();
+    for (size_t i = 1; i < streams.size(); ++i) streams[i]->Finish().IgnoreError();
+  }
+
+  npb::ExecFrame first;
+  first.mutable_start()->set_job_id(id);
+  first.mutable_start()->add_command("true");
+  // Signed, then silent: let go within the first frame's 10 s.
+  {
+    grpc::ClientContext ctx;
+    auto cred = auth.Encode(jc::nexec::MungeAuth::Payload("Exec", first));
+    REQUIRE(cred.ok());
+    ctx.AddMetadata(jc::nexec::kMungeMetadataKey, *cred);
+    const absl::Time opened = absl::Now();
+    auto stream = master->Exec(&ctx);
+    npb::ExecFrame frame;
+    CHECK_FALSE(stream->Read(&frame));
+    grpc::Status s = stream->Finish();
+    CHECK(s.error_code() == grpc::StatusCode::CANCELLED);  // the master ended the call
+    CHECK(absl::Now() - opened >= absl::Seconds(9));
+    CHECK(absl::Now() - opened < absl::Seconds(20));
+  }
+  // A caller that has the exit status and keeps its stream open: let go 5 s later, and its
+  // slot with it.
+  {
+    grpc::ClientContext ctx;
+    auto cred = auth.Encode(jc::nexec::MungeAuth::Payload("Exec", first));
+    REQUIRE(cred.ok());
+    ctx.AddMetadata(jc::nexec::kMungeMetadataKey, *cred);
+    auto stream = master->Exec(&ctx);
+    REQUIRE(stream->Write(first));
+    jc::exec_stream::Decoder decoder;
+    std::optional<int> exit;
+    npb::ExecFrame frame;
+    while (!exit.has_value() && stream->Read(&frame)) {
+      decoder.Feed(frame.data());
+      while (auto f = decoder.Next()) {
+        if (f->type == jc::exec_stream::Type::kExit) exit = jc::exec_stream::ParseExit(f->payload);
+      }
+    }
+    REQUIRE(exit == 0);
+    const absl::Time exited = absl::Now();
+    CHECK_FALSE(stream->Read(&frame));  // never half-closed here: ended by the master
+    CHECK(absl::Now() - exited < absl::Seconds(15));
+    stream->Finish().IgnoreError();
+  }
+
+  // Root's credential for the master's Exec, replayed straight to the agent (its own
+  // munged would take it: it is one decode there): refused, nothing runs.
+  {
+    auto agent_address = c.agent("node1").WaitForLog(R"(listening on (127\.0\.0\.1:\d+))");
+    REQUIRE(agent_address.has_value());
+    auto agent = npb::Agent::NewStub(grpc::CreateChannel(*agent_address, grpc::InsecureChannelCredentials()));
+    npb::ExecFrame at_agent;
+    at_agent.mutable_start()->set_job_id(id);
+    at_agent.mutable_start()->set_attempt(c.Job(id).value("attempt", 0));
+    at_agent.mutable_start()->add_command("touch");
+    at_agent.mutable_start()->add_command(c.path("replayed"));
+    grpc::ClientContext ctx;
+    auto cred = auth.Encode(jc::nexec::MungeAuth::Payload("Exec", at_agent));
+    REQUIRE(cred.ok());
+    ctx.AddMetadata(jc::nexec::kMungeMetadataKey, *cred);
+    auto stream = agent->Exec(&ctx);
+    stream->Write(at_agent);
+    npb::ExecFrame frame;
+    CHECK_FALSE(stream->Read(&frame));
+    grpc::Status s = stream->Finish();
+    INFO(s.error_message());
+    CHECK(s.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+    CHECK_FALSE(std::filesystem::exists(c.path("replayed")));
+  }
+
+  // A group's administrator may kill a member's job, not run anything as them: no exec, no
+  // nexec-run task (RunTask), no input.
+  auto exec = c.CliAs(group_admin.name, {"exec", id_text, "--", "touch", c.path("by-group-admin")});
+  CHECK(exec.code == 1);
+  CHECK(exec.out.find("may not run commands in a job of " + owner.name) != std::string::npos);
+  {
+    npb::RunTaskRequest run;
+    run.set_job_id(id);
+    run.set_host("node1");
+    run.set_command("touch " + c.path("by-group-admin"));
+    grpc::ClientContext ctx;
+    ctx.AddMetadata(jc::nexec::kMungeMetadataKey,
+                    CredentialOf(group_admin.name, jc::nexec::MungeAuth::Payload("RunTask", run), c.path("")));
+    npb::Task resp;
+    grpc::Status s = master->RunTask(&ctx, run, &resp);
+    INFO(s.error_message());
+    CHECK(s.error_code() == grpc::StatusCode::PERMISSION_DENIED);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a task, had one started, would have run
+  CHECK_FALSE(std::filesystem::exists(c.path("by-group-admin")));
+  auto killed = c.CliAs(group_admin.name, {"kill", id_text});  // what a group's administrator may do
+  INFO(killed.out);
+  CHECK(killed.code == 0);
+  REQUIRE(c.WaitState(id, "EXIT"));
 }

@@ -252,6 +252,22 @@ run_as: {default: nobody}
   CHECK(cell["origin"] == origin);
   CHECK(cell["cookie"].get<std::string>().find("jc_endpoint") == std::string::npos);  // HttpOnly
 
+  // A shell beside Jupyter: `jcctl job exec` through the listener, the tunnel, the native
+  // adapter and nexec to the notebook's container (runc exec): its files and account, the
+  // kernel Jupyter started, and the command's own exit status.
+  {
+    const std::vector<std::string> env{"JCCTL_SERVER=http://127.0.0.1:" + std::to_string(cp.app->rest_port()),
+                                       "JCCTL_TOKEN=" + token.body["data"]["secret"].get<std::string>()};
+    auto shell = jc::testing::RunCaptured(
+        dir, {JC_JCCTL_BINARY, "job", "exec", id, "--", "sh", "-c",
+              "id -u; python3 -c 'import notebook; print(\"jupyter\")'; "
+              "grep -qs 'ipykerne[l]_launcher' /proc/[0-9]*/cmdline && echo kernel-running; exit 5"},
+        env);
+    INFO(shell.out << shell.err);
+    CHECK(shell.code == 5);
+    CHECK(shell.out == "65534\njupyter\nkernel-running\n");
+  }
+
   // Left alone, the notebook is idle by Jupyter's own count (/api/status: its last_activity
   // stays at the cell's run), and is stopped 30 s after, completed, saying why.
   json ended;

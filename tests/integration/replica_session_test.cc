@@ -87,11 +87,13 @@ struct Sessions : jc::testing::TestSystem {
   jc::testing::LocalAdapter center{"solo", 8, CenterConfig()};
   std::filesystem::path dir = std::filesystem::temp_directory_path() / ("jc-sessions-" + std::to_string(getpid()));
 
-  Sessions()
-      : TestSystem([](jc::server::AppOptions& o) {
+  // `more`: options beyond the suite's own (a listener behind a TLS proxy).
+  explicit Sessions(const std::function<void(jc::server::AppOptions&)>& more = {})
+      : TestSystem([&more](jc::server::AppOptions& o) {
           jc::testing::FastIntervals(o);
           o.endpoint_host = "127.0.0.1";
           o.endpoint_port = 0;
+          if (more) more(o);
         }) {
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
@@ -528,5 +530,88 @@ TEST_CASE("an adapter restarted while a service runs: its open forward ends, its
   CHECK(job["taskInfos"][0].value("readyReplicas", 0) == 1);
   CHECK(job["history"].size() == 1);  // one attempt: the restart started nothing again
   CHECK(job["status"] == "running");
+  s.StopAndWait(id);
+}
+
+TEST_CASE("jcctl job exec and port-forward reach an endpoint listener behind a TLS proxy (https links): the proxy's "
+          "certificate is checked for the endpoint's own name, and one jcctl cannot check is refused [A17][C6]",
+          "[A17][C6]") {
+  // The deployment the server's --endpoint_scheme=https is for: a proxy that holds the
+  // endpoints' certificate (*.endpoints.localhost, from the development CA) in front of the
+  // listener. socat terminates TLS here, as stunnel or nginx would.
+  const std::filesystem::path certs =
+      std::filesystem::temp_directory_path() / ("jc-sessions-tls-" + std::to_string(getpid()));
+  std::filesystem::remove_all(certs);
+  const std::string dev_ca = std::string(JC_SOURCE_DIR) + "/scripts/dev-ca.sh";
+  REQUIRE(std::system((dev_ca + " " + certs.string() + "/ca '*.endpoints.localhost' >/dev/null").c_str()) == 0);
+  REQUIRE(std::system((dev_ca + " " + certs.string() + "/other elsewhere.example >/dev/null").c_str()) == 0);
+  struct Removed {
+    std::filesystem::path dir;
+    ~Removed() { std::filesystem::remove_all(dir); }
+  } removed{certs};
+  // The proxy's port: the links name it (a band of this suite's own, 32200-32299).
+  const int proxy_port = 32200 + static_cast<int>(getpid() % 100);
+  Sessions s([&](jc::server::AppOptions& o) {
+    o.endpoints.scheme = "https";
+    o.endpoints.public_port = proxy_port;
+  });
+  auto start_proxy = [&](const std::string& cert) {
+    auto proxy = std::make_unique<jc::testing::Process>(
+        std::vector<std::string>{"/usr/bin/socat",
+                                 absl::StrCat("OPENSSL-LISTEN:", proxy_port, ",reuseaddr,fork,verify=0,cert=",
+                                              (certs / (cert + ".crt")).string(), ",key=",
+                                              (certs / (cert + ".key")).string()),
+                                 absl::StrCat("TCP:127.0.0.1:", s.app->endpoint_port())},
+        (s.dir / ("socat-" + std::to_string(proxy_port) + ".log")).string());
+    REQUIRE(jc::testing::WaitUntil([&] {
+      int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in addr{};
+      addr.sin_family = AF_INET;
+      addr.sin_port = htons(static_cast<uint16_t>(proxy_port));
+      addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      bool up = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+      ::close(fd);
+      return up;
+    }));
+    return proxy;
+  };
+  auto proxy = start_proxy("ca/*.endpoints.localhost");
+  const std::string alice = s.Token("alice", "lab", "MEMBER");
+  const std::string id = s.StartEcho();
+  const std::string ca = (certs / "ca" / "ca.crt").string();
+
+  // A command, over TLS all the way to the proxy: its output and exit status.
+  auto ran = s.Jcctl(alice, {"--ca_file", ca, "job", "exec", id, "--", "sh", "-c", "echo through-tls; exit 6"});
+  INFO(ran.out << ran.err);
+  CHECK(ran.code == 6);
+  CHECK(ran.out == "through-tls\n");
+  // A forward: bytes both ways through the proxy.
+  auto forward = s.JcctlRunning(alice, {"--ca_file", ca, "job", "port-forward", id, "0:tcp"}, "tls-forward.log");
+  auto local = forward->WaitForLog(R"(Forwarding from 127\.0\.0\.1:(\d+) -> )");
+  INFO(forward->Log());
+  REQUIRE(local.has_value());
+  int fd = Connect(std::stoi(*local));
+  REQUIRE(::send(fd, "over tls\n", 9, 0) == 9);
+  CHECK(ReadUntil(fd, [](const std::string& g) { return g.size() >= 9; }) == "over tls\n");
+  ::close(fd);
+  forward.reset();
+
+  // Without the CA that signed it the certificate is not trusted: refused, saying so and
+  // what to give; nothing runs.
+  auto untrusted = s.Jcctl(alice, {"job", "exec", id, "--", "touch", (s.dir / "ran-untrusted").string()});
+  INFO(untrusted.err);
+  CHECK(untrusted.code == 3);
+  CHECK(absl::StrContains(untrusted.err, "TLS to the endpoint listener"));
+  CHECK(absl::StrContains(untrusted.err, "--ca_file"));
+  // A certificate for another name, from the trusted CA: refused.
+  proxy.reset();
+  proxy = start_proxy("other/elsewhere.example");
+  auto misnamed = s.Jcctl(alice, {"--ca_file", (certs / "other" / "ca.crt").string(), "job", "exec", id, "--", "touch",
+                                  (s.dir / "ran-misnamed").string()});
+  INFO(misnamed.err);
+  CHECK(misnamed.code == 3);
+  CHECK(absl::StrContains(misnamed.err, "hostname mismatch"));
+  CHECK_FALSE(std::filesystem::exists(s.dir / "ran-untrusted"));
+  CHECK_FALSE(std::filesystem::exists(s.dir / "ran-misnamed"));
   s.StopAndWait(id);
 }

@@ -85,10 +85,11 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const ServerConfig& conf
     if (!config.ca_file.empty()) http->set_ca_cert_path(config.ca_file.c_str());
     http->enable_server_certificate_verification(true);
   }
-  return std::unique_ptr<Client>(new Client(config.url, std::move(http)));
+  return std::unique_ptr<Client>(new Client(config.url, std::move(http), config.ca_file));
 }
 
-Client::Client(std::string url, std::unique_ptr<httplib::Client> http) : url_(std::move(url)), http_(std::move(http)) {}
+Client::Client(std::string url, std::unique_ptr<httplib::Client> http, std::string ca_file)
+    : url_(std::move(url)), ca_file_(std::move(ca_file)), http_(std::move(http)) {}
 Client::~Client() = default;
 
 absl::Status Client::Unreachable(int error) const {

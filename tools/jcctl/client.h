@@ -48,12 +48,15 @@ class Client {
                                                const nlohmann::json& data)>& on_event);
 
   const std::string& url() const { return url_; }
+  // The CAs server certificates are checked against (--cacert); empty: the system's.
+  const std::string& ca_file() const { return ca_file_; }
 
  private:
-  Client(std::string url, std::unique_ptr<httplib::Client> http);
+  Client(std::string url, std::unique_ptr<httplib::Client> http, std::string ca_file);
   absl::Status Unreachable(int error) const;
 
   std::string url_;
+  std::string ca_file_;
   std::unique_ptr<httplib::Client> http_;
 };
 

@@ -25,6 +25,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/exec/exec_client.h"
 #include "common/exec/exec_stream.h"
 #include "tools/jcctl/command_kit.h"
 #include "tools/jcctl/listener_conn.h"
@@ -36,36 +37,6 @@ using nlohmann::json;
 namespace es = exec_stream;
 
 const std::string kJobs = "/openapi/v1/trainjob";
-
-volatile std::sig_atomic_t resized = 0;
-void OnResize(int) { resized = 1; }
-
-// This terminal in raw mode (every key to the command, ^C included) while it lives.
-class RawTerminal {
- public:
-  explicit RawTerminal(bool on) {
-    if (!on || ::tcgetattr(0, &saved_) != 0) return;
-    termios raw = saved_;
-    ::cfmakeraw(&raw);
-    active_ = ::tcsetattr(0, TCSANOW, &raw) == 0;
-  }
-  ~RawTerminal() {
-    if (active_) ::tcsetattr(0, TCSANOW, &saved_);
-  }
-
- private:
-  termios saved_{};
-  bool active_ = false;
-};
-
-std::optional<std::pair<int, int>> TerminalSize() {
-  winsize ws{};
-  for (int fd : {0, 1, 2}) {
-    if (::ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 && ws.ws_col > 0) return std::make_pair(+ws.ws_row, +ws.ws_col);
-  }
-  return std::nullopt;
-}
-
 
 absl::StatusOr<int> Index(const Invocation& inv, const std::string& flag) {
   int value = 0;
@@ -90,89 +61,34 @@ int Exec(Context& ctx, Client* client, const Invocation& inv) {
   json body = {{"taskIndex", *task}, {"replicaIndex", *replica}, {"exec", {{"command", command}, {"tty", tty}}}};
   auto opened = client->Call("POST", kJobs + "/" + Escape(inv.args[0]) + "/open", &body);
   if (!opened.ok()) return ctx.Fail(opened.status());
-  auto link = ParseLink(opened->value("url", ""));
+  auto link = ParseLink(opened->value("url", ""), client->ca_file());
   if (!link.ok()) return ctx.Fail(link.status());
   std::string target = link->target;
   if (tty) {
-    if (auto size = TerminalSize()) absl::StrAppend(&target, "&rows=", size->first, "&cols=", size->second);
+    if (auto size = es::TerminalSize()) absl::StrAppend(&target, "&rows=", size->first, "&cols=", size->second);
   }
   std::string early;
-  auto fd = Switch(*link, target, "jointcloud-exec", "", &early);
-  if (!fd.ok()) return ctx.Fail(fd.status());
-  if (tty && input && !::isatty(0)) ctx.err() << "jcctl: input is not a terminal: it is passed as it comes\n";
-  if (tty) {
-    struct sigaction sa {};
-    sa.sa_handler = OnResize;
-    ::sigaction(SIGWINCH, &sa, nullptr);
-  }
-
-  // The command's stream, on another thread: its output here, its exit status jcctl's.
-  std::atomic<bool> done{false};
-  std::optional<int> status;
-  std::string broken;
-  std::thread reader([&] {
-    es::Decoder decoder;
-    decoder.Feed(early);
+  auto listener = Switch(*link, target, "jointcloud-exec", "", &early);
+  if (!listener.ok()) return ctx.Fail(listener.status());
+  ListenerConn& conn = **listener;
+  es::ClientLink stream;
+  stream.send = [&](const std::string& bytes) { return conn.Send(bytes); };
+  stream.receive = [&](std::string* bytes) {
+    if (!early.empty()) {
+      bytes->swap(early);
+      early.clear();
+      return true;
+    }
     char chunk[64 << 10];
-    while (!status.has_value()) {
-      while (auto frame = decoder.Next()) {
-        if (frame->type == es::Type::kStdout) {
-          ctx.out().write(frame->payload.data(), static_cast<std::streamsize>(frame->payload.size()));
-          ctx.out().flush();
-        } else if (frame->type == es::Type::kStderr) {
-          ctx.err().write(frame->payload.data(), static_cast<std::streamsize>(frame->payload.size()));
-          ctx.err().flush();
-        } else if (frame->type == es::Type::kExit) {
-          status = es::ParseExit(frame->payload).value_or(255);
-          break;
-        }
-      }
-      if (status.has_value()) break;
-      if (decoder.broken()) {
-        broken = std::string(decoder.error().message());
-        break;
-      }
-      ssize_t n = ::recv(*fd, chunk, sizeof chunk, 0);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      decoder.Feed(absl::string_view(chunk, static_cast<size_t>(n)));
-    }
-    done = true;
-    ::shutdown(*fd, SHUT_RDWR);
-  });
-
-  {
-    RawTerminal raw(tty && input && ::isatty(0));
-    bool input_open = input;
-    if (!input_open) SendAll(*fd, es::Encode(es::Type::kStdinEnd, ""));
-    char chunk[16 << 10];
-    while (!done.load()) {
-      if (resized) {
-        resized = 0;
-        if (auto size = TerminalSize()) SendAll(*fd, es::EncodeResize(size->first, size->second));
-      }
-      pollfd p{0, POLLIN, 0};
-      int ready = ::poll(&p, input_open ? 1 : 0, 200);
-      if (ready <= 0 || !input_open) continue;
-      ssize_t n = ::read(0, chunk, sizeof chunk);
-      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-      bool ok = true;
-      if (n <= 0) {
-        input_open = false;
-        ok = SendAll(*fd, es::Encode(es::Type::kStdinEnd, ""));
-      } else {
-        ok = SendAll(*fd, es::EncodeData(es::Type::kStdin, absl::string_view(chunk, static_cast<size_t>(n))));
-      }
-      if (!ok) break;
-    }
-  }
-  reader.join();
-  ::close(*fd);
-  if (!status.has_value()) {
-    return ctx.Fail(absl::UnavailableError(
-        broken.empty() ? "the connection to the command ended before its exit status came" : broken));
-  }
-  return *status < 0 || *status > 255 ? 255 : *status;
+    ssize_t n = conn.Receive(chunk, sizeof chunk);
+    if (n <= 0) return false;
+    bytes->assign(chunk, static_cast<size_t>(n));
+    return true;
+  };
+  stream.stop = [&] { conn.Shutdown(); };
+  auto status = es::RunExecClient(stream, input, tty, ctx.out(), ctx.err());
+  if (!status.ok()) return ctx.Fail(status.status());
+  return *status;
 }
 
 int PortForward(Context& ctx, Client* client, const Invocation& inv) {
@@ -195,7 +111,7 @@ int PortForward(Context& ctx, Client* client, const Invocation& inv) {
   json body = {{"taskIndex", *task}, {"replicaIndex", *replica}, {"portName", port_name}, {"allReplicas", all}};
   auto opened = client->Call("POST", kJobs + "/" + Escape(inv.args[0]) + "/open", &body);
   if (!opened.ok()) return ctx.Fail(opened.status());
-  auto link = ParseLink(opened->value("url", ""));
+  auto link = ParseLink(opened->value("url", ""), client->ca_file());
   if (!link.ok()) return ctx.Fail(link.status());
   auto cookie = OpenSession(*link);
   if (!cookie.ok()) return ctx.Fail(cookie.status());
@@ -255,8 +171,7 @@ int PortForward(Context& ctx, Client* client, const Invocation& inv) {
         }
         return;
       }
-      if (early.empty() || SendAll(conn, early)) Splice(conn, *up);
-      ::close(*up);
+      if (early.empty() || SendAll(conn, early)) Splice(conn, **up);
       ::close(conn);
     }).detach();
   }

@@ -24,6 +24,9 @@ struct ConformanceTarget {
   // reason: every kit test then fails with it, so a missing cluster is never green.
   std::string unavailable;
   absl::Duration timeout = absl::Seconds(60);  // for a replica to reach a state
+  // Whether the center runs commands in replicas (`jcctl job exec`): then an UNIMPLEMENTED
+  // answer fails the kit, else it is a warning.
+  bool runs_commands = false;
 };
 
 // Defined by the adapter's test binary; called once per test case.

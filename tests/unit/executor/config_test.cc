@@ -135,8 +135,9 @@ TEST_CASE("bad configuration entries are named in the error", "[B5][C5]") {
   }
 }
 
-TEST_CASE("who may submit for and act on whose jobs follows administrators and group administrators",
-          "[B9]") {
+TEST_CASE("who may submit for, act on and run commands in whose jobs follows administrators and group "
+          "administrators",
+          "[B9][A17]") {
   auto c = ParseConfig(R"(
 administrators: [jcadapter]
 user_groups:
@@ -160,6 +161,16 @@ user_groups:
   CHECK(absl::IsPermissionDenied(MayControl(*c, Principal{"bob", false}, "alice")));
   CHECK(MayControl(*c, Principal{"bob", false}, "bob").ok());
   CHECK(MayControl(*c, Principal{"jcadapter", false}, "dave").ok());
+  // A command in a job runs as its account: a group administrator, who may kill a
+  // member's job, may not act as the member (SPEC A17, nexec exec).
+  using jc::nexec::MayExec;
+  CHECK(MayExec(*c, Principal{"bob", false}, "bob").ok());
+  CHECK(MayExec(*c, Principal{"root", true}, "bob").ok());
+  CHECK(MayExec(*c, Principal{"jcadapter", false}, "bob").ok());
+  auto carol = MayExec(*c, Principal{"carol", false}, "bob");
+  CHECK(absl::IsPermissionDenied(carol));
+  CHECK(carol.message().find("carol may not run commands in a job of bob") != std::string::npos);
+  CHECK(absl::IsPermissionDenied(MayExec(*c, Principal{"alice", false}, "bob")));
 
   auto bad = ParseConfig("user_groups:\n  ml: {members: [a], owners: [b]}\n");
   REQUIRE_FALSE(bad.ok());
