@@ -407,13 +407,11 @@ absl::StatusOr<ExecPlan> SlurmBackend::PlanExec(const ExecRequest& request) {
     JC_ASSIGN_OR_RETURN(std::string script, Slurm({"scontrol", "write", "batch_script", request.external_id, "-"}));
     in_image = absl::StrContains(script, options_.image_runner);
   }
-  if (in_image && found->pw_uid != 0) {
-    // Its command runs in a user namespace nested in runc's (nexec-userns-exec gives it the
-    // account's own ids), which `runc exec` joins before the container's other namespaces,
-    // and then may not join those (EPERM).
+  const bool rootless = in_image && found->pw_uid != 0;
+  if (rootless && options_.userns_helper.empty()) {
     return absl::UnimplementedError(
-        "this Slurm center runs no commands yet in a replica's image run by an ordinary account (rootless: its "
-        "command's nested user namespace cannot be joined by runc exec)");
+        "this Slurm center runs no commands in a rootless replica's image: it has no nexec-userns-exec "
+        "(--userns_helper)");
   }
   ExecPlan plan;
   // The step's environment is srun's (Slurm adds the job's SLURM_* to it): the account's
@@ -437,12 +435,26 @@ absl::StatusOr<ExecPlan> SlurmBackend::PlanExec(const ExecRequest& request) {
     if (const char* conf = std::getenv("SLURM_CONF")) plan.env.push_back(absl::StrCat("SLURM_CONF=", conf));
     plan.argv.emplace_back("--chdir=/");
     if (request.tty) plan.argv.emplace_back("--pty");
-    for (const char* arg : {"--", "runc", "--root"}) plan.argv.emplace_back(arg);
-    plan.argv.push_back(store + "/.runc");
-    plan.argv.emplace_back("exec");
-    if (request.tty) plan.argv.insert(plan.argv.end(), {"--tty", "--env", "TERM=xterm"});
-    // runc takes what follows the container's id as the command, flags and all.
-    plan.argv.push_back("jc-slurm-" + request.external_id);
+    plan.argv.emplace_back("--");
+    const std::string runc_root = store + "/.runc", id = "jc-slurm-" + request.external_id;
+    if (rootless) {
+      // The command runs in a user namespace nested in runc's (nexec-userns-exec gives it
+      // the account's own ids), which `runc exec` would join first and then could join none
+      // of the container's others: nexec-userns-exec --enter joins them in order, beside
+      // the container's process (runc's state names it).
+      plan.argv.insert(plan.argv.end(),
+                       {"/bin/sh", "-c",
+                        "pid=$(runc --root \"$1\" state \"$2\" | sed -n "
+                        "'s/^[[:space:]]*\"pid\":[[:space:]]*\\([0-9][0-9]*\\),*$/\\1/p') && [ -n \"$pid\" ] || "
+                        "{ echo \"jointcloud: the replica's container is not running\" >&2; exit 125; }; "
+                        "helper=$3; shift 3; exec \"$helper\" --enter \"$pid\" \"$@\"",
+                        "sh", runc_root, id, options_.userns_helper});
+    } else {
+      plan.argv.insert(plan.argv.end(), {"runc", "--root", runc_root, "exec"});
+      if (request.tty) plan.argv.insert(plan.argv.end(), {"--tty", "--env", "TERM=xterm"});
+      // runc takes what follows the container's id as the command, flags and all.
+      plan.argv.push_back(id);
+    }
   } else {
     plan.argv.push_back(absl::StrCat("--chdir=", found->pw_dir));  // entered on the node, as the account
     if (request.tty) plan.argv.emplace_back("--pty");

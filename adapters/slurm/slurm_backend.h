@@ -90,9 +90,8 @@ class SlurmBackend final : public Backend {
                                       int64_t max_bytes) override;
   bool RunsImages() const override { return !options_.image_runner.empty(); }
   // `srun --jobid=ID --overlap [--pty]` into the replica's allocation, as its account (a step
-  // beside the batch script, on its node, within its cgroup). A replica in its image run as
-  // root: the step is `runc exec` into its container; one run by an ordinary account
-  // (rootless): UNIMPLEMENTED for now.
+  // beside the batch script, on its node, within its cgroup). A replica in its image: the
+  // step enters its container (`runc exec` as root; rootless, nexec-userns-exec --enter).
   absl::StatusOr<ExecPlan> PlanExec(const ExecRequest& request) override;
 
  private:

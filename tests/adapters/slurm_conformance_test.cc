@@ -436,9 +436,10 @@ TEST_CASE("Slurm adapter: a replica naming an image runs in it on the node, pull
   CHECK(st.st_uid == account.uid);
   CHECK((st.st_mode & 0777) == 0700);
 
-  // A command in its running replica (`jcctl job exec`, SPEC A17). Run as root: a step of
-  // the job runs `runc exec` into its container: the image's files, its exit status, a
-  // terminal with -t. Run rootless by an ordinary account: not yet, saying why.
+  // A command in its running replica (`jcctl job exec`, SPEC A17): a step of the job enters
+  // its container — `runc exec` as root; as an ordinary account, rootless, nexec-userns-exec
+  // --enter (runc exec cannot join the command's nested user namespace and the container's
+  // others) — the image's files, the replica's account, its exit status, a terminal with -t.
   for (const std::string user : {std::string(), account.name}) {
     ReplicaLaunch running = launch_of(user.empty() ? "execroot" : "execuser", user);
     running.command = "exec sleep 300";
@@ -448,14 +449,7 @@ TEST_CASE("Slurm adapter: a replica naming an image runs in it on the node, pull
     ExecRequest request;
     request.external_id = *running_id;
     request.account = user;
-    request.command = {"sh", "-c", "cat /etc/jc-image; id -u; exit 3"};
-    if (!user.empty()) {
-      auto refused = backend.PlanExec(request);
-      CHECK(absl::IsUnimplemented(refused.status()));
-      CHECK(absl::StrContains(refused.status().message(), "ordinary account"));
-      CHECK(backend.Stop(*running_id).ok());
-      continue;
-    }
+    request.command = {"sh", "-c", "cat /etc/jc-image; id -u; echo replica=$JC_REPLICA_NAME; exit 3"};
     // Running, and its container up (the image is already in the store).
     PlannedRun in_image;
     bool ran = jc::testing::WaitUntil(
@@ -466,10 +460,14 @@ TEST_CASE("Slurm adapter: a replica naming an image runs in it on the node, pull
           return in_image.exit == 3;
         },
         std::chrono::seconds(90));
-    INFO(in_image.out << in_image.err);
+    INFO(user << ": " << in_image.out << in_image.err);
     CHECK(ran);
-    CHECK(in_image.out == "inside the Slurm job's image\n0\n");
-    request.command = {"sh", "-c", "[ -t 0 ] && echo on-a-terminal"};
+    CHECK(absl::StartsWith(in_image.out, "inside the Slurm job's image\n" +
+                                             std::to_string(user.empty() ? 0 : account.uid) + "\nreplica="));
+    // Rootless, the command's environment is the replica's own (runc exec as root gives the
+    // image's).
+    if (!user.empty()) CHECK(absl::StrContains(in_image.out, "replica=" + running.name + "\n"));
+    request.command = {"sh", "-c", "[ -t 0 ] && echo on-a-terminal; echo TERM=$TERM"};
     request.tty = true;
     auto tty_plan = backend.PlanExec(request);
     REQUIRE(tty_plan.ok());
@@ -477,6 +475,7 @@ TEST_CASE("Slurm adapter: a replica naming an image runs in it on the node, pull
     INFO(on_tty.out << on_tty.err);
     CHECK(on_tty.exit == 0);
     CHECK(absl::StrContains(on_tty.out, "on-a-terminal"));
+    CHECK(absl::StrContains(on_tty.out, "TERM=xterm"));
     CHECK(backend.Stop(*running_id).ok());
   }
 
