@@ -134,9 +134,9 @@ absl::StatusOr<AttachedCommand> StartAttached(const CommandPlan& plan, bool tty,
     int slave = ::open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
     if (slave < 0) return fail("cannot open the command's terminal");
     child_in = child_out = child_err = slave;
-    // The terminal is its account's, as a login's is (programs that open it again by its
-    // name, `tty`'s, must be able to); grantpt made it this process's.
-    if (plan.identity && (::fchown(slave, plan.identity->uid, static_cast<gid_t>(-1)) != 0 || ::fchmod(slave, 0620) != 0)) {
+    // The terminal is its account's alone (programs that open it again by its name, `tty`'s,
+    // must be able to); grantpt made it this process's, its group's writable.
+    if (plan.identity && (::fchown(slave, plan.identity->uid, static_cast<gid_t>(-1)) != 0 || ::fchmod(slave, 0600) != 0)) {
       return fail("cannot give the command its terminal");
     }
     SetSize(master, rows, cols);

@@ -455,6 +455,8 @@ absl::Status Master::MayControl(const Principal& caller, int64_t id) {
   return ::jc::nexec::MayControl(*AccessConfig(), caller, cleaned.spec().user());
 }
 
+bool Master::Administers(const Principal& caller) const { return IsAdministrator(*AccessConfig(), caller); }
+
 absl::Status Master::MayExec(const Principal& caller, int64_t id) {
   absl::StatusOr<std::string> user = OnLoop([&]() -> absl::StatusOr<std::string> {
     auto it = jobs_.find(id);

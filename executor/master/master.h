@@ -192,6 +192,8 @@ class Master {
   // (who may submit as anyone), never a group's administrators (who may stop a member's
   // job, not act as them).
   absl::Status MayExec(const Principal& caller, int64_t id);
+  // Root, or an administrator named in the configuration in force.
+  bool Administers(const Principal& caller) const;
   // What a job shows to someone who may not control it: its command lines and
   // environment (which may hold secrets) are left out, as Slurm's PrivateData=jobs does.
   void HidePrivate(const Principal& viewer, pb::Job* job);

@@ -214,8 +214,8 @@ class MasterService final
     // the first frame within kFirstFrameWithin, and what the credential was made for.
     auto opening = auth_.VerifyStreamOpening(ctx);
     if (!opening.ok()) return ToGrpcStatus(opening.status());
-    ExecSlot slot(this, opening->caller.user);
-    if (!slot.status().ok()) return ToGrpcStatus(slot.status());
+    LastingCall held(this, Lasting::kExec, opening->caller);
+    if (!held.status().ok()) return ToGrpcStatus(held.status());
     pb::ExecFrame first;
     {
       CallDeadlines::Ticket waiting = deadlines_.CancelAt(ctx, absl::Now() + kFirstFrameWithin);
@@ -248,6 +248,8 @@ class MasterService final
   Status Watch(ServerContext* ctx, const pb::WatchRequest* req,
                grpc::ServerWriter<pb::JobEvent>* writer) override {
     NEXEC_CALLER(caller, "Watch");
+    LastingCall held(this, Lasting::kFollow, caller);
+    if (!held.status().ok()) return ToGrpcStatus(held.status());
     return StreamEvents<pb::JobEvent>(
         ctx, m_->events(), req->since_cursor(), writer,
         {"master is shutting down", "events after since_cursor were compacted; list jobs and watch from now"},
@@ -260,6 +262,8 @@ class MasterService final
     NEXEC_CALLER(caller, "ReadLog");
     // A job's output is its owner's (and its administrators'), as its files are.
     if (auto s = m_->MayControl(Of(caller), req->job_id()); !s.ok()) return ToGrpcStatus(s);
+    LastingCall held(this, Lasting::kFollow, caller);
+    if (!held.status().ok()) return ToGrpcStatus(held.status());
     constexpr int64_t kChunk = 1 << 20;
     LogFollow log;
     log.read = [&](int64_t offset) {
@@ -330,45 +334,61 @@ class MasterService final
     if (!stub) stub = pb::Agent::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
     return stub.get();
   }
-  // Commands relayed at once, in all and per account: each holds two of the master's
-  // threads while it runs (its server has 256), and one account may not take them all.
-  static constexpr int kMaxExecs = 64;
-  static constexpr int kMaxExecsPerUser = 16;
-  static constexpr absl::Duration kFirstFrameWithin = absl::Seconds(10);
+  // The master's threads held by calls that last (Exec, Watch, ReadLog): its server has 256,
+  // and no account may take those everyone's other calls need (attacker helpers held all of
+  // them with silent Exec streams, then with Watch streams). An ordinary account holds at
+  // most kPerAccount of each kind, all ordinary accounts kOrdinary; root and the
+  // administrators — the native adapter, for every user of the federation — have their own
+  // kTrusted, so no ordinary account keeps them out.
+  static constexpr absl::Duration kFirstFrameWithin = absl::Seconds(5);
   static constexpr absl::Duration kLeaveWithin = absl::Seconds(5);
-  class ExecSlot {
+  enum class Lasting { kExec = 0, kFollow = 1 };  // Exec; Watch and ReadLog
+  static constexpr int kPerAccount = 16;
+  static constexpr int kOrdinary[2] = {48, 48};
+  static constexpr int kTrusted[2] = {64, 32};
+  class LastingCall {
    public:
-    ExecSlot(MasterService* service, std::string user) : service_(service), user_(std::move(user)) {
-      std::lock_guard<std::mutex> lock(service_->execs_mu_);
-      if (service_->execs_ >= kMaxExecs) {
+    LastingCall(MasterService* service, Lasting kind, const Caller& caller)
+        : service_(service), kind_(static_cast<int>(kind)), user_(caller.user) {
+      trusted_ = service_->m_->Administers(Of(caller));
+      std::lock_guard<std::mutex> lock(service_->lasting_mu_);
+      int& total = (trusted_ ? service_->trusted_ : service_->ordinary_)[kind_];
+      int& own = service_->by_account_[kind_][user_];
+      const char* what = kind_ == 0 ? "commands in jobs" : "event and log streams";
+      if (total >= (trusted_ ? kTrusted : kOrdinary)[kind_]) {
+        status_ = absl::ResourceExhaustedError(absl::StrCat("the master serves ", total, " ", what, " for ",
+                                                            trusted_ ? "root and its administrators" : "accounts",
+                                                            " already; try again later"));
+      } else if (!trusted_ && own >= kPerAccount) {
         status_ = absl::ResourceExhaustedError(
-            absl::StrCat("the master relays ", kMaxExecs, " commands already; try again later"));
-      } else if (service_->execs_by_user_[user_] >= kMaxExecsPerUser) {
-        status_ = absl::ResourceExhaustedError(
-            absl::StrCat(user_, " runs ", kMaxExecsPerUser, " commands in jobs already; end one first"));
+            absl::StrCat(user_, " holds ", kPerAccount, " ", what, " already; end one first"));
       } else {
-        ++service_->execs_;
-        ++service_->execs_by_user_[user_];
+        ++total;
+        ++own;
         held_ = true;
       }
+      if (!held_ && own == 0) service_->by_account_[kind_].erase(user_);
     }
-    ~ExecSlot() {
+    ~LastingCall() {
       if (!held_) return;
-      std::lock_guard<std::mutex> lock(service_->execs_mu_);
-      --service_->execs_;
-      if (--service_->execs_by_user_[user_] == 0) service_->execs_by_user_.erase(user_);
+      std::lock_guard<std::mutex> lock(service_->lasting_mu_);
+      --(trusted_ ? service_->trusted_ : service_->ordinary_)[kind_];
+      if (--service_->by_account_[kind_][user_] == 0) service_->by_account_[kind_].erase(user_);
     }
     const absl::Status& status() const { return status_; }
 
    private:
     MasterService* service_;
+    int kind_;
     std::string user_;
+    bool trusted_ = false;
     bool held_ = false;
     absl::Status status_;
   };
-  std::mutex execs_mu_;
-  int execs_ = 0;
-  std::map<std::string, int> execs_by_user_;
+  std::mutex lasting_mu_;
+  int ordinary_[2] = {0, 0};
+  int trusted_[2] = {0, 0};
+  std::map<std::string, int> by_account_[2];
   CallDeadlines deadlines_;
   std::mutex stubs_mu_;
   std::map<std::string, std::unique_ptr<pb::Agent::Stub>> agent_stubs_;
