@@ -473,13 +473,17 @@ TEST_CASE("scarce capacity goes first to the jobs that can use nothing else: whi
   std::vector<std::string> smalls;
   for (int i = 0; i < 2; ++i) {
     // East's free CPU is in the scheduler's view (its usage report has caught up with the
-    // holder): the small job could take it.
-    json at_east = Federation::Job("probe", "true");
-    at_east["tasks"][0]["centerIDs"] = json::array({"east"});
-    REQUIRE(jc::testing::WaitUntil([&] {
-      return s.rest->Post("/openapi/v1/scheduler/plan", at_east).body.dump().find("\"placed\":true") !=
-             std::string::npos;
-    }));
+    // holder): the small job could take it. And west has been heard from (a center not
+    // yet polled is no candidate: under load its first report can come late).
+    for (const char* at : {"east", "west"}) {
+      json probe = Federation::Job("probe", "true");
+      probe["tasks"][0]["centerIDs"] = json::array({at});
+      INFO(at);
+      REQUIRE(jc::testing::WaitUntil([&] {
+        return s.rest->Post("/openapi/v1/scheduler/plan", probe).body.dump().find("\"placed\":true") !=
+               std::string::npos;
+      }));
+    }
     const std::string small = Submit(*alice, Federation::Job("small", "sleep 30"));
     json running = WaitForStatus(*alice, small, "running");
     INFO(running.dump());
