@@ -28,6 +28,7 @@
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -376,6 +377,15 @@ absl::StatusOr<int> Agent::Start() {
   options_.state_dir = std::filesystem::absolute(options_.state_dir).lexically_normal().string();
   std::filesystem::create_directories(options_.state_dir, ec);
   if (ec) return absl::InvalidArgumentError(absl::StrCat("cannot create ", options_.state_dir, ": ", ec.message()));
+  {
+    // The master store this agent served before it stopped (its journal's tasks are that
+    // store's): a master of another store is refused while they run, and served after.
+    std::ifstream in(std::filesystem::path(options_.state_dir) / "master.identity");
+    std::string identity;
+    std::getline(in, identity);
+    absl::MutexLock lock(&mu_);
+    master_identity_ = std::string(absl::StripAsciiWhitespace(identity));
+  }
   auto journal = TaskJournal::Open((std::filesystem::path(options_.state_dir) / "tasks.journal").string(),
                                    (std::filesystem::path(options_.state_dir) / "tasks").string());
   if (!journal.ok()) return journal.status();
@@ -585,10 +595,56 @@ TaskLaunch Agent::TaskOf(const pb::LaunchRequest& req, const std::string& key) {
   return t;
 }
 
+absl::Status Agent::CheckServedLocked(const std::string& identity) const {
+  if (identity.empty() || identity == master_identity_) return absl::OkStatus();
+  return absl::AbortedError(absl::StrCat("the agent on ", options_.host, " serves the master of store ",
+                                         master_identity_.empty() ? "(none yet)" : master_identity_, ", not ",
+                                         identity, ": its tasks are not that store's"));
+}
+
+absl::Status Agent::ServeMasterLocked(const std::string& identity) {
+  if (identity.empty() || identity == master_identity_) return absl::OkStatus();
+  if (!master_identity_.empty() && !book_.running().empty()) {
+    // Its job 7 is not ours: the tasks of the store served run on, and this master waits.
+    return absl::AbortedError(absl::StrCat(
+        "the agent on ", options_.host, " serves the master of store ", master_identity_, " and runs ",
+        book_.running().size(), " of its task(s); the master of store ", identity,
+        " is refused until they end (two masters with different stores on one host?), or until the agent "
+        "restarts, which ends them"));
+  }
+  // Kept on disk before anything of the new store runs: a restarted agent knows whose its
+  // journal's tasks were.
+  const std::filesystem::path path = std::filesystem::path(options_.state_dir) / "master.identity";
+  const std::string tmp = path.string() + ".tmp";
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  const std::string line = identity + "\n";
+  const bool written = fd >= 0 && write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
+                       fsync(fd) == 0;
+  if (fd >= 0) close(fd);
+  if (!written || rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::UnavailableError(absl::StrCat("the agent cannot record the master store it serves in ",
+                                               path.string(), ": ", std::strerror(errno)));
+  }
+  if (master_identity_.empty()) {
+    spdlog::info("nexec agent {}: serves the master of store {}", options_.host, identity);
+  } else {
+    spdlog::warn("nexec agent {}: now serves the master of store {} (was {}, none of whose tasks runs here); what "
+                 "it remembered of that store's tasks is dropped",
+                 options_.host, identity, master_identity_);
+    book_.ForgetStore();
+  }
+  master_identity_ = identity;
+  refused_identity_.clear();
+  return absl::OkStatus();
+}
+
 absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   std::string key = TaskKey(req.job_id(), req.task_index(), req.attempt());
   {
     absl::MutexLock lock(&mu_);
+    // Another store's attempt of the same number is not this one: refused while that
+    // store's tasks run here, and forgotten once this agent serves the new store.
+    JC_RETURN_IF_ERROR(ServeMasterLocked(req.master_identity()));
     if (book_.Knows(key)) {
       // The master may repeat a launch it is not sure about; the task already ran or
       // runs, and its outcome reaches the master in a heartbeat.
@@ -636,6 +692,11 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   }
   {
     absl::MutexLock lock(&mu_);
+    // A heartbeat may have moved the agent to another store meanwhile (with nothing running).
+    if (!req.master_identity().empty() && req.master_identity() != master_identity_) {
+      return absl::AbortedError(absl::StrCat("the agent on ", options_.host, " now serves the master of store ",
+                                             master_identity_, ", not ", req.master_identity()));
+    }
     book_.Add(key, info);
   }
   // Recorded before it starts (process group still unknown): an agent that dies between
@@ -862,6 +923,7 @@ absl::StatusOr<int64_t> Agent::SendInput(const pb::InputRequest& req) {
   const std::string key = TaskKey(req.job_id(), req.task_index(), req.attempt());
   {
     absl::MutexLock lock(&mu_);
+    JC_RETURN_IF_ERROR(CheckServedLocked(req.master_identity()));
     auto it = book_.running().find(key);
     if (it == book_.running().end()) {
       return absl::FailedPreconditionError(absl::StrCat("task ", key, " does not run on ", options_.host));
@@ -889,6 +951,7 @@ absl::StatusOr<exec_stream::AttachedCommand> Agent::StartExec(const pb::ExecStar
   TaskLaunch launch;
   {
     absl::MutexLock lock(&mu_);
+    JC_RETURN_IF_ERROR(CheckServedLocked(start.master_identity()));
     auto it = book_.running().find(*key);
     if (it == book_.running().end()) {
       return absl::FailedPreconditionError(absl::StrCat("task ", *key, " does not run on ", options_.host));
@@ -947,6 +1010,10 @@ absl::Status Agent::NotifyLocked(const pb::SignalRequest& req) {
 }
 
 absl::Status Agent::Signal(const pb::SignalRequest& req) {
+  {
+    absl::MutexLock lock(&mu_);
+    JC_RETURN_IF_ERROR(CheckServedLocked(req.master_identity()));
+  }
   if (req.action() == pb::SignalRequest::NOTIFY) {
     absl::MutexLock lock(&mu_);
     return NotifyLocked(req);
@@ -1011,6 +1078,7 @@ absl::StatusOr<std::string> Agent::ReadLog(const pb::ReadLogRequest& req, int64_
   std::string path, user, output_root;
   {
     absl::MutexLock lock(&mu_);
+    JC_RETURN_IF_ERROR(CheckServedLocked(req.master_identity()));
     const TaskInfo* t = book_.LogOf(req.job_id(), req.task_index());
     if (t == nullptr) {
       return absl::NotFoundError(
@@ -1062,6 +1130,7 @@ void Agent::HeartbeatLoop() {
     if (exits.empty() && !periodic) continue;
     pb::HeartbeatRequest req = HeartbeatLocked(periodic);
     size_t sent_exits = book_.exits().size();
+    const std::string sent_as = master_identity_;
     mu_.Unlock();
     AddUsage(periodic, &req);
     size_t sent_notes = req.notes_size();
@@ -1077,7 +1146,7 @@ void Agent::HeartbeatLoop() {
                    status.error_message());
       continue;
     }
-    HeartbeatAnsweredLocked(resp, sent_exits, sent_notes);
+    HeartbeatAnsweredLocked(resp, sent_as, sent_exits, sent_notes);
   }
   mu_.Unlock();
 }
@@ -1157,6 +1226,7 @@ pb::HeartbeatRequest Agent::HeartbeatLocked(bool periodic) {
   const bool exits_only = !periodic && last_info_.has_value();
   if (!exits_only) last_info_ = CurrentInfo();
   *req.mutable_info() = *last_info_;
+  req.mutable_info()->set_master_identity(master_identity_);  // every report below is that store's
   // Between the periodic heartbeats, one sent at once for exits carries only those: a
   // busy agent sends hundreds a second, and every running task in each would be read
   // again by the master for nothing (the periodic one, each second, reports them all).
@@ -1215,7 +1285,23 @@ void Agent::AddUsage(bool periodic, pb::HeartbeatRequest* request) {
 
 // The master took the heartbeat: what it acknowledged is dropped, resize notifications are
 // written, and tasks it no longer knows are killed (lock released around each kill).
-void Agent::HeartbeatAnsweredLocked(const pb::HeartbeatResponse& resp, size_t sent_exits, size_t sent_notes) {
+void Agent::HeartbeatAnsweredLocked(const pb::HeartbeatResponse& resp, const std::string& sent_as,
+                                    size_t sent_exits, size_t sent_notes) {
+  if (!resp.master_identity().empty() && !sent_as.empty() && resp.master_identity() != sent_as) {
+    // A master of another store answered: it took none of the reports (they are of the
+    // store served), so nothing is acknowledged. It is served from now on once none of
+    // the old store's tasks runs here (the old store's exits are then dropped with them).
+    if (absl::Status serving = ServeMasterLocked(resp.master_identity()); !serving.ok()) {
+      if (refused_identity_ != resp.master_identity()) {
+        refused_identity_ = resp.master_identity();
+        spdlog::error("nexec agent {}: {}", options_.host, std::string(serving.message()));
+      }
+    }
+    return;
+  }
+  if (absl::Status serving = ServeMasterLocked(resp.master_identity()); !serving.ok()) {
+    spdlog::error("nexec agent {}: {}", options_.host, std::string(serving.message()));  // a first binding not recorded
+  }
   last_accepted_heartbeat_ = absl::Now();
   if (metrics_) {
     metrics_->heartbeats_ok->Increment();

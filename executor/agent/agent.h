@@ -169,7 +169,8 @@ class Agent {
   // mu_ for the GPU figures only.
   void AddUsage(bool periodic, pb::HeartbeatRequest* req) ABSL_LOCKS_EXCLUDED(mu_);
   // Releases mu_ around each kill the master asks for.
-  void HeartbeatAnsweredLocked(const pb::HeartbeatResponse& resp, size_t sent_exits, size_t sent_notes)
+  void HeartbeatAnsweredLocked(const pb::HeartbeatResponse& resp, const std::string& sent_as, size_t sent_exits,
+                               size_t sent_notes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Contains tasks in cgroups as options_.cgroups says (at start).
   absl::Status SetUpContainment();
@@ -179,6 +180,14 @@ class Agent {
   // not see end (it died), as its journal says; returns how many were still running. Each
   // is marked ended in the journal once reported, so an error here stops the start.
   absl::StatusOr<int> KillPredecessorTasks() ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether requests of the master of store `identity` may act here: the store served, or
+  // (with none of its tasks running) a new one to serve from now on, kept on disk first.
+  // Aborted, naming both stores, while another store's tasks run here.
+  absl::Status ServeMasterLocked(const std::string& identity) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether a request of the master of store `identity` (signals, input, exec, log reads)
+  // is for the store served: Aborted, naming both, when not. Empty: a caller of its own
+  // (root, tests), not a master.
+  absl::Status CheckServedLocked(const std::string& identity) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   pb::AgentInfo CurrentInfo() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The device numbers of this host's GPUs that `held` leaves out (those with a node).
   std::vector<CharDevice> GpuDevicesNotHeld(const std::vector<int>& held) ABSL_LOCKS_EXCLUDED(mu_);
@@ -208,6 +217,10 @@ class Agent {
   absl::CondVar cv_;  // with mu_: stopping_
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time last_accepted_heartbeat_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  // The master store this agent serves (kept in <state_dir>/master.identity): its tasks,
+  // journal and reports are that store's. Empty: none yet.
+  std::string master_identity_ ABSL_GUARDED_BY(mu_);
+  std::string refused_identity_ ABSL_GUARDED_BY(mu_);  // the last master refused, said once
 
   // Processes started and not yet in the journal's "P" lines, by task key: the heartbeat
   // loop records those still running (own mutex: StartProcess runs with and without mu_).

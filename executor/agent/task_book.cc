@@ -24,6 +24,14 @@ void TaskBook::Inherit(const std::string& key, const ::nexec::v1::TaskReport& ex
   finished_order_.push_back(key);
 }
 
+void TaskBook::ForgetStore() {
+  logs_.clear();
+  finished_.clear();
+  finished_order_.clear();
+  unacked_exits_.clear();
+  unacked_notes_.clear();
+}
+
 const TaskBook::Task* TaskBook::LogOf(int64_t job_id, int32_t task_index) const {
   auto it = logs_.find({job_id, task_index});
   return it == logs_.end() ? nullptr : &it->second;

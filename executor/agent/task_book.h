@@ -81,6 +81,10 @@ class TaskBook {
   void AddNote(const ::nexec::v1::TaskNote& note) { unacked_notes_.push_back(note); }
   const std::vector<::nexec::v1::TaskReport>& exits() const { return unacked_exits_; }
   const std::vector<::nexec::v1::TaskNote>& notes() const { return unacked_notes_; }
+  // The agent now serves another master's store, with no task running: what it remembers
+  // of the old store's attempts (ran, unreported exits and notes, logs) is not the new
+  // one's, whose job numbers start over.
+  void ForgetStore();
   // The master took a heartbeat carrying the first `exits` exits and `notes` notes.
   void Acknowledge(size_t exits, size_t notes);
 

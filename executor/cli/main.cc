@@ -423,6 +423,7 @@ int HostsOrQueues(Cli& cli, const Invocation& in) {
         std::cout << "HOST  " << h.name() << "\n";
         std::vector<std::vector<std::string>> rows{
             {"  status", h.state()},
+            {"  reason", h.reason().empty() ? "-" : h.reason()},
             {"  type", h.type().empty() ? "-" : h.type()},
             {"  cpu_factor", absl::StrCat(h.cpu_factor())},
             {"  slots", absl::StrCat(h.used_slots(), " used of ", h.slots())},
@@ -452,6 +453,10 @@ int HostsOrQueues(Cli& cli, const Invocation& in) {
                       absl::StrJoin(h.used_gpus(), ","), absl::StrCat(h.load_1m())});
     }
     Table(rows);
+    // A host that refuses this master says why under the table (it is long).
+    for (const auto& h : resp.hosts()) {
+      if (!h.reason().empty()) std::cout << h.name() << ": " << h.state() << ": " << h.reason() << "\n";
+    }
   } else {
     pb::ListQueuesResponse resp;
     grpc::Status st = stub->ListQueues(c.get(), {}, &resp);

@@ -140,6 +140,8 @@ Effects Dispatch(Tracked& t, std::vector<pb::Task> tasks, int64_t backfilled_bef
   }
   t.launch_in_flight = true;
   t.seen_by_agent = false;
+  t.launch_accepted = false;
+  t.unreported_heartbeats = 0;
   Effects fx;
   fx.write = true;  // the decision is stored before the task starts
   fx.launch = !job.tasks().empty();
@@ -150,6 +152,8 @@ Effects LaunchAnswered(Tracked& t, int attempt, const absl::StatusOr<int>& pid, 
   if (t.job.attempt() != attempt || t.job.tasks().empty() || Ended(t.job.state())) return {};
   t.launch_in_flight = false;
   if (pid.ok()) {
+    t.launch_accepted = true;
+    t.unreported_heartbeats = 0;
     pb::Task* t0 = t.job.mutable_tasks(0);
     if (t0->state() == pb::TASK_STARTING) {
       t0->set_state(pb::TASK_RUNNING);
@@ -163,6 +167,14 @@ Effects LaunchAnswered(Tracked& t, int attempt, const absl::StatusOr<int>& pid, 
     // The job itself cannot start (unknown user, unwritable output): retrying elsewhere
     // would fail the same way.
     return Finish(t, pb::EXIT, 127, absl::StrCat("cannot start: ", pid.status().message()), at);
+  }
+  if (absl::IsAborted(pid.status())) {
+    // The agent refused it outright (it serves another master's store): it never ran
+    // there, so it goes back to its queue as a new attempt, and runs where it can.
+    const std::string why = absl::StrCat(t.job.tasks(0).host(), " refused the launch of attempt ", t.job.attempt(),
+                                         ": ", pid.status().message(), "; requeued as a new attempt");
+    t.job.add_history(absl::StrCat(at.Stamp(), " ", why));
+    return Requeue(t, why, at);
   }
   // The launch may have reached the agent before the call failed (its connection closed,
   // the agent died): requeueing as a new attempt could run the job twice. The attempt stays;
@@ -244,6 +256,17 @@ Effects TaskReported(Tracked& t, const pb::TaskReport& r, const std::string& hos
 Effects NotReported(Tracked& t, bool rerun_on_host_failure, const std::string& host, const At& at) {
   if (t.job.state() != pb::RUNNING && t.job.state() != pb::SUSPENDED) return {};
   if (t.launch_in_flight) return {};
+  if (!t.seen_by_agent && t.launch_accepted) {
+    // Accepted, yet never among the tasks the agent runs or ended: it answered from its
+    // memory of an attempt of that number it had already run (a restored store reusing
+    // job numbers). Nothing runs for it: a new attempt, which the agent has never seen.
+    if (++t.unreported_heartbeats < kLostAfterHeartbeats) return {};
+    const std::string why = absl::StrCat("lost: ", host, " accepted the launch of attempt ", t.job.attempt(),
+                                         " but never reported it (", kLostAfterHeartbeats,
+                                         " heartbeats); requeued as a new attempt");
+    t.job.add_history(absl::StrCat(at.Stamp(), " ", why));
+    return Requeue(t, why, at);
+  }
   if (!t.seen_by_agent) {
     t.launch_in_flight = true;
     Effects fx;

@@ -32,6 +32,10 @@ struct Tracked {
   Asked asked = Asked::kNothing;
   bool launch_in_flight = false;  // a launch of the current attempt is under way
   bool seen_by_agent = false;     // the agent has reported the current attempt
+  // The agent accepted the current attempt's launch; full heartbeats from its host since
+  // that did not report it. An accepted attempt never reported is lost (NotReported).
+  bool launch_accepted = false;
+  int unreported_heartbeats = 0;
   std::string killed_because;     // why the master or an agent killed task 0 (run limit, GPU misuse, ...)
   // A preemption victim being requeued: SIGTERM was sent; SIGKILL at this time.
   absl::Time preempt_kill_at = absl::InfiniteFuture();
@@ -135,6 +139,10 @@ Effects TaskReported(Tracked& t, const ::nexec::v1::TaskReport& r, const std::st
                      const At& at);
 // The agent of task 0's host heartbeat without reporting the running job: launched again
 // when that agent never reported it (an agent runs an attempt at most once), lost when it did.
+// Full heartbeats from the host, after its agent accepted a launch, that may leave it out
+// before the attempt counts as lost: one heartbeat may have been built before the launch
+// arrived; two cannot.
+inline constexpr int kLostAfterHeartbeats = 2;
 Effects NotReported(Tracked& t, bool rerun_on_host_failure, const std::string& host, const At& at);
 Effects HostLost(Tracked& t, bool rerun_on_host_failure, const std::string& where, const At& at);
 

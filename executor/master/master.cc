@@ -20,13 +20,53 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "common/store/doc.h"
+#include "common/store/store_identity.h"
 #include "common/timestamp.h"
 
 namespace jc::nexec {
+// Signals, input and log reads carry the master's store identity, whoever decided them
+// (kills, suspensions, elastic notices, remote tasks): an agent serving another store
+// refuses them, so a master never acts on another store's job of the same number.
+class Master::StampedDialer final : public AgentDialer {
+ public:
+  StampedDialer(AgentDialer* inner, const std::string* identity) : inner_(inner), identity_(identity) {}
+  absl::StatusOr<int> Launch(const std::string& address, const pb::LaunchRequest& req) override {
+    return inner_->Launch(address, req);  // MakeLaunch stamped it
+  }
+  std::vector<absl::StatusOr<int>> LaunchBatch(const std::string& address,
+                                               const std::vector<pb::LaunchRequest>& reqs) override {
+    return inner_->LaunchBatch(address, reqs);
+  }
+  absl::Status Signal(const std::string& address, const pb::SignalRequest& req) override {
+    pb::SignalRequest stamped = req;
+    stamped.set_master_identity(*identity_);
+    return inner_->Signal(address, stamped);
+  }
+  absl::StatusOr<int64_t> SendInput(const std::string& address, const pb::InputRequest& req) override {
+    pb::InputRequest stamped = req;
+    stamped.set_master_identity(*identity_);
+    return inner_->SendInput(address, stamped);
+  }
+  absl::StatusOr<std::string> ReadLog(const std::string& address, const pb::ReadLogRequest& req,
+                                      int64_t max_bytes) override {
+    pb::ReadLogRequest stamped = req;
+    stamped.set_master_identity(*identity_);
+    return inner_->ReadLog(address, stamped, max_bytes);
+  }
+
+ private:
+  AgentDialer* inner_;
+  const std::string* identity_;
+};
+
 Master::Master(store::Store* store, const Clock* clock, AgentDialer* dialer,
                ExecutorConfig config, MasterOptions options)
     : store_(store), clock_(clock), dialer_(dialer), options_(std::move(options)),
       config_(std::move(config)), access_config_(std::make_shared<const ExecutorConfig>(config_)) {
+  if (dialer_ != nullptr) {
+    stamped_ = std::make_unique<StampedDialer>(dialer_, &identity_);
+    dialer_ = stamped_.get();
+  }
   for (const auto& t : config_.host_types) scheduler_.AddHostType(t).IgnoreError();
   for (const auto& [group, members] : config_.user_groups) scheduler_.DefineUserGroup(group, members);
   scheduler_.SetLimits(config_.limits);
@@ -83,6 +123,9 @@ Placement Master::HeldPlacement(const pb::Job& job, const JobRequest& request, i
 }
 
 absl::Status Master::Recover() {
+  // Made once with the store: agents bind to it, so a master on another store (a
+  // reinstall, a second cluster on the same hosts) never has its job 1 taken for ours.
+  JC_ASSIGN_OR_RETURN(std::string identity, store::StoreIdentity(*store_, "nexec_master"));
   JC_ASSIGN_OR_RETURN(store::Rows hosts, store_->Query("SELECT id, doc FROM nexec_hosts ORDER BY id"));
   JC_ASSIGN_OR_RETURN(store::Rows jobs, store_->Query("SELECT id, doc FROM nexec_jobs ORDER BY id"));
   // Fair share's usage is not stored: it is computed again from the jobs' records (what
@@ -97,6 +140,8 @@ absl::Status Master::Recover() {
   JC_ASSIGN_OR_RETURN(History history,
                       ReadHistory(fairshare ? std::optional<absl::Time>(forgotten_before) : std::nullopt));
   return OnLoop([&]() -> absl::Status {
+  identity_ = std::move(identity);
+  spdlog::info("nexec master store identity {}", identity_);
   next_id_ = std::max(next_id_, history.max_id + 1);
   for (auto& [key, job] : history.submit_keys) submit_keys_[std::move(key)] = std::move(job);
   for (const auto& row : hosts) {
@@ -547,6 +592,7 @@ void Master::DescribeAllocation(const HostAllocation& a, pb::Task* t) {
 
 pb::LaunchRequest Master::MakeLaunch(const pb::Job& job) const {
   pb::LaunchRequest l;
+  l.set_master_identity(identity_);
   l.set_job_id(job.id());
   l.set_task_index(0);
   l.set_attempt(job.attempt());
@@ -829,6 +875,14 @@ void Master::HeartbeatThen(const pb::HeartbeatRequest& req,
 absl::StatusOr<pb::HeartbeatResponse> Master::HeartbeatOnLoop(const pb::HeartbeatRequest& req) {
   const pb::AgentInfo& info = req.info();
   pb::HeartbeatResponse resp;
+  resp.set_master_identity(identity_);
+  // An agent serving another master's store: its reports name that store's jobs (its job
+  // 1 is not ours). It binds to this store once none of them runs (HeartbeatResponse).
+  if (!info.master_identity().empty() && !identity_.empty() && info.master_identity() != identity_) {
+    RefuseHeartbeat(req);
+    return resp;
+  }
+  refusals_.erase(info.host());
   std::vector<Launch> relaunch;
   // The host half: the host book, its resources and sensors — read on the full
   // heartbeats; one with only exits says the host is alive.

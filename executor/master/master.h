@@ -108,6 +108,8 @@ class Master {
   // Rebuilds the in-memory state from the store (hosts, pending and running jobs).
   // Running jobs keep their resources and are not launched again.
   absl::Status Recover();
+  // The store's identity, sent in every launch and signal (empty before Recover).
+  const std::string& identity() const { return identity_; }
 
   absl::StatusOr<int64_t> Submit(pb::JobSpec spec);
   // The same without waiting (the gRPC edge's form: no handler thread blocks on the loop):
@@ -254,6 +256,9 @@ class Master {
     absl::Time last_seen;
     bool available = false;
   };
+  // The host is unavailable (`why`): nothing more is placed there, and its jobs' host
+  // rules apply (rerun or fail).
+  void LoseHost(const std::string& name, HostRecord& host, const std::string& why);
   struct Launch {
     std::string address;
     pb::LaunchRequest request;
@@ -358,6 +363,9 @@ class Master {
   absl::StatusOr<bool> HostHeartbeat(const pb::AgentInfo& info);
   // A heartbeat's work, on the loop: the host book, the tasks reported, relaunches.
   absl::StatusOr<pb::HeartbeatResponse> HeartbeatOnLoop(const pb::HeartbeatRequest& req);
+  // A heartbeat from an agent serving another master's store: its reports are not ours;
+  // the host is shown "refused" with why, and loses what this master ran there.
+  void RefuseHeartbeat(const pb::HeartbeatRequest& req);
   // jobs_by_state_ told of the job's state and queue now (after its write), and a job
   // that ended filed for the clean period; by name.
   void Recount(JobRecord& rec);
@@ -419,7 +427,20 @@ class Master {
 
   store::Store* store_;
   const Clock* clock_;
+  // Every call to an agent carries this master's store identity (signals stamped here;
+  // launches in MakeLaunch).
+  class StampedDialer;
+  std::unique_ptr<AgentDialer> stamped_;
   AgentDialer* dialer_;
+  std::string identity_;  // the store's nexec_master identity (Recover reads or makes it)
+  // Agents that serve another master's store and refuse this one (Host state "refused"),
+  // by host: why, and when it last said so.
+  struct Refusal {
+    pb::AgentInfo info;
+    std::string reason;
+    absl::Time at;
+  };
+  std::map<std::string, Refusal> refusals_;
   std::unique_ptr<SensorRunner> sensors_;  // ress.master, when there is one (set by Start)
   MasterOptions options_;
   EventLog<pb::JobEvent> events_{16384};

@@ -318,6 +318,7 @@ absl::StatusOr<std::string> Master::ExecTarget(pb::ExecStart* start) {
       return absl::FailedPreconditionError(absl::StrCat("task ", index, " of job ", job.id(), " has ended"));
     }
     start->set_attempt(job.attempt());
+    start->set_master_identity(identity_);
     return AddressOf(task.host());
   });
   if (!address.ok()) return UnlessCleaned(address.status(), start->job_id(), "exec'd in");

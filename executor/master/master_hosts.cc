@@ -152,29 +152,55 @@ absl::StatusOr<bool> Master::HostHeartbeat(const pb::AgentInfo& info) {
   return freed;
 }
 
+void Master::LoseHost(const std::string& name, HostRecord& host, const std::string& why) {
+  host.available = false;
+  // In memory only (the host's silence is not stored): a refusal means the scheduler's
+  // model and the host book disagree, a defect to see, not a state to act on.
+  if (absl::Status s = scheduler_.SetHostState(name, HostState::kUnavailable); !s.ok()) {
+    spdlog::error("nexec host {}: the scheduler refused to mark it unavailable: {}", name, s.ToString());
+  }
+  spdlog::warn("nexec host {} is unavailable: {}", name, why);
+  for (int64_t id : std::vector<int64_t>(active_.begin(), active_.end())) {
+    JobRecord& rec = jobs_.at(id);
+    if (rec.job.state() != pb::RUNNING && rec.job.state() != pb::SUSPENDED) continue;
+    bool uses = std::any_of(rec.job.tasks().begin(), rec.job.tasks().end(),
+                            [&](const pb::Task& t) { return t.host() == name; });
+    if (!uses) continue;
+    // Whatever still runs of it elsewhere is stopped by the agents' next heartbeat
+    // (the master tells them the attempt is stale).
+    ApplyEffects(rec, job_state::HostLost(rec, RerunsOnHostFailure(rec), absl::StrCat("host ", name, " failed"), Now()));
+  }
+}
+
+void Master::RefuseHeartbeat(const pb::HeartbeatRequest& req) {
+  const pb::AgentInfo& info = req.info();
+  int running = 0;
+  for (const auto& t : req.tasks()) running += t.state() != pb::TASK_EXITED;
+  const std::string reason =
+      absl::StrCat("its agent serves the master of store ", info.master_identity(), ", not this one (store ",
+                   identity_, "), and runs ", running, " task(s) of that store: it takes work from this master once "
+                   "they end (or once the agent restarts, which ends them)");
+  auto [it, fresh] = refusals_.try_emplace(info.host());
+  if (fresh || it->second.reason != reason) spdlog::warn("nexec host {} refuses this master: {}", info.host(), reason);
+  it->second = {info, reason, clock_->Now()};
+  // Nothing of this store runs there any more: its jobs there are lost now, and nothing
+  // more is placed there.
+  if (auto host = hosts_.find(info.host()); host != hosts_.end() && host->second.available) {
+    LoseHost(info.host(), host->second, reason);
+  }
+}
+
 absl::Status Master::CheckHosts() {
   return OnLoop([this] {
     absl::Time now = clock_->Now();
     for (auto& [name, host] : hosts_) {
       if (!host.available || now - host.last_seen < options_.host_timeout) continue;
-      host.available = false;
-      // In memory only (the host's silence is not stored): a refusal means the scheduler's
-      // model and the host book disagree, a defect to see, not a state to act on.
-      if (absl::Status s = scheduler_.SetHostState(name, HostState::kUnavailable); !s.ok()) {
-        spdlog::error("nexec host {}: the scheduler refused to mark it unavailable: {}", name, s.ToString());
-      }
-      spdlog::warn("nexec host {} is unavailable: no heartbeat for {}", name,
-                   absl::FormatDuration(now - host.last_seen));
-      for (int64_t id : std::vector<int64_t>(active_.begin(), active_.end())) {
-        JobRecord& rec = jobs_.at(id);
-        if (rec.job.state() != pb::RUNNING && rec.job.state() != pb::SUSPENDED) continue;
-        bool uses = std::any_of(rec.job.tasks().begin(), rec.job.tasks().end(),
-                                [&](const pb::Task& t) { return t.host() == name; });
-        if (!uses) continue;
-        // Whatever still runs of it elsewhere is stopped by the agents' next heartbeat
-        // (the master tells them the attempt is stale).
-        ApplyEffects(rec, job_state::HostLost(rec, RerunsOnHostFailure(rec), absl::StrCat("host ", name, " failed"), Now()));
-      }
+      LoseHost(name, host, absl::StrCat("no heartbeat for ", absl::FormatDuration(now - host.last_seen)));
+    }
+    // A refusal not heard again within the host timeout is forgotten (the agent went
+    // away, or serves this master now).
+    for (auto it = refusals_.begin(); it != refusals_.end();) {
+      it = now - it->second.at >= options_.host_timeout ? refusals_.erase(it) : std::next(it);
     }
     return absl::OkStatus();
   });
@@ -201,6 +227,10 @@ std::vector<pb::Host> Master::ListHosts() {
     pb::Host o;
     o.set_name(name);
     o.set_state(h.available ? "ok" : "unavailable");
+    if (auto refused = refusals_.find(name); refused != refusals_.end()) {
+      o.set_state("refused");
+      o.set_reason(refused->second.reason);
+    }
     auto st = config_.hosts.find(name);
     o.set_type(st == config_.hosts.end() || st->second.type.empty() ? "default" : st->second.type);
     for (const auto& t : config_.host_types) {
@@ -232,6 +262,20 @@ std::vector<pb::Host> Master::ListHosts() {
     }
     *o.mutable_last_heartbeat() = ToTimestamp(h.last_seen);
     out.push_back(o);
+  }
+  // Hosts that never served this master and refuse it: listed so an operator sees why.
+  for (const auto& [name, refusal] : refusals_) {
+    if (hosts_.count(name)) continue;
+    pb::Host& o = out.emplace_back();
+    o.set_name(name);
+    o.set_state("refused");
+    o.set_reason(refusal.reason);
+    o.set_type("default");
+    o.set_cpu_factor(1);
+    o.set_slots(refusal.info.cpus());
+    o.set_mem_mb(refusal.info.mem_mb());
+    *o.mutable_gpus() = refusal.info.gpus();
+    *o.mutable_last_heartbeat() = ToTimestamp(refusal.at);
   }
   return out;
   });

@@ -1873,6 +1873,7 @@ void JobManager::EnforceTimeLimits(absl::Time now) {
 
 void JobManager::EnforceIdleLimits(absl::Time now) {
   std::vector<ActivityProbe> probes;
+  absl::flat_hash_map<std::string, absl::Time> ready_now;
   EndpointActivity* activity = activity_.load();
   for (auto& [id, job] : active_) {
     v1::JobRecord& r = job.record;
@@ -1894,11 +1895,28 @@ void JobManager::EnforceIdleLimits(absl::Time now) {
       }
     }
     absl::Time last = std::max(*running_since, leading_since_);
+    const absl::Duration limit = absl::Seconds(r.request().idle_timeout().seconds()) +
+                                 absl::Nanoseconds(r.request().idle_timeout().nanos());
+    // Nobody can use it before one of its endpoints answers (a notebook unpacking and
+    // starting on a busy host): its idle time counts from when one was first seen ready,
+    // and one that never becomes ready is given the timeout once more from its start.
+    if (std::any_of(r.request().tasks().begin(), r.request().tasks().end(),
+                    [](const auto& t) { return t.ports_size() > 0; })) {
+      bool ready = false;
+      for (const auto& rep : r.replicas()) {
+        for (const auto& e : rep.endpoints()) ready |= rep.state() == v1::ReplicaRecord::RUNNING && e.ready();
+      }
+      if (!ready) {
+        last = std::max(last, *running_since + limit);
+      } else {
+        auto seen = ready_since_.find(id);
+        last = std::max(last, seen != ready_since_.end() ? seen->second : now);
+        ready_now[id] = seen != ready_since_.end() ? seen->second : now;
+      }
+    }
     if (activity != nullptr) {
       if (std::optional<absl::Time> used = activity->LastActivity(id)) last = std::max(last, *used);
     }
-    const absl::Duration limit = absl::Seconds(r.request().idle_timeout().seconds()) +
-                                 absl::Nanoseconds(r.request().idle_timeout().nanos());
     if (now - last <= limit) continue;
     StopFor(job,
             absl::StrCat(kIdleStop, " ", estimator::DescribeDuration(limit),
@@ -1906,6 +1924,7 @@ void JobManager::EnforceIdleLimits(absl::Time now) {
                          absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", last, absl::UTCTimeZone()), ")"),
             now);
   }
+  ready_since_.swap(ready_now);
   std::lock_guard<std::mutex> lock(probes_mu_);
   activity_probes_.swap(probes);
 }

@@ -384,6 +384,9 @@ class JobManager {
   void EnforceIdleLimits(absl::Time now);
   std::atomic<EndpointActivity*> activity_{nullptr};
   absl::Time leading_since_ = absl::InfiniteFuture();  // loop thread
+  // Jobs with an idle timeout and ports: when one of their endpoints was first seen ready
+  // (EnforceIdleLimits; loop thread). Rebuilt every round from the jobs that still run.
+  absl::flat_hash_map<std::string, absl::Time> ready_since_;
   mutable std::mutex probes_mu_;
   std::vector<ActivityProbe> activity_probes_ ABSL_GUARDED_BY(probes_mu_);
   // Stops `job` for `reason` (a budget, a time limit), not by its user; loop thread.

@@ -13,6 +13,7 @@
 #include "common/status_macros.h"
 #include "common/store/doc.h"
 #include "common/store/doc_table.h"
+#include "common/store/store_identity.h"
 #include "services/accounting/usage_book.h"
 #include "services/jobs/burst_writer.h"
 
@@ -160,25 +161,7 @@ absl::StatusOr<std::vector<std::pair<v1::JobRecord, int64_t>>> JobStore::LoadAct
   return out;
 }
 
-absl::StatusOr<std::string> JobStore::Identity() {
-  // 64 random bits as 16 hex digits (two control planes meet by chance once in 2^32
-  // pairs' worth of billions); the first instance to start on a fresh store wins, every
-  // later one reads what it wrote. It is in every replica name, so it is kept short.
-  std::random_device random;
-  std::string candidate;
-  for (int i = 0; i < 2; ++i) candidate += absl::StrFormat("%08x", static_cast<uint32_t>(random()));
-  // Not through the committer: a standby reads the identity too, and is fenced out of it.
-  JC_RETURN_IF_ERROR(
-      store_->Exec("INSERT INTO store_identity (name, value) VALUES ('control_plane', $1) ON CONFLICT (name) DO NOTHING",
-                   {candidate})
-          .status());
-  JC_ASSIGN_OR_RETURN(store::Rows rows,
-                      store_->Query("SELECT value FROM store_identity WHERE name = 'control_plane'"));
-  if (rows.empty() || !rows[0][0] || rows[0][0]->empty()) {
-    return absl::DataLossError("the store has no control_plane identity after writing one");
-  }
-  return *rows[0][0];
-}
+absl::StatusOr<std::string> JobStore::Identity() { return store::StoreIdentity(*store_, "control_plane"); }
 
 absl::StatusOr<int64_t> JobStore::MaxSeq() {
   JC_ASSIGN_OR_RETURN(store::Rows rows, store_->Query("SELECT MAX(seq) FROM jobs"));

@@ -16,6 +16,8 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -93,7 +95,7 @@ class Cluster {
 
   void StartMaster() {
     std::vector<std::string> args{JC_NEXEC_MASTER, "--listen=127.0.0.1:" + std::to_string(port_),
-                                  "--data_dir=" + (dir_ / "data").string(),
+                                  "--data_dir=" + (dir_ / data_name_).string(),
                                   "--host_timeout=" + host_timeout_,
                                   "--metrics_address=127.0.0.1:0"};
     if (std::filesystem::exists(dir_ / "nexec.yaml")) args.push_back("--config=" + (dir_ / "nexec.yaml").string());
@@ -117,6 +119,53 @@ class Cluster {
     StartMaster();
   }
 
+  // The master SIGKILLed and started on the same port over another, empty store (a
+  // reinstall, or a second cluster's master on the same hosts): a new data directory, or a
+  // new PostgreSQL schema.
+  void ReplaceMasterStore() {
+    master_->Signal(SIGKILL);
+    REQUIRE(master_->Wait().has_value());
+    std::filesystem::rename(dir_ / "master.log", dir_ / ("master.log." + std::to_string(++generation_)));
+    data_name_ = "data" + std::to_string(generation_);
+    for (auto& flag : store_flags_) {
+      if (flag.rfind("--store_schema=", 0) == 0) flag += "_g" + std::to_string(generation_);
+    }
+    StartMaster();
+  }
+  // The master on SQLite in its data directory whatever the suite's store (a test that
+  // copies the store's file as an operator's backup does), started again.
+  void UseSqliteStore() {
+    store_flags_.clear();
+    CrashAndRestartMaster();
+  }
+  // The master stopped (SIGTERM, waited for), `then` run, and the master started again on
+  // its data: a backup taken or restored with the master down.
+  void WithMasterStopped(const std::function<void(const std::filesystem::path& data)>& then) {
+    master_->Signal(SIGTERM);
+    REQUIRE(master_->Wait().has_value());
+    std::filesystem::rename(dir_ / "master.log", dir_ / ("master.log." + std::to_string(++generation_)));
+    then(dir_ / data_name_);
+    StartMaster();
+  }
+  // SIGKILL, then the agent started again with the same flags and state directory: what it
+  // left running is its successor's to end.
+  void CrashAndRestartAgent(const std::string& host) {
+    agents_.at(host)->Signal(SIGKILL);
+    REQUIRE(agents_.at(host)->Wait().has_value());
+    std::filesystem::rename(dir_ / (host + ".log"), dir_ / (host + ".log." + std::to_string(++generation_)));
+    auto [resources, extra] = agent_flags_.at(host);
+    AddAgent(host, resources, extra);
+  }
+  // The host as `nexec hosts --json` lists it (null when it is not listed).
+  json Host(const std::string& name) {
+    auto r = Cli({"hosts", "--json"});
+    if (r.code != 0) return nullptr;
+    for (const auto& h : json::parse(r.out).value("hosts", json::array())) {
+      if (h["name"] == name) return h;
+    }
+    return nullptr;
+  }
+
   void SignalMaster(int sig) { master_->Signal(sig); }
   // Waits for the master to exit by itself; its exit code.
   std::optional<int> WaitMasterExit() { return master_->Wait(); }
@@ -134,6 +183,7 @@ class Cluster {
                                   "--host=" + host, "--resources=" + resources,
                                   "--heartbeat=200ms", "--state_dir=" + (dir_ / (host + "-state")).string()};
     args.insert(args.end(), extra.begin(), extra.end());
+    agent_flags_[host] = {resources, extra};
     agents_[host] = std::make_unique<Process>(args, (dir_ / (host + ".log")).string());
     REQUIRE(agents_[host]->WaitForLog("listening on").has_value());
   }
@@ -228,10 +278,19 @@ class Cluster {
   std::string host_timeout_;
   std::vector<std::string> store_flags_;
   std::vector<std::string> master_extra_;
+  std::string data_name_ = "data";
+  int generation_ = 0;
+  std::map<std::string, std::pair<std::string, std::vector<std::string>>> agent_flags_;
   int port_ = 0;
   int metrics_port_ = 0;
   std::unique_ptr<Process> master_;
   std::map<std::string, std::unique_ptr<Process>> agents_;
+};
+
+// A task's process group, killed however the test ends (a dead agent leaves it running).
+struct KillGroupAtEnd {
+  int pid;
+  ~KillGroupAtEnd() { kill(-pid, SIGKILL); }
 };
 
 // A munge credential for `payload` made by `user` (munge's own CLI, run as that account).
@@ -469,6 +528,105 @@ TEST_CASE("a master restarted mid-run keeps every job and does not relaunch runn
   REQUIRE(c.WaitState(running, "DONE"));
   REQUIRE(c.WaitState(pending, "DONE"));
   CHECK(ReadFile(starts) == "started\nsecond\n");  // the running job was not started again
+}
+
+TEST_CASE("a master on a new store over an agent that ran an earlier master's job runs its own job of the same "
+          "number, which the old task's end does not touch",
+          "[B6][B11][C7]") {
+  Cluster c("identity");
+  c.AddAgent("node1", "cpus=2,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  int64_t old_job = c.Submit({"--", "sleep 300"});
+  const int old_pid = c.TaskPid(old_job);
+  KillGroupAtEnd cleanup{old_pid};
+  // The old master and the agent go down with the task running; the master comes back
+  // on a new store (a reinstall), the agent on its old state: it ends what it left running.
+  c.agent("node1").Signal(SIGKILL);
+  REQUIRE(c.agent("node1").Wait().has_value());
+  c.ReplaceMasterStore();
+  c.CrashAndRestartAgent("node1");
+  REQUIRE(WaitUntil([&] { return Gone(old_pid); }));
+  REQUIRE(c.WaitHosts(1));
+  // The new store numbers its jobs from 1 again: the same job.task.attempt the agent ran.
+  const std::string marker = c.path("ran");
+  int64_t new_job = c.Submit({"--", "echo ran-$NEXEC_JOBID >> " + marker});
+  REQUIRE(new_job == old_job);
+  INFO(c.agent("node1").Log());
+  REQUIRE(c.WaitState(new_job, "DONE"));
+  json done = c.Job(new_job);
+  CHECK(done.value("exit_code", 0) == 0);  // not the old task's 137 (0 is left out of the JSON)
+  CHECK(done.value("attempt", 0) == 0);    // it ran at once, not after a lost launch
+  CHECK(ReadFile(marker) == "ran-" + std::to_string(new_job) + "\n");
+  CHECK(c.agent("node1").Log().find("now serves the master of store") != std::string::npos);
+  CHECK(ReadFile(c.path("node1-state/master.identity")).size() == 17);  // 16 hex digits and a newline
+}
+
+TEST_CASE("an agent serving one master's store refuses a master of another store while the first store's task "
+          "runs, names both stores, and serves the new one once that task ends",
+          "[B6][C6][C7]") {
+  Cluster c("twostores");
+  c.AddAgent("node1", "cpus=2,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  int64_t first = c.Submit({"--", "sleep 300"});
+  const int first_pid = c.TaskPid(first);
+  KillGroupAtEnd cleanup{first_pid};
+  const std::string first_store = ReadFile(c.path("node1-state/master.identity")).substr(0, 16);
+  // Another master on another store at the same address: the agent keeps running the
+  // first store's task, and refuses the new master.
+  c.ReplaceMasterStore();
+  json refused;
+  REQUIRE(WaitUntil([&] {
+    refused = c.Host("node1");
+    return !refused.is_null() && refused["state"] == "refused";
+  }));
+  INFO(refused.dump());
+  const std::string reason = refused.value("reason", "");
+  CHECK(reason.find("serves the master of store " + first_store) != std::string::npos);
+  CHECK(reason.find("runs 1 task(s)") != std::string::npos);
+  CHECK(kill(first_pid, 0) == 0);  // the first store's task runs on, untouched
+  REQUIRE(WaitUntil([&] { return c.agent("node1").Log().find("is refused until they end") != std::string::npos; }));
+  CHECK(c.agent("node1").Log().find("serves the master of store " + first_store) != std::string::npos);
+  // The first store's task ends: the agent serves the new store, whose job runs.
+  kill(-first_pid, SIGKILL);
+  REQUIRE(c.WaitHosts(1));
+  const std::string marker = c.path("second-ran");
+  int64_t second = c.Submit({"--", "echo ran >> " + marker});
+  CHECK(second == first);  // the new store's own job 1
+  REQUIRE(c.WaitState(second, "DONE"));
+  CHECK(ReadFile(marker) == "ran\n");
+  CHECK(c.Host("node1")["state"] == "ok");
+  CHECK(ReadFile(c.path("node1-state/master.identity")).substr(0, 16) != first_store);
+}
+
+TEST_CASE("a master restored from an older backup (same store, job numbers again) does not leave a job the agent "
+          "already ran running with pid 0 for ever: the launch it never reports is lost and runs as a new attempt",
+          "[B6][B11][C7]") {
+  Cluster c("restore");
+  c.UseSqliteStore();  // the backup is the store's file, copied with the master down
+  c.AddAgent("node1", "cpus=2,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  c.WithMasterStopped([&](const std::filesystem::path& data) {
+    std::filesystem::copy(data, c.path("backup"), std::filesystem::copy_options::recursive);
+  });
+  const std::string marker = c.path("ran");
+  int64_t before = c.Submit({"--", "echo first-$NEXEC_JOBID >> " + marker});
+  REQUIRE(c.WaitState(before, "DONE"));
+  // Restored: the store forgets the job, and numbers the next one as it.
+  c.WithMasterStopped([&](const std::filesystem::path& data) {
+    std::filesystem::remove_all(data);
+    std::filesystem::copy(c.path("backup"), data, std::filesystem::copy_options::recursive);
+  });
+  REQUIRE(c.WaitHosts(1));
+  int64_t again = c.Submit({"--", "echo again-$NEXEC_JOBID >> " + marker});
+  REQUIRE(again == before);
+  REQUIRE(c.WaitState(again, "DONE"));
+  json done = c.Job(again);
+  INFO(done.dump());
+  CHECK(done["attempt"] == 1);
+  bool lost = false;
+  for (const auto& line : done["history"]) lost |= line.get<std::string>().find("lost: node1 accepted") != std::string::npos;
+  CHECK(lost);
+  CHECK(ReadFile(marker).find("again-" + std::to_string(again) + "\n") != std::string::npos);
 }
 
 TEST_CASE("a job ended longer ago than --clean_period leaves nexec jobs and the master's memory, while nexec job, "

@@ -627,10 +627,8 @@ TEST_CASE("an open endpoint outlives a restart of the control plane: the browser
 
 // Idle limits (issue 46 item 5): an interactive job's use is what reaches it through the
 // listener, or, where its port declares an activityPath, what its replica says of itself.
-TEST_CASE("an interactive job idle past its idleTimeout is stopped and ends completed saying so in its status and "
-          "events, while requests through its endpoint, or the use its replica reports, keep it running [A17]",
-          "[A17]") {
-  Endpoints e([](jc::server::AppOptions& o) { o.endpoints.activity_interval = absl::Milliseconds(200); });
+// nb-1: one CPU for interactive jobs at solo.
+static void AddInteractiveSpec(Endpoints& e) {
   REQUIRE(e.rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "nb-1"},
                                                      {"resource_spec_name", "nb-1"},
                                                      {"resource_quantity", {{"cpu", "1"}, {"memory", "256Mi"}}},
@@ -638,6 +636,50 @@ TEST_CASE("an interactive job idle past its idleTimeout is stopped and ends comp
                                                      {"price", 1},
                                                      {"computing_center_list", "solo"}})
               .http_status == 200);
+}
+
+TEST_CASE("an interactive job whose endpoint takes longer than its idleTimeout to answer is not stopped before "
+          "anyone could use it: its idle time counts from when it is ready [A17]",
+          "[A17]") {
+  Endpoints e;
+  AddInteractiveSpec(e);
+  auto alice = e.UserClient("alice", "lab", "MEMBER");
+  // Starts answering 4 s after it runs (a notebook unpacking on a busy host), idle after 2 s.
+  json task = {{"name", "nb"},
+               {"command", "sleep 4; exec /usr/bin/python3 " + e.script.string() + " $JC_PORT_HTTP"},
+               {"resourceSpecId", "nb-1"},
+               {"kind", "interactive"},
+               {"ports", json::array({{{"name", "http"}, {"readinessPath", "/"}}})}};
+  auto r = alice->Post("/openapi/v1/trainjob", {{"name", "nb"}, {"project", "lab"}, {"idleTimeout", "2s"},
+                                                {"tasks", json::array({task})}});
+  INFO(r.body.dump());
+  REQUIRE(r.http_status == 200);
+  const std::string id = r.body["data"]["jobId"];
+  json job;
+  REQUIRE(jc::testing::WaitUntil([&] {
+    job = e.rest->Get("/openapi/v1/trainjob/" + id).body["data"];
+    return job["taskInfos"][0].value("readyReplicas", 0) == 1 || job.value("status", "") != "running" &&
+                                                                      job.value("status", "") != "pending";
+  }));
+  INFO(job.dump());
+  CHECK(job["status"] == "running");  // before, stopped 2 s into its start: never ready
+  CHECK(job["taskInfos"][0].value("readyReplicas", 0) == 1);
+  const absl::Time ready = absl::Now();
+  // Left alone once ready: stopped idle, about 2 s after it could first be used.
+  REQUIRE(jc::testing::WaitUntil([&] {
+    job = e.rest->Get("/openapi/v1/trainjob/" + id).body["data"];
+    return job.value("status", "") == "completed" || job.value("status", "") == "failed";
+  }));
+  CHECK(job["status"] == "completed");
+  CHECK(absl::StartsWith(job.value("statusReason", ""), "stopped: idle for 2 s"));
+  CHECK(absl::Now() - ready >= absl::Seconds(1));
+}
+
+TEST_CASE("an interactive job idle past its idleTimeout is stopped and ends completed saying so in its status and "
+          "events, while requests through its endpoint, or the use its replica reports, keep it running [A17]",
+          "[A17]") {
+  Endpoints e([](jc::server::AppOptions& o) { o.endpoints.activity_interval = absl::Milliseconds(200); });
+  AddInteractiveSpec(e);
   auto alice = e.UserClient("alice", "lab", "MEMBER");
   auto start = [&](const std::string& activity_path) {
     json port = {{"name", "http"}, {"readinessPath", "/"}};

@@ -81,5 +81,77 @@ TEST_CASE("a job whose host is lost reruns where its queue says so, and otherwis
   CHECK(AfterHostLost(false, "task lost on node2") == Outcome{Kind::kFinish, pb::EXIT, 137, "task lost on node2"});
 }
 
+// A job dispatched to node1 at attempt 0, its launch under way.
+Tracked Dispatched() {
+  Tracked t;
+  t.job.set_id(7);
+  pb::Task task;
+  task.set_host("node1");
+  task.set_slots(1);
+  Dispatch(t, {task}, 0, absl::ZeroDuration(), At{absl::UnixEpoch()});
+  return t;
+}
+
+TEST_CASE("a launch the agent accepted but never reports is lost after two full heartbeats and requeued as a new "
+          "attempt, where one unanswered is sent again [B6][C7]") {
+  const At at{absl::UnixEpoch() + absl::Seconds(5)};
+  {
+    // Answered: accepted (an agent that had run job 7's attempt 0 for a store restored
+    // since answers from its memory, pid 0, and never reports it).
+    Tracked t = Dispatched();
+    CHECK(LaunchAnswered(t, 0, 0, at).scheduler == SchedulerStep::kNone);
+    CHECK(t.job.state() == pb::RUNNING);
+    // One heartbeat may have been built before the launch arrived: nothing yet.
+    Effects first = NotReported(t, true, "node1", at);
+    CHECK_FALSE(first.launch);
+    CHECK(first.scheduler == SchedulerStep::kNone);
+    CHECK(t.job.state() == pb::RUNNING);
+    // The second: lost, back to the queue as attempt 1 (a key the agent never saw).
+    Effects second = NotReported(t, false, "node1", at);  // whatever the queue's rerun rule
+    CHECK(second.scheduler == SchedulerStep::kRequeue);
+    CHECK(second.write);
+    CHECK(t.job.state() == pb::PENDING);
+    CHECK(t.job.attempt() == 1);
+    CHECK(t.job.reason().find("lost: node1 accepted the launch of attempt 0 but never reported it") == 0);
+    REQUIRE(t.job.history_size() > 0);
+    CHECK(t.job.history(t.job.history_size() - 1).find("lost: node1") != std::string::npos);
+  }
+  {
+    // Reported, then left out: the agent lost it (it restarted), which the host's rule
+    // decides, not the lost launch's.
+    Tracked t = Dispatched();
+    LaunchAnswered(t, 0, 1234, at);
+    pb::TaskReport r;
+    r.set_job_id(7);
+    r.set_attempt(0);
+    r.set_state(pb::TASK_RUNNING);
+    r.set_pid(1234);
+    TaskReported(t, r, "node1", 3, at);
+    NotReported(t, false, "node1", at);
+    CHECK(t.job.state() == pb::EXIT);
+    CHECK(t.job.reason() == "task lost on node1");
+  }
+  {
+    // Unanswered (the call failed): the same attempt is sent again, not requeued.
+    Tracked t = Dispatched();
+    LaunchAnswered(t, 0, absl::UnavailableError("connection reset"), at);
+    Effects again = NotReported(t, true, "node1", at);
+    CHECK(again.launch);
+    CHECK(t.job.attempt() == 0);
+  }
+}
+
+TEST_CASE("a launch an agent refuses because it serves another master's store goes back to the queue as a new "
+          "attempt, saying so [B6][C7]") {
+  Tracked t = Dispatched();
+  Effects fx = LaunchAnswered(t, 0, absl::AbortedError("the agent on node1 serves the master of store aaaa"),
+                              At{absl::UnixEpoch()});
+  CHECK(fx.scheduler == SchedulerStep::kRequeue);
+  CHECK(t.job.state() == pb::PENDING);
+  CHECK(t.job.attempt() == 1);
+  CHECK(t.job.reason().find("node1 refused the launch of attempt 0: the agent on node1 serves the master of store "
+                            "aaaa") == 0);
+}
+
 }  // namespace
 }  // namespace jc::nexec::job_state

@@ -533,7 +533,20 @@ queues:
   REQUIRE(config.ok());
   Master master(store.get(), jc::RealClock::Get(), &dialer, *config, {});
   auto beat = [&](double load) {
-    pb::HeartbeatRequest b = Beat("h1");
+    // Full heartbeats, reporting the job's task once it was launched (as an agent does: a
+    // launch accepted and never reported is lost).
+    std::vector<pb::TaskReport> tasks;
+    {
+      std::lock_guard<std::mutex> lock(dialer.mu);
+      for (const auto& l : dialer.launches) {
+        pb::TaskReport& r = tasks.emplace_back();
+        r.set_job_id(l.job_id());
+        r.set_attempt(l.attempt());
+        r.set_state(pb::TASK_RUNNING);
+        r.set_pid(1001);
+      }
+    }
+    pb::HeartbeatRequest b = Beat("h1", tasks);
     b.mutable_info()->set_load_1m(load);
     REQUIRE(master.Heartbeat(b).ok());
   };

@@ -71,3 +71,22 @@ TEST_CASE("the task book remembers the last 100,000 finished attempts [B1]", "[B
   CHECK(book.Knows("1.0.0"));
   CHECK(book.Knows(absl::StrCat(TaskBook::kFinishedKept, ".0.0")));
 }
+
+TEST_CASE("an agent moving to another master's store forgets the old store's attempts, exits, notes and logs: its "
+          "job 1 is not the new store's [B6]",
+          "[B6]") {
+  TaskBook book;
+  book.Add("1.0.0", TaskOf(1, 0, 0, "old.out"));
+  book.AddExit(ExitOf(1));
+  book.Finish("1.0.0");
+  book.Inherit("2.0.0", ExitOf(2));
+  ::nexec::v1::TaskNote note;
+  note.set_message("GPU misuse");
+  book.AddNote(note);
+  book.ForgetStore();
+  CHECK_FALSE(book.Knows("1.0.0"));  // the new store's job 1 runs
+  CHECK_FALSE(book.Knows("2.0.0"));
+  CHECK(book.exits().empty());       // never reported to the new store
+  CHECK(book.notes().empty());
+  CHECK(book.LogOf(1, 0) == nullptr);  // nor the old job's output read for the new one
+}
