@@ -29,6 +29,7 @@
 #include <prometheus/registry.h>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -603,7 +604,14 @@ absl::Status Agent::CheckServedLocked(const std::string& identity) const {
 }
 
 absl::Status Agent::ServeMasterLocked(const std::string& identity) {
-  if (identity.empty() || identity == master_identity_) return absl::OkStatus();
+  if (identity == master_identity_) return absl::OkStatus();
+  // Made by a master as 16 hex digits: anything else (empty, a line break, megabytes) is
+  // no store to serve.
+  if (identity.empty() || identity.size() > 64 ||
+      !std::all_of(identity.begin(), identity.end(), [](char c) { return absl::ascii_isxdigit(c); })) {
+    return absl::InvalidArgumentError(absl::StrCat("\"", absl::CHexEscape(identity.substr(0, 64)),
+                                                   "\" is not a master store identity"));
+  }
   if (!master_identity_.empty() && !book_.running().empty()) {
     // Its job 7 is not ours: the tasks of the store served run on, and this master waits.
     return absl::AbortedError(absl::StrCat(
@@ -626,13 +634,16 @@ absl::Status Agent::ServeMasterLocked(const std::string& identity) {
                                                path.string(), ": ", std::strerror(errno)));
   }
   if (master_identity_.empty()) {
+    // An agent from before store identities: what its journal left is of no store it can
+    // name, and goes (its first master applies its host rules to anything it had here).
     spdlog::info("nexec agent {}: serves the master of store {}", options_.host, identity);
   } else {
     spdlog::warn("nexec agent {}: now serves the master of store {} (was {}, none of whose tasks runs here); what "
                  "it remembered of that store's tasks is dropped",
                  options_.host, identity, master_identity_);
-    book_.ForgetStore();
   }
+  book_.ForgetStore();
+  ++serving_epoch_;
   master_identity_ = identity;
   refused_identity_.clear();
   return absl::OkStatus();
@@ -642,9 +653,17 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   std::string key = TaskKey(req.job_id(), req.task_index(), req.attempt());
   {
     absl::MutexLock lock(&mu_);
-    // Another store's attempt of the same number is not this one: refused while that
-    // store's tasks run here, and forgotten once this agent serves the new store.
-    JC_RETURN_IF_ERROR(ServeMasterLocked(req.master_identity()));
+    // The store served is the one its own master (--master) names in heartbeat answers;
+    // a launch never changes it (a stale master at another address would take the host).
+    if (req.master_identity().empty()) {
+      return absl::InvalidArgumentError("a launch names no master store (master_identity)");
+    }
+    if (master_identity_.empty()) {
+      // Not yet heard its master: the launch is sent again after the next heartbeat.
+      return absl::UnavailableError(absl::StrCat("the agent on ", options_.host,
+                                                 " has not yet heard which store its master serves"));
+    }
+    JC_RETURN_IF_ERROR(CheckServedLocked(req.master_identity()));
     if (book_.Knows(key)) {
       // The master may repeat a launch it is not sure about; the task already ran or
       // runs, and its outcome reaches the master in a heartbeat.
@@ -693,7 +712,8 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
   {
     absl::MutexLock lock(&mu_);
     // A heartbeat may have moved the agent to another store meanwhile (with nothing running).
-    if (!req.master_identity().empty() && req.master_identity() != master_identity_) {
+    if (req.master_identity() != master_identity_) {
+      bound_cpus_.erase(key);
       return absl::AbortedError(absl::StrCat("the agent on ", options_.host, " now serves the master of store ",
                                              master_identity_, ", not ", req.master_identity()));
     }
@@ -716,6 +736,9 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
     absl::MutexLock lock(&mu_);
     book_.Drop(key);
     bound_cpus_.erase(key);
+    // Aborted is the answer that names another store (the master requeues and avoids the
+    // host); a child that failed before exec is a passing failure, sent again.
+    if (absl::IsAborted(pid.status())) return absl::UnavailableError(pid.status().message());
     return pid.status();
   }
   return static_cast<int>(*pid);
@@ -1131,6 +1154,7 @@ void Agent::HeartbeatLoop() {
     pb::HeartbeatRequest req = HeartbeatLocked(periodic);
     size_t sent_exits = book_.exits().size();
     const std::string sent_as = master_identity_;
+    const uint64_t sent_epoch = serving_epoch_;
     mu_.Unlock();
     AddUsage(periodic, &req);
     size_t sent_notes = req.notes_size();
@@ -1146,7 +1170,7 @@ void Agent::HeartbeatLoop() {
                    status.error_message());
       continue;
     }
-    HeartbeatAnsweredLocked(resp, sent_as, sent_exits, sent_notes);
+    HeartbeatAnsweredLocked(resp, sent_as, sent_epoch, sent_exits, sent_notes);
   }
   mu_.Unlock();
 }
@@ -1227,6 +1251,9 @@ pb::HeartbeatRequest Agent::HeartbeatLocked(bool periodic) {
   if (!exits_only) last_info_ = CurrentInfo();
   *req.mutable_info() = *last_info_;
   req.mutable_info()->set_master_identity(master_identity_);  // every report below is that store's
+  // Serving no store yet (new, or from before store identities): what it holds is of no
+  // store it can name, and is not reported (the first answer binds it and drops that).
+  if (master_identity_.empty()) return req;
   // Between the periodic heartbeats, one sent at once for exits carries only those: a
   // busy agent sends hundreds a second, and every running task in each would be read
   // again by the master for nothing (the periodic one, each second, reports them all).
@@ -1286,7 +1313,8 @@ void Agent::AddUsage(bool periodic, pb::HeartbeatRequest* request) {
 // The master took the heartbeat: what it acknowledged is dropped, resize notifications are
 // written, and tasks it no longer knows are killed (lock released around each kill).
 void Agent::HeartbeatAnsweredLocked(const pb::HeartbeatResponse& resp, const std::string& sent_as,
-                                    size_t sent_exits, size_t sent_notes) {
+                                    uint64_t sent_epoch, size_t sent_exits, size_t sent_notes) {
+  if (sent_epoch != serving_epoch_) return;  // sent for a store no longer served: its answer is not ours
   if (!resp.master_identity().empty() && !sent_as.empty() && resp.master_identity() != sent_as) {
     // A master of another store answered: it took none of the reports (they are of the
     // store served), so nothing is acknowledged. It is served from now on once none of
@@ -1299,13 +1327,18 @@ void Agent::HeartbeatAnsweredLocked(const pb::HeartbeatResponse& resp, const std
     }
     return;
   }
-  if (absl::Status serving = ServeMasterLocked(resp.master_identity()); !serving.ok()) {
-    spdlog::error("nexec agent {}: {}", options_.host, std::string(serving.message()));  // a first binding not recorded
-  }
   last_accepted_heartbeat_ = absl::Now();
   if (metrics_) {
     metrics_->heartbeats_ok->Increment();
     metrics_->last_heartbeat->Set(absl::ToDoubleSeconds(last_accepted_heartbeat_ - absl::UnixEpoch()));
+  }
+  if (sent_as.empty()) {
+    // The first answer: the master took none of the reports (of no store), and this agent
+    // serves its store from now on.
+    if (absl::Status serving = ServeMasterLocked(resp.master_identity()); !serving.ok()) {
+      spdlog::error("nexec agent {}: {}", options_.host, std::string(serving.message()));
+    }
+    return;
   }
   book_.Acknowledge(sent_exits, sent_notes);
   for (const auto& n : resp.notify()) {

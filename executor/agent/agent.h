@@ -169,8 +169,8 @@ class Agent {
   // mu_ for the GPU figures only.
   void AddUsage(bool periodic, pb::HeartbeatRequest* req) ABSL_LOCKS_EXCLUDED(mu_);
   // Releases mu_ around each kill the master asks for.
-  void HeartbeatAnsweredLocked(const pb::HeartbeatResponse& resp, const std::string& sent_as, size_t sent_exits,
-                               size_t sent_notes)
+  void HeartbeatAnsweredLocked(const pb::HeartbeatResponse& resp, const std::string& sent_as, uint64_t sent_epoch,
+                               size_t sent_exits, size_t sent_notes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Contains tasks in cgroups as options_.cgroups says (at start).
   absl::Status SetUpContainment();
@@ -221,6 +221,9 @@ class Agent {
   // journal and reports are that store's. Empty: none yet.
   std::string master_identity_ ABSL_GUARDED_BY(mu_);
   std::string refused_identity_ ABSL_GUARDED_BY(mu_);  // the last master refused, said once
+  // Counts the store changes: a heartbeat answered after one acknowledges and acts on
+  // nothing (its exits, kills and notices were of the store it was sent for).
+  uint64_t serving_epoch_ ABSL_GUARDED_BY(mu_) = 0;
 
   // Processes started and not yet in the journal's "P" lines, by task key: the heartbeat
   // loop records those still running (own mutex: StartProcess runs with and without mu_).

@@ -1,5 +1,7 @@
 #include "executor/agent/task_book.h"
 
+#include <algorithm>
+
 namespace jc::nexec {
 
 void TaskBook::Add(const std::string& key, const Task& task) {
@@ -38,6 +40,9 @@ const TaskBook::Task* TaskBook::LogOf(int64_t job_id, int32_t task_index) const 
 }
 
 void TaskBook::Acknowledge(size_t exits, size_t notes) {
+  // Never past what is held (a store change may have dropped them meanwhile).
+  exits = std::min(exits, unacked_exits_.size());
+  notes = std::min(notes, unacked_notes_.size());
   unacked_exits_.erase(unacked_exits_.begin(), unacked_exits_.begin() + static_cast<long>(exits));
   unacked_notes_.erase(unacked_notes_.begin(), unacked_notes_.begin() + static_cast<long>(notes));
 }

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "common/oci/image_reference.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -126,6 +127,12 @@ absl::Status Master::Recover() {
   // Made once with the store: agents bind to it, so a master on another store (a
   // reinstall, a second cluster on the same hosts) never has its job 1 taken for ours.
   JC_ASSIGN_OR_RETURN(std::string identity, store::StoreIdentity(*store_, "nexec_master"));
+  if (identity.size() > 64 || !std::all_of(identity.begin(), identity.end(), [](char c) {
+        return absl::ascii_isxdigit(static_cast<unsigned char>(c));
+      })) {
+    return absl::DataLossError(absl::StrCat("the store's nexec_master identity \"", absl::CHexEscape(identity.substr(0, 64)),
+                                            "\" is not hex digits: agents could not serve it"));
+  }
   JC_ASSIGN_OR_RETURN(store::Rows hosts, store_->Query("SELECT id, doc FROM nexec_hosts ORDER BY id"));
   JC_ASSIGN_OR_RETURN(store::Rows jobs, store_->Query("SELECT id, doc FROM nexec_jobs ORDER BY id"));
   // Fair share's usage is not stored: it is computed again from the jobs' records (what
@@ -775,8 +782,16 @@ void Master::OnLaunched(std::vector<pb::LaunchRequest> batch, std::vector<absl::
       if (!pid.ok() && rec.job.attempt() == batch[i].attempt() && !rec.job.tasks().empty()) {
         spdlog::warn("job {}: launch on {} failed: {}", rec.job.id(), rec.job.tasks(0).host(), pid.status().ToString());
       }
+      const std::string host = rec.job.tasks().empty() ? "" : rec.job.tasks(0).host();
       ApplyEffects(rec, job_state::LaunchAnswered(rec, batch[i].attempt(), pid, Now()));
       if (!pid.ok()) cycle_wanted_ = true;
+      // Its agent serves another store: nothing more goes there (the job itself went back
+      // to its queue) until its heartbeats say it serves this one.
+      if (absl::IsAborted(pid.status()) && !host.empty()) {
+        if (auto h = hosts_.find(host); h != hosts_.end() && h->second.available) {
+          LoseHost(host, h->second, absl::StrCat("its agent refused a launch: ", pid.status().message()));
+        }
+      }
     }
   });
 }
@@ -913,6 +928,14 @@ absl::StatusOr<pb::HeartbeatResponse> Master::HeartbeatOnLoop(const pb::Heartbea
       continue;
     }
     JobRecord& rec = it->second;
+    // The current attempt's task is reported by its own host only.
+    if (!job_state::Ended(rec.job.state()) && rec.job.state() != pb::PENDING && rec.job.attempt() == r.attempt() &&
+        r.task_index() >= 0 && r.task_index() < rec.job.tasks_size() &&
+        rec.job.tasks(r.task_index()).host() != info.host()) {
+      spdlog::warn("nexec host {} reported task {} of job {}, which runs on {}; ignored", info.host(), r.task_index(),
+                   r.job_id(), rec.job.tasks(r.task_index()).host());
+      continue;
+    }
     const bool first_task = r.task_index() == 0 && !job_state::Ended(rec.job.state()) &&
                             rec.job.state() != pb::PENDING && rec.job.attempt() == r.attempt();
     job_state::Effects fx = job_state::TaskReported(rec, r, info.host(), PreExecRetries(rec), Now());

@@ -598,6 +598,40 @@ TEST_CASE("an agent serving one master's store refuses a master of another store
   CHECK(ReadFile(c.path("node1-state/master.identity")).substr(0, 16) != first_store);
 }
 
+TEST_CASE("a master that still lists a host whose agent now serves another master's store launches nothing there: "
+          "the agent refuses, the job goes back to its queue, and the host is unavailable to it",
+          "[B6][C6][C7]") {
+  Cluster a("stale-a");
+  Cluster b("stale-b", "", "60s");  // b would list the host for a minute after its agent left
+  b.AddAgent("node1", "cpus=2,mem=4G");
+  REQUIRE(b.WaitHosts(1));
+  auto port = b.agent("node1").WaitForLog(R"(listening on 127\.0\.0\.1:(\d+))");
+  REQUIRE(port.has_value());
+  // The agent restarts pointed at a's master (a host moved between clusters), on its state
+  // and address.
+  b.agent("node1").Signal(SIGKILL);
+  REQUIRE(b.agent("node1").Wait().has_value());
+  a.AddAgent("node1", "cpus=2,mem=4G", {"--state_dir=" + b.path("node1-state"), "--listen=127.0.0.1:" + *port});
+  REQUIRE(a.WaitHosts(1));
+  REQUIRE(WaitUntil([&] { return a.agent("node1").Log().find("now serves the master of store") != std::string::npos; }));
+  // b still believes node1 is its own: its launch is refused, never run.
+  const std::string marker = b.path("ran");
+  int64_t stale = b.Submit({"--", "echo ran >> " + marker});
+  REQUIRE(WaitUntil([&] { return b.Host("node1")["state"] == "unavailable"; }));
+  json job = b.Job(stale);
+  INFO(job.dump());
+  CHECK(job["state"] == "PENDING");
+  CHECK(job.value("attempt", 0) >= 1);
+  bool refused = false;
+  for (const auto& line : job["history"]) refused |= line.get<std::string>().find("refused the launch") != std::string::npos;
+  CHECK(refused);
+  CHECK_FALSE(std::filesystem::exists(marker));
+  // a's own jobs run there.
+  int64_t own = a.Submit({"--", "true"});
+  CHECK(a.WaitState(own, "DONE"));
+  CHECK_FALSE(std::filesystem::exists(marker));
+}
+
 TEST_CASE("a master restored from an older backup (same store, job numbers again) does not leave a job the agent "
           "already ran running with pid 0 for ever: the launch it never reports is lost and runs as a new attempt",
           "[B6][B11][C7]") {

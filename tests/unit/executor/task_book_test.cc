@@ -90,3 +90,15 @@ TEST_CASE("an agent moving to another master's store forgets the old store's att
   CHECK(book.notes().empty());
   CHECK(book.LogOf(1, 0) == nullptr);  // nor the old job's output read for the new one
 }
+
+TEST_CASE("a heartbeat's acknowledgement never reaches past what the book holds (a store change dropped its exits "
+          "while it was under way: an attacker helper crashed a root agent so) [B6]",
+          "[B6]") {
+  TaskBook book;
+  book.AddExit(ExitOf(1));
+  book.ForgetStore();
+  book.AddExit(ExitOf(2));
+  book.Acknowledge(3, 2);
+  CHECK(book.exits().empty());
+  CHECK(book.notes().empty());
+}
