@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
 
 #include "absl/flags/flag.h"
@@ -71,6 +73,26 @@ int WaitForStop(const std::string& name, const std::function<void()>& reload) {
   }
   spdlog::info("{}: signal {} ({}); stopping", name, sig, sig == SIGINT ? "SIGINT" : "SIGTERM");
   return sig;
+}
+
+int PollStop(const std::string& name, absl::Duration wait) {
+  sigset_t signals = StopSignals();
+  const absl::Time until = absl::Now() + wait;
+  while (true) {
+    const absl::Duration left = std::max(until - absl::Now(), absl::ZeroDuration());
+    timespec ts = absl::ToTimespec(left);
+    const int sig = sigtimedwait(&signals, nullptr, &ts);
+    if (sig < 0) {
+      if (errno == EINTR && absl::Now() < until) continue;
+      return 0;  // EAGAIN: none came in time
+    }
+    if (sig == SIGHUP) {
+      spdlog::info("{}: SIGHUP ignored while standing by", name);
+      continue;
+    }
+    spdlog::info("{}: signal {} ({}); stopping", name, sig, sig == SIGINT ? "SIGINT" : "SIGTERM");
+    return sig;
+  }
 }
 
 absl::StatusOr<std::unique_ptr<AdminServer>> ServeAdmin(const std::string& name, const std::string& address,

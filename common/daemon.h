@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "common/admin_server.h"
 
 namespace prometheus {
@@ -37,6 +38,11 @@ void BlockStopSignals();
 // Waits for SIGINT or SIGTERM and returns it (logged). Each SIGHUP meanwhile calls `reload`,
 // or is logged as ignored when there is none.
 int WaitForStop(const std::string& name, const std::function<void()>& reload = {});
+
+// Waits at most `wait` for SIGINT or SIGTERM: the signal, or 0 when none came (a SIGHUP
+// meanwhile is logged as ignored). For a main thread that waits on something else too (a
+// standby waiting for its lease).
+int PollStop(const std::string& name, absl::Duration wait);
 
 // /metrics, /healthz and /readyz at `address` (host:port; port 0: any) for `registry`,
 // ready when `ready` says so; null when `address` is empty. The bound port is logged.

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
+#include "executor/client/master_list.h"
 #include "nexec/v1/nexec.grpc.pb.h"
 
 namespace jc::adapter {
@@ -22,14 +23,36 @@ namespace jc::adapter {
 namespace npb = ::nexec::v1;
 
 struct NexecBackend::Client {
-  std::unique_ptr<npb::Master::Stub> stub;
-  nexec::MungeAuth auth;  // every call signed: the master takes the adapter's account from it
-  std::string address;    // the master's: the peer its session is held with
+  // The masters (one leads, the others stand by, issue 47); a bad list is every call's error.
+  std::unique_ptr<nexec::MasterList> masters;
+  absl::Status list_error;
+  nexec::MungeAuth auth = nexec::MungeAuth::Disabled();  // every call signed: the master takes the adapter's account from it
+  // The master that leads as far as the adapter knows, and its stub.
+  absl::StatusOr<std::pair<std::string, npb::Master::Stub*>> Leader() {
+    if (!list_error.ok()) return list_error;
+    std::string address = masters->Current();
+    return std::make_pair(address, masters->Stub(address));
+  }
+  // A call answered UNAVAILABLE: the next goes to the leader a standby named, or another master.
+  bool Failed(const std::string& address, const grpc::Status& s, const grpc::ClientContext& ctx) {
+    return masters->Failed(address, s, nexec::MasterList::LeaderNamed(ctx));
+  }
   template <typename Req, typename Resp, typename Call>
   absl::StatusOr<Resp> Unary(const char* method, Call call, const Req& req) {
     Resp resp;
-    grpc::Status s = auth.Call(address, method, req, std::chrono::seconds(10),
-                               [&](grpc::ClientContext* ctx) { return (stub.get()->*call)(ctx, req, &resp); });
+    grpc::Status s;
+    // Each master at most once (a standby names the leader; one that is down is skipped).
+    for (size_t tries = 0; tries <= (list_error.ok() ? masters->addresses().size() : 0); ++tries) {
+      JC_ASSIGN_OR_RETURN(auto leader, Leader());
+      std::string named;
+      // The session is held with each master apart: the address is the peer.
+      s = auth.Call(leader.first, method, req, std::chrono::seconds(10), [&](grpc::ClientContext* ctx) {
+        grpc::Status answer = (leader.second->*call)(ctx, req, &resp);
+        named = nexec::MasterList::LeaderNamed(*ctx);
+        return answer;
+      });
+      if (s.ok() || !masters->Failed(leader.first, s, named)) break;
+    }
     if (!s.ok()) {
       absl::Status st = FromGrpcStatus(s);
       return absl::Status(st.code(), absl::StrCat("nexec master: ", st.message()));
@@ -83,8 +106,14 @@ NexecShape ShapeForSpec(const pb::SpecOffer& spec) {
 }
 
 NexecBackend::NexecBackend(const std::string& master, std::string queue, nexec::MungeAuth auth)
-    : client_(std::make_unique<Client>(Client{nullptr, std::move(auth), master})), queue_(std::move(queue)) {
-  client_->stub = npb::Master::NewStub(grpc::CreateChannel(master, grpc::InsecureChannelCredentials()));
+    : client_(std::make_unique<Client>()), queue_(std::move(queue)) {
+  client_->auth = std::move(auth);
+  auto masters = nexec::MasterList::Parse(master);
+  if (masters.ok()) {
+    client_->masters = std::move(*masters);
+  } else {
+    client_->list_error = masters.status();
+  }
 }
 NexecBackend::~NexecBackend() = default;
 
@@ -369,12 +398,14 @@ absl::StatusOr<std::unique_ptr<ExecRelay>> NexecBackend::RelayExec(const ExecReq
   start->set_cols(request.cols);
   auto ctx = std::make_unique<grpc::ClientContext>();
   JC_RETURN_IF_ERROR(client_->auth.Sign(ctx.get(), "Exec", first));
-  auto stream = client_->stub->Exec(ctx.get());
+  JC_ASSIGN_OR_RETURN(auto leader, client_->Leader());
+  auto stream = leader.second->Exec(ctx.get());
   npb::ExecFrame answer;
   const bool answered = stream->Write(first) && stream->Read(&answer);
   if (!answered || !answer.started()) {
     if (answered) ctx->TryCancel();  // not the answer a master gives first
     grpc::Status s = stream->Finish();
+    client_->Failed(leader.first, s, *ctx);
     absl::Status st = s.ok() ? absl::UnavailableError("the master ended the command's stream before it started")
                              : FromGrpcStatus(s);
     return absl::Status(st.code(), absl::StrCat("nexec master: ", st.message()));
@@ -392,7 +423,8 @@ absl::StatusOr<std::string> NexecBackend::ReadLog(const std::string& external_id
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
   JC_RETURN_IF_ERROR(client_->auth.Sign(&ctx, "ReadLog", req));
-  auto reader = client_->stub->ReadLog(&ctx, req);
+  JC_ASSIGN_OR_RETURN(auto leader, client_->Leader());
+  auto reader = leader.second->ReadLog(&ctx, req);
   std::string out;
   npb::LogChunk chunk;
   while (static_cast<int64_t>(out.size()) < max_bytes && reader->Read(&chunk)) out += chunk.data();
@@ -403,6 +435,7 @@ absl::StatusOr<std::string> NexecBackend::ReadLog(const std::string& external_id
     return out;
   }
   grpc::Status s = reader->Finish();
+  client_->Failed(leader.first, s, ctx);
   // A job not started yet has no output.
   if (s.error_code() == grpc::StatusCode::NOT_FOUND || s.error_code() == grpc::StatusCode::FAILED_PRECONDITION) {
     return std::string();

@@ -21,10 +21,15 @@ class Lease {
       : store_(store), name_(std::move(name)), holder_(std::move(holder)), ttl_(ttl) {}
 
   // Takes the lease when it is free or expired, or renews it when this holder has it.
-  // True when this holder holds it until now + ttl.
-  absl::StatusOr<bool> TryAcquire(absl::Time now);
+  // True when this holder holds it until now + ttl. `new_term`: a new holding begins (a
+  // process taking the lease, even one that restarted under the same holder name before
+  // its predecessor's hold ended), so the term goes up; otherwise it goes up only when the
+  // lease changes hands or was taken again after it ended.
+  absl::StatusOr<bool> TryAcquire(absl::Time now, bool new_term = false);
   // The current holder ("" when nobody holds it) and when its hold ends.
-  absl::StatusOr<std::pair<std::string, absl::Time>> Current();
+  absl::StatusOr<std::pair<std::string, absl::Time>> Current() const;
+  // The lease's term as the store has it now (0: never taken), whoever holds it.
+  absl::StatusOr<int64_t> CurrentTerm() const;
   // Inside `txn`: Unavailable unless this holder holds the lease at `now`. Writes that
   // only the holder may make run it first (a fence), so an instance that lost the lease
   // while it was stalled cannot write on as if it still led. While this holder renewed
@@ -36,6 +41,10 @@ class Lease {
   absl::Status Release();
 
   const std::string& holder() const { return holder_; }
+  const std::string& name() const { return name_; }
+  // The lease's term as of this holder's last successful TryAcquire (0: none yet): counted
+  // up each time the lease changes hands or is taken again after it ended.
+  int64_t term() const { return term_; }
   absl::Duration ttl() const { return ttl_; }
 
  private:
@@ -45,6 +54,7 @@ class Lease {
   absl::Duration ttl_;
   // When this holder's hold ends by its last successful TryAcquire (unix micros; 0: never).
   std::atomic<int64_t> held_until_micros_{0};
+  std::atomic<int64_t> term_{0};
 };
 
 }  // namespace jc::store

@@ -381,6 +381,12 @@ const std::vector<Migration>& Migrations() {
            // ({"command": [...], "tty": bool}); empty for a port's link.
            "ALTER TABLE endpoint_passes ADD COLUMN exec_command TEXT NOT NULL DEFAULT ''",
        }},
+      {25,
+       "leases count their terms: each time one changes hands (or is taken again after it ended), its term "
+       "goes up, and the nexec master's calls to agents carry it (issue 47)",
+       {
+           "ALTER TABLE leases ADD COLUMN term BIGINT NOT NULL DEFAULT 0",
+       }},
   };
   return *migrations;
 }

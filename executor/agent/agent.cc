@@ -1,4 +1,5 @@
 #include "executor/agent/agent.h"
+#include "executor/master/agent_dialer.h"
 
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
@@ -32,6 +33,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
@@ -353,6 +355,10 @@ absl::Status Agent::SetUpContainment() {
 }
 
 absl::StatusOr<int> Agent::Start() {
+  // Several masters may be given: an address that answers as something else than a nexec
+  // master is a mistake said now; one that does not answer may be a standby that is down.
+  JC_ASSIGN_OR_RETURN(masters_, MasterList::Parse(options_.master_address));
+  JC_RETURN_IF_ERROR(masters_->Check(absl::Seconds(2)));
   pb::AgentInfo info = MeasureHost();
   // GPUs, their model and memory from nvidia-smi; what --resources declares wins.
   if (absl::Status gpus = gpu_watch_.Probe(&info); !gpus.ok()) {
@@ -376,16 +382,36 @@ absl::StatusOr<int> Agent::Start() {
   }
   std::error_code ec;
   options_.state_dir = std::filesystem::absolute(options_.state_dir).lexically_normal().string();
-  std::filesystem::create_directories(options_.state_dir, ec);
+  const bool made = std::filesystem::create_directories(options_.state_dir, ec);
   if (ec) return absl::InvalidArgumentError(absl::StrCat("cannot create ", options_.state_dir, ": ", ec.message()));
+  if (made) chmod(options_.state_dir.c_str(), 0700);
+  {
+    // The journal, the store served and its term are the agent's word on what ran here: a
+    // directory another account made or may write (the default lies in /tmp) would let it
+    // forge them, or point them at root's files.
+    struct stat st{};
+    if (lstat(options_.state_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return absl::InvalidArgumentError(absl::StrCat("the state directory ", options_.state_dir,
+                                                     " is not a directory (a link?); give --state_dir"));
+    }
+    if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the state directory ", options_.state_dir, " belongs to uid ", st.st_uid, " (mode ",
+          absl::StrFormat("%o", st.st_mode & 07777), "): an agent's state must be its own account's and writable by "
+          "no other; remove it or give --state_dir"));
+    }
+  }
   {
     // The master store this agent served before it stopped (its journal's tasks are that
     // store's): a master of another store is refused while they run, and served after.
+    // A line "IDENTITY TERM" (an agent from before terms wrote the identity alone).
     std::ifstream in(std::filesystem::path(options_.state_dir) / "master.identity");
-    std::string identity;
-    std::getline(in, identity);
+    std::string line;
+    std::getline(in, line);
+    std::vector<std::string> fields = absl::StrSplit(line, ' ', absl::SkipWhitespace());
     absl::MutexLock lock(&mu_);
-    master_identity_ = std::string(absl::StripAsciiWhitespace(identity));
+    master_identity_ = fields.empty() ? "" : fields[0];
+    if (fields.size() > 1 && !absl::SimpleAtoi(fields[1], &master_term_)) master_term_ = 0;
   }
   auto journal = TaskJournal::Open((std::filesystem::path(options_.state_dir) / "tasks.journal").string(),
                                    (std::filesystem::path(options_.state_dir) / "tasks").string());
@@ -509,7 +535,7 @@ absl::StatusOr<int> Agent::KillPredecessorTasks() {
   for (const auto& [key, recorded] : journal_->Inherited()) {
     const pid_t pgid = recorded.pgid;
     const uint64_t start = recorded.start_time;
-    if (pgid > 1) {
+    if (pgid > 1 && !recorded.exit_code) {
       // Ours when the group's leader is the process we started, or when the leader is
       // gone but its group lives on (a pid is not reused while its group exists).
       bool leader_alive = kill(pgid, 0) == 0;
@@ -521,7 +547,8 @@ absl::StatusOr<int> Agent::KillPredecessorTasks() {
     }
     // The task ended (killed now, or earlier with an exit code nobody saw): the master hears
     // so in the first heartbeat, and a launch of the same attempt is not run again, so no
-    // attempt runs twice on this host.
+    // attempt runs twice on this host. One that had ended by itself (its exit journaled,
+    // not yet taken by the master) is reported with its own exit code.
     std::vector<std::string> parts = absl::StrSplit(key, '.');
     pb::TaskReport r;
     int64_t job = 0;
@@ -532,11 +559,16 @@ absl::StatusOr<int> Agent::KillPredecessorTasks() {
       r.set_task_index(task);
       r.set_attempt(attempt);
       r.set_state(pb::TASK_EXITED);
-      r.set_exit_code(128 + SIGKILL);
+      r.set_exit_code(recorded.exit_code.value_or(128 + SIGKILL));
+      r.set_ended_by_agent_restart(!recorded.exit_code.has_value());
       absl::MutexLock lock(&mu_);
       book_.Inherit(key, r);
     }
-    if (absl::Status ended = journal_->Ended(key); !ended.ok()) return ended;
+    // Kept in the journal, now as exited, until the master takes the report: a second
+    // crash loses none.
+    if (absl::Status exited = journal_->Exited({{key, recorded.exit_code.value_or(128 + SIGKILL)}}); !exited.ok()) {
+      return exited;
+    }
   }
   return killed;
 }
@@ -578,7 +610,7 @@ TaskLaunch Agent::TaskOf(const pb::LaunchRequest& req, const std::string& key) {
   t.tty_rows = req.tty_rows();
   t.tty_cols = req.tty_cols();
   // What nexec-run inside the task needs to reach the master, as the agent does.
-  t.env["NEXEC_MASTER"] = options_.master_address;
+  t.env["NEXEC_MASTER"] = masters_->Joined();
   t.env["NEXEC_TASK_INDEX"] = absl::StrCat(req.task_index());
   t.env["NEXEC_AGENT_STATE"] = options_.state_dir;  // whose task it is, for a successor agent
   if (!options_.auth.socket().empty()) t.env["NEXEC_MUNGE_SOCKET"] = options_.auth.socket();
@@ -596,11 +628,47 @@ TaskLaunch Agent::TaskOf(const pb::LaunchRequest& req, const std::string& key) {
   return t;
 }
 
-absl::Status Agent::CheckServedLocked(const std::string& identity) const {
-  if (identity.empty() || identity == master_identity_) return absl::OkStatus();
-  return absl::AbortedError(absl::StrCat("the agent on ", options_.host, " serves the master of store ",
-                                         master_identity_.empty() ? "(none yet)" : master_identity_, ", not ",
-                                         identity, ": its tasks are not that store's"));
+absl::Status Agent::CheckServedLocked(const std::string& identity, int64_t term) {
+  if (identity.empty()) return absl::OkStatus();  // root's own caller, not a master
+  if (identity != master_identity_) {
+    return absl::AbortedError(absl::StrCat("the agent on ", options_.host, " serves the master of store ",
+                                           master_identity_.empty() ? "(none yet)" : master_identity_, ", not ",
+                                           identity, ": its tasks are not that store's"));
+  }
+  if (term < master_term_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the agent on ", options_.host, " has heard from the master of term ", master_term_,
+        ": a master of term ", term, " ", kStaleTermWords, " (it lost the store's lease) and acts on nothing here"));
+  }
+  RaiseTermLocked(term);
+  return absl::OkStatus();
+}
+
+void Agent::RaiseTermLocked(int64_t term) {
+  if (term <= master_term_ || master_identity_.empty()) return;
+  spdlog::info("nexec agent {}: the master of term {} leads (was term {})", options_.host, term, master_term_);
+  master_term_ = term;
+  // On disk for a restarted agent (which has ended its tasks, and hears the term again from
+  // its master's first answer before it launches anything): a failed write costs nothing
+  // while this agent runs, as memory holds the term.
+  if (absl::Status kept = RecordServedLocked(master_identity_, master_term_); !kept.ok()) {
+    spdlog::error("nexec agent {}: {}", options_.host, std::string(kept.message()));
+  }
+}
+
+absl::Status Agent::RecordServedLocked(const std::string& identity, int64_t term) {
+  const std::filesystem::path path = std::filesystem::path(options_.state_dir) / "master.identity";
+  const std::string tmp = path.string() + ".tmp";
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  const std::string line = absl::StrCat(identity, " ", term, "\n");
+  const bool written = fd >= 0 && write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
+                       fsync(fd) == 0;
+  if (fd >= 0) close(fd);
+  if (!written || rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::UnavailableError(absl::StrCat("the agent cannot record the master store it serves in ",
+                                               path.string(), ": ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Agent::ServeMasterLocked(const std::string& identity) {
@@ -621,18 +689,8 @@ absl::Status Agent::ServeMasterLocked(const std::string& identity) {
         "restarts, which ends them"));
   }
   // Kept on disk before anything of the new store runs: a restarted agent knows whose its
-  // journal's tasks were.
-  const std::filesystem::path path = std::filesystem::path(options_.state_dir) / "master.identity";
-  const std::string tmp = path.string() + ".tmp";
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  const std::string line = identity + "\n";
-  const bool written = fd >= 0 && write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
-                       fsync(fd) == 0;
-  if (fd >= 0) close(fd);
-  if (!written || rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::UnavailableError(absl::StrCat("the agent cannot record the master store it serves in ",
-                                               path.string(), ": ", std::strerror(errno)));
-  }
+  // journal's tasks were. The new store's terms start over.
+  JC_RETURN_IF_ERROR(RecordServedLocked(identity, 0));
   if (master_identity_.empty()) {
     // An agent from before store identities: what its journal left is of no store it can
     // name, and goes (its first master applies its host rules to anything it had here).
@@ -642,9 +700,18 @@ absl::Status Agent::ServeMasterLocked(const std::string& identity) {
                  "it remembered of that store's tasks is dropped",
                  options_.host, identity, master_identity_);
   }
+  // The old store's exits not taken are dropped, from the journal too (a successor must not
+  // report them to the new store).
+  std::vector<std::string> dropped;
+  for (const pb::TaskReport& r : book_.exits()) dropped.push_back(TaskKey(r.job_id(), r.task_index(), r.attempt()));
+  if (absl::Status s = journal_->Ended(dropped); !s.ok()) {
+    return absl::UnavailableError(absl::StrCat("the agent cannot drop the old store's tasks from its journal: ",
+                                               s.message()));
+  }
   book_.ForgetStore();
   ++serving_epoch_;
   master_identity_ = identity;
+  master_term_ = 0;
   refused_identity_.clear();
   return absl::OkStatus();
 }
@@ -663,7 +730,7 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
       return absl::UnavailableError(absl::StrCat("the agent on ", options_.host,
                                                  " has not yet heard which store its master serves"));
     }
-    JC_RETURN_IF_ERROR(CheckServedLocked(req.master_identity()));
+    JC_RETURN_IF_ERROR(CheckServedLocked(req.master_identity(), req.master_term()));
     if (book_.Knows(key)) {
       // The master may repeat a launch it is not sure about; the task already ran or
       // runs, and its outcome reaches the master in a heartbeat.
@@ -716,6 +783,11 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
       bound_cpus_.erase(key);
       return absl::AbortedError(absl::StrCat("the agent on ", options_.host, " now serves the master of store ",
                                              master_identity_, ", not ", req.master_identity()));
+    }
+    // Or heard from a newer leader meanwhile.
+    if (absl::Status current = CheckServedLocked(req.master_identity(), req.master_term()); !current.ok()) {
+      bound_cpus_.erase(key);
+      return current;
     }
     book_.Add(key, info);
   }
@@ -914,13 +986,14 @@ void Agent::EnableMetrics(prometheus::Registry& registry) {
 }
 
 absl::Status Agent::Ready() {
+  if (masters_ == nullptr) return absl::UnavailableError("the agent has not started");
   absl::MutexLock lock(&mu_);
   absl::Duration limit = std::max(3 * options_.heartbeat_interval, absl::Seconds(5));
   if (absl::Now() - last_accepted_heartbeat_ <= limit) return absl::OkStatus();
   return absl::UnavailableError(
       last_accepted_heartbeat_ == absl::InfinitePast()
-          ? absl::StrCat("the master at ", options_.master_address, " has not taken a heartbeat yet")
-          : absl::StrCat("the master at ", options_.master_address, " has taken no heartbeat since ",
+          ? absl::StrCat("the master at ", masters_->Joined(), " has not taken a heartbeat yet")
+          : absl::StrCat("the master at ", masters_->Joined(), " has taken no heartbeat since ",
                          absl::FormatTime(last_accepted_heartbeat_)));
 }
 
@@ -946,7 +1019,7 @@ absl::StatusOr<int64_t> Agent::SendInput(const pb::InputRequest& req) {
   const std::string key = TaskKey(req.job_id(), req.task_index(), req.attempt());
   {
     absl::MutexLock lock(&mu_);
-    JC_RETURN_IF_ERROR(CheckServedLocked(req.master_identity()));
+    JC_RETURN_IF_ERROR(CheckServedLocked(req.master_identity(), req.master_term()));
     auto it = book_.running().find(key);
     if (it == book_.running().end()) {
       return absl::FailedPreconditionError(absl::StrCat("task ", key, " does not run on ", options_.host));
@@ -974,7 +1047,7 @@ absl::StatusOr<exec_stream::AttachedCommand> Agent::StartExec(const pb::ExecStar
   TaskLaunch launch;
   {
     absl::MutexLock lock(&mu_);
-    JC_RETURN_IF_ERROR(CheckServedLocked(start.master_identity()));
+    JC_RETURN_IF_ERROR(CheckServedLocked(start.master_identity(), start.master_term()));
     auto it = book_.running().find(*key);
     if (it == book_.running().end()) {
       return absl::FailedPreconditionError(absl::StrCat("task ", *key, " does not run on ", options_.host));
@@ -1032,10 +1105,17 @@ absl::Status Agent::NotifyLocked(const pb::SignalRequest& req) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<int64_t> Agent::Lead(const pb::LeadRequest& req) {
+  absl::MutexLock lock(&mu_);
+  if (req.master_identity().empty()) return absl::InvalidArgumentError("a leader names its store (master_identity)");
+  JC_RETURN_IF_ERROR(CheckServedLocked(req.master_identity(), req.master_term()));
+  return master_term_;
+}
+
 absl::Status Agent::Signal(const pb::SignalRequest& req) {
   {
     absl::MutexLock lock(&mu_);
-    JC_RETURN_IF_ERROR(CheckServedLocked(req.master_identity()));
+    JC_RETURN_IF_ERROR(CheckServedLocked(req.master_identity(), req.master_term()));
   }
   if (req.action() == pb::SignalRequest::NOTIFY) {
     absl::MutexLock lock(&mu_);
@@ -1101,7 +1181,8 @@ absl::StatusOr<std::string> Agent::ReadLog(const pb::ReadLogRequest& req, int64_
   std::string path, user, output_root;
   {
     absl::MutexLock lock(&mu_);
-    JC_RETURN_IF_ERROR(CheckServedLocked(req.master_identity()));
+    // Reading changes nothing: any master of the store served may (terms fence actions).
+    JC_RETURN_IF_ERROR(CheckServedLocked(req.master_identity(), master_term_));
     const TaskInfo* t = book_.LogOf(req.job_id(), req.task_index());
     if (t == nullptr) {
       return absl::NotFoundError(
@@ -1129,8 +1210,6 @@ absl::StatusOr<std::string> Agent::ReadLog(const pb::ReadLogRequest& req, int64_
 }
 
 void Agent::HeartbeatLoop() {
-  auto channel = grpc::CreateChannel(options_.master_address, grpc::InsecureChannelCredentials());
-  auto stub = pb::Master::NewStub(channel);
   absl::Time next = absl::InfinitePast();
   mu_.Lock();
   while (!stopping_) {
@@ -1159,15 +1238,29 @@ void Agent::HeartbeatLoop() {
     AddUsage(periodic, &req);
     size_t sent_notes = req.notes_size();
     pb::HeartbeatResponse resp;
-    grpc::Status status = options_.auth.Call(options_.master_address, "Heartbeat", req, std::chrono::seconds(5),
-                                             [&](grpc::ClientContext* ctx) { return stub->Heartbeat(ctx, req, &resp); });
+    // To the master that leads, as far as this agent knows (one of several: the others
+    // stand by and name it).
+    const std::string address = masters_->Current();
+    std::string leader_named;
+    grpc::Status status =
+        options_.auth.Call(address, "Heartbeat", req, std::chrono::seconds(5), [&](grpc::ClientContext* ctx) {
+          grpc::Status s = masters_->Stub(address)->Heartbeat(ctx, req, &resp);
+          leader_named = MasterList::LeaderNamed(*ctx);
+          return s;
+        });
     mu_.Lock();
     next = absl::Now() + options_.heartbeat_interval;
     if (metrics_) metrics_->tasks->Set(static_cast<double>(book_.running().size()));
     if (!status.ok()) {
       if (metrics_) metrics_->heartbeats_failed->Increment();
-      spdlog::warn("heartbeat to master {} failed: {}", options_.master_address,
-                   status.error_message());
+      // Another master may lead: its heartbeat goes at once when a standby named it.
+      if (masters_->Failed(address, status, leader_named)) {
+        if (!leader_named.empty()) next = absl::Now();
+        spdlog::warn("heartbeat to master {} failed ({}); trying {}", address, status.error_message(),
+                     masters_->Current());
+      } else {
+        spdlog::warn("heartbeat to master {} failed: {}", address, status.error_message());
+      }
       continue;
     }
     HeartbeatAnsweredLocked(resp, sent_as, sent_epoch, sent_exits, sent_notes);
@@ -1204,7 +1297,7 @@ void Agent::EnforceDeadlinesLocked() {
 // Tasks that ended: their next phase started (pre-exec, command, post-exec), or their
 // report queued for the master with the final usage, and the journal told.
 void Agent::RecordExitsLocked(const std::vector<TaskExit>& exits) {
-  std::vector<std::string> ended;  // journaled together, in one write
+  std::vector<std::pair<std::string, int>> ended;  // journaled together, in one write
   for (const TaskExit& e : exits) {
     auto it = book_.running().find(e.key);
     if (it == book_.running().end()) continue;
@@ -1231,13 +1324,15 @@ void Agent::RecordExitsLocked(const std::vector<TaskExit>& exits) {
     }
     book_.AddExit(r);
     bound_cpus_.erase(e.key);
-    ended.push_back(e.key);
+    ended.emplace_back(e.key, r.exit_code());
     book_.Finish(e.key);
   }
-  if (absl::Status s = journal_->Ended(ended); !s.ok()) {
+  if (absl::Status s = journal_->Exited(ended); !s.ok()) {
     // Left "live" in the journal, a successor would kill nothing (their groups are gone)
-    // and report them ended again, which the master ignores for attempts it knows ended.
-    spdlog::error("tasks {}: {}", absl::StrJoin(ended, ", "), std::string(s.message()));
+    // and report them ended (killed), which the master ignores for attempts it knows ended.
+    std::vector<std::string> keys;
+    for (const auto& [key, code] : ended) keys.push_back(key);
+    spdlog::error("tasks {}: {}", absl::StrJoin(keys, ", "), std::string(s.message()));
   }
 }
 
@@ -1327,6 +1422,17 @@ void Agent::HeartbeatAnsweredLocked(const pb::HeartbeatResponse& resp, const std
     }
     return;
   }
+  if (!sent_as.empty() && resp.master_term() < master_term_) {
+    // A master that lost its lease (and does not know it yet) took this: the leader did
+    // not, so nothing is acknowledged and none of its answer is acted on.
+    if (stale_term_said_ != resp.master_term()) {
+      stale_term_said_ = resp.master_term();
+      spdlog::warn("nexec agent {}: a master of term {} answered, but the master of term {} leads; its answer is "
+                   "not acted on",
+                   options_.host, resp.master_term(), master_term_);
+    }
+    return;
+  }
   last_accepted_heartbeat_ = absl::Now();
   if (metrics_) {
     metrics_->heartbeats_ok->Increment();
@@ -1340,7 +1446,17 @@ void Agent::HeartbeatAnsweredLocked(const pb::HeartbeatResponse& resp, const std
     }
     return;
   }
+  // The exits taken leave the journal: a successor has nothing more to report of them.
+  std::vector<std::string> taken;
+  for (size_t i = 0; i < std::min(sent_exits, book_.exits().size()); ++i) {
+    const pb::TaskReport& r = book_.exits()[i];
+    taken.push_back(TaskKey(r.job_id(), r.task_index(), r.attempt()));
+  }
   book_.Acknowledge(sent_exits, sent_notes);
+  if (absl::Status s = journal_->Ended(taken); !s.ok()) {
+    // A successor would report them again, which the master ignores (those attempts ended).
+    spdlog::error("tasks {}: {}", absl::StrJoin(taken, ", "), std::string(s.message()));
+  }
   for (const auto& n : resp.notify()) {
     if (absl::Status written = NotifyLocked(n); !written.ok()) {
       spdlog::warn("job {}: resize events not written: {}", n.job_id(), written.ToString());

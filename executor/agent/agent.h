@@ -24,6 +24,7 @@
 #include "executor/agent/task_journal.h"
 #include "executor/agent/task_runner.h"
 #include "executor/auth/munge_auth.h"
+#include "executor/client/master_list.h"
 #include "executor/agent/user_files.h"
 #include "nexec/v1/nexec.pb.h"
 
@@ -43,7 +44,9 @@ namespace pb = ::nexec::v1;
 
 struct AgentOptions {
   std::string host;            // the host name the master knows it by
-  std::string master_address;  // host:port of the master
+  // host:port of the master, or of several ("a:6800,b:6800": one leads, the others stand
+  // by); heartbeats go to the one that leads.
+  std::string master_address;
   std::string listen_address = "127.0.0.1:0";
   // Declared resources ("cpus=64,gpus=8,mem=512G"); what is not declared is measured.
   std::string declared;
@@ -107,6 +110,9 @@ class Agent {
   // The gRPC handlers (agent_service.h) call these.
   absl::StatusOr<int> Launch(const pb::LaunchRequest& req) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Signal(const pb::SignalRequest& req) ABSL_LOCKS_EXCLUDED(mu_);
+  // A new leader of the store served says its term (a signed call): answers the newest term
+  // kept. Aborted for another store; FailedPrecondition for an older term.
+  absl::StatusOr<int64_t> Lead(const pb::LeadRequest& req) ABSL_LOCKS_EXCLUDED(mu_);
   // Interactive jobs: input for a task's command; answers the bytes it took.
   absl::StatusOr<int64_t> SendInput(const pb::InputRequest& req) ABSL_LOCKS_EXCLUDED(mu_);
   absl::StatusOr<std::string> ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes) ABSL_LOCKS_EXCLUDED(mu_);
@@ -187,7 +193,15 @@ class Agent {
   // Whether a request of the master of store `identity` (signals, input, exec, log reads)
   // is for the store served: Aborted, naming both, when not. Empty: a caller of its own
   // (root, tests), not a master.
-  absl::Status CheckServedLocked(const std::string& identity) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `term` is the calling master's leadership term: one older than the newest seen is
+  // refused (FailedPrecondition: a master that lost its lease acts on nothing here), a
+  // newer one is the newest from now on.
+  absl::Status CheckServedLocked(const std::string& identity, int64_t term) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The newest leadership term of the served store's masters is `term` when that is newer
+  // (kept on disk with the store served).
+  void RaiseTermLocked(int64_t term) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // <state_dir>/master.identity: the store served and its newest term.
+  absl::Status RecordServedLocked(const std::string& identity, int64_t term) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   pb::AgentInfo CurrentInfo() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The device numbers of this host's GPUs that `held` leaves out (those with a node).
   std::vector<CharDevice> GpuDevicesNotHeld(const std::vector<int>& held) ABSL_LOCKS_EXCLUDED(mu_);
@@ -221,6 +235,9 @@ class Agent {
   // journal and reports are that store's. Empty: none yet.
   std::string master_identity_ ABSL_GUARDED_BY(mu_);
   std::string refused_identity_ ABSL_GUARDED_BY(mu_);  // the last master refused, said once
+  // The newest leadership term seen of the store served's masters (0: none yet).
+  int64_t master_term_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t stale_term_said_ ABSL_GUARDED_BY(mu_) = 0;  // the last stale master's term, logged once
   // Counts the store changes: a heartbeat answered after one acknowledges and acts on
   // nothing (its exits, kills and notices were of the store it was sent for).
   uint64_t serving_epoch_ ABSL_GUARDED_BY(mu_) = 0;
@@ -230,6 +247,7 @@ class Agent {
   absl::Mutex starts_mu_ ABSL_ACQUIRED_AFTER(mu_);
   std::map<std::string, pid_t> unrecorded_starts_ ABSL_GUARDED_BY(starts_mu_);
 
+  std::unique_ptr<MasterList> masters_;  // from master_address (Start)
   std::thread heartbeat_;
 };
 

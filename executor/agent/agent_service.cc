@@ -104,6 +104,13 @@ class AgentService final : public pb::Agent::Service {
     NEXEC_FROM_MASTER("Signal");
     return ToGrpcStatus(agent_->Signal(*req));
   }
+  grpc::Status Lead(grpc::ServerContext* ctx, const pb::LeadRequest* req, pb::LeadResponse* resp) override {
+    NEXEC_FROM_MASTER("agent.Lead");
+    auto term = agent_->Lead(*req);
+    if (!term.ok()) return ToGrpcStatus(term.status());
+    resp->set_master_term(*term);
+    return grpc::Status::OK;
+  }
   grpc::Status SendInput(grpc::ServerContext* ctx, const pb::InputRequest* req,
                          pb::InputResponse* resp) override {
     NEXEC_FROM_MASTER("agent.SendInput");  // named for the agent: a master's credential is not one

@@ -35,6 +35,7 @@ std::string LiveLines(const std::map<std::string, JournaledTask>& live) {
   for (const auto& [key, t] : live) {
     absl::StrAppend(&text, "S ", key, "\n");
     if (t.pgid > 0) absl::StrAppend(&text, "P ", key, " ", t.pgid, " ", t.start_time, "\n");
+    if (t.exit_code) absl::StrAppend(&text, "X ", key, " ", *t.exit_code, "\n");
   }
   return text;
 }
@@ -42,7 +43,7 @@ std::string LiveLines(const std::map<std::string, JournaledTask>& live) {
 // Replaces `path` with `text`, atomically (a crash leaves the old file or the new one).
 absl::StatusOr<int> Rewrite(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".new";
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return absl::InternalError(absl::StrCat("cannot create ", tmp, ": ", std::strerror(errno)));
   if (absl::Status s = WriteAll(fd, text, tmp); !s.ok()) {
     close(fd);
@@ -52,7 +53,7 @@ absl::StatusOr<int> Rewrite(const std::string& path, const std::string& text) {
   if (rename(tmp.c_str(), path.c_str()) != 0) {
     return absl::InternalError(absl::StrCat("cannot replace ", path, ": ", std::strerror(errno)));
   }
-  int out = open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  int out = open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
   if (out < 0) return absl::InternalError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
   return out;
 }
@@ -73,6 +74,9 @@ std::map<std::string, JournaledTask> TaskJournal::Read(const std::string& path) 
     } else if (f.size() == 4 && f[0] == "P") {
       JournaledTask t;
       if (absl::SimpleAtoi(f[2], &t.pgid) && absl::SimpleAtoi(f[3], &t.start_time)) live[std::string(f[1])] = t;
+    } else if (f.size() == 3 && f[0] == "X") {
+      int code = 0;
+      if (absl::SimpleAtoi(f[2], &code)) live[std::string(f[1])].exit_code = code;
     }
   }
   return live;
@@ -122,6 +126,18 @@ absl::Status TaskJournal::Started(const std::string& key, pid_t pgid, uint64_t s
   return Append(absl::StrCat("P ", key, " ", pgid, " ", start_time, "\n"));
 }
 
+absl::Status TaskJournal::Exited(const std::vector<std::pair<std::string, int>>& keys_and_codes) {
+  if (keys_and_codes.empty()) return absl::OkStatus();
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string lines;
+  for (const auto& [key, code] : keys_and_codes) {
+    live_[key].exit_code = code;
+    absl::StrAppend(&lines, "X ", key, " ", code, "\n");
+  }
+  lines_ += static_cast<int64_t>(keys_and_codes.size()) - 1;  // Append counts one
+  return Append(lines);
+}
+
 absl::Status TaskJournal::Ended(const std::string& key) { return Ended(std::vector<std::string>{key}); }
 
 absl::Status TaskJournal::Ended(const std::vector<std::string>& keys) {
@@ -143,7 +159,7 @@ absl::Status TaskJournal::CompactLocked() {
   if (!fd.ok()) return fd.status();  // the old file is intact and still appended to
   close(fd_);
   fd_ = *fd;
-  lines_ = static_cast<int64_t>(live_.size()) * 2;
+  lines_ = static_cast<int64_t>(live_.size()) * 3;
   return absl::OkStatus();
 }
 

@@ -10,7 +10,8 @@
 //   P <key> <pgid> <start>  its process group, with the leader's start time (written at
 //                           the agent's round after the start, for tasks still running:
 //                           one that ends before has none, and needs none)
-//   E <key>                 it ended and was reported
+//   X <key> <exit code>     it ended, its exit not yet taken by the master
+//   E <key>                 the master took its exit (or it belongs to a store no longer served)
 //
 // Lines are written without fsync: the journal must survive the agent's death, not the
 // host's (a rebooted host has no tasks left). A line cut short by a crash is ignored. The
@@ -20,6 +21,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -32,6 +34,9 @@ namespace jc::nexec {
 struct JournaledTask {
   pid_t pgid = 0;          // 0: started, group not recorded
   uint64_t start_time = 0;  // the leader's start time (/proc/<pid>/stat field 22)
+  // It ended with this code, and the master has not taken its exit yet: a successor
+  // reports it so (and never runs that attempt again), killing nothing.
+  std::optional<int> exit_code;
 };
 
 class TaskJournal {
@@ -48,8 +53,13 @@ class TaskJournal {
   // not start the task).
   absl::Status Starting(const std::string& key);
   absl::Status Started(const std::string& key, pid_t pgid, uint64_t start_time);
+  // Tasks that ended, with their exit codes (a round's exits, in one write): still the
+  // journal's until their exits are taken (Ended), so an agent that dies before its master
+  // took them leaves them to its successor to report.
+  absl::Status Exited(const std::vector<std::pair<std::string, int>>& keys_and_codes);
+  // The master took their exits: gone from the journal.
   absl::Status Ended(const std::string& key);
-  // Several ended at once (a round's exits): their lines in one write.
+  // Several at once: their lines in one write.
   absl::Status Ended(const std::vector<std::string>& keys);
 
   // The live tasks as the file says, read back from disk (for tests and the successor).

@@ -22,12 +22,14 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/cli/command_table.h"
 #include "executor/auth/munge_auth.h"
+#include "executor/client/master_list.h"
 #include "executor/cli/environment.h"
 #include "executor/cli/run_limit.h"
 #include "executor/cli/exec_command.h"
@@ -139,7 +141,8 @@ bool ParseId(const std::string& text, int64_t* id) { return absl::SimpleAtoi(tex
 // What every command runs with: the master's stub, who we are (munge), and whether to
 // print JSON.
 struct Cli {
-  std::unique_ptr<pb::Master::Stub> stub;
+  std::unique_ptr<pb::Master::Stub> stub;  // to the master that leads
+  std::unique_ptr<jc::nexec::MasterList> masters;  // every master given (--master A,B,C)
   jc::nexec::MungeAuth auth = jc::nexec::MungeAuth::Disabled();
   bool json = false;
   std::string command;  // the command's first word (one function serves kill, suspend, ...)
@@ -400,6 +403,45 @@ int JobOrControl(Cli& cli, const Invocation& in) {
             << (cmd == "kill" ? "killed" : cmd == "suspend" ? "suspended"
                 : cmd == "resume" ? "resumed" : cmd == "rerun" ? "rerun" : "requeued")
             << ".\n";
+  return 0;
+}
+
+// Who leads among the masters given (issue 47): each one's own answer.
+int Masters(Cli& cli, const Invocation&) {
+  auto answers = cli.masters->AskAll(absl::Seconds(3));
+  if (cli.json) {
+    std::vector<std::string> items;
+    for (const auto& [address, info] : answers) {
+      items.push_back(info.ok() ? Json(*info)
+                                : absl::StrCat("{\"address\":\"", address, "\",\"state\":\"down\",\"error\":\"",
+                                               absl::CEscape(info.status().message()), "\"}"));
+    }
+    std::cout << "[" << absl::StrJoin(items, ",") << "]\n";
+    return 0;
+  }
+  std::vector<std::vector<std::string>> rows{{"MASTER", "STATE", "TERM", "LEADER", "SINCE"}};
+  bool any_leads = false;
+  for (const auto& [address, info] : answers) {
+    if (!info.ok()) {
+      rows.push_back({address, "down", "-", "-", "-"});
+      continue;
+    }
+    any_leads = any_leads || info->leading();
+    rows.push_back({address, info->leading() ? "leading" : "standing by", info->term() > 0 ? absl::StrCat(info->term()) : "-",
+                    info->leader().empty() ? "-" : info->leader(), When(info->since())});
+  }
+  Table(rows);
+  for (const auto& [address, info] : answers) {
+    if (!info.ok()) {
+      std::cout << address << ": " << info.status().message() << "\n";
+    } else if (!info->leading()) {
+      std::cout << address << ": " << info->state() << "\n";
+    }
+  }
+  if (!any_leads) {
+    std::cerr << "nexec: no master leads now\n";
+    return 1;
+  }
   return 0;
 }
 
@@ -713,7 +755,9 @@ const jc::cli::Tool& NexecTool() {
       "",
       "COMMAND [ARGS] [flags]",
       {
-          {"master", 0, true, "the master, host:port (default: $NEXEC_MASTER, else 127.0.0.1:6800)"},
+          {"master", 0, true,
+           "the master, host:port, or every master: A,B,C (the one that leads is called; default: $NEXEC_MASTER, "
+           "else 127.0.0.1:6800)"},
           {"munge_socket", 0, true, "munged's socket (default: $NEXEC_MUNGE_SOCKET, else munge's own)"},
           {"json", 0, false, "print JSON instead of a table"},
           {"help", 'h', false, "show help"},
@@ -779,6 +823,8 @@ std::vector<Command> Commands() {
   c.push_back({{"hosts"}, "", "List hosts (bhosts); -l: every resource of every host",
                {Short('l', "every resource of every host", false)}, 0, 0, HostsOrQueues});
   c.push_back({{"queues"}, "", "List queues (bqueues)", {}, 0, 0, HostsOrQueues});
+  c.push_back({{"masters"}, "", "Each master given (--master A,B,C): leading or standing by, its term, the leader", {},
+               0, 0, Masters});
   c.push_back({{"limits"}, "", "Each limit's use now, per consumer (blimits)", {}, 0, 0, Limits});
   c.push_back({{"shares"}, "", "Fair-share trees: shares, usage, priority (bhpart)", {Short('q', "only this queue")}, 0,
                0, Shares});
@@ -848,7 +894,17 @@ int main(int argc, char** argv) {
   // --max_ended_jobs ended ones), well past gRPC's default of 4 MB a message.
   grpc::ChannelArguments channel_args;
   channel_args.SetMaxReceiveMessageSize(-1);
-  cli.stub = pb::Master::NewStub(grpc::CreateCustomChannel(master, grpc::InsecureChannelCredentials(), channel_args));
+  auto masters = jc::nexec::MasterList::Parse(master, channel_args);
+  if (!masters.ok()) return Fail(std::string(masters.status().message()));
+  cli.masters = std::move(*masters);
+  std::string leader = cli.masters->Current();
+  if (cli.masters->addresses().size() > 1 && command.path[0] != "masters") {
+    // Several masters: the one that leads, waited for over a failover (the lease's TTL).
+    auto found = cli.masters->FindLeader(absl::Seconds(20));
+    if (!found.ok()) return Fail(std::string(found.status().message()));
+    leader = *found;
+  }
+  cli.stub = pb::Master::NewStub(grpc::CreateCustomChannel(leader, grpc::InsecureChannelCredentials(), channel_args));
   cli.auth = jc::nexec::MungeAuth::Munge(in.Get("munge_socket"));
   cli.json = in.Has("json");
   cli.command = command.path[0];

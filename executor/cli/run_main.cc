@@ -29,6 +29,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "executor/auth/munge_auth.h"
+#include "executor/client/master_list.h"
 #include "executor/cli/environment.h"
 #include "executor/cli/follow_log.h"
 #include "nexec/v1/nexec.grpc.pb.h"
@@ -39,7 +40,7 @@ namespace pb = ::nexec::v1;
 namespace {
 
 constexpr const char* kUsage =
-    "usage: nexec-run [--torch] [--env all|none|VAR,...] [--master=host:port] HOST command [args...]\n"
+    "usage: nexec-run [--torch] [--env all|none|VAR,...] [--master=host:port[,host:port...]] HOST command [args...]\n"
     "       nexec-run [options] -z \"HOST HOST ...\" command [args...]\n"
     "Runs command on HOST, a host of the current nexec job's allocation, through its agent;\n"
     "forwards output and signals and exits with the command's exit code.\n"
@@ -124,7 +125,16 @@ int main(int argc, char** argv) {
   for (int sig : kForwarded) sigaddset(&forwarded, sig);
   pthread_sigmask(SIG_BLOCK, &forwarded, nullptr);
 
-  auto stub = pb::Master::NewStub(grpc::CreateChannel(master, grpc::InsecureChannelCredentials()));
+  // $NEXEC_MASTER may list several masters (one leads): the task starts through the leader.
+  auto masters = jc::nexec::MasterList::Parse(master);
+  if (!masters.ok()) return Fail(std::string(masters.status().message()));
+  std::string leader = (*masters)->Current();
+  if ((*masters)->addresses().size() > 1) {
+    auto found = (*masters)->FindLeader(absl::Seconds(20));
+    if (!found.ok()) return Fail(std::string(found.status().message()));
+    leader = *found;
+  }
+  auto stub = pb::Master::NewStub(grpc::CreateChannel(leader, grpc::InsecureChannelCredentials()));
   const jc::nexec::MungeAuth auth = jc::nexec::MungeAuth::Munge(munge_socket);
   auto call = [&](absl::string_view method, const google::protobuf::Message& request, bool forever = false) {
     auto c = std::make_unique<grpc::ClientContext>();

@@ -276,6 +276,15 @@ Effects NotReported(Tracked& t, bool rerun_on_host_failure, const std::string& h
   return HostLost(t, rerun_on_host_failure, absl::StrCat("task lost on ", host), at);
 }
 
+Effects EndedByAgentRestart(Tracked& t, const pb::TaskReport& r, bool rerun_on_host_failure, const std::string& host,
+                            int pre_exec_retries, const At& at) {
+  const bool current_first_task = r.task_index() == 0 && r.state() == pb::TASK_EXITED &&
+                                  (t.job.state() == pb::RUNNING || t.job.state() == pb::SUSPENDED) &&
+                                  t.job.attempt() == r.attempt();
+  if (!current_first_task || !r.ended_by_agent_restart()) return TaskReported(t, r, host, pre_exec_retries, at);
+  return HostLost(t, rerun_on_host_failure, absl::StrCat("task ended by the restart of its agent on ", host), at);
+}
+
 Effects HostLost(Tracked& t, bool rerun_on_host_failure, const std::string& where, const At& at) {
   if (t.job.state() != pb::RUNNING && t.job.state() != pb::SUSPENDED) return {};
   // Whatever still runs of it elsewhere is stopped by the agents' next heartbeat (the

@@ -144,6 +144,11 @@ Effects TaskReported(Tracked& t, const ::nexec::v1::TaskReport& r, const std::st
 // arrived; two cannot.
 inline constexpr int kLostAfterHeartbeats = 2;
 Effects NotReported(Tracked& t, bool rerun_on_host_failure, const std::string& host, const At& at);
+// Task 0 of the current attempt was ended by its agent's restart (the successor killed what
+// its predecessor left: TaskReport.ended_by_agent_restart), not by itself: the host's rules
+// apply (rerun or fail), as for a task lost with its host. Another report is TaskReported's.
+Effects EndedByAgentRestart(Tracked& t, const ::nexec::v1::TaskReport& r, bool rerun_on_host_failure,
+                            const std::string& host, int pre_exec_retries, const At& at);
 Effects HostLost(Tracked& t, bool rerun_on_host_failure, const std::string& where, const At& at);
 
 // A user's (or the master's) requests. An error says why it cannot be done and changes nothing.

@@ -30,7 +30,8 @@ namespace jc::nexec {
 // refuses them, so a master never acts on another store's job of the same number.
 class Master::StampedDialer final : public AgentDialer {
  public:
-  StampedDialer(AgentDialer* inner, const std::string* identity) : inner_(inner), identity_(identity) {}
+  StampedDialer(AgentDialer* inner, const std::string* identity, int64_t term)
+      : inner_(inner), identity_(identity), term_(term) {}
   absl::StatusOr<int> Launch(const std::string& address, const pb::LaunchRequest& req) override {
     return inner_->Launch(address, req);  // MakeLaunch stamped it
   }
@@ -41,11 +42,16 @@ class Master::StampedDialer final : public AgentDialer {
   absl::Status Signal(const std::string& address, const pb::SignalRequest& req) override {
     pb::SignalRequest stamped = req;
     stamped.set_master_identity(*identity_);
+    stamped.set_master_term(term_);
     return inner_->Signal(address, stamped);
+  }
+  absl::Status Lead(const std::string& address, const pb::LeadRequest& req) override {
+    return inner_->Lead(address, req);  // made with the identity and term
   }
   absl::StatusOr<int64_t> SendInput(const std::string& address, const pb::InputRequest& req) override {
     pb::InputRequest stamped = req;
     stamped.set_master_identity(*identity_);
+    stamped.set_master_term(term_);
     return inner_->SendInput(address, stamped);
   }
   absl::StatusOr<std::string> ReadLog(const std::string& address, const pb::ReadLogRequest& req,
@@ -58,6 +64,7 @@ class Master::StampedDialer final : public AgentDialer {
  private:
   AgentDialer* inner_;
   const std::string* identity_;
+  int64_t term_;
 };
 
 Master::Master(store::Store* store, const Clock* clock, AgentDialer* dialer,
@@ -65,9 +72,14 @@ Master::Master(store::Store* store, const Clock* clock, AgentDialer* dialer,
     : store_(store), clock_(clock), dialer_(dialer), options_(std::move(options)),
       config_(std::move(config)), access_config_(std::make_shared<const ExecutorConfig>(config_)) {
   if (dialer_ != nullptr) {
-    stamped_ = std::make_unique<StampedDialer>(dialer_, &identity_);
+    stamped_ = std::make_unique<StampedDialer>(dialer_, &identity_, options_.term);
     dialer_ = stamped_.get();
   }
+  launcher_ = std::make_unique<Launcher>(
+      dialer_, launchers_.get(),
+      [this](std::vector<pb::LaunchRequest> batch, std::vector<absl::StatusOr<int>> pids) {
+        OnLaunched(std::move(batch), std::move(pids));
+      });
   for (const auto& t : config_.host_types) scheduler_.AddHostType(t).IgnoreError();
   for (const auto& [group, members] : config_.user_groups) scheduler_.DefineUserGroup(group, members);
   scheduler_.SetLimits(config_.limits);
@@ -155,7 +167,7 @@ absl::Status Master::Recover() {
     JC_ASSIGN_OR_RETURN(pb::AgentInfo info, store::DecodeDoc<pb::AgentInfo>(row[1]));
     JC_RETURN_IF_ERROR(AddHostRecord(info));
     // Known hosts get a grace period to report again before they count as lost.
-    hosts_[info.host()] = {info, now, true};
+    hosts_.Add(info, now);
   }
   // (After the hosts: a queue joins the scheduler once its hosts are known.)
   for (const pb::Job& job : history.recent) CountPastUsage(job, JobRequest(), now, forgotten_before);
@@ -387,6 +399,8 @@ void Master::Commit(Burst& burst) {
   for (int64_t id : burst.jobs) jobs.push_back(&jobs_.at(id).job);
   auto write = [&]() -> absl::Status {
     JC_ASSIGN_OR_RETURN(std::unique_ptr<store::Transaction> txn, store_->Begin());
+    // A master that lost its lease writes nothing (and, after the retries, stops).
+    if (options_.fence) JC_RETURN_IF_ERROR(options_.fence(*txn));
     for (const pb::Job* job : jobs) JC_RETURN_IF_ERROR(Persist(*txn, *job));
     for (const auto& [host, doc] : burst.hosts) {
       JC_ASSIGN_OR_RETURN(int64_t n, txn->Exec("UPDATE nexec_hosts SET doc = $2 WHERE id = $1", {host, doc}));
@@ -565,8 +579,7 @@ std::vector<pb::Job> Master::ListJobs(const pb::ListJobsRequest& req) {
 }
 
 std::string Master::AddressOf(const std::string& host) const {
-  auto it = hosts_.find(host);
-  return it == hosts_.end() ? "" : it->second.info.address();
+  return hosts_.AddressOf(host);
 }
 
 void Master::AddAssignedUnits(const pb::Job& job, const std::string& host, pb::LaunchRequest* l) {
@@ -600,6 +613,7 @@ void Master::DescribeAllocation(const HostAllocation& a, pb::Task* t) {
 pb::LaunchRequest Master::MakeLaunch(const pb::Job& job) const {
   pb::LaunchRequest l;
   l.set_master_identity(identity_);
+  l.set_master_term(options_.term);
   l.set_job_id(job.id());
   l.set_task_index(0);
   l.set_attempt(job.attempt());
@@ -750,31 +764,37 @@ const QueueConfig* Master::QueueConfigOf(const std::string& name) const {
   return nullptr;
 }
 
-void Master::StartLaunch(Launch l) {
-  // One sender per agent, which takes whatever queued while its previous call was under
-  // way as one LaunchBatch (common/outbox.h, the component the job manager's dispatch
-  // uses too).
-  std::string address = l.address;
-  if (launches_.Add(address, std::move(l.request))) {
-    launchers_->Run([this, address] { DrainLaunches(address); });
-  }
+void Master::TellTermTo(const pb::AgentInfo& info) {
+  // A master alone (no lease) has no term to tell; each agent is told once per term.
+  if (options_.term == 0 || !told_term_.insert(info.host()).second) return;
+  pb::LeadRequest req;
+  req.set_master_identity(identity_);
+  req.set_master_term(options_.term);
+  AfterCommit([this, address = info.address(), host = info.host(), req] {
+    launchers_->Run([this, address, host, req] {
+      absl::Status told = dialer_->Lead(address, req);
+      if (told.ok()) return;
+      spdlog::warn("nexec host {}: telling its agent of term {} failed ({}); told again at its next heartbeat", host,
+                   req.master_term(), told.ToString());
+      loop_.Post([this, host] { told_term_.erase(host); });
+    });
+  });
 }
 
-void Master::DrainLaunches(const std::string& address) {
-  while (true) {
-    std::vector<pb::LaunchRequest> batch = launches_.Take(address);
-    if (batch.empty()) return;
-    std::vector<absl::StatusOr<int>> pids = dialer_->LaunchBatch(address, batch);
-    pids.resize(batch.size(), absl::InternalError("the agent returned fewer results than launches"));
-    OnLaunched(std::move(batch), std::move(pids));
-  }
-}
+void Master::StartLaunch(Launch l) { launcher_->Launch(l.address, std::move(l.request)); }
 
 void Master::OnLaunched(std::vector<pb::LaunchRequest> batch, std::vector<absl::StatusOr<int>> pids) {
   // A sender's answers: posted as one message, not waited on (the sender goes on with its
   // next batch).
   loop_.Post([this, batch = std::move(batch), pids = std::move(pids)] {
     for (size_t i = 0; i < batch.size(); ++i) {
+      if (!pids[i].ok() && IsStaleTerm(pids[i].status())) {
+        // An agent has heard from a later leader: this master's term is over, whatever it
+        // believes of its lease. It acts on nothing more (restarted, it stands by).
+        spdlog::critical("nexec master: {}; exiting so that it acts on nothing more", pids[i].status().message());
+        spdlog::default_logger()->flush();
+        std::_Exit(4);
+      }
       auto it = jobs_.find(batch[i].job_id());
       if (it == jobs_.end()) continue;
       JobRecord& rec = it->second;
@@ -788,8 +808,8 @@ void Master::OnLaunched(std::vector<pb::LaunchRequest> batch, std::vector<absl::
       // Its agent serves another store: nothing more goes there (the job itself went back
       // to its queue) until its heartbeats say it serves this one.
       if (absl::IsAborted(pid.status()) && !host.empty()) {
-        if (auto h = hosts_.find(host); h != hosts_.end() && h->second.available) {
-          LoseHost(host, h->second, absl::StrCat("its agent refused a launch: ", pid.status().message()));
+        if (HostBook::Host* h = hosts_.Find(host); h != nullptr && h->available) {
+          LoseHost(host, *h, absl::StrCat("its agent refused a launch: ", pid.status().message()));
         }
       }
     }
@@ -891,21 +911,23 @@ absl::StatusOr<pb::HeartbeatResponse> Master::HeartbeatOnLoop(const pb::Heartbea
   const pb::AgentInfo& info = req.info();
   pb::HeartbeatResponse resp;
   resp.set_master_identity(identity_);
+  resp.set_master_term(options_.term);
   // An agent serving another master's store: its reports name that store's jobs (its job
   // 1 is not ours). It binds to this store once none of them runs (HeartbeatResponse).
   if (!info.master_identity().empty() && !identity_.empty() && info.master_identity() != identity_) {
     RefuseHeartbeat(req);
     return resp;
   }
-  refusals_.erase(info.host());
+  hosts_.Accepted(info.host());
+  TellTermTo(info);
   std::vector<Launch> relaunch;
   // The host half: the host book, its resources and sensors — read on the full
   // heartbeats; one with only exits says the host is alive.
-  auto known = hosts_.find(info.host());
-  const bool exits_only = req.exits_only() && known != hosts_.end() && known->second.available;
+  HostBook::Host* known = hosts_.Find(info.host());
+  const bool exits_only = req.exits_only() && known != nullptr && known->available;
   bool freed = false;
   if (exits_only) {
-    known->second.last_seen = clock_->Now();
+    known->last_seen = clock_->Now();
   } else {
     JC_ASSIGN_OR_RETURN(freed, HostHeartbeat(info));
   }
@@ -938,7 +960,11 @@ absl::StatusOr<pb::HeartbeatResponse> Master::HeartbeatOnLoop(const pb::Heartbea
     }
     const bool first_task = r.task_index() == 0 && !job_state::Ended(rec.job.state()) &&
                             rec.job.state() != pb::PENDING && rec.job.attempt() == r.attempt();
-    job_state::Effects fx = job_state::TaskReported(rec, r, info.host(), PreExecRetries(rec), Now());
+    // One ended by its agent's restart, not by itself, gets the host's rules (rerun or fail).
+    job_state::Effects fx =
+        r.ended_by_agent_restart()
+            ? job_state::EndedByAgentRestart(rec, r, RerunsOnHostFailure(rec), info.host(), PreExecRetries(rec), Now())
+            : job_state::TaskReported(rec, r, info.host(), PreExecRetries(rec), Now());
     if (fx.kill_report) *resp.add_kill() = r;
     if (fx.notify.has_value()) *resp.add_notify() = std::move(*fx.notify);
     if (first_task) {
@@ -1017,7 +1043,7 @@ absl::Status Master::Reconfigure(ExecutorConfig config) {
   }
   for (const auto& t : config.host_types) JC_RETURN_IF_ERROR(scheduler_.AddHostType(t));
   for (const auto& [group, members] : config.user_groups) scheduler_.DefineUserGroup(group, members);
-  for (const auto& [name, h] : hosts_) {
+  for (const auto& [name, h] : hosts_.hosts()) {
     auto st = config.hosts.find(name);
     std::string type = st == config.hosts.end() ? "" : st->second.type;
     scheduler_.SetHostType(name, type).IgnoreError();

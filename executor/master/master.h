@@ -38,8 +38,11 @@
 #include "common/thread_pool.h"
 #include "executor/sensor/sensor.h"
 #include "executor/master/access.h"
+#include "executor/master/agent_dialer.h"
 #include "executor/master/config.h"
+#include "executor/master/host_book.h"
 #include "executor/master/job_state.h"
+#include "executor/master/launcher.h"
 #include "executor/master/master_metrics.h"
 #include "executor/master/timed_jobs.h"
 #include "executor/policy/scheduler.h"
@@ -48,30 +51,6 @@
 namespace jc::nexec {
 
 namespace pb = ::nexec::v1;
-
-// How the master reaches an agent.
-class AgentDialer {
- public:
-  virtual ~AgentDialer() = default;
-  // Starts a task; AlreadyExists (the same task attempt already runs) counts as success.
-  virtual absl::StatusOr<int> Launch(const std::string& address, const pb::LaunchRequest& req) = 0;
-  // Several launches to one agent; one result per request, in order. By default one
-  // Launch each.
-  virtual std::vector<absl::StatusOr<int>> LaunchBatch(const std::string& address,
-                                                       const std::vector<pb::LaunchRequest>& reqs) {
-    std::vector<absl::StatusOr<int>> out;
-    for (const auto& r : reqs) out.push_back(Launch(address, r));
-    return out;
-  }
-  virtual absl::Status Signal(const std::string& address, const pb::SignalRequest& req) = 0;
-  // Input for an interactive task; answers the bytes the agent took.
-  virtual absl::StatusOr<int64_t> SendInput(const std::string& address, const pb::InputRequest& req) {
-    return absl::UnimplementedError("this dialer passes no input");
-  }
-  // Reads a task's output from `offset`, at most `max_bytes`.
-  virtual absl::StatusOr<std::string> ReadLog(const std::string& address,
-                                              const pb::ReadLogRequest& req, int64_t max_bytes) = 0;
-};
 
 struct MasterOptions {
   absl::Duration host_timeout = absl::Seconds(10);  // silence before a host is unavailable
@@ -91,6 +70,13 @@ struct MasterOptions {
   // their clean period is over (thousands of jobs a second would otherwise hold millions
   // for an hour). Zero: no bound.
   int64_t max_ended_jobs = 100'000;
+  // Leadership (several masters on one store, docs/executor.md "High availability"): the
+  // term this master leads in, sent in every launch, signal, input and command so that an
+  // agent that has seen a later leader refuses them; and the fence every write checks in
+  // its transaction first (the lease still held), so a master that lost the lease writes
+  // nothing and stops (commit or stop). 0 and none: a master alone, as in unit tests.
+  int64_t term = 0;
+  std::function<absl::Status(store::Transaction&)> fence;
 };
 
 struct MasterStats {
@@ -110,6 +96,7 @@ class Master {
   absl::Status Recover();
   // The store's identity, sent in every launch and signal (empty before Recover).
   const std::string& identity() const { return identity_; }
+  int64_t term() const { return options_.term; }
 
   absl::StatusOr<int64_t> Submit(pb::JobSpec spec);
   // The same without waiting (the gRPC edge's form: no handler thread blocks on the loop):
@@ -251,14 +238,9 @@ class Master {
     int64_t id = 0;
     std::string user;
   };
-  struct HostRecord {
-    pb::AgentInfo info;
-    absl::Time last_seen;
-    bool available = false;
-  };
   // The host is unavailable (`why`): nothing more is placed there, and its jobs' host
   // rules apply (rerun or fail).
-  void LoseHost(const std::string& name, HostRecord& host, const std::string& why);
+  void LoseHost(const std::string& name, HostBook::Host& host, const std::string& why);
   struct Launch {
     std::string address;
     pb::LaunchRequest request;
@@ -403,9 +385,12 @@ class Master {
   absl::Status SignalTasks(const SignalTargets& targets, pb::SignalRequest::Action action);
   // The launch of a remote task.
   pb::LaunchRequest MakeRemoteLaunch(const pb::Job& job, const pb::Task& task, const pb::RunTaskRequest& req) const;
-  // Queues a launch for its agent; one sender per agent drains the queue in batches.
+  // A leader tells each agent that heartbeats its term once (Agent.Lead, a signed call), so
+  // that the agent refuses the requests of a master of an earlier term from then on.
+  void TellTermTo(const pb::AgentInfo& info);
+  // Queues a launch for its agent (the launcher: one sender per agent, in batches).
   void StartLaunch(Launch launch);
-  void DrainLaunches(const std::string& address);  // a sender, off the loop
+  // A sender's answers, posted to the loop.
   void OnLaunched(std::vector<pb::LaunchRequest> batch, std::vector<absl::StatusOr<int>> pids);
   void UpdateMetrics();  // off the loop
   // A capacity queue's virtual clusters as `nexec queues` and /metrics show them.
@@ -433,14 +418,6 @@ class Master {
   std::unique_ptr<AgentDialer> stamped_;
   AgentDialer* dialer_;
   std::string identity_;  // the store's nexec_master identity (Recover reads or makes it)
-  // Agents that serve another master's store and refuse this one (Host state "refused"),
-  // by host: why, and when it last said so.
-  struct Refusal {
-    pb::AgentInfo info;
-    std::string reason;
-    absl::Time at;
-  };
-  std::map<std::string, Refusal> refusals_;
   std::unique_ptr<SensorRunner> sensors_;  // ress.master, when there is one (set by Start)
   MasterOptions options_;
   EventLog<pb::JobEvent> events_{16384};
@@ -462,7 +439,9 @@ class Master {
   // Jobs by state and queue, kept as each job's write is committed (Recount), so /metrics
   // does not walk every job the master remembers each second.
   std::map<std::pair<pb::JobState, std::string>, int> jobs_by_state_;
-  std::map<std::string, HostRecord> hosts_;
+  // The hosts, and the agents that refuse this master (Host state "refused").
+  HostBook hosts_;
+  std::set<std::string> told_term_;  // hosts whose agent was told this master's term
   int64_t next_id_ = 1;
   std::map<int64_t, TimedRecord> timed_jobs_;
   int64_t next_timed_id_ = 1;
@@ -478,9 +457,6 @@ class Master {
   std::shared_ptr<const ExecutorConfig> AccessConfig() const;
   mutable std::mutex access_mu_;
   std::shared_ptr<const ExecutorConfig> access_config_;  // under access_mu_
-  // Launches waiting for their agent, by agent address: one sender per agent, a batch of
-  // whatever queued per call.
-  Outboxes<pb::LaunchRequest> launches_{0, 1};
   std::mutex housekeeping_mu_;
   std::condition_variable housekeeping_cv_;
   bool stopping_ = false;  // under housekeeping_mu_
@@ -489,6 +465,9 @@ class Master {
   // ---- Threads. The loop is stopped before the state it touches is destroyed (Stop, from
   // the destructor); the pool is declared last so that it is destroyed (and joined) first.
   EventLoop loop_;
+  // Launches waiting for their agent (made by the constructor); its senders run on the pool
+  // below, which is destroyed (joined) before it.
+  std::unique_ptr<Launcher> launcher_;
   // Launch RPCs and the calls a cycle leaves (signals, preemptions) run here, several at
   // once, so the loop never waits on agents.
   std::unique_ptr<ThreadPool> launchers_ = std::make_unique<ThreadPool>(8);

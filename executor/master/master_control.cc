@@ -127,11 +127,10 @@ absl::StatusOr<pb::Task> Master::RunTask(const pb::RunTaskRequest& req) {
       return absl::InvalidArgumentError(absl::StrCat("host \"", req.host(), "\" is not in job ", req.job_id(),
                                                      "'s allocation (", absl::StrJoin(hosts, " "), ")"));
     }
-    auto host = hosts_.find(req.host());
-    if (host == hosts_.end() || !host->second.available) {
+    if (!hosts_.Available(req.host())) {
       return absl::UnavailableError(absl::StrCat("host ", req.host(), " is unavailable"));
     }
-    address = host->second.info.address();
+    address = hosts_.AddressOf(req.host());
     task.set_index(rec.job.tasks_size());
     task.set_host(req.host());
     for (int32_t g : gpus) task.add_gpus(g);
@@ -211,8 +210,7 @@ absl::StatusOr<pb::Job> Master::Kill(int64_t id, const std::string& reason, bool
     if (only_if_pending && taken_back != nullptr) *taken_back = true;
     bool host_available = false;
     if (!rec.job.tasks().empty()) {
-      auto host = hosts_.find(rec.job.tasks(0).host());
-      host_available = host != hosts_.end() && host->second.available;
+      host_available = hosts_.Available(rec.job.tasks(0).host());
     }
     JC_ASSIGN_OR_RETURN(job_state::Effects fx, job_state::AskKill(rec, reason, host_available, Now()));
     ApplyEffects(rec, fx);
@@ -319,6 +317,7 @@ absl::StatusOr<std::string> Master::ExecTarget(pb::ExecStart* start) {
     }
     start->set_attempt(job.attempt());
     start->set_master_identity(identity_);
+    start->set_master_term(options_.term);
     return AddressOf(task.host());
   });
   if (!address.ok()) return UnlessCleaned(address.status(), start->job_id(), "exec'd in");

@@ -64,22 +64,22 @@ absl::Status Master::AddHostRecord(const pb::AgentInfo& info) {
 absl::StatusOr<bool> Master::HostHeartbeat(const pb::AgentInfo& info) {
   bool freed = false;
   std::string doc;
-  auto host = hosts_.find(info.host());
-  if (host == hosts_.end()) {
+  HostBook::Host* host = hosts_.Find(info.host());
+  if (host == nullptr) {
     JC_RETURN_IF_ERROR(AddHostRecord(info));
     JC_ASSIGN_OR_RETURN(doc, store::EncodeDoc(info));
-    host = hosts_.emplace(info.host(), HostRecord{info, clock_->Now(), true}).first;
+    host = &hosts_.Add(info, clock_->Now());
     spdlog::info("nexec host {} joined: {} slots, {} MB, gpus [{}]", info.host(), info.cpus(),
                  info.mem_mb(), absl::StrJoin(info.gpus(), ","));
     freed = true;
-  } else if (!host->second.available) {
+  } else if (!host->available) {
     if (absl::Status s = scheduler_.SetHostState(info.host(), HostState::kOk); !s.ok()) {
       spdlog::error("nexec host {}: cannot mark it available: {}", info.host(), s.ToString());  // known host: a bug
     }
     spdlog::info("nexec host {} is back", info.host());
     freed = true;
   }
-  const pb::AgentInfo& before = host->second.info;
+  const pb::AgentInfo& before = host->info;
   if (before.cpus() != info.cpus() || before.mem_mb() != info.mem_mb() ||
       before.swap_mb() != info.swap_mb() ||
       !std::equal(before.gpus().begin(), before.gpus().end(), info.gpus().begin(),
@@ -113,9 +113,9 @@ absl::StatusOr<bool> Master::HostHeartbeat(const pb::AgentInfo& info) {
                  absl::StrJoin(info.resources(), ",", absl::PairFormatter("=")));
     freed = true;
   }
-  host->second.info = info;
-  host->second.last_seen = clock_->Now();
-  host->second.available = true;
+  host->info = info;
+  host->last_seen = clock_->Now();
+  host->available = true;
   // Measured, not reserved: select[memfree>4096] sees what the host itself has free now.
   // In memory, for a host known here: a failure is a bug, said, and the heartbeat goes on.
   for (const auto& [name, value] : {std::pair<const char*, double>{"r1m", info.load_1m()},
@@ -152,8 +152,9 @@ absl::StatusOr<bool> Master::HostHeartbeat(const pb::AgentInfo& info) {
   return freed;
 }
 
-void Master::LoseHost(const std::string& name, HostRecord& host, const std::string& why) {
+void Master::LoseHost(const std::string& name, HostBook::Host& host, const std::string& why) {
   host.available = false;
+  told_term_.erase(name);  // its agent may come back as another (a new state directory): told again
   // In memory only (the host's silence is not stored): a refusal means the scheduler's
   // model and the host book disagree, a defect to see, not a state to act on.
   if (absl::Status s = scheduler_.SetHostState(name, HostState::kUnavailable); !s.ok()) {
@@ -180,28 +181,24 @@ void Master::RefuseHeartbeat(const pb::HeartbeatRequest& req) {
       absl::StrCat("its agent serves the master of store ", info.master_identity(), ", not this one (store ",
                    identity_, "), and runs ", running, " task(s) of that store: it takes work from this master once "
                    "they end (or once the agent restarts, which ends them)");
-  auto [it, fresh] = refusals_.try_emplace(info.host());
-  if (fresh || it->second.reason != reason) spdlog::warn("nexec host {} refuses this master: {}", info.host(), reason);
-  it->second = {info, reason, clock_->Now()};
+  if (hosts_.Refuse(info, reason, clock_->Now())) {
+    spdlog::warn("nexec host {} refuses this master: {}", info.host(), reason);
+  }
   // Nothing of this store runs there any more: its jobs there are lost now, and nothing
   // more is placed there.
-  if (auto host = hosts_.find(info.host()); host != hosts_.end() && host->second.available) {
-    LoseHost(info.host(), host->second, reason);
+  if (HostBook::Host* host = hosts_.Find(info.host()); host != nullptr && host->available) {
+    LoseHost(info.host(), *host, reason);
   }
 }
 
 absl::Status Master::CheckHosts() {
   return OnLoop([this] {
     absl::Time now = clock_->Now();
-    for (auto& [name, host] : hosts_) {
-      if (!host.available || now - host.last_seen < options_.host_timeout) continue;
+    for (const std::string& name : hosts_.Silent(now, options_.host_timeout)) {
+      HostBook::Host& host = *hosts_.Find(name);
       LoseHost(name, host, absl::StrCat("no heartbeat for ", absl::FormatDuration(now - host.last_seen)));
     }
-    // A refusal not heard again within the host timeout is forgotten (the agent went
-    // away, or serves this master now).
-    for (auto it = refusals_.begin(); it != refusals_.end();) {
-      it = now - it->second.at >= options_.host_timeout ? refusals_.erase(it) : std::next(it);
-    }
+    hosts_.ForgetRefusals(now, options_.host_timeout);
     return absl::OkStatus();
   });
 }
@@ -223,13 +220,13 @@ std::vector<pb::Host> Master::ListHosts() {
       for (int g : t.gpus()) used_gpus[t.host()].push_back(g);
     }
   }
-  for (const auto& [name, h] : hosts_) {
+  for (const auto& [name, h] : hosts_.hosts()) {
     pb::Host o;
     o.set_name(name);
     o.set_state(h.available ? "ok" : "unavailable");
-    if (auto refused = refusals_.find(name); refused != refusals_.end()) {
+    if (const HostBook::Refusal* refused = hosts_.RefusalOf(name); refused != nullptr) {
       o.set_state("refused");
-      o.set_reason(refused->second.reason);
+      o.set_reason(refused->reason);
     }
     auto st = config_.hosts.find(name);
     o.set_type(st == config_.hosts.end() || st->second.type.empty() ? "default" : st->second.type);
@@ -248,7 +245,7 @@ std::vector<pb::Host> Master::ListHosts() {
     o.set_swap_free_mb(h.info.swap_free_mb());
     *o.mutable_image_digests() = h.info.image_digests();
     *o.mutable_resources() = h.info.resources();
-    for (const auto& [other, oh] : hosts_) {
+    for (const auto& [other, oh] : hosts_.hosts()) {
       for (const auto& r : oh.info.sensors()) {
         bool here = r.locale().empty() ? other == name
                                        : std::find(r.locale().begin(), r.locale().end(), name) !=
@@ -264,8 +261,8 @@ std::vector<pb::Host> Master::ListHosts() {
     out.push_back(o);
   }
   // Hosts that never served this master and refuse it: listed so an operator sees why.
-  for (const auto& [name, refusal] : refusals_) {
-    if (hosts_.count(name)) continue;
+  for (const auto& [name, refusal] : hosts_.refusals()) {
+    if (hosts_.Knows(name)) continue;
     pb::Host& o = out.emplace_back();
     o.set_name(name);
     o.set_state("refused");
@@ -301,7 +298,7 @@ bool Master::ApplySensor(const pb::SensorResource& r, const std::string& reporte
   std::vector<std::string> targets(r.locale().begin(), r.locale().end());
   if (targets.empty() && !reporter.empty()) targets.push_back(reporter);
   if (targets.empty()) {
-    for (const auto& [name, h] : hosts_) targets.push_back(name);
+    for (const auto& [name, h] : hosts_.hosts()) targets.push_back(name);
   }
   bool changed_any = false;
   for (const auto& target : targets) {
@@ -313,7 +310,7 @@ bool Master::ApplySensor(const pb::SensorResource& r, const std::string& reporte
   if (const double* total = std::get_if<double>(&value); total != nullptr && targets.size() > 1) {
     std::vector<std::string> known;
     for (const auto& target : targets) {
-      if (hosts_.count(target)) known.push_back(target);
+      if (hosts_.Knows(target)) known.push_back(target);
     }
     if (!known.empty()) {
       // One stock per record scope, whatever hosts join it later.

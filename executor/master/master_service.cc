@@ -44,7 +44,21 @@ grpc::ServerUnaryReactor* FinishNow(grpc::ServerUnaryReactor* reactor, const Sta
 class MasterService final
     : public pb::Master::WithCallbackMethod_Submit<pb::Master::WithCallbackMethod_Heartbeat<pb::Master::Service>> {
  public:
-  MasterService(Master* m, MungeAuth auth, uid_t agent_uid) : m_(m), auth_(std::move(auth)), agent_uid_(agent_uid) {}
+  MasterService(Master* m, MungeAuth auth, uid_t agent_uid, std::function<pb::LeadershipInfo()> leadership)
+      : m_(m), auth_(std::move(auth)), agent_uid_(agent_uid), leadership_(std::move(leadership)) {}
+
+  // Anyone may ask who leads (a standby answers it too): it tells nothing but addresses.
+  Status Leadership(ServerContext*, const pb::LeadershipRequest*, pb::LeadershipInfo* resp) override {
+    if (leadership_) {
+      *resp = leadership_();
+    } else {
+      resp->set_leading(true);
+      resp->set_state("leading");
+      resp->set_term(m_->term());
+    }
+    resp->set_identity(m_->identity());
+    return Status::OK;
+  }
 
   grpc::ServerUnaryReactor* Submit(grpc::CallbackServerContext* ctx, const pb::SubmitRequest* req,
                                    pb::SubmitResponse* resp) override {
@@ -400,6 +414,7 @@ class MasterService final
   Master* m_;
   const MungeAuth auth_;
   const uid_t agent_uid_;
+  std::function<pb::LeadershipInfo()> leadership_;
 };
 
 // The master's calls to agents, each signed with munge: agents take launches only from
@@ -445,6 +460,11 @@ class GrpcAgentDialer final : public AgentDialer {
       return Stub(address)->Signal(ctx, req, &resp);
     }));
   }
+  absl::Status Lead(const std::string& address, const pb::LeadRequest& req) override {
+    pb::LeadResponse resp;
+    return FromGrpcStatus(auth_.Call(address, "agent.Lead", req, std::chrono::seconds(10),
+                                     [&](grpc::ClientContext* ctx) { return Stub(address)->Lead(ctx, req, &resp); }));
+  }
   absl::StatusOr<int64_t> SendInput(const std::string& address, const pb::InputRequest& req) override {
     pb::InputResponse resp;
     grpc::Status s = auth_.Call(address, "agent.SendInput", req, std::chrono::seconds(10),
@@ -488,8 +508,9 @@ class GrpcAgentDialer final : public AgentDialer {
 
 }  // namespace
 
-std::unique_ptr<grpc::Service> MakeMasterService(Master* master, const MungeAuth& auth, uid_t agent_uid) {
-  return std::make_unique<MasterService>(master, auth, agent_uid);
+std::unique_ptr<grpc::Service> MakeMasterService(Master* master, const MungeAuth& auth, uid_t agent_uid,
+                                                 std::function<pb::LeadershipInfo()> leadership) {
+  return std::make_unique<MasterService>(master, auth, agent_uid, std::move(leadership));
 }
 
 std::unique_ptr<AgentDialer> MakeGrpcAgentDialer(const MungeAuth& auth) {

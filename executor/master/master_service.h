@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include <grpcpp/impl/codegen/service_type.h>
@@ -11,7 +12,9 @@ namespace jc::nexec {
 
 // The gRPC edge of the master (nexec.v1.Master). Every call is verified with `auth`;
 // heartbeats are taken only from root or `agent_uid`, the account agents run as.
-std::unique_ptr<grpc::Service> MakeMasterService(Master* master, const MungeAuth& auth, uid_t agent_uid);
+// `leadership` answers Leadership (who leads: master_lease.h); none: this master alone.
+std::unique_ptr<grpc::Service> MakeMasterService(Master* master, const MungeAuth& auth, uid_t agent_uid,
+                                                 std::function<pb::LeadershipInfo()> leadership = nullptr);
 
 // Reaches agents over gRPC, one channel per agent address, every call signed with `auth`.
 std::unique_ptr<AgentDialer> MakeGrpcAgentDialer(const MungeAuth& auth);

@@ -99,7 +99,7 @@ std::string DefaultInstanceId() {
 
 absl::Status JobManager::Start() {
   std::string instance = options_.instance_id.empty() ? DefaultInstanceId() : options_.instance_id;
-  leadership_ = std::make_unique<Leadership>(store_, instance, options_.lease_ttl);
+  leadership_ = std::make_unique<store::Leadership>(store_, "jobs", instance, options_.lease_ttl);
   jobs_.FenceWith(&leadership_->lease());
   absl::StatusOr<std::string> origin = jobs_.Identity();
   if (!origin.ok()) return origin.status();

@@ -44,7 +44,7 @@
 #include "services/jobs/job_state.h"
 #include "services/jobs/job_store.h"
 #include "services/jobs/burst_writer.h"
-#include "services/jobs/leadership.h"
+#include "common/store/leadership.h"
 #include "services/jobs/move_planner.h"
 #include "services/jobs/replica_tracker.h"
 #include "services/jobs/stager.h"
@@ -487,7 +487,7 @@ class JobManager {
 
   // ---- Collaborators. The pool is declared last so that it is destroyed first, while
   // what its work refers to still exists. ----
-  std::unique_ptr<Leadership> leadership_;  // the cycle thread's
+  std::unique_ptr<store::Leadership> leadership_;  // the cycle thread's
   JobEvents events_;
   EventLoop loop_;
   PeriodicTask cycle_;

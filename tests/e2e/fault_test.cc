@@ -96,7 +96,7 @@ class Harness {
     ++nexec_starts_;
     nexec_ = std::make_unique<Process>(
         std::vector<std::string>{JC_NEXEC_MASTER, "--listen=127.0.0.1:" + std::to_string(nexec_port_),
-                                 "--data_dir=" + dir_ + "/nexec", "--metrics_address=", "--host_timeout=3s",
+                                 "--data_dir=" + dir_ + "/nexec", "--metrics_address=", "--host_timeout=3s", "--lease_ttl=2s",
                                  "--config=" + dir_ + "/nexec.yaml"},
         dir_ + "/nexec" + std::to_string(nexec_starts_) + ".log");
     auto port = nexec_->WaitForLog(R"(nexec master listening on port (\d+))");

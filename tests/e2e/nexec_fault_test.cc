@@ -62,7 +62,9 @@ TEST_CASE("a nexec master SIGKILLed during thousands of submissions loses no ack
   std::unique_ptr<Process> master;
   auto start_master = [&] {
     std::vector<std::string> args{JC_NEXEC_MASTER, "--listen=127.0.0.1:" + std::to_string(port),
-                                  "--host_timeout=30s", "--metrics_address="};
+                                  "--host_timeout=30s", "--metrics_address=",
+                                  // SIGKILLed, it waits for its old lease to end when it starts again.
+                                  "--lease_ttl=2s"};
     args.insert(args.end(), store_flags.begin(), store_flags.end());
     master = std::make_unique<Process>(args, (dir / ("master" + std::to_string(++starts) + ".log")).string());
     auto p = master->WaitForLog(R"(nexec master listening on port (\d+))");

@@ -97,7 +97,9 @@ class Cluster {
     std::vector<std::string> args{JC_NEXEC_MASTER, "--listen=127.0.0.1:" + std::to_string(port_),
                                   "--data_dir=" + (dir_ / data_name_).string(),
                                   "--host_timeout=" + host_timeout_,
-                                  "--metrics_address=127.0.0.1:0"};
+                                  // A master SIGKILLed and started again waits for its old
+                                  // lease to end: short here.
+                                  "--lease_ttl=2s", "--metrics_address=127.0.0.1:0"};
     if (std::filesystem::exists(dir_ / "nexec.yaml")) args.push_back("--config=" + (dir_ / "nexec.yaml").string());
     args.insert(args.end(), store_flags_.begin(), store_flags_.end());
     args.insert(args.end(), master_extra_.begin(), master_extra_.end());

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "common/store/group_commit.h"
+#include "common/store/leadership.h"
 #include "common/store/lease.h"
 #include "common/store/schema.h"
 #include "tests/testing/test_store.h"
@@ -320,4 +321,57 @@ TEST_CASE("a lease has one holder, and another takes it only once it expired or 
   // A lease of another name is another lease.
   jc::store::Lease other(store.get(), "other", "host-b", absl::Seconds(10));
   CHECK(*other.TryAcquire(t0 + absl::Seconds(21)));
+}
+
+TEST_CASE("a lease's term goes up each time it changes hands, is taken again after it ended, or a new holding "
+          "begins under the same name, and stays while its holder renews it (issue 47)",
+          "[B11][store]") {
+  auto store = jc::testing::MakeTestStore();
+  jc::store::Lease a(store.get(), "nexec_master", "m1:6800", absl::Seconds(10));
+  jc::store::Lease b(store.get(), "nexec_master", "m2:6800", absl::Seconds(10));
+  absl::Time t0 = absl::FromUnixSeconds(1'700'000'000);
+  CHECK(*a.CurrentTerm() == 0);
+  REQUIRE(*a.TryAcquire(t0, /*new_term=*/true));
+  CHECK(a.term() == 1);
+  REQUIRE(*a.TryAcquire(t0 + absl::Seconds(2)));  // renewed: the same term
+  CHECK(a.term() == 1);
+  CHECK_FALSE(*b.TryAcquire(t0 + absl::Seconds(3), true));
+  CHECK(*b.CurrentTerm() == 1);
+  REQUIRE(*b.TryAcquire(t0 + absl::Seconds(13), true));  // a's hold ended: b's term
+  CHECK(b.term() == 2);
+  // m2 restarted before its hold ended takes it at once, in a new term: its predecessor's
+  // calls are of an older one.
+  jc::store::Lease b_again(store.get(), "nexec_master", "m2:6800", absl::Seconds(10));
+  REQUIRE(*b_again.TryAcquire(t0 + absl::Seconds(14), true));
+  CHECK(b_again.term() == 3);
+  // Renewals by the old holding see the term moved on.
+  REQUIRE(*b.TryAcquire(t0 + absl::Seconds(15)));
+  CHECK(b.term() == 3);
+  // Given up (a clean stop), the lease keeps its term: the next holder's is later, never
+  // back at 1 below what agents have seen (attacker helper-40: a rolling restart did that).
+  REQUIRE(b_again.Release().ok());
+  CHECK(a.Current()->first.empty());
+  REQUIRE(*a.TryAcquire(t0 + absl::Seconds(16), true));
+  CHECK(a.term() == 4);
+}
+
+TEST_CASE("leadership: a leader whose lease was taken anew, in a new term, is told to stop acting, and a standby "
+          "says who holds it (issue 47)",
+          "[B11][store]") {
+  auto store = jc::testing::MakeTestStore();
+  jc::store::Leadership first(store.get(), "nexec_master", "m1:6800", absl::Seconds(8), absl::Seconds(6));
+  std::string why;
+  REQUIRE(first.Take(absl::Now(), &why));
+  CHECK(first.term() == 1);
+  CHECK(first.Keep(absl::Now() + absl::Seconds(3)).ok());
+  // The same name taking it anew (a restarted process): the old holding stops.
+  jc::store::Leadership again(store.get(), "nexec_master", "m1:6800", absl::Seconds(8), absl::Seconds(6));
+  REQUIRE(again.Take(absl::Now() + absl::Seconds(4), &why));
+  CHECK(again.term() == 2);
+  absl::Status kept = first.Keep(absl::Now() + absl::Seconds(6));
+  CHECK(absl::IsUnavailable(kept));
+  CHECK(std::string(kept.message()).find("new term") != std::string::npos);
+  jc::store::Leadership other(store.get(), "nexec_master", "m2:6800", absl::Seconds(8), absl::Seconds(6));
+  CHECK_FALSE(other.Take(absl::Now() + absl::Seconds(5), &why));
+  CHECK(why.find("m1:6800 holds the nexec_master lease") != std::string::npos);
 }

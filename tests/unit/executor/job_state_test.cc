@@ -153,5 +153,43 @@ TEST_CASE("a launch an agent refuses because it serves another master's store go
                             "aaaa") == 0);
 }
 
+TEST_CASE("a task its agent's restart ended is a host failure, not the task's: rerun where the queue says so, "
+          "failed saying why otherwise, and a task that ended by itself keeps its exit code (issue 47) [B6][C7]") {
+  const At at{absl::UnixEpoch()};
+  pb::TaskReport r;
+  r.set_job_id(7);
+  r.set_attempt(0);
+  r.set_state(pb::TASK_EXITED);
+  r.set_exit_code(137);
+  r.set_ended_by_agent_restart(true);
+  {
+    Tracked t = Dispatched();
+    LaunchAnswered(t, 0, 1234, at);
+    Effects fx = EndedByAgentRestart(t, r, /*rerun_on_host_failure=*/true, "node2", 3, at);
+    CHECK(fx.scheduler == SchedulerStep::kRequeue);
+    CHECK(t.job.state() == pb::PENDING);
+    CHECK(t.job.attempt() == 1);
+    CHECK(t.job.reason() == "task ended by the restart of its agent on node2; rerun");
+  }
+  {
+    Tracked t = Dispatched();
+    LaunchAnswered(t, 0, 1234, at);
+    EndedByAgentRestart(t, r, /*rerun_on_host_failure=*/false, "node2", 3, at);
+    CHECK(t.job.state() == pb::EXIT);
+    CHECK(t.job.reason() == "task ended by the restart of its agent on node2");
+  }
+  {
+    // Its exit journaled before the agent died: reported as it ended, by itself.
+    Tracked t = Dispatched();
+    LaunchAnswered(t, 0, 1234, at);
+    pb::TaskReport done = r;
+    done.set_exit_code(0);
+    done.set_ended_by_agent_restart(false);
+    EndedByAgentRestart(t, done, true, "node2", 3, at);
+    CHECK(t.job.state() == pb::DONE);
+    CHECK(t.job.attempt() == 0);
+  }
+}
+
 }  // namespace
 }  // namespace jc::nexec::job_state

@@ -51,6 +51,31 @@ TEST_CASE("task journal: a successor inherits every task that started and did no
   CHECK(TaskJournal::Read(dir.journal()).empty());
 }
 
+TEST_CASE("task journal: a task that ended but whose exit the master has not taken is a successor's to report, "
+          "with its exit code, until it is taken (issue 47) [B6]") {
+  Dir dir;
+  {
+    auto journal = TaskJournal::Open(dir.journal(), dir.legacy());
+    REQUIRE(journal.ok());
+    REQUIRE((*journal)->Starting("5.0.0").ok());
+    REQUIRE((*journal)->Started("5.0.0", 4545, 779).ok());
+    REQUIRE((*journal)->Starting("6.0.0").ok());
+    REQUIRE((*journal)->Exited({{"5.0.0", 0}, {"6.0.0", 3}}).ok());
+    REQUIRE((*journal)->Ended("6.0.0").ok());  // its exit was taken
+  }
+  auto next = TaskJournal::Open(dir.journal(), dir.legacy());
+  REQUIRE(next.ok());
+  const auto& inherited = (*next)->Inherited();
+  REQUIRE(inherited.size() == 1);
+  REQUIRE(inherited.at("5.0.0").exit_code.has_value());
+  CHECK(*inherited.at("5.0.0").exit_code == 0);
+  CHECK(inherited.at("5.0.0").pgid == 4545);
+  // Rewritten at the start, it still says so; taken, it is gone.
+  CHECK(TaskJournal::Read(dir.journal()).at("5.0.0").exit_code == 0);
+  REQUIRE((*next)->Ended("5.0.0").ok());
+  CHECK(TaskJournal::Read(dir.journal()).empty());
+}
+
 TEST_CASE("task journal: tasks ended together (one round's exits) are all ended for the successor, the others "
           "kept [B6]") {
   Dir dir;

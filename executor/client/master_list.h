@@ -1,0 +1,71 @@
+#pragma once
+
+// The nexec masters a client was given (issue 47): several processes on one store, one of
+// which leads while the others stand by. Agents, the CLI, nexec-run and the native adapter
+// take the list ("host:port,host:port") and call the leader; a standby answers
+// UNAVAILABLE naming the leader in the trailing metadata "nexec-leader", and a master that
+// is down answers nothing, so on UNAVAILABLE a client moves to the leader named (when the
+// list has it) or to the next address. A list of one behaves as a single address always did.
+
+#include <grpcpp/grpcpp.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "nexec/v1/nexec.grpc.pb.h"
+
+namespace jc::nexec {
+
+inline constexpr char kLeaderMetadataKey[] = "nexec-leader";
+
+class MasterList {
+ public:
+  // "host:port[,host:port...]": InvalidArgument for an empty list or entry, or one with no
+  // port. `args` apply to every channel.
+  static absl::StatusOr<std::unique_ptr<MasterList>> Parse(absl::string_view list,
+                                                           const grpc::ChannelArguments& args = {});
+
+  const std::vector<std::string>& addresses() const { return addresses_; }
+  std::string Joined() const;
+  // The address to call: the leader as last known (the first address at start).
+  std::string Current() const;
+  ::nexec::v1::Master::Stub* Stub(const std::string& address);
+  // A call to `address` failed with `status`: true when another master may answer it
+  // (UNAVAILABLE: a standby, or a master down or stopping; DEADLINE_EXCEEDED: one hung or
+  // cut off); Current() is then the leader
+  // the standby named (`leader_named`, LeaderNamed of the call's context), when the list
+  // has it, else the next address.
+  bool Failed(const std::string& address, const grpc::Status& status, const std::string& leader_named);
+  // The leader a standby named in its answer on `ctx` ("" when none).
+  static std::string LeaderNamed(const grpc::ClientContext& ctx);
+
+  // Each master's answer to Leadership (nexec masters), in list order.
+  std::vector<std::pair<std::string, absl::StatusOr<::nexec::v1::LeadershipInfo>>> AskAll(absl::Duration timeout);
+  // Asks the masters in turn until one says it leads (it becomes Current()) or `wait` has
+  // passed: UNAVAILABLE then, with what each said.
+  absl::StatusOr<std::string> FindLeader(absl::Duration wait);
+  // At start: an address that answers and is not a nexec master (another service, a
+  // master of another kind) is refused with InvalidArgument naming it; one that does not
+  // answer is taken (a standby that is down now).
+  absl::Status Check(absl::Duration timeout);
+
+ private:
+  explicit MasterList(std::vector<std::string> addresses, grpc::ChannelArguments args)
+      : addresses_(std::move(addresses)), args_(std::move(args)) {}
+  absl::StatusOr<::nexec::v1::LeadershipInfo> Ask(const std::string& address, absl::Duration timeout);
+
+  const std::vector<std::string> addresses_;
+  const grpc::ChannelArguments args_;
+  mutable std::mutex mu_;
+  size_t current_ = 0;                                                           // under mu_
+  std::map<std::string, std::unique_ptr<::nexec::v1::Master::Stub>> stubs_;  // under mu_
+};
+
+}  // namespace jc::nexec
