@@ -26,6 +26,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "adapters/native/nexec_backend.h"
 #include "executor/auth/munge_auth.h"
 #include "executor/client/master_list.h"
 #include "nexec/v1/nexec.grpc.pb.h"
@@ -704,4 +705,60 @@ TEST_CASE("an agent's term rises only through calls signed by a master's account
   CHECK(kept == identity + " 2");
   server->Shutdown();
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("clients given every master follow the leader: the CLI's nexec masters, jobs and submit, and the native "
+          "adapter's calls, across a handover (issue 47) [B11][A7]",
+          "[B11][A7]") {
+  if (!NeedsPostgres()) return;
+  const auto auth = jc::nexec::MungeAuth::Munge(jc::testing::UsePrivateMunged());
+  Masters m("clients", 2, "3s");
+  m.Start(0);
+  REQUIRE(m.master(0).WaitForLog("leads \\(term").has_value());
+  m.Start(1);
+  m.AddAgent("node1");
+  auto masters = jc::nexec::MasterList::Parse(m.List());
+  REQUIRE(masters.ok());
+  REQUIRE(WaitHosts(**masters, auth, 1));
+  // The list given standby first: the CLI still finds the leader.
+  const std::string list = m.address(1) + "," + m.address(0);
+  auto cli = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {JC_NEXEC_CLI, "--master=" + list});
+    std::string out_path = m.path("cli.out").string();
+    Process p(args, out_path);
+    auto code = p.Wait(std::chrono::seconds(60));
+    return std::make_pair(code.value_or(-1), p.Log());
+  };
+  auto [code, shown] = cli({"masters"});
+  INFO(shown);
+  CHECK(code == 0);
+  CHECK(shown.find(m.address(0) + "  leading") != std::string::npos);
+  CHECK(shown.find(m.address(1) + "  standing by") != std::string::npos);
+  auto submitted = cli({"submit", "--", "true"});
+  INFO(submitted.second);
+  CHECK(submitted.first == 0);
+  CHECK(submitted.second.find("is submitted") != std::string::npos);
+
+  jc::adapter::NexecBackend adapter(list, "", auth);
+  auto described = adapter.Describe();
+  INFO(described.status().ToString());
+  REQUIRE(described.ok());
+  CHECK(described->capacity().cpu() == 16);
+
+  // A clean handover: the leader stops (SIGTERM gives the lease up), the standby leads.
+  m.master(0).Signal(SIGTERM);
+  REQUIRE(m.master(0).Wait().has_value());
+  REQUIRE(m.master(1).WaitForLog("leads \\(term").has_value());
+  REQUIRE(WaitHosts(**masters, auth, 1));
+  auto after = adapter.Describe();
+  INFO(after.status().ToString());
+  CHECK(after.ok());
+  auto jobs = cli({"jobs", "-a"});
+  INFO(jobs.second);
+  CHECK(jobs.first == 0);
+  CHECK(jobs.second.find("DONE") != std::string::npos);
+  auto shown_after = cli({"masters"});
+  CHECK(shown_after.first == 0);
+  CHECK(shown_after.second.find(m.address(1) + "  leading") != std::string::npos);
+  CHECK(shown_after.second.find(m.address(0) + "  down") != std::string::npos);
 }
