@@ -648,9 +648,9 @@ void Agent::RaiseTermLocked(int64_t term) {
   if (term <= master_term_ || master_identity_.empty()) return;
   spdlog::info("nexec agent {}: the master of term {} leads (was term {})", options_.host, term, master_term_);
   master_term_ = term;
-  // On disk for a restarted agent (which has ended its tasks, and hears the term again from
-  // its master's first answer before it launches anything): a failed write costs nothing
-  // while this agent runs, as memory holds the term.
+  // On disk for a restarted agent (which has ended its tasks, and is told the term again by
+  // the leader when it first heartbeats): a failed write costs nothing while this agent
+  // runs, as memory holds the term.
   if (absl::Status kept = RecordServedLocked(master_identity_, master_term_); !kept.ok()) {
     spdlog::error("nexec agent {}: {}", options_.host, std::string(kept.message()));
   }
