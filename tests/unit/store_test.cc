@@ -71,6 +71,7 @@ TEST_CASE("migration 20 keys images by (project, id) and keeps every image (issu
                           "DROP INDEX datasets_name",  // migration 21's, run again below
                           "DROP TABLE job_durations",  // migration 22's, likewise
                           "DROP TABLE endpoint_passes",  // migration 23's, likewise
+                          "ALTER TABLE leases DROP COLUMN term",  // migration 25's, likewise
                           "DELETE FROM schema_migrations WHERE version >= 20"}) {
     INFO(sql);
     REQUIRE(store->Exec(sql).ok());
@@ -102,7 +103,7 @@ TEST_CASE("migration 21 keys a project's datasets by project, name and version, 
   // Rows as version 20 had them: a federation dataset and a project's, each with a location.
   for (const char* sql :
        {"DELETE FROM datasets", "DELETE FROM dataset_locations", "DROP INDEX datasets_name", "DROP TABLE job_durations",
-        "DROP TABLE endpoint_passes",
+        "DROP TABLE endpoint_passes", "ALTER TABLE leases DROP COLUMN term",
         "INSERT INTO datasets (id, data_name, created_user, project, doc) VALUES ('corpus/v1', 'corpus', 'u', '', 'f')",
         "INSERT INTO datasets (id, data_name, created_user, project, doc) VALUES ('notes/v2', 'notes', 'u', 'alpha', "
         "'a')",
