@@ -27,6 +27,7 @@ struct NexecBackend::Client {
   std::unique_ptr<nexec::MasterList> masters;
   absl::Status list_error;
   nexec::MungeAuth auth = nexec::MungeAuth::Disabled();  // every call signed: the master takes the adapter's account from it
+  std::vector<uid_t> master_uids;  // whose answers count, besides root
   // The master that leads as far as the adapter knows, and its stub.
   absl::StatusOr<std::pair<std::string, npb::Master::Stub*>> Leader() {
     if (!list_error.ok()) return list_error;
@@ -46,11 +47,19 @@ struct NexecBackend::Client {
       JC_ASSIGN_OR_RETURN(auto leader, Leader());
       std::string named;
       // The session is held with each master apart: the address is the peer.
-      s = auth.Call(leader.first, method, req, std::chrono::seconds(10), [&](grpc::ClientContext* ctx) {
-        grpc::Status answer = (leader.second->*call)(ctx, req, &resp);
-        named = nexec::MasterList::LeaderNamed(*ctx);
-        return answer;
-      });
+      // What the master answers becomes replica states and usage the federation bills: it
+      // counts only when the master's account signed it (issue 47).
+      nexec::MungeAuth::AnswerFrom from_master;
+      from_master.response = &resp;
+      from_master.uids = master_uids;
+      s = auth.Call(
+          leader.first, method, req, std::chrono::seconds(10),
+          [&](grpc::ClientContext* ctx) {
+            grpc::Status answer = (leader.second->*call)(ctx, req, &resp);
+            named = nexec::MasterList::LeaderNamed(*ctx);
+            return answer;
+          },
+          &from_master);
       if (s.ok() || !masters->Failed(leader.first, s, named)) break;
     }
     if (!s.ok()) {
@@ -105,14 +114,18 @@ NexecShape ShapeForSpec(const pb::SpecOffer& spec) {
   return shape;
 }
 
-NexecBackend::NexecBackend(const std::string& master, std::string queue, nexec::MungeAuth auth)
+NexecBackend::NexecBackend(const std::string& master, std::string queue, nexec::MungeAuth auth,
+                           const std::string& master_accounts)
     : client_(std::make_unique<Client>()), queue_(std::move(queue)) {
   client_->auth = std::move(auth);
   auto masters = nexec::MasterList::Parse(master);
-  if (masters.ok()) {
+  auto uids = nexec::MasterList::MasterAccounts(master_accounts);
+  if (masters.ok() && uids.ok()) {
     client_->masters = std::move(*masters);
+    client_->master_uids = *uids;
+    client_->masters->Prove(client_->auth, *uids);
   } else {
-    client_->list_error = masters.status();
+    client_->list_error = masters.ok() ? uids.status() : masters.status();
   }
 }
 NexecBackend::~NexecBackend() = default;

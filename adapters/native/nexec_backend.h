@@ -37,7 +37,10 @@ class NexecBackend final : public Backend {
   // `master` is host:port of nexec-master; `queue` empty = its default queue.
   // Calls `master` signed with `auth` (munge): the adapter's account must be root or one of
   // the executor's administrators to submit as the accounts a center maps projects to.
-  NexecBackend(const std::string& master, std::string queue, nexec::MungeAuth auth);
+  // `master_accounts`: whose answers count besides root (MasterList::MasterAccounts; empty:
+  // $NEXEC_MASTER_UID, else the adapter's own account and "nexec").
+  NexecBackend(const std::string& master, std::string queue, nexec::MungeAuth auth,
+               const std::string& master_accounts = "");
   ~NexecBackend() override;
 
   absl::StatusOr<pb::CenterInfo> Describe() override;

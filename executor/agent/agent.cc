@@ -358,6 +358,7 @@ absl::StatusOr<int> Agent::Start() {
   // Several masters may be given: an address that answers as something else than a nexec
   // master is a mistake said now; one that does not answer may be a standby that is down.
   JC_ASSIGN_OR_RETURN(masters_, MasterList::Parse(options_.master_address));
+  masters_->Prove(options_.auth, {options_.master_uid});
   JC_RETURN_IF_ERROR(masters_->Check(absl::Seconds(2)));
   pb::AgentInfo info = MeasureHost();
   // GPUs, their model and memory from nvidia-smi; what --resources declares wins.
@@ -611,6 +612,7 @@ TaskLaunch Agent::TaskOf(const pb::LaunchRequest& req, const std::string& key) {
   t.tty_cols = req.tty_cols();
   // What nexec-run inside the task needs to reach the master, as the agent does.
   t.env["NEXEC_MASTER"] = masters_->Joined();
+  t.env["NEXEC_MASTER_UID"] = absl::StrCat(options_.master_uid);  // whose answers nexec-run believes
   t.env["NEXEC_TASK_INDEX"] = absl::StrCat(req.task_index());
   t.env["NEXEC_AGENT_STATE"] = options_.state_dir;  // whose task it is, for a successor agent
   if (!options_.auth.socket().empty()) t.env["NEXEC_MUNGE_SOCKET"] = options_.auth.socket();
@@ -687,6 +689,16 @@ absl::Status Agent::ServeMasterLocked(const std::string& identity) {
         book_.running().size(), " of its task(s); the master of store ", identity,
         " is refused until they end (two masters with different stores on one host?), or until the agent "
         "restarts, which ends them"));
+  }
+  if (!master_identity_.empty() && book_.own_exits() > 0) {
+    // Exits its own master has not taken: dropped, they would be lost (a task that ran is
+    // failed as its host's, attacker helper-41 found, with another store's master relayed
+    // at a down master's address). They wait for that master; a restart of the agent is
+    // the operator's way to move on (what a predecessor left goes at a change of store).
+    return absl::AbortedError(absl::StrCat(
+        "the agent on ", options_.host, " serves the master of store ", master_identity_, " and holds ",
+        book_.own_exits(), " exit(s) of its tasks that master has not taken; the master of store ", identity,
+        " is refused until it does, or until the agent restarts"));
   }
   // Kept on disk before anything of the new store runs: a restarted agent knows whose its
   // journal's tasks were. The new store's terms start over.
@@ -1242,12 +1254,20 @@ void Agent::HeartbeatLoop() {
     // stand by and name it).
     const std::string address = masters_->Current();
     std::string leader_named;
-    grpc::Status status =
-        options_.auth.Call(address, "Heartbeat", req, std::chrono::seconds(5), [&](grpc::ClientContext* ctx) {
+    // The answer acks exits, binds this agent to a store and names tasks to kill: it counts
+    // only when the master's account signed it (whoever listens at a master's address while
+    // that master is down is ignored, and the next master is tried).
+    MungeAuth::AnswerFrom from_master;
+    from_master.response = &resp;
+    from_master.uids = {options_.master_uid};
+    grpc::Status status = options_.auth.Call(
+        address, "Heartbeat", req, std::chrono::seconds(5),
+        [&](grpc::ClientContext* ctx) {
           grpc::Status s = masters_->Stub(address)->Heartbeat(ctx, req, &resp);
           leader_named = MasterList::LeaderNamed(*ctx);
           return s;
-        });
+        },
+        &from_master);
     mu_.Lock();
     next = absl::Now() + options_.heartbeat_interval;
     if (metrics_) metrics_->tasks->Set(static_cast<double>(book_.running().size()));
@@ -1415,8 +1435,10 @@ void Agent::HeartbeatAnsweredLocked(const pb::HeartbeatResponse& resp, const std
     // store served), so nothing is acknowledged. It is served from now on once none of
     // the old store's tasks runs here (the old store's exits are then dropped with them).
     if (absl::Status serving = ServeMasterLocked(resp.master_identity()); !serving.ok()) {
-      if (refused_identity_ != resp.master_identity()) {
-        refused_identity_ = resp.master_identity();
+      // Said once for each master and reason (tasks running, then exits not taken).
+      const std::string said = absl::StrCat(resp.master_identity(), ": ", serving.message());
+      if (refused_identity_ != said) {
+        refused_identity_ = said;
         spdlog::error("nexec agent {}: {}", options_.host, std::string(serving.message()));
       }
     }

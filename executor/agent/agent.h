@@ -234,7 +234,7 @@ class Agent {
   // The master store this agent serves (kept in <state_dir>/master.identity): its tasks,
   // journal and reports are that store's. Empty: none yet.
   std::string master_identity_ ABSL_GUARDED_BY(mu_);
-  std::string refused_identity_ ABSL_GUARDED_BY(mu_);  // the last master refused, said once
+  std::string refused_identity_ ABSL_GUARDED_BY(mu_);  // the last master refused and why, said once
   // The newest leadership term seen of the store served's masters (0: none yet).
   int64_t master_term_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t stale_term_said_ ABSL_GUARDED_BY(mu_) = 0;  // the last stale master's term, logged once

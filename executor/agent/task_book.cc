@@ -20,8 +20,9 @@ void TaskBook::Finish(const std::string& key) {
 }
 
 void TaskBook::Inherit(const std::string& key, const ::nexec::v1::TaskReport& exit) {
-  // Not trimmed here: the next task to finish trims.
+  // Not trimmed here: the next task to finish trims. Inherited exits come first (at start).
   unacked_exits_.push_back(exit);
+  ++inherited_unacked_;
   finished_.insert(key);
   finished_order_.push_back(key);
 }
@@ -32,6 +33,7 @@ void TaskBook::ForgetStore() {
   finished_order_.clear();
   unacked_exits_.clear();
   unacked_notes_.clear();
+  inherited_unacked_ = 0;
 }
 
 const TaskBook::Task* TaskBook::LogOf(int64_t job_id, int32_t task_index) const {
@@ -44,6 +46,7 @@ void TaskBook::Acknowledge(size_t exits, size_t notes) {
   exits = std::min(exits, unacked_exits_.size());
   notes = std::min(notes, unacked_notes_.size());
   unacked_exits_.erase(unacked_exits_.begin(), unacked_exits_.begin() + static_cast<long>(exits));
+  inherited_unacked_ -= std::min(inherited_unacked_, exits);
   unacked_notes_.erase(unacked_notes_.begin(), unacked_notes_.begin() + static_cast<long>(notes));
 }
 

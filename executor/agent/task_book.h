@@ -80,6 +80,8 @@ class TaskBook {
   void AddExit(const ::nexec::v1::TaskReport& exit) { unacked_exits_.push_back(exit); }
   void AddNote(const ::nexec::v1::TaskNote& note) { unacked_notes_.push_back(note); }
   const std::vector<::nexec::v1::TaskReport>& exits() const { return unacked_exits_; }
+  // Of those, the exits of tasks this agent process saw end (not a predecessor's).
+  size_t own_exits() const { return unacked_exits_.size() - inherited_unacked_; }
   const std::vector<::nexec::v1::TaskNote>& notes() const { return unacked_notes_; }
   // The agent now serves another master's store, with no task running: what it remembers
   // of the old store's attempts (ran, unreported exits and notes, logs) is not the new
@@ -94,6 +96,7 @@ class TaskBook {
   absl::flat_hash_set<std::string> finished_;             // attempts that ran here, the last kFinishedKept
   std::deque<std::string> finished_order_;
   std::vector<::nexec::v1::TaskReport> unacked_exits_;    // sent until a heartbeat succeeds
+  size_t inherited_unacked_ = 0;                          // the first of them, a predecessor's
   std::vector<::nexec::v1::TaskNote> unacked_notes_;      // likewise
 };
 

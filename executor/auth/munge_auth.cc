@@ -9,6 +9,7 @@
 #include <openssl/evp.h>
 #include <pwd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <memory>
@@ -47,21 +48,29 @@ std::string UserName(uid_t uid) {
   return std::to_string(uid);
 }
 
-// What a credential is bound to: the method and a digest of the request's bytes, written
-// deterministically so that both ends agree whatever order map fields were set in.
-std::string BindingOf(absl::string_view method, const google::protobuf::Message& request) {
+// SHA-256 of a message's bytes, written deterministically so that both ends agree whatever
+// order map fields were set in; hex.
+std::string DigestOf(const google::protobuf::Message& message) {
   std::string bytes;
   {
     google::protobuf::io::StringOutputStream out(&bytes);
     google::protobuf::io::CodedOutputStream coded(&out);
     coded.SetSerializationDeterministic(true);
-    request.SerializeToCodedStream(&coded);
+    message.SerializeToCodedStream(&coded);
   }
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
   EVP_Digest(bytes.data(), bytes.size(), digest, &size, EVP_sha256(), nullptr);
-  return absl::StrCat(method, "\n",
-                      absl::BytesToHexString(absl::string_view(reinterpret_cast<char*>(digest), size)));
+  return absl::BytesToHexString(absl::string_view(reinterpret_cast<char*>(digest), size));
+}
+
+// What a credential is bound to: the method and a digest of the request.
+std::string BindingOf(absl::string_view method, const google::protobuf::Message& request) {
+  return absl::StrCat(method, "\n", DigestOf(request));
+}
+
+std::string AcceptPayload(absl::string_view id, absl::string_view public_hex, absl::string_view offered_hex) {
+  return absl::StrCat(kSessionAcceptPayload, id, "\n", public_hex, "\n", offered_hex);
 }
 
 }  // namespace
@@ -69,6 +78,8 @@ std::string BindingOf(absl::string_view method, const google::protobuf::Message&
 std::string MungeAuth::Payload(absl::string_view method, const google::protobuf::Message& request) {
   return BindingOf(method, request);
 }
+
+std::string MungeAuth::AnswerDigest(const google::protobuf::Message& answer) { return DigestOf(answer); }
 
 struct MungeAuth::State {
   SessionTable sessions;   // callers' sessions with this side
@@ -140,7 +151,8 @@ absl::Status MungeAuth::Sign(grpc::ClientContext* ctx, absl::string_view method,
 
 grpc::Status MungeAuth::Call(const std::string& peer, absl::string_view method,
                              const google::protobuf::Message& request, std::chrono::milliseconds timeout,
-                             const std::function<grpc::Status(grpc::ClientContext*)>& call) const {
+                             const std::function<grpc::Status(grpc::ClientContext*)>& call,
+                             const AnswerFrom* answer_from) const {
   const std::string binding = enabled_ ? MungeAuth::Payload(method, request) : "";
   for (int attempt = 0;; ++attempt) {
     grpc::ClientContext ctx;
@@ -148,12 +160,19 @@ grpc::Status MungeAuth::Call(const std::string& peer, absl::string_view method,
     if (!enabled_) return call(&ctx);
     const absl::Time now = absl::Now();
     std::optional<ClientSessions::Use> use = state_->held.Sign(peer, binding, now);
+    if (use && answer_from != nullptr && !use->proven) {
+      // Held from calls that did not ask (its acceptance unproven): proven anew.
+      state_->held.Forget(peer, use->id);
+      use.reset();
+    }
     std::optional<KeyExchange> offer;
     if (use) {
       ctx.AddMetadata(kSessionMetadataKey, absl::StrCat(use->id, " ", use->counter, " ", use->mac));
     } else {
       std::string payload = binding;
-      if (state_->held.ShouldOffer(peer, now)) {
+      // A call whose answer must be proven needs a session: it offers one whatever else is
+      // in flight.
+      if (state_->held.ShouldOffer(peer, now) || answer_from != nullptr) {
         auto made = KeyExchange::Make();
         if (made.ok()) {
           offer = std::move(*made);
@@ -162,25 +181,81 @@ grpc::Status MungeAuth::Call(const std::string& peer, absl::string_view method,
       }
       auto cred = Encode(payload);
       if (!cred.ok()) {
-        if (offer) state_->held.Settle(peer, nullptr, "", now);
+        if (offer) state_->held.Settle(peer, nullptr, "", "", std::nullopt, now);
         return ToGrpcStatus(cred.status());
       }
       ctx.AddMetadata(kMungeMetadataKey, *cred);
     }
     grpc::Status status = call(&ctx);
-    if (offer) {
-      std::string accepted;
-      const auto& md = ctx.GetServerInitialMetadata();
-      if (auto it = md.find(kSessionAcceptMetadataKey); it != md.end()) accepted.assign(it->second.data(), it->second.size());
-      state_->held.Settle(peer, &*offer, accepted, absl::Now());
-    }
+    if (offer) use = SettleOffer(peer, *offer, ctx);
     if (use && status.error_code() == grpc::StatusCode::UNAUTHENTICATED &&
         absl::StartsWith(status.error_message(), "nexec session: ")) {
       state_->held.Forget(peer, use->id);
       if (attempt == 0) continue;  // refused before the peer acted on it: once more, with munge
     }
-    return status;
+    if (answer_from == nullptr) return status;
+    return CheckAnswer(peer, ctx, use, *answer_from, status);
   }
+}
+
+std::optional<ClientSessions::Use> MungeAuth::SettleOffer(const std::string& peer, const KeyExchange& offer,
+                                                          const grpc::ClientContext& ctx) const {
+  std::string accepted;
+  const auto& md = ctx.GetServerInitialMetadata();
+  if (auto it = md.find(kSessionAcceptMetadataKey); it != md.end()) accepted.assign(it->second.data(), it->second.size());
+  std::vector<std::string> f = absl::StrSplit(accepted, ' ');
+  if (f.size() < 2) {
+    state_->held.Settle(peer, nullptr, "", "", std::nullopt, absl::Now());
+    return std::nullopt;
+  }
+  // Who accepted: the answering side's own munge credential over this very exchange. A
+  // process squatting on the peer's address can make one only as its own account.
+  std::optional<Caller> proven;
+  if (f.size() == 3) {
+    std::string payload;
+    auto signer = Decode(f[2], &payload);
+    if (signer.ok() && payload == AcceptPayload(f[0], f[1], offer.public_hex())) proven = *signer;
+  }
+  return state_->held.Settle(peer, &offer, f[0], f[1], std::move(proven), absl::Now());
+}
+
+grpc::Status MungeAuth::CheckAnswer(const std::string& peer, const grpc::ClientContext& ctx,
+                                    const std::optional<ClientSessions::Use>& use, const AnswerFrom& from,
+                                    const grpc::Status& status) const {
+  switch (status.error_code()) {
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+    case grpc::StatusCode::CANCELLED:
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return status;  // "not here, not now": retried or tried elsewhere, acted on by no one
+    default:
+      break;
+  }
+  auto ignored = [&](absl::string_view why) {
+    std::string accounts = "root";
+    for (uid_t uid : from.uids) absl::StrAppend(&accounts, " or uid ", uid);
+    if (status.ok()) {
+      return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                          absl::StrCat("the answer from ", peer, " is not proven to come from ", from.role, " (",
+                                       accounts, "): ", why, "; it was ignored"));
+    }
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        absl::StrCat("a refusal from ", peer, " (", status.error_message(),
+                                     ") is not proven to come from ", from.role, " (", accounts, "): ", why,
+                                     "; it was ignored"));
+  };
+  if (!use) return ignored("the peer holds no session with this caller");
+  std::string mac;
+  const auto& trailers = ctx.GetServerTrailingMetadata();
+  if (auto it = trailers.find(kAnswerMetadataKey); it != trailers.end()) mac.assign(it->second.data(), it->second.size());
+  const std::string digest = status.ok() ? AnswerDigest(*from.response)
+                                         : StatusDigest(status.error_code(), status.error_message());
+  auto signer = ClientSessions::CheckAnswer(*use, digest, mac);
+  if (!signer.ok()) return ignored(signer.status().message());
+  if (!signer->root() && std::find(from.uids.begin(), from.uids.end(), signer->uid) == from.uids.end()) {
+    return ignored(absl::StrCat("it was signed by ", signer->user, " (uid ", signer->uid, ")"));
+  }
+  return status;
 }
 
 absl::StatusOr<Caller> MungeAuth::Verify(grpc::ServerContextBase* ctx, absl::string_view method,
@@ -211,9 +286,48 @@ absl::StatusOr<Caller> MungeAuth::Verify(grpc::ServerContextBase* ctx, absl::str
     return absl::UnauthenticatedError("the munge credential was made for another request");
   }
   // The credential proves the caller and carries its half of the exchange: a session for it.
-  auto opened = state_->sessions.Open(*caller, absl::string_view(payload).substr(offer_prefix.size()), absl::Now());
-  if (opened.ok()) ctx->AddInitialMetadata(kSessionAcceptMetadataKey, absl::StrCat(opened->id, " ", opened->public_hex));
+  const absl::string_view offered = absl::string_view(payload).substr(offer_prefix.size());
+  auto opened = state_->sessions.Open(*caller, offered, absl::Now());
+  if (opened.ok()) {
+    // This side proves itself in turn: its own credential over both halves, so that the
+    // caller knows whose answers the session's proofs are (one credential a session).
+    auto accept = Encode(AcceptPayload(opened->id, opened->public_hex, offered));
+    ctx->AddInitialMetadata(kSessionAcceptMetadataKey,
+                            absl::StrCat(opened->id, " ", opened->public_hex, accept.ok() ? " " : "",
+                                         accept.ok() ? *accept : ""));
+    caller->session = opened->id;
+    caller->counter = 0;
+  }
   return caller;  // the call itself stands on its munge credential, session or not
+}
+
+bool MungeAuth::CarriesCredential(const grpc::ServerContextBase* ctx) {
+  const auto& md = ctx->client_metadata();
+  return md.find(kSessionMetadataKey) != md.end() || md.find(kMungeMetadataKey) != md.end();
+}
+
+absl::StatusOr<std::string> MungeAuth::AnswerProof(const Caller& caller, const google::protobuf::Message& answer) const {
+  if (!enabled_ || caller.session.empty()) return absl::NotFoundError("the call came in no session");
+  return state_->sessions.AnswerMac(caller.session, caller.counter, AnswerDigest(answer));
+}
+
+std::string MungeAuth::StatusDigest(int code, absl::string_view message) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  const std::string text = absl::StrCat("status\n", code, "\n", message);
+  EVP_Digest(text.data(), text.size(), digest, &size, EVP_sha256(), nullptr);
+  return absl::StrCat("status:", absl::BytesToHexString(absl::string_view(reinterpret_cast<char*>(digest), size)));
+}
+
+absl::StatusOr<std::string> MungeAuth::StatusProof(const Caller& caller, int code, absl::string_view message) const {
+  if (!enabled_ || caller.session.empty()) return absl::NotFoundError("the call came in no session");
+  return state_->sessions.AnswerMac(caller.session, caller.counter, StatusDigest(code, message));
+}
+
+void MungeAuth::SignAnswer(grpc::ServerContextBase* ctx, const Caller& caller,
+                           const google::protobuf::Message& answer) const {
+  auto proof = AnswerProof(caller, answer);
+  if (proof.ok()) ctx->AddTrailingMetadata(kAnswerMetadataKey, *proof);
 }
 
 absl::StatusOr<MungeAuth::StreamOpening> MungeAuth::VerifyStreamOpening(grpc::ServerContextBase* ctx) const {

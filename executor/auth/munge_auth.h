@@ -14,7 +14,9 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "executor/auth/session_keys.h"
@@ -53,14 +55,46 @@ class MungeAuth {
   // with a munge credential that offers one when there is none yet. A call the peer refuses
   // because it no longer knows the session (it restarted) is made once more with munge:
   // the refusal came before the peer acted on it.
+  //
+  // With `answer_from`, the answer counts only when the peer proved it (issue 47: whoever
+  // listens at a master's address while it is down must not be believed): the session's
+  // acceptance carried a munge credential of root or one of `answer_from->uids`, and the
+  // answer `answer_from->response` carries the session's proof (AnswerSigner). Otherwise
+  // UNAUTHENTICATED, saying the answer was ignored; the caller must act on nothing in it.
+  // A refusal counts only when proven the same way (its code and message signed): one that
+  // is not becomes UNAVAILABLE, "… not proven …; ignored", so that callers retry or try
+  // another master rather than act on it. UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED and
+  // UNAUTHENTICATED (which say "not here, not now" and are acted on by no one) pass as
+  // they are.
+  struct AnswerFrom {
+    const google::protobuf::Message* response = nullptr;
+    std::vector<uid_t> uids;  // the peer's accounts besides root
+    std::string role = "the nexec master";  // for the message
+  };
   grpc::Status Call(const std::string& peer, absl::string_view method, const google::protobuf::Message& request,
-                    std::chrono::milliseconds timeout,
-                    const std::function<grpc::Status(grpc::ClientContext*)>& call) const;
+                    std::chrono::milliseconds timeout, const std::function<grpc::Status(grpc::ClientContext*)>& call,
+                    const AnswerFrom* answer_from = nullptr) const;
   // Checks the call's session signature or munge credential: UNAUTHENTICATED when it is
   // missing, invalid, expired, replayed, or was made for another method or request. A
   // credential that offers a session opens one; the answer says so in its metadata.
   absl::StatusOr<Caller> Verify(grpc::ServerContextBase* ctx, absl::string_view method,
                                 const google::protobuf::Message& request) const;
+
+  // Whether a call carries a session signature or a munge credential (calls anyone may
+  // make are verified when they do).
+  static bool CarriesCredential(const grpc::ServerContextBase* ctx);
+  // The proof for `answer`, the answer to `caller`'s call, when it came in a session
+  // (Caller::session); NotFound when it did not (nothing to sign with) or the session is gone.
+  absl::StatusOr<std::string> AnswerProof(const Caller& caller, const google::protobuf::Message& answer) const;
+  // The proof for a refusal (`code`, `message`) of `caller`'s call in a session.
+  absl::StatusOr<std::string> StatusProof(const Caller& caller, int code, absl::string_view message) const;
+  // What a refusal's proof is over, in place of an answer's digest.
+  static std::string StatusDigest(int code, absl::string_view message);
+  // Puts that proof in the call's trailing metadata (nothing when there is none): for
+  // handlers the AnswerSigner interceptor does not cover (generic services).
+  void SignAnswer(grpc::ServerContextBase* ctx, const Caller& caller, const google::protobuf::Message& answer) const;
+  // A digest of an answer's bytes, written deterministically (what the proof is over).
+  static std::string AnswerDigest(const google::protobuf::Message& answer);
 
   // A bidi stream's caller, proven before its first message is read (a synchronous
   // handler holds a thread while it waits for it: only a proven caller may make it wait):
@@ -90,6 +124,14 @@ class MungeAuth {
  private:
   struct State;
   MungeAuth(bool enabled, std::string socket);
+  // The session an offer opened, from the peer's acceptance (proven when it carries the
+  // peer's munge credential over the exchange).
+  std::optional<ClientSessions::Use> SettleOffer(const std::string& peer, const KeyExchange& offer,
+                                                 const grpc::ClientContext& ctx) const;
+  // What the call's `status` and answer come to once checked (see Call).
+  grpc::Status CheckAnswer(const std::string& peer, const grpc::ClientContext& ctx,
+                           const std::optional<ClientSessions::Use>& use, const AnswerFrom& from,
+                           const grpc::Status& status) const;
   bool enabled_;
   std::string socket_;
   std::shared_ptr<State> state_;  // shared by copies: the sessions of this process
@@ -99,8 +141,14 @@ class MungeAuth {
 inline constexpr char kMungeMetadataKey[] = "x-nexec-munge";
 // A session call: "<session id> <counter> <hmac hex>".
 inline constexpr char kSessionMetadataKey[] = "x-nexec-session";
-// The answer to an offer (initial metadata): "<session id> <public key hex>".
+// The answer to an offer (initial metadata): "<session id> <public key hex> <munge
+// credential of the answering side over kSessionAcceptPayload...>".
 inline constexpr char kSessionAcceptMetadataKey[] = "x-nexec-session-accept";
+// The proof of an answer in a session (trailing metadata): the AnswerMac, hex.
+inline constexpr char kAnswerMetadataKey[] = "x-nexec-answer";
+// What the answering side's munge credential in an acceptance carries, before
+// "<session id>\n<its public half>\n<the caller's offered half>".
+inline constexpr char kSessionAcceptPayload[] = "nexec-accept\n";
 // What a munge payload that offers a session adds to the call's binding.
 inline constexpr char kSessionOfferLine[] = "\noffer ";
 

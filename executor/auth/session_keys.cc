@@ -82,6 +82,11 @@ std::string SessionMac(absl::string_view key, absl::string_view session_id, uint
   return Hex(mac, size);
 }
 
+std::string AnswerMac(absl::string_view key, absl::string_view session_id, uint64_t counter,
+                      absl::string_view answer_digest) {
+  return SessionMac(key, session_id, counter, absl::StrCat("answer\n", answer_digest));
+}
+
 bool ReplayWindow::Accept(uint64_t counter) {
   if (counter == 0) return false;
   if (counter > highest_) {
@@ -123,6 +128,14 @@ absl::StatusOr<SessionTable::Opened> SessionTable::Open(const Caller& caller, ab
     if (it != sessions_.end()) sessions_.erase(it);
     order_.pop_front();
   }
+  if (!caller.root()) {
+    std::deque<std::string>& mine_held = by_account_[caller.uid];
+    while (!mine_held.empty() && (sessions_.count(mine_held.front()) == 0 || mine_held.size() >= per_account_)) {
+      sessions_.erase(mine_held.front());
+      mine_held.pop_front();
+    }
+    mine_held.push_back(opened.id);
+  }
   sessions_[opened.id] = Session{std::move(*key), caller, now + kSessionLifetime, {}};
   order_.push_back(opened.id);
   return opened;
@@ -140,7 +153,18 @@ absl::StatusOr<Caller> SessionTable::Check(absl::string_view id, uint64_t counte
     return Unauthenticated("the call's signature does not match (forged, or made for another request)");
   }
   if (!s.window.Accept(counter)) return Unauthenticated("the call was replayed");
-  return s.caller;
+  Caller caller = s.caller;
+  caller.session = std::string(id);
+  caller.counter = counter;
+  return caller;
+}
+
+absl::StatusOr<std::string> SessionTable::AnswerMac(absl::string_view id, uint64_t counter,
+                                                    absl::string_view answer_digest) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = sessions_.find(std::string(id));
+  if (it == sessions_.end()) return absl::NotFoundError("nexec session: no such session to sign an answer in");
+  return jc::nexec::AnswerMac(it->second.key, id, counter, answer_digest);
 }
 
 size_t SessionTable::size() const {
@@ -154,7 +178,7 @@ std::optional<ClientSessions::Use> ClientSessions::Sign(const std::string& peer,
   auto it = held_.find(peer);
   // Renewed a few minutes before the peer would refuse it.
   if (it == held_.end() || it->second.expires - absl::Minutes(5) <= now) return std::nullopt;
-  Use use{it->second.id, it->second.next_counter++, ""};
+  Use use{it->second.id, it->second.next_counter++, "", it->second.key, it->second.proven};
   use.mac = SessionMac(it->second.key, use.id, use.counter, binding);
   return use;
 }
@@ -167,19 +191,30 @@ bool ClientSessions::ShouldOffer(const std::string& peer, absl::Time now) {
   return true;
 }
 
-void ClientSessions::Settle(const std::string& peer, const KeyExchange* offer, absl::string_view accept_metadata,
-                            absl::Time now) {
+std::optional<ClientSessions::Use> ClientSessions::Settle(const std::string& peer, const KeyExchange* offer,
+                                                          absl::string_view session_id, absl::string_view peer_public_hex,
+                                                          std::optional<Caller> proven, absl::Time now) {
   std::optional<Held> held;
-  if (offer != nullptr && !accept_metadata.empty()) {
-    std::vector<std::string> f = absl::StrSplit(accept_metadata, ' ');
-    if (f.size() == 2) {
-      auto key = offer->SessionKey(f[1], f[0], /*offering=*/true);
-      if (key.ok()) held = Held{f[0], std::move(*key), now + kSessionLifetime, 1};
-    }
+  if (offer != nullptr && !session_id.empty()) {
+    auto key = offer->SessionKey(peer_public_hex, session_id, /*offering=*/true);
+    if (key.ok()) held = Held{std::string(session_id), std::move(*key), now + kSessionLifetime, 1, std::move(proven)};
   }
   std::lock_guard<std::mutex> lock(mu_);
   offering_.erase(peer);
-  if (held) held_[peer] = std::move(*held);
+  if (!held) return std::nullopt;
+  Use used{held->id, 0, "", held->key, held->proven};
+  held_[peer] = std::move(*held);
+  return used;
+}
+
+absl::StatusOr<Caller> ClientSessions::CheckAnswer(const Use& use, absl::string_view answer_digest,
+                                                   absl::string_view mac_hex) {
+  if (!use.proven) return Unauthenticated("the peer's acceptance of the session carried no valid munge credential");
+  const std::string want = jc::nexec::AnswerMac(use.key, use.id, use.counter, answer_digest);
+  if (want.size() != mac_hex.size() || CRYPTO_memcmp(want.data(), mac_hex.data(), want.size()) != 0) {
+    return Unauthenticated(mac_hex.empty() ? "the answer is not signed" : "the answer's signature does not match");
+  }
+  return *use.proven;
 }
 
 void ClientSessions::Forget(const std::string& peer, absl::string_view id) {

@@ -51,9 +51,10 @@ int Fail(const std::string& message) {
 }
 
 int Fail(const grpc::Status& s) {
-  if (s.error_code() == grpc::StatusCode::UNAVAILABLE) {
+  if (s.error_code() == grpc::StatusCode::UNAVAILABLE && !absl::StartsWith(s.error_message(), "cannot get a munge")) {
     return Fail("cannot reach the master (" + s.error_message() + "); is nexec-master running?");
   }
+  if (s.error_message().empty()) return Fail("the master answered with error code " + std::to_string(s.error_code()));
   return Fail(s.error_message());
 }
 
@@ -146,7 +147,23 @@ struct Cli {
   jc::nexec::MungeAuth auth = jc::nexec::MungeAuth::Disabled();
   bool json = false;
   std::string command;  // the command's first word (one function serves kill, suspend, ...)
-  // Every call carries a munge credential: the master takes who we are from it (B9).
+  std::string leader;             // the master the stub calls
+  std::vector<uid_t> master_uids;  // whose answers count, besides root's
+  // One call to the leader, in a munge session: the master takes who we are from it (B9),
+  // and its answer counts only when the master's account signed it (issue 47: not
+  // whoever listens at the master's address while it is down).
+  template <typename Req, typename Resp>
+  grpc::Status Call(const char* method, const Req& req, Resp* resp,
+                    grpc::Status (pb::Master::Stub::*rpc)(grpc::ClientContext*, const Req&, Resp*)) const {
+    jc::nexec::MungeAuth::AnswerFrom from;
+    from.response = resp;
+    from.uids = master_uids;
+    return auth.Call(
+        leader, method, req, std::chrono::seconds(30),
+        [&](grpc::ClientContext* c) { return (stub.get()->*rpc)(c, req, resp); }, &from);
+  }
+  // A context whose call carries a munge credential (streams, and the calls of an
+  // interactive job, which do not check the answer).
   std::unique_ptr<grpc::ClientContext> Ctx(absl::string_view method, const google::protobuf::Message& request) const {
     auto c = std::make_unique<grpc::ClientContext>();
     c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
@@ -180,8 +197,7 @@ absl::Status ReadTimedFlags(const Invocation& in, pb::TimedJob* timed) {
 
 int CreateTimedJob(Cli& cli, const pb::TimedJob& timed) {
   pb::TimedJob created;
-  auto c = cli.Ctx("AddTimedJob", timed);
-  grpc::Status st = cli.stub->AddTimedJob(c.get(), timed, &created);
+  grpc::Status st = cli.Call("AddTimedJob", timed, &created, &pb::Master::Stub::AddTimedJob);
   if (!st.ok()) return Fail(st);
   if (cli.json) {
     std::cout << Json(created) << "\n";
@@ -265,8 +281,7 @@ int Submit(Cli& cli, const Invocation& in) {
     return CreateTimedJob(cli, timed);
   }
   pb::SubmitResponse resp;
-  auto c = ctx("Submit", req);
-  grpc::Status st = stub->Submit(c.get(), req, &resp);
+  grpc::Status st = cli.Call("Submit", req, &resp, &pb::Master::Stub::Submit);
   if (!st.ok()) return Fail(st);
   if (interactive) {
     // The job's output is this command's: the messages go to stderr, as bsub -I's do.
@@ -289,9 +304,7 @@ int Submit(Cli& cli, const Invocation& in) {
 }
 
 int Jobs(Cli& cli, const Invocation& in) {
-  auto& stub = cli.stub;
   const bool json = cli.json;
-  auto ctx = [&cli](absl::string_view method, const google::protobuf::Message& request) { return cli.Ctx(method, request); };
 
   pb::ListJobsRequest req;
   const bool all = in.Has("a");
@@ -303,8 +316,7 @@ int Jobs(Cli& cli, const Invocation& in) {
     req.add_states(pb::SUSPENDED);
   }
   pb::ListJobsResponse resp;
-  auto c = ctx("ListJobs", req);
-  grpc::Status st = stub->ListJobs(c.get(), req, &resp);
+  grpc::Status st = cli.Call("ListJobs", req, &resp, &pb::Master::Stub::ListJobs);
   if (!st.ok()) return Fail(st);
   if (json) {
     std::cout << Json(resp) << "\n";
@@ -327,9 +339,7 @@ int Jobs(Cli& cli, const Invocation& in) {
 }
 
 int JobOrControl(Cli& cli, const Invocation& in) {
-  auto& stub = cli.stub;
   const bool json = cli.json;
-  auto ctx = [&cli](absl::string_view method, const google::protobuf::Message& request) { return cli.Ctx(method, request); };
 
   const std::string& cmd = cli.command;
   int64_t id = 0;
@@ -338,10 +348,9 @@ int JobOrControl(Cli& cli, const Invocation& in) {
   ref.set_job_id(id);
   std::string method = cmd == "job" ? "GetJob" : cmd == "kill" ? "Kill" : cmd == "suspend" ? "Suspend"
                        : cmd == "resume" ? "Resume" : cmd == "rerun" ? "Rerun" : "Requeue";
-  auto c = ctx(method, ref);
   if (cmd == "job") {
     pb::Job j;
-    grpc::Status st = stub->GetJob(c.get(), ref, &j);
+    grpc::Status st = cli.Call("GetJob", ref, &j, &pb::Master::Stub::GetJob);
     if (!st.ok()) return Fail(st);
     if (json) {
       std::cout << Json(j) << "\n";
@@ -393,11 +402,12 @@ int JobOrControl(Cli& cli, const Invocation& in) {
     return 0;
   }
   pb::ControlResponse resp;
-  grpc::Status st = cmd == "kill"      ? stub->Kill(c.get(), ref, &resp)
-                    : cmd == "suspend" ? stub->Suspend(c.get(), ref, &resp)
-                    : cmd == "resume"  ? stub->Resume(c.get(), ref, &resp)
-                    : cmd == "rerun"   ? stub->Rerun(c.get(), ref, &resp)
-                                       : stub->Requeue(c.get(), ref, &resp);
+  grpc::Status st = cli.Call(method.c_str(), ref, &resp,
+                             cmd == "kill"      ? &pb::Master::Stub::Kill
+                             : cmd == "suspend" ? &pb::Master::Stub::Suspend
+                             : cmd == "resume"  ? &pb::Master::Stub::Resume
+                             : cmd == "rerun"   ? &pb::Master::Stub::Rerun
+                                                : &pb::Master::Stub::Requeue);
   if (!st.ok()) return Fail(st);
   std::cout << "Job <" << id << "> is being "
             << (cmd == "kill" ? "killed" : cmd == "suspend" ? "suspended"
@@ -446,15 +456,12 @@ int Masters(Cli& cli, const Invocation&) {
 }
 
 int HostsOrQueues(Cli& cli, const Invocation& in) {
-  auto& stub = cli.stub;
   const bool json = cli.json;
-  auto ctx = [&cli](absl::string_view method, const google::protobuf::Message& request) { return cli.Ctx(method, request); };
 
-  auto c = cli.command == "hosts" ? ctx("ListHosts", pb::ListHostsRequest()) : ctx("ListQueues", pb::ListQueuesRequest());
   if (cli.command == "hosts") {
     const bool long_format = in.Has("l");
     pb::ListHostsResponse resp;
-    grpc::Status st = stub->ListHosts(c.get(), {}, &resp);
+    grpc::Status st = cli.Call("ListHosts", pb::ListHostsRequest(), &resp, &pb::Master::Stub::ListHosts);
     if (!st.ok()) return Fail(st);
     if (json) {
       std::cout << Json(resp) << "\n";
@@ -501,7 +508,7 @@ int HostsOrQueues(Cli& cli, const Invocation& in) {
     }
   } else {
     pb::ListQueuesResponse resp;
-    grpc::Status st = stub->ListQueues(c.get(), {}, &resp);
+    grpc::Status st = cli.Call("ListQueues", pb::ListQueuesRequest(), &resp, &pb::Master::Stub::ListQueues);
     if (!st.ok()) return Fail(st);
     if (json) {
       std::cout << Json(resp) << "\n";
@@ -544,17 +551,14 @@ int HostsOrQueues(Cli& cli, const Invocation& in) {
 }
 
 int CronList(Cli& cli, const Invocation& in) {
-  auto& stub = cli.stub;
   const bool json = cli.json;
-  auto ctx = [&cli](absl::string_view method, const google::protobuf::Message& request) { return cli.Ctx(method, request); };
   int64_t only = 0;
   if (!in.args.empty() && !absl::SimpleAtoi(in.args[0], &only)) {
     return Fail("cron: \"" + in.args[0] + "\" is not a timed job ID");
   }
   pb::ListTimedJobsRequest req;
   pb::ListTimedJobsResponse resp;
-  auto c = ctx("ListTimedJobs", req);
-  grpc::Status st = stub->ListTimedJobs(c.get(), req, &resp);
+  grpc::Status st = cli.Call("ListTimedJobs", req, &resp, &pb::Master::Stub::ListTimedJobs);
   if (!st.ok()) return Fail(st);
   if (only != 0) {
     for (const auto& tj : resp.timed_jobs()) {
@@ -600,16 +604,13 @@ int CronList(Cli& cli, const Invocation& in) {
 }
 
 int CronRemove(Cli& cli, const Invocation& in) {
-  auto& stub = cli.stub;
-  auto ctx = [&cli](absl::string_view method, const google::protobuf::Message& request) { return cli.Ctx(method, request); };
 
     int64_t id = 0;
     if (!absl::SimpleAtoi(in.args[0], &id)) return Fail("cron rm: \"" + in.args[0] + "\" is not a timed job ID");
     pb::TimedJobRef ref;
     ref.set_id(id);
     pb::TimedJob removed;
-    auto c = ctx("RemoveTimedJob", ref);
-    grpc::Status st = stub->RemoveTimedJob(c.get(), ref, &removed);
+    grpc::Status st = cli.Call("RemoveTimedJob", ref, &removed, &pb::Master::Stub::RemoveTimedJob);
     if (!st.ok()) return Fail(st);
     std::cout << "Timed job <" << id << "> is removed"
               << (removed.run_job_id() != 0 ? "; its last run, job <" + std::to_string(removed.run_job_id()) +
@@ -620,15 +621,12 @@ int CronRemove(Cli& cli, const Invocation& in) {
 }
 
 int Shares(Cli& cli, const Invocation& in) {
-  auto& stub = cli.stub;
   const bool json = cli.json;
-  auto ctx = [&cli](absl::string_view method, const google::protobuf::Message& request) { return cli.Ctx(method, request); };
 
   pb::ListSharesRequest req;
   if (in.Has("q")) req.set_queue(in.Get("q"));
   pb::ListSharesResponse resp;
-  auto c = ctx("ListShares", req);
-  grpc::Status st = stub->ListShares(c.get(), req, &resp);
+  grpc::Status st = cli.Call("ListShares", req, &resp, &pb::Master::Stub::ListShares);
   if (!st.ok()) return Fail(st);
   if (json) {
     std::cout << Json(resp) << "\n";
@@ -651,14 +649,11 @@ int Shares(Cli& cli, const Invocation& in) {
 }
 
 int Limits(Cli& cli, const Invocation& in) {
-  auto& stub = cli.stub;
   const bool json = cli.json;
-  auto ctx = [&cli](absl::string_view method, const google::protobuf::Message& request) { return cli.Ctx(method, request); };
 
   pb::ListLimitsRequest req;
   pb::ListLimitsResponse resp;
-  auto c = ctx("ListLimits", req);
-  grpc::Status st = stub->ListLimits(c.get(), req, &resp);
+  grpc::Status st = cli.Call("ListLimits", req, &resp, &pb::Master::Stub::ListLimits);
   if (!st.ok()) return Fail(st);
   if (json) {
     std::cout << Json(resp) << "\n";
@@ -897,6 +892,17 @@ int main(int argc, char** argv) {
   auto masters = jc::nexec::MasterList::Parse(master, channel_args);
   if (!masters.ok()) return Fail(std::string(masters.status().message()));
   cli.masters = std::move(*masters);
+  // NEXEC_AUTH=none: a master run with --auth=none (development only) signs nothing.
+  const char* env_auth = std::getenv("NEXEC_AUTH");
+  auto auth = jc::nexec::MungeAuthFromFlags(env_auth != nullptr && *env_auth != 0 ? env_auth : "munge",
+                                            in.Get("munge_socket"));
+  if (!auth.ok()) return Fail("NEXEC_AUTH: " + std::string(auth.status().message()));
+  cli.auth = *auth;
+  // Who leads is believed only when the master signed it (not whoever listens at a listed
+  // address while its master is down).
+  auto master_accounts = jc::nexec::MasterList::MasterAccounts();
+  if (!master_accounts.ok()) return Fail(std::string(master_accounts.status().message()));
+  cli.masters->Prove(cli.auth, *master_accounts);
   std::string leader = cli.masters->Current();
   if (cli.masters->addresses().size() > 1 && command.path[0] != "masters") {
     // Several masters: the one that leads, waited for over a failover (the lease's TTL).
@@ -905,7 +911,8 @@ int main(int argc, char** argv) {
     leader = *found;
   }
   cli.stub = pb::Master::NewStub(grpc::CreateCustomChannel(leader, grpc::InsecureChannelCredentials(), channel_args));
-  cli.auth = jc::nexec::MungeAuth::Munge(in.Get("munge_socket"));
+  cli.leader = leader;
+  cli.master_uids = *master_accounts;
   cli.json = in.Has("json");
   cli.command = command.path[0];
   return command.run(cli, in);

@@ -128,6 +128,14 @@ int main(int argc, char** argv) {
   // $NEXEC_MASTER may list several masters (one leads): the task starts through the leader.
   auto masters = jc::nexec::MasterList::Parse(master);
   if (!masters.ok()) return Fail(std::string(masters.status().message()));
+  // NEXEC_AUTH=none: a master run with --auth=none (development only) signs nothing.
+  const char* env_auth = std::getenv("NEXEC_AUTH");
+  auto auth_or = jc::nexec::MungeAuthFromFlags(env_auth != nullptr && *env_auth != 0 ? env_auth : "munge", munge_socket);
+  if (!auth_or.ok()) return Fail("NEXEC_AUTH: " + std::string(auth_or.status().message()));
+  const jc::nexec::MungeAuth auth = *auth_or;
+  auto master_accounts = jc::nexec::MasterList::MasterAccounts();
+  if (!master_accounts.ok()) return Fail(std::string(master_accounts.status().message()));
+  (*masters)->Prove(auth, *master_accounts);  // who leads: believed only when signed
   std::string leader = (*masters)->Current();
   if ((*masters)->addresses().size() > 1) {
     auto found = (*masters)->FindLeader(absl::Seconds(20));
@@ -135,13 +143,22 @@ int main(int argc, char** argv) {
     leader = *found;
   }
   auto stub = pb::Master::NewStub(grpc::CreateChannel(leader, grpc::InsecureChannelCredentials()));
-  const jc::nexec::MungeAuth auth = jc::nexec::MungeAuth::Munge(munge_socket);
   auto call = [&](absl::string_view method, const google::protobuf::Message& request, bool forever = false) {
     auto c = std::make_unique<grpc::ClientContext>();
     c->set_deadline(forever ? std::chrono::system_clock::time_point::max()
                             : std::chrono::system_clock::now() + std::chrono::seconds(30));
     if (absl::Status s = auth.Sign(c.get(), method, request); !s.ok()) std::exit(Fail(std::string(s.message())));
     return c;
+  };
+  // A call whose answer is acted on: in a munge session, taken only when the master's
+  // account signed it (not whoever listens at the master's address while it is down).
+  auto checked = [&](const char* method, const auto& request, auto* response, auto rpc) {
+    jc::nexec::MungeAuth::AnswerFrom from;
+    from.response = response;
+    from.uids = *master_accounts;
+    return auth.Call(
+        leader, method, request, std::chrono::seconds(30),
+        [&](grpc::ClientContext* c) { return (stub.get()->*rpc)(c, request, response); }, &from);
   };
 
   // Start every task, in parallel (one RunTask each; the master commits them together).
@@ -153,8 +170,7 @@ int main(int argc, char** argv) {
       starters.emplace_back([&, h] {
         pb::RunTaskRequest one = req;
         one.set_host(hosts[h]);
-        auto c = call("RunTask", one);
-        started[h] = stub->RunTask(c.get(), one, &tasks[h]);
+        started[h] = checked("RunTask", one, &tasks[h], &pb::Master::Stub::RunTask);
       });
       // --torch ranks follow call order: keep the list's order for them.
       if (torch) starters.back().join();
@@ -232,8 +248,7 @@ int main(int argc, char** argv) {
     pb::JobRef ref;
     ref.set_job_id(job_id);
     pb::Job job;
-    auto c = call("GetJob", ref);
-    if (stub->GetJob(c.get(), ref, &job).ok()) {
+    if (checked("GetJob", ref, &job, &pb::Master::Stub::GetJob).ok()) {
       bool ended = job.state() == pb::DONE || job.state() == pb::EXIT;
       int code = 0;
       bool all = true;

@@ -1,6 +1,10 @@
 #include "executor/client/master_list.h"
 
+#include <pwd.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -36,6 +40,44 @@ absl::StatusOr<std::unique_ptr<MasterList>> MasterList::Parse(absl::string_view 
   return std::unique_ptr<MasterList>(new MasterList(std::move(addresses), std::move(with_backoff)));
 }
 
+absl::StatusOr<std::vector<uid_t>> MasterList::MasterAccounts(absl::string_view accounts) {
+  std::string named(accounts);
+  if (named.empty()) {
+    if (const char* env = std::getenv("NEXEC_MASTER_UID"); env != nullptr) named = env;
+  }
+  std::vector<uid_t> uids;
+  auto lookup = [](const std::string& name) -> std::optional<uid_t> {
+    passwd pw;
+    passwd* out = nullptr;
+    std::vector<char> buf(16384);
+    if (getpwnam_r(name.c_str(), &pw, buf.data(), buf.size(), &out) == 0 && out != nullptr) return out->pw_uid;
+    return std::nullopt;
+  };
+  if (named.empty()) {
+    uids.push_back(geteuid());
+    if (auto nexec = lookup("nexec")) uids.push_back(*nexec);
+    return uids;
+  }
+  for (absl::string_view part : absl::StrSplit(named, ',', absl::SkipWhitespace())) {
+    std::string account(absl::StripAsciiWhitespace(part));
+    uint32_t uid = 0;
+    if (absl::SimpleAtoi(account, &uid)) {
+      uids.push_back(static_cast<uid_t>(uid));
+    } else if (auto found = lookup(account)) {
+      uids.push_back(*found);
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("the master's account \"", account,
+                                                     "\" (NEXEC_MASTER_UID) is neither a uid nor an account here"));
+    }
+  }
+  return uids;
+}
+
+void MasterList::Prove(MungeAuth auth, std::vector<uid_t> uids) {
+  auth_ = std::move(auth);
+  uids_ = std::move(uids);
+}
+
 std::string MasterList::Joined() const { return absl::StrJoin(addresses_, ","); }
 
 std::string MasterList::Current() const {
@@ -63,7 +105,8 @@ bool MasterList::Failed(const std::string& address, const grpc::Status& status, 
   // UNAVAILABLE: down, stopping or standing by; DEADLINE_EXCEEDED: hung, paused, or its
   // host gone dark (no answer, no refusal) — the next master may lead by now.
   if (status.error_code() != grpc::StatusCode::UNAVAILABLE &&
-      status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED) {
+      status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED &&
+      status.error_code() != grpc::StatusCode::UNAUTHENTICATED) {
     return false;
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -79,10 +122,20 @@ bool MasterList::Failed(const std::string& address, const grpc::Status& status, 
 }
 
 absl::StatusOr<pb::LeadershipInfo> MasterList::Ask(const std::string& address, absl::Duration timeout) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   pb::LeadershipInfo info;
-  grpc::Status s = Stub(address)->Leadership(&ctx, pb::LeadershipRequest(), &info);
+  const pb::LeadershipRequest request;
+  auto ask = [&](grpc::ClientContext* ctx) { return Stub(address)->Leadership(ctx, request, &info); };
+  grpc::Status s;
+  if (auth_) {
+    MungeAuth::AnswerFrom from;
+    from.response = &info;
+    from.uids = uids_;
+    s = auth_->Call(address, "Leadership", request, absl::ToChronoMilliseconds(timeout), ask, &from);
+  } else {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+    s = ask(&ctx);
+  }
   if (!s.ok()) return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
   return info;
 }
@@ -101,6 +154,14 @@ absl::StatusOr<std::string> MasterList::FindLeader(absl::Duration wait) {
     for (size_t i = 0; i < addresses_.size(); ++i) {
       const std::string& address = addresses_[i];
       auto info = Ask(address, absl::Seconds(2));
+      // Proven, it is still the leader's own word only when it speaks for this address:
+      // a squatter may relay a real master's signed answer (attacker helper-41). Masters
+      // are listed by their --advertise addresses, as standbys name the leader.
+      if (info.ok() && info->leading() && auth_ && info->address() != address) {
+        said.push_back(absl::StrCat(address, ": answers for ", info->address(),
+                                    " (relayed, or the list does not name masters by their --advertise address)"));
+        continue;
+      }
       if (info.ok() && info->leading()) {
         std::lock_guard<std::mutex> lock(mu_);
         current_ = i;
@@ -122,9 +183,12 @@ absl::Status MasterList::Check(absl::Duration timeout) {
     if (info.ok()) continue;
     const absl::StatusCode code = info.status().code();
     // Down, or not up yet: a standby may be. Anything that answers otherwise is not a master.
+    // Unproven (UNAUTHENTICATED): someone else listens where a master is down, or a master
+    // whose account is not the one expected; each answer is refused, saying which, and
+    // the agent's start is not held up by whoever took a down master's port.
     const bool silent = (code == absl::StatusCode::kUnavailable &&
                          !absl::StrContains(absl::AsciiStrToLower(info.status().message()), "http")) ||
-                        code == absl::StatusCode::kDeadlineExceeded;
+                        code == absl::StatusCode::kDeadlineExceeded || code == absl::StatusCode::kUnauthenticated;
     if (silent) continue;
     return absl::InvalidArgumentError(absl::StrCat("the master list names ", address,
                                                    ", which answers but is not a nexec master (",

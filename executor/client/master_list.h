@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "executor/auth/munge_auth.h"
 #include "nexec/v1/nexec.grpc.pb.h"
 
 namespace jc::nexec {
@@ -32,6 +34,17 @@ class MasterList {
   static absl::StatusOr<std::unique_ptr<MasterList>> Parse(absl::string_view list,
                                                            const grpc::ChannelArguments& args = {});
 
+  // The accounts a client takes masters' answers from besides root: those `accounts` names
+  // (uids or account names, comma-separated), else those $NEXEC_MASTER_UID names, else the
+  // caller's own account and the account "nexec" where the host has one. InvalidArgument
+  // for an account the host does not know.
+  static absl::StatusOr<std::vector<uid_t>> MasterAccounts(absl::string_view accounts = "");
+
+  // From now on a Leadership answer counts only when the master proved it: signed in a
+  // munge session whose acceptance root or one of `uids` made (MungeAuth::AnswerFrom).
+  // Whoever listens at a listed address while its master is down is then told apart.
+  void Prove(MungeAuth auth, std::vector<uid_t> uids);
+
   const std::vector<std::string>& addresses() const { return addresses_; }
   std::string Joined() const;
   // The address to call: the leader as last known (the first address at start).
@@ -42,6 +55,8 @@ class MasterList {
   // cut off); Current() is then the leader
   // the standby named (`leader_named`, LeaderNamed of the call's context), when the list
   // has it, else the next address.
+  // UNAUTHENTICATED moves on too: an answer not proven to come from the master (someone
+  // else listens there) or a master that refused the caller's proof.
   bool Failed(const std::string& address, const grpc::Status& status, const std::string& leader_named);
   // The leader a standby named in its answer on `ctx` ("" when none).
   static std::string LeaderNamed(const grpc::ClientContext& ctx);
@@ -63,6 +78,8 @@ class MasterList {
 
   const std::vector<std::string> addresses_;
   const grpc::ChannelArguments args_;
+  std::optional<MungeAuth> auth_;  // set by Prove
+  std::vector<uid_t> uids_;
   mutable std::mutex mu_;
   size_t current_ = 0;                                                           // under mu_
   std::map<std::string, std::unique_ptr<::nexec::v1::Master::Stub>> stubs_;  // under mu_

@@ -22,6 +22,7 @@
 #include "common/version.h"
 #include "common/admin_server.h"
 #include "common/store/store.h"
+#include "executor/auth/answer_signer.h"
 #include "executor/master/master.h"
 #include "executor/master/master_lease.h"
 #include "executor/master/master_service.h"
@@ -113,7 +114,7 @@ int main(int argc, char** argv) {
       return starting;
     }
     return l->Info();
-  });
+  }, *auth);
   int port = 0;
   std::unique_ptr<grpc::Server> standby;
   {
@@ -198,6 +199,12 @@ int main(int argc, char** argv) {
   int leading_port = 0;
   builder.AddListeningPort(absl::StrCat(listen_host, ":", port), grpc::InsecureServerCredentials(), &leading_port);
   builder.RegisterService(service.get());
+  {
+    // Answers in a session are signed: agents and the adapter act on no other (issue 47).
+    std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+    interceptors.push_back(jc::nexec::MakeAnswerSigner(*auth));
+    builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  }
   jc::ConfigureServerThreads(builder, "nexec-master", 256);
   auto server = builder.BuildAndStart();
   if (server == nullptr || leading_port == 0) return fail(absl::StrCat("cannot listen on ", listen_host, ":", port));

@@ -47,8 +47,14 @@ class MasterService final
   MasterService(Master* m, MungeAuth auth, uid_t agent_uid, std::function<pb::LeadershipInfo()> leadership)
       : m_(m), auth_(std::move(auth)), agent_uid_(agent_uid), leadership_(std::move(leadership)) {}
 
-  // Anyone may ask who leads (a standby answers it too): it tells nothing but addresses.
-  Status Leadership(ServerContext*, const pb::LeadershipRequest*, pb::LeadershipInfo* resp) override {
+  // Anyone may ask who leads (a standby answers it too): it tells nothing but addresses. A
+  // caller with a credential is answered in a session (the AnswerSigner signs it), so that
+  // it can tell this master from whoever listens on a master's address while it is down.
+  Status Leadership(ServerContext* ctx, const pb::LeadershipRequest* req, pb::LeadershipInfo* resp) override {
+    if (MungeAuth::CarriesCredential(ctx)) {
+      auto caller = auth_.Verify(ctx, "Leadership", *req);
+      if (!caller.ok()) return ToGrpcStatus(caller.status());
+    }
     if (leadership_) {
       *resp = leadership_();
     } else {

@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "adapters/native/nexec_backend.h"
 #include "executor/auth/munge_auth.h"
@@ -33,6 +34,7 @@
 #include "tests/testing/munge_daemon.h"
 #include "tests/testing/process.h"
 #include "tests/testing/tcp_proxy.h"
+#include "tests/testing/test_account.h"
 #include "tests/testing/test_store.h"
 
 using jc::testing::Process;
@@ -635,75 +637,330 @@ TEST_CASE("a master list naming an address that answers and is not a nexec maste
 
 namespace {
 
-// Answers every heartbeat as a master of store `identity` claiming term `term`, unsigned:
-// what anyone who takes a master's address while it is down can do.
+// Whoever takes a master's address while that master is down (issue 47), answering every
+// heartbeat as the master of store `identity` in term `term`: the OK answer acks the exits
+// the agent sent, binds an agent that serves no store, and names every task it reports to
+// be killed. With `account` set it is a squatter with munge access: it opens the session
+// the agent offers with a credential made as that account, and signs every answer with
+// the session's key, as a real master does. Without, it signs nothing.
 class ClaimingMaster final : public npb::Master::Service {
  public:
-  ClaimingMaster(std::string identity, int64_t term) : identity_(std::move(identity)), term_(term) {}
-  grpc::Status Heartbeat(grpc::ServerContext*, const npb::HeartbeatRequest*, npb::HeartbeatResponse* resp) override {
+  ClaimingMaster(std::string identity, int64_t term, std::string account = "", std::string dir = "")
+      : identity_(std::move(identity)), term_(term), account_(std::move(account)), dir_(std::move(dir)) {}
+  // From now on Leadership and Heartbeat are passed to the real master at `address`, its
+  // answers (signed by it, for the caller's session) passed back: a relay.
+  void RelayTo(const std::string& address) {
+    relay_ = npb::Master::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  }
+  grpc::Status Heartbeat(grpc::ServerContext* ctx, const npb::HeartbeatRequest* req,
+                         npb::HeartbeatResponse* resp) override {
+    if (relay_) return Relay(ctx, *req, resp, &npb::Master::Stub::Heartbeat);
     resp->set_master_identity(identity_);
     resp->set_master_term(term_);
+    for (const auto& t : req->tasks()) {
+      if (t.state() == npb::TASK_EXITED) ++exits_offered;
+      *resp->add_kill() = t;
+    }
     ++answered;
-    return grpc::Status::OK;
+    if (account_.empty()) return grpc::Status::OK;
+    return Sign(ctx, "Heartbeat", *req, jc::nexec::MungeAuth::AnswerDigest(*resp));
   }
-  grpc::Status Leadership(grpc::ServerContext*, const npb::LeadershipRequest*, npb::LeadershipInfo* resp) override {
+  // What a CLI is told: its job was taken; the jobs there are.
+  grpc::Status Submit(grpc::ServerContext* ctx, const npb::SubmitRequest* req, npb::SubmitResponse* resp) override {
+    resp->set_job_id(4242);
+    if (account_.empty()) return grpc::Status::OK;
+    return Sign(ctx, "Submit", *req, jc::nexec::MungeAuth::AnswerDigest(*resp));
+  }
+  grpc::Status ListJobs(grpc::ServerContext* ctx, const npb::ListJobsRequest* req,
+                        npb::ListJobsResponse* resp) override {
+    resp->add_jobs()->set_id(4242);
+    if (account_.empty()) return grpc::Status::OK;
+    return Sign(ctx, "ListJobs", *req, jc::nexec::MungeAuth::AnswerDigest(*resp));
+  }
+  // A refusal: the job is not known (the adapter would report its replica lost).
+  grpc::Status GetJob(grpc::ServerContext* ctx, const npb::JobRef* req, npb::Job*) override {
+    const grpc::Status refusal(grpc::StatusCode::NOT_FOUND, "job " + std::to_string(req->job_id()) + " is not known");
+    if (account_.empty()) return refusal;
+    grpc::Status signed_in = Sign(ctx, "GetJob", *req,
+                                  jc::nexec::MungeAuth::StatusDigest(refusal.error_code(), refusal.error_message()));
+    return signed_in.ok() ? refusal : signed_in;
+  }
+  grpc::Status Leadership(grpc::ServerContext* ctx, const npb::LeadershipRequest* req,
+                          npb::LeadershipInfo* resp) override {
+    if (relay_) return Relay(ctx, *req, resp, &npb::Master::Stub::Leadership);
     resp->set_leading(true);
-    return grpc::Status::OK;
+    resp->set_state("leading");
+    resp->set_identity(identity_);
+    resp->set_term(term_);
+    if (account_.empty()) return grpc::Status::OK;
+    return Sign(ctx, "Leadership", *req, jc::nexec::MungeAuth::AnswerDigest(*resp));
   }
   std::atomic<int> answered{0};
+  std::atomic<int> exits_offered{0};
 
  private:
+  template <typename Req, typename Resp, typename Rpc>
+  grpc::Status Relay(grpc::ServerContext* ctx, const Req& req, Resp* resp, Rpc rpc) {
+    grpc::ClientContext out;
+    out.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(4));
+    for (const auto& [key, value] : ctx->client_metadata()) {
+      const std::string k(key.data(), key.size());
+      if (k.rfind("x-nexec-", 0) == 0) out.AddMetadata(k, std::string(value.data(), value.size()));
+    }
+    grpc::Status st = (relay_.get()->*rpc)(&out, req, resp);
+    ++relayed;
+    for (const auto& [key, value] : out.GetServerInitialMetadata()) {
+      const std::string k(key.data(), key.size());
+      if (k.rfind("x-nexec-", 0) == 0) ctx->AddInitialMetadata(k, std::string(value.data(), value.size()));
+    }
+    for (const auto& [key, value] : out.GetServerTrailingMetadata()) {
+      const std::string k(key.data(), key.size());
+      if (k.rfind("x-nexec-", 0) == 0) ctx->AddTrailingMetadata(k, std::string(value.data(), value.size()));
+    }
+    return st;
+  }
+
+  grpc::Status Sign(grpc::ServerContext* ctx, const char* method, const google::protobuf::Message& req,
+                    const std::string& digest) {
+    const auto& md = ctx->client_metadata();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = md.find(jc::nexec::kSessionMetadataKey); it != md.end()) {
+      std::vector<std::string> f = absl::StrSplit(std::string(it->second.data(), it->second.size()), ' ');
+      auto held = keys_.find(f[0]);
+      // A session of the real master's: "forgotten", so that the agent offers a new one.
+      if (held == keys_.end()) {
+        return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "nexec session: unknown session");
+      }
+      ctx->AddTrailingMetadata(jc::nexec::kAnswerMetadataKey,
+                               jc::nexec::AnswerMac(held->second, f[0], std::stoull(f[1]), digest));
+      return grpc::Status::OK;
+    }
+    auto cred = md.find(jc::nexec::kMungeMetadataKey);
+    if (cred == md.end()) return grpc::Status::OK;
+    // The offer is read off the caller's credential (munge lets any account decode one).
+    std::string payload;
+    if (!auth_.Decode(std::string(cred->second.data(), cred->second.size()), &payload).ok()) return grpc::Status::OK;
+    const std::string prefix = jc::nexec::MungeAuth::Payload(method, req) + jc::nexec::kSessionOfferLine;
+    if (payload.rfind(prefix, 0) != 0) return grpc::Status::OK;
+    const std::string offered = payload.substr(prefix.size());
+    auto mine = jc::nexec::KeyExchange::Make();
+    const std::string id = "squat" + std::to_string(++sessions_);
+    auto key = mine->SessionKey(offered, id, /*offering=*/false);
+    if (!key.ok()) return grpc::Status::OK;
+    keys_[id] = *key;
+    ++offers_taken;
+    // Its acceptance, signed as the squatter's own account: all munge lets it sign as.
+    const std::string accept_payload =
+        std::string(jc::nexec::kSessionAcceptPayload) + id + "\n" + mine->public_hex() + "\n" + offered;
+    std::string out = dir_ + "/accept-" + std::to_string(sessions_);
+    Process p({"/usr/sbin/runuser", "-u", account_, "--", "/usr/bin/munge",
+               "--socket=" + jc::testing::UsePrivateMunged(), "--string=" + accept_payload},
+              out);
+    if (p.Wait() != 0) return grpc::Status::OK;
+    std::string accept_cred;
+    std::getline(std::ifstream(out), accept_cred);
+    ctx->AddInitialMetadata(jc::nexec::kSessionAcceptMetadataKey, id + " " + mine->public_hex() + " " + accept_cred);
+    ctx->AddTrailingMetadata(jc::nexec::kAnswerMetadataKey, jc::nexec::AnswerMac(*key, id, 0, digest));
+    return grpc::Status::OK;
+  }
+
   std::string identity_;
   int64_t term_;
+  std::string account_;
+  std::string dir_;
+  const jc::nexec::MungeAuth auth_ = jc::nexec::MungeAuth::Munge(jc::testing::UsePrivateMunged());
+  std::mutex mu_;
+  std::map<std::string, std::string> keys_;  // session id -> key
+  int sessions_ = 0;
+  std::unique_ptr<npb::Master::Stub> relay_;
+
+ public:
+  std::atomic<int> offers_taken{0};
+  std::atomic<int> relayed{0};
 };
+
+std::string FirstWord(const std::filesystem::path& file) {
+  std::string word;
+  std::ifstream(file) >> word;
+  return word;
+}
+
+bool Alive(int pid) { return pid > 0 && kill(pid, 0) == 0; }
 
 }  // namespace
 
-TEST_CASE("an agent's term rises only through calls signed by a master's account: an unsigned heartbeat answer "
-          "claiming a huge term changes nothing, and the real leader's launches still run (issue 47) [B11][B9]",
+TEST_CASE("whoever listens at a master's address while it is down is not believed: its heartbeat answers ack no "
+          "exit, bind no agent and kill no task, signed or not, and clients do not take it for the leader "
+          "(issue 47) [B11][B9]",
           "[B11][B9]") {
   const auto auth = jc::nexec::MungeAuth::Munge(jc::testing::UsePrivateMunged());
-  auto dir = std::filesystem::temp_directory_path() / ("jc-nexec-ha-claim-" + std::to_string(getpid()));
+  auto dir = std::filesystem::temp_directory_path() / ("jc-nexec-ha-squat-" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  const std::string identity = "00c0ffee00c0ffee";
-  ClaimingMaster claimer(identity, 1'000'000);
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&claimer);
-  auto server = builder.BuildAndStart();
-  REQUIRE(server != nullptr);
-  Process agent({JC_NEXEC_AGENT, "--master=127.0.0.1:" + std::to_string(port), "--host=node1",
-                 "--listen=127.0.0.1:0", "--metrics_address=", "--heartbeat=100ms",
-                 "--state_dir=" + (dir / "agent").string()},
+  jc::testing::TestAccount squatter_account("jc-squat");
+  auto start_master = [&](const std::string& port, int n) {
+    return std::make_unique<Process>(
+        std::vector<std::string>{JC_NEXEC_MASTER, "--listen=127.0.0.1:" + port, "--data_dir=" + (dir / "data").string(),
+                                 "--metrics_address=", "--lease_ttl=2s"},
+        (dir / ("master." + std::to_string(n) + ".log")).string());
+  };
+  auto master = start_master("0", 1);
+  auto port = master->WaitForLog(R"(nexec master listening on port (\d+))");
+  REQUIRE(port.has_value());
+  const std::string address = "127.0.0.1:" + *port;
+  Process agent({JC_NEXEC_AGENT, "--master=" + address, "--host=node1", "--listen=127.0.0.1:0",
+                 "--metrics_address=", "--heartbeat=100ms", "--state_dir=" + (dir / "agent").string()},
                 (dir / "agent.log").string());
-  auto listening = agent.WaitForLog(R"(listening on 127\.0\.0\.1:(\d+))");
-  REQUIRE(listening.has_value());
-  REQUIRE(WaitUntil([&] { return claimer.answered > 20; }));
-  auto stub = npb::Agent::NewStub(grpc::CreateChannel("127.0.0.1:" + *listening, grpc::InsecureChannelCredentials()));
-  // The real leader of that store, in term 2, is heard: its launch runs.
-  npb::LaunchRequest launch;
-  launch.set_job_id(1);
-  launch.set_command("echo ran > " + (dir / "ran").string());
-  launch.set_user(CurrentUser());
-  launch.add_hosts("node1");
-  launch.set_master_identity(identity);
-  launch.set_master_term(2);
-  launch.set_stdout_path((dir / "out").string());
-  launch.set_stderr_path((dir / "err").string());
-  grpc::ClientContext ctx;
-  REQUIRE(auth.Sign(&ctx, "Launch", launch).ok());
-  npb::LaunchResponse resp;
-  grpc::Status st = stub->Launch(&ctx, launch, &resp);
-  INFO(st.error_message());
+  REQUIRE(agent.WaitForLog("listening on").has_value());
+  auto masters = jc::nexec::MasterList::Parse(address);
+  REQUIRE(masters.ok());
+  REQUIRE(WaitHosts(**masters, auth, 1));
+
+  // Two jobs: one that runs on, one that ends while the squatter holds the address.
+  auto submit = [&](const std::string& command) {
+    npb::SubmitRequest sub;
+    sub.mutable_spec()->set_command(command);
+    sub.mutable_spec()->set_user(CurrentUser());
+    sub.mutable_spec()->set_slots(1);
+    npb::SubmitResponse submitted;
+    grpc::Status st =
+        CallLeader(**masters, auth, "Submit", &npb::Master::Stub::Submit, sub, &submitted, std::chrono::seconds(30));
+    INFO(st.error_message());
+    REQUIRE(st.ok());
+    return submitted.job_id();
+  };
+  auto state_of = [&](int64_t id) {
+    npb::JobRef ref;
+    ref.set_job_id(id);
+    npb::Job job;
+    return CallLeader(**masters, auth, "GetJob", &npb::Master::Stub::GetJob, ref, &job, std::chrono::seconds(5)).ok()
+               ? job.state()
+               : npb::JobState();
+  };
+  const int64_t long_job = submit("echo $$ > " + (dir / "long.pid").string() + "; exec sleep 1000");
+  // It ends once the squatter is there (the file "go"), not before.
+  const int64_t short_job = submit("while [ ! -e " + (dir / "go").string() + " ]; do sleep 0.1; done");
+  REQUIRE(WaitUntil([&] { return state_of(long_job) == npb::RUNNING && state_of(short_job) == npb::RUNNING; }));
+  REQUIRE(WaitUntil([&] { return !FirstWord(dir / "long.pid").empty(); }));
+  const int long_pid = std::stoi(FirstWord(dir / "long.pid"));
+  std::string bound;
+  std::getline(std::ifstream(dir / "agent" / "master.identity"), bound);
+  const std::string identity = bound.substr(0, bound.find(' '));
+  REQUIRE(identity.size() > 8);
+
+  master->Signal(SIGKILL);
+  REQUIRE(master->Wait(std::chrono::seconds(10)).has_value());
+  for (const std::string& account : {std::string(), squatter_account.name}) {
+    INFO((account.empty() ? "a squatter that signs nothing" : "a squatter signing as " + account));
+    ClaimingMaster claimer(identity, 1'000'000, account, dir.string());
+    grpc::ServerBuilder builder;
+    int bound_port = 0;
+    builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &bound_port);
+    builder.RegisterService(&claimer);
+    auto server = builder.BuildAndStart();
+    REQUIRE(server != nullptr);
+    REQUIRE(bound_port == std::stoi(*port));
+    std::ofstream(dir / "go") << "go\n";
+    // Heard for a while, the short job's exit offered to it among them.
+    REQUIRE(WaitUntil([&] { return claimer.answered > 30 && claimer.exits_offered > 3; }, std::chrono::seconds(30)));
+    if (!account.empty()) CHECK(claimer.offers_taken > 0);
+    INFO(agent.Log());
+    CHECK(agent.Log().find("is not proven to come from the nexec master") != std::string::npos);
+    // No kill, no new binding, no term raised.
+    CHECK(Alive(long_pid));
+    std::string kept;
+    std::getline(std::ifstream(dir / "agent" / "master.identity"), kept);
+    CHECK(kept == bound);
+
+    // Clients do not take it for the leader either.
+    auto list = jc::nexec::MasterList::Parse(address);
+    REQUIRE(list.ok());
+    (*list)->Prove(auth, {getuid()});
+    auto leader = (*list)->FindLeader(absl::Seconds(1));
+    CHECK_FALSE(leader.ok());
+    CHECK(leader.status().message().find("not proven to come from the nexec master") != std::string::npos);
+    // Nor does the CLI take what it answers: a submission "accepted", a list of jobs, or a
+    // refusal (job not known: what would make the native adapter report a replica lost).
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"submit", "--", "true"}, std::vector<std::string>{"jobs"},
+          std::vector<std::string>{"job", std::to_string(long_job)}}) {
+      std::vector<std::string> argv{JC_NEXEC_CLI, "--master=" + address};
+      argv.insert(argv.end(), args.begin(), args.end());
+      Process cli(argv, (dir / "cli.out").string());
+      auto cli_code = cli.Wait(std::chrono::seconds(30));
+      INFO(cli.Log());
+      CHECK(cli_code.value_or(0) != 0);
+      CHECK(cli.Log().find("is not proven to come from the nexec master") != std::string::npos);
+      CHECK(cli.Log().find("is submitted") == std::string::npos);
+      CHECK(cli.Log().find("4242") == std::string::npos);
+      CHECK(cli.Log().find("nexec: job " + std::to_string(long_job) + " is not known") == std::string::npos);
+    }
+    // An agent started with it as its master starts (whoever took a down master's port
+    // does not hold agents up), says why each answer is ignored, and binds to nothing.
+    Process fresh({JC_NEXEC_AGENT, "--master=" + address, "--host=node2", "--listen=127.0.0.1:0",
+                   "--metrics_address=", "--heartbeat=100ms", "--state_dir=" + (dir / "fresh").string()},
+                  (dir / "fresh.log").string());
+    INFO(fresh.Log());
+    CHECK(fresh.WaitForLog("listening on").has_value());
+    CHECK(fresh.WaitForLog("is not proven to come from the nexec master").has_value());
+    CHECK_FALSE(std::filesystem::exists(dir / "fresh" / "master.identity"));
+    fresh.Signal(SIGKILL);
+    fresh.Wait();
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  }
+
+  // A squatter relaying another store's real master (a root master sharing the munge key,
+  // attacker helper-41): its answers are genuinely signed, but it is neither who leads
+  // this address (FindLeader asks a master to speak for the address it was called at) nor
+  // this agent's store. The long job ends meanwhile: its exit, and the short job's, are
+  // this store's, so the agent does not move to the other store (they would be lost).
+  {
+    Process other({JC_NEXEC_MASTER, "--listen=127.0.0.1:0", "--data_dir=" + (dir / "other").string(),
+                   "--metrics_address=", "--lease_ttl=2s"},
+                  (dir / "other.log").string());
+    auto other_port = other.WaitForLog(R"(nexec master listening on port (\d+))");
+    REQUIRE(other_port.has_value());
+    const std::string other_address = "127.0.0.1:" + *other_port;
+    kill(long_pid, SIGKILL);
+    ClaimingMaster relay(identity, 1);
+    relay.RelayTo(other_address);
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort(address, grpc::InsecureServerCredentials());
+    builder.RegisterService(&relay);
+    auto server = builder.BuildAndStart();
+    REQUIRE(server != nullptr);
+    auto list = jc::nexec::MasterList::Parse(address + "," + other_address);
+    REQUIRE(list.ok());
+    (*list)->Prove(auth, {getuid()});
+    auto leader = (*list)->FindLeader(absl::Seconds(5));
+    REQUIRE(leader.ok());
+    CHECK(*leader == other_address);
+    CHECK(relay.relayed > 0);
+    INFO(agent.Log());
+    CHECK(agent.WaitForLog("exit\\(s\\) of its tasks that master has not taken").has_value());
+    std::string kept;
+    std::getline(std::ifstream(dir / "agent" / "master.identity"), kept);
+    CHECK(kept == bound);
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  }
+
+  // The real master comes back: the exits the squatters were offered were not lost, the
+  // long job was never killed by them (it ended by its own kill, exit 137).
+  master = start_master(*port, 2);
+  REQUIRE(master->WaitForLog("nexec master listening on port").has_value());
+  INFO(master->Log());
   INFO(agent.Log());
-  CHECK(st.ok());
-  CHECK(WaitUntil([&] { return std::filesystem::exists(dir / "ran"); }));
-  std::string kept;
-  std::getline(std::ifstream(dir / "agent" / "master.identity"), kept);
-  CHECK(kept == identity + " 2");
-  server->Shutdown();
+  CHECK(WaitUntil([&] { return state_of(short_job) == npb::DONE; }, std::chrono::seconds(30)));
+  CHECK(WaitUntil([&] { return state_of(long_job) == npb::EXIT; }, std::chrono::seconds(30)));
+  npb::JobRef long_ref;
+  long_ref.set_job_id(long_job);
+  npb::Job long_record;
+  REQUIRE(CallLeader(**masters, auth, "GetJob", &npb::Master::Stub::GetJob, long_ref, &long_record,
+                     std::chrono::seconds(5))
+              .ok());
+  REQUIRE(long_record.tasks_size() == 1);
+  CHECK(long_record.tasks(0).exit_code() == 137);
+  CHECK(long_record.attempt() == 0);
   std::filesystem::remove_all(dir);
 }
 
@@ -753,10 +1010,15 @@ TEST_CASE("clients given every master follow the leader: the CLI's nexec masters
   auto after = adapter.Describe();
   INFO(after.status().ToString());
   CHECK(after.ok());
-  auto jobs = cli({"jobs", "-a"});
+  // The job's exit reaches the new leader with the agent's next heartbeat there (it may
+  // have ended after the old leader stopped).
+  std::pair<int, std::string> jobs;
+  CHECK(WaitUntil([&] {
+    jobs = cli({"jobs", "-a"});
+    return jobs.first == 0 && jobs.second.find("DONE") != std::string::npos;
+  }));
   INFO(jobs.second);
   CHECK(jobs.first == 0);
-  CHECK(jobs.second.find("DONE") != std::string::npos);
   auto shown_after = cli({"masters"});
   CHECK(shown_after.first == 0);
   CHECK(shown_after.second.find(m.address(1) + "  leading") != std::string::npos);

@@ -942,7 +942,7 @@ TEST_CASE("an unprivileged account cannot submit as root or act on another user'
                       {"submit", "--cron", "0 0 0 1 1 *", "--", "echo s3cret-command"});
   INFO(cron.out);
   REQUIRE(cron.code == 0);
-  for (const std::vector<std::string> args : {std::vector<std::string>{"cron", "--json"}, {"cron"}, {"cron", "1"}}) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"cron", "--json"}, {"cron"}, {"cron", "1"}}) {
     auto listed = c.CliAs(user.name, args);
     INFO(listed.out);
     CHECK(listed.code == 0);
@@ -1082,8 +1082,19 @@ TEST_CASE("a session opened with an account's munge credential speaks only for t
     REQUIRE(it != ctx.GetServerInitialMetadata().end());
     accept.assign(it->second.data(), it->second.size());
   }
-  const std::string id = accept.substr(0, accept.find(' '));
-  auto key = offer->SessionKey(accept.substr(accept.find(' ') + 1), id, /*offering=*/true);
+  // "<id> <the master's half> <the master's own credential over the exchange>"
+  std::vector<std::string> accepted = absl::StrSplit(accept, ' ');
+  REQUIRE(accepted.size() == 3);
+  const std::string id = accepted[0];
+  {
+    // ... made by root (the master's account here) over this exchange.
+    std::string payload;
+    auto signer = jc::nexec::MungeAuth::Munge(jc::testing::UsePrivateMunged()).Decode(accepted[2], &payload);
+    REQUIRE(signer.ok());
+    CHECK(signer->root());
+    CHECK(payload == std::string(jc::nexec::kSessionAcceptPayload) + id + "\n" + accepted[1] + "\n" + offer->public_hex());
+  }
+  auto key = offer->SessionKey(accepted[1], id, /*offering=*/true);
   REQUIRE(key.ok());
   auto session_call = [&](const std::string& method, const google::protobuf::Message& signed_for, uint64_t counter,
                           const std::string& session_key, const std::string& session_id) {
@@ -1116,6 +1127,15 @@ TEST_CASE("a session opened with an account's munge credential speaks only for t
     grpc::Status s = master->Submit(ctx.get(), submit, &resp);
     INFO(s.error_message());
     REQUIRE(s.ok());
+    // The master signed its answer in the session: the call's counter, this very answer.
+    auto proof = ctx->GetServerTrailingMetadata().find(jc::nexec::kAnswerMetadataKey);
+    REQUIRE(proof != ctx->GetServerTrailingMetadata().end());
+    const std::string answer_proof(proof->second.data(), proof->second.size());
+    CHECK(answer_proof == jc::nexec::AnswerMac(*key, id, 2, jc::nexec::MungeAuth::AnswerDigest(resp)));
+    npb::SubmitResponse forged = resp;
+    forged.set_job_id(resp.job_id() + 1);
+    CHECK(answer_proof != jc::nexec::AnswerMac(*key, id, 2, jc::nexec::MungeAuth::AnswerDigest(forged)));
+    CHECK(answer_proof != jc::nexec::AnswerMac(*key, id, 1, jc::nexec::MungeAuth::AnswerDigest(resp)));
     REQUIRE(c.WaitState(resp.job_id(), "DONE"));
     CHECK(c.Job(resp.job_id())["spec"]["user"] == user.name);
   }

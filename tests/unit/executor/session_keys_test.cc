@@ -94,7 +94,7 @@ TEST_CASE("a caller offers one session per peer, uses it with rising counters, a
   REQUIRE(offer.ok());
   auto opened = table.Open(Caller{0, 0, "root"}, offer->public_hex(), kNow);
   REQUIRE(opened.ok());
-  client.Settle(peer, &*offer, opened->id + " " + opened->public_hex, kNow);
+  client.Settle(peer, &*offer, opened->id, opened->public_hex, Caller{0, 0, "root"}, kNow);
   auto one = client.Sign(peer, "b", kNow);
   auto two = client.Sign(peer, "b", kNow);
   REQUIRE(one.has_value());
@@ -108,9 +108,80 @@ TEST_CASE("a caller offers one session per peer, uses it with rising counters, a
   CHECK_FALSE(client.Sign(peer, "b", kNow).has_value());
   CHECK(client.ShouldOffer(peer, kNow));
   // An offer the peer did not take (no answer) leaves no session, and may be made again.
-  client.Settle(peer, &*offer, "", kNow);
+  client.Settle(peer, &*offer, "", "", std::nullopt, kNow);
   CHECK_FALSE(client.Sign(peer, "b", kNow).has_value());
   CHECK(client.ShouldOffer(peer, kNow));
+}
+
+TEST_CASE("one account's flood of session offers evicts only its own oldest sessions, never root's or another "
+          "account's [B9]") {
+  SessionTable table(/*capacity=*/100, /*per_account=*/3);
+  auto open = [&](const Caller& who) {
+    auto offer = KeyExchange::Make();
+    REQUIRE(offer.ok());
+    auto opened = table.Open(who, offer->public_hex(), kNow);
+    REQUIRE(opened.ok());
+    auto key = offer->SessionKey(opened->public_hex, opened->id, /*offering=*/true);
+    REQUIRE(key.ok());
+    return std::make_pair(opened->id, *key);
+  };
+  auto alive = [&](const std::pair<std::string, std::string>& s, uint64_t counter) {
+    return table.Check(s.first, counter, SessionMac(s.second, s.first, counter, "b"), "b", kNow).ok();
+  };
+  const auto root = open(Caller{0, 0, "root"});
+  const auto bob = open(Caller{1001, 1001, "bob"});
+  std::vector<std::pair<std::string, std::string>> flood;
+  for (int i = 0; i < 10; ++i) flood.push_back(open(Caller{1000, 1000, "mallory"}));
+  CHECK(alive(root, 1));
+  CHECK(alive(bob, 1));
+  CHECK_FALSE(alive(flood[0], 1));
+  CHECK_FALSE(alive(flood[6], 1));
+  CHECK(alive(flood[7], 1));
+  CHECK(alive(flood[9], 1));
+  CHECK(table.size() == 5);
+}
+
+TEST_CASE("an answer counts only when the peer that proved the session signed it, for that very call [B9]") {
+  SessionTable table;
+  ClientSessions client;
+  const std::string peer = "127.0.0.1:7000";
+  auto offer = KeyExchange::Make();
+  REQUIRE(offer.ok());
+  auto opened = table.Open(Caller{1000, 1000, "alice"}, offer->public_hex(), kNow);
+  REQUIRE(opened.ok());
+  auto first = client.Settle(peer, &*offer, opened->id, opened->public_hex, Caller{2000, 2000, "nexec"}, kNow);
+  REQUIRE(first.has_value());
+  CHECK(first->counter == 0);
+  const std::string digest = "d1";
+
+  // The peer's proof of the answer to the offering call (counter 0) is the account that
+  // accepted the session.
+  auto proof = table.AnswerMac(opened->id, 0, digest);
+  REQUIRE(proof.ok());
+  auto signer = ClientSessions::CheckAnswer(*first, digest, *proof);
+  REQUIRE(signer.ok());
+  CHECK(signer->uid == 2000);
+  // Another answer, another call's proof, no proof, or an unknown session: refused.
+  CHECK(absl::IsUnauthenticated(ClientSessions::CheckAnswer(*first, "d2", *proof).status()));
+  auto next = client.Sign(peer, "b", kNow);
+  REQUIRE(next.has_value());
+  CHECK(absl::IsUnauthenticated(ClientSessions::CheckAnswer(*next, digest, *proof).status()));
+  CHECK(ClientSessions::CheckAnswer(*next, digest, *table.AnswerMac(opened->id, next->counter, digest)).ok());
+  CHECK(absl::IsUnauthenticated(ClientSessions::CheckAnswer(*next, digest, "").status()));
+  CHECK(absl::IsNotFound(table.AnswerMac("no-such-session", 0, digest).status()));
+
+  // A session whose acceptance nobody proved (a squatter answering the offer with its own
+  // half) signs nothing that counts, even with the right key.
+  ClientSessions fooled;
+  auto squatter = table.Open(Caller{1000, 1000, "alice"}, offer->public_hex(), kNow);
+  REQUIRE(squatter.ok());
+  auto unproven = fooled.Settle(peer, &*offer, squatter->id, squatter->public_hex, std::nullopt, kNow);
+  REQUIRE(unproven.has_value());
+  auto mac = table.AnswerMac(squatter->id, 0, digest);
+  REQUIRE(mac.ok());
+  auto refused = ClientSessions::CheckAnswer(*unproven, digest, *mac);
+  CHECK(absl::IsUnauthenticated(refused.status()));
+  CHECK(refused.status().message().find("no valid munge credential") != std::string::npos);
 }
 
 }  // namespace
