@@ -427,6 +427,7 @@ absl::StatusOr<int> Agent::Start() {
   }
   JC_RETURN_IF_ERROR(SetUpContainment());
   SetUpImages();
+  runner_.ExecDirectly(options_.direct_exec);
   if (!options_.sensor_dir.empty()) {
     auto found = FindSensors(options_.sensor_dir, options_.host);
     for (const auto& s : found) spdlog::info("resource sensor {}", s);
@@ -729,7 +730,56 @@ absl::Status Agent::ServeMasterLocked(const std::string& identity) {
 }
 
 absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
-  std::string key = TaskKey(req.job_id(), req.task_index(), req.attempt());
+  std::vector<absl::StatusOr<int>> pids = LaunchBatch({&req});
+  return std::move(pids[0]);
+}
+
+std::vector<absl::StatusOr<int>> Agent::LaunchBatch(const std::vector<const pb::LaunchRequest*>& requests) {
+  std::vector<absl::StatusOr<int>> pids(requests.size(), absl::InternalError("not launched"));
+  struct Admitted {
+    size_t index;
+    std::string key;
+    TaskLaunch first;
+  };
+  std::vector<Admitted> admitted;
+  std::vector<std::string> keys;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    std::string key = TaskKey(requests[i]->job_id(), requests[i]->task_index(), requests[i]->attempt());
+    std::optional<int> known;
+    absl::StatusOr<TaskLaunch> first;
+    try {
+      first = AdmitLaunch(*requests[i], key, &known);
+    } catch (const std::exception& e) {
+      spdlog::error("launch of job {} threw: {}", requests[i]->job_id(), e.what());
+      first = absl::InternalError(e.what());
+    }
+    if (!first.ok()) {
+      pids[i] = first.status();
+    } else if (known) {
+      pids[i] = *known;
+    } else {
+      keys.push_back(key);
+      admitted.push_back({i, std::move(key), std::move(*first)});
+    }
+  }
+  // Recorded before they start (process groups still unknown), the batch's lines in one
+  // write: an agent that dies between starting a task and recording its group leaves the
+  // mark, and its successor knows the attempt was (perhaps) started and never starts it again.
+  if (absl::Status marked = journal_->Starting(keys); !marked.ok()) {
+    absl::MutexLock lock(&mu_);
+    for (const Admitted& a : admitted) {
+      book_.Drop(a.key);
+      bound_cpus_.erase(a.key);
+      pids[a.index] = absl::UnavailableError(absl::StrCat("the agent cannot record the task: ", marked.message()));
+    }
+    return pids;
+  }
+  for (const Admitted& a : admitted) pids[a.index] = StartAdmitted(a.key, a.first);
+  return pids;
+}
+
+absl::StatusOr<TaskLaunch> Agent::AdmitLaunch(const pb::LaunchRequest& req, const std::string& key,
+                                              std::optional<int>* known) {
   {
     absl::MutexLock lock(&mu_);
     // The store served is the one its own master (--master) names in heartbeat answers;
@@ -747,7 +797,8 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
       // The master may repeat a launch it is not sure about; the task already ran or
       // runs, and its outcome reaches the master in a heartbeat.
       auto pid = runner_.Pid(key);
-      return pid ? *pid : 0;
+      *known = pid ? *pid : 0;
+      return TaskLaunch{};
     }
   }
   TaskLaunch t = TaskOf(req, key);
@@ -803,16 +854,17 @@ absl::StatusOr<int> Agent::Launch(const pb::LaunchRequest& req) {
     }
     book_.Add(key, info);
   }
-  // Recorded before it starts (process group still unknown): an agent that dies between
-  // starting the task and recording its group leaves the mark, and its successor knows the
-  // attempt was (perhaps) started and never starts it again.
-  if (absl::Status marked = journal_->Starting(key); !marked.ok()) {
-    absl::MutexLock lock(&mu_);
-    book_.Drop(key);
-    bound_cpus_.erase(key);
-    return absl::UnavailableError(absl::StrCat("the agent cannot record the task: ", marked.message()));
+  return first;
+}
+
+absl::StatusOr<int> Agent::StartAdmitted(const std::string& key, const TaskLaunch& first) {
+  absl::StatusOr<pid_t> pid;
+  try {
+    pid = StartProcess(first);
+  } catch (const std::exception& e) {
+    spdlog::error("task {}: its start threw: {}", key, e.what());
+    pid = absl::InternalError(e.what());
   }
-  auto pid = StartProcess(first);
   if (metrics_) (pid.ok() || absl::IsAlreadyExists(pid.status()) ? metrics_->launches_ok : metrics_->launches_refused)->Increment();
   if (!pid.ok()) {
     if (absl::IsAlreadyExists(pid.status())) return 0;  // a concurrent repeat started it

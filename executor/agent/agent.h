@@ -91,6 +91,9 @@ struct AgentOptions {
   // agent make them (and says so at start when it cannot), "on" refuses to start
   // without, "off" leaves tasks in process groups only.
   std::string cgroups = "auto";
+  // A command without shell syntax runs as its program, with no /bin/sh between
+  // (direct_exec.h); false: every command through /bin/sh -c.
+  bool direct_exec = true;
 };
 
 // Parses "cpus=64,gpus=8,mem=512G,swap=16G" into the info fields it names.
@@ -109,6 +112,9 @@ class Agent {
 
   // The gRPC handlers (agent_service.h) call these.
   absl::StatusOr<int> Launch(const pb::LaunchRequest& req) ABSL_LOCKS_EXCLUDED(mu_);
+  // A batch, answered in its order: the tasks admitted are journaled in one write, then started.
+  std::vector<absl::StatusOr<int>> LaunchBatch(const std::vector<const pb::LaunchRequest*>& requests)
+      ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Signal(const pb::SignalRequest& req) ABSL_LOCKS_EXCLUDED(mu_);
   // A new leader of the store served says its term (a signed call): answers the newest term
   // kept. Aborted for another store; FailedPrecondition for an older term.
@@ -152,6 +158,13 @@ class Agent {
   // ended and `report` says how (false).
   bool NextPhase(const std::string& key, TaskInfo& t, int exit_code, pb::TaskReport* report)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A launch checked against the store and term served and put in the book: what runs
+  // first (its pre-exec or its command); `*known` set instead when the attempt already ran
+  // or runs (its pid, 0 when no longer running).
+  absl::StatusOr<TaskLaunch> AdmitLaunch(const pb::LaunchRequest& req, const std::string& key,
+                                         std::optional<int>* known) ABSL_LOCKS_EXCLUDED(mu_);
+  // An admitted launch, journaled, started; a failure takes it out of the book again.
+  absl::StatusOr<int> StartAdmitted(const std::string& key, const TaskLaunch& first) ABSL_LOCKS_EXCLUDED(mu_);
   // Starts `launch` under its key; its process group is recorded for a successor agent by
   // the heartbeat loop's next round (RecordStartsLocked). With or without mu_.
   absl::StatusOr<pid_t> StartProcess(const TaskLaunch& launch) ABSL_LOCKS_EXCLUDED(starts_mu_);

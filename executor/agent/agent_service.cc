@@ -81,14 +81,9 @@ class AgentService final : public pb::Agent::Service {
   grpc::Status LaunchBatch(grpc::ServerContext* ctx, const pb::LaunchBatchRequest* req,
                            pb::LaunchBatchResponse* resp) override {
     NEXEC_FROM_MASTER("LaunchBatch");
-    for (const auto& launch : req->launches()) {
-      absl::StatusOr<int> pid;
-      try {
-        pid = agent_->Launch(launch);
-      } catch (const std::exception& e) {
-        spdlog::error("launch of job {} threw: {}", launch.job_id(), e.what());
-        pid = absl::InternalError(e.what());
-      }
+    std::vector<const pb::LaunchRequest*> launches;
+    for (const auto& launch : req->launches()) launches.push_back(&launch);
+    for (absl::StatusOr<int>& pid : agent_->LaunchBatch(launches)) {
       pb::LaunchResult* r = resp->add_results();
       if (pid.ok()) {
         r->set_pid(*pid);

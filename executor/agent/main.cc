@@ -65,6 +65,10 @@ ABSL_FLAG(std::string, munge_socket, "", "munged's socket (default: $NEXEC_MUNGE
 ABSL_FLAG(std::string, cgroups, "auto",
           "contain each task in a cgroup of its own (kill, suspend and memory limits reach every process it starts): "
           "auto (where the host allows), on (refuse to start without), off");
+ABSL_FLAG(bool, direct_exec, true,
+          "run a command without shell syntax (`sleep 60`, `/opt/app/train --epochs=3`) as its program, with no "
+          "/bin/sh between, when it is a system program (root's, in root's directories); false: every command "
+          "through /bin/sh -c");
 ABSL_FLAG(int64_t, master_uid, -1,
           "the account the master runs as; launches from others are refused (default: the agent's own "
           "account; root is always accepted)");
@@ -78,6 +82,7 @@ int main(int argc, char** argv) {
   options.listen_address = absl::GetFlag(FLAGS_listen);
   options.declared = absl::GetFlag(FLAGS_resources);
   options.heartbeat_interval = absl::GetFlag(FLAGS_heartbeat);
+  options.direct_exec = absl::GetFlag(FLAGS_direct_exec);
   options.sensor_dir = absl::GetFlag(FLAGS_sensor_dir);
   options.state_dir = absl::GetFlag(FLAGS_state_dir);
   options.nvidia_smi = absl::GetFlag(FLAGS_nvidia_smi);

@@ -114,10 +114,18 @@ absl::Status TaskJournal::Append(const std::string& line) {
   return WriteAll(fd_, line, path_);  // one write of the whole line: O_APPEND keeps lines whole
 }
 
-absl::Status TaskJournal::Starting(const std::string& key) {
+absl::Status TaskJournal::Starting(const std::string& key) { return Starting(std::vector<std::string>{key}); }
+
+absl::Status TaskJournal::Starting(const std::vector<std::string>& keys) {
+  if (keys.empty()) return absl::OkStatus();
   std::lock_guard<std::mutex> lock(mu_);
-  live_[key] = JournaledTask{};
-  return Append(absl::StrCat("S ", key, "\n"));
+  std::string lines;
+  for (const std::string& key : keys) {
+    live_[key] = JournaledTask{};
+    absl::StrAppend(&lines, "S ", key, "\n");
+  }
+  lines_ += static_cast<int64_t>(keys.size()) - 1;  // Append counts one
+  return Append(lines);
 }
 
 absl::Status TaskJournal::Started(const std::string& key, pid_t pgid, uint64_t start_time) {

@@ -52,6 +52,8 @@ class TaskJournal {
   // Each writes one line before it returns (commit or stop: an error means the agent must
   // not start the task).
   absl::Status Starting(const std::string& key);
+  // A launch batch's tasks: their lines in one write (all recorded, or the error).
+  absl::Status Starting(const std::vector<std::string>& keys);
   absl::Status Started(const std::string& key, pid_t pgid, uint64_t start_time);
   // Tasks that ended, with their exit codes (a round's exits, in one write): still the
   // journal's until their exits are taken (Ended), so an agent that dies before its master

@@ -38,6 +38,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
+#include "executor/agent/direct_exec.h"
 #include "executor/agent/user_files.h"
 #include "executor/agent/vfork_child.h"
 
@@ -81,6 +82,9 @@ struct TaskChild {
   const cpu_set_t* cpus = nullptr;
   char** argv = nullptr;
   char** envp = nullptr;
+  // Set when argv is a command's program itself (direct_exec.h): what is exec'd if that
+  // fails (a program removed since it was looked up), so the shell says why, as it would have.
+  char** shell_argv = nullptr;
   // In its image, with the agent root: a mount namespace of the task's own (the runner's,
   // runc's and, below it, the container's), where the directories the agent opened as the
   // user (`attach_fds`) are attached at `attach_targets` (in its bundle), for runc to bind
@@ -169,6 +173,7 @@ int RunTaskChild(void* arg) {
   }
   if (c.cpus && sched_setaffinity(0, sizeof(*c.cpus), c.cpus) != 0) FailChild(c, kAffinity);
   execve(c.argv[0], c.argv, c.envp);
+  if (c.shell_argv) execve(c.shell_argv[0], c.shell_argv, c.envp);
   FailChild(c, kExec);
 }
 
@@ -719,6 +724,14 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   std::vector<std::string> shell_words{"/bin/sh", "-c", t.command};
   std::vector<char*> shell_argv = ExecArray(shell_words);
   char** argv = shell_argv.data();
+  // A command without shell syntax runs as its program: no shell's exec and start per task.
+  std::optional<std::vector<std::string>> direct_words;
+  if (direct_exec_ && !in_image) direct_words = DirectArgv(t.command, env["PATH"]);
+  std::vector<char*> direct_argv;
+  if (direct_words) {
+    direct_argv = ExecArray(*direct_words);
+    argv = direct_argv.data();
+  }
   // In its image: the child stays root to exec the runner, which pulls the image and
   // starts runc; the container becomes the user (container_bundle.h).
   ImageLaunch image;
@@ -754,7 +767,10 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
     idle_cgroups_.push_back(cgroup);  // unused: empty still
   });
   if (!switch_user && t.cpus.empty() && !t.stdin_pipe && !t.tty && !cgroup && !in_image) {
-    return Spawn(t.key, argv, envp.data(), out_fd, err_fd, cwd);
+    auto pid = Spawn(t.key, argv, envp.data(), out_fd, err_fd, cwd);
+    // The program gone since it was looked up: the shell runs the command and says why.
+    if (!pid.ok() && direct_words) pid = Spawn(t.key, shell_argv.data(), envp.data(), out_fd, err_fd, cwd);
+    return pid;
   }
 
   // Interactive input: a pipe, or a pseudo-terminal; the agent keeps the writing side.
@@ -784,6 +800,7 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   child.cpus = t.cpus.empty() ? nullptr : &cpus;
   child.argv = argv;
   child.envp = envp.data();
+  if (direct_words) child.shell_argv = shell_argv.data();
   std::vector<int> trees(image.attach_fds.size(), -1);
   if (in_image && geteuid() == 0) {
     child.mount_namespace = true;

@@ -115,6 +115,9 @@ class TaskRunner {
   void RunImagesWith(ImageRunning images) { images_ = std::move(images); }
   // Why it runs none (what a task with an image ends with), when it does not.
   void RunNoImages(std::string why) { no_images_ = std::move(why); }
+  // Commands without shell syntax run as their program, no /bin/sh between (the default);
+  // false: every command through /bin/sh -c.
+  void ExecDirectly(bool direct) { direct_exec_ = direct; }
   bool contains() const { return cgroups_layout_.has_value(); }
 
   // Starts the task; returns its pid (= its process group id). Errors (unknown user,
@@ -224,6 +227,7 @@ class TaskRunner {
   std::optional<CgroupLayout> cgroups_layout_;
   std::optional<ImageRunning> images_;
   std::string no_images_ = "it found no runc, skopeo or umoci";
+  bool direct_exec_ = true;
   // The bundle directory of task `key` (in images_->store).
   std::string BundleDir(const std::string& key) const { return images_->store + "/.bundles/" + key; }
   mutable std::mutex mu_;

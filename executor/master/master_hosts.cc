@@ -176,11 +176,20 @@ void Master::LoseHost(const std::string& name, HostBook::Host& host, const std::
 void Master::RefuseHeartbeat(const pb::HeartbeatRequest& req) {
   const pb::AgentInfo& info = req.info();
   int running = 0;
-  for (const auto& t : req.tasks()) running += t.state() != pb::TASK_EXITED;
+  int exited = 0;
+  for (const auto& t : req.tasks()) (t.state() == pb::TASK_EXITED ? exited : running) += 1;
+  // The agent keeps another store's exits until that store's master takes them (an exit
+  // dropped would be a job run twice): it moves on when they are taken, or when restarted.
   const std::string reason =
-      absl::StrCat("its agent serves the master of store ", info.master_identity(), ", not this one (store ",
-                   identity_, "), and runs ", running, " task(s) of that store: it takes work from this master once "
-                   "they end (or once the agent restarts, which ends them)");
+      running > 0 || exited == 0
+          ? absl::StrCat("its agent serves the master of store ", info.master_identity(), ", not this one (store ",
+                         identity_, "), and runs ", running,
+                         " task(s) of that store: it takes work from this master once they end and that master "
+                         "has taken their exits (or once the agent restarts, which ends them)")
+          : absl::StrCat("its agent serves the master of store ", info.master_identity(), ", not this one (store ",
+                         identity_, "), and holds ", exited,
+                         " exit(s) of that store's tasks that its master has not taken: it takes work from this "
+                         "master once that master takes them, or once the agent restarts");
   if (hosts_.Refuse(info, reason, clock_->Now())) {
     spdlog::warn("nexec host {} refuses this master: {}", info.host(), reason);
   }

@@ -440,7 +440,7 @@ TEST_CASE("Slurm adapter: a replica naming an image runs in it on the node, pull
   // its container — `runc exec` as root; as an ordinary account, rootless, nexec-userns-exec
   // --enter (runc exec cannot join the command's nested user namespace and the container's
   // others) — the image's files, the replica's account, its exit status, a terminal with -t.
-  for (const std::string user : {std::string(), account.name}) {
+  for (const std::string& user : {std::string(), account.name}) {
     ReplicaLaunch running = launch_of(user.empty() ? "execroot" : "execuser", user);
     running.command = "exec sleep 300";
     auto running_id = backend.Submit(running);

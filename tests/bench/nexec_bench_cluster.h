@@ -31,6 +31,7 @@ class NexecBenchCluster {
     std::string heartbeat;                    // the agents' --heartbeat; empty: their default
     std::vector<std::string> extra_flags;     // for the master and every agent (--auth=none)
     std::vector<std::string> master_flags;    // for the master only
+    std::vector<std::string> agent_flags;     // for every agent only
     bool master_metrics = false;              // the master serves /metrics (costs a little per job)
   };
 
@@ -58,6 +59,7 @@ class NexecBenchCluster {
                                     "--state_dir=" + (dir / (host + "-state")).string()};
       if (!options.heartbeat.empty()) args.push_back("--heartbeat=" + options.heartbeat);
       args.insert(args.end(), options.extra_flags.begin(), options.extra_flags.end());
+      args.insert(args.end(), options.agent_flags.begin(), options.agent_flags.end());
       agents_.push_back(std::make_unique<testing::Process>(args, (dir / (host + ".log")).string()));
     }
     stub_ = ::nexec::v1::Master::NewStub(grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));

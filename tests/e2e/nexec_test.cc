@@ -566,7 +566,7 @@ TEST_CASE("a master on a new store over an agent that ran an earlier master's jo
 }
 
 TEST_CASE("an agent serving one master's store refuses a master of another store while the first store's task "
-          "runs, names both stores, and serves the new one once that task ends",
+          "runs or its exit is untaken, names both stores, and serves the new one once the agent restarts",
           "[B6][C6][C7]") {
   Cluster c("twostores");
   c.AddAgent("node1", "cpus=2,mem=4G");
@@ -590,8 +590,21 @@ TEST_CASE("an agent serving one master's store refuses a master of another store
   CHECK(kill(first_pid, 0) == 0);  // the first store's task runs on, untouched
   REQUIRE(WaitUntil([&] { return c.agent("node1").Log().find("is refused until they end") != std::string::npos; }));
   CHECK(c.agent("node1").Log().find("serves the master of store " + first_store) != std::string::npos);
-  // The first store's task ends: the agent serves the new store, whose job runs.
+  // The first store's task ends: its exit waits for the first store's master (dropped, that
+  // master would take the job for lost and might run it again), and the host stays refused.
   kill(-first_pid, SIGKILL);
+  REQUIRE(WaitUntil([&] {
+    refused = c.Host("node1");
+    return !refused.is_null() && refused.value("reason", "").find("holds 1 exit(s) of that store's tasks") !=
+                                     std::string::npos;
+  }));
+  CHECK(refused["state"] == "refused");
+  CHECK(refused.value("reason", "").find("once the agent restarts") != std::string::npos);
+  REQUIRE(WaitUntil([&] {
+    return c.agent("node1").Log().find("exit(s) of its tasks that master has not taken") != std::string::npos;
+  }));
+  // The operator moves on by restarting the agent: it serves the new store, whose job runs.
+  c.CrashAndRestartAgent("node1");
   REQUIRE(c.WaitHosts(1));
   const std::string marker = c.path("second-ran");
   int64_t second = c.Submit({"--", "echo ran >> " + marker});

@@ -378,7 +378,7 @@ TEST_CASE("a member opens a service's endpoint with a link, on the endpoint's ow
   const std::string endpoint_token = seen["token"];
   CHECK(endpoint_token.size() >= 40);
   CHECK(seen["fields"]["authorization"] == json::array({"token " + endpoint_token}));
-  for (const std::string view : {"/openapi/v1/trainjob/" + id, std::string("/openapi/v1/trainjob")}) {
+  for (const std::string& view : {"/openapi/v1/trainjob/" + id, std::string("/openapi/v1/trainjob")}) {
     CHECK_FALSE(absl::StrContains(alice->Get(view).body.dump(), endpoint_token));
   }
   Answer own = e.Request(host, "/", absl::StrCat("Cookie: ", cookie, "\r\nAuthorization: Basic YWxpY2U6eA==\r\n"));

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,26 @@ TEST_CASE("task journal: tasks ended together (one round's exits) are all ended 
   REQUIRE(next.ok());
   REQUIRE((*next)->Inherited().size() == 1);
   CHECK((*next)->Inherited().count("2.0.0") == 1);
+}
+
+TEST_CASE("task journal: a launch batch's tasks are marked started in one line each, all inherited by a "
+          "successor [B6]") {
+  Dir dir;
+  {
+    auto journal = TaskJournal::Open(dir.journal(), dir.legacy());
+    REQUIRE(journal.ok());
+    REQUIRE((*journal)->Starting(std::vector<std::string>{"7.0.0", "8.0.0", "9.0.0"}).ok());
+    REQUIRE((*journal)->Starting(std::vector<std::string>{}).ok());  // a batch whose launches were all refused
+    REQUIRE((*journal)->Ended("8.0.0").ok());
+  }
+  std::ifstream in(dir.journal());
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text == "S 7.0.0\nS 8.0.0\nS 9.0.0\nE 8.0.0\n");
+  auto next = TaskJournal::Open(dir.journal(), dir.legacy());
+  REQUIRE(next.ok());
+  REQUIRE((*next)->Inherited().size() == 2);
+  CHECK((*next)->Inherited().count("7.0.0") == 1);
+  CHECK((*next)->Inherited().at("9.0.0").pgid == 0);
 }
 
 TEST_CASE("task journal: a line cut short by a crash is not acted on [B6]") {

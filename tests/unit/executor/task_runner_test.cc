@@ -472,7 +472,7 @@ TEST_CASE("a directory an account names for its container is opened as that acco
   }
   // /proc's magic links lead to what the helper holds (the agent's descriptors, its root):
   // never followed, for root either.
-  for (const std::string& magic : {"/proc/self/cwd", "/proc/self/root/tmp"}) {
+  for (const char* magic : {"/proc/self/cwd", "/proc/self/root/tmp"}) {
     CHECK(absl::IsInvalidArgument(jc::nexec::OpenDirectoryAs(*nobody, magic).status()));
   }
   CHECK_FALSE(jc::nexec::OpenDirectoryAs(*nobody, "/proc/" + std::to_string(getpid()) + "/cwd").ok());

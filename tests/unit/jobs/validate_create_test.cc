@@ -61,7 +61,7 @@ TEST_CASE("a create's estimatedDuration and timeLimit must be durations a record
 TEST_CASE("a create's job and task names hold no control characters: a newline, an escape, DEL or a C1 control is "
           "refused naming the field and where [A16][C5]",
           "[A16][C5]") {
-  for (const std::string bad : {std::string("a\nb"), std::string("\x1b[2J"), std::string("x\x7f"),
+  for (const std::string& bad : {std::string("a\nb"), std::string("\x1b[2J"), std::string("x\x7f"),
                                 std::string("tab\there"), std::string("c1\xc2\x9b"), std::string("nul\0", 4)}) {
     auto job = Job();
     job.set_name(bad);

@@ -1,0 +1,208 @@
+// A command without shell syntax is exec'd as its program (issue 48): which commands qualify,
+// how the program is found, and that a task keeps the shell's answers (127, 126, its
+// messages) wherever the shell is still the one to give them.
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "executor/agent/direct_exec.h"
+#include "executor/agent/task_runner.h"
+#include "tests/testing/process.h"
+
+using jc::nexec::DirectArgv;
+using jc::nexec::TaskLaunch;
+using jc::nexec::TaskRunner;
+using jc::testing::WaitUntil;
+
+namespace {
+
+constexpr char kPath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+// Where the shell would find `program` on kPath (what `command -v` says).
+std::string Found(const std::string& program) {
+  for (const char* dir : {"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}) {
+    const std::string candidate = std::string(dir) + "/" + program;
+    if (access(candidate.c_str(), F_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A directory of the test's own, removed at the end; `mode` as given.
+struct Dir {
+  std::string path;
+  Dir(const std::string& parent, mode_t mode) {
+    static int n = 0;
+    path = parent + "/jc-direct-" + std::to_string(getpid()) + "-" + std::to_string(n++);
+    std::filesystem::create_directories(path);
+    chmod(path.c_str(), mode);
+  }
+  ~Dir() { std::filesystem::remove_all(path); }
+  std::string Write(const std::string& name, const std::string& text, mode_t mode) const {
+    const std::string file = path + "/" + name;
+    std::ofstream(file) << text;
+    chmod(file.c_str(), mode);
+    return file;
+  }
+};
+
+int WaitExit(TaskRunner& runner, const std::string& key) {
+  int code = -1;
+  REQUIRE(WaitUntil([&] {
+    for (const auto& e : runner.Reap()) {
+      if (e.key == key) code = e.exit_code;
+    }
+    return code != -1;
+  }));
+  return code;
+}
+
+// argv[0] of a running process.
+std::string Argv0(pid_t pid) {
+  std::string cmdline = Read("/proc/" + std::to_string(pid) + "/cmdline");
+  return cmdline.substr(0, cmdline.find('\0'));
+}
+
+}  // namespace
+
+TEST_CASE("a command of plain words runs as its program, found on PATH as the shell finds it", "[B11]") {
+  const std::string sleep = Found("sleep");
+  REQUIRE(!sleep.empty());
+  auto argv = DirectArgv("sleep 60", kPath);
+  REQUIRE(argv.has_value());
+  CHECK(*argv == std::vector<std::string>{sleep, "60"});
+  // Runs of spaces separate words as in the shell; options, paths, numbers, '=' and ',' are plain.
+  argv = DirectArgv("  sleep   1.5  ", kPath);
+  REQUIRE(argv.has_value());
+  CHECK(*argv == std::vector<std::string>{sleep, "1.5"});
+  argv = DirectArgv("env -u A --chdir=/tmp a,b:c+d@e%f", kPath);
+  REQUIRE(argv.has_value());
+  CHECK(argv->size() == 5);
+  CHECK((*argv)[4] == "a,b:c+d@e%f");
+  argv = DirectArgv(sleep + " 1", "");  // a path: no search
+  REQUIRE(argv.has_value());
+  CHECK((*argv)[0] == sleep);
+}
+
+TEST_CASE("a command the shell would read otherwise goes through /bin/sh -c", "[B11]") {
+  for (const char* command :
+       {"echo $HOME", "sleep 1 | cat", "sleep 1; true", "true && false", "true || false", "cat > f", "cat < f",
+        "ls *", "ls ?", "ls [ab]", "echo \"a b\"", "echo 'a b'", "echo a\\ b", "ls ~", "ls ~/x", "A=1 env",
+        "sleep 1 &", "sleep\t1", "sleep 1\ntrue", "(sleep 1)", "{ sleep 1; }", "echo `id`", "echo $(id)",
+        "true # note", "! true", "exit 3", "cd /tmp", "export A=1", ". ./x", "set -e", "exec sleep 1",
+        "ulimit -n", "umask 077", "wait", "trap x INT", "echo a", "printf a", "test -f x", "kill 1", "pwd",
+        "if", "for", "while", "case", "-x", "", "   "}) {
+    INFO(command);
+    CHECK_FALSE(DirectArgv(command, kPath).has_value());
+  }
+}
+
+TEST_CASE("a program the shell would not find where root finds it, or that is not root's alone, is the shell's "
+          "to run",
+          "[B9][B11]") {
+  // Not found at all: the shell's "not found" and 127.
+  CHECK_FALSE(DirectArgv("no-such-program-jc 1", kPath).has_value());
+  // Relative paths, and a PATH that searches the working directory or a relative one.
+  CHECK_FALSE(DirectArgv("./sleep 1", kPath).has_value());
+  CHECK_FALSE(DirectArgv("bin/sleep 1", kPath).has_value());
+  CHECK_FALSE(DirectArgv("sleep 1", std::string(":") + kPath).has_value());
+  CHECK_FALSE(DirectArgv("sleep 1", std::string("bin:") + kPath).has_value());
+  // A directory anyone writes (/tmp): whatever is in it, and whatever it shadows on PATH.
+  Dir open(std::filesystem::temp_directory_path().string(), 0777);
+  open.Write("sleep", "#!/bin/sh\necho mine\n", 0755);
+  CHECK_FALSE(DirectArgv("sleep 1", open.path + ":" + kPath).has_value());
+  CHECK_FALSE(DirectArgv(open.path + "/sleep 1", kPath).has_value());
+  // A program that is not executable by all, or that anyone may write.
+  if (geteuid() == 0) {
+    Dir mine("/run", 0755);  // root's, in root's directories
+    mine.Write("private", "#!/bin/sh\n", 0750);
+    mine.Write("writable", "#!/bin/sh\n", 0757);
+    mine.Write("data", "just text\n", 0755);
+    mine.Write("fine", "#!/bin/sh\nexit 0\n", 0755);
+    CHECK_FALSE(DirectArgv(mine.path + "/private", kPath).has_value());
+    CHECK_FALSE(DirectArgv(mine.path + "/writable", kPath).has_value());
+    CHECK_FALSE(DirectArgv(mine.path + "/data", kPath).has_value());  // neither ELF nor #!: the shell runs it
+    CHECK(DirectArgv(mine.path + "/fine", kPath).has_value());
+    CHECK(DirectArgv("fine x", mine.path + ":" + kPath).has_value());
+    // Another account's file shadowing a system program: the shell's.
+    mine.Write("sleep", "#!/bin/sh\n", 0755);
+    REQUIRE(chown((mine.path + "/sleep").c_str(), 65534, 65534) == 0);
+    CHECK_FALSE(DirectArgv("sleep 1", mine.path + ":" + kPath).has_value());
+  } else {
+    WARN("not root: files of root's alone cannot be made here; their cases are skipped");
+  }
+}
+
+TEST_CASE("a task run as its program keeps the shell's exit codes and messages", "[B11]") {
+  Dir dir(std::filesystem::temp_directory_path().string(), 0777);
+  TaskRunner runner;
+  TaskLaunch t{"d.1", "sleep 30"};
+  auto pid = runner.Launch(t);
+  REQUIRE(pid.ok());
+  // No shell between: the task's process is sleep, named as found on PATH.
+  REQUIRE(WaitUntil([&] { return Argv0(*pid) == Found("sleep"); }));
+  REQUIRE(runner.Kill("d.1").ok());
+  CHECK(WaitExit(runner, "d.1") == 137);
+
+  TaskLaunch f{"d.2", "false"};
+  REQUIRE(runner.Launch(f).ok());
+  CHECK(WaitExit(runner, "d.2") == 1);
+
+  TaskLaunch missing{"d.3", "no-such-program-jc 1"};
+  missing.stderr_path = dir.path + "/err3";
+  REQUIRE(runner.Launch(missing).ok());
+  CHECK(WaitExit(runner, "d.3") == 127);
+  CHECK(Read(dir.path + "/err3").find("no-such-program-jc: not found") != std::string::npos);
+
+  TaskLaunch data{"d.4", dir.Write("data", "text\n", 0644)};
+  data.stderr_path = dir.path + "/err4";
+  REQUIRE(runner.Launch(data).ok());
+  CHECK(WaitExit(runner, "d.4") == 126);
+  CHECK(Read(dir.path + "/err4").find("Permission denied") != std::string::npos);
+
+  // Turned off, every command goes through the shell.
+  TaskRunner shell;
+  shell.ExecDirectly(false);
+  TaskLaunch s{"d.5", "sleep 30"};
+  auto shell_pid = shell.Launch(s);
+  REQUIRE(shell_pid.ok());
+  REQUIRE(WaitUntil([&] {
+    const std::string argv0 = Argv0(*shell_pid);
+    return argv0 == "sleep" || argv0 == "/bin/sh";  // dash execs a lone command in place, keeping its word
+  }));
+  REQUIRE(shell.Kill("d.5").ok());
+  CHECK(WaitExit(shell, "d.5") == 137);
+}
+
+TEST_CASE("a program that cannot be exec'd after it was found is run by the shell, which says why", "[B11]") {
+  if (geteuid() != 0) {
+    WARN("SKIPPED: a program of root's alone can be made only as root");
+    return;
+  }
+  Dir mine("/run", 0755);
+  const std::string broken = mine.Write("broken", "#!/no/such/interpreter\n", 0755);
+  REQUIRE(DirectArgv(broken, kPath).has_value());  // it qualifies; its exec fails
+  Dir out(std::filesystem::temp_directory_path().string(), 0777);
+  for (bool in_child : {false, true}) {
+    TaskRunner runner;
+    TaskLaunch t{in_child ? "b.2" : "b.1", broken};
+    t.stderr_path = out.path + "/" + t.key;
+    if (in_child) t.stdin_pipe = true;  // the forked child's path rather than posix_spawn's
+    REQUIRE(runner.Launch(t).ok());
+    CHECK(WaitExit(runner, t.key) == 127);
+    CHECK(Read(t.stderr_path).find("not found") != std::string::npos);
+  }
+}
