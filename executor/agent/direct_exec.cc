@@ -15,6 +15,8 @@
 namespace jc::nexec {
 namespace {
 
+constexpr size_t kMaxPath = 4096;
+
 // Characters that mean nothing to a shell outside quotes (besides the space between words).
 bool Plain(char c) {
   return absl::ascii_isalnum(static_cast<unsigned char>(c)) || std::strchr("_-./:,+@%=", c) != nullptr;
@@ -28,7 +30,9 @@ bool ShellsOwn(absl::string_view word) {
       "wait",   "trap",  "shift",  "read",   "return",  "break", "continue", "alias",  "unalias", "type",
       "command", "hash", "getopts", "local", "readonly", "times", "jobs",   "fg",       "bg",    "echo",   "printf",
       "test",   "kill",  "pwd",    "if",     "then",    "else",  "elif",   "fi",       "for",   "while",  "until",
-      "do",     "done",  "case",   "esac",   "in",      "function", "select", "time",  "logout", "builtin"};
+      "do",     "done",  "case",   "esac",   "in",      "function", "select", "time",  "logout", "builtin",
+      // dash's own, which answer otherwise than the programs of those names (`true --help`)
+      "true", "false", "chdir", "fc"};
   return own->contains(word);
 }
 
@@ -58,6 +62,9 @@ std::string ResolveThroughRootsAlone(const std::string& path) {
       at = at.substr(0, at.rfind('/'));
       continue;
     }
+    // /proc's links name the process that follows them (/proc/self/exe is the agent's
+    // program, /proc/self/cwd its directory): what root checks is not what the task execs.
+    if (at.empty() && part == "proc") return "";
     const std::string next = at + "/" + part;
     if (lstat(next.c_str(), &st) != 0) return "";
     if (S_ISLNK(st.st_mode)) {
@@ -91,35 +98,51 @@ bool SystemProgram(const std::string& file) {
 
 }  // namespace
 
-std::optional<std::vector<std::string>> DirectArgv(absl::string_view command, absl::string_view path) {
+std::optional<DirectCommand> DirectArgv(absl::string_view command, absl::string_view path) {
   for (char c : command) {
     if (c != ' ' && !Plain(c)) return std::nullopt;
   }
-  std::vector<std::string> words = absl::StrSplit(command, ' ', absl::SkipEmpty());
-  if (words.empty()) return std::nullopt;
-  const std::string& program = words[0];
+  DirectCommand direct;
+  direct.argv = absl::StrSplit(command, ' ', absl::SkipEmpty());
+  if (direct.argv.empty()) return std::nullopt;
+  const std::string& word = direct.argv[0];
   // An assignment (A=1 prog), an option-looking or builtin first word: the shell's.
-  if (program.find('=') != std::string::npos || program[0] == '-' || ShellsOwn(program)) return std::nullopt;
-  if (program.find('/') != std::string::npos) {
-    if (program[0] != '/' || !SystemProgram(program)) return std::nullopt;
-    return words;
+  if (word.find('=') != std::string::npos || word[0] == '-' || ShellsOwn(word)) return std::nullopt;
+  if (word.find('/') != std::string::npos) {
+    if (word[0] != '/' || !SystemProgram(word)) return std::nullopt;
+    direct.program = word;
+    return direct;
   }
-  // As the shell searches: the first directory of $PATH that has it (an empty entry is
-  // the working directory: never a system program here).
+  // A PATH longer than any a person sets is the shell's to search (each entry costs the
+  // agent, before the task starts, what it costs the shell after).
+  if (path.size() > kMaxPath) return std::nullopt;
+  // As the shell searches: the first directory of $PATH that has it. Root looks only in
+  // directories anyone may search, reached through root's alone: a directory the account
+  // may not enter, or one it (or anyone but root) could change, ends the search here and
+  // leaves it to the shell, as the account — so root's look tells the account nothing it
+  // could not see itself. An empty entry (the working directory) or a relative one: the same.
   for (absl::string_view dir : absl::StrSplit(path, ':')) {
     if (dir.empty() || dir[0] != '/') return std::nullopt;
-    const std::string candidate = std::string(dir) + (dir.back() == '/' ? "" : "/") + program;
-    if (access(candidate.c_str(), F_OK) != 0) {
-      // Not there for root: not there for anyone. Anything else (EACCES where root is
-      // squashed on a network file system, say) leaves the search to the shell, as the user.
-      if (errno == ENOENT || errno == ENOTDIR) continue;
+    if (ResolveThroughRootsAlone(std::string(dir)).empty()) return std::nullopt;
+    const std::string candidate = std::string(dir) + (dir.back() == '/' ? "" : "/") + word;
+    struct stat st;
+    if (lstat(candidate.c_str(), &st) != 0) {
+      if (errno == ENOENT) continue;  // not there, for anyone
       return std::nullopt;
     }
     if (!SystemProgram(candidate)) return std::nullopt;
-    words[0] = candidate;
-    return words;
+    direct.program = candidate;
+    return direct;
   }
   return std::nullopt;
+}
+
+bool ShellName(absl::string_view name) {
+  if (name.empty() || absl::ascii_isdigit(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return true;
 }
 
 }  // namespace jc::nexec

@@ -82,9 +82,13 @@ struct TaskChild {
   const cpu_set_t* cpus = nullptr;
   char** argv = nullptr;
   char** envp = nullptr;
-  // Set when argv is a command's program itself (direct_exec.h): what is exec'd if that
-  // fails (a program removed since it was looked up), so the shell says why, as it would have.
+  // Set when argv is a command's program itself (direct_exec.h): `program` is exec'd (argv[0]
+  // is the command's word), and `shell_argv` with `shell_envp` if that fails (a program
+  // removed since it was looked up, one the account may not run), so the shell says why,
+  // as it would have; and if the task is moved to /tmp, whose PWD the shell sets itself.
+  const char* program = nullptr;
   char** shell_argv = nullptr;
+  char** shell_envp = nullptr;
   // In its image, with the agent root: a mount namespace of the task's own (the runner's,
   // runc's and, below it, the container's), where the directories the agent opened as the
   // user (`attach_fds`) are attached at `attach_targets` (in its bundle), for runc to bind
@@ -170,10 +174,15 @@ int RunTaskChild(void* arg) {
   if (chdir(c.cwd) != 0) {
     if (chdir("/tmp") != 0) FailChild(c, kChdir);
     (void)!write(2, c.cwd_note->data(), c.cwd_note->size());
+    if (c.shell_argv) {
+      if (c.cpus && sched_setaffinity(0, sizeof(*c.cpus), c.cpus) != 0) FailChild(c, kAffinity);
+      execve(c.shell_argv[0], c.shell_argv, c.shell_envp);
+      FailChild(c, kExec);
+    }
   }
   if (c.cpus && sched_setaffinity(0, sizeof(*c.cpus), c.cpus) != 0) FailChild(c, kAffinity);
-  execve(c.argv[0], c.argv, c.envp);
-  if (c.shell_argv) execve(c.shell_argv[0], c.shell_argv, c.envp);
+  execve(c.program ? c.program : c.argv[0], c.argv, c.envp);
+  if (c.shell_argv) execve(c.shell_argv[0], c.shell_argv, c.shell_envp);
   FailChild(c, kExec);
 }
 
@@ -725,12 +734,23 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   std::vector<char*> shell_argv = ExecArray(shell_words);
   char** argv = shell_argv.data();
   // A command without shell syntax runs as its program: no shell's exec and start per task.
-  std::optional<std::vector<std::string>> direct_words;
-  if (direct_exec_ && !in_image) direct_words = DirectArgv(t.command, env["PATH"]);
-  std::vector<char*> direct_argv;
-  if (direct_words) {
-    direct_argv = ExecArray(*direct_words);
+  // Only with an environment the shell would pass on whole (it drops names it cannot hold),
+  // and with PWD as the shell sets it: the program sees what it saw under the shell.
+  std::optional<DirectCommand> direct;
+  if (direct_exec_ && !in_image &&
+      std::all_of(env.begin(), env.end(), [](const auto& kv) { return ShellName(kv.first); })) {
+    direct = DirectArgv(t.command, env["PATH"]);
+  }
+  std::vector<std::string> direct_env_strings;
+  std::vector<char*> direct_argv, direct_envp;
+  if (direct) {
+    direct_argv = ExecArray(direct->argv);
     argv = direct_argv.data();
+    for (const auto& [k, v] : env) {
+      if (k != "PWD") direct_env_strings.push_back(k + "=" + v);
+    }
+    direct_env_strings.push_back("PWD=" + cwd);
+    direct_envp = ExecArray(direct_env_strings);
   }
   // In its image: the child stays root to exec the runner, which pulls the image and
   // starts runc; the container becomes the user (container_bundle.h).
@@ -767,10 +787,12 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
     idle_cgroups_.push_back(cgroup);  // unused: empty still
   });
   if (!switch_user && t.cpus.empty() && !t.stdin_pipe && !t.tty && !cgroup && !in_image) {
-    auto pid = Spawn(t.key, argv, envp.data(), out_fd, err_fd, cwd);
-    // The program gone since it was looked up: the shell runs the command and says why.
-    if (!pid.ok() && direct_words) pid = Spawn(t.key, shell_argv.data(), envp.data(), out_fd, err_fd, cwd);
-    return pid;
+    if (direct) {
+      auto pid = Spawn(t.key, direct->program.c_str(), argv, direct_envp.data(), out_fd, err_fd, cwd);
+      if (pid.ok()) return pid;
+      // The program gone since it was looked up: the shell runs the command and says why.
+    }
+    return Spawn(t.key, shell_argv[0], shell_argv.data(), envp.data(), out_fd, err_fd, cwd);
   }
 
   // Interactive input: a pipe, or a pseudo-terminal; the agent keeps the writing side.
@@ -800,7 +822,12 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   child.cpus = t.cpus.empty() ? nullptr : &cpus;
   child.argv = argv;
   child.envp = envp.data();
-  if (direct_words) child.shell_argv = shell_argv.data();
+  if (direct) {
+    child.program = direct->program.c_str();
+    child.envp = direct_envp.data();
+    child.shell_argv = shell_argv.data();
+    child.shell_envp = envp.data();
+  }
   std::vector<int> trees(image.attach_fds.size(), -1);
   if (in_image && geteuid() == 0) {
     child.mount_namespace = true;
@@ -900,8 +927,8 @@ void TaskRunner::KeepInput(const std::string& key, Input input) {
 }
 
 
-absl::StatusOr<pid_t> TaskRunner::Spawn(const std::string& key, char* const argv[], char* const envp[], int out_fd,
-                                        int err_fd, const std::string& cwd) {
+absl::StatusOr<pid_t> TaskRunner::Spawn(const std::string& key, const char* program, char* const argv[],
+                                        char* const envp[], int out_fd, int err_fd, const std::string& cwd) {
   // Without a user switch, posix_spawn (vfork underneath) starts the task without
   // copying the agent's page tables: the cheap path for the common case.
   posix_spawn_file_actions_t files;
@@ -931,7 +958,7 @@ absl::StatusOr<pid_t> TaskRunner::Spawn(const std::string& key, char* const argv
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
                                       POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_USEVFORK);
   pid_t pid = 0;
-  int rc = posix_spawn(&pid, argv[0], &files, &attr, argv, envp);
+  int rc = posix_spawn(&pid, program, &files, &attr, argv, envp);
   posix_spawn_file_actions_destroy(&files);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {

@@ -202,7 +202,7 @@ class TaskRunner {
   absl::Status OpenInput(const TaskLaunch& t, const Account& user, bool switch_user, const std::string& out_path,
                          Input* input, int* child_in);
   // Output descriptors: -1 for /dev/null; err_fd == out_fd for one file.
-  absl::StatusOr<pid_t> Spawn(const std::string& key, char* const argv[], char* const envp[], int out_fd,
+  absl::StatusOr<pid_t> Spawn(const std::string& key, const char* program, char* const argv[], char* const envp[], int out_fd,
                               int err_fd, const std::string& cwd);
   absl::Status SignalGroup(const std::string& key, int signal);
   // Copies a terminal's output to the task's stdout file until `stop` is set and nothing

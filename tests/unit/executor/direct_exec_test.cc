@@ -81,20 +81,54 @@ std::string Argv0(pid_t pid) {
 TEST_CASE("a command of plain words runs as its program, found on PATH as the shell finds it", "[B11]") {
   const std::string sleep = Found("sleep");
   REQUIRE(!sleep.empty());
-  auto argv = DirectArgv("sleep 60", kPath);
-  REQUIRE(argv.has_value());
-  CHECK(*argv == std::vector<std::string>{sleep, "60"});
+  auto direct = DirectArgv("sleep 60", kPath);
+  REQUIRE(direct.has_value());
+  CHECK(direct->program == sleep);
+  CHECK(direct->argv == std::vector<std::string>{"sleep", "60"});  // argv[0] as typed, as the shell passes it
   // Runs of spaces separate words as in the shell; options, paths, numbers, '=' and ',' are plain.
-  argv = DirectArgv("  sleep   1.5  ", kPath);
-  REQUIRE(argv.has_value());
-  CHECK(*argv == std::vector<std::string>{sleep, "1.5"});
-  argv = DirectArgv("env -u A --chdir=/tmp a,b:c+d@e%f", kPath);
-  REQUIRE(argv.has_value());
-  CHECK(argv->size() == 5);
-  CHECK((*argv)[4] == "a,b:c+d@e%f");
-  argv = DirectArgv(sleep + " 1", "");  // a path: no search
-  REQUIRE(argv.has_value());
-  CHECK((*argv)[0] == sleep);
+  direct = DirectArgv("  sleep   1.5  ", kPath);
+  REQUIRE(direct.has_value());
+  CHECK(direct->argv == std::vector<std::string>{"sleep", "1.5"});
+  direct = DirectArgv("env -u A --chdir=/tmp a,b:c+d@e%f", kPath);
+  REQUIRE(direct.has_value());
+  CHECK(direct->argv.size() == 5);
+  CHECK(direct->argv[4] == "a,b:c+d@e%f");
+  direct = DirectArgv(sleep + " 1", "");  // a path: no search
+  REQUIRE(direct.has_value());
+  CHECK(direct->program == sleep);
+  CHECK(direct->argv[0] == sleep);
+}
+
+TEST_CASE("an environment the shell would not pass on whole keeps the task under the shell", "[B11]") {
+  CHECK(jc::nexec::ShellName("PATH"));
+  CHECK(jc::nexec::ShellName("_A1"));
+  CHECK_FALSE(jc::nexec::ShellName("BASH_FUNC_ls%%"));  // an exported bash function
+  CHECK_FALSE(jc::nexec::ShellName("A-B"));
+  CHECK_FALSE(jc::nexec::ShellName("PATH=/home/u/bin:/usr/bin:/x"));
+  CHECK_FALSE(jc::nexec::ShellName("1A"));
+  CHECK_FALSE(jc::nexec::ShellName(""));
+  Dir dir(std::filesystem::temp_directory_path().string(), 0777);
+  TaskRunner runner;
+  TaskLaunch t{"e.1", "env"};
+  t.stdout_path = dir.path + "/out";
+  t.cwd = dir.path;
+  t.env["PWD"] = "/wrong";
+  t.env["BASH_FUNC_ls%%"] = "() { echo HIJACKED; }";
+  REQUIRE(runner.Launch(t).ok());
+  CHECK(WaitExit(runner, "e.1") == 0);
+  const std::string out = Read(dir.path + "/out");
+  CHECK(out.find("BASH_FUNC") == std::string::npos);  // dash drops it
+  CHECK(out.find("PWD=" + dir.path + "\n") != std::string::npos);
+  // Direct, the program gets PWD as the shell would have set it.
+  TaskLaunch d{"e.2", "env"};
+  d.stdout_path = dir.path + "/out2";
+  d.cwd = dir.path;
+  d.env["PWD"] = "/wrong";
+  REQUIRE(runner.Launch(d).ok());
+  CHECK(WaitExit(runner, "e.2") == 0);
+  const std::string out2 = Read(dir.path + "/out2");
+  CHECK(out2.find("PWD=" + dir.path + "\n") != std::string::npos);
+  CHECK(out2.find("/wrong") == std::string::npos);
 }
 
 TEST_CASE("a command the shell would read otherwise goes through /bin/sh -c", "[B11]") {
@@ -104,7 +138,7 @@ TEST_CASE("a command the shell would read otherwise goes through /bin/sh -c", "[
         "sleep 1 &", "sleep\t1", "sleep 1\ntrue", "(sleep 1)", "{ sleep 1; }", "echo `id`", "echo $(id)",
         "true # note", "! true", "exit 3", "cd /tmp", "export A=1", ". ./x", "set -e", "exec sleep 1",
         "ulimit -n", "umask 077", "wait", "trap x INT", "echo a", "printf a", "test -f x", "kill 1", "pwd",
-        "if", "for", "while", "case", "-x", "", "   "}) {
+        "if", "for", "while", "case", "true", "false --version", "chdir /tmp", "-x", "", "   "}) {
     INFO(command);
     CHECK_FALSE(DirectArgv(command, kPath).has_value());
   }
@@ -125,6 +159,14 @@ TEST_CASE("a program the shell would not find where root finds it, or that is no
   open.Write("sleep", "#!/bin/sh\necho mine\n", 0755);
   CHECK_FALSE(DirectArgv("sleep 1", open.path + ":" + kPath).has_value());
   CHECK_FALSE(DirectArgv(open.path + "/sleep 1", kPath).has_value());
+  // /proc's links name whoever follows them: the agent when it looks, the task when it runs.
+  CHECK_FALSE(DirectArgv("/proc/self/exe -c id", kPath).has_value());
+  CHECK_FALSE(DirectArgv("ls", std::string("/proc/self/cwd:") + kPath).has_value());
+  CHECK_FALSE(DirectArgv("ls /x", std::string("/dev/fd/3:") + kPath).has_value());
+  // A PATH longer than anyone sets: the shell's to search.
+  std::string long_path;
+  for (int i = 0; i < 1000; ++i) long_path += "/nonexistent-jc" + std::to_string(i) + ":";
+  CHECK_FALSE(DirectArgv("sleep 1", long_path + kPath).has_value());
   // A program that is not executable by all, or that anyone may write.
   if (geteuid() == 0) {
     Dir mine("/run", 0755);  // root's, in root's directories
@@ -137,6 +179,13 @@ TEST_CASE("a program the shell would not find where root finds it, or that is no
     CHECK_FALSE(DirectArgv(mine.path + "/data", kPath).has_value());  // neither ELF nor #!: the shell runs it
     CHECK(DirectArgv(mine.path + "/fine", kPath).has_value());
     CHECK(DirectArgv("fine x", mine.path + ":" + kPath).has_value());
+    // A directory the account cannot enter ends root's search, whatever is in it: root's look
+    // must not tell the account whether a name exists there.
+    Dir private_dir("/run", 0700);
+    std::filesystem::create_directory(private_dir.path + "/exists");
+    CHECK_FALSE(DirectArgv("sleep 1", private_dir.path + ":" + kPath).has_value());
+    CHECK_FALSE(DirectArgv("sleep 1", private_dir.path + "/exists/../../../usr/bin:" + kPath).has_value());
+    CHECK_FALSE(DirectArgv("sleep 1", private_dir.path + "/absent/../../../usr/bin:" + kPath).has_value());
     // Another account's file shadowing a system program: the shell's.
     mine.Write("sleep", "#!/bin/sh\n", 0755);
     REQUIRE(chown((mine.path + "/sleep").c_str(), 65534, 65534) == 0);
@@ -152,8 +201,10 @@ TEST_CASE("a task run as its program keeps the shell's exit codes and messages",
   TaskLaunch t{"d.1", "sleep 30"};
   auto pid = runner.Launch(t);
   REQUIRE(pid.ok());
-  // No shell between: the task's process is sleep, named as found on PATH.
-  REQUIRE(WaitUntil([&] { return Argv0(*pid) == Found("sleep"); }));
+  // No shell between: the task's process is sleep itself, its argv[0] the word typed.
+  REQUIRE(WaitUntil([&] { return Argv0(*pid) == "sleep"; }));
+  CHECK(std::filesystem::read_symlink("/proc/" + std::to_string(*pid) + "/exe") ==
+        std::filesystem::canonical(Found("sleep")));
   REQUIRE(runner.Kill("d.1").ok());
   CHECK(WaitExit(runner, "d.1") == 137);
 
@@ -179,10 +230,9 @@ TEST_CASE("a task run as its program keeps the shell's exit codes and messages",
   TaskLaunch s{"d.5", "sleep 30"};
   auto shell_pid = shell.Launch(s);
   REQUIRE(shell_pid.ok());
-  REQUIRE(WaitUntil([&] {
-    const std::string argv0 = Argv0(*shell_pid);
-    return argv0 == "sleep" || argv0 == "/bin/sh";  // dash execs a lone command in place, keeping its word
-  }));
+  REQUIRE(WaitUntil([&] { return !Argv0(*shell_pid).empty(); }));
+  CHECK(std::filesystem::read_symlink("/proc/" + std::to_string(*shell_pid) + "/exe") ==
+        std::filesystem::canonical("/bin/sh"));  // Debian's dash forks the command: sh is the task's process
   REQUIRE(shell.Kill("d.5").ok());
   CHECK(WaitExit(shell, "d.5") == 137);
 }
