@@ -288,6 +288,19 @@ absl::StatusOr<JobRequest> Master::BuildRequest(const pb::JobSpec& spec, int64_t
   r.project = spec.project();
   r.app = spec.app();
   if (spec.run_limit_seconds() < 0) return absl::InvalidArgumentError("run limit (-W) must not be negative");
+  // Names an environment can hold: one with '=' would be a second variable to the task
+  // (a second PATH, say), an empty one or one with NUL none at all.
+  for (const auto& [name, value] : spec.env()) {
+    if (name.empty()) return absl::InvalidArgumentError("an environment variable has an empty name");
+    if (name.find('\0') != std::string::npos || value.find('\0') != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat("environment variable \"", absl::CHexEscape(name),
+                                                     "\" holds a NUL byte: no environment can hold it"));
+    }
+    if (name.find('=') != std::string::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("environment variable name \"", name, "\" holds '=': no environment can hold it"));
+    }
+  }
   if (!spec.image().empty()) {
     // Pulled and run by digest: what runs cannot change under the job.
     auto image = oci::ImageReference::Parse(spec.image());

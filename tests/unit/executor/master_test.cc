@@ -218,6 +218,18 @@ TEST_CASE("bad submissions are refused and nothing is stored", "[B2][C5]") {
   spec = Spec("true");
   spec.set_slots(64);  // the cluster has 4
   CHECK(absl::IsInvalidArgument(master.Submit(spec).status()));
+  // An environment name no environment can hold (a raw call's, never the CLI's): it would
+  // be a second PATH to the task, or none at all.
+  for (const std::string& name : {std::string("PATH=/home/u/bin:/usr/bin:/x"), std::string(), std::string("A\0B", 3)}) {
+    spec = Spec("true");
+    (*spec.mutable_env())[name] = "1";
+    auto refused = master.Submit(spec);
+    CHECK(absl::IsInvalidArgument(refused.status()));
+  }
+  spec = Spec("true");
+  (*spec.mutable_env())["PATH=/x"] = "1";
+  CHECK(master.Submit(spec).status().message() ==
+        "environment variable name \"PATH=/x\" holds '=': no environment can hold it");
   CHECK(master.ListJobs({}).empty());
   CHECK(store->Query("SELECT id FROM nexec_jobs")->empty());
 }
