@@ -46,17 +46,17 @@ bool RootsAlone(const struct stat& st) { return st.st_uid == 0 && (st.st_mode & 
 std::string ResolveThroughRootsAlone(const std::string& path) {
   struct stat st;
   if (lstat("/", &st) != 0 || !RootsAlone(st)) return "";
-  std::vector<std::string> todo;  // components still to walk, the next one last
-  auto push = [&todo](absl::string_view p) {
+  std::vector<std::string> remaining;  // components still to walk, the next one last
+  auto push = [&remaining](absl::string_view p) {
     std::vector<std::string> parts = absl::StrSplit(p, '/', absl::SkipEmpty());
-    todo.insert(todo.end(), parts.rbegin(), parts.rend());
+    remaining.insert(remaining.end(), parts.rbegin(), parts.rend());
   };
   push(path);
   std::string at;  // resolved so far ("" is /)
   int links = 0;
-  while (!todo.empty()) {
-    const std::string part = std::move(todo.back());
-    todo.pop_back();
+  while (!remaining.empty()) {
+    const std::string part = std::move(remaining.back());
+    remaining.pop_back();
     if (part == ".") continue;
     if (part == "..") {
       at = at.substr(0, at.rfind('/'));
@@ -76,7 +76,7 @@ std::string ResolveThroughRootsAlone(const std::string& path) {
       continue;
     }
     if (!RootsAlone(st)) return "";
-    if (S_ISDIR(st.st_mode) ? (st.st_mode & S_IXOTH) == 0 : !todo.empty()) return "";
+    if (S_ISDIR(st.st_mode) ? (st.st_mode & S_IXOTH) == 0 : !remaining.empty()) return "";
     at = next;
   }
   return at;
