@@ -19,44 +19,50 @@ std::string Describe(const Resources& r) {
 
 }  // namespace
 
+std::string NoSpecReason(const std::string& spec_id) {
+  return absl::StrCat("the center does not offer resource spec ", spec_id);
+}
+
+Sentence SentenceFor(const char* filter, const PlacementRequest& request, const CenterView& center) {
+  if (filter == kFilterAvailable) return Sentence::kNotAvailable;
+  if (filter == kFilterSpec) return Sentence::kNoSpec;
+  if (filter == kFilterAvoid) return Sentence::kRetryElsewhere;
+  if (filter == kFilterManual) {
+    // FilterCenter's order: a center the task does not name, else the one it moves from.
+    const bool named = request.pinned_centers.empty() ||
+                       std::find(request.pinned_centers.begin(), request.pinned_centers.end(), center.id) !=
+                           request.pinned_centers.end();
+    return named ? Sentence::kMovingAway : Sentence::kNotPinned;
+  }
+  return Sentence::kOwn;
+}
+
+std::string SentenceText(Sentence sentence, const std::string& spec_id) {
+  switch (sentence) {
+    case Sentence::kNotAvailable:
+      return kReasonNotAvailable;
+    case Sentence::kNotPinned:
+      return kReasonNotPinned;
+    case Sentence::kMovingAway:
+      return kReasonMovingAway;
+    case Sentence::kNoSpec:
+      return NoSpecReason(spec_id);
+    case Sentence::kRetryElsewhere:
+      return kReasonRetryElsewhere;
+    case Sentence::kOwn:
+      break;
+  }
+  return {};
+}
+
 const char* FilterCenter(const PlacementRequest& request, const CenterView& center, bool ignore_avoid,
                          std::string* reason, const SpecAtCenter** spec_out, const RequestKeys* keys) {
   std::optional<RequestKeys> own;
   if (keys == nullptr) keys = &own.emplace(request);
-  if (!center.available) {
-    if (reason) *reason = "the center is not available (status unknown or unavailable)";
-    return kFilterAvailable;
-  }
-  if (!request.pinned_centers.empty() &&
-      std::find(request.pinned_centers.begin(), request.pinned_centers.end(), center.id) ==
-          request.pinned_centers.end()) {
-    if (reason) *reason = "the task names other centers (manual placement)";
-    return kFilterManual;
-  }
-  if (!request.excluded_center.empty() && center.id == request.excluded_center) {
-    if (reason) *reason = "the replica is moving away from this center";
-    return kFilterManual;
-  }
-  if (center.security_grade < request.min_security_grade) {
-    if (reason) {
-      *reason = absl::StrCat("security grade ", center.security_grade, " is below the required ",
-                             request.min_security_grade);
-    }
-    return kFilterSecurity;
-  }
-  if (!center.runs_any_project && !(!request.user.empty() && center.run_as_users.contains(request.user)) &&
-      !(!request.project.empty() && center.run_as_projects.contains(request.project))) {
-    if (reason) {
-      *reason = absl::StrCat("the center maps no local account for ",
-                             request.project.empty() ? "jobs without a project"
-                                                     : absl::StrCat("project ", request.project),
-                             request.user.empty() ? "" : absl::StrCat(" or user ", request.user), " (run_as)");
-    }
-    return kFilterRunAs;
-  }
+  if (const char* failed = GateFilters(request, center, reason)) return failed;
   const SpecAtCenter* spec = center.FindSpec(keys->spec);
   if (spec == nullptr) {
-    if (reason) *reason = absl::StrCat("the center does not offer resource spec ", request.spec_id);
+    if (reason) *reason = NoSpecReason(request.spec_id);
     return kFilterSpec;
   }
   if (!request.draining_centers.empty()) {
@@ -127,11 +133,26 @@ const char* FilterCenter(const PlacementRequest& request, const CenterView& cent
     }
   }
   if (!ignore_avoid && !request.avoid_centers.empty() && request.avoid_centers.contains(center.id)) {
-    if (reason) *reason = "an earlier attempt of this replica failed here; another center is preferred";
+    if (reason) *reason = kReasonRetryElsewhere;
     return kFilterAvoid;
   }
   if (spec_out) *spec_out = spec;
   return nullptr;
+}
+
+const std::vector<int>* CandidateCenters(const PlacementRequest& request, const Snapshot& snapshot,
+                                         const RequestKeys& keys, std::vector<int>* buffer) {
+  const std::vector<int>* offering = snapshot.CentersOffering(keys.spec);
+  if (offering == nullptr || request.pinned_centers.empty() || request.pinned_centers.size() >= offering->size()) {
+    return offering;
+  }
+  buffer->clear();
+  for (const std::string& id : request.pinned_centers) {
+    if (int i = snapshot.IndexOf(id); i >= 0) buffer->push_back(i);
+  }
+  std::sort(buffer->begin(), buffer->end());
+  buffer->erase(std::unique(buffer->begin(), buffer->end()), buffer->end());
+  return buffer;
 }
 
 int DrainingCenterFor(const PlacementRequest& request, const Snapshot& snapshot) {
@@ -142,7 +163,11 @@ int DrainingCenterFor(const PlacementRequest& request, const Snapshot& snapshot)
   int best = -1;
   double best_fraction = -1;
   const auto& centers = snapshot.centers();
-  for (size_t i = 0; i < centers.size(); ++i) {
+  std::vector<int> buffer;
+  const std::vector<int>* source = CandidateCenters(ever, snapshot, keys, &buffer);
+  const size_t count = source != nullptr ? source->size() : centers.size();
+  for (size_t k = 0; k < count; ++k) {
+    const size_t i = source != nullptr ? static_cast<size_t>((*source)[k]) : k;
     const SpecAtCenter* spec = nullptr;
     if (FilterCenter(ever, centers[i], /*ignore_avoid=*/true, nullptr, &spec, &keys) != nullptr) continue;
     // How close its free capacity is to the spec: the scarcest resource's fraction.
@@ -173,7 +198,11 @@ std::vector<int> CentersThatCouldEverTake(const PlacementRequest& request, const
   const RequestKeys keys(ever);
   std::vector<int> out;
   const auto& centers = snapshot.centers();
-  for (size_t i = 0; i < centers.size(); ++i) {
+  std::vector<int> buffer;
+  const std::vector<int>* source = CandidateCenters(ever, snapshot, keys, &buffer);
+  const size_t count = source != nullptr ? source->size() : centers.size();
+  for (size_t k = 0; k < count; ++k) {
+    const size_t i = source != nullptr ? static_cast<size_t>((*source)[k]) : k;
     if (FilterCenter(ever, centers[i], /*ignore_avoid=*/true, nullptr, nullptr, &keys) == nullptr) {
       out.push_back(static_cast<int>(i));
     }

@@ -3,9 +3,13 @@
 // The hard constraints (ARCHITECTURE "Filters"): a center that fails one cannot run the
 // replica. Each filter has a name, and says why, for the explain API.
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+
+#include "services/scheduler/placement_record.h"
 #include "services/scheduler/placement_request.h"
 #include "services/scheduler/snapshot.h"
 
@@ -27,6 +31,60 @@ inline constexpr const char* kFilterAvoid = "retry_elsewhere";
 // waiting job needs (PlacementRequest::kept_centers), named in the explanation.
 inline constexpr const char* kFilterKept = "kept_for_narrower_job";
 
+// The sentences that are the same for every center a filter removes (a decision's record
+// keeps which one, not the text: PlacementRecord).
+inline constexpr const char* kReasonNotAvailable = "the center is not available (status unknown or unavailable)";
+inline constexpr const char* kReasonNotPinned = "the task names other centers (manual placement)";
+inline constexpr const char* kReasonMovingAway = "the replica is moving away from this center";
+inline constexpr const char* kReasonRetryElsewhere =
+    "an earlier attempt of this replica failed here; another center is preferred";
+std::string NoSpecReason(const std::string& spec_id);
+// The sentence of `filter` (as FilterCenter returned it for the request and center) when it
+// is one of those; kOwn when FilterCenter must be asked for the center's own.
+Sentence SentenceFor(const char* filter, const PlacementRequest& request, const CenterView& center);
+// The text of a sentence other than kOwn.
+std::string SentenceText(Sentence sentence, const std::string& spec_id);
+
+// The filters FilterCenter runs first, in its order: they read of a center only what its
+// gate holds (CenterGate: id, availability, security grade, run-as accounts) and of the
+// request only what a GateRequest holds, so that a decision's record can apply them again
+// to the centers the decision did not visit (ToProto) and say exactly what they said.
+template <typename Request, typename Center>
+const char* GateFilters(const Request& request, const Center& center, std::string* reason) {
+  if (!center.available) {
+    if (reason) *reason = kReasonNotAvailable;
+    return kFilterAvailable;
+  }
+  if (!request.pinned_centers.empty() &&
+      std::find(request.pinned_centers.begin(), request.pinned_centers.end(), center.id) ==
+          request.pinned_centers.end()) {
+    if (reason) *reason = kReasonNotPinned;
+    return kFilterManual;
+  }
+  if (!request.excluded_center.empty() && center.id == request.excluded_center) {
+    if (reason) *reason = kReasonMovingAway;
+    return kFilterManual;
+  }
+  if (center.security_grade < request.min_security_grade) {
+    if (reason) {
+      *reason = absl::StrCat("security grade ", center.security_grade, " is below the required ",
+                             request.min_security_grade);
+    }
+    return kFilterSecurity;
+  }
+  if (!center.runs_any_project && !(!request.user.empty() && center.run_as_users.contains(request.user)) &&
+      !(!request.project.empty() && center.run_as_projects.contains(request.project))) {
+    if (reason) {
+      *reason = absl::StrCat("the center maps no local account for ",
+                             request.project.empty() ? "jobs without a project"
+                                                     : absl::StrCat("project ", request.project),
+                             request.user.empty() ? "" : absl::StrCat(" or user ", request.user), " (run_as)");
+    }
+    return kFilterRunAs;
+  }
+  return nullptr;
+}
+
 // Returns nullptr when the center may run the replica, else the failing filter's name,
 // with a sentence in `reason` when `reason` is not null (the hot path passes null).
 // With `ignore_avoid`, earlier failures do not remove a center. When it passes and `spec`
@@ -35,6 +93,14 @@ inline constexpr const char* kFilterKept = "kept_for_narrower_job";
 // hashed here.
 const char* FilterCenter(const PlacementRequest& request, const CenterView& center, bool ignore_avoid,
                          std::string* reason, const SpecAtCenter** spec = nullptr, const RequestKeys* keys = nullptr);
+
+// The centers a decision need visit, in ascending snapshot order (issue 48 item 2): with
+// the snapshot's indexes, those that offer the request's spec, or its pinned centers when
+// they are fewer; every other center fails a filter (spec_offered, manual_placement)
+// whatever the request says. Null: every center (the snapshot is not indexed). `buffer`
+// holds the pinned list when that is the answer.
+const std::vector<int>* CandidateCenters(const PlacementRequest& request, const Snapshot& snapshot,
+                                         const RequestKeys& keys, std::vector<int>* buffer);
 
 // Where a job that has waited past the queue's longest wait and fits nowhere now should
 // wait (SPEC A16): of the centers that pass every filter but free capacity (and are not

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <numeric>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "services/scheduler/filters.h"
@@ -26,41 +29,69 @@ std::string NothingFits(const std::vector<std::pair<const char*, int>>& removed_
 
 ReplicaDecision Placer::Place(const PlacementRequest& request, const Snapshot& snapshot,
                               absl::Span<const double> weights, pb::ReplicaPlacement* explain,
-                              const EvaluationModel* model_override) {
+                              const EvaluationModel* model) {
+  if (explain == nullptr) return Decide(request, snapshot, weights, nullptr, model);
+  ReplicaRecord record;
+  ReplicaDecision decision = Decide(request, snapshot, weights, &record, model);
+  ToProto(record, scorers_, explain);
+  return decision;
+}
+
+ReplicaDecision Placer::Decide(const PlacementRequest& request, const Snapshot& snapshot,
+                               absl::Span<const double> weights, ReplicaRecord* explain,
+                               const EvaluationModel* model_override) {
   const EvaluationModel& model = model_override != nullptr ? *model_override : model_;
   const auto& centers = snapshot.centers();
   ReplicaDecision decision;
-  if (explain) {
-    explain->set_task_index(request.task_index);
-    explain->set_replica_index(request.replica_index);
-    explain->clear_centers();
-  }
 
   // Filters. Earlier failures only steer a retry elsewhere: when they would leave
   // nothing, the retry may go back.
   const RequestKeys keys(request);
+  // A decision visits only the centers that could pass (the snapshot's indexes: those
+  // offering the spec, or the pinned ones): every other center fails a filter whatever
+  // `ignore_avoid` says (its explanation says which, from the snapshot's gates). When those
+  // leave nothing, every center is visited again, so that the reason counts what each
+  // filter removed of all of them.
+  const std::vector<int>* source = CandidateCenters(request, snapshot, keys, &pinned_);
   if (explain) reasons_.resize(centers.size());
-  failed_.assign(centers.size(), nullptr);
+  failed_.resize(centers.size());  // written and read only for the centers visited
   bool avoided = false;
+  auto visit = [&](size_t i, bool ignore_avoid) {
+    const CenterView& c = centers[i];
+    const SpecAtCenter* spec = nullptr;
+    const char* failed = FilterCenter(request, c, ignore_avoid, nullptr, &spec, &keys);
+    failed_[i] = failed;
+    // An explanation keeps a sentence of the center's own only where the filter's is not
+    // the same for every center it removes (most centers fail spec_offered).
+    if (failed != nullptr && explain && SentenceFor(failed, request, c) == Sentence::kOwn) {
+      FilterCenter(request, c, ignore_avoid, &reasons_[i], nullptr, &keys);
+    }
+    if (failed != nullptr) {
+      CountRemoved(failed);
+      avoided |= failed == kFilterAvoid;
+      return;
+    }
+    candidates_.push_back(&c);
+    specs_.push_back(spec);
+  };
   auto run_filters = [&](bool ignore_avoid) {
     candidates_.clear();
     specs_.clear();
     removed_by_.clear();
-    for (size_t i = 0; i < centers.size(); ++i) {
-      const CenterView& c = centers[i];
-      const SpecAtCenter* spec = nullptr;
-      failed_[i] = FilterCenter(request, c, ignore_avoid, explain ? &reasons_[i] : nullptr, &spec, &keys);
-      if (failed_[i] != nullptr) {
-        CountRemoved(failed_[i]);
-        avoided |= failed_[i] == kFilterAvoid;
-        continue;
-      }
-      candidates_.push_back(&c);
-      specs_.push_back(spec);
+    if (source != nullptr) {
+      for (int i : *source) visit(static_cast<size_t>(i), ignore_avoid);
+    } else {
+      for (size_t i = 0; i < centers.size(); ++i) visit(i, ignore_avoid);
     }
   };
   run_filters(false);
   if (candidates_.empty() && avoided) run_filters(true);
+  if (candidates_.empty() && source != nullptr) {
+    source = nullptr;
+    avoided = false;
+    run_filters(false);
+    if (candidates_.empty() && avoided) run_filters(true);
+  }
   if (!request.kept_centers.empty() && candidates_.size() > 1) PreferUnkept(request, snapshot, explain != nullptr);
 
   const size_t n = candidates_.size();
@@ -140,40 +171,46 @@ ReplicaDecision Placer::Place(const PlacementRequest& request, const Snapshot& s
   }
 
   if (explain) {
+    explain->task_index = request.task_index;
+    explain->replica_index = request.replica_index;
+    explain->spec_id = request.spec_id;
+    explain->gate = {request.pinned_centers, request.excluded_center, request.min_security_grade, request.project,
+                     request.user};
+    explain->centers = snapshot.gates();
+    explain->weights.assign(weights.begin(), weights.end());
+    explain->scores.assign(scores_.begin(), scores_.end());
+    const size_t visited = source != nullptr ? source->size() : centers.size();
+    explain->rows.clear();
+    explain->rows.resize(visited);
     size_t next = 0;
-    for (size_t i = 0; i < centers.size(); ++i) {
-      pb::CenterEvaluation* e = explain->add_centers();
-      e->set_center_id(centers[i].id);
+    ScoringContext ctx{&request, &snapshot, candidates_, specs_, sibling_topologies_, facts_};
+    std::vector<std::string> notes;
+    for (size_t k = 0; k < visited; ++k) {
+      const size_t i = source != nullptr ? static_cast<size_t>((*source)[k]) : k;
+      CenterRow& e = explain->rows[k];
+      e.center = static_cast<int>(i);
       if (failed_[i] != nullptr) {
-        e->set_filtered_by(failed_[i]);
-        e->set_reason(reasons_[i]);
+        e.filtered_by = failed_[i];
+        e.sentence = SentenceFor(failed_[i], request, centers[i]);
+        if (e.sentence == Sentence::kOwn) e.reason = std::move(reasons_[i]);
         continue;
       }
-      e->set_feasible(true);
-      size_t row = next++;
-      double total = 0;
-      for (size_t s = 0; s < m; ++s) {
-        std::string id(scorers_.scorers()[s]->id());
-        (*e->mutable_scores())[id] = scores_[row * m + s];
-        (*e->mutable_weights())[id] = weights[s];
-      }
-      total = model.Evaluate(absl::MakeConstSpan(&scores_[row * m], m), weights);
-      e->set_total(total);
+      const size_t row = next++;
+      e.scores_row = static_cast<int>(row);
+      e.total = model.Evaluate(absl::MakeConstSpan(&scores_[row * m], m), weights);
       // What the strategies found there beyond their scores (expected start and finish).
-      ScoringContext ctx{&request, &snapshot, candidates_, specs_, sibling_topologies_, facts_};
-      std::vector<std::string> notes;
+      notes.clear();
       for (size_t s = 0; s < m; ++s) {
         std::string note = scorers_.scorers()[s]->Explain(ctx, row);
         if (!note.empty()) notes.push_back(absl::StrCat(scorers_.scorers()[s]->id(), ": ", note));
       }
-      e->set_reason(absl::StrJoin(notes, "; "));
+      e.reason = absl::StrJoin(notes, "; ");
       const CompletionEstimate when = EstimateCompletion(ctx, row);
-      e->set_expected_start_seconds(when.start_s);
-      e->set_expected_finish_seconds(when.finish_s);
-      e->set_expected_cost(specs_[row]->price * (facts_[row].transfer_seconds + facts_[row].run_seconds) / 3600);
+      e.expected_start_seconds = when.start_s;
+      e.expected_finish_seconds = when.finish_s;
+      e.expected_cost = specs_[row]->price * (facts_[row].transfer_seconds + facts_[row].run_seconds) / 3600;
     }
-    if (decision.center >= 0) explain->set_center_id(centers[decision.center].id);
-    MarkTradeOff(explain, decision.center >= 0 ? centers[decision.center].id : std::string());
+    explain->chosen = explain->picked = decision.center;
   }
   return decision;
 }
@@ -208,8 +245,8 @@ void Placer::PreferUnkept(const PlacementRequest& request, const Snapshot& snaps
   for (size_t j = 0; j < candidates_.size(); ++j) {
     if (kept_[j] > 0 && kept_[j] < breadth) {
       const size_t i = static_cast<size_t>(candidates_[j] - centers.data());
-      failed_[i] = kFilterKept;
       if (explain) {
+        failed_[i] = kFilterKept;
         reasons_[i] = absl::StrCat("kept for a waiting job that can run at only ", kept_[j],
                                    kept_[j] == 1 ? " center" : " centers", " (this replica can run at ", breadth,
                                    ", and another center can start it now)");
@@ -225,37 +262,19 @@ void Placer::PreferUnkept(const PlacementRequest& request, const Snapshot& snaps
   specs_.resize(out);
 }
 
-void MarkTradeOff(pb::ReplicaPlacement* explain, const std::string& chosen) {
-  std::vector<pb::CenterEvaluation*> feasible;
-  for (auto& e : *explain->mutable_centers()) {
-    if (e.feasible()) feasible.push_back(&e);
-  }
-  if (feasible.empty()) return;
-  auto finish = [](const pb::CenterEvaluation* e) { return e->expected_finish_seconds(); };
-  auto cost = [](const pb::CenterEvaluation* e) { return e->expected_cost(); };
-  const double soonest = finish(*std::min_element(feasible.begin(), feasible.end(),
-                                                  [&](auto* a, auto* b) { return finish(a) < finish(b); }));
-  const double cheapest = cost(*std::min_element(feasible.begin(), feasible.end(),
-                                                 [&](auto* a, auto* b) { return cost(a) < cost(b); }));
-  for (pb::CenterEvaluation* e : feasible) {
-    if (finish(e) == soonest) e->add_marks("fastest");
-    if (cost(e) == cheapest) e->add_marks("cheapest");
-    // On the front: no other center is at least as soon and as cheap, and better in one.
-    bool dominated = false;
-    for (const pb::CenterEvaluation* o : feasible) {
-      if (o != e && finish(o) <= finish(e) && cost(o) <= cost(e) && (finish(o) < finish(e) || cost(o) < cost(e))) {
-        dominated = true;
-        break;
-      }
-    }
-    if (!dominated) e->add_marks("pareto");
-    if (e->center_id() == chosen) e->add_marks("chosen");
-  }
-}
-
 JobDecision Placer::PlaceJob(absl::Span<const PlacementRequest> replicas, Snapshot& snapshot,
                              absl::Span<const double> weights, bool gang, pb::Placement* explain,
                              const EvaluationModel* model) {
+  if (explain == nullptr) return DecideJob(replicas, snapshot, weights, gang, nullptr, model);
+  PlacementRecord record;
+  JobDecision job = DecideJob(replicas, snapshot, weights, gang, &record, model);
+  ToProto(record, scorers_, explain);
+  return job;
+}
+
+JobDecision Placer::DecideJob(absl::Span<const PlacementRequest> replicas, Snapshot& snapshot,
+                              absl::Span<const double> weights, bool gang, PlacementRecord* explain,
+                              const EvaluationModel* model) {
   std::vector<size_t> order(replicas.size());
   std::iota(order.begin(), order.end(), 0);
   const std::vector<size_t> as_submitted = order;
@@ -268,11 +287,11 @@ JobDecision Placer::PlaceJob(absl::Span<const PlacementRequest> replicas, Snapsh
   for (size_t i = 0; i < replicas.size(); ++i) breadth[i] = CentersThatCouldEverTake(replicas[i], snapshot).size();
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return breadth[a] < breadth[b]; });
   if (std::is_sorted(order.begin(), order.end())) return job;  // the same order: the same answer
-  if (explain) explain->clear_replicas();
+  if (explain) explain->replicas.clear();
   JobDecision narrow_first = PlaceJobInOrder(replicas, order, snapshot, weights, gang, explain, model);
   if (narrow_first.placed) return narrow_first;
   if (explain) {  // neither order fits: the explanation says what the job's own order found
-    explain->clear_replicas();
+    explain->replicas.clear();
     return PlaceJobInOrder(replicas, as_submitted, snapshot, weights, gang, explain, model);
   }
   return job;
@@ -280,7 +299,7 @@ JobDecision Placer::PlaceJob(absl::Span<const PlacementRequest> replicas, Snapsh
 
 JobDecision Placer::PlaceJobInOrder(absl::Span<const PlacementRequest> replicas, const std::vector<size_t>& order,
                                     Snapshot& snapshot, absl::Span<const double> weights, bool gang,
-                                    pb::Placement* explain, const EvaluationModel* model) {
+                                    PlacementRecord* explain, const EvaluationModel* model) {
   JobDecision job;
   job.centers.assign(replicas.size(), -1);
   std::vector<std::pair<int, Resources>> reserved;
@@ -295,11 +314,11 @@ JobDecision Placer::PlaceJobInOrder(absl::Span<const PlacementRequest> replicas,
       with_siblings.sibling_centers.insert(with_siblings.sibling_centers.end(), placed_ids.begin(), placed_ids.end());
       req = &with_siblings;
     }
-    pb::ReplicaPlacement* rp = explain ? explain->add_replicas() : nullptr;
-    ReplicaDecision d = Place(*req, snapshot, weights, rp, model);
+    ReplicaRecord* rp = explain ? &explain->replicas.emplace_back() : nullptr;
+    ReplicaDecision d = Decide(*req, snapshot, weights, rp, model);
     if (d.center >= 0 && !d.fits_now) {
       // A job's replicas are reserved and dispatched at once: none waits for a busy center.
-      if (rp) rp->clear_center_id();
+      if (rp) rp->chosen = -1;
       d.center = -1;
       d.reason = "the center expected to finish it first cannot take it now";
     }
@@ -328,13 +347,13 @@ JobDecision Placer::PlaceJobInOrder(absl::Span<const PlacementRequest> replicas,
       // None goes anywhere: the explanation must not show a chosen center for the replicas
       // that would have fitted (a plan showed "-> local-1" for an unplaced gang).
       if (explain) {
-        for (auto& rp : *explain->mutable_replicas()) rp.clear_center_id();
+        for (ReplicaRecord& rp : explain->replicas) rp.chosen = -1;
       }
     }
   }
   if (explain) {
-    explain->set_placed(job.placed);
-    explain->set_reason(job.reason);
+    explain->placed = job.placed;
+    explain->reason = job.reason;
   }
   return job;
 }

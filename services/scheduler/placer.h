@@ -10,6 +10,7 @@
 
 #include "absl/types/span.h"
 #include "jointcloud/v1/scheduler.pb.h"
+#include "services/scheduler/placement_record.h"
 #include "services/scheduler/placement_request.h"
 #include "services/scheduler/scoring/evaluation_model.h"
 #include "services/scheduler/scoring/scorer_registry.h"
@@ -33,11 +34,6 @@ struct JobDecision {
   std::vector<int> centers;  // per replica, in request order; -1 = waits
 };
 
-// Marks the explained centers of one replica (SPEC A16, issue 45 item 5): the fastest, the
-// cheapest, those on the Pareto front of expected finish and cost, and `chosen` (the
-// profile's pick), from each feasible center's expected_finish_seconds and expected_cost.
-void MarkTradeOff(jointcloud::v1::ReplicaPlacement* explain, const std::string& chosen);
-
 class Placer {
  public:
   Placer(const ScorerRegistry& scorers, const EvaluationModel& model) : scorers_(scorers), model_(model) {}
@@ -48,7 +44,12 @@ class Placer {
   const std::vector<int64_t>& scorer_nanos() const { return scorer_nanos_; }
 
   // Not thread-safe: a placer reuses its buffers from one decision to the next. `model`
-  // (null: the placer's own) combines the scores, as the weight profile names it.
+  // (null: the placer's own) combines the scores, as the weight profile names it. With
+  // `explain`, the decision's explanation as numbers (ToProto makes the protobuf): every
+  // center is then visited; without, only those the snapshot's indexes name.
+  ReplicaDecision Decide(const PlacementRequest& request, const Snapshot& snapshot, absl::Span<const double> weights,
+                         ReplicaRecord* explain, const EvaluationModel* model = nullptr);
+  // Decide, with the explanation as the API gives it.
   ReplicaDecision Place(const PlacementRequest& request, const Snapshot& snapshot,
                         absl::Span<const double> weights, jointcloud::v1::ReplicaPlacement* explain = nullptr,
                         const EvaluationModel* model = nullptr);
@@ -58,6 +59,10 @@ class Placer {
   // undone), and the gang is tried again with its narrowest replicas first (those the
   // fewest centers could ever take). Without, the ones placed keep their reservations and
   // the rest wait.
+  JobDecision DecideJob(absl::Span<const PlacementRequest> replicas, Snapshot& snapshot,
+                        absl::Span<const double> weights, bool gang, PlacementRecord* explain,
+                        const EvaluationModel* model = nullptr);
+  // DecideJob, with the explanation as the API gives it.
   JobDecision PlaceJob(absl::Span<const PlacementRequest> replicas, Snapshot& snapshot,
                        absl::Span<const double> weights, bool gang, jointcloud::v1::Placement* explain = nullptr,
                        const EvaluationModel* model = nullptr);
@@ -66,7 +71,7 @@ class Placer {
   // PlaceJob's replicas in `order` (indices into `replicas`).
   JobDecision PlaceJobInOrder(absl::Span<const PlacementRequest> replicas, const std::vector<size_t>& order,
                               Snapshot& snapshot, absl::Span<const double> weights, bool gang,
-                              jointcloud::v1::Placement* explain, const EvaluationModel* model);
+                              PlacementRecord* explain, const EvaluationModel* model);
   // One more center removed by `filter`, for NothingFits.
   void CountRemoved(const char* filter);
   // Drops the candidates kept for narrower waiting jobs (PlacementRequest::kept_centers)
@@ -76,7 +81,8 @@ class Placer {
   const ScorerRegistry& scorers_;
   const EvaluationModel& model_;
   std::vector<int> kept_;
-  std::vector<const char*> failed_;  // per center: the filter that removed it
+  std::vector<const char*> failed_;  // per center: the filter that removed it (a decision that visits all)
+  std::vector<int> pinned_;          // CandidateCenters' list of pinned centers
   std::vector<std::string> reasons_;
   std::vector<std::pair<const char*, int>> removed_by_;
   std::vector<CandidateFacts> facts_;

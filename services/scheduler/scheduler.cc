@@ -123,7 +123,9 @@ absl::StatusOr<v1::Placement> Scheduler::JobPlacement(const std::string& job_id)
     return absl::NotFoundError(absl::StrCat("no placement record of job \"", job_id,
                                             "\": it was never placed, or placed too long ago to be kept"));
   }
-  return it->second;
+  v1::Placement placement;  // made now, from the numbers kept (PlacementRecord)
+  ToProto(it->second, scorers_, &placement);
+  return placement;
 }
 
 Scheduler::~Scheduler() { Stop(); }
@@ -181,7 +183,7 @@ std::string Scheduler::NeverLocked(std::vector<PlacementRequest> requests, bool 
     r.kept_centers.clear();      // a keep is a preference among centers that can start it now
   }
   Placer placer(scorers_, *weights.model);
-  JobDecision d = placer.PlaceJob(requests, ideal_, weights.weights, gang, nullptr, weights.model);
+  JobDecision d = placer.DecideJob(requests, ideal_, weights.weights, gang, nullptr, weights.model);
   // What it reserved on the ideal view goes back: the view stays whole for the next job.
   for (size_t i = 0; i < requests.size(); ++i) {
     if (d.centers[i] < 0) continue;
@@ -343,7 +345,7 @@ std::vector<std::optional<estimator::DurationEstimate>> Scheduler::TaskEstimates
 
 void Scheduler::ApplyEstimates(const v1::CreateTrainJobRequest& job,
                                const std::vector<std::optional<estimator::DurationEstimate>>& estimates,
-                               std::vector<PlacementRequest>& requests, v1::Placement* explain) const {
+                               std::vector<PlacementRequest>& requests, std::vector<std::string>* explain) const {
   const std::optional<absl::Duration> limit = estimator::TimeLimitOf(job);
   for (PlacementRequest& r : requests) {
     r.time_limit = limit;
@@ -355,17 +357,16 @@ void Scheduler::ApplyEstimates(const v1::CreateTrainJobRequest& job,
     }
   }
   if (explain == nullptr) return;
-  explain->clear_expected_durations();
+  explain->clear();
   // A standby (or an instance that stepped down) holds no history: it says so, rather than
   // let "nothing known" or its own figures read as what the federation learned.
   if (estimator_ != nullptr && !estimator_->loaded()) {
-    explain->add_expected_durations(
+    explain->push_back(
         "no run history here: this instance's job manager is not leading (the leader's plans use it); the job's own figures only");
   }
   for (size_t t = 0; t < estimates.size(); ++t) {
     if (!estimates[t].has_value()) continue;
-    explain->add_expected_durations(absl::StrCat("task ", job.tasks(static_cast<int>(t)).name(), ": ",
-                                                 estimates[t]->basis));
+    explain->push_back(absl::StrCat("task ", job.tasks(static_cast<int>(t)).name(), ": ", estimates[t]->basis));
   }
 }
 
@@ -440,23 +441,20 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
     r.kept_centers = kept_;
     requests.push_back(std::move(r));
   }
-  // The job's placement record is written in place (it is kept for the most recent jobs).
-  v1::Placement* record = explain;
+  // The job's placement record: kept as numbers for the most recent jobs, its protobuf
+  // made when asked (JobPlacement), or now for a caller that wants it.
+  PlacementRecord kept;
+  PlacementRecord* record = options_.placement_records > 0 || explain != nullptr ? &kept : nullptr;
+  ApplyEstimates(job, estimates, requests, nullptr);
+  JobDecision d = PlaceJobWithKeeps(*placer_, requests, snapshot_, *weights, job.scheduling().gang(), record);
+  if (record != nullptr) {
+    record->job_id = job_id;
+    ApplyEstimates(job, estimates, requests, &record->expected_durations);
+    if (explain != nullptr) ToProto(*record, scorers_, explain);
+  }
   if (options_.placement_records > 0) {
     if (!placements_.count(job_id)) placement_order_.push_back(job_id);
-    v1::Placement& kept = placements_[job_id];
-    kept.Clear();
-    if (record == nullptr) record = &kept;
-  }
-  ApplyEstimates(job, estimates, requests, nullptr);
-  JobDecision d =
-      PlaceJobWithKeeps(*placer_, requests, snapshot_, *weights, job.scheduling().gang(), record);
-  if (record != nullptr) {
-    record->set_job_id(job_id);
-    ApplyEstimates(job, estimates, requests, record);
-  }
-  if (options_.placement_records > 0) {
-    if (explain != nullptr) placements_[job_id] = *explain;
+    placements_[job_id] = std::move(kept);
     while (static_cast<int>(placement_order_.size()) > options_.placement_records) {
       placements_.erase(placement_order_.front());
       placement_order_.pop_front();
@@ -858,15 +856,15 @@ std::vector<Scheduler::MoveAnswer> Scheduler::MoveTargets(const std::vector<Move
 }
 
 JobDecision Scheduler::PlaceJobWithKeeps(Placer& placer, std::vector<PlacementRequest>& requests, Snapshot& snapshot,
-                                         const Resolved& weights, bool gang, v1::Placement* record) {
-  JobDecision d = placer.PlaceJob(requests, snapshot, weights.weights, gang, record, weights.model);
+                                         const Resolved& weights, bool gang, PlacementRecord* record) {
+  JobDecision d = placer.DecideJob(requests, snapshot, weights.weights, gang, record, weights.model);
   if (!d.placed && gang &&
       std::any_of(requests.begin(), requests.end(), [](const auto& r) { return !r.kept_centers.empty(); })) {
     // A keep steers one replica at a time: a gang whose replicas each went elsewhere may then
     // not fit as a whole, where it would on the kept centers. Keeps never hold a gang back.
     for (PlacementRequest& r : requests) r.kept_centers.clear();
-    if (record != nullptr) record->Clear();
-    d = placer.PlaceJob(requests, snapshot, weights.weights, true, record, weights.model);
+    if (record != nullptr) *record = PlacementRecord();
+    d = placer.DecideJob(requests, snapshot, weights.weights, true, record, weights.model);
   }
   return d;
 }
@@ -896,10 +894,12 @@ absl::StatusOr<v1::Placement> Scheduler::Plan(const v1::CreateTrainJobRequest& j
     snapshot = snapshot_;  // a dry run works on a copy
   }
   Placer placer(scorers_, *weights->model);
-  v1::Placement placement;
+  PlacementRecord record;
   ApplyEstimates(job, estimates, requests, nullptr);
-  PlaceJobWithKeeps(placer, requests, snapshot, *weights, job.scheduling().gang(), &placement);
-  ApplyEstimates(job, estimates, requests, &placement);
+  PlaceJobWithKeeps(placer, requests, snapshot, *weights, job.scheduling().gang(), &record);
+  ApplyEstimates(job, estimates, requests, &record.expected_durations);
+  v1::Placement placement;
+  ToProto(record, scorers_, &placement);
   return placement;
 }
 

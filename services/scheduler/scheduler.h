@@ -255,7 +255,7 @@ class Scheduler {
   // PlaceJob, and for a gang that does not fit with keeps, again without them (a keep never
   // holds a gang back).
   static JobDecision PlaceJobWithKeeps(Placer& placer, std::vector<PlacementRequest>& requests, Snapshot& snapshot,
-                                       const Resolved& weights, bool gang, v1::Placement* record);
+                                       const Resolved& weights, bool gang, PlacementRecord* record);
   // Re-applies assumed reservations to a freshly built view. Caller holds mu_.
   void ApplyAssumed();
   // The view NeverRuns places on: every center available, idle and whole (above).
@@ -270,7 +270,7 @@ class Scheduler {
   std::vector<prometheus::Counter*> scorer_seconds_;
   prometheus::Counter* reloads_ok_ = nullptr;
   prometheus::Counter* reloads_failed_ = nullptr;
-  std::map<std::string, v1::Placement> placements_;
+  std::map<std::string, PlacementRecord> placements_;
   std::deque<std::string> placement_order_;  // oldest first, to bound placements_
   std::map<std::string, Assumed> assumed_;
   struct Drained {
@@ -313,7 +313,7 @@ class Scheduler {
   // a leaf, taken under mu_ only for that).
   void ApplyEstimates(const v1::CreateTrainJobRequest& job,
                       const std::vector<std::optional<estimator::DurationEstimate>>& estimates,
-                      std::vector<PlacementRequest>& requests, v1::Placement* explain) const;
+                      std::vector<PlacementRequest>& requests, std::vector<std::string>* explain) const;
 
   PeriodicTask loop_;
 };

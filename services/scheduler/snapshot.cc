@@ -65,6 +65,7 @@ double Resources::CopiesOf(const Resources& unit) const {
 }
 
 int Snapshot::Upsert(CenterView center) {
+  indexed_ = false;
   center.topology_path = TopologyPath::Parse(center.topology);
   auto it = index_.find(center.id);
   if (it != index_.end()) {
@@ -80,6 +81,7 @@ int Snapshot::Upsert(CenterView center) {
 void Snapshot::Remove(absl::string_view id) {
   auto it = index_.find(id);
   if (it == index_.end()) return;
+  indexed_ = false;
   int index = it->second;
   index_.erase(it);
   // Keep indices dense: the last center takes the removed one's place.
@@ -97,7 +99,47 @@ const CenterView* Snapshot::Find(absl::string_view id) const {
 
 CenterView* Snapshot::FindMutable(absl::string_view id) {
   int i = IndexOf(id);
-  return i < 0 ? nullptr : &centers_[i];
+  if (i < 0) return nullptr;
+  indexed_ = false;
+  return &centers_[i];
+}
+
+void Snapshot::Reindex() {
+  offering_.clear();
+  gates_ = nullptr;
+  gates_ = gates();
+  load_sum_ = load_sum_squares_ = 0;
+  for (size_t i = 0; i < centers_.size(); ++i) {
+    for (const auto& [spec, offer] : centers_[i].specs) offering_[spec].push_back(static_cast<int>(i));
+    const double load = centers_[i].JobLoad();
+    load_sum_ += load;
+    load_sum_squares_ += load * load;
+  }
+  indexed_ = true;
+}
+
+const std::vector<int>* Snapshot::CentersOffering(const CenterView::Key& spec) const {
+  static const std::vector<int> kNone;
+  if (!indexed_) return nullptr;
+  auto it = offering_.find(*spec.key, spec.hash);
+  return it == offering_.end() ? &kNone : &it->second;
+}
+
+std::shared_ptr<const std::vector<CenterGate>> Snapshot::gates() const {
+  if (indexed_ && gates_ != nullptr) return gates_;
+  auto gates = std::make_shared<std::vector<CenterGate>>();
+  gates->reserve(centers_.size());
+  for (const CenterView& c : centers_) {
+    gates->push_back({c.id, c.available, c.security_grade, c.runs_any_project, c.run_as_projects, c.run_as_users});
+  }
+  return gates;
+}
+
+void Snapshot::LoadChanged(int before, int after) {
+  if (!indexed_) return;
+  // Loads are integers: these sums stay exactly what a fresh sum gives.
+  load_sum_ += after - before;
+  load_sum_squares_ += static_cast<double>(after) * after - static_cast<double>(before) * before;
 }
 
 int Snapshot::IndexOf(absl::string_view id) const {
@@ -107,23 +149,29 @@ int Snapshot::IndexOf(absl::string_view id) const {
 
 void Snapshot::Reserve(int index, const Resources& quantity) {
   CenterView& c = centers_[index];
+  const int before = c.JobLoad();
   c.free -= quantity;
   ++c.assumed_replicas;
+  LoadChanged(before, c.JobLoad());
 }
 
 void Snapshot::Release(int index, const Resources& quantity) {
   CenterView& c = centers_[index];
+  const int before = c.JobLoad();
   c.free += quantity;
   c.assumed_replicas = std::max(0, c.assumed_replicas - 1);
+  LoadChanged(before, c.JobLoad());
 }
 
 double Snapshot::load_sum() const {
+  if (indexed_) return load_sum_;
   double s = 0;
   for (const auto& c : centers_) s += c.JobLoad();
   return s;
 }
 
 double Snapshot::load_sum_squares() const {
+  if (indexed_) return load_sum_squares_;
   double s = 0;
   for (const auto& c : centers_) s += static_cast<double>(c.JobLoad()) * c.JobLoad();
   return s;

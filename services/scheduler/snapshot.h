@@ -6,6 +6,7 @@
 // reservations). A scheduling decision reads only this, never the store.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -137,6 +138,18 @@ struct CenterView {
   bool HasDataset(const Key& k) const { return datasets.find(*k.key, k.hash) != datasets.end(); }
 };
 
+// What the filters that run before spec_offered read of a center (filters.h GateFilters),
+// kept with its id for the explanations of the decisions made on an indexed snapshot: those
+// name every center, and visit only the ones offering the spec.
+struct CenterGate {
+  std::string id;
+  bool available = false;
+  int security_grade = 0;
+  bool runs_any_project = true;
+  absl::flat_hash_set<std::string> run_as_projects;
+  absl::flat_hash_set<std::string> run_as_users;
+};
+
 // A dataset a task reads and where it is.
 struct DatasetNeed {
   std::string key;  // "name:version"
@@ -147,22 +160,41 @@ struct DatasetNeed {
 
 class Snapshot {
  public:
-  // Adds or replaces a center; returns its index.
+  // Adds or replaces a center; returns its index. Like every change but Reserve and
+  // Release, it drops the indexes until the next Reindex.
   int Upsert(CenterView center);
   void Remove(absl::string_view id);
 
   const std::vector<CenterView>& centers() const { return centers_; }
   const CenterView* Find(absl::string_view id) const;
   CenterView* FindMutable(absl::string_view id);
-  CenterView& MutableAt(int index) { return centers_[index]; }
+  CenterView& MutableAt(int index) {
+    indexed_ = false;
+    return centers_[index];
+  }
   int IndexOf(absl::string_view id) const;  // -1 when unknown
+
+  // Indexes over the centers (issue 48 item 2), so that a decision visits the centers that
+  // offer its spec rather than every center: built here, kept through Reserve and Release,
+  // dropped by any other change (a caller that changed a center through FindMutable or
+  // MutableAt calls Reindex again). Without them every lookup below answers as a scan
+  // would, only slower.
+  void Reindex();
+  bool indexed() const { return indexed_; }
+  // The centers (ascending indices) whose offers (CenterView::specs) include `spec`; null
+  // when not indexed.
+  const std::vector<int>* CentersOffering(const CenterView::Key& spec) const;
+  // Every center's gate by index: while indexed, one list shared by the explanations of
+  // the decisions made on it (PlacementRecord); else a copy made now.
+  std::shared_ptr<const std::vector<CenterGate>> gates() const;
 
   // An assumed reservation: a replica of `quantity` placed at the center and not yet
   // reported by it. Release undoes one (the center reported it, or it ended).
   void Reserve(int index, const Resources& quantity);
   void Release(int index, const Resources& quantity);
 
-  // Sum and sum of squares of every center's job load, for the fairness strategy.
+  // Sum and sum of squares of every center's job load, for the fairness strategy (kept
+  // up to date through Reserve and Release while indexed, else summed).
   double load_sum() const;
   double load_sum_squares() const;
 
@@ -170,8 +202,15 @@ class Snapshot {
   absl::flat_hash_map<std::string, Resources> spec_quantity;
 
  private:
+  // A reserved or released replica changed the center's job load from `before`.
+  void LoadChanged(int before, int after);
+
   std::vector<CenterView> centers_;
   absl::flat_hash_map<std::string, int> index_;
+  bool indexed_ = false;
+  absl::flat_hash_map<std::string, std::vector<int>> offering_;
+  std::shared_ptr<const std::vector<CenterGate>> gates_;
+  double load_sum_ = 0, load_sum_squares_ = 0;
 };
 
 }  // namespace jc::scheduler

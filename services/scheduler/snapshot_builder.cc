@@ -155,6 +155,7 @@ Snapshot BuildSnapshot(const SchedulerInputs& in) {
       }
     }
   }
+  snap.Reindex();  // decisions visit the centers offering their spec
   return snap;
 }
 

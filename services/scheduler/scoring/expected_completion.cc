@@ -46,11 +46,23 @@ class ExpectedCompletion final : public ScorerBase {
   std::string Explain(const ScoringContext& ctx, size_t i) const override {
     CompletionEstimate e = EstimateCompletion(ctx, i);
     return absl::StrCat("expected start ", e.start_s <= 0 ? "now" : absl::StrCat("in ", Human(e.start_s)), " (",
-                        e.basis, "), finish in ", Human(e.finish_s));
+                        e.Basis(), "), finish in ", Human(e.finish_s));
   }
 };
 
 }  // namespace
+
+std::string CompletionEstimate::Basis() const {
+  switch (from) {
+    case From::kFreeCapacity:
+      return "fits the free capacity";
+    case From::kQueueReport:
+      return "the center's queue report";
+    case From::kQueueLength:
+      break;
+  }
+  return absl::StrCat("estimated: ", running, " running, ", waiting, " waiting, ", slots, " slots");
+}
 
 CompletionEstimate EstimateCompletion(const ScoringContext& ctx, size_t i) {
   const PlacementRequest& r = *ctx.request;
@@ -59,14 +71,14 @@ CompletionEstimate EstimateCompletion(const ScoringContext& ctx, size_t i) {
   const CandidateFacts& facts = ctx.facts[i];
   CompletionEstimate e;
   if (c.free.Covers(spec.quantity)) {
-    e.basis = "fits the free capacity";
+    e.from = CompletionEstimate::From::kFreeCapacity;
   } else if (auto it = c.reported_start_delay.find(r.spec_id); it != c.reported_start_delay.end()) {
     // The report ages: what the center said some time ago is that much nearer now. A
     // report from the future (clocks apart) counts as of now.
     absl::Duration age = std::max(absl::ZeroDuration(), r.now - c.queue_reported_at);
     if (c.queue_reported_at == absl::InfinitePast()) age = absl::ZeroDuration();
     e.start_s = std::max(0.0, absl::ToDoubleSeconds(it->second - age));
-    e.basis = "the center's queue report";
+    e.from = CompletionEstimate::From::kQueueReport;
   } else {
     // The center said nothing of its queue: what runs there ends, on average, half a run
     // from now, and each round of `slots` replicas ahead takes a run more. A run of the
@@ -79,8 +91,10 @@ CompletionEstimate EstimateCompletion(const ScoringContext& ctx, size_t i) {
     double slots = std::max(1.0, std::floor(std::min(1e6, c.capacity.CopiesOf(spec.quantity))));
     double ahead = std::max(0, c.waiting_tasks) + std::max(0, c.assumed_replicas);
     e.start_s = typical_run * (0.5 + std::floor(ahead / slots));
-    e.basis = absl::StrCat("estimated: ", c.running_tasks, " running, ", c.waiting_tasks + c.assumed_replicas,
-                           " waiting, ", slots, " slots");
+    e.from = CompletionEstimate::From::kQueueLength;
+    e.running = c.running_tasks;
+    e.waiting = c.waiting_tasks + c.assumed_replicas;
+    e.slots = slots;
   }
   // Never NaN or infinite, so normalization stays defined: a start that never comes (an
   // infinite report) is a very late one, a negative one is now.

@@ -123,7 +123,7 @@ TEST_CASE("expected completion: the center's own start report is used when prese
   snap.Upsert(IdleSlowCenter("slow"));
   auto e = Estimates(snap, req);
   CHECK(e[0].start_s == Approx(19 * 3600));
-  CHECK(e[0].basis == "the center's queue report");
+  CHECK(e[0].Basis() == "the center's queue report");
   Decided d = PlaceByCompletion(snap, req);
   CHECK(d.center == "slow");
   // The explanation says when it would start and finish at each center.
