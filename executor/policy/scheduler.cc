@@ -528,7 +528,7 @@ std::vector<Scheduler::Host*> Scheduler::CandidateHosts(const Job& job, const Qu
   auto admit = [&](Host& h) {
     if (!queue.preference.empty() && !queue.preference.count(h.config.name)) return false;
     if (section.select != nullptr && !EvaluateSelect(*section.select, h.values)) return false;
-    if (!host_limits_.empty() && HostLimited(job, h)) return false;
+    if (limits_.any_host_limits() && limits_.HostLimited(job.request, h.config.name)) return false;
     if ((!queue.config.load_thresholds.empty() || !h.config.load_thresholds.empty()) &&
         !OverThreshold(h, queue.config, false).empty()) {
       return false;  // too busy for new work
@@ -746,16 +746,7 @@ void Scheduler::Apply(const Job& job, Queue& queue, const Placement& placement, 
       }
     }
   }
-  if (with_limits && !limits_.empty()) ApplyLimits(job, placement, sign);
-}
-
-void Scheduler::SelectHostLimits(const Job& job) {
-  host_limits_.clear();
-  for (const Limit& limit : limits_) {
-    if (limit.config.hosts.given && (limit.now.slots || limit.now.jobs) && Applies(limit, job.request)) {
-      host_limits_.push_back(&limit);
-    }
-  }
+  if (with_limits && !limits_.empty()) limits_.Apply(job.request, placement, sign, user_groups_);
 }
 
 bool Scheduler::TryPlace(const Job& job, Queue& queue, Placement* out) {
@@ -783,7 +774,7 @@ bool Scheduler::TryPlace(const Job& job, Queue& queue, Placement* out) {
       return false;
     }
   }
-  SelectHostLimits(job);
+  limits_.SelectForHosts(job.request, user_groups_);
   // Gang: each section is applied as soon as it is placed so the next one sees it; if
   // any section fails, every applied one is rolled back and nothing changes.
   Placement placement;
@@ -802,7 +793,7 @@ bool Scheduler::TryPlace(const Job& job, Queue& queue, Placement* out) {
     placement.sections.push_back(std::move(alloc));
   }
   if (!limits_.empty()) {
-    std::string exceeded = LimitExceeded(job, placement);
+    std::string exceeded = limits_.Exceeded(job.request, placement, user_groups_);
     if (!exceeded.empty()) {
       Apply(job, queue, placement, -1);
       pending_reasons_[job.request.id] = std::move(exceeded);

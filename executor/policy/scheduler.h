@@ -27,6 +27,7 @@
 #include "absl/container/node_hash_map.h"
 #include "absl/status/statusor.h"
 #include "executor/policy/cluster.h"
+#include "executor/policy/limit_book.h"
 #include "executor/policy/limits.h"
 #include "executor/policy/queue_order.h"
 
@@ -129,13 +130,8 @@ class Scheduler {
   void SetLimits(const std::vector<LimitConfig>& limits);
   // Takes the limits' values in force at `now` (their time windows); before each cycle.
   void SetLimitTime(absl::Time now, absl::TimeZone tz);
-  struct LimitReport {
-    const LimitConfig* config;
-    LimitValues values;                                      // in force now
-    std::map<std::vector<std::string>, LimitUsage> buckets;  // by per_ values, in the
-                                                             // order queue, user, host, project, app
-  };
-  std::vector<LimitReport> Limits() const;
+  using LimitReport = LimitBook::Report;
+  std::vector<LimitReport> Limits() const { return limits_.Reports(); }
   // Why a pending job did not start when a cycle last considered it: the limit or queue
   // limit that holds it; "" when it simply did not fit (or was not considered).
   std::string PendingReason(int64_t job_id) const;
@@ -266,31 +262,6 @@ class Scheduler {
     // Slots and GPUs held now (what a backfilling job took shows as fewer).
     int HeldUnits() const;
   };
-  struct Limit {
-    LimitConfig config;
-    LimitValues now;
-    // By bucket key: the per_ values joined by kKeySeparator (one value, the common case,
-    // is the value itself: no allocation for a short name), hashed.
-    std::unordered_map<std::string, LimitUsage> usage;
-    int per_fields = 0;  // how many per_ values a key joins
-  };
-  bool Member(const ConsumerSet& set, const std::string& value, bool users) const;
-  bool Applies(const Limit& limit, const JobRequest& job) const;
-  static constexpr char kKeySeparator = '\x1f';
-  std::string BucketKey(const Limit& limit, const JobRequest& job, const std::string& host) const;
-  // Calls f(bucket key, what the placement adds to it) for each bucket of `limit` the
-  // placement touches; a placement of one allocation (the common case) builds no map.
-  template <typename F>
-  void ForEachDelta(const Limit& limit, const Job& job, const Placement& placement, F&& f) const;
-  void AddAllocation(const Limit& limit, const HostAllocation& a, LimitUsage* d) const;
-  // The description of `limit`'s bucket `key` past a value in force, with `d` asked; "".
-  std::string Exceeds(const Limit& limit, const std::string& key, const LimitUsage& d) const;
-  void ApplyLimits(const Job& job, const Placement& placement, int sign);
-  // With the job's placement applied: the first limit it took past its value, described.
-  std::string LimitExceeded(const Job& job, const Placement& placement) const;
-  // A host where a limit over hosts already holds as much of this job's kind as it
-  // allows: not a candidate. Uses host_limits_ (set per job by TryPlace).
-  bool HostLimited(const Job& job, const Host& host) const;
   // A consumable shared by hosts: one total and its reservations.
   struct Pool {
     std::string resource;
@@ -388,8 +359,6 @@ class Scheduler {
   // `with_limits`: the limits count the placement too (a whole job's; a part of one is
   // counted by ChangeAllocation).
   void Apply(const Job& job, Queue& queue, const Placement& placement, int sign, bool with_limits = true);
-  // The limits over hosts that apply to `job` (host_limits_), for CandidateHosts.
-  void SelectHostLimits(const Job& job);
   // Elastic jobs: adds one allocation to a running job's placement (grow) or removes its
   // last one (shrink), with hosts, queue and limits counted again.
   void ChangeAllocation(Job& job, Queue& queue, const HostAllocation& allocation, bool grow);
@@ -413,9 +382,8 @@ class Scheduler {
   std::map<std::string, HostType> host_types_;
   std::map<std::string, ResourceTraits> traits_;  // by resource name (RESS fields)
   std::vector<Pool> pools_;
-  std::vector<Limit> limits_;
+  LimitBook limits_;
   absl::Time fairshare_time_ = absl::InfinitePast();
-  std::vector<const Limit*> host_limits_;  // the job being placed: its limits over hosts
   std::unordered_map<int64_t, std::string> pending_reasons_;
   std::vector<Preemption> preemptions_;
   absl::Time now_ = absl::UnixEpoch();
@@ -433,7 +401,7 @@ class Scheduler {
   std::vector<Host> hosts_;  // stable: reserved in AddHost order
   std::unordered_map<std::string, size_t> host_index_;
   std::map<std::string, Queue> queues_;
-  std::map<std::string, std::vector<std::string>> user_groups_;
+  UserGroups user_groups_;
   // Node-based (a Job stays where it is while others come and go), looked up once per
   // pick of every cycle: absl's probe finds the node in fewer cache misses than the
   // standard map's bucket chain.

@@ -192,12 +192,7 @@ StartEstimate Scheduler::EstimateStart(JobRequest probe) {
   const std::string user = probe.user;
   const bool had_used = queue.used_by_user.count(user) > 0;
   const bool had_held = queue.held_by_user.count(user) > 0;
-  std::vector<std::unordered_set<std::string>> had_buckets;
-  had_buckets.reserve(limits_.size());
-  for (const Limit& limit : limits_) {
-    auto& keys = had_buckets.emplace_back();
-    for (const auto& [key, usage] : limit.usage) keys.insert(key);
-  }
+  const LimitBook::Buckets had_buckets = limits_.Remember();
   Job job;
   job.request = std::move(probe);
   job.cluster = ClusterOf(queue.config, job.request.user);
@@ -222,12 +217,7 @@ StartEstimate Scheduler::EstimateStart(JobRequest probe) {
   // them is at most rounding).
   if (!had_used) queue.used_by_user.erase(user);
   if (!had_held) queue.held_by_user.erase(user);
-  for (size_t i = 0; i < limits_.size(); ++i) {
-    if (limits_[i].usage.size() == had_buckets[i].size()) continue;
-    for (auto it = limits_[i].usage.begin(); it != limits_[i].usage.end();) {
-      it = had_buckets[i].count(it->first) ? std::next(it) : limits_[i].usage.erase(it);
-    }
-  }
+  limits_.Forget(had_buckets);
   return out;
 }
 

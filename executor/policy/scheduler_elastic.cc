@@ -33,7 +33,7 @@ std::vector<Resize> Scheduler::TakeResizes() { return std::exchange(resizes_, {}
 void Scheduler::ChangeAllocation(Job& job, Queue& queue, const HostAllocation& allocation, bool grow) {
   // Limits count a job once per bucket however many hosts it has there: count the whole
   // placement again rather than the one allocation.
-  if (!limits_.empty()) ApplyLimits(job, job.placement, -1);
+  if (!limits_.empty()) limits_.Apply(job.request, job.placement, -1, user_groups_);
   Placement piece;
   piece.job_id = job.request.id;
   piece.sections.push_back({allocation});
@@ -45,7 +45,7 @@ void Scheduler::ChangeAllocation(Job& job, Queue& queue, const HostAllocation& a
     job.placement.sections.pop_back();
     --grown_allocations_;
   }
-  if (!limits_.empty()) ApplyLimits(job, job.placement, +1);
+  if (!limits_.empty()) limits_.Apply(job.request, job.placement, +1, user_groups_);
 }
 
 int Scheduler::GrowthRoom(const Job& job, const Queue& queue) const {
@@ -100,7 +100,7 @@ void Scheduler::GrowElastic() {
     if (!queue.open) continue;
     const int room = GrowthRoom(*job, queue);
     if (room <= 0) continue;
-    SelectHostLimits(*job);
+    limits_.SelectForHosts(job->request, user_groups_);
     // The job's section for more slots anywhere; what it reserves once per job (not per
     // slot) it already holds.
     Section section = job->request.requirement.sections.front();
@@ -130,7 +130,7 @@ void Scheduler::GrowElastic() {
       if (fits == 0) continue;
     }
     for (const HostAllocation& a : grown) ChangeAllocation(*job, queue, a, true);
-    if (!limits_.empty() && !LimitExceeded(*job, job->placement).empty()) {
+    if (!limits_.empty() && !limits_.Exceeded(job->request, job->placement, user_groups_).empty()) {
       for (size_t k = 0; k < grown.size(); ++k) ChangeAllocation(*job, queue, grown[grown.size() - 1 - k], false);
       continue;
     }
@@ -186,7 +186,7 @@ void Scheduler::ReturnUnneeded(Job& e, Queue& eq, HostAllocation* taken) {
   kept.slots = keep;
   kept.mem_mb = keep * mem_per_slot;
   ChangeAllocation(e, eq, kept, true);
-  if (!limits_.empty() && !LimitExceeded(e, e.placement).empty()) {
+  if (!limits_.empty() && !limits_.Exceeded(e.request, e.placement, user_groups_).empty()) {
     ChangeAllocation(e, eq, kept, false);
     return;
   }

@@ -247,3 +247,65 @@ TEST_CASE("a start probe leaves no trace of its user: no limit bucket and no per
   // The queue's per-user maps, as its orders see them (the fair-share report counts users).
   CHECK(s.UsersHolding("normal") == std::vector<std::string>{"alice"});
 }
+
+// The limit book alone (issue 48, "the house"): a unit of the scheduler's model that owns
+// its buckets and knows nothing of hosts, queues or cycles.
+TEST_CASE("the limit book counts placements in buckets, names what a placement takes past a limit, and forgets a "
+          "probe's buckets [B7]",
+          "[B7]") {
+  LimitConfig per_user;
+  per_user.name = "per-user";
+  per_user.users = ParseConsumers("all", true);
+  per_user.slots = *ParseLimitValue("4");
+  LimitConfig on_h1;
+  on_h1.name = "h1-jobs";
+  on_h1.hosts = ParseConsumers("h1", false);
+  on_h1.users = ParseConsumers("team", false);  // a group: its members
+  on_h1.jobs = *ParseLimitValue("1");
+  LimitBook book;
+  book.Set({per_user, on_h1});
+  book.SetTime(At(23, 10, 0), kUtc);
+  const UserGroups groups = {{"team", {"alice", "bob"}}};
+
+  auto placement = [](const std::string& host, int slots) {
+    Placement p;
+    HostAllocation a;
+    a.host = host;
+    a.slots = slots;
+    p.sections.push_back({a});
+    return p;
+  };
+  JobRequest alice;
+  alice.user = "alice";
+  alice.queue = "normal";
+  book.Apply(alice, placement("h1", 3), +1, groups);
+  CHECK(book.Exceeded(alice, placement("h1", 3), groups).empty());  // 3 of 4
+  // One more slot is within the limit; two are past it, named with the bucket.
+  book.Apply(alice, placement("h2", 2), +1, groups);
+  CHECK(book.Exceeded(alice, placement("h2", 2), groups) == "limit per-user: slots 4 for alice (3 used, 2 asked)");
+  book.Apply(alice, placement("h2", 2), -1, groups);
+
+  // h1 holds one job of the team: bob is kept off h1, not off h2; carol is not in the team.
+  JobRequest bob = alice, carol = alice;
+  bob.user = "bob";
+  carol.user = "carol";
+  book.SelectForHosts(bob, groups);
+  REQUIRE(book.any_host_limits());
+  CHECK(book.HostLimited(bob, "h1"));
+  CHECK_FALSE(book.HostLimited(bob, "h2"));
+  book.SelectForHosts(carol, groups);
+  CHECK_FALSE(book.any_host_limits());
+
+  // A probe's buckets go; what was there stays.
+  const LimitBook::Buckets before = book.Remember();
+  book.Apply(carol, placement("h2", 1), +1, groups);
+  book.Apply(carol, placement("h2", 1), -1, groups);
+  book.Forget(before);
+  std::set<std::vector<std::string>> users;
+  for (const auto& report : book.Reports()) {
+    if (report.config->name == "per-user") {
+      for (const auto& [key, usage] : report.buckets) users.insert(key);
+    }
+  }
+  CHECK(users == std::set<std::vector<std::string>>{{"alice"}});
+}
