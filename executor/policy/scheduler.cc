@@ -50,13 +50,13 @@ absl::Status Scheduler::AddHostType(const HostType& type) {
     return absl::InvalidArgumentError(
         absl::StrCat("host type ", type.name, ": cpu_factor must be positive"));
   }
-  host_types_[type.name] = type;
+  model_.host_types[type.name] = type;
   return absl::OkStatus();
 }
 
 absl::Status Scheduler::AddHost(const HostConfig& config) {
   if (config.name.empty()) return absl::InvalidArgumentError("host needs a name");
-  if (host_index_.count(config.name)) {
+  if (model_.host_index.count(config.name)) {
     return absl::AlreadyExistsError(absl::StrCat("host ", config.name, " is already defined"));
   }
   if (config.slots < 0 || config.mem_mb < 0) {
@@ -66,8 +66,8 @@ absl::Status Scheduler::AddHost(const HostConfig& config) {
   Host host;
   host.config = config;
   if (!config.type.empty()) {
-    auto it = host_types_.find(config.type);
-    if (it == host_types_.end()) {
+    auto it = model_.host_types.find(config.type);
+    if (it == model_.host_types.end()) {
       return absl::InvalidArgumentError(
           absl::StrCat("host ", config.name, ": unknown host type \"", config.type, "\""));
     }
@@ -75,40 +75,27 @@ absl::Status Scheduler::AddHost(const HostConfig& config) {
   }
   for (int gpu : config.gpus) host.gpu_users[gpu] = 0;
   RefreshValues(host);
-  host_index_[config.name] = hosts_.size();
-  hosts_.push_back(std::move(host));
-  total_slots_ += config.slots;
-  largest_host_slots_ = std::max(largest_host_slots_, config.slots);
-  Reindex(hosts_.size() - 1, true);
+  model_.host_index[config.name] = model_.hosts.size();
+  model_.hosts.push_back(std::move(host));
+  model_.total_slots += config.slots;
+  model_.largest_host_slots = std::max(model_.largest_host_slots, config.slots);
+  model_.IndexHost(model_.hosts.size() - 1, true);
   return absl::OkStatus();
 }
 
-void Scheduler::Reindex(size_t i, bool insert) {
-  const Host& h = hosts_[i];
-  HostKey pack{h.free_slots(), -h.cpu_factor, i};
-  HostKey spread{-h.free_slots(), -h.cpu_factor, i};
-  if (insert) {
-    pack_index_.insert(pack);
-    spread_index_.insert(spread);
-  } else {
-    pack_index_.erase(pack);
-    spread_index_.erase(spread);
-  }
-}
-
 absl::Status Scheduler::SetHostState(const std::string& name, HostState state) {
-  auto it = host_index_.find(name);
-  if (it == host_index_.end()) return absl::NotFoundError(absl::StrCat("no host ", name));
-  hosts_[it->second].state = state;
+  auto it = model_.host_index.find(name);
+  if (it == model_.host_index.end()) return absl::NotFoundError(absl::StrCat("no host ", name));
+  model_.hosts[it->second].state = state;
   return absl::OkStatus();
 }
 
 absl::StatusOr<bool> Scheduler::SetHostResource(const std::string& name,
                                                 const std::string& resource,
                                                 const ResourceValue& value) {
-  auto it = host_index_.find(name);
-  if (it == host_index_.end()) return absl::NotFoundError(absl::StrCat("no host ", name));
-  Host& h = hosts_[it->second];
+  auto it = model_.host_index.find(name);
+  if (it == model_.host_index.end()) return absl::NotFoundError(absl::StrCat("no host ", name));
+  Host& h = model_.hosts[it->second];
   auto current = h.config.resources.find(resource);
   if (current != h.config.resources.end() && current->second == value) return false;
   h.config.resources[resource] = value;
@@ -118,7 +105,7 @@ absl::StatusOr<bool> Scheduler::SetHostResource(const std::string& name,
 
 absl::Status Scheduler::AddQueue(const QueueConfig& config) {
   if (config.name.empty()) return absl::InvalidArgumentError("queue needs a name");
-  if (queues_.count(config.name)) {
+  if (model_.queues.count(config.name)) {
     return absl::AlreadyExistsError(absl::StrCat("queue ", config.name, " is already defined"));
   }
   if (config.max_slots < 0 || config.max_slots_per_user < 0) {
@@ -129,7 +116,7 @@ absl::Status Scheduler::AddQueue(const QueueConfig& config) {
   queue.config = config;
   for (const std::string& entry : config.hosts) {
     auto [host, level] = ParsePreference(entry);
-    if (!host_index_.count(host)) {
+    if (!model_.host_index.count(host)) {
       return absl::InvalidArgumentError(
           absl::StrCat("queue ", config.name, ": unknown host \"", host, "\""));
     }
@@ -138,18 +125,18 @@ absl::Status Scheduler::AddQueue(const QueueConfig& config) {
   if (config.fairshare) queue.fairshare = std::make_shared<FairshareTree>(*config.fairshare);
   if (config.capacity) queue.capacity_held.assign(config.capacity->clusters.size(), 0);
   queue.order = MakeQueueOrder(config, queue.fairshare);
-  queues_[config.name] = std::move(queue);
+  model_.queues[config.name] = std::move(queue);
   return absl::OkStatus();
 }
 
 absl::Status Scheduler::UpdateQueue(const QueueConfig& config) {
-  auto it = queues_.find(config.name);
-  if (it == queues_.end()) return AddQueue(config);
+  auto it = model_.queues.find(config.name);
+  if (it == model_.queues.end()) return AddQueue(config);
   Queue fresh;
   fresh.config = config;
   for (const std::string& entry : config.hosts) {
     auto [host, level] = ParsePreference(entry);
-    if (!host_index_.count(host)) {
+    if (!model_.host_index.count(host)) {
       return absl::InvalidArgumentError(
           absl::StrCat("queue ", config.name, ": unknown host \"", host, "\""));
     }
@@ -167,7 +154,7 @@ absl::Status Scheduler::UpdateQueue(const QueueConfig& config) {
   // The order made anew (the policy may have changed) is told of every waiting job.
   std::unique_ptr<QueueOrder> order = MakeQueueOrder(config, it->second.fairshare);
   if (it->second.order) order->Continue(*it->second.order);
-  for (int64_t id : it->second.pending) order->Added(jobs_.at(id).request);
+  for (int64_t id : it->second.pending) order->Added(model_.jobs.at(id).request);
   it->second.order = std::move(order);
   // Clusters may have changed: every job's cluster and what each holds, counted again.
   if (config.capacity || !it->second.capacity_held.empty()) RecountCapacity(it->second);
@@ -175,8 +162,8 @@ absl::Status Scheduler::UpdateQueue(const QueueConfig& config) {
 }
 
 absl::Status Scheduler::SetQueueOpen(const std::string& name, bool open) {
-  auto it = queues_.find(name);
-  if (it == queues_.end()) return absl::NotFoundError(absl::StrCat("no queue ", name));
+  auto it = model_.queues.find(name);
+  if (it == model_.queues.end()) return absl::NotFoundError(absl::StrCat("no queue ", name));
   it->second.open = open;
   return absl::OkStatus();
 }
@@ -190,8 +177,8 @@ std::string Scheduler::OverThreshold(const Host& h, const QueueConfig& queue, bo
       if (v == h.values.end()) continue;
       const double* value = std::get_if<double>(&v->second);
       if (value == nullptr) continue;
-      auto traits = traits_.find(name);
-      bool larger_is_busier = traits != traits_.end() && traits->second.larger_is_less;
+      auto traits = model_.traits.find(name);
+      bool larger_is_busier = traits != model_.traits.end() && traits->second.larger_is_less;
       if (larger_is_busier ? *value > *limit : *value < *limit) {
         return absl::StrCat(name, " ", *value, " on ", h.config.name, " is ", larger_is_busier ? "above " : "below ",
                             whose, stop ? " stop" : " scheduling", " threshold ", *limit);
@@ -205,34 +192,34 @@ std::string Scheduler::OverThreshold(const Host& h, const QueueConfig& queue, bo
 }
 
 absl::Status Scheduler::SetHostThresholds(const std::string& host, const LoadThresholds& thresholds) {
-  auto it = host_index_.find(host);
-  if (it == host_index_.end()) return absl::NotFoundError(absl::StrCat("no host ", host));
-  hosts_[it->second].config.load_thresholds = thresholds;
+  auto it = model_.host_index.find(host);
+  if (it == model_.host_index.end()) return absl::NotFoundError(absl::StrCat("no host ", host));
+  model_.hosts[it->second].config.load_thresholds = thresholds;
   return absl::OkStatus();
 }
 
 std::string Scheduler::LoadThresholdExceeded(const std::string& host, const std::string& queue, bool stop) const {
-  auto h = host_index_.find(host);
-  auto q = queues_.find(queue);
-  if (h == host_index_.end() || q == queues_.end()) return "";
-  return OverThreshold(hosts_[h->second], q->second.config, stop);
+  auto h = model_.host_index.find(host);
+  auto q = model_.queues.find(queue);
+  if (h == model_.host_index.end() || q == model_.queues.end()) return "";
+  return OverThreshold(model_.hosts[h->second], q->second.config, stop);
 }
 
 bool Scheduler::QueueOpen(const std::string& name) const {
-  auto it = queues_.find(name);
-  return it != queues_.end() && it->second.open;
+  auto it = model_.queues.find(name);
+  return it != model_.queues.end() && it->second.open;
 }
 
 int Scheduler::QueueJobs(const std::string& name) const {
   int n = 0;
-  for (const auto& [id, job] : jobs_) n += job.request.queue == name;
+  for (const auto& [id, job] : model_.jobs) n += job.request.queue == name;
   return n;
 }
 
 std::vector<std::string> Scheduler::UsersHolding(const std::string& queue) const {
   std::set<std::string> users;
-  auto q = queues_.find(queue);
-  if (q == queues_.end()) return {};
+  auto q = model_.queues.find(queue);
+  if (q == model_.queues.end()) return {};
   for (const auto& [user, slots] : q->second.used_by_user) users.insert(user);
   for (const auto& [user, held] : q->second.held_by_user) users.insert(user);
   return {users.begin(), users.end()};
@@ -244,21 +231,21 @@ absl::Status Scheduler::RemoveQueue(const std::string& name) {
     return absl::FailedPreconditionError(
         absl::StrCat("queue ", name, " still holds ", jobs, " jobs; it can go once they end"));
   }
-  queues_.erase(name);
+  model_.queues.erase(name);
   return absl::OkStatus();
 }
 
 absl::Status Scheduler::UpdateHostCapacity(const std::string& name, int slots, double mem_mb,
                                              double swap_mb, const std::vector<int>& gpus) {
-  auto it = host_index_.find(name);
-  if (it == host_index_.end()) return absl::NotFoundError(absl::StrCat("no host ", name));
+  auto it = model_.host_index.find(name);
+  if (it == model_.host_index.end()) return absl::NotFoundError(absl::StrCat("no host ", name));
   if (slots < 0 || mem_mb < 0) return absl::InvalidArgumentError("negative capacity");
-  Reindex(it->second, false);
-  Host& h = hosts_[it->second];
-  total_slots_ += slots - h.config.slots;
+  model_.IndexHost(it->second, false);
+  Host& h = model_.hosts[it->second];
+  model_.total_slots += slots - h.config.slots;
   h.config.slots = slots;
-  largest_host_slots_ = 0;
-  for (const Host& other : hosts_) largest_host_slots_ = std::max(largest_host_slots_, other.config.slots);
+  model_.largest_host_slots = 0;
+  for (const Host& other : model_.hosts) model_.largest_host_slots = std::max(model_.largest_host_slots, other.config.slots);
   h.config.mem_mb = mem_mb;
   h.config.swap_mb = swap_mb;
   h.config.gpus = gpus;
@@ -273,33 +260,33 @@ absl::Status Scheduler::UpdateHostCapacity(const std::string& name, int slots, d
   }
   h.gpu_users = std::move(users);
   RefreshValues(h);
-  Reindex(it->second, true);
+  model_.IndexHost(it->second, true);
   return absl::OkStatus();
 }
 
 absl::Status Scheduler::SetHostType(const std::string& name, const std::string& type) {
-  auto it = host_index_.find(name);
-  if (it == host_index_.end()) return absl::NotFoundError(absl::StrCat("no host ", name));
+  auto it = model_.host_index.find(name);
+  if (it == model_.host_index.end()) return absl::NotFoundError(absl::StrCat("no host ", name));
   double factor = 1.0;
   if (!type.empty()) {
-    auto t = host_types_.find(type);
-    if (t == host_types_.end()) {
+    auto t = model_.host_types.find(type);
+    if (t == model_.host_types.end()) {
       return absl::InvalidArgumentError(absl::StrCat("unknown host type \"", type, "\""));
     }
     factor = t->second.cpu_factor;
   }
-  Reindex(it->second, false);
-  Host& h = hosts_[it->second];
+  model_.IndexHost(it->second, false);
+  Host& h = model_.hosts[it->second];
   h.config.type = type;
   h.cpu_factor = factor;
   RefreshValues(h);
-  Reindex(it->second, true);
+  model_.IndexHost(it->second, true);
   return absl::OkStatus();
 }
 
 void Scheduler::DefineUserGroup(const std::string& group, std::vector<std::string> members) {
-  user_groups_[group] = std::move(members);
-  for (auto& [name, queue] : queues_) {
+  model_.user_groups[group] = std::move(members);
+  for (auto& [name, queue] : model_.queues) {
     if (queue.config.capacity) RecountCapacity(queue);  // clusters are named by groups
   }
 }
@@ -308,8 +295,8 @@ bool Scheduler::UserAllowed(const QueueConfig& queue, const std::string& user) c
   if (queue.users.empty()) return true;
   for (const std::string& entry : queue.users) {
     if (entry == "all" || entry == user) return true;
-    auto group = user_groups_.find(entry);
-    if (group != user_groups_.end() &&
+    auto group = model_.user_groups.find(entry);
+    if (group != model_.user_groups.end() &&
         std::find(group->second.begin(), group->second.end(), user) != group->second.end()) {
       return true;
     }
@@ -334,7 +321,7 @@ void Scheduler::RefreshValues(Host& h) {
   v["ngpus"] = static_cast<double>(h.gpu_users.size());
   v["gpu"] = static_cast<double>(free_gpus);
   // Consumables: select[] and order[] see what is left of them.
-  for (const auto& [name, index] : h.shared) v[name] = pools_[index].total - pools_[index].reserved;
+  for (const auto& [name, index] : h.shared) v[name] = model_.pools[index].total - model_.pools[index].reserved;
   for (const auto& [name, amount] : h.reserved) {
     auto it = h.config.resources.find(name);
     if (h.shared.count(name) || it == h.config.resources.end()) continue;
@@ -354,8 +341,8 @@ void Scheduler::RefreshLoad(Host& h) {
 }
 
 absl::Status Scheduler::SetSuspended(int64_t job_id, bool suspended) {
-  auto it = jobs_.find(job_id);
-  if (it == jobs_.end() || !it->second.running) {
+  auto it = model_.jobs.find(job_id);
+  if (it == model_.jobs.end() || !it->second.running) {
     return absl::NotFoundError(absl::StrCat("job ", job_id, " is not running"));
   }
   Job& job = it->second;
@@ -368,9 +355,9 @@ absl::Status Scheduler::SetSuspended(int64_t job_id, bool suspended) {
 }
 
 absl::Status Scheduler::Submit(JobRequest job) {
-  if (jobs_.count(job.id)) return absl::AlreadyExistsError(absl::StrCat("job ", job.id, " exists"));
+  if (model_.jobs.count(job.id)) return absl::AlreadyExistsError(absl::StrCat("job ", job.id, " exists"));
   JC_RETURN_IF_ERROR(Check(&job));
-  auto q = queues_.find(job.queue);
+  auto q = model_.queues.find(job.queue);
   Job entry;
   entry.shape = absl::StrCat(job.queue, "|", job.user, "|", ToString(job.requirement), "|",
                              job.slots, "|", job.exclusive, "|", job.gpus_per_slot, "|", job.project, "|",
@@ -380,14 +367,14 @@ absl::Status Scheduler::Submit(JobRequest job) {
   entry.request = std::move(job);
   q->second.pending.push_back(id);
   q->second.order->Added(entry.request);
-  jobs_[id] = std::move(entry);
+  model_.jobs[id] = std::move(entry);
   return absl::OkStatus();
 }
 
 absl::Status Scheduler::Check(JobRequest* job_ptr) const {
   JobRequest& job = *job_ptr;
-  auto q = queues_.find(job.queue);
-  if (q == queues_.end()) {
+  auto q = model_.queues.find(job.queue);
+  if (q == model_.queues.end()) {
     return absl::InvalidArgumentError(absl::StrCat("no queue named \"", job.queue, "\""));
   }
   const QueueConfig& queue = q->second.config;
@@ -419,7 +406,7 @@ absl::Status Scheduler::Check(JobRequest* job_ptr) const {
       }
     }
     if (s.span_hosts && s.slots > 0) {
-      const int biggest = largest_host_slots_;
+      const int biggest = model_.largest_host_slots;
       if (s.slots > biggest) {
         return absl::InvalidArgumentError(
             absl::StrCat("span[hosts=1] asks for ", s.slots, " slots on one host; the largest "
@@ -441,9 +428,9 @@ absl::Status Scheduler::Check(JobRequest* job_ptr) const {
     }
     if (job.max_slots == job.slots) job.max_slots = 0;  // nothing to grow
   }
-  if (job.slots > total_slots_) {
+  if (job.slots > model_.total_slots) {
     return absl::InvalidArgumentError(absl::StrCat("the job asks for ", job.slots,
-                                                   " slots; the cluster has ", total_slots_));
+                                                   " slots; the cluster has ", model_.total_slots));
   }
   if (queue.capacity) {
     const size_t cluster = ClusterOf(queue, job.user);
@@ -470,14 +457,14 @@ absl::Status Scheduler::Check(JobRequest* job_ptr) const {
 }
 
 absl::Status Scheduler::Cancel(int64_t job_id) {
-  auto it = jobs_.find(job_id);
-  if (it == jobs_.end() || it->second.running) {
+  auto it = model_.jobs.find(job_id);
+  if (it == model_.jobs.end() || it->second.running) {
     return absl::NotFoundError(absl::StrCat("job ", job_id, " is not pending"));
   }
-  Queue& queue = queues_[it->second.request.queue];
+  Queue& queue = model_.queues[it->second.request.queue];
   queue.pending.erase(std::remove(queue.pending.begin(), queue.pending.end(), job_id), queue.pending.end());
   if (queue.order) queue.order->Removed(it->second.request);
-  jobs_.erase(it);
+  model_.jobs.erase(it);
   pending_reasons_.erase(job_id);
   victims_of_.erase(job_id);
   return absl::OkStatus();
@@ -485,13 +472,13 @@ absl::Status Scheduler::Cancel(int64_t job_id) {
 
 size_t Scheduler::pending() const {
   size_t n = 0;
-  for (const auto& [name, q] : queues_) n += q.pending.size();
+  for (const auto& [name, q] : model_.queues) n += q.pending.size();
   return n;
 }
 
 int Scheduler::free_slots(const std::string& host) const {
-  auto it = host_index_.find(host);
-  return it == host_index_.end() ? 0 : hosts_[it->second].free_slots();
+  const Host* h = model_.FindHost(host);
+  return h == nullptr ? 0 : h->free_slots();
 }
 
 int Scheduler::HostCapacity(const Host& h, const Queue& queue, const Job& job,
@@ -541,7 +528,7 @@ std::vector<Scheduler::Host*> Scheduler::CandidateHosts(const Job& job, const Qu
     int found = 0;
     auto walk = [&](const std::set<HostKey>& index, HostKey from) {
       for (auto it = index.lower_bound(from); it != index.end() && found < enough; ++it) {
-        Host& h = hosts_[std::get<2>(*it)];
+        Host& h = model_.hosts[std::get<2>(*it)];
         if (!admit(h)) continue;
         int cap = HostCapacity(h, queue, job, mem_per_slot, gpus_per_slot, consumes);
         if (section.span_hosts) {
@@ -553,14 +540,14 @@ std::vector<Scheduler::Host*> Scheduler::CandidateHosts(const Job& job, const Qu
       }
     };
     if (queue.config.balance == Balance::kPack) {
-      walk(pack_index_, HostKey{1, -std::numeric_limits<double>::infinity(), 0});
+      walk(model_.pack_index, HostKey{1, -std::numeric_limits<double>::infinity(), 0});
     } else {
-      walk(spread_index_, HostKey{std::numeric_limits<int>::min(),
+      walk(model_.spread_index, HostKey{std::numeric_limits<int>::min(),
                                   -std::numeric_limits<double>::infinity(), 0});
     }
     return out;
   }
-  for (Host& h : hosts_) {
+  for (Host& h : model_.hosts) {
     if (admit(h)) out.push_back(&h);
   }
   std::stable_sort(out.begin(), out.end(), [&](const Host* a, const Host* b) {
@@ -574,8 +561,8 @@ std::vector<Scheduler::Host*> Scheduler::CandidateHosts(const Job& job, const Qu
       double vb = OrderValue(b->values, key.resource);
       // "Most first" means most of the resource: for one whose larger values mean less of
       // it (RESS direction: increase), the smallest value.
-      auto dir = traits_.find(key.resource);
-      bool most_first = key.descending != (dir != traits_.end() && dir->second.larger_is_less);
+      auto dir = model_.traits.find(key.resource);
+      bool most_first = key.descending != (dir != model_.traits.end() && dir->second.larger_is_less);
       if (va != vb) return most_first ? va > vb : va < vb;
     }
     if (a->free_slots() != b->free_slots()) {
@@ -583,7 +570,7 @@ std::vector<Scheduler::Host*> Scheduler::CandidateHosts(const Job& job, const Qu
                                                      : a->free_slots() > b->free_slots();
     }
     if (a->cpu_factor != b->cpu_factor) return a->cpu_factor > b->cpu_factor;
-    return host_index_.at(a->config.name) < host_index_.at(b->config.name);
+    return model_.host_index.at(a->config.name) < model_.host_index.at(b->config.name);
   });
   return out;
 }
@@ -650,7 +637,7 @@ bool Scheduler::PlaceSection(const Job& job, const Queue& queue, const Section& 
         if (s != h->shared.end()) taken_here[s->second] += amount;
         if (!c.traits.assign) continue;
         // Units: the lowest free ones, none given twice.
-        const Pool* pool = s == h->shared.end() ? nullptr : &pools_[s->second];
+        const Pool* pool = s == h->shared.end() ? nullptr : &model_.pools[s->second];
         const std::map<int, int>* users = pool != nullptr ? &pool->unit_users : nullptr;
         if (pool == nullptr) {
           auto u = h->unit_users.find(c.resource);
@@ -724,16 +711,16 @@ void Scheduler::Apply(const Job& job, Queue& queue, const Placement& placement, 
   DrfVector& held = queue.held_by_user[job.request.user];
   for (const auto& section : placement.sections) {
     for (const HostAllocation& a : section) {
-      size_t i = host_index_.at(a.host);
-      Reindex(i, false);
-      Host& h = hosts_[i];
+      size_t i = model_.host_index.at(a.host);
+      model_.IndexHost(i, false);
+      Host& h = model_.hosts[i];
       h.used_slots += sign * a.slots;
       h.used_mem += sign * a.mem_mb;
       for (int g : a.gpus) h.gpu_users[g] += sign;
       if (!a.reserved.empty()) ApplyConsumables(a, sign, false);  // refreshes every value
       if (job.request.exclusive) h.exclusive_jobs += sign;
       RefreshLoad(h);
-      Reindex(i, true);
+      model_.IndexHost(i, true);
       queue.used_slots += sign * a.slots;
       used_by_user += sign * a.slots;
       held.slots += sign * a.slots;
@@ -746,7 +733,7 @@ void Scheduler::Apply(const Job& job, Queue& queue, const Placement& placement, 
       }
     }
   }
-  if (with_limits && !limits_.empty()) limits_.Apply(job.request, placement, sign, user_groups_);
+  if (with_limits && !limits_.empty()) limits_.Apply(job.request, placement, sign, model_.user_groups);
 }
 
 bool Scheduler::TryPlace(const Job& job, Queue& queue, Placement* out) {
@@ -774,7 +761,7 @@ bool Scheduler::TryPlace(const Job& job, Queue& queue, Placement* out) {
       return false;
     }
   }
-  limits_.SelectForHosts(job.request, user_groups_);
+  limits_.SelectForHosts(job.request, model_.user_groups);
   // Gang: each section is applied as soon as it is placed so the next one sees it; if
   // any section fails, every applied one is rolled back and nothing changes.
   Placement placement;
@@ -793,7 +780,7 @@ bool Scheduler::TryPlace(const Job& job, Queue& queue, Placement* out) {
     placement.sections.push_back(std::move(alloc));
   }
   if (!limits_.empty()) {
-    std::string exceeded = limits_.Exceeded(job.request, placement, user_groups_);
+    std::string exceeded = limits_.Exceeded(job.request, placement, model_.user_groups);
     if (!exceeded.empty()) {
       Apply(job, queue, placement, -1);
       pending_reasons_[job.request.id] = std::move(exceeded);
@@ -811,7 +798,7 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
   std::vector<Placement> placed;
   ++cycles_;
   std::vector<Queue*> order;
-  for (auto& [name, q] : queues_) order.push_back(&q);
+  for (auto& [name, q] : model_.queues) order.push_back(&q);
   std::stable_sort(order.begin(), order.end(), [](const Queue* a, const Queue* b) {
     return a->config.priority > b->config.priority;
   });
@@ -833,7 +820,7 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
   for (const Reservation& r : reservations_) {
     ReservationView& view = reservation_views_[r.job_id];
     view.start = r.start;
-    for (const auto& [i, n] : r.wanted) view.hosts.push_back(hosts_[i].config.name);
+    for (const auto& [i, n] : r.wanted) view.hosts.push_back(model_.hosts[i].config.name);
   }
   return placed;
 }
@@ -855,8 +842,8 @@ void Scheduler::CycleQueue(Queue& queue, std::unordered_map<std::string, std::st
   const OrderInputs inputs = InputsOf(queue);
   std::unique_ptr<OrderSequence> sequence = queue.order->Start(inputs);
   for (int64_t id = 0; sequence->Next(&id);) {
-    Job& job = jobs_.at(id);
-    const bool full = pack_index_.empty() || std::get<0>(*pack_index_.rbegin()) <= 0;
+    Job& job = model_.jobs.at(id);
+    const bool full = model_.pack_index.empty() || std::get<0>(*model_.pack_index.rbegin()) <= 0;
     if (full && !preemptive && grown_allocations_ == 0) {
       // Cluster full: only slots reservations hold can still take a job, and only one
       // that backfills (slots are not freed within a cycle).
@@ -934,7 +921,7 @@ void Scheduler::CycleQueue(Queue& queue, std::unordered_map<std::string, std::st
     job.base_sections = job.placement.sections.size();
     job.placed_in_cycle = cycles_;
     if (job.request.max_slots > job.request.slots) elastic_.insert(id);
-    running_.insert(id);
+    model_.running.insert(id);
     sequence->Taken();
     dispatched.push_back(id);
     dispatched_in_order.push_back(&job.request);
@@ -953,14 +940,14 @@ void Scheduler::CycleQueue(Queue& queue, std::unordered_map<std::string, std::st
 }
 
 absl::Status Scheduler::Release(int64_t job_id) {
-  auto it = jobs_.find(job_id);
-  if (it == jobs_.end() || !it->second.running) {
+  auto it = model_.jobs.find(job_id);
+  if (it == model_.jobs.end() || !it->second.running) {
     return absl::NotFoundError(absl::StrCat("job ", job_id, " is not running"));
   }
   if (it->second.lent) {
     // Its slots were lent: take them back so Apply returns everything once.
     Lend(it->second, +1, false);
-    auto& lent = queues_.at(it->second.request.queue).lent;
+    auto& lent = model_.queues.at(it->second.request.queue).lent;
     lent.erase(std::remove(lent.begin(), lent.end(), job_id), lent.end());
   }
   if (it->second.suspended) {
@@ -969,24 +956,24 @@ absl::Status Scheduler::Release(int64_t job_id) {
       for (const HostAllocation& a : section) ApplyConsumables(a, +1, true);
     }
   }
-  Apply(it->second, queues_.at(it->second.request.queue), it->second.placement, -1);
+  Apply(it->second, model_.queues.at(it->second.request.queue), it->second.placement, -1);
   grown_allocations_ -= static_cast<int>(it->second.placement.sections.size() - it->second.base_sections);
   elastic_.erase(job_id);
-  running_.erase(job_id);
-  jobs_.erase(it);
+  model_.running.erase(job_id);
+  model_.jobs.erase(it);
   return absl::OkStatus();
 }
 
 absl::Status Scheduler::Restore(const JobRequest& request, const Placement& placement, absl::Time started,
                                int grown) {
-  auto q = queues_.find(request.queue);
-  if (q == queues_.end()) {
+  auto q = model_.queues.find(request.queue);
+  if (q == model_.queues.end()) {
     return absl::FailedPreconditionError(
         absl::StrCat("job ", request.id, " ran in queue ", request.queue, ", which is gone"));
   }
   for (const auto& section : placement.sections) {
     for (const auto& a : section) {
-      if (!host_index_.count(a.host)) {
+      if (!model_.host_index.count(a.host)) {
         return absl::FailedPreconditionError(
             absl::StrCat("job ", request.id, " ran on host ", a.host, ", which is gone"));
       }
@@ -1003,8 +990,8 @@ absl::Status Scheduler::Restore(const JobRequest& request, const Placement& plac
   Apply(job, q->second, placement, +1);
   if (request.max_slots > 0) elastic_.insert(request.id);
   grown_allocations_ += grown;
-  running_.insert(request.id);
-  jobs_[request.id] = std::move(job);
+  model_.running.insert(request.id);
+  model_.jobs[request.id] = std::move(job);
   return absl::OkStatus();
 }
 

@@ -27,13 +27,12 @@
 #include "absl/container/node_hash_map.h"
 #include "absl/status/statusor.h"
 #include "executor/policy/cluster.h"
+#include "executor/policy/cluster_model.h"
 #include "executor/policy/limit_book.h"
 #include "executor/policy/limits.h"
 #include "executor/policy/queue_order.h"
 
 namespace jc::nexec {
-
-enum class HostState { kOk, kClosed, kUnavailable };
 
 struct CycleStats {
   int considered = 0;  // jobs looked at
@@ -54,7 +53,7 @@ class Scheduler {
   // slotresource). rusage[] of a numeric resource other than mem and gpu reserves from the
   // value its host has — its total, as a static resource or a sensor reports it — for as
   // long as the job holds it; select[] and order[] see what is left.
-  void SetResourceTraits(const std::string& name, const ResourceTraits& traits) { traits_[name] = traits; }
+  void SetResourceTraits(const std::string& name, const ResourceTraits& traits) { model_.traits[name] = traits; }
   // A resource shared by several hosts (a RESS record whose locale names them, or
   // ress.master's for the whole cluster): one total that jobs on any of them reserve
   // from. Replaces the hosts' own value of it for rusage[]. `scope` names the stock (the
@@ -72,7 +71,7 @@ class Scheduler {
   void DefineUserGroup(const std::string& group, std::vector<std::string> members);
   // Changes a queue's parameters; its waiting and running jobs stay as they are.
   absl::Status UpdateQueue(const QueueConfig& queue);
-  bool HasQueue(const std::string& name) const { return queues_.count(name) > 0; }
+  bool HasQueue(const std::string& name) const { return model_.queues.count(name) > 0; }
   // Fair share (B5): decays every fair-share queue's usage to `now` and adds what its
   // users ran since the last call. The master calls it before each cycle and before
   // giving a job's resources back, so each job counts exactly as long as it held them.
@@ -188,60 +187,15 @@ class Scheduler {
                        absl::Time started = absl::InfinitePast(), int grown = 0);
 
   size_t pending() const;
-  size_t running() const { return running_.size(); }
+  size_t running() const { return model_.running.size(); }
   int free_slots(const std::string& host) const;
 
  private:
-  struct Host {
-    HostConfig config;
-    double cpu_factor = 1.0;
-    HostState state = HostState::kOk;
-    int used_slots = 0;
-    double used_mem = 0;
-    std::map<int, int> gpu_users;  // index -> jobs using it
-    int exclusive_jobs = 0;        // an exclusive job holds the host
-    std::map<std::string, size_t> shared;  // resource -> pool index (shared resources)
-    std::map<std::string, double> reserved;  // host-local consumables reserved
-    std::map<std::string, std::map<int, int>> unit_users;  // assign resources: unit -> jobs
-    ResourceValues values;         // what select[] sees, kept current
-    int free_slots() const { return config.slots - used_slots; }
-  };
-  struct Queue {
-    QueueConfig config;
-    std::map<std::string, int> preference;  // host -> preference level
-    std::deque<int64_t> pending;            // FCFS order
-    int used_slots = 0;
-    std::map<std::string, int> used_by_user;  // slots
-    std::map<std::string, DrfVector> held_by_user;  // slots, memory, GPUs
-    std::unique_ptr<QueueOrder> order;  // the order its pending jobs are offered in
-    bool open = true;                  // false outside its run window
-    std::shared_ptr<FairshareTree> fairshare;  // fair-share queues only
-    std::vector<int64_t> lent;                 // preempted jobs lending their slots, oldest first
-    std::vector<double> capacity_held;         // capacity queues: per virtual cluster
-  };
-  struct Job {
-    JobRequest request;
-    std::string shape;  // jobs of one shape succeed or fail alike within a cycle
-    Placement placement;
-    bool running = false;
-    bool suspended = false;
-    bool lent = false;          // suspended by preemption: its slots are lent to others
-    int64_t lent_to = 0;        // the preemptor it waits for
-    bool being_requeued = false;  // a preemption victim being requeued
-    absl::Time started = absl::InfinitePast();
-    size_t cluster = kNoCluster;  // its virtual cluster (capacity queues)
-    // Sections of `placement` it started with; those after are what it grew by (elastic).
-    size_t base_sections = 0;
-    uint64_t placed_in_cycle = 0;  // grows from the cycle after (its tasks start first)
-    int Slots() const;
-    bool Grown() const { return placement.sections.size() > base_sections; }
-    bool Resizable() const { return running && !suspended && !lent && !being_requeued; }
-    // When it ends at the latest (start + run limit); infinite without a run limit.
-    absl::Time Ends() const {
-      return request.run_limit > absl::ZeroDuration() && started != absl::InfinitePast() ? started + request.run_limit
-                                                                                        : absl::InfiniteFuture();
-    }
-  };
+  using Host = ClusterModel::Host;
+  using Queue = ClusterModel::Queue;
+  using Job = ClusterModel::Job;
+  using Pool = ClusterModel::Pool;
+  using HostKey = ClusterModel::HostKey;
   // A reservation during a cycle: what it holds on each host (host index -> slots, GPUs
   // and memory wanted there, and held now). Every resource the reserved job needs is held,
   // not only slots: on a host with more slots than GPUs, a job that may not backfill
@@ -262,14 +216,6 @@ class Scheduler {
     // Slots and GPUs held now (what a backfilling job took shows as fewer).
     int HeldUnits() const;
   };
-  // A consumable shared by hosts: one total and its reservations.
-  struct Pool {
-    std::string resource;
-    std::vector<size_t> hosts;
-    double total = 0;
-    double reserved = 0;
-    std::map<int, int> unit_users;
-  };
   // What a section's rusage[] asks of consumables besides mem and gpu.
   struct Consume {
     std::string resource;
@@ -287,9 +233,6 @@ class Scheduler {
   // Makes `host` a member of pool `index`; reservations its jobs made of its own value of
   // the resource move to the pool.
   void JoinPool(size_t index, size_t host);
-  // Hosts ordered for packing (fewest free slots first) and spreading (most first), each
-  // then by CPU factor (fastest first) and configuration order.
-  using HostKey = std::tuple<int, double, size_t>;
 
   void RefreshValues(Host& host);
   // Only what placements change (free slots, memory, GPUs); RefreshValues otherwise.
@@ -355,7 +298,6 @@ class Scheduler {
   std::vector<Host*> CandidateHosts(const Job& job, const Queue& queue, const Section& section,
                                     double mem_per_slot, int gpus_per_slot,
                                     const std::vector<Consume>& consumes, int enough);
-  void Reindex(size_t index, bool insert);
   // `with_limits`: the limits count the placement too (a whole job's; a part of one is
   // counted by ChangeAllocation).
   void Apply(const Job& job, Queue& queue, const Placement& placement, int sign, bool with_limits = true);
@@ -379,9 +321,7 @@ class Scheduler {
   int HostCapacity(const Host& host, const Queue& queue, const Job& job, double mem_per_slot,
                    int gpus_per_slot, const std::vector<Consume>& consumes = {}) const;
 
-  std::map<std::string, HostType> host_types_;
-  std::map<std::string, ResourceTraits> traits_;  // by resource name (RESS fields)
-  std::vector<Pool> pools_;
+  ClusterModel model_;
   LimitBook limits_;
   absl::Time fairshare_time_ = absl::InfinitePast();
   std::unordered_map<int64_t, std::string> pending_reasons_;
@@ -397,20 +337,6 @@ class Scheduler {
   bool took_back_ = false;  // this cycle took slots back: it grows nothing
   std::vector<Resize> resizes_;
   std::unordered_map<int64_t, std::vector<int64_t>> victims_of_;  // preemptor -> its victims
-  std::map<std::pair<std::string, std::string>, size_t> pool_index_;  // (resource, scope) -> pools_ index
-  std::vector<Host> hosts_;  // stable: reserved in AddHost order
-  std::unordered_map<std::string, size_t> host_index_;
-  std::map<std::string, Queue> queues_;
-  UserGroups user_groups_;
-  // Node-based (a Job stays where it is while others come and go), looked up once per
-  // pick of every cycle: absl's probe finds the node in fewer cache misses than the
-  // standard map's bucket chain.
-  absl::node_hash_map<int64_t, Job> jobs_;
-  absl::flat_hash_set<int64_t> running_;  // unordered: whoever walks it sorts by a unique key
-  std::set<HostKey> pack_index_;    // (free slots, -cpu factor, index)
-  std::set<HostKey> spread_index_;  // (-free slots, -cpu factor, index)
-  int total_slots_ = 0;
-  int largest_host_slots_ = 0;  // span[hosts=1] checks at submit: no walk over every host
 };
 
 }  // namespace jc::nexec

@@ -29,19 +29,19 @@ int Scheduler::Reservation::HeldUnits() const {
 void Scheduler::Hold(int sign) {
   for (Reservation& r : reservations_) {
     for (const auto& [i, want] : r.wanted) {
-      Host& h = hosts_[i];
+      Host& h = model_.hosts[i];
       int& held = r.held[i];
       const int change = sign > 0 ? std::max(0, std::min(want - held, h.free_slots())) : -held;
       if (change == 0) continue;
-      Reindex(i, false);
+      model_.IndexHost(i, false);
       h.used_slots += change;
       held += change;
       held_slots_ += change;
       RefreshLoad(h);
-      Reindex(i, true);
+      model_.IndexHost(i, true);
     }
     for (const auto& [i, want] : r.wanted_gpus) {
-      Host& h = hosts_[i];
+      Host& h = model_.hosts[i];
       std::vector<int>& held = r.held_gpus[i];
       const size_t before = held.size();
       if (sign > 0) {
@@ -58,7 +58,7 @@ void Scheduler::Hold(int sign) {
       if (held.size() != before) RefreshLoad(h);
     }
     for (const auto& [i, want] : r.wanted_mem) {
-      Host& h = hosts_[i];
+      Host& h = model_.hosts[i];
       double& held = r.held_mem[i];
       const double change = sign > 0 ? std::max(0.0, std::min(want - held, h.config.mem_mb - h.used_mem)) : -held;
       if (change == 0) continue;
@@ -67,14 +67,14 @@ void Scheduler::Hold(int sign) {
       RefreshLoad(h);
     }
     for (const auto& [i, wants] : r.wanted_consumables) {
-      Host& h = hosts_[i];
+      Host& h = model_.hosts[i];
       HostAllocation held_now;  // what changes, applied as an allocation of consumables
       held_now.host = h.config.name;
       for (const auto& [name, want] : wants) {
         double& held = r.held_consumables[i][name];
         double left = 0;
         if (auto pool = h.shared.find(name); pool != h.shared.end()) {
-          left = pools_[pool->second].total - pools_[pool->second].reserved;
+          left = model_.pools[pool->second].total - model_.pools[pool->second].reserved;
         } else if (auto it = h.config.resources.find(name); it != h.config.resources.end()) {
           if (const double* total = std::get_if<double>(&it->second)) left = *total - h.reserved[name];
         }
@@ -106,9 +106,9 @@ std::optional<absl::Time> Scheduler::EarliestFit(const Job& job, Queue& queue, P
   // ordered (O(running) to build, O(log running) per job taken).
   using Ending = std::tuple<absl::Time, int64_t, Job*>;
   std::vector<Ending> by_end;
-  by_end.reserve(running_.size());
-  for (int64_t rid : running_) {
-    Job& r = jobs_.at(rid);
+  by_end.reserve(model_.running.size());
+  for (int64_t rid : model_.running) {
+    Job& r = model_.jobs.at(rid);
     if (!r.suspended && !r.lent) by_end.emplace_back(r.Ends(), rid, &r);
   }
   const auto later = [](const Ending& a, const Ending& b) {
@@ -119,13 +119,13 @@ std::optional<absl::Time> Scheduler::EarliestFit(const Job& job, Queue& queue, P
   std::vector<Job*> released;
   std::optional<absl::Time> start;
   int free_now = 0;
-  for (const Host& h : hosts_) free_now += std::max(0, h.free_slots());
+  for (const Host& h : model_.hosts) free_now += std::max(0, h.free_slots());
   int freed = 0;
   while (!by_end.empty()) {
     std::pop_heap(by_end.begin(), by_end.end(), later);
     Job* r = std::get<2>(by_end.back());
     by_end.pop_back();
-    Apply(*r, queues_.at(r->request.queue), r->placement, -1);
+    Apply(*r, model_.queues.at(r->request.queue), r->placement, -1);
     released.push_back(r);
     for (const auto& section : r->placement.sections) {
       for (const HostAllocation& a : section) freed += a.slots;
@@ -139,7 +139,7 @@ std::optional<absl::Time> Scheduler::EarliestFit(const Job& job, Queue& queue, P
     }
   }
   for (auto it = released.rbegin(); it != released.rend(); ++it) {
-    Apply(**it, queues_.at((*it)->request.queue), (*it)->placement, +1);
+    Apply(**it, model_.queues.at((*it)->request.queue), (*it)->placement, +1);
   }
   return start;
 }
@@ -153,7 +153,7 @@ void Scheduler::Reserve(const Job& job, Queue& queue) {
   r.start = std::max(*start, now_);
   for (const auto& section : found.sections) {
     for (const HostAllocation& a : section) {
-      const size_t i = host_index_.at(a.host);
+      const size_t i = model_.host_index.at(a.host);
       r.wanted[i] += a.slots;
       if (!a.gpus.empty()) r.wanted_gpus[i] += static_cast<int>(a.gpus.size());
       if (a.mem_mb > 0) r.wanted_mem[i] += a.mem_mb;
@@ -163,7 +163,7 @@ void Scheduler::Reserve(const Job& job, Queue& queue) {
     }
   }
   std::vector<std::string> names;
-  for (const auto& [i, n] : r.wanted) names.push_back(hosts_[i].config.name);
+  for (const auto& [i, n] : r.wanted) names.push_back(model_.hosts[i].config.name);
   pending_reasons_[job.request.id] =
       r.start == absl::InfiniteFuture()
           ? absl::StrCat("reserved ", absl::StrJoin(names, " "), " (start unknown: a job there has no run limit)")
@@ -181,7 +181,7 @@ StartEstimate Scheduler::EstimateStart(JobRequest probe) {
     out.reason = std::string(checked.message());
     return out;
   }
-  Queue& queue = queues_.at(probe.queue);
+  Queue& queue = model_.queues.at(probe.queue);
   if (!queue.open) {
     out.reason = absl::StrCat("queue ", probe.queue, " is closed (outside its run window)");
     return out;

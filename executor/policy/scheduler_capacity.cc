@@ -17,8 +17,8 @@ size_t Scheduler::ClusterOf(const QueueConfig& queue, const std::string& user) c
   for (size_t i = 0; i < clusters.size(); ++i) {
     const std::string& name = clusters[i].name;
     if (name == user) return i;
-    auto group = user_groups_.find(name);
-    if (group != user_groups_.end() &&
+    auto group = model_.user_groups.find(name);
+    if (group != model_.user_groups.end() &&
         std::find(group->second.begin(), group->second.end(), user) != group->second.end()) {
       return i;
     }
@@ -48,7 +48,7 @@ double Scheduler::HeldAmount(const CapacityConfig& capacity, const Job& job) con
 void Scheduler::RecountCapacity(Queue& queue) {
   const auto& capacity = queue.config.capacity;
   queue.capacity_held.assign(capacity ? capacity->clusters.size() : 0, 0);
-  for (auto& [id, job] : jobs_) {
+  for (auto& [id, job] : model_.jobs) {
     if (job.request.queue != queue.config.name) continue;
     job.cluster = ClusterOf(queue.config, job.request.user);
     if (job.running && job.cluster != kNoCluster) queue.capacity_held[job.cluster] += HeldAmount(*capacity, job);
@@ -57,13 +57,13 @@ void Scheduler::RecountCapacity(Queue& queue) {
 
 std::vector<Scheduler::ClusterReport> Scheduler::CapacityReport(const std::string& name) const {
   std::vector<ClusterReport> out;
-  auto q = queues_.find(name);
-  if (q == queues_.end() || !q->second.config.capacity) return out;
+  auto q = model_.queues.find(name);
+  if (q == model_.queues.end() || !q->second.config.capacity) return out;
   const Queue& queue = q->second;
   for (size_t i = 0; i < queue.config.capacity->clusters.size(); ++i) {
     out.push_back({queue.config.capacity->clusters[i], i < queue.capacity_held.size() ? queue.capacity_held[i] : 0});
   }
-  for (const auto& [id, job] : jobs_) {
+  for (const auto& [id, job] : model_.jobs) {
     if (job.request.queue != name || job.cluster >= out.size()) continue;
     ++(job.running ? out[job.cluster].running_jobs : out[job.cluster].pending_jobs);
   }
@@ -109,8 +109,8 @@ bool Scheduler::TryReclaim(const Job& job, Queue& queue) {
     return amount > 0 && queue.capacity_held[v.cluster] - amount >= capacity.clusters[v.cluster].guarantee;
   };
   std::vector<std::pair<double, Job*>> ranked;  // (how far its cluster is over, job)
-  for (int64_t rid : running_) {
-    Job& v = jobs_.at(rid);
+  for (int64_t rid : model_.running) {
+    Job& v = model_.jobs.at(rid);
     if (v.request.queue != queue.config.name || v.cluster == kNoCluster || v.cluster == job.cluster) continue;
     if (v.suspended || v.lent || v.being_requeued) continue;
     if (queue.config.max_preemptions > 0 && v.request.preemptions >= queue.config.max_preemptions) continue;

@@ -20,7 +20,7 @@ double GpusPerSlot(const Section& section) {
 
 }  // namespace
 
-int Scheduler::Job::Slots() const {
+int ClusterModel::Job::Slots() const {
   int n = 0;
   for (const auto& section : placement.sections) {
     for (const HostAllocation& a : section) n += a.slots;
@@ -33,7 +33,7 @@ std::vector<Resize> Scheduler::TakeResizes() { return std::exchange(resizes_, {}
 void Scheduler::ChangeAllocation(Job& job, Queue& queue, const HostAllocation& allocation, bool grow) {
   // Limits count a job once per bucket however many hosts it has there: count the whole
   // placement again rather than the one allocation.
-  if (!limits_.empty()) limits_.Apply(job.request, job.placement, -1, user_groups_);
+  if (!limits_.empty()) limits_.Apply(job.request, job.placement, -1, model_.user_groups);
   Placement piece;
   piece.job_id = job.request.id;
   piece.sections.push_back({allocation});
@@ -45,7 +45,7 @@ void Scheduler::ChangeAllocation(Job& job, Queue& queue, const HostAllocation& a
     job.placement.sections.pop_back();
     --grown_allocations_;
   }
-  if (!limits_.empty()) limits_.Apply(job.request, job.placement, +1, user_groups_);
+  if (!limits_.empty()) limits_.Apply(job.request, job.placement, +1, model_.user_groups);
 }
 
 int Scheduler::GrowthRoom(const Job& job, const Queue& queue) const {
@@ -87,20 +87,20 @@ void Scheduler::GrowElastic() {
   if (elastic_.empty() || std::exchange(took_back_, false)) return;
   std::vector<Job*> order;
   for (int64_t id : elastic_) {
-    Job& job = jobs_.at(id);
+    Job& job = model_.jobs.at(id);
     if (job.Resizable() && job.placed_in_cycle != cycles_) order.push_back(&job);
   }
   // The highest queue first; in a queue, the oldest job (elastic_ is in submission order).
   std::stable_sort(order.begin(), order.end(), [&](const Job* a, const Job* b) {
-    return queues_.at(a->request.queue).config.priority > queues_.at(b->request.queue).config.priority;
+    return model_.queues.at(a->request.queue).config.priority > model_.queues.at(b->request.queue).config.priority;
   });
   for (Job* job : order) {
-    if (pack_index_.empty() || std::get<0>(*pack_index_.rbegin()) <= 0) return;  // no free slot anywhere
-    Queue& queue = queues_.at(job->request.queue);
+    if (model_.pack_index.empty() || std::get<0>(*model_.pack_index.rbegin()) <= 0) return;  // no free slot anywhere
+    Queue& queue = model_.queues.at(job->request.queue);
     if (!queue.open) continue;
     const int room = GrowthRoom(*job, queue);
     if (room <= 0) continue;
-    limits_.SelectForHosts(job->request, user_groups_);
+    limits_.SelectForHosts(job->request, model_.user_groups);
     // The job's section for more slots anywhere; what it reserves once per job (not per
     // slot) it already holds.
     Section section = job->request.requirement.sections.front();
@@ -130,7 +130,7 @@ void Scheduler::GrowElastic() {
       if (fits == 0) continue;
     }
     for (const HostAllocation& a : grown) ChangeAllocation(*job, queue, a, true);
-    if (!limits_.empty() && !limits_.Exceeded(job->request, job->placement, user_groups_).empty()) {
+    if (!limits_.empty() && !limits_.Exceeded(job->request, job->placement, model_.user_groups).empty()) {
       for (size_t k = 0; k < grown.size(); ++k) ChangeAllocation(*job, queue, grown[grown.size() - 1 - k], false);
       continue;
     }
@@ -143,21 +143,21 @@ bool Scheduler::TakeBackGrowth(const Job& job, Queue& queue, Placement* out, Tak
   // started with: the lowest queue first, in it the youngest job.
   std::vector<Job*> candidates;
   for (int64_t id : elastic_) {
-    Job& e = jobs_.at(id);
+    Job& e = model_.jobs.at(id);
     if (id == job.request.id || !e.Resizable() || !e.Grown()) continue;
-    if (queues_.at(e.request.queue).config.priority > queue.config.priority) continue;
+    if (model_.queues.at(e.request.queue).config.priority > queue.config.priority) continue;
     candidates.push_back(&e);
   }
   std::stable_sort(candidates.begin(), candidates.end(), [&](const Job* a, const Job* b) {
-    const int pa = queues_.at(a->request.queue).config.priority;
-    const int pb = queues_.at(b->request.queue).config.priority;
+    const int pa = model_.queues.at(a->request.queue).config.priority;
+    const int pb = model_.queues.at(b->request.queue).config.priority;
     if (pa != pb) return pa < pb;
     return a->request.id > b->request.id;
   });
   // Each allocation taken back costs a placement attempt: a bounded number per job and cycle.
   constexpr int kMaxAttempts = 64;
   for (Job* e : candidates) {
-    Queue& eq = queues_.at(e->request.queue);
+    Queue& eq = model_.queues.at(e->request.queue);
     while (e->Grown() && static_cast<int>(taken->size()) < kMaxAttempts) {
       HostAllocation a = e->placement.sections.back().front();
       ChangeAllocation(*e, eq, a, false);
@@ -177,7 +177,7 @@ void Scheduler::ReturnUnneeded(Job& e, Queue& eq, HostAllocation* taken) {
   // Only plain slots (and memory per slot) split; GPUs, units and per-job reservations
   // go back whole.
   if (!taken->gpus.empty() || !taken->reserved.empty() || !taken->units.empty()) return;
-  const Host& h = hosts_[host_index_.at(taken->host)];
+  const Host& h = model_.hosts[model_.host_index.at(taken->host)];
   const double mem_per_slot = taken->slots > 0 ? taken->mem_mb / taken->slots : 0;
   int keep = std::min(taken->slots, h.free_slots());
   if (mem_per_slot > 0) keep = std::min(keep, static_cast<int>((h.config.mem_mb - h.used_mem) / mem_per_slot + 1e-9));
@@ -186,7 +186,7 @@ void Scheduler::ReturnUnneeded(Job& e, Queue& eq, HostAllocation* taken) {
   kept.slots = keep;
   kept.mem_mb = keep * mem_per_slot;
   ChangeAllocation(e, eq, kept, true);
-  if (!limits_.empty() && !limits_.Exceeded(e.request, e.placement, user_groups_).empty()) {
+  if (!limits_.empty() && !limits_.Exceeded(e.request, e.placement, model_.user_groups).empty()) {
     ChangeAllocation(e, eq, kept, false);
     return;
   }
@@ -201,8 +201,8 @@ void Scheduler::SettleTakeBack(TakenBack* taken, int64_t for_job, bool keep) {
     took_back_ = true;
   } else {
     for (auto it = taken->rbegin(); it != taken->rend(); ++it) {
-      Job& e = jobs_.at(it->first);
-      ChangeAllocation(e, queues_.at(e.request.queue), it->second, true);
+      Job& e = model_.jobs.at(it->first);
+      ChangeAllocation(e, model_.queues.at(e.request.queue), it->second, true);
     }
   }
   taken->clear();

@@ -20,9 +20,9 @@ namespace jc::nexec {
 
 void Scheduler::SetLimits(const std::vector<LimitConfig>& limits) {
   limits_.Set(limits);
-  for (int64_t id : running_) {
-    const Job& job = jobs_.at(id);
-    limits_.Apply(job.request, job.placement, +1, user_groups_);
+  for (int64_t id : model_.running) {
+    const Job& job = model_.jobs.at(id);
+    limits_.Apply(job.request, job.placement, +1, model_.user_groups);
   }
 }
 

@@ -23,7 +23,7 @@ void Scheduler::AdvanceFairshare(absl::Time now) {
   const absl::Duration elapsed = fairshare_time_ == absl::InfinitePast() ? absl::ZeroDuration() : now - fairshare_time_;
   fairshare_time_ = now;
   if (elapsed <= absl::ZeroDuration()) return;
-  for (auto& [name, queue] : queues_) {
+  for (auto& [name, queue] : model_.queues) {
     if (!queue.fairshare) continue;
     std::map<std::string, std::pair<int, int>> held;  // user -> slots, GPUs
     for (const auto& [user, slots] : queue.used_by_user) {
@@ -37,28 +37,28 @@ void Scheduler::AdvanceFairshare(absl::Time now) {
 }
 
 void Scheduler::AddFairshareCpuTime(int64_t job_id, double cpu_seconds) {
-  auto j = jobs_.find(job_id);
-  if (j == jobs_.end()) return;
-  auto q = queues_.find(j->second.request.queue);
-  if (q != queues_.end() && q->second.fairshare) q->second.fairshare->AddCpuTime(j->second.request.user, cpu_seconds);
+  auto j = model_.jobs.find(job_id);
+  if (j == model_.jobs.end()) return;
+  auto q = model_.queues.find(j->second.request.queue);
+  if (q != model_.queues.end() && q->second.fairshare) q->second.fairshare->AddCpuTime(j->second.request.user, cpu_seconds);
 }
 
 void Scheduler::AddFairshareHistory(const JobRequest& job, int slots, int gpus, double cpu_seconds, absl::Time start,
                                     absl::Time end, absl::Time now) {
-  auto q = queues_.find(job.queue);
-  if (q == queues_.end() || !q->second.fairshare) return;
+  auto q = model_.queues.find(job.queue);
+  if (q == model_.queues.end() || !q->second.fairshare) return;
   q->second.fairshare->AddPast(job.user, slots, gpus, cpu_seconds, start, end, now);
 }
 
 std::vector<FairshareTree::NodeReport> Scheduler::FairshareReport(const std::string& name) const {
-  auto q = queues_.find(name);
-  if (q == queues_.end() || !q->second.fairshare) return {};
+  auto q = model_.queues.find(name);
+  if (q == model_.queues.end() || !q->second.fairshare) return {};
   return q->second.fairshare->Report(q->second.used_by_user);
 }
 
 DrfVector Scheduler::ClusterTotal() const {
   DrfVector total;
-  for (const Host& h : hosts_) {
+  for (const Host& h : model_.hosts) {
     if (h.state == HostState::kUnavailable) continue;
     total.slots += h.config.slots;
     total.mem_mb += h.config.mem_mb;
@@ -84,13 +84,13 @@ DrfVector Scheduler::DemandOf(const JobRequest& job) const {
 }
 
 DominantShare Scheduler::JobDominantShare(int64_t job_id) const {
-  auto it = jobs_.find(job_id);
-  if (it == jobs_.end()) return {};
+  auto it = model_.jobs.find(job_id);
+  if (it == model_.jobs.end()) return {};
   return DominantShareOf(DemandOf(it->second.request), ClusterTotal());
 }
 
 const std::string& Scheduler::GroupOf(const std::string& user) const {
-  for (const auto& [group, members] : user_groups_) {
+  for (const auto& [group, members] : model_.user_groups) {
     if (std::find(members.begin(), members.end(), user) != members.end()) return group;
   }
   return user;
@@ -101,11 +101,11 @@ OrderInputs Scheduler::InputsOf(const Queue& queue) const {
   in.pending = &queue.pending;
   in.used_by_user = &queue.used_by_user;
   in.held_by_user = &queue.held_by_user;
-  in.request = [this](int64_t id) -> const JobRequest& { return jobs_.at(id).request; };
+  in.request = [this](int64_t id) -> const JobRequest& { return model_.jobs.at(id).request; };
   in.demand = [this](const JobRequest& job) { return DemandOf(job); };
   in.group_of = [this](const std::string& user) -> const std::string& { return GroupOf(user); };
   in.cluster_total = [this] { return ClusterTotal(); };
-  in.cluster_of = [this](int64_t id) { return jobs_.at(id).cluster; };
+  in.cluster_of = [this](int64_t id) { return model_.jobs.at(id).cluster; };
   in.capacity_held = &queue.capacity_held;
   return in;
 }

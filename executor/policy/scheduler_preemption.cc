@@ -19,7 +19,7 @@
 namespace jc::nexec {
 
 void Scheduler::Lend(const Job& victim, int sign, bool everything) {
-  Queue& queue = queues_.at(victim.request.queue);
+  Queue& queue = model_.queues.at(victim.request.queue);
   if (everything) {
     Apply(victim, queue, victim.placement, sign);
     return;
@@ -29,11 +29,11 @@ void Scheduler::Lend(const Job& victim, int sign, bool everything) {
   const std::string& user = victim.request.user;
   for (const auto& section : victim.placement.sections) {
     for (const HostAllocation& a : section) {
-      const size_t i = host_index_.at(a.host);
-      Reindex(i, false);
-      hosts_[i].used_slots += sign * a.slots;
-      RefreshLoad(hosts_[i]);
-      Reindex(i, true);
+      const size_t i = model_.host_index.at(a.host);
+      model_.IndexHost(i, false);
+      model_.hosts[i].used_slots += sign * a.slots;
+      RefreshLoad(model_.hosts[i]);
+      model_.IndexHost(i, true);
       queue.used_slots += sign * a.slots;
       queue.used_by_user[user] += sign * a.slots;
       queue.held_by_user[user].slots += sign * a.slots;
@@ -84,8 +84,8 @@ bool Scheduler::WaitingForVictims(int64_t id) {
   if (w == victims_of_.end()) return false;
   // Its victims being requeued still hold their GPUs: wait for them, preempt no more.
   for (int64_t v : w->second) {
-    auto it = jobs_.find(v);
-    if (it != jobs_.end() && it->second.running && it->second.being_requeued) {
+    auto it = model_.jobs.find(v);
+    if (it != model_.jobs.end() && it->second.running && it->second.being_requeued) {
       pending_reasons_[id] = absl::StrCat("waiting for preempted job ", v, " to end");
       return true;
     }
@@ -99,12 +99,12 @@ bool Scheduler::TryPreempt(const Job& job, Queue& queue) {
   // The queues it may preempt, with their priority and max_preemptions, looked up once.
   std::map<std::string, const QueueConfig*> preemptable;
   for (const std::string& name : queue.config.preempt) {
-    auto q = queues_.find(name);
-    if (q != queues_.end() && q->second.config.priority < queue.config.priority) preemptable[name] = &q->second.config;
+    auto q = model_.queues.find(name);
+    if (q != model_.queues.end() && q->second.config.priority < queue.config.priority) preemptable[name] = &q->second.config;
   }
   std::vector<std::pair<int, Job*>> ranked;  // (queue priority, job)
-  for (int64_t rid : running_) {
-    Job& v = jobs_.at(rid);
+  for (int64_t rid : model_.running) {
+    Job& v = model_.jobs.at(rid);
     if (v.suspended || v.lent || v.being_requeued) continue;
     auto vq = preemptable.find(v.request.queue);
     if (vq == preemptable.end()) continue;
@@ -159,7 +159,7 @@ bool Scheduler::PreemptAmong(const Job& job, Queue& queue, const std::vector<Job
     } else {
       v->lent = true;
       v->lent_to = id;
-      queues_.at(v->request.queue).lent.push_back(v->request.id);
+      model_.queues.at(v->request.queue).lent.push_back(v->request.id);
     }
     preemptions_.push_back({v->request.id, id, requeue,
                             absl::StrCat("preempted by job ", id, " (", why, ")")});
@@ -176,7 +176,7 @@ bool Scheduler::PreemptAmong(const Job& job, Queue& queue, const std::vector<Job
   for (Job* v : needed) {
     if (!v->lent) continue;
     for (const auto& section : v->placement.sections) {
-      for (const HostAllocation& a : section) held.wanted[host_index_.at(a.host)] += a.slots;
+      for (const HostAllocation& a : section) held.wanted[model_.host_index.at(a.host)] += a.slots;
     }
   }
   if (!held.wanted.empty()) {
@@ -193,8 +193,8 @@ bool Scheduler::TryFairsharePreempt(const Job& job, Queue& queue) {
   const std::string& user = job.request.user;
   const int slots = job.request.slots;
   std::vector<std::pair<double, Job*>> ranked;  // (its user's priority, job)
-  for (int64_t rid : running_) {
-    Job& v = jobs_.at(rid);
+  for (int64_t rid : model_.running) {
+    Job& v = model_.jobs.at(rid);
     if (v.request.queue != queue.config.name || v.request.user == user) continue;
     if (v.suspended || v.lent || v.being_requeued) continue;
     if (queue.config.max_preemptions > 0 && v.request.preemptions >= queue.config.max_preemptions) continue;
@@ -217,31 +217,31 @@ void Scheduler::ResumeLent(Queue& queue) {
   // whose own preemptor started does not take those (a preemption in the same queue,
   // by capacity or fair share, must not be undone by resuming an earlier victim).
   std::map<size_t, int> promised;
-  for (const auto& [name, q] : queues_) {
+  for (const auto& [name, q] : model_.queues) {
     for (int64_t id : q.lent) {
-      const Job& v = jobs_.at(id);
-      auto preemptor = jobs_.find(v.lent_to);
-      if (preemptor == jobs_.end() || preemptor->second.running) continue;
+      const Job& v = model_.jobs.at(id);
+      auto preemptor = model_.jobs.find(v.lent_to);
+      if (preemptor == model_.jobs.end() || preemptor->second.running) continue;
       for (const auto& section : v.placement.sections) {
-        for (const HostAllocation& a : section) promised[host_index_.at(a.host)] += a.slots;
+        for (const HostAllocation& a : section) promised[model_.host_index.at(a.host)] += a.slots;
       }
     }
   }
   for (auto it = queue.lent.begin(); it != queue.lent.end();) {
-    Job& v = jobs_.at(*it);
-    auto preemptor = jobs_.find(v.lent_to);
-    if (preemptor != jobs_.end() && !preemptor->second.running) {
+    Job& v = model_.jobs.at(*it);
+    auto preemptor = model_.jobs.find(v.lent_to);
+    if (preemptor != model_.jobs.end() && !preemptor->second.running) {
       ++it;  // its preemptor has not started yet: the slots are promised to it
       continue;
     }
     std::map<size_t, int> slots_on;
     for (const auto& section : v.placement.sections) {
-      for (const HostAllocation& a : section) slots_on[host_index_.at(a.host)] += a.slots;
+      for (const HostAllocation& a : section) slots_on[model_.host_index.at(a.host)] += a.slots;
     }
     bool free = true;
     for (const auto& [i, n] : slots_on) {
       auto held = promised.find(i);
-      free = free && hosts_[i].free_slots() - (held == promised.end() ? 0 : held->second) >= n;
+      free = free && model_.hosts[i].free_slots() - (held == promised.end() ? 0 : held->second) >= n;
     }
     if (!free) {
       ++it;
@@ -260,36 +260,36 @@ std::vector<Preemption> Scheduler::TakePreemptions() { return std::exchange(pree
 std::vector<int64_t> Scheduler::TakeResumes() { return std::exchange(resumes_, {}); }
 
 absl::Status Scheduler::CancelPreemption(int64_t victim) {
-  auto it = jobs_.find(victim);
-  if (it == jobs_.end() || !it->second.running) return absl::NotFoundError(absl::StrCat("job ", victim, " is not running"));
+  auto it = model_.jobs.find(victim);
+  if (it == model_.jobs.end() || !it->second.running) return absl::NotFoundError(absl::StrCat("job ", victim, " is not running"));
   Job& v = it->second;
   v.being_requeued = false;
   if (v.lent) {
     Lend(v, +1, false);
     v.lent = false;
     v.lent_to = 0;
-    auto& lent = queues_.at(v.request.queue).lent;
+    auto& lent = model_.queues.at(v.request.queue).lent;
     lent.erase(std::remove(lent.begin(), lent.end(), victim), lent.end());
   }
   return absl::OkStatus();
 }
 
 absl::Status Scheduler::RestorePreempted(int64_t victim, int64_t preemptor) {
-  auto it = jobs_.find(victim);
-  if (it == jobs_.end() || !it->second.running) return absl::NotFoundError(absl::StrCat("job ", victim, " is not running"));
+  auto it = model_.jobs.find(victim);
+  if (it == model_.jobs.end() || !it->second.running) return absl::NotFoundError(absl::StrCat("job ", victim, " is not running"));
   Job& v = it->second;
   if (v.lent) return absl::OkStatus();
   Lend(v, -1, false);
   v.lent = true;
   v.lent_to = preemptor;
-  queues_.at(v.request.queue).lent.push_back(victim);
+  model_.queues.at(v.request.queue).lent.push_back(victim);
   if (preemptor != 0) victims_of_[preemptor].push_back(victim);
   return absl::OkStatus();
 }
 
 absl::Status Scheduler::RestoreRequeueing(int64_t victim, int64_t preemptor) {
-  auto it = jobs_.find(victim);
-  if (it == jobs_.end() || !it->second.running) return absl::NotFoundError(absl::StrCat("job ", victim, " is not running"));
+  auto it = model_.jobs.find(victim);
+  if (it == model_.jobs.end() || !it->second.running) return absl::NotFoundError(absl::StrCat("job ", victim, " is not running"));
   it->second.being_requeued = true;  // holds everything until it ends and is released
   if (preemptor != 0) victims_of_[preemptor].push_back(victim);
   return absl::OkStatus();

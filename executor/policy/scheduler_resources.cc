@@ -23,7 +23,7 @@ std::vector<Scheduler::Consume> Scheduler::ConsumesOf(const Section& section) co
   for (const auto& [name, amount] : section.rusage) {
     if (name == "mem" || name == "gpu" || amount <= 0) continue;
     Consume c{name, amount, {}};
-    if (auto t = traits_.find(name); t != traits_.end()) c.traits = t->second;
+    if (auto t = model_.traits.find(name); t != model_.traits.end()) c.traits = t->second;
     if (c.traits.assign) c.amount = std::ceil(amount);  // units are whole
     out.push_back(std::move(c));
   }
@@ -45,7 +45,7 @@ int FreeUnits(double total, const std::map<int, int>& users) {
 
 double Scheduler::FreeOf(const Host& h, const Consume& c) const {
   if (auto s = h.shared.find(c.resource); s != h.shared.end()) {
-    const Pool& p = pools_[s->second];
+    const Pool& p = model_.pools[s->second];
     return c.traits.assign ? FreeUnits(p.total, p.unit_users) : p.total - p.reserved;
   }
   auto it = h.config.resources.find(c.resource);
@@ -61,16 +61,16 @@ double Scheduler::FreeOf(const Host& h, const Consume& c) const {
 }
 
 void Scheduler::ApplyConsumables(const HostAllocation& a, int sign, bool only_released) {
-  Host& h = hosts_[host_index_.at(a.host)];
+  Host& h = model_.hosts[model_.host_index.at(a.host)];
   std::set<size_t> touched_pools;
   for (const auto& [name, amount] : a.reserved) {
     if (only_released) {
-      auto t = traits_.find(name);
-      if (t == traits_.end() || !t->second.release) continue;
+      auto t = model_.traits.find(name);
+      if (t == model_.traits.end() || !t->second.release) continue;
     }
     auto units = a.units.find(name);
     if (auto s = h.shared.find(name); s != h.shared.end()) {
-      Pool& p = pools_[s->second];
+      Pool& p = model_.pools[s->second];
       p.reserved += sign * amount;
       if (units != a.units.end()) {
         for (int u : units->second) p.unit_users[u] += sign;
@@ -85,19 +85,19 @@ void Scheduler::ApplyConsumables(const HostAllocation& a, int sign, bool only_re
   }
   RefreshValues(h);
   for (size_t p : touched_pools) {
-    for (size_t member : pools_[p].hosts) RefreshValues(hosts_[member]);
+    for (size_t member : model_.pools[p].hosts) RefreshValues(model_.hosts[member]);
   }
 }
 
 size_t Scheduler::PoolFor(const std::string& name, const std::string& scope) {
-  auto [it, added] = pool_index_.emplace(std::make_pair(name, scope), pools_.size());
-  if (added) pools_.push_back(Pool{name, {}, 0, 0, {}});
+  auto [it, added] = model_.pool_index.emplace(std::make_pair(name, scope), model_.pools.size());
+  if (added) model_.pools.push_back(Pool{name, {}, 0, 0, {}});
   return it->second;
 }
 
 void Scheduler::JoinPool(size_t index, size_t host) {
-  Pool& pool = pools_[index];
-  Host& h = hosts_[host];
+  Pool& pool = model_.pools[index];
+  Host& h = model_.hosts[host];
   auto [at, added] = h.shared.insert({pool.resource, index});
   if (!added && at->second == index) return;
   if (added) {
@@ -124,38 +124,38 @@ absl::Status Scheduler::SetSharedResource(const std::string& name, const std::st
                                           const std::vector<std::string>& hosts, double total) {
   std::vector<size_t> members;
   for (const auto& host : hosts) {
-    auto it = host_index_.find(host);
-    if (it == host_index_.end()) return absl::NotFoundError(absl::StrCat("no host ", host));
+    auto it = model_.host_index.find(host);
+    if (it == model_.host_index.end()) return absl::NotFoundError(absl::StrCat("no host ", host));
     members.push_back(it->second);
   }
   std::sort(members.begin(), members.end());
   members.erase(std::unique(members.begin(), members.end()), members.end());
   const size_t index = PoolFor(name, scope);
-  Pool& pool = pools_[index];
+  Pool& pool = model_.pools[index];
   pool.total = total;
   for (size_t former : std::vector<size_t>(pool.hosts)) {
     if (std::binary_search(members.begin(), members.end(), former)) continue;
-    auto& shared = hosts_[former].shared;
+    auto& shared = model_.hosts[former].shared;
     if (auto s = shared.find(name); s != shared.end() && s->second == index) shared.erase(s);
-    auto& list = pools_[index].hosts;
+    auto& list = model_.pools[index].hosts;
     list.erase(std::remove(list.begin(), list.end(), former), list.end());
-    RefreshValues(hosts_[former]);
+    RefreshValues(model_.hosts[former]);
   }
   for (size_t member : members) JoinPool(index, member);
-  for (size_t member : pools_[index].hosts) RefreshValues(hosts_[member]);  // the new total
+  for (size_t member : model_.pools[index].hosts) RefreshValues(model_.hosts[member]);  // the new total
   return absl::OkStatus();
 }
 
 absl::Status Scheduler::AddToSharedResource(const std::string& name, const std::string& scope,
                                             const std::string& host, double total) {
-  auto it = host_index_.find(host);
-  if (it == host_index_.end()) return absl::NotFoundError(absl::StrCat("no host ", host));
+  auto it = model_.host_index.find(host);
+  if (it == model_.host_index.end()) return absl::NotFoundError(absl::StrCat("no host ", host));
   const size_t index = PoolFor(name, scope);
-  const bool changed = pools_[index].total != total;
-  pools_[index].total = total;
+  const bool changed = model_.pools[index].total != total;
+  model_.pools[index].total = total;
   JoinPool(index, it->second);
   if (changed) {
-    for (size_t member : pools_[index].hosts) RefreshValues(hosts_[member]);
+    for (size_t member : model_.pools[index].hosts) RefreshValues(model_.hosts[member]);
   }
   return absl::OkStatus();
 }
