@@ -186,9 +186,12 @@ absl::Status MasterList::Check(absl::Duration timeout) {
     // Unproven (UNAUTHENTICATED): someone else listens where a master is down, or a master
     // whose account is not the one expected; each answer is refused, saying which, and
     // the agent's start is not held up by whoever took a down master's port.
+    // CANCELLED: a master in the instant between binding its port and serving (the demo
+    // center's agent, started beside its master, was told so once and gave up for good).
     const bool silent = (code == absl::StatusCode::kUnavailable &&
                          !absl::StrContains(absl::AsciiStrToLower(info.status().message()), "http")) ||
-                        code == absl::StatusCode::kDeadlineExceeded || code == absl::StatusCode::kUnauthenticated;
+                        code == absl::StatusCode::kDeadlineExceeded || code == absl::StatusCode::kUnauthenticated ||
+                        code == absl::StatusCode::kCancelled;
     if (silent) continue;
     return absl::InvalidArgumentError(absl::StrCat("the master list names ", address,
                                                    ", which answers but is not a nexec master (",
