@@ -55,13 +55,17 @@ void ToProto(const ReplicaRecord& record, const ScorerRegistry& scorers, pb::Rep
   MarkTradeOff(out, record.picked >= 0 ? centers[record.picked].id : std::string());
 }
 
-void ToProto(const PlacementRecord& record, const ScorerRegistry& scorers, pb::Placement* out) {
-  out->Clear();
+void AppendTo(const PlacementRecord& record, const ScorerRegistry& scorers, pb::Placement* out) {
   if (!record.job_id.empty()) out->set_job_id(record.job_id);
   for (const ReplicaRecord& r : record.replicas) ToProto(r, scorers, out->add_replicas());
   out->set_placed(record.placed);
   out->set_reason(record.reason);
   for (const std::string& d : record.expected_durations) out->add_expected_durations(d);
+}
+
+void ToProto(const PlacementRecord& record, const ScorerRegistry& scorers, pb::Placement* out) {
+  out->Clear();
+  AppendTo(record, scorers, out);
 }
 
 void MarkTradeOff(pb::ReplicaPlacement* explain, const std::string& chosen) {
@@ -89,15 +93,21 @@ void MarkTradeOff(pb::ReplicaPlacement* explain, const std::string& chosen) {
     return finish(a) != finish(b) ? finish(a) < finish(b) : cost(a) < cost(b);
   });
   absl::flat_hash_set<const pb::CenterEvaluation*> dominated;
-  double cheapest_sooner = std::numeric_limits<double>::infinity();
+  // The cheapest of the sooner groups; none before the first group (an infinite cost
+  // there is on the front: nothing is sooner).
+  bool any_sooner = false;
+  double cheapest_sooner = 0;
   for (size_t g = 0; g < order.size();) {
     size_t end = g;
     while (end < order.size() && finish(order[end]) == finish(order[g])) ++end;
     const double group_cheapest = cost(order[g]);
     for (size_t k = g; k < end; ++k) {
-      if (cheapest_sooner <= cost(order[k]) || group_cheapest < cost(order[k])) dominated.insert(order[k]);
+      if ((any_sooner && cheapest_sooner <= cost(order[k])) || group_cheapest < cost(order[k])) {
+        dominated.insert(order[k]);
+      }
     }
-    cheapest_sooner = std::min(cheapest_sooner, group_cheapest);
+    cheapest_sooner = any_sooner ? std::min(cheapest_sooner, group_cheapest) : group_cheapest;
+    any_sooner = true;
     g = end;
   }
   for (pb::CenterEvaluation* e : feasible) {

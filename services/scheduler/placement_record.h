@@ -55,7 +55,7 @@ struct ReplicaRecord {
   // offering the spec): every other center failed a gate filter or spec_offered, which
   // ToProto says again from `centers` and `gate`.
   std::vector<CenterRow> rows;
-  std::vector<double> weights;  // per scorer, registry order
+  std::vector<double> weights;  // per scorer, registry order (as many as the registry has)
   std::vector<int> scores;      // [scores_row * weights.size() + scorer]
   int chosen = -1;              // index into centers; -1: none
   // The profile's pick, marked "chosen" among the trade-offs; a gang that does not fit
@@ -74,6 +74,9 @@ struct PlacementRecord {
 // The protobuf explanation of `record`, scored by `scorers` (the registry the decision used).
 void ToProto(const ReplicaRecord& record, const ScorerRegistry& scorers, jointcloud::v1::ReplicaPlacement* out);
 void ToProto(const PlacementRecord& record, const ScorerRegistry& scorers, jointcloud::v1::Placement* out);
+// The same, into what `out` holds already: its replicas and expected durations added to,
+// its job id kept when the record has none (Placer::PlaceJob's way).
+void AppendTo(const PlacementRecord& record, const ScorerRegistry& scorers, jointcloud::v1::Placement* out);
 
 // Marks the explained centers of one replica (SPEC A16, issue 45 item 5): the fastest, the
 // cheapest, those on the Pareto front of expected finish and cost, and `chosen` (the

@@ -177,7 +177,7 @@ ReplicaDecision Placer::Decide(const PlacementRequest& request, const Snapshot& 
     explain->gate = {request.pinned_centers, request.excluded_center, request.min_security_grade, request.project,
                      request.user};
     explain->centers = snapshot.gates();
-    explain->weights.assign(weights.begin(), weights.end());
+    explain->weights.assign(weights.begin(), weights.begin() + std::min(m, weights.size()));
     explain->scores.assign(scores_.begin(), scores_.end());
     const size_t visited = source != nullptr ? source->size() : centers.size();
     explain->rows.clear();
@@ -268,7 +268,7 @@ JobDecision Placer::PlaceJob(absl::Span<const PlacementRequest> replicas, Snapsh
   if (explain == nullptr) return DecideJob(replicas, snapshot, weights, gang, nullptr, model);
   PlacementRecord record;
   JobDecision job = DecideJob(replicas, snapshot, weights, gang, &record, model);
-  ToProto(record, scorers_, explain);
+  AppendTo(record, scorers_, explain);
   return job;
 }
 

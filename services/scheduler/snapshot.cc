@@ -108,12 +108,13 @@ void Snapshot::Reindex() {
   offering_.clear();
   gates_ = nullptr;
   gates_ = gates();
-  load_sum_ = load_sum_squares_ = 0;
+  load_sum_ = 0;
+  load_sum_squares_ = 0;
   for (size_t i = 0; i < centers_.size(); ++i) {
     for (const auto& [spec, offer] : centers_[i].specs) offering_[spec].push_back(static_cast<int>(i));
-    const double load = centers_[i].JobLoad();
+    const int64_t load = centers_[i].JobLoad();
     load_sum_ += load;
-    load_sum_squares_ += load * load;
+    load_sum_squares_ += static_cast<__int128>(load * load);
   }
   indexed_ = true;
 }
@@ -137,9 +138,11 @@ std::shared_ptr<const std::vector<CenterGate>> Snapshot::gates() const {
 
 void Snapshot::LoadChanged(int before, int after) {
   if (!indexed_) return;
-  // Loads are integers: these sums stay exactly what a fresh sum gives.
-  load_sum_ += after - before;
-  load_sum_squares_ += static_cast<double>(after) * after - static_cast<double>(before) * before;
+  // Loads are integers, summed exactly (a double drifts once a sum of squares passes
+  // 2^53): the kept sums are what a fresh sum gives, however large.
+  load_sum_ += static_cast<int64_t>(after) - before;
+  load_sum_squares_ += static_cast<__int128>(static_cast<int64_t>(after) * after) -
+                       static_cast<__int128>(static_cast<int64_t>(before) * before);
 }
 
 int Snapshot::IndexOf(absl::string_view id) const {
@@ -164,17 +167,17 @@ void Snapshot::Release(int index, const Resources& quantity) {
 }
 
 double Snapshot::load_sum() const {
-  if (indexed_) return load_sum_;
-  double s = 0;
+  if (indexed_) return static_cast<double>(load_sum_);
+  int64_t s = 0;
   for (const auto& c : centers_) s += c.JobLoad();
-  return s;
+  return static_cast<double>(s);
 }
 
 double Snapshot::load_sum_squares() const {
-  if (indexed_) return load_sum_squares_;
-  double s = 0;
-  for (const auto& c : centers_) s += static_cast<double>(c.JobLoad()) * c.JobLoad();
-  return s;
+  if (indexed_) return static_cast<double>(load_sum_squares_);
+  __int128 s = 0;
+  for (const auto& c : centers_) s += static_cast<__int128>(static_cast<int64_t>(c.JobLoad()) * c.JobLoad());
+  return static_cast<double>(s);
 }
 
 }  // namespace jc::scheduler

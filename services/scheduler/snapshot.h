@@ -177,7 +177,8 @@ class Snapshot {
   // Indexes over the centers (issue 48 item 2), so that a decision visits the centers that
   // offer its spec rather than every center: built here, kept through Reserve and Release,
   // dropped by any other change (a caller that changed a center through FindMutable or
-  // MutableAt calls Reindex again). Without them every lookup below answers as a scan
+  // MutableAt calls Reindex again). A reference those returned is not used to change a
+  // center after Reindex: the indexes would not know. Without them every lookup below answers as a scan
   // would, only slower.
   void Reindex();
   bool indexed() const { return indexed_; }
@@ -194,7 +195,8 @@ class Snapshot {
   void Release(int index, const Resources& quantity);
 
   // Sum and sum of squares of every center's job load, for the fairness strategy (kept
-  // up to date through Reserve and Release while indexed, else summed).
+  // up to date through Reserve and Release while indexed, else summed; exact integers
+  // either way, so both give the same figure).
   double load_sum() const;
   double load_sum_squares() const;
 
@@ -210,7 +212,8 @@ class Snapshot {
   bool indexed_ = false;
   absl::flat_hash_map<std::string, std::vector<int>> offering_;
   std::shared_ptr<const std::vector<CenterGate>> gates_;
-  double load_sum_ = 0, load_sum_squares_ = 0;
+  int64_t load_sum_ = 0;  // exact: a double drifts from a fresh sum once past 2^53
+  __int128 load_sum_squares_ = 0;
 };
 
 }  // namespace jc::scheduler

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <google/protobuf/util/message_differencer.h>
 
+#include <limits>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -247,9 +248,10 @@ TEST_CASE("the Pareto marks of an explanation are the centers no other is as soo
       pb::CenterEvaluation* e = explain.add_centers();
       e->set_center_id(absl::StrCat("c", i));
       e->set_feasible(r.Chance(0.8));
-      // Few distinct values, so that ties are common.
+      // Few distinct values, so that ties are common; an infinite cost now and then (a
+      // center reporting a performance factor near 0: helper-43).
       e->set_expected_finish_seconds(r.Int(6) * 100);
-      e->set_expected_cost(r.Int(6) * 1.5);
+      e->set_expected_cost(r.Chance(0.15) ? std::numeric_limits<double>::infinity() : r.Int(6) * 1.5);
     }
     MarkTradeOff(&explain, "c0");
     for (const auto& e : explain.centers()) {
@@ -268,6 +270,75 @@ TEST_CASE("the Pareto marks of an explanation are the centers no other is as soo
       CHECK(pareto == !dominated);
     }
   }
+}
+
+TEST_CASE("a lone center of infinite expected cost is on the front, and equal infinite costs dominate nothing "
+          "[A16]",
+          "[A16]") {
+  const double inf = std::numeric_limits<double>::infinity();
+  pb::ReplicaPlacement explain;
+  for (const auto& [id, cost] : std::vector<std::pair<std::string, double>>{{"a", inf}, {"b", inf}}) {
+    pb::CenterEvaluation* e = explain.add_centers();
+    e->set_center_id(id);
+    e->set_feasible(true);
+    e->set_expected_finish_seconds(100);
+    e->set_expected_cost(cost);
+  }
+  MarkTradeOff(&explain, "a");
+  for (const auto& e : explain.centers()) {
+    INFO(e.center_id());
+    CHECK(std::find(e.marks().begin(), e.marks().end(), "pareto") != e.marks().end());
+  }
+}
+
+TEST_CASE("an explanation strides its scores by the registry whatever the caller's weights hold, and a job's "
+          "explanation keeps what the caller's message held [A8][A9]",
+          "[A8][A9]") {
+  Placers p;
+  Random r(11);
+  Snapshot snap = RandomFederation(r, 30);
+  snap.Reindex();
+  PlacementRequest q = RandomRequest(r, 30);
+  q.spec_id = "gpu-a";
+  q.pinned_centers.clear();
+  q.min_security_grade = 0;
+  std::vector<double> longer = p.weights;
+  longer.push_back(0);
+  Placer placer(p.registry, p.model);
+  pb::ReplicaPlacement exact, padded;
+  placer.Place(q, snap, p.weights, &exact);
+  placer.Place(q, snap, longer, &padded);
+  CHECK(MessageDifferencer::Equals(exact, padded));
+
+  pb::Placement shown;
+  shown.set_job_id("job-1");
+  shown.add_expected_durations("task a: 1h");
+  placer.PlaceJob({q}, snap, p.weights, false, &shown);
+  CHECK(shown.job_id() == "job-1");
+  CHECK(shown.expected_durations_size() == 1);
+  CHECK(shown.replicas_size() == 1);
+}
+
+TEST_CASE("the load sums an indexed snapshot keeps are a fresh sum's, however large the loads [A9]", "[A9]") {
+  Snapshot snap;
+  for (int load : {166397250, 197678193, 3}) {
+    CenterView c;
+    c.id = absl::StrCat("c", load);
+    c.running_tasks = load;
+    snap.Upsert(std::move(c));
+  }
+  Snapshot fresh = snap;
+  snap.Reindex();
+  for (int k = 0; k < 5; ++k) {
+    snap.Reserve(k % 3, {1, 0, 0, 0, 1, 0});
+    fresh.Reserve(k % 3, {1, 0, 0, 0, 1, 0});
+    REQUIRE(snap.indexed());
+    CHECK(snap.load_sum() == fresh.load_sum());
+    CHECK(snap.load_sum_squares() == fresh.load_sum_squares());
+  }
+  snap.Release(1, {1, 0, 0, 0, 1, 0});
+  fresh.Release(1, {1, 0, 0, 0, 1, 0});
+  CHECK(snap.load_sum_squares() == fresh.load_sum_squares());
 }
 
 }  // namespace
