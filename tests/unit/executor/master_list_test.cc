@@ -48,7 +48,9 @@ TEST_CASE("an agent's master list takes a master that is starting (CANCELLED) or
   FakeMaster leading(grpc::StatusCode::OK), starting(grpc::StatusCode::CANCELLED);
   Served leader = Serve(&leading);
   Served not_yet = Serve(&starting);
-  ::nexec::v1::Agent::Service agent_only;  // a gRPC server of something else: UNIMPLEMENTED
+  // A server of another service (nexec's Agent, which has no Leadership method): it
+  // answers Leadership with UNIMPLEMENTED, as anything that is not a master does.
+  ::nexec::v1::Agent::Service agent_only;
   Served other = Serve(&agent_only);
 
   auto list = MasterList::Parse(leader.address + "," + not_yet.address + ",127.0.0.1:1");
