@@ -147,7 +147,8 @@ absl::Status AdapterCore::Start() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& row : rows) {
-      JC_ASSIGN_OR_RETURN(pb::Replica r, store::DecodeDoc<pb::Replica>(row[0]));
+      // Either form: rows an adapter before ADR 0002's amendment wrote are JSON.
+      JC_ASSIGN_OR_RETURN(pb::Replica r, store::DecodeAnyDoc<pb::Replica>(row[0]));
       if (!Ended(r.state())) {
         for (const auto& e : r.endpoints()) ports_.Restore(r.name(), e.port());
       }
@@ -159,7 +160,7 @@ absl::Status AdapterCore::Start() {
   std::vector<pb::ReplicaEvent> restored;
   uint64_t last = 0;
   for (const auto& row : events) {
-    JC_ASSIGN_OR_RETURN(pb::ReplicaEvent e, store::DecodeDoc<pb::ReplicaEvent>(row[1]));
+    JC_ASSIGN_OR_RETURN(pb::ReplicaEvent e, store::DecodeAnyDoc<pb::ReplicaEvent>(row[1]));
     last = std::max<uint64_t>(last, e.cursor());
     restored.push_back(std::move(e));
   }
@@ -907,7 +908,9 @@ absl::Status AdapterCore::WriteRecords(store::Transaction& txn, const std::vecto
       }
       if (ended) continue;
     }
-    JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(r));
+    // Protobuf in base64, not JSON (ADR 0002's amendment for the adapter's own rows): only
+    // this adapter reads them back, and the JSON printer was its largest cost per replica.
+    std::string doc = store::EncodeBinaryDoc(r);
     JC_RETURN_IF_ERROR(txn.Exec("INSERT INTO adapter_replicas (name, state, doc) VALUES ($1, $2, $3) "
                                 "ON CONFLICT (name) DO UPDATE SET state = excluded.state, doc = excluded.doc",
                                 {r.name(), int64_t{r.state()}, doc})
@@ -916,7 +919,7 @@ absl::Status AdapterCore::WriteRecords(store::Transaction& txn, const std::vecto
     e.set_cursor(txn_cursor_++);
     *e.mutable_replica() = r;
     *e.mutable_at() = ToTimestamp(absl::Now());
-    JC_ASSIGN_OR_RETURN(std::string edoc, store::EncodeDoc(e));
+    std::string edoc = store::EncodeBinaryDoc(e);
     JC_RETURN_IF_ERROR(txn.Exec("INSERT INTO adapter_events (seq, doc) VALUES ($1, $2)",
                                 {static_cast<int64_t>(e.cursor()), edoc})
                            .status());

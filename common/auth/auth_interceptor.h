@@ -1,9 +1,9 @@
 #pragma once
 
 // Authentication at the gRPC edge, once for every server of the control plane (and for the
-// REST gateway, which forwards the caller's Authorization header over its channel): an
-// interceptor reads the `authorization` metadata of each call, asks the Authenticator who
-// it is, checks the method's coarse access level (MethodAccess), and records the outcome
+// REST gateway, which forwards the caller's Authorization header over its channel, or to
+// a direct call): an interceptor reads the `authorization` metadata of each call, asks the
+// CallAdmission who it is and whether it may call the method, and records the outcome
 // for the call. Handlers take the caller with JC_GRPC_CALLER (DecisionOf): a call the interceptor did
 // not admit, or one it never saw, has no caller, so a handler cannot act for nobody.
 //
@@ -17,62 +17,30 @@
 #include <grpcpp/server_context.h>
 #include <grpcpp/support/server_interceptor.h>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
-#include "common/audit/audit_log.h"
-#include "common/auth/principal.h"
-#include "common/auth/rate_limiter.h"
+#include "common/auth/call_admission.h"
 
 namespace jc::auth {
 
-// Who may call a method at all; finer checks (the object's project, the center a user
-// operates) are the handler's, on the object as stored.
-enum class Access {
-  kPublic,         // no credentials needed (health checks)
-  kAuthenticated,  // any known caller
-  kAdmin,          // federation admins and Jointcloud's own services
-};
-
-struct MethodRule {
-  Access access;
-  // A mutation: its calls by users (not by Jointcloud's services) get an audit row, in the
-  // transaction of the change, or on their own when they changed nothing.
-  bool audited = false;
-};
-
-// Full method name ("/jointcloud.v1.JobService/CreateTrainJob") -> rule. A method not in
-// the table is refused (PERMISSION_DENIED): a new method cannot be open by omission.
-using MethodAccess = absl::flat_hash_map<std::string, MethodRule>;
-
-class Authenticator {
- public:
-  virtual ~Authenticator() = default;
-  // `authorization` is the header's value ("Bearer ..."), empty when there is none.
-  // Unauthenticated, with a reason a client can act on, when it proves no one.
-  virtual absl::StatusOr<Principal> Authenticate(absl::string_view authorization) const = 0;
-};
-
-// `limiter`, when given, holds each user to its request rate (federation admins and
-// Jointcloud's services are not limited). `audit`, when given, records the audited
-// methods' calls. With `service_needs_certificate` (a server with TLS), the service secret
-// counts only from a peer that presented a client certificate the CA signed, or from this
-// process's own in-process channels.
+// Every call of a server passes `admission` (call_admission.h) before its handler runs.
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> MakeAuthInterceptor(
-    std::shared_ptr<const Authenticator> authenticator, std::shared_ptr<const MethodAccess> access,
-    std::shared_ptr<RateLimiter> limiter = nullptr, std::shared_ptr<audit::AuditLog> audit = nullptr,
-    bool service_needs_certificate = false);
+    std::shared_ptr<const CallAdmission> admission);
 
-// What the interceptor decided for a call: its caller, or why it was refused
-// (UNAUTHENTICATED, PERMISSION_DENIED, RESOURCE_EXHAUSTED); and its audit, when audited.
-struct CallDecision {
-  absl::StatusOr<std::shared_ptr<const Principal>> caller;
-  std::shared_ptr<audit::CallAudit> audit;
-};
-
-// The decision for the call `context` belongs to; a call the interceptor never saw is
-// refused.
+// The decision for the call `context` belongs to; a call the interceptor never saw (and no
+// DecidedCall carries) is refused.
 CallDecision DecisionOf(const grpc::ServerContextBase* context);
+
+// A handler called directly in this process (ADR 0014, local_call.h): while this lives,
+// `context` carries `decision` as an intercepted call's context does.
+class DecidedCall {
+ public:
+  DecidedCall(const grpc::ServerContextBase* context, CallDecision decision);
+  ~DecidedCall();
+  DecidedCall(const DecidedCall&) = delete;
+  DecidedCall& operator=(const DecidedCall&) = delete;
+
+ private:
+  const grpc::ServerContextBase* context_;
+};
 
 }  // namespace jc::auth
 

@@ -33,6 +33,15 @@ void PrepareContext(grpc::ClientContext* ctx) {
   if (serving_id != nullptr && !serving_id->empty()) ctx->AddMetadata("x-request-id", *serving_id);
 }
 
+ServingFacts CurrentServingFacts() {
+  ServingFacts facts;
+  if (serving == nullptr) return facts;
+  if (serving->has_header("Authorization")) facts.authorization = serving->get_header_value("Authorization");
+  facts.forwarded_for = serving->remote_addr;
+  if (serving_id != nullptr) facts.request_id = *serving_id;
+  return facts;
+}
+
 namespace {
 
 const google::protobuf::FieldDescriptor* FieldNamed(const google::protobuf::Descriptor* desc, const std::string& key) {

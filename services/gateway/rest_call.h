@@ -9,9 +9,12 @@
 #include <google/protobuf/field_mask.pb.h>
 #include <grpcpp/channel.h>
 #include <grpcpp/client_context.h>
+#include <grpcpp/impl/codegen/service_type.h>
 #include <httplib.h>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/auth/local_call.h"
 #include "common/grpc_status.h"
 #include "common/json_proto.h"
 #include "services/gateway/route.h"
@@ -36,6 +39,26 @@ class ServingRequest {
 // A call's deadline, and the Authorization header and client address of the REST request
 // being served (ServingRequest), as gRPC metadata.
 void PrepareContext(grpc::ClientContext* ctx);
+
+// What the REST request being served (ServingRequest) sent that a call made for it carries:
+// the same Authorization header, client address and request id PrepareContext puts in a
+// gRPC call's metadata.
+struct ServingFacts {
+  std::string authorization;
+  std::string forwarded_for;
+  std::string request_id;
+  auth::CallFacts For(absl::string_view method) const {
+    return {method, authorization, forwarded_for, request_id, nullptr};
+  }
+};
+ServingFacts CurrentServingFacts();
+
+// A service in this process whose unary handlers the gateway calls directly (ADR 0014),
+// through the same admission as the gRPC server's interceptor; none when `service` is null.
+struct LocalService {
+  grpc::Service* service = nullptr;
+  std::shared_ptr<const auth::CallAdmission> admission;
+};
 
 // Parses the request body into `message`. With `mask` set, also records the top-level
 // fields the body names, so PATCH changes exactly those.
@@ -64,6 +87,24 @@ RestResult CallUnary(Stub* stub,
   PrepareContext(&ctx);
   Resp resp;
   grpc::Status status = (stub->*method)(&ctx, req, &resp);
+  if (!status.ok()) return {FromGrpcStatus(status), ""};
+  if (!with_data) return {absl::OkStatus(), ""};
+  auto json = ProtoToJson(resp, names);
+  if (!json.ok()) return {json.status(), ""};
+  return {absl::OkStatus(), std::move(json).value()};
+}
+
+// A unary method by either way: directly, when the service runs in this process
+// (`local`), else over the gRPC channel of `stub`. `method` is its full gRPC name, which
+// the access table knows it by.
+template <typename Stub, typename Service, typename Req, typename Resp>
+RestResult CallUnary(Stub* stub, grpc::Status (Stub::*remote)(grpc::ClientContext*, const Req&, Resp*),
+                     Service* local, const auth::CallAdmission* admission,
+                     grpc::Status (Service::*handler)(grpc::ServerContext*, const Req*, Resp*),
+                     absl::string_view method, const Req& req, JsonNames names, bool with_data = true) {
+  if (local == nullptr) return CallUnary(stub, remote, req, names, with_data);
+  Resp resp;
+  grpc::Status status = auth::CallInProcess(*admission, CurrentServingFacts().For(method), local, handler, req, &resp);
   if (!status.ok()) return {FromGrpcStatus(status), ""};
   if (!with_data) return {absl::OkStatus(), ""};
   auto json = ProtoToJson(resp, names);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "services/gateway/rest_call.h"
 #include "services/gateway/route.h"
 
 namespace grpc {
@@ -20,7 +21,8 @@ std::vector<Route> CatalogRoutes(std::shared_ptr<grpc::Channel> channel);
 std::vector<Route> DatamonRoutes(std::shared_ptr<grpc::Channel> channel);
 std::vector<Route> MonitorRoutes(std::shared_ptr<grpc::Channel> channel);
 std::vector<Route> SchedulerRoutes(std::shared_ptr<grpc::Channel> channel);
-std::vector<Route> TrainJobRoutes(std::shared_ptr<grpc::Channel> channel);
+// With `local`, the job service's unary methods are called in this process (ADR 0014).
+std::vector<Route> TrainJobRoutes(std::shared_ptr<grpc::Channel> channel, LocalService local = {});
 // The job event streams (Server-Sent Events); part of TrainJobRoutes.
 std::vector<Route> TrainJobEventRoutes(std::shared_ptr<grpc::Channel> channel);
 // Usage records and reports (issue 31); served by the jobs service's process.

@@ -18,11 +18,31 @@ absl::Status PathIndex(const std::string& text, const char* name, int32_t* out) 
   return absl::OkStatus();
 }
 
+// The job service's unary methods: straight to its handlers when it runs here (ADR 0014),
+// else over the channel.
+struct Jobs {
+  using S = v1::JobService::Stub;
+  using H = v1::JobService::Service;
+  std::shared_ptr<S> stub;
+  H* local;
+  std::shared_ptr<const auth::CallAdmission> admission;
+  template <typename Req, typename Resp>
+  RestResult Call(grpc::Status (S::*remote)(grpc::ClientContext*, const Req&, Resp*),
+                  grpc::Status (H::*handler)(grpc::ServerContext*, const Req*, Resp*), const char* name,
+                  const Req& req, bool with_data = true) const {
+    return CallUnary(stub.get(), remote, local, admission.get(), handler,
+                     absl::StrCat("/jointcloud.v1.JobService/", name), req, JsonNames::kCamelCase, with_data);
+  }
+};
+
 }  // namespace
 
-std::vector<Route> TrainJobRoutes(std::shared_ptr<grpc::Channel> channel) {
+std::vector<Route> TrainJobRoutes(std::shared_ptr<grpc::Channel> channel, LocalService local) {
   std::shared_ptr<v1::JobService::Stub> stub = v1::JobService::NewStub(channel);
   using S = v1::JobService::Stub;
+  using H = v1::JobService::Service;
+  auto jobs = std::make_shared<Jobs>(
+      Jobs{stub, dynamic_cast<H*>(local.service), local.admission});
   const std::string base = "/openapi/v1/trainjob";
   constexpr auto kCamel = JsonNames::kCamelCase;
   std::vector<Route> routes;
@@ -31,11 +51,11 @@ std::vector<Route> TrainJobRoutes(std::shared_ptr<grpc::Channel> channel) {
                     "Submit a training job (A.1). Acknowledged once committed; an Idempotency-Key header "
                     "makes a retried submit return the first job",
                     v1::CreateTrainJobRequest::descriptor(), v1::CreateTrainJobResponse::descriptor(), kCamel, {},
-                    [stub](const httplib::Request& r, const std::vector<std::string>&) {
+                    [jobs](const httplib::Request& r, const std::vector<std::string>&) {
                       v1::CreateTrainJobRequest req;
                       absl::Status s = ParseBody(r, &req);
                       if (r.has_header("Idempotency-Key")) req.set_idempotency_key(r.get_header_value("Idempotency-Key"));
-                      return IfOk(s, [&] { return CallUnary(stub.get(), &S::CreateTrainJob, req, kCamel); });
+                      return IfOk(s, [&] { return jobs->Call(&S::CreateTrainJob, &H::CreateTrainJob, "CreateTrainJob", req); });
                     }});
   routes.push_back({"GET", base, "trainjob", "List jobs, paged, by user and status", nullptr,
                     v1::ListTrainJobsResponse::descriptor(), kCamel,
@@ -44,7 +64,7 @@ std::vector<Route> TrainJobRoutes(std::shared_ptr<grpc::Channel> channel) {
                      {"project", "string", "only this project's jobs"},
                      {"pageSize", "integer", "items per page (default 100, at most 1000)"},
                      {"pageToken", "string", "nextPageToken of the previous page"}},
-                    [stub](const httplib::Request& r, const std::vector<std::string>&) {
+                    [jobs](const httplib::Request& r, const std::vector<std::string>&) {
                       v1::ListTrainJobsRequest req;
                       req.set_user_name(QueryString(r, "userName"));
                       req.set_status(QueryString(r, "status"));
@@ -53,19 +73,19 @@ std::vector<Route> TrainJobRoutes(std::shared_ptr<grpc::Channel> channel) {
                       int32_t size = 0;
                       absl::Status s = QueryInt(r, "pageSize", &size);
                       req.set_page_size(size);
-                      return IfOk(s, [&] { return CallUnary(stub.get(), &S::ListTrainJobs, req, kCamel); });
+                      return IfOk(s, [&] { return jobs->Call(&S::ListTrainJobs, &H::ListTrainJobs, "ListTrainJobs", req); });
                     }});
   routes.push_back({"POST", base + "/{jobId}/stop", "trainjob", "Stop a job (A.2)", nullptr, nullptr, kCamel, {},
-                    [stub](const httplib::Request&, const std::vector<std::string>& p) {
+                    [jobs](const httplib::Request&, const std::vector<std::string>& p) {
                       v1::StopTrainJobRequest req;
                       req.set_job_id(p[0]);
-                      return CallUnary(stub.get(), &S::StopTrainJob, req, kCamel, false);
+                      return jobs->Call(&S::StopTrainJob, &H::StopTrainJob, "StopTrainJob", req, false);
                     }});
   routes.push_back({"POST", base + "/{jobId}/scale", "trainjob",
                     "Scale a task of a running service or streaming job (SPEC A17): {taskIndex, replicaNumber}; "
                     "more replicas start, fewer stop the highest-numbered. Members of the job's project only",
                     v1::ScaleTrainJobRequest::descriptor(), v1::ScaleTrainJobResponse::descriptor(), kCamel, {},
-                    [stub](const httplib::Request& r, const std::vector<std::string>& p) {
+                    [jobs](const httplib::Request& r, const std::vector<std::string>& p) {
                       v1::ScaleTrainJobRequest req;
                       absl::Status s = ParseBody(r, &req);
                       if (s.ok() && !req.job_id().empty() && req.job_id() != p[0]) {
@@ -73,14 +93,14 @@ std::vector<Route> TrainJobRoutes(std::shared_ptr<grpc::Channel> channel) {
                                                                     "\", the path ", p[0]));
                       }
                       req.set_job_id(p[0]);
-                      return IfOk(s, [&] { return CallUnary(stub.get(), &S::ScaleTrainJob, req, kCamel); });
+                      return IfOk(s, [&] { return jobs->Call(&S::ScaleTrainJob, &H::ScaleTrainJob, "ScaleTrainJob", req); });
                     }});
   routes.push_back({"POST", base + "/{jobId}/open", "trainjob",
                     "A link that opens a running replica's named port in a browser (SPEC A17): {taskIndex, "
                     "replicaIndex, portName, path}. It works once, within a minute, on the endpoint's own origin. "
                     "Members of the job's project only",
                     v1::OpenEndpointRequest::descriptor(), v1::OpenEndpointResponse::descriptor(), kCamel, {},
-                    [stub](const httplib::Request& r, const std::vector<std::string>& p) {
+                    [jobs](const httplib::Request& r, const std::vector<std::string>& p) {
                       v1::OpenEndpointRequest req;
                       absl::Status s = ParseBody(r, &req);
                       if (s.ok() && !req.job_id().empty() && req.job_id() != p[0]) {
@@ -88,20 +108,20 @@ std::vector<Route> TrainJobRoutes(std::shared_ptr<grpc::Channel> channel) {
                                                                     "\", the path ", p[0]));
                       }
                       req.set_job_id(p[0]);
-                      return IfOk(s, [&] { return CallUnary(stub.get(), &S::OpenEndpoint, req, kCamel); });
+                      return IfOk(s, [&] { return jobs->Call(&S::OpenEndpoint, &H::OpenEndpoint, "OpenEndpoint", req); });
                     }});
   routes.push_back({"GET", base + "/{jobId}", "trainjob",
                     "A job with its status (pending, running, completed, failed) and each replica's (A.3)", nullptr,
                     v1::TrainJob::descriptor(), kCamel, {},
-                    [stub](const httplib::Request&, const std::vector<std::string>& p) {
+                    [jobs](const httplib::Request&, const std::vector<std::string>& p) {
                       v1::GetTrainJobRequest req;
                       req.set_job_id(p[0]);
-                      return CallUnary(stub.get(), &S::GetTrainJob, req, kCamel);
+                      return jobs->Call(&S::GetTrainJob, &H::GetTrainJob, "GetTrainJob", req);
                     }});
   routes.push_back(
       {"GET", base + "/{jobId}/task/{taskIndex}/replica/{replicaIndex}/log", "trainjob",
        "Where a replica's log downloads (A.4): logUrl", nullptr, v1::GetReplicaLogResponse::descriptor(), kCamel, {},
-       [stub](const httplib::Request&, const std::vector<std::string>& p) {
+       [jobs](const httplib::Request&, const std::vector<std::string>& p) {
          v1::GetReplicaLogRequest req;
          req.set_job_id(p[0]);
          int32_t task = 0, replica = 0;
@@ -109,7 +129,7 @@ std::vector<Route> TrainJobRoutes(std::shared_ptr<grpc::Channel> channel) {
          if (s.ok()) s = PathIndex(p[2], "replicaIndex", &replica);
          req.set_task_index(task);
          req.set_replica_index(replica);
-         return IfOk(s, [&] { return CallUnary(stub.get(), &S::GetReplicaLog, req, kCamel); });
+         return IfOk(s, [&] { return jobs->Call(&S::GetReplicaLog, &H::GetReplicaLog, "GetReplicaLog", req); });
        }});
   routes.push_back(
       {"GET", base + "/{jobId}/task/{taskIndex}/replica/{replicaIndex}/log/content", "trainjob",

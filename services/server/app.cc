@@ -328,6 +328,7 @@ absl::Status App::Wiring::MakeJobs(App& app, Env& env) {
     spdlog::info("endpoints on port {} as <job>-<task>-<replica>-<port>.{}", app.endpoint_port_, o.endpoints.domain);
   }
   app.grpc_services_.push_back(jobs::MakeJobService(app.jobs_.get(), app.watches_.get(), app.endpoints_.get()));
+  app.job_service_ = app.grpc_services_.back().get();
   // The usage records the job manager writes are read where it runs.
   app.usage_ = std::make_unique<accounting::UsageBook>(app.store_.get());
   // Admission reads quotas and budgets from identity's projects, spend from the usage book.
@@ -361,15 +362,21 @@ absl::Status App::Wiring::MakeGateway(App& app, Env& env) {
   std::vector<gateway::Route> routes;
   std::vector<std::string> remote;
   std::shared_ptr<grpc::Channel> identity_channel;
-  const std::tuple<const char*, const std::string*, std::vector<gateway::Route> (*)(
-                                                        std::shared_ptr<grpc::Channel>)>
+  // The job service's unary methods are called directly when it runs here (ADR 0014).
+  gateway::LocalService local_jobs;
+  if (env.has("jobs") && o.gateway_direct_calls) local_jobs = {app.job_service_, app.admission_};
+  auto train_jobs = [local_jobs](std::shared_ptr<grpc::Channel> channel) {
+    return gateway::TrainJobRoutes(std::move(channel), local_jobs);
+  };
+  const std::tuple<const char*, const std::string*,
+                   std::function<std::vector<gateway::Route>(std::shared_ptr<grpc::Channel>)>>
       groups[] = {{"identity", &o.identity_address, gateway::IdentityRoutes},
                   {"registry", &o.registry_address, gateway::RegistryRoutes},
                   {"catalog", &o.catalog_address, gateway::CatalogRoutes},
                   {"datamon", &o.datamon_address, gateway::DatamonRoutes},
                   {"monitor", &o.monitor_address, gateway::MonitorRoutes},
                   {"scheduler", &o.scheduler_address, gateway::SchedulerRoutes},
-                  {"jobs", &o.jobs_address, gateway::TrainJobRoutes},
+                  {"jobs", &o.jobs_address, train_jobs},
                   {"jobs", &o.jobs_address, gateway::AccountingRoutes}};
   for (const auto& [name, address, make] : groups) {
     std::shared_ptr<grpc::Channel> channel = app.gateway_channel_;
@@ -420,9 +427,10 @@ absl::Status App::Wiring::ServeGrpc(App& app, Env& env) {
   ao.service_secret = o.auth.service_secret;
   ao.oidc = o.auth.oidc;
   ao.claims = o.auth.claims;
-  interceptors.push_back(auth::MakeAuthInterceptor(
+  app.admission_ = std::make_shared<auth::CallAdmission>(
       std::make_shared<identity::IdentityAuthenticator>(app.identities_.get(), std::move(ao)), ControlPlaneAccess(),
-      std::make_shared<auth::RateLimiter>(o.auth.rate_limit, o.clock), app.audit_, env.tls != nullptr));
+      std::make_shared<auth::RateLimiter>(o.auth.rate_limit, o.clock), app.audit_, env.tls != nullptr);
+  interceptors.push_back(auth::MakeAuthInterceptor(app.admission_));
   interceptors.push_back(MakeGrpcMetricsInterceptor(app.metrics_));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
   app.grpc_server_ = builder.BuildAndStart();

@@ -23,6 +23,7 @@
 #include "services/endpoints/endpoint_passes.h"
 #include "services/endpoints/endpoint_proxy.h"
 #include "services/gateway/gateway.h"
+#include "common/auth/call_admission.h"
 #include "common/auth/tls.h"
 #include "services/identity/authenticator.h"
 #include "services/identity/identity_store.h"
@@ -104,6 +105,10 @@ struct AppOptions {
   // Refuse a center that was issued no adapter key (--require_adapter_key): its adapter is
   // otherwise known by the id it reports alone (issue 44, hole 5).
   bool require_adapter_key = false;
+  // The gateway calls the job service's unary methods directly when both run here (ADR
+  // 0014), through the same admission as the gRPC interceptor; false: over the in-process
+  // gRPC channel, as every other service.
+  bool gateway_direct_calls = true;
   absl::Duration scheduler_refresh = absl::Seconds(1);
   // Weight profiles (YAML) on top of the built-in ones, reread when the file changes.
   std::string weight_profiles_file;
@@ -201,6 +206,9 @@ class App {
   std::unique_ptr<endpoints::EndpointProxy> endpoints_;  // declared after jobs_: stopped and destroyed first
   int endpoint_port_ = 0;
   std::vector<std::unique_ptr<grpc::Service>> grpc_services_;
+  grpc::Service* job_service_ = nullptr;  // one of grpc_services_, when the jobs service runs here
+  // Who may call what: the gRPC server's interceptor and the gateway's direct calls ask it.
+  std::shared_ptr<const auth::CallAdmission> admission_;
   std::unique_ptr<grpc::Server> grpc_server_;
   // In-process channels: the services' own (calls carry the service secret) and the
   // gateway's (calls carry only what the REST caller sent).

@@ -132,6 +132,10 @@ ABSL_FLAG(bool, require_adapter_key, false,
           "refuse every center that was issued no adapter key (POST /openapi/v1/centers/{id}/adapterkey): without "
           "one, a center's adapter is known by the id it reports alone. Turn on once every center's adapter runs "
           "with --center_key_file");
+ABSL_FLAG(bool, gateway_direct_calls, true,
+          "the REST gateway calls the job service's unary methods (create, get, list, stop...) directly when both "
+          "run in this process, through the same authentication, access rules, rate limits and audit as gRPC "
+          "(ADR 0014); false: over the in-process gRPC channel like every other service");
 ABSL_FLAG(absl::Duration, adapter_key_grace, absl::Hours(1),
           "how long a center's previous adapter key still proves it after a new one is issued");
 ABSL_FLAG(std::string, instance_id, "",
@@ -405,6 +409,7 @@ int main(int argc, char** argv) {
   options.registry.adapter_key_grace = absl::GetFlag(FLAGS_adapter_key_grace);
   if (options.registry.adapter_key_grace < absl::ZeroDuration()) return Fail("--adapter_key_grace must not be negative");
   options.require_adapter_key = absl::GetFlag(FLAGS_require_adapter_key);
+  options.gateway_direct_calls = absl::GetFlag(FLAGS_gateway_direct_calls);
   if (options.registry.unknown_after >= options.registry.unavailable_after) {
     return Fail("--center_unknown_after must be shorter than --center_unavailable_after");
   }

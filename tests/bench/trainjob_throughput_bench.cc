@@ -258,6 +258,10 @@ int main(int argc, char** argv) {
   o.jobs.cycle_interval = absl::Milliseconds(20);
   o.auth.enabled = auth;
   o.jobs.metering = metering;
+  // JC_BENCH_GATEWAY_OVER_GRPC=1: the gateway reaches the job service over the in-process
+  // gRPC channel, as before ADR 0014 (--gateway_direct_calls=false), to print what the hop costs.
+  const bool direct = std::getenv("JC_BENCH_GATEWAY_OVER_GRPC") == nullptr;
+  o.gateway_direct_calls = direct;
   if (tls) o.auth.tls = {certs + "/jointcloud.crt", certs + "/jointcloud.key", certs + "/ca.crt"};
   auto app = jc::server::App::Start(std::move(o));
   if (!app.ok()) {
@@ -274,9 +278,10 @@ int main(int argc, char** argv) {
     }
     token = **made;
   }
-  std::printf("authentication %s, TLS %s; replicas %s; metering %s\n",
+  std::printf("authentication %s, TLS %s; replicas %s; metering %s; gateway to jobs %s\n",
               auth ? "on (every request carries an API token)" : "OFF", tls ? "on (HTTPS)" : "OFF",
-              end ? "end at once (JC_BENCH_END)" : "stay pending", metering ? "on" : "OFF");
+              end ? "end at once (JC_BENCH_END)" : "stay pending", metering ? "on" : "OFF",
+              direct ? "direct (ADR 0014)" : "over in-process gRPC (JC_BENCH_GATEWAY_OVER_GRPC)");
   const std::string base_url = std::string(tls ? "https" : "http") + "://127.0.0.1:" + std::to_string(port);
   // A REST client as platforms make them: keep-alive, Nagle off, the token, the CA.
   auto configure = [&](httplib::Client& c) {

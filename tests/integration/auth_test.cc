@@ -17,6 +17,7 @@
 #include <set>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/audit/audit_log.h"
 #include "common/auth/jwt_verifier.h"
@@ -836,6 +837,81 @@ TEST_CASE("every mutation leaves one audit row with who, what, outcome and sourc
   for (size_t i = 1; i < all.size(); ++i) CHECK(all[i - 1]["id"] < all[i]["id"]);
   // The log is for admins.
   CHECK(alice->Get("/openapi/v1/audit").http_status == 403);
+}
+
+// ADR 0014: the gateway calls the job service's handlers directly when both run in one
+// process. The attacker's view must not change with that: each refusal below holds both
+// ways, decided by the one CallAdmission the gRPC interceptor asks too.
+TEST_CASE("the gateway's direct calls to the job service refuse, limit and audit as its gRPC calls do [C6][A1]",
+          "[C6][A1]") {
+  const bool direct = GENERATE(true, false);
+  INFO((direct ? "direct calls" : "over the in-process gRPC channel"));
+  AuthSystem s([direct](jc::server::AppOptions& o) {
+    o.gateway_direct_calls = direct;
+    o.auth.rate_limit = {8, 8};
+  });
+  auto alice = s.UserClient("alice", "vision", "MEMBER");
+  auto bob = s.UserClient("bob", "speech", "MEMBER");
+  auto vera = s.UserClient("vera", "vision", "VIEWER");
+  json job = WaitingJob(s);
+  std::string id;
+  REQUIRE(jc::testing::WaitUntil([&] {
+    auto r = alice->Post("/openapi/v1/trainjob", job);
+    if (r.http_status != 200) return false;
+    id = r.body["data"]["jobId"];
+    return true;
+  }));
+
+  // Every way of proving no one: 401 on each job route, and no job is made.
+  for (const BadCredential& bad : BadCredentials(s)) {
+    INFO(bad.name);
+    auto mallory = s.As(bad.header);
+    auto created = mallory.Post("/openapi/v1/trainjob", job);
+    CHECK(created.http_status == 401);
+    CHECK(created.body["code"] == "UNAUTHENTICATED");
+    CHECK(mallory.Get("/openapi/v1/trainjob/" + id).http_status == 401);
+    CHECK(mallory.Get("/openapi/v1/trainjob").http_status == 401);
+    CHECK(mallory.Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 401);
+  }
+  CHECK(s.rest->Get("/openapi/v1/trainjob").body["data"]["jobs"].size() == 1);
+  s.clock.Advance(absl::Seconds(10));  // past the audit's cap on one source's refusals
+  // Another project's job is not found; a viewer may read, not stop; a body's userName
+  // is not an identity.
+  CHECK(bob->Get("/openapi/v1/trainjob/" + id).http_status == 404);
+  CHECK(bob->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 404);
+  CHECK(vera->Get("/openapi/v1/trainjob/" + id).http_status == 200);
+  CHECK(vera->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()).http_status == 403);
+  json as_alice = job;
+  as_alice["userName"] = "alice";
+  CHECK(bob->Post("/openapi/v1/trainjob", as_alice).http_status == 400);
+  CHECK(alice->Get("/openapi/v1/trainjob/" + id).body["data"]["status"] == "pending");
+
+  // The request rate holds on the job routes too: a burst past it gets 429 and makes nothing.
+  auto busy = s.UserClient("busy", "vision", "MEMBER");
+  s.clock.Advance(absl::Seconds(10));  // every bucket full again
+  int made = 0, limited = 0;
+  for (int i = 0; i < 12; ++i) {
+    auto r = busy->Post("/openapi/v1/trainjob", job);
+    made += r.http_status == 200;
+    limited += r.http_status == 429;
+  }
+  CHECK(made == 8);
+  CHECK(limited == 4);
+
+  // Audited as over gRPC: who, what, outcome and the REST client's address.
+  json all = AuditRecords(s);
+  INFO(all.dump(1));
+  CHECK(Count(all, "JobService.CreateTrainJob", "alice", "OK") == 1);
+  CHECK(Count(all, "JobService.CreateTrainJob", "busy", "OK") == 8);
+  CHECK(Count(all, "JobService.CreateTrainJob", "(no credential)", "UNAUTHENTICATED") == 1);
+  CHECK(Count(all, "JobService.StopTrainJob", "bob", "NOT_FOUND") == 1);
+  CHECK(Count(all, "JobService.StopTrainJob", "vera", "PERMISSION_DENIED") == 1);
+  CHECK(Count(all, "JobService.CreateTrainJob", "bob", "INVALID_ARGUMENT") == 1);
+  for (const auto& r : all) {
+    if (absl::StartsWith(r.value("action", ""), "JobService.")) {
+      CHECK(r.value("source", "").find("127.0.0.1") != std::string::npos);
+    }
+  }
 }
 
 TEST_CASE("a flood of refused calls from one source is capped without hiding another source's refusals, and the "

@@ -129,6 +129,12 @@ TEST_CASE("REST over HTTPS and gRPC over mutual TLS, while another CA's certific
   CHECK(as_service->status == 401);
   CHECK(as_service->body.find("not accepted over REST") != std::string::npos);
   CHECK(thief.Get("/openapi/v1/users")->status == 401);
+  // The job service's routes, which the gateway calls directly (ADR 0014), refuse it too.
+  auto submitted = thief.Post("/openapi/v1/trainjob", R"({"name": "j", "tasks": []})", "application/json");
+  REQUIRE(submitted);
+  CHECK(submitted->status == 401);
+  CHECK(submitted->body.find("not accepted over REST") != std::string::npos);
+  CHECK(thief.Get("/openapi/v1/trainjob")->status == 401);
 }
 
 TEST_CASE("HTTPS carries what HTTP does: bodies and answers larger than a TLS record, many requests per "

@@ -20,6 +20,8 @@
 #include "adapters/sdk/readiness.h"
 #include "adapters/sdk/run_adapter.h"
 #include "common/exec/exec_stream.h"
+#include "common/store/doc.h"
+#include "common/store/store.h"
 #include "jointcloud/adapter/v1/adapter.grpc.pb.h"
 #include "tests/testing/test_account.h"
 
@@ -71,6 +73,41 @@ class Kit {
     server_->Shutdown();
     server_.reset();
     backend_.reset();
+    StartAdapter();
+  }
+
+  // Stops the adapter, writes its stored replicas and events back as an adapter before ADR
+  // 0002's amendment for them wrote them (protobuf JSON), and starts a new one over them.
+  void RestartOnJsonRows() {
+    server_->Shutdown();
+    server_.reset();
+    backend_.reset();
+    {
+      auto db = store::OpenStore("sqlite://" + (state_dir_ / "adapter.db").string());
+      REQUIRE(db.ok());
+      auto replicas = (*db)->Query("SELECT name, doc FROM adapter_replicas");
+      REQUIRE(replicas.ok());
+      REQUIRE_FALSE(replicas->empty());
+      for (const auto& row : *replicas) {
+        REQUIRE_FALSE(absl::StartsWith(*row[1], "{"));  // written as protobuf now
+        auto r = store::DecodeAnyDoc<pb::Replica>(row[1]);
+        REQUIRE(r.ok());
+        auto json = store::EncodeDoc(*r);
+        REQUIRE(json.ok());
+        REQUIRE((*db)->Exec("UPDATE adapter_replicas SET doc = $1 WHERE name = $2", {*json, *row[0]}).ok());
+      }
+      auto events = (*db)->Query("SELECT seq, doc FROM adapter_events");
+      REQUIRE(events.ok());
+      REQUIRE_FALSE(events->empty());
+      for (const auto& row : *events) {
+        auto e = store::DecodeAnyDoc<pb::ReplicaEvent>(row[1]);
+        REQUIRE(e.ok());
+        auto json = store::EncodeDoc(*e);
+        REQUIRE(json.ok());
+        REQUIRE((*db)->Exec("UPDATE adapter_events SET doc = $1 WHERE seq = $2",
+                            {*json, static_cast<int64_t>(e->cursor())}).ok());
+      }
+    }
     StartAdapter();
   }
 
@@ -467,6 +504,30 @@ TEST_CASE("conformance: the event stream resumes from a cursor after the adapter
   CHECK(after.front().cursor() > cursor);
   CHECK(after.back().replica().state() == pb::REPLICA_SUCCEEDED);
   for (const auto& e : after) CHECK(e.cursor() > cursor);
+}
+
+TEST_CASE("conformance: an adapter restarted over replicas and events an older adapter stored as JSON takes them up "
+          "[A14]",
+          "[A14][conformance]") {
+  Kit kit;
+  pb::SubmitReplicaRequest req = kit.Request("sleep 2");
+  pb::Replica first, again;
+  REQUIRE(kit.Submit(req, &first).ok());
+  auto before = kit.Watch(0, [&](const pb::ReplicaEvent& e) {
+    return e.replica().name() == first.name() && e.replica().state() == pb::REPLICA_RUNNING;
+  });
+  REQUIRE_FALSE(before.empty());
+  kit.RestartOnJsonRows();
+  // The replica is the one stored (a repeated submit returns it), its events replay from
+  // the start with their cursors, and it ends as it would have.
+  REQUIRE(kit.Submit(req, &again).ok());
+  CHECK(again.external_id() == first.external_id());
+  auto replayed = kit.Watch(0, [&](const pb::ReplicaEvent& e) {
+    return e.replica().name() == first.name() && e.replica().state() == pb::REPLICA_SUCCEEDED;
+  });
+  REQUIRE(replayed.size() > before.size());
+  for (size_t i = 0; i < before.size(); ++i) CHECK(replayed[i].cursor() == before[i].cursor());
+  CHECK(replayed.back().replica().state() == pb::REPLICA_SUCCEEDED);
 }
 
 TEST_CASE("conformance: center info and usage are sane [A14][A3]", "[A14][conformance]") {
