@@ -1,6 +1,7 @@
 #pragma once
 
-// Resources are stored as protobuf JSON documents (see docs/adr/0002-store-documents.md).
+// Resources are stored as protobuf JSON documents (see docs/adr/0002-store-documents.md);
+// those only their own writer reads back, on its busiest path, as base64 protobuf.
 
 #include <optional>
 #include <string>
@@ -42,6 +43,25 @@ absl::StatusOr<Message> DecodeDoc(const std::optional<std::string>& column) {
 // several times per job (ADR 0002, amendments).
 inline std::string EncodeBinaryDoc(const google::protobuf::Message& message) {
   return absl::Base64Escape(message.SerializeAsString());
+}
+
+// EncodeBinaryDoc of `message` with its field `field_number` (a message field `message`
+// leaves unset) holding `field_bytes`, that field's message already encoded: the binary
+// counterpart of SpliceDocField (a field may come anywhere in protobuf's encoding).
+inline std::string EncodeBinaryDocWith(const google::protobuf::Message& message, int field_number,
+                                       absl::string_view field_bytes) {
+  std::string bytes = message.SerializeAsString();
+  auto varint = [&bytes](uint64_t v) {
+    while (v >= 0x80) {
+      bytes.push_back(static_cast<char>((v & 0x7f) | 0x80));
+      v >>= 7;
+    }
+    bytes.push_back(static_cast<char>(v));
+  };
+  varint((static_cast<uint64_t>(field_number) << 3) | 2);  // wire type 2: length-delimited
+  varint(field_bytes.size());
+  bytes.append(field_bytes.data(), field_bytes.size());
+  return absl::Base64Escape(bytes);
 }
 
 // A document in either form: JSON (written before, or by EncodeDoc) or base64 protobuf.

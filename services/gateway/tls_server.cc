@@ -69,7 +69,9 @@ class BufferedTlsStream final : public httplib::Stream {
   ssize_t read(char* ptr, size_t size) override {
     if (!Flush()) return -1;
     if (begin_ == end_) {
-      if (SSL_pending(ssl_) <= 0 && !WaitFor(fd_, POLLIN, read_sec_, read_usec_)) return -1;
+      // No poll first: the socket's SO_RCVTIMEO bounds each wait inside SSL_read by the
+      // same read timeout a poll would, and a request's bytes are mostly here already
+      // (the keep-alive loop saw them arrive): a poll per read was a syscall per request.
       int n = SSL_read(ssl_, in_, static_cast<int>(kRecord));
       if (n <= 0) return SSL_get_error(ssl_, n) == SSL_ERROR_ZERO_RETURN ? 0 : -1;
       begin_ = 0;
@@ -111,8 +113,18 @@ class BufferedTlsStream final : public httplib::Stream {
     return true;
   }
 
-  void get_remote_ip_and_port(std::string& ip, int& port) const override { Address(fd_, true, ip, port); }
-  void get_local_ip_and_port(std::string& ip, int& port) const override { Address(fd_, false, ip, port); }
+  // httplib asks both for every request; a connection's ends do not change, so they are
+  // asked of the kernel once.
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    if (remote_port_ < 0) Address(fd_, true, remote_ip_, remote_port_);
+    ip = remote_ip_;
+    port = remote_port_;
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    if (local_port_ < 0) Address(fd_, false, local_ip_, local_port_);
+    ip = local_ip_;
+    port = local_port_;
+  }
   socket_t socket() const override { return fd_; }
 
  private:
@@ -123,6 +135,8 @@ class BufferedTlsStream final : public httplib::Stream {
   size_t begin_ = 0, end_ = 0;
   std::string held_;
   bool holding_ = false;
+  mutable std::string remote_ip_, local_ip_;
+  mutable int remote_port_ = -1, local_port_ = -1;
 };
 
 void SetTimeout(int fd, int option, time_t sec, time_t usec) {

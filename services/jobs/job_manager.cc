@@ -593,15 +593,15 @@ void JobManager::AfterCommit(Burst& burst, const WriteOutcome& outcome) {
 }
 
 absl::StatusOr<std::string> JobManager::Encode(Active& job) {
-  if (job.request_doc.empty()) {
-    JC_ASSIGN_OR_RETURN(job.request_doc, store::EncodeDoc(job.record.request()));
-  }
-  // Encoded without its request (taken out and put back: no copy), then spliced.
+  // Base64 protobuf (ADR 0002's amendment for jobs): the job manager is the only reader of
+  // its rows, and writes each job several times on the submit path.
+  if (job.request_doc.empty()) job.request_doc = job.record.request().SerializeAsString();
+  // Encoded without its request (taken out and put back: no copy), which is appended.
   v1::CreateTrainJobRequest* request = job.record.release_request();
-  absl::StatusOr<std::string> rest = store::EncodeDoc(job.record);
+  std::string doc =
+      store::EncodeBinaryDocWith(job.record, v1::JobRecord::kRequestFieldNumber, job.request_doc);
   job.record.set_allocated_request(request);
-  if (!rest.ok()) return rest.status();
-  return store::SpliceDocField("request", job.request_doc, *rest);
+  return doc;
 }
 
 void JobManager::ForgetReservations(const v1::JobRecord& r, const std::vector<Dispatch>& dispatches) {

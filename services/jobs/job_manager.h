@@ -210,7 +210,7 @@ class JobManager {
   struct Active {
     v1::JobRecord record;
     int64_t version = 0;
-    std::string request_doc;  // the request's stored JSON, encoded once (again after a scale)
+    std::string request_doc;  // the request's protobuf encoding, once (again after a scale)
   };
   struct NewJob {
     Active job;

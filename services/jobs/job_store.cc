@@ -133,13 +133,14 @@ absl::StatusOr<std::vector<estimator::DurationEstimator::Row>> JobStore::LoadDur
 
 absl::StatusOr<v1::JobRecord> JobStore::Get(const std::string& job_id) {
   JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
-  return store::LoadDoc<v1::JobRecord>(*txn, "jobs", "job", job_id);
+  JC_ASSIGN_OR_RETURN(auto doc, store::LoadDocText(*txn, "jobs", "job", job_id, ""));
+  return store::DecodeAnyDoc<v1::JobRecord>(doc);
 }
 
 absl::StatusOr<std::optional<v1::JobRecord>> JobStore::FindByKey(const std::string& key) {
   JC_ASSIGN_OR_RETURN(store::Rows rows, store_->Query("SELECT doc FROM jobs WHERE idempotency_key = $1", {key}));
   if (rows.empty()) return std::optional<v1::JobRecord>();
-  JC_ASSIGN_OR_RETURN(auto job, store::DecodeDoc<v1::JobRecord>(rows[0][0]));
+  JC_ASSIGN_OR_RETURN(auto job, store::DecodeAnyDoc<v1::JobRecord>(rows[0][0]));
   return std::optional<v1::JobRecord>(std::move(job));
 }
 
@@ -151,7 +152,7 @@ absl::StatusOr<std::vector<std::pair<v1::JobRecord, int64_t>>> JobStore::LoadAct
                                                       "AND status NOT IN ('pending', 'running') ORDER BY 3"));
   std::vector<std::pair<v1::JobRecord, int64_t>> out;
   for (const auto& row : rows) {
-    JC_ASSIGN_OR_RETURN(auto job, store::DecodeDoc<v1::JobRecord>(row[0]));
+    JC_ASSIGN_OR_RETURN(auto job, store::DecodeAnyDoc<v1::JobRecord>(row[0]));
     int64_t version = 0;
     if (!row[1] || !absl::SimpleAtoi(*row[1], &version)) {
       return absl::DataLossError(absl::StrCat("job ", job.job_id(), " has no readable version"));
@@ -201,7 +202,7 @@ absl::StatusOr<std::pair<std::vector<v1::JobRecord>, std::string>> JobStore::Lis
   JC_ASSIGN_OR_RETURN(store::DocPage page, store::ListDocs(*store_, "jobs", conditions, req.page_token(), req.page_size()));
   std::vector<v1::JobRecord> jobs;
   for (const auto& doc : page.docs) {
-    JC_ASSIGN_OR_RETURN(auto job, store::DecodeDoc<v1::JobRecord>(doc));
+    JC_ASSIGN_OR_RETURN(auto job, store::DecodeAnyDoc<v1::JobRecord>(doc));
     jobs.push_back(std::move(job));
   }
   return std::make_pair(std::move(jobs), page.next_page_token);
