@@ -1,5 +1,7 @@
 #include "common/json_proto.h"
 
+#include "common/json_print.h"
+
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/type.pb.h>
 #include <google/protobuf/util/json_util.h>
@@ -85,10 +87,13 @@ std::string TypeUrl(const pb::Message& message) {
 
 absl::StatusOr<std::string> ProtoToJson(const google::protobuf::Message& message,
                                         JsonNames names, bool print_defaults) {
+  std::string out;
+  // The program's own messages print by reflection (ADR 0015) when they hold nothing that
+  // printer leaves to protobuf's.
+  if (IsGenerated(message) && PrintJson(message, names == JsonNames::kSnakeCase, print_defaults, &out)) return out;
   google::protobuf::util::JsonPrintOptions options;
   options.always_print_primitive_fields = print_defaults;
   options.preserve_proto_field_names = names == JsonNames::kSnakeCase;
-  std::string out;
   // What util::MessageToJsonString does, with the cached types (a dynamic message's
   // types are not the program's: those take protobuf's own path).
   auto status = IsGenerated(message)

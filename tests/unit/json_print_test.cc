@@ -1,0 +1,439 @@
+// ADR 0015: jc::PrintJson prints protobuf's JSON mapping byte for byte, or declines. Every
+// message of the API, filled at random, is printed by both it and protobuf's own printer
+// (util::MessageToJsonString, the reference) in all four modes (JSON or proto names, with
+// and without defaults), and so are shapes the API does not use yet (float, proto3
+// `optional`, a oneof's scalar, unknown enum numbers) and every Unicode code point.
+
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/descriptor.pb.h>
+#include <google/protobuf/duration.pb.h>
+#include <google/protobuf/dynamic_message.h>
+#include <google/protobuf/text_format.h>
+#include <google/protobuf/timestamp.pb.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <set>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/json_print.h"
+#include "common/json_proto.h"
+#include "jointcloud/adapter/v1/adapter.pb.h"
+#include "jointcloud/v1/accounting.pb.h"
+#include "jointcloud/v1/catalog.pb.h"
+#include "jointcloud/v1/common.pb.h"
+#include "jointcloud/v1/datamon.pb.h"
+#include "jointcloud/v1/identity.pb.h"
+#include "jointcloud/v1/monitor.pb.h"
+#include "jointcloud/v1/registry.pb.h"
+#include "jointcloud/v1/scheduler.pb.h"
+#include "jointcloud/v1/job_record.pb.h"
+#include "jointcloud/v1/jobs.pb.h"
+#include "nexec/v1/nexec.pb.h"
+
+namespace {
+
+namespace pb = google::protobuf;
+using FD = pb::FieldDescriptor;
+
+std::string Utf8(uint32_t cp) {
+  std::string s;
+  if (cp < 0x80) {
+    s += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    s += static_cast<char>(0xC0 | (cp >> 6));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    s += static_cast<char>(0xE0 | (cp >> 12));
+    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    s += static_cast<char>(0xF0 | (cp >> 18));
+    s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    s += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+  return s;
+}
+
+// Fills messages with what the printers must agree on: edge numbers, every kind of
+// character, empty and full lists and maps, unknown enum numbers.
+class Filler {
+ public:
+  explicit Filler(uint32_t seed) : rng_(seed) {}
+
+  void Fill(pb::Message* m, int depth = 0) {
+    const pb::Descriptor* d = m->GetDescriptor();
+    const pb::Reflection* r = m->GetReflection();
+    if (d->full_name() == "google.protobuf.Timestamp") {
+      r->SetInt64(m, d->field(0), Pick<int64_t>({0, -62135596800, 253402300799, 1700000000, Int(-62135596800, 253402300799)}));
+      r->SetInt32(m, d->field(1), Pick<int32_t>({0, 5000000, 5000, 5, 999999999, static_cast<int32_t>(Int(0, 999999999))}));
+      return;
+    }
+    if (d->full_name() == "google.protobuf.Duration") {
+      int64_t s = Pick<int64_t>({0, 1, -3, 315576000000, -315576000000, Int(-1000000, 1000000)});
+      int32_t n = Pick<int32_t>({0, 500, 5000000, 999999999, static_cast<int32_t>(Int(0, 999999999))});
+      if (s < 0 || (s == 0 && Chance(0.5))) n = -n;
+      r->SetInt64(m, d->field(0), s);
+      r->SetInt32(m, d->field(1), n);
+      return;
+    }
+    for (int i = 0; i < d->field_count(); ++i) {
+      const FD* f = d->field(i);
+      if (!Chance(0.6)) continue;
+      if (f->containing_oneof() != nullptr && Chance(0.5)) continue;
+      if (f->is_repeated()) {
+        int n = f->is_map() ? static_cast<int>(Chance(0.7) ? 0 : Int(1, 5)) : static_cast<int>(Int(0, 3));
+        for (int k = 0; k < n; ++k) Add(m, f, depth);
+      } else {
+        Set(m, f, depth);
+      }
+    }
+  }
+
+ private:
+  bool Chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
+  int64_t Int(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng_); }
+  template <typename T>
+  T Pick(std::initializer_list<T> values) {
+    return *(values.begin() + Int(0, static_cast<int64_t>(values.size()) - 1));
+  }
+  double Double() {
+    switch (Int(0, 7)) {
+      case 0: return 0.0;
+      case 1: return -0.0;
+      case 2: return std::numeric_limits<double>::quiet_NaN();
+      case 3: return Chance(0.5) ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
+      case 4: return static_cast<double>(Int(-1000000, 1000000)) / 8;
+      case 5: return Pick<double>({0.1, 1e21, 1e-7, 123456789012345678.0, 5e-324, 1.7976931348623157e308, 100, 0.3});
+      default: return std::ldexp(std::uniform_real_distribution<double>(-1, 1)(rng_), static_cast<int>(Int(-60, 80)));
+    }
+  }
+  std::string Text() {
+    std::string s;
+    int n = static_cast<int>(Int(0, 12));
+    for (int i = 0; i < n; ++i) {
+      switch (Int(0, 5)) {
+        case 0: s += static_cast<char>(Int(0, 0x7f)); break;  // NUL and every ASCII escape
+        case 1: s += Pick<char>({'"', '\\', '<', '>', '&', '\'', '/', '\n', '\t', 0x7f}); break;
+        case 2: s += Utf8(static_cast<uint32_t>(Int(0x80, 0x7ff))); break;
+        case 3: s += Utf8(Pick<uint32_t>({0xad, 0x600, 0x6dd, 0x200b, 0x2028, 0x2029, 0x202e, 0x2060, 0xfeff, 0xfffb,
+                                          0x1d173, 0xe0001, 0xe007f, 0xe9, 0x1f600, 0xffff, 0x10ffff})); break;
+        default: s += static_cast<char>(Int('a', 'z')); break;
+      }
+    }
+    return s;
+  }
+  std::string Bytes() {
+    std::string s;
+    int n = static_cast<int>(Int(0, 9));
+    for (int i = 0; i < n; ++i) s += static_cast<char>(Int(0, 255));
+    return s;
+  }
+  int Enum(const FD* f) {
+    if (Chance(0.15)) return static_cast<int>(Int(50, 1000));  // a number no name has
+    const pb::EnumDescriptor* e = f->enum_type();
+    return e->value(static_cast<int>(Int(0, e->value_count() - 1)))->number();
+  }
+
+  void Set(pb::Message* m, const FD* f, int depth) {
+    const pb::Reflection* r = m->GetReflection();
+    switch (f->cpp_type()) {
+      case FD::CPPTYPE_INT32: r->SetInt32(m, f, static_cast<int32_t>(Pick<int64_t>({0, -1, 1, INT32_MIN, INT32_MAX, Int(-99999, 99999)}))); break;
+      case FD::CPPTYPE_UINT32: r->SetUInt32(m, f, static_cast<uint32_t>(Pick<int64_t>({0, 1, UINT32_MAX, Int(0, 99999)}))); break;
+      case FD::CPPTYPE_INT64: r->SetInt64(m, f, Pick<int64_t>({0, -1, INT64_MIN, INT64_MAX, Int(-(int64_t{1} << 60), int64_t{1} << 60)})); break;
+      case FD::CPPTYPE_UINT64: r->SetUInt64(m, f, Pick<uint64_t>({0, 1, UINT64_MAX, static_cast<uint64_t>(Int(0, INT64_MAX))})); break;
+      case FD::CPPTYPE_DOUBLE: r->SetDouble(m, f, Double()); break;
+      case FD::CPPTYPE_FLOAT: r->SetFloat(m, f, static_cast<float>(Double())); break;
+      case FD::CPPTYPE_BOOL: r->SetBool(m, f, Chance(0.5)); break;
+      case FD::CPPTYPE_ENUM: r->SetEnumValue(m, f, Enum(f)); break;
+      case FD::CPPTYPE_STRING: r->SetString(m, f, f->type() == FD::TYPE_BYTES ? Bytes() : Text()); break;
+      case FD::CPPTYPE_MESSAGE: {
+        pb::Message* sub = r->MutableMessage(m, f);
+        if (depth < 4) Fill(sub, depth + 1);
+        break;
+      }
+    }
+  }
+  void Add(pb::Message* m, const FD* f, int depth) {
+    const pb::Reflection* r = m->GetReflection();
+    switch (f->cpp_type()) {
+      case FD::CPPTYPE_INT32: r->AddInt32(m, f, static_cast<int32_t>(Int(-99999, 99999))); break;
+      case FD::CPPTYPE_UINT32: r->AddUInt32(m, f, static_cast<uint32_t>(Int(0, 99999))); break;
+      case FD::CPPTYPE_INT64: r->AddInt64(m, f, Int(INT64_MIN, INT64_MAX)); break;
+      case FD::CPPTYPE_UINT64: r->AddUInt64(m, f, static_cast<uint64_t>(Int(0, INT64_MAX)) * 2); break;
+      case FD::CPPTYPE_DOUBLE: r->AddDouble(m, f, Double()); break;
+      case FD::CPPTYPE_FLOAT: r->AddFloat(m, f, static_cast<float>(Double())); break;
+      case FD::CPPTYPE_BOOL: r->AddBool(m, f, Chance(0.5)); break;
+      case FD::CPPTYPE_ENUM: r->AddEnumValue(m, f, Enum(f)); break;
+      case FD::CPPTYPE_STRING: r->AddString(m, f, f->type() == FD::TYPE_BYTES ? Bytes() : Text()); break;
+      case FD::CPPTYPE_MESSAGE: {
+        pb::Message* sub = r->AddMessage(m, f);
+        if (f->is_map()) {
+          // A map entry: a fresh key (the printers agree on a map, not on duplicate keys).
+          const pb::Reflection* er = sub->GetReflection();
+          er->SetString(sub, sub->GetDescriptor()->map_key(), absl::StrCat("k", Int(0, 1000000), Text()));
+          Set(sub, sub->GetDescriptor()->map_value(), depth);
+        } else if (depth < 4) {
+          Fill(sub, depth + 1);
+        }
+        break;
+      }
+    }
+  }
+
+  std::mt19937 rng_;
+};
+
+std::string Reference(const pb::Message& m, bool snake, bool defaults, bool* ok) {
+  pb::util::JsonPrintOptions o;
+  o.always_print_primitive_fields = defaults;
+  o.preserve_proto_field_names = snake;
+  std::string out;
+  *ok = pb::util::MessageToJsonString(m, &out, o).ok();
+  return out;
+}
+
+// Prints `m` both ways in all four modes; returns how many modes PrintJson declined.
+int Compare(const pb::Message& m) {
+  int declined = 0;
+  for (bool snake : {false, true}) {
+    for (bool defaults : {false, true}) {
+      std::string ours = "prefix:";
+      bool printed = jc::PrintJson(m, snake, defaults, &ours);
+      bool ref_ok = false;
+      std::string ref = Reference(m, snake, defaults, &ref_ok);
+      INFO(m.GetDescriptor()->full_name() << " snake=" << snake << " defaults=" << defaults << "\n"
+                                          << m.DebugString());
+      if (!printed) {
+        CHECK(ours == "prefix:");  // left as it was
+        ++declined;
+        continue;
+      }
+      REQUIRE(ref_ok);
+      REQUIRE(ours == "prefix:" + ref);
+    }
+  }
+  return declined;
+}
+
+void AllMessages(const pb::Descriptor* d, std::vector<const pb::Descriptor*>* out) {
+  if (d->options().map_entry()) return;
+  out->push_back(d);
+  for (int i = 0; i < d->nested_type_count(); ++i) AllMessages(d->nested_type(i), out);
+}
+
+std::vector<const pb::Descriptor*> ApiMessages() {
+  // Linked in: a static library's file that nothing names would not be in the pool.
+  (void)jointcloud::v1::UsageRecord::descriptor();
+  (void)jointcloud::v1::JobRecord::descriptor();
+  (void)jointcloud::v1::TrainJob::descriptor();
+  (void)jointcloud::adapter::v1::Replica::descriptor();
+  (void)nexec::v1::Job::descriptor();
+  (void)jointcloud::v1::ResourceSpec::descriptor();
+  (void)jointcloud::v1::DownloadState::descriptor();
+  (void)jointcloud::v1::CenterUsage::descriptor();
+  (void)jointcloud::v1::GetAlgorithmScoreRequest::descriptor();
+  (void)jointcloud::v1::Membership::descriptor();
+  (void)jointcloud::v1::Center::descriptor();
+  (void)jointcloud::v1::ComputingResources::descriptor();
+  std::vector<const pb::Descriptor*> out;
+  for (const char* file :
+       {"jointcloud/v1/common.proto", "jointcloud/v1/registry.proto", "jointcloud/v1/catalog.proto",
+        "jointcloud/v1/datamon.proto", "jointcloud/v1/monitor.proto", "jointcloud/v1/scheduler.proto",
+        "jointcloud/v1/jobs.proto", "jointcloud/v1/job_record.proto", "jointcloud/v1/identity.proto",
+        "jointcloud/v1/accounting.proto", "jointcloud/adapter/v1/adapter.proto", "nexec/v1/nexec.proto"}) {
+    const pb::FileDescriptor* fd = pb::DescriptorPool::generated_pool()->FindFileByName(file);
+    INFO(file);
+    REQUIRE(fd != nullptr);
+    for (int i = 0; i < fd->message_type_count(); ++i) AllMessages(fd->message_type(i), &out);
+  }
+  return out;
+}
+
+// Whether any map in `m` (at any depth) holds entries.
+bool HoldsEntries(const pb::Message& m) {
+  const pb::Reflection* r = m.GetReflection();
+  std::vector<const FD*> fields;
+  r->ListFields(m, &fields);
+  for (const FD* f : fields) {
+    if (f->is_map()) return true;
+    if (f->cpp_type() != FD::CPPTYPE_MESSAGE) continue;
+    if (f->is_repeated()) {
+      for (int i = 0; i < r->FieldSize(m, f); ++i) {
+        if (HoldsEntries(r->GetRepeatedMessage(m, f, i))) return true;
+      }
+    } else if (HoldsEntries(r->GetMessage(m, f))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Whether a message of this type can hold something PrintJson leaves to protobuf.
+bool MayDecline(const pb::Descriptor* d, std::set<const pb::Descriptor*>* seen) {
+  if (!seen->insert(d).second) return false;
+  if (absl::StartsWith(d->full_name(), "google.protobuf.")) return true;
+  for (int i = 0; i < d->field_count(); ++i) {
+    const FD* f = d->field(i);
+    if (f->is_map()) {
+      if (f->message_type()->map_key()->type() != FD::TYPE_STRING ||
+          f->message_type()->map_value()->cpp_type() == FD::CPPTYPE_MESSAGE) {
+        return true;
+      }
+      continue;
+    }
+    if (f->cpp_type() != FD::CPPTYPE_MESSAGE) continue;
+    const std::string& name = f->message_type()->full_name();
+    if (name == "google.protobuf.Timestamp" || name == "google.protobuf.Duration") {
+      if (f->is_repeated()) return true;
+      continue;
+    }
+    if (MayDecline(f->message_type(), seen)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("PrintJson prints every message of the API exactly as protobuf's printer does, in all four modes [C3]",
+          "[C3]") {
+  auto messages = ApiMessages();
+  REQUIRE(messages.size() > 100);
+  int printed = 0;
+  uint32_t seed = 1;
+  for (const pb::Descriptor* d : messages) {
+    std::set<const pb::Descriptor*> seen;
+    bool may_decline = MayDecline(d, &seen);
+    for (int round = 0; round < 30; ++round) {
+      std::unique_ptr<pb::Message> m(pb::MessageFactory::generated_factory()->GetPrototype(d)->New());
+      Filler(seed++).Fill(m.get());
+      int declined = Compare(*m);
+      INFO(d->full_name() << "\n" << m->DebugString());
+      // Valid values of a printable shape are printed (a map with entries is declined).
+      if (!may_decline && !HoldsEntries(*m)) CHECK(declined == 0);
+      printed += 4 - declined;
+    }
+    // And the empty message.
+    std::unique_ptr<pb::Message> empty(pb::MessageFactory::generated_factory()->GetPrototype(d)->New());
+    Compare(*empty);
+  }
+  CHECK(printed > static_cast<int>(messages.size()) * 60);
+}
+
+TEST_CASE("PrintJson agrees with protobuf on shapes the API does not use yet: float, proto3 optional, a oneof's "
+          "scalar, Timestamps and Durations at their edges [C3]",
+          "[C3]") {
+  const char* kFile = R"pb(
+    name: "json_print_shapes.proto" package: "shapes" syntax: "proto3"
+    dependency: "google/protobuf/timestamp.proto" dependency: "google/protobuf/duration.proto"
+    message_type {
+      name: "Inner"
+      field { name: "a_b" number: 2 label: LABEL_OPTIONAL type: TYPE_STRING json_name: "aB" }
+      field { name: "n" number: 1 label: LABEL_OPTIONAL type: TYPE_INT32 json_name: "n" }
+      field { name: "when" number: 3 label: LABEL_OPTIONAL type: TYPE_MESSAGE type_name: ".google.protobuf.Timestamp" json_name: "when" }
+    }
+    message_type {
+      name: "M"
+      field { name: "z_last" number: 1 label: LABEL_OPTIONAL type: TYPE_STRING json_name: "zLast" }
+      field { name: "d" number: 9 label: LABEL_OPTIONAL type: TYPE_DOUBLE json_name: "d" }
+      field { name: "f" number: 3 label: LABEL_OPTIONAL type: TYPE_FLOAT json_name: "f" }
+      field { name: "i64" number: 4 label: LABEL_OPTIONAL type: TYPE_INT64 json_name: "i64" }
+      field { name: "inner" number: 5 label: LABEL_OPTIONAL type: TYPE_MESSAGE type_name: ".shapes.Inner" json_name: "inner" }
+      field { name: "reps" number: 6 label: LABEL_REPEATED type: TYPE_MESSAGE type_name: ".shapes.Inner" json_name: "reps" }
+      field { name: "ts" number: 7 label: LABEL_OPTIONAL type: TYPE_MESSAGE type_name: ".google.protobuf.Timestamp" json_name: "ts" }
+      field { name: "du" number: 8 label: LABEL_OPTIONAL type: TYPE_MESSAGE type_name: ".google.protobuf.Duration" json_name: "du" }
+      field { name: "o1" number: 10 label: LABEL_OPTIONAL type: TYPE_STRING oneof_index: 0 json_name: "o1" }
+      field { name: "o2" number: 11 label: LABEL_OPTIONAL type: TYPE_INT32 oneof_index: 0 json_name: "o2" }
+      field { name: "om" number: 20 label: LABEL_OPTIONAL type: TYPE_MESSAGE type_name: ".shapes.Inner" oneof_index: 0 json_name: "om" }
+      field { name: "ot" number: 21 label: LABEL_OPTIONAL type: TYPE_MESSAGE type_name: ".google.protobuf.Timestamp" oneof_index: 0 json_name: "ot" }
+      field { name: "e" number: 12 label: LABEL_OPTIONAL type: TYPE_ENUM type_name: ".shapes.E" json_name: "e" }
+      field { name: "s" number: 13 label: LABEL_OPTIONAL type: TYPE_STRING json_name: "s" }
+      field { name: "b" number: 14 label: LABEL_OPTIONAL type: TYPE_BYTES json_name: "b" }
+      field { name: "mp" number: 15 label: LABEL_REPEATED type: TYPE_MESSAGE type_name: ".shapes.M.MpEntry" json_name: "mp" }
+      field { name: "ri" number: 16 label: LABEL_REPEATED type: TYPE_INT64 json_name: "ri" }
+      field { name: "u32" number: 17 label: LABEL_OPTIONAL type: TYPE_UINT32 json_name: "u32" }
+      field { name: "bo" number: 18 label: LABEL_OPTIONAL type: TYPE_BOOL json_name: "bo" }
+      field { name: "opt" number: 19 label: LABEL_OPTIONAL type: TYPE_INT32 oneof_index: 1 proto3_optional: true json_name: "opt" }
+      field { name: "rf" number: 22 label: LABEL_REPEATED type: TYPE_FLOAT json_name: "rf" }
+      field { name: "re" number: 23 label: LABEL_REPEATED type: TYPE_ENUM type_name: ".shapes.E" json_name: "re" }
+      field { name: "rb" number: 24 label: LABEL_REPEATED type: TYPE_BYTES json_name: "rb" }
+      field { name: "self" number: 25 label: LABEL_OPTIONAL type: TYPE_MESSAGE type_name: ".shapes.M" json_name: "self" }
+      field { name: "me" number: 26 label: LABEL_REPEATED type: TYPE_MESSAGE type_name: ".shapes.M.MeEntry" json_name: "me" }
+      field { name: "sint" number: 27 label: LABEL_OPTIONAL type: TYPE_SINT64 json_name: "sint" }
+      field { name: "fx" number: 28 label: LABEL_OPTIONAL type: TYPE_FIXED32 json_name: "fx" }
+      nested_type { name: "MpEntry" options { map_entry: true }
+        field { name: "key" number: 1 label: LABEL_OPTIONAL type: TYPE_STRING json_name: "key" }
+        field { name: "value" number: 2 label: LABEL_OPTIONAL type: TYPE_DOUBLE json_name: "value" } }
+      nested_type { name: "MeEntry" options { map_entry: true }
+        field { name: "key" number: 1 label: LABEL_OPTIONAL type: TYPE_STRING json_name: "key" }
+        field { name: "value" number: 2 label: LABEL_OPTIONAL type: TYPE_ENUM type_name: ".shapes.E" json_name: "value" } }
+      oneof_decl { name: "choice" }
+      oneof_decl { name: "_opt" }
+    }
+    enum_type { name: "E" value { name: "E_ZERO" number: 0 } value { name: "E_ONE" number: 1 } }
+  )pb";
+  (void)pb::Timestamp::descriptor();
+  (void)pb::Duration::descriptor();
+  pb::DescriptorPool pool(pb::DescriptorPool::generated_pool());
+  pb::FileDescriptorProto proto;
+  REQUIRE(pb::TextFormat::ParseFromString(kFile, &proto));
+  const pb::FileDescriptor* file = pool.BuildFile(proto);
+  REQUIRE(file != nullptr);
+  pb::DynamicMessageFactory factory(&pool);
+  const pb::Descriptor* d = file->FindMessageTypeByName("M");
+  for (uint32_t seed = 1; seed <= 600; ++seed) {
+    std::unique_ptr<pb::Message> m(factory.GetPrototype(d)->New());
+    Filler(seed).Fill(m.get());
+    CHECK(Compare(*m) == (HoldsEntries(*m) ? 4 : 0));
+  }
+
+  SECTION("a Timestamp or Duration out of its range is left to protobuf's printer, which says why") {
+    std::unique_ptr<pb::Message> m(factory.GetPrototype(d)->New());
+    pb::Message* ts = m->GetReflection()->MutableMessage(m.get(), d->FindFieldByName("ts"));
+    ts->GetReflection()->SetInt64(ts, ts->GetDescriptor()->field(0), 253402300800);
+    CHECK(Compare(*m) == 4);
+    CHECK_FALSE(jc::ProtoToJson(*m, jc::JsonNames::kCamelCase).ok());
+    std::unique_ptr<pb::Message> n(factory.GetPrototype(d)->New());
+    pb::Message* du = n->GetReflection()->MutableMessage(n.get(), d->FindFieldByName("du"));
+    du->GetReflection()->SetInt64(du, du->GetDescriptor()->field(0), -5);
+    du->GetReflection()->SetInt32(du, du->GetDescriptor()->field(1), 7);  // signs that disagree
+    CHECK(Compare(*n) == 4);
+  }
+}
+
+TEST_CASE("PrintJson escapes every code point as protobuf's printer does, and leaves a string that is not UTF-8 to "
+          "it [C3]",
+          "[C3]") {
+  jointcloud::v1::TrainJob job;
+  // Code points in runs of 64 per string (one printer call each), every one of them.
+  uint32_t cp = 1;
+  while (cp <= 0x10FFFF) {
+    std::string run;
+    for (int k = 0; k < 64 && cp <= 0x10FFFF; ++cp) {
+      if (cp >= 0xD800 && cp <= 0xDFFF) continue;
+      run += Utf8(cp);
+      ++k;
+    }
+    job.set_name(run);
+    job.set_desc(std::string(1, '\0') + run);
+    std::string ours;
+    REQUIRE(jc::PrintJson(job, false, false, &ours));
+    bool ok = false;
+    std::string ref = Reference(job, false, false, &ok);
+    REQUIRE(ok);
+    INFO("code points before " << std::hex << cp);
+    REQUIRE(ours == ref);
+  }
+  for (const std::string& bad : {std::string("\xff"), std::string("a\xc3"), std::string("\xe2\x28\xa1"),
+                                 std::string("\xed\xa0\x80"), std::string("\xc0\xaf"), std::string("\xf4\x90\x80\x80")}) {
+    job.set_name(bad);
+    std::string ours = "x";
+    CHECK_FALSE(jc::PrintJson(job, false, false, &ours));
+    CHECK(ours == "x");
+  }
+}
