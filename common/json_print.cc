@@ -1,5 +1,7 @@
 #include "common/json_print.h"
 
+#include "common/utf8.h"
+
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
@@ -159,16 +161,9 @@ bool AppendString(absl::string_view s, std::string* out) {
       plain = ++i;
       continue;
     }
-    int len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 0;
-    if (len == 0 || c > 0xf4 || i + len > s.size()) return false;
-    uint32_t cp = c & (0x7f >> len);
-    for (int k = 1; k < len; ++k) {
-      unsigned char cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xc0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3f);
-    }
-    static constexpr uint32_t kLeast[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < kLeast[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    uint32_t cp = 0;
+    int len = Utf8Sequence(s.substr(i), &cp);
+    if (len == 0) return false;
     if (EscapedBeyondAscii(cp)) {
       flush();
       if (cp >= 0x10000) {

@@ -1,5 +1,7 @@
 #include "common/audit/audit_log.h"
 
+#include "common/utf8.h"
+
 #include <google/protobuf/util/time_util.h>
 #include <spdlog/spdlog.h>
 
@@ -46,12 +48,15 @@ const char* AuditLog::Insert() {
 }
 
 store::Params AuditLog::Values(const v1::AuditRecord& r) {
-  return store::Params{r.id(),      google::protobuf::util::TimeUtil::ToString(r.at()),
-                       r.actor(),   r.auth_method(),
-                       r.project(), r.action(),
-                       r.object(),  r.outcome(),
-                       r.message(), r.request_id(),
-                       r.source()};
+  // A record carries what callers sent (a request id, the object a request names, a
+  // message quoting it); what is not UTF-8 is stored as U+FFFD, or no page of the log
+  // holding the row could be answered (a string field must be UTF-8).
+  return store::Params{ToUtf8(r.id()),      google::protobuf::util::TimeUtil::ToString(r.at()),
+                       ToUtf8(r.actor()),   ToUtf8(r.auth_method()),
+                       ToUtf8(r.project()), ToUtf8(r.action()),
+                       ToUtf8(r.object()),  ToUtf8(r.outcome()),
+                       ToUtf8(r.message()), ToUtf8(r.request_id()),
+                       ToUtf8(r.source())};
 }
 
 std::shared_ptr<CallAudit> AuditLog::Begin() {
@@ -116,7 +121,8 @@ absl::StatusOr<v1::ListAuditRecordsResponse> AuditLog::List(const v1::ListAuditR
   v1::ListAuditRecordsResponse resp;
   for (size_t i = 0; i < rows.size() && static_cast<int>(i) < page_size; ++i) {
     const store::Row& row = rows[i];
-    auto text = [&](size_t c) { return row[c].value_or(""); };
+    // Rows written before Values made them UTF-8 are read as such too.
+    auto text = [&](size_t c) { return ToUtf8(row[c].value_or("")); };
     v1::AuditRecord* r = resp.add_records();
     r->set_id(text(0));
     if (!google::protobuf::util::TimeUtil::FromString(text(1), r->mutable_at())) {

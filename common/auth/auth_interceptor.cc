@@ -67,7 +67,10 @@ class AuthInterceptor final : public grpc::experimental::Interceptor {
       std::string authorization = Metadata(metadata, "authorization");
       std::string forwarded_for = Metadata(metadata, "x-forwarded-for");
       std::string request_id = Metadata(metadata, "x-request-id");
-      CallDecision decision = admission_->Decide({method_, authorization, forwarded_for, request_id, context_});
+      // The gateway marks every call it makes for a REST request.
+      bool via_rest = metadata != nullptr && metadata->find(kViaRestMetadata) != metadata->end();
+      CallDecision decision =
+          admission_->Decide({method_, authorization, forwarded_for, request_id, context_, via_rest});
       audit_ = decision.audit;
       CallDecisions::Get().Put(context_, std::move(decision));
     }

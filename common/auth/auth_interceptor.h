@@ -21,6 +21,10 @@
 
 namespace jc::auth {
 
+// The metadata key the REST gateway puts on every gRPC call it makes for a REST request
+// (CallFacts::via_rest).
+inline constexpr char kViaRestMetadata[] = "x-jc-via-rest";
+
 // Every call of a server passes `admission` (call_admission.h) before its handler runs.
 std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> MakeAuthInterceptor(
     std::shared_ptr<const CallAdmission> admission);

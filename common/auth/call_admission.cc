@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -11,6 +12,8 @@
 #include "absl/strings/strip.h"
 #include "common/audit/describe_object.h"
 #include "common/rest_envelope.h"
+#include "common/status_macros.h"
+#include "common/utf8.h"
 
 namespace jc::auth {
 namespace {
@@ -45,7 +48,35 @@ bool FromOwnProcess(const CallFacts& facts) {
          facts.connection->auth_context()->FindPropertyValues("transport_security_type").empty();
 }
 
+absl::Status StringsAreUtf8(const google::protobuf::Message& m, const std::string& path) {
+  using FD = google::protobuf::FieldDescriptor;
+  const google::protobuf::Reflection* r = m.GetReflection();
+  std::vector<const FD*> fields;
+  r->ListFields(m, &fields);
+  for (const FD* f : fields) {
+    std::string name = path.empty() ? f->name() : absl::StrCat(path, ".", f->name());
+    if (f->type() == FD::TYPE_STRING) {
+      int n = f->is_repeated() ? r->FieldSize(m, f) : 1;
+      for (int i = 0; i < n; ++i) {
+        std::string scratch;
+        const std::string& v =
+            f->is_repeated() ? r->GetRepeatedStringReference(m, f, i, &scratch) : r->GetStringReference(m, f, &scratch);
+        if (!IsUtf8(v)) return absl::InvalidArgumentError(absl::StrCat(name, ": not UTF-8 text"));
+      }
+    } else if (f->cpp_type() == FD::CPPTYPE_MESSAGE) {
+      int n = f->is_repeated() ? r->FieldSize(m, f) : 1;
+      for (int i = 0; i < n; ++i) {
+        const auto& sub = f->is_repeated() ? r->GetRepeatedMessage(m, f, i) : r->GetMessage(m, f);
+        JC_RETURN_IF_ERROR(StringsAreUtf8(sub, name));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+absl::Status CheckStringsAreUtf8(const google::protobuf::Message& message) { return StringsAreUtf8(message, ""); }
 
 CallAdmission::CallAdmission(std::shared_ptr<const Authenticator> authenticator,
                              std::shared_ptr<const MethodAccess> access, std::shared_ptr<RateLimiter> limiter,
@@ -83,7 +114,7 @@ absl::StatusOr<std::shared_ptr<const Principal>> CallAdmission::Caller(const Cal
   if (!principal.ok()) return principal.status();
   if (principal->kind == Principal::Kind::kService && service_needs_certificate_) {
     bool own_process = FromOwnProcess(facts);
-    if (own_process && !facts.forwarded_for.empty()) {
+    if (own_process && facts.via_rest) {
       // REST is for people and platforms: a client of the gateway presents no certificate
       // the CA signed, so the secret coming that way is someone who holds a copy of it.
       return absl::UnauthenticatedError(
@@ -126,8 +157,12 @@ void CallAdmission::Describe(const CallFacts& facts, const CallDecision& decisio
   // The gateway forwards its client's address (over the in-process channel or to a direct
   // call); a caller over TCP is where its connection comes from.
   std::string peer = facts.connection != nullptr ? facts.connection->peer() : "";
-  r.set_source(absl::StartsWith(peer, "ipv") || facts.forwarded_for.empty() ? peer
-                                                                           : std::string(facts.forwarded_for));
+  if (absl::StartsWith(peer, "ipv") || (!facts.via_rest && facts.forwarded_for.empty())) {
+    r.set_source(peer);
+  } else {
+    r.set_source(facts.forwarded_for.empty() ? "unknown (the REST client's address was gone)"
+                                             : std::string(facts.forwarded_for));
+  }
 }
 
 void CallAdmission::DescribeRequest(const CallDecision& decision, const google::protobuf::Message& request) {

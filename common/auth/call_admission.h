@@ -61,13 +61,23 @@ struct CallDecision {
 struct CallFacts {
   absl::string_view method;     // full method name
   absl::string_view authorization;  // the Authorization header's value, empty when none
-  // The REST client's address, when the call came through the gateway (which forwards it).
+  // The REST client's address, when the call came through the gateway (which forwards it;
+  // empty when the kernel no longer knew it: a client that reset its connection).
   absl::string_view forwarded_for;
   absl::string_view request_id;
   // The gRPC call, for its peer and transport security; null for a direct call in this
   // process (ADR 0014), which is what an in-process channel is too.
   const grpc::ServerContextBase* connection = nullptr;
+  // The call is made for a REST request (the gateway says so, whatever the client's
+  // address): the service secret never counts then.
+  bool via_rest = false;
 };
+
+// OK when every string field of `message` (at any depth) is UTF-8, as a protobuf parse
+// requires; else INVALID_ARGUMENT naming the first field that is not. A message handed to a
+// handler directly (ADR 0014) was never parsed, and what came from a header, a path or a
+// query could otherwise be stored in a form no later read parses.
+absl::Status CheckStringsAreUtf8(const google::protobuf::Message& message);
 
 class CallAdmission {
  public:

@@ -24,7 +24,12 @@ grpc::Status CallInProcess(const CallAdmission& admission, const CallFacts& fact
   CallDecision decision = admission.Decide(facts);
   CallAdmission::DescribeRequest(decision, request);
   grpc::Status status;
-  {
+  // What a gRPC call's parse would have refused (a string that is not UTF-8, from a header
+  // or a path) is refused here, once the caller is known.
+  absl::Status parsed = decision.caller.ok() ? CheckStringsAreUtf8(request) : absl::OkStatus();
+  if (!parsed.ok()) {
+    status = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(parsed.message()));
+  } else {
     DecidedCall carried(&context, decision);
     status = (service->*handler)(&context, &request, response);
   }

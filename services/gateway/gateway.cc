@@ -20,6 +20,7 @@
 #include "common/admin_server.h"
 #include "common/listen_backlog.h"
 #include "common/rest_envelope.h"
+#include "common/utf8.h"
 #include "services/gateway/elastic_pool.h"
 #include "services/gateway/openapi.h"
 #include "services/gateway/rest_call.h"
@@ -34,6 +35,38 @@ std::string NewRequestId() {
   static std::atomic<uint64_t> next{0};
   static const uint64_t boot = static_cast<uint64_t>(absl::ToUnixMicros(absl::Now()));
   return absl::StrCat(absl::Hex(boot), "-", next.fetch_add(1));
+}
+
+// The headers a handler forwards (as gRPC metadata, or into a request's fields) hold only
+// printable ASCII: any other byte would abort the process in gRPC's metadata checks, or be
+// stored in a string field no later parse accepts.
+absl::Status ForwardedHeadersStatus(const httplib::Request& req) {
+  if (!IsForwardableHeaderValue(req.get_header_value("Authorization"))) {
+    return absl::UnauthenticatedError(
+        "the Authorization header holds a byte that is not printable ASCII (0x20-0x7E): it proves no one");
+  }
+  for (const char* name : {"X-Request-Id", "Idempotency-Key", "Last-Event-ID"}) {
+    if (!IsForwardableHeaderValue(req.get_header_value(name))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the ", name, " header holds a byte that is not printable ASCII (0x20-0x7E)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Path parameters and query values go into string fields, which hold UTF-8 only: what a
+// client percent-encoded otherwise (%FF) is refused here, the same for every route and
+// whichever way the gateway reaches the service.
+absl::Status TextStatus(const httplib::Request& req, const std::vector<std::string>& path_params) {
+  for (const std::string& p : path_params) {
+    if (!IsUtf8(p)) return absl::InvalidArgumentError("a path parameter is not UTF-8 text");
+  }
+  for (const auto& [name, value] : req.params) {
+    if (!IsUtf8(name) || !IsUtf8(value)) {
+      return absl::InvalidArgumentError("a query parameter is not UTF-8 text");
+    }
+  }
+  return absl::OkStatus();
 }
 
 // "/openapi/v1/centers/{ai_center_id}" -> "/openapi/v1/centers/([^/]+)".
@@ -99,10 +132,14 @@ void Gateway::Install() {
       for (size_t i = 1; i < req.matches.size(); ++i) params.push_back(req.matches[i].str());
       // Every answer names its request, for logs and the audit log.
       std::string request_id = req.get_header_value("X-Request-Id").substr(0, 128);
-      if (request_id.empty()) request_id = NewRequestId();
+      absl::Status headers = ForwardedHeadersStatus(req);
+      if (headers.ok()) headers = TextStatus(req, params);
+      if (request_id.empty() || !IsForwardableHeaderValue(request_id)) request_id = NewRequestId();
       res.set_header("X-Request-Id", request_id);
       RestResult result;
-      {
+      if (!headers.ok()) {
+        result = {headers, ""};
+      } else {
         ServingRequest serving(req, request_id);
         result = route.handler(req, params);
       }

@@ -14,8 +14,10 @@ MetricsReader AdminMetricsReader(std::shared_ptr<grpc::Channel> identity) {
   return [stub](const std::string& authorization, const std::string& address) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    if (!IsForwardableHeaderValue(authorization)) return false;  // proves no one (and gRPC would abort)
     if (!authorization.empty()) ctx.AddMetadata("authorization", authorization);
     ctx.AddMetadata("x-forwarded-for", address);
+    ctx.AddMetadata(auth::kViaRestMetadata, "1");
     v1::Caller caller;
     if (!stub->WhoAmI(&ctx, google::protobuf::Empty(), &caller).ok()) return false;
     return caller.federation_admin() || caller.kind() == "service" || caller.auth_method() == "none";

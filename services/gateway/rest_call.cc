@@ -30,7 +30,15 @@ void PrepareContext(grpc::ClientContext* ctx) {
     ctx->AddMetadata("authorization", serving->get_header_value("Authorization"));
   }
   ctx->AddMetadata("x-forwarded-for", serving->remote_addr);
+  ctx->AddMetadata(auth::kViaRestMetadata, "1");
   if (serving_id != nullptr && !serving_id->empty()) ctx->AddMetadata("x-request-id", *serving_id);
+}
+
+bool IsForwardableHeaderValue(absl::string_view value) {
+  for (char c : value) {
+    if (c < 0x20 || c > 0x7e) return false;
+  }
+  return true;
 }
 
 ServingFacts CurrentServingFacts() {

@@ -13,6 +13,7 @@
 #include <httplib.h>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "common/auth/local_call.h"
 #include "common/grpc_status.h"
@@ -22,6 +23,13 @@
 namespace jc::gateway {
 
 inline constexpr auto kRpcTimeout = std::chrono::seconds(30);
+// The largest answer a handler called directly may give: what the in-process gRPC channel
+// would carry (its default receive limit), so a page of huge jobs is refused both ways.
+inline constexpr size_t kMaxAnswerBytes = 4 << 20;
+
+// Whether a header's value may go on as gRPC metadata (printable ASCII, 0x20-0x7E): gRPC
+// aborts the process on any other byte, so what the gateway forwards is checked first.
+bool IsForwardableHeaderValue(absl::string_view value);
 
 // The REST request this thread is serving, for the duration of its handler: its caller's
 // credentials travel with every gRPC call the handler makes (the gRPC servers behind the
@@ -48,7 +56,7 @@ struct ServingFacts {
   std::string forwarded_for;
   std::string request_id;
   auth::CallFacts For(absl::string_view method) const {
-    return {method, authorization, forwarded_for, request_id, nullptr};
+    return {method, authorization, forwarded_for, request_id, nullptr, /*via_rest=*/true};
   }
 };
 ServingFacts CurrentServingFacts();
@@ -106,6 +114,11 @@ RestResult CallUnary(Stub* stub, grpc::Status (Stub::*remote)(grpc::ClientContex
   Resp resp;
   grpc::Status status = auth::CallInProcess(*admission, CurrentServingFacts().For(method), local, handler, req, &resp);
   if (!status.ok()) return {FromGrpcStatus(status), ""};
+  if (size_t bytes = resp.ByteSizeLong(); bytes > kMaxAnswerBytes) {
+    return {absl::ResourceExhaustedError(absl::StrCat("the answer is ", bytes, " bytes, more than the ", kMaxAnswerBytes,
+                                                      " an answer may be: ask for less (a smaller pageSize)")),
+            ""};
+  }
   if (!with_data) return {absl::OkStatus(), ""};
   auto json = ProtoToJson(resp, names);
   if (!json.ok()) return {json.status(), ""};

@@ -36,6 +36,9 @@ namespace jc::jobs {
 
 namespace {
 
+// How long a create waits for the job manager's acknowledgement (JobManager::Create).
+constexpr auto kCreateWait = std::chrono::seconds(30);
+
 absl::Time FromProto(const google::protobuf::Timestamp& t) {
   return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
 }
@@ -676,6 +679,14 @@ absl::StatusOr<v1::CreateTrainJobResponse> JobManager::Create(v1::CreateTrainJob
     OnCreate(std::move(req), reply, std::move(audit));
   });
   absl::StatusOr<v1::CreateTrainJobResponse> created = absl::UnavailableError("the job manager is stopping; retry");
+  // Bounded as a gRPC caller's deadline bounded it (the REST gateway's 30 s): a job manager
+  // whose writes do not commit (its store down) keeps no caller's thread for ever. The job
+  // may still be written later; an Idempotency-Key's retry then returns it.
+  if (answer.wait_for(kCreateWait) != std::future_status::ready) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "the job manager did not acknowledge the job within ", absl::FormatDuration(absl::FromChrono(kCreateWait)),
+        " (its store may be unreachable); it may still be created: retry with the same Idempotency-Key"));
+  }
   try {
     created = answer.get();
   } catch (const std::future_error&) {

@@ -16,7 +16,9 @@
 #include <regex>
 #include <set>
 #include <thread>
+#include <tuple>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/audit/audit_log.h"
@@ -897,6 +899,43 @@ TEST_CASE("the gateway's direct calls to the job service refuse, limit and audit
   }
   CHECK(made == 8);
   CHECK(limited == 4);
+
+  // Bytes a client may send that no string field holds, or that gRPC's metadata checks
+  // abort the process on (helper-44, findings 1-3 and 8): refused, nothing made, and the
+  // server, the job list and the audit log all still answer.
+  for (const auto& [header, value, code] : std::vector<std::tuple<std::string, std::string, int>>{
+           {"X-Request-Id", "a\x01b", 400}, {"X-Request-Id", "evil\xff\xfe", 400},
+           {"Idempotency-Key", "k\xff" "2", 400}, {"Idempotency-Key", "k\x01", 400},
+           {"Authorization", "Bearer\t" + s.admin_token, 401}, {"Authorization", "Bearer \x7f", 401}}) {
+    INFO(header << " " << absl::CEscape(value));
+    httplib::Headers headers = {{header, value}};
+    if (header != "Authorization") headers.emplace("Authorization", "Bearer " + s.admin_token);
+    auto client = s.As("");
+    auto created = client.http().Post("/openapi/v1/trainjob", headers, job.dump(), "application/json");
+    REQUIRE(created);
+    CHECK(created->status == code);
+    CHECK(absl::StrContains(created->body, "printable ASCII"));
+    auto centers = client.http().Get("/openapi/v1/centers", headers);  // a route still on gRPC
+    REQUIRE(centers);
+    CHECK(centers->status == code);
+    CHECK(absl::StrContains(centers->body, "printable ASCII"));
+  }
+  s.clock.Advance(absl::Seconds(10));
+  CHECK(alice->Post("/openapi/v1/trainjob/%FF%FE/stop", json::object()).http_status == 400);
+  CHECK(alice->Get("/openapi/v1/trainjob/%C0%AF").http_status == 400);
+  CHECK(alice->Get("/openapi/v1/trainjob?userName=%FF").http_status == 400);
+  CHECK(s.rest->Get("/openapi/v1/trainjob").body["data"]["jobs"].size() == 9);  // alice's and busy's
+  CHECK(s.rest->Get("/openapi/v1/audit?page_size=1000").http_status == 200);
+
+  // An answer past what the in-process channel carries (4 MiB) is refused both ways with
+  // the reason, not built whatever its size (helper-44, finding 6).
+  json big = job;
+  big["tasks"][0]["command"] = "echo " + std::string(700 << 10, 'x');
+  for (int i = 0; i < 7; ++i) REQUIRE(s.rest->Post("/openapi/v1/trainjob", big).http_status == 200);
+  auto page = s.rest->Get("/openapi/v1/trainjob?pageSize=1000");
+  CHECK(page.http_status == 429);
+  CHECK(page.body["code"] == "RESOURCE_EXHAUSTED");
+  CHECK(s.rest->Get("/openapi/v1/trainjob?pageSize=2").http_status == 200);
 
   // Audited as over gRPC: who, what, outcome and the REST client's address.
   json all = AuditRecords(s);

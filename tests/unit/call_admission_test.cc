@@ -1,0 +1,100 @@
+// The one decision every call of the control plane passes, over gRPC or called directly by
+// the REST gateway (ADR 0014): attacks found against the direct calls (helper-44), as unit
+// tests of the decision itself.
+
+#include <catch2/catch.hpp>
+
+#include "absl/strings/match.h"
+#include "common/audit/audit_log.h"
+#include "common/auth/call_admission.h"
+#include "common/utf8.h"
+#include "jointcloud/v1/jobs.pb.h"
+
+namespace {
+
+using jc::auth::Principal;
+
+// "Bearer secret" is Jointcloud's service secret, "Bearer alice" a user.
+class FixedAuthenticator final : public jc::auth::Authenticator {
+ public:
+  absl::StatusOr<Principal> Authenticate(absl::string_view authorization) const override {
+    Principal p;
+    if (authorization == "Bearer secret") {
+      p.name = "jointcloud";
+      p.kind = Principal::Kind::kService;
+      p.auth_method = "service";
+      return p;
+    }
+    if (authorization == "Bearer alice") {
+      p.name = "alice";
+      p.auth_method = "token";
+      return p;
+    }
+    return absl::UnauthenticatedError("proves no one");
+  }
+};
+
+constexpr char kStop[] = "/jointcloud.v1.JobService/StopTrainJob";
+
+jc::auth::CallAdmission Admission() {
+  auto access = std::make_shared<jc::auth::MethodAccess>();
+  (*access)[kStop] = {jc::auth::Access::kAuthenticated, true};
+  return jc::auth::CallAdmission(std::make_shared<FixedAuthenticator>(), access, nullptr, nullptr,
+                                 /*service_needs_certificate=*/true);
+}
+
+}  // namespace
+
+TEST_CASE("the service secret never counts for a call made for a REST request, even when the client's address is "
+          "gone [C6]",
+          "[C6]") {
+  auto admission = Admission();
+  // A REST client that reset its connection before the gateway asked for its address.
+  auto gone = admission.Decide({kStop, "Bearer secret", "", "r1", nullptr, /*via_rest=*/true});
+  REQUIRE_FALSE(gone.caller.ok());
+  CHECK(absl::IsUnauthenticated(gone.caller.status()));
+  CHECK(absl::StrContains(gone.caller.status().message(), "not accepted over REST"));
+  auto with_address = admission.Decide({kStop, "Bearer secret", "127.0.0.1", "r2", nullptr, true});
+  CHECK(absl::IsUnauthenticated(with_address.caller.status()));
+  // This process's own services calling each other in process: the secret is theirs.
+  auto own = admission.Decide({kStop, "Bearer secret", "", "", nullptr, /*via_rest=*/false});
+  REQUIRE(own.caller.ok());
+  CHECK((*own.caller)->kind == Principal::Kind::kService);
+  // A user through REST is who the token says, with or without an address.
+  auto user = admission.Decide({kStop, "Bearer alice", "", "r3", nullptr, true});
+  REQUIRE(user.caller.ok());
+  CHECK((*user.caller)->name == "alice");
+}
+
+TEST_CASE("a request handed to a handler directly is refused when a string in it is not UTF-8, naming the field "
+          "[C6][C5]",
+          "[C6][C5]") {
+  jointcloud::v1::CreateTrainJobRequest req;
+  req.set_name("fine");
+  req.add_tasks()->set_command("echo ok");
+  CHECK(jc::auth::CheckStringsAreUtf8(req).ok());
+  req.set_idempotency_key("k\xff" "2");
+  auto bad = jc::auth::CheckStringsAreUtf8(req);
+  CHECK(absl::IsInvalidArgument(bad));
+  CHECK(bad.message() == "idempotency_key: not UTF-8 text");
+  req.clear_idempotency_key();
+  req.mutable_tasks(0)->set_command("\xed\xa0\x80");  // a surrogate
+  CHECK(jc::auth::CheckStringsAreUtf8(req).message() == "tasks.command: not UTF-8 text");
+}
+
+TEST_CASE("an audit row holds UTF-8 whatever the caller sent, so every page of the log can be answered [C6]",
+          "[C6]") {
+  jointcloud::v1::AuditRecord r;
+  r.set_request_id("evil\xff\xfe");
+  r.set_object("job_id=\xc0\xaf");
+  r.set_message("job \"\xf4\x90\x80\x80\" not found");
+  r.set_actor("alice");
+  auto values = jc::audit::AuditLog::Values(r);
+  for (const auto& v : values) {
+    if (const auto* text = std::get_if<std::string>(&v)) CHECK(jc::IsUtf8(*text));
+  }
+  CHECK(std::get<std::string>(values[2]) == "alice");
+  CHECK(std::get<std::string>(values[9]) == "evil\xef\xbf\xbd\xef\xbf\xbd");
+  CHECK(jc::ToUtf8("a\xe2\x82") == "a\xef\xbf\xbd\xef\xbf\xbd");
+  CHECK(jc::ToUtf8("h\xc3\xa9 \xf0\x9f\x98\x80") == "h\xc3\xa9 \xf0\x9f\x98\x80");
+}
