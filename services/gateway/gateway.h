@@ -34,7 +34,9 @@ struct GatewayOptions {
   size_t max_body_bytes = 1 << 20;  // larger bodies get 413
   size_t keep_alive_max_requests = 100000;
   int keep_alive_timeout_seconds = 5;  // an idle connection holds its thread this long
-  int read_timeout_seconds = 10;        // a request slower than this is dropped
+  // A read that waits longer is dropped; over HTTPS, so is a request whose head and body
+  // take longer than this from its first byte (a client trickling it).
+  int read_timeout_seconds = 10;
   int listen_backlog = 1024;  // connections waiting for accept (cpp-httplib's own is 5)
   std::string version = "0.1.0";
   // HTTPS with this PEM certificate and key; both empty: plain HTTP.

@@ -3,6 +3,7 @@
 #include "common/auth/tls.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -30,6 +31,24 @@ bool WaitFor(int fd, short events, time_t sec, time_t usec) {
     n = ::poll(&p, 1, ms);
   } while (n < 0 && errno == EINTR);
   return n > 0 && (p.revents & (events | POLLHUP | POLLERR)) != 0;
+}
+
+using Clock = std::chrono::steady_clock;
+
+Clock::time_point After(time_t sec, time_t usec) {
+  return Clock::now() + std::chrono::seconds(sec) + std::chrono::microseconds(usec);
+}
+
+// After an SSL call on the non-blocking socket returned `rc`: waits until the socket can do
+// what OpenSSL asked for (read or write), no later than `deadline`. False: it cannot go on
+// (an error, the peer gone, or the deadline passed).
+bool WaitForSsl(int fd, SSL* ssl, int rc, Clock::time_point deadline) {
+  int err = SSL_get_error(ssl, rc);
+  short events = err == SSL_ERROR_WANT_READ ? POLLIN : err == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
+  if (events == 0) return false;
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  if (left <= 0) return false;
+  return WaitFor(fd, events, static_cast<time_t>(left / 1000), static_cast<time_t>((left % 1000) * 1000));
 }
 
 void Address(int fd, bool peer, std::string& ip, int& port) {
@@ -66,14 +85,23 @@ class BufferedTlsStream final : public httplib::Stream {
   bool is_readable() const override { return HasInput(read_sec_, read_usec_); }
   bool is_writable() const override { return WaitFor(fd_, POLLOUT, write_sec_, write_usec_); }
 
+  // A request's bytes (its head and body) must all come within the read timeout of its
+  // first: a client that trickles them, a byte per record or a record in pieces, each just
+  // inside a read's timeout, would otherwise hold this thread as long as it likes
+  // (helper-44, finding 5).
+  void StartRequest() { request_deadline_ = After(read_sec_, read_usec_); }
+
   ssize_t read(char* ptr, size_t size) override {
     if (!Flush()) return -1;
     if (begin_ == end_) {
-      // No poll first: the socket's SO_RCVTIMEO bounds each wait inside SSL_read by the
-      // same read timeout a poll would, and a request's bytes are mostly here already
-      // (the keep-alive loop saw them arrive): a poll per read was a syscall per request.
-      int n = SSL_read(ssl_, in_, static_cast<int>(kRecord));
-      if (n <= 0) return SSL_get_error(ssl_, n) == SSL_ERROR_ZERO_RETURN ? 0 : -1;
+      // No poll first: a request's bytes are mostly here already (the keep-alive loop saw
+      // them arrive), and on the non-blocking socket SSL_read says when it must wait.
+      Clock::time_point deadline = std::min(request_deadline_, After(read_sec_, read_usec_));
+      int n;
+      while ((n = SSL_read(ssl_, in_, static_cast<int>(kRecord))) <= 0) {
+        if (SSL_get_error(ssl_, n) == SSL_ERROR_ZERO_RETURN) return 0;
+        if (!WaitForSsl(fd_, ssl_, n, deadline)) return -1;
+      }
       begin_ = 0;
       end_ = static_cast<size_t>(n);
     }
@@ -100,14 +128,17 @@ class BufferedTlsStream final : public httplib::Stream {
     if (!holding_) return true;
     holding_ = false;
     size_t done = 0;
+    Clock::time_point deadline = After(write_sec_, write_usec_);
     while (done < held_.size()) {
       int chunk = static_cast<int>(std::min(held_.size() - done, kRecord));
       int n = SSL_write(ssl_, held_.data() + done, chunk);
       if (n <= 0) {
+        if (WaitForSsl(fd_, ssl_, n, deadline)) continue;  // the same bytes again, as OpenSSL requires
         held_.clear();
         return false;
       }
       done += static_cast<size_t>(n);
+      deadline = After(write_sec_, write_usec_);  // progress: a slow reader, not a stalled one
     }
     held_.clear();
     return true;
@@ -135,16 +166,11 @@ class BufferedTlsStream final : public httplib::Stream {
   size_t begin_ = 0, end_ = 0;
   std::string held_;
   bool holding_ = false;
+  Clock::time_point request_deadline_ = Clock::time_point::max();
   mutable std::string remote_ip_, local_ip_;
   mutable int remote_port_ = -1, local_port_ = -1;
 };
 
-void SetTimeout(int fd, int option, time_t sec, time_t usec) {
-  timeval tv{};
-  tv.tv_sec = sec;
-  tv.tv_usec = static_cast<suseconds_t>(usec);
-  ::setsockopt(fd, SOL_SOCKET, option, &tv, sizeof(tv));
-}
 
 }  // namespace
 
@@ -221,11 +247,15 @@ bool TlsServer::process_and_close_socket(socket_t sock) {
   std::shared_ptr<SSL_CTX> ctx = Context();
   SSL* ssl = ctx != nullptr ? SSL_new(ctx.get()) : nullptr;
   if (ssl != nullptr && SSL_set_fd(ssl, sock) == 1) {
-    // Blocking I/O, each wait bounded: a client that stalls the handshake or a record
-    // holds its thread no longer than the read timeout, as with plain HTTP.
-    SetTimeout(sock, SO_RCVTIMEO, read_timeout_sec_, read_timeout_usec_);
-    SetTimeout(sock, SO_SNDTIMEO, write_timeout_sec_, write_timeout_usec_);
-    if (SSL_accept(ssl) == 1) {
+    // Non-blocking I/O, each wait a poll with a deadline: a client that stalls or trickles
+    // the handshake or a request holds its thread no longer than the read timeout.
+    int flags = ::fcntl(sock, F_GETFL, 0);
+    bool nonblocking = flags >= 0 && ::fcntl(sock, F_SETFL, flags | O_NONBLOCK) == 0;
+    Clock::time_point handshake_deadline = After(read_timeout_sec_, read_timeout_usec_);
+    int accepted = 0;
+    while (nonblocking && (accepted = SSL_accept(ssl)) != 1 && WaitForSsl(sock, ssl, accepted, handshake_deadline)) {
+    }
+    if (nonblocking && accepted == 1) {
       BufferedTlsStream stream(sock, ssl, read_timeout_sec_, read_timeout_usec_, write_timeout_sec_,
                                write_timeout_usec_);
       // httplib's keep-alive: up to keep_alive_max_count_ requests, each next one awaited
@@ -237,6 +267,7 @@ bool TlsServer::process_and_close_socket(socket_t sock) {
           next = stream.HasInput(0, 10000);
         }
         if (!next) break;
+        stream.StartRequest();
         bool closed = false;
         ok = process_request(stream, left == 1, closed, [ssl](httplib::Request& req) { req.ssl = ssl; });
         if (!stream.Flush()) ok = false;

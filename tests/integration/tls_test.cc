@@ -4,6 +4,12 @@
 
 #include <grpcpp/grpcpp.h>
 #include <httplib.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <fcntl.h>
+#include <openssl/ssl.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -11,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "common/auth/service_credentials.h"
@@ -58,7 +65,105 @@ absl::Status WhoAmI(std::shared_ptr<grpc::Channel> channel, const std::string& t
   return s.ok() ? absl::OkStatus() : absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
 }
 
+// A TLS client that writes its records into memory, so the test sends their bytes when and
+// how it likes: one byte at a time, slowly (a slowloris).
+class TricklingTlsClient {
+ public:
+  explicit TricklingTlsClient(int port) {
+    ctx_ = SSL_CTX_new(TLS_client_method());
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+    ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL, 0) | O_NONBLOCK);
+    ssl_ = SSL_new(ctx_);
+    out_ = BIO_new(BIO_s_mem());
+    SSL_set_bio(ssl_, BIO_new_socket(fd_, BIO_NOCLOSE), out_);
+    int rc;
+    while ((rc = SSL_connect(ssl_)) != 1) {  // the handshake, sent as it comes
+      SendAll();
+      REQUIRE(SSL_get_error(ssl_, rc) == SSL_ERROR_WANT_READ);
+      pollfd p{fd_, POLLIN, 0};
+      REQUIRE(::poll(&p, 1, 5000) == 1);
+    }
+    SendAll();
+  }
+  ~TricklingTlsClient() {
+    SSL_free(ssl_);
+    SSL_CTX_free(ctx_);
+    ::close(fd_);
+  }
+  // Encrypts `text` as one record (kept in memory).
+  void Record(const std::string& text) { REQUIRE(SSL_write(ssl_, text.data(), static_cast<int>(text.size())) > 0); }
+  // Sends one byte of what is kept; false when the server has closed the connection.
+  bool SendByte() {
+    char c;
+    if (BIO_read(out_, &c, 1) != 1) return true;
+    return ::send(fd_, &c, 1, MSG_NOSIGNAL) == 1 && !Closed();
+  }
+  bool Pending() const { return BIO_ctrl_pending(out_) > 0; }
+  // Whether the server closed the connection (what it sent, if anything, is ignored).
+  bool Closed() {
+    char buf[256];
+    ssize_t n = ::recv(fd_, buf, sizeof(buf), MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+  }
+
+ private:
+  void SendAll() {
+    char buf[4096];
+    int n;
+    while ((n = BIO_read(out_, buf, sizeof(buf))) > 0) REQUIRE(::send(fd_, buf, static_cast<size_t>(n), MSG_NOSIGNAL) == n);
+  }
+  SSL_CTX* ctx_;
+  SSL* ssl_;
+  BIO* out_;
+  int fd_;
+};
+
 }  // namespace
+
+TEST_CASE("a client trickling a request over HTTPS, a byte per record or a record byte by byte, loses its "
+          "connection at the read timeout while others are served [C6][C5]",
+          "[C6][C5]") {
+  Certificates certs;
+  jc::testing::TestSystem s([&](jc::server::AppOptions& o) {
+    o.auth.tls = certs.Files("ca", "jointcloud");
+    o.gateway.read_timeout_seconds = 2;
+  });
+  const std::string head = "GET /openapi/v1/whoami HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + s.admin_token +
+                           "\r\nX-Padding: " + std::string(200, 'p') + "\r\n\r\n";
+  for (bool one_record : {false, true}) {
+    INFO((one_record ? "the request as one record, sent a byte at a time" : "a record per byte"));
+    TricklingTlsClient slow(s.app->rest_port());
+    if (one_record) slow.Record(head);
+    auto start = std::chrono::steady_clock::now();
+    bool closed = false;
+    // A byte each 300 ms: each wait is far inside the 2 s read timeout; the whole request
+    // would take over a minute.
+    for (size_t i = 0; i < head.size() && !closed; ++i) {
+      if (!one_record) slow.Record(head.substr(i, 1));
+      while (slow.Pending() && !closed) {
+        closed = !slow.SendByte();
+        if (!closed) std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the attacker's pace
+      }
+      if (std::chrono::steady_clock::now() - start > std::chrono::seconds(20)) break;
+    }
+    double held = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    CHECK(closed);
+    CHECK(held < 8);  // the 2 s request deadline, then the next byte finds it closed
+    // Meanwhile and after, others are served.
+    httplib::SSLClient https("127.0.0.1", s.app->rest_port());
+    https.set_ca_cert_path(certs.Path("ca", "ca.crt").c_str());
+    https.enable_server_certificate_verification(true);
+    https.set_bearer_token_auth(s.admin_token);
+    auto me = https.Get("/openapi/v1/whoami");
+    REQUIRE(me);
+    CHECK(me->status == 200);
+  }
+}
 
 TEST_CASE("REST over HTTPS and gRPC over mutual TLS, while another CA's certificate and plaintext are refused [C6]",
           "[C6]") {
