@@ -89,17 +89,19 @@ CallAdmission::CallAdmission(std::shared_ptr<const Authenticator> authenticator,
 
 CallDecision CallAdmission::Decide(const CallFacts& facts) const {
   CallDecision decision;
-  decision.caller = Caller(facts);
+  std::optional<Principal> proven;
+  decision.caller = Caller(facts, &proven);
   auto rule = access_->find(facts.method);
   bool by_service = decision.caller.ok() && (*decision.caller)->kind == Principal::Kind::kService;
   if (audit_ != nullptr && rule != access_->end() && rule->second.audited && !by_service) {
     decision.audit = audit_->Begin();
-    Describe(facts, decision);
+    Describe(facts, decision, proven);
   }
   return decision;
 }
 
-absl::StatusOr<std::shared_ptr<const Principal>> CallAdmission::Caller(const CallFacts& facts) const {
+absl::StatusOr<std::shared_ptr<const Principal>> CallAdmission::Caller(const CallFacts& facts,
+                                                                      std::optional<Principal>* proven) const {
   auto level = access_->find(facts.method);
   if (level == access_->end()) {
     return absl::PermissionDeniedError(absl::StrCat("method ", facts.method, " is not open to callers"));
@@ -112,6 +114,7 @@ absl::StatusOr<std::shared_ptr<const Principal>> CallAdmission::Caller(const Cal
   }
   auto principal = authenticator_->Authenticate(facts.authorization);
   if (!principal.ok()) return principal.status();
+  *proven = *principal;
   if (principal->kind == Principal::Kind::kService && service_needs_certificate_) {
     bool own_process = FromOwnProcess(facts);
     if (own_process && facts.via_rest) {
@@ -138,7 +141,8 @@ absl::StatusOr<std::shared_ptr<const Principal>> CallAdmission::Caller(const Cal
   return std::shared_ptr<const Principal>(std::make_shared<Principal>(std::move(*principal)));
 }
 
-void CallAdmission::Describe(const CallFacts& facts, const CallDecision& decision) const {
+void CallAdmission::Describe(const CallFacts& facts, const CallDecision& decision,
+                             const std::optional<Principal>& proven) const {
   auto& r = decision.audit->record;
   absl::string_view method = facts.method;
   if (absl::StartsWith(method, "/jointcloud.v1.")) method.remove_prefix(std::strlen("/jointcloud.v1."));
@@ -148,8 +152,13 @@ void CallAdmission::Describe(const CallFacts& facts, const CallDecision& decisio
   if (decision.caller.ok()) {
     r.set_actor((*decision.caller)->name);
     r.set_auth_method((*decision.caller)->auth_method);
+  } else if (proven.has_value() && proven->kind == Principal::Kind::kUser) {
+    // Proved who it is, and was refused for what it asked (its rate, an admin's method).
+    r.set_actor(proven->name);
+    r.set_auth_method(proven->auth_method);
   } else {
-    // Proved no one: the record says who it claimed to be, never empty.
+    // Proved no one (or a service secret from where it does not count): the record says
+    // who it claimed to be, never empty.
     r.set_actor(ClaimedIdentity(facts.authorization));
     r.set_auth_method("none");
   }

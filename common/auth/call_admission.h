@@ -8,6 +8,7 @@
 // audit have one place.
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <google/protobuf/message.h>
@@ -99,8 +100,10 @@ class CallAdmission {
   void Conclude(const CallDecision& decision, const grpc::Status& status) const;
 
  private:
-  absl::StatusOr<std::shared_ptr<const Principal>> Caller(const CallFacts& facts) const;
-  void Describe(const CallFacts& facts, const CallDecision& decision) const;
+  // `proven`: who the credential proved, when it did, even if the call is refused after
+  // (an admin-only method, the rate limit): the audit names them, not what they claimed.
+  absl::StatusOr<std::shared_ptr<const Principal>> Caller(const CallFacts& facts, std::optional<Principal>* proven) const;
+  void Describe(const CallFacts& facts, const CallDecision& decision, const std::optional<Principal>& proven) const;
 
   std::shared_ptr<const Authenticator> authenticator_;
   std::shared_ptr<const MethodAccess> access_;

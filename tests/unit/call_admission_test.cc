@@ -6,6 +6,9 @@
 
 #include "absl/strings/match.h"
 #include "common/audit/audit_log.h"
+#include "common/auth/rate_limiter.h"
+#include "common/clock.h"
+#include "common/store/store.h"
 #include "common/auth/call_admission.h"
 #include "common/utf8.h"
 #include "jointcloud/v1/jobs.pb.h"
@@ -97,4 +100,32 @@ TEST_CASE("an audit row holds UTF-8 whatever the caller sent, so every page of t
   CHECK(std::get<std::string>(values[9]) == "evil\xef\xbf\xbd\xef\xbf\xbd");
   CHECK(jc::ToUtf8("a\xe2\x82") == "a\xef\xbf\xbd\xef\xbf\xbd");
   CHECK(jc::ToUtf8("h\xc3\xa9 \xf0\x9f\x98\x80") == "h\xc3\xa9 \xf0\x9f\x98\x80");
+}
+
+TEST_CASE("a user refused for its rate or for an admin's method is audited by name, not as an unproven claim [C6]",
+          "[C6]") {
+  jc::FakeClock clock{absl::Now()};
+  auto access = std::make_shared<jc::auth::MethodAccess>();
+  (*access)[kStop] = {jc::auth::Access::kAuthenticated, true};
+  (*access)["/jointcloud.v1.RegistryService/CreateCenter"] = {jc::auth::Access::kAdmin, true};
+  auto store = jc::store::OpenStore("sqlite::memory:");
+  REQUIRE(store.ok());
+  auto audit = std::make_shared<jc::audit::AuditLog>(store->get(), &clock);
+  jc::auth::CallAdmission admission(std::make_shared<FixedAuthenticator>(), access,
+                                    std::make_shared<jc::auth::RateLimiter>(jc::auth::RateLimit{1, 1}, &clock), audit);
+  auto first = admission.Decide({kStop, "Bearer alice", "127.0.0.1", "r1", nullptr, true});
+  REQUIRE(first.caller.ok());
+  auto limited = admission.Decide({kStop, "Bearer alice", "127.0.0.1", "r2", nullptr, true});
+  REQUIRE_FALSE(limited.caller.ok());
+  CHECK(absl::IsResourceExhausted(limited.caller.status()));
+  REQUIRE(limited.audit != nullptr);
+  CHECK(limited.audit->record.actor() == "alice");
+  CHECK(limited.audit->record.auth_method() == "token");
+  clock.Advance(absl::Seconds(5));
+  auto admin_only = admission.Decide({"/jointcloud.v1.RegistryService/CreateCenter", "Bearer alice", "", "r3",
+                                      nullptr, true});
+  CHECK(absl::IsPermissionDenied(admin_only.caller.status()));
+  CHECK(admin_only.audit->record.actor() == "alice");
+  auto nobody = admission.Decide({kStop, "Bearer mallory", "", "r4", nullptr, true});
+  CHECK(nobody.audit->record.actor() == "(unproven) bearer");
 }
