@@ -3,6 +3,7 @@
 #include "common/utf8.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
@@ -11,8 +12,12 @@
 #include <vector>
 
 #include <google/protobuf/descriptor.h>
+#include <google/protobuf/duration.pb.h>
+#include <google/protobuf/timestamp.pb.h>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -48,10 +53,20 @@ struct MessagePlan {
   std::vector<size_t> by_declaration;  // indexes into by_number: the order defaults print in
 };
 
-bool IsNamed(const pb::Descriptor* d, const char* full_name) { return d->full_name() == full_name; }
+// A name that prints as it is between quotes.
+bool IsPlainName(absl::string_view name) {
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return !name.empty();
+}
+
+// Deeper than this, protobuf's printer refuses ("Message too deep", at 64): left to it.
+constexpr int kMaxDepth = 60;
 
 class Plans {
  public:
+  Plans() = default;
   static Plans& Get() {
     static auto* plans = new Plans();  // never destroyed: threads may print at exit
     return *plans;
@@ -73,10 +88,22 @@ class Plans {
   const MessagePlan* BuildLocked(const pb::Descriptor* d) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (auto it = plans_.find(d); it != plans_.end()) return it->second.get();
     MessagePlan* plan = plans_.emplace(d, std::make_unique<MessagePlan>()).first->second.get();
-    if (absl::StartsWith(d->full_name(), "google.protobuf.")) plan->printable = false;  // its own mapping
+    // google.protobuf's types have their own mappings; proto2 has explicit defaults, groups
+    // and required fields that protobuf's printer treats in ways of its own (helper-45).
+    if (absl::StartsWith(d->full_name(), "google.protobuf.") || d->file()->syntax() != pb::FileDescriptor::SYNTAX_PROTO3) {
+      plan->printable = false;
+    }
     std::vector<FieldPlan> fields;
+    absl::flat_hash_set<std::string> json_names;
     for (int i = 0; i < d->field_count(); ++i) {
       const FD* f = d->field(i);
+      // A JSON name that needs escaping, or two fields of one JSON name (protoc allows both
+      // with json_name): protobuf escapes the first and, with defaults, fills the first
+      // placeholder of a name; left to it.
+      if (!IsPlainName(f->json_name()) || !json_names.insert(f->json_name()).second) plan->printable = false;
+      if (f->cpp_type() == FD::CPPTYPE_ENUM && f->enum_type()->full_name() == "google.protobuf.NullValue") {
+        plan->printable = false;  // prints as null
+      }
       FieldPlan fp{f, absl::StrCat("\"", f->json_name(), "\":"), absl::StrCat("\"", f->name(), "\":"),
                    Kind::kScalar, f->containing_oneof() != nullptr};
       if (f->is_map()) {
@@ -86,9 +113,10 @@ class Plans {
                                                                                             : Kind::kUnprintable;
       } else if (f->cpp_type() == FD::CPPTYPE_MESSAGE) {
         const pb::Descriptor* m = f->message_type();
-        if (IsNamed(m, "google.protobuf.Timestamp") || IsNamed(m, "google.protobuf.Duration")) {
+        // The program's own Timestamp and Duration (a pool's look-alike is someone else's).
+        if (m == pb::Timestamp::descriptor() || m == pb::Duration::descriptor()) {
           fp.kind = f->is_repeated() ? Kind::kUnprintable
-                                     : (IsNamed(m, "google.protobuf.Timestamp") ? Kind::kTimestamp : Kind::kDuration);
+                                     : (m == pb::Timestamp::descriptor() ? Kind::kTimestamp : Kind::kDuration);
         } else if (absl::StartsWith(m->full_name(), "google.protobuf.")) {
           fp.kind = Kind::kUnprintable;
         } else {
@@ -185,23 +213,41 @@ bool AppendString(absl::string_view s, std::string* out) {
 
 // protobuf's SimpleDtoa and SimpleFtoa: the shortest of 15 (6) and 17 (9) digits that
 // reads back the same; not finite as JSON strings.
-void AppendDouble(double v, std::string* out) {
-  if (std::isnan(v)) return out->append("\"NaN\""), void();
-  if (std::isinf(v)) return out->append(v > 0 ? "\"Infinity\"" : "\"-Infinity\""), void();
+// A number printed in the C locale's form (a process that set another locale prints a
+// comma: left to protobuf's printer, which delocalizes).
+bool PlainNumber(const char* text) {
+  for (const char* c = text; *c != '\0'; ++c) {
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(*c)) && *c != '.' && *c != 'e' && *c != '+' && *c != '-') {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool AppendDouble(double v, std::string* out) {
+  if (std::isnan(v)) return out->append("\"NaN\""), true;
+  if (std::isinf(v)) return out->append(v > 0 ? "\"Infinity\"" : "\"-Infinity\""), true;
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.*g", DBL_DIG, v);
   if (std::strtod(buf, nullptr) != v) std::snprintf(buf, sizeof(buf), "%.*g", DBL_DIG + 2, v);
+  if (!PlainNumber(buf)) return false;
   out->append(buf);
+  return true;
 }
-void AppendFloat(float v, std::string* out) {
-  if (std::isnan(v)) return out->append("\"NaN\""), void();
-  if (std::isinf(v)) return out->append(v > 0 ? "\"Infinity\"" : "\"-Infinity\""), void();
+bool AppendFloat(float v, std::string* out) {
+  if (std::isnan(v)) return out->append("\"NaN\""), true;
+  if (std::isinf(v)) return out->append(v > 0 ? "\"Infinity\"" : "\"-Infinity\""), true;
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.*g", FLT_DIG, v);
+  // protobuf's safe_strtof: a read that sets errno (ERANGE, below the normal floats) does
+  // not count as reading back the same.
   char* end = nullptr;
+  errno = 0;
   float back = std::strtof(buf, &end);
-  if (end == buf || back != v) std::snprintf(buf, sizeof(buf), "%.*g", FLT_DIG + 3, v);
+  if (end == buf || *end != '\0' || errno != 0 || back != v) std::snprintf(buf, sizeof(buf), "%.*g", FLT_DIG + 3, v);
+  if (!PlainNumber(buf)) return false;
   out->append(buf);
+  return true;
 }
 
 void AppendNanos(int32_t nanos, std::string* out) {
@@ -263,11 +309,9 @@ bool AppendScalar(const pb::Message& m, const FD* f, int index, std::string* out
       out->append((rep ? r->GetRepeatedBool(m, f, index) : r->GetBool(m, f)) ? "true" : "false");
       return true;
     case FD::CPPTYPE_DOUBLE:
-      AppendDouble(rep ? r->GetRepeatedDouble(m, f, index) : r->GetDouble(m, f), out);
-      return true;
+      return AppendDouble(rep ? r->GetRepeatedDouble(m, f, index) : r->GetDouble(m, f), out);
     case FD::CPPTYPE_FLOAT:
-      AppendFloat(rep ? r->GetRepeatedFloat(m, f, index) : r->GetFloat(m, f), out);
-      return true;
+      return AppendFloat(rep ? r->GetRepeatedFloat(m, f, index) : r->GetFloat(m, f), out);
     case FD::CPPTYPE_ENUM: {
       int value = rep ? r->GetRepeatedEnumValue(m, f, index) : r->GetEnumValue(m, f);
       const pb::EnumValueDescriptor* named = f->enum_type()->FindValueByNumber(value);
@@ -291,10 +335,11 @@ bool AppendScalar(const pb::Message& m, const FD* f, int index, std::string* out
   return false;
 }
 
-bool AppendMessage(const pb::Message& m, const MessagePlan& plan, bool snake, bool defaults, std::string* out);
+bool AppendMessage(const pb::Message& m, const MessagePlan& plan, bool snake, bool defaults, int depth,
+                   std::string* out);
 
 // The value of field `fp` (its whole list or map when repeated).
-bool AppendField(const pb::Message& m, const FieldPlan& fp, bool snake, bool defaults, std::string* out) {
+bool AppendField(const pb::Message& m, const FieldPlan& fp, bool snake, bool defaults, int depth, std::string* out) {
   const pb::Reflection* r = m.GetReflection();
   const FD* f = fp.field;
   switch (fp.kind) {
@@ -310,12 +355,12 @@ bool AppendField(const pb::Message& m, const FieldPlan& fp, bool snake, bool def
         int n = r->FieldSize(m, f);
         for (int i = 0; i < n; ++i) {
           if (i > 0) out->push_back(',');
-          if (!AppendMessage(r->GetRepeatedMessage(m, f, i), *fp.nested, snake, defaults, out)) return false;
+          if (!AppendMessage(r->GetRepeatedMessage(m, f, i), *fp.nested, snake, defaults, depth + 1, out)) return false;
         }
         out->push_back(']');
         return true;
       }
-      return AppendMessage(r->GetMessage(m, f), *fp.nested, snake, defaults, out);
+      return AppendMessage(r->GetMessage(m, f), *fp.nested, snake, defaults, depth + 1, out);
     case Kind::kTimestamp:
       return AppendTimestamp(r->GetMessage(m, f), out);
     case Kind::kDuration:
@@ -343,15 +388,16 @@ bool Present(const pb::Message& m, const FD* f) {
   return f->is_repeated() ? r->FieldSize(m, f) > 0 : r->HasField(m, f);
 }
 
-bool AppendMessage(const pb::Message& m, const MessagePlan& plan, bool snake, bool defaults, std::string* out) {
-  if (!plan.printable) return false;
+bool AppendMessage(const pb::Message& m, const MessagePlan& plan, bool snake, bool defaults, int depth,
+                   std::string* out) {
+  if (!plan.printable || depth > kMaxDepth) return false;
   out->push_back('{');
   bool first = true;
   auto put = [&](const FieldPlan& fp) {
     if (!first) out->push_back(',');
     first = false;
     out->append(snake ? fp.snake_key : fp.camel_key);
-    return AppendField(m, fp, snake, defaults, out);
+    return AppendField(m, fp, snake, defaults, depth, out);
   };
   if (!defaults) {
     // What the message holds, in number order (the order of its encoding).
@@ -384,9 +430,19 @@ bool AppendMessage(const pb::Message& m, const MessagePlan& plan, bool snake, bo
 }  // namespace
 
 bool PrintJson(const google::protobuf::Message& message, bool snake_case, bool print_defaults, std::string* out) {
-  const MessagePlan* plan = Plans::Get().For(message.GetDescriptor());
+  const pb::Descriptor* d = message.GetDescriptor();
+  // The program's own types' plans are kept; another pool's may be destroyed and its
+  // descriptors' addresses reused, so its plans live for this call only.
+  std::unique_ptr<Plans> own;
+  const MessagePlan* plan = nullptr;
+  if (d->file()->pool() == pb::DescriptorPool::generated_pool()) {
+    plan = Plans::Get().For(d);
+  } else {
+    own = std::make_unique<Plans>();
+    plan = own->For(d);
+  }
   size_t before = out->size();
-  if (AppendMessage(message, *plan, snake_case, print_defaults, out)) return true;
+  if (AppendMessage(message, *plan, snake_case, print_defaults, 0, out)) return true;
   out->resize(before);
   return false;
 }

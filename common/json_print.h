@@ -24,7 +24,9 @@ namespace jc {
 // Struct, Value, wrappers, FieldMask, Empty; a Timestamp or Duration in a list or a map, or
 // one out of its range (protobuf's printer says why); a map that holds entries (protobuf
 // prints them in its Map's hash order, seeded per map, which reflection does not expose);
-// a string that is not UTF-8.
+// a string that is not UTF-8; a proto2 message; a JSON name that needs escaping or that two
+// fields share; google.protobuf.NullValue; nesting deeper than 60; a number printed in a
+// locale's form (a process that called setlocale).
 // `snake_case`: the fields' proto names (else their JSON names); `print_defaults`: fields
 // at their default value too (protobuf's always_print_primitive_fields).
 bool PrintJson(const google::protobuf::Message& message, bool snake_case, bool print_defaults, std::string* out);

@@ -7,6 +7,7 @@
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/descriptor.pb.h>
 #include <google/protobuf/duration.pb.h>
+#include <google/protobuf/struct.pb.h>
 #include <google/protobuf/dynamic_message.h>
 #include <google/protobuf/text_format.h>
 #include <google/protobuf/timestamp.pb.h>
@@ -435,5 +436,80 @@ TEST_CASE("PrintJson escapes every code point as protobuf's printer does, and le
     std::string ours = "x";
     CHECK_FALSE(jc::PrintJson(job, false, false, &ours));
     CHECK(ours == "x");
+  }
+}
+
+TEST_CASE("PrintJson on what attacker helper-45 found: subnormal floats as protobuf prints them; escaped or shared "
+          "JSON names, NullValue, proto2, deep nesting declined; a destroyed pool's types never mistaken for a new "
+          "one's [C3]",
+          "[C3]") {
+  auto build = [](pb::DescriptorPool* pool, const char* text) {
+    pb::FileDescriptorProto proto;
+    REQUIRE(pb::TextFormat::ParseFromString(text, &proto));
+    const pb::FileDescriptor* file = pool->BuildFile(proto);
+    REQUIRE(file != nullptr);
+    return file;
+  };
+  (void)pb::Timestamp::descriptor();
+  SECTION("a float below the normal range prints with nine digits, as protobuf's safe_strtof makes it") {
+    pb::DescriptorPool pool(pb::DescriptorPool::generated_pool());
+    auto* file = build(&pool, R"pb(name: "f.proto" package: "f" syntax: "proto3"
+      message_type { name: "M"
+        field { name: "f" number: 1 label: LABEL_OPTIONAL type: TYPE_FLOAT json_name: "f" }
+        field { name: "rf" number: 2 label: LABEL_REPEATED type: TYPE_FLOAT json_name: "rf" } })pb");
+    pb::DynamicMessageFactory factory(&pool);
+    const pb::Descriptor* d = file->FindMessageTypeByName("M");
+    for (float v : {0x1p-149f, 3e-39f, 0x1.ffff84p-127f, -1e-40f, 1.17549435e-38f, 0.1f}) {
+      std::unique_ptr<pb::Message> m(factory.GetPrototype(d)->New());
+      m->GetReflection()->SetFloat(m.get(), d->field(0), v);
+      m->GetReflection()->AddFloat(m.get(), d->field(1), v);
+      CHECK(Compare(*m) == 0);
+    }
+  }
+  SECTION("what protobuf prints in ways of its own is declined") {
+    pb::DescriptorPool pool(pb::DescriptorPool::generated_pool());
+    (void)pb::Value::descriptor();
+    auto* file = build(&pool, R"pb(name: "d.proto" package: "d" syntax: "proto3"
+      dependency: "google/protobuf/struct.proto"
+      message_type { name: "Escaped" field { name: "p" number: 1 label: LABEL_OPTIONAL type: TYPE_INT32 json_name: "q\"<x>" } }
+      message_type { name: "Shared"
+        field { name: "p" number: 1 label: LABEL_OPTIONAL type: TYPE_INT32 json_name: "dup" }
+        field { name: "q" number: 2 label: LABEL_OPTIONAL type: TYPE_STRING json_name: "dup" } }
+      message_type { name: "Null" field { name: "nv" number: 1 label: LABEL_OPTIONAL type: TYPE_ENUM type_name: ".google.protobuf.NullValue" json_name: "nv" } }
+      message_type { name: "R"
+        field { name: "child" number: 1 label: LABEL_OPTIONAL type: TYPE_MESSAGE type_name: ".d.R" json_name: "child" }
+        field { name: "v" number: 2 label: LABEL_OPTIONAL type: TYPE_INT32 json_name: "v" } })pb");
+    build(&pool, R"pb(name: "p2.proto" package: "p2" syntax: "proto2"
+      message_type { name: "M" field { name: "e" number: 1 label: LABEL_OPTIONAL type: TYPE_INT32 default_value: "7" json_name: "e" } })pb");
+    pb::DynamicMessageFactory factory(&pool);
+    for (const char* name : {"d.Escaped", "d.Shared", "d.Null", "p2.M"}) {
+      INFO(name);
+      std::unique_ptr<pb::Message> m(factory.GetPrototype(pool.FindMessageTypeByName(name))->New());
+      std::string out = "x";
+      CHECK_FALSE(jc::PrintJson(*m, false, true, &out));
+      CHECK(out == "x");
+    }
+    const pb::Descriptor* r = pool.FindMessageTypeByName("d.R");
+    std::unique_ptr<pb::Message> root(factory.GetPrototype(r)->New());
+    pb::Message* at = root.get();
+    for (int depth = 0; depth < 70; ++depth) at = at->GetReflection()->MutableMessage(at, r->field(0));
+    std::string out = "x";
+    CHECK_FALSE(jc::PrintJson(*root, false, false, &out));  // protobuf: "Message too deep"
+    CHECK(out == "x");
+  }
+  SECTION("another pool's types are planned afresh: a type at a destroyed one's address prints as itself") {
+    for (int round = 0; round < 20; ++round) {
+      pb::DescriptorPool pool(pb::DescriptorPool::generated_pool());
+      auto* file = build(&pool, round % 2 == 0 ? R"pb(name: "x.proto" package: "x" syntax: "proto3"
+          message_type { name: "M" field { name: "b" number: 1 label: LABEL_OPTIONAL type: TYPE_INT32 json_name: "b" } })pb"
+                                               : R"pb(name: "x.proto" package: "x" syntax: "proto3"
+          message_type { name: "M" field { name: "a" number: 1 label: LABEL_OPTIONAL type: TYPE_STRING json_name: "a" } })pb");
+      pb::DynamicMessageFactory factory(&pool);
+      const pb::Descriptor* d = file->FindMessageTypeByName("M");
+      std::unique_ptr<pb::Message> m(factory.GetPrototype(d)->New());
+      if (round % 2 == 0) m->GetReflection()->SetInt32(m.get(), d->field(0), 5);
+      else m->GetReflection()->SetString(m.get(), d->field(0), "str");
+      CHECK(Compare(*m) == 0);
+    }
   }
 }
