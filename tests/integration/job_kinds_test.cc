@@ -382,6 +382,15 @@ TEST_CASE("a scale is refused with a clear error, changing nothing, for bad coun
         std::string::npos);
   for (const std::string& id : {batch, notebook}) {
     Kinds::Must(k.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()));
+    // Stopped at the center before the test ends: a replica the adapter never heard the
+    // stop of would outlive the test (and hold ctest's output pipe open).
+    k.WaitFor(id, [](const json& j) {
+      if (!j.contains("history") || j["history"].empty()) return false;
+      for (const auto& attempt : j["history"]) {
+        if (!attempt.contains("endedAt")) return false;
+      }
+      return true;
+    });
   }
 }
 

@@ -1,5 +1,9 @@
 #pragma once
 
+#include <signal.h>
+
+#include <fstream>
+
 // A center for integration tests: the SDK's example adapter (replicas as local processes)
 // served over real gRPC on a free loopback port, with its work and state in a temporary
 // directory removed at the end. Test binaries that use it link jc_adapter_local.
@@ -74,7 +78,16 @@ struct LocalAdapter {
   }
   ~LocalAdapter() {
     Stop();
+    // Replicas outlive their adapter (as at a center); not a test's: whatever still runs
+    // here (a stop the adapter never heard) is killed, or it would hold the test's output
+    // pipe open and ctest would wait for it.
     std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir / "work", ec)) {
+      if (std::filesystem::exists(entry.path() / "exit") || std::filesystem::exists(entry.path() / "stopped")) continue;
+      std::ifstream pid_file(entry.path() / "pid");
+      int pid = 0;
+      if (pid_file >> pid && pid > 0) ::kill(-pid, SIGKILL);  // its own session's group
+    }
     std::filesystem::remove_all(dir, ec);
   }
 };
