@@ -74,17 +74,7 @@ TEST_CASE("a job row written as base64 protobuf with its request appended reads 
 }
 
 TEST_CASE("a stored job document with its request spliced in reads back as the record written [A7]", "[A7]") {
-  v1::JobRecord record;
-  record.set_job_id("job-00000042");
-  record.set_seq(42);
-  record.set_status("running");
-  record.mutable_request()->set_name("train \"quoted\", {braces}");
-  auto* task = record.mutable_request()->add_tasks();
-  task->set_command("python -c 'print({\"a\": 1})'");
-  task->set_replica_number(2);
-  auto* rep = record.add_replicas();
-  rep->set_center_id("center-a");
-  rep->set_attempt(1);
+  v1::JobRecord record = Sample();
 
   auto back = jc::store::DecodeDoc<v1::JobRecord>(Spliced(record));
   REQUIRE(back.ok());
