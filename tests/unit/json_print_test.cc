@@ -439,8 +439,8 @@ TEST_CASE("PrintJson escapes every code point as protobuf's printer does, and le
   }
 }
 
-TEST_CASE("PrintJson on what attacker helper-45 found: subnormal floats as protobuf prints them; escaped or shared "
-          "JSON names, NullValue, proto2, deep nesting declined; a destroyed pool's types never mistaken for a new "
+TEST_CASE("PrintJson on what attacker helper-45 found: subnormal floats as protobuf prints them, escaped or shared "
+          "JSON names, NullValue, proto2, deep nesting declined, and a destroyed pool's types never mistaken for a new "
           "one's [C3]",
           "[C3]") {
   auto build = [](pb::DescriptorPool* pool, const char* text) {
