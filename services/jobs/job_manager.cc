@@ -36,8 +36,18 @@ namespace jc::jobs {
 
 namespace {
 
-// How long a create waits for the job manager's acknowledgement (JobManager::Create).
-constexpr auto kCreateWait = std::chrono::seconds(30);
+// Whether the job manager answered a change (its write committed, or it was refused) within
+// `wait`.
+template <typename T>
+bool Acknowledged(const std::future<T>& answer, absl::Duration wait) {
+  return answer.wait_for(absl::ToChronoMilliseconds(wait)) == std::future_status::ready;
+}
+
+absl::Status WriteTimedOut(absl::string_view what, absl::Duration waited, absl::string_view then) {
+  return absl::DeadlineExceededError(absl::StrCat("the job manager did not acknowledge ", what, " within ",
+                                                  absl::FormatDuration(waited), " (its store may be unreachable); ",
+                                                  then));
+}
 
 absl::Time FromProto(const google::protobuf::Timestamp& t) {
   return absl::FromUnixSeconds(t.seconds()) + absl::Nanoseconds(t.nanos());
@@ -682,10 +692,8 @@ absl::StatusOr<v1::CreateTrainJobResponse> JobManager::Create(v1::CreateTrainJob
   // Bounded as a gRPC caller's deadline bounded it (the REST gateway's 30 s): a job manager
   // whose writes do not commit (its store down) keeps no caller's thread for ever. The job
   // may still be written later; an Idempotency-Key's retry then returns it.
-  if (answer.wait_for(kCreateWait) != std::future_status::ready) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        "the job manager did not acknowledge the job within ", absl::FormatDuration(absl::FromChrono(kCreateWait)),
-        " (its store may be unreachable); it may still be created: retry with the same Idempotency-Key"));
+  if (!Acknowledged(answer, options_.write_wait)) {
+    return WriteTimedOut("the job", options_.write_wait, "it may still be created: retry with the same Idempotency-Key");
   }
   try {
     created = answer.get();
@@ -775,6 +783,9 @@ absl::Status JobManager::StopJob(const std::string& job_id, std::optional<v1::Au
   auto answer = reply->get_future();
   loop_.Post([this, job_id, reply, audit = std::move(audit)]() mutable { OnStop(job_id, reply, std::move(audit)); });
   std::optional<absl::Status> stopped = absl::UnavailableError("the job manager is stopping; retry");
+  if (!Acknowledged(answer, options_.write_wait)) {
+    return WriteTimedOut("the stop", options_.write_wait, "it may still take effect: retry, or read the job");
+  }
   try {
     stopped = answer.get();
   } catch (const std::future_error&) {
@@ -829,6 +840,9 @@ absl::StatusOr<v1::ScaleTrainJobResponse> JobManager::ScaleJob(const std::string
     OnScale(job_id, task_index, replicas, previous, reply, std::move(audit));
   });
   std::optional<absl::Status> scaled = absl::UnavailableError("the job manager is stopping; retry");
+  if (!Acknowledged(answer, options_.write_wait)) {
+    return WriteTimedOut("the scale", options_.write_wait, "it may still take effect: read the job before retrying");
+  }
   try {
     scaled = answer.get();
   } catch (const std::future_error&) {

@@ -102,6 +102,10 @@ struct JobManagerOptions {
   // the scale is written, and is stopped this much later, so that the requests it is
   // answering finish (SPEC A17).
   absl::Duration scale_down_drain = absl::Seconds(5);
+  // How long a create, stop or scale waits for its write to commit before it answers
+  // DEADLINE_EXCEEDED (the REST gateway's own deadline): a store that hangs keeps no
+  // caller's thread for ever. The change may still be written later (with its audit row).
+  absl::Duration write_wait = absl::Seconds(30);
 };
 
 

@@ -34,7 +34,12 @@ std::optional<v1::AuditRecord> AuditOf(const auth::CallDecision& decision, const
   decision.audit->record.set_project(project);
   return decision.audit->record;
 }
-void AuditCommitted(const auth::CallDecision& decision) {
+// `change` went with the write: committed, or still under way when the caller's wait ran
+// out (DEADLINE_EXCEEDED: the row is written with the change if the change ever is; the
+// caller's thread neither waits on a hung store to write it a second time nor writes a
+// second row under the same id).
+void AuditCommitted(const auth::CallDecision& decision, const absl::Status& change) {
+  if (!change.ok() && change.code() != absl::StatusCode::kDeadlineExceeded) return;
   if (decision.audit != nullptr) decision.audit->rider.committed = true;
 }
 
@@ -49,7 +54,7 @@ class JobService final : public v1::JobService::WithCallbackMethod_WatchTrainJob
     if (absl::Status s = AdmitCreate(caller, &admitted); !s.ok()) return ToGrpcStatus(s);
     std::optional<v1::AuditRecord> record = AuditOf(caller_decision_, admitted.project());
     auto created = m_->Create(std::move(admitted), std::move(record));
-    if (created.ok()) AuditCommitted(caller_decision_);
+    AuditCommitted(caller_decision_, created.status());
     return Reply(std::move(created), resp);
   }
   Status StopTrainJob(ServerContext* ctx, const v1::StopTrainJobRequest* req, v1::StopTrainJobResponse*) override {
@@ -58,7 +63,7 @@ class JobService final : public v1::JobService::WithCallbackMethod_WatchTrainJob
     if (!job.ok()) return ToGrpcStatus(job.status());
     if (absl::Status s = CheckJobAccess(caller, *job, auth::ProjectRole::kMember); !s.ok()) return ToGrpcStatus(s);
     absl::Status stopped = m_->StopJob(req->job_id(), AuditOf(caller_decision_, job->project()));
-    if (stopped.ok()) AuditCommitted(caller_decision_);
+    AuditCommitted(caller_decision_, stopped);
     return ToGrpcStatus(stopped);
   }
   Status ScaleTrainJob(ServerContext* ctx, const v1::ScaleTrainJobRequest* req,
@@ -68,7 +73,7 @@ class JobService final : public v1::JobService::WithCallbackMethod_WatchTrainJob
     if (!job.ok()) return ToGrpcStatus(job.status());
     if (absl::Status s = CheckJobAccess(caller, *job, auth::ProjectRole::kMember); !s.ok()) return ToGrpcStatus(s);
     auto scaled = m_->ScaleJob(req->job_id(), req->task_index(), req->replica_number(), AuditOf(caller_decision_, job->project()));
-    if (scaled.ok()) AuditCommitted(caller_decision_);
+    AuditCommitted(caller_decision_, scaled.status());
     return Reply(std::move(scaled), resp);
   }
   Status OpenEndpoint(ServerContext* ctx, const v1::OpenEndpointRequest* req, v1::OpenEndpointResponse* resp) override {
@@ -118,7 +123,7 @@ class JobService final : public v1::JobService::WithCallbackMethod_WatchTrainJob
     // The audit row rides with the ticket's write, on this thread (common/audit).
     AuditOf(caller_decision_, job->project());
     auto ticket = tickets_->Issue(caller, job->project(), *req);
-    if (ticket.ok()) AuditCommitted(caller_decision_);
+    if (ticket.ok()) AuditCommitted(caller_decision_, absl::OkStatus());
     return Reply(std::move(ticket), resp);
   }
   Status GetTrainJob(ServerContext* ctx, const v1::GetTrainJobRequest* req, v1::TrainJob* resp) override {

@@ -1185,6 +1185,66 @@ TEST_CASE("a job write that fails makes the job manager step down and lead again
   std::filesystem::remove(ran);
 }
 
+TEST_CASE("a create whose write hangs answers 504 within the create wait and keeps no thread, and its retry with the "
+          "same Idempotency-Key returns the one job once the store answers [C7][A7]",
+          "[C7][A7]") {
+  jc::testing::FaultyStore* faulty = nullptr;
+  Network n([&](jc::server::AppOptions& o) {
+    o.jobs.write_wait = absl::Seconds(1);
+    auto wrapped = std::make_unique<jc::testing::FaultyStore>(std::move(o.store));
+    faulty = wrapped.get();
+    o.store = std::move(wrapped);
+  });
+  // Whatever fails below, the store answers again before the system stops.
+  struct Lift {
+    jc::testing::FaultyStore* store;
+    ~Lift() { store->HoldJobWrites(false); }
+  } lift{faulty};
+  json job = {{"name", "held"}, {"tasks", {Task("t", "true", "torch", 1)}}};
+  httplib::Headers key = {{"Idempotency-Key", "held-1"}};
+  // The database stops answering job writes (a hung PostgreSQL): the create is not
+  // acknowledged, and the caller hears so after the create wait, not never.
+  faulty->HoldJobWrites(true);
+  auto held = n.rest->http().Post("/openapi/v1/trainjob", key, job.dump(), "application/json");
+  REQUIRE(held);
+  INFO(held->body);
+  CHECK(held->status == 504);
+  CHECK(held->body.find("Idempotency-Key") != std::string::npos);
+  CHECK(faulty->held_commits() == 1);
+  // Another create meanwhile waits no longer: the job manager's writer is stuck, not the
+  // callers' threads.
+  json other = {{"name", "held-other"}, {"tasks", {Task("t", "true", "torch", 1)}}};
+  auto also = n.rest->http().Post("/openapi/v1/trainjob", other.dump(), "application/json");
+  REQUIRE(also);
+  CHECK(also->status == 504);
+  // The store answers again: the write commits, and the retry returns the one job, which
+  // runs once. (The other create was still written, as its answer said it might be.)
+  faulty->HoldJobWrites(false);
+  std::string id;
+  REQUIRE(jc::testing::WaitUntil([&] {
+    auto r = n.rest->http().Post("/openapi/v1/trainjob", key, job.dump(), "application/json");
+    if (!r || r->status != 200) return false;
+    id = json::parse(r->body)["data"]["jobId"].get<std::string>();
+    return true;
+  }));
+  n.WaitForStatus(id, "completed");
+  json jobs = n.rest->Get("/openapi/v1/trainjob").body["data"]["jobs"];
+  INFO(jobs.dump());
+  int named_held = 0;
+  for (const auto& j : jobs) named_held += j.value("name", "") == "held";
+  CHECK(named_held == 1);
+  CHECK(jobs.size() <= 2);
+  // Its create is audited once: the row rode with the job's write (none written twice,
+  // none left to a caller's thread waiting on the hung store).
+  auto audit = n.rest->Get("/openapi/v1/audit?page_size=1000");
+  REQUIRE(audit.http_status == 200);
+  int rows = 0;
+  for (const auto& r : audit.body["data"].value("records", json::array())) {
+    rows += r.value("object", "") == "job_id=" + id;
+  }
+  CHECK(rows == 1);
+}
+
 namespace {
 
 TEST_CASE("fair share across the federation: a light project's job goes before a heavy project's backlog [A11][A15]",

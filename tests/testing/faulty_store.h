@@ -3,9 +3,13 @@
 // A store that fails job writes on demand, for tests of "commit or stop" (ADR 0006):
 // while `FailJobWrites(true)`, every transaction that wrote to the jobs table fails at its
 // commit (Unavailable, as a store gone away would) and writes nothing; reads and other
-// tables' writes go through. The real store (SQLite or PostgreSQL) does the work.
+// tables' writes go through. While `HoldJobWrites(true)`, such a commit waits instead, as
+// on a database that stopped answering, until the hold is lifted (then it commits). The
+// real store (SQLite or PostgreSQL) does the work.
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <memory>
 #include <string>
 
@@ -20,6 +24,15 @@ class FaultyStore final : public store::Store {
 
   void FailJobWrites(bool fail) { fail_ = fail; }
   int failed_commits() const { return failed_commits_; }
+  void HoldJobWrites(bool hold) {
+    {
+      std::lock_guard<std::mutex> lock(hold_mu_);
+      hold_ = hold;
+    }
+    hold_cv_.notify_all();
+  }
+  // Commits waiting on the hold now.
+  int held_commits() const { return held_commits_; }
 
   absl::StatusOr<std::unique_ptr<store::Transaction>> Begin() override {
     auto txn = inner_->Begin();
@@ -50,6 +63,12 @@ class FaultyStore final : public store::Store {
         ++store_->failed_commits_;
         return absl::UnavailableError("injected: the store failed this commit");  // rolled back on destruction
       }
+      if (wrote_jobs_) {
+        std::unique_lock<std::mutex> lock(store_->hold_mu_);
+        ++store_->held_commits_;
+        store_->hold_cv_.wait(lock, [this] { return !store_->hold_; });
+        --store_->held_commits_;
+      }
       return inner_->Commit();
     }
 
@@ -65,6 +84,10 @@ class FaultyStore final : public store::Store {
   std::unique_ptr<store::Store> inner_;
   std::atomic<bool> fail_{false};
   std::atomic<int> failed_commits_{0};
+  std::mutex hold_mu_;
+  std::condition_variable hold_cv_;
+  bool hold_ = false;
+  std::atomic<int> held_commits_{0};
 };
 
 }  // namespace jc::testing
