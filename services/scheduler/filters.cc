@@ -99,7 +99,11 @@ const char* FilterCenter(const PlacementRequest& request, const CenterView& cent
   }
   if (request.ports > center.port_range_size) {
     if (reason) {
-      *reason = center.port_range_size == 0
+      *reason = !center.described
+                    ? absl::StrCat("the task declares ", request.ports,
+                                   " named port(s) and the center's adapter has not yet said whether it gives "
+                                   "replicas ports")
+                : center.port_range_size == 0
                     ? absl::StrCat("the task declares ", request.ports,
                                    " named port(s) and the center gives replicas none (its adapter's configuration has "
                                    "no ports:)")
