@@ -2,6 +2,14 @@
 
 namespace jc::nexec {
 
+int ClusterModel::Job::Slots() const {
+  int n = 0;
+  for (const auto& section : placement.sections) {
+    for (const HostAllocation& a : section) n += a.slots;
+  }
+  return n;
+}
+
 void ClusterModel::IndexHost(size_t index, bool insert) {
   const Host& h = hosts[index];
   HostKey pack{h.free_slots(), -h.cpu_factor, index};

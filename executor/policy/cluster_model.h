@@ -3,8 +3,9 @@
 // The executor scheduler's model of the cluster (issue 48, "the house"): hosts with what
 // they hold, queues with their waiting jobs and per-user holdings, jobs, shared resource
 // pools, the host indexes the placement walks, and the totals. Plain state with its own
-// bookkeeping; the scheduler's cycle and its units (LimitBook, and the policies in the
-// scheduler_*.cc files) read and change it through the scheduler.
+// bookkeeping (the values select[] sees, consumables and their shared pools:
+// cluster_model_resources.cc); the scheduler's cycle and its units (LimitBook, Backfill,
+// and the policies in the scheduler_*.cc files) read and change it.
 
 #include <cstddef>
 #include <cstdint>
@@ -111,6 +112,29 @@ struct ClusterModel {
   std::set<HostKey> spread_index;  // (-free slots, -cpu factor, index)
   int total_slots = 0;
   int largest_host_slots = 0;  // span[hosts=1] checks at submit: no walk over every host
+
+  // What a section's rusage[] asks of consumables besides mem and gpu.
+  struct Consume {
+    std::string resource;
+    double amount = 0;  // per slot, or per job
+    ResourceTraits traits;
+  };
+  std::vector<Consume> ConsumesOf(const Section& section) const;
+  // The free amount of a consumable on a host (its pool's when shared), and the units
+  // free of an assign resource; 0 when the host does not have it.
+  double FreeOf(const Host& h, const Consume& c) const;
+  // Reserves (sign +1) or gives back (-1) one allocation's consumables; `only_released`
+  // touches just the resources a suspension releases. Refreshes the values select[] sees.
+  void ApplyConsumables(const HostAllocation& a, int sign, bool only_released);
+  // The pool of a shared resource (made empty the first time), by (resource, scope).
+  size_t PoolFor(const std::string& name, const std::string& scope);
+  // Makes `host` a member of pool `index`; reservations its jobs made of its own value of
+  // the resource move to the pool.
+  void JoinPool(size_t index, size_t host);
+  // What select[] and order[] see of a host, made again from its configuration and holdings.
+  void RefreshValues(Host& host);
+  // Only what placements change (free slots, memory, GPUs); RefreshValues otherwise.
+  void RefreshLoad(Host& host);
 
   // Adds (`insert`) or removes host `index` in the packing and spreading indexes, by its
   // free slots now: a change of its free slots is a removal before and an insert after.

@@ -74,7 +74,7 @@ absl::Status Scheduler::AddHost(const HostConfig& config) {
     host.cpu_factor = it->second.cpu_factor;
   }
   for (int gpu : config.gpus) host.gpu_users[gpu] = 0;
-  RefreshValues(host);
+  model_.RefreshValues(host);
   model_.host_index[config.name] = model_.hosts.size();
   model_.hosts.push_back(std::move(host));
   model_.total_slots += config.slots;
@@ -99,7 +99,7 @@ absl::StatusOr<bool> Scheduler::SetHostResource(const std::string& name,
   auto current = h.config.resources.find(resource);
   if (current != h.config.resources.end() && current->second == value) return false;
   h.config.resources[resource] = value;
-  RefreshValues(h);
+  model_.RefreshValues(h);
   return true;
 }
 
@@ -259,7 +259,7 @@ absl::Status Scheduler::UpdateHostCapacity(const std::string& name, int slots, d
     if (n > 0 && !users.count(g)) users[g] = n;
   }
   h.gpu_users = std::move(users);
-  RefreshValues(h);
+  model_.RefreshValues(h);
   model_.IndexHost(it->second, true);
   return absl::OkStatus();
 }
@@ -279,7 +279,7 @@ absl::Status Scheduler::SetHostType(const std::string& name, const std::string& 
   Host& h = model_.hosts[it->second];
   h.config.type = type;
   h.cpu_factor = factor;
-  RefreshValues(h);
+  model_.RefreshValues(h);
   model_.IndexHost(it->second, true);
   return absl::OkStatus();
 }
@@ -304,42 +304,6 @@ bool Scheduler::UserAllowed(const QueueConfig& queue, const std::string& user) c
   return false;
 }
 
-void Scheduler::RefreshValues(Host& h) {
-  int free_gpus = 0;
-  for (const auto& [index, users] : h.gpu_users) free_gpus += users == 0;
-  ResourceValues& v = h.values;
-  v = h.config.resources;  // static and sensor values; the built-ins below win
-  v["hname"] = h.config.name;
-  v["type"] = h.config.type.empty() ? std::string("default") : h.config.type;
-  v["cpuf"] = h.cpu_factor;
-  v["ncpus"] = static_cast<double>(h.config.slots);
-  v["maxslots"] = static_cast<double>(h.config.slots);
-  v["slots"] = static_cast<double>(h.free_slots());
-  v["maxmem"] = h.config.mem_mb;
-  v["mem"] = h.config.mem_mb - h.used_mem;
-  v["maxswp"] = h.config.swap_mb;
-  v["ngpus"] = static_cast<double>(h.gpu_users.size());
-  v["gpu"] = static_cast<double>(free_gpus);
-  // Consumables: select[] and order[] see what is left of them.
-  for (const auto& [name, index] : h.shared) v[name] = model_.pools[index].total - model_.pools[index].reserved;
-  for (const auto& [name, amount] : h.reserved) {
-    auto it = h.config.resources.find(name);
-    if (h.shared.count(name) || it == h.config.resources.end()) continue;
-    if (const double* total = std::get_if<double>(&it->second)) v[name] = *total - amount;
-  }
-}
-
-void Scheduler::RefreshLoad(Host& h) {
-  // What a placement of slots, memory and GPUs changes, in place: no copy of the host's
-  // values (RefreshValues) for every placement.
-  int free_gpus = 0;
-  for (const auto& [index, users] : h.gpu_users) free_gpus += users == 0;
-  ResourceValues& v = h.values;
-  v["slots"] = static_cast<double>(h.free_slots());
-  v["mem"] = h.config.mem_mb - h.used_mem;
-  v["gpu"] = static_cast<double>(free_gpus);
-}
-
 absl::Status Scheduler::SetSuspended(int64_t job_id, bool suspended) {
   auto it = model_.jobs.find(job_id);
   if (it == model_.jobs.end() || !it->second.running) {
@@ -348,7 +312,7 @@ absl::Status Scheduler::SetSuspended(int64_t job_id, bool suspended) {
   Job& job = it->second;
   if (job.suspended == suspended) return absl::OkStatus();
   for (const auto& section : job.placement.sections) {
-    for (const HostAllocation& a : section) ApplyConsumables(a, suspended ? -1 : +1, true);
+    for (const HostAllocation& a : section) model_.ApplyConsumables(a, suspended ? -1 : +1, true);
   }
   job.suspended = suspended;
   return absl::OkStatus();
@@ -501,7 +465,7 @@ int Scheduler::HostCapacity(const Host& h, const Queue& queue, const Job& job,
   }
   for (const Consume& c : consumes) {
     if (!c.traits.per_slot) continue;  // a job's one share: taken on its first host
-    cap = std::min(cap, static_cast<int>(std::floor((FreeOf(h, c) + 1e-9) / c.amount)));
+    cap = std::min(cap, static_cast<int>(std::floor((model_.FreeOf(h, c) + 1e-9) / c.amount)));
   }
   return std::max(cap, 0);
 }
@@ -580,7 +544,7 @@ bool Scheduler::PlaceSection(const Job& job, const Queue& queue, const Section& 
                              std::vector<HostAllocation>* out) {
   double mem_per_slot = RusageOf(section, "mem");
   int gpus_per_slot = static_cast<int>(RusageOf(section, "gpu")) + job.request.gpus_per_slot;
-  const std::vector<Consume> consumes = ConsumesOf(section);
+  const std::vector<Consume> consumes = model_.ConsumesOf(section);
   std::vector<Host*> candidates =
       CandidateHosts(job, queue, section, mem_per_slot, gpus_per_slot, consumes, slots);
 
@@ -595,7 +559,7 @@ bool Scheduler::PlaceSection(const Job& job, const Queue& queue, const Section& 
       for (const Consume& c : consumes) {
         auto s = h->shared.find(c.resource);
         if (!c.traits.per_slot || s == h->shared.end()) continue;
-        double left = FreeOf(*h, c) - pool_taken[s->second];
+        double left = model_.FreeOf(*h, c) - pool_taken[s->second];
         cap = std::min(cap, static_cast<int>(std::floor((left + 1e-9) / c.amount)));
       }
       if (section.span_hosts) {
@@ -625,7 +589,7 @@ bool Scheduler::PlaceSection(const Job& job, const Queue& queue, const Section& 
         if (!c.traits.per_slot) {
           if (job_level.count(c.resource)) continue;
           auto s = h->shared.find(c.resource);
-          double left = FreeOf(*h, c) - (s == h->shared.end() ? 0 : pool_taken[s->second]);
+          double left = model_.FreeOf(*h, c) - (s == h->shared.end() ? 0 : pool_taken[s->second]);
           if (left + 1e-9 < c.amount) {
             fits = false;
             break;
@@ -705,7 +669,8 @@ bool Scheduler::PlaceSection(const Job& job, const Queue& queue, const Section& 
   return false;
 }
 
-void Scheduler::Apply(const Job& job, Queue& queue, const Placement& placement, int sign, bool with_limits) {
+void Scheduler::ApplyPlacement(const Job& job, Queue& queue, const Placement& placement, int sign,
+                               bool with_limits) {
   // The user's entries, looked up once (string-keyed maps) rather than per allocation.
   int& used_by_user = queue.used_by_user[job.request.user];
   DrfVector& held = queue.held_by_user[job.request.user];
@@ -717,9 +682,9 @@ void Scheduler::Apply(const Job& job, Queue& queue, const Placement& placement, 
       h.used_slots += sign * a.slots;
       h.used_mem += sign * a.mem_mb;
       for (int g : a.gpus) h.gpu_users[g] += sign;
-      if (!a.reserved.empty()) ApplyConsumables(a, sign, false);  // refreshes every value
+      if (!a.reserved.empty()) model_.ApplyConsumables(a, sign, false);  // refreshes every value
       if (job.request.exclusive) h.exclusive_jobs += sign;
-      RefreshLoad(h);
+      model_.RefreshLoad(h);
       model_.IndexHost(i, true);
       queue.used_slots += sign * a.slots;
       used_by_user += sign * a.slots;
@@ -804,8 +769,7 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
   });
   // Shapes that failed this cycle, with the reason (a limit's) their jobs wait for.
   std::unordered_map<std::string, std::string> failed_shapes;
-  reservations_.clear();
-  reservation_views_.clear();
+  backfill_.StartCycle();
   for (Queue* queue : order) {
     if (!queue->open) continue;
     // Preempted jobs of this queue go before its waiting ones, once their slots are free.
@@ -814,14 +778,9 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
     CycleQueue(*queue, failed_shapes, &placed, st);
   }
   // Elastic jobs grow into what is left; slots held for reservations are not.
-  GrowElastic();
+  elastic_.Grow(cycles_);
   // Held slots are this cycle's only: the next one computes its reservations again.
-  Hold(-1);
-  for (const Reservation& r : reservations_) {
-    ReservationView& view = reservation_views_[r.job_id];
-    view.start = r.start;
-    for (const auto& [i, n] : r.wanted) view.hosts.push_back(model_.hosts[i].config.name);
-  }
+  backfill_.EndCycle();
   return placed;
 }
 
@@ -844,11 +803,11 @@ void Scheduler::CycleQueue(Queue& queue, std::unordered_map<std::string, std::st
   for (int64_t id = 0; sequence->Next(&id);) {
     Job& job = model_.jobs.at(id);
     const bool full = model_.pack_index.empty() || std::get<0>(*model_.pack_index.rbegin()) <= 0;
-    if (full && !preemptive && grown_allocations_ == 0) {
+    if (full && !preemptive && !elastic_.AnyGrown()) {
       // Cluster full: only slots reservations hold can still take a job, and only one
       // that backfills (slots are not freed within a cycle).
-      if (held_slots_ == 0) break;
-      if (!MayBackfill(job)) continue;
+      if (backfill_.held_slots() == 0) break;
+      if (!backfill_.MayBackfill(job, now_)) continue;
     }
     ++st.considered;
     if (auto failed = failed_shapes.find(job.shape); failed != failed_shapes.end()) {
@@ -861,25 +820,12 @@ void Scheduler::CycleQueue(Queue& queue, std::unordered_map<std::string, std::st
       continue;
     }
     Placement placement;
-    // Reserved slots are held from every job but those that end before the reservations
-    // start; such a job tries with them free (backfill).
-    std::vector<int> held_before;  // per reservation, the slots and GPUs it held
-    if (!reservations_.empty() && MayBackfill(job)) {
-      for (const Reservation& r : reservations_) held_before.push_back(r.HeldUnits());
-      Hold(-1);
-    }
-    bool placed_now = TryPlace(job, queue, &placement);
-    if (!held_before.empty()) {
-      Hold(+1);
-      // Backfilled if it took what a reservation held (else it simply fit beside them).
-      for (size_t k = 0; placed_now && k < reservations_.size(); ++k) {
-        if (reservations_[k].HeldUnits() < held_before[k]) placement.backfilled_before = reservations_[k].job_id;
-      }
-    }
-    TakenBack taken;  // allocations elastic jobs grew by, taken back for this job
-    if (!placed_now && grown_allocations_ > 0 && !pending_reasons_.count(id)) {
+    bool placed_now = backfill_.Place(job, queue, now_, &placement);
+    Elastic::TakenBack taken;  // allocations elastic jobs grew by, taken back for this job
+    if (!placed_now && elastic_.AnyGrown() && !pending_reasons_.count(id)) {
       // What elastic jobs grew by goes back first, before anything is preempted.
-      placed_now = TakeBackGrowth(job, queue, &placement, &taken);
+      placed_now = elastic_.TakeBack(job, queue, &placement, &taken);
+      if (!placed_now) pending_reasons_.erase(id);  // it does not fit: no limit to name
     }
     if (!placed_now) {
       auto reason = pending_reasons_.find(id);
@@ -900,19 +846,19 @@ void Scheduler::CycleQueue(Queue& queue, std::unordered_map<std::string, std::st
                               (queue.config.capacity && TryReclaim(job, queue)) ||
                               (fairshare_preempts && fairshare_preempt()));
       // Taken-back growth stays taken when preemption frees the rest; else it returns.
-      SettleTakeBack(&taken, id, preempted);
+      elastic_.Settle(&taken, id, preempted);
       if (preempted) {
         failed_shapes[job.shape] = "";
-        took_back_ = true;
+        elastic_.TookBack();
       } else if (queue.config.backfill && !reserved_in_queue && failed_shapes[job.shape].empty()) {
         // Only a job waiting for resources reserves; one a limit holds would hold hosts
         // it may not use.
-        Reserve(job, queue);
+        if (std::optional<std::string> reason = backfill_.Reserve(job, queue, now_)) pending_reasons_[id] = *reason;
         reserved_in_queue = true;
       }
       continue;
     }
-    SettleTakeBack(&taken, id, true);
+    elastic_.Settle(&taken, id, true);
     if (placement.backfilled_before != 0) ++st.backfilled;
     victims_of_.erase(id);
     job.started = now_;
@@ -920,7 +866,7 @@ void Scheduler::CycleQueue(Queue& queue, std::unordered_map<std::string, std::st
     job.placement = placement;
     job.base_sections = job.placement.sections.size();
     job.placed_in_cycle = cycles_;
-    if (job.request.max_slots > job.request.slots) elastic_.insert(id);
+    elastic_.Placed(job.request);
     model_.running.insert(id);
     sequence->Taken();
     dispatched.push_back(id);
@@ -953,12 +899,11 @@ absl::Status Scheduler::Release(int64_t job_id) {
   if (it->second.suspended) {
     // What the suspension gave back is not held: take it again so Apply returns it all.
     for (const auto& section : it->second.placement.sections) {
-      for (const HostAllocation& a : section) ApplyConsumables(a, +1, true);
+      for (const HostAllocation& a : section) model_.ApplyConsumables(a, +1, true);
     }
   }
   Apply(it->second, model_.queues.at(it->second.request.queue), it->second.placement, -1);
-  grown_allocations_ -= static_cast<int>(it->second.placement.sections.size() - it->second.base_sections);
-  elastic_.erase(job_id);
+  elastic_.Released(it->second);
   model_.running.erase(job_id);
   model_.jobs.erase(it);
   return absl::OkStatus();
@@ -988,8 +933,7 @@ absl::Status Scheduler::Restore(const JobRequest& request, const Placement& plac
   grown = std::clamp(grown, 0, static_cast<int>(placement.sections.size()));
   job.base_sections = placement.sections.size() - static_cast<size_t>(grown);
   Apply(job, q->second, placement, +1);
-  if (request.max_slots > 0) elastic_.insert(request.id);
-  grown_allocations_ += grown;
+  elastic_.Restored(request, grown);
   model_.running.insert(request.id);
   model_.jobs[request.id] = std::move(job);
   return absl::OkStatus();

@@ -26,10 +26,13 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/node_hash_map.h"
 #include "absl/status/statusor.h"
+#include "executor/policy/backfill.h"
 #include "executor/policy/cluster.h"
 #include "executor/policy/cluster_model.h"
+#include "executor/policy/elastic.h"
 #include "executor/policy/limit_book.h"
 #include "executor/policy/limits.h"
+#include "executor/policy/placer.h"
 #include "executor/policy/queue_order.h"
 
 namespace jc::nexec {
@@ -41,8 +44,29 @@ struct CycleStats {
   int backfilled = 0;        // placed on slots held for a reservation, ending before it
 };
 
-class Scheduler {
+// The scheduler's own fields, a base so that a Scheduler can be moved: its units hold
+// references to the model and to the scheduler (their Placer), which a move binds anew.
+struct SchedulerFields {
+  ClusterModel model_;
+  LimitBook limits_;
+  absl::Time fairshare_time_ = absl::InfinitePast();
+  std::unordered_map<int64_t, std::string> pending_reasons_;
+  std::vector<Preemption> preemptions_;
+  absl::Time now_ = absl::UnixEpoch();
+  std::vector<int64_t> resumes_;
+  uint64_t cycles_ = 0;
+  std::unordered_map<int64_t, std::vector<int64_t>> victims_of_;  // preemptor -> its victims
+};
+
+class Scheduler final : private SchedulerFields, private Placer {
  public:
+  Scheduler() = default;
+  Scheduler(Scheduler&& other) noexcept
+      : SchedulerFields(std::move(other)),
+        backfill_(std::move(other.backfill_), model_, *this),
+        elastic_(std::move(other.elastic_), model_, limits_, *this) {}
+  Scheduler& operator=(Scheduler&&) = delete;
+
   absl::Status AddHostType(const HostType& type);
   absl::Status AddHost(const HostConfig& host);
   absl::Status SetHostState(const std::string& host, HostState state);
@@ -153,7 +177,7 @@ class Scheduler {
   // slots elastic jobs grew by (their queue's priority at most, the lowest queue and the
   // youngest growth first) before it preempts anything; then elastic jobs grow, the
   // highest queue first, into what is left (never into slots held for a reservation).
-  std::vector<Resize> TakeResizes();
+  std::vector<Resize> TakeResizes() { return elastic_.TakeResizes(); }
   // A suspension for preemption that could not be carried out (the job ended, its agent
   // is gone): the job takes its slots back.
   absl::Status CancelPreemption(int64_t victim);
@@ -196,47 +220,7 @@ class Scheduler {
   using Job = ClusterModel::Job;
   using Pool = ClusterModel::Pool;
   using HostKey = ClusterModel::HostKey;
-  // A reservation during a cycle: what it holds on each host (host index -> slots, GPUs
-  // and memory wanted there, and held now). Every resource the reserved job needs is held,
-  // not only slots: on a host with more slots than GPUs, a job that may not backfill
-  // must not start on the GPUs the reserved job waits for (nor on its memory or licenses).
-  struct Reservation {
-    int64_t job_id = 0;
-    absl::Time start;
-    std::map<size_t, int> wanted;
-    std::map<size_t, int> held;
-    std::map<size_t, int> wanted_gpus;
-    std::map<size_t, std::vector<int>> held_gpus;  // indices held (free ones taken)
-    std::map<size_t, double> wanted_mem;
-    std::map<size_t, double> held_mem;
-    // Consumables by amount (rusage[] of static or sensor numbers; `assign` units are not
-    // held), host-local or a shared stock's.
-    std::map<size_t, std::map<std::string, double>> wanted_consumables;
-    std::map<size_t, std::map<std::string, double>> held_consumables;
-    // Slots and GPUs held now (what a backfilling job took shows as fewer).
-    int HeldUnits() const;
-  };
-  // What a section's rusage[] asks of consumables besides mem and gpu.
-  struct Consume {
-    std::string resource;
-    double amount = 0;  // per slot, or per job
-    ResourceTraits traits;
-  };
-  std::vector<Consume> ConsumesOf(const Section& section) const;
-  // The free amount of a consumable on a host (its pool's when shared), and the units
-  // free of an assign resource; 0 when the host does not have it.
-  double FreeOf(const Host& h, const Consume& c) const;
-  // Reserves (sign +1) or gives back (-1) one allocation's consumables; `only_released`
-  // touches just the resources a suspension releases. Refreshes the values select[] sees.
-  void ApplyConsumables(const HostAllocation& a, int sign, bool only_released);
-  size_t PoolFor(const std::string& name, const std::string& scope);
-  // Makes `host` a member of pool `index`; reservations its jobs made of its own value of
-  // the resource move to the pool.
-  void JoinPool(size_t index, size_t host);
-
-  void RefreshValues(Host& host);
-  // Only what placements change (free slots, memory, GPUs); RefreshValues otherwise.
-  void RefreshLoad(Host& host);
+  using Consume = ClusterModel::Consume;
   std::string OverThreshold(const Host& h, const QueueConfig& queue, bool stop) const;
   bool UserAllowed(const QueueConfig& queue, const std::string& user) const;
   void CycleQueue(Queue& queue, std::unordered_map<std::string, std::string>& failed_shapes,
@@ -247,7 +231,6 @@ class Scheduler {
   DrfVector DemandOf(const JobRequest& job) const;
   // The user's group for DRF per group: the first group naming the user; the user if none.
   const std::string& GroupOf(const std::string& user) const;
-  bool TryPlace(const Job& job, Queue& queue, Placement* out);
   // Preemption for a job that did not fit: the fewest victims (lower queues, youngest
   // first) whose resources let it fit; records them and answers whether any were found.
   bool TryPreempt(const Job& job, Queue& queue);
@@ -278,65 +261,33 @@ class Scheduler {
   // Resumes the queue's lent jobs whose slots are free again and whose preemptor started
   // or left.
   void ResumeLent(Queue& queue);
-  // Backfill: the earliest time the job fits as running jobs end (by run limit), and the
-  // hosts it would get then; records it as a reservation holding their free slots.
-  void Reserve(const Job& job, Queue& queue);
-  // The earliest time the job fits as running jobs end by their run limits (what
-  // reservations hold staying held), and where (`found`); InfiniteFuture when a job in the
-  // way has no run limit; nullopt when it fits not even with every running job gone.
-  std::optional<absl::Time> EarliestFit(const Job& job, Queue& queue, Placement* found);
-  // Takes (+1) or gives back (-1) the free slots, GPUs and memory reservations hold.
-  void Hold(int sign);
-  // May `job` use held slots: its run limit ends before every reservation's start.
-  bool MayBackfill(const Job& job) const;
   // `job_level_done`: per-job consumables already reserved by an earlier section.
   bool PlaceSection(const Job& job, const Queue& queue, const Section& section, int slots,
-                    std::set<std::string>* job_level_done, std::vector<HostAllocation>* out);
+                    std::set<std::string>* job_level_done, std::vector<HostAllocation>* out) override;
   // Hosts that pass the queue's host list, their state and the section's select, best
   // first. The common case (no order[], same[] or host preference) walks a sorted index
   // and stops once `enough` slots are found.
   std::vector<Host*> CandidateHosts(const Job& job, const Queue& queue, const Section& section,
                                     double mem_per_slot, int gpus_per_slot,
                                     const std::vector<Consume>& consumes, int enough);
+  // Placer: where the whole job fits now; a placement applied (+1) or given back (-1),
+  // limits counted.
+  bool TryPlace(const Job& job, Queue& queue, Placement* out) override;
+  void Apply(const Job& job, Queue& queue, const Placement& placement, int sign) override {
+    ApplyPlacement(job, queue, placement, sign, /*with_limits=*/true);
+  }
   // `with_limits`: the limits count the placement too (a whole job's; a part of one is
   // counted by ChangeAllocation).
-  void Apply(const Job& job, Queue& queue, const Placement& placement, int sign, bool with_limits = true);
-  // Elastic jobs: adds one allocation to a running job's placement (grow) or removes its
-  // last one (shrink), with hosts, queue and limits counted again.
-  void ChangeAllocation(Job& job, Queue& queue, const HostAllocation& allocation, bool grow);
-  // Grows running elastic jobs into the slots left at the end of a cycle.
-  void GrowElastic();
-  // A waiting job that does not fit: takes allocations elastic jobs grew by (`taken`),
-  // until it fits (placed into `out`: true) or none is left. Then SettleTakeBack keeps
-  // them (the job started, or preempts for the rest) or gives them back.
-  using TakenBack = std::vector<std::pair<int64_t, HostAllocation>>;
-  bool TakeBackGrowth(const Job& job, Queue& queue, Placement* out, TakenBack* taken);
-  void SettleTakeBack(TakenBack* taken, int64_t for_job, bool keep);
-  // The job placed on what `taken` gave back left some of it free: the elastic job `e`
-  // keeps that part (a smaller allocation in its place); `taken` is what it gave.
-  void ReturnUnneeded(Job& e, Queue& eq, HostAllocation* taken);
-  // The most slots of the job's section a growth can take now, within its queue's and
-  // virtual cluster's bounds.
-  int GrowthRoom(const Job& job, const Queue& queue) const;
+  void ApplyWithoutLimits(const Job& job, Queue& queue, const Placement& placement, int sign) override {
+    ApplyPlacement(job, queue, placement, sign, /*with_limits=*/false);
+  }
+  void ApplyPlacement(const Job& job, Queue& queue, const Placement& placement, int sign, bool with_limits);
   int HostCapacity(const Host& host, const Queue& queue, const Job& job, double mem_per_slot,
                    int gpus_per_slot, const std::vector<Consume>& consumes = {}) const;
 
-  ClusterModel model_;
-  LimitBook limits_;
-  absl::Time fairshare_time_ = absl::InfinitePast();
-  std::unordered_map<int64_t, std::string> pending_reasons_;
-  std::vector<Preemption> preemptions_;
-  absl::Time now_ = absl::UnixEpoch();
-  std::vector<Reservation> reservations_;  // this cycle's
-  int held_slots_ = 0;                     // slots they hold now
-  std::unordered_map<int64_t, ReservationView> reservation_views_;  // the last cycle's
-  std::vector<int64_t> resumes_;
-  std::set<int64_t> elastic_;  // running elastic jobs, in submission order
-  int grown_allocations_ = 0;  // allocations they grew by, in all
-  uint64_t cycles_ = 0;
-  bool took_back_ = false;  // this cycle took slots back: it grows nothing
-  std::vector<Resize> resizes_;
-  std::unordered_map<int64_t, std::vector<int64_t>> victims_of_;  // preemptor -> its victims
+  // The units, declared after the fields they work over (SchedulerFields, a base).
+  Backfill backfill_{model_, *this};
+  Elastic elastic_{model_, limits_, *this};
 };
 
 }  // namespace jc::nexec

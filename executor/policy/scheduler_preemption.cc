@@ -32,7 +32,7 @@ void Scheduler::Lend(const Job& victim, int sign, bool everything) {
       const size_t i = model_.host_index.at(a.host);
       model_.IndexHost(i, false);
       model_.hosts[i].used_slots += sign * a.slots;
-      RefreshLoad(model_.hosts[i]);
+      model_.RefreshLoad(model_.hosts[i]);
       model_.IndexHost(i, true);
       queue.used_slots += sign * a.slots;
       queue.used_by_user[user] += sign * a.slots;
@@ -170,19 +170,14 @@ bool Scheduler::PreemptAmong(const Job& job, Queue& queue, const std::vector<Job
   // The lent slots are the preemptor's: held from every other job for the rest of this
   // cycle (a reservation starting now, so nothing backfills it); the next cycle starts
   // the preemptor on them before any lower queue.
-  Reservation held;
-  held.job_id = id;
-  held.start = now_;
+  std::map<size_t, int> lent;
   for (Job* v : needed) {
     if (!v->lent) continue;
     for (const auto& section : v->placement.sections) {
-      for (const HostAllocation& a : section) held.wanted[model_.host_index.at(a.host)] += a.slots;
+      for (const HostAllocation& a : section) lent[model_.host_index.at(a.host)] += a.slots;
     }
   }
-  if (!held.wanted.empty()) {
-    reservations_.push_back(std::move(held));
-    Hold(+1);
-  }
+  backfill_.HoldSlots(id, now_, lent);
   return true;
 }
 

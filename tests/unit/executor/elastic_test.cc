@@ -11,7 +11,7 @@ using namespace jc::nexec;
 
 namespace {
 
-JobRequest Elastic(int64_t id, int min, int max, const std::string& queue = "normal") {
+JobRequest ElasticJob(int64_t id, int min, int max, const std::string& queue = "normal") {
   JobRequest r = testing::MakeJob(id, "u", min, queue, "");
   r.max_slots = max;
   return r;
@@ -47,7 +47,7 @@ Scheduler TwoHosts(int slots_each, const std::vector<QueueConfig>& queues) {
 
 TEST_CASE("an elastic job starts with its minimum and grows toward its maximum, never beyond", "[B4]") {
   Scheduler s = testing::OneHost(8, Queue("normal"));
-  auto placed = testing::RunCycle(s, {Elastic(1, 2, 6)});
+  auto placed = testing::RunCycle(s, {ElasticJob(1, 2, 6)});
   REQUIRE(placed.size() == 1);
   CHECK(placed[1].sections.at(0).at(0).slots == 2);
   CHECK(s.TakeResizes().empty());  // its tasks start first; it grows from the next cycle
@@ -73,7 +73,7 @@ TEST_CASE("an elastic job starts with its minimum and grows toward its maximum, 
 
 TEST_CASE("a waiting job takes back what an elastic job grew by, newest first, down to its minimum", "[B4]") {
   Scheduler s = TwoHosts(4, {Queue("normal")});
-  REQUIRE(testing::RunCycle(s, {Elastic(1, 2, 8)}).size() == 1);
+  REQUIRE(testing::RunCycle(s, {ElasticJob(1, 2, 8)}).size() == 1);
   s.Cycle();
   CHECK(Net(s.TakeResizes())[1] == 6);  // all 8 slots of the cluster
   CHECK(s.free_slots("h1") + s.free_slots("h2") == 0);
@@ -103,7 +103,7 @@ TEST_CASE("a waiting job takes back what an elastic job grew by, newest first, d
 TEST_CASE("an elastic job of a higher queue keeps its growth from a lower queue's job", "[B4]") {
   Scheduler s = testing::OneHost(4, Queue("high", 50));
   REQUIRE(s.AddQueue(Queue("low", 10)).ok());
-  REQUIRE(testing::RunCycle(s, {Elastic(1, 1, 4, "high")}).size() == 1);
+  REQUIRE(testing::RunCycle(s, {ElasticJob(1, 1, 4, "high")}).size() == 1);
   s.Cycle();
   CHECK(Net(s.TakeResizes())[1] == 3);
 
@@ -124,7 +124,7 @@ TEST_CASE("growth goes back before anything is preempted, and preemption frees o
   Scheduler s = testing::OneHost(4, Queue("low", 10));
   REQUIRE(s.AddQueue(high).ok());
   // L holds 2 slots; the elastic E starts with 1 and grows by the last free one.
-  REQUIRE(testing::RunCycle(s, {testing::MakeJob(1, "u", 2, "low", ""), Elastic(2, 1, 2, "low")}).size() == 2);
+  REQUIRE(testing::RunCycle(s, {testing::MakeJob(1, "u", 2, "low", ""), ElasticJob(2, 1, 2, "low")}).size() == 2);
   s.Cycle();
   CHECK(Net(s.TakeResizes())[2] == 1);
   CHECK(s.free_slots("h1") == 0);
@@ -151,7 +151,7 @@ TEST_CASE("growth goes back before anything is preempted, and preemption frees o
 
 TEST_CASE("a waiting job that would not fit even with every growth back takes nothing", "[B4]") {
   Scheduler s = testing::OneHost(4, Queue("normal"));
-  REQUIRE(testing::RunCycle(s, {testing::MakeJob(1, "u", 2, "normal", ""), Elastic(2, 1, 2)}).size() == 2);
+  REQUIRE(testing::RunCycle(s, {testing::MakeJob(1, "u", 2, "normal", ""), ElasticJob(2, 1, 2)}).size() == 2);
   s.Cycle();
   CHECK(Net(s.TakeResizes())[2] == 1);
   // Needs 3 of the 4 slots; only 1 can be given back.
@@ -164,7 +164,7 @@ TEST_CASE("growth stays within the queue's per-user limit", "[B4]") {
   QueueConfig q = Queue("normal");
   q.max_slots_per_user = 3;
   Scheduler s = testing::OneHost(8, q);
-  REQUIRE(testing::RunCycle(s, {Elastic(1, 1, 8)}).size() == 1);
+  REQUIRE(testing::RunCycle(s, {ElasticJob(1, 1, 8)}).size() == 1);
   s.Cycle();
   CHECK(Net(s.TakeResizes())[1] == 2);
   CHECK(s.free_slots("h1") == 5);
@@ -172,7 +172,7 @@ TEST_CASE("growth stays within the queue's per-user limit", "[B4]") {
 
 TEST_CASE("a restored elastic job gives back what it had grown by", "[B4]") {
   Scheduler s = testing::OneHost(4, Queue("normal"));
-  JobRequest e = Elastic(1, 1, 4);
+  JobRequest e = ElasticJob(1, 1, 4);
   REQUIRE(s.Check(&e).ok());
   // After a master restart: its first allocation and two growths, as its record holds them.
   Placement p;
@@ -189,7 +189,7 @@ TEST_CASE("a restored elastic job gives back what it had grown by", "[B4]") {
 
 TEST_CASE("elastic requests that cannot be met are refused at submit", "[B4]") {
   Scheduler s = testing::OneHost(8, Queue("normal"));
-  JobRequest backwards = Elastic(1, 4, 2);
+  JobRequest backwards = ElasticJob(1, 4, 2);
   absl::Status refused = s.Submit(backwards);
   CHECK(absl::IsInvalidArgument(refused));
   CHECK(refused.message() == "-n 4,2: an elastic job's maximum must not be below its minimum");

@@ -1,32 +1,38 @@
-// Reservations and backfill (SPEC B5): a job that cannot start holds what it needs — slots, GPUs, memory and
-// consumables — on the hosts that free first, and only jobs that end before its promised start may use them.
-// Part of the Scheduler class (scheduler.h); the cycle itself is scheduler.cc.
+// Reservations and backfill (SPEC B5): backfill.h.
+
+#include "executor/policy/backfill.h"
 
 #include <algorithm>
-#include <cmath>
-#include <iterator>
-#include <limits>
-#include <unordered_set>
+#include <tuple>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
-#include "common/status_macros.h"
-#include "executor/policy/scheduler.h"
-#include "executor/policy/scheduler_internal.h"
 
 namespace jc::nexec {
 
-int Scheduler::Reservation::HeldUnits() const {
+int Backfill::Reservation::HeldUnits() const {
   int n = 0;
   for (const auto& [i, slots] : held) n += slots;
   for (const auto& [i, gpus] : held_gpus) n += static_cast<int>(gpus.size());
   return n;
 }
 
-void Scheduler::Hold(int sign) {
+void Backfill::StartCycle() {
+  reservations_.clear();
+  views_.clear();
+}
+
+void Backfill::EndCycle() {
+  Hold(-1);
+  for (const Reservation& r : reservations_) {
+    ReservationView& view = views_[r.job_id];
+    view.start = r.start;
+    for (const auto& [i, n] : r.wanted) view.hosts.push_back(model_.hosts[i].config.name);
+  }
+}
+
+void Backfill::Hold(int sign) {
   for (Reservation& r : reservations_) {
     for (const auto& [i, want] : r.wanted) {
       Host& h = model_.hosts[i];
@@ -37,7 +43,7 @@ void Scheduler::Hold(int sign) {
       h.used_slots += change;
       held += change;
       held_slots_ += change;
-      RefreshLoad(h);
+      model_.RefreshLoad(h);
       model_.IndexHost(i, true);
     }
     for (const auto& [i, want] : r.wanted_gpus) {
@@ -55,7 +61,7 @@ void Scheduler::Hold(int sign) {
         for (int index : held) --h.gpu_users[index];
         held.clear();
       }
-      if (held.size() != before) RefreshLoad(h);
+      if (held.size() != before) model_.RefreshLoad(h);
     }
     for (const auto& [i, want] : r.wanted_mem) {
       Host& h = model_.hosts[i];
@@ -64,7 +70,7 @@ void Scheduler::Hold(int sign) {
       if (change == 0) continue;
       h.used_mem += change;
       held += change;
-      RefreshLoad(h);
+      model_.RefreshLoad(h);
     }
     for (const auto& [i, wants] : r.wanted_consumables) {
       Host& h = model_.hosts[i];
@@ -83,14 +89,14 @@ void Scheduler::Hold(int sign) {
         held += change;
         held_now.reserved[name] = change;
       }
-      if (!held_now.reserved.empty()) ApplyConsumables(held_now, +1, false);
+      if (!held_now.reserved.empty()) model_.ApplyConsumables(held_now, +1, false);
     }
   }
 }
 
-bool Scheduler::MayBackfill(const Job& job) const {
+bool Backfill::MayBackfill(const Job& job, absl::Time now) const {
   if (job.request.run_limit <= absl::ZeroDuration()) return false;  // never without a run limit
-  const absl::Time ends = now_ + job.request.run_limit;
+  const absl::Time ends = now + job.request.run_limit;
   for (const Reservation& r : reservations_) {
     // An unknown start (a job in the way has no run limit) could be any moment: nothing
     // may delay it.
@@ -99,7 +105,26 @@ bool Scheduler::MayBackfill(const Job& job) const {
   return true;
 }
 
-std::optional<absl::Time> Scheduler::EarliestFit(const Job& job, Queue& queue, Placement* found) {
+bool Backfill::Place(const Job& job, Queue& queue, absl::Time now, Placement* out) {
+  // Reserved resources are held from every job but those that end before the reservations
+  // start; such a job tries with them free (backfill).
+  std::vector<int> held_before;  // per reservation, the slots and GPUs it held
+  if (!reservations_.empty() && MayBackfill(job, now)) {
+    for (const Reservation& r : reservations_) held_before.push_back(r.HeldUnits());
+    Hold(-1);
+  }
+  const bool placed = placer_.TryPlace(job, queue, out);
+  if (!held_before.empty()) {
+    Hold(+1);
+    // Backfilled if it took what a reservation held (else it simply fit beside them).
+    for (size_t k = 0; placed && k < reservations_.size(); ++k) {
+      if (reservations_[k].HeldUnits() < held_before[k]) out->backfilled_before = reservations_[k].job_id;
+    }
+  }
+  return placed;
+}
+
+std::optional<absl::Time> Backfill::EarliestFit(const Job& job, Queue& queue, Placement* found) {
   // Running jobs by when they end at the latest; suspended and lent ones are not counted
   // on (a suspended job's end is unknown).
   // A heap, not a sort: the job usually fits after the first few ends, so only those are
@@ -125,32 +150,32 @@ std::optional<absl::Time> Scheduler::EarliestFit(const Job& job, Queue& queue, P
     std::pop_heap(by_end.begin(), by_end.end(), later);
     Job* r = std::get<2>(by_end.back());
     by_end.pop_back();
-    Apply(*r, model_.queues.at(r->request.queue), r->placement, -1);
+    placer_.Apply(*r, model_.queues.at(r->request.queue), r->placement, -1);
     released.push_back(r);
     for (const auto& section : r->placement.sections) {
       for (const HostAllocation& a : section) freed += a.slots;
     }
     // Placement attempts only once enough slots are free somewhere.
     if (free_now + freed < job.request.slots) continue;
-    if (TryPlace(job, queue, found)) {
-      Apply(job, queue, *found, -1);
+    if (placer_.TryPlace(job, queue, found)) {
+      placer_.Apply(job, queue, *found, -1);
       start = r->Ends();
       break;
     }
   }
   for (auto it = released.rbegin(); it != released.rend(); ++it) {
-    Apply(**it, model_.queues.at((*it)->request.queue), (*it)->placement, +1);
+    placer_.Apply(**it, model_.queues.at((*it)->request.queue), (*it)->placement, +1);
   }
   return start;
 }
 
-void Scheduler::Reserve(const Job& job, Queue& queue) {
+std::optional<std::string> Backfill::Reserve(const Job& job, Queue& queue, absl::Time now) {
   Placement found;
   std::optional<absl::Time> start = EarliestFit(job, queue, &found);
-  if (!start) return;  // not even on an empty cluster (a limit holds it): nothing to reserve
+  if (!start) return std::nullopt;  // not even on an empty cluster (a limit holds it): nothing to reserve
   Reservation r;
   r.job_id = job.request.id;
-  r.start = std::max(*start, now_);
+  r.start = std::max(*start, now);
   for (const auto& section : found.sections) {
     for (const HostAllocation& a : section) {
       const size_t i = model_.host_index.at(a.host);
@@ -164,66 +189,29 @@ void Scheduler::Reserve(const Job& job, Queue& queue) {
   }
   std::vector<std::string> names;
   for (const auto& [i, n] : r.wanted) names.push_back(model_.hosts[i].config.name);
-  pending_reasons_[job.request.id] =
+  std::string reason =
       r.start == absl::InfiniteFuture()
           ? absl::StrCat("reserved ", absl::StrJoin(names, " "), " (start unknown: a job there has no run limit)")
           : absl::StrCat("reserved ", absl::StrJoin(names, " "), " to start by ",
                          absl::FormatTime("%Y-%m-%d %H:%M:%S %Z", r.start, absl::UTCTimeZone()));
   reservations_.push_back(std::move(r));
   Hold(+1);
+  return reason;
 }
 
-StartEstimate Scheduler::EstimateStart(JobRequest probe) {
-  constexpr int64_t kProbeId = -1;  // no job's id: nothing the probe leaves names a job
-  probe.id = kProbeId;
-  StartEstimate out;
-  if (absl::Status checked = Check(&probe); !checked.ok()) {
-    out.reason = std::string(checked.message());
-    return out;
-  }
-  Queue& queue = model_.queues.at(probe.queue);
-  if (!queue.open) {
-    out.reason = absl::StrCat("queue ", probe.queue, " is closed (outside its run window)");
-    return out;
-  }
-  // What the probe's user has in the per-user maps now: a probe leaves no entry behind (an
-  // account with nothing queued would otherwise appear in nexec limits and the queue
-  // orders' maps, one per name probed).
-  const std::string user = probe.user;
-  const bool had_used = queue.used_by_user.count(user) > 0;
-  const bool had_held = queue.held_by_user.count(user) > 0;
-  const LimitBook::Buckets had_buckets = limits_.Remember();
-  Job job;
-  job.request = std::move(probe);
-  job.cluster = ClusterOf(queue.config, job.request.user);
-  // As the next cycle would see it: what the last cycle's reservations hold stays held,
-  // unless the probe ends before every one of them starts (it backfills).
-  const bool held = !reservations_.empty() && !MayBackfill(job);
-  if (held) Hold(+1);
-  Placement found;
-  if (TryPlace(job, queue, &found)) {
-    Apply(job, queue, found, -1);
-    out.start = now_;
-  } else if (std::optional<absl::Time> start = EarliestFit(job, queue, &found)) {
-    out.start = std::max(*start, now_);
-    if (out.start == absl::InfiniteFuture()) out.reason = "a job in the way has no run limit";
-  } else {
-    auto limit = pending_reasons_.find(kProbeId);
-    out.reason = limit != pending_reasons_.end() ? limit->second : "it fits not even on the whole cluster";
-  }
-  if (held) Hold(-1);
-  pending_reasons_.erase(kProbeId);
-  // Whatever the probe added it took back; the entries it made go too (what is left in
-  // them is at most rounding).
-  if (!had_used) queue.used_by_user.erase(user);
-  if (!had_held) queue.held_by_user.erase(user);
-  limits_.Forget(had_buckets);
-  return out;
+void Backfill::HoldSlots(int64_t job_id, absl::Time start, const std::map<size_t, int>& slots) {
+  if (slots.empty()) return;
+  Reservation held;
+  held.job_id = job_id;
+  held.start = start;
+  held.wanted = slots;
+  reservations_.push_back(std::move(held));
+  Hold(+1);
 }
 
-std::optional<ReservationView> Scheduler::ReservationOf(int64_t job_id) const {
-  auto it = reservation_views_.find(job_id);
-  if (it == reservation_views_.end()) return std::nullopt;
+std::optional<ReservationView> Backfill::ReservationOf(int64_t job_id) const {
+  auto it = views_.find(job_id);
+  if (it == views_.end()) return std::nullopt;
   return it->second;
 }
 

@@ -1,14 +1,9 @@
-// Elastic jobs (SPEC B4, `nexec submit -n min,max`): a running job grows toward its
-// maximum into slots nobody waiting could use, and gives what it grew by back first when
-// a waiting job needs it — before anything is preempted.
-//
-// A growth is one more allocation per host at the end of the job's placement; the job
-// gives them back youngest first, so what it started with is never taken this way.
+// Elastic jobs (SPEC B4): elastic.h.
 
 #include <algorithm>
 #include <cmath>
 
-#include "executor/policy/scheduler.h"
+#include "executor/policy/elastic.h"
 
 namespace jc::nexec {
 namespace {
@@ -20,24 +15,28 @@ double GpusPerSlot(const Section& section) {
 
 }  // namespace
 
-int ClusterModel::Job::Slots() const {
-  int n = 0;
-  for (const auto& section : placement.sections) {
-    for (const HostAllocation& a : section) n += a.slots;
-  }
-  return n;
+void Elastic::Placed(const JobRequest& job) {
+  if (job.max_slots > job.slots) jobs_.insert(job.id);
 }
 
-std::vector<Resize> Scheduler::TakeResizes() { return std::exchange(resizes_, {}); }
+void Elastic::Restored(const JobRequest& job, int grown) {
+  if (job.max_slots > 0) jobs_.insert(job.id);
+  grown_allocations_ += grown;
+}
 
-void Scheduler::ChangeAllocation(Job& job, Queue& queue, const HostAllocation& allocation, bool grow) {
+void Elastic::Released(const Job& job) {
+  grown_allocations_ -= static_cast<int>(job.placement.sections.size() - job.base_sections);
+  jobs_.erase(job.request.id);
+}
+
+void Elastic::ChangeAllocation(Job& job, Queue& queue, const HostAllocation& allocation, bool grow) {
   // Limits count a job once per bucket however many hosts it has there: count the whole
   // placement again rather than the one allocation.
   if (!limits_.empty()) limits_.Apply(job.request, job.placement, -1, model_.user_groups);
   Placement piece;
   piece.job_id = job.request.id;
   piece.sections.push_back({allocation});
-  Apply(job, queue, piece, grow ? +1 : -1, /*with_limits=*/false);
+  placer_.ApplyWithoutLimits(job, queue, piece, grow ? +1 : -1);
   if (grow) {
     job.placement.sections.push_back({allocation});
     ++grown_allocations_;
@@ -48,7 +47,7 @@ void Scheduler::ChangeAllocation(Job& job, Queue& queue, const HostAllocation& a
   if (!limits_.empty()) limits_.Apply(job.request, job.placement, +1, model_.user_groups);
 }
 
-int Scheduler::GrowthRoom(const Job& job, const Queue& queue) const {
+int Elastic::GrowthRoom(const Job& job, const Queue& queue) const {
   const QueueConfig& qc = queue.config;
   int room = job.request.max_slots - job.Slots();
   if (qc.max_slots > 0) room = std::min(room, qc.max_slots - queue.used_slots);
@@ -81,16 +80,16 @@ int Scheduler::GrowthRoom(const Job& job, const Queue& queue) const {
   return std::max(room, 0);
 }
 
-void Scheduler::GrowElastic() {
+void Elastic::Grow(uint64_t cycle) {
   // A cycle that took slots back (from elastic jobs, or by preemption) for jobs still
   // to start grows nothing: those slots are theirs.
-  if (elastic_.empty() || std::exchange(took_back_, false)) return;
+  if (jobs_.empty() || std::exchange(took_back_, false)) return;
   std::vector<Job*> order;
-  for (int64_t id : elastic_) {
+  for (int64_t id : jobs_) {
     Job& job = model_.jobs.at(id);
-    if (job.Resizable() && job.placed_in_cycle != cycles_) order.push_back(&job);
+    if (job.Resizable() && job.placed_in_cycle != cycle) order.push_back(&job);
   }
-  // The highest queue first; in a queue, the oldest job (elastic_ is in submission order).
+  // The highest queue first; in a queue, the oldest job (jobs_ is in submission order).
   std::stable_sort(order.begin(), order.end(), [&](const Job* a, const Job* b) {
     return model_.queues.at(a->request.queue).config.priority > model_.queues.at(b->request.queue).config.priority;
   });
@@ -105,12 +104,12 @@ void Scheduler::GrowElastic() {
     // slot) it already holds.
     Section section = job->request.requirement.sections.front();
     std::set<std::string> job_level;
-    for (const Consume& c : ConsumesOf(section)) {
+    for (const ClusterModel::Consume& c : model_.ConsumesOf(section)) {
       if (!c.traits.per_slot) job_level.insert(c.resource);
     }
     auto place = [&](int slots, std::vector<HostAllocation>* out) {
       std::set<std::string> done = job_level;
-      return PlaceSection(*job, queue, section, slots, &done, out);
+      return placer_.PlaceSection(*job, queue, section, slots, &done, out);
     };
     // The most slots that fit now: all it may have, else the largest count that places
     // (if k slots place, fewer do too).
@@ -138,11 +137,11 @@ void Scheduler::GrowElastic() {
   }
 }
 
-bool Scheduler::TakeBackGrowth(const Job& job, Queue& queue, Placement* out, TakenBack* taken) {
+bool Elastic::TakeBack(const Job& job, Queue& queue, Placement* out, TakenBack* taken) {
   // Elastic jobs of queues no higher than the waiting job's, holding more than they
   // started with: the lowest queue first, in it the youngest job.
   std::vector<Job*> candidates;
-  for (int64_t id : elastic_) {
+  for (int64_t id : jobs_) {
     Job& e = model_.jobs.at(id);
     if (id == job.request.id || !e.Resizable() || !e.Grown()) continue;
     if (model_.queues.at(e.request.queue).config.priority > queue.config.priority) continue;
@@ -162,22 +161,21 @@ bool Scheduler::TakeBackGrowth(const Job& job, Queue& queue, Placement* out, Tak
       HostAllocation a = e->placement.sections.back().front();
       ChangeAllocation(*e, eq, a, false);
       taken->emplace_back(e->request.id, std::move(a));
-      if (TryPlace(job, queue, out)) {
+      if (placer_.TryPlace(job, queue, out)) {
         ReturnUnneeded(*e, eq, &taken->back().second);
         if (taken->back().second.slots == 0) taken->pop_back();
         return true;
       }
     }
   }
-  pending_reasons_.erase(job.request.id);  // it does not fit: no limit to name
   return false;
 }
 
-void Scheduler::ReturnUnneeded(Job& e, Queue& eq, HostAllocation* taken) {
+void Elastic::ReturnUnneeded(Job& e, Queue& eq, HostAllocation* taken) {
   // Only plain slots (and memory per slot) split; GPUs, units and per-job reservations
   // go back whole.
   if (!taken->gpus.empty() || !taken->reserved.empty() || !taken->units.empty()) return;
-  const Host& h = model_.hosts[model_.host_index.at(taken->host)];
+  const ClusterModel::Host& h = model_.hosts[model_.host_index.at(taken->host)];
   const double mem_per_slot = taken->slots > 0 ? taken->mem_mb / taken->slots : 0;
   int keep = std::min(taken->slots, h.free_slots());
   if (mem_per_slot > 0) keep = std::min(keep, static_cast<int>((h.config.mem_mb - h.used_mem) / mem_per_slot + 1e-9));
@@ -194,7 +192,7 @@ void Scheduler::ReturnUnneeded(Job& e, Queue& eq, HostAllocation* taken) {
   taken->mem_mb = taken->slots * mem_per_slot;
 }
 
-void Scheduler::SettleTakeBack(TakenBack* taken, int64_t for_job, bool keep) {
+void Elastic::Settle(TakenBack* taken, int64_t for_job, bool keep) {
   if (taken->empty()) return;
   if (keep) {
     for (auto& [id, allocation] : *taken) resizes_.push_back(Resize{id, false, std::move(allocation), for_job});
