@@ -430,7 +430,7 @@ absl::Status Scheduler::Cancel(int64_t job_id) {
   if (queue.order) queue.order->Removed(it->second.request);
   model_.jobs.erase(it);
   pending_reasons_.erase(job_id);
-  victims_of_.erase(job_id);
+  preemptions_.Forget(job_id);
   return absl::OkStatus();
 }
 
@@ -773,7 +773,7 @@ std::vector<Placement> Scheduler::Cycle(CycleStats* stats) {
   for (Queue* queue : order) {
     if (!queue->open) continue;
     // Preempted jobs of this queue go before its waiting ones, once their slots are free.
-    if (!queue->lent.empty()) ResumeLent(*queue);
+    if (!queue->lent.empty()) preemptions_.ResumeLent(*queue);
     if (queue->pending.empty()) continue;
     CycleQueue(*queue, failed_shapes, &placed, st);
   }
@@ -839,10 +839,10 @@ void Scheduler::CycleQueue(Queue& queue, std::unordered_map<std::string, std::st
           fairshare_preempts = false;
           preemptive = !queue.config.preempt.empty() || queue.config.capacity.has_value();
         }
-        return TryFairsharePreempt(job, queue);
+        return preemptions_.ByFairshare(job, queue, now_);
       };
       const bool preempted = waits_for_resources &&
-                             ((!queue.config.preempt.empty() && TryPreempt(job, queue)) ||
+                             ((!queue.config.preempt.empty() && preemptions_.ByQueue(job, queue, now_)) ||
                               (queue.config.capacity && TryReclaim(job, queue)) ||
                               (fairshare_preempts && fairshare_preempt()));
       // Taken-back growth stays taken when preemption frees the rest; else it returns.
@@ -860,7 +860,7 @@ void Scheduler::CycleQueue(Queue& queue, std::unordered_map<std::string, std::st
     }
     elastic_.Settle(&taken, id, true);
     if (placement.backfilled_before != 0) ++st.backfilled;
-    victims_of_.erase(id);
+    preemptions_.Forget(id);
     job.started = now_;
     job.running = true;
     job.placement = placement;
@@ -892,7 +892,7 @@ absl::Status Scheduler::Release(int64_t job_id) {
   }
   if (it->second.lent) {
     // Its slots were lent: take them back so Apply returns everything once.
-    Lend(it->second, +1, false);
+    preemptions_.Lend(it->second, +1, false);
     auto& lent = model_.queues.at(it->second.request.queue).lent;
     lent.erase(std::remove(lent.begin(), lent.end(), job_id), lent.end());
   }

@@ -33,6 +33,7 @@
 #include "executor/policy/limit_book.h"
 #include "executor/policy/limits.h"
 #include "executor/policy/placer.h"
+#include "executor/policy/preemption.h"
 #include "executor/policy/queue_order.h"
 
 namespace jc::nexec {
@@ -51,11 +52,8 @@ struct SchedulerFields {
   LimitBook limits_;
   absl::Time fairshare_time_ = absl::InfinitePast();
   std::unordered_map<int64_t, std::string> pending_reasons_;
-  std::vector<Preemption> preemptions_;
   absl::Time now_ = absl::UnixEpoch();
-  std::vector<int64_t> resumes_;
   uint64_t cycles_ = 0;
-  std::unordered_map<int64_t, std::vector<int64_t>> victims_of_;  // preemptor -> its victims
 };
 
 class Scheduler final : private SchedulerFields, private Placer {
@@ -64,7 +62,8 @@ class Scheduler final : private SchedulerFields, private Placer {
   Scheduler(Scheduler&& other) noexcept
       : SchedulerFields(std::move(other)),
         backfill_(std::move(other.backfill_), model_, *this),
-        elastic_(std::move(other.elastic_), model_, limits_, *this) {}
+        elastic_(std::move(other.elastic_), model_, limits_, *this),
+        preemptions_(std::move(other.preemptions_), model_, *this, backfill_, pending_reasons_) {}
   Scheduler& operator=(Scheduler&&) = delete;
 
   absl::Status AddHostType(const HostType& type);
@@ -170,8 +169,8 @@ class Scheduler final : private SchedulerFields, private Placer {
   // preempted jobs whose slots are free again, to resume (their slots are taken again).
   // Victims to suspend have already lent their slots; victims to requeue hold everything
   // until Release.
-  std::vector<Preemption> TakePreemptions();
-  std::vector<int64_t> TakeResumes();
+  std::vector<Preemption> TakePreemptions() { return preemptions_.TakePreemptions(); }
+  std::vector<int64_t> TakeResumes() { return preemptions_.TakeResumes(); }
   // Elastic jobs (B4): the allocations running elastic jobs gained or gave back since the
   // last call, in order. A cycle first places waiting jobs; one that does not fit takes
   // slots elastic jobs grew by (their queue's priority at most, the lowest queue and the
@@ -180,13 +179,17 @@ class Scheduler final : private SchedulerFields, private Placer {
   std::vector<Resize> TakeResizes() { return elastic_.TakeResizes(); }
   // A suspension for preemption that could not be carried out (the job ended, its agent
   // is gone): the job takes its slots back.
-  absl::Status CancelPreemption(int64_t victim);
+  absl::Status CancelPreemption(int64_t victim) { return preemptions_.Cancel(victim); }
   // After a restart: a job found suspended for a preemption lends its slots again and
   // waits to be resumed as before; `preemptor` 0 when that job is gone.
-  absl::Status RestorePreempted(int64_t victim, int64_t preemptor);
+  absl::Status RestorePreempted(int64_t victim, int64_t preemptor) {
+    return preemptions_.RestorePreempted(victim, preemptor);
+  }
   // After a restart: a job found being requeued for a preemption (its grace running)
   // is not preempted again, and its preemptor (0: gone) waits for it to end.
-  absl::Status RestoreRequeueing(int64_t victim, int64_t preemptor);
+  absl::Status RestoreRequeueing(int64_t victim, int64_t preemptor) {
+    return preemptions_.RestoreRequeueing(victim, preemptor);
+  }
 
   // The time cycles take as now: jobs' starts, run limits and reservations (backfill).
   void SetNow(absl::Time now) { now_ = now; }
@@ -231,22 +234,9 @@ class Scheduler final : private SchedulerFields, private Placer {
   DrfVector DemandOf(const JobRequest& job) const;
   // The user's group for DRF per group: the first group naming the user; the user if none.
   const std::string& GroupOf(const std::string& user) const;
-  // Preemption for a job that did not fit: the fewest victims (lower queues, youngest
-  // first) whose resources let it fit; records them and answers whether any were found.
-  bool TryPreempt(const Job& job, Queue& queue);
   // Capacity queues: a job its virtual cluster is owed (under its guarantee) that did not
   // fit preempts jobs of clusters holding more than their guarantee, none below it.
   bool TryReclaim(const Job& job, Queue& queue);
-  // Fair-share preemption (a fair-share queue with preempt on): running jobs of the same
-  // queue whose users' branches are further over their share (FairshareTree::MayPreempt),
-  // the lowest user priority first, in it the youngest job.
-  bool TryFairsharePreempt(const Job& job, Queue& queue);
-  // The job's victims being requeued still hold what it waits for: it preempts no more.
-  bool WaitingForVictims(int64_t job_id);
-  // The common part: victims from `candidates` (best first) until the job fits, then the
-  // fewest of them; `eligible` is asked again as earlier victims are taken.
-  bool PreemptAmong(const Job& job, Queue& queue, const std::vector<Job*>& candidates,
-                    const std::function<bool(const Job&)>& eligible, const std::string& reason);
   // Capacity: the virtual cluster of a user in a queue, the amount of the queue's
   // capacity resource a demand or a running job counts, why a job may not start now
   // ("" when it may), and every job's cluster and every cluster's holding counted again.
@@ -255,12 +245,6 @@ class Scheduler final : private SchedulerFields, private Placer {
   double HeldAmount(const CapacityConfig& capacity, const Job& job) const;
   std::string CapacityExceeded(const Job& job, const Queue& queue) const;
   void RecountCapacity(Queue& queue);
-  // A victim's slots lent (sign -1) or taken back (+1), and the rest of what it holds
-  // for a victim to requeue (`everything`).
-  void Lend(const Job& victim, int sign, bool everything);
-  // Resumes the queue's lent jobs whose slots are free again and whose preemptor started
-  // or left.
-  void ResumeLent(Queue& queue);
   // `job_level_done`: per-job consumables already reserved by an earlier section.
   bool PlaceSection(const Job& job, const Queue& queue, const Section& section, int slots,
                     std::set<std::string>* job_level_done, std::vector<HostAllocation>* out) override;
@@ -288,6 +272,7 @@ class Scheduler final : private SchedulerFields, private Placer {
   // The units, declared after the fields they work over (SchedulerFields, a base).
   Backfill backfill_{model_, *this};
   Elastic elastic_{model_, limits_, *this};
+  Preemptions preemptions_{model_, *this, backfill_, pending_reasons_};
 };
 
 }  // namespace jc::nexec

@@ -102,7 +102,7 @@ bool Scheduler::TryReclaim(const Job& job, Queue& queue) {
   const double demand = CapacityAmount(capacity, DemandOf(job.request));
   // Only what the cluster is owed: the job fits inside what is left of its guarantee.
   if (demand <= 0 || queue.capacity_held[job.cluster] + demand > own.guarantee) return false;
-  if (WaitingForVictims(job.request.id)) return true;
+  if (preemptions_.WaitingForVictims(job.request.id)) return true;
   auto over = [&](const Job& v) {
     // Taking it leaves its cluster at or above its guarantee: no cluster is pushed under.
     const double amount = HeldAmount(capacity, v);
@@ -127,11 +127,11 @@ bool Scheduler::TryReclaim(const Job& job, Queue& queue) {
   });
   std::vector<Job*> candidates;
   for (const auto& entry : ranked) {
-    if (candidates.size() == 256) break;  // as TryPreempt: enough to find room for one job
+    if (candidates.size() == 256) break;  // as Preemptions::ByQueue: enough to find room for one job
     candidates.push_back(entry.second);
   }
-  return PreemptAmong(job, queue, candidates, over,
-                      absl::StrCat("virtual cluster ", own.name, " reclaims its guarantee"));
+  return preemptions_.Among(job, queue, candidates, over,
+                            absl::StrCat("virtual cluster ", own.name, " reclaims its guarantee"), now_);
 }
 
 }  // namespace jc::nexec

@@ -1,6 +1,4 @@
-// Preemption (SPEC B5): a job of a preemptive queue, or one under its fair share, takes slots from jobs of
-// lower priority; the victims are suspended or requeued, lent to the preemptor, and resumed when it ends.
-// Part of the Scheduler class (scheduler.h); the cycle itself is scheduler.cc.
+// Preemption (SPEC B5): preemption.h.
 
 #include <algorithm>
 #include <cmath>
@@ -13,15 +11,14 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
-#include "executor/policy/scheduler.h"
-#include "executor/policy/scheduler_internal.h"
+#include "executor/policy/preemption.h"
 
 namespace jc::nexec {
 
-void Scheduler::Lend(const Job& victim, int sign, bool everything) {
+void Preemptions::Lend(const Job& victim, int sign, bool everything) {
   Queue& queue = model_.queues.at(victim.request.queue);
   if (everything) {
-    Apply(victim, queue, victim.placement, sign);
+    placer_.Apply(victim, queue, victim.placement, sign);
     return;
   }
   // Only the slots: a stopped process keeps its memory, GPUs and what it reserved; the
@@ -79,14 +76,14 @@ bool HoldsGpus(const Placement& placement) {
 
 }  // namespace
 
-bool Scheduler::WaitingForVictims(int64_t id) {
+bool Preemptions::WaitingForVictims(int64_t id) {
   auto w = victims_of_.find(id);
   if (w == victims_of_.end()) return false;
   // Its victims being requeued still hold their GPUs: wait for them, preempt no more.
   for (int64_t v : w->second) {
     auto it = model_.jobs.find(v);
     if (it != model_.jobs.end() && it->second.running && it->second.being_requeued) {
-      pending_reasons_[id] = absl::StrCat("waiting for preempted job ", v, " to end");
+      reasons_[id] = absl::StrCat("waiting for preempted job ", v, " to end");
       return true;
     }
   }
@@ -94,7 +91,7 @@ bool Scheduler::WaitingForVictims(int64_t id) {
   return false;
 }
 
-bool Scheduler::TryPreempt(const Job& job, Queue& queue) {
+bool Preemptions::ByQueue(const Job& job, Queue& queue, absl::Time now) {
   if (WaitingForVictims(job.request.id)) return true;
   // The queues it may preempt, with their priority and max_preemptions, looked up once.
   std::map<std::string, const QueueConfig*> preemptable;
@@ -113,16 +110,16 @@ bool Scheduler::TryPreempt(const Job& job, Queue& queue) {
   }
   if (ranked.empty()) return false;
   // The lowest queue first, and in it the youngest job: the least work lost (LSF's order).
-  return PreemptAmong(job, queue, LowestFirst(std::move(ranked)), nullptr, absl::StrCat("queue ", queue.config.name));
+  return Among(job, queue, LowestFirst(std::move(ranked)), nullptr, absl::StrCat("queue ", queue.config.name), now);
 }
 
-bool Scheduler::PreemptAmong(const Job& job, Queue& queue, const std::vector<Job*>& candidates,
-                             const std::function<bool(const Job&)>& eligible, const std::string& why) {
+bool Preemptions::Among(const Job& job, Queue& queue, const std::vector<Job*>& candidates,
+                        const std::function<bool(const Job&)>& eligible, const std::string& why, absl::Time now) {
   const int64_t id = job.request.id;
   auto fits = [&] {
     Placement p;
-    if (!TryPlace(job, queue, &p)) return false;
-    Apply(job, queue, p, -1);  // only a test: the job starts in a later cycle
+    if (!placer_.TryPlace(job, queue, &p)) return false;
+    placer_.Apply(job, queue, p, -1);  // only a test: the job starts in a later cycle
     return true;
   };
   std::vector<Job*> chosen;
@@ -166,7 +163,7 @@ bool Scheduler::PreemptAmong(const Job& job, Queue& queue, const std::vector<Job
     victims_of_[id].push_back(v->request.id);
     ids.push_back(v->request.id);
   }
-  pending_reasons_[id] = absl::StrCat("preempting job", ids.size() > 1 ? "s " : " ", absl::StrJoin(ids, ", "));
+  reasons_[id] = absl::StrCat("preempting job", ids.size() > 1 ? "s " : " ", absl::StrJoin(ids, ", "));
   // The lent slots are the preemptor's: held from every other job for the rest of this
   // cycle (a reservation starting now, so nothing backfills it); the next cycle starts
   // the preemptor on them before any lower queue.
@@ -177,11 +174,11 @@ bool Scheduler::PreemptAmong(const Job& job, Queue& queue, const std::vector<Job
       for (const HostAllocation& a : section) lent[model_.host_index.at(a.host)] += a.slots;
     }
   }
-  backfill_.HoldSlots(id, now_, lent);
+  backfill_.HoldSlots(id, now, lent);
   return true;
 }
 
-bool Scheduler::TryFairsharePreempt(const Job& job, Queue& queue) {
+bool Preemptions::ByFairshare(const Job& job, Queue& queue, absl::Time now) {
   if (WaitingForVictims(job.request.id)) return true;
   FairshareTree& tree = *queue.fairshare;
   FairshareTree::Standing standing = tree.Snapshot(queue.used_by_user, job.request.user);
@@ -204,10 +201,10 @@ bool Scheduler::TryFairsharePreempt(const Job& job, Queue& queue) {
     tree.Take(standing, v.request.user, v.request.slots);
     return true;
   };
-  return PreemptAmong(job, queue, candidates, eligible, absl::StrCat("fair share of queue ", queue.config.name));
+  return Among(job, queue, candidates, eligible, absl::StrCat("fair share of queue ", queue.config.name), now);
 }
 
-void Scheduler::ResumeLent(Queue& queue) {
+void Preemptions::ResumeLent(Queue& queue) {
   // Slots lent to preemptors that have not started yet are promised to them: a victim
   // whose own preemptor started does not take those (a preemption in the same queue,
   // by capacity or fair share, must not be undone by resuming an earlier victim).
@@ -250,11 +247,7 @@ void Scheduler::ResumeLent(Queue& queue) {
   }
 }
 
-std::vector<Preemption> Scheduler::TakePreemptions() { return std::exchange(preemptions_, {}); }
-
-std::vector<int64_t> Scheduler::TakeResumes() { return std::exchange(resumes_, {}); }
-
-absl::Status Scheduler::CancelPreemption(int64_t victim) {
+absl::Status Preemptions::Cancel(int64_t victim) {
   auto it = model_.jobs.find(victim);
   if (it == model_.jobs.end() || !it->second.running) return absl::NotFoundError(absl::StrCat("job ", victim, " is not running"));
   Job& v = it->second;
@@ -269,7 +262,7 @@ absl::Status Scheduler::CancelPreemption(int64_t victim) {
   return absl::OkStatus();
 }
 
-absl::Status Scheduler::RestorePreempted(int64_t victim, int64_t preemptor) {
+absl::Status Preemptions::RestorePreempted(int64_t victim, int64_t preemptor) {
   auto it = model_.jobs.find(victim);
   if (it == model_.jobs.end() || !it->second.running) return absl::NotFoundError(absl::StrCat("job ", victim, " is not running"));
   Job& v = it->second;
@@ -282,7 +275,7 @@ absl::Status Scheduler::RestorePreempted(int64_t victim, int64_t preemptor) {
   return absl::OkStatus();
 }
 
-absl::Status Scheduler::RestoreRequeueing(int64_t victim, int64_t preemptor) {
+absl::Status Preemptions::RestoreRequeueing(int64_t victim, int64_t preemptor) {
   auto it = model_.jobs.find(victim);
   if (it == model_.jobs.end() || !it->second.running) return absl::NotFoundError(absl::StrCat("job ", victim, " is not running"));
   it->second.being_requeued = true;  // holds everything until it ends and is released
