@@ -136,6 +136,20 @@ struct ClusterModel {
   // Only what placements change (free slots, memory, GPUs); RefreshValues otherwise.
   void RefreshLoad(Host& host);
 
+  // What a job asks for in all: slots, memory, GPUs (DRF's demand); the cluster's total of
+  // them (available hosts); the user's group for DRF per group (the first group naming the
+  // user; the user if none). cluster_model_shares.cc.
+  DrfVector DemandOf(const JobRequest& job) const;
+  DrfVector ClusterTotal() const;
+  const std::string& GroupOf(const std::string& user) const;
+  // Capacity queues: the virtual cluster of a user in a queue, the amount of the queue's
+  // capacity resource a demand or a running job counts, and every job's cluster and every
+  // cluster's holding counted again.
+  size_t ClusterOf(const QueueConfig& queue, const std::string& user) const;
+  static double CapacityAmount(const CapacityConfig& capacity, const DrfVector& amount);
+  static double HeldAmount(const CapacityConfig& capacity, const Job& job);
+  void RecountCapacity(Queue& queue);
+
   // Adds (`insert`) or removes host `index` in the packing and spreading indexes, by its
   // free slots now: a change of its free slots is a removal before and an insert after.
   void IndexHost(size_t index, bool insert);

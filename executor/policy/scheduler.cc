@@ -157,7 +157,7 @@ absl::Status Scheduler::UpdateQueue(const QueueConfig& config) {
   for (int64_t id : it->second.pending) order->Added(model_.jobs.at(id).request);
   it->second.order = std::move(order);
   // Clusters may have changed: every job's cluster and what each holds, counted again.
-  if (config.capacity || !it->second.capacity_held.empty()) RecountCapacity(it->second);
+  if (config.capacity || !it->second.capacity_held.empty()) model_.RecountCapacity(it->second);
   return absl::OkStatus();
 }
 
@@ -287,7 +287,7 @@ absl::Status Scheduler::SetHostType(const std::string& name, const std::string& 
 void Scheduler::DefineUserGroup(const std::string& group, std::vector<std::string> members) {
   model_.user_groups[group] = std::move(members);
   for (auto& [name, queue] : model_.queues) {
-    if (queue.config.capacity) RecountCapacity(queue);  // clusters are named by groups
+    if (queue.config.capacity) model_.RecountCapacity(queue);  // clusters are named by groups
   }
 }
 
@@ -327,7 +327,7 @@ absl::Status Scheduler::Submit(JobRequest job) {
                              job.slots, "|", job.exclusive, "|", job.gpus_per_slot, "|", job.project, "|",
                              job.app, "|", absl::ToInt64Seconds(job.run_limit));  // run limits decide backfill
   int64_t id = job.id;
-  entry.cluster = ClusterOf(q->second.config, job.user);
+  entry.cluster = model_.ClusterOf(q->second.config, job.user);
   entry.request = std::move(job);
   q->second.pending.push_back(id);
   q->second.order->Added(entry.request);
@@ -397,13 +397,13 @@ absl::Status Scheduler::Check(JobRequest* job_ptr) const {
                                                    " slots; the cluster has ", model_.total_slots));
   }
   if (queue.capacity) {
-    const size_t cluster = ClusterOf(queue, job.user);
+    const size_t cluster = model_.ClusterOf(queue, job.user);
     if (cluster == kNoCluster) {
       return absl::InvalidArgumentError(absl::StrCat("user ", job.user, " is in no virtual cluster of queue ",
                                                      queue.name, " (and it has none named default)"));
     }
     const VirtualClusterConfig& vc = queue.capacity->clusters[cluster];
-    const double demand = CapacityAmount(*queue.capacity, DemandOf(job));
+    const double demand = model_.CapacityAmount(*queue.capacity, model_.DemandOf(job));
     const char* resource = CapacityResourceName(queue.capacity->resource);
     if (vc.max > 0 && demand > vc.max) {
       return absl::InvalidArgumentError(absl::StrCat("the job asks for ", demand, " ", resource, "; virtual cluster ",
@@ -929,7 +929,7 @@ absl::Status Scheduler::Restore(const JobRequest& request, const Placement& plac
   job.placement = placement;
   job.running = true;
   job.started = started;
-  job.cluster = ClusterOf(q->second.config, request.user);
+  job.cluster = model_.ClusterOf(q->second.config, request.user);
   grown = std::clamp(grown, 0, static_cast<int>(placement.sections.size()));
   job.base_sections = placement.sections.size() - static_cast<size_t>(grown);
   Apply(job, q->second, placement, +1);

@@ -108,7 +108,7 @@ class Scheduler final : private SchedulerFields, private Placer {
                            absl::Time end, absl::Time now);
   // Dominant Resource Fairness: the cluster's slots, memory and GPUs, and a job's demand
   // and dominant share of them.
-  DrfVector ClusterTotal() const;
+  DrfVector ClusterTotal() const { return model_.ClusterTotal(); }
   DominantShare JobDominantShare(int64_t job_id) const;
   // A capacity queue's virtual clusters and what each holds; empty for other queues.
   struct ClusterReport {
@@ -230,21 +230,11 @@ class Scheduler final : private SchedulerFields, private Placer {
                   std::vector<Placement>* placed, CycleStats& st);
   // What the queue's order reads as a cycle starts (queue_order.h).
   OrderInputs InputsOf(const Queue& queue) const;
-  // What a job asks for in all: slots, memory, GPUs (DRF's demand).
-  DrfVector DemandOf(const JobRequest& job) const;
-  // The user's group for DRF per group: the first group naming the user; the user if none.
-  const std::string& GroupOf(const std::string& user) const;
   // Capacity queues: a job its virtual cluster is owed (under its guarantee) that did not
   // fit preempts jobs of clusters holding more than their guarantee, none below it.
   bool TryReclaim(const Job& job, Queue& queue);
-  // Capacity: the virtual cluster of a user in a queue, the amount of the queue's
-  // capacity resource a demand or a running job counts, why a job may not start now
-  // ("" when it may), and every job's cluster and every cluster's holding counted again.
-  size_t ClusterOf(const QueueConfig& queue, const std::string& user) const;
-  double CapacityAmount(const CapacityConfig& capacity, const DrfVector& amount) const;
-  double HeldAmount(const CapacityConfig& capacity, const Job& job) const;
+  // Capacity: why a job may not start now ("" when it may).
   std::string CapacityExceeded(const Job& job, const Queue& queue) const;
-  void RecountCapacity(Queue& queue);
   // `job_level_done`: per-job consumables already reserved by an earlier section.
   bool PlaceSection(const Job& job, const Queue& queue, const Section& section, int slots,
                     std::set<std::string>* job_level_done, std::vector<HostAllocation>* out) override;

@@ -1,6 +1,7 @@
-// Capacity scheduling in the scheduler (the course's virtual clusters): which cluster a
-// job belongs to, what each cluster holds, what holds a job back, and reclaim by
-// preemption. The policy's queue order is in capacity.cc.
+// Capacity scheduling in the scheduler (the course's virtual clusters): what each cluster
+// holds as reported, what holds a job back, and which jobs a cluster owed its guarantee
+// reclaims (Preemptions::Among does it). Which cluster a job belongs to and what it holds
+// are the model's (cluster_model_shares.cc); the policy's queue order is in capacity.cc.
 
 #include <algorithm>
 #include <limits>
@@ -9,51 +10,6 @@
 #include "executor/policy/scheduler.h"
 
 namespace jc::nexec {
-
-size_t Scheduler::ClusterOf(const QueueConfig& queue, const std::string& user) const {
-  if (!queue.capacity) return kNoCluster;
-  const auto& clusters = queue.capacity->clusters;
-  size_t fallback = kNoCluster;
-  for (size_t i = 0; i < clusters.size(); ++i) {
-    const std::string& name = clusters[i].name;
-    if (name == user) return i;
-    auto group = model_.user_groups.find(name);
-    if (group != model_.user_groups.end() &&
-        std::find(group->second.begin(), group->second.end(), user) != group->second.end()) {
-      return i;
-    }
-    if (name == "default") fallback = i;
-  }
-  return fallback;
-}
-
-double Scheduler::CapacityAmount(const CapacityConfig& capacity, const DrfVector& amount) const {
-  return capacity.resource == CapacityResource::kGpus ? amount.gpus : amount.slots;
-}
-
-double Scheduler::HeldAmount(const CapacityConfig& capacity, const Job& job) const {
-  double held = 0;
-  for (const auto& section : job.placement.sections) {
-    for (const HostAllocation& a : section) {
-      if (capacity.resource == CapacityResource::kGpus) {
-        held += static_cast<double>(a.gpus.size());
-      } else if (!job.lent) {  // a suspended victim lent its slots
-        held += a.slots;
-      }
-    }
-  }
-  return held;
-}
-
-void Scheduler::RecountCapacity(Queue& queue) {
-  const auto& capacity = queue.config.capacity;
-  queue.capacity_held.assign(capacity ? capacity->clusters.size() : 0, 0);
-  for (auto& [id, job] : model_.jobs) {
-    if (job.request.queue != queue.config.name) continue;
-    job.cluster = ClusterOf(queue.config, job.request.user);
-    if (job.running && job.cluster != kNoCluster) queue.capacity_held[job.cluster] += HeldAmount(*capacity, job);
-  }
-}
 
 std::vector<Scheduler::ClusterReport> Scheduler::CapacityReport(const std::string& name) const {
   std::vector<ClusterReport> out;
@@ -77,7 +33,7 @@ std::string Scheduler::CapacityExceeded(const Job& job, const Queue& queue) cons
     return absl::StrCat("queue ", queue.config.name, ": user ", job.request.user, " is in no virtual cluster");
   }
   const VirtualClusterConfig& cluster = capacity.clusters[job.cluster];
-  const double demand = CapacityAmount(capacity, DemandOf(job.request));
+  const double demand = model_.CapacityAmount(capacity, model_.DemandOf(job.request));
   const double held = queue.capacity_held[job.cluster];
   if (cluster.max > 0 && held + demand > cluster.max) {
     return absl::StrCat("virtual cluster ", cluster.name, ": max ", cluster.max, " ", resource, " (", held, " held, ",
@@ -86,7 +42,7 @@ std::string Scheduler::CapacityExceeded(const Job& job, const Queue& queue) cons
   if (capacity.user_limit_factor > 0 && cluster.guarantee > 0) {
     const double limit = capacity.user_limit_factor * cluster.guarantee;
     auto it = queue.held_by_user.find(job.request.user);
-    const double user_held = it == queue.held_by_user.end() ? 0 : CapacityAmount(capacity, it->second);
+    const double user_held = it == queue.held_by_user.end() ? 0 : model_.CapacityAmount(capacity, it->second);
     if (user_held + demand > limit) {
       return absl::StrCat("virtual cluster ", cluster.name, ": user limit ", limit, " ", resource, " (",
                           job.request.user, " holds ", user_held, ", ", demand, " asked)");
@@ -99,13 +55,13 @@ bool Scheduler::TryReclaim(const Job& job, Queue& queue) {
   const CapacityConfig& capacity = *queue.config.capacity;
   if (job.cluster == kNoCluster) return false;
   const VirtualClusterConfig& own = capacity.clusters[job.cluster];
-  const double demand = CapacityAmount(capacity, DemandOf(job.request));
+  const double demand = model_.CapacityAmount(capacity, model_.DemandOf(job.request));
   // Only what the cluster is owed: the job fits inside what is left of its guarantee.
   if (demand <= 0 || queue.capacity_held[job.cluster] + demand > own.guarantee) return false;
   if (preemptions_.WaitingForVictims(job.request.id)) return true;
   auto over = [&](const Job& v) {
     // Taking it leaves its cluster at or above its guarantee: no cluster is pushed under.
-    const double amount = HeldAmount(capacity, v);
+    const double amount = model_.HeldAmount(capacity, v);
     return amount > 0 && queue.capacity_held[v.cluster] - amount >= capacity.clusters[v.cluster].guarantee;
   };
   std::vector<std::pair<double, Job*>> ranked;  // (how far its cluster is over, job)

@@ -40,7 +40,7 @@ StartEstimate Scheduler::EstimateStart(JobRequest probe) {
   const LimitBook::Buckets had_buckets = limits_.Remember();
   Job job;
   job.request = std::move(probe);
-  job.cluster = ClusterOf(queue.config, job.request.user);
+  job.cluster = model_.ClusterOf(queue.config, job.request.user);
   // As the next cycle would see it: what the last cycle's reservations hold stays held,
   // unless the probe ends before every one of them starts (it backfills).
   const bool held = backfill_.any() && !backfill_.MayBackfill(job, now_);

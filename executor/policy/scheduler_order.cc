@@ -56,44 +56,10 @@ std::vector<FairshareTree::NodeReport> Scheduler::FairshareReport(const std::str
   return q->second.fairshare->Report(q->second.used_by_user);
 }
 
-DrfVector Scheduler::ClusterTotal() const {
-  DrfVector total;
-  for (const Host& h : model_.hosts) {
-    if (h.state == HostState::kUnavailable) continue;
-    total.slots += h.config.slots;
-    total.mem_mb += h.config.mem_mb;
-    total.gpus += static_cast<double>(h.config.gpus.size());
-  }
-  return total;
-}
-
-DrfVector Scheduler::DemandOf(const JobRequest& job) const {
-  DrfVector d;
-  if (job.requirement.sections.empty()) {
-    d.slots = job.slots;
-    d.gpus = static_cast<double>(job.gpus_per_slot) * job.slots;
-    return d;
-  }
-  for (const Section& s : job.requirement.sections) {
-    const int slots = s.slots > 0 ? s.slots : job.slots;
-    d.slots += slots;
-    d.mem_mb += RusageOf(s, "mem") * slots;
-    d.gpus += (RusageOf(s, "gpu") + job.gpus_per_slot) * slots;
-  }
-  return d;
-}
-
 DominantShare Scheduler::JobDominantShare(int64_t job_id) const {
   auto it = model_.jobs.find(job_id);
   if (it == model_.jobs.end()) return {};
-  return DominantShareOf(DemandOf(it->second.request), ClusterTotal());
-}
-
-const std::string& Scheduler::GroupOf(const std::string& user) const {
-  for (const auto& [group, members] : model_.user_groups) {
-    if (std::find(members.begin(), members.end(), user) != members.end()) return group;
-  }
-  return user;
+  return DominantShareOf(model_.DemandOf(it->second.request), model_.ClusterTotal());
 }
 
 OrderInputs Scheduler::InputsOf(const Queue& queue) const {
@@ -102,9 +68,9 @@ OrderInputs Scheduler::InputsOf(const Queue& queue) const {
   in.used_by_user = &queue.used_by_user;
   in.held_by_user = &queue.held_by_user;
   in.request = [this](int64_t id) -> const JobRequest& { return model_.jobs.at(id).request; };
-  in.demand = [this](const JobRequest& job) { return DemandOf(job); };
-  in.group_of = [this](const std::string& user) -> const std::string& { return GroupOf(user); };
-  in.cluster_total = [this] { return ClusterTotal(); };
+  in.demand = [this](const JobRequest& job) { return model_.DemandOf(job); };
+  in.group_of = [this](const std::string& user) -> const std::string& { return model_.GroupOf(user); };
+  in.cluster_total = [this] { return model_.ClusterTotal(); };
   in.cluster_of = [this](int64_t id) { return model_.jobs.at(id).cluster; };
   in.capacity_held = &queue.capacity_held;
   return in;
