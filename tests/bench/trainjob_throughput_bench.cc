@@ -160,7 +160,8 @@ class SubmitClient {
 // Where T went, by the job records of jobs [first_seq, ...) once their hand-over is
 // stored: received → placed (waiting for a pass), placed → acknowledged (the burst's commit,
 // a sender, the adapter's call with its own commit), acknowledged → scheduled (the answer's
-// way back through the job manager's loop). p50 and p99 of each, in ms.
+// way back through the job manager's loop; nil when the center's event told first). p50 and
+// p99 of each, in ms.
 void PrintStages(const std::string& pg, const std::string& schema, int64_t first_seq, int jobs) {
   auto store = jc::store::OpenStore(pg, schema);
   if (!store.ok()) {
@@ -183,11 +184,14 @@ void PrintStages(const std::string& pg, const std::string& schema, int64_t first
       auto r = jc::store::DecodeAnyDoc<jointcloud::v1::JobRecord>(row[0]);
       if (!r.ok() || !r->has_scheduled_at() || r->replicas_size() == 0) continue;
       const auto& rep = r->replicas(0);
-      if (rep.attempts_size() == 0 || !rep.has_dispatched_at()) continue;
+      if (rep.attempts_size() == 0) continue;
       const auto& a = rep.attempts(rep.attempts_size() - 1);
       queue.push_back(at(a.placed_at()) - at(r->received_at()));
-      handed.push_back(at(rep.dispatched_at()) - at(a.placed_at()));
-      back.push_back(at(r->scheduled_at()) - at(rep.dispatched_at()));
+      // The center's event may tell of the replica before the submit's answer does: then
+      // the hand-over is the event's (no dispatched_at yet), and the loop's part is nil.
+      const double acknowledged = rep.has_dispatched_at() ? at(rep.dispatched_at()) : at(r->scheduled_at());
+      handed.push_back(std::min(acknowledged, at(r->scheduled_at())) - at(a.placed_at()));
+      back.push_back(std::max(0.0, at(r->scheduled_at()) - acknowledged));
     }
   }
   auto q = [](std::vector<double> v, double p) {
@@ -195,9 +199,7 @@ void PrintStages(const std::string& pg, const std::string& schema, int64_t first
     std::sort(v.begin(), v.end());
     return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
   };
-  // Only jobs whose stored record has every stamp count (a job's record written before its
-  // hand-over was learnt is not among them), so this is a sample, not the histogram's whole.
-  std::printf("    T by stage over the %zu of %d jobs whose stored record has every stamp (p50 / p99 ms): received→placed %.1f / %.1f; placed→acknowledged by the "
+  std::printf("    T by stage over %zu of %d jobs (p50 / p99 ms): received→placed %.1f / %.1f; placed→acknowledged by the "
               "adapter (the commit, a sender, the adapter's call) %.1f / %.1f; acknowledged→scheduled (the loop) "
               "%.1f / %.1f\n",
               queue.size(), jobs, q(queue, 0.5), q(queue, 0.99), q(handed, 0.5), q(handed, 0.99), q(back, 0.5),
