@@ -199,6 +199,9 @@ void PrintStages(const std::string& pg, const std::string& schema, int64_t first
     std::sort(v.begin(), v.end());
     return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
   };
+  // A sample: a plain acknowledgement of a submit is not written (JobManager::CompleteSubmit:
+  // the stored replica stays DISPATCHING until the adapter's next event is), so only jobs
+  // whose hand-over an event told, or whose later change was written, carry the stamps.
   std::printf("    T by stage over %zu of %d jobs (p50 / p99 ms): received→placed %.1f / %.1f; placed→acknowledged by the "
               "adapter (the commit, a sender, the adapter's call) %.1f / %.1f; acknowledged→scheduled (the loop) "
               "%.1f / %.1f\n",
