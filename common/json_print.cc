@@ -97,9 +97,10 @@ class Plans {
     absl::flat_hash_set<std::string> json_names;
     for (int i = 0; i < d->field_count(); ++i) {
       const FD* f = d->field(i);
-      // A JSON name that needs escaping, or two fields of one JSON name (protoc allows both
-      // with json_name): protobuf escapes the first and, with defaults, fills the first
-      // placeholder of a name; left to it.
+      // A JSON name that needs escaping, or two fields sharing one JSON name (protoc allows
+      // both through json_name): protobuf's printer escapes the first and, printing
+      // defaults, writes the shared name once for whichever field it meets first. Such a
+      // message is not printed here but by protobuf's printer itself.
       if (!IsPlainName(f->json_name()) || !json_names.insert(f->json_name()).second) plan->printable = false;
       if (f->cpp_type() == FD::CPPTYPE_ENUM && f->enum_type()->full_name() == "google.protobuf.NullValue") {
         plan->printable = false;  // prints as null
