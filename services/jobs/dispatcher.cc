@@ -9,7 +9,9 @@ void Dispatcher::Submit(std::vector<SubmitItem> items) {
   if (items.empty()) return;
   std::vector<std::pair<std::string, SubmitItem>> queued;
   queued.reserve(items.size());
+  const auto now = std::chrono::steady_clock::now();
   for (auto& item : items) {
+    item.queued_at = now;
     std::string center = item.dispatch.center_id;
     queued.emplace_back(std::move(center), std::move(item));
   }
@@ -22,13 +24,21 @@ void Dispatcher::SendBatches(const std::string& center) {
   while (true) {
     std::vector<SubmitItem> batch = outboxes_.Take(center);
     if (batch.empty()) return;  // this sender is done
+    const auto taken = std::chrono::steady_clock::now();
+    prometheus::Histogram* outbox_time = outbox_time_.load();
     std::vector<apb::SubmitReplicaRequest> requests;
     requests.reserve(batch.size());
-    for (auto& item : batch) requests.push_back(std::move(item.request));  // sent, not needed back
+    for (auto& item : batch) {
+      if (outbox_time != nullptr) outbox_time->Observe(std::chrono::duration<double>(taken - item.queued_at).count());
+      requests.push_back(std::move(item.request));  // sent, not needed back
+    }
     auto address = addresses_->Of(center);
     std::vector<absl::StatusOr<apb::Replica>> results =
         address.ok() ? adapters_->SubmitMany({center, *address}, requests)
                      : std::vector<absl::StatusOr<apb::Replica>>(requests.size(), address.status());
+    if (prometheus::Histogram* call_time = call_time_.load(); call_time != nullptr && address.ok()) {
+      call_time->Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - taken).count());
+    }
     answers_(center, std::move(batch), std::move(results));
   }
 }

@@ -6,6 +6,8 @@
 // together as one SubmitReplicas call. Answers go back to the job manager's event loop,
 // which decides what they mean; the dispatcher keeps no job state.
 
+#include <atomic>
+#include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "common/outbox.h"
 #include "common/thread_pool.h"
+#include "prometheus/histogram.h"
 #include "services/jobs/adapter_addresses.h"
 #include "services/southbound/adapter_client.h"
 
@@ -34,6 +37,7 @@ struct SubmitItem {
   apb::SubmitReplicaRequest request;
   apb::ReplicaKey key;  // the request's, kept when the request is sent
   uint64_t term = 0;  // the job manager's term that decided it
+  std::chrono::steady_clock::time_point queued_at{};  // set by Dispatcher::Submit
 };
 
 class Dispatcher {
@@ -57,6 +61,12 @@ class Dispatcher {
                    std::function<void(absl::Status)> answered);
   // Drops what has not been sent (a step-down: the next term decides again).
   void Clear() { outboxes_.Clear(); }
+  // Where each replica's time goes from here (jc_handover_stage_seconds): its wait for a
+  // sender and its batch's call. Either may be null.
+  void SetTimings(prometheus::Histogram* outbox, prometheus::Histogram* call) {
+    outbox_time_.store(outbox);
+    call_time_.store(call);
+  }
 
  private:
   void SendBatches(const std::string& center);
@@ -66,6 +76,8 @@ class Dispatcher {
   ThreadPool* pool_;
   Answers answers_;
   Outboxes<SubmitItem> outboxes_{kBatch, kSendersPerCenter};
+  std::atomic<prometheus::Histogram*> outbox_time_{nullptr};
+  std::atomic<prometheus::Histogram*> call_time_{nullptr};
 };
 
 }  // namespace jc::jobs

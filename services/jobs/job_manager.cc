@@ -79,8 +79,15 @@ JobManager::JobManager(store::Store* store, scheduler::Scheduler* scheduler, reg
       dispatcher_(adapters, &addresses_, &pool_,
                   [this](const std::string& center, std::vector<SubmitItem> items,
                          std::vector<absl::StatusOr<apb::Replica>> results) {
-                    loop_.Post([this, center, items = std::move(items), results = std::move(results)]() mutable {
-                      OnSubmitAnswers(center, std::move(items), std::move(results));
+                    // The hand-over happened when the answer arrived: the loop may be busy
+                    // committing the next burst and take it a few milliseconds later.
+                    loop_.Post([this, center, items = std::move(items), results = std::move(results),
+                                posted = std::chrono::steady_clock::now(), answered_at = clock_->Now()]() mutable {
+                      if (metrics_) {
+                        metrics_->handover_loop->Observe(
+                            std::chrono::duration<double>(std::chrono::steady_clock::now() - posted).count());
+                      }
+                      OnSubmitAnswers(center, std::move(items), std::move(results), answered_at);
                     });
                   }),
       stager_(adapters, &addresses_, mover, &pool_),
@@ -482,7 +489,13 @@ void JobManager::Flush() {
   Burst burst = std::move(burst_);
   burst_ = Burst();
   // Messages that arrive during the commit gather into the next burst.
-  AfterCommit(burst, CommitBurst(jobs_, writes));
+  const auto write_start = std::chrono::steady_clock::now();
+  WriteOutcome outcome = CommitBurst(jobs_, writes);
+  if (metrics_) {
+    metrics_->handover_write->Observe(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - write_start).count());
+  }
+  AfterCommit(burst, outcome);
 }
 
 void JobManager::AfterCommit(Burst& burst, const WriteOutcome& outcome) {
@@ -1055,13 +1068,13 @@ void JobManager::ResendStops(absl::Time now) {
 // ---- Answers and events ----
 
 void JobManager::OnSubmitAnswers(const std::string& center, std::vector<SubmitItem> items,
-                                 std::vector<absl::StatusOr<apb::Replica>> results) {
+                                 std::vector<absl::StatusOr<apb::Replica>> results, absl::Time answered_at) {
   if (metrics_) metrics_->dispatch_batch->Observe(static_cast<double>(items.size()));
   for (size_t i = 0; i < items.size(); ++i) {
     // Answers to a term that ended are not applied: the next term asks again by key.
     if (items[i].term != term_ || !leading_) continue;
     // The job ended or moved on while the submit was under way: do not leave it running.
-    if (CompleteSubmit(items[i].dispatch, results[i])) burst_.stops.emplace_back(center, items[i].key);
+    if (CompleteSubmit(items[i].dispatch, results[i], answered_at)) burst_.stops.emplace_back(center, items[i].key);
   }
 }
 
@@ -1599,6 +1612,7 @@ void JobManager::DrainFor(v1::JobRecord& r) {
 void JobManager::EnableMetrics(prometheus::Registry& registry) {
   metrics_ = RegisterJobMetrics(registry);
   moves_.SetMetrics(metrics_.get());
+  dispatcher_.SetTimings(metrics_->handover_outbox, metrics_->handover_adapter_call);
   UpdateGauges();
 }
 
@@ -1774,7 +1788,8 @@ std::optional<apb::SubmitReplicaRequest> JobManager::SubmitRequest(const Dispatc
   return req;
 }
 
-bool JobManager::CompleteSubmit(const Dispatch& d, const absl::StatusOr<apb::Replica>& result) {
+bool JobManager::CompleteSubmit(const Dispatch& d, const absl::StatusOr<apb::Replica>& result,
+                                absl::Time answered_at) {
   auto it = active_.find(d.job_id);
   // Still this attempt on this center? (The adapter's event stream may already have
   // moved it on to pending or running.)
@@ -1790,7 +1805,8 @@ bool JobManager::CompleteSubmit(const Dispatch& d, const absl::StatusOr<apb::Rep
   absl::Time now = clock_->Now();
   JobEffects fx;
   if (result.ok()) {
-    ApplySubmitAccepted(job.record, d.replica, *result, now, &fx);
+    // Stamped when the answer came (never before the dispatch was recorded).
+    ApplySubmitAccepted(job.record, d.replica, *result, std::min(now, answered_at), &fx);
   } else if (rep->state() != v1::ReplicaRecord::DISPATCHING) {
     // Events already show it at the center: the error was about the answer, not the submit.
   } else if (Transient(result.status())) {

@@ -279,8 +279,10 @@ class JobManager {
                StopReply reply, std::optional<v1::AuditRecord> audit);
   // One scheduling cycle: places what waits, resends what failed for a passing reason.
   void OnTick();
+  // `answered_at`: when the adapter's answers arrived (the hand-over's time, t_s, whatever
+  // the loop was doing then).
   void OnSubmitAnswers(const std::string& center, std::vector<SubmitItem> items,
-                       std::vector<absl::StatusOr<apb::Replica>> results);
+                       std::vector<absl::StatusOr<apb::Replica>> results, absl::Time answered_at);
   void OnStaged(const Dispatch& d, uint64_t term, const absl::Status& staged);
   void OnEvent(const std::string& center, uint64_t term, const apb::ReplicaEvent& e);
   void OnReplicaRead(uint64_t term, const ReplicaTracker::Ask& ask, const absl::StatusOr<apb::Replica>& replica);
@@ -319,9 +321,9 @@ class JobManager {
   void SendDispatches(const std::vector<Dispatch>& dispatches);
   // The adapter request for a dispatch still current; nullopt when it moved on.
   std::optional<apb::SubmitReplicaRequest> SubmitRequest(const Dispatch& d);
-  // Applies the adapter's answer to one submit. True when the replica was accepted but
-  // its job moved on (stop it).
-  bool CompleteSubmit(const Dispatch& d, const absl::StatusOr<apb::Replica>& result);
+  // Applies the adapter's answer to one submit, which arrived at `answered_at`. True when
+  // the replica was accepted but its job moved on (stop it).
+  bool CompleteSubmit(const Dispatch& d, const absl::StatusOr<apb::Replica>& result, absl::Time answered_at);
   // Carries out what the state machine (job_state.h) decided for the job: reservations
   // reported and released in the scheduler's view, stops for after the write, the queue,
   // the metrics.

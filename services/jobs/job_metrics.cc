@@ -17,6 +17,18 @@ std::unique_ptr<JobMetrics> RegisterJobMetrics(prometheus::Registry& registry) {
                                  "center's senders were busy go together)")
                            .Register(registry)
                            .Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 4, 8, 16, 32, 64, 128, 256});
+  m->handover_stage = &prometheus::BuildHistogram()
+                           .Name("jc_handover_stage_seconds")
+                           .Help("Where the scheduling time goes between placement and hand-over, by stage: a "
+                                 "burst's commit (write), a replica's wait for a sender (outbox), a submit call to "
+                                 "an adapter (adapter_call), the answer's wait for the job manager's loop (loop)")
+                           .Register(registry);
+  const prometheus::Histogram::BucketBoundaries stage_buckets{0.0005, 0.001, 0.002, 0.005, 0.01, 0.025,
+                                                              0.05,   0.1,   0.25,  0.5,   1,    5};
+  m->handover_write = &m->handover_stage->Add({{"stage", "write"}}, stage_buckets);
+  m->handover_outbox = &m->handover_stage->Add({{"stage", "outbox"}}, stage_buckets);
+  m->handover_adapter_call = &m->handover_stage->Add({{"stage", "adapter_call"}}, stage_buckets);
+  m->handover_loop = &m->handover_stage->Add({{"stage", "loop"}}, stage_buckets);
   auto& scheduled = prometheus::BuildCounter()
                         .Name("jc_jobs_scheduled_total")
                         .Help("Jobs whose every sub-task was handed to a center (throughput N of formula 4)")

@@ -18,6 +18,16 @@ struct JobMetrics {
   prometheus::Counter* dispatch_transient;
   prometheus::Counter* dispatch_refused;
   prometheus::Histogram* dispatch_batch;
+  // Where T goes between placement and hand-over, by stage: {stage="write"} a burst's
+  // commit (the placements in it are dispatched only after it), "outbox" how long a replica
+  // waited for one of its center's senders, "adapter_call" a SubmitReplicas round trip
+  // (the adapter's own commit included), "loop" how long the adapter's answer waited for
+  // the job manager's loop.
+  prometheus::Family<prometheus::Histogram>* handover_stage;
+  prometheus::Histogram* handover_write;
+  prometheus::Histogram* handover_outbox;
+  prometheus::Histogram* handover_adapter_call;
+  prometheus::Histogram* handover_loop;
   prometheus::Gauge* queue_length;
   prometheus::Family<prometheus::Gauge>* jobs;
   prometheus::Family<prometheus::Counter>* ended;

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <regex>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -232,6 +233,27 @@ double Scheduled(httplib::Client& c, std::vector<std::pair<double, double>>* buc
     }
   }
   return n;
+}
+
+// A histogram's buckets and sum on /metrics: `series` is its name and labels' start, e.g.
+// `jc_handover_stage_seconds_bucket{stage="write",`.
+struct Buckets {
+  std::vector<std::pair<double, double>> le_count;
+  double sum = 0, count = 0;
+};
+Buckets ReadHistogram(httplib::Client& c, const std::string& name, const std::string& labels) {
+  Buckets out;
+  auto r = c.Get("/metrics");
+  if (!r) return out;
+  std::regex b(name + "_bucket\\{" + labels + ",le=\"([^\"]+)\"\\} ([0-9.e+]+)");
+  for (std::sregex_iterator it(r->body.begin(), r->body.end(), b), end; it != end; ++it) {
+    double le = (*it)[1] == "+Inf" ? 1e9 : std::stod((*it)[1]);
+    out.le_count.push_back({le, std::stod((*it)[2])});
+  }
+  std::smatch m;
+  if (std::regex_search(r->body, m, std::regex(name + "_sum\\{" + labels + "\\} ([0-9.e+-]+)"))) out.sum = std::stod(m[1]);
+  if (std::regex_search(r->body, m, std::regex(name + "_count\\{" + labels + "\\} ([0-9.e+]+)"))) out.count = std::stod(m[1]);
+  return out;
 }
 
 // Prometheus's histogram_quantile: linear within the bucket.
@@ -451,6 +473,11 @@ int main(int argc, char** argv) {
   }
   std::vector<std::pair<double, double>> before, after;
   double base = Scheduled(admin, &before);
+  const char* stages[] = {"write", "outbox", "adapter_call", "loop"};
+  std::map<std::string, Buckets> stages_before;
+  for (const char* stage : stages) {
+    stages_before[stage] = ReadHistogram(admin, "jc_handover_stage_seconds", std::string("stage=\"") + stage + "\"");
+  }
   int paced = offered * 5;
   std::atomic<int> sent{0};
   auto t0 = Clock::now();
@@ -474,6 +501,17 @@ int main(int argc, char** argv) {
               paced, offered, paced / load_s, 1000 * Quantile(0.5, after, before), 1000 * Quantile(0.99, after, before),
               slowest_us.load() / 1000.0);
   PrintStages(pg, schema, first_paced_seq, paced);
+  // The same stages from the job manager's own histograms, every job (a burst's commit and an
+  // adapter call are counted once each, whatever they carried).
+  std::printf("    hand-over stages (jc_handover_stage_seconds, mean / p50 / p99 ms):");
+  for (const char* stage : stages) {
+    Buckets now = ReadHistogram(admin, "jc_handover_stage_seconds", std::string("stage=\"") + stage + "\"");
+    const Buckets& was = stages_before[stage];
+    const double n = now.count - was.count;
+    std::printf(" %s %.2f / %.2f / %.2f (%.0f)%s", stage, n > 0 ? 1000 * (now.sum - was.sum) / n : 0.0,
+                1000 * Quantile(0.5, now.le_count, was.le_count), 1000 * Quantile(0.99, now.le_count, was.le_count), n,
+                std::string(stage) == "loop" ? "\n" : ";");
+  }
   (*app)->Shutdown();
   (*adapter)->Shutdown();
   std::filesystem::remove_all(dir);
