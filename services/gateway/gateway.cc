@@ -259,6 +259,18 @@ void Gateway::Install() {
   // The same /metrics, /healthz and /readyz as every process's admin server.
   InstallAdminEndpoints(s, metrics_, readiness_, options_.sees_tenants);
 
+  // A request with neither Content-Length nor Transfer-Encoding has no body (RFC 9112
+  // 6.3): `curl -X POST …/stop` sends such a request. cpp-httplib 0.11 would read a POST's
+  // or DELETE's body until the connection closed, so the client waited for the read
+  // timeout and got 400. Saying so in the request lets httplib read the empty body at
+  // once (the request is the server's own, const only in this hook's signature); the
+  // routes take an empty body as `{}` (ParseBody).
+  s.set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
+    if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
+      const_cast<httplib::Request&>(req).headers.emplace("Content-Length", "0");
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
   // Whatever httplib answers on its own (no route, 413 body too large, 400 unparsable
   // request) still gets the envelope, so clients parse one shape of error.
   s.set_error_handler(httplib::Server::HandlerWithResponse(
@@ -268,7 +280,7 @@ void Gateway::Install() {
     switch (res.status) {
       case 404: message = absl::StrCat("no route for ", req.method, " ", req.path); break;
       case 413: message = "request body is larger than the limit"; break;
-      case 400: message = "malformed HTTP request (a POST or PUT needs a body, even {})"; break;
+      case 400: message = "malformed HTTP request"; break;
       default: message = absl::StrCat("HTTP ", res.status);
     }
     res.set_content(MakeHttpErrorEnvelope(res.status, message), kJson);

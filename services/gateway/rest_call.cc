@@ -87,10 +87,11 @@ void NumbersToStringsInStringMaps(nlohmann::json& doc, const google::protobuf::D
 
 absl::Status ParseBody(const httplib::Request& request, google::protobuf::Message* message,
                        google::protobuf::FieldMask* mask) {
-  if (request.body.empty()) {
-    return absl::InvalidArgumentError("request body is required (a JSON object)");
-  }
-  nlohmann::json doc = nlohmann::json::parse(request.body, nullptr, /*allow_exceptions=*/false);
+  // No body (or only white space) is `{}`: `curl -X POST …/stop` sends none, and a request
+  // that needs fields says which are missing.
+  const bool blank = request.body.find_first_not_of(" \t\r\n") == std::string::npos;
+  nlohmann::json doc = blank ? nlohmann::json::object()
+                             : nlohmann::json::parse(request.body, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return absl::InvalidArgumentError("malformed JSON body");
   if (!doc.is_object()) return absl::InvalidArgumentError("request body must be a JSON object");
   NumbersToStringsInStringMaps(doc, message->GetDescriptor());

@@ -1,7 +1,14 @@
 // The whole control plane in one process (as `jointcloud --services=all` runs it), driven
 // over real HTTP on loopback and real gRPC over TCP.
 
+#include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
 
 #include <catch2/catch.hpp>
 
@@ -44,7 +51,87 @@ void ExpectError(const jc::testing::RestReply& r, int http, const std::string& c
   CHECK(r.body["data"].is_null());
 }
 
+// Sends `request` as it is (no header added, as `curl -X POST` without -d sends it) and
+// returns the response's status line and body, or "" when none came within `deadline`.
+struct RawReply {
+  std::string status_line;
+  json body;
+};
+RawReply RawRequest(int port, const std::string& request, std::chrono::milliseconds deadline) {
+  RawReply out;
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return out;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string got;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+    const auto until = std::chrono::steady_clock::now() + deadline;
+    while (true) {
+      // Done once the head and as much body as its Content-Length says have come.
+      size_t head_end = got.find("\r\n\r\n");
+      if (head_end != std::string::npos) {
+        size_t at = got.find("Content-Length: ");
+        size_t length = at == std::string::npos ? 0 : std::stoul(got.substr(at + 16));
+        if (got.size() >= head_end + 4 + length) {
+          out.status_line = got.substr(0, got.find("\r\n"));
+          out.body = json::parse(got.substr(head_end + 4, length), nullptr, false);
+          break;
+        }
+      }
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+      pollfd p{fd, POLLIN, 0};
+      if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+      char buf[4096];
+      ssize_t n = read(fd, buf, sizeof(buf));
+      if (n <= 0) break;
+      got.append(buf, static_cast<size_t>(n));
+    }
+  }
+  close(fd);
+  return out;
+}
+
 }  // namespace
+
+TEST_CASE("a POST or DELETE without a body (curl -X POST) is answered at once, its body taken as {} [A12][C5]",
+          "[A12][C5]") {
+  System s;
+  REQUIRE(s.rest->Post("/openapi/v1/centers", Center("bj1")).http_status == 200);
+  const std::string auth = "Authorization: Bearer " + s.admin_token + "\r\n";
+  // No Content-Length, no Transfer-Encoding: no body (RFC 9112 6.3). The connection stays
+  // open (keep-alive), so a server that waited for a body would answer only at its read
+  // timeout, with 400.
+  const auto quick = std::chrono::seconds(3);
+  RawReply beat = RawRequest(s.app->rest_port(),
+                             "POST /openapi/v1/centers/bj1/heartbeat HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n", quick);
+  INFO(beat.status_line << " " << beat.body.dump());
+  CHECK(beat.status_line == "HTTP/1.1 200 OK");
+  CHECK(beat.body["data"]["status"] == 1);
+  // A body-less create says which field is missing, not that the request was malformed.
+  RawReply create =
+      RawRequest(s.app->rest_port(), "POST /openapi/v1/centers HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n", quick);
+  INFO(create.body.dump());
+  CHECK(create.status_line == "HTTP/1.1 400 Bad Request");
+  CHECK(create.body["code"] == "INVALID_ARGUMENT");
+  CHECK(create.body["errorMsg"].get<std::string>().find("malformed") == std::string::npos);
+  // White space alone is no body either.
+  auto blank = s.rest->Send("POST", "/openapi/v1/centers/bj1/heartbeat", "  \n");
+  CHECK(blank.http_status == 200);
+  RawReply removed =
+      RawRequest(s.app->rest_port(), "DELETE /openapi/v1/centers/bj1 HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n", quick);
+  CHECK(removed.status_line == "HTTP/1.1 200 OK");
+  CHECK(s.rest->Get("/openapi/v1/centers/bj1").http_status == 404);
+  // A chunked body is still read as one.
+  RawReply chunked = RawRequest(s.app->rest_port(),
+                                "POST /openapi/v1/centers HTTP/1.1\r\nHost: x\r\n" + auth +
+                                    "Transfer-Encoding: chunked\r\n\r\n5\r\n[1,2]\r\n0\r\n\r\n",
+                                quick);
+  CHECK(chunked.status_line == "HTTP/1.1 400 Bad Request");
+  CHECK(chunked.body["errorMsg"].get<std::string>().find("JSON object") != std::string::npos);
+}
 
 TEST_CASE("centers over REST: create, get, patch, list, heartbeat, delete", "[A1][A12]") {
   System s;
