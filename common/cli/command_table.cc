@@ -6,6 +6,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/ascii.h"
 
 namespace jc::cli {
 namespace {
@@ -181,6 +183,19 @@ absl::StatusOr<Parsed> Parse(const Tool& tool, const std::vector<CommandInfo>& c
     return absl::InvalidArgumentError(absl::StrCat(tool.name, " ", name, ": unexpected argument \"",
                                                    positional[command->max_args], "\"; see ", tool.name, " ", name,
                                                    " --help"));
+  }
+  // An empty argument is a variable that was never set, most often by a command that
+  // failed (`job=$(jcctl job submit -q …)`): `jcctl job watch "$job"` would follow every
+  // job. A command line to run (args_end_flags) may hold empty words after its first.
+  std::vector<std::string> usage_words = absl::StrSplit(command->args_usage, ' ', absl::SkipEmpty());
+  for (size_t k = 0; k < positional.size(); ++k) {
+    if (!positional[k].empty() || (command->args_end_flags && k > 0)) continue;
+    std::string what = k < usage_words.size() ? std::string(absl::StripAsciiWhitespace(usage_words[k]))
+                                              : (usage_words.empty() ? "ARGUMENT" : usage_words.back());
+    what.erase(std::remove_if(what.begin(), what.end(), [](char c) { return c == '[' || c == ']' || c == '.'; }),
+               what.end());
+    return absl::InvalidArgumentError(absl::StrCat(tool.name, " ", name, ": ", what,
+                                                   " is empty (\"\"): was it set by a command that failed?"));
   }
   parsed.command = command_index;
   parsed.invocation.args = positional;

@@ -222,9 +222,11 @@ absl::StatusOr<std::vector<PlacementRequest>> RequestsForJob(const std::string& 
         }
       }
     }
-    if (task.replica_number() < 1 || task.replica_number() > kMaxReplicasPerTask) {
+    // Left out, one replica (as a create takes it: NormalizeCreate).
+    const int replicas = task.has_replica_number() ? task.replica_number() : 1;
+    if (replicas < 1 || replicas > kMaxReplicasPerTask) {
       return absl::InvalidArgumentError(absl::StrCat(where, ".replicaNumber: must be 1 to ", kMaxReplicasPerTask,
-                                                     ", got ", task.replica_number()));
+                                                     ", got ", replicas));
     }
     PlacementRequest base;
     base.job_id = job_id;
@@ -262,7 +264,7 @@ absl::StatusOr<std::vector<PlacementRequest>> RequestsForJob(const std::string& 
       }
       base.datasets.push_back(std::move(need));
     }
-    for (int r = 0; r < task.replica_number(); ++r) {
+    for (int r = 0; r < replicas; ++r) {
       PlacementRequest req = base;
       req.replica_index = r;
       out.push_back(std::move(req));

@@ -78,6 +78,10 @@ TEST_CASE("jcctl: bad input is one line on stderr and an exit code scripts can r
       {{"token", "create", "--ttl", "soon", "--server", "http://127.0.0.1:1"}, 2, "neither seconds nor a duration"},
       {{"center", "list", "--config", dir + "/nope.yaml"}, 2, "config: cannot read"},
       {{"completion", "fish"}, 2, "not a shell jcctl knows"},
+      // `job=$(jcctl job submit -q …)` failed, then `jcctl job watch "$job"`: not every job.
+      {{"job", "watch", ""}, 2, "JOB is empty"},
+      {{"job", "stop", ""}, 2, "JOB is empty"},
+      {{"dataset", "get", "imagenet", ""}, 2, "VERSION is empty"},
   };
   for (const auto& c : cases) {
     Ran r = Jcctl(dir, c.args);
@@ -144,13 +148,18 @@ TEST_CASE("jcctl runs a job from a YAML file to its end against a real control p
         "tasks:\n"
         "  - name: main\n"
         "    command: echo hello from $JC_TASK_INDEX; sleep 1\n"
-        "    resourceSpecId: cpu-1\n"
-        "    replicaNumber: 1\n");
+        "    resourceSpecId: cpu-1\n");  // replicaNumber left out: one
   Ran plan = Jcctl(dir, {"plan", "-f", dir + "/job.yaml"}, env);
   INFO(plan.err);
   CHECK(plan.code == 0);
   CHECK_THAT(plan.out, Catch::Contains("Placed"));
   CHECK_THAT(plan.out, Catch::Contains("-> local"));
+
+  // --project and the file's own project must agree.
+  Write(dir + "/vision.yaml", "name: v\nproject: vision\ntasks: [{name: t, command: 'true', resourceSpecId: cpu-1}]\n");
+  Ran clash = Jcctl(dir, {"job", "submit", "-f", dir + "/vision.yaml", "--project", "nlp"}, env);
+  CHECK(clash.code == 2);
+  CHECK_THAT(clash.err, Catch::Contains("the file names project \"vision\" and --project says \"nlp\""));
 
   Ran submitted = Jcctl(dir, {"job", "submit", "-f", dir + "/job.yaml", "-o", "json"}, env);
   INFO(submitted.err);

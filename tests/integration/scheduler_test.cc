@@ -222,6 +222,14 @@ TEST_CASE("plan: a dry run says where each replica would go and why, and changes
   auto again = s.rest->Post("/openapi/v1/scheduler/plan", job).body["data"];
   CHECK(again["replicas"][1]["centerId"] == "cheap");
 
+  // replicaNumber left out is one replica, as a create takes it.
+  json one = job;
+  one["tasks"][0].erase("replicaNumber");
+  auto single = s.rest->Post("/openapi/v1/scheduler/plan", one);
+  INFO(single.body.dump());
+  REQUIRE(single.http_status == 200);
+  CHECK(single.body["data"]["replicas"].size() == 1);
+
   json bad = job;
   bad["tasks"][0]["resourceSpecId"] = "tpu-9";
   ExpectError(s.rest->Post("/openapi/v1/scheduler/plan", bad), 400, "resourceSpecId");

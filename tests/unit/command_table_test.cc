@@ -78,6 +78,13 @@ TEST_CASE("command-line mistakes say what is wrong, naming the tool [B11][C5]") 
   CHECK(message({"center", "list", "--zone", "x"}) == "unknown flag --zone for \"tool center list\"; see --help");
   CHECK(message({"center", "list", "--region"}) == "flag --region needs a value");
   CHECK(message({"center", "list", "--json=maybe"}) == "flag --json takes no value");
+  // An empty argument is a variable a failed command never set (`jcctl job watch "$job"`).
+  CHECK(message({"center", "get", ""}) == "tool center get: CENTER is empty (\"\"): was it set by a command that failed?");
+  CHECK(message({"submit", ""}) == "tool submit: COMMAND is empty (\"\"): was it set by a command that failed?");
+  // A command line's own words may be empty after its first.
+  auto echo = Parse(TestTool(), Infos(table), {"submit", "echo", ""});
+  REQUIRE(echo.ok());
+  CHECK(echo->invocation.args == std::vector<std::string>{"echo", ""});
   auto help = Parse(TestTool(), Infos(table), {"center", "get", "--help"});
   REQUIRE(help.ok());
   CHECK(help->help);

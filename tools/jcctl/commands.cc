@@ -369,9 +369,24 @@ std::string DescribePlacement(const json& p) {
 
 // ---- Jobs ----
 
+// --project for a job file: the file's own `project`, when it names one, must agree.
+absl::Status WithProject(const Invocation& inv, json& doc) {
+  if (!inv.Has("project")) return absl::OkStatus();
+  const std::string project = inv.Get("project");
+  if (project.empty()) return absl::InvalidArgumentError("--project is empty");
+  if (doc.is_object() && doc.contains("project") && doc["project"].is_string() &&
+      !doc["project"].get<std::string>().empty() && doc["project"].get<std::string>() != project) {
+    return absl::InvalidArgumentError(absl::StrCat("the file names project \"", doc["project"].get<std::string>(),
+                                                   "\" and --project says \"", project, "\": leave one out"));
+  }
+  if (doc.is_object()) doc["project"] = project;
+  return absl::OkStatus();
+}
+
 int SubmitJob(Context& ctx, Client* client, const Invocation& inv) {
   auto doc = ReadDocument(inv.Get("file"));
   if (!doc.ok()) return ctx.Fail(doc.status());
+  if (absl::Status s = WithProject(inv, *doc); !s.ok()) return ctx.Fail(s);
   std::vector<std::pair<std::string, std::string>> headers;
   if (inv.Has("idempotency_key")) headers.emplace_back("Idempotency-Key", inv.Get("idempotency_key"));
   auto created = client->Call("POST", "/openapi/v1/trainjob", &*doc, headers);
@@ -732,6 +747,7 @@ std::vector<CommandSpec> Commands() {
 
   c.push_back({{"job", "submit"}, "", "Submit a training job from a file (the body of POST /openapi/v1/trainjob)",
                {kFile,
+                {"project", 0, true, "the job's project (the file's `project`; your only project when neither names one)"},
                 {"quiet", 'q', false, "print only the job id"},
                 {"idempotency_key", 0, true,
                  "a key of yours: submitting again with it (a retry after an error) returns the job it first made"}},
@@ -854,10 +870,12 @@ std::vector<CommandSpec> Commands() {
                  ctx.out() << DescribePlacement(*got);
                  return 0;
                })});
-  c.push_back({{"plan"}, "", "Dry run: where a job file would go now, and why, without submitting it", {kFile}, 0, 0,
+  c.push_back({{"plan"}, "", "Dry run: where a job file would go now, and why, without submitting it",
+               {kFile, {"project", 0, true, "the job's project, as for job submit"}}, 0, 0,
                WithClient([](Context& ctx, Client* client, const Invocation& inv) {
                  auto doc = ReadDocument(inv.Get("file"));
                  if (!doc.ok()) return ctx.Fail(doc.status());
+                 if (absl::Status s = WithProject(inv, *doc); !s.ok()) return ctx.Fail(s);
                  auto got = client->Call("POST", "/openapi/v1/scheduler/plan", &*doc);
                  if (!got.ok()) return ctx.Fail(got.status());
                  if (ctx.format() != Format::kTable) return Show(ctx, *got, {});
