@@ -132,8 +132,13 @@ absl::StatusOr<std::shared_ptr<const Principal>> CallAdmission::Caller(const Cal
     }
   }
   if (level->second.access == Access::kAdmin && !principal->IsAdmin()) {
-    return absl::PermissionDeniedError(
-        absl::StrCat(facts.method, " needs a federation admin; ", principal->name, " is not one"));
+    // Said in words a REST caller reads too: the method ("/jointcloud.v1.IdentityService/
+    // ListUsers") only in brackets, as "IdentityService.ListUsers".
+    std::string method(facts.method);
+    if (auto dot = method.rfind('.'); dot != std::string::npos) method = method.substr(dot + 1);
+    std::replace(method.begin(), method.end(), '/', '.');
+    return absl::PermissionDeniedError(absl::StrCat("only federation admins may do this (", method, "); ",
+                                                    principal->name, " is not one"));
   }
   if (limiter_ != nullptr && !principal->IsAdmin()) {
     if (absl::Status admitted = limiter_->Admit(principal->name); !admitted.ok()) return admitted;

@@ -11,8 +11,9 @@ namespace {
 using grpc::ServerContext;
 using grpc::Status;
 
-// Every method but WhoAmI is for federation admins (the access table says so, and each
-// handler still takes its caller, so a call the interceptor did not admit does nothing).
+// Every method but WhoAmI, GetProject (a project's members), memberships (a project's
+// owners) and a user's own tokens is for federation admins (the access table says so, and
+// each handler still takes its caller, so a call the interceptor did not admit does nothing).
 class IdentityService final : public v1::IdentityService::Service {
  public:
   IdentityService(IdentityStore* s, audit::AuditLog* audit) : s_(s), audit_(audit) {}
@@ -51,7 +52,13 @@ class IdentityService final : public v1::IdentityService::Service {
   }
   Status GetProject(ServerContext* ctx, const v1::GetProjectRequest* req, v1::Project* resp) override {
     JC_GRPC_CALLER(caller, ctx);
-    return Reply(Admin(caller, "reading a project", [&] { return s_->GetProject(req->name()); }), resp);
+    // Its members see it, its quota and budget with it (as `sshare` shows a Slurm account's
+    // limits to its users); to anyone else the same answer whether it exists or not.
+    if (!caller.HasRole(req->name(), auth::ProjectRole::kViewer)) {
+      return ToGrpcStatus(absl::PermissionDeniedError(absl::StrCat(
+          "only federation admins and the members of project ", req->name(), " read it; ", caller.name, " is not one")));
+    }
+    return Reply(s_->GetProject(req->name()), resp);
   }
   Status ListProjects(ServerContext* ctx, const v1::ListProjectsRequest* req, v1::ListProjectsResponse* resp) override {
     JC_GRPC_CALLER(caller, ctx);

@@ -1404,6 +1404,14 @@ void JobManager::SetBudgets(std::string month, std::map<std::string, v1::Project
       g.Set(b.monthly());
       budget_gauges_.push_back(&g);
     }
+    for (auto it = budget_ratio_gauges_.begin(); it != budget_ratio_gauges_.end();) {
+      if (budgets.count(it->first) > 0) {
+        ++it;
+        continue;
+      }
+      metrics_->budget_used_ratio->Remove(it->second);
+      it = budget_ratio_gauges_.erase(it);
+    }
   }
   admission_.SetBudgets(std::move(month), std::move(budgets), std::move(ended));
 }
@@ -1433,7 +1441,7 @@ void JobManager::RecountAdmission() {
   for (const auto& [id, job] : active_) admission_.Count(job.record);
   for (const auto& c : burst_.creates) admission_.Count(c.job.record);
   for (const auto& c : admission_.EndRecount()) {
-    spdlog::warn("job manager: project {} has spent {:.2f} of its monthly budget of {:.2f} ({}%){}", c.project,
+    spdlog::warn("job manager: project {} has spent {:.6g} of its monthly budget of {:.6g} ({}%){}", c.project,
                  c.spent, c.budget, c.percent,
                  admission_.budgets().at(c.project).hard() && c.percent >= 100 ? ": new jobs are refused" : "");
     if (metrics_) {
@@ -1442,7 +1450,9 @@ void JobManager::RecountAdmission() {
   }
   if (metrics_) {
     for (const auto& [project, b] : admission_.budgets()) {
-      metrics_->budget_used_ratio->Add({{"project", project}}).Set(admission_.UsedRatio(project));
+      prometheus::Gauge*& gauge = budget_ratio_gauges_[project];
+      if (gauge == nullptr) gauge = &metrics_->budget_used_ratio->Add({{"project", project}});
+      gauge->Set(admission_.UsedRatio(project));
     }
   }
   // Jobs a hard budget stops: all of a project's that reached it and asked for stop_running;

@@ -463,6 +463,9 @@ class JobManager {
   // Quotas and budgets (admission.h): fed the jobs once a cycle, asked once per create.
   Admission admission_{&catalog_view_};
   std::vector<prometheus::Gauge*> budget_gauges_;
+  // jc_project_budget_used_ratio by project: removed with the project's budget, so that its
+  // alert stops firing.
+  std::map<std::string, prometheus::Gauge*> budget_ratio_gauges_;
   // Puts the budgets read from the store in force and on /metrics.
   void SetBudgets(std::string month, std::map<std::string, v1::ProjectBudget> budgets,
                   std::map<std::string, double> ended);

@@ -91,7 +91,8 @@ std::shared_ptr<const auth::MethodAccess> ControlPlaneAccess() {
       {"/jointcloud.v1.IdentityService/DeleteUser", kAdminChange},
       {"/jointcloud.v1.IdentityService/SetMembership", kAnyChange},  // admins, or the project's owners,
       {"/jointcloud.v1.IdentityService/CreateProject", kAdminChange},
-      {"/jointcloud.v1.IdentityService/GetProject", kAdmin},
+      // A project's members read it (its quota and budget); checked by the handler.
+      {"/jointcloud.v1.IdentityService/GetProject", kAny},
       {"/jointcloud.v1.IdentityService/ListProjects", kAdmin},
       {"/jointcloud.v1.IdentityService/DeleteProject", kAdminChange},
       {"/jointcloud.v1.IdentityService/SetProjectQuota", kAdminChange},

@@ -1667,11 +1667,39 @@ TEST_CASE("project budgets: a hard budget refuses new jobs once spent, a soft on
     return m.find(R"(jc_project_budget_alerts_total{project="vision",threshold="100"} 1)") != std::string::npos &&
            m.find(R"(jc_project_budget_alerts_total{project="nlp",threshold="100"} 1)") != std::string::npos;
   }));
-  // Hard: refused with what was spent, and nothing written.
-  ExpectError(submit(*alice, "more", "true"), 429, "hard monthly budget");
+  // Hard: refused with what was spent, and nothing written. A budget of 0.0001 is not
+  // "spent 0.00 of 0.00": the figures keep their digits.
+  auto refused = submit(*alice, "more", "true");
+  ExpectError(refused, 429, "hard monthly budget");
+  CHECK_THAT(refused.body["errorMsg"].get<std::string>(), Catch::Contains("budget of 0.0001 "));
+  CHECK(std::regex_search(refused.body["errorMsg"].get<std::string>(), std::regex("has spent 0\\.000[1-9]")));
   // Soft: still admitted.
   auto soft = submit(*bob, "more", "true");
   CHECK(soft.http_status == 200);
+
+  // A project's members read its budget; others are refused in the same words whether the
+  // project exists or not, and no refusal names a gRPC method.
+  auto own = alice->Get("/openapi/v1/projects/vision");
+  INFO(own.body.dump());
+  REQUIRE(own.http_status == 200);
+  CHECK(own.body["data"]["budget"]["monthly"] == 0.0001);
+  CHECK(own.body["data"]["budget"]["hard"] == true);
+  auto other = bob->Get("/openapi/v1/projects/vision");
+  ExpectError(other, 403, "only federation admins and the members of project vision");
+  CHECK(other.body["errorMsg"].get<std::string>().find("jointcloud.v1") == std::string::npos);
+  ExpectError(bob->Get("/openapi/v1/projects/nowhere"), 403, "only federation admins and the members of project nowhere");
+  auto users = bob->Get("/openapi/v1/users");
+  ExpectError(users, 403, "only federation admins may do this");
+  CHECK(users.body["errorMsg"].get<std::string>().find("jointcloud.v1") == std::string::npos);
+  // A budget removed takes its gauges with it, so its alert stops firing.
+  REQUIRE(n.rest->Raw("/metrics").find(R"(jc_project_budget_used_ratio{project="nlp"})") != std::string::npos);
+  Network::Must(n.rest->Send("PUT", "/openapi/v1/projects/nlp/budget", R"({"monthly": 0})"));
+  CHECK(jc::testing::WaitUntil([&] {
+    std::string m = n.rest->Raw("/metrics");
+    return m.find(R"(jc_project_budget_used_ratio{project="nlp"})") == std::string::npos &&
+           m.find(R"(jc_project_budget{project="nlp"})") == std::string::npos;
+  }));
+  CHECK(n.rest->Raw("/metrics").find(R"(jc_project_budget_used_ratio{project="vision"})") != std::string::npos);
 
   // A project that asked for it: its running job is stopped at its hard budget. The job
   // runs before the budget is set (a job expected to cost more than the budget would not be

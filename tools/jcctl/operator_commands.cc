@@ -151,7 +151,7 @@ std::vector<CommandSpec> OperatorCommands() {
   // ---- Projects ----
   c.push_back({{"project", "list"}, "", "List projects with their quotas and budgets (admins)", ListFlags(), 0, 0,
                ListCommand(kProjects, "projects", false, ProjectColumns())});
-  c.push_back({{"project", "get"}, "PROJECT", "One project (admins)", {}, 1, 1, GetCommand(kProjects, ProjectColumns())});
+  c.push_back({{"project", "get"}, "PROJECT", "One project with its quota and budget (admins and the project's members)", {}, 1, 1, GetCommand(kProjects, ProjectColumns())});
   c.push_back({{"project", "create"}, "PROJECT", "Create a project (admins)",
                {{"description", 0, true, "what the project is"}}, 1, 1,
                WithClient([kProjects](Context& ctx, Client* client, const Invocation& inv) {
