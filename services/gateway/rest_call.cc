@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "services/gateway/unknown_field.h"
 
 namespace jc::gateway {
 namespace {
@@ -52,13 +53,6 @@ ServingFacts CurrentServingFacts() {
 
 namespace {
 
-const google::protobuf::FieldDescriptor* FieldNamed(const google::protobuf::Descriptor* desc, const std::string& key) {
-  const auto* field = desc->FindFieldByName(key);
-  for (int i = 0; field == nullptr && i < desc->field_count(); ++i) {
-    if (desc->field(i)->json_name() == key) field = desc->field(i);
-  }
-  return field;
-}
 
 // A map of strings written with numbers (`"resource_quantity": {"cpu": 16}`, as YAML and
 // people write quantities) takes them as their text: protobuf's JSON mapping would refuse
@@ -66,7 +60,7 @@ const google::protobuf::FieldDescriptor* FieldNamed(const google::protobuf::Desc
 void NumbersToStringsInStringMaps(nlohmann::json& doc, const google::protobuf::Descriptor* desc) {
   using google::protobuf::FieldDescriptor;
   for (auto& [key, value] : doc.items()) {
-    const FieldDescriptor* field = FieldNamed(desc, key);
+    const FieldDescriptor* field = FieldOfJsonKey(desc, key);
     if (field == nullptr || field->type() != FieldDescriptor::TYPE_MESSAGE) continue;
     if (field->is_map()) {
       if (!value.is_object() || field->message_type()->map_value()->type() != FieldDescriptor::TYPE_STRING) continue;
@@ -94,12 +88,17 @@ absl::Status ParseBody(const httplib::Request& request, google::protobuf::Messag
                              : nlohmann::json::parse(request.body, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return absl::InvalidArgumentError("malformed JSON body");
   if (!doc.is_object()) return absl::InvalidArgumentError("request body must be a JSON object");
+  // A field the message lacks, said with where it is and the name meant (protobuf's parser
+  // says only "Cannot find field.").
+  if (auto unknown = FindUnknownField(doc, message->GetDescriptor())) {
+    return absl::InvalidArgumentError(unknown->Message());
+  }
   NumbersToStringsInStringMaps(doc, message->GetDescriptor());
   JC_RETURN_IF_ERROR(JsonToProto(doc.dump(), message));
   if (mask != nullptr) {
     const auto* desc = message->GetDescriptor();
     for (const auto& item : doc.items()) {
-      if (const auto* field = FieldNamed(desc, item.key()); field != nullptr) mask->add_paths(field->name());
+      if (const auto* field = FieldOfJsonKey(desc, item.key()); field != nullptr) mask->add_paths(field->name());
     }
   }
   return absl::OkStatus();

@@ -155,6 +155,22 @@ TEST_CASE("jcctl runs a job from a YAML file to its end against a real control p
   CHECK_THAT(plan.out, Catch::Contains("Placed"));
   CHECK_THAT(plan.out, Catch::Contains("-> local"));
 
+  // A misspelt field: the file's line, where it is, and the name meant.
+  Write(dir + "/typo.yaml",
+        "name: typo\n"
+        "tasks:\n"
+        "  - name: main\n"
+        "    resourceSpecId: cpu-1\n"
+        "    comand: 'true'\n");
+  Ran typo = Jcctl(dir, {"job", "submit", "-f", dir + "/typo.yaml"}, env);
+  CHECK(typo.code == 2);
+  CHECK_THAT(typo.err, Catch::Contains("typo.yaml line 5: tasks[0].comand: no such field; did you mean \"command\"?"));
+  // A field left out: the line of what holds it.
+  Write(dir + "/nocommand.yaml", "name: x\ntasks:\n  - name: main\n    resourceSpecId: cpu-1\n");
+  Ran no_command = Jcctl(dir, {"job", "submit", "-f", dir + "/nocommand.yaml"}, env);
+  CHECK(no_command.code == 2);
+  CHECK_THAT(no_command.err, Catch::Contains("nocommand.yaml line 3: tasks[0].command: a task needs a command"));
+
   // --project and the file's own project must agree.
   Write(dir + "/vision.yaml", "name: v\nproject: vision\ntasks: [{name: t, command: 'true', resourceSpecId: cpu-1}]\n");
   Ran clash = Jcctl(dir, {"job", "submit", "-f", dir + "/vision.yaml", "--project", "nlp"}, env);

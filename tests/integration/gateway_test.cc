@@ -214,7 +214,12 @@ TEST_CASE("bad input gets the envelope and changes nothing", "[A1][A2][A12][C5]"
   ExpectError(s.rest->Send("POST", "/openapi/v1/centers", "[1,2]"), 400, "INVALID_ARGUMENT",
               "JSON object");
   ExpectError(s.rest->Send("POST", "/openapi/v1/centers", R"({"ai_center_id":"z","nmae":"typo"})"),
-              400, "INVALID_ARGUMENT", "nmae");
+              400, "INVALID_ARGUMENT", "nmae: no such field; did you mean \"name\"?");
+  // Inside: where it is; far from every name: what the object may hold.
+  ExpectError(s.rest->Send("POST", "/openapi/v1/centers", R"({"ai_center_id":"z","capacity":{"gpus":1}})"),
+              400, "INVALID_ARGUMENT", "capacity.gpus: no such field; did you mean \"gpu\"?");
+  ExpectError(s.rest->Send("POST", "/openapi/v1/centers", R"({"ai_center_id":"z","colour":"red"})"), 400,
+              "INVALID_ARGUMENT", "colour: no such field (the fields here: ");
   json huge = Center("big");
   huge["labels"] = {{"pad", std::string(1100000, 'p')}};
   ExpectError(s.rest->Post("/openapi/v1/centers", huge), 413, "PAYLOAD_TOO_LARGE", "limit");

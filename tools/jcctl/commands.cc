@@ -6,6 +6,7 @@
 #include <cctype>
 #include <chrono>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -154,6 +155,9 @@ std::string Query(const Invocation& inv, const std::vector<std::pair<std::string
   }
   return out;
 }
+
+// Where in the job file a refusal's field is (defined below).
+absl::Status WithFileLine(const absl::Status& status, const std::string& path);
 
 namespace {
 
@@ -390,7 +394,7 @@ int SubmitJob(Context& ctx, Client* client, const Invocation& inv) {
   std::vector<std::pair<std::string, std::string>> headers;
   if (inv.Has("idempotency_key")) headers.emplace_back("Idempotency-Key", inv.Get("idempotency_key"));
   auto created = client->Call("POST", "/openapi/v1/trainjob", &*doc, headers);
-  if (!created.ok()) return ctx.Fail(created.status());
+  if (!created.ok()) return ctx.Fail(WithFileLine(created.status(), inv.Get("file")));
   if (inv.Has("quiet")) {
     ctx.out() << created->value("jobId", "") << "\n";  // for job=$(jcctl job submit -q ...)
     return 0;
@@ -675,6 +679,86 @@ absl::StatusOr<json> ReadDocument(const std::string& path) {
   }
 }
 
+// The line of the file a server's refusal names a field of ("tasks[1].comand: no such
+// field …"): the file's key at that path, when it is YAML or JSON laid out in lines. The
+// status as it came when the path is not found (or the file was stdin).
+absl::Status WithFileLine(const absl::Status& status, const std::string& path) {
+  if (status.code() != absl::StatusCode::kInvalidArgument || path.empty() || path == "-") return status;
+  const std::string message(status.message());
+  const size_t colon = message.find(": ");
+  if (colon == std::string::npos) return status;
+  const std::string where = message.substr(0, colon);
+  if (where.empty() || where.find(' ') != std::string::npos) return status;  // not a field's path
+  YAML::Node node;
+  try {
+    node = YAML::LoadFile(path);  // JSON is YAML too
+  } catch (const YAML::Exception&) {
+    return status;
+  }
+  // "tasks[1].comand", "labels[\"a.b\"]": keys and indexes in order.
+  // The deepest part found: a field left out is told at the line of what holds it.
+  std::optional<YAML::Mark> mark;
+  [&] {
+  size_t i = 0;
+  while (i < where.size() && node.IsDefined()) {
+    if (where[i] == '.') ++i;
+    if (where[i] == '[') {
+      size_t end = where.find(']', i);
+      if (end == std::string::npos) return;
+      std::string inside = where.substr(i + 1, end - i - 1);
+      i = end + 1;
+      if (inside.size() >= 2 && inside.front() == '"') {
+        inside = inside.substr(1, inside.size() - 2);
+      } else if (size_t index = 0; absl::SimpleAtoi(inside, &index) && node.IsSequence() && index < node.size()) {
+        node.reset(node[index]);  // rebinds (operator= would write into the tree)
+        mark = node.Mark();
+        continue;
+      } else {
+        return;
+      }
+      if (!node.IsMap()) return;
+      bool found = false;
+      for (auto it = node.begin(); it != node.end(); ++it) {
+        if (it->first.Scalar() == inside) {
+          mark = it->first.Mark();
+          node.reset(it->second);
+          found = true;
+          break;
+        }
+      }
+      if (!found) return;
+      continue;
+    }
+    size_t end = where.find_first_of(".[", i);
+    std::string key = where.substr(i, end == std::string::npos ? std::string::npos : end - i);
+    i = end == std::string::npos ? where.size() : end;
+    if (!node.IsMap()) return;
+    bool found = false;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      // The server names fields by their JSON names; a file may spell them snake_case.
+      std::string spelled = it->first.Scalar();
+      std::string camel;
+      for (size_t k = 0; k < spelled.size(); ++k) {
+        if (spelled[k] == '_' && k + 1 < spelled.size()) {
+          camel += static_cast<char>(std::toupper(static_cast<unsigned char>(spelled[++k])));
+        } else {
+          camel += spelled[k];
+        }
+      }
+      if (spelled == key || camel == key) {
+        mark = it->first.Mark();
+        node.reset(it->second);
+        found = true;
+        break;
+      }
+    }
+    if (!found) return;
+  }
+  }();
+  if (!mark.has_value() || mark->line < 0) return status;
+  return absl::InvalidArgumentError(absl::StrCat(path, " line ", mark->line + 1, ": ", message));
+}
+
 std::vector<CommandSpec> Commands() {
   const std::string kCenters = "/openapi/v1/centers";
   const std::string kSpecs = "/openapi/v1/resourcespecs";
@@ -877,7 +961,7 @@ std::vector<CommandSpec> Commands() {
                  if (!doc.ok()) return ctx.Fail(doc.status());
                  if (absl::Status s = WithProject(inv, *doc); !s.ok()) return ctx.Fail(s);
                  auto got = client->Call("POST", "/openapi/v1/scheduler/plan", &*doc);
-                 if (!got.ok()) return ctx.Fail(got.status());
+                 if (!got.ok()) return ctx.Fail(WithFileLine(got.status(), inv.Get("file")));
                  if (ctx.format() != Format::kTable) return Show(ctx, *got, {});
                  ctx.out() << DescribePlacement(*got);
                  return 0;
