@@ -57,5 +57,10 @@ absl::StatusOr<DocPage> ListDocs(Store& store, absl::string_view table,
                                  const std::vector<Condition>& conditions,
                                  const std::string& page_token, int requested_page_size,
                                  absl::string_view tie_column = "");
+// The same, highest id first (a table whose ids grow with time: newest first). Its page
+// tokens are its own: one of the other order is refused.
+absl::StatusOr<DocPage> ListDocsDescending(Store& store, absl::string_view table,
+                                           const std::vector<Condition>& conditions,
+                                           const std::string& page_token, int requested_page_size);
 
 }  // namespace jc::store

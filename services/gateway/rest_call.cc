@@ -81,9 +81,17 @@ void NumbersToStringsInStringMaps(nlohmann::json& doc, const google::protobuf::D
 
 absl::Status ParseBody(const httplib::Request& request, google::protobuf::Message* message,
                        google::protobuf::FieldMask* mask) {
-  // No body (or only white space) is `{}`: `curl -X POST …/stop` sends none, and a request
-  // that needs fields says which are missing.
+  // No body (or only white space) is `{}` for a POST or DELETE: `curl -X POST …/stop`
+  // sends none, and a request that needs fields says which are missing. A PUT or PATCH
+  // sets what its body says: without one it would set every field to its default (an
+  // empty update mask is "every field"), so it is refused.
   const bool blank = request.body.find_first_not_of(" \t\r\n") == std::string::npos;
+  if (blank && (request.method == "PUT" || request.method == "PATCH")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a ", request.method,
+        " needs a body: the fields to set, as a JSON object (a body sent without Content-Length or chunked "
+        "encoding is not read)"));
+  }
   nlohmann::json doc = blank ? nlohmann::json::object()
                              : nlohmann::json::parse(request.body, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return absl::InvalidArgumentError("malformed JSON body");

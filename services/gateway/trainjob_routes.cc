@@ -57,15 +57,17 @@ std::vector<Route> TrainJobRoutes(std::shared_ptr<grpc::Channel> channel, LocalS
                       if (r.has_header("Idempotency-Key")) req.set_idempotency_key(r.get_header_value("Idempotency-Key"));
                       return IfOk(s, [&] { return jobs->Call(&S::CreateTrainJob, &H::CreateTrainJob, "CreateTrainJob", req); });
                     }});
-  routes.push_back({"GET", base, "trainjob", "List jobs, paged, by user and status", nullptr,
+  routes.push_back({"GET", base, "trainjob", "List jobs, newest first, paged, by user, status and project", nullptr,
                     v1::ListTrainJobsResponse::descriptor(), kCamel,
                     {{"userName", "string", "only this user's jobs"},
                      {"status", "string", "pending, running, completed or failed"},
                      {"project", "string", "only this project's jobs"},
+                     {"order", "string", "newest (the default: newest job first) or oldest"},
                      {"pageSize", "integer", "items per page (default 100, at most 1000)"},
-                     {"pageToken", "string", "nextPageToken of the previous page"}},
+                     {"pageToken", "string", "nextPageToken of the previous page (of the same order)"}},
                     [jobs](const httplib::Request& r, const std::vector<std::string>&) {
                       v1::ListTrainJobsRequest req;
+                      req.set_order(QueryString(r, "order"));
                       req.set_user_name(QueryString(r, "userName"));
                       req.set_status(QueryString(r, "status"));
                       req.set_project(QueryString(r, "project"));

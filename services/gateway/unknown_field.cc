@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 
 namespace jc::gateway {
@@ -36,14 +37,49 @@ size_t Distance(const std::string& a, const std::string& b) {
 // Struct any object, ...): their insides are protobuf's to judge.
 bool OpaqueInJson(const Descriptor* desc) { return absl::StartsWith(desc->full_name(), "google.protobuf."); }
 
+// A key as a path shows it: plain when it is a name, else quoted in brackets (`["a.b"]`),
+// so that a key holding dots or brackets is not taken for a path; control characters
+// and quotes escaped, and at most 64 characters of it.
+// A key quoted in brackets (`["a.b"]`): control characters, quotes and backslashes
+// escaped, at most 64 characters of it.
+std::string Bracketed(const std::string& key) {
+  std::string shown;
+  for (size_t i = 0; i < key.size() && i < 64; ++i) {
+    const unsigned char c = static_cast<unsigned char>(key[i]);
+    if (c < 0x20 || c == 0x7f || c == '"' || c == '\\') {
+      absl::StrAppend(&shown, absl::StrFormat("\\x%02x", c));
+    } else {
+      shown += static_cast<char>(c);
+    }
+  }
+  if (key.size() > 64) shown += "...";
+  return absl::StrCat("[\"", shown, "\"]");
+}
+
+// A key as a path shows it: plain when it is a name, else bracketed, so that a key
+// holding dots or brackets is not taken for a path.
+std::string PathPart(const std::string& path, const std::string& key) {
+  const bool plain = !key.empty() && key.size() <= 64 && std::all_of(key.begin(), key.end(), [](char c) {
+    return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+  });
+  if (plain) return path.empty() ? key : absl::StrCat(path, ".", key);
+  return absl::StrCat(path, Bracketed(key));
+}
+
 UnknownField Describe(const std::string& path, const std::string& key, const Descriptor* desc) {
   UnknownField out;
-  out.path = path.empty() ? key : absl::StrCat(path, ".", key);
+  out.path = PathPart(path, key);
   std::vector<std::string> names;
   size_t best = std::string::npos;
+  size_t longest = 0;
+  for (int i = 0; i < desc->field_count(); ++i) longest = std::max(longest, desc->field(i)->name().size());
+  // A key far longer than any name is near none of them (and measuring a megabyte-long
+  // key against every name would cost a request's worth of CPU many times over).
+  const bool may_be_near = key.size() <= 2 * longest + 2;
   for (int i = 0; i < desc->field_count(); ++i) {
     const std::string& name = desc->field(i)->json_name();
     names.push_back(name);
+    if (!may_be_near) continue;
     for (const std::string& spelling : {name, desc->field(i)->name()}) {
       size_t d = Distance(key, spelling);
       // Near: a slip of a third of the name at most (two letters in a short one).
@@ -74,7 +110,9 @@ std::optional<UnknownField> Walk(const nlohmann::json& doc, const Descriptor* de
         continue;
       }
       for (const auto& [k, v] : value.items()) {
-        if (auto found = Walk(v, mapped->message_type(), absl::StrCat(here, "[\"", k, "\"]"), depth + 1)) return found;
+        if (auto found = Walk(v, mapped->message_type(), absl::StrCat(here, Bracketed(k)), depth + 1)) {
+          return found;
+        }
       }
       continue;
     }

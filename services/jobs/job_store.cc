@@ -199,7 +199,15 @@ absl::StatusOr<std::pair<std::vector<v1::JobRecord>, std::string>> JobStore::Lis
     }
     conditions.push_back({"status = $?", req.status()});
   }
-  JC_ASSIGN_OR_RETURN(store::DocPage page, store::ListDocs(*store_, "jobs", conditions, req.page_token(), req.page_size()));
+  // Job ids grow with their creation (job-%08d of the sequence): by id is by age.
+  if (!req.order().empty() && req.order() != "newest" && req.order() != "oldest") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("order \"", req.order(), "\" is not an order of jobs: newest (the default) or oldest"));
+  }
+  JC_ASSIGN_OR_RETURN(store::DocPage page,
+                      req.order() == "oldest"
+                          ? store::ListDocs(*store_, "jobs", conditions, req.page_token(), req.page_size())
+                          : store::ListDocsDescending(*store_, "jobs", conditions, req.page_token(), req.page_size()));
   std::vector<v1::JobRecord> jobs;
   for (const auto& doc : page.docs) {
     JC_ASSIGN_OR_RETURN(auto job, store::DecodeAnyDoc<v1::JobRecord>(doc));

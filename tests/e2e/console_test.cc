@@ -95,11 +95,14 @@ TEST_CASE("the operator console, signed in through its form and never by a link,
 
   // A person signs in through the form (issue 49 item 11) and opens each page in that tab.
   const std::string injected_link = "#/plan?spec=%3Cimg%20src%3Dx%20id%3Dinjected%3E&name=%22%3E%3Cb%20id%3Dbold%3E&command=%3Cscript%3E";
+  // The second page of two jobs a page, as the API gives it (newest first).
+  const std::string second_page = rest.Get("/openapi/v1/trainjob?pageSize=2").body["data"].value("nextPageToken", "");
+  REQUIRE_FALSE(second_page.empty());
   const std::vector<jc::testing::BrowserStep> steps = {
       {"#/centers", {"Centers (3)", "signed in as admin"}, shots + "/centers.png"},
       {"#/queue", {"Queue: 1 waiting"}, shots + "/queue.png"},
       {"#/jobs/" + waiting_id, {"id=\"stop-job\""}},
-      {"#/jobs", {"Jobs (3)"}, shots + "/jobs.png"},
+      {"#/jobs", {"Jobs, newest first: 3 on page 1"}, shots + "/jobs.png"},
       {"#/jobs/" + done[0], {"hello-console-0", "ended  completed (was ", "badge succeeded"}, shots + "/job.png"},
       {"#/plan?spec=cpu-1&replicas=2&command=true&duration=90", {"badge chosen", "id=\"expected-durations\""},
        shots + "/plan.png"},
@@ -107,6 +110,10 @@ TEST_CASE("the operator console, signed in through its form and never by a link,
       {injected_link, {"id=\"plan-error\""}},
       {"#/charts", {"Throughput: jobs scheduled per second"}, shots + "/charts.png"},
       {"#/usage", {"Cost by day"}, shots + "/usage.png"},
+      // Jobs a page at a time, and filtered (issue 49 item 2).
+      {"#/jobs?size=2", {"Jobs, newest first: 2 on page 1", "id=\"older\""}},
+      {"#/jobs?size=2&before=" + second_page + "&page=2", {"Jobs, newest first: 1 on page 2", "id=\"newest\""}},
+      {"#/jobs?status=pending", {"Jobs, newest first: 1 on page 1 (filtered)"}},
   };
   const jc::testing::BrowserRun run = jc::testing::Browse(JC_SOURCE_DIR, JC_BROWSER_TOOLS, dir, base, token, steps);
   INFO(run.sign_in_error);
@@ -146,11 +153,27 @@ TEST_CASE("the operator console, signed in through its form and never by a link,
     // A job not ended has a Stop button (confirmed before it stops anything); an ended one has none.
     CHECK_THAT(run.pages[2].dom, Catch::Contains("id=\"stop-job\""));
   }
-  {  // jobs: every job with its status and centers
+  {  // jobs: every job with its status and centers, the newest first
     const std::string& dom = run.pages[3].dom;
-    CHECK_THAT(dom, Catch::Contains("Jobs (3)"));
+    CHECK_THAT(dom, Catch::Contains("Jobs, newest first: 3 on page 1"));
     for (const auto& id : done) CHECK_THAT(dom, Catch::Contains(id));
     CHECK_THAT(dom, Catch::Contains("badge completed"));
+    CHECK(dom.find(waiting_id) < dom.find(done[1]));
+    CHECK(dom.find(done[1]) < dom.find(done[0]));
+    CHECK_THAT(dom, Catch::Contains("no older jobs"));
+    // Two a page: the two newest, then the oldest on the second page.
+    const std::string& first = run.pages[10].dom;
+    CHECK_THAT(first, Catch::Contains(waiting_id));
+    CHECK_THAT(first, Catch::Contains(done[1]));
+    CHECK_THAT(first, !Catch::Contains(done[0]));
+    const std::string& second = run.pages[11].dom;
+    CHECK_THAT(second, Catch::Contains(done[0]));
+    CHECK_THAT(second, !Catch::Contains(done[1]));
+    CHECK_THAT(second, Catch::Contains("no older jobs"));
+    // Filtered by status: the waiting job alone.
+    const std::string& pending = run.pages[12].dom;
+    CHECK_THAT(pending, Catch::Contains(waiting_id));
+    CHECK_THAT(pending, !Catch::Contains(done[0]));
   }
   {  // a job: replicas and centers, the placement's explanation, its events and a replica's log
     const std::string& dom = run.pages[4].dom;

@@ -171,6 +171,25 @@ TEST_CASE("jcctl runs a job from a YAML file to its end against a real control p
   CHECK(no_command.code == 2);
   CHECK_THAT(no_command.err, Catch::Contains("nocommand.yaml line 3: tasks[0].command: a task needs a command"));
 
+  // A job file from a FIFO is read once: the refusal comes, with no line (attacker's
+  // review: jcctl read it again for the line and waited for ever).
+  Ran fifo = jc::testing::RunCaptured(
+      dir,
+      {"bash", "-c",
+       "cd " + dir + " && rm -f job.fifo && mkfifo job.fifo && "
+       "(printf 'name: f\\ntasks:\\n  - {name: t, comand: x, resourceSpecId: cpu-1}\\n' > job.fifo &) && "
+       "timeout 30 " + std::string(JC_JCCTL_BINARY) + " plan -f job.fifo; echo \"rc=$?\""},
+      env);
+  CHECK_THAT(fifo.out, Catch::Contains("rc=2"));
+  CHECK_THAT(fifo.err, Catch::Contains("tasks[0].comand: no such field"));
+  // What a file's key holds reaches the terminal as text: no escape sequence of it is sent.
+  Write(dir + "/escape.yaml", "name: e\ntasks:\n  - name: t\n    \"x\\e]52;c;AAAA\\a\": 1\n");
+  Ran escape = Jcctl(dir, {"job", "submit", "-f", dir + "/escape.yaml"}, env);
+  CHECK(escape.code == 2);
+  CHECK(escape.err.find('\x1b') == std::string::npos);
+  CHECK(escape.err.find('\a') == std::string::npos);
+  CHECK_THAT(escape.err, Catch::Contains("x\\x1b]52;c;AAAA\\x07"));
+
   // --project and the file's own project must agree.
   Write(dir + "/vision.yaml", "name: v\nproject: vision\ntasks: [{name: t, command: 'true', resourceSpecId: cpu-1}]\n");
   Ran clash = Jcctl(dir, {"job", "submit", "-f", dir + "/vision.yaml", "--project", "nlp"}, env);

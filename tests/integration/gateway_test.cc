@@ -100,6 +100,7 @@ TEST_CASE("a POST or DELETE without a body (curl -X POST) is answered at once, i
           "[A12][C5]") {
   System s;
   REQUIRE(s.rest->Post("/openapi/v1/centers", Center("bj1")).http_status == 200);
+  REQUIRE(s.rest->Post("/openapi/v1/centers", Center("sh1")).http_status == 200);
   const std::string auth = "Authorization: Bearer " + s.admin_token + "\r\n";
   // No Content-Length, no Transfer-Encoding: no body (RFC 9112 6.3). The connection stays
   // open (keep-alive), so a server that waited for a body would answer only at its read
@@ -124,6 +125,16 @@ TEST_CASE("a POST or DELETE without a body (curl -X POST) is answered at once, i
       RawRequest(s.app->rest_port(), "DELETE /openapi/v1/centers/bj1 HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n", quick);
   CHECK(removed.status_line == "HTTP/1.1 200 OK");
   CHECK(s.rest->Get("/openapi/v1/centers/bj1").http_status == 404);
+  // A PUT or PATCH without a body sets nothing: refused, not taken as "every field to its
+  // default" (attacker's review, session 46: an empty PATCH wiped a dataset).
+  RawReply patch =
+      RawRequest(s.app->rest_port(), "PATCH /openapi/v1/centers/sh1 HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n", quick);
+  CHECK(patch.status_line == "HTTP/1.1 400 Bad Request");
+  CHECK_THAT(patch.body["errorMsg"].get<std::string>(), Catch::Contains("a PATCH needs a body"));
+  CHECK(s.rest->Get("/openapi/v1/centers/sh1").body["data"]["name"] == "Center sh1");
+  auto put = s.rest->Send("PUT", "/openapi/v1/centers/sh1", "");
+  CHECK(put.http_status == 400);
+  CHECK_THAT(put.body["errorMsg"].get<std::string>(), Catch::Contains("a PUT needs a body"));
   // A chunked body is still read as one.
   RawReply chunked = RawRequest(s.app->rest_port(),
                                 "POST /openapi/v1/centers HTTP/1.1\r\nHost: x\r\n" + auth +
@@ -220,6 +231,17 @@ TEST_CASE("bad input gets the envelope and changes nothing", "[A1][A2][A12][C5]"
               400, "INVALID_ARGUMENT", "capacity.gpus: no such field; did you mean \"gpu\"?");
   ExpectError(s.rest->Send("POST", "/openapi/v1/centers", R"({"ai_center_id":"z","colour":"red"})"), 400,
               "INVALID_ARGUMENT", "colour: no such field (the fields here: ");
+  // A key that is no name is quoted (its dots are not a path), its control characters
+  // escaped, and a long one cut (and measured against no name: attacker's review).
+  ExpectError(s.rest->Send("POST", "/openapi/v1/centers", R"({"ai_center_id":"z","capacity.gpu":1})"), 400,
+              "INVALID_ARGUMENT", R"(["capacity.gpu"]: no such field)");
+  auto escaped = s.rest->Send("POST", "/openapi/v1/centers", R"({"ai_center_id":"z","a\u001b[2Kb":1})");
+  CHECK_THAT(escaped.body["errorMsg"].get<std::string>(), Catch::Contains(R"(["a\x1b[2Kb"]: no such field)"));
+  json long_key = {{"ai_center_id", "z"}, {std::string(100000, 'n'), 1}};
+  auto long_answer = s.rest->Post("/openapi/v1/centers", long_key);
+  CHECK(long_answer.http_status == 400);
+  CHECK(long_answer.body["errorMsg"].get<std::string>().size() < 1000);
+  CHECK_THAT(long_answer.body["errorMsg"].get<std::string>(), Catch::Contains("...\"]: no such field (the fields here: "));
   json huge = Center("big");
   huge["labels"] = {{"pad", std::string(1100000, 'p')}};
   ExpectError(s.rest->Post("/openapi/v1/centers", huge), 413, "PAYLOAD_TOO_LARGE", "limit");

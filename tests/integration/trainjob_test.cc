@@ -690,6 +690,33 @@ double Metric(const std::string& exposition, const std::string& series) {
   return std::stod(m[1]);
 }
 
+TEST_CASE("jobs are listed the newest first, a page at a time, or the oldest first with order=oldest [A12]",
+          "[A12]") {
+  Network n;
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) ids.push_back(n.Submit({{"name", "l" + std::to_string(i)}, {"tasks", {Task("t", "true", "", 1)}}})["jobId"]);
+  auto first = n.rest->Get("/openapi/v1/trainjob?pageSize=2");
+  INFO(first.body.dump());
+  REQUIRE(first.http_status == 200);
+  REQUIRE(first.body["data"]["jobs"].size() == 2);
+  CHECK(first.body["data"]["jobs"][0]["jobId"] == ids[2]);
+  CHECK(first.body["data"]["jobs"][1]["jobId"] == ids[1]);
+  const std::string token = first.body["data"]["nextPageToken"];
+  auto second = n.rest->Get("/openapi/v1/trainjob?pageSize=2&pageToken=" + token);
+  REQUIRE(second.body["data"]["jobs"].size() == 1);
+  CHECK(second.body["data"]["jobs"][0]["jobId"] == ids[0]);
+  CHECK(second.body["data"].value("nextPageToken", "").empty());
+  auto oldest = n.rest->Get("/openapi/v1/trainjob?pageSize=2&order=oldest");
+  REQUIRE(oldest.body["data"]["jobs"].size() == 2);
+  CHECK(oldest.body["data"]["jobs"][0]["jobId"] == ids[0]);
+  CHECK(oldest.body["data"]["jobs"][1]["jobId"] == ids[1]);
+  // A page token belongs to its order; a misspelt order says which there are.
+  ExpectError(n.rest->Get("/openapi/v1/trainjob?order=oldest&pageToken=" + token), 400, "other order");
+  ExpectError(n.rest->Get("/openapi/v1/trainjob?pageToken=" + oldest.body["data"]["nextPageToken"].get<std::string>()),
+              400, "other order");
+  ExpectError(n.rest->Get("/openapi/v1/trainjob?order=latest"), 400, "newest (the default) or oldest");
+}
+
 TEST_CASE("a burst of jobs from many clients is dispatched once per replica and every job completes [A7][A11]",
           "[A7][A11]") {
   Network n;

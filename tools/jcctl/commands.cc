@@ -5,6 +5,7 @@
 
 #include <cctype>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <set>
@@ -648,7 +649,18 @@ absl::StatusOr<Client*> Context::client() {
 }
 
 int Context::Fail(const absl::Status& status) {
-  err_ << "jcctl: " << status.message() << "\n";
+  // A message may repeat what another party wrote (a job file's key, a server's words):
+  // its control characters are shown, never sent to the terminal (an escape sequence could
+  // rewrite the screen or set the clipboard).
+  std::string shown;
+  for (unsigned char c : std::string(status.message())) {
+    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+      absl::StrAppend(&shown, absl::StrFormat("\\x%02x", c));
+    } else {
+      shown += static_cast<char>(c);
+    }
+  }
+  err_ << "jcctl: " << shown << "\n";
   return ExitCode(status);
 }
 
@@ -689,6 +701,9 @@ absl::Status WithFileLine(const absl::Status& status, const std::string& path) {
   if (colon == std::string::npos) return status;
   const std::string where = message.substr(0, colon);
   if (where.empty() || where.find(' ') != std::string::npos) return status;  // not a field's path
+  // Read again only when it is a regular file (a FIFO or a terminal gave its text once).
+  std::error_code error;
+  if (!std::filesystem::is_regular_file(path, error)) return status;
   YAML::Node node;
   try {
     node = YAML::LoadFile(path);  // JSON is YAML too
@@ -839,10 +854,15 @@ std::vector<CommandSpec> Commands() {
   c.push_back({{"job", "list"}, "", "List jobs",
                ListFlags({{"status", 0, true, "pending, running, completed or failed"},
                           {"project", 0, true, "only this project's jobs"},
-                          {"user", 0, true, "only this user's jobs"}}),
+                          {"user", 0, true, "only this user's jobs"},
+                          {"oldest", 0, false, "the oldest first (the newest come first otherwise)"}}),
                0, 0,
                ListCommand(kJobs, "jobs", true, JobColumns(), [](const Invocation& inv) {
-                 return Query(inv, {{"status", "status"}, {"project", "project"}, {"user", "userName"}});
+                 std::string query = Query(inv, {{"status", "status"}, {"project", "project"}, {"user", "userName"}});
+                 if (inv.Has("oldest") && inv.Get("oldest") != "false") {
+                   absl::StrAppend(&query, query.empty() ? "?" : "&", "order=oldest");
+                 }
+                 return query;
                })});
   c.push_back({{"job", "get"}, "JOB", "A job with each replica's status and center", {}, 1, 1,
                WithClient([kJobs](Context& ctx, Client* client, const Invocation& inv) {

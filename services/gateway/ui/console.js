@@ -212,12 +212,47 @@ function jobRow(j) {
     esc(centers.join(", ")), esc(when(j.createdAt)), esc(j.statusReason || "")];
 }
 
-async function jobsPage() {
-  const page = await api("/openapi/v1/trainjob?pageSize=200");
-  const jobs = (page.jobs || []).sort((a, b) => (b.createdAt || "").localeCompare(a.createdAt || ""));
-  view.innerHTML = `<h2>Jobs (${jobs.length})</h2>
+// Jobs, the newest first, a page at a time (the API's page token in the address as
+// `before`), filtered by status, project and user (`#/jobs?status=running&project=vision`).
+async function jobsPage(query) {
+  const params = new URLSearchParams(query);
+  const size = Math.min(1000, Math.max(1, parseInt(params.get("size") || "50", 10) || 50));
+  const ask = new URLSearchParams({ pageSize: String(size) });
+  for (const [key, param] of [["status", "status"], ["project", "project"], ["user", "userName"]]) {
+    if (params.get(key)) ask.set(param, params.get(key));
+  }
+  if (params.get("before")) ask.set("pageToken", params.get("before"));
+  const page = await api("/openapi/v1/trainjob?" + ask.toString());
+  const jobs = page.jobs || [];
+  const pageNo = Math.max(1, parseInt(params.get("page") || "1", 10) || 1);
+  const link = (changes) => {
+    const next = new URLSearchParams(params);
+    for (const [k, v] of Object.entries(changes)) { if (v) next.set(k, v); else next.delete(k); }
+    const text = next.toString();
+    return "#/jobs" + (text ? "?" + text : "");
+  };
+  const filters = params.get("status") || params.get("project") || params.get("user");
+  const statuses = ["", "pending", "running", "completed", "failed"].map((v) =>
+    `<option value="${v}"${params.get("status") === v ? " selected" : ""}>${v || "any status"}</option>`).join("");
+  view.innerHTML = `<h2>Jobs, newest first: ${jobs.length} on page ${pageNo}${filters ? " (filtered)" : ""}</h2>
+    <form id="job-filter">
+      <select id="f-status" aria-label="status">${statuses}</select>
+      <input id="f-project" placeholder="project" value="${esc(params.get("project") || "")}">
+      <input id="f-user" placeholder="user" value="${esc(params.get("user") || "")}">
+      <button>Filter</button></form>
     ${table(["Job", "Name", "Status", "Project", "Centers", "Submitted", "Reason"], jobs.map(jobRow), "jobs")}
+    <p id="pager">${pageNo > 1 ? `<a href="${esc(link({ before: "", page: "" }))}" id="newest">← newest</a> ` : ""}${page.nextPageToken ? `<a href="${esc(link({ before: page.nextPageToken, page: String(pageNo + 1) }))}" id="older">older →</a>` : "no older jobs"}</p>
     <h2>Live events</h2><ol class="events" id="feed"></ol>`;
+  document.getElementById("job-filter").onsubmit = (e) => {
+    e.preventDefault();
+    const next = new URLSearchParams();
+    for (const [key, id] of [["status", "f-status"], ["project", "f-project"], ["user", "f-user"]]) {
+      const v = document.getElementById(id).value.trim();
+      if (v) next.set(key, v);
+    }
+    if (params.get("size")) next.set("size", params.get("size"));
+    location.hash = "#/jobs" + (next.toString() ? "?" + next.toString() : "");
+  };
   const feed = document.getElementById("feed");
   follow("/openapi/v1/trainjobs/events", (type, e) => {
     if (type === "snapshot") return;
@@ -572,7 +607,7 @@ async function route() {
   try {
     if (page === "queue") await queuePage();
     else if (page === "jobs" && arg) await jobPage(decodeURIComponent(arg));
-    else if (page === "jobs") await jobsPage();
+    else if (page === "jobs") await jobsPage(query);
     else if (page === "charts") await chartsPage();
     else if (page === "plan") await planPage(query);
     else if (page === "usage") await usagePage(arg ? decodeURIComponent(arg) : "");
