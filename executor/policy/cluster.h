@@ -20,8 +20,9 @@ namespace jc::nexec {
 
 struct HostType {
   std::string name;
-  // Relative CPU speed (SPEC B5 heterogeneous hosts); faster hosts are preferred and
-  // CPU time is normalized by it.
+  // Relative CPU speed (SPEC B5 heterogeneous hosts): among hosts with as many free slots,
+  // the faster is chosen first (the pack and spread orders), and resource requirements
+  // read it as `cpuf`.
   double cpu_factor = 1.0;
 };
 
