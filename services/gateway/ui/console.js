@@ -195,15 +195,38 @@ function centerMap(list, usage) {
   return `<svg id="map" viewBox="0 0 ${W} ${H}" width="100%" role="img" aria-label="centers by location">${grid}${dots}</svg>${beside}`;
 }
 
+// What waits to be placed, as jc_job_queue_length counts it: every job with a replica no
+// center holds yet, pending or partly placed (running). Jobs alike (same name, project,
+// priority and status) are one row saying how many, so 201 held jobs do not fill the page.
 async function queuePage() {
-  const page = await api("/openapi/v1/trainjob?status=pending&pageSize=1000");
-  const jobs = page.jobs || [];
+  const [pending, running] = await Promise.all([api("/openapi/v1/trainjob?status=pending&pageSize=1000"),
+    api("/openapi/v1/trainjob?status=running&pageSize=1000")]);
+  const unplaced = (j) => (j.taskInfos || []).reduce((n, t) => n +
+    (t.replicaStatus || []).filter((s, i) => s === "pending" && !(t.centerIDs || [])[i]).length, 0);
+  const jobs = [...(pending.jobs || []), ...(running.jobs || [])].filter((j) => unplaced(j) > 0);
   jobs.sort((a, b) => ((b.scheduling || {}).priority || 0) - ((a.scheduling || {}).priority || 0) ||
     (a.createdAt || "").localeCompare(b.createdAt || ""));
-  const rows = jobs.map((j, i) => [String(i + 1), `<a href="#/jobs/${esc(j.jobId)}">${esc(j.jobId)}</a>`, esc(j.name),
-    esc(j.project), esc((j.scheduling || {}).priority || 0), esc(when(j.createdAt)), esc(j.statusReason || "")]);
-  view.innerHTML = `<h2>Queue: ${jobs.length} waiting</h2>
-    ${table(["#", "Job", "Name", "Project", "Priority", "Submitted", "Why it waits"], rows, "queue")}`;
+  const groups = [];
+  const byKey = new Map();
+  for (const j of jobs) {
+    const key = JSON.stringify([j.name, j.project, (j.scheduling || {}).priority || 0, j.status]);
+    if (!byKey.has(key)) { byKey.set(key, []); groups.push(byKey.get(key)); }
+    byKey.get(key).push(j);
+  }
+  const link = (j) => `<a href="#/jobs/${esc(j.jobId)}">${esc(j.jobId)}</a>`;
+  const rows = groups.map((g, i) => {
+    const j = g[0];
+    const jobCell = g.length === 1 ? link(j) : `<span class="alike">${g.length} jobs alike</span>: ${link(j)} … ${link(g[g.length - 1])}`;
+    const others = new Set(g.map((x) => x.statusReason || "")).size - 1;
+    const reason = (j.statusReason || "") + (others > 0 ? ` (and ${others} other reason${others > 1 ? "s" : ""})` : "");
+    return [String(i + 1), jobCell, esc(j.name), badge(j.status), esc(j.project), esc((j.scheduling || {}).priority || 0),
+      esc(g.reduce((n, x) => n + unplaced(x), 0)), esc(when(j.createdAt)), esc(reason)];
+  });
+  const partly = jobs.filter((j) => j.status === "running").length;
+  view.innerHTML = `<h2>Queue: ${jobs.length} waiting to be placed</h2>
+    <p id="queue-summary">${jobs.length - partly} pending, ${partly} partly placed (running, with replicas still to place);
+      ${jobs.reduce((n, j) => n + unplaced(j), 0)} replicas to place</p>
+    ${table(["#", "Job", "Name", "Status", "Project", "Priority", "Replicas to place", "Submitted", "Why it waits"], rows, "queue")}`;
 }
 
 function jobRow(j) {
