@@ -4,6 +4,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/civil_time.h"
+#include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "services/gateway/unknown_field.h"
 
@@ -77,6 +79,49 @@ void NumbersToStringsInStringMaps(nlohmann::json& doc, const google::protobuf::D
   }
 }
 
+// A time (google.protobuf.Timestamp) written as a date, `2026-12-01`, is that day's
+// midnight UTC, as the docs write dates; one that is neither a date nor an RFC 3339
+// instant is refused naming the field, not with protobuf's "Failed to parse timestamp".
+absl::Status DatesInTimestamps(nlohmann::json& doc, const google::protobuf::Descriptor* desc,
+                               const std::string& path, int depth = 0) {
+  using google::protobuf::FieldDescriptor;
+  if (depth > 32) return absl::OkStatus();
+  for (auto& [key, value] : doc.items()) {
+    const FieldDescriptor* field = FieldOfJsonKey(desc, key);
+    if (field == nullptr || field->type() != FieldDescriptor::TYPE_MESSAGE || field->is_map()) continue;
+    // Named as the body names it (snake_case in the catalog's API, lowerCamel in the jobs').
+    const std::string here = path.empty() ? key : absl::StrCat(path, ".", key);
+    if (field->message_type()->full_name() == "google.protobuf.Timestamp") {
+      if (!value.is_string()) continue;  // protobuf's parser says what it wants
+      std::string text = value.get<std::string>();
+      absl::CivilDay day;
+      // (absl would take 2026-13-01 for 2027-01-01: only a date that prints back as written)
+      if (text.size() == 10 && absl::ParseCivilTime(text, &day) && absl::FormatCivilTime(day) == text) {
+        value = text + "T00:00:00Z";
+        continue;
+      }
+      absl::Time at;
+      std::string why;
+      if (!absl::ParseTime(absl::RFC3339_full, text, &at, &why)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            here, ": \"", text.substr(0, 64),
+            "\" is neither a date (2026-12-01, midnight UTC) nor an instant with its zone (2026-12-01T08:00:00Z, "
+            "2026-12-01T16:00:00+08:00)"));
+      }
+      continue;
+    }
+    if (field->is_repeated() && value.is_array()) {
+      for (size_t i = 0; i < value.size(); ++i) {
+        if (!value[i].is_object()) continue;
+        JC_RETURN_IF_ERROR(DatesInTimestamps(value[i], field->message_type(), absl::StrCat(here, "[", i, "]"), depth + 1));
+      }
+    } else if (value.is_object()) {
+      JC_RETURN_IF_ERROR(DatesInTimestamps(value, field->message_type(), here, depth + 1));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ParseBody(const httplib::Request& request, google::protobuf::Message* message,
@@ -102,6 +147,7 @@ absl::Status ParseBody(const httplib::Request& request, google::protobuf::Messag
     return absl::InvalidArgumentError(unknown->Message());
   }
   NumbersToStringsInStringMaps(doc, message->GetDescriptor());
+  JC_RETURN_IF_ERROR(DatesInTimestamps(doc, message->GetDescriptor(), ""));
   JC_RETURN_IF_ERROR(JsonToProto(doc.dump(), message));
   if (mask != nullptr) {
     const auto* desc = message->GetDescriptor();

@@ -103,7 +103,7 @@ std::optional<UnknownField> Walk(const nlohmann::json& doc, const Descriptor* de
     const FieldDescriptor* field = FieldOfJsonKey(desc, key);
     if (field == nullptr) return Describe(path, key, desc);
     if (field->type() != FieldDescriptor::TYPE_MESSAGE) continue;
-    const std::string here = path.empty() ? field->json_name() : absl::StrCat(path, ".", field->json_name());
+    const std::string here = PathPart(path, key);  // as the body names it
     if (field->is_map()) {
       const FieldDescriptor* mapped = field->message_type()->map_value();
       if (mapped->type() != FieldDescriptor::TYPE_MESSAGE || OpaqueInJson(mapped->message_type()) || !value.is_object()) {

@@ -9,6 +9,8 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -479,6 +481,13 @@ TEST_CASE("jcctl for operators: users, project roles, projects with quotas and b
   CHECK_THAT(ok({"spec", "price", "s1", "c1", "3"}).out, Catch::Contains("s1 at c1 costs 3 an hour"));
   CHECK(Jcctl(dir, {"spec", "price", "s1", "c1", "cheap"}, env).code == 2);
   CHECK(Jcctl(dir, {"spec", "price", "s1", "c1", "3.5"}, env).code == 2);
+  // A price scheduled from a date, and each center's offer with it (issue 49 item 5).
+  const std::string later = absl::FormatTime("%Y-%m-%d", absl::Now() + absl::Hours(24 * 30), absl::UTCTimeZone());
+  CHECK_THAT(ok({"spec", "price", "s1", "c1", "4", "--from", later}).out, Catch::Contains("from " + later));
+  Ran offers = ok({"spec", "offers", "s1"});
+  CHECK_THAT(offers.out, Catch::StartsWith("CENTER"));
+  CHECK_THAT(offers.out, Catch::Contains("4 from " + later + "T00:00:00Z"));
+  CHECK(Jcctl(dir, {"spec", "price", "s1", "c1", "4", "--from", "soon"}, env).code == 2);
   Write(dir + "/image.yaml", "image_id: i1\nname: torch\nai_center_id: c1\nframework: PyTorch\n");
   ok({"image", "create", "-f", dir + "/image.yaml"});
   Write(dir + "/image-fw.yaml", "framework: JAX\n");

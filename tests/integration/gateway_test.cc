@@ -10,6 +10,9 @@
 
 #include <chrono>
 
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+
 #include <catch2/catch.hpp>
 
 #include "jointcloud/v1/catalog.grpc.pb.h"
@@ -318,6 +321,22 @@ TEST_CASE("specs, offers, images and datasets over REST", "[A2][A4][A5][A6][A12]
   CHECK(offers.body["data"]["offers"][0]["capacity_instances"] == 16);
   CHECK(offers.body["data"]["offers"][1]["price"] == 9);
   CHECK(s.rest->Get("/openapi/v1/centers/ny1/resourcespecs").body["data"]["offers"].size() == 1);
+  // A time written as a date is its midnight UTC (issue 49 item 5: protobuf refused it with
+  // "Failed to parse timestamp"); a time that is neither is refused naming the field.
+  const std::string later = absl::FormatTime("%Y-%m-%d", absl::Now() + absl::Hours(24 * 30), absl::UTCTimeZone());
+  auto scheduled = s.rest->Send("PUT", "/openapi/v1/resourcespecs/gpu1/centers/ny1/price",
+                                json{{"price", 11}, {"effective_from", later}}.dump());
+  INFO(scheduled.body.dump());
+  REQUIRE(scheduled.http_status == 200);
+  CHECK(scheduled.body["data"]["price"] == 9);  // still 9 until then
+  CHECK(scheduled.body["data"]["prices"].back()["effective_from"] == later + "T00:00:00Z");
+  CHECK(scheduled.body["data"]["prices"].back()["price"] == 11);
+  ExpectError(s.rest->Send("PUT", "/openapi/v1/resourcespecs/gpu1/centers/ny1/price",
+                           R"({"price": 12, "effective_from": "next week"})"),
+              400, "INVALID_ARGUMENT", "effective_from: \"next week\" is neither a date (2026-12-01");
+  ExpectError(s.rest->Send("PUT", "/openapi/v1/resourcespecs/gpu1/centers/ny1/price",
+                           R"({"price": 12, "effective_from": "2026-13-01"})"),
+              400, "INVALID_ARGUMENT", "is neither a date");
   CHECK(s.rest->Get("/openapi/v1/resourcespecs?ai_center_id=bj2").body["data"]["specs"].size() == 0);
 
   json image = {{"image_id", "torch21"},

@@ -17,6 +17,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "tools/jcctl/command_kit.h"
 
 namespace jc::jcctl {
@@ -244,7 +246,7 @@ std::vector<CommandSpec> OperatorCommands() {
   c.push_back({{"spec", "delete"}, "SPEC", "Remove a resource spec (admins)", {}, 1, 1,
                DeleteCommand("/openapi/v1/resourcespecs", "spec")});
   c.push_back({{"spec", "price"}, "SPEC CENTER PRICE", "Set a spec's price per hour at a center, a whole number (admins, its operators)",
-               {{"from", 0, true, "in force from this instant (RFC 3339; default now)"}}, 3, 3,
+               {{"from", 0, true, "in force from this date (2026-12-01: midnight UTC) or instant (RFC 3339 with its zone); default now"}}, 3, 3,
                WithClient([](Context& ctx, Client* client, const Invocation& inv) {
                  int64_t price = 0;  // the catalog's prices are whole units (Table 3)
                  if (!absl::SimpleAtoi(inv.args[2], &price) || price < 0) {
@@ -259,6 +261,28 @@ std::vector<CommandSpec> OperatorCommands() {
                                &body,
                                absl::StrCat(inv.args[0], " at ", inv.args[1], " costs ", inv.args[2], " an hour",
                                             inv.Has("from") ? " from " + inv.Get("from") : ""));
+               })});
+  // What each center charges for a spec: its own price or the spec's, now and as scheduled
+  // (`spec get` shows the spec's own price, not a center's).
+  c.push_back({{"spec", "offers"}, "SPEC", "Each center's offer of a spec: can it run it, its price now and the prices scheduled",
+               {}, 1, 1,
+               WithClient([](Context& ctx, Client* client, const Invocation& inv) {
+                 auto got = client->Call("GET", "/openapi/v1/resourcespecs/" + Escape(inv.args[0]) + "/centers");
+                 if (!got.ok()) return ctx.Fail(got.status());
+                 const std::string now = absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone());
+                 std::vector<Column> columns = {
+                     Field("CENTER", "ai_center_id"), Field("CAN_RUN", "can_run"), Field("PRICE_NOW", "price"),
+                     Column{"SCHEDULED", [now](const json& offer) {
+                              std::vector<std::string> later;
+                              for (const auto& p : offer.value("prices", json::array())) {
+                                const std::string from = p.value("effective_from", "");
+                                // RFC 3339 in UTC compares as text.
+                                if (from > now) later.push_back(absl::StrCat(p.value("price", 0), " from ", from));
+                              }
+                              return later.empty() ? std::string("-") : absl::StrJoin(later, "; ");
+                            }},
+                     Field("FREE", "free_instances"), Field("REASON", "reason")};
+                 return Show(ctx, *got, columns, [](const json& v) { return v.value("offers", json::array()); });
                })});
   auto image_project = [](const Invocation& inv) { return Query(inv, {{"project", "project"}}); };
   c.push_back({{"image", "update"}, "IMAGE", "Change the fields of an image the file names", {kFile, kImageProject}, 1, 1,
