@@ -23,7 +23,16 @@ if [[ ! -x "$build/services/server/jointcloud" ]]; then
   echo "     the adapters and jcctl (244 steps): about 6 minutes on 2 cores, less on more. Later starts"
   echo "     rebuild only what changed; the tests, benchmarks and fuzzers are scripts/test.sh's to build."
 fi
-"$root/scripts/setup.sh"
+# The demo center runs its jobs in its image (pytorch-demo, by digest from a registry of
+# its own): that needs root (the registry, runc) and five more packages.
+if [[ $demo -eq 1 && $(id -u) -eq 0 ]]; then
+  echo "run: the demo center runs its jobs in the pytorch-demo image: installing, where missing, an image"
+  echo "     registry, skopeo, umoci, runc and busybox (scripts/setup.sh --demo)"
+  "$root/scripts/setup.sh" --demo
+else
+  [[ $demo -eq 1 ]] && echo "run: not root: the demo center's jobs run on the host, not in the pytorch-demo image (run as root for it)"
+  "$root/scripts/setup.sh"
+fi
 "$root/scripts/build.sh" --run
 mkdir -p "$root/data"
 

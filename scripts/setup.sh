@@ -7,7 +7,13 @@
 #                               for tests that look for processes)
 #                               and clang with libFuzzer (scripts/fuzz.sh)
 #   scripts/setup.sh --slurm    plus Slurm and munge (scripts/slurm.sh, the benchmarks)
+#   scripts/setup.sh --demo     plus what scripts/run.sh's demo center runs its jobs in an
+#                               image with (an image registry, skopeo, umoci, runc, busybox)
+#   scripts/setup.sh --list ... prints the packages of the groups given, installs nothing
 set -euo pipefail
+# What the demo center's image needs (scripts/demo-center.sh start_registry checks each).
+demo_packages=(docker-registry skopeo umoci runc busybox-static)
+list=0
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
@@ -20,7 +26,9 @@ for arg in "$@"; do
   case "$arg" in
     --test) packages+=(postgresql docker-compose clang libclang-rt-14-dev mpich libmpich-dev python3-torch procps chromium fonts-liberation podman netavark aardvark-dns iptables mmdebstrap runc docker-registry skopeo busybox-static umoci prometheus socat) ;;
     --slurm) packages+=(slurm-wlm slurmrestd slurm-wlm-jwt-plugin) ;;
-    *) echo "setup: unknown option $arg (use --test or --slurm)" >&2; exit 2 ;;
+    --demo) packages+=("${demo_packages[@]}") ;;
+    --list) list=1 ;;
+    *) echo "setup: unknown option $arg (use --test, --slurm, --demo or --list)" >&2; exit 2 ;;
   esac
 done
 
@@ -30,6 +38,11 @@ done
 for arg in "$@"; do
   if [[ "$arg" == --test ]] && ! command -v npm >/dev/null; then packages+=(nodejs npm); fi
 done
+
+if [[ $list -eq 1 ]]; then
+  printf '%s\n' "${packages[@]}" | sort -u
+  exit 0
+fi
 
 missing=()
 for p in "${packages[@]}"; do

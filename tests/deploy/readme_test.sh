@@ -23,6 +23,18 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# scripts/run.sh installs what the demo's image needs (issue 49 item 1): every tool the
+# demo center checks for before it starts its registry comes from a package of
+# `setup.sh --demo`, which run.sh asks for when it runs as root.
+demo_list=$("$root/scripts/setup.sh" --list --demo)
+tools=$(sed -n 's/^  for tool in \(.*\); do$/\1/p' "$root/scripts/demo-center.sh")
+[[ -n "$tools" ]] || { echo "FAIL: scripts/demo-center.sh names no tools its registry needs"; exit 1; }
+for tool in $tools; do
+  package=$tool
+  [[ $tool == busybox ]] && package=busybox-static
+  grep -qx "$package" <<<"$demo_list" || { echo "FAIL: setup.sh --demo does not install $package, which the demo needs"; exit 1; }
+done
+grep -q 'scripts/setup.sh" --demo' "$root/scripts/run.sh" || { echo "FAIL: scripts/run.sh does not install the demo's packages"; exit 1; }
 adapter=$("$root/scripts/demo-center.sh" start "$work/demo") || { echo "FAIL: the demo center did not start"; exit 1; }
 # The test script runs the suite once per store: on PostgreSQL, so does this.
 store_args=(--data_dir="$work/data")
