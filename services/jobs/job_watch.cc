@@ -111,6 +111,7 @@ class JobWatchFeed final : public WatchFeed<v1::TrainJobEvent> {
     for (const char* status : {kPending, kRunning}) {
       v1::ListTrainJobsRequest page;
       page.set_status(status);
+      page.set_order("oldest");  // a watch's snapshot in the order the jobs came
       page.set_page_size(1000);
       do {
         JC_ASSIGN_OR_RETURN(auto listed, jobs_->List(page, auth::VisibleProjects(*caller_)));
