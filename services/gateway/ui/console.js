@@ -260,8 +260,8 @@ async function jobsPage(query) {
   view.innerHTML = `<h2>Jobs, newest first: ${jobs.length} on page ${pageNo}${filters ? " (filtered)" : ""}</h2>
     <form id="job-filter">
       <select id="f-status" aria-label="status">${statuses}</select>
-      <input id="f-project" placeholder="project" value="${esc(params.get("project") || "")}">
-      <input id="f-user" placeholder="user" value="${esc(params.get("user") || "")}">
+      <label>project <input id="f-project" value="${esc(params.get("project") || "")}"></label>
+      <label>user <input id="f-user" value="${esc(params.get("user") || "")}"></label>
       <button>Filter</button></form>
     ${table(["Job", "Name", "Status", "Project", "Centers", "Submitted", "Reason"], jobs.map(jobRow), "jobs")}
     <p id="pager">${pageNo > 1 ? `<a href="${esc(link({ before: "", page: "" }))}" id="newest">← newest</a> ` : ""}${page.nextPageToken ? `<a href="${esc(link({ before: page.nextPageToken, page: String(pageNo + 1) }))}" id="older">older →</a>` : "no older jobs"}</p>
