@@ -1984,10 +1984,12 @@ void JobManager::ApplyEffects(Active& job, const JobEffects& fx) {
   const v1::JobRecord& r = job.record;
   absl::Time now = clock_->Now();
   // Reported before released: a replica that was accepted and ended in one answer leaves
-  // no reservation behind.
+  // no reservation behind. As of the acceptance's arrival: stamped when the loop got to it
+  // (a burst's commit later), a usage report asked for in between already counts the
+  // replica while its reservation stays too — the center looked full to the next placement.
   for (const AttemptRef& a : fx.reported) {
     scheduler_->Reported(scheduler::Scheduler::ReservationKey(r.job_id(), a.task_index, a.replica_index, a.attempt),
-                         now);
+                         std::min(now, fx.reported_at));
   }
   for (const AttemptRef& a : fx.release) {
     scheduler_->Forget(scheduler::Scheduler::ReservationKey(r.job_id(), a.task_index, a.replica_index, a.attempt));

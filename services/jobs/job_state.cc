@@ -281,6 +281,7 @@ void ApplySubmitAccepted(v1::JobRecord& job, int index, const apb::Replica& answ
   rep->clear_message();
   *rep->mutable_dispatched_at() = ToTimestamp(now);
   fx->reported.push_back(AttemptOf(*rep));
+  fx->reported_at = std::min(fx->reported_at, now);
   ApplyReport(job, index, answer, now, fx);
   NoteHandedOver(job, now, fx);
   Settle(job, now, fx);

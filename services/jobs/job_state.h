@@ -48,6 +48,9 @@ struct JobEffects {
   std::vector<AttemptRef> stop;        // stop these attempts at their centers (after the write)
   std::vector<AttemptRef> release;     // their reservations leave the scheduler's view
   std::vector<AttemptRef> reported;    // their center accepted them: its usage will show them
+  // When the center's acceptance came (its answer's arrival, not when the loop got to it): a
+  // usage report asked for after it counts them, one asked for before it may not.
+  absl::Time reported_at = absl::InfiniteFuture();
   bool wait = false;                   // replicas wait to be placed: the job (re)enters the queue
   bool handed_over = false;            // every replica reached its center just now (t_s is set)
   std::string ended;                   // "completed" or "failed" when the job ended with this event
