@@ -4,6 +4,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/utf8.h"
 
 namespace jc {
 
@@ -23,7 +24,10 @@ std::string EncodePageToken(absl::string_view last_key) {
 absl::StatusOr<std::string> DecodePageToken(absl::string_view token) {
   if (token.empty()) return std::string();
   std::string raw;
-  if (!absl::WebSafeBase64Unescape(token, &raw) || raw.rfind("k1:", 0) != 0) {
+  // Every key this server issues is UTF-8 text (PostgreSQL refuses anything else, with
+  // its own words, as a 500).
+  if (!absl::WebSafeBase64Unescape(token, &raw) || raw.rfind("k1:", 0) != 0 || !IsUtf8(raw) ||
+      raw.find('\0') != std::string::npos) {
     return absl::InvalidArgumentError("page_token is not one this server issued");
   }
   return raw.substr(3);

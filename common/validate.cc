@@ -7,6 +7,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
+#include "google/protobuf/timestamp.pb.h"
+#include "google/protobuf/util/time_util.h"
 
 namespace jc {
 
@@ -94,4 +98,49 @@ std::vector<std::string> SplitList(absl::string_view list) {
 
 std::string JoinList(const std::vector<std::string>& items) { return absl::StrJoin(items, ","); }
 
+namespace {
+
+absl::Status CheckTimestampsAt(const google::protobuf::Message& message, const std::string& path, int depth) {
+  using google::protobuf::FieldDescriptor;
+  using google::protobuf::util::TimeUtil;
+  if (depth > 64) return absl::OkStatus();  // no message here nests so deep
+  const auto* reflection = message.GetReflection();
+  std::vector<const FieldDescriptor*> fields;
+  reflection->ListFields(message, &fields);
+  for (const FieldDescriptor* field : fields) {
+    if (field->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE) continue;
+    const std::string here = path.empty() ? field->json_name() : absl::StrCat(path, ".", field->json_name());
+    const bool is_time = field->message_type()->full_name() == "google.protobuf.Timestamp";
+    if (field->is_map()) continue;  // no map here holds times
+    const int n = field->is_repeated() ? reflection->FieldSize(message, field) : 1;
+    for (int i = 0; i < n; ++i) {
+      const auto& item = field->is_repeated() ? reflection->GetRepeatedMessage(message, field, i)
+                                              : reflection->GetMessage(message, field);
+      const std::string at = field->is_repeated() ? absl::StrCat(here, "[", i, "]") : here;
+      if (!is_time) {
+        if (absl::Status s = CheckTimestampsAt(item, at, depth + 1); !s.ok()) return s;
+        continue;
+      }
+      const auto* time = google::protobuf::DynamicCastToGenerated<google::protobuf::Timestamp>(&item);
+      google::protobuf::Timestamp copy;
+      if (time == nullptr) {  // a dynamic message: read it through its bytes
+        copy.ParseFromString(item.SerializeAsString());
+        time = &copy;
+      }
+      if (time->seconds() < TimeUtil::kTimestampMinSeconds || time->seconds() > TimeUtil::kTimestampMaxSeconds ||
+          time->nanos() < 0 || time->nanos() > 999999999) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            at, ": a time between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z, got ", time->seconds(),
+            " seconds and ", time->nanos(), " nanoseconds since 1970"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckTimestamps(const google::protobuf::Message& message) { return CheckTimestampsAt(message, "", 0); }
+
 }  // namespace jc
+

@@ -11,6 +11,10 @@
 
 #include "absl/status/status.h"
 
+namespace google::protobuf {
+class Message;
+}
+
 namespace jc {
 
 // The standard bounds ids and names at "less than 64 bytes".
@@ -35,6 +39,12 @@ absl::Status CheckOptionalText(absl::string_view field, absl::string_view value,
 // center chooses) or 1..65535; the readiness path empty or '/' then printable ASCII without
 // spaces, at most 256 bytes (it goes into an HTTP request line).
 absl::Status CheckPort(absl::string_view where, absl::string_view name, int port, absl::string_view readiness_path);
+// Every google.protobuf.Timestamp set in `message`, at any depth: seconds within 0001-01-01
+// to 9999-12-31 and nanos 0..999,999,999, as protobuf's JSON printer needs them. A time
+// outside ("9999-12-31T23:59:59-01:00", {"seconds": 2^63-1}) parses, is stored, and then
+// every list holding it answers 500 (helper-47 F2). The field is named as the JSON body
+// names it ("scheduling.deadline").
+absl::Status CheckTimestamps(const google::protobuf::Message& message);
 // JC_PORT_<NAME>: the environment variable that carries a port's number.
 std::string PortEnvName(absl::string_view name);
 // At most this many ports a task.

@@ -1,4 +1,5 @@
 #include "common/auth/jwt_verifier.h"
+#include "common/json_depth.h"
 
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
@@ -110,6 +111,9 @@ absl::StatusOr<nlohmann::json> DecodeJsonPart(absl::string_view part, const char
   if (!absl::WebSafeBase64Unescape(part, &text)) {
     return absl::UnauthenticatedError(absl::StrCat("malformed JWT: the ", what, " is not base64url"));
   }
+  if (NestsDeeperThan(text, 16)) {
+    return absl::UnauthenticatedError(absl::StrCat("malformed JWT: the ", what, " nests deeper than 16 levels"));
+  }
   auto json = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded() || !json.is_object()) {
     return absl::UnauthenticatedError(absl::StrCat("malformed JWT: the ", what, " is not a JSON object"));
@@ -140,6 +144,7 @@ absl::StatusOr<std::unique_ptr<JwtVerifier>> JwtVerifier::FromJwks(absl::string_
   if (options.issuer.empty() || options.audience.empty()) {
     return absl::InvalidArgumentError("OIDC needs both an issuer and an audience");
   }
+  if (NestsDeeperThan(jwks, 16)) return absl::InvalidArgumentError("JWKS nests deeper than 16 levels");
   auto doc = nlohmann::json::parse(jwks, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("keys") || !doc["keys"].is_array()) {
     return absl::InvalidArgumentError("JWKS must be a JSON object with a \"keys\" array");

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/oci/image_reference.h"
-#include "common/oci/json_depth.h"
+#include "common/json_depth.h"
 
 namespace jc::oci {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "common/oci/json_depth.h"
+#include "common/json_depth.h"
 
 namespace jc::oci {
 namespace {

@@ -1,4 +1,5 @@
 #include "services/endpoints/activity_probe.h"
+#include "common/json_depth.h"
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +21,10 @@ absl::StatusOr<absl::Time> LastActivityOf(absl::string_view answer) {
   absl::string_view status_line = answer.substr(0, answer.find("\r\n"));
   if (!absl::StartsWith(status_line, "HTTP/1.") || status_line.size() < 12 || status_line.substr(9, 3) != "200") {
     return absl::InvalidArgumentError(absl::StrCat("the answer is \"", status_line.substr(0, 60), "\", not 200"));
+  }
+  // The replica's server answers: what it sends is the user's.
+  if (NestsDeeperThan(answer.substr(head_end + 4), 16)) {
+    return absl::InvalidArgumentError("the answer nests deeper than 16 levels");
   }
   auto body = nlohmann::json::parse(answer.substr(head_end + 4), nullptr, /*allow_exceptions=*/false);
   if (!body.is_object()) return absl::InvalidArgumentError("the answer is not a JSON object");

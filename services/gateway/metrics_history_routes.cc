@@ -5,6 +5,7 @@
 // and no series that names a project.
 
 #include <google/protobuf/empty.pb.h>
+#include "common/json_depth.h"
 #include <httplib.h>
 
 #include <nlohmann/json.hpp>
@@ -49,7 +50,7 @@ absl::StatusOr<json> RangeQuery(const std::string& url, const char* promql, absl
   if (!res) {
     return absl::UnavailableError(absl::StrCat("Prometheus at ", url, " cannot be reached: ", httplib::to_string(res.error())));
   }
-  json body = json::parse(res->body, nullptr, false);
+  json body = NestsDeeperThan(res->body, 16) ? json(json::value_t::discarded) : json::parse(res->body, nullptr, false);
   if (res->status != 200 || body.is_discarded() || body.value("status", "") != "success") {
     return absl::UnavailableError(absl::StrCat("Prometheus at ", url, " answered ", res->status, ": ",
                                                body.is_discarded() ? res->body.substr(0, 200) : body.value("error", "")));

@@ -1,7 +1,10 @@
 #include "services/gateway/rest_call.h"
+#include "common/json_depth.h"
+#include "common/validate.h"
 
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/civil_time.h"
@@ -79,6 +82,28 @@ void NumbersToStringsInStringMaps(nlohmann::json& doc, const google::protobuf::D
   }
 }
 
+// Whether `text` has the shape protobuf's Timestamp parser reads as absl does: absl's parse
+// also takes a NUL and junk after it, a lower-case 't' or 'z', a leap second (23:59:60) and
+// fractions past nanoseconds — protobuf then refuses the first ones in its own words, or
+// cuts the last silently (helper-47 F4, F5).
+bool InstantAsProtobufReadsIt(const std::string& text) {
+  if (text.size() < 20 || text[10] != 'T' || text.compare(17, 2, "60") == 0) return false;
+  for (char c : text) {
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(c)) && c != '-' && c != ':' && c != '.' && c != '+' &&
+        c != 'T' && c != 'Z') {
+      return false;
+    }
+  }
+  if (size_t dot = text.find('.'); dot != std::string::npos) {
+    size_t digits = 0;
+    while (dot + 1 + digits < text.size() && absl::ascii_isdigit(static_cast<unsigned char>(text[dot + 1 + digits]))) {
+      ++digits;
+    }
+    if (digits == 0 || digits > 9) return false;
+  }
+  return true;
+}
+
 // A time (google.protobuf.Timestamp) written as a date, `2026-12-01`, is that day's
 // midnight UTC, as the docs write dates; one that is neither a date nor an RFC 3339
 // instant is refused naming the field, not with protobuf's "Failed to parse timestamp".
@@ -102,7 +127,7 @@ absl::Status DatesInTimestamps(nlohmann::json& doc, const google::protobuf::Desc
       }
       absl::Time at;
       std::string why;
-      if (!absl::ParseTime(absl::RFC3339_full, text, &at, &why)) {
+      if (!InstantAsProtobufReadsIt(text) || !absl::ParseTime(absl::RFC3339_full, text, &at, &why)) {
         return absl::InvalidArgumentError(absl::StrCat(
             here, ": \"", text.substr(0, 64),
             "\" is neither a date (2026-12-01, midnight UTC) nor an instant with its zone (2026-12-01T08:00:00Z, "
@@ -137,6 +162,12 @@ absl::Status ParseBody(const httplib::Request& request, google::protobuf::Messag
         " needs a body: the fields to set, as a JSON object (a body sent without Content-Length or chunked "
         "encoding is not read)"));
   }
+  // Deeper nesting than any message here has is refused before a recursive walk or dump()
+  // meets it (a body 400,000 levels deep ran the stack out, before any credential check).
+  if (NestsDeeperThan(request.body, kMaxJsonNesting)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the body nests arrays and objects deeper than ", kMaxJsonNesting, " levels"));
+  }
   nlohmann::json doc = blank ? nlohmann::json::object()
                              : nlohmann::json::parse(request.body, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return absl::InvalidArgumentError("malformed JSON body");
@@ -149,6 +180,8 @@ absl::Status ParseBody(const httplib::Request& request, google::protobuf::Messag
   NumbersToStringsInStringMaps(doc, message->GetDescriptor());
   JC_RETURN_IF_ERROR(DatesInTimestamps(doc, message->GetDescriptor(), ""));
   JC_RETURN_IF_ERROR(JsonToProto(doc.dump(), message));
+  // protobuf's parser takes 9999-12-31T23:59:59-01:00, a time its printer then refuses.
+  JC_RETURN_IF_ERROR(CheckTimestamps(*message));
   if (mask != nullptr) {
     const auto* desc = message->GetDescriptor();
     for (const auto& item : doc.items()) {

@@ -38,6 +38,8 @@ void NormalizeCreate(v1::CreateTrainJobRequest& req) {
 }
 
 absl::Status ValidateCreate(const v1::CreateTrainJobRequest& req) {
+  // A deadline no printer can write would be stored, and every list holding it fail.
+  if (absl::Status times = CheckTimestamps(req); !times.ok()) return times;
   if (req.name().empty()) return absl::InvalidArgumentError("name: a job needs a name");
   if (req.name().size() > kMaxJobNameLength) {
     return absl::InvalidArgumentError(

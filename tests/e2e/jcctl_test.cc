@@ -140,6 +140,21 @@ TEST_CASE("jcctl runs a job from a YAML file to its end against a real control p
   std::vector<std::string> env{"JCCTL_SERVER=http://127.0.0.1:" + port, "JCCTL_TOKEN=" + token};
   CHECK(Jcctl(dir, {"center", "list"}).code == 3);  // no config, no env: the default address has no server
 
+  // What another party wrote reaches the terminal written out, never as its escape
+  // sequences (helper-47 F3: a center's operator set its region to clear the screen and
+  // retitle everyone's terminal on `jcctl center list`).
+  REQUIRE(rest.Send("PATCH", "/openapi/v1/centers/local", R"({"region": "north\u001b]0;owned\u0007\u001b[2J\u009b"})")
+              .http_status == 200);
+  for (const char* format : {"table", "csv"}) {
+    Ran shown = Jcctl(dir, {"center", "list", "-o", format}, env);
+    INFO(format << ": " << shown.out << shown.err);
+    CHECK(shown.code == 0);
+    CHECK(shown.out.find('\x1b') == std::string::npos);
+    CHECK(shown.out.find('\x07') == std::string::npos);
+    CHECK(shown.out.find("\xc2\x9b") == std::string::npos);
+    CHECK_THAT(shown.out, Catch::Contains(R"(north\x1b]0;owned\x07\x1b[2J\u009b)"));
+  }
+
   Ran specs = Jcctl(dir, {"spec", "list"}, env);
   CHECK(specs.code == 0);
   CHECK_THAT(specs.out, Catch::Contains("cpu-1"));

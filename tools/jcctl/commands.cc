@@ -445,7 +445,7 @@ int WatchJobs(Context& ctx, Client* client, const Invocation& inv) {
       } else if (ctx.format() == Format::kYaml) {
         ctx.out() << "---\n" << Yaml(e) << std::flush;
       } else {
-        ctx.out() << EventLine(type, e) << std::endl;
+        ctx.out() << Printable(EventLine(type, e), /*keep_line_breaks=*/false) << std::endl;
       }
       last_status = e.value("status", "");
       return true;
@@ -649,17 +649,8 @@ absl::StatusOr<Client*> Context::client() {
 }
 
 int Context::Fail(const absl::Status& status) {
-  // A message may repeat what another party wrote (a job file's key, a server's words):
-  // its control characters are shown, never sent to the terminal (an escape sequence could
-  // rewrite the screen or set the clipboard).
-  std::string shown;
-  for (unsigned char c : std::string(status.message())) {
-    if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
-      absl::StrAppend(&shown, absl::StrFormat("\\x%02x", c));
-    } else {
-      shown += static_cast<char>(c);
-    }
-  }
+  // A message may repeat what another party wrote (a job file's key, a server's words).
+  const std::string shown = Printable(status.message(), /*keep_line_breaks=*/true);
   err_ << "jcctl: " << shown << "\n";
   return ExitCode(status);
 }
@@ -869,7 +860,7 @@ std::vector<CommandSpec> Commands() {
                  auto got = client->Call("GET", kJobs + "/" + Escape(inv.args[0]));
                  if (!got.ok()) return ctx.Fail(got.status());
                  if (ctx.format() != Format::kTable) return Show(ctx, *got, {});
-                 ctx.out() << Describe(*got);
+                 ctx.out() << Printable(Describe(*got), /*keep_line_breaks=*/true);
                  return 0;
                })});
   c.push_back({{"job", "history"}, "JOB",
@@ -971,7 +962,7 @@ std::vector<CommandSpec> Commands() {
                  auto got = client->Call("GET", kJobs + "/" + Escape(inv.args[0]) + "/placement");
                  if (!got.ok()) return ctx.Fail(got.status());
                  if (ctx.format() != Format::kTable) return Show(ctx, *got, {});
-                 ctx.out() << DescribePlacement(*got);
+                 ctx.out() << Printable(DescribePlacement(*got), /*keep_line_breaks=*/true);
                  return 0;
                })});
   c.push_back({{"plan"}, "", "Dry run: where a job file would go now, and why, without submitting it",
@@ -983,7 +974,7 @@ std::vector<CommandSpec> Commands() {
                  auto got = client->Call("POST", "/openapi/v1/scheduler/plan", &*doc);
                  if (!got.ok()) return ctx.Fail(WithFileLine(got.status(), inv.Get("file")));
                  if (ctx.format() != Format::kTable) return Show(ctx, *got, {});
-                 ctx.out() << DescribePlacement(*got);
+                 ctx.out() << Printable(DescribePlacement(*got), /*keep_line_breaks=*/true);
                  return 0;
                })});
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 
 namespace jc::jcctl {
@@ -50,6 +51,23 @@ void Emit(YAML::Emitter& out, const json& v) {
 
 }  // namespace
 
+std::string Printable(absl::string_view text, bool keep_line_breaks) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+        static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+      absl::StrAppend(&out, absl::StrFormat("\\u%04x", static_cast<unsigned char>(text[++i])));
+    } else if ((c < 0x20 && !(keep_line_breaks && (c == '\n' || c == '\t'))) || c == 0x7f) {
+      absl::StrAppend(&out, absl::StrFormat("\\x%02x", c));
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
 absl::StatusOr<Format> ParseFormat(const std::string& text) {
   if (text.empty() || text == "table" || text == "wide") return Format::kTable;
   if (text == "json") return Format::kJson;
@@ -78,7 +96,7 @@ std::string Table(const json& rows, const std::vector<Column>& columns) {
   if (rows.is_array()) {
     for (const auto& row : rows) {
       std::vector<std::string> line;
-      for (const auto& c : columns) line.push_back(c.cell(row));
+      for (const auto& c : columns) line.push_back(Printable(c.cell(row), /*keep_line_breaks=*/false));
       cells.push_back(std::move(line));
     }
   }
@@ -111,7 +129,9 @@ std::string Csv(const json& rows, const std::vector<Column>& columns) {
   out += "\n";
   if (rows.is_array()) {
     for (const auto& row : rows) {
-      for (size_t i = 0; i < columns.size(); ++i) absl::StrAppend(&out, i ? "," : "", quote(columns[i].cell(row)));
+      for (size_t i = 0; i < columns.size(); ++i) {
+        absl::StrAppend(&out, i ? "," : "", quote(Printable(columns[i].cell(row), /*keep_line_breaks=*/true)));
+      }
       out += "\n";
     }
   }

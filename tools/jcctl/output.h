@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <string>
+#include "absl/strings/string_view.h"
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -23,6 +24,12 @@ struct Column {
   std::string header;
   std::function<std::string(const nlohmann::json&)> cell;
 };
+
+// `text` as a terminal may be shown it: control characters (C0, DEL, C1) written out as
+// \xNN or \uNNNN, never sent — what the server says may repeat another party's words (a
+// center's name, a replica's message), and an escape sequence could clear the screen, set
+// the title or the clipboard. Line breaks and tabs are kept when `keep_line_breaks`.
+std::string Printable(absl::string_view text, bool keep_line_breaks);
 
 // A column showing the field at `path` ("capacity.cpu"); "-" where it is absent.
 Column Field(const std::string& header, const std::string& path);

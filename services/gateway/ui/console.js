@@ -18,7 +18,7 @@ let timers = [];
 function dropTokenFromUrl() {
   // Whatever mentions a token, however written (%74oken, TOKEN, ;token, token%3D, in the
   // query before '#' or in the hash's page part): the console reads no query, so the query
-  // goes whole; the hash keeps its page and the parameters that mention none.
+  // goes whole; the hash keeps its page and the parameters whose names mention none.
   const mentions = (text) => {
     let decoded = text;
     for (let i = 0; i < 3; i++) {  // %2574oken too
@@ -26,12 +26,17 @@ function dropTokenFromUrl() {
     }
     return /token/i.test(decoded);
   };
-  if (!mentions(location.search) && !mentions(location.hash)) return false;
+  // A parameter goes when its name mentions a token (token=, access_token=, %74oken=); a
+  // filter's value may (project=token-lab is a project's name, and the console never signs
+  // in from an address).
   const hash = location.hash;
   const at = hash.search(/[?&;]/);
   let page = at < 0 ? hash : hash.slice(0, at);
+  const params = at < 0 ? [] : hash.slice(at + 1).split(/[&;]/).filter((p) => p);
+  const named = (p) => mentions(p.split("=")[0]);
+  if (!mentions(location.search) && !mentions(page) && !params.some(named)) return false;
   if (mentions(page)) page = "#/centers";
-  const kept = at < 0 ? [] : hash.slice(at + 1).split(/[&;]/).filter((p) => p && !mentions(p));
+  const kept = params.filter((p) => !named(p));
   history.replaceState(null, "", location.pathname + page + (kept.length ? "?" + kept.join("&") : ""));
   return true;
 }

@@ -213,3 +213,30 @@ TEST_CASE("a task's named ports: at most 8, names unique and plain, ports 1 to 6
         "task 0 of job job-1 asks for port 8888 (jupyter), which one replica holds: it does not scale past 1");
   CHECK(jc::jobs::CheckScale(record, 0, 1).ok());
 }
+
+TEST_CASE("a create's times must be times a record can print: a deadline past 9999-12-31 or before 0001-01-01 (as "
+          "gRPC sends it, or as REST's 9999-12-31T23:59:59-01:00 parses) is refused naming the field, where once "
+          "it was kept and every list holding the job answered 500 [A16][C5]",
+          "[A16][C5]") {
+  struct Case {
+    int64_t seconds;
+    int32_t nanos;
+    bool ok;
+  };
+  for (const Case& c : {Case{1800000000, 0, true}, Case{253402300799, 999999999, true}, Case{-62135596800, 0, true},
+                        Case{253402300800, 0, false}, Case{-62135596801, 0, false},
+                        Case{INT64_MAX, 0, false}, Case{1800000000, -1, false}, Case{1800000000, 1000000000, false}}) {
+    auto job = Job();
+    job.mutable_scheduling()->mutable_deadline()->set_seconds(c.seconds);
+    job.mutable_scheduling()->mutable_deadline()->set_nanos(c.nanos);
+    absl::Status s = jc::jobs::ValidateCreate(job);
+    INFO(c.seconds << " " << c.nanos << ": " << s.ToString());
+    CHECK(s.ok() == c.ok);
+    if (!c.ok) {
+      CHECK(s.code() == absl::StatusCode::kInvalidArgument);
+      CHECK(std::string(s.message()).rfind("scheduling.deadline: a time between", 0) == 0);
+    } else {
+      CHECK(jc::store::EncodeDoc(job).ok());  // what is taken prints
+    }
+  }
+}

@@ -1,13 +1,17 @@
 #pragma once
 
 // How deep a JSON text nests, counted before parsing it. nlohmann's parser is iterative,
-// but the value it builds is freed recursively: a registry's answer of a million '[' would
-// overflow the stack of the request thread freeing it. Outside documents are refused
-// past a depth their format never needs.
+// but much of what follows is not: dump(), a copy, a comparison (and freeing, in older
+// releases) recurse once per level. A registry's answer of a million '[' would overflow the
+// request thread's stack; so did a REST body `{"name": [[[[…]]]]}` 400,000 deep, sent with no
+// credential (helper-47 F1). Outside documents are refused past a depth their format never
+// needs.
 
 #include "absl/strings/string_view.h"
 
-namespace jc::oci {
+namespace jc {
+
+inline constexpr int kMaxJsonNesting = 64;  // a request body or a token's claims
 
 // Whether `body` nests arrays and objects deeper than `max` (brackets in strings aside).
 inline bool NestsDeeperThan(absl::string_view body, int max) {
@@ -33,4 +37,4 @@ inline bool NestsDeeperThan(absl::string_view body, int max) {
   return false;
 }
 
-}  // namespace jc::oci
+}  // namespace jc
