@@ -25,6 +25,9 @@
 #   scripts/demo-center.sh stop DIR           -> stops what start started
 # With JC_DEMO_METRICS=1, the master, the agents and the adapter serve /metrics on ports of
 # their own, each logged as "... metrics on http://127.0.0.1:PORT/metrics" in DIR/*.log.
+# With JC_DEMO_METRICS_PORT=P instead, on fixed ports (scripts/run.sh --prometheus: 9092):
+# the adapter on P, the master on P+1, the agents node1 and node2 on P+2 and P+3, as
+# deploy/prometheus/local.yml scrapes them.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="${JC_BUILD_DIR:-$root/build}"
@@ -149,8 +152,20 @@ start() {
   start_registry "$dir"
   local image_flags=() metrics=--metrics_address=
   [[ "${JC_DEMO_METRICS:-}" == 1 ]] && metrics=--metrics_address=127.0.0.1:0
+  # Fixed ports: each process's own (metrics_at NAME: its --metrics_address flag).
+  local base=${JC_DEMO_METRICS_PORT:-}
+  if [[ -n "$base" ]] && ! [[ "$base" =~ ^[0-9]+$ && "$base" -ge 1 && "$base" -le 65532 ]]; then
+    echo "demo-center: JC_DEMO_METRICS_PORT=$base is not a port (1-65532)" >&2
+    return 1
+  fi
+  metrics_at() {  # adapter | master | node1 | node2
+    [[ -n "$base" ]] || { echo "$metrics"; return; }
+    local offset
+    case "$1" in adapter) offset=0 ;; master) offset=1 ;; node1) offset=2 ;; node2) offset=3 ;; esac
+    echo "--metrics_address=127.0.0.1:$((base + offset))"
+  }
   [[ -s "$dir/image.ref" ]] && image_flags=(--registry_cert_dir="$dir/registry-ca")
-  setsid "$build/executor/nexec-master" --listen=127.0.0.1:0 "$metrics" --data_dir="$dir/nexec" \
+  setsid "$build/executor/nexec-master" --listen=127.0.0.1:0 "$(metrics_at master)" --data_dir="$dir/nexec" \
     >"$dir/master.log" 2>&1 &
   echo $! >"$dir/master.pid"
   local master_port
@@ -159,7 +174,7 @@ start() {
   printf 'export NEXEC_MASTER=127.0.0.1:%s NEXEC_MUNGE_SOCKET=%s\n' "$master_port" "$dir/munge.sock" >"$dir/nexec.env"
   for host in node1 node2; do
     setsid "$build/executor/nexec-agent" --master="127.0.0.1:$master_port" --host="$host" \
-      --resources=cpus=16,gpus=2,mem=64G --state_dir="$dir/agent-$host" "$metrics" ${image_flags[@]+"${image_flags[@]}"} \
+      --resources=cpus=16,gpus=2,mem=64G --state_dir="$dir/agent-$host" "$(metrics_at "$host")" ${image_flags[@]+"${image_flags[@]}"} \
       >"$dir/agent-$host.log" 2>&1 &
     echo $! >"$dir/agent-$host.pid"
   done
@@ -191,7 +206,7 @@ run_as: {default: nobody}
 YAML
   # On a unix socket: the adapter admits only the accounts allowed to call it (root and its
   # own; the control plane runs as root here), which TCP on loopback could not tell apart.
-  setsid "$build/adapters/jc-adapter-native" --listen="unix:$dir/adapter.sock" "$metrics" \
+  setsid "$build/adapters/jc-adapter-native" --listen="unix:$dir/adapter.sock" "$(metrics_at adapter)" \
     --nexec_master="127.0.0.1:$master_port" --center_config="$dir/center.yaml" --state_dir="$dir/adapter" \
     --poll_interval=200ms >"$dir/adapter.log" 2>&1 &
   echo $! >"$dir/adapter.pid"

@@ -5,10 +5,13 @@
 #   scripts/setup.sh --test     plus what the test suite starts (PostgreSQL, docker-compose,
 #                               MPICH and PyTorch for the multi-host executor tests, procps
 #                               for tests that look for processes)
-#                               and clang with libFuzzer (scripts/fuzz.sh)
+#                               and clang with libFuzzer (scripts/fuzz.sh), and Debian's
+#                               python3-grpcio and python3-protobuf for the Python client
+#                               (clients/python)
 #   scripts/setup.sh --slurm    plus Slurm and munge (scripts/slurm.sh, the benchmarks)
 #   scripts/setup.sh --demo     plus what scripts/run.sh's demo center runs its jobs in an
 #                               image with (an image registry, skopeo, umoci, runc, busybox)
+#   scripts/setup.sh --prometheus  plus Prometheus (scripts/run.sh --prometheus)
 #   scripts/setup.sh --list ... prints the packages of the groups given, installs nothing
 set -euo pipefail
 # What the demo center's image needs (scripts/demo-center.sh start_registry checks each).
@@ -24,11 +27,12 @@ packages=(
 )
 for arg in "$@"; do
   case "$arg" in
-    --test) packages+=(postgresql docker-compose clang libclang-rt-14-dev mpich libmpich-dev python3-torch procps chromium fonts-liberation podman netavark aardvark-dns iptables mmdebstrap runc docker-registry skopeo busybox-static umoci prometheus socat) ;;
+    --test) packages+=(postgresql docker-compose clang libclang-rt-14-dev mpich libmpich-dev python3-torch procps chromium fonts-liberation podman netavark aardvark-dns iptables mmdebstrap runc docker-registry skopeo busybox-static umoci prometheus socat python3-grpcio python3-protobuf) ;;
     --slurm) packages+=(slurm-wlm slurmrestd slurm-wlm-jwt-plugin) ;;
     --demo) packages+=("${demo_packages[@]}") ;;
+    --prometheus) packages+=(prometheus) ;;
     --list) list=1 ;;
-    *) echo "setup: unknown option $arg (use --test, --slurm, --demo or --list)" >&2; exit 2 ;;
+    *) echo "setup: unknown option $arg (use --test, --slurm, --demo, --prometheus or --list)" >&2; exit 2 ;;
   esac
 done
 

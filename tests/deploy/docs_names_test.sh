@@ -6,7 +6,7 @@
 #   docs_names_test.sh SOURCE_DIR
 set -euo pipefail
 cd "$1"
-docs=(README.md docs/*.md docs/adr/*.md)
+docs=(README.md docs/*.md docs/adr/*.md clients/*/README.md)
 failed=0
 # Made by the reader, as the docs say (`openssl rand … > deploy/service.token`).
 made_by_reader='^(deploy/service\.token)$'
@@ -24,7 +24,7 @@ while read -r p; do
   p=${p//\`/}; p=${p%%:*}; p=${p%%#*}
   [[ $p =~ $made_by_reader ]] && continue
   exists "$p" || { echo "FAIL: the docs name $p, which the repository does not have"; failed=1; }
-done < <(grep -ohE '`(services|common|executor|adapters|tools|tests|scripts|deploy|proto|cmake|docs)/[A-Za-z0-9_./{},*-]+`' "${docs[@]}" | sort -u)
+done < <(grep -ohE '`(services|common|executor|adapters|tools|tests|scripts|deploy|proto|cmake|docs|clients)/[A-Za-z0-9_./{},*-]+`' "${docs[@]}" | sort -u)
 sources=(services common executor adapters tools tests)
 while read -r n; do
   n=${n//\`/}; n=${n%()}; m=${n##*::}
@@ -41,6 +41,7 @@ while read -r f; do
   [[ $f =~ $foreign ]] && continue
   grep -qx -- "$f" <<<"$flags_in_code" && continue
   grep -rqE -- "(\"$f\"|--$f\b)" "${sources[@]}" scripts deploy .ci cmake 2>/dev/null && continue
+  grep -rqE --exclude='*.md' -- "(\"$f\"|--$f\b)" clients && continue  # its code, not its README
   echo "FAIL: the docs name the flag --$f, which nothing of the repository takes"
   failed=1
 done < <(grep -ohE '`--[a-z][a-z0-9_-]*' "${docs[@]}" | sort -u)
