@@ -387,6 +387,25 @@ const std::vector<Migration>& Migrations() {
        {
            "ALTER TABLE leases ADD COLUMN term BIGINT NOT NULL DEFAULT 0",
        }},
+      {26,
+       "jobs listed by center and creation time; every job's placement explanation kept, bounded (issue 49)",
+       {
+           // When the job was received (unix microseconds) and every center a replica of it
+           // was placed at, at any attempt (",east,west,": a center is found as ",east,").
+           // Rows written before have 0 and '': the job manager fills them from their
+           // documents when it starts leading (JobStore::BackfillListColumns).
+           "ALTER TABLE jobs ADD COLUMN created_us BIGINT NOT NULL DEFAULT 0",
+           "ALTER TABLE jobs ADD COLUMN centers TEXT NOT NULL DEFAULT ''",
+           "CREATE INDEX jobs_created ON jobs (created_us)",
+           // The scheduler's explanation of a job's latest placement (a Placement in JSON,
+           // trimmed: services/scheduler/placement_journal.h), written off the decision path
+           // by a batcher and pruned to the newest jobs' (--placement_history).
+           "CREATE TABLE job_placements ("
+           "  job_id TEXT PRIMARY KEY,"
+           "  decided_us BIGINT NOT NULL,"
+           "  doc TEXT NOT NULL)",
+           "CREATE INDEX job_placements_decided ON job_placements (decided_us)",
+       }},
   };
   return *migrations;
 }

@@ -10,6 +10,7 @@
 #include "absl/time/civil_time.h"
 #include "absl/time/time.h"
 #include "common/status_macros.h"
+#include "common/timestamp.h"
 #include "services/gateway/unknown_field.h"
 
 namespace jc::gateway {
@@ -104,6 +105,25 @@ bool InstantAsProtobufReadsIt(const std::string& text) {
   return true;
 }
 
+// `text` as the RFC 3339 instant protobuf reads: a date (`2026-12-01`) is its midnight UTC,
+// an instant stays as written; anything else is refused naming `field`.
+absl::StatusOr<std::string> AsInstant(const std::string& field, const std::string& text) {
+  absl::CivilDay day;
+  // (absl would take 2026-13-01 for 2027-01-01: only a date that prints back as written)
+  if (text.size() == 10 && absl::ParseCivilTime(text, &day) && absl::FormatCivilTime(day) == text) {
+    return text + "T00:00:00Z";
+  }
+  absl::Time at;
+  std::string why;
+  if (!InstantAsProtobufReadsIt(text) || !absl::ParseTime(absl::RFC3339_full, text, &at, &why)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": \"", text.substr(0, 64),
+                     "\" is neither a date (2026-12-01, midnight UTC) nor an instant with its zone (2026-12-01T08:00:00Z, "
+                     "2026-12-01T16:00:00+08:00)"));
+  }
+  return text;
+}
+
 // A time (google.protobuf.Timestamp) written as a date, `2026-12-01`, is that day's
 // midnight UTC, as the docs write dates; one that is neither a date nor an RFC 3339
 // instant is refused naming the field, not with protobuf's "Failed to parse timestamp".
@@ -118,21 +138,9 @@ absl::Status DatesInTimestamps(nlohmann::json& doc, const google::protobuf::Desc
     const std::string here = path.empty() ? key : absl::StrCat(path, ".", key);
     if (field->message_type()->full_name() == "google.protobuf.Timestamp") {
       if (!value.is_string()) continue;  // protobuf's parser says what it wants
-      std::string text = value.get<std::string>();
-      absl::CivilDay day;
-      // (absl would take 2026-13-01 for 2027-01-01: only a date that prints back as written)
-      if (text.size() == 10 && absl::ParseCivilTime(text, &day) && absl::FormatCivilTime(day) == text) {
-        value = text + "T00:00:00Z";
-        continue;
-      }
-      absl::Time at;
-      std::string why;
-      if (!InstantAsProtobufReadsIt(text) || !absl::ParseTime(absl::RFC3339_full, text, &at, &why)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            here, ": \"", text.substr(0, 64),
-            "\" is neither a date (2026-12-01, midnight UTC) nor an instant with its zone (2026-12-01T08:00:00Z, "
-            "2026-12-01T16:00:00+08:00)"));
-      }
+      const std::string text = value.get<std::string>();
+      JC_ASSIGN_OR_RETURN(const std::string instant, AsInstant(here, text));
+      if (instant != text) value = instant;
       continue;
     }
     if (field->is_repeated() && value.is_array()) {
@@ -198,6 +206,19 @@ absl::Status QueryInt(const httplib::Request& request, const std::string& name, 
     return absl::InvalidArgumentError(
         absl::StrCat("query parameter ", name, " must be an integer; got \"", value, "\""));
   }
+  return absl::OkStatus();
+}
+
+absl::Status QueryTime(const httplib::Request& request, const std::string& name, google::protobuf::Timestamp* out) {
+  if (!request.has_param(name.c_str())) return absl::OkStatus();
+  JC_ASSIGN_OR_RETURN(const std::string instant, AsInstant(name, request.get_param_value(name.c_str())));
+  absl::Time at;
+  std::string why;
+  if (!absl::ParseTime(absl::RFC3339_full, instant, &at, &why)) return absl::InvalidArgumentError(why);
+  if (at < absl::FromUnixSeconds(-62135596800) || at > absl::FromUnixSeconds(253402300799)) {
+    return absl::InvalidArgumentError(absl::StrCat(name, ": a time between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z"));
+  }
+  *out = ToTimestamp(at);
   return absl::OkStatus();
 }
 

@@ -11,6 +11,7 @@
 #include <grpcpp/client_context.h>
 #include <grpcpp/impl/codegen/service_type.h>
 #include <httplib.h>
+#include <google/protobuf/timestamp.pb.h>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -76,6 +77,9 @@ absl::Status ParseBody(const httplib::Request& request, google::protobuf::Messag
 // Reads an optional integer query parameter into *out (left alone when absent).
 absl::Status QueryInt(const httplib::Request& request, const std::string& name, int32_t* out);
 std::string QueryString(const httplib::Request& request, const std::string& name);
+// A time query parameter: a date (2026-12-01, midnight UTC) or an RFC 3339 instant with its
+// zone (ask only when the request has it). InvalidArgument names the parameter.
+absl::Status QueryTime(const httplib::Request& request, const std::string& name, google::protobuf::Timestamp* out);
 
 // Reads page_size and page_token into a List request.
 template <typename Req>

@@ -57,12 +57,15 @@ std::vector<Route> TrainJobRoutes(std::shared_ptr<grpc::Channel> channel, LocalS
                       if (r.has_header("Idempotency-Key")) req.set_idempotency_key(r.get_header_value("Idempotency-Key"));
                       return IfOk(s, [&] { return jobs->Call(&S::CreateTrainJob, &H::CreateTrainJob, "CreateTrainJob", req); });
                     }});
-  routes.push_back({"GET", base, "trainjob", "List jobs, newest first, paged, by user, status and project", nullptr,
+  routes.push_back({"GET", base, "trainjob", "List jobs, newest first, paged, by user, status, project, center and creation time", nullptr,
                     v1::ListTrainJobsResponse::descriptor(), kCamel,
                     {{"userName", "string", "only this user's jobs"},
                      {"status", "string", "pending, running, completed or failed"},
                      {"project", "string", "only this project's jobs"},
                      {"order", "string", "newest (the default: newest job first) or oldest"},
+                     {"center", "string", "only jobs with a replica placed at this center (at any attempt)"},
+                     {"createdAfter", "string", "only jobs created at or after this date (2026-12-01) or instant"},
+                     {"createdBefore", "string", "only jobs created before this date (2026-12-01) or instant"},
                      {"pageSize", "integer", "items per page (default 100, at most 1000)"},
                      {"pageToken", "string", "nextPageToken of the previous page (of the same order)"}},
                     [jobs](const httplib::Request& r, const std::vector<std::string>&) {
@@ -72,8 +75,13 @@ std::vector<Route> TrainJobRoutes(std::shared_ptr<grpc::Channel> channel, LocalS
                       req.set_status(QueryString(r, "status"));
                       req.set_project(QueryString(r, "project"));
                       req.set_page_token(QueryString(r, "pageToken"));
+                      req.set_center(QueryString(r, "center"));
                       int32_t size = 0;
                       absl::Status s = QueryInt(r, "pageSize", &size);
+                      if (s.ok() && r.has_param("createdAfter")) s = QueryTime(r, "createdAfter", req.mutable_created_after());
+                      if (s.ok() && r.has_param("createdBefore")) {
+                        s = QueryTime(r, "createdBefore", req.mutable_created_before());
+                      }
                       req.set_page_size(size);
                       return IfOk(s, [&] { return jobs->Call(&S::ListTrainJobs, &H::ListTrainJobs, "ListTrainJobs", req); });
                     }});

@@ -46,6 +46,23 @@ google::protobuf::Timestamp SeenStart(const v1::AttemptRecord& a, const google::
   return ToTimestamp(t);
 }
 
+// When the center says the attempt ended, bounded by what was seen: not after now (a center
+// cannot report an end to come), not before it started (or was handed over). Unbounded, a
+// time past 9999 was stored and every list holding the job answered 500 (helper-50 F5).
+google::protobuf::Timestamp SeenEnd(const v1::AttemptRecord& a, const google::protobuf::Timestamp& reported,
+                                    absl::Time now) {
+  absl::Time t = std::min(FromTimestamp(reported), now);
+  absl::Time floor = absl::UnixEpoch();
+  if (a.has_started_at()) {
+    floor = FromTimestamp(a.started_at());
+  } else if (a.has_submitted_at()) {
+    floor = FromTimestamp(a.submitted_at());
+  } else if (a.has_placed_at()) {
+    floor = FromTimestamp(a.placed_at());
+  }
+  return ToTimestamp(std::max(t, floor));
+}
+
 }  // namespace
 
 bool Ran(const v1::AttemptRecord& a) { return a.has_started_at(); }
@@ -101,7 +118,7 @@ bool ApplyAttemptReport(v1::JobRecord& job, int index, const std::string& center
     // What it may bill ends when the control plane first learnt the end: the estimate's close.
     if (!a->has_seen_ended_at()) *a->mutable_seen_ended_at() = ToTimestamp(now);
     if (report.has_started_at()) *a->mutable_started_at() = SeenStart(*a, report.started_at(), now);
-    *a->mutable_ended_at() = report.has_ended_at() ? report.ended_at() : ToTimestamp(now);
+    *a->mutable_ended_at() = report.has_ended_at() ? SeenEnd(*a, report.ended_at(), now) : ToTimestamp(now);
     if (a->has_started_at() && FromTimestamp(a->ended_at()) < FromTimestamp(a->started_at())) {
       *a->mutable_ended_at() = a->started_at();
     }
@@ -132,7 +149,7 @@ bool ApplyAttemptReport(v1::JobRecord& job, int index, const std::string& center
     fx->changed = true;
   }
   if (!terminal) return true;
-  *a->mutable_ended_at() = report.has_ended_at() ? report.ended_at() : ToTimestamp(now);
+  *a->mutable_ended_at() = report.has_ended_at() ? SeenEnd(*a, report.ended_at(), now) : ToTimestamp(now);
   // Two clocks (the center's end, a start held to our submit): never an end before the start.
   if (a->has_started_at() && FromTimestamp(a->ended_at()) < FromTimestamp(a->started_at())) {
     *a->mutable_ended_at() = a->started_at();

@@ -36,6 +36,8 @@ struct JobWrites {
     int64_t version = 1;
     int64_t open_attempts = 0;  // 1: attempts it placed have not reported their end
     std::string doc;
+    int64_t created_us = 0;  // received (unix microseconds): the list's time filter
+    std::string centers;     // CentersColumn: the list's center filter
     store::Params audit;  // the audit row of the create (common/audit), if audited
     Event event;          // its CREATED event
   };
@@ -45,6 +47,7 @@ struct JobWrites {
     int64_t version = 0;
     std::string doc;
     int64_t open_attempts = 0;  // 1: attempts it placed have not reported their end
+    std::string centers;        // CentersColumn
   };
   std::vector<NewJob> inserts;
   std::vector<Save> saves;

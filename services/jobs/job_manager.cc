@@ -252,6 +252,9 @@ std::shared_ptr<std::promise<absl::Status>> JobManager::BeginLead() {
   loop_.Post([this, led] {
     absl::StatusOr<Reload> reload = [&]() -> absl::StatusOr<Reload> {
       Reload r;
+      // Rows from before the list's center and time columns get them (once: after, none).
+      JC_ASSIGN_OR_RETURN(int64_t filled, jobs_.BackfillListColumns());
+      if (filled > 0) spdlog::info("job manager: {} jobs given their list columns (created, centers)", filled);
       JC_ASSIGN_OR_RETURN(r.active, jobs_.LoadActive());
       JC_ASSIGN_OR_RETURN(r.max_seq, jobs_.MaxSeq());
       JC_ASSIGN_OR_RETURN(r.cursors, jobs_.Cursors());
@@ -427,8 +430,8 @@ void JobManager::Flush() {
     absl::StatusOr<std::string> doc = Encode(job);
     if (!doc.ok()) return StepDown(absl::StrCat("encoding job ", id, " failed: ", doc.status().message()));
     burst_.saves.emplace_back(std::make_shared<const v1::JobRecord>(job.record), ++job.version);
-    writes.saves.push_back(
-        {id, job.record.status(), job.version, std::move(*doc), AwaitsUsage(job.record) ? int64_t{1} : int64_t{0}});
+    writes.saves.push_back({id, job.record.status(), job.version, std::move(*doc),
+                            AwaitsUsage(job.record) ? int64_t{1} : int64_t{0}, CentersColumn(job.record)});
   }
   dirty_.clear();
   // What watchers are told: each saved job against its last committed record (the view).
@@ -472,7 +475,7 @@ void JobManager::Flush() {
     c.event.set_revision(events_.Take());
     writes.inserts.push_back({r.job_id(), r.seq(), r.request().user_name(), r.request().project(), r.status(),
                               r.request().idempotency_key(), c.job.version, AwaitsUsage(r) ? 1 : 0, std::move(*doc),
-                              std::move(audit_row),
+                              absl::ToUnixMicros(FromTimestamp(r.received_at())), CentersColumn(r), std::move(audit_row),
                               {static_cast<int64_t>(c.event.revision()), r.job_id(), EncodeEvent(c.event)}});
   }
   writes.prune_events_below = events_.PruneBelow();

@@ -24,6 +24,11 @@ namespace v1 = ::jointcloud::v1;
 
 struct JobWrites;  // burst_writer.h
 
+// The jobs table's `centers` column: every center a replica of the job was placed at, at any
+// attempt, sorted, each between commas (",east,west,"; "" when none), so a center is
+// found as ",east," whatever the others.
+std::string CentersColumn(const v1::JobRecord& job);
+
 class JobStore {
  public:
   explicit JobStore(store::Store* store) : store_(store), committer_(store) {}
@@ -35,6 +40,11 @@ class JobStore {
   // One transaction: new jobs (AlreadyExists when an idempotency key is taken), saves of
   // jobs whose version is newer than the stored one, and watch cursors that moved on.
   absl::Status Write(const JobWrites& writes);
+
+  // Fills the list columns (created_us, centers: migration 26) of rows written before they
+  // existed, from their documents, a thousand rows a transaction; returns how many. Called
+  // before leading, so no write of this job manager races it.
+  absl::StatusOr<int64_t> BackfillListColumns();
 
   absl::StatusOr<v1::JobRecord> Get(const std::string& job_id);
   // The job a key created, if any.

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "jointcloud/v1/scheduler.pb.h"
 #include "services/scheduler/scoring/scorer_registry.h"
 #include "services/scheduler/snapshot.h"
@@ -65,6 +66,7 @@ struct ReplicaRecord {
 
 struct PlacementRecord {
   std::string job_id;
+  absl::Time decided_at = absl::InfinitePast();
   bool placed = false;
   std::string reason;
   std::vector<ReplicaRecord> replicas;

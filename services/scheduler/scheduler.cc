@@ -1,5 +1,7 @@
 #include "services/scheduler/scheduler.h"
 
+#include "common/timestamp.h"
+
 #include "common/status_macros.h"
 
 #include <google/protobuf/io/coded_stream.h>
@@ -25,6 +27,9 @@ Scheduler::Scheduler(InputsSource* source, const Clock* clock, SchedulerOptions 
     : source_(source), clock_(clock), options_(std::move(options)), profiles_(options_.profiles) {
   RegisterBuiltinScorers(scorers_);
   placer_ = std::make_unique<Placer>(scorers_, *models_.Find(kDefaultModel));
+  if (options_.placement_store != nullptr && options_.placement_records > 0) {
+    journal_ = std::make_unique<PlacementJournal>(options_.placement_store, &scorers_, options_.journal);
+  }
 }
 
 absl::Status Scheduler::RegisterScorer(std::unique_ptr<Scorer> scorer) {
@@ -114,30 +119,46 @@ void Scheduler::EnableMetrics(prometheus::Registry& registry) {
                       .Register(registry);
   reloads_ok_ = &reloads.Add({{"result", "ok"}});
   reloads_failed_ = &reloads.Add({{"result", "error"}});
+  if (journal_ != nullptr) journal_->EnableMetrics(registry);
 }
 
 absl::StatusOr<v1::Placement> Scheduler::JobPlacement(const std::string& job_id) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = placements_.find(job_id);
-  if (it == placements_.end()) {
+  std::shared_ptr<const PlacementRecord> record;
+  absl::Time decided_at;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = placements_.find(job_id); it != placements_.end()) {
+      record = it->second;
+      decided_at = record->decided_at;
+    }
+  }
+  if (record == nullptr) {
+    // Decided before a restart, or by another instance: as kept in the store (a query,
+    // outside the lock: no decision waits on it).
+    if (journal_ != nullptr) return journal_->Read(job_id);
     return absl::NotFoundError(absl::StrCat("no placement record of job \"", job_id,
                                             "\": it was never placed, or placed too long ago to be kept"));
   }
   v1::Placement placement;  // made now, from the numbers kept (PlacementRecord)
-  ToProto(it->second, scorers_, &placement);
+  ToProto(*record, scorers_, &placement);
+  *placement.mutable_decided_at() = ToTimestamp(decided_at);
   return placement;
 }
 
 Scheduler::~Scheduler() { Stop(); }
 
 void Scheduler::Start() {
+  if (journal_ != nullptr) journal_->Start();
   loop_.Start(options_.refresh_interval, [this] {
     ReloadProfilesIfChanged();
     if (absl::Status s = Refresh(); !s.ok()) spdlog::warn("scheduler: cannot refresh its view: {}", s.ToString());
   });
 }
 
-void Scheduler::Stop() { loop_.Stop(); }
+void Scheduler::Stop() {
+  loop_.Stop();
+  if (journal_ != nullptr) journal_->Stop();  // what is queued is written first
+}
 
 absl::Status Scheduler::Refresh() {
   auto inputs = source_->Fetch();
@@ -454,7 +475,16 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
   }
   if (options_.placement_records > 0) {
     if (!placements_.count(job_id)) placement_order_.push_back(job_id);
-    placements_[job_id] = std::move(kept);
+    kept.decided_at = clock_->Now();
+    auto shared = std::make_shared<const PlacementRecord>(std::move(kept));
+    // Kept in the store when it placed something or says something new: a job that waits
+    // is decided again every pass, and written each time it pushed the newest placed
+    // jobs' explanations out of the bound (helper-50 F1).
+    auto before = placements_.find(job_id);
+    const bool news = d.placed || std::any_of(d.centers.begin(), d.centers.end(), [](int c) { return c >= 0; }) ||
+                      before == placements_.end() || before->second->reason != shared->reason;
+    if (journal_ != nullptr && news) journal_->Add(shared, shared->decided_at);
+    placements_[job_id] = std::move(shared);
     while (static_cast<int>(placement_order_.size()) > options_.placement_records) {
       placements_.erase(placement_order_.front());
       placement_order_.pop_front();
@@ -900,6 +930,7 @@ absl::StatusOr<v1::Placement> Scheduler::Plan(const v1::CreateTrainJobRequest& j
   ApplyEstimates(job, estimates, requests, &record.expected_durations);
   v1::Placement placement;
   ToProto(record, scorers_, &placement);
+  *placement.mutable_decided_at() = ToTimestamp(clock_->Now());
   return placement;
 }
 

@@ -25,6 +25,7 @@
 #include "common/periodic_task.h"
 #include "jointcloud/v1/scheduler.pb.h"
 #include "services/estimator/shared_estimator.h"
+#include "services/scheduler/placement_journal.h"
 #include "services/scheduler/placer.h"
 #include "services/scheduler/snapshot_builder.h"
 
@@ -47,6 +48,10 @@ struct SchedulerOptions {
   // A weight-profiles file (YAML, scoring/profile_file.h) read on top of `profiles` at
   // LoadWeightProfiles and again whenever it changes; empty: none.
   std::string weight_profiles_file;
+  // Where every placement's explanation is also kept, bounded, past a restart and for the
+  // other instances (PlacementJournal); null: memory only.
+  store::Store* placement_store = nullptr;
+  PlacementJournalOptions journal;
 };
 
 class Scheduler {
@@ -270,7 +275,8 @@ class Scheduler {
   std::vector<prometheus::Counter*> scorer_seconds_;
   prometheus::Counter* reloads_ok_ = nullptr;
   prometheus::Counter* reloads_failed_ = nullptr;
-  std::map<std::string, PlacementRecord> placements_;
+  std::map<std::string, std::shared_ptr<const PlacementRecord>> placements_;
+  std::unique_ptr<PlacementJournal> journal_;  // with options_.placement_store
   std::deque<std::string> placement_order_;  // oldest first, to bound placements_
   std::map<std::string, Assumed> assumed_;
   struct Drained {

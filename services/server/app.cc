@@ -272,6 +272,10 @@ absl::Status App::Wiring::MakeScheduler(App& app, Env& env) {
   scheduler::SchedulerOptions so;
   so.refresh_interval = o.scheduler_refresh;
   so.weight_profiles_file = o.weight_profiles_file;
+  if (o.placement_history > 0) {
+    so.placement_store = app.store_.get();
+    so.journal.keep_jobs = o.placement_history;
+  }
   app.scheduler_ = std::make_unique<scheduler::Scheduler>(app.scheduler_inputs_.get(), o.clock, so);
   // A profiles file that does not load stops the start: the deployment asked for it.
   JC_RETURN_IF_ERROR(app.scheduler_->LoadWeightProfiles());

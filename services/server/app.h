@@ -110,6 +110,8 @@ struct AppOptions {
   // gRPC channel, as every other service.
   bool gateway_direct_calls = true;
   absl::Duration scheduler_refresh = absl::Seconds(1);
+  // Placement explanations kept in the store for the newest jobs (issue 49); 0: memory only.
+  int placement_history = 100000;
   // Weight profiles (YAML) on top of the built-in ones, reread when the file changes.
   std::string weight_profiles_file;
   jobs::JobManagerOptions jobs;

@@ -70,6 +70,9 @@ ABSL_FLAG(std::string, jobs_address, "",
 ABSL_FLAG(absl::Duration, scheduler_refresh, absl::Seconds(1),
           "how often the scheduler rebuilds its view of the centers from the registry, catalog, "
           "datamon and monitor");
+ABSL_FLAG(int32_t, placement_history, 100000,
+          "placement explanations kept in the store, the newest jobs' (jcctl job explain after a restart, or "
+          "asked of another instance); 0: only the last 10,000 in memory");
 ABSL_FLAG(absl::Duration, monitor_interval, absl::Seconds(5),
           "how often the monitor polls every center's adapter for its usage (Table 4)");
 ABSL_FLAG(absl::Duration, adapter_timeout, absl::Seconds(2),
@@ -358,6 +361,7 @@ int main(int argc, char** argv) {
   options.jobs_address = absl::GetFlag(FLAGS_jobs_address);
   options.identity_address = absl::GetFlag(FLAGS_identity_address);
   options.scheduler_refresh = absl::GetFlag(FLAGS_scheduler_refresh);
+  options.placement_history = absl::GetFlag(FLAGS_placement_history);
   options.weight_profiles_file = absl::GetFlag(FLAGS_weight_profiles);
   auto queue = jc::scheduler::ParseQueueSettings(absl::GetFlag(FLAGS_queue_order));
   if (!queue.ok()) return Fail(absl::StrCat("--queue_order: ", queue.status().message()));
@@ -385,6 +389,7 @@ int main(int argc, char** argv) {
     return Fail("--move_margin: must be a fraction in [0, 1) (e.g. 0.25)");
   }
   if (options.scheduler_refresh <= absl::ZeroDuration()) return Fail("--scheduler_refresh must be positive");
+  if (options.placement_history < 0) return Fail("--placement_history must not be negative (0: memory only)");
   options.upstream_address = absl::GetFlag(FLAGS_upstream_address);
   options.monitor.interval = absl::GetFlag(FLAGS_monitor_interval);
   options.monitor.call_timeout = absl::GetFlag(FLAGS_adapter_timeout);

@@ -330,6 +330,11 @@ int main(int argc, char** argv) {
   o.store_uri = pg;
   const std::string schema = "bench_" + std::to_string(getpid());
   o.store_schema = schema;
+  // JC_BENCH_PLACEMENT_HISTORY=0: no placement explanation kept in the store (the cost of
+  // keeping them, paired: docs/benchmarks.md).
+  if (const char* kept = std::getenv("JC_BENCH_PLACEMENT_HISTORY")) o.placement_history = std::atoi(kept);
+  std::printf("placement explanations kept in the store: %s\n",
+              o.placement_history > 0 ? absl::StrCat("the newest ", o.placement_history).c_str() : "none");
   o.gateway.worker_threads = clients;
   o.monitor.interval = absl::Milliseconds(500);
   o.jobs.cycle_interval = absl::Milliseconds(20);

@@ -110,6 +110,73 @@ void RegisterCenter(jc::testing::TestSystem& s, const std::string& id, const jc:
                                                         {"capacity", {{"cpu", cpus}, {"memory", 8192}}}}));
 }
 
+TEST_CASE("a job's placement explanation is kept with it: after a restart of the control plane, and asked of a "
+          "standby, explain shows where it went and why, as kept [A16][C2]",
+          "[A16][C2]") {
+  // Issue 49 item 4: after a restart `job explain` said "never placed" of a job placed 40 s
+  // before (the records lived in the deciding instance's memory only).
+  const std::string name = "jc_placements_" + std::to_string(getpid());
+  std::filesystem::remove(std::filesystem::temp_directory_path() / (name + ".db"));
+  auto options = [&](const std::string& instance) {
+    return [&, instance](jc::server::AppOptions& o) {
+      jc::testing::FastIntervals(o);
+      jc::testing::ShareStore(o, name);
+      o.jobs.instance_id = instance;
+    };
+  };
+  jc::testing::LocalAdapter solo("solo", 2, kCenterConfig);
+  std::string job;
+  {
+    auto first = std::make_unique<jc::testing::TestSystem>(options("one"));
+    Federation::Register(*first, solo.address(), 2);
+    auto alice = first->UserClient("alice", "vision", "MEMBER");
+    job = Submit(*alice, Federation::Job("train", "true"));
+    WaitForStatus(*alice, job, "completed");
+    auto fresh = alice->Get("/openapi/v1/trainjob/" + job + "/placement");
+    INFO(fresh.body.dump());
+    REQUIRE(fresh.http_status == 200);
+    CHECK(fresh.body["data"].value("fromHistory", false) == false);
+    CHECK_FALSE(fresh.body["data"].value("decidedAt", "").empty());
+    // Asked of another instance sharing the store (it decided nothing): as kept there, once
+    // the batch is written (about a second).
+    jc::testing::TestSystem standby(options("two"));
+    json kept;
+    REQUIRE(jc::testing::WaitUntil([&] {
+      auto r = standby.rest->Get("/openapi/v1/trainjob/" + job + "/placement");
+      kept = r.body;
+      return r.http_status == 200;
+    }));
+    INFO(kept.dump());
+    CHECK(kept["data"]["fromHistory"] == true);
+    CHECK(kept["data"]["replicas"][0]["centerId"] == "solo");
+    CHECK(kept["data"]["decidedAt"] == fresh.body["data"]["decidedAt"]);
+    standby.app->Shutdown();
+    first->app->Shutdown();
+  }
+  // Restarted on the same store: explained as it was, the chosen center and its marks.
+  jc::testing::TestSystem second(options("one"));
+  auto alice = second.UserClient("alice", "vision", "MEMBER");
+  auto after = alice->Get("/openapi/v1/trainjob/" + job + "/placement");
+  INFO(after.body.dump());
+  REQUIRE(after.http_status == 200);
+  const json& p = after.body["data"];
+  CHECK(p["placed"] == true);
+  CHECK(p["fromHistory"] == true);
+  REQUIRE(p["replicas"].size() == 1);
+  CHECK(p["replicas"][0]["centerId"] == "solo");
+  bool chosen = false;
+  for (const auto& c : p["replicas"][0]["centers"]) {
+    if (c["centerId"] != "solo") continue;
+    CHECK(c["feasible"] == true);
+    for (const auto& m : c["marks"]) chosen |= m == "chosen";
+  }
+  CHECK(chosen);
+  // Still only to those who may see the job; a job never placed is still not found.
+  auto bob = second.UserClient("bob", "nlp", "MEMBER");
+  CHECK(bob->Get("/openapi/v1/trainjob/" + job + "/placement").http_status == 404);
+  CHECK(alice->Get("/openapi/v1/trainjob/job-99999999/placement").http_status == 404);
+}
+
 TEST_CASE("run times are learned from the runs that ended: the plan and the next job say 'median of 2 runs of this "
           "command of this name by this user', and a restarted control plane still knows [A16]",
           "[A16]") {

@@ -16,12 +16,16 @@
 
 #include "absl/strings/str_replace.h"
 #include "common/timestamp.h"
+#include "common/store/doc.h"
+#include "services/jobs/burst_writer.h"
+#include "services/jobs/job_store.h"
 #include "services/southbound/adapter_client.h"
 #include "tests/testing/event_chaos_proxy.h"
 #include "tests/testing/faulty_store.h"
 #include "tests/testing/local_adapter.h"
 #include "tests/testing/oci_registry.h"
 #include "tests/testing/process.h"
+#include "tests/testing/test_store.h"
 #include "tests/testing/test_system.h"
 
 using nlohmann::json;
@@ -715,6 +719,70 @@ TEST_CASE("jobs are listed the newest first, a page at a time, or the oldest fir
   ExpectError(n.rest->Get("/openapi/v1/trainjob?pageToken=" + oldest.body["data"]["nextPageToken"].get<std::string>()),
               400, "other order");
   ExpectError(n.rest->Get("/openapi/v1/trainjob?order=latest"), 400, "newest (the default) or oldest");
+}
+
+TEST_CASE("jobs are listed by center (any attempt's) and by creation time, dates or instants, and rows from before "
+          "the columns existed are filled from their documents when the job manager starts leading [A12][C2]",
+          "[A12][C2]") {
+  Network n;
+  auto pinned = [&](const std::string& name, const std::string& center) {
+    json task = Task("t", "true", "", 1);
+    task["centerIDs"] = json::array({center});
+    return n.Submit({{"name", name}, {"tasks", {task}}})["jobId"].get<std::string>();
+  };
+  const std::string at_alpha = pinned("at-alpha", "alpha"), at_beta = pinned("at-beta", "beta");
+  n.WaitForStatus(at_alpha, "completed");
+  n.WaitForStatus(at_beta, "completed");
+  auto ids = [&](const std::string& query) {
+    auto r = n.rest->Get("/openapi/v1/trainjob?" + query);
+    INFO(query << ": " << r.body.dump());
+    REQUIRE(r.http_status == 200);
+    std::vector<std::string> out;
+    for (const auto& j : r.body["data"]["jobs"]) out.push_back(j["jobId"]);
+    return out;
+  };
+  CHECK(ids("center=alpha") == std::vector<std::string>{at_alpha});
+  CHECK(ids("center=beta") == std::vector<std::string>{at_beta});
+  CHECK(ids("center=alph").empty());  // a name, not a prefix
+  ExpectError(n.rest->Get("/openapi/v1/trainjob?center=a%25"), 400, "center");
+  const std::string today = absl::FormatTime("%Y-%m-%d", absl::Now(), absl::UTCTimeZone());
+  const std::string tomorrow = absl::FormatTime("%Y-%m-%d", absl::Now() + absl::Hours(24), absl::UTCTimeZone());
+  CHECK(ids("createdAfter=" + today).size() == 2);
+  CHECK(ids("createdAfter=" + tomorrow).empty());
+  CHECK(ids("createdBefore=" + tomorrow + "&center=beta") == std::vector<std::string>{at_beta});
+  CHECK(ids("createdBefore=2000-01-01T00:00:00Z").empty());
+  ExpectError(n.rest->Get("/openapi/v1/trainjob?createdAfter=yesterday"), 400,
+              "createdAfter: \"yesterday\" is neither a date");
+  ExpectError(n.rest->Get("/openapi/v1/trainjob?createdAfter=9999-12-31T23:59:59-01:00"), 400, "createdAfter");
+
+  // A row as a job manager before the columns wrote it (0 and ''): filled from its
+  // document before the next one leads, then found by both filters.
+  auto store = jc::testing::MakeTestStore();
+  jc::jobs::JobStore old(store.get());
+  jointcloud::v1::JobRecord record;
+  record.set_job_id("job-00000042");
+  record.set_seq(42);
+  record.set_status("completed");
+  *record.mutable_received_at() = jc::ToTimestamp(absl::FromUnixSeconds(1780000000));
+  record.add_replicas()->set_center_id("beta");
+  record.mutable_replicas(0)->add_attempts()->set_center_id("alpha");
+  jc::jobs::JobWrites writes;
+  writes.inserts.push_back({record.job_id(), 42, "u", "", "completed", "", 1, 0, *jc::store::EncodeDoc(record)});
+  REQUIRE(old.Write(writes).ok());
+  auto filled = old.BackfillListColumns();
+  REQUIRE(filled.ok());
+  CHECK(*filled == 1);
+  CHECK(*old.BackfillListColumns() == 0);  // once
+  for (const char* center : {"alpha", "beta"}) {
+    jointcloud::v1::ListTrainJobsRequest req;
+    req.set_center(center);
+    *req.mutable_created_after() = jc::ToTimestamp(absl::FromUnixSeconds(1780000000));
+    *req.mutable_created_before() = jc::ToTimestamp(absl::FromUnixSeconds(1780000001));
+    auto listed = old.List(req, std::nullopt);
+    REQUIRE(listed.ok());
+    REQUIRE(listed->first.size() == 1);
+    CHECK(listed->first[0].job_id() == "job-00000042");
+  }
 }
 
 TEST_CASE("a burst of jobs from many clients is dispatched once per replica and every job completes [A7][A11]",

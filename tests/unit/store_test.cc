@@ -72,6 +72,8 @@ TEST_CASE("migration 20 keys images by (project, id) and keeps every image (issu
                           "DROP TABLE job_durations",  // migration 22's, likewise
                           "DROP TABLE endpoint_passes",  // migration 23's, likewise
                           "ALTER TABLE leases DROP COLUMN term",  // migration 25's, likewise
+                          "DROP INDEX jobs_created", "ALTER TABLE jobs DROP COLUMN created_us",  // 26's
+                          "ALTER TABLE jobs DROP COLUMN centers", "DROP TABLE job_placements",
                           "DELETE FROM schema_migrations WHERE version >= 20"}) {
     INFO(sql);
     REQUIRE(store->Exec(sql).ok());
@@ -103,7 +105,8 @@ TEST_CASE("migration 21 keys a project's datasets by project, name and version, 
   // Rows as version 20 had them: a federation dataset and a project's, each with a location.
   for (const char* sql :
        {"DELETE FROM datasets", "DELETE FROM dataset_locations", "DROP INDEX datasets_name", "DROP TABLE job_durations",
-        "DROP TABLE endpoint_passes", "ALTER TABLE leases DROP COLUMN term",
+        "DROP TABLE endpoint_passes", "ALTER TABLE leases DROP COLUMN term", "DROP INDEX jobs_created",
+        "ALTER TABLE jobs DROP COLUMN created_us", "ALTER TABLE jobs DROP COLUMN centers", "DROP TABLE job_placements",
         "INSERT INTO datasets (id, data_name, created_user, project, doc) VALUES ('corpus/v1', 'corpus', 'u', '', 'f')",
         "INSERT INTO datasets (id, data_name, created_user, project, doc) VALUES ('notes/v2', 'notes', 'u', 'alpha', "
         "'a')",

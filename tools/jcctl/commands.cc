@@ -327,7 +327,13 @@ std::string DescribePlacement(const json& p) {
   bool placed = p.value("placed", false);
   out << (placed ? "Placed" : "Not placed");
   if (!p.value("reason", "").empty()) out << ": " << p.value("reason", "");
+  if (!p.value("decidedAt", "").empty()) out << " (decided " << p.value("decidedAt", "") << ")";
   out << "\n";
+  if (p.value("fromHistory", false)) {
+    out << "As kept in the store (the best scored and the first filtered centers of each replica";
+    if (p.value("replicasLeftOut", 0) > 0) out << "; " << p.value("replicasLeftOut", 0) << " replicas not kept";
+    out << ")\n";
+  }
   // How long it is expected to run, and from what (SPEC A16): what placement used.
   for (const auto& line : p.value("expectedDurations", json::array())) {
     out << "Expected run time, " << line.get<std::string>() << "\n";
@@ -368,6 +374,7 @@ std::string DescribePlacement(const json& p) {
                                      Field("START", "start"), Field("FINISH", "finish"), Field("COST", "cost"),
                                      Field("MARKS", "marks"), Field("SCORES (score x weight) / FILTERED", "why")});
     for (absl::string_view l : absl::StrSplit(table, '\n', absl::SkipEmpty())) out << "  " << l << "\n";
+    if (r.value("centersLeftOut", 0) > 0) out << "  (" << r.value("centersLeftOut", 0) << " more centers not kept)\n";
   }
   return out.str();
 }
@@ -846,10 +853,18 @@ std::vector<CommandSpec> Commands() {
                ListFlags({{"status", 0, true, "pending, running, completed or failed"},
                           {"project", 0, true, "only this project's jobs"},
                           {"user", 0, true, "only this user's jobs"},
+                          {"center", 0, true, "only jobs with a replica placed at this center (at any attempt)"},
+                          {"since", 0, true, "only jobs created at or after this date (2026-12-01) or instant"},
+                          {"until", 0, true, "only jobs created before this date or instant"},
                           {"oldest", 0, false, "the oldest first (the newest come first otherwise)"}}),
                0, 0,
                ListCommand(kJobs, "jobs", true, JobColumns(), [](const Invocation& inv) {
-                 std::string query = Query(inv, {{"status", "status"}, {"project", "project"}, {"user", "userName"}});
+                 std::string query = Query(inv, {{"status", "status"},
+                                                 {"project", "project"},
+                                                 {"user", "userName"},
+                                                 {"center", "center"},
+                                                 {"since", "createdAfter"},
+                                                 {"until", "createdBefore"}});
                  if (inv.Has("oldest") && inv.Get("oldest") != "false") {
                    absl::StrAppend(&query, query.empty() ? "?" : "&", "order=oldest");
                  }

@@ -241,12 +241,15 @@ function jobRow(j) {
 }
 
 // Jobs, the newest first, a page at a time (the API's page token in the address as
-// `before`), filtered by status, project and user (`#/jobs?status=running&project=vision`).
+// `before`), filtered by status, project, user, center and creation time
+// (`#/jobs?status=running&project=vision&center=east&since=2026-12-01`).
 async function jobsPage(query) {
   const params = new URLSearchParams(query);
   const size = Math.min(1000, Math.max(1, parseInt(params.get("size") || "50", 10) || 50));
   const ask = new URLSearchParams({ pageSize: String(size) });
-  for (const [key, param] of [["status", "status"], ["project", "project"], ["user", "userName"]]) {
+  const filterParams = [["status", "status"], ["project", "project"], ["user", "userName"], ["center", "center"],
+    ["since", "createdAfter"], ["until", "createdBefore"]];
+  for (const [key, param] of filterParams) {
     if (params.get(key)) ask.set(param, params.get(key));
   }
   if (params.get("before")) ask.set("pageToken", params.get("before"));
@@ -259,7 +262,7 @@ async function jobsPage(query) {
     const text = next.toString();
     return "#/jobs" + (text ? "?" + text : "");
   };
-  const filters = params.get("status") || params.get("project") || params.get("user");
+  const filters = filterParams.some(([key]) => params.get(key));
   const statuses = ["", "pending", "running", "completed", "failed"].map((v) =>
     `<option value="${v}"${params.get("status") === v ? " selected" : ""}>${v || "any status"}</option>`).join("");
   view.innerHTML = `<h2>Jobs, newest first: ${jobs.length} on page ${pageNo}${filters ? " (filtered)" : ""}</h2>
@@ -267,6 +270,9 @@ async function jobsPage(query) {
       <select id="f-status" aria-label="status">${statuses}</select>
       <label>project <input id="f-project" value="${esc(params.get("project") || "")}"></label>
       <label>user <input id="f-user" value="${esc(params.get("user") || "")}"></label>
+      <label>center <input id="f-center" value="${esc(params.get("center") || "")}"></label>
+      <label>created since <input id="f-since" type="date" value="${esc(params.get("since") || "")}"></label>
+      <label>created before <input id="f-until" type="date" value="${esc(params.get("until") || "")}"></label>
       <button>Filter</button></form>
     ${table(["Job", "Name", "Status", "Project", "Centers", "Submitted", "Reason"], jobs.map(jobRow), "jobs")}
     <p id="pager">${pageNo > 1 ? `<a href="${esc(link({ before: "", page: "" }))}" id="newest">← newest</a> ` : ""}${page.nextPageToken ? `<a href="${esc(link({ before: page.nextPageToken, page: String(pageNo + 1) }))}" id="older">older →</a>` : "no older jobs"}</p>
@@ -274,7 +280,8 @@ async function jobsPage(query) {
   document.getElementById("job-filter").onsubmit = (e) => {
     e.preventDefault();
     const next = new URLSearchParams();
-    for (const [key, id] of [["status", "f-status"], ["project", "f-project"], ["user", "f-user"]]) {
+    for (const [key, id] of [["status", "f-status"], ["project", "f-project"], ["user", "f-user"], ["center", "f-center"],
+      ["since", "f-since"], ["until", "f-until"]]) {
       const v = document.getElementById(id).value.trim();
       if (v) next.set(key, v);
     }
@@ -400,7 +407,10 @@ function span(s) {
 // fastest, the cheapest, the Pareto front, the profile's pick), total and scores.
 function explain(p) {
   if (!p) return '<p class="muted">No placement recorded yet.</p>';
-  const parts = [`<p>${p.placed ? "Placed" : "Not placed"}${p.reason ? ": " + esc(p.reason) : ""}</p>`];
+  const parts = [`<p>${p.placed ? "Placed" : "Not placed"}${p.reason ? ": " + esc(p.reason) : ""}${p.decidedAt ? ` <span class="muted">(decided ${esc(when(p.decidedAt))})</span>` : ""}</p>`];
+  if (p.fromHistory) {
+    parts.push(`<p class="muted" id="from-history">As kept in the store: the best scored and the first filtered centers of each replica${p.replicasLeftOut ? `; ${esc(p.replicasLeftOut)} replicas not kept` : ""}.</p>`);
+  }
   const durations = p.expectedDurations || [];
   if (durations.length) parts.push(`<ul id="expected-durations">${durations.map((d) => `<li>Expected run time, ${esc(d)}</li>`).join("")}</ul>`);
   for (const r of p.replicas || []) {
@@ -413,7 +423,8 @@ function explain(p) {
         f ? (c.total || 0).toFixed(2) : "", f ? scores : esc(`${c.filteredBy}: ${c.reason}`)];
     });
     parts.push(`<h3>Task ${esc(r.taskIndex || 0)} replica ${esc(r.replicaIndex || 0)} → ${esc(r.centerId || "nowhere")}</h3>` +
-      table(["Center", "Feasible", "Start", "Finish", "Cost", "Marks", "Total", "Scores (score×weight) or filter"], rows, "placement"));
+      table(["Center", "Feasible", "Start", "Finish", "Cost", "Marks", "Total", "Scores (score×weight) or filter"], rows, "placement") +
+      (r.centersLeftOut ? `<p class="muted">${esc(r.centersLeftOut)} more centers not kept.</p>` : ""));
   }
   return parts.join("");
 }

@@ -38,4 +38,31 @@ TEST_CASE("a center cannot keep an attempt fresh by reporting a later start at e
   CHECK(report(sent - absl::Hours(5), sent + absl::Hours(2)) == sent);
 }
 
+TEST_CASE("a center's end of an attempt is kept within what was seen: not after the report came, not before the "
+          "start, so a time past 9999 never reaches a record that every list prints [A7][C6]",
+          "[A7][C6]") {
+  const absl::Time sent = absl::FromUnixSeconds(1'800'000'000);
+  auto ended = [&](google::protobuf::Timestamp at, absl::Time now) {
+    v1::JobRecord job;
+    job.set_job_id("job-1");
+    job.add_replicas()->set_center_id("alpha");
+    jc::jobs::NotePlaced(job, 0, sent);
+    apb::Replica r;
+    r.mutable_key()->set_job_id("job-1");
+    r.set_state(apb::REPLICA_SUCCEEDED);
+    *r.mutable_started_at() = jc::ToTimestamp(sent + absl::Seconds(5));
+    *r.mutable_ended_at() = at;
+    jc::jobs::JobEffects fx;
+    jc::jobs::ApplyAttemptReport(job, 0, "alpha", r, now, &fx);
+    return job.replicas(0).attempts(0).ended_at();
+  };
+  const absl::Time now = sent + absl::Minutes(10);
+  CHECK(jc::FromTimestamp(ended(jc::ToTimestamp(sent + absl::Minutes(3)), now)) == sent + absl::Minutes(3));
+  google::protobuf::Timestamp far;
+  far.set_seconds(INT64_MAX / 2);
+  CHECK(jc::FromTimestamp(ended(far, now)) == now);
+  far.set_seconds(-INT64_MAX / 2);
+  CHECK(jc::FromTimestamp(ended(far, now)) == sent + absl::Seconds(5));
+}
+
 }  // namespace
