@@ -12,6 +12,8 @@
 //   A step with "click" (a selector) clicks it once the page shows "until", and follows the tab
 //   it opens: waits there for "popup_until", then runs "popup_eval" (an async function's
 //   source) in it; the step's "popup" says where the tab went, its DOM and what that returned.
+//   A step with "press" (a selector) fills "fill" ([[selector, text], ...]) once the page shows
+//   "until", clicks it "press_times" times (1), and waits for "press_until": its "pressed".
 //   An empty token: no sign-in (what a caller without one sees). "insecure": true takes a
 //   certificate chromium does not know (the development CA's).
 import puppeteer from "puppeteer-core";
@@ -109,6 +111,19 @@ try {
     if (step.screenshot) await page.screenshot({ path: step.screenshot });
     const result = { reached, address: page.url(), dom: await page.content() };
     if (step.click && reached) result.popup = await clickToPopup(step);
+    if (step.press && reached) {
+      // As a person: fill the fields (a value set and an input event, as typing ends), then
+      // press the button once and wait for what it should show.
+      for (const [selector, text] of step.fill ?? []) {
+        await page.$eval(selector, (el, value) => {
+          el.value = value;
+          el.dispatchEvent(new Event("input", { bubbles: true }));
+        }, text);
+      }
+      for (let i = 0; i < (step.press_times ?? 1); i++) await page.click(step.press);
+      const pressedReached = await waitFor(step.press_until ?? []);
+      result.pressed = { reached: pressedReached, address: page.url(), dom: await page.content() };
+    }
     out.steps.push(result);
   }
   out.addresses.push(page.url());

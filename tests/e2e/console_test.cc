@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <regex>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -295,6 +296,68 @@ TEST_CASE("the operator console, signed in through its form and never by a link,
     CHECK_THAT(dom, Catch::Contains(partly_id));
     CHECK_THAT(dom, Catch::Contains("badge running"));
     REQUIRE(rest.Post("/openapi/v1/trainjob/" + partly_id + "/stop", json::object()).http_status == 200);
+  }
+  {  // submit and resubmit from the console (issue 49 item 12): a body typed in its editor is
+     // submitted once however often the button is pressed, a misspelt field is refused in the
+     // server's words, and a job's Resubmit fills the editor with its body again
+    const std::string body = R"({"name": "typed", "desc": "from the console", "tasks": [{"name": "main", )"
+                             R"("command": "echo typed", "resourceSpecId": "cpu-1", "replicaNumber": 2}]})";
+    const std::string typo = R"({"name": "typo", "tasks": [{"name": "main", "comand": "true", "resourceSpecId": "cpu-1"}]})";
+    jc::testing::BrowserStep submit{"#/submit", {"Submit a job"}};
+    submit.fill = {{"#job-body", body}};
+    submit.press = "#submit-job";
+    submit.press_times = 2;
+    submit.press_until = {"id=\"submitted\""};
+    jc::testing::BrowserStep refused{"#/submit", {"Submit a job"}};
+    refused.fill = {{"#job-body", typo}};
+    refused.press = "#submit-job";
+    refused.press_until = {"Not submitted: "};
+    auto ran = jc::testing::Browse(JC_SOURCE_DIR, JC_BROWSER_TOOLS, dir, base, token, {submit, refused});
+    REQUIRE(ran.pages.size() == 2);
+    INFO(ran.pages[0].pressed.dom.substr(0, 4000));
+    REQUIRE(ran.pages[0].pressed.reached);
+    const std::regex made("Submitted <a href=\"#/jobs/(job-[0-9]+)\"");
+    std::smatch m;
+    REQUIRE(std::regex_search(ran.pages[0].pressed.dom, m, made));
+    const std::string typed_id = m[1];
+    json typed = rest.Get("/openapi/v1/trainjob/" + typed_id).body["data"];
+    CHECK(typed["name"] == "typed");
+    CHECK(typed["desc"] == "from the console");
+    CHECK(typed["taskInfos"][0]["replicaNumber"] == 2);
+    // Pressed twice, one job (the Idempotency-Key of the body shown).
+    int named_typed = 0;
+    const json listed = rest.Get("/openapi/v1/trainjob?pageSize=1000").body;
+    for (const auto& j : listed["data"]["jobs"]) named_typed += j["name"] == "typed";
+    CHECK(named_typed == 1);
+    INFO(ran.pages[1].pressed.dom.substr(0, 4000));
+    CHECK(ran.pages[1].pressed.reached);
+    CHECK_THAT(ran.pages[1].pressed.dom, Catch::Contains("tasks[0].comand: no such field; did you mean"));
+    // Resubmit from the job's page: the editor holds its body; submitted, the new job is the
+    // same job again (its name, description, tasks).
+    jc::testing::BrowserStep open_job{"#/jobs/" + typed_id, {"Resubmit"}};
+    open_job.press = "#resubmit";
+    open_job.press_until = {"Submit a job", "id=\"resubmit-note\""};
+    jc::testing::BrowserStep again{"#/submit", {"id=\"resubmit-note\"", "echo typed"}};
+    again.press = "#submit-job";
+    again.press_until = {"id=\"submitted\""};
+    auto re = jc::testing::Browse(JC_SOURCE_DIR, JC_BROWSER_TOOLS, dir, base, token, {open_job, again});
+    REQUIRE(re.pages.size() == 2);
+    INFO(re.pages[0].pressed.dom.substr(0, 4000) << "\n" << re.pages[1].pressed.dom.substr(0, 4000));
+    REQUIRE(re.pages[1].pressed.reached);
+    REQUIRE(std::regex_search(re.pages[1].pressed.dom, m, made));
+    const std::string again_id = m[1];
+    CHECK(again_id != typed_id);
+    json second = rest.Get("/openapi/v1/trainjob/" + again_id).body["data"];
+    for (const char* key : {"name", "desc", "project", "scheduling", "statusPolicy", "retryPolicy"}) {
+      INFO(key);
+      CHECK(second.value(key, json()) == typed.value(key, json()));
+    }
+    for (const char* key : {"name", "command", "resourceSpecId", "replicaNumber", "imageId", "kind"}) {
+      INFO(key);
+      CHECK(second["taskInfos"][0].value(key, json()) == typed["taskInfos"][0].value(key, json()));
+    }
+    CHECK(ran.errors.empty());
+    CHECK(re.errors.empty());
   }
   {  // the files are served by the gateway itself
     httplib::Client http("127.0.0.1", started.rest_port);

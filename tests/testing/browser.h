@@ -25,6 +25,12 @@ struct BrowserStep {
   std::string click;
   std::vector<std::string> popup_until;
   std::string popup_eval;
+  // Or: these fields filled (selector, text), then a click on `press` (`press_times` times),
+  // waited on for `press_until`.
+  std::vector<std::pair<std::string, std::string>> fill;
+  std::string press;
+  int press_times = 1;
+  std::vector<std::string> press_until;
 };
 
 struct BrowserRun {
@@ -41,6 +47,11 @@ struct BrowserRun {
       std::string dom;
       std::string eval;  // what popup_eval returned
     } popup;
+    struct Pressed {
+      bool reached = false;  // every press_until text was there
+      std::string address;
+      std::string dom;
+    } pressed;
   };
   std::vector<Page> pages;
   std::vector<std::string> addresses;  // every address the tab was at
@@ -70,6 +81,13 @@ inline BrowserRun Browse(const std::string& source_dir, const std::string& tools
       step["popup_until"] = s.popup_until;
       step["popup_eval"] = s.popup_eval;
     }
+    if (!s.press.empty()) {
+      step["press"] = s.press;
+      step["press_times"] = s.press_times;
+      step["press_until"] = s.press_until;
+      step["fill"] = nlohmann::json::array();
+      for (const auto& [selector, text] : s.fill) step["fill"].push_back({selector, text});
+    }
     plan["steps"].push_back(step);
   }
   std::ofstream(plan_file) << plan.dump();
@@ -81,7 +99,11 @@ inline BrowserRun Browse(const std::string& source_dir, const std::string& tools
   run.signed_in = out.value("signed_in", false);
   run.sign_in_error = out.value("sign_in_error", "");
   for (const auto& p : out["steps"]) {
-    BrowserRun::Page page{p.value("reached", false), p.value("address", ""), p.value("dom", ""), {}};
+    BrowserRun::Page page{p.value("reached", false), p.value("address", ""), p.value("dom", ""), {}, {}};
+    if (p.contains("pressed")) {
+      const auto& t = p["pressed"];
+      page.pressed = {t.value("reached", false), t.value("address", ""), t.value("dom", "")};
+    }
     if (p.contains("popup")) {
       const auto& t = p["popup"];
       page.popup = {t.value("opened", false), t.value("reached", false), t.value("address", ""), t.value("dom", ""),

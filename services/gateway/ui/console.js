@@ -60,8 +60,8 @@ async function api(path) {
 
 // A change (stop a job) or a dry run (plan): POST `body` with the token; the envelope's
 // error is thrown.
-async function apiPost(path, request = {}) {
-  const res = await fetch(path, { method: "POST", headers: { Authorization: "Bearer " + token(), "Content-Type": "application/json" }, body: JSON.stringify(request) });
+async function apiPost(path, request = {}, headers = {}) {
+  const res = await fetch(path, { method: "POST", headers: { ...headers, Authorization: "Bearer " + token(), "Content-Type": "application/json" }, body: JSON.stringify(request) });
   const text = await res.text();
   let body = null;
   try { body = JSON.parse(text); } catch (e) { /* not JSON */ }
@@ -313,7 +313,8 @@ async function jobPage(id) {
     `${ti} (${esc(t.name)})`, String(e.replicaIndex || 0), esc(e.name), esc(String(e.port || "")), e.ready ? "yes" : "no",
     ended ? "" : `<button type="button" class="open-endpoint" data-task="${ti}" data-replica="${e.replicaIndex || 0}" data-port="${esc(e.name)}">Open</button>`])));
   view.innerHTML = `<h2>Job ${esc(job.jobId)} ${badge(job.status)}
-    ${ended ? "" : `<button id="stop-job" type="button" class="danger">Stop</button>`}</h2>
+    ${ended ? "" : `<button id="stop-job" type="button" class="danger">Stop</button>`}
+    <button id="resubmit" type="button">Resubmit…</button></h2>
     <p id="action-error" class="error"></p>
     <p>${esc(job.name)} · project ${esc(job.project || "-")} · submitted ${esc(when(job.createdAt))} by ${esc(job.userName)}
     ${job.statusReason ? `<br><span class="muted">${esc(job.statusReason)}</span>` : ""}</p>
@@ -345,6 +346,11 @@ async function jobPage(id) {
       }
     });
   }
+  document.getElementById("resubmit").addEventListener("click", () => {
+    sessionStorage.setItem("jc-draft", JSON.stringify(bodyOf(job), null, 2));
+    sessionStorage.setItem("jc-draft-from", job.jobId);
+    location.hash = "#/submit";
+  });
   const stop = document.getElementById("stop-job");
   if (stop) {
     stop.addEventListener("click", async () => {
@@ -427,6 +433,77 @@ function explain(p) {
       (r.centersLeftOut ? `<p class="muted">${esc(r.centersLeftOut)} more centers not kept.</p>` : ""));
   }
   return parts.join("");
+}
+
+// A job's create body again, from what GET /openapi/v1/trainjob/{id} shows of it: its name,
+// description, project, policies, scheduling, durations and each task's name, command,
+// image, spec, replicas and kind. The view does not show a task's datasets, named ports or
+// pinned centers: the page says so, for the person to add them.
+function bodyOf(job) {
+  const body = { name: job.name, tasks: (job.taskInfos || []).map((t) => {
+    const task = { name: t.name, command: t.command, resourceSpecId: t.resourceSpecId, replicaNumber: t.replicaNumber || 1 };
+    if (t.imageId) task.imageId = t.imageId;
+    if (t.kind && t.kind !== "batch") task.kind = t.kind;
+    return task;
+  }) };
+  for (const key of ["desc", "project", "statusPolicy", "retryPolicy", "scheduling", "estimatedDuration", "timeLimit", "idleTimeout"]) {
+    const v = job[key];
+    if (v !== undefined && v !== "" && !(typeof v === "object" && Object.keys(v).length === 0)) body[key] = v;
+  }
+  return body;
+}
+
+// Submit a job as platforms do (POST /openapi/v1/trainjob): its JSON body in an editor, planned
+// first if wished (the dry run), submitted once however often the button is pressed (an
+// Idempotency-Key per body shown). What is typed stays in the tab's session until submitted.
+const SAMPLE_JOB = { name: "hello", tasks: [{ name: "main", command: "echo hello", resourceSpecId: "cpu-1", replicaNumber: 1 }] };
+async function submitPage() {
+  const from = sessionStorage.getItem("jc-draft-from");
+  const draft = sessionStorage.getItem("jc-draft") || JSON.stringify(SAMPLE_JOB, null, 2);
+  view.innerHTML = `<h2>Submit a job</h2>
+    ${from ? `<p class="muted" id="resubmit-note">From job <a href="#/jobs/${esc(from)}">${esc(from)}</a>, as its page shows it: add its datasets, named ports or pinned centers if it had any.</p>` : ""}
+    <p class="muted">The body of <code>POST /openapi/v1/trainjob</code> (JSON; <code>jcctl job submit -f</code> takes YAML too): docs/api.md.</p>
+    <textarea id="job-body" rows="18" cols="90" spellcheck="false" aria-label="job body">${esc(draft)}</textarea>
+    <p><button type="button" id="plan-job">Plan</button> <button type="button" id="submit-job">Submit</button></p>
+    <div id="submit-out"></div>`;
+  const editor = document.getElementById("job-body");
+  const out = document.getElementById("submit-out");
+  let key = crypto.randomUUID();  // one job per body, however often it is pressed
+  editor.addEventListener("input", () => {
+    sessionStorage.setItem("jc-draft", editor.value);
+    key = crypto.randomUUID();
+  });
+  const parsed = () => {
+    try {
+      const body = JSON.parse(editor.value);
+      if (typeof body !== "object" || body === null || Array.isArray(body)) throw new Error("the body is a JSON object");
+      return body;
+    } catch (e) {
+      out.innerHTML = `<p class="error" id="submit-error">Not a job: ${esc(e.message)}</p>`;
+      return null;
+    }
+  };
+  document.getElementById("plan-job").addEventListener("click", async () => {
+    const body = parsed();
+    if (!body) return;
+    try {
+      out.innerHTML = explain(await apiPost("/openapi/v1/scheduler/plan", body));
+    } catch (e) {
+      out.innerHTML = `<p class="error" id="submit-error">Not planned: ${esc(e.message)}</p>`;
+    }
+  });
+  document.getElementById("submit-job").addEventListener("click", async () => {
+    const body = parsed();
+    if (!body) return;
+    try {
+      const made = await apiPost("/openapi/v1/trainjob", body, { "Idempotency-Key": key });
+      sessionStorage.removeItem("jc-draft");
+      sessionStorage.removeItem("jc-draft-from");
+      out.innerHTML = `<p id="submitted">Submitted <a href="#/jobs/${esc(made.jobId)}">${esc(made.jobId)}</a>.</p>`;
+    } catch (e) {
+      out.innerHTML = `<p class="error" id="submit-error">Not submitted: ${esc(e.message)}</p>`;
+    }
+  });
 }
 
 // Plan a job before submitting it (SPEC A16): a dry run over REST (POST
@@ -649,6 +726,7 @@ async function route() {
     else if (page === "jobs") await jobsPage(query);
     else if (page === "charts") await chartsPage();
     else if (page === "plan") await planPage(query);
+    else if (page === "submit") await submitPage();
     else if (page === "usage") await usagePage(arg ? decodeURIComponent(arg) : "");
     else await centersPage();
   } catch (e) {
