@@ -2011,6 +2011,11 @@ void JobManager::ApplyEffects(Active& job, const JobEffects& fx) {
     if (!options_.metering) break;
     burst_.usage.push_back(UsageRecordOf(r, m, now));
     admission_.AddEnded(r.request().project(), burst_.usage.back().cost());
+    // The attempt keeps what its records cost (a correction adds its difference): the job's
+    // cost is read from the record, not summed from the accounting tables at each view.
+    for (auto& a : *job.record.mutable_replicas(m.index)->mutable_attempts()) {
+      if (a.attempt() == m.attempt.attempt()) a.set_cost(a.cost() + burst_.usage.back().cost());
+    }
   }
   // A usage record is written with its job's save, always: the closed attempt and its
   // record land together, so no reload meters the attempt again.
@@ -2032,6 +2037,11 @@ v1::TrainJob JobManager::ToTrainJob(const v1::JobRecord& r, bool with_history) c
   JobViewOptions view;
   view.with_history = with_history;
   view.now = clock_->Now();
+  view.price_at = [this](const std::string& center, const std::string& spec, absl::Time at) -> std::optional<double> {
+    auto offer = scheduler_->OfferAt(center, spec);
+    if (!offer.has_value()) return std::nullopt;
+    return offer->PriceAt(at);
+  };
   if (r.status() == kPending) {
     std::lock_guard<std::mutex> lock(positions_mu_);
     if (auto it = queue_positions_.find(r.job_id()); it != queue_positions_.end()) view.queue_position = it->second;

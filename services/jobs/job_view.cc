@@ -41,8 +41,38 @@ void AddHistory(const v1::JobRecord& r, absl::Time now, v1::TrainJob* j) {
 
 }  // namespace
 
+v1::JobCost CostOf(const v1::JobRecord& r, const JobViewOptions& options) {
+  v1::JobCost cost;
+  for (const auto& rep : r.replicas()) {
+    const std::string& spec = r.request().tasks(rep.task_index()).resource_spec_id();
+    for (const auto& a : rep.attempts()) {
+      if (a.has_cost()) {
+        cost.set_ended(cost.ended() + a.cost());
+      } else if (a.metered()) {
+        cost.set_partial(true);
+      }
+      if (a.closed() || !a.has_started_at() || !options.price_at) continue;
+      // Running: billed from its start (bounded as its record will be) at the price of its
+      // submit, by the hour.
+      const absl::Time start = FromTimestamp(a.started_at());
+      const absl::Time priced = a.has_submitted_at() ? FromTimestamp(a.submitted_at())
+                                : a.has_placed_at()  ? FromTimestamp(a.placed_at())
+                                                     : start;
+      const std::optional<double> price = options.price_at(a.center_id(), spec, priced);
+      // Ended, its record not written yet: up to its end; else up to now.
+      const absl::Time until = a.has_ended_at() ? FromTimestamp(a.ended_at()) : options.now;
+      if (!a.has_ended_at()) cost.set_running_attempts(cost.running_attempts() + 1);
+      if (!price.has_value()) continue;
+      cost.set_running(cost.running() + std::max(0.0, *price) * std::max(0.0, absl::ToDoubleHours(until - start)));
+    }
+  }
+  cost.set_total(cost.ended() + cost.running());
+  return cost;
+}
+
 v1::TrainJob TrainJobOf(const v1::JobRecord& r, const JobViewOptions& options) {
   v1::TrainJob j;
+  *j.mutable_cost() = CostOf(r, options);
   const auto& req = r.request();
   j.set_job_id(r.job_id());
   j.set_name(req.name());

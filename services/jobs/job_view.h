@@ -6,6 +6,8 @@
 // it the record its readers may see (the last committed), the time and the job's place in
 // the queue; nothing here reads the store or the manager's state.
 
+#include <functional>
+#include <optional>
 #include <string>
 
 #include "absl/time/time.h"
@@ -25,7 +27,15 @@ struct JobViewOptions {
   // Where a pending job stands in the federation queue ("2nd of 7 waiting (sef): ..."),
   // shown only while the job is pending; empty: not shown.
   std::string queue_position;
+  // The price per hour of `spec` at `center` in force at `at` (what a usage record would
+  // bill); nullopt when the center no longer offers it. Unset: running attempts cost 0.
+  std::function<std::optional<double>(const std::string& center, const std::string& spec, absl::Time at)> price_at;
 };
+
+// What the job cost (TrainJob.cost): its ended attempts' usage records, as each attempt
+// keeps their sum, and its running attempts by the hour since they started, at the price
+// their records will bill (the price in force at the submit, as usage_record.cc rates).
+v1::JobCost CostOf(const v1::JobRecord& record, const JobViewOptions& options);
 
 v1::TrainJob TrainJobOf(const v1::JobRecord& record, const JobViewOptions& options);
 

@@ -785,6 +785,38 @@ TEST_CASE("jobs are listed by center (any attempt's) and by creation time, dates
   }
 }
 
+TEST_CASE("a job says what it cost: a running one so far, by the hour at its price, and an ended one as its usage "
+          "records sum [A12][C6]",
+          "[A12][C6]") {
+  Network n;  // cpu-1 at alpha costs 1 an hour
+  json task = Task("t", "sleep 3", "", 2);
+  task["centerIDs"] = json::array({"alpha", "alpha"});
+  const std::string id = n.Submit({{"name", "priced"}, {"tasks", {task}}})["jobId"];
+  json running;
+  REQUIRE(jc::testing::WaitUntil([&] {
+    running = n.rest->Get("/openapi/v1/trainjob/" + id).body["data"];
+    return running.value("cost", json::object()).value("runningAttempts", 0) == 2 &&
+           running["cost"].value("running", 0.0) > 0;
+  }));
+  INFO(running.dump());
+  // So far: two replicas at 1 an hour since they started, a few seconds at most.
+  CHECK(running["cost"].value("running", 0.0) < 2 * 10.0 / 3600);
+  CHECK(running["cost"].value("ended", 0.0) == 0);
+  CHECK(running["cost"]["total"] == running["cost"]["running"]);
+  n.WaitForStatus(id, "completed");
+  json ended = n.rest->Get("/openapi/v1/trainjob/" + id).body["data"];
+  const json records = n.rest->Get("/openapi/v1/accounting/records?jobId=" + id).body;
+  INFO(ended.dump() << "\n" << records.dump());
+  double sum = 0;
+  for (const auto& r : records["data"]["records"]) sum += r.value("cost", 0.0);
+  REQUIRE(records["data"]["records"].size() == 2);
+  CHECK(sum > 2 * 2.0 / 3600);  // two replicas of about 3 s at 1 an hour
+  CHECK(ended["cost"].value("ended", 0.0) == Approx(sum).epsilon(1e-9));
+  CHECK(ended["cost"].value("runningAttempts", 0) == 0);
+  CHECK(ended["cost"].value("total", 0.0) == Approx(sum).epsilon(1e-9));
+  CHECK_FALSE(ended["cost"].value("partial", false));
+}
+
 TEST_CASE("a burst of jobs from many clients is dispatched once per replica and every job completes [A7][A11]",
           "[A7][A11]") {
   Network n;

@@ -203,7 +203,21 @@ std::vector<Column> JobColumns() {
              return centers.empty() ? std::string("-") : absl::StrJoin(centers, ",");
            }},
           Field("CREATED", "createdAt"),
+          {"COST", [](const json& j) { return absl::StrFormat("%.2f", j.value("cost", json::object()).value("total", 0.0)); }},
           Field("REASON", "statusReason")};
+}
+
+// TrainJob.cost in words: "12.50 (ended 10.00, 2.50 so far of 1 running attempt)".
+std::string CostLine(const json& cost) {
+  const double total = cost.value("total", 0.0), ended = cost.value("ended", 0.0), running = cost.value("running", 0.0);
+  const int attempts = cost.value("runningAttempts", 0);
+  std::string line = absl::StrFormat("%.2f", total);
+  if (attempts > 0) {
+    absl::StrAppend(&line, absl::StrFormat(" (ended %.2f, %.2f so far of %d running attempt%s)", ended, running, attempts,
+                                           attempts == 1 ? "" : "s"));
+  }
+  if (cost.value("partial", false)) absl::StrAppend(&line, "; attempts metered before costs were kept: jcctl usage --job");
+  return line;
 }
 
 std::string Describe(const json& job) {
@@ -227,6 +241,7 @@ std::string Describe(const json& job) {
   line("Idle timeout:", job.value("idleTimeout", ""));
   line("Estimated:", job.value("estimatedDuration", ""));
   line("Expected:", job.value("expectedDuration", json::object()).value("basis", ""));
+  line("Cost:", CostLine(job.value("cost", json::object())));
   out << "Replicas:\n";
   json rows = json::array();
   int t = 0;

@@ -317,7 +317,8 @@ async function jobPage(id) {
     <button id="resubmit" type="button">Resubmit…</button></h2>
     <p id="action-error" class="error"></p>
     <p>${esc(job.name)} · project ${esc(job.project || "-")} · submitted ${esc(when(job.createdAt))} by ${esc(job.userName)}
-    ${job.statusReason ? `<br><span class="muted">${esc(job.statusReason)}</span>` : ""}</p>
+    ${job.statusReason ? `<br><span class="muted">${esc(job.statusReason)}</span>` : ""}
+    <br><span id="job-cost">Cost: ${esc(((job.cost || {}).total || 0).toFixed(2))}${(job.cost || {}).runningAttempts ? ` (ended ${esc(((job.cost || {}).ended || 0).toFixed(2))}, ${esc(((job.cost || {}).running || 0).toFixed(2))} so far of ${esc(job.cost.runningAttempts)} running)` : ""}</span></p>
     <h2>Replicas</h2>${table(["Task", "Replica", "Status", "Center", "Spec", ""], replicas, "replicas")}
     ${endpoints.length ? `<h2>Endpoints</h2>${table(["Task", "Replica", "Port name", "Port", "Ready", ""], endpoints, "endpoints")}` : ""}
     <h2>History</h2>${table(["Task", "Replica", "Attempt", "Center", "Placed", "Started", "Ended", "Elapsed", "Outcome", "Exit", "Message"],
