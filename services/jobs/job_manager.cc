@@ -1,5 +1,7 @@
 #include "services/jobs/job_manager.h"
 
+#include <google/protobuf/util/message_differencer.h>
+
 #include "services/accounting/rating.h"
 
 #include "absl/container/flat_hash_map.h"
@@ -670,6 +672,24 @@ void JobManager::SendDispatches(const std::vector<Dispatch>& dispatches) {
 
 // ---- Requests ----
 
+namespace {
+
+// Whether `req` is a retry of the create that made `job`: the same caller, project and body.
+// A key sent again by another caller, in another project (one the caller left), or with
+// another body says nothing of that job: refused, naming nothing of it (attacker helper-51:
+// a member removed from a project read its job's command and status by reusing the key).
+absl::Status SameCreateAs(const v1::JobRecord& job, const v1::CreateTrainJobRequest& req) {
+  v1::CreateTrainJobRequest stored = job.request(), asked = req;
+  const bool same_caller = stored.user_name() == asked.user_name() && stored.project() == asked.project();
+  if (same_caller && google::protobuf::util::MessageDifferencer::Equals(stored, asked)) return absl::OkStatus();
+  return absl::AlreadyExistsError(absl::StrCat(
+      "Idempotency-Key \"", req.idempotency_key().substr(0, 64), "\" was used ",
+      same_caller ? "for another job body" : "by another create",
+      ": a retry sends the same body with the same key; a new job needs a new key"));
+}
+
+}  // namespace
+
 absl::StatusOr<v1::CreateTrainJobResponse> JobManager::Create(v1::CreateTrainJobRequest req,
                                                               std::optional<v1::AuditRecord> audit) {
   if (!leading_) return StandbyError();
@@ -686,6 +706,7 @@ absl::StatusOr<v1::CreateTrainJobResponse> JobManager::Create(v1::CreateTrainJob
     auto existing = jobs_.FindByKey(key);
     if (!existing.ok()) return existing.status();
     if (!existing->has_value()) return std::nullopt;
+    if (absl::Status same = SameCreateAs(**existing, req); !same.ok()) return same;
     return ResponseOf(**existing);
   };
   if (auto existing = existing_job(); !existing.ok() || existing->has_value()) {
@@ -733,6 +754,10 @@ void JobManager::OnCreate(v1::CreateTrainJobRequest req, CreateReply reply, std:
     if (auto k = keys_.find(key); k != keys_.end()) {
       // A create with this key is in memory: answered with its job, once that is recorded.
       if (auto a = active_.find(k->second); a != active_.end()) {
+        if (absl::Status same = SameCreateAs(a->second.record, req); !same.ok()) {
+          reply->set_value(same);
+          return;
+        }
         reply->set_value(ResponseOf(a->second.record));
       } else {
         key_waiters_[k->second].push_back(reply);

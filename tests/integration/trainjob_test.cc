@@ -640,6 +640,36 @@ TEST_CASE("a retried submit with the same Idempotency-Key returns the first job 
   CHECK(first == again);
   CHECK(n.Submit(job, "key-456")["jobId"] != first);
   CHECK(n.rest->Get("/openapi/v1/trainjob").body["data"]["jobs"].size() == 2);
+  // The key with another body, or sent by another caller (a member who left the job's
+  // project, say), is no retry: refused, saying nothing of the job (attacker helper-51: the
+  // first job's id, command and status came back, and the new body never ran).
+  auto with_key = [&](jc::testing::RestClient& c, const json& body, const std::string& key) {
+    httplib::Headers headers = {{"Idempotency-Key", key}};
+    auto res = c.http().Post("/openapi/v1/trainjob", headers, body.dump(), "application/json");
+    REQUIRE(res);
+    return std::make_pair(res->status, json::parse(res->body));
+  };
+  json other = job;
+  other["tasks"][0]["command"] = "echo another";
+  auto [code, body] = with_key(*n.rest, other, "key-123");
+  INFO(body.dump());
+  CHECK(code == 409);
+  CHECK(body.value("errorMsg", "").find("was used for another job body") != std::string::npos);
+  // In another project (as a member who left the first one and joined another would send it):
+  json elsewhere = job;
+  elsewhere["project"] = "nlp";
+  auto [moved_code, moved_body] = with_key(*n.rest, elsewhere, "key-123");
+  INFO(moved_body.dump());
+  CHECK(moved_code == 409);
+  CHECK(moved_body.dump().find(first) == std::string::npos);
+  CHECK(moved_body.value("errorMsg", "").find("was used by another create") != std::string::npos);
+  // Keys are the caller's own: another user's same key is another job.
+  auto bob = n.UserClient("bob", "nlp", "MEMBER");
+  auto [bob_code, bob_body] = with_key(*bob, job, "key-123");
+  INFO(bob_body.dump());
+  CHECK(bob_code == 200);
+  CHECK(bob_body["data"].value("jobId", "") != first);
+  CHECK(n.rest->Get("/openapi/v1/trainjob").body["data"]["jobs"].size() == 3);
 }
 
 TEST_CASE("bad trainjob input gets a clear envelope error and writes nothing [A12][C5]", "[A12][C5]") {

