@@ -25,6 +25,14 @@ std::string ControlCharacterIn(const std::string& name) {
       return c1 ? absl::StrFormat("U+%04X at %d", static_cast<unsigned char>(name[i + 1]), i)
                 : absl::StrFormat("byte 0x%02x at %d", c, i);
     }
+    // Bidirectional controls (U+202A..U+202E, U+2066..U+2069): a name that reorders the
+    // text around it in a terminal or a page (attacker helper-51's "Trojan source").
+    if (c == 0xe2 && i + 2 < name.size()) {
+      const auto b1 = static_cast<unsigned char>(name[i + 1]), b2 = static_cast<unsigned char>(name[i + 2]);
+      if ((b1 == 0x80 && b2 >= 0xaa && b2 <= 0xae) || (b1 == 0x81 && b2 >= 0xa6 && b2 <= 0xa9)) {
+        return absl::StrFormat("U+%04X at %d", 0x2000 + ((b1 & 0x3f) << 6) + (b2 & 0x3f), i);
+      }
+    }
   }
   return "";
 }

@@ -58,11 +58,12 @@ TEST_CASE("a create's estimatedDuration and timeLimit must be durations a record
 // Names reach logs, events and the plan's explanation of a learned duration: a newline there
 // forges a log line, an escape sequence rewrites an operator's terminal (attacker's review,
 // session 29, F8).
-TEST_CASE("a create's job and task names hold no control characters: a newline, an escape, DEL or a C1 control is "
-          "refused naming the field and where [A16][C5]",
+TEST_CASE("a create's job and task names hold no control characters: a newline, an escape, DEL, a C1 control or a "
+          "bidirectional control is refused naming the field and where [A16][C5]",
           "[A16][C5]") {
   for (const std::string& bad : {std::string("a\nb"), std::string("\x1b[2J"), std::string("x\x7f"),
-                                std::string("tab\there"), std::string("c1\xc2\x9b"), std::string("nul\0", 4)}) {
+                                std::string("tab\there"), std::string("c1\xc2\x9b"), std::string("nul\0", 4),
+                                std::string("rlo\xe2\x80\xae"), std::string("fsi\xe2\x81\xa8")}) {
     auto job = Job();
     job.set_name(bad);
     absl::Status s = jc::jobs::ValidateCreate(job);
