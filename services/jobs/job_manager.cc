@@ -2062,6 +2062,7 @@ v1::TrainJob JobManager::ToTrainJob(const v1::JobRecord& r, bool with_history) c
   JobViewOptions view;
   view.with_history = with_history;
   view.now = clock_->Now();
+  view.metering = options_.metering;
   view.price_at = [this](const std::string& center, const std::string& spec, absl::Time at) -> std::optional<double> {
     auto offer = scheduler_->OfferAt(center, spec);
     if (!offer.has_value()) return std::nullopt;

@@ -48,7 +48,7 @@ v1::JobCost CostOf(const v1::JobRecord& r, const JobViewOptions& options) {
     for (const auto& a : rep.attempts()) {
       if (a.has_cost()) {
         cost.set_ended(cost.ended() + a.cost());
-      } else if (a.metered()) {
+      } else if (a.metered() && options.metering) {
         cost.set_partial(true);
       }
       if (a.closed() || !a.has_started_at() || !options.price_at) continue;

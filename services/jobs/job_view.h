@@ -30,6 +30,9 @@ struct JobViewOptions {
   // The price per hour of `spec` at `center` in force at `at` (what a usage record would
   // bill); nullopt when the center no longer offers it. Unset: running attempts cost 0.
   std::function<std::optional<double>(const std::string& center, const std::string& spec, absl::Time at)> price_at;
+  // Whether the control plane meters (--metering): without, no attempt has a usage record,
+  // and none is missing one.
+  bool metering = true;
 };
 
 // What the job cost (TrainJob.cost): its ended attempts' usage records, as each attempt

@@ -102,3 +102,39 @@ TEST_CASE("a job reads as Appendix A's TrainJob: per task its replicas in replic
 
 }  // namespace
 }  // namespace jc::jobs
+
+TEST_CASE("a job's cost: its ended attempts' kept costs, its running ones by the hour at their submit's price, and "
+          "partial only where metering left a record's cost out [A12][C6]",
+          "[A12][C6]") {
+  const absl::Time t0 = absl::FromUnixSeconds(1'800'000'000);
+  jointcloud::v1::JobRecord r;
+  r.mutable_request()->add_tasks()->set_resource_spec_id("cpu-1");
+  auto* rep = r.add_replicas();
+  auto* ended = rep->add_attempts();
+  ended->set_center_id("a");
+  ended->set_closed(true);
+  ended->set_metered(true);
+  ended->set_cost(2.5);
+  auto* running = rep->add_attempts();
+  running->set_center_id("a");
+  *running->mutable_submitted_at() = jc::ToTimestamp(t0);
+  *running->mutable_started_at() = jc::ToTimestamp(t0 + absl::Minutes(1));
+  jc::jobs::JobViewOptions o;
+  o.now = t0 + absl::Minutes(31);
+  o.price_at = [&](const std::string& center, const std::string& spec, absl::Time at) -> std::optional<double> {
+    CHECK(center == "a");
+    CHECK(spec == "cpu-1");
+    return at <= t0 ? 2.0 : 100.0;  // the price of its submit, not a later one
+  };
+  auto cost = jc::jobs::CostOf(r, o);
+  CHECK(cost.ended() == Approx(2.5));
+  CHECK(cost.running() == Approx(1.0));  // 30 min at 2 an hour
+  CHECK(cost.total() == Approx(3.5));
+  CHECK(cost.running_attempts() == 1);
+  CHECK_FALSE(cost.partial());
+  // An attempt metered before costs were kept: partial; without metering, nothing is missing.
+  ended->clear_cost();
+  CHECK(jc::jobs::CostOf(r, o).partial());
+  o.metering = false;
+  CHECK_FALSE(jc::jobs::CostOf(r, o).partial());
+}
