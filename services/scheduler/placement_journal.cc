@@ -55,12 +55,17 @@ void PlacementJournal::Add(std::shared_ptr<const PlacementRecord> record, absl::
   std::lock_guard<std::mutex> lock(mu_);
   const std::string job_id = record->job_id;
   pending_[job_id] = Pending{std::move(record), decided_at, next_order_++};
-  if (pending_.size() <= options_.max_pending) return;
-  // The store has not taken them for a while: the oldest explanation goes.
-  auto oldest = std::min_element(pending_.begin(), pending_.end(),
-                                 [](const auto& a, const auto& b) { return a.second.order < b.second.order; });
-  pending_.erase(oldest);
-  if (dropped_ != nullptr) dropped_->Increment();
+  DropPastBound();
+}
+
+void PlacementJournal::DropPastBound() {
+  // The store has not taken them for a while: the oldest explanations go.
+  while (pending_.size() > options_.max_pending) {
+    auto oldest = std::min_element(pending_.begin(), pending_.end(),
+                                   [](const auto& a, const auto& b) { return a.second.order < b.second.order; });
+    pending_.erase(oldest);
+    if (dropped_ != nullptr) dropped_->Increment();
+  }
 }
 
 void PlacementJournal::Trim(const PlacementJournalOptions& options, v1::Placement* placement) {
@@ -161,12 +166,7 @@ absl::Status PlacementJournal::Flush() {
     // Kept for the next flush, unless a newer placement of the job came meanwhile.
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [job_id, p] : batch) pending_.emplace(job_id, std::move(p));
-    while (pending_.size() > options_.max_pending) {
-      auto oldest = std::min_element(pending_.begin(), pending_.end(),
-                                     [](const auto& a, const auto& b) { return a.second.order < b.second.order; });
-      pending_.erase(oldest);
-      if (dropped_ != nullptr) dropped_->Increment();
-    }
+    DropPastBound();
     return written;
   }
   written_since_prune_ = prune ? 0 : written_since_prune_ + static_cast<int64_t>(rows.size());

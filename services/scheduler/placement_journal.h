@@ -82,6 +82,9 @@ class PlacementJournal {
     uint64_t order = 0;  // arrival, for dropping the oldest
   };
 
+  // Past max_pending, the oldest waiting placements go (counted). Holds mu_.
+  void DropPastBound();
+
   store::Store* store_;
   const ScorerRegistry* scorers_;
   PlacementJournalOptions options_;

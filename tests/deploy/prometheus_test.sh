@@ -64,16 +64,7 @@ echo token >"$work/checkout/data/admin.token"
   { echo "FAIL: deploy/prometheus/local.yml does not serve as it is from a checkout's root"; exit 1; }
 echo "ok: deploy/prometheus/local.yml serves as it is from a checkout's root"
 
-wait_for_log() {  # FILE PATTERN: the first number after PATTERN
-  local found=""
-  for _ in $(seq 1 300); do
-    found=$(grep -oE "$2[0-9]+" "$1" 2>/dev/null | grep -oE '[0-9]+$' | head -n 1 || true)
-    [[ -n "$found" ]] && { echo "$found"; return 0; }
-    sleep 0.1
-  done
-  echo "FAIL: no \"$2\" in $1" >&2
-  return 1
-}
+source "$root/tests/deploy/wait_for_log.sh"
 
 echo "--- the control plane (HTTPS), the demo center (metrics on, every port free ones)"
 adapter=$(JC_DEMO_METRICS=1 "$root/scripts/demo-center.sh" start "$work/center")

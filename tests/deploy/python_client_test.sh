@@ -33,16 +33,7 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-wait_for_log() {  # FILE PATTERN: the first number after PATTERN
-  local found=""
-  for _ in $(seq 1 300); do
-    found=$(grep -oE "$2[0-9]+" "$1" 2>/dev/null | grep -oE '[0-9]+$' | head -n 1 || true)
-    [[ -n "$found" ]] && { echo "$found"; return 0; }
-    sleep 0.1
-  done
-  echo "FAIL: no \"$2\" in $1" >&2
-  return 1
-}
+source "$root/tests/deploy/wait_for_log.sh"
 
 echo "--- the stubs, generated as clients/python/README.md says"
 "$root/clients/python/gen.sh" "$work/stubs"
