@@ -271,6 +271,16 @@ static void RunFaultSuite(bool native) {
   std::atomic<bool> client_error{false};
   std::mutex mu;
   std::map<std::string, std::string> job_of_key;  // key -> jobId
+  std::map<std::string, int> index_of_key;        // key -> i of body_of(i)
+  auto body_of = [&](int i) {
+    return json{{"name", "f" + std::to_string(i)},
+                {"retryPolicy", {{"maxRetries", 3}}},
+                {"tasks", {{{"name", "t"},
+                            {"command", "echo $JC_JOB_ID-$JC_TASK_INDEX-$JC_REPLICA_INDEX-$JC_ATTEMPT >> " + ran +
+                                            "; sleep 0.2"},
+                            {"resourceSpecId", "cpu-1"},
+                            {"replicaNumber", 1}}}}};
+  };
   std::string first_error;
   auto client = [&] {
     std::unique_ptr<jc::testing::RestClient> rest;
@@ -278,13 +288,7 @@ static void RunFaultSuite(bool native) {
     for (int i = next++; i < jobs; i = next++) {
       while (i >= gate && !client_error) std::this_thread::sleep_for(std::chrono::milliseconds(5));
       std::string key = "fault-" + std::to_string(seed) + "-" + std::to_string(i);
-      json job = {{"name", "f" + std::to_string(i)},
-                  {"retryPolicy", {{"maxRetries", 3}}},
-                  {"tasks", {{{"name", "t"},
-                              {"command", "echo $JC_JOB_ID-$JC_TASK_INDEX-$JC_REPLICA_INDEX-$JC_ATTEMPT >> " + ran +
-                                              "; sleep 0.2"},
-                              {"resourceSpecId", "cpu-1"},
-                              {"replicaNumber", 1}}}}};
+      json job = body_of(i);
       auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
       while (std::chrono::steady_clock::now() < deadline) {
         if (rest == nullptr || port != h.port()) {
@@ -298,6 +302,7 @@ static void RunFaultSuite(bool native) {
           json body = json::parse(res->body, nullptr, false);
           std::lock_guard<std::mutex> lock(mu);
           job_of_key[key] = body["data"]["jobId"];
+          index_of_key[key] = i;
           ++acknowledged;
           break;
         }
@@ -395,17 +400,24 @@ static void RunFaultSuite(bool native) {
     }
     failed += s == "failed";
   }
-  // One job per key: a repeated create answers with the job the key made.
+  // One job per key: the same create sent again answers with the job the key made, after
+  // every restart; another body with that key is refused (409) and makes nothing.
   int key_checks = 0;
   for (const auto& [key, id] : job_of_key) {
     if (++key_checks > 50) break;  // a sample; every key was answered once above
     httplib::Headers headers{{"Idempotency-Key", key}};
-    json job = {{"name", "again"},
-                {"tasks", {{{"name", "t"}, {"command", "true"}, {"resourceSpecId", "cpu-1"}, {"replicaNumber", 1}}}}};
-    auto res = rest.http().Post("/openapi/v1/trainjob", headers, job.dump(), "application/json");
+    auto res = rest.http().Post("/openapi/v1/trainjob", headers, body_of(index_of_key.at(key)).dump(), "application/json");
     if (!res || res->status != 200 || json::parse(res->body)["data"]["jobId"] != id) {
       ++lost;
-      UNSCOPED_INFO("key " << key << " no longer answers with " << id);
+      UNSCOPED_INFO("key " << key << " no longer answers with " << id << ": "
+                           << (res ? std::to_string(res->status) + " " + res->body : std::string("no answer")));
+    }
+    if (key_checks == 1) {
+      json other = body_of(index_of_key.at(key));
+      other["name"] = "again";
+      auto refused = rest.http().Post("/openapi/v1/trainjob", headers, other.dump(), "application/json");
+      REQUIRE(refused);
+      CHECK(refused->status == 409);
     }
   }
   std::map<std::string, int> runs;  // "job-task-replica-attempt" -> times it ran

@@ -770,7 +770,7 @@ TEST_CASE("an interactive job idle past its idleTimeout is stopped and ends comp
   }
   // Bad input, nothing written: an idleTimeout on a job that is not interactive, on one
   // without ports, not positive; an activity path that is not one.
-  const size_t before = e.rest->Get("/openapi/v1/trainjob").body.dump().size();
+  const size_t before = e.rest->Get("/openapi/v1/trainjob").body["data"]["jobs"].size();
   json service = {{"name", "s"}, {"project", "lab"}, {"idleTimeout", "60s"},
                   {"tasks", json::array({{{"name", "t"}, {"command", "true"}, {"resourceSpecId", "svc-1"},
                                           {"kind", "service"}, {"ports", json::array({{{"name", "http"}}})}}})}};
@@ -793,7 +793,7 @@ TEST_CASE("an interactive job idle past its idleTimeout is stopped and ends comp
     CHECK(r.http_status == 400);
     CHECK(absl::StartsWith(r.body.value("errorMsg", ""), says));
   }
-  CHECK(e.rest->Get("/openapi/v1/trainjob").body.dump().size() == before);
+  CHECK(e.rest->Get("/openapi/v1/trainjob").body["data"]["jobs"].size() == before);
 }
 
 // Attacker's review, session 35 (the endpoint listener's first version): a second request

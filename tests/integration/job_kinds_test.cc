@@ -157,7 +157,7 @@ TEST_CASE("a kind runs only on a spec offering its service type, and bad kinds a
           "named, writing nothing [A17][C5]",
           "[A17][C5]") {
   Kinds k;
-  const size_t before = k.rest->Get("/openapi/v1/trainjob").body.dump().size();
+  const size_t before = k.rest->Get("/openapi/v1/trainjob").body["data"]["jobs"].size();
   struct Case {
     json job;
     std::string says;
@@ -190,7 +190,7 @@ TEST_CASE("a kind runs only on a spec offering its service type, and bad kinds a
     CHECK(plan.http_status == 400);
     CHECK(plan.body.value("errorMsg", "").find(c.says) != std::string::npos);
   }
-  CHECK(k.rest->Get("/openapi/v1/trainjob").body.dump().size() == before);
+  CHECK(k.rest->Get("/openapi/v1/trainjob").body["data"]["jobs"].size() == before);
   // A batch job runs on any spec, as every job did before kinds.
   const std::string batch = k.Submit(Kinds::Job("batch", "true", "nb-1", ""));
   k.WaitFor(batch, [](const json& j) { return j.value("status", "") == "completed"; });
@@ -426,7 +426,7 @@ TEST_CASE("a service's named ports: each replica is given its own, it listens th
   CHECK(ports.size() == 3);
 
   // Bad ports: 400 naming the field, nothing written.
-  const size_t before = k.rest->Get("/openapi/v1/trainjob").body.dump().size();
+  const size_t before = k.rest->Get("/openapi/v1/trainjob").body["data"]["jobs"].size();
   json twice = Kinds::Job("twice", "true", "svc-1", "service");
   twice["tasks"][0]["ports"] = json::array({{{"name", "http"}}, {{"name", "http"}}});
   json outside = Kinds::Job("outside", "true", "svc-1", "service");
@@ -439,7 +439,7 @@ TEST_CASE("a service's named ports: each replica is given its own, it listens th
     CHECK(r.http_status == 400);
     CHECK(r.body.value("errorMsg", "") == says);
   }
-  CHECK(k.rest->Get("/openapi/v1/trainjob").body.dump().size() == before);
+  CHECK(k.rest->Get("/openapi/v1/trainjob").body["data"]["jobs"].size() == before);
   Kinds::Must(k.rest->Post("/openapi/v1/trainjob/" + id + "/stop", json::object()));
   k.WaitFor(id, [](const json& j) { return j.value("status", "") == "completed"; });
 }
@@ -478,12 +478,12 @@ TEST_CASE("a task that declares named ports is placed only at a center that give
   }));
   INFO(plan);
   CHECK(absl::StrContains(plan, "ports_offered"));
-  const size_t before = k.rest->Get("/openapi/v1/trainjob").body.dump().size();
+  const size_t before = k.rest->Get("/openapi/v1/trainjob").body["data"]["jobs"].size();
   auto refused = k.rest->Post("/openapi/v1/trainjob", with_ports("svc-2"));
   INFO(refused.body.dump());
   CHECK(refused.http_status == 400);
   CHECK(absl::StrContains(refused.body.value("errorMsg", ""), "removed by ports_offered: 1"));
-  CHECK(k.rest->Get("/openapi/v1/trainjob").body.dump().size() == before);
+  CHECK(k.rest->Get("/openapi/v1/trainjob").body["data"]["jobs"].size() == before);
   // svc-3: the service with a port goes to solo, whose range gives it one, though bare is
   // cheaper; a batch job of the same spec goes to bare.
   const std::string web = k.Submit(with_ports("svc-3"));
