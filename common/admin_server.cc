@@ -1,5 +1,7 @@
 #include "common/admin_server.h"
 
+#include <set>
+
 #include <httplib.h>
 #include <prometheus/text_serializer.h>
 
@@ -42,6 +44,11 @@ void InstallAdminEndpoints(httplib::Server& s, std::shared_ptr<prometheus::Regis
   s.Get("/metrics", [metrics, sees_tenants](const httplib::Request& req, httplib::Response& res) {
     std::vector<prometheus::MetricFamily> families = metrics->Collect();
     if (sees_tenants && !sees_tenants(req.get_header_value("Authorization"), req.remote_addr)) {
+      // A center's revenue and how much of it was used are an admin's and its operators'
+      // (GET /openapi/v1/accounting/utilisation), not anyone's (helper-52 F1).
+      static const auto* admins_only =
+          new std::set<std::string>{"jc_center_revenue", "jc_center_used_hours", "jc_center_utilisation_ratio"};
+      std::erase_if(families, [](const prometheus::MetricFamily& f) { return admins_only->count(f.name) > 0; });
       for (auto& family : families) {
         std::erase_if(family.metric, [](const prometheus::ClientMetric& m) {
           return std::any_of(m.label.begin(), m.label.end(), [](const auto& l) { return l.name == "project"; });

@@ -36,8 +36,10 @@ void WaitUntilServing(const httplib::Server& server);
 
 // Adds /metrics, /healthz and /readyz to `server`. `readiness` is asked on every /readyz.
 // With `sees_tenants`, series that name a project (a `project` label: quotas, usage) are
-// served only to a reader it admits; others get every other series. Tenants' names and
-// limits are theirs, and a REST port is reachable by more than the federation's operators.
+// served only to a reader it admits, and so are the centers' revenue and utilisation
+// (jc_center_revenue, jc_center_used_hours, jc_center_utilisation_ratio); others get every
+// other series. Tenants' names and limits are theirs, a center's takings its own, and a
+// REST port is reachable by more than the federation's operators.
 void InstallAdminEndpoints(httplib::Server& server, std::shared_ptr<prometheus::Registry> metrics,
                            std::function<absl::Status()> readiness, MetricsReader sees_tenants = nullptr);
 

@@ -406,6 +406,28 @@ const std::vector<Migration>& Migrations() {
            "  doc TEXT NOT NULL)",
            "CREATE INDEX job_placements_decided ON job_placements (decided_us)",
        }},
+      {27,
+       "prices are exact decimals (millionths of the catalog's unit); each center's offered capacity keeps a "
+       "history, for utilisation (issue 49)",
+       {
+           // The price, in millionths (common/price.h); `price` stays, whole units truncated,
+           // for a reader of the old schema.
+           "ALTER TABLE spec_prices ADD COLUMN price_micros BIGINT NOT NULL DEFAULT 0",
+           "UPDATE spec_prices SET price_micros = CAST(price AS BIGINT) * 1000000",
+           "ALTER TABLE spec_centers ADD COLUMN price_micros BIGINT",
+           "UPDATE spec_centers SET price_micros = CAST(price AS BIGINT) * 1000000 WHERE price IS NOT NULL",
+           // A center's registered capacity (Table 2) from an instant on (unix microseconds),
+           // written with every registration, capacity change and removal (all zero: offers
+           // nothing from then). Centers registered before have theirs written from their
+           // documents when the registry starts (Registry::BackfillCapacityHistory).
+           "CREATE TABLE center_capacity ("
+           "  center_id TEXT NOT NULL,"
+           "  effective_us BIGINT NOT NULL,"
+           "  cpu BIGINT NOT NULL,"
+           "  gpu BIGINT NOT NULL,"
+           "  memory_mb BIGINT NOT NULL,"
+           "  PRIMARY KEY (center_id, effective_us))",
+       }},
   };
   return *migrations;
 }

@@ -16,8 +16,8 @@ using grpc::Status;
 
 class AccountingService final : public v1::AccountingService::Service {
  public:
-  AccountingService(UsageBook* book, Settlements* settlements, Reconciler* reconciler)
-      : book_(book), settlements_(settlements), reconciler_(reconciler) {}
+  AccountingService(UsageBook* book, Settlements* settlements, Reconciler* reconciler, Utilisation* utilisation)
+      : book_(book), settlements_(settlements), reconciler_(reconciler), utilisation_(utilisation) {}
 
   Status ListUsageRecords(ServerContext* ctx, const v1::ListUsageRecordsRequest* req,
                           v1::ListUsageRecordsResponse* resp) override {
@@ -67,17 +67,38 @@ class AccountingService final : public v1::AccountingService::Service {
     return Reply(reconciler_->Reconcile(*req), resp);
   }
 
+  Status GetUtilisation(ServerContext* ctx, const v1::GetUtilisationRequest* req,
+                        v1::GetUtilisationResponse* resp) override {
+    JC_GRPC_CALLER(caller, ctx);
+    std::optional<std::vector<std::string>> centers;  // an admin's: every center
+    if (!caller.IsAdmin()) {
+      const auto& ops = caller.operator_of;
+      if (ops.empty()) {
+        return ToGrpcStatus(absl::PermissionDeniedError(
+            "a center's utilisation and revenue are for admins and the center's operators"));
+      }
+      if (!req->ai_center_id().empty() && std::find(ops.begin(), ops.end(), req->ai_center_id()) == ops.end()) {
+        return ToGrpcStatus(absl::PermissionDeniedError(absl::StrCat(
+            "the utilisation of center ", req->ai_center_id().substr(0, 64),
+            " is for admins and the center's operators")));
+      }
+      centers = std::vector<std::string>(ops.begin(), ops.end());
+    }
+    return Reply(utilisation_->Report(*req, centers), resp);
+  }
+
  private:
   UsageBook* book_;
   Settlements* settlements_;
   Reconciler* reconciler_;
+  Utilisation* utilisation_;
 };
 
 }  // namespace
 
 std::unique_ptr<grpc::Service> MakeAccountingService(UsageBook* book, Settlements* settlements,
-                                                     Reconciler* reconciler) {
-  return std::make_unique<AccountingService>(book, settlements, reconciler);
+                                                     Reconciler* reconciler, Utilisation* utilisation) {
+  return std::make_unique<AccountingService>(book, settlements, reconciler, utilisation);
 }
 
 }  // namespace jc::accounting

@@ -7,6 +7,7 @@
 #include "services/accounting/reconciliation.h"
 #include "services/accounting/settlement.h"
 #include "services/accounting/usage_book.h"
+#include "services/accounting/utilisation.h"
 
 namespace jc::accounting {
 
@@ -14,8 +15,9 @@ namespace jc::accounting {
 // admin: all), decided where the request enters, never by a request field.
 // Settlements are closed by admins; a statement shows a caller the lines of the projects
 // it views and the centers it operates (admins: all).
-// Reconciliation is for admins and the center's operators.
+// Reconciliation is for admins and the center's operators; so is utilisation (an operator
+// sees the centers it operates).
 std::unique_ptr<grpc::Service> MakeAccountingService(UsageBook* book, Settlements* settlements,
-                                                     Reconciler* reconciler);
+                                                     Reconciler* reconciler, Utilisation* utilisation);
 
 }  // namespace jc::accounting

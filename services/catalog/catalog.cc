@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/price.h"
 #include "common/quantity.h"
 #include "common/status_macros.h"
 #include "common/store/doc_table.h"
@@ -17,12 +18,15 @@
 namespace jc::catalog {
 namespace {
 
+// `price` (whole units) is the column prices had before they were decimals (migration 27):
+// kept filled, truncated, for a reader of the old schema; `price_micros` is the price.
 absl::Status RecordPrice(store::Transaction& txn, const std::string& spec, const std::string& center, absl::Time from,
-                         int32_t price) {
+                         int64_t price_micros) {
   return txn
-      .Exec("INSERT INTO spec_prices (spec_id, center_id, effective_from, price) VALUES ($1, $2, $3, $4) "
-            "ON CONFLICT (spec_id, center_id, effective_from) DO UPDATE SET price = excluded.price",
-            {spec, center, absl::ToUnixMillis(from), int64_t{price}})
+      .Exec("INSERT INTO spec_prices (spec_id, center_id, effective_from, price, price_micros) VALUES ($1, $2, $3, $4, $5) "
+            "ON CONFLICT (spec_id, center_id, effective_from) DO UPDATE SET price = excluded.price, "
+            "price_micros = excluded.price_micros",
+            {spec, center, absl::ToUnixMillis(from), price_micros / kPriceScale, price_micros})
       .status();
 }
 
@@ -52,9 +56,18 @@ std::vector<std::string> SortedCenters(const v1::ResourceSpec& spec) {
   return ids;
 }
 
-absl::Status CheckPrice(int32_t price) {
-  if (price < 0) return absl::InvalidArgumentError(absl::StrCat("price must not be negative (got ", price, ")"));
+// Reads a spec's price and keeps it in its canonical text ("1.50" is kept as "1.5", none as "0").
+absl::Status CanonicalPrice(v1::ResourceSpec* spec) {
+  JC_ASSIGN_OR_RETURN(int64_t micros, ParsePrice(spec->price()));
+  spec->set_price(FormatPrice(micros));
   return absl::OkStatus();
+}
+
+// A price column: millionths.
+std::optional<int64_t> PriceColumn(const std::optional<std::string>& column) {
+  int64_t micros = 0;
+  if (!column.has_value() || !absl::SimpleAtoi(*column, &micros)) return std::nullopt;
+  return micros;
 }
 
 }  // namespace
@@ -122,7 +135,7 @@ absl::Status ValidateSpec(const v1::ResourceSpec& spec) {
           "service_type \"", type, "\" is not one of interactive, batch, streaming"));
     }
   }
-  JC_RETURN_IF_ERROR(CheckPrice(spec.price()));
+  JC_RETURN_IF_ERROR(ParsePrice(spec.price()).status());
   for (const std::string& center : SplitList(spec.computing_center_list())) {
     JC_RETURN_IF_ERROR(CheckId("computing_center_list entry", center));
   }
@@ -170,8 +183,8 @@ int32_t InstancesThatFit(const Demand& demand, const v1::ComputingResources& cap
   return static_cast<int32_t>(fit);
 }
 
-std::vector<v1::PriceChange> PriceSteps(int32_t spec_price, std::vector<PriceRow> spec_rows,
-                                        std::optional<int32_t> center_price, std::vector<PriceRow> center_rows) {
+std::vector<v1::PriceChange> PriceSteps(int64_t spec_price, std::vector<PriceRow> spec_rows,
+                                        std::optional<int64_t> center_price, std::vector<PriceRow> center_rows) {
   // Prices kept before there was a history stand from the start.
   if (spec_rows.empty()) spec_rows.push_back({0, spec_price});
   if (center_rows.empty() && center_price.has_value()) center_rows.push_back({0, *center_price});
@@ -181,32 +194,32 @@ std::vector<v1::PriceChange> PriceSteps(int32_t spec_price, std::vector<PriceRow
   std::set<int64_t> instants;
   for (const auto& r : spec_rows) instants.insert(r.effective_from_ms);
   for (const auto& r : center_rows) instants.insert(r.effective_from_ms);
-  auto in_force = [](const std::vector<PriceRow>& rows, int64_t at) -> std::optional<int32_t> {
-    std::optional<int32_t> p;
+  auto in_force = [](const std::vector<PriceRow>& rows, int64_t at) -> std::optional<int64_t> {
+    std::optional<int64_t> p;
     for (const auto& r : rows) {
-      if (r.effective_from_ms <= at) p = r.price;
+      if (r.effective_from_ms <= at) p = r.price_micros;
     }
     return p;
   };
   std::vector<v1::PriceChange> steps;
   for (int64_t at : instants) {
-    std::optional<int32_t> p = in_force(center_rows, at);
+    std::optional<int64_t> p = in_force(center_rows, at);
     if (!p) p = in_force(spec_rows, at);
-    if (!p) p = spec_rows.front().price;  // before the spec's first price: its first
-    if (!steps.empty() && steps.back().price() == *p) continue;
+    if (!p) p = spec_rows.front().price_micros;  // before the spec's first price: its first
+    if (!steps.empty() && steps.back().price() == FormatPrice(*p)) continue;
     v1::PriceChange step;
     *step.mutable_effective_from() = ToTimestamp(absl::FromUnixMillis(at));
-    step.set_price(*p);
+    step.set_price(FormatPrice(*p));
     steps.push_back(std::move(step));
   }
   return steps;
 }
 
-int32_t PriceAt(const std::vector<v1::PriceChange>& steps, absl::Time at) {
+int64_t PriceAt(const std::vector<v1::PriceChange>& steps, absl::Time at) {
   if (steps.empty()) return 0;
-  int32_t price = steps.front().price();
+  int64_t price = StoredPrice(steps.front().price());
   for (const auto& s : steps) {
-    if (FromTimestamp(s.effective_from()) <= at) price = s.price();
+    if (FromTimestamp(s.effective_from()) <= at) price = StoredPrice(s.price());
   }
   return price;
 }
@@ -230,6 +243,7 @@ absl::StatusOr<std::vector<std::string>> Catalog::CheckCenters(v1::ResourceSpec*
 
 absl::StatusOr<v1::ResourceSpec> Catalog::CreateSpec(v1::ResourceSpec spec) {
   JC_RETURN_IF_ERROR(ValidateSpec(spec));
+  JC_RETURN_IF_ERROR(CanonicalPrice(&spec));
   JC_ASSIGN_OR_RETURN(std::vector<std::string> centers, CheckCenters(&spec));
   auto now = ToTimestamp(clock_->Now());
   *spec.mutable_created_at() = now;
@@ -250,7 +264,7 @@ absl::StatusOr<v1::ResourceSpec> Catalog::CreateSpec(v1::ResourceSpec spec) {
   }
   // The spec's price, from its creation on (a spec created again starts a new history).
   JC_RETURN_IF_ERROR(txn->Exec("DELETE FROM spec_prices WHERE spec_id = $1", {spec.resource_spec_id()}).status());
-  JC_RETURN_IF_ERROR(RecordPrice(*txn, spec.resource_spec_id(), "", clock_->Now(), spec.price()));
+  JC_RETURN_IF_ERROR(RecordPrice(*txn, spec.resource_spec_id(), "", clock_->Now(), StoredPrice(spec.price())));
   JC_RETURN_IF_ERROR(txn->Commit());
   return spec;
 }
@@ -276,11 +290,12 @@ absl::StatusOr<v1::ResourceSpec> Catalog::UpdateSpec(const v1::ResourceSpec& pat
                       store::LoadDoc<v1::ResourceSpec>(*txn, "resource_specs", "resource spec",
                                                        patch.resource_spec_id(),
                                                        store_->for_update()));
-  const int32_t price_before = spec.price();
+  const int64_t price_before = StoredPrice(spec.price());
   JC_RETURN_IF_ERROR(ApplyUpdate(patch, mask, SpecMutableFields(), {"resource_spec_id"}, &spec));
-  if (spec.price() != price_before) {
+  JC_RETURN_IF_ERROR(CanonicalPrice(&spec));
+  if (StoredPrice(spec.price()) != price_before) {
     // A new price from now on; what ran before keeps the price it was billed at.
-    JC_RETURN_IF_ERROR(RecordPrice(*txn, spec.resource_spec_id(), "", clock_->Now(), spec.price()));
+    JC_RETURN_IF_ERROR(RecordPrice(*txn, spec.resource_spec_id(), "", clock_->Now(), StoredPrice(spec.price())));
   }
   if (SortedCenters(spec) != centers) {
     return absl::AbortedError("the spec's center list changed during the update; retry");
@@ -348,13 +363,13 @@ absl::StatusOr<v1::ListResourceSpecsResponse> Catalog::ListSpecs(
 
 absl::StatusOr<v1::SpecCenterOffer> Catalog::MakeOffer(const v1::ResourceSpec& spec,
                                                        const std::string& center_id,
-                                                       std::optional<int32_t> price) {
+                                                       std::optional<int64_t> price_micros) {
   v1::SpecCenterOffer offer;
   offer.set_resource_spec_id(spec.resource_spec_id());
   offer.set_ai_center_id(center_id);
   JC_ASSIGN_OR_RETURN(auto rows, PriceRows(spec.resource_spec_id()));
-  std::vector<v1::PriceChange> steps = PriceSteps(spec.price(), rows[""], price, rows[center_id]);
-  offer.set_price(PriceAt(steps, clock_->Now()));
+  std::vector<v1::PriceChange> steps = PriceSteps(StoredPrice(spec.price()), rows[""], price_micros, rows[center_id]);
+  offer.set_price(FormatPrice(PriceAt(steps, clock_->Now())));
   for (auto& step : steps) *offer.add_prices() = std::move(step);
   auto center = centers_->GetCenter(center_id);
   if (absl::IsNotFound(center.status())) {
@@ -379,13 +394,14 @@ absl::StatusOr<v1::SpecCenterOffer> Catalog::MakeOffer(const v1::ResourceSpec& s
 }
 
 absl::StatusOr<std::map<std::string, std::vector<PriceRow>>> Catalog::PriceRows(const std::string& spec_id) {
-  JC_ASSIGN_OR_RETURN(store::Rows rows, store_->Query("SELECT center_id, effective_from, price FROM spec_prices "
+  JC_ASSIGN_OR_RETURN(store::Rows rows, store_->Query("SELECT center_id, effective_from, price_micros FROM spec_prices "
                                                       "WHERE spec_id = $1",
                                                       {spec_id}));
   std::map<std::string, std::vector<PriceRow>> out;
   for (const auto& row : rows) {
     PriceRow r;
-    if (!row[1] || !row[2] || !absl::SimpleAtoi(*row[1], &r.effective_from_ms) || !absl::SimpleAtoi(*row[2], &r.price)) {
+    if (!row[1] || !row[2] || !absl::SimpleAtoi(*row[1], &r.effective_from_ms) ||
+        !absl::SimpleAtoi(*row[2], &r.price_micros)) {
       return absl::DataLossError(absl::StrCat("a price of spec ", spec_id, " is unreadable"));
     }
     out[row[0].value_or("")].push_back(r);
@@ -397,7 +413,8 @@ absl::StatusOr<v1::SpecCenterOffer> Catalog::SetSpecCenterPrice(
     const v1::SetSpecCenterPriceRequest& req) {
   JC_RETURN_IF_ERROR(CheckId("resource_spec_id", req.resource_spec_id()));
   JC_RETURN_IF_ERROR(CheckId("ai_center_id", req.ai_center_id()));
-  JC_RETURN_IF_ERROR(CheckPrice(req.price()));
+  JC_ASSIGN_OR_RETURN(const int64_t price, ParsePrice(req.price()));
+  if (req.price().empty()) return absl::InvalidArgumentError("price is required: the price per hour at the center (0 or more)");
   const absl::Time now = clock_->Now();
   absl::Time effective = req.has_effective_from() ? FromTimestamp(req.effective_from()) : now;
   // A minute's grace for clocks a little apart; earlier would reprice attempts already
@@ -415,7 +432,7 @@ absl::StatusOr<v1::SpecCenterOffer> Catalog::SetSpecCenterPrice(
   JC_ASSIGN_OR_RETURN(v1::ResourceSpec spec,
                       store::LoadDoc<v1::ResourceSpec>(*txn, "resource_specs", "resource spec",
                                                        req.resource_spec_id()));
-  JC_ASSIGN_OR_RETURN(store::Rows offered, txn->Query("SELECT price FROM spec_centers WHERE spec_id = $1 AND "
+  JC_ASSIGN_OR_RETURN(store::Rows offered, txn->Query("SELECT price_micros FROM spec_centers WHERE spec_id = $1 AND "
                                                       "center_id = $2",
                                                       {req.resource_spec_id(), req.ai_center_id()}));
   if (offered.empty()) {
@@ -427,22 +444,19 @@ absl::StatusOr<v1::SpecCenterOffer> Catalog::SetSpecCenterPrice(
   JC_ASSIGN_OR_RETURN(store::Rows history, txn->Query("SELECT COUNT(*) FROM spec_prices WHERE spec_id = $1 AND "
                                                       "center_id = $2",
                                                       {req.resource_spec_id(), req.ai_center_id()}));
-  if (!history.empty() && history[0][0].value_or("0") == "0" && offered[0][0].has_value()) {
-    int32_t before = 0;
-    if (absl::SimpleAtoi(*offered[0][0], &before)) {
-      JC_RETURN_IF_ERROR(RecordPrice(*txn, req.resource_spec_id(), req.ai_center_id(), absl::UnixEpoch(), before));
-    }
+  std::optional<int64_t> column = PriceColumn(offered[0][0]);
+  if (!history.empty() && history[0][0].value_or("0") == "0" && column.has_value()) {
+    JC_RETURN_IF_ERROR(RecordPrice(*txn, req.resource_spec_id(), req.ai_center_id(), absl::UnixEpoch(), *column));
   }
-  JC_RETURN_IF_ERROR(RecordPrice(*txn, req.resource_spec_id(), req.ai_center_id(), effective, req.price()));
+  JC_RETURN_IF_ERROR(RecordPrice(*txn, req.resource_spec_id(), req.ai_center_id(), effective, price));
   if (effective <= now) {
-    JC_RETURN_IF_ERROR(txn->Exec("UPDATE spec_centers SET price = $3 WHERE spec_id = $1 AND center_id = $2",
-                                 {req.resource_spec_id(), req.ai_center_id(), int64_t{req.price()}})
+    JC_RETURN_IF_ERROR(txn->Exec("UPDATE spec_centers SET price = $3, price_micros = $4 WHERE spec_id = $1 AND "
+                                 "center_id = $2",
+                                 {req.resource_spec_id(), req.ai_center_id(), price / kPriceScale, price})
                            .status());
   }
   JC_RETURN_IF_ERROR(txn->Commit());
-  std::optional<int32_t> column;
-  if (offered[0][0].has_value()) column = std::stoi(*offered[0][0]);
-  if (effective <= now) column = req.price();
+  if (effective <= now) column = price;
   return MakeOffer(spec, req.ai_center_id(), column);
 }
 
@@ -454,21 +468,19 @@ absl::StatusOr<v1::ListSpecCenterOffersResponse> Catalog::ListOffers(
   store::Rows rows;
   if (!req.resource_spec_id().empty()) {
     JC_RETURN_IF_ERROR(GetSpec(req.resource_spec_id()).status());
-    JC_ASSIGN_OR_RETURN(rows, store_->Query("SELECT spec_id, center_id, price FROM spec_centers "
+    JC_ASSIGN_OR_RETURN(rows, store_->Query("SELECT spec_id, center_id, price_micros FROM spec_centers "
                                             "WHERE spec_id = $1 ORDER BY center_id",
                                             {req.resource_spec_id()}));
   } else {
     JC_RETURN_IF_ERROR(CheckId("ai_center_id", req.ai_center_id()));
-    JC_ASSIGN_OR_RETURN(rows, store_->Query("SELECT spec_id, center_id, price FROM spec_centers "
+    JC_ASSIGN_OR_RETURN(rows, store_->Query("SELECT spec_id, center_id, price_micros FROM spec_centers "
                                             "WHERE center_id = $1 ORDER BY spec_id",
                                             {req.ai_center_id()}));
   }
   v1::ListSpecCenterOffersResponse out;
   for (const auto& row : rows) {
     JC_ASSIGN_OR_RETURN(v1::ResourceSpec spec, GetSpec(*row[0]));
-    std::optional<int32_t> price;
-    if (row[2].has_value()) price = std::stoi(*row[2]);
-    JC_ASSIGN_OR_RETURN(*out.add_offers(), MakeOffer(spec, *row[1], price));
+    JC_ASSIGN_OR_RETURN(*out.add_offers(), MakeOffer(spec, *row[1], PriceColumn(row[2])));
   }
   return out;
 }

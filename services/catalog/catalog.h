@@ -37,14 +37,15 @@ absl::Status ValidateImage(const v1::Image& image);
 // center's (issue 31): at each instant the center's latest price in force, else the spec's.
 // `center_price` is the center's price kept before prices had a history (used as its
 // price from the start when it has no history); the spec's `price` likewise.
+// Prices are millionths of the catalog's unit (common/price.h).
 struct PriceRow {
   int64_t effective_from_ms = 0;
-  int32_t price = 0;
+  int64_t price_micros = 0;
 };
-std::vector<v1::PriceChange> PriceSteps(int32_t spec_price, std::vector<PriceRow> spec_rows,
-                                        std::optional<int32_t> center_price, std::vector<PriceRow> center_rows);
-// The price of `steps` in force at `at` (the first step's before it).
-int32_t PriceAt(const std::vector<v1::PriceChange>& steps, absl::Time at);
+std::vector<v1::PriceChange> PriceSteps(int64_t spec_price, std::vector<PriceRow> spec_rows,
+                                        std::optional<int64_t> center_price, std::vector<PriceRow> center_rows);
+// The price of `steps` in force at `at` (the first step's before it), in millionths.
+int64_t PriceAt(const std::vector<v1::PriceChange>& steps, absl::Time at);
 
 // How many instances of `demand` fit in `capacity`; 0 when one does not fit, in which
 // case `why` says which resource is short.
@@ -107,7 +108,7 @@ class Catalog {
   absl::StatusOr<v1::Image> AddImageCenter(const v1::Image& registration);
   absl::StatusOr<v1::SpecCenterOffer> MakeOffer(const v1::ResourceSpec& spec,
                                                 const std::string& center_id,
-                                                std::optional<int32_t> price);
+                                                std::optional<int64_t> price_micros);
   // The price history rows of a spec, by center ('' for the spec's own).
   absl::StatusOr<std::map<std::string, std::vector<PriceRow>>> PriceRows(const std::string& spec_id);
 

@@ -14,6 +14,22 @@ namespace {
 using grpc::ServerContext;
 using grpc::Status;
 
+// A client generated before prices were decimals sends its price in the int32 field they
+// had (ResourceSpec 5, SetSpecCenterPriceRequest 3): an unknown field now, which would be
+// read as no price (0) and answered back to it unchanged (helper-52 F3). Refused instead.
+Status OldPriceField(const google::protobuf::Message& m, int old_field) {
+  const auto& unknown = m.GetReflection()->GetUnknownFields(m);
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    if (unknown.field(i).number() == old_field) {
+      return ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
+          m.GetDescriptor()->name(), ".price: this client sends it as an integer (field ", old_field,
+          "), which prices no longer are: they are exact decimals as text (\"12\", \"0.75\"); generate the "
+          "client again from the current protos")));
+    }
+  }
+  return Status::OK;
+}
+
 class CatalogService final : public v1::CatalogService::Service {
  public:
   explicit CatalogService(Catalog* catalog) : c_(catalog) {}
@@ -21,6 +37,7 @@ class CatalogService final : public v1::CatalogService::Service {
   Status CreateResourceSpec(ServerContext* ctx, const v1::CreateResourceSpecRequest* req,
                             v1::ResourceSpec* resp) override {
     JC_GRPC_CALLER(caller, ctx);
+    if (Status old = OldPriceField(req->spec(), 5); !old.ok()) return old;
     return Reply(c_->CreateSpec(req->spec()), resp);
   }
   Status GetResourceSpec(ServerContext* ctx, const v1::GetResourceSpecRequest* req,
@@ -31,6 +48,7 @@ class CatalogService final : public v1::CatalogService::Service {
   Status UpdateResourceSpec(ServerContext* ctx, const v1::UpdateResourceSpecRequest* req,
                             v1::ResourceSpec* resp) override {
     JC_GRPC_CALLER(caller, ctx);
+    if (Status old = OldPriceField(req->spec(), 5); !old.ok()) return old;
     return Reply(c_->UpdateSpec(req->spec(), req->update_mask()), resp);
   }
   Status DeleteResourceSpec(ServerContext* ctx, const v1::DeleteResourceSpecRequest* req,
@@ -49,6 +67,7 @@ class CatalogService final : public v1::CatalogService::Service {
     if (auto s = auth::NeedOperator(caller, req->ai_center_id(), "pricing a spec at a center"); !s.ok()) {
       return ToGrpcStatus(s);
     }
+    if (Status old = OldPriceField(*req, 3); !old.ok()) return old;
     return Reply(c_->SetSpecCenterPrice(*req), resp);
   }
   Status ListSpecCenterOffers(ServerContext* ctx, const v1::ListSpecCenterOffersRequest* req,

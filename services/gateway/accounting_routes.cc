@@ -152,6 +152,25 @@ std::vector<Route> AccountingRoutes(std::shared_ptr<grpc::Channel> channel) {
                       }
                       return IfOk(s, [&] { return CallUnary(stub.get(), &S::Reconcile, req, kCamel); });
                     }});
+  routes.push_back({"GET", base + "/utilisation", "accounting",
+                    "Each center's offered capacity against what its replicas were allocated, its revenue and "
+                    "idle hours, for a month and the months before it (admins and the centers' operators)",
+                    nullptr, v1::GetUtilisationResponse::descriptor(), kCamel,
+                    {{"month", "string", "2026-11 (default: this month, so far)"},
+                     {"center", "string", "only this center"},
+                     {"trendMonths", "integer", "months before it to answer too (default 5, at most 24)"}},
+                    [stub](const httplib::Request& r, const std::vector<std::string>&) {
+                      v1::GetUtilisationRequest req;
+                      req.set_month(QueryString(r, "month"));
+                      req.set_ai_center_id(QueryString(r, "center"));
+                      absl::Status s;
+                      if (!QueryString(r, "trendMonths").empty()) {
+                        int32_t months = 0;
+                        s = QueryInt(r, "trendMonths", &months);
+                        req.set_trend_months(months);
+                      }
+                      return IfOk(s, [&] { return CallUnary(stub.get(), &S::GetUtilisation, req, kCamel); });
+                    }});
   return routes;
 }
 

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "jointcloud/v1/options.pb.h"
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -59,6 +61,12 @@ class SchemaBuilder {
   json Single(const FieldDescriptor* f, JsonNames names) {
     switch (f->cpp_type()) {
       case FieldDescriptor::CPPTYPE_STRING:
+        if (f->options().GetExtension(::jointcloud::v1::decimal)) {
+          // An exact decimal (common/price.h): answered as a number; a body may give a
+          // number or its text.
+          return {{"type", "number"},
+                  {"description", "an exact decimal of at most six decimals (a number, or its text: \"0.75\")"}};
+        }
         return f->type() == FieldDescriptor::TYPE_BYTES
                    ? json{{"type", "string"}, {"format", "byte"}}
                    : json{{"type", "string"}};

@@ -57,6 +57,34 @@ absl::Status SaveCenter(store::Transaction& txn, const v1::Center& center) {
   return absl::OkStatus();
 }
 
+// The center's offered capacity from `at` on (migration 27: utilisation is offered capacity
+// against use). Written in the transaction that changes the center, so the history and
+// the registry never disagree. `capacity` null: the center left, offering nothing.
+absl::Status RecordCapacity(store::Transaction& txn, const std::string& id, absl::Time at,
+                            const v1::ComputingResources* capacity) {
+  const int64_t cpu = capacity ? capacity->cpu() : 0, gpu = capacity ? capacity->gpu() : 0,
+                memory = capacity ? capacity->memory() : 0;
+  // Changes within a minute of the center's latest step are that step (an operator's
+  // script flipping its capacity would otherwise grow the history without end: helper-52 F5).
+  const int64_t at_us = absl::ToUnixMicros(at);
+  JC_ASSIGN_OR_RETURN(int64_t coalesced,
+                      txn.Exec("UPDATE center_capacity SET cpu = $3, gpu = $4, memory_mb = $5 WHERE center_id = $1 "
+                               "AND effective_us > $2 AND effective_us = (SELECT MAX(effective_us) FROM center_capacity "
+                               "WHERE center_id = $1)",
+                               {id, at_us - absl::ToInt64Microseconds(absl::Minutes(1)), cpu, gpu, memory}));
+  if (coalesced > 0) return absl::OkStatus();
+  return txn
+      .Exec("INSERT INTO center_capacity (center_id, effective_us, cpu, gpu, memory_mb) VALUES ($1, $2, $3, $4, $5) "
+            "ON CONFLICT (center_id, effective_us) DO UPDATE SET cpu = excluded.cpu, gpu = excluded.gpu, "
+            "memory_mb = excluded.memory_mb",
+            {id, at_us, cpu, gpu, memory})
+      .status();
+}
+
+bool SameOffer(const v1::ComputingResources& a, const v1::ComputingResources& b) {
+  return a.cpu() == b.cpu() && a.gpu() == b.gpu() && a.memory() == b.memory();
+}
+
 }  // namespace
 
 absl::Status ValidateCenter(const v1::Center& c) {
@@ -138,20 +166,39 @@ absl::StatusOr<v1::Center> Registry::Create(v1::Center center) {
   *center.mutable_created_at() = now;
   *center.mutable_updated_at() = now;
   JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(center));
-  auto inserted = store_->Exec("INSERT INTO centers (id, region, status, doc) VALUES ($1, $2, $3, $4)",
-                               {center.ai_center_id(), center.region(),
-                                int64_t{center.status()}, doc});
+  JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+  auto inserted = txn->Exec("INSERT INTO centers (id, region, status, doc) VALUES ($1, $2, $3, $4)",
+                            {center.ai_center_id(), center.region(),
+                             int64_t{center.status()}, doc});
   if (absl::IsAlreadyExists(inserted.status())) {
     return absl::AlreadyExistsError(
         absl::StrCat("center \"", center.ai_center_id(), "\" already exists"));
   }
   JC_RETURN_IF_ERROR(inserted.status());
+  JC_RETURN_IF_ERROR(RecordCapacity(*txn, center.ai_center_id(), clock_->Now(), &center.capacity()));
+  JC_RETURN_IF_ERROR(txn->Commit());
   {
     std::lock_guard<std::mutex> lock(mu_);
     last_seen_[center.ai_center_id()] = clock_->Now();
   }
   Publish(v1::CenterEvent::JOINED, center, center.status());
   return center;
+}
+
+absl::Status Registry::BackfillCapacityHistory() {
+  // Centers registered before the history was kept (migration 27): their capacity from when
+  // they were registered (their document's created_at; the history cannot know of changes
+  // before). Idempotent: a center with any row is left alone.
+  JC_ASSIGN_OR_RETURN(store::Rows rows, store_->Query("SELECT doc FROM centers WHERE id NOT IN "
+                                                      "(SELECT DISTINCT center_id FROM center_capacity)"));
+  for (const auto& row : rows) {
+    JC_ASSIGN_OR_RETURN(v1::Center center, store::DecodeDoc<v1::Center>(row[0]));
+    JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
+    absl::Time since = center.has_created_at() ? FromTimestamp(center.created_at()) : clock_->Now();
+    JC_RETURN_IF_ERROR(RecordCapacity(*txn, center.ai_center_id(), since, &center.capacity()));
+    JC_RETURN_IF_ERROR(txn->Commit());
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<v1::Center> Registry::Get(const std::string& id) {
@@ -168,11 +215,15 @@ absl::StatusOr<v1::Center> Registry::Update(const v1::Center& patch, const Field
   JC_ASSIGN_OR_RETURN(v1::Center center,
                       LoadCenter(*txn, patch.ai_center_id(), store_->for_update()));
   int previous = center.status();
+  const v1::ComputingResources capacity_before = center.capacity();
   JC_RETURN_IF_ERROR(ApplyUpdate(patch, mask, MutableFields(), {"ai_center_id"}, &center));
   if (!center.has_status()) center.set_status(previous);
   JC_RETURN_IF_ERROR(ValidateCenter(center));
   *center.mutable_updated_at() = ToTimestamp(clock_->Now());
   JC_RETURN_IF_ERROR(SaveCenter(*txn, center));
+  if (!SameOffer(capacity_before, center.capacity())) {
+    JC_RETURN_IF_ERROR(RecordCapacity(*txn, center.ai_center_id(), clock_->Now(), &center.capacity()));
+  }
   JC_RETURN_IF_ERROR(txn->Commit());
   Publish(previous != center.status() ? v1::CenterEvent::STATUS_CHANGED : v1::CenterEvent::UPDATED,
           center, previous);
@@ -185,6 +236,7 @@ absl::Status Registry::Delete(const std::string& id) {
   JC_ASSIGN_OR_RETURN(v1::Center center, LoadCenter(*txn, id, store_->for_update()));
   JC_RETURN_IF_ERROR(txn->Exec("DELETE FROM centers WHERE id = $1", {id}).status());
   JC_RETURN_IF_ERROR(DropAdapterKeysIn(*txn, id));
+  JC_RETURN_IF_ERROR(RecordCapacity(*txn, id, clock_->Now(), nullptr));
   JC_RETURN_IF_ERROR(txn->Commit());
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -49,6 +49,9 @@ class Registry {
   absl::StatusOr<v1::Center> Update(const v1::Center& patch,
                                     const google::protobuf::FieldMask& mask);
   absl::Status Delete(const std::string& id);
+  // Writes the capacity history (center_capacity) of centers registered before it was kept;
+  // called once at start. Each registration, capacity change and removal writes its own.
+  absl::Status BackfillCapacityHistory();
   absl::StatusOr<v1::ListCentersResponse> List(const v1::ListCentersRequest& request);
 
   // A new adapter key for the center (issue 44, hole 5); the center is marked

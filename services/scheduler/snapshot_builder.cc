@@ -1,5 +1,7 @@
 #include "services/scheduler/snapshot_builder.h"
 
+#include "common/price.h"
+
 #include <algorithm>
 #include <limits>
 #include <cmath>
@@ -110,13 +112,19 @@ Snapshot BuildSnapshot(const SchedulerInputs& in) {
     // capacity holds the spec) is dormant: it counts again when the center comes back.
     const bool dormant = !offer.can_run() && offer.capacity_instances() > 0;
     if (c == nullptr || q == quantity.end() || (!offer.can_run() && !dormant)) continue;
+    // A price that cannot be read (a store edited by hand) is no offer: billed and admitted
+    // at 0, its jobs would run free (helper-52 F4).
+    auto price = ParsePrice(offer.price());
+    bool priced = price.ok();
+    for (const auto& step : offer.prices()) priced = priced && ParsePrice(step.price()).ok();
+    if (!priced) continue;
     SpecAtCenter s;
     s.quantity = q->second;
-    s.price = offer.price();
+    s.price = PriceAsDouble(*price);
     for (const auto& step : offer.prices()) {
       s.prices.emplace_back(absl::FromUnixSeconds(step.effective_from().seconds()) +
                                 absl::Nanoseconds(step.effective_from().nanos()),
-                            step.price());
+                            PriceAsDouble(StoredPrice(step.price())));
     }
     auto it = observed.find(c->id);
     if (it != observed.end()) {

@@ -84,6 +84,7 @@ std::shared_ptr<const auth::MethodAccess> ControlPlaneAccess() {
       {"/jointcloud.v1.AccountingService/ListSettlements", kAny},
       {"/jointcloud.v1.AccountingService/CloseSettlement", kAdminChange},
       {"/jointcloud.v1.AccountingService/Reconcile", kAny},  // admins and the center's operators
+      {"/jointcloud.v1.AccountingService/GetUtilisation", kAny},  // admins and the centers' operators
 
       {"/jointcloud.v1.IdentityService/CreateUser", kAdminChange},
       {"/jointcloud.v1.IdentityService/GetUser", kAdmin},

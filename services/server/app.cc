@@ -7,11 +7,13 @@
 
 #include <cerrno>
 #include <cstring>
+#include <set>
 #include <grpcpp/health_check_service_interface.h>
 #include <prometheus/gauge.h>
 #include <spdlog/spdlog.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/civil_time.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/grpc_metrics.h"
@@ -213,6 +215,8 @@ absl::Status App::Wiring::MakeIdentity(App& app, Env& /*env*/) {
 absl::Status App::Wiring::MakeRegistry(App& app, Env& /*env*/) {
   AppOptions& o = app.options_;
   app.registry_ = std::make_unique<registry::Registry>(app.store_.get(), o.clock, o.registry);
+  // Utilisation reads offered capacity from its history: centers from before it was kept.
+  JC_RETURN_IF_ERROR(app.registry_->BackfillCapacityHistory());
   app.registry_->events().SetListener([hub = app.watches_.get()] { hub->Wake(); });
   app.grpc_services_.push_back(registry::MakeRegistryService(app.registry_.get(), app.watches_.get()));
   return absl::OkStatus();
@@ -339,6 +343,7 @@ absl::Status App::Wiring::MakeJobs(App& app, Env& env) {
   app.admission_reads_ = std::make_unique<ServiceAdmissionReads>(app.identities_.get(), app.usage_.get());
   app.jobs_->SetAdmissionReads(app.admission_reads_.get());
   app.settlements_ = std::make_unique<accounting::Settlements>(app.store_.get(), o.clock);
+  app.utilisation_ = std::make_unique<accounting::Utilisation>(app.store_.get(), o.clock);
   // Reconciliation asks each center's adapter for the center's own accounting.
   app.reconciler_ = std::make_unique<accounting::Reconciler>(
       app.usage_.get(),
@@ -355,7 +360,8 @@ absl::Status App::Wiring::MakeJobs(App& app, Env& env) {
       },
       [self] { return self->jobs_->origin(); });
   app.grpc_services_.push_back(
-      accounting::MakeAccountingService(app.usage_.get(), app.settlements_.get(), app.reconciler_.get()));
+      accounting::MakeAccountingService(app.usage_.get(), app.settlements_.get(), app.reconciler_.get(),
+                                        app.utilisation_.get()));
   return absl::OkStatus();
 }
 
@@ -505,6 +511,67 @@ absl::Status App::Ready() {
   return absl::OkStatus();
 }
 
+namespace {
+
+// jc_center_* gauges of this month's utilisation (services/accounting/utilisation.h): a
+// center's series go when it has neither capacity nor use this month.
+class UtilisationGauges {
+ public:
+  explicit UtilisationGauges(prometheus::Registry& registry)
+      : ratio_(prometheus::BuildGauge()
+                   .Name("jc_center_utilisation_ratio")
+                   .Help("This month so far: what a center's replicas were allocated over the capacity it offered, "
+                         "by center and resource (cpu, gpu)")
+                   .Register(registry)),
+        offered_(prometheus::BuildGauge()
+                     .Name("jc_center_offered_hours")
+                     .Help("This month so far: capacity-hours a center offered (its registered capacity x hours), "
+                           "by center and resource")
+                     .Register(registry)),
+        used_(prometheus::BuildGauge()
+                  .Name("jc_center_used_hours")
+                  .Help("This month: capacity-hours allocated to a center's replicas that ended, by center and resource")
+                  .Register(registry)),
+        revenue_(prometheus::BuildGauge()
+                     .Name("jc_center_revenue")
+                     .Help("This month: what a center's usage records cost (the catalog's price unit), by center")
+                     .Register(registry)) {}
+
+  void Set(const std::vector<jointcloud::v1::CenterUtilisation>& rows) {
+    std::set<std::string> now;
+    for (const auto& c : rows) {
+      now.insert(c.ai_center_id());
+      for (const auto& r : c.resources()) {
+        const prometheus::Labels labels{{"center", c.ai_center_id()}, {"resource", r.resource()}};
+        ratio_.Add(labels).Set(r.ratio());
+        offered_.Add(labels).Set(r.offered_hours());
+        used_.Add(labels).Set(r.used_hours());
+      }
+      revenue_.Add({{"center", c.ai_center_id()}}).Set(c.revenue());
+    }
+    for (const std::string& gone : shown_) {
+      if (now.count(gone)) continue;
+      for (const char* resource : {"cpu", "gpu"}) {
+        const prometheus::Labels labels{{"center", gone}, {"resource", resource}};
+        for (auto* family : {&ratio_, &offered_, &used_}) {
+          if (family->Has(labels)) family->Remove(&family->Add(labels));
+        }
+      }
+      if (revenue_.Has({{"center", gone}})) revenue_.Remove(&revenue_.Add({{"center", gone}}));
+    }
+    shown_ = std::move(now);
+  }
+
+ private:
+  prometheus::Family<prometheus::Gauge>& ratio_;
+  prometheus::Family<prometheus::Gauge>& offered_;
+  prometheus::Family<prometheus::Gauge>& used_;
+  prometheus::Family<prometheus::Gauge>& revenue_;
+  std::set<std::string> shown_;
+};
+
+}  // namespace
+
 void App::SweepLoop() {
   auto& family = prometheus::BuildGauge()
                      .Name("jc_centers")
@@ -513,6 +580,9 @@ void App::SweepLoop() {
   prometheus::Gauge* by_status[3] = {&family.Add({{"status", "unavailable"}}),
                                      &family.Add({{"status", "available"}}),
                                      &family.Add({{"status", "unknown"}})};
+  UtilisationGauges utilisation(*metrics_);
+  absl::Time utilisation_at = absl::InfinitePast();
+  int utilisation_centers = -1;
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
     lock.unlock();
@@ -521,6 +591,20 @@ void App::SweepLoop() {
     auto counts = registry_->CountByStatus();
     if (counts.ok()) {
       for (int s = 0; s < 3; ++s) by_status[s]->Set((*counts)[s]);
+    }
+    // This month's utilisation per center, for Prometheus: a few queries, once a minute, and
+    // at once when centers come or go (a new center's series from its registration on).
+    const int centers = counts.ok() ? (*counts)[0] + (*counts)[1] + (*counts)[2] : -1;
+    if (utilisation_ != nullptr && (absl::Now() - utilisation_at >= absl::Minutes(1) || centers != utilisation_centers)) {
+      utilisation_at = absl::Now();
+      utilisation_centers = centers;
+      const std::string month = absl::FormatCivilTime(absl::ToCivilMonth(options_.clock->Now(), absl::UTCTimeZone()));
+      auto rows = utilisation_->Month(month);
+      if (rows.ok()) {
+        utilisation.Set(*rows);
+      } else {
+        spdlog::warn("utilisation for the metrics failed: {}", rows.status().ToString());
+      }
     }
     lock.lock();
     cv_.wait_for(lock, absl::ToChronoNanoseconds(options_.health_sweep_interval),

@@ -31,6 +31,7 @@
 #include "services/accounting/reconciliation.h"
 #include "services/accounting/settlement.h"
 #include "services/accounting/usage_book.h"
+#include "services/accounting/utilisation.h"
 #include "services/jobs/job_manager.h"
 #include "services/scheduler/scheduler.h"
 #include "services/registry/center_directory.h"
@@ -204,6 +205,7 @@ class App {
   std::unique_ptr<jobs::AdmissionReads> admission_reads_;  // declared after usage_: destroyed first
   std::unique_ptr<accounting::Settlements> settlements_;
   std::unique_ptr<accounting::Reconciler> reconciler_;
+  std::unique_ptr<accounting::Utilisation> utilisation_;
   std::unique_ptr<endpoints::EndpointPasses> endpoint_passes_;
   std::unique_ptr<endpoints::EndpointProxy> endpoints_;  // declared after jobs_: stopped and destroyed first
   int endpoint_port_ = 0;

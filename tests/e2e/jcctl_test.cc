@@ -495,7 +495,19 @@ TEST_CASE("jcctl for operators: users, project roles, projects with quotas and b
   CHECK_THAT(ok({"spec", "get", "s1"}).out, Catch::Contains("one CPU"));
   CHECK_THAT(ok({"spec", "price", "s1", "c1", "3"}).out, Catch::Contains("s1 at c1 costs 3 an hour"));
   CHECK(Jcctl(dir, {"spec", "price", "s1", "c1", "cheap"}, env).code == 2);
-  CHECK(Jcctl(dir, {"spec", "price", "s1", "c1", "3.5"}, env).code == 2);
+  // Decimal prices (issue 49 item 5), kept exactly; what is not one is the server's 400.
+  CHECK_THAT(ok({"spec", "price", "s1", "c1", "3.5"}).out, Catch::Contains("s1 at c1 costs 3.5 an hour"));
+  CHECK_THAT(ok({"spec", "offers", "s1"}).out, Catch::Contains("3.5"));
+  Ran too_fine = Jcctl(dir, {"spec", "price", "s1", "c1", "1.0000001"}, env);
+  CHECK(too_fine.code == 2);
+  CHECK_THAT(too_fine.err, Catch::Contains("price: \"1.0000001\" has more than six decimals"));
+  // Utilisation (issue 49 item 12): c1 offers its 8 cores from its registration on.
+  Ran used = ok({"utilisation", "--center", "c1", "--trend", "0"});
+  CHECK_THAT(used.out, Catch::StartsWith("CENTER"));
+  CHECK_THAT(used.out, Catch::Contains("CPU_OFFERED_H"));
+  CHECK_THAT(used.out, Catch::Contains("c1"));
+  CHECK_THAT(used.out, Catch::Contains("(so far)"));
+  CHECK(Jcctl(dir, {"utilisation", "--month", "May"}, env).code == 2);
   // A price scheduled from a date, and each center's offer with it (issue 49 item 5).
   const std::string later = absl::FormatTime("%Y-%m-%d", absl::Now() + absl::Hours(24 * 30), absl::UTCTimeZone());
   CHECK_THAT(ok({"spec", "price", "s1", "c1", "4", "--from", later}).out, Catch::Contains("from " + later));

@@ -16,6 +16,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <regex>
+
 #include "jointcloud/v1/catalog.grpc.pb.h"
 #include "jointcloud/v1/registry.grpc.pb.h"
 #include "tests/testing/test_system.h"
@@ -353,6 +355,50 @@ TEST_CASE("specs, offers, images and datasets over REST", "[A2][A4][A5][A6][A12]
   CHECK(offers.body["data"]["offers"][0]["capacity_instances"] == 16);
   CHECK(offers.body["data"]["offers"][1]["price"] == 9);
   CHECK(s.rest->Get("/openapi/v1/centers/ny1/resourcespecs").body["data"]["offers"].size() == 1);
+  // Decimal prices (issue 49 item 5), as a number or as text, answered as numbers; what is
+  // not a price is refused naming it, and changes nothing.
+  auto decimal = s.rest->Send("PUT", "/openapi/v1/resourcespecs/gpu1/centers/bj1/price", R"({"price": 0.75})");
+  INFO(decimal.body.dump());
+  REQUIRE(decimal.http_status == 200);
+  CHECK(decimal.body["data"]["price"].is_number());
+  CHECK(decimal.body["data"]["price"] == 0.75);
+  REQUIRE(s.rest->Send("PUT", "/openapi/v1/resourcespecs/gpu1/centers/bj1/price", R"({"price": "1.25"})").http_status ==
+          200);
+  for (const char* bad : {R"({"price": -1})", R"({"price": 0.0000001})", R"({"price": "1,5"})", R"({"price": 1e30})",
+                          R"({"price": "12 units"})"}) {
+    INFO(bad);
+    auto refused = s.rest->Send("PUT", "/openapi/v1/resourcespecs/gpu1/centers/bj1/price", bad);
+    CHECK(refused.http_status == 400);
+    CHECK(refused.body.value("errorMsg", "").find("price") != std::string::npos);
+  }
+  offers = s.rest->Get("/openapi/v1/resourcespecs/gpu1/centers");
+  CHECK(offers.body["data"]["offers"][0]["price"] == 1.25);
+  // Small and large, through a double and back exactly (helper-52 F2: 0.00005 was stored
+  // as 5e-05 and read back as no price); 1e3 is 1000.
+  for (const auto& [sent, read] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"price": 0.00005})", "0.00005"}, {R"({"price": "0.000001"})", "0.000001"},
+           {R"({"price": 1e3})", "1000"}, {R"({"price": 2147483647})", "2147483647"}}) {
+    INFO(sent);
+    auto set = s.rest->Send("PUT", "/openapi/v1/resourcespecs/gpu1/centers/bj1/price", sent);
+    REQUIRE(set.http_status == 200);
+    // The answer's own text (a client's JSON library may print a number its own way).
+    CHECK(std::regex_search(s.rest->Raw("/openapi/v1/resourcespecs/gpu1/centers"),
+                            std::regex("\"price\":" + std::regex_replace(read, std::regex("\\."), "\\.") + "[,}]")));
+  }
+  REQUIRE(s.rest->Send("PUT", "/openapi/v1/resourcespecs/gpu1/centers/bj1/price", R"({"price": "1.25"})").http_status ==
+          200);
+  json cheap = Spec("cheap", "bj1");
+  cheap["price"] = 0.5;
+  REQUIRE(s.rest->Post("/openapi/v1/resourcespecs", cheap).http_status == 200);
+  CHECK(s.rest->Get("/openapi/v1/resourcespecs/cheap").body["data"]["price"] == 0.5);
+  json patch = {{"price", "0.00005"}};
+  REQUIRE(s.rest->Send("PATCH", "/openapi/v1/resourcespecs/cheap", patch.dump()).http_status == 200);
+  CHECK(std::regex_search(s.rest->Raw("/openapi/v1/resourcespecs/cheap"), std::regex(R"("price":0\.00005[,}])")));
+  // Read back from the store and changed again: the stored price is still one.
+  REQUIRE(s.rest->Send("PATCH", "/openapi/v1/resourcespecs/cheap", R"({"resource_spec_name": "renamed"})").http_status ==
+          200);
+  CHECK(std::regex_search(s.rest->Raw("/openapi/v1/resourcespecs/cheap"), std::regex(R"("price":0\.00005[,}])")));
+  REQUIRE(s.rest->Send("DELETE", "/openapi/v1/resourcespecs/cheap", "").http_status == 200);
   // A time written as a date is its midnight UTC (issue 49 item 5: protobuf refused it with
   // "Failed to parse timestamp"); a time that is neither is refused naming the field.
   const std::string later = absl::FormatTime("%Y-%m-%d", absl::Now() + absl::Hours(24 * 30), absl::UTCTimeZone());
@@ -537,6 +583,28 @@ TEST_CASE("gRPC clients get every capability, with status codes and messages", "
     auto status = catalog->CreateResourceSpec(&ctx, req, &out);
     CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
     CHECK(status.error_message().find("2Gx") != std::string::npos);
+  }
+  {
+    // A client generated before prices were decimals sends its price as int32 field 5:
+    // refused saying so, not stored at price 0 (helper-52 F3).
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + s.admin_token);
+    v1::CreateResourceSpecRequest req = {};
+    auto* spec = req.mutable_spec();
+    spec->set_resource_spec_id("old");
+    spec->set_resource_spec_name("old");
+    (*spec->mutable_resource_quantity())["cpu"] = "1";
+    spec->set_service_type("batch");
+    spec->GetReflection()->MutableUnknownFields(spec)->AddVarint(5, 12);
+    v1::ResourceSpec out;
+    auto status = catalog->CreateResourceSpec(&ctx, req, &out);
+    CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(status.error_message().find("generate the client again") != std::string::npos);
+    grpc::ClientContext get_ctx;
+    get_ctx.AddMetadata("authorization", "Bearer " + s.admin_token);
+    v1::GetResourceSpecRequest get;
+    get.set_resource_spec_id("old");
+    CHECK(catalog->GetResourceSpec(&get_ctx, get, &out).error_code() == grpc::StatusCode::NOT_FOUND);
   }
   {
     grpc::ClientContext ctx;

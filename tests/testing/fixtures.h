@@ -31,7 +31,7 @@ inline jointcloud::v1::ResourceSpec MakeSpec(const std::string& id, const std::s
   (*s.mutable_resource_quantity())["memory"] = "16Gi";
   (*s.mutable_resource_quantity())["gpu"] = "1";
   s.set_service_type("batch");
-  s.set_price(10);
+  s.set_price("10");
   s.set_computing_center_list(centers);
   return s;
 }

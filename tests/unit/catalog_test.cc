@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/timestamp.h"
+#include "common/price.h"
 #include "services/catalog/catalog.h"
 #include "services/registry/registry.h"
 #include "tests/testing/fixtures.h"
@@ -88,7 +89,7 @@ TEST_CASE("bad specs are refused with the reason and nothing is written", "[A2][
   s.set_service_type("batch,cron");
   expect(s, absl::StatusCode::kInvalidArgument, "cron");
   s = MakeSpec("s", "c1");
-  s.set_price(-5);
+  s.set_price("-5");
   expect(s, absl::StatusCode::kInvalidArgument, "price");
   expect(MakeSpec(std::string(64, 's'), "c1"), absl::StatusCode::kInvalidArgument, "64 bytes");
   CHECK(f.catalog.ListSpecs({})->specs_size() == 0);
@@ -104,10 +105,10 @@ TEST_CASE("the spec x center map says who can run a spec and at what price", "[A
   v1::SetSpecCenterPriceRequest price;
   price.set_resource_spec_id("gpu1");
   price.set_ai_center_id("c1");
-  price.set_price(7);
+  price.set_price("7");
   auto offer = f.catalog.SetSpecCenterPrice(price);
   REQUIRE(offer.ok());
-  CHECK(offer->price() == 7);
+  CHECK(offer->price() == "7");
 
   v1::ListSpecCenterOffersRequest req;
   req.set_resource_spec_id("gpu1");
@@ -117,18 +118,36 @@ TEST_CASE("the spec x center map says who can run a spec and at what price", "[A
   const auto& c1 = offers->offers(0);
   CHECK(c1.ai_center_id() == "c1");
   CHECK(c1.can_run());
-  CHECK(c1.price() == 7);
+  CHECK(c1.price() == "7");
   CHECK(c1.capacity_instances() == 8);  // 8 GPUs, one per instance
   const auto& c2 = offers->offers(1);
   CHECK_FALSE(c2.can_run());
-  CHECK(c2.price() == 10);  // the spec's own price
+  CHECK(c2.price() == "10");  // the spec's own price
   CHECK(c2.reason().find("gpu") != std::string::npos);
 
   price.set_ai_center_id("elsewhere");
   CHECK(absl::IsNotFound(f.catalog.SetSpecCenterPrice(price).status()));
   price.set_ai_center_id("c1");
-  price.set_price(-1);
+  price.set_price("-1");
   CHECK(absl::IsInvalidArgument(f.catalog.SetSpecCenterPrice(price).status()));
+  // Decimal prices, exactly (issue 49 item 5), kept in their canonical text.
+  price.set_price("0.750");
+  auto decimal = f.catalog.SetSpecCenterPrice(price);
+  REQUIRE(decimal.ok());
+  CHECK(decimal->price() == "0.75");
+  for (const char* bad : {"1.0000001", "1e3", "1,5", " 2", "abc", "."}) {
+    price.set_price(bad);
+    auto refused = f.catalog.SetSpecCenterPrice(price);
+    INFO(bad);
+    CHECK(absl::IsInvalidArgument(refused.status()));
+    CHECK(refused.status().message().find("price") != std::string::npos);
+  }
+  CHECK(f.catalog.ListOffers(req)->offers(0).price() == "0.75");  // nothing written by the refusals
+  v1::ResourceSpec spec = MakeSpec("cheap", "c1");
+  spec.set_price("0.125000");
+  auto created = f.catalog.CreateSpec(spec);
+  REQUIRE(created.ok());
+  CHECK(created->price() == "0.125");
 }
 
 TEST_CASE("images belong to a registered center and name known specs", "[A4]") {
@@ -243,23 +262,23 @@ TEST_CASE("prices have a history: a change takes effect now or later, never befo
   v1::SetSpecCenterPriceRequest price;
   price.set_resource_spec_id("gpu1");
   price.set_ai_center_id("c1");
-  price.set_price(7);
+  price.set_price("7");
   REQUIRE(f.catalog.SetSpecCenterPrice(price).ok());
   const absl::Time first_change = f.clock.Now();
   // Scheduled: 12 from tomorrow.
-  price.set_price(12);
+  price.set_price("12");
   *price.mutable_effective_from() = jc::ToTimestamp(f.clock.Now() + absl::Hours(24));
   auto scheduled = f.catalog.SetSpecCenterPrice(price);
   REQUIRE(scheduled.ok());
-  CHECK(scheduled->price() == 7);  // not yet
+  CHECK(scheduled->price() == "7");  // not yet
   REQUIRE(scheduled->prices_size() == 3);
   std::vector<v1::PriceChange> steps(scheduled->prices().begin(), scheduled->prices().end());
-  CHECK(jc::catalog::PriceAt(steps, created + absl::Minutes(5)) == 10);  // the spec's, before c1 had its own
-  CHECK(jc::catalog::PriceAt(steps, first_change + absl::Minutes(1)) == 7);
-  CHECK(jc::catalog::PriceAt(steps, first_change + absl::Hours(25)) == 12);
+  CHECK(jc::catalog::PriceAt(steps, created + absl::Minutes(5)) == 10 * jc::kPriceScale);  // the spec's, before c1 had its own
+  CHECK(jc::catalog::PriceAt(steps, first_change + absl::Minutes(1)) == 7 * jc::kPriceScale);
+  CHECK(jc::catalog::PriceAt(steps, first_change + absl::Hours(25)) == 12 * jc::kPriceScale);
 
   // In the past: refused, and nothing changed.
-  price.set_price(1);
+  price.set_price("1");
   *price.mutable_effective_from() = jc::ToTimestamp(f.clock.Now() - absl::Hours(2));
   auto past = f.catalog.SetSpecCenterPrice(price);
   REQUIRE(absl::IsInvalidArgument(past.status()));
@@ -269,19 +288,19 @@ TEST_CASE("prices have a history: a change takes effect now or later, never befo
   auto offers = f.catalog.ListOffers(req);
   REQUIRE(offers.ok());
   CHECK(offers->offers(0).prices_size() == 3);
-  CHECK(offers->offers(0).price() == 7);
+  CHECK(offers->offers(0).price() == "7");
   // c2 follows the spec's own price, whose change is a step of its own.
   f.clock.Advance(absl::Hours(48));
   v1::ResourceSpec patch;
   patch.set_resource_spec_id("gpu1");
-  patch.set_price(15);
+  patch.set_price("15");
   google::protobuf::FieldMask mask;
   mask.add_paths("price");
   REQUIRE(f.catalog.UpdateSpec(patch, mask).ok());
   offers = f.catalog.ListOffers(req);
   REQUIRE(offers.ok());
-  CHECK(offers->offers(0).price() == 12);  // c1's own, scheduled yesterday, now in force
-  CHECK(offers->offers(1).price() == 15);
+  CHECK(offers->offers(0).price() == "12");  // c1's own, scheduled yesterday, now in force
+  CHECK(offers->offers(1).price() == "15");
   CHECK(offers->offers(1).prices_size() == 2);  // 10, then 15
 }
 
@@ -290,12 +309,13 @@ TEST_CASE("price steps: a center's own price overrides the spec's from when it i
           "[A2]") {
   using jc::catalog::PriceRow;
   auto at = [](int64_t ms) { return absl::FromUnixMillis(ms); };
-  auto steps = jc::catalog::PriceSteps(5, {{100, 5}, {300, 6}}, std::nullopt, {{200, 9}});
-  CHECK(jc::catalog::PriceAt(steps, at(150)) == 5);
-  CHECK(jc::catalog::PriceAt(steps, at(250)) == 9);
-  CHECK(jc::catalog::PriceAt(steps, at(350)) == 9);  // the center's stays over the spec's change
-  CHECK(jc::catalog::PriceAt(steps, at(50)) == 5);   // before any: the first
-  auto legacy = jc::catalog::PriceSteps(5, {}, 3, {});
+  const int64_t u = jc::kPriceScale;
+  auto steps = jc::catalog::PriceSteps(5 * u, {{100, 5 * u}, {300, 6 * u}}, std::nullopt, {{200, 9 * u}});
+  CHECK(jc::catalog::PriceAt(steps, at(150)) == 5 * jc::kPriceScale);
+  CHECK(jc::catalog::PriceAt(steps, at(250)) == 9 * jc::kPriceScale);
+  CHECK(jc::catalog::PriceAt(steps, at(350)) == 9 * jc::kPriceScale);  // the center's stays over the spec's change
+  CHECK(jc::catalog::PriceAt(steps, at(50)) == 5 * jc::kPriceScale);   // before any: the first
+  auto legacy = jc::catalog::PriceSteps(5 * u, {}, 3 * u, {});
   REQUIRE(legacy.size() == 1);
-  CHECK(legacy[0].price() == 3);
+  CHECK(legacy[0].price() == "3");
 }

@@ -74,6 +74,8 @@ TEST_CASE("migration 20 keys images by (project, id) and keeps every image (issu
                           "ALTER TABLE leases DROP COLUMN term",  // migration 25's, likewise
                           "DROP INDEX jobs_created", "ALTER TABLE jobs DROP COLUMN created_us",  // 26's
                           "ALTER TABLE jobs DROP COLUMN centers", "DROP TABLE job_placements",
+                          "ALTER TABLE spec_prices DROP COLUMN price_micros",  // 27's
+                          "ALTER TABLE spec_centers DROP COLUMN price_micros", "DROP TABLE center_capacity",
                           "DELETE FROM schema_migrations WHERE version >= 20"}) {
     INFO(sql);
     REQUIRE(store->Exec(sql).ok());
@@ -107,6 +109,8 @@ TEST_CASE("migration 21 keys a project's datasets by project, name and version, 
        {"DELETE FROM datasets", "DELETE FROM dataset_locations", "DROP INDEX datasets_name", "DROP TABLE job_durations",
         "DROP TABLE endpoint_passes", "ALTER TABLE leases DROP COLUMN term", "DROP INDEX jobs_created",
         "ALTER TABLE jobs DROP COLUMN created_us", "ALTER TABLE jobs DROP COLUMN centers", "DROP TABLE job_placements",
+        "ALTER TABLE spec_prices DROP COLUMN price_micros", "ALTER TABLE spec_centers DROP COLUMN price_micros",
+        "DROP TABLE center_capacity",
         "INSERT INTO datasets (id, data_name, created_user, project, doc) VALUES ('corpus/v1', 'corpus', 'u', '', 'f')",
         "INSERT INTO datasets (id, data_name, created_user, project, doc) VALUES ('notes/v2', 'notes', 'u', 'alpha', "
         "'a')",
@@ -138,6 +142,37 @@ TEST_CASE("migration 21 keys a project's datasets by project, name and version, 
   CHECK(store
             ->Exec("INSERT INTO datasets (id, data_name, created_user, project, doc) VALUES ('notes/v2', 'notes', "
                    "'u', '', '')")
+            .ok());
+}
+
+TEST_CASE("migration 27 keeps every price, now in millionths, and starts the capacity history (issue 49)",
+          "[A2][store]") {
+  auto store = jc::testing::MakeTestStore();
+  INFO("backend " << store->backend());
+  // Prices as version 26 kept them: whole units, one of them past what 32 bits hold in
+  // millionths (2148 x 10^6 > 2^31).
+  for (const char* sql :
+       {"ALTER TABLE spec_prices DROP COLUMN price_micros", "ALTER TABLE spec_centers DROP COLUMN price_micros",
+        "DROP TABLE center_capacity",
+        "INSERT INTO spec_prices (spec_id, center_id, effective_from, price) VALUES ('gpu1', '', 5, 12)",
+        "INSERT INTO spec_prices (spec_id, center_id, effective_from, price) VALUES ('gpu1', 'c1', 9, 2148)",
+        "INSERT INTO spec_centers (spec_id, center_id, price) VALUES ('gpu1', 'c1', 2148)",
+        "INSERT INTO spec_centers (spec_id, center_id) VALUES ('gpu1', 'c2')",
+        "DELETE FROM schema_migrations WHERE version >= 27"}) {
+    INFO(sql);
+    REQUIRE(store->Exec(sql).ok());
+  }
+  REQUIRE(jc::store::Migrate(*store).ok());
+  auto prices = store->Query("SELECT center_id, price_micros FROM spec_prices ORDER BY center_id");
+  REQUIRE(prices.ok());
+  REQUIRE(prices->size() == 2);
+  CHECK(*(*prices)[0][1] == "12000000");
+  CHECK(*(*prices)[1][1] == "2148000000");
+  auto offered = store->Query("SELECT center_id, price_micros FROM spec_centers ORDER BY center_id");
+  REQUIRE(offered.ok());
+  CHECK(*(*offered)[0][1] == "2148000000");
+  CHECK_FALSE((*offered)[1][1].has_value());  // no price of its own: still none
+  CHECK(store->Exec("INSERT INTO center_capacity (center_id, effective_us, cpu, gpu, memory_mb) VALUES ('c1', 1, 2, 0, 4)")
             .ok());
 }
 

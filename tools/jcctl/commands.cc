@@ -1082,6 +1082,57 @@ std::vector<CommandSpec> Commands() {
                  return ShowStatement(ctx, *got);
                })});
 
+  // Utilisation against offered capacity (issue 49 item 12), per center and month, with the
+  // months before as the trend (like sreport's cluster utilization).
+  c.push_back({{"utilisation"}, "",
+               "Each center's offered capacity against what its replicas were allocated, its revenue and idle "
+               "hours, for a month (default: this one, so far) and the months before it (admins, centers' operators)",
+               {{"month", 0, true, "the month (2026-11)"},
+                {"center", 0, true, "only this center"},
+                {"trend", 0, true, "months before it to show too (default 5, at most 24)"}},
+               0, 0, WithClient([](Context& ctx, Client* client, const Invocation& inv) {
+                 auto got = client->Call("GET", "/openapi/v1/accounting/utilisation" +
+                                                    Query(inv, {{"month", "month"}, {"center", "center"},
+                                                                {"trend", "trendMonths"}}));
+                 if (!got.ok()) return ctx.Fail(got.status());
+                 // One flat row per center and month: its cpu and gpu side by side.
+                 auto flat = [](const json& rows) {
+                   json out = json::array();
+                   for (const auto& c : rows) {
+                     json row = {{"center", c.value("aiCenterId", "")},
+                                 {"month", c.value("month", "") + (c.value("partial", false) ? " (so far)" : "")},
+                                 {"revenue", c.value("revenue", 0.0)},
+                                 {"records", c.value("records", json("0"))}};
+                     for (const auto& r : c.value("resources", json::array())) {
+                       const std::string name = r.value("resource", "");
+                       row[name + "Offered"] = r.value("offeredHours", 0.0);
+                       row[name + "Used"] = r.value("usedHours", 0.0);
+                       row[name + "Idle"] = r.value("idleHours", 0.0);
+                       row[name + "Percent"] = 100 * r.value("ratio", 0.0);
+                     }
+                     out.push_back(std::move(row));
+                   }
+                   return out;
+                 };
+                 std::vector<Column> columns = {
+                     Field("CENTER", "center"),         Field("MONTH", "month"),
+                     Number("CPU_OFFERED_H", "cpuOffered", 1), Number("CPU_USED_H", "cpuUsed", 1),
+                     Number("CPU_%", "cpuPercent", 1),  Number("CPU_IDLE_H", "cpuIdle", 1),
+                     Number("GPU_OFFERED_H", "gpuOffered", 1), Number("GPU_USED_H", "gpuUsed", 1),
+                     Number("GPU_%", "gpuPercent", 1),  Number("REVENUE", "revenue", 2),
+                     Number("ATTEMPTS", "records", 0)};
+                 if (ctx.format() != Format::kTable) return Show(ctx, *got, columns, [](const json& v) { return v; });
+                 const json month = flat(got->value("centers", json::array()));
+                 if (month.empty()) {
+                   ctx.out() << "no center offered capacity or ran anything in " << got->value("month", "") << "\n";
+                 } else {
+                   ctx.out() << Table(month, columns);
+                 }
+                 const json trend = flat(got->value("trend", json::array()));
+                 if (!trend.empty()) ctx.out() << "\nThe months before:\n" << Table(trend, columns);
+                 return 0;
+               })});
+
   std::vector<FlagSpec> reconcile_flags = {{"tolerance_seconds", 0, true, "figures agree within this (default 5)"},
                                            {"tolerance_ratio", 0, true, "or within this share (default 0.05)"}};
   reconcile_flags.insert(reconcile_flags.end(), period_flags.begin(), period_flags.end());

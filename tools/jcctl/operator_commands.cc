@@ -245,15 +245,13 @@ std::vector<CommandSpec> OperatorCommands() {
                UpdateCommand("/openapi/v1/resourcespecs", "spec")});
   c.push_back({{"spec", "delete"}, "SPEC", "Remove a resource spec (admins)", {}, 1, 1,
                DeleteCommand("/openapi/v1/resourcespecs", "spec")});
-  c.push_back({{"spec", "price"}, "SPEC CENTER PRICE", "Set a spec's price per hour at a center, a whole number (admins, its operators)",
+  c.push_back({{"spec", "price"}, "SPEC CENTER PRICE",
+               "Set a spec's price per hour at a center, a decimal (\"12\", \"0.75\"; admins, its operators)",
                {{"from", 0, true, "in force from this date (2026-12-01: midnight UTC) or instant (RFC 3339 with its zone); default now"}}, 3, 3,
                WithClient([](Context& ctx, Client* client, const Invocation& inv) {
-                 int64_t price = 0;  // the catalog's prices are whole units (Table 3)
-                 if (!absl::SimpleAtoi(inv.args[2], &price) || price < 0) {
-                   return ctx.Fail(absl::InvalidArgumentError(
-                       absl::StrCat("\"", inv.args[2], "\" is not a price (a whole number of the catalog's unit)")));
-                 }
-                 json body = {{"price", price}};
+                 // Sent as text: the catalog reads it exactly (no binary fraction on the way)
+                 // and says what is wrong with it.
+                 json body = {{"price", inv.args[2]}};
                  if (inv.Has("from")) body["effective_from"] = inv.Get("from");
                  return Change(ctx, client, "PUT",
                                "/openapi/v1/resourcespecs/" + Escape(inv.args[0]) + "/centers/" + Escape(inv.args[1]) +
@@ -277,7 +275,7 @@ std::vector<CommandSpec> OperatorCommands() {
                               for (const auto& p : offer.value("prices", json::array())) {
                                 const std::string from = p.value("effective_from", "");
                                 // RFC 3339 in UTC compares as text.
-                                if (from > now) later.push_back(absl::StrCat(p.value("price", 0), " from ", from));
+                                if (from > now) later.push_back(absl::StrCat(p.value("price", json(0)).dump(), " from ", from));
                               }
                               return later.empty() ? std::string("-") : absl::StrJoin(later, "; ");
                             }},

@@ -685,10 +685,12 @@ function barChart(items, label, unit) {
 async function usagePage(monthArg) {
   const month = monthArg || new Date().toISOString().slice(0, 7);
   const q = `month=${encodeURIComponent(month)}`;
-  const [byProject, byDay, statement] = await Promise.all([
+  const [byProject, byDay, statement, used] = await Promise.all([
     api(`/openapi/v1/accounting/report?${q}&groupBy=project,center`),
     api(`/openapi/v1/accounting/report?${q}&granularity=day`),
     api(`/openapi/v1/accounting/settlements/${encodeURIComponent(month)}`).catch(() => null),
+    // Admins and centers' operators only: anyone else is told so, not shown an error.
+    api(`/openapi/v1/accounting/utilisation?${q}`).catch((e) => ({ refused: e.message })),
   ]);
   const rows = (byProject.rows || []).map((r) => {
     const t = r.totals || {};
@@ -713,11 +715,37 @@ async function usagePage(monthArg) {
     <div class="grid"><div class="card">${barChart(Object.entries(perProject).map(([label, v]) => ({ label, v })), "Cost by project", "")}</div>
       <div class="card">${barChart(perDay, "Cost by day", "")}</div></div>
     ${settled}
-    ${table(["Project", "Center", "Attempts", "GPU h", "Wall h", "Energy kWh", "Cost"], rows, "usage")}`;
+    ${table(["Project", "Center", "Attempts", "GPU h", "Wall h", "Energy kWh", "Cost"], rows, "usage")}
+    ${utilisationSection(used)}`;
   document.getElementById("month-form").onsubmit = (e) => {
     e.preventDefault();
     location.hash = `#/usage/${encodeURIComponent(document.getElementById("month").value)}`;
   };
+}
+
+// Utilisation against offered capacity (issue 49 item 12): each center's month, then the
+// months before it.
+function utilisationSection(used) {
+  if (!used || used.refused) {
+    return `<h3>Utilisation</h3><p class="muted" id="utilisation-refused">${esc((used && used.refused) || "not available")}</p>`;
+  }
+  const num = (v, d) => `<span class="num">${(v || 0).toFixed(d)}</span>`;
+  const res = (c, name) => (c.resources || []).find((r) => r.resource === name) || {};
+  const row = (c) => {
+    const cpu = res(c, "cpu"), gpu = res(c, "gpu");
+    return [esc(c.aiCenterId), esc(c.month) + (c.partial ? " (so far)" : ""), num(cpu.offeredHours, 1), num(cpu.usedHours, 1),
+      num(100 * (cpu.ratio || 0), 1), num(cpu.idleHours, 1), num(gpu.offeredHours, 1), num(gpu.usedHours, 1),
+      num(100 * (gpu.ratio || 0), 1), num(c.revenue, 2)];
+  };
+  const headers = ["Center", "Month", "CPU offered h", "CPU used h", "CPU %", "CPU idle h", "GPU offered h",
+    "GPU used h", "GPU %", "Revenue"];
+  const trend = (used.trend || []).concat(used.centers || []).map((c) => ({
+    label: `${c.month} ${c.aiCenterId}`, v: 100 * (res(c, "cpu").ratio || 0) }));
+  return `<h3>Utilisation of offered capacity, ${esc(used.month)}</h3>
+    ${table(headers, (used.centers || []).map(row), "utilisation")}
+    <div class="grid"><div class="card">${barChart(trend, "CPU utilisation by month and center", "%")}</div></div>
+    <h3>The months before</h3>
+    ${table(headers, (used.trend || []).map(row), "utilisation-trend")}`;
 }
 
 // ---- Router ----

@@ -46,7 +46,7 @@ class TwoCenters final : public InputsSource {
         offer.set_resource_spec_id(id);
         offer.set_ai_center_id(center);
         offer.set_can_run(true);
-        offer.set_price(center == cheap ? 1 : 5);
+        offer.set_price(center == cheap ? "1" : "5");
         in.offers.push_back(offer);
       }
     };

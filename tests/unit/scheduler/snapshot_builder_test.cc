@@ -27,7 +27,7 @@ SchedulerInputs Inputs() {
   offer.set_resource_spec_id("gpu-1");
   offer.set_ai_center_id("a");
   offer.set_can_run(true);
-  offer.set_price(7);
+  offer.set_price("7");
   in.offers = {offer};
   v1::Image image;
   image.set_image_id("pytorch");
