@@ -41,7 +41,8 @@ export PYTHONPATH="$work/stubs" PYTHONDONTWRITEBYTECODE=1  # nothing written int
 # Every service's module imports on Debian's runtime: protoc's generated code and
 # python3-protobuf are of one protobuf release.
 modules=$(cd "$work/stubs" && ls jointcloud/v1/*_pb2*.py | sed 's#/#.#g; s#\.py$##')
-[[ $(wc -l <<<"$modules") -eq 20 ]] || fail "gen.sh made $(wc -l <<<"$modules") modules, not 20 (two per .proto)"
+want=$((2 * $(ls "$root"/proto/jointcloud/v1/*.proto | wc -l)))
+[[ $(wc -l <<<"$modules") -eq $want ]] || fail "gen.sh made $(wc -l <<<"$modules") modules, not $want (two per .proto)"
 "$py" -c 'import importlib, sys, grpc, google.protobuf
 for m in sys.argv[1:]: importlib.import_module(m)
 print(f"ok: {len(sys.argv) - 1} modules import on grpcio {grpc.__version__}, protobuf {google.protobuf.__version__}")' $modules
