@@ -16,6 +16,7 @@
 #include <regex>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -106,24 +107,27 @@ bool IsDecimal(const pb::FieldDescriptor* f) {
 
 // Whether `d`, or a message it holds at any depth, has a decimal field: only those messages
 // pay for the pass below (the catalog's; never a job's). Cached per type.
-bool HoldsDecimal(const pb::Descriptor* d) {
-  static absl::Mutex mu(absl::kConstInit);
-  static auto* known = new absl::flat_hash_map<const pb::Descriptor*, bool>();
-  {
-    absl::MutexLock lock(&mu);
-    if (auto it = known->find(d); it != known->end()) return it->second;
-    (*known)[d] = false;  // a message that holds itself: not decimal by that path
-  }
-  bool holds = false;
-  for (int i = 0; i < d->field_count() && !holds; ++i) {
+bool ReachesDecimal(const pb::Descriptor* d, absl::flat_hash_set<const pb::Descriptor*>* visited) {
+  if (!visited->insert(d).second) return false;  // seen on this walk: what it reaches is counted there
+  for (int i = 0; i < d->field_count(); ++i) {
     const pb::FieldDescriptor* f = d->field(i);
-    if (IsDecimal(f)) holds = true;
-    else if (f->message_type() != nullptr && f->message_type()->file()->pool() == d->file()->pool()) {
-      holds = HoldsDecimal(f->message_type());
+    if (IsDecimal(f)) return true;
+    if (f->message_type() != nullptr && f->message_type()->file()->pool() == d->file()->pool() &&
+        ReachesDecimal(f->message_type(), visited)) {
+      return true;
     }
   }
-  absl::MutexLock lock(&mu);
-  (*known)[d] = holds;
+  return false;
+}
+
+// Cached per thread: every answer and stored document asks, so no lock on that path (the
+// program's own types only: their descriptors live as long as the program).
+bool HoldsDecimal(const pb::Descriptor* d) {
+  thread_local absl::flat_hash_map<const pb::Descriptor*, bool> known;
+  if (auto it = known.find(d); it != known.end()) return it->second;
+  absl::flat_hash_set<const pb::Descriptor*> visited;
+  const bool holds = ReachesDecimal(d, &visited);
+  known.emplace(d, holds);
   return holds;
 }
 
