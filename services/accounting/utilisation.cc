@@ -61,7 +61,28 @@ absl::StatusOr<absl::CivilMonth> ParseMonthText(const std::string& text) {
 
 }  // namespace
 
+absl::StatusOr<std::map<std::string, double>> Utilisation::SpecCpus() {
+  // Each spec's CPU count, from the catalog (a spec removed since: its measured CPU stands in).
+  std::map<std::string, double> cpus_of_spec;
+  JC_ASSIGN_OR_RETURN(store::Rows specs, store_->Query("SELECT id, doc FROM resource_specs"));
+  for (const auto& row : specs) {
+    auto spec = store::DecodeDoc<v1::ResourceSpec>(row[1]);
+    if (!spec.ok()) continue;
+    auto cpu = spec->resource_quantity().find("cpu");
+    if (cpu == spec->resource_quantity().end()) continue;
+    auto q = Quantity::Parse(cpu->second);
+    if (q.ok()) cpus_of_spec[row[0].value_or("")] = static_cast<double>(q->milli()) / Quantity::kMilliPerUnit;
+  }
+  return cpus_of_spec;
+}
+
 absl::StatusOr<std::vector<v1::CenterUtilisation>> Utilisation::Month(const std::string& month) {
+  JC_ASSIGN_OR_RETURN(auto cpus_of_spec, SpecCpus());
+  return Month(month, cpus_of_spec);
+}
+
+absl::StatusOr<std::vector<v1::CenterUtilisation>> Utilisation::Month(
+    const std::string& month, const std::map<std::string, double>& cpus_of_spec) {
   JC_ASSIGN_OR_RETURN(absl::CivilMonth m, ParseMonthText(month));
   const absl::Time from = absl::FromCivil(m, absl::UTCTimeZone());
   const absl::Time end = absl::FromCivil(m + 1, absl::UTCTimeZone());
@@ -101,17 +122,6 @@ absl::StatusOr<std::vector<v1::CenterUtilisation>> Utilisation::Month(const std:
                                     "SUM(gpu_seconds), SUM(cost) FROM usage_monthly WHERE month = $1 "
                                     "GROUP BY center_id, spec_id",
                                     {month}));
-  // Each spec's CPU count, from the catalog (a spec removed since: its measured CPU stands in).
-  std::map<std::string, double> cpus_of_spec;
-  JC_ASSIGN_OR_RETURN(store::Rows specs, store_->Query("SELECT id, doc FROM resource_specs"));
-  for (const auto& row : specs) {
-    auto spec = store::DecodeDoc<v1::ResourceSpec>(row[1]);
-    if (!spec.ok()) continue;
-    auto cpu = spec->resource_quantity().find("cpu");
-    if (cpu == spec->resource_quantity().end()) continue;
-    auto q = Quantity::Parse(cpu->second);
-    if (q.ok()) cpus_of_spec[row[0].value_or("")] = static_cast<double>(q->milli()) / Quantity::kMilliPerUnit;
-  }
   std::map<std::string, Used> used;
   for (const auto& row : usage) {
     Used& u = used[row[0].value_or("")];
@@ -165,9 +175,10 @@ absl::StatusOr<v1::GetUtilisationResponse> Utilisation::Report(
   };
   v1::GetUtilisationResponse out;
   out.set_month(absl::FormatCivilTime(month));
+  JC_ASSIGN_OR_RETURN(auto cpus_of_spec, SpecCpus());  // once for every month asked
   for (int k = trend; k >= 0; --k) {
     if ((month - k).year() < 1970) continue;  // nothing was recorded before
-    JC_ASSIGN_OR_RETURN(std::vector<v1::CenterUtilisation> rows, Month(absl::FormatCivilTime(month - k)));
+    JC_ASSIGN_OR_RETURN(std::vector<v1::CenterUtilisation> rows, Month(absl::FormatCivilTime(month - k), cpus_of_spec));
     for (auto& c : rows) {
       if (!shown(c)) continue;
       *(k == 0 ? out.add_centers() : out.add_trend()) = std::move(c);

@@ -7,6 +7,7 @@
 // allocated (the monthly usage rollup, by spec: the spec's quantity x wall hours), what it
 // earned (the records' cost) and what stood idle. The month in progress counts to now.
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +34,11 @@ class Utilisation {
   absl::StatusOr<std::vector<v1::CenterUtilisation>> Month(const std::string& month);
 
  private:
+  // Each spec's CPU count (the catalog's resource_quantity), by spec id.
+  absl::StatusOr<std::map<std::string, double>> SpecCpus();
+  absl::StatusOr<std::vector<v1::CenterUtilisation>> Month(const std::string& month,
+                                                           const std::map<std::string, double>& cpus_of_spec);
+
   store::Store* store_;
   const Clock* clock_;
 };
