@@ -286,9 +286,12 @@ absl::StatusOr<pb::StageImageResponse> AdapterCore::StageImage(const pb::StageIm
 }
 
 absl::StatusOr<pb::Usage> AdapterCore::Usage() {
+  // Stamped before measuring: whatever was accepted (Accepted's submitted_at) before it is in
+  // what the backend reports (Usage.at in adapter.proto).
+  const absl::Time measuring = absl::Now();
   JC_ASSIGN_OR_RETURN(pb::Usage usage, backend_->GetUsage());
   usage.set_security_grade(center_.security_grade);
-  *usage.mutable_at() = ToTimestamp(absl::Now());
+  *usage.mutable_at() = ToTimestamp(measuring);
   // What the scheduler knows of its queue (SPEC A16). Without it the usage is still worth
   // reporting: every spec is then unknown.
   usage.clear_start_estimates();

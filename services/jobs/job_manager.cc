@@ -2015,9 +2015,11 @@ void JobManager::ApplyEffects(Active& job, const JobEffects& fx) {
   // no reservation behind. As of the acceptance's arrival: stamped when the loop got to it
   // (a burst's commit later), a usage report asked for in between already counts the
   // replica while its reservation stays too — the center looked full to the next placement.
-  for (const AttemptRef& a : fx.reported) {
+  for (size_t i = 0; i < fx.reported.size(); ++i) {
+    const AttemptRef& a = fx.reported[i];
     scheduler_->Reported(scheduler::Scheduler::ReservationKey(r.job_id(), a.task_index, a.replica_index, a.attempt),
-                         std::min(now, fx.reported_at));
+                         std::min(now, fx.reported_at),
+                         i < fx.center_accepted_at.size() ? fx.center_accepted_at[i] : absl::InfiniteFuture());
   }
   for (const AttemptRef& a : fx.release) {
     scheduler_->Forget(scheduler::Scheduler::ReservationKey(r.job_id(), a.task_index, a.replica_index, a.attempt));

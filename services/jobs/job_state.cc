@@ -281,6 +281,8 @@ void ApplySubmitAccepted(v1::JobRecord& job, int index, const apb::Replica& answ
   rep->clear_message();
   *rep->mutable_dispatched_at() = ToTimestamp(now);
   fx->reported.push_back(AttemptOf(*rep));
+  fx->center_accepted_at.push_back(answer.has_submitted_at() ? FromTimestamp(answer.submitted_at())
+                                                             : absl::InfiniteFuture());
   fx->reported_at = std::min(fx->reported_at, now);
   ApplyReport(job, index, answer, now, fx);
   NoteHandedOver(job, now, fx);

@@ -51,6 +51,10 @@ struct JobEffects {
   // When the center's acceptance came (its answer's arrival, not when the loop got to it): a
   // usage report asked for after it counts them, one asked for before it may not.
   absl::Time reported_at = absl::InfiniteFuture();
+  // Per `reported`, in its order: when the center accepted it by its adapter's clock (the
+  // answer's submitted_at; InfiniteFuture when it did not say). A usage the center measured
+  // from then on counts it, whenever it was asked for (adapter.proto, Usage.at).
+  std::vector<absl::Time> center_accepted_at;
   bool wait = false;                   // replicas wait to be placed: the job (re)enters the queue
   bool handed_over = false;            // every replica reached its center just now (t_s is set)
   std::string ended;                   // "completed" or "failed" when the job ended with this event

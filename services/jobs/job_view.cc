@@ -128,7 +128,14 @@ v1::TrainJob TrainJobOf(const v1::JobRecord& r, const JobViewOptions& options) {
       if (ready) info->set_ready_replicas(info->ready_replicas() + 1);
     }
   }
-  if (options.with_history) AddHistory(r, options.now, &j);
+  if (options.with_history) {
+    AddHistory(r, options.now, &j);
+    // What a resubmit sends again: whoever resubmits is its creator, and a new key (or none).
+    *j.mutable_request() = req;
+    j.mutable_request()->clear_user_name();
+    j.mutable_request()->clear_created_user();
+    j.mutable_request()->clear_idempotency_key();
+  }
   return j;
 }
 

@@ -392,13 +392,20 @@ void Scheduler::ApplyEstimates(const v1::CreateTrainJobRequest& job,
 }
 
 void Scheduler::ApplyAssumed() {
-  std::map<std::string, absl::Time> observed_at;
+  // Per center: when its last usage was asked for (this clock), and from when it was measured
+  // (the adapter's clock, Usage.at; InfinitePast when it did not say).
+  std::map<std::string, std::pair<absl::Time, absl::Time>> observed_at;
   for (const auto& o : inputs_.observations) {
-    if (o.has_usage) observed_at[o.center.ai_center_id()] = o.observed_at;
+    if (!o.has_usage) continue;
+    observed_at[o.center.ai_center_id()] = {o.observed_at, o.usage.has_at() ? FromTimestamp(o.usage.at())
+                                                                            : absl::InfinitePast()};
   }
   for (auto it = assumed_.begin(); it != assumed_.end();) {
     auto seen = observed_at.find(it->second.center_id);
-    bool counted = seen != observed_at.end() && seen->second > it->second.reported_at;
+    // Asked for after the acceptance arrived, or (a poll under way while the submit was) measured
+    // after the center accepted it by its own clock: the usage holds the replica.
+    bool counted = seen != observed_at.end() && (seen->second.first > it->second.reported_at ||
+                                                 seen->second.second >= it->second.center_accepted_at);
     int index = snapshot_.IndexOf(it->second.center_id);
     if (counted || index < 0) {
       it = assumed_.erase(it);  // the center's usage includes it now (or the center left)
@@ -633,10 +640,12 @@ void Scheduler::ClearPasses() {
   kept_by_.clear();
 }
 
-void Scheduler::Reported(const std::string& key, absl::Time at) {
+void Scheduler::Reported(const std::string& key, absl::Time at, absl::Time center_accepted_at) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = assumed_.find(key);
-  if (it != assumed_.end() && it->second.reported_at == absl::InfiniteFuture()) it->second.reported_at = at;
+  if (it == assumed_.end() || it->second.reported_at != absl::InfiniteFuture()) return;
+  it->second.reported_at = at;
+  it->second.center_accepted_at = center_accepted_at;
 }
 
 void Scheduler::Forget(const std::string& key) {

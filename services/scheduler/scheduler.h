@@ -198,9 +198,12 @@ class Scheduler {
   void BeginPass();
   void EndPass();
   void ClearPasses();
-  // The center acknowledged replica `key` at `at`: once its usage is observed after
-  // that, the usage includes it and the reservation is dropped.
-  void Reported(const std::string& key, absl::Time at);
+  // The center acknowledged replica `key` at `at` (this clock), having accepted it at
+  // `center_accepted_at` by its adapter's clock (Replica.submitted_at; InfiniteFuture when it
+  // did not say): once its usage is asked for after `at`, or measured from an instant at or
+  // after `center_accepted_at` (Usage.at, the same adapter's clock), the usage includes it
+  // and the reservation is dropped.
+  void Reported(const std::string& key, absl::Time at, absl::Time center_accepted_at = absl::InfiniteFuture());
   // The replica ended or will not run: its reservation goes.
   void Forget(const std::string& key);
   static std::string ReservationKey(const std::string& job_id, int task, int replica, int attempt);
@@ -256,6 +259,7 @@ class Scheduler {
     std::string center_id;
     Resources quantity;
     absl::Time reported_at = absl::InfiniteFuture();  // not acknowledged yet
+    absl::Time center_accepted_at = absl::InfiniteFuture();  // by the adapter's clock
   };
   // PlaceJob, and for a gang that does not fit with keeps, again without them (a keep never
   // holds a gang back).

