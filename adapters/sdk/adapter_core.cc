@@ -240,7 +240,8 @@ absl::StatusOr<pb::CenterInfo> AdapterCore::Info() {
   info.set_port_range_size(center_.port_first > 0 ? center_.port_last - center_.port_first + 1 : 0);
   info.set_image_registry(center_.image_registry);
   // 2: says port_range_size (an SDK adapter of 1 gives ports without saying how many).
-  info.set_adapter_version("jointcloud-adapter-sdk/2");
+  // 3: Usage.at is when it began measuring (an earlier one stamped it after).
+  info.set_adapter_version("jointcloud-adapter-sdk/3");
   return info;
 }
 

@@ -172,6 +172,12 @@ void Monitor::Observe(CenterObservation* o) {
   // it: a rogue center's thousands of entries, unknown specs, NaN or negative waits and
   // control characters stop here (said once per change in how many were dropped).
   const int dropped = BoundQueueReport(&*usage, o->has_info ? &o->info : nullptr);
+  // An instant no timestamp can hold (seconds past 9999-12-31, nanos outside a second: a rogue
+  // adapter's, attacker helper-53) is dropped here: printed, it failed every usage list.
+  if (usage->has_at() && (usage->at().seconds() < 0 || usage->at().seconds() > 253402300799 ||
+                          usage->at().nanos() < 0 || usage->at().nanos() > 999999999)) {
+    usage->clear_at();
+  }
   if (dropped > 0 && dropped != o->start_estimates_dropped) {
     spdlog::warn("monitor: center {} reported {} start estimates that are not for a spec it offers, or not a wait; "
                  "dropped", o->center.ai_center_id(), dropped);

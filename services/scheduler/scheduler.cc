@@ -13,7 +13,9 @@
 #include <cmath>
 #include <limits>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_join.h"
 #include "services/estimator/job_class.h"
@@ -49,6 +51,16 @@ std::string FileStamp(const std::string& path) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) return "";
   return absl::StrCat(st.st_mtim.tv_sec, ".", st.st_mtim.tv_nsec, ":", st.st_size);
+}
+
+// Whether an adapter's Usage.at is when it began measuring (adapter.proto): the SDK's from
+// version 3 ("jointcloud-adapter-sdk/3"); an earlier one stamped it after, and an adapter of
+// another make says so by claiming 3 or later (docs/adapter-sdk.md).
+bool StampsUsageBeforeMeasuring(absl::string_view adapter_version) {
+  constexpr absl::string_view kSdk = "jointcloud-adapter-sdk/";
+  if (!absl::ConsumePrefix(&adapter_version, kSdk)) return false;
+  int version = 0;
+  return absl::SimpleAtoi(adapter_version, &version) && version >= 3;
 }
 
 }  // namespace
@@ -393,19 +405,29 @@ void Scheduler::ApplyEstimates(const v1::CreateTrainJobRequest& job,
 
 void Scheduler::ApplyAssumed() {
   // Per center: when its last usage was asked for (this clock), and from when it was measured
-  // (the adapter's clock, Usage.at; InfinitePast when it did not say).
-  std::map<std::string, std::pair<absl::Time, absl::Time>> observed_at;
+  // (the adapter's clock, Usage.at) where its adapter says `at` means that (SDK 3 on; an older
+  // one stamped it after measuring, which proves nothing); InfinitePast otherwise.
+  struct Seen {
+    absl::Time asked;
+    absl::Time measured_from;
+  };
+  std::map<std::string, Seen> observed_at;
   for (const auto& o : inputs_.observations) {
     if (!o.has_usage) continue;
-    observed_at[o.center.ai_center_id()] = {o.observed_at, o.usage.has_at() ? FromTimestamp(o.usage.at())
-                                                                            : absl::InfinitePast()};
+    const bool measured_from = o.usage.has_at() && o.has_info && StampsUsageBeforeMeasuring(o.info.adapter_version());
+    observed_at[o.center.ai_center_id()] = {o.observed_at, measured_from ? FromTimestamp(o.usage.at())
+                                                                         : absl::InfinitePast()};
   }
   for (auto it = assumed_.begin(); it != assumed_.end();) {
     auto seen = observed_at.find(it->second.center_id);
-    // Asked for after the acceptance arrived, or (a poll under way while the submit was) measured
-    // after the center accepted it by its own clock: the usage holds the replica.
-    bool counted = seen != observed_at.end() && (seen->second.first > it->second.reported_at ||
-                                                 seen->second.second >= it->second.center_accepted_at);
+    // Asked for after the acceptance arrived; or, a poll under way while the submit was (asked
+    // after the placement: one asked before it cannot hold the replica, whatever a center's
+    // clock says — a rogue center dating its acceptances in 1970 drops a reservation no sooner
+    // than a poll after it was placed), measured after the center accepted it by its own clock.
+    bool counted = seen != observed_at.end() &&
+                   (seen->second.asked > it->second.reported_at ||
+                    (seen->second.asked >= it->second.placed_at &&
+                     seen->second.measured_from >= it->second.center_accepted_at));
     int index = snapshot_.IndexOf(it->second.center_id);
     if (counted || index < 0) {
       it = assumed_.erase(it);  // the center's usage includes it now (or the center left)
@@ -554,7 +576,8 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
     out.image_content.push_back(requests[i].image_content);
     // PlaceJob reserved it in the view; remember it so a rebuilt view keeps it.
     assumed_[ReservationKey(job_id, slots[i].task_index, slots[i].replica_index, slots[i].attempt)] =
-        Assumed{c.id, c.specs.at(requests[i].spec_id).quantity};
+        Assumed{c.id, c.specs.at(requests[i].spec_id).quantity, absl::InfiniteFuture(), absl::InfiniteFuture(),
+                clock_->Now()};
   }
   return out;
 }

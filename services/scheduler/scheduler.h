@@ -260,6 +260,7 @@ class Scheduler {
     Resources quantity;
     absl::Time reported_at = absl::InfiniteFuture();  // not acknowledged yet
     absl::Time center_accepted_at = absl::InfiniteFuture();  // by the adapter's clock
+    absl::Time placed_at = absl::InfinitePast();              // this clock: before any submit
   };
   // PlaceJob, and for a gang that does not fit with keeps, again without them (a keep never
   // holds a gang back).

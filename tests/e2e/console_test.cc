@@ -378,6 +378,38 @@ TEST_CASE("the operator console, signed in through its form and never by a link,
     CHECK(shown.pages[0].pressed.reached);
     CHECK_THAT(shown.pages[0].pressed.dom, Catch::Contains(R"(echo safe # \u202e hs|live lruc)"));
     CHECK_THAT(shown.pages[0].pressed.dom, !Catch::Contains("\u202e"));
+
+    // Another person's job, resubmitted, runs as whoever submits it, with what its author chose:
+    // the submit page says whose it was and what it carries (attacker helper-53).
+    REQUIRE(rest.Post("/openapi/v1/projects", {{"name", "console-b"}}).http_status == 200);
+    REQUIRE(rest.Post("/openapi/v1/users", {{"name", "bob"}}).http_status == 200);
+    REQUIRE(rest.Send("PUT", "/openapi/v1/users/bob/projects/console-b", json{{"role", "MEMBER"}}.dump()).http_status ==
+            200);
+    auto bob_token = rest.Post("/openapi/v1/tokens", {{"user_name", "bob"}});
+    REQUIRE(bob_token.http_status == 200);
+    jc::testing::RestClient bob(started.rest_port, bob_token.body["data"]["secret"].get<std::string>());
+    json bobs = {{"name", "bobs"},
+                 {"tasks", {{{"name", "main"}, {"command", "true"}, {"resourceSpecId", "cpu-1"},
+                             {"centerIDs", {"beijing"}}}}}};
+    auto made_bobs = bob.Post("/openapi/v1/trainjob", bobs);
+    INFO(made_bobs.body.dump());
+    REQUIRE(made_bobs.http_status == 200);
+    jc::testing::BrowserStep other{"#/jobs/" + made_bobs.body["data"]["jobId"].get<std::string>(), {"Resubmit"}};
+    other.press = "#resubmit";
+    other.press_until = {"id=\"resubmit-note\""};
+    jc::testing::BrowserStep own{"#/jobs/" + typed_id, {"Resubmit"}};
+    own.press = "#resubmit";
+    own.press_until = {"id=\"resubmit-note\""};
+    auto warned = jc::testing::Browse(JC_SOURCE_DIR, JC_BROWSER_TOOLS, dir, base, token, {other, own});
+    REQUIRE(warned.pages.size() == 2);
+    INFO(warned.pages[0].pressed.dom.substr(0, 4000));
+    CHECK(warned.pages[0].pressed.reached);
+    CHECK_THAT(warned.pages[0].pressed.dom, Catch::Contains("id=\"resubmit-warning\""));
+    CHECK_THAT(warned.pages[0].pressed.dom, Catch::Contains("Submitted by bob, not you"));
+    CHECK_THAT(warned.pages[0].pressed.dom, Catch::Contains("task main pinned to beijing"));
+    // one's own job: no warning
+    CHECK(warned.pages[1].pressed.reached);
+    CHECK_THAT(warned.pages[1].pressed.dom, !Catch::Contains("id=\"resubmit-warning\""));
   }
   {  // the files are served by the gateway itself
     httplib::Client http("127.0.0.1", started.rest_port);

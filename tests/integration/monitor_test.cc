@@ -120,7 +120,7 @@ TEST_CASE("usage of an unknown center is a clear 404 [A3][C5]", "[A3][C5]") {
 // rewritten by a proxy) sends thousands of entries, specs it does not offer, NaN, negative and
 // absurd waits, duplicates and control characters; the monitor keeps what could be a report.
 TEST_CASE("a rogue center's queue report is bounded where it enters: only specs it offers, each once, printable, a "
-          "finite wait of at most 366 days [A16][A3][C6]",
+          "finite wait of at most 366 days, and an instant no timestamp holds is dropped [A16][A3][C6]",
           "[A16][A3][C6]") {
   jc::testing::LocalAdapter center("rogue", 4,
                                    "security_grade: 4\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n"
@@ -146,6 +146,10 @@ TEST_CASE("a rogue center's queue report is bounded where it enters: only specs 
   forged.push_back(estimate("tpu-9", 5));
   forged.push_back(estimate(std::string(1000, 'c'), 5));
   proxy.ForgeStartEstimates(forged);
+  google::protobuf::Timestamp never;  // past 9999-12-31: printed, it failed every usage list (helper-53)
+  never.set_seconds(253402300800LL * 4);
+  never.set_nanos(2'000'000'000);
+  proxy.ForgeUsageAt(never);
 
   System s;
   s.Register("rogue", "127.0.0.1:" + std::to_string(proxy.port()));
@@ -165,5 +169,10 @@ TEST_CASE("a rogue center's queue report is bounded where it enters: only specs 
   CHECK(source.find('\x1b') == std::string::npos);
   CHECK(got[1]["resource_spec_id"] == "cpu-2");
   CHECK(got[1]["wait_seconds"].get<double>() == 366.0 * 86400);
+  // Its instant is dropped: every center's usage still lists.
+  CHECK_FALSE(usage["data"].contains("queue_reported_at"));
+  auto all = s.rest->Get("/openapi/v1/usage");
+  INFO(all.body.dump().substr(0, 2000));
+  CHECK(all.http_status == 200);
 }
 

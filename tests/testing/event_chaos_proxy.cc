@@ -52,7 +52,12 @@ class EventChaosProxy::Service final : public apb::Adapter::Service {
       a->clear_start_estimates();
       for (const auto& e : *forged_estimates_) *a->add_start_estimates() = e;
     }
+    if (s.ok() && forged_at_) *a->mutable_at() = *forged_at_;
     return s;
+  }
+  void ForgeUsageAt(const google::protobuf::Timestamp& at) {
+    std::lock_guard<std::mutex> lock(mu_);
+    forged_at_ = at;
   }
   void ForgeStartEstimates(std::vector<apb::SpecStartEstimate> estimates) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -244,6 +249,7 @@ class EventChaosProxy::Service final : public apb::Adapter::Service {
   int stops_to_lose_ = 0;   // under mu_
   int64_t stops_lost_ = 0;  // under mu_
   std::optional<std::vector<apb::SpecStartEstimate>> forged_estimates_;
+  std::optional<google::protobuf::Timestamp> forged_at_;  // under mu_
   std::vector<apb::ReplicaEvent> injected_;
   apb::ReplicaKey last_key_;
   std::unique_ptr<apb::Adapter::Stub> stub_;
@@ -264,6 +270,7 @@ void EventChaosProxy::Inject(const apb::ReplicaEvent& e) { service_->Inject(e); 
 void EventChaosProxy::ForgeStartEstimates(std::vector<apb::SpecStartEstimate> estimates) {
   service_->ForgeStartEstimates(std::move(estimates));
 }
+void EventChaosProxy::ForgeUsageAt(const google::protobuf::Timestamp& at) { service_->ForgeUsageAt(at); }
 int64_t EventChaosProxy::injected_written() const { return service_->injected_written; }
 apb::ReplicaKey EventChaosProxy::LastSubmittedKey() const { return service_->LastSubmittedKey(); }
 void EventChaosProxy::AnswerSubmitsWith(const apb::Replica& answer) { service_->AnswerSubmitsWith(answer); }

@@ -43,6 +43,8 @@ class EventChaosProxy {
   // From now on every usage answer carries these queue reports instead of the upstream's
   // (a rogue center's, SPEC A16).
   void ForgeStartEstimates(std::vector<::jointcloud::adapter::v1::SpecStartEstimate> estimates);
+  // From now on every usage answer says it was measured at `at` (any value, valid or not).
+  void ForgeUsageAt(const google::protobuf::Timestamp& at);
   // From now on every submit is answered with `answer` (under the submitted key) and never
   // reaches the upstream: a center whose answer says more than "accepted".
   void AnswerSubmitsWith(const ::jointcloud::adapter::v1::Replica& answer);

@@ -7,6 +7,7 @@
 const view = document.getElementById("view");
 let streams = [];  // AbortControllers of the page's event streams
 let timers = [];
+let signedInAs = "";  // the signed-in user's name (whoami), "" until known
 
 // ---- Token and API ----
 
@@ -347,10 +348,20 @@ async function jobPage(id) {
       }
     });
   }
-  document.getElementById("resubmit").addEventListener("click", () => {
-    sessionStorage.setItem("jc-draft", shownJson(bodyOf(job)));
+  document.getElementById("resubmit").addEventListener("click", async () => {
+    const body = bodyOf(job);
+    sessionStorage.setItem("jc-draft", shownJson(body));
     sessionStorage.removeItem("jc-draft-key");
     sessionStorage.setItem("jc-draft-from", job.jobId);
+    // Another person's job, sent again, runs as whoever submits it, with what its author chose
+    // (attacker helper-53: its named ports let every member of its project reach a process
+    // running as you): the submit page says so and lists what it carries.
+    if (!signedInAs) await whoami();
+    if (job.userName && job.userName !== signedInAs) {
+      sessionStorage.setItem("jc-draft-warn", JSON.stringify({ owner: job.userName, carries: carriedBy(body) }));
+    } else {
+      sessionStorage.removeItem("jc-draft-warn");
+    }
     location.hash = "#/submit";
   });
   const stop = document.getElementById("stop-job");
@@ -442,6 +453,18 @@ function explain(p) {
 // as a scale left them, without its owner or Idempotency-Key). A server from before `request`
 // existed: rebuilt from what the view shows (name, description, project, policies,
 // scheduling, durations, each task's name, command, image, spec, replicas and kind).
+// What a create body carries that reaches past its own process: named ports (any member of
+// its project may open them), datasets and pinned centers, as words for the submit page.
+function carriedBy(body) {
+  const said = [];
+  for (const t of body.tasks || []) {
+    for (const p of t.ports || []) said.push(`port ${p.name || p.port} of task ${t.name}`);
+    for (const d of t.datasets || []) said.push(`dataset ${d} in task ${t.name}`);
+    if ((t.centerIDs || []).length) said.push(`task ${t.name} pinned to ${[...new Set(t.centerIDs)].join(", ")}`);
+  }
+  return said;
+}
+
 function bodyOf(job) {
   if (job.request && (job.request.tasks || []).length) return job.request;
   const body = { name: job.name, tasks: (job.taskInfos || []).map((t) => {
@@ -472,9 +495,12 @@ function shownJson(value) {
 const SAMPLE_JOB = { name: "hello", tasks: [{ name: "main", command: "echo hello", resourceSpecId: "cpu-1", replicaNumber: 1 }] };
 async function submitPage() {
   const from = sessionStorage.getItem("jc-draft-from");
+  let warn = null;
+  try { warn = JSON.parse(sessionStorage.getItem("jc-draft-warn") || "null"); } catch (e) { warn = null; }
   const draft = sessionStorage.getItem("jc-draft") || shownJson(SAMPLE_JOB);
   view.innerHTML = `<h2>Submit a job</h2>
     ${from ? `<p class="muted" id="resubmit-note">From job <a href="#/jobs/${esc(from)}">${esc(from)}</a>, the create it was submitted with (its current replica counts).</p>` : ""}
+    ${from && warn ? `<p class="warning" id="resubmit-warning">Submitted by ${esc(warn.owner)}, not you: sent again it runs as you, as they wrote it — read its command${(warn.carries || []).length ? `, and what it carries: ${esc(warn.carries.join("; "))} (a named port lets every member of its project reach the process)` : ""} before you submit.</p>` : ""}
     <p class="muted">The body of <code>POST /openapi/v1/trainjob</code> (JSON; <code>jcctl job submit -f</code> takes YAML too): docs/api.md.</p>
     <textarea id="job-body" rows="18" cols="90" spellcheck="false" aria-label="job body">${esc(draft)}</textarea>
     <p><button type="button" id="plan-job">Plan</button> <button type="button" id="submit-job">Submit</button></p>
@@ -515,7 +541,7 @@ async function submitPage() {
     if (!body) return;
     try {
       const made = await apiPost("/openapi/v1/trainjob", body, { "Idempotency-Key": key });
-      for (const item of ["jc-draft", "jc-draft-from", "jc-draft-key"]) sessionStorage.removeItem(item);
+      for (const item of ["jc-draft", "jc-draft-from", "jc-draft-key", "jc-draft-warn"]) sessionStorage.removeItem(item);
       out.innerHTML = `<p id="submitted">Submitted <a href="#/jobs/${esc(made.jobId)}">${esc(made.jobId)}</a>.</p>`;
     } catch (e) {
       out.innerHTML = `<p class="error" id="submit-error">Not submitted: ${esc(e.message)}</p>`;
@@ -797,6 +823,7 @@ async function whoami() {
   if (!token()) return;  // signed out: the form shows, and nothing is asked of the API
   try {
     const me = await api("/openapi/v1/whoami");
+    signedInAs = me.name || "";
     document.getElementById("who").textContent = me.name ? `signed in as ${me.name}` : "";
   } catch (e) { /* shown by the page */ }
 }
@@ -805,8 +832,9 @@ document.getElementById("refresh").addEventListener("click", () => route().then(
 document.getElementById("signout").addEventListener("click", () => {
   sessionStorage.removeItem("jc-token");
   // Whoever signs in next on this tab sees nothing of this person's work.
-  for (const item of ["jc-draft", "jc-draft-from", "jc-draft-key"]) sessionStorage.removeItem(item);
+  for (const item of ["jc-draft", "jc-draft-from", "jc-draft-key", "jc-draft-warn"]) sessionStorage.removeItem(item);
   document.getElementById("who").textContent = "";
+  signedInAs = "";
   for (const s of streams) s.abort();
   for (const t of timers) clearInterval(t);
   streams = [];

@@ -24,6 +24,7 @@ class OneCenter final : public InputsSource {
   absl::Time asked = kT0;
   absl::Time measured_from = kT0 + absl::Hours(1);
   bool says_when = true;
+  std::string adapter_version = "jointcloud-adapter-sdk/3";
   absl::StatusOr<SchedulerInputs> Fetch() override {
     SchedulerInputs in;
     auto c = jc::testing::MakeCenter("east");
@@ -37,6 +38,8 @@ class OneCenter final : public InputsSource {
     o.center = c;
     o.has_usage = true;
     o.observed_at = asked;
+    o.has_info = true;
+    o.info.set_adapter_version(adapter_version);
     if (says_when) *o.usage.mutable_at() = ToTimestamp(measured_from);
     o.usage.mutable_free()->set_cpu(free_cpus);
     o.usage.mutable_free()->set_memory(512 * 1024);
@@ -85,7 +88,7 @@ TEST_CASE("a reservation is dropped once the center's usage holds the replica: a
           "arrived, or measured after the center accepted it by the center's own clock, never counted twice [A8]",
           "[A8]") {
   OneCenter source;
-  FakeClock clock;
+  FakeClock clock(kT0);  // placed at kT0
   Scheduler s(&source, &clock, SchedulerOptions{});
   REQUIRE(s.Refresh().ok());
   REQUIRE(FreeCpus(s) == 4);
@@ -117,6 +120,22 @@ TEST_CASE("a reservation is dropped once the center's usage holds the replica: a
     source.free_cpus = 4;
     REQUIRE(s.Refresh().ok());
     CHECK(FreeCpus(s) == 4);
+  }
+  SECTION("an adapter older than SDK 3, whose `at` was stamped after measuring: only a poll asked after the "
+          "acceptance arrived drops the reservation") {
+    source.adapter_version = "jointcloud-adapter-sdk/2";
+    source.asked = kT0 + absl::Seconds(4);
+    source.measured_from = center_accepted + absl::Seconds(1);
+    source.free_cpus = 3;
+    REQUIRE(s.Refresh().ok());
+    CHECK(FreeCpus(s) == 2);
+  }
+  SECTION("a poll asked before the replica was placed holds nothing of it, whatever the center's clock says (a "
+          "rogue center dating its acceptances in 1970)") {
+    source.asked = kT0 - absl::Seconds(1);
+    source.measured_from = center_accepted + absl::Hours(1);
+    REQUIRE(s.Refresh().ok());
+    CHECK(FreeCpus(s) == 3);
   }
   SECTION("a center that does not say when it measured: the reservation holds until a poll asked after the "
           "acceptance arrived (counted twice for a poll, the safe side)") {
