@@ -8,6 +8,8 @@ const view = document.getElementById("view");
 let streams = [];  // AbortControllers of the page's event streams
 let timers = [];
 let signedInAs = "";  // the signed-in user's name (whoami), "" until known
+// What the submit page keeps in the tab's session: cleared once submitted and at sign-out.
+const DRAFT_ITEMS = ["jc-draft", "jc-draft-from", "jc-draft-key", "jc-draft-warn"];
 
 // ---- Token and API ----
 
@@ -448,11 +450,6 @@ function explain(p) {
   return parts.join("");
 }
 
-// A job's create body again: the create it was submitted with, as GET /openapi/v1/trainjob/{id}
-// answers it (`request`: its datasets, named ports and pinned centers too, its replica counts
-// as a scale left them, without its owner or Idempotency-Key). A server from before `request`
-// existed: rebuilt from what the view shows (name, description, project, policies,
-// scheduling, durations, each task's name, command, image, spec, replicas and kind).
 // What a create body carries that reaches past its own process: named ports (any member of
 // its project may open them), datasets and pinned centers, as words for the submit page.
 function carriedBy(body) {
@@ -465,6 +462,11 @@ function carriedBy(body) {
   return said;
 }
 
+// A job's create body again: the create it was submitted with, as GET /openapi/v1/trainjob/{id}
+// answers it (`request`: its datasets, named ports and pinned centers too, its replica counts
+// as a scale left them, without its owner or Idempotency-Key). A server from before `request`
+// existed: rebuilt from what the view shows (name, description, project, policies,
+// scheduling, durations, each task's name, command, image, spec, replicas and kind).
 function bodyOf(job) {
   if (job.request && (job.request.tasks || []).length) return job.request;
   const body = { name: job.name, tasks: (job.taskInfos || []).map((t) => {
@@ -541,7 +543,7 @@ async function submitPage() {
     if (!body) return;
     try {
       const made = await apiPost("/openapi/v1/trainjob", body, { "Idempotency-Key": key });
-      for (const item of ["jc-draft", "jc-draft-from", "jc-draft-key", "jc-draft-warn"]) sessionStorage.removeItem(item);
+      for (const item of DRAFT_ITEMS) sessionStorage.removeItem(item);
       out.innerHTML = `<p id="submitted">Submitted <a href="#/jobs/${esc(made.jobId)}">${esc(made.jobId)}</a>.</p>`;
     } catch (e) {
       out.innerHTML = `<p class="error" id="submit-error">Not submitted: ${esc(e.message)}</p>`;
@@ -832,7 +834,7 @@ document.getElementById("refresh").addEventListener("click", () => route().then(
 document.getElementById("signout").addEventListener("click", () => {
   sessionStorage.removeItem("jc-token");
   // Whoever signs in next on this tab sees nothing of this person's work.
-  for (const item of ["jc-draft", "jc-draft-from", "jc-draft-key", "jc-draft-warn"]) sessionStorage.removeItem(item);
+  for (const item of DRAFT_ITEMS) sessionStorage.removeItem(item);
   document.getElementById("who").textContent = "";
   signedInAs = "";
   for (const s of streams) s.abort();
