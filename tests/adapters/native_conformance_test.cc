@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "adapters/native/nexec_backend.h"
 #include "nexec/v1/nexec.grpc.pb.h"
 #include "adapters/sdk/conformance/conformance.h"
@@ -272,6 +273,58 @@ image_mirror:
   REQUIRE_FALSE(failed.ok());
   CHECK_THAT(std::string(failed.status().message()), Catch::Contains("cannot copy image 127.0.0.1:1/ai/torch@"));
   (*server)->Shutdown();
+}
+
+TEST_CASE("native adapter: a replica pending in nexec is in the center's usage from the moment it was submitted "
+          "[A14][A3]",
+          "[A14][A3]") {
+  // The control plane drops its reservation for a replica once a usage measured after the
+  // submit was answered arrives: a pending job that usage left out made a busy center look
+  // free, and it was over-filled (docs/adapter-sdk.md, GetUsage).
+  NexecCluster& cluster = Cluster();
+  REQUIRE(cluster.error.empty());
+  NexecBackend backend(cluster.address, "", nexec::MungeAuth::Munge(""));
+  auto launch = [](const std::string& name, int cpus) {
+    ReplicaLaunch l;
+    l.key.set_job_id(name);
+    l.name = absl::StrCat("jc-", name, "-0-0-0");
+    l.command = "sleep 300";
+    l.spec.mutable_quantity()->set_cpu(cpus);
+    return l;
+  };
+  const std::string run = absl::StrCat("pending", getpid());
+  auto filler = backend.Submit(launch(run + "fill", 1));
+  REQUIRE(filler.ok());
+  REQUIRE(jc::testing::WaitUntil([&] {
+    auto seen = backend.Poll({*filler});
+    return seen.ok() && seen->contains(*filler) && seen->at(*filler).state == pb::REPLICA_RUNNING;
+  }));
+  // Every slot of the node (16), both GPUs and 4 GiB: it waits while the filler runs.
+  ReplicaLaunch big = launch(run + "big", 16);
+  big.spec.mutable_quantity()->set_gpu(2);
+  big.spec.mutable_quantity()->set_memory_mb(4096);
+  auto queued = backend.Submit(big);
+  REQUIRE(queued.ok());
+  auto seen = backend.Poll({*queued});
+  REQUIRE(seen.ok());
+  REQUIRE(seen->contains(*queued));
+  CHECK(seen->at(*queued).state == pb::REPLICA_PENDING);
+  auto usage = backend.GetUsage();
+  REQUIRE(usage.ok());
+  INFO(usage->DebugString());
+  CHECK(usage->waiting_task_num() >= 1);
+  CHECK(usage->used().cpu() == 16);  // the filler's slot and the pending job's 16, up to the node's
+  CHECK(usage->free().cpu() == 0);
+  CHECK(usage->used().gpu() == 2);
+  CHECK(usage->free().gpu() == 0);
+  CHECK(usage->used().memory() >= 4096);
+  CHECK(backend.Stop(*queued).ok());
+  CHECK(backend.Stop(*filler).ok());
+  // Once it left, the center has room again.
+  CHECK(jc::testing::WaitUntil([&] {
+    usage = backend.GetUsage();
+    return usage.ok() && usage->free().cpu() == 16;
+  }));
 }
 
 TEST_CASE("native adapter: a replica that ended says what it used, as nexec measured it (issue 31 item 1) [A14]",

@@ -229,6 +229,19 @@ ReplicaLaunch Sleeper(const std::string& job_id, int cpus, absl::Duration limit)
   return l;
 }
 
+// A replica of one CPU, submitted and seen running (it holds its CPU for ten minutes).
+std::string RunningFiller(SlurmBackend& backend, const std::string& job_id) {
+  auto filler = backend.Submit(Sleeper(job_id, 1, absl::Minutes(10)));
+  REQUIRE(filler.ok());
+  REQUIRE(jc::testing::WaitUntil(
+      [&] {
+        auto seen = backend.Poll({*filler});
+        return seen.ok() && seen->count(*filler) && seen->at(*filler).state == pb::REPLICA_RUNNING;
+      },
+      std::chrono::seconds(60)));
+  return *filler;
+}
+
 TEST_CASE("Slurm adapter: a job that waits is withdrawn by scancel --state=PENDING and never runs, one that runs "
           "is left running [A16][slurm]",
           "[A16][slurm]") {
@@ -243,36 +256,84 @@ TEST_CASE("Slurm adapter: a job that waits is withdrawn by scancel --state=PENDI
   REQUIRE(node_cpus > 1);
   const std::string run = absl::StrCat("wd", getpid(), "x", absl::ToUnixMillis(absl::Now()));
   auto launch = [&](const std::string& what, int cpus) { return Sleeper(run + what, cpus, absl::Minutes(10)); };
-  auto filler = backend.Submit(launch("fill", 1));
-  REQUIRE(filler.ok());
-  REQUIRE(jc::testing::WaitUntil(
-      [&] {
-        auto seen = backend.Poll({*filler});
-        return seen.ok() && seen->count(*filler) && seen->at(*filler).state == pb::REPLICA_RUNNING;
-      },
-      std::chrono::seconds(60)));
+  const std::string filler = RunningFiller(backend, run + "fill");
   auto queued = backend.Submit(launch("queued", node_cpus));
   REQUIRE(queued.ok());
   // The running filler: not taken back, still running.
-  auto kept = backend.Withdraw(*filler);
+  auto kept = backend.Withdraw(filler);
   INFO(kept.status().ToString());
   REQUIRE(kept.ok());
   CHECK_FALSE(*kept);
-  auto seen = backend.Poll({*filler});
+  auto seen = backend.Poll({filler});
   REQUIRE(seen.ok());
-  CHECK(seen->at(*filler).state == pb::REPLICA_RUNNING);
+  CHECK(seen->at(filler).state == pb::REPLICA_RUNNING);
   // The queued one: taken back, and it never starts once the node frees.
   auto taken = backend.Withdraw(*queued);
   INFO(taken.status().ToString());
   REQUIRE(taken.ok());
   CHECK(*taken);
-  CHECK(backend.Stop(*filler).ok());
+  CHECK(backend.Stop(filler).ok());
   auto after = backend.Poll({*queued});
   REQUIRE(after.ok());
   REQUIRE(after->count(*queued));
   CHECK(after->at(*queued).state == pb::REPLICA_STOPPED);
   CHECK((!after->at(*queued).started_at || (after->at(*queued).ended_at &&
                                             *after->at(*queued).started_at >= *after->at(*queued).ended_at)));
+}
+
+TEST_CASE("Slurm adapter: a replica queued in slurmctld is in the center's usage from the moment sbatch returned, "
+          "and a held job is not [A14][A3]",
+          "[A14][A3][slurm]") {
+  // The control plane drops its reservation for a replica once a usage measured after the
+  // submit was answered arrives: a queued job that usage left out made a busy center look
+  // free, and it was over-filled (docs/adapter-sdk.md, GetUsage).
+  if (!Cluster().error.empty()) FAIL("Slurm cannot be tested here: " << Cluster().error);
+  SlurmBackend backend(Cluster().Options());
+  auto before = backend.GetUsage();
+  REQUIRE(before.ok());
+  const int node_cpus = static_cast<int>(before->free().cpu() + before->used().cpu());
+  REQUIRE(node_cpus > 1);
+  const std::string run = absl::StrCat("pu", getpid(), "x", absl::ToUnixMillis(absl::Now()));
+  const std::string filler = RunningFiller(backend, run + "fill");
+  // Every CPU of the node, two GPUs and a GiB: it waits while the filler runs.
+  ReplicaLaunch big = Sleeper(run + "queued", node_cpus, absl::Minutes(10));
+  big.spec.mutable_quantity()->set_gpu(2);
+  big.spec.mutable_quantity()->set_memory_mb(1024);
+  auto queued = backend.Submit(big);
+  REQUIRE(queued.ok());
+  auto seen = backend.Poll({*queued});
+  REQUIRE(seen.ok());
+  REQUIRE(seen->count(*queued));
+  CHECK(seen->at(*queued).state == pb::REPLICA_PENDING);
+  auto usage = backend.GetUsage();
+  REQUIRE(usage.ok());
+  INFO(usage->DebugString());
+  CHECK(usage->waiting_task_num() >= 1);
+  CHECK(usage->used().cpu() == node_cpus);  // the filler's one and the queued job's all, up to the node's
+  CHECK(usage->free().cpu() == 0);
+  CHECK(usage->used().gpu() >= 2);
+  CHECK(usage->used().memory() >= 1024);
+  CHECK(usage->used().gpu() + usage->free().gpu() == before->used().gpu() + before->free().gpu());
+  REQUIRE(backend.Stop(*queued).ok());
+
+  // A job held in the queue (sbatch -H) starts only when someone releases it: the center is
+  // not full for it.
+  auto held = RunCommand({"sbatch", "-H", "--parsable", "-o", "/dev/null", "-c", std::to_string(node_cpus),
+                          "--wrap", "sleep 300"},
+                         absl::Seconds(30));
+  REQUIRE(held.ok());
+  INFO("sbatch -H: " << held->out << held->err);
+  REQUIRE(held->exit_code == 0);
+  const std::string held_id(absl::StripAsciiWhitespace(held->out));
+  bool free_again = jc::testing::WaitUntil(
+      [&] {
+        usage = backend.GetUsage();
+        return usage.ok() && usage->free().cpu() > 0;  // the stopped replica left the queue
+      },
+      std::chrono::seconds(60));
+  CHECK(free_again);
+  CHECK(RunCommand({"scancel", held_id}, absl::Seconds(30)).ok());
+  CHECK(backend.Stop(filler).ok());
 }
 
 }  // namespace
