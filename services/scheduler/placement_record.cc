@@ -18,9 +18,12 @@ void ToProto(const ReplicaRecord& record, const ScorerRegistry& scorers, pb::Rep
   out->clear_centers();
   const std::vector<CenterGate>& centers = *record.centers;
   const size_t m = record.weights.size();
-  // The scorers' ids once, not once per center.
+  // The scorers' ids once, not once per center; the no-spec sentence once (most centers
+  // of a real federation do not offer a given spec); one buffer for the gates' sentences.
   std::vector<std::string> scorer_ids;
   for (size_t s = 0; s < m && s < scorers.size(); ++s) scorer_ids.emplace_back(scorers.scorers()[s]->id());
+  std::string no_spec;
+  std::string reason;
   out->mutable_centers()->Reserve(static_cast<int>(centers.size()));
   size_t next = 0;  // of record.rows
   for (size_t i = 0; i < centers.size(); ++i) {
@@ -28,10 +31,14 @@ void ToProto(const ReplicaRecord& record, const ScorerRegistry& scorers, pb::Rep
     e->set_center_id(centers[i].id);
     if (next == record.rows.size() || record.rows[next].center != static_cast<int>(i)) {
       // Not visited: not offering the spec, or not named by a task that names centers.
-      std::string reason;
-      const char* filter = GateFilters(record.gate, centers[i], &reason);
-      e->set_filtered_by(filter != nullptr ? filter : kFilterSpec);
-      e->set_reason(filter != nullptr ? reason : NoSpecReason(record.spec_id));
+      if (const char* filter = GateFilters(record.gate, centers[i], &reason); filter != nullptr) {
+        e->set_filtered_by(filter);
+        e->set_reason(reason);
+      } else {
+        if (no_spec.empty()) no_spec = NoSpecReason(record.spec_id);
+        e->set_filtered_by(kFilterSpec);
+        e->set_reason(no_spec);
+      }
       continue;
     }
     const CenterRow& row = record.rows[next++];
@@ -41,9 +48,11 @@ void ToProto(const ReplicaRecord& record, const ScorerRegistry& scorers, pb::Rep
       continue;
     }
     e->set_feasible(true);
+    auto* scores = e->mutable_scores();
+    auto* weights = e->mutable_weights();
     for (size_t s = 0; s < scorer_ids.size(); ++s) {
-      (*e->mutable_scores())[scorer_ids[s]] = record.scores[row.scores_row * m + s];
-      (*e->mutable_weights())[scorer_ids[s]] = record.weights[s];
+      (*scores)[scorer_ids[s]] = record.scores[row.scores_row * m + s];
+      (*weights)[scorer_ids[s]] = record.weights[s];
     }
     e->set_total(row.total);
     e->set_reason(row.reason);

@@ -93,6 +93,7 @@ class Placer {
   std::vector<int> scores_;  // [candidate * scorers + scorer]
   std::vector<const TopologyPath*> sibling_topologies_;
   std::vector<int64_t> scorer_nanos_;
+  ReplicaRecord shown_;  // Place's record of the decision it explains, its room kept
   uint64_t decisions_ = 0;
 };
 
