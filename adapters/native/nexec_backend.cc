@@ -174,53 +174,24 @@ absl::StatusOr<pb::CenterInfo> NexecBackend::Describe() {
 }
 
 absl::StatusOr<pb::Usage> NexecBackend::GetUsage() {
-  // The queues before the hosts: a job dispatched between the two is then counted twice
-  // (pending, then on its hosts), never missed (docs/adapter-sdk.md, GetUsage).
-  JC_ASSIGN_OR_RETURN(auto queues, (client_->Unary<npb::ListQueuesRequest, npb::ListQueuesResponse>("ListQueues",
-                                       &npb::Master::Stub::ListQueues, {})));
   JC_ASSIGN_OR_RETURN(auto hosts, (client_->Unary<npb::ListHostsRequest, npb::ListHostsResponse>("ListHosts",
                                       &npb::Master::Stub::ListHosts, {})));
+  JC_ASSIGN_OR_RETURN(auto queues, (client_->Unary<npb::ListQueuesRequest, npb::ListQueuesResponse>("ListQueues",
+                                       &npb::Master::Stub::ListQueues, {})));
   pb::Usage u;
-  int64_t pending_slots = 0, pending_gpus = 0;
-  double pending_mem = 0;
   for (const auto& q : queues.queues()) {
     u.set_running_task_num(u.running_task_num() + q.running_jobs());
     u.set_waiting_task_num(u.waiting_task_num() + q.pending_jobs());
-    pending_slots += std::max(0, q.pending_slots());
-    pending_gpus += std::max(0, q.pending_gpus());
-    if (std::isfinite(q.pending_mem_mb()) && q.pending_mem_mb() > 0) pending_mem += q.pending_mem_mb();
   }
-  int64_t slots = 0, used_slots = 0, gpus = 0, used_gpus = 0;
-  double mem = 0, used_mem = 0;
   for (const auto& h : hosts.hosts()) {
     if (h.state() == "unavailable") continue;
-    slots += h.slots();
-    used_slots += h.used_slots();
-    gpus += h.gpus_size();
-    used_gpus += h.used_gpus_size();
-    mem += h.mem_mb();
-    used_mem += h.used_mem_mb();
+    u.mutable_used()->set_cpu(u.used().cpu() + h.used_slots());
+    u.mutable_free()->set_cpu(u.free().cpu() + h.slots() - h.used_slots());
+    u.mutable_used()->set_gpu(u.used().gpu() + h.used_gpus_size());
+    u.mutable_free()->set_gpu(u.free().gpu() + h.gpus_size() - h.used_gpus_size());
+    u.mutable_used()->set_memory(u.used().memory() + static_cast<int>(h.used_mem_mb()));
+    u.mutable_free()->set_memory(u.free().memory() + static_cast<int>(h.mem_mb() - h.used_mem_mb()));
   }
-  // Used: what the hosts hold plus what the queues ask for, up to what there is; free: the
-  // rest. A backlog past the center's size shows as full, not as more than full.
-  auto split = [](double total, double held, double asked, int32_t* used, int32_t* free) {
-    auto finite = [](double v) { return std::isfinite(v) ? v : 0.0; };  // an agent's NaN is no figure
-    total = std::clamp(finite(total), 0.0, static_cast<double>(INT32_MAX));
-    held = finite(held);
-    const double in_use = std::min(total, std::clamp(held, 0.0, total) + std::clamp(asked, 0.0, total));
-    *used = static_cast<int32_t>(in_use);
-    *free = static_cast<int32_t>(total) - *used;
-  };
-  int32_t used = 0, free = 0;
-  split(static_cast<double>(slots), static_cast<double>(used_slots), static_cast<double>(pending_slots), &used, &free);
-  u.mutable_used()->set_cpu(used);
-  u.mutable_free()->set_cpu(free);
-  split(static_cast<double>(gpus), static_cast<double>(used_gpus), static_cast<double>(pending_gpus), &used, &free);
-  u.mutable_used()->set_gpu(used);
-  u.mutable_free()->set_gpu(free);
-  split(mem, used_mem, pending_mem, &used, &free);
-  u.mutable_used()->set_memory(used);
-  u.mutable_free()->set_memory(free);
   return u;
 }
 

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 #include <filesystem>
 #include <fstream>
@@ -286,11 +287,63 @@ absl::StatusOr<pb::StageImageResponse> AdapterCore::StageImage(const pb::StageIm
   return images_.Stage(req);
 }
 
+namespace {
+
+// `waiting` more of one resource in use: moved from free to used, up to what the backend
+// said there is (used + free): a backlog larger than the center shows it full, not more.
+void AddWaiting(double waiting, pb::Usage* usage, int32_t (jointcloud::v1::ComputingResources::*get)() const,
+                void (jointcloud::v1::ComputingResources::*set)(int32_t)) {
+  if (!(waiting > 0)) return;
+  const int64_t used = std::max<int32_t>(0, (usage->used().*get)());
+  const int64_t total = used + std::max<int32_t>(0, (usage->free().*get)());
+  const int64_t now_used = std::min<int64_t>(total, used + static_cast<int64_t>(std::min(waiting, 1e12)));
+  (usage->mutable_used()->*set)(static_cast<int32_t>(std::min<int64_t>(now_used, INT32_MAX)));
+  (usage->mutable_free()->*set)(static_cast<int32_t>(std::min<int64_t>(total - now_used, INT32_MAX)));
+}
+
+}  // namespace
+
 absl::StatusOr<pb::Usage> AdapterCore::Usage() {
   // Stamped before measuring: whatever was accepted (Accepted's submitted_at) before it is in
   // what the backend reports (Usage.at in adapter.proto).
   const absl::Time measuring = absl::Now();
+  // Its own replicas queued at the center, asked of the backend before it measures: a
+  // replica queued in the center's scheduler holds nothing on its nodes, yet the control
+  // plane drops its reservation once this usage arrives, so the usage must hold it (else a
+  // busy center looks free and is over-filled). Asked, not taken from the last poll: one
+  // that started since is on the nodes already, and counted twice it made the center look
+  // full. One that starts between the two questions is counted twice for a poll, never
+  // missed; an answer that fails counts them all. Only the adapter's own replicas: other
+  // accounts' queued jobs (anyone can queue one sized to the center that never starts)
+  // would make it look full for free.
+  std::map<std::string, const pb::SpecOffer*> queued;  // by external id
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [name, r] : replicas_) {
+      if (r.state() != pb::REPLICA_PENDING || r.has_started_at() || r.external_id().empty()) continue;
+      if (const pb::SpecOffer* spec = center_.FindSpec(r.resource_spec_id())) queued[r.external_id()] = spec;
+    }
+  }
+  double waiting_cpu = 0, waiting_memory = 0;
+  int64_t waiting_gpu = 0;
+  if (!queued.empty()) {
+    std::vector<std::string> ids;
+    for (const auto& [id, spec] : queued) ids.push_back(id);
+    auto seen = backend_->Poll(ids);
+    for (const auto& [id, spec] : queued) {
+      if (seen.ok() && (!seen->contains(id) || seen->at(id).state != pb::REPLICA_PENDING)) continue;
+      waiting_cpu += std::ceil(std::max(0.0, spec->quantity().cpu()));
+      waiting_memory += std::ceil(std::max(0.0, spec->quantity().memory_mb()));
+      waiting_gpu += std::max(0, spec->quantity().gpu());
+    }
+  }
   JC_ASSIGN_OR_RETURN(pb::Usage usage, backend_->GetUsage());
+  AddWaiting(waiting_cpu, &usage, &jointcloud::v1::ComputingResources::cpu,
+             &jointcloud::v1::ComputingResources::set_cpu);
+  AddWaiting(static_cast<double>(waiting_gpu), &usage, &jointcloud::v1::ComputingResources::gpu,
+             &jointcloud::v1::ComputingResources::set_gpu);
+  AddWaiting(waiting_memory, &usage, &jointcloud::v1::ComputingResources::memory,
+             &jointcloud::v1::ComputingResources::set_memory);
   usage.set_security_grade(center_.security_grade);
   *usage.mutable_at() = ToTimestamp(measuring);
   // What the scheduler knows of its queue (SPEC A16). Without it the usage is still worth

@@ -9,7 +9,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -94,17 +93,6 @@ absl::Status CommandError(const std::vector<std::string>& argv, const CommandRes
   return absl::FailedPreconditionError(msg);
 }
 
-struct UsedAndFree {
-  int32_t used = 0, free = 0;
-};
-UsedAndFree SplitCapacity(int64_t total, int64_t allocated, int64_t pending) {
-  total = std::clamp<int64_t>(total, 0, INT32_MAX);
-  // Each part at most the total first: a pending sum near int64's limit does not wrap.
-  const int64_t used =
-      std::min(total, std::clamp<int64_t>(allocated, 0, total) + std::clamp<int64_t>(pending, 0, total));
-  return {static_cast<int32_t>(used), static_cast<int32_t>(total - used)};
-}
-
 }  // namespace
 
 std::vector<std::string> SbatchResourceArgs(const pb::SpecOffer& spec) {
@@ -157,28 +145,20 @@ absl::StatusOr<pb::CenterInfo> SlurmBackend::Describe() {
 }
 
 absl::StatusOr<pb::Usage> SlurmBackend::GetUsage() {
-  // The queue before the nodes: a job that starts between the two is then counted twice
-  // (pending, then allocated), never missed; a center over-counted for a poll is passed
-  // over once, one under-counted is over-filled.
-  std::vector<std::string> argv = {"squeue", "-h", "-O", std::string(kSqueueLoadFields)};
-  if (!options_.partition.empty()) argv.push_back("--partition=" + options_.partition);
-  JC_ASSIGN_OR_RETURN(std::string queue, Slurm(argv));
   JC_ASSIGN_OR_RETURN(SlurmNodeTotals t, Nodes());
-  const SqueueLoad load = ParseSqueueLoad(queue);
+  std::vector<std::string> argv = {"squeue", "-h", "-o", "%T"};
+  if (!options_.partition.empty()) argv.push_back("--partition=" + options_.partition);
+  JC_ASSIGN_OR_RETURN(std::string states, Slurm(argv));
+  const SqueueCounts counts = ParseSqueueStates(states);
   pb::Usage u;
-  u.set_running_task_num(static_cast<int32_t>(std::min<int64_t>(load.running, INT32_MAX)));
-  u.set_waiting_task_num(static_cast<int32_t>(std::min<int64_t>(load.waiting, INT32_MAX)));
-  // Used: what the nodes hold plus what the queue asks for, up to what there is; free: the
-  // rest. A backlog past the cluster's size shows as full, not as more than full.
-  const UsedAndFree cpu = SplitCapacity(t.cpu_total, t.cpu_alloc, load.pending_cpus);
-  const UsedAndFree gpu = SplitCapacity(t.gpu_total, t.gpu_alloc, load.pending_gpus);
-  const UsedAndFree memory = SplitCapacity(t.memory_mb, t.memory_alloc_mb, load.pending_memory_mb);
-  u.mutable_used()->set_cpu(cpu.used);
-  u.mutable_free()->set_cpu(cpu.free);
-  u.mutable_used()->set_gpu(gpu.used);
-  u.mutable_free()->set_gpu(gpu.free);
-  u.mutable_used()->set_memory(memory.used);
-  u.mutable_free()->set_memory(memory.free);
+  u.set_running_task_num(static_cast<int32_t>(std::min<int64_t>(counts.running, INT32_MAX)));
+  u.set_waiting_task_num(static_cast<int32_t>(std::min<int64_t>(counts.waiting, INT32_MAX)));
+  u.mutable_used()->set_cpu(t.cpu_alloc);
+  u.mutable_free()->set_cpu(t.cpu_total - t.cpu_alloc);
+  u.mutable_used()->set_gpu(t.gpu_alloc);
+  u.mutable_free()->set_gpu(t.gpu_total - t.gpu_alloc);
+  u.mutable_used()->set_memory(static_cast<int>(t.memory_alloc_mb));
+  u.mutable_free()->set_memory(static_cast<int>(t.memory_mb - t.memory_alloc_mb));
   return u;
 }
 

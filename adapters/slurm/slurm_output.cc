@@ -62,68 +62,6 @@ int64_t TresCount(absl::string_view tres, absl::string_view name) {
   return 0;
 }
 
-// A TRES amount in megabytes ("mem=4000M", "mem=2G", "mem=1.5T"; no unit: M); 0 when absent.
-int64_t TresMegabytes(absl::string_view tres, absl::string_view name) {
-  for (absl::string_view item : absl::StrSplit(tres, ',', absl::SkipEmpty())) {
-    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
-    if (kv.first != name || kv.second.empty()) continue;
-    absl::string_view number = kv.second;
-    double scale = 1;
-    switch (number.back()) {
-      case 'K': scale = 1.0 / 1024; break;
-      case 'M': scale = 1; break;
-      case 'G': scale = 1024; break;
-      case 'T': scale = 1024.0 * 1024; break;
-      case 'P': scale = 1024.0 * 1024 * 1024; break;
-      default: scale = 0;
-    }
-    if (scale != 0) {
-      number.remove_suffix(1);
-    } else if (absl::ascii_isdigit(static_cast<unsigned char>(number.back()))) {
-      scale = 1;
-    }
-    double v = 0;
-    if (scale == 0 || !absl::SimpleAtod(number, &v)) return 0;
-    v = std::ceil(v * scale);
-    // NaN, negative and past the counts we add up: no figure (a cast would be undefined).
-    return v >= 0 && v <= static_cast<double>(kMaxCount) * 1024 ? static_cast<int64_t>(v) : 0;
-  }
-  return 0;
-}
-
-// GPUs in a TRES string: "gres/gpu=2", or, when slurmctld tracks only typed ones, the sum
-// of "gres/gpu:a100=2" entries (a typed entry is part of the untyped one when both show).
-int64_t TresGpus(absl::string_view tres) {
-  int64_t untyped = 0, typed = 0;
-  for (absl::string_view item : absl::StrSplit(tres, ',', absl::SkipEmpty())) {
-    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
-    int64_t v = 0;
-    if (!absl::SimpleAtoi(kv.second, &v) || v <= 0) continue;
-    v = std::min(v, kMaxCount);
-    if (kv.first == "gres/gpu") untyped = v;
-    if (absl::StartsWith(kv.first, "gres/gpu:")) typed = std::min(typed + v, kMaxCount);
-  }
-  return untyped > 0 ? untyped : typed;
-}
-
-// GPUs in squeue's tres-per-job/node/task and %b: "gres:gpu:2", "gres/gpu:2",
-// "gres:gpu:a100:2", comma-separated; "N/A": none.
-int GresPerGpus(absl::string_view field) {
-  std::string gres;
-  for (absl::string_view item : absl::StrSplit(field, ',', absl::SkipEmpty())) {
-    if (!absl::ConsumePrefix(&item, "gres:")) absl::ConsumePrefix(&item, "gres/");
-    absl::StrAppend(&gres, gres.empty() ? "" : ",", item);
-  }
-  return GresCount(gres, "gpu");
-}
-
-// "4", "1-4" (a range of nodes a pending job may get: its least) -> the count; 0 otherwise.
-int64_t LeadingCount(absl::string_view text) {
-  int64_t n = 0;
-  if (!absl::SimpleAtoi(text.substr(0, text.find('-')), &n) || n < 0) return 0;
-  return std::min(n, kMaxCount);
-}
-
 // "1024K", "3.5M", "2G", "512" (KB) -> KB.
 int64_t SacctKilobytes(std::string text) {
   int64_t scale = 1;
@@ -228,34 +166,17 @@ std::map<std::string, ReplicaObservation> ParseSqueueJobs(absl::string_view text
   return out;
 }
 
-SqueueLoad ParseSqueueLoad(absl::string_view text) {
-  SqueueLoad load;
-  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipWhitespace())) {
-    std::vector<std::string> f = absl::StrSplit(line, '|');
-    if (f.size() < 9) continue;  // a warning, not a job line
-    for (auto& s : f) absl::StripAsciiWhitespace(&s);
-    if (!IsJobId(f[0].substr(0, f[0].find('_')))) continue;  // array tasks print "12_3"
-    const std::string& state = f[1];
-    if (state == "RUNNING" || state == "COMPLETING" || state == "SUSPENDED") {
-      Add(&load.running, 1);
-      continue;  // what it holds, sinfo counts as allocated
+SqueueCounts ParseSqueueStates(absl::string_view text) {
+  SqueueCounts c;
+  for (absl::string_view s : absl::StrSplit(text, '\n', absl::SkipWhitespace())) {
+    s = absl::StripAsciiWhitespace(s);
+    if (s == "RUNNING" || s == "COMPLETING" || s == "SUSPENDED") {
+      ++c.running;
+    } else if (s == "PENDING" || s == "CONFIGURING" || s == "REQUEUED") {
+      ++c.waiting;
     }
-    if (state != "PENDING" && state != "CONFIGURING" && state != "REQUEUED") continue;
-    Add(&load.waiting, 1);
-    // CONFIGURING holds its nodes already (sinfo counts it); a held job asks for nothing yet.
-    if (state == "CONFIGURING" || absl::StartsWith(f[2], "JobHeld")) continue;
-    Add(&load.pending_cpus, std::min(TresCount(f[3], "cpu"), kMaxCount));
-    Add(&load.pending_memory_mb, TresMegabytes(f[3], "mem"));
-    int64_t gpus = TresGpus(f[3]);
-    if (gpus == 0) {
-      const int64_t nodes = LeadingCount(f[7]), tasks = LeadingCount(f[8]);
-      gpus = std::min<int64_t>(GresPerGpus(f[4]) + GresPerGpus(f[5]) * std::max<int64_t>(nodes, 1) +
-                                   GresPerGpus(f[6]) * std::max<int64_t>(tasks, 1),
-                               kMaxCount);
-    }
-    Add(&load.pending_gpus, gpus);
   }
-  return load;
+  return c;
 }
 
 std::string OldestTaggedJob(absl::string_view text, absl::string_view tag) {
@@ -393,7 +314,13 @@ std::vector<QueuedJob> ParseSqueueQueue(absl::string_view text) {
     int64_t cpus = 0;
     if (!absl::SimpleAtoi(f[4], &cpus) || cpus < 0) continue;
     j.cpus = static_cast<int>(std::min<int64_t>(cpus, kMaxCount));
-    j.gpus = GresPerGpus(f[5]);
+    // "gres:gpu:2", "gres/gpu:2", "gres:gpu:a100:2", comma-separated; "N/A": none.
+    std::string gres;
+    for (absl::string_view item : absl::StrSplit(f[5], ',', absl::SkipEmpty())) {
+      if (!absl::ConsumePrefix(&item, "gres:")) absl::ConsumePrefix(&item, "gres/");
+      absl::StrAppend(&gres, gres.empty() ? "" : ",", item);
+    }
+    j.gpus = GresCount(gres, "gpu");
     out.push_back(std::move(j));
   }
   return out;

@@ -38,20 +38,11 @@ void AddSlurmTimes(absl::string_view start, absl::string_view end, ReplicaObserv
 inline constexpr absl::string_view kSqueueJobFields = "JobID:|,State:|,Reason:|,exit_code:|,StartTime:|,EndTime:|";
 std::map<std::string, ReplicaObservation> ParseSqueueJobs(absl::string_view text);
 
-// `squeue -h -O <kSqueueLoadFields>`: how many jobs run and how many wait, and what the
-// waiting ones ask for in all: a job queued in slurmctld holds nothing on the nodes yet,
-// but it is the center's work from the moment sbatch returned (docs/adapter-sdk.md,
-// GetUsage). A held job (JobHeldUser, JobHeldAdmin) waits but asks for nothing until
-// someone releases it. CPUs and memory are the job's whole request (tres-alloc shows what
-// a pending job asked for: mem-per-cpu times its CPUs); GPUs its gres/gpu there when
-// slurmctld tracks it, else per job + per node x nodes + per task x tasks.
-inline constexpr absl::string_view kSqueueLoadFields =
-    "JobID:|,State:|,Reason:|,tres-alloc:|,tres-per-job:|,tres-per-node:|,tres-per-task:|,NumNodes:|,NumTasks:|";
-struct SqueueLoad {
+// `squeue -h -o %T`: how many jobs run and how many wait.
+struct SqueueCounts {
   int64_t running = 0, waiting = 0;
-  int64_t pending_cpus = 0, pending_gpus = 0, pending_memory_mb = 0;
 };
-SqueueLoad ParseSqueueLoad(absl::string_view text);
+SqueueCounts ParseSqueueStates(absl::string_view text);
 
 // `squeue --states=all -h --name=<name> -o %i|%k` (job id, comment): the oldest job whose
 // comment is exactly `tag` ("" when none). Anyone may name a job anything; only the tag

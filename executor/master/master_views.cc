@@ -3,8 +3,6 @@
 // share trees of fair-share queues, and every limit with what each bucket holds.
 
 #include <algorithm>
-#include <cmath>
-#include <cstdint>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -13,15 +11,6 @@
 #include "executor/master/master.h"
 
 namespace jc::nexec {
-namespace {
-
-// `sum` + `more` (whole units), held at int32's largest instead of wrapping.
-int32_t SaturatingAdd(int32_t sum, double more) {
-  const double total = static_cast<double>(sum) + std::max(0.0, std::ceil(more));
-  return total >= static_cast<double>(INT32_MAX) ? INT32_MAX : static_cast<int32_t>(total);
-}
-
-}  // namespace
 
 void Master::AddClusters(const QueueConfig& q, pb::Queue* out) {
   for (const auto& r : scheduler_.CapacityReport(q.name)) {
@@ -54,13 +43,7 @@ std::vector<pb::Queue> Master::ListQueues() {
     AddClusters(q, &o);
     for (const auto& [id, rec] : jobs_) {
       if (rec.request.queue != q.name) continue;
-      if (rec.job.state() == pb::PENDING) {
-        o.set_pending_jobs(o.pending_jobs() + 1);
-        const DrfVector asks = ClusterModel::DemandOf(rec.request);
-        o.set_pending_slots(SaturatingAdd(o.pending_slots(), asks.slots));
-        o.set_pending_gpus(SaturatingAdd(o.pending_gpus(), asks.gpus));
-        o.set_pending_mem_mb(o.pending_mem_mb() + asks.mem_mb);
-      }
+      if (rec.job.state() == pb::PENDING) o.set_pending_jobs(o.pending_jobs() + 1);
       if (rec.job.state() == pb::RUNNING || rec.job.state() == pb::SUSPENDED) {
         o.set_running_jobs(o.running_jobs() + 1);
         for (const auto& t : rec.job.tasks()) o.set_used_slots(o.used_slots() + t.slots());

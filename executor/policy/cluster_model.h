@@ -139,7 +139,7 @@ struct ClusterModel {
   // What a job asks for in all: slots, memory, GPUs (DRF's demand); the cluster's total of
   // them (available hosts); the user's group for DRF per group (the first group naming the
   // user; the user if none). cluster_model_shares.cc.
-  static DrfVector DemandOf(const JobRequest& job);
+  DrfVector DemandOf(const JobRequest& job) const;
   DrfVector ClusterTotal() const;
   const std::string& GroupOf(const std::string& user) const;
   // Capacity queues: the virtual cluster of a user in a queue, the amount of the queue's

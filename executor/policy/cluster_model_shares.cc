@@ -64,7 +64,7 @@ DrfVector ClusterModel::ClusterTotal() const {
   return total;
 }
 
-DrfVector ClusterModel::DemandOf(const JobRequest& job) {
+DrfVector ClusterModel::DemandOf(const JobRequest& job) const {
   DrfVector d;
   if (job.requirement.sections.empty()) {
     d.slots = job.slots;

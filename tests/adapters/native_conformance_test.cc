@@ -275,54 +275,71 @@ image_mirror:
   (*server)->Shutdown();
 }
 
-TEST_CASE("native adapter: a replica pending in nexec is in the center's usage from the moment it was submitted "
-          "[A14][A3]",
+TEST_CASE("native adapter: a replica pending in nexec is in the center's usage from the moment its submit was "
+          "answered [A14][A3]",
           "[A14][A3]") {
   // The control plane drops its reservation for a replica once a usage measured after the
-  // submit was answered arrives: a pending job that usage left out made a busy center look
-  // free, and it was over-filled (docs/adapter-sdk.md, GetUsage).
+  // submit was answered arrives: a replica queued at the center, holding no host yet, that
+  // usage left out made a busy center look free, and it was over-filled (docs/adapter-sdk.md,
+  // GetUsage). The SDK counts its own replicas not yet seen running.
   NexecCluster& cluster = Cluster();
   REQUIRE(cluster.error.empty());
+  auto center = ParseCenterConfig(R"(
+center_id: native-pending
+security_grade: 3
+specs:
+  - {id: fill, cpu: 1, memory: 512Mi}
+  - {id: whole, cpu: 16, memory: 4Gi, gpu: 2}
+)");
+  REQUIRE(center.ok());
   NexecBackend backend(cluster.address, "", nexec::MungeAuth::Munge(""));
-  auto launch = [](const std::string& name, int cpus) {
-    ReplicaLaunch l;
-    l.key.set_job_id(name);
-    l.name = absl::StrCat("jc-", name, "-0-0-0");
-    l.command = "sleep 300";
-    l.spec.mutable_quantity()->set_cpu(cpus);
-    return l;
+  AdapterOptions o;
+  o.listen = "127.0.0.1:0";
+  o.metrics_address = "";
+  o.state_dir = (cluster.dir / absl::StrCat("pending-adapter-", absl::ToUnixMillis(absl::Now()))).string();
+  o.center = *center;
+  auto server = AdapterServer::Start(&backend, o);
+  INFO(server.status().ToString());
+  REQUIRE(server.ok());
+  AdapterCore& core = (*server)->core();
+  const std::string run = absl::StrCat("pending", getpid(), "x", absl::ToUnixMillis(absl::Now()));
+  auto submit = [&](const std::string& job, const std::string& spec) {
+    pb::SubmitReplicaRequest req;
+    req.mutable_key()->set_job_id(run + job);
+    req.set_command("sleep 300");
+    req.set_resource_spec_id(spec);
+    auto r = core.Submit(req);
+    INFO(r.status().ToString());
+    REQUIRE(r.ok());
+    return r->key();
   };
-  const std::string run = absl::StrCat("pending", getpid());
-  auto filler = backend.Submit(launch(run + "fill", 1));
-  REQUIRE(filler.ok());
+  const pb::ReplicaKey filler = submit("fill", "fill");
   REQUIRE(jc::testing::WaitUntil([&] {
-    auto seen = backend.Poll({*filler});
-    return seen.ok() && seen->contains(*filler) && seen->at(*filler).state == pb::REPLICA_RUNNING;
+    auto r = core.Get(filler);
+    return r.ok() && r->state() == pb::REPLICA_RUNNING;
   }));
   // Every slot of the node (16), both GPUs and 4 GiB: it waits while the filler runs.
-  ReplicaLaunch big = launch(run + "big", 16);
-  big.spec.mutable_quantity()->set_gpu(2);
-  big.spec.mutable_quantity()->set_memory_mb(4096);
-  auto queued = backend.Submit(big);
-  REQUIRE(queued.ok());
-  auto seen = backend.Poll({*queued});
-  REQUIRE(seen.ok());
-  REQUIRE(seen->contains(*queued));
-  CHECK(seen->at(*queued).state == pb::REPLICA_PENDING);
-  auto usage = backend.GetUsage();
+  const pb::ReplicaKey queued = submit("whole", "whole");
+  auto usage = core.Usage();
   REQUIRE(usage.ok());
   INFO(usage->DebugString());
-  CHECK(usage->waiting_task_num() >= 1);
-  CHECK(usage->used().cpu() == 16);  // the filler's slot and the pending job's 16, up to the node's
+  auto seen = core.Get(queued);
+  REQUIRE(seen.ok());
+  CHECK(seen->state() == pb::REPLICA_PENDING);
+  CHECK(usage->used().cpu() == 16);  // the filler's slot and the queued replica's 16, up to the node's
   CHECK(usage->free().cpu() == 0);
   CHECK(usage->used().gpu() == 2);
   CHECK(usage->free().gpu() == 0);
   CHECK(usage->used().memory() >= 4096);
-  CHECK(backend.Stop(*queued).ok());
-  CHECK(backend.Stop(*filler).ok());
-  // Once it left, the center has room again.
+  // Once it left, its slots are free again.
+  CHECK(core.StopReplica(queued).ok());
   CHECK(jc::testing::WaitUntil([&] {
-    usage = backend.GetUsage();
+    usage = core.Usage();
+    return usage.ok() && usage->free().cpu() == 15;
+  }));
+  CHECK(core.StopReplica(filler).ok());
+  CHECK(jc::testing::WaitUntil([&] {
+    usage = core.Usage();
     return usage.ok() && usage->free().cpu() == 16;
   }));
 }

@@ -99,41 +99,9 @@ TEST_CASE("squeue's job lines become observations by job id and other lines are 
   CHECK(ParseSqueueJobs("").empty());
 }
 
-TEST_CASE("what jobs queued in slurmctld ask for is counted from squeue, in all: memory per CPU times CPUs, GPUs "
-          "per job, node and task; held ones ask for nothing (SDK GetUsage) [A14][A3]",
-          "[A14][A3]") {
-  // squeue -h -O kSqueueLoadFields, as Slurm 22.05 printed it for these jobs (sbatch -c 60
-  // --mem=1000 running; -c 8 --mem-per-cpu=500 --gres=gpu:2; -c 4 --mem=2G --gres=gpu:1 -H;
-  // -c 2 --gpus=3; -n 2 --gpus-per-task=1), plus one where slurmctld tracks gres/gpu.
-  const SqueueLoad load = ParseSqueueLoad(
-      "2|PENDING|Resources|cpu=8,mem=4000M,node=1,billing=8|N/A|gres:gpu:2|N/A|1|1|\n"
-      "4|PENDING|Priority|cpu=2,mem=200M,node=1,billing=2|gres:gpu:3|N/A|N/A|1|1|\n"
-      "5|PENDING|Priority|cpu=2,mem=200M,node=1,billing=2|N/A|N/A|gres:gpu:1|1|2|\n"
-      "3|PENDING|JobHeldUser|cpu=4,mem=2G,node=1,billing=4|N/A|gres:gpu:1|N/A|1|1|\n"
-      "7|PENDING|Resources|cpu=4,mem=1G,node=2,billing=4,gres/gpu=4|N/A|gres/gpu:2|N/A|1-2|4|\n"
-      "1|RUNNING|None|cpu=60,mem=1000M,node=1,billing=60|N/A|N/A|N/A|1|1|\n");
-  CHECK(load.running == 1);
-  CHECK(load.waiting == 5);
-  CHECK(load.pending_cpus == 8 + 2 + 2 + 4);
-  CHECK(load.pending_memory_mb == 4000 + 200 + 200 + 1024);
-  CHECK(load.pending_gpus == 2 + 3 + 2 + 4);
-  // What cannot be read counts as nothing, never as a wrapped or negative figure.
-  const SqueueLoad odd = ParseSqueueLoad(
-      "8|PENDING|Priority|cpu=-3,mem=-5G|N/A|gres:gpu:-1|N/A|x|y|\n"
-      "9|PENDING|Priority|cpu=99999999999999,mem=9e30P|N/A|gres:gpu:99999999999|N/A|99999999999|1|\n");
-  CHECK(odd.waiting == 2);
-  CHECK(odd.pending_cpus >= 0);
-  CHECK(odd.pending_cpus <= INT32_MAX);
-  CHECK(odd.pending_memory_mb == 0);
-  CHECK(odd.pending_gpus >= 0);
-}
-
 TEST_CASE("squeue's states are counted, and only a job carrying the adapter's tag is its replica, the oldest first [A14]",
           "[A14]") {
-  SqueueLoad c = ParseSqueueLoad(
-      "1|RUNNING|None|cpu=1|N/A|N/A|N/A|1|1|\n2|PENDING|Priority|cpu=1|N/A|N/A|N/A|1|1|\n"
-      "3|  COMPLETING |None|cpu=1|N/A|N/A|N/A|1|1|\n4|CONFIGURING|None|cpu=1|N/A|N/A|N/A|1|1|\n"
-      "5|COMPLETED|None|cpu=1|N/A|N/A|N/A|1|1|\nbogus\n");
+  SqueueCounts c = ParseSqueueStates("RUNNING\nPENDING\n  COMPLETING \nCONFIGURING\nCOMPLETED\nbogus\n");
   CHECK(c.running == 2);
   CHECK(c.waiting == 2);
   CHECK(OldestTaggedJob("300|jc:abc\n200|jc:abc \n100|jc:other\n50|\nx|jc:abc\n-5|jc:abc\n", "jc:abc") == "200");

@@ -18,6 +18,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "adapters/sdk/conformance/conformance.h"
+#include "adapters/sdk/center_config.h"
+#include "adapters/sdk/adapter_core.h"
+#include "adapters/sdk/run_adapter.h"
 #include "adapters/slurm/command.h"
 #include "adapters/sdk/exec_session.h"
 #include "adapters/slurm/slurm_backend.h"
@@ -281,59 +284,89 @@ TEST_CASE("Slurm adapter: a job that waits is withdrawn by scancel --state=PENDI
                                             *after->at(*queued).started_at >= *after->at(*queued).ended_at)));
 }
 
-TEST_CASE("Slurm adapter: a replica queued in slurmctld is in the center's usage from the moment sbatch returned, "
-          "and a held job is not [A14][A3]",
+TEST_CASE("Slurm adapter: a replica queued in slurmctld is in the center's usage from the moment its submit was "
+          "answered, and another account's queued job is not [A14][A3]",
           "[A14][A3][slurm]") {
   // The control plane drops its reservation for a replica once a usage measured after the
-  // submit was answered arrives: a queued job that usage left out made a busy center look
-  // free, and it was over-filled (docs/adapter-sdk.md, GetUsage).
+  // submit was answered arrives: a replica queued in slurmctld, holding no node yet, that
+  // usage left out made a busy center look free, and it was over-filled (docs/adapter-sdk.md,
+  // GetUsage). The SDK counts its own replicas not yet seen running; other accounts' queued
+  // jobs are not counted (anyone may queue one sized to the cluster that never starts).
   if (!Cluster().error.empty()) FAIL("Slurm cannot be tested here: " << Cluster().error);
   SlurmBackend backend(Cluster().Options());
   auto before = backend.GetUsage();
   REQUIRE(before.ok());
   const int node_cpus = static_cast<int>(before->free().cpu() + before->used().cpu());
   REQUIRE(node_cpus > 1);
+  auto center = ParseCenterConfig(absl::StrCat(R"(
+center_id: slurm-pending
+security_grade: 2
+specs:
+  - {id: fill, cpu: 1, memory: 256Mi}
+  - {id: whole, cpu: )", node_cpus, R"(, memory: 1Gi, gpu: 2}
+)"));
+  REQUIRE(center.ok());
+  AdapterOptions o;
+  o.listen = "127.0.0.1:0";
+  o.metrics_address = "";
+  o.state_dir = (Cluster().log_dir / absl::StrCat("pending-adapter-", absl::ToUnixMillis(absl::Now()))).string();
+  o.center = *center;
+  auto server = AdapterServer::Start(&backend, o);
+  INFO(server.status().ToString());
+  REQUIRE(server.ok());
+  AdapterCore& core = (*server)->core();
   const std::string run = absl::StrCat("pu", getpid(), "x", absl::ToUnixMillis(absl::Now()));
-  const std::string filler = RunningFiller(backend, run + "fill");
+  auto submit = [&](const std::string& job, const std::string& spec) {
+    pb::SubmitReplicaRequest req;
+    req.mutable_key()->set_job_id(run + job);
+    req.set_command("sleep 300");
+    req.set_resource_spec_id(spec);
+    req.set_time_limit_seconds(600);
+    auto r = core.Submit(req);
+    INFO(r.status().ToString());
+    REQUIRE(r.ok());
+    return r->key();
+  };
+  const pb::ReplicaKey filler = submit("fill", "fill");
+  REQUIRE(jc::testing::WaitUntil(
+      [&] {
+        auto r = core.Get(filler);
+        return r.ok() && r->state() == pb::REPLICA_RUNNING;
+      },
+      std::chrono::seconds(60)));
   // Every CPU of the node, two GPUs and a GiB: it waits while the filler runs.
-  ReplicaLaunch big = Sleeper(run + "queued", node_cpus, absl::Minutes(10));
-  big.spec.mutable_quantity()->set_gpu(2);
-  big.spec.mutable_quantity()->set_memory_mb(1024);
-  auto queued = backend.Submit(big);
-  REQUIRE(queued.ok());
-  auto seen = backend.Poll({*queued});
-  REQUIRE(seen.ok());
-  REQUIRE(seen->count(*queued));
-  CHECK(seen->at(*queued).state == pb::REPLICA_PENDING);
-  auto usage = backend.GetUsage();
+  const pb::ReplicaKey queued = submit("whole", "whole");
+  auto usage = core.Usage();
   REQUIRE(usage.ok());
   INFO(usage->DebugString());
-  CHECK(usage->waiting_task_num() >= 1);
-  CHECK(usage->used().cpu() == node_cpus);  // the filler's one and the queued job's all, up to the node's
+  auto seen = core.Get(queued);
+  REQUIRE(seen.ok());
+  CHECK(seen->state() == pb::REPLICA_PENDING);
+  CHECK(usage->used().cpu() == node_cpus);  // the filler's one and the queued replica's all, up to the node's
   CHECK(usage->free().cpu() == 0);
   CHECK(usage->used().gpu() >= 2);
   CHECK(usage->used().memory() >= 1024);
   CHECK(usage->used().gpu() + usage->free().gpu() == before->used().gpu() + before->free().gpu());
-  REQUIRE(backend.Stop(*queued).ok());
+  REQUIRE(core.StopReplica(queued).ok());
 
-  // A job held in the queue (sbatch -H) starts only when someone releases it: the center is
-  // not full for it.
-  auto held = RunCommand({"sbatch", "-H", "--parsable", "-o", "/dev/null", "-c", std::to_string(node_cpus),
-                          "--wrap", "sleep 300"},
-                         absl::Seconds(30));
-  REQUIRE(held.ok());
-  INFO("sbatch -H: " << held->out << held->err);
-  REQUIRE(held->exit_code == 0);
-  const std::string held_id(absl::StripAsciiWhitespace(held->out));
+  // Another account's job queued for the whole node, to start in a year: not the
+  // federation's, not counted.
+  auto foreign = RunCommand({"sbatch", "--parsable", "-o", "/dev/null", "--begin=now+365days", "-c",
+                             std::to_string(node_cpus), "--wrap", "sleep 300"},
+                            absl::Seconds(30));
+  REQUIRE(foreign.ok());
+  INFO("sbatch: " << foreign->out << foreign->err);
+  REQUIRE(foreign->exit_code == 0);
+  const std::string foreign_id(absl::StripAsciiWhitespace(foreign->out));
   bool free_again = jc::testing::WaitUntil(
       [&] {
-        usage = backend.GetUsage();
-        return usage.ok() && usage->free().cpu() > 0;  // the stopped replica left the queue
+        usage = core.Usage();
+        return usage.ok() && usage->free().cpu() > 0;  // the stopped replica left; the foreign job is not counted
       },
       std::chrono::seconds(60));
   CHECK(free_again);
-  CHECK(RunCommand({"scancel", held_id}, absl::Seconds(30)).ok());
-  CHECK(backend.Stop(filler).ok());
+  CHECK(RunCommand({"scancel", foreign_id}, absl::Seconds(30)).ok());
+  CHECK(core.StopReplica(filler).ok());
 }
 
 }  // namespace
