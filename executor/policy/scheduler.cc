@@ -14,6 +14,9 @@
 #include "executor/policy/scheduler_internal.h"
 
 namespace jc::nexec {
+
+// More GPUs per slot than a host can have: refused at submit.
+constexpr int kMaxGpusPerSlot = 65536;
 namespace {
 
 constexpr int kUnlimited = std::numeric_limits<int>::max();
@@ -364,7 +367,16 @@ absl::Status Scheduler::Check(JobRequest* job_ptr) const {
     if (gpu < 0 || gpu != std::floor(gpu)) {
       return absl::InvalidArgumentError("rusage[gpu=...] must be a whole number of GPUs");
     }
+    // A count past any host (1e20 GPUs once reached a cast to int: undefined) or no number
+    // at all (a number of 400 digits parses as infinity) is refused here, never carried.
+    if (gpu > kMaxGpusPerSlot) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rusage[gpu=...] asks for more GPUs per slot than any host has (at most ", kMaxGpusPerSlot, ")"));
+    }
     for (const auto& [name, value] : s.rusage) {
+      if (!std::isfinite(value)) {
+        return absl::InvalidArgumentError(absl::StrCat("rusage[", name, "] must be a finite number"));
+      }
       if (value < 0) {
         return absl::InvalidArgumentError(absl::StrCat("rusage[", name, "] must not be negative"));
       }

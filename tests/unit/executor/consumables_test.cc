@@ -180,3 +180,22 @@ TEST_CASE("what a host's jobs reserved before it joined a shared stock counts ag
   REQUIRE(s.Release(1).ok());
   CHECK(Run(s, {}).count(2));
 }
+
+TEST_CASE("a reservation no host can hold is refused at submit with why: GPUs past any host, a number that is "
+          "not finite [B1]",
+          "[B1]") {
+  QueueConfig normal;
+  normal.name = "normal";
+  Scheduler s = testing::OneHost(8, normal);
+  auto refused = [&](const std::string& requirement) {
+    JobRequest job = testing::MakeJob(1, "u", 1, "normal", requirement);
+    return s.Check(&job);
+  };
+  const absl::Status gpus = refused("rusage[gpu=100000000000000000000]");
+  CHECK(absl::IsInvalidArgument(gpus));
+  CHECK(gpus.message().find("more GPUs per slot than any host has") != absl::string_view::npos);
+  const absl::Status infinite = refused("rusage[mem=" + std::string(400, '9') + "]");
+  CHECK(absl::IsInvalidArgument(infinite));
+  CHECK(infinite.message().find("rusage[mem] must be a finite number") != absl::string_view::npos);
+  CHECK(refused("rusage[mem=1024,gpu=1]").ok());
+}
