@@ -221,12 +221,17 @@ std::vector<pb::Host> Master::ListHosts() {
   std::map<std::string, std::vector<int>> used_gpus;
   // Only running and suspended jobs hold resources: walk those, not every job ever seen
   // (this runs every second for the metrics).
+  // What a job holds is what recovery gives the scheduler back (HeldPlacement): its held
+  // tasks' slots and GPUs, and memory as its rusage[mem] per slot times those slots.
   for (int64_t id : active_) {
     const JobRecord& rec = jobs_.at(id);
-    for (const auto& t : rec.job.tasks()) {
-      if (!HeldAllocation(t)) continue;  // remote tasks are inside the allocation's own entries
-      used[t.host()].first += t.slots();
-      for (int g : t.gpus()) used_gpus[t.host()].push_back(g);
+    int grown = 0;
+    for (const auto& section : HeldPlacement(rec.job, rec.request, &grown).sections) {
+      for (const HostAllocation& a : section) {
+        used[a.host].first += a.slots;
+        used[a.host].second += a.mem_mb;
+        used_gpus[a.host].insert(used_gpus[a.host].end(), a.gpus.begin(), a.gpus.end());
+      }
     }
   }
   for (const auto& [name, h] : hosts_.hosts()) {
@@ -245,6 +250,7 @@ std::vector<pb::Host> Master::ListHosts() {
     if (o.cpu_factor() == 0) o.set_cpu_factor(1);
     o.set_slots(h.info.cpus());
     o.set_used_slots(used[name].first);
+    o.set_used_mem_mb(used[name].second);
     o.set_mem_mb(h.info.mem_mb());
     o.set_swap_mb(h.info.swap_mb());
     *o.mutable_gpus() = h.info.gpus();

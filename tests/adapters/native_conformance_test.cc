@@ -337,10 +337,14 @@ specs:
     usage = core.Usage();
     return usage.ok() && usage->free().cpu() == 15;
   }));
+  // What the running filler holds is its slot and its memory (nexec's host listing counts
+  // the memory its running jobs reserve).
+  CHECK(usage->used().cpu() == 1);
+  CHECK(usage->used().memory() == 512);
   CHECK(core.StopReplica(filler).ok());
   CHECK(jc::testing::WaitUntil([&] {
     usage = core.Usage();
-    return usage.ok() && usage->free().cpu() == 16;
+    return usage.ok() && usage->free().cpu() == 16 && usage->used().memory() == 0;
   }));
 }
 

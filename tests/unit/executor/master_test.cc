@@ -202,6 +202,54 @@ TEST_CASE("a host that comes back with other resources is scheduled by them", "[
   CHECK(master.ListHosts()[0].slots() == 8);
 }
 
+TEST_CASE("a host's listing holds the memory its running jobs reserve, after a restart too, and frees it when "
+          "they end",
+          "[B1][B7]") {
+  auto store = jc::testing::MakeTestStore();
+  FakeDialer dialer;
+  auto used_mem = [](Master& m) { return m.ListHosts().at(0).used_mem_mb(); };
+  auto running = [](const pb::LaunchRequest& l) {
+    pb::TaskReport r;
+    r.set_job_id(l.job_id());
+    r.set_attempt(l.attempt());
+    r.set_state(pb::TASK_RUNNING);
+    r.set_pid(1234);
+    return r;
+  };
+  pb::LaunchRequest launched;
+  {
+    Master master(store.get(), jc::RealClock::Get(), &dialer, DefaultConfig(), {});
+    REQUIRE(master.Recover().ok());
+    REQUIRE(master.Heartbeat(Beat("h1")).ok());  // 4 slots, 8192 MB
+    auto spec = Spec("sleep 100");
+    spec.set_slots(3);
+    spec.set_requirement("rusage[mem=1000]");  // per slot
+    REQUIRE(master.Submit(spec).ok());
+    CHECK(used_mem(master) == 0);  // waiting holds nothing
+    REQUIRE(*master.ScheduleOnce() == 1);
+    WaitLaunches(dialer, 1);
+    launched = dialer.launches[0];
+    REQUIRE(master.Heartbeat(Beat("h1", {running(launched)})).ok());
+    CHECK(master.ListHosts()[0].used_slots() == 3);
+    CHECK(used_mem(master) == 3000);
+    // One slot of 6000 MB does not fit in the 5192 MB left: the listing and the scheduler
+    // agree on what is held.
+    auto big = Spec("true");
+    big.set_requirement("rusage[mem=6000]");
+    REQUIRE(master.Submit(big).ok());
+    CHECK(*master.ScheduleOnce() == 0);
+    master.Stop();
+  }
+  Master again(store.get(), jc::RealClock::Get(), &dialer, DefaultConfig(), {});
+  REQUIRE(again.Recover().ok());
+  REQUIRE(again.Heartbeat(Beat("h1", {running(launched)})).ok());
+  CHECK(again.GetJob(launched.job_id())->state() == pb::RUNNING);
+  CHECK(used_mem(again) == 3000);  // restored from the job's requirement
+  REQUIRE(again.Heartbeat(Beat("h1", {Exited(launched, 0)})).ok());
+  CHECK(again.GetJob(launched.job_id())->state() == pb::DONE);
+  CHECK(used_mem(again) == 0);
+}
+
 TEST_CASE("bad submissions are refused and nothing is stored", "[B2][C5]") {
   auto store = jc::testing::MakeTestStore();
   FakeDialer dialer;
