@@ -17,7 +17,7 @@
 //                                [a16_seeds=3]
 // Part 3 runs on two federations (jc-sim federation --centers 10 --seed 1 and --seed 7) and
 // three trace shapes (generated, philly, pai: generate --shape); its variants (the baseline,
-// first_fit + fcfs, always runs): JC_A16_POLICIES and JC_A16_QUEUES (comma lists; the
+// first_fit + fcfs, always runs): JC_A16_POLICIES and JC_A16_QUEUES (comma lists, or ; lists when an item holds commas; the
 // shipped default's profile and queue order when unset), JC_A16_AGING (sef's aging; the
 // shipped default's when unset), JC_A16_SHAPES and JC_A16_FEDERATIONS (comma lists),
 // JC_A16_KEEP_SCARCE=0 (centers not kept for narrow waiting jobs: measurement only).
@@ -95,7 +95,9 @@ int main(int argc, char** argv) {
       const char* v = std::getenv(env);
       if (v == nullptr || *v == '\0') return fallback;
       std::vector<std::string> out;
-      for (absl::string_view part : absl::StrSplit(v, ',')) out.emplace_back(part);
+      // ';' separates the items when any is there (a weights: policy holds commas).
+      const char sep = std::string(v).find(';') != std::string::npos ? ';' : ',';
+      for (absl::string_view part : absl::StrSplit(v, sep)) out.emplace_back(part);
       return out;
     };
     const std::vector<std::string> a16_policies = list("JC_A16_POLICIES", {"profile:default"});
