@@ -112,6 +112,7 @@ struct ClusterModel {
   std::set<HostKey> spread_index;  // (-free slots, -cpu factor, index)
   int total_slots = 0;
   int largest_host_slots = 0;  // span[hosts=1] checks at submit: no walk over every host
+  double largest_host_mem = 0;  // rusage[mem] per slot checks at submit, likewise
 
   // What a section's rusage[] asks of consumables besides mem and gpu.
   struct Consume {

@@ -82,6 +82,7 @@ absl::Status Scheduler::AddHost(const HostConfig& config) {
   model_.hosts.push_back(std::move(host));
   model_.total_slots += config.slots;
   model_.largest_host_slots = std::max(model_.largest_host_slots, config.slots);
+  model_.largest_host_mem = std::max(model_.largest_host_mem, config.mem_mb);
   model_.IndexHost(model_.hosts.size() - 1, true);
   return absl::OkStatus();
 }
@@ -250,6 +251,8 @@ absl::Status Scheduler::UpdateHostCapacity(const std::string& name, int slots, d
   model_.largest_host_slots = 0;
   for (const Host& other : model_.hosts) model_.largest_host_slots = std::max(model_.largest_host_slots, other.config.slots);
   h.config.mem_mb = mem_mb;
+  model_.largest_host_mem = 0;
+  for (const Host& other : model_.hosts) model_.largest_host_mem = std::max(model_.largest_host_mem, other.config.mem_mb);
   h.config.swap_mb = swap_mb;
   h.config.gpus = gpus;
   std::map<int, int> users;
@@ -380,6 +383,13 @@ absl::Status Scheduler::Check(JobRequest* job_ptr) const {
       if (value < 0) {
         return absl::InvalidArgumentError(absl::StrCat("rusage[", name, "] must not be negative"));
       }
+    }
+    // A slot's memory is on one host: more per slot than the largest host has would wait
+    // for ever (a huge finite number did), as the hosts known now say, like -n past the
+    // cluster's slots below.
+    if (const double mem = RusageOf(s, "mem"); mem > model_.largest_host_mem) {
+      return absl::InvalidArgumentError(absl::StrCat("rusage[mem=", mem, "] asks for more memory per slot than the "
+                                                     "largest host has (", model_.largest_host_mem, " MB)"));
     }
     if (s.span_hosts && s.slots > 0) {
       const int biggest = model_.largest_host_slots;

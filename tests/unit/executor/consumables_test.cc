@@ -182,7 +182,7 @@ TEST_CASE("what a host's jobs reserved before it joined a shared stock counts ag
 }
 
 TEST_CASE("a reservation no host can hold is refused at submit with why: GPUs past any host, a number that is "
-          "not finite [B1]",
+          "not finite, memory past the largest host [B1]",
           "[B1]") {
   QueueConfig normal;
   normal.name = "normal";
@@ -198,4 +198,16 @@ TEST_CASE("a reservation no host can hold is refused at submit with why: GPUs pa
   CHECK(absl::IsInvalidArgument(infinite));
   CHECK(infinite.message().find("rusage[mem] must be a finite number") != absl::string_view::npos);
   CHECK(refused("rusage[mem=1024,gpu=1]").ok());
+  // Finite but more memory per slot than the largest host has (65,536 MB): it would wait for
+  // ever. As much as the host has is taken.
+  const absl::Status huge = refused("rusage[mem=1000000000000000]");
+  CHECK(absl::IsInvalidArgument(huge));
+  CHECK(huge.message() == "rusage[mem=1e+15] asks for more memory per slot than the largest host has (65536 MB)");
+  CHECK(absl::IsInvalidArgument(refused("2{rusage[mem=1024]} 1{rusage[mem=70000]}")));
+  CHECK(refused("rusage[mem=65536]").ok());
+  // A host that comes back with more memory lets it in; one that shrinks keeps it out.
+  REQUIRE(s.UpdateHostCapacity("h1", 8, 200000, 0, {}).ok());
+  CHECK(refused("rusage[mem=100000]").ok());
+  REQUIRE(s.UpdateHostCapacity("h1", 8, 4096, 0, {}).ok());
+  CHECK(absl::IsInvalidArgument(refused("rusage[mem=8192]")));
 }
