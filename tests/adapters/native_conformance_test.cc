@@ -22,6 +22,7 @@
 #include "tests/testing/oci_registry.h"
 #include "tests/testing/munge_daemon.h"
 #include "tests/testing/process.h"
+#include "tests/testing/sdk_adapter.h"
 #include "tests/testing/test_account.h"
 
 namespace jc::adapter::conformance {
@@ -284,35 +285,17 @@ TEST_CASE("native adapter: a replica pending in nexec is in the center's usage f
   // GetUsage). The SDK counts its own replicas not yet seen running.
   NexecCluster& cluster = Cluster();
   REQUIRE(cluster.error.empty());
-  auto center = ParseCenterConfig(R"(
+  NexecBackend backend(cluster.address, "", nexec::MungeAuth::Munge(""));
+  jc::testing::SdkAdapter adapter(&backend, R"(
 center_id: native-pending
 security_grade: 3
 specs:
   - {id: fill, cpu: 1, memory: 512Mi}
   - {id: whole, cpu: 16, memory: 4Gi, gpu: 2}
-)");
-  REQUIRE(center.ok());
-  NexecBackend backend(cluster.address, "", nexec::MungeAuth::Munge(""));
-  AdapterOptions o;
-  o.listen = "127.0.0.1:0";
-  o.metrics_address = "";
-  o.state_dir = (cluster.dir / absl::StrCat("pending-adapter-", absl::ToUnixMillis(absl::Now()))).string();
-  o.center = *center;
-  auto server = AdapterServer::Start(&backend, o);
-  INFO(server.status().ToString());
-  REQUIRE(server.ok());
-  AdapterCore& core = (*server)->core();
-  const std::string run = absl::StrCat("pending", getpid(), "x", absl::ToUnixMillis(absl::Now()));
-  auto submit = [&](const std::string& job, const std::string& spec) {
-    pb::SubmitReplicaRequest req;
-    req.mutable_key()->set_job_id(run + job);
-    req.set_command("sleep 300");
-    req.set_resource_spec_id(spec);
-    auto r = core.Submit(req);
-    INFO(r.status().ToString());
-    REQUIRE(r.ok());
-    return r->key();
-  };
+)",
+                                  cluster.dir, "pending");
+  AdapterCore& core = adapter.core();
+  auto submit = [&](const std::string& job, const std::string& spec) { return adapter.Submit(job, spec); };
   const pb::ReplicaKey filler = submit("fill", "fill");
   REQUIRE(jc::testing::WaitUntil([&] {
     auto r = core.Get(filler);

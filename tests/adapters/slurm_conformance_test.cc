@@ -27,6 +27,7 @@
 #include "common/exec/exec_stream.h"
 #include "tests/testing/oci_registry.h"
 #include "tests/testing/process.h"
+#include "tests/testing/sdk_adapter.h"
 #include "tests/testing/test_account.h"
 
 namespace jc::adapter::conformance {
@@ -298,34 +299,17 @@ TEST_CASE("Slurm adapter: a replica queued in slurmctld is in the center's usage
   REQUIRE(before.ok());
   const int node_cpus = static_cast<int>(before->free().cpu() + before->used().cpu());
   REQUIRE(node_cpus > 1);
-  auto center = ParseCenterConfig(absl::StrCat(R"(
+  jc::testing::SdkAdapter adapter(&backend, absl::StrCat(R"(
 center_id: slurm-pending
 security_grade: 2
 specs:
   - {id: fill, cpu: 1, memory: 256Mi}
   - {id: whole, cpu: )", node_cpus, R"(, memory: 1Gi, gpu: 2}
-)"));
-  REQUIRE(center.ok());
-  AdapterOptions o;
-  o.listen = "127.0.0.1:0";
-  o.metrics_address = "";
-  o.state_dir = (Cluster().log_dir / absl::StrCat("pending-adapter-", absl::ToUnixMillis(absl::Now()))).string();
-  o.center = *center;
-  auto server = AdapterServer::Start(&backend, o);
-  INFO(server.status().ToString());
-  REQUIRE(server.ok());
-  AdapterCore& core = (*server)->core();
-  const std::string run = absl::StrCat("pu", getpid(), "x", absl::ToUnixMillis(absl::Now()));
+)"),
+                                  Cluster().log_dir, "pu");
+  AdapterCore& core = adapter.core();
   auto submit = [&](const std::string& job, const std::string& spec) {
-    pb::SubmitReplicaRequest req;
-    req.mutable_key()->set_job_id(run + job);
-    req.set_command("sleep 300");
-    req.set_resource_spec_id(spec);
-    req.set_time_limit_seconds(600);
-    auto r = core.Submit(req);
-    INFO(r.status().ToString());
-    REQUIRE(r.ok());
-    return r->key();
+    return adapter.Submit(job, spec, "sleep 300", 600);
   };
   const pb::ReplicaKey filler = submit("fill", "fill");
   REQUIRE(jc::testing::WaitUntil(
