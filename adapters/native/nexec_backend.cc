@@ -92,9 +92,15 @@ std::string CurrentUser() {
 
 NexecShape ShapeForSpec(const pb::SpecOffer& spec) {
   NexecShape shape;
-  shape.slots = std::max(1, static_cast<int>(std::ceil(spec.quantity().cpu())));
-  int64_t mem = static_cast<int64_t>(std::ceil(spec.quantity().memory_mb() / shape.slots));
-  int gpus = spec.quantity().gpu();
+  const int gpus = spec.quantity().gpu();
+  // GPUs are whole and reserved per slot: a slot per GPU, the rest without. The center's
+  // config bounds cpu; the clamp keeps the cast defined whatever a caller passes.
+  shape.slots = std::max({1, static_cast<int>(std::ceil(std::clamp(spec.quantity().cpu(), 0.0, 1e6))), gpus});
+  // Memory per slot of the final slots, rounded down: together they never ask for more than
+  // the spec (rounded up, a spec the size of a host asked for up to slots - 1 MB more than
+  // the host has and waited for ever; taken before the GPUs' slots, a GPU spec reserved its
+  // memory once per GPU).
+  const int64_t mem = static_cast<int64_t>(std::floor(spec.quantity().memory_mb() / shape.slots));
   std::string mem_part = mem > 0 ? absl::StrCat("mem=", mem) : "";
   auto rusage = [&](bool gpu) {
     std::string inner = mem_part;
@@ -107,8 +113,6 @@ NexecShape ShapeForSpec(const pb::SpecOffer& spec) {
     shape.requirement += "span[hosts=1]";
     return shape;
   }
-  // GPUs are whole and reserved per slot: a slot per GPU, the rest without.
-  shape.slots = std::max(shape.slots, gpus);
   shape.requirement = absl::StrCat(gpus, "{", rusage(true), "}");
   if (shape.slots > gpus) absl::StrAppend(&shape.requirement, " ", shape.slots - gpus, "{", rusage(false), "}");
   return shape;

@@ -1,6 +1,8 @@
 #include "executor/agent/agent.h"
 #include "executor/master/agent_dialer.h"
 
+#include <cmath>
+
 #include <grpcpp/grpcpp.h>
 #include <spdlog/spdlog.h>
 #include <fcntl.h>
@@ -49,6 +51,8 @@
 
 namespace jc::nexec {
 namespace {
+
+constexpr double kMaxDeclaredMb = 1024.0 * 1024 * 1024;  // 1 PiB
 
 std::string TaskKey(int64_t job, int32_t task, int32_t attempt) {
   return absl::StrCat(job, ".", task, ".", attempt);
@@ -142,6 +146,12 @@ absl::Status ApplyDeclaredResources(const std::string& declared, pb::AgentInfo* 
         mb = static_cast<double>(q->CeilMebibytes());
       }
       if (mb < 0) return absl::InvalidArgumentError(absl::StrCat("--resources ", key, " < 0"));
+      // "inf", 1e300: no host has it, and the master and the native adapter take it as a
+      // number of MB (a cast of it to an integer is undefined). A pebibyte is the most.
+      if (!std::isfinite(mb) || mb > kMaxDeclaredMb) {
+        return absl::InvalidArgumentError(absl::StrCat("--resources ", key, "=", value, ": more than ",
+                                                       static_cast<int64_t>(kMaxDeclaredMb), " MB (1 PiB)"));
+      }
       key == "mem" ? info->set_mem_mb(mb) : info->set_swap_mb(mb);
     } else if (!key.empty()) {
       (*info->mutable_resources())[key] = value;

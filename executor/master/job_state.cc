@@ -91,9 +91,9 @@ Effects Requeue(Tracked& t, const std::string& reason, const At& at) {
   return fx;
 }
 
-void RequeueRefused(Tracked& t) {
+void RequeueRefused(Tracked& t, const std::string& why) {
   t.job.set_state(pb::EXIT);
-  t.job.set_reason(absl::StrCat(t.job.reason(), "; cannot be queued again"));
+  t.job.set_reason(absl::StrCat(t.job.reason(), "; cannot be queued again: ", why));
 }
 
 Effects Submitted(Tracked& t, int64_t id, pb::JobSpec spec, const At& at) {

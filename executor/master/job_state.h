@@ -118,7 +118,7 @@ Effects Finish(Tracked& t, ::nexec::v1::JobState state, int exit_code, const std
 Effects Requeue(Tracked& t, const std::string& reason, const At& at);
 Effects Apply(Tracked& t, const Outcome& outcome, const At& at);
 // The scheduler refused to queue a requeued job again: it ends.
-void RequeueRefused(Tracked& t);
+void RequeueRefused(Tracked& t, const std::string& why);
 
 // A submission accepted as job `id` (its request already checked against the cluster):
 // the job waits in its queue, written before the submitter hears of it.

@@ -110,27 +110,29 @@ std::optional<absl::Duration> LongestHalfLife(const ExecutorConfig& config) {
 Placement Master::HeldPlacement(const pb::Job& job, const JobRequest& request, int* grown) {
   Placement p;
   p.job_id = job.id();
+  // Memory reservations are per slot, restored from the requirement: the tasks are the
+  // placement's allocations in section order (Dispatch), so the slots walked so far say
+  // which section a task came from (a multi-section job is never elastic: no growth).
+  const auto& secs = request.requirement.sections;
+  size_t section = 0;
+  int left_in_section = secs.empty() ? 0 : secs[0].slots;
   for (const auto& t : job.tasks()) {
-    // Remote tasks run inside the allocation and hold nothing more; what an elastic job
-    // gave back it no longer holds.
+    if (t.remote()) continue;  // started inside the allocation: it holds nothing more
+    while (section + 1 < secs.size() && left_in_section <= 0) left_in_section = secs[++section].slots;
+    left_in_section -= t.slots();
+    // What an elastic job gave back it no longer holds.
     if (!HeldAllocation(t)) continue;
     *grown += t.grown();
-    HostAllocation a{t.host(), t.slots(), {t.gpus().begin(), t.gpus().end()}, 0, {}, {}};
+    double mem_per_slot = 0;
+    if (!secs.empty()) {
+      if (auto it = secs[section].rusage.find("mem"); it != secs[section].rusage.end()) mem_per_slot = it->second;
+    }
+    HostAllocation a{t.host(), t.slots(), {t.gpus().begin(), t.gpus().end()}, mem_per_slot * t.slots(), {}, {}};
     for (const pb::Reservation& r : t.reservations()) {
       a.reserved[r.resource()] = r.amount();
       if (!r.units().empty()) a.units[r.resource()] = {r.units().begin(), r.units().end()};
     }
     p.sections.push_back({a});
-  }
-  // Memory reservations are per slot; restored from the requirement.
-  const auto& secs = request.requirement.sections;
-  for (size_t i = 0; i < p.sections.size(); ++i) {
-    double mem = 0;
-    if (!secs.empty()) {
-      const auto& rusage = secs[std::min(i, secs.size() - 1)].rusage;
-      if (auto it = rusage.find("mem"); it != rusage.end()) mem = it->second;
-    }
-    p.sections[i][0].mem_mb = mem * p.sections[i][0].slots;
   }
   return p;
 }
@@ -849,7 +851,9 @@ void Master::ApplyEffects(JobRecord& rec, const job_state::Effects& fx) {
     case Step::kRequeue:
       scheduler_.AdvanceFairshare(clock_->Now());
       LogInconsistency(id, "release", scheduler_.Release(id));
-      if (!scheduler_.Submit(rec.request).ok()) job_state::RequeueRefused(rec);
+      if (absl::Status queued = scheduler_.Submit(rec.request); !queued.ok()) {
+        job_state::RequeueRefused(rec, std::string(queued.message()));
+      }
       break;
     case Step::kSuspend:
       LogInconsistency(id, "suspend", scheduler_.SetSuspended(id, true));

@@ -8,6 +8,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
@@ -387,9 +388,11 @@ absl::Status Scheduler::Check(JobRequest* job_ptr) const {
     // A slot's memory is on one host: more per slot than the largest host has would wait
     // for ever (a huge finite number did), as the hosts known now say, like -n past the
     // cluster's slots below.
-    if (const double mem = RusageOf(s, "mem"); mem > model_.largest_host_mem) {
-      return absl::InvalidArgumentError(absl::StrCat("rusage[mem=", mem, "] asks for more memory per slot than the "
-                                                     "largest host has (", model_.largest_host_mem, " MB)"));
+    const double mem = RusageOf(s, "mem");
+    if (mem > model_.largest_host_mem) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "rusage[mem=%.15g] asks for more memory per slot than the largest host has (%.15g MB)", mem,
+          model_.largest_host_mem));
     }
     if (s.span_hosts && s.slots > 0) {
       const int biggest = model_.largest_host_slots;
@@ -397,6 +400,11 @@ absl::Status Scheduler::Check(JobRequest* job_ptr) const {
         return absl::InvalidArgumentError(
             absl::StrCat("span[hosts=1] asks for ", s.slots, " slots on one host; the largest "
                          "host has ", biggest));
+      }
+      if (mem * s.slots > model_.largest_host_mem) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "span[hosts=1] with rusage[mem=%.15g] asks for %.15g MB on one host; the largest host has %.15g MB", mem,
+            mem * s.slots, model_.largest_host_mem));
       }
     }
   }

@@ -276,6 +276,31 @@ image_mirror:
   (*server)->Shutdown();
 }
 
+TEST_CASE("native adapter: a spec's nexec shape asks for no more memory than the spec, a slot per GPU [A3]",
+          "[A3]") {
+  auto shape = [](double cpu, int64_t memory_mb, int gpu) {
+    pb::SpecOffer spec;
+    spec.mutable_quantity()->set_cpu(cpu);
+    spec.mutable_quantity()->set_memory_mb(memory_mb);
+    spec.mutable_quantity()->set_gpu(gpu);
+    return ShapeForSpec(spec);
+  };
+  // A spec the size of a 61,036 MB host: rounded up per slot it asked for 61,038 MB on one
+  // host and waited for ever; rounded down it fits.
+  NexecShape whole = shape(3, 61036, 0);
+  CHECK(whole.slots == 3);
+  CHECK(whole.requirement == "rusage[mem=20345] span[hosts=1]");
+  // Memory per slot of the final slots: one CPU and two GPUs is two slots, 8 GiB each (it
+  // reserved 16 GiB a slot, 32 GiB in all, before).
+  NexecShape gpus = shape(1, 16384, 2);
+  CHECK(gpus.slots == 2);
+  CHECK(gpus.requirement == "2{rusage[mem=8192,gpu=1]}");
+  NexecShape mixed = shape(8, 65536, 1);
+  CHECK(mixed.slots == 8);
+  CHECK(mixed.requirement == "1{rusage[mem=8192,gpu=1]} 7{rusage[mem=8192]}");
+  CHECK(shape(2, 0, 0).requirement == "span[hosts=1]");
+}
+
 TEST_CASE("native adapter: a replica pending in nexec is in the center's usage from the moment its submit was "
           "answered [A14][A3]",
           "[A14][A3]") {
@@ -316,7 +341,7 @@ specs:
   CHECK(usage->used().memory() >= 4096);
   // Once it left, its slots are free again.
   CHECK(core.StopReplica(queued).ok());
-  CHECK(jc::testing::WaitUntil([&] {
+  REQUIRE(jc::testing::WaitUntil([&] {
     usage = core.Usage();
     return usage.ok() && usage->free().cpu() == 15;
   }));

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -42,6 +43,14 @@ class SdkAdapter {
     server_ = std::move(server).value();
   }
 
+  // Stops what it submitted: a case that failed half-way leaves nothing running that the
+  // next case on the same center would count.
+  ~SdkAdapter() {
+    for (const auto& key : submitted_) (void)core().StopReplica(key);
+  }
+  SdkAdapter(const SdkAdapter&) = delete;
+  SdkAdapter& operator=(const SdkAdapter&) = delete;
+
   adapter::AdapterCore& core() { return server_->core(); }
 
   // Submits a replica of job `job` (unique within this adapter) of spec `spec`; its key.
@@ -55,12 +64,14 @@ class SdkAdapter {
     auto r = core().Submit(req);
     INFO(r.status().ToString());
     REQUIRE(r.ok());
+    submitted_.push_back(r->key());
     return r->key();
   }
 
  private:
   std::string run_;
   std::unique_ptr<adapter::AdapterServer> server_;
+  std::vector<adapter::pb::ReplicaKey> submitted_;
 };
 
 }  // namespace jc::testing

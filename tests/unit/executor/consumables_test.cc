@@ -205,9 +205,19 @@ TEST_CASE("a reservation no host can hold is refused at submit with why: GPUs pa
   CHECK(huge.message() == "rusage[mem=1e+15] asks for more memory per slot than the largest host has (65536 MB)");
   CHECK(absl::IsInvalidArgument(refused("2{rusage[mem=1024]} 1{rusage[mem=70000]}")));
   CHECK(refused("rusage[mem=65536]").ok());
+  // On one host, every slot's memory together (a spec the size of a host, rounded up per
+  // slot, once asked for more than the host and waited).
+  JobRequest whole = testing::MakeJob(1, "u", 3, "normal", "rusage[mem=21846] span[hosts=1]");
+  const absl::Status too_much = s.Check(&whole);
+  CHECK(too_much.message() == "span[hosts=1] with rusage[mem=21846] asks for 65538 MB on one host; the largest host "
+                              "has 65536 MB");
+  JobRequest fits = testing::MakeJob(1, "u", 3, "normal", "rusage[mem=21845.333] span[hosts=1]");
+  CHECK(s.Check(&fits).ok());
   // A host that comes back with more memory lets it in; one that shrinks keeps it out.
-  REQUIRE(s.UpdateHostCapacity("h1", 8, 200000, 0, {}).ok());
+  REQUIRE(s.UpdateHostCapacity("h1", 8, 200000.5, 0, {}).ok());
   CHECK(refused("rusage[mem=100000]").ok());
+  CHECK(refused("rusage[mem=200001]").message() ==
+        "rusage[mem=200001] asks for more memory per slot than the largest host has (200000.5 MB)");
   REQUIRE(s.UpdateHostCapacity("h1", 8, 4096, 0, {}).ok());
   CHECK(absl::IsInvalidArgument(refused("rusage[mem=8192]")));
 }

@@ -156,7 +156,7 @@ std::string Feed(Tracked& t, const json& e, const At& at) {
     if (!shrunk.ok()) return ErrorLine(shrunk.status());
     fx = *shrunk;
   } else if (kind == "requeue_refused") {
-    RequeueRefused(t);
+    RequeueRefused(t, e.value("why", std::string("no host can hold it now")));
   } else if (kind == "rerun") {
     return line(Rerun(t, at));
   } else if (kind == "suspend") {

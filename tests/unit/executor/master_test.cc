@@ -250,6 +250,39 @@ TEST_CASE("a host's listing holds the memory its running jobs reserve, after a r
   CHECK(used_mem(again) == 0);
 }
 
+TEST_CASE("a multi-section job's memory is counted by the section each task came from, also after a restart",
+          "[B1][B7]") {
+  auto store = jc::testing::MakeTestStore();
+  FakeDialer dialer;
+  auto one_slot = [](const std::string& host) {
+    auto b = Beat(host);
+    b.mutable_info()->set_cpus(1);
+    return b;
+  };
+  // Each host has one slot: the first section's two slots land on two hosts, so the second
+  // task is the first section's, not the second's.
+  auto by_host = [](Master& m) {
+    std::map<double, int> hosts_by_mem;
+    for (const auto& h : m.ListHosts()) ++hosts_by_mem[h.used_mem_mb()];
+    return hosts_by_mem;
+  };
+  const std::map<double, int> want = {{100, 2}, {4000, 2}};
+  {
+    Master master(store.get(), jc::RealClock::Get(), &dialer, DefaultConfig(), {});
+    REQUIRE(master.Recover().ok());
+    for (const char* h : {"h1", "h2", "h3", "h4"}) REQUIRE(master.Heartbeat(one_slot(h)).ok());
+    auto spec = Spec("sleep 100");
+    spec.set_requirement("2{rusage[mem=4000]} 2{rusage[mem=100]}");
+    REQUIRE(master.Submit(spec).ok());
+    REQUIRE(*master.ScheduleOnce() == 1);
+    CHECK(by_host(master) == want);
+    master.Stop();
+  }
+  Master again(store.get(), jc::RealClock::Get(), &dialer, DefaultConfig(), {});
+  REQUIRE(again.Recover().ok());
+  CHECK(by_host(again) == want);
+}
+
 TEST_CASE("bad submissions are refused and nothing is stored", "[B2][C5]") {
   auto store = jc::testing::MakeTestStore();
   FakeDialer dialer;
