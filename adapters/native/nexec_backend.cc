@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 
 #include "absl/strings/match.h"
@@ -187,15 +188,30 @@ absl::StatusOr<pb::Usage> NexecBackend::GetUsage() {
     u.set_running_task_num(u.running_task_num() + q.running_jobs());
     u.set_waiting_task_num(u.waiting_task_num() + q.pending_jobs());
   }
+  // A host's use is bounded by what it has: a job suspended for a preemption lends its
+  // slots to the preemptor and still holds them in its record, so a host's listing may show
+  // more used than it has; the center's free capacity is never negative. Summed in double:
+  // the usage's fields are int32 (memory in MB).
+  double used_cpu = 0, free_cpu = 0, used_gpu = 0, free_gpu = 0, used_mem = 0, free_mem = 0;
   for (const auto& h : hosts.hosts()) {
     if (h.state() == "unavailable") continue;
-    u.mutable_used()->set_cpu(u.used().cpu() + h.used_slots());
-    u.mutable_free()->set_cpu(u.free().cpu() + h.slots() - h.used_slots());
-    u.mutable_used()->set_gpu(u.used().gpu() + h.used_gpus_size());
-    u.mutable_free()->set_gpu(u.free().gpu() + h.gpus_size() - h.used_gpus_size());
-    u.mutable_used()->set_memory(u.used().memory() + static_cast<int>(h.used_mem_mb()));
-    u.mutable_free()->set_memory(u.free().memory() + static_cast<int>(h.mem_mb() - h.used_mem_mb()));
+    const double slots = std::min<double>(h.used_slots(), h.slots());
+    used_cpu += slots;
+    free_cpu += h.slots() - slots;
+    const int gpus = std::min(h.used_gpus_size(), h.gpus_size());
+    used_gpu += gpus;
+    free_gpu += h.gpus_size() - gpus;
+    const double mem = std::clamp(h.used_mem_mb(), 0.0, std::max(0.0, h.mem_mb()));
+    used_mem += mem;
+    free_mem += std::max(0.0, h.mem_mb()) - mem;
   }
+  auto whole = [](double v) { return static_cast<int32_t>(std::min<double>(v, std::numeric_limits<int32_t>::max())); };
+  u.mutable_used()->set_cpu(whole(used_cpu));
+  u.mutable_free()->set_cpu(whole(free_cpu));
+  u.mutable_used()->set_gpu(whole(used_gpu));
+  u.mutable_free()->set_gpu(whole(free_gpu));
+  u.mutable_used()->set_memory(whole(used_mem));
+  u.mutable_free()->set_memory(whole(free_mem));
   return u;
 }
 
