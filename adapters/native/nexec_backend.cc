@@ -89,19 +89,29 @@ std::string CurrentUser() {
   return pw ? pw->pw_name : "root";
 }
 
+// A sum of hosts' figures as the standard's int32 fields: never negative, never past
+// INT32_MAX, 0 for what is not a number (a cast of either is undefined).
+int32_t Whole(double v) {
+  if (!(v > 0)) return 0;
+  return static_cast<int32_t>(std::min<double>(v, std::numeric_limits<int32_t>::max()));
+}
+
 }  // namespace
 
 NexecShape ShapeForSpec(const pb::SpecOffer& spec) {
   NexecShape shape;
   const int gpus = spec.quantity().gpu();
   // GPUs are whole and reserved per slot: a slot per GPU, the rest without. The center's
-  // config bounds cpu; the clamp keeps the cast defined whatever a caller passes.
-  shape.slots = std::max({1, static_cast<int>(std::ceil(std::clamp(spec.quantity().cpu(), 0.0, 1e6))), gpus});
+  // config bounds cpu; the clamp keeps the cast defined for any finite number.
+  const double cpu = std::isfinite(spec.quantity().cpu()) ? std::clamp(spec.quantity().cpu(), 0.0, 1e6) : 0.0;
+  shape.slots = std::max({1, static_cast<int>(std::ceil(cpu)), gpus});
   // Memory per slot of the final slots, rounded down: together they never ask for more than
   // the spec (rounded up, a spec the size of a host asked for up to slots - 1 MB more than
   // the host has and waited for ever; taken before the GPUs' slots, a GPU spec reserved its
   // memory once per GPU).
-  const int64_t mem = static_cast<int64_t>(std::floor(spec.quantity().memory_mb() / shape.slots));
+  // (At least 1 MB a slot when the spec has memory: none would be no limit at all.)
+  const int64_t memory_mb = spec.quantity().memory_mb();
+  const int64_t mem = memory_mb > 0 ? std::max<int64_t>(1, memory_mb / shape.slots) : 0;
   std::string mem_part = mem > 0 ? absl::StrCat("mem=", mem) : "";
   auto rusage = [&](bool gpu) {
     std::string inner = mem_part;
@@ -165,13 +175,17 @@ absl::StatusOr<pb::CenterInfo> NexecBackend::Describe() {
   info.set_scheduler("nexec");
   auto* cap = info.mutable_capacity();
   std::set<std::string> digests;
+  double cpu = 0, gpu = 0, mem = 0;  // summed before the int32 fields
   for (const auto& h : hosts.hosts()) {
     if (h.state() == "unavailable") continue;
-    cap->set_cpu(cap->cpu() + h.slots());
-    cap->set_gpu(cap->gpu() + h.gpus_size());
-    cap->set_memory(cap->memory() + static_cast<int>(h.mem_mb()));
+    cpu += h.slots();
+    gpu += h.gpus_size();
+    mem += std::max(0.0, h.mem_mb());
     digests.insert(h.image_digests().begin(), h.image_digests().end());
   }
+  cap->set_cpu(Whole(cpu));
+  cap->set_gpu(Whole(gpu));
+  cap->set_memory(Whole(mem));
   // Present at the center when a host that takes work holds it: a replica placed for it
   // starts without a pull there (nexec does not yet prefer that host; it pulls elsewhere).
   for (const auto& d : digests) info.add_image_digests(d);
@@ -205,13 +219,12 @@ absl::StatusOr<pb::Usage> NexecBackend::GetUsage() {
     used_mem += mem;
     free_mem += std::max(0.0, h.mem_mb()) - mem;
   }
-  auto whole = [](double v) { return static_cast<int32_t>(std::min<double>(v, std::numeric_limits<int32_t>::max())); };
-  u.mutable_used()->set_cpu(whole(used_cpu));
-  u.mutable_free()->set_cpu(whole(free_cpu));
-  u.mutable_used()->set_gpu(whole(used_gpu));
-  u.mutable_free()->set_gpu(whole(free_gpu));
-  u.mutable_used()->set_memory(whole(used_mem));
-  u.mutable_free()->set_memory(whole(free_mem));
+  u.mutable_used()->set_cpu(Whole(used_cpu));
+  u.mutable_free()->set_cpu(Whole(free_cpu));
+  u.mutable_used()->set_gpu(Whole(used_gpu));
+  u.mutable_free()->set_gpu(Whole(free_gpu));
+  u.mutable_used()->set_memory(Whole(used_mem));
+  u.mutable_free()->set_memory(Whole(free_mem));
   return u;
 }
 

@@ -148,7 +148,10 @@ absl::Status ApplyDeclaredResources(const std::string& declared, pb::AgentInfo* 
       if (mb < 0) return absl::InvalidArgumentError(absl::StrCat("--resources ", key, " < 0"));
       // "inf", 1e300: no host has it, and the master and the native adapter take it as a
       // number of MB (a cast of it to an integer is undefined). A pebibyte is the most.
-      if (!std::isfinite(mb) || mb > kMaxDeclaredMb) {
+      if (!std::isfinite(mb)) {
+        return absl::InvalidArgumentError(absl::StrCat("--resources ", key, "=", value, ": not a finite size"));
+      }
+      if (mb > kMaxDeclaredMb) {
         return absl::InvalidArgumentError(absl::StrCat("--resources ", key, "=", value, ": more than ",
                                                        static_cast<int64_t>(kMaxDeclaredMb), " MB (1 PiB)"));
       }

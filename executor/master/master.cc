@@ -641,14 +641,19 @@ pb::LaunchRequest Master::MakeLaunch(const pb::Job& job) const {
   if (!job.tasks().empty()) {
     *l.mutable_gpus() = job.tasks(0).gpus();
     AddAssignedUnits(job, job.tasks(0).host(), &l);
-    // rusage[mem=...] (MB per slot) of the first section, for its slots on the first host:
-    // the task's memory limit where its agent contains it in a cgroup. From the request
-    // parsed at submit, not parsed again per launch.
-    if (auto rec = jobs_.find(job.id()); rec != jobs_.end() && !rec->second.request.requirement.sections.empty()) {
-      const auto& rusage = rec->second.request.requirement.sections[0].rusage;
-      if (auto mem = rusage.find("mem"); mem != rusage.end() && mem->second > 0) {
-        l.set_memory_limit_mb(static_cast<int64_t>(mem->second * std::max(1, job.tasks(0).slots())));
+    // The memory the job holds on the first host, every section's rusage[mem] (MB per slot)
+    // times its slots there: the task's memory limit where its agent contains it in a
+    // cgroup. (The first section's alone gave a native GPU replica, "1{mem,gpu} 7{mem}", an
+    // eighth of its spec's memory.) From the request parsed at submit, not parsed again.
+    if (auto rec = jobs_.find(job.id()); rec != jobs_.end()) {
+      int grown = 0;
+      double mem = 0;
+      for (const auto& section : HeldPlacement(job, rec->second.request, &grown).sections) {
+        for (const HostAllocation& a : section) {
+          if (a.host == job.tasks(0).host()) mem += a.mem_mb;
+        }
       }
+      if (mem > 0) l.set_memory_limit_mb(static_cast<int64_t>(mem));
     }
   }
   for (const auto& t : job.tasks()) {

@@ -299,6 +299,7 @@ TEST_CASE("native adapter: a spec's nexec shape asks for no more memory than the
   CHECK(mixed.slots == 8);
   CHECK(mixed.requirement == "1{rusage[mem=8192,gpu=1]} 7{rusage[mem=8192]}");
   CHECK(shape(2, 0, 0).requirement == "span[hosts=1]");
+  CHECK(shape(4, 3, 0).requirement == "rusage[mem=1] span[hosts=1]");  // a limit still, not none
 }
 
 TEST_CASE("native adapter: a replica pending in nexec is in the center's usage from the moment its submit was "

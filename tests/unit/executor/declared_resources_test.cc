@@ -14,7 +14,11 @@ TEST_CASE("an agent's declared memory is a size or MB, and one no host has is re
   CHECK(info.mem_mb() > 60000);
   // Infinity and a huge number were taken as MB: a cast of them to an integer is undefined,
   // and the master's check of rusage[mem] against the largest host meant nothing.
-  for (const std::string& mem : {std::string("inf"), std::string("1e300"), std::string("2000000000")}) {
+  for (const std::string& mem : {std::string("inf"), std::string("nan")}) {
+    pb::AgentInfo other;
+    CHECK(ApplyDeclaredResources("mem=" + mem, &other).message() == "--resources mem=" + mem + ": not a finite size");
+  }
+  for (const std::string& mem : {std::string("1e300"), std::string("2000000000")}) {
     pb::AgentInfo other;
     const absl::Status refused = ApplyDeclaredResources("mem=" + mem, &other);
     INFO(mem);

@@ -283,6 +283,20 @@ TEST_CASE("a multi-section job's memory is counted by the section each task came
   CHECK(by_host(again) == want);
 }
 
+TEST_CASE("a task's memory limit is what its job holds on its host, every section's", "[B1][B7]") {
+  auto store = jc::testing::MakeTestStore();
+  FakeDialer dialer;
+  Master master(store.get(), jc::RealClock::Get(), &dialer, DefaultConfig(), {});
+  REQUIRE(master.Heartbeat(Beat("h1")).ok());  // 4 slots, 8192 MB
+  // The native adapter's shape of a GPU spec: a slot with the GPU, the rest without.
+  auto spec = Spec("sleep 100");
+  spec.set_requirement("1{rusage[mem=1500]} 3{rusage[mem=1000]}");
+  REQUIRE(master.Submit(spec).ok());
+  REQUIRE(*master.ScheduleOnce() == 1);
+  WaitLaunches(dialer, 1);
+  CHECK(dialer.launches[0].memory_limit_mb() == 4500);  // the first section's alone gave 1500
+}
+
 TEST_CASE("bad submissions are refused and nothing is stored", "[B2][C5]") {
   auto store = jc::testing::MakeTestStore();
   FakeDialer dialer;
