@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "absl/strings/numbers.h"
@@ -139,6 +140,7 @@ class Parser {
     Requirement req;
     if (Peek().kind == Tok::kNumber && Peek(1).kind == Tok::kLBrace) {
       req.multi_section = true;
+      int64_t total_slots = 0;  // bounded so that TotalSlots() stays an int
       while (Peek().kind != Tok::kEnd) {
         const Token& count = Peek();
         if (count.kind != Tok::kNumber) {
@@ -149,6 +151,11 @@ class Parser {
         if (!absl::SimpleAtoi(count.text, &slots) || slots < 1) {
           return ErrorAt(count.column, absl::StrCat("slot count must be a whole number of at "
                                                     "least 1, found \"", count.text, "\""));
+        }
+        total_slots += slots;
+        if (total_slots > std::numeric_limits<int>::max()) {
+          return ErrorAt(count.column, absl::StrCat("the sections' slot counts add up past ",
+                                                    std::numeric_limits<int>::max()));
         }
         Next();
         JC_RETURN_IF_ERROR(Expect(Tok::kLBrace, "after the slot count"));

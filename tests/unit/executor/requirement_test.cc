@@ -90,6 +90,8 @@ TEST_CASE("malformed requirement strings name the column and what was expected",
       {"4{mem>10", "expected '}' to close the section"},
       {"4{mem>10} rusage[gpu=1]", "expected a slot count before '{'"},
       {"0{mem>10}", "slot count must be a whole number of at least 1"},
+      // Each count fits an int; their sum did not, and came out negative: past every check.
+      {"2000000000{mem>10} 2000000000{mem>10}", "column 20: the sections' slot counts add up past 2147483647"},
       {"select[defined(1)]", "expected a resource name in defined()"},
   };
   for (const auto& [in, message] : bad) {
