@@ -178,7 +178,10 @@ void Elastic::ReturnUnneeded(Job& e, Queue& eq, HostAllocation* taken) {
   const ClusterModel::Host& h = model_.hosts[model_.host_index.at(taken->host)];
   const double mem_per_slot = taken->slots > 0 ? taken->mem_mb / taken->slots : 0;
   int keep = std::min(taken->slots, h.free_slots());
-  if (mem_per_slot > 0) keep = std::min(keep, static_cast<int>((h.config.mem_mb - h.used_mem) / mem_per_slot + 1e-9));
+  if (mem_per_slot > 0) {
+    const double fit = (h.config.mem_mb - h.used_mem) / mem_per_slot + 1e-9;  // in double: see HostCapacity
+    if (fit < keep) keep = static_cast<int>(std::max(0.0, fit));
+  }
   if (keep <= 0) return;
   HostAllocation kept = *taken;
   kept.slots = keep;

@@ -482,7 +482,11 @@ int Scheduler::HostCapacity(const Host& h, const Queue& queue, const Job& job,
   if (job.request.exclusive && h.used_slots > 0) return 0;
   int cap = h.free_slots();
   if (mem_per_slot > 0) {
-    cap = std::min<int>(cap, static_cast<int>((h.config.mem_mb - h.used_mem) / mem_per_slot));
+    // In double until it is known to be below cap: a tiny rusage[mem] divides to past any
+    // int. The epsilon is Check's and the elastic shrink's: a host of exactly the job's
+    // memory in fractions (3 × 0.1 MB in 0.3) holds it.
+    const double fit = (h.config.mem_mb - h.used_mem) / mem_per_slot + 1e-9;
+    if (fit < cap) cap = static_cast<int>(std::max(0.0, fit));
   }
   if (gpus_per_slot > 0) {
     if (queue.config.gpu_shared) {

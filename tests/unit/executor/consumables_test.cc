@@ -221,3 +221,18 @@ TEST_CASE("a reservation no host can hold is refused at submit with why: GPUs pa
   REQUIRE(s.UpdateHostCapacity("h1", 8, 4096, 0, {}).ok());
   CHECK(absl::IsInvalidArgument(refused("rusage[mem=8192]")));
 }
+
+TEST_CASE("a tiny memory reservation per slot is placed, and memory in fractions fills a host to the last "
+          "fraction [B1]",
+          "[B1]") {
+  QueueConfig normal;
+  normal.name = "normal";
+  Scheduler s = testing::OneHost(8, normal);  // 65,536 MB
+  // 65,536 / 1e-7 slots is past any int: the cast of it was undefined (on x86 a negative
+  // capacity: the job never started).
+  auto placed = testing::RunCycle(s, {testing::MakeJob(1, "u", 2, "normal", "rusage[mem=0.0000001]")});
+  CHECK(placed.count(1) == 1);
+  // 3 slots of 21,845.333 MB each in the 65,536 MB left... less the tiny job's.
+  auto third = testing::RunCycle(s, {testing::MakeJob(2, "u", 3, "normal", "rusage[mem=21845.3333] span[hosts=1]")});
+  CHECK(third.count(2) == 1);
+}
