@@ -45,6 +45,15 @@ pb::HeartbeatRequest Beat(const std::string& host, std::vector<pb::TaskReport> t
   return b;
 }
 
+pb::TaskReport Running(const pb::LaunchRequest& l) {
+  pb::TaskReport r;
+  r.set_job_id(l.job_id());
+  r.set_attempt(l.attempt());
+  r.set_state(pb::TASK_RUNNING);
+  r.set_pid(1234);
+  return r;
+}
+
 pb::TaskReport Exited(const pb::LaunchRequest& l, int code) {
   pb::TaskReport r;
   r.set_job_id(l.job_id());
@@ -161,15 +170,7 @@ TEST_CASE("an agent's heartbeat with only exits leaves its other tasks running a
   int64_t b = *master.Submit(Spec("sleep 100"));
   REQUIRE(*master.ScheduleOnce() == 2);
   WaitLaunches(dialer, 2);
-  auto running = [&](const pb::LaunchRequest& l) {
-    pb::TaskReport r;
-    r.set_job_id(l.job_id());
-    r.set_attempt(l.attempt());
-    r.set_state(pb::TASK_RUNNING);
-    r.set_pid(1234);
-    return r;
-  };
-  REQUIRE(master.Heartbeat(Beat("h1", {running(dialer.launches[0]), running(dialer.launches[1])})).ok());
+  REQUIRE(master.Heartbeat(Beat("h1", {Running(dialer.launches[0]), Running(dialer.launches[1])})).ok());
   CHECK(master.GetJob(b)->state() == pb::RUNNING);
 
   // Sent at once for a's exit, between the periodic heartbeats: b is not in it.
@@ -208,14 +209,6 @@ TEST_CASE("a host's listing holds the memory its running jobs reserve, after a r
   auto store = jc::testing::MakeTestStore();
   FakeDialer dialer;
   auto used_mem = [](Master& m) { return m.ListHosts().at(0).used_mem_mb(); };
-  auto running = [](const pb::LaunchRequest& l) {
-    pb::TaskReport r;
-    r.set_job_id(l.job_id());
-    r.set_attempt(l.attempt());
-    r.set_state(pb::TASK_RUNNING);
-    r.set_pid(1234);
-    return r;
-  };
   pb::LaunchRequest launched;
   {
     Master master(store.get(), jc::RealClock::Get(), &dialer, DefaultConfig(), {});
@@ -229,7 +222,7 @@ TEST_CASE("a host's listing holds the memory its running jobs reserve, after a r
     REQUIRE(*master.ScheduleOnce() == 1);
     WaitLaunches(dialer, 1);
     launched = dialer.launches[0];
-    REQUIRE(master.Heartbeat(Beat("h1", {running(launched)})).ok());
+    REQUIRE(master.Heartbeat(Beat("h1", {Running(launched)})).ok());
     CHECK(master.ListHosts()[0].used_slots() == 3);
     CHECK(used_mem(master) == 3000);
     // One slot of 6000 MB does not fit in the 5192 MB left: the listing and the scheduler
@@ -242,7 +235,7 @@ TEST_CASE("a host's listing holds the memory its running jobs reserve, after a r
   }
   Master again(store.get(), jc::RealClock::Get(), &dialer, DefaultConfig(), {});
   REQUIRE(again.Recover().ok());
-  REQUIRE(again.Heartbeat(Beat("h1", {running(launched)})).ok());
+  REQUIRE(again.Heartbeat(Beat("h1", {Running(launched)})).ok());
   CHECK(again.GetJob(launched.job_id())->state() == pb::RUNNING);
   CHECK(used_mem(again) == 3000);  // restored from the job's requirement
   REQUIRE(again.Heartbeat(Beat("h1", {Exited(launched, 0)})).ok());
