@@ -236,3 +236,38 @@ TEST_CASE("a tiny memory reservation per slot is placed, and memory in fractions
   auto third = testing::RunCycle(s, {testing::MakeJob(2, "u", 3, "normal", "rusage[mem=21845.3333] span[hosts=1]")});
   CHECK(third.count(2) == 1);
 }
+
+// helper-56: span[hosts=1] passed when the most slots were on one host and the most memory
+// (or the GPUs) on another, and the job waited for ever.
+TEST_CASE("span[hosts=1] is refused at submit when no one host has its slots, their memory and their GPUs "
+          "together, and taken when one has [B1]",
+          "[B1]") {
+  QueueConfig normal, shared;
+  normal.name = "normal";
+  shared.name = "shared";
+  shared.gpu_shared = true;
+  Scheduler s = testing::OneHost(8, normal);  // h1: 8 slots, 65,536 MB, no GPUs
+  REQUIRE(s.AddQueue(shared).ok());
+  HostConfig big;
+  big.name = "h2";
+  big.slots = 2;
+  big.mem_mb = 262144;
+  big.gpus = {0, 1};
+  REQUIRE(s.AddHost(big).ok());
+  auto check = [&](const std::string& queue, int slots, const std::string& requirement) {
+    JobRequest job = testing::MakeJob(1, "u", slots, queue, requirement);
+    return s.Check(&job);
+  };
+  // 4 slots of 20,000 MB: h1 has the slots, h2 the memory, neither both.
+  const absl::Status split = check("normal", 4, "rusage[mem=20000] span[hosts=1]");
+  CHECK(absl::IsInvalidArgument(split));
+  CHECK(split.message() == "span[hosts=1] asks for 4 slots, 80000 MB and 0 GPUs on one host; no host has all three");
+  CHECK(check("normal", 4, "rusage[mem=16000] span[hosts=1]").ok());  // h1 holds it
+  CHECK(check("normal", 4, "rusage[mem=20000]").ok());                // not on one host: h1 and h2 together
+  // GPUs: 2 slots of one GPU each fit h2; 3 slots of a GPU fit no host (h1 has none).
+  CHECK(check("normal", 2, "rusage[gpu=1] span[hosts=1]").ok());
+  CHECK(absl::IsInvalidArgument(check("normal", 3, "rusage[gpu=1] span[hosts=1]")));
+  // Where GPUs are shared between jobs, one job's slots still take distinct GPUs of the host.
+  CHECK(check("shared", 2, "rusage[gpu=1] span[hosts=1]").ok());
+  CHECK(absl::IsInvalidArgument(check("shared", 3, "rusage[gpu=1] span[hosts=1]")));
+}
