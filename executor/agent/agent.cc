@@ -1,5 +1,6 @@
 #include "executor/agent/agent.h"
 #include "executor/master/agent_dialer.h"
+#include "executor/policy/cluster.h"
 
 #include <cmath>
 
@@ -52,7 +53,7 @@
 namespace jc::nexec {
 namespace {
 
-constexpr double kMaxDeclaredMb = 1024.0 * 1024 * 1024;  // 1 PiB
+constexpr double kMaxDeclaredMb = kMaxHostMemMb;  // 1 PiB
 
 std::string TaskKey(int64_t job, int32_t task, int32_t attempt) {
   return absl::StrCat(job, ".", task, ".", attempt);

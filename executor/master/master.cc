@@ -6,6 +6,7 @@
 #include <csignal>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <utility>
@@ -917,8 +918,26 @@ pb::Job Master::ViewOf(const JobRecord& rec) const {
   return view;
 }
 
+namespace {
+
+// What an agent declares of its memory, checked where its heartbeat enters: an older agent
+// (before its own check) could declare "inf" or 1e300 MB, which the scheduler then counted.
+absl::Status CheckDeclaredMemory(const pb::AgentInfo& info) {
+  for (const auto& [name, mb] : {std::pair<const char*, double>{"mem", info.mem_mb()}, {"swap", info.swap_mb()}}) {
+    if (!std::isfinite(mb) || mb < 0 || mb > kMaxHostMemMb) {
+      return absl::InvalidArgumentError(absl::StrCat("heartbeat of host ", info.host(), " declares ", name, " ", mb,
+                                                     " MB: a host's must be a finite number from 0 to ",
+                                                     static_cast<int64_t>(kMaxHostMemMb), " MB (1 PiB)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatRequest& req) {
   if (req.info().host().empty()) return absl::InvalidArgumentError("heartbeat without a host name");
+  JC_RETURN_IF_ERROR(CheckDeclaredMemory(req.info()));
   // Answered once what it reported is committed: the agent forgets an ended task only then.
   return OnLoop([&] { return HeartbeatOnLoop(req); });
 }
@@ -926,6 +945,7 @@ absl::StatusOr<pb::HeartbeatResponse> Master::Heartbeat(const pb::HeartbeatReque
 void Master::HeartbeatThen(const pb::HeartbeatRequest& req,
                            std::function<void(absl::StatusOr<pb::HeartbeatResponse>)> done) {
   if (req.info().host().empty()) return done(absl::InvalidArgumentError("heartbeat without a host name"));
+  if (absl::Status declared = CheckDeclaredMemory(req.info()); !declared.ok()) return done(declared);
   OnLoopThen([this, &req] { return HeartbeatOnLoop(req); }, std::move(done));
 }
 

@@ -35,6 +35,11 @@ struct LoadThreshold {
 };
 using LoadThresholds = std::map<std::string, LoadThreshold>;
 
+// The most memory (or swap) a host may declare, in MB: 1 PiB. The agent refuses more at its
+// start; the master refuses a heartbeat declaring more (an older agent's), or a size that is
+// negative or not a finite number, before the scheduler counts it.
+inline constexpr double kMaxHostMemMb = 1024.0 * 1024 * 1024;
+
 struct HostConfig {
   std::string name;
   std::string type;        // a HostType name ("" = default, factor 1)

@@ -2,6 +2,8 @@
 // with resumable cursors, exit codes, kill and requeue, unknown-task cleanup.
 
 #include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
 #include <future>
 
 #include "absl/strings/match.h"
@@ -917,4 +919,29 @@ TEST_CASE("a kill only if pending takes back a job that waits and leaves one tha
   REQUIRE(requeued.ok());
   CHECK(requeued->state() == pb::PENDING);
   CHECK(master.GetJob(started)->state() == pb::PENDING);
+}
+
+// helper-56: an older agent (before its own --resources check) declared "inf" or 1e300 MB of
+// memory and the scheduler counted it; the master refuses the heartbeat where it enters.
+TEST_CASE("a heartbeat declaring memory or swap that is negative, not finite or past 1 PiB is refused with why, "
+          "and the host does not join [B1]",
+          "[B1]") {
+  auto store = jc::testing::MakeTestStore();
+  FakeDialer dialer;
+  Master master(store.get(), jc::RealClock::Get(), &dialer, DefaultConfig(), {});
+  for (double mb : {std::numeric_limits<double>::infinity(), std::nan(""), -1.0, 1e300}) {
+    pb::HeartbeatRequest mem = Beat("h1");
+    mem.mutable_info()->set_mem_mb(mb);
+    auto refused = master.Heartbeat(mem);
+    CHECK(absl::IsInvalidArgument(refused.status()));
+    CHECK(refused.status().message().find("declares mem") != absl::string_view::npos);
+    pb::HeartbeatRequest swap = Beat("h1");
+    swap.mutable_info()->set_swap_mb(mb);
+    CHECK(absl::IsInvalidArgument(master.Heartbeat(swap).status()));
+  }
+  CHECK(master.ListHosts().empty());
+  pb::HeartbeatRequest pib = Beat("h1");
+  pib.mutable_info()->set_mem_mb(1024.0 * 1024 * 1024);
+  REQUIRE(master.Heartbeat(pib).ok());
+  CHECK(master.ListHosts().size() == 1);
 }
