@@ -53,8 +53,6 @@
 namespace jc::nexec {
 namespace {
 
-constexpr double kMaxDeclaredMb = kMaxHostMemMb;  // 1 PiB
-
 std::string TaskKey(int64_t job, int32_t task, int32_t attempt) {
   return absl::StrCat(job, ".", task, ".", attempt);
 }
@@ -152,9 +150,9 @@ absl::Status ApplyDeclaredResources(const std::string& declared, pb::AgentInfo* 
       if (!std::isfinite(mb)) {
         return absl::InvalidArgumentError(absl::StrCat("--resources ", key, "=", value, ": not a finite size"));
       }
-      if (mb > kMaxDeclaredMb) {
+      if (mb > kMaxHostMemMb) {
         return absl::InvalidArgumentError(absl::StrCat("--resources ", key, "=", value, ": more than ",
-                                                       static_cast<int64_t>(kMaxDeclaredMb), " MB (1 PiB)"));
+                                                       static_cast<int64_t>(kMaxHostMemMb), " MB (1 PiB)"));
       }
       key == "mem" ? info->set_mem_mb(mb) : info->set_swap_mb(mb);
     } else if (!key.empty()) {

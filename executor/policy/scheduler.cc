@@ -410,14 +410,11 @@ absl::Status Scheduler::Check(JobRequest* job_ptr) const {
       // most memory on another): the section waits for ever unless one host has its slots,
       // their memory and their GPUs together (helper-56). A scan of the hosts, at submit only.
       const double gpus = gpu * s.slots;  // shared or not, a slot's GPUs are distinct on its host
-      bool one_host_holds_it = false;
-      for (const ClusterModel::Host& h : model_.hosts) {
-        if (h.config.slots >= s.slots && h.config.mem_mb >= mem * s.slots &&
-            static_cast<double>(h.config.gpus.size()) >= gpus) {
-          one_host_holds_it = true;
-          break;
-        }
-      }
+      const bool one_host_holds_it =
+          std::any_of(model_.hosts.begin(), model_.hosts.end(), [&](const ClusterModel::Host& h) {
+            return h.config.slots >= s.slots && h.config.mem_mb >= mem * s.slots &&
+                   static_cast<double>(h.config.gpus.size()) >= gpus;
+          });
       if (!one_host_holds_it) {
         return absl::InvalidArgumentError(absl::StrFormat(
             "span[hosts=1] asks for %d slots, %.15g MB and %.15g GPUs on one host; no host has all three", s.slots,
