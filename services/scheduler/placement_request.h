@@ -3,6 +3,7 @@
 // What the scheduler needs to place one replica of one task: the task's spec, image,
 // datasets and constraints, independent of how the job arrived (REST, gRPC, plan).
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/time/time.h"
+#include "services/scheduler/scarce_specs.h"
 #include "services/scheduler/snapshot.h"
 
 namespace jc::scheduler {
@@ -55,6 +57,11 @@ struct PlacementRequest {
   // draining_centers: the model-agnostic job does not take the only H100s while jobs that
   // need H100s wait.
   absl::flat_hash_map<std::string, int> kept_centers;
+  // Centers kept for the scarce specs asked for lately (ScarceSpecs, SPEC A16): a replica
+  // that could run at kScarceBreadthRatio times as many centers as such a spec goes to one
+  // of the others when one can start it now, unless it is bound to end there within
+  // kKeptCenterShortRun. Shared by every request of a pass; null: none.
+  std::shared_ptr<const ScarceCenters> scarce_centers;
   // Centers where an earlier attempt of this replica failed: the retry policy prefers
   // any other, and falls back to them only when nothing else fits.
   absl::flat_hash_set<std::string> avoid_centers;

@@ -90,7 +90,10 @@ ReplicaDecision Placer::Decide(const PlacementRequest& request, const Snapshot& 
     run_filters(false);
     if (candidates_.empty() && avoided) run_filters(true);
   }
-  if (!request.kept_centers.empty() && candidates_.size() > 1) PreferUnkept(request, snapshot, explain != nullptr);
+  if ((!request.kept_centers.empty() || (request.scarce_centers && !request.scarce_centers->empty())) &&
+      candidates_.size() > 1) {
+    PreferUnkept(request, snapshot, explain != nullptr);
+  }
 
   const size_t n = candidates_.size();
   const size_t m = scorers_.size();
@@ -222,31 +225,68 @@ void Placer::CountRemoved(const char* filter) {
 }
 
 void Placer::PreferUnkept(const PlacementRequest& request, const Snapshot& snapshot, bool explain) {
-  // Which candidates a waiting job needs, and whether one that none needs can start it now.
-  kept_.assign(candidates_.size(), 0);  // the keeper's breadth; 0: not kept
-  bool any_kept = false, free_elsewhere = false;
+  // Which candidates a waiting job or a scarce spec asked for lately needs.
+  const ScarceCenters* scarce = request.scarce_centers.get();
+  kept_.assign(candidates_.size(), 0);    // the waiting keeper's breadth; 0: not kept
+  scarce_.assign(candidates_.size(), nullptr);
+  bool any_kept = false, any_free = false;
   for (size_t j = 0; j < candidates_.size(); ++j) {
     if (auto it = request.kept_centers.find(candidates_[j]->id); it != request.kept_centers.end()) {
       kept_[j] = it->second;
       any_kept = true;
-    } else if (candidates_[j]->free.Covers(specs_[j]->quantity)) {
+    }
+    if (scarce != nullptr) {
+      if (auto it = scarce->find(candidates_[j]->id); it != scarce->end()) {
+        scarce_[j] = &it->second;
+        any_kept = true;
+      }
+    }
+    any_free = any_free || candidates_[j]->free.Covers(specs_[j]->quantity);
+  }
+  if (!any_kept || !any_free) return;
+  // Only a replica that could run at more centers than the waiting job gives way (two jobs
+  // that need the same H100s are ordered by the queue, not by this), and at five times as
+  // many as a scarce spec; and from a scarce spec's center not one bound to end soon there
+  // (it leaves before a job of the spec is likely to come, and runs at its speed meanwhile).
+  const int breadth = static_cast<int>(CentersThatCouldEverTake(request, snapshot).size());
+  // Another center can start it now: one no keep names, or whose scarce spec is not narrow
+  // enough to keep it from this replica.
+  bool free_elsewhere = false;
+  for (size_t j = 0; j < candidates_.size(); ++j) {
+    if (scarce_[j] != nullptr && scarce_[j]->breadth * kScarceBreadthRatio > breadth) scarce_[j] = nullptr;
+    if (kept_[j] == 0 && scarce_[j] == nullptr && candidates_[j]->free.Covers(specs_[j]->quantity)) {
       free_elsewhere = true;
     }
   }
-  if (!any_kept || !free_elsewhere) return;
-  // Only a replica that could run at more centers than the waiting job gives way: two jobs
-  // that need the same H100s are ordered by the queue, not by this.
-  const int breadth = static_cast<int>(CentersThatCouldEverTake(request, snapshot).size());
+  if (!free_elsewhere) return;
+  for (size_t j = 0; j < candidates_.size(); ++j) {
+    if (kept_[j] >= breadth) kept_[j] = 0;
+    if (kept_[j] > 0) {
+      // A waiting job's keep holds against short replicas too: a stream of them would
+      // otherwise take its GPUs piecemeal for as long as the stream lasts.
+      scarce_[j] = nullptr;
+    } else if (scarce_[j] != nullptr) {
+      const double perf = candidates_[j]->performance_factor > 0 ? candidates_[j]->performance_factor : 1;
+      const absl::Duration run = request.time_limit ? *request.time_limit : request.backfill_runtime / perf;
+      if (run <= kKeptCenterShortRun) scarce_[j] = nullptr;
+    }
+  }
   const auto& centers = snapshot.centers();
   size_t out = 0;
   for (size_t j = 0; j < candidates_.size(); ++j) {
-    if (kept_[j] > 0 && kept_[j] < breadth) {
+    if (kept_[j] > 0 || scarce_[j] != nullptr) {
       const size_t i = static_cast<size_t>(candidates_[j] - centers.data());
       if (explain) {
         failed_[i] = kFilterKept;
-        reasons_[i] = absl::StrCat("kept for a waiting job that can run at only ", kept_[j],
-                                   kept_[j] == 1 ? " center" : " centers", " (this replica can run at ", breadth,
-                                   ", and another center can start it now)");
+        reasons_[i] =
+            kept_[j] > 0
+                ? absl::StrCat("kept for a waiting job that can run at only ", kept_[j],
+                               kept_[j] == 1 ? " center" : " centers", " (this replica can run at ", breadth,
+                               ", and another center can start it now)")
+                : absl::StrCat("kept for spec ", scarce_[j]->spec_id, ", asked for within the last day, which only ",
+                               scarce_[j]->breadth, scarce_[j]->breadth == 1 ? " center" : " centers",
+                               " could run (this replica can run at ", breadth,
+                               ", may run past an hour here, and another center can start it now)");
       }
       CountRemoved(kFilterKept);
       continue;

@@ -75,12 +75,14 @@ class Placer {
   // One more center removed by `filter`, for NothingFits.
   void CountRemoved(const char* filter);
   // Drops the candidates kept for narrower waiting jobs (PlacementRequest::kept_centers)
-  // when another candidate can start the replica now.
+  // or for scarce specs asked for lately (scarce_centers) when another candidate can start
+  // the replica now; one bound to end within kKeptCenterShortRun may take a scarce spec's.
   void PreferUnkept(const PlacementRequest& request, const Snapshot& snapshot, bool explain);
 
   const ScorerRegistry& scorers_;
   const EvaluationModel& model_;
   std::vector<int> kept_;
+  std::vector<const ScarceKeep*> scarce_;
   std::vector<const char*> failed_;  // per center: the filter that removed it (a decision that visits all)
   std::vector<int> pinned_;          // CandidateCenters' list of pinned centers
   std::vector<std::string> reasons_;

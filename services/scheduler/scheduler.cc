@@ -214,6 +214,7 @@ std::string Scheduler::NeverLocked(std::vector<PlacementRequest> requests, bool 
     r.sibling_centers.clear();
     r.draining_centers.clear();  // a drain ends when its job starts: never a reason for good
     r.kept_centers.clear();      // a keep is a preference among centers that can start it now
+    r.scarce_centers.reset();
   }
   Placer placer(scorers_, *weights.model);
   JobDecision d = placer.DecideJob(requests, ideal_, weights.weights, gang, nullptr, weights.model);
@@ -489,6 +490,10 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
       if (d.job_id != job_id) r.draining_centers[center] = d.start;
     }
     r.kept_centers = kept_;
+    r.scarce_centers = scarce_;
+    // Its spec is kept for a day, if few centers could run it (a job that names its centers
+    // keeps nothing: that narrowness is its own choice, not a need).
+    if (r.pinned_centers.empty()) scarce_specs_.Saw(r.spec_id, clock_->Now());
     requests.push_back(std::move(r));
   }
   // The job's placement record: kept as numbers for the most recent jobs, its protobuf
@@ -644,6 +649,8 @@ void Scheduler::BeginPass() {
   next_drains_.clear();
   next_kept_.clear();
   kept_by_.clear();
+  scarce_ = scarce_specs_.Centers(snapshot_, clock_->Now(), ideal_generation_);
+  if (scarce_->empty()) scarce_.reset();
 }
 
 void Scheduler::EndPass() {
@@ -661,6 +668,8 @@ void Scheduler::ClearPasses() {
   kept_.clear();
   next_kept_.clear();
   kept_by_.clear();
+  scarce_.reset();
+  scarce_specs_.Clear();
 }
 
 void Scheduler::Reported(const std::string& key, absl::Time at, absl::Time center_accepted_at) {
@@ -841,6 +850,7 @@ std::vector<Scheduler::MoveAnswer> Scheduler::MoveTargets(const std::vector<Move
           if (d.job_id != q.job_id) moved.draining_centers[center] = d.start;
         }
         moved.kept_centers = kept_;
+        moved.scarce_centers = scarce_;
         requests.push_back(std::move(moved));
       }
     }
@@ -921,10 +931,14 @@ JobDecision Scheduler::PlaceJobWithKeeps(Placer& placer, std::vector<PlacementRe
                                          const Resolved& weights, bool gang, PlacementRecord* record) {
   JobDecision d = placer.DecideJob(requests, snapshot, weights.weights, gang, record, weights.model);
   if (!d.placed && gang &&
-      std::any_of(requests.begin(), requests.end(), [](const auto& r) { return !r.kept_centers.empty(); })) {
+      std::any_of(requests.begin(), requests.end(),
+                  [](const auto& r) { return !r.kept_centers.empty() || r.scarce_centers != nullptr; })) {
     // A keep steers one replica at a time: a gang whose replicas each went elsewhere may then
     // not fit as a whole, where it would on the kept centers. Keeps never hold a gang back.
-    for (PlacementRequest& r : requests) r.kept_centers.clear();
+    for (PlacementRequest& r : requests) {
+      r.kept_centers.clear();
+      r.scarce_centers.reset();
+    }
     if (record != nullptr) *record = PlacementRecord();
     d = placer.DecideJob(requests, snapshot, weights.weights, true, record, weights.model);
   }
@@ -952,6 +966,7 @@ absl::StatusOr<v1::Placement> Scheduler::Plan(const v1::CreateTrainJobRequest& j
     for (PlacementRequest& req : requests) {
       for (const auto& [center, d] : drains_) req.draining_centers[center] = d.start;
       req.kept_centers = kept_;
+      req.scarce_centers = scarce_;
     }
     snapshot = snapshot_;  // a dry run works on a copy
   }

@@ -144,6 +144,11 @@ class Simulation {
   // decided again by each full pass, as the control plane's.
   absl::flat_hash_map<std::string, int> kept_, next_kept_;
   absl::flat_hash_map<std::string, int> kept_by_;  // project -> its job keeping this pass
+  // The specs asked for lately, and the centers kept for the scarce ones as of the last full
+  // pass (null: none), as the control plane's.
+  scheduler::ScarceSpecs scarce_specs_;
+  std::shared_ptr<const scheduler::ScarceCenters> scarce_;
+  uint64_t federation_generation_ = 1;  // which centers are available: changes with outages
   // How many centers could ever take a spec (CentersThatCouldEverTake), until availability
   // changes; for jobs whose filters depend on nothing else.
   absl::flat_hash_map<int, std::vector<int>> ever_by_spec_;
@@ -344,6 +349,7 @@ void Simulation::Run() {
         case EventKind::kOutageEnd:
           snapshot_.MutableAt(e.a).available = true;
           ever_by_spec_.clear();
+          ++federation_generation_;
           freed_ = true;
           break;
       }
@@ -358,6 +364,11 @@ void Simulation::SchedulePass() {
     return;
   }
   failed_specs_.clear();
+  if (options_.keep_scarce) {
+    // As the control plane's BeginPass: the scarce specs asked for lately keep their centers.
+    scarce_ = scarce_specs_.Centers(snapshot_, absl::UnixEpoch() + absl::Seconds(now_), federation_generation_);
+    if (scarce_->empty()) scarce_.reset();
+  }
   if (freed_) {
     if (options_.queue.order == "sef") {
       // What ended since the last pass may have taught the estimator: waiting jobs' ranks
@@ -404,6 +415,8 @@ bool Simulation::TryPlace(int index) {
   }
   r.now = absl::UnixEpoch() + absl::Seconds(now_);
   r.kept_centers = kept_;
+  r.scarce_centers = scarce_;
+  if (options_.keep_scarce && r.pinned_centers.empty()) scarce_specs_.Saw(r.spec_id, r.now);
   r.draining_centers.clear();
   for (const auto& [center, drain] : draining_) {
     if (drain.job != index) r.draining_centers[center] = drain.start;
@@ -661,6 +674,7 @@ void Simulation::Finish(int index, int attempt) {
 
 void Simulation::OutageStart(int center) {
   ever_by_spec_.clear();
+  ++federation_generation_;
   snapshot_.MutableAt(center).available = false;
   std::vector<int> victims(running_at_[center].begin(), running_at_[center].end());
   std::sort(victims.begin(), victims.end());

@@ -200,5 +200,124 @@ TEST_CASE("moves see drains and keeps as a placement does, and stepping down dro
   CHECK(placed->centers[0] == "east");
 }
 
+
+// Five centers of 8 CPUs, all free: "fast" (every spec priced 1) and four others (5);
+// "c8" (all 8 CPUs) only at fast, "c1" everywhere.
+class FiveCenters final : public InputsSource {
+ public:
+  absl::StatusOr<SchedulerInputs> Fetch() override {
+    SchedulerInputs in;
+    const std::vector<std::string> ids = {"fast", "o1", "o2", "o3", "o4"};
+    for (const std::string& id : ids) {
+      auto c = jc::testing::MakeCenter(id);
+      c.set_status(1);
+      c.set_security_grade(3);
+      c.set_network_topology("cn/" + id);
+      c.mutable_capacity()->set_cpu(8);
+      c.mutable_capacity()->set_gpu(0);
+      in.centers.push_back(c);
+      monitor::CenterObservation o;
+      o.center = c;
+      o.has_usage = true;
+      o.usage.mutable_free()->set_cpu(8);
+      o.usage.mutable_free()->set_memory(512 * 1024);
+      in.observations.push_back(o);
+    }
+    auto spec = [&](const std::string& id, int cpus, const std::vector<std::string>& where) {
+      std::string list;
+      for (const auto& w : where) list += (list.empty() ? "" : ",") + w;
+      auto s = jc::testing::MakeSpec(id, list);
+      (*s.mutable_resource_quantity())["cpu"] = std::to_string(cpus);
+      (*s.mutable_resource_quantity())["gpu"] = "0";
+      (*s.mutable_resource_quantity())["memory"] = "1Gi";
+      in.specs.push_back(s);
+      for (const std::string& center : where) {
+        v1::SpecCenterOffer offer;
+        offer.set_resource_spec_id(id);
+        offer.set_ai_center_id(center);
+        offer.set_can_run(true);
+        offer.set_price(center == "fast" ? "1" : "5");
+        in.offers.push_back(offer);
+      }
+    };
+    spec("c1", 1, ids);
+    spec("c8", 8, {"fast"});
+    return in;
+  }
+};
+
+TEST_CASE("a spec only one center of five offers keeps it for a day from its last job against jobs that could run "
+          "anywhere, in placements and plans; not for a job that names its centers, and stepping down forgets [A16]",
+          "[A16]") {
+  FiveCenters source;
+  FakeClock clock;
+  Scheduler s(&source, &clock, SchedulerOptions{});
+  REQUIRE(s.Refresh().ok());
+  auto place_small = [&](const std::string& id) {
+    auto placed = s.Place(id, Job({"c1"}, false), Slots(1), {});
+    REQUIRE(placed.ok());
+    REQUIRE(placed->placed);
+    s.Forget(Scheduler::ReservationKey(id, 0, 0, 0));
+    return placed->centers[0];
+  };
+  s.BeginPass();
+  CHECK(place_small("job-a") == "fast");  // the cheapest, nothing asked for c8 yet
+  // A job that names fast asks for c8: its narrowness is its own, it keeps nothing.
+  v1::CreateTrainJobRequest pinned = Job({"c8"}, false);
+  pinned.mutable_tasks(0)->add_center_ids("fast");
+  auto named = s.Place("job-named", pinned, Slots(1), {});
+  REQUIRE(named.ok());
+  REQUIRE(named->placed);
+  s.Forget(Scheduler::ReservationKey("job-named", 0, 0, 0));
+  s.EndPass();
+  s.BeginPass();
+  CHECK(place_small("job-b") == "fast");
+  // A job of c8 (it fits, and runs): from the next pass on fast is kept for c8.
+  auto wide = s.Place("job-wide", Job({"c8"}, false), Slots(1), {});
+  REQUIRE(wide.ok());
+  REQUIRE(wide->placed);
+  s.Forget(Scheduler::ReservationKey("job-wide", 0, 0, 0));
+  s.EndPass();
+  s.BeginPass();
+  CHECK(place_small("job-c") != "fast");
+  auto plan = s.Plan(Job({"c1"}, false));
+  REQUIRE(plan.ok());
+  REQUIRE(plan->replicas_size() == 1);
+  CHECK(plan->replicas(0).center_id() != "fast");
+  bool said = false;
+  for (const auto& c : plan->replicas(0).centers()) {
+    if (c.center_id() != "fast") continue;
+    said = true;
+    CHECK(c.filtered_by() == "kept_for_narrower_job");
+    CHECK(c.reason().find("kept for spec c8, asked for within the last day, which only 1 center could run") !=
+          std::string::npos);
+  }
+  CHECK(said);
+  // A job with a time limit of 30 minutes ends soon: it may take fast.
+  v1::CreateTrainJobRequest quick = Job({"c1"}, false);
+  quick.mutable_time_limit()->set_seconds(1800);
+  auto q = s.Place("job-quick", quick, Slots(1), {});
+  REQUIRE(q.ok());
+  REQUIRE(q->placed);
+  CHECK(q->centers[0] == "fast");
+  s.Forget(Scheduler::ReservationKey("job-quick", 0, 0, 0));
+  s.EndPass();
+  // A day after the c8 job fast is the small jobs' again.
+  clock.Advance(absl::Hours(25));
+  s.BeginPass();
+  CHECK(place_small("job-d") == "fast");
+  s.EndPass();
+  // Stepping down forgets what was asked for: the next leader learns its own.
+  s.BeginPass();
+  auto again = s.Place("job-wide-2", Job({"c8"}, false), Slots(1), {});
+  REQUIRE(again.ok());
+  s.Forget(Scheduler::ReservationKey("job-wide-2", 0, 0, 0));
+  s.EndPass();
+  s.ClearPasses();
+  s.BeginPass();
+  CHECK(place_small("job-e") == "fast");
+  s.EndPass();
+}
+
 }  // namespace
 }  // namespace jc::scheduler

@@ -1,0 +1,74 @@
+#pragma once
+
+// Capacity that few centers offer, kept for the specs that need it before their jobs wait
+// (SPEC A16, issue 45; docs/placement-quality.md, "Session 53").
+//
+// A job that can run anywhere goes to the fastest free center, and on a federation whose
+// fast centers are its scarce ones (two small H100 centers among T4s and A10s) it fills
+// them: a job that can run only there arrives to find them busy with work of days and waits
+// for it to end. Keeping a center only once such a job waits (PlacementRequest::
+// kept_centers) comes too late for that. So every spec asked for in the last day that few
+// centers could ever run keeps those centers against replicas that could run at five times
+// as many — the same preference as a waiting job's keep (another center must be able to
+// start the replica now; nothing ever waits for it) — except for a replica bound to end
+// within an hour there (its time limit, else its history's 90th percentile), which uses the
+// fast center and leaves it soon, as backfill does.
+
+#include <memory>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/time/time.h"
+#include "services/scheduler/snapshot.h"
+
+namespace jc::scheduler {
+
+// A center kept for a scarce spec: how many centers could ever run it, and which it is
+// (the narrowest spec asked for that the center offers).
+struct ScarceKeep {
+  int breadth = 0;
+  std::string spec_id;
+};
+using ScarceCenters = absl::flat_hash_map<std::string, ScarceKeep>;
+
+// A replica gives way to a scarce spec's keep when it could run at this many times as many
+// centers as the spec could (a job that names no GPU model, against the only H100s).
+inline constexpr int kScarceBreadthRatio = 5;
+// A replica bound to end within this at a kept center (its time limit, else its history's
+// 90th percentile at the center's speed) may still take it.
+inline constexpr absl::Duration kKeptCenterShortRun = absl::Hours(1);
+
+class ScarceSpecs {
+ public:
+  // How long a spec asked for stays kept for.
+  static constexpr absl::Duration kWindow = absl::Hours(24);
+  // The most specs remembered (the oldest goes first): specs are the centers' own, so a
+  // federation has far fewer.
+  static constexpr size_t kMaxSpecs = 4096;
+
+  // A replica of `spec_id` was asked for at `now` (not one that names its centers: that
+  // narrowness is its own choice, not a need).
+  void Saw(const std::string& spec_id, absl::Time now);
+  // The centers kept now: for each spec asked for within kWindow before `now` that at least
+  // one and at most a fifth of the federation's available centers could ever run (filters.h
+  // CentersThatCouldEverTake of the spec alone), its centers, each with the narrowest such
+  // spec. Forgets the specs asked for before the window. Never null.
+  //
+  // `generation` names the snapshot's centers, capacities and offers (free capacity does
+  // not count): the answer is worked out again only when it changes, when a spec is asked
+  // for the first time or forgotten — not every pass over a thousand centers.
+  std::shared_ptr<const ScarceCenters> Centers(const Snapshot& snapshot, absl::Time now, uint64_t generation);
+  void Clear() {
+    seen_.clear();
+    cached_.reset();
+  }
+  size_t size() const { return seen_.size(); }
+
+ private:
+  absl::flat_hash_map<std::string, absl::Time> seen_;  // spec -> last asked for
+  std::shared_ptr<const ScarceCenters> cached_;         // null: to work out
+  uint64_t cached_generation_ = 0;
+  absl::Time earliest_ = absl::InfiniteFuture();  // of seen_ when cached: when one may expire
+};
+
+}  // namespace jc::scheduler

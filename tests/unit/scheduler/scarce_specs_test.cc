@@ -1,0 +1,178 @@
+// Capacity few centers offer, kept for the specs that need it before their jobs wait
+// (SPEC A16, issue 45: ScarceSpecs and the placer's preference).
+
+#include <catch2/catch.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "services/scheduler/filters.h"
+#include "services/scheduler/placer.h"
+#include "services/scheduler/scarce_specs.h"
+#include "services/scheduler/scoring/builtin_scorers.h"
+#include "tests/unit/scheduler/scheduler_fixture.h"
+
+namespace jc::scheduler {
+namespace {
+
+using testing::MakeCenter;
+using testing::MakeRequest;
+
+const absl::Time kT0 = absl::FromUnixSeconds(1'800'000'000);
+
+// `n` centers offering gpu-1; "h100", the cheapest, also offers "h100-8" (8 GPUs), which
+// no other center does; "pair" is offered by h100 and any-1.
+Snapshot Federation(int n) {
+  Snapshot snap;
+  CenterView h100 = MakeCenter("h100", 1);
+  h100.specs["h100-8"] = SpecAtCenter{{32, 8, 0, 0, 131072, 0}, 8, 3200};
+  h100.specs["pair"] = SpecAtCenter{{4, 1, 0, 0, 16384, 0}, 1, 400};
+  snap.Upsert(h100);
+  for (int i = 1; i < n; ++i) {
+    CenterView c = MakeCenter(absl::StrCat("any-", i), 100);
+    if (i == 1) c.specs["pair"] = SpecAtCenter{{4, 1, 0, 0, 16384, 0}, 100, 400};
+    snap.Upsert(c);
+  }
+  return snap;
+}
+
+TEST_CASE("a spec asked for within a day that at most a fifth of the centers could run keeps them; a broader, an "
+          "older or an unknown spec keeps nothing, and the memory is bounded [A16]",
+          "[A16]") {
+  Snapshot snap = Federation(5);
+  uint64_t generation = 0;  // a new snapshot each call: worked out again
+  ScarceSpecs specs;
+  specs.Saw("h100-8", kT0);
+  specs.Saw("gpu-1", kT0);  // offered by all five: no replica could run at five times as many
+  specs.Saw("nope", kT0);   // offered nowhere
+  auto kept = specs.Centers(snap, kT0 + absl::Hours(1), ++generation);
+  REQUIRE(kept != nullptr);
+  REQUIRE(kept->size() == 1);
+  REQUIRE(kept->contains("h100"));
+  CHECK(kept->at("h100").breadth == 1);
+  CHECK(kept->at("h100").spec_id == "h100-8");
+  // "pair" (two of five centers) is not narrow enough for five; of ten centers it is, and a
+  // center offering two kept specs is kept for the narrower.
+  specs.Saw("pair", kT0);
+  CHECK(specs.Centers(snap, kT0, ++generation)->size() == 1);
+  Snapshot ten = Federation(10);
+  kept = specs.Centers(ten, kT0, ++generation);
+  REQUIRE(kept->size() == 2);
+  CHECK(kept->at("h100").spec_id == "h100-8");
+  CHECK(kept->at("any-1").spec_id == "pair");
+  CHECK(kept->at("any-1").breadth == 2);
+  // Asked for again, a spec stays a day from then; past a day it is forgotten.
+  specs.Saw("pair", kT0 + absl::Hours(20));
+  kept = specs.Centers(ten, kT0 + absl::Hours(25), ++generation);
+  CHECK(kept->size() == 2);  // h100 and any-1, for "pair" alone now
+  CHECK(kept->at("h100").spec_id == "pair");
+  CHECK(specs.size() == 1);
+  CHECK(specs.Centers(ten, kT0 + absl::Hours(45), ++generation)->empty());
+  CHECK(specs.size() == 0);
+  // Unavailable centers count for nothing: with h100 down "h100-8" keeps nothing.
+  specs.Saw("h100-8", kT0);
+  ten.FindMutable("h100")->available = false;
+  CHECK(specs.Centers(ten, kT0, ++generation)->empty());
+  // Worked out again only when the federation (its generation) changes, a spec comes or is
+  // forgotten: a spec asked for again, the same federation, the same answer.
+  ScarceSpecs cached;
+  Snapshot five = Federation(5);
+  cached.Saw("h100-8", kT0);
+  auto first = cached.Centers(five, kT0, 7);
+  cached.Saw("h100-8", kT0 + absl::Hours(1));
+  CHECK(cached.Centers(five, kT0 + absl::Hours(2), 7) == first);
+  cached.Saw("nope", kT0 + absl::Hours(2));  // a new spec
+  auto second = cached.Centers(five, kT0 + absl::Hours(2), 7);
+  CHECK(second != first);
+  CHECK(second->size() == 1);
+  five.FindMutable("h100")->available = false;
+  CHECK(cached.Centers(five, kT0 + absl::Hours(2), 8)->empty());  // a new snapshot
+  five.FindMutable("h100")->available = true;
+  CHECK(cached.Centers(five, kT0 + absl::Hours(2), 9)->size() == 1);
+  // The oldest's day is over (h100-8 was asked for last at 1 h): worked out again, same generation.
+  CHECK(cached.Centers(five, kT0 + absl::Hours(26), 9)->empty());
+  // Bounded: past kMaxSpecs the oldest goes.
+  ScarceSpecs many;
+  many.Saw("h100-8", kT0);
+  for (size_t i = 0; i < ScarceSpecs::kMaxSpecs; ++i) many.Saw(absl::StrCat("spec-", i), kT0 + absl::Seconds(1));
+  CHECK(many.size() == ScarceSpecs::kMaxSpecs);
+  CHECK(many.Centers(snap, kT0 + absl::Seconds(2), 1)->empty());
+}
+
+struct Placing {
+  ScorerRegistry registry;
+  WeightedSumModel model;
+  WeightProfiles profiles = WeightProfiles::Builtin();
+  Placer placer{registry, model};
+  Placing() { RegisterBuiltinScorers(registry); }
+  std::vector<double> Cost() {
+    auto w = profiles.Resolve("cost", {}, registry);
+    REQUIRE(w.ok());
+    return *w;
+  }
+};
+
+TEST_CASE("a replica that could run at five times as many centers as a scarce spec goes elsewhere when another center "
+          "can start it now, unless it is bound to end within an hour there; a waiting job's keep holds against "
+          "short ones too [A16]",
+          "[A16]") {
+  Placing s;
+  Snapshot snap = Federation(5);
+  uint64_t generation = 0;
+  ScarceSpecs specs;
+  specs.Saw("h100-8", kT0);
+  PlacementRequest broad = MakeRequest();  // gpu-1: five centers could take it
+  REQUIRE(CentersThatCouldEverTake(broad, snap).size() == 5);
+  auto at = [&](const PlacementRequest& r) {
+    auto d = s.placer.Place(r, snap, s.Cost());
+    REQUIRE(d.center >= 0);
+    return snap.centers()[d.center].id;
+  };
+  // Without the keep the cost profile takes the cheap h100.
+  CHECK(at(broad) == "h100");
+  broad.scarce_centers = specs.Centers(snap, kT0, ++generation);
+  jointcloud::v1::ReplicaPlacement explain;
+  auto d = s.placer.Place(broad, snap, s.Cost(), &explain);
+  REQUIRE(d.center >= 0);
+  CHECK(snap.centers()[d.center].id != "h100");
+  bool said = false;
+  for (const auto& e : explain.centers()) {
+    if (e.center_id() != "h100") continue;
+    said = true;
+    CHECK(e.filtered_by() == kFilterKept);
+    CHECK(e.reason() ==
+          "kept for spec h100-8, asked for within the last day, which only 1 center could run (this replica can run "
+          "at 5, may run past an hour here, and another center can start it now)");
+  }
+  CHECK(said);
+  // Bound to end within an hour there: by its time limit, or by its history's 90th
+  // percentile at the center's speed (never its own estimate).
+  PlacementRequest limited = broad;
+  limited.time_limit = absl::Minutes(30);
+  CHECK(at(limited) == "h100");
+  PlacementRequest known = broad;
+  known.backfill_runtime = absl::Hours(2);
+  CHECK(at(known) != "h100");
+  snap.FindMutable("h100")->performance_factor = 3;  // 2 h of work: 40 minutes here
+  CHECK(at(known) == "h100");
+  snap.FindMutable("h100")->performance_factor = 1;
+  PlacementRequest says_short = broad;
+  says_short.expected_runtime = absl::Minutes(1);
+  CHECK(at(says_short) != "h100");
+  // Nowhere else can start it now: it takes h100 rather than wait.
+  for (int i = 1; i < 5; ++i) snap.FindMutable(absl::StrCat("any-", i))->free.gpu = 0;
+  CHECK(at(broad) == "h100");
+  for (int i = 1; i < 5; ++i) snap.FindMutable(absl::StrCat("any-", i))->free.gpu = 8;
+  // A replica that could run at fewer than five times as many centers does not give way.
+  PlacementRequest pair = MakeRequest();
+  pair.spec_id = "pair";
+  pair.scarce_centers = broad.scarce_centers;
+  CHECK(at(pair) == "h100");
+  // A waiting job's keep is not passed by a short replica: a stream of them would take its
+  // GPUs piecemeal for as long as the stream lasted.
+  PlacementRequest kept_short = MakeRequest();
+  kept_short.kept_centers["h100"] = 1;
+  kept_short.time_limit = absl::Minutes(30);
+  CHECK(at(kept_short) != "h100");
+}
+
+}  // namespace
+}  // namespace jc::scheduler
