@@ -57,7 +57,7 @@ struct PlacementRequest {
   // draining_centers: the model-agnostic job does not take the only H100s while jobs that
   // need H100s wait.
   absl::flat_hash_map<std::string, int> kept_centers;
-  // Centers kept for the scarce specs asked for lately (ScarceSpecs, SPEC A16): a replica
+  // Centers kept for the scarce specs placed lately (ScarceSpecs, SPEC A16): a replica
   // that could run at kScarceBreadthRatio times as many centers as such a spec goes to one
   // of the others when one can start it now, unless it is bound to end there within
   // kKeptCenterShortRun. Shared by every request of a pass; null: none.

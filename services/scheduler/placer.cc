@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "services/scheduler/filters.h"
+#include "services/scheduler/scoring/factors.h"
 #include "services/scheduler/scoring/expected_completion.h"
 
 namespace jc::scheduler {
@@ -225,18 +226,24 @@ void Placer::CountRemoved(const char* filter) {
 }
 
 void Placer::PreferUnkept(const PlacementRequest& request, const Snapshot& snapshot, bool explain) {
-  // Which candidates a waiting job or a scarce spec asked for lately needs.
+  // Which candidates a waiting job or a scarce spec placed lately needs. A center the
+  // job's own replicas run at is not kept from it for a scarce spec (its trainer's center,
+  // for its CPU task).
   const ScarceCenters* scarce = request.scarce_centers.get();
-  kept_.assign(candidates_.size(), 0);    // the waiting keeper's breadth; 0: not kept
+  kept_.assign(candidates_.size(), 0);  // the waiting keeper's breadth; 0: not kept
   scarce_.assign(candidates_.size(), nullptr);
   bool any_kept = false, any_free = false;
   for (size_t j = 0; j < candidates_.size(); ++j) {
-    if (auto it = request.kept_centers.find(candidates_[j]->id); it != request.kept_centers.end()) {
+    const std::string& id = candidates_[j]->id;
+    if (auto it = request.kept_centers.find(id); it != request.kept_centers.end()) {
       kept_[j] = it->second;
       any_kept = true;
     }
     if (scarce != nullptr) {
-      if (auto it = scarce->find(candidates_[j]->id); it != scarce->end()) {
+      auto it = scarce->find(id);
+      if (it != scarce->end() &&
+          std::find(request.sibling_centers.begin(), request.sibling_centers.end(), id) ==
+              request.sibling_centers.end()) {
         scarce_[j] = &it->second;
         any_kept = true;
       }
@@ -246,31 +253,42 @@ void Placer::PreferUnkept(const PlacementRequest& request, const Snapshot& snaps
   if (!any_kept || !any_free) return;
   // Only a replica that could run at more centers than the waiting job gives way (two jobs
   // that need the same H100s are ordered by the queue, not by this), and at five times as
-  // many as a scarce spec; and from a scarce spec's center not one bound to end soon there
-  // (it leaves before a job of the spec is likely to come, and runs at its speed meanwhile).
+  // many as a scarce spec.
   const int breadth = static_cast<int>(CentersThatCouldEverTake(request, snapshot).size());
-  // Another center can start it now: one no keep names, or whose scarce spec is not narrow
-  // enough to keep it from this replica.
-  bool free_elsewhere = false;
+  // A waiting job's keep first, as before scarce specs were kept: it holds when a center no
+  // waiting job keeps can start the replica now (a scarce spec's center counts: the job that
+  // waits comes before the one that may come).
+  bool free_of_waiting = false;
   for (size_t j = 0; j < candidates_.size(); ++j) {
-    if (scarce_[j] != nullptr && scarce_[j]->breadth * kScarceBreadthRatio > breadth) scarce_[j] = nullptr;
-    if (kept_[j] == 0 && scarce_[j] == nullptr && candidates_[j]->free.Covers(specs_[j]->quantity)) {
-      free_elsewhere = true;
-    }
+    if (kept_[j] == 0 && candidates_[j]->free.Covers(specs_[j]->quantity)) free_of_waiting = true;
   }
-  if (!free_elsewhere) return;
+  std::optional<RequestKeys> keys;
   for (size_t j = 0; j < candidates_.size(); ++j) {
-    if (kept_[j] >= breadth) kept_[j] = 0;
-    if (kept_[j] > 0) {
-      // A waiting job's keep holds against short replicas too: a stream of them would
-      // otherwise take its GPUs piecemeal for as long as the stream lasts.
+    const bool waiting_holds = kept_[j] > 0 && kept_[j] < breadth && free_of_waiting;
+    if (scarce_[j] != nullptr && (waiting_holds || scarce_[j]->breadth * kScarceBreadthRatio > breadth)) {
       scarce_[j] = nullptr;
-    } else if (scarce_[j] != nullptr) {
-      const double perf = candidates_[j]->performance_factor > 0 ? candidates_[j]->performance_factor : 1;
-      const absl::Duration run = request.time_limit ? *request.time_limit : request.backfill_runtime / perf;
-      if (run <= kKeptCenterShortRun) scarce_[j] = nullptr;
     }
+    if (scarce_[j] != nullptr) {
+      // Bound to end there within the hour, from its start there (data and image moved
+      // first): by its time limit, else its history's 90th percentile; never its own word.
+      const CenterView& c = *candidates_[j];
+      if (!keys) keys.emplace(request);
+      const double perf = c.performance_factor > 0 ? c.performance_factor : 1;
+      const absl::Duration run = request.time_limit ? *request.time_limit : request.backfill_runtime / perf;
+      if (absl::Seconds(TransferSeconds(MissingDataMb(request, *keys, c), c)) + run <= kKeptCenterShortRun) {
+        scarce_[j] = nullptr;
+      }
+    }
+    // From here kept_ is what a waiting job's keep takes off: nothing else.
+    if (!waiting_holds) kept_[j] = 0;
   }
+  // Then a scarce spec's: when a center neither keeps can start the replica now.
+  bool free_of_both = false;
+  for (size_t j = 0; j < candidates_.size(); ++j) {
+    const bool named = request.kept_centers.contains(candidates_[j]->id);
+    if (!named && scarce_[j] == nullptr && candidates_[j]->free.Covers(specs_[j]->quantity)) free_of_both = true;
+  }
+  if (!free_of_both) std::fill(scarce_.begin(), scarce_.end(), nullptr);
   const auto& centers = snapshot.centers();
   size_t out = 0;
   for (size_t j = 0; j < candidates_.size(); ++j) {
@@ -283,12 +301,13 @@ void Placer::PreferUnkept(const PlacementRequest& request, const Snapshot& snaps
                 ? absl::StrCat("kept for a waiting job that can run at only ", kept_[j],
                                kept_[j] == 1 ? " center" : " centers", " (this replica can run at ", breadth,
                                ", and another center can start it now)")
-                : absl::StrCat("kept for spec ", scarce_[j]->spec_id, ", asked for within the last day, which only ",
+                : absl::StrCat("kept for spec ", scarce_[j]->spec_id, ", placed within the last day, which only ",
                                scarce_[j]->breadth, scarce_[j]->breadth == 1 ? " center" : " centers",
                                " could run (this replica can run at ", breadth,
                                ", may run past an hour here, and another center can start it now)");
       }
       CountRemoved(kFilterKept);
+      ++kept_off_;
       continue;
     }
     candidates_[out] = candidates_[j];

@@ -42,6 +42,9 @@ class Placer {
   // decision in kTimingSample.
   static constexpr int kTimingSample = 16;
   const std::vector<int64_t>& scorer_nanos() const { return scorer_nanos_; }
+  // Candidates a keep took off (PreferUnkept) since construction: whether a gang that did
+  // not fit may fit without keeps.
+  uint64_t kept_off() const { return kept_off_; }
 
   // Not thread-safe: a placer reuses its buffers from one decision to the next. `model`
   // (null: the placer's own) combines the scores, as the weight profile names it. With
@@ -75,7 +78,7 @@ class Placer {
   // One more center removed by `filter`, for NothingFits.
   void CountRemoved(const char* filter);
   // Drops the candidates kept for narrower waiting jobs (PlacementRequest::kept_centers)
-  // or for scarce specs asked for lately (scarce_centers) when another candidate can start
+  // or for scarce specs placed lately (scarce_centers) when another candidate can start
   // the replica now; one bound to end within kKeptCenterShortRun may take a scarce spec's.
   void PreferUnkept(const PlacementRequest& request, const Snapshot& snapshot, bool explain);
 
@@ -97,6 +100,7 @@ class Placer {
   std::vector<int64_t> scorer_nanos_;
   ReplicaRecord shown_;  // Place's record of the decision it explains, its room kept
   uint64_t decisions_ = 0;
+  uint64_t kept_off_ = 0;
 };
 
 }  // namespace jc::scheduler

@@ -8,41 +8,66 @@
 
 namespace jc::scheduler {
 
-void ScarceSpecs::Saw(const std::string& spec_id, absl::Time now) {
+void ScarceSpecs::Forget(absl::flat_hash_map<std::string, Seen>::iterator it) {
+  if (auto p = by_project_.find(it->second.project); p != by_project_.end() && --p->second <= 0) by_project_.erase(p);
+  seen_.erase(it);
+  cached_.reset();
+}
+
+void ScarceSpecs::Saw(const std::string& spec_id, const std::string& project, absl::Time now) {
+  auto oldest_of = [&](const std::string* of) {
+    auto oldest = seen_.end();
+    for (auto it = seen_.begin(); it != seen_.end(); ++it) {
+      if (of != nullptr && it->second.project != *of) continue;
+      if (oldest == seen_.end() || it->second.at < oldest->second.at) oldest = it;
+    }
+    return oldest;
+  };
   auto it = seen_.find(spec_id);
   if (it != seen_.end()) {
-    it->second = std::max(it->second, now);
+    // Placed again: a later expiry only, so the answer stands, whoever placed it.
+    if (it->second.project != project) {
+      if (by_project_[project] >= kMaxSpecsPerProject) {
+        Forget(oldest_of(&project));  // never this spec: another project's until now
+        it = seen_.find(spec_id);
+      }
+      if (auto p = by_project_.find(it->second.project); p != by_project_.end() && --p->second <= 0) {
+        by_project_.erase(p);
+      }
+      it->second.project = project;
+      ++by_project_[project];
+    }
+    it->second.at = std::max(it->second.at, now);
     return;
   }
-  if (seen_.size() >= kMaxSpecs) {
-    auto oldest = std::min_element(seen_.begin(), seen_.end(),
-                                   [](const auto& a, const auto& b) { return a.second < b.second; });
-    seen_.erase(oldest);
-  }
-  seen_.emplace(spec_id, now);
-  cached_.reset();  // a spec asked for the first time (or another forgotten)
+  if (by_project_[project] >= kMaxSpecsPerProject) Forget(oldest_of(&project));
+  if (seen_.size() >= kMaxSpecs) Forget(oldest_of(nullptr));
+  seen_.emplace(spec_id, Seen{now, project});
+  ++by_project_[project];
+  cached_.reset();  // a spec placed the first time (or another forgotten)
 }
 
 std::shared_ptr<const ScarceCenters> ScarceSpecs::Centers(const Snapshot& snapshot, absl::Time now,
                                                           uint64_t generation) {
-  // A spec asked for again only moves its expiry later: the answer stands until the
+  // A spec placed again only moves its expiry later: the answer stands until the
   // federation changes, a new spec comes, or the oldest may have expired.
   if (cached_ != nullptr && cached_generation_ == generation && now - earliest_ <= kWindow) return cached_;
   auto out = std::make_shared<ScarceCenters>();
-  earliest_ = absl::InfiniteFuture();
   const auto& centers = snapshot.centers();
   const int available = static_cast<int>(
       std::count_if(centers.begin(), centers.end(), [](const CenterView& c) { return c.available; }));
   for (auto it = seen_.begin(); it != seen_.end();) {
-    if (now - it->second > kWindow) {
-      seen_.erase(it++);
+    // A clock set back: what was seen "later" counts from now, not for the clock's error too.
+    it->second.at = std::min(it->second.at, now);
+    if (now - it->second.at > kWindow) {
+      auto gone = it++;
+      Forget(gone);
       continue;
     }
     // The spec alone: how scarce the capacity is, not what else one job of it asked for.
     PlacementRequest bare;
     bare.spec_id = it->first;
     bare.now = now;
-    earliest_ = std::min(earliest_, it->second);
     const std::vector<int> ever = CentersThatCouldEverTake(bare, snapshot);
     const int breadth = static_cast<int>(ever.size());
     // No replica could run at five times as many centers as a broader spec: nothing would
@@ -58,6 +83,8 @@ std::shared_ptr<const ScarceCenters> ScarceSpecs::Centers(const Snapshot& snapsh
     }
     ++it;
   }
+  earliest_ = absl::InfiniteFuture();
+  for (const auto& [spec, seen] : seen_) earliest_ = std::min(earliest_, seen.at);
   cached_ = std::move(out);
   cached_generation_ = generation;
   return cached_;

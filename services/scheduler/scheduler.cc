@@ -491,9 +491,6 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
     }
     r.kept_centers = kept_;
     r.scarce_centers = scarce_;
-    // Its spec is kept for a day, if few centers could run it (a job that names its centers
-    // keeps nothing: that narrowness is its own choice, not a need).
-    if (r.pinned_centers.empty()) scarce_specs_.Saw(r.spec_id, clock_->Now());
     requests.push_back(std::move(r));
   }
   // The job's placement record: kept as numbers for the most recent jobs, its protobuf
@@ -528,6 +525,13 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
     int64_t delta = placer_->scorer_nanos()[k] - exported_nanos_[k];
     if (delta > 0) scorer_seconds_[k]->Increment(static_cast<double>(delta) / 1e9);
     exported_nanos_[k] = placer_->scorer_nanos()[k];
+  }
+  // A placed replica's spec is kept for a day, if few centers could run it (not one that
+  // names its centers: that narrowness is its own choice, not a need).
+  for (size_t i = 0; i < requests.size() && i < d.centers.size(); ++i) {
+    if (d.centers[i] >= 0 && requests[i].pinned_centers.empty()) {
+      scarce_specs_.Saw(requests[i].spec_id, job.project(), clock_->Now());
+    }
   }
   Decision out;
   out.placed = d.placed;
@@ -888,7 +892,9 @@ std::vector<Scheduler::MoveAnswer> Scheduler::MoveTargets(const std::vector<Move
     }
     Placer placer(scorers_, *weights->model);
     v1::Placement placement;
-    JobDecision d = placer.PlaceJob(requests, view, weights->weights, q.job->scheduling().gang(), &placement);
+    PlacementRecord record;  // as a placement decides: a gang is not held back by keeps
+    JobDecision d = PlaceJobWithKeeps(placer, requests, view, *weights, q.job->scheduling().gang(), &record);
+    AppendTo(record, scorers_, &placement);
     std::vector<std::pair<int, Resources>> placed;
     for (size_t k = 0; k < d.centers.size() && k < requests.size(); ++k) {
       if (d.centers[k] < 0) continue;
@@ -929,16 +935,18 @@ std::vector<Scheduler::MoveAnswer> Scheduler::MoveTargets(const std::vector<Move
 
 JobDecision Scheduler::PlaceJobWithKeeps(Placer& placer, std::vector<PlacementRequest>& requests, Snapshot& snapshot,
                                          const Resolved& weights, bool gang, PlacementRecord* record) {
+  uint64_t kept_off = placer.kept_off();
   JobDecision d = placer.DecideJob(requests, snapshot, weights.weights, gang, record, weights.model);
-  if (!d.placed && gang &&
-      std::any_of(requests.begin(), requests.end(),
-                  [](const auto& r) { return !r.kept_centers.empty() || r.scarce_centers != nullptr; })) {
-    // A keep steers one replica at a time: a gang whose replicas each went elsewhere may then
-    // not fit as a whole, where it would on the kept centers. Keeps never hold a gang back.
+  // A keep steers one replica at a time: a gang whose replicas each went elsewhere may then
+  // not fit as a whole, where it would on the kept centers. Keeps never hold a gang back:
+  // without the scarce specs' keeps first (they are for jobs that may come), then without
+  // the waiting jobs' too — each time only if a keep took a center off.
+  for (int round = 0; round < 2 && !d.placed && gang && placer.kept_off() > kept_off; ++round) {
     for (PlacementRequest& r : requests) {
-      r.kept_centers.clear();
       r.scarce_centers.reset();
+      if (round == 1) r.kept_centers.clear();
     }
+    kept_off = placer.kept_off();
     if (record != nullptr) *record = PlacementRecord();
     d = placer.DecideJob(requests, snapshot, weights.weights, true, record, weights.model);
   }

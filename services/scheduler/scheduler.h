@@ -190,7 +190,7 @@ class Scheduler {
   // does not take the only H100s while jobs that need H100s wait for them. A job that names
   // its centers keeps nothing (its narrowness is its choice), and one job per project keeps
   // at a time (the first of its jobs in queue order each pass). And before such a job waits:
-  // every spec Place is asked for keeps, for a day, the centers that could ever run it when
+  // every spec Place places keeps, for a day, the centers that could ever run it when
   // at most a fifth of the available centers could (ScarceSpecs, worked out at BeginPass),
   // against replicas that could run at five times as many and may run past an hour there.
   //
@@ -298,7 +298,7 @@ class Scheduler {
   // could ever run at. In force, and decided in the pass under way (under mu_).
   absl::flat_hash_map<std::string, int> kept_, next_kept_;
   absl::flat_hash_map<std::string, std::string> kept_by_;  // project -> its job keeping this pass
-  // The specs asked for lately, and the centers kept for the scarce ones as of the last
+  // The specs placed lately, and the centers kept for the scarce ones as of the last
   // BeginPass (ScarceSpecs; null: none), under mu_.
   ScarceSpecs scarce_specs_;
   std::shared_ptr<const ScarceCenters> scarce_;

@@ -144,7 +144,7 @@ class Simulation {
   // decided again by each full pass, as the control plane's.
   absl::flat_hash_map<std::string, int> kept_, next_kept_;
   absl::flat_hash_map<std::string, int> kept_by_;  // project -> its job keeping this pass
-  // The specs asked for lately, and the centers kept for the scarce ones as of the last full
+  // The specs placed lately, and the centers kept for the scarce ones as of the last full
   // pass (null: none), as the control plane's.
   scheduler::ScarceSpecs scarce_specs_;
   std::shared_ptr<const scheduler::ScarceCenters> scarce_;
@@ -365,7 +365,7 @@ void Simulation::SchedulePass() {
   }
   failed_specs_.clear();
   if (options_.keep_scarce) {
-    // As the control plane's BeginPass: the scarce specs asked for lately keep their centers.
+    // As the control plane's BeginPass: the scarce specs placed lately keep their centers.
     scarce_ = scarce_specs_.Centers(snapshot_, absl::UnixEpoch() + absl::Seconds(now_), federation_generation_);
     if (scarce_->empty()) scarce_.reset();
   }
@@ -416,7 +416,6 @@ bool Simulation::TryPlace(int index) {
   r.now = absl::UnixEpoch() + absl::Seconds(now_);
   r.kept_centers = kept_;
   r.scarce_centers = scarce_;
-  if (options_.keep_scarce && r.pinned_centers.empty()) scarce_specs_.Saw(r.spec_id, r.now);
   r.draining_centers.clear();
   for (const auto& [center, drain] : draining_) {
     if (drain.job != index) r.draining_centers[center] = drain.start;
@@ -491,6 +490,8 @@ bool Simulation::TryPlace(int index) {
       ++it;
     }
   }
+  // Its spec is kept for a day, if few centers could run it, as the control plane's.
+  if (options_.keep_scarce && r.pinned_centers.empty()) scarce_specs_.Saw(r.spec_id, job.trace->project, r.now);
   Start(index, center);
   return true;
 }

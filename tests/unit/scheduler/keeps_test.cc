@@ -247,7 +247,7 @@ class FiveCenters final : public InputsSource {
 };
 
 TEST_CASE("a spec only one center of five offers keeps it for a day from its last job against jobs that could run "
-          "anywhere, in placements and plans; not for a job that names its centers, and stepping down forgets [A16]",
+          "anywhere, in placements and plans, not for a job that names its centers, and stepping down forgets [A16]",
           "[A16]") {
   FiveCenters source;
   FakeClock clock;
@@ -289,7 +289,7 @@ TEST_CASE("a spec only one center of five offers keeps it for a day from its las
     if (c.center_id() != "fast") continue;
     said = true;
     CHECK(c.filtered_by() == "kept_for_narrower_job");
-    CHECK(c.reason().find("kept for spec c8, asked for within the last day, which only 1 center could run") !=
+    CHECK(c.reason().find("kept for spec c8, placed within the last day, which only 1 center could run") !=
           std::string::npos);
   }
   CHECK(said);

@@ -34,15 +34,15 @@ Snapshot Federation(int n) {
   return snap;
 }
 
-TEST_CASE("a spec asked for within a day that at most a fifth of the centers could run keeps them; a broader, an "
+TEST_CASE("a spec placed within a day that at most a fifth of the centers could run keeps them, and a broader, an "
           "older or an unknown spec keeps nothing, and the memory is bounded [A16]",
           "[A16]") {
   Snapshot snap = Federation(5);
   uint64_t generation = 0;  // a new snapshot each call: worked out again
   ScarceSpecs specs;
-  specs.Saw("h100-8", kT0);
-  specs.Saw("gpu-1", kT0);  // offered by all five: no replica could run at five times as many
-  specs.Saw("nope", kT0);   // offered nowhere
+  specs.Saw("h100-8", "p", kT0);
+  specs.Saw("gpu-1", "p", kT0);  // offered by all five: no replica could run at five times as many
+  specs.Saw("nope", "p", kT0);   // offered nowhere
   auto kept = specs.Centers(snap, kT0 + absl::Hours(1), ++generation);
   REQUIRE(kept != nullptr);
   REQUIRE(kept->size() == 1);
@@ -51,7 +51,7 @@ TEST_CASE("a spec asked for within a day that at most a fifth of the centers cou
   CHECK(kept->at("h100").spec_id == "h100-8");
   // "pair" (two of five centers) is not narrow enough for five; of ten centers it is, and a
   // center offering two kept specs is kept for the narrower.
-  specs.Saw("pair", kT0);
+  specs.Saw("pair", "p", kT0);
   CHECK(specs.Centers(snap, kT0, ++generation)->size() == 1);
   Snapshot ten = Federation(10);
   kept = specs.Centers(ten, kT0, ++generation);
@@ -60,7 +60,7 @@ TEST_CASE("a spec asked for within a day that at most a fifth of the centers cou
   CHECK(kept->at("any-1").spec_id == "pair");
   CHECK(kept->at("any-1").breadth == 2);
   // Asked for again, a spec stays a day from then; past a day it is forgotten.
-  specs.Saw("pair", kT0 + absl::Hours(20));
+  specs.Saw("pair", "p", kT0 + absl::Hours(20));
   kept = specs.Centers(ten, kT0 + absl::Hours(25), ++generation);
   CHECK(kept->size() == 2);  // h100 and any-1, for "pair" alone now
   CHECK(kept->at("h100").spec_id == "pair");
@@ -68,18 +68,18 @@ TEST_CASE("a spec asked for within a day that at most a fifth of the centers cou
   CHECK(specs.Centers(ten, kT0 + absl::Hours(45), ++generation)->empty());
   CHECK(specs.size() == 0);
   // Unavailable centers count for nothing: with h100 down "h100-8" keeps nothing.
-  specs.Saw("h100-8", kT0);
+  specs.Saw("h100-8", "p", kT0);
   ten.FindMutable("h100")->available = false;
   CHECK(specs.Centers(ten, kT0, ++generation)->empty());
   // Worked out again only when the federation (its generation) changes, a spec comes or is
   // forgotten: a spec asked for again, the same federation, the same answer.
   ScarceSpecs cached;
   Snapshot five = Federation(5);
-  cached.Saw("h100-8", kT0);
+  cached.Saw("h100-8", "p", kT0);
   auto first = cached.Centers(five, kT0, 7);
-  cached.Saw("h100-8", kT0 + absl::Hours(1));
+  cached.Saw("h100-8", "p", kT0 + absl::Hours(1));
   CHECK(cached.Centers(five, kT0 + absl::Hours(2), 7) == first);
-  cached.Saw("nope", kT0 + absl::Hours(2));  // a new spec
+  cached.Saw("nope", "p", kT0 + absl::Hours(2));  // a new spec
   auto second = cached.Centers(five, kT0 + absl::Hours(2), 7);
   CHECK(second != first);
   CHECK(second->size() == 1);
@@ -91,10 +91,23 @@ TEST_CASE("a spec asked for within a day that at most a fifth of the centers cou
   CHECK(cached.Centers(five, kT0 + absl::Hours(26), 9)->empty());
   // Bounded: past kMaxSpecs the oldest goes.
   ScarceSpecs many;
-  many.Saw("h100-8", kT0);
-  for (size_t i = 0; i < ScarceSpecs::kMaxSpecs; ++i) many.Saw(absl::StrCat("spec-", i), kT0 + absl::Seconds(1));
+  many.Saw("h100-8", "p", kT0);
+  for (size_t i = 0; i < ScarceSpecs::kMaxSpecs; ++i) many.Saw(absl::StrCat("spec-", i), absl::StrCat("p", i), kT0 + absl::Seconds(1));
   CHECK(many.size() == ScarceSpecs::kMaxSpecs);
   CHECK(many.Centers(snap, kT0 + absl::Seconds(2), 1)->empty());
+  // One project keeps at most kMaxSpecsPerProject specs: past it its own oldest goes, not
+  // another project's.
+  ScarceSpecs one;
+  one.Saw("h100-8", "greedy", kT0);
+  one.Saw("pair", "other", kT0);
+  for (int i = 0; i < ScarceSpecs::kMaxSpecsPerProject; ++i) one.Saw(absl::StrCat("s", i), "greedy", kT0 + absl::Seconds(1));
+  CHECK(one.size() == static_cast<size_t>(ScarceSpecs::kMaxSpecsPerProject) + 1);
+  CHECK(one.Centers(Federation(10), kT0 + absl::Seconds(2), 1)->at("h100").spec_id == "pair");
+  // A clock set back an hour: what was placed "later" is kept a day from now, not longer.
+  ScarceSpecs skew;
+  skew.Saw("h100-8", "p", kT0 + absl::Hours(1));
+  CHECK(skew.Centers(snap, kT0, 1)->size() == 1);
+  CHECK(skew.Centers(snap, kT0 + absl::Hours(24) + absl::Seconds(1), 2)->empty());
 }
 
 struct Placing {
@@ -111,14 +124,14 @@ struct Placing {
 };
 
 TEST_CASE("a replica that could run at five times as many centers as a scarce spec goes elsewhere when another center "
-          "can start it now, unless it is bound to end within an hour there; a waiting job's keep holds against "
+          "can start it now, unless it is bound to end within an hour there, and a waiting job's keep holds against "
           "short ones too [A16]",
           "[A16]") {
   Placing s;
   Snapshot snap = Federation(5);
   uint64_t generation = 0;
   ScarceSpecs specs;
-  specs.Saw("h100-8", kT0);
+  specs.Saw("h100-8", "p", kT0);
   PlacementRequest broad = MakeRequest();  // gpu-1: five centers could take it
   REQUIRE(CentersThatCouldEverTake(broad, snap).size() == 5);
   auto at = [&](const PlacementRequest& r) {
@@ -139,7 +152,7 @@ TEST_CASE("a replica that could run at five times as many centers as a scarce sp
     said = true;
     CHECK(e.filtered_by() == kFilterKept);
     CHECK(e.reason() ==
-          "kept for spec h100-8, asked for within the last day, which only 1 center could run (this replica can run "
+          "kept for spec h100-8, placed within the last day, which only 1 center could run (this replica can run "
           "at 5, may run past an hour here, and another center can start it now)");
   }
   CHECK(said);
@@ -153,7 +166,12 @@ TEST_CASE("a replica that could run at five times as many centers as a scarce sp
   CHECK(at(known) != "h100");
   snap.FindMutable("h100")->performance_factor = 3;  // 2 h of work: 40 minutes here
   CHECK(at(known) == "h100");
+  // ... but not once moving its data there first takes the rest of the hour.
+  known.datasets.push_back(DatasetNeed{"ds", 4.0e6, false, {}});
+  CHECK(at(known) != "h100");
+  known.datasets.clear();
   snap.FindMutable("h100")->performance_factor = 1;
+  // Its own word is no reason (only an enforced limit or learned runs count).
   PlacementRequest says_short = broad;
   says_short.expected_runtime = absl::Minutes(1);
   CHECK(at(says_short) != "h100");
@@ -172,6 +190,39 @@ TEST_CASE("a replica that could run at five times as many centers as a scarce sp
   kept_short.kept_centers["h100"] = 1;
   kept_short.time_limit = absl::Minutes(30);
   CHECK(at(kept_short) != "h100");
+  // Where the job's own replicas run, a scarce spec keeps nothing from it (its CPU task
+  // beside its trainer).
+  PlacementRequest sibling = broad;
+  sibling.sibling_centers = {"h100"};
+  CHECK(at(sibling) == "h100");
+}
+
+TEST_CASE("a waiting job's keep comes before a scarce spec's: a scarce spec's center is somewhere else to start, and "
+          "never the reason a waiting job's center is taken [A16]",
+          "[A16]") {
+  // helper-57: with the only other free center a scarce spec's, neither keep held and the
+  // replica took the center a waiting job needs.
+  Placing s;
+  Snapshot snap = Federation(10);
+  snap.FindMutable("any-1")->specs["gpu-1"].price = 0.5;  // the cheapest now
+  for (int i = 2; i < 10; ++i) snap.FindMutable(absl::StrCat("any-", i))->free.gpu = 0;
+  auto at = [&](const PlacementRequest& r) {
+    auto d = s.placer.Place(r, snap, s.Cost());
+    REQUIRE(d.center >= 0);
+    return snap.centers()[d.center].id;
+  };
+  PlacementRequest broad = MakeRequest();
+  CHECK(at(broad) == "any-1");
+  broad.kept_centers["any-1"] = 2;  // a job two centers could run waits for any-1
+  CHECK(at(broad) == "h100");
+  ScarceSpecs specs;
+  specs.Saw("h100-8", "p", kT0);
+  broad.scarce_centers = specs.Centers(snap, kT0, 1);
+  REQUIRE(broad.scarce_centers->contains("h100"));
+  CHECK(at(broad) == "h100");
+  // With any-1 not kept, the scarce keep holds when another center can start it: any-1.
+  broad.kept_centers.clear();
+  CHECK(at(broad) == "any-1");
 }
 
 }  // namespace
