@@ -101,23 +101,29 @@ DurationEstimator::Lru::iterator DurationEstimator::Touch(const std::string& key
 
 std::vector<DurationEstimator::Row> DurationEstimator::Observe(const JobClass& job, absl::Duration wall,
                                                                double performance) {
+  std::vector<Row> changed;
+  Record(job, wall, performance, &changed);
+  return changed;
+}
+
+void DurationEstimator::Record(const JobClass& job, absl::Duration wall, double performance,
+                               std::vector<Row>* changed) {
   const double seconds = absl::ToDoubleSeconds(wall);
-  if (!std::isfinite(seconds) || seconds <= 0) return {};
+  if (!std::isfinite(seconds) || seconds <= 0) return;
   // At most a year at the fastest center there could be: whatever a center said, a sketch
   // stays within its buckets and every estimate within what a duration can hold.
   constexpr double kMaxReferenceSeconds = 366.0 * 86400 * 1000;
   const double reference =
       std::min(kMaxReferenceSeconds, seconds * (performance > 0 && std::isfinite(performance) ? performance : 1.0));
-  std::vector<Row> changed;
   std::vector<std::string> evicted;
   for (const Level& level : LevelsOf(job)) {
     Lru::iterator e = Touch(level.key, &evicted);
     e->sketch.Add(reference, options_.decay);
-    changed.push_back({e->key, e->sketch.Encode()});
+    if (changed != nullptr) changed->push_back({e->key, e->sketch.Encode()});
   }
+  if (changed == nullptr) return;
   // A job's own keys are its project's most recent: never among those evicted.
-  for (std::string& key : evicted) changed.push_back({std::move(key), ""});
-  return changed;
+  for (std::string& key : evicted) changed->push_back({std::move(key), ""});
 }
 
 std::optional<DurationEstimate> DurationEstimator::Estimate(const JobClass& job, double performance,

@@ -74,6 +74,10 @@ class DurationEstimator {
   // Returns the rows it changed (one per key of the job's, then one with an empty sketch
   // per key it evicted), for a caller that keeps them.
   std::vector<Row> Observe(const JobClass& job, absl::Duration wall, double performance);
+  // The same, for a caller that keeps no rows (jc-sim): nothing encoded.
+  void Learn(const JobClass& job, absl::Duration wall, double performance) {
+    Record(job, wall, performance, nullptr);
+  }
 
   // The estimate at a center of `performance`, from history; else from the user's own
   // `estimated` duration; else from its `time_limit` (an upper bound, said so); else none —
@@ -95,6 +99,9 @@ class DurationEstimator {
   absl::Status Import(const std::vector<Row>& rows);
 
  private:
+  // Observe's work; the changed rows appended to `changed` when it is not null.
+  void Record(const JobClass& job, absl::Duration wall, double performance, std::vector<Row>* changed);
+
   struct Entry;
   using Lru = std::list<Entry>;
   struct Entry {

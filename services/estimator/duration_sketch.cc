@@ -18,19 +18,25 @@ double DurationSketch::ValueOf(int index) { return std::pow(kGrowth, index + 0.5
 void DurationSketch::Add(double seconds, double decay) {
   if (!std::isfinite(seconds)) return;
   // Older runs fade; a bucket whose runs have faded to nothing is dropped.
-  for (auto it = weights_.begin(); it != weights_.end();) {
-    it->second *= decay;
-    it = it->second < 1e-6 ? weights_.erase(it) : std::next(it);
-  }
-  weights_[IndexOf(seconds)] += 1;
+  for (auto& bucket : weights_) bucket.second *= decay;
+  weights_.erase(std::remove_if(weights_.begin(), weights_.end(),
+                                [](const std::pair<int, double>& bucket) { return bucket.second < 1e-6; }),
+                 weights_.end());
+  AddTo(IndexOf(seconds), 1);
   // Too many buckets: the two shortest become one (short runs matter least to a queue).
   while (static_cast<int>(weights_.size()) > kMaxBuckets) {
-    auto first = weights_.begin();
-    const double w = first->second;
-    weights_.erase(first);
-    weights_.begin()->second += w;
+    const double w = weights_.front().second;
+    weights_.erase(weights_.begin());
+    weights_.front().second += w;
   }
   ++runs_;
+}
+
+void DurationSketch::AddTo(int index, double weight) {
+  auto it = std::lower_bound(weights_.begin(), weights_.end(), index,
+                             [](const std::pair<int, double>& bucket, int i) { return bucket.first < i; });
+  if (it == weights_.end() || it->first != index) it = weights_.insert(it, {index, 0.0});
+  it->second += weight;
 }
 
 double DurationSketch::Quantile(double q) const {
@@ -43,7 +49,7 @@ double DurationSketch::Quantile(double q) const {
     seen += weight;
     if (seen >= target) return ValueOf(index);
   }
-  return ValueOf(weights_.rbegin()->first);
+  return ValueOf(weights_.back().first);
 }
 
 std::string DurationSketch::Encode() const {
@@ -70,7 +76,7 @@ absl::StatusOr<DurationSketch> DurationSketch::Decode(const std::string& text) {
         weight < 0 || index < 0 || index > 400) {
       return absl::InvalidArgumentError(absl::StrCat("duration sketch: bad bucket \"", bucket, "\""));
     }
-    s.weights_[index] += weight;
+    s.AddTo(index, weight);
   }
   if (static_cast<int>(s.weights_.size()) > kMaxBuckets) {
     return absl::InvalidArgumentError("duration sketch: more buckets than a sketch keeps");

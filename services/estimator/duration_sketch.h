@@ -8,8 +8,9 @@
 // "reference seconds": wall seconds × the performance factor of the center that ran them.
 
 #include <cstdint>
-#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -33,9 +34,11 @@ class DurationSketch {
 
  private:
   static int IndexOf(double seconds);
+  void AddTo(int index, double weight);  // to the bucket, made where there is none
   static double ValueOf(int index);  // the bucket's representative (its geometric middle)
 
-  std::map<int, double> weights_;  // bucket index -> weight
+  // Bucket index -> weight, in index order: contiguous, since every run walks them all.
+  std::vector<std::pair<int, double>> weights_;
   int64_t runs_ = 0;
 };
 

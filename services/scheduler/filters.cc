@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -55,8 +56,12 @@ std::string SentenceText(Sentence sentence, const std::string& spec_id) {
   return {};
 }
 
-const char* FilterCenter(const PlacementRequest& request, const CenterView& center, bool ignore_avoid,
-                         std::string* reason, const SpecAtCenter** spec_out, const RequestKeys* keys) {
+namespace {
+
+// FilterCenter; with `ever`, as for a request that may wait for busy capacity and that no
+// center drains against (CentersThatCouldEverTake's question, without copying the request).
+const char* FilterCenterFor(const PlacementRequest& request, const CenterView& center, bool ignore_avoid,
+                            std::string* reason, const SpecAtCenter** spec_out, const RequestKeys* keys, bool ever) {
   std::optional<RequestKeys> own;
   if (keys == nullptr) keys = &own.emplace(request);
   if (const char* failed = GateFilters(request, center, reason)) return failed;
@@ -65,7 +70,7 @@ const char* FilterCenter(const PlacementRequest& request, const CenterView& cent
     if (reason) *reason = NoSpecReason(request.spec_id);
     return kFilterSpec;
   }
-  if (!request.draining_centers.empty()) {
+  if (!ever && !request.draining_centers.empty()) {
     if (auto it = request.draining_centers.find(center.id); it != request.draining_centers.end()) {
       // Backfill: only what is bound to end before the waiting job's expected start (its
       // time limit, else its history's 90th percentile at the center's performance).
@@ -88,9 +93,9 @@ const char* FilterCenter(const PlacementRequest& request, const CenterView& cent
     }
   }
   // Free now, or (for a caller that may hold the replica for a busy center) ever.
-  if (!center.free.Covers(spec->quantity) &&
-      !(request.consider_busy_centers && center.capacity.Covers(spec->quantity))) {
-    if (reason && request.consider_busy_centers) {
+  const bool busy_will_do = ever || request.consider_busy_centers;
+  if (!center.free.Covers(spec->quantity) && !(busy_will_do && center.capacity.Covers(spec->quantity))) {
+    if (reason && busy_will_do) {
       *reason = absl::StrCat("too small: needs ", Describe(spec->quantity), "; capacity ", Describe(center.capacity));
     } else if (reason) {
       *reason = absl::StrCat("not enough free: needs ", Describe(spec->quantity), "; free ", Describe(center.free));
@@ -144,6 +149,13 @@ const char* FilterCenter(const PlacementRequest& request, const CenterView& cent
   return nullptr;
 }
 
+}  // namespace
+
+const char* FilterCenter(const PlacementRequest& request, const CenterView& center, bool ignore_avoid,
+                         std::string* reason, const SpecAtCenter** spec_out, const RequestKeys* keys) {
+  return FilterCenterFor(request, center, ignore_avoid, reason, spec_out, keys, /*ever=*/false);
+}
+
 const std::vector<int>* CandidateCenters(const PlacementRequest& request, const Snapshot& snapshot,
                                          const RequestKeys& keys, std::vector<int>* buffer) {
   const std::vector<int>* offering = snapshot.CentersOffering(keys.spec);
@@ -194,23 +206,29 @@ int DrainingCenterFor(const PlacementRequest& request, const Snapshot& snapshot)
   return best;
 }
 
-std::vector<int> CentersThatCouldEverTake(const PlacementRequest& request, const Snapshot& snapshot) {
-  PlacementRequest ever = request;
-  ever.consider_busy_centers = true;
-  ever.draining_centers.clear();
-  ever.kept_centers.clear();
-  const RequestKeys keys(ever);
-  std::vector<int> out;
+int CentersThatCouldEverTake(const PlacementRequest& request, const Snapshot& snapshot, const RequestKeys& keys,
+                             int limit, std::vector<int>* out, bool* free_beyond_capacity) {
   const auto& centers = snapshot.centers();
   std::vector<int> buffer;
-  const std::vector<int>* source = CandidateCenters(ever, snapshot, keys, &buffer);
+  const std::vector<int>* source = CandidateCenters(request, snapshot, keys, &buffer);
   const size_t count = source != nullptr ? source->size() : centers.size();
-  for (size_t k = 0; k < count; ++k) {
+  int found = 0;
+  for (size_t k = 0; k < count && found < limit; ++k) {
     const size_t i = source != nullptr ? static_cast<size_t>((*source)[k]) : k;
-    if (FilterCenter(ever, centers[i], /*ignore_avoid=*/true, nullptr, nullptr, &keys) == nullptr) {
-      out.push_back(static_cast<int>(i));
+    const SpecAtCenter* spec = nullptr;
+    if (FilterCenterFor(request, centers[i], /*ignore_avoid=*/true, nullptr, &spec, &keys, /*ever=*/true) ==
+        nullptr) {
+      if (free_beyond_capacity != nullptr && !centers[i].capacity.Covers(spec->quantity)) *free_beyond_capacity = true;
+      ++found;
+      if (out != nullptr) out->push_back(static_cast<int>(i));
     }
   }
+  return found;
+}
+
+std::vector<int> CentersThatCouldEverTake(const PlacementRequest& request, const Snapshot& snapshot) {
+  std::vector<int> out;
+  CentersThatCouldEverTake(request, snapshot, RequestKeys(request), std::numeric_limits<int>::max(), &out);
   return out;
 }
 

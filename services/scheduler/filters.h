@@ -114,5 +114,12 @@ int DrainingCenterFor(const PlacementRequest& request, const Snapshot& snapshot)
 // that pass every other filter, whatever frees up or drains (SPEC A16): how narrow a
 // waiting job is, and which centers to keep for it (PlacementRequest::kept_centers).
 std::vector<int> CentersThatCouldEverTake(const PlacementRequest& request, const Snapshot& snapshot);
+// The same, counted only as far as `limit` (a caller that asks only whether there are more
+// than so many stops there), the centers appended to `out` when it is not null; `keys` are
+// the request's. Returns how many were found (at most `limit`). `free_beyond_capacity`, when
+// not null, is set when one passed by its free capacity alone (a usage report saying more
+// is free than the center has): a count that reservations can change, so none to keep.
+int CentersThatCouldEverTake(const PlacementRequest& request, const Snapshot& snapshot, const RequestKeys& keys,
+                             int limit, std::vector<int>* out, bool* free_beyond_capacity = nullptr);
 
 }  // namespace jc::scheduler

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -93,7 +94,7 @@ ReplicaDecision Placer::Decide(const PlacementRequest& request, const Snapshot& 
   }
   if ((!request.kept_centers.empty() || (request.scarce_centers && !request.scarce_centers->empty())) &&
       candidates_.size() > 1) {
-    PreferUnkept(request, snapshot, explain != nullptr);
+    PreferUnkept(request, keys, snapshot, explain != nullptr);
   }
 
   const size_t n = candidates_.size();
@@ -225,19 +226,26 @@ void Placer::CountRemoved(const char* filter) {
   }
 }
 
-void Placer::PreferUnkept(const PlacementRequest& request, const Snapshot& snapshot, bool explain) {
+void Placer::PreferUnkept(const PlacementRequest& request, const RequestKeys& keys, const Snapshot& snapshot,
+                          bool explain) {
   // Which candidates a waiting job or a scarce spec placed lately needs. A center the
   // job's own replicas run at is not kept from it for a scarce spec (its trainer's center,
   // for its CPU task).
   const ScarceCenters* scarce = request.scarce_centers.get();
   kept_.assign(candidates_.size(), 0);  // the waiting keeper's breadth; 0: not kept
   scarce_.assign(candidates_.size(), nullptr);
+  if (scarce != nullptr && scarce->empty()) scarce = nullptr;
+  const bool waiting = !request.kept_centers.empty();
   bool any_kept = false, any_free = false;
+  // The most a comparison below asks of the replica's breadth: counting past it tells nothing.
+  int breadth_limit = 0;
   for (size_t j = 0; j < candidates_.size(); ++j) {
     const std::string& id = candidates_[j]->id;
-    if (auto it = request.kept_centers.find(id); it != request.kept_centers.end()) {
+    if (auto it = waiting ? request.kept_centers.find(id) : request.kept_centers.end();
+        it != request.kept_centers.end()) {
       kept_[j] = it->second;
       any_kept = true;
+      breadth_limit = std::max(breadth_limit, it->second + 1);
     }
     if (scarce != nullptr) {
       auto it = scarce->find(id);
@@ -246,6 +254,7 @@ void Placer::PreferUnkept(const PlacementRequest& request, const Snapshot& snaps
               request.sibling_centers.end()) {
         scarce_[j] = &it->second;
         any_kept = true;
+        breadth_limit = std::max(breadth_limit, it->second.breadth * kScarceBreadthRatio + 1);
       }
     }
     any_free = any_free || candidates_[j]->free.Covers(specs_[j]->quantity);
@@ -254,7 +263,13 @@ void Placer::PreferUnkept(const PlacementRequest& request, const Snapshot& snaps
   // Only a replica that could run at more centers than the waiting job gives way (two jobs
   // that need the same H100s are ordered by the queue, not by this), and at five times as
   // many as a scarce spec.
-  const int breadth = static_cast<int>(CentersThatCouldEverTake(request, snapshot).size());
+  //
+  // Every candidate could ever take it too (the same filters, each at least as strict), so
+  // when they alone reach the limit nothing need be counted; an explanation says the
+  // breadth itself.
+  const int breadth = !explain && static_cast<int>(candidates_.size()) >= breadth_limit
+                          ? breadth_limit
+                          : BreadthOf(request, keys, snapshot, explain ? std::numeric_limits<int>::max() : breadth_limit);
   // A waiting job's keep first, as before scarce specs were kept: it holds when a center no
   // waiting job keeps can start the replica now (a scarce spec's center counts: the job that
   // waits comes before the one that may come).
@@ -262,7 +277,7 @@ void Placer::PreferUnkept(const PlacementRequest& request, const Snapshot& snaps
   for (size_t j = 0; j < candidates_.size(); ++j) {
     if (kept_[j] == 0 && candidates_[j]->free.Covers(specs_[j]->quantity)) free_of_waiting = true;
   }
-  std::optional<RequestKeys> keys;
+  const double backfill_seconds = absl::ToDoubleSeconds(request.backfill_runtime);
   for (size_t j = 0; j < candidates_.size(); ++j) {
     const bool waiting_holds = kept_[j] > 0 && kept_[j] < breadth && free_of_waiting;
     if (scarce_[j] != nullptr && (waiting_holds || scarce_[j]->breadth * kScarceBreadthRatio > breadth)) {
@@ -272,11 +287,15 @@ void Placer::PreferUnkept(const PlacementRequest& request, const Snapshot& snaps
       // Bound to end there within the hour, from its start there (data and image moved
       // first): by its time limit, else its history's 90th percentile; never its own word.
       const CenterView& c = *candidates_[j];
-      if (!keys) keys.emplace(request);
       const double perf = c.performance_factor > 0 ? c.performance_factor : 1;
-      const absl::Duration run = request.time_limit ? *request.time_limit : request.backfill_runtime / perf;
-      if (absl::Seconds(TransferSeconds(MissingDataMb(request, *keys, c), c)) + run <= kKeptCenterShortRun) {
-        scarce_[j] = nullptr;
+      const double transfer = TransferSeconds(MissingDataMb(request, keys, c), c);
+      // A history plainly past the hour needs no exact sum (absl's division is the slow
+      // part of this loop); near it, the sum decides as it always has.
+      const bool plainly_long = !request.time_limit && transfer >= 0 &&
+                                backfill_seconds / perf > absl::ToDoubleSeconds(kKeptCenterShortRun) + 1;
+      if (!plainly_long) {
+        const absl::Duration run = request.time_limit ? *request.time_limit : request.backfill_runtime / perf;
+        if (absl::Seconds(transfer) + run <= kKeptCenterShortRun) scarce_[j] = nullptr;
       }
     }
     // From here kept_ is what a waiting job's keep takes off: nothing else.
@@ -285,7 +304,7 @@ void Placer::PreferUnkept(const PlacementRequest& request, const Snapshot& snaps
   // Then a scarce spec's: when a center neither keeps can start the replica now.
   bool free_of_both = false;
   for (size_t j = 0; j < candidates_.size(); ++j) {
-    const bool named = request.kept_centers.contains(candidates_[j]->id);
+    const bool named = waiting && request.kept_centers.contains(candidates_[j]->id);
     if (!named && scarce_[j] == nullptr && candidates_[j]->free.Covers(specs_[j]->quantity)) free_of_both = true;
   }
   if (!free_of_both) std::fill(scarce_.begin(), scarce_.end(), nullptr);
@@ -316,6 +335,39 @@ void Placer::PreferUnkept(const PlacementRequest& request, const Snapshot& snaps
   }
   candidates_.resize(out);
   specs_.resize(out);
+}
+
+int Placer::BreadthOf(const PlacementRequest& request, const RequestKeys& keys, const Snapshot& snapshot,
+                      int limit) {
+  // What else could make one replica's breadth differ from another's of its spec, project,
+  // user and grade: centers it names or leaves, ports, an image (present or pulled), data
+  // that must not move (a private dataset's copies change between generations).
+  bool plain = request.scarce_centers != nullptr && request.pinned_centers.empty() &&
+               request.excluded_center.empty() && request.ports == 0 && request.image_id.empty() &&
+               request.image_content.empty();
+  for (const auto& d : request.datasets) plain = plain && !d.is_private;
+  if (!plain) return CentersThatCouldEverTake(request, snapshot, keys, limit, nullptr);
+  // A breadth counted in one generation of the federation's centers, capacities and offers
+  // (ScarceSpecs::Centers') stands while it does, for the same snapshot.
+  // The snapshot's stamp: a refresh between two decisions of one pass builds it anew at the
+  // same address while the scarce centers still carry the pass's generation.
+  if (breadth_generation_ != request.scarce_centers->generation || request.scarce_centers->generation == 0 ||
+      breadth_snapshot_ != &snapshot || breadth_stamp_ != snapshot.stamp() ||
+      breadth_by_shape_.size() > kMaxBreadthShapes) {
+    breadth_generation_ = request.scarce_centers->generation;
+    breadth_snapshot_ = &snapshot;
+    breadth_stamp_ = snapshot.stamp();
+    breadth_by_shape_.clear();
+  }
+  shape_.clear();  // each part's length first: no two shapes spell the same key
+  absl::StrAppend(&shape_, request.spec_id.size(), ":", request.spec_id, request.project.size(), ":",
+                  request.project, request.user.size(), ":", request.user, request.min_security_grade);
+  if (auto it = breadth_by_shape_.find(shape_); it != breadth_by_shape_.end()) return it->second;
+  bool free_beyond_capacity = false;
+  const int breadth = CentersThatCouldEverTake(request, snapshot, keys, std::numeric_limits<int>::max(), nullptr,
+                                               &free_beyond_capacity);
+  if (!free_beyond_capacity) breadth_by_shape_.emplace(shape_, breadth);
+  return breadth;
 }
 
 JobDecision Placer::PlaceJob(absl::Span<const PlacementRequest> replicas, Snapshot& snapshot,

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/types/span.h"
 #include "jointcloud/v1/scheduler.pb.h"
 #include "services/scheduler/placement_record.h"
@@ -80,7 +81,13 @@ class Placer {
   // Drops the candidates kept for narrower waiting jobs (PlacementRequest::kept_centers)
   // or for scarce specs placed lately (scarce_centers) when another candidate can start
   // the replica now; one bound to end within kKeptCenterShortRun may take a scarce spec's.
-  void PreferUnkept(const PlacementRequest& request, const Snapshot& snapshot, bool explain);
+  void PreferUnkept(const PlacementRequest& request, const RequestKeys& keys, const Snapshot& snapshot, bool explain);
+  // How many centers could ever take the request (CentersThatCouldEverTake), counted as far
+  // as `limit` or beyond: a plain request's (no pins, ports, image or private data) is
+  // counted once per spec, project, user and grade for the generation its scarce_centers
+  // were worked out in, on one snapshot as built (not where a center reports more free
+  // than it has: a reservation there changes the count).
+  int BreadthOf(const PlacementRequest& request, const RequestKeys& keys, const Snapshot& snapshot, int limit);
 
   const ScorerRegistry& scorers_;
   const EvaluationModel& model_;
@@ -101,6 +108,13 @@ class Placer {
   ReplicaRecord shown_;  // Place's record of the decision it explains, its room kept
   uint64_t decisions_ = 0;
   uint64_t kept_off_ = 0;
+  // BreadthOf's memo, and the generation and snapshot it was counted in.
+  static constexpr size_t kMaxBreadthShapes = 65536;
+  absl::flat_hash_map<std::string, int> breadth_by_shape_;
+  uint64_t breadth_generation_ = 0;
+  const Snapshot* breadth_snapshot_ = nullptr;
+  uint64_t breadth_stamp_ = 0;
+  std::string shape_;
 };
 
 }  // namespace jc::scheduler

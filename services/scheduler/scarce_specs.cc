@@ -56,6 +56,16 @@ std::shared_ptr<const ScarceCenters> ScarceSpecs::Centers(const Snapshot& snapsh
   const auto& centers = snapshot.centers();
   const int available = static_cast<int>(
       std::count_if(centers.begin(), centers.end(), [](const CenterView& c) { return c.available; }));
+  out->generation = generation;
+  // A spec is scarce when at most a fifth of the available centers could run it: counting
+  // stops at one more.
+  const int scarce_at_most = available / kScarceBreadthRatio;
+  if (ever_generation_ != generation || ever_stamp_ != snapshot.stamp() || generation == 0 ||
+      ever_.size() > 2 * kMaxSpecs) {
+    ever_.clear();
+    ever_generation_ = generation;
+    ever_stamp_ = snapshot.stamp();
+  }
   for (auto it = seen_.begin(); it != seen_.end();) {
     // A clock set back: what was seen "later" counts from now, not for the clock's error too.
     it->second.at = std::min(it->second.at, now);
@@ -65,15 +75,23 @@ std::shared_ptr<const ScarceCenters> ScarceSpecs::Centers(const Snapshot& snapsh
       continue;
     }
     // The spec alone: how scarce the capacity is, not what else one job of it asked for.
-    PlacementRequest bare;
-    bare.spec_id = it->first;
-    bare.now = now;
-    const std::vector<int> ever = CentersThatCouldEverTake(bare, snapshot);
-    const int breadth = static_cast<int>(ever.size());
+    auto [known, fresh] = ever_.try_emplace(it->first);
+    const Ever& ever = known->second;
+    if (fresh) {
+      PlacementRequest bare;
+      bare.spec_id = it->first;
+      bare.now = now;
+      bool free_beyond_capacity = false;
+      known->second.breadth = CentersThatCouldEverTake(bare, snapshot, RequestKeys(bare), scarce_at_most + 1,
+                                                       &known->second.centers, &free_beyond_capacity);
+      // A center reporting more free than it has counts only while that is free: counted anew.
+      known->second.recount = free_beyond_capacity;
+    }
+    const int breadth = ever.breadth;
     // No replica could run at five times as many centers as a broader spec: nothing would
     // give way to it.
-    if (breadth > 0 && breadth * kScarceBreadthRatio <= available) {
-      for (int c : ever) {
+    if (breadth > 0 && breadth <= scarce_at_most) {
+      for (int c : ever.centers) {
         auto [kept, added] = out->try_emplace(centers[c].id, ScarceKeep{breadth, it->first});
         if (!added && (breadth < kept->second.breadth ||
                        (breadth == kept->second.breadth && it->first < kept->second.spec_id))) {
@@ -81,6 +99,7 @@ std::shared_ptr<const ScarceCenters> ScarceSpecs::Centers(const Snapshot& snapsh
         }
       }
     }
+    if (ever.recount) ever_.erase(known);
     ++it;
   }
   earliest_ = absl::InfiniteFuture();

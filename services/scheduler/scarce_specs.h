@@ -15,8 +15,10 @@
 // its data), which uses the fast center and leaves it soon, as backfill does, and at a
 // center where the job's own replicas run (Placer::PreferUnkept).
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
@@ -30,7 +32,12 @@ struct ScarceKeep {
   int breadth = 0;
   std::string spec_id;
 };
-using ScarceCenters = absl::flat_hash_map<std::string, ScarceKeep>;
+// By center id; with the federation generation it was worked out for (a placer counts a
+// replica's breadth once per generation: Placer::BreadthOf). A map with one more field, never
+// deleted through the map.
+struct ScarceCenters : absl::flat_hash_map<std::string, ScarceKeep> {
+  uint64_t generation = 0;
+};
 
 // A replica gives way to a scarce spec's keep when it could run at this many times as many
 // centers as the spec could (a job that names no GPU model, against the only H100s).
@@ -69,6 +76,7 @@ class ScarceSpecs {
     seen_.clear();
     by_project_.clear();
     cached_.reset();
+    ever_.clear();
   }
   size_t size() const { return seen_.size(); }
 
@@ -83,6 +91,17 @@ class ScarceSpecs {
   std::shared_ptr<const ScarceCenters> cached_;         // null: to work out
   uint64_t cached_generation_ = 0;
   absl::Time earliest_ = absl::InfiniteFuture();  // of seen_ when cached: when one may expire
+  // Per spec, the centers that could ever run it (counted as far as makes it not scarce) in
+  // generation ever_generation_: a spec placed again after it was forgotten, or another
+  // project's spec pushing one out, costs no count while the federation stays the same.
+  struct Ever {
+    int breadth = 0;
+    std::vector<int> centers;
+    bool recount = false;  // a center passed by free capacity past its own: not kept
+  };
+  absl::flat_hash_map<std::string, Ever> ever_;
+  uint64_t ever_generation_ = 0;
+  uint64_t ever_stamp_ = 0;  // and on this snapshot as built (Snapshot::stamp)
 };
 
 }  // namespace jc::scheduler

@@ -1,6 +1,7 @@
 #include "services/scheduler/snapshot.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 
@@ -8,6 +9,11 @@
 #include "absl/strings/str_split.h"
 
 namespace jc::scheduler {
+
+uint64_t SnapshotStamp::Next() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
 
 TopologyPath TopologyPath::Parse(absl::string_view path) {
   TopologyPath t;

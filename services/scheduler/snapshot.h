@@ -158,6 +158,24 @@ struct DatasetNeed {
   std::vector<TopologyPath> locations;  // logical positions of the centers holding it
 };
 
+// A number for one snapshot as it was built, copied or assigned (a change made in place
+// keeps it): a cache keyed on it (Placer::BreadthOf) does not outlive a refresh that built
+// the snapshot anew at the same address.
+class SnapshotStamp {
+ public:
+  SnapshotStamp() : value_(Next()) {}
+  SnapshotStamp(const SnapshotStamp&) : value_(Next()) {}
+  SnapshotStamp& operator=(const SnapshotStamp&) {
+    value_ = Next();
+    return *this;
+  }
+  uint64_t value() const { return value_; }
+
+ private:
+  static uint64_t Next();
+  uint64_t value_;
+};
+
 class Snapshot {
  public:
   // Adds or replaces a center; returns its index. Like every change but Reserve and
@@ -200,6 +218,9 @@ class Snapshot {
   double load_sum() const;
   double load_sum_squares() const;
 
+  // Which snapshot this is (SnapshotStamp): new when built, copied or assigned.
+  uint64_t stamp() const { return stamp_.value(); }
+
   // One replica's resources under each resource spec of the catalog.
   absl::flat_hash_map<std::string, Resources> spec_quantity;
 
@@ -214,6 +235,7 @@ class Snapshot {
   std::shared_ptr<const std::vector<CenterGate>> gates_;
   int64_t load_sum_ = 0;  // exact: a double drifts from a fresh sum once past 2^53
   __int128 load_sum_squares_ = 0;
+  SnapshotStamp stamp_;
 };
 
 }  // namespace jc::scheduler

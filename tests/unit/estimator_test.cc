@@ -4,6 +4,7 @@
 #include <cmath>
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "services/estimator/duration_estimator.h"
 #include "services/estimator/job_class.h"
 #include "services/estimator/shared_estimator.h"
@@ -295,3 +296,32 @@ TEST_CASE("one project's churn of names and commands evicts only its own history
   CHECK(DurationEstimator(small).ProjectBound() == 8);
 }
 
+
+TEST_CASE("learning without rows (jc-sim's way) leaves the same history as observing with them: every estimate and "
+          "every exported sketch equal [A16]",
+          "[A16]") {
+  jc::estimator::EstimatorOptions bounded;
+  bounded.max_keys = 40;  // evictions too
+  DurationEstimator observed(bounded), learned(bounded);
+  std::mt19937 rng(3);
+  std::lognormal_distribution<double> durations(std::log(1800.0), 1.5);
+  for (int i = 0; i < 3000; ++i) {
+    JobClass job = Train(absl::StrCat("cmd-", i % 50));
+    job.user = absl::StrCat("u", i % 7);
+    const absl::Duration wall = absl::Seconds(durations(rng));
+    const double perf = 0.5 + (i % 4) * 0.5;
+    CHECK_FALSE(observed.Observe(job, wall, perf).empty());
+    learned.Learn(job, wall, perf);
+  }
+  std::vector<DurationEstimator::Row> a = observed.Export(), b = learned.Export();
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i].key == b[i].key);
+    CHECK(a[i].sketch == b[i].sketch);
+  }
+  for (int i = 0; i < 50; ++i) {
+    auto x = observed.Estimate(Train(absl::StrCat("cmd-", i)), 1.0), y = learned.Estimate(Train(absl::StrCat("cmd-", i)), 1.0);
+    REQUIRE(x.has_value() == y.has_value());
+    if (x) CHECK(x->median == y->median);
+  }
+}

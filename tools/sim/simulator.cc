@@ -670,7 +670,7 @@ void Simulation::Finish(int index, int attempt) {
   job.record.end = now_;
   job.done = true;
   // The run (not the data transfer) at that center's speed, in reference seconds.
-  estimator_.Observe(ClassOf(job), absl::Seconds(job.record.run_s), SpeedAt(job, center));
+  estimator_.Learn(ClassOf(job), absl::Seconds(job.record.run_s), SpeedAt(job, center));
 }
 
 void Simulation::OutageStart(int center) {

@@ -225,5 +225,50 @@ TEST_CASE("a waiting job's keep comes before a scarce spec's: a scarce spec's ce
   CHECK(at(broad) == "any-1");
 }
 
+TEST_CASE("a replica's breadth is counted again when the federation changes, its snapshot is built anew or a center's "
+          "free capacity past its own is taken: a broad spec that fewer centers can hold gives way no longer [A16]",
+          "[A16]") {
+  Placing s;
+  Snapshot snap = Federation(5);
+  ScarceSpecs specs;
+  specs.Saw("h100-8", "p", kT0);
+  PlacementRequest broad = MakeRequest();  // gpu-1: five centers, five times h100-8's one
+  broad.image_id.clear();                  // plain: its breadth is remembered for the generation
+  auto at = [&](const PlacementRequest& r) {
+    auto d = s.placer.Place(r, snap, s.Cost());
+    REQUIRE(d.center >= 0);
+    return snap.centers()[d.center].id;
+  };
+  broad.scarce_centers = specs.Centers(snap, kT0, 1);
+  CHECK(at(broad) != "h100");
+  // any-4 can no longer ever hold one GPU: four centers could run gpu-1, fewer than five
+  // times h100-8's one, and the cheap h100 is taken again (a breadth remembered from the
+  // generation before would still keep it).
+  snap.FindMutable("any-4")->capacity.gpu = 0;
+  snap.FindMutable("any-4")->free.gpu = 0;
+  broad.scarce_centers = specs.Centers(snap, kT0, 2);
+  REQUIRE(broad.scarce_centers->contains("h100"));
+  CHECK(at(broad) == "h100");
+  // The same generation, the snapshot built anew where it was (a refresh between two
+  // decisions of one pass, helper-58): counted again, any-4 back.
+  snap = Federation(5);
+  CHECK(at(broad) != "h100");
+  // A center that reports more free than it has (any-4: capacity for no GPU, eight free)
+  // could take it only while that is free: once a reservation takes it, four centers are left.
+  snap.FindMutable("any-4")->capacity.gpu = 0;
+  broad.scarce_centers = specs.Centers(snap, kT0, 3);
+  CHECK(at(broad) != "h100");
+  snap.Reserve(snap.IndexOf("any-4"), Resources{0, 8, 0, 0, 0, 0});
+  CHECK(at(broad) == "h100");
+  snap.Release(snap.IndexOf("any-4"), Resources{0, 8, 0, 0, 0, 0});
+  snap.FindMutable("any-4")->capacity.gpu = 8;
+  // Counting stops at the limit asked for; without one it counts all.
+  std::vector<int> some;
+  CHECK(CentersThatCouldEverTake(broad, snap, RequestKeys(broad), 2, &some) == 2);
+  CHECK(some.size() == 2);
+  CHECK(CentersThatCouldEverTake(broad, snap, RequestKeys(broad), 100, nullptr) == 5);
+  CHECK(CentersThatCouldEverTake(broad, snap).size() == 5);
+}
+
 }  // namespace
 }  // namespace jc::scheduler
