@@ -173,8 +173,15 @@ void Scheduler::Stop() {
 }
 
 absl::Status Scheduler::Refresh() {
+  // Refreshes run at once (the timer's, and a create's for a spec it does not know yet): one
+  // whose read began before another's was applied is older, and must not put back the
+  // catalog as it was (a spec created between the two reads would vanish, and a job of it
+  // submitted meanwhile fail as asking for a spec that does not exist).
+  const uint64_t began = fetches_begun_.fetch_add(1) + 1;
   auto inputs = source_->Fetch();
   std::lock_guard<std::mutex> lock(mu_);
+  if (began < fetch_applied_) return absl::OkStatus();  // a later read is in force
+  fetch_applied_ = began;
   if (!inputs.ok()) {
     last_refresh_ = inputs.status();
     return inputs.status();

@@ -5,6 +5,7 @@
 // lists strategies and weight profiles, and plans jobs as a dry run with the full
 // explanation. No gRPC types here.
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -306,6 +307,10 @@ class Scheduler {
   Snapshot snapshot_;
   Snapshot ideal_;  // Ideal(snapshot_) as last refreshed
   uint64_t ideal_generation_ = 0;  // counts refreshes: a memo below is good for one
+  // Reads of the inputs begun (any thread), and the latest begun of those applied (under
+  // mu_): Refresh applies none older than what is in force.
+  std::atomic<uint64_t> fetches_begun_{0};
+  uint64_t fetch_applied_ = 0;
   // A waiting job's NeverLocked answer for its unplaced slots, until the next refresh: the
   // job manager asks every cycle, and the answer changes only with the inputs.
   struct NeverMemo {
