@@ -19,7 +19,12 @@
 //                      (every center with its filter and reason, or its scores, weights,
 //                      notes, expected start, finish and cost, and the trade-off marks);
 //   ns/feasible        nanoseconds of one decision per center that passes every filter:
-//                      flat when the cost grows linearly in feasible centers.
+//                      flat when the cost grows linearly in feasible centers;
+//   kept/s             decisions/s with a scarce spec's keep in force (SPEC A16: an 8-GPU
+//                      spec offered by one in ten of the centers offering the requested
+//                      one, placed lately, keeps those centers from this broad replica; the
+//                      request names an image, so its breadth is counted every decision, as
+//                      far as the keep asks — the control plane's worst case).
 // `only` (decide, record or explain) runs that figure alone, for a profiler.
 // `sweep` prints that table for 10 to 10,000 centers, then at 10,000 centers for several
 // offer fractions, as CSV after the table (for tests/bench/plot_placement.py).
@@ -36,6 +41,7 @@
 #include "absl/strings/str_cat.h"
 #include "services/scheduler/filters.h"
 #include "services/scheduler/placer.h"
+#include "services/scheduler/scarce_specs.h"
 #include "services/scheduler/scoring/builtin_scorers.h"
 
 using namespace jc::scheduler;
@@ -105,10 +111,11 @@ enum class Mode { kDecide, kRecord, kExplain };
 
 // Decisions per second of one placer over `count` decisions.
 double Run(const Snapshot& snap, const ScorerRegistry& registry, const std::vector<double>& weights, int count,
-           Mode mode, int* placed) {
+           Mode mode, int* placed, std::shared_ptr<const ScarceCenters> scarce) {
   WeightedSumModel model;
   Placer placer(registry, model);
   PlacementRequest req = MakeRequest();
+  req.scarce_centers = std::move(scarce);
   jointcloud::v1::ReplicaPlacement shown;
   ReplicaRecord kept;
   auto start = std::chrono::steady_clock::now();
@@ -130,12 +137,12 @@ double Run(const Snapshot& snap, const ScorerRegistry& registry, const std::vect
 
 // Runs `count` decisions on each of `threads` threads; the sum of their rates.
 double Parallel(const Snapshot& snap, const ScorerRegistry& registry, const std::vector<double>& weights, int count,
-                Mode mode, int threads, int* placed) {
+                Mode mode, int threads, int* placed, std::shared_ptr<const ScarceCenters> scarce = nullptr) {
   std::vector<double> rates(threads);
   std::vector<int> ok(threads);
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] { rates[t] = Run(snap, registry, weights, count, mode, &ok[t]); });
+    pool.emplace_back([&, t] { rates[t] = Run(snap, registry, weights, count, mode, &ok[t], scarce); });
   }
   for (auto& th : pool) th.join();
   double total = 0;
@@ -146,8 +153,25 @@ double Parallel(const Snapshot& snap, const ScorerRegistry& registry, const std:
 
 struct Row {
   int centers = 0, offering = 0, feasible = 0;
-  double decisions = 0, scan = 0, recorded = 0, explained = 0;
+  double decisions = 0, scan = 0, recorded = 0, explained = 0, kept = 0;
 };
+
+// The federation with an 8-GPU spec at one in ten of the centers offering the requested
+// one, placed a minute ago: the centers kept for it (ScarceSpecs, as a pass works them out).
+std::shared_ptr<const ScarceCenters> WithScarceSpec(Snapshot& snap) {
+  const std::vector<int>* offering = snap.CentersOffering(CenterView::Key(kSpec));
+  if (offering == nullptr) return nullptr;
+  const std::vector<int> centers = *offering;
+  for (size_t k = 0; k < centers.size(); k += 10) {
+    snap.MutableAt(centers[k]).specs["gpu-h100x8"] = SpecAtCenter{{32, 8, 0, 0, 131072, 0}, 40, 3200};
+  }
+  snap.Reindex();
+  ScarceSpecs specs;
+  const absl::Time now = absl::Now();
+  specs.Saw("gpu-h100x8", "bench", now - absl::Minutes(1));
+  auto kept = specs.Centers(snap, now, 1);
+  return kept->empty() ? nullptr : kept;
+}
 
 // About `budget_ms` of decisions at each figure, at least 20.
 Row Measure(int centers, double fraction, const ScorerRegistry& registry, const std::vector<double>& weights,
@@ -170,18 +194,23 @@ Row Measure(int centers, double fraction, const ScorerRegistry& registry, const 
   const int e = std::max(20, n / 40);
   row.explained = Parallel(snap, registry, weights, e, Mode::kExplain, threads, &placed);
   if (verbose) std::printf("  explained: %d of %d placed\n", placed, e);
+  Snapshot scarce_snap = snap;
+  if (auto scarce = WithScarceSpec(scarce_snap)) {
+    row.kept = Parallel(scarce_snap, registry, weights, n, Mode::kDecide, threads, &placed, scarce);
+    if (verbose) std::printf("  kept: %d of %d placed, %zu centers kept\n", placed, n, scarce->size());
+  }
   return row;
 }
 
 void PrintHeader() {
-  std::printf("%8s %9s %9s %13s %11s %10s %9s %12s %11s %12s\n", "centers", "offering", "feasible", "decisions/s",
-              "us/decision", "scan/s", "vs scan", "ns/feasible", "recorded/s", "explained/s");
+  std::printf("%8s %9s %9s %13s %11s %10s %9s %12s %11s %12s %11s\n", "centers", "offering", "feasible", "decisions/s",
+              "us/decision", "scan/s", "vs scan", "ns/feasible", "recorded/s", "explained/s", "kept/s");
 }
 
 void Print(const Row& r) {
-  std::printf("%8d %9d %9d %13.0f %11.2f %10.0f %8.1fx %12.0f %11.0f %12.0f\n", r.centers, r.offering, r.feasible,
-              r.decisions, 1e6 / r.decisions, r.scan, r.decisions / r.scan,
-              1e9 / r.decisions / std::max(1, r.feasible), r.recorded, r.explained);
+  std::printf("%8d %9d %9d %13.0f %11.2f %10.0f %8.1fx %12.0f %11.0f %12.0f %11.0f\n", r.centers, r.offering,
+              r.feasible, r.decisions, 1e6 / r.decisions, r.scan, r.decisions / r.scan,
+              1e9 / r.decisions / std::max(1, r.feasible), r.recorded, r.explained, r.kept);
 }
 
 }  // namespace
@@ -217,10 +246,10 @@ int main(int argc, char** argv) {
     }
     std::printf(
         "\ncsv:table,offer_fraction,centers,offering,feasible,decisions_per_s,scan_per_s,recorded_per_s,"
-        "explained_per_s\n");
+        "explained_per_s,kept_per_s\n");
     for (const auto& [table, f, r] : rows) {
-      std::printf("csv:%s,%g,%d,%d,%d,%.0f,%.0f,%.0f,%.0f\n", table, f, r.centers, r.offering, r.feasible, r.decisions,
-                  r.scan, r.recorded, r.explained);
+      std::printf("csv:%s,%g,%d,%d,%d,%.0f,%.0f,%.0f,%.0f,%.0f\n", table, f, r.centers, r.offering, r.feasible,
+                  r.decisions, r.scan, r.recorded, r.explained, r.kept);
     }
     return 0;
   }

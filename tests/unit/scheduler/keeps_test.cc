@@ -205,12 +205,13 @@ TEST_CASE("moves see drains and keeps as a placement does, and stepping down dro
 // "c8" (all 8 CPUs) only at fast, "c1" everywhere.
 class FiveCenters final : public InputsSource {
  public:
+  bool o4_down = false;  // its heartbeat stopped
   absl::StatusOr<SchedulerInputs> Fetch() override {
     SchedulerInputs in;
     const std::vector<std::string> ids = {"fast", "o1", "o2", "o3", "o4"};
     for (const std::string& id : ids) {
       auto c = jc::testing::MakeCenter(id);
-      c.set_status(1);
+      c.set_status(id == "o4" && o4_down ? 0 : 1);
       c.set_security_grade(3);
       c.set_network_topology("cn/" + id);
       c.mutable_capacity()->set_cpu(8);
@@ -316,6 +317,33 @@ TEST_CASE("a spec only one center of five offers keeps it for a day from its las
   s.ClearPasses();
   s.BeginPass();
   CHECK(place_small("job-e") == "fast");
+  s.EndPass();
+}
+
+TEST_CASE("a refresh between two placements of one pass counts a replica's breadth anew, so with one of its five "
+          "centers gone the scarce spec's center is no longer kept from it [A16]",
+          "[A16]") {
+  // helper-58: the placer remembered a plain replica's breadth by the pass's generation and
+  // the snapshot's address, and a refresh rebuilds the snapshot there in the middle of a pass.
+  FiveCenters source;
+  FakeClock clock;
+  Scheduler s(&source, &clock, SchedulerOptions{});
+  REQUIRE(s.Refresh().ok());
+  auto place = [&](const std::string& id, const std::vector<std::string>& specs) {
+    auto placed = s.Place(id, Job(specs, false), Slots(1), {});
+    REQUIRE(placed.ok());
+    REQUIRE(placed->placed);
+    s.Forget(Scheduler::ReservationKey(id, 0, 0, 0));
+    return placed->centers[0];
+  };
+  s.BeginPass();
+  CHECK(place("job-wide", {"c8"}) == "fast");
+  s.EndPass();
+  s.BeginPass();
+  CHECK(place("job-a", {"c1"}) != "fast");  // five centers could run it: fast is kept for c8
+  source.o4_down = true;
+  REQUIRE(s.Refresh().ok());
+  CHECK(place("job-b", {"c1"}) == "fast");  // four now, fewer than five times c8's one
   s.EndPass();
 }
 
