@@ -5,6 +5,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <thread>
+
+#include "absl/synchronization/notification.h"
 #include "common/clock.h"
 #include "common/timestamp.h"
 #include "services/scheduler/scheduler.h"
@@ -25,6 +29,12 @@ class OneCenter final : public InputsSource {
   absl::Time measured_from = kT0 + absl::Hours(1);
   bool says_when = true;
   std::string adapter_version = "jointcloud-adapter-sdk/3";
+  // A spec "new" (1 CPU) in the catalog too, created as the test says.
+  std::atomic<bool> with_new{false};
+  // The next read is held once it has read (what it read is the catalog as it began) until
+  // released.
+  std::atomic<bool> hold_next{false};
+  absl::Notification reading, release;
   absl::StatusOr<SchedulerInputs> Fetch() override {
     SchedulerInputs in;
     auto c = jc::testing::MakeCenter("east");
@@ -44,10 +54,10 @@ class OneCenter final : public InputsSource {
     o.usage.mutable_free()->set_cpu(free_cpus);
     o.usage.mutable_free()->set_memory(512 * 1024);
     in.observations.push_back(o);
-    for (int cpus = 1; cpus <= 4; ++cpus) {
-      const std::string id = "c" + std::to_string(cpus);
+    for (int cpus = 1; cpus <= (with_new ? 5 : 4); ++cpus) {
+      const std::string id = cpus == 5 ? "new" : "c" + std::to_string(cpus);
       auto s = jc::testing::MakeSpec(id, "east");
-      (*s.mutable_resource_quantity())["cpu"] = std::to_string(cpus);
+      (*s.mutable_resource_quantity())["cpu"] = std::to_string(cpus == 5 ? 1 : cpus);
       (*s.mutable_resource_quantity())["gpu"] = "0";
       (*s.mutable_resource_quantity())["memory"] = "1Gi";
       in.specs.push_back(s);
@@ -57,6 +67,10 @@ class OneCenter final : public InputsSource {
       offer.set_can_run(true);
       offer.set_price("1");
       in.offers.push_back(offer);
+    }
+    if (hold_next.exchange(false)) {
+      reading.Notify();
+      release.WaitForNotification();
     }
     return in;
   }
@@ -160,6 +174,31 @@ TEST_CASE("a reservation is dropped once the center's usage holds the replica: a
     REQUIRE(s.Refresh().ok());
     CHECK(FreeCpus(s) == 2);
   }
+}
+
+TEST_CASE("a refresh whose read began before another's was applied leaves the later view in force: a spec created "
+          "between the two reads stays known and a job of it is placed [A8]",
+          "[A8]") {
+  OneCenter source;
+  FakeClock clock(kT0);
+  Scheduler s(&source, &clock, SchedulerOptions{});
+  REQUIRE(s.Refresh().ok());
+  // Two refreshes at once (the timer's, and a create's for a spec the view does not know
+  // yet) must leave the later read in force. The timer's reads the catalog before "new" is
+  // created, and is slow to finish.
+  source.hold_next = true;
+  std::thread timer([&] { CHECK(s.Refresh().ok()); });
+  source.reading.WaitForNotification();
+  // "new" is created, and a create's refresh reads and applies it.
+  source.with_new = true;
+  REQUIRE(s.Refresh().ok());
+  source.release.Notify();
+  timer.join();
+  // The slow read came last: it is older than what is in force, and changes nothing.
+  auto placed = s.Place("job-new", Job("new"), {{0, 0, 0, {}}}, {});
+  INFO(placed.status().ToString());
+  REQUIRE(placed.ok());
+  CHECK(placed->placed);
 }
 
 }  // namespace
