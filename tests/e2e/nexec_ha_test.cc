@@ -233,6 +233,13 @@ TEST_CASE("three nexec masters on one store: the leader SIGKILLed again and agai
 
   const std::string ran = m.path("ran").string();
   std::atomic<int> next{0}, acknowledged{0};
+  // Submissions past `gate` wait for the next kill: work must remain after each kill for
+  // "submissions resume" to mean anything (on a fast run the last quarter was once all
+  // acknowledged before the leader could be found and killed).
+  const int per_kill = jobs / (kills + 1);
+  auto gate_for = [&](int k) { return k < kills ? (k + 1) * per_kill + per_kill / 2 : jobs; };
+  std::atomic<int> gate{gate_for(0)};
+  std::atomic<bool> stop{false};  // a failed REQUIRE below: the clients end, and are joined
   std::mutex mu;
   std::set<int64_t> acked;
   // Each acknowledged submission: when it was first sent, and when acknowledged.
@@ -241,7 +248,9 @@ TEST_CASE("three nexec masters on one store: the leader SIGKILLed again and agai
   auto client = [&] {
     auto masters = jc::nexec::MasterList::Parse(m.List());
     REQUIRE(masters.ok());
-    for (int i = next++; i < jobs; i = next++) {
+    for (int i = next++; i < jobs && !stop; i = next++) {
+      while (i >= gate.load() && !stop) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      if (stop) return;
       npb::SubmitRequest req;
       req.mutable_spec()->set_command("echo $NEXEC_JOBID >> " + ran);
       req.mutable_spec()->set_user(CurrentUser());
@@ -263,15 +272,26 @@ TEST_CASE("three nexec masters on one store: the leader SIGKILLed again and agai
     }
   };
   std::vector<std::thread> threads;
+  struct JoinOnExit {
+    std::atomic<bool>& stop;
+    std::vector<std::thread>& threads;
+    ~JoinOnExit() {
+      stop = true;
+      for (auto& t : threads) {
+        if (t.joinable()) t.join();
+      }
+    }
+  } join_on_exit{stop, threads};
   for (int c = 0; c < 16; ++c) threads.emplace_back(client);
   std::vector<double> resumed_after;
   for (int k = 0; k < kills; ++k) {
-    const int at = (k + 1) * jobs / (kills + 1);
+    const int at = (k + 1) * per_kill;
     REQUIRE(WaitUntil([&] { return acknowledged >= at; }, std::chrono::seconds(180)));
     auto leader = m.Leader();
     REQUIRE(leader.has_value());
     const auto killed_at = Clock::now();
     m.master(*leader).Signal(SIGKILL);
+    gate = gate_for(k + 1);
     REQUIRE(m.master(*leader).Wait().has_value());
     if (k == 1) {
       // An agent restarted while no master leads: it ends its tasks (their jobs rerun) and
