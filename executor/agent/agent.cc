@@ -462,6 +462,27 @@ absl::StatusOr<int> Agent::Start() {
     absl::MutexLock lock(&mu_);
     base_info_.set_address(address_);
   }
+  if (options_.master_stream) {
+    std::vector<uid_t> master_uids = {options_.master_uid};
+    stream_ = std::make_unique<MasterStream>(
+        options_.auth, options_.host, master_uids, [this](const pb::LaunchBatchRequest& req) {
+          // As AgentService::LaunchBatch answers a call: the frame came sealed in a session
+          // the master's account opened (its welcome), as a call must carry its credential.
+          std::vector<const pb::LaunchRequest*> launches;
+          for (const auto& launch : req.launches()) launches.push_back(&launch);
+          pb::LaunchBatchResponse resp;
+          for (absl::StatusOr<int>& pid : LaunchBatch(launches)) {
+            pb::LaunchResult* r = resp.add_results();
+            if (pid.ok()) {
+              r->set_pid(*pid);
+            } else {
+              r->set_code(static_cast<int>(pid.status().code()));
+              r->set_message(std::string(pid.status().message()));
+            }
+          }
+          return resp;
+        });
+  }
   heartbeat_ = std::thread([this] { HeartbeatLoop(); });
   spdlog::info("nexec agent {} listening on {} ({} cpus, {} MB, {} gpus)", options_.host,
                address_, info.cpus(), info.mem_mb(), info.gpus_size());
@@ -476,6 +497,7 @@ void Agent::Stop() {
   }
   cv_.SignalAll();
   if (heartbeat_.joinable()) heartbeat_.join();
+  stream_.reset();  // the loop's, ended with it
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   sensors_.reset();
 }
@@ -1321,17 +1343,33 @@ void Agent::HeartbeatLoop() {
     // The answer acks exits, binds this agent to a store and names tasks to kill: it counts
     // only when the master's account signed it (whoever listens at a master's address while
     // that master is down is ignored, and the next master is tried).
-    MungeAuth::AnswerFrom from_master;
-    from_master.response = &resp;
-    from_master.uids = {options_.master_uid};
-    grpc::Status status = options_.auth.Call(
-        address, "Heartbeat", req, std::chrono::seconds(5),
-        [&](grpc::ClientContext* ctx) {
-          grpc::Status s = masters_->Stub(address)->Heartbeat(ctx, req, &resp);
-          leader_named = MasterList::LeaderNamed(*ctx);
-          return s;
-        },
-        &from_master);
+    grpc::Status status(grpc::StatusCode::UNIMPLEMENTED, "");
+    if (stream_ != nullptr) {
+      auto no_streams = unstreamed_.find(address);
+      if (no_streams != unstreamed_.end() && absl::Now() >= no_streams->second) unstreamed_.erase(no_streams);
+      if (unstreamed_.count(address) == 0) {
+        status = stream_->Heartbeat(address, masters_->Stub(address), req, &resp, &leader_named, absl::Seconds(5));
+        if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+          // A master of an earlier release: called, and asked again in a minute.
+          spdlog::info("nexec agent {}: the master at {} serves no agent streams; heartbeats are calls",
+                       options_.host, address);
+          unstreamed_[address] = absl::Now() + absl::Minutes(1);
+        }
+      }
+    }
+    if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+      MungeAuth::AnswerFrom from_master;
+      from_master.response = &resp;
+      from_master.uids = {options_.master_uid};
+      status = options_.auth.Call(
+          address, "Heartbeat", req, std::chrono::seconds(5),
+          [&](grpc::ClientContext* ctx) {
+            grpc::Status s = masters_->Stub(address)->Heartbeat(ctx, req, &resp);
+            leader_named = MasterList::LeaderNamed(*ctx);
+            return s;
+          },
+          &from_master);
+    }
     mu_.Lock();
     next = absl::Now() + options_.heartbeat_interval;
     if (metrics_) metrics_->tasks->Set(static_cast<double>(book_.running().size()));

@@ -23,6 +23,7 @@
 #include "executor/sensor/sensor.h"
 #include "executor/agent/task_journal.h"
 #include "executor/agent/task_runner.h"
+#include "executor/agent/master_stream.h"
 #include "executor/auth/munge_auth.h"
 #include "executor/client/master_list.h"
 #include "executor/agent/user_files.h"
@@ -94,6 +95,9 @@ struct AgentOptions {
   // A command without shell syntax runs as its program, with no /bin/sh between
   // (direct_exec.h); false: every command through /bin/sh -c.
   bool direct_exec = true;
+  // Heartbeats and launches on one stream held open with the leading master (issue 48,
+  // master_stream.h); false, or a master that serves none: a call each.
+  bool master_stream = true;
 };
 
 // Parses "cpus=64,gpus=8,mem=512G,swap=16G" into the info fields it names.
@@ -261,6 +265,10 @@ class Agent {
   std::map<std::string, pid_t> unrecorded_starts_ ABSL_GUARDED_BY(starts_mu_);
 
   std::unique_ptr<MasterList> masters_;  // from master_address (Start)
+  // The heartbeat loop's alone: its stream to the master (options_.master_stream), and the
+  // masters that answered it has no streams, until when (they are called instead).
+  std::unique_ptr<MasterStream> stream_;
+  std::map<std::string, absl::Time> unstreamed_;
   std::thread heartbeat_;
 };
 

@@ -69,6 +69,9 @@ ABSL_FLAG(bool, direct_exec, true,
           "run a command without shell syntax (`sleep 60`, `/opt/app/train --epochs=3`) as its program, with no "
           "/bin/sh between, when it is a system program (root's, in root's directories); false: every command "
           "through /bin/sh -c");
+ABSL_FLAG(bool, master_stream, true,
+          "send heartbeats and take launches on one stream held open with the leading master (issue 48); false, or "
+          "a master that serves none: a call each");
 ABSL_FLAG(int64_t, master_uid, -1,
           "the account the master runs as; launches from others are refused (default: the agent's own "
           "account; root is always accepted)");
@@ -83,6 +86,7 @@ int main(int argc, char** argv) {
   options.declared = absl::GetFlag(FLAGS_resources);
   options.heartbeat_interval = absl::GetFlag(FLAGS_heartbeat);
   options.direct_exec = absl::GetFlag(FLAGS_direct_exec);
+  options.master_stream = absl::GetFlag(FLAGS_master_stream);
   options.sensor_dir = absl::GetFlag(FLAGS_sensor_dir);
   options.state_dir = absl::GetFlag(FLAGS_state_dir);
   options.nvidia_smi = absl::GetFlag(FLAGS_nvidia_smi);

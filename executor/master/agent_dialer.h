@@ -20,6 +20,23 @@ inline bool IsStaleTerm(const absl::Status& s) {
   return absl::IsFailedPrecondition(s) && s.message().find(kStaleTermWords) != absl::string_view::npos;
 }
 
+// A launch batch's answer as one result per request, in order: a pid (AlreadyExists: the
+// attempt was started before, a success), or why it was not started.
+inline std::vector<absl::StatusOr<int>> LaunchResultsOf(const pb::LaunchBatchResponse& resp, size_t sent) {
+  std::vector<absl::StatusOr<int>> out;
+  for (size_t i = 0; i < sent; ++i) {
+    if (i >= static_cast<size_t>(resp.results_size())) {
+      out.push_back(absl::InternalError("the agent answered fewer launches than were sent"));
+    } else if (const pb::LaunchResult& r = resp.results(static_cast<int>(i));
+               r.code() == 0 || r.code() == static_cast<int>(absl::StatusCode::kAlreadyExists)) {
+      out.push_back(r.pid());
+    } else {
+      out.push_back(absl::Status(static_cast<absl::StatusCode>(r.code()), r.message()));
+    }
+  }
+  return out;
+}
+
 // How the master reaches an agent.
 class AgentDialer {
  public:

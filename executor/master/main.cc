@@ -96,7 +96,9 @@ int main(int argc, char** argv) {
     return fail(std::string(probe.status().message()));
   }
   uid_t agent_uid = absl::GetFlag(FLAGS_agent_uid) >= 0 ? static_cast<uid_t>(absl::GetFlag(FLAGS_agent_uid)) : geteuid();
-  auto dialer = jc::nexec::MakeGrpcAgentDialer(*auth);
+  // Launches go down an agent's stream when it holds one open (issue 48), else by a call.
+  auto agent_streams = std::make_shared<jc::nexec::AgentStreams>();
+  auto dialer = jc::nexec::MakeStreamingDialer(jc::nexec::MakeGrpcAgentDialer(*auth), agent_streams);
   const absl::Duration lease_ttl = absl::GetFlag(FLAGS_lease_ttl);
   if (lease_ttl < absl::Seconds(1)) return fail("--lease_ttl must be at least 1s");
   auto registry = std::make_shared<prometheus::Registry>();
@@ -190,7 +192,8 @@ int main(int argc, char** argv) {
   if (auto s = master.Recover(); !s.ok()) return fail("recovery failed: " + s.ToString());
   lease->SetIdentity(master.identity());
 
-  auto service = jc::nexec::MakeMasterService(&master, *auth, agent_uid, [leadership] { return leadership->Info(); });
+  auto service = jc::nexec::MakeMasterService(&master, *auth, agent_uid, [leadership] { return leadership->Info(); },
+                                              agent_streams);
   jc::EnableGrpcReflection();
   standby->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   standby.reset();
@@ -209,6 +212,7 @@ int main(int argc, char** argv) {
   auto server = builder.BuildAndStart();
   if (server == nullptr || leading_port == 0) return fail(absl::StrCat("cannot listen on ", listen_host, ":", port));
   master.EnableMetrics(*registry);
+  agent_streams->EnableMetrics(*registry);
   master.Start();
   spdlog::info("nexec master listening on port {}", port);
 

@@ -42,10 +42,22 @@ grpc::ServerUnaryReactor* FinishNow(grpc::ServerUnaryReactor* reactor, const Sta
 // sleeps on each call and is woken for its answer (those two thread switches per job
 // were a tenth of the master's CPU). The others stay synchronous.
 class MasterService final
-    : public pb::Master::WithCallbackMethod_Submit<pb::Master::WithCallbackMethod_Heartbeat<pb::Master::Service>> {
+    : public pb::Master::WithCallbackMethod_Submit<pb::Master::WithCallbackMethod_Heartbeat<
+          pb::Master::WithCallbackMethod_AgentStream<pb::Master::Service>>> {
  public:
-  MasterService(Master* m, MungeAuth auth, uid_t agent_uid, std::function<pb::LeadershipInfo()> leadership)
-      : m_(m), auth_(std::move(auth)), agent_uid_(agent_uid), leadership_(std::move(leadership)) {}
+  MasterService(Master* m, MungeAuth auth, uid_t agent_uid, std::function<pb::LeadershipInfo()> leadership,
+                std::shared_ptr<AgentStreams> streams)
+      : m_(m), auth_(std::move(auth)), agent_uid_(agent_uid), leadership_(std::move(leadership)),
+        streams_(std::move(streams)) {}
+
+  // The agents' streams (issue 48): agent_streams.cc; a master made without them has none.
+  grpc::ServerBidiReactor<pb::AgentStreamFrame, pb::AgentStreamFrame>* AgentStream(
+      grpc::CallbackServerContext* ctx) override {
+    if (streams_ == nullptr) {
+      return pb::Master::WithCallbackMethod_AgentStream<pb::Master::Service>::AgentStream(ctx);
+    }
+    return streams_->Serve(ctx, m_, auth_, agent_uid_);
+  }
 
   // Anyone may ask who leads (a standby answers it too): it tells nothing but addresses. A
   // caller with a credential is answered in a session (the AnswerSigner signs it), so that
@@ -421,6 +433,7 @@ class MasterService final
   const MungeAuth auth_;
   const uid_t agent_uid_;
   std::function<pb::LeadershipInfo()> leadership_;
+  std::shared_ptr<AgentStreams> streams_;
 };
 
 // The master's calls to agents, each signed with munge: agents take launches only from
@@ -445,20 +458,8 @@ class GrpcAgentDialer final : public AgentDialer {
     grpc::Status s = auth_.Call(address, "LaunchBatch", req, std::chrono::seconds(10), [&](grpc::ClientContext* ctx) {
       return Stub(address)->LaunchBatch(ctx, req, &resp);
     });
-    std::vector<absl::StatusOr<int>> out;
-    for (size_t i = 0; i < reqs.size(); ++i) {
-      if (!s.ok()) {
-        out.push_back(FromGrpcStatus(s));
-      } else if (i >= static_cast<size_t>(resp.results_size())) {
-        out.push_back(absl::InternalError("the agent answered fewer launches than were sent"));
-      } else if (const pb::LaunchResult& r = resp.results(static_cast<int>(i));
-                 r.code() == 0 || r.code() == static_cast<int>(absl::StatusCode::kAlreadyExists)) {
-        out.push_back(r.pid());
-      } else {
-        out.push_back(absl::Status(static_cast<absl::StatusCode>(r.code()), r.message()));
-      }
-    }
-    return out;
+    if (!s.ok()) return std::vector<absl::StatusOr<int>>(reqs.size(), FromGrpcStatus(s));
+    return LaunchResultsOf(resp, reqs.size());
   }
   absl::Status Signal(const std::string& address, const pb::SignalRequest& req) override {
     pb::SignalResponse resp;
@@ -515,8 +516,9 @@ class GrpcAgentDialer final : public AgentDialer {
 }  // namespace
 
 std::unique_ptr<grpc::Service> MakeMasterService(Master* master, const MungeAuth& auth, uid_t agent_uid,
-                                                 std::function<pb::LeadershipInfo()> leadership) {
-  return std::make_unique<MasterService>(master, auth, agent_uid, std::move(leadership));
+                                                 std::function<pb::LeadershipInfo()> leadership,
+                                                 std::shared_ptr<AgentStreams> streams) {
+  return std::make_unique<MasterService>(master, auth, agent_uid, std::move(leadership), std::move(streams));
 }
 
 std::unique_ptr<AgentDialer> MakeGrpcAgentDialer(const MungeAuth& auth) {

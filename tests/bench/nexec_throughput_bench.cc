@@ -6,6 +6,8 @@
 // JC_BENCH_COMMAND: the jobs' command on both sides (default `true`; words only, e.g.
 // `sleep 0`); JC_BENCH_SHELL=1: nexec's agents run it through /bin/sh -c as Slurm's batch
 // script does (agent --direct_exec=false), instead of exec'ing a plain command directly.
+// JC_BENCH_NO_STREAM=1: agents heartbeat and take launches by calls (--master_stream=false),
+// as before issue 48's agent stream, to pair against it.
 
 #include <grpcpp/grpcpp.h>
 #include <sys/resource.h>
@@ -70,7 +72,9 @@ double RunNexec(int jobs, int submitters, const std::filesystem::path& dir) {
   options.extra_flags = {auth_flag};
   options.master_metrics = true;  // as measured before: a production master exports metrics
   // JC_BENCH_SHELL=1: every command through /bin/sh -c, as before issue 48's direct exec.
-  if (std::getenv("JC_BENCH_SHELL") != nullptr) options.agent_flags = {"--direct_exec=false"};
+  if (std::getenv("JC_BENCH_SHELL") != nullptr) options.agent_flags.push_back("--direct_exec=false");
+  // JC_BENCH_NO_STREAM=1: heartbeats and launches a call each, as before issue 48's agent stream.
+  if (std::getenv("JC_BENCH_NO_STREAM") != nullptr) options.agent_flags.push_back("--master_stream=false");
   jc::bench::NexecBenchCluster cluster(dir, options, auth);
   auto* stub = cluster.stub();
 
@@ -112,10 +116,10 @@ double RunNexec(int jobs, int submitters, const std::filesystem::path& dir) {
       std::chrono::minutes(10));
   double total = Seconds(start);
   const double cpu = BusyCpuSeconds() - cpu_start;
-  std::printf("nexec%s%s: %d trivial jobs (%d submit errors) submitted in %.2f s, all completed in "
+  std::printf("nexec%s%s%s: %d trivial jobs (%d submit errors) submitted in %.2f s, all completed in "
               "%.2f s = %.0f jobs/s end to end, %.2f ms of CPU per job (all processes); the client made %lld "
               "munge credential(s)\n",
-              munge ? "" : " (--auth=none)",
+              munge ? "" : " (--auth=none)", std::getenv("JC_BENCH_NO_STREAM") != nullptr ? " (no agent stream)" : "",
               std::getenv("JC_BENCH_SHELL") != nullptr ? " (sh -c)" : " (direct exec where plain)", jobs, failed.load(), submitted, total, jobs / total,
               1000 * cpu / jobs, static_cast<long long>(cluster.credentials_made()));
   // Where it went: figures that drift less with the VM's hour than the whole machine's.

@@ -29,6 +29,7 @@
 #include "absl/time/time.h"
 #include "adapters/native/nexec_backend.h"
 #include "executor/auth/munge_auth.h"
+#include "executor/auth/stream_session.h"
 #include "executor/client/master_list.h"
 #include "nexec/v1/nexec.grpc.pb.h"
 #include "tests/testing/munge_daemon.h"
@@ -663,6 +664,26 @@ namespace {
 // be killed. With `account` set it is a squatter with munge access: it opens the session
 // the agent offers with a credential made as that account, and signs every answer with
 // the session's key, as a real master does. Without, it signs nothing.
+// A munge credential for `payload` made as `account` (all munge lets a squatter sign as),
+// through munge's own CLI; "" when it could not be made. `out` keeps it.
+std::string CredentialAs(const std::string& account, const std::string& payload, const std::string& out) {
+  Process p({"/usr/sbin/runuser", "-u", account, "--", "/usr/bin/munge", "--socket=" + jc::testing::UsePrivateMunged(),
+             "--string=" + payload},
+            out);
+  if (p.Wait() != 0) return "";
+  std::string credential;
+  std::getline(std::ifstream(out), credential);
+  return credential;
+}
+
+// The store an agent serves, as its state directory keeps it: the whole line (identity and
+// term) and the identity alone.
+std::pair<std::string, std::string> AgentBinding(const std::filesystem::path& state_dir) {
+  std::string line;
+  std::getline(std::ifstream(state_dir / "master.identity"), line);
+  return {line, line.substr(0, line.find(' '))};
+}
+
 class ClaimingMaster final : public npb::Master::Service {
  public:
   ClaimingMaster(std::string identity, int64_t term, std::string account = "", std::string dir = "")
@@ -772,13 +793,8 @@ class ClaimingMaster final : public npb::Master::Service {
     // Its acceptance, signed as the squatter's own account: all munge lets it sign as.
     const std::string accept_payload =
         std::string(jc::nexec::kSessionAcceptPayload) + id + "\n" + mine->public_hex() + "\n" + offered;
-    std::string out = dir_ + "/accept-" + std::to_string(sessions_);
-    Process p({"/usr/sbin/runuser", "-u", account_, "--", "/usr/bin/munge",
-               "--socket=" + jc::testing::UsePrivateMunged(), "--string=" + accept_payload},
-              out);
-    if (p.Wait() != 0) return grpc::Status::OK;
-    std::string accept_cred;
-    std::getline(std::ifstream(out), accept_cred);
+    const std::string accept_cred = CredentialAs(account_, accept_payload, dir_ + "/accept-" + std::to_string(sessions_));
+    if (accept_cred.empty()) return grpc::Status::OK;
     ctx->AddInitialMetadata(jc::nexec::kSessionAcceptMetadataKey, id + " " + mine->public_hex() + " " + accept_cred);
     ctx->AddTrailingMetadata(jc::nexec::kAnswerMetadataKey, jc::nexec::AnswerMac(*key, id, 0, digest));
     return grpc::Status::OK;
@@ -799,6 +815,68 @@ class ClaimingMaster final : public npb::Master::Service {
   std::atomic<int> relayed{0};
 };
 
+// Whoever listens at a master's address with an agent stream of its own (issue 48): it
+// welcomes the agent, unsigned or signed as `account` (all munge lets it sign as), over a
+// real exchange (it holds its half, so it knows the key), and sends a launch at once,
+// sealed under that key.
+class StreamSquatter final : public npb::Master::Service {
+ public:
+  StreamSquatter(std::string identity, std::string account, std::string dir, std::string marker)
+      : identity_(std::move(identity)), account_(std::move(account)), dir_(std::move(dir)), marker_(std::move(marker)) {}
+  grpc::Status AgentStream(grpc::ServerContext*,
+                           grpc::ServerReaderWriter<npb::AgentStreamFrame, npb::AgentStreamFrame>* stream) override {
+    npb::AgentStreamFrame hello_frame;
+    if (!stream->Read(&hello_frame)) return grpc::Status::OK;
+    npb::AgentStreamMessage hello;
+    if (!hello.ParseFromString(hello_frame.body())) return grpc::Status::OK;
+    ++hellos;
+    auto mine = jc::nexec::KeyExchange::Make();
+    const std::string session = "squat" + std::to_string(hellos.load());
+    npb::AgentStreamMessage answer;
+    npb::AgentStreamWelcome* welcome = answer.mutable_welcome();
+    welcome->set_session(session);
+    welcome->set_offer(mine->public_hex());
+    welcome->set_agent_offer(hello.hello().offer());
+    welcome->set_identity(identity_);
+    welcome->set_term(1'000'000);
+    npb::AgentStreamFrame welcome_frame;
+    answer.SerializeToString(welcome_frame.mutable_body());
+    if (!account_.empty()) {
+      const std::string credential =
+          CredentialAs(account_, jc::nexec::MungeAuth::Payload("AgentStream.welcome", *welcome),
+                       dir_ + "/welcome-" + std::to_string(hellos.load()));
+      if (credential.empty()) return grpc::Status::OK;
+      welcome_frame.set_credential(credential);
+      ++signed_welcomes;
+    }
+    stream->Write(welcome_frame);
+    auto key = mine->SessionKey(hello.hello().offer(), session, /*offering=*/false);
+    if (!key.ok()) return grpc::Status::OK;
+    jc::nexec::StreamSealer sealer = jc::nexec::StreamSealer::Keyed(session, *key, /*agent_side=*/false);
+    npb::AgentStreamMessage launch;
+    launch.set_call(1);
+    npb::LaunchRequest* l = launch.mutable_launch()->add_launches();
+    l->set_job_id(999);
+    l->set_user("root");
+    l->set_command("touch " + marker_);
+    l->set_master_identity(identity_);
+    l->set_master_term(1'000'000);
+    stream->Write(sealer.Seal(launch));
+    npb::AgentStreamFrame in;
+    while (stream->Read(&in)) ++frames_after_welcome;
+    return grpc::Status::OK;
+  }
+  std::atomic<int> hellos{0};
+  std::atomic<int> signed_welcomes{0};
+  std::atomic<int> frames_after_welcome{0};
+
+ private:
+  std::string identity_;
+  std::string account_;
+  std::string dir_;
+  std::string marker_;
+};
+
 std::string FirstWord(const std::filesystem::path& file) {
   std::string word;
   std::ifstream(file) >> word;
@@ -808,6 +886,71 @@ std::string FirstWord(const std::filesystem::path& file) {
 bool Alive(int pid) { return pid > 0 && kill(pid, 0) == 0; }
 
 }  // namespace
+
+TEST_CASE("whoever listens at a master's address with an agent stream of its own is not believed: its welcome, "
+          "unsigned or signed by another account, opens nothing, and its launch runs nothing (issue 48) [B11][B9]",
+          "[B11][B9]") {
+  auto dir = std::filesystem::temp_directory_path() / ("jc-nexec-stream-squat-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  jc::testing::TestAccount squatter_account("jc-ssquat");
+  const auto auth = jc::nexec::MungeAuth::Munge(jc::testing::UsePrivateMunged());
+  auto master = std::make_unique<Process>(
+      std::vector<std::string>{JC_NEXEC_MASTER, "--listen=127.0.0.1:0", "--data_dir=" + (dir / "data").string(),
+                               "--metrics_address=", "--lease_ttl=2s"},
+      (dir / "master.log").string());
+  auto port = master->WaitForLog(R"(nexec master listening on port (\d+))");
+  REQUIRE(port.has_value());
+  const std::string address = "127.0.0.1:" + *port;
+  Process agent({JC_NEXEC_AGENT, "--master=" + address, "--host=node1", "--listen=127.0.0.1:0", "--metrics_address=",
+                 "--heartbeat=100ms", "--state_dir=" + (dir / "agent").string()},
+                (dir / "agent.log").string());
+  REQUIRE(agent.WaitForLog("heartbeats and launches on one stream").has_value());
+  auto masters = jc::nexec::MasterList::Parse(address);
+  REQUIRE(masters.ok());
+  REQUIRE(WaitHosts(**masters, auth, 1));
+  npb::SubmitRequest sub;
+  sub.mutable_spec()->set_command("echo $$ > " + (dir / "long.pid").string() + "; exec sleep 1000");
+  sub.mutable_spec()->set_user(CurrentUser());
+  sub.mutable_spec()->set_slots(1);
+  npb::SubmitResponse submitted;
+  REQUIRE(CallLeader(**masters, auth, "Submit", &npb::Master::Stub::Submit, sub, &submitted, std::chrono::seconds(30))
+              .ok());
+  REQUIRE(WaitUntil([&] { return !FirstWord(dir / "long.pid").empty(); }));
+  const int long_pid = std::stoi(FirstWord(dir / "long.pid"));
+  const auto [bound, identity] = AgentBinding(dir / "agent");
+  REQUIRE(identity.size() > 8);
+
+  master->Signal(SIGKILL);
+  REQUIRE(master->Wait(std::chrono::seconds(10)).has_value());
+  for (const std::string& account : {std::string(), squatter_account.name}) {
+    INFO((account.empty() ? "a squatter that signs nothing" : "a squatter signing as " + account));
+    const std::filesystem::path marker = dir / ("pwned-" + (account.empty() ? std::string("unsigned") : account));
+    StreamSquatter squatter(identity, account, dir.string(), marker.string());
+    grpc::ServerBuilder builder;
+    int bound_port = 0;
+    builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &bound_port);
+    builder.RegisterService(&squatter);
+    auto server = builder.BuildAndStart();
+    REQUIRE(server != nullptr);
+    REQUIRE(bound_port == std::stoi(*port));
+    // Opened again and again (each heartbeat round), each time refused by the agent.
+    REQUIRE(WaitUntil([&] { return squatter.hellos > 5 && (account.empty() || squatter.signed_welcomes > 2); },
+                      std::chrono::seconds(60)));
+    INFO(agent.Log());
+    CHECK(agent.Log().find(account.empty() ? "carries no munge credential"
+                                           : "is not proven to come from the nexec master") != std::string::npos);
+    CHECK(squatter.frames_after_welcome == 0);  // no heartbeat, no answer to its launch
+    CHECK_FALSE(std::filesystem::exists(marker));
+    CHECK(Alive(long_pid));
+    CHECK(AgentBinding(dir / "agent").first == bound);
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  }
+  kill(long_pid, SIGKILL);
+  agent.Signal(SIGKILL);
+  agent.Wait();
+  std::filesystem::remove_all(dir);
+}
 
 TEST_CASE("whoever listens at a master's address while it is down is not believed: its heartbeat answers ack no "
           "exit, bind no agent and kill no task, signed or not, and clients do not take it for the leader "
@@ -863,9 +1006,7 @@ TEST_CASE("whoever listens at a master's address while it is down is not believe
   REQUIRE(WaitUntil([&] { return state_of(long_job) == npb::RUNNING && state_of(short_job) == npb::RUNNING; }));
   REQUIRE(WaitUntil([&] { return !FirstWord(dir / "long.pid").empty(); }));
   const int long_pid = std::stoi(FirstWord(dir / "long.pid"));
-  std::string bound;
-  std::getline(std::ifstream(dir / "agent" / "master.identity"), bound);
-  const std::string identity = bound.substr(0, bound.find(' '));
+  const auto [bound, identity] = AgentBinding(dir / "agent");
   REQUIRE(identity.size() > 8);
 
   master->Signal(SIGKILL);
@@ -888,9 +1029,7 @@ TEST_CASE("whoever listens at a master's address while it is down is not believe
     CHECK(agent.Log().find("is not proven to come from the nexec master") != std::string::npos);
     // No kill, no new binding, no term raised.
     CHECK(Alive(long_pid));
-    std::string kept;
-    std::getline(std::ifstream(dir / "agent" / "master.identity"), kept);
-    CHECK(kept == bound);
+    CHECK(AgentBinding(dir / "agent").first == bound);
 
     // Clients do not take it for the leader either.
     auto list = jc::nexec::MasterList::Parse(address);
@@ -958,9 +1097,7 @@ TEST_CASE("whoever listens at a master's address while it is down is not believe
     CHECK(relay.relayed > 0);
     INFO(agent.Log());
     CHECK(agent.WaitForLog("exit\\(s\\) of its tasks that master has not taken").has_value());
-    std::string kept;
-    std::getline(std::ifstream(dir / "agent" / "master.identity"), kept);
-    CHECK(kept == bound);
+    CHECK(AgentBinding(dir / "agent").first == bound);
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   }
 

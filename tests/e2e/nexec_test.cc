@@ -32,6 +32,7 @@
 #include "absl/time/time.h"
 #include "common/exec/exec_stream.h"
 #include "executor/auth/munge_auth.h"
+#include "executor/auth/stream_session.h"
 #include "nexec/v1/nexec.grpc.pb.h"
 #include "tests/testing/munge_daemon.h"
 #include "tests/testing/oci_registry.h"
@@ -1057,6 +1058,121 @@ TEST_CASE("an unprivileged account cannot submit as root or act on another user'
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a launch, had one happened, would have run
   CHECK_FALSE(std::filesystem::exists(marker));
   CHECK(c.Cli({"kill", std::to_string(root_job)}).code == 0);
+}
+
+// The master's figure `name` (a gauge or counter without labels) as printed on /metrics.
+std::string MasterFigure(Cluster& c, const std::string& name) {
+  httplib::Client http("127.0.0.1", c.metrics_port());
+  auto res = http.Get("/metrics");
+  if (!res) return "";
+  std::smatch m;
+  const std::string body = res->body;
+  return std::regex_search(body, m, std::regex("\n" + name + " ([0-9.e+]+)\n")) ? m[1].str() : "";
+}
+
+TEST_CASE("an agent's heartbeats and launches go on one stream held with the master, and an agent run with "
+          "--master_stream=false is called as before (issue 48) [B6][B9]",
+          "[B6][B9]") {
+  for (const bool stream : {true, false}) {
+    INFO((stream ? "an agent as shipped" : "an agent with --master_stream=false"));
+    Cluster c(stream ? "stream" : "nostream");
+    c.AddAgent("node1", "cpus=2,mem=4G",
+               stream ? std::vector<std::string>{} : std::vector<std::string>{"--master_stream=false"});
+    REQUIRE(c.WaitHosts(1));
+    CHECK(WaitUntil([&] { return MasterFigure(c, "nexec_agent_streams") == (stream ? "1" : "0"); }));
+    std::vector<int64_t> ids;
+    for (int i = 0; i < 5; ++i) {
+      ids.push_back(c.Submit({"-o", c.path("out-" + std::to_string(i)), "--", "echo ran-" + std::to_string(i)}));
+    }
+    for (int64_t id : ids) CHECK(c.WaitState(id, "DONE"));
+    for (int i = 0; i < 5; ++i) CHECK(ReadFile(c.path("out-" + std::to_string(i))) == "ran-" + std::to_string(i) + "\n");
+    // Each task went down the stream, not by a call to the agent (or by a call, without one).
+    CHECK(MasterFigure(c, "nexec_agent_stream_launches_total") == (stream ? "5" : "0"));
+    INFO(c.agent("node1").Log());
+    CHECK((c.agent("node1").Log().find("heartbeats and launches on one stream") != std::string::npos) == stream);
+  }
+}
+
+TEST_CASE("an agent stream is taken only from the agents' account: an unsigned hello or another account's is "
+          "refused, a frame without the session's proof ends the stream, no host made, and a silent one ends "
+          "(issue 48) [B9][C6]",
+          "[B9][C6]") {
+  if (geteuid() != 0) {
+    WARN("not run: creating the unprivileged test account needs root (CI runs as root)");
+    return;
+  }
+  namespace npb = ::nexec::v1;
+  Cluster c("streamauth");
+  c.AddAgent("node1", "cpus=2,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  jc::testing::TestAccount user("jc-nexec-str");
+  auto master = npb::Master::NewStub(grpc::CreateChannel(c.address(), grpc::InsecureChannelCredentials()));
+  // Opens a stream with `first`, sends `then` once answered, and reads until the master ends it.
+  auto open = [&](const npb::AgentStreamFrame& first, const std::vector<npb::AgentStreamFrame>& then) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    auto stream = master->AgentStream(&ctx);
+    stream->Write(first);
+    npb::AgentStreamFrame in;
+    if (stream->Read(&in)) {
+      for (const auto& f : then) stream->Write(f);
+      while (stream->Read(&in)) {
+      }
+    }
+    return stream->Finish();
+  };
+  auto hello = [](const jc::nexec::MungeAuth& auth, const std::string& host) {
+    auto opening = jc::nexec::OpenAgentStream(auth, host);
+    REQUIRE(opening.ok());
+    return std::move(*opening);
+  };
+
+  // Unsigned.
+  grpc::Status s = open(hello(jc::nexec::MungeAuth::Disabled(), "forged1").frame, {});
+  INFO(s.error_message());
+  CHECK(s.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  CHECK(s.error_message().find("no munge credential") != std::string::npos);
+
+  // Signed by an account that is not the agents'.
+  npb::AgentStreamFrame other = hello(jc::nexec::MungeAuth::Disabled(), "forged2").frame;
+  npb::AgentStreamMessage said;
+  REQUIRE(said.ParseFromString(other.body()));
+  other.set_credential(
+      CredentialOf(user.name, jc::nexec::MungeAuth::Payload("AgentStream.hello", said.hello()), c.path("")));
+  s = open(other, {});
+  INFO(s.error_message());
+  CHECK(s.error_code() == grpc::StatusCode::PERMISSION_DENIED);
+  CHECK(s.error_message().find("agent streams come from nexec agents") != std::string::npos);
+
+  // Signed by the agents' account (root here), then a heartbeat without the session's proof.
+  npb::AgentStreamMessage hb;
+  hb.set_call(1);
+  hb.mutable_heartbeat()->mutable_info()->set_host("forged3");
+  hb.mutable_heartbeat()->mutable_info()->set_address("127.0.0.1:1");
+  hb.mutable_heartbeat()->mutable_info()->set_cpus(64);
+  npb::AgentStreamFrame unproven;
+  unproven.set_counter(1);
+  hb.SerializeToString(unproven.mutable_body());
+  unproven.set_mac(std::string(64, '0'));
+  s = open(hello(jc::nexec::MungeAuth::Munge(jc::testing::UsePrivateMunged()), "forged3").frame, {unproven});
+  INFO(s.error_message());
+  CHECK(s.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  CHECK(s.error_message().find("proof") != std::string::npos);
+  CHECK(json::parse(c.Cli({"hosts", "--json"}).out)["hosts"].size() == 1);
+
+  // Held open without a hello: ended by the master, not held for good.
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    auto stream = master->AgentStream(&ctx);
+    const auto opened = std::chrono::steady_clock::now();
+    npb::AgentStreamFrame in;
+    CHECK_FALSE(stream->Read(&in));
+    grpc::Status silent = stream->Finish();
+    INFO(silent.error_message());
+    CHECK(silent.error_code() == grpc::StatusCode::CANCELLED);
+    CHECK(std::chrono::steady_clock::now() - opened < std::chrono::seconds(30));
+  }
 }
 
 TEST_CASE("a session opened with an account's munge credential speaks only for that account, and a session call "

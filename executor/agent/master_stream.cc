@@ -1,0 +1,184 @@
+#include "executor/agent/master_stream.h"
+
+#include <spdlog/spdlog.h>
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "executor/client/master_list.h"
+
+namespace jc::nexec {
+
+namespace pb = ::nexec::v1;
+
+struct MasterStream::Open {
+  std::string address;
+  grpc::ClientContext ctx;
+  std::unique_ptr<grpc::ClientReaderWriter<pb::AgentStreamFrame, pb::AgentStreamFrame>> stream;
+  AgentStreamOpening opening;
+  std::thread reader;
+
+  std::mutex mu;  // what the reader tells the heartbeat loop
+  std::condition_variable cv;
+  std::optional<StreamSealer> sealer;  // once the welcome was proven; its Open is the reader's
+  bool ended = false;
+  grpc::Status status;  // why it ended
+  std::string leader_named;
+  uint64_t waiting = 0;  // the heartbeat whose answer is awaited
+  std::optional<pb::AgentStreamMessage> answer;
+
+  std::mutex write_mu;  // one write at a time, in the order sealed (the loop's heartbeats, the reader's answers)
+  uint64_t calls = 0;   // with write_mu
+
+  bool Write(const pb::AgentStreamMessage& m) {
+    std::lock_guard<std::mutex> lock(write_mu);
+    return stream->Write(sealer->Seal(m));
+  }
+};
+
+MasterStream::MasterStream(MungeAuth auth, std::string host, std::vector<uid_t> master_uids, LaunchHandler on_launch)
+    : auth_(std::move(auth)), host_(std::move(host)), master_uids_(std::move(master_uids)),
+      on_launch_(std::move(on_launch)) {}
+
+MasterStream::~MasterStream() { Close(); }
+
+void MasterStream::Close() {
+  if (open_ == nullptr) return;
+  open_->ctx.TryCancel();
+  if (open_->reader.joinable()) open_->reader.join();
+  open_.reset();
+}
+
+// The reader: the welcome, then heartbeat answers for the loop and launch batches, each
+// answered here. Any frame that does not hold ends the stream (cancelled), saying why.
+void MasterStream::Read(Open* o) {
+  grpc::Status failed;
+  pb::AgentStreamFrame frame;
+  while (failed.ok() && o->stream->Read(&frame)) {
+    if (!o->sealer) {
+      pb::AgentStreamWelcome welcome;
+      auto sealer = CheckWelcome(auth_, o->opening, frame, master_uids_, &welcome);
+      if (!sealer.ok()) {
+        failed = grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                              absl::StrCat(sealer.status().message(), "; the stream is ignored"));
+        break;
+      }
+      std::lock_guard<std::mutex> lock(o->mu);
+      o->sealer = std::move(*sealer);
+      o->cv.notify_all();
+      continue;
+    }
+    auto m = o->sealer->Open(frame);
+    if (!m.ok()) {
+      failed = grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string(m.status().message()));
+    } else if (m->has_launch()) {
+      pb::AgentStreamMessage out;
+      out.set_call(m->call());
+      *out.mutable_launched() = on_launch_(m->launch());
+      if (!o->Write(out)) break;  // the stream broke: the next Read says how
+    } else if (m->has_heartbeat_answer() || m->has_refused()) {
+      std::lock_guard<std::mutex> lock(o->mu);
+      if (m->call() == o->waiting) {
+        o->answer = std::move(*m);
+        o->cv.notify_all();
+      }
+    } else {
+      failed = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            "the nexec master sent the agent's stream something other than answers and launches");
+    }
+  }
+  if (!failed.ok()) o->ctx.TryCancel();
+  grpc::Status finished;
+  {
+    std::lock_guard<std::mutex> lock(o->write_mu);  // no write in flight while it finishes
+    finished = o->stream->Finish();
+  }
+  std::lock_guard<std::mutex> lock(o->mu);
+  o->ended = true;
+  o->status = !failed.ok() ? failed
+              : finished.ok()
+                  ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "the nexec master ended the agent's stream")
+                  : finished;
+  o->leader_named = MasterList::LeaderNamed(o->ctx);
+  o->cv.notify_all();
+}
+
+grpc::Status MasterStream::OpenTo(const std::string& address, pb::Master::Stub* stub, absl::Duration timeout) {
+  auto opening = OpenAgentStream(auth_, host_);
+  if (!opening.ok()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string(opening.status().message()));
+  open_ = std::make_unique<Open>();
+  Open* o = open_.get();
+  o->address = address;
+  o->opening = std::move(*opening);
+  o->stream = stub->AgentStream(&o->ctx);
+  {
+    std::lock_guard<std::mutex> lock(o->write_mu);
+    o->stream->Write(o->opening.frame);  // a failure shows in the reader's Read
+  }
+  o->reader = std::thread([this, o] { Read(o); });
+  std::unique_lock<std::mutex> lock(o->mu);
+  if (!o->cv.wait_until(lock, absl::ToChronoTime(absl::Now() + timeout), [o] { return o->sealer || o->ended; })) {
+    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                        "the nexec master did not welcome the agent's stream in time");
+  }
+  if (o->ended) return o->status;
+  spdlog::info("nexec agent {}: heartbeats and launches on one stream with the master at {}", host_, address);
+  return grpc::Status::OK;
+}
+
+grpc::Status MasterStream::Heartbeat(const std::string& address, pb::Master::Stub* stub,
+                                     const pb::HeartbeatRequest& req, pb::HeartbeatResponse* resp,
+                                     std::string* leader_named, absl::Duration timeout) {
+  if (open_ != nullptr) {
+    bool ended;
+    {
+      std::lock_guard<std::mutex> lock(open_->mu);
+      ended = open_->ended;
+    }
+    if (ended || open_->address != address) Close();
+  }
+  auto give_up = [&](grpc::Status status) {
+    if (open_ != nullptr) {
+      std::lock_guard<std::mutex> lock(open_->mu);
+      *leader_named = open_->leader_named;
+    }
+    Close();
+    return status;
+  };
+  if (open_ == nullptr) {
+    grpc::Status opened = OpenTo(address, stub, timeout);
+    if (!opened.ok()) return give_up(opened);
+  }
+  Open* o = open_.get();
+  pb::AgentStreamMessage m;
+  *m.mutable_heartbeat() = req;
+  {
+    // The call's number is taken with the write: answers carry it back.
+    std::lock_guard<std::mutex> write(o->write_mu);
+    m.set_call(++o->calls);
+    {
+      std::lock_guard<std::mutex> lock(o->mu);
+      o->waiting = m.call();
+      o->answer.reset();
+    }
+    o->stream->Write(o->sealer->Seal(m));  // a failure ends the reader, which says why
+  }
+  std::unique_lock<std::mutex> lock(o->mu);
+  if (!o->cv.wait_until(lock, absl::ToChronoTime(absl::Now() + timeout), [o] { return o->answer || o->ended; })) {
+    lock.unlock();
+    return give_up(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                                "the heartbeat on the agent's stream was not answered in time"));
+  }
+  if (!o->answer) {
+    grpc::Status status = o->status;
+    lock.unlock();
+    return give_up(status);
+  }
+  if (o->answer->has_refused()) {
+    return grpc::Status(static_cast<grpc::StatusCode>(o->answer->refused().code()), o->answer->refused().message());
+  }
+  *resp = std::move(*o->answer->mutable_heartbeat_answer());
+  return grpc::Status::OK;
+}
+
+}  // namespace jc::nexec
