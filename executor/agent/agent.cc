@@ -64,8 +64,17 @@ absl::StatusOr<std::shared_ptr<OwnedFd>> CreateEventFile(const std::string& path
                                                           const std::string& output_root) {
   auto account = LookupAccount(user);
   if (!account.ok()) return account.status();
-  auto fd = OpenTaskFile(*account, path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600, output_root);
+  // Without waiting (a FIFO with no reader is refused at once, not waited on: attacker
+  // helper-59 stalled an agent's launches with one), and a regular file only.
+  auto fd = OpenTaskFile(*account, path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NONBLOCK, 0600, output_root);
   if (!fd.ok()) return absl::InvalidArgumentError(absl::StrCat("event file: ", fd.status().message()));
+  struct stat st{};
+  if (fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat("event file: ", path, " is not a regular file"));
+  }
+  if (fcntl(fd->get(), F_SETFL, O_WRONLY | O_APPEND) != 0) {
+    return absl::InternalError(absl::StrCat("event file: ", path, ": ", std::strerror(errno)));
+  }
   return std::make_shared<OwnedFd>(std::move(*fd));
 }
 

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
+#include <deque>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -17,8 +19,11 @@ struct MasterStream::Open {
   std::unique_ptr<grpc::ClientReaderWriter<pb::AgentStreamFrame, pb::AgentStreamFrame>> stream;
   AgentStreamOpening opening;
   std::thread reader;
+  std::thread launcher;
+  std::atomic<bool> reader_done{false};
+  std::atomic<bool> launcher_done{false};
 
-  std::mutex mu;  // what the reader tells the heartbeat loop
+  std::mutex mu;  // what the reader tells the heartbeat loop and the launcher
   std::condition_variable cv;
   std::optional<StreamSealer> sealer;  // once the welcome was proven; its Open is the reader's
   bool ended = false;
@@ -26,6 +31,8 @@ struct MasterStream::Open {
   std::string leader_named;
   uint64_t waiting = 0;  // the heartbeat whose answer is awaited
   std::optional<pb::AgentStreamMessage> answer;
+  std::deque<pb::AgentStreamMessage> launches;  // for the launcher
+  bool stopping = false;                        // the launcher ends
 
   std::mutex write_mu;  // one write at a time, in the order sealed (the loop's heartbeats, the reader's answers)
   uint64_t calls = 0;   // with write_mu
@@ -40,13 +47,56 @@ MasterStream::MasterStream(MungeAuth auth, std::string host, std::vector<uid_t> 
     : auth_(std::move(auth)), host_(std::move(host)), master_uids_(std::move(master_uids)),
       on_launch_(std::move(on_launch)) {}
 
-MasterStream::~MasterStream() { Close(); }
+MasterStream::~MasterStream() {
+  Close();
+  for (auto& o : closing_) {
+    if (o->reader.joinable()) o->reader.join();
+    if (o->launcher.joinable()) o->launcher.join();
+  }
+}
 
 void MasterStream::Close() {
-  if (open_ == nullptr) return;
-  open_->ctx.TryCancel();
-  if (open_->reader.joinable()) open_->reader.join();
-  open_.reset();
+  if (open_ != nullptr) {
+    open_->ctx.TryCancel();
+    {
+      std::lock_guard<std::mutex> lock(open_->mu);
+      open_->stopping = true;
+      open_->cv.notify_all();
+    }
+    closing_.push_back(std::move(open_));
+  }
+  Reap();
+}
+
+void MasterStream::Reap() {
+  for (auto it = closing_.begin(); it != closing_.end();) {
+    Open* o = it->get();
+    if (!o->reader_done || !o->launcher_done) {
+      ++it;
+      continue;
+    }
+    if (o->reader.joinable()) o->reader.join();
+    if (o->launcher.joinable()) o->launcher.join();
+    it = closing_.erase(it);
+  }
+}
+
+void MasterStream::Launch(Open* o) {
+  while (true) {
+    pb::AgentStreamMessage m;
+    {
+      std::unique_lock<std::mutex> lock(o->mu);
+      o->cv.wait(lock, [o] { return o->stopping || !o->launches.empty(); });
+      if (o->stopping) break;  // the stream ended: no answer could go; the heartbeats tell
+      m = std::move(o->launches.front());
+      o->launches.pop_front();
+    }
+    pb::AgentStreamMessage out;
+    out.set_call(m.call());
+    *out.mutable_launched() = on_launch_(m.launch());
+    if (!o->Write(out)) break;  // the stream broke: the reader says how
+  }
+  o->launcher_done = true;
 }
 
 // The reader: the welcome, then heartbeat answers for the loop and launch batches, each
@@ -72,10 +122,9 @@ void MasterStream::Read(Open* o) {
     if (!m.ok()) {
       failed = grpc::Status(grpc::StatusCode::UNAUTHENTICATED, std::string(m.status().message()));
     } else if (m->has_launch()) {
-      pb::AgentStreamMessage out;
-      out.set_call(m->call());
-      *out.mutable_launched() = on_launch_(m->launch());
-      if (!o->Write(out)) break;  // the stream broke: the next Read says how
+      std::lock_guard<std::mutex> lock(o->mu);
+      o->launches.push_back(std::move(*m));
+      o->cv.notify_all();
     } else if (m->has_heartbeat_answer() || m->has_refused()) {
       std::lock_guard<std::mutex> lock(o->mu);
       if (m->call() == o->waiting) {
@@ -93,14 +142,18 @@ void MasterStream::Read(Open* o) {
     std::lock_guard<std::mutex> lock(o->write_mu);  // no write in flight while it finishes
     finished = o->stream->Finish();
   }
-  std::lock_guard<std::mutex> lock(o->mu);
-  o->ended = true;
-  o->status = !failed.ok() ? failed
-              : finished.ok()
-                  ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "the nexec master ended the agent's stream")
-                  : finished;
-  o->leader_named = MasterList::LeaderNamed(o->ctx);
-  o->cv.notify_all();
+  {
+    std::lock_guard<std::mutex> lock(o->mu);
+    o->ended = true;
+    o->stopping = true;
+    o->status = !failed.ok() ? failed
+                : finished.ok()
+                    ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "the nexec master ended the agent's stream")
+                    : finished;
+    o->leader_named = MasterList::LeaderNamed(o->ctx);
+    o->cv.notify_all();
+  }
+  o->reader_done = true;
 }
 
 grpc::Status MasterStream::OpenTo(const std::string& address, pb::Master::Stub* stub, absl::Duration timeout) {
@@ -116,6 +169,7 @@ grpc::Status MasterStream::OpenTo(const std::string& address, pb::Master::Stub* 
     o->stream->Write(o->opening.frame);  // a failure shows in the reader's Read
   }
   o->reader = std::thread([this, o] { Read(o); });
+  o->launcher = std::thread([this, o] { Launch(o); });
   std::unique_lock<std::mutex> lock(o->mu);
   if (!o->cv.wait_until(lock, absl::ToChronoTime(absl::Now() + timeout), [o] { return o->sealer || o->ended; })) {
     return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
@@ -129,6 +183,7 @@ grpc::Status MasterStream::OpenTo(const std::string& address, pb::Master::Stub* 
 grpc::Status MasterStream::Heartbeat(const std::string& address, pb::Master::Stub* stub,
                                      const pb::HeartbeatRequest& req, pb::HeartbeatResponse* resp,
                                      std::string* leader_named, absl::Duration timeout) {
+  Reap();
   if (open_ != nullptr) {
     bool ended;
     {

@@ -42,19 +42,28 @@ class MasterStream {
   grpc::Status Heartbeat(const std::string& address, ::nexec::v1::Master::Stub* stub,
                          const ::nexec::v1::HeartbeatRequest& req, ::nexec::v1::HeartbeatResponse* resp,
                          std::string* leader_named, absl::Duration timeout);
-  // Ends the stream (the next heartbeat opens another).
+  // Ends the stream (the next heartbeat opens another). Does not wait for a launch batch
+  // being started: the heartbeats go on meanwhile, and the stream's threads are joined
+  // once done (a later call, or the destructor).
   void Close();
 
  private:
-  struct Open;  // one opened stream
+  struct Open;  // one opened stream, with its reader and launcher threads
   grpc::Status OpenTo(const std::string& address, ::nexec::v1::Master::Stub* stub, absl::Duration timeout);
+  // The reader: the welcome, heartbeat answers for the loop, launch batches for the launcher.
   void Read(Open* open);
+  // The launcher: each launch batch started (on_launch_) and answered, in order, off the
+  // reader (a launch that waits on a user's file must not hold up the heartbeats).
+  void Launch(Open* open);
+  // Joins the closed streams whose threads ended.
+  void Reap();
 
   const MungeAuth auth_;
   const std::string host_;
   const std::vector<uid_t> master_uids_;
   const LaunchHandler on_launch_;
-  std::unique_ptr<Open> open_;  // the heartbeat loop's alone
+  std::unique_ptr<Open> open_;                  // the heartbeat loop's alone
+  std::vector<std::unique_ptr<Open>> closing_;  // closed, their threads not yet joined
 };
 
 }  // namespace jc::nexec

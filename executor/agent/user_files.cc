@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/openat2.h>
+#include <poll.h>
+#include <signal.h>
 #include <pwd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -204,9 +206,22 @@ absl::StatusOr<OwnedFd> OpenInChildAs(const Account& account, const std::string&
   }
   close(sv[1]);
   int err = 0, fd = -1;
-  const bool answered = ReceiveResult(sv[0], &err, &fd);
+  // Bounded: the account chooses what it names, and an open can wait for ever (a FIFO
+  // nobody opens from the other end: attacker helper-59 stalled an agent's launches so).
+  pollfd ready{sv[0], POLLIN, 0};
+  int polled;
+  while ((polled = poll(&ready, 1, static_cast<int>(absl::ToInt64Milliseconds(kOpenAsTimeout)))) < 0 &&
+         errno == EINTR) {
+  }
+  const bool answered = polled > 0 && ReceiveResult(sv[0], &err, &fd);
   close(sv[0]);
+  if (polled == 0) kill(pid, SIGKILL);
   while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  if (polled == 0) {
+    return absl::DeadlineExceededError(absl::StrCat("cannot open ", path, " as ", account.name, ": it did not open within ",
+                                                    absl::FormatDuration(kOpenAsTimeout),
+                                                    " (a FIFO nobody reads, or a file system that hangs?)"));
   }
   if (!answered) return absl::InternalError(absl::StrCat("cannot open ", path, " as ", account.name, ": the helper died"));
   if (err != 0) return OpenError(account, path, err);

@@ -106,6 +106,8 @@ class OwnedFd {
 // meet it ("cannot open /etc/shadow as alice: Permission denied").
 absl::StatusOr<OwnedFd> OpenAs(const Account& account, const std::string& path, int flags, mode_t mode,
                                bool make_parents = false);
+// How long an open as another account may take (DEADLINE_EXCEEDED after, its helper killed).
+inline constexpr absl::Duration kOpenAsTimeout = absl::Seconds(20);
 
 // A directory the account names for root to bind into its container (its working
 // directory, a dataset; issue 44): opened O_PATH as `account` (in a child that became it,

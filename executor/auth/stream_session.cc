@@ -105,7 +105,7 @@ absl::StatusOr<AgentStreamOpening> OpenAgentStream(const MungeAuth& auth, const 
 }
 
 absl::StatusOr<AcceptedAgentStream> AcceptAgentStream(const MungeAuth& auth, const pb::AgentStreamFrame& hello_frame,
-                                                      const std::string& identity, int64_t term) {
+                                                      uid_t agent_uid, const std::string& identity, int64_t term) {
   auto m = Parsed(hello_frame);
   if (!m.ok()) return m.status();
   if (hello_frame.counter() != 0 || !m->has_hello()) {
@@ -127,6 +127,10 @@ absl::StatusOr<AcceptedAgentStream> AcceptAgentStream(const MungeAuth& auth, con
   }
   auto caller = SignedOver(auth, hello_frame, kHelloMethod, hello);
   if (!caller.ok()) return caller.status();
+  // As a heartbeat: a stream makes a host schedulable and takes launches as anyone there.
+  if (!caller->root() && caller->uid != agent_uid) {
+    return absl::PermissionDeniedError(absl::StrCat("agent streams come from nexec agents, not from ", caller->user));
+  }
   accepted.caller = *caller;
   auto session = NewSessionId();
   if (!session.ok()) return session.status();

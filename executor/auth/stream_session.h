@@ -57,7 +57,9 @@ absl::StatusOr<AgentStreamOpening> OpenAgentStream(const MungeAuth& auth, const 
 
 // The master's side of an opening: the hello's caller (who signed it) and host, the welcome
 // frame to send, and the stream's sealer. UNAUTHENTICATED when the hello is not signed, or
-// signed over something else; the caller's account is for the master to judge.
+// signed over something else; PERMISSION_DENIED when its signer is neither root nor
+// `agent_uid` (judged before the master makes a credential of its own: a refused hello
+// costs one munge decode).
 struct AcceptedAgentStream {
   Caller caller;
   std::string host;
@@ -65,7 +67,7 @@ struct AcceptedAgentStream {
   StreamSealer sealer = StreamSealer::Unsigned(false);
 };
 absl::StatusOr<AcceptedAgentStream> AcceptAgentStream(const MungeAuth& auth, const ::nexec::v1::AgentStreamFrame& hello,
-                                                      const std::string& identity, int64_t term);
+                                                      uid_t agent_uid, const std::string& identity, int64_t term);
 
 // The agent's check of the welcome: signed by root or one of `master_uids`, over a welcome
 // that echoes this opening's offer. UNAUTHENTICATED otherwise (whoever listens at a

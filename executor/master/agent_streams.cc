@@ -38,7 +38,8 @@ std::vector<absl::StatusOr<int>> ResultsOf(const Message& answer, size_t sent) {
 class AgentStreams::Link {
  public:
   using Reactor = grpc::ServerBidiReactor<Frame, Frame>;
-  explicit Link(Reactor* reactor) : reactor_(reactor) {}
+  Link(Reactor* reactor, grpc::CallbackServerContext* ctx, CallDeadlines* deadlines)
+      : reactor_(reactor), ctx_(ctx), deadlines_(deadlines) {}
 
   void Opened(StreamSealer sealer) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -98,50 +99,109 @@ class AgentStreams::Link {
 
   // Ends the stream with `status` (the first reason stands); every launch waiting fails.
   void End(const grpc::Status& status) {
-    bool finish = false;
+    bool cancel = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      cancel = !ended_ && writing_;
       EndLocked(status);
-      if (!writing_ && !finished_) finish = finished_ = true;
+      if (cancel) cancelling_ = true;
     }
-    if (finish) reactor_->Finish(status_);
+    // A write in flight to an agent that does not read would never complete: cancelled if
+    // it has not within 5 s, it does, and the call finishes (with `status` when it did).
+    if (cancel) CancelSoon();
+    FinishIfIdle();
   }
   void WriteDone(bool ok) {
     const Frame* next = nullptr;
-    bool finish = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      queued_bytes_ -= queue_.front().ByteSizeLong();
       queue_.pop_front();
       if (!ok) EndLocked(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the agent's stream broke"));
       if (!ended_ && !queue_.empty()) {
         next = &queue_.front();
       } else {
         writing_ = false;
-        if (ended_ && !finished_) finish = finished_ = true;
       }
     }
     if (next != nullptr) reactor_->StartWrite(next);
-    if (finish) reactor_->Finish(status_);
+    FinishIfIdle();
   }
   bool ended() const {
     std::lock_guard<std::mutex> lock(mu_);
     return ended_;
   }
+  // One heartbeat at a time on a stream (an agent waits for each answer): false when one is
+  // still being answered. Bounds what a stream holds in the master's loop.
+  bool TakeHeartbeat() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (heartbeat_in_flight_) return false;
+    heartbeat_in_flight_ = true;
+    return true;
+  }
+  void HeartbeatAnswered() {
+    std::lock_guard<std::mutex> lock(mu_);
+    heartbeat_in_flight_ = false;
+  }
 
  private:
   bool Push(Frame frame, const Message* seal) {
     const Frame* first = nullptr;
+    bool queued = false;
+    bool cancel = false;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (ended_) return false;
       queue_.push_back(seal != nullptr ? sealer_.Seal(*seal) : std::move(frame));
-      if (!writing_) {
-        writing_ = true;
-        first = &queue_.front();  // stays put until its OnWriteDone pops it
+      queued_bytes_ += queue_.back().ByteSizeLong();
+      if (queue_.size() > AgentStreams::kMaxQueuedFrames || queued_bytes_ > AgentStreams::kMaxQueuedBytes) {
+        EndLocked(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                               absl::StrCat("the agent does not read its stream: ", queue_.size(), " frames, ",
+                                            queued_bytes_, " bytes unsent")));
+        cancel = writing_;
+        if (cancel) cancelling_ = true;
+      } else {
+        queued = true;
+        if (!writing_) {
+          writing_ = true;
+          first = &queue_.front();  // stays put until its OnWriteDone pops it
+        }
       }
     }
     if (first != nullptr) reactor_->StartWrite(first);
-    return true;
+    if (cancel) CancelSoon();
+    FinishIfIdle();
+    return queued;
+  }
+  // The call cancelled in 5 s unless done by then (a write in flight may never complete
+  // otherwise); no Finish until the cancel is set, so that OnDone forgets it (ForgetCancel).
+  void CancelSoon() {
+    CallDeadlines::Ticket ticket = deadlines_->CancelAt(ctx_, absl::Now() + absl::Seconds(5));
+    std::lock_guard<std::mutex> lock(mu_);
+    stuck_cancel_ = std::move(ticket);
+    cancelling_ = false;
+  }
+
+ public:
+  // The reactor's OnDone: its context goes.
+  void ForgetCancel() {
+    CallDeadlines::Ticket ticket;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ticket = std::move(stuck_cancel_);
+    }
+    ticket.Forget();
+  }
+
+ private:
+  // Finish once ended with no write in flight nor a cancel being made, once.
+  void FinishIfIdle() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!ended_ || writing_ || cancelling_ || finished_) return;
+      finished_ = true;
+    }
+    reactor_->Finish(status_);
   }
   void EndLocked(const grpc::Status& status) {
     if (ended_) return;
@@ -162,11 +222,17 @@ class AgentStreams::Link {
     size_t sent;
   };
   Reactor* const reactor_;
+  grpc::CallbackServerContext* const ctx_;  // used only before the call finished (then OnDone may have run)
+  CallDeadlines* const deadlines_;
+  CallDeadlines::Ticket stuck_cancel_;  // a write stuck after the stream ended
   mutable std::mutex mu_;
   std::condition_variable cv_;
   StreamSealer sealer_ = StreamSealer::Unsigned(false);
   std::deque<Frame> queue_;
+  size_t queued_bytes_ = 0;
   bool writing_ = false;
+  bool heartbeat_in_flight_ = false;
+  bool cancelling_ = false;
   bool ended_ = false;
   bool finished_ = false;
   grpc::Status status_;
@@ -181,7 +247,7 @@ class AgentStreamReactor final : public grpc::ServerBidiReactor<Frame, Frame> {
   AgentStreamReactor(grpc::CallbackServerContext* ctx, Master* master, const MungeAuth& auth, uid_t agent_uid,
                      AgentStreams* streams)
       : master_(master), auth_(auth), agent_uid_(agent_uid), streams_(streams),
-        link_(std::make_shared<AgentStreams::Link>(this)),
+        link_(std::make_shared<AgentStreams::Link>(this, ctx, &streams->deadlines())),
         hello_due_(streams->deadlines().CancelAt(ctx, absl::Now() + AgentStreams::kHelloWithin)) {
     StartRead(&in_);
   }
@@ -196,20 +262,16 @@ class AgentStreamReactor final : public grpc::ServerBidiReactor<Frame, Frame> {
   void OnCancel() override { link_->End(grpc::Status(grpc::StatusCode::CANCELLED, "the agent's stream was cancelled")); }
   void OnDone() override {
     hello_due_.Forget();
-    if (!address_.empty()) streams_->Forget(address_, link_.get());
+    link_->ForgetCancel();
+    streams_->Forget(link_.get());
     if (opened_) spdlog::info("agent {}: its stream ended", host_);
     delete this;
   }
 
  private:
   grpc::Status Open() {
-    auto accepted = AcceptAgentStream(auth_, in_, master_->identity(), master_->term());
+    auto accepted = AcceptAgentStream(auth_, in_, agent_uid_, master_->identity(), master_->term());
     if (!accepted.ok()) return ToGrpcStatus(accepted.status());
-    // As a heartbeat: it makes a host schedulable and starts processes as anyone there.
-    if (!accepted->caller.root() && accepted->caller.uid != agent_uid_) {
-      return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                          absl::StrCat("agent streams come from nexec agents, not from ", accepted->caller.user));
-    }
     hello_due_.Forget();
     host_ = accepted->host;
     link_->Opened(std::move(accepted->sealer));
@@ -234,18 +296,26 @@ class AgentStreamReactor final : public grpc::ServerBidiReactor<Frame, Frame> {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                           absl::StrCat("a heartbeat for ", req->info().host(), " on the stream of ", host_));
     }
-    if (req->info().address() != address_) {
-      if (!address_.empty()) streams_->Forget(address_, link_.get());
-      address_ = req->info().address();
-      if (!address_.empty()) streams_->Register(address_, link_);
+    if (!link_->TakeHeartbeat()) {
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          "one heartbeat at a time on an agent's stream: the last is not answered yet");
     }
     const uint64_t call = m->call();
-    // `req` lives until the answer: the loop reads it before it is answered.
-    master_->HeartbeatThen(*req, [link = link_, req, call](absl::StatusOr<pb::HeartbeatResponse> answer) {
+    // `req` lives until the answer: the loop reads it before it is answered. The stream
+    // takes the host's launches only once the master took the heartbeat as that host at
+    // the address it reported.
+    master_->StreamedHeartbeatThen(*req, [link = link_, req, call, streams = streams_](
+                                             absl::StatusOr<Master::StreamedHeartbeat> answer) {
+      if (answer.ok() && answer->host_at_address) {
+        streams->Register(req->info().host(), req->info().address(), link);
+      } else {
+        streams->Forget(link.get());
+      }
       Message out;
       out.set_call(call);
+      link->HeartbeatAnswered();
       if (answer.ok()) {
-        *out.mutable_heartbeat_answer() = std::move(*answer);
+        *out.mutable_heartbeat_answer() = std::move(answer->response);
       } else {
         out.mutable_refused()->set_code(static_cast<int>(answer.status().code()));
         out.mutable_refused()->set_message(std::string(answer.status().message()));
@@ -263,7 +333,6 @@ class AgentStreamReactor final : public grpc::ServerBidiReactor<Frame, Frame> {
   Frame in_;
   bool opened_ = false;
   std::string host_;
-  std::string address_;
   CallDeadlines::Ticket hello_due_;  // until the hello is taken
 };
 
@@ -309,12 +378,16 @@ grpc::ServerBidiReactor<Frame, Frame>* AgentStreams::Serve(grpc::CallbackServerC
 std::optional<std::vector<absl::StatusOr<int>>> AgentStreams::LaunchBatch(const std::string& address,
                                                                           const std::vector<pb::LaunchRequest>& reqs,
                                                                           absl::Duration timeout) {
+  if (reqs.empty() || reqs[0].host().empty()) return std::nullopt;
+  for (const auto& r : reqs) {
+    if (r.host() != reqs[0].host()) return std::nullopt;  // one agent's batch, or calls
+  }
   std::shared_ptr<Link> link;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = by_address_.find(address);
-    if (it == by_address_.end()) return std::nullopt;
-    link = it->second;
+    auto it = by_host_.find(reqs[0].host());
+    if (it == by_host_.end() || it->second.address != address) return std::nullopt;
+    link = it->second.link;
   }
   auto sent = link->Launch(reqs, timeout);
   if (sent && launched_ != nullptr) launched_->Increment(static_cast<double>(reqs.size()));
@@ -333,25 +406,37 @@ void AgentStreams::EnableMetrics(prometheus::Registry& registry) {
                    .Help("Tasks this master launched down agents' streams (not by a call to the agent)")
                    .Register(registry)
                    .Add({});
-  open_->Set(static_cast<double>(by_address_.size()));
+  open_->Set(static_cast<double>(by_host_.size()));
 }
 
 size_t AgentStreams::size() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return by_address_.size();
+  return by_host_.size();
 }
 
-void AgentStreams::Register(const std::string& address, const std::shared_ptr<Link>& link) {
+void AgentStreams::Register(const std::string& host, const std::string& address, const std::shared_ptr<Link>& link) {
   std::lock_guard<std::mutex> lock(mu_);
-  by_address_[address] = link;
-  if (open_ != nullptr) open_->Set(static_cast<double>(by_address_.size()));
+  // A stream that ended is not kept: its OnDone forgot it already, or is about to (it ends
+  // before it is done, and Forget takes this lock).
+  if (link->ended()) return;
+  if (auto was = host_of_.find(link.get()); was != host_of_.end() && was->second != host) {
+    by_host_.erase(was->second);  // one host per stream: the last it was taken as
+  }
+  if (auto old = by_host_.find(host); old != by_host_.end() && old->second.link != link) {
+    host_of_.erase(old->second.link.get());  // an agent's newer stream (it restarted) replaces the older
+  }
+  by_host_[host] = Registered{address, link};
+  host_of_[link.get()] = host;
+  if (open_ != nullptr) open_->Set(static_cast<double>(by_host_.size()));
 }
 
-void AgentStreams::Forget(const std::string& address, const Link* link) {
+void AgentStreams::Forget(const Link* link) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = by_address_.find(address);
-  if (it != by_address_.end() && it->second.get() == link) by_address_.erase(it);
-  if (open_ != nullptr) open_->Set(static_cast<double>(by_address_.size()));
+  auto was = host_of_.find(link);
+  if (was == host_of_.end()) return;
+  if (auto it = by_host_.find(was->second); it != by_host_.end() && it->second.link.get() == link) by_host_.erase(it);
+  host_of_.erase(was);
+  if (open_ != nullptr) open_->Set(static_cast<double>(by_host_.size()));
 }
 
 std::unique_ptr<AgentDialer> MakeStreamingDialer(std::unique_ptr<AgentDialer> calls,

@@ -640,6 +640,7 @@ pb::LaunchRequest Master::MakeLaunch(const pb::Job& job) const {
   l.set_image(job.spec().image());
   *l.mutable_read_only_dirs() = job.spec().read_only_dirs();
   if (!job.tasks().empty()) {
+    l.set_host(job.tasks(0).host());
     *l.mutable_gpus() = job.tasks(0).gpus();
     AddAssignedUnits(job, job.tasks(0).host(), &l);
     // The memory the job holds on the first host, every section's rusage[mem] (MB per slot)
@@ -947,6 +948,22 @@ void Master::HeartbeatThen(const pb::HeartbeatRequest& req,
   if (req.info().host().empty()) return done(absl::InvalidArgumentError("heartbeat without a host name"));
   if (absl::Status declared = CheckDeclaredMemory(req.info()); !declared.ok()) return done(declared);
   OnLoopThen([this, &req] { return HeartbeatOnLoop(req); }, std::move(done));
+}
+
+void Master::StreamedHeartbeatThen(const pb::HeartbeatRequest& req,
+                                   std::function<void(absl::StatusOr<StreamedHeartbeat>)> done) {
+  if (req.info().host().empty()) return done(absl::InvalidArgumentError("heartbeat without a host name"));
+  if (absl::Status declared = CheckDeclaredMemory(req.info()); !declared.ok()) return done(declared);
+  OnLoopThen(
+      [this, &req]() -> absl::StatusOr<StreamedHeartbeat> {
+        auto answer = HeartbeatOnLoop(req);
+        if (!answer.ok()) return answer.status();
+        const HostBook::Host* host = hosts_.Find(req.info().host());
+        const bool here = host != nullptr && host->available && host->info.address() == req.info().address() &&
+                          hosts_.RefusalOf(req.info().host()) == nullptr;
+        return StreamedHeartbeat{std::move(*answer), here};
+      },
+      std::move(done));
 }
 
 absl::StatusOr<pb::HeartbeatResponse> Master::HeartbeatOnLoop(const pb::HeartbeatRequest& req) {

@@ -137,6 +137,15 @@ class Master {
   // it reported is committed, or UNAVAILABLE from a stopping master. `req` must stay
   // valid until `done` is called.
   void HeartbeatThen(const pb::HeartbeatRequest& req, std::function<void(absl::StatusOr<pb::HeartbeatResponse>)> done);
+  // A heartbeat on an agent's stream (agent_streams.cc): HeartbeatThen, and whether the
+  // master now holds the heartbeat's host, available and not refusing it, at the address it
+  // reported: the stream takes that host's launches only then.
+  struct StreamedHeartbeat {
+    pb::HeartbeatResponse response;
+    bool host_at_address = false;
+  };
+  void StreamedHeartbeatThen(const pb::HeartbeatRequest& req,
+                             std::function<void(absl::StatusOr<StreamedHeartbeat>)> done);
   absl::StatusOr<std::string> ReadLog(const pb::ReadLogRequest& req, int64_t max_bytes);
   // Remote tasks (B10, nexec-run): starts `req.command` on a host of the running job's
   // allocation through its agent and answers the task (its index names its logs).

@@ -57,6 +57,7 @@ absl::Status Master::SignalTasks(const SignalTargets& targets, pb::SignalRequest
 pb::LaunchRequest Master::MakeRemoteLaunch(const pb::Job& job, const pb::Task& task,
                                            const pb::RunTaskRequest& req) const {
   pb::LaunchRequest l = MakeLaunch(job);
+  l.set_host(task.host());
   l.set_task_index(task.index());
   l.clear_event_file();  // the job's events go to task 0's host only
   l.set_command(req.command());

@@ -13,11 +13,13 @@
 
 #include <httplib.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
@@ -179,6 +181,7 @@ class Cluster {
     CrashAndRestartMaster();
   }
   std::string MasterLog() { return master_->Log(); }
+  pid_t master_pid() const { return master_->pid(); }
   void WriteConfig(const std::string& yaml) { std::ofstream(dir_ / "nexec.yaml") << yaml; }
 
   void AddAgent(const std::string& host, const std::string& resources,
@@ -1173,6 +1176,175 @@ TEST_CASE("an agent stream is taken only from the agents' account: an unsigned h
     CHECK(silent.error_code() == grpc::StatusCode::CANCELLED);
     CHECK(std::chrono::steady_clock::now() - opened < std::chrono::seconds(30));
   }
+}
+
+// A stream opened to `c`'s master as an agent of `host` would open it, signed by this
+// process's account (root in CI: the agents' account), welcomed and sealed.
+struct TestAgentStream {
+  std::unique_ptr<::nexec::v1::Master::Stub> master;
+  grpc::ClientContext ctx;
+  std::unique_ptr<grpc::ClientReaderWriter<::nexec::v1::AgentStreamFrame, ::nexec::v1::AgentStreamFrame>> stream;
+  ::nexec::v1::AgentStreamWelcome welcome;
+  std::optional<jc::nexec::StreamSealer> sealer;
+};
+std::unique_ptr<TestAgentStream> OpenTestAgentStream(const std::string& address, const std::string& host) {
+  const auto auth = jc::nexec::MungeAuth::Munge(jc::testing::UsePrivateMunged());
+  auto opening = jc::nexec::OpenAgentStream(auth, host);
+  REQUIRE(opening.ok());
+  auto s = std::make_unique<TestAgentStream>();
+  s->master = ::nexec::v1::Master::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  s->ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+  s->stream = s->master->AgentStream(&s->ctx);
+  REQUIRE(s->stream->Write(opening->frame));
+  ::nexec::v1::AgentStreamFrame welcome_frame;
+  REQUIRE(s->stream->Read(&welcome_frame));
+  auto sealer = jc::nexec::CheckWelcome(auth, *opening, welcome_frame, {getuid()}, &s->welcome);
+  REQUIRE(sealer.ok());
+  s->sealer = std::move(*sealer);
+  return s;
+}
+
+TEST_CASE("a stream claiming another host's address takes none of its launches: that host's job runs there "
+          "(attacker helper-59, issue 48) [B9][C6]",
+          "[B9][C6]") {
+  namespace npb = ::nexec::v1;
+  Cluster c("streamhijack");
+  c.AddAgent("node1", "cpus=2,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  auto node1 = c.agent("node1").WaitForLog(R"(listening on (127\.0\.0\.1:\d+))");
+  REQUIRE(node1.has_value());
+  // A stream of the agents' account (root here, as a second agent of the realm would be),
+  // opened and sealed as an agent's, whose heartbeat names its own host at node1's address.
+  auto evil = OpenTestAgentStream(c.address(), "evil");
+  auto& stream = evil->stream;
+  auto& sealer = evil->sealer;
+  const npb::AgentStreamWelcome& welcome = evil->welcome;
+  npb::AgentStreamMessage hb;
+  hb.set_call(1);
+  hb.mutable_heartbeat()->mutable_info()->set_host("evil");
+  hb.mutable_heartbeat()->mutable_info()->set_address(*node1);
+  hb.mutable_heartbeat()->mutable_info()->set_cpus(2);
+  hb.mutable_heartbeat()->mutable_info()->set_mem_mb(4096);
+  hb.mutable_heartbeat()->mutable_info()->set_master_identity(welcome.identity());
+  REQUIRE(stream->Write(sealer->Seal(hb)));
+  std::atomic<int> launches_seen{0};
+  std::thread reader([&] {
+    npb::AgentStreamFrame f;
+    while (stream->Read(&f)) {
+      auto m = sealer->Open(f);
+      if (m.ok() && m->has_launch()) launches_seen += m->launch().launches_size();
+    }
+  });
+  // node1's job, pinned there, goes to node1's agent, not down the stream at its address.
+  int64_t id = c.Submit({"-R", "select[hname==node1]", "-o", c.path("node1.out"), "--", "echo on-node1"});
+  CHECK(c.WaitState(id, "DONE"));
+  CHECK(ReadFile(c.path("node1.out")) == "on-node1\n");
+  CHECK(c.Job(id).value("attempt", 0) == 0);
+  evil->ctx.TryCancel();
+  reader.join();
+  CHECK(launches_seen == 0);
+}
+
+// A process's resident memory in kB (/proc/<pid>/status VmRSS); 0 when unknown.
+long ResidentKb(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return 0;
+}
+
+TEST_CASE("an agent stream flooded with heartbeats never answered is ended by the master, its memory bounded, "
+          "while the agents' streams go on (attacker helper-59, issue 48) [B9][C6]",
+          "[B9][C6]") {
+  namespace npb = ::nexec::v1;
+  Cluster c("streamflood");
+  c.AddAgent("node1", "cpus=2,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  const long rss_before = ResidentKb(c.master_pid());
+  auto flood = OpenTestAgentStream(c.address(), "flood");
+  auto& stream = flood->stream;
+  auto& sealer = flood->sealer;
+  const npb::AgentStreamWelcome& welcome = flood->welcome;
+  // Heartbeats reporting thousands of tasks the master does not know, sent without waiting
+  // for the answers (each would name them all to kill): one at a time is the rule, and the
+  // stream ends at the second (before, each waited in the master's loop and its answer in
+  // the stream's queue, gigabytes of them).
+  npb::AgentStreamMessage hb;
+  auto* info = hb.mutable_heartbeat()->mutable_info();
+  info->set_host("flood");
+  info->set_address("127.0.0.1:1");
+  info->set_cpus(1);
+  info->set_master_identity(welcome.identity());
+  for (int t = 0; t < 5000; ++t) {
+    npb::TaskReport* r = hb.mutable_heartbeat()->add_tasks();
+    r->set_job_id(900000 + t);
+    r->set_state(npb::TASK_RUNNING);
+  }
+  int sent = 0;
+  for (; sent < 3000; ++sent) {
+    hb.set_call(static_cast<uint64_t>(sent) + 1);
+    if (!stream->Write(sealer->Seal(hb))) break;
+  }
+  INFO("heartbeats sent before the master ended the stream: " << sent);
+  npb::AgentStreamFrame in;
+  while (stream->Read(&in)) {
+  }
+  grpc::Status ended = stream->Finish();
+  INFO(ended.error_message());
+  CHECK(ended.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK(ended.error_message().find("one heartbeat at a time") != std::string::npos);
+  CHECK(sent < 3000);
+  // Bounded by the stream's cap (64 MB unsent), not by what the agent sent.
+  const long rss_after = ResidentKb(c.master_pid());
+  INFO("master RSS " << rss_before << " kB before, " << rss_after << " kB after");
+  CHECK(rss_after - rss_before < 512 * 1024);
+  // The real agent's stream goes on (its job pinned: the flood's host joined, unreachable).
+  int64_t id = c.Submit({"-R", "select[hname==node1]", "--", "true"});
+  CHECK(c.WaitState(id, "DONE"));
+  CHECK(c.Host("node1")["state"] == "ok");
+}
+
+TEST_CASE("a FIFO named as an elastic job's event file stalls nothing: the job is refused at once, the host keeps "
+          "heartbeating and other jobs run on (attacker helper-59, issue 48) [B6][B9]",
+          "[B6][B9]") {
+  if (geteuid() != 0) {
+    WARN("not run: creating the unprivileged test account needs root (CI runs as root)");
+    return;
+  }
+  Cluster c("fifo");
+  c.AddAgent("node1", "cpus=4,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  jc::testing::TestAccount user("jc-nexec-ffo");
+  const std::string own = c.path("ffo");
+  std::filesystem::create_directories(own);
+  REQUIRE(chown(own.c_str(), user.uid, user.gid) == 0);
+  const std::string fifo = own + "/grow.out.events";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  REQUIRE(chown(fifo.c_str(), user.uid, user.gid) == 0);
+  int64_t running = c.Submit({"--", "sleep 300"});
+  REQUIRE(c.WaitState(running, "RUNNING"));
+  auto r = c.CliAs(user.name, {"submit", "--json", "-n", "1,2", "-o", own + "/grow.out", "--", "sleep 5"});
+  INFO(r.out);
+  REQUIRE(r.code == 0);
+  const int64_t elastic = std::stoll(json::parse(r.out)["job_id"].get<std::string>());
+  REQUIRE(c.WaitState(elastic, "EXIT"));
+  const std::string reason = c.Job(elastic).value("reason", "");
+  INFO(reason);
+  CHECK(reason.find("event file") != std::string::npos);
+  // Heartbeats go on: the host stays ok throughout several host timeouts (2 s here; a
+  // stalled agent was unavailable within 7), and the other job runs.
+  const auto watch_until = std::chrono::steady_clock::now() + std::chrono::seconds(8);
+  bool stayed_ok = true;
+  while (stayed_ok && std::chrono::steady_clock::now() < watch_until) {
+    stayed_ok = c.Host("node1")["state"] == "ok";
+  }
+  CHECK(stayed_ok);
+  CHECK(c.Job(running)["state"] == "RUNNING");
+  int64_t after = c.Submit({"--", "true"});
+  CHECK(c.WaitState(after, "DONE"));
+  CHECK(c.Cli({"kill", std::to_string(running)}).code == 0);
 }
 
 TEST_CASE("a session opened with an account's munge credential speaks only for that account, and a session call "

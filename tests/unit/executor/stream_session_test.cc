@@ -94,7 +94,7 @@ TEST_CASE("with --auth=none an agent stream opens unsigned, and a welcome answer
   auto opening = OpenAgentStream(none, "node1");
   REQUIRE(opening.ok());
   CHECK(opening->frame.credential().empty());
-  auto accepted = AcceptAgentStream(none, opening->frame, "store-1", 7);
+  auto accepted = AcceptAgentStream(none, opening->frame, 0, "store-1", 7);
   REQUIRE(accepted.ok());
   CHECK(accepted->host == "node1");
   CHECK(accepted->caller.root());
@@ -112,14 +112,14 @@ TEST_CASE("with --auth=none an agent stream opens unsigned, and a welcome answer
   pb::AgentStreamMessage heartbeat = HeartbeatOf("node1", 1);
   pb::AgentStreamFrame not_hello;
   heartbeat.SerializeToString(not_hello.mutable_body());
-  CHECK(absl::IsUnauthenticated(AcceptAgentStream(none, not_hello, "store-1", 7).status()));
+  CHECK(absl::IsUnauthenticated(AcceptAgentStream(none, not_hello, 0, "store-1", 7).status()));
 }
 
 TEST_CASE("with munge on, an agent stream's hello without a credential is refused before anything [B9][C6]") {
   const MungeAuth munge = MungeAuth::Munge("/nonexistent/munge.socket");
   auto opening = OpenAgentStream(MungeAuth::Disabled(), "node1");  // made unsigned
   REQUIRE(opening.ok());
-  auto accepted = AcceptAgentStream(munge, opening->frame, "store-1", 7);
+  auto accepted = AcceptAgentStream(munge, opening->frame, 0, "store-1", 7);
   CHECK(absl::IsUnauthenticated(accepted.status()));
   CHECK(accepted.status().message().find("no munge credential") != absl::string_view::npos);
 }
