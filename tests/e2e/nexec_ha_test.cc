@@ -1022,8 +1022,13 @@ TEST_CASE("whoever listens at a master's address while it is down is not believe
     REQUIRE(server != nullptr);
     REQUIRE(bound_port == std::stoi(*port));
     std::ofstream(dir / "go") << "go\n";
-    // Heard for a while, the short job's exit offered to it among them.
-    REQUIRE(WaitUntil([&] { return claimer.answered > 30 && claimer.exits_offered > 3; }, std::chrono::seconds(30)));
+    // Heard for a while, the short job's exit offered to it again and again (never taken as
+    // acknowledged). Counted, not timed: a loaded CI machine once gave it fewer than 30
+    // heartbeats in 30 s.
+    const bool heard = WaitUntil([&] { return claimer.answered > 10 && claimer.exits_offered > 3; },
+                                 std::chrono::seconds(90));
+    INFO("answered " << claimer.answered << ", exits offered " << claimer.exits_offered);
+    REQUIRE(heard);
     if (!account.empty()) CHECK(claimer.offers_taken > 0);
     INFO(agent.Log());
     CHECK(agent.Log().find("is not proven to come from the nexec master") != std::string::npos);
