@@ -1352,21 +1352,27 @@ void Agent::HeartbeatLoop() {
     // The answer acks exits, binds this agent to a store and names tasks to kill: it counts
     // only when the master's account signed it (whoever listens at a master's address while
     // that master is down is ignored, and the next master is tried).
-    grpc::Status status(grpc::StatusCode::UNIMPLEMENTED, "");
+    // On the stream when there is one and this master serves it; else (or when it answers
+    // that it serves none) by a call, as before.
+    std::optional<grpc::Status> streamed;
     if (stream_ != nullptr) {
       auto no_streams = unstreamed_.find(address);
       if (no_streams != unstreamed_.end() && absl::Now() >= no_streams->second) unstreamed_.erase(no_streams);
       if (unstreamed_.count(address) == 0) {
-        status = stream_->Heartbeat(address, masters_->Stub(address), req, &resp, &leader_named, absl::Seconds(5));
-        if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+        streamed = stream_->Heartbeat(address, masters_->Stub(address), req, &resp, &leader_named, absl::Seconds(5));
+        if (streamed->error_code() == grpc::StatusCode::UNIMPLEMENTED) {
           // A master of an earlier release: called, and asked again in a minute.
           spdlog::info("nexec agent {}: the master at {} serves no agent streams; heartbeats are calls",
                        options_.host, address);
           unstreamed_[address] = absl::Now() + absl::Minutes(1);
+          streamed.reset();
         }
       }
     }
-    if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+    grpc::Status status;
+    if (streamed) {
+      status = *streamed;
+    } else {
       MungeAuth::AnswerFrom from_master;
       from_master.response = &resp;
       from_master.uids = {options_.master_uid};
