@@ -27,7 +27,7 @@ packages=(
 )
 for arg in "$@"; do
   case "$arg" in
-    --test) packages+=(postgresql docker-compose clang libclang-rt-14-dev mpich libmpich-dev python3-torch procps chromium fonts-liberation podman netavark aardvark-dns iptables mmdebstrap runc docker-registry skopeo busybox-static umoci prometheus socat python3-grpcio python3-protobuf) ;;
+    --test) packages+=(postgresql docker-compose clang lld libclang-rt-14-dev mpich libmpich-dev python3-torch procps chromium fonts-liberation podman netavark aardvark-dns iptables mmdebstrap runc docker-registry skopeo busybox-static umoci prometheus socat python3-grpcio python3-protobuf) ;;
     --slurm) packages+=(slurm-wlm slurmrestd slurm-wlm-jwt-plugin) ;;
     --demo) packages+=("${demo_packages[@]}") ;;
     --prometheus) packages+=(prometheus) ;;
