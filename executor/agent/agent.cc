@@ -1356,15 +1356,17 @@ void Agent::HeartbeatLoop() {
     // that it serves none) by a call, as before.
     std::optional<grpc::Status> streamed;
     if (stream_ != nullptr) {
+      // Asked again a minute later, or at the next heartbeat once a master of a later term
+      // answered (below): a master restarted, as for an upgrade, may serve streams now.
       auto no_streams = unstreamed_.find(address);
-      if (no_streams != unstreamed_.end() && absl::Now() >= no_streams->second) unstreamed_.erase(no_streams);
+      if (no_streams != unstreamed_.end() && absl::Now() >= no_streams->second.until) unstreamed_.erase(no_streams);
       if (unstreamed_.count(address) == 0) {
         streamed = stream_->Heartbeat(address, masters_->Stub(address), req, &resp, &leader_named, absl::Seconds(5));
         if (streamed->error_code() == grpc::StatusCode::UNIMPLEMENTED) {
-          // A master of an earlier release: called, and asked again in a minute.
+          // A master of an earlier release, or run with --agent_streams=false: called.
           spdlog::info("nexec agent {}: the master at {} serves no agent streams; heartbeats are calls",
                        options_.host, address);
-          unstreamed_[address] = absl::Now() + absl::Minutes(1);
+          unstreamed_[address] = {absl::Now() + absl::Minutes(1), 0};
           streamed.reset();
         }
       }
@@ -1384,6 +1386,16 @@ void Agent::HeartbeatLoop() {
             return s;
           },
           &from_master);
+      auto no_streams = unstreamed_.find(address);
+      if (status.ok() && no_streams != unstreamed_.end()) {
+        // The term of the master that answered the call (signed by the master's account):
+        // the first one noted; a later one means a new master leads there.
+        if (no_streams->second.term == 0) {
+          no_streams->second.term = resp.master_term();
+        } else if (resp.master_term() > no_streams->second.term) {
+          unstreamed_.erase(no_streams);
+        }
+      }
     }
     mu_.Lock();
     next = absl::Now() + options_.heartbeat_interval;

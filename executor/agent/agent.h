@@ -266,9 +266,14 @@ class Agent {
 
   std::unique_ptr<MasterList> masters_;  // from master_address (Start)
   // The heartbeat loop's alone: its stream to the master (options_.master_stream), and the
-  // masters that answered it has no streams, until when (they are called instead).
+  // masters that answered it has no streams (they are called instead): until when, and
+  // the term of the master that then answered the call (a later term's is asked again).
   std::unique_ptr<MasterStream> stream_;
-  std::map<std::string, absl::Time> unstreamed_;
+  struct Unstreamed {
+    absl::Time until;
+    int64_t term = 0;
+  };
+  std::map<std::string, Unstreamed> unstreamed_;
   std::thread heartbeat_;
 };
 

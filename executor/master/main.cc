@@ -54,6 +54,10 @@ ABSL_FLAG(absl::Duration, lease_ttl, absl::Seconds(10),
           "several masters on one PostgreSQL store: how long the leader's lease lasts unrenewed; a leader that "
           "cannot renew it within 3/4 of this stops, and a standby leads once it ends (failover within about "
           "this plus 1 s)");
+ABSL_FLAG(bool, agent_streams, true,
+          "serve the agents' streams (Master.AgentStream: each agent's heartbeats and launches on one call held "
+          "open); false: agents heartbeat by calls and are launched by calls, as with a master of an earlier "
+          "release (for a proxy between master and agents that cannot hold a stream)");
 ABSL_FLAG(int64_t, agent_uid, -1, "the account agents run as; heartbeats from others are refused "
           "(default: the master's own account; root is always accepted)");
 
@@ -192,8 +196,11 @@ int main(int argc, char** argv) {
   if (auto s = master.Recover(); !s.ok()) return fail("recovery failed: " + s.ToString());
   lease->SetIdentity(master.identity());
 
+  // Without streams (--agent_streams=false) AgentStream answers UNIMPLEMENTED, as a master
+  // of an earlier release does: the agents call, and their launches are calls (the gauges
+  // stay at 0).
   auto service = jc::nexec::MakeMasterService(&master, *auth, agent_uid, [leadership] { return leadership->Info(); },
-                                              agent_streams);
+                                              absl::GetFlag(FLAGS_agent_streams) ? agent_streams : nullptr);
   jc::EnableGrpcReflection();
   standby->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   standby.reset();

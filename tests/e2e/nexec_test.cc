@@ -1096,6 +1096,39 @@ TEST_CASE("an agent's heartbeats and launches go on one stream held with the mas
   }
 }
 
+TEST_CASE("an agent under a master that serves no streams (--agent_streams=false, as an earlier release) heartbeats "
+          "and is launched by calls, and opens its stream as soon as a restarted master serves one [B6][B9]",
+          "[B6][B9]") {
+  Cluster c("unstreamed");
+  c.RestartMasterWith({"--agent_streams=false"});
+  c.AddAgent("node1", "cpus=2,mem=4G");  // as shipped: it asks for a stream first
+  REQUIRE(c.WaitHosts(1));
+  CHECK(c.agent("node1").WaitForLog("serves no agent streams; heartbeats are calls").has_value());
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 3; ++i) {
+    ids.push_back(c.Submit({"-o", c.path("old-" + std::to_string(i)), "--", "echo old-" + std::to_string(i)}));
+  }
+  for (int64_t id : ids) CHECK(c.WaitState(id, "DONE"));
+  for (int i = 0; i < 3; ++i) CHECK(ReadFile(c.path("old-" + std::to_string(i))) == "old-" + std::to_string(i) + "\n");
+  CHECK(MasterFigure(c, "nexec_agent_streams") == "0");
+  CHECK(MasterFigure(c, "nexec_agent_stream_launches_total") == "0");  // each launch was a call
+  INFO(c.agent("node1").Log());
+  CHECK(c.agent("node1").Log().find("heartbeats and launches on one stream") == std::string::npos);
+
+  // The master restarted as this release (a new term): the agent asks again at its next
+  // heartbeats, not a minute later.
+  const auto restarted = std::chrono::steady_clock::now();
+  c.RestartMasterWith({});
+  REQUIRE(c.WaitHosts(1));
+  REQUIRE(WaitUntil([&] { return MasterFigure(c, "nexec_agent_streams") == "1"; }, std::chrono::seconds(30)));
+  CHECK(std::chrono::steady_clock::now() - restarted < std::chrono::seconds(45));
+  CHECK(c.agent("node1").Log().find("heartbeats and launches on one stream") != std::string::npos);
+  const int64_t streamed = c.Submit({"-o", c.path("new"), "--", "echo new"});
+  CHECK(c.WaitState(streamed, "DONE"));
+  CHECK(ReadFile(c.path("new")) == "new\n");
+  CHECK(MasterFigure(c, "nexec_agent_stream_launches_total") == "1");
+}
+
 TEST_CASE("an agent stream is taken only from the agents' account: an unsigned hello or another account's is "
           "refused, a frame without the session's proof ends the stream, no host made, and a silent one ends "
           "(issue 48) [B9][C6]",
