@@ -15,6 +15,41 @@ function(jc_library name)
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
 endfunction()
 
+# Whether any of `srcs` (paths relative to the current source directory), or a header
+# under tests/ they include, reaches the test store (tests/testing/test_store.h and the
+# fixtures built on it, or JC_TEST_STORE itself): a test binary that does not runs the same
+# whatever the suite's store, so scripts/test.sh runs it once, on SQLite's pass. Read at
+# configure time (a fresh clone's, as CI's, always): a test that starts to use the store
+# in a configured tree is labelled again by the next cmake run.
+function(jc_uses_test_store out)
+  set(queue)
+  foreach(src ${ARGN})
+    list(APPEND queue "${CMAKE_CURRENT_SOURCE_DIR}/${src}")
+  endforeach()
+  set(seen)
+  while(queue)
+    list(POP_FRONT queue file)
+    if(file IN_LIST seen OR NOT EXISTS "${file}")
+      continue()
+    endif()
+    list(APPEND seen "${file}")
+    file(STRINGS "${file}" lines REGEX "test_store\\.h|test_system\\.h|server_processes\\.h|JC_TEST_STORE|JC_TEST_PG_URI|#include \"")
+    foreach(line ${lines})
+      if(line MATCHES "test_store\\.h|test_system\\.h|server_processes\\.h|JC_TEST_STORE|JC_TEST_PG_URI")
+        set(${out} TRUE PARENT_SCOPE)
+        return()
+      endif()
+      if(line MATCHES "#include \"(tests/[^\"]+)\"")
+        list(APPEND queue "${PROJECT_SOURCE_DIR}/${CMAKE_MATCH_1}")
+      elseif(line MATCHES "#include \"([^\"/]+\\.h)\"")
+        get_filename_component(dir "${file}" DIRECTORY)
+        list(APPEND queue "${dir}/${CMAKE_MATCH_1}")
+      endif()
+    endforeach()
+  endwhile()
+  set(${out} FALSE PARENT_SCOPE)
+endfunction()
+
 # jc_test(name SRCS ... DEPS ... [PREFIX "text: "] [LOCK resource]): a Catch2 v2 binary
 # registered with CTest, one CTest test per test case; PREFIX tells apart binaries that share
 # test cases (the adapter conformance kit); LOCK names a resource its test cases hold alone
@@ -30,6 +65,12 @@ function(jc_test name)
   add_executable(${name} ${ARG_SRCS})
   target_compile_options(${name} PRIVATE ${JC_WARNINGS})
   target_link_libraries(${name} PRIVATE jc_catch_main ${ARG_DEPS})
+  jc_uses_test_store(uses_store ${ARG_SRCS})
+  set(labels)
+  if(NOT uses_store)
+    set(labels LABELS store_independent)
+  endif()
   # -w NoTests: a test name that matches nothing fails instead of passing vacuously.
-  catch_discover_tests(${name} EXTRA_ARGS -w NoTests TEST_PREFIX "${ARG_PREFIX}" PROPERTIES TIMEOUT 120 ${lock} ${ARG_PROPS})
+  catch_discover_tests(${name} EXTRA_ARGS -w NoTests TEST_PREFIX "${ARG_PREFIX}"
+                       PROPERTIES TIMEOUT 120 ${lock} ${labels} ${ARG_PROPS})
 endfunction()

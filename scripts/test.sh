@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, builds, starts a throwaway PostgreSQL
 # and a throwaway Slurm cluster (for the Slurm adapter), runs every test on the embedded
-# store (SQLite) and again on PostgreSQL, stops what it started, and exits non-zero if
-# anything failed.
+# store (SQLite) and again on PostgreSQL each test that uses the store (the others, labelled
+# store_independent by cmake/jc.cmake and tests/CMakeLists.txt, would run the same twice),
+# stops what it started, and exits non-zero if anything failed.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="${JC_BUILD_DIR:-$root/build}"
@@ -24,8 +25,9 @@ print_stages() {
 run_start=$stage_start
 if [[ ! -x "$build/services/server/jointcloud" ]]; then
   # docs/benchmarks.md, "First start" and "Build and test time".
-  echo "test: first run: installs what is missing, builds everything (399 steps: about 12 minutes on"
-  echo "      2 cores), runs every test on SQLite and then PostgreSQL, then fuzzes; stage times at the end."
+  echo "test: first run: installs what is missing, builds everything (617 steps: about 30 minutes on"
+  echo "      2 cores), runs every test on SQLite and those that use the store on PostgreSQL, then fuzzes;"
+  echo "      stage times at the end."
 fi
 
 "$root/scripts/setup.sh" --test --slurm || { stage_done "setup (FAILED)"; print_stages; exit 1; }
@@ -57,12 +59,13 @@ fi
 failed=0
 passed=0
 failed_names=()  # "store: test", printed again after the stage times (CI keeps only the tail)
-run_suite() {
+run_suite() {  # BACKEND [ctest arguments]
   local backend=$1
+  shift
   echo "=== tests on the $backend store ==="
   local log="$build/ctest-$backend.log"
   JC_TEST_STORE=$backend JC_TEST_PG_URI=$pg_uri \
-    ctest --test-dir "$build" --output-on-failure -j"$(nproc)" 2>&1 | tee "$log"
+    ctest --test-dir "$build" --output-on-failure -j"$(nproc)" "$@" 2>&1 | tee "$log"
   local line
   line=$(grep -E "tests passed, [0-9]+ tests failed out of [0-9]+" "$log" | tail -n 1)
   if [[ -z "$line" ]]; then
@@ -84,7 +87,7 @@ run_suite() {
 stage_done "start PostgreSQL, Slurm"
 run_suite sqlite
 stage_done "tests (SQLite)"
-run_suite postgres
+run_suite postgres --label-exclude store_independent
 stage_done "tests (PostgreSQL)"
 
 # Every parser of outside input under libFuzzer for a few seconds each (a clang build of
