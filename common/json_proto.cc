@@ -1,5 +1,6 @@
 #include "common/json_proto.h"
 
+#include "common/json_fill.h"
 #include "common/json_print.h"
 
 #include <nlohmann/json.hpp>
@@ -316,6 +317,14 @@ absl::Status JsonToProto(absl::string_view json, google::protobuf::Message* mess
         absl::StrCat("malformed JSON body: ", std::string(status.message())));
   }
   return absl::OkStatus();
+}
+
+absl::Status JsonDocToProto(const nlohmann::json& doc, google::protobuf::Message* message) {
+  // Decimal fields take numbers or text (DecimalsAsText): the catalog's, read as before.
+  if (IsGenerated(*message) && !HoldsDecimal(message->GetDescriptor()) && FillFromJson(doc, message)) {
+    return absl::OkStatus();
+  }
+  return JsonToProto(doc.dump(), message);
 }
 
 }  // namespace jc

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include <google/protobuf/message.h>
+#include <nlohmann/json_fwd.hpp>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -23,5 +24,8 @@ absl::StatusOr<std::string> ProtoToJson(const google::protobuf::Message& message
                                         JsonNames names, bool print_defaults = true);
 // Parses `json` into `message`; unknown fields are an error so typos do not pass silently.
 absl::Status JsonToProto(absl::string_view json, google::protobuf::Message* message);
+// The same as JsonToProto(doc.dump(), message), for a body already parsed: read by
+// reflection where it can be (jc::FillFromJson, ADR 0016), else by protobuf's parser.
+absl::Status JsonDocToProto(const nlohmann::json& doc, google::protobuf::Message* message);
 
 }  // namespace jc

@@ -187,7 +187,7 @@ absl::Status ParseBody(const httplib::Request& request, google::protobuf::Messag
   }
   NumbersToStringsInStringMaps(doc, message->GetDescriptor());
   JC_RETURN_IF_ERROR(DatesInTimestamps(doc, message->GetDescriptor(), ""));
-  JC_RETURN_IF_ERROR(JsonToProto(doc.dump(), message));
+  JC_RETURN_IF_ERROR(JsonDocToProto(doc, message));
   // protobuf's parser takes 9999-12-31T23:59:59-01:00, a time its printer then refuses.
   JC_RETURN_IF_ERROR(CheckTimestamps(*message));
   if (mask != nullptr) {

@@ -1,7 +1,9 @@
 // protobuf JSON through jc::ProtoToJson / jc::JsonToProto (type descriptions cached,
 // common/json_proto.cc) against protobuf's own MessageToJsonString / JsonStringToMessage
 // (which build them again on each call), on the messages of the job path: a job record
-// as the store keeps it, a REST create body, the create's answer. Same run, alternated.
+// as the store keeps it, a REST create body, the create's answer; and a create body the
+// gateway has parsed, read by reflection (ADR 0016) against its text through protobuf's
+// parser. Same run, alternated.
 //   build/tests/bench/json_proto_bench [calls]
 #include <google/protobuf/util/json_util.h>
 
@@ -10,6 +12,8 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "common/json_proto.h"
 #include "jointcloud/v1/job_record.pb.h"
@@ -78,5 +82,11 @@ int main(int argc, char** argv) {
   Compare("parse a create body (REST)", calls,
           [&] { (void)pb::util::JsonStringToMessage(body, &parsed, pb::util::JsonParseOptions()); },
           [&] { (void)jc::JsonToProto(body, &parsed); });
+  // As the gateway reads a body since ADR 0016: nlohmann has parsed it (to check its fields);
+  // before, its text went to protobuf's parser (doc.dump()), now reflection reads the document.
+  const nlohmann::json doc = nlohmann::json::parse(body);
+  Compare("read a parsed create body (the gateway's)", calls,
+          [&] { (void)jc::JsonToProto(doc.dump(), &parsed); },
+          [&] { (void)jc::JsonDocToProto(doc, &parsed); });
   return 0;
 }
