@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -23,10 +24,18 @@ namespace jc {
 template <typename Item>
 class Outboxes {
  public:
-  // `max_batch`: the most items one Take returns (0: no limit).
-  Outboxes(size_t max_batch, int max_senders)
+  // What an item weighs in a call (its encoded size).
+  using SizeOf = std::function<size_t(const Item&)>;
+
+  // `max_batch`: the most items one Take returns (0: no limit). `max_bytes` (with
+  // `size_of`): the most one Take returns by weight, but always at least one item — a
+  // call has a most it may carry (gRPC's 4 MiB), and a batch past it fails every item in
+  // it, again each time it is sent.
+  Outboxes(size_t max_batch, int max_senders, size_t max_bytes = 0, SizeOf size_of = nullptr)
       : max_batch_(max_batch == 0 ? std::numeric_limits<size_t>::max() : max_batch),
-        max_senders_(std::max(1, max_senders)) {}
+        max_senders_(std::max(1, max_senders)),
+        max_bytes_(size_of == nullptr || max_bytes == 0 ? std::numeric_limits<size_t>::max() : max_bytes),
+        size_of_(std::move(size_of)) {}
 
   // Queues `item` for `destination`. True when the caller must start a sender for it
   // (the sender then calls Take until it returns nothing).
@@ -59,7 +68,13 @@ class Outboxes {
     std::lock_guard<std::mutex> lock(mu_);
     Box& box = boxes_[destination];
     std::vector<Item> batch;
+    size_t bytes = 0;
     while (!box.pending.empty() && batch.size() < max_batch_) {
+      if (size_of_ != nullptr) {
+        const size_t weight = size_of_(box.pending.front());
+        if (!batch.empty() && weight > max_bytes_ - std::min(bytes, max_bytes_)) break;
+        bytes += weight;
+      }
       batch.push_back(std::move(box.pending.front()));
       box.pending.pop_front();
     }
@@ -96,6 +111,8 @@ class Outboxes {
 
   const size_t max_batch_;
   const int max_senders_;
+  const size_t max_bytes_;
+  const SizeOf size_of_;
   std::mutex mu_;
   std::map<std::string, Box> boxes_;
 };

@@ -30,7 +30,7 @@ struct NexecBackend::Client {
   nexec::MungeAuth auth = nexec::MungeAuth::Disabled();  // every call signed: the master takes the adapter's account from it
   std::vector<uid_t> master_uids;  // whose answers count, besides root
   // The master that leads as far as the adapter knows, and its stub.
-  absl::StatusOr<std::pair<std::string, npb::Master::Stub*>> Leader() {
+  absl::StatusOr<std::pair<std::string, std::shared_ptr<npb::Master::Stub>>> Leader() {
     if (!list_error.ok()) return list_error;
     std::string address = masters->Current();
     return std::make_pair(address, masters->Stub(address));
@@ -56,7 +56,7 @@ struct NexecBackend::Client {
       s = auth.Call(
           leader.first, method, req, std::chrono::seconds(10),
           [&](grpc::ClientContext* ctx) {
-            grpc::Status answer = (leader.second->*call)(ctx, req, &resp);
+            grpc::Status answer = (leader.second.get()->*call)(ctx, req, &resp);
             named = nexec::MasterList::LeaderNamed(*ctx);
             return answer;
           },
@@ -402,9 +402,9 @@ namespace {
 // exec stream itself (nexec's agent attaches the command to it).
 class NexecExecRelay final : public ExecRelay {
  public:
-  NexecExecRelay(std::unique_ptr<grpc::ClientContext> ctx,
+  NexecExecRelay(std::shared_ptr<npb::Master::Stub> stub, std::unique_ptr<grpc::ClientContext> ctx,
                  std::unique_ptr<grpc::ClientReaderWriter<npb::ExecFrame, npb::ExecFrame>> stream)
-      : ctx_(std::move(ctx)), stream_(std::move(stream)) {}
+      : stub_(std::move(stub)), ctx_(std::move(ctx)), stream_(std::move(stream)) {}
   ~NexecExecRelay() override {
     stream_->WritesDone();
     stream_->Finish().IgnoreError();  // its end was read (or cancelled) already
@@ -426,6 +426,7 @@ class NexecExecRelay final : public ExecRelay {
   void Cancel() override { ctx_->TryCancel(); }
 
  private:
+  std::shared_ptr<npb::Master::Stub> stub_;  // its channel, kept while the stream is (MasterList drops failed ones)
   std::unique_ptr<grpc::ClientContext> ctx_;
   std::unique_ptr<grpc::ClientReaderWriter<npb::ExecFrame, npb::ExecFrame>> stream_;
 };
@@ -456,7 +457,7 @@ absl::StatusOr<std::unique_ptr<ExecRelay>> NexecBackend::RelayExec(const ExecReq
                              : FromGrpcStatus(s);
     return absl::Status(st.code(), absl::StrCat("nexec master: ", st.message()));
   }
-  return std::unique_ptr<ExecRelay>(std::make_unique<NexecExecRelay>(std::move(ctx), std::move(stream)));
+  return std::unique_ptr<ExecRelay>(std::make_unique<NexecExecRelay>(leader.second, std::move(ctx), std::move(stream)));
 }
 
 absl::StatusOr<std::string> NexecBackend::ReadLog(const std::string& external_id, bool stderr,

@@ -1366,7 +1366,7 @@ void Agent::HeartbeatLoop() {
           // A master of an earlier release, or run with --agent_streams=false: called.
           spdlog::info("nexec agent {}: the master at {} serves no agent streams; heartbeats are calls",
                        options_.host, address);
-          unstreamed_[address] = {absl::Now() + absl::Minutes(1), 0};
+          unstreamed_[address] = {absl::Now() + absl::Minutes(1), std::nullopt};
           streamed.reset();
         }
       }
@@ -1390,9 +1390,9 @@ void Agent::HeartbeatLoop() {
       if (status.ok() && no_streams != unstreamed_.end()) {
         // The term of the master that answered the call (signed by the master's account):
         // the first one noted; a later one means a new master leads there.
-        if (no_streams->second.term == 0) {
+        if (!no_streams->second.term) {
           no_streams->second.term = resp.master_term();
-        } else if (resp.master_term() > no_streams->second.term) {
+        } else if (resp.master_term() > *no_streams->second.term) {
           unstreamed_.erase(no_streams);
         }
       }
@@ -1404,7 +1404,16 @@ void Agent::HeartbeatLoop() {
       if (metrics_) metrics_->heartbeats_failed->Increment();
       // Another master may lead: its heartbeat goes at once when a standby named it.
       if (masters_->Failed(address, status, leader_named)) {
-        if (!leader_named.empty()) next = absl::Now();
+        // At once to the leader a standby named, but not twice in a row: the name is not
+        // signed, and two squatters naming each other would have the agent call them in
+        // a loop with no pause (attacker helper-60); a real standby's name is followed
+        // at once, and if that fails too, at the next beat.
+        if (!leader_named.empty() && !followed_leader_name_) {
+          next = absl::Now();
+          followed_leader_name_ = true;
+        } else {
+          followed_leader_name_ = false;
+        }
         spdlog::warn("heartbeat to master {} failed ({}); trying {}", address, status.error_message(),
                      masters_->Current());
       } else {
@@ -1412,6 +1421,7 @@ void Agent::HeartbeatLoop() {
       }
       continue;
     }
+    followed_leader_name_ = false;
     HeartbeatAnsweredLocked(resp, sent_as, sent_epoch, sent_exits, sent_notes);
   }
   mu_.Unlock();

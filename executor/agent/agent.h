@@ -271,9 +271,10 @@ class Agent {
   std::unique_ptr<MasterStream> stream_;
   struct Unstreamed {
     absl::Time until;
-    int64_t term = 0;
+    std::optional<int64_t> term;  // of the first call answered there (a master may say 0)
   };
   std::map<std::string, Unstreamed> unstreamed_;
+  bool followed_leader_name_ = false;  // the last failed heartbeat was retried at once, to the leader named
   std::thread heartbeat_;
 };
 

@@ -15,13 +15,17 @@ namespace pb = ::nexec::v1;
 
 struct MasterStream::Open {
   std::string address;
+  std::shared_ptr<pb::Master::Stub> stub;  // its channel, kept while the stream is (MasterList drops failed ones)
   grpc::ClientContext ctx;
   std::unique_ptr<grpc::ClientReaderWriter<pb::AgentStreamFrame, pb::AgentStreamFrame>> stream;
   AgentStreamOpening opening;
   std::thread reader;
   std::thread launcher;
+  std::thread watchdog;
   std::atomic<bool> reader_done{false};
   std::atomic<bool> launcher_done{false};
+  std::atomic<bool> watchdog_done{false};
+  absl::Duration write_timeout;
 
   std::mutex mu;  // what the reader tells the heartbeat loop and the launcher
   std::condition_variable cv;
@@ -32,14 +36,39 @@ struct MasterStream::Open {
   uint64_t waiting = 0;  // the heartbeat whose answer is awaited
   std::optional<pb::AgentStreamMessage> answer;
   std::deque<pb::AgentStreamMessage> launches;  // for the launcher
-  bool stopping = false;                        // the launcher ends
+  bool stopping = false;                        // the launcher and the watchdog end
+  // The stream's start or a write under way, and by when it must be through: past it the
+  // watchdog cancels the stream (timed_out says so).
+  std::optional<absl::Time> busy_until;
+  bool timed_out = false;
 
   std::mutex write_mu;  // one write at a time, in the order sealed (the loop's heartbeats, the reader's answers)
   uint64_t calls = 0;   // with write_mu
 
+  // gRPC's Write waits for the peer's flow-control window, and the stream's start for the
+  // peer to allow a stream: a peer that grants neither (whoever took a down master's port,
+  // attacker helper-60) held the heartbeat loop for good — no heartbeat, no deadline
+  // enforced, no exit recorded, and a SIGTERM that never ended the agent. Each is bounded
+  // by write_timeout: the watchdog cancels the stream past it, which ends the wait.
+  void Busy() {
+    std::lock_guard<std::mutex> lock(mu);
+    busy_until = absl::Now() + write_timeout;
+    cv.notify_all();
+  }
+  void Idle() {
+    std::lock_guard<std::mutex> lock(mu);
+    busy_until.reset();
+  }
+  // With write_mu held.
+  bool BoundedWrite(const pb::AgentStreamFrame& frame) {
+    Busy();
+    const bool written = stream->Write(frame);
+    Idle();
+    return written;
+  }
   bool Write(const pb::AgentStreamMessage& m) {
     std::lock_guard<std::mutex> lock(write_mu);
-    return stream->Write(sealer->Seal(m));
+    return BoundedWrite(sealer->Seal(m));
   }
 };
 
@@ -52,6 +81,7 @@ MasterStream::~MasterStream() {
   for (auto& o : closing_) {
     if (o->reader.joinable()) o->reader.join();
     if (o->launcher.joinable()) o->launcher.join();
+    if (o->watchdog.joinable()) o->watchdog.join();
   }
 }
 
@@ -71,12 +101,13 @@ void MasterStream::Close() {
 void MasterStream::Reap() {
   for (auto it = closing_.begin(); it != closing_.end();) {
     Open* o = it->get();
-    if (!o->reader_done || !o->launcher_done) {
+    if (!o->reader_done || !o->launcher_done || !o->watchdog_done) {
       ++it;
       continue;
     }
     if (o->reader.joinable()) o->reader.join();
     if (o->launcher.joinable()) o->launcher.join();
+    if (o->watchdog.joinable()) o->watchdog.join();
     it = closing_.erase(it);
   }
 }
@@ -97,6 +128,25 @@ void MasterStream::Launch(Open* o) {
     if (!o->Write(out)) break;  // the stream broke: the reader says how
   }
   o->launcher_done = true;
+}
+
+void MasterStream::Watch(Open* o) {
+  {
+    std::unique_lock<std::mutex> lock(o->mu);
+    while (!o->stopping) {
+      if (o->busy_until && absl::Now() >= *o->busy_until) {
+        o->timed_out = true;
+        o->ctx.TryCancel();  // the write or start returns; the reader ends, saying why
+        break;
+      }
+      if (o->busy_until) {
+        o->cv.wait_until(lock, absl::ToChronoTime(*o->busy_until));
+      } else {
+        o->cv.wait(lock);
+      }
+    }
+  }
+  o->watchdog_done = true;
 }
 
 // The reader: the welcome, then heartbeat answers for the loop and launch batches, each
@@ -146,7 +196,11 @@ void MasterStream::Read(Open* o) {
     std::lock_guard<std::mutex> lock(o->mu);
     o->ended = true;
     o->stopping = true;
-    o->status = !failed.ok() ? failed
+    o->status = o->timed_out
+                    ? grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                                   absl::StrCat("the nexec master at ", o->address, " took nothing sent on the agent's stream for ",
+                                                absl::FormatDuration(o->write_timeout), ": the stream was cancelled"))
+                : !failed.ok() ? failed
                 : finished.ok()
                     ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "the nexec master ended the agent's stream")
                     : finished;
@@ -156,17 +210,23 @@ void MasterStream::Read(Open* o) {
   o->reader_done = true;
 }
 
-grpc::Status MasterStream::OpenTo(const std::string& address, pb::Master::Stub* stub, absl::Duration timeout) {
+grpc::Status MasterStream::OpenTo(const std::string& address, std::shared_ptr<pb::Master::Stub> stub,
+                                  absl::Duration timeout) {
   auto opening = OpenAgentStream(auth_, host_);
   if (!opening.ok()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string(opening.status().message()));
   open_ = std::make_unique<Open>();
   Open* o = open_.get();
   o->address = address;
+  o->stub = std::move(stub);
+  o->write_timeout = timeout;
   o->opening = std::move(*opening);
-  o->stream = stub->AgentStream(&o->ctx);
+  o->watchdog = std::thread([this, o] { Watch(o); });
   {
     std::lock_guard<std::mutex> lock(o->write_mu);
+    o->Busy();  // the start waits until the peer allows a stream
+    o->stream = o->stub->AgentStream(&o->ctx);
     o->stream->Write(o->opening.frame);  // a failure shows in the reader's Read
+    o->Idle();
   }
   o->reader = std::thread([this, o] { Read(o); });
   o->launcher = std::thread([this, o] { Launch(o); });
@@ -180,7 +240,7 @@ grpc::Status MasterStream::OpenTo(const std::string& address, pb::Master::Stub* 
   return grpc::Status::OK;
 }
 
-grpc::Status MasterStream::Heartbeat(const std::string& address, pb::Master::Stub* stub,
+grpc::Status MasterStream::Heartbeat(const std::string& address, std::shared_ptr<pb::Master::Stub> stub,
                                      const pb::HeartbeatRequest& req, pb::HeartbeatResponse* resp,
                                      std::string* leader_named, absl::Duration timeout) {
   Reap();
@@ -201,7 +261,7 @@ grpc::Status MasterStream::Heartbeat(const std::string& address, pb::Master::Stu
     return status;
   };
   if (open_ == nullptr) {
-    grpc::Status opened = OpenTo(address, stub, timeout);
+    grpc::Status opened = OpenTo(address, std::move(stub), timeout);
     if (!opened.ok()) return give_up(opened);
   }
   Open* o = open_.get();
@@ -216,7 +276,7 @@ grpc::Status MasterStream::Heartbeat(const std::string& address, pb::Master::Stu
       o->waiting = m.call();
       o->answer.reset();
     }
-    o->stream->Write(o->sealer->Seal(m));  // a failure ends the reader, which says why
+    o->BoundedWrite(o->sealer->Seal(m));  // a failure ends the reader, which says why
   }
   std::unique_lock<std::mutex> lock(o->mu);
   if (!o->cv.wait_until(lock, absl::ToChronoTime(absl::Now() + timeout), [o] { return o->answer || o->ended; })) {

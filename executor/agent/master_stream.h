@@ -39,7 +39,9 @@ class MasterStream {
   // (proven: it came sealed in a session the master's account opened), or why not, with
   // `*leader_named` set when a standby named the leader. UNIMPLEMENTED: that master
   // serves no streams (call it instead).
-  grpc::Status Heartbeat(const std::string& address, ::nexec::v1::Master::Stub* stub,
+  // Every write, and the stream's start, is bounded by `timeout` too: a peer that takes
+  // nothing (no flow-control window, no stream allowed) has the stream cancelled.
+  grpc::Status Heartbeat(const std::string& address, std::shared_ptr<::nexec::v1::Master::Stub> stub,
                          const ::nexec::v1::HeartbeatRequest& req, ::nexec::v1::HeartbeatResponse* resp,
                          std::string* leader_named, absl::Duration timeout);
   // Ends the stream (the next heartbeat opens another). Does not wait for a launch batch
@@ -49,7 +51,10 @@ class MasterStream {
 
  private:
   struct Open;  // one opened stream, with its reader and launcher threads
-  grpc::Status OpenTo(const std::string& address, ::nexec::v1::Master::Stub* stub, absl::Duration timeout);
+  grpc::Status OpenTo(const std::string& address, std::shared_ptr<::nexec::v1::Master::Stub> stub,
+                      absl::Duration timeout);
+  // The watchdog: cancels the stream when its start or a write takes past its timeout.
+  void Watch(Open* open);
   // The reader: the welcome, heartbeat answers for the loop, launch batches for the launcher.
   void Read(Open* open);
   // The launcher: each launch batch started (on_launch_) and answered, in order, off the

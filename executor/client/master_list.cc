@@ -37,6 +37,10 @@ absl::StatusOr<std::unique_ptr<MasterList>> MasterList::Parse(absl::string_view 
   with_backoff.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 250);
   with_backoff.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 250);
   with_backoff.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  // Each channel its own connections: a channel dropped after a failure (Failed) must take
+  // its connection with it, not leave it in gRPC's global pool for the next channel to the
+  // same address to share (whoever squatted the port keeps the connections it accepted).
+  with_backoff.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   return std::unique_ptr<MasterList>(new MasterList(std::move(addresses), std::move(with_backoff)));
 }
 
@@ -85,14 +89,14 @@ std::string MasterList::Current() const {
   return addresses_[current_];
 }
 
-pb::Master::Stub* MasterList::Stub(const std::string& address) {
+std::shared_ptr<pb::Master::Stub> MasterList::Stub(const std::string& address) {
   std::lock_guard<std::mutex> lock(mu_);
   auto& stub = stubs_[address];
   if (stub == nullptr) {
     grpc::ChannelArguments args = args_;
     stub = pb::Master::NewStub(grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args));
   }
-  return stub.get();
+  return stub;
 }
 
 std::string MasterList::LeaderNamed(const grpc::ClientContext& ctx) {
@@ -110,6 +114,14 @@ bool MasterList::Failed(const std::string& address, const grpc::Status& status, 
     return false;
   }
   std::lock_guard<std::mutex> lock(mu_);
+  if (auto stub = stubs_.find(address); stub != stubs_.end()) {
+    absl::Time& last = reset_at_[address];
+    const absl::Time now = absl::Now();
+    if (now - last >= kResetEvery) {
+      last = now;
+      stubs_.erase(stub);  // a call or stream holding it keeps it until done
+    }
+  }
   if (addresses_.size() < 2) return false;
   if (addresses_[current_] != address) return true;  // another call moved on already
   auto named = std::find(addresses_.begin(), addresses_.end(), leader);

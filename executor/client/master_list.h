@@ -49,7 +49,9 @@ class MasterList {
   std::string Joined() const;
   // The address to call: the leader as last known (the first address at start).
   std::string Current() const;
-  ::nexec::v1::Master::Stub* Stub(const std::string& address);
+  // The stub of `address`'s channel. Shared: a channel dropped after a failure (Failed)
+  // lives on while a call or a stream still holds it.
+  std::shared_ptr<::nexec::v1::Master::Stub> Stub(const std::string& address);
   // A call to `address` failed with `status`: true when another master may answer it
   // (UNAVAILABLE: a standby, or a master down or stopping; DEADLINE_EXCEEDED: one hung or
   // cut off); Current() is then the leader
@@ -57,6 +59,10 @@ class MasterList {
   // has it, else the next address.
   // UNAUTHENTICATED moves on too: an answer not proven to come from the master (someone
   // else listens there) or a master that refused the caller's proof.
+  // Each of these also drops `address`'s channel (at most once every kResetEvery), with
+  // one master as with several: whoever took a down master's port keeps the connections
+  // it accepted when it lets the port go, and gRPC would call it on them for good
+  // (attacker helper-60); the next call connects to whoever listens there now.
   bool Failed(const std::string& address, const grpc::Status& status, const std::string& leader_named);
   // The leader a standby named in its answer on `ctx` ("" when none).
   static std::string LeaderNamed(const grpc::ClientContext& ctx);
@@ -81,8 +87,10 @@ class MasterList {
   std::optional<MungeAuth> auth_;  // set by Prove
   std::vector<uid_t> uids_;
   mutable std::mutex mu_;
+  static constexpr absl::Duration kResetEvery = absl::Seconds(5);
   size_t current_ = 0;                                                           // under mu_
-  std::map<std::string, std::unique_ptr<::nexec::v1::Master::Stub>> stubs_;  // under mu_
+  std::map<std::string, std::shared_ptr<::nexec::v1::Master::Stub>> stubs_;  // under mu_
+  std::map<std::string, absl::Time> reset_at_;                               // under mu_
 };
 
 }  // namespace jc::nexec

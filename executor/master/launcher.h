@@ -37,7 +37,12 @@ class Launcher {
   AgentDialer* dialer_;
   ThreadPool* pool_;
   Answered answered_;
-  Outboxes<pb::LaunchRequest> outboxes_{0, 1};
+  // A batch carries at most 2 MiB of launches (a job's spec is at most 1 MiB,
+  // Master::BuildRequest), under gRPC's 4 MiB per message: one past it failed the whole
+  // batch, every time it was sent again (attacker helper-60).
+  static constexpr size_t kMaxBatchBytes = 2 << 20;
+  Outboxes<pb::LaunchRequest> outboxes_{0, 1, kMaxBatchBytes,
+                                        [](const pb::LaunchRequest& r) { return r.ByteSizeLong(); }};
 };
 
 }  // namespace jc::nexec

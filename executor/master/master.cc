@@ -291,6 +291,14 @@ absl::StatusOr<JobRequest> Master::BuildRequest(const pb::JobSpec& spec, int64_t
   r.project = spec.project();
   r.app = spec.app();
   if (spec.run_limit_seconds() < 0) return absl::InvalidArgumentError("run limit (-W) must not be negative");
+  // A launch carries the spec whole, in one gRPC message of at most 4 MiB: a job past it
+  // could never be launched and was sent again and again, failing the launches batched
+  // with it (attacker helper-60). An exec takes at most 2 MiB of arguments and environment.
+  if (const size_t bytes = spec.ByteSizeLong(); bytes > kMaxJobSpecBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("the job's command, arguments and environment take ", bytes,
+                                                   " bytes: at most ", kMaxJobSpecBytes,
+                                                   " (an exec takes at most 2 MiB of arguments and environment)"));
+  }
   // Names an environment can hold: one with '=' would be a second variable to the task
   // (a second PATH, say), an empty one or one with NUL none at all.
   for (const auto& [name, value] : spec.env()) {

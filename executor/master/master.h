@@ -339,6 +339,9 @@ class Master {
   std::string Stamp() const;  // the time for a history line
   // Fair share: a job's usage from its record (Recover).
   void CountPastUsage(const pb::Job& job, const JobRequest& request, absl::Time now, absl::Time forgotten_before);
+  // A job's spec as it goes to the scheduler; InvalidArgument for one no host could run
+  // (its environment, image, directories, or a spec past kMaxJobSpecBytes).
+  static constexpr size_t kMaxJobSpecBytes = 1 << 20;
   absl::StatusOr<JobRequest> BuildRequest(const pb::JobSpec& spec, int64_t id);
   absl::Status Persist(store::Transaction& txn, const pb::Job& job);
   // Appends `e` (its job set) to the event log, stamped.

@@ -174,7 +174,7 @@ grpc::Status CallLeader(jc::nexec::MasterList& masters, const jc::nexec::MungeAu
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
     if (!auth.Sign(&ctx, name, req).ok()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "munge");
-    st = (masters.Stub(address)->*method)(&ctx, req, resp);
+    st = (masters.Stub(address).get()->*method)(&ctx, req, resp);
     if (st.ok() || Clock::now() >= until) return st;
     // A master that dies under a call may end it otherwise than UNAVAILABLE (the stream
     // reset: UNKNOWN, INTERNAL, CANCELLED); each call here may be repeated (keyed or a read).

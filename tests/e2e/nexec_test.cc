@@ -36,6 +36,7 @@
 #include "executor/auth/munge_auth.h"
 #include "executor/auth/stream_session.h"
 #include "nexec/v1/nexec.grpc.pb.h"
+#include "tests/testing/h2_squatter.h"
 #include "tests/testing/munge_daemon.h"
 #include "tests/testing/oci_registry.h"
 #include "tests/testing/own_postgres.h"
@@ -1127,6 +1128,45 @@ TEST_CASE("an agent under a master that serves no streams (--agent_streams=false
   CHECK(c.WaitState(streamed, "DONE"));
   CHECK(ReadFile(c.path("new")) == "new\n");
   CHECK(MasterFigure(c, "nexec_agent_stream_launches_total") == "1");
+}
+
+TEST_CASE("an agent whose master's port was taken by a squatter speaking HTTP/2 that allows no stream is not held "
+          "there: the stream's start is cancelled, the connection dropped, and the agent is back with its master on a "
+          "new connection as soon as the master is (attacker helper-60) [B6][B9]",
+          "[B6][B9]") {
+  Cluster c("squatted");
+  c.AddAgent("node1", "cpus=2,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  auto streams_opened = [&] {
+    const std::string log = c.agent("node1").Log();
+    int n = 0;
+    for (size_t at = 0; (at = log.find("heartbeats and launches on one stream", at)) != std::string::npos; ++at) ++n;
+    return n;
+  };
+  REQUIRE(WaitUntil([&] { return streams_opened() == 1; }));
+  const int port = std::stoi(c.address().substr(c.address().rfind(':') + 1));
+  std::unique_ptr<jc::testing::H2Squatter> squatter;
+  c.WithMasterStopped([&](const std::filesystem::path&) {
+    squatter = std::make_unique<jc::testing::H2Squatter>(port);
+    REQUIRE(squatter->listening());
+    // The agent connects to it and its stream waits to start: cancelled within the
+    // heartbeat's 5 s, where it waited for as long as the squatter held the connection.
+    auto held = c.agent("node1").WaitForLog("took nothing sent on the agent's stream", std::chrono::seconds(20));
+    INFO(c.agent("node1").Log());
+    REQUIRE(held.has_value());
+    // It leaves the port, keeping the connections it accepted.
+    squatter->StopListening();
+  });
+  CHECK(squatter->accepted() >= 1);
+  // The master back on its port: the agent reaches it, not the squatter's connection.
+  const auto back = std::chrono::steady_clock::now();
+  INFO(c.agent("node1").Log());
+  REQUIRE(WaitUntil([&] { return streams_opened() == 2; }, std::chrono::seconds(25)));
+  CHECK(std::chrono::steady_clock::now() - back < std::chrono::seconds(25));
+  REQUIRE(c.WaitHosts(1));
+  const int64_t id = c.Submit({"-o", c.path("after"), "--", "echo after"});
+  CHECK(c.WaitState(id, "DONE"));
+  CHECK(ReadFile(c.path("after")) == "after\n");
 }
 
 TEST_CASE("an agent stream is taken only from the agents' account: an unsigned hello or another account's is "

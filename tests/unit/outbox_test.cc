@@ -41,6 +41,20 @@ TEST_CASE("a burst gets a sender per full batch plus one, up to the limit, and o
   CHECK(ordered.Take("node1").empty());
 }
 
+TEST_CASE("a batch stays within its weight: the items past it wait for the next batch, and an item heavier than "
+          "the whole weight still goes, alone [C7][B6]",
+          "[C7][B6]") {
+  // As the nexec master's launches: no count limit, one sender, at most 10 units a batch.
+  jc::Outboxes<int> weighed(0, 1, 10, [](const int& weight) { return static_cast<size_t>(weight); });
+  for (int w : {4, 4, 4, 25, 1, 9, 1}) weighed.Add("node1", w);
+  CHECK(weighed.Take("node1") == std::vector<int>{4, 4});
+  CHECK(weighed.Take("node1") == std::vector<int>{4});
+  CHECK(weighed.Take("node1") == std::vector<int>{25});  // alone: never held back for good
+  CHECK(weighed.Take("node1") == std::vector<int>{1, 9});
+  CHECK(weighed.Take("node1") == std::vector<int>{1});
+  CHECK(weighed.Take("node1").empty());
+}
+
 TEST_CASE("every item queued by many threads reaches exactly one sender's batch [C7]", "[C7]") {
   jc::Outboxes<int> boxes(16, 4);
   std::atomic<int> senders_started{0};

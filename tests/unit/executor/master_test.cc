@@ -320,6 +320,13 @@ TEST_CASE("bad submissions are refused and nothing is stored", "[B2][C5]") {
   (*spec.mutable_env())["PATH=/x"] = "1";
   CHECK(master.Submit(spec).status().message() ==
         "environment variable name \"PATH=/x\" holds '=': no environment can hold it");
+  // A spec no launch could carry (gRPC's 4 MiB a message): it was accepted, then sent again
+  // and again, failing every launch batched with it (attacker helper-60).
+  spec = Spec("true");
+  for (int i = 0; i < 11; ++i) (*spec.mutable_env())["BIG" + std::to_string(i)] = std::string(100 * 1024, 'x');
+  auto too_big = master.Submit(spec);
+  CHECK(absl::IsInvalidArgument(too_big.status()));
+  CHECK(too_big.status().message().find("at most 1048576") != std::string::npos);
   CHECK(master.ListJobs({}).empty());
   CHECK(store->Query("SELECT id FROM nexec_jobs")->empty());
 }
