@@ -267,6 +267,16 @@ Effects NotReported(Tracked& t, bool rerun_on_host_failure, const std::string& h
     t.job.add_history(absl::StrCat(at.Stamp(), " ", why));
     return Requeue(t, why, at);
   }
+  if (!t.seen_by_agent && t.asked == Asked::kKill) {
+    // Killed while its launch was unconfirmed: the agent answered the kill that it does not
+    // run the task, and this heartbeat, with no launch in flight, shows it never started.
+    // It ends here rather than being sent again (its kill answered "does not run on" and
+    // the job lived on: attacker helper-60). Were it started after all, the agent's next
+    // heartbeat reports a task of an ended job, which the master has it kill.
+    return Finish(t, pb::EXIT, 130,
+                  t.killed_because.empty() ? absl::StrCat("killed before ", host, " started it") : t.killed_because,
+                  at);
+  }
   if (!t.seen_by_agent) {
     t.launch_in_flight = true;
     Effects fx;

@@ -219,7 +219,13 @@ absl::StatusOr<pb::Job> Master::Kill(int64_t id, const std::string& reason, bool
     targets = TargetsOf(rec.job);
     return absl::OkStatus();
   }), id, "killed"));
-  if (signal) JC_RETURN_IF_ERROR(SignalTasks(targets, pb::SignalRequest::KILL));
+  if (signal) {
+    // FAILED_PRECONDITION: its agent does not run the task (it ended meanwhile, or its
+    // launch was never confirmed). The kill stands: the job ends with the agent's next
+    // heartbeat, which reports the end or shows the task never started (NotReported).
+    absl::Status sent = SignalTasks(targets, pb::SignalRequest::KILL);
+    if (!sent.ok() && !absl::IsFailedPrecondition(sent)) return sent;
+  }
   return targets.job;
 }
 

@@ -139,6 +139,18 @@ TEST_CASE("a launch the agent accepted but never reports is lost after two full 
     CHECK(again.launch);
     CHECK(t.job.attempt() == 0);
   }
+  {
+    // Unanswered, then killed (its agent answered the kill that it does not run the task):
+    // the next heartbeat without it ends the job, killed; it is not sent again.
+    Tracked t = Dispatched();
+    LaunchAnswered(t, 0, absl::UnavailableError("connection reset"), at);
+    REQUIRE(AskKill(t, "", /*host_available=*/true, at).ok());
+    Effects ended = NotReported(t, true, "node1", at);
+    CHECK_FALSE(ended.launch);
+    CHECK(t.job.state() == pb::EXIT);
+    CHECK(t.job.exit_code() == 130);
+    CHECK(t.job.reason() == "killed before node1 started it");
+  }
 }
 
 TEST_CASE("a launch an agent refuses because it serves another master's store goes back to the queue as a new "

@@ -21,12 +21,13 @@ class FakeDialer final : public AgentDialer {
   absl::StatusOr<int> Launch(const std::string& address, const pb::LaunchRequest& req) override {
     std::lock_guard<std::mutex> lock(mu);
     launches.push_back(req);
+    if (!launch_error.ok()) return launch_error;
     return 1000 + static_cast<int>(launches.size());
   }
   absl::Status Signal(const std::string&, const pb::SignalRequest& req) override {
     std::lock_guard<std::mutex> lock(mu);
     signals.push_back(req);
-    return absl::OkStatus();
+    return signal_error;
   }
   absl::StatusOr<std::string> ReadLog(const std::string&, const pb::ReadLogRequest&,
                                       int64_t) override {
@@ -35,6 +36,8 @@ class FakeDialer final : public AgentDialer {
   std::mutex mu;
   std::vector<pb::LaunchRequest> launches;
   std::vector<pb::SignalRequest> signals;
+  absl::Status launch_error;  // every launch answered so (a call that broke: unconfirmed)
+  absl::Status signal_error;  // every signal answered so
 };
 
 pb::HeartbeatRequest Beat(const std::string& host, std::vector<pb::TaskReport> tasks = {}) {
@@ -290,6 +293,30 @@ TEST_CASE("a task's memory limit is what its job holds on its host, every sectio
   REQUIRE(*master.ScheduleOnce() == 1);
   WaitLaunches(dialer, 1);
   CHECK(dialer.launches[0].memory_limit_mb() == 4500);  // the first section's alone gave 1500
+}
+
+TEST_CASE("a job killed while its launch is unconfirmed is killed, not left running: the kill stands though its "
+          "agent does not run the task, and the next heartbeat without it ends the job instead of launching it again "
+          "(attacker helper-60)",
+          "[B11][B6]") {
+  auto store = jc::testing::MakeTestStore();
+  FakeDialer dialer;
+  dialer.launch_error = absl::UnavailableError("the agent's stream ended before it answered the launches");
+  dialer.signal_error = absl::FailedPreconditionError("task 1.0.0 does not run on h1");
+  Master master(store.get(), jc::RealClock::Get(), &dialer, DefaultConfig(), {});
+  REQUIRE(master.Heartbeat(Beat("h1")).ok());
+  int64_t id = *master.Submit(Spec("sleep 100"));
+  REQUIRE(*master.ScheduleOnce() == 1);
+  WaitLaunches(dialer, 1);
+  REQUIRE(jc::testing::WaitUntil([&] { return master.GetJob(id)->reason().find("not confirmed") != std::string::npos; }));
+  auto killed = master.Kill(id);
+  INFO(killed.status().ToString());
+  CHECK(killed.ok());
+  REQUIRE(master.Heartbeat(Beat("h1")).ok());  // the task is not among what h1 runs
+  CHECK(master.GetJob(id)->state() == pb::EXIT);
+  CHECK(master.GetJob(id)->exit_code() == 130);
+  std::lock_guard<std::mutex> lock(dialer.mu);
+  CHECK(dialer.launches.size() == 1);  // not sent again
 }
 
 TEST_CASE("bad submissions are refused and nothing is stored", "[B2][C5]") {
