@@ -4,12 +4,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 
 namespace jc::nexec {
@@ -96,9 +98,30 @@ bool SystemProgram(const std::string& file) {
   return (n == 4 && std::memcmp(head, "\x7f" "ELF", 4) == 0) || (n >= 2 && head[0] == '#' && head[1] == '!');
 }
 
-}  // namespace
+using Looked = std::vector<std::pair<std::string, ProgramCache::Identity>>;
 
-std::optional<DirectCommand> DirectArgv(absl::string_view command, absl::string_view path) {
+ProgramCache::Identity IdentityOf(const std::string& path) {
+  ProgramCache::Identity id;
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return id;
+  id.exists = true;
+  id.dev = st.st_dev;
+  id.ino = st.st_ino;
+  id.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+  id.ctime_ns = static_cast<int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec;
+  return id;
+}
+
+// A file the answer depends on, noted once it is known to be root's alone (so the agent
+// stats, following links, nothing a user controls) and before the agent looks into it (a
+// directory's identity before the name is looked up in it): a change after shows.
+void Note(Looked* looked, const std::string& path) {
+  if (looked != nullptr) looked->emplace_back(path, IdentityOf(path));
+}
+
+// The command's words when it has no shell syntax and its first word is no shell's own;
+// the program is not looked for yet.
+std::optional<DirectCommand> Words(absl::string_view command) {
   for (char c : command) {
     if (c != ' ' && !Plain(c)) return std::nullopt;
   }
@@ -108,33 +131,98 @@ std::optional<DirectCommand> DirectArgv(absl::string_view command, absl::string_
   const std::string& word = direct.argv[0];
   // An assignment (A=1 prog), an option-looking or builtin first word: the shell's.
   if (word.find('=') != std::string::npos || word[0] == '-' || ShellsOwn(word)) return std::nullopt;
+  return direct;
+}
+
+// A PATH longer than any a person sets is the shell's to search (each entry costs the
+// agent, before the task starts, what it costs the shell after).
+bool Searchable(const std::string& word, absl::string_view path) {
+  return word.find('/') != std::string::npos || path.size() <= kMaxPath;
+}
+
+// The program the shell would run for `word` on `path` when it may be run directly, else
+// "". `looked`, when given, gets what the answer depends on.
+std::string Search(const std::string& word, absl::string_view path, Looked* looked) {
   if (word.find('/') != std::string::npos) {
-    if (word[0] != '/' || !SystemProgram(word)) return std::nullopt;
-    direct.program = word;
-    return direct;
+    if (word[0] != '/' || !SystemProgram(word)) return "";
+    Note(looked, word.substr(0, word.rfind('/') + 1));
+    Note(looked, word);
+    return word;
   }
-  // A PATH longer than any a person sets is the shell's to search (each entry costs the
-  // agent, before the task starts, what it costs the shell after).
-  if (path.size() > kMaxPath) return std::nullopt;
   // As the shell searches: the first directory of $PATH that has it. Root looks only in
   // directories anyone may search, reached through root's alone: a directory the account
   // may not enter, or one it (or anyone but root) could change, ends the search here and
   // leaves it to the shell, as the account — so root's look tells the account nothing it
   // could not see itself. An empty entry (the working directory) or a relative one: the same.
   for (absl::string_view dir : absl::StrSplit(path, ':')) {
-    if (dir.empty() || dir[0] != '/') return std::nullopt;
-    if (ResolveThroughRootsAlone(std::string(dir)).empty()) return std::nullopt;
+    if (dir.empty() || dir[0] != '/') return "";
+    if (ResolveThroughRootsAlone(std::string(dir)).empty()) return "";
+    Note(looked, std::string(dir));
     const std::string candidate = std::string(dir) + (dir.back() == '/' ? "" : "/") + word;
     struct stat st;
     if (lstat(candidate.c_str(), &st) != 0) {
       if (errno == ENOENT) continue;  // not there, for anyone
-      return std::nullopt;
+      return "";
     }
-    if (!SystemProgram(candidate)) return std::nullopt;
-    direct.program = candidate;
+    if (!SystemProgram(candidate)) return "";
+    Note(looked, candidate);
+    return candidate;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::optional<DirectCommand> DirectArgv(absl::string_view command, absl::string_view path) {
+  std::optional<DirectCommand> direct = Words(command);
+  if (!direct || !Searchable(direct->argv[0], path)) return std::nullopt;
+  direct->program = Search(direct->argv[0], path, nullptr);
+  if (direct->program.empty()) return std::nullopt;
+  return direct;
+}
+
+std::optional<DirectCommand> ProgramCache::DirectArgv(absl::string_view command, absl::string_view path) {
+  std::optional<DirectCommand> direct = Words(command);
+  if (!direct || !Searchable(direct->argv[0], path)) return std::nullopt;
+  const std::string key = absl::StrCat(direct->argv[0], std::string(1, '\0'), path);
+  const absl::Time now = absl::Now();
+  std::optional<Entry> kept;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = entries_.find(key);
+    if (it != entries_.end() && now - it->second.walked < kWalkedAgainAfter) kept = it->second;
+  }
+  // Stat'ed outside the lock: what was kept holds while every file looked at is unchanged.
+  if (kept && std::all_of(kept->looked.begin(), kept->looked.end(),
+                          [](const auto& l) { return IdentityOf(l.first) == l.second; })) {
+    absl::MutexLock lock(&mu_);
+    ++hits_;
+    if (kept->program.empty()) return std::nullopt;
+    direct->program = std::move(kept->program);
     return direct;
   }
-  return std::nullopt;
+  Entry entry;
+  entry.walked = now;
+  entry.program = Search(direct->argv[0], path, &entry.looked);
+  // "The shell's" holds whatever changed (the shell searches for itself): nothing to stat.
+  if (entry.program.empty()) entry.looked.clear();
+  direct->program = entry.program;
+  const int64_t settled_before = absl::ToUnixNanos(now - kRacy);
+  const bool settled = std::all_of(entry.looked.begin(), entry.looked.end(), [&](const auto& l) {
+    return l.second.mtime_ns < settled_before && l.second.ctime_ns < settled_before;
+  });
+  if (settled) {
+    absl::MutexLock lock(&mu_);
+    if (entries_.size() >= kMaxEntries) entries_.clear();
+    entries_.insert_or_assign(key, std::move(entry));
+  }
+  if (direct->program.empty()) return std::nullopt;
+  return direct;
+}
+
+int64_t ProgramCache::hits() const {
+  absl::MutexLock lock(&mu_);
+  return hits_;
 }
 
 bool ShellName(absl::string_view name) {

@@ -8,11 +8,18 @@
 // not found, or not plainly a system program anyone may run: the shell's own words ("not
 // found", exit 127) stay the answer there.
 
+#include <sys/types.h>
+
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace jc::nexec {
 
@@ -32,6 +39,54 @@ struct DirectCommand {
 // through root's alone, so that root's look tells the account nothing it could not see.
 // (Reading the first bytes of a file root owns and alone writes reads nothing a user controls.)
 std::optional<DirectCommand> DirectArgv(absl::string_view command, absl::string_view path);
+
+// DirectArgv with what its search found kept for the tasks after it: the search is about
+// twenty system calls (an lstat per component of every directory on the way, the program's
+// first bytes), 14% of an agent's CPU per `sleep 0` task (perf, issue 48), and most tasks
+// of a host run the few programs its users run. A program found is used again while the
+// directories searched, and the program, are the files they were when it was found: each
+// is stat'ed (device, inode, modification and change times), so a program root puts in an
+// earlier directory of $PATH, one removed, replaced, or given other permissions is seen by
+// the next task, as the shell would see it. Only root can change any of them (the search
+// passed only through root's alone), and what a stat cannot see (a link or a directory
+// above them that root changed) is looked at anew by walking the search again whole once
+// its answer is 10 s old (as is a change root makes while the search itself runs). "Run it
+// with the shell" is kept 10 s as it is: the shell, which searches for itself, is right
+// whatever changed. Safe to use from any thread.
+class ProgramCache {
+ public:
+  std::optional<DirectCommand> DirectArgv(absl::string_view command, absl::string_view path);
+
+  // Answers given from what was kept (for tests).
+  int64_t hits() const;
+
+  static constexpr absl::Duration kWalkedAgainAfter = absl::Seconds(10);
+  static constexpr size_t kMaxEntries = 1024;  // then every entry goes (a host runs few programs)
+  // File times come from a coarse clock (a tick, up to 10 ms): a change in the same tick as
+  // the look can leave them as they were. An answer that looked at a file changed this
+  // recently is not kept (git's "racy" entries).
+  static constexpr absl::Duration kRacy = absl::Milliseconds(50);
+
+  // What stat says of a file; equal when it is the same file, unchanged.
+  struct Identity {
+    bool exists = false;
+    dev_t dev = 0;
+    ino_t ino = 0;
+    int64_t mtime_ns = 0;
+    int64_t ctime_ns = 0;
+    friend bool operator==(const Identity&, const Identity&) = default;
+  };
+
+ private:
+  struct Entry {
+    std::string program;  // "" when the shell runs it
+    std::vector<std::pair<std::string, Identity>> looked;
+    absl::Time walked;
+  };
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);  // by first word NUL $PATH
+  int64_t hits_ ABSL_GUARDED_BY(mu_) = 0;
+};
 
 // Whether `name` is a name the shell passes on in the environment (letters, digits and
 // `_`, not starting with a digit): a task whose environment has any other (a bash function's

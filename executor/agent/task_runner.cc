@@ -739,7 +739,7 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   std::optional<DirectCommand> direct;
   if (direct_exec_ && !in_image &&
       std::all_of(env.begin(), env.end(), [](const auto& kv) { return ShellName(kv.first); })) {
-    direct = DirectArgv(t.command, env["PATH"]);
+    direct = programs_.DirectArgv(t.command, env["PATH"]);
   }
   std::vector<std::string> direct_env_strings;
   std::vector<char*> direct_argv, direct_envp;

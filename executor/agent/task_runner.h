@@ -22,6 +22,7 @@
 #include "absl/time/time.h"
 #include "common/exec/attached_command.h"
 #include "executor/container/gpu_container_edits.h"
+#include "executor/agent/direct_exec.h"
 #include "executor/agent/task_cgroup.h"
 #include "executor/agent/user_files.h"
 
@@ -228,6 +229,7 @@ class TaskRunner {
   std::optional<ImageRunning> images_;
   std::string no_images_ = "it found no runc, skopeo or umoci";
   bool direct_exec_ = true;
+  ProgramCache programs_;  // what DirectArgv found, for the next task with the command
   // The bundle directory of task `key` (in images_->store).
   std::string BundleDir(const std::string& key) const { return images_->store + "/.bundles/" + key; }
   mutable std::mutex mu_;

@@ -256,3 +256,53 @@ TEST_CASE("a program that cannot be exec'd after it was found is run by the shel
     CHECK(Read(t.stderr_path).find("not found") != std::string::npos);
   }
 }
+
+TEST_CASE("a program found is used again while what the search looked at is unchanged, and looked for again as "
+          "soon as root changes it",
+          "[B11]") {
+  jc::nexec::ProgramCache cache;
+  const std::string sleep = Found("sleep");
+  for (int i = 0; i < 3; ++i) {
+    auto direct = cache.DirectArgv("sleep " + std::to_string(i), kPath);
+    REQUIRE(direct.has_value());
+    CHECK(direct->program == sleep);
+    CHECK(direct->argv == std::vector<std::string>{"sleep", std::to_string(i)});  // the words are this command's
+  }
+  CHECK(cache.hits() == 2);
+  CHECK_FALSE(cache.DirectArgv("sleep 1 | cat", kPath).has_value());  // the shell's, searched for nothing
+  CHECK(cache.hits() == 2);
+  if (geteuid() != 0) {
+    WARN("SKIPPED: directories of root's alone can be made only as root");
+    return;
+  }
+  Dir early("/run", 0755), late("/run", 0755);
+  const std::string path = early.path + ":" + late.path + ":" + kPath;
+  const std::string late_prog = late.Write("jc-prog", "#!/bin/sh\nexit 0\n", 0755);
+  auto found = [&] {
+    auto direct = cache.DirectArgv("jc-prog x", path);
+    return direct ? direct->program : std::string();
+  };
+  // The answer, then the same answer from what was kept once the files looked at settled
+  // (one changed in the last 50 ms is not trusted to show the next change).
+  auto found_then_kept = [&](const std::string& want) {
+    CHECK(found() == want);
+    const int64_t before = cache.hits();
+    REQUIRE(WaitUntil([&] { return found() == want && cache.hits() > before; }));
+  };
+  found_then_kept(late_prog);
+  // Put earlier on PATH: the shell would run that one now, and so does the next task.
+  const std::string early_prog = early.Write("jc-prog", "#!/bin/sh\nexit 1\n", 0755);
+  found_then_kept(early_prog);
+  // Removed: the later one again.
+  REQUIRE(std::filesystem::remove(early_prog));
+  found_then_kept(late_prog);
+  // No longer anyone's to run: the shell's (which says so), at once.
+  REQUIRE(chmod(late_prog.c_str(), 0750) == 0);
+  CHECK(found().empty());
+  // Found by its path too, and seen when it changes.
+  const std::string fine = late.Write("fine", "#!/bin/sh\nexit 0\n", 0755);
+  const int64_t before = cache.hits();
+  REQUIRE(WaitUntil([&] { return cache.DirectArgv(fine, "").has_value() && cache.hits() > before; }));
+  REQUIRE(chown(fine.c_str(), 65534, 65534) == 0);
+  CHECK_FALSE(cache.DirectArgv(fine, "").has_value());
+}
