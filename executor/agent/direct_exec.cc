@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstring>
 
@@ -184,13 +185,24 @@ std::optional<DirectCommand> DirectArgv(absl::string_view command, absl::string_
 std::optional<DirectCommand> ProgramCache::DirectArgv(absl::string_view command, absl::string_view path) {
   std::optional<DirectCommand> direct = Words(command);
   if (!direct || !Searchable(direct->argv[0], path)) return std::nullopt;
-  const std::string key = absl::StrCat(direct->argv[0], std::string(1, '\0'), path);
-  const absl::Time now = absl::Now();
+  const std::string& word = direct->argv[0];
+  // A name longer than any file's is never found: not worth a key (an account could pin a
+  // megabyte per entry, helper-62 finding 1). A path is not searched: $PATH is no part of it.
+  if (word.size() > NAME_MAX && word.find('/') == std::string::npos) return ::jc::nexec::DirectArgv(command, path);
+  if (word.size() > kMaxPath) return ::jc::nexec::DirectArgv(command, path);
+  const std::string key =
+      word.find('/') != std::string::npos ? word : absl::StrCat(word, std::string(1, '\0'), path);
+  const absl::Time now = absl::Now();  // for file times
+  // The age of an answer on the monotonic clock: a wall clock stepped back must not keep one
+  // past its 10 s (helper-62 finding 2).
+  const absl::Duration since_boot = absl::Nanoseconds(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                          std::chrono::steady_clock::now().time_since_epoch())
+                                                          .count());
   std::optional<Entry> kept;
   {
     absl::MutexLock lock(&mu_);
     auto it = entries_.find(key);
-    if (it != entries_.end() && now - it->second.walked < kWalkedAgainAfter) kept = it->second;
+    if (it != entries_.end() && since_boot - it->second.walked < kWalkedAgainAfter) kept = it->second;
   }
   // Stat'ed outside the lock: what was kept holds while every file looked at is unchanged.
   if (kept && std::all_of(kept->looked.begin(), kept->looked.end(),
@@ -202,7 +214,7 @@ std::optional<DirectCommand> ProgramCache::DirectArgv(absl::string_view command,
     return direct;
   }
   Entry entry;
-  entry.walked = now;
+  entry.walked = since_boot;
   entry.program = Search(direct->argv[0], path, &entry.looked);
   // "The shell's" holds whatever changed (the shell searches for itself): nothing to stat.
   if (entry.program.empty()) entry.looked.clear();

@@ -62,10 +62,11 @@ class ProgramCache {
 
   static constexpr absl::Duration kWalkedAgainAfter = absl::Seconds(10);
   static constexpr size_t kMaxEntries = 1024;  // then every entry goes (a host runs few programs)
-  // File times come from a coarse clock (a tick, up to 10 ms): a change in the same tick as
-  // the look can leave them as they were. An answer that looked at a file changed this
-  // recently is not kept (git's "racy" entries).
-  static constexpr absl::Duration kRacy = absl::Milliseconds(50);
+  // File times come from a coarse clock (a tick of up to 10 ms; whole seconds on ext4 with
+  // 128-byte inodes and some NFS servers): a change in the same tick as the look can leave
+  // them as they were. An answer that looked at a file changed this recently is not kept
+  // (git's "racy" entries; helper-62 finding 3).
+  static constexpr absl::Duration kRacy = absl::Seconds(2);
 
   // What stat says of a file; equal when it is the same file, unchanged.
   struct Identity {
@@ -81,7 +82,7 @@ class ProgramCache {
   struct Entry {
     std::string program;  // "" when the shell runs it
     std::vector<std::pair<std::string, Identity>> looked;
-    absl::Time walked;
+    absl::Duration walked;  // on the monotonic clock
   };
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);  // by first word NUL $PATH
