@@ -188,16 +188,13 @@ std::optional<DirectCommand> ProgramCache::DirectArgv(absl::string_view command,
   const std::string& word = direct->argv[0];
   // A name longer than any file's is never found: not worth a key (an account could pin a
   // megabyte per entry, helper-62 finding 1). A path is not searched: $PATH is no part of it.
-  if (word.size() > NAME_MAX && word.find('/') == std::string::npos) return ::jc::nexec::DirectArgv(command, path);
-  if (word.size() > kMaxPath) return ::jc::nexec::DirectArgv(command, path);
-  const std::string key =
-      word.find('/') != std::string::npos ? word : absl::StrCat(word, std::string(1, '\0'), path);
+  const bool is_path = word.find('/') != std::string::npos;
+  if (word.size() > (is_path ? kMaxPath : NAME_MAX)) return ::jc::nexec::DirectArgv(command, path);
+  const std::string key = is_path ? word : absl::StrCat(word, std::string(1, '\0'), path);
   const absl::Time now = absl::Now();  // for file times
   // The age of an answer on the monotonic clock: a wall clock stepped back must not keep one
   // past its 10 s (helper-62 finding 2).
-  const absl::Duration since_boot = absl::Nanoseconds(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                          std::chrono::steady_clock::now().time_since_epoch())
-                                                          .count());
+  const absl::Duration since_boot = absl::FromChrono(std::chrono::steady_clock::now().time_since_epoch());
   std::optional<Entry> kept;
   {
     absl::MutexLock lock(&mu_);
