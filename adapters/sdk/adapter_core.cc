@@ -16,6 +16,7 @@
 #include <fstream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "common/oci/image_reference.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -24,6 +25,7 @@
 #include "common/store/doc.h"
 #include "absl/strings/str_format.h"
 #include "common/path_inside.h"
+#include "common/replica_forgotten.h"
 #include "common/timestamp.h"
 #include "common/validate.h"
 
@@ -33,6 +35,17 @@ namespace {
 bool Ended(pb::ReplicaState s) {
   return s == pb::REPLICA_SUCCEEDED || s == pb::REPLICA_FAILED || s == pb::REPLICA_STOPPED;
 }
+
+// When the center says an ended replica ended (every path that ends one sets ended_at; a row
+// without one goes by its submit).
+absl::Time EndOf(const pb::Replica& r) {
+  if (r.has_ended_at()) return FromTimestamp(r.ended_at());
+  return r.has_submitted_at() ? FromTimestamp(r.submitted_at()) : absl::InfinitePast();
+}
+
+// Replicas forgotten in one transaction: a backlog (the first run after an upgrade) goes
+// in bounded writes, never one that holds the store for long.
+constexpr size_t kForgetBatch = 500;
 
 absl::Status ValidateKey(const pb::ReplicaKey& key) {
   if (key.job_id().empty()) return absl::InvalidArgumentError("the replica key has no job_id");
@@ -106,6 +119,7 @@ struct AdapterCore::Metrics {
   prometheus::Counter& events;
   prometheus::Family<prometheus::Gauge>& replicas;
   prometheus::Counter& collisions;
+  prometheus::Counter& forgotten;
 };
 
 AdapterCore::AdapterCore(Backend* backend, CenterConfig center, store::Store* store,
@@ -123,6 +137,7 @@ AdapterCore::AdapterCore(Backend* backend, CenterConfig center, store::Store* st
   committer_.SetPrologue([this](store::Transaction&) {
     txn_cursor_ = next_cursor_;
     txn_changed_.clear();
+    txn_learned_.clear();
     txn_events_.clear();
     return absl::OkStatus();
   });
@@ -144,8 +159,9 @@ std::shared_ptr<const RunAs> AdapterCore::CurrentRunAs() const {
 }
 
 absl::Status AdapterCore::Start() {
-  JC_ASSIGN_OR_RETURN(store::Rows rows, store_->Query("SELECT doc FROM adapter_replicas"));
+  JC_ASSIGN_OR_RETURN(store::Rows rows, store_->Query("SELECT doc, ended_us FROM adapter_replicas"));
   {
+    const absl::Time now = absl::Now();
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& row : rows) {
       // Either form: rows an adapter before ADR 0002's amendment wrote are JSON.
@@ -153,8 +169,26 @@ absl::Status AdapterCore::Start() {
       if (!Ended(r.state())) {
         for (const auto& e : r.endpoints()) ports_.Restore(r.name(), e.port());
       }
-      replicas_[r.name()] = r;
+      int64_t learned_us = 0;
+      if (!row[1] || !absl::SimpleAtoi(*row[1], &learned_us)) {
+        return absl::DataLossError(absl::StrCat("adapter_replicas: ", r.name(), "'s ended_us is not a number"));
+      }
+      // A row from before the column goes by the center's end (no later than now): a backlog
+      // of years is forgotten a batch at a time.
+      Book(r, learned_us > 0 ? absl::FromUnixMicros(learned_us) : std::min(now, EndOf(r)));
     }
+  }
+  JC_ASSIGN_OR_RETURN(store::Rows forgotten,
+                      store_->Query("SELECT ended_through_us, replicas FROM adapter_forgotten WHERE id = 1"));
+  if (!forgotten.empty()) {
+    int64_t through_us = 0, count = 0;
+    if (!forgotten[0][0] || !forgotten[0][1] || !absl::SimpleAtoi(*forgotten[0][0], &through_us) ||
+        !absl::SimpleAtoi(*forgotten[0][1], &count)) {
+      return absl::DataLossError("adapter_forgotten holds a row that is not two numbers");
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    forgotten_through_ = absl::FromUnixMicros(through_us);
+    forgotten_replicas_ = count;
   }
   JC_ASSIGN_OR_RETURN(store::Rows events,
                       store_->Query("SELECT seq, doc FROM adapter_events ORDER BY seq"));
@@ -167,8 +201,12 @@ absl::Status AdapterCore::Start() {
   }
   events_.Restore(std::move(restored), last);
   next_cursor_ = last + 1;
-  spdlog::info("adapter for center {}: {} replicas and {} events restored (last cursor {})",
-               center_.center_id, rows.size(), events.size(), last);
+  spdlog::info("adapter for center {}: {} replicas and {} events restored (last cursor {}); ended replicas are "
+               "forgotten {} after they end{}",
+               center_.center_id, rows.size(), events.size(), last, absl::FormatDuration(center_.replica_retention),
+               forgotten_replicas_ > 0 ? absl::StrCat(" (", forgotten_replicas_, " forgotten so far, the last ended ",
+                                                      absl::FormatTime(forgotten_through_), ")")
+                                       : std::string());
   if (ports_.offers()) {
     // The kernel's ephemeral ports (outgoing connections, the adapter's own probes among
     // them) must not be in the replicas' range: a replica's bind there fails at random.
@@ -211,10 +249,14 @@ void AdapterCore::EnableMetrics(prometheus::Registry& registry) {
                        .Name("jc_adapter_replicas")
                        .Help("Replicas known to the adapter, by state")
                        .Register(registry);
+  auto& forgotten = prometheus::BuildCounter()
+                        .Name("jc_adapter_replicas_forgotten_total")
+                        .Help("Ended replicas forgotten after the center's replica_retention")
+                        .Register(registry);
   metrics_ = std::make_unique<Metrics>(Metrics{submits, submits.Add({{"outcome", "accepted"}}),
                                                submits.Add({{"outcome", "refused"}}),
                                                events.Add({}), replicas,
-                                               submits.Add({{"outcome", "key_collision"}})});
+                                               submits.Add({{"outcome", "key_collision"}}), forgotten.Add({})});
 }
 
 absl::StatusOr<pb::CenterInfo> AdapterCore::Info() {
@@ -319,7 +361,8 @@ absl::StatusOr<pb::Usage> AdapterCore::Usage() {
   std::map<std::string, const pb::SpecOffer*> queued;  // by external id
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [name, r] : replicas_) {
+    for (const std::string& name : live_) {
+      const pb::Replica& r = replicas_.at(name);
       if (r.state() != pb::REPLICA_PENDING || r.has_started_at() || r.external_id().empty()) continue;
       if (const pb::SpecOffer* spec = center_.FindSpec(r.resource_spec_id())) queued[r.external_id()] = spec;
     }
@@ -376,11 +419,21 @@ absl::StatusOr<pb::ListAccountingResponse> AdapterCore::Accounting(absl::Time fr
   std::vector<pb::Replica> ended;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [name, r] : replicas_) {
-      bool over = r.state() == pb::REPLICA_SUCCEEDED || r.state() == pb::REPLICA_FAILED ||
-                  r.state() == pb::REPLICA_STOPPED;
-      if (!over || !r.has_ended_at() || r.external_id().empty()) continue;
-      absl::Time end = FromTimestamp(r.ended_at());
+    // A period reaching back to what the book forgot would be answered short: the center's
+    // replicas missing from it would read as never run.
+    if (forgotten_replicas_ > 0 && from <= forgotten_through_) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "center ", center_.center_id, " forgets a replica ", absl::FormatDuration(center_.replica_retention),
+          " after it ended (replica_retention) and has forgotten those that ended up to ",
+          absl::FormatTime(forgotten_through_), "; the period asked for starts at ", absl::FormatTime(from),
+          ": ask for one that starts after"));
+    }
+    // The book's ended replicas are those of the retention: few enough to walk for a call
+    // made once a period (their order is when the adapter learned of each end, not ended_at).
+    for (const auto& [learned, name] : ended_) {
+      const pb::Replica& r = replicas_.at(name);
+      if (!r.has_ended_at() || r.external_id().empty()) continue;
+      const absl::Time end = FromTimestamp(r.ended_at());
       if (end >= from && end < to) ended.push_back(r);
     }
   }
@@ -756,6 +809,105 @@ absl::StatusOr<pb::Replica> AdapterCore::Get(const pb::ReplicaKey& key) {
   return it->second;
 }
 
+absl::StatusOr<pb::Replica> AdapterCore::Read(const pb::ReplicaKey& key) {
+  absl::StatusOr<pb::Replica> known = Get(key);
+  if (!absl::IsNotFound(known.status())) return known;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (forgotten_replicas_ == 0) return known;  // a book that forgot nothing: never here
+  return MarkReplicaForgotten(absl::FailedPreconditionError(absl::StrCat(
+      "replica ", ReplicaName(key), " is not in center ", center_.center_id, "'s book, which forgets a replica ",
+      absl::FormatDuration(center_.replica_retention), " after it ended (replica_retention) and has forgotten ",
+      forgotten_replicas_, " that ended up to ", absl::FormatTime(forgotten_through_),
+      ": it may be one of those, so it is not answered as one that never came here")));
+}
+
+absl::StatusOr<size_t> AdapterCore::ForgetEnded(absl::Time now) {
+  std::lock_guard<std::mutex> one_at_a_time(forget_mu_);
+  const absl::Time before = now - center_.replica_retention;
+  std::vector<std::pair<absl::Time, std::string>> due;
+  absl::Time through;
+  int64_t total = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    through = forgotten_through_;
+    for (auto it = ended_.begin(); it != ended_.end() && it->first < before && due.size() < kForgetBatch; ++it) {
+      due.push_back(*it);
+      // The bound covers when each ended by the center's word too (no later than now), so
+      // that no period ListAccounting answers holds a replica forgotten.
+      through = std::max({through, it->first, std::min(now, EndOf(replicas_.at(it->second)))});
+    }
+    if (due.empty()) return 0;
+    total = forgotten_replicas_ + static_cast<int64_t>(due.size());
+  }
+  // An ended replica is not written again once its end is a day old (a stop, a withdrawal or
+  // a repeated submit answers it as it is; a stale look from the prober or the poller is
+  // seconds old), so what is deleted here is what memory holds until it is dropped below.
+  JC_RETURN_IF_ERROR(committer_.Commit([&](store::Transaction& txn) -> absl::Status {
+    for (const auto& [learned, name] : due) {
+      JC_RETURN_IF_ERROR(txn.Exec("DELETE FROM adapter_replicas WHERE name = $1", {name}).status());
+    }
+    return txn.Exec("INSERT INTO adapter_forgotten (id, ended_through_us, replicas) VALUES (1, $1, $2) "
+                    "ON CONFLICT (id) DO UPDATE SET ended_through_us = excluded.ended_through_us, "
+                    "replicas = excluded.replicas",
+                    {absl::ToUnixMicros(through), total})
+        .status();
+  }));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [learned, name] : due) {
+      auto it = replicas_.find(name);
+      // Only as it was chosen: an entry booked again since is left to the next pass.
+      if (it == replicas_.end() || !Ended(it->second.state()) || EndLearned(name, absl::InfinitePast()) != learned) {
+        continue;
+      }
+      Unindex(it->second);
+      replicas_.erase(it);
+    }
+    forgotten_through_ = std::max(forgotten_through_, through);
+    forgotten_replicas_ = total;
+  }
+  if (metrics_) metrics_->forgotten.Increment(static_cast<double>(due.size()));
+  spdlog::info("center {}: {} replicas whose end was learned before {} forgotten ({} in all)", center_.center_id,
+               due.size(), absl::FormatTime(before), total);
+  return due.size();
+}
+
+absl::Time AdapterCore::EndLearned(const std::string& name, absl::Time now) const {
+  auto it = end_learned_.find(name);
+  return it == end_learned_.end() ? now : it->second;
+}
+
+void AdapterCore::Book(const pb::Replica& r, absl::Time learned) {
+  auto [it, fresh] = replicas_.try_emplace(r.name());
+  if (!fresh) {
+    // An end learned before stays when it was (a later write of the ended replica, a gang's
+    // stop seen again by the poller), so the retention runs from the first word of the end.
+    if (Ended(it->second.state())) learned = EndLearned(r.name(), learned);
+    Unindex(it->second);
+  }
+  it->second = r;
+  if (Ended(r.state())) {
+    live_.erase(r.name());
+    ended_.emplace(learned, r.name());
+    end_learned_[r.name()] = learned;
+    ++ended_by_state_[r.state()];
+  } else {
+    live_.insert(r.name());
+  }
+}
+
+void AdapterCore::Unindex(const pb::Replica& r) {
+  if (Ended(r.state())) {
+    if (auto it = end_learned_.find(r.name()); it != end_learned_.end()) {
+      ended_.erase({it->second, r.name()});
+      end_learned_.erase(it);
+    }
+    --ended_by_state_[r.state()];
+  } else {
+    live_.erase(r.name());
+  }
+}
+
 absl::StatusOr<std::pair<std::string, int>> AdapterCore::TunnelTarget(const pb::ReplicaKey& key,
                                                                       const std::string& port_name) {
   JC_ASSIGN_OR_RETURN(pb::Replica r, Get(key));
@@ -803,12 +955,18 @@ absl::StatusOr<pb::Replica> AdapterCore::StopReplica(const pb::ReplicaKey& key) 
   {
     std::lock_guard<std::mutex> lock(mu_);
     // Replicas of one gang share the scheduler's job: they stop together.
-    for (auto& [name, other] : replicas_) {
-      if (other.external_id() != r.external_id() || Ended(other.state())) continue;
+    std::vector<std::string> gang;
+    for (const std::string& name : live_) {
+      if (replicas_.at(name).external_id() == r.external_id()) gang.push_back(name);
+    }
+    const absl::Time now = absl::Now();
+    for (const std::string& name : gang) {
+      pb::Replica other = replicas_.at(name);
       other.set_state(pb::REPLICA_STOPPED);
       other.set_message("stopped");
-      *other.mutable_ended_at() = ToTimestamp(absl::Now());
-      changed.push_back(other);
+      *other.mutable_ended_at() = ToTimestamp(now);
+      Book(other, now);
+      changed.push_back(std::move(other));
     }
   }
   JC_RETURN_IF_ERROR(Record(changed));
@@ -830,14 +988,20 @@ absl::StatusOr<pb::Replica> AdapterCore::WithdrawReplica(const pb::ReplicaKey& k
     std::lock_guard<std::mutex> lock(mu_);
     withdrawing_.erase(r.external_id());
     if (withdrawn.ok() && *withdrawn) {
-      for (auto& [name, other] : replicas_) {
-        if (other.external_id() != r.external_id() || Ended(other.state())) continue;
+      std::vector<std::string> gang;
+      for (const std::string& name : live_) {
+        if (replicas_.at(name).external_id() == r.external_id()) gang.push_back(name);
+      }
+      const absl::Time now = absl::Now();
+      for (const std::string& name : gang) {
+        pb::Replica other = replicas_.at(name);
         other.set_state(pb::REPLICA_STOPPED);
         other.set_withdrawn(true);
         other.clear_started_at();
         other.set_message("withdrawn before it started, at the control plane's request");
-        *other.mutable_ended_at() = ToTimestamp(absl::Now());
-        changed.push_back(other);
+        *other.mutable_ended_at() = ToTimestamp(now);
+        Book(other, now);
+        changed.push_back(std::move(other));
       }
     }
   }
@@ -952,6 +1116,7 @@ absl::Status AdapterCore::Record(const std::vector<pb::Replica>& changed) {
 
 absl::Status AdapterCore::WriteRecords(store::Transaction& txn, const std::vector<pb::Replica>& changed) {
   const uint64_t first = txn_cursor_;
+  const absl::Time now = absl::Now();
   for (const pb::Replica& r : changed) {
     // A change decided from an older look at the replica (a readiness probe, a poll answer)
     // never moves one that ended back: what ended stays ended (its ports are free already).
@@ -965,12 +1130,26 @@ absl::Status AdapterCore::WriteRecords(store::Transaction& txn, const std::vecto
       }
       if (ended) continue;
     }
+    // When the adapter learned of the end: the first word of it (in this transaction, or booked).
+    absl::Time learned = absl::InfinitePast();
+    if (Ended(r.state())) {
+      learned = now;
+      for (size_t i = 0; i < txn_changed_.size(); ++i) {
+        if (txn_changed_[i].name() == r.name() && Ended(txn_changed_[i].state())) learned = txn_learned_[i];
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      if (auto it = replicas_.find(r.name()); it != replicas_.end() && Ended(it->second.state())) {
+        learned = std::min(learned, EndLearned(r.name(), learned));
+      }
+    }
     // Protobuf in base64, not JSON (ADR 0002's amendment for the adapter's own rows): only
     // this adapter reads them back, and the JSON printer was its largest cost per replica.
     std::string doc = store::EncodeBinaryDoc(r);
-    JC_RETURN_IF_ERROR(txn.Exec("INSERT INTO adapter_replicas (name, state, doc) VALUES ($1, $2, $3) "
-                                "ON CONFLICT (name) DO UPDATE SET state = excluded.state, doc = excluded.doc",
-                                {r.name(), int64_t{r.state()}, doc})
+    const int64_t learned_us = Ended(r.state()) ? absl::ToUnixMicros(learned) : 0;
+    JC_RETURN_IF_ERROR(txn.Exec("INSERT INTO adapter_replicas (name, state, doc, ended_us) VALUES ($1, $2, $3, $4) "
+                                "ON CONFLICT (name) DO UPDATE SET state = excluded.state, doc = excluded.doc, "
+                                "ended_us = excluded.ended_us",
+                                {r.name(), int64_t{r.state()}, doc, learned_us})
                            .status());
     pb::ReplicaEvent e;
     e.set_cursor(txn_cursor_++);
@@ -982,6 +1161,7 @@ absl::Status AdapterCore::WriteRecords(store::Transaction& txn, const std::vecto
                            .status());
     txn_events_.push_back(std::move(e));
     txn_changed_.push_back(r);
+    txn_learned_.push_back(learned);
   }
   // The store keeps as many events as watchers can replay: trimmed each thousand events.
   if (txn_cursor_ / 1000 != first / 1000 && txn_cursor_ > options_.event_window) {
@@ -996,8 +1176,9 @@ void AdapterCore::AfterRecords() {
   next_cursor_ = txn_cursor_;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& r : txn_changed_) {
-      replicas_[r.name()] = r;
+    for (size_t i = 0; i < txn_changed_.size(); ++i) {
+      const pb::Replica& r = txn_changed_[i];
+      Book(r, txn_learned_[i]);
       if (Ended(r.state()) && r.endpoints_size() > 0) {
         // Ended: its ports go back to the center's range.
         std::vector<int> held;
@@ -1012,6 +1193,7 @@ void AdapterCore::AfterRecords() {
   }
   txn_events_.clear();
   txn_changed_.clear();
+  txn_learned_.clear();
 }
 
 absl::Status AdapterCore::PollOnce() {
@@ -1019,8 +1201,9 @@ absl::Status AdapterCore::PollOnce() {
   std::set<std::string> polled;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [name, r] : replicas_) {
-      if (!Ended(r.state()) && polled.insert(r.external_id()).second) ids.push_back(r.external_id());
+    for (const std::string& name : live_) {
+      const pb::Replica& r = replicas_.at(name);
+      if (polled.insert(r.external_id()).second) ids.push_back(r.external_id());
     }
   }
   if (ids.empty()) return absl::OkStatus();
@@ -1028,10 +1211,11 @@ absl::Status AdapterCore::PollOnce() {
   std::vector<pb::Replica> changed;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [name, r] : replicas_) {
+    for (const std::string& name : live_) {
+      const pb::Replica& r = replicas_.at(name);
       // Replicas submitted while the backend was being asked were not in the question:
       // their absence from the answer says nothing.
-      if (Ended(r.state()) || !polled.count(r.external_id()) || withdrawing_.count(r.external_id())) continue;
+      if (!polled.count(r.external_id()) || withdrawing_.count(r.external_id())) continue;
       ReplicaObservation o;
       if (auto it = seen.find(r.external_id()); it != seen.end()) {
         o = it->second;
@@ -1075,7 +1259,8 @@ std::vector<pb::Replica> AdapterCore::ProbeEndpoints() {
       auto r = replicas_.find(it->first);
       it = r == replicas_.end() || r->second.state() != pb::REPLICA_RUNNING ? probed_.erase(it) : std::next(it);
     }
-    for (const auto& [name, r] : replicas_) {
+    for (const std::string& name : live_) {
+      const pb::Replica& r = replicas_.at(name);
       if (r.state() != pb::REPLICA_RUNNING || r.endpoints_size() == 0 || r.endpoints(0).host().empty()) continue;
       if (auto it = probed_.find(name); it != probed_.end() && now - it->second < absl::Seconds(1)) continue;
       due.push_back(r);
@@ -1132,6 +1317,7 @@ void AdapterCore::ProbeLoop() {
 }
 
 void AdapterCore::PollLoop() {
+  absl::Time next_forget = absl::InfinitePast();
   std::unique_lock<std::mutex> lock(loop_mu_);
   while (!stopping_) {
     loop_cv_.wait_for(lock, absl::ToChronoNanoseconds(options_.poll_interval),
@@ -1140,11 +1326,21 @@ void AdapterCore::PollLoop() {
     lock.unlock();
     absl::Status polled = PollOnce();
     if (!polled.ok()) spdlog::warn("polling the center's scheduler failed: {}", polled.ToString());
+    if (absl::Now() >= next_forget) {
+      // Nothing is forgotten unless its write committed: a failure is tried again next time.
+      // A batch at a time between polls, a second apart while they come full (a backlog).
+      absl::StatusOr<size_t> forgot = ForgetEnded(absl::Now());
+      if (!forgot.ok()) {
+        spdlog::warn("forgetting ended replicas failed (tried again in a minute): {}", forgot.status().ToString());
+      }
+      next_forget = absl::Now() + (forgot.ok() && *forgot >= kForgetBatch ? absl::Seconds(1) : absl::Minutes(1));
+    }
     if (metrics_) {
-      std::map<pb::ReplicaState, int> counts;
+      std::map<pb::ReplicaState, int64_t> counts;
       {
         std::lock_guard<std::mutex> l(mu_);
-        for (const auto& [name, r] : replicas_) counts[r.state()]++;
+        for (const std::string& name : live_) counts[replicas_.at(name).state()]++;
+        for (const auto& [state, n] : ended_by_state_) counts[static_cast<pb::ReplicaState>(state)] += n;
       }
       for (int s = pb::REPLICA_PENDING; s <= pb::REPLICA_STOPPED; ++s) {
         metrics_->replicas.Add({{"state", pb::ReplicaState_Name(static_cast<pb::ReplicaState>(s))}})

@@ -67,6 +67,15 @@ class AdapterCore {
   // of one gang go together.
   absl::StatusOr<pb::Replica> WithdrawReplica(const pb::ReplicaKey& key);
   absl::StatusOr<pb::Replica> Get(const pb::ReplicaKey& key);
+  // Get, as the control plane asks it (GetReplica): once the book has forgotten replicas
+  // (ForgetEnded), a key not in it may be one of them, and is answered FAILED_PRECONDITION,
+  // not NOT_FOUND (which makes the control plane submit the replica again: it would run twice).
+  absl::StatusOr<pb::Replica> Read(const pb::ReplicaKey& key);
+  // Forgets replicas whose end the adapter learned longer than the center's replica_retention
+  // before `now`, at most a batch of them, in the store first (with the bound of what was
+  // forgotten), then in memory: a failed write forgets nothing. How many it forgot; the poller
+  // calls it once a minute, and again a second later while batches come full.
+  absl::StatusOr<size_t> ForgetEnded(absl::Time now);
   // Where a tunnel to the replica's port `port_name` connects (SPEC A17): its host and port.
   // NotFound for a replica or port not here, FailedPrecondition for a replica not running.
   absl::StatusOr<std::pair<std::string, int>> TunnelTarget(const pb::ReplicaKey& key, const std::string& port_name);
@@ -122,6 +131,13 @@ class AdapterCore {
   void ProbeLoop();
 
   std::shared_ptr<const RunAs> CurrentRunAs() const;
+  // The book's indexes kept with replicas_ (caller holds mu_): Book puts `r` in, replacing
+  // what was there under its name (`learned`: when the adapter learned it ended, for an ended
+  // one that was not already); Unindex takes a replica out of the indexes.
+  void Book(const pb::Replica& r, absl::Time learned);
+  void Unindex(const pb::Replica& r);
+  // When the adapter learned that `name` ended: as booked, else `now` (caller holds mu_).
+  absl::Time EndLearned(const std::string& name, absl::Time now) const;
 
   Backend* backend_;
   CenterConfig center_;
@@ -141,6 +157,19 @@ class AdapterCore {
   std::map<std::string, pb::Dataset> project_datasets_;
   std::condition_variable submitted_cv_;
   std::map<std::string, pb::Replica> replicas_;  // by name
+  // The replicas not ended (what the poller, the prober and Usage walk: never the ended ones,
+  // however many), and the ended ones by when they ended (what ForgetEnded and Accounting walk).
+  // Ended ones are ordered by when the adapter learned of the end (adapter_replicas.ended_us),
+  // never by the center's ended_at: the retention counts from it, so a scheduler whose clock
+  // or outage puts an end far back has it kept as long as any.
+  std::set<std::string> live_;
+  std::set<std::pair<absl::Time, std::string>> ended_;
+  std::map<std::string, absl::Time> end_learned_;
+  std::map<int, int64_t> ended_by_state_;  // the gauge's ended states, without a walk
+  // Every replica forgotten ended at or before forgotten_through_ (adapter_forgotten).
+  absl::Time forgotten_through_ = absl::InfinitePast();
+  int64_t forgotten_replicas_ = 0;
+  std::mutex forget_mu_;  // one ForgetEnded at a time (the poller's, a test's)
   std::set<std::string> submitting_;             // names whose submit is under way
   std::set<std::string> withdrawing_;            // external ids being withdrawn (the poller skips them)
   PortBook ports_;                               // the center's port range: who holds which
@@ -153,6 +182,7 @@ class AdapterCore {
   uint64_t next_cursor_ = 1;
   uint64_t txn_cursor_ = 1;
   std::vector<pb::Replica> txn_changed_;
+  std::vector<absl::Time> txn_learned_;  // txn_changed_'s: when each ended one's end was learned
   std::vector<pb::ReplicaEvent> txn_events_;
 
   struct Metrics;

@@ -1,5 +1,7 @@
 #include "adapters/sdk/adapter_service.h"
 
+#include "common/replica_forgotten.h"
+
 #include <grpcpp/grpcpp.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -96,8 +98,10 @@ class AdapterService final : public pb::Adapter::Service {
   grpc::Status WithdrawReplica(grpc::ServerContext*, const pb::ReplicaRef* req, pb::Replica* resp) override {
     return Reply(core_->WithdrawReplica(req->key()), resp);
   }
-  grpc::Status GetReplica(grpc::ServerContext*, const pb::ReplicaRef* req, pb::Replica* resp) override {
-    return Reply(core_->Get(req->key()), resp);
+  grpc::Status GetReplica(grpc::ServerContext* ctx, const pb::ReplicaRef* req, pb::Replica* resp) override {
+    absl::StatusOr<pb::Replica> read = core_->Read(req->key());
+    if (IsReplicaForgotten(read.status())) ctx->AddTrailingMetadata(kReplicaForgottenMetadata, "1");
+    return Reply(std::move(read), resp);
   }
   grpc::Status OpenTunnel(grpc::ServerContext* ctx,
                           grpc::ServerReaderWriter<pb::TunnelFrame, pb::TunnelFrame>* stream) override {

@@ -183,6 +183,15 @@ static absl::StatusOr<CenterConfig> ParseCenterConfigUnguarded(const std::string
                                                      "\" is not a duration (\"2h\", \"90m\", \"3600s\")"));
     }
   }
+  std::string retention;
+  JC_CFG_ASSIGN(retention, Get<std::string>(root, "replica_retention", "center", ""));
+  if (!retention.empty()) {
+    if (!absl::ParseDuration(retention, &c.replica_retention) || c.replica_retention == absl::InfiniteDuration() ||
+        c.replica_retention < CenterConfig::kMinReplicaRetention) {
+      return absl::InvalidArgumentError(absl::StrCat("center: replica_retention \"", retention,
+                                                     "\" is not a duration of at least 24h (\"336h\", \"720h\")"));
+    }
+  }
   JC_CFG_ASSIGN(c.user, Get<std::string>(root, "user", "center", ""));
   if (!c.user.empty()) {
     if (auto s = CheckAccount(c.user, "user"); !s.ok()) return s;

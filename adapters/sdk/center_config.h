@@ -22,6 +22,7 @@
 //   image_mover: [apptainer, pull, "{target}", "docker://{source}"]   # no shell
 //   image_registry: registry.bj-1:5000   # where other centers fetch this one's images
 //   default_time_limit: 4h          # replicas whose job sets no time limit run at most this
+//   replica_retention: 336h         # an ended replica is forgotten this long after it ended
 //   specs:
 //     - {id: gpu-1x, cpu: 8, memory: 64Gi, gpu: 1, execution_power_watts: 350, price: 20}
 //   images:
@@ -95,6 +96,17 @@ struct CenterConfig {
   // nexec's -W): a scheduler estimates when waiting jobs start only from their time
   // limits. Zero (absent): none (Slurm then applies its partition's DefaultTime).
   absl::Duration default_time_limit = absl::ZeroDuration();
+  // How long the adapter keeps a replica after it learned that it ended (`replica_retention`,
+  // at least a day, default 14 days), as Slurm's MinJobAge: its book (repeated submits, GetReplica,
+  // ListAccounting) and its store hold the replicas that run and those that ended within it,
+  // so that a center running for months holds and walks no more than that. A replica it
+  // forgot is never taken for one it never had (AdapterCore::Read).
+  absl::Duration replica_retention = kDefaultReplicaRetention;
+  static constexpr absl::Duration kDefaultReplicaRetention = absl::Hours(14 * 24);
+  // A day: longer than a control plane is expected to be away (it resends a submit it had no
+  // answer for, and a key forgotten meanwhile would run again), and what the control plane
+  // relies on before it believes a center forgot a replica (job_manager.cc).
+  static constexpr absl::Duration kMinReplicaRetention = absl::Hours(24);
   std::vector<pb::Image> images;
   std::vector<pb::Dataset> datasets;
 

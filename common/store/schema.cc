@@ -428,6 +428,23 @@ const std::vector<Migration>& Migrations() {
            "  memory_mb BIGINT NOT NULL,"
            "  PRIMARY KEY (center_id, effective_us))",
        }},
+      {28,
+       "adapter SDK: ended replicas are forgotten after the center's replica_retention; what was forgotten is "
+       "remembered as a bound",
+       {
+           // One row (id 1): every replica the adapter forgot ended at or before
+           // ended_through_us (unix microseconds), and how many it forgot in all. Kept in the
+           // store of the book it bounds: a book lost with its store loses this too, and a
+           // replica missing from a book that forgot nothing was never had.
+           "CREATE TABLE adapter_forgotten ("
+           "  id INTEGER PRIMARY KEY,"
+           "  ended_through_us BIGINT NOT NULL,"
+           "  replicas BIGINT NOT NULL)",
+           // When the adapter learned that the replica ended (unix microseconds, its own
+           // clock; 0: not ended, or ended before this column): what its retention counts
+           // from, whatever time the center's scheduler gave the end.
+           "ALTER TABLE adapter_replicas ADD COLUMN ended_us BIGINT NOT NULL DEFAULT 0",
+       }},
   };
   return *migrations;
 }

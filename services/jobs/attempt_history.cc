@@ -189,12 +189,16 @@ bool WithdrawnAsAsked(const v1::AttemptRecord& attempt, const apb::Replica& repo
 }
 
 void ApplyAttemptUnknown(v1::JobRecord& job, int index, const std::string& center, int attempt, absl::Time now,
-                         JobEffects* fx) {
+                         JobEffects* fx, const std::string& why) {
   v1::AttemptRecord* a = Find(job.mutable_replicas(index), attempt);
   if (a == nullptr || a->closed() || a->center_id() != center) return;
   a->set_closed(true);
   if (!a->has_ended_at()) *a->mutable_ended_at() = ToTimestamp(now);
-  a->set_message(a->message().empty() ? "its center does not know it: it never ran there" : a->message());
+  if (!why.empty()) {
+    a->set_message(why);
+  } else if (a->message().empty()) {
+    a->set_message("its center does not know it: it never ran there");
+  }
   // A start the control plane saw but the center no longer knows: nothing the center can
   // bill; reconciliation lists it (the center lost its own record).
   fx->changed = true;

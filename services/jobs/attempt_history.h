@@ -27,10 +27,10 @@ void NoteStaged(v1::JobRecord& job, int index, absl::Time now);
 bool ApplyAttemptReport(v1::JobRecord& job, int index, const std::string& center, const apb::Replica& report,
                         absl::Time now, JobEffects* fx);
 
-// `center` does not know `attempt` of the replica at `index`: it never ran there. Closed
-// without a record.
+// `center` does not know `attempt` of the replica at `index`: it never ran there (or, with
+// `why`, its center forgot it). Closed without a record.
 void ApplyAttemptUnknown(v1::JobRecord& job, int index, const std::string& center, int attempt, absl::Time now,
-                         JobEffects* fx);
+                         JobEffects* fx, const std::string& why = "");
 
 // The current attempt of the replica at `index` could not start (its center refused it,
 // its staging failed): closed without a record.

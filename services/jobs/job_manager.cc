@@ -18,6 +18,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/utf8.h"
+#include "common/replica_forgotten.h"
 #include "services/estimator/job_class.h"
 #include "services/jobs/endpoint_token.h"
 #include "services/jobs/job_kind.h"
@@ -1245,14 +1247,31 @@ void JobManager::OnReconcile(bool all, const std::set<std::string>& connected) {
   });
 }
 
+namespace {
+
+// The least an adapter keeps an ended replica, from when it learned of the end (adapter.proto
+// GetReplica; the SDK's replica_retention is at least this).
+constexpr absl::Duration kAdapterKeepsEndedAtLeast = absl::Hours(24);
+
+}  // namespace
+
 void JobManager::OnReplicaRead(uint64_t term, const ReplicaTracker::Ask& ask,
                                const absl::StatusOr<apb::Replica>& replica) {
   if (term != term_ || !leading_) return;
-  if (!replica.ok() && replica.status().code() != absl::StatusCode::kNotFound) return;  // asked again later
+  // The center forgot replicas that ended long ago, and this may be one: its adapter's own
+  // mark on the answer (common/replica_forgotten.h), never any FAILED_PRECONDITION (an
+  // adapter that cannot prove its center says that too). Anything else is asked again later.
+  const bool forgotten = IsReplicaForgotten(replica.status());
+  if (!replica.ok() && !absl::IsNotFound(replica.status()) && !forgotten) return;
   auto it = active_.find(ask.job_id);
   if (it == active_.end()) return;
   auto* rep = it->second.record.mutable_replicas(ask.index);
   const bool current = rep->attempt() == ask.key.attempt() && rep->center_id() == ask.center;
+  // The center's words, bounded: they go into the job's record and its status.
+  const std::string forgot_why =
+      forgotten ? absl::StrCat("center ", ask.center, " forgot it: ", ToUtf8(replica.status().message().substr(0, 512)))
+                : std::string();
+  const bool live = rep->state() == v1::ReplicaRecord::PENDING || rep->state() == v1::ReplicaRecord::RUNNING;
   if (replica.ok()) {
     StopIfStopped(it->second.record, ask.index, ask.center, *replica);
     JobEffects fx;
@@ -1263,12 +1282,45 @@ void JobManager::OnReplicaRead(uint64_t term, const ReplicaTracker::Ask& ask,
   } else if (!current || Ended(rep->state())) {
     // An attempt that was stopped or moved past, unknown at its center: it never ran there.
     JobEffects fx;
-    ApplyAttemptUnknown(it->second.record, ask.index, ask.center, ask.key.attempt(), clock_->Now(), &fx);
+    ApplyAttemptUnknown(it->second.record, ask.index, ask.center, ask.key.attempt(), clock_->Now(), &fx, forgot_why);
+    if (!fx.changed) return;
+  } else if (forgotten && !live) {
+    return;  // being submitted again (or staged) meanwhile: that answer decides
+  } else if (forgotten &&
+             (!rep->has_dispatched_at() ||
+              clock_->Now() - FromTimestamp(rep->dispatched_at()) < kAdapterKeepsEndedAtLeast ||
+              LongRunning(KindOf(it->second.record.request().tasks(rep->task_index()))))) {
+    // A center cannot have forgotten a replica it acknowledged less than its shortest
+    // retention ago: a rogue or broken one. Taken as a failure there, as a report of one would
+    // be (the retry policy applies, elsewhere), never as leave to fail it for good. So is a
+    // service's or a stream's replica: started again is what its kind asks for anyway.
+    apb::Replica failed;
+    *failed.mutable_key() = ask.key;
+    failed.set_state(apb::REPLICA_FAILED);
+    failed.set_exit_code(-1);
+    failed.set_message(absl::StrCat(forgot_why, " (taken as failed there: acknowledged less than ",
+                                    absl::FormatDuration(kAdapterKeepsEndedAtLeast),
+                                    " ago, the least an adapter keeps an ended replica, or of a kind that restarts)"));
+    spdlog::warn("job manager: replica {}/{} of {}: {}", rep->task_index(), rep->replica_index(), ask.job_id,
+                 failed.message());
+    JobEffects fx;
+    ApplyAttemptReport(it->second.record, ask.index, ask.center, failed, clock_->Now(), &fx);
+    ApplyReport(it->second.record, ask.index, failed, clock_->Now(), &fx);
+    ApplyEffects(it->second, fx);
+    if (!fx.changed) return;
+  } else if (forgotten) {
+    // It ended while this control plane had no word of it, longer ago than the center keeps
+    // replicas: submitted again it could run twice, so it fails, saying why.
+    spdlog::warn("job manager: replica {}/{} of {}: {}", rep->task_index(), rep->replica_index(), ask.job_id,
+                 forgot_why);
+    JobEffects fx;
+    ApplyAttemptUnknown(it->second.record, ask.index, ask.center, ask.key.attempt(), clock_->Now(), &fx, forgot_why);
+    ApplyForgotten(it->second.record, ask.index, forgot_why, clock_->Now(), &fx);
+    ApplyEffects(it->second, fx);
     if (!fx.changed) return;
   } else {
     // The center does not know a replica it acknowledged (its adapter lost its book):
     // submitted again under the same key, as if never acknowledged.
-    bool live = rep->state() == v1::ReplicaRecord::PENDING || rep->state() == v1::ReplicaRecord::RUNNING;
     if (!live || rep->attempt() != ask.key.attempt()) return;
     spdlog::warn("job manager: center {} no longer knows replica {}/{} of {}; submitting it again by key", ask.center,
                  rep->task_index(), rep->replica_index(), ask.job_id);

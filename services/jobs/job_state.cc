@@ -273,6 +273,18 @@ void ApplyReport(v1::JobRecord& job, int index, const apb::Replica& report, absl
   Settle(job, now, fx);
 }
 
+void ApplyForgotten(v1::JobRecord& job, int index, const std::string& why, absl::Time now, JobEffects* fx) {
+  auto* rep = job.mutable_replicas(index);
+  if (Ended(rep->state()) || rep->state() == v1::ReplicaRecord::WAITING) return;
+  rep->set_exit_code(-1);
+  rep->set_message(why);
+  fx->release.push_back(AttemptOf(*rep));
+  rep->set_state(job.stop_requested() ? v1::ReplicaRecord::STOPPED : v1::ReplicaRecord::FAILED);
+  fx->changed = true;
+  *job.mutable_updated_at() = ToTimestamp(now);
+  Settle(job, now, fx);
+}
+
 void ApplySubmitAccepted(v1::JobRecord& job, int index, const apb::Replica& answer, absl::Time now,
                          JobEffects* fx) {
   auto* rep = job.mutable_replicas(index);

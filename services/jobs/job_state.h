@@ -71,6 +71,14 @@ absl::Time WaitingSince(const v1::JobRecord& job);
 // ignored (duplicated and reordered events change nothing).
 void ApplyReport(v1::JobRecord& job, int index, const apb::Replica& report, absl::Time now, JobEffects* fx);
 
+// The replica's center no longer has its current attempt and says it may have forgotten it
+// (it forgets a replica its replica_retention after it ended: GetReplica's answer marked
+// forgotten), and the job manager believes it (a batch replica acknowledged a day ago or
+// more): it ended while the control plane had no word of it, how is unknown. It fails for
+// good with `why` (a gang's other replicas are each asked of their own), never submitted
+// again: it may have run to its end already.
+void ApplyForgotten(v1::JobRecord& job, int index, const std::string& why, absl::Time now, JobEffects* fx);
+
 // The center accepted the submit of the replica at `index` and answered `answer`.
 void ApplySubmitAccepted(v1::JobRecord& job, int index, const apb::Replica& answer, absl::Time now,
                          JobEffects* fx);

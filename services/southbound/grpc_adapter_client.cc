@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/grpc_status.h"
+#include "common/replica_forgotten.h"
 #include "prometheus/counter.h"
 #include "prometheus/registry.h"
 #include "spdlog/spdlog.h"
@@ -232,7 +233,15 @@ class GrpcAdapterClient final : public AdapterClient {
     auto stub = Verified(adapter);
     if (!stub.ok()) return stub.status();
     grpc::Status s = ((**stub).*call)(&ctx, ref, &out);
-    if (!s.ok()) return Failure(adapter, s);
+    if (!s.ok()) {
+      absl::Status failed = Failure(adapter, s);
+      // Only the adapter's own mark says "forgotten" (common/replica_forgotten.h).
+      const auto& trailing = ctx.GetServerTrailingMetadata();
+      if (trailing.find(kReplicaForgottenMetadata) != trailing.end()) {
+        failed = MarkReplicaForgotten(failed);
+      }
+      return failed;
+    }
     return out;
   }
   absl::Status Watch(const AdapterAt& adapter, uint64_t since_cursor,

@@ -2526,3 +2526,74 @@ TEST_CASE("a center pointed at another center's adapter is refused: no replica, 
   CHECK(n.Job(own["jobId"])["status"] == "running");
   n.rest->Post("/openapi/v1/trainjob/" + own["jobId"].get<std::string>() + "/stop", json::object());
 }
+
+namespace {
+
+// The control plane's clock, moved on by the test: an hour passes without waiting for it.
+class OffsetClock final : public jc::Clock {
+ public:
+  absl::Time Now() const override { return absl::Now() + absl::Nanoseconds(offset_ns_.load()); }
+  void Advance(absl::Duration d) { offset_ns_ += absl::ToInt64Nanoseconds(d); }
+
+ private:
+  std::atomic<int64_t> offset_ns_{0};
+};
+
+}  // namespace
+
+TEST_CASE("a replica its center says it forgot is never submitted again: acknowledged under a day ago it is "
+          "taken as failed there and retried, acknowledged longer ago it fails for good with the center's reason "
+          "[A7][A14]",
+          "[A7][A14]") {
+  OffsetClock clock;
+  Network n([&](jc::server::AppOptions& o) { o.clock = &clock; });
+  Adapter gamma_backend{"gamma"};
+  jc::testing::EventChaosProxy gamma(gamma_backend.address(), 1, jc::testing::EventChaosProxy::Odds{0, 0});
+  n.AddCenter("gamma", "127.0.0.1:" + std::to_string(gamma.port()), 5);
+  Network::Must(
+      n.rest->Send("PATCH", "/openapi/v1/resourcespecs/cpu-1", R"({"computing_center_list": "alpha,beta,gamma"})"));
+  REQUIRE(jc::testing::WaitUntil([&] {
+    return n.rest->Get("/scheduler/algorithm/lowest_price/score/gamma?resourceSpecId=cpu-1").http_status == 200;
+  }));
+  json job = {{"name", "forgotten"},
+              {"retryPolicy", {{"maxRetries", 3}}},
+              {"tasks", {{{"name", "t"}, {"command", "sleep 600"}, {"resourceSpecId", "cpu-1"}, {"replicaNumber", 1},
+                          {"centerIDs", {"gamma"}}}}}};
+  const std::string id = n.Submit(job)["jobId"];
+  n.WaitForStatus(id, "running");
+  auto history = [&] { return n.rest->Get("/openapi/v1/trainjob/" + id + "?history=true").body["data"]; };
+
+  // gamma's event stream breaks and it says it forgot the replica it acknowledged a moment
+  // ago: no adapter forgets so soon (a day at least), so the attempt failed there and
+  // the retry policy applies, as for any failure the center reports.
+  gamma.ClaimForgotten(true);
+  json got;
+  bool failed_there = jc::testing::WaitUntil([&] {
+    got = history();
+    return got.contains("history") && got["history"][0].value("outcome", "") == "failed";
+  });
+  gamma.ClaimForgotten(false);
+  INFO(got.dump(2));
+  REQUIRE(failed_there);
+  CHECK(got["history"][0].value("message", "").find("taken as failed there") != std::string::npos);
+  CHECK(got.value("status", "") != "failed");
+  // It runs again, as its next attempt.
+  REQUIRE(jc::testing::WaitUntil([&] {
+    got = history();
+    return got.value("status", "") == "running" && got["history"].size() >= 2 &&
+           got["history"].back().contains("startedAt") && !got["history"].back().contains("endedAt");
+  }));
+  const size_t attempts = got["history"].size();
+
+  // Two days on, the same claim is one an adapter may make: the replica may have run to its
+  // end unseen, so it is not submitted again; it fails for good, with the center's reason.
+  clock.Advance(absl::Hours(48));
+  gamma.ClaimForgotten(true);
+  json ended = n.WaitForStatus(id, "failed");
+  gamma.ClaimForgotten(false);
+  INFO(ended.dump(2));
+  CHECK(ended.value("statusReason", "").find("forgot it") != std::string::npos);
+  got = history();
+  CHECK(got["history"].size() == attempts);
+  CHECK(got["history"].back().value("message", "").find("forgot it") != std::string::npos);
+}

@@ -1,5 +1,7 @@
 #include "tests/testing/event_chaos_proxy.h"
 
+#include "common/replica_forgotten.h"
+
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
@@ -99,6 +101,12 @@ class EventChaosProxy::Service final : public apb::Adapter::Service {
     return Forward(c, *q, a, &apb::Adapter::Stub::WithdrawReplica);
   }
   grpc::Status GetReplica(grpc::ServerContext* c, const apb::ReplicaRef* q, apb::Replica* a) override {
+    if (claim_forgotten_) {
+      c->AddTrailingMetadata(kReplicaForgottenMetadata, "1");  // as an SDK adapter marks it
+      return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                          "replica " + q->key().job_id() + " is not in this center's book, which forgets a replica "
+                          "after it ended (replica_retention) (test proxy)");
+    }
     return Forward(c, *q, a, &apb::Adapter::Stub::GetReplica);
   }
   grpc::Status ListImages(grpc::ServerContext* c, const apb::ListImagesRequest* q,
@@ -132,6 +140,9 @@ class EventChaosProxy::Service final : public apb::Adapter::Service {
 
   grpc::Status Watch(grpc::ServerContext* c, const apb::WatchRequest* q,
                      grpc::ServerWriter<apb::ReplicaEvent>* out) override {
+    const grpc::Status forgot(grpc::StatusCode::OUT_OF_RANGE,
+                              "events after since_cursor are no longer kept (test proxy)");
+    if (claim_forgotten_) return forgot;
     grpc::ClientContext ctx;
     auto reader = stub_->Watch(&ctx, *q);
     // A reader thread feeds a queue, so a held event is let go after a short quiet time
@@ -175,7 +186,7 @@ class EventChaosProxy::Service final : public apb::Adapter::Service {
           break;
         }
       }
-      if (c->IsCancelled()) break;
+      if (c->IsCancelled() || claim_forgotten_) break;
       if (!next) {  // quiet: what was held goes now
         if (held) write(*held);
         held.reset();
@@ -201,8 +212,10 @@ class EventChaosProxy::Service final : public apb::Adapter::Service {
     ctx.TryCancel();
     pump.join();
     grpc::Status upstream = reader->Finish();
+    if (claim_forgotten_) return forgot;
     return upstream.error_code() == grpc::StatusCode::CANCELLED ? grpc::Status::OK : upstream;
   }
+  void ClaimForgotten(bool on) { claim_forgotten_ = on; }
 
   void AnswerSubmitsWith(const apb::Replica& answer) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -256,6 +269,7 @@ class EventChaosProxy::Service final : public apb::Adapter::Service {
   uint64_t seed_;
   Odds odds_;
   std::atomic<uint64_t> streams_{0};
+  std::atomic<bool> claim_forgotten_{false};
   int port_ = 0;
   std::unique_ptr<grpc::Server> server_;
 };
@@ -275,6 +289,7 @@ int64_t EventChaosProxy::injected_written() const { return service_->injected_wr
 apb::ReplicaKey EventChaosProxy::LastSubmittedKey() const { return service_->LastSubmittedKey(); }
 void EventChaosProxy::AnswerSubmitsWith(const apb::Replica& answer) { service_->AnswerSubmitsWith(answer); }
 void EventChaosProxy::LoseStops(int n) { service_->LoseStops(n); }
+void EventChaosProxy::ClaimForgotten(bool on) { service_->ClaimForgotten(on); }
 int64_t EventChaosProxy::stops_lost() const { return service_->stops_lost(); }
 
 }  // namespace jc::testing

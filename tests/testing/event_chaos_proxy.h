@@ -52,6 +52,10 @@ class EventChaosProxy {
   // way); how many were.
   void LoseStops(int n);
   int64_t stops_lost() const;
+  // While on, the center says it forgot its ended replicas' events and replicas: every event
+  // stream ends OUT_OF_RANGE (the control plane reads each replica there) and every
+  // GetReplica is answered FAILED_PRECONDITION, as a book that forgot it may be.
+  void ClaimForgotten(bool on);
   // The key of the last replica submitted through the proxy (empty before one).
   ::jointcloud::adapter::v1::ReplicaKey LastSubmittedKey() const;
 

@@ -137,6 +137,22 @@ TEST_CASE("default_time_limit is a duration, for replicas whose job has none [A1
   }
 }
 
+TEST_CASE("replica_retention is how long an ended replica is kept: 14 days unless set, at least a day [A14]",
+          "[A14]") {
+  auto c = jc::adapter::ParseCenterConfig("center_id: c\nreplica_retention: 720h\n");
+  REQUIRE(c.ok());
+  CHECK(c->replica_retention == absl::Hours(720));
+  auto none = jc::adapter::ParseCenterConfig("center_id: c\n");
+  REQUIRE(none.ok());
+  CHECK(none->replica_retention == absl::Hours(14 * 24));
+  for (const char* bad : {"a fortnight", "-5h", "inf", "23h59m", "0s"}) {
+    auto r = jc::adapter::ParseCenterConfig(std::string("center_id: c\nreplica_retention: ") + bad + "\n");
+    INFO(bad << " -> " << r.status().ToString());
+    CHECK(r.status().code() == absl::StatusCode::kInvalidArgument);
+    CHECK(r.status().message().find("replica_retention") != std::string::npos);
+  }
+}
+
 TEST_CASE("a backend's start estimates are kept only for offered specs, once each, with a wait in seconds [A16]",
           "[A16]") {
   auto c = jc::adapter::ParseCenterConfig(

@@ -76,6 +76,7 @@ TEST_CASE("migration 20 keys images by (project, id) and keeps every image (issu
                           "ALTER TABLE jobs DROP COLUMN centers", "DROP TABLE job_placements",
                           "ALTER TABLE spec_prices DROP COLUMN price_micros",  // 27's
                           "ALTER TABLE spec_centers DROP COLUMN price_micros", "DROP TABLE center_capacity",
+                          "DROP TABLE adapter_forgotten", "ALTER TABLE adapter_replicas DROP COLUMN ended_us",  // 28's
                           "DELETE FROM schema_migrations WHERE version >= 20"}) {
     INFO(sql);
     REQUIRE(store->Exec(sql).ok());
@@ -110,7 +111,7 @@ TEST_CASE("migration 21 keys a project's datasets by project, name and version, 
         "DROP TABLE endpoint_passes", "ALTER TABLE leases DROP COLUMN term", "DROP INDEX jobs_created",
         "ALTER TABLE jobs DROP COLUMN created_us", "ALTER TABLE jobs DROP COLUMN centers", "DROP TABLE job_placements",
         "ALTER TABLE spec_prices DROP COLUMN price_micros", "ALTER TABLE spec_centers DROP COLUMN price_micros",
-        "DROP TABLE center_capacity",
+        "DROP TABLE center_capacity", "DROP TABLE adapter_forgotten", "ALTER TABLE adapter_replicas DROP COLUMN ended_us",
         "INSERT INTO datasets (id, data_name, created_user, project, doc) VALUES ('corpus/v1', 'corpus', 'u', '', 'f')",
         "INSERT INTO datasets (id, data_name, created_user, project, doc) VALUES ('notes/v2', 'notes', 'u', 'alpha', "
         "'a')",
@@ -153,7 +154,7 @@ TEST_CASE("migration 27 keeps every price, now in millionths, and starts the cap
   // millionths (2148 x 10^6 > 2^31).
   for (const char* sql :
        {"ALTER TABLE spec_prices DROP COLUMN price_micros", "ALTER TABLE spec_centers DROP COLUMN price_micros",
-        "DROP TABLE center_capacity",
+        "DROP TABLE center_capacity", "DROP TABLE adapter_forgotten", "ALTER TABLE adapter_replicas DROP COLUMN ended_us",
         "INSERT INTO spec_prices (spec_id, center_id, effective_from, price) VALUES ('gpu1', '', 5, 12)",
         "INSERT INTO spec_prices (spec_id, center_id, effective_from, price) VALUES ('gpu1', 'c1', 9, 2148)",
         "INSERT INTO spec_centers (spec_id, center_id, price) VALUES ('gpu1', 'c1', 2148)",

@@ -22,6 +22,7 @@
 #include "common/exec/exec_stream.h"
 #include "common/store/doc.h"
 #include "common/store/store.h"
+#include "common/timestamp.h"
 #include "jointcloud/adapter/v1/adapter.grpc.pb.h"
 #include "tests/testing/test_account.h"
 
@@ -528,6 +529,71 @@ TEST_CASE("conformance: an adapter restarted over replicas and events an older a
   REQUIRE(replayed.size() > before.size());
   for (size_t i = 0; i < before.size(); ++i) CHECK(replayed[i].cursor() == before[i].cursor());
   CHECK(replayed.back().replica().state() == pb::REPLICA_SUCCEEDED);
+}
+
+TEST_CASE("conformance: a replica ended longer ago than the center's replica_retention is forgotten, restarts "
+          "included: asked for, it is answered as one that may have been forgotten, never as one never had [A14]",
+          "[A14][conformance]") {
+  Kit kit([](CenterConfig& c) { c.replica_retention = absl::Hours(24); });
+  auto accounting = [&](absl::Time from, absl::Time to, pb::ListAccountingResponse* out) {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx, kit.target_.timeout);
+    pb::ListAccountingRequest req;
+    *req.mutable_from() = ToTimestamp(from);
+    *req.mutable_to() = ToTimestamp(to);
+    return kit.stub_->ListAccounting(&ctx, req, out);
+  };
+  pb::SubmitReplicaRequest ended_req = kit.Request("true");
+  pb::Replica ended;
+  REQUIRE(kit.Submit(ended_req, &ended).ok());
+  ended = kit.WaitFor(ended.key(), pb::REPLICA_SUCCEEDED);
+  pb::Replica running = kit.MustSubmit("sleep 300");
+  kit.WaitFor(running.key(), pb::REPLICA_RUNNING);
+  pb::ReplicaKey never = kit.Request("true").key();
+  pb::Replica out;
+  // Nothing forgotten yet: a key never submitted is not found, and the one that ended is
+  // still answered half a day on.
+  CHECK(kit.Get(never, &out).error_code() == grpc::StatusCode::NOT_FOUND);
+  REQUIRE(kit.server_->core().ForgetEnded(absl::Now() + absl::Hours(12)).ok());
+  REQUIRE(kit.Get(ended.key(), &out).ok());
+  pb::ListAccountingResponse listed;
+  REQUIRE(accounting(absl::Now() - absl::Hours(1), absl::Now() + absl::Hours(1), &listed).ok());
+  CHECK(listed.entries_size() == 1);
+
+  // Past its retention it is forgotten: in memory, in the store and across a restart, while
+  // the running one stays, however long it has run.
+  auto forgot = kit.server_->core().ForgetEnded(absl::Now() + absl::Hours(25));
+  REQUIRE(forgot.ok());
+  CHECK(*forgot == 1);
+  for (int restarted = 0; restarted < 2; ++restarted) {
+    INFO("restarted " << restarted);
+    grpc::Status asked = kit.Get(ended.key(), &out);
+    CHECK(asked.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+    CHECK(asked.error_message().find("replica_retention") != std::string::npos);
+    // A key it never had reads the same: it cannot tell the two apart any more, and a
+    // NOT_FOUND would make the control plane submit a replica that ran once again.
+    CHECK(kit.Get(never, &out).error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+    REQUIRE(kit.Get(running.key(), &out).ok());
+    CHECK(out.state() == pb::REPLICA_RUNNING);
+    // The center's accounts of a period reaching back to what it forgot are refused, not short;
+    // a later period is answered.
+    grpc::Status short_period = accounting(absl::Now() - absl::Hours(1), absl::Now() + absl::Hours(1), &listed);
+    CHECK(short_period.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+    CHECK(short_period.error_message().find("replica_retention") != std::string::npos);
+    listed.Clear();
+    REQUIRE(accounting(absl::Now() + absl::Minutes(1), absl::Now() + absl::Hours(1), &listed).ok());
+    CHECK(listed.entries_size() == 0);
+    kit.RestartAdapter();
+  }
+  auto db = store::OpenStore("sqlite://" + (kit.state_dir_ / "adapter.db").string());
+  REQUIRE(db.ok());
+  auto rows = (*db)->Query("SELECT name FROM adapter_replicas");
+  REQUIRE(rows.ok());
+  std::set<std::string> stored;
+  for (const auto& row : *rows) stored.insert(*row[0]);
+  CHECK_FALSE(stored.count(ended.name()));
+  CHECK(stored.count(running.name()));
+  REQUIRE(kit.Stop(running.key(), &out).ok());
 }
 
 TEST_CASE("conformance: center info and usage are sane [A14][A3]", "[A14][conformance]") {

@@ -128,6 +128,13 @@ std::string Run(v1::JobRecord& job, const json& e, absl::Time now) {
     // The center says it does not know the attempt (asked by key).
     int index = IndexOf(job, e);
     ApplyAttemptUnknown(job, index, e.at("center"), e.value("attempt", job.replicas(index).attempt()), now, &fx);
+  } else if (kind == "forgotten") {
+    // Its center says it may have forgotten the attempt (GetReplica's FAILED_PRECONDITION),
+    // as the job manager applies it.
+    int index = IndexOf(job, e);
+    ApplyAttemptUnknown(job, index, job.replicas(index).center_id(), job.replicas(index).attempt(), now, &fx,
+                        e.at("why"));
+    ApplyForgotten(job, index, e.at("why"), now, &fx);
   } else if (kind == "staged") {
     // Its data reached its center (the stager's answer): the transfer took since placed.
     NoteStaged(job, IndexOf(job, e), now);
