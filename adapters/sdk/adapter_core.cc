@@ -872,6 +872,14 @@ absl::StatusOr<size_t> AdapterCore::ForgetEnded(absl::Time now) {
   return due.size();
 }
 
+std::vector<std::string> AdapterCore::LiveOfJob(const std::string& external_id) const {
+  std::vector<std::string> out;
+  for (const std::string& name : live_) {
+    if (replicas_.at(name).external_id() == external_id) out.push_back(name);
+  }
+  return out;
+}
+
 absl::Time AdapterCore::EndLearned(const std::string& name, absl::Time now) const {
   auto it = end_learned_.find(name);
   return it == end_learned_.end() ? now : it->second;
@@ -955,12 +963,8 @@ absl::StatusOr<pb::Replica> AdapterCore::StopReplica(const pb::ReplicaKey& key) 
   {
     std::lock_guard<std::mutex> lock(mu_);
     // Replicas of one gang share the scheduler's job: they stop together.
-    std::vector<std::string> gang;
-    for (const std::string& name : live_) {
-      if (replicas_.at(name).external_id() == r.external_id()) gang.push_back(name);
-    }
     const absl::Time now = absl::Now();
-    for (const std::string& name : gang) {
+    for (const std::string& name : LiveOfJob(r.external_id())) {
       pb::Replica other = replicas_.at(name);
       other.set_state(pb::REPLICA_STOPPED);
       other.set_message("stopped");
@@ -988,12 +992,8 @@ absl::StatusOr<pb::Replica> AdapterCore::WithdrawReplica(const pb::ReplicaKey& k
     std::lock_guard<std::mutex> lock(mu_);
     withdrawing_.erase(r.external_id());
     if (withdrawn.ok() && *withdrawn) {
-      std::vector<std::string> gang;
-      for (const std::string& name : live_) {
-        if (replicas_.at(name).external_id() == r.external_id()) gang.push_back(name);
-      }
       const absl::Time now = absl::Now();
-      for (const std::string& name : gang) {
+      for (const std::string& name : LiveOfJob(r.external_id())) {
         pb::Replica other = replicas_.at(name);
         other.set_state(pb::REPLICA_STOPPED);
         other.set_withdrawn(true);

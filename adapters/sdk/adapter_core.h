@@ -136,6 +136,9 @@ class AdapterCore {
   // one that was not already); Unindex takes a replica out of the indexes.
   void Book(const pb::Replica& r, absl::Time learned);
   void Unindex(const pb::Replica& r);
+  // The live replicas of the scheduler's job `external_id` (a gang's replicas share one; they
+  // stop and are withdrawn together). Caller holds mu_.
+  std::vector<std::string> LiveOfJob(const std::string& external_id) const;
   // When the adapter learned that `name` ended: as booked, else `now` (caller holds mu_).
   absl::Time EndLearned(const std::string& name, absl::Time now) const;
 
