@@ -138,6 +138,7 @@ AdapterCore::AdapterCore(Backend* backend, CenterConfig center, store::Store* st
     txn_cursor_ = next_cursor_;
     txn_changed_.clear();
     txn_learned_.clear();
+    txn_latest_.clear();
     txn_events_.clear();
     return absl::OkStatus();
   });
@@ -1118,11 +1119,14 @@ absl::Status AdapterCore::WriteRecords(store::Transaction& txn, const std::vecto
   const uint64_t first = txn_cursor_;
   const absl::Time now = absl::Now();
   for (const pb::Replica& r : changed) {
+    // This transaction's latest write of the replica: once an ended one is in, only ended
+    // ones follow it (below), so it says whether any earlier one ended.
+    auto earlier = txn_latest_.find(r.name());
+    const bool ended_earlier = earlier != txn_latest_.end() && Ended(txn_changed_[earlier->second].state());
     // A change decided from an older look at the replica (a readiness probe, a poll answer)
     // never moves one that ended back: what ended stays ended (its ports are free already).
     if (!Ended(r.state())) {
-      bool ended = false;
-      for (const auto& earlier : txn_changed_) ended |= earlier.name() == r.name() && Ended(earlier.state());
+      bool ended = ended_earlier;
       {
         std::lock_guard<std::mutex> lock(mu_);
         auto it = replicas_.find(r.name());
@@ -1133,10 +1137,7 @@ absl::Status AdapterCore::WriteRecords(store::Transaction& txn, const std::vecto
     // When the adapter learned of the end: the first word of it (in this transaction, or booked).
     absl::Time learned = absl::InfinitePast();
     if (Ended(r.state())) {
-      learned = now;
-      for (size_t i = 0; i < txn_changed_.size(); ++i) {
-        if (txn_changed_[i].name() == r.name() && Ended(txn_changed_[i].state())) learned = txn_learned_[i];
-      }
+      learned = ended_earlier ? txn_learned_[earlier->second] : now;
       std::lock_guard<std::mutex> lock(mu_);
       if (auto it = replicas_.find(r.name()); it != replicas_.end() && Ended(it->second.state())) {
         learned = std::min(learned, EndLearned(r.name(), learned));
@@ -1162,6 +1163,7 @@ absl::Status AdapterCore::WriteRecords(store::Transaction& txn, const std::vecto
     txn_events_.push_back(std::move(e));
     txn_changed_.push_back(r);
     txn_learned_.push_back(learned);
+    txn_latest_[r.name()] = txn_changed_.size() - 1;
   }
   // The store keeps as many events as watchers can replay: trimmed each thousand events.
   if (txn_cursor_ / 1000 != first / 1000 && txn_cursor_ > options_.event_window) {
@@ -1194,6 +1196,7 @@ void AdapterCore::AfterRecords() {
   txn_events_.clear();
   txn_changed_.clear();
   txn_learned_.clear();
+  txn_latest_.clear();
 }
 
 absl::Status AdapterCore::PollOnce() {

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "adapters/sdk/backend.h"
@@ -186,6 +187,9 @@ class AdapterCore {
   uint64_t txn_cursor_ = 1;
   std::vector<pb::Replica> txn_changed_;
   std::vector<absl::Time> txn_learned_;  // txn_changed_'s: when each ended one's end was learned
+  // Where each name's latest write in txn_changed_ is: a burst of thousands of replicas in one
+  // transaction looks each up once, never by a walk of those before it.
+  absl::flat_hash_map<std::string, size_t> txn_latest_;
   std::vector<pb::ReplicaEvent> txn_events_;
 
   struct Metrics;
