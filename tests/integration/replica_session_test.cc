@@ -6,6 +6,8 @@
 // from the project while a command runs.
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -51,9 +53,27 @@ while True:
     threading.Thread(target=serve, args=(c,), daemon=True).start()
 )PY";
 
+// Which of this suite's ten port bands this process holds, for its life: the first whose lock
+// file it can take, from its pid on. Two of its tests run at once under ctest -j2; a band by
+// pid alone was the same for both one time in ten, and a replica of one then found its port
+// taken by the other's and restarted ("not running (waiting)").
+int OwnBand() {
+  static const int band = [] {
+    for (int i = 0; i < 10; ++i) {
+      const int k = static_cast<int>((getpid() + i) % 10);
+      const std::string lock = absl::StrCat("/tmp/jc-replica-session-band-", k, ".lock");
+      const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+      if (fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) == 0) return k;  // held until the process ends
+      if (fd >= 0) ::close(fd);
+    }
+    return static_cast<int>(getpid() % 10);  // every band held: as before
+  }();
+  return band;
+}
+
 std::string CenterConfig() {
   // A band of its own below the ephemeral ports (the other suites hold 20000-32099).
-  const int first = 32100 + static_cast<int>(getpid() % 10) * 10;
+  const int first = 32100 + OwnBand() * 10;
   return "security_grade: 3\nspecs:\n  - {id: svc-1, cpu: 1, memory: 256Mi}\nports: {first: " + std::to_string(first) +
          ", last: " + std::to_string(first + 9) + "}\n";
 }
@@ -550,7 +570,7 @@ TEST_CASE("jcctl job exec and port-forward reach an endpoint listener behind a T
     ~Removed() { std::filesystem::remove_all(dir); }
   } removed{certs};
   // The proxy's port: the links name it (a band of this suite's own, 32200-32299).
-  const int proxy_port = 32200 + static_cast<int>(getpid() % 100);
+  const int proxy_port = 32200 + OwnBand();
   Sessions s([&](jc::server::AppOptions& o) {
     o.endpoints.scheme = "https";
     o.endpoints.public_port = proxy_port;
