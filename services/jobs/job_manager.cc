@@ -1304,6 +1304,8 @@ void JobManager::OnReplicaRead(uint64_t term, const ReplicaTracker::Ask& ask,
     spdlog::warn("job manager: replica {}/{} of {}: {}", rep->task_index(), rep->replica_index(), ask.job_id,
                  failed.message());
     JobEffects fx;
+    // And stopped there, in case it runs after all: never beside its retry.
+    fx.stop.push_back(AttemptOf(*rep));
     ApplyAttemptReport(it->second.record, ask.index, ask.center, failed, clock_->Now(), &fx);
     ApplyReport(it->second.record, ask.index, failed, clock_->Now(), &fx);
     ApplyEffects(it->second, fx);

@@ -17,6 +17,7 @@
 #include "absl/strings/str_replace.h"
 #include "common/timestamp.h"
 #include "common/store/doc.h"
+#include "adapters/sdk/adapter_core.h"
 #include "services/jobs/burst_writer.h"
 #include "services/jobs/job_store.h"
 #include "services/southbound/adapter_client.h"
@@ -2561,6 +2562,7 @@ TEST_CASE("a replica its center says it forgot is never submitted again: acknowl
                           {"centerIDs", {"gamma"}}}}}};
   const std::string id = n.Submit(job)["jobId"];
   n.WaitForStatus(id, "running");
+  const jointcloud::adapter::v1::ReplicaKey first = gamma.LastSubmittedKey();
   auto history = [&] { return n.rest->Get("/openapi/v1/trainjob/" + id + "?history=true").body["data"]; };
 
   // gamma's event stream breaks and it says it forgot the replica it acknowledged a moment
@@ -2577,6 +2579,11 @@ TEST_CASE("a replica its center says it forgot is never submitted again: acknowl
   REQUIRE(failed_there);
   CHECK(got["history"][0].value("message", "").find("taken as failed there") != std::string::npos);
   CHECK(got.value("status", "") != "failed");
+  // The attempt said to be forgotten is stopped where it runs, never left beside its retry.
+  CHECK(jc::testing::WaitUntil([&] {
+    auto at_center = gamma_backend.server->core().Get(first);
+    return at_center.ok() && at_center->state() == jointcloud::adapter::v1::REPLICA_STOPPED;
+  }));
   // It runs again, as its next attempt.
   REQUIRE(jc::testing::WaitUntil([&] {
     got = history();
