@@ -560,6 +560,21 @@ TEST_CASE("conformance: a replica ended longer ago than the center's replica_ret
   REQUIRE(accounting(absl::Now() - absl::Hours(1), absl::Now() + absl::Hours(1), &listed).ok());
   CHECK(listed.entries_size() == 1);
 
+  // A write that fails forgets nothing: with the bound's table gone from under the adapter,
+  // the replica past its retention stays answered, in memory and in the store, and a key
+  // never had is still not found.
+  auto db = store::OpenStore("sqlite://" + (kit.state_dir_ / "adapter.db").string());
+  REQUIRE(db.ok());
+  REQUIRE((*db)->Exec("ALTER TABLE adapter_forgotten RENAME TO adapter_forgotten_away").ok());
+  CHECK_FALSE(kit.server_->core().ForgetEnded(absl::Now() + absl::Hours(25)).ok());
+  REQUIRE(kit.Get(ended.key(), &out).ok());
+  CHECK(out.state() == pb::REPLICA_SUCCEEDED);
+  CHECK(kit.Get(never, &out).error_code() == grpc::StatusCode::NOT_FOUND);
+  auto kept = (*db)->Query("SELECT name FROM adapter_replicas WHERE name = $1", {ended.name()});
+  REQUIRE(kept.ok());
+  CHECK(kept->size() == 1);
+  REQUIRE((*db)->Exec("ALTER TABLE adapter_forgotten_away RENAME TO adapter_forgotten").ok());
+
   // Past its retention it is forgotten: in memory, in the store and across a restart, while
   // the running one stays, however long it has run.
   auto forgot = kit.server_->core().ForgetEnded(absl::Now() + absl::Hours(25));
@@ -585,8 +600,6 @@ TEST_CASE("conformance: a replica ended longer ago than the center's replica_ret
     CHECK(listed.entries_size() == 0);
     kit.RestartAdapter();
   }
-  auto db = store::OpenStore("sqlite://" + (kit.state_dir_ / "adapter.db").string());
-  REQUIRE(db.ok());
   auto rows = (*db)->Query("SELECT name FROM adapter_replicas");
   REQUIRE(rows.ok());
   std::set<std::string> stored;
