@@ -12,9 +12,11 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <string_view>
 #include <filesystem>
 #include <fstream>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "common/oci/image_reference.h"
@@ -41,6 +43,11 @@ bool Ended(pb::ReplicaState s) {
 absl::Time EndOf(const pb::Replica& r) {
   if (r.has_ended_at()) return FromTimestamp(r.ended_at());
   return r.has_submitted_at() ? FromTimestamp(r.submitted_at()) : absl::InfinitePast();
+}
+
+// A running replica with an endpoint on a host: what the prober asks whether it is ready.
+bool Serving(const pb::Replica& r) {
+  return r.state() == pb::REPLICA_RUNNING && r.endpoints_size() > 0 && !r.endpoints(0).host().empty();
 }
 
 // Replicas forgotten in one transaction: a backlog (the first run after an upgrade) goes
@@ -359,23 +366,35 @@ absl::StatusOr<pb::Usage> AdapterCore::Usage() {
   // missed; an answer that fails counts them all. Only the adapter's own replicas: other
   // accounts' queued jobs (anyone can queue one sized to the center that never starts)
   // would make it look full for free.
-  std::map<std::string, const pb::SpecOffer*> queued;  // by external id
+  // Each queued replica with its spec and its scheduler job, whose state is asked once (a
+  // gang's replicas share one job; each of them holds its own spec while the job waits).
+  std::vector<std::string> ids;
+  std::vector<std::pair<size_t, const pb::SpecOffer*>> queued;  // (index in ids, spec)
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const std::string& name : live_) {
-      const pb::Replica& r = replicas_.at(name);
-      if (r.state() != pb::REPLICA_PENDING || r.has_started_at() || r.external_id().empty()) continue;
-      if (const pb::SpecOffer* spec = center_.FindSpec(r.resource_spec_id())) queued[r.external_id()] = spec;
+    absl::flat_hash_map<std::string_view, size_t> at;  // views into the book, under mu_ only
+    for (const auto& [name, r] : live_) {
+      if (r->state() != pb::REPLICA_PENDING || r->has_started_at() || r->external_id().empty()) continue;
+      const pb::SpecOffer* spec = center_.FindSpec(r->resource_spec_id());
+      if (spec == nullptr) continue;
+      auto [it, fresh] = at.try_emplace(r->external_id(), ids.size());
+      if (fresh) ids.push_back(r->external_id());
+      queued.emplace_back(it->second, spec);
     }
   }
   double waiting_cpu = 0, waiting_memory = 0;
   int64_t waiting_gpu = 0;
-  if (!queued.empty()) {
-    std::vector<std::string> ids;
-    for (const auto& [id, spec] : queued) ids.push_back(id);
+  if (!ids.empty()) {
     auto seen = backend_->Poll(ids);
-    for (const auto& [id, spec] : queued) {
-      if (seen.ok() && (!seen->contains(id) || seen->at(id).state != pb::REPLICA_PENDING)) continue;
+    std::vector<bool> waits(ids.size(), true);
+    if (seen.ok()) {
+      for (size_t i = 0; i < ids.size(); ++i) {
+        auto it = seen->find(ids[i]);
+        waits[i] = it != seen->end() && it->second.state == pb::REPLICA_PENDING;
+      }
+    }
+    for (const auto& [job, spec] : queued) {
+      if (!waits[job]) continue;
       waiting_cpu += std::ceil(std::max(0.0, spec->quantity().cpu()));
       waiting_memory += std::ceil(std::max(0.0, spec->quantity().memory_mb()));
       waiting_gpu += std::max(0, spec->quantity().gpu());
@@ -874,11 +893,9 @@ absl::StatusOr<size_t> AdapterCore::ForgetEnded(absl::Time now) {
 }
 
 std::vector<std::string> AdapterCore::LiveOfJob(const std::string& external_id) const {
-  std::vector<std::string> out;
-  for (const std::string& name : live_) {
-    if (replicas_.at(name).external_id() == external_id) out.push_back(name);
-  }
-  return out;
+  auto it = live_by_job_.find(external_id);
+  if (it == live_by_job_.end()) return {};
+  return {it->second.begin(), it->second.end()};
 }
 
 absl::Time AdapterCore::EndLearned(const std::string& name, absl::Time now) const {
@@ -901,7 +918,9 @@ void AdapterCore::Book(const pb::Replica& r, absl::Time learned) {
     end_learned_[r.name()] = learned;
     ++ended_by_state_[r.state()];
   } else {
-    live_.insert(r.name());
+    live_[r.name()] = &it->second;
+    live_by_job_[r.external_id()].insert(r.name());
+    if (Serving(r)) serving_[r.name()] = &it->second;
   }
 }
 
@@ -914,6 +933,11 @@ void AdapterCore::Unindex(const pb::Replica& r) {
     --ended_by_state_[r.state()];
   } else {
     live_.erase(r.name());
+    serving_.erase(r.name());
+    if (auto job = live_by_job_.find(r.external_id()); job != live_by_job_.end()) {
+      job->second.erase(r.name());
+      if (job->second.empty()) live_by_job_.erase(job);
+    }
   }
 }
 
@@ -1201,12 +1225,11 @@ void AdapterCore::AfterRecords() {
 
 absl::Status AdapterCore::PollOnce() {
   std::vector<std::string> ids;
-  std::set<std::string> polled;
+  absl::flat_hash_set<std::string> polled;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const std::string& name : live_) {
-      const pb::Replica& r = replicas_.at(name);
-      if (polled.insert(r.external_id()).second) ids.push_back(r.external_id());
+    for (const auto& [name, r] : live_) {
+      if (polled.insert(r->external_id()).second) ids.push_back(r->external_id());
     }
   }
   if (ids.empty()) return absl::OkStatus();
@@ -1214,8 +1237,8 @@ absl::Status AdapterCore::PollOnce() {
   std::vector<pb::Replica> changed;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const std::string& name : live_) {
-      const pb::Replica& r = replicas_.at(name);
+    for (const auto& [name, live] : live_) {
+      const pb::Replica& r = *live;
       // Replicas submitted while the backend was being asked were not in the question:
       // their absence from the answer says nothing.
       if (!polled.count(r.external_id()) || withdrawing_.count(r.external_id())) continue;
@@ -1262,11 +1285,9 @@ std::vector<pb::Replica> AdapterCore::ProbeEndpoints() {
       auto r = replicas_.find(it->first);
       it = r == replicas_.end() || r->second.state() != pb::REPLICA_RUNNING ? probed_.erase(it) : std::next(it);
     }
-    for (const std::string& name : live_) {
-      const pb::Replica& r = replicas_.at(name);
-      if (r.state() != pb::REPLICA_RUNNING || r.endpoints_size() == 0 || r.endpoints(0).host().empty()) continue;
+    for (const auto& [name, r] : serving_) {
       if (auto it = probed_.find(name); it != probed_.end() && now - it->second < absl::Seconds(1)) continue;
-      due.push_back(r);
+      due.push_back(*r);
     }
   }
   // The longest unprobed first; a pass stops at its budget (endpoints that answer slowly
@@ -1342,7 +1363,7 @@ void AdapterCore::PollLoop() {
       std::map<pb::ReplicaState, int64_t> counts;
       {
         std::lock_guard<std::mutex> l(mu_);
-        for (const std::string& name : live_) counts[replicas_.at(name).state()]++;
+        for (const auto& [name, r] : live_) counts[r->state()]++;
         for (const auto& [state, n] : ended_by_state_) counts[static_cast<pb::ReplicaState>(state)] += n;
       }
       for (int s = pb::REPLICA_PENDING; s <= pb::REPLICA_STOPPED; ++s) {

@@ -161,12 +161,19 @@ class AdapterCore {
   std::map<std::string, pb::Dataset> project_datasets_;
   std::condition_variable submitted_cv_;
   std::map<std::string, pb::Replica> replicas_;  // by name
-  // The replicas not ended (what the poller, the prober and Usage walk: never the ended ones,
-  // however many), and the ended ones by when they ended (what ForgetEnded and Accounting walk).
-  // Ended ones are ordered by when the adapter learned of the end (adapter_replicas.ended_us),
-  // never by the center's ended_at: the retention counts from it, so a scheduler whose clock
-  // or outage puts an end far back has it kept as long as any.
-  std::set<std::string> live_;
+  // The replicas not ended, by name, each with its entry in replicas_ (what the poller, Usage
+  // and the metrics walk: never the ended ones, however many, and without a lookup per name; a
+  // map's entries stay where they are until erased, and only ended ones are erased). Of them,
+  // by the scheduler's job (a gang's replicas share one: what a stop or withdrawal takes
+  // together, found without a walk of every live replica), and the running ones that serve
+  // an endpoint (the prober's walk, four times a second: a center with thousands queued and
+  // no service probes nothing). The ended ones by when they ended (what ForgetEnded and
+  // Accounting walk), ordered by when the adapter learned of the end
+  // (adapter_replicas.ended_us), never by the center's ended_at: the retention counts from
+  // it, so a scheduler whose clock or outage puts an end far back has it kept as long as any.
+  std::map<std::string, const pb::Replica*> live_;
+  absl::flat_hash_map<std::string, std::set<std::string>> live_by_job_;
+  std::map<std::string, const pb::Replica*> serving_;
   std::set<std::pair<absl::Time, std::string>> ended_;
   std::map<std::string, absl::Time> end_learned_;
   std::map<int, int64_t> ended_by_state_;  // the gauge's ended states, without a walk

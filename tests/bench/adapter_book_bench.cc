@@ -6,16 +6,17 @@
 // `ended` of them, and once they are forgotten; and the store's rows at each step. The passes
 // walk only the replicas not ended, so the second figure should be the first's, not
 // `ended` / `live` times it (the book before session 60 walked every replica it ever had).
+// Then a center with `queued` more replicas that do not end (a deep queue): the adapter's own
+// CPU per second while nothing happens (the prober's four passes a second walked every replica
+// not ended, looking each up by name, before session 61; they walk those serving an endpoint),
+// and a stop of one replica (which found its gang by a walk of every replica not ended).
 // Prints figures; asserts nothing.
-//   build/tests/bench/adapter_book_bench [live=1000] [ended=100000] [passes=200]
+//   build/tests/bench/adapter_book_bench [live=1000] [ended=100000] [passes=200] [queued=20000]
 
 #include <sys/resource.h>
 
 #include <cstdio>
 #include <filesystem>
-#include <map>
-#include <unordered_map>
-#include <mutex>
 #include <string>
 
 #include "absl/strings/numbers.h"
@@ -26,6 +27,7 @@
 #include "common/store/schema.h"
 #include "common/store/store.h"
 #include "spdlog/spdlog.h"
+#include "tests/testing/memory_scheduler.h"
 
 namespace {
 
@@ -37,59 +39,6 @@ double CpuSeconds() {
   return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
 }
-
-// A scheduler in memory: replicas run at submit and end when the bench says.
-class MemoryBackend final : public jc::adapter::Backend {
- public:
-  absl::StatusOr<pb::CenterInfo> Describe() override { return pb::CenterInfo(); }
-  absl::StatusOr<pb::Usage> GetUsage() override {
-    pb::Usage u;
-    u.mutable_free()->set_cpu(1 << 20);
-    return u;
-  }
-  absl::StatusOr<std::string> Submit(const jc::adapter::ReplicaLaunch&) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    const std::string id = std::to_string(++next_);
-    states_[id] = pb::REPLICA_RUNNING;
-    return id;
-  }
-  absl::Status Stop(const std::string& id) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    states_[id] = pb::REPLICA_STOPPED;
-    return absl::OkStatus();
-  }
-  absl::StatusOr<std::map<std::string, jc::adapter::ReplicaObservation>> Poll(
-      const std::vector<std::string>& ids) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::map<std::string, jc::adapter::ReplicaObservation> out;
-    for (const auto& id : ids) {
-      auto it = states_.find(id);
-      if (it == states_.end()) continue;
-      jc::adapter::ReplicaObservation o;
-      o.state = it->second;
-      out[id] = o;
-    }
-    return out;
-  }
-  absl::StatusOr<std::string> ReadLog(const std::string&, bool, int64_t, int64_t) override { return ""; }
-  // Every replica from id `first` on ends, succeeded.
-  void EndFrom(int64_t first) {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& [id, state] : states_) {
-      int64_t n = 0;
-      if (absl::SimpleAtoi(id, &n) && n >= first) state = pb::REPLICA_SUCCEEDED;
-    }
-  }
-  int64_t submitted() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return next_;
-  }
-
- private:
-  std::mutex mu_;
-  int64_t next_ = 0;
-  std::unordered_map<std::string, pb::ReplicaState> states_;  // its own cost flat in size
-};
 
 void SubmitMany(jc::adapter::AdapterCore& core, int count, const std::string& prefix) {
   constexpr int kBatch = 500;
@@ -134,6 +83,8 @@ int main(int argc, char** argv) {
   if (argc > 1 && !absl::SimpleAtoi(argv[1], &live)) return 2;
   if (argc > 2 && !absl::SimpleAtoi(argv[2], &ended)) return 2;
   if (argc > 3 && !absl::SimpleAtoi(argv[3], &passes)) return 2;
+  int queued = 20000;
+  if (argc > 4 && !absl::SimpleAtoi(argv[4], &queued)) return 2;
   spdlog::set_level(spdlog::level::warn);  // a line per batch forgotten otherwise
   const auto dir = std::filesystem::temp_directory_path() / absl::StrCat("jc-adapter-book-bench-", getpid());
   std::filesystem::create_directories(dir);
@@ -144,7 +95,7 @@ int main(int argc, char** argv) {
   }
   auto center = jc::adapter::ParseCenterConfig("center_id: bench\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 1Gi}\n");
   if (!center.ok()) return 1;
-  MemoryBackend backend;
+  jc::testing::MemoryScheduler backend(pb::REPLICA_RUNNING);  // replicas run at submit
   jc::adapter::CoreOptions options;
   options.poll_interval = absl::Hours(1);  // the bench polls, not the poller
   jc::adapter::AdapterCore core(&backend, *center, store->get(), options);
@@ -157,7 +108,7 @@ int main(int argc, char** argv) {
 
   const int64_t first_ended = backend.submitted() + 1;
   SubmitMany(core, ended, "ended-");
-  backend.EndFrom(first_ended);
+  backend.SetFrom(first_ended, pb::REPLICA_SUCCEEDED);
   const double recording = CpuSeconds();
   if (absl::Status polled = core.PollOnce(); !polled.ok()) return 1;  // records the ends
   std::printf("%d replicas ended, recorded by one poll in %.2f s of CPU\n", ended, CpuSeconds() - recording);
@@ -181,6 +132,26 @@ int main(int argc, char** argv) {
   const double after = PassMicros(core, passes);
   std::printf("after forgetting: %.1f us per pass (%.2fx the first); %lld rows\n", after, after / none,
               static_cast<long long>(Rows(**store)));
+
+  // A deep queue: the book's idle cost and a stop's, with live + queued replicas not ended.
+  SubmitMany(core, queued, "queued-");
+  constexpr double kIdleSeconds = 3;
+  const double idle_from = CpuSeconds();
+  absl::SleepFor(absl::Seconds(kIdleSeconds));
+  const double idle = (CpuSeconds() - idle_from) / kIdleSeconds;
+  constexpr int kStops = 200;
+  const double stopping = CpuSeconds();
+  for (int i = 0; i < kStops; ++i) {
+    pb::ReplicaKey key;
+    key.set_job_id(absl::StrCat("queued-", i));
+    if (auto stopped = core.StopReplica(key); !stopped.ok()) {
+      std::fprintf(stderr, "%s\n", stopped.status().ToString().c_str());
+      return 1;
+    }
+  }
+  const double stop = (CpuSeconds() - stopping) * 1e6 / kStops;
+  std::printf("%d more replicas queued (%d not ended): idle, %.2f ms of CPU per second; a stop of one, %.1f us of CPU\n",
+              queued, live + queued, idle * 1e3, stop);
   core.Stop();
   std::filesystem::remove_all(dir);
   return 0;

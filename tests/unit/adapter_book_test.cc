@@ -1,0 +1,144 @@
+// The adapter SDK's book of replicas (AdapterCore), over a scheduler in memory: what it
+// finds through its indexes (a gang's replicas, the queued ones, the ones serving an
+// endpoint) is what a walk of every replica found, and stays so across a restart.
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "adapters/sdk/adapter_core.h"
+#include "adapters/sdk/center_config.h"
+#include "common/store/schema.h"
+#include "common/store/store.h"
+#include "tests/testing/memory_scheduler.h"
+
+namespace {
+
+namespace pb = jc::adapter::pb;
+
+pb::SubmitReplicaRequest Replica(const std::string& job, int index) {
+  pb::SubmitReplicaRequest r;
+  r.mutable_key()->set_job_id(job);
+  r.mutable_key()->set_replica_index(index);
+  r.set_command("sleep 600");
+  r.set_resource_spec_id("cpu-4");
+  return r;
+}
+
+pb::ReplicaKey Key(const std::string& job, int index) { return Replica(job, index).key(); }
+
+struct Book {
+  Book() : dir(std::filesystem::temp_directory_path() / absl::StrCat("jc-adapter-book-test-", getpid())) {
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    auto opened = jc::store::OpenStore("sqlite://" + (dir / "adapter.db").string());
+    REQUIRE(opened.ok());
+    store = *std::move(opened);
+    REQUIRE(jc::store::Migrate(*store).ok());
+    auto parsed = jc::adapter::ParseCenterConfig("center_id: book\nspecs:\n  - {id: cpu-4, cpu: 4, memory: 1Gi}\n");
+    REQUIRE(parsed.ok());
+    center = *parsed;
+    Open();
+  }
+  ~Book() {
+    if (core) core->Stop();
+    std::filesystem::remove_all(dir);
+  }
+  // The adapter (again, as after a restart: its book read back from the store).
+  void Open() {
+    if (core) core->Stop();
+    jc::adapter::CoreOptions options;
+    options.poll_interval = absl::Hours(1);  // the test polls
+    core = std::make_unique<jc::adapter::AdapterCore>(&scheduler, center, store.get(), options);
+    REQUIRE(core->Start().ok());
+  }
+  pb::Replica Get(const pb::ReplicaKey& key) {
+    auto r = core->Get(key);
+    REQUIRE(r.ok());
+    return *r;
+  }
+  int QueuedCpu() {
+    auto usage = core->Usage();
+    REQUIRE(usage.ok());
+    return usage->used().cpu();
+  }
+
+  std::filesystem::path dir;
+  std::unique_ptr<jc::store::Store> store;
+  jc::adapter::CenterConfig center;
+  jc::testing::MemoryScheduler scheduler{pb::REPLICA_PENDING};
+  std::unique_ptr<jc::adapter::AdapterCore> core;
+};
+
+}  // namespace
+
+TEST_CASE("an adapter stops and withdraws a gang's replicas together and no other job's, counts only its queued "
+          "replicas in its usage, and does so after a restart as before [A14][A8][A16]",
+          "[A14][A8][A16]") {
+  Book book;
+  pb::SubmitGangRequest gang_a, gang_b;
+  *gang_a.add_replicas() = Replica("gang-a", 0);
+  *gang_a.add_replicas() = Replica("gang-a", 1);
+  *gang_b.add_replicas() = Replica("gang-b", 0);
+  *gang_b.add_replicas() = Replica("gang-b", 1);
+  *gang_b.add_replicas() = Replica("gang-b", 2);
+  auto a = book.core->SubmitGang(gang_a);
+  auto b = book.core->SubmitGang(gang_b);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  pb::SubmitReplicasRequest singles;
+  *singles.add_replicas() = Replica("single-1", 0);
+  *singles.add_replicas() = Replica("single-2", 0);
+  for (const auto& answer : book.core->SubmitMany(singles)) REQUIRE(answer.ok());
+  const std::string a_id = (*a)[0].external_id(), b_id = (*b)[0].external_id();
+  CHECK((*a)[1].external_id() == a_id);
+
+  // Queued: 2 + 3 + 2 replicas of 4 CPUs; gang-a starts, and leaves the queue.
+  CHECK(book.QueuedCpu() == 7 * 4);
+  book.scheduler.Set(a_id, pb::REPLICA_RUNNING);
+  REQUIRE(book.core->PollOnce().ok());
+  CHECK(book.Get(Key("gang-a", 1)).state() == pb::REPLICA_RUNNING);
+  CHECK(book.QueuedCpu() == 5 * 4);
+
+  SECTION("as first started") {}
+  SECTION("after a restart") { book.Open(); }
+
+  // A stop of one replica of gang-a stops both, and the scheduler's job once per stop asked.
+  auto stopped = book.core->StopReplica(Key("gang-a", 0));
+  REQUIRE(stopped.ok());
+  CHECK(stopped->state() == pb::REPLICA_STOPPED);
+  CHECK(book.Get(Key("gang-a", 1)).state() == pb::REPLICA_STOPPED);
+  CHECK(book.scheduler.stopped() == std::vector<std::string>{a_id});
+  for (const std::string job : {"gang-b", "single-1", "single-2"}) {
+    INFO(job);
+    CHECK(book.Get(Key(job, 0)).state() == pb::REPLICA_PENDING);
+  }
+  CHECK(book.QueuedCpu() == 5 * 4);
+
+  // A withdrawal of gang-b's middle replica takes all three back, and only them.
+  auto withdrawn = book.core->WithdrawReplica(Key("gang-b", 1));
+  REQUIRE(withdrawn.ok());
+  CHECK(withdrawn->withdrawn());
+  for (int i = 0; i < 3; ++i) {
+    pb::Replica r = book.Get(Key("gang-b", i));
+    CHECK(r.state() == pb::REPLICA_STOPPED);
+    CHECK(r.withdrawn());
+  }
+  CHECK(book.Get(Key("single-1", 0)).state() == pb::REPLICA_PENDING);
+  CHECK(book.QueuedCpu() == 2 * 4);
+
+  // A single replica stops alone, and a stop of what ended changes nothing.
+  REQUIRE(book.core->StopReplica(Key("single-2", 0)).ok());
+  CHECK(book.Get(Key("single-1", 0)).state() == pb::REPLICA_PENDING);
+  CHECK(book.QueuedCpu() == 1 * 4);
+  REQUIRE(book.core->StopReplica(Key("gang-a", 1)).ok());
+  CHECK(book.scheduler.stopped().size() == 2);
+
+  // What the book knows survives another restart: the one replica left is the one queued.
+  book.Open();
+  CHECK(book.QueuedCpu() == 1 * 4);
+  CHECK(book.Get(Key("gang-b", 2)).withdrawn());
+}
