@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
-#include "absl/strings/str_cat.h"
 #include "adapters/sdk/backend.h"
 
 namespace jc::testing {

@@ -1,6 +1,7 @@
 // The adapter SDK's book of replicas (AdapterCore), over a scheduler in memory: what it
-// finds through its indexes (a gang's replicas, the queued ones, the ones serving an
-// endpoint) is what a walk of every replica found, and stays so across a restart.
+// finds through its indexes (a gang's replicas, the queued ones) is what a walk of every
+// replica found, and stays so across a restart. The index of replicas serving an endpoint
+// (the prober's) is proven by the conformance case whose endpoint becomes ready.
 
 #include <catch2/catch.hpp>
 
@@ -95,6 +96,8 @@ TEST_CASE("an adapter stops and withdraws a gang's replicas together and no othe
   for (const auto& answer : book.core->SubmitMany(singles)) REQUIRE(answer.ok());
   const std::string a_id = (*a)[0].external_id(), b_id = (*b)[0].external_id();
   CHECK((*a)[1].external_id() == a_id);
+  CHECK((*b)[2].external_id() == b_id);
+  CHECK(a_id != b_id);
 
   // Queued: 2 + 3 + 2 replicas of 4 CPUs; gang-a starts, and leaves the queue.
   CHECK(book.QueuedCpu() == 7 * 4);
