@@ -15,6 +15,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -139,9 +140,10 @@ int main(int argc, char** argv) {
   const double idle_from = CpuSeconds();
   absl::SleepFor(absl::Seconds(kIdleSeconds));
   const double idle = (CpuSeconds() - idle_from) / kIdleSeconds;
-  constexpr int kStops = 200;
+  const int stops = std::max(1, std::min(200, queued));  // of the queued replicas, each once
+  SubmitMany(core, queued == 0 ? 1 : 0, "queued-");        // with none queued, one to stop
   const double stopping = CpuSeconds();
-  for (int i = 0; i < kStops; ++i) {
+  for (int i = 0; i < stops; ++i) {
     pb::ReplicaKey key;
     key.set_job_id(absl::StrCat("queued-", i));
     if (auto stopped = core.StopReplica(key); !stopped.ok()) {
@@ -149,7 +151,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  const double stop = (CpuSeconds() - stopping) * 1e6 / kStops;
+  const double stop = (CpuSeconds() - stopping) * 1e6 / stops;
   std::printf("%d more replicas queued (%d not ended): idle, %.2f ms of CPU per second; a stop of one, %.1f us of CPU\n",
               queued, live + queued, idle * 1e3, stop);
   core.Stop();
