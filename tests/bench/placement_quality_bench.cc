@@ -11,8 +11,9 @@
 //      --recurring 0.8, so the estimator has something to learn), durations learned, never
 //      peeked: mean and p95 JCT, mean wait, cost and Jain's index. Target: where FCFS first
 //      fit's mean wait is at least a third of its JCT, >= 25% better mean JCT; elsewhere
-//      never worse; everywhere never dearer, and Jain's index over the projects' mean
-//      slowdown >= FCFS first fit's - 0.02. Ends with how many of the 12 cases it meets.
+//      never worse; everywhere never dearer, and Jain's index >= FCFS first fit's - 0.02,
+//      judged over the projects' mean slowdown (JAIN_P) and, as the issue states it, over the
+//      users' (JAIN_U). Ends with how many of the 12 cases it meets by each.
 // usage: placement_quality_bench [seeds=5] [jobs=5000] [scale_jobs=100000] [scale_centers=1000]
 //                                [a16_seeds=3]
 // Part 3 runs on two federations (jc-sim federation --centers 10 --seed 1 and --seed 7) and
@@ -106,12 +107,12 @@ int main(int argc, char** argv) {
                                                      : jc::scheduler::kDefaultQueueAging;
     const std::vector<std::string> shapes = list("JC_A16_SHAPES", {"generated", "philly", "pai"});
     const std::vector<std::string> federations = list("JC_A16_FEDERATIONS", {"1", "7"});
-    int met = 0, cases = 0;
+    int met = 0, met_users = 0, cases = 0;
     for (const std::string& fed_seed : federations) {
       for (const std::string& shape : shapes) {
         for (double load : {3.0, 0.5}) {
           struct Acc {
-            double jct = 0, p95 = 0, wait = 0, cost = 0, jain = 0;
+            double jct = 0, p95 = 0, wait = 0, cost = 0, jain = 0, jain_users = 0;
           };
           std::map<std::string, Acc> acc;
           std::vector<std::string> order;
@@ -157,29 +158,33 @@ int main(int argc, char** argv) {
               a.wait += r.metrics.mean_wait / a16_seeds;
               a.cost += r.metrics.cost / a16_seeds;
               a.jain += r.metrics.jain_fairness / a16_seeds;
+              a.jain_users += r.metrics.jain_users / a16_seeds;
             }
           }
           const Acc& base = acc["first_fit + fcfs"];
           // The target where jobs wait (FCFS first fit's mean wait at least a third of its
           // JCT): >= 25% better mean JCT; elsewhere never worse. At every load never dearer,
-          // and Jain's index over the projects' mean slowdown >= FCFS first fit's - 0.02: a
-          // gain bought by slowing some projects down does not count.
+          // and Jain's index over the projects' (and, apart, the users') mean slowdown >=
+          // FCFS first fit's - 0.02: a gain bought by slowing some down does not count.
           const bool waits = base.wait >= base.jct / 3;
           std::printf("\nissue 45: federation --seed %s, %s trace, %.1f offered load, %d recurring jobs x %d seeds, "
                       "durations learned (means over seeds); FCFS first fit waits %s a third of its JCT (target: %s)\n",
                       fed_seed.c_str(), shape.c_str(), load, jobs, a16_seeds, waits ? ">=" : "<",
                       waits ? ">= 25% better mean JCT" : "never worse mean JCT");
-          std::printf("%-40s %9s %9s %9s %10s %6s %8s %8s\n", "POLICY + QUEUE", "MEAN_JCT", "P95_JCT", "MEAN_WAIT",
-                      "COST", "JAIN", "JCT_VS", "COST_VS");
+          std::printf("%-40s %9s %9s %9s %10s %6s %6s %8s %8s\n", "POLICY + QUEUE", "MEAN_JCT", "P95_JCT", "MEAN_WAIT",
+                      "COST", "JAIN_P", "JAIN_U", "JCT_VS", "COST_VS");
           for (const auto& key : order) {
             const Acc& a = acc[key];
             const bool meets = (waits ? a.jct <= 0.75 * base.jct : a.jct <= base.jct) && a.cost <= base.cost &&
                                a.jain >= base.jain - 0.02;
+            const bool meets_users = (waits ? a.jct <= 0.75 * base.jct : a.jct <= base.jct) && a.cost <= base.cost &&
+                                     a.jain_users >= base.jain_users - 0.02;
             const bool shipped = key == std::string("profile:default + ") + jc::scheduler::kDefaultQueueOrder;
-            if (shipped) cases += 1, met += meets;
-            std::printf("%-40s %9.0f %9.0f %9.0f %10.1f %6.3f %+7.1f%% %+7.1f%%%s\n", key.c_str(), a.jct, a.p95, a.wait,
-                        a.cost, a.jain, 100 * (a.jct / base.jct - 1), 100 * (a.cost / base.cost - 1),
-                        key == "first_fit + fcfs" ? "" : meets ? "  meets the target" : "  misses the target");
+            if (shipped) cases += 1, met += meets, met_users += meets_users;
+            std::printf("%-40s %9.0f %9.0f %9.0f %10.1f %6.3f %6.3f %+7.1f%% %+7.1f%%%s%s\n", key.c_str(), a.jct, a.p95,
+                        a.wait, a.cost, a.jain, a.jain_users, 100 * (a.jct / base.jct - 1), 100 * (a.cost / base.cost - 1),
+                        key == "first_fit + fcfs" ? "" : meets ? "  meets the target" : "  misses the target",
+                        key == "first_fit + fcfs" ? "" : meets_users ? " (users: meets)" : " (users: misses)");
           }
         }
       }
@@ -187,6 +192,7 @@ int main(int argc, char** argv) {
     if (cases > 0) {
       std::printf("\nissue 45: the shipped default (profile:default + %s, aging %g) meets the target in %d of %d cases\n",
                   jc::scheduler::kDefaultQueueOrder, aging, met, cases);
+      std::printf("issue 45: with Jain's index over the users' mean slowdown: %d of %d cases\n", met_users, cases);
     }
   }
 

@@ -31,6 +31,7 @@ RunMetrics ComputeMetrics(const std::vector<JobRecord>& jobs, const std::vector<
   m.jobs = static_cast<int>(jobs.size());
   std::vector<double> jct, wait;
   std::map<std::string, std::pair<double, int>> slowdown;  // per project: sum, count
+  std::map<std::pair<std::string, std::string>, std::pair<double, int>> user_slowdown;  // per (project, user)
   double first_submit = jobs.empty() ? 0 : jobs.front().submit, last_end = 0;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const JobRecord& j = jobs[i];
@@ -54,9 +55,13 @@ RunMetrics ComputeMetrics(const std::vector<JobRecord>& jobs, const std::vector<
     ++m.completed;
     last_end = std::max(last_end, j.end);
     jct.push_back(j.end - j.submit);
+    const double job_slowdown = (j.end - j.submit) / t.duration;
     auto& s = slowdown[t.project];
-    s.first += (j.end - j.submit) / t.duration;
+    s.first += job_slowdown;
     ++s.second;
+    auto& u = user_slowdown[{t.project, t.user}];
+    u.first += job_slowdown;
+    ++u.second;
   }
   auto mean = [](const std::vector<double>& v) {
     return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / v.size();
@@ -71,6 +76,9 @@ RunMetrics ComputeMetrics(const std::vector<JobRecord>& jobs, const std::vector<
   std::vector<double> per_project;
   for (const auto& [project, s] : slowdown) per_project.push_back(s.first / s.second);
   m.jain_fairness = JainIndex(per_project);
+  std::vector<double> per_user;
+  for (const auto& [user, s] : user_slowdown) per_user.push_back(s.first / s.second);
+  m.jain_users = JainIndex(per_user);
   return m;
 }
 

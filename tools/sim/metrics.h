@@ -11,7 +11,8 @@ namespace jc::sim {
 // JCT = end - submit of completed jobs; wait = first start - submit of jobs that ran;
 // makespan = last end - first submit; Jain's index over the projects' mean slowdown (JCT
 // over the job's reference duration): 1 when every project is slowed alike, 1/n when one
-// project takes all the delay. Utilisation is filled in by the simulator.
+// project takes all the delay; and the same over the users' (a user is named within its
+// project). Utilisation is filled in by the simulator.
 RunMetrics ComputeMetrics(const std::vector<JobRecord>& jobs, const std::vector<const TraceJob*>& traces);
 
 // The p-quantile (0..1) of `values` by linear interpolation; 0 when empty. Sorts.

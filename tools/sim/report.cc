@@ -60,7 +60,7 @@ std::string RunsCsv(const std::vector<RunResult>& runs) {
   std::string out =
       "policy,queue,jobs,completed,never_ran,failed,mean_jct_s,median_jct_s,p95_jct_s,mean_wait_s,median_wait_s,"
       "p95_wait_s,makespan_s,cost,energy_kwh,deadline_jobs,deadline_misses,jain_fairness,mean_gpu_utilisation,"
-      "data_moved_gb,decisions,wall_s,cpu_s\n";
+      "data_moved_gb,decisions,wall_s,cpu_s,jain_users\n";
   for (const auto& r : runs) {
     const RunMetrics& m = r.metrics;
     absl::StrAppend(&out, m.policy, ",", m.queue, ",", m.jobs, ",", m.completed, ",", m.never_ran, ",", m.failed, ",",
@@ -68,7 +68,8 @@ std::string RunsCsv(const std::vector<RunResult>& runs) {
                                     m.mean_wait, m.median_wait, m.p95_wait, m.makespan, m.cost, m.energy_kwh),
                     ",", m.deadline_jobs, ",", m.deadline_misses, ",",
                     absl::StrFormat("%.4f,%.4f,%.1f", m.jain_fairness, m.mean_gpu_utilisation, m.data_moved_gb), ",",
-                    m.decisions, ",", absl::StrFormat("%.3f,%.3f", m.wall_seconds, m.cpu_seconds), "\n");
+                    m.decisions, ",", absl::StrFormat("%.3f,%.3f,%.4f", m.wall_seconds, m.cpu_seconds, m.jain_users),
+                    "\n");
   }
   return out;
 }
@@ -101,14 +102,15 @@ std::string SweepCsv(const std::vector<SweepPoint>& points) {
 }
 
 std::string RunsTable(const std::vector<RunResult>& runs) {
-  std::string out = absl::StrFormat("%-34s %-10s %10s %10s %10s %12s %10s %6s %6s %5s %6s\n", "POLICY", "QUEUE",
+  std::string out = absl::StrFormat("%-34s %-10s %10s %10s %10s %12s %10s %6s %6s %5s %6s %6s\n", "POLICY", "QUEUE",
                                     "MEAN_JCT", "P95_JCT", "MEAN_WAIT", "COST", "ENERGY", "JAIN", "UTIL", "MISS",
-                                    "NEVER");
+                                    "NEVER", "JAIN_U");
   for (const auto& r : runs) {
     const RunMetrics& m = r.metrics;
-    absl::StrAppend(&out, absl::StrFormat("%-34s %-10s %10.0f %10.0f %10.0f %12.1f %10.1f %6.3f %6.3f %5d %6d\n",
+    absl::StrAppend(&out, absl::StrFormat("%-34s %-10s %10.0f %10.0f %10.0f %12.1f %10.1f %6.3f %6.3f %5d %6d %6.3f\n",
                                           m.policy, m.queue, m.mean_jct, m.p95_jct, m.mean_wait, m.cost, m.energy_kwh,
-                                          m.jain_fairness, m.mean_gpu_utilisation, m.deadline_misses, m.never_ran));
+                                          m.jain_fairness, m.mean_gpu_utilisation, m.deadline_misses, m.never_ran,
+                                          m.jain_users));
   }
   return out;
 }

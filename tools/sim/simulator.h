@@ -72,6 +72,7 @@ struct RunMetrics {
   double makespan = 0, cost = 0, energy_kwh = 0;
   int deadline_jobs = 0, deadline_misses = 0;
   double jain_fairness = 0;  // over projects' mean slowdown (JCT / reference duration)
+  double jain_users = 0;     // the same over users' mean slowdown (issue 45's acceptance)
   double mean_gpu_utilisation = 0;
   double data_moved_gb = 0;
   int64_t decisions = 0;  // placement attempts, placed or not

@@ -176,6 +176,24 @@ TEST_CASE("quantiles and Jain's index [A15]") {
   CHECK(JainIndex({1, 0, 0, 0}) == Approx(0.25));
 }
 
+TEST_CASE("Jain's index is taken over the projects' and over the users' mean slowdown, a user named within its "
+          "project [A16]") {
+  Federation f = TwoCenters();
+  f.centers.erase(f.centers.begin());  // one 4-GPU center at performance 1
+  // Three 100 s jobs that each take the whole center, run one after another in submission
+  // order: slowdowns 1, 2 and 3. User "a" of project p, "b" of p, and "a" of project q.
+  std::vector<TraceJob> trace = {Job(0, 100, 4, "p"), Job(0, 100, 4, "p"), Job(0, 100, 4, "q")};
+  trace[0].user = "a";
+  trace[1].user = "b";
+  trace[2].user = "a";
+  RunResult r = Run(f, trace, "first_fit");
+  REQUIRE(r.jobs[2].end == Approx(300));
+  // Projects: p's mean slowdown 1.5, q's 3: 4.5^2 / (2 x (1.5^2 + 3^2)) = 0.9.
+  CHECK(r.metrics.jain_fairness == Approx(0.9));
+  // Users: 1, 2, 3 (q's "a" is not p's): 6^2 / (3 x 14).
+  CHECK(r.metrics.jain_users == Approx(36.0 / 42));
+}
+
 }  // namespace
 }  // namespace jc::sim
 
