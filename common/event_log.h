@@ -40,6 +40,22 @@ class EventLog {
     return rev;
   }
 
+  // Append for each of `events` in order, under one lock: a reader sees all of them or none
+  // (a group commit's events go to a watcher together, WatchBatches' one message).
+  void AppendAll(std::vector<Event> events, const std::function<void(Event&, uint64_t)>& set_revision) {
+    if (events.empty()) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto& event : events) {
+        const uint64_t rev = ++last_;
+        set_revision(event, rev);
+        PushLocked(rev, std::move(event));
+      }
+      cv_.notify_all();
+    }
+    Told();
+  }
+
   // Called after every append, on the appending thread and without the log's lock: what
   // drives streams that do not wait on the log (WatchHub::Wake). Set before appends start.
   void SetListener(std::function<void()> listener) { listener_ = std::move(listener); }

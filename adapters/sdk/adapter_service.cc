@@ -28,6 +28,17 @@ namespace jc::adapter {
 namespace {
 
 constexpr int kMaxSubmitBatch = 1000;  // as adapter.proto says
+
+const EventStreamMessages kWatchMessages{
+    "the adapter is shutting down",
+    "events after since_cursor are no longer kept; read every replica with GetReplica and watch from the latest cursor"};
+
+// Watch and WatchBatches: OUT_OF_RANGE for a cursor past the last event (another adapter's,
+// or a store that lost events).
+grpc::Status CheckWatchFrom(uint64_t since, uint64_t last) {
+  if (since <= last) return grpc::Status::OK;
+  return grpc::Status(grpc::StatusCode::OUT_OF_RANGE, "since_cursor is beyond the last event of this adapter");
+}
 // Tunnels open at once (each holds a server thread and one of its own): past it, refused.
 
 class AdapterService final : public pb::Adapter::Service {
@@ -176,15 +187,13 @@ class AdapterService final : public pb::Adapter::Service {
   }
   grpc::Status Watch(grpc::ServerContext* ctx, const pb::WatchRequest* req,
                      grpc::ServerWriter<pb::ReplicaEvent>* writer) override {
-    uint64_t since = req->since_cursor();
-    if (since > core_->events().last_revision()) {
-      return grpc::Status(grpc::StatusCode::OUT_OF_RANGE,
-                          "since_cursor is beyond the last event of this adapter");
-    }
-    return StreamEvents(ctx, core_->events(), since, writer,
-                        {"the adapter is shutting down",
-                         "events after since_cursor are no longer kept; read every replica with GetReplica and watch "
-                         "from the latest cursor"});
+    if (grpc::Status s = CheckWatchFrom(req->since_cursor(), core_->events().last_revision()); !s.ok()) return s;
+    return StreamEvents(ctx, core_->events(), req->since_cursor(), writer, kWatchMessages);
+  }
+  grpc::Status WatchBatches(grpc::ServerContext* ctx, const pb::WatchRequest* req,
+                            grpc::ServerWriter<pb::ReplicaEvents>* writer) override {
+    if (grpc::Status s = CheckWatchFrom(req->since_cursor(), core_->events().last_revision()); !s.ok()) return s;
+    return StreamEventBatches(ctx, core_->events(), req->since_cursor(), writer, kWatchMessages);
   }
   grpc::Status ReadLog(grpc::ServerContext* ctx, const pb::ReadLogRequest* req,
                        grpc::ServerWriter<pb::LogChunk>* writer) override {

@@ -247,55 +247,23 @@ class GrpcAdapterClient final : public AdapterClient {
   absl::Status Watch(const AdapterAt& adapter, uint64_t since_cursor,
                      const std::function<void(const apb::ReplicaEvent&)>& on_event,
                      const std::function<bool()>& cancelled) override {
-    grpc::ClientContext ctx;
     apb::WatchRequest req;
     req.set_since_cursor(since_cursor);
     auto stub = Verified(adapter);
     if (!stub.ok()) return stub.status();
-    auto reader = (*stub)->Watch(&ctx, req);
-    std::atomic<bool> finished{false};
-    // A reader blocks in Read; a side thread cancels the call when asked to stop, and asks
-    // the adapter to prove its center again every kReverify while the watch is open (a
-    // key rotated past its grace, a center pointed elsewhere, end the watch).
-    absl::Status refused;
-    std::thread canceller([&] {
-      absl::Time proved = absl::Now();
-      while (!finished.load()) {
-        if (cancelled()) {
-          ctx.TryCancel();
-          return;
-        }
-        if (!adapter.center_id.empty() && absl::Now() - proved >= kReverify) {
-          proved = absl::Now();
-          grpc::ClientContext check;
-          check.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
-          auto info = AskAndProve(adapter, *stub, check);
-          if (!info.ok() && absl::IsPermissionDenied(info.status())) {
-            refused = info.status();
-            ctx.TryCancel();
-            return;
-          }
-          if (!info.ok() && (absl::IsDeadlineExceeded(info.status()) || absl::IsUnavailable(info.status()))) {
-            // The adapter no longer answers (a partition holds the connection open and
-            // silent): the watch is as good as down, and is said to be, so that its center's
-            // replicas are asked directly and a lost center is noticed.
-            refused = absl::UnavailableError(absl::StrCat("adapter at ", adapter.address,
-                                                          " stopped answering: ", info.status().message()));
-            ctx.TryCancel();
-            return;
-          }
-        }
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-    });
-    apb::ReplicaEvent event;
-    while (reader->Read(&event)) on_event(event);
-    finished = true;
-    canceller.join();
-    grpc::Status s = reader->Finish();
-    if (!refused.ok()) return refused;
-    if (s.error_code() == grpc::StatusCode::CANCELLED) return absl::CancelledError("watch cancelled");
-    return s.ok() ? absl::OkStatus() : Failure(adapter, s);
+    if (WatchesInBatches(adapter)) {
+      // A group commit's events in one message (WatchBatches), else one each.
+      grpc::ClientContext ctx;
+      bool received = false;
+      absl::Status s = ReadWatch<apb::ReplicaEvents>(adapter, *stub, ctx, (*stub)->WatchBatches(&ctx, req), on_event,
+                                                     cancelled, &received);
+      if (received || !absl::IsUnimplemented(s)) return s;
+      // An adapter built before WatchBatches: Watch, until it is asked again.
+      absl::MutexLock lock(&mu_);
+      no_watch_batches_[adapter.address] = absl::Now();
+    }
+    grpc::ClientContext ctx;
+    return ReadWatch<apb::ReplicaEvent>(adapter, *stub, ctx, (*stub)->Watch(&ctx, req), on_event, cancelled);
   }
   absl::StatusOr<apb::StageDatasetResponse> Stage(const AdapterAt& adapter,
                                                  const apb::StageDatasetRequest& req) override {
@@ -476,6 +444,105 @@ class GrpcAdapterClient final : public AdapterClient {
     absl::MutexLock lock(&mu_);
     return !no_batches_.contains(adapter.address);
   }
+  // An adapter that answered WatchBatches UNIMPLEMENTED is asked again after
+  // kAskWatchBatchesAgain (upgraded in place, it batches again without a restart here).
+  bool WatchesInBatches(const AdapterAt& adapter) {
+    absl::MutexLock lock(&mu_);
+    auto it = no_watch_batches_.find(adapter.address);
+    if (it == no_watch_batches_.end()) return true;
+    if (absl::Now() - it->second < kAskWatchBatchesAgain) return false;
+    no_watch_batches_.erase(it);
+    return true;
+  }
+  // The events of a watch's message: one (Watch), or a batch (WatchBatches) of at most
+  // kMaxWatchBatchEvents — a rogue adapter's 4 MiB of empty events (two million objects, each
+  // a closure on the job manager's loop) ends the stream instead.
+  static absl::Status EventsOf(const apb::ReplicaEvent& event, std::vector<const apb::ReplicaEvent*>& out) {
+    out.assign(1, &event);
+    return absl::OkStatus();
+  }
+  static absl::Status EventsOf(const apb::ReplicaEvents& batch, std::vector<const apb::ReplicaEvent*>& out) {
+    if (batch.events_size() > kMaxWatchBatchEvents) {
+      return absl::ResourceExhaustedError(absl::StrCat("a WatchBatches message of ", batch.events_size(),
+                                                       " events, more than the ", kMaxWatchBatchEvents, " read"));
+    }
+    out.clear();
+    for (const auto& e : batch.events()) out.push_back(&e);
+    return absl::OkStatus();
+  }
+  // Reads a watch's messages, each event to `on_event`, until the stream ends, `cancelled`
+  // says so or the adapter stops proving its center (Watch and WatchBatches alike); nothing
+  // more of a message is delivered once either happened. `received`: whether any message came.
+  template <typename Message>
+  absl::Status ReadWatch(const AdapterAt& adapter, apb::Adapter::Stub* stub, grpc::ClientContext& ctx,
+                         std::unique_ptr<grpc::ClientReader<Message>> reader,
+                         const std::function<void(const apb::ReplicaEvent&)>& on_event,
+                         const std::function<bool()>& cancelled, bool* received = nullptr) {
+    std::atomic<bool> finished{false};
+    std::atomic<bool> stopped{false};  // cancelled or refused: deliver nothing more
+    // A reader blocks in Read; a side thread cancels the call when asked to stop, and asks
+    // the adapter to prove its center again every kReverify while the watch is open (a
+    // key rotated past its grace, a center pointed elsewhere, end the watch).
+    absl::Status refused;
+    std::thread canceller([&] {
+      absl::Time proved = absl::Now();
+      while (!finished.load()) {
+        if (cancelled()) {
+          stopped = true;
+          ctx.TryCancel();
+          return;
+        }
+        if (!adapter.center_id.empty() && absl::Now() - proved >= kReverify) {
+          proved = absl::Now();
+          grpc::ClientContext check;
+          check.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+          auto info = AskAndProve(adapter, stub, check);
+          if (!info.ok() && absl::IsPermissionDenied(info.status())) {
+            refused = info.status();
+            stopped = true;
+            ctx.TryCancel();
+            return;
+          }
+          if (!info.ok() && (absl::IsDeadlineExceeded(info.status()) || absl::IsUnavailable(info.status()))) {
+            // The adapter no longer answers (a partition holds the connection open and
+            // silent): the watch is as good as down, and is said to be, so that its center's
+            // replicas are asked directly and a lost center is noticed.
+            refused = absl::UnavailableError(absl::StrCat("adapter at ", adapter.address,
+                                                          " stopped answering: ", info.status().message()));
+            stopped = true;
+            ctx.TryCancel();
+            return;
+          }
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    });
+    Message message;
+    std::vector<const apb::ReplicaEvent*> events;
+    absl::Status malformed;
+    while (!stopped && reader->Read(&message)) {
+      if (received != nullptr) *received = true;
+      malformed = EventsOf(message, events);
+      if (!malformed.ok()) {
+        ctx.TryCancel();
+        break;
+      }
+      for (const apb::ReplicaEvent* e : events) {
+        if (stopped) break;
+        on_event(*e);
+      }
+      message.Clear();
+    }
+    finished = true;
+    canceller.join();
+    grpc::Status s = reader->Finish();
+    if (!refused.ok()) return refused;
+    if (!malformed.ok()) {
+      return absl::Status(malformed.code(), absl::StrCat("adapter at ", adapter.address, ": ", malformed.message()));
+    }
+    if (s.error_code() == grpc::StatusCode::CANCELLED) return absl::CancelledError("watch cancelled");
+    return s.ok() ? absl::OkStatus() : Failure(adapter, s);
+  }
   std::shared_ptr<const auth::TlsMaterial> tls_;
   const AdapterProofOptions proof_;
   prometheus::Family<prometheus::Counter>* refusals_ = nullptr;
@@ -483,6 +550,10 @@ class GrpcAdapterClient final : public AdapterClient {
   absl::flat_hash_map<std::string, std::shared_ptr<grpc::Channel>> channels_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::unique_ptr<apb::Adapter::Stub>> stubs_;
   absl::flat_hash_set<std::string> no_batches_;  // adapters that answered SubmitReplicas UNIMPLEMENTED
+  // Adapters that answered WatchBatches UNIMPLEMENTED, and when.
+  absl::flat_hash_map<std::string, absl::Time> no_watch_batches_ ABSL_GUARDED_BY(mu_);
+  static constexpr absl::Duration kAskWatchBatchesAgain = absl::Minutes(10);
+  static constexpr int kMaxWatchBatchEvents = 16384;  // the SDK sends about a megabyte a message
   static constexpr absl::Duration kReverify = absl::Seconds(10);
   absl::flat_hash_map<std::string, absl::Time> verified_at_ ABSL_GUARDED_BY(mu_);  // center@address -> proved at
   absl::flat_hash_map<std::string, std::pair<std::string, absl::Time>> refusal_logged_

@@ -5,8 +5,11 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <set>
 
+#include "absl/strings/match.h"
 #include "services/monitor/monitor.h"
+#include "services/southbound/adapter_client.h"
 #include "tests/testing/event_chaos_proxy.h"
 #include "tests/testing/local_adapter.h"
 #include "tests/testing/process.h"
@@ -194,3 +197,94 @@ TEST_CASE("a rogue center's queue report is bounded where it enters: only specs 
   CHECK(all.http_status == 200);
 }
 
+
+// Issue 48: a group commit's events reach the control plane in one WatchBatches message; an
+// adapter built before WatchBatches (the proxy answers it UNIMPLEMENTED) is read one event at a
+// time. Both proxies stand in front of the same adapter, so they count what was asked.
+TEST_CASE("the control plane watches a center's events in batches where its adapter serves WatchBatches, and one at a "
+          "time from an adapter built before it, the same events either way [A14][A3]",
+          "[A14][A3]") {
+  namespace apb = ::jointcloud::adapter::v1;
+  jc::testing::LocalAdapter center("batches", 4, "security_grade: 4\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n");
+  jc::testing::EventChaosProxy newer(center.address(), 1, {0, 0});
+  newer.ServeWatchBatches();
+  jc::testing::EventChaosProxy older(center.address(), 1, {0, 0});
+  auto client = jc::southbound::MakeGrpcAdapterClient();
+  std::vector<apb::SubmitReplicaRequest> submits(3);
+  for (size_t i = 0; i < submits.size(); ++i) {
+    submits[i].mutable_key()->set_job_id("batched-" + std::to_string(i));
+    submits[i].set_command("true");
+    submits[i].set_resource_spec_id("cpu-1");
+  }
+  for (const auto& accepted : client->SubmitMany({"batches", center.address()}, submits)) {
+    INFO(accepted.status().ToString());
+    REQUIRE(accepted.ok());
+  }
+  // Every event until the three replicas ended, by cursor.
+  auto watch = [&](const std::string& address) {
+    std::vector<apb::ReplicaEvent> events;
+    std::set<std::string> ended;
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    absl::Status s = client->Watch(
+        {"batches", address}, 0,
+        [&](const apb::ReplicaEvent& e) {
+          events.push_back(e);
+          if (e.replica().state() == apb::REPLICA_SUCCEEDED) ended.insert(e.replica().key().job_id());
+        },
+        [&] { return ended.size() == submits.size() || absl::Now() > deadline; });
+    INFO(s.ToString());
+    CHECK(absl::IsCancelled(s));
+    CHECK(ended.size() == submits.size());
+    return events;
+  };
+  auto batched = watch("127.0.0.1:" + std::to_string(newer.port()));
+  CHECK(newer.watch_batches_calls() == 1);
+  CHECK(newer.watch_calls() == 0);
+  auto one_by_one = watch("127.0.0.1:" + std::to_string(older.port()));
+  CHECK(older.watch_batches_calls() == 1);  // asked, answered UNIMPLEMENTED
+  CHECK(older.watch_calls() == 1);
+  REQUIRE(batched.size() >= 6);  // accepted, then ended, for each
+  REQUIRE(one_by_one.size() >= batched.size());
+  for (size_t i = 0; i < batched.size(); ++i) {
+    if (i > 0) CHECK(batched[i].cursor() > batched[i - 1].cursor());
+    CHECK(one_by_one[i].cursor() == batched[i].cursor());
+    CHECK(one_by_one[i].replica().state() == batched[i].replica().state());
+  }
+  // Remembered: the older adapter is watched with Watch straight away the next time.
+  (void)watch("127.0.0.1:" + std::to_string(older.port()));
+  CHECK(older.watch_batches_calls() == 1);
+  CHECK(older.watch_calls() == 2);
+}
+
+// Attacker's review of WatchBatches (helper-64, finding 1): a rogue center answers with one
+// message of tens of thousands of empty events, a few bytes each, to have the control plane
+// build and queue them all. Past 16,384 events a message the stream ends, none delivered.
+TEST_CASE("a rogue center's WatchBatches message of 20,000 empty events ends the watch with RESOURCE_EXHAUSTED and "
+          "delivers none of them [A14][C6]",
+          "[A14][C6]") {
+  namespace apb = ::jointcloud::adapter::v1;
+  jc::testing::LocalAdapter center("rogue", 4, "security_grade: 4\nspecs:\n  - {id: cpu-1, cpu: 1, memory: 256Mi}\n");
+  jc::testing::EventChaosProxy proxy(center.address(), 1, {0, 0});
+  apb::ReplicaEvents flood;
+  for (int i = 0; i < 20000; ++i) flood.add_events();
+  proxy.ServeWatchBatches(flood);
+  auto client = jc::southbound::MakeGrpcAdapterClient();
+  int delivered = 0;
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  absl::Status s = client->Watch(
+      {"rogue", "127.0.0.1:" + std::to_string(proxy.port())}, 0, [&](const apb::ReplicaEvent&) { ++delivered; },
+      [&] { return absl::Now() > deadline; });
+  INFO(s.ToString());
+  CHECK(absl::IsResourceExhausted(s));
+  CHECK(absl::StrContains(s.message(), "20000 events"));
+  CHECK(delivered == 0);
+  // A batch within the bound is read.
+  apb::ReplicaEvents small;
+  for (int i = 0; i < 100; ++i) small.add_events()->set_cursor(i + 1);
+  proxy.ServeWatchBatches(small);
+  absl::Status read = client->Watch(
+      {"rogue", "127.0.0.1:" + std::to_string(proxy.port())}, 0, [&](const apb::ReplicaEvent&) { ++delivered; },
+      [&] { return delivered == 100 || absl::Now() > deadline + absl::Seconds(30); });
+  CHECK(absl::IsCancelled(read));
+  CHECK(delivered == 100);
+}

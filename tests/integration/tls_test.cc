@@ -25,6 +25,7 @@
 #include "services/southbound/adapter_client.h"
 #include "tests/testing/local_adapter.h"
 #include "tests/testing/process.h"
+#include "jointcloud/adapter/v1/adapter.grpc.pb.h"
 #include "jointcloud/v1/identity.grpc.pb.h"
 #include "tests/testing/test_system.h"
 
@@ -393,6 +394,27 @@ TEST_CASE("adapters take calls only from the control plane over mutual TLS, and 
   INFO(as_beta.status().ToString());
   CHECK(absl::IsUnauthenticated(as_beta.status()));
   CHECK(absl::StrContains(as_beta.status().message(), "only from the control plane"));
+  // Nor does beta's certificate open alpha's event streams, one event or a batch a message.
+  {
+    grpc::ChannelArguments args;
+    args.SetSslTargetNameOverride("alpha");
+    auto stub = ::jointcloud::adapter::v1::Adapter::NewStub(
+        grpc::CreateCustomChannel(alpha.address(), jc::auth::ChannelCredentials(beta->get()), args));
+    ::jointcloud::adapter::v1::WatchRequest from_start;
+    grpc::ClientContext batches_ctx, events_ctx;
+    batches_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    events_ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    auto batches = stub->WatchBatches(&batches_ctx, from_start);
+    ::jointcloud::adapter::v1::ReplicaEvents batch;
+    CHECK_FALSE(batches->Read(&batch));
+    grpc::Status refused = batches->Finish();
+    CHECK(refused.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+    CHECK(absl::StrContains(refused.error_message(), "only from the control plane"));
+    auto events = stub->Watch(&events_ctx, from_start);
+    ::jointcloud::adapter::v1::ReplicaEvent event;
+    CHECK_FALSE(events->Read(&event));
+    CHECK(events->Finish().error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  }
   // Another CA's certificate, and plaintext, do not get through the handshake.
   auto rogue = jc::auth::LoadTls({certs.Path("rogue", "intruder.crt"), certs.Path("rogue", "intruder.key"),
                                   certs.Path("ca", "ca.crt")});

@@ -138,8 +138,46 @@ class EventChaosProxy::Service final : public apb::Adapter::Service {
     return reader->Finish();
   }
 
+  // As an adapter built before WatchBatches unless told to serve it: then the upstream's
+  // batches as they come (no chaos), or, forged, one message the test made.
+  grpc::Status WatchBatches(grpc::ServerContext* c, const apb::WatchRequest* q,
+                            grpc::ServerWriter<apb::ReplicaEvents>* out) override {
+    ++watch_batches_calls;
+    std::optional<apb::ReplicaEvents> forged;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!serve_watch_batches_) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "an older adapter (test proxy)");
+      forged = forged_batch_;
+    }
+    if (forged) {
+      out->Write(*forged);
+      while (!c->IsCancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      return grpc::Status::OK;
+    }
+    grpc::ClientContext ctx;
+    auto reader = stub_->WatchBatches(&ctx, *q);
+    std::thread cancel([&] {
+      while (!c->IsCancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      ctx.TryCancel();
+    });
+    apb::ReplicaEvents batch;
+    while (reader->Read(&batch) && out->Write(batch)) {
+    }
+    ctx.TryCancel();
+    cancel.join();
+    grpc::Status upstream = reader->Finish();
+    return upstream.error_code() == grpc::StatusCode::CANCELLED ? grpc::Status::OK : upstream;
+  }
+  void ServeWatchBatches(std::optional<apb::ReplicaEvents> forged) {
+    std::lock_guard<std::mutex> lock(mu_);
+    serve_watch_batches_ = true;
+    forged_batch_ = std::move(forged);
+  }
+  std::atomic<int64_t> watch_calls{0}, watch_batches_calls{0};
+
   grpc::Status Watch(grpc::ServerContext* c, const apb::WatchRequest* q,
                      grpc::ServerWriter<apb::ReplicaEvent>* out) override {
+    ++watch_calls;
     const grpc::Status forgot(grpc::StatusCode::OUT_OF_RANGE,
                               "events after since_cursor are no longer kept (test proxy)");
     if (claim_forgotten_) return forgot;
@@ -257,6 +295,8 @@ class EventChaosProxy::Service final : public apb::Adapter::Service {
     return out;
   }
 
+  bool serve_watch_batches_ = false;               // under mu_
+  std::optional<apb::ReplicaEvents> forged_batch_;  // under mu_
   std::mutex mu_;
   std::optional<apb::Replica> submit_answer_;  // under mu_
   int stops_to_lose_ = 0;   // under mu_
@@ -291,5 +331,10 @@ void EventChaosProxy::AnswerSubmitsWith(const apb::Replica& answer) { service_->
 void EventChaosProxy::LoseStops(int n) { service_->LoseStops(n); }
 void EventChaosProxy::ClaimForgotten(bool on) { service_->ClaimForgotten(on); }
 int64_t EventChaosProxy::stops_lost() const { return service_->stops_lost(); }
+void EventChaosProxy::ServeWatchBatches(std::optional<apb::ReplicaEvents> forged) {
+  service_->ServeWatchBatches(std::move(forged));
+}
+int64_t EventChaosProxy::watch_calls() const { return service_->watch_calls; }
+int64_t EventChaosProxy::watch_batches_calls() const { return service_->watch_batches_calls; }
 
 }  // namespace jc::testing

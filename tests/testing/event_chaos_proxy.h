@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "jointcloud/adapter/v1/adapter.pb.h"
@@ -56,6 +57,13 @@ class EventChaosProxy {
   // stream ends OUT_OF_RANGE (the control plane reads each replica there) and every
   // GetReplica is answered FAILED_PRECONDITION, as a book that forgot it may be.
   void ClaimForgotten(bool on);
+  // Until called, WatchBatches is answered UNIMPLEMENTED, as by an adapter built before it.
+  // From then on the upstream's batches pass as they come (no chaos), or, with `forged`, a
+  // stream is that one message (a rogue center's) and then silence.
+  void ServeWatchBatches(std::optional<::jointcloud::adapter::v1::ReplicaEvents> forged = std::nullopt);
+  // How many Watch and WatchBatches streams were opened through the proxy.
+  int64_t watch_calls() const;
+  int64_t watch_batches_calls() const;
   // The key of the last replica submitted through the proxy (empty before one).
   ::jointcloud::adapter::v1::ReplicaKey LastSubmittedKey() const;
 

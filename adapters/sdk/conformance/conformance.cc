@@ -212,6 +212,28 @@ class Kit {
     return out;
   }
 
+  // WatchBatches' messages after `since` until `until` returns true for an event of one
+  // (or the deadline); `status` gets how the stream ended when asked.
+  std::vector<pb::ReplicaEvents> WatchBatches(uint64_t since, const std::function<bool(const pb::ReplicaEvent&)>& until,
+                                              grpc::Status* status = nullptr) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + target_.timeout));
+    pb::WatchRequest req;
+    req.set_since_cursor(since);
+    auto reader = stub_->WatchBatches(&ctx, req);
+    std::vector<pb::ReplicaEvents> out;
+    pb::ReplicaEvents batch;
+    bool done = false;
+    while (!done && reader->Read(&batch)) {
+      out.push_back(batch);
+      for (const auto& e : batch.events()) done = done || until(e);
+    }
+    if (done) ctx.TryCancel();
+    grpc::Status s = reader->Finish();
+    if (status != nullptr) *status = s;
+    return out;
+  }
+
   ConformanceTarget target_;
   std::filesystem::path state_dir_;
   std::unique_ptr<Backend> backend_;
@@ -485,6 +507,74 @@ TEST_CASE("conformance: a batch of submits is answered replica by replica, in or
   CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
   CHECK(absl::StrContains(s.error_message(), "at most 1000"));
   CHECK(kit.Get(huge.replicas(0).key(), &r).error_code() == grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_CASE("conformance: WatchBatches sends the events of a batch of submits in one message, in cursor order, the "
+          "same events Watch sends, and resumes from a cursor [A14][C5]",
+          "[A14][conformance]") {
+  Kit kit;
+  pb::SubmitReplicasRequest submit;
+  for (int i = 0; i < 4; ++i) *submit.add_replicas() = kit.Request("true");
+  pb::SubmitReplicasResponse accepted;
+  {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx, kit.target_.timeout);
+    grpc::Status s = kit.stub_->SubmitReplicas(&ctx, submit, &accepted);
+    INFO(s.error_message());
+    REQUIRE(s.ok());
+  }
+  std::set<std::string> names, ended;
+  for (const auto& r : accepted.results()) {
+    REQUIRE(r.code() == 0);
+    names.insert(r.replica().name());
+  }
+  auto all_ended = [&](const pb::ReplicaEvent& e) {
+    const auto state = e.replica().state();
+    if (names.contains(e.replica().name()) &&
+        (state == pb::REPLICA_SUCCEEDED || state == pb::REPLICA_FAILED || state == pb::REPLICA_STOPPED)) {
+      ended.insert(e.replica().name());
+    }
+    return ended.size() == names.size();
+  };
+  auto messages = kit.WatchBatches(0, all_ended);
+  REQUIRE(ended.size() == names.size());
+  std::vector<pb::ReplicaEvent> events;
+  for (const auto& m : messages) {
+    CHECK(m.events_size() > 0);  // no empty message
+    events.insert(events.end(), m.events().begin(), m.events().end());
+  }
+  for (size_t i = 1; i < events.size(); ++i) CHECK(events[i].cursor() > events[i - 1].cursor());
+  // The batch was committed at once: the message that tells of one of its replicas first
+  // tells of all four.
+  size_t first = 0;
+  while (first < messages.size() &&
+         std::none_of(messages[first].events().begin(), messages[first].events().end(),
+                      [&](const pb::ReplicaEvent& e) { return names.contains(e.replica().name()); })) {
+    ++first;
+  }
+  REQUIRE(first < messages.size());
+  std::set<std::string> together;
+  for (const auto& e : messages[first].events()) {
+    if (names.contains(e.replica().name())) together.insert(e.replica().name());
+  }
+  CHECK(together == names);
+  // Watch sends the same events, one a message.
+  const uint64_t last = events.back().cursor();
+  auto single = kit.Watch(0, [&](const pb::ReplicaEvent& e) { return e.cursor() >= last; });
+  REQUIRE(single.size() == events.size());
+  for (size_t i = 0; i < events.size(); ++i) {
+    CHECK(single[i].cursor() == events[i].cursor());
+    CHECK(single[i].replica().name() == events[i].replica().name());
+    CHECK(single[i].replica().state() == events[i].replica().state());
+  }
+  // From a cursor: what came after it; past the last event: refused.
+  REQUIRE(events.size() >= 2);
+  auto rest = kit.WatchBatches(events[0].cursor(), [&](const pb::ReplicaEvent& e) { return e.cursor() >= last; });
+  REQUIRE_FALSE(rest.empty());
+  CHECK(rest.front().events(0).cursor() == events[1].cursor());
+  grpc::Status beyond;
+  CHECK(kit.WatchBatches(last + 1000, all_ended, &beyond).empty());
+  CHECK(beyond.error_code() == grpc::StatusCode::OUT_OF_RANGE);
 }
 
 TEST_CASE("conformance: the event stream resumes from a cursor after the adapter restarts [A14]",
