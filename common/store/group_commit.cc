@@ -14,7 +14,9 @@ namespace {
 // any other statement of the transaction and before its commit.
 class RowBatchingTransaction final : public Transaction {
  public:
-  explicit RowBatchingTransaction(Transaction& inner) : inner_(inner) {}
+  // `one_statement`: the store runs data-modifying WITH clauses (PostgreSQL), so INSERTs into
+  // several tables go out as one statement: one round trip where there were one a table.
+  RowBatchingTransaction(Transaction& inner, bool one_statement) : inner_(inner), one_statement_(one_statement) {}
 
   absl::StatusOr<Rows> Query(absl::string_view sql, const Params& params) override {
     JC_RETURN_IF_ERROR(Flush());
@@ -48,6 +50,11 @@ class RowBatchingTransaction final : public Transaction {
   };
 
   absl::Status Flush() {
+    if (one_statement_ && pending_.size() > 1) {
+      size_t total = 0;
+      for (const auto& group : pending_) total += group.values.size();
+      if (total <= kMaxParams) return FlushAsOneStatement();
+    }
     for (auto& group : pending_) {
       size_t per_statement = std::max<size_t>(1, kMaxParams / std::max<size_t>(1, group.columns));
       size_t rows = group.columns == 0 ? 0 : group.values.size() / group.columns;
@@ -63,7 +70,29 @@ class RowBatchingTransaction final : public Transaction {
     return absl::OkStatus();
   }
 
+  // WITH i1 AS (INSERT INTO a ... VALUES ...), i2 AS (INSERT INTO b ...) INSERT INTO c ...:
+  // each sub-statement runs to completion, in the transaction, and a failing one fails the
+  // statement as it would have failed its own.
+  absl::Status FlushAsOneStatement() {
+    std::string sql;
+    Params params;
+    for (size_t i = 0; i < pending_.size(); ++i) {
+      const Group& group = pending_[i];
+      const size_t rows = group.columns == 0 ? 0 : group.values.size() / group.columns;
+      std::string insert = absl::StrCat(group.insert, " VALUES ", ValuesList(rows, group.columns, params.size() + 1));
+      if (i + 1 < pending_.size()) {
+        absl::StrAppend(&sql, i == 0 ? "WITH " : ", ", "jc_insert_", i, " AS (", insert, ")");
+      } else {
+        absl::StrAppend(&sql, " ", insert);
+      }
+      params.insert(params.end(), group.values.begin(), group.values.end());
+    }
+    pending_.clear();
+    return inner_.Exec(sql, params).status();
+  }
+
   Transaction& inner_;
+  const bool one_statement_;
   std::vector<Group> pending_;
 };
 
@@ -73,7 +102,7 @@ absl::Status GroupCommitter::RunBatch(const std::vector<std::shared_ptr<Entry>>&
   {
     JC_ASSIGN_OR_RETURN(auto txn, store_->Begin());
     if (prologue_) JC_RETURN_IF_ERROR(prologue_(*txn));
-    RowBatchingTransaction batching(*txn);
+    RowBatchingTransaction batching(*txn, store_->backend() == "postgres");
     for (const auto& e : batch) JC_RETURN_IF_ERROR(e->write(batching));
     JC_RETURN_IF_ERROR(batching.Commit());
   }

@@ -38,9 +38,9 @@ absl::Status Transaction::InsertRow(absl::string_view insert, const Params& row)
   return Exec(absl::StrCat(insert, " VALUES ", ValuesList(1, row.size())), row).status();
 }
 
-std::string ValuesList(size_t rows, size_t columns) {
+std::string ValuesList(size_t rows, size_t columns, size_t first_param) {
   std::string out;
-  size_t n = 0;
+  size_t n = first_param - 1;
   for (size_t r = 0; r < rows; ++r) {
     absl::StrAppend(&out, r == 0 ? "(" : ", (");
     for (size_t c = 0; c < columns; ++c) absl::StrAppend(&out, c == 0 ? "$" : ", $", ++n);

@@ -75,8 +75,9 @@ class Transaction {
   RiderRow* carried_ = nullptr;
 };
 
-// "($1, $2, ...), ($3, $4, ...)": the VALUES list of `rows` rows of `columns` values.
-std::string ValuesList(size_t rows, size_t columns);
+// "($1, $2, ...), ($3, $4, ...)": the VALUES list of `rows` rows of `columns` values, its
+// parameters numbered from `first_param`.
+std::string ValuesList(size_t rows, size_t columns, size_t first_param = 1);
 
 class Store {
  public:

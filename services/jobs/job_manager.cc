@@ -694,6 +694,9 @@ absl::Status SameCreateAs(const v1::JobRecord& job, const v1::CreateTrainJobRequ
 
 absl::StatusOr<v1::CreateTrainJobResponse> JobManager::Create(v1::CreateTrainJobRequest req,
                                                               std::optional<v1::AuditRecord> audit) {
+  // t_r of formula 3 is when the request reached the job service, not when the loop got to
+  // it: a create that waits behind a burst's commit waits inside T.
+  const absl::Time received = clock_->Now();
   if (!leading_) return StandbyError();
   NormalizeCreate(req);
   if (absl::Status s = ValidateCreate(req); !s.ok()) return s;
@@ -724,8 +727,8 @@ absl::StatusOr<v1::CreateTrainJobResponse> JobManager::Create(v1::CreateTrainJob
   }
   auto reply = std::make_shared<std::promise<absl::StatusOr<v1::CreateTrainJobResponse>>>();
   auto answer = reply->get_future();
-  loop_.Post([this, req = std::move(req), reply, audit = std::move(audit)]() mutable {
-    OnCreate(std::move(req), reply, std::move(audit));
+  loop_.Post([this, req = std::move(req), reply, audit = std::move(audit), received]() mutable {
+    OnCreate(std::move(req), reply, std::move(audit), received);
   });
   absl::StatusOr<v1::CreateTrainJobResponse> created = absl::UnavailableError("the job manager is stopping; retry");
   // Bounded as a gRPC caller's deadline bounded it (the REST gateway's 30 s): a job manager
@@ -746,7 +749,8 @@ absl::StatusOr<v1::CreateTrainJobResponse> JobManager::Create(v1::CreateTrainJob
   return created;
 }
 
-void JobManager::OnCreate(v1::CreateTrainJobRequest req, CreateReply reply, std::optional<v1::AuditRecord> audit) {
+void JobManager::OnCreate(v1::CreateTrainJobRequest req, CreateReply reply, std::optional<v1::AuditRecord> audit,
+                          absl::Time received) {
   if (!leading_) {
     reply->set_value(StandbyError());
     return;
@@ -794,7 +798,7 @@ void JobManager::OnCreate(v1::CreateTrainJobRequest req, CreateReply reply, std:
   record.set_origin(origin_);
   record.set_endpoint_token(std::move(endpoint_token));
   absl::Time now = clock_->Now();
-  *record.mutable_received_at() = ToTimestamp(now);
+  *record.mutable_received_at() = ToTimestamp(std::min(received, now));
   *record.mutable_updated_at() = ToTimestamp(now);
   record.set_status(kPending);
   // What is expected of it now, from what ended before (memory only): orders the queue and

@@ -256,7 +256,9 @@ class JobManager {
   };
 
   // ---- Messages: run on the event loop only. ----
-  void OnCreate(v1::CreateTrainJobRequest req, CreateReply reply, std::optional<v1::AuditRecord> audit);
+  // `received`: when the create reached the job service (t_r), before it waited for the loop.
+  void OnCreate(v1::CreateTrainJobRequest req, CreateReply reply, std::optional<v1::AuditRecord> audit,
+                absl::Time received);
   void OnStop(const std::string& job_id, StopReply reply, std::optional<v1::AuditRecord> audit);
   // The job a stop or scale changes; null when there is none to change, `reply` answered
   // (standing by, being recorded, or not in memory: nullopt).

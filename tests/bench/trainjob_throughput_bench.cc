@@ -8,6 +8,7 @@
 //   PG=$(JC_PG_FSYNC=on scripts/pg.sh start /tmp/jc-bench-pg)
 //   build/tests/bench/trainjob_throughput_bench "$PG" [jobs=20000] [clients=32] [offered_per_s=1000]
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <regex>
 #include <map>
@@ -157,12 +159,61 @@ class SubmitClient {
   std::unique_ptr<httplib::Client> http_;
 };
 
-// A counter's value on /metrics (the first series matching `pattern`'s capture).
+// PostgreSQL's CPU, which the figure of this process leaves out: its processes' user and
+// system ticks by pid (/proc/<pid>/stat), the postmaster's and every process
+// pg_stat_activity lists (backends, WAL writer, checkpointer...). A process that started and
+// ended between two readings is missed; the control plane keeps its connections.
+std::map<int, double> PostgresCpuByPid(const std::string& pg, const std::string& schema) {
+  std::map<int, double> out;
+  auto store = jc::store::OpenStore(pg, schema);
+  if (!store.ok()) return out;
+  auto rows = (*store)->Query("SELECT pid FROM pg_stat_activity");
+  if (!rows.ok()) return out;
+  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  auto read = [&](int pid, int* parent) {
+    std::FILE* f = std::fopen(("/proc/" + std::to_string(pid) + "/stat").c_str(), "r");
+    if (f == nullptr) return;
+    char line[1024] = {};
+    size_t n = std::fread(line, 1, sizeof(line) - 1, f);
+    std::fclose(f);
+    line[n] = 0;
+    // After the command's closing parenthesis: state, ppid, ... utime is field 14, stime 15.
+    const char* rest = std::strrchr(line, ')');
+    if (rest == nullptr) return;
+    char state = 0;
+    int ppid = 0;
+    unsigned long utime = 0, stime = 0;
+    if (std::sscanf(rest + 1, " %c %d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &state, &ppid, &utime, &stime) != 4) {
+      return;
+    }
+    out[pid] = (utime + stime) / tick;
+    if (parent != nullptr) *parent = ppid;
+  };
+  int postmaster = 0;
+  for (const auto& row : *rows) {
+    if (!row[0]) continue;
+    int pid = std::atoi(row[0]->c_str());
+    if (pid > 0) read(pid, &postmaster);
+  }
+  if (postmaster > 1) read(postmaster, nullptr);
+  return out;
+}
+
+// The CPU PostgreSQL spent between two readings, in seconds.
+double PostgresCpuBetween(const std::map<int, double>& before, const std::map<int, double>& after) {
+  double sum = 0;
+  for (const auto& [pid, seconds] : after) {
+    auto it = before.find(pid);
+    sum += seconds - (it == before.end() ? 0.0 : it->second);
+  }
+  return sum;
+}
+
 // Where T went, by the job records of jobs [first_seq, ...) once their hand-over is
-// stored: received → placed (waiting for a pass), placed → acknowledged (the burst's commit,
-// a sender, the adapter's call with its own commit), acknowledged → scheduled (the answer's
-// way back through the job manager's loop; nil when the center's event told first). p50 and
-// p99 of each, in ms.
+// stored: received → placed (the wait for the job manager's loop, or for a pass), placed →
+// acknowledged (the burst's commit, a sender, the adapter's call with its own commit),
+// acknowledged → scheduled (the answer's way back through the job manager's loop; nil when
+// the center's event told first). p50 and p99 of each, in ms.
 void PrintStages(const std::string& pg, const std::string& schema, int64_t first_seq, int jobs) {
   auto store = jc::store::OpenStore(pg, schema);
   if (!store.ok()) {
@@ -418,15 +469,29 @@ int main(int argc, char** argv) {
     getrusage(RUSAGE_SELF, &u);
     return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
   };
+  // The clients' own CPU, each thread's (RUSAGE_THREAD), to print apart: in a deployment they
+  // run elsewhere.
+  std::atomic<int64_t> clients_cpu_us{0};
+  auto thread_cpu_us = [] {
+    rusage u{};
+    getrusage(RUSAGE_THREAD, &u);
+    return int64_t{u.ru_utime.tv_sec + u.ru_stime.tv_sec} * 1'000'000 + u.ru_utime.tv_usec + u.ru_stime.tv_usec;
+  };
+  const std::map<int, double> pg_start = PostgresCpuByPid(pg, schema);
   double cpu_start = cpu_seconds();
   auto start = Clock::now();
   std::vector<std::thread> pool;
   for (int c = 0; c < clients; ++c) {
     pool.emplace_back([&] {
-      SubmitClient client(client_options);
-      while (next.fetch_add(1) < jobs) {
-        if (!post(client, "/openapi/v1/trainjob", job)) ++refused;
+      pthread_setname_np(pthread_self(), "bench-client");
+      const int64_t began = thread_cpu_us();
+      {
+        SubmitClient client(client_options);
+        while (next.fetch_add(1) < jobs) {
+          if (!post(client, "/openapi/v1/trainjob", job)) ++refused;
+        }
       }
+      clients_cpu_us += thread_cpu_us() - began;
     });
   }
   for (auto& t : pool) t.join();
@@ -440,8 +505,12 @@ int main(int argc, char** argv) {
   if (refused) std::printf("    %d refused; the first: %s\n", refused.load(), first_error.c_str());
   // This process is the whole control plane, the adapter and the clients (PostgreSQL is
   // apart): CPU per job is the figure that compares across machines of other speeds.
-  std::printf("    CPU time of this process (control plane + adapter + clients): %.0f us per job\n",
-              1e6 * (cpu_seconds() - cpu_start) / jobs);
+  const double cpu_total_us = 1e6 * (cpu_seconds() - cpu_start) / jobs;
+  const double cpu_clients_us = static_cast<double>(clients_cpu_us.load()) / jobs;
+  std::printf("    CPU time of this process (control plane + adapter + clients): %.0f us per job (the clients %.0f, "
+              "the rest %.0f); PostgreSQL's processes beside it: %.0f us per job\n",
+              cpu_total_us, cpu_clients_us, cpu_total_us - cpu_clients_us,
+              1e6 * PostgresCpuBetween(pg_start, PostgresCpuByPid(pg, schema)) / jobs);
   if (end) {
     // Every job completed, each with its usage record written in the transaction of its end.
     const std::string completed = R"(jc_jobs_ended_total\{status="completed"\} ([0-9.e+]+))";
