@@ -4,9 +4,12 @@
 // wakes it at once instead of waiting out the interval. For background loops (the
 // monitor's polls, the scheduler's refresh).
 
+#include <pthread.h>
+
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "absl/time/time.h"
@@ -20,8 +23,10 @@ class PeriodicTask {
   PeriodicTask& operator=(const PeriodicTask&) = delete;
   ~PeriodicTask() { Stop(); }
 
-  void Start(absl::Duration interval, std::function<void()> fn) {
-    thread_ = std::thread([this, interval, fn = std::move(fn)] {
+  // `name`: the thread's, as top -H and perf show it (at most 15 characters).
+  void Start(absl::Duration interval, std::function<void()> fn, const std::string& name = "") {
+    thread_ = std::thread([this, interval, fn = std::move(fn), name] {
+      if (!name.empty()) pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
       std::unique_lock<std::mutex> lock(mu_);
       while (!stopping_) {
         lock.unlock();

@@ -368,17 +368,18 @@ absl::StatusOr<pb::Usage> AdapterCore::Usage() {
   // would make it look full for free.
   // Each queued replica with its spec and its scheduler job, whose state is asked once (a
   // gang's replicas share one job; each of them holds its own spec while the job waits).
+  std::vector<std::pair<std::string, const pb::SpecOffer*>> found;  // (scheduler job, spec), under mu_
+  ForEachLive([&](const pb::Replica& r) {
+    if (r.state() != pb::REPLICA_PENDING || r.has_started_at() || r.external_id().empty()) return;
+    if (const pb::SpecOffer* spec = center_.FindSpec(r.resource_spec_id())) found.emplace_back(r.external_id(), spec);
+  });
   std::vector<std::string> ids;
   std::vector<std::pair<size_t, const pb::SpecOffer*>> queued;  // (index in ids, spec)
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    absl::flat_hash_map<std::string_view, size_t> at;  // views into the book, under mu_ only
-    for (const auto& [name, r] : live_) {
-      if (r->state() != pb::REPLICA_PENDING || r->has_started_at() || r->external_id().empty()) continue;
-      const pb::SpecOffer* spec = center_.FindSpec(r->resource_spec_id());
-      if (spec == nullptr) continue;
-      auto [it, fresh] = at.try_emplace(r->external_id(), ids.size());
-      if (fresh) ids.push_back(r->external_id());
+    absl::flat_hash_map<std::string_view, size_t> at;  // views into `found`
+    for (const auto& [id, spec] : found) {
+      auto [it, fresh] = at.try_emplace(id, ids.size());
+      if (fresh) ids.push_back(id);
       queued.emplace_back(it->second, spec);
     }
   }
@@ -1223,24 +1224,21 @@ void AdapterCore::AfterRecords() {
 }
 
 absl::Status AdapterCore::PollOnce() {
+  std::vector<std::string> every;  // a gang's replicas share their scheduler job: once each below
+  ForEachLive([&](const pb::Replica& r) { every.push_back(r.external_id()); });
   std::vector<std::string> ids;
   absl::flat_hash_set<std::string> polled;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [name, r] : live_) {
-      if (polled.insert(r->external_id()).second) ids.push_back(r->external_id());
-    }
+  for (auto& id : every) {
+    if (polled.insert(id).second) ids.push_back(std::move(id));
   }
   if (ids.empty()) return absl::OkStatus();
   JC_ASSIGN_OR_RETURN(auto seen, backend_->Poll(ids));
   std::vector<pb::Replica> changed;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [name, live] : live_) {
-      const pb::Replica& r = *live;
+    ForEachLive([&](const pb::Replica& r) {
       // Replicas submitted while the backend was being asked were not in the question:
       // their absence from the answer says nothing.
-      if (!polled.count(r.external_id()) || withdrawing_.count(r.external_id())) continue;
+      if (!polled.count(r.external_id()) || withdrawing_.count(r.external_id())) return;
       ReplicaObservation o;
       if (auto it = seen.find(r.external_id()); it != seen.end()) {
         o = it->second;
@@ -1251,7 +1249,7 @@ absl::Status AdapterCore::PollOnce() {
       }
       const std::string host = o.host.empty() ? center_.endpoint_host : o.host;
       const bool moved_host = o.state == pb::REPLICA_RUNNING && r.endpoints_size() > 0 && r.endpoints(0).host() != host;
-      if (o.state == r.state() && o.message == r.message() && !moved_host) continue;
+      if (o.state == r.state() && o.message == r.message() && !moved_host) return;
       pb::Replica next = r;
       if (o.state == pb::REPLICA_RUNNING) {
         for (auto& e : *next.mutable_endpoints()) e.set_host(host);
@@ -1269,10 +1267,21 @@ absl::Status AdapterCore::PollOnce() {
         *next.mutable_ended_at() = ToTimestamp(o.ended_at.value_or(absl::Now()));
         if (o.usage) *next.mutable_usage() = *o.usage;
       }
-      changed.push_back(next);
-    }
+      changed.push_back(std::move(next));
+    });
   }
   return Record(changed);
+}
+
+void AdapterCore::ForEachLive(const std::function<void(const pb::Replica&)>& visit) {
+  std::string after;  // the last name visited
+  for (bool first = true;; first = false) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = first ? live_.begin() : live_.upper_bound(after);
+    for (int n = 0; it != live_.end() && n < kLiveChunk; ++it, ++n) visit(*it->second);
+    if (it == live_.end()) return;
+    after = std::prev(it)->first;
+  }
 }
 
 std::vector<pb::Replica> AdapterCore::ProbeEndpoints() {
@@ -1360,9 +1369,9 @@ void AdapterCore::PollLoop() {
     }
     if (metrics_) {
       std::map<pb::ReplicaState, int64_t> counts;
+      ForEachLive([&](const pb::Replica& r) { counts[r.state()]++; });
       {
         std::lock_guard<std::mutex> l(mu_);
-        for (const auto& [name, r] : live_) counts[r->state()]++;
         for (const auto& [state, n] : ended_by_state_) counts[static_cast<pb::ReplicaState>(state)] += n;
       }
       for (int s = pb::REPLICA_PENDING; s <= pb::REPLICA_STOPPED; ++s) {

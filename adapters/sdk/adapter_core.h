@@ -6,6 +6,7 @@
 // log whose cursors survive restarts. No gRPC types here; adapter_service.cc is the edge.
 
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -102,6 +103,8 @@ class AdapterCore {
   // Polls the backend once for every replica not yet ended (the poller does this every
   // poll_interval; tests may call it to not wait).
   absl::Status PollOnce();
+  // The most replicas a walk of the book visits under its lock at a time (ForEachLive).
+  static constexpr int kLiveChunk = 512;
 
   EventLog<pb::ReplicaEvent>& events() { return events_; }
   void EnableMetrics(prometheus::Registry& registry);
@@ -120,6 +123,13 @@ class AdapterCore {
   absl::Status WriteRecords(store::Transaction& txn, const std::vector<pb::Replica>& changed);
   void AfterRecords();
   void PollLoop();
+  // Calls `visit` with every replica not ended, in name order, under mu_, but holding mu_ for
+  // at most kLiveChunk of them at a time: a walk of tens of thousands of queued replicas
+  // (Usage at every monitor poll, the poller) held it for 10 ms and more while every
+  // SubmitReplicas waited. A replica added during the walk behind where it is is not visited
+  // (it was not there when the walk began); one that changes is seen as it is when the walk
+  // gets to it.
+  void ForEachLive(const std::function<void(const pb::Replica&)>& visit);
   // Gives `launch` its ports from the center's range (PortBook), each also in its env as
   // JC_PORT_<NAME>; ReleasePorts frees them (a submit the backend refused). Caller holds mu_.
   absl::Status AssignPorts(ReplicaLaunch& launch);

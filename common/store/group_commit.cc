@@ -26,9 +26,11 @@ class RowBatchingTransaction final : public Transaction {
     JC_RETURN_IF_ERROR(Flush());
     return inner_.Exec(sql, params);
   }
-  absl::Status Commit() override {
-    JC_RETURN_IF_ERROR(Flush());
-    return inner_.Commit();
+  absl::Status Commit() override { return CommitWith(TakeStatements()); }
+  absl::Status ExecAndCommit(absl::string_view sql, const Params& params) override {
+    std::vector<Statement> statements = TakeStatements();
+    statements.push_back({std::string(sql), params});
+    return CommitWith(std::move(statements));
   }
   absl::Status InsertRow(absl::string_view insert, const Params& row) override {
     if (pending_.empty() || pending_.back().insert != insert || pending_.back().columns != row.size()) {
@@ -48,47 +50,72 @@ class RowBatchingTransaction final : public Transaction {
     size_t columns;
     Params values;  // rows one after another
   };
+  struct Statement {
+    std::string sql;
+    Params params;
+  };
+
+  // The last statement goes out with the commit: a batch of inserts alone is one statement,
+  // which the store may send as a transaction of its own (one round trip on PostgreSQL).
+  absl::Status CommitWith(std::vector<Statement> statements) {
+    if (statements.empty()) return inner_.Commit();
+    for (size_t i = 0; i + 1 < statements.size(); ++i) {
+      JC_RETURN_IF_ERROR(inner_.Exec(statements[i].sql, statements[i].params).status());
+    }
+    return inner_.ExecAndCommit(statements.back().sql, statements.back().params);
+  }
 
   absl::Status Flush() {
+    for (Statement& statement : TakeStatements()) {
+      JC_RETURN_IF_ERROR(inner_.Exec(statement.sql, statement.params).status());
+    }
+    return absl::OkStatus();
+  }
+
+  // The gathered rows as INSERT statements, in order; none are left gathered.
+  std::vector<Statement> TakeStatements() {
+    std::vector<Statement> statements;
     if (one_statement_ && pending_.size() > 1) {
       size_t total = 0;
       for (const auto& group : pending_) total += group.values.size();
-      if (total <= kMaxParams) return FlushAsOneStatement();
+      if (total <= kMaxParams) {
+        statements.push_back(AsOneStatement());
+        pending_.clear();
+        return statements;
+      }
     }
     for (auto& group : pending_) {
       size_t per_statement = std::max<size_t>(1, kMaxParams / std::max<size_t>(1, group.columns));
       size_t rows = group.columns == 0 ? 0 : group.values.size() / group.columns;
       for (size_t first = 0; first < rows; first += per_statement) {
         size_t n = std::min(per_statement, rows - first);
-        Params params(group.values.begin() + first * group.columns,
-                      group.values.begin() + (first + n) * group.columns);
-        JC_RETURN_IF_ERROR(
-            inner_.Exec(absl::StrCat(group.insert, " VALUES ", ValuesList(n, group.columns)), params).status());
+        statements.push_back({absl::StrCat(group.insert, " VALUES ", ValuesList(n, group.columns)),
+                              Params(group.values.begin() + first * group.columns,
+                                     group.values.begin() + (first + n) * group.columns)});
       }
     }
     pending_.clear();
-    return absl::OkStatus();
+    return statements;
   }
 
   // WITH i1 AS (INSERT INTO a ... VALUES ...), i2 AS (INSERT INTO b ...) INSERT INTO c ...:
   // each sub-statement runs to completion, in the transaction, and a failing one fails the
   // statement as it would have failed its own.
-  absl::Status FlushAsOneStatement() {
-    std::string sql;
-    Params params;
+  Statement AsOneStatement() const {
+    Statement statement;
     for (size_t i = 0; i < pending_.size(); ++i) {
       const Group& group = pending_[i];
       const size_t rows = group.columns == 0 ? 0 : group.values.size() / group.columns;
-      std::string insert = absl::StrCat(group.insert, " VALUES ", ValuesList(rows, group.columns, params.size() + 1));
+      std::string insert =
+          absl::StrCat(group.insert, " VALUES ", ValuesList(rows, group.columns, statement.params.size() + 1));
       if (i + 1 < pending_.size()) {
-        absl::StrAppend(&sql, i == 0 ? "WITH " : ", ", "jc_insert_", i, " AS (", insert, ")");
+        absl::StrAppend(&statement.sql, i == 0 ? "WITH " : ", ", "jc_insert_", i, " AS (", insert, ")");
       } else {
-        absl::StrAppend(&sql, " ", insert);
+        absl::StrAppend(&statement.sql, " ", insert);
       }
-      params.insert(params.end(), group.values.begin(), group.values.end());
+      statement.params.insert(statement.params.end(), group.values.begin(), group.values.end());
     }
-    pending_.clear();
-    return inner_.Exec(sql, params).status();
+    return statement;
   }
 
   Transaction& inner_;

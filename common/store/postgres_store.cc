@@ -50,9 +50,9 @@ class PostgresTransaction final : public Transaction {
   ~PostgresTransaction() override;
 
   absl::StatusOr<Rows> Query(absl::string_view sql, const Params& params) override {
-    if (work_ == nullptr) return absl::FailedPreconditionError("transaction already committed");
+    if (committed_) return absl::FailedPreconditionError("transaction already committed");
     try {
-      pqxx::result r = Run(sql, params);
+      pqxx::result r = Run(Work(), sql, params);
       Rows rows;
       rows.reserve(r.size());
       for (const auto& pg_row : r) {
@@ -72,10 +72,10 @@ class PostgresTransaction final : public Transaction {
   }
 
   absl::StatusOr<int64_t> Exec(absl::string_view sql, const Params& params) override {
-    if (work_ == nullptr) return absl::FailedPreconditionError("transaction already committed");
+    if (committed_) return absl::FailedPreconditionError("transaction already committed");
     NoteWrite();
     try {
-      return static_cast<int64_t>(Run(sql, params).affected_rows());
+      return static_cast<int64_t>(Run(Work(), sql, params).affected_rows());
     } catch (const std::exception& e) {
       failed_ = true;
       return FromPqxx(e, "exec");
@@ -83,9 +83,20 @@ class PostgresTransaction final : public Transaction {
   }
 
   absl::Status Commit() override;
+  absl::Status ExecAndCommit(absl::string_view sql, const Params& params) override;
 
  private:
-  pqxx::result Run(absl::string_view sql, const Params& params) {
+  // BEGIN goes out with the first statement, not when the transaction is made: a
+  // transaction of one statement then needs neither BEGIN nor COMMIT (ExecAndCommit).
+  pqxx::work& Work() {
+    if (work_ == nullptr) work_ = std::make_unique<pqxx::work>(*conn_);
+    return *work_;
+  }
+  // Hands the connection back once the transaction is over, so it serves others while
+  // this object lives on.
+  void Finish();
+
+  static pqxx::result Run(pqxx::transaction_base& txn, absl::string_view sql, const Params& params) {
     std::vector<std::string> storage;
     storage.reserve(params.size());
     std::vector<const char*> pointers;
@@ -108,12 +119,13 @@ class PostgresTransaction final : public Transaction {
     for (size_t i = 0; i < params.size(); ++i) {
       if (!std::holds_alternative<std::nullptr_t>(params[i])) pointers[i] = storage[s++].c_str();
     }
-    return work_->exec_params(std::string(sql), pqxx::prepare::make_dynamic_params(pointers));
+    return txn.exec_params(std::string(sql), pqxx::prepare::make_dynamic_params(pointers));
   }
 
   PostgresStore* store_;
   std::unique_ptr<pqxx::connection> conn_;
-  std::unique_ptr<pqxx::work> work_;
+  std::unique_ptr<pqxx::work> work_;  // made by the first statement (Work())
+  bool committed_ = false;
   bool failed_ = false;
 };
 
@@ -189,7 +201,7 @@ class PostgresStore final : public Store {
 
 PostgresTransaction::PostgresTransaction(PostgresStore* store,
                                          std::unique_ptr<pqxx::connection> conn)
-    : store_(store), conn_(std::move(conn)), work_(std::make_unique<pqxx::work>(*conn_)) {}
+    : store_(store), conn_(std::move(conn)) {}
 
 PostgresTransaction::~PostgresTransaction() {
   // Aborting an unfinished pqxx::work happens in its destructor; it must go before the
@@ -199,20 +211,45 @@ PostgresTransaction::~PostgresTransaction() {
   store_->Release(failed_ && !conn_->is_open() ? nullptr : std::move(conn_));
 }
 
+void PostgresTransaction::Finish() {
+  committed_ = true;
+  AfterCommit();
+  work_.reset();
+  store_->Release(std::move(conn_));
+}
+
 absl::Status PostgresTransaction::Commit() {
-  if (work_ == nullptr) return absl::FailedPreconditionError("transaction already committed");
+  if (committed_) return absl::FailedPreconditionError("transaction already committed");
   JC_RETURN_IF_ERROR(BeforeCommit());
   try {
-    work_->commit();
-    AfterCommit();
-    // Hand the connection back now, so it serves others while this object lives on.
-    work_.reset();
-    store_->Release(std::move(conn_));
+    if (work_ != nullptr) work_->commit();  // else nothing was sent: nothing to commit
+    Finish();
     return absl::OkStatus();
   } catch (const std::exception& e) {
     failed_ = true;
     return FromPqxx(e, "commit");
   }
+}
+
+absl::Status PostgresTransaction::ExecAndCommit(absl::string_view sql, const Params& params) {
+  if (committed_) return absl::FailedPreconditionError("transaction already committed");
+  // Something already sent, or this thread's rider row to add: a transaction of its own.
+  if (work_ != nullptr || WouldCarryRider()) return Transaction::ExecAndCommit(sql, params);
+  NoteWrite();
+  try {
+    // Autocommit: PostgreSQL runs one statement as a transaction of its own, all or nothing.
+    pqxx::nontransaction alone(*conn_);
+    Run(alone, sql, params);
+  } catch (const pqxx::broken_connection& e) {
+    failed_ = true;
+    // As for a commit in doubt: the statement may have committed before the connection broke.
+    return absl::UnavailableError(absl::StrCat("exec: ", e.what(), " (the commit's outcome is unknown)"));
+  } catch (const std::exception& e) {
+    failed_ = true;
+    return FromPqxx(e, "exec");
+  }
+  Finish();
+  return absl::OkStatus();
 }
 
 }  // namespace

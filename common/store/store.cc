@@ -27,6 +27,13 @@ void Transaction::AfterCommit() {
   if (carried_ != nullptr) carried_->committed = true;
 }
 
+bool Transaction::WouldCarryRider() const { return rider != nullptr && !rider->committed && carried_ == nullptr; }
+
+absl::Status Transaction::ExecAndCommit(absl::string_view sql, const Params& params) {
+  JC_RETURN_IF_ERROR(Exec(sql, params).status());
+  return Commit();
+}
+
 absl::StatusOr<Rows> Store::Query(absl::string_view sql, const Params& params) {
   JC_ASSIGN_OR_RETURN(auto txn, Begin());
   JC_ASSIGN_OR_RETURN(Rows rows, txn->Query(sql, params));

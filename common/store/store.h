@@ -56,6 +56,11 @@ class Transaction {
   // Returns the number of rows affected. A unique-key violation is AlreadyExists.
   virtual absl::StatusOr<int64_t> Exec(absl::string_view sql, const Params& params = {}) = 0;
   virtual absl::Status Commit() = 0;
+  // Runs `sql` as the transaction's last statement and commits. A backend that has sent
+  // nothing of the transaction yet may send the statement alone, as its own transaction
+  // (PostgreSQL: one round trip where BEGIN, the statement and COMMIT took three; one
+  // statement is atomic). As Exec then Commit otherwise.
+  virtual absl::Status ExecAndCommit(absl::string_view sql, const Params& params);
   // Inserts one row: `insert` is "INSERT INTO t (a, b, c)" and `row` its values. A
   // transaction may gather rows and send them as one multi-row INSERT before its next
   // statement or its commit (group commits do: one statement for many jobs). A
@@ -69,6 +74,8 @@ class Transaction {
   void NoteWrite() { wrote_ = true; }
   absl::Status BeforeCommit();
   void AfterCommit();
+  // Whether BeforeCommit() would add this thread's rider row to a transaction that wrote.
+  bool WouldCarryRider() const;
 
  private:
   bool wrote_ = false;

@@ -138,7 +138,7 @@ IdentityStore::IdentityStore(store::Store* store, const Clock* clock, IdentityOp
     if (absl::Status s = FlushLastUsed(); !s.ok()) {
       spdlog::warn("identity: token last-use times not written yet, retried at the next flush: {}", s.ToString());
     }
-  });
+  }, "jc-token-uses");
 }
 
 IdentityStore::~IdentityStore() {

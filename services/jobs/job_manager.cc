@@ -176,13 +176,13 @@ absl::Status JobManager::Start() {
     });
   };
   read_quotas();
-  quota_reader_.Start(options_.quota_refresh, read_quotas);
+  quota_reader_.Start(options_.quota_refresh, read_quotas, "jc-quotas");
   // The cycle runs whether this instance leads or not: standing by, it tries to lead.
-  cycle_.Start(options_.cycle_interval, [this] { RunCycle(); });
+  cycle_.Start(options_.cycle_interval, [this] { RunCycle(); }, "jc-jobs-cycle");
   poller_.Start(options_.poll_interval, [this] {
     if (!leading_) return;
     loop_.Post([this, connected = tracker_.Connected()] { OnReconcile(false, connected); });
-  });
+  }, "jc-jobs-poll");
   return absl::OkStatus();
 }
 

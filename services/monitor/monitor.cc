@@ -137,7 +137,7 @@ Monitor::~Monitor() { Stop(); }
 void Monitor::Start() {
   loop_.Start(options_.interval, [this] {
     if (absl::Status s = PollOnce(); !s.ok()) spdlog::warn("monitor: {}", s.ToString());
-  });
+  }, "jc-monitor");
 }
 
 void Monitor::Stop() { loop_.Stop(); }

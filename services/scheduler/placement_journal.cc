@@ -41,7 +41,7 @@ void PlacementJournal::Start() {
     if (absl::Status s = Flush(); !s.ok()) {
       spdlog::warn("scheduler: placement explanations not written yet (kept for the next try): {}", s.ToString());
     }
-  });
+  }, "jc-journal");
 }
 
 void PlacementJournal::Stop() {

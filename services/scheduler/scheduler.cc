@@ -164,7 +164,7 @@ void Scheduler::Start() {
   loop_.Start(options_.refresh_interval, [this] {
     ReloadProfilesIfChanged();
     if (absl::Status s = Refresh(); !s.ok()) spdlog::warn("scheduler: cannot refresh its view: {}", s.ToString());
-  });
+  }, "jc-sched-view");
 }
 
 void Scheduler::Stop() {

@@ -145,3 +145,36 @@ TEST_CASE("an adapter stops and withdraws a gang's replicas together and no othe
   CHECK(book.QueuedCpu() == 1 * 4);
   CHECK(book.Get(Key("gang-b", 2)).withdrawn());
 }
+
+TEST_CASE("an adapter's walks of its replicas, a few hundred at a time so that submits need not wait for them, "
+          "still count every queued replica of thousands and see a change on any of them [A14][A8]",
+          "[A14][A8]") {
+  // Usage and the poller walk every replica not ended, letting go of the book's lock
+  // between chunks (AdapterCore::kLiveChunk); the walk resumes where it stopped.
+  Book book;
+  constexpr int kReplicas = 3 * jc::adapter::AdapterCore::kLiveChunk - 236;  // three chunks, the last partial
+  pb::SubmitReplicasRequest many;
+  for (int i = 0; i < kReplicas; ++i) *many.add_replicas() = Replica(absl::StrCat("walk-", i), 0);
+  std::vector<std::string> ids;
+  for (const auto& answer : book.core->SubmitMany(many)) {
+    REQUIRE(answer.ok());
+    ids.push_back(answer->external_id());
+  }
+  CHECK(book.QueuedCpu() == kReplicas * 4);
+
+  // Replicas in the second chunk and the last start: the poll sees both, and they leave
+  // the queued count; nothing else changes.
+  const int second = jc::adapter::AdapterCore::kLiveChunk + 7, last = kReplicas - 1;
+  std::vector<std::string> names;
+  for (int i = 0; i < kReplicas; ++i) names.push_back(absl::StrCat("walk-", i));
+  for (int i : {second, last}) book.scheduler.Set(ids[i], pb::REPLICA_RUNNING);
+  REQUIRE(book.core->PollOnce().ok());
+  int running = 0;
+  for (int i = 0; i < kReplicas; ++i) {
+    if (book.Get(Key(names[i], 0)).state() == pb::REPLICA_RUNNING) ++running;
+  }
+  CHECK(running == 2);
+  CHECK(book.Get(Key(names[second], 0)).state() == pb::REPLICA_RUNNING);
+  CHECK(book.Get(Key(names[last], 0)).state() == pb::REPLICA_RUNNING);
+  CHECK(book.QueuedCpu() == (kReplicas - 2) * 4);
+}

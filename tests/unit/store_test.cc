@@ -296,6 +296,77 @@ TEST_CASE("a group commit's rows for several tables all land, and a writer whose
   CHECK(store->Query("SELECT 1 FROM job_events WHERE revision >= 1000")->size() == kWriters - 1);
 }
 
+TEST_CASE("a transaction's last statement goes with its commit: all of it or none of it, with the statements before "
+          "it and the request's audit row",
+          "[C2][store]") {
+  // On PostgreSQL a transaction that sent nothing yet sends its last statement alone, as a
+  // transaction of its own (one round trip, no BEGIN or COMMIT): it must stay atomic.
+  auto store = jc::testing::MakeTestStore();
+  const std::string insert = "INSERT INTO centers (id, region, status, doc) VALUES ($1, 'r', 1, '{}')";
+  const std::string insert_two = "INSERT INTO centers (id, region, status, doc) VALUES ($1, 'r', 1, '{}'), ($2, 'r', 1, '{}')";
+  auto has = [&](const std::string& id) {
+    return store->Query("SELECT 1 FROM centers WHERE id = $1", {id})->size() == 1;
+  };
+  REQUIRE(store->Exec(insert, {std::string("c1")}).ok());
+
+  {  // Alone, two rows, the second a duplicate: neither lands.
+    auto txn = store->Begin();
+    REQUIRE(txn.ok());
+    CHECK(absl::IsAlreadyExists((*txn)->ExecAndCommit(insert_two, {std::string("c2"), std::string("c1")})));
+  }
+  CHECK_FALSE(has("c2"));
+  {  // Alone and good: it lands, and the transaction is over.
+    auto txn = store->Begin();
+    REQUIRE((*txn)->ExecAndCommit(insert_two, {std::string("c2"), std::string("c3")}).ok());
+    CHECK(has("c2"));
+    CHECK(has("c3"));
+    CHECK(absl::IsFailedPrecondition((*txn)->Commit()));
+    CHECK(absl::IsFailedPrecondition((*txn)->Exec(insert, {std::string("c9")}).status()));
+  }
+  CHECK_FALSE(has("c9"));
+  {  // After a statement: a failing last one takes it back with it.
+    auto txn = store->Begin();
+    REQUIRE((*txn)->Exec("DELETE FROM centers WHERE id = $1", {std::string("c1")}).ok());
+    CHECK(absl::IsAlreadyExists((*txn)->ExecAndCommit(insert, {std::string("c2")})));
+  }
+  CHECK(has("c1"));
+  {  // After a statement, both land.
+    auto txn = store->Begin();
+    REQUIRE((*txn)->Exec("DELETE FROM centers WHERE id = $1", {std::string("c1")}).ok());
+    REQUIRE((*txn)->ExecAndCommit(insert, {std::string("c4")}).ok());
+  }
+  CHECK_FALSE(has("c1"));
+  CHECK(has("c4"));
+
+  // The request's audit row (a rider) is written with the statement, or not at all.
+  auto rider = [](const std::string& name) {
+    return jc::store::RiderRow{"INSERT INTO leases (name, holder, expires_at)",
+                               [name] { return Params{name, std::string("h"), int64_t{1}}; }};
+  };
+  jc::store::RiderRow kept = rider("kept");
+  {
+    jc::store::RiderScope scope(&kept);
+    auto txn = store->Begin();
+    REQUIRE((*txn)->ExecAndCommit(insert, {std::string("c5")}).ok());
+  }
+  CHECK(kept.committed);
+  CHECK(store->Query("SELECT 1 FROM leases WHERE name = 'kept'")->size() == 1);
+  jc::store::RiderRow dropped = rider("dropped");
+  {
+    jc::store::RiderScope scope(&dropped);
+    auto txn = store->Begin();
+    CHECK(absl::IsAlreadyExists((*txn)->ExecAndCommit(insert, {std::string("c5")})));
+  }
+  CHECK_FALSE(dropped.committed);
+  CHECK(store->Query("SELECT 1 FROM leases WHERE name = 'dropped'")->empty());
+
+  {  // A transaction that sent nothing commits nothing, without error.
+    auto txn = store->Begin();
+    CHECK((*txn)->Commit().ok());
+  }
+  CHECK(store->Query("SELECT 1 FROM centers")->size() == 4);  // c2, c3, c4, c5
+}
+
 TEST_CASE("a group commit's epilogue sees each committed transaction's writes, in commit order, and never a failed "
           "one's (the adapter publishes its events so)",
           "[C2][store]") {
