@@ -1174,15 +1174,39 @@ void JobManager::OnEvent(const std::string& center, uint64_t term, const apb::Re
   if (fx.changed) MarkDirty(it->first);
 }
 
-void JobManager::GiveUpLostCenters(const std::set<std::string>& connected, absl::Time now) {
-  // The centers that hold long-running or interactive replicas now.
-  std::set<std::string> holding;
-  for (const auto& [id, job] : active_) {
-    for (const auto& rep : job.record.replicas()) {
-      if (rep.center_id().empty() || Ended(rep.state()) || rep.state() == v1::ReplicaRecord::WAITING) continue;
-      if (KindOf(job.record.request().tasks(rep.task_index())) != JobKind::kBatch) holding.insert(rep.center_id());
+void JobManager::NoteHolding(const v1::JobRecord& job, std::set<std::string>* holding) {
+  for (const auto& rep : job.replicas()) {
+    if (rep.center_id().empty() || Ended(rep.state()) || rep.state() == v1::ReplicaRecord::WAITING) continue;
+    if (KindOf(job.request().tasks(rep.task_index())) != JobKind::kBatch) holding->insert(rep.center_id());
+  }
+}
+
+void JobManager::AsksOf(const std::string& id, const v1::JobRecord& job, bool all, const std::set<std::string>& connected,
+                        std::vector<ReplicaTracker::Ask>* asks) {
+  for (int i = 0; i < job.replicas_size(); ++i) {
+    const auto& rep = job.replicas(i);
+    // Replicas on centers whose event stream is down (or all, after taking over) are asked
+    // directly, by key.
+    bool live = rep.state() == v1::ReplicaRecord::PENDING || rep.state() == v1::ReplicaRecord::RUNNING;
+    if (live && (all || !connected.count(rep.center_id()))) asks->push_back({id, i, rep.center_id(), ReplicaKeyOf(job, i)});
+    // Attempts stopped or moved past whose end their center has not reported yet: asked
+    // every time (they are few, and their usage is due), wherever the stream stands.
+    for (const auto& a : rep.attempts()) {
+      if (a.closed() || a.center_id().empty() || (live && a.attempt() == rep.attempt())) continue;
+      if (a.attempt() == rep.attempt() &&
+          (rep.state() == v1::ReplicaRecord::DISPATCHING || rep.state() == v1::ReplicaRecord::STAGING)) {
+        continue;  // not at its center yet
+      }
+      apb::ReplicaKey key = ReplicaKeyOf(job, i);
+      key.set_attempt(a.attempt());
+      asks->push_back({id, i, a.center_id(), std::move(key)});
     }
   }
+}
+
+bool JobManager::GiveUpLostCenters(const std::set<std::string>& holding, const std::set<std::string>& connected,
+                                   absl::Time now) {
+  bool gave_up = false;
   std::erase_if(lost_since_, [&](const auto& e) { return holding.count(e.first) == 0; });
   for (const std::string& center : holding) {
     std::optional<std::string> gone = connected.count(center) ? std::nullopt : scheduler_->CenterGone(center);
@@ -1203,50 +1227,56 @@ void JobManager::GiveUpLostCenters(const std::set<std::string>& connected, absl:
       if (!fx.changed) continue;
       ApplyEffects(job, fx);
       MarkDirty(id);
+      gave_up = true;
     }
     lost_since_.erase(center);
   }
+  return gave_up;
 }
 
 void JobManager::OnReconcile(bool all, const std::set<std::string>& connected) {
   if (!leading_) return;
-  // Attempts whose center has not reported their end within the grace: the control
-  // plane's own times stand in (a report later corrects them).
-  absl::Time now = clock_->Now();
-  for (auto& [id, job] : active_) {
-    if (!AwaitsUsage(job.record)) continue;
-    JobEffects fx;
-    CloseOverdue(job.record, now, options_.usage_report_grace, &fx);
-    if (!fx.changed) continue;
-    ApplyEffects(job, fx);
-    MarkDirty(id);
-  }
-  GiveUpLostCenters(connected, now);
-  // Replicas on centers whose event stream is down (or all, after taking over) are asked
-  // directly, by key.
-  std::vector<ReplicaTracker::Ask> asks;
-  for (const auto& [id, job] : active_) {
-    for (int i = 0; i < job.record.replicas_size(); ++i) {
-      const auto& rep = job.record.replicas(i);
-      bool live = rep.state() == v1::ReplicaRecord::PENDING || rep.state() == v1::ReplicaRecord::RUNNING;
-      if (live && (all || !connected.count(rep.center_id()))) asks.push_back({id, i, rep.center_id(), ReplicaKeyOf(job.record, i)});
-      // Attempts stopped or moved past whose end their center has not reported yet: asked
-      // every time (they are few, and their usage is due), wherever the stream stands.
-      for (const auto& a : rep.attempts()) {
-        if (a.closed() || a.center_id().empty() || (live && a.attempt() == rep.attempt())) continue;
-        if (a.attempt() == rep.attempt() && (rep.state() == v1::ReplicaRecord::DISPATCHING ||
-                                             rep.state() == v1::ReplicaRecord::STAGING)) {
-          continue;  // not at its center yet
-        }
-        apb::ReplicaKey key = ReplicaKeyOf(job.record, i);
-        key.set_attempt(a.attempt());
-        asks.push_back({id, i, a.center_id(), std::move(key)});
+  ReconcilePass pass;
+  pass.all = all;
+  pass.connected = connected;
+  pass.term = term_;
+  pass.now = clock_->Now();
+  ContinueReconcile(std::move(pass), /*one_turn=*/all);
+}
+
+void JobManager::ContinueReconcile(ReconcilePass pass, bool one_turn) {
+  // A pass of an earlier term, or while standing down, is dropped: the next poll starts anew.
+  if (!leading_ || pass.term != term_) return;
+  auto it = pass.after.has_value() ? active_.upper_bound(*pass.after) : active_.begin();
+  for (int n = 0; it != active_.end() && (one_turn || n < std::max(1, options_.reconcile_slice)); ++it, ++n) {
+    const std::string& id = it->first;
+    Active& job = it->second;
+    // Attempts whose center has not reported their end within the grace: the control
+    // plane's own times stand in (a report later corrects them).
+    if (AwaitsUsage(job.record)) {
+      JobEffects fx;
+      CloseOverdue(job.record, pass.now, options_.usage_report_grace, &fx);
+      if (fx.changed) {
+        ApplyEffects(job, fx);
+        MarkDirty(id);
       }
     }
+    NoteHolding(job.record, &pass.holding);
+    AsksOf(id, job.record, pass.all, pass.connected, &pass.asks);
+    pass.after = id;
   }
-  if (asks.empty()) return;
-  uint64_t term = term_;
-  tracker_.Read(std::move(asks), [this, term](const ReplicaTracker::Ask& ask, absl::StatusOr<apb::Replica> replica) {
+  if (it != active_.end()) {
+    loop_.Post([this, pass = std::move(pass)]() mutable { ContinueReconcile(std::move(pass), false); });
+    return;
+  }
+  if (GiveUpLostCenters(pass.holding, pass.connected, pass.now)) {
+    // Replicas given up changed state: what to ask is taken again, after them.
+    pass.asks.clear();
+    for (const auto& [id, job] : active_) AsksOf(id, job.record, pass.all, pass.connected, &pass.asks);
+  }
+  if (pass.asks.empty()) return;
+  uint64_t term = pass.term;
+  tracker_.Read(std::move(pass.asks), [this, term](const ReplicaTracker::Ask& ask, absl::StatusOr<apb::Replica> replica) {
     loop_.Post([this, term, ask, replica = std::move(replica)] { OnReplicaRead(term, ask, replica); });
   });
 }
