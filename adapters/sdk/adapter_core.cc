@@ -368,7 +368,7 @@ absl::StatusOr<pb::Usage> AdapterCore::Usage() {
   // would make it look full for free.
   // Each queued replica with its spec and its scheduler job, whose state is asked once (a
   // gang's replicas share one job; each of them holds its own spec while the job waits).
-  std::vector<std::pair<std::string, const pb::SpecOffer*>> found;  // (scheduler job, spec), under mu_
+  std::vector<std::pair<std::string, const pb::SpecOffer*>> found;  // (scheduler job, spec), copied out of the book
   ForEachLive([&](const pb::Replica& r) {
     if (r.state() != pb::REPLICA_PENDING || r.has_started_at() || r.external_id().empty()) return;
     if (const pb::SpecOffer* spec = center_.FindSpec(r.resource_spec_id())) found.emplace_back(r.external_id(), spec);
