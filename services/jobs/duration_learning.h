@@ -21,7 +21,7 @@
 
 namespace jc::jobs {
 
-// In the stop reason of a job its time limit stopped (EnforceTimeLimits): such a run is a
+// In the stop reason of a job its time limit stopped (EnforceTimeLimit): such a run is a
 // lower bound of the job's length, and is learned as one.
 inline constexpr char kTimeLimitStop[] = "ran past the job's time limit";
 

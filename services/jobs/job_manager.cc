@@ -1006,16 +1006,71 @@ void JobManager::OnTick() {
     }
   }
   resubmit_.clear();
-  // The gauges visit every job: at most once a second, not every cycle.
   absl::Time now = clock_->Now();
   ResendStops(now);
-  if (now - gauges_updated_ >= absl::Seconds(1)) {
+  // What visits every job goes at most once a second, not every cycle, a slice at a time;
+  // a walk still under way (a busy loop) is not begun again.
+  if (now - gauges_updated_ >= absl::Seconds(1) && sweep_term_ != term_) {
     gauges_updated_ = now;
-    EnforceTimeLimits(now);
-    EnforceIdleLimits(now);
-    moves_.ConsiderMoves(now);
-    UpdateGauges();
+    SweepPass pass;
+    pass.term = term_;
+    pass.now = now;
+    pass.from = moves_.cursor();
+    pass.after = pass.from;
+    pass.activity = activity_.load();
+    moves_.BeginPass();
+    sweep_term_ = term_;
+    ContinueSweep(std::move(pass));
   }
+}
+
+void JobManager::ContinueSweep(SweepPass pass) {
+  // A walk of an earlier term, or while standing down, is dropped: the next tick begins anew.
+  if (!leading_ || pass.term != term_) {
+    if (sweep_term_ == pass.term) sweep_term_.reset();
+    return;
+  }
+  std::vector<v1::JobRecord*> slice;
+  const size_t most = static_cast<size_t>(std::max(1, options_.walk_slice));
+  auto it = pass.after.has_value() ? active_.upper_bound(*pass.after) : active_.begin();
+  bool done = false;
+  while (true) {
+    if (it == active_.end() && !pass.wrapped) {
+      pass.wrapped = true;
+      pass.after.reset();
+      it = active_.begin();
+    }
+    if (it == active_.end() || (pass.wrapped && it->first > pass.from)) {
+      done = true;
+      break;
+    }
+    if (slice.size() >= most) break;
+    const std::string& id = it->first;
+    Active& job = it->second;
+    EnforceTimeLimit(job, pass.now);
+    EnforceIdleLimit(id, job, pass);
+    const std::string& status = job.record.status();
+    if (status == kRunning) {
+      ++pass.running;
+    } else if (status != kCompleted && status != kFailed) {  // ended: being written
+      ++pass.pending;
+    }
+    slice.push_back(&job.record);
+    pass.after = id;
+    ++it;
+  }
+  moves_.ConsiderSlice(slice, pass.now);
+  if (!done) {
+    loop_.Post([this, pass = std::move(pass)]() mutable { ContinueSweep(std::move(pass)); });
+    return;
+  }
+  ready_since_.swap(pass.ready_now);
+  {
+    std::lock_guard<std::mutex> lock(probes_mu_);
+    activity_probes_.swap(pass.probes);
+  }
+  UpdateGauges(pass.pending, pass.running);
+  sweep_term_.reset();
 }
 
 // ---- Stops ----
@@ -1248,7 +1303,7 @@ void JobManager::ContinueReconcile(ReconcilePass pass, bool one_turn) {
   // A pass of an earlier term, or while standing down, is dropped: the next poll starts anew.
   if (!leading_ || pass.term != term_) return;
   auto it = pass.after.has_value() ? active_.upper_bound(*pass.after) : active_.begin();
-  for (int n = 0; it != active_.end() && (one_turn || n < std::max(1, options_.reconcile_slice)); ++it, ++n) {
+  for (int n = 0; it != active_.end() && (one_turn || n < std::max(1, options_.walk_slice)); ++it, ++n) {
     const std::string& id = it->first;
     Active& job = it->second;
     // Attempts whose center has not reported their end within the grace: the control
@@ -1739,7 +1794,7 @@ void JobManager::EnableMetrics(prometheus::Registry& registry) {
   metrics_ = RegisterJobMetrics(registry);
   moves_.SetMetrics(metrics_.get());
   dispatcher_.SetTimings(metrics_->handover_outbox, metrics_->handover_adapter_call);
-  UpdateGauges();
+  UpdateGauges(0, 0);
 }
 
 std::vector<Dispatch> JobManager::Schedule(Active& job) {
@@ -1979,13 +2034,6 @@ absl::Time LimitStart(const v1::AttemptRecord& a) {
 
 }  // namespace
 
-std::vector<v1::JobRecord*> JobManager::MoveView::Jobs() {
-  std::vector<v1::JobRecord*> jobs;
-  jobs.reserve(manager_->active_.size());
-  for (auto& [id, job] : manager_->active_) jobs.push_back(&job.record);
-  return jobs;
-}
-
 v1::JobRecord* JobManager::MoveView::Find(const std::string& job_id) {
   auto it = manager_->active_.find(job_id);
   return it == manager_->active_.end() ? nullptr : &it->second.record;
@@ -2015,85 +2063,76 @@ void JobManager::StopFor(Active& job, std::string reason, absl::Time now) {
   MarkDirty(r.job_id());
 }
 
-void JobManager::EnforceTimeLimits(absl::Time now) {
-  for (auto& [id, job] : active_) {
-    v1::JobRecord& r = job.record;
-    if (!r.request().has_time_limit() || r.stop_requested()) continue;
-    auto limit = estimator::TimeLimitOf(r.request());
-    if (!limit.has_value()) continue;
-    std::string reason;
-    for (const auto& rep : r.replicas()) {
-      for (const auto& a : rep.attempts()) {
-        if (a.closed() || !a.has_started_at() || !a.outcome().empty()) continue;
-        if (now - LimitStart(a) > *limit) {
-          reason = absl::StrFormat("stopped: replica %d of task %s %s of %s", rep.replica_index(),
-                                   r.request().tasks(rep.task_index()).name(), kTimeLimitStop,
-                                   estimator::DescribeDuration(*limit));
-        }
+void JobManager::EnforceTimeLimit(Active& job, absl::Time now) {
+  v1::JobRecord& r = job.record;
+  if (!r.request().has_time_limit() || r.stop_requested()) return;
+  auto limit = estimator::TimeLimitOf(r.request());
+  if (!limit.has_value()) return;
+  std::string reason;
+  for (const auto& rep : r.replicas()) {
+    for (const auto& a : rep.attempts()) {
+      if (a.closed() || !a.has_started_at() || !a.outcome().empty()) continue;
+      if (now - LimitStart(a) > *limit) {
+        reason = absl::StrFormat("stopped: replica %d of task %s %s of %s", rep.replica_index(),
+                                 r.request().tasks(rep.task_index()).name(), kTimeLimitStop,
+                                 estimator::DescribeDuration(*limit));
       }
-      if (!reason.empty()) break;
     }
-    if (reason.empty()) continue;
-    StopFor(job, std::move(reason), now);
+    if (!reason.empty()) break;
   }
+  if (reason.empty()) return;
+  StopFor(job, std::move(reason), now);
 }
 
-void JobManager::EnforceIdleLimits(absl::Time now) {
-  std::vector<ActivityProbe> probes;
-  absl::flat_hash_map<std::string, absl::Time> ready_now;
-  EndpointActivity* activity = activity_.load();
-  for (auto& [id, job] : active_) {
-    v1::JobRecord& r = job.record;
-    if (!r.request().has_idle_timeout() || r.stop_requested()) continue;
-    // Idle only while it runs: from its current attempt's start (the control plane's send
-    // at the earliest), from when this instance began to lead, and from its last use.
-    std::optional<absl::Time> running_since;
-    for (const auto& rep : r.replicas()) {
-      if (rep.state() != v1::ReplicaRecord::RUNNING) continue;
-      for (const auto& a : rep.attempts()) {
-        if (a.closed() || !a.has_started_at() || !a.outcome().empty()) continue;
-        running_since = std::max(running_since.value_or(absl::InfinitePast()), LimitStart(a));
-      }
+void JobManager::EnforceIdleLimit(const std::string& id, Active& job, SweepPass& pass) {
+  const absl::Time now = pass.now;
+  v1::JobRecord& r = job.record;
+  if (!r.request().has_idle_timeout() || r.stop_requested()) return;
+  // Idle only while it runs: from its current attempt's start (the control plane's send
+  // at the earliest), from when this instance began to lead, and from its last use.
+  std::optional<absl::Time> running_since;
+  for (const auto& rep : r.replicas()) {
+    if (rep.state() != v1::ReplicaRecord::RUNNING) continue;
+    for (const auto& a : rep.attempts()) {
+      if (a.closed() || !a.has_started_at() || !a.outcome().empty()) continue;
+      running_since = std::max(running_since.value_or(absl::InfinitePast()), LimitStart(a));
     }
-    if (!running_since.has_value()) continue;
-    for (int t = 0; t < r.request().tasks_size(); ++t) {
-      for (const auto& port : r.request().tasks(t).ports()) {
-        if (!port.activity_path().empty()) probes.push_back({id, t, port.name(), port.activity_path()});
-      }
-    }
-    absl::Time last = std::max(*running_since, leading_since_);
-    const absl::Duration limit = absl::Seconds(r.request().idle_timeout().seconds()) +
-                                 absl::Nanoseconds(r.request().idle_timeout().nanos());
-    // Nobody can use it before one of its endpoints answers (a notebook unpacking and
-    // starting on a busy host): its idle time counts from when one was first seen ready,
-    // and one that never becomes ready is given the timeout once more from its start.
-    if (std::any_of(r.request().tasks().begin(), r.request().tasks().end(),
-                    [](const auto& t) { return t.ports_size() > 0; })) {
-      bool ready = false;
-      for (const auto& rep : r.replicas()) {
-        for (const auto& e : rep.endpoints()) ready |= rep.state() == v1::ReplicaRecord::RUNNING && e.ready();
-      }
-      if (!ready) {
-        last = std::max(last, *running_since + limit);
-      } else {
-        auto seen = ready_since_.find(id);
-        last = std::max(last, seen != ready_since_.end() ? seen->second : now);
-        ready_now[id] = seen != ready_since_.end() ? seen->second : now;
-      }
-    }
-    if (activity != nullptr) {
-      if (std::optional<absl::Time> used = activity->LastActivity(id)) last = std::max(last, *used);
-    }
-    if (now - last <= limit) continue;
-    StopFor(job,
-            absl::StrCat(kIdleStop, " ", estimator::DescribeDuration(limit),
-                         " (no request through its endpoints, nor use its replica reported, since ",
-                         absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", last, absl::UTCTimeZone()), ")"),
-            now);
   }
-  ready_since_.swap(ready_now);
-  std::lock_guard<std::mutex> lock(probes_mu_);
-  activity_probes_.swap(probes);
+  if (!running_since.has_value()) return;
+  for (int t = 0; t < r.request().tasks_size(); ++t) {
+    for (const auto& port : r.request().tasks(t).ports()) {
+      if (!port.activity_path().empty()) pass.probes.push_back({id, t, port.name(), port.activity_path()});
+    }
+  }
+  absl::Time last = std::max(*running_since, leading_since_);
+  const absl::Duration limit = absl::Seconds(r.request().idle_timeout().seconds()) +
+                               absl::Nanoseconds(r.request().idle_timeout().nanos());
+  // Nobody can use it before one of its endpoints answers (a notebook unpacking and
+  // starting on a busy host): its idle time counts from when one was first seen ready,
+  // and one that never becomes ready is given the timeout once more from its start.
+  if (std::any_of(r.request().tasks().begin(), r.request().tasks().end(),
+                  [](const auto& t) { return t.ports_size() > 0; })) {
+    bool ready = false;
+    for (const auto& rep : r.replicas()) {
+      for (const auto& e : rep.endpoints()) ready |= rep.state() == v1::ReplicaRecord::RUNNING && e.ready();
+    }
+    if (!ready) {
+      last = std::max(last, *running_since + limit);
+    } else {
+      auto seen = ready_since_.find(id);
+      last = std::max(last, seen != ready_since_.end() ? seen->second : now);
+      pass.ready_now[id] = seen != ready_since_.end() ? seen->second : now;
+    }
+  }
+  if (pass.activity != nullptr) {
+    if (std::optional<absl::Time> used = pass.activity->LastActivity(id)) last = std::max(last, *used);
+  }
+  if (now - last <= limit) return;
+  StopFor(job,
+          absl::StrCat(kIdleStop, " ", estimator::DescribeDuration(limit),
+                       " (no request through its endpoints, nor use its replica reported, since ",
+                       absl::FormatTime("%Y-%m-%d %H:%M:%S UTC", last, absl::UTCTimeZone()), ")"),
+          now);
 }
 
 void JobManager::ApplyEffects(Active& job, const JobEffects& fx) {
@@ -2180,18 +2219,9 @@ absl::StatusOr<std::string> JobManager::LogUrl(const std::string& job_id, int ta
                       "/log/content");
 }
 
-void JobManager::UpdateGauges() {
+void JobManager::UpdateGauges(int pending, int running) {
   if (!metrics_) return;
   metrics_->queue_length->Set(static_cast<double>(waiting_.size()));
-  int pending = 0, running = 0;
-  for (const auto& [id, job] : active_) {
-    if (job.record.status() == kCompleted || job.record.status() == kFailed) continue;  // being written
-    if (job.record.status() == kRunning) {
-      ++running;
-    } else {
-      ++pending;
-    }
-  }
   metrics_->jobs->Add({{"status", kPending}}).Set(pending);
   metrics_->jobs->Add({{"status", kRunning}}).Set(running);
 }

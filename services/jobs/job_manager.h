@@ -63,8 +63,9 @@ struct JobManagerOptions {
   absl::Duration cycle_interval = absl::Milliseconds(200);  // scheduling cycle and retries
   absl::Duration poll_interval = absl::Seconds(5);          // fallback polls of replicas
   int dispatch_threads = 16;  // submits in flight at once (each waits on an adapter)
-  // Active jobs a poller's reconcile pass takes in one turn of the loop (ContinueReconcile).
-  int reconcile_slice = 2000;
+  // Active jobs a walk over every one takes in one turn of the loop: the reconcile pass at
+  // every poll (ContinueReconcile), the limits, moves and gauges every second (ContinueSweep).
+  int walk_slice = 2000;
   int64_t max_log_bytes = 16 << 20;
   // Instances sharing a store take turns through the "jobs" lease: one leads (places and
   // dispatches), the others stand by. The same id re-takes its own lease at once after a
@@ -304,7 +305,7 @@ class JobManager {
                      std::vector<ReplicaTracker::Ask>* asks);
   void OnReconcile(bool all, const std::set<std::string>& connected);
   // One pass of OnReconcile, over the active jobs in id order. The poller's pass goes
-  // reconcile_slice jobs a turn of the loop, then posts the rest behind what queued
+  // walk_slice jobs a turn of the loop, then posts the rest behind what queued
   // meanwhile: in one turn, 25,000 active jobs held the loop 13 ms every poll, and every
   // create and answer waited (docs/benchmarks.md, session 64). A takeover's pass is one turn.
   struct ReconcilePass {
@@ -363,8 +364,27 @@ class JobManager {
   absl::StatusOr<std::string> Encode(Active& job);
   void MarkDirty(const std::string& job_id) { dirty_.insert(job_id); }
   void SetNotLeading(const std::string& why);
-  // Sets the gauges from the jobs in memory; at most once a second (it visits every job).
-  void UpdateGauges();
+  // Sets the gauges: the queue's length, and the jobs pending and running.
+  void UpdateGauges(int pending, int running);
+  // The walk over every active job once a second (OnTick): time and idle limits, moves,
+  // the gauges; walk_slice jobs a turn of the loop, the rest posted behind what queued
+  // meanwhile, from the first job after the move planner's cursor round to it (moves weigh
+  // every job in turn). At 25,000 active jobs the four walks in one turn held the loop
+  // 25-30 ms every second, and the creates that came meanwhile waited: T's p99
+  // (docs/benchmarks.md, session 65).
+  struct SweepPass {
+    uint64_t term = 0;
+    absl::Time now;
+    std::string from;                   // where it started; it ends there, having gone round
+    std::optional<std::string> after;   // the last job id done; none: from the first
+    bool wrapped = false;               // gone round past the last job
+    int pending = 0, running = 0;       // the gauges
+    EndpointActivity* activity = nullptr;
+    std::vector<ActivityProbe> probes;  // EnforceIdleLimit's
+    absl::flat_hash_map<std::string, absl::Time> ready_now;
+  };
+  void ContinueSweep(SweepPass pass);
+  std::optional<uint64_t> sweep_term_;  // the term of the walk under way; none: no walk
   // Places queued jobs through `schedule_one` in the queue order (options_.queue: sef, las,
   // with or without fair share): ranks from each job's expected run time and the service
   // its attempts received; with fair share, what each project's placed and unfinished
@@ -408,15 +428,15 @@ class JobManager {
   estimator::SharedEstimator* estimator_ = nullptr;
   // What the attempts that ran to their end teach estimator_ (duration_learning.h); loop thread.
   DurationLearning learning_{[this](const std::string& center) { return scheduler_->PerformanceOf(center); }};
-  // Stops the jobs an attempt of which ran past the job's time limit; loop thread.
-  void EnforceTimeLimits(absl::Time now);
-  // Stops the interactive jobs idle past their idleTimeout, and says which ports the
-  // listener asks for their replicas' own word (activity_probes_); loop thread.
-  void EnforceIdleLimits(absl::Time now);
+  // Stops the job when an attempt of it ran past its time limit; loop thread.
+  void EnforceTimeLimit(Active& job, absl::Time now);
+  // Stops an interactive job idle past its idleTimeout, and adds the ports the listener
+  // asks for its replicas' own word (activity_probes_ at the walk's end); loop thread.
+  void EnforceIdleLimit(const std::string& id, Active& job, SweepPass& pass);
   std::atomic<EndpointActivity*> activity_{nullptr};
   absl::Time leading_since_ = absl::InfiniteFuture();  // loop thread
   // Jobs with an idle timeout and ports: when one of their endpoints was first seen ready
-  // (EnforceIdleLimits; loop thread). Rebuilt every round from the jobs that still run.
+  // (EnforceIdleLimit; loop thread). Rebuilt every round from the jobs that still run.
   absl::flat_hash_map<std::string, absl::Time> ready_since_;
   mutable std::mutex probes_mu_;
   std::vector<ActivityProbe> activity_probes_ ABSL_GUARDED_BY(probes_mu_);
@@ -440,7 +460,6 @@ class JobManager {
   class MoveView final : public MoveHost {
    public:
     explicit MoveView(JobManager* manager) : manager_(manager) {}
-    std::vector<v1::JobRecord*> Jobs() override;
     v1::JobRecord* Find(const std::string& job_id) override;
     std::vector<scheduler::Scheduler::MoveAnswer> MoveTargets(
         const std::vector<scheduler::Scheduler::MoveQuestion>& questions, double margin) override;

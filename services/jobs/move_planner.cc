@@ -36,16 +36,26 @@ v1::JobRecord* FindIn(const std::vector<v1::JobRecord*>& jobs, const std::string
 }  // namespace
 
 MovePass MovePlanner::Weigh(const std::vector<v1::JobRecord*>& jobs, absl::Time now) {
-  MovePass pass;
+  StartPass([&jobs](const std::string& id) { return FindIn(jobs, id) != nullptr; });
+  return WeighSlice(jobs, now);
+}
+
+void MovePlanner::StartPass(const std::function<bool(const std::string&)>& present) {
   // What is kept of jobs that left memory goes with them.
   for (auto it = move_checked_.begin(); it != move_checked_.end();) {
-    it = FindIn(jobs, it->first.first) != nullptr ? std::next(it) : move_checked_.erase(it);
+    it = present(it->first.first) ? std::next(it) : move_checked_.erase(it);
   }
   for (auto it = unwithdrawable_.begin(); it != unwithdrawable_.end();) {
-    it = FindIn(jobs, std::get<0>(*it)) != nullptr ? std::next(it) : unwithdrawable_.erase(it);
+    it = present(std::get<0>(*it)) ? std::next(it) : unwithdrawable_.erase(it);
   }
+  questions_left_ = kMaxQuestions;
+}
+
+MovePass MovePlanner::WeighSlice(const std::vector<v1::JobRecord*>& jobs, absl::Time now) {
+  MovePass pass;
   // Every job in turn from where the last pass stopped (wrapping), so a long run of jobs that
-  // stay cannot keep the ones behind them from being weighed.
+  // stay cannot keep the ones behind them from being weighed. (A slice after the cursor, or
+  // one the pass reached after going round, is taken from its start.)
   auto after_cursor = std::upper_bound(jobs.begin(), jobs.end(), move_cursor_,
                                        [](const std::string& key, const v1::JobRecord* r) { return key < r->job_id(); });
   std::vector<v1::JobRecord*> order(after_cursor, jobs.end());
@@ -69,7 +79,7 @@ MovePass MovePlanner::Weigh(const std::vector<v1::JobRecord*>& jobs, absl::Time 
       Reserve(w);
       pass.resend.push_back(std::move(w));
     }
-    if (pass.questions.size() >= kMaxQuestions) continue;
+    if (pass.questions.size() >= questions_left_) continue;
     move_cursor_ = id;
     // Candidates: replicas waiting at their center past move_after, never asked, with moves
     // left. A gang only whole: every replica of it waits at one center.
@@ -115,9 +125,10 @@ MovePass MovePlanner::Weigh(const std::vector<v1::JobRecord*>& jobs, absl::Time 
       }
       pass.questions.push_back(std::move(q));
       pass.indices.push_back(std::move(group));
-      if (gang || pass.questions.size() >= kMaxQuestions) break;
+      if (gang || pass.questions.size() >= questions_left_) break;
     }
   }
+  questions_left_ -= std::min(questions_left_, pass.questions.size());
   return pass;
 }
 
@@ -187,14 +198,18 @@ const char* MovePlanner::Answered(const Withdrawal& w, v1::JobRecord* r, const a
   return "started";
 }
 
-void MovePlanner::ConsiderMoves(absl::Time now) {
+void MovePlanner::BeginPass() {
   if (options_.max_moves <= 0) return;
-  std::vector<v1::JobRecord*> jobs = host_->Jobs();
-  MovePass pass = Weigh(jobs, now);
+  StartPass([this](const std::string& id) { return host_->Find(id) != nullptr; });
+}
+
+void MovePlanner::ConsiderSlice(const std::vector<v1::JobRecord*>& slice, absl::Time now) {
+  if (options_.max_moves <= 0) return;
+  MovePass pass = WeighSlice(slice, now);
   for (const Withdrawal& w : pass.resend) host_->Send(w);
   if (pass.questions.empty()) return;
   std::vector<scheduler::Scheduler::MoveAnswer> answers = host_->MoveTargets(pass.questions, options_.move_margin);
-  for (const MoveAsk& ask : Ask(pass, answers, jobs, now)) {
+  for (const MoveAsk& ask : Ask(pass, answers, slice, now)) {
     for (const Withdrawal& w : ask.send) host_->Send(w);
     if (ask.changed) {
       spdlog::info("job manager: job {}: {}", ask.job_id, ask.why);

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <regex>
 
 #include "tests/testing/local_adapter.h"
 #include "tests/testing/process.h"
@@ -349,7 +350,9 @@ TEST_CASE("a project's churn evicts its own rows from the store too: after a res
 TEST_CASE("a job's time limit stops a replica that runs past it, saying so, and bad durations are refused and "
           "change nothing [A16]",
           "[A16]") {
-  Federation f(2);
+  // The walk over the jobs each second (limits, moves, gauges) a job a turn of the loop,
+  // its rest posted behind what queued: the limit and the gauges still see every job.
+  Federation f(2, [](jc::server::AppOptions& o) { o.jobs.walk_slice = 1; });
   auto alice = f.UserClient("alice", "vision", "MEMBER");
   for (const auto& [field, value, says] :
        {std::tuple<const char*, const char*, const char*>{"timeLimit", "-5s", "timeLimit: must be a positive"},
@@ -365,11 +368,19 @@ TEST_CASE("a job's time limit stops a replica that runs past it, saying so, and 
 
   const std::string limited = Submit(*alice, Federation::Job("limited", "sleep 60", {{"timeLimit", "1s"}}));
   const std::string within = Submit(*alice, Federation::Job("within", "sleep 0.2", {{"timeLimit", "60s"}}));
+  const std::string after = Submit(*alice, Federation::Job("after", "sleep 60", {{"timeLimit", "2s"}}));
+  // Until the walk reaches its end the gauges are not set: while the long ones run, they say so.
+  CHECK(jc::testing::WaitUntil([&] {
+    return std::regex_search(f.rest->Raw("/metrics"), std::regex("\njc_jobs\\{status=\"running\"\\} [1-3]\n"));
+  }));
   json stopped = WaitForStatus(*alice, limited, "failed");
   CHECK(stopped.value("statusReason", "").find("ran past the job's time limit of 1 s") != std::string::npos);
   CHECK(stopped["timeLimit"] == "1s");
   json done = WaitForStatus(*alice, within, "completed");
   CHECK(done["timeLimit"] == "60s");
+  // The third job, which the walk reaches turns after the first, is stopped by its limit too.
+  json last = WaitForStatus(*alice, after, "failed");
+  CHECK(last.value("statusReason", "").find("ran past the job's time limit of 2 s") != std::string::npos);
 }
 
 TEST_CASE("shortest expected first: a short job submitted behind a long one runs first when the center frees, and "

@@ -679,7 +679,10 @@ TEST_CASE("an interactive job whose endpoint takes longer than its idleTimeout t
 TEST_CASE("an interactive job idle past its idleTimeout is stopped and ends completed saying so in its status and "
           "events, while requests through its endpoint, or the use its replica reports, keep it running [A17]",
           "[A17]") {
-  Endpoints e([](jc::server::AppOptions& o) { o.endpoints.activity_interval = absl::Milliseconds(200); });
+  Endpoints e([](jc::server::AppOptions& o) {
+    o.endpoints.activity_interval = absl::Milliseconds(200);
+    o.jobs.walk_slice = 1;  // idle limits are enforced a job a turn of the loop
+  });
   AddInteractiveSpec(e);
   auto alice = e.UserClient("alice", "lab", "MEMBER");
   auto start = [&](const std::string& activity_path) {

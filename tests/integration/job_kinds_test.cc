@@ -593,7 +593,7 @@ TEST_CASE("a center lost past the grace: its service's replica starts again at a
         o.jobs.center_lost_grace = absl::Seconds(2);
         // Each poll's pass over the three jobs in three turns of the loop: what the lost
         // center holds is gathered across them (ContinueReconcile).
-        o.jobs.reconcile_slice = 1;
+        o.jobs.walk_slice = 1;
       },
       &center);
   k.Register("127.0.0.1:" + std::to_string(link.port()));

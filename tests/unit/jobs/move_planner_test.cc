@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstddef>
 #include <initializer_list>
 #include <map>
 #include <string>
@@ -132,6 +134,44 @@ TEST_CASE("passes take turns from where the last one stopped: more candidates th
   MovePass third = planner.Weigh(jobs.All(), t + MovePlanner::kRecheck);
   REQUIRE(third.questions.size() == MovePlanner::kMaxQuestions);
   CHECK(third.questions.front().job_id == "job-000");
+}
+
+// A pass as the job manager's loop takes it: a slice of `slice` jobs at a time, from the
+// first after the planner's cursor round to it (JobManager::ContinueSweep).
+MovePass SlicedPass(MovePlanner& planner, Jobs& jobs, size_t slice, absl::Time now) {
+  planner.StartPass([&jobs](const std::string& id) { return jobs.by_id.count(id) > 0; });
+  const std::string from = planner.cursor();
+  std::vector<v1::JobRecord*> order;
+  for (auto it = jobs.by_id.upper_bound(from); it != jobs.by_id.end(); ++it) order.push_back(&it->second);
+  for (auto it = jobs.by_id.begin(); it != jobs.by_id.end() && it->first <= from; ++it) order.push_back(&it->second);
+  MovePass all;
+  for (size_t k = 0; k < order.size(); k += slice) {
+    std::vector<v1::JobRecord*> part(order.begin() + static_cast<std::ptrdiff_t>(k),
+                                     order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), k + slice)));
+    MovePass p = planner.WeighSlice(part, now);
+    all.questions.insert(all.questions.end(), p.questions.begin(), p.questions.end());
+    all.resend.insert(all.resend.end(), p.resend.begin(), p.resend.end());
+  }
+  return all;
+}
+
+TEST_CASE("a pass taken a few jobs at a time, as the job manager's loop walks them, asks what one pass over every "
+          "job asks, in the same turns [A16]",
+          "[A16]") {
+  const size_t n = MovePlanner::kMaxQuestions + 8;
+  Jobs jobs;
+  for (size_t i = 0; i < n; ++i) jobs.Add(PendingJob(absl::StrFormat("job-%03d", i), 1, "a"));
+  MovePlanner whole(nullptr, Options()), sliced(nullptr, Options());
+  const absl::Time t = kT0 + absl::Minutes(3);
+  for (absl::Time at : {t, t + absl::Seconds(1), t + MovePlanner::kRecheck, t + 2 * MovePlanner::kRecheck}) {
+    INFO("at " << absl::FormatDuration(at - t));
+    const std::vector<std::string> expected = QuestionJobs(whole.Weigh(jobs.All(), at));
+    CHECK(QuestionJobs(SlicedPass(sliced, jobs, 5, at)) == expected);
+    CHECK(sliced.cursor() == whole.cursor());
+  }
+  // The pass asks kMaxQuestions in all, not per slice.
+  MovePlanner fresh(nullptr, Options());
+  CHECK(SlicedPass(fresh, jobs, 3, t).questions.size() == MovePlanner::kMaxQuestions);
 }
 
 TEST_CASE("an answer that names a target records the ask on the replica and sends one withdrawal per center: a "
