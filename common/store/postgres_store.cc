@@ -97,27 +97,28 @@ class PostgresTransaction final : public Transaction {
   void Finish();
 
   static pqxx::result Run(pqxx::transaction_base& txn, absl::string_view sql, const Params& params) {
-    std::vector<std::string> storage;
-    storage.reserve(params.size());
+    // Text parameters are sent from where they lie (a burst's documents are most of its
+    // bytes); only numbers are printed, into storage that stops moving before it is pointed to.
+    std::vector<std::string> numbers;
+    numbers.reserve(params.size());
+    for (const SqlValue& v : params) {
+      if (auto* n = std::get_if<int64_t>(&v)) {
+        numbers.push_back(std::to_string(*n));
+      } else if (auto* d = std::get_if<double>(&v)) {
+        numbers.push_back(absl::StrCat(*d));
+      }
+    }
     std::vector<const char*> pointers;
     pointers.reserve(params.size());
+    size_t next_number = 0;
     for (const SqlValue& v : params) {
       if (std::holds_alternative<std::nullptr_t>(v)) {
         pointers.push_back(nullptr);
-        continue;
-      }
-      if (auto* n = std::get_if<int64_t>(&v)) {
-        storage.push_back(std::to_string(*n));
-      } else if (auto* d = std::get_if<double>(&v)) {
-        storage.push_back(absl::StrCat(*d));
+      } else if (auto* text = std::get_if<std::string>(&v)) {
+        pointers.push_back(text->c_str());
       } else {
-        storage.push_back(std::get<std::string>(v));
+        pointers.push_back(numbers[next_number++].c_str());
       }
-      pointers.push_back(nullptr);  // filled below, once storage stops moving
-    }
-    size_t s = 0;
-    for (size_t i = 0; i < params.size(); ++i) {
-      if (!std::holds_alternative<std::nullptr_t>(params[i])) pointers[i] = storage[s++].c_str();
     }
     return txn.exec_params(std::string(sql), pqxx::prepare::make_dynamic_params(pointers));
   }

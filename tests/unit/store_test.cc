@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -177,6 +179,29 @@ TEST_CASE("migration 27 keeps every price, now in millionths, and starts the cap
   CHECK_FALSE((*offered)[1][1].has_value());  // no price of its own: still none
   CHECK(store->Exec("INSERT INTO center_capacity (center_id, effective_us, cpu, gpu, memory_mb) VALUES ('c1', 1, 2, 0, 4)")
             .ok());
+}
+
+TEST_CASE("a statement's parameters of every kind arrive as given, each in its place: text, integers, fractions "
+          "and NULL mixed",
+          "[C2][store]") {
+  auto store = jc::testing::MakeTestStore();
+  INFO("backend " << store->backend());
+  const std::string doc(3000, 'd');  // a document's size: sent from where it lies
+  auto rows = store->Query(
+      "SELECT CAST($1 AS TEXT), CAST($2 AS BIGINT), CAST($3 AS TEXT), CAST($4 AS TEXT), CAST($5 AS DOUBLE PRECISION), "
+      "CAST($6 AS BIGINT), CAST($7 AS TEXT)",
+      {std::string("first"), int64_t{-42}, nullptr, doc, 0.25, int64_t{9'000'000'000}, std::string("")});
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() == 1);
+  const auto& row = (*rows)[0];
+  REQUIRE(row.size() == 7);
+  CHECK(row[0] == std::optional<std::string>("first"));
+  CHECK(row[1] == std::optional<std::string>("-42"));
+  CHECK_FALSE(row[2].has_value());
+  CHECK(row[3] == std::optional<std::string>(doc));
+  CHECK(row[4] == std::optional<std::string>("0.25"));
+  CHECK(row[5] == std::optional<std::string>("9000000000"));
+  CHECK(row[6] == std::optional<std::string>(""));
 }
 
 TEST_CASE("bad store URIs are refused with a clear message", "[C2][C5][store]") {
