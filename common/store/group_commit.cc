@@ -1,6 +1,7 @@
 #include "common/store/group_commit.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -90,8 +91,8 @@ class RowBatchingTransaction final : public Transaction {
       for (size_t first = 0; first < rows; first += per_statement) {
         size_t n = std::min(per_statement, rows - first);
         statements.push_back({absl::StrCat(group.insert, " VALUES ", ValuesList(n, group.columns)),
-                              Params(group.values.begin() + first * group.columns,
-                                     group.values.begin() + (first + n) * group.columns)});
+                              Params(std::make_move_iterator(group.values.begin() + first * group.columns),
+                                     std::make_move_iterator(group.values.begin() + (first + n) * group.columns))});
       }
     }
     pending_.clear();
@@ -100,11 +101,11 @@ class RowBatchingTransaction final : public Transaction {
 
   // WITH i1 AS (INSERT INTO a ... VALUES ...), i2 AS (INSERT INTO b ...) INSERT INTO c ...:
   // each sub-statement runs to completion, in the transaction, and a failing one fails the
-  // statement as it would have failed its own.
-  Statement AsOneStatement() const {
+  // statement as it would have failed its own. The gathered values are moved out.
+  Statement AsOneStatement() {
     Statement statement;
     for (size_t i = 0; i < pending_.size(); ++i) {
-      const Group& group = pending_[i];
+      Group& group = pending_[i];
       const size_t rows = group.columns == 0 ? 0 : group.values.size() / group.columns;
       std::string insert =
           absl::StrCat(group.insert, " VALUES ", ValuesList(rows, group.columns, statement.params.size() + 1));
@@ -113,7 +114,8 @@ class RowBatchingTransaction final : public Transaction {
       } else {
         absl::StrAppend(&statement.sql, " ", insert);
       }
-      statement.params.insert(statement.params.end(), group.values.begin(), group.values.end());
+      statement.params.insert(statement.params.end(), std::make_move_iterator(group.values.begin()),
+                              std::make_move_iterator(group.values.end()));
     }
     return statement;
   }
