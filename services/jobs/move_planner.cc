@@ -37,7 +37,13 @@ v1::JobRecord* FindIn(const std::vector<v1::JobRecord*>& jobs, const std::string
 
 MovePass MovePlanner::Weigh(const std::vector<v1::JobRecord*>& jobs, absl::Time now) {
   StartPass([&jobs](const std::string& id) { return FindIn(jobs, id) != nullptr; });
-  return WeighSlice(jobs, now);
+  // Every job in turn from where the last pass stopped (wrapping), so a long run of jobs that
+  // stay cannot keep the ones behind them from being weighed.
+  auto after_cursor = std::upper_bound(jobs.begin(), jobs.end(), move_cursor_,
+                                       [](const std::string& key, const v1::JobRecord* r) { return key < r->job_id(); });
+  std::vector<v1::JobRecord*> order(after_cursor, jobs.end());
+  order.insert(order.end(), jobs.begin(), after_cursor);
+  return WeighSlice(order, now);
 }
 
 void MovePlanner::StartPass(const std::function<bool(const std::string&)>& present) {
@@ -51,16 +57,10 @@ void MovePlanner::StartPass(const std::function<bool(const std::string&)>& prese
   questions_left_ = kMaxQuestions;
 }
 
-MovePass MovePlanner::WeighSlice(const std::vector<v1::JobRecord*>& jobs, absl::Time now) {
+MovePass MovePlanner::WeighSlice(const std::vector<v1::JobRecord*>& slice, absl::Time now) {
   MovePass pass;
-  // Every job in turn from where the last pass stopped (wrapping), so a long run of jobs that
-  // stay cannot keep the ones behind them from being weighed. (A slice after the cursor, or
-  // one the pass reached after going round, is taken from its start.)
-  auto after_cursor = std::upper_bound(jobs.begin(), jobs.end(), move_cursor_,
-                                       [](const std::string& key, const v1::JobRecord* r) { return key < r->job_id(); });
-  std::vector<v1::JobRecord*> order(after_cursor, jobs.end());
-  order.insert(order.end(), jobs.begin(), after_cursor);
-  for (v1::JobRecord* job : order) {
+  // In the order given: the caller's walk starts after the cursor and goes round to it.
+  for (v1::JobRecord* job : slice) {
     v1::JobRecord& r = *job;
     const std::string& id = r.job_id();
     if (r.stop_requested() || r.status() == kCompleted || r.status() == kFailed) continue;

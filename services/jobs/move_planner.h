@@ -134,7 +134,8 @@ class MovePlanner {
   MovePass Weigh(const std::vector<v1::JobRecord*>& jobs, absl::Time now);
   /// The same pass a slice at a time: StartPass (`present`: whether a job is still in
   /// memory), then WeighSlice for consecutive slices in job id order from the first after
-  /// cursor() round to it; together they weigh what one Weigh of every job would.
+  /// cursor() round to it (each slice is weighed in the order given); together they weigh
+  /// what one Weigh of every job would.
   void StartPass(const std::function<bool(const std::string&)>& present);
   MovePass WeighSlice(const std::vector<v1::JobRecord*>& slice, absl::Time now);
   /// The second half: for each answer that names a target, the replicas asked back on
