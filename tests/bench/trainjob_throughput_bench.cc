@@ -397,7 +397,12 @@ int main(int argc, char** argv) {
   std::printf("placement explanations kept in the store: %s\n",
               o.placement_history > 0 ? absl::StrCat("the newest ", o.placement_history).c_str() : "none");
   o.gateway.worker_threads = clients;
+  // The monitor's usage poll every 500 ms, ten times as often as the control plane's default
+  // (monitor.h), each poll walking the adapter's whole queue; JC_BENCH_MONITOR_MS sets another
+  // (session 66: at 5000, T and CPU per job the same within this VM's noise).
   o.monitor.interval = absl::Milliseconds(500);
+  if (const char* ms = std::getenv("JC_BENCH_MONITOR_MS")) o.monitor.interval = absl::Milliseconds(std::atoi(ms));
+  std::printf("monitor's usage poll every %s\n", absl::FormatDuration(o.monitor.interval).c_str());
   o.jobs.cycle_interval = absl::Milliseconds(20);
   o.auth.enabled = auth;
   o.jobs.metering = metering;
