@@ -15,7 +15,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "common/store/sqlite_checkpointer.h"
 
 namespace jc::store {
 namespace {
@@ -165,15 +164,8 @@ class SqliteTransaction final : public Transaction {
 
 class SqliteStore final : public Store {
  public:
-  SqliteStore(sqlite3* db, std::unique_ptr<WalCheckpointer> checkpointer)
-      : db_(db), checkpointer_(std::move(checkpointer)) {
-    if (checkpointer_ != nullptr) checkpointer_->Attach(db_);
-  }
+  explicit SqliteStore(sqlite3* db) : db_(db) {}
   ~SqliteStore() override {
-    if (checkpointer_ != nullptr) {
-      sqlite3_wal_hook(db_, nullptr, nullptr);
-      checkpointer_.reset();  // its connection closes first: the writer's close then checkpoints the rest
-    }
     cache_.reset();  // statements go before the connection
     sqlite3_close_v2(db_);
   }
@@ -199,7 +191,6 @@ class SqliteStore final : public Store {
  private:
   std::mutex mu_;
   sqlite3* db_;
-  std::unique_ptr<WalCheckpointer> checkpointer_;  // null: SQLite checkpoints in line
   std::unique_ptr<StatementCache> cache_ = std::make_unique<StatementCache>();
 };
 
@@ -261,14 +252,7 @@ absl::StatusOr<std::unique_ptr<Store>> OpenSqliteStore(const std::string& path) 
       return s;
     }
   }
-  // A database file's WAL is checkpointed by a thread of its own (sqlite_checkpointer.h);
-  // an in-memory one has no WAL, and where the second connection cannot be opened SQLite
-  // checkpoints in line as before.
-  std::unique_ptr<WalCheckpointer> checkpointer;
-  if (path != ":memory:" && !absl::StartsWith(path, "file:")) {
-    if (auto started = WalCheckpointer::Start(path); started.ok()) checkpointer = *std::move(started);
-  }
-  return std::unique_ptr<Store>(new SqliteStore(db, std::move(checkpointer)));
+  return std::unique_ptr<Store>(new SqliteStore(db));
 }
 
 }  // namespace jc::store
