@@ -7,6 +7,7 @@
 // control plane's, not a cluster's). Prints figures; asserts nothing.
 //   PG=$(JC_PG_FSYNC=on scripts/pg.sh start /tmp/jc-bench-pg)
 //   build/tests/bench/trainjob_throughput_bench "$PG" [jobs=20000] [clients=32] [offered_per_s=1000]
+// JC_BENCH_MONITOR_MS: the monitor's usage poll (default 500 ms, ten times the control plane's).
 
 #include <pthread.h>
 #include <unistd.h>
