@@ -15,6 +15,7 @@ namespace {
 struct Level {
   std::string key;
   const char* says;
+  bool one_off = false;  // none of the job's own name or command: assumed cautiously
 };
 
 std::vector<Level> LevelsOf(const JobClass& j) {
@@ -30,7 +31,7 @@ std::vector<Level> LevelsOf(const JobClass& j) {
       // job (its eval beside its train) is another program.
       {absl::StrCat("a", sep, j.project, sep, j.user, sep, j.name, sep, j.command_digest),
        "this command of this name by this user, any spec"},
-      {absl::StrCat("u", sep, j.project, sep, j.user, sep, j.spec), "this user's jobs of this spec"},
+      {absl::StrCat("u", sep, j.project, sep, j.user, sep, j.spec), "this user's jobs of this spec", true},
   };
 }
 
@@ -137,15 +138,18 @@ std::optional<DurationEstimate> DurationEstimator::Estimate(const JobClass& job,
     e.median = AtCenter(sketch.Quantile(0.5), performance);
     e.p90 = AtCenter(sketch.Quantile(0.9), performance);
     e.runs = sketch.runs();
+    e.assumed = level.one_off ? AtCenter(std::sqrt(sketch.Quantile(0.5) * sketch.Quantile(0.9)), performance) : e.median;
     e.basis = absl::StrCat("median of ", e.runs, " runs of ", level.says, ": ", DescribeDuration(e.median));
+    if (level.one_off) absl::StrAppend(&e.basis, " (a one-off: assumed ", DescribeDuration(e.assumed), ")");
     return e;
   }
   if (estimated && *estimated > absl::ZeroDuration()) {
-    return DurationEstimate{*estimated, *estimated, 0, absl::StrCat("the job's own estimate: ", DescribeDuration(*estimated))};
+    return DurationEstimate{*estimated, *estimated, 0,
+                            absl::StrCat("the job's own estimate: ", DescribeDuration(*estimated)), *estimated};
   }
   if (time_limit && *time_limit > absl::ZeroDuration()) {
     return DurationEstimate{*time_limit, *time_limit, 0,
-                            absl::StrCat("its time limit (an upper bound): ", DescribeDuration(*time_limit))};
+                            absl::StrCat("its time limit (an upper bound): ", DescribeDuration(*time_limit)), *time_limit};
   }
   return std::nullopt;
 }

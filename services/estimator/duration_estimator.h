@@ -55,6 +55,14 @@ struct DurationEstimate {
   int64_t runs = 0;       // how many runs it is learned from (0: the user's own figure)
   // Why, for the plan's explanation: "median of 37 runs of this name by this user: 42 min".
   std::string basis;
+  // How long the scheduler counts on the job running (what shortest-expected-first ranks it
+  // by, and expected completion's run time): the median, but for a one-off (the key "this
+  // user's jobs of this spec" answers: none of the job's own name or command) the geometric
+  // mean of median and p90 (a log-normal's 74th percentile). Measured in jc-sim
+  // (docs/placement-quality.md, "Session 67"): a user's other jobs say less of this one's
+  // length than its own name's runs, and a long one-off taken for the median of short ones
+  // holds a center for hours ahead of jobs known to be short.
+  absl::Duration assumed;
 };
 
 class DurationEstimator {

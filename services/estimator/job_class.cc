@@ -58,6 +58,7 @@ std::optional<absl::Duration> TimeLimitOf(const ::jointcloud::v1::CreateTrainJob
   *out.mutable_p90() = ToDurationProto(e.p90);
   out.set_runs(e.runs);
   out.set_basis(e.basis);
+  *out.mutable_assumed() = ToDurationProto(e.assumed);
   return out;
 }
 

@@ -44,7 +44,7 @@ std::optional<DurationEstimate> SharedEstimator::EstimateJob(const ::jointcloud:
   std::optional<DurationEstimate> longest;
   for (int t = 0; t < job.tasks_size(); ++t) {
     auto e = EstimateTask(job, t);
-    if (e && (!longest || e->median > longest->median)) longest = std::move(e);
+    if (e && (!longest || e->assumed > longest->assumed)) longest = std::move(e);
   }
   return longest;
 }

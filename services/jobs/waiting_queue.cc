@@ -21,7 +21,12 @@ void WaitingQueue::Put(const v1::JobRecord& r, double attained_s) {
   q.project = r.request().project();
   q.submitted = absl::ToDoubleSeconds(WaitingSince(r) - absl::UnixEpoch());
   if (r.has_expected() && r.expected().runs() > 0) {
-    q.expected_s = r.expected().median().seconds() + r.expected().median().nanos() / 1e9;
+    const auto& e = r.expected();
+    const double median = e.median().seconds() + e.median().nanos() / 1e9;
+    // A record written before `assumed` existed ranks at its median, as it did then.
+    const double assumed = e.has_assumed() ? e.assumed().seconds() + e.assumed().nanos() / 1e9 : 0;
+    q.expected_s = assumed > 0 ? assumed : median;
+    q.one_off = assumed > median;
   } else if (auto limit = estimator::TimeLimitOf(r.request())) {
     q.expected_s = absl::ToDoubleSeconds(*limit);
   }

@@ -31,7 +31,10 @@ class ShortestExpectedFirst final : public QueueOrderPolicy {
   }
   std::string Explain(const QueuedJob& job, double now) const override {
     return absl::StrCat("shortest expected first: expected ", Human(Expected(job)),
-                        job.expected_s < 0 ? " (no estimate: the default)" : "", ", waited ",
+                        job.expected_s < 0 ? " (no estimate: the default)"
+                        : job.one_off  ? " (a one-off: between its median and p90)"
+                                       : "",
+                        ", waited ",
                         Human(std::max(0.0, now - job.submitted)));
   }
 

@@ -34,6 +34,9 @@ struct QueuedJob {
   std::string project;
   double submitted = 0;
   double expected_s = -1;  // expected run time (reference seconds); < 0 unknown
+  // expected_s is a one-off's cautious figure, above its median (estimator::DurationEstimate::
+  // assumed): the explanation says so.
+  bool one_off = false;
   double attained_s = 0;   // service already received by earlier attempts (GPU-seconds)
 };
 

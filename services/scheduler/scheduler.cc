@@ -392,7 +392,7 @@ void Scheduler::ApplyEstimates(const v1::CreateTrainJobRequest& job,
     r.time_limit = limit;
     if (r.task_index < static_cast<int>(estimates.size()) && estimates[r.task_index].has_value()) {
       const estimator::DurationEstimate& e = *estimates[r.task_index];
-      r.expected_runtime = e.median;
+      r.expected_runtime = e.assumed;  // a one-off's cautious figure, else the median
       // Learned runs only: a figure of the user's own (runs 0) is never enforced.
       if (e.runs > 0) r.backfill_runtime = e.p90;
     }

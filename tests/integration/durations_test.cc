@@ -208,6 +208,12 @@ TEST_CASE("run times are learned from the runs that ended: the plan and the next
     INFO(third.dump());
     CHECK(third["expectedDuration"]["runs"] == "2");
     CHECK(third["expectedDuration"]["basis"].get<std::string>().find("median of 2 runs") != std::string::npos);
+    // Known by its own command: sef ranks it at its median.
+    CHECK(third["expectedDuration"]["assumed"] == third["expectedDuration"]["median"]);
+    // A name she never ran: her other jobs of the spec answer, and it is assumed as a one-off.
+    const std::string one_off = PlannedDuration(*alice, Federation::Job("eval", "sleep 3"));
+    CHECK(one_off.find("runs of this user's jobs of this spec: ") != std::string::npos);
+    CHECK(one_off.find(" (a one-off: assumed ") != std::string::npos);
     // Another command of the name: the name's history still answers, said so.
     CHECK(PlannedDuration(*alice, Federation::Job("train", "sleep 2")).find("runs of this name by this user") !=
           std::string::npos);
@@ -250,6 +256,42 @@ TEST_CASE("a task of many replicas is one run of its class per attempt, not one 
   INFO(said);
   REQUIRE(learned);
   CHECK(said.find("median of 2 runs of this command of this name by this user") != std::string::npos);
+}
+
+// Session 67: a one-off (a name its user never ran) is known only through the user's other
+// jobs of the spec; the scheduler counts on it running between their median and 90th
+// percentile, for its expected finish as for its rank, and the record says so.
+TEST_CASE("a one-off is assumed to run between its user's median and 90th percentile: the job's expectedDuration "
+          "says so and the plan's expected finish counts that long [A16]",
+          "[A16]") {
+  Federation f(4);
+  auto alice = f.UserClient("alice", "vision", "MEMBER");
+  // Three quick jobs and a long one, each of its own name: her history of the spec is skewed.
+  std::vector<std::string> ran;
+  for (int i = 0; i < 3; ++i) ran.push_back(Submit(*alice, Federation::Job("quick-" + std::to_string(i), "true")));
+  ran.push_back(Submit(*alice, Federation::Job("long", "sleep 5")));
+  for (const std::string& id : ran) WaitForStatus(*alice, id, "completed");
+  const json one_off = Federation::Job("never-ran", "true");
+  REQUIRE(jc::testing::WaitUntil(
+      [&] { return PlannedDuration(*alice, one_off).find("task t: median of 4 runs of this user's jobs of this spec") == 0; }));
+  auto seconds = [](const json& d) { return std::stod(d.get<std::string>()); };  // "1.503s"
+  const json expected = WaitForStatus(*alice, Submit(*alice, one_off), "completed")["expectedDuration"];
+  INFO(expected.dump());
+  const double median = seconds(expected["median"]), p90 = seconds(expected["p90"]), assumed = seconds(expected["assumed"]);
+  CHECK(p90 > 2 * median);
+  CHECK(assumed == Approx(std::sqrt(median * p90)).epsilon(0.01));
+  CHECK(expected["basis"].get<std::string>().find("(a one-off: assumed ") != std::string::npos);
+  // The plan, with one more run of hers learned by now: its expected run at solo (performance
+  // 1, free) is what the job's record would assume, not the median.
+  auto plan = alice->Post("/openapi/v1/scheduler/plan", one_off);
+  INFO(plan.body.dump());
+  REQUIRE(plan.http_status == 200);
+  const json& c = plan.body["data"]["replicas"][0]["centers"][0];
+  const double run = c.value("expectedFinishSeconds", 0.0) - c.value("expectedStartSeconds", 0.0);
+  const json now = WaitForStatus(*alice, Submit(*alice, one_off), "completed")["expectedDuration"];
+  INFO(now.dump());
+  CHECK(seconds(now["assumed"]) > seconds(now["median"]) * 1.2);
+  CHECK(run == Approx(seconds(now["assumed"])).epsilon(0.02));
 }
 
 // Attacker's review, session 29 (F8): the estimator is loaded when an instance leads; a

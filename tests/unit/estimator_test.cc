@@ -107,6 +107,41 @@ TEST_CASE("an estimate comes from the most specific history with runs (a command
   CHECK_THAT(e.Estimate(fresh, 1.0, absl::Hours(2))->basis, Catch::StartsWith("median of 2 runs"));
 }
 
+TEST_CASE("a one-off, known only through its user's other jobs of the spec, is assumed to run between their median and "
+          "90th percentile, and a job known by its own name or command its median [A16]",
+          "[A16]") {
+  DurationEstimator e;
+  // alice's jobs of gpu-1: mostly 10 min, one in five 4 h (a sweep beside a long train).
+  for (int i = 0; i < 40; ++i) {
+    e.Observe({"vision", "alice", absl::StrCat("sweep-", i), "d", "gpu-1"}, i % 5 == 4 ? absl::Hours(4) : absl::Minutes(10),
+              1.0);
+  }
+  JobClass one_off{"vision", "alice", "never-ran", "d2", "gpu-1"};
+  auto guess = e.Estimate(one_off, 1.0);
+  REQUIRE(guess.has_value());
+  CHECK_THAT(guess->basis, Catch::StartsWith("median of 40 runs of this user's jobs of this spec: 10 min (a one-off: "
+                                             "assumed "));
+  const double cautious = std::sqrt(Seconds(guess->median) * Seconds(guess->p90));
+  CHECK(Seconds(guess->p90) > 3 * Seconds(guess->median));
+  CHECK(std::abs(Seconds(guess->assumed) - cautious) <= 1);
+  CHECK(guess->assumed > guess->median);
+  // At a center twice as fast, half of it, as every figure of an estimate.
+  CHECK(std::abs(Seconds(e.Estimate(one_off, 2.0)->assumed) - cautious / 2) <= 1);
+  // The same spread under the job's own name: it is ranked at its median.
+  for (int i = 0; i < 40; ++i) e.Observe(Train(), i % 5 == 4 ? absl::Hours(4) : absl::Minutes(10), 1.0);
+  auto known = e.Estimate(Train(), 1.0);
+  REQUIRE(known.has_value());
+  CHECK(known->assumed == known->median);
+  CHECK(known->basis.find("one-off") == std::string::npos);
+  // The user's own figure and a time limit: assumed as they say.
+  JobClass fresh{"nlp", "carol", "bert", "d", "gpu-1"};
+  CHECK(e.Estimate(fresh, 1.0, absl::Hours(2))->assumed == absl::Hours(2));
+  CHECK(e.Estimate(fresh, 1.0, std::nullopt, absl::Hours(4))->assumed == absl::Hours(4));
+  // And the record keeps it.
+  auto proto = jc::estimator::ToProto(*guess);
+  CHECK(std::abs(static_cast<double>(proto.assumed().seconds()) - Seconds(guess->assumed)) <= 1);
+}
+
 TEST_CASE("a job that got faster is believed within a few dozen runs, and the uncertainty shows the spread [A16]",
           "[A16]") {
   DurationEstimator e;

@@ -90,6 +90,8 @@ class Simulation {
   void Push(double time, EventKind kind, int a, int b = 0) { events_.push({time, kind, next_event_++, a, b}); }
   void Enqueue(int job);
   estimator::JobClass ClassOf(const Job& job) const;
+  // What the scheduler counts on the job running, as the control plane: a one-off's cautious
+  // figure (estimator::DurationEstimate::assumed), else the median; < 0 unknown.
   double ExpectedOf(const Job& job) const;
   void SchedulePass();
   bool TryPlace(int job);
@@ -300,7 +302,7 @@ estimator::JobClass Simulation::ClassOf(const Job& job) const {
 
 double Simulation::ExpectedOf(const Job& job) const {
   auto e = estimator_.Estimate(ClassOf(job), 1.0);
-  return e ? absl::ToDoubleSeconds(e->median) : -1;
+  return e ? absl::ToDoubleSeconds(e->assumed) : -1;
 }
 
 void Simulation::Enqueue(int job) {
@@ -421,7 +423,7 @@ bool Simulation::TryPlace(int index) {
     if (drain.job != index) r.draining_centers[center] = drain.start;
   }
   if (!options_.oracle_durations) {
-    // Only what had ended before this decision: the estimator's median, else the default.
+    // Only what had ended before this decision: the estimator's figure, else the default.
     const double expected = ExpectedOf(job);
     r.expected_runtime = expected > 0 ? absl::Seconds(expected) : PlacementRequest().expected_runtime;
   }

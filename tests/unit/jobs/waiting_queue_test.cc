@@ -90,6 +90,30 @@ TEST_CASE("the waiting queue brings a job's entry up to date in place: more atta
   CHECK(Offered(sef, 1'800'000'003) == std::vector<std::string>{"job-2", "job-3", "job-1"});
 }
 
+TEST_CASE("sef ranks a one-off by what is assumed of it, not its median, and says so, and a record written before "
+          "`assumed` existed by its median [A16]",
+          "[A16]") {
+  WaitingQueue sef(*scheduler::ParseQueueSettings("sef"));
+  v1::JobRecord known = Record(1, "a");  // its own name's runs: 20 min
+  known.mutable_expected()->set_runs(5);
+  known.mutable_expected()->mutable_median()->set_seconds(1200);
+  known.mutable_expected()->mutable_assumed()->set_seconds(1200);
+  v1::JobRecord one_off = Record(2, "a");  // the user's other jobs: 10 min median, assumed 40 min
+  one_off.mutable_expected()->set_runs(40);
+  one_off.mutable_expected()->mutable_median()->set_seconds(600);
+  one_off.mutable_expected()->mutable_assumed()->set_seconds(2400);
+  v1::JobRecord old = Record(3, "a");  // written before assumed: 15 min
+  old.mutable_expected()->set_runs(3);
+  old.mutable_expected()->mutable_median()->set_seconds(900);
+  sef.Put(one_off, 0);
+  sef.Put(known, 0);
+  sef.Put(old, 0);
+  CHECK(Offered(sef, 1'800'000'003) == std::vector<std::string>{"job-3", "job-1", "job-2"});
+  CHECK_THAT(sef.ordered().Explain(2, 1'800'000'003),
+             Catch::StartsWith("shortest expected first: expected 40m (a one-off: between its median and p90)"));
+  CHECK_THAT(sef.ordered().Explain(1, 1'800'000'003), Catch::StartsWith("shortest expected first: expected 20m, waited"));
+}
+
 // Attacker's review, session 34: under FCFS a service submitted long ago jumped the queue
 // each time it grew (its new replicas had its old place in line).
 TEST_CASE("a service's replica added by a scale or restarting queues from when it fell due, behind what was "
