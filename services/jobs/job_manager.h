@@ -75,7 +75,8 @@ struct JobManagerOptions {
   // How often project quotas are read from the store (beside the decisions, never in one).
   absl::Duration quota_refresh = absl::Seconds(2);
   // Which waiting job is tried first (services/scheduler/queue_order.h): FCFS with
-  // priorities, shortest expected first (sef), least attained service (las), each with or
+  // priorities, shortest expected first (sef), highest response ratio next (hrrn), least
+  // attained service (las), each with or
   // without fair share between projects by their dominant share of the federation.
   scheduler::QueueSettings queue;
   // How many job events memory and the store keep for watchers (job_events.h).

@@ -43,6 +43,37 @@ class ShortestExpectedFirst final : public QueueOrderPolicy {
   QueueSettings s_;
 };
 
+// Highest response ratio next (Brinch Hansen, 1971): the job whose (wait + expected) ÷
+// expected is highest first. A short job passes a long one once it has waited a fraction of
+// its own length, as under shortest expected first; but every job's ratio grows while it
+// waits, faster the shorter it is, so the worst slowdown is what the order evens out, not
+// the mean alone (measured against sef in docs/placement-quality.md, "Session 67"). Jobs
+// that arrive together start level (ratio 1) and go in submission order until their waits
+// part them.
+class HighestResponseRatio final : public QueueOrderPolicy {
+ public:
+  explicit HighestResponseRatio(const QueueSettings& s) : s_(s) {}
+  double Rank(const QueuedJob& job, double now) const override { return -Ratio(job, now); }
+  std::string Explain(const QueuedJob& job, double now) const override {
+    return absl::StrCat("highest response ratio next: expected ", Human(Expected(job)),
+                        job.expected_s < 0 ? " (no estimate: the default)"
+                        : job.one_off  ? " (a one-off: between its median and p90)"
+                                       : "",
+                        ", waited ", Human(std::max(0.0, now - job.submitted)), ", ratio ",
+                        absl::StrFormat("%.2f", Ratio(job, now)));
+  }
+
+ private:
+  // A second at least: a job expected to take no time still waits its turn by its wait.
+  double Expected(const QueuedJob& job) const {
+    return std::max(1.0, job.expected_s >= 0 ? job.expected_s : s_.unknown_expected_s);
+  }
+  double Ratio(const QueuedJob& job, double now) const {
+    return (std::max(0.0, now - job.submitted) + Expected(job)) / Expected(job);
+  }
+  QueueSettings s_;
+};
+
 class LeastAttainedService final : public QueueOrderPolicy {
  public:
   explicit LeastAttainedService(const QueueSettings& s) : levels_(s.las_levels) { std::sort(levels_.begin(), levels_.end()); }
@@ -65,22 +96,24 @@ std::string QueueSettings::Name() const { return fair_share ? (order == "fcfs" ?
 
 absl::StatusOr<QueueSettings> ParseQueueSettings(absl::string_view name) {
   QueueSettings s;
-  if (name == "fcfs" || name == "sef" || name == "las") {
+  if (name == "fcfs" || name == "sef" || name == "hrrn" || name == "las") {
     s.order = std::string(name);
   } else if (name == "fair_share") {
     s.fair_share = true;
-  } else if (name == "fair_share+sef" || name == "fair_share+las") {
+  } else if (name == "fair_share+sef" || name == "fair_share+hrrn" || name == "fair_share+las") {
     s.fair_share = true;
     s.order = std::string(name.substr(11));
   } else {
     return absl::InvalidArgumentError(absl::StrCat("unknown queue order \"", name,
-                                                   "\" (fcfs, fair_share, sef, fair_share+sef, las, fair_share+las)"));
+                                                   "\" (fcfs, fair_share, sef, fair_share+sef, hrrn, fair_share+hrrn, las, "
+                                                   "fair_share+las)"));
   }
   return s;
 }
 
 std::unique_ptr<QueueOrderPolicy> MakeQueueOrderPolicy(const QueueSettings& settings) {
   if (settings.order == "sef") return std::make_unique<ShortestExpectedFirst>(settings);
+  if (settings.order == "hrrn") return std::make_unique<HighestResponseRatio>(settings);
   if (settings.order == "las") return std::make_unique<LeastAttainedService>(settings);
   return std::make_unique<Fcfs>();
 }

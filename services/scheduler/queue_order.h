@@ -41,20 +41,24 @@ struct QueuedJob {
 };
 
 // What the control plane (--queue_order, --queue_aging) and jc-sim run when told nothing,
-// chosen by measurement (docs/placement-quality.md, "The shipped default";
-// tests/bench/placement_quality_bench part 3 prints it against FCFS with first fit).
-inline constexpr char kDefaultQueueOrder[] = "sef";
+// chosen by measurement (docs/placement-quality.md, "The shipped default", and since
+// session 67 hrrn, "Session 67"; tests/bench/placement_quality_bench part 3 prints it
+// against FCFS with first fit). The aging is sef's.
+inline constexpr char kDefaultQueueOrder[] = "hrrn";
 inline constexpr double kDefaultQueueAging = 0.25;
 
 struct QueueSettings {
-  std::string order = "fcfs";  // fcfs | sef | las
+  std::string order = "fcfs";  // fcfs | sef | hrrn | las
   bool fair_share = false;     // project fair share above the order
   double max_wait_s = 86400;   // past it, ahead of the order's choice
   double aging = kDefaultQueueAging;  // sef: seconds of expected length forgiven per second waited
-  double unknown_expected_s = 3600;  // sef: a job with no estimate counts as this long
+  double unknown_expected_s = 3600;  // sef, hrrn: a job with no estimate counts as this long
   std::vector<double> las_levels = {3600, 36000};  // las: attained GPU-seconds between levels
-  // "fcfs", "fair_share", "sef", "fair_share+sef", "las", "fair_share+las".
+  // "fcfs", "fair_share", "sef", "fair_share+sef", "hrrn", "fair_share+hrrn", "las",
+  // "fair_share+las".
   std::string Name() const;
+  // The order ranks by expected run times (sef, hrrn): its jobs need their estimates.
+  bool UsesExpected() const { return order == "sef" || order == "hrrn"; }
 };
 
 // One of the names QueueSettings::Name gives; InvalidArgument naming the valid ones.

@@ -86,10 +86,11 @@ ABSL_FLAG(absl::Duration, center_unavailable_after, absl::Seconds(90),
           "a center silent this long becomes unavailable (0)");
 ABSL_FLAG(std::string, queue_order, jc::scheduler::kDefaultQueueOrder,
           "which waiting job is placed first, within a priority: fcfs (submission order), sef (shortest "
-          "expected run time first, learned from the jobs that ended, aged so long jobs are not starved), las "
+          "expected run time first, learned from the jobs that ended, aged so long jobs are not starved), hrrn "
+          "(highest response ratio next: (wait + expected run time) / expected run time, the default), las "
           "(least attained service first, Tiresias), each alone or after fair_share (the project holding the "
           "smallest dominant share of the federation's GPUs, CPUs and memory): fcfs, fair_share, sef, "
-          "fair_share+sef, las, fair_share+las");
+          "fair_share+sef, hrrn, fair_share+hrrn, las, fair_share+las");
 ABSL_FLAG(double, queue_aging, jc::scheduler::kDefaultQueueAging,
           "sef: seconds of a waiting job's expected length forgiven per second it waits (a long job waits at most "
           "about its length / aging behind short ones); in (0, 100]");

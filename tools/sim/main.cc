@@ -72,14 +72,15 @@ shapes:   (none) log-normal durations (median 15 min), Poisson arrivals, 1/k pro
           both: jobs in bursts (mean 6, 10 s apart: inter-arrival CV ~3), 50 users of whom
           5 hold 60% of the GPU time (our stated choice); docs/placement-quality.md
 policies: first_fit | random | round_robin | profile:NAME | scorer:ID | weights:ID=W,...
-queues:   fcfs | fair_share | sef | fair_share+sef | las | fair_share+las (sef: shortest expected
-          first by durations learned from the jobs ended so far; las: least attained service);
-          run's default is the control plane's (sef, aging 0.25), compare's and sweep's fcfs
+queues:   fcfs | fair_share | sef | fair_share+sef | hrrn | fair_share+hrrn | las | fair_share+las
+          (sef: shortest expected first by durations learned from the jobs ended so far; hrrn:
+          highest response ratio next, (wait + expected) / expected; las: least attained
+          service); run's default is the control plane's (hrrn), compare's and sweep's fcfs
 common:   --threads N (0: one per core), --profiles FILE (weight profiles, YAML),
           --queue_aging A (run, compare, sweep: sef's aging, seconds of expected length
           forgiven per second waited, in (0, 100]; default 0.25, the control plane's),
           --durations learned|oracle (what placement is told of run times: learned, the
-          estimator's median from the jobs ended so far, else an hour, as the control plane
+          estimator's figure (its median; a one-off's, between median and p90) from the jobs ended so far, else an hour, as the control plane
           knows; oracle, the trace's own durations — a bound, not a result),
           --center_reports start|counts (run, compare, sweep: what a center tells a policy
           that may wait for it — a profile weighing expected_completion — of its queue:
@@ -208,7 +209,7 @@ absl::StatusOr<std::vector<scheduler::QueueSettings>> Queues(const std::string& 
   if (text == "both") {
     names = {"fcfs", "fair_share"};
   } else if (text == "all") {
-    names = {"fcfs", "fair_share", "sef", "fair_share+sef", "las", "fair_share+las"};
+    names = {"fcfs", "fair_share", "sef", "fair_share+sef", "hrrn", "fair_share+hrrn", "las", "fair_share+las"};
   } else {
     names = absl::StrSplit(text, ',', absl::SkipWhitespace());
   }

@@ -311,7 +311,7 @@ void Simulation::Enqueue(int job) {
   q.project = jobs_[job].trace->project;
   q.submitted = jobs_[job].record.submit;
   q.attained_s = jobs_[job].attained_gpu_s;
-  if (options_.queue.order == "sef") q.expected_s = ExpectedOf(jobs_[job]);
+  if (options_.queue.UsesExpected()) q.expected_s = ExpectedOf(jobs_[job]);
   queue_.Push(q);
   arrived_.push_back(job);
 }
@@ -372,7 +372,7 @@ void Simulation::SchedulePass() {
     if (scarce_->empty()) scarce_.reset();
   }
   if (freed_) {
-    if (options_.queue.order == "sef") {
+    if (options_.queue.UsesExpected()) {
       // What ended since the last pass may have taught the estimator: waiting jobs' ranks
       // are asked again (the jobs in memory, no I/O).
       for (int job = 0; job < static_cast<int>(jobs_.size()); ++job) {

@@ -23,13 +23,13 @@ namespace jc::sim {
 
 struct SimOptions {
   std::string policy = "profile:default";
-  // The queue order (fcfs, fair_share, sef, las, fair_share+sef, fair_share+las). sef
-  // ranks by the duration estimator (services/estimator), fed only with the jobs that had
+  // The queue order (fcfs, fair_share, sef, hrrn, las, and each after fair_share). sef and
+  // hrrn rank by the duration estimator (services/estimator), fed only with the jobs that had
   // ended before each pass — never the trace's own durations.
   scheduler::QueueSettings queue;
   // What placement is told of a job's run time (PlacementRequest::expected_runtime, read by
   // the price, energy and deadline scorers): false, what the control plane knows — the
-  // estimator's median for the job's class, learned from the jobs ended so far, else the
+  // estimator's figure for the job's class (DurationEstimate::assumed), learned from the jobs ended so far, else the
   // default hour; true, the trace's own duration (an oracle: an upper bound on what better
   // estimates could win, never a result to report as the scheduler's).
   bool oracle_durations = false;

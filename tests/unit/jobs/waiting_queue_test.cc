@@ -102,13 +102,13 @@ TEST_CASE("sef ranks a one-off by what is assumed of it, not its median, and say
   one_off.mutable_expected()->set_runs(40);
   one_off.mutable_expected()->mutable_median()->set_seconds(600);
   one_off.mutable_expected()->mutable_assumed()->set_seconds(2400);
-  v1::JobRecord old = Record(3, "a");  // written before assumed: 15 min
+  v1::JobRecord old = Record(3, "a");  // written before assumed: 30 min, between the two
   old.mutable_expected()->set_runs(3);
-  old.mutable_expected()->mutable_median()->set_seconds(900);
+  old.mutable_expected()->mutable_median()->set_seconds(1800);
   sef.Put(one_off, 0);
   sef.Put(known, 0);
   sef.Put(old, 0);
-  CHECK(Offered(sef, 1'800'000'003) == std::vector<std::string>{"job-3", "job-1", "job-2"});
+  CHECK(Offered(sef, 1'800'000'003) == std::vector<std::string>{"job-1", "job-3", "job-2"});
   CHECK_THAT(sef.ordered().Explain(2, 1'800'000'003),
              Catch::StartsWith("shortest expected first: expected 40m (a one-off: between its median and p90)"));
   CHECK_THAT(sef.ordered().Explain(1, 1'800'000'003), Catch::StartsWith("shortest expected first: expected 20m, waited"));

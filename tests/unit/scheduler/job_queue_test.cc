@@ -41,11 +41,12 @@ std::vector<int64_t> Offered(JobQueue& q, double now) {
 }
 
 // One slot; a long job and a short one at t=0, then a short job every `gap` seconds for two
-// days. When does the long job start? (Each finish is followed by one pass.)
-double LongJobStart(QueueSettings s, double long_s, double short_s, double gap) {
+// days. When does the long job start? (Each finish is followed by one pass.) `long_seq`: the
+// long job's submission order (0: before the first short one).
+double LongJobStart(QueueSettings s, double long_s, double short_s, double gap, int64_t long_seq = 0) {
   JobQueue q(s);
-  std::map<int64_t, double> length = {{0, long_s}, {1, short_s}};
-  q.Push(Job(0, "p", 0, long_s));
+  std::map<int64_t, double> length = {{long_seq, long_s}, {1, short_s}};
+  q.Push(Job(long_seq, "p", 0, long_s));
   q.Push(Job(1, "p", 0, short_s));
   double now = 0, next_arrival = gap;
   int64_t next_seq = 2;
@@ -56,7 +57,7 @@ double LongJobStart(QueueSettings s, double long_s, double short_s, double gap) 
       chosen = seq;
       return true;
     });
-    if (chosen == 0) return now;
+    if (chosen == long_seq) return now;
     const double end = now + (chosen >= 0 ? length[chosen] : gap);
     for (; next_arrival <= end; next_arrival += gap) {
       length[next_seq] = short_s;
@@ -70,7 +71,8 @@ double LongJobStart(QueueSettings s, double long_s, double short_s, double gap) 
 }  // namespace
 
 TEST_CASE("queue orders are named, and an unknown one is refused with the valid names [A16][C5]", "[A16][C5]") {
-  for (const char* name : {"fcfs", "fair_share", "sef", "fair_share+sef", "las", "fair_share+las"}) {
+  for (const char* name :
+       {"fcfs", "fair_share", "sef", "fair_share+sef", "hrrn", "fair_share+hrrn", "las", "fair_share+las"}) {
     auto s = jc::scheduler::ParseQueueSettings(name);
     REQUIRE(s.ok());
     CHECK(s->Name() == name);
@@ -78,7 +80,8 @@ TEST_CASE("queue orders are named, and an unknown one is refused with the valid 
   auto bad = jc::scheduler::ParseQueueSettings("shortest");
   REQUIRE_FALSE(bad.ok());
   CHECK(std::string(bad.status().message()) ==
-        "unknown queue order \"shortest\" (fcfs, fair_share, sef, fair_share+sef, las, fair_share+las)");
+        "unknown queue order \"shortest\" (fcfs, fair_share, sef, fair_share+sef, hrrn, fair_share+hrrn, las, "
+        "fair_share+las)");
 }
 
 TEST_CASE("shortest expected first offers the shortest job first, a job without an estimate as the default length, "
@@ -133,6 +136,40 @@ TEST_CASE("a steady stream of short jobs never holds a long one past its bound: 
   CHECK(LongJobStart(pure, 7200, 600, 300) < 0);  // without it: never
   // FCFS starts it at once (it came first).
   CHECK(LongJobStart(Settings("fcfs"), 7200, 600, 300) == 0);
+}
+
+TEST_CASE("highest response ratio next offers the job whose (wait + expected) / expected is highest: a short job "
+          "passes a long one once it has waited a share of its own length, a long one that waited long goes first, "
+          "and the longest wait still bounds it [A16]",
+          "[A16]") {
+  JobQueue q(Settings("hrrn"));
+  q.Push(Job(1, "p", 0, 7200));     // a 2 h job, waiting since 0
+  q.Push(Job(2, "p", 3000, 600));   // a 10 min job, since 3000 s
+  q.Push(Job(3, "p", 3500, -1));    // no estimate: an hour, since 3500 s
+  q.Push(Job(4, "p", 3600, 60, 0, /*priority=*/5));
+  // At 3600 s: ratios 1.5, 2.0, 1.03; priority first.
+  CHECK(Offered(q, 3600) == std::vector<int64_t>{4, 2, 1, 3});
+  CHECK(q.Explain(2, 3600) == "highest response ratio next: expected 10m, waited 10m, ratio 2.00");
+  CHECK(q.Explain(3, 3600) == "highest response ratio next: expected 1h (no estimate: the default), waited 1m40s, "
+                              "ratio 1.03");
+  // A moment after the 10-minute job arrived it is behind the 2 h job that waited 50 minutes.
+  CHECK(Offered(q, 3060).at(1) == 1);
+  // Jobs submitted together start level: submission order until their waits part them.
+  JobQueue level(Settings("hrrn"));
+  level.Push(Job(1, "p", 0, 7200));
+  level.Push(Job(2, "p", 0, 60));
+  CHECK(Offered(level, 0) == std::vector<int64_t>{1, 2});
+  CHECK(Offered(level, 1) == std::vector<int64_t>{2, 1});
+  // Under a stream of short jobs twice what the slot can run, the short ones' waits (and
+  // ratios) grow faster than the long job's: the queue's longest wait is what bounds it.
+  QueueSettings h = Settings("hrrn");
+  h.max_wait_s = 10 * 3600;
+  const double start = LongJobStart(h, 7200, 600, 300, /*long_seq=*/1'000'000);
+  INFO("hrrn: the long job started at " << start / 3600 << " h");
+  CHECK(start >= 10 * 3600);
+  CHECK(start <= 10 * 3600 + 600);
+  // Where the slot keeps up (a 10-minute job every 15 minutes), it starts at the first gap.
+  CHECK(LongJobStart(h, 7200, 600, 900, /*long_seq=*/1'000'000) <= 600);
 }
 
 TEST_CASE("least attained service puts a job that already ran behind those that ran less, by levels, first come "
