@@ -40,11 +40,25 @@ std::optional<DurationEstimate> SharedEstimator::EstimateTask(const ::jointcloud
   return estimator_.Estimate(c, performance, estimated, limit);
 }
 
-std::optional<DurationEstimate> SharedEstimator::EstimateJob(const ::jointcloud::v1::CreateTrainJobRequest& job) const {
+std::optional<DurationEstimate> SharedEstimator::EstimateJob(const ::jointcloud::v1::CreateTrainJobRequest& job,
+                                                             absl::Duration unknown) const {
+  const std::optional<absl::Duration> limit = TimeLimitOf(job);
+  // How long the queue would take a task to run were its estimate the job's.
+  auto trusted = [&](const std::optional<DurationEstimate>& e) {
+    if (e && e->runs > 0) return e->assumed;
+    return limit ? *limit : unknown;
+  };
   std::optional<DurationEstimate> longest;
+  absl::Duration longest_trusted = -absl::InfiniteDuration();
   for (int t = 0; t < job.tasks_size(); ++t) {
     auto e = EstimateTask(job, t);
-    if (e && (!longest || e->assumed > longest->assumed)) longest = std::move(e);
+    const absl::Duration length = trusted(e);
+    // Equal for the queue: the one that says more (a figure over none, the longer figure).
+    const bool says_more = e && (!longest || e->assumed > longest->assumed);
+    if (length > longest_trusted || (length == longest_trusted && says_more)) {
+      longest = std::move(e);
+      longest_trusted = length;
+    }
   }
   return longest;
 }

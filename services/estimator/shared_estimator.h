@@ -37,9 +37,14 @@ class SharedEstimator {
   // estimatedDuration, else its time limit; nullopt when nothing is known.
   std::optional<DurationEstimate> EstimateTask(const ::jointcloud::v1::CreateTrainJobRequest& job, int task_index,
                                                double performance = 1.0) const ABSL_LOCKS_EXCLUDED(mu_);
-  // The job's: the longest of its tasks' (its replicas run side by side).
-  std::optional<DurationEstimate> EstimateJob(const ::jointcloud::v1::CreateTrainJobRequest& job) const
-      ABSL_LOCKS_EXCLUDED(mu_);
+  // The job's: its longest task's (its replicas run side by side), longest as the queue
+  // orders take it (waiting_queue.cc): a learned figure as it is, but the job's own
+  // unenforced estimatedDuration as its time limit, else `unknown` — so a task with a made-up
+  // figure cannot stand for a job whose other task is known to run longer (helper-66). A
+  // task nothing is known of counts `unknown` too, and when it is the longest the job has no
+  // estimate (the queue then takes it as `unknown`).
+  std::optional<DurationEstimate> EstimateJob(const ::jointcloud::v1::CreateTrainJobRequest& job,
+                                              absl::Duration unknown = absl::Hours(1)) const ABSL_LOCKS_EXCLUDED(mu_);
 
   int64_t keys() const ABSL_LOCKS_EXCLUDED(mu_);
   int64_t max_keys() const { return options_.max_keys; }

@@ -804,7 +804,9 @@ void JobManager::OnCreate(v1::CreateTrainJobRequest req, CreateReply reply, std:
   // What is expected of it now, from what ended before (memory only): orders the queue and
   // is shown with the job.
   if (estimator_ != nullptr) {
-    if (auto expected = estimator_->EstimateJob(req)) *record.mutable_expected() = estimator::ToProto(*expected);
+    if (auto expected = estimator_->EstimateJob(req, absl::Seconds(options_.queue.unknown_expected_s))) {
+      *record.mutable_expected() = estimator::ToProto(*expected);
+    }
   }
   for (int t = 0; t < req.tasks_size(); ++t) {
     for (int r = 0; r < req.tasks(t).replica_number(); ++r) {

@@ -4,7 +4,7 @@
 // place as jobs come, are placed, wait again or end — never rebuilt for a pass, and never
 // read from the store on a decision. It holds each job's place in line (priority, then
 // submission: what a job just submitted is placed ahead of) and its entry in the queue
-// order (scheduler::JobQueue: fcfs, sef, las, fair share, the longest wait), which every
+// order (scheduler::JobQueue: fcfs, sef, hrrn, las, fair share, the longest wait), which every
 // pass offers places in.
 
 #include <cstdint>

@@ -2,7 +2,8 @@
 
 // The federation's waiting jobs and the order they are offered places in (SPEC A11, A15,
 // A16): higher priority first, then the queue order's rank (queue_order.h: first come
-// first served, shortest expected first, least attained service), then submission. With
+// first served, shortest expected first, highest response ratio next, least attained
+// service), then submission. With
 // fair share, the project holding the smallest dominant share of the federation (its
 // largest fraction of all GPUs, CPUs or memory, as Dominant Resource Fairness defines it)
 // goes first, so one project cannot take every center while others wait; within a project,

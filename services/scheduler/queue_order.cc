@@ -46,10 +46,12 @@ class ShortestExpectedFirst final : public QueueOrderPolicy {
 // Highest response ratio next (Brinch Hansen, 1971): the job whose (wait + expected) ÷
 // expected is highest first. A short job passes a long one once it has waited a fraction of
 // its own length, as under shortest expected first; but every job's ratio grows while it
-// waits, faster the shorter it is, so the worst slowdown is what the order evens out, not
-// the mean alone (measured against sef in docs/placement-quality.md, "Session 67"). Jobs
-// that arrive together start level (ratio 1) and go in submission order until their waits
-// part them.
+// waits, faster the shorter it is, so where the federation keeps up the slowdowns are what
+// the order evens out, not the mean alone (measured against sef in
+// docs/placement-quality.md, "Session 67"). Jobs that arrive together start level (ratio 1,
+// submission order); after any wait the shorter leads. Under a stream of short jobs more
+// than the federation can run, their backlog's ratios outgrow a long job's, and only the
+// queue's longest wait (max_wait_s) bounds it (sef's aging bounds it sooner).
 class HighestResponseRatio final : public QueueOrderPolicy {
  public:
   explicit HighestResponseRatio(const QueueSettings& s) : s_(s) {}

@@ -11,6 +11,10 @@
 //          estimate from history, SPEC A16), aged — a job's expected length counts down by
 //          `aging` seconds for every second it waits — so a long job waits at most about
 //          its own length / aging behind a stream of short ones.
+//   hrrn   highest response ratio next (the default): the job whose (wait + expected) /
+//          expected is highest goes first, the expected length as sef's; no aging of its
+//          own (a long job behind more short work than the federation runs waits until
+//          `max_wait_s`).
 //   las    least attained service (Tiresias' discretized 2D-LAS, without durations): a job
 //          that already ran (earlier attempts, GPU-seconds) goes behind those that ran less,
 //          by levels (`las_levels`), first come first served within a level.

@@ -255,6 +255,51 @@ TEST_CASE("the control plane's estimator: a job's classes come from its request,
   CHECK_FALSE(jc::estimator::SharedEstimator().loaded());  // a standby's, never loaded
 }
 
+// Attacker's review, session 67 (helper-66): the job's estimate was its tasks' longest by
+// any figure, so a second task with a new command and a made-up estimatedDuration stood for
+// a job whose first task was known to run ten hours; the queue, which trusts no unenforced
+// figure, then ranked the job as the hour's default.
+TEST_CASE("a job's estimate is its longest task as the queue takes it: a task's made-up estimatedDuration cannot stand "
+          "for a job whose other task is known to run longer, and a task nothing is known of counts the default "
+          "[A16]",
+          "[A16]") {
+  jointcloud::v1::CreateTrainJobRequest job;
+  job.set_project("vision");
+  job.set_user_name("mallory");
+  job.set_name("train");
+  auto* known = job.add_tasks();
+  known->set_name("long");
+  known->set_command("python train.py");
+  known->set_resource_spec_id("gpu-1");
+  jc::estimator::SharedEstimator shared;
+  for (int i = 0; i < 3; ++i) shared.Observe(jc::estimator::JobClassOf(job, 0), absl::Hours(10), 1.0);
+  auto* made_up = job.add_tasks();
+  made_up->set_name("side");
+  made_up->set_command("python side.py");
+  made_up->set_resource_spec_id("cpu-9");  // a spec she never ran: nothing learned of it
+  job.mutable_estimated_duration()->set_seconds(8'000'000);
+  auto expected = shared.EstimateJob(job);
+  REQUIRE(expected.has_value());
+  CHECK(expected->runs == 3);  // the learned ten hours, which the queue ranks by
+  CHECK(Seconds(expected->assumed) == Approx(36000).epsilon(0.06));
+  // A known task of a minute beside a task nothing is known of: the unknown one counts the
+  // queue's default (an hour), so the job is not ranked as a minute.
+  jointcloud::v1::CreateTrainJobRequest fresh_user = job;
+  fresh_user.clear_estimated_duration();
+  fresh_user.set_user_name("trent");
+  for (int i = 0; i < 3; ++i) shared.Observe(jc::estimator::JobClassOf(fresh_user, 0), absl::Minutes(1), 1.0);
+  CHECK_FALSE(shared.EstimateJob(fresh_user).has_value());
+  // With a time limit, the unknown task counts that (enforced): still longer than a minute.
+  fresh_user.mutable_time_limit()->set_seconds(7200);
+  REQUIRE(shared.EstimateJob(fresh_user).has_value());
+  CHECK(shared.EstimateJob(fresh_user)->basis == "its time limit (an upper bound): 2.0 h");
+  // Given a shorter default, the known minute is the longer: it stands for the job.
+  fresh_user.clear_time_limit();
+  auto known_minute = shared.EstimateJob(fresh_user, absl::Seconds(10));
+  REQUIRE(known_minute.has_value());
+  CHECK(known_minute->runs == 3);
+}
+
 TEST_CASE("a rogue center's speed cannot make a run absurd: what is learned stays within a year at a thousand times "
           "the reference, and its estimate is a duration a record can hold [A16][C6]",
           "[A16][C6]") {

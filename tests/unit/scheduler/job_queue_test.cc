@@ -154,7 +154,7 @@ TEST_CASE("highest response ratio next offers the job whose (wait + expected) / 
                               "ratio 1.03");
   // A moment after the 10-minute job arrived it is behind the 2 h job that waited 50 minutes.
   CHECK(Offered(q, 3060).at(1) == 1);
-  // Jobs submitted together start level: submission order until their waits part them.
+  // Jobs submitted together start level (submission order); after any wait the shorter leads.
   JobQueue level(Settings("hrrn"));
   level.Push(Job(1, "p", 0, 7200));
   level.Push(Job(2, "p", 0, 60));
