@@ -135,13 +135,17 @@ void Restart(v1::ReplicaRecord& r, const std::string& why, absl::Time now) {
 }  // namespace
 
 absl::Time WaitingSince(const v1::JobRecord& job) {
-  absl::Time since = FromTimestamp(job.received_at());
+  // Its longest-waiting replica's: one that never ran waits from the submission, one that
+  // restarts, is retried or was added by a scale from when that fell due. The longest, not
+  // the latest: a sibling's crash loop must not restart the wait of a replica that has
+  // waited hours (helper-67), and the queue's longest wait bounds every replica.
+  const absl::Time received = FromTimestamp(job.received_at());
+  absl::Time since = absl::InfiniteFuture();
   for (const auto& r : job.replicas()) {
-    if (r.state() == v1::ReplicaRecord::WAITING && r.has_restart_after()) {
-      since = std::max(since, FromTimestamp(r.restart_after()));
-    }
+    if (r.state() != v1::ReplicaRecord::WAITING) continue;
+    since = std::min(since, r.has_restart_after() ? std::max(received, FromTimestamp(r.restart_after())) : received);
   }
-  return since;
+  return since == absl::InfiniteFuture() ? received : since;
 }
 
 void NoteHandedOver(v1::JobRecord& job, absl::Time now, JobEffects* fx) {
@@ -256,7 +260,7 @@ void ApplyReport(v1::JobRecord& job, int index, const apb::Replica& report, absl
         fx->wait = true;
       } else if (job.stop_requested()) {
         rep->set_state(v1::ReplicaRecord::STOPPED);
-      } else if (RetryIfAllowed(job.request().retry_policy(), rep)) {
+      } else if (RetryIfAllowed(job.request().retry_policy(), rep, now)) {
         fx->wait = true;
       } else {
         rep->set_state(v1::ReplicaRecord::FAILED);
@@ -347,7 +351,7 @@ void ApplyAttemptFailedToStart(v1::JobRecord& job, int index, const std::string&
     Settle(job, now, fx);
     return;
   }
-  if (!RetryIfAllowed(job.request().retry_policy(), rep)) {
+  if (!RetryIfAllowed(job.request().retry_policy(), rep, now)) {
     rep->set_state(v1::ReplicaRecord::FAILED);  // the status policy ends the job, stopping the rest
     Settle(job, now, fx);
     return;
@@ -364,6 +368,7 @@ void ApplyAttemptFailedToStart(v1::JobRecord& job, int index, const std::string&
       other->set_state(v1::ReplicaRecord::WAITING);
       other->clear_center_id();
       other->clear_dispatched_at();
+      *other->mutable_restart_after() = ToTimestamp(now);  // waits from now, as its gang's retry
       other->set_message(absl::StrCat("requeued with its gang: task ", rep->task_index(), " replica ",
                                       rep->replica_index(), " could not start on ", center, ": ", why));
     }

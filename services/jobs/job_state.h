@@ -61,9 +61,11 @@ struct JobEffects {
   std::vector<MeteredAttempt> metered;  // write their usage records with the job
 };
 
-// Since when the job has waited to be placed: its submission, or for a service whose replica
-// restarts (SPEC A17), when that restart fell due — a service submitted days ago is not
-// overdue each time it restarts.
+// Since when the job has waited to be placed: its longest-waiting replica's wait — from the
+// submission for a replica that never ran, from when it fell due for a service's replica
+// that restarts or was added by a scale (SPEC A17) and for a retried one — so a service
+// submitted days ago is not overdue each time it restarts, a retry's run is not counted
+// as waiting, and a sibling's restart does not reset a replica that has waited hours.
 absl::Time WaitingSince(const v1::JobRecord& job);
 
 // An adapter's view of the replica at `index` (an event, a poll, the answer to a submit).

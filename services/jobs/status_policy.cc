@@ -1,6 +1,7 @@
 #include "services/jobs/status_policy.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/timestamp.h"
 
 namespace jc::jobs {
 
@@ -51,7 +52,7 @@ JobOutcome EvaluateJob(v1::StatusPolicy policy, const google::protobuf::Repeated
   return JobOutcome{started > 0 ? kRunning : kPending, ""};
 }
 
-bool RetryIfAllowed(const v1::RetryPolicy& policy, v1::ReplicaRecord* r) {
+bool RetryIfAllowed(const v1::RetryPolicy& policy, v1::ReplicaRecord* r, absl::Time now) {
   // Moves (attempts withdrawn before they started, SPEC A16) are no retries.
   const int retries = r->attempt() - r->moves();
   if (retries >= policy.max_retries()) return false;
@@ -63,6 +64,7 @@ bool RetryIfAllowed(const v1::RetryPolicy& policy, v1::ReplicaRecord* r) {
   r->clear_center_id();
   r->clear_exit_code();
   r->clear_dispatched_at();
+  *r->mutable_restart_after() = ToTimestamp(now);
   return true;
 }
 

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "absl/time/time.h"
 #include "google/protobuf/repeated_field.h"
 #include "jointcloud/v1/job_record.pb.h"
 
@@ -39,7 +40,8 @@ bool Ended(v1::ReplicaRecord::State state);
 
 // The retry policy (6.4: a failed job is retried at most N times): when the attempt that
 // just failed may be retried, moves the replica back to WAITING for its next attempt,
-// remembering the center that failed it, and returns true.
-bool RetryIfAllowed(const v1::RetryPolicy& policy, v1::ReplicaRecord* replica);
+// remembering the center that failed it, and returns true. The retry waits from `now`
+// (restart_after): the time its failed attempt ran is not time it waited (helper-67).
+bool RetryIfAllowed(const v1::RetryPolicy& policy, v1::ReplicaRecord* replica, absl::Time now);
 
 }  // namespace jc::jobs

@@ -23,8 +23,8 @@ namespace v1 = ::jointcloud::v1;
 class WaitingQueue {
  public:
   // (-priority, since when it waits in µs since the epoch, seq, job id), first in line
-  // first. Since when it waits: its submission, or when a service's replica restarting or
-  // added by a scale fell due (WaitingSince) — so a service submitted long ago does not go
+  // first. Since when it waits: its longest-waiting replica's — its submission, or when a
+  // retry, a service's replica restarting or one added by a scale fell due (WaitingSince) — so a service submitted long ago does not go
   // ahead of what was submitted since each time it grows (FCFS by arrival in the queue).
   using Entry = std::tuple<int, int64_t, int64_t, std::string>;
 

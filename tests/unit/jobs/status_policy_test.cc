@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "common/timestamp.h"
+#include "services/jobs/job_state.h"
 #include "services/jobs/status_policy.h"
 
 namespace jc::jobs {
@@ -66,21 +68,55 @@ TEST_CASE("the retry policy retries up to N times, remembering the centers that 
   r.set_state(R::RUNNING);
   r.set_center_id("a");
   r.set_message("exited with 3");
-  REQUIRE(RetryIfAllowed(policy, &r));
+  const absl::Time failed_at = absl::FromUnixSeconds(1'800'000'000);
+  REQUIRE(RetryIfAllowed(policy, &r, failed_at));
   CHECK(r.state() == R::WAITING);
   CHECK(r.attempt() == 1);
+  CHECK(jc::FromTimestamp(r.restart_after()) == failed_at);  // it waits from its retry
   CHECK(r.center_id().empty());
   CHECK(r.failed_centers(0) == "a");
   r.set_center_id("b");
-  REQUIRE(RetryIfAllowed(policy, &r));
+  REQUIRE(RetryIfAllowed(policy, &r, failed_at));
   CHECK(r.attempt() == 2);
   CHECK(r.failed_centers_size() == 2);
   r.set_center_id("c");
-  CHECK_FALSE(RetryIfAllowed(policy, &r));  // N = 2 retries used
+  CHECK_FALSE(RetryIfAllowed(policy, &r, failed_at));  // N = 2 retries used
   CHECK(r.attempt() == 2);
   v1::RetryPolicy never;
   R once;
-  CHECK_FALSE(RetryIfAllowed(never, &once));
+  CHECK_FALSE(RetryIfAllowed(never, &once, failed_at));
+}
+
+// Attacker's review, session 67 (helper-67): a retry waited from the job's submission (a
+// 23-hour run counted as 23 hours of waiting: first in line, and overdue once the day was
+// up), and a service's replica that had waited hours started its wait again each time a
+// sibling restarted.
+TEST_CASE("a job waits since its longest-waiting replica fell due: a retry from its retry, a replica never placed "
+          "from the submission, whatever a sibling's restarts say [A7][A16][A17]",
+          "[A7][A16][A17]") {
+  const absl::Time received = absl::FromUnixSeconds(1'800'000'000);
+  v1::JobRecord job;
+  *job.mutable_received_at() = jc::ToTimestamp(received);
+  auto* first = job.add_replicas();
+  first->set_state(R::RUNNING);
+  auto* second = job.add_replicas();
+  second->set_state(R::RUNNING);
+  v1::RetryPolicy policy;
+  policy.set_max_retries(3);
+  // The first fails after 23 hours and is retried: the job waits from then.
+  REQUIRE(RetryIfAllowed(policy, first, received + absl::Hours(23)));
+  CHECK(WaitingSince(job) == received + absl::Hours(23));
+  // The second waits too, never placed since the submission (restart_after unset): the
+  // job has waited since then.
+  second->set_state(R::WAITING);
+  CHECK(WaitingSince(job) == received);
+  // A sibling restarting later (a back-off into the future) does not restart that wait.
+  *first->mutable_restart_after() = jc::ToTimestamp(received + absl::Hours(30));
+  CHECK(WaitingSince(job) == received);
+  // Nothing waits: the submission.
+  first->set_state(R::RUNNING);
+  second->set_state(R::RUNNING);
+  CHECK(WaitingSince(job) == received);
 }
 
 }  // namespace
