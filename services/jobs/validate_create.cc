@@ -143,6 +143,10 @@ absl::Status ValidateCreate(const v1::CreateTrainJobRequest& req) {
     return absl::InvalidArgumentError(absl::StrCat("scheduling.gang: ", WithArticle(KindOf(req.tasks(0))),
                                                    " job's replicas start, and start again, one by one; no gang"));
   }
+  if (req.scheduling().priority() < -kMaxPriority || req.scheduling().priority() > kMaxPriority) {
+    return absl::InvalidArgumentError(absl::StrCat("scheduling.priority: must be -", kMaxPriority, " to ", kMaxPriority,
+                                                   ", got ", req.scheduling().priority()));
+  }
   if (req.retry_policy().max_retries() < 0 || req.retry_policy().max_retries() > kMaxRetries) {
     return absl::InvalidArgumentError(
         absl::StrCat("retryPolicy.maxRetries: must be 0 to ", kMaxRetries, ", got ", req.retry_policy().max_retries()));

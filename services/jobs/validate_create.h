@@ -17,6 +17,10 @@ namespace v1 = ::jointcloud::v1;
 inline constexpr size_t kMaxJobNameLength = 31;
 inline constexpr size_t kMaxTaskNameLength = 31;
 inline constexpr int kMaxRetries = 10;
+// scheduling.priority: within ± this. The queue orders by −priority, which the int32's
+// lowest value would overflow (helper-67); who may ask for a high one is still open
+// (docs/security.md).
+inline constexpr int kMaxPriority = 1000000;
 
 // Fills in what a create may leave out, before it is checked and kept: a task without
 // replicaNumber has one replica (an explicit 0 stays, and is refused).

@@ -3,6 +3,7 @@
 // (nanos past a second) would otherwise reach the job's record and fail its write, stepping
 // the job manager down on every such create (found by an attacker's review, session 28).
 #include <catch2/catch.hpp>
+#include <limits>
 #include <tuple>
 #include <vector>
 
@@ -58,6 +59,26 @@ TEST_CASE("estimatedDuration and timeLimit must be durations a record can hold: 
 // Names reach logs, events and the plan's explanation of a learned duration: a newline there
 // forges a log line, an escape sequence rewrites an operator's terminal (attacker's review,
 // session 29, F8).
+// Attacker's review, session 67 (helper-67): any int32 was taken, and the queue's −priority
+// of the lowest one overflowed (undefined; in practice first in line).
+TEST_CASE("scheduling.priority is within ±1,000,000: the int32's extremes are refused, saying the range [A11][C5]",
+          "[A11][C5]") {
+  for (int priority : {0, 5, -1000000, 1000000}) {
+    auto job = Job();
+    job.mutable_scheduling()->set_priority(priority);
+    INFO(priority);
+    CHECK(jc::jobs::ValidateCreate(job).ok());
+  }
+  for (int priority : {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max(), 1000001}) {
+    auto job = Job();
+    job.mutable_scheduling()->set_priority(priority);
+    absl::Status s = jc::jobs::ValidateCreate(job);
+    INFO(priority);
+    CHECK(absl::IsInvalidArgument(s));
+    CHECK(std::string(s.message()).find("scheduling.priority: must be -1000000 to 1000000, got ") == 0);
+  }
+}
+
 TEST_CASE("a create's job and task names hold no control characters: a newline, an escape, DEL, a C1 control or a "
           "bidirectional control is refused naming the field and where [A16][C5]",
           "[A16][C5]") {
