@@ -8,9 +8,10 @@
 
 namespace jc::jobs {
 
-void DurationLearning::Learn(const v1::JobRecord& r, const JobEffects& fx,
-                             std::map<std::string, std::string>* rows) const {
-  if (estimator_ == nullptr) return;
+int DurationLearning::Learn(const v1::JobRecord& r, const JobEffects& fx,
+                            std::map<std::string, std::string>* rows) const {
+  if (estimator_ == nullptr) return 0;
+  int taught = 0;
   const bool time_limited = absl::StrContains(r.stop_reason(), kTimeLimitStop);
   for (const MeteredAttempt& m : fx.metered) {
     const v1::AttemptRecord& a = m.attempt;
@@ -31,11 +32,13 @@ void DurationLearning::Learn(const v1::JobRecord& r, const JobEffects& fx,
     // swamp a key's median at once.
     if (r.replicas(m.index).replica_index() != 0) continue;
     const int task = r.replicas(m.index).task_index();
+    ++taught;
     for (auto& row :
          estimator_->Observe(estimator::JobClassOf(r.request(), task), wall, performance_(a.center_id()))) {
       (*rows)[row.key] = std::move(row.sketch);
     }
   }
+  return taught;
 }
 
 int64_t DurationLearning::RowsToKeep(absl::Time now) {

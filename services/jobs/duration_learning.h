@@ -37,8 +37,8 @@ class DurationLearning {
   void SetEstimator(estimator::SharedEstimator* estimator) { estimator_ = estimator; }
 
   // Teaches the estimator the attempts `fx` closed that ran to their end; the estimator's
-  // changed rows go to `rows` by key, for the burst's write.
-  void Learn(const v1::JobRecord& r, const JobEffects& fx, std::map<std::string, std::string>* rows) const;
+  // changed rows go to `rows` by key, for the burst's write. Returns how many runs it taught.
+  int Learn(const v1::JobRecord& r, const JobEffects& fx, std::map<std::string, std::string>* rows) const;
 
   // For a burst that writes rows at `now`: how many rows the store keeps (the newest), or 0
   // to keep them all. Once the estimator is full (it evicts the least recently observed

@@ -349,6 +349,9 @@ void JobManager::OnLead(absl::StatusOr<Reload> reload, std::shared_ptr<std::prom
     }
     if (waiting) waiting_.Put(job.record, Attained(job.record));
   }
+  // The records' estimates are from their creation; the history just loaded may say more.
+  reestimation_ = QueueReestimation();
+  reestimation_.All();
   {
     std::lock_guard<std::mutex> lock(view_mu_);
     view_.swap(view);
@@ -1719,6 +1722,17 @@ std::vector<std::pair<std::string, std::string>> JobManager::ScheduleQueue(
     const std::function<void(const std::string&)>& schedule_one) {
   // The one waiting queue, as it stands (jobs were put in, brought up to date and taken out
   // as they came, waited again or left): only the shares are counted for the pass.
+  if (estimator_ != nullptr && options_.queue.UsesExpected()) {
+    // What ended since may have taught the estimator more of the waiting jobs (once a
+    // second at most; in memory).
+    reestimation_.Apply(
+        waiting_,
+        [this](const std::string& id) {
+          auto it = active_.find(id);
+          return it == active_.end() ? nullptr : &it->second.record;
+        },
+        *estimator_, absl::Seconds(options_.queue.unknown_expected_s), clock_->Now());
+  }
   scheduler::JobQueue& queue = waiting_.ordered();
   queue.SetCapacity(scheduler_->FederationCapacity());
   // One scheduler call per spec, not per replica (each call takes the scheduler's lock).
@@ -2162,7 +2176,9 @@ void JobManager::ApplyEffects(Active& job, const JobEffects& fx) {
     key.set_origin(r.origin());
     burst_.stops.emplace_back(a.center_id, std::move(key));
   }
-  learning_.Learn(r, fx, &burst_.durations);
+  if (learning_.Learn(r, fx, &burst_.durations) > 0 && options_.queue.UsesExpected()) {
+    reestimation_.Learned(r.request());
+  }
   for (const MeteredAttempt& m : fx.metered) {
     if (!options_.metering) break;
     burst_.usage.push_back(UsageRecordOf(r, m, now));
@@ -2178,6 +2194,7 @@ void JobManager::ApplyEffects(Active& job, const JobEffects& fx) {
   if (!fx.metered.empty()) MarkDirty(r.job_id());
   // The waiting queue in place: a replica waits again (moved, failed, resubmitted), an
   // attempt of a waiting job ended (its attained service grew), or the job ended.
+  if (fx.wait && !waiting_.Contains(r) && options_.queue.UsesExpected()) reestimation_.WaitsAgain(r.seq());
   if (fx.wait || (!fx.release.empty() && waiting_.Contains(r))) waiting_.Put(r, Attained(r));
   if (!fx.ended.empty()) {
     waiting_.Remove(r);

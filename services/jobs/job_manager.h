@@ -49,6 +49,7 @@
 #include "services/jobs/replica_tracker.h"
 #include "services/jobs/stager.h"
 #include "services/jobs/validate_create.h"
+#include "services/jobs/queue_reestimation.h"
 #include "services/jobs/waiting_queue.h"
 #include "services/registry/center_directory.h"
 #include "services/scheduler/job_queue.h"
@@ -497,6 +498,7 @@ class JobManager {
   std::map<std::string, PendingStop> pending_stops_;
   std::map<std::string, std::string> keys_;                      // idempotency key -> job id in memory
   WaitingQueue waiting_{options_.queue};  // the jobs with waiting replicas, in line and in queue order
+  QueueReestimation reestimation_;         // which waiting jobs' estimates to ask again (sef, hrrn)
   int64_t next_seq_ = 1;
   std::set<std::pair<std::string, int>> resubmit_;  // (job, replica) whose submit failed for a passing reason
   std::map<std::string, uint64_t> cursors_;         // applied watch cursor by center

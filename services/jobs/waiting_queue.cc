@@ -10,6 +10,22 @@ WaitingQueue::Entry WaitingQueue::EntryOf(const v1::JobRecord& r) {
   return {-r.request().scheduling().priority(), absl::ToUnixMicros(WaitingSince(r)), r.seq(), r.job_id()};
 }
 
+WaitingQueue::Expectation WaitingQueue::ExpectationOf(const v1::CreateTrainJobRequest& request,
+                                                      const v1::DurationEstimate* estimate) {
+  Expectation out;
+  if (estimate != nullptr && estimate->runs() > 0) {
+    const auto& e = *estimate;
+    const double median = e.median().seconds() + e.median().nanos() / 1e9;
+    // A record written before `assumed` existed ranks at its median, as it did then.
+    const double assumed = e.has_assumed() ? e.assumed().seconds() + e.assumed().nanos() / 1e9 : 0;
+    out.expected_s = assumed > 0 ? assumed : median;
+    out.one_off = assumed > median;
+  } else if (auto limit = estimator::TimeLimitOf(request)) {
+    out.expected_s = absl::ToDoubleSeconds(*limit);
+  }
+  return out;
+}
+
 void WaitingQueue::Put(const v1::JobRecord& r, double attained_s) {
   Entry entry = EntryOf(r);
   if (auto it = by_seq_.find(r.seq()); it != by_seq_.end()) in_line_.erase(it->second);  // its place may have moved
@@ -20,19 +36,22 @@ void WaitingQueue::Put(const v1::JobRecord& r, double attained_s) {
   q.priority = r.request().scheduling().priority();
   q.project = r.request().project();
   q.submitted = absl::ToDoubleSeconds(WaitingSince(r) - absl::UnixEpoch());
-  if (r.has_expected() && r.expected().runs() > 0) {
-    const auto& e = r.expected();
-    const double median = e.median().seconds() + e.median().nanos() / 1e9;
-    // A record written before `assumed` existed ranks at its median, as it did then.
-    const double assumed = e.has_assumed() ? e.assumed().seconds() + e.assumed().nanos() / 1e9 : 0;
-    q.expected_s = assumed > 0 ? assumed : median;
-    q.one_off = assumed > median;
-  } else if (auto limit = estimator::TimeLimitOf(r.request())) {
-    q.expected_s = absl::ToDoubleSeconds(*limit);
-  }
+  auto again = reestimated_.find(r.seq());
+  const Expectation e =
+      again != reestimated_.end() ? again->second : ExpectationOf(r.request(), r.has_expected() ? &r.expected() : nullptr);
+  q.expected_s = e.expected_s;
+  q.one_off = e.one_off;
   q.attained_s = attained_s;
   ordered_.Erase(q.seq);  // brought up to date in place
   ordered_.Push(q);
+}
+
+void WaitingQueue::Reestimate(int64_t seq, const v1::CreateTrainJobRequest& request,
+                              const v1::DurationEstimate* estimate) {
+  if (!by_seq_.contains(seq)) return;
+  const Expectation e = ExpectationOf(request, estimate);
+  reestimated_[seq] = e;
+  ordered_.SetExpected(seq, e.expected_s, e.one_off);
 }
 
 void WaitingQueue::Remove(int64_t seq) {
@@ -40,6 +59,7 @@ void WaitingQueue::Remove(int64_t seq) {
   if (it == by_seq_.end()) return;
   in_line_.erase(it->second);
   by_seq_.erase(it);
+  reestimated_.erase(seq);
   ordered_.Erase(seq);
 }
 
@@ -49,6 +69,7 @@ void WaitingQueue::Clear() {
   for (const auto& [priority, since, seq, id] : in_line_) ordered_.Erase(seq);
   in_line_.clear();
   by_seq_.clear();
+  reestimated_.clear();
 }
 
 bool WaitingQueue::FirstInLine(const v1::JobRecord& r) const {

@@ -30,11 +30,25 @@ class WaitingQueue {
 
   explicit WaitingQueue(const scheduler::QueueSettings& settings) : ordered_(settings) {}
 
+  // What a queue order counts on a job running (sef, hrrn): its learned estimate's assumed
+  // length (a one-off's says so), else its time limit — never its own unenforced
+  // estimatedDuration, which would let anyone go first by saying "1s" — else unknown (-1:
+  // the order's default).
+  struct Expectation {
+    double expected_s = -1;
+    bool one_off = false;
+  };
+  static Expectation ExpectationOf(const v1::CreateTrainJobRequest& request, const v1::DurationEstimate* estimate);
+
   // The job waits (a replica of it is WAITING): added, or its entry brought up to date
   // (`attained_s`: the service its ended attempts received, for las). Its expected length
-  // is its history when it was created, else its time limit — never its own unenforced
-  // estimatedDuration, which would let anyone go first by saying "1s".
+  // is what was estimated when it was created (its record's), until Reestimate says more.
   void Put(const v1::JobRecord& r, double attained_s);
+  // The job's estimate asked again while it waits (what ended since taught the estimator
+  // more; null: nothing is known): the queue ranks it by this from now on, Put again or
+  // not, until it leaves. Its record keeps what was expected at its creation. Nothing when
+  // it does not wait.
+  void Reestimate(int64_t seq, const v1::CreateTrainJobRequest& request, const v1::DurationEstimate* estimate);
   // It no longer waits (placed whole, ended, failed, stopped). Nothing when absent.
   void Remove(const v1::JobRecord& r) { Remove(r.seq()); }
   void Remove(int64_t seq);
@@ -61,6 +75,7 @@ class WaitingQueue {
   std::set<Entry> in_line_;
   scheduler::JobQueue ordered_;
   absl::flat_hash_map<int64_t, Entry> by_seq_;
+  absl::flat_hash_map<int64_t, Expectation> reestimated_;  // by seq: asked again since created
 };
 
 }  // namespace jc::jobs

@@ -43,8 +43,11 @@ void JobQueue::Push(int64_t seq, int priority, const std::string& project) {
 
 void JobQueue::Push(const QueuedJob& job) { entries_.try_emplace(job.seq, job); }
 
-void JobQueue::SetExpected(int64_t seq, double expected_s) {
-  if (auto it = entries_.find(seq); it != entries_.end()) it->second.expected_s = expected_s;
+void JobQueue::SetExpected(int64_t seq, double expected_s, bool one_off) {
+  if (auto it = entries_.find(seq); it != entries_.end()) {
+    it->second.expected_s = expected_s;
+    it->second.one_off = one_off;
+  }
 }
 
 void JobQueue::AddAttained(int64_t seq, double attained_s) {

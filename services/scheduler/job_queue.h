@@ -52,8 +52,9 @@ class JobQueue {
   // `seq` is unique per job and orders submissions.
   void Push(int64_t seq, int priority, const std::string& project);
   void Push(const QueuedJob& job);
-  // What the order learns of a waiting job later (an estimate, an attempt that ran).
-  void SetExpected(int64_t seq, double expected_s);
+  // What the order learns of a waiting job later (an estimate asked again, an attempt that
+  // ran). `one_off`: the estimate is a one-off's (QueuedJob::one_off), said in Explain.
+  void SetExpected(int64_t seq, double expected_s, bool one_off = false);
   void AddAttained(int64_t seq, double attained_s);
   void Erase(int64_t seq);
   bool Contains(int64_t seq) const { return entries_.contains(seq); }

@@ -476,6 +476,65 @@ TEST_CASE("shortest expected first and highest response ratio next: a short job 
   }
 }
 
+// Session 68: a job's estimate was taken once, when it was created; a job of a name never
+// run kept the default hour in the queue while its name's runs ended elsewhere.
+TEST_CASE("a waiting job is ranked by what its name's runs taught while it waited: it goes ahead of a job limited to "
+          "10 min and runs first when the center frees [A16]",
+          "[A16]") {
+  jc::testing::TestSystem s([](jc::server::AppOptions& o) {
+    jc::testing::FastIntervals(o);
+    o.jobs.queue = *jc::scheduler::ParseQueueSettings("sef");
+  });
+  jc::testing::LocalAdapter east("east", 1, kCenterConfig), west("west", 2, kCenterConfig);
+  RegisterCenter(s, "east", east, 1);
+  RegisterCenter(s, "west", west, 2);
+  Federation::Must(s.rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "cpu-1"},
+                                                              {"resource_spec_name", "1 CPU"},
+                                                              {"resource_quantity", {{"cpu", "1"}, {"memory", "256Mi"}}},
+                                                              {"service_type", "batch"},
+                                                              {"price", 1},
+                                                              {"computing_center_list", "east,west"}}));
+  auto alice = s.UserClient("alice", "vision", "MEMBER");
+  auto at = [](json job, const std::string& center) {
+    job["tasks"][0]["centerIDs"] = json::array({center});
+    return job;
+  };
+  // East's one CPU is taken; two jobs wait for it: "train", never run (the default hour),
+  // and "eval", limited to 10 min.
+  const std::string blocker = Submit(*alice, at(Federation::Job("blocker", "sleep 60"), "east"));
+  WaitForStatus(*alice, blocker, "running");
+  const json train = Federation::Job("train", "sleep 1");
+  const std::string waiting_train = Submit(*alice, at(train, "east"));
+  const std::string eval = Submit(*alice, at(Federation::Job("eval", "sleep 30", {{"timeLimit", "600s"}}), "east"));
+  std::string train_at, eval_at;
+  auto positions = [&] {
+    train_at = alice->Get("/openapi/v1/trainjob/" + waiting_train).body["data"].value("queuePosition", "");
+    eval_at = alice->Get("/openapi/v1/trainjob/" + eval).body["data"].value("queuePosition", "");
+  };
+  REQUIRE(jc::testing::WaitUntil([&] {
+    positions();
+    return train_at.rfind("2nd of 2 waiting (sef): shortest expected first: expected 1h", 0) == 0 &&
+           eval_at.rfind("1st of 2 waiting (sef): shortest expected first: expected 10m", 0) == 0;
+  }));
+  // Two runs of "train" end at west while it waits: it is expected to take about a second now.
+  for (int i = 0; i < 2; ++i) WaitForStatus(*alice, Submit(*alice, at(train, "west")), "completed");
+  const bool ahead = jc::testing::WaitUntil([&] {
+    positions();
+    return train_at.rfind("1st of 2 waiting (sef): shortest expected first: expected 1s", 0) == 0;
+  });
+  INFO(train_at << " | " << eval_at);
+  REQUIRE(ahead);
+  CHECK(eval_at.rfind("2nd of 2 waiting (sef)", 0) == 0);
+  // Its record keeps what was expected when it was created: nothing.
+  CHECK_FALSE(alice->Get("/openapi/v1/trainjob/" + waiting_train).body["data"].contains("expectedDuration"));
+  // East frees: "train" takes it; "eval" waits behind it.
+  s.rest->Post("/openapi/v1/trainjob/" + blocker + "/stop", json::object());
+  WaitForStatus(*alice, waiting_train, "running");
+  CHECK(alice->Get("/openapi/v1/trainjob/" + eval).body["data"]["status"] == "pending");
+  WaitForStatus(*alice, eval, "running");
+  s.rest->Post("/openapi/v1/trainjob/" + eval + "/stop", json::object());
+}
+
 TEST_CASE("nothing starves: a job that needs the whole center, past the queue's longest wait, has the center drain for "
           "it, so a small job submitted after it no longer takes the free CPU, and it runs when the center frees [A16]",
           "[A16]") {
