@@ -267,6 +267,12 @@ absl::StatusOr<v1::Project> IdentityStore::SetProjectQuota(const v1::SetProjectQ
   if (q.max_running_gpus() < 0 || q.max_running_cpus() < 0 || q.max_queued_jobs() < 0) {
     return absl::InvalidArgumentError("quota: limits must be 0 (none) or positive");
   }
+  // As scheduling.priority's own range (validate_create.h kMaxPriority).
+  constexpr int32_t kMaxPriority = 1000000;
+  if (q.max_priority() < 0 || q.max_priority() > kMaxPriority) {
+    return absl::InvalidArgumentError(absl::StrCat("quota: max_priority must be 0 to ", kMaxPriority, ", got ",
+                                                   q.max_priority()));
+  }
   return UpdateProject(req.name(), [&](v1::Project& project) { *project.mutable_quota() = q; });
 }
 

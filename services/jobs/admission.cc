@@ -27,6 +27,13 @@ absl::Time AttemptStart(const v1::AttemptRecord& a) {
 
 absl::Status Admission::Admit(const v1::CreateTrainJobRequest& req) {
   const std::string& project = req.project();
+  // Priority ranks above every queue order: a member asks no more than its project was
+  // granted (a job without a project is an admin's: not bounded, as quotas do not bound it).
+  if (!project.empty()) {
+    if (absl::Status admitted = quotas_.AdmitPriority(project, req.scheduling().priority()); !admitted.ok()) {
+      return admitted;
+    }
+  }
   // Both checks before either holds anything: a job refused by one is not counted by the other.
   double expected = 0;
   if (budgets_.Has(project)) {

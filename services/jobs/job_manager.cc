@@ -152,7 +152,7 @@ absl::Status JobManager::Start() {
     std::map<std::string, v1::ProjectBudget> budgets;
     for (const v1::Project& project : *projects) {
       const v1::ProjectQuota& q = project.quota();
-      if (q.max_running_gpus() > 0 || q.max_running_cpus() > 0 || q.max_queued_jobs() > 0) {
+      if (q.max_running_gpus() > 0 || q.max_running_cpus() > 0 || q.max_queued_jobs() > 0 || q.max_priority() > 0) {
         quotas[project.name()] = q;
       }
       if (project.budget().monthly() > 0) budgets[project.name()] = project.budget();
@@ -350,8 +350,7 @@ void JobManager::OnLead(absl::StatusOr<Reload> reload, std::shared_ptr<std::prom
     if (waiting) waiting_.Put(job.record, Attained(job.record));
   }
   // The records' estimates are from their creation; the history just loaded may say more.
-  reestimation_ = QueueReestimation();
-  reestimation_.All();
+  reestimation_.Restart();
   {
     std::lock_guard<std::mutex> lock(view_mu_);
     view_.swap(view);
@@ -548,7 +547,12 @@ void JobManager::AfterCommit(Burst& burst, const WriteOutcome& outcome) {
     }
     bool waits = std::any_of(c.job.record.replicas().begin(), c.job.record.replicas().end(),
                              [](const auto& r) { return r.state() == v1::ReplicaRecord::WAITING; });
-    if (waits) waiting_.Put(c.job.record, 0);
+    if (waits) {
+      waiting_.Put(c.job.record, 0);
+      // Something was learned between its estimate and now (a run's end in its burst): the
+      // sweep that took it may have run before the job was in the queue.
+      if (c.estimated_at != reestimation_.generation()) reestimation_.WaitsAgain(c.job.record.seq());
+    }
     active_[id] = std::move(c.job);
     acks.emplace_back(std::move(replies), std::move(response));
   }
@@ -810,6 +814,7 @@ void JobManager::OnCreate(v1::CreateTrainJobRequest req, CreateReply reply, std:
     if (auto expected = estimator_->EstimateJob(req, absl::Seconds(options_.queue.unknown_expected_s))) {
       *record.mutable_expected() = estimator::ToProto(*expected);
     }
+    c.estimated_at = reestimation_.generation();
   }
   for (int t = 0; t < req.tasks_size(); ++t) {
     for (int r = 0; r < req.tasks(t).replica_number(); ++r) {
@@ -1649,7 +1654,8 @@ void JobManager::SetQuotas(std::map<std::string, v1::ProjectQuota> quotas) {
     for (const auto& [project, q] : quotas) {
       for (const auto& [limit, value] : {std::pair<const char*, int64_t>{"max_running_gpus", q.max_running_gpus()},
                                          {"max_running_cpus", q.max_running_cpus()},
-                                         {"max_queued_jobs", q.max_queued_jobs()}}) {
+                                         {"max_queued_jobs", q.max_queued_jobs()},
+                                         {"max_priority", q.max_priority()}}) {
         if (value <= 0) continue;
         prometheus::Gauge& g = metrics_->project_quota->Add({{"project", project}, {"limit", limit}});
         g.Set(static_cast<double>(value));
@@ -1725,13 +1731,14 @@ std::vector<std::pair<std::string, std::string>> JobManager::ScheduleQueue(
   if (estimator_ != nullptr && options_.queue.UsesExpected()) {
     // What ended since may have taught the estimator more of the waiting jobs (once a
     // second at most; in memory).
-    reestimation_.Apply(
+    const int64_t asked = reestimation_.Apply(
         waiting_,
         [this](const std::string& id) {
           auto it = active_.find(id);
           return it == active_.end() ? nullptr : &it->second.record;
         },
         *estimator_, absl::Seconds(options_.queue.unknown_expected_s), clock_->Now());
+    if (asked > 0) spdlog::debug("job manager: {} waiting jobs' expected lengths asked again", asked);
   }
   scheduler::JobQueue& queue = waiting_.ordered();
   queue.SetCapacity(scheduler_->FederationCapacity());
@@ -2194,7 +2201,8 @@ void JobManager::ApplyEffects(Active& job, const JobEffects& fx) {
   if (!fx.metered.empty()) MarkDirty(r.job_id());
   // The waiting queue in place: a replica waits again (moved, failed, resubmitted), an
   // attempt of a waiting job ended (its attained service grew), or the job ended.
-  if (fx.wait && !waiting_.Contains(r) && options_.queue.UsesExpected()) reestimation_.WaitsAgain(r.seq());
+  // (in the queue already or not: its place in line may have moved past a sweep under way)
+  if (fx.wait && options_.queue.UsesExpected()) reestimation_.WaitsAgain(r.seq());
   if (fx.wait || (!fx.release.empty() && waiting_.Contains(r))) waiting_.Put(r, Attained(r));
   if (!fx.ended.empty()) {
     waiting_.Remove(r);

@@ -228,6 +228,7 @@ class JobManager {
     CreateReply reply;
     std::optional<v1::AuditRecord> audit;
     v1::TrainJobEvent event;  // CREATED, numbered when the burst is written
+    uint64_t estimated_at = 0;  // reestimation_.generation() when its estimate was taken
   };
   // What one burst of messages decided: its writes, and what follows once they commit.
   struct Burst {

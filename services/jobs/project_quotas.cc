@@ -40,4 +40,19 @@ absl::Status ProjectQuotas::AdmitQueued(const std::string& project) const {
                                                    "raise it"));
 }
 
+absl::Status ProjectQuotas::AdmitPriority(const std::string& project, int priority) const {
+  if (priority <= 0) return absl::OkStatus();
+  if (!read_) {
+    return absl::UnavailableError(absl::StrCat("scheduling.priority ", priority,
+                                               ": the projects' quotas, which bound it, are not read yet; try again "
+                                               "shortly"));
+  }
+  auto q = quotas_.find(project);
+  const int bound = q == quotas_.end() ? 0 : q->second.max_priority();
+  if (priority <= bound) return absl::OkStatus();
+  return absl::PermissionDeniedError(absl::StrCat(
+      "scheduling.priority ", priority, " is above what project ", project, "'s jobs may ask (its quota's max_priority, ",
+      bound, "); ask for at most ", bound, ", or ask a federation admin to raise max_priority"));
+}
+
 }  // namespace jc::jobs

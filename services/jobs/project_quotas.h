@@ -5,6 +5,7 @@
 // center. Everything here is in memory: the quotas are read from the store beside the
 // decisions (every few seconds), never during one. Used by the job manager's loop only.
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -18,10 +19,24 @@ namespace v1 = ::jointcloud::v1;
 
 class ProjectQuotas {
  public:
-  void Set(std::map<std::string, v1::ProjectQuota> quotas) { quotas_ = std::move(quotas); }
-  bool empty() const { return quotas_.empty(); }
-  // Whether `project` has any limit.
-  bool Limits(const std::string& project) const { return quotas_.count(project) > 0; }
+  // The projects' quotas as the store holds them (those with any limit, or a max_priority).
+  void Set(std::map<std::string, v1::ProjectQuota> quotas) {
+    quotas_ = std::move(quotas);
+    read_ = true;
+    limited_ = std::any_of(quotas_.begin(), quotas_.end(), [this](const auto& q) { return Limits(q.first); });
+  }
+  // No project has a limit on what it runs or queues (its use need not be counted).
+  bool empty() const { return !limited_; }
+  // Whether `project` has a limit on what it runs or queues.
+  bool Limits(const std::string& project) const {
+    auto q = quotas_.find(project);
+    return q != quotas_.end() &&
+           (q->second.max_running_gpus() > 0 || q->second.max_running_cpus() > 0 || q->second.max_queued_jobs() > 0);
+  }
+  // OK when a job of `project` may ask `priority`: at most 0 always (lowering one's own is
+  // anyone's), above it up to the project's max_priority. PermissionDenied past it, naming
+  // the bound; Unavailable before the quotas were first read (a start: try again shortly).
+  absl::Status AdmitPriority(const std::string& project, int priority) const;
 
   // Usage, recounted from the jobs in memory once per cycle and added to as jobs are
   // placed and created between recounts.
@@ -46,6 +61,8 @@ class ProjectQuotas {
     int64_t queued = 0;
   };
   std::map<std::string, v1::ProjectQuota> quotas_;
+  bool read_ = false;  // Set was called: quotas_ is the store's, not "none yet"
+  bool limited_ = false;
   std::map<std::string, Use> use_;
 };
 

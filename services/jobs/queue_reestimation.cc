@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
 #include "services/estimator/job_class.h"
 
@@ -20,7 +21,9 @@ std::string UserSpecKey(const v1::CreateTrainJobRequest& job, const std::string&
 }
 
 // Everything SharedEstimator::EstimateJob reads of a job: two jobs alike in it are
-// estimated alike.
+// estimated alike. Commands by a hash (a job's command may be megabytes): two commands of
+// one name by one user in one project that hash alike (a 64-bit hash seeded per process)
+// would share an estimate, which moves only that user's job.
 std::string FiguresOf(const v1::CreateTrainJobRequest& job) {
   const absl::string_view sep("\0", 1);
   std::string key = absl::StrCat(job.project(), sep, job.user_name(), sep, job.name(), sep);
@@ -28,7 +31,7 @@ std::string FiguresOf(const v1::CreateTrainJobRequest& job) {
   absl::StrAppend(&key, sep);
   if (auto d = estimator::TimeLimitOf(job)) absl::StrAppend(&key, absl::ToInt64Nanoseconds(*d));
   for (const auto& task : job.tasks()) {
-    absl::StrAppend(&key, sep, task.resource_spec_id(), sep, task.command().size(), sep, task.command());
+    absl::StrAppend(&key, sep, task.resource_spec_id(), sep, absl::Hash<absl::string_view>()(task.command()));
   }
   return key;
 }
@@ -36,6 +39,7 @@ std::string FiguresOf(const v1::CreateTrainJobRequest& job) {
 }  // namespace
 
 void QueueReestimation::Learned(const v1::CreateTrainJobRequest& job) {
+  ++generation_;
   learned_.names.insert(NameKey(job));
   for (const auto& task : job.tasks()) learned_.user_specs.insert(UserSpecKey(job, task.resource_spec_id()));
 }
@@ -61,9 +65,15 @@ int64_t QueueReestimation::Apply(WaitingQueue& waiting, const RecordOf& record_o
   }
   // One estimate per set of figures this time (what it was asked, its answer).
   absl::flat_hash_map<std::string, std::optional<v1::DurationEstimate>> asked;
-  int64_t n = 0;
+  int64_t n = 0, visited = 0;
   const auto& in_line = waiting.in_line();
   for (auto it = resumes_ ? in_line.upper_bound(resume_) : in_line.begin(); it != in_line.end(); ++it) {
+    if (visited++ == max_visited_) {
+      // Enough for this time: on from here the next (an entry came before this one).
+      resume_ = *std::prev(it);
+      resumes_ = true;
+      return n;
+    }
     const auto& [priority, since, seq, id] = *it;
     const v1::JobRecord* r = record_of(id);
     if (r == nullptr) continue;

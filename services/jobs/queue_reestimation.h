@@ -13,7 +13,8 @@
 // waiting job sharing a project and a name, or a project, user and spec, with a learned run
 // can estimate otherwise. A waiting job is asked at most once a second, jobs with the same
 // figures (one class, one command, one limit) once between them — a backlog of 100,000 jobs
-// of one name costs one estimate, not 100,000 — and at most kMaxEstimates a time. Keys the estimator evicts past its bound
+// of one command costs one estimate, not 100,000 — and at most kMaxEstimates estimates and
+// kMaxVisited jobs a time. Keys the estimator evicts past its bound
 // are not followed: a job ranked on an evicted key's figure keeps it until its class learns
 // again (it was the newest that key knew).
 
@@ -37,23 +38,42 @@ class QueueReestimation {
 
   // How often the queue asks again, at most.
   static constexpr absl::Duration kEvery = absl::Seconds(1);
-  // At most this many estimates a time (distinct sets of figures); the rest of the queue is
-  // asked the next time, where this one stopped: a project that fills the queue with
-  // 100,000 jobs of distinct commands, and ends a short job of their name every second,
-  // holds the loop a few milliseconds a second, not a third of it.
+  // At most this many estimates (distinct sets of figures), and this many waiting jobs
+  // looked at, a time; the rest of the queue is asked the next time, where this one
+  // stopped: a project that fills the queue with 100,000 jobs of distinct commands, and ends
+  // a short job of their name every second, cannot hold the loop for the whole queue's
+  // estimates each second.
   static constexpr int64_t kMaxEstimates = 4096;
+  static constexpr int64_t kMaxVisited = 65536;
 
-  explicit QueueReestimation(int64_t max_estimates = kMaxEstimates) : max_estimates_(std::max<int64_t>(1, max_estimates)) {}
+  explicit QueueReestimation(int64_t max_estimates = kMaxEstimates, int64_t max_visited = kMaxVisited)
+      : max_estimates_(std::max<int64_t>(1, max_estimates)), max_visited_(std::max<int64_t>(1, max_visited)) {}
 
   // A run of `job` ended and was learned.
   void Learned(const v1::CreateTrainJobRequest& job);
-  // A job waits again (a retry, a move, a replica restarting): its record's figure is from
-  // its creation, older than what the estimator may know now.
+  // A job waits again (a retry, a move, a replica restarting), or its place in line moved
+  // (past where a sweep under way stopped), or it was estimated before something was learned
+  // and put in the queue after (a create in the burst of a run's end): its figure may be
+  // older than what the estimator knows now.
   void WaitsAgain(int64_t seq) { learned_.again.insert(seq); }
   // Every waiting job asks again: a new leadership term's history, loaded from the store.
-  void All() { learned_.all = true; }
+  void All() {
+    learned_.all = true;
+    ++generation_;
+  }
+  // A new leadership term: what a sweep under way had left is dropped, and every waiting
+  // job asks again (its record's figure is from its creation, the history from the store).
+  void Restart() {
+    const uint64_t generation = generation_;
+    *this = QueueReestimation(max_estimates_, max_visited_);
+    generation_ = generation;
+    All();
+  }
   // Whether something was learned and not yet asked again, or a sweep is part done.
   bool pending() const { return !learned_.empty() || sweeping_; }
+  // Counts what was learned (Learned, All): a create that took its estimate at one
+  // generation and is put in the queue at another asks again (WaitsAgain).
+  uint64_t generation() const { return generation_; }
 
   // Asks the estimator again for the waiting jobs what was learned may concern (once a
   // second at most: nothing before `kEvery` after the last time), and hands the answers to
@@ -75,6 +95,8 @@ class QueueReestimation {
   };
 
   int64_t max_estimates_;
+  int64_t max_visited_;
+  uint64_t generation_ = 0;
   LearnedSince learned_;   // gathered for the next sweep
   LearnedSince sweep_;     // what the sweep under way asks for
   bool sweeping_ = false;

@@ -53,7 +53,13 @@ Snapshot BuildSnapshot(const SchedulerInputs& in) {
     v.security_grade = center.security_grade();
     v.topology = center.network_topology();
     v.capacity = FromTable2(center.capacity());
-    v.free = v.capacity;
+    // A center the monitor polls has nothing free until its adapter says what is (its
+    // usage, below): right after a restart a center full of running replicas looked empty
+    // until the monitor's first poll (up to --monitor_interval), and a pass sent it
+    // replicas it had no room for — as Slurm takes a node as down until it registers. Its
+    // capacity still says what could ever run there. One that reports by heartbeat alone
+    // (no adapter) is taken at its capacity, as before.
+    v.free = center.adapter_address().empty() ? v.capacity : Resources{};
     auto it = observed.find(v.id);
     const monitor::CenterObservation* o = it == observed.end() ? nullptr : it->second;
     if (o != nullptr && o->has_info) {

@@ -1553,6 +1553,60 @@ TEST_CASE("project quotas hold a job past the running limit, saying so, and refu
   n.WaitForStatus(second_id, "completed");
 }
 
+// helper-67 (session 67): priority ranks above every queue order and fair share, and any
+// member chose it freely. A project asks no more than a federation admin granted it.
+TEST_CASE("a project's priority is what an admin granted: a member's job above its project's max_priority is refused "
+          "naming the bound and nothing is written, lowering is anyone's, and only admins grant [C6][A11]",
+          "[C6][A11]") {
+  Network n([](jc::server::AppOptions& o) { o.jobs.quota_refresh = absl::Milliseconds(50); });
+  auto alice = n.UserClient("alice", "vision", "MEMBER");
+  auto bob = n.UserClient("bob", "nlp", "MEMBER");
+  auto submit = [](jc::testing::RestClient& c, const std::string& name, int priority) {
+    auto r = c.Post("/openapi/v1/trainjob", {{"name", name},
+                                             {"tasks", {Task("t", "true", "torch", 1)}},
+                                             {"scheduling", {{"priority", priority}}}});
+    INFO(r.body.dump());
+    return r;
+  };
+  auto jobs_of = [](jc::testing::RestClient& c) {
+    return c.Get("/openapi/v1/trainjob?pageSize=100").body["data"].value("jobs", json::array()).size();
+  };
+  // Nothing granted: above 0 is refused (once the quotas are read: 503 before), naming the bound.
+  jc::testing::RestReply refused;
+  REQUIRE(jc::testing::WaitUntil([&] {
+    refused = submit(*alice, "jump", 5);
+    return refused.http_status != 503;
+  }));
+  ExpectError(refused, 403, "scheduling.priority 5 is above what project vision's jobs may ask (its quota's "
+                            "max_priority, 0)");
+  const size_t before = jobs_of(*alice);
+  // Lowering one's own is anyone's.
+  auto lowered = submit(*alice, "nice", -3);
+  REQUIRE(lowered.http_status == 200);
+  n.WaitForStatus(lowered.body["data"]["jobId"], "completed");
+  // Only an admin grants, within 0 to 1,000,000.
+  CHECK(alice->Send("PUT", "/openapi/v1/projects/vision/quota", R"({"max_priority": 10})").http_status == 403);
+  ExpectError(n.rest->Send("PUT", "/openapi/v1/projects/vision/quota", R"({"max_priority": -1})"), 400,
+              "max_priority must be 0 to 1000000, got -1");
+  ExpectError(n.rest->Send("PUT", "/openapi/v1/projects/vision/quota", R"({"max_priority": 2000000})"), 400,
+              "max_priority must be 0 to 1000000");
+  auto set = n.rest->Send("PUT", "/openapi/v1/projects/vision/quota", R"({"max_priority": 10})");
+  INFO(set.body.dump());
+  REQUIRE(set.http_status == 200);
+  REQUIRE(jc::testing::WaitUntil([&] {
+    return n.rest->Raw("/metrics").find(R"(jc_project_quota{limit="max_priority",project="vision"} 10)") !=
+           std::string::npos;
+  }));
+  auto granted = submit(*alice, "granted", 10);
+  REQUIRE(granted.http_status == 200);
+  n.WaitForStatus(granted.body["data"]["jobId"], "completed");
+  ExpectError(submit(*alice, "past", 11), 403, "max_priority, 10");
+  // vision's grant is vision's: nlp's member still has none.
+  ExpectError(submit(*bob, "other", 1), 403, "project nlp's jobs may ask (its quota's max_priority, 0)");
+  // The refused creates wrote nothing: vision has the two jobs admitted since, no more.
+  CHECK(jobs_of(*alice) == before + 2);
+}
+
 }  // namespace
 
 // ---- Metering (issue 31) ----

@@ -88,6 +88,7 @@ std::vector<Column> ProjectColumns() {
           Field("MAX_GPUS", "quota.max_running_gpus"),
           Field("MAX_CPUS", "quota.max_running_cpus"),
           Field("MAX_QUEUED", "quota.max_queued_jobs"),
+          Field("MAX_PRIO", "quota.max_priority"),
           Field("BUDGET", "budget.monthly"),
           Field("HARD", "budget.hard"),
           Field("CREATED", "created_at")};
@@ -166,19 +167,25 @@ std::vector<CommandSpec> OperatorCommands() {
   c.push_back({{"project", "delete"}, "PROJECT", "Delete a project with no members (admins)", {}, 1, 1,
                DeleteCommand(kProjects, "project")});
   c.push_back({{"quota", "set"}, "PROJECT",
-               "What a project may hold at once across the federation (admins); 0 = no limit; flags not given are 0",
+               "What a project may hold at once across the federation, and the highest priority its jobs may ask "
+               "(admins); 0 = no limit (priority: none above 0); flags not given are 0",
                {{"gpus", 0, true, "GPUs of its running replicas"},
                 {"cpus", 0, true, "CPUs of its running replicas"},
-                {"queued", 0, true, "jobs waiting for a center"}},
+                {"queued", 0, true, "jobs waiting for a center"},
+                {"priority", 0, true, "the highest scheduling.priority its jobs may ask, 0 to 1000000"}},
                1, 1, WithClient([kProjects](Context& ctx, Client* client, const Invocation& inv) {
-                 int64_t gpus = 0, cpus = 0, queued = 0;
-                 for (auto [flag, out] : {std::pair{"gpus", &gpus}, {"cpus", &cpus}, {"queued", &queued}}) {
+                 int64_t gpus = 0, cpus = 0, queued = 0, priority = 0;
+                 for (auto [flag, out] :
+                      {std::pair{"gpus", &gpus}, {"cpus", &cpus}, {"queued", &queued}, {"priority", &priority}}) {
                    if (absl::Status s = CountFlag(inv, flag, out); !s.ok()) return ctx.Fail(s);
                  }
-                 json body = {{"max_running_gpus", gpus}, {"max_running_cpus", cpus}, {"max_queued_jobs", queued}};
+                 json body = {{"max_running_gpus", gpus},
+                              {"max_running_cpus", cpus},
+                              {"max_queued_jobs", queued},
+                              {"max_priority", priority}};
                  return Change(ctx, client, "PUT", kProjects + "/" + Escape(inv.args[0]) + "/quota", &body,
                                absl::StrCat("quota of ", inv.args[0], ": ", gpus, " GPUs, ", cpus, " CPUs, ", queued,
-                                            " queued jobs (0 = no limit)"));
+                                            " queued jobs (0 = no limit), priority up to ", priority));
                })});
   c.push_back({{"budget", "set"}, "PROJECT",
                "A project's monthly budget in the catalog's price unit (admins); 0 = none",

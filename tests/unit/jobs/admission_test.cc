@@ -281,3 +281,40 @@ TEST_CASE("a service past its budget reservation runs on while the hard budget h
   const v1::JobRecord young = Running(service, "beta", kNow - absl::Minutes(30));
   CHECK(admission.StopReason(young).empty());
 }
+
+// helper-67 (session 67): scheduling.priority ranks above every queue order and fair share,
+// and any member chose it freely: one project's jobs at the top priority went ahead of every
+// other project's. A project asks no more than it was granted (Slurm's QOS, LSF's
+// MAX_USER_PRIORITY).
+TEST_CASE("a job asks a priority above 0 only up to its project's max_priority: more is refused naming the bound, "
+          "lowering one's own is anyone's, and before the quotas are read a raised priority waits [C6][A11]",
+          "[C6][A11]") {
+  FakeCatalog catalog;
+  Admission admission(&catalog);
+  auto at = [](const std::string& project, int priority) {
+    v1::CreateTrainJobRequest req = Job(project, 1);
+    req.mutable_scheduling()->set_priority(priority);
+    return req;
+  };
+  // Right after a start, before the first read: a raised priority cannot be judged yet.
+  CHECK(admission.Admit(at("vision", 0)).ok());
+  CHECK(admission.Admit(at("vision", -50)).ok());
+  CHECK(admission.Admit(at("vision", 1)).code() == absl::StatusCode::kUnavailable);
+  // vision was granted 100; nlp nothing (no quota row at all).
+  v1::ProjectQuota granted;
+  granted.set_max_priority(100);
+  admission.SetQuotas({{"vision", granted}});
+  CHECK(admission.Admit(at("vision", 100)).ok());
+  absl::Status above = admission.Admit(at("vision", 101));
+  CHECK(above.code() == absl::StatusCode::kPermissionDenied);
+  CHECK_THAT(std::string(above.message()), Catch::Contains("scheduling.priority 101 is above what project vision's "
+                                                            "jobs may ask (its quota's max_priority, 100)"));
+  absl::Status nlp = admission.Admit(at("nlp", 1));
+  CHECK(nlp.code() == absl::StatusCode::kPermissionDenied);
+  CHECK_THAT(std::string(nlp.message()), Catch::Contains("max_priority, 0"));
+  CHECK(admission.Admit(at("nlp", -1000000)).ok());
+  // A job without a project is an admin's: not bounded.
+  CHECK(admission.Admit(at("", 1000000)).ok());
+  // A project with only a priority grant is not counted as limited: its jobs queue freely.
+  CHECK(admission.Hold("vision", 100, 100).empty());
+}

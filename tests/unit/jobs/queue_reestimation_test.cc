@@ -162,7 +162,7 @@ TEST_CASE("a sweep asks at most its bound of estimates a time and goes on the ne
   CHECK(f.Apply(0) == 2);
   CHECK(f.reestimation.pending());
   // The first two in line were asked; the others keep their records' 2 h for now.
-  CHECK(Offered(f.queue) == std::vector<std::string>{"job-1", "job-2", "job-3", "job-4", "job-5"});
+  CHECK_THAT(f.queue.ordered().Explain(2, kT0 + 100), Catch::Matches("shortest expected first: expected (2[89]|3[01])s, .*"));
   CHECK_THAT(f.queue.ordered().Explain(3, kT0 + 100), Catch::StartsWith("shortest expected first: expected 2h,"));
   // Something learned meanwhile waits for the next sweep; this one goes on where it stopped.
   f.Ran(f.jobs["job-1"], 1, 30);
@@ -173,6 +173,45 @@ TEST_CASE("a sweep asks at most its bound of estimates a time and goes on the ne
   // Then the next sweep, for what was learned during this one: from the start of the line.
   CHECK(f.reestimation.pending());
   CHECK(f.Apply(3) == 2);
+}
+
+TEST_CASE("jobs of the same figures share one estimate, a sweep looks at no more jobs a time than its bound, and what "
+          "a user's other jobs of a spec taught asks that user's waiting jobs of the spec [A16]",
+          "[A16]") {
+  Fixture f;
+  f.reestimation = QueueReestimation(/*max_estimates=*/1, /*max_visited=*/3);
+  // Four trials of one command (one set of figures), and alice's job of another name at the
+  // same spec, recorded at 2 h.
+  for (int64_t seq = 1; seq <= 4; ++seq) {
+    v1::JobRecord r = Job(seq, "vision", "alice", "sweep", "gpu");
+    r.mutable_expected()->set_runs(4);
+    r.mutable_expected()->mutable_median()->set_seconds(7200);
+    f.Wait(r);
+  }
+  v1::JobRecord other = Job(5, "vision", "alice", "notebook", "gpu");
+  other.mutable_expected()->set_runs(4);
+  other.mutable_expected()->mutable_median()->set_seconds(7200);
+  f.Wait(other);
+  // Her runs of a third name at the spec: "this user's jobs of this spec" learns, and every
+  // waiting job of hers at the spec is concerned, though none shares the name.
+  f.Ran(Job(99, "vision", "alice", "prep", "gpu"), 3, 40);
+  // One estimate a time, yet the first three trials (one set of figures) are all asked; the
+  // sweep stops at three jobs looked at.
+  CHECK(f.Apply(0) == 3);
+  for (int64_t seq : {1, 2, 3}) {
+    CHECK_THAT(f.queue.ordered().Explain(seq, kT0 + 100),
+               Catch::Matches("shortest expected first: expected (3[89]|4[0-2])s.*"));
+  }
+  CHECK_THAT(f.queue.ordered().Explain(5, kT0 + 100), Catch::StartsWith("shortest expected first: expected 2h,"));
+  // The next time: the fourth trial, then the notebook (another set of figures, the bound's
+  // one estimate used up by the trial) the time after.
+  CHECK(f.Apply(1) == 1);
+  CHECK(f.Apply(2) == 1);
+  CHECK_THAT(f.queue.ordered().Explain(5, kT0 + 100), Catch::Matches("shortest expected first: expected (3[89]|4[0-2])s.*"));
+  CHECK_FALSE(f.reestimation.pending());
+  // Another user's runs at the spec ask nothing of hers.
+  f.Ran(Job(98, "vision", "bob", "prep", "gpu"), 3, 40);
+  CHECK(f.Apply(3) == 0);
 }
 
 }  // namespace

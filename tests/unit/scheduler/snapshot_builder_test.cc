@@ -85,8 +85,29 @@ TEST_CASE("the snapshot joins registry, catalog, datamon and monitor figures per
   const CenterView* b = snap.Find("b");
   REQUIRE(b != nullptr);
   CHECK_FALSE(b->available);
-  CHECK(b->free.cpu == 128);  // never reported: its whole capacity
+  CHECK(b->free.cpu == 128);  // no adapter (heartbeats alone), never reported: its whole capacity
   CHECK(b->specs.empty());    // the catalog has no runnable offer for it
+}
+
+// A restart: every center's status is in the store at once, its usage only after the
+// monitor's first poll. A center full of running replicas looked empty until then, and the
+// first pass sent it replicas it had no room for.
+TEST_CASE("a center whose adapter the monitor polls has nothing free until its first usage report, whatever its "
+          "capacity, and could still ever run what its capacity holds [A8][A3]",
+          "[A8][A3]") {
+  SchedulerInputs in = Inputs();
+  in.centers[0].set_adapter_address("unix:/run/a.sock");
+  in.observations.clear();
+  const CenterView* a = BuildSnapshot(in).Find("a");
+  REQUIRE(a != nullptr);
+  CHECK(a->free.cpu == 0);
+  CHECK(a->free.gpu == 0);
+  CHECK(a->capacity.cpu == 128);
+  // Its first report says what is free.
+  in = Inputs();
+  in.centers[0].set_adapter_address("unix:/run/a.sock");
+  in.observations[0].center = in.centers[0];
+  CHECK(BuildSnapshot(in).Find("a")->free.cpu == 12);
 }
 
 TEST_CASE("a center's reported start delays reach its view by spec, as of the monitor's poll, and bad figures are "
