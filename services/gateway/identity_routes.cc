@@ -123,8 +123,9 @@ std::vector<Route> IdentityRoutes(std::shared_ptr<grpc::Channel> channel) {
                     }});
 
   routes.push_back({"PUT", base + "/projects/{name}/quota", "identity",
-                    "Set a project's quota: body {max_running_gpus, max_running_cpus, max_queued_jobs}, 0 = no "
-                    "limit (admins)",
+                    "Set a project's quota: body {max_running_gpus, max_running_cpus, max_queued_jobs, max_priority}, "
+                    "0 = no limit (max_priority: none above 0); replaces the whole quota, a field left out is 0 "
+                    "(admins)",
                     v1::ProjectQuota::descriptor(), v1::Project::descriptor(), kSnake, {},
                     [stub](const httplib::Request& r, const std::vector<std::string>& p) {
                       v1::SetProjectQuotaRequest req;

@@ -210,6 +210,40 @@ absl::StatusOr<v1::User> IdentityStore::SetMembership(const v1::SetMembershipReq
   return user;
 }
 
+namespace {
+
+// A project's quota and budget, checked on every write that sets them (a create may carry
+// them too: helper-69).
+absl::Status CheckQuota(const v1::ProjectQuota& q) {
+  if (q.max_running_gpus() < 0 || q.max_running_cpus() < 0 || q.max_queued_jobs() < 0) {
+    return absl::InvalidArgumentError("quota: limits must be 0 (none) or positive");
+  }
+  // As scheduling.priority's own range (validate_create.h kMaxPriority).
+  constexpr int32_t kMaxPriority = 1000000;
+  if (q.max_priority() < 0 || q.max_priority() > kMaxPriority) {
+    return absl::InvalidArgumentError(absl::StrCat("quota: max_priority must be 0 to ", kMaxPriority, ", got ",
+                                                   q.max_priority()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckBudget(const v1::ProjectBudget& b) {
+  if (!(b.monthly() >= 0) || b.monthly() > 1e15) {  // NaN fails too
+    return absl::InvalidArgumentError(
+        absl::StrCat("budget: monthly must be 0 (none) or a positive amount (got ", b.monthly(), ")"));
+  }
+  if (b.stop_running() && !b.hard()) {
+    return absl::InvalidArgumentError("budget: stop_running applies to a hard budget only; set hard too");
+  }
+  if (!(b.reservation_hours() >= 0) || b.reservation_hours() > 8784) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "budget: reservation_hours must be 0 (one hour) to 8784 (a year) (got ", b.reservation_hours(), ")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<v1::Project> IdentityStore::CreateProject(v1::Project project) {
   JC_RETURN_IF_ERROR(CheckId("name", project.name()));
   // "-" names the federation's images and datasets in requests, and adapters keep a
@@ -219,6 +253,8 @@ absl::StatusOr<v1::Project> IdentityStore::CreateProject(v1::Project project) {
                                                    "\" is reserved (\"-\" names the federation's; no leading '.')"));
   }
   JC_RETURN_IF_ERROR(CheckOptionalText("description", project.description(), 1024));
+  JC_RETURN_IF_ERROR(CheckQuota(project.quota()));
+  JC_RETURN_IF_ERROR(CheckBudget(project.budget()));
   *project.mutable_created_at() = ToTimestamp(clock_->Now());
   JC_ASSIGN_OR_RETURN(std::string doc, store::EncodeDoc(project));
   auto inserted = store_->Exec("INSERT INTO projects (id, doc) VALUES ($1, $2)", {project.name(), doc});
@@ -264,31 +300,13 @@ absl::Status IdentityStore::DeleteProject(const std::string& name) {
 
 absl::StatusOr<v1::Project> IdentityStore::SetProjectQuota(const v1::SetProjectQuotaRequest& req) {
   const v1::ProjectQuota& q = req.quota();
-  if (q.max_running_gpus() < 0 || q.max_running_cpus() < 0 || q.max_queued_jobs() < 0) {
-    return absl::InvalidArgumentError("quota: limits must be 0 (none) or positive");
-  }
-  // As scheduling.priority's own range (validate_create.h kMaxPriority).
-  constexpr int32_t kMaxPriority = 1000000;
-  if (q.max_priority() < 0 || q.max_priority() > kMaxPriority) {
-    return absl::InvalidArgumentError(absl::StrCat("quota: max_priority must be 0 to ", kMaxPriority, ", got ",
-                                                   q.max_priority()));
-  }
+  JC_RETURN_IF_ERROR(CheckQuota(q));
   return UpdateProject(req.name(), [&](v1::Project& project) { *project.mutable_quota() = q; });
 }
 
 absl::StatusOr<v1::Project> IdentityStore::SetProjectBudget(const v1::SetProjectBudgetRequest& req) {
   const v1::ProjectBudget& b = req.budget();
-  if (!(b.monthly() >= 0) || b.monthly() > 1e15) {  // NaN fails too
-    return absl::InvalidArgumentError(
-        absl::StrCat("budget: monthly must be 0 (none) or a positive amount (got ", b.monthly(), ")"));
-  }
-  if (b.stop_running() && !b.hard()) {
-    return absl::InvalidArgumentError("budget: stop_running applies to a hard budget only; set hard too");
-  }
-  if (!(b.reservation_hours() >= 0) || b.reservation_hours() > 8784) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "budget: reservation_hours must be 0 (one hour) to 8784 (a year) (got ", b.reservation_hours(), ")"));
-  }
+  JC_RETURN_IF_ERROR(CheckBudget(b));
   return UpdateProject(req.name(), [&](v1::Project& project) { *project.mutable_budget() = b; });
 }
 

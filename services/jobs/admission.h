@@ -76,7 +76,7 @@ class Admission {
   double ExpectedCost(const v1::CreateTrainJobRequest& req) const;
 
   // ---- Scheduling: quotas on running resources. ----
-  /// Whether `project` has any quota.
+  /// Whether `project` has a limit on what it runs or queues (a priority grant alone is none).
   bool Limits(const std::string& project) const { return quotas_.Limits(project); }
   /// What `replicas` (indices into r.replicas) of a job need (CPUs, GPUs) by the catalog.
   std::pair<double, double> Need(const v1::JobRecord& r, const std::vector<int>& replicas) const;

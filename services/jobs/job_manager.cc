@@ -1663,6 +1663,24 @@ void JobManager::SetQuotas(std::map<std::string, v1::ProjectQuota> quotas) {
       }
     }
   }
+  // The waiting queue ranks no job above its project's grant (a record from before grants,
+  // or from before one was lowered): when a grant changes, the jobs above 0 take their
+  // places again.
+  absl::flat_hash_map<std::string, int> grants;
+  for (const auto& [project, q] : quotas) {
+    if (q.max_priority() > 0) grants[project] = q.max_priority();
+  }
+  if (waiting_.SetPriorityGrants(std::move(grants))) {
+    std::vector<std::string> raised;
+    for (const auto& [p, since, seq, id] : waiting_.in_line()) {
+      auto it = active_.find(id);
+      if (it != active_.end() && it->second.record.request().scheduling().priority() > 0) raised.push_back(id);
+    }
+    for (const std::string& id : raised) {
+      const v1::JobRecord& r = active_.at(id).record;
+      waiting_.Put(r, Attained(r));
+    }
+  }
   admission_.SetQuotas(std::move(quotas));
 }
 

@@ -1,13 +1,29 @@
 #include "services/jobs/waiting_queue.h"
 
+#include <algorithm>
+
 #include "common/timestamp.h"
 #include "services/estimator/job_class.h"
 #include "services/jobs/job_state.h"
 
 namespace jc::jobs {
 
-WaitingQueue::Entry WaitingQueue::EntryOf(const v1::JobRecord& r) {
-  return {-r.request().scheduling().priority(), absl::ToUnixMicros(WaitingSince(r)), r.seq(), r.job_id()};
+WaitingQueue::Entry WaitingQueue::EntryOf(const v1::JobRecord& r) const {
+  return {-PriorityOf(r.request()), absl::ToUnixMicros(WaitingSince(r)), r.seq(), r.job_id()};
+}
+
+bool WaitingQueue::SetPriorityGrants(absl::flat_hash_map<std::string, int> grants) {
+  const bool changed = !granted_ || grants != grants_;
+  grants_ = std::move(grants);
+  granted_ = true;
+  return changed;
+}
+
+int WaitingQueue::PriorityOf(const v1::CreateTrainJobRequest& request) const {
+  const int asked = request.scheduling().priority();
+  if (asked <= 0 || request.project().empty()) return asked;
+  auto it = grants_.find(request.project());
+  return std::min(asked, it == grants_.end() ? 0 : it->second);
 }
 
 WaitingQueue::Expectation WaitingQueue::ExpectationOf(const v1::CreateTrainJobRequest& request,
@@ -33,7 +49,7 @@ void WaitingQueue::Put(const v1::JobRecord& r, double attained_s) {
   by_seq_[r.seq()] = std::move(entry);
   scheduler::QueuedJob q;
   q.seq = r.seq();
-  q.priority = r.request().scheduling().priority();
+  q.priority = PriorityOf(r.request());
   q.project = r.request().project();
   q.submitted = absl::ToDoubleSeconds(WaitingSince(r) - absl::UnixEpoch());
   auto again = reestimated_.find(r.seq());

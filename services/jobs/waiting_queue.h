@@ -57,6 +57,17 @@ class WaitingQueue {
   size_t size() const { return in_line_.size(); }
   bool empty() const { return in_line_.empty(); }
 
+  // The highest priority each project's jobs are ranked at: its quota's max_priority, the
+  // grant a create is checked against (ProjectQuotas::AdmitPriority). A job above its
+  // project's grant — admitted before grants existed or before one was lowered, its service
+  // scaled since — is ranked at the grant: priority ranks above every queue order, and no
+  // record outlives what its project may ask. A job without a project (an admin's) is
+  // ranked at its own. Until the grants are first set (the quotas not read yet), none above
+  // 0. Returns whether a grant changed: the caller Puts its waiting jobs above 0 again.
+  bool SetPriorityGrants(absl::flat_hash_map<std::string, int> grants);
+  // The priority `request`'s job is ranked at.
+  int PriorityOf(const v1::CreateTrainJobRequest& request) const;
+
   // Whether `r` would be first in line: no waiting job has a higher priority, or the same
   // and waits since earlier.
   bool FirstInLine(const v1::JobRecord& r) const;
@@ -70,12 +81,14 @@ class WaitingQueue {
   std::string IdOf(int64_t seq) const;
 
  private:
-  static Entry EntryOf(const v1::JobRecord& r);
+  Entry EntryOf(const v1::JobRecord& r) const;
 
   std::set<Entry> in_line_;
   scheduler::JobQueue ordered_;
   absl::flat_hash_map<int64_t, Entry> by_seq_;
   absl::flat_hash_map<int64_t, Expectation> reestimated_;  // by seq: asked again since created
+  absl::flat_hash_map<std::string, int> grants_;            // by project: its max_priority
+  bool granted_ = false;                                    // SetPriorityGrants was called
 };
 
 }  // namespace jc::jobs

@@ -70,7 +70,10 @@ class GrpcInputsSource final : public InputsSource {
     JC_RETURN_IF_ERROR(AllPages(
         datamon_.get(), &v1::DatamonService::Stub::ListDatasets, v1::ListDatasetsRequest(),
         [&](auto& p) { in.datasets.insert(in.datasets.end(), p.datasets().begin(), p.datasets().end()); }));
-    if (monitor_ != nullptr) in.observations = monitor_->Observations();
+    if (monitor_ != nullptr) {
+      in.observations = monitor_->Observations();
+      in.monitored = true;
+    }
     return in;
   }
 

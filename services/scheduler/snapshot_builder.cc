@@ -32,6 +32,20 @@ std::string DatasetKey(const v1::Dataset& d) {
 // A reported wait past a year says "not in any horizon we plan for", and is kept as a year.
 constexpr double kMaxReportedStartDelaySeconds = 365.0 * 24 * 3600;
 
+// Each kind of `free` within 0 and what `capacity` holds where it says (not a number: none).
+Resources AtMost(Resources free, const Resources& capacity) {
+  auto bound = [](double& x, double most) {
+    x = !std::isfinite(x) || x < 0 ? 0 : most > 0 ? std::min(x, most) : x;
+  };
+  bound(free.cpu, capacity.cpu);
+  bound(free.gpu, capacity.gpu);
+  bound(free.npu, capacity.npu);
+  bound(free.mlu, capacity.mlu);
+  bound(free.memory_mb, capacity.memory_mb);
+  bound(free.storage_gb, capacity.storage_gb);
+  return free;
+}
+
 }  // namespace
 
 Snapshot BuildSnapshot(const SchedulerInputs& in) {
@@ -58,8 +72,8 @@ Snapshot BuildSnapshot(const SchedulerInputs& in) {
     // until the monitor's first poll (up to --monitor_interval), and a pass sent it
     // replicas it had no room for — as Slurm takes a node as down until it registers. Its
     // capacity still says what could ever run there. One that reports by heartbeat alone
-    // (no adapter) is taken at its capacity, as before.
-    v.free = center.adapter_address().empty() ? v.capacity : Resources{};
+    // (no adapter), or a federation without a monitor, is taken at its capacity, as before.
+    v.free = in.monitored && !center.adapter_address().empty() ? Resources{} : v.capacity;
     auto it = observed.find(v.id);
     const monitor::CenterObservation* o = it == observed.end() ? nullptr : it->second;
     if (o != nullptr && o->has_info) {
@@ -93,7 +107,9 @@ Snapshot BuildSnapshot(const SchedulerInputs& in) {
       }
     }
     if (o != nullptr && o->has_usage) {
-      v.free = FromTable2(o->usage.free());
+      // At most what the center holds: a rogue adapter's "a billion CPUs free" would draw
+      // every replica to wait there.
+      v.free = AtMost(FromTable2(o->usage.free()), v.capacity);
       v.running_tasks = o->usage.running_task_num();
       v.waiting_tasks = o->usage.waiting_task_num();
       if (o->usage.security_grade() != 0) v.security_grade = o->usage.security_grade();

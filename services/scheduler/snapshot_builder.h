@@ -29,13 +29,19 @@ struct SchedulerInputs {
   std::vector<v1::Image> images;
   std::vector<v1::Dataset> datasets;
   std::vector<monitor::CenterObservation> observations;
+  // A monitor polls the centers' adapters (observations come from it): a center it polls
+  // has nothing free until its first usage report. Without one (--services without
+  // monitor) every center counts at its capacity, as it always did.
+  bool monitored = false;
 };
 
 // One view per registered center:
 // - status, position and declared security grade from the registry; capacity from the
 //   registry unless the adapter reported its own;
-// - free resources and tasks from the monitor's last usage (a center without one counts
-//   as idle with its whole capacity free);
+// - free resources and tasks from the monitor's last usage, at most the center's
+//   capacity (a center with an adapter the monitor polls and no usage yet has nothing
+//   free; one without an adapter, or with no monitor, counts as idle with its whole
+//   capacity free);
 // - specs offered (those the catalog says the center can run) with the center's price,
 //   and the execution power the adapter declares for each;
 // - static power, network and performance from the adapter's center info;

@@ -457,12 +457,18 @@ TEST_CASE("jcctl for operators: users, project roles, projects with quotas and b
   CHECK(Jcctl(dir, {"member", "set", "ann", "no-such-project"}, env).code != 0);
 
   // Quotas and budgets, read back.
-  ok({"quota", "set", "alpha", "--gpus", "4", "--queued", "10"});
+  CHECK_THAT(ok({"quota", "set", "alpha", "--gpus", "4", "--queued", "10", "--priority", "50"}).out,
+             Catch::Contains("priority up to 50"));
   ok({"budget", "set", "alpha", "--monthly", "250", "--hard"});
   Ran project = ok({"project", "get", "alpha", "-o", "json"});
   json p = json::parse(project.out);
   CHECK(p["quota"]["max_running_gpus"] == "4");  // int64 is a string in protobuf's JSON
   CHECK(p["quota"]["max_queued_jobs"] == "10");
+  CHECK(p["quota"]["max_priority"] == 50);  // int32 is a number
+  CHECK_THAT(ok({"project", "get", "alpha"}).out, Catch::Contains("MAX_PRIO"));
+  Ran too_high = Jcctl(dir, {"quota", "set", "alpha", "--priority", "2000000"}, env);  // the server's 400
+  CHECK(too_high.code == 2);
+  CHECK_THAT(too_high.err, Catch::Contains("max_priority must be 0 to 1000000"));
   CHECK(p["budget"]["monthly"] == 250);
   CHECK(p["budget"]["hard"] == true);
   Ran bad_quota = Jcctl(dir, {"quota", "set", "alpha", "--gpus", "-1"}, env);

@@ -33,6 +33,7 @@ TEST_CASE("the waiting queue is one queue updated in place: in line by priority 
           "queue order, a job out once placed or ended [A11][A16]",
           "[A11][A16]") {
   WaitingQueue q(*scheduler::ParseQueueSettings("fcfs"));
+  q.SetPriorityGrants({{"b", 10}, {"x", 10}});  // what their quotas let them ask
   CHECK(q.empty());
   CHECK(q.FirstInLine(Record(1, "x", 0)));
   q.Put(Record(2, "a"), 0);
@@ -137,6 +138,36 @@ TEST_CASE("a service's replica added by a scale or restarting queues from when i
   CHECK(q.size() == 2);
   CHECK(std::get<3>(*q.in_line().begin()) == "job-1");
   CHECK(q.Contains(service));
+}
+
+// helper-69 (session 68): a create is checked against its project's grant, but a record
+// admitted before grants existed, or before one was lowered (a service scaled since), kept
+// its priority above every other project's job.
+TEST_CASE("a job is ranked no higher than its project's grant: above it at the grant, none above 0 before grants are "
+          "read, an admin's job without a project at its own, and lowering one's own is anyone's [C6][A11]",
+          "[C6][A11]") {
+  WaitingQueue q(*scheduler::ParseQueueSettings("fcfs"));
+  v1::JobRecord old_high = Record(1, "vision", 1000000);  // admitted before grants existed
+  v1::JobRecord nlp = Record(2, "nlp", 5);                // granted 5
+  v1::JobRecord admin = Record(3, "", 7);                 // an admin's, no project
+  v1::JobRecord nice = Record(4, "vision", -2);
+  v1::JobRecord plain = Record(5, "nlp", 0);
+  // Before the grants are read: nothing above 0 but the admin's.
+  for (const auto& r : {old_high, nlp, admin, nice, plain}) q.Put(r, 0);
+  CHECK(q.PriorityOf(old_high.request()) == 0);
+  CHECK(Offered(q) == std::vector<std::string>{"job-3", "job-1", "job-2", "job-5", "job-4"});
+  // vision has no grant, nlp 5: the old record is ranked at 0, nlp's at 5.
+  REQUIRE(q.SetPriorityGrants({{"nlp", 5}}));
+  CHECK_FALSE(q.SetPriorityGrants({{"nlp", 5}}));  // unchanged: nothing to put again
+  for (const auto& r : {old_high, nlp}) q.Put(r, 0);
+  CHECK(Offered(q) == std::vector<std::string>{"job-3", "job-2", "job-1", "job-5", "job-4"});
+  CHECK_FALSE(q.FirstInLine(Record(9, "vision", 1000000)));
+  CHECK(q.FirstInLine(Record(9, "nlp", 6)) == false);  // ranked at 5, behind the admin's 7
+  // vision is granted 10: its old record ranks at 10, first but for nothing.
+  REQUIRE(q.SetPriorityGrants({{"nlp", 5}, {"vision", 10}}));
+  q.Put(old_high, 0);
+  CHECK(Offered(q).front() == "job-1");
+  CHECK(std::get<0>(*q.in_line().begin()) == -10);
 }
 
 }  // namespace

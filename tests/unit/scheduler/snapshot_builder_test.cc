@@ -93,11 +93,14 @@ TEST_CASE("the snapshot joins registry, catalog, datamon and monitor figures per
 // monitor's first poll. A center full of running replicas looked empty until then, and the
 // first pass sent it replicas it had no room for.
 TEST_CASE("a center whose adapter the monitor polls has nothing free until its first usage report, whatever its "
-          "capacity, and could still ever run what its capacity holds [A8][A3]",
+          "capacity, and what it reports free is bounded by its capacity [A8][A3]",
           "[A8][A3]") {
   SchedulerInputs in = Inputs();
   in.centers[0].set_adapter_address("unix:/run/a.sock");
   in.observations.clear();
+  // Without a monitor (--services without it) nothing ever reports: its capacity, as before.
+  CHECK(BuildSnapshot(in).Find("a")->free.cpu == 128);
+  in.monitored = true;
   const CenterView* a = BuildSnapshot(in).Find("a");
   REQUIRE(a != nullptr);
   CHECK(a->free.cpu == 0);
@@ -105,9 +108,16 @@ TEST_CASE("a center whose adapter the monitor polls has nothing free until its f
   CHECK(a->capacity.cpu == 128);
   // Its first report says what is free.
   in = Inputs();
+  in.monitored = true;
   in.centers[0].set_adapter_address("unix:/run/a.sock");
   in.observations[0].center = in.centers[0];
   CHECK(BuildSnapshot(in).Find("a")->free.cpu == 12);
+  // A rogue adapter's "a billion CPUs free", or a negative figure, is bounded by what the
+  // center holds.
+  in.observations[0].usage.mutable_free()->set_cpu(1000000000);
+  in.observations[0].usage.mutable_free()->set_gpu(-4);
+  CHECK(BuildSnapshot(in).Find("a")->free.cpu == 128);
+  CHECK(BuildSnapshot(in).Find("a")->free.gpu == 0);
 }
 
 TEST_CASE("a center's reported start delays reach its view by spec, as of the monitor's poll, and bad figures are "
