@@ -15,7 +15,10 @@
 //      judged over the projects' mean slowdown (JAIN_P) and, as the issue states it, over the
 //      users' (JAIN_U). Ends with how many of the 12 cases it meets by each; with two seeds
 //      or more, also the same comparison seed by seed (mean and Student's 95% interval of
-//      each paired difference) and how many cases the seeds show a miss in.
+//      each paired difference) and how many cases the seeds show a miss in, and who was
+//      slowed: the share of users whose mean slowdown is above (and above twice) FCFS first
+//      fit's on the same trace, and the worst-off user's (WORST_U) against first fit's
+//      worst-off — what Jain's index, a measure of equality, cannot say.
 // usage: placement_quality_bench [seeds=5] [jobs=5000] [scale_jobs=100000] [scale_centers=1000]
 //                                [a16_seeds=3]
 // Part 3 runs on two federations (jc-sim federation --centers 10 --seed 1 and --seed 7) and
@@ -116,9 +119,10 @@ int main(int argc, char** argv) {
       for (const std::string& shape : shapes) {
         for (double load : {3.0, 0.5}) {
           struct Acc {
-            double jct = 0, p95 = 0, wait = 0, cost = 0, jain = 0, jain_users = 0;
+            double jct = 0, p95 = 0, wait = 0, cost = 0, jain = 0, jain_users = 0, worst_user = 0;
             // Per seed, for the paired comparison with the baseline on the same trace.
-            std::vector<double> jcts, costs, jains, jains_users;
+            std::vector<double> jcts, costs, jains, jains_users, worst_users;
+            std::vector<std::map<std::pair<std::string, std::string>, double>> user_slowdowns;
           };
           std::map<std::string, Acc> acc;
           std::vector<std::string> order;
@@ -165,6 +169,9 @@ int main(int argc, char** argv) {
               a.cost += r.metrics.cost / a16_seeds;
               a.jain += r.metrics.jain_fairness / a16_seeds;
               a.jain_users += r.metrics.jain_users / a16_seeds;
+              a.worst_user += r.metrics.worst_user_slowdown / a16_seeds;
+              a.worst_users.push_back(r.metrics.worst_user_slowdown);
+              a.user_slowdowns.push_back(r.metrics.user_slowdown);
               a.jcts.push_back(r.metrics.mean_jct);
               a.costs.push_back(r.metrics.cost);
               a.jains.push_back(r.metrics.jain_fairness);
@@ -181,8 +188,8 @@ int main(int argc, char** argv) {
                       "durations learned (means over seeds); FCFS first fit waits %s a third of its JCT (target: %s)\n",
                       fed_seed.c_str(), shape.c_str(), load, jobs, a16_seeds, waits ? ">=" : "<",
                       waits ? ">= 25% better mean JCT" : "never worse mean JCT");
-          std::printf("%-40s %9s %9s %9s %10s %6s %6s %8s %8s\n", "POLICY + QUEUE", "MEAN_JCT", "P95_JCT", "MEAN_WAIT",
-                      "COST", "JAIN_P", "JAIN_U", "JCT_VS", "COST_VS");
+          std::printf("%-40s %9s %9s %9s %10s %6s %6s %7s %8s %8s\n", "POLICY + QUEUE", "MEAN_JCT", "P95_JCT",
+                      "MEAN_WAIT", "COST", "JAIN_P", "JAIN_U", "WORST_U", "JCT_VS", "COST_VS");
           for (const auto& key : order) {
             const Acc& a = acc[key];
             const bool meets = (waits ? a.jct <= 0.75 * base.jct : a.jct <= base.jct) && a.cost <= base.cost &&
@@ -191,8 +198,9 @@ int main(int argc, char** argv) {
                                      a.jain_users >= base.jain_users - 0.02;
             const bool shipped = key == std::string("profile:default + ") + jc::scheduler::kDefaultQueueOrder;
             if (shipped) cases += 1, met += meets, met_users += meets_users;
-            std::printf("%-40s %9.0f %9.0f %9.0f %10.1f %6.3f %6.3f %+7.1f%% %+7.1f%%%s%s\n", key.c_str(), a.jct, a.p95,
-                        a.wait, a.cost, a.jain, a.jain_users, 100 * (a.jct / base.jct - 1), 100 * (a.cost / base.cost - 1),
+            std::printf("%-40s %9.0f %9.0f %9.0f %10.1f %6.3f %6.3f %7.0f %+7.1f%% %+7.1f%%%s%s\n", key.c_str(), a.jct,
+                        a.p95, a.wait, a.cost, a.jain, a.jain_users, a.worst_user, 100 * (a.jct / base.jct - 1),
+                        100 * (a.cost / base.cost - 1),
                         key == "first_fit + fcfs" ? "" : meets ? "  meets the target" : "  misses the target",
                         key == "first_fit + fcfs" ? "" : meets_users ? " (users: meets)" : " (users: misses)");
             if (key == "first_fit + fcfs" || a16_seeds < 2) continue;
@@ -219,6 +227,28 @@ int main(int argc, char** argv) {
                         "Jain_U %+.3f ± %.3f; a miss the seeds show: %s\n",
                         "", jct.mean, jct.ci95, cost.mean, cost.ci95, jain.mean, jain.ci95, jain_users.mean,
                         jain_users.ci95, shown.empty() ? "none" : absl::StrJoin(shown, ", ").c_str());
+            // Who was slowed, user by user against the baseline on the same trace: Jain's
+            // index says how equal the users' mean slowdowns are, not whether any got worse
+            // (a run that cuts every user's but one's is less equal and starves nobody), and
+            // issue 45's rule is against a gain bought by starving users.
+            std::vector<double> slowed, starved, worst_ratio;
+            for (size_t i = 0; i < a.user_slowdowns.size(); ++i) {
+              int n = 0, up = 0, twice = 0;
+              for (const auto& [user, slowdown] : a.user_slowdowns[i]) {
+                auto b = base.user_slowdowns[i].find(user);
+                if (b == base.user_slowdowns[i].end()) continue;
+                ++n;
+                up += slowdown > b->second;
+                twice += slowdown > 2 * b->second;
+              }
+              slowed.push_back(n > 0 ? 100.0 * up / n : 0);
+              starved.push_back(n > 0 ? 100.0 * twice / n : 0);
+              if (base.worst_users[i] > 0) worst_ratio.push_back(a.worst_users[i] / base.worst_users[i]);
+            }
+            const Estimate slowed_e = EstimateOf(slowed), starved_e = EstimateOf(starved), worst_e = EstimateOf(worst_ratio);
+            std::printf("%-40s users slowed (mean slowdown above FCFS first fit's): %.0f%% ± %.0f, more than twice: "
+                        "%.1f%% ± %.1f; the worst-off user's mean slowdown x%.2f ± %.2f of FCFS first fit's worst-off\n",
+                        "", slowed_e.mean, slowed_e.ci95, starved_e.mean, starved_e.ci95, worst_e.mean, worst_e.ci95);
             if (shipped) shown_misses += !shown.empty();
           }
         }

@@ -77,7 +77,12 @@ RunMetrics ComputeMetrics(const std::vector<JobRecord>& jobs, const std::vector<
   for (const auto& [project, s] : slowdown) per_project.push_back(s.first / s.second);
   m.jain_fairness = JainIndex(per_project);
   std::vector<double> per_user;
-  for (const auto& [user, s] : user_slowdown) per_user.push_back(s.first / s.second);
+  for (const auto& [user, s] : user_slowdown) {
+    const double mean_slowdown = s.first / s.second;
+    per_user.push_back(mean_slowdown);
+    m.user_slowdown[user] = mean_slowdown;
+    m.worst_user_slowdown = std::max(m.worst_user_slowdown, mean_slowdown);
+  }
   m.jain_users = JainIndex(per_user);
   return m;
 }

@@ -10,6 +10,7 @@
 // outage schedule, and their jobs are retried elsewhere.
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,12 @@ struct RunMetrics {
   int deadline_jobs = 0, deadline_misses = 0;
   double jain_fairness = 0;  // over projects' mean slowdown (JCT / reference duration)
   double jain_users = 0;     // the same over users' mean slowdown (issue 45's acceptance)
+  // Each user's mean slowdown (by project, user), and the highest of them: Jain's index
+  // says how equal the users' slowdowns are, not whether any got worse — a run that halves
+  // every user's but one's is less equal and starves nobody. Compared user by user with
+  // another run on the same trace, these say who was slowed (placement_quality_bench).
+  std::map<std::pair<std::string, std::string>, double> user_slowdown;
+  double worst_user_slowdown = 0;
   double mean_gpu_utilisation = 0;
   double data_moved_gb = 0;
   int64_t decisions = 0;  // placement attempts, placed or not

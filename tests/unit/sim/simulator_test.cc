@@ -192,6 +192,12 @@ TEST_CASE("Jain's index is taken over the projects' and over the users' mean slo
   CHECK(r.metrics.jain_fairness == Approx(0.9));
   // Users: 1, 2, 3 (q's "a" is not p's): 6^2 / (3 x 14).
   CHECK(r.metrics.jain_users == Approx(36.0 / 42));
+  // Each user's own figure, and the most slowed user's.
+  REQUIRE(r.metrics.user_slowdown.size() == 3);
+  CHECK(r.metrics.user_slowdown.at({"p", "a"}) == Approx(1));
+  CHECK(r.metrics.user_slowdown.at({"p", "b"}) == Approx(2));
+  CHECK(r.metrics.user_slowdown.at({"q", "a"}) == Approx(3));
+  CHECK(r.metrics.worst_user_slowdown == Approx(3));
 }
 
 }  // namespace
