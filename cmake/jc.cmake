@@ -6,6 +6,16 @@ if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
   list(APPEND JC_WARNINGS -Wno-maybe-uninitialized)
 endif()
 
+# Test binaries' own files are built for compile time, not speed: what they test is in the
+# libraries (built -O2 -g1 as everything else), and at -O2 with line tables a test file full
+# of Catch2 macros took 45-60 s to compile, over half of a clean build's steps being tests
+# (docs/benchmarks.md, "Build and test time"). -Og keeps the code debuggable and quick to
+# build; -g0 because a failing test reports its assertion and line, not a backtrace.
+set(JC_TEST_CODEGEN)
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND NOT CMAKE_BUILD_TYPE STREQUAL "Debug")
+  set(JC_TEST_CODEGEN -Og -g0)
+endif()
+
 # jc_library(name SRCS ... DEPS ...)
 function(jc_library name)
   cmake_parse_arguments(ARG "" "" "SRCS;DEPS" ${ARGN})
@@ -55,7 +65,11 @@ endfunction()
 # registered with CTest, one CTest test per test case; PREFIX tells apart binaries that share
 # test cases (the adapter conformance kit); LOCK names a resource its test cases hold alone
 # (ctest -j runs them one at a time: the test Slurm cluster's one node, which tests fill);
-# PROPS: more CTest properties for its test cases (a later TIMEOUT overrides 120 s).
+# PROPS: more CTest properties for its test cases (a later TIMEOUT overrides 120 s). A
+# binary with test cases of a minute or more says so with COST (seconds, about): ctest -j
+# starts the costliest first, so they do not run alone at the end of the suite. ctest's own
+# record of past times (Testing/Temporary/CTestCostData.txt) cannot help: it splits a line
+# at spaces and so never matches our test names, and a fresh clone has none anyway.
 # Every test binary shares one precompiled main (jc_catch_main).
 function(jc_test name)
   cmake_parse_arguments(ARG "" "PREFIX;LOCK" "SRCS;DEPS;PROPS" ${ARGN})
@@ -64,7 +78,7 @@ function(jc_test name)
     set(lock RESOURCE_LOCK ${ARG_LOCK})
   endif()
   add_executable(${name} ${ARG_SRCS})
-  target_compile_options(${name} PRIVATE ${JC_WARNINGS})
+  target_compile_options(${name} PRIVATE ${JC_WARNINGS} ${JC_TEST_CODEGEN})
   target_link_libraries(${name} PRIVATE jc_catch_main ${ARG_DEPS})
   jc_uses_test_store(uses_store ${ARG_SRCS})
   set(labels)

@@ -182,15 +182,26 @@ int main(int argc, char** argv) {
   for (size_t h = 0; h < hosts.size(); ++h) {
     if (started[h].ok()) continue;
     // All or none: the tasks that did start are ended, and the first error is reported.
+    // A kill the master could not pass on (busy, an agent that did not answer in time) is
+    // sent again; one that still fails is said, since that task may run on.
     for (size_t k = 0; k < hosts.size(); ++k) {
       if (!started[k].ok()) continue;
       pb::SignalTaskRequest s;
       s.set_job_id(job_id);
       s.set_task_index(tasks[k].index());
       s.set_signal(SIGKILL);
-      pb::ControlResponse resp;
-      auto c = call("SignalTask", s);
-      (void)stub->SignalTask(c.get(), s, &resp);
+      grpc::Status killed;
+      for (int attempt = 0; attempt < 3; ++attempt) {
+        pb::ControlResponse resp;
+        auto c = call("SignalTask", s);
+        killed = stub->SignalTask(c.get(), s, &resp);
+        // NOT_FOUND: the task is no longer running anywhere, which is what was wanted.
+        if (killed.ok() || killed.error_code() == grpc::StatusCode::NOT_FOUND) break;
+      }
+      if (!killed.ok() && killed.error_code() != grpc::StatusCode::NOT_FOUND) {
+        std::cerr << "nexec-run: " << hosts[k] << ": the task started there could not be killed ("
+                  << killed.error_message() << "); it may still run\n";
+      }
     }
     const grpc::Status& st = started[h];
     if (st.error_code() == grpc::StatusCode::UNAVAILABLE && st.error_message().find("host") == std::string::npos) {
