@@ -10,9 +10,10 @@ endif()
 # libraries (built -O2 -g1 as everything else), and at -O2 with line tables a test file full
 # of Catch2 macros took 45-60 s to compile, over half of a clean build's steps being tests
 # (docs/benchmarks.md, "Build and test time"). -Og keeps the code debuggable and quick to
-# build; -g0 because a failing test reports its assertion and line, not a backtrace.
+# build; -g0 because a failing test reports its assertion and line, not a backtrace. A Debug
+# build, or -DJC_FULL_DEBUG_INFO=ON for a gdb session, builds them as everything else.
 set(JC_TEST_CODEGEN)
-if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND NOT CMAKE_BUILD_TYPE STREQUAL "Debug")
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND NOT CMAKE_BUILD_TYPE STREQUAL "Debug" AND NOT JC_FULL_DEBUG_INFO)
   set(JC_TEST_CODEGEN -Og -g0)
 endif()
 

@@ -18,7 +18,9 @@
 //      each paired difference) and how many cases the seeds show a miss in, and who was
 //      slowed: the share of users whose mean slowdown is above (and above twice) FCFS first
 //      fit's on the same trace, and the worst-off user's (WORST_U) against first fit's
-//      worst-off — what Jain's index, a measure of equality, cannot say.
+//      worst-off — what Jain's index, a measure of equality, cannot say. JAIN_UB: Jain's
+//      index over the users' mean bounded slowdown (a job under 10 s counted as one of 10 s,
+//      as parallel-job scheduling reports it), judged by the same rule and counted apart.
 // usage: placement_quality_bench [seeds=5] [jobs=5000] [scale_jobs=100000] [scale_centers=1000]
 //                                [a16_seeds=3]
 // Part 3 runs on two federations (jc-sim federation --centers 10 --seed 1 and --seed 7) and
@@ -114,14 +116,15 @@ int main(int argc, char** argv) {
                                                      : jc::scheduler::kDefaultQueueAging;
     const std::vector<std::string> shapes = list("JC_A16_SHAPES", {"generated", "philly", "pai"});
     const std::vector<std::string> federations = list("JC_A16_FEDERATIONS", {"1", "7"});
-    int met = 0, met_users = 0, cases = 0, shown_misses = 0;
+    int met = 0, met_users = 0, met_users_bounded = 0, cases = 0, shown_misses = 0;
     for (const std::string& fed_seed : federations) {
       for (const std::string& shape : shapes) {
         for (double load : {3.0, 0.5}) {
           struct Acc {
-            double jct = 0, p95 = 0, wait = 0, cost = 0, jain = 0, jain_users = 0, worst_user = 0;
+            double jct = 0, p95 = 0, wait = 0, cost = 0, jain = 0, jain_users = 0, jain_users_bounded = 0,
+                   worst_user = 0;
             // Per seed, for the paired comparison with the baseline on the same trace.
-            std::vector<double> jcts, costs, jains, jains_users, worst_users;
+            std::vector<double> jcts, costs, jains, jains_users, jains_users_bounded, worst_users;
             std::vector<std::map<std::pair<std::string, std::string>, double>> user_slowdowns;
           };
           std::map<std::string, Acc> acc;
@@ -169,6 +172,8 @@ int main(int argc, char** argv) {
               a.cost += r.metrics.cost / a16_seeds;
               a.jain += r.metrics.jain_fairness / a16_seeds;
               a.jain_users += r.metrics.jain_users / a16_seeds;
+              a.jain_users_bounded += r.metrics.jain_users_bounded / a16_seeds;
+              a.jains_users_bounded.push_back(r.metrics.jain_users_bounded);
               a.worst_user += r.metrics.worst_user_slowdown / a16_seeds;
               a.worst_users.push_back(r.metrics.worst_user_slowdown);
               a.user_slowdowns.push_back(r.metrics.user_slowdown);
@@ -188,45 +193,51 @@ int main(int argc, char** argv) {
                       "durations learned (means over seeds); FCFS first fit waits %s a third of its JCT (target: %s)\n",
                       fed_seed.c_str(), shape.c_str(), load, jobs, a16_seeds, waits ? ">=" : "<",
                       waits ? ">= 25% better mean JCT" : "never worse mean JCT");
-          std::printf("%-40s %9s %9s %9s %10s %6s %6s %7s %8s %8s\n", "POLICY + QUEUE", "MEAN_JCT", "P95_JCT",
-                      "MEAN_WAIT", "COST", "JAIN_P", "JAIN_U", "WORST_U", "JCT_VS", "COST_VS");
+          std::printf("%-40s %9s %9s %9s %10s %6s %6s %7s %7s %8s %8s\n", "POLICY + QUEUE", "MEAN_JCT", "P95_JCT",
+                      "MEAN_WAIT", "COST", "JAIN_P", "JAIN_U", "JAIN_UB", "WORST_U", "JCT_VS", "COST_VS");
           for (const auto& key : order) {
             const Acc& a = acc[key];
             const bool meets = (waits ? a.jct <= 0.75 * base.jct : a.jct <= base.jct) && a.cost <= base.cost &&
                                a.jain >= base.jain - 0.02;
             const bool meets_users = (waits ? a.jct <= 0.75 * base.jct : a.jct <= base.jct) && a.cost <= base.cost &&
                                      a.jain_users >= base.jain_users - 0.02;
+            const bool meets_users_bounded = (waits ? a.jct <= 0.75 * base.jct : a.jct <= base.jct) &&
+                                             a.cost <= base.cost && a.jain_users_bounded >= base.jain_users_bounded - 0.02;
             const bool shipped = key == std::string("profile:default + ") + jc::scheduler::kDefaultQueueOrder;
-            if (shipped) cases += 1, met += meets, met_users += meets_users;
-            std::printf("%-40s %9.0f %9.0f %9.0f %10.1f %6.3f %6.3f %7.0f %+7.1f%% %+7.1f%%%s%s\n", key.c_str(), a.jct,
-                        a.p95, a.wait, a.cost, a.jain, a.jain_users, a.worst_user, 100 * (a.jct / base.jct - 1),
-                        100 * (a.cost / base.cost - 1),
+            if (shipped) cases += 1, met += meets, met_users += meets_users, met_users_bounded += meets_users_bounded;
+            std::printf("%-40s %9.0f %9.0f %9.0f %10.1f %6.3f %6.3f %7.3f %7.0f %+7.1f%% %+7.1f%%%s%s%s\n", key.c_str(),
+                        a.jct, a.p95, a.wait, a.cost, a.jain, a.jain_users, a.jain_users_bounded, a.worst_user,
+                        100 * (a.jct / base.jct - 1), 100 * (a.cost / base.cost - 1),
                         key == "first_fit + fcfs" ? "" : meets ? "  meets the target" : "  misses the target",
-                        key == "first_fit + fcfs" ? "" : meets_users ? " (users: meets)" : " (users: misses)");
+                        key == "first_fit + fcfs" ? "" : meets_users ? " (users: meets)" : " (users: misses)",
+                        key == "first_fit + fcfs" ? "" : meets_users_bounded ? " (bounded: meets)" : " (bounded: misses)");
             if (key == "first_fit + fcfs" || a16_seeds < 2) continue;
             // The same comparison seed by seed (each against the baseline on its own trace),
             // with Student's 95% interval: a few jobs of weeks or one wide, short job decide a
             // seed's cost and Jain's index, so a miss by less than the seeds' spread is not
             // one the traces can tell from none. A miss is "shown" only where the whole
             // interval lies on the wrong side of the rule.
-            std::vector<double> jct_change, cost_change, jain_diff, jain_users_diff;
+            std::vector<double> jct_change, cost_change, jain_diff, jain_users_diff, jain_bounded_diff;
             for (size_t i = 0; i < a.jcts.size(); ++i) {
               jct_change.push_back(100 * (a.jcts[i] / base.jcts[i] - 1));
               cost_change.push_back(100 * (a.costs[i] / base.costs[i] - 1));
               jain_diff.push_back(a.jains[i] - base.jains[i]);
               jain_users_diff.push_back(a.jains_users[i] - base.jains_users[i]);
+              jain_bounded_diff.push_back(a.jains_users_bounded[i] - base.jains_users_bounded[i]);
             }
             const Estimate jct = EstimateOf(jct_change), cost = EstimateOf(cost_change);
             const Estimate jain = EstimateOf(jain_diff), jain_users = EstimateOf(jain_users_diff);
+            const Estimate jain_bounded = EstimateOf(jain_bounded_diff);
             std::vector<std::string> shown;
             if (jct.mean - jct.ci95 > (waits ? -25.0 : 0.0)) shown.push_back("JCT");
             if (cost.mean - cost.ci95 > 0) shown.push_back("cost");
             if (jain.mean + jain.ci95 < -0.02) shown.push_back("Jain_P");
             if (jain_users.mean + jain_users.ci95 < -0.02) shown.push_back("Jain_U");
             std::printf("%-40s paired by seed (mean ± 95%%): JCT %+.1f%% ± %.1f, cost %+.1f%% ± %.1f, Jain_P %+.3f ± %.3f, "
-                        "Jain_U %+.3f ± %.3f; a miss the seeds show: %s\n",
+                        "Jain_U %+.3f ± %.3f, Jain_UB %+.3f ± %.3f; a miss the seeds show: %s\n",
                         "", jct.mean, jct.ci95, cost.mean, cost.ci95, jain.mean, jain.ci95, jain_users.mean,
-                        jain_users.ci95, shown.empty() ? "none" : absl::StrJoin(shown, ", ").c_str());
+                        jain_users.ci95, jain_bounded.mean, jain_bounded.ci95,
+                        shown.empty() ? "none" : absl::StrJoin(shown, ", ").c_str());
             // Who was slowed, user by user against the baseline on the same trace: Jain's
             // index says how equal the users' mean slowdowns are, not whether any got worse
             // (a run that cuts every user's but one's is less equal and starves nobody), and
@@ -259,6 +270,9 @@ int main(int argc, char** argv) {
       std::printf("\nissue 45: the shipped default (profile:default + %s%s) meets the target in %d of %d cases\n",
                   order.c_str(), order == "sef" ? absl::StrFormat(", aging %g", aging).c_str() : "", met, cases);
       std::printf("issue 45: with Jain's index over the users' mean slowdown: %d of %d cases\n", met_users, cases);
+      std::printf("issue 45: with Jain's index over the users' mean bounded slowdown (a job under 10 s counted as 10 s): "
+                  "%d of %d cases\n",
+                  met_users_bounded, cases);
       if (a16_seeds >= 2) {
         std::printf("issue 45: cases where the seeds show a miss (the whole 95%% interval of a paired difference on the "
                     "wrong side of the rule, either Jain): %d of %d\n",

@@ -43,6 +43,7 @@
 #include "tests/testing/process.h"
 #include "tests/testing/tcp_proxy.h"
 #include "tests/testing/test_account.h"
+#include "tests/testing/test_outcome.h"
 #include "tests/testing/test_store.h"
 
 using jc::testing::Process;
@@ -95,6 +96,8 @@ class Cluster {
   ~Cluster() {
     agents_.clear();
     master_.reset();
+    // What the master and the agents said, for a failure seen once (in CI) to be read.
+    if (jc::testing::CurrentTestFailed()) jc::testing::PrintLogTails(dir_.string());
     std::filesystem::remove_all(dir_);
   }
 

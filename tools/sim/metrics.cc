@@ -26,12 +26,17 @@ double JainIndex(const std::vector<double>& x) {
   return squares > 0 ? sum * sum / (x.size() * squares) : 1;
 }
 
+double BoundedSlowdown(double jct, double duration, double bound) {
+  return std::max(1.0, jct / std::max(duration, bound));
+}
+
 RunMetrics ComputeMetrics(const std::vector<JobRecord>& jobs, const std::vector<const TraceJob*>& traces) {
   RunMetrics m;
   m.jobs = static_cast<int>(jobs.size());
   std::vector<double> jct, wait;
   std::map<std::string, std::pair<double, int>> slowdown;  // per project: sum, count
   std::map<std::pair<std::string, std::string>, std::pair<double, int>> user_slowdown;  // per (project, user)
+  std::map<std::pair<std::string, std::string>, double> user_bounded;  // per (project, user): sum
   double first_submit = jobs.empty() ? 0 : jobs.front().submit, last_end = 0;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const JobRecord& j = jobs[i];
@@ -62,6 +67,7 @@ RunMetrics ComputeMetrics(const std::vector<JobRecord>& jobs, const std::vector<
     auto& u = user_slowdown[{t.project, t.user}];
     u.first += job_slowdown;
     ++u.second;
+    user_bounded[{t.project, t.user}] += BoundedSlowdown(j.end - j.submit, t.duration);
   }
   auto mean = [](const std::vector<double>& v) {
     return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / v.size();
@@ -84,6 +90,13 @@ RunMetrics ComputeMetrics(const std::vector<JobRecord>& jobs, const std::vector<
     m.worst_user_slowdown = std::max(m.worst_user_slowdown, mean_slowdown);
   }
   m.jain_users = JainIndex(per_user);
+  std::vector<double> per_user_bounded;
+  for (const auto& [user, sum] : user_bounded) {
+    const double mean_bounded = sum / user_slowdown.at(user).second;
+    per_user_bounded.push_back(mean_bounded);
+    m.worst_user_bounded_slowdown = std::max(m.worst_user_bounded_slowdown, mean_bounded);
+  }
+  m.jain_users_bounded = JainIndex(per_user_bounded);
   return m;
 }
 

@@ -18,6 +18,11 @@ RunMetrics ComputeMetrics(const std::vector<JobRecord>& jobs, const std::vector<
 // The p-quantile (0..1) of `values` by linear interpolation; 0 when empty. Sorts.
 double Quantile(std::vector<double>& values, double p);
 
+// A job's bounded slowdown: max(1, jct / max(duration, bound)), `bound` 10 s by default
+// (Feitelson, Rudolph, Schwiegelshohn, Sevcik and Wong, "Theory and practice in parallel
+// job scheduling", 1997): jobs shorter than the bound are slowed as if they took it.
+double BoundedSlowdown(double jct, double duration, double bound = 10);
+
 // Jain's fairness index of `x`: (sum x)^2 / (n sum x^2); 1 when empty.
 double JainIndex(const std::vector<double>& x);
 

@@ -80,6 +80,12 @@ struct RunMetrics {
   // another run on the same trace, these say who was slowed (placement_quality_bench).
   std::map<std::pair<std::string, std::string>, double> user_slowdown;
   double worst_user_slowdown = 0;
+  // The same over users' mean *bounded* slowdown, max(1, JCT / max(duration, 10 s)), the
+  // measure parallel-job scheduling reports (Feitelson et al.): a job of a few seconds that
+  // waited an hour counts as one of ten seconds that did, not as a slowdown of thousands
+  // that alone sets a user's mean. Reported beside the plain figure, not instead of it.
+  double jain_users_bounded = 0;
+  double worst_user_bounded_slowdown = 0;
   double mean_gpu_utilisation = 0;
   double data_moved_gb = 0;
   int64_t decisions = 0;  // placement attempts, placed or not

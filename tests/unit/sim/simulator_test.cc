@@ -198,6 +198,31 @@ TEST_CASE("Jain's index is taken over the projects' and over the users' mean slo
   CHECK(r.metrics.user_slowdown.at({"p", "b"}) == Approx(2));
   CHECK(r.metrics.user_slowdown.at({"q", "a"}) == Approx(3));
   CHECK(r.metrics.worst_user_slowdown == Approx(3));
+  // Jobs of 100 s are past the 10 s bound: bounded slowdowns are the plain ones.
+  CHECK(r.metrics.jain_users_bounded == Approx(36.0 / 42));
+  CHECK(r.metrics.worst_user_bounded_slowdown == Approx(3));
+}
+
+TEST_CASE("a bounded slowdown counts a job shorter than 10 s as one of 10 s, and never less than 1 [A16]") {
+  CHECK(BoundedSlowdown(3600, 2) == Approx(360));  // waited an hour for 2 s: 360, not 1,800
+  CHECK(BoundedSlowdown(5, 2) == Approx(1));        // ran at once: 1, not 0.5
+  CHECK(BoundedSlowdown(300, 100) == Approx(3));    // past the bound: the plain slowdown
+  CHECK(BoundedSlowdown(300, 100, 200) == Approx(1.5));
+
+  // One user's 1 s job waits 1,000 s behind another user's 1,000 s job on a one-GPU center:
+  // plain slowdowns 1 and 1,001 (Jain's index ~0.5, as if one user took all the delay);
+  // bounded, 1 and 100.1.
+  Federation f = TwoCenters();
+  f.centers.erase(f.centers.begin());
+  std::vector<TraceJob> trace = {Job(0, 1000, 4, "p"), Job(0, 1, 4, "p")};
+  trace[0].user = "long";
+  trace[1].user = "short";
+  RunResult r = Run(f, trace, "first_fit");
+  REQUIRE(r.jobs[1].end == Approx(1001));
+  CHECK(r.metrics.worst_user_slowdown == Approx(1001));
+  CHECK(r.metrics.worst_user_bounded_slowdown == Approx(100.1));
+  CHECK(r.metrics.jain_users == Approx(1002.0 * 1002 / (2 * (1 + 1001.0 * 1001))));
+  CHECK(r.metrics.jain_users_bounded == Approx(101.1 * 101.1 / (2 * (1 + 100.1 * 100.1))));
 }
 
 }  // namespace
