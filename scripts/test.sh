@@ -25,7 +25,7 @@ print_stages() {
 run_start=$stage_start
 if [[ ! -x "$build/services/server/jointcloud" ]]; then
   # docs/benchmarks.md, "First start" and "Build and test time".
-  echo "test: first run: installs what is missing, builds everything (646 steps: about 30 minutes on"
+  echo "test: first run: installs what is missing, builds everything (654 steps: about 32 minutes on"
   echo "      2 cores), runs every test on SQLite and those that use the store on PostgreSQL, then fuzzes;"
   echo "      stage times at the end."
 fi
