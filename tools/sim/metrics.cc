@@ -35,8 +35,11 @@ RunMetrics ComputeMetrics(const std::vector<JobRecord>& jobs, const std::vector<
   m.jobs = static_cast<int>(jobs.size());
   std::vector<double> jct, wait;
   std::map<std::string, std::pair<double, int>> slowdown;  // per project: sum, count
-  std::map<std::pair<std::string, std::string>, std::pair<double, int>> user_slowdown;  // per (project, user)
-  std::map<std::pair<std::string, std::string>, double> user_bounded;  // per (project, user): sum
+  struct UserSums {
+    double slowdown = 0, bounded = 0;
+    int jobs = 0;
+  };
+  std::map<std::pair<std::string, std::string>, UserSums> user_sums;  // per (project, user)
   double first_submit = jobs.empty() ? 0 : jobs.front().submit, last_end = 0;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const JobRecord& j = jobs[i];
@@ -64,10 +67,10 @@ RunMetrics ComputeMetrics(const std::vector<JobRecord>& jobs, const std::vector<
     auto& s = slowdown[t.project];
     s.first += job_slowdown;
     ++s.second;
-    auto& u = user_slowdown[{t.project, t.user}];
-    u.first += job_slowdown;
-    ++u.second;
-    user_bounded[{t.project, t.user}] += BoundedSlowdown(j.end - j.submit, t.duration);
+    UserSums& u = user_sums[{t.project, t.user}];
+    u.slowdown += job_slowdown;
+    u.bounded += BoundedSlowdown(j.end - j.submit, t.duration);
+    ++u.jobs;
   }
   auto mean = [](const std::vector<double>& v) {
     return v.empty() ? 0.0 : std::accumulate(v.begin(), v.end(), 0.0) / v.size();
@@ -82,20 +85,16 @@ RunMetrics ComputeMetrics(const std::vector<JobRecord>& jobs, const std::vector<
   std::vector<double> per_project;
   for (const auto& [project, s] : slowdown) per_project.push_back(s.first / s.second);
   m.jain_fairness = JainIndex(per_project);
-  std::vector<double> per_user;
-  for (const auto& [user, s] : user_slowdown) {
-    const double mean_slowdown = s.first / s.second;
+  std::vector<double> per_user, per_user_bounded;
+  for (const auto& [user, u] : user_sums) {
+    const double mean_slowdown = u.slowdown / u.jobs, mean_bounded = u.bounded / u.jobs;
     per_user.push_back(mean_slowdown);
+    per_user_bounded.push_back(mean_bounded);
     m.user_slowdown[user] = mean_slowdown;
     m.worst_user_slowdown = std::max(m.worst_user_slowdown, mean_slowdown);
-  }
-  m.jain_users = JainIndex(per_user);
-  std::vector<double> per_user_bounded;
-  for (const auto& [user, sum] : user_bounded) {
-    const double mean_bounded = sum / user_slowdown.at(user).second;
-    per_user_bounded.push_back(mean_bounded);
     m.worst_user_bounded_slowdown = std::max(m.worst_user_bounded_slowdown, mean_bounded);
   }
+  m.jain_users = JainIndex(per_user);
   m.jain_users_bounded = JainIndex(per_user_bounded);
   return m;
 }
