@@ -28,7 +28,8 @@
 // first_fit + fcfs, always runs): JC_A16_POLICIES and JC_A16_QUEUES (comma lists, or ; lists when an item holds commas; the
 // shipped default's profile and queue order when unset), JC_A16_AGING (sef's aging; the
 // shipped default's when unset), JC_A16_SHAPES and JC_A16_FEDERATIONS (comma lists),
-// JC_A16_KEEP_SCARCE=0 (centers not kept for narrow waiting jobs: measurement only).
+// JC_A16_KEEP_SCARCE=0 (centers not kept for narrow waiting jobs: measurement only),
+// JC_A16_SEED_FROM=N (trace seeds N+1 .. N+a16_seeds instead of 1 .. a16_seeds).
 
 #include <cstdio>
 #include <cstdlib>
@@ -116,6 +117,8 @@ int main(int argc, char** argv) {
                                                      : jc::scheduler::kDefaultQueueAging;
     const std::vector<std::string> shapes = list("JC_A16_SHAPES", {"generated", "philly", "pai"});
     const std::vector<std::string> federations = list("JC_A16_FEDERATIONS", {"1", "7"});
+    // A second set of traces, to see whether a count holds beyond the seeds it was read on.
+    const int seed_from = std::getenv("JC_A16_SEED_FROM") ? std::atoi(std::getenv("JC_A16_SEED_FROM")) : 0;
     int met = 0, met_users = 0, met_users_bounded = 0, cases = 0, shown_misses = 0;
     for (const std::string& fed_seed : federations) {
       for (const std::string& shape : shapes) {
@@ -134,7 +137,7 @@ int main(int argc, char** argv) {
             GeneratorOptions g;
             g.jobs = jobs;
             g.load = load;
-            g.seed = s;
+            g.seed = seed_from + s;
             g.recurring_share = 0.8;
             if (shape != "generated") g.shape = shape;
             auto trace = GenerateTrace(g, f);

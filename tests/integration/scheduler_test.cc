@@ -117,7 +117,7 @@ TEST_CASE("A.6: the evaluation model's score is formula 2 over the given scores 
 TEST_CASE("strategies and weight profiles are listed with what they read [A9][A10]", "[A9][A10]") {
   System s;
   auto algorithms = s.rest->Get("/openapi/v1/scheduler/algorithms").body["data"]["algorithms"];
-  CHECK(algorithms.size() == 12);
+  CHECK(algorithms.size() == 13);
   CHECK_FALSE(algorithms[0]["inputs"].get<std::string>().empty());
   auto profiles = s.rest->Get("/openapi/v1/scheduler/weight-profiles").body["data"]["profiles"];
   bool found = false;

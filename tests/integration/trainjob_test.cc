@@ -966,7 +966,7 @@ TEST_CASE("a submitted job's placement record says why it went where it did [A8]
       CHECK(c["filteredBy"] == "image_present");  // torch is only at alpha
     } else {
       CHECK(c["feasible"] == true);
-      CHECK(c["scores"].size() == 12);
+      CHECK(c["scores"].size() == 13);
     }
   }
   ExpectError(n.rest->Get("/openapi/v1/trainjob/job-77777777/placement"), 404, "job-77777777");

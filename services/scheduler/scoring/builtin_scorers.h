@@ -21,6 +21,7 @@ std::unique_ptr<Scorer> MakeNetworkAwareScorer();
 std::unique_ptr<Scorer> MakeDataAwareScorer();
 std::unique_ptr<Scorer> MakeQosDeadlineScorer();
 std::unique_ptr<Scorer> MakeExpectedCompletionScorer();
+std::unique_ptr<Scorer> MakeGpuFragmentationScorer();
 
 // Registers every strategy above, in this order.
 void RegisterBuiltinScorers(ScorerRegistry& registry);

@@ -114,7 +114,8 @@ WeightProfiles WeightProfiles::Builtin() {
   p.profiles_["completion"] = {{"least_load", 1},          {"spec_free_capacity", 1}, {"data_topology_affinity", 1},
                                {"lowest_price", 1},        {"lowest_energy", 1},      {"highest_performance", 1},
                                {"highest_security", 1},    {"load_fairness", 1},      {"network", 1},
-                               {"data_aware", 1},          {"qos_deadline", 1},       {"expected_completion", 4}};
+                               {"data_aware", 1},          {"qos_deadline", 1},       {"gpu_fragmentation", 1},
+                               {"expected_completion", 4}};
   // The baseline: first fit, in federation order (no strategy counts; the model says so).
   p.profiles_["first_fit"] = {};
   p.models_["first_fit"] = "first_fit";

@@ -203,6 +203,13 @@ TEST_CASE("expected completion is registered and the default profile leaves it o
   auto completion = WeightProfiles::Builtin().Resolve("completion", {}, registry);
   REQUIRE(completion.ok());
   CHECK((*completion)[registry.IndexOf("expected_completion")] > 0);
+  // "completion" is the default's strategies with expected completion on top: a strategy
+  // that joins the default (gpu_fragmentation, session 71) joins it too.
+  for (size_t i = 0; i < registry.size(); ++i) {
+    if (static_cast<int>(i) == registry.IndexOf("expected_completion")) continue;
+    INFO(std::string(registry.scorers()[i]->id()));
+    CHECK((*completion)[i] == (*weights)[i]);
+  }
 }
 
 }  // namespace

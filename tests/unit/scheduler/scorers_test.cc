@@ -6,6 +6,7 @@
 #include <map>
 
 #include "services/scheduler/scoring/builtin_scorers.h"
+#include "services/scheduler/scoring/gpu_fragmentation.h"
 #include "tests/unit/scheduler/scheduler_fixture.h"
 
 namespace jc::scheduler {
@@ -81,10 +82,10 @@ TEST_CASE("normalization rounds half up, the same for every length and direction
 TEST_CASE("every built-in strategy is registered once under its algorithm id [A9]", "[A9]") {
   ScorerRegistry registry;
   RegisterBuiltinScorers(registry);
-  CHECK(registry.size() == 12);
+  CHECK(registry.size() == 13);
   for (const char* id : {"least_load", "spec_free_capacity", "data_topology_affinity", "lowest_price",
                          "lowest_energy", "highest_performance", "highest_security", "load_fairness", "network",
-                         "data_aware", "qos_deadline", "expected_completion"}) {
+                         "data_aware", "qos_deadline", "expected_completion", "gpu_fragmentation"}) {
     INFO(id);
     REQUIRE(registry.Find(id) != nullptr);
     CHECK_FALSE(registry.Find(id)->description().empty());
@@ -117,6 +118,50 @@ TEST_CASE("spec free capacity prefers the center where more replicas of the spec
   snap.Upsert(a), snap.Upsert(b);
   auto s = ScoresOf(*MakeSpecFreeCapacityScorer(), snap, MakeRequest());
   CHECK(s == std::map<std::string, int>{{"a", 0}, {"b", 100}});
+}
+
+TEST_CASE("gpu fragmentation puts a narrow replica where the free GPUs are already broken up [A9][A16]",
+          "[A9][A16]") {
+  // Free GPUs a replica of 2, 4, 8, 16 or 32 could not use, averaged over the five sizes.
+  CHECK(UnusableAccelerators(0) == 0);
+  CHECK(UnusableAccelerators(32) == 0);
+  CHECK(UnusableAccelerators(64) == 0);
+  CHECK(UnusableAccelerators(31) == Approx((1 + 3 + 7 + 15 + 31) / 5.0));
+  CHECK(UnusableAccelerators(48) == Approx(16 / 5.0));  // one 32 fits, 16 left over for it
+  CHECK(UnusableAccelerators(5.7) == Approx((1 + 1 + 5 + 5 + 5) / 5.0));  // whole GPUs only
+
+  Snapshot snap;
+  CenterView whole = MakeCenter("whole"), broken = MakeCenter("broken");
+  whole.free.gpu = 32;  // a 32-GPU replica fits here, and nowhere else
+  broken.free.gpu = 5;
+  snap.Upsert(whole), snap.Upsert(broken);
+  // One GPU at `whole` leaves 31 that no 32-GPU replica can use; at `broken` it leaves 4,
+  // a whole block of 4.
+  auto s = ScoresOf(*MakeGpuFragmentationScorer(), snap, MakeRequest());
+  CHECK(s == std::map<std::string, int>{{"broken", 100}, {"whole", 0}});
+
+  // A replica that takes a center's whole free block leaves nothing broken: best fit.
+  Snapshot eights;
+  CenterView exact = MakeCenter("exact"), big = MakeCenter("big");
+  for (CenterView* c : {&exact, &big}) c->specs["gpu-8"] = SpecAtCenter{{32, 8, 0, 0, 65536, 0}, 10, 400};
+  exact.free.gpu = 8;
+  big.free.gpu = 32;
+  eights.Upsert(exact), eights.Upsert(big);
+  PlacementRequest wide = MakeRequest();
+  wide.spec_id = "gpu-8";
+  CHECK(ScoresOf(*MakeGpuFragmentationScorer(), eights, wide) ==
+        std::map<std::string, int>{{"big", 0}, {"exact", 100}});
+
+  // A replica of CPUs only: every center alike.
+  auto scorer = MakeGpuFragmentationScorer();
+  Snapshot cpus;
+  CenterView plain = MakeCenter("plain"), other = MakeCenter("other");
+  for (CenterView* c : {&plain, &other}) c->specs["cpu-4"] = SpecAtCenter{{4, 0, 0, 0, 8192, 0}, 10, 100};
+  other.free.gpu = 3;
+  cpus.Upsert(plain), cpus.Upsert(other);
+  PlacementRequest cpu_only = MakeRequest();
+  cpu_only.spec_id = "cpu-4";
+  CHECK(ScoresOf(*scorer, cpus, cpu_only) == std::map<std::string, int>{{"other", 100}, {"plain", 100}});
 }
 
 TEST_CASE("lowest price prefers where the replica costs least: price per hour times the hours held [A9]", "[A9]") {
