@@ -119,6 +119,7 @@ int main(int argc, char** argv) {
     const std::vector<std::string> federations = list("JC_A16_FEDERATIONS", {"1", "7"});
     // A second set of traces, to see whether a count holds beyond the seeds it was read on.
     const int seed_from = std::getenv("JC_A16_SEED_FROM") ? std::atoi(std::getenv("JC_A16_SEED_FROM")) : 0;
+    if (seed_from < 0) return std::fprintf(stderr, "JC_A16_SEED_FROM: a seed offset of 0 or more\n"), 2;
     int met = 0, met_users = 0, met_users_bounded = 0, cases = 0, shown_misses = 0;
     for (const std::string& fed_seed : federations) {
       for (const std::string& shape : shapes) {
@@ -192,9 +193,11 @@ int main(int argc, char** argv) {
           // and Jain's index over the projects' (and, apart, the users') mean slowdown >=
           // FCFS first fit's - 0.02: a gain bought by slowing some down does not count.
           const bool waits = base.wait >= base.jct / 3;
-          std::printf("\nissue 45: federation --seed %s, %s trace, %.1f offered load, %d recurring jobs x %d seeds, "
-                      "durations learned (means over seeds); FCFS first fit waits %s a third of its JCT (target: %s)\n",
-                      fed_seed.c_str(), shape.c_str(), load, jobs, a16_seeds, waits ? ">=" : "<",
+          std::printf("\nissue 45: federation --seed %s, %s trace, %.1f offered load, %d recurring jobs x %d seeds "
+                      "(%d-%d), durations learned (means over seeds); FCFS first fit waits %s a third of its JCT "
+                      "(target: %s)\n",
+                      fed_seed.c_str(), shape.c_str(), load, jobs, a16_seeds, seed_from + 1, seed_from + a16_seeds,
+                      waits ? ">=" : "<",
                       waits ? ">= 25% better mean JCT" : "never worse mean JCT");
           std::printf("%-40s %9s %9s %9s %10s %6s %6s %7s %7s %8s %8s\n", "POLICY + QUEUE", "MEAN_JCT", "P95_JCT",
                       "MEAN_WAIT", "COST", "JAIN_P", "JAIN_U", "JAIN_UB", "WORST_U", "JCT_VS", "COST_VS");

@@ -11,7 +11,7 @@ S=${1:-build}/tools/sim/jc-sim
 dir=$(mktemp -d /tmp/jc-variants.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 "$S" federation --centers 10 --seed 7 --out "$dir/fed.yaml" >/dev/null
-ALL="least_load spec_free_capacity data_topology_affinity lowest_price lowest_energy highest_performance highest_security load_fairness network data_aware qos_deadline"
+ALL="least_load spec_free_capacity data_topology_affinity lowest_price lowest_energy highest_performance highest_security load_fairness network data_aware qos_deadline gpu_fragmentation"
 # weights: the default's (every strategy 1, expected_completion 0), then overrides ID=W.
 w() {
   local out="" id v kv

@@ -2,9 +2,11 @@
 // wide replicas find whole blocks (gpu_fragmentation.h).
 #include "services/scheduler/scoring/gpu_fragmentation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <iterator>
+#include <utility>
 
 #include "services/scheduler/scoring/builtin_scorers.h"
 #include "services/scheduler/scoring/scorer_base.h"
@@ -12,10 +14,13 @@
 namespace jc::scheduler {
 
 double UnusableAccelerators(double free) {
-  const int64_t f = static_cast<int64_t>(std::floor(std::max(0.0, free)));
+  // Whole accelerators; a fraction short of one (0.1-GPU specs summed) is that one, and a
+  // figure no center has (a bad report, infinity) is capped before the cast.
+  const double whole = std::floor(std::min(1e12, std::max(0.0, free)) + 1e-9);
+  const int64_t f = static_cast<int64_t>(whole);
   int64_t sum = 0;
-  // Powers of two: the remainder is a mask, not a division (a decision scores every
-  // feasible center twice).
+  // Powers of two: the remainder is a mask, not a division (a decision calls this twice
+  // for every feasible center).
   for (int64_t k : kWiderReplicaSizes) sum += f < k ? f : (f & (k - 1));
   return static_cast<double>(sum) / std::size(kWiderReplicaSizes);
 }
@@ -42,7 +47,9 @@ class GpuFragmentation final : public ScorerBase {
   void Score(const ScoringContext& ctx, absl::Span<double> raw) const override {
     for (size_t i = 0; i < ctx.centers.size(); ++i) {
       const auto [need, free] = Accelerators(ctx.specs[i]->quantity, ctx.centers[i]->free);
-      raw[i] = need <= 0 ? 0 : UnusableAccelerators(free - need) - UnusableAccelerators(free);
+      // A busy center (the "completion" profile weighs them) takes nothing now: the replica
+      // waits there, so this placement breaks no block up and mends none, whatever is free.
+      raw[i] = need <= 0 || free < need ? 0 : UnusableAccelerators(free - need) - UnusableAccelerators(free);
     }
   }
   // No Explain: the score says it, and a note per center would be built for every kept

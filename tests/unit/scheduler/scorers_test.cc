@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <map>
 
@@ -129,6 +130,9 @@ TEST_CASE("gpu fragmentation puts a narrow replica where the free GPUs are alrea
   CHECK(UnusableAccelerators(31) == Approx((1 + 3 + 7 + 15 + 31) / 5.0));
   CHECK(UnusableAccelerators(48) == Approx(16 / 5.0));  // one 32 fits, 16 left over for it
   CHECK(UnusableAccelerators(5.7) == Approx((1 + 1 + 5 + 5 + 5) / 5.0));  // whole GPUs only
+  CHECK(UnusableAccelerators(7.9999999999) == Approx((0 + 0 + 0 + 8 + 8) / 5.0));  // tenths summed
+  CHECK(UnusableAccelerators(-3) == 0);
+  CHECK(UnusableAccelerators(std::numeric_limits<double>::infinity()) >= 0);  // capped, no overflow
 
   Snapshot snap;
   CenterView whole = MakeCenter("whole"), broken = MakeCenter("broken");
@@ -151,6 +155,16 @@ TEST_CASE("gpu fragmentation puts a narrow replica where the free GPUs are alrea
   wide.spec_id = "gpu-8";
   CHECK(ScoresOf(*MakeGpuFragmentationScorer(), eights, wide) ==
         std::map<std::string, int>{{"big", 0}, {"exact", 100}});
+
+  // A busy center (weighed by the "completion" profile, which may wait for one) takes no
+  // GPU now: neither better nor worse than leaving the blocks as they are.
+  CenterView busy = MakeCenter("busy");
+  busy.specs["gpu-8"] = SpecAtCenter{{32, 8, 0, 0, 65536, 0}, 10, 400};
+  busy.free.gpu = 7;
+  eights.Upsert(busy);
+  // Raw: exact -3.2 (mends its block), busy 0, big +6.4 (breaks the block of 32).
+  CHECK(ScoresOf(*MakeGpuFragmentationScorer(), eights, wide) ==
+        std::map<std::string, int>{{"big", 0}, {"busy", 67}, {"exact", 100}});
 
   // A replica of CPUs only: every center alike.
   auto scorer = MakeGpuFragmentationScorer();
