@@ -110,12 +110,10 @@ WeightProfiles WeightProfiles::Builtin() {
   p.profiles_["secure"] = {{"highest_security", 4}, {"least_load", 1}};
   // The default's strategies with expected completion on top (SPEC A16): a replica may wait
   // for a faster busy center when it is expected to finish there first
-  // (docs/placement-quality.md, "Placement by expected completion").
-  p.profiles_["completion"] = {{"least_load", 1},          {"spec_free_capacity", 1}, {"data_topology_affinity", 1},
-                               {"lowest_price", 1},        {"lowest_energy", 1},      {"highest_performance", 1},
-                               {"highest_security", 1},    {"load_fairness", 1},      {"network", 1},
-                               {"data_aware", 1},          {"qos_deadline", 1},       {"gpu_fragmentation", 1},
-                               {"expected_completion", 4}};
+  // (docs/placement-quality.md, "Placement by expected completion"). Resolved from "default"
+  // whatever it weighs then, so a strategy that joins the default joins this too.
+  p.profiles_["completion"] = {{"expected_completion", 4}};
+  p.on_default_.insert("completion");
   // The baseline: first fit, in federation order (no strategy counts; the model says so).
   p.profiles_["first_fit"] = {};
   p.models_["first_fit"] = "first_fit";
@@ -127,6 +125,7 @@ absl::Status WeightProfiles::Set(const std::string& name, std::map<std::string, 
     if (w < 0) return absl::InvalidArgumentError(absl::StrCat("weight of ", id, " in profile ", name, " is negative"));
   }
   profiles_[name] = std::move(weights);
+  on_default_.erase(name);  // what an operator sets is the whole profile
   if (model == kDefaultModel) {
     models_.erase(name);
   } else {
@@ -153,6 +152,11 @@ absl::StatusOr<std::vector<double>> WeightProfiles::Resolve(const std::string& p
     for (const char* id : kOutsideDefaultProfile) {
       if (int i = registry.IndexOf(id); i >= 0) weights[i] = 0;
     }
+  }
+  if (name != "default" && on_default_.contains(name)) {
+    auto base = Resolve("default", {}, registry);
+    if (!base.ok()) return base.status();
+    weights = *std::move(base);
   }
   auto apply = [&](const std::map<std::string, double>& ws) -> absl::Status {
     for (const auto& [id, w] : ws) {

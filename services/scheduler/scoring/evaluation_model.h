@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -91,8 +92,8 @@ inline constexpr char kDefaultModel[] = "weighted_sum";
 inline constexpr const char* kOutsideDefaultProfile[] = {"expected_completion"};
 
 // Named weight profiles. "default" weighs every registered strategy 1 (but those of
-// kOutsideDefaultProfile); the other built-in
-// profiles favour one concern (their weights are in weight_profiles.cc and the docs).
+// kOutsideDefaultProfile); "completion" is the default's with expected completion on top; the
+// other built-in profiles favour one concern (their weights are in Builtin and the docs).
 // A profile lists weights by algorithm id; a strategy it does not list weighs 0.
 class WeightProfiles {
  public:
@@ -116,6 +117,9 @@ class WeightProfiles {
  private:
   std::map<std::string, std::map<std::string, double>> profiles_;
   std::map<std::string, std::string> models_;  // by profile; absent: kDefaultModel
+  // Built-in profiles whose listed weights go on top of "default"'s as it is when resolved
+  // ("completion"); one an operator sets is whole, as listed.
+  std::set<std::string> on_default_;
 };
 
 }  // namespace jc::scheduler

@@ -210,6 +210,21 @@ TEST_CASE("expected completion is registered and the default profile leaves it o
     INFO(std::string(registry.scorers()[i]->id()));
     CHECK((*completion)[i] == (*weights)[i]);
   }
+  // An operator's own default (--profiles) is the one "completion" builds on.
+  WeightProfiles operators = WeightProfiles::Builtin();
+  REQUIRE(operators.Set("default", {{"lowest_price", 3}}).ok());
+  auto theirs = operators.Resolve("completion", {}, registry);
+  REQUIRE(theirs.ok());
+  CHECK((*theirs)[registry.IndexOf("lowest_price")] == 3);
+  CHECK((*theirs)[registry.IndexOf("least_load")] == 0);
+  CHECK((*theirs)[registry.IndexOf("expected_completion")] == 4);
+  // A "completion" they set themselves is whole, as listed.
+  REQUIRE(operators.Set("completion", {{"network", 2}}).ok());
+  auto own = operators.Resolve("completion", {}, registry);
+  REQUIRE(own.ok());
+  CHECK((*own)[registry.IndexOf("network")] == 2);
+  CHECK((*own)[registry.IndexOf("lowest_price")] == 0);
+  CHECK((*own)[registry.IndexOf("expected_completion")] == 0);
 }
 
 }  // namespace
