@@ -210,7 +210,7 @@ TEST_CASE("expected completion is registered and the default profile leaves it o
     INFO(std::string(registry.scorers()[i]->id()));
     CHECK((*completion)[i] == (*weights)[i]);
   }
-  // An operator's own default (--profiles) is the one "completion" builds on.
+  // An operator's own default (--weight_profiles) is the one "completion" builds on.
   WeightProfiles operators = WeightProfiles::Builtin();
   REQUIRE(operators.Set("default", {{"lowest_price", 3}}).ok());
   auto theirs = operators.Resolve("completion", {}, registry);
