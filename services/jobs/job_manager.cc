@@ -40,13 +40,6 @@ namespace jc::jobs {
 
 namespace {
 
-// Whether the job manager answered a change (its write committed, or it was refused) within
-// `wait`.
-template <typename T>
-bool Acknowledged(const std::future<T>& answer, absl::Duration wait) {
-  return answer.wait_for(absl::ToChronoMilliseconds(wait)) == std::future_status::ready;
-}
-
 absl::Status WriteTimedOut(absl::string_view what, absl::Duration waited, absl::string_view then) {
   return absl::DeadlineExceededError(absl::StrCat("the job manager did not acknowledge ", what, " within ",
                                                   absl::FormatDuration(waited), " (its store may be unreachable); ",
@@ -397,10 +390,10 @@ void JobManager::StepDown(const std::string& why) {
   // What this burst decided is dropped with it; its creates and stops are told so.
   for (auto& c : burst_.creates) {
     ForgetReservations(c.job.record, c.dispatches);
-    c.reply->set_value(absl::UnavailableError(absl::StrCat("the job was not recorded: ", why, "; retry")));
+    c.reply->Send(absl::UnavailableError(absl::StrCat("the job was not recorded: ", why, "; retry")));
   }
   for (auto& r : burst_.stop_replies) {
-    r->set_value(absl::UnavailableError(absl::StrCat("the stop or scale was not recorded: ", why, "; retry")));
+    r->Send(absl::UnavailableError(absl::StrCat("the stop or scale was not recorded: ", why, "; retry")));
   }
   burst_ = Burst();
   dirty_.clear();
@@ -515,7 +508,7 @@ void JobManager::AfterCommit(Burst& burst, const WriteOutcome& outcome) {
   std::vector<std::pair<std::vector<CreateReply>, v1::CreateTrainJobResponse>> acks;
   auto acknowledge_creates = [&acks] {
     for (auto& [replies, response] : acks) {
-      for (auto& r : replies) r->set_value(response);
+      for (auto& r : replies) r->Send(response);
     }
   };
   for (size_t i = 0; i < burst.creates.size(); ++i) {
@@ -536,7 +529,7 @@ void JobManager::AfterCommit(Burst& burst, const WriteOutcome& outcome) {
                                 ? inserted
                                 : absl::UnavailableError(absl::StrCat("the job was not recorded (",
                                                                       inserted.message(), "); retry"));
-      for (auto& r : replies) r->set_value(answer);
+      for (auto& r : replies) r->Send(answer);
       c.dispatches.clear();
       continue;
     }
@@ -559,7 +552,7 @@ void JobManager::AfterCommit(Burst& burst, const WriteOutcome& outcome) {
   if (!outcome.status.ok()) {
     acknowledge_creates();  // their rows committed; the step-down does not undo them
     for (auto& r : burst.stop_replies) {
-      r->set_value(absl::UnavailableError(
+      r->Send(absl::UnavailableError(
           absl::StrCat("the stop or scale was not recorded (", outcome.status.message(), "); nothing changed, retry")));
     }
     StepDown(absl::StrCat("writing the job manager's decisions failed: ", outcome.status.message()));
@@ -610,7 +603,7 @@ void JobManager::AfterCommit(Burst& burst, const WriteOutcome& outcome) {
   events_.Publish(std::move(committed));
   acknowledge_creates();
   // Answered once the view has the stop's write: a read right after the answer sees it.
-  for (auto& r : burst.stop_replies) r->set_value(absl::OkStatus());
+  for (auto& r : burst.stop_replies) r->Send(absl::OkStatus());
   for (const auto& [center, key] : burst.stops) SendStop(center, key);
   for (const auto& [center, key] : burst.drained_stops) StopAfterDrain(center, key);
   for (const Withdrawal& w : burst.withdrawals) {
@@ -732,8 +725,8 @@ absl::StatusOr<v1::CreateTrainJobResponse> JobManager::Create(v1::CreateTrainJob
   if (!never->empty()) {
     return absl::InvalidArgumentError(absl::StrCat("no registered center could ever run this job: ", *never));
   }
-  auto reply = std::make_shared<std::promise<absl::StatusOr<v1::CreateTrainJobResponse>>>();
-  auto answer = reply->get_future();
+  auto reply = std::make_shared<OneShot<absl::StatusOr<v1::CreateTrainJobResponse>>>();
+  auto answer = reply->Await();
   loop_.Post([this, req = std::move(req), reply, audit = std::move(audit), received]() mutable {
     OnCreate(std::move(req), reply, std::move(audit), received);
   });
@@ -741,14 +734,11 @@ absl::StatusOr<v1::CreateTrainJobResponse> JobManager::Create(v1::CreateTrainJob
   // Bounded as a gRPC caller's deadline bounded it (the REST gateway's 30 s): a job manager
   // whose writes do not commit (its store down) keeps no caller's thread for ever. The job
   // may still be written later; an Idempotency-Key's retry then returns it.
-  if (!Acknowledged(answer, options_.write_wait)) {
+  if (!answer.WaitFor(options_.write_wait)) {
     return WriteTimedOut("the job", options_.write_wait, "it may still be created: retry with the same Idempotency-Key");
   }
-  try {
-    created = answer.get();
-  } catch (const std::future_error&) {
-    // Abandoned: the job manager stopped before the create was written.
-  }
+  // Abandoned (nullopt): the job manager stopped before the create was written.
+  if (auto got = answer.Take()) created = std::move(*got);
   if (created.status().code() == absl::StatusCode::kAlreadyExists && !key.empty()) {
     // The same key raced us in: answer with the job it created.
     if (auto existing = existing_job(); existing.ok() && existing->has_value()) return **existing;
@@ -759,7 +749,7 @@ absl::StatusOr<v1::CreateTrainJobResponse> JobManager::Create(v1::CreateTrainJob
 void JobManager::OnCreate(v1::CreateTrainJobRequest req, CreateReply reply, std::optional<v1::AuditRecord> audit,
                           absl::Time received) {
   if (!leading_) {
-    reply->set_value(StandbyError());
+    reply->Send(StandbyError());
     return;
   }
   const std::string key = req.idempotency_key();
@@ -768,10 +758,10 @@ void JobManager::OnCreate(v1::CreateTrainJobRequest req, CreateReply reply, std:
       // A create with this key is in memory: answered with its job, once that is recorded.
       if (auto a = active_.find(k->second); a != active_.end()) {
         if (absl::Status same = SameCreateAs(a->second.record, req); !same.ok()) {
-          reply->set_value(same);
+          reply->Send(same);
           return;
         }
-        reply->set_value(ResponseOf(a->second.record));
+        reply->Send(ResponseOf(a->second.record));
       } else {
         key_waiters_[k->second].push_back(reply);
       }
@@ -781,7 +771,7 @@ void JobManager::OnCreate(v1::CreateTrainJobRequest req, CreateReply reply, std:
   // A project's hard budget or its quota on waiting jobs: refused at admission, before
   // anything is written.
   if (absl::Status admitted = admission_.Admit(req); !admitted.ok()) {
-    reply->set_value(admitted);
+    reply->Send(admitted);
     return;
   }
   // A secret between the endpoint listener and the job's replicas, where it has ports.
@@ -791,7 +781,7 @@ void JobManager::OnCreate(v1::CreateTrainJobRequest req, CreateReply reply, std:
   if (has_ports) {
     auto token = auth::RandomSecret(32);
     if (!token.ok()) {
-      reply->set_value(token.status());
+      reply->Send(token.status());
       return;
     }
     endpoint_token = *std::move(token);
@@ -836,17 +826,14 @@ void JobManager::OnCreate(v1::CreateTrainJobRequest req, CreateReply reply, std:
 
 absl::Status JobManager::StopJob(const std::string& job_id, std::optional<v1::AuditRecord> audit) {
   if (!leading_) return StandbyError();
-  auto reply = std::make_shared<std::promise<std::optional<absl::Status>>>();
-  auto answer = reply->get_future();
+  auto reply = std::make_shared<OneShot<std::optional<absl::Status>>>();
+  auto answer = reply->Await();
   loop_.Post([this, job_id, reply, audit = std::move(audit)]() mutable { OnStop(job_id, reply, std::move(audit)); });
   std::optional<absl::Status> stopped = absl::UnavailableError("the job manager is stopping; retry");
-  if (!Acknowledged(answer, options_.write_wait)) {
+  if (!answer.WaitFor(options_.write_wait)) {
     return WriteTimedOut("the stop", options_.write_wait, "it may still take effect: retry, or read the job");
   }
-  try {
-    stopped = answer.get();
-  } catch (const std::future_error&) {
-  }
+  if (auto got = answer.Take()) stopped = std::move(*got);  // nullopt: abandoned, the job manager stopping
   if (stopped.has_value()) return *stopped;
   // Not in memory: the store says how it ended, or that it does not exist.
   auto stored = jobs_.Get(job_id);
@@ -857,12 +844,12 @@ absl::Status JobManager::StopJob(const std::string& job_id, std::optional<v1::Au
 
 JobManager::Active* JobManager::ActiveToChange(const std::string& job_id, const StopReply& reply) {
   if (!leading_) {
-    reply->set_value(StandbyError());
+    reply->Send(StandbyError());
     return nullptr;
   }
   auto it = active_.find(job_id);
   if (it == active_.end()) {
-    reply->set_value(creating_.count(job_id) ? std::optional<absl::Status>(absl::UnavailableError(
+    reply->Send(creating_.count(job_id) ? std::optional<absl::Status>(absl::UnavailableError(
                                                    absl::StrCat("job ", job_id, " is still being recorded; retry")))
                                              : std::nullopt);
     return nullptr;
@@ -875,7 +862,7 @@ void JobManager::OnStop(const std::string& job_id, StopReply reply, std::optiona
   if (job == nullptr) return;
   const std::string& status = job->record.status();
   if (status == kCompleted || status == kFailed) {
-    reply->set_value(absl::FailedPreconditionError(
+    reply->Send(absl::FailedPreconditionError(
         absl::StrCat("job ", job_id, " has already ended (", status, "); there is nothing to stop")));
     return;
   }
@@ -890,20 +877,17 @@ void JobManager::OnStop(const std::string& job_id, StopReply reply, std::optiona
 absl::StatusOr<v1::ScaleTrainJobResponse> JobManager::ScaleJob(const std::string& job_id, int task_index,
                                                                int replicas, std::optional<v1::AuditRecord> audit) {
   if (!leading_) return StandbyError();
-  auto reply = std::make_shared<std::promise<std::optional<absl::Status>>>();
-  auto answer = reply->get_future();
+  auto reply = std::make_shared<OneShot<std::optional<absl::Status>>>();
+  auto answer = reply->Await();
   auto previous = std::make_shared<int>(0);
   loop_.Post([this, job_id, task_index, replicas, previous, reply, audit = std::move(audit)]() mutable {
     OnScale(job_id, task_index, replicas, previous, reply, std::move(audit));
   });
   std::optional<absl::Status> scaled = absl::UnavailableError("the job manager is stopping; retry");
-  if (!Acknowledged(answer, options_.write_wait)) {
+  if (!answer.WaitFor(options_.write_wait)) {
     return WriteTimedOut("the scale", options_.write_wait, "it may still take effect: read the job before retrying");
   }
-  try {
-    scaled = answer.get();
-  } catch (const std::future_error&) {
-  }
+  if (auto got = answer.Take()) scaled = std::move(*got);  // nullopt: abandoned, the job manager stopping
   if (!scaled.has_value()) {
     // Not in memory: the store says how it ended, or that it does not exist.
     auto stored = jobs_.Get(job_id);
@@ -914,7 +898,7 @@ absl::StatusOr<v1::ScaleTrainJobResponse> JobManager::ScaleJob(const std::string
   if (!scaled->ok()) return *scaled;
   v1::ScaleTrainJobResponse response;
   response.set_replica_number(replicas);
-  response.set_previous_replica_number(*previous);  // written before the promise was kept
+  response.set_previous_replica_number(*previous);  // written before the reply was sent
   return response;
 }
 
@@ -924,7 +908,7 @@ void JobManager::OnScale(const std::string& job_id, int task_index, int replicas
   if (found == nullptr) return;
   Active& job = *found;
   if (absl::Status s = CheckScale(job.record, task_index, replicas); !s.ok()) {
-    reply->set_value(s);
+    reply->Send(s);
     return;
   }
   *previous = job.record.request().tasks(task_index).replica_number();
@@ -936,7 +920,7 @@ void JobManager::OnScale(const std::string& job_id, int task_index, int replicas
     grown.mutable_tasks(task_index)->set_replica_number(replicas);
     auto never = scheduler_->NeverRuns(grown);
     if (!never.ok() || !never->empty()) {
-      reply->set_value(!never.ok() ? never.status()
+      reply->Send(!never.ok() ? never.status()
                                    : absl::InvalidArgumentError(absl::StrCat(
                                          "replicaNumber: no registered center could ever run ", replicas,
                                          " replicas of task ", task_index, " at once: ", *never)));
@@ -945,7 +929,7 @@ void JobManager::OnScale(const std::string& job_id, int task_index, int replicas
   }
   // More replicas commit more of a hard budget, as a create of them would.
   if (absl::Status s = admission_.AdmitScale(job.record, task_index, replicas - *previous); !s.ok()) {
-    reply->set_value(s);
+    reply->Send(s);
     return;
   }
   JobEffects fx;

@@ -28,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "common/clock.h"
 #include "common/event_loop.h"
+#include "common/one_shot.h"
 #include "common/periodic_task.h"
 #include "common/thread_pool.h"
 #include "jointcloud/v1/identity.pb.h"
@@ -212,9 +213,9 @@ class JobManager {
 
  private:
   using Snapshot = std::shared_ptr<const v1::JobRecord>;
-  using CreateReply = std::shared_ptr<std::promise<absl::StatusOr<v1::CreateTrainJobResponse>>>;
+  using CreateReply = std::shared_ptr<OneShot<absl::StatusOr<v1::CreateTrainJobResponse>>>;
   // nullopt: the job is not in memory (the store says whether it ended or never was).
-  using StopReply = std::shared_ptr<std::promise<std::optional<absl::Status>>>;
+  using StopReply = std::shared_ptr<OneShot<std::optional<absl::Status>>>;
 
   struct Active {
     v1::JobRecord record;

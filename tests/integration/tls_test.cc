@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
@@ -105,6 +106,29 @@ class TricklingTlsClient {
     return ::send(fd_, &c, 1, MSG_NOSIGNAL) == 1 && !Closed();
   }
   bool Pending() const { return BIO_ctrl_pending(out_) > 0; }
+  // Sends everything kept, in one write.
+  void SendKept() {
+    std::string all(BIO_ctrl_pending(out_), '\0');
+    REQUIRE(BIO_read(out_, all.data(), static_cast<int>(all.size())) == static_cast<int>(all.size()));
+    REQUIRE(::send(fd_, all.data(), all.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(all.size()));
+  }
+  // What the server sent, decrypted, until `done` holds of it or `deadline` passes.
+  std::string ReadUntil(const std::function<bool(const std::string&)>& done,
+                        std::chrono::steady_clock::time_point deadline) {
+    std::string got;
+    char buf[4096];
+    while (!done(got) && std::chrono::steady_clock::now() < deadline) {
+      int n = SSL_read(ssl_, buf, sizeof(buf));
+      if (n > 0) {
+        got.append(buf, static_cast<size_t>(n));
+        continue;
+      }
+      if (SSL_get_error(ssl_, n) != SSL_ERROR_WANT_READ) break;  // closed
+      pollfd p{fd_, POLLIN, 0};
+      ::poll(&p, 1, 100);
+    }
+    return got;
+  }
   // Whether the server closed the connection (what it sent, if anything, is ignored).
   bool Closed() {
     char buf[256];
@@ -241,6 +265,32 @@ TEST_CASE("REST over HTTPS and gRPC over mutual TLS, while another CA's certific
   CHECK(submitted->status == 401);
   CHECK(submitted->body.find("not accepted over REST") != std::string::npos);
   CHECK(thief.Get("/openapi/v1/trainjob")->status == 401);
+}
+
+TEST_CASE("requests pipelined over HTTPS, several records in one write, are each answered at once [C6][C3]",
+          "[C6][C3]") {
+  // The server reads ahead (a record's header and body in one read): a next request's
+  // record it read with the first is no longer in the socket, and must still be served
+  // then, not after the keep-alive wait.
+  Certificates certs;
+  jc::testing::TestSystem s([&](jc::server::AppOptions& o) {
+    o.auth.tls = certs.Files("ca", "jointcloud");
+    o.gateway.keep_alive_timeout_seconds = 60;  // what a stalled request would wait out
+  });
+  TricklingTlsClient client(s.app->rest_port());
+  const std::string get = "GET /openapi/v1/whoami HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + s.admin_token + "\r\n\r\n";
+  for (int i = 0; i < 3; ++i) client.Record(get);  // three records
+  client.SendKept();                                 // in one segment
+  auto answers = [](const std::string& got) {
+    int n = 0;
+    for (size_t at = got.find("HTTP/1.1 200"); at != std::string::npos; at = got.find("HTTP/1.1 200", at + 1)) ++n;
+    return n;
+  };
+  std::string got =
+      client.ReadUntil([&](const std::string& g) { return answers(g) == 3 && absl::EndsWith(g, "}"); },
+                       std::chrono::steady_clock::now() + std::chrono::seconds(30));
+  INFO(got.substr(0, 400));
+  CHECK(answers(got) == 3);
 }
 
 TEST_CASE("HTTPS carries what HTTP does: bodies and answers larger than a TLS record, many requests per "
