@@ -90,6 +90,11 @@ class BufferedTlsStream final : public httplib::Stream {
   // inside a read's timeout, would otherwise hold this thread as long as it likes
   // (helper-44, finding 5).
   void StartRequest() { request_deadline_ = After(read_sec_, read_usec_); }
+  // Whether a read failed (the peer gone, or the request's deadline passed): httplib answers
+  // a request whose head timed out with 400 and would read the next on the same connection,
+  // so a client trickling header after header kept its thread a read timeout at a time
+  // (attacker helper-71, finding 2). The connection ends instead.
+  bool ReadFailed() const { return read_failed_; }
 
   ssize_t read(char* ptr, size_t size) override {
     if (!Flush()) return -1;
@@ -100,7 +105,10 @@ class BufferedTlsStream final : public httplib::Stream {
       int n;
       while ((n = SSL_read(ssl_, in_, static_cast<int>(kRecord))) <= 0) {
         if (SSL_get_error(ssl_, n) == SSL_ERROR_ZERO_RETURN) return 0;
-        if (!WaitForSsl(fd_, ssl_, n, deadline)) return -1;
+        if (!WaitForSsl(fd_, ssl_, n, deadline)) {
+          read_failed_ = true;
+          return -1;
+        }
       }
       begin_ = 0;
       end_ = static_cast<size_t>(n);
@@ -167,6 +175,7 @@ class BufferedTlsStream final : public httplib::Stream {
   std::string held_;
   bool holding_ = false;
   Clock::time_point request_deadline_ = Clock::time_point::max();
+  bool read_failed_ = false;
   mutable std::string remote_ip_, local_ip_;
   mutable int remote_port_ = -1, local_port_ = -1;
 };
@@ -274,7 +283,7 @@ bool TlsServer::process_and_close_socket(socket_t sock) {
         bool closed = false;
         ok = process_request(stream, left == 1, closed, [ssl](httplib::Request& req) { req.ssl = ssl; });
         if (!stream.Flush()) ok = false;
-        if (!ok || closed) break;
+        if (!ok || closed || stream.ReadFailed()) break;
       }
       SSL_shutdown(ssl);
     }

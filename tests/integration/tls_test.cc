@@ -267,6 +267,33 @@ TEST_CASE("REST over HTTPS and gRPC over mutual TLS, while another CA's certific
   CHECK(thief.Get("/openapi/v1/trainjob")->status == 401);
 }
 
+TEST_CASE("a request whose head stalls after its first line over HTTPS loses its connection at the read "
+          "timeout, not only its request [C6][C5]",
+          "[C6][C5]") {
+  // httplib answers a head that timed out with 400 and would read the next request on the
+  // same connection: header lines each just inside a read's timeout held the thread a read
+  // timeout at a time, for as many requests as keep-alive allows (attacker helper-71).
+  Certificates certs;
+  jc::testing::TestSystem s([&](jc::server::AppOptions& o) {
+    o.auth.tls = certs.Files("ca", "jointcloud");
+    o.gateway.read_timeout_seconds = 2;
+  });
+  TricklingTlsClient slow(s.app->rest_port());
+  auto start = std::chrono::steady_clock::now();
+  bool closed = false;
+  slow.Record("GET /openapi/v1/whoami HTTP/1.1\r\n");
+  while (!closed && std::chrono::steady_clock::now() - start < std::chrono::seconds(20)) {
+    while (slow.Pending() && !closed) closed = !slow.SendByte();
+    if (closed) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the attacker's pace
+    closed = slow.Closed();
+    if (!closed) slow.Record("X-A: b\r\n");  // one more header line, never the blank one
+  }
+  double held = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(closed);
+  CHECK(held < 8);  // the 2 s request deadline, then its 400 and the end of the connection
+}
+
 TEST_CASE("requests pipelined over HTTPS, several records in one write, are each answered at once [C6][C3]",
           "[C6][C3]") {
   // The server reads ahead (a record's header and body in one read): a next request's
