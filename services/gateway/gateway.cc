@@ -328,6 +328,9 @@ void Gateway::Stop() {
     stopping_ = true;
     for (const auto& [id, cancel] : streams_) cancel();
   }
+  // Over HTTPS, clients holding half a request or an idle connection are let go at once
+  // rather than at their read timeout (plain HTTP is httplib's own: its reads run out).
+  if (auto* tls = dynamic_cast<TlsServer*>(server_.get())) tls->StopReading();
   if (server_) server_->stop();
   if (thread_.joinable()) thread_.join();
 }

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -23,14 +24,18 @@ namespace {
 
 constexpr size_t kRecord = 16 * 1024;  // a TLS record's most plaintext
 
-bool WaitFor(int fd, short events, time_t sec, time_t usec) {
-  pollfd p{fd, events, 0};
+// `stop_fd` (or -1): readable once the server stops; a wait for input ends then, so a
+// client holding half a request keeps no thread past the stop (attacker helper-71,
+// finding 3: a stop waited out every such client's read timeout).
+bool WaitFor(int fd, short events, time_t sec, time_t usec, int stop_fd = -1) {
+  pollfd p[2] = {{fd, events, 0}, {stop_fd, POLLIN, 0}};
   int ms = static_cast<int>(sec * 1000 + usec / 1000);
   int n;
   do {
-    n = ::poll(&p, 1, ms);
+    n = ::poll(p, stop_fd >= 0 ? 2 : 1, ms);
   } while (n < 0 && errno == EINTR);
-  return n > 0 && (p.revents & (events | POLLHUP | POLLERR)) != 0;
+  if (n > 0 && stop_fd >= 0 && p[1].revents != 0) return false;
+  return n > 0 && (p[0].revents & (events | POLLHUP | POLLERR)) != 0;
 }
 
 using Clock = std::chrono::steady_clock;
@@ -42,13 +47,16 @@ Clock::time_point After(time_t sec, time_t usec) {
 // After an SSL call on the non-blocking socket returned `rc`: waits until the socket can do
 // what OpenSSL asked for (read or write), no later than `deadline`. False: it cannot go on
 // (an error, the peer gone, or the deadline passed).
-bool WaitForSsl(int fd, SSL* ssl, int rc, Clock::time_point deadline) {
+// Waits for input end when `stop_fd` turns readable; waits to write do not (an answer
+// under way still goes out).
+bool WaitForSsl(int fd, SSL* ssl, int rc, Clock::time_point deadline, int stop_fd = -1) {
   int err = SSL_get_error(ssl, rc);
   short events = err == SSL_ERROR_WANT_READ ? POLLIN : err == SSL_ERROR_WANT_WRITE ? POLLOUT : 0;
   if (events == 0) return false;
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
   if (left <= 0) return false;
-  return WaitFor(fd, events, static_cast<time_t>(left / 1000), static_cast<time_t>((left % 1000) * 1000));
+  return WaitFor(fd, events, static_cast<time_t>(left / 1000), static_cast<time_t>((left % 1000) * 1000),
+                 events == POLLIN ? stop_fd : -1);
 }
 
 void Address(int fd, bool peer, std::string& ip, int& port) {
@@ -73,13 +81,20 @@ void Address(int fd, bool peer, std::string& ip, int& port) {
 // One connection's TLS as httplib's Stream, buffered both ways as the header explains.
 class BufferedTlsStream final : public httplib::Stream {
  public:
-  BufferedTlsStream(int fd, SSL* ssl, time_t read_sec, time_t read_usec, time_t write_sec, time_t write_usec)
-      : fd_(fd), ssl_(ssl), read_sec_(read_sec), read_usec_(read_usec), write_sec_(write_sec), write_usec_(write_usec) {}
+  BufferedTlsStream(int fd, SSL* ssl, time_t read_sec, time_t read_usec, time_t write_sec, time_t write_usec,
+                    int stop_fd)
+      : fd_(fd),
+        ssl_(ssl),
+        read_sec_(read_sec),
+        read_usec_(read_usec),
+        write_sec_(write_sec),
+        write_usec_(write_usec),
+        stop_fd_(stop_fd) {}
 
   // Data already here (a pipelined request), or the socket turns readable in `sec`. With
   // read-ahead OpenSSL may hold a next record's bytes not yet decrypted, which SSL_pending
   // does not count and the socket no longer shows: SSL_has_pending does.
-  bool HasInput(time_t sec, time_t usec) const { return Buffered() || WaitFor(fd_, POLLIN, sec, usec); }
+  bool HasInput(time_t sec, time_t usec) const { return Buffered() || WaitFor(fd_, POLLIN, sec, usec, stop_fd_); }
   bool Buffered() const { return begin_ < end_ || SSL_has_pending(ssl_) == 1; }
 
   bool is_readable() const override { return HasInput(read_sec_, read_usec_); }
@@ -105,7 +120,7 @@ class BufferedTlsStream final : public httplib::Stream {
       int n;
       while ((n = SSL_read(ssl_, in_, static_cast<int>(kRecord))) <= 0) {
         if (SSL_get_error(ssl_, n) == SSL_ERROR_ZERO_RETURN) return 0;
-        if (!WaitForSsl(fd_, ssl_, n, deadline)) {
+        if (!WaitForSsl(fd_, ssl_, n, deadline, stop_fd_)) {
           read_failed_ = true;
           return -1;
         }
@@ -170,6 +185,7 @@ class BufferedTlsStream final : public httplib::Stream {
   const int fd_;
   SSL* const ssl_;
   const time_t read_sec_, read_usec_, write_sec_, write_usec_;
+  const int stop_fd_;
   char in_[kRecord];
   size_t begin_ = 0, end_ = 0;
   std::string held_;
@@ -226,9 +242,19 @@ TlsServer::TlsServer(const std::string& cert_chain_file, const std::string& priv
   loaded_stamp_ = Stamp(cert_file_, key_file_);
   ctx_ = MakeContext(cert_file_, key_file_);
   next_check_ = std::chrono::steady_clock::now() + std::chrono::seconds(auth::kTlsReloadSeconds);
+  stop_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 }
 
-TlsServer::~TlsServer() = default;
+TlsServer::~TlsServer() {
+  if (stop_fd_ >= 0) ::close(stop_fd_);
+}
+
+void TlsServer::StopReading() {
+  if (stop_fd_ < 0) return;
+  const uint64_t one = 1;
+  // Never read back: it stays readable, so every wait for input from now on ends at once.
+  [[maybe_unused]] ssize_t written = ::write(stop_fd_, &one, sizeof(one));
+}
 
 bool TlsServer::is_valid() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -265,11 +291,12 @@ bool TlsServer::process_and_close_socket(socket_t sock) {
     bool nonblocking = flags >= 0 && ::fcntl(sock, F_SETFL, flags | O_NONBLOCK) == 0;
     Clock::time_point handshake_deadline = After(read_timeout_sec_, read_timeout_usec_);
     int accepted = 0;
-    while (nonblocking && (accepted = SSL_accept(ssl)) != 1 && WaitForSsl(sock, ssl, accepted, handshake_deadline)) {
+    while (nonblocking && (accepted = SSL_accept(ssl)) != 1 &&
+           WaitForSsl(sock, ssl, accepted, handshake_deadline, stop_fd_)) {
     }
     if (nonblocking && accepted == 1) {
       BufferedTlsStream stream(sock, ssl, read_timeout_sec_, read_timeout_usec_, write_timeout_sec_,
-                               write_timeout_usec_);
+                               write_timeout_usec_, stop_fd_);
       // httplib's keep-alive: up to keep_alive_max_count_ requests, each next one awaited
       // for keep_alive_timeout_sec_ in short slices so that stop() is seen.
       for (size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {

@@ -34,6 +34,10 @@ class TlsServer final : public httplib::Server {
   TlsServer& operator=(const TlsServer&) = delete;
 
   bool is_valid() const override;
+  // Ends every wait for a client's input (the handshake, an idle keep-alive, a request in
+  // pieces) at once: called before stop(), so that a stop waits on no client's read
+  // timeout. Answers being written still go out.
+  void StopReading();
 
  private:
   bool process_and_close_socket(socket_t sock) override;
@@ -45,6 +49,7 @@ class TlsServer final : public httplib::Server {
   std::shared_ptr<SSL_CTX> ctx_;            // guarded by mu_
   std::string loaded_stamp_;                // the files' mtimes and sizes when ctx_ was made
   std::chrono::steady_clock::time_point next_check_;
+  int stop_fd_ = -1;  // an eventfd, written by StopReading
 };
 
 }  // namespace jc::gateway

@@ -148,16 +148,23 @@ class TricklingTlsClient {
   int fd_;
 };
 
+// A control plane serving REST over HTTPS with the test CA's certificate, each request
+// bounded by `read_timeout_s`.
+std::unique_ptr<jc::testing::TestSystem> HttpsSystem(const Certificates& certs, int read_timeout_s) {
+  return std::make_unique<jc::testing::TestSystem>([&](jc::server::AppOptions& o) {
+    o.auth.tls = certs.Files("ca", "jointcloud");
+    o.gateway.read_timeout_seconds = read_timeout_s;
+  });
+}
+
 }  // namespace
 
 TEST_CASE("a client trickling a request over HTTPS, a byte per record or a record byte by byte, loses its "
           "connection at the read timeout while others are served [C6][C5]",
           "[C6][C5]") {
   Certificates certs;
-  jc::testing::TestSystem s([&](jc::server::AppOptions& o) {
-    o.auth.tls = certs.Files("ca", "jointcloud");
-    o.gateway.read_timeout_seconds = 2;
-  });
+  auto system = HttpsSystem(certs, 2);
+  jc::testing::TestSystem& s = *system;
   const std::string head = "GET /openapi/v1/whoami HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + s.admin_token +
                            "\r\nX-Padding: " + std::string(200, 'p') + "\r\n\r\n";
   for (bool one_record : {false, true}) {
@@ -274,10 +281,8 @@ TEST_CASE("a request whose head stalls after its first line over HTTPS loses its
   // same connection: header lines each just inside a read's timeout held the thread a read
   // timeout at a time, for as many requests as keep-alive allows (attacker helper-71).
   Certificates certs;
-  jc::testing::TestSystem s([&](jc::server::AppOptions& o) {
-    o.auth.tls = certs.Files("ca", "jointcloud");
-    o.gateway.read_timeout_seconds = 2;
-  });
+  auto system = HttpsSystem(certs, 2);
+  jc::testing::TestSystem& s = *system;
   TricklingTlsClient slow(s.app->rest_port());
   auto start = std::chrono::steady_clock::now();
   bool closed = false;
@@ -292,6 +297,30 @@ TEST_CASE("a request whose head stalls after its first line over HTTPS loses its
   double held = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   CHECK(closed);
   CHECK(held < 8);  // the 2 s request deadline, then its 400 and the end of the connection
+}
+
+TEST_CASE("a stop over HTTPS lets go of a client holding half a request at once, not at its read timeout "
+          "[C6][C5]",
+          "[C6][C5]") {
+  // Attacker helper-71, finding 3: a stop waited out the read timeout of every connection
+  // whose request had begun.
+  Certificates certs;
+  auto system = HttpsSystem(certs, 60);
+  jc::testing::TestSystem& s = *system;
+  TricklingTlsClient half(s.app->rest_port());
+  half.Record("GET /openapi/v1/whoami HTTP/1.1\r\nHost: x\r\n");  // no blank line: the head goes on
+  while (half.Pending()) REQUIRE(half.SendByte());
+  // Served meanwhile: the server is up and the half request is in its thread's read.
+  httplib::SSLClient https("127.0.0.1", s.app->rest_port());
+  https.set_ca_cert_path(certs.Path("ca", "ca.crt").c_str());
+  https.enable_server_certificate_verification(true);
+  https.set_bearer_token_auth(s.admin_token);
+  auto me = https.Get("/openapi/v1/whoami");
+  REQUIRE(me);
+  CHECK(me->status == 200);
+  const auto start = std::chrono::steady_clock::now();
+  s.app.reset();  // stops the gateway, and joins its threads
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));  // the read timeout is 60 s
 }
 
 TEST_CASE("requests pipelined over HTTPS, several records in one write, are each answered at once [C6][C3]",
