@@ -31,6 +31,7 @@ class OneShot {
     absl::Mutex mu;
     std::optional<T> value ABSL_GUARDED_BY(mu);
     bool abandoned ABSL_GUARDED_BY(mu) = false;
+    bool sent ABSL_GUARDED_BY(mu) = false;  // Take empties `value`, not what was sent
     bool Settled() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return value.has_value() || abandoned; }
   };
 
@@ -42,11 +43,6 @@ class OneShot {
     bool WaitFor(absl::Duration wait) {
       absl::MutexLock lock(&state_->mu);
       return state_->mu.AwaitWithTimeout(absl::Condition(state_.get(), &State::Settled), wait);
-    }
-    // Waits as long as it takes.
-    void Wait() {
-      absl::MutexLock lock(&state_->mu);
-      state_->mu.Await(absl::Condition(state_.get(), &State::Settled));
     }
     // The answer once settled; nullopt when abandoned (or not answered yet). Once.
     std::optional<T> Take() {
@@ -67,7 +63,7 @@ class OneShot {
   OneShot& operator=(const OneShot&) = delete;
   ~OneShot() {
     absl::MutexLock lock(&state_->mu);
-    if (!sent_) state_->abandoned = true;
+    if (!state_->sent) state_->abandoned = true;
   }
 
   Answer Await() const { return Answer(state_); }
@@ -75,14 +71,13 @@ class OneShot {
   // The first answer counts; a later one is ignored (a promise threw).
   void Send(T value) {
     absl::MutexLock lock(&state_->mu);
-    if (sent_) return;
+    if (state_->sent) return;
     state_->value.emplace(std::move(value));
-    sent_ = true;
+    state_->sent = true;
   }
 
  private:
   std::shared_ptr<State> state_;
-  bool sent_ = false;  // guarded by state_->mu: Take empties `value`, not what was sent
 };
 
 }  // namespace jc
