@@ -770,10 +770,16 @@ pb::Replica AdapterCore::Accepted(const ReplicaLaunch& launch, const std::string
 std::vector<absl::StatusOr<pb::Replica>> AdapterCore::SubmitMany(const pb::SubmitReplicasRequest& req) {
   std::vector<absl::StatusOr<pb::Replica>> out(req.replicas_size(), absl::UnknownError("not submitted"));
   std::vector<std::pair<int, ReplicaLaunch>> fresh;  // (index, launch) of replicas new here
+  // Validated before the book's lock, as Submit and SubmitGang do: Validate takes mu_ itself
+  // to find a replica's datasets, and a batch holding it deadlocked the whole adapter (every
+  // submit, usage read and poll behind it) on its first replica that named a dataset.
+  std::vector<absl::StatusOr<ReplicaLaunch>> launches;
+  launches.reserve(req.replicas_size());
+  for (int i = 0; i < req.replicas_size(); ++i) launches.push_back(Validate(req.replicas(i)));
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (int i = 0; i < req.replicas_size(); ++i) {
-      auto launch = Validate(req.replicas(i));
+      auto& launch = launches[i];
       if (!launch.ok()) {
         out[i] = launch.status();
         continue;

@@ -110,6 +110,7 @@ class AdapterCore {
   void EnableMetrics(prometheus::Registry& registry);
 
  private:
+  // Takes mu_ (a replica's datasets are looked up in the book): never call it holding mu_.
   absl::StatusOr<ReplicaLaunch> Validate(const pb::SubmitReplicaRequest& req) const;
   // The adapter's record of a replica the backend accepted as `external_id`.
   // The answer to a submit of a key already in the book: the replica, or AlreadyExists

@@ -27,8 +27,9 @@ class MemoryScheduler final : public adapter::Backend {
     u.mutable_free()->set_memory(1 << 20);
     return u;
   }
-  absl::StatusOr<std::string> Submit(const adapter::ReplicaLaunch&) override {
+  absl::StatusOr<std::string> Submit(const adapter::ReplicaLaunch& launch) override {
     std::lock_guard<std::mutex> lock(mu_);
+    environments_.push_back(launch.env);
     return NewJobLocked();
   }
   absl::StatusOr<std::vector<std::string>> SubmitGang(const std::vector<adapter::ReplicaLaunch>& launches) override {
@@ -83,6 +84,11 @@ class MemoryScheduler final : public adapter::Backend {
     std::lock_guard<std::mutex> lock(mu_);
     return stopped_;
   }
+  // The environment of each replica submitted alone or in a batch, in order.
+  std::vector<std::map<std::string, std::string>> environments() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return environments_;
+  }
 
  private:
   std::string NewJobLocked() {
@@ -97,6 +103,7 @@ class MemoryScheduler final : public adapter::Backend {
   int64_t next_ = 0;
   std::unordered_map<std::string, adapter::pb::ReplicaState> states_;
   std::vector<std::string> stopped_;
+  std::vector<std::map<std::string, std::string>> environments_;
 };
 
 }  // namespace jc::testing

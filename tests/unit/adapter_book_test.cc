@@ -5,8 +5,13 @@
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <future>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -177,4 +182,40 @@ TEST_CASE("an adapter's walks of its replicas, a few hundred at a time so that s
   CHECK(book.Get(Key(names[second], 0)).state() == pb::REPLICA_RUNNING);
   CHECK(book.Get(Key(names[last], 0)).state() == pb::REPLICA_RUNNING);
   CHECK(book.QueuedCpu() == (kReplicas - 2) * 4);
+}
+
+TEST_CASE("a batch of replicas that name datasets is taken, each told where its dataset is, and the adapter answers "
+          "everything else meanwhile [A6][A7]",
+          "[A6][A7]") {
+  Book book;
+  pb::Dataset corpus;
+  corpus.set_data_name("corpus");
+  corpus.set_data_version("v1");
+  corpus.set_url("file:///data/corpus/v1");
+  book.center.datasets.push_back(corpus);
+  book.Open();
+  // The sender's batch: what queued for this center while its last call was out. Until the
+  // fix, the batch held the book's lock while a replica's datasets were looked up under the
+  // same lock, and the adapter hung for good: this submit, and every usage read and poll.
+  pb::SubmitReplicasRequest batch;
+  for (int i = 0; i < 2; ++i) {
+    pb::SubmitReplicaRequest r = Replica("staged", i);
+    r.add_datasets("corpus:v1");
+    *batch.add_replicas() = r;
+  }
+  *batch.add_replicas() = Replica("plain", 0);
+  auto answered = std::make_shared<std::promise<std::vector<absl::StatusOr<pb::Replica>>>>();
+  auto answers = answered->get_future();
+  std::thread([answered, core = book.core.get(), batch] { answered->set_value(core->SubmitMany(batch)); }).detach();
+  if (answers.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    FAIL_CHECK("SubmitMany did not answer within 20 s: the adapter is deadlocked");
+    std::abort();  // a thread holds the book's lock for good: nothing after this could end
+  }
+  for (const auto& answer : answers.get()) CHECK(answer.ok());
+  auto environments = book.scheduler.environments();
+  REQUIRE(environments.size() == 3);
+  CHECK(environments[0]["JC_DATASETS"] == "corpus:v1=/data/corpus/v1");
+  CHECK(environments[1]["JC_DATASETS"] == "corpus:v1=/data/corpus/v1");
+  CHECK(environments[2].count("JC_DATASETS") == 0);
+  CHECK(book.core->Usage().ok());
 }
