@@ -1,6 +1,14 @@
 #include "absl/strings/string_view.h"
 #include "common/validate.h"
 
+#include "common/proto_path.h"
+
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
+#include "absl/synchronization/mutex.h"
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
@@ -100,25 +108,68 @@ std::string JoinList(const std::vector<std::string>& items) { return absl::StrJo
 
 namespace {
 
-absl::Status CheckTimestampsAt(const google::protobuf::Message& message, const std::string& path, int depth) {
+bool IsTimestamp(const google::protobuf::Descriptor* d) { return d->full_name() == "google.protobuf.Timestamp"; }
+
+// Per message type, its fields (not maps: no map here holds times) that are a Timestamp or
+// a message that can hold one, worked out once per type: most of a request's fields hold
+// no time, and listing every set field of every message of every request by reflection was
+// the walk's whole cost.
+class TimeFields {
+ public:
+  static const std::vector<const google::protobuf::FieldDescriptor*>& Of(const google::protobuf::Descriptor* d) {
+    static TimeFields* const cache = new TimeFields;
+    {
+      absl::ReaderMutexLock lock(&cache->mu_);
+      if (auto it = cache->plans_.find(d); it != cache->plans_.end()) return it->second;
+    }
+    absl::MutexLock lock(&cache->mu_);
+    absl::flat_hash_set<const google::protobuf::Descriptor*> open;
+    return cache->Work(d, open);
+  }
+
+ private:
+  // Whether `d` can hold a time, its plan recorded. A type met again while its own plan is
+  // being worked out (a recursive message) counts as able to: the walk looks and finds out.
+  bool CanHold(const google::protobuf::Descriptor* d, absl::flat_hash_set<const google::protobuf::Descriptor*>& open)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (IsTimestamp(d) || open.contains(d)) return true;
+    return !Work(d, open).empty();
+  }
+  const std::vector<const google::protobuf::FieldDescriptor*>& Work(
+      const google::protobuf::Descriptor* d, absl::flat_hash_set<const google::protobuf::Descriptor*>& open)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (auto it = plans_.find(d); it != plans_.end()) return it->second;
+    open.insert(d);
+    std::vector<const google::protobuf::FieldDescriptor*> fields;
+    for (int i = 0; i < d->field_count(); ++i) {
+      const google::protobuf::FieldDescriptor* f = d->field(i);
+      if (f->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE || f->is_map()) continue;
+      if (CanHold(f->message_type(), open)) fields.push_back(f);
+    }
+    open.erase(d);
+    return plans_.emplace(d, std::move(fields)).first->second;  // node map: references stay
+  }
+  absl::Mutex mu_;
+  absl::node_hash_map<const google::protobuf::Descriptor*, std::vector<const google::protobuf::FieldDescriptor*>> plans_
+      ABSL_GUARDED_BY(mu_);
+};
+
+absl::Status CheckTimestampsAt(const google::protobuf::Message& message, ProtoPath& path, int depth) {
   using google::protobuf::FieldDescriptor;
   using google::protobuf::util::TimeUtil;
   if (depth > 64) return absl::OkStatus();  // no message here nests so deep
   const auto* reflection = message.GetReflection();
-  std::vector<const FieldDescriptor*> fields;
-  reflection->ListFields(message, &fields);
-  for (const FieldDescriptor* field : fields) {
-    if (field->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE) continue;
-    const std::string here = path.empty() ? field->json_name() : absl::StrCat(path, ".", field->json_name());
-    const bool is_time = field->message_type()->full_name() == "google.protobuf.Timestamp";
-    if (field->is_map()) continue;  // no map here holds times
-    const int n = field->is_repeated() ? reflection->FieldSize(message, field) : 1;
+  for (const FieldDescriptor* field : TimeFields::Of(message.GetDescriptor())) {
+    const int n = field->is_repeated() ? reflection->FieldSize(message, field) : reflection->HasField(message, field);
+    if (n == 0) continue;
+    const bool is_time = IsTimestamp(field->message_type());
+    path.Push(field);
     for (int i = 0; i < n; ++i) {
+      if (field->is_repeated()) path.SetIndex(i);
       const auto& item = field->is_repeated() ? reflection->GetRepeatedMessage(message, field, i)
                                               : reflection->GetMessage(message, field);
-      const std::string at = field->is_repeated() ? absl::StrCat(here, "[", i, "]") : here;
       if (!is_time) {
-        if (absl::Status s = CheckTimestampsAt(item, at, depth + 1); !s.ok()) return s;
+        if (absl::Status s = CheckTimestampsAt(item, path, depth + 1); !s.ok()) return s;
         continue;
       }
       const auto* time = google::protobuf::DynamicCastToGenerated<google::protobuf::Timestamp>(&item);
@@ -130,17 +181,22 @@ absl::Status CheckTimestampsAt(const google::protobuf::Message& message, const s
       if (time->seconds() < TimeUtil::kTimestampMinSeconds || time->seconds() > TimeUtil::kTimestampMaxSeconds ||
           time->nanos() < 0 || time->nanos() > 999999999) {
         return absl::InvalidArgumentError(absl::StrCat(
-            at, ": a time between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z, got ", time->seconds(),
+            path.Render(ProtoPath::Names::kJson, /*indices=*/true),
+            ": a time between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z, got ", time->seconds(),
             " seconds and ", time->nanos(), " nanoseconds since 1970"));
       }
     }
+    path.Pop();
   }
   return absl::OkStatus();
 }
 
 }  // namespace
 
-absl::Status CheckTimestamps(const google::protobuf::Message& message) { return CheckTimestampsAt(message, "", 0); }
+absl::Status CheckTimestamps(const google::protobuf::Message& message) {
+  ProtoPath path;
+  return CheckTimestampsAt(message, path, 0);
+}
 
 }  // namespace jc
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/audit/describe_object.h"
+#include "common/proto_path.h"
 #include "common/rest_envelope.h"
 #include "common/status_macros.h"
 #include "common/utf8.h"
@@ -48,27 +49,32 @@ bool FromOwnProcess(const CallFacts& facts) {
          facts.connection->auth_context()->FindPropertyValues("transport_security_type").empty();
 }
 
-absl::Status StringsAreUtf8(const google::protobuf::Message& m, const std::string& path) {
+absl::Status StringsAreUtf8(const google::protobuf::Message& m, ProtoPath& path) {
   using FD = google::protobuf::FieldDescriptor;
   const google::protobuf::Reflection* r = m.GetReflection();
   std::vector<const FD*> fields;
   r->ListFields(m, &fields);
   for (const FD* f : fields) {
-    std::string name = path.empty() ? f->name() : absl::StrCat(path, ".", f->name());
     if (f->type() == FD::TYPE_STRING) {
       int n = f->is_repeated() ? r->FieldSize(m, f) : 1;
       for (int i = 0; i < n; ++i) {
         std::string scratch;
         const std::string& v =
             f->is_repeated() ? r->GetRepeatedStringReference(m, f, i, &scratch) : r->GetStringReference(m, f, &scratch);
-        if (!IsUtf8(v)) return absl::InvalidArgumentError(absl::StrCat(name, ": not UTF-8 text"));
+        if (!IsUtf8(v)) {
+          path.Push(f);
+          return absl::InvalidArgumentError(
+              absl::StrCat(path.Render(ProtoPath::Names::kProto, /*indices=*/false), ": not UTF-8 text"));
+        }
       }
     } else if (f->cpp_type() == FD::CPPTYPE_MESSAGE) {
       int n = f->is_repeated() ? r->FieldSize(m, f) : 1;
+      path.Push(f);
       for (int i = 0; i < n; ++i) {
         const auto& sub = f->is_repeated() ? r->GetRepeatedMessage(m, f, i) : r->GetMessage(m, f);
-        JC_RETURN_IF_ERROR(StringsAreUtf8(sub, name));
+        JC_RETURN_IF_ERROR(StringsAreUtf8(sub, path));
       }
+      path.Pop();
     }
   }
   return absl::OkStatus();
@@ -76,7 +82,10 @@ absl::Status StringsAreUtf8(const google::protobuf::Message& m, const std::strin
 
 }  // namespace
 
-absl::Status CheckStringsAreUtf8(const google::protobuf::Message& message) { return StringsAreUtf8(message, ""); }
+absl::Status CheckStringsAreUtf8(const google::protobuf::Message& message) {
+  ProtoPath path;
+  return StringsAreUtf8(message, path);
+}
 
 CallAdmission::CallAdmission(std::shared_ptr<const Authenticator> authenticator,
                              std::shared_ptr<const MethodAccess> access, std::shared_ptr<RateLimiter> limiter,

@@ -41,12 +41,13 @@ std::string NewRequestId() {
 // printable ASCII: any other byte would abort the process in gRPC's metadata checks, or be
 // stored in a string field no later parse accepts.
 absl::Status ForwardedHeadersStatus(const httplib::Request& req) {
-  if (!IsForwardableHeaderValue(req.get_header_value("Authorization"))) {
+  if (const std::string* authorization = FindHeader(req, "Authorization");
+      authorization != nullptr && !IsForwardableHeaderValue(*authorization)) {
     return absl::UnauthenticatedError(
         "the Authorization header holds a byte that is not printable ASCII (0x20-0x7E): it proves no one");
   }
   for (const char* name : {"X-Request-Id", "Idempotency-Key", "Last-Event-ID"}) {
-    if (!IsForwardableHeaderValue(req.get_header_value(name))) {
+    if (const std::string* value = FindHeader(req, name); value != nullptr && !IsForwardableHeaderValue(*value)) {
       return absl::InvalidArgumentError(
           absl::StrCat("the ", name, " header holds a byte that is not printable ASCII (0x20-0x7E)"));
     }
@@ -131,7 +132,8 @@ void Gateway::Install() {
       std::vector<std::string> params;
       for (size_t i = 1; i < req.matches.size(); ++i) params.push_back(req.matches[i].str());
       // Every answer names its request, for logs and the audit log.
-      std::string request_id = req.get_header_value("X-Request-Id").substr(0, 128);
+      const std::string* given_id = FindHeader(req, "X-Request-Id");
+      std::string request_id = given_id == nullptr ? std::string() : given_id->substr(0, 128);
       absl::Status headers = ForwardedHeadersStatus(req);
       if (headers.ok()) headers = TextStatus(req, params);
       if (request_id.empty() || !IsForwardableHeaderValue(request_id)) request_id = NewRequestId();
@@ -217,7 +219,10 @@ void Gateway::Install() {
                         kJson);
         return;
       }
-      httplib::Request with = req;
+      // Read into the request itself: httplib's own object, const only in this handler's
+      // signature (as in the pre-routing hook below); a copy of it cost every POST its
+      // headers' allocations.
+      auto& with = const_cast<httplib::Request&>(req);
       if (!content([&](const char* data, size_t n) {
             with.body.append(data, n);
             return true;

@@ -33,8 +33,8 @@ ServingRequest::~ServingRequest() {
 void PrepareContext(grpc::ClientContext* ctx) {
   ctx->set_deadline(std::chrono::system_clock::now() + kRpcTimeout);
   if (serving == nullptr) return;
-  if (serving->has_header("Authorization")) {
-    ctx->AddMetadata("authorization", serving->get_header_value("Authorization"));
+  if (const std::string* authorization = FindHeader(*serving, "Authorization")) {
+    ctx->AddMetadata("authorization", *authorization);
   }
   ctx->AddMetadata("x-forwarded-for", serving->remote_addr);
   ctx->AddMetadata(auth::kViaRestMetadata, "1");
@@ -51,7 +51,7 @@ bool IsForwardableHeaderValue(absl::string_view value) {
 ServingFacts CurrentServingFacts() {
   ServingFacts facts;
   if (serving == nullptr) return facts;
-  if (serving->has_header("Authorization")) facts.authorization = serving->get_header_value("Authorization");
+  if (const std::string* authorization = FindHeader(*serving, "Authorization")) facts.authorization = *authorization;
   facts.forwarded_for = serving->remote_addr;
   if (serving_id != nullptr) facts.request_id = *serving_id;
   return facts;

@@ -32,6 +32,13 @@ inline constexpr size_t kMaxAnswerBytes = 4 << 20;
 // aborts the process on any other byte, so what the gateway forwards is checked first.
 bool IsForwardableHeaderValue(absl::string_view value);
 
+// The first value of header `name` (any case), or null: one look-up, where httplib's
+// has_header and get_header_value are two, and the second copies the value.
+inline const std::string* FindHeader(const httplib::Request& request, const std::string& name) {
+  auto it = request.headers.find(name);  // std::multimap's find: the first of its name
+  return it == request.headers.end() ? nullptr : &it->second;
+}
+
 // The REST request this thread is serving, for the duration of its handler: its caller's
 // credentials travel with every gRPC call the handler makes (the gRPC servers behind the
 // gateway authenticate them; the gateway itself decides nothing about identity).

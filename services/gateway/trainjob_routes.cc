@@ -54,7 +54,7 @@ std::vector<Route> TrainJobRoutes(std::shared_ptr<grpc::Channel> channel, LocalS
                     [jobs](const httplib::Request& r, const std::vector<std::string>&) {
                       v1::CreateTrainJobRequest req;
                       absl::Status s = ParseBody(r, &req);
-                      if (r.has_header("Idempotency-Key")) req.set_idempotency_key(r.get_header_value("Idempotency-Key"));
+                      if (const std::string* key = FindHeader(r, "Idempotency-Key")) req.set_idempotency_key(*key);
                       return IfOk(s, [&] { return jobs->Call(&S::CreateTrainJob, &H::CreateTrainJob, "CreateTrainJob", req); });
                     }});
   routes.push_back({"GET", base, "trainjob", "List jobs, newest first, paged, by user, status, project, center and creation time", nullptr,
