@@ -165,9 +165,13 @@ class GrpcAdapterClient final : public AdapterClient {
     if (!stub.ok()) return std::vector<absl::StatusOr<apb::Replica>>(reqs.size(), stub.status());
     grpc::Status s = (*stub)->SubmitReplicas(&ctx, req, &resp);
     if (s.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
-      // An adapter built before SubmitReplicas: one call per replica from now on.
-      absl::MutexLock lock(&mu_);
-      no_batches_.insert(adapter.address);
+      // An adapter built before SubmitReplicas: one call per replica from now on. Those calls
+      // go without mu_, which each takes for its stub (helper-72: holding it here hung every
+      // call of this client, to every center, on the first such batch).
+      {
+        absl::MutexLock lock(&mu_);
+        no_batches_.insert(adapter.address);
+      }
       return AdapterClient::SubmitMany(adapter, reqs);
     }
     std::vector<absl::StatusOr<apb::Replica>> out;

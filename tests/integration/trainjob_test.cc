@@ -1792,6 +1792,39 @@ TEST_CASE("a rogue center bills no more than the control plane saw: a 1,000-hour
   CHECK(std::stod(p90.substr(0, p90.size() - 1)) < 600);
 }
 
+TEST_CASE("a center whose adapter predates batched submits gets a job's replicas one call each, and the control "
+          "plane goes on talking to every center [A8][A14]",
+          "[A8][A14]") {
+  Network n;
+  Adapter gamma_backend{"gamma"};
+  jc::testing::EventChaosProxy gamma(gamma_backend.address(), 1, jc::testing::EventChaosProxy::Odds{0, 0});
+  gamma.RefuseSubmitReplicas();
+  n.AddCenter("gamma", "127.0.0.1:" + std::to_string(gamma.port()), 5);
+  Network::Must(
+      n.rest->Send("PATCH", "/openapi/v1/resourcespecs/cpu-1", R"({"computing_center_list": "alpha,beta,gamma"})"));
+  REQUIRE(jc::testing::WaitUntil([&] {
+    return n.rest->Get("/scheduler/algorithm/lowest_price/score/gamma?resourceSpecId=cpu-1").http_status == 200;
+  }));
+  // Three replicas placed together go to gamma's sender as one batch, which gamma refuses
+  // as unknown. Until the fix, the client's fallback to one call a replica held the lock
+  // each of those calls takes: it hung, and every later call to any center with it.
+  json job = {{"name", "older"},
+              {"tasks", {{{"name", "t"}, {"command", "true"}, {"resourceSpecId", "cpu-1"}, {"replicaNumber", 3},
+                          {"centerIDs", {"gamma"}}}}}};
+  const std::string id = n.Submit(job)["jobId"];
+  json done = n.WaitForStatus(id, "completed");
+  CHECK(done["taskInfos"][0]["centerIDs"] == json::array({"gamma", "gamma", "gamma"}));
+  CHECK(gamma.submit_replicas_calls() >= 1);
+  const int64_t batches = gamma.submit_replicas_calls();
+  // The other centers are answered as before, and gamma's later replicas go one at a time.
+  json elsewhere = {{"name", "elsewhere"},
+                    {"tasks", {{{"name", "t"}, {"command", "true"}, {"resourceSpecId", "cpu-1"}, {"replicaNumber", 2},
+                                {"centerIDs", {"alpha"}}}}}};
+  n.WaitForStatus(n.Submit(elsewhere)["jobId"], "completed");
+  n.WaitForStatus(n.Submit(job)["jobId"], "completed");
+  CHECK(gamma.submit_replicas_calls() == batches);
+}
+
 TEST_CASE("a submit answered with a replica that already ran and failed: its usage record and its closed attempt "
           "are written together, so a reload never finds the attempt open and meters it twice [A7][A12]",
           "[A7][A12]") {

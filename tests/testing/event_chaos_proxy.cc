@@ -79,6 +79,10 @@ class EventChaosProxy::Service final : public apb::Adapter::Service {
   }
   grpc::Status SubmitReplicas(grpc::ServerContext* c, const apb::SubmitReplicasRequest* q,
                               apb::SubmitReplicasResponse* a) override {
+    ++submit_replicas_calls;
+    if (refuse_submit_replicas.load()) {
+      return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "an older adapter (test proxy)");
+    }
     for (const auto& r : q->replicas()) Remember(r.key());
     if (ForgedSubmitAnswer(apb::ReplicaKey())) {
       for (const auto& r : q->replicas()) *a->add_results()->mutable_replica() = *ForgedSubmitAnswer(r.key());
@@ -174,6 +178,8 @@ class EventChaosProxy::Service final : public apb::Adapter::Service {
     forged_batch_ = std::move(forged);
   }
   std::atomic<int64_t> watch_calls{0}, watch_batches_calls{0};
+  std::atomic<int64_t> submit_replicas_calls{0};
+  std::atomic<bool> refuse_submit_replicas{false};
 
   grpc::Status Watch(grpc::ServerContext* c, const apb::WatchRequest* q,
                      grpc::ServerWriter<apb::ReplicaEvent>* out) override {
@@ -336,5 +342,7 @@ void EventChaosProxy::ServeWatchBatches(std::optional<apb::ReplicaEvents> forged
 }
 int64_t EventChaosProxy::watch_calls() const { return service_->watch_calls; }
 int64_t EventChaosProxy::watch_batches_calls() const { return service_->watch_batches_calls; }
+void EventChaosProxy::RefuseSubmitReplicas() { service_->refuse_submit_replicas = true; }
+int64_t EventChaosProxy::submit_replicas_calls() const { return service_->submit_replicas_calls; }
 
 }  // namespace jc::testing

@@ -64,6 +64,10 @@ class EventChaosProxy {
   // How many Watch and WatchBatches streams were opened through the proxy.
   int64_t watch_calls() const;
   int64_t watch_batches_calls() const;
+  // From now on SubmitReplicas (a batch) is answered UNIMPLEMENTED, as by an adapter built
+  // before it, which takes SubmitReplica one at a time; how many batches were asked.
+  void RefuseSubmitReplicas();
+  int64_t submit_replicas_calls() const;
   // The key of the last replica submitted through the proxy (empty before one).
   ::jointcloud::adapter::v1::ReplicaKey LastSubmittedKey() const;
 
