@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/auth/api_token.h"
+#include "common/sha256_md.h"
 
 namespace jc::auth {
 namespace {
@@ -41,7 +42,7 @@ std::string AdapterProof(absl::string_view key, absl::string_view center_id, abs
                                      absl::string_view("\0", 1), challenge);
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(message.data()),
+  HMAC(Sha256Md(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(message.data()),
        message.size(), mac, &size);
   return std::string(reinterpret_cast<const char*>(mac), size);
 }

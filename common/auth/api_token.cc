@@ -7,6 +7,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/sha256_md.h"
 
 namespace jc::auth {
 namespace {
@@ -61,10 +62,7 @@ absl::StatusOr<NewApiToken> GenerateApiToken() {
 std::string Sha256Hex(absl::string_view data) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
-  // Fetched once: EVP_sha256() makes every EVP_Digest look the algorithm up in the
-  // provider tables again, which cost more than hashing a token (once per request).
-  static EVP_MD* const kSha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
-  EVP_Digest(data.data(), data.size(), digest, &size, kSha256 != nullptr ? kSha256 : EVP_sha256(), nullptr);
+  EVP_Digest(data.data(), data.size(), digest, &size, Sha256Md(), nullptr);  // fetched once (sha256_md.h)
   return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), size));
 }
 

@@ -22,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
+#include "common/sha256_md.h"
 
 namespace jc::nexec {
 namespace {
@@ -60,7 +61,7 @@ std::string DigestOf(const google::protobuf::Message& message) {
   }
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
-  EVP_Digest(bytes.data(), bytes.size(), digest, &size, EVP_sha256(), nullptr);
+  EVP_Digest(bytes.data(), bytes.size(), digest, &size, Sha256Md(), nullptr);
   return absl::BytesToHexString(absl::string_view(reinterpret_cast<char*>(digest), size));
 }
 
@@ -315,7 +316,7 @@ std::string MungeAuth::StatusDigest(int code, absl::string_view message) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
   const std::string text = absl::StrCat("status\n", code, "\n", message);
-  EVP_Digest(text.data(), text.size(), digest, &size, EVP_sha256(), nullptr);
+  EVP_Digest(text.data(), text.size(), digest, &size, Sha256Md(), nullptr);
   return absl::StrCat("status:", absl::BytesToHexString(absl::string_view(reinterpret_cast<char*>(digest), size)));
 }
 

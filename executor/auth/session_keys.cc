@@ -11,6 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/sha256_md.h"
 
 namespace jc::nexec {
 namespace {
@@ -67,7 +68,7 @@ absl::StatusOr<std::string> KeyExchange::SessionKey(absl::string_view peer_publi
   OPENSSL_cleanse(shared, sizeof(shared));
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int digest_size = 0;
-  EVP_Digest(input.data(), input.size(), digest, &digest_size, EVP_sha256(), nullptr);
+  EVP_Digest(input.data(), input.size(), digest, &digest_size, Sha256Md(), nullptr);
   OPENSSL_cleanse(input.data(), input.size());
   return std::string(reinterpret_cast<const char*>(digest), digest_size);
 }
@@ -77,7 +78,7 @@ std::string SessionMac(absl::string_view key, absl::string_view session_id, uint
   const std::string data = absl::StrCat(session_id, "\n", counter, "\n", binding);
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(data.data()),
+  HMAC(Sha256Md(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(data.data()),
        data.size(), mac, &size);
   return Hex(mac, size);
 }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/string_view.h"
+#include "common/sha256_md.h"
 
 namespace jc::estimator {
 namespace {
@@ -14,7 +15,7 @@ namespace {
 std::string CommandDigest(absl::string_view command) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
-  EVP_Digest(command.data(), command.size(), digest, &size, EVP_sha256(), nullptr);
+  EVP_Digest(command.data(), command.size(), digest, &size, Sha256Md(), nullptr);
   return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(digest), 8));
 }
 

@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/sha256_md.h"
 
 namespace jc::jobs {
 
@@ -18,7 +19,7 @@ std::string EndpointToken(absl::string_view secret, absl::string_view job_id, in
                                            std::string(1, '\0'), attempt, std::string(1, '\0'), port_name);
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
-  HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+  HMAC(Sha256Md(), secret.data(), static_cast<int>(secret.size()),
        reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &length);
   return absl::WebSafeBase64Escape(absl::string_view(reinterpret_cast<const char*>(mac), length));
 }
