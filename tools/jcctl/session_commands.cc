@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <memory>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -147,27 +148,36 @@ int PortForward(Context& ctx, Client* client, const Invocation& inv) {
 
   // Each connection to the local port is one through the listener, on a thread of its own.
   // A refusal that says the caller may not (its token revoked, no member any more) ends
-  // jcctl; others end that connection only.
-  std::atomic<int> fatal{0};
-  std::mutex err_mu;
-  while (fatal.load() == 0) {
+  // jcctl; others end that connection only. The threads outlive this function (detached),
+  // so what they share is owned with them, and once it returns they no longer write to
+  // ctx, which is the caller's (helper-73: they used this frame's locals after it ended).
+  struct Shared {
+    std::atomic<int> fatal{0};
+    std::mutex err_mu;
+    bool returned = false;  // under err_mu: ctx may be gone
+  };
+  auto shared = std::make_shared<Shared>();
+  while (shared->fatal.load() == 0) {
     int conn = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
     if (conn < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (fatal.load() != 0) break;
-      std::lock_guard<std::mutex> lock(err_mu);
+      if (shared->fatal.load() != 0) break;
+      std::lock_guard<std::mutex> lock(shared->err_mu);
+      shared->returned = true;
+      ::close(listener);
       return ctx.Fail(absl::UnavailableError(absl::StrCat("accept: ", std::strerror(errno))));
     }
-    std::thread([&ctx, &fatal, &err_mu, listener, conn, link = *link, session = *cookie] {
+    std::thread([&ctx, shared, listener, conn, link = *link, session = *cookie] {
       std::string early;
       auto up = Switch(link, "/.jointcloud/forward", "jointcloud-forward", session, &early);
       if (!up.ok()) {
         ::close(conn);
-        std::lock_guard<std::mutex> lock(err_mu);
+        std::lock_guard<std::mutex> lock(shared->err_mu);
+        if (shared->returned) return;
         ctx.err() << "jcctl: a connection was refused: " << up.status().message() << std::endl;
         if (absl::IsPermissionDenied(up.status()) || absl::IsUnauthenticated(up.status()) ||
             absl::IsNotFound(up.status())) {
-          if (fatal.exchange(ExitCode(up.status())) == 0) ::shutdown(listener, SHUT_RDWR);
+          if (shared->fatal.exchange(ExitCode(up.status())) == 0) ::shutdown(listener, SHUT_RDWR);
         }
         return;
       }
@@ -175,8 +185,12 @@ int PortForward(Context& ctx, Client* client, const Invocation& inv) {
       ::close(conn);
     }).detach();
   }
+  {
+    std::lock_guard<std::mutex> lock(shared->err_mu);
+    shared->returned = true;
+  }
   ::close(listener);
-  return fatal.load();
+  return shared->fatal.load();
 }
 
 }  // namespace
