@@ -142,8 +142,21 @@ void Gateway::Install() {
       if (!headers.ok()) {
         result = {headers, ""};
       } else {
-        ServingRequest serving(req, request_id);
+        std::vector<uint64_t> pending;  // what this request registered to be cancelled on a stop
+        ServingRequest serving(req, request_id, [this, &pending](std::function<void()> cancel) {
+          std::lock_guard<std::mutex> lock(streams_mu_);
+          if (stopping_) {
+            cancel();
+            return;
+          }
+          pending.push_back(++next_stream_);
+          pending_[pending.back()] = std::move(cancel);
+        });
         result = route.handler(req, params);
+        if (!pending.empty()) {
+          std::lock_guard<std::mutex> lock(streams_mu_);
+          for (uint64_t id : pending) pending_.erase(id);
+        }
       }
       res.status = HttpStatusFor(result.status.code());
       // Unavailable passes (the store restarting, a standby instance): say when to retry.
@@ -332,6 +345,7 @@ void Gateway::Stop() {
     std::lock_guard<std::mutex> lock(streams_mu_);
     stopping_ = true;
     for (const auto& [id, cancel] : streams_) cancel();
+    for (const auto& [id, cancel] : pending_) cancel();
   }
   // Over HTTPS, clients holding half a request or an idle connection are let go at once
   // rather than at their read timeout (plain HTTP is httplib's own: its reads run out).

@@ -77,6 +77,9 @@ class Gateway {
   // Event streams being served, by id: Stop ends them (each holds a worker).
   std::mutex streams_mu_;
   std::map<uint64_t, std::function<void()>> streams_;
+  // What handlers still working on their answer registered (CancelOnStop): called by Stop
+  // too, not counted as streams.
+  std::map<uint64_t, std::function<void()>> pending_;
   uint64_t next_stream_ = 0;
   bool stopping_ = false;
 };

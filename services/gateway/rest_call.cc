@@ -18,16 +18,25 @@ namespace {
 
 thread_local const httplib::Request* serving = nullptr;
 thread_local const std::string* serving_id = nullptr;
+thread_local const std::function<void(std::function<void()>)>* serving_on_stop = nullptr;
 
 }  // namespace
 
-ServingRequest::ServingRequest(const httplib::Request& request, const std::string& request_id) {
+ServingRequest::ServingRequest(const httplib::Request& request, const std::string& request_id,
+                               std::function<void(std::function<void()>)> on_stop)
+    : on_stop_(std::move(on_stop)) {
   serving = &request;
   serving_id = &request_id;
+  serving_on_stop = on_stop_ ? &on_stop_ : nullptr;
 }
 ServingRequest::~ServingRequest() {
   serving = nullptr;
   serving_id = nullptr;
+  serving_on_stop = nullptr;
+}
+
+void CancelOnStop(std::function<void()> cancel) {
+  if (serving_on_stop != nullptr) (*serving_on_stop)(std::move(cancel));
 }
 
 void PrepareContext(grpc::ClientContext* ctx) {

@@ -4,6 +4,7 @@
 // parameters, and call a unary RPC turning its outcome into a RestResult.
 
 #include <chrono>
+#include <functional>
 #include <string>
 
 #include <google/protobuf/field_mask.pb.h>
@@ -46,11 +47,22 @@ class ServingRequest {
  public:
   // `request_id` identifies the request in logs and the audit log (the client's
   // X-Request-Id, or one the gateway made).
-  ServingRequest(const httplib::Request& request, const std::string& request_id);
+  // `on_stop` (the gateway's): takes what CancelOnStop registers for this request.
+  ServingRequest(const httplib::Request& request, const std::string& request_id,
+                 std::function<void(std::function<void()>)> on_stop = nullptr);
   ~ServingRequest();
   ServingRequest(const ServingRequest&) = delete;
   ServingRequest& operator=(const ServingRequest&) = delete;
+
+ private:
+  std::function<void(std::function<void()>)> on_stop_;
 };
+
+// For the rest of the request being served: `cancel` is called when the gateway stops (at
+// once if it is stopping), so that a handler blocked in a call before it has an answer (a
+// watch waiting for a remote jobs service's first headers, which a stalled service never
+// sends) lets the stop go on. Without a gateway serving (a handler called directly), nothing.
+void CancelOnStop(std::function<void()> cancel);
 
 // A call's deadline, and the Authorization header and client address of the REST request
 // being served (ServingRequest), as gRPC metadata.

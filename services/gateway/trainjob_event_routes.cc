@@ -70,6 +70,10 @@ RestResult Watch(v1::JobService::Stub* stub, const httplib::Request& r, const st
   auto ctx = std::make_shared<grpc::ClientContext>();
   PrepareContext(ctx.get());
   ctx->set_deadline(std::chrono::system_clock::time_point::max());  // as long as the client listens
+  // Until the watch is accepted the gateway holds no cancel for it: a remote jobs service
+  // that never answers would hold this thread, and a stop of the gateway, for good
+  // (helper-73).
+  CancelOnStop([ctx] { ctx->TryCancel(); });
   std::shared_ptr<grpc::ClientReader<v1::TrainJobEvent>> reader(stub->WatchTrainJobs(ctx.get(), req).release());
   // The server sends its headers once it accepted the watch; before that, a refusal (not
   // found, a bad cursor, no token) is the call's status, answered as the REST envelope.
