@@ -123,8 +123,18 @@ void WatchHub::Run() {
     round.clear();
     lock.lock();
     if (!over.empty()) {
+      // Destroyed after the lock is let go: the last reference to a stream may be this one,
+      // and a stream that still held its seat would leave through mu_ (helper-73; Done()
+      // gives the seat up first today, which is all that kept this from deadlocking).
+      std::vector<std::shared_ptr<Stream>> ended;
+      for (const auto& s : streams_) {
+        if (over.contains(s.get())) ended.push_back(s);
+      }
       std::erase_if(streams_, [&](const std::shared_ptr<Stream>& s) { return over.contains(s.get()); });
       if (open_gauge_ != nullptr) open_gauge_->Set(static_cast<double>(streams_.size()));
+      lock.unlock();
+      ended.clear();
+      lock.lock();
     }
   }
 }
