@@ -96,6 +96,15 @@ struct Network : jc::testing::TestSystem {
     AddCenter("parked", "127.0.0.1:1", 1);
     Must(rest->Send("PATCH", "/openapi/v1/resourcespecs/cpu-1", R"({"computing_center_list": "alpha,beta,parked"})"));
   }
+  // A third center "gamma" at `address` (a proxy in front of its adapter), offering cpu-1
+  // beside alpha and beta, once the scheduler can score it (the monitor has seen it alive).
+  void AddGamma(const std::string& address) {
+    AddCenter("gamma", address, 5);
+    Must(rest->Send("PATCH", "/openapi/v1/resourcespecs/cpu-1", R"({"computing_center_list": "alpha,beta,gamma"})"));
+    REQUIRE(jc::testing::WaitUntil([&] {
+      return rest->Get("/scheduler/algorithm/lowest_price/score/gamma?resourceSpecId=cpu-1").http_status == 200;
+    }));
+  }
   void AddCenter(const std::string& id, const std::string& address, int) {
     Must(rest->Post("/openapi/v1/centers", {{"ai_center_id", id}, {"name", id}, {"region", "cn"},
                                             {"network_topology", "cn/" + id}, {"adapter_address", address},
@@ -1803,12 +1812,7 @@ TEST_CASE("a center whose adapter predates batched submits gets a job's replicas
   Adapter gamma_backend{"gamma"};
   jc::testing::EventChaosProxy gamma(gamma_backend.address(), 1, jc::testing::EventChaosProxy::Odds{0, 0});
   gamma.RefuseSubmitReplicas();
-  n.AddCenter("gamma", "127.0.0.1:" + std::to_string(gamma.port()), 5);
-  Network::Must(
-      n.rest->Send("PATCH", "/openapi/v1/resourcespecs/cpu-1", R"({"computing_center_list": "alpha,beta,gamma"})"));
-  REQUIRE(jc::testing::WaitUntil([&] {
-    return n.rest->Get("/scheduler/algorithm/lowest_price/score/gamma?resourceSpecId=cpu-1").http_status == 200;
-  }));
+  n.AddGamma("127.0.0.1:" + std::to_string(gamma.port()));
   // Three replicas placed together go to gamma's sender as one batch, which gamma refuses
   // as unknown. Until the fix, the client's fallback to one call a replica held the lock
   // each of those calls takes: it hung, and every later call to any center with it.
@@ -2641,12 +2645,7 @@ TEST_CASE("a replica its center says it forgot is never submitted again: acknowl
   Network n([&](jc::server::AppOptions& o) { o.clock = &clock; });
   Adapter gamma_backend{"gamma"};
   jc::testing::EventChaosProxy gamma(gamma_backend.address(), 1, jc::testing::EventChaosProxy::Odds{0, 0});
-  n.AddCenter("gamma", "127.0.0.1:" + std::to_string(gamma.port()), 5);
-  Network::Must(
-      n.rest->Send("PATCH", "/openapi/v1/resourcespecs/cpu-1", R"({"computing_center_list": "alpha,beta,gamma"})"));
-  REQUIRE(jc::testing::WaitUntil([&] {
-    return n.rest->Get("/scheduler/algorithm/lowest_price/score/gamma?resourceSpecId=cpu-1").http_status == 200;
-  }));
+  n.AddGamma("127.0.0.1:" + std::to_string(gamma.port()));
   json job = {{"name", "forgotten"},
               {"retryPolicy", {{"maxRetries", 3}}},
               {"tasks", {{{"name", "t"}, {"command", "sleep 600"}, {"resourceSpecId", "cpu-1"}, {"replicaNumber", 1},
