@@ -480,8 +480,15 @@ TEST_CASE("a gang whose replica is refused at dispatch is stopped and placed aga
                                                           {"computing_center_list", "beta,gamma"}}));
   Network::Must(n.rest->Send("PUT", "/openapi/v1/resourcespecs/cpu-2/centers/beta/price", R"({"price": 1})"));
   Network::Must(n.rest->Send("PUT", "/openapi/v1/resourcespecs/cpu-2/centers/gamma/price", R"({"price": 9})"));
+  // Gamma must be placeable now, not only known: until the monitor's first usage read it
+  // has nothing free, and a replica that avoids beta then has nowhere else to go, so its
+  // next attempt would be sent to beta again (and refused, past its one retry).
   REQUIRE(jc::testing::WaitUntil([&] {
-    return n.rest->Get("/scheduler/algorithm/lowest_price/score/gamma?resourceSpecId=cpu-2").http_status == 200;
+    json probe = {{"name", "ready"},
+                  {"tasks", {{{"name", "b"}, {"command", "true"}, {"resourceSpecId", "cpu-2"},
+                              {"replicaNumber", 1}, {"centerIDs", {"gamma"}}}}}};
+    auto plan = n.rest->Post("/openapi/v1/scheduler/plan", probe);
+    return plan.http_status == 200 && plan.body["data"].value("placed", false);
   }));
 
   json job = {{"name", "gang"},
