@@ -97,13 +97,22 @@ struct Network : jc::testing::TestSystem {
     Must(rest->Send("PATCH", "/openapi/v1/resourcespecs/cpu-1", R"({"computing_center_list": "alpha,beta,parked"})"));
   }
   // A third center "gamma" at `address` (a proxy in front of its adapter), offering cpu-1
-  // beside alpha and beta, once the scheduler can score it (the monitor has seen it alive).
+  // beside alpha and beta, once a replica pinned there is placed now (the monitor has seen
+  // it alive and read its usage: until then it has nothing free).
   void AddGamma(const std::string& address) {
     AddCenter("gamma", address, 5);
     Must(rest->Send("PATCH", "/openapi/v1/resourcespecs/cpu-1", R"({"computing_center_list": "alpha,beta,gamma"})"));
-    REQUIRE(jc::testing::WaitUntil([&] {
-      return rest->Get("/scheduler/algorithm/lowest_price/score/gamma?resourceSpecId=cpu-1").http_status == 200;
-    }));
+    REQUIRE(PlaceableNow("gamma", "cpu-1"));
+  }
+  // Whether a replica of `spec` pinned to `center` is placed now (polled to a deadline).
+  bool PlaceableNow(const std::string& center, const std::string& spec) {
+    return jc::testing::WaitUntil([&] {
+      json probe = {{"name", "ready"},
+                    {"tasks", {{{"name", "t"}, {"command", "true"}, {"resourceSpecId", spec}, {"replicaNumber", 1},
+                                {"centerIDs", {center}}}}}};
+      auto plan = rest->Post("/openapi/v1/scheduler/plan", probe);
+      return plan.http_status == 200 && plan.body["data"].value("placed", false);
+    });
   }
   void AddCenter(const std::string& id, const std::string& address, int) {
     Must(rest->Post("/openapi/v1/centers", {{"ai_center_id", id}, {"name", id}, {"region", "cn"},
@@ -483,13 +492,7 @@ TEST_CASE("a gang whose replica is refused at dispatch is stopped and placed aga
   // Gamma must be placeable now, not only known: until the monitor's first usage read it
   // has nothing free, and a replica that avoids beta then has nowhere else to go, so its
   // next attempt would be sent to beta again (and refused, past its one retry).
-  REQUIRE(jc::testing::WaitUntil([&] {
-    json probe = {{"name", "ready"},
-                  {"tasks", {{{"name", "b"}, {"command", "true"}, {"resourceSpecId", "cpu-2"},
-                              {"replicaNumber", 1}, {"centerIDs", {"gamma"}}}}}};
-    auto plan = n.rest->Post("/openapi/v1/scheduler/plan", probe);
-    return plan.http_status == 200 && plan.body["data"].value("placed", false);
-  }));
+  REQUIRE(n.PlaceableNow("gamma", "cpu-2"));
 
   json job = {{"name", "gang"},
               {"scheduling", {{"gang", true}}},
