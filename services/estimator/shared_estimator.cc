@@ -41,7 +41,7 @@ std::optional<DurationEstimate> SharedEstimator::EstimateTask(const ::jointcloud
 }
 
 std::optional<DurationEstimate> SharedEstimator::EstimateJob(const ::jointcloud::v1::CreateTrainJobRequest& job,
-                                                             absl::Duration unknown) const {
+                                                             absl::Duration unknown, TaskEstimates* tasks) const {
   const std::optional<absl::Duration> limit = TimeLimitOf(job);
   // How long the queue would take a task to run were its estimate the job's.
   auto trusted = [&](const std::optional<DurationEstimate>& e) {
@@ -50,8 +50,13 @@ std::optional<DurationEstimate> SharedEstimator::EstimateJob(const ::jointcloud:
   };
   std::optional<DurationEstimate> longest;
   absl::Duration longest_trusted = -absl::InfiniteDuration();
+  if (tasks != nullptr) {
+    tasks->clear();
+    tasks->reserve(job.tasks_size());
+  }
   for (int t = 0; t < job.tasks_size(); ++t) {
     auto e = EstimateTask(job, t);
+    if (tasks != nullptr) tasks->push_back(e);
     const absl::Duration length = trusted(e);
     // Equal for the queue: the one that says more (a figure over none, the longer figure).
     const bool says_more = e && (!longest || e->assumed > longest->assumed);

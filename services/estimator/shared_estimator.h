@@ -15,6 +15,9 @@
 
 namespace jc::estimator {
 
+// Per task of a job, what is expected of it (nullopt: nothing known).
+using TaskEstimates = std::vector<std::optional<DurationEstimate>>;
+
 class SharedEstimator {
  public:
   explicit SharedEstimator(EstimatorOptions options = {}) : options_(options), estimator_(options) {}
@@ -42,9 +45,12 @@ class SharedEstimator {
   // unenforced estimatedDuration as its time limit, else `unknown` — so a task with a made-up
   // figure cannot stand for a job whose other task is known to run longer (helper-66). A
   // task nothing is known of counts `unknown` too, and when it is the longest the job has no
-  // estimate (the queue then takes it as `unknown`).
+  // estimate (the queue then takes it as `unknown`). With `tasks`, also each task's
+  // EstimateTask at performance 1, which a placement of the same job can take rather than
+  // ask again.
   std::optional<DurationEstimate> EstimateJob(const ::jointcloud::v1::CreateTrainJobRequest& job,
-                                              absl::Duration unknown = absl::Hours(1)) const ABSL_LOCKS_EXCLUDED(mu_);
+                                              absl::Duration unknown = absl::Hours(1),
+                                              TaskEstimates* tasks = nullptr) const ABSL_LOCKS_EXCLUDED(mu_);
 
   int64_t keys() const ABSL_LOCKS_EXCLUDED(mu_);
   int64_t max_keys() const { return options_.max_keys; }

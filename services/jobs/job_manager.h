@@ -336,8 +336,9 @@ class JobManager {
   void AfterCommit(Burst& burst, const WriteOutcome& outcome);
 
   // ---- Helpers of the loop. ----
-  // Places the waiting replicas of one job; returns the dispatches to send.
-  std::vector<Dispatch> Schedule(Active& job);
+  // Places the waiting replicas of one job; returns the dispatches to send. `estimates`:
+  // its tasks', where the caller has just asked the estimator (a create).
+  std::vector<Dispatch> Schedule(Active& job, const estimator::TaskEstimates* estimates = nullptr);
   // An overdue job that fits nowhere: a center drains for it (Scheduler::Drain), and its
   // waiting reason says which.
   void DrainFor(v1::JobRecord& r);

@@ -157,9 +157,11 @@ void JobManager::OnCreate(v1::CreateTrainJobRequest req, CreateReply reply, std:
   *record.mutable_updated_at() = ToTimestamp(now);
   record.set_status(kPending);
   // What is expected of it now, from what ended before (memory only): orders the queue and
-  // is shown with the job.
+  // is shown with the job. Each task's estimate goes on to its placement below, asked once.
+  estimator::TaskEstimates task_estimates;
   if (estimator_ != nullptr) {
-    if (auto expected = estimator_->EstimateJob(req, absl::Seconds(options_.queue.unknown_expected_s))) {
+    if (auto expected =
+            estimator_->EstimateJob(req, absl::Seconds(options_.queue.unknown_expected_s), &task_estimates)) {
       *record.mutable_expected() = estimator::ToProto(*expected);
     }
     c.estimated_at = reestimation_.generation();
@@ -175,7 +177,7 @@ void JobManager::OnCreate(v1::CreateTrainJobRequest req, CreateReply reply, std:
   c.job.version = 1;
   // Placed before the write when no earlier job waits, so that the job and its placement
   // are one write; dispatched only once that write is durable.
-  if (waiting_.FirstInLine(record)) c.dispatches = Schedule(c.job);
+  if (waiting_.FirstInLine(record)) c.dispatches = Schedule(c.job, estimator_ != nullptr ? &task_estimates : nullptr);
   c.snapshot = std::make_shared<const v1::JobRecord>(record);
   creating_[record.job_id()] = c.snapshot;
   if (!key.empty()) keys_[key] = record.job_id();

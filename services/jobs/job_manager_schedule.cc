@@ -170,7 +170,7 @@ void JobManager::DrainFor(v1::JobRecord& r) {
   }
 }
 
-std::vector<Dispatch> JobManager::Schedule(Active& job) {
+std::vector<Dispatch> JobManager::Schedule(Active& job, const estimator::TaskEstimates* estimates) {
   found_no_fit_ = false;
   v1::JobRecord& r = job.record;
   std::vector<scheduler::Scheduler::Slot> slots;
@@ -221,7 +221,7 @@ std::vector<Dispatch> JobManager::Schedule(Active& job) {
       return {};
     }
   }
-  auto decision = scheduler_->Place(r.job_id(), r.request(), slots, siblings);
+  auto decision = scheduler_->Place(r.job_id(), r.request(), slots, siblings, nullptr, estimates);
   if (!decision.ok()) {
     r.set_waiting_reason(std::string(decision.status().message()));
     if (decision.status().code() == absl::StatusCode::kInvalidArgument) {

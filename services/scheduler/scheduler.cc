@@ -375,9 +375,8 @@ double Scheduler::PerformanceOf(const std::string& center_id) const {
   return c == nullptr || c->performance_factor <= 0 ? 1.0 : c->performance_factor;
 }
 
-std::vector<std::optional<estimator::DurationEstimate>> Scheduler::TaskEstimates(
-    const v1::CreateTrainJobRequest& job) const {
-  std::vector<std::optional<estimator::DurationEstimate>> out;
+estimator::TaskEstimates Scheduler::TaskEstimates(const v1::CreateTrainJobRequest& job) const {
+  estimator::TaskEstimates out;
   if (estimator_ == nullptr) return out;
   out.reserve(job.tasks_size());
   for (int t = 0; t < job.tasks_size(); ++t) out.push_back(estimator_->EstimateTask(job, t));
@@ -472,9 +471,11 @@ absl::Status Scheduler::Validate(const v1::CreateTrainJobRequest& job) {
 absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, const v1::CreateTrainJobRequest& job,
                                                      const std::vector<Slot>& slots,
                                                      const std::vector<std::string>& sibling_centers,
-                                                     v1::Placement* explain) {
+                                                     v1::Placement* explain, const estimator::TaskEstimates* known) {
   std::map<std::string, double> overrides(job.scheduling().weights().begin(), job.scheduling().weights().end());
-  const auto estimates = TaskEstimates(job);
+  const estimator::TaskEstimates asked =
+      known != nullptr && estimator_ != nullptr ? estimator::TaskEstimates() : TaskEstimates(job);
+  const estimator::TaskEstimates& estimates = known != nullptr && estimator_ != nullptr ? *known : asked;
   std::lock_guard<std::mutex> lock(mu_);
   auto weights = Resolve(job.scheduling().weight_profile(), overrides);
   if (!weights.ok()) return weights.status();

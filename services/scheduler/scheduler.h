@@ -165,10 +165,13 @@ class Scheduler {
   // Places `slots` of `job` on the live view (gang: all or none), next to
   // `sibling_centers` (where the job's other replicas run). Each placed slot is reserved
   // in the view until the center's usage accounts for it (Reported) or it ends (Forget).
-  // With `explain`, also records the explanation.
+  // With `explain`, also records the explanation. `estimates`: each task's, where the
+  // caller has just asked the same estimator (a create: its queue estimate asked them),
+  // else asked here.
   absl::StatusOr<Decision> Place(const std::string& job_id, const v1::CreateTrainJobRequest& job,
                                  const std::vector<Slot>& slots, const std::vector<std::string>& sibling_centers,
-                                 v1::Placement* explain = nullptr);
+                                 v1::Placement* explain = nullptr,
+                                 const estimator::TaskEstimates* estimates = nullptr);
   // Nothing starves (SPEC A16): a job that has waited past the queue's longest wait and fits
   // nowhere now gets a center that drains for it: where it drained last pass while that
   // center could still hold it, else filters.h DrainingCenterFor (the one whose free
@@ -330,7 +333,7 @@ class Scheduler {
   const estimator::SharedEstimator* estimator_ = nullptr;
   // Per task of `job`, what the estimator expects (outside mu_: the estimator has its own
   // lock); empty without an estimator.
-  std::vector<std::optional<estimator::DurationEstimate>> TaskEstimates(const v1::CreateTrainJobRequest& job) const;
+  estimator::TaskEstimates TaskEstimates(const v1::CreateTrainJobRequest& job) const;
   // Sets each request's expected run time from `estimates` and says so in `explain` (and
   // that there is no history here when the estimator is not loaded: the estimator's lock is
   // a leaf, taken under mu_ only for that).

@@ -278,10 +278,22 @@ TEST_CASE("a job's estimate is its longest task as the queue takes it: a task's 
   made_up->set_command("python side.py");
   made_up->set_resource_spec_id("cpu-9");  // a spec she never ran: nothing learned of it
   job.mutable_estimated_duration()->set_seconds(8'000'000);
-  auto expected = shared.EstimateJob(job);
+  jc::estimator::TaskEstimates per_task;
+  auto expected = shared.EstimateJob(job, absl::Hours(1), &per_task);
   REQUIRE(expected.has_value());
   CHECK(expected->runs == 3);  // the learned ten hours, which the queue ranks by
   CHECK(Seconds(expected->assumed) == Approx(36000).epsilon(0.06));
+  // Each task's own, as a placement of the job would ask them (it takes these instead).
+  REQUIRE(per_task.size() == 2);
+  for (int t = 0; t < 2; ++t) {
+    auto asked = shared.EstimateTask(job, t);
+    REQUIRE(per_task[t].has_value() == asked.has_value());
+    CHECK(per_task[t]->basis == asked->basis);
+    CHECK(per_task[t]->assumed == asked->assumed);
+    CHECK(per_task[t]->runs == asked->runs);
+  }
+  CHECK(per_task[0]->runs == 3);
+  CHECK(per_task[1]->runs == 0);  // the side task: its made-up figure only
   // A known task of a minute beside a task nothing is known of: the unknown one counts the
   // queue's default (an hour), so the job is not ranked as a minute.
   jointcloud::v1::CreateTrainJobRequest fresh_user = job;
