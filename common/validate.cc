@@ -1,13 +1,11 @@
 #include "absl/strings/string_view.h"
 #include "common/validate.h"
 
+#include "common/proto_field_plan.h"
 #include "common/proto_path.h"
 
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
-#include "absl/container/node_hash_map.h"
-#include "absl/synchronization/mutex.h"
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -110,56 +108,23 @@ namespace {
 
 bool IsTimestamp(const google::protobuf::Descriptor* d) { return d->full_name() == "google.protobuf.Timestamp"; }
 
-// Per message type, its fields (not maps: no map here holds times) that are a Timestamp or
-// a message that can hold one, worked out once per type: most of a request's fields hold
-// no time, and listing every set field of every message of every request by reflection was
-// the walk's whole cost.
-class TimeFields {
- public:
-  static const std::vector<const google::protobuf::FieldDescriptor*>& Of(const google::protobuf::Descriptor* d) {
-    static TimeFields* const cache = new TimeFields;
-    {
-      absl::ReaderMutexLock lock(&cache->mu_);
-      if (auto it = cache->plans_.find(d); it != cache->plans_.end()) return it->second;
-    }
-    absl::MutexLock lock(&cache->mu_);
-    absl::flat_hash_set<const google::protobuf::Descriptor*> open;
-    return cache->Work(d, open);
-  }
+// A Timestamp field, or a message field that can lead to one (not maps: no map here holds
+// times).
+bool IsTimeField(const google::protobuf::FieldDescriptor* f) {
+  return f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE && IsTimestamp(f->message_type());
+}
 
- private:
-  // Whether `d` can hold a time, its plan recorded. A type met again while its own plan is
-  // being worked out (a recursive message) counts as able to: the walk looks and finds out.
-  bool CanHold(const google::protobuf::Descriptor* d, absl::flat_hash_set<const google::protobuf::Descriptor*>& open)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (IsTimestamp(d) || open.contains(d)) return true;
-    return !Work(d, open).empty();
-  }
-  const std::vector<const google::protobuf::FieldDescriptor*>& Work(
-      const google::protobuf::Descriptor* d, absl::flat_hash_set<const google::protobuf::Descriptor*>& open)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (auto it = plans_.find(d); it != plans_.end()) return it->second;
-    open.insert(d);
-    std::vector<const google::protobuf::FieldDescriptor*> fields;
-    for (int i = 0; i < d->field_count(); ++i) {
-      const google::protobuf::FieldDescriptor* f = d->field(i);
-      if (f->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE || f->is_map()) continue;
-      if (CanHold(f->message_type(), open)) fields.push_back(f);
-    }
-    open.erase(d);
-    return plans_.emplace(d, std::move(fields)).first->second;  // node map: references stay
-  }
-  absl::Mutex mu_;
-  absl::node_hash_map<const google::protobuf::Descriptor*, std::vector<const google::protobuf::FieldDescriptor*>> plans_
-      ABSL_GUARDED_BY(mu_);
-};
+const std::vector<const google::protobuf::FieldDescriptor*>& TimeFieldsOf(const google::protobuf::Descriptor* d) {
+  static ProtoFieldPlans* const plans = new ProtoFieldPlans(&IsTimeField, /*through_maps=*/false);
+  return plans->Of(d);
+}
 
 absl::Status CheckTimestampsAt(const google::protobuf::Message& message, ProtoPath& path, int depth) {
   using google::protobuf::FieldDescriptor;
   using google::protobuf::util::TimeUtil;
   if (depth > 64) return absl::OkStatus();  // no message here nests so deep
   const auto* reflection = message.GetReflection();
-  for (const FieldDescriptor* field : TimeFields::Of(message.GetDescriptor())) {
+  for (const FieldDescriptor* field : TimeFieldsOf(message.GetDescriptor())) {
     const int n = field->is_repeated() ? reflection->FieldSize(message, field) : reflection->HasField(message, field);
     if (n == 0) continue;
     const bool is_time = IsTimestamp(field->message_type());

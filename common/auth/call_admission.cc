@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/audit/describe_object.h"
+#include "common/proto_field_plan.h"
 #include "common/proto_path.h"
 #include "common/rest_envelope.h"
 #include "common/status_macros.h"
@@ -49,14 +50,20 @@ bool FromOwnProcess(const CallFacts& facts) {
          facts.connection->auth_context()->FindPropertyValues("transport_security_type").empty();
 }
 
+// A string field, or a message field (maps' entries included) that can lead to one.
+bool IsStringField(const google::protobuf::FieldDescriptor* f) {
+  return f->type() == google::protobuf::FieldDescriptor::TYPE_STRING;
+}
+
 absl::Status StringsAreUtf8(const google::protobuf::Message& m, ProtoPath& path) {
   using FD = google::protobuf::FieldDescriptor;
+  static ProtoFieldPlans* const plans = new ProtoFieldPlans(&IsStringField, /*through_maps=*/true);
   const google::protobuf::Reflection* r = m.GetReflection();
-  std::vector<const FD*> fields;
-  r->ListFields(m, &fields);
-  for (const FD* f : fields) {
+  for (const FD* f : plans->Of(m.GetDescriptor())) {
+    // Set or not, as reflection lists fields: an unset singular field holds nothing to check.
+    const int n = f->is_repeated() ? r->FieldSize(m, f) : r->HasField(m, f) ? 1 : 0;
+    if (n == 0) continue;
     if (f->type() == FD::TYPE_STRING) {
-      int n = f->is_repeated() ? r->FieldSize(m, f) : 1;
       for (int i = 0; i < n; ++i) {
         std::string scratch;
         const std::string& v =
@@ -67,15 +74,14 @@ absl::Status StringsAreUtf8(const google::protobuf::Message& m, ProtoPath& path)
               absl::StrCat(path.Render(ProtoPath::Names::kProto, /*indices=*/false), ": not UTF-8 text"));
         }
       }
-    } else if (f->cpp_type() == FD::CPPTYPE_MESSAGE) {
-      int n = f->is_repeated() ? r->FieldSize(m, f) : 1;
-      path.Push(f);
-      for (int i = 0; i < n; ++i) {
-        const auto& sub = f->is_repeated() ? r->GetRepeatedMessage(m, f, i) : r->GetMessage(m, f);
-        JC_RETURN_IF_ERROR(StringsAreUtf8(sub, path));
-      }
-      path.Pop();
+      continue;
     }
+    path.Push(f);
+    for (int i = 0; i < n; ++i) {
+      const auto& sub = f->is_repeated() ? r->GetRepeatedMessage(m, f, i) : r->GetMessage(m, f);
+      JC_RETURN_IF_ERROR(StringsAreUtf8(sub, path));
+    }
+    path.Pop();
   }
   return absl::OkStatus();
 }

@@ -11,6 +11,7 @@
 #include "common/store/store.h"
 #include "common/auth/call_admission.h"
 #include "common/utf8.h"
+#include "jointcloud/v1/catalog.pb.h"
 #include "jointcloud/v1/jobs.pb.h"
 
 namespace {
@@ -83,6 +84,20 @@ TEST_CASE("a request handed to a handler directly is refused when a string in it
   req.clear_idempotency_key();
   req.mutable_tasks(0)->set_command("\xed\xa0\x80");  // a surrogate
   CHECK(jc::auth::CheckStringsAreUtf8(req).message() == "tasks.command: not UTF-8 text");
+  // In a repeated string of a later element, and in a map's key or value: every string is
+  // looked at, wherever it is (the walk visits only what can hold one, worked out per type).
+  req.mutable_tasks(0)->set_command("echo ok");
+  req.add_tasks()->add_center_ids("alpha");
+  req.mutable_tasks(1)->add_center_ids("\xc0\xaf");
+  CHECK(jc::auth::CheckStringsAreUtf8(req).message() == "tasks.center_ids: not UTF-8 text");
+  jointcloud::v1::ResourceSpec spec;
+  (*spec.mutable_resource_quantity())["cpu"] = "1";
+  CHECK(jc::auth::CheckStringsAreUtf8(spec).ok());
+  (*spec.mutable_resource_quantity())["memory"] = "\xff";
+  CHECK(jc::auth::CheckStringsAreUtf8(spec).message() == "resource_quantity.value: not UTF-8 text");
+  spec.clear_resource_quantity();
+  (*spec.mutable_resource_quantity())["\xfe"] = "1";
+  CHECK(jc::auth::CheckStringsAreUtf8(spec).message() == "resource_quantity.key: not UTF-8 text");
 }
 
 TEST_CASE("an audit row holds UTF-8 whatever the caller sent, so every page of the log can be answered [C6]",
