@@ -31,4 +31,10 @@ namespace jc {
 // at their default value too (protobuf's always_print_primitive_fields).
 bool PrintJson(const google::protobuf::Message& message, bool snake_case, bool print_defaults, std::string* out);
 
+// A Timestamp's `seconds` and `nanos` as protobuf writes them (TimeUtil::ToString, and its
+// JSON printer without the quotes): "2026-12-06T14:05:06.716Z", the fraction in 3, 6 or 9
+// digits as it needs, none when it is 0. Returns false, *out unchanged, for a time outside
+// 0001-01-01 to 9999-12-31 or nanos outside 0-999,999,999.
+bool AppendTimestampText(int64_t seconds, int32_t nanos, std::string* out);
+
 }  // namespace jc

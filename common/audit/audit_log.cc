@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/auth/api_token.h"
+#include "common/json_print.h"
 #include "common/status_macros.h"
 #include "common/paging.h"
 #include "common/store/doc_table.h"
@@ -51,7 +52,12 @@ store::Params AuditLog::Values(const v1::AuditRecord& r) {
   // A record carries what callers sent (a request id, the object a request names, a
   // message quoting it); what is not UTF-8 is stored as U+FFFD, or no page of the log
   // holding the row could be answered (a string field must be UTF-8).
-  return store::Params{ToUtf8(r.id()),      google::protobuf::util::TimeUtil::ToString(r.at()),
+  // The time as protobuf writes it, without TimeUtil's formatting cost (out of range: its answer).
+  std::string at;
+  if (!AppendTimestampText(r.at().seconds(), r.at().nanos(), &at)) {
+    at = google::protobuf::util::TimeUtil::ToString(r.at());
+  }
+  return store::Params{ToUtf8(r.id()),      std::move(at),
                        ToUtf8(r.actor()),   ToUtf8(r.auth_method()),
                        ToUtf8(r.project()), ToUtf8(r.action()),
                        ToUtf8(r.object()),  ToUtf8(r.outcome()),

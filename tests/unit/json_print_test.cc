@@ -12,6 +12,7 @@
 #include <google/protobuf/text_format.h>
 #include <google/protobuf/timestamp.pb.h>
 #include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/time_util.h>
 
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -334,4 +335,38 @@ TEST_CASE("PrintJson on what attacker helper-45 found: subnormal floats as proto
       CHECK(Compare(*m) == 0);
     }
   }
+}
+
+TEST_CASE("a time is written as protobuf writes it: the fraction in 3, 6 or 9 digits, from year 1 to 9999, and "
+          "nothing for a time outside them [C3]",
+          "[C3]") {
+  using google::protobuf::util::TimeUtil;
+  std::mt19937_64 rng(20261206);
+  std::uniform_int_distribution<int64_t> any_second(TimeUtil::kTimestampMinSeconds, TimeUtil::kTimestampMaxSeconds);
+  std::uniform_int_distribution<int32_t> any_nanos(0, 999999999);
+  std::vector<std::pair<int64_t, int32_t>> cases = {
+      {0, 0}, {TimeUtil::kTimestampMinSeconds, 0}, {TimeUtil::kTimestampMaxSeconds, 999999999},
+      {1796563506, 716000000}, {1796563506, 716123000}, {1796563506, 716123456}, {1796563506, 1},
+      {-1, 999999999}, {951782400, 0} /* 2000-02-29 */};
+  for (int i = 0; i < 20000; ++i) {
+    int32_t nanos = any_nanos(rng);
+    if (i % 3 == 0) nanos -= nanos % 1000000;  // milliseconds only
+    if (i % 3 == 1) nanos -= nanos % 1000;     // microseconds
+    cases.emplace_back(any_second(rng), nanos);
+  }
+  for (const auto& [seconds, nanos] : cases) {
+    google::protobuf::Timestamp t;
+    t.set_seconds(seconds);
+    t.set_nanos(nanos);
+    std::string ours = "kept:";
+    REQUIRE(jc::AppendTimestampText(seconds, nanos, &ours));
+    INFO(seconds << " s " << nanos << " ns");
+    CHECK(ours == "kept:" + TimeUtil::ToString(t));
+  }
+  std::string out = "kept";
+  CHECK_FALSE(jc::AppendTimestampText(TimeUtil::kTimestampMaxSeconds + 1, 0, &out));
+  CHECK_FALSE(jc::AppendTimestampText(TimeUtil::kTimestampMinSeconds - 1, 0, &out));
+  CHECK_FALSE(jc::AppendTimestampText(0, -1, &out));
+  CHECK_FALSE(jc::AppendTimestampText(0, 1000000000, &out));
+  CHECK(out == "kept");
 }
