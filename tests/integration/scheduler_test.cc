@@ -46,14 +46,16 @@ struct System : jc::testing::TestSystem {
                                              {"resource_spec", "gpu-1"}}));
     }
     // The scheduler refreshes its view on its own; wait until it has these centers and
-    // images (a refresh under way while they were registered may have missed some).
+    // images (a refresh under way while they were registered may have missed some), each
+    // image's center placeable now (its usage read: until then it has nothing free).
     bool ready = jc::testing::WaitUntil([&] {
       if (rest->Get("/scheduler/algorithm/lowest_price/score/dear?resourceSpecId=gpu-1").http_status != 200) return false;
       for (const char* image : {"torch-cheap", "torch-dear"}) {
         json probe = {{"name", "ready"},
                       {"tasks", {{{"name", "t"}, {"command", "true"}, {"imageId", image}, {"resourceSpecId", "gpu-1"},
                                   {"replicaNumber", 1}}}}};
-        if (rest->Post("/openapi/v1/scheduler/plan", probe).http_status != 200) return false;
+        auto plan = rest->Post("/openapi/v1/scheduler/plan", probe);
+        if (plan.http_status != 200 || !plan.body["data"].value("placed", false)) return false;
       }
       return true;
     });

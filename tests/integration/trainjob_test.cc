@@ -1864,10 +1864,9 @@ TEST_CASE("a submit answered with a replica that already ran and failed: its usa
   failed.mutable_usage()->set_wall_seconds(1);
   failed.mutable_usage()->set_cpu_seconds(1);
   gamma.AnswerSubmitsWith(failed);
-  // gamma is placeable (the monitor has seen it alive) before the one placement there is.
-  REQUIRE(jc::testing::WaitUntil([&] {
-    return n.rest->Get("/scheduler/algorithm/lowest_price/score/gamma?resourceSpecId=cpu-1").http_status == 200;
-  }));
+  // gamma is placeable now (the monitor has seen it alive and read its usage) before the one
+  // placement there is: with no cycle for a minute, a create left waiting would stay so.
+  REQUIRE(n.PlaceableNow("gamma", "cpu-1"));
   json job = {{"name", "answered"},
               {"retryPolicy", {{"maxRetries", 2}}},
               {"tasks", {{{"name", "t"}, {"command", "true"}, {"resourceSpecId", "cpu-1"}, {"replicaNumber", 1},
