@@ -3,6 +3,9 @@
 // tests of the decision itself.
 
 #include <catch2/catch.hpp>
+#include <memory>
+#include <random>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "common/audit/audit_log.h"
@@ -11,6 +14,7 @@
 #include "common/store/store.h"
 #include "common/auth/call_admission.h"
 #include "common/utf8.h"
+#include "tests/testing/random_message.h"
 #include "jointcloud/v1/catalog.pb.h"
 #include "jointcloud/v1/jobs.pb.h"
 
@@ -143,4 +147,69 @@ TEST_CASE("a user refused for its rate or for an admin's method is audited by na
   CHECK(admin_only.audit->record.actor() == "alice");
   auto nobody = admission.Decide({kStop, "Bearer mallory", "", "r4", nullptr, true});
   CHECK(nobody.audit->record.actor() == "(unproven) bearer");
+}
+
+namespace {
+
+namespace pb = google::protobuf;
+
+// Every string of `m` (maps' keys and values included), as (message, field, index).
+struct StringSlot {
+  pb::Message* message;
+  const pb::FieldDescriptor* field;
+  int index;  // -1: a singular field
+};
+void StringSlots(pb::Message* m, std::vector<StringSlot>* out) {
+  const pb::Reflection* r = m->GetReflection();
+  std::vector<const pb::FieldDescriptor*> fields;
+  r->ListFields(*m, &fields);
+  for (const pb::FieldDescriptor* f : fields) {
+    const int n = f->is_repeated() ? r->FieldSize(*m, f) : 1;
+    for (int i = 0; i < n; ++i) {
+      if (f->type() == pb::FieldDescriptor::TYPE_STRING) {
+        out->push_back({m, f, f->is_repeated() ? i : -1});
+      } else if (f->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) {
+        StringSlots(f->is_repeated() ? r->MutableRepeatedMessage(m, f, i) : r->MutableMessage(m, f), out);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("every string of every message of the API is looked at: one that is not UTF-8, wherever it is, is refused "
+          "[C6][C5]",
+          "[C6][C5]") {
+  auto messages = jc::testing::ApiMessages();
+  REQUIRE(messages.size() > 100);
+  std::mt19937 rng(75);
+  int refused = 0;
+  uint32_t seed = 1;
+  for (const pb::Descriptor* d : messages) {
+    for (int round = 0; round < 10; ++round) {
+      std::unique_ptr<pb::Message> m(pb::MessageFactory::generated_factory()->GetPrototype(d)->New());
+      jc::testing::Filler(seed++).Fill(m.get());
+      INFO(d->full_name() << "\n" << m->DebugString());
+      REQUIRE(jc::auth::CheckStringsAreUtf8(*m).ok());  // the filler writes UTF-8 text
+      std::vector<StringSlot> slots;
+      StringSlots(m.get(), &slots);
+      if (slots.empty()) continue;
+      const StringSlot& s = slots[std::uniform_int_distribution<size_t>(0, slots.size() - 1)(rng)];
+      const pb::Reflection* r = s.message->GetReflection();
+      std::string value = s.index < 0 ? r->GetString(*s.message, s.field)
+                                      : r->GetRepeatedString(*s.message, s.field, s.index);
+      value.insert(value.size() / 2, "\xc0\xaf");  // an overlong '/'
+      if (s.index < 0) {
+        r->SetString(s.message, s.field, value);
+      } else {
+        r->SetRepeatedString(s.message, s.field, s.index, value);
+      }
+      absl::Status checked = jc::auth::CheckStringsAreUtf8(*m);
+      INFO("spoiled " << s.field->full_name());
+      CHECK(absl::IsInvalidArgument(checked));
+      CHECK(absl::EndsWith(checked.message(), s.field->name() + ": not UTF-8 text"));
+      ++refused;
+    }
+  }
+  CHECK(refused > static_cast<int>(messages.size()) * 3);
 }
