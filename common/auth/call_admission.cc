@@ -50,7 +50,8 @@ bool FromOwnProcess(const CallFacts& facts) {
          facts.connection->auth_context()->FindPropertyValues("transport_security_type").empty();
 }
 
-// A string field, or a message field (maps' entries included) that can lead to one.
+// What the walk looks for: string fields (its plan adds the message fields, maps' entries
+// included, that can lead to one).
 bool IsStringField(const google::protobuf::FieldDescriptor* f) {
   return f->type() == google::protobuf::FieldDescriptor::TYPE_STRING;
 }
