@@ -251,11 +251,27 @@ bool AppendFloat(float v, std::string* out) {
   return true;
 }
 
+// `value` as `width` decimal digits, zero-padded, at buf[at..at+width).
+void PutDigits(char* buf, int at, int64_t value, int width) {
+  for (int i = width - 1; i >= 0; --i, value /= 10) buf[at + i] = static_cast<char>('0' + value % 10);
+}
+
+// As protobuf: no fraction for 0, else milliseconds, microseconds or nanoseconds, whichever
+// holds it (digits by hand: a format string's parse was most of the cost).
 void AppendNanos(int32_t nanos, std::string* out) {
   if (nanos == 0) return;
-  if (nanos % 1000000 == 0) absl::StrAppendFormat(out, ".%03d", nanos / 1000000);
-  else if (nanos % 1000 == 0) absl::StrAppendFormat(out, ".%06d", nanos / 1000);
-  else absl::StrAppendFormat(out, ".%09d", nanos);
+  char buf[10];
+  buf[0] = '.';
+  int width = 9;
+  if (nanos % 1000000 == 0) {
+    nanos /= 1000000;
+    width = 3;
+  } else if (nanos % 1000 == 0) {
+    nanos /= 1000;
+    width = 6;
+  }
+  PutDigits(buf, 1, nanos, width);
+  out->append(buf, 1 + width);
 }
 
 // Seconds and nanos of a Timestamp or Duration message.
@@ -433,38 +449,21 @@ bool AppendTimestampText(int64_t seconds, int32_t nanos, std::string* out) {
   const absl::CivilSecond t = absl::ToCivilSecond(absl::FromUnixSeconds(seconds), absl::UTCTimeZone());
   // Digits written by hand: a format string's parse was most of the cost (every audit row
   // and every time in a job's JSON).
-  char buf[32];  // "YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ" is 30
-  auto digits = [&buf](int at, int64_t value, int width) {
-    for (int i = width - 1; i >= 0; --i, value /= 10) buf[at + i] = static_cast<char>('0' + value % 10);
-  };
-  digits(0, t.year(), 4);
+  char buf[19];  // "YYYY-MM-DDTHH:MM:SS"
+  PutDigits(buf, 0, t.year(), 4);
   buf[4] = '-';
-  digits(5, t.month(), 2);
+  PutDigits(buf, 5, t.month(), 2);
   buf[7] = '-';
-  digits(8, t.day(), 2);
+  PutDigits(buf, 8, t.day(), 2);
   buf[10] = 'T';
-  digits(11, t.hour(), 2);
+  PutDigits(buf, 11, t.hour(), 2);
   buf[13] = ':';
-  digits(14, t.minute(), 2);
+  PutDigits(buf, 14, t.minute(), 2);
   buf[16] = ':';
-  digits(17, t.second(), 2);
-  int n = 19;
-  // As protobuf: none, milliseconds, microseconds or nanoseconds, whichever holds it.
-  if (nanos != 0) {
-    buf[n++] = '.';
-    if (nanos % 1000000 == 0) {
-      digits(n, nanos / 1000000, 3);
-      n += 3;
-    } else if (nanos % 1000 == 0) {
-      digits(n, nanos / 1000, 6);
-      n += 6;
-    } else {
-      digits(n, nanos, 9);
-      n += 9;
-    }
-  }
-  buf[n++] = 'Z';
-  out->append(buf, n);
+  PutDigits(buf, 17, t.second(), 2);
+  out->append(buf, sizeof(buf));
+  AppendNanos(nanos, out);
+  out->push_back('Z');
   return true;
 }
 
