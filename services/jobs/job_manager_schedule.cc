@@ -191,7 +191,8 @@ std::vector<Dispatch> JobManager::Schedule(Active& job, const estimator::TaskEst
       // Where it failed, and where it was moved from, only when nothing else fits.
       std::vector<std::string> avoid(rep.failed_centers().begin(), rep.failed_centers().end());
       avoid.insert(avoid.end(), rep.moved_from().begin(), rep.moved_from().end());
-      slots.push_back({rep.task_index(), rep.replica_index(), rep.attempt(), std::move(avoid)});
+      slots.push_back({rep.task_index(), rep.replica_index(), rep.attempt(), std::move(avoid),
+                       {rep.refused_centers().begin(), rep.refused_centers().end()}});
       indices.push_back(i);
     } else if (!rep.center_id().empty() && !Ended(rep.state())) {
       siblings.push_back(rep.center_id());

@@ -343,6 +343,10 @@ void ApplyAttemptFailedToStart(v1::JobRecord& job, int index, const std::string&
   fx->changed = true;
   *job.mutable_updated_at() = ToTimestamp(now);
   std::string center = rep->center_id();
+  if (!center.empty() && std::find(rep->refused_centers().begin(), rep->refused_centers().end(), center) ==
+                             rep->refused_centers().end()) {
+    rep->add_refused_centers(center);
+  }
   if (LongRunning(KindOf(job.request().tasks(rep->task_index()))) && !job.stop_requested()) {
     // A service is never given up on: it starts again elsewhere if it can, after a back-off.
     NoteFailedCenter(*rep, center);

@@ -27,7 +27,9 @@ std::string NoSpecReason(const std::string& spec_id) {
 Sentence SentenceFor(const char* filter, const PlacementRequest& request, const CenterView& center) {
   if (filter == kFilterAvailable) return Sentence::kNotAvailable;
   if (filter == kFilterSpec) return Sentence::kNoSpec;
-  if (filter == kFilterAvoid) return Sentence::kRetryElsewhere;
+  if (filter == kFilterAvoid) {
+    return request.refused_centers.contains(center.id) ? Sentence::kRefusedHere : Sentence::kRetryElsewhere;
+  }
   if (filter == kFilterManual) {
     // FilterCenter's order: a center the task does not name, else the one it moves from.
     const bool named = request.pinned_centers.empty() ||
@@ -50,6 +52,8 @@ std::string SentenceText(Sentence sentence, const std::string& spec_id) {
       return NoSpecReason(spec_id);
     case Sentence::kRetryElsewhere:
       return kReasonRetryElsewhere;
+    case Sentence::kRefusedHere:
+      return kReasonRefusedHere;
     case Sentence::kOwn:
       break;
   }
@@ -142,7 +146,7 @@ const char* FilterCenterFor(const PlacementRequest& request, const CenterView& c
     }
   }
   if (!ignore_avoid && !request.avoid_centers.empty() && request.avoid_centers.contains(center.id)) {
-    if (reason) *reason = kReasonRetryElsewhere;
+    if (reason) *reason = request.refused_centers.contains(center.id) ? kReasonRefusedHere : kReasonRetryElsewhere;
     return kFilterAvoid;
   }
   if (spec_out) *spec_out = spec;
@@ -230,6 +234,15 @@ std::vector<int> CentersThatCouldEverTake(const PlacementRequest& request, const
   std::vector<int> out;
   CentersThatCouldEverTake(request, snapshot, RequestKeys(request), std::numeric_limits<int>::max(), &out);
   return out;
+}
+
+bool UnrefusedCenterCouldEverTake(const PlacementRequest& request, const Snapshot& snapshot, const RequestKeys& keys) {
+  // Among any refused_centers.size() + 1 centers found, one did not refuse.
+  std::vector<int> found;
+  CentersThatCouldEverTake(request, snapshot, keys, static_cast<int>(request.refused_centers.size()) + 1, &found);
+  return std::any_of(found.begin(), found.end(), [&](int i) {
+    return !request.refused_centers.contains(snapshot.centers()[static_cast<size_t>(i)].id);
+  });
 }
 
 }  // namespace jc::scheduler

@@ -38,6 +38,9 @@ inline constexpr const char* kReasonNotPinned = "the task names other centers (m
 inline constexpr const char* kReasonMovingAway = "the replica is moving away from this center";
 inline constexpr const char* kReasonRetryElsewhere =
     "an earlier attempt of this replica failed here; another center is preferred";
+inline constexpr const char* kReasonRefusedHere =
+    "the center refused an earlier attempt of this replica; it is tried again only when no other center could ever "
+    "run it";
 std::string NoSpecReason(const std::string& spec_id);
 // The sentence of `filter` (as FilterCenter returned it for the request and center) when it
 // is one of those; kOwn when FilterCenter must be asked for the center's own.
@@ -121,5 +124,10 @@ std::vector<int> CentersThatCouldEverTake(const PlacementRequest& request, const
 // is free than the center has): a count that reservations can change, so none to keep.
 int CentersThatCouldEverTake(const PlacementRequest& request, const Snapshot& snapshot, const RequestKeys& keys,
                              int limit, std::vector<int>* out, bool* free_beyond_capacity = nullptr);
+
+// Whether a center other than those that refused the request (PlacementRequest::
+// refused_centers) could ever take it, as CentersThatCouldEverTake counts: then a retry waits
+// for one rather than going back to a center that refused it.
+bool UnrefusedCenterCouldEverTake(const PlacementRequest& request, const Snapshot& snapshot, const RequestKeys& keys);
 
 }  // namespace jc::scheduler

@@ -21,7 +21,7 @@ namespace jc::scheduler {
 
 // Of a filtered center: its filter's sentence when the sentence is the same for every
 // center the filter removes (ToProto writes it), else kOwn (CenterRow::reason holds it).
-enum class Sentence : uint8_t { kOwn, kNotAvailable, kNotPinned, kMovingAway, kNoSpec, kRetryElsewhere };
+enum class Sentence : uint8_t { kOwn, kNotAvailable, kNotPinned, kMovingAway, kNoSpec, kRetryElsewhere, kRefusedHere };
 
 // What the gate filters read of the request (filters.h GateFilters).
 struct GateRequest {

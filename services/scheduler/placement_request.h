@@ -65,6 +65,12 @@ struct PlacementRequest {
   // Centers where an earlier attempt of this replica failed: the retry policy prefers
   // any other, and falls back to them only when nothing else fits.
   absl::flat_hash_set<std::string> avoid_centers;
+  // Of avoid_centers, those where an attempt could not start (the adapter refused the
+  // submit, or the data could not be staged): the fallback above does not return to one
+  // while another center could ever run the replica (CentersThatCouldEverTake); the
+  // replica waits for that one to free up instead, since the refusing center would most
+  // likely refuse again and spend a retry.
+  absl::flat_hash_set<std::string> refused_centers;
   // Centers already running this job's other replicas (data-topology affinity).
   std::vector<std::string> sibling_centers;
   absl::Duration expected_runtime = absl::Hours(1);  // formula 1's t_e - t_s at performance 1

@@ -45,7 +45,8 @@ ReplicaDecision Placer::Decide(const PlacementRequest& request, const Snapshot& 
   ReplicaDecision decision;
 
   // Filters. Earlier failures only steer a retry elsewhere: when they would leave
-  // nothing, the retry may go back.
+  // nothing, the retry may go back (to a center that refused it, only when no other center
+  // could ever run it).
   const RequestKeys keys(request);
   // A decision visits only the centers that could pass (the snapshot's indexes: those
   // offering the spec, or the pinned ones): every other center fails a filter whatever
@@ -56,10 +57,16 @@ ReplicaDecision Placer::Decide(const PlacementRequest& request, const Snapshot& 
   if (explain) reasons_.resize(centers.size());
   failed_.resize(centers.size());  // written and read only for the centers visited
   bool avoided = false;
+  // In the fallback, whether the centers that refused an earlier attempt stay avoided:
+  // while another center could ever run the replica, it waits for that one.
+  bool refused_stay_avoided = false;
   auto visit = [&](size_t i, bool ignore_avoid) {
     const CenterView& c = centers[i];
     const SpecAtCenter* spec = nullptr;
     const char* failed = FilterCenter(request, c, ignore_avoid, nullptr, &spec, &keys);
+    if (failed == nullptr && ignore_avoid && refused_stay_avoided && request.refused_centers.contains(c.id)) {
+      failed = kFilterAvoid;
+    }
     failed_[i] = failed;
     // An explanation keeps a sentence of the center's own only where the filter's is not
     // the same for every center it removes (most centers fail spec_offered).
@@ -84,13 +91,18 @@ ReplicaDecision Placer::Decide(const PlacementRequest& request, const Snapshot& 
       for (size_t i = 0; i < centers.size(); ++i) visit(i, ignore_avoid);
     }
   };
+  auto fall_back = [&] {
+    refused_stay_avoided =
+        !request.refused_centers.empty() && UnrefusedCenterCouldEverTake(request, snapshot, keys);
+    run_filters(true);
+  };
   run_filters(false);
-  if (candidates_.empty() && avoided) run_filters(true);
+  if (candidates_.empty() && avoided) fall_back();
   if (candidates_.empty() && source != nullptr) {
     source = nullptr;
     avoided = false;
     run_filters(false);
-    if (candidates_.empty() && avoided) run_filters(true);
+    if (candidates_.empty() && avoided) fall_back();
   }
   if ((!request.kept_centers.empty() || (request.scarce_centers && !request.scarce_centers->empty())) &&
       candidates_.size() > 1) {

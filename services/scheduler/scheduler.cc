@@ -218,6 +218,7 @@ Snapshot Scheduler::Ideal(const Snapshot& live) {
 std::string Scheduler::NeverLocked(std::vector<PlacementRequest> requests, bool gang, const Resolved& weights) {
   for (PlacementRequest& r : requests) {
     r.avoid_centers.clear();  // where attempts failed is a preference, not a limit
+    r.refused_centers.clear();
     r.sibling_centers.clear();
     r.draining_centers.clear();  // a drain ends when its job starts: never a reason for good
     r.kept_centers.clear();      // a keep is a preference among centers that can start it now
@@ -493,6 +494,7 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
     }
     PlacementRequest r = *it->second;
     r.avoid_centers.insert(slot.avoid_centers.begin(), slot.avoid_centers.end());
+    r.refused_centers.insert(slot.refused_centers.begin(), slot.refused_centers.end());
     r.sibling_centers = sibling_centers;
     for (const auto& [center, d] : drains_) {
       if (d.job_id != job_id) r.draining_centers[center] = d.start;

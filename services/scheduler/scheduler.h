@@ -148,6 +148,8 @@ class Scheduler {
     int replica_index = 0;
     int attempt = 0;
     std::vector<std::string> avoid_centers;  // where earlier attempts failed
+    // Of those, where one could not start (PlacementRequest::refused_centers).
+    std::vector<std::string> refused_centers;
   };
   struct Decision {
     bool placed = false;              // every slot has a center

@@ -104,6 +104,24 @@ struct Network : jc::testing::TestSystem {
     Must(rest->Send("PATCH", "/openapi/v1/resourcespecs/cpu-1", R"({"computing_center_list": "alpha,beta,gamma"})"));
     REQUIRE(PlaceableNow("gamma", "cpu-1"));
   }
+  // Spec cpu-2, which the catalog says beta (price 1) and gamma (price 9) offer, though
+  // beta's adapter does not run it (it refuses the submit); gamma, its adapter at
+  // `gamma_address` (configured with kCpu2), is registered first. Returns once gamma is
+  // placeable now, not only known: until the monitor's first usage read it has nothing
+  // free, and a replica that avoids beta would then wait for it.
+  static constexpr const char* kCpu2 = "specs:\n  - {id: cpu-2, cpu: 1, memory: 256Mi}\n";
+  void AddCpu2AtBetaAndGamma(const std::string& gamma_address) {
+    AddCenter("gamma", gamma_address, 1);
+    Must(rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "cpu-2"},
+                                                 {"resource_spec_name", "1 CPU, other"},
+                                                 {"resource_quantity", {{"cpu", "1"}, {"memory", "256Mi"}}},
+                                                 {"service_type", "batch"},
+                                                 {"price", 5},
+                                                 {"computing_center_list", "beta,gamma"}}));
+    Must(rest->Send("PUT", "/openapi/v1/resourcespecs/cpu-2/centers/beta/price", R"({"price": 1})"));
+    Must(rest->Send("PUT", "/openapi/v1/resourcespecs/cpu-2/centers/gamma/price", R"({"price": 9})"));
+    REQUIRE(PlaceableNow("gamma", "cpu-2"));
+  }
   // Whether a replica of `spec` pinned to `center` is placed now (polled to a deadline).
   bool PlaceableNow(const std::string& center, const std::string& spec) {
     return jc::testing::WaitUntil([&] {
@@ -479,20 +497,8 @@ TEST_CASE("a gang whose replica is refused at dispatch is stopped and placed aga
   Network n;
   // Spec cpu-2: the catalog says beta (cheap) and gamma offer it, but beta's adapter does
   // not run it, so beta refuses the submit.
-  jc::testing::LocalAdapter gamma("gamma", 8, "specs:\n  - {id: cpu-2, cpu: 1, memory: 256Mi}\n");
-  n.AddCenter("gamma", gamma.address(), 1);
-  Network::Must(n.rest->Post("/openapi/v1/resourcespecs", {{"resource_spec_id", "cpu-2"},
-                                                          {"resource_spec_name", "1 CPU, other"},
-                                                          {"resource_quantity", {{"cpu", "1"}, {"memory", "256Mi"}}},
-                                                          {"service_type", "batch"},
-                                                          {"price", 5},
-                                                          {"computing_center_list", "beta,gamma"}}));
-  Network::Must(n.rest->Send("PUT", "/openapi/v1/resourcespecs/cpu-2/centers/beta/price", R"({"price": 1})"));
-  Network::Must(n.rest->Send("PUT", "/openapi/v1/resourcespecs/cpu-2/centers/gamma/price", R"({"price": 9})"));
-  // Gamma must be placeable now, not only known: until the monitor's first usage read it
-  // has nothing free, and a replica that avoids beta then has nowhere else to go, so its
-  // next attempt would be sent to beta again (and refused, past its one retry).
-  REQUIRE(n.PlaceableNow("gamma", "cpu-2"));
+  jc::testing::LocalAdapter gamma("gamma", 8, Network::kCpu2);
+  n.AddCpu2AtBetaAndGamma(gamma.address());
 
   json job = {{"name", "gang"},
               {"scheduling", {{"gang", true}}},
@@ -534,6 +540,62 @@ TEST_CASE("a gang whose replica is refused at dispatch is stopped and placed aga
     auto first = adapters->Get(address_of(first_a), key);
     return absl::IsNotFound(first.status()) || (first.ok() && first->state() == jc::southbound::apb::REPLICA_STOPPED);
   }));
+}
+
+TEST_CASE("a replica a center refused waits for a busy center that could run it, rather than going back to be "
+          "refused again [A7][A8]",
+          "[A7][A8]") {
+  Network n;
+  // Spec cpu-2: the catalog says beta (cheap) and gamma offer it, but beta's adapter does
+  // not run it (it refuses the submit), and gamma has one CPU.
+  jc::testing::LocalAdapter gamma("gamma", 1, Network::kCpu2);
+  n.AddCpu2AtBetaAndGamma(gamma.address());
+  // Gamma's one CPU is taken by a job pinned there, until it is stopped.
+  json hold = {{"name", "hold"},
+               {"tasks",
+                {{{"name", "t"}, {"command", "sleep 600"}, {"resourceSpecId", "cpu-2"}, {"replicaNumber", 1},
+                  {"centerIDs", {"gamma"}}}}}};
+  std::string hold_id = n.Submit(hold)["jobId"];
+  n.WaitForStatus(hold_id, "running");
+  REQUIRE(jc::testing::WaitUntil([&] {  // the scheduler sees gamma busy
+    json probe = {{"name", "busy"},
+                  {"tasks", {{{"name", "t"}, {"command", "true"}, {"resourceSpecId", "cpu-2"}, {"replicaNumber", 1},
+                              {"centerIDs", {"gamma"}}}}}};
+    auto plan = n.rest->Post("/openapi/v1/scheduler/plan", probe);
+    return plan.http_status == 200 && !plan.body["data"].value("placed", true);
+  }));
+
+  json job = {{"name", "refused"},
+              {"retryPolicy", {{"maxRetries", 1}}},
+              {"tasks", {{{"name", "b"}, {"command", "true"}, {"resourceSpecId", "cpu-2"}, {"replicaNumber", 1}}}}};
+  json created = n.Submit(job);
+  std::string id = created["jobId"];
+  CHECK(created["taskInfos"][0]["centerIDs"] == json::array({"beta"}));
+  // Beta refuses it. Its one retry waits for gamma, saying why beta is passed over; it is
+  // not sent back to beta, which would refuse it again and fail the job.
+  json waiting;
+  bool waits = jc::testing::WaitUntil([&] {
+    waiting = n.Job(id);
+    return waiting.value("status", "") == "pending" && waiting.value("history", json::array()).size() == 1 &&
+           waiting.value("statusReason", "").find("retry_elsewhere") != std::string::npos;
+  });
+  INFO(waiting.dump());
+  REQUIRE(waits);
+  CHECK(waiting["history"][0]["centerID"] == "beta");
+  CHECK_FALSE(waiting["history"][0].contains("startedAt"));
+  auto plan = n.rest->Get("/openapi/v1/trainjob/" + id + "/placement");
+  INFO(plan.body.dump());
+  CHECK(plan.body.dump().find("the center refused an earlier attempt of this replica") != std::string::npos);
+
+  // Gamma frees up: the retry runs there, and the job completes.
+  Network::Must(n.rest->Post("/openapi/v1/trainjob/" + hold_id + "/stop", json::object()));
+  json done = n.WaitForStatus(id, "completed");
+  INFO(done.dump());
+  CHECK(done["taskInfos"][0]["centerIDs"] == json::array({"gamma"}));
+  REQUIRE(done["history"].size() == 2);
+  CHECK(done["history"][0]["centerID"] == "beta");
+  CHECK(done["history"][1]["centerID"] == "gamma");
+  CHECK(done["history"][1]["outcome"] == "succeeded");
 }
 
 TEST_CASE("a second instance on the same store stands by, then takes over the jobs when the first stops [A7]",

@@ -41,6 +41,10 @@ std::string Summary(const v1::JobRecord& job, const JobEffects& fx, absl::Time n
                                 v1::ReplicaRecord::State_Name(r.state()), "/", r.attempt(), "@",
                                 r.center_id().empty() ? "-" : r.center_id()));
     if (r.scaled_away()) absl::StrAppend(&reps.back(), " (scaled away)");
+    // Where an attempt could not start: its retries go back there only when nothing else could ever run it.
+    if (r.refused_centers_size() > 0) {
+      absl::StrAppend(&reps.back(), " (refused at ", absl::StrJoin(r.refused_centers(), ","), ")");
+    }
     if (r.state() == v1::ReplicaRecord::WAITING && r.has_restart_after() && FromTimestamp(r.restart_after()) > now) {
       absl::StrAppend(&reps.back(), " (restart ", r.restarts_in_a_row(), " in a row, in ",
                       absl::FormatDuration(FromTimestamp(r.restart_after()) - now), ")");

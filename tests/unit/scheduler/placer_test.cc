@@ -455,6 +455,60 @@ TEST_CASE("a retried replica goes to another center, and back only when nothing 
   CHECK(snap.centers()[d.center].id == "a");
 }
 
+TEST_CASE("a retry refused at a center waits for another that could run it once it frees up, and goes back only "
+          "when none ever could [A7][A8]",
+          "[A7][A8]") {
+  Scheduler s;
+  Snapshot snap;
+  snap.Upsert(MakeCenter("a", 1));
+  snap.Upsert(MakeCenter("b", 100));
+  snap.FindMutable("b")->free.gpu = 0;  // busy now, big enough once its replicas end
+  auto failed = MakeRequest();
+  failed.avoid_centers.insert("a");
+  auto refused = failed;
+  refused.refused_centers.insert("a");
+  // An attempt that failed while running at a: nothing else is free, so the retry goes back.
+  auto d = s.placer.Place(failed, snap, s.Weights("cost"));
+  REQUIRE(d.center >= 0);
+  CHECK(snap.centers()[d.center].id == "a");
+  // An attempt that a refused: b could run it once it frees up, so the retry waits, and
+  // the explanation says why a is passed over.
+  jointcloud::v1::ReplicaPlacement explain;
+  d = s.placer.Place(refused, snap, s.Weights("cost"), &explain);
+  CHECK(d.center == -1);
+  CHECK(absl::StrContains(d.reason, "retry_elsewhere: 1"));
+  CHECK(absl::StrContains(d.reason, "free_capacity: 1"));
+  bool said = false;
+  for (const auto& e : explain.centers()) {
+    if (e.center_id() == "a") said = e.filtered_by() == kFilterAvoid && e.reason() == kReasonRefusedHere;
+  }
+  CHECK(said);
+  // b frees up: it takes the retry.
+  snap.FindMutable("b")->free.gpu = 8;
+  d = s.placer.Place(refused, snap, s.Weights("cost"));
+  REQUIRE(d.center >= 0);
+  CHECK(snap.centers()[d.center].id == "b");
+  // b could never hold the spec (too small), or is gone: only a could ever run it, so the
+  // retry goes back to a.
+  snap.FindMutable("b")->capacity.gpu = 0;
+  snap.FindMutable("b")->free.gpu = 0;
+  d = s.placer.Place(refused, snap, s.Weights("cost"));
+  REQUIRE(d.center >= 0);
+  CHECK(snap.centers()[d.center].id == "a");
+  snap.FindMutable("b")->capacity.gpu = 8;
+  snap.FindMutable("b")->available = false;
+  d = s.placer.Place(refused, snap, s.Weights("cost"));
+  REQUIRE(d.center >= 0);
+  CHECK(snap.centers()[d.center].id == "a");
+  // Both refused: the retry goes back to one of them rather than never running.
+  snap.FindMutable("b")->available = true;
+  refused.avoid_centers.insert("b");
+  refused.refused_centers.insert("b");
+  d = s.placer.Place(refused, snap, s.Weights("cost"));
+  REQUIRE(d.center >= 0);
+  CHECK(snap.centers()[d.center].id == "a");
+}
+
 TEST_CASE("placing a job reserves each replica so the next sees less, and gang is all or none [A8]", "[A8]") {
   Scheduler s;
   Snapshot snap;
