@@ -12,7 +12,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <regex>
 
 #include "absl/time/clock.h"
 
@@ -23,6 +22,7 @@
 #include "common/utf8.h"
 #include "services/gateway/elastic_pool.h"
 #include "services/gateway/openapi.h"
+#include "services/gateway/route_order.h"
 #include "services/gateway/rest_call.h"
 #include "services/gateway/ui_assets.h"
 
@@ -70,13 +70,6 @@ absl::Status TextStatus(const httplib::Request& req, const std::vector<std::stri
   return absl::OkStatus();
 }
 
-// "/openapi/v1/centers/{ai_center_id}" -> "/openapi/v1/centers/([^/]+)".
-std::string PathRegex(const std::string& path) {
-  static const std::regex kParam(R"(\\\{[^}]+\\\})");
-  std::string escaped = std::regex_replace(path, std::regex(R"([.^$|()\[\]*+?\\{}])"), R"(\$&)");
-  return std::regex_replace(escaped, kParam, "([^/]+)");
-}
-
 }  // namespace
 
 Gateway::Gateway(std::vector<Route> routes, GatewayOptions options,
@@ -121,13 +114,17 @@ void Gateway::Install() {
                       .Help("REST request latency, by route")
                       .Register(*metrics_);
 
-  for (const Route& route : routes_) {
+  for (const Route* installed : InstallOrder(routes_)) {
+    const Route& route = *installed;
     auto* histogram = &latency.Add({{"method", route.method}, {"route", route.path}},
                                    prometheus::Histogram::BucketBoundaries{
                                        0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
                                        0.25, 0.5, 1, 2.5});
-    auto handler = [this, &route, histogram, &requests](const httplib::Request& req,
-                                                  httplib::Response& res) {
+    // The route's counter of 200 answers, found once (prometheus-cpp's Family::Add builds
+    // and hashes the labels on every call): the others are found per answer.
+    auto ok_counter = std::make_shared<std::atomic<prometheus::Counter*>>(nullptr);
+    auto handler = [this, &route, histogram, &requests, ok_counter](const httplib::Request& req,
+                                                              httplib::Response& res) {
       auto start = std::chrono::steady_clock::now();
       std::vector<std::string> params;
       for (size_t i = 1; i < req.matches.size(); ++i) params.push_back(req.matches[i].str());
@@ -209,9 +206,12 @@ void Gateway::Install() {
       }
       histogram->Observe(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-      requests.Add({{"method", route.method}, {"route", route.path},
-                    {"code", std::to_string(res.status)}})
-          .Increment();
+      prometheus::Counter* counter = res.status == 200 ? ok_counter->load(std::memory_order_acquire) : nullptr;
+      if (counter == nullptr) {
+        counter = &requests.Add({{"method", route.method}, {"route", route.path}, {"code", std::to_string(res.status)}});
+        if (res.status == 200) ok_counter->store(counter, std::memory_order_release);
+      }
+      counter->Increment();
       if (!result.status.ok() && res.status >= 500) {
         spdlog::warn("rest {} {} -> {}: {}", req.method, req.path, res.status,
                      result.status.ToString());

@@ -54,6 +54,10 @@ struct Route {
   RestHandler handler;
   // The 200 answer is a text/event-stream of `data` items, not the envelope.
   bool event_stream = false;
+  // One of the routes most requests take (a job's create, its status): installed before
+  // the rest, so that a request is not matched against every other route's pattern first
+  // (InstallOrder).
+  bool busy = false;
 };
 
 }  // namespace jc::gateway

@@ -57,6 +57,7 @@ std::vector<Route> TrainJobRoutes(std::shared_ptr<grpc::Channel> channel, LocalS
                       if (const std::string* key = FindHeader(r, "Idempotency-Key")) req.set_idempotency_key(*key);
                       return IfOk(s, [&] { return jobs->Call(&S::CreateTrainJob, &H::CreateTrainJob, "CreateTrainJob", req); });
                     }});
+  routes.back().busy = true;
   routes.push_back({"GET", base, "trainjob", "List jobs, newest first, paged, by user, status, project, center and creation time", nullptr,
                     v1::ListTrainJobsResponse::descriptor(), kCamel,
                     {{"userName", "string", "only this user's jobs"},
@@ -128,6 +129,7 @@ std::vector<Route> TrainJobRoutes(std::shared_ptr<grpc::Channel> channel, LocalS
                       req.set_job_id(p[0]);
                       return jobs->Call(&S::GetTrainJob, &H::GetTrainJob, "GetTrainJob", req);
                     }});
+  routes.back().busy = true;
   routes.push_back(
       {"GET", base + "/{jobId}/task/{taskIndex}/replica/{replicaIndex}/log", "trainjob",
        "Where a replica's log downloads (A.4): logUrl", nullptr, v1::GetReplicaLogResponse::descriptor(), kCamel, {},

@@ -20,6 +20,7 @@
 
 #include "jointcloud/v1/catalog.grpc.pb.h"
 #include "jointcloud/v1/registry.grpc.pb.h"
+#include "services/gateway/route_order.h"
 #include "tests/testing/test_system.h"
 
 using nlohmann::json;
@@ -500,6 +501,30 @@ TEST_CASE("the OpenAPI document describes exactly what is served", "[A12]") {
   CHECK(props.size() == center.size());
 }
 
+TEST_CASE("no route's pattern matches another route's path, so the order routes are tried in changes no answer "
+          "[A12]",
+          "[A12]") {
+  System s;
+  REQUIRE(s.app->gateway() != nullptr);
+  const auto& routes = s.app->gateway()->routes();
+  REQUIRE(routes.size() > 50);
+  auto overlaps = jc::gateway::RoutesMatchingOneAnother(routes);
+  INFO(overlaps.size() << " overlaps, the first: " << (overlaps.empty() ? "" : overlaps[0]));
+  CHECK(overlaps.empty());
+  // Installed with the busy ones first: a create, a job's list and a job's status are still
+  // served by their own routes, and a job's stop by its.
+  auto created = s.rest->Post("/openapi/v1/trainjob", json::object());
+  CHECK(created.http_status == 400);
+  INFO(created.body.dump());
+  CHECK(created.body.value("code", "") == "INVALID_ARGUMENT");
+  CHECK(s.rest->Get("/openapi/v1/trainjob").http_status == 200);
+  CHECK(s.rest->Get("/openapi/v1/trainjob/job-404").http_status == 404);
+  auto stop = s.rest->Post("/openapi/v1/trainjob/job-404/stop", json::object());
+  INFO(stop.body.dump());
+  CHECK(stop.http_status == 404);
+  CHECK(stop.body.value("errorMsg", "").find("job-404") != std::string::npos);
+}
+
 TEST_CASE("health, readiness and metrics are served", "[C4]") {
   System s;
   CHECK(s.rest->Get("/healthz").http_status == 200);
@@ -515,8 +540,14 @@ TEST_CASE("health, readiness and metrics are served", "[C4]") {
   // monitor lists centers over gRPC on its own, so the count of GetCenter is the one
   // only this test makes.)
   s.rest->Get("/openapi/v1/centers/no-such-center");
+  s.rest->Get("/openapi/v1/centers/no-such-center");
+  s.rest->Get("/openapi/v1/centers");  // counted again: a route's count of 200s goes on
   metrics = s.rest->Raw("/metrics");
-  CHECK(metrics.find("jc_grpc_server_handled_total{code=\"NOT_FOUND\",method=\"/jointcloud.v1.RegistryService/GetCenter\"} 1") !=
+  CHECK(metrics.find("jc_http_requests_total{code=\"200\",method=\"GET\",route=\"/openapi/v1/centers\"} 2") !=
+        std::string::npos);
+  CHECK(metrics.find("jc_http_requests_total{code=\"404\",method=\"GET\",route=\"/openapi/v1/centers/"
+                     "{ai_center_id}\"} 2") != std::string::npos);
+  CHECK(metrics.find("jc_grpc_server_handled_total{code=\"NOT_FOUND\",method=\"/jointcloud.v1.RegistryService/GetCenter\"} 2") !=
         std::string::npos);
 }
 
