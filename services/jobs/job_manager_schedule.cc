@@ -157,7 +157,10 @@ void JobManager::DrainFor(v1::JobRecord& r) {
   // replica gets a center that drains for it.
   for (const auto& rep : r.replicas()) {
     if (rep.state() != v1::ReplicaRecord::WAITING) continue;
-    auto center = scheduler_->Drain(r.job_id(), r.request(), {rep.task_index(), rep.replica_index(), rep.attempt(), {}});
+    // Never where it was refused, while another center could take it (as its placement).
+    auto center = scheduler_->Drain(r.job_id(), r.request(),
+                                    {rep.task_index(), rep.replica_index(), rep.attempt(), {},
+                                     HeldRefusals(rep, clock_->Now())});
     if (center.ok() && !center->empty()) {
       r.set_waiting_reason(absl::StrCat(r.waiting_reason(), r.waiting_reason().empty() ? "" : "; ",
                                         "waited past the queue's longest wait: ", *center,
@@ -192,7 +195,7 @@ std::vector<Dispatch> JobManager::Schedule(Active& job, const estimator::TaskEst
       std::vector<std::string> avoid(rep.failed_centers().begin(), rep.failed_centers().end());
       avoid.insert(avoid.end(), rep.moved_from().begin(), rep.moved_from().end());
       slots.push_back({rep.task_index(), rep.replica_index(), rep.attempt(), std::move(avoid),
-                       {rep.refused_centers().begin(), rep.refused_centers().end()}});
+                       HeldRefusals(rep, pass_now)});
       indices.push_back(i);
     } else if (!rep.center_id().empty() && !Ended(rep.state())) {
       siblings.push_back(rep.center_id());

@@ -9,6 +9,7 @@
 #include "services/jobs/attempt_history.h"
 #include "services/jobs/job_kind.h"
 #include "services/jobs/status_policy.h"
+#include "services/scheduler/placement_request.h"
 
 namespace jc::jobs {
 
@@ -343,9 +344,12 @@ void ApplyAttemptFailedToStart(v1::JobRecord& job, int index, const std::string&
   fx->changed = true;
   *job.mutable_updated_at() = ToTimestamp(now);
   std::string center = rep->center_id();
-  if (!center.empty() && std::find(rep->refused_centers().begin(), rep->refused_centers().end(), center) ==
-                             rep->refused_centers().end()) {
-    rep->add_refused_centers(center);
+  if (!center.empty()) {
+    if (std::find(rep->refused_centers().begin(), rep->refused_centers().end(), center) ==
+        rep->refused_centers().end()) {
+      rep->add_refused_centers(center);
+    }
+    *rep->mutable_refused_at() = ToTimestamp(now);
   }
   if (LongRunning(KindOf(job.request().tasks(rep->task_index()))) && !job.stop_requested()) {
     // A service is never given up on: it starts again elsewhere if it can, after a back-off.
@@ -378,6 +382,14 @@ void ApplyAttemptFailedToStart(v1::JobRecord& job, int index, const std::string&
     }
   }
   Settle(job, now, fx);
+}
+
+std::vector<std::string> HeldRefusals(const v1::ReplicaRecord& r, absl::Time now) {
+  if (r.refused_centers_size() == 0 || !r.has_refused_at() ||
+      now - FromTimestamp(r.refused_at()) >= scheduler::kRefusalHold) {
+    return {};
+  }
+  return {r.refused_centers().begin(), r.refused_centers().end()};
 }
 
 bool AskWithdraw(v1::JobRecord& job, int index, const std::string& why, absl::Time now, JobEffects* fx) {

@@ -91,6 +91,11 @@ void ApplySubmitAccepted(v1::JobRecord& job, int index, const apb::Replica& answ
 void ApplyAttemptFailedToStart(v1::JobRecord& job, int index, const std::string& why, absl::Time now,
                                JobEffects* fx);
 
+// The centers that refused an attempt of the replica and are still held as refused at
+// `now` (ReplicaRecord.refused_centers, for scheduler::kRefusalHold after refused_at); empty
+// once the hold has passed.
+std::vector<std::string> HeldRefusals(const v1::ReplicaRecord& r, absl::Time now);
+
 // The control plane decided to move the replica at `index` (PENDING at its center, SPEC
 // A16): its current attempt records the ask (`why`), written before the withdrawal is sent
 // to the center. False (nothing changed) when the replica is not waiting at a center.

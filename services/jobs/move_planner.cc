@@ -121,7 +121,8 @@ MovePass MovePlanner::WeighSlice(const std::vector<v1::JobRecord*>& slice, absl:
       q.waited = now - (gang ? since : WaitingSince(first));
       for (int i : group) {
         const auto& rep = r.replicas(i);
-        q.slots.push_back({rep.task_index(), rep.replica_index(), rep.attempt() + 1, {}});
+        // Never to a center that refused it (the placement after the withdrawal would not send it there).
+        q.slots.push_back({rep.task_index(), rep.replica_index(), rep.attempt() + 1, {}, HeldRefusals(rep, now)});
       }
       pass.questions.push_back(std::move(q));
       pass.indices.push_back(std::move(group));

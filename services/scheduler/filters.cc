@@ -180,8 +180,9 @@ int DrainingCenterFor(const PlacementRequest& request, const Snapshot& snapshot)
   ever.consider_busy_centers = true;  // capacity that could ever hold it
   for (auto& [center, start] : ever.draining_centers) start = absl::InfinitePast();  // taken
   const RequestKeys keys(ever);
-  int best = -1;
-  double best_fraction = -1;
+  // A center that refused the request only when no other could take it (as the placer).
+  int best = -1, best_refused = -1;
+  double best_fraction = -1, best_refused_fraction = -1;
   const auto& centers = snapshot.centers();
   std::vector<int> buffer;
   const std::vector<int>* source = CandidateCenters(ever, snapshot, keys, &buffer);
@@ -202,12 +203,17 @@ int DrainingCenterFor(const PlacementRequest& request, const Snapshot& snapshot)
     scarce(free.npu, need.npu);
     scarce(free.mlu, need.mlu);
     scarce(free.memory_mb, need.memory_mb);
-    if (fraction > best_fraction) {
-      best_fraction = fraction;
-      best = static_cast<int>(i);
+    const bool refused = !ever.refused_centers.empty() && ever.refused_centers.contains(centers[i].id);
+    double& best_so_far = refused ? best_refused_fraction : best_fraction;
+    if (fraction > best_so_far) {
+      best_so_far = fraction;
+      (refused ? best_refused : best) = static_cast<int>(i);
     }
   }
-  return best;
+  if (best >= 0) return best;
+  // Only where it was refused: there if nothing else could ever take it, as the placer
+  // would send it there; else nowhere (it waits for a center draining for another job).
+  return best_refused >= 0 && !UnrefusedCenterCouldEverTake(ever, snapshot, keys) ? best_refused : -1;
 }
 
 int CentersThatCouldEverTake(const PlacementRequest& request, const Snapshot& snapshot, const RequestKeys& keys,

@@ -38,9 +38,10 @@ inline constexpr const char* kReasonNotPinned = "the task names other centers (m
 inline constexpr const char* kReasonMovingAway = "the replica is moving away from this center";
 inline constexpr const char* kReasonRetryElsewhere =
     "an earlier attempt of this replica failed here; another center is preferred";
+// (kRefusalHold, placement_request.h: its tests check that the two agree.)
 inline constexpr const char* kReasonRefusedHere =
-    "the center refused an earlier attempt of this replica; it is tried again only when no other center could ever "
-    "run it";
+    "the center refused an attempt of this replica less than 10 minutes ago; until then it is tried again only when "
+    "no other center could ever run it";
 std::string NoSpecReason(const std::string& spec_id);
 // The sentence of `filter` (as FilterCenter returned it for the request and center) when it
 // is one of those; kOwn when FilterCenter must be asked for the center's own.
@@ -110,7 +111,9 @@ const std::vector<int>* CandidateCenters(const PlacementRequest& request, const 
 // draining for another job), the one whose free capacity comes closest to the spec (the
 // largest fraction of its scarcest resource), first in federation order on a tie; that
 // center then drains for it (PlacementRequest::draining_centers for every job behind it),
-// as Slurm's backfill keeps the top job's start. -1: none could ever take it.
+// as Slurm's backfill keeps the top job's start. A center that refused the request
+// (PlacementRequest::refused_centers) only when no other center could ever take it, as the
+// placer. -1: none could ever take it (or only a refusing one, while another could).
 int DrainingCenterFor(const PlacementRequest& request, const Snapshot& snapshot);
 
 // The centers (snapshot indices) whose capacity could ever hold the request's spec and

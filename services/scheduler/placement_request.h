@@ -16,6 +16,13 @@
 
 namespace jc::scheduler {
 
+// How long a center that refused an attempt of a replica stays refused for it
+// (PlacementRequest::refused_centers): long enough that a refusing center does not spend a
+// job's retries one after another while the other centers are only full for now; short
+// enough that a refusal that was transient (a staging error, an adapter restarting), or a
+// center the replica waits for that never frees up, holds it back only so long.
+inline constexpr absl::Duration kRefusalHold = absl::Minutes(10);
+
 struct PlacementRequest {
   std::string job_id;
   int task_index = 0;

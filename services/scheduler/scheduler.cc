@@ -618,6 +618,7 @@ absl::StatusOr<std::string> Scheduler::Drain(const std::string& job_id, const v1
   ApplyEstimates(job, estimates, all, nullptr);
   for (PlacementRequest& r : all) {
     if (r.task_index != slot.task_index || r.replica_index != slot.replica_index) continue;
+    r.refused_centers.insert(slot.refused_centers.begin(), slot.refused_centers.end());
     // Taken: what drains for another job this pass, or did last pass (until it is decided
     // again, the job it drained for may still come).
     for (const auto& table : {&drains_, &next_drains_}) {
@@ -635,7 +636,8 @@ absl::StatusOr<std::string> Scheduler::Drain(const std::string& job_id, const v1
       PlacementRequest ever = r;
       ever.consider_busy_centers = true;
       if (kept >= 0 && !r.draining_centers.contains(center) &&
-          FilterCenter(ever, snapshot_.centers()[kept], /*ignore_avoid=*/true, nullptr) == nullptr) {
+          FilterCenter(ever, snapshot_.centers()[kept], /*ignore_avoid=*/true, nullptr) == nullptr &&
+          !(r.refused_centers.contains(center) && UnrefusedCenterCouldEverTake(r, snapshot_, RequestKeys(r)))) {
         i = kept;
       }
     }
@@ -860,6 +862,10 @@ std::vector<Scheduler::MoveAnswer> Scheduler::MoveTargets(const std::vector<Move
         if (r.task_index != slot.task_index || r.replica_index != slot.replica_index) continue;
         PlacementRequest moved = r;
         moved.excluded_center = q.from;
+        // Never to a center that refused it: the placement after its withdrawal would not
+        // send it there (below), so the move would only lose its place in `from`'s queue.
+        moved.refused_centers.insert(slot.refused_centers.begin(), slot.refused_centers.end());
+        moved.avoid_centers.insert(slot.refused_centers.begin(), slot.refused_centers.end());
         for (const auto& [center, d] : drains_) {
           if (d.job_id != q.job_id) moved.draining_centers[center] = d.start;
         }
@@ -915,9 +921,14 @@ std::vector<Scheduler::MoveAnswer> Scheduler::MoveTargets(const std::vector<Move
     }
     const std::string stay = absl::StrCat("waited ", human(absl::ToDoubleSeconds(q.waited)), " at ", q.from, " (",
                                           stay_basis, ")");
-    if (!d.placed) {
+    bool to_refused = false;
+    for (size_t k = 0; k < d.centers.size() && k < requests.size(); ++k) {
+      to_refused |= d.centers[k] >= 0 && requests[k].refused_centers.contains(view.centers()[d.centers[k]].id);
+    }
+    if (!d.placed || to_refused) {
       for (const auto& [index, quantity] : placed) view.Release(index, quantity);
-      answer.why = absl::StrCat(stay, "; no other center can start it now");
+      answer.why = absl::StrCat(stay, to_refused ? "; only a center that refused it can start it now"
+                                                 : "; no other center can start it now");
       continue;
     }
     double go_s = 0;

@@ -8,6 +8,7 @@
 #include "services/jobs/attempt_history.h"
 #include "services/jobs/job_events.h"
 #include "services/jobs/job_state.h"
+#include "services/scheduler/placement_request.h"
 #include "tests/unit/jobs/pending_job.h"
 
 namespace {
@@ -286,3 +287,32 @@ TEST_CASE("a gang moved whole is one MOVED event per replica [A16][A8][C8]", "[A
     CHECK(e.move().to_center_id() == "fast");
   }
 }
+
+namespace {
+
+TEST_CASE("a center that refused a replica is held refused for it for kRefusalHold after the latest refusal, then is "
+          "a failed center like another [A7][A16]",
+          "[A7][A16]") {
+  v1::JobRecord job = PendingJob(1, "slow", /*gang=*/false);
+  job.mutable_request()->mutable_retry_policy()->set_max_retries(5);
+  JobEffects fx;
+  // A replica that ran and failed at a center is no refusal.
+  CHECK(jc::jobs::HeldRefusals(job.replicas(0), kT0).empty());
+  job.mutable_replicas(0)->set_state(v1::ReplicaRecord::DISPATCHING);  // its submit is answered: refused
+  jc::jobs::ApplyAttemptFailedToStart(job, 0, "unknown resource spec", kT0, &fx);
+  REQUIRE(job.replicas(0).state() == v1::ReplicaRecord::WAITING);
+  CHECK(jc::jobs::HeldRefusals(job.replicas(0), kT0) == std::vector<std::string>{"slow"});
+  CHECK(jc::jobs::HeldRefusals(job.replicas(0), kT0 + jc::scheduler::kRefusalHold - absl::Seconds(1)) ==
+        std::vector<std::string>{"slow"});
+  CHECK(jc::jobs::HeldRefusals(job.replicas(0), kT0 + jc::scheduler::kRefusalHold).empty());
+  // Still a failed center: a retry prefers any other.
+  CHECK(job.replicas(0).failed_centers(0) == "slow");
+  // Refused again, elsewhere, later: both held from the latest refusal.
+  job.mutable_replicas(0)->set_state(v1::ReplicaRecord::DISPATCHING);
+  job.mutable_replicas(0)->set_center_id("fast");
+  const absl::Time later = kT0 + absl::Minutes(30);
+  jc::jobs::ApplyAttemptFailedToStart(job, 0, "staging failed", later, &fx);
+  CHECK(jc::jobs::HeldRefusals(job.replicas(0), later + absl::Minutes(1)) == std::vector<std::string>{"slow", "fast"});
+}
+
+}  // namespace

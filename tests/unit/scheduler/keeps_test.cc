@@ -13,10 +13,11 @@ namespace jc::scheduler {
 namespace {
 
 // Two centers of 4 CPUs: east (2 free) and west (4 free). c1 (1 CPU) at both, cheaper at
-// east; c3 (3 CPUs) only at east; c4 (4 CPUs) only at west.
+// east; c3 (3 CPUs) only at east (or where c3_at says); c4 (4 CPUs) only at west.
 class TwoCenters final : public InputsSource {
  public:
   std::string cheap = "east";  // where every spec is priced 1 (5 elsewhere)
+  std::string c3_at = "east";  // where c3 is offered
   absl::StatusOr<SchedulerInputs> Fetch() override {
     SchedulerInputs in;
     for (const char* id : {"east", "west"}) {
@@ -51,7 +52,7 @@ class TwoCenters final : public InputsSource {
       }
     };
     spec("c1", 1, "east,west");
-    spec("c3", 3, "east");
+    spec("c3", 3, c3_at);
     spec("c4", 4, "west");
     return in;
   }
@@ -345,6 +346,62 @@ TEST_CASE("a refresh between two placements of one pass counts a replica's bread
   REQUIRE(s.Refresh().ok());
   CHECK(place("job-b", {"c1"}) == "fast");  // four now, fewer than five times c8's one
   s.EndPass();
+}
+
+
+TEST_CASE("an overdue job refused at the idle center drains the busy one that could run it, and the idle one stays "
+          "open to others [A16][A7]",
+          "[A16][A7]") {
+  FakeClock clock;
+  TwoCenters source;
+  source.c3_at = "east,west";  // west idle, east busy (2 of its 4 CPUs free)
+  Scheduler s(&source, &clock, SchedulerOptions{});
+  REQUIRE(s.Refresh().ok());
+  auto job = Job({"c3"}, false);
+  job.set_project("px");
+  const std::vector<Scheduler::Slot> refused = {{0, 0, 1, {"west"}, {"west"}}};
+  auto x = s.Place("job-x", job, refused, {});
+  REQUIRE(x.ok());
+  CHECK_FALSE(x->placed);  // it waits for east: west refused it
+  s.BeginPass();
+  auto drained = s.Drain("job-x", job, refused[0]);
+  REQUIRE(drained.ok());
+  CHECK(*drained == "east");  // where it can go once it frees up, not where it will not go
+  s.EndPass();
+  // West takes another job.
+  auto y = s.Place("job-y", Job({"c3"}, false), Slots(1), {});
+  REQUIRE(y.ok());
+  INFO(y->reason);
+  CHECK(y->placed);
+  // Refused everywhere it could ever run: the drain goes to the refusing center.
+  s.Forget(Scheduler::ReservationKey("job-y", 0, 0, 0));
+  s.BeginPass();
+  const Scheduler::Slot everywhere{0, 0, 1, {"west", "east"}, {"west", "east"}};
+  drained = s.Drain("job-z", job, everywhere);
+  REQUIRE(drained.ok());
+  CHECK_FALSE(drained->empty());
+  s.EndPass();
+}
+
+TEST_CASE("a replica is never moved to a center that refused it [A16][A7]", "[A16][A7]") {
+  FakeClock clock;
+  TwoCenters source;
+  source.c3_at = "east,west";  // west idle, east busy (2 of its 4 CPUs free)
+  Scheduler s(&source, &clock, SchedulerOptions{});
+  REQUIRE(s.Refresh().ok());
+  auto job = Job({"c3"}, false);
+  // Pending at busy east for half an hour: idle west would finish it sooner...
+  const Scheduler::MoveQuestion plain{"job-m", &job, {{0, 0, 3, {}}}, "east", absl::Minutes(30)};
+  auto answers = s.MoveTargets({plain}, 0.05);
+  REQUIRE(answers.size() == 1);
+  CHECK(answers[0].to == "west");
+  // ...unless west refused it: then it keeps its place at east.
+  const Scheduler::MoveQuestion refused{"job-m", &job, {{0, 0, 3, {}, {"west"}}}, "east", absl::Minutes(30)};
+  answers = s.MoveTargets({refused}, 0.05);
+  REQUIRE(answers.size() == 1);
+  INFO(answers[0].why);
+  CHECK(answers[0].to.empty());
+  CHECK(answers[0].why.find("only a center that refused it can start it now") != std::string::npos);
 }
 
 }  // namespace

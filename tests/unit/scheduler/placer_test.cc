@@ -500,6 +500,9 @@ TEST_CASE("a retry refused at a center waits for another that could run it once 
   d = s.placer.Place(refused, snap, s.Weights("cost"));
   REQUIRE(d.center >= 0);
   CHECK(snap.centers()[d.center].id == "a");
+  // The explanation's sentence says how long a refusal holds.
+  CHECK(kRefusalHold == absl::Minutes(10));
+  CHECK(absl::StrContains(kReasonRefusedHere, "10 minutes"));
   // Both refused: the retry goes back to one of them rather than never running.
   snap.FindMutable("b")->available = true;
   refused.avoid_centers.insert("b");
