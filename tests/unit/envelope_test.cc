@@ -10,6 +10,10 @@ TEST_CASE("the REST envelope carries status, code, errorMsg and data", "[A12][C5
   CHECK(ok["code"] == "OK");
   CHECK(ok["errorMsg"] == "");
   CHECK(ok["data"]["a"] == 1);
+  // Byte for byte: the data spliced in as it is; none is null.
+  CHECK(jc::MakeEnvelope(absl::OkStatus(), R"({"a":1})") == R"({"status":200,"code":"OK","errorMsg":"","data":{"a":1}})");
+  CHECK(jc::MakeEnvelope(absl::OkStatus(), "") == R"({"status":200,"code":"OK","errorMsg":"","data":null})");
+  CHECK(jc::MakeEnvelope(absl::OkStatus(), "[]") == R"({"status":200,"code":"OK","errorMsg":"","data":[]})");
 
   auto missing = nlohmann::json::parse(
       jc::MakeEnvelope(absl::NotFoundError("center \"x\" not found"), R"({"a":1})"));
