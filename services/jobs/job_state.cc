@@ -345,11 +345,17 @@ void ApplyAttemptFailedToStart(v1::JobRecord& job, int index, const std::string&
   *job.mutable_updated_at() = ToTimestamp(now);
   std::string center = rep->center_id();
   if (!center.empty()) {
-    if (std::find(rep->refused_centers().begin(), rep->refused_centers().end(), center) ==
-        rep->refused_centers().end()) {
-      rep->add_refused_centers(center);
+    // What a center refuses of a replica (its spec, its image, its data) it refuses of the
+    // task's every replica: each not ended holds the refusal, so that a gang's siblings are
+    // not sent there one after another, each spending the gang's retries.
+    for (auto& other : *job.mutable_replicas()) {
+      if (other.task_index() != rep->task_index() || (&other != rep && Ended(other.state()))) continue;
+      if (std::find(other.refused_centers().begin(), other.refused_centers().end(), center) ==
+          other.refused_centers().end()) {
+        other.add_refused_centers(center);
+      }
+      *other.mutable_refused_at() = ToTimestamp(now);
     }
-    *rep->mutable_refused_at() = ToTimestamp(now);
   }
   if (LongRunning(KindOf(job.request().tasks(rep->task_index()))) && !job.stop_requested()) {
     // A service is never given up on: it starts again elsewhere if it can, after a back-off.

@@ -402,9 +402,19 @@ JobDecision Placer::DecideJob(absl::Span<const PlacementRequest> replicas, Snaps
   if (job.placed || !gang || replicas.size() < 2) return job;
   // A gang placed greedily in task order may not fit where it would in another order: a
   // replica that could go anywhere takes the room of one only a single center can hold.
-  // Again, the narrowest first (the fewest centers that could ever take it).
+  // Again, the narrowest first (the fewest centers that could ever take it, those that
+  // refused it left out while any other could, as Decide leaves them out).
   std::vector<size_t> breadth(replicas.size());
-  for (size_t i = 0; i < replicas.size(); ++i) breadth[i] = CentersThatCouldEverTake(replicas[i], snapshot).size();
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    const PlacementRequest& r = replicas[i];
+    const std::vector<int> ever = CentersThatCouldEverTake(r, snapshot);
+    const size_t unrefused = r.refused_centers.empty()
+                                 ? ever.size()
+                                 : static_cast<size_t>(std::count_if(ever.begin(), ever.end(), [&](int c) {
+                                     return !r.refused_centers.contains(snapshot.centers()[static_cast<size_t>(c)].id);
+                                   }));
+    breadth[i] = unrefused > 0 ? unrefused : ever.size();
+  }
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return breadth[a] < breadth[b]; });
   if (std::is_sorted(order.begin(), order.end())) return job;  // the same order: the same answer
   if (explain) explain->replicas.clear();

@@ -495,6 +495,7 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
     PlacementRequest r = *it->second;
     r.avoid_centers.insert(slot.avoid_centers.begin(), slot.avoid_centers.end());
     r.refused_centers.insert(slot.refused_centers.begin(), slot.refused_centers.end());
+    r.avoid_centers.insert(slot.refused_centers.begin(), slot.refused_centers.end());  // each refused one is avoided
     r.sibling_centers = sibling_centers;
     for (const auto& [center, d] : drains_) {
       if (d.job_id != job_id) r.draining_centers[center] = d.start;

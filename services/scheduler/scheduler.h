@@ -148,7 +148,8 @@ class Scheduler {
     int replica_index = 0;
     int attempt = 0;
     std::vector<std::string> avoid_centers;  // where earlier attempts failed
-    // Of those, where one could not start (PlacementRequest::refused_centers).
+    // Where one of the task's attempts could not start lately (PlacementRequest::
+    // refused_centers; avoided as avoid_centers are, whether in them or not).
     std::vector<std::string> refused_centers;
   };
   struct Decision {

@@ -315,4 +315,18 @@ TEST_CASE("a center that refused a replica is held refused for it for kRefusalHo
   CHECK(jc::jobs::HeldRefusals(job.replicas(0), later + absl::Minutes(1)) == std::vector<std::string>{"slow", "fast"});
 }
 
+TEST_CASE("what a center refused of one replica it is taken to refuse of the task's every replica not ended, so that "
+          "a gang's siblings are not sent there in turn [A7][A8]",
+          "[A7][A8]") {
+  v1::JobRecord job = PendingJob(3, "slow", /*gang=*/true);
+  job.mutable_request()->mutable_retry_policy()->set_max_retries(5);
+  job.mutable_replicas(2)->set_state(v1::ReplicaRecord::SUCCEEDED);  // ended: nothing to hold
+  job.mutable_replicas(0)->set_state(v1::ReplicaRecord::DISPATCHING);
+  JobEffects fx;
+  jc::jobs::ApplyAttemptFailedToStart(job, 0, "unknown resource spec", kT0, &fx);
+  CHECK(jc::jobs::HeldRefusals(job.replicas(0), kT0) == std::vector<std::string>{"slow"});
+  CHECK(jc::jobs::HeldRefusals(job.replicas(1), kT0) == std::vector<std::string>{"slow"});
+  CHECK(jc::jobs::HeldRefusals(job.replicas(2), kT0).empty());
+}
+
 }  // namespace

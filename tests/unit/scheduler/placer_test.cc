@@ -512,6 +512,28 @@ TEST_CASE("a retry refused at a center waits for another that could run it once 
   CHECK(snap.centers()[d.center].id == "a");
 }
 
+TEST_CASE("a gang whose replica a center refused is placed with that replica first where it can go, the rest "
+          "around it [A7][A8]",
+          "[A7][A8]") {
+  Scheduler s;
+  Snapshot snap;
+  CenterView a = MakeCenter("a", 100);  // room for two replicas
+  a.capacity.gpu = a.free.gpu = 2;
+  CenterView b = MakeCenter("b", 1);  // room for one, cheaper
+  b.capacity.gpu = b.free.gpu = 1;
+  snap.Upsert(a), snap.Upsert(b);
+  std::vector<PlacementRequest> gang = {MakeRequest(0, 0), MakeRequest(0, 1)};
+  gang[1].avoid_centers.insert("a");
+  gang[1].refused_centers.insert("a");
+  // In task order replica 0 takes cheap b and replica 1, refused at a, has nowhere to go
+  // but a; the narrowest first (replica 1: b alone, a refused it) places both.
+  auto job = s.placer.PlaceJob(gang, snap, s.Weights("cost"), /*gang=*/true);
+  INFO(job.reason);
+  REQUIRE(job.placed);
+  CHECK(snap.centers()[job.centers[1]].id == "b");
+  CHECK(snap.centers()[job.centers[0]].id == "a");
+}
+
 TEST_CASE("placing a job reserves each replica so the next sees less, and gang is all or none [A8]", "[A8]") {
   Scheduler s;
   Snapshot snap;
