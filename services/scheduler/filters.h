@@ -40,8 +40,8 @@ inline constexpr const char* kReasonRetryElsewhere =
     "an earlier attempt of this replica failed here; another center is preferred";
 // (kRefusalHold, placement_request.h: its tests check that the two agree.)
 inline constexpr const char* kReasonRefusedHere =
-    "the center refused an attempt of this replica less than 10 minutes ago; until then it is tried again only when "
-    "no other center could ever run it";
+    "the center refused an attempt of this replica (or of another replica of its task) less than 10 minutes ago; "
+    "until then it is tried again only when no other center could ever run it";
 std::string NoSpecReason(const std::string& spec_id);
 // The sentence of `filter` (as FilterCenter returned it for the request and center) when it
 // is one of those; kOwn when FilterCenter must be asked for the center's own.

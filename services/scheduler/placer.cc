@@ -91,9 +91,12 @@ ReplicaDecision Placer::Decide(const PlacementRequest& request, const Snapshot& 
       for (size_t i = 0; i < centers.size(); ++i) visit(i, ignore_avoid);
     }
   };
+  bool refusals_weighed = false;  // the same answer for both fallbacks below: asked once
   auto fall_back = [&] {
-    refused_stay_avoided =
-        !request.refused_centers.empty() && UnrefusedCenterCouldEverTake(request, snapshot, keys);
+    if (!refusals_weighed && !request.refused_centers.empty()) {
+      refused_stay_avoided = UnrefusedCenterCouldEverTake(request, snapshot, keys);
+    }
+    refusals_weighed = true;
     run_filters(true);
   };
   run_filters(false);

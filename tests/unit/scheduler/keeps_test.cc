@@ -349,14 +349,22 @@ TEST_CASE("a refresh between two placements of one pass counts a replica's bread
 }
 
 
+// c3 offered at both centers: west idle, east busy (2 of its 4 CPUs free).
+struct C3AtBoth {
+  FakeClock clock;
+  TwoCenters source;
+  Scheduler s{&source, &clock, SchedulerOptions{}};
+  C3AtBoth() {
+    source.c3_at = "east,west";
+    REQUIRE(s.Refresh().ok());
+  }
+};
+
 TEST_CASE("an overdue job refused at the idle center drains the busy one that could run it, and the idle one stays "
           "open to others [A16][A7]",
           "[A16][A7]") {
-  FakeClock clock;
-  TwoCenters source;
-  source.c3_at = "east,west";  // west idle, east busy (2 of its 4 CPUs free)
-  Scheduler s(&source, &clock, SchedulerOptions{});
-  REQUIRE(s.Refresh().ok());
+  C3AtBoth both;
+  Scheduler& s = both.s;
   auto job = Job({"c3"}, false);
   job.set_project("px");
   const std::vector<Scheduler::Slot> refused = {{0, 0, 1, {"west"}, {"west"}}};
@@ -384,11 +392,8 @@ TEST_CASE("an overdue job refused at the idle center drains the busy one that co
 }
 
 TEST_CASE("a replica is never moved to a center that refused it [A16][A7]", "[A16][A7]") {
-  FakeClock clock;
-  TwoCenters source;
-  source.c3_at = "east,west";  // west idle, east busy (2 of its 4 CPUs free)
-  Scheduler s(&source, &clock, SchedulerOptions{});
-  REQUIRE(s.Refresh().ok());
+  C3AtBoth both;
+  Scheduler& s = both.s;
   auto job = Job({"c3"}, false);
   // Pending at busy east for half an hour: idle west would finish it sooner...
   const Scheduler::MoveQuestion plain{"job-m", &job, {{0, 0, 3, {}}}, "east", absl::Minutes(30)};
