@@ -334,6 +334,24 @@ void ApplyCenterLost(v1::JobRecord& job, int index, const std::string& why, absl
   Settle(job, now, fx);
 }
 
+namespace {
+
+// Records that `center` refused `r` at `now`: its own time, kept beside the refused centers
+// (a record from before refusal_times gets each earlier center's time from refused_at).
+void NoteRefusal(v1::ReplicaRecord& r, const std::string& center, absl::Time now) {
+  while (r.refusal_times_size() < r.refused_centers_size()) *r.add_refusal_times() = r.refused_at();
+  const auto it = std::find(r.refused_centers().begin(), r.refused_centers().end(), center);
+  if (it == r.refused_centers().end()) {
+    r.add_refused_centers(center);
+    *r.add_refusal_times() = ToTimestamp(now);
+  } else {
+    *r.mutable_refusal_times(static_cast<int>(it - r.refused_centers().begin())) = ToTimestamp(now);
+  }
+  *r.mutable_refused_at() = ToTimestamp(now);
+}
+
+}  // namespace
+
 void ApplyAttemptFailedToStart(v1::JobRecord& job, int index, const std::string& why, absl::Time now,
                                JobEffects* fx) {
   auto* rep = job.mutable_replicas(index);
@@ -350,11 +368,7 @@ void ApplyAttemptFailedToStart(v1::JobRecord& job, int index, const std::string&
     // not sent there one after another, each spending the gang's retries.
     for (auto& other : *job.mutable_replicas()) {
       if (other.task_index() != rep->task_index() || (&other != rep && Ended(other.state()))) continue;
-      if (std::find(other.refused_centers().begin(), other.refused_centers().end(), center) ==
-          other.refused_centers().end()) {
-        other.add_refused_centers(center);
-      }
-      *other.mutable_refused_at() = ToTimestamp(now);
+      NoteRefusal(other, center, now);
     }
   }
   if (LongRunning(KindOf(job.request().tasks(rep->task_index()))) && !job.stop_requested()) {
@@ -391,11 +405,15 @@ void ApplyAttemptFailedToStart(v1::JobRecord& job, int index, const std::string&
 }
 
 std::vector<std::string> HeldRefusals(const v1::ReplicaRecord& r, absl::Time now) {
-  if (r.refused_centers_size() == 0 || !r.has_refused_at() ||
-      now - FromTimestamp(r.refused_at()) >= scheduler::kRefusalHold) {
-    return {};
+  if (r.refused_centers_size() == 0 || now - FromTimestamp(r.refused_at()) >= scheduler::kRefusalHold) {
+    return {};  // none, or even the latest is past its hold
   }
-  return {r.refused_centers().begin(), r.refused_centers().end()};
+  std::vector<std::string> held;
+  for (int i = 0; i < r.refused_centers_size(); ++i) {
+    const auto& at = i < r.refusal_times_size() ? r.refusal_times(i) : r.refused_at();
+    if (now - FromTimestamp(at) < scheduler::kRefusalHold) held.push_back(r.refused_centers(i));
+  }
+  return held;
 }
 
 bool AskWithdraw(v1::JobRecord& job, int index, const std::string& why, absl::Time now, JobEffects* fx) {

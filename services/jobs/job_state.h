@@ -92,8 +92,8 @@ void ApplyAttemptFailedToStart(v1::JobRecord& job, int index, const std::string&
                                JobEffects* fx);
 
 // The centers that refused an attempt of the replica and are still held as refused at
-// `now` (ReplicaRecord.refused_centers, for scheduler::kRefusalHold after refused_at); empty
-// once the hold has passed.
+// `now`: each for scheduler::kRefusalHold after its own latest refusal
+// (ReplicaRecord.refused_centers, refusal_times).
 std::vector<std::string> HeldRefusals(const v1::ReplicaRecord& r, absl::Time now);
 
 // The control plane decided to move the replica at `index` (PENDING at its center, SPEC

@@ -643,7 +643,18 @@ absl::StatusOr<std::string> Scheduler::Drain(const std::string& job_id, const v1
       }
     }
     if (i < 0) i = DrainingCenterFor(r, snapshot_);
-    if (i < 0) return std::string();
+    if (i < 0) {
+      // None drains for it. Where a center could ever run it, say why: the job's own reason
+      // says it waits, not that nothing will ever make room for it.
+      PlacementRequest any = r;
+      any.draining_centers.clear();
+      any.consider_busy_centers = true;
+      if (CentersThatCouldEverTake(any, snapshot_).empty()) return std::string();
+      return absl::FailedPreconditionError(
+          r.refused_centers.empty()
+              ? "every center that could run it drains for another job"
+              : "every center that could run it drains for another job or refused it less than 10 minutes ago");
+    }
     const CenterView& c = snapshot_.centers()[i];
     absl::Time start = absl::InfiniteFuture();
     if (auto it = c.reported_start_delay.find(r.spec_id); it != c.reported_start_delay.end()) {

@@ -290,7 +290,7 @@ TEST_CASE("a gang moved whole is one MOVED event per replica [A16][A8][C8]", "[A
 
 namespace {
 
-TEST_CASE("a center that refused a replica is held refused for it for kRefusalHold after the latest refusal, then is "
+TEST_CASE("a center that refused a replica is held refused for it for kRefusalHold after its latest refusal, then is "
           "a failed center like another [A7][A16]",
           "[A7][A16]") {
   v1::JobRecord job = PendingJob(1, "slow", /*gang=*/false);
@@ -307,12 +307,39 @@ TEST_CASE("a center that refused a replica is held refused for it for kRefusalHo
   CHECK(jc::jobs::HeldRefusals(job.replicas(0), kT0 + jc::scheduler::kRefusalHold).empty());
   // Still a failed center: a retry prefers any other.
   CHECK(job.replicas(0).failed_centers(0) == "slow");
-  // Refused again, elsewhere, later: both held from the latest refusal.
+  // Refused elsewhere, later: that center is held; the first one's hold is not renewed by it.
   job.mutable_replicas(0)->set_state(v1::ReplicaRecord::DISPATCHING);
   job.mutable_replicas(0)->set_center_id("fast");
   const absl::Time later = kT0 + absl::Minutes(30);
   jc::jobs::ApplyAttemptFailedToStart(job, 0, "staging failed", later, &fx);
-  CHECK(jc::jobs::HeldRefusals(job.replicas(0), later + absl::Minutes(1)) == std::vector<std::string>{"slow", "fast"});
+  CHECK(jc::jobs::HeldRefusals(job.replicas(0), later + absl::Minutes(1)) == std::vector<std::string>{"fast"});
+  // The first one refusing again holds it again, from its new refusal; the other keeps its own.
+  job.mutable_replicas(0)->set_state(v1::ReplicaRecord::DISPATCHING);
+  job.mutable_replicas(0)->set_center_id("slow");
+  const absl::Time again = later + absl::Minutes(6);
+  jc::jobs::ApplyAttemptFailedToStart(job, 0, "unknown resource spec", again, &fx);
+  CHECK(jc::jobs::HeldRefusals(job.replicas(0), again) == std::vector<std::string>{"slow", "fast"});
+  CHECK(jc::jobs::HeldRefusals(job.replicas(0), later + jc::scheduler::kRefusalHold) == std::vector<std::string>{"slow"});
+  CHECK(job.replicas(0).refused_centers_size() == 2);  // each center once
+}
+
+TEST_CASE("a record stored before each refusal had its own time holds every refused center from its latest refusal "
+          "[A7][A16]",
+          "[A7][A16]") {
+  v1::JobRecord job = PendingJob(1, "slow", /*gang=*/false);
+  job.mutable_request()->mutable_retry_policy()->set_max_retries(5);
+  auto* r = job.mutable_replicas(0);
+  r->add_refused_centers("slow");
+  r->add_refused_centers("fast");
+  *r->mutable_refused_at() = jc::ToTimestamp(kT0);
+  CHECK(jc::jobs::HeldRefusals(*r, kT0 + absl::Minutes(1)) == std::vector<std::string>{"slow", "fast"});
+  CHECK(jc::jobs::HeldRefusals(*r, kT0 + jc::scheduler::kRefusalHold).empty());
+  // A new refusal by one of them keeps the others' old time.
+  r->set_state(v1::ReplicaRecord::DISPATCHING);
+  r->set_center_id("fast");
+  JobEffects fx;
+  jc::jobs::ApplyAttemptFailedToStart(job, 0, "unknown resource spec", kT0 + absl::Minutes(5), &fx);
+  CHECK(jc::jobs::HeldRefusals(job.replicas(0), kT0 + jc::scheduler::kRefusalHold) == std::vector<std::string>{"fast"});
 }
 
 TEST_CASE("what a center refused of one replica it is taken to refuse of the task's every replica not ended, so that "

@@ -391,6 +391,37 @@ TEST_CASE("an overdue job refused at the idle center drains the busy one that co
   s.EndPass();
 }
 
+TEST_CASE("an overdue job no center drains for, while one could run it, is told why: each drains for another job or "
+          "refused it [A16][A7]",
+          "[A16][A7]") {
+  C3AtBoth both;
+  Scheduler& s = both.s;
+  auto job = [](const char* project) {
+    auto j = Job({"c3"}, false);
+    j.set_project(project);
+    return j;
+  };
+  s.BeginPass();
+  auto x = s.Drain("job-x", job("px"), Slots(1)[0]);
+  REQUIRE(x.ok());
+  REQUIRE_FALSE(x->empty());
+  const std::string other = *x == "east" ? "west" : "east";
+  // Refused at the one center no other job drains: not drained there while x's could run it.
+  auto w = s.Drain("job-w", job("pw"), {0, 0, 1, {other}, {other}});
+  REQUIRE_FALSE(w.ok());
+  CHECK(w.status().code() == absl::StatusCode::kFailedPrecondition);
+  CHECK(w.status().message() ==
+        "every center that could run it drains for another job or refused it less than 10 minutes ago");
+  // Not refused: the other center drains for it; a fourth job finds none and is told why.
+  auto v = s.Drain("job-v", job("pv"), Slots(1)[0]);
+  REQUIRE(v.ok());
+  CHECK(*v == other);
+  auto u = s.Drain("job-u", job("pu"), Slots(1)[0]);
+  REQUIRE_FALSE(u.ok());
+  CHECK(u.status().message() == "every center that could run it drains for another job");
+  s.EndPass();
+}
+
 TEST_CASE("a replica is never moved to a center that refused it [A16][A7]", "[A16][A7]") {
   C3AtBoth both;
   Scheduler& s = both.s;
