@@ -116,6 +116,61 @@ void PlacementJournal::Trim(const PlacementJournalOptions& options, v1::Placemen
   Cut(placement->mutable_reason(), 4 * options.max_reason_bytes);
 }
 
+void PlacementJournal::Kept(const PlacementJournalOptions& options, const PlacementRecord& record,
+                            const ScorerRegistry& scorers, v1::Placement* placement) {
+  placement->Clear();
+  if (!record.job_id.empty()) placement->set_job_id(record.job_id);
+  placement->set_placed(record.placed);
+  placement->set_reason(record.reason);
+  Cut(placement->mutable_reason(), 4 * options.max_reason_bytes);
+  const size_t replicas = std::min(record.replicas.size(), static_cast<size_t>(options.max_replicas));
+  if (record.replicas.size() > replicas) {
+    placement->set_replicas_left_out(static_cast<int>(record.replicas.size() - replicas));
+  }
+  std::vector<bool> keep;
+  std::vector<double> totals;
+  for (size_t k = 0; k < replicas; ++k) {
+    const ReplicaRecord& r = record.replicas[k];
+    const std::vector<CenterGate>& centers = *r.centers;
+    // Trim's choice, from the numbers: the chosen center, the best totals, the first filtered.
+    totals.clear();
+    for (const CenterRow& row : r.rows) {
+      if (row.filtered_by == nullptr) totals.push_back(row.total);
+    }
+    std::sort(totals.rbegin(), totals.rend());
+    const double bar = totals.empty() ? 0
+                                      : totals[std::min(totals.size(), static_cast<size_t>(options.top_scored)) - 1];
+    const std::string* chosen_id = r.chosen >= 0 ? &centers[r.chosen].id : nullptr;
+    keep.assign(centers.size(), false);
+    int scored = 0, filtered = 0, left_out = 0;
+    size_t next = 0;
+    for (size_t i = 0; i < centers.size(); ++i) {
+      const bool visited = next < r.rows.size() && r.rows[next].center == static_cast<int>(i);
+      const CenterRow* row = visited ? &r.rows[next++] : nullptr;
+      const bool feasible = row != nullptr && row->filtered_by == nullptr;
+      const bool chosen = chosen_id != nullptr && !chosen_id->empty() && centers[i].id == *chosen_id;
+      bool kept = chosen;
+      if (!kept && feasible && row->total >= bar && scored < options.top_scored) kept = true;
+      if (!kept && !feasible && filtered < options.filtered) kept = true;
+      if (!kept) {
+        ++left_out;
+        continue;
+      }
+      if (!chosen) ++(feasible ? scored : filtered);
+      keep[i] = true;
+    }
+    v1::ReplicaPlacement* out = placement->add_replicas();
+    ToProto(r, scorers, keep, out);
+    for (auto& c : *out->mutable_centers()) Cut(c.mutable_reason(), options.max_reason_bytes);
+    out->set_centers_left_out(left_out);
+  }
+  for (size_t k = 0; k < record.expected_durations.size() && k < static_cast<size_t>(options.max_replicas); ++k) {
+    std::string* d = placement->add_expected_durations();
+    *d = record.expected_durations[k];
+    Cut(d, options.max_reason_bytes);
+  }
+}
+
 absl::Status PlacementJournal::Flush() {
   std::lock_guard<std::mutex> flushing(flush_mu_);
   std::map<std::string, Pending> batch;
@@ -124,14 +179,13 @@ absl::Status PlacementJournal::Flush() {
     batch.swap(pending_);
   }
   if (batch.empty()) return absl::OkStatus();
-  // Built here, off the decision path: the protobuf, trimmed, as base64 protobuf (a tenth
-  // of JSON's cost; DecodeAnyDoc reads it).
+  // Built here, off the decision path: the protobuf of what is kept (a few centers of
+  // however many), as base64 protobuf (a tenth of JSON's cost; DecodeAnyDoc reads it).
   std::vector<store::Params> rows;
   rows.reserve(batch.size());
   for (const auto& [job_id, p] : batch) {
     v1::Placement placement;
-    ToProto(*p.record, *scorers_, &placement);
-    Trim(options_, &placement);
+    Kept(options_, *p.record, *scorers_, &placement);
     *placement.mutable_decided_at() = ToTimestamp(p.decided_at);
     rows.push_back({job_id, absl::ToUnixMicros(p.decided_at), absl::Base64Escape(placement.SerializeAsString())});
   }

@@ -74,6 +74,10 @@ class PlacementJournal {
 
   // `placement` trimmed to what a kept record holds (see the file's comment).
   static void Trim(const PlacementJournalOptions& options, jointcloud::v1::Placement* placement);
+  // What Trim keeps of `record`'s explanation, built without the rest: Trim of ToProto,
+  // at the cost of the centers kept rather than of every center of the federation.
+  static void Kept(const PlacementJournalOptions& options, const PlacementRecord& record,
+                   const ScorerRegistry& scorers, jointcloud::v1::Placement* placement);
 
  private:
   struct Pending {

@@ -75,6 +75,11 @@ struct PlacementRecord {
 
 // The protobuf explanation of `record`, scored by `scorers` (the registry the decision used).
 void ToProto(const ReplicaRecord& record, const ScorerRegistry& scorers, jointcloud::v1::ReplicaPlacement* out);
+// The same, of only the centers `keep` holds (by index into record.centers): the rest are
+// never built (the placement journal keeps a few of a thousand), their trade-off marks
+// still weighed against every feasible center.
+void ToProto(const ReplicaRecord& record, const ScorerRegistry& scorers, const std::vector<bool>& keep,
+             jointcloud::v1::ReplicaPlacement* out);
 void ToProto(const PlacementRecord& record, const ScorerRegistry& scorers, jointcloud::v1::Placement* out);
 // The same, into what `out` holds already: its replicas and expected durations added to,
 // its job id kept when the record has none (Placer::PlaceJob's way).
@@ -84,5 +89,13 @@ void AppendTo(const PlacementRecord& record, const ScorerRegistry& scorers, join
 // cheapest, those on the Pareto front of expected finish and cost, and `chosen` (the
 // profile's pick), from each feasible center's expected_finish_seconds and expected_cost.
 void MarkTradeOff(jointcloud::v1::ReplicaPlacement* explain, const std::string& chosen);
+
+// The same marks of n feasible centers from their expected finish and cost alone, in their
+// order; AddMarks writes one center's (and "chosen" when it is the pick) as MarkTradeOff does.
+struct TradeOff {
+  bool fastest = false, cheapest = false, pareto = false;
+};
+std::vector<TradeOff> TradeOffs(const std::vector<double>& finish, const std::vector<double>& cost);
+void AddMarks(const TradeOff& marks, bool chosen, jointcloud::v1::CenterEvaluation* e);
 
 }  // namespace jc::scheduler

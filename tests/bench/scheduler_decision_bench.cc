@@ -25,10 +25,16 @@
 //                      one, placed lately, keeps those centers from this broad replica; the
 //                      request names an image, so its breadth is counted every decision, as
 //                      far as the keep asks — the control plane's worst case).
-// `only` (decide, record or explain) runs that figure alone, for a profiler.
+// A single size also prints journaled/s: a decision with what the placement journal writes
+// of it (the chosen center, the best scored and the first filtered: PlacementJournal::Kept,
+// serialized), against the whole explanation built and then trimmed (its way until session
+// 77), the peer, in the same run.
+// `only` (decide, record, explain, journal or journal-whole) runs that figure alone, for a
+// profiler.
 // `sweep` prints that table for 10 to 10,000 centers, then at 10,000 centers for several
 // offer fractions, as CSV after the table (for tests/bench/plot_placement.py).
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -40,6 +46,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "services/scheduler/filters.h"
+#include "services/scheduler/placement_journal.h"
 #include "services/scheduler/placer.h"
 #include "services/scheduler/scarce_specs.h"
 #include "services/scheduler/scoring/builtin_scorers.h"
@@ -107,7 +114,7 @@ int Feasible(const Snapshot& snap, const PlacementRequest& req) {
   return n;
 }
 
-enum class Mode { kDecide, kRecord, kExplain };
+enum class Mode { kDecide, kRecord, kExplain, kJournal, kJournalWhole };
 
 // Decisions per second of one placer over `count` decisions.
 double Run(const Snapshot& snap, const ScorerRegistry& registry, const std::vector<double>& weights, int count,
@@ -118,11 +125,26 @@ double Run(const Snapshot& snap, const ScorerRegistry& registry, const std::vect
   req.scarce_centers = std::move(scarce);
   jointcloud::v1::ReplicaPlacement shown;
   ReplicaRecord kept;
+  PlacementRecord journaled;
+  journaled.job_id = "job-1";
+  journaled.replicas.resize(1);
+  const PlacementJournalOptions journal;
+  jointcloud::v1::Placement written;
+  size_t bytes = 0;
   auto start = std::chrono::steady_clock::now();
   int ok = 0;
   for (int i = 0; i < count; ++i) {
     req.replica_index = i;
-    if (mode == Mode::kExplain) {
+    if (mode == Mode::kJournal || mode == Mode::kJournalWhole) {
+      ok += placer.Decide(req, snap, weights, &journaled.replicas[0]).center >= 0;
+      if (mode == Mode::kJournal) {
+        PlacementJournal::Kept(journal, journaled, registry, &written);
+      } else {
+        ToProto(journaled, registry, &written);
+        PlacementJournal::Trim(journal, &written);
+      }
+      bytes += written.SerializeAsString().size();
+    } else if (mode == Mode::kExplain) {
       ok += placer.Place(req, snap, weights, &shown).center >= 0;
     } else if (mode == Mode::kRecord) {
       ok += placer.Decide(req, snap, weights, &kept).center >= 0;
@@ -131,6 +153,7 @@ double Run(const Snapshot& snap, const ScorerRegistry& registry, const std::vect
     }
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (bytes == 1) std::printf("%zu\n", bytes);  // the documents are used
   *placed = ok;
   return count / secs;
 }
@@ -193,7 +216,18 @@ Row Measure(int centers, double fraction, const ScorerRegistry& registry, const 
   row.recorded = Parallel(snap, registry, weights, std::max(20, n / 10), Mode::kRecord, threads, &placed);
   const int e = std::max(20, n / 40);
   row.explained = Parallel(snap, registry, weights, e, Mode::kExplain, threads, &placed);
-  if (verbose) std::printf("  explained: %d of %d placed\n", placed, e);
+  if (verbose) {
+    std::printf("  explained: %d of %d placed\n", placed, e);
+    // What the placement journal writes of each placement, against the old way, alternated.
+    double kept_way = 0, whole_way = 0;
+    for (int round = 0; round < 3; ++round) {
+      kept_way = std::max(kept_way, Parallel(snap, registry, weights, e, Mode::kJournal, threads, &placed));
+      whole_way = std::max(whole_way, Parallel(snap, registry, weights, e, Mode::kJournalWhole, threads, &placed));
+    }
+    std::printf("  journaled: %.0f/s a decision with its kept explanation built and serialized; %.0f/s with the "
+                "whole explanation built, then trimmed (%.1fx; the best of 3 rounds each)\n",
+                kept_way, whole_way, kept_way / std::max(1.0, whole_way));
+  }
   Snapshot scarce_snap = snap;
   if (auto scarce = WithScarceSpec(scarce_snap)) {
     row.kept = Parallel(scarce_snap, registry, weights, n, Mode::kDecide, threads, &placed, scarce);
@@ -260,7 +294,11 @@ int main(int argc, char** argv) {
   const double fraction = argc > 4 ? std::atof(argv[4]) : 0.1;
   if (argc > 5) {
     const std::string only = argv[5];
-    const Mode mode = only == "record" ? Mode::kRecord : only == "explain" ? Mode::kExplain : Mode::kDecide;
+    const Mode mode = only == "record"          ? Mode::kRecord
+                      : only == "explain"       ? Mode::kExplain
+                      : only == "journal"       ? Mode::kJournal
+                      : only == "journal-whole" ? Mode::kJournalWhole
+                                                : Mode::kDecide;
     Snapshot snap = MakeNetwork(centers, fraction);
     snap.Reindex();
     int placed = 0;

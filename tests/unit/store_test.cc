@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
@@ -487,6 +488,13 @@ TEST_CASE("a VALUES list numbers its placeholders row after row", "[C2][store]")
   CHECK(jc::store::ValuesList(2, 3) == "($1, $2, $3), ($4, $5, $6)");
   // The next table's rows in the same statement go on from where the last one stopped.
   CHECK(jc::store::ValuesList(2, 2, 7) == "($7, $8), ($9, $10)");
+  CHECK(jc::store::ValuesList(1, 3, 98) == "($98, $99, $100)");
+  CHECK(jc::store::ValuesList(0, 3).empty());
+  // A thousand rows of three, as the placement journal's statements: every number once, in order.
+  const std::string many = jc::store::ValuesList(1000, 3);
+  CHECK(many.substr(0, 16) == "($1, $2, $3), ($");
+  CHECK(many.substr(many.size() - 21) == "($2998, $2999, $3000)");
+  CHECK(std::count(many.begin(), many.end(), '$') == 3000);
 }
 
 TEST_CASE("a lease has one holder, and another takes it only once it expired or was released", "[A7][store]") {

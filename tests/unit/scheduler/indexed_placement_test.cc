@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "services/scheduler/filters.h"
+#include "services/scheduler/placement_journal.h"
 #include "services/scheduler/placement_record.h"
 #include "services/scheduler/placer.h"
 #include "services/scheduler/scoring/builtin_scorers.h"
@@ -317,6 +318,53 @@ TEST_CASE("an explanation strides its scores by the registry whatever the caller
   CHECK(shown.job_id() == "job-1");
   CHECK(shown.expected_durations_size() == 1);
   CHECK(shown.replicas_size() == 1);
+}
+
+TEST_CASE("the placement journal's kept explanation, built from the numbers, is the whole explanation trimmed, "
+          "marks and all [A16]",
+          "[A16]") {
+  Placers p;
+  int left_out = 0, marked = 0, compared = 0;
+  for (uint32_t seed = 1; seed <= 40; ++seed) {
+    Random r(seed);
+    const int n = std::vector<int>{1, 3, 12, 40, 150}[seed % 5];
+    Snapshot snap = RandomFederation(r, n);
+    snap.Reindex();
+    Placer placer(p.registry, p.model);
+    for (int k = 0; k < 5; ++k) {
+      std::vector<PlacementRequest> job;
+      for (int c = 0, count = 1 + r.Int(20); c < count; ++c) job.push_back(RandomRequest(r, n));
+      PlacementRecord record;
+      record.job_id = "job-1";
+      placer.DecideJob(job, snap, p.weights, r.Chance(0.3), &record);
+      for (size_t t = 0; t < job.size(); ++t) record.expected_durations.push_back(std::string(r.Int(300), 'd') + "é");
+      PlacementJournalOptions o;
+      o.max_replicas = 1 + r.Int(16);
+      o.top_scored = 1 + r.Int(5);
+      o.filtered = r.Int(9);
+      o.max_reason_bytes = 10 + r.Int(200);
+      INFO("seed " << seed << " job " << k << " replicas " << job.size());
+      pb::Placement whole;
+      ToProto(record, p.registry, &whole);
+      PlacementJournal::Trim(o, &whole);
+      pb::Placement kept;
+      PlacementJournal::Kept(o, record, p.registry, &kept);
+      std::string diff;
+      MessageDifferencer differ;
+      differ.ReportDifferencesToString(&diff);
+      CHECK(differ.Compare(whole, kept));
+      CHECK(diff == "");
+      ++compared;
+      for (const auto& rep : kept.replicas()) {
+        left_out += rep.centers_left_out();
+        for (const auto& c : rep.centers()) marked += c.marks_size();
+      }
+    }
+  }
+  // The cases cut centers away and keep marked ones.
+  CHECK(compared == 200);
+  CHECK(left_out > 1000);
+  CHECK(marked > 100);
 }
 
 TEST_CASE("the load sums an indexed snapshot keeps are a fresh sum's, however large the loads [A9]", "[A9]") {
