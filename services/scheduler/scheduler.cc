@@ -10,6 +10,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -551,8 +552,12 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
     never_memo_.erase(job_id);
   } else {
     NeverMemo& memo = never_memo_[job_id];
-    if (memo.generation != ideal_generation_ || memo.slots != requests.size() || memo.generation == 0) {
-      memo = {ideal_generation_, requests.size(), NeverLocked(requests, job.scheduling().gang(), *weights), {}};
+    size_t refusals = 0;
+    for (const PlacementRequest& r : requests) refusals += r.refused_centers.size();
+    if (memo.generation != ideal_generation_ || memo.slots != requests.size() || memo.refusals != refusals ||
+        memo.generation == 0) {
+      memo = {ideal_generation_, requests.size(), refusals, NeverLocked(requests, job.scheduling().gang(), *weights),
+              {}};
       // The centers that could ever take what waits, and how narrow it is: they are kept
       // for it against replicas that could run at more (PlacementRequest::kept_centers),
       // one entry per center (the narrowest of its replicas). Not for a job that names its
@@ -562,7 +567,13 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
       for (size_t i = 0; i < requests.size(); ++i) {
         if (d.centers[i] >= 0 || !requests[i].pinned_centers.empty()) continue;
         if (!tasks.insert(requests[i].task_index).second) continue;
-        const std::vector<int> ever = CentersThatCouldEverTake(requests[i], snapshot_);
+        std::vector<int> ever = CentersThatCouldEverTake(requests[i], snapshot_);
+        // Not a center that refused it while another could take it: it waits for that one
+        // (the placer's rule), so the refusing one is neither held for it nor counted.
+        const auto refused = [&](int c) { return requests[i].refused_centers.contains(snapshot_.centers()[c].id); };
+        if (!requests[i].refused_centers.empty() && !std::all_of(ever.begin(), ever.end(), refused)) {
+          ever.erase(std::remove_if(ever.begin(), ever.end(), refused), ever.end());
+        }
         for (int c : ever) Keep(keeps, snapshot_.centers()[c].id, static_cast<int>(ever.size()));
       }
       memo.keeps.assign(keeps.begin(), keeps.end());

@@ -422,6 +422,25 @@ TEST_CASE("an overdue job no center drains for, while one could run it, is told 
   s.EndPass();
 }
 
+TEST_CASE("a job refused at one center keeps only the centers it waits for, its breadth counted without the "
+          "refusing one [A16][A7]",
+          "[A16][A7]") {
+  C3AtBoth both;
+  Scheduler& s = both.s;
+  // Refused at west, the 3-CPU job waits for east alone: east is kept for it as for a job only
+  // east can run, so a 1-CPU job goes to west, which can start it now (counted with west, the
+  // keep would be as broad as the 1-CPU job, which would take cheap east).
+  s.BeginPass();
+  auto x = s.Place("job-x", Job({"c3"}, false), {{0, 0, 1, {"west"}, {"west"}}}, {});
+  REQUIRE(x.ok());
+  CHECK_FALSE(x->placed);
+  s.EndPass();
+  auto small = s.Place("job-small", Job({"c1"}, false), Slots(1), {});
+  REQUIRE(small.ok());
+  REQUIRE(small->placed);
+  CHECK(small->centers[0] == "west");
+}
+
 TEST_CASE("a replica is never moved to a center that refused it [A16][A7]", "[A16][A7]") {
   C3AtBoth both;
   Scheduler& s = both.s;
