@@ -15,6 +15,7 @@
 
 #include "absl/time/clock.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/admin_server.h"
 #include "common/listen_backlog.h"
@@ -224,7 +225,8 @@ void Gateway::Install() {
     // the library, which counts the bytes as they come).
     auto with_body = [handler](const httplib::Request& req, httplib::Response& res,
                                const httplib::ContentReader& content) {
-      if (req.is_multipart_form_data()) {
+      if (const std::string* type = FindHeader(req, "Content-Type");
+          type != nullptr && absl::StartsWith(*type, "multipart/form-data")) {  // httplib's is_multipart_form_data
         res.status = 400;
         res.set_content(MakeEnvelope(absl::InvalidArgumentError(
                                          "multipart/form-data is not taken: send the body as JSON"),
@@ -284,7 +286,7 @@ void Gateway::Install() {
   // once (the request is the server's own, const only in this hook's signature); the
   // routes take an empty body as `{}` (ParseBody).
   s.set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
-    if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
+    if (FindHeader(req, "Content-Length") == nullptr && FindHeader(req, "Transfer-Encoding") == nullptr) {
       const_cast<httplib::Request&>(req).headers.emplace("Content-Length", "0");
     }
     return httplib::Server::HandlerResponse::Unhandled;

@@ -15,6 +15,7 @@
 #include <google/protobuf/timestamp.pb.h>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "common/auth/local_call.h"
@@ -34,10 +35,14 @@ inline constexpr size_t kMaxAnswerBytes = 4 << 20;
 bool IsForwardableHeaderValue(absl::string_view value);
 
 // The first value of header `name` (any case), or null: one look-up, where httplib's
-// has_header and get_header_value are two, and the second copies the value.
-inline const std::string* FindHeader(const httplib::Request& request, const std::string& name) {
-  auto it = request.headers.find(name);  // std::multimap's find: the first of its name
-  return it == request.headers.end() ? nullptr : &it->second;
+// has_header and get_header_value are two, and the second copies the value. A walk of the
+// request's few headers, lengths first: the map's own find compares names through
+// `tolower` a character at a time, a dozen names a request.
+inline const std::string* FindHeader(const httplib::Request& request, absl::string_view name) {
+  for (const auto& [key, value] : request.headers) {
+    if (key.size() == name.size() && absl::EqualsIgnoreCase(key, name)) return &value;
+  }
+  return nullptr;
 }
 
 // The REST request this thread is serving, for the duration of its handler: its caller's
