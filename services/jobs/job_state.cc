@@ -345,9 +345,12 @@ void NoteRefusal(v1::ReplicaRecord& r, const std::string& center, absl::Time now
     r.add_refused_centers(center);
     *r.add_refusal_times() = ToTimestamp(now);
   } else {
-    *r.mutable_refusal_times(static_cast<int>(it - r.refused_centers().begin())) = ToTimestamp(now);
+    auto* at = r.mutable_refusal_times(static_cast<int>(it - r.refused_centers().begin()));
+    *at = ToTimestamp(std::max(FromTimestamp(*at), now));
   }
-  *r.mutable_refused_at() = ToTimestamp(now);
+  // The latest of them all, however the clock stepped (a leader whose clock lags): HeldRefusals
+  // holds none once even this one has passed.
+  if (!r.has_refused_at() || FromTimestamp(r.refused_at()) < now) *r.mutable_refused_at() = ToTimestamp(now);
 }
 
 }  // namespace

@@ -183,11 +183,15 @@ absl::Status PlacementJournal::Flush() {
   // however many), as base64 protobuf (a tenth of JSON's cost; DecodeAnyDoc reads it).
   std::vector<store::Params> rows;
   rows.reserve(batch.size());
+  // One message and buffer for the batch: a cleared message keeps its parts (the centers,
+  // their score maps' tables) for the next row instead of allocating and freeing them each.
+  v1::Placement placement;
+  std::string bytes;
   for (const auto& [job_id, p] : batch) {
-    v1::Placement placement;
     Kept(options_, *p.record, *scorers_, &placement);
     *placement.mutable_decided_at() = ToTimestamp(p.decided_at);
-    rows.push_back({job_id, absl::ToUnixMicros(p.decided_at), absl::Base64Escape(placement.SerializeAsString())});
+    placement.SerializeToString(&bytes);
+    rows.push_back({job_id, absl::ToUnixMicros(p.decided_at), absl::Base64Escape(bytes)});
   }
   const bool prune = (written_since_prune_ + static_cast<int64_t>(rows.size())) * 10 >= options_.keep_jobs;
   absl::Status written = [&]() -> absl::Status {

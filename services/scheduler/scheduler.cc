@@ -552,8 +552,16 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
     never_memo_.erase(job_id);
   } else {
     NeverMemo& memo = never_memo_[job_id];
-    size_t refusals = 0;
-    for (const PlacementRequest& r : requests) refusals += r.refused_centers.size();
+    // Each replica's refusals, sorted ("" for none): the keeps change when they do.
+    std::vector<std::string> refused_by(requests.size());
+    std::string refusals;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      if (requests[i].refused_centers.empty()) continue;
+      std::vector<absl::string_view> ids(requests[i].refused_centers.begin(), requests[i].refused_centers.end());
+      std::sort(ids.begin(), ids.end());
+      refused_by[i] = absl::StrJoin(ids, ",");
+      absl::StrAppend(&refusals, i, ":", refused_by[i], ";");
+    }
     if (memo.generation != ideal_generation_ || memo.slots != requests.size() || memo.refusals != refusals ||
         memo.generation == 0) {
       memo = {ideal_generation_, requests.size(), refusals, NeverLocked(requests, job.scheduling().gang(), *weights),
@@ -563,10 +571,12 @@ absl::StatusOr<Scheduler::Decision> Scheduler::Place(const std::string& job_id, 
       // one entry per center (the narrowest of its replicas). Not for a job that names its
       // centers: that narrowness is its own choice, not a need.
       absl::flat_hash_map<std::string, int> keeps;
-      absl::flat_hash_set<int> tasks;  // a task's replicas pass the same filters: once each
+      // A task's replicas pass the same filters: once each, and once more for each other set
+      // of refusals its replicas hold (a replica scaled up lately holds none).
+      absl::flat_hash_set<std::pair<int, std::string>> tasks;
       for (size_t i = 0; i < requests.size(); ++i) {
         if (d.centers[i] >= 0 || !requests[i].pinned_centers.empty()) continue;
-        if (!tasks.insert(requests[i].task_index).second) continue;
+        if (!tasks.insert({requests[i].task_index, refused_by[i]}).second) continue;
         std::vector<int> ever = CentersThatCouldEverTake(requests[i], snapshot_);
         // Not a center that refused it while another could take it: it waits for that one
         // (the placer's rule), so the refusing one is neither held for it nor counted.

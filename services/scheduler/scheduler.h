@@ -322,7 +322,7 @@ class Scheduler {
   struct NeverMemo {
     uint64_t generation = 0;
     size_t slots = 0;
-    size_t refusals = 0;  // the refused centers its replicas held when it was made
+    std::string refusals;  // the centers its replicas were refused at when it was made
     std::string reason;
     // What it keeps while it waits: (center, how many centers could ever take it).
     std::vector<std::pair<std::string, int>> keeps;

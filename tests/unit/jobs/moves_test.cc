@@ -323,6 +323,27 @@ TEST_CASE("a center that refused a replica is held refused for it for kRefusalHo
   CHECK(job.replicas(0).refused_centers_size() == 2);  // each center once
 }
 
+TEST_CASE("a refusal recorded after the clock stepped back holds the earlier refusals as long as before [A7][A16]",
+          "[A7][A16]") {
+  v1::JobRecord job = PendingJob(1, "slow", /*gang=*/false);
+  job.mutable_request()->mutable_retry_policy()->set_max_retries(5);
+  JobEffects fx;
+  job.mutable_replicas(0)->set_state(v1::ReplicaRecord::DISPATCHING);
+  jc::jobs::ApplyAttemptFailedToStart(job, 0, "unknown resource spec", kT0, &fx);
+  // A leader whose clock lags a minute records the next refusal.
+  job.mutable_replicas(0)->set_state(v1::ReplicaRecord::DISPATCHING);
+  job.mutable_replicas(0)->set_center_id("fast");
+  jc::jobs::ApplyAttemptFailedToStart(job, 0, "staging failed", kT0 - absl::Minutes(1), &fx);
+  CHECK(jc::jobs::HeldRefusals(job.replicas(0), kT0 + absl::Minutes(9) + absl::Seconds(30)) ==
+        std::vector<std::string>{"slow"});
+  // And a center refusing again at the lagging clock keeps its later time.
+  job.mutable_replicas(0)->set_state(v1::ReplicaRecord::DISPATCHING);
+  job.mutable_replicas(0)->set_center_id("slow");
+  jc::jobs::ApplyAttemptFailedToStart(job, 0, "unknown resource spec", kT0 - absl::Minutes(2), &fx);
+  CHECK(jc::jobs::HeldRefusals(job.replicas(0), kT0 + absl::Minutes(9) + absl::Seconds(30)) ==
+        std::vector<std::string>{"slow"});
+}
+
 TEST_CASE("a record stored before each refusal had its own time holds every refused center from its latest refusal "
           "[A7][A16]",
           "[A7][A16]") {
