@@ -988,8 +988,7 @@ absl::StatusOr<std::vector<JobManager::EndpointRoute>> JobManager::RoutesToEndpo
 v1::CreateTrainJobResponse JobManager::ResponseOf(const v1::JobRecord& r) const {
   v1::CreateTrainJobResponse resp;
   resp.set_job_id(r.job_id());
-  v1::TrainJob job = ToTrainJob(r);
-  resp.mutable_task_infos()->Swap(job.mutable_task_infos());  // taken, not copied
+  AddTaskInfos(r, resp.mutable_task_infos());  // as the job's view shows them, nothing else built
   return resp;
 }
 

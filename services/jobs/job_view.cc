@@ -70,31 +70,11 @@ v1::JobCost CostOf(const v1::JobRecord& r, const JobViewOptions& options) {
   return cost;
 }
 
-v1::TrainJob TrainJobOf(const v1::JobRecord& r, const JobViewOptions& options) {
-  v1::TrainJob j;
-  *j.mutable_cost() = CostOf(r, options);
+void AddTaskInfos(const v1::JobRecord& r, google::protobuf::RepeatedPtrField<v1::TaskInfo>* out) {
   const auto& req = r.request();
-  j.set_job_id(r.job_id());
-  j.set_name(req.name());
-  j.set_status(r.status());
-  j.set_user_name(req.user_name());
-  j.set_project(req.project());
-  j.set_desc(req.desc());
-  j.set_created_user(req.created_user());
-  j.set_status_policy(req.status_policy());
-  *j.mutable_retry_policy() = req.retry_policy();
-  *j.mutable_scheduling() = req.scheduling();
-  *j.mutable_created_at() = r.received_at();
-  *j.mutable_updated_at() = r.updated_at();
-  j.set_status_reason(!r.status_reason().empty() ? r.status_reason() : r.waiting_reason());
-  if (r.status() == kPending) j.set_queue_position(options.queue_position);
-  if (req.has_estimated_duration()) *j.mutable_estimated_duration() = req.estimated_duration();
-  if (req.has_time_limit()) *j.mutable_time_limit() = req.time_limit();
-  if (req.has_idle_timeout()) *j.mutable_idle_timeout() = req.idle_timeout();
-  if (r.has_expected()) *j.mutable_expected_duration() = r.expected();
   for (int t = 0; t < req.tasks_size(); ++t) {
     const auto& task = req.tasks(t);
-    auto* info = j.add_task_infos();
+    auto* info = out->Add();
     info->set_name(task.name());
     info->set_command(task.command());
     info->set_image_id(task.image_id());
@@ -128,6 +108,31 @@ v1::TrainJob TrainJobOf(const v1::JobRecord& r, const JobViewOptions& options) {
       if (ready) info->set_ready_replicas(info->ready_replicas() + 1);
     }
   }
+}
+
+v1::TrainJob TrainJobOf(const v1::JobRecord& r, const JobViewOptions& options) {
+  v1::TrainJob j;
+  *j.mutable_cost() = CostOf(r, options);
+  const auto& req = r.request();
+  j.set_job_id(r.job_id());
+  j.set_name(req.name());
+  j.set_status(r.status());
+  j.set_user_name(req.user_name());
+  j.set_project(req.project());
+  j.set_desc(req.desc());
+  j.set_created_user(req.created_user());
+  j.set_status_policy(req.status_policy());
+  *j.mutable_retry_policy() = req.retry_policy();
+  *j.mutable_scheduling() = req.scheduling();
+  *j.mutable_created_at() = r.received_at();
+  *j.mutable_updated_at() = r.updated_at();
+  j.set_status_reason(!r.status_reason().empty() ? r.status_reason() : r.waiting_reason());
+  if (r.status() == kPending) j.set_queue_position(options.queue_position);
+  if (req.has_estimated_duration()) *j.mutable_estimated_duration() = req.estimated_duration();
+  if (req.has_time_limit()) *j.mutable_time_limit() = req.time_limit();
+  if (req.has_idle_timeout()) *j.mutable_idle_timeout() = req.idle_timeout();
+  if (r.has_expected()) *j.mutable_expected_duration() = r.expected();
+  AddTaskInfos(r, j.mutable_task_infos());
   if (options.with_history) {
     AddHistory(r, options.now, &j);
     // What a resubmit sends again: whoever resubmits is its creator, and a new key (or none).

@@ -41,5 +41,7 @@ struct JobViewOptions {
 v1::JobCost CostOf(const v1::JobRecord& record, const JobViewOptions& options);
 
 v1::TrainJob TrainJobOf(const v1::JobRecord& record, const JobViewOptions& options);
+// Its tasks as TrainJob.task_infos shows them (the create's answer holds these alone).
+void AddTaskInfos(const v1::JobRecord& record, google::protobuf::RepeatedPtrField<v1::TaskInfo>* out);
 
 }  // namespace jc::jobs
