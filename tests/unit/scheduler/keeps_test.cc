@@ -12,15 +12,20 @@
 namespace jc::scheduler {
 namespace {
 
-// Two centers of 4 CPUs: east (2 free) and west (4 free). c1 (1 CPU) at both, cheaper at
-// east; c3 (3 CPUs) only at east (or where c3_at says); c4 (4 CPUs) only at west.
+// Two centers of 4 CPUs: east (2 free) and west (4 free, or west_free). c1 (1 CPU) at both,
+// cheaper at east; c3 (3 CPUs) only at east (or where c3_at says); c4 (4 CPUs) only at west.
+// With north (4 CPUs free), c2 (1 CPU) at east and north.
 class TwoCenters final : public InputsSource {
  public:
   std::string cheap = "east";  // where every spec is priced 1 (5 elsewhere)
   std::string c3_at = "east";  // where c3 is offered
+  int west_free = 4;
+  bool with_north = false;
   absl::StatusOr<SchedulerInputs> Fetch() override {
     SchedulerInputs in;
-    for (const char* id : {"east", "west"}) {
+    std::vector<std::string> ids = {"east", "west"};
+    if (with_north) ids.push_back("north");
+    for (const std::string& id : ids) {
       auto c = jc::testing::MakeCenter(id);
       c.set_status(1);
       c.set_security_grade(3);
@@ -31,7 +36,7 @@ class TwoCenters final : public InputsSource {
       monitor::CenterObservation o;
       o.center = c;
       o.has_usage = true;
-      o.usage.mutable_free()->set_cpu(std::string(id) == "east" ? 2 : 4);
+      o.usage.mutable_free()->set_cpu(id == "east" ? 2 : id == "west" ? west_free : 4);
       o.usage.mutable_free()->set_memory(512 * 1024);
       in.observations.push_back(o);
     }
@@ -41,7 +46,7 @@ class TwoCenters final : public InputsSource {
       (*s.mutable_resource_quantity())["gpu"] = "0";
       (*s.mutable_resource_quantity())["memory"] = "1Gi";
       in.specs.push_back(s);
-      for (const std::string center : {"east", "west"}) {
+      for (const std::string& center : ids) {
         if (where.find(center) == std::string::npos) continue;
         v1::SpecCenterOffer offer;
         offer.set_resource_spec_id(id);
@@ -54,6 +59,7 @@ class TwoCenters final : public InputsSource {
     spec("c1", 1, "east,west");
     spec("c3", 3, c3_at);
     spec("c4", 4, "west");
+    if (with_north) spec("c2", 1, "east,north");
     return in;
   }
 };
@@ -439,6 +445,35 @@ TEST_CASE("a job refused at one center keeps only the centers it waits for, its 
   REQUIRE(small.ok());
   REQUIRE(small->placed);
   CHECK(small->centers[0] == "west");
+}
+
+TEST_CASE("a task's replicas refused at different centers each keep what they wait for, whichever comes first "
+          "[A16][A7]",
+          "[A16][A7]") {
+  TwoCenters source;
+  source.c3_at = "east,west";
+  source.west_free = 1;  // no 3-CPU replica starts anywhere now
+  source.with_north = true;
+  FakeClock clock;
+  Scheduler s(&source, &clock, SchedulerOptions{});
+  REQUIRE(s.Refresh().ok());
+  // Two replicas of one task: the first holds no refusal (it waits for east or west), the
+  // second was refused at west and waits for east alone: east is kept as for a job only
+  // east can run.
+  auto job = Job({"c3"}, false);
+  job.mutable_tasks(0)->set_replica_number(2);
+  s.BeginPass();
+  auto two = s.Place("job-two", job, {{0, 1, 0, {}, {}}, {0, 0, 1, {"west"}, {"west"}}}, {});
+  REQUIRE(two.ok());
+  CHECK_FALSE(two->placed);
+  s.EndPass();
+  // A 1-CPU replica that could run at east or north leaves east to it and goes to north,
+  // which can start it now (the keep worked out from the first replica alone would count
+  // east as one of two, as broad as this one, and it would take cheap east).
+  auto small = s.Place("job-small", Job({"c2"}, false), Slots(1), {});
+  REQUIRE(small.ok());
+  REQUIRE(small->placed);
+  CHECK(small->centers[0] == "north");
 }
 
 TEST_CASE("a replica is never moved to a center that refused it [A16][A7]", "[A16][A7]") {
