@@ -83,7 +83,13 @@ RestResult Watch(v1::JobService::Stub* stub, const httplib::Request& r, const st
     while (reader->Read(&ignored)) {
     }
     grpc::Status status = reader->Finish();
-    absl::Status refused = status.ok() ? absl::UnavailableError("the watch ended before it started") : FromGrpcStatus(status);
+    // Cancelled here only by the gateway's stop (CancelOnStop): the server's doing, so the
+    // client is told to come back (503), as when a watch it holds ends with a stop.
+    absl::Status refused =
+        status.ok() ? absl::UnavailableError("the watch ended before it started")
+        : status.error_code() == grpc::StatusCode::CANCELLED
+            ? absl::UnavailableError("the server is stopping: watch again, from the last event you got")
+            : FromGrpcStatus(status);
     return RestResult{refused, ""};
   }
   RestResult result{absl::OkStatus(), "", "text/event-stream"};
