@@ -81,7 +81,7 @@ void PlacementJournal::Trim(const PlacementJournalOptions& options, v1::Placemen
       if (c.feasible()) totals.push_back(c.total());
     }
     std::sort(totals.rbegin(), totals.rend());
-    const double bar = totals.empty() ? 0
+    const double bar = totals.empty() || options.top_scored <= 0 ? 0
                                       : totals[std::min(totals.size(), static_cast<size_t>(options.top_scored)) - 1];
     int scored = 0, filtered = 0, left_out = 0;
     google::protobuf::RepeatedPtrField<v1::CenterEvaluation> kept;
@@ -138,7 +138,7 @@ void PlacementJournal::Kept(const PlacementJournalOptions& options, const Placem
       if (row.filtered_by == nullptr) totals.push_back(row.total);
     }
     std::sort(totals.rbegin(), totals.rend());
-    const double bar = totals.empty() ? 0
+    const double bar = totals.empty() || options.top_scored <= 0 ? 0
                                       : totals[std::min(totals.size(), static_cast<size_t>(options.top_scored)) - 1];
     const std::string* chosen_id = r.chosen >= 0 ? &centers[r.chosen].id : nullptr;
     keep.assign(centers.size(), false);
