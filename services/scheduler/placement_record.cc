@@ -28,17 +28,14 @@ void ReplicaToProto(const ReplicaRecord& record, const ScorerRegistry& scorers, 
   for (size_t s = 0; s < m && s < scorers.size(); ++s) scorer_ids.emplace_back(scorers.scorers()[s]->id());
   std::string no_spec;
   std::string reason;
-  // A kept explanation's marks: each feasible row's, weighed over all of them.
-  std::vector<TradeOff> marks;
-  if (keep != nullptr) {
-    std::vector<double> finish, cost;
-    for (const CenterRow& row : record.rows) {
-      if (row.filtered_by != nullptr) continue;
-      finish.push_back(row.expected_finish_seconds);
-      cost.push_back(row.expected_cost);
-    }
-    marks = TradeOffs(finish, cost);
+  // Each feasible row's trade-off marks, weighed over all of them, whichever are built.
+  std::vector<double> finish, cost;
+  for (const CenterRow& row : record.rows) {
+    if (row.filtered_by != nullptr) continue;
+    finish.push_back(row.expected_finish_seconds);
+    cost.push_back(row.expected_cost);
   }
+  const std::vector<TradeOff> marks = TradeOffs(finish, cost);
   const std::string* picked = record.picked >= 0 ? &centers[record.picked].id : nullptr;
   out->mutable_centers()->Reserve(static_cast<int>(keep == nullptr ? centers.size() : 16));
   size_t next = 0;      // of record.rows
@@ -80,10 +77,9 @@ void ReplicaToProto(const ReplicaRecord& record, const ScorerRegistry& scorers, 
     e->set_expected_start_seconds(row->expected_start_seconds);
     e->set_expected_finish_seconds(row->expected_finish_seconds);
     e->set_expected_cost(row->expected_cost);
-    if (keep != nullptr) AddMarks(marks[feasible - 1], picked != nullptr && *picked == centers[i].id, e);
+    AddMarks(marks[feasible - 1], picked != nullptr && *picked == centers[i].id, e);
   }
   if (record.chosen >= 0) out->set_center_id(centers[record.chosen].id);
-  if (keep == nullptr) MarkTradeOff(out, picked != nullptr ? *picked : std::string());
 }
 
 }  // namespace
