@@ -38,8 +38,8 @@ pg=$(JC_PG_FSYNC=on "$root/scripts/pg.sh" start "$pgdir")
 rate() { grep -oE '[0-9]+ jobs/s end to end' | head -n 1 | grep -oE '^[0-9]+'; }
 cpu() { grep -oE '[0-9]+ us per job' | head -n 1 | grep -oE '^[0-9]+'; }
 # Each run starts on a database with no other run's tables: a bench before session 78 leaves its
-# schema behind, and autovacuum working through those tables during the next run's timed window
-# took one of the two cores from it (T's p99 13-41 ms instead of 7-10).
+# schema behind, and autovacuum works through those tables during later runs' timed windows, on
+# one of the two cores (with 24 left, T's p99 was 13-41 ms in 6 of 15 runs; with none, 7-8 ms).
 fresh() {
   local s
   for s in $(psql "$pg" -Atc "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'bench\_%'"); do

@@ -614,9 +614,10 @@ int main(int argc, char** argv) {
   (*adapter)->Shutdown();
   std::filesystem::remove_all(dir);
   // The run's schema goes with it. Left behind, its tables of 25,000 jobs (and their events,
-  // audit rows and placements) were vacuumed and analysed by PostgreSQL's autovacuum during the
-  // next runs' timed windows, on one of the machine's two cores: T's p99 at 1,000 jobs/s went
-  // from 8-10 ms to 13-40 ms in those runs (session 78).
+  // audit rows and placements) were vacuumed and analysed by PostgreSQL's autovacuum during
+  // later runs' timed windows, on one of the machine's two cores. With 24 such schemas left,
+  // T's p99 at 1,000 jobs/s was 13-41 ms in 6 of 15 runs; with none, 7-8 ms in each of 4
+  // (session 78: the likely cause, not a proven one; docs/benchmarks.md).
   if (auto store = jc::store::OpenStore(pg, schema); store.ok()) {
     (void)(*store)->Exec("SET client_min_messages TO warning");  // not a notice per table dropped
     if (auto dropped = (*store)->Exec("DROP SCHEMA IF EXISTS " + schema + " CASCADE"); !dropped.ok()) {
