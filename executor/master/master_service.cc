@@ -16,6 +16,7 @@
 #include "common/log_follow.h"
 #include "common/status_macros.h"
 #include "executor/auth/munge_auth.h"
+#include "executor/client/submit_packer.h"
 #include "nexec/v1/nexec.grpc.pb.h"
 
 namespace jc::nexec {
@@ -42,8 +43,8 @@ grpc::ServerUnaryReactor* FinishNow(grpc::ServerUnaryReactor* reactor, const Sta
 // sleeps on each call and is woken for its answer (those two thread switches per job
 // were a tenth of the master's CPU). The others stay synchronous.
 class MasterService final
-    : public pb::Master::WithCallbackMethod_Submit<pb::Master::WithCallbackMethod_Heartbeat<
-          pb::Master::WithCallbackMethod_AgentStream<pb::Master::Service>>> {
+    : public pb::Master::WithCallbackMethod_Submit<pb::Master::WithCallbackMethod_SubmitPack<
+          pb::Master::WithCallbackMethod_Heartbeat<pb::Master::WithCallbackMethod_AgentStream<pb::Master::Service>>>> {
  public:
   MasterService(Master* m, MungeAuth auth, uid_t agent_uid, std::function<pb::LeadershipInfo()> leadership,
                 std::shared_ptr<AgentStreams> streams)
@@ -83,15 +84,51 @@ class MasterService final
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
     auto caller = auth_.Verify(ctx, "Submit", *req);
     if (!caller.ok()) return FinishNow(reactor, ToGrpcStatus(caller.status()));
-    pb::JobSpec spec = req->spec();
-    if (spec.user().empty()) spec.set_user(caller->user);
-    spec.set_submitter(caller->user);  // proven, never taken from the request
-    spec.clear_timed_job_id();  // the master's own mark on a timed job's runs
-    if (auto s = m_->MaySubmitAs(Of(*caller), spec.user()); !s.ok()) return FinishNow(reactor, ToGrpcStatus(s));
-    m_->SubmitThen(std::move(spec), [reactor, resp](absl::StatusOr<int64_t> id) {
+    absl::StatusOr<pb::JobSpec> spec = SpecOf(*caller, *req);
+    if (!spec.ok()) return FinishNow(reactor, ToGrpcStatus(spec.status()));
+    m_->SubmitThen(*std::move(spec), [reactor, resp](absl::StatusOr<int64_t> id) {
       if (id.ok()) resp->set_job_id(*id);
       reactor->Finish(id.ok() ? Status::OK : ToGrpcStatus(id.status()));
     });
+    return reactor;
+  }
+  // A job pack: each submission goes the way Submit's goes (SpecOf, then SubmitThen), so
+  // that a pack can take nothing a call per job could not; the answer is sent once the last
+  // of them is committed or refused (they share the loop's burst, and so its commit).
+  grpc::ServerUnaryReactor* SubmitPack(grpc::CallbackServerContext* ctx, const pb::SubmitPackRequest* req,
+                                       pb::SubmitPackResponse* resp) override {
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    auto caller = auth_.Verify(ctx, "SubmitPack", *req);
+    if (!caller.ok()) return FinishNow(reactor, ToGrpcStatus(caller.status()));
+    const int n = req->submissions_size();
+    if (n == 0) return FinishNow(reactor, Status(grpc::StatusCode::INVALID_ARGUMENT, "the job pack is empty"));
+    if (n > kMaxPackSubmissions) {
+      return FinishNow(reactor, Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                       absl::StrCat("the job pack has ", n, " submissions; at most ",
+                                                    kMaxPackSubmissions, " go in one (split it)")));
+    }
+    for (int i = 0; i < n; ++i) resp->add_results();
+    // Answers come from the loop for the ones it takes, and from here for the ones refused
+    // before it: the last to land finishes the call.
+    auto left = std::make_shared<std::atomic<int>>(n);
+    auto settle = [reactor, resp, left](int i, const absl::StatusOr<int64_t>& id) {
+      pb::SubmitPackResult* result = resp->mutable_results(i);
+      if (id.ok()) {
+        result->set_job_id(*id);
+      } else {
+        result->set_code(static_cast<int>(id.status().code()));
+        result->set_message(std::string(id.status().message()));
+      }
+      if (left->fetch_sub(1, std::memory_order_acq_rel) == 1) reactor->Finish(Status::OK);
+    };
+    for (int i = 0; i < n; ++i) {
+      absl::StatusOr<pb::JobSpec> spec = SpecOf(*caller, req->submissions(i));
+      if (!spec.ok()) {
+        settle(i, spec.status());
+        continue;
+      }
+      m_->SubmitThen(*std::move(spec), [settle, i](absl::StatusOr<int64_t> id) { settle(i, id); });
+    }
     return reactor;
   }
   Status GetJob(ServerContext* ctx, const pb::JobRef* req, pb::Job* resp) override {
@@ -319,6 +356,17 @@ class MasterService final
 
  private:
   static Principal Of(const Caller& c) { return Principal{c.user, c.root()}; }
+  // The spec a submission from `caller` asks for, as the master takes it: the submitter is
+  // the proven caller, never the request's, the timed-job mark is the master's own, and the
+  // user it runs as is one the caller may submit as (PERMISSION_DENIED otherwise).
+  absl::StatusOr<pb::JobSpec> SpecOf(const Caller& caller, const pb::SubmitRequest& req) {
+    pb::JobSpec spec = req.spec();
+    if (spec.user().empty()) spec.set_user(caller.user);
+    spec.set_submitter(caller.user);  // proven, never taken from the request
+    spec.clear_timed_job_id();        // the master's own mark on a timed job's runs
+    JC_RETURN_IF_ERROR(m_->MaySubmitAs(Of(caller), spec.user()));
+    return spec;
+  }
   // Exec's relay: opens the command at the agent (signed as the master), answers its first
   // frame or refusal, then passes frames both ways until the agent's side ends; the caller
   // going cancels the agent's stream, which ends the command.

@@ -7,7 +7,8 @@
 // `sleep 0`); JC_BENCH_SHELL=1: nexec's agents run it through /bin/sh -c as Slurm's batch
 // script does (agent --direct_exec=false), instead of exec'ing a plain command directly.
 // JC_BENCH_NO_STREAM=1: agents heartbeat and take launches by calls (--master_stream=false),
-// as before issue 48's agent stream, to pair against it.
+// as before issue 48's agent stream, to pair against it. JC_BENCH_NO_PACK=1: a Submit
+// call per job instead of the submitters' jobs going as job packs (SubmitPacker).
 
 #include <grpcpp/grpcpp.h>
 #include <sys/resource.h>
@@ -24,7 +25,9 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "executor/auth/munge_auth.h"
+#include "executor/client/submit_packer.h"
 #include "nexec/v1/nexec.grpc.pb.h"
 #include "tests/bench/nexec_bench_cluster.h"
 #include "tests/testing/munge_daemon.h"
@@ -90,6 +93,12 @@ Run RunNexec(int jobs, int submitters, const std::filesystem::path& dir) {
   const double client_start = ClientCpuSeconds();
   std::atomic<int> next{0};
   std::atomic<int> failed{0};
+  // The submitters' calls go as job packs (SubmitPacker: one pack in flight, the rest
+  // waiting for the next), unless JC_BENCH_NO_PACK=1: a Submit call per job, as before.
+  const bool packs = std::getenv("JC_BENCH_NO_PACK") == nullptr;
+  jc::nexec::SubmitPacker packer([&](const pb::SubmitPackRequest& req, pb::SubmitPackResponse* resp) {
+    return cluster.Call("SubmitPack", req, [&](grpc::ClientContext* ctx) { return stub->SubmitPack(ctx, req, resp); });
+  });
   std::vector<std::thread> threads;
   for (int t = 0; t < submitters; ++t) {
     threads.emplace_back([&] {
@@ -98,6 +107,10 @@ Run RunNexec(int jobs, int submitters, const std::filesystem::path& dir) {
         req.mutable_spec()->set_command(BenchCommand());
         req.mutable_spec()->set_user(getlogin() ? getlogin() : "root");
         req.mutable_spec()->set_stdout_path("/dev/null");
+        if (packs) {
+          if (!packer.Submit(std::move(req)).ok()) failed++;
+          continue;
+        }
         pb::SubmitResponse resp;
         if (!cluster.Call("Submit", req, [&](grpc::ClientContext* ctx) { return stub->Submit(ctx, req, &resp); }).ok()) {
           failed++;
@@ -122,9 +135,10 @@ Run RunNexec(int jobs, int submitters, const std::filesystem::path& dir) {
       std::chrono::minutes(10));
   double total = Seconds(start);
   const double cpu = BusyCpuSeconds() - cpu_start;
-  std::printf("nexec%s%s%s: %d trivial jobs (%d submit errors) submitted in %.2f s, all completed in "
+  std::printf("nexec%s%s%s%s: %d trivial jobs (%d submit errors) submitted in %.2f s, all completed in "
               "%.2f s = %.0f jobs/s end to end, %.2f ms of CPU per job (all processes); the client made %lld "
               "munge credential(s)\n",
+              packs ? absl::StrCat(" (job packs: ", packer.packs_sent(), ")").c_str() : " (a Submit call per job)",
               munge ? "" : " (--auth=none)", std::getenv("JC_BENCH_NO_STREAM") != nullptr ? " (no agent stream)" : "",
               std::getenv("JC_BENCH_SHELL") != nullptr ? " (sh -c)" : " (direct exec where plain)", jobs, failed.load(), submitted, total, jobs / total,
               1000 * cpu / jobs, static_cast<long long>(cluster.credentials_made()));

@@ -35,6 +35,7 @@
 #include "common/exec/exec_stream.h"
 #include "executor/auth/munge_auth.h"
 #include "executor/auth/stream_session.h"
+#include "executor/client/submit_packer.h"
 #include "nexec/v1/nexec.grpc.pb.h"
 #include "tests/testing/h2_squatter.h"
 #include "tests/testing/munge_daemon.h"
@@ -1065,6 +1066,170 @@ TEST_CASE("an unprivileged account cannot submit as root or act on another user'
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // a launch, had one happened, would have run
   CHECK_FALSE(std::filesystem::exists(marker));
   CHECK(c.Cli({"kill", std::to_string(root_job)}).code == 0);
+}
+
+// A job pack of `commands`, each as its own submission (root's, run by the test).
+::nexec::v1::SubmitPackRequest PackOf(const std::vector<std::string>& commands) {
+  ::nexec::v1::SubmitPackRequest pack;
+  for (const std::string& command : commands) {
+    auto* spec = pack.add_submissions()->mutable_spec();
+    spec->set_command(command);
+    spec->set_stdout_path("/dev/null");
+  }
+  return pack;
+}
+
+TEST_CASE("a job pack takes each of its submissions as Submit would: each answered at its index once committed, a "
+          "refused one alone, a repeated key with its job, an empty or oversized pack refused whole, and many "
+          "threads' submissions go in few packs",
+          "[B11][B12]") {
+  namespace npb = ::nexec::v1;
+  Cluster c("pack");
+  c.AddAgent("node1", "cpus=4,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  const auto auth = jc::nexec::MungeAuth::Munge(jc::testing::UsePrivateMunged());
+  auto master = npb::Master::NewStub(grpc::CreateChannel(c.address(), grpc::InsecureChannelCredentials()));
+  auto send = [&](const npb::SubmitPackRequest& pack, npb::SubmitPackResponse* answer) {
+    return auth.Call(c.address(), "SubmitPack", pack, std::chrono::seconds(30),
+                     [&](grpc::ClientContext* ctx) { return master->SubmitPack(ctx, pack, answer); });
+  };
+  auto jobs_listed = [&] { return json::parse(c.Cli({"jobs", "-a", "--json"}).out).value("jobs", json::array()).size(); };
+
+  npb::SubmitPackRequest pack = PackOf({"echo one > " + c.path("one.out"), "", "echo three > " + c.path("three.out")});
+  pack.mutable_submissions(0)->mutable_spec()->set_submit_key("first");
+  pack.mutable_submissions(2)->mutable_spec()->set_requirement("select[mem>");  // malformed: refused alone
+  pack.mutable_submissions(2)->mutable_spec()->set_command("echo three");
+  *pack.add_submissions() = pack.submissions(0);  // the same key again: the same job
+  npb::SubmitPackResponse answer;
+  grpc::Status s = send(pack, &answer);
+  INFO(s.error_message());
+  REQUIRE(s.ok());
+  REQUIRE(answer.results_size() == 4);
+  CHECK(answer.results(0).code() == 0);
+  CHECK(answer.results(1).code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(answer.results(1).message().find("no command") != std::string::npos);
+  CHECK(answer.results(2).code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(answer.results(3).code() == 0);
+  CHECK(answer.results(3).job_id() == answer.results(0).job_id());
+  const int64_t taken = answer.results(0).job_id();
+  REQUIRE(c.WaitState(taken, "DONE"));
+  CHECK(ReadFile(c.path("one.out")) == "one\n");
+  CHECK(c.Job(taken)["spec"]["submitter"] == c.Job(taken)["spec"]["user"]);
+  CHECK(jobs_listed() == 1);  // nothing else of the pack was taken
+
+  // A pack refused whole takes nothing.
+  for (int size : {0, jc::nexec::kMaxPackSubmissions + 1}) {
+    npb::SubmitPackRequest whole = PackOf(std::vector<std::string>(size, "true"));
+    npb::SubmitPackResponse refused;
+    grpc::Status r = send(whole, &refused);
+    INFO(size << ": " << r.error_message());
+    CHECK(r.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(r.error_message().find(size == 0 ? "empty" : "at most") != std::string::npos);
+    CHECK(refused.results_size() == 0);
+  }
+  CHECK(jobs_listed() == 1);
+
+  // Eight threads submitting 25 jobs each, one at a time as a user of a library would: each
+  // gets its own job, every job is there and runs, and the packs are fewer than the jobs.
+  jc::nexec::SubmitPacker packer(send);
+  std::vector<std::vector<int64_t>> ids(8);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 25; ++i) {
+        npb::SubmitRequest one;
+        one.mutable_spec()->set_command("true");
+        one.mutable_spec()->set_name(absl::StrCat("t", t, "-", i));
+        one.mutable_spec()->set_stdout_path("/dev/null");
+        absl::StatusOr<int64_t> id = packer.Submit(std::move(one));
+        ids[t].push_back(id.ok() ? *id : -1);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::set<int64_t> distinct;
+  for (int t = 0; t < 8; ++t) {
+    for (int i = 0; i < 25; ++i) {
+      const int64_t id = ids[t][i];
+      REQUIRE(id > 0);
+      distinct.insert(id);
+      if (i % 8 == 0) CHECK(c.Job(id)["spec"]["name"] == absl::StrCat("t", t, "-", i));  // the answer is its own
+    }
+  }
+  CHECK(distinct.size() == 200);
+  CHECK(packer.packs_sent() < 200);
+  CHECK(packer.packs_sent() >= 25);  // one pack in flight: never more than 8 in one here
+  CHECK(c.WaitState(*distinct.rbegin(), "DONE"));
+  CHECK(jobs_listed() == 201);
+}
+
+TEST_CASE("a job pack is its caller's: an account's pack runs nothing as root, names no other submitter, and a pack "
+          "unsigned or signed for another request or method takes nothing",
+          "[B9][B11][C6]") {
+  if (geteuid() != 0) {
+    WARN("not run: creating the unprivileged test account needs root (CI runs as root)");
+    return;
+  }
+  namespace npb = ::nexec::v1;
+  Cluster c("pack-identity");
+  c.AddAgent("node1", "cpus=4,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  jc::testing::TestAccount user("jc-nexec-pack");
+  auto master = npb::Master::NewStub(grpc::CreateChannel(c.address(), grpc::InsecureChannelCredentials()));
+  auto jobs_listed = [&] { return json::parse(c.Cli({"jobs", "-a", "--json"}).out).value("jobs", json::array()).size(); };
+  const std::string marker = c.path("pwned");
+
+  // The account's pack: one submission as root (refused alone: nothing of it runs), one of
+  // its own claiming root as its submitter (taken, as the account's).
+  npb::SubmitPackRequest pack = PackOf({"touch " + marker, "id -un > " + c.path("own.out")});
+  pack.mutable_submissions(0)->mutable_spec()->set_user("root");
+  pack.mutable_submissions(1)->mutable_spec()->set_submitter("root");
+  pack.mutable_submissions(1)->mutable_spec()->set_timed_job_id(7);
+  npb::SubmitPackResponse answer;
+  {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata(jc::nexec::kMungeMetadataKey,
+                    CredentialOf(user.name, jc::nexec::MungeAuth::Payload("SubmitPack", pack), c.path("")));
+    grpc::Status s = master->SubmitPack(&ctx, pack, &answer);
+    INFO(s.error_message());
+    REQUIRE(s.ok());
+  }
+  REQUIRE(answer.results_size() == 2);
+  CHECK(answer.results(0).code() == grpc::StatusCode::PERMISSION_DENIED);
+  CHECK(answer.results(0).message().find("may not submit jobs as root") != std::string::npos);
+  REQUIRE(answer.results(1).code() == 0);
+  const int64_t own = answer.results(1).job_id();
+  REQUIRE(c.WaitState(own, "DONE"));
+  json job = c.Job(own);
+  CHECK(job["spec"]["user"] == user.name);
+  CHECK(job["spec"]["submitter"] == user.name);
+  CHECK_FALSE(job["spec"].contains("timedJobId"));
+  CHECK(ReadFile(c.path("own.out")) == user.name + "\n");
+  CHECK(jobs_listed() == 1);
+
+  // Unsigned; signed by root for another pack; root's credential for one Submit of the same
+  // spec replayed as a pack: each refused, nothing taken.
+  npb::SubmitPackRequest roots = PackOf({"touch " + marker});
+  {
+    grpc::ClientContext ctx;
+    npb::SubmitPackResponse refused;
+    CHECK(master->SubmitPack(&ctx, roots, &refused).error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  }
+  const auto auth = jc::nexec::MungeAuth::Munge(jc::testing::UsePrivateMunged());
+  for (const std::string& signed_payload :
+       {jc::nexec::MungeAuth::Payload("SubmitPack", PackOf({"true"})),
+        jc::nexec::MungeAuth::Payload("Submit", roots.submissions(0))}) {
+    auto cred = auth.Encode(signed_payload);
+    REQUIRE(cred.ok());
+    grpc::ClientContext ctx;
+    ctx.AddMetadata(jc::nexec::kMungeMetadataKey, *cred);
+    npb::SubmitPackResponse refused;
+    grpc::Status s = master->SubmitPack(&ctx, roots, &refused);
+    INFO(s.error_message());
+    CHECK(s.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  }
+  CHECK(jobs_listed() == 1);  // answered, so nothing of them is there to run later
+  CHECK_FALSE(std::filesystem::exists(marker));
 }
 
 // The master's figure `name` (a gauge or counter without labels) as printed on /metrics.

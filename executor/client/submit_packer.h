@@ -1,0 +1,64 @@
+#pragma once
+
+// Job packs from the client's side (issue 48; LSF's `bsub -pack`): the submissions of many
+// threads go to the master as Master.SubmitPack calls, one pack in flight at a time. A
+// submission made while a pack is in flight waits for it and goes in the next one, with
+// every other that came meanwhile; so N threads that submit as fast as they are answered
+// cost about one call per commit of the master instead of one each, and no thread is made
+// for it (the caller whose submission finds no pack in flight sends it). Each caller gets
+// its own job's answer: its id, its own refusal, or the whole call's failure.
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "nexec/v1/nexec.pb.h"
+
+namespace jc::nexec {
+
+// The most submissions one pack may carry: the master refuses a larger pack whole.
+inline constexpr int kMaxPackSubmissions = 1000;
+
+// A pack's answer for each of its submissions, in its order: the job's id, or why not. A
+// call that failed is every submission's failure; an answer whose count does not match
+// the pack's is INTERNAL for each (nothing of it can be told apart).
+std::vector<absl::StatusOr<int64_t>> PackResults(const grpc::Status& call, const ::nexec::v1::SubmitPackResponse& answer,
+                                                 int submissions);
+
+class SubmitPacker {
+ public:
+  // Makes one SubmitPack call: the client's own credential, deadline and choice of master.
+  using Send = std::function<grpc::Status(const ::nexec::v1::SubmitPackRequest&, ::nexec::v1::SubmitPackResponse*)>;
+  // `max_pack`: the most submissions a pack carries (1..kMaxPackSubmissions).
+  explicit SubmitPacker(Send send, int max_pack = kMaxPackSubmissions);
+
+  // Submits `request` in the next pack and waits for that pack's answer.
+  absl::StatusOr<int64_t> Submit(::nexec::v1::SubmitRequest request);
+
+  // Packs sent so far, and submissions waiting for a pack (tests and benchmarks read them).
+  int64_t packs_sent() const;
+  size_t queued() const;
+
+ private:
+  struct Pending {
+    ::nexec::v1::SubmitRequest request;
+    absl::StatusOr<int64_t> result = absl::UnknownError("not answered");
+    bool done = false;
+  };
+  // Sends the queue's first max_pack_ submissions as one pack; called with sending_ taken.
+  void SendPack() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const Send send_;
+  const int max_pack_;
+  mutable absl::Mutex mu_;
+  std::deque<Pending*> queue_ ABSL_GUARDED_BY(mu_);
+  bool sending_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t packs_sent_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace jc::nexec
