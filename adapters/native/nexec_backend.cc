@@ -17,6 +17,7 @@
 #include "common/grpc_status.h"
 #include "common/status_macros.h"
 #include "executor/client/master_list.h"
+#include "executor/client/submit_packer.h"
 #include "nexec/v1/nexec.grpc.pb.h"
 
 namespace jc::adapter {
@@ -269,7 +270,7 @@ absl::StatusOr<std::vector<pb::SpecStartEstimate>> NexecBackend::StartEstimates(
   return out;
 }
 
-absl::StatusOr<std::string> NexecBackend::Submit(const ReplicaLaunch& launch) {
+npb::SubmitRequest NexecBackend::RequestFor(const ReplicaLaunch& launch) const {
   // The replica's name is the job's submit key: after an adapter crash the same submit
   // answers with the job already there. Keys are the submitter's own (munge-proven), so an
   // account that submits a job of that name, or with that key, beforehand takes nothing:
@@ -294,9 +295,47 @@ absl::StatusOr<std::string> NexecBackend::Submit(const ReplicaLaunch& launch) {
   spec->set_run_limit_seconds(absl::ToInt64Seconds(absl::Ceil(launch.time_limit, absl::Seconds(1))));
   for (const auto& [k, v] : launch.env) (*spec->mutable_env())[k] = v;
   (*spec->mutable_env())["JC_REPLICA_NAME"] = launch.name;
-  JC_ASSIGN_OR_RETURN(auto resp, (client_->Unary<npb::SubmitRequest, npb::SubmitResponse>("Submit",
-                                     &npb::Master::Stub::Submit, req)));
+  return req;
+}
+
+absl::StatusOr<std::string> NexecBackend::Submit(const ReplicaLaunch& launch) {
+  JC_ASSIGN_OR_RETURN(auto resp, (client_->Unary<npb::SubmitRequest, npb::SubmitResponse>(
+                                     "Submit", &npb::Master::Stub::Submit, RequestFor(launch))));
   return absl::StrCat(resp.job_id());
+}
+
+std::vector<absl::StatusOr<std::string>> NexecBackend::SubmitEach(const std::vector<ReplicaLaunch>& launches) {
+  // A master of an earlier release has no job packs (UNIMPLEMENTED): one Submit each, from
+  // then on.
+  if (launches.size() == 1 || !packs_.load(std::memory_order_relaxed)) return Backend::SubmitEach(launches);
+  std::vector<absl::StatusOr<std::string>> out;
+  out.reserve(launches.size());
+  for (size_t first = 0; first < launches.size(); first += nexec::kMaxPackSubmissions) {
+    const size_t end = std::min(launches.size(), first + static_cast<size_t>(nexec::kMaxPackSubmissions));
+    npb::SubmitPackRequest pack;
+    for (size_t i = first; i < end; ++i) *pack.add_submissions() = RequestFor(launches[i]);
+    auto answer = client_->Unary<npb::SubmitPackRequest, npb::SubmitPackResponse>(
+        "SubmitPack", &npb::Master::Stub::SubmitPack, pack);
+    if (!answer.ok() && absl::IsUnimplemented(answer.status())) {
+      packs_.store(false, std::memory_order_relaxed);
+      for (size_t i = first; i < launches.size(); ++i) out.push_back(Submit(launches[i]));
+      return out;
+    }
+    // The replica keys make a pack safe to send again whole (a lost answer, another leader):
+    // a job already taken is answered, never made twice.
+    const grpc::Status call = answer.ok() ? grpc::Status::OK
+                                          : grpc::Status(static_cast<grpc::StatusCode>(answer.status().code()),
+                                                         std::string(answer.status().message()));
+    for (auto& id : nexec::PackResults(call, answer.ok() ? *answer : npb::SubmitPackResponse(),
+                                       static_cast<int>(end - first))) {
+      if (id.ok()) {
+        out.push_back(absl::StrCat(*id));
+      } else {
+        out.push_back(absl::Status(id.status().code(), absl::StrCat("nexec master: ", id.status().message())));
+      }
+    }
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<std::string>> NexecBackend::SubmitGang(

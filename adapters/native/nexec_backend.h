@@ -4,6 +4,7 @@
 // master's gRPC API. A replica is one nexec job named after the replica; a resource spec
 // becomes a slot count and a requirement string; a gang is one multi-section job.
 
+#include <atomic>
 #include <memory>
 #include <string>
 
@@ -11,6 +12,7 @@
 
 #include "adapters/sdk/backend.h"
 #include "executor/auth/munge_auth.h"
+#include "nexec/v1/nexec.pb.h"
 
 namespace jc::adapter {
 
@@ -52,6 +54,8 @@ class NexecBackend final : public Backend {
   // nexec runs a replica in its image (nexec submit --image).
   bool RunsImages() const override { return true; }
   absl::StatusOr<std::string> Submit(const ReplicaLaunch& launch) override;
+  // The replicas as one job pack (Master.SubmitPack): one call and one commit of the master.
+  std::vector<absl::StatusOr<std::string>> SubmitEach(const std::vector<ReplicaLaunch>& launches) override;
   absl::StatusOr<std::vector<std::string>> SubmitGang(const std::vector<ReplicaLaunch>& launches) override;
   absl::Status Stop(const std::string& external_id) override;
   // nexec's Kill with only_if_pending: the master checks and kills on its loop.
@@ -65,9 +69,12 @@ class NexecBackend final : public Backend {
                                       int64_t max_bytes) override;
 
  private:
+  // The master's Submit for `launch`: the replica's name as the job's submit key.
+  ::nexec::v1::SubmitRequest RequestFor(const ReplicaLaunch& launch) const;
   struct Client;
   std::unique_ptr<Client> client_;
   std::string queue_;
+  std::atomic<bool> packs_{true};  // false once the master answered a pack UNIMPLEMENTED
 };
 
 }  // namespace jc::adapter

@@ -797,13 +797,24 @@ std::vector<absl::StatusOr<pb::Replica>> AdapterCore::SubmitMany(const pb::Submi
     }
   }
   std::vector<pb::Replica> accepted;
-  for (const auto& [i, launch] : fresh) {
-    absl::StatusOr<std::string> id = backend_->Submit(launch);
-    if (id.ok()) {
-      accepted.push_back(Accepted(launch, *id));
+  std::vector<ReplicaLaunch> to_submit;
+  to_submit.reserve(fresh.size());
+  for (const auto& [i, launch] : fresh) to_submit.push_back(launch);
+  // One request for the batch where the scheduler takes one (nexec's job packs: one call
+  // and one commit of the master, not one each in turn).
+  std::vector<absl::StatusOr<std::string>> ids =
+      to_submit.empty() ? std::vector<absl::StatusOr<std::string>>{} : backend_->SubmitEach(to_submit);
+  if (ids.size() != fresh.size()) {
+    ids.assign(fresh.size(), absl::InternalError(absl::StrCat("the backend answered ", ids.size(), " of ",
+                                                              fresh.size(), " replicas submitted together")));
+  }
+  for (size_t k = 0; k < fresh.size(); ++k) {
+    const auto& [i, launch] = fresh[k];
+    if (ids[k].ok()) {
+      accepted.push_back(Accepted(launch, *ids[k]));
       out[i] = accepted.back();
     } else {
-      out[i] = id.status();
+      out[i] = ids[k].status();
     }
   }
   absl::Status recorded = accepted.empty() ? absl::OkStatus() : Record(accepted);

@@ -138,6 +138,17 @@ class Backend {
   // id for it. InvalidArgument/FailedPrecondition when the scheduler refuses it.
   virtual absl::StatusOr<std::string> Submit(const ReplicaLaunch& launch) = 0;
 
+  // Starts each of `launches` as Submit would, each taken or refused on its own (a replica
+  // the scheduler already has answered with its id): their ids or refusals, in order. The
+  // default submits them one after another; a scheduler that takes many in one request
+  // (nexec's job packs) answers them with one.
+  virtual std::vector<absl::StatusOr<std::string>> SubmitEach(const std::vector<ReplicaLaunch>& launches) {
+    std::vector<absl::StatusOr<std::string>> out;
+    out.reserve(launches.size());
+    for (const ReplicaLaunch& launch : launches) out.push_back(Submit(launch));
+    return out;
+  }
+
   // Starts every replica together or none (gang). Returns their ids in order.
   virtual absl::StatusOr<std::vector<std::string>> SubmitGang(
       const std::vector<ReplicaLaunch>& launches) {
