@@ -308,17 +308,17 @@ std::vector<absl::StatusOr<std::string>> NexecBackend::SubmitEach(const std::vec
   // A master of an earlier release has no job packs (UNIMPLEMENTED): one Submit each, from
   // then on.
   if (launches.size() == 1 || !packs_.load(std::memory_order_relaxed)) return Backend::SubmitEach(launches);
+  std::vector<npb::SubmitRequest> requests;
+  requests.reserve(launches.size());
+  for (const ReplicaLaunch& launch : launches) requests.push_back(RequestFor(launch));
   std::vector<absl::StatusOr<std::string>> out;
   out.reserve(launches.size());
-  for (size_t first = 0; first < launches.size(); first += nexec::kMaxPackSubmissions) {
-    const size_t end = std::min(launches.size(), first + static_cast<size_t>(nexec::kMaxPackSubmissions));
-    npb::SubmitPackRequest pack;
-    for (size_t i = first; i < end; ++i) *pack.add_submissions() = RequestFor(launches[i]);
+  for (const npb::SubmitPackRequest& pack : nexec::SplitIntoPacks(std::move(requests))) {
     auto answer = client_->Unary<npb::SubmitPackRequest, npb::SubmitPackResponse>(
         "SubmitPack", &npb::Master::Stub::SubmitPack, pack);
     if (!answer.ok() && absl::IsUnimplemented(answer.status())) {
       packs_.store(false, std::memory_order_relaxed);
-      for (size_t i = first; i < launches.size(); ++i) out.push_back(Submit(launches[i]));
+      for (size_t i = out.size(); i < launches.size(); ++i) out.push_back(Submit(launches[i]));
       return out;
     }
     // The replica keys make a pack safe to send again whole (a lost answer, another leader):
@@ -327,7 +327,7 @@ std::vector<absl::StatusOr<std::string>> NexecBackend::SubmitEach(const std::vec
                                           : grpc::Status(static_cast<grpc::StatusCode>(answer.status().code()),
                                                          std::string(answer.status().message()));
     for (auto& id : nexec::PackResults(call, answer.ok() ? *answer : npb::SubmitPackResponse(),
-                                       static_cast<int>(end - first))) {
+                                       pack.submissions_size())) {
       if (id.ok()) {
         out.push_back(absl::StrCat(*id));
       } else {

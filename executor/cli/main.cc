@@ -11,7 +11,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -28,8 +33,11 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "common/cli/command_table.h"
+#include "common/cli/shell_words.h"
+#include "common/status_macros.h"
 #include "executor/auth/munge_auth.h"
 #include "executor/client/master_list.h"
+#include "executor/client/submit_packer.h"
 #include "executor/cli/environment.h"
 #include "executor/cli/run_limit.h"
 #include "executor/cli/exec_command.h"
@@ -207,23 +215,25 @@ int CreateTimedJob(Cli& cli, const pb::TimedJob& timed) {
   return 0;
 }
 
-int Submit(Cli& cli, const Invocation& in) {
-  auto& stub = cli.stub;
-  const bool json = cli.json;
-  auto ctx = [&cli](absl::string_view method, const google::protobuf::Message& request) { return cli.Ctx(method, request); };
-
-  pb::SubmitRequest req;
-  pb::JobSpec* s = req.mutable_spec();
+// What one submission's flags and command ask for (a `nexec submit` line, or a line of a
+// job pack): InvalidArgument, naming the flag, for a value it cannot take.
+struct Submission {
+  pb::SubmitRequest request;
+  bool interactive = false;
+  bool tty = false;
+  pb::TimedJob timed;  // with --cron
+};
+absl::StatusOr<Submission> SubmissionOf(const Invocation& in, const std::string& command) {
+  Submission sub;
+  pb::JobSpec* s = sub.request.mutable_spec();
   s->set_user(CurrentUser());
   char cwd[4096];
   if (getcwd(cwd, sizeof(cwd)) != nullptr) s->set_cwd(cwd);
   std::string env = "all";
-  bool interactive = false, tty = false;
-  pb::TimedJob timed;  // with --cron
   if (in.Has("exclusive")) s->set_exclusive(true);
   if (in.Has("I") || in.Has("Ip") || in.Has("Is")) {  // LSF: -Ip and -Is with a pseudo-terminal
-    interactive = true;
-    tty = !in.Has("I");
+    sub.interactive = true;
+    sub.tty = !in.Has("I");
   }
   int n = 0;
   if (in.Has("n") && absl::StrContains(in.Get("n"), ',')) {
@@ -232,18 +242,23 @@ int Submit(Cli& cli, const Invocation& in) {
     std::vector<std::string> parts = absl::StrSplit(v, ',');
     int max = 0;
     if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &n) || !absl::SimpleAtoi(parts[1], &max) || n < 1) {
-      return Fail("submit: -n needs N or MIN,MAX in whole numbers, got \"" + v + "\"");
+      return absl::InvalidArgumentError("submit: -n needs N or MIN,MAX in whole numbers, got \"" + v + "\"");
     }
-    if (max < n) return Fail("submit: -n " + v + ": the maximum (" + parts[1] + ") is below the minimum (" + parts[0] + ")");
+    if (max < n) {
+      return absl::InvalidArgumentError("submit: -n " + v + ": the maximum (" + parts[1] + ") is below the minimum (" +
+                                        parts[0] + ")");
+    }
     s->set_slots(n);
     s->set_max_slots(max);
   } else if (in.Has("n")) {
-    if (!absl::SimpleAtoi(in.Get("n"), &n) || n < 1) return Fail("submit: -n needs a whole number, got \"" + in.Get("n") + "\"");
+    if (!absl::SimpleAtoi(in.Get("n"), &n) || n < 1) {
+      return absl::InvalidArgumentError("submit: -n needs a whole number, got \"" + in.Get("n") + "\"");
+    }
     s->set_slots(n);
   }
   if (in.Has("gpus")) {
     if (!absl::SimpleAtoi(in.Get("gpus"), &n) || n < 0) {
-      return Fail("submit: --gpus needs a whole number, got \"" + in.Get("gpus") + "\"");
+      return absl::InvalidArgumentError("submit: --gpus needs a whole number, got \"" + in.Get("gpus") + "\"");
     }
     s->set_gpus_per_slot(n);
   }
@@ -260,18 +275,33 @@ int Submit(Cli& cli, const Invocation& in) {
   if (in.Has("app")) s->set_app(in.Get("app"));
   if (in.Has("W")) {
     auto limit = jc::nexec::ParseRunLimit(in.Get("W"));
-    if (!limit.ok()) return Fail("submit: -W: " + std::string(limit.status().message()));
+    if (!limit.ok()) return absl::InvalidArgumentError("submit: -W: " + std::string(limit.status().message()));
     s->set_run_limit_seconds(absl::ToInt64Seconds(*limit));
   }
-  if (absl::Status read = ReadTimedFlags(in, &timed); !read.ok()) return Fail(std::string(read.message()));
+  JC_RETURN_IF_ERROR(ReadTimedFlags(in, &sub.timed));
   if (in.Has("key")) s->set_submit_key(in.Get("key"));  // sent again, the same key answers with the same job
   if (in.Has("user")) s->set_user(in.Get("user"));
-  const std::vector<std::string>& command = in.args;
-  if (command.empty()) return Fail("submit: no command given");
+  if (command.empty()) return absl::InvalidArgumentError("submit: no command given");
   for (auto& [k, v] : jc::nexec::EnvironmentToSend(env, std::cerr)) (*s->mutable_env())[k] = v;
-  s->set_command(absl::StrJoin(command, " "));
-  s->set_interactive(interactive);
-  s->set_tty(tty);
+  s->set_command(command);
+  s->set_interactive(sub.interactive);
+  s->set_tty(sub.tty);
+  return sub;
+}
+
+int SubmitPack(Cli& cli, const Invocation& in);
+
+int Submit(Cli& cli, const Invocation& in) {
+  if (in.Has("pack")) return SubmitPack(cli, in);
+  auto& stub = cli.stub;
+  const bool json = cli.json;
+  auto ctx = [&cli](absl::string_view method, const google::protobuf::Message& request) { return cli.Ctx(method, request); };
+  absl::StatusOr<Submission> sub = SubmissionOf(in, absl::StrJoin(in.args, " "));
+  if (!sub.ok()) return Fail(std::string(sub.status().message()));
+  pb::SubmitRequest& req = sub->request;
+  pb::JobSpec* s = req.mutable_spec();
+  const bool interactive = sub->interactive, tty = sub->tty;
+  pb::TimedJob& timed = sub->timed;
   if (winsize ws{}; tty && isatty(0) && ioctl(0, TIOCGWINSZ, &ws) == 0) {
     s->set_tty_rows(ws.ws_row);
     s->set_tty_cols(ws.ws_col);
@@ -797,8 +827,11 @@ std::vector<Command> Commands() {
                   {"cron", 0, true, "a timed job: submitted each time SCHEDULE is due"},
                   {"start-timeout", 0, true, "timed jobs: a run not started within this is killed"},
                   {"overlap", 0, true, "timed jobs: skip, queue or kill a run still going when the next is due"},
-                  {"retries", 0, true, "timed jobs: runs retried after a failure"}},
-                 1,
+                  {"retries", 0, true, "timed jobs: runs retried after a failure"},
+                  {"pack", 0, true,
+                   "a job pack (bsub -pack): FILE (- for stdin) holds one submission a line, its flags then its "
+                   "command; sent in a few calls"}},
+                 0,
                  1 << 20,
                  Submit,
                  /*args_end_flags=*/true};
@@ -849,6 +882,131 @@ std::vector<Command> Commands() {
   c.push_back({{"completion"}, "SHELL", "A completion script for SHELL, bash or zsh: source <(nexec completion bash)",
                {}, 1, 1, nullptr});
   return c;
+}
+
+// What a job pack's line may not ask for: what a pack cannot do (a terminal, a timed job),
+// or what belongs to the whole command (where the master is, how to print).
+constexpr const char* kNotInPackLines[] = {"pack",    "cron",   "start-timeout", "overlap", "retries", "I",
+                                           "Ip",      "Is",     "master",        "munge_socket", "json"};
+
+// nexec submit --pack FILE (LSF's bsub -pack): every line of FILE a submission, its flags as
+// `nexec submit` takes them and then its command, taken verbatim from the line as sh would
+// get it. Empty lines and lines starting with # are skipped. A line that does not parse
+// refuses the whole file before anything is sent; the master takes or refuses each line's
+// job on its own, and each line is answered: "Job <ID> is submitted." or why not.
+int SubmitPack(Cli& cli, const Invocation& in) {
+  if (!in.args.empty()) return Fail("submit: --pack takes no command: each line of the file is a submission");
+  for (const auto& [flag, value] : in.flags) {
+    if (flag != "pack" && flag != "json" && flag != "master" && flag != "munge_socket") {
+      return Fail("submit: --pack takes no other flag (--" + flag + "): each line of the file has its own");
+    }
+  }
+  const std::string file = in.Get("pack");
+  std::string text;
+  if (file == "-") {
+    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  } else {
+    std::ifstream f(file);
+    if (!f) {
+      std::cerr << "nexec: submit: --pack " << file << ": " << std::strerror(errno) << "\n";
+      return 2;
+    }
+    text.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  }
+  const std::vector<Command> commands = Commands();
+  const auto infos = jc::cli::Infos(commands);
+  std::vector<int> lines;  // each submission's line number
+  std::vector<pb::SubmitRequest> submissions;
+  std::vector<std::string> errors;
+  int number = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++number;
+    const std::string where = file + ":" + std::to_string(number) + ": ";
+    absl::string_view trimmed = absl::StripAsciiWhitespace(line);
+    if (trimmed.empty() || trimmed[0] == '#') continue;
+    auto words = jc::cli::SplitShellWords(line);
+    if (!words.ok()) {
+      errors.push_back(where + std::string(words.status().message()));
+      continue;
+    }
+    std::vector<std::string> argv{"submit"};
+    for (const auto& w : *words) argv.push_back(w.text);
+    auto parsed = jc::cli::Parse(NexecTool(), infos, argv);
+    if (!parsed.ok() || parsed->help || parsed->command < 0 || commands[parsed->command].path[0] != "submit") {
+      errors.push_back(where + (parsed.ok() ? "not a submission" : std::string(parsed.status().message())));
+      continue;
+    }
+    const Invocation& line_in = parsed->invocation;
+    bool refused = false;
+    for (const char* flag : kNotInPackLines) {
+      if (line_in.Has(flag)) {
+        // As the line spells it: -I, -Ip and -Is with one dash (bsub's), the rest with two.
+        const std::string name = flag;
+        const bool one_dash = name.size() == 1 || name == "Ip" || name == "Is";
+        errors.push_back(where + (one_dash ? "-" : "--") + name + " is not for a job pack's line");
+        refused = true;
+        break;
+      }
+    }
+    if (refused) continue;
+    // The command as written: from its first word to the end of the line (args_end_flags:
+    // the arguments are the line's last words).
+    std::string command;
+    if (!line_in.args.empty()) {
+      command = std::string(absl::StripTrailingAsciiWhitespace(
+          line.substr((*words)[words->size() - line_in.args.size()].start)));
+    }
+    absl::StatusOr<Submission> sub = SubmissionOf(line_in, command);
+    if (!sub.ok()) {
+      errors.push_back(where + std::string(sub.status().message()));
+      continue;
+    }
+    lines.push_back(number);
+    submissions.push_back(std::move(sub->request));
+  }
+  // A file that does not say what to submit is bad usage (exit 2), as a bad command line is.
+  if (!errors.empty()) {
+    for (const auto& e : errors) std::cerr << "nexec: " << e << "\n";
+    std::cerr << "nexec: submit: --pack " << file << ": nothing submitted (" << errors.size() << " line(s) to mend)\n";
+    return 2;
+  }
+  if (submissions.empty()) {
+    std::cerr << "nexec: submit: --pack " << file << ": no submission in it\n";
+    return 2;
+  }
+  const size_t total = submissions.size();
+  std::vector<absl::StatusOr<int64_t>> results;
+  for (const pb::SubmitPackRequest& pack : jc::nexec::SplitIntoPacks(std::move(submissions))) {
+    pb::SubmitPackResponse answer;
+    grpc::Status st = cli.Call("SubmitPack", pack, &answer, &pb::Master::Stub::SubmitPack);
+    for (auto& r : jc::nexec::PackResults(st, answer, pack.submissions_size())) results.push_back(std::move(r));
+    if (!st.ok()) {
+      // The rest are not sent: the master is gone or refuses this client.
+      while (results.size() < total) {
+        results.push_back(absl::UnavailableError("not sent: an earlier pack's call failed"));
+      }
+      break;
+    }
+  }
+  int refused = 0;
+  nlohmann::json jobs = nlohmann::json::array();
+  for (size_t i = 0; i < total; ++i) {
+    const std::string where = file + ":" + std::to_string(lines[i]);
+    if (results[i].ok()) {
+      // As Submit's --json prints a job id: a string (protobuf's mapping of an int64).
+      jobs.push_back({{"line", lines[i]}, {"job_id", std::to_string(*results[i])}});
+      if (!cli.json) std::cout << "Job <" << *results[i] << "> is submitted. (" << where << ")\n";
+    } else {
+      ++refused;
+      const std::string why(results[i].status().message());
+      jobs.push_back({{"line", lines[i]}, {"error", why}});
+      std::cerr << "nexec: " << where << ": " << why << "\n";
+    }
+  }
+  if (cli.json) std::cout << nlohmann::json{{"jobs", jobs}}.dump() << "\n";
+  if (refused > 0) return Fail("submit: --pack " + file + ": " + std::to_string(refused) + " of " +
+                               std::to_string(total) + " not submitted");
+  return 0;
 }
 
 }  // namespace

@@ -33,6 +33,22 @@ std::vector<absl::StatusOr<int64_t>> PackResults(const grpc::Status& call, const
   return out;
 }
 
+std::vector<pb::SubmitPackRequest> SplitIntoPacks(std::vector<pb::SubmitRequest> submissions) {
+  std::vector<pb::SubmitPackRequest> packs;
+  size_t bytes = 0;
+  for (pb::SubmitRequest& submission : submissions) {
+    const size_t size = submission.ByteSizeLong();
+    if (packs.empty() || packs.back().submissions_size() >= kMaxPackSubmissions ||
+        (packs.back().submissions_size() > 0 && bytes + size > kMaxPackBytes)) {
+      packs.emplace_back();
+      bytes = 0;
+    }
+    *packs.back().add_submissions() = std::move(submission);
+    bytes += size;
+  }
+  return packs;
+}
+
 SubmitPacker::SubmitPacker(Send send, int max_pack)
     : send_(std::move(send)), max_pack_(std::clamp(max_pack, 1, kMaxPackSubmissions)) {}
 
@@ -56,16 +72,28 @@ absl::StatusOr<int64_t> SubmitPacker::Submit(pb::SubmitRequest request) {
 void SubmitPacker::SendPack() {
   sending_ = true;
   std::vector<Pending*> pack;
-  const size_t n = std::min(queue_.size(), static_cast<size_t>(max_pack_));
-  pack.assign(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
-  queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
   pb::SubmitPackRequest request;
-  // The submissions are moved in and out: a waiting caller does not look at its request.
-  for (Pending* p : pack) *request.add_submissions() = std::move(p->request);
+  size_t bytes = 0;
+  // The submissions are moved in: a waiting caller does not look at its request again.
+  while (!queue_.empty() && static_cast<int>(pack.size()) < max_pack_) {
+    const size_t size = queue_.front()->request.ByteSizeLong();
+    if (!pack.empty() && bytes + size > kMaxPackBytes) break;
+    bytes += size;
+    pack.push_back(queue_.front());
+    queue_.pop_front();
+    *request.add_submissions() = std::move(pack.back()->request);
+  }
   ++packs_sent_;
   mu_.Unlock();
   pb::SubmitPackResponse answer;
-  const grpc::Status call = send_(request, &answer);
+  grpc::Status call;
+  try {
+    call = send_(request, &answer);
+  } catch (...) {
+    // Whatever the call threw, every caller of the pack is answered and the next pack can
+    // go (the lock is taken again below): none waits for good.
+    call = grpc::Status(grpc::StatusCode::INTERNAL, "the pack's call failed with an exception");
+  }
   std::vector<absl::StatusOr<int64_t>> results = PackResults(call, answer, static_cast<int>(pack.size()));
   mu_.Lock();
   for (size_t i = 0; i < pack.size(); ++i) {

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -23,6 +24,14 @@ namespace jc::nexec {
 
 // The most submissions one pack may carry: the master refuses a larger pack whole.
 inline constexpr int kMaxPackSubmissions = 1000;
+// The most bytes of submissions a client puts in one pack (a lone submission past it goes
+// alone): well inside gRPC's 4 MiB a message, which a master takes, when each job carries
+// its submitter's whole environment.
+inline constexpr size_t kMaxPackBytes = 2 << 20;
+
+// `submissions` as the packs a master takes, in order: at most kMaxPackSubmissions each,
+// and at most kMaxPackBytes unless a pack is one submission.
+std::vector<::nexec::v1::SubmitPackRequest> SplitIntoPacks(std::vector<::nexec::v1::SubmitRequest> submissions);
 
 // A pack's answer for each of its submissions, in its order: the job's id, or why not. A
 // call that failed is every submission's failure; an answer whose count does not match

@@ -15,6 +15,7 @@
 #include "common/grpc_status.h"
 #include "common/log_follow.h"
 #include "common/status_macros.h"
+#include "common/utf8.h"
 #include "executor/auth/munge_auth.h"
 #include "executor/client/submit_packer.h"
 #include "nexec/v1/nexec.grpc.pb.h"
@@ -30,6 +31,17 @@ using grpc::Status;
   auto caller##_or = auth_.Verify(ctx, method, *req);                  \
   if (!caller##_or.ok()) return ToGrpcStatus(caller##_or.status());   \
   [[maybe_unused]] const Caller& caller = *caller##_or
+
+// What a job pack's result says of a refusal: UTF-8, as a protobuf string must be (one byte
+// of a character a refusal quoted made the whole answer unreadable to the client, whose
+// jobs were taken all the same: attacker helper-78), and short: a refusal may quote its
+// submission (a NUL in an environment name is four bytes escaped), and answers many times
+// their packs' size grew the master's memory by gigabytes (the same helper).
+constexpr size_t kMaxPackResultMessage = 512;
+std::string PackResultMessage(absl::string_view message) {
+  if (message.size() <= kMaxPackResultMessage) return ToUtf8(message);
+  return absl::StrCat(ToUtf8(message.substr(0, kMaxPackResultMessage)), "...");
+}
 
 // A callback method's answer given before any work: finished now, with why.
 grpc::ServerUnaryReactor* FinishNow(grpc::ServerUnaryReactor* reactor, const Status& status) {
@@ -117,7 +129,7 @@ class MasterService final
         result->set_job_id(*id);
       } else {
         result->set_code(static_cast<int>(id.status().code()));
-        result->set_message(std::string(id.status().message()));
+        result->set_message(PackResultMessage(id.status().message()));
       }
       if (left->fetch_sub(1, std::memory_order_acq_rel) == 1) reactor->Finish(Status::OK);
     };

@@ -8,7 +8,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "common/utf8.h"
 
 namespace jc::nexec {
 namespace {
@@ -52,6 +54,18 @@ const char* Describe(Tok t) {
     case Tok::kPlus: return "'+'";
   }
   return "?";
+}
+
+// The character that starts `s`, as a message may quote it: the whole of a UTF-8 sequence
+// (a message is a protobuf string, which must be UTF-8: one byte of "é" made a job pack's
+// answer unreadable, attacker helper-78), \xNN for a byte that starts none or a control.
+std::string CharacterAt(absl::string_view s) {
+  uint32_t code_point = 0;
+  const int length = jc::Utf8Sequence(s, &code_point);
+  if (length == 0 || code_point < 0x20 || code_point == 0x7f) {
+    return absl::StrFormat("\\x%02x", static_cast<unsigned char>(s[0]));
+  }
+  return std::string(s.substr(0, static_cast<size_t>(length)));
 }
 
 absl::Status ErrorAt(int column, absl::string_view message) {
@@ -117,7 +131,7 @@ absl::StatusOr<std::vector<Token>> Lex(absl::string_view s) {
         case '-': kind = Tok::kMinus; break;
         case '+': kind = Tok::kPlus; break;
         default:
-          return ErrorAt(col, absl::StrCat("unexpected character '", std::string(1, c), "'"));
+          return ErrorAt(col, absl::StrCat("unexpected character '", CharacterAt(s.substr(i)), "'"));
       }
     }
     out.push_back({kind, std::string(s.substr(i, len)), col});

@@ -1117,6 +1117,24 @@ TEST_CASE("a job pack takes each of its submissions as Submit would: each answer
   CHECK(c.Job(taken)["spec"]["submitter"] == c.Job(taken)["spec"]["user"]);
   CHECK(jobs_listed() == 1);  // nothing else of the pack was taken
 
+  // A refusal's message is UTF-8 and short, whatever the submission held: one quoting a
+  // character made the whole answer unreadable, and one quoting a long environment name
+  // made answers many times their pack (attacker helper-78).
+  npb::SubmitPackRequest quoting = PackOf({"echo fine", "true", "true"});
+  quoting.mutable_submissions(1)->mutable_spec()->set_requirement("select[mem>1]\u2010");
+  (*quoting.mutable_submissions(2)->mutable_spec()->mutable_env())[std::string(4000, '\0')] = "x";
+  npb::SubmitPackResponse quoted;
+  s = send(quoting, &quoted);
+  INFO(s.error_message());
+  REQUIRE(s.ok());
+  REQUIRE(quoted.results_size() == 3);
+  CHECK(quoted.results(0).code() == 0);
+  CHECK(quoted.results(1).code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(quoted.results(1).message().find("unexpected character '\u2010'") != std::string::npos);
+  CHECK(quoted.results(2).code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(quoted.results(2).message().size() <= 515);
+  CHECK(jobs_listed() == 2);
+
   // A pack refused whole takes nothing.
   for (int size : {0, jc::nexec::kMaxPackSubmissions + 1}) {
     npb::SubmitPackRequest whole = PackOf(std::vector<std::string>(size, "true"));
@@ -1127,7 +1145,7 @@ TEST_CASE("a job pack takes each of its submissions as Submit would: each answer
     CHECK(r.error_message().find(size == 0 ? "empty" : "at most") != std::string::npos);
     CHECK(refused.results_size() == 0);
   }
-  CHECK(jobs_listed() == 1);
+  CHECK(jobs_listed() == 2);
 
   // Eight threads submitting 25 jobs each, one at a time as a user of a library would: each
   // gets its own job, every job is there and runs, and the packs are fewer than the jobs.
@@ -1160,7 +1178,53 @@ TEST_CASE("a job pack takes each of its submissions as Submit would: each answer
   CHECK(packer.packs_sent() < 200);
   CHECK(packer.packs_sent() >= 25);  // one pack in flight: never more than 8 in one here
   CHECK(c.WaitState(*distinct.rbegin(), "DONE"));
-  CHECK(jobs_listed() == 201);
+  CHECK(jobs_listed() == 202);
+
+  // nexec submit --pack FILE (bsub -pack): a line's flags, then its command verbatim.
+  const std::string file = c.path("jobs.pack");
+  std::ofstream(file) << "# a job pack\n"
+                      << "\n"
+                      << "-J packed-a -R \"select[mem>1] order[slots]\" -o " << c.path("a.out") << " echo 'a  b' | tr a A\n"
+                      << "  -J packed-b --key pk -- echo b > " << c.path("b.out") << "\n";
+  auto packed = c.Cli({"submit", "--pack", file, "--json"});
+  INFO(packed.out);
+  REQUIRE(packed.code == 0);
+  json listed = json::parse(packed.out)["jobs"];
+  REQUIRE(listed.size() == 2);
+  CHECK(listed[0]["line"] == 3);
+  CHECK(listed[1]["line"] == 4);
+  const int64_t a = std::stoll(listed[0]["job_id"].get<std::string>());
+  const int64_t b = std::stoll(listed[1]["job_id"].get<std::string>());
+  REQUIRE(c.WaitState(a, "DONE"));
+  REQUIRE(c.WaitState(b, "DONE"));
+  CHECK(ReadFile(c.path("a.out")) == "A  b\n");  // the command went to sh as written: quotes, pipe
+  CHECK(ReadFile(c.path("b.out")) == "b\n");
+  CHECK(c.Job(a)["spec"]["name"] == "packed-a");
+  CHECK(c.Job(a)["spec"]["requirement"] == "select[mem>1] order[slots]");
+  CHECK(jobs_listed() == 204);
+  // The same file again: the keyed line answers with its job, the other is a new one.
+  auto again = c.Cli({"submit", "--pack", file});
+  INFO(again.out);
+  REQUIRE(again.code == 0);
+  CHECK(again.out.find("Job <" + std::to_string(b) + "> is submitted. (" + file + ":4)") != std::string::npos);
+  CHECK(jobs_listed() == 205);
+
+  // A file with a line that does not parse, or asks for what a pack cannot do, submits
+  // nothing and says which lines; a missing file and an empty one are bad usage too.
+  std::ofstream(file) << "-J fine true\n-n x true\n-J 'open true\n-I cat\n--cron @daily true\n";
+  auto bad = c.Cli({"submit", "--pack", file});
+  INFO(bad.out);
+  CHECK(bad.code == 2);
+  CHECK(bad.out.find(file + ":2: submit: -n needs a whole number") != std::string::npos);
+  CHECK(bad.out.find(file + ":3: a single quote at column 4 is never closed") != std::string::npos);
+  CHECK(bad.out.find(file + ":4: -I is not for a job pack's line") != std::string::npos);
+  CHECK(bad.out.find(file + ":5: --cron is not for a job pack's line") != std::string::npos);
+  CHECK(bad.out.find("nothing submitted (4 line(s) to mend)") != std::string::npos);
+  std::ofstream(file) << "# nothing\n\n";
+  CHECK(c.Cli({"submit", "--pack", file}).code == 2);
+  CHECK(c.Cli({"submit", "--pack", c.path("no-such-file")}).code == 2);
+  CHECK(c.Cli({"submit", "--pack", file, "-J", "x"}).code == 1);  // flags belong to the lines
+  CHECK(jobs_listed() == 205);
 }
 
 TEST_CASE("a job pack is its caller's: an account's pack runs nothing as root, names no other submitter, and a pack "
@@ -1229,6 +1293,25 @@ TEST_CASE("a job pack is its caller's: an account's pack runs nothing as root, n
     CHECK(s.error_code() == grpc::StatusCode::UNAUTHENTICATED);
   }
   CHECK(jobs_listed() == 1);  // answered, so nothing of them is there to run later
+  CHECK_FALSE(std::filesystem::exists(marker));
+
+  // The CLI's pack file as the account: its line asking for root is refused alone, its own
+  // line runs as it (exit 1: not every line was submitted).
+  const std::string file = c.path("mine.pack");
+  std::ofstream(file) << "--user root touch " << marker << "\n-o /dev/null id -un\n";
+  std::filesystem::permissions(file, std::filesystem::perms::owner_all | std::filesystem::perms::others_read);
+  auto packed = c.CliAs(user.name, {"submit", "--pack", file});
+  INFO(packed.out);
+  CHECK(packed.code == 1);
+  CHECK(packed.out.find(file + ":1: " ) != std::string::npos);
+  CHECK(packed.out.find("may not submit jobs as root") != std::string::npos);
+  CHECK(packed.out.find("1 of 2 not submitted") != std::string::npos);
+  std::smatch m;
+  REQUIRE(std::regex_search(packed.out, m, std::regex(R"(Job <(\d+)> is submitted)")));
+  const int64_t mine = std::stoll(m[1].str());
+  REQUIRE(c.WaitState(mine, "DONE"));
+  CHECK(c.Job(mine)["spec"]["user"] == user.name);
+  CHECK(jobs_listed() == 2);
   CHECK_FALSE(std::filesystem::exists(marker));
 }
 

@@ -86,6 +86,11 @@ TEST_CASE("malformed requirement strings name the column and what was expected",
       {"rusage[mem=1] rusage[gpu=1]", "column 15: rusage[...] appears twice"},
       {"rusage[mem=1] mem>10", "column 15: expected select[, order[, rusage[, span[ or same["},
       {"select[mem#10]", "column 11: unexpected character '#'"},
+      // Quoted whole, so that the message is UTF-8 as a protobuf string must be (one byte of
+      // it made a job pack's answer unreadable: attacker helper-78); a control as \x01.
+      {"select[mem>1]\u2010", "column 14: unexpected character '\u2010'"},
+      {"select[mem\xe9]", "column 11: unexpected character '\\xe9'"},
+      {"select[mem\x01]", "column 11: unexpected character '\\x01'"},
       {"select[type==\"x86]", "unterminated quoted string"},
       {"4{mem>10", "expected '}' to close the section"},
       {"4{mem>10} rusage[gpu=1]", "expected a slot count before '{'"},

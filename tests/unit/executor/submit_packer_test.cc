@@ -6,6 +6,7 @@
 #include <chrono>
 #include <catch2/catch.hpp>
 #include <set>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -101,6 +102,60 @@ TEST_CASE("submissions made while a pack is in flight go together in the next on
   CHECK(packs.load() == 4);  // the first alone, then the nine in packs of 4, 4 and 1
   CHECK(largest.load() == 4);
   CHECK(packer.packs_sent() == 4);
+}
+
+TEST_CASE("submissions are split into packs a master takes: at most 1,000 and 2 MiB each, a lone large one alone "
+          "[B11]") {
+  std::vector<pb::SubmitRequest> many(2500, Named("x"));
+  auto packs = SplitIntoPacks(many);
+  REQUIRE(packs.size() == 3);
+  CHECK(packs[0].submissions_size() == 1000);
+  CHECK(packs[2].submissions_size() == 500);
+  // Jobs of 900 kB each (their environment): two a pack, under gRPC's 4 MiB a message,
+  // and one of 3 MB goes alone.
+  std::vector<pb::SubmitRequest> large(5, Named("big"));
+  for (auto& r : large) (*r.mutable_spec()->mutable_env())["BIG"] = std::string(900000, 'x');
+  (*large[2].mutable_spec()->mutable_env())["BIG"] = std::string(3000000, 'x');
+  packs = SplitIntoPacks(large);
+  std::vector<int> sizes;
+  for (const auto& p : packs) {
+    sizes.push_back(p.submissions_size());
+    if (p.submissions_size() > 1) CHECK(p.ByteSizeLong() <= kMaxPackBytes + 100);
+  }
+  CHECK(sizes == std::vector<int>{2, 1, 2});
+  CHECK(SplitIntoPacks({}).empty());
+
+  // The packer keeps to the same budget: five callers of 900 kB each, never three in a pack.
+  std::atomic<int> most{0};
+  SubmitPacker packer([&](const pb::SubmitPackRequest& req, pb::SubmitPackResponse* resp) {
+    most = std::max(most.load(), req.submissions_size());
+    for (int i = 0; i < req.submissions_size(); ++i) resp->add_results()->set_job_id(1);
+    return grpc::Status::OK;
+  });
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 5; ++i) {
+    threads.emplace_back([&] {
+      pb::SubmitRequest r = Named("big");
+      (*r.mutable_spec()->mutable_env())["BIG"] = std::string(900000, 'x');
+      CHECK(packer.Submit(std::move(r)).ok());
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(most.load() <= 2);
+}
+
+TEST_CASE("a pack whose call throws answers each of its callers and lets the next pack go [B11]") {
+  std::atomic<int> calls{0};
+  SubmitPacker packer([&](const pb::SubmitPackRequest& req, pb::SubmitPackResponse* resp) -> grpc::Status {
+    if (calls.fetch_add(1) == 0) throw std::runtime_error("boom");
+    for (int i = 0; i < req.submissions_size(); ++i) resp->add_results()->set_job_id(9);
+    return grpc::Status::OK;
+  });
+  auto first = packer.Submit(Named("a"));
+  CHECK(first.status().code() == absl::StatusCode::kInternal);
+  auto second = packer.Submit(Named("b"));
+  REQUIRE(second.ok());
+  CHECK(*second == 9);
 }
 
 }  // namespace
