@@ -59,7 +59,9 @@ class SubmitPacker {
     absl::StatusOr<int64_t> result = absl::UnknownError("not answered");
     bool done = false;
   };
-  // Sends the queue's first max_pack_ submissions as one pack; called with sending_ taken.
+  // Marks a pack in flight, takes the queue's first submissions into it (at most max_pack_,
+  // and kMaxPackBytes unless it is one), sends it with mu_ released, and answers each of its
+  // callers. Called with mu_ held and no pack in flight; returns with mu_ held.
   void SendPack() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Send send_;
