@@ -463,10 +463,14 @@ static absl::StatusOr<ExecutorConfig> ParseConfigUnguarded(const std::string& ya
   if (root.IsNull()) return DefaultConfig();
   JC_RETURN_IF_ERROR(CheckKeys(root, "top level",
                                {"host_types", "hosts", "user_groups", "queues", "default_queue",
-                                "administrators", "limits"}));
+                                "administrators", "limits", "max_pend_jobs_per_user"}));
   ExecutorConfig c;
   JC_RETURN_IF_ERROR(ReadHostsAndGroups(root, &c));
   JC_RETURN_IF_ERROR(Read(root, "administrators", "top level", &c.administrators));
+  JC_RETURN_IF_ERROR(Read(root, "max_pend_jobs_per_user", "top level", &c.max_pend_jobs_per_user));
+  if (c.max_pend_jobs_per_user < 0) {
+    return Bad("max_pend_jobs_per_user", absl::StrCat("must be 0 (no limit) or more, got ", c.max_pend_jobs_per_user));
+  }
   std::set<std::string> queue_names;
   if (const YAML::Node list = root["queues"]) {
     for (size_t i = 0; i < list.size(); ++i) {

@@ -33,6 +33,9 @@ struct ExecutorConfig {
   std::string default_queue;  // the first queue unless `default_queue` names one
   // Resource limits (B7): see executor/policy/limits.h and docs/executor.md.
   std::vector<LimitConfig> limits;
+  // The most pending jobs one account may have (LSF's MAX_PEND_JOBS): a submission past it
+  // is refused (RESOURCE_EXHAUSTED) until some have started or ended. 0: no limit.
+  int max_pend_jobs_per_user = 0;
 };
 
 // The configuration used when there is no file: one queue "normal" open to everyone.

@@ -399,8 +399,13 @@ void Master::Recount(JobRecord& rec) {
   if (rec.counted) {
     auto before = jobs_by_state_.find(*rec.counted);
     if (before != jobs_by_state_.end() && --before->second <= 0) jobs_by_state_.erase(before);
+    if (rec.counted->first == pb::PENDING) {
+      auto mine = pending_by_user_.find(rec.job.spec().user());
+      if (mine != pending_by_user_.end() && --mine->second <= 0) pending_by_user_.erase(mine);
+    }
   }
   ++jobs_by_state_[now];
+  if (now.first == pb::PENDING) ++pending_by_user_[rec.job.spec().user()];
   rec.counted = std::move(now);
   // Filed for the clean period once its end is stored (a job that runs again is filed
   // again at its next end; the old entry no longer matches).
@@ -411,6 +416,18 @@ void Master::Recount(JobRecord& rec) {
   } else {
     rec.filed_ended_at.reset();
   }
+}
+
+absl::Status Master::MayQueueAnother(const std::string& user) const {
+  const int most = config_.max_pend_jobs_per_user;
+  if (most <= 0) return absl::OkStatus();
+  int pending = 0;
+  if (auto it = pending_by_user_.find(user); it != pending_by_user_.end()) pending += it->second;
+  if (auto it = burst_.submitted_by_user.find(user); it != burst_.submitted_by_user.end()) pending += it->second;
+  if (pending < most) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(user, " has ", pending, " pending jobs, the most an account may have (",
+                                                   "max_pend_jobs_per_user: ", most,
+                                                   "); submit again once some have started or ended"));
 }
 
 void Master::Commit(Burst& burst) {
@@ -499,9 +516,11 @@ void Master::SubmitThen(pb::JobSpec spec, std::function<void(absl::StatusOr<int6
         return known->second.id;
       }
     }
+    JC_RETURN_IF_ERROR(MayQueueAnother(spec.user()));
     JC_ASSIGN_OR_RETURN(JobRequest req, BuildRequest(spec, next_id_));
     JC_RETURN_IF_ERROR(scheduler_.Check(&req));
     const int64_t id = next_id_++;
+    ++burst_.submitted_by_user[spec.user()];
     if (spec.queue().empty()) spec.set_queue(req.queue);
     spec.set_slots(req.slots);
     if (!key.empty()) submit_keys_[key] = {id, spec.user()};

@@ -279,6 +279,9 @@ class Master {
     std::map<std::string, std::string> hosts;  // host documents
     std::vector<std::function<absl::Status(store::Transaction&)>> writes;  // other rows
     std::vector<std::function<void()>> after;  // replies, launches, agent calls
+    // Jobs submitted in the burst, by account: pending, and not yet in pending_by_user_
+    // (Recount counts them once committed).
+    std::map<std::string, int> submitted_by_user;
     bool writes_nothing() const { return jobs.empty() && hosts.empty() && writes.empty(); }
   };
 
@@ -451,6 +454,11 @@ class Master {
   // Jobs by state and queue, kept as each job's write is committed (Recount), so /metrics
   // does not walk every job the master remembers each second.
   std::map<std::pair<pb::JobState, std::string>, int> jobs_by_state_;
+  // Pending jobs by the account they run as, kept as jobs_by_state_ is (Recount), for
+  // max_pend_jobs_per_user.
+  std::map<std::string, int> pending_by_user_;
+  // A submission as `user` past max_pend_jobs_per_user: RESOURCE_EXHAUSTED saying so.
+  absl::Status MayQueueAnother(const std::string& user) const;
   // The hosts, and the agents that refuse this master (Host state "refused").
   HostBook hosts_;
   std::set<std::string> told_term_;  // hosts whose agent was told this master's term

@@ -1315,6 +1315,59 @@ TEST_CASE("a job pack is its caller's: an account's pack runs nothing as root, n
   CHECK_FALSE(std::filesystem::exists(marker));
 }
 
+TEST_CASE("an account with max_pend_jobs_per_user jobs pending is refused more, one at a time or in a pack, until "
+          "some start, and another account is not held back by it",
+          "[B5][B9][C6]") {
+  namespace npb = ::nexec::v1;
+  Cluster c("pendcap", "max_pend_jobs_per_user: 3\n");
+  c.AddAgent("node1", "cpus=1,mem=4G");
+  REQUIRE(c.WaitHosts(1));
+  const int64_t running = c.Submit({"--", "sleep 1000"});
+  REQUIRE(c.WaitState(running, "RUNNING"));
+  std::vector<int64_t> pending;
+  for (int i = 0; i < 3; ++i) pending.push_back(c.Submit({"--", "true"}));
+  auto refused = c.Cli({"submit", "--", "true"});
+  INFO(refused.out);
+  CHECK(refused.code == 1);
+  CHECK(refused.out.find("has 3 pending jobs, the most an account may have (max_pend_jobs_per_user: 3)") !=
+        std::string::npos);
+
+  // A pack past the cap takes none of it; a keyed submission already made is still answered.
+  const auto auth = jc::nexec::MungeAuth::Munge(jc::testing::UsePrivateMunged());
+  auto master = npb::Master::NewStub(grpc::CreateChannel(c.address(), grpc::InsecureChannelCredentials()));
+  npb::SubmitPackRequest pack = PackOf({"true", "true"});
+  npb::SubmitPackResponse answer;
+  grpc::Status s = auth.Call(c.address(), "SubmitPack", pack, std::chrono::seconds(30),
+                             [&](grpc::ClientContext* ctx) { return master->SubmitPack(ctx, pack, &answer); });
+  REQUIRE(s.ok());
+  REQUIRE(answer.results_size() == 2);
+  for (const auto& r : answer.results()) CHECK(r.code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK(json::parse(c.Cli({"jobs", "-a", "--json"}).out)["jobs"].size() == 4);
+
+  // Once one pending job leaves, one more is taken, and no more.
+  REQUIRE(c.Cli({"kill", std::to_string(pending[0])}).code == 0);
+  REQUIRE(c.WaitState(pending[0], "EXIT"));
+  npb::SubmitPackRequest two = PackOf({"true", "true"});
+  s = auth.Call(c.address(), "SubmitPack", two, std::chrono::seconds(30),
+                [&](grpc::ClientContext* ctx) { return master->SubmitPack(ctx, two, &answer); });
+  REQUIRE(s.ok());
+  REQUIRE(answer.results_size() == 2);
+  CHECK(answer.results(0).code() == 0);
+  CHECK(answer.results(1).code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+
+  if (geteuid() == 0) {
+    // Another account's submissions are its own count.
+    jc::testing::TestAccount user("jc-nexec-pend");
+    auto own = c.CliAs(user.name, {"submit", "-o", "/dev/null", "--json", "--", "true"});
+    INFO(own.out);
+    CHECK(own.code == 0);
+  }
+  // Ended jobs do not count: the running one and those pending end, and the account submits again.
+  REQUIRE(c.Cli({"kill", std::to_string(running)}).code == 0);
+  REQUIRE(c.WaitState(pending[2], "DONE"));
+  CHECK(c.Cli({"submit", "--", "true"}).code == 0);
+}
+
 // The master's figure `name` (a gauge or counter without labels) as printed on /metrics.
 std::string MasterFigure(Cluster& c, const std::string& name) {
   httplib::Client http("127.0.0.1", c.metrics_port());

@@ -123,6 +123,8 @@ TEST_CASE("bad configuration entries are named in the error", "[B5][C5]") {
       {"default_queue: ghost\n", "default_queue: no queue named \"ghost\""},
       {"queues: [\n", "not valid YAML"},
       {"nonsense: 1\n", "top level: unknown key \"nonsense\""},
+      {"max_pend_jobs_per_user: -1\n", "max_pend_jobs_per_user: must be 0 (no limit) or more, got -1"},
+      {"max_pend_jobs_per_user: many\n", "max_pend_jobs_per_user"},
       // A map where the list of queues belongs: yaml-cpp threw and the master died (found
       // by tests/fuzz/executor_config_fuzz).
       {"queues:\n ailure:n_on_hoailure: false\n", "nexec config: "},
