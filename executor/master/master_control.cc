@@ -240,6 +240,9 @@ absl::StatusOr<pb::Job> Master::Rerun(int64_t id) {
       running = true;
       return rec.job;
     }
+    // Pending again: as a submission, within its account's max_pend_jobs_per_user (else
+    // rerunning its ended jobs would queue past it).
+    JC_RETURN_IF_ERROR(MayQueueAnother(rec.job.spec().user()));
     // Its request was not kept once it ended (nor after a restart): built again from the spec.
     auto request = BuildRequest(rec.job.spec(), id);
     if (!request.ok()) {
@@ -251,6 +254,7 @@ absl::StatusOr<pb::Job> Master::Rerun(int64_t id) {
     JC_ASSIGN_OR_RETURN(job_state::Effects fx, job_state::Rerun(rec, Now()));
     ApplyEffects(rec, fx);
     MarkDirty(id);
+    ++burst_.submitted_by_user[rec.job.spec().user()];
     cycle_wanted_ = true;
     return rec.job;
   });

@@ -1354,6 +1354,12 @@ TEST_CASE("an account with max_pend_jobs_per_user jobs pending is refused more, 
   REQUIRE(answer.results_size() == 2);
   CHECK(answer.results(0).code() == 0);
   CHECK(answer.results(1).code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  // Running an ended job again queues it as a submission does: refused past the cap too.
+  auto rerun = c.Cli({"rerun", std::to_string(pending[0])});
+  INFO(rerun.out);
+  CHECK(rerun.code == 1);
+  CHECK(rerun.out.find("max_pend_jobs_per_user: 3") != std::string::npos);
+  CHECK(c.Job(pending[0])["state"] == "EXIT");
 
   if (geteuid() == 0) {
     // Another account's submissions are its own count.
