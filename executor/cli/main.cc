@@ -293,6 +293,11 @@ int SubmitPack(Cli& cli, const Invocation& in);
 
 int Submit(Cli& cli, const Invocation& in) {
   if (in.Has("pack")) return SubmitPack(cli, in);
+  if (in.args.empty()) {
+    // Bad usage, as a missing argument is (exit 2): COMMAND is optional only with --pack.
+    std::cerr << "nexec: submit: no command given (nexec submit [flags] COMMAND..., or --pack FILE)\n";
+    return 2;
+  }
   auto& stub = cli.stub;
   const bool json = cli.json;
   auto ctx = [&cli](absl::string_view method, const google::protobuf::Message& request) { return cli.Ctx(method, request); };

@@ -1224,6 +1224,9 @@ TEST_CASE("a job pack takes each of its submissions as Submit would: each answer
   CHECK(c.Cli({"submit", "--pack", file}).code == 2);
   CHECK(c.Cli({"submit", "--pack", c.path("no-such-file")}).code == 2);
   CHECK(c.Cli({"submit", "--pack", file, "-J", "x"}).code == 1);  // flags belong to the lines
+  auto none = c.Cli({"submit", "-J", "x"});  // no command and no pack: bad usage
+  CHECK(none.code == 2);
+  CHECK(none.out.find("no command given") != std::string::npos);
   CHECK(jobs_listed() == 205);
 }
 
