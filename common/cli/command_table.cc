@@ -151,6 +151,11 @@ absl::StatusOr<Parsed> Parse(const Tool& tool, const std::vector<CommandInfo>& c
         return absl::InvalidArgumentError(absl::StrCat("flag ", Spelling(*flag), " takes no value"));
       }
       if (!has_value) value = "true";
+      if (value == "false") {
+        // --exclusive=false is the flag not given (attacker helper-79: it made an exclusive job).
+        parsed.invocation.flags.erase(flag->name);
+        continue;
+      }
     }
     parsed.invocation.flags[flag->name] = value;
   }

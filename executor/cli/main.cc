@@ -7,7 +7,9 @@
 #include <grpcpp/grpcpp.h>
 #include <google/protobuf/util/json_util.h>
 #include <pwd.h>
+#include <fcntl.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -35,6 +37,7 @@
 #include "common/cli/command_table.h"
 #include "common/cli/shell_words.h"
 #include "common/status_macros.h"
+#include "common/utf8.h"
 #include "executor/auth/munge_auth.h"
 #include "executor/client/master_list.h"
 #include "executor/client/submit_packer.h"
@@ -282,10 +285,22 @@ absl::StatusOr<Submission> SubmissionOf(const Invocation& in, const std::string&
   if (in.Has("key")) s->set_submit_key(in.Get("key"));  // sent again, the same key answers with the same job
   if (in.Has("user")) s->set_user(in.Get("user"));
   if (command.empty()) return absl::InvalidArgumentError("submit: no command given");
+  // What the master would refuse, or could not even read, said here and plainly: a string
+  // that is not UTF-8 fails the whole call (a pack's too) in protobuf's words, and a spec past
+  // the master's 1 MiB a job (attacker helper-79).
+  if (!jc::IsUtf8(command)) return absl::InvalidArgumentError("submit: the command is not UTF-8 text");
+  for (const auto& [flag, value] : in.flags) {
+    if (!jc::IsUtf8(value)) return absl::InvalidArgumentError("submit: the value of --" + flag + " is not UTF-8 text");
+  }
   for (auto& [k, v] : jc::nexec::EnvironmentToSend(env, std::cerr)) (*s->mutable_env())[k] = v;
   s->set_command(command);
   s->set_interactive(sub.interactive);
   s->set_tty(sub.tty);
+  if (const size_t bytes = s->ByteSizeLong(); bytes > jc::nexec::kMaxSubmissionBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("submit: the job's command, flags and environment take ", bytes,
+                                                   " bytes, past the ", jc::nexec::kMaxSubmissionBytes,
+                                                   " a job may take"));
+  }
   return sub;
 }
 
@@ -889,6 +904,41 @@ std::vector<Command> Commands() {
   return c;
 }
 
+// The most a pack file may hold: far more than a thousand packs of jobs, far less than a
+// machine's memory (/dev/zero as the file read until the CLI was killed: helper-79).
+constexpr size_t kMaxPackFileBytes = 256 << 20;
+
+// The pack file's text: FILE, or stdin for "-"; a pipe (`--pack <(generate)`) as well as a
+// regular file. InvalidArgument for a directory or one past kMaxPackFileBytes.
+absl::StatusOr<std::string> ReadPackFile(const std::string& file) {
+  const int fd = file == "-" ? dup(0) : open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return absl::NotFoundError(std::strerror(errno));
+  struct stat st {};
+  if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    close(fd);
+    return absl::InvalidArgumentError("is a directory, not a file of submissions");
+  }
+  std::string text;
+  char buffer[1 << 16];
+  while (true) {
+    const ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int saved = errno;
+      close(fd);
+      return absl::InvalidArgumentError(std::strerror(saved));
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+    if (text.size() > kMaxPackFileBytes) {
+      close(fd);
+      return absl::InvalidArgumentError(absl::StrCat("more than ", kMaxPackFileBytes >> 20, " MiB: split it"));
+    }
+  }
+  close(fd);
+  return text;
+}
+
 // What a job pack's line may not ask for: what a pack cannot do (a terminal, a timed job),
 // or what belongs to the whole command (where the master is, how to print).
 constexpr const char* kNotInPackLines[] = {"pack",    "cron",   "start-timeout", "overlap", "retries", "I",
@@ -907,17 +957,12 @@ int SubmitPack(Cli& cli, const Invocation& in) {
     }
   }
   const std::string file = in.Get("pack");
-  std::string text;
-  if (file == "-") {
-    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  } else {
-    std::ifstream f(file);
-    if (!f) {
-      std::cerr << "nexec: submit: --pack " << file << ": " << std::strerror(errno) << "\n";
-      return 2;
-    }
-    text.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  absl::StatusOr<std::string> read = ReadPackFile(file);
+  if (!read.ok()) {
+    std::cerr << "nexec: submit: --pack " << file << ": " << read.status().message() << "\n";
+    return 2;
   }
+  const std::string& text = *read;
   const std::vector<Command> commands = Commands();
   const auto infos = jc::cli::Infos(commands);
   std::vector<int> lines;  // each submission's line number
@@ -927,8 +972,24 @@ int SubmitPack(Cli& cli, const Invocation& in) {
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     ++number;
     const std::string where = file + ":" + std::to_string(number) + ": ";
+    if (absl::EndsWith(line, "\r")) line.remove_suffix(1);  // a CRLF file
     absl::string_view trimmed = absl::StripAsciiWhitespace(line);
     if (trimmed.empty() || trimmed[0] == '#') continue;
+    // A line is text: a NUL would cut its command short where it runs, a carriage return
+    // inside it is a file of CR line endings read as one line, and bytes that are not UTF-8
+    // fail the whole pack's call (attacker helper-79).
+    if (line.find('\0') != absl::string_view::npos) {
+      errors.push_back(where + "a NUL byte in the line (is the file text?)");
+      continue;
+    }
+    if (line.find('\r') != absl::string_view::npos) {
+      errors.push_back(where + "a carriage return inside the line (are the file's lines ended by CR alone?)");
+      continue;
+    }
+    if (!jc::IsUtf8(line)) {
+      errors.push_back(where + "the line is not UTF-8 text");
+      continue;
+    }
     auto words = jc::cli::SplitShellWords(line);
     if (!words.ok()) {
       errors.push_back(where + std::string(words.status().message()));

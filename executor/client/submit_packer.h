@@ -24,6 +24,9 @@ namespace jc::nexec {
 
 // The most submissions one pack may carry: the master refuses a larger pack whole.
 inline constexpr int kMaxPackSubmissions = 1000;
+// The most bytes a job's spec may take (the master's Master::kMaxJobSpecBytes): a client
+// refuses a larger one before sending it (in a pack, one past 4 MiB failed the whole call).
+inline constexpr size_t kMaxSubmissionBytes = 1 << 20;
 // The most bytes of submissions a client puts in one pack (a lone submission past it goes
 // alone): well inside gRPC's 4 MiB a message, which a master takes, when each job carries
 // its submitter's whole environment.

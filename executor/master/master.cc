@@ -299,6 +299,24 @@ absl::StatusOr<JobRequest> Master::BuildRequest(const pb::JobSpec& spec, int64_t
                                                    " bytes: at most ", kMaxJobSpecBytes,
                                                    " (an exec takes at most 2 MiB of arguments and environment)"));
   }
+  // What reaches an exec, a shell or a path as a C string: a NUL byte would cut it short, and
+  // the job would run other than its record reads (attacker helper-79: `true first\0; touch x`
+  // was stored whole and ran `true first`).
+  const std::pair<const char*, const std::string*> c_strings[] = {
+      {"the command", &spec.command()},          {"the pre-exec (-E)", &spec.pre_exec()},
+      {"the post-exec (-Ep)", &spec.post_exec()}, {"the output file (-o)", &spec.stdout_path()},
+      {"the error file (-e)", &spec.stderr_path()}, {"the working directory", &spec.cwd()},
+      {"the job name (-J)", &spec.name()},        {"the user", &spec.user()}};
+  for (const auto& [what, text] : c_strings) {
+    if (text->find('\0') != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " holds a NUL byte: no command line or path can hold it"));
+    }
+  }
+  for (const auto& dir : spec.read_only_dirs()) {
+    if (dir.find('\0') != std::string::npos) {
+      return absl::InvalidArgumentError("a read-only directory holds a NUL byte: no path can hold it");
+    }
+  }
   // Names an environment can hold: one with '=' would be a second variable to the task
   // (a second PATH, say), an empty one or one with NUL none at all.
   for (const auto& [name, value] : spec.env()) {

@@ -87,6 +87,9 @@ struct MasterStats {
 
 class Master {
  public:
+  // The most bytes a job's spec may take (its command, arguments and environment): a launch
+  // carries it whole in one gRPC message (BuildRequest).
+  static constexpr size_t kMaxJobSpecBytes = 1 << 20;
   Master(store::Store* store, const Clock* clock, AgentDialer* dialer, ExecutorConfig config,
          MasterOptions options);
   ~Master();
@@ -344,7 +347,6 @@ class Master {
   void CountPastUsage(const pb::Job& job, const JobRequest& request, absl::Time now, absl::Time forgotten_before);
   // A job's spec as it goes to the scheduler; InvalidArgument for one no host could run
   // (its environment, image, directories, or a spec past kMaxJobSpecBytes).
-  static constexpr size_t kMaxJobSpecBytes = 1 << 20;
   absl::StatusOr<JobRequest> BuildRequest(const pb::JobSpec& spec, int64_t id);
   absl::Status Persist(store::Transaction& txn, const pb::Job& job);
   // Appends `e` (its job set) to the event log, stamped.

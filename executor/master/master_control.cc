@@ -267,6 +267,11 @@ absl::StatusOr<pb::Job> Master::Requeue(int64_t id) {
   absl::StatusOr<SignalTargets> targets_or = OnLoop([&]() -> absl::StatusOr<SignalTargets> {
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return absl::NotFoundError(absl::StrCat("no job ", id));
+    // Pending again once its tasks end: asked for by a user (or `rerun` of a running job),
+    // within its account's max_pend_jobs_per_user (attacker helper-79). The master's own
+    // requeues (a preemption, a failed pre-exec, a failed host) are not refused: at most the
+    // jobs the account was running.
+    if (it->second.job.state() != pb::PENDING) JC_RETURN_IF_ERROR(MayQueueAnother(it->second.job.spec().user()));
     JC_RETURN_IF_ERROR(job_state::AskRequeue(it->second).status());
     return TargetsOf(it->second.job);
   });

@@ -38,6 +38,7 @@ using grpc::Status;
 // submission (a NUL in an environment name is four bytes escaped), and answers many times
 // their packs' size grew the master's memory by gigabytes (the same helper).
 constexpr size_t kMaxPackResultMessage = 512;
+static_assert(kMaxSubmissionBytes == Master::kMaxJobSpecBytes, "clients refuse what the master would");
 std::string PackResultMessage(absl::string_view message) {
   if (message.size() <= kMaxPackResultMessage) return ToUtf8(message);
   return absl::StrCat(ToUtf8(message.substr(0, kMaxPackResultMessage)), "...");

@@ -1224,10 +1224,45 @@ TEST_CASE("a job pack takes each of its submissions as Submit would: each answer
   CHECK(c.Cli({"submit", "--pack", file}).code == 2);
   CHECK(c.Cli({"submit", "--pack", c.path("no-such-file")}).code == 2);
   CHECK(c.Cli({"submit", "--pack", file, "-J", "x"}).code == 1);  // flags belong to the lines
+  CHECK(jobs_listed() == 205);
   auto none = c.Cli({"submit", "-J", "x"});  // no command and no pack: bad usage
   CHECK(none.code == 2);
   CHECK(none.out.find("no command given") != std::string::npos);
-  CHECK(jobs_listed() == 205);
+  // Lines that are not text, a directory, and a job past 1 MiB are refused before anything is
+  // sent (attacker helper-79: a NUL cut the command short where it ran, a byte not UTF-8 failed
+  // the whole call in protobuf's words, a directory crashed the CLI); CRLF lines are read as lines.
+  std::ofstream(file) << "-J crlf-ok true\r\n"
+                      << std::string("true first\0; touch ", 19) << c.path("nul-ran") << "\n"
+                      << "-J bad printf \xff\n"
+                      << "true\r-J cr2 true\n"
+                      << "-J big echo " << std::string(1100000, 'x') << "\n";
+  auto text = c.Cli({"submit", "--pack", file});
+  INFO(text.out);
+  CHECK(text.code == 2);
+  CHECK(text.out.find(file + ":2: a NUL byte in the line") != std::string::npos);
+  CHECK(text.out.find(file + ":3: the line is not UTF-8 text") != std::string::npos);
+  CHECK(text.out.find(file + ":4: a carriage return inside the line") != std::string::npos);
+  CHECK(text.out.find(file + ":5: submit: the job's command, flags and environment take") != std::string::npos);
+  CHECK(text.out.find("nothing submitted (4 line(s) to mend)") != std::string::npos);
+  auto directory = c.Cli({"submit", "--pack", c.path("")});
+  CHECK(directory.code == 2);
+  CHECK(directory.out.find("is a directory") != std::string::npos);
+  // --exclusive=false is not exclusive.
+  std::ofstream(file) << "--exclusive=false -J not-exclusive true\n";
+  auto flagged = c.Cli({"submit", "--pack", file, "--json"});
+  INFO(flagged.out);
+  REQUIRE(flagged.code == 0);
+  const int64_t not_exclusive = std::stoll(json::parse(flagged.out)["jobs"][0]["job_id"].get<std::string>());
+  CHECK_FALSE(c.Job(not_exclusive)["spec"].value("exclusive", false));
+  // The master refuses a NUL in a command itself, whatever client sent it.
+  npb::SubmitPackRequest nul = PackOf({std::string("true first\0; touch ", 19) + c.path("nul-ran")});
+  npb::SubmitPackResponse nul_answer;
+  REQUIRE(send(nul, &nul_answer).ok());
+  REQUIRE(nul_answer.results_size() == 1);
+  CHECK(nul_answer.results(0).code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(nul_answer.results(0).message().find("the command holds a NUL byte") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(c.path("nul-ran")));
+  CHECK(jobs_listed() == 206);
 }
 
 TEST_CASE("a job pack is its caller's: an account's pack runs nothing as root, names no other submitter, and a pack "
@@ -1347,6 +1382,13 @@ TEST_CASE("an account with max_pend_jobs_per_user jobs pending is refused more, 
   for (const auto& r : answer.results()) CHECK(r.code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
   CHECK(json::parse(c.Cli({"jobs", "-a", "--json"}).out)["jobs"].size() == 4);
 
+  // A user's requeue of its running job would make it pending again: refused at the cap.
+  auto requeue = c.Cli({"requeue", std::to_string(running)});
+  INFO(requeue.out);
+  CHECK(requeue.code == 1);
+  CHECK(requeue.out.find("max_pend_jobs_per_user: 3") != std::string::npos);
+  CHECK(c.Job(running)["state"] == "RUNNING");
+
   // Once one pending job leaves, one more is taken, and no more.
   REQUIRE(c.Cli({"kill", std::to_string(pending[0])}).code == 0);
   REQUIRE(c.WaitState(pending[0], "EXIT"));
@@ -1364,13 +1406,39 @@ TEST_CASE("an account with max_pend_jobs_per_user jobs pending is refused more, 
   CHECK(rerun.out.find("max_pend_jobs_per_user: 3") != std::string::npos);
   CHECK(c.Job(pending[0])["state"] == "EXIT");
 
+  // A timed job of an account at its cap skips its runs, saying why; it holds up no other
+  // timed job (attacker helper-79: the whole pass stopped at it, every second).
+  auto cron = c.Cli({"submit", "--cron", "* * * * * *", "--", "true"});
+  INFO(cron.out);
+  REQUIRE(cron.code == 0);
   if (geteuid() == 0) {
-    // Another account's submissions are its own count.
+    // Another account's submissions are its own count, and its timed job runs.
     jc::testing::TestAccount user("jc-nexec-pend");
     auto own = c.CliAs(user.name, {"submit", "-o", "/dev/null", "--json", "--", "true"});
     INFO(own.out);
     CHECK(own.code == 0);
+    auto theirs = c.CliAs(user.name, {"submit", "--cron", "* * * * * *", "-o", "/dev/null", "--", "true"});
+    INFO(theirs.out);
+    REQUIRE(theirs.code == 0);
+    std::string seen;
+    const bool ran = jc::testing::WaitUntil([&] {
+      seen = c.Cli({"cron", "--json"}).out;
+      json listed = json::parse(seen);
+      for (const auto& tj : listed.value("timed_jobs", json::array())) {
+        if (tj["spec"]["user"] == user.name && std::stoll(tj.value("runs", std::string("0"))) > 0) return true;
+      }
+      return false;
+    });
+    INFO(seen);
+    CHECK(ran);
+    CHECK(c.Cli({"cron", "rm", "2"}).code == 0);  // before its account goes
   }
+  CHECK(jc::testing::WaitUntil([&] {
+    json one = json::parse(c.Cli({"cron", "1", "--json"}).out);
+    return std::stoll(one.value("skipped", std::string("0"))) > 0 &&
+           one.dump().find("max_pend_jobs_per_user") != std::string::npos;
+  }));
+  REQUIRE(c.Cli({"cron", "rm", "1"}).code == 0);
   // Ended jobs do not count: the running one and those pending end, and the account submits again.
   REQUIRE(c.Cli({"kill", std::to_string(running)}).code == 0);
   REQUIRE(c.WaitState(pending[2], "DONE"));

@@ -45,6 +45,17 @@ TEST_CASE("global flags go before the command as well as after it, with their va
   }
 }
 
+TEST_CASE("a boolean flag given =false is not given, =true is, and any other value is refused [B11]") {
+  auto table = Table();
+  auto off = Parse(TestTool(), Infos(table), {"center", "list", "--json=false"});
+  REQUIRE(off.ok());
+  CHECK_FALSE(off->invocation.Has("json"));  // it printed JSON (attacker helper-79)
+  auto on = Parse(TestTool(), Infos(table), {"center", "list", "--json=true"});
+  REQUIRE(on.ok());
+  CHECK(on->invocation.Has("json"));
+  CHECK_FALSE(Parse(TestTool(), Infos(table), {"center", "list", "--json=yes"}).ok());
+}
+
 TEST_CASE("LSF's one-dash flags are whole words, one-letter flags take attached values, and a command line after "
           "the first argument is the command's own [B11]") {
   auto table = Table();
