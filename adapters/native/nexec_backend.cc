@@ -323,10 +323,7 @@ std::vector<absl::StatusOr<std::string>> NexecBackend::SubmitEach(const std::vec
     }
     // The replica keys make a pack safe to send again whole (a lost answer, another leader):
     // a job already taken is answered, never made twice.
-    const grpc::Status call = answer.ok() ? grpc::Status::OK
-                                          : grpc::Status(static_cast<grpc::StatusCode>(answer.status().code()),
-                                                         std::string(answer.status().message()));
-    for (auto& id : nexec::PackResults(call, answer.ok() ? *answer : npb::SubmitPackResponse(),
+    for (auto& id : nexec::PackResults(answer.status(), answer.ok() ? *answer : npb::SubmitPackResponse(),
                                        pack.submissions_size())) {
       if (id.ok()) {
         out.push_back(absl::StrCat(*id));

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/grpc_status.h"
 
 namespace jc::nexec {
 
@@ -12,10 +13,12 @@ namespace pb = ::nexec::v1;
 
 std::vector<absl::StatusOr<int64_t>> PackResults(const grpc::Status& call, const pb::SubmitPackResponse& answer,
                                                  int submissions) {
-  if (!call.ok()) {
-    return std::vector<absl::StatusOr<int64_t>>(
-        submissions, absl::Status(static_cast<absl::StatusCode>(call.error_code()), call.error_message()));
-  }
+  return PackResults(FromGrpcStatus(call), answer, submissions);
+}
+
+std::vector<absl::StatusOr<int64_t>> PackResults(const absl::Status& call, const pb::SubmitPackResponse& answer,
+                                                 int submissions) {
+  if (!call.ok()) return std::vector<absl::StatusOr<int64_t>>(submissions, call);
   if (answer.results_size() != submissions) {
     return std::vector<absl::StatusOr<int64_t>>(
         submissions, absl::InternalError(absl::StrCat("the master answered a pack of ", submissions, " submissions with ",

@@ -39,6 +39,8 @@ std::vector<::nexec::v1::SubmitPackRequest> SplitIntoPacks(std::vector<::nexec::
 // A pack's answer for each of its submissions, in its order: the job's id, or why not. A
 // call that failed is every submission's failure; an answer whose count does not match
 // the pack's is INTERNAL for each (nothing of it can be told apart).
+std::vector<absl::StatusOr<int64_t>> PackResults(const absl::Status& call, const ::nexec::v1::SubmitPackResponse& answer,
+                                                 int submissions);
 std::vector<absl::StatusOr<int64_t>> PackResults(const grpc::Status& call, const ::nexec::v1::SubmitPackResponse& answer,
                                                  int submissions);
 
