@@ -1,7 +1,6 @@
 #include "common/auth/adapter_proof.h"
 
 #include <fcntl.h>
-#include <openssl/hmac.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,7 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/auth/api_token.h"
-#include "common/sha256_md.h"
+#include "common/hmac_sha256.h"
 
 namespace jc::auth {
 namespace {
@@ -42,8 +41,7 @@ std::string AdapterProof(absl::string_view key, absl::string_view center_id, abs
                                      absl::string_view("\0", 1), challenge);
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
-  HMAC(Sha256Md(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(message.data()),
-       message.size(), mac, &size);
+  size = HmacSha256(key, message, mac);
   return std::string(reinterpret_cast<const char*>(mac), size);
 }
 

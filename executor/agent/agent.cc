@@ -948,11 +948,13 @@ std::vector<int> Agent::ChooseCpus(int n) const {
 absl::StatusOr<pid_t> Agent::StartProcess(const TaskLaunch& launch) {
   auto pid = runner_.Launch(launch);
   if (!pid.ok()) return pid;
-  // Its process group goes into the journal at the heartbeat loop's next round, if it
-  // still runs then: reading a new process's start time (/proc/<pid>/stat: two procfs
-  // inodes made and dropped) cost ~1.5% of all CPU with thousands of short tasks a
-  // second, most of which end before that round. Until then its "S" line stands, and a
-  // successor of an agent that died meanwhile finds it by its environment.
+  // Its process group goes into the journal at the heartbeat loop's second round from now
+  // (15–30 ms on), if it still runs then: reading a new process's start time
+  // (/proc/<pid>/stat: two procfs inodes made and dropped) cost ~1.5% of all CPU with
+  // thousands of short tasks a second, most of which end by then (at the next round, a
+  // task started just before it had not: 2% of an agent's CPU, issue 48). Until then its
+  // "S" line stands, and a successor of an agent that died meanwhile finds it by its
+  // environment.
   absl::MutexLock lock(&starts_mu_);
   unrecorded_starts_[launch.key] = *pid;
   return pid;
@@ -960,9 +962,10 @@ absl::StatusOr<pid_t> Agent::StartProcess(const TaskLaunch& launch) {
 
 void Agent::RecordStartsLocked() {
   std::map<std::string, pid_t> started;
+  started.swap(aging_starts_);
   {
     absl::MutexLock lock(&starts_mu_);
-    started.swap(unrecorded_starts_);
+    aging_starts_.swap(unrecorded_starts_);
   }
   for (const auto& [key, pid] : started) {
     // Ended (its "E" line is written) or in a later phase (recorded with that one): none.

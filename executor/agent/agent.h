@@ -184,7 +184,7 @@ class Agent {
   // HeartbeatLoop's steps; *Locked: with mu_ held.
   void EnforceDeadlinesLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RecordExitsLocked(const std::vector<TaskExit>& exits) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The process groups started since the last round whose tasks still run, with their
+  // The process groups started before the last round whose tasks still run, with their
   // leaders' start times, into the journal.
   void RecordStartsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) ABSL_LOCKS_EXCLUDED(starts_mu_);
   pb::HeartbeatRequest HeartbeatLocked(bool periodic) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -263,6 +263,8 @@ class Agent {
   // loop records those still running (own mutex: StartProcess runs with and without mu_).
   absl::Mutex starts_mu_ ABSL_ACQUIRED_AFTER(mu_);
   std::map<std::string, pid_t> unrecorded_starts_ ABSL_GUARDED_BY(starts_mu_);
+  // Those a round has seen: recorded at the next if they still run then.
+  std::map<std::string, pid_t> aging_starts_ ABSL_GUARDED_BY(mu_);
 
   std::unique_ptr<MasterList> masters_;  // from master_address (Start)
   // The heartbeat loop's alone: its stream to the master (options_.master_stream), and the

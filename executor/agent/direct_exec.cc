@@ -1,7 +1,10 @@
 #include "executor/agent/direct_exec.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -182,6 +185,68 @@ std::optional<DirectCommand> DirectArgv(absl::string_view command, absl::string_
   return direct;
 }
 
+namespace {
+
+// Files whose every change is made through this kernel, which inotify therefore reports: a
+// disk of this host, or memory. Not NFS, Lustre, CIFS or a FUSE file system, which other
+// hosts (or a daemon) change unseen.
+bool ChangedOnlyHere(const std::string& path) {
+  struct statfs fs;
+  if (statfs(path.c_str(), &fs) != 0) return false;
+  switch (static_cast<unsigned long>(fs.f_type)) {
+    case EXT4_SUPER_MAGIC:  // ext2 and ext3 too
+    case XFS_SUPER_MAGIC:
+    case BTRFS_SUPER_MAGIC:
+    case F2FS_SUPER_MAGIC:
+    case TMPFS_MAGIC:
+    case RAMFS_MAGIC:
+    case SQUASHFS_MAGIC:
+    case OVERLAYFS_SUPER_MAGIC:
+    case 0x2fc12fc1:  // ZFS
+      return true;
+    default:
+      return false;
+  }
+}
+
+// What changes a directory searched, or the program found (its own attributes and content,
+// a name made, removed or moved in a directory, the file itself removed or moved).
+constexpr uint32_t kChanges = IN_ATTRIB | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MODIFY | IN_MOVE_SELF |
+                              IN_MOVED_FROM | IN_MOVED_TO;
+
+}  // namespace
+
+ProgramCache::ProgramCache(bool watch) : watch_(watch) {
+  if (watch_) changes_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);  // none (-1): every file stat'ed
+}
+
+ProgramCache::~ProgramCache() {
+  absl::MutexLock lock(&mu_);
+  if (changes_ >= 0) close(changes_);
+}
+
+void ProgramCache::DropIfChangedLocked() {
+  if (changes_ < 0) return;
+  alignas(inotify_event) char events[4096];
+  const ssize_t n = read(changes_, events, sizeof events);
+  if (n < 0 && errno == EAGAIN) return;  // nothing changed (the one system call of a look)
+  // Something changed (or the queue overflowed, or cannot be read): every answer goes, with
+  // every watch (a new queue), and what is looked for next is searched and watched anew.
+  entries_.clear();
+  close(changes_);
+  changes_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+}
+
+bool ProgramCache::WatchLocked(const Entry& entry) {
+  if (changes_ < 0) return false;
+  for (const auto& [file, identity] : entry.looked) {
+    if (!ChangedOnlyHere(file) || inotify_add_watch(changes_, file.c_str(), kChanges) < 0) return false;
+  }
+  // Changed between the search's look and its watch: no event came for that change.
+  return std::all_of(entry.looked.begin(), entry.looked.end(),
+                     [](const auto& l) { return IdentityOf(l.first) == l.second; });
+}
+
 std::optional<DirectCommand> ProgramCache::DirectArgv(absl::string_view command, absl::string_view path) {
   std::optional<DirectCommand> direct = Words(command);
   if (!direct || !Searchable(direct->argv[0], path)) return std::nullopt;
@@ -198,8 +263,17 @@ std::optional<DirectCommand> ProgramCache::DirectArgv(absl::string_view command,
   std::optional<Entry> kept;
   {
     absl::MutexLock lock(&mu_);
+    DropIfChangedLocked();
     auto it = entries_.find(key);
-    if (it != entries_.end() && since_boot - it->second.walked < kWalkedAgainAfter) kept = it->second;
+    if (it != entries_.end() && since_boot - it->second.walked < kWalkedAgainAfter) {
+      if (it->second.watched) {  // unchanged: no event came
+        ++hits_;
+        if (it->second.program.empty()) return std::nullopt;
+        direct->program = it->second.program;
+        return direct;
+      }
+      kept = it->second;
+    }
   }
   // Stat'ed outside the lock: what was kept holds while every file looked at is unchanged.
   if (kept && std::all_of(kept->looked.begin(), kept->looked.end(),
@@ -223,6 +297,7 @@ std::optional<DirectCommand> ProgramCache::DirectArgv(absl::string_view command,
   if (settled) {
     absl::MutexLock lock(&mu_);
     if (entries_.size() >= kMaxEntries) entries_.clear();
+    entry.watched = entry.looked.empty() || WatchLocked(entry);
     entries_.insert_or_assign(key, std::move(entry));
   }
   if (direct->program.empty()) return std::nullopt;

@@ -44,17 +44,29 @@ std::optional<DirectCommand> DirectArgv(absl::string_view command, absl::string_
 // twenty system calls (an lstat per component of every directory on the way, the program's
 // first bytes), 14% of an agent's CPU per `sleep 0` task (perf, issue 48), and most tasks
 // of a host run the few programs its users run. A program found is used again while the
-// directories searched, and the program, are the files they were when it was found: each
-// is stat'ed (device, inode, modification and change times), so a program root puts in an
-// earlier directory of $PATH, one removed, replaced, or given other permissions is seen by
-// the next task, as the shell would see it. Only root can change any of them (the search
-// passed only through root's alone), and what a stat cannot see (a link or a directory
-// above them that root changed) is looked at anew by walking the search again whole once
-// its answer is 10 s old (as is a change root makes while the search itself runs). "Run it
-// with the shell" is kept 10 s as it is: the shell, which searches for itself, is right
-// whatever changed. Safe to use from any thread.
+// directories searched, and the program, are the files they were when it was found, so a
+// program root puts in an earlier directory of $PATH, one removed, replaced, or given other
+// permissions is seen by the next task, as the shell would see it. How that is known:
+//   - files on a disk of this host (ext4, xfs, btrfs, tmpfs, ...) are watched with inotify:
+//     the kernel queues an event as the change is made, so the next task's look, one read
+//     of the queue, sees it; any event drops every answer kept (root changes these rarely);
+//   - others (NFS, Lustre: changed from other hosts too, unseen by this kernel's inotify)
+//     are each stat'ed again before the answer is used (device, inode, modification and
+//     change times).
+// Only root can change any of them (the search passed only through root's alone), and what
+// neither sees (a link or a directory above them that root changed, a file system mounted
+// over one) is looked at anew by walking the search again whole once its answer is 10 s
+// old (as is a change root makes while the search itself runs). "Run it with the shell" is
+// kept 10 s as it is: the shell, which searches for itself, is right whatever changed.
+// Safe to use from any thread.
 class ProgramCache {
  public:
+  // `watch`: false stats every file again before each use, as for files of other hosts (tests).
+  explicit ProgramCache(bool watch = true);
+  ~ProgramCache();
+  ProgramCache(const ProgramCache&) = delete;
+  ProgramCache& operator=(const ProgramCache&) = delete;
+
   std::optional<DirectCommand> DirectArgv(absl::string_view command, absl::string_view path);
 
   // Answers given from what was kept (for tests).
@@ -83,10 +95,19 @@ class ProgramCache {
     std::string program;  // "" when the shell runs it
     std::vector<std::pair<std::string, Identity>> looked;
     absl::Duration walked;  // on the monotonic clock
+    bool watched = false;   // every file looked at is watched: no stat before use
   };
+  // Drops every answer kept when the queue of changes is not empty (or cannot be read).
+  void DropIfChangedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Watches every file `entry` looked at, then checks that each is still as looked at (a
+  // change between the look and the watch shows there); false: not watched, stat instead.
+  bool WatchLocked(const Entry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);  // by first word NUL $PATH
   int64_t hits_ ABSL_GUARDED_BY(mu_) = 0;
+  const bool watch_;
+  int changes_ ABSL_GUARDED_BY(mu_) = -1;  // the inotify queue; -1 when there is none
 };
 
 // Whether `name` is a name the shell passes on in the environment (letters, digits and

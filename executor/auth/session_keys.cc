@@ -2,7 +2,6 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <openssl/rand.h>
 
 #include <vector>
@@ -11,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/hmac_sha256.h"
 #include "common/sha256_md.h"
 
 namespace jc::nexec {
@@ -78,8 +78,7 @@ std::string SessionMac(absl::string_view key, absl::string_view session_id, uint
   const std::string data = absl::StrCat(session_id, "\n", counter, "\n", binding);
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
-  HMAC(Sha256Md(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(data.data()),
-       data.size(), mac, &size);
+  size = HmacSha256(key, data, mac);
   return Hex(mac, size);
 }
 

@@ -352,10 +352,16 @@ absl::StatusOr<JobRequest> Master::BuildRequest(const pb::JobSpec& spec, int64_t
   return r;
 }
 
-absl::Status Master::Persist(store::Transaction& txn, const pb::Job& job) {
+absl::Status Master::Persist(store::Transaction& txn, const pb::Job& job, bool stored) {
   // Base64 protobuf, not JSON: a job is written about three times on its way, and the
   // JSON printer was a third of what a commit cost (ADR 0002). Rows in JSON still read.
   std::string doc = store::EncodeBinaryDoc(job);
+  if (!stored) {
+    // A new job's id was never used: a row there is another job's, and the write fails
+    // (commit or stop) rather than write over it.
+    return txn.Exec("INSERT INTO nexec_jobs (id, state, doc) VALUES ($1, $2, $3)", {job.id(), int64_t{job.state()}, doc})
+        .status();
+  }
   JC_ASSIGN_OR_RETURN(int64_t n, txn.Exec("UPDATE nexec_jobs SET state = $2, doc = $3 WHERE id = $1",
                                           {job.id(), int64_t{job.state()}, doc}));
   if (n == 0) {
@@ -451,16 +457,16 @@ absl::Status Master::MayQueueAnother(const std::string& user) const {
 void Master::Commit(Burst& burst) {
   if (burst.writes_nothing() && burst.events_before.empty()) return;
   // Each job as memory has it now; those the cycle did not change again, once.
-  std::vector<const pb::Job*> jobs;
+  std::vector<JobRecord*> jobs;
   for (const pb::Job& before : burst.events_before) {
-    if (!burst.jobs.count(before.id())) jobs.push_back(&jobs_.at(before.id()).job);
+    if (!burst.jobs.count(before.id())) jobs.push_back(&jobs_.at(before.id()));
   }
-  for (int64_t id : burst.jobs) jobs.push_back(&jobs_.at(id).job);
+  for (int64_t id : burst.jobs) jobs.push_back(&jobs_.at(id));
   auto write = [&]() -> absl::Status {
     JC_ASSIGN_OR_RETURN(std::unique_ptr<store::Transaction> txn, store_->Begin());
     // A master that lost its lease writes nothing (and, after the retries, stops).
     if (options_.fence) JC_RETURN_IF_ERROR(options_.fence(*txn));
-    for (const pb::Job* job : jobs) JC_RETURN_IF_ERROR(Persist(*txn, *job));
+    for (const JobRecord* rec : jobs) JC_RETURN_IF_ERROR(Persist(*txn, rec->job, rec->stored));
     for (const auto& [host, doc] : burst.hosts) {
       JC_ASSIGN_OR_RETURN(int64_t n, txn->Exec("UPDATE nexec_hosts SET doc = $2 WHERE id = $1", {host, doc}));
       if (n == 0) JC_RETURN_IF_ERROR(txn->Exec("INSERT INTO nexec_hosts (id, doc) VALUES ($1, $2)", {host, doc}).status());
@@ -472,7 +478,10 @@ void Master::Commit(Burst& burst) {
   absl::Duration pause = absl::Milliseconds(100);
   for (int attempt = 0; attempt < 4; ++attempt) {
     s = write();
-    if (s.ok()) return;
+    if (s.ok()) {
+      for (JobRecord* rec : jobs) rec->stored = true;
+      return;
+    }
     spdlog::error("nexec master: writing {} job(s), {} host(s) and {} other row(s) failed: {}; retrying in {}",
                   jobs.size(), burst.hosts.size(), burst.writes.size(), s.ToString(), absl::FormatDuration(pause));
     absl::SleepFor(pause);
@@ -543,6 +552,7 @@ void Master::SubmitThen(pb::JobSpec spec, std::function<void(absl::StatusOr<int6
     spec.set_slots(req.slots);
     if (!key.empty()) submit_keys_[key] = {id, spec.user()};
     JobRecord& rec = jobs_[id];
+    rec.stored = false;  // INSERTed by the burst's commit
     rec.request = std::move(req);
     ApplyEffects(rec, job_state::Submitted(rec, id, std::move(spec), Now()));
     return id;

@@ -244,6 +244,9 @@ class Master {
     std::optional<std::pair<pb::JobState, std::string>> counted;
     // When it ended, as filed in ended_by_time_ (Recount) for the clean period.
     std::optional<absl::Time> filed_ended_at;
+    // Its row is in nexec_jobs (a job loaded, or whose first write committed): written by
+    // UPDATE; a job submitted since is INSERTed, without an UPDATE that finds no row first.
+    bool stored = true;
   };
   // The job a submit key made, and whose it is (submit_keys_).
   struct KeyedJob {
@@ -348,7 +351,7 @@ class Master {
   // A job's spec as it goes to the scheduler; InvalidArgument for one no host could run
   // (its environment, image, directories, or a spec past kMaxJobSpecBytes).
   absl::StatusOr<JobRequest> BuildRequest(const pb::JobSpec& spec, int64_t id);
-  absl::Status Persist(store::Transaction& txn, const pb::Job& job);
+  absl::Status Persist(store::Transaction& txn, const pb::Job& job, bool stored);
   // Appends `e` (its job set) to the event log, stamped.
   void Publish(pb::JobEvent e);
   // Carries out what a transition of the job's state machine asks of the scheduler's model

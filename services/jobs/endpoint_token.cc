@@ -1,12 +1,11 @@
 #include "services/jobs/endpoint_token.h"
 
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "common/sha256_md.h"
+#include "common/hmac_sha256.h"
 
 namespace jc::jobs {
 
@@ -19,8 +18,7 @@ std::string EndpointToken(absl::string_view secret, absl::string_view job_id, in
                                            std::string(1, '\0'), attempt, std::string(1, '\0'), port_name);
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
-  HMAC(Sha256Md(), secret.data(), static_cast<int>(secret.size()),
-       reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac, &length);
+  length = HmacSha256(secret, message, mac);
   return absl::WebSafeBase64Escape(absl::string_view(reinterpret_cast<const char*>(mac), length));
 }
 
