@@ -850,7 +850,6 @@ absl::StatusOr<TaskLaunch> Agent::AdmitLaunch(const pb::LaunchRequest& req, cons
   TaskInfo info{req.job_id(), req.task_index(), req.attempt(), t.stdout_path, t.stderr_path};
   info.gpus = t.gpus;
   info.post_exec = req.post_exec();
-  info.command = t;
   info.suspend_action = req.suspend_action();
   info.resume_action = req.resume_action();
   info.kill_action = req.kill_action();
@@ -868,9 +867,9 @@ absl::StatusOr<TaskLaunch> Agent::AdmitLaunch(const pb::LaunchRequest& req, cons
     absl::MutexLock lock(&mu_);
     t.cpus = ChooseCpus(std::max(1, slots_here));
     bound_cpus_[key] = t.cpus;
-    info.command = t;
   }
   TaskLaunch first = t;
+  info.command = std::move(t);
   if (!req.pre_exec().empty()) {
     first.stdin_pipe = first.tty = false;  // the submitter's input is for the command
     // The pre-exec runs first, as the task would (user, environment, directory, output);
@@ -895,7 +894,7 @@ absl::StatusOr<TaskLaunch> Agent::AdmitLaunch(const pb::LaunchRequest& req, cons
       bound_cpus_.erase(key);
       return current;
     }
-    book_.Add(key, info);
+    book_.Add(key, std::move(info));
   }
   return first;
 }

@@ -231,20 +231,53 @@ void ProgramCache::DropIfChangedLocked() {
   const ssize_t n = read(changes_, events, sizeof events);
   if (n < 0 && errno == EAGAIN) return;  // nothing changed (the one system call of a look)
   // Something changed (or the queue overflowed, or cannot be read): every answer goes, with
-  // every watch (a new queue), and what is looked for next is searched and watched anew.
+  // every watch, and what is looked for next is searched and watched anew.
+  DropAllLocked();
+}
+
+void ProgramCache::DropAllLocked() {
   entries_.clear();
+  if (changes_ < 0 || watches_.empty()) return;
+  // A new queue: closing the old one ends its watches (kept on root's inotify budget, which
+  // the host's other daemons share, they must not outlive the answers they keep).
   close(changes_);
+  watches_.clear();
   changes_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 }
 
 bool ProgramCache::WatchLocked(const Entry& entry) {
   if (changes_ < 0) return false;
+  // Each file looked at and every directory on its way from /, as its path names them: a
+  // link on the way re-pointed (`current -> v2`) or a directory above renamed changes which
+  // files the path names without changing those files, and is an event in the directory
+  // that holds the link or the name (attacker helper-80).
+  absl::flat_hash_set<std::string> paths;
   for (const auto& [file, identity] : entry.looked) {
-    if (!ChangedOnlyHere(file) || inotify_add_watch(changes_, file.c_str(), kChanges) < 0) return false;
+    for (size_t slash = file.find('/', 1); slash != std::string::npos; slash = file.find('/', slash + 1)) {
+      paths.insert(file.substr(0, slash));
+    }
+    paths.insert("/");
+    paths.insert(file);
+  }
+  // An account's $PATH names the directories: however many it names, root's watches stay
+  // few (past them, answers are stat'ed).
+  if (paths.size() > kMaxWatchesPerAnswer) return false;
+  if (watches_.size() + paths.size() > kMaxWatches) DropAllLocked();  // the kept answers go with them
+  if (changes_ < 0) return false;
+  for (const std::string& file : paths) {
+    if (!ChangedOnlyHere(file)) return false;
+    const int watch = inotify_add_watch(changes_, file.c_str(), kChanges);
+    if (watch < 0) return false;
+    watches_.insert(watch);
   }
   // Changed between the search's look and its watch: no event came for that change.
   return std::all_of(entry.looked.begin(), entry.looked.end(),
                      [](const auto& l) { return IdentityOf(l.first) == l.second; });
+}
+
+size_t ProgramCache::watches() const {
+  absl::MutexLock lock(&mu_);
+  return watches_.size();
 }
 
 std::optional<DirectCommand> ProgramCache::DirectArgv(absl::string_view command, absl::string_view path) {
@@ -296,7 +329,7 @@ std::optional<DirectCommand> ProgramCache::DirectArgv(absl::string_view command,
   });
   if (settled) {
     absl::MutexLock lock(&mu_);
-    if (entries_.size() >= kMaxEntries) entries_.clear();
+    if (entries_.size() >= kMaxEntries) DropAllLocked();
     entry.watched = entry.looked.empty() || WatchLocked(entry);
     entries_.insert_or_assign(key, std::move(entry));
   }

@@ -17,6 +17,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
@@ -47,15 +48,18 @@ std::optional<DirectCommand> DirectArgv(absl::string_view command, absl::string_
 // directories searched, and the program, are the files they were when it was found, so a
 // program root puts in an earlier directory of $PATH, one removed, replaced, or given other
 // permissions is seen by the next task, as the shell would see it. How that is known:
-//   - files on a disk of this host (ext4, xfs, btrfs, tmpfs, ...) are watched with inotify:
-//     the kernel queues an event as the change is made, so the next task's look, one read
-//     of the queue, sees it; any event drops every answer kept (root changes these rarely);
+//   - files on a disk of this host (ext4, xfs, btrfs, tmpfs, ...) are watched with inotify,
+//     with every directory on their paths from / (a link on the way re-pointed, a directory
+//     above renamed): the kernel queues an event as the change is made, so the next task's
+//     look, one read of the queue, sees it; any event drops every answer kept (root changes
+//     these rarely). At most 256 watches (root's inotify budget is the host's daemons' too);
 //   - others (NFS, Lustre: changed from other hosts too, unseen by this kernel's inotify)
 //     are each stat'ed again before the answer is used (device, inode, modification and
 //     change times).
 // Only root can change any of them (the search passed only through root's alone), and what
-// neither sees (a link or a directory above them that root changed, a file system mounted
-// over one) is looked at anew by walking the search again whole once its answer is 10 s
+// neither sees (a file system mounted over one; elsewhere than this host's disks, a link
+// or a directory above that root changed in a way a stat of the path does not show) is
+// looked at anew by walking the search again whole once its answer is 10 s
 // old (as is a change root makes while the search itself runs). "Run it with the shell" is
 // kept 10 s as it is: the shell, which searches for itself, is right whatever changed.
 // Safe to use from any thread.
@@ -69,11 +73,16 @@ class ProgramCache {
 
   std::optional<DirectCommand> DirectArgv(absl::string_view command, absl::string_view path);
 
-  // Answers given from what was kept (for tests).
+  // Answers given from what was kept, and inotify watches held (for tests).
   int64_t hits() const;
+  size_t watches() const;
 
   static constexpr absl::Duration kWalkedAgainAfter = absl::Seconds(10);
   static constexpr size_t kMaxEntries = 1024;  // then every entry goes (a host runs few programs)
+  // inotify watches: the kernel's budget for them is root's, shared with the host's other
+  // daemons (8,192 before Linux 5.11), and an account's $PATH says how many an answer needs.
+  static constexpr size_t kMaxWatchesPerAnswer = 32;  // more: the answer is stat'ed instead
+  static constexpr size_t kMaxWatches = 256;          // then every answer goes, with its watches
   // File times come from a coarse clock (a tick of up to 10 ms; whole seconds on ext4 with
   // 128-byte inodes and some NFS servers): a change in the same tick as the look can leave
   // them as they were. An answer that looked at a file changed this recently is not kept
@@ -99,6 +108,8 @@ class ProgramCache {
   };
   // Drops every answer kept when the queue of changes is not empty (or cannot be read).
   void DropIfChangedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Every answer, and every watch (a new queue).
+  void DropAllLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Watches every file `entry` looked at, then checks that each is still as looked at (a
   // change between the look and the watch shows there); false: not watched, stat instead.
   bool WatchLocked(const Entry& entry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -108,6 +119,7 @@ class ProgramCache {
   int64_t hits_ ABSL_GUARDED_BY(mu_) = 0;
   const bool watch_;
   int changes_ ABSL_GUARDED_BY(mu_) = -1;  // the inotify queue; -1 when there is none
+  absl::flat_hash_set<int> watches_ ABSL_GUARDED_BY(mu_);  // on it (one per file watched)
 };
 
 // Whether `name` is a name the shell passes on in the environment (letters, digits and

@@ -4,9 +4,9 @@
 
 namespace jc::nexec {
 
-void TaskBook::Add(const std::string& key, const Task& task) {
-  tasks_[key] = task;
+void TaskBook::Add(const std::string& key, Task task) {
   logs_[{task.job_id, task.task_index}] = task;
+  tasks_[key] = std::move(task);
 }
 
 void TaskBook::Finish(const std::string& key) {

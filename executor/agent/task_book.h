@@ -64,7 +64,7 @@ class TaskBook {
   // Whether the attempt `key` runs or already ran here.
   bool Knows(const std::string& key) const { return tasks_.count(key) > 0 || finished_.count(key) > 0; }
   // A task registered before its process starts: running, and its job's task's log.
-  void Add(const std::string& key, const Task& task);
+  void Add(const std::string& key, Task task);
   // A task that never started: no longer running (its log entry stays).
   void Drop(const std::string& key) { tasks_.erase(key); }
   // A task that ended: no longer running, and remembered as finished (the last

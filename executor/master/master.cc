@@ -462,11 +462,14 @@ void Master::Commit(Burst& burst) {
     if (!burst.jobs.count(before.id())) jobs.push_back(&jobs_.at(before.id()));
   }
   for (int64_t id : burst.jobs) jobs.push_back(&jobs_.at(id));
-  auto write = [&]() -> absl::Status {
+  auto write = [&](bool retry) -> absl::Status {
     JC_ASSIGN_OR_RETURN(std::unique_ptr<store::Transaction> txn, store_->Begin());
     // A master that lost its lease writes nothing (and, after the retries, stops).
     if (options_.fence) JC_RETURN_IF_ERROR(options_.fence(*txn));
-    for (const JobRecord* rec : jobs) JC_RETURN_IF_ERROR(Persist(*txn, rec->job, rec->stored));
+    // A retry may follow a commit that was made but not answered (PostgreSQL's connection
+    // broken while committing: its outcome unknown), so a new job's row may be there:
+    // written as a stored job's, UPDATE first (attacker helper-80).
+    for (const JobRecord* rec : jobs) JC_RETURN_IF_ERROR(Persist(*txn, rec->job, rec->stored || retry));
     for (const auto& [host, doc] : burst.hosts) {
       JC_ASSIGN_OR_RETURN(int64_t n, txn->Exec("UPDATE nexec_hosts SET doc = $2 WHERE id = $1", {host, doc}));
       if (n == 0) JC_RETURN_IF_ERROR(txn->Exec("INSERT INTO nexec_hosts (id, doc) VALUES ($1, $2)", {host, doc}).status());
@@ -477,7 +480,7 @@ void Master::Commit(Burst& burst) {
   absl::Status s;
   absl::Duration pause = absl::Milliseconds(100);
   for (int attempt = 0; attempt < 4; ++attempt) {
-    s = write();
+    s = write(/*retry=*/attempt > 0);
     if (s.ok()) {
       for (JobRecord* rec : jobs) rec->stored = true;
       return;

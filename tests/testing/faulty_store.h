@@ -4,8 +4,11 @@
 // while `FailJobWrites(true)`, every transaction that wrote to the jobs table fails at its
 // commit (Unavailable, as a store gone away would) and writes nothing; reads and other
 // tables' writes go through. While `HoldJobWrites(true)`, such a commit waits instead, as
-// on a database that stopped answering, until the hold is lifted (then it commits). The
-// real store (SQLite or PostgreSQL) does the work.
+// on a database that stopped answering, until the hold is lifted (then it commits). After
+// `CommitInDoubtOnce()`, the next transaction that wrote a job (the control plane's or
+// nexec's) commits and is then answered Unavailable, as PostgreSQL's store answers a commit
+// whose connection broke before its outcome came (pqxx's in_doubt_error): written, and told
+// it may not be. The real store (SQLite or PostgreSQL) does the work.
 
 #include <atomic>
 #include <condition_variable>
@@ -33,6 +36,8 @@ class FaultyStore final : public store::Store {
   }
   // Commits waiting on the hold now.
   int held_commits() const { return held_commits_; }
+  void CommitInDoubtOnce() { in_doubt_ = true; }
+  int in_doubt_commits() const { return in_doubt_commits_; }
 
   absl::StatusOr<std::unique_ptr<store::Transaction>> Begin() override {
     auto txn = inner_->Begin();
@@ -69,16 +74,23 @@ class FaultyStore final : public store::Store {
         store_->hold_cv_.wait(lock, [this] { return !store_->hold_; });
         --store_->held_commits_;
       }
-      return inner_->Commit();
+      absl::Status committed = inner_->Commit();
+      if (committed.ok() && wrote_any_job_ && store_->in_doubt_.exchange(false)) {
+        ++store_->in_doubt_commits_;
+        return absl::UnavailableError("injected: the connection broke while committing (the commit's outcome is unknown)");
+      }
+      return committed;
     }
 
    private:
     void Note(absl::string_view sql) {
       wrote_jobs_ = wrote_jobs_ || absl::StrContains(sql, "INTO jobs ") || absl::StrContains(sql, "UPDATE jobs ");
+      wrote_any_job_ = wrote_any_job_ || wrote_jobs_ || absl::StrContains(sql, "nexec_jobs");
     }
     std::unique_ptr<store::Transaction> inner_;
     FaultyStore* store_;
     bool wrote_jobs_ = false;
+    bool wrote_any_job_ = false;
   };
 
   std::unique_ptr<store::Store> inner_;
@@ -88,6 +100,8 @@ class FaultyStore final : public store::Store {
   std::condition_variable hold_cv_;
   bool hold_ = false;
   std::atomic<int> held_commits_{0};
+  std::atomic<bool> in_doubt_{false};
+  std::atomic<int> in_doubt_commits_{0};
 };
 
 }  // namespace jc::testing

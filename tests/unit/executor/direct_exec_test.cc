@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "executor/agent/direct_exec.h"
 #include "executor/agent/task_runner.h"
 #include "tests/testing/process.h"
@@ -68,6 +70,20 @@ int WaitExit(TaskRunner& runner, const std::string& key) {
     return code != -1;
   }));
   return code;
+}
+
+// What `cache` answers for `jc-prog` on `path` ("" : the shell's).
+std::string FoundProg(jc::nexec::ProgramCache& cache, const std::string& path) {
+  auto direct = cache.DirectArgv("jc-prog x", path);
+  return direct ? direct->program : std::string();
+}
+
+// The answer, then the same answer from what was kept once the files looked at settled
+// (one changed in the last 2 s is not trusted to show the next change).
+void FoundThenKept(jc::nexec::ProgramCache& cache, const std::string& path, const std::string& want) {
+  CHECK(FoundProg(cache, path) == want);
+  const int64_t before = cache.hits();
+  REQUIRE(WaitUntil([&] { return FoundProg(cache, path) == want && cache.hits() > before; }));
 }
 
 // argv[0] of a running process.
@@ -292,17 +308,8 @@ TEST_CASE("a program found is used again while what the search looked at is unch
   Dir early("/run", 0755), late("/run", 0755);
   const std::string path = early.path + ":" + late.path + ":" + kPath;
   const std::string late_prog = late.Write("jc-prog", "#!/bin/sh\nexit 0\n", 0755);
-  auto found = [&] {
-    auto direct = cache.DirectArgv("jc-prog x", path);
-    return direct ? direct->program : std::string();
-  };
-  // The answer, then the same answer from what was kept once the files looked at settled
-  // (one changed in the last 2 s is not trusted to show the next change).
-  auto found_then_kept = [&](const std::string& want) {
-    CHECK(found() == want);
-    const int64_t before = cache.hits();
-    REQUIRE(WaitUntil([&] { return found() == want && cache.hits() > before; }));
-  };
+  auto found = [&] { return FoundProg(cache, path); };
+  auto found_then_kept = [&](const std::string& want) { FoundThenKept(cache, path, want); };
   found_then_kept(late_prog);
   // Put earlier on PATH: the shell would run that one now, and so does the next task.
   const std::string early_prog = early.Write("jc-prog", "#!/bin/sh\nexit 1\n", 0755);
@@ -319,4 +326,84 @@ TEST_CASE("a program found is used again while what the search looked at is unch
   REQUIRE(WaitUntil([&] { return cache.DirectArgv(fine, "").has_value() && cache.hits() > before; }));
   REQUIRE(chown(fine.c_str(), 65534, 65534) == 0);
   CHECK_FALSE(cache.DirectArgv(fine, "").has_value());
+}
+
+TEST_CASE("a kept program is looked for again as soon as root re-points a link on the way to a PATH directory, or "
+          "renames a directory above one",
+          "[B11]") {
+  if (geteuid() != 0) {
+    WARN("SKIPPED: directories of root's alone can be made only as root");
+    return;
+  }
+  const bool watch = GENERATE(true, false);
+  CAPTURE(watch);
+  jc::nexec::ProgramCache cache(watch);
+  Dir app("/run", 0755), late("/run", 0755);
+  const std::string late_prog = late.Write("jc-prog", "#!/bin/sh\nexit 0\n", 0755);
+  // A release layout: `current` points at one release's directory; a deploy re-points it
+  // (a new link renamed over the old, as `ln -sfn` does). Release 1 lacks the program.
+  std::filesystem::create_directories(app.path + "/v1/bin");
+  std::filesystem::create_directories(app.path + "/v2/bin");
+  std::filesystem::create_directories(app.path + "/stage/bin");
+  std::filesystem::create_directories(app.path + "/live/bin");
+  const std::string v2_prog = app.path + "/v2/bin/jc-prog";
+  std::ofstream(v2_prog) << "#!/bin/sh\nexit 2\n";
+  chmod(v2_prog.c_str(), 0755);
+  std::ofstream(app.path + "/stage/bin/jc-prog") << "#!/bin/sh\nexit 3\n";
+  chmod((app.path + "/stage/bin/jc-prog").c_str(), 0755);
+  std::filesystem::create_directory_symlink("v1", app.path + "/current");
+  const std::string path = app.path + "/current/bin:" + app.path + "/live/bin:" + late.path + ":" + kPath;
+  auto found = [&] { return FoundProg(cache, path); };
+  auto found_then_kept = [&](const std::string& want) { FoundThenKept(cache, path, want); };
+  found_then_kept(late_prog);
+  // current -> v2: the program is on PATH's first directory now, for the next task.
+  std::filesystem::create_directory_symlink("v2", app.path + "/current.new");
+  std::filesystem::rename(app.path + "/current.new", app.path + "/current");
+  found_then_kept(app.path + "/current/bin/jc-prog");
+  // Back to v1, then `live` swapped for `stage` by renames: `live/bin` names another
+  // directory, which has the program.
+  std::filesystem::create_directory_symlink("v1", app.path + "/current.new");
+  std::filesystem::rename(app.path + "/current.new", app.path + "/current");
+  found_then_kept(late_prog);
+  std::filesystem::rename(app.path + "/live", app.path + "/old");
+  std::filesystem::rename(app.path + "/stage", app.path + "/live");
+  CHECK(found() == app.path + "/live/bin/jc-prog");
+}
+
+TEST_CASE("however many directories accounts' PATHs name, the agent holds few inotify watches, and its answers "
+          "stay right",
+          "[B11]") {
+  if (geteuid() != 0) {
+    WARN("SKIPPED: directories of root's alone can be made only as root");
+    return;
+  }
+  // The watches count against root's inotify budget, which the host's other daemons share
+  // (attacker helper-80: an account's PATHs of many root directories pinned 18,788).
+  jc::nexec::ProgramCache cache(/*watch=*/true);
+  Dir many("/run", 0755);
+  const size_t dirs = jc::nexec::ProgramCache::kMaxWatches + 44;
+  for (size_t i = 0; i < dirs; ++i) std::filesystem::create_directories(many.path + "/" + std::to_string(i));
+  const std::string sleep = Found("sleep");
+  auto look = [&](size_t i) {
+    auto direct = cache.DirectArgv("sleep 1", many.path + "/" + std::to_string(i) + ":" + kPath);
+    return direct ? direct->program : std::string();
+  };
+  // Kept (and watched) once the directories made now are settled.
+  const int64_t before = cache.hits();
+  REQUIRE(WaitUntil([&] { return look(0) == sleep && cache.hits() > before; }, std::chrono::seconds(20)));
+  size_t most = 0;
+  for (size_t i = 0; i < dirs; ++i) {
+    CHECK(look(i) == sleep);
+    most = std::max(most, cache.watches());
+  }
+  CHECK(most > 0);
+  CHECK(most <= jc::nexec::ProgramCache::kMaxWatches);
+  // A PATH of more directories than an answer may watch: answered, kept, stat'ed, no watch added.
+  std::string long_path;
+  for (size_t i = 0; i < 40; ++i) absl::StrAppend(&long_path, many.path, "/", i, ":");
+  long_path += kPath;
+  const size_t held = cache.watches();
+  CHECK(cache.DirectArgv("sleep 2", long_path)->program == sleep);
+  CHECK(cache.DirectArgv("sleep 2", long_path)->program == sleep);
+  CHECK(cache.watches() == held);
 }

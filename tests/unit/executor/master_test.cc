@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "common/store/doc.h"
 #include "executor/master/master.h"
+#include "tests/testing/faulty_store.h"
 #include "tests/testing/process.h"
 #include "tests/testing/test_store.h"
 
@@ -489,6 +490,35 @@ TEST_CASE("a restarted master reads back jobs stored as base64 protobuf and thos
   CHECK(restarted.GetJob(old_job)->spec().command() == "echo stored-as-json");
   CHECK(restarted.GetJob(new_job)->spec().command() == "echo stored-as-protobuf");
   CHECK(restarted.ListJobs({}).size() == 2);
+}
+
+TEST_CASE("a submission whose commit was made but answered as failed (its outcome unknown) is written again over "
+          "itself, and the master goes on",
+          "[B11][C7]") {
+  // PostgreSQL's store answers a commit whose connection broke before its outcome came as
+  // Unavailable; the master retries the burst. The new job's row is there already: an
+  // INSERT of it again would fail every retry and stop the master (attacker helper-80).
+  jc::testing::FaultyStore store(jc::testing::MakeTestStore());
+  FakeDialer dialer;
+  Master master(&store, jc::RealClock::Get(), &dialer, DefaultConfig(), {});
+  REQUIRE(master.Recover().ok());
+  REQUIRE(master.Heartbeat(Beat("h1")).ok());
+  store.CommitInDoubtOnce();
+  auto id = master.Submit(Spec("echo in-doubt"));
+  REQUIRE(id.ok());  // answered once stored (the process would have exited otherwise)
+  CHECK(store.in_doubt_commits() == 1);
+  // Stored once, and the job goes on: placed, run, ended, each written.
+  REQUIRE(*master.ScheduleOnce() == 1);
+  WaitLaunches(dialer, 1);
+  REQUIRE(master.Heartbeat(Beat("h1", {Exited(dialer.launches[0], 0)})).ok());
+  CHECK(master.GetJob(*id)->state() == pb::DONE);
+  auto rows = store.Query("SELECT id FROM nexec_jobs WHERE id = $1", {*id});
+  REQUIRE(rows.ok());
+  CHECK(rows->size() == 1);
+  Master restarted(&store, jc::RealClock::Get(), &dialer, DefaultConfig(), {});
+  REQUIRE(restarted.Recover().ok());
+  CHECK(restarted.GetJob(*id)->state() == pb::DONE);
+  CHECK(restarted.GetJob(*id)->spec().command() == "echo in-doubt");
 }
 
 TEST_CASE("a submission with a key its submitter used returns the job that key created, also after a restart, "
