@@ -402,15 +402,11 @@ absl::StatusOr<pid_t> SpawnChild(TaskChild& child, ChildError* failed) {
 // written as the user).
 absl::StatusOr<std::map<std::string, std::string>> TaskRunner::TaskEnvironment(const TaskLaunch& t,
                                                                                const Account& user) {
-  std::map<std::string, std::string> env{
-      {"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
-      {"HOME", user.home},
-      {"USER", user.name},
-      {"LOGNAME", user.name},
-      {"SHELL", user.shell},
-  };
-  // The submission environment (as --env chose), then who runs it and nexec's own on top.
-  for (const auto& [k, v] : t.env) env[k] = v;
+  // The submission environment (as --env chose; a copy of the tree, no look-ups), a PATH
+  // and SHELL where it has none, then who runs it and nexec's own on top.
+  std::map<std::string, std::string> env = t.env;
+  env.try_emplace("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin");
+  env.try_emplace("SHELL", user.shell);
   env["HOME"] = user.home;
   env["USER"] = user.name;
   env["LOGNAME"] = user.name;

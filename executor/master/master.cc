@@ -525,41 +525,71 @@ absl::StatusOr<int64_t> Master::Submit(pb::JobSpec spec) {
   return answer.get();
 }
 
-void Master::SubmitThen(pb::JobSpec spec, std::function<void(absl::StatusOr<int64_t>)> done) {
-  if (spec.command().empty()) return done(absl::InvalidArgumentError("the job has no command"));
-  if (spec.user().empty()) return done(absl::InvalidArgumentError("the job names no user"));
-  if (spec.slots() < 0) return done(absl::InvalidArgumentError("-n must be at least 1"));
+absl::Status Master::Presubmit(pb::JobSpec& spec) {
+  if (spec.command().empty()) return absl::InvalidArgumentError("the job has no command");
+  if (spec.user().empty()) return absl::InvalidArgumentError("the job names no user");
+  if (spec.slots() < 0) return absl::InvalidArgumentError("-n must be at least 1");
   if (spec.tty()) spec.set_interactive(true);  // a terminal is for an interactive job
+  return absl::OkStatus();
+}
+
+void Master::SubmitThen(pb::JobSpec spec, std::function<void(absl::StatusOr<int64_t>)> done) {
+  if (absl::Status checked = Presubmit(spec); !checked.ok()) return done(checked);
   // Acknowledged only once committed (the answer follows the burst's commit; a crash
   // before it loses nothing acknowledged); submissions that arrive together share one
   // commit, with the cycle that places them.
-  OnLoopThen([this, spec = std::move(spec)]() mutable -> absl::StatusOr<int64_t> {
-    const std::string key = spec.submit_key().empty() ? std::string() : SubmitKeyIndex(spec);
-    if (!key.empty()) {
-      if (auto known = submit_keys_.find(key); known != submit_keys_.end()) {
-        // A key is its submitter's: another user's equal key is refused, not answered with
-        // a job that is not theirs.
-        if (known->second.user != spec.user()) {
-          return absl::AlreadyExistsError(absl::StrCat("submit key ", spec.submit_key(),
-                                                       " names a job of another user; choose another key"));
+  OnLoopThen([this, spec = std::move(spec)]() mutable { return SubmitOnLoop(std::move(spec)); }, std::move(done));
+}
+
+void Master::SubmitAllThen(std::vector<pb::JobSpec> specs,
+                           std::function<void(std::vector<absl::StatusOr<int64_t>>)> done) {
+  // One message for them all: posted one by one, a pack's submissions could be split over
+  // two bursts (the loop woken by the first), each its own commit and fdatasync.
+  const size_t n = specs.size();
+  auto answered = [n, done = std::move(done)](std::vector<absl::StatusOr<int64_t>> ids) {
+    // None when the master stopped before taking them (LoopAnswer's abandoned answer).
+    ids.resize(n, absl::UnavailableError(LoopAnswer<int>::kStopping));
+    done(std::move(ids));
+  };
+  OnLoopThen(
+      [this, specs = std::move(specs)]() mutable {
+        std::vector<absl::StatusOr<int64_t>> ids;
+        ids.reserve(specs.size());
+        for (pb::JobSpec& spec : specs) {
+          absl::Status checked = Presubmit(spec);
+          ids.push_back(checked.ok() ? SubmitOnLoop(std::move(spec)) : absl::StatusOr<int64_t>(checked));
         }
-        return known->second.id;
+        return ids;
+      },
+      std::function<void(std::vector<absl::StatusOr<int64_t>>)>(std::move(answered)));
+}
+
+absl::StatusOr<int64_t> Master::SubmitOnLoop(pb::JobSpec spec) {
+  const std::string key = spec.submit_key().empty() ? std::string() : SubmitKeyIndex(spec);
+  if (!key.empty()) {
+    if (auto known = submit_keys_.find(key); known != submit_keys_.end()) {
+      // A key is its submitter's: another user's equal key is refused, not answered with
+      // a job that is not theirs.
+      if (known->second.user != spec.user()) {
+        return absl::AlreadyExistsError(absl::StrCat("submit key ", spec.submit_key(),
+                                                     " names a job of another user; choose another key"));
       }
+      return known->second.id;
     }
-    JC_RETURN_IF_ERROR(MayQueueAnother(spec.user()));
-    JC_ASSIGN_OR_RETURN(JobRequest req, BuildRequest(spec, next_id_));
-    JC_RETURN_IF_ERROR(scheduler_.Check(&req));
-    const int64_t id = next_id_++;
-    ++burst_.submitted_by_user[spec.user()];
-    if (spec.queue().empty()) spec.set_queue(req.queue);
-    spec.set_slots(req.slots);
-    if (!key.empty()) submit_keys_[key] = {id, spec.user()};
-    JobRecord& rec = jobs_[id];
-    rec.stored = false;  // INSERTed by the burst's commit
-    rec.request = std::move(req);
-    ApplyEffects(rec, job_state::Submitted(rec, id, std::move(spec), Now()));
-    return id;
-  }, std::move(done));
+  }
+  JC_RETURN_IF_ERROR(MayQueueAnother(spec.user()));
+  JC_ASSIGN_OR_RETURN(JobRequest req, BuildRequest(spec, next_id_));
+  JC_RETURN_IF_ERROR(scheduler_.Check(&req));
+  const int64_t id = next_id_++;
+  ++burst_.submitted_by_user[spec.user()];
+  if (spec.queue().empty()) spec.set_queue(req.queue);
+  spec.set_slots(req.slots);
+  if (!key.empty()) submit_keys_[key] = {id, spec.user()};
+  JobRecord& rec = jobs_[id];
+  rec.stored = false;  // INSERTed by the burst's commit
+  rec.request = std::move(req);
+  ApplyEffects(rec, job_state::Submitted(rec, id, std::move(spec), Now()));
+  return id;
 }
 
 absl::StatusOr<pb::Job> Master::GetJob(int64_t id) {

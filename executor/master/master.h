@@ -25,6 +25,8 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <type_traits>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -107,6 +109,11 @@ class Master {
   // thread, or at once on this one for a spec refused before it; UNAVAILABLE if the master
   // stops first.
   void SubmitThen(pb::JobSpec spec, std::function<void(absl::StatusOr<int64_t>)> done);
+  // Several submissions (a job pack) the same way, as one message to the loop: they are
+  // taken in one burst and committed together, and `done` gets each one's id or why not,
+  // in their order, once committed (or UNAVAILABLE for all if the master stops first).
+  void SubmitAllThen(std::vector<pb::JobSpec> specs,
+                     std::function<void(std::vector<absl::StatusOr<int64_t>>)> done);
   absl::StatusOr<pb::Job> GetJob(int64_t id);
   std::vector<pb::Job> ListJobs(const pb::ListJobsRequest& req);
   // Ends the job; `reason` (empty: "killed by user") is what its record says.
@@ -303,6 +310,10 @@ class Master {
   // A caller about to wait for the loop's answer is not the loop (it would wait on itself:
   // a defect, not a state; aborts saying so).
   void MustNotWaitOnLoop() const;
+  // A submission's checks that need no state (and a terminal made interactive), then its
+  // taking on the loop: the job made and marked for the burst's write, or why not.
+  static absl::Status Presubmit(pb::JobSpec& spec);
+  absl::StatusOr<int64_t> SubmitOnLoop(pb::JobSpec spec);
   // After each burst: a scheduling cycle when one was asked for, then the commit of the
   // burst's writes in one transaction (commit or stop), then what waited on it.
   void Flush();
@@ -533,8 +544,14 @@ class LoopAnswer {
   LoopAnswer(const LoopAnswer&) = delete;
   LoopAnswer& operator=(const LoopAnswer&) = delete;
   ~LoopAnswer() {
-    if (done_) done_(Result(absl::UnavailableError("the nexec master is stopping")));
+    if (!done_) return;
+    if constexpr (std::is_constructible_v<Result, absl::Status>) {
+      done_(Result(absl::UnavailableError(kStopping)));
+    } else {
+      done_(Result());  // a batch's answers (SubmitAllThen): none, each UNAVAILABLE to its caller
+    }
   }
+  static constexpr char kStopping[] = "the nexec master is stopping";
   void Give(Result result) {
     auto done = std::move(done_);
     done_ = nullptr;

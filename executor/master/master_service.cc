@@ -134,14 +134,22 @@ class MasterService final
       }
       if (left->fetch_sub(1, std::memory_order_acq_rel) == 1) reactor->Finish(Status::OK);
     };
+    std::vector<pb::JobSpec> specs;
+    std::vector<int> taken;  // their indices in the pack
     for (int i = 0; i < n; ++i) {
       absl::StatusOr<pb::JobSpec> spec = SpecOf(*caller, req->submissions(i));
       if (!spec.ok()) {
         settle(i, spec.status());
         continue;
       }
-      m_->SubmitThen(*std::move(spec), [settle, i](absl::StatusOr<int64_t> id) { settle(i, id); });
+      specs.push_back(*std::move(spec));
+      taken.push_back(i);
     }
+    if (specs.empty()) return reactor;  // each refused here: finished by the last settle
+    // Taken in one burst, committed together.
+    m_->SubmitAllThen(std::move(specs), [settle, taken](std::vector<absl::StatusOr<int64_t>> ids) {
+      for (size_t k = 0; k < taken.size(); ++k) settle(taken[k], ids[k]);
+    });
     return reactor;
   }
   Status GetJob(ServerContext* ctx, const pb::JobRef* req, pb::Job* resp) override {

@@ -37,6 +37,8 @@ class FaultyStore final : public store::Store {
   // Commits waiting on the hold now.
   int held_commits() const { return held_commits_; }
   void CommitInDoubtOnce() { in_doubt_ = true; }
+  // Transactions that wrote a job (the control plane's or nexec's) and committed.
+  int job_commits() const { return job_commits_; }
   int in_doubt_commits() const { return in_doubt_commits_; }
 
   absl::StatusOr<std::unique_ptr<store::Transaction>> Begin() override {
@@ -75,6 +77,7 @@ class FaultyStore final : public store::Store {
         --store_->held_commits_;
       }
       absl::Status committed = inner_->Commit();
+      if (committed.ok() && wrote_any_job_) ++store_->job_commits_;
       if (committed.ok() && wrote_any_job_ && store_->in_doubt_.exchange(false)) {
         ++store_->in_doubt_commits_;
         return absl::UnavailableError("injected: the connection broke while committing (the commit's outcome is unknown)");
@@ -102,6 +105,7 @@ class FaultyStore final : public store::Store {
   std::atomic<int> held_commits_{0};
   std::atomic<bool> in_doubt_{false};
   std::atomic<int> in_doubt_commits_{0};
+  std::atomic<int> job_commits_{0};
 };
 
 }  // namespace jc::testing

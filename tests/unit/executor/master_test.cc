@@ -492,6 +492,30 @@ TEST_CASE("a restarted master reads back jobs stored as base64 protobuf and thos
   CHECK(restarted.ListJobs({}).size() == 2);
 }
 
+TEST_CASE("a job pack's submissions are taken in one burst and committed together, each answered in its order",
+          "[B2][B11]") {
+  jc::testing::FaultyStore store(jc::testing::MakeTestStore());
+  FakeDialer dialer;
+  Master master(&store, jc::RealClock::Get(), &dialer, DefaultConfig(), {});
+  REQUIRE(master.Recover().ok());
+  REQUIRE(master.Heartbeat(Beat("h1")).ok());
+  std::vector<pb::JobSpec> specs;
+  for (int i = 0; i < 6; ++i) specs.push_back(Spec("echo " + std::to_string(i)));
+  specs[2].clear_command();  // refused, alone
+  const int before = store.job_commits();
+  std::promise<std::vector<absl::StatusOr<int64_t>>> answered;
+  master.SubmitAllThen(specs, [&](std::vector<absl::StatusOr<int64_t>> ids) { answered.set_value(std::move(ids)); });
+  auto ids = answered.get_future().get();
+  REQUIRE(ids.size() == 6);
+  CHECK(absl::IsInvalidArgument(ids[2].status()));
+  for (int i : {0, 1, 3, 4, 5}) {
+    REQUIRE(ids[i].ok());
+    CHECK(master.GetJob(*ids[i])->spec().command() == "echo " + std::to_string(i));
+    if (i > 0) CHECK(*ids[i] > *ids[i == 3 ? 1 : i - 1]);  // in the pack's order
+  }
+  CHECK(store.job_commits() == before + 1);  // one commit for the five
+}
+
 TEST_CASE("a submission whose commit was made but answered as failed (its outcome unknown) is written again over "
           "itself, and the master goes on",
           "[B11][C7]") {
