@@ -13,7 +13,9 @@ namespace jc::nexec {
 // teardown were most of the agent's CPU (perf, issue 32 item 6).
 //
 // The child runs with every signal blocked and every caught signal back at its default
-// (so no agent handler ever runs on the shared memory); `child` may unblock them. Like a
+// (so no agent handler ever runs on the shared memory; the kernel resets them as it makes
+// the child where it can, clone3's CLONE_CLEAR_SIGHAND, else the child does); `child` may
+// unblock them. Like a
 // fork child of a threaded process it may make only async-signal-safe calls, and further:
 // no allocation, no glibc call that coordinates threads (setuid and friends: use
 // BecomeAccount, which makes the raw system calls), and it must end in execve or _exit.
@@ -39,5 +41,8 @@ int UnshareLowDescriptors(int base);
 
 // Resets every caught signal to its default; for the first step of such a child.
 void DefaultCaughtSignals();
+// false: children start through clone, their handlers reset by DefaultCaughtSignals, as on
+// a kernel without clone3 (before 5.5) or behind a seccomp filter that refuses it (tests).
+void UseClone3(bool use);
 
 }  // namespace jc::nexec
