@@ -137,6 +137,14 @@ int UnshareLowDescriptors(int base) {
 
 void UseClone3(bool use) { clone3_works.store(use, std::memory_order_relaxed); }
 
+bool UsesClone3() {
+#if defined(__x86_64__)
+  return clone3_works.load(std::memory_order_relaxed);
+#else
+  return false;
+#endif
+}
+
 pid_t StartSharedMemoryChild(int (*child)(void*), void* arg, bool share_descriptors) {
   thread_local ChildStack stack;
   char* top = stack.Top();

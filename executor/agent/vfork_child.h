@@ -44,5 +44,7 @@ void DefaultCaughtSignals();
 // false: children start through clone, their handlers reset by DefaultCaughtSignals, as on
 // a kernel without clone3 (before 5.5) or behind a seccomp filter that refuses it (tests).
 void UseClone3(bool use);
+// Whether children start through clone3 (x86-64, until a kernel or filter refused it).
+bool UsesClone3();
 
 }  // namespace jc::nexec
