@@ -106,6 +106,24 @@ struct TaskChild {
   _exit(127);
 }
 
+// An output file opened for appending without waiting: a FIFO no one reads would hold the
+// open, and with it the thread that starts every account's tasks (this child shares the
+// agent's memory and holds its launching thread until it execs; attacker helper-81), so
+// one is refused (ENXIO) and one with a reader taken; then the file is made blocking, as a
+// task's output is. -1 with errno.
+int OpenOutputWithoutWaiting(const char* path) {
+  const int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK, 0600);
+  if (fd < 0) return -1;
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    const int err = errno;
+    close(fd);
+    errno = err;
+    return -1;
+  }
+  return fd;
+}
+
 int RunTaskChild(void* arg) {
   const TaskChild& c = *static_cast<const TaskChild*>(arg);
   // Unblock every signal (the agent's threads block some; StartSharedMemoryChild all).
@@ -151,14 +169,14 @@ int RunTaskChild(void* arg) {
     int out = c.out_fd;
     if (c.out_path) {
       if (MakeParentDirectories(c.out_dirs) != 0) FailChild(c, kOpenStdout);
-      if ((out = open(c.out_path, O_WRONLY | O_CREAT | O_APPEND, 0600)) < 0) FailChild(c, kOpenStdout);
+      if ((out = OpenOutputWithoutWaiting(c.out_path)) < 0) FailChild(c, kOpenStdout);
     } else if (out < 0) {
       out = open("/dev/null", O_WRONLY);
     }
     int err = c.same_file ? out : c.err_fd;
     if (c.err_path) {
       if (MakeParentDirectories(c.err_dirs) != 0) FailChild(c, kOpenStderr);
-      if ((err = open(c.err_path, O_WRONLY | O_CREAT | O_APPEND, 0600)) < 0) FailChild(c, kOpenStderr);
+      if ((err = OpenOutputWithoutWaiting(c.err_path)) < 0) FailChild(c, kOpenStderr);
     } else if (err < 0) {
       err = open("/dev/null", O_WRONLY);
     }
@@ -400,6 +418,23 @@ absl::StatusOr<pid_t> SpawnChild(TaskChild& child, ChildError* failed) {
 // The task's environment: a login's basics, the submission environment as --env chose,
 // who runs it, and nexec's own (NEXEC_*, CUDA_VISIBLE_DEVICES, the host list and a hostfile
 // written as the user).
+namespace {
+
+// A file of the task's opened as its account without waiting (OpenOutputWithoutWaiting's
+// reason: a FIFO no one reads would hold the thread that starts every account's tasks),
+// then made blocking.
+absl::StatusOr<OwnedFd> OpenTaskFileWithoutWaiting(const Account& user, const std::string& path, int flags,
+                                                   const std::string& output_root) {
+  JC_ASSIGN_OR_RETURN(OwnedFd fd, OpenTaskFile(user, path, flags | O_NONBLOCK, 0600, output_root));
+  const int now = fcntl(fd.get(), F_GETFL);
+  if (now < 0 || fcntl(fd.get(), F_SETFL, now & ~O_NONBLOCK) != 0) {
+    return absl::InternalError(absl::StrCat(path, ": ", std::strerror(errno)));
+  }
+  return fd;
+}
+
+}  // namespace
+
 absl::StatusOr<std::map<std::string, std::string>> TaskRunner::TaskEnvironment(const TaskLaunch& t,
                                                                                const Account& user) {
   // The submission environment (as --env chose; a copy of the tree, no look-ups), a PATH
@@ -428,7 +463,7 @@ absl::StatusOr<std::map<std::string, std::string>> TaskRunner::TaskEnvironment(c
         ++counts.back().second;
       }
       for (const auto& [h, n] : counts) absl::StrAppend(&text, h, " slots=", n, "\n");
-      auto hostfile = OpenTaskFile(user, t.hostfile_path, O_WRONLY | O_CREAT | O_TRUNC, 0600, t.output_root);
+      auto hostfile = OpenTaskFileWithoutWaiting(user, t.hostfile_path, O_WRONLY | O_CREAT | O_TRUNC, t.output_root);
       if (!hostfile.ok()) return absl::InvalidArgumentError(absl::StrCat("hostfile: ", hostfile.status().message()));
       if (write(hostfile->get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
         return absl::InvalidArgumentError(absl::StrCat("cannot write hostfile ", t.hostfile_path, ": ", std::strerror(errno)));
@@ -614,7 +649,7 @@ absl::Status TaskRunner::OpenInput(const TaskLaunch& t, const Account& user, boo
     if (switch_user) (void)fchown(slave, user.uid, user.gid);
     // The terminal's output is copied to the stdout file by the agent, through a
     // descriptor opened as the user.
-    auto out = OpenTaskFile(user, out_path, O_WRONLY | O_CREAT | O_APPEND, 0600, t.output_root);
+    auto out = OpenTaskFileWithoutWaiting(user, out_path, O_WRONLY | O_CREAT | O_APPEND, t.output_root);
     if (!out.ok()) {
       close(master);
       close(slave);
@@ -649,7 +684,9 @@ absl::Status TaskRunner::OpenOutputs(const TaskLaunch& t, const Account& user, b
   out->err_dirs = out->err_path;
   auto open_here = [&](const std::string& path, OwnedFd* file) -> absl::Status {
     if (path == "/dev/null" || (child_switches && !InTrustedDirectory(path, t.output_root))) return absl::OkStatus();
-    auto opened = OpenTaskFile(user, path, O_WRONLY | O_CREAT | O_APPEND, 0600, t.output_root);
+    // Without waiting, as the child opens them: a FIFO no one reads is refused rather than
+    // hold this thread, which starts every account's tasks.
+    auto opened = OpenTaskFileWithoutWaiting(user, path, O_WRONLY | O_CREAT | O_APPEND, t.output_root);
     if (!opened.ok()) return absl::InvalidArgumentError(absl::StrCat("output file: ", opened.status().message()));
     *file = std::move(*opened);
     return absl::OkStatus();

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <future>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -208,6 +209,53 @@ TEST_CASE("launch problems are errors, not tasks that die at once", "[B11][C5]")
   t.command = "";
   CHECK(absl::IsInvalidArgument(runner.Launch(t).status()));
   CHECK(runner.Running().empty());
+}
+
+TEST_CASE("an output file that is a FIFO no one reads is refused at once, not waited on, and the next task starts",
+          "[B11][C6]") {
+  // The open would hold the thread that starts every account's tasks (attacker helper-81).
+  TempDir dir;
+  const std::string fifo = dir / "pipe";
+  REQUIRE(mkfifo(fifo.c_str(), 0666) == 0);
+  chmod(fifo.c_str(), 0666);
+  TaskRunner runner;
+  std::vector<std::string> users{""};  // opened by the agent
+  if (geteuid() == 0) users.push_back("nobody");  // opened by the task's child, as the account
+  int n = 0;
+  for (const std::string& user : users) {
+    CAPTURE(user);
+    TaskLaunch t{"30." + std::to_string(n++) + ".0", "echo never"};
+    t.user = user;
+    t.stdout_path = fifo;
+    auto started = std::async(std::launch::async, [&] { return runner.Launch(t); });
+    if (started.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+      // Held: a reader lets the open go on, so that the test can end, and fails it.
+      const int reader = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+      started.wait();
+      if (reader >= 0) close(reader);
+      FAIL("a launch waited on a FIFO's reader");
+    }
+    auto pid = started.get();
+    CHECK(absl::IsInvalidArgument(pid.status()));
+    CHECK(absl::StrContains(pid.status().message(), "output file"));
+    // The next task starts, and a task may still write to a FIFO someone reads.
+    TaskLaunch next{"30." + std::to_string(n++) + ".0", "echo next"};
+    next.user = user;
+    next.stdout_path = dir / ("next-" + std::to_string(n));
+    REQUIRE(runner.Launch(next).ok());
+    CHECK(WaitExit(runner, next.key) == 0);
+    const int reader = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+    REQUIRE(reader >= 0);
+    TaskLaunch read{"30." + std::to_string(n++) + ".0", "echo through-the-pipe"};
+    read.user = user;
+    read.stdout_path = fifo;
+    REQUIRE(runner.Launch(read).ok());
+    CHECK(WaitExit(runner, read.key) == 0);
+    char buf[64] = {0};
+    CHECK(::read(reader, buf, sizeof buf - 1) > 0);
+    CHECK(std::string(buf).find("through-the-pipe") != std::string::npos);
+    close(reader);
+  }
 }
 
 TEST_CASE("as root, a task runs as the job's user", "[B9]") {
