@@ -106,6 +106,11 @@ struct TaskChild {
   _exit(127);
 }
 
+// The signals a task starts with at their default whatever the agent does with them (see
+// RunTaskChild).
+constexpr int kTaskDefaultSignals[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGPIPE, SIGALRM, SIGTERM, SIGUSR1,
+                                       SIGUSR2, SIGCHLD, SIGTSTP, SIGTTIN, SIGTTOU, SIGXCPU, SIGXFSZ};
+
 // An output file opened for appending without waiting: a FIFO no one reads would hold the
 // open, and with it the thread that starts every account's tasks (this child shares the
 // agent's memory and holds its launching thread until it execs; attacker helper-81), so
@@ -127,10 +132,15 @@ int OpenOutputWithoutWaiting(const char* path) {
 int RunTaskChild(void* arg) {
   const TaskChild& c = *static_cast<const TaskChild*>(arg);
   // Unblock every signal (the agent's threads block some; StartSharedMemoryChild all).
+  // Each signal at its default, as slurmstepd starts a task: not what the agent ignores (it
+  // ignores SIGPIPE, and one started by a background shell or nohup ignores SIGINT, SIGQUIT
+  // or SIGHUP too, which a task would inherit through exec; attacker helper-81). The caught
+  // ones are reset already (CLONE_CLEAR_SIGHAND, or DefaultCaughtSignals). Before the mask
+  // opens, so none arrives ignored.
+  for (int sig : kTaskDefaultSignals) signal(sig, SIG_DFL);
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
-  signal(SIGPIPE, SIG_DFL);
   if (c.tty) {
     // Its own session with the terminal as its controlling one: ^C typed at the
     // submitter's terminal reaches the task's foreground processes as SIGINT.
@@ -984,7 +994,7 @@ absl::StatusOr<pid_t> TaskRunner::Spawn(const std::string& key, const char* prog
   sigset_t none, defaults;
   sigemptyset(&none);
   sigemptyset(&defaults);
-  sigaddset(&defaults, SIGPIPE);
+  for (int sig : kTaskDefaultSignals) sigaddset(&defaults, sig);
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setpgroup(&attr, 0);

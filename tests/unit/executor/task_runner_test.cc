@@ -258,6 +258,43 @@ TEST_CASE("an output file that is a FIFO no one reads is refused at once, not wa
   }
 }
 
+TEST_CASE("a task starts with every signal at its default, whatever the agent ignores", "[B11][C6]") {
+  // An agent started by a background shell ignores SIGINT and SIGQUIT, under nohup SIGHUP:
+  // its tasks must not inherit that (^C to an interactive task, a kill by SIGINT).
+  struct sigaction ignore {}, old_int {}, old_quit {}, old_hup {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  REQUIRE(sigaction(SIGINT, &ignore, &old_int) == 0);
+  REQUIRE(sigaction(SIGQUIT, &ignore, &old_quit) == 0);
+  REQUIRE(sigaction(SIGHUP, &ignore, &old_hup) == 0);
+  TempDir dir;
+  TaskRunner runner;
+  std::vector<std::string> users{""};
+  if (geteuid() == 0) users.push_back("nobody");
+  int n = 0;
+  for (const std::string& user : users) {
+    CAPTURE(user);
+    TaskLaunch t{"31." + std::to_string(n++) + ".0", "grep SigIgn /proc/self/status"};
+    t.user = user;
+    t.stdout_path = dir / ("ignored-" + std::to_string(n));
+    REQUIRE(runner.Launch(t).ok());
+    CHECK(WaitExit(runner, t.key) == 0);
+    const std::string line = Read(t.stdout_path);
+    CAPTURE(line);
+    uint64_t mask = ~0ULL;
+    const auto colon = line.find(':');
+    REQUIRE(colon != std::string::npos);
+    mask = std::stoull(line.substr(colon + 1), nullptr, 16);
+    CHECK((mask & (1ULL << (SIGINT - 1))) == 0);
+    CHECK((mask & (1ULL << (SIGQUIT - 1))) == 0);
+    CHECK((mask & (1ULL << (SIGHUP - 1))) == 0);
+    CHECK((mask & (1ULL << (SIGPIPE - 1))) == 0);
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGQUIT, &old_quit, nullptr);
+  sigaction(SIGHUP, &old_hup, nullptr);
+}
+
 TEST_CASE("as root, a task runs as the job's user", "[B9]") {
   if (geteuid() != 0) {
     WARN("SKIPPED: the agent runs tasks as other users only as root; this run is not root");
