@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "common/version.h"
 #include "executor/agent/agent.h"
+#include "executor/agent/vfork_child.h"
 
 ABSL_FLAG(std::string, master, "127.0.0.1:6800", "the master's address");
 ABSL_FLAG(std::string, host, "", "this host's name (default: the system host name)");
@@ -72,6 +73,10 @@ ABSL_FLAG(bool, direct_exec, true,
 ABSL_FLAG(bool, master_stream, true,
           "send heartbeats and take launches on one stream held open with the leading master (issue 48); false, or "
           "a master that serves none: a call each");
+ABSL_FLAG(absl::Duration, task_start_timeout, absl::Seconds(10),
+          "a task's process that has not started its command this long after it was made (its working directory or "
+          "output on a file system that does not answer) is killed and the job fails to start: it holds the thread "
+          "that starts every task; one stopped before its command starts is killed at once");
 ABSL_FLAG(int64_t, master_uid, -1,
           "the account the master runs as; launches from others are refused (default: the agent's own "
           "account; root is always accepted)");
@@ -125,6 +130,12 @@ int main(int argc, char** argv) {
   if (!auth->enabled()) spdlog::warn("--auth=none: anyone who reaches this agent may launch processes; for development only");
   options.auth = *auth;
   options.cgroups = absl::GetFlag(FLAGS_cgroups);
+  if (absl::Duration start = absl::GetFlag(FLAGS_task_start_timeout); start >= absl::Milliseconds(100)) {
+    jc::nexec::SetPreExecLimit(absl::ToChronoMilliseconds(start));
+  } else {
+    std::fprintf(stderr, "nexec-agent: --task_start_timeout must be at least 100ms\n");
+    return 2;
+  }
   options.master_uid = absl::GetFlag(FLAGS_master_uid) >= 0 ? static_cast<uid_t>(absl::GetFlag(FLAGS_master_uid))
                                                             : geteuid();
   jc::nexec::Agent agent(options);

@@ -169,8 +169,12 @@ int RunTaskChild(void* arg) {
       close(c.trees[i]);
     }
   }
-  // The user first, then its files: every open below is checked as the user's own.
-  if (c.user && BecomeAccount(*c.user) != 0) FailChild(c, kBecomeUser);
+  // The user first, then its files: every open below is checked as the user's own. Its
+  // real and saved uid stay root until just before exec (FinishBecomingAccount), so the
+  // account cannot stop this child meanwhile: it holds the agent's launching thread
+  // (attacker helper-81). A stop in the moment left, or ^Z on its terminal, the watchdog
+  // answers (StartSharedMemoryChild).
+  if (c.user && ActAsAccount(*c.user) != 0) FailChild(c, kBecomeUser);
   if (c.tty) {
     dup2(c.child_in, 0);
     dup2(c.child_in, 1);
@@ -199,16 +203,17 @@ int RunTaskChild(void* arg) {
   // without close-on-exec (from whoever started it) stays out of every task, as slurmstepd
   // and sbatch leave none either. A kernel without close_range leaves close-on-exec to exec.
   (void)syscall(SYS_close_range, 3U, ~0U, 0U);
-  if (chdir(c.cwd) != 0) {
+  const bool moved = chdir(c.cwd) != 0;
+  if (moved) {
     if (chdir("/tmp") != 0) FailChild(c, kChdir);
     (void)!write(2, c.cwd_note->data(), c.cwd_note->size());
-    if (c.shell_argv) {
-      if (c.cpus && sched_setaffinity(0, sizeof(*c.cpus), c.cpus) != 0) FailChild(c, kAffinity);
-      execve(c.shell_argv[0], c.shell_argv, c.shell_envp);
-      FailChild(c, kExec);
-    }
   }
+  if (c.user && FinishBecomingAccount(*c.user) != 0) FailChild(c, kBecomeUser);
   if (c.cpus && sched_setaffinity(0, sizeof(*c.cpus), c.cpus) != 0) FailChild(c, kAffinity);
+  if (moved && c.shell_argv) {
+    execve(c.shell_argv[0], c.shell_argv, c.shell_envp);
+    FailChild(c, kExec);
+  }
   execve(c.program ? c.program : c.argv[0], c.argv, c.envp);
   if (c.shell_argv) execve(c.shell_argv[0], c.shell_argv, c.shell_envp);
   FailChild(c, kExec);
@@ -409,8 +414,22 @@ absl::StatusOr<pid_t> SpawnChild(TaskChild& child, ChildError* failed) {
   const bool share = base > 0 && child.out_fd < base && child.err_fd < base && child.child_in < base &&
                      highest_attach < base;
   child.share_below = share ? std::max({child.out_fd, child.err_fd, child.child_in, highest_attach, 2}) + 1 : 0;
-  pid_t pid = StartSharedMemoryChild(RunTaskChild, &child, share);
+  PreExecKill killed = PreExecKill::kNone;
+  pid_t pid = StartSharedMemoryChild(RunTaskChild, &child, share, &killed);
   if (pid < 0) return absl::ResourceExhaustedError(absl::StrCat("clone: ", std::strerror(errno)));
+  if (killed != PreExecKill::kNone) {
+    // It held the thread that starts every account's tasks (attacker helper-81). The job
+    // cannot start (FailedPrecondition: not a refusal by the agent, which would requeue it).
+    waitpid(pid, nullptr, 0);
+    if (killed == PreExecKill::kStopped) {
+      return absl::FailedPreconditionError("the task's process was stopped (SIGSTOP, or ^Z on its terminal) before it could "
+                                "start its command, and was killed: a stopped start holds every task's start");
+    }
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the task's process did not start its command within ", PreExecLimit().count(),
+        " ms (--task_start_timeout; its working directory or output on a file system that does not answer?) and "
+        "was killed"));
+  }
   // The child also calls setpgid; doing it here too closes the race where a signal to
   // the group arrives before the child got there. (A terminal's task makes its own
   // session, which setpgid here would prevent; it is done before exec, and so before

@@ -149,6 +149,16 @@ int BecomeAccount(const Account& account) {
   return 0;
 }
 
+int ActAsAccount(const Account& account) {
+  if (syscall(SYS_setgroups, account.groups.size(), account.groups.data()) != 0) return -1;
+  if (syscall(SYS_setresgid, account.gid, account.gid, account.gid) != 0) return -1;
+  return static_cast<int>(syscall(SYS_setresuid, static_cast<uid_t>(-1), account.uid, static_cast<uid_t>(-1)));
+}
+
+int FinishBecomingAccount(const Account& account) {
+  return static_cast<int>(syscall(SYS_setresuid, account.uid, account.uid, account.uid));
+}
+
 int MakeParentDirectories(char* path) {
   char* last = std::strrchr(path, '/');
   if (last == nullptr || last == path) return 0;

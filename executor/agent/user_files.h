@@ -72,6 +72,16 @@ bool ActsForOthers(const Account& account);
 // between fork and exec. Returns 0, or -1 with errno set.
 int BecomeAccount(const Account& account);
 
+// BecomeAccount in two steps, for a child that holds its agent's launching thread until it
+// execs (vfork_child.h). ActAsAccount: the account's groups, gid and effective uid (every
+// file is opened, every directory entered as the account's own), while the real and saved
+// uid stay root, so the account can neither signal nor trace the child yet (kill needs a
+// real or effective uid of the sender to match the target's real or saved one). Then,
+// just before exec, FinishBecomingAccount: the real and saved uid too. Async-signal-safe,
+// raw system calls; 0, or -1 with errno set.
+int ActAsAccount(const Account& account);
+int FinishBecomingAccount(const Account& account);
+
 // Creates every missing directory above the file `path` (mode 0755 before the umask), as
 // mkdir -p would, in place: `path` is modified while walking and restored. Async-signal-safe.
 // Returns 0, or -1 with errno set by the mkdir that failed.

@@ -13,7 +13,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #if defined(__x86_64__)
 // clone3 for a child on its own stack that shares the caller's memory: glibc has no wrapper
@@ -86,6 +92,107 @@ class ChildStack {
   void* base_ = nullptr;
 };
 
+std::atomic<int64_t> pre_exec_limit_ms{10'000};
+
+// A child between clone and exec, as its starting thread registered it for the watchdog.
+struct PreExecChild {
+  // Written by the kernel as it makes the child (CLONE_PARENT_SETTID), before the child
+  // runs: the watchdog knows whom to kill from the first moment the account could stop it.
+  std::atomic<pid_t> pid{0};
+  std::chrono::steady_clock::time_point started;
+  PreExecKill killed = PreExecKill::kNone;  // under the watchdog's mutex
+};
+static_assert(sizeof(std::atomic<pid_t>) == sizeof(pid_t) && std::atomic<pid_t>::is_always_lock_free,
+              "the kernel writes the pid as a plain pid_t");
+
+// Whether `pid` is stopped (state T in /proc/<pid>/stat): a child before exec never stops
+// on its own, nor does the agent stop it; whoever did holds the agent's launches. A child
+// in a tracer's stop (t: root's strace or gdb) is left to the time limit.
+bool Stopped(pid_t pid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[512];
+  const ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  // "pid (comm) S ...": comm may hold anything, the last ')' ends it.
+  const char* end = std::strrchr(buf, ')');
+  return end != nullptr && end[1] == ' ' && end[2] == 'T';
+}
+
+// One thread for the agent's life that looks at every child before exec each kTick and
+// SIGKILLs one that is stopped, or older than the limit. A child is looked at only once it
+// is a tick old: a task's child execs within ~100 µs, so at thousands of starts a second
+// the watchdog reads no /proc file, and it sleeps without a deadline while none is starting.
+class PreExecWatchdog {
+ public:
+  static PreExecWatchdog& Get() {
+    static PreExecWatchdog* const watchdog = new PreExecWatchdog;  // never destroyed: its thread runs on
+    return *watchdog;
+  }
+
+  void Add(PreExecChild* child) {
+    std::lock_guard<std::mutex> lock(mu_);
+    children_.push_back(child);
+    if (idle_) wake_.notify_one();
+  }
+
+  PreExecKill Remove(PreExecChild* child) {
+    std::lock_guard<std::mutex> lock(mu_);
+    children_.erase(std::find(children_.begin(), children_.end(), child));
+    return child->killed;
+  }
+
+ private:
+  static constexpr std::chrono::milliseconds kTick{50};
+
+  PreExecWatchdog() {
+    children_.reserve(64);
+    // Its thread takes no signal (they are the agent's other threads' to handle).
+    sigset_t all, saved;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &saved);
+    std::thread([this] { Run(); }).detach();
+    pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  }
+
+  void Run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      if (children_.empty()) {
+        idle_ = true;
+        wake_.wait(lock, [this] { return !children_.empty(); });
+        idle_ = false;
+      }
+      wake_.wait_for(lock, kTick);
+      const auto now = std::chrono::steady_clock::now();
+      const std::chrono::milliseconds limit = PreExecLimit();
+      for (PreExecChild* child : children_) {
+        const pid_t pid = child->pid.load(std::memory_order_relaxed);
+        if (child->killed != PreExecKill::kNone || pid <= 0 || now - child->started < kTick) continue;
+        // Under the mutex, before its starter removed it: the pid is still the child's
+        // (not reaped), and a child that exec'd meanwhile is killed as its starter is told.
+        if (now - child->started >= limit) {
+          child->killed = PreExecKill::kTooSlow;
+        } else if (Stopped(pid)) {
+          child->killed = PreExecKill::kStopped;
+        } else {
+          continue;
+        }
+        kill(pid, SIGKILL);
+      }
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool idle_ = false;
+  std::vector<PreExecChild*> children_;
+};
+
 struct Trampoline {
   int (*child)(void*);
   void* arg;
@@ -135,6 +242,14 @@ int UnshareLowDescriptors(int base) {
   return unshare(CLONE_FILES);
 }
 
+void SetPreExecLimit(std::chrono::milliseconds limit) {
+  pre_exec_limit_ms.store(std::max<int64_t>(limit.count(), 1), std::memory_order_relaxed);
+}
+
+std::chrono::milliseconds PreExecLimit() {
+  return std::chrono::milliseconds(pre_exec_limit_ms.load(std::memory_order_relaxed));
+}
+
 void UseClone3(bool use) { clone3_works.store(use, std::memory_order_relaxed); }
 
 bool UsesClone3() {
@@ -145,7 +260,11 @@ bool UsesClone3() {
 #endif
 }
 
-pid_t StartSharedMemoryChild(int (*child)(void*), void* arg, bool share_descriptors) {
+namespace {
+
+// The clone itself (StartSharedMemoryChild): the child's pid written to `*tid` by the
+// kernel as it makes it.
+pid_t CloneSharingMemory(int (*child)(void*), void* arg, bool share_descriptors, pid_t* tid) {
   thread_local ChildStack stack;
   char* top = stack.Top();
   if (top == nullptr) return -1;
@@ -163,7 +282,9 @@ pid_t StartSharedMemoryChild(int (*child)(void*), void* arg, bool share_descript
   // without clone3 answers ENOSYS (EINVAL: without the flag), and clone does it as before.
   if (clone3_works.load(std::memory_order_relaxed)) {
     struct clone_args args {};
-    args.flags = CLONE_VM | CLONE_VFORK | CLONE_CLEAR_SIGHAND | (share_descriptors ? CLONE_FILES : 0);
+    args.flags = CLONE_VM | CLONE_VFORK | CLONE_CLEAR_SIGHAND | CLONE_PARENT_SETTID |
+                 (share_descriptors ? CLONE_FILES : 0);
+    args.parent_tid = reinterpret_cast<uint64_t>(tid);
     args.exit_signal = SIGCHLD;
     args.stack = reinterpret_cast<uint64_t>(top - kStackBytes);
     args.stack_size = kStackBytes;
@@ -180,9 +301,25 @@ pid_t StartSharedMemoryChild(int (*child)(void*), void* arg, bool share_descript
   }
 #endif
   Trampoline trampoline{child, arg};
-  pid = clone(RunChild, top, CLONE_VM | CLONE_VFORK | (share_descriptors ? CLONE_FILES : 0) | SIGCHLD, &trampoline);
+  pid = clone(RunChild, top, CLONE_VM | CLONE_VFORK | CLONE_PARENT_SETTID | (share_descriptors ? CLONE_FILES : 0) | SIGCHLD,
+              &trampoline, tid);
   err = errno;
   pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  errno = err;
+  return pid;
+}
+
+}  // namespace
+
+pid_t StartSharedMemoryChild(int (*child)(void*), void* arg, bool share_descriptors, PreExecKill* killed) {
+  PreExecWatchdog& watchdog = PreExecWatchdog::Get();
+  PreExecChild watched;
+  watched.started = std::chrono::steady_clock::now();
+  watchdog.Add(&watched);
+  const pid_t pid = CloneSharingMemory(child, arg, share_descriptors, reinterpret_cast<pid_t*>(&watched.pid));
+  const int err = errno;
+  const PreExecKill kill = watchdog.Remove(&watched);
+  if (killed != nullptr) *killed = kill;
   errno = err;
   return pid;
 }

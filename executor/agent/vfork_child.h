@@ -2,7 +2,16 @@
 
 #include <sys/types.h>
 
+#include <chrono>
+
 namespace jc::nexec {
+
+// What the pre-exec watchdog did to a child of StartSharedMemoryChild.
+enum class PreExecKill {
+  kNone,     // nothing: it exec'd or exited
+  kStopped,  // killed: it was stopped (SIGSTOP, ^Z on its terminal) before it could exec
+  kTooSlow,  // killed: it had not exec'd within PreExecLimit() (a hung file system)
+};
 
 // Starts `child(arg)` as a new process that shares the agent's memory until it execs or
 // exits (clone with CLONE_VM | CLONE_VFORK, as posix_spawn does), and returns its pid, or
@@ -23,7 +32,22 @@ namespace jc::nexec {
 // With `share_descriptors`, the child shares the agent's descriptor table too (no copy of
 // it at clone), and must call UnshareLowDescriptors before it opens, closes or duplicates
 // any descriptor.
-pid_t StartSharedMemoryChild(int (*child)(void* arg), void* arg, bool share_descriptors = false);
+//
+// Until it execs, a watchdog thread watches the child: one stopped is SIGKILLed at the
+// watchdog's next look (within ~50 ms), one still before exec after PreExecLimit() too,
+// and `killed` says which; the calling thread then resumes. Why: the child holds the
+// calling thread, which starts every account's tasks, and it is the account's once it
+// became it (its account can stop it; a working directory on a hung mount holds it).
+// The child's pid is known to the watchdog from the moment the kernel makes it
+// (CLONE_PARENT_SETTID), and it is not reaped before this returns, so the watchdog never
+// signals a pid reused by another process.
+pid_t StartSharedMemoryChild(int (*child)(void* arg), void* arg, bool share_descriptors = false,
+                             PreExecKill* killed = nullptr);
+
+// How long a child may take from its start to exec before the watchdog kills it; 10 s
+// unless set (the agent's --task_start_timeout).
+void SetPreExecLimit(std::chrono::milliseconds limit);
+std::chrono::milliseconds PreExecLimit();
 
 // Where the descriptors the agent keeps for its whole life go (KeepHigh): above every one a
 // task's start opens, so a child copies only the low range. 0: nothing is moved (the open

@@ -10,9 +10,14 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cstdio>
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <thread>
 
+#include "executor/agent/user_files.h"
 #include "executor/agent/vfork_child.h"
 
 namespace {
@@ -83,4 +88,192 @@ TEST_CASE("a child sharing the agent's memory starts with every caught signal at
   sigaction(SIGUSR1, &old_usr1, nullptr);
   sigaction(SIGUSR2, &old_usr2, nullptr);
   jc::nexec::UseClone3(before);
+}
+
+// The pre-exec watchdog (attacker helper-81): a task's child holds the agent's launching
+// thread until it execs, so one stopped, or one that never gets there, must not hold it.
+namespace {
+
+// Shared with the children below (they share this memory until they exec or exit).
+std::atomic<pid_t> child_pid{0};
+std::atomic<int> phase{0};
+const jc::nexec::Account* act_as = nullptr;
+
+void Nap() {
+  timespec ms{0, 1'000'000};
+  syscall(SYS_nanosleep, &ms, nullptr);
+}
+
+int StopsItself(void*) {
+  const pid_t self = static_cast<pid_t>(syscall(SYS_getpid));
+  child_pid = self;
+  syscall(SYS_kill, self, SIGSTOP);
+  syscall(SYS_exit, 0);
+  return 0;
+}
+
+int NeverExecs(void*) {
+  child_pid = static_cast<pid_t>(syscall(SYS_getpid));
+  while (phase.load() != 99) Nap();
+  syscall(SYS_exit, 0);
+  return 0;
+}
+
+int ExitsThree(void*) {
+  syscall(SYS_exit, 3);
+  return 3;
+}
+
+// Acts as the account (ActAsAccount), waits; becomes it (FinishBecomingAccount), waits:
+// the test's attacker, that account, tries to stop it at each step.
+int ActsThenBecomes(void*) {
+  sigset_t none;
+  sigemptyset(&none);
+  syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, nullptr, sizeof(long));
+  if (jc::nexec::ActAsAccount(*act_as) != 0) syscall(SYS_exit, 10);
+  child_pid = static_cast<pid_t>(syscall(SYS_getpid));
+  phase = 1;
+  while (phase.load() == 1) Nap();
+  if (jc::nexec::FinishBecomingAccount(*act_as) != 0) syscall(SYS_exit, 11);
+  phase = 3;
+  while (phase.load() != 99) Nap();
+  syscall(SYS_exit, 0);
+  return 0;
+}
+
+// Kills the child the test started if the watchdog did not within `limit`: a failing test
+// must end, not hang.
+class Rescue {
+ public:
+  explicit Rescue(std::chrono::seconds limit)
+      : thread_([this, limit] {
+          std::unique_lock<std::mutex> lock(mu_);
+          if (!done_cv_.wait_for(lock, limit, [this] { return done_; })) {
+            rescued_ = true;
+            phase = 99;
+            if (child_pid > 0) kill(child_pid, SIGKILL);
+          }
+        }) {}
+  ~Rescue() { Done(); }
+  // The start returned: no rescue. Whether one was needed.
+  bool Done() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    done_cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    return rescued_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable done_cv_;
+  bool done_ = false;
+  std::atomic<bool> rescued_{false};
+  std::thread thread_;
+};
+
+// The account's own attempt to stop `pid`: 0 when it stopped it, else the errno.
+int StopAs(const jc::nexec::Account& account, pid_t pid) {
+  const pid_t attacker = fork();
+  if (attacker == 0) {
+    if (syscall(SYS_setgroups, 0, nullptr) != 0 || syscall(SYS_setresgid, account.gid, account.gid, account.gid) != 0 ||
+        syscall(SYS_setresuid, account.uid, account.uid, account.uid) != 0) {
+      _exit(100);
+    }
+    _exit(syscall(SYS_kill, pid, SIGSTOP) == 0 ? 0 : errno);
+  }
+  int status = 0;
+  waitpid(attacker, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+bool WaitForPhase(int want) {
+  for (int i = 0; i < 10'000 && phase.load() != want; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return phase.load() == want;
+}
+
+}  // namespace
+
+TEST_CASE("a child stopped before exec is killed by the watchdog and its starter is told, so it holds no launch",
+          "[B11][C6]") {
+  child_pid = 0;
+  phase = 0;
+  Rescue rescue(std::chrono::seconds(20));
+  jc::nexec::PreExecKill killed = jc::nexec::PreExecKill::kNone;
+  const auto began = std::chrono::steady_clock::now();
+  const pid_t pid = jc::nexec::StartSharedMemoryChild(StopsItself, nullptr, false, &killed);
+  REQUIRE_FALSE(rescue.Done());
+  REQUIRE(pid > 0);
+  CHECK(killed == jc::nexec::PreExecKill::kStopped);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGKILL);
+  // Long before the time limit (10 s): a stop is answered at the watchdog's next look.
+  CHECK(std::chrono::steady_clock::now() - began < jc::nexec::PreExecLimit());
+}
+
+TEST_CASE("a child that has not exec'd within the limit is killed, and one that exits is left alone", "[B11][C6]") {
+  const auto before = jc::nexec::PreExecLimit();
+  jc::nexec::SetPreExecLimit(std::chrono::milliseconds(300));
+  child_pid = 0;
+  phase = 0;
+  {
+    Rescue rescue(std::chrono::seconds(20));
+    jc::nexec::PreExecKill killed = jc::nexec::PreExecKill::kNone;
+    const auto began = std::chrono::steady_clock::now();
+    const pid_t pid = jc::nexec::StartSharedMemoryChild(NeverExecs, nullptr, false, &killed);
+    const auto took = std::chrono::steady_clock::now() - began;
+    REQUIRE_FALSE(rescue.Done());
+    REQUIRE(pid > 0);
+    CHECK(killed == jc::nexec::PreExecKill::kTooSlow);
+    CHECK(took >= std::chrono::milliseconds(300));
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));
+  }
+  jc::nexec::PreExecKill killed = jc::nexec::PreExecKill::kStopped;
+  const pid_t pid = jc::nexec::StartSharedMemoryChild(ExitsThree, nullptr, false, &killed);
+  REQUIRE(pid > 0);
+  CHECK(killed == jc::nexec::PreExecKill::kNone);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 3));
+  jc::nexec::SetPreExecLimit(before);
+}
+
+TEST_CASE("the task's account cannot stop its child while it acts as the account before exec, and a stop in the moment "
+          "after it became the account is answered by the watchdog",
+          "[B11][C6]") {
+  if (geteuid() != 0) {
+    WARN("SKIPPED: a child acts as another account only when the agent is root; this run is not root");
+    return;
+  }
+  auto nobody = jc::nexec::LookupAccount("nobody");
+  REQUIRE(nobody.ok());
+  act_as = &*nobody;
+  child_pid = 0;
+  phase = 0;
+  Rescue rescue(std::chrono::seconds(30));
+  int stop_while_acting = -2, stop_after = -2;
+  std::thread attacker([&] {
+    if (!WaitForPhase(1)) return;
+    stop_while_acting = StopAs(*nobody, child_pid);
+    phase = 2;
+    if (!WaitForPhase(3)) return;
+    stop_after = StopAs(*nobody, child_pid);
+  });
+  jc::nexec::PreExecKill killed = jc::nexec::PreExecKill::kNone;
+  const pid_t pid = jc::nexec::StartSharedMemoryChild(ActsThenBecomes, nullptr, false, &killed);
+  attacker.join();
+  REQUIRE_FALSE(rescue.Done());
+  REQUIRE(pid > 0);
+  CHECK(stop_while_acting == EPERM);  // its real and saved uid are still root's
+  CHECK(stop_after == 0);             // the moment before exec: the account may
+  CHECK(killed == jc::nexec::PreExecKill::kStopped);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));
 }
