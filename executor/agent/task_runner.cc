@@ -420,6 +420,9 @@ absl::StatusOr<pid_t> SpawnChild(TaskChild& child, ChildError* failed) {
   if (killed != PreExecKill::kNone) {
     // It held the thread that starts every account's tasks (attacker helper-81). The job
     // cannot start (FailedPrecondition: not a refusal by the agent, which would requeue it).
+    // Its group too: one killed in the instant after it exec'd may have started another
+    // process (the pid is not reaped yet, so the group is its own).
+    kill(-pid, SIGKILL);
     waitpid(pid, nullptr, 0);
     if (killed == PreExecKill::kStopped) {
       return absl::FailedPreconditionError("the task's process was stopped (SIGSTOP, or ^Z on its terminal) before it could "
