@@ -77,8 +77,21 @@ struct TaskChild {
   const char* err_path = nullptr;
   char* out_dirs = nullptr;  // mkdir -p buffers of those paths
   char* err_dirs = nullptr;
-  const char* cwd = nullptr;
-  const std::string* cwd_note = nullptr;
+  // Where it runs: the first of `cwds` it can enter, as its account. One that does not exist
+  // or is no directory gives way to the next (a submission directory missing on this host
+  // to the account's home, a missing home to /); one that exists but it may not enter sends
+  // it to /tmp with that one's note on its stderr. Looked at by the child, as the account,
+  // not by the agent: root's look would tell the account which paths it cannot reach exist
+  // (its task ran in its home or in /tmp), and would hold the agent's launching thread, not
+  // the watchdog's child, on a file system that does not answer.
+  static constexpr int kMaxCwds = 3;
+  int cwd_count = 0;
+  const char* cwds[kMaxCwds] = {};
+  const std::string* cwd_notes[kMaxCwds] = {};
+  // Direct exec: the environment's PWD entry, set to the PWD of the directory entered (the
+  // shell sets its own).
+  char** pwd_slot = nullptr;
+  char* pwd_entries[kMaxCwds] = {};
   const cpu_set_t* cpus = nullptr;
   char** argv = nullptr;
   char** envp = nullptr;
@@ -203,10 +216,23 @@ int RunTaskChild(void* arg) {
   // without close-on-exec (from whoever started it) stays out of every task, as slurmstepd
   // and sbatch leave none either. A kernel without close_range leaves close-on-exec to exec.
   (void)syscall(SYS_close_range, 3U, ~0U, 0U);
-  const bool moved = chdir(c.cwd) != 0;
+  int entered = -1, refused = c.cwd_count - 1;
+  for (int i = 0; i < c.cwd_count; ++i) {
+    if (chdir(c.cwds[i]) == 0) {
+      entered = i;
+      break;
+    }
+    if (errno != ENOENT && errno != ENOTDIR) {
+      refused = i;
+      break;
+    }
+  }
+  const bool moved = entered < 0;
   if (moved) {
     if (chdir("/tmp") != 0) FailChild(c, kChdir);
-    (void)!write(2, c.cwd_note->data(), c.cwd_note->size());
+    (void)!write(2, c.cwd_notes[refused]->data(), c.cwd_notes[refused]->size());
+  } else if (c.pwd_slot != nullptr) {
+    *c.pwd_slot = c.pwd_entries[entered];
   }
   if (c.user && FinishBecomingAccount(*c.user) != 0) FailChild(c, kBecomeUser);
   if (c.cpus && sched_setaffinity(0, sizeof(*c.cpus), c.cpus) != 0) FailChild(c, kAffinity);
@@ -784,8 +810,24 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   // In its image, the child (root, until runc) starts in /: the container's directory is
   // the one PrepareImage opened as the user.
   const bool in_image = !t.image.empty();
-  const std::string cwd = in_image ? "/" : WorkingDirectory(t, *user);
-  const std::string cwd_note = absl::StrCat("nexec: ", user->name, " cannot enter ", cwd, "; running in /tmp\n");
+  // Started by posix_spawn (below): the agent runs as the account itself, and looks.
+  const bool plain_spawn = !switch_user && t.cpus.empty() && !t.stdin_pipe && !t.tty && !cgroups_layout_ && !in_image;
+  std::vector<std::string> cwds;  // TaskChild::cwds
+  if (in_image) {
+    cwds = {"/"};
+  } else if (plain_spawn) {
+    cwds = {WorkingDirectory(t, *user)};
+  } else {
+    if (!t.cwd.empty()) cwds.push_back(t.cwd);
+    cwds.push_back(user->home);
+    cwds.push_back("/");
+  }
+  const std::string& cwd = cwds.front();
+  std::vector<std::string> cwd_notes, pwd_strings;
+  for (const std::string& dir : cwds) {
+    cwd_notes.push_back(absl::StrCat("nexec: ", user->name, " cannot enter ", dir, "; running in /tmp\n"));
+    pwd_strings.push_back("PWD=" + dir);
+  }
 
   // Everything the child needs is prepared before fork: after fork in a threaded
   // process only async-signal-safe calls are allowed.
@@ -814,7 +856,7 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
     for (const auto& [k, v] : env) {
       if (k != "PWD") direct_env_strings.push_back(k + "=" + v);
     }
-    direct_env_strings.push_back("PWD=" + cwd);
+    direct_env_strings.push_back(pwd_strings.front());
     direct_envp = ExecArray(direct_env_strings);
   }
   // In its image: the child stays root to exec the runner, which pulls the image and
@@ -851,7 +893,7 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
     std::lock_guard<std::mutex> lock(mu_);
     idle_cgroups_.push_back(cgroup);  // unused: empty still
   });
-  if (!switch_user && t.cpus.empty() && !t.stdin_pipe && !t.tty && !cgroup && !in_image) {
+  if (plain_spawn) {
     if (direct) {
       auto pid = Spawn(t.key, direct->program.c_str(), argv, direct_envp.data(), out_fd, err_fd, cwd);
       if (pid.ok()) return pid;
@@ -882,14 +924,19 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   child.err_path = outputs.child_opens_err() ? err_path.c_str() : nullptr;
   child.out_dirs = outputs.out_dirs.data();
   child.err_dirs = outputs.err_dirs.data();
-  child.cwd = cwd.c_str();
-  child.cwd_note = &cwd_note;
+  child.cwd_count = static_cast<int>(cwds.size());
+  for (size_t i = 0; i < cwds.size(); ++i) {
+    child.cwds[i] = cwds[i].c_str();
+    child.cwd_notes[i] = &cwd_notes[i];
+    child.pwd_entries[i] = pwd_strings[i].data();
+  }
   child.cpus = t.cpus.empty() ? nullptr : &cpus;
   child.argv = argv;
   child.envp = envp.data();
   if (direct) {
     child.program = direct->program.c_str();
     child.envp = direct_envp.data();
+    child.pwd_slot = &direct_envp[direct_env_strings.size() - 1];  // its PWD, pushed last
     child.shell_argv = shell_argv.data();
     child.shell_envp = envp.data();
   }

@@ -334,6 +334,47 @@ TEST_CASE("a submission directory the job's user cannot enter is replaced by /tm
   CHECK(Read(dir / "err") == "nexec: nobody cannot enter " + locked + "; running in /tmp\n");
 }
 
+TEST_CASE("a submission directory missing on this host gives way to the home, then to /, with PWD to match, and "
+          "whether a path the account cannot reach exists is not told",
+          "[B9][B11]") {
+  if (geteuid() != 0) {
+    WARN("SKIPPED: the agent runs tasks as other users only as root; this run is not root");
+    return;
+  }
+  auto nobody = jc::nexec::LookupAccount("nobody");
+  REQUIRE(nobody.ok());
+  REQUIRE_FALSE(std::filesystem::is_directory(nobody->home));  // Debian's /nonexistent
+  TempDir dir;
+  TaskRunner runner;
+  // Missing: its home, missing too, then /; the program run directly sees PWD=/.
+  TaskLaunch t{"6.2.0", "printenv PWD"};
+  t.user = "nobody";
+  t.cwd = dir / "missing";
+  t.stdout_path = dir / "out";
+  t.stderr_path = dir / "err";
+  REQUIRE(runner.Launch(t).ok());
+  CHECK(WaitExit(runner, "6.2.0") == 0);
+  CHECK(Read(dir / "out") == "/\n");
+  CHECK(Read(dir / "err").empty());
+  // Below a directory only root may enter, a directory that exists and one that does not
+  // are told apart by nothing: both are /tmp with the same note.
+  const std::string locked = dir / "root-only";
+  std::filesystem::create_directory(locked);
+  std::filesystem::create_directory(locked + "/exists");
+  std::filesystem::permissions(locked, std::filesystem::perms::owner_all);  // 0700, root's
+  for (const char* name : {"exists", "absent"}) {
+    TaskLaunch probe{std::string("6.3.") + (name[0] == 'e' ? "0" : "1"), "pwd"};
+    probe.user = "nobody";
+    probe.cwd = locked + "/" + name;
+    probe.stdout_path = dir / (std::string(name) + ".out");
+    probe.stderr_path = dir / (std::string(name) + ".err");
+    REQUIRE(runner.Launch(probe).ok());
+    CHECK(WaitExit(runner, probe.key) == 0);
+    CHECK(Read(probe.stdout_path) == "/tmp\n");
+    CHECK(Read(probe.stderr_path) == "nexec: nobody cannot enter " + probe.cwd + "; running in /tmp\n");
+  }
+}
+
 TEST_CASE("an interactive task reads what is written to it, and a command that stops reading or exits "
           "makes writes fail, not the agent",
           "[B6]") {
