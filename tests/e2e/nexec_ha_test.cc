@@ -1002,9 +1002,12 @@ TEST_CASE("whoever listens at a master's address while it is down is not believe
   };
   const int64_t long_job = submit("echo $$ > " + (dir / "long.pid").string() + "; exec sleep 1000");
   // It ends once the squatter is there (the file "go"), not before.
-  const int64_t short_job = submit("while [ ! -e " + (dir / "go").string() + " ]; do sleep 0.1; done");
+  const int64_t short_job = submit("echo $$ > " + (dir / "short.pid").string() + "; while [ ! -e " +
+                                   (dir / "go").string() + " ]; do sleep 0.1; done");
   REQUIRE(WaitUntil([&] { return state_of(long_job) == npb::RUNNING && state_of(short_job) == npb::RUNNING; }));
-  REQUIRE(WaitUntil([&] { return !FirstWord(dir / "long.pid").empty(); }));
+  // Both started on the agent, not only sent there (RUNNING is the master's word for a
+  // launch sent: one still on its way when the master dies never reaches the agent).
+  REQUIRE(WaitUntil([&] { return !FirstWord(dir / "long.pid").empty() && !FirstWord(dir / "short.pid").empty(); }));
   const int long_pid = std::stoi(FirstWord(dir / "long.pid"));
   const auto [bound, identity] = AgentBinding(dir / "agent");
   REQUIRE(identity.size() > 8);
