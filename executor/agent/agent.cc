@@ -493,6 +493,7 @@ absl::StatusOr<int> Agent::Start() {
         });
   }
   heartbeat_ = std::thread([this] { HeartbeatLoop(); });
+  phase_starter_ = std::thread([this] { PhaseStarterLoop(); });
   spdlog::info("nexec agent {} listening on {} ({} cpus, {} MB, {} gpus)", options_.host,
                address_, info.cpus(), info.mem_mb(), info.gpus_size());
   return port;
@@ -506,6 +507,7 @@ void Agent::Stop() {
   }
   cv_.SignalAll();
   if (heartbeat_.joinable()) heartbeat_.join();
+  if (phase_starter_.joinable()) phase_starter_.join();
   stream_.reset();  // the loop's, ended with it
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   sensors_.reset();
@@ -985,24 +987,17 @@ bool Agent::NextPhase(const std::string& key, TaskInfo& t, int exit_code, pb::Ta
   report->set_attempt(t.attempt);
   report->set_state(pb::TASK_EXITED);
   report->set_exit_code(exit_code);
+  // Started by the phase starter, not here: this is the heartbeat loop, under mu_.
   auto start = [&](TaskLaunch launch, TaskInfo::Phase phase) {
     launch.key = key;
-    absl::StatusOr<pid_t> pid = StartProcess(launch);
-    if (pid.ok()) {
-      t.phase = phase;
-      return true;
-    }
-    spdlog::warn("task {}: cannot start its {}: {}", key, phase == TaskInfo::Phase::kPost ? "post-exec" : "command",
-                 std::string(pid.status().message()));
-    return false;
+    t.phase = phase;
+    phase_starts_.push_back(PhaseStart{key, std::move(launch), phase});
+    cv_.SignalAll();
+    return true;
   };
   switch (t.phase) {
     case TaskInfo::Phase::kPre:
-      if (exit_code == 0 && !t.pre_exec_timed_out) {
-        if (start(t.command, TaskInfo::Phase::kCommand)) return true;
-        report->set_exit_code(127);
-        return false;
-      }
+      if (exit_code == 0 && !t.pre_exec_timed_out) return start(t.command, TaskInfo::Phase::kCommand);
       report->set_pre_exec_failed(true);
       report->set_message(t.pre_exec_timed_out
                               ? absl::StrCat("pre-exec timed out after ", t.pre_exec_timeout_seconds, " s")
@@ -1015,9 +1010,8 @@ bool Agent::NextPhase(const std::string& key, TaskInfo& t, int exit_code, pb::Ta
         TaskLaunch post = t.command;
         post.command = t.post_exec;
         post.stdin_pipe = post.tty = false;
-        if (start(post, TaskInfo::Phase::kPost)) return true;
+        return start(std::move(post), TaskInfo::Phase::kPost);
       }
-      return false;
     case TaskInfo::Phase::kPost:
       report->set_exit_code(t.command_exit);
       if (exit_code != 0) {
@@ -1031,6 +1025,45 @@ bool Agent::NextPhase(const std::string& key, TaskInfo& t, int exit_code, pb::Ta
       return false;
   }
   return false;
+}
+
+void Agent::PhaseStarterLoop() {
+  absl::MutexLock lock(&mu_);
+  while (true) {
+    while (!stopping_ && phase_starts_.empty()) cv_.Wait(&mu_);
+    if (stopping_) return;
+    PhaseStart next = std::move(phase_starts_.front());
+    phase_starts_.pop_front();
+    mu_.Unlock();
+    absl::StatusOr<pid_t> pid = StartProcess(next.launch);
+    mu_.Lock();
+    if (pid.ok()) continue;  // its exit is reaped and recorded as any phase's
+    const bool post = next.phase == TaskInfo::Phase::kPost;
+    spdlog::warn("task {}: cannot start its {}: {}", next.key, post ? "post-exec" : "command",
+                 std::string(pid.status().message()));
+    auto it = book_.running().find(next.key);
+    if (it == book_.running().end()) continue;
+    const TaskInfo& t = it->second;
+    pb::TaskReport r;
+    r.set_job_id(t.job_id);
+    r.set_task_index(t.task_index);
+    r.set_attempt(t.attempt);
+    r.set_state(pb::TASK_EXITED);
+    // As NextPhase said before the start moved here: a command that could not start is
+    // 127, as the shell's; a post-exec's failure leaves the command's own exit.
+    r.set_exit_code(post ? t.command_exit : 127);
+    EndTaskLocked(next.key, r);
+  }
+}
+
+void Agent::EndTaskLocked(const std::string& key, const pb::TaskReport& report) {
+  book_.AddExit(report);
+  bound_cpus_.erase(key);
+  if (absl::Status s = journal_->Exited({{key, report.exit_code()}}); !s.ok()) {
+    spdlog::error("task {}: {}", key, std::string(s.message()));
+  }
+  book_.Finish(key);
+  exits_added_ = true;
 }
 
 void Agent::ProbeGpusAgain() {
@@ -1106,7 +1139,7 @@ absl::Status Agent::Ready() {
                          absl::FormatTime(last_accepted_heartbeat_)));
 }
 
-absl::Status Agent::RunAction(const std::string& key, TaskInfo& t, const std::string& action) {
+absl::StatusOr<TaskLaunch> Agent::ActionLaunch(const std::string& key, TaskInfo& t, const std::string& action) {
   auto pid = runner_.Pid(key);
   if (!pid) return absl::NotFoundError(absl::StrCat("task ", key, " has no process to act on"));
   // Started like a task of its own (the job's user, environment and output), so its end is
@@ -1116,6 +1149,10 @@ absl::Status Agent::RunAction(const std::string& key, TaskInfo& t, const std::st
   a.command = action;
   a.cpus.clear();
   a.env["NEXEC_TASK_PGID"] = absl::StrCat(*pid);
+  return a;
+}
+
+absl::Status Agent::RunAction(const TaskLaunch& a) {
   auto started = runner_.Launch(a);
   if (!started.ok()) {
     return absl::Status(started.status().code(),
@@ -1236,6 +1273,7 @@ absl::Status Agent::Signal(const pb::SignalRequest& req) {
   // The task named, or with task_index -1 every task of the job here but task 0 (which
   // the master signals on its own, first).
   std::vector<std::string> keys;
+  std::vector<TaskLaunch> actions;
   absl::Status outcome;
   {
     absl::MutexLock lock(&mu_);
@@ -1254,9 +1292,17 @@ absl::Status Agent::Signal(const pb::SignalRequest& req) {
         continue;
       }
       if (req.action() == pb::SignalRequest::KILL) t.kill_deadline = absl::Now() + absl::Seconds(t.kill_grace_seconds);
-      if (absl::Status ran = RunAction(k, t, action); !ran.ok()) outcome = ran;
+      if (absl::StatusOr<TaskLaunch> a = ActionLaunch(k, t, action); a.ok()) {
+        actions.push_back(std::move(*a));
+      } else {
+        outcome = a.status();
+      }
       keys.emplace_back();  // acted on
     }
+  }
+  // Started without mu_: a start may take up to --task_start_timeout (helper-82).
+  for (const TaskLaunch& a : actions) {
+    if (absl::Status ran = RunAction(a); !ran.ok()) outcome = ran;
   }
   if (keys.empty()) {
     return absl::NotFoundError(absl::StrCat("job ", req.job_id(),
@@ -1338,7 +1384,8 @@ void Agent::HeartbeatLoop() {
     RecordExitsLocked(exits);
     RecordStartsLocked();
     bool periodic = absl::Now() >= next;
-    if (exits.empty() && !periodic) continue;
+    if (exits.empty() && !periodic && !exits_added_) continue;
+    exits_added_ = false;
     pb::HeartbeatRequest req = HeartbeatLocked(periodic);
     size_t sent_exits = book_.exits().size();
     const std::string sent_as = master_identity_;

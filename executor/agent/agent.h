@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <deque>
 #include <map>
 #include <memory>
 #include <optional>
@@ -155,13 +156,23 @@ class Agent {
   // Appends to the job's event file the resize events `req` lists that it does not hold
   // yet (NOTIFY, from a Signal call or a heartbeat's answer).
   absl::Status NotifyLocked(const pb::SignalRequest& req) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Runs a job-control action for the task at `key`.
-  absl::Status RunAction(const std::string& key, TaskInfo& t, const std::string& action)
+  // A job-control action for the task at `key`, as a launch of its own (started by the
+  // caller without mu_: RunAction).
+  absl::StatusOr<TaskLaunch> ActionLaunch(const std::string& key, TaskInfo& t, const std::string& action)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // What the end of one phase of a task means: the next phase starts (true), or the task
-  // ended and `report` says how (false).
+  absl::Status RunAction(const TaskLaunch& action) ABSL_LOCKS_EXCLUDED(mu_);
+  // What the end of one phase of a task means: the next phase starts (true: queued for the
+  // phase starter), or the task ended and `report` says how (false).
   bool NextPhase(const std::string& key, TaskInfo& t, int exit_code, pb::TaskReport* report)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The phase starter's thread: starts each queued phase (a command after its pre-exec, a
+  // post-exec after its command) without mu_ and off the heartbeat loop, so a start that
+  // takes long (up to --task_start_timeout: a working directory on a file system that does
+  // not answer) holds neither heartbeats nor any call (attacker helper-82); one that fails
+  // ends its task as a failed start did in NextPhase.
+  void PhaseStarterLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  // A task whose next phase could not start: ended with `report` (journaled, reported).
+  void EndTaskLocked(const std::string& key, const pb::TaskReport& report) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A launch checked against the store and term served and put in the book: what runs
   // first (its pre-exec or its command); `*known` set instead when the attempt already ran
   // or runs (its pid, 0 when no longer running).
@@ -247,6 +258,15 @@ class Agent {
   std::map<std::string, std::vector<int>> bound_cpus_ ABSL_GUARDED_BY(mu_);  // by task key, while it runs
   absl::CondVar cv_;  // with mu_: stopping_
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // NextPhase's starts, for PhaseStarterLoop (with mu_: cv_).
+  struct PhaseStart {
+    std::string key;
+    TaskLaunch launch;
+    TaskBook::Task::Phase phase;
+  };
+  std::deque<PhaseStart> phase_starts_ ABSL_GUARDED_BY(mu_);
+  // An exit was added outside the heartbeat loop's own rounds: its next round sends it.
+  bool exits_added_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time last_accepted_heartbeat_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   // The master store this agent serves (kept in <state_dir>/master.identity): its tasks,
   // journal and reports are that store's. Empty: none yet.
@@ -278,6 +298,7 @@ class Agent {
   std::map<std::string, Unstreamed> unstreamed_;
   bool followed_leader_name_ = false;  // the last failed heartbeat was retried at once, to the leader named
   std::thread heartbeat_;
+  std::thread phase_starter_;
 };
 
 }  // namespace jc::nexec

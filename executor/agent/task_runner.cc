@@ -82,8 +82,8 @@ struct TaskChild {
   // to the account's home, a missing home to /); one that exists but it may not enter sends
   // it to /tmp with that one's note on its stderr. Looked at by the child, as the account,
   // not by the agent: root's look would tell the account which paths it cannot reach exist
-  // (its task ran in its home or in /tmp), and would hold the agent's launching thread, not
-  // the watchdog's child, on a file system that does not answer.
+  // (its task ran in its home or in /tmp), and on a file system that does not answer would
+  // hold the agent's launching thread itself, out of reach of the bounded wait for its child.
   static constexpr int kMaxCwds = 3;
   int cwd_count = 0;
   const char* cwds[kMaxCwds] = {};
@@ -185,7 +185,7 @@ int RunTaskChild(void* arg) {
   // The user first, then its files: every open below is checked as the user's own. Its
   // real and saved uid stay root until just before exec (FinishBecomingAccount), so the
   // account cannot stop this child meanwhile: it holds the agent's launching thread
-  // (attacker helper-81). A stop in the moment left, or ^Z on its terminal, the watchdog
+  // (attacker helper-81). A stop in the moment left, or ^Z on its terminal, the launching thread
   // answers (StartSharedMemoryChild).
   if (c.user && ActAsAccount(*c.user) != 0) FailChild(c, kBecomeUser);
   if (c.tty) {
@@ -230,7 +230,14 @@ int RunTaskChild(void* arg) {
   const bool moved = entered < 0;
   if (moved) {
     if (chdir("/tmp") != 0) FailChild(c, kChdir);
-    (void)!write(2, c.cwd_notes[refused]->data(), c.cwd_notes[refused]->size());
+    // Without waiting: its stderr may be a FIFO whose reader keeps it full, and this child
+    // holds the thread that starts every account's tasks (attacker helper-82). A note
+    // that does not fit is dropped.
+    const int flags = fcntl(2, F_GETFL);
+    if (flags >= 0 && fcntl(2, F_SETFL, flags | O_NONBLOCK) == 0) {
+      (void)!write(2, c.cwd_notes[refused]->data(), c.cwd_notes[refused]->size());
+      (void)fcntl(2, F_SETFL, flags);
+    }
   } else if (c.pwd_slot != nullptr) {
     *c.pwd_slot = c.pwd_entries[entered];
   }
@@ -262,7 +269,7 @@ TaskRunner::~TaskRunner() {
     if (pid <= 0) continue;
     kill(-pid, SIGKILL);
     if (auto cg = cgroups_.find(key); cg != cgroups_.end()) (void)cg->second->KillAll();
-    waitpid(pid, nullptr, 0);
+    ReapOrAbandon(pid);  // a task in an uninterruptible wait does not hold the agent's exit
     if (auto cg = cgroups_.find(key); cg != cgroups_.end()) (void)cg->second->Remove();
   }
   for (auto& [key, input] : inputs_) CloseInputNow(input);
@@ -449,7 +456,7 @@ absl::StatusOr<pid_t> SpawnChild(TaskChild& child, ChildError* failed) {
     // Its group too: one killed in the instant after it exec'd may have started another
     // process (the pid is not reaped yet, so the group is its own).
     kill(-pid, SIGKILL);
-    waitpid(pid, nullptr, 0);
+    ReapOrAbandon(pid);  // it may be in a wait no signal ends
     if (killed == PreExecKill::kStopped) {
       return absl::FailedPreconditionError("the task's process was stopped (SIGSTOP, or ^Z on its terminal) before it could "
                                 "start its command, and was killed: a stopped start holds every task's start");
@@ -465,7 +472,7 @@ absl::StatusOr<pid_t> SpawnChild(TaskChild& child, ChildError* failed) {
   // this call returns.)
   if (!child.tty) setpgid(pid, pid);
   if (failed->step >= 0) {
-    waitpid(pid, nullptr, 0);
+    ReapOrAbandon(pid);  // its exit may close a file on a file system that never answers
     return absl::AbortedError("the task's child failed before exec");
   }
   return pid;
@@ -891,7 +898,9 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   auto drop_cgroup = absl::MakeCleanup([&] {
     if (!cgroup) return;
     std::lock_guard<std::mutex> lock(mu_);
-    idle_cgroups_.push_back(cgroup);  // unused: empty still
+    // Idle again once the reaper finds it empty: a child killed before exec may still be in
+    // it (an uninterruptible wait: ReapOrAbandon).
+    draining_cgroups_.push_back(cgroup);
   });
   if (plain_spawn) {
     if (direct) {
@@ -1229,6 +1238,7 @@ std::vector<TaskExit> TaskRunner::Reap() {
     siginfo_t info{};
     if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) break;
     const bool ours = std::any_of(tasks_.begin(), tasks_.end(), [&](const auto& t) { return t.second == info.si_pid; });
+    if (!ours && ReapIfAbandoned(info.si_pid)) continue;  // a child given up before exec, ended now
     int status = 0;
     if (!ours || waitpid(info.si_pid, &status, WNOHANG) != info.si_pid) {
       scan = true;

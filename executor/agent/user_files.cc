@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "executor/agent/vfork_child.h"
 
 namespace jc::nexec {
 namespace {
@@ -226,8 +227,10 @@ absl::StatusOr<OwnedFd> OpenInChildAs(const Account& account, const std::string&
   const bool answered = polled > 0 && ReceiveResult(sv[0], &err, &fd);
   close(sv[0]);
   if (polled == 0) kill(pid, SIGKILL);
-  while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-  }
+  // Not a blocking wait: a killed open, or the helper's exit closing what it opened (a
+  // flush), can be an uninterruptible wait on a file system that never answers (a FUSE
+  // daemon of the account's: attacker helper-82).
+  ReapOrAbandon(pid);
   if (polled == 0) {
     return absl::DeadlineExceededError(absl::StrCat("cannot open ", path, " as ", account.name, ": it did not open within ",
                                                     absl::FormatDuration(kOpenAsTimeout),

@@ -2,24 +2,27 @@
 
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <linux/futex.h>
 #include <linux/sched.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cerrno>
-#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
-#include <vector>
 
 #if defined(__x86_64__)
 // clone3 for a child on its own stack that shares the caller's memory: glibc has no wrapper
@@ -60,138 +63,102 @@ namespace jc::nexec {
 namespace {
 
 std::atomic<bool> clone3_works{true};  // until a kernel (or seccomp filter) says otherwise
+std::atomic<int64_t> pre_exec_limit_ms{10'000};
 
-// The child's stack: its own, since the parent's frames stay live (CLONE_VFORK stops only
-// the calling thread). The child does little before exec; a guard page below catches an
-// overflow instead of letting it write into the heap.
+// The child's stack: its own, since the parent's frames stay live. The child does little
+// before exec; a guard page below catches an overflow instead of letting it write into the
+// heap.
 constexpr size_t kStackBytes = 256 * 1024;
 constexpr size_t kGuardBytes = 4096;
+// How often the starting thread looks at a child that has not exec'd yet (Stopped), and
+// from what age: a task's child execs within ~100 µs, so at thousands of starts a second
+// no /proc file is read.
+constexpr std::chrono::milliseconds kLook{50};
+// How long a killed child may take to go before it is looked at for an uninterruptible wait.
+constexpr std::chrono::milliseconds kKillGrace{200};
 
-// One stack per thread that starts children, made at its first start and kept: a thread
-// waits in clone until its child has exec'd or exited (CLONE_VFORK), so its stack is never
-// in use twice at once. Mapping and unmapping one per start cost a TLB shootdown on every
-// core each time (perf, issue 32 item 6).
-class ChildStack {
- public:
-  ~ChildStack() {
-    if (base_ != nullptr) munmap(base_, kStackBytes + kGuardBytes);
+// What a child uses of the agent's memory while it runs before exec, besides what its
+// function reads: its stack, and the words the kernel writes. One per thread that starts
+// children, made at its first start and kept (mapping and unmapping a stack per start cost
+// a TLB shootdown on every core each time: perf, issue 32 item 6); a thread's next child
+// starts only once the last one exec'd or exited — or was given up (GiveUp), when the slot
+// goes with it.
+struct ChildSlot {
+  ~ChildSlot() {
+    if (base != nullptr) munmap(base, kStackBytes + kGuardBytes);
   }
   // The top of the stack (it grows down); null when it cannot be mapped.
   char* Top() {
-    if (base_ == nullptr) {
+    if (base == nullptr) {
       void* mapped =
           mmap(nullptr, kStackBytes + kGuardBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
       if (mapped == MAP_FAILED) return nullptr;
       (void)mprotect(mapped, kGuardBytes, PROT_NONE);
-      base_ = mapped;
+      base = mapped;
     }
-    return static_cast<char*>(base_) + kStackBytes + kGuardBytes;
+    return static_cast<char*>(base) + kStackBytes + kGuardBytes;
+  }
+
+  void* base = nullptr;
+  // Written by the kernel as it makes the child (CLONE_PARENT_SETTID), before it runs.
+  std::atomic<pid_t> pid{0};
+  // Set before the clone; the kernel zeroes it and wakes its futex when the child lets go of
+  // the agent's memory, at exec or at exit (CLONE_CHILD_CLEARTID: what pthread_join waits
+  // on). Not CLONE_VFORK: the kernel's wait for a vfork child cannot be bounded, and a
+  // child in an uninterruptible wait (a FUSE file system of the account's that takes a
+  // request and never answers: attacker helper-82) would hold this thread, and every
+  // launch, for ever.
+  std::atomic<pid_t> running{0};
+};
+static_assert(sizeof(std::atomic<pid_t>) == sizeof(pid_t) && std::atomic<pid_t>::is_always_lock_free,
+              "the kernel writes these words as plain pid_t");
+
+// Children the agent stopped waiting for: killed, but in an uninterruptible wait. Each is
+// reaped once it ended (the task runner's reaper, through ReapIfAbandoned), and its slot,
+// which the kernel still writes at its exit, freed then.
+class Abandoned {
+ public:
+  static Abandoned& Get() {
+    static Abandoned* const abandoned = new Abandoned;  // never destroyed: children may outlive statics
+    return *abandoned;
+  }
+  // A child given up twice (by StartSharedMemoryChild with its slot, then by its caller's
+  // ReapOrAbandon) keeps the first entry: its slot stays until it is reaped.
+  void Add(pid_t pid, std::unique_ptr<ChildSlot> slot) {
+    std::lock_guard<std::mutex> lock(mu_);
+    children_.emplace(pid, std::move(slot));
+  }
+  bool ReapIf(pid_t pid) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = children_.find(pid);
+    if (it == children_.end() || waitpid(pid, nullptr, WNOHANG) != pid) return false;
+    children_.erase(it);
+    return true;
+  }
+  size_t Count() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return children_.size();
   }
 
  private:
-  void* base_ = nullptr;
+  std::mutex mu_;
+  std::map<pid_t, std::unique_ptr<ChildSlot>> children_;  // null slot: a child that shared nothing
 };
 
-std::atomic<int64_t> pre_exec_limit_ms{10'000};
-
-// A child between clone and exec, as its starting thread registered it for the watchdog.
-struct PreExecChild {
-  // Written by the kernel as it makes the child (CLONE_PARENT_SETTID), before the child
-  // runs: the watchdog knows whom to kill from the first moment the account could stop it.
-  std::atomic<pid_t> pid{0};
-  std::chrono::steady_clock::time_point started;
-  PreExecKill killed = PreExecKill::kNone;  // under the watchdog's mutex
-};
-static_assert(sizeof(std::atomic<pid_t>) == sizeof(pid_t) && std::atomic<pid_t>::is_always_lock_free,
-              "the kernel writes the pid as a plain pid_t");
-
-// Whether `pid` is stopped (state T in /proc/<pid>/stat): a child before exec never stops
-// on its own, nor does the agent stop it; whoever did holds the agent's launches. A child
-// in a tracer's stop (t: root's strace or gdb) is left to the time limit.
-bool Stopped(pid_t pid) {
+// The state letter of `pid` in /proc/<pid>/stat ("pid (comm) S ..."), or 0.
+char ProcessState(pid_t pid) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
   const int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
+  if (fd < 0) return 0;
   char buf[512];
   const ssize_t n = read(fd, buf, sizeof buf - 1);
   close(fd);
-  if (n <= 0) return false;
+  if (n <= 0) return 0;
   buf[n] = '\0';
-  // "pid (comm) S ...": comm may hold anything, the last ')' ends it.
-  const char* end = std::strrchr(buf, ')');
-  return end != nullptr && end[1] == ' ' && end[2] == 'T';
+  const char* end = std::strrchr(buf, ')');  // comm may hold anything, the last ')' ends it
+  return end != nullptr && end[1] == ' ' ? end[2] : 0;
 }
-
-// One thread for the agent's life that looks at every child before exec each kTick and
-// SIGKILLs one that is stopped, or older than the limit. A child is looked at only once it
-// is a tick old: a task's child execs within ~100 µs, so at thousands of starts a second
-// the watchdog reads no /proc file, and it sleeps without a deadline while none is starting.
-class PreExecWatchdog {
- public:
-  static PreExecWatchdog& Get() {
-    static PreExecWatchdog* const watchdog = new PreExecWatchdog;  // never destroyed: its thread runs on
-    return *watchdog;
-  }
-
-  void Add(PreExecChild* child) {
-    std::lock_guard<std::mutex> lock(mu_);
-    children_.push_back(child);
-    if (idle_) wake_.notify_one();
-  }
-
-  PreExecKill Remove(PreExecChild* child) {
-    std::lock_guard<std::mutex> lock(mu_);
-    children_.erase(std::find(children_.begin(), children_.end(), child));
-    return child->killed;
-  }
-
- private:
-  static constexpr std::chrono::milliseconds kTick{50};
-
-  PreExecWatchdog() {
-    children_.reserve(64);
-    // Its thread takes no signal (they are the agent's other threads' to handle).
-    sigset_t all, saved;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &saved);
-    std::thread([this] { Run(); }).detach();
-    pthread_sigmask(SIG_SETMASK, &saved, nullptr);
-  }
-
-  void Run() {
-    std::unique_lock<std::mutex> lock(mu_);
-    for (;;) {
-      if (children_.empty()) {
-        idle_ = true;
-        wake_.wait(lock, [this] { return !children_.empty(); });
-        idle_ = false;
-      }
-      wake_.wait_for(lock, kTick);
-      const auto now = std::chrono::steady_clock::now();
-      const std::chrono::milliseconds limit = PreExecLimit();
-      for (PreExecChild* child : children_) {
-        const pid_t pid = child->pid.load(std::memory_order_relaxed);
-        if (child->killed != PreExecKill::kNone || pid <= 0 || now - child->started < kTick) continue;
-        // Under the mutex, before its starter removed it: the pid is still the child's
-        // (not reaped), and a child that exec'd meanwhile is killed as its starter is told.
-        if (now - child->started >= limit) {
-          child->killed = PreExecKill::kTooSlow;
-        } else if (Stopped(pid)) {
-          child->killed = PreExecKill::kStopped;
-        } else {
-          continue;
-        }
-        kill(pid, SIGKILL);
-      }
-    }
-  }
-
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool idle_ = false;
-  std::vector<PreExecChild*> children_;
-};
 
 struct Trampoline {
   int (*child)(void*);
@@ -202,6 +169,59 @@ int RunChild(void* p) {
   auto* t = static_cast<Trampoline*>(p);
   DefaultCaughtSignals();
   return t->child(t->arg);
+}
+
+// The clone itself: the child on `slot`'s stack, sharing this memory, its pid in slot.pid
+// and slot.running zeroed by the kernel when it execs or exits.
+pid_t CloneSharingMemory(int (*child)(void*), void* arg, bool share_descriptors, ChildSlot& slot, char* top) {
+  // Every signal blocked across the clone: the child starts with this mask, and no handler
+  // of the agent's may run in it before DefaultCaughtSignals.
+  sigset_t all, saved;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &saved);
+  pid_t pid = -1;
+  int err = 0;
+  const uint64_t shared = CLONE_VM | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID | (share_descriptors ? CLONE_FILES : 0);
+#if defined(__x86_64__)
+  // The kernel resets every caught signal to its default as it makes the child
+  // (CLONE_CLEAR_SIGHAND, Linux 5.5): the child need not ask for each of the 64 and reset
+  // them itself, 7% of its work before exec (perf, issue 48). A kernel or seccomp filter
+  // without clone3 answers ENOSYS (EINVAL: without the flag), and clone does it as before.
+  if (clone3_works.load(std::memory_order_relaxed)) {
+    struct clone_args args {};
+    args.flags = shared | CLONE_CLEAR_SIGHAND;
+    args.parent_tid = reinterpret_cast<uint64_t>(&slot.pid);
+    args.child_tid = reinterpret_cast<uint64_t>(&slot.running);
+    args.exit_signal = SIGCHLD;
+    args.stack = reinterpret_cast<uint64_t>(top - kStackBytes);
+    args.stack_size = kStackBytes;
+    const long r = jc_nexec_clone3_vm(&args, sizeof args, child, arg);
+    if (r == -ENOSYS || r == -EINVAL || r == -EPERM) {
+      clone3_works.store(false, std::memory_order_relaxed);
+    } else {
+      pid = r < 0 ? -1 : static_cast<pid_t>(r);
+      err = r < 0 ? static_cast<int>(-r) : 0;
+      pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+      errno = err;
+      return pid;
+    }
+  }
+#endif
+  static thread_local Trampoline trampoline;  // read by the child as it starts; this thread waits meanwhile
+  trampoline = Trampoline{child, arg};
+  pid = clone(RunChild, top, static_cast<int>(shared) | SIGCHLD, &trampoline, reinterpret_cast<pid_t*>(&slot.pid),
+              nullptr, reinterpret_cast<pid_t*>(&slot.running));
+  err = errno;
+  pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  errno = err;
+  return pid;
+}
+
+// Waits on slot.running's futex for at most `timeout`. The kernel's wake at the child's exec
+// or exit is a shared one (as for pthread_join), so the wait is not FUTEX_PRIVATE.
+void WaitForRelease(ChildSlot& slot, pid_t expected, std::chrono::milliseconds timeout) {
+  timespec ts{static_cast<time_t>(timeout.count() / 1000), static_cast<long>(timeout.count() % 1000) * 1'000'000};
+  (void)syscall(SYS_futex, reinterpret_cast<pid_t*>(&slot.running), FUTEX_WAIT, expected, &ts, nullptr, 0);
 }
 
 }  // namespace
@@ -260,68 +280,70 @@ bool UsesClone3() {
 #endif
 }
 
-namespace {
-
-// The clone itself (StartSharedMemoryChild): the child's pid written to `*tid` by the
-// kernel as it makes it.
-pid_t CloneSharingMemory(int (*child)(void*), void* arg, bool share_descriptors, pid_t* tid) {
-  thread_local ChildStack stack;
-  char* top = stack.Top();
-  if (top == nullptr) return -1;
-  // Every signal blocked across the clone: the child starts with this mask, and no handler
-  // of the agent's may run in it before DefaultCaughtSignals.
-  sigset_t all, saved;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &saved);
-  pid_t pid = -1;
-  int err = 0;
-#if defined(__x86_64__)
-  // The kernel resets every caught signal to its default as it makes the child
-  // (CLONE_CLEAR_SIGHAND, Linux 5.5): the child need not ask for each of the 64 and reset
-  // them itself, 7% of its work before exec (perf, issue 48). A kernel or seccomp filter
-  // without clone3 answers ENOSYS (EINVAL: without the flag), and clone does it as before.
-  if (clone3_works.load(std::memory_order_relaxed)) {
-    struct clone_args args {};
-    args.flags = CLONE_VM | CLONE_VFORK | CLONE_CLEAR_SIGHAND | CLONE_PARENT_SETTID |
-                 (share_descriptors ? CLONE_FILES : 0);
-    args.parent_tid = reinterpret_cast<uint64_t>(tid);
-    args.exit_signal = SIGCHLD;
-    args.stack = reinterpret_cast<uint64_t>(top - kStackBytes);
-    args.stack_size = kStackBytes;
-    const long r = jc_nexec_clone3_vm(&args, sizeof args, child, arg);
-    if (r == -ENOSYS || r == -EINVAL || r == -EPERM) {
-      clone3_works.store(false, std::memory_order_relaxed);
-    } else {
-      pid = r < 0 ? -1 : static_cast<pid_t>(r);
-      err = r < 0 ? static_cast<int>(-r) : 0;
-      pthread_sigmask(SIG_SETMASK, &saved, nullptr);
-      errno = err;
-      return pid;
-    }
-  }
-#endif
-  Trampoline trampoline{child, arg};
-  pid = clone(RunChild, top, CLONE_VM | CLONE_VFORK | CLONE_PARENT_SETTID | (share_descriptors ? CLONE_FILES : 0) | SIGCHLD,
-              &trampoline, tid);
-  err = errno;
-  pthread_sigmask(SIG_SETMASK, &saved, nullptr);
-  errno = err;
-  return pid;
-}
-
-}  // namespace
-
 pid_t StartSharedMemoryChild(int (*child)(void*), void* arg, bool share_descriptors, PreExecKill* killed) {
-  PreExecWatchdog& watchdog = PreExecWatchdog::Get();
-  PreExecChild watched;
-  watched.started = std::chrono::steady_clock::now();
-  watchdog.Add(&watched);
-  const pid_t pid = CloneSharingMemory(child, arg, share_descriptors, reinterpret_cast<pid_t*>(&watched.pid));
-  const int err = errno;
-  const PreExecKill kill = watchdog.Remove(&watched);
+  thread_local std::unique_ptr<ChildSlot> slot;
+  if (!slot) slot = std::make_unique<ChildSlot>();
+  char* top = slot->Top();
+  if (top == nullptr) return -1;
+  constexpr pid_t kRunning = 1;
+  slot->pid.store(0, std::memory_order_relaxed);
+  slot->running.store(kRunning, std::memory_order_relaxed);
+  const auto started = std::chrono::steady_clock::now();
+  const pid_t pid = CloneSharingMemory(child, arg, share_descriptors, *slot, top);
+  if (pid < 0) return -1;
+  // Until the child execs or exits this thread waits, as a vfork parent would, and looks at
+  // it every kLook: one stopped (its account's SIGSTOP in the moment after it became the
+  // account, ^Z on its terminal) or older than the limit is killed. A killed child that
+  // stays in an uninterruptible wait is given up: it never runs another instruction of the
+  // agent's (a SIGKILLed process leaves the kernel only to exit), so only its slot, which
+  // the kernel writes as it exits, is kept, and this thread takes a new one.
+  const std::chrono::milliseconds limit = PreExecLimit();
+  PreExecKill kill = PreExecKill::kNone;
+  std::chrono::steady_clock::time_point killed_at;
+  while (slot->running.load(std::memory_order_acquire) != 0) {
+    const auto now = std::chrono::steady_clock::now();
+    const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(now - started);
+    std::chrono::milliseconds wait = kLook;
+    if (kill == PreExecKill::kNone) {
+      if (age >= limit) {
+        kill = PreExecKill::kTooSlow;
+      } else if (age >= kLook && ProcessState(pid) == 'T') {
+        kill = PreExecKill::kStopped;
+      } else {
+        wait = std::min(kLook, limit - age);
+      }
+      if (kill != PreExecKill::kNone) {
+        ::kill(pid, SIGKILL);
+        killed_at = now;
+        wait = std::chrono::milliseconds(1);
+      }
+    } else if (now - killed_at >= kKillGrace && ProcessState(pid) == 'D') {
+      Abandoned::Get().Add(pid, std::move(slot));
+      break;
+    }
+    WaitForRelease(*slot, kRunning, wait);
+  }
   if (killed != nullptr) *killed = kill;
-  errno = err;
+  errno = 0;
   return pid;
 }
+
+void ReapOrAbandon(pid_t pid) {
+  // A child that exited or was killed is a zombie within microseconds: looked at often at
+  // first, then less, for ~0.2 s in all.
+  std::chrono::microseconds nap{100};
+  for (std::chrono::microseconds waited{0}; waited < kKillGrace; waited += nap) {
+    const pid_t r = waitpid(pid, nullptr, WNOHANG);
+    if (r == pid || (r < 0 && errno == ECHILD)) return;
+    if (waited >= kKillGrace / 4 && ProcessState(pid) == 'D') break;
+    std::this_thread::sleep_for(nap);
+    nap = std::min<std::chrono::microseconds>(2 * nap, std::chrono::milliseconds(20));
+  }
+  Abandoned::Get().Add(pid, nullptr);
+}
+
+bool ReapIfAbandoned(pid_t pid) { return Abandoned::Get().ReapIf(pid); }
+
+size_t AbandonedChildren() { return Abandoned::Get().Count(); }
 
 }  // namespace jc::nexec

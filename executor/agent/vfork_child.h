@@ -6,7 +6,7 @@
 
 namespace jc::nexec {
 
-// What the pre-exec watchdog did to a child of StartSharedMemoryChild.
+// What became of a child of StartSharedMemoryChild that did not exec in time.
 enum class PreExecKill {
   kNone,     // nothing: it exec'd or exited
   kStopped,  // killed: it was stopped (SIGSTOP, ^Z on its terminal) before it could exec
@@ -14,8 +14,8 @@ enum class PreExecKill {
 };
 
 // Starts `child(arg)` as a new process that shares the agent's memory until it execs or
-// exits (clone with CLONE_VM | CLONE_VFORK, as posix_spawn does), and returns its pid, or
-// -1 with errno set. The calling thread waits meanwhile; the agent's other threads run on.
+// exits (clone with CLONE_VM, as posix_spawn does), and returns its pid once it has, or -1
+// with errno set. The calling thread waits meanwhile; the agent's other threads run on.
 //
 // Why not fork: the agent is a large, threaded process, and fork copies its page tables
 // only for exec to throw them away — at a few thousand tasks a second that copy and its
@@ -24,30 +24,39 @@ enum class PreExecKill {
 // The child runs with every signal blocked and every caught signal back at its default
 // (so no agent handler ever runs on the shared memory; the kernel resets them as it makes
 // the child where it can, clone3's CLONE_CLEAR_SIGHAND, else the child does); `child` may
-// unblock them. Like a
-// fork child of a threaded process it may make only async-signal-safe calls, and further:
-// no allocation, no glibc call that coordinates threads (setuid and friends: use
-// BecomeAccount, which makes the raw system calls), and it must end in execve or _exit.
+// unblock them. Like a fork child of a threaded process it may make only async-signal-safe
+// calls, and further: no allocation, no glibc call that coordinates threads (setuid and
+// friends: use BecomeAccount, which makes the raw system calls), and it must end in execve
+// or _exit.
 //
 // With `share_descriptors`, the child shares the agent's descriptor table too (no copy of
 // it at clone), and must call UnshareLowDescriptors before it opens, closes or duplicates
 // any descriptor.
 //
-// Until it execs, a watchdog thread watches the child: one stopped is SIGKILLed at the
-// watchdog's next look (within ~50 ms), one still before exec after PreExecLimit() too,
-// and `killed` says which; the calling thread then resumes. Why: the child holds the
-// calling thread, which starts every account's tasks, and it is the account's once it
-// became it (its account can stop it; a working directory on a hung mount holds it).
-// The child's pid is known to the watchdog from the moment the kernel makes it
-// (CLONE_PARENT_SETTID), and it is not reaped before this returns, so the watchdog never
-// signals a pid reused by another process.
+// The wait is bounded, unlike a vfork parent's: the child holds the calling thread, which
+// starts every account's tasks, and it is the account's once it became it. One stopped
+// (SIGSTOP, ^Z on its terminal) is SIGKILLed at the next look (every ~50 ms), one still
+// before exec after PreExecLimit() too, and `killed` says which; its pid is known from the
+// clone itself (CLONE_PARENT_SETTID) and not reaped before this returns, so no other
+// process is ever signalled. A killed child may then be in an uninterruptible wait (a file
+// system that never answers): it is given up, and the caller reaps it with ReapOrAbandon,
+// never with a blocking waitpid.
 pid_t StartSharedMemoryChild(int (*child)(void* arg), void* arg, bool share_descriptors = false,
                              PreExecKill* killed = nullptr);
 
-// How long a child may take from its start to exec before the watchdog kills it; 10 s
-// unless set (the agent's --task_start_timeout).
+// How long a child may take from its start to exec before it is killed; 10 s unless set
+// (the agent's --task_start_timeout).
 void SetPreExecLimit(std::chrono::milliseconds limit);
 std::chrono::milliseconds PreExecLimit();
+
+// For a child that was killed or is exiting: reaps it if it ends within ~0.2 s, else gives
+// it up to ReapIfAbandoned (it may be in an uninterruptible wait).
+void ReapOrAbandon(pid_t pid);
+// Reaps `pid` if it is a given-up child that has ended: true then, so a reaper of every
+// child knows the zombie was not a stranger's.
+bool ReapIfAbandoned(pid_t pid);
+// How many given-up children have not been reaped yet.
+size_t AbandonedChildren();
 
 // Where the descriptors the agent keeps for its whole life go (KeepHigh): above every one a
 // task's start opens, so a child copies only the low range. 0: nothing is moved (the open

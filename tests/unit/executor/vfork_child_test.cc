@@ -3,7 +3,9 @@
 // default — reset by the kernel as it makes the child (clone3's CLONE_CLEAR_SIGHAND), or by
 // the child itself (clone, kernels before 5.5) — and an ignored signal stays ignored.
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -98,6 +100,7 @@ namespace {
 std::atomic<pid_t> child_pid{0};
 std::atomic<int> phase{0};
 const jc::nexec::Account* act_as = nullptr;
+std::string thaw_on_rescue;  // a freezer.state Rescue thaws
 
 void Nap() {
   timespec ms{0, 1'000'000};
@@ -152,6 +155,10 @@ class Rescue {
             rescued_ = true;
             phase = 99;
             if (child_pid > 0) kill(child_pid, SIGKILL);
+            if (!thaw_on_rescue.empty()) {  // a frozen child dies only once thawed
+              const int fd = open(thaw_on_rescue.c_str(), O_WRONLY | O_CLOEXEC);
+              if (fd >= 0) (void)!write(fd, "THAWED", 6), close(fd);
+            }
           }
         }) {}
   ~Rescue() { Done(); }
@@ -276,4 +283,89 @@ TEST_CASE("the task's account cannot stop its child while it acts as the account
   int status = 0;
   REQUIRE(waitpid(pid, &status, 0) == pid);
   CHECK((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL));
+}
+
+namespace {
+
+int freezer_tasks_fd = -1;  // the test's freezer cgroup's tasks file, for the child below
+
+// Joins the test's freezer cgroup, then waits: frozen there, it is in an uninterruptible
+// wait (state D) that SIGKILL does not end until the cgroup thaws, as a child blocked on a
+// FUSE file system whose daemon never answers is (attacker helper-82).
+int FrozenBeforeExec(void*) {
+  if (syscall(SYS_write, freezer_tasks_fd, "0", 1) != 1) syscall(SYS_exit, 12);
+  child_pid = static_cast<pid_t>(syscall(SYS_getpid));
+  phase = 1;
+  while (phase.load() != 99) Nap();
+  syscall(SYS_exit, 0);
+  return 0;
+}
+
+bool WriteFile(const std::string& path, const std::string& text) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(fd);
+  return ok;
+}
+
+}  // namespace
+
+TEST_CASE("a child killed before exec that stays in an uninterruptible wait is given up, not waited for, and reaped "
+          "once it ends",
+          "[B11][C6]") {
+  const std::string root = "/sys/fs/cgroup/freezer";
+  if (geteuid() != 0 || access((root + "/tasks").c_str(), W_OK) != 0) {
+    WARN("SKIPPED: needs root and a cgroup v1 freezer hierarchy (a frozen task there stays in state D when killed)");
+    return;
+  }
+  const std::string dir = root + "/jc-vfork-test-" + std::to_string(getpid());
+  REQUIRE(mkdir(dir.c_str(), 0755) == 0);
+  freezer_tasks_fd = open((dir + "/tasks").c_str(), O_WRONLY | O_CLOEXEC);
+  REQUIRE(freezer_tasks_fd >= 0);
+  const auto before = jc::nexec::PreExecLimit();
+  const size_t abandoned_before = jc::nexec::AbandonedChildren();
+  jc::nexec::SetPreExecLimit(std::chrono::milliseconds(300));
+  child_pid = 0;
+  phase = 0;
+  std::atomic<bool> frozen{false};
+  thaw_on_rescue = dir + "/freezer.state";
+  std::thread freezer([&] {
+    if (!WaitForPhase(1)) return;
+    frozen = WriteFile(dir + "/freezer.state", "FROZEN");
+  });
+  Rescue rescue(std::chrono::seconds(30));
+  jc::nexec::PreExecKill killed = jc::nexec::PreExecKill::kNone;
+  const auto began = std::chrono::steady_clock::now();
+  const pid_t pid = jc::nexec::StartSharedMemoryChild(FrozenBeforeExec, nullptr, false, &killed);
+  const auto took = std::chrono::steady_clock::now() - began;
+  freezer.join();
+  const bool rescued = rescue.Done();
+  REQUIRE(frozen);
+  CHECK_FALSE(rescued);
+  REQUIRE(pid > 0);
+  CHECK(killed == jc::nexec::PreExecKill::kTooSlow);
+  CHECK(took < std::chrono::seconds(10));  // the limit, the grace and a look: not for ever
+  CHECK(jc::nexec::AbandonedChildren() == abandoned_before + 1);
+  // The thread starts the next child on a slot of its own.
+  jc::nexec::PreExecKill next_killed = jc::nexec::PreExecKill::kStopped;
+  const pid_t next = jc::nexec::StartSharedMemoryChild(ExitsThree, nullptr, false, &next_killed);
+  REQUIRE(next > 0);
+  CHECK(next_killed == jc::nexec::PreExecKill::kNone);
+  int status = 0;
+  REQUIRE(waitpid(next, &status, 0) == next);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 3));
+  // Thawed, the killed child ends, and is reaped as a given-up child.
+  REQUIRE(WriteFile(dir + "/freezer.state", "THAWED"));
+  bool reaped = false;
+  for (int i = 0; i < 1000 && !reaped; ++i) {
+    reaped = jc::nexec::ReapIfAbandoned(pid);
+    if (!reaped) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(reaped);
+  CHECK(jc::nexec::AbandonedChildren() == abandoned_before);
+  thaw_on_rescue.clear();
+  close(freezer_tasks_fd);
+  rmdir(dir.c_str());
+  jc::nexec::SetPreExecLimit(before);
 }
