@@ -1483,7 +1483,12 @@ void Agent::EnforceDeadlinesLocked() {
   const absl::Time now = absl::Now();
   auto killed = [&](const std::string& key, const char* why) {
     absl::Status s = runner_.Kill(key);
-    if (s.ok() || absl::IsNotFound(s)) return true;
+    if (absl::IsNotFound(s)) {
+      // Between two phases (its next one queued for the phase starter): killed as it starts.
+      runner_.KillWhenStarted(key);
+      return true;
+    }
+    if (s.ok()) return true;
     spdlog::warn("task {}: {}: the kill failed ({}); trying again in a second", key, why, s.ToString());
     return false;
   };
