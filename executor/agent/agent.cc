@@ -66,15 +66,8 @@ absl::StatusOr<std::shared_ptr<OwnedFd>> CreateEventFile(const std::string& path
   if (!account.ok()) return account.status();
   // Without waiting (a FIFO with no reader is refused at once, not waited on: attacker
   // helper-59 stalled an agent's launches with one), and a regular file only.
-  auto fd = OpenTaskFile(*account, path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_NONBLOCK, 0600, output_root);
+  auto fd = OpenRegularTaskFile(*account, path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600, output_root);
   if (!fd.ok()) return absl::InvalidArgumentError(absl::StrCat("event file: ", fd.status().message()));
-  struct stat st{};
-  if (fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    return absl::InvalidArgumentError(absl::StrCat("event file: ", path, " is not a regular file"));
-  }
-  if (fcntl(fd->get(), F_SETFL, O_WRONLY | O_APPEND) != 0) {
-    return absl::InternalError(absl::StrCat("event file: ", path, ": ", std::strerror(errno)));
-  }
   return std::make_shared<OwnedFd>(std::move(*fd));
 }
 
@@ -1034,6 +1027,20 @@ void Agent::PhaseStarterLoop() {
     if (stopping_) return;
     PhaseStart next = std::move(phase_starts_.front());
     phase_starts_.pop_front();
+    if (runner_.TakeKillWhenStarted(next.key)) {
+      // Killed while its start waited here (attacker helper-83: it ran once the queue moved,
+      // the kill lost): it ends killed, and its next phase never starts.
+      if (auto it = book_.running().find(next.key); it != book_.running().end()) {
+        pb::TaskReport r;
+        r.set_job_id(it->second.job_id);
+        r.set_task_index(it->second.task_index);
+        r.set_attempt(it->second.attempt);
+        r.set_state(pb::TASK_EXITED);
+        r.set_exit_code(128 + SIGKILL);
+        EndTaskLocked(next.key, r);
+      }
+      continue;
+    }
     mu_.Unlock();
     absl::StatusOr<pid_t> pid = StartProcess(next.launch);
     mu_.Lock();
@@ -1238,7 +1245,7 @@ absl::Status Agent::NotifyLocked(const pb::SignalRequest& req) {
   if (!t.event_fd) {
     auto account = LookupAccount(t.command.user);
     if (!account.ok()) return account.status();
-    auto fd = OpenTaskFile(*account, t.event_file, O_WRONLY | O_APPEND, 0600, t.command.output_root);
+    auto fd = OpenRegularTaskFile(*account, t.event_file, O_WRONLY | O_APPEND, 0600, t.command.output_root);
     if (!fd.ok()) return fd.status();
     t.event_fd = std::make_shared<OwnedFd>(std::move(*fd));
   }
@@ -1680,7 +1687,10 @@ void Agent::HeartbeatAnsweredLocked(const pb::HeartbeatResponse& resp, const std
   for (const auto& k : resp.kill()) {
     std::string key = TaskKey(k.job_id(), k.task_index(), k.attempt());
     mu_.Unlock();
-    if (runner_.Kill(key).ok()) spdlog::info("killed stale task {} at the master's word", key);
+    absl::Status killed = runner_.Kill(key);
+    if (killed.ok()) spdlog::info("killed stale task {} at the master's word", key);
+    // Between two phases: killed as its next one starts, or before (PhaseStarterLoop).
+    if (absl::IsNotFound(killed)) runner_.KillWhenStarted(key);
     mu_.Lock();
   }
 }

@@ -282,39 +282,68 @@ TaskRunner::~TaskRunner() {
 
 void TaskRunner::CloseInputNow(Input& input) {
   if (input.copier) {
-    input.stop->store(true);
-    input.copier->join();
+    // Joined when it ends within a second (it drains what the task wrote last), else given
+    // up: a write to a file system that does not answer must not hold the heartbeat loop,
+    // which closes an ended task's input (attacker helper-83). It holds its own descriptors.
+    CopierState& state = *input.copier_state;
+    state.stop.store(true);
+    std::unique_lock<std::mutex> lock(state.mu);
+    if (state.ended_cv.wait_for(lock, std::chrono::seconds(1), [&] { return state.ended; })) {
+      lock.unlock();
+      input.copier->join();
+    } else {
+      lock.unlock();
+      spdlog::warn("a terminal's output copier is stuck writing its output file; left to end on its own");
+      input.copier->detach();
+    }
     input.copier.reset();
+    input.copier_state.reset();
   }
   if (input.fd >= 0) close(input.fd);
   if (input.out_fd >= 0) close(input.out_fd);
   input.fd = input.out_fd = -1;
 }
 
-void TaskRunner::CopyTerminal(int master_fd, int out_fd, const std::atomic<bool>* stop) {
-  char buf[16384];
-  while (true) {
-    pollfd p{master_fd, POLLIN, 0};
-    int ready = poll(&p, 1, 100);
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0) {
-      if (stop->load()) return;  // the task ended and nothing more came
-      continue;
+void TaskRunner::CopyTerminal(int master_fd, int out_fd, std::shared_ptr<CopierState> state) {
+  const std::atomic<bool>& stop = state->stop;
+  auto copy = [&] {
+    char buf[16384];
+    while (true) {
+      pollfd p{master_fd, POLLIN, 0};
+      int ready = poll(&p, 1, 100);
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready == 0) {
+        if (stop.load()) return;  // the task ended and nothing more came
+        continue;
+      }
+      ssize_t n = read(master_fd, buf, sizeof(buf));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        // EIO: every process closed the terminal. Wait for the end rather than spin.
+        while (!stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        return;
+      }
+      for (ssize_t done = 0; done < n;) {
+        ssize_t w = write(out_fd, buf + done, static_cast<size_t>(n - done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0 && errno == EAGAIN) {
+          // A FIFO or terminal nobody drains: waited on until the task ends, then dropped.
+          if (stop.load()) return;
+          pollfd out{out_fd, POLLOUT, 0};
+          poll(&out, 1, 100);
+          continue;
+        }
+        if (w <= 0) break;  // the output file went away: the terminal still drains
+        done += w;
+      }
     }
-    ssize_t n = read(master_fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      // EIO: every process closed the terminal. Wait for the end rather than spin.
-      while (!stop->load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      return;
-    }
-    for (ssize_t done = 0; done < n;) {
-      ssize_t w = write(out_fd, buf + done, static_cast<size_t>(n - done));
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) break;  // the output file went away: the terminal still drains
-      done += w;
-    }
-  }
+  };
+  copy();
+  close(master_fd);
+  close(out_fd);
+  std::lock_guard<std::mutex> lock(state->mu);
+  state->ended = true;
+  state->ended_cv.notify_all();
 }
 
 absl::StatusOr<size_t> TaskRunner::WriteInput(const std::string& key, const std::string& data,
@@ -528,7 +557,7 @@ absl::StatusOr<std::map<std::string, std::string>> TaskRunner::TaskEnvironment(c
         ++counts.back().second;
       }
       for (const auto& [h, n] : counts) absl::StrAppend(&text, h, " slots=", n, "\n");
-      auto hostfile = OpenTaskFileWithoutWaiting(user, t.hostfile_path, O_WRONLY | O_CREAT | O_TRUNC, t.output_root);
+      auto hostfile = OpenRegularTaskFile(user, t.hostfile_path, O_WRONLY | O_CREAT | O_TRUNC, 0600, t.output_root);
       if (!hostfile.ok()) return absl::InvalidArgumentError(absl::StrCat("hostfile: ", hostfile.status().message()));
       if (write(hostfile->get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
         return absl::InvalidArgumentError(absl::StrCat("cannot write hostfile ", t.hostfile_path, ": ", std::strerror(errno)));
@@ -714,7 +743,8 @@ absl::Status TaskRunner::OpenInput(const TaskLaunch& t, const Account& user, boo
     if (switch_user) (void)fchown(slave, user.uid, user.gid);
     // The terminal's output is copied to the stdout file by the agent, through a
     // descriptor opened as the user.
-    auto out = OpenTaskFileWithoutWaiting(user, out_path, O_WRONLY | O_CREAT | O_APPEND, t.output_root);
+    // Non-blocking for good: only the copier writes it, and never waits on it for ever.
+    auto out = OpenTaskFile(user, out_path, O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK, 0600, t.output_root);
     if (!out.ok()) {
       close(master);
       close(slave);
@@ -1040,8 +1070,17 @@ absl::StatusOr<exec_stream::CommandPlan> TaskRunner::PlanExec(const TaskLaunch& 
 
 void TaskRunner::KeepInput(const std::string& key, Input input) {
   if (input.tty) {
-    input.stop = std::make_unique<std::atomic<bool>>(false);
-    input.copier = std::make_unique<std::thread>(CopyTerminal, input.fd, input.out_fd, input.stop.get());
+    input.copier_state = std::make_shared<CopierState>();
+    // Its own duplicates: it may outlive the Input (CloseInputNow).
+    const int master = fcntl(input.fd, F_DUPFD_CLOEXEC, 0);
+    const int out = fcntl(input.out_fd, F_DUPFD_CLOEXEC, 0);
+    if (master >= 0 && out >= 0) {
+      input.copier = std::make_unique<std::thread>(CopyTerminal, master, out, input.copier_state);
+    } else {
+      spdlog::error("task {}: no copier for its terminal's output: {}", key, std::strerror(errno));
+      if (master >= 0) close(master);
+      if (out >= 0) close(out);
+    }
   }
   std::lock_guard<std::mutex> lock(mu_);
   inputs_[key] = std::move(input);
@@ -1179,6 +1218,11 @@ void TaskRunner::KillWhenStarted(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
   if (kill_when_started_.size() > 10000) kill_when_started_.clear();  // bounded: see the header
   kill_when_started_.insert(key);
+}
+
+bool TaskRunner::TakeKillWhenStarted(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return kill_when_started_.erase(key) > 0;
 }
 
 absl::Status TaskRunner::Kill(const std::string& key) {

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <set>
@@ -131,6 +132,9 @@ class TaskRunner {
   // The task `key`, not started yet (its launch is being set up), is killed as soon as it
   // has a process. A key that never starts leaves an entry; the set is bounded.
   void KillWhenStarted(const std::string& key);
+  // Whether a kill waits for `key` to start (KillWhenStarted), taking it: for a start that
+  // will not happen after all (the agent's queued next phase of a killed task).
+  bool TakeKillWhenStarted(const std::string& key);
   absl::Status Kill(const std::string& key);     // SIGKILL to the process group
   // Any other signal to the process group (nexec-run forwards what it gets).
   absl::Status Signal(const std::string& key, int signal) { return SignalGroup(key, signal); }
@@ -208,7 +212,19 @@ class TaskRunner {
   absl::Status SignalGroup(const std::string& key, int signal);
   // Copies a terminal's output to the task's stdout file until `stop` is set and nothing
   // more comes (the task ended).
-  static void CopyTerminal(int master_fd, int out_fd, const std::atomic<bool>* stop);
+  // What a terminal copier and the runner share: the copier may outlive its Input (given up
+  // while it waits in a write that does not return: CloseInputNow).
+  struct CopierState {
+    std::atomic<bool> stop{false};
+    std::mutex mu;
+    std::condition_variable ended_cv;
+    bool ended = false;  // under mu
+  };
+  // Copies a pseudo-terminal's output to the task's output file until `state->stop` and no
+  // more comes. Owns (closes) both descriptors, its own duplicates. Never waits on a write
+  // that cannot go on: the file is the account's choice (a FIFO it holds full, attacker
+  // helper-83) and non-blocking; a write waits at most until `stop`.
+  static void CopyTerminal(int master_fd, int out_fd, std::shared_ptr<CopierState> state);
 
   // An interactive task's input: the write end of its stdin pipe, or its terminal's
   // master side (with the thread that copies the terminal's output).
@@ -216,7 +232,7 @@ class TaskRunner {
     int fd = -1;
     bool tty = false;
     int out_fd = -1;
-    std::unique_ptr<std::atomic<bool>> stop;
+    std::shared_ptr<CopierState> copier_state;
     std::unique_ptr<std::thread> copier;
   };
   static void CloseInputNow(Input& input);

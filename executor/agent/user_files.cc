@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/status_macros.h"
 #include "executor/agent/vfork_child.h"
 
 namespace jc::nexec {
@@ -357,6 +358,20 @@ absl::StatusOr<OwnedFd> OpenTaskFile(const Account& account, const std::string& 
     return OpenInTrustedDirectory(trusted_root, path.substr(trusted_root.size() + 1), account, flags, mode);
   }
   return OpenAs(account, path, flags, mode, /*make_parents=*/(flags & O_CREAT) != 0);
+}
+
+absl::StatusOr<OwnedFd> OpenRegularTaskFile(const Account& account, const std::string& path, int flags, mode_t mode,
+                                            const std::string& trusted_root) {
+  JC_ASSIGN_OR_RETURN(OwnedFd fd, OpenTaskFile(account, path, flags | O_NONBLOCK, mode, trusted_root));
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " is not a regular file"));
+  }
+  const int now = fcntl(fd.get(), F_GETFL);
+  if (now < 0 || fcntl(fd.get(), F_SETFL, now & ~O_NONBLOCK) != 0) {
+    return absl::InternalError(absl::StrCat(path, ": ", std::strerror(errno)));
+  }
+  return fd;
 }
 
 }  // namespace jc::nexec

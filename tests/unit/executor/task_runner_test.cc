@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -446,6 +447,56 @@ TEST_CASE("a terminal task runs in its own session on a pseudo-terminal of the g
   CHECK(absl::StrContains(out, "/dev/pts/"));
   CHECK(absl::StrContains(out, "40 120"));
   CHECK(absl::StrContains(out, "got=hi"));
+}
+
+TEST_CASE("a hostfile that is a FIFO someone holds open is refused at once, not written into (the agent's own "
+          "write would wait as long as the holder liked)",
+          "[B10][B11]") {
+  TempDir dir;
+  const std::string fifo = dir / "hostfile";
+  REQUIRE(mkfifo(fifo.c_str(), 0666) == 0);
+  const int holder = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);  // the attacker's end: never read
+  REQUIRE(holder >= 0);
+  TaskRunner runner;
+  TaskLaunch t{"6.4.0", "true"};
+  t.hosts = {"h1", "h2"};
+  t.hostfile_path = fifo;
+  t.stdout_path = dir / "out";
+  const absl::Time began = absl::Now();
+  auto started = runner.Launch(t);
+  CHECK(absl::Now() - began < absl::Seconds(5));
+  REQUIRE_FALSE(started.ok());
+  CHECK(absl::IsInvalidArgument(started.status()));
+  CHECK(absl::StrContains(started.status().message(), "not a regular file"));
+  close(holder);
+}
+
+TEST_CASE("an interactive task whose output is a FIFO held full ends and is reaped: its terminal's copier gives up "
+          "its writes, and the reaper does not wait on it",
+          "[B6][B11]") {
+  TempDir dir;
+  const std::string fifo = dir / "out";
+  REQUIRE(mkfifo(fifo.c_str(), 0666) == 0);
+  const int holder = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);  // never read: the pipe fills
+  REQUIRE(holder >= 0);
+  TaskRunner runner;
+  TaskLaunch t;
+  t.key = "6.5.0";
+  t.command = "exec head -c 100000000 /dev/zero";  // far more than a pipe holds
+  t.stdout_path = fifo;
+  t.stdin_pipe = t.tty = true;
+  REQUIRE(runner.Launch(t).ok());
+  // The pipe full (the task now waits on its terminal, as a process writing to a full pipe
+  // does: its account's own doing), the task is killed; its end is reaped at once.
+  REQUIRE(WaitUntil([&] {
+    int queued = 0;
+    return ioctl(holder, FIONREAD, &queued) == 0 && queued >= fcntl(holder, F_GETPIPE_SZ) - 4096;
+  }));
+  REQUIRE(runner.Kill(t.key).ok());
+  const absl::Time began = absl::Now();
+  CHECK(WaitExit(runner, t.key) == 128 + SIGKILL);
+  CHECK(absl::Now() - began < absl::Seconds(10));
+  close(holder);
 }
 
 TEST_CASE("a kill still emptying a task's cgroup never reaches the next task that cgroup serves", "[B6][B11]") {
