@@ -482,10 +482,7 @@ absl::StatusOr<pid_t> SpawnChild(TaskChild& child, ChildError* failed) {
   if (killed != PreExecKill::kNone) {
     // It held the thread that starts every account's tasks (attacker helper-81). The job
     // cannot start (FailedPrecondition: not a refusal by the agent, which would requeue it).
-    // Its group too: one killed in the instant after it exec'd may have started another
-    // process (the pid is not reaped yet, so the group is its own).
-    kill(-pid, SIGKILL);
-    ReapOrAbandon(pid);  // it may be in a wait no signal ends
+    // It and its group were killed, and it is reaped or given up (StartSharedMemoryChild).
     if (killed == PreExecKill::kStopped) {
       return absl::FailedPreconditionError("the task's process was stopped (SIGSTOP, or ^Z on its terminal) before it could "
                                 "start its command, and was killed: a stopped start holds every task's start");

@@ -313,7 +313,10 @@ pid_t StartSharedMemoryChild(int (*child)(void*), void* arg, bool share_descript
         wait = std::min(kLook, limit - age);
       }
       if (kill != PreExecKill::kNone) {
+        // Its group too (it may have made one and, exec'd in the instant before, started
+        // another process in it): the pid is not reaped yet, so the group is its own.
         ::kill(pid, SIGKILL);
+        ::kill(-pid, SIGKILL);
         killed_at = now;
         wait = std::chrono::milliseconds(1);
       }
@@ -323,6 +326,10 @@ pid_t StartSharedMemoryChild(int (*child)(void*), void* arg, bool share_descript
     }
     WaitForRelease(*slot, kRunning, wait);
   }
+  // A killed child is reaped here or given up, never left to the caller: once given up, the
+  // task runner's reaper may reap it at any moment, and a later waitpid or kill by its pid
+  // could reach another process that took the pid (attacker helper-83).
+  if (kill != PreExecKill::kNone && slot) ReapOrAbandon(pid);
   if (killed != nullptr) *killed = kill;
   errno = 0;
   return pid;

@@ -38,9 +38,9 @@ enum class PreExecKill {
 // (SIGSTOP, ^Z on its terminal) is SIGKILLed at the next look (every ~50 ms), one still
 // before exec after PreExecLimit() too, and `killed` says which; its pid is known from the
 // clone itself (CLONE_PARENT_SETTID) and not reaped before this returns, so no other
-// process is ever signalled. A killed child may then be in an uninterruptible wait (a file
-// system that never answers): it is given up, and the caller reaps it with ReapOrAbandon,
-// never with a blocking waitpid.
+// process is ever signalled. A killed child is reaped before this returns, or, in an
+// uninterruptible wait (a file system that never answers), given up to ReapIfAbandoned:
+// the caller must neither wait for nor signal it (its pid may be another's by then).
 pid_t StartSharedMemoryChild(int (*child)(void* arg), void* arg, bool share_descriptors = false,
                              PreExecKill* killed = nullptr);
 
