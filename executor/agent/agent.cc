@@ -984,6 +984,7 @@ bool Agent::NextPhase(const std::string& key, TaskInfo& t, int exit_code, pb::Ta
   auto start = [&](TaskLaunch launch, TaskInfo::Phase phase) {
     launch.key = key;
     t.phase = phase;
+    t.starting = true;
     phase_starts_.push_back(PhaseStart{key, std::move(launch), phase});
     cv_.SignalAll();
     return true;
@@ -1027,23 +1028,26 @@ void Agent::PhaseStarterLoop() {
     if (stopping_) return;
     PhaseStart next = std::move(phase_starts_.front());
     phase_starts_.pop_front();
+    auto queued = book_.running().find(next.key);
+    if (queued == book_.running().end()) continue;
     if (runner_.TakeKillWhenStarted(next.key)) {
       // Killed while its start waited here (attacker helper-83: it ran once the queue moved,
-      // the kill lost): it ends killed, and its next phase never starts.
-      if (auto it = book_.running().find(next.key); it != book_.running().end()) {
-        pb::TaskReport r;
-        r.set_job_id(it->second.job_id);
-        r.set_task_index(it->second.task_index);
-        r.set_attempt(it->second.attempt);
-        r.set_state(pb::TASK_EXITED);
-        r.set_exit_code(128 + SIGKILL);
-        EndTaskLocked(next.key, r);
-      }
+      // the kill lost): the phase counts as killed (137), and what follows a killed phase
+      // follows — a command's post-exec runs, "whatever its exit, a kill included".
+      queued->second.starting = false;
+      pb::TaskReport r;
+      if (!NextPhase(next.key, queued->second, 128 + SIGKILL, &r)) EndTaskLocked(next.key, r);
       continue;
     }
     mu_.Unlock();
-    absl::StatusOr<pid_t> pid = StartProcess(next.launch);
+    absl::StatusOr<pid_t> pid = absl::InternalError("not started");
+    try {
+      pid = StartProcess(next.launch);
+    } catch (const std::exception& e) {
+      pid = absl::InternalError(e.what());
+    }
     mu_.Lock();
+    if (auto it = book_.running().find(next.key); it != book_.running().end()) it->second.starting = false;
     if (pid.ok()) continue;  // its exit is reaped and recorded as any phase's
     const bool post = next.phase == TaskInfo::Phase::kPost;
     spdlog::warn("task {}: cannot start its {}: {}", next.key, post ? "post-exec" : "command",
@@ -1177,8 +1181,8 @@ absl::StatusOr<int64_t> Agent::SendInput(const pb::InputRequest& req) {
     if (it == book_.running().end()) {
       return absl::FailedPreconditionError(absl::StrCat("task ", key, " does not run on ", options_.host));
     }
-    if (it->second.phase != TaskInfo::Phase::kCommand) {
-      // Its pre-exec runs (or its post-exec): input waits for the command.
+    if (it->second.phase != TaskInfo::Phase::kCommand || it->second.starting) {
+      // Its pre-exec runs (or its post-exec), or its command is still starting: input waits.
       return absl::UnavailableError(absl::StrCat("job ", req.job_id(), "'s command has not started yet"));
     }
   }

@@ -38,6 +38,8 @@ class TaskBook {
     // Queue actions (B6): a task runs its pre-exec, then its command, then its
     // post-exec, one process (group) after the other under the same key.
     enum class Phase { kPre, kCommand, kPost } phase = Phase::kCommand;
+    // Its phase's start waits on the agent's phase starter: no process, no input yet.
+    bool starting = false;
     TaskLaunch command;              // started once the pre-exec succeeded
     std::string post_exec;
     absl::Time pre_exec_deadline = absl::InfiniteFuture();

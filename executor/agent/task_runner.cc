@@ -280,15 +280,15 @@ TaskRunner::~TaskRunner() {
   }
 }
 
-void TaskRunner::CloseInputNow(Input& input) {
+void TaskRunner::CloseInputNow(Input& input, std::chrono::steady_clock::time_point give_up) {
   if (input.copier) {
-    // Joined when it ends within a second (it drains what the task wrote last), else given
-    // up: a write to a file system that does not answer must not hold the heartbeat loop,
-    // which closes an ended task's input (attacker helper-83). It holds its own descriptors.
+    // Joined when it ends by `give_up` (it drains what the task wrote last), else given up:
+    // a write to a file system that does not answer must not hold the heartbeat loop, which
+    // closes an ended task's input (attacker helper-83). It holds its own descriptors.
     CopierState& state = *input.copier_state;
     state.stop.store(true);
     std::unique_lock<std::mutex> lock(state.mu);
-    if (state.ended_cv.wait_for(lock, std::chrono::seconds(1), [&] { return state.ended; })) {
+    if (state.ended_cv.wait_until(lock, give_up, [&] { return state.ended; })) {
       lock.unlock();
       input.copier->join();
     } else {
@@ -1259,7 +1259,13 @@ std::vector<TaskExit> TaskRunner::Reap() {
   std::vector<TaskExit> out;
   std::vector<Input> ended_inputs;  // closed after the lock: a terminal's copier drains first
   absl::Cleanup close_inputs = [&] {
-    for (Input& input : ended_inputs) CloseInputNow(input);
+    // Every copier told to stop first, then each waited for until one deadline: N stuck
+    // copiers hold the heartbeat loop a second, not N (reviewer, session 81).
+    for (Input& input : ended_inputs) {
+      if (input.copier_state) input.copier_state->stop.store(true);
+    }
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    for (Input& input : ended_inputs) CloseInputNow(input, give_up);
   };
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = draining_cgroups_.begin(); it != draining_cgroups_.end();) {

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -210,8 +211,6 @@ class TaskRunner {
   absl::StatusOr<pid_t> Spawn(const std::string& key, const char* program, char* const argv[], char* const envp[], int out_fd,
                               int err_fd, const std::string& cwd);
   absl::Status SignalGroup(const std::string& key, int signal);
-  // Copies a terminal's output to the task's stdout file until `stop` is set and nothing
-  // more comes (the task ended).
   // What a terminal copier and the runner share: the copier may outlive its Input (given up
   // while it waits in a write that does not return: CloseInputNow).
   struct CopierState {
@@ -235,7 +234,10 @@ class TaskRunner {
     std::shared_ptr<CopierState> copier_state;
     std::unique_ptr<std::thread> copier;
   };
-  static void CloseInputNow(Input& input);
+  // Closes `input`; its terminal's copier, if any, is waited for until `give_up`, then left.
+  static void CloseInputNow(Input& input,
+                            std::chrono::steady_clock::time_point give_up = std::chrono::steady_clock::now() +
+                                                                            std::chrono::seconds(1));
 
   // Every process of the task's cgroup, `signal` each (after freezing it, so none forks
   // meanwhile). NotFound when the task has no cgroup.

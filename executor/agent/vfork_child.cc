@@ -81,7 +81,7 @@ constexpr std::chrono::milliseconds kKillGrace{200};
 // function reads: its stack, and the words the kernel writes. One per thread that starts
 // children, made at its first start and kept (mapping and unmapping a stack per start cost
 // a TLB shootdown on every core each time: perf, issue 32 item 6); a thread's next child
-// starts only once the last one exec'd or exited — or was given up (GiveUp), when the slot
+// starts only once the last one exec'd or exited — or was given up (Abandoned), when the slot
 // goes with it.
 struct ChildSlot {
   ~ChildSlot() {
@@ -100,8 +100,6 @@ struct ChildSlot {
   }
 
   void* base = nullptr;
-  // Written by the kernel as it makes the child (CLONE_PARENT_SETTID), before it runs.
-  std::atomic<pid_t> pid{0};
   // Set before the clone; the kernel zeroes it and wakes its futex when the child lets go of
   // the agent's memory, at exec or at exit (CLONE_CHILD_CLEARTID: what pthread_join waits
   // on). Not CLONE_VFORK: the kernel's wait for a vfork child cannot be bounded, and a
@@ -111,7 +109,26 @@ struct ChildSlot {
   std::atomic<pid_t> running{0};
 };
 static_assert(sizeof(std::atomic<pid_t>) == sizeof(pid_t) && std::atomic<pid_t>::is_always_lock_free,
-              "the kernel writes these words as plain pid_t");
+              "the kernel writes this word as a plain pid_t");
+
+// The system calls the starting thread makes while its child runs, without errno: the child
+// runs on this thread's thread-local storage (clone without CLONE_SETTLS), so errno is one
+// word for both, and the thread no longer sleeps in the kernel as a vfork parent did; a
+// failed call of its own (a futex wait's ETIMEDOUT, every look) could change what the child
+// reads in errno after a call of its (a missing directory taken for one it may not enter:
+// reviewer, session 81). -errno, or the result.
+long RawCall(long number, long a1 = 0, long a2 = 0, long a3 = 0, long a4 = 0) {
+#if defined(__x86_64__)
+  long result;
+  register long r10 __asm__("r10") = a4;
+  __asm__ volatile("syscall" : "=a"(result) : "a"(number), "D"(a1), "S"(a2), "d"(a3), "r"(r10) : "rcx", "r11", "memory");
+  return result;
+#else
+  // Elsewhere glibc's wrapper, which sets errno on failure: the window is the one above.
+  const long r = syscall(number, a1, a2, a3, a4);
+  return r == -1 ? -errno : r;
+#endif
+}
 
 // Children the agent stopped waiting for: killed, but in an uninterruptible wait. Each is
 // reaped once it ended (the task runner's reaper, through ReapIfAbandoned), and its slot,
@@ -145,15 +162,16 @@ class Abandoned {
   std::map<pid_t, std::unique_ptr<ChildSlot>> children_;  // null slot: a child that shared nothing
 };
 
-// The state letter of `pid` in /proc/<pid>/stat ("pid (comm) S ..."), or 0.
+// The state letter of `pid` in /proc/<pid>/stat ("pid (comm) S ..."), or 0. No errno
+// (RawCall).
 char ProcessState(pid_t pid) {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  const long fd = RawCall(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
   char buf[512];
-  const ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
+  const long n = RawCall(SYS_read, fd, reinterpret_cast<long>(buf), sizeof buf - 1);
+  RawCall(SYS_close, fd);
   if (n <= 0) return 0;
   buf[n] = '\0';
   const char* end = std::strrchr(buf, ')');  // comm may hold anything, the last ')' ends it
@@ -171,8 +189,8 @@ int RunChild(void* p) {
   return t->child(t->arg);
 }
 
-// The clone itself: the child on `slot`'s stack, sharing this memory, its pid in slot.pid
-// and slot.running zeroed by the kernel when it execs or exits.
+// The clone itself: the child on `slot`'s stack, sharing this memory, and slot.running
+// zeroed by the kernel when it execs or exits.
 pid_t CloneSharingMemory(int (*child)(void*), void* arg, bool share_descriptors, ChildSlot& slot, char* top) {
   // Every signal blocked across the clone: the child starts with this mask, and no handler
   // of the agent's may run in it before DefaultCaughtSignals.
@@ -181,7 +199,7 @@ pid_t CloneSharingMemory(int (*child)(void*), void* arg, bool share_descriptors,
   pthread_sigmask(SIG_SETMASK, &all, &saved);
   pid_t pid = -1;
   int err = 0;
-  const uint64_t shared = CLONE_VM | CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID | (share_descriptors ? CLONE_FILES : 0);
+  const uint64_t shared = CLONE_VM | CLONE_CHILD_CLEARTID | (share_descriptors ? CLONE_FILES : 0);
 #if defined(__x86_64__)
   // The kernel resets every caught signal to its default as it makes the child
   // (CLONE_CLEAR_SIGHAND, Linux 5.5): the child need not ask for each of the 64 and reset
@@ -190,7 +208,6 @@ pid_t CloneSharingMemory(int (*child)(void*), void* arg, bool share_descriptors,
   if (clone3_works.load(std::memory_order_relaxed)) {
     struct clone_args args {};
     args.flags = shared | CLONE_CLEAR_SIGHAND;
-    args.parent_tid = reinterpret_cast<uint64_t>(&slot.pid);
     args.child_tid = reinterpret_cast<uint64_t>(&slot.running);
     args.exit_signal = SIGCHLD;
     args.stack = reinterpret_cast<uint64_t>(top - kStackBytes);
@@ -209,8 +226,8 @@ pid_t CloneSharingMemory(int (*child)(void*), void* arg, bool share_descriptors,
 #endif
   static thread_local Trampoline trampoline;  // read by the child as it starts; this thread waits meanwhile
   trampoline = Trampoline{child, arg};
-  pid = clone(RunChild, top, static_cast<int>(shared) | SIGCHLD, &trampoline, reinterpret_cast<pid_t*>(&slot.pid),
-              nullptr, reinterpret_cast<pid_t*>(&slot.running));
+  pid = clone(RunChild, top, static_cast<int>(shared) | SIGCHLD, &trampoline, nullptr, nullptr,
+              reinterpret_cast<pid_t*>(&slot.running));
   err = errno;
   pthread_sigmask(SIG_SETMASK, &saved, nullptr);
   errno = err;
@@ -221,7 +238,7 @@ pid_t CloneSharingMemory(int (*child)(void*), void* arg, bool share_descriptors,
 // or exit is a shared one (as for pthread_join), so the wait is not FUTEX_PRIVATE.
 void WaitForRelease(ChildSlot& slot, pid_t expected, std::chrono::milliseconds timeout) {
   timespec ts{static_cast<time_t>(timeout.count() / 1000), static_cast<long>(timeout.count() % 1000) * 1'000'000};
-  (void)syscall(SYS_futex, reinterpret_cast<pid_t*>(&slot.running), FUTEX_WAIT, expected, &ts, nullptr, 0);
+  (void)RawCall(SYS_futex, reinterpret_cast<long>(&slot.running), FUTEX_WAIT, expected, reinterpret_cast<long>(&ts));
 }
 
 }  // namespace
@@ -286,7 +303,6 @@ pid_t StartSharedMemoryChild(int (*child)(void*), void* arg, bool share_descript
   char* top = slot->Top();
   if (top == nullptr) return -1;
   constexpr pid_t kRunning = 1;
-  slot->pid.store(0, std::memory_order_relaxed);
   slot->running.store(kRunning, std::memory_order_relaxed);
   const auto started = std::chrono::steady_clock::now();
   const pid_t pid = CloneSharingMemory(child, arg, share_descriptors, *slot, top);
@@ -315,12 +331,14 @@ pid_t StartSharedMemoryChild(int (*child)(void*), void* arg, bool share_descript
       if (kill != PreExecKill::kNone) {
         // Its group too (it may have made one and, exec'd in the instant before, started
         // another process in it): the pid is not reaped yet, so the group is its own.
-        ::kill(pid, SIGKILL);
-        ::kill(-pid, SIGKILL);
+        RawCall(SYS_kill, pid, SIGKILL);
+        RawCall(SYS_kill, -pid, SIGKILL);
         killed_at = now;
         wait = std::chrono::milliseconds(1);
       }
-    } else if (now - killed_at >= kKillGrace && ProcessState(pid) == 'D') {
+    } else if (now - killed_at >= kKillGrace) {
+      // Still there 0.2 s after SIGKILL: in an uninterruptible wait (state D), whatever
+      // /proc says or cannot say (a SIGKILLed process leaves no other state so slowly).
       Abandoned::Get().Add(pid, std::move(slot));
       break;
     }

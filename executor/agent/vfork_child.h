@@ -36,11 +36,11 @@ enum class PreExecKill {
 // The wait is bounded, unlike a vfork parent's: the child holds the calling thread, which
 // starts every account's tasks, and it is the account's once it became it. One stopped
 // (SIGSTOP, ^Z on its terminal) is SIGKILLed at the next look (every ~50 ms), one still
-// before exec after PreExecLimit() too, and `killed` says which; its pid is known from the
-// clone itself (CLONE_PARENT_SETTID) and not reaped before this returns, so no other
-// process is ever signalled. A killed child is reaped before this returns, or, in an
-// uninterruptible wait (a file system that never answers), given up to ReapIfAbandoned:
-// the caller must neither wait for nor signal it (its pid may be another's by then).
+// before exec after PreExecLimit() too, and `killed` says which. It is signalled only while
+// it is not reaped, so no other process ever is; and a killed child is reaped before this
+// returns, or, in an uninterruptible wait (a file system that never answers), given up to
+// ReapIfAbandoned: the caller must neither wait for nor signal it (its pid may be another's
+// by then).
 pid_t StartSharedMemoryChild(int (*child)(void* arg), void* arg, bool share_descriptors = false,
                              PreExecKill* killed = nullptr);
 

@@ -86,6 +86,19 @@ TEST_CASE("a task start that never returns from its file system holds neither th
                  "--state_dir=" + (dir / "agent").string()},
                 (dir / "agent.log").string());
   REQUIRE(agent.WaitForLog("listening on").has_value());
+  // Declared after the agent, so destroyed before it: the daemon dies first, and whatever of
+  // the agent waits on the mount (a regression) gets ENOTCONN instead of holding the agent's
+  // end, and the test's, for ever.
+  struct KillDaemonFirst {
+    std::unique_ptr<Process>& fuse;
+    ~KillDaemonFirst() { fuse->Signal(SIGKILL); }
+  } kill_daemon_first{fuse};
+  if (agent.Log().find("tasks are contained in cgroups") == std::string::npos) {
+    // Without cgroups a root agent starts its own account's tasks through posix_spawn, whose
+    // wait is not bounded (security.md).
+    WARN("SKIPPED: the agent runs without cgroups here");
+    return;
+  }
   auto stub = npb::Master::NewStub(grpc::CreateChannel("127.0.0.1:" + *port, grpc::InsecureChannelCredentials()));
   auto submit = [&](const std::string& command, const std::string& cwd, const std::string& pre_exec = "") {
     npb::SubmitRequest req;

@@ -344,7 +344,10 @@ TEST_CASE("a submission directory missing on this host gives way to the home, th
   }
   auto nobody = jc::nexec::LookupAccount("nobody");
   REQUIRE(nobody.ok());
-  REQUIRE_FALSE(std::filesystem::is_directory(nobody->home));  // Debian's /nonexistent
+  if (std::filesystem::is_directory(nobody->home)) {  // Debian's is /nonexistent; some hosts give it /
+    WARN("SKIPPED: nobody's home " << nobody->home << " exists here; the case needs one that does not");
+    return;
+  }
   TempDir dir;
   TaskRunner runner;
   // Missing: its home, missing too, then /; the program run directly sees PWD=/.

@@ -196,6 +196,15 @@ int StopAs(const jc::nexec::Account& account, pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// Sets the pre-exec limit for a test and puts the old one back however the test ends.
+struct PreExecLimitFor {
+  explicit PreExecLimitFor(std::chrono::milliseconds limit) : before(jc::nexec::PreExecLimit()) {
+    jc::nexec::SetPreExecLimit(limit);
+  }
+  ~PreExecLimitFor() { jc::nexec::SetPreExecLimit(before); }
+  std::chrono::milliseconds before;
+};
+
 bool WaitForPhase(int want) {
   for (int i = 0; i < 10'000 && phase.load() != want; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   return phase.load() == want;
@@ -220,8 +229,7 @@ TEST_CASE("a child stopped before exec is killed and reaped, and its starter is 
 }
 
 TEST_CASE("a child that has not exec'd within the limit is killed, and one that exits is left alone", "[B11][C6]") {
-  const auto before = jc::nexec::PreExecLimit();
-  jc::nexec::SetPreExecLimit(std::chrono::milliseconds(300));
+  PreExecLimitFor limit(std::chrono::milliseconds(300));
   child_pid = 0;
   phase = 0;
   {
@@ -243,7 +251,6 @@ TEST_CASE("a child that has not exec'd within the limit is killed, and one that 
   int status = 0;
   REQUIRE(waitpid(pid, &status, 0) == pid);
   CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 3));
-  jc::nexec::SetPreExecLimit(before);
 }
 
 TEST_CASE("the task's account cannot stop its child while it acts as the account before exec, and a stop in the moment "
@@ -316,9 +323,8 @@ TEST_CASE("a child killed before exec that stays in an uninterruptible wait is g
   REQUIRE(mkdir(dir.c_str(), 0755) == 0);
   freezer_tasks_fd = open((dir + "/tasks").c_str(), O_WRONLY | O_CLOEXEC);
   REQUIRE(freezer_tasks_fd >= 0);
-  const auto before = jc::nexec::PreExecLimit();
   const size_t abandoned_before = jc::nexec::AbandonedChildren();
-  jc::nexec::SetPreExecLimit(std::chrono::milliseconds(300));
+  PreExecLimitFor limit(std::chrono::milliseconds(300));
   child_pid = 0;
   phase = 0;
   std::atomic<bool> frozen{false};
@@ -360,5 +366,4 @@ TEST_CASE("a child killed before exec that stays in an uninterruptible wait is g
   thaw_on_rescue.clear();
   close(freezer_tasks_fd);
   rmdir(dir.c_str());
-  jc::nexec::SetPreExecLimit(before);
 }
