@@ -509,22 +509,6 @@ absl::StatusOr<pid_t> SpawnChild(TaskChild& child, ChildError* failed) {
 // The task's environment: a login's basics, the submission environment as --env chose,
 // who runs it, and nexec's own (NEXEC_*, CUDA_VISIBLE_DEVICES, the host list and a hostfile
 // written as the user).
-namespace {
-
-// A file of the task's opened as its account without waiting (OpenOutputWithoutWaiting's
-// reason: a FIFO no one reads would hold the thread that starts every account's tasks),
-// then made blocking.
-absl::StatusOr<OwnedFd> OpenTaskFileWithoutWaiting(const Account& user, const std::string& path, int flags,
-                                                   const std::string& output_root) {
-  JC_ASSIGN_OR_RETURN(OwnedFd fd, OpenTaskFile(user, path, flags | O_NONBLOCK, 0600, output_root));
-  const int now = fcntl(fd.get(), F_GETFL);
-  if (now < 0 || fcntl(fd.get(), F_SETFL, now & ~O_NONBLOCK) != 0) {
-    return absl::InternalError(absl::StrCat(path, ": ", std::strerror(errno)));
-  }
-  return fd;
-}
-
-}  // namespace
 
 absl::StatusOr<std::map<std::string, std::string>> TaskRunner::TaskEnvironment(const TaskLaunch& t,
                                                                                const Account& user) {
@@ -778,7 +762,7 @@ absl::Status TaskRunner::OpenOutputs(const TaskLaunch& t, const Account& user, b
     if (path == "/dev/null" || (child_switches && !InTrustedDirectory(path, t.output_root))) return absl::OkStatus();
     // Without waiting, as the child opens them: a FIFO no one reads is refused rather than
     // hold this thread, which starts every account's tasks.
-    auto opened = OpenTaskFileWithoutWaiting(user, path, O_WRONLY | O_CREAT | O_APPEND, t.output_root);
+    auto opened = OpenTaskFileWithoutWaiting(user, path, O_WRONLY | O_CREAT | O_APPEND, 0600, t.output_root);
     if (!opened.ok()) return absl::InvalidArgumentError(absl::StrCat("output file: ", opened.status().message()));
     *file = std::move(*opened);
     return absl::OkStatus();

@@ -360,16 +360,22 @@ absl::StatusOr<OwnedFd> OpenTaskFile(const Account& account, const std::string& 
   return OpenAs(account, path, flags, mode, /*make_parents=*/(flags & O_CREAT) != 0);
 }
 
-absl::StatusOr<OwnedFd> OpenRegularTaskFile(const Account& account, const std::string& path, int flags, mode_t mode,
-                                            const std::string& trusted_root) {
+absl::StatusOr<OwnedFd> OpenTaskFileWithoutWaiting(const Account& account, const std::string& path, int flags,
+                                                   mode_t mode, const std::string& trusted_root) {
   JC_ASSIGN_OR_RETURN(OwnedFd fd, OpenTaskFile(account, path, flags | O_NONBLOCK, mode, trusted_root));
-  struct stat st {};
-  if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
-    return absl::InvalidArgumentError(absl::StrCat(path, " is not a regular file"));
-  }
   const int now = fcntl(fd.get(), F_GETFL);
   if (now < 0 || fcntl(fd.get(), F_SETFL, now & ~O_NONBLOCK) != 0) {
     return absl::InternalError(absl::StrCat(path, ": ", std::strerror(errno)));
+  }
+  return fd;
+}
+
+absl::StatusOr<OwnedFd> OpenRegularTaskFile(const Account& account, const std::string& path, int flags, mode_t mode,
+                                            const std::string& trusted_root) {
+  JC_ASSIGN_OR_RETURN(OwnedFd fd, OpenTaskFileWithoutWaiting(account, path, flags, mode, trusted_root));
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " is not a regular file"));
   }
   return fd;
 }

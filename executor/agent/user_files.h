@@ -148,7 +148,12 @@ bool InTrustedDirectory(const std::string& path, const std::string& trusted_root
 absl::StatusOr<OwnedFd> OpenTaskFile(const Account& account, const std::string& path, int flags, mode_t mode,
                                      const std::string& trusted_root);
 
-// OpenTaskFile without waiting, for a file the agent itself then writes (a hostfile, an
+// OpenTaskFile without waiting (a FIFO no one reads would hold the thread that starts every
+// account's tasks: refused, ENXIO), then made blocking as a task's output is.
+absl::StatusOr<OwnedFd> OpenTaskFileWithoutWaiting(const Account& account, const std::string& path, int flags,
+                                                   mode_t mode, const std::string& trusted_root);
+
+// OpenTaskFileWithoutWaiting, for a file the agent itself then writes (a hostfile, an
 // elastic job's event file): a regular file only, made blocking again. A FIFO or device the
 // account names could hold the agent's thread in the write for as long as it liked
 // (attacker helper-83: a FIFO it kept full held every launch on the host); InvalidArgument.
