@@ -460,7 +460,7 @@ namespace {
 // Starts the child `child` describes and waits until it has exec'd: its pid, or Aborted
 // with the step that failed in `failed` (the child writes it there, in the memory it shares
 // with this thread until it execs or exits, which is when this thread resumes).
-absl::StatusOr<pid_t> SpawnChild(TaskChild& child, ChildError* failed) {
+absl::StatusOr<pid_t> SpawnChild(TaskChild& child, ChildError* failed, uid_t account) {
   *failed = ChildError{};
   child.error = failed;
   // The agent's table is shared, not copied, when every descriptor the child uses after
@@ -477,7 +477,7 @@ absl::StatusOr<pid_t> SpawnChild(TaskChild& child, ChildError* failed) {
                      highest_attach < base;
   child.share_below = share ? std::max({child.out_fd, child.err_fd, child.child_in, highest_attach, 2}) + 1 : 0;
   PreExecKill killed = PreExecKill::kNone;
-  pid_t pid = StartSharedMemoryChild(RunTaskChild, &child, share, &killed);
+  pid_t pid = StartSharedMemoryChild(RunTaskChild, &child, share, &killed, account);
   if (pid < 0) return absl::ResourceExhaustedError(absl::StrCat("clone: ", std::strerror(errno)));
   if (killed != PreExecKill::kNone) {
     // It held the thread that starts every account's tasks (attacker helper-81). The job
@@ -498,7 +498,7 @@ absl::StatusOr<pid_t> SpawnChild(TaskChild& child, ChildError* failed) {
   // this call returns.)
   if (!child.tty) setpgid(pid, pid);
   if (failed->step >= 0) {
-    ReapOrAbandon(pid);  // its exit may close a file on a file system that never answers
+    ReapOrAbandon(pid, account);  // its exit may close a file on a file system that never answers
     return absl::AbortedError("the task's child failed before exec");
   }
   return pid;
@@ -825,6 +825,7 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   auto user = TaskAccount(t.user);
   if (!user.ok()) return user.status();
   const bool switch_user = ActsForOthers(*user);
+  JC_RETURN_IF_ERROR(CheckNoStuckStarts(*user));
   // In its image, the child (root, until runc) starts in /: the container's directory is
   // the one PrepareImage opened as the user.
   const bool in_image = !t.image.empty();
@@ -969,7 +970,7 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
     child.trees = trees.data();
   }
   ChildError failed{};
-  auto pid = SpawnChild(child, &failed);
+  auto pid = SpawnChild(child, &failed, user->uid);
   if (child_in >= 0) close(child_in);
   child_in = -1;
   if (!pid.ok()) {

@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -19,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
+#include "executor/agent/fuse_mounts.h"
 #include "executor/agent/vfork_child.h"
 
 namespace jc::nexec {
@@ -65,7 +67,17 @@ bool ReceiveResult(int sock, int* err, int* fd) {
   return *err != 0 || *fd >= 0;
 }
 
+// What the opening child reports for a file on a FUSE file system an account mounted
+// (fuse_mounts.h): no errno has this value.
+constexpr int kOnFuseOfAnAccount = 1 << 20;
+
 absl::Status OpenError(const Account& account, const std::string& path, int err) {
+  if (err == kOnFuseOfAnAccount) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "cannot open ", path, " as ", account.name,
+        ": it lies on a FUSE file system an account mounted, which the agent does not touch (its daemon could hold "
+        "the agent's threads for ever); use a directory of a file system root mounted"));
+  }
   std::string message = absl::StrCat("cannot open ", path, " as ", account.name, ": ", std::strerror(err));
   switch (err) {
     case EACCES:
@@ -161,6 +173,16 @@ int FinishBecomingAccount(const Account& account) {
   return static_cast<int>(syscall(SYS_setresuid, account.uid, account.uid, account.uid));
 }
 
+absl::Status CheckNoStuckStarts(const Account& account) {
+  if (account.uid == 0) return absl::OkStatus();
+  const size_t stuck = AbandonedChildrenOf(account.uid);
+  if (stuck < kMaxAbandonedPerAccount) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      stuck, " earlier starts for ", account.name,
+      " were killed and still wait in the kernel on a file system that does not answer; nothing more starts for ",
+      account.name, " on this host until they end"));
+}
+
 int MakeParentDirectories(char* path) {
   char* last = std::strrchr(path, '/');
   if (last == nullptr || last == path) return 0;
@@ -188,12 +210,77 @@ int MakeParentDirectories(char* path) {
 
 namespace {
 
+// "/proc/self/fd/N" for `fd`, at `out` (room for 40 characters).
+void SelfFdPath(char* out, int fd) {
+  static constexpr char kPrefix[] = "/proc/self/fd/";
+  std::memcpy(out, kPrefix, sizeof kPrefix - 1);
+  *AppendDecimal(out + sizeof kPrefix - 1, fd) = '\0';
+}
+
+// The error for an O_PATH descriptor `located` that lies on a FUSE file system an account
+// mounted (kOnFuseOfAnAccount), or that could not be looked at (its errno); 0 for one that
+// may be opened.
+int RefusalFor(int located) {
+  const int on = OnFuseOfAnAccount(located);
+  if (on == 0) return 0;
+  return on > 0 ? kOnFuseOfAnAccount : errno;
+}
+
+// open(2) of `path`, unless it lies on a FUSE file system an account mounted (errno
+// kOnFuseOfAnAccount then; fuse_mounts.h): the path is resolved O_PATH first, which asks no
+// file system to open or flush anything, that descriptor's mount is checked, and the file is
+// then opened through it (/proc/self/fd), so the file checked is the file opened. A file it
+// creates is created in its directory, checked first, without following a link at its name
+// (one the account swaps in meanwhile would lead past the check). `walk` is a copy of `path`
+// to write in. Async-signal-safe; a descriptor, or -1 with errno set.
+int OpenUnlessOnFuseOfAnAccount(const char* path, char* walk, int flags, mode_t mode) {
+  const int located = open(path, O_PATH | O_CLOEXEC | (flags & O_NOFOLLOW));
+  if (located >= 0) {
+    int fd = -1;
+    int err = RefusalFor(located);
+    if (err == 0 && (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL)) err = EEXIST;
+    if (err == 0) {
+      char self[48];
+      SelfFdPath(self, located);
+      fd = open(self, flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW), mode);
+      if (fd < 0) err = errno;
+    }
+    close(located);
+    if (fd < 0) errno = err;
+    return fd;
+  }
+  if (errno != ENOENT || (flags & O_CREAT) == 0) return -1;
+  char* slash = std::strrchr(walk, '/');
+  const char* name = slash == nullptr ? walk : slash + 1;
+  int parent;
+  if (slash == nullptr) {
+    parent = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  } else if (slash == walk) {
+    parent = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  } else {
+    *slash = '\0';
+    parent = open(walk, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    *slash = '/';
+  }
+  if (parent < 0) return -1;
+  int fd = -1;
+  int err = RefusalFor(parent);
+  if (err == 0) {
+    fd = openat(parent, name, flags | O_NOFOLLOW, mode);
+    if (fd < 0) err = errno;
+  }
+  close(parent);
+  if (fd < 0) errno = err;
+  return fd;
+}
+
 // Runs `open_fn` in a child that became `account` and hands its descriptor back: what the
 // account itself may open, opened by the account, whatever the agent may. `open_fn` runs
 // after fork in a threaded process, so it makes only async-signal-safe calls and returns a
 // descriptor, or -1 with errno set.
 template <typename OpenFn>
 absl::StatusOr<OwnedFd> OpenInChildAs(const Account& account, const std::string& path, OpenFn open_fn) {
+  JC_RETURN_IF_ERROR(CheckNoStuckStarts(account));
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
     return absl::ResourceExhaustedError(absl::StrCat("socketpair: ", std::strerror(errno)));
@@ -208,7 +295,12 @@ absl::StatusOr<OwnedFd> OpenInChildAs(const Account& account, const std::string&
   if (pid == 0) {
     // Only async-signal-safe calls from here: the agent has threads.
     int err = 0, fd = -1;
-    if (BecomeAccount(account) != 0) {
+    // Only the effective uid the account's (with its groups and gid): files are opened
+    // as the account's own shell would, while the real and saved uid stay root, so the
+    // account can neither signal nor stop the helper, and FUSE lets it into no file
+    // system the account mounted (a FUSE mount serves its mounter only when all three uids
+    // are the mounter's): the agent is handed nothing there (fuse_mounts.h).
+    if (ActAsAccount(account) != 0) {
       err = errno;
     } else if ((fd = open_fn()) < 0) {
       err = errno;
@@ -220,10 +312,11 @@ absl::StatusOr<OwnedFd> OpenInChildAs(const Account& account, const std::string&
   int err = 0, fd = -1;
   // Bounded: the account chooses what it names, and an open can wait for ever (a FIFO
   // nobody opens from the other end: attacker helper-59 stalled an agent's launches so).
+  // No longer than a task's start may wait on the account's files (--task_start_timeout).
+  const absl::Duration timeout = std::min(kOpenAsTimeout, absl::FromChrono(PreExecLimit()));
   pollfd ready{sv[0], POLLIN, 0};
   int polled;
-  while ((polled = poll(&ready, 1, static_cast<int>(absl::ToInt64Milliseconds(kOpenAsTimeout)))) < 0 &&
-         errno == EINTR) {
+  while ((polled = poll(&ready, 1, static_cast<int>(absl::ToInt64Milliseconds(timeout)))) < 0 && errno == EINTR) {
   }
   const bool answered = polled > 0 && ReceiveResult(sv[0], &err, &fd);
   close(sv[0]);
@@ -231,10 +324,10 @@ absl::StatusOr<OwnedFd> OpenInChildAs(const Account& account, const std::string&
   // Not a blocking wait: a killed open, or the helper's exit closing what it opened (a
   // flush), can be an uninterruptible wait on a file system that never answers (a FUSE
   // daemon of the account's: attacker helper-82).
-  ReapOrAbandon(pid);
+  ReapOrAbandon(pid, account.uid);
   if (polled == 0) {
     return absl::DeadlineExceededError(absl::StrCat("cannot open ", path, " as ", account.name, ": it did not open within ",
-                                                    absl::FormatDuration(kOpenAsTimeout),
+                                                    absl::FormatDuration(timeout),
                                                     " (a FIFO nobody reads, or a file system that hangs?)"));
   }
   if (!answered) return absl::InternalError(absl::StrCat("cannot open ", path, " as ", account.name, ": the helper died"));
@@ -250,13 +343,13 @@ absl::StatusOr<OwnedFd> OpenAs(const Account& account, const std::string& path, 
   std::string walk = path;  // MakeParentDirectories' buffer, made before any fork
   if (!ActsForOthers(account)) {
     if (make_parents && MakeParentDirectories(walk.data()) != 0) return OpenError(account, path, errno);
-    int fd = open(path.c_str(), flags, mode);
+    int fd = OpenUnlessOnFuseOfAnAccount(path.c_str(), walk.data(), flags, mode);
     if (fd < 0) return OpenError(account, path, errno);
     return OwnedFd(fd);
   }
   return OpenInChildAs(account, path, [&]() -> int {
     if (make_parents && MakeParentDirectories(walk.data()) != 0) return -1;
-    return open(path.c_str(), flags, mode);
+    return OpenUnlessOnFuseOfAnAccount(path.c_str(), walk.data(), flags, mode);
   });
 }
 
@@ -286,6 +379,7 @@ absl::StatusOr<OwnedFd> OpenDirectoryAs(const Account& account, const std::strin
   if (!ActsForOthers(account)) {
     OwnedFd fd(OpenDirectoryNoMagic(path.c_str()));
     if (!fd) return OpenError(account, path, errno);
+    if (const int refused = RefusalFor(fd.get()); refused != 0) return OpenError(account, path, refused);
     if (geteuid() != 0 && faccessat(fd.get(), "", X_OK, AT_EMPTY_PATH | AT_EACCESS) != 0 && errno != EINVAL) {
       return OpenError(account, path, errno);
     }
@@ -293,13 +387,13 @@ absl::StatusOr<OwnedFd> OpenDirectoryAs(const Account& account, const std::strin
   }
   return OpenInChildAs(account, path, [&]() -> int {
     const int fd = OpenDirectoryNoMagic(path.c_str());
-    if (fd >= 0 && fchdir(fd) != 0) {  // it may enter it
-      const int err = errno;
-      close(fd);
-      errno = err;
-      return -1;
-    }
-    return fd;
+    if (fd < 0) return -1;
+    int err = RefusalFor(fd);
+    if (err == 0 && fchdir(fd) != 0) err = errno;  // it may enter it
+    if (err == 0) return fd;
+    close(fd);
+    errno = err;
+    return -1;
   });
 }
 

@@ -82,6 +82,12 @@ int BecomeAccount(const Account& account);
 int ActAsAccount(const Account& account);
 int FinishBecomingAccount(const Account& account);
 
+// FailedPrecondition, saying why, when kMaxAbandonedPerAccount children started for
+// `account` (a task's start, an open as the account) were killed and still wait in the
+// kernel (vfork_child.h: a file system that never answers); the agent starts nothing more
+// for the account until they end. OK otherwise, and always for root.
+absl::Status CheckNoStuckStarts(const Account& account);
+
 // Creates every missing directory above the file `path` (mode 0755 before the umask), as
 // mkdir -p would, in place: `path` is modified while walking and restored. Async-signal-safe.
 // Returns 0, or -1 with errno set by the mkdir that failed.
@@ -116,7 +122,8 @@ class OwnedFd {
 // meet it ("cannot open /etc/shadow as alice: Permission denied").
 absl::StatusOr<OwnedFd> OpenAs(const Account& account, const std::string& path, int flags, mode_t mode,
                                bool make_parents = false);
-// How long an open as another account may take (DEADLINE_EXCEEDED after, its helper killed).
+// How long an open as another account may take at most (DEADLINE_EXCEEDED after, its helper
+// killed); no longer than a task's start may take (vfork_child.h's PreExecLimit) either.
 inline constexpr absl::Duration kOpenAsTimeout = absl::Seconds(20);
 
 // A directory the account names for root to bind into its container (its working

@@ -141,9 +141,10 @@ class Abandoned {
   }
   // A child given up twice (by StartSharedMemoryChild with its slot, then by its caller's
   // ReapOrAbandon) keeps the first entry: its slot stays until it is reaped.
-  void Add(pid_t pid, std::unique_ptr<ChildSlot> slot) {
+  void Add(pid_t pid, std::unique_ptr<ChildSlot> slot, uid_t account) {
     std::lock_guard<std::mutex> lock(mu_);
-    children_.emplace(pid, std::move(slot));
+    auto [it, added] = children_.emplace(pid, Child{std::move(slot), account});
+    if (!added && it->second.account == kNoAccount) it->second.account = account;
   }
   bool ReapIf(pid_t pid) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -156,10 +157,20 @@ class Abandoned {
     std::lock_guard<std::mutex> lock(mu_);
     return children_.size();
   }
+  size_t CountOf(uid_t account) {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t n = 0;
+    for (const auto& [pid, child] : children_) n += child.account == account ? 1 : 0;
+    return n;
+  }
 
  private:
+  struct Child {
+    std::unique_ptr<ChildSlot> slot;  // null: a child that shared nothing
+    uid_t account;
+  };
   std::mutex mu_;
-  std::map<pid_t, std::unique_ptr<ChildSlot>> children_;  // null slot: a child that shared nothing
+  std::map<pid_t, Child> children_;
 };
 
 // The state letter of `pid` in /proc/<pid>/stat ("pid (comm) S ..."), or 0. No errno
@@ -297,7 +308,8 @@ bool UsesClone3() {
 #endif
 }
 
-pid_t StartSharedMemoryChild(int (*child)(void*), void* arg, bool share_descriptors, PreExecKill* killed) {
+pid_t StartSharedMemoryChild(int (*child)(void*), void* arg, bool share_descriptors, PreExecKill* killed,
+                             uid_t account) {
   thread_local std::unique_ptr<ChildSlot> slot;
   if (!slot) slot = std::make_unique<ChildSlot>();
   char* top = slot->Top();
@@ -339,7 +351,7 @@ pid_t StartSharedMemoryChild(int (*child)(void*), void* arg, bool share_descript
     } else if (now - killed_at >= kKillGrace) {
       // Still there 0.2 s after SIGKILL: in an uninterruptible wait (state D), whatever
       // /proc says or cannot say (a SIGKILLed process leaves no other state so slowly).
-      Abandoned::Get().Add(pid, std::move(slot));
+      Abandoned::Get().Add(pid, std::move(slot), account);
       break;
     }
     WaitForRelease(*slot, kRunning, wait);
@@ -347,13 +359,13 @@ pid_t StartSharedMemoryChild(int (*child)(void*), void* arg, bool share_descript
   // A killed child is reaped here or given up, never left to the caller: once given up, the
   // task runner's reaper may reap it at any moment, and a later waitpid or kill by its pid
   // could reach another process that took the pid (attacker helper-83).
-  if (kill != PreExecKill::kNone && slot) ReapOrAbandon(pid);
+  if (kill != PreExecKill::kNone && slot) ReapOrAbandon(pid, account);
   if (killed != nullptr) *killed = kill;
   errno = 0;
   return pid;
 }
 
-void ReapOrAbandon(pid_t pid) {
+void ReapOrAbandon(pid_t pid, uid_t account) {
   // A child that exited or was killed is a zombie within microseconds: looked at often at
   // first, then less, for ~0.2 s in all.
   std::chrono::microseconds nap{100};
@@ -364,11 +376,13 @@ void ReapOrAbandon(pid_t pid) {
     std::this_thread::sleep_for(nap);
     nap = std::min<std::chrono::microseconds>(2 * nap, std::chrono::milliseconds(20));
   }
-  Abandoned::Get().Add(pid, nullptr);
+  Abandoned::Get().Add(pid, nullptr, account);
 }
 
 bool ReapIfAbandoned(pid_t pid) { return Abandoned::Get().ReapIf(pid); }
 
 size_t AbandonedChildren() { return Abandoned::Get().Count(); }
+
+size_t AbandonedChildrenOf(uid_t account) { return Abandoned::Get().CountOf(account); }
 
 }  // namespace jc::nexec

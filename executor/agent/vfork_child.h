@@ -41,8 +41,12 @@ enum class PreExecKill {
 // returns, or, in an uninterruptible wait (a file system that never answers), given up to
 // ReapIfAbandoned: the caller must neither wait for nor signal it (its pid may be another's
 // by then).
+//
+// `account`: whose start it is (the uid the child becomes), counted against it if the child
+// is given up (AbandonedChildrenOf).
+inline constexpr uid_t kNoAccount = static_cast<uid_t>(-1);
 pid_t StartSharedMemoryChild(int (*child)(void* arg), void* arg, bool share_descriptors = false,
-                             PreExecKill* killed = nullptr);
+                             PreExecKill* killed = nullptr, uid_t account = kNoAccount);
 
 // How long a child may take from its start to exec before it is killed; 10 s unless set
 // (the agent's --task_start_timeout).
@@ -51,12 +55,20 @@ std::chrono::milliseconds PreExecLimit();
 
 // For a child that was killed or is exiting: reaps it if it ends within ~0.2 s, else gives
 // it up to ReapIfAbandoned (it may be in an uninterruptible wait).
-void ReapOrAbandon(pid_t pid);
+void ReapOrAbandon(pid_t pid, uid_t account = kNoAccount);
 // Reaps `pid` if it is a given-up child that has ended: true then, so a reaper of every
 // child knows the zombie was not a stranger's.
 bool ReapIfAbandoned(pid_t pid);
 // How many given-up children have not been reaped yet.
 size_t AbandonedChildren();
+// How many of them were starts for `account`. A child in an uninterruptible wait holds its
+// slot, a process and, sharing the agent's memory or not, counts against no limit of the
+// account's while its real uid is root (it acts as the account with its effective uid
+// only), so the agent starts nothing more for an account that has kMaxAbandonedPerAccount
+// of them (an account's file system that never answers, used over and over: attacker
+// helper-85), until they end.
+size_t AbandonedChildrenOf(uid_t account);
+inline constexpr size_t kMaxAbandonedPerAccount = 8;
 
 // Where the descriptors the agent keeps for its whole life go (KeepHigh): above every one a
 // task's start opens, so a child copies only the low range. 0: nothing is moved (the open

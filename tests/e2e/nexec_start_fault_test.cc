@@ -23,6 +23,7 @@
 #include "nexec/v1/nexec.grpc.pb.h"
 #include "tests/testing/munge_daemon.h"
 #include "tests/testing/process.h"
+#include "tests/testing/test_account.h"
 
 using jc::testing::Process;
 using jc::testing::WaitUntil;
@@ -40,6 +41,62 @@ bool Exists(const std::filesystem::path& p) {
   return std::filesystem::exists(p, ec);
 }
 
+// The test's FUSE daemon (hangfs.py) mounted at `at` with `options`; killed, and the mount
+// detached, at the end however the test ends: every process waiting on it then gets ENOTCONN
+// and goes. `ready` is false where this host has no FUSE (`why` says so).
+struct HangFs {
+  HangFs(const std::filesystem::path& at, std::vector<std::string> options) : at(at.string()) {
+    std::filesystem::create_directories(at);
+    options.insert(options.begin(), {JC_HANGFS, at.string()});
+    daemon = std::make_unique<Process>(options, at.string() + ".log");
+    auto mounted = daemon->WaitForLog("(ready|cannot mount.*)");
+    ready = mounted && *mounted == "ready";
+    why = daemon->Log();
+  }
+  ~HangFs() {
+    Kill();
+    daemon->Wait(std::chrono::seconds(10));
+    umount2(at.c_str(), MNT_DETACH);
+  }
+  void Kill() { daemon->Signal(SIGKILL); }
+  std::string at;
+  std::unique_ptr<Process> daemon;
+  bool ready = false;
+  std::string why;
+};
+
+// The master's client calls the tests make, signed as this process's account.
+struct MasterClient {
+  MasterClient(const std::string& port, const jc::nexec::MungeAuth& auth)
+      : auth(auth),
+        stub(npb::Master::NewStub(grpc::CreateChannel("127.0.0.1:" + port, grpc::InsecureChannelCredentials()))) {}
+  int64_t Submit(const npb::SubmitRequest& req) {
+    npb::SubmitResponse resp;
+    bool ok = WaitUntil([&] {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+      return auth.Sign(&ctx, "Submit", req).ok() && stub->Submit(&ctx, req, &resp).ok();
+    });
+    REQUIRE(ok);
+    return resp.job_id();
+  }
+  npb::Job Job(int64_t id) {
+    npb::JobRef ref;
+    ref.set_job_id(id);
+    npb::Job j;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    if (!auth.Sign(&ctx, "GetJob", ref).ok() || !stub->GetJob(&ctx, ref, &j).ok()) return npb::Job();
+    return j;
+  }
+  bool Ended(int64_t id) {
+    const auto s = Job(id).state();
+    return s == npb::DONE || s == npb::EXIT;
+  }
+  const jc::nexec::MungeAuth& auth;
+  std::unique_ptr<npb::Master::Stub> stub;
+};
+
 }  // namespace
 
 TEST_CASE("a task start that never returns from its file system holds neither the agent's heartbeats nor its later "
@@ -53,27 +110,13 @@ TEST_CASE("a task start that never returns from its file system holds neither th
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir / "fuse");
   const std::string hung = (dir / "fuse" / "hang").string();  // a lookup never answered
-  auto fuse = std::make_unique<Process>(std::vector<std::string>{JC_HANGFS, (dir / "fuse").string()},
-                                        (dir / "hangfs.log").string());
-  auto mounted = fuse->WaitForLog("(ready|cannot mount.*)");
-  if (!mounted || *mounted != "ready") {
-    const std::string said = fuse->Log();
-    INFO(said);
-    REQUIRE(said.find("cannot mount") != std::string::npos);
-    WARN("SKIPPED: " << said << " (no FUSE here)");
+  HangFs fuse(dir / "fuse", {});
+  if (!fuse.ready) {
+    INFO(fuse.why);
+    REQUIRE(fuse.why.find("cannot mount") != std::string::npos);
+    WARN("SKIPPED: " << fuse.why << " (no FUSE here)");
     return;
   }
-  // The daemon killed and the mount detached at the end, however the test ends: every
-  // process waiting on it then gets ENOTCONN and goes.
-  struct Unmount {
-    std::unique_ptr<Process>& fuse;
-    std::string at;
-    ~Unmount() {
-      fuse->Signal(SIGKILL);
-      fuse->Wait(std::chrono::seconds(10));
-      umount2(at.c_str(), MNT_DETACH);
-    }
-  } unmount{fuse, (dir / "fuse").string()};
 
   const auto auth = jc::nexec::MungeAuth::Munge(jc::testing::UsePrivateMunged());
   Process master({JC_NEXEC_MASTER, "--listen=127.0.0.1:0", "--data_dir=" + (dir / "data").string(),
@@ -90,8 +133,8 @@ TEST_CASE("a task start that never returns from its file system holds neither th
   // the agent waits on the mount (a regression) gets ENOTCONN instead of holding the agent's
   // end, and the test's, for ever.
   struct KillDaemonFirst {
-    std::unique_ptr<Process>& fuse;
-    ~KillDaemonFirst() { fuse->Signal(SIGKILL); }
+    HangFs& fuse;
+    ~KillDaemonFirst() { fuse.Kill(); }
   } kill_daemon_first{fuse};
   if (agent.Log().find("tasks are contained in cgroups") == std::string::npos) {
     // Without cgroups a root agent starts its own account's tasks through posix_spawn, whose
@@ -99,7 +142,7 @@ TEST_CASE("a task start that never returns from its file system holds neither th
     WARN("SKIPPED: the agent runs without cgroups here");
     return;
   }
-  auto stub = npb::Master::NewStub(grpc::CreateChannel("127.0.0.1:" + *port, grpc::InsecureChannelCredentials()));
+  MasterClient client(*port, auth);
   auto submit = [&](const std::string& command, const std::string& cwd, const std::string& pre_exec = "") {
     npb::SubmitRequest req;
     req.mutable_spec()->set_command(command);
@@ -107,24 +150,9 @@ TEST_CASE("a task start that never returns from its file system holds neither th
     req.mutable_spec()->set_slots(1);
     req.mutable_spec()->set_cwd(cwd);
     req.mutable_spec()->set_pre_exec(pre_exec);
-    npb::SubmitResponse resp;
-    bool ok = WaitUntil([&] {
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-      return auth.Sign(&ctx, "Submit", req).ok() && stub->Submit(&ctx, req, &resp).ok();
-    });
-    REQUIRE(ok);
-    return resp.job_id();
+    return client.Submit(req);
   };
-  auto job = [&](int64_t id) {
-    npb::JobRef ref;
-    ref.set_job_id(id);
-    npb::Job j;
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-    if (!auth.Sign(&ctx, "GetJob", ref).ok() || !stub->GetJob(&ctx, ref, &j).ok()) return npb::Job();
-    return j;
-  };
+  auto job = [&](int64_t id) { return client.Job(id); };
 
   // A bystander, running throughout.
   const int64_t bystander = submit("echo $$ > " + (dir / "by.pid").string() + "; exec sleep 300", dir.string());
@@ -142,10 +170,7 @@ TEST_CASE("a task start that never returns from its file system holds neither th
   // And a job after both, which must start.
   const int64_t later = submit("echo ran > " + (dir / "later.ran").string(), dir.string());
 
-  auto ended = [&](int64_t id) {
-    const auto s = job(id).state();
-    return s == npb::DONE || s == npb::EXIT;
-  };
+  auto ended = [&](int64_t id) { return client.Ended(id); };
   REQUIRE(WaitUntil([&] { return ended(later) && ended(direct) && ended(phased); }, std::chrono::seconds(90)));
   const npb::Job d = job(direct), p = job(phased), l = job(later);
   INFO(d.DebugString() << p.DebugString() << l.DebugString() << agent.Log());
@@ -161,4 +186,142 @@ TEST_CASE("a task start that never returns from its file system holds neither th
   // Heartbeats went on through both hangs: the host never lapsed, the bystander runs on.
   CHECK(master.Log().find("is unavailable") == std::string::npos);
   CHECK(job(bystander).state() == npb::RUNNING);
+}
+
+// Attacker helper-85: a regular file on a FUSE file system the account mounted itself, whose
+// daemon answers everything but the FLUSH every close(2) sends. The agent's open-as-account
+// helper used to hand it such a descriptor (its hostfile, its output for `nexec logs`), and
+// whichever root thread closed it waited for ever, uninterruptibly: the thread that starts
+// every task, a server thread per `nexec logs`, and at the end the agent's exit itself.
+TEST_CASE("a file on a FUSE file system an account mounted is never handed to the agent, so a FLUSH never answered "
+          "holds none of its threads, its host stays available, and it stops when told [B9][C6][C7]",
+          "[B9][C6][C7]") {
+  if (geteuid() != 0) {
+    WARN("SKIPPED: mounting the test's FUSE file systems and a second account need root");
+    return;
+  }
+  auto dir = std::filesystem::temp_directory_path() / ("jc-nexec-fuse-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::permissions(dir, std::filesystem::perms(0755));
+  jc::testing::TestAccount account("jc-nexec-fuse");
+  const std::string owner = std::to_string(account.uid) + ":" + std::to_string(account.gid);
+  // As the account mounts one for itself (only it may enter), and as it may where the admin
+  // allowed user_allow_other (everyone may, root too).
+  HangFs own(dir / "own", {"--files", "--owner", owner});
+  if (!own.ready) {
+    INFO(own.why);
+    REQUIRE(own.why.find("cannot mount") != std::string::npos);
+    WARN("SKIPPED: " << own.why << " (no FUSE here)");
+    return;
+  }
+  HangFs shared(dir / "shared", {"--files", "--owner", owner, "--allow-other"});
+  REQUIRE(shared.ready);
+  const auto home = dir / "home";  // an ordinary directory of the account's
+  std::filesystem::create_directories(home);
+  REQUIRE(chown(home.c_str(), account.uid, account.gid) == 0);
+
+  const auto auth = jc::nexec::MungeAuth::Munge(jc::testing::UsePrivateMunged());
+  Process master({JC_NEXEC_MASTER, "--listen=127.0.0.1:0", "--data_dir=" + (dir / "data").string(),
+                  "--host_timeout=2s", "--metrics_address="},
+                 (dir / "master.log").string());
+  auto port = master.WaitForLog(R"(nexec master listening on port (\d+))");
+  REQUIRE(port.has_value());
+  std::vector<std::unique_ptr<Process>> agents;
+  for (const std::string host : {"node1", "node2"}) {
+    agents.push_back(std::make_unique<Process>(
+        std::vector<std::string>{JC_NEXEC_AGENT, "--master=127.0.0.1:" + *port, "--host=" + host,
+                                 "--resources=cpus=8,mem=8G", "--heartbeat=200ms", "--task_start_timeout=4s",
+                                 "--metrics_address=", "--state_dir=" + (dir / host).string()},
+        (dir / (host + ".log")).string()));
+    REQUIRE(agents.back()->WaitForLog("listening on").has_value());
+  }
+  // Destroyed before the agents: whatever of theirs waits on a mount (a regression) gets
+  // ENOTCONN instead of holding their end, and the test's, for ever.
+  struct KillDaemonsFirst {
+    HangFs& own;
+    HangFs& shared;
+    ~KillDaemonsFirst() {
+      own.Kill();
+      shared.Kill();
+    }
+  } kill_daemons_first{own, shared};
+
+  MasterClient client(*port, auth);
+  auto submit = [&](const std::string& user, const std::string& command, const std::string& out, int slots) {
+    npb::SubmitRequest req;
+    req.mutable_spec()->set_command(command);
+    req.mutable_spec()->set_user(user);
+    req.mutable_spec()->set_slots(slots);
+    if (slots > 1) req.mutable_spec()->set_requirement("span[ptile=1]");
+    req.mutable_spec()->set_stdout_path(out);
+    req.mutable_spec()->set_cwd(user == account.name ? home.string() : dir.string());
+    return client.Submit(req);
+  };
+  auto job = [&](int64_t id) { return client.Job(id); };
+  auto ended = [&](int64_t id) { return client.Ended(id); };
+  // What `nexec logs` gets, within 15 s: the status and the text.
+  auto logs = [&](int64_t id) {
+    npb::ReadLogRequest req;
+    req.set_job_id(id);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(15));
+    REQUIRE(auth.Sign(&ctx, "ReadLog", req).ok());
+    auto reader = client.stub->ReadLog(&ctx, req);
+    std::string text;
+    npb::LogChunk chunk;
+    while (reader->Read(&chunk)) text += chunk.data();
+    return std::make_pair(reader->Finish(), text);
+  };
+
+  const int64_t bystander = submit(UserName(), "echo $$ > " + (dir / "by.pid").string() + "; exec sleep 300",
+                                   (dir / "by.out").string(), 1);
+  REQUIRE(WaitUntil([&] { return Exists(dir / "by.pid") && job(bystander).state() == npb::RUNNING; }));
+
+  // Over two hosts, whose hostfile the agent writes beside the output: on the account's own
+  // mount (which the agent's helper may not enter), and on the one everyone may enter.
+  const int64_t spread_own = submit(account.name, "true", own.at + "/out", 2);
+  const int64_t spread_shared = submit(account.name, "true", shared.at + "/out", 2);
+  // On one host, its output on the account's mount: the task's open is refused, and then its
+  // output is asked for, three times.
+  const int64_t single = submit(account.name, "echo hi", own.at + "/single.out", 1);
+  // And a job over both hosts in an ordinary directory, which runs.
+  const int64_t later = submit(account.name, "echo ran", (home / "later.out").string(), 2);
+  REQUIRE(WaitUntil([&] { return ended(spread_own) && ended(spread_shared) && ended(single) && ended(later); },
+                    std::chrono::seconds(60)));
+  const npb::Job a = job(spread_own), b = job(spread_shared), c = job(single), d = job(later);
+  INFO(a.DebugString() << b.DebugString() << c.DebugString() << d.DebugString() << agents[0]->Log()
+                       << agents[1]->Log());
+  CHECK(a.state() == npb::EXIT);
+  CHECK(a.reason().find("hostfile: cannot open " + own.at + "/out.hosts as " + account.name +
+                        ": Permission denied") != std::string::npos);
+  CHECK(b.state() == npb::EXIT);
+  CHECK(b.reason().find("hostfile: cannot open " + shared.at + "/out.hosts as " + account.name +
+                        ": it lies on a FUSE file system an account mounted") != std::string::npos);
+  CHECK(c.state() == npb::EXIT);
+  CHECK(c.reason().find("Permission denied") != std::string::npos);
+  CHECK(d.state() == npb::DONE);
+  CHECK(std::ifstream(home / "later.out.hosts").good());
+  {
+    auto [status, text] = logs(later);
+    INFO(status.error_message());
+    CHECK(status.ok());
+    CHECK(text == "ran\n");
+  }
+  for (int i = 0; i < 3; ++i) {
+    auto [status, text] = logs(single);
+    INFO(status.error_message());
+    CHECK_FALSE(status.ok());
+    CHECK(status.error_code() != grpc::StatusCode::DEADLINE_EXCEEDED);
+    CHECK(text.empty());
+  }
+  // Heartbeats went on: neither host lapsed, the bystander runs on.
+  CHECK(master.Log().find("is unavailable") == std::string::npos);
+  CHECK(job(bystander).state() == npb::RUNNING);
+  // And each agent stops when told: no thread of its waits on the account's file system.
+  for (auto& agent : agents) agent->Signal(SIGTERM);
+  for (auto& agent : agents) {
+    INFO(agent->Log());
+    CHECK(agent->Wait(std::chrono::seconds(20)).has_value());
+  }
 }
