@@ -65,6 +65,30 @@ struct HangFs {
   std::string why;
 };
 
+// A master with a 2 s host timeout, its port in `port`.
+std::unique_ptr<Process> StartMaster(const std::filesystem::path& dir, std::string* port) {
+  auto master = std::make_unique<Process>(
+      std::vector<std::string>{JC_NEXEC_MASTER, "--listen=127.0.0.1:0", "--data_dir=" + (dir / "data").string(),
+                               "--host_timeout=2s", "--metrics_address="},
+      (dir / "master.log").string());
+  auto listening = master->WaitForLog(R"(nexec master listening on port (\d+))");
+  REQUIRE(listening.has_value());
+  *port = *listening;
+  return master;
+}
+
+// An agent `host` of that master, heartbeats every 200 ms, starts bounded at 4 s.
+std::unique_ptr<Process> StartAgent(const std::filesystem::path& dir, const std::string& port,
+                                    const std::string& host) {
+  auto agent = std::make_unique<Process>(
+      std::vector<std::string>{JC_NEXEC_AGENT, "--master=127.0.0.1:" + port, "--host=" + host,
+                               "--resources=cpus=8,mem=8G", "--heartbeat=200ms", "--task_start_timeout=4s",
+                               "--metrics_address=", "--state_dir=" + (dir / host).string()},
+      (dir / (host + ".log")).string());
+  REQUIRE(agent->WaitForLog("listening on").has_value());
+  return agent;
+}
+
 // The master's client calls the tests make, signed as this process's account.
 struct MasterClient {
   MasterClient(const std::string& port, const jc::nexec::MungeAuth& auth)
@@ -119,16 +143,11 @@ TEST_CASE("a task start that never returns from its file system holds neither th
   }
 
   const auto auth = jc::nexec::MungeAuth::Munge(jc::testing::UsePrivateMunged());
-  Process master({JC_NEXEC_MASTER, "--listen=127.0.0.1:0", "--data_dir=" + (dir / "data").string(),
-                  "--host_timeout=2s", "--metrics_address="},
-                 (dir / "master.log").string());
-  auto port = master.WaitForLog(R"(nexec master listening on port (\d+))");
-  REQUIRE(port.has_value());
-  Process agent({JC_NEXEC_AGENT, "--master=127.0.0.1:" + *port, "--host=node1", "--resources=cpus=8,mem=8G",
-                 "--heartbeat=200ms", "--task_start_timeout=4s", "--metrics_address=",
-                 "--state_dir=" + (dir / "agent").string()},
-                (dir / "agent.log").string());
-  REQUIRE(agent.WaitForLog("listening on").has_value());
+  std::string port;
+  auto master_process = StartMaster(dir, &port);
+  Process& master = *master_process;
+  auto agent_process = StartAgent(dir, port, "node1");
+  Process& agent = *agent_process;
   // Declared after the agent, so destroyed before it: the daemon dies first, and whatever of
   // the agent waits on the mount (a regression) gets ENOTCONN instead of holding the agent's
   // end, and the test's, for ever.
@@ -142,7 +161,7 @@ TEST_CASE("a task start that never returns from its file system holds neither th
     WARN("SKIPPED: the agent runs without cgroups here");
     return;
   }
-  MasterClient client(*port, auth);
+  MasterClient client(port, auth);
   auto submit = [&](const std::string& command, const std::string& cwd, const std::string& pre_exec = "") {
     npb::SubmitRequest req;
     req.mutable_spec()->set_command(command);
@@ -222,20 +241,11 @@ TEST_CASE("a file on a FUSE file system an account mounted is never handed to th
   REQUIRE(chown(home.c_str(), account.uid, account.gid) == 0);
 
   const auto auth = jc::nexec::MungeAuth::Munge(jc::testing::UsePrivateMunged());
-  Process master({JC_NEXEC_MASTER, "--listen=127.0.0.1:0", "--data_dir=" + (dir / "data").string(),
-                  "--host_timeout=2s", "--metrics_address="},
-                 (dir / "master.log").string());
-  auto port = master.WaitForLog(R"(nexec master listening on port (\d+))");
-  REQUIRE(port.has_value());
+  std::string port;
+  auto master_process = StartMaster(dir, &port);
+  Process& master = *master_process;
   std::vector<std::unique_ptr<Process>> agents;
-  for (const std::string host : {"node1", "node2"}) {
-    agents.push_back(std::make_unique<Process>(
-        std::vector<std::string>{JC_NEXEC_AGENT, "--master=127.0.0.1:" + *port, "--host=" + host,
-                                 "--resources=cpus=8,mem=8G", "--heartbeat=200ms", "--task_start_timeout=4s",
-                                 "--metrics_address=", "--state_dir=" + (dir / host).string()},
-        (dir / (host + ".log")).string()));
-    REQUIRE(agents.back()->WaitForLog("listening on").has_value());
-  }
+  for (const std::string host : {"node1", "node2"}) agents.push_back(StartAgent(dir, port, host));
   // Destroyed before the agents: whatever of theirs waits on a mount (a regression) gets
   // ENOTCONN instead of holding their end, and the test's, for ever.
   struct KillDaemonsFirst {
@@ -247,7 +257,7 @@ TEST_CASE("a file on a FUSE file system an account mounted is never handed to th
     }
   } kill_daemons_first{own, shared};
 
-  MasterClient client(*port, auth);
+  MasterClient client(port, auth);
   auto submit = [&](const std::string& user, const std::string& command, const std::string& out, int slots) {
     npb::SubmitRequest req;
     req.mutable_spec()->set_command(command);
