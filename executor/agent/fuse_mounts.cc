@@ -116,6 +116,10 @@ char* AppendDecimal(char* out, long n) {
 }
 
 long MountIdOf(int fd) {
+  if (fd < 0) {
+    errno = EBADF;
+    return -1;
+  }
   char path[64] = "/proc/self/fdinfo/";
   *AppendDecimal(path + std::strlen(path), fd) = '\0';
   const int info = open(path, O_RDONLY | O_CLOEXEC);

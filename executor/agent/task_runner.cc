@@ -129,8 +129,11 @@ constexpr int kTaskDefaultSignals[] = {SIGHUP,  SIGINT,  SIGQUIT, SIGPIPE, SIGAL
 // agent's memory and holds its launching thread until it execs; attacker helper-81), so
 // one is refused (ENXIO) and one with a reader taken; then the file is made blocking, as a
 // task's output is. -1 with errno.
-int OpenOutputWithoutWaiting(const char* path) {
-  const int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK, 0600);
+int OpenOutputWithoutWaiting(const char* path, char* walk) {
+  // Never on a FUSE file system an account mounted: a file there another account made the
+  // output's path (a shared directory) would hold this child in the close below until it
+  // is given up, and count it against this task's account (attacker helper-86).
+  const int fd = OpenUnlessOnFuseOfAnAccount(path, walk, O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK, 0600);
   if (fd < 0) return -1;
   const int flags = fcntl(fd, F_GETFL);
   if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
@@ -196,14 +199,14 @@ int RunTaskChild(void* arg) {
     int out = c.out_fd;
     if (c.out_path) {
       if (MakeParentDirectories(c.out_dirs) != 0) FailChild(c, kOpenStdout);
-      if ((out = OpenOutputWithoutWaiting(c.out_path)) < 0) FailChild(c, kOpenStdout);
+      if ((out = OpenOutputWithoutWaiting(c.out_path, c.out_dirs)) < 0) FailChild(c, kOpenStdout);
     } else if (out < 0) {
       out = open("/dev/null", O_WRONLY);
     }
     int err = c.same_file ? out : c.err_fd;
     if (c.err_path) {
       if (MakeParentDirectories(c.err_dirs) != 0) FailChild(c, kOpenStderr);
-      if ((err = OpenOutputWithoutWaiting(c.err_path)) < 0) FailChild(c, kOpenStderr);
+      if ((err = OpenOutputWithoutWaiting(c.err_path, c.err_dirs)) < 0) FailChild(c, kOpenStderr);
     } else if (err < 0) {
       err = open("/dev/null", O_WRONLY);
     }
@@ -793,7 +796,7 @@ absl::Status TaskRunner::ChildFailure(int step, int err, const std::string& key,
   if (step == kOpenStdout || step == kOpenStderr) {
     return absl::InvalidArgumentError(absl::StrCat("output file: cannot open ",
                                                    step == kOpenStdout ? outputs.out_path : outputs.err_path, " as ",
-                                                   user, ": ", std::strerror(err)));
+                                                   user, ": ", OpenErrorText(err)));
   }
   return absl::FailedPreconditionError(absl::StrCat("cannot start task ", key, ": ", kSteps[step], ": ", std::strerror(err)));
 }

@@ -16,7 +16,10 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <mutex>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
@@ -67,18 +70,9 @@ bool ReceiveResult(int sock, int* err, int* fd) {
   return *err != 0 || *fd >= 0;
 }
 
-// What the opening child reports for a file on a FUSE file system an account mounted
-// (fuse_mounts.h): no errno has this value.
-constexpr int kOnFuseOfAnAccount = 1 << 20;
-
 absl::Status OpenError(const Account& account, const std::string& path, int err) {
-  if (err == kOnFuseOfAnAccount) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "cannot open ", path, " as ", account.name,
-        ": it lies on a FUSE file system an account mounted, which the agent does not touch (its daemon could hold "
-        "the agent's threads for ever); use a directory of a file system root mounted"));
-  }
-  std::string message = absl::StrCat("cannot open ", path, " as ", account.name, ": ", std::strerror(err));
+  std::string message = absl::StrCat("cannot open ", path, " as ", account.name, ": ", OpenErrorText(err));
+  if (err == kOnFuseOfAnAccount) return absl::PermissionDeniedError(message);
   switch (err) {
     case EACCES:
     case EPERM:
@@ -97,6 +91,14 @@ absl::Status OpenError(const Account& account, const std::string& path, int err)
 }
 
 }  // namespace
+
+std::string OpenErrorText(int err) {
+  if (err == kOnFuseOfAnAccount) {
+    return "it lies on a FUSE file system an account mounted, which the agent does not touch (its daemon could "
+           "hold the agent's threads for ever); use a directory of a file system root mounted";
+  }
+  return std::strerror(err);
+}
 
 OwnedFd& OwnedFd::operator=(OwnedFd&& other) noexcept {
   if (this != &other) {
@@ -219,68 +221,145 @@ void SelfFdPath(char* out, int fd) {
 
 // The error for an O_PATH descriptor `located` that lies on a FUSE file system an account
 // mounted (kOnFuseOfAnAccount), or that could not be looked at (its errno); 0 for one that
-// may be opened.
+// may be opened. A file system on a block device (ext4, xfs; major number not 0) is no FUSE
+// mount an account can make (fuseblk needs root), told by statx without a request to any
+// file system (AT_STATX_DONT_SYNC: FUSE answers from its cache); only the rest (tmpfs, NFS,
+// overlay, FUSE) costs the look at the kernel's mount table.
 int RefusalFor(int located) {
+  struct statx where {};
+  if (syscall(SYS_statx, located, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, 0, &where) == 0 &&
+      where.stx_dev_major != 0) {
+    return 0;
+  }
   const int on = OnFuseOfAnAccount(located);
   if (on == 0) return 0;
-  return on > 0 ? kOnFuseOfAnAccount : errno;
+  if (on > 0) return kOnFuseOfAnAccount;
+  return errno != 0 ? errno : EIO;
 }
 
-// open(2) of `path`, unless it lies on a FUSE file system an account mounted (errno
-// kOnFuseOfAnAccount then; fuse_mounts.h): the path is resolved O_PATH first, which asks no
-// file system to open or flush anything, that descriptor's mount is checked, and the file is
-// then opened through it (/proc/self/fd), so the file checked is the file opened. A file it
-// creates is created in its directory, checked first, without following a link at its name
-// (one the account swaps in meanwhile would lead past the check). `walk` is a copy of `path`
-// to write in. Async-signal-safe; a descriptor, or -1 with errno set.
+// Whether descriptors `a` and `b` are of one file, by the kernel's cached view (no request
+// to any file system).
+bool SameFile(int a, int b) {
+  struct statx x {}, y {};
+  if (syscall(SYS_statx, a, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_INO, &x) != 0) return false;
+  if (syscall(SYS_statx, b, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_INO, &y) != 0) return false;
+  return x.stx_ino == y.stx_ino && x.stx_dev_major == y.stx_dev_major && x.stx_dev_minor == y.stx_dev_minor;
+}
+
+}  // namespace
+
 int OpenUnlessOnFuseOfAnAccount(const char* path, char* walk, int flags, mode_t mode) {
-  const int located = open(path, O_PATH | O_CLOEXEC | (flags & O_NOFOLLOW));
-  if (located >= 0) {
+  // A few rounds: a file created meanwhile by someone else (EEXIST below) is then opened as
+  // an existing one, and that is looked at first.
+  for (int round = 0; round < 4; ++round) {
+    const int located = open(path, O_PATH | O_CLOEXEC | (flags & O_NOFOLLOW));
+    if (located >= 0) {
+      int fd = -1;
+      int err = RefusalFor(located);
+      if (err == 0 && (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL)) err = EEXIST;
+      if (err == 0 && (flags & O_CREAT) == 0) {
+        // Opened through the descriptor looked at: the file checked is the file opened.
+        char self[48];
+        SelfFdPath(self, located);
+        fd = open(self, flags & ~O_NOFOLLOW, mode);
+        if (fd < 0) err = errno;
+      } else if (err == 0) {
+        // With O_CREAT, by its path again: only an open that may create applies the kernel's
+        // rules for another's file in a sticky directory (fs.protected_regular and
+        // protected_fifos; reviewer, session 82). What it opened must be what was looked
+        // at; anything else (renamed or mounted over meanwhile) is looked at in turn, and
+        // one on an account's FUSE file system is not handed on (its close here may wait,
+        // holding only this process, which is given up then).
+        fd = open(path, flags, mode);
+        if (fd < 0) {
+          err = errno;
+        } else if (!SameFile(fd, located) && (err = RefusalFor(fd)) != 0) {
+          close(fd);
+          fd = -1;
+        }
+      }
+      close(located);
+      if (fd < 0) errno = err;
+      return fd;
+    }
+    if (errno != ENOENT || (flags & O_CREAT) == 0) return -1;
+    // Missing: created in its directory, looked at first, and exclusively: a name that is
+    // there after all (a mount point on a file, which a path the account's file system
+    // answers "missing" for once can lead here; a link) is never opened from here, but
+    // looked at as an existing file in the next round (attacker helper-86).
+    char* slash = std::strrchr(walk, '/');
+    const char* name = slash == nullptr ? walk : slash + 1;
+    int parent;
+    if (slash == nullptr) {
+      parent = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    } else if (slash == walk) {
+      parent = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    } else {
+      *slash = '\0';
+      parent = open(walk, O_PATH | O_DIRECTORY | O_CLOEXEC);
+      *slash = '/';
+    }
+    if (parent < 0) return -1;
     int fd = -1;
-    int err = RefusalFor(located);
-    if (err == 0 && (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL)) err = EEXIST;
+    int err = RefusalFor(parent);
     if (err == 0) {
-      char self[48];
-      SelfFdPath(self, located);
-      fd = open(self, flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW), mode);
+      fd = openat(parent, name, flags | O_EXCL | O_NOFOLLOW, mode);
       if (fd < 0) err = errno;
     }
-    close(located);
-    if (fd < 0) errno = err;
-    return fd;
+    close(parent);
+    if (fd >= 0) return fd;
+    if (err != EEXIST || (flags & O_EXCL) != 0) {
+      errno = err;
+      return -1;
+    }
   }
-  if (errno != ENOENT || (flags & O_CREAT) == 0) return -1;
-  char* slash = std::strrchr(walk, '/');
-  const char* name = slash == nullptr ? walk : slash + 1;
-  int parent;
-  if (slash == nullptr) {
-    parent = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-  } else if (slash == walk) {
-    parent = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-  } else {
-    *slash = '\0';
-    parent = open(walk, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    *slash = '/';
-  }
-  if (parent < 0) return -1;
-  int fd = -1;
-  int err = RefusalFor(parent);
-  if (err == 0) {
-    fd = openat(parent, name, flags | O_NOFOLLOW, mode);
-    if (fd < 0) err = errno;
-  }
-  close(parent);
-  if (fd < 0) errno = err;
-  return fd;
+  errno = ELOOP;  // there and not there, round after round: a dangling link, or a file system playing
+  return -1;
 }
+
+namespace {
 
 // Runs `open_fn` in a child that became `account` and hands its descriptor back: what the
 // account itself may open, opened by the account, whatever the agent may. `open_fn` runs
 // after fork in a threaded process, so it makes only async-signal-safe calls and returns a
 // descriptor, or -1 with errno set.
+// The open-as-account helpers running now, per account. With the account's given-up
+// children they are at most kMaxAbandonedPerAccount: helpers started side by side (parallel
+// `nexec logs` calls) would each be given up at their timeout together, past the cap
+// (reviewer, session 82).
+class HelpersInFlight {
+ public:
+  static HelpersInFlight& Get() {
+    static HelpersInFlight* const helpers = new HelpersInFlight;
+    return *helpers;
+  }
+  absl::Status Reserve(const Account& account) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const size_t stuck = AbandonedChildrenOf(account.uid);
+    int& running = running_[account.uid];
+    if (stuck + static_cast<size_t>(running) >= kMaxAbandonedPerAccount) {
+      if (running == 0) running_.erase(account.uid);
+      return absl::ResourceExhaustedError(absl::StrCat(
+          running, " opens of ", account.name, "'s files are still waiting and ", stuck,
+          " more were given up in the kernel (a file system that does not answer?); no more until they end"));
+    }
+    ++running;
+    return absl::OkStatus();
+  }
+  void Release(uid_t uid) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--running_[uid] <= 0) running_.erase(uid);
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<uid_t, int> running_;
+};
+
 template <typename OpenFn>
 absl::StatusOr<OwnedFd> OpenInChildAs(const Account& account, const std::string& path, OpenFn open_fn) {
-  JC_RETURN_IF_ERROR(CheckNoStuckStarts(account));
+  JC_RETURN_IF_ERROR(HelpersInFlight::Get().Reserve(account));
+  absl::Cleanup release = [&] { HelpersInFlight::Get().Release(account.uid); };
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
     return absl::ResourceExhaustedError(absl::StrCat("socketpair: ", std::strerror(errno)));

@@ -93,6 +93,24 @@ absl::Status CheckNoStuckStarts(const Account& account);
 // Returns 0, or -1 with errno set by the mkdir that failed.
 int MakeParentDirectories(char* path);
 
+// What OpenUnlessOnFuseOfAnAccount sets errno to for a file on a FUSE file system an account
+// mounted (fuse_mounts.h); no errno has this value.
+inline constexpr int kOnFuseOfAnAccount = 1 << 20;
+
+// open(2) of `path`, unless it lies on a FUSE file system an account mounted (errno
+// kOnFuseOfAnAccount then): the path is resolved O_PATH first, which asks no file system to
+// open or flush anything, that descriptor's mount is checked, and the file is then opened
+// through it (/proc/self/fd), so the file checked is the file opened. A missing file (with
+// O_CREAT) is created in its directory, checked first, exclusively and without following a
+// link at its name: one there after all — a mount point on a file, a link — is looked at as
+// an existing file instead. `walk` is a copy of `path` to write in. For the open-as-account
+// helper and a task's child: async-signal-safe, no allocation; a descriptor, or -1 with
+// errno set.
+int OpenUnlessOnFuseOfAnAccount(const char* path, char* walk, int flags, mode_t mode);
+
+// strerror(err), or what kOnFuseOfAnAccount means.
+std::string OpenErrorText(int err);
+
 // A descriptor that closes itself.
 class OwnedFd {
  public:

@@ -7,6 +7,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
+
 #include <catch2/catch.hpp>
 #include <string>
 
@@ -80,5 +82,10 @@ TEST_CASE("the mount of a descriptor is found in this process's own tables", "[B
   // The root file system of a test host is not an account's FUSE mount.
   CHECK(jc::nexec::OnFuseOfAnAccount(root) == 0);
   close(root);
+  errno = 0;
   CHECK(jc::nexec::MountIdOf(-1) == -1);
+  CHECK(errno == EBADF);
+  // A descriptor closed is no longer in this process's table.
+  CHECK(jc::nexec::MountIdOf(root) == -1);
+  CHECK(errno == ENOENT);
 }
