@@ -9,6 +9,14 @@
 #   hangfs.py MOUNTPOINT --files         every name is a regular file that opens, takes writes
 #                                        and reads as empty, but a FLUSH (sent by every
 #                                        close(2) of a descriptor of it) is never answered
+#   hangfs.py MOUNTPOINT --gate NAME --missing-for N,M,...
+#                                        the root holds one directory, NAME, looked up anew by
+#                                        every path walk; the Nth, Mth... lookup of it by each
+#                                        process is answered "no such file", as an account's
+#                                        daemon can answer one walk and not the next (attacker
+#                                        helper-86); every other name does not exist
+#   --file-root       with --files: the mount's root is itself such a file, for a MOUNTPOINT
+#                     that is a regular file (an account may mount on a file of its own)
 #   --owner UID:GID   mounted as that account would mount it (user_id=UID): only processes
 #                     whose user ids are all UID may enter, root included (default 0:0)
 #   --allow-other     everyone may enter (as /etc/fuse.conf's user_allow_other permits an
@@ -25,12 +33,17 @@ files = "--files" in args
 owner = args[args.index("--owner") + 1] if "--owner" in args else "0:0"
 uid, gid = (int(x) for x in owner.split(":"))
 allow_other = "--allow-other" in args or uid == 0
+file_root = "--file-root" in args
+gate = args[args.index("--gate") + 1].encode() if "--gate" in args else None
+missing_for = {int(n) for n in args[args.index("--missing-for") + 1].split(",")} if "--missing-for" in args else set()
+gate_lookups = {}  # pid: how many lookups of the gate it made
 try:
     fd = os.open("/dev/fuse", os.O_RDWR)
 except OSError as e:
     print(f"cannot mount: /dev/fuse: {e}", flush=True)
     sys.exit(0)
-options = f"fd={fd},rootmode=40000,user_id={uid},group_id={gid}" + (",allow_other" if allow_other else "")
+options = f"fd={fd},rootmode={'100000' if file_root else '40000'},user_id={uid},group_id={gid}" + (
+    ",allow_other" if allow_other else "")
 if libc.mount(b"hangfs", mountpoint.encode(), b"fuse", 0, options.encode()) != 0:
     print(f"cannot mount: {os.strerror(ctypes.get_errno())}", flush=True)
     sys.exit(0)
@@ -48,11 +61,13 @@ def attr(ino, mode):  # struct fuse_attr
 
 
 def attr_of(ino):
-    return attr(ino, 0o40777 if ino == 1 else 0o100666)
+    if gate is not None:
+        return attr(ino, 0o40755)  # the root and the gate
+    return attr(ino, 0o40777 if ino == 1 and not file_root else 0o100666)
 
 
-def entry(ino):  # struct fuse_entry_out: valid for a long time, so few LOOKUPs repeat
-    return struct.pack("<QQQQII", ino, 0, 1 << 30, 1 << 30, 0, 0) + attr_of(ino)
+def entry(ino, valid=1 << 30):  # struct fuse_entry_out: valid for a long time, so few LOOKUPs repeat
+    return struct.pack("<QQQQII", ino, 0, valid, valid, 0, 0) + attr_of(ino)
 
 
 FUSE_LOOKUP, FUSE_FORGET, FUSE_GETATTR, FUSE_SETATTR, FUSE_OPEN, FUSE_READ, FUSE_WRITE = 1, 2, 3, 4, 14, 15, 16
@@ -70,10 +85,17 @@ def serve():
             buf = os.read(fd, 1 << 21)
         except OSError:
             return  # unmounted
-        length, op, unique, node = struct.unpack_from("<IIQQ", buf)
+        length, op, unique, node, _, _, pid = struct.unpack_from("<IIQQIII", buf)
         arg = buf[40:length]
         if op == FUSE_INIT:
             reply(unique, 0, struct.pack("<IIIIHHIIHHII", 7, 31, 0, 0, 16, 12, 131072, 1, 32, 0, 0, 0) + b"\0" * 24)
+        elif op == FUSE_LOOKUP and gate is not None:
+            name = arg.split(b"\0")[0]
+            count = gate_lookups[pid] = gate_lookups.get(pid, 0) + 1 if name == gate else gate_lookups.get(pid, 0)
+            if name == gate and count not in missing_for:
+                reply(unique, 0, entry(2, valid=0))  # valid for no time: every walk asks again
+            else:
+                reply(unique, -2)  # ENOENT
         elif op == FUSE_LOOKUP:
             name = arg.split(b"\0")[0]
             if name.startswith(b"hang"):

@@ -46,7 +46,7 @@ bool Exists(const std::filesystem::path& p) {
 // and goes. `ready` is false where this host has no FUSE (`why` says so).
 struct HangFs {
   HangFs(const std::filesystem::path& at, std::vector<std::string> options) : at(at.string()) {
-    std::filesystem::create_directories(at);
+    if (!Exists(at)) std::filesystem::create_directories(at);  // a file stays one (--file-root)
     options.insert(options.begin(), {JC_HANGFS, at.string()});
     daemon = std::make_unique<Process>(options, at.string() + ".log");
     auto mounted = daemon->WaitForLog("(ready|cannot mount.*)");
@@ -248,14 +248,28 @@ TEST_CASE("a file on a FUSE file system an account mounted is never handed to th
   for (const std::string host : {"node1", "node2"}) agents.push_back(StartAgent(dir, port, host));
   // Destroyed before the agents: whatever of theirs waits on a mount (a regression) gets
   // ENOTCONN instead of holding their end, and the test's, for ever.
+  // And attacker helper-86's H1: a path the account's daemon answers "missing" for in one
+  // walk (its 5th and 6th lookups of `gate` by a process: the 4 before are the helper's
+  // mkdir -p) and not in the next, which leads back out of the mount, to a file of the
+  // account's in an ordinary directory with its FUSE mounted on it. The helper took the
+  // file for missing, created it in its checked directory, and so opened the mount.
+  const auto atk = dir / "atk";
+  std::filesystem::create_directories(atk / "fmnt");
+  std::filesystem::create_directories(atk / "out");
+  std::ofstream(atk / "out" / "mpi.hosts").close();
+  for (const auto& p : {atk, atk / "fmnt", atk / "out", atk / "out" / "mpi.hosts"}) {
+    REQUIRE(chown(p.c_str(), account.uid, account.gid) == 0);
+  }
+  HangFs gate(atk / "fmnt", {"--gate", "gate", "--missing-for", "5,6", "--owner", owner, "--allow-other"});
+  HangFs on_file(atk / "out" / "mpi.hosts", {"--files", "--file-root", "--owner", owner, "--allow-other"});
+  REQUIRE(gate.ready);
+  REQUIRE(on_file.ready);
   struct KillDaemonsFirst {
-    HangFs& own;
-    HangFs& shared;
+    std::vector<HangFs*> daemons;
     ~KillDaemonsFirst() {
-      own.Kill();
-      shared.Kill();
+      for (HangFs* d : daemons) d->Kill();
     }
-  } kill_daemons_first{own, shared};
+  } kill_daemons_first{{&own, &shared, &gate, &on_file}};
 
   MasterClient client(port, auth);
   auto submit = [&](const std::string& user, const std::string& command, const std::string& out, int slots) {
@@ -292,6 +306,8 @@ TEST_CASE("a file on a FUSE file system an account mounted is never handed to th
   // mount (which the agent's helper may not enter), and on the one everyone may enter.
   const int64_t spread_own = submit(account.name, "true", own.at + "/out", 2);
   const int64_t spread_shared = submit(account.name, "true", shared.at + "/out", 2);
+  const std::string gated = (atk / "fmnt" / "gate" / ".." / ".." / "out" / "mpi").string();
+  const int64_t spread_gated = submit(account.name, "true", gated, 2);
   // On one host, its output on the account's mount: the task's open is refused, and then its
   // output is asked for, three times. And on the mount everyone may enter, where the task's
   // own child would wait in the close of its output, given up after the start timeout and
@@ -304,7 +320,14 @@ TEST_CASE("a file on a FUSE file system an account mounted is never handed to th
   const int64_t later = submit(account.name, "echo ran", (home / "later.out").string(), 2);
   REQUIRE(WaitUntil([&] { return ended(spread_own) && ended(spread_shared) && ended(single) && ended(later); },
                     std::chrono::seconds(60)));
-  REQUIRE(WaitUntil([&] { return ended(single_shared); }, std::chrono::seconds(60)));
+  REQUIRE(WaitUntil([&] { return ended(single_shared) && ended(spread_gated); }, std::chrono::seconds(60)));
+  {
+    const npb::Job g = job(spread_gated);
+    INFO(g.DebugString());
+    CHECK(g.state() == npb::EXIT);
+    CHECK(g.reason().find("hostfile: cannot open " + gated + ".hosts as " + account.name +
+                          ": it lies on a FUSE file system an account mounted") != std::string::npos);
+  }
   const auto shared_took = std::chrono::steady_clock::now() - shared_started;
   {
     const npb::Job e = job(single_shared);
