@@ -237,84 +237,82 @@ int RefusalFor(int located) {
   return errno != 0 ? errno : EIO;
 }
 
-// Whether descriptors `a` and `b` are of one file, by the kernel's cached view (no request
-// to any file system).
-bool SameFile(int a, int b) {
-  struct statx x {}, y {};
-  if (syscall(SYS_statx, a, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_INO, &x) != 0) return false;
-  if (syscall(SYS_statx, b, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_INO, &y) != 0) return false;
-  return x.stx_ino == y.stx_ino && x.stx_dev_major == y.stx_dev_major && x.stx_dev_minor == y.stx_dev_minor;
+// What the kernel answers an open with O_CREAT of an existing file `located` found in the
+// directory `parent` (fs.protected_regular and protected_fifos, as systemd sets them): EACCES
+// for a regular file or FIFO of another's, neither the opener's nor the directory's owner's,
+// in a sticky directory everyone may write (/tmp); 0 otherwise. The file is opened through its
+// descriptor, which the kernel's own check does not see (it applies to an open by path with
+// O_CREAT only; reviewer, session 82). By the kernel's cached view: no request to any file
+// system.
+int StickyRefusal(int located, int parent) {
+  struct statx file {}, dir {};
+  if (syscall(SYS_statx, located, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_UID, &file) != 0 ||
+      syscall(SYS_statx, parent, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MODE | STATX_UID, &dir) != 0) {
+    return errno;
+  }
+  const bool regular_or_fifo = S_ISREG(file.stx_mode) || S_ISFIFO(file.stx_mode);
+  const bool shared_sticky = (dir.stx_mode & S_ISVTX) != 0 && (dir.stx_mode & S_IWOTH) != 0;
+  if (!regular_or_fifo || !shared_sticky) return 0;
+  if (file.stx_uid == geteuid() || file.stx_uid == dir.stx_uid) return 0;
+  return EACCES;
 }
 
 }  // namespace
 
 int OpenUnlessOnFuseOfAnAccount(const char* path, char* walk, int flags, mode_t mode) {
+  // The path is walked once: its directory, kept, then the name in it. A second walk could be
+  // answered otherwise (a link on an account's file system that reads one way, then another;
+  // a file swapped with a mount on it: attacker helper-88), so every later step starts from
+  // a descriptor already held.
+  char* slash = std::strrchr(walk, '/');
+  const char* name = slash == nullptr ? walk : slash + 1;
+  int parent;
+  if (slash == nullptr) {
+    parent = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  } else if (slash == walk) {
+    parent = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  } else {
+    *slash = '\0';
+    parent = open(walk, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    *slash = '/';
+  }
+  if (parent < 0) return -1;
+  if (*name == '\0') name = ".";  // "dir/": the directory itself
+  int fd = -1, err = ELOOP;  // there and not there, round after round: a dangling link
   // A few rounds: a file created meanwhile by someone else (EEXIST below) is then opened as
-  // an existing one, and that is looked at first.
+  // an existing one, and looked at first.
   for (int round = 0; round < 4; ++round) {
-    const int located = open(path, O_PATH | O_CLOEXEC | (flags & O_NOFOLLOW));
+    const int located = openat(parent, name, O_PATH | O_CLOEXEC | (flags & O_NOFOLLOW));
     if (located >= 0) {
-      int fd = -1;
-      int err = RefusalFor(located);
+      err = RefusalFor(located);
       if (err == 0 && (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL)) err = EEXIST;
-      if (err == 0 && (flags & O_CREAT) == 0) {
+      if (err == 0 && (flags & O_CREAT) != 0) err = StickyRefusal(located, parent);
+      if (err == 0) {
         // Opened through the descriptor looked at: the file checked is the file opened.
         char self[48];
         SelfFdPath(self, located);
-        fd = open(self, flags & ~O_NOFOLLOW, mode);
+        fd = open(self, flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW), mode);
         if (fd < 0) err = errno;
-      } else if (err == 0) {
-        // With O_CREAT, by its path again: only an open that may create applies the kernel's
-        // rules for another's file in a sticky directory (fs.protected_regular and
-        // protected_fifos; reviewer, session 82). What it opened must be what was looked
-        // at; anything else (renamed or mounted over meanwhile) is looked at in turn, and
-        // one on an account's FUSE file system is not handed on (its close here may wait,
-        // holding only this process, which is given up then).
-        fd = open(path, flags, mode);
-        if (fd < 0) {
-          err = errno;
-        } else if (!SameFile(fd, located) && (err = RefusalFor(fd)) != 0) {
-          close(fd);
-          fd = -1;
-        }
       }
       close(located);
-      if (fd < 0) errno = err;
-      return fd;
+      break;
     }
-    if (errno != ENOENT || (flags & O_CREAT) == 0) return -1;
+    err = errno;
+    if (err != ENOENT || (flags & O_CREAT) == 0) break;
     // Missing: created in its directory, looked at first, and exclusively: a name that is
-    // there after all (a mount point on a file, which a path the account's file system
-    // answers "missing" for once can lead here; a link) is never opened from here, but
+    // there after all (a mount point on a file, a link) is never opened from here, but
     // looked at as an existing file in the next round (attacker helper-86).
-    char* slash = std::strrchr(walk, '/');
-    const char* name = slash == nullptr ? walk : slash + 1;
-    int parent;
-    if (slash == nullptr) {
-      parent = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    } else if (slash == walk) {
-      parent = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-    } else {
-      *slash = '\0';
-      parent = open(walk, O_PATH | O_DIRECTORY | O_CLOEXEC);
-      *slash = '/';
-    }
-    if (parent < 0) return -1;
-    int fd = -1;
-    int err = RefusalFor(parent);
-    if (err == 0) {
-      fd = openat(parent, name, flags | O_EXCL | O_NOFOLLOW, mode);
-      if (fd < 0) err = errno;
-    }
-    close(parent);
-    if (fd >= 0) return fd;
-    if (err != EEXIST || (flags & O_EXCL) != 0) {
-      errno = err;
-      return -1;
-    }
+    err = RefusalFor(parent);
+    if (err != 0) break;
+    fd = openat(parent, name, flags | O_EXCL | O_NOFOLLOW, mode);
+    if (fd >= 0) break;
+    err = errno;
+    if (err != EEXIST || (flags & O_EXCL) != 0) break;
+    err = ELOOP;
   }
-  errno = ELOOP;  // there and not there, round after round: a dangling link, or a file system playing
-  return -1;
+  close(parent);
+  if (fd < 0) errno = err;
+  return fd;
 }
 
 namespace {
@@ -420,7 +418,10 @@ absl::StatusOr<OwnedFd> OpenAs(const Account& account, const std::string& path, 
                                bool make_parents) {
   flags |= O_CLOEXEC;
   std::string walk = path;  // MakeParentDirectories' buffer, made before any fork
-  if (!ActsForOthers(account)) {
+  // A root agent opens root's own files through the helper too: a walk of a path through a
+  // directory on an account's file system can wait for ever, and only a helper's wait is
+  // bounded (attacker helper-88: root's job, its output's directory an account's).
+  if (geteuid() != 0) {
     if (make_parents && MakeParentDirectories(walk.data()) != 0) return OpenError(account, path, errno);
     int fd = OpenUnlessOnFuseOfAnAccount(path.c_str(), walk.data(), flags, mode);
     if (fd < 0) return OpenError(account, path, errno);
@@ -455,7 +456,7 @@ absl::StatusOr<OwnedFd> OpenDirectoryAs(const Account& account, const std::strin
   if (path.empty() || path.front() != '/') {
     return absl::InvalidArgumentError(absl::StrCat("\"", path, "\" is not an absolute path"));
   }
-  if (!ActsForOthers(account)) {
+  if (geteuid() != 0) {  // as OpenAs: root's own through the helper too
     OwnedFd fd(OpenDirectoryNoMagic(path.c_str()));
     if (!fd) return OpenError(account, path, errno);
     if (const int refused = RefusalFor(fd.get()); refused != 0) return OpenError(account, path, refused);

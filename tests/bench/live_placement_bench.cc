@@ -246,7 +246,14 @@ absl::StatusOr<RunResult> RunOnce(const Options& o, const Policy& policy, const 
           auto r = rest.Get(absl::StrCat("/scheduler/algorithm/least_load/score/", c->def->id, "?resourceSpecId=cpu-1"));
           if (r.http_status != 200) return false;
         }
-        return true;
+        // And a job would be placed now: every center's monitor has reported its free
+        // capacity (a center known but not yet heard from counts as full; a fresh clone's CI
+        // once submitted in that moment, and every center refused the job).
+        auto plan = rest.Post("/openapi/v1/scheduler/plan",
+                              json{{"name", "probe"},
+                                   {"tasks", {{{"name", "t"}, {"command", "true"}, {"resourceSpecId", "cpu-1"},
+                                               {"replicaNumber", 1}}}}});
+        return plan.http_status == 200 && plan.body["data"].value("placed", false);
       },
       std::chrono::seconds(60));
   if (!ready) return absl::UnavailableError("the centers did not become schedulable");
