@@ -59,7 +59,8 @@ char* AppendDecimal(char* out, long n);
 long MountIdOf(int fd);
 
 // Whether `fd` lies on a FUSE file system an account mounted: 1 if so, 0 if not, -1 with
-// errno set when the kernel's tables could not be read. `fd` may be O_PATH.
+// errno set when the kernel's tables could not be read (ESTALE: its mount is not in this
+// process's table, another mount namespace's). `fd` may be O_PATH.
 int OnFuseOfAnAccount(int fd);
 
 }  // namespace jc::nexec

@@ -72,7 +72,7 @@ bool ReceiveResult(int sock, int* err, int* fd) {
 
 absl::Status OpenError(const Account& account, const std::string& path, int err) {
   std::string message = absl::StrCat("cannot open ", path, " as ", account.name, ": ", OpenErrorText(err));
-  if (err == kOnFuseOfAnAccount) return absl::PermissionDeniedError(message);
+  if (err == kOnFuseOfAnAccount || err == kOnUnlistedMount) return absl::PermissionDeniedError(message);
   switch (err) {
     case EACCES:
     case EPERM:
@@ -96,6 +96,10 @@ std::string OpenErrorText(int err) {
   if (err == kOnFuseOfAnAccount) {
     return "it lies on a FUSE file system an account mounted, which the agent does not touch (its daemon could "
            "hold the agent's threads for ever); use a directory of a file system root mounted";
+  }
+  if (err == kOnUnlistedMount) {
+    return "it lies on a mount the agent's mount table does not list (another mount namespace's?), which the "
+           "agent does not touch";
   }
   return std::strerror(err);
 }
@@ -234,6 +238,7 @@ int RefusalFor(int located) {
   const int on = OnFuseOfAnAccount(located);
   if (on == 0) return 0;
   if (on > 0) return kOnFuseOfAnAccount;
+  if (errno == ESTALE) return kOnUnlistedMount;
   return errno != 0 ? errno : EIO;
 }
 

@@ -94,21 +94,26 @@ absl::Status CheckNoStuckStarts(const Account& account);
 int MakeParentDirectories(char* path);
 
 // What OpenUnlessOnFuseOfAnAccount sets errno to for a file on a FUSE file system an account
-// mounted (fuse_mounts.h); no errno has this value.
+// mounted (fuse_mounts.h), and for one on a mount this process's mount table does not list
+// (another mount namespace's, reached through /proc/PID/root); no errno has these values.
 inline constexpr int kOnFuseOfAnAccount = 1 << 20;
+inline constexpr int kOnUnlistedMount = (1 << 20) + 1;
 
 // open(2) of `path`, unless it lies on a FUSE file system an account mounted (errno
-// kOnFuseOfAnAccount then): the path is resolved O_PATH first, which asks no file system to
-// open or flush anything, that descriptor's mount is checked, and the file is then opened
-// through it (/proc/self/fd), so the file checked is the file opened. A missing file (with
-// O_CREAT) is created in its directory, checked first, exclusively and without following a
-// link at its name: one there after all — a mount point on a file, a link — is looked at as
-// an existing file instead. `walk` is a copy of `path` to write in. For the open-as-account
-// helper and a task's child: async-signal-safe, no allocation; a descriptor, or -1 with
-// errno set.
+// kOnFuseOfAnAccount then). The path is walked once: its directory, opened O_PATH and kept,
+// then the name in it, O_PATH too (nothing opened, nothing to flush); that descriptor's mount
+// is checked, and the file is opened through it (/proc/self/fd), so the file checked is the
+// file opened. With O_CREAT the kernel's rule for another's file in a sticky directory
+// everyone may write is applied here (fs.protected_regular; the kernel's own applies to an
+// open by path only). A missing file (with O_CREAT) is created in its directory, checked
+// first, exclusively and without following a link at its name: one there after all — a
+// mount point on a file, a link — is looked at as an existing file instead, so a link to a
+// file that does not exist is not followed to create it (ELOOP). `walk` is a copy of `path`
+// to write in. For the open-as-account helper and a task's child: async-signal-safe, no
+// allocation; a descriptor, or -1 with errno set.
 int OpenUnlessOnFuseOfAnAccount(const char* path, char* walk, int flags, mode_t mode);
 
-// strerror(err), or what kOnFuseOfAnAccount means.
+// strerror(err), or what kOnFuseOfAnAccount or kOnUnlistedMount means.
 std::string OpenErrorText(int err);
 
 // A descriptor that closes itself.
