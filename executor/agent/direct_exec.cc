@@ -17,6 +17,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "executor/agent/fuse_mounts.h"
 
 namespace jc::nexec {
 namespace {
@@ -49,7 +50,12 @@ bool RootsAlone(const struct stat& st) { return st.st_uid == 0 && (st.st_mode & 
 // directory and link on the way is root's and no one else may change any of them (so what
 // is checked now is what exec finds later); "" otherwise. A link's own mode means nothing:
 // its owner and the directory holding it are what keep it.
-std::string ResolveThroughRootsAlone(const std::string& path) {
+//
+// `avoid`: mount points of FUSE file systems accounts mounted (MountPointsOfFuseOfAccounts).
+// The walk never steps onto one: its daemon answers for the account, can make its root look
+// root's alone, and can leave the agent's lookup there waiting for ever (attacker helper-89,
+// with a daemon everyone may enter).
+std::string ResolveThroughRootsAlone(const std::string& path, const std::vector<std::string>& avoid) {
   struct stat st;
   if (lstat("/", &st) != 0 || !RootsAlone(st)) return "";
   std::vector<std::string> remaining;  // components still to walk, the next one last
@@ -72,6 +78,7 @@ std::string ResolveThroughRootsAlone(const std::string& path) {
     // program, /proc/self/cwd its directory): what root checks is not what the task execs.
     if (at.empty() && part == "proc") return "";
     const std::string next = at + "/" + part;
+    if (std::find(avoid.begin(), avoid.end(), next) != avoid.end()) return "";
     if (lstat(next.c_str(), &st) != 0) return "";
     if (S_ISLNK(st.st_mode)) {
       char target[PATH_MAX];
@@ -89,8 +96,8 @@ std::string ResolveThroughRootsAlone(const std::string& path) {
 }
 
 // A system program anyone may run, which exec starts as it is (an ELF file or a "#!" script).
-bool SystemProgram(const std::string& file) {
-  const std::string real = ResolveThroughRootsAlone(file);
+bool SystemProgram(const std::string& file, const std::vector<std::string>& avoid) {
+  const std::string real = ResolveThroughRootsAlone(file, avoid);
   struct stat st;
   if (real.empty() || lstat(real.c_str(), &st) != 0) return false;
   if (!S_ISREG(st.st_mode) || (st.st_mode & S_IXOTH) == 0) return false;
@@ -147,8 +154,9 @@ bool Searchable(const std::string& word, absl::string_view path) {
 // The program the shell would run for `word` on `path` when it may be run directly, else
 // "". `looked`, when given, gets what the answer depends on.
 std::string Search(const std::string& word, absl::string_view path, Looked* looked) {
+  const std::vector<std::string> avoid = MountPointsOfFuseOfAccounts();
   if (word.find('/') != std::string::npos) {
-    if (word[0] != '/' || !SystemProgram(word)) return "";
+    if (word[0] != '/' || !SystemProgram(word, avoid)) return "";
     Note(looked, word.substr(0, word.rfind('/') + 1));
     Note(looked, word);
     return word;
@@ -160,7 +168,7 @@ std::string Search(const std::string& word, absl::string_view path, Looked* look
   // could not see itself. An empty entry (the working directory) or a relative one: the same.
   for (absl::string_view dir : absl::StrSplit(path, ':')) {
     if (dir.empty() || dir[0] != '/') return "";
-    if (ResolveThroughRootsAlone(std::string(dir)).empty()) return "";
+    if (ResolveThroughRootsAlone(std::string(dir), avoid).empty()) return "";
     Note(looked, std::string(dir));
     const std::string candidate = std::string(dir) + (dir.back() == '/' ? "" : "/") + word;
     struct stat st;
@@ -168,7 +176,7 @@ std::string Search(const std::string& word, absl::string_view path, Looked* look
       if (errno == ENOENT) continue;  // not there, for anyone
       return "";
     }
-    if (!SystemProgram(candidate)) return "";
+    if (!SystemProgram(candidate, avoid)) return "";
     Note(looked, candidate);
     return candidate;
   }

@@ -14,6 +14,9 @@
 // the threaded agent.
 
 #include <cstddef>
+#include <istream>
+#include <string>
+#include <vector>
 
 namespace jc::nexec {
 
@@ -62,5 +65,13 @@ long MountIdOf(int fd);
 // errno set when the kernel's tables could not be read (ESTALE: its mount is not in this
 // process's table, another mount namespace's). `fd` may be O_PATH.
 int OnFuseOfAnAccount(int fd);
+
+// The mount points, as this process sees them, of the FUSE file systems accounts mounted
+// (user_id != 0), from /proc/self/mountinfo; for the agent's own walks of paths as root
+// (direct_exec.cc), which must never step onto one: a lookup there can wait for ever. Not
+// async-signal-safe.
+std::vector<std::string> MountPointsOfFuseOfAccounts();
+// The same from a mountinfo text.
+std::vector<std::string> MountPointsOfFuseOfAccounts(std::istream& mountinfo);
 
 }  // namespace jc::nexec

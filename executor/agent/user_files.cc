@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 
@@ -243,21 +244,32 @@ int RefusalFor(int located) {
 }
 
 // What the kernel answers an open with O_CREAT of an existing file `located` found in the
-// directory `parent` (fs.protected_regular and protected_fifos, as systemd sets them): EACCES
+// directory `parent` (fs.protected_regular and protected_fifos at the host's levels): EACCES
 // for a regular file or FIFO of another's, neither the opener's nor the directory's owner's,
-// in a sticky directory everyone may write (/tmp); 0 otherwise. The file is opened through its
+// in a sticky directory everyone (level 1, as systemd sets it), or its group (level 2), may
+// write; 0 otherwise. The file is opened through its
 // descriptor, which the kernel's own check does not see (it applies to an open by path with
 // O_CREAT only; reviewer, session 82). By the kernel's cached view: no request to any file
 // system.
+// fs.protected_regular and fs.protected_fifos as the host set them when the agent started
+// (0: off; 1: sticky directories everyone may write; 2: those the group may write too).
+int ProtectedLevel(const char* file) {
+  std::ifstream in(file);
+  int level = 0;
+  return (in >> level) ? level : 0;
+}
+const int protected_regular = ProtectedLevel("/proc/sys/fs/protected_regular");
+const int protected_fifos = ProtectedLevel("/proc/sys/fs/protected_fifos");
+
 int StickyRefusal(int located, int parent) {
   struct statx file {}, dir {};
   if (syscall(SYS_statx, located, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_UID, &file) != 0 ||
       syscall(SYS_statx, parent, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MODE | STATX_UID, &dir) != 0) {
     return errno;
   }
-  const bool regular_or_fifo = S_ISREG(file.stx_mode) || S_ISFIFO(file.stx_mode);
-  const bool shared_sticky = (dir.stx_mode & S_ISVTX) != 0 && (dir.stx_mode & S_IWOTH) != 0;
-  if (!regular_or_fifo || !shared_sticky) return 0;
+  const int level = S_ISREG(file.stx_mode) ? protected_regular : S_ISFIFO(file.stx_mode) ? protected_fifos : 0;
+  const mode_t shared = level >= 2 ? (S_IWOTH | S_IWGRP) : level == 1 ? S_IWOTH : 0;
+  if ((dir.stx_mode & S_ISVTX) == 0 || (dir.stx_mode & shared) == 0) return 0;
   if (file.stx_uid == geteuid() || file.stx_uid == dir.stx_uid) return 0;
   return EACCES;
 }

@@ -17,6 +17,7 @@
 #                                        helper-86); every other name does not exist
 #   --file-root       with --files: the mount's root is itself such a file, for a MOUNTPOINT
 #                     that is a regular file (an account may mount on a file of its own)
+#   --root-owned      the root says it is root's, 0755 (what the daemon says is believed)
 #   --owner UID:GID   mounted as that account would mount it (user_id=UID): only processes
 #                     whose user ids are all UID may enter, root included (default 0:0)
 #   --allow-other     everyone may enter (as /etc/fuse.conf's user_allow_other permits an
@@ -56,8 +57,14 @@ def reply(unique, err=0, body=b""):
         pass  # the request was interrupted meanwhile
 
 
+root_owned = "--root-owned" in args
+
+
 def attr(ino, mode):  # struct fuse_attr
-    return struct.pack("<QQQQQQIIIIIIIIII", ino, 0, 0, 0, 0, 0, 0, 0, 0, mode, 1, uid, gid, 0, 4096, 0)
+    owner_uid, owner_gid = (0, 0) if root_owned and ino == 1 else (uid, gid)
+    if root_owned and ino == 1:
+        mode = 0o40755
+    return struct.pack("<QQQQQQIIIIIIIIII", ino, 0, 0, 0, 0, 0, 0, 0, 0, mode, 1, owner_uid, owner_gid, 0, 4096, 0)
 
 
 def attr_of(ino):

@@ -269,12 +269,28 @@ TEST_CASE("a file on a FUSE file system an account mounted is never handed to th
   // opened on the agent's own thread, unbounded; now through the helper too.
   HangFs hanging(dir / "hanging", {"--owner", owner, "--allow-other"});
   REQUIRE(hanging.ready);
+  // And helper-89's N1: the account's own job naming a program on its mount, whose root says
+  // it is root's alone: the agent's look for a program it may start without a shell stepped
+  // onto the mount, as root, and waited there for ever.
+  // (Below a directory root's alone, as a home is, or the agent's look stops before it: not
+  // below /tmp, which everyone may write.)
+  struct RemovedAtEnd {
+    std::filesystem::path at;
+    ~RemovedAtEnd() {
+      std::error_code ec;
+      std::filesystem::remove_all(at, ec);
+    }
+  } trap_parent{std::filesystem::path("/run") / ("jc-nexec-trap-" + std::to_string(getpid()))};
+  std::filesystem::create_directories(trap_parent.at);
+  std::filesystem::permissions(trap_parent.at, std::filesystem::perms(0755));
+  HangFs trap(trap_parent.at / "trap", {"--owner", owner, "--allow-other", "--root-owned"});
+  REQUIRE(trap.ready);
   struct KillDaemonsFirst {
     std::vector<HangFs*> daemons;
     ~KillDaemonsFirst() {
       for (HangFs* d : daemons) d->Kill();
     }
-  } kill_daemons_first{{&own, &shared, &gate, &on_file, &hanging}};
+  } kill_daemons_first{{&own, &shared, &gate, &on_file, &hanging, &trap}};
 
   MasterClient client(port, auth);
   auto submit = [&](const std::string& user, const std::string& command, const std::string& out, int slots) {
@@ -327,6 +343,21 @@ TEST_CASE("a file on a FUSE file system an account mounted is never handed to th
   const auto shared_took = std::chrono::steady_clock::now() - shared_started;
   REQUIRE(WaitUntil([&] { return ended(spread_own) && ended(spread_shared) && ended(single) && ended(later); },
                     std::chrono::seconds(60)));
+  {
+    npb::SubmitRequest req;
+    req.mutable_spec()->set_command(trap.at + "/hangprog");
+    req.mutable_spec()->set_user(account.name);
+    req.mutable_spec()->set_slots(1);
+    req.mutable_spec()->set_requirement("select[hname==node1]");
+    req.mutable_spec()->set_stdout_path((home / "trap.out").string());
+    req.mutable_spec()->set_cwd(home.string());
+    client.Submit(req);  // its shell waits on the mount: the task's own wait, not the agent's
+    req.mutable_spec()->set_command("echo after > " + (home / "after-trap").string());
+    req.mutable_spec()->set_stdout_path((home / "after.out").string());
+    const int64_t after = client.Submit(req);
+    INFO(agents[0]->Log());
+    CHECK(WaitUntil([&] { return job(after).state() == npb::DONE; }, std::chrono::seconds(30)));
+  }
   // Root's, last: its hostfile's helper holds a launching thread for the start timeout.
   const int64_t root_hung = submit(UserName(), "true", hanging.at + "/hangdir/out", 2);
   REQUIRE(WaitUntil([&] { return ended(spread_gated) && ended(root_hung); }, std::chrono::seconds(60)));
