@@ -168,7 +168,11 @@ std::string Search(const std::string& word, absl::string_view path, Looked* look
   // could not see itself. An empty entry (the working directory) or a relative one: the same.
   for (absl::string_view dir : absl::StrSplit(path, ':')) {
     if (dir.empty() || dir[0] != '/') return "";
-    if (ResolveThroughRootsAlone(std::string(dir), avoid).empty()) return "";
+    const std::string real_dir = ResolveThroughRootsAlone(std::string(dir), avoid);
+    if (real_dir.empty()) return "";
+    // The name itself may be a mount point of an account's FUSE (PATH=/home, an account's
+    // mount on /home/alice, the command `alice`): not looked at (reviewer, session 82).
+    if (std::find(avoid.begin(), avoid.end(), real_dir + "/" + word) != avoid.end()) return "";
     Note(looked, std::string(dir));
     const std::string candidate = std::string(dir) + (dir.back() == '/' ? "" : "/") + word;
     struct stat st;

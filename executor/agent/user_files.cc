@@ -294,7 +294,7 @@ int OpenUnlessOnFuseOfAnAccount(const char* path, char* walk, int flags, mode_t 
     *slash = '/';
   }
   if (parent < 0) return -1;
-  if (*name == '\0') name = ".";  // "dir/": the directory itself
+  if (*name == '\0' && slash != nullptr) name = ".";  // "dir/": the directory itself ("" stays ENOENT)
   int fd = -1, err = ELOOP;  // there and not there, round after round: a dangling link
   // A few rounds: a file created meanwhile by someone else (EEXIST below) is then opened as
   // an existing one, and looked at first.

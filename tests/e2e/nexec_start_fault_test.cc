@@ -355,8 +355,9 @@ TEST_CASE("a file on a FUSE file system an account mounted is never handed to th
     req.mutable_spec()->set_command("echo after > " + (home / "after-trap").string());
     req.mutable_spec()->set_stdout_path((home / "after.out").string());
     const int64_t after = client.Submit(req);
+    const bool ran = WaitUntil([&] { return job(after).state() == npb::DONE; }, std::chrono::seconds(30));
     INFO(agents[0]->Log());
-    CHECK(WaitUntil([&] { return job(after).state() == npb::DONE; }, std::chrono::seconds(30)));
+    CHECK(ran);
   }
   // Root's, last: its hostfile's helper holds a launching thread for the start timeout.
   const int64_t root_hung = submit(UserName(), "true", hanging.at + "/hangdir/out", 2);
