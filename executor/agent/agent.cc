@@ -451,6 +451,10 @@ absl::StatusOr<int> Agent::Start() {
   EnableGrpcReflection();
   grpc::ServerBuilder builder;
   int port = 0;
+  // One process per address, as the master: with SO_REUSEPORT a second agent given this one's
+  // address (or a copy of its socket a stuck child of an earlier agent still held) would
+  // share its connections.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(options_.listen_address, grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(service_.get());
   ConfigureServerThreads(builder, "nexec-agent", 256);

@@ -12,12 +12,14 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <optional>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "executor/agent/fuse_mounts.h"
+#include "executor/agent/user_files.h"
 
 namespace jc::nexec {
 namespace {
@@ -46,62 +48,92 @@ bool ShellsOwn(absl::string_view word) {
 // Root's alone: owned by root, written by no one else.
 bool RootsAlone(const struct stat& st) { return st.st_uid == 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0; }
 
+// A file reached by a walk, and the walk's path to it.
+struct Reached {
+  std::string path;
+  OwnedFd fd;  // O_PATH, not following a link at its name
+};
+
+// `name` in the directory `dir`, opened O_PATH without following a link at it, once it is
+// known to lie on no FUSE file system an account mounted, with its attributes; nullopt with
+// errno set (ENOENT: not there) otherwise. Nothing is asked of the file system the name
+// lies on before that check: the open crosses onto a mount without a request to it, and
+// RefusalFor asks none; then fstat (a FUSE daemon's, an account's, may never answer).
+std::optional<Reached> Step(int dir, const std::string& dir_path, const std::string& name, struct stat* st) {
+  OwnedFd fd(openat(dir, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return std::nullopt;
+  if (const int refused = RefusalFor(fd.get()); refused != 0) {
+    errno = refused;
+    return std::nullopt;
+  }
+  if (fstat(fd.get(), st) != 0) return std::nullopt;
+  return Reached{dir_path + "/" + name, std::move(fd)};
+}
+
 // The file `path` names, resolved component by component as exec resolves it, when every
 // directory and link on the way is root's and no one else may change any of them (so what
-// is checked now is what exec finds later); "" otherwise. A link's own mode means nothing:
-// its owner and the directory holding it are what keep it.
+// is checked now is what exec finds later); nullopt otherwise. A link's own mode means
+// nothing: its owner and the directory holding it are what keep it.
 //
-// `avoid`: mount points of FUSE file systems accounts mounted (MountPointsOfFuseOfAccounts).
-// The walk never steps onto one: its daemon answers for the account, can make its root look
-// root's alone, and can leave the agent's lookup there waiting for ever (attacker helper-89,
-// with a daemon everyone may enter).
-std::string ResolveThroughRootsAlone(const std::string& path, const std::vector<std::string>& avoid) {
-  struct stat st;
-  if (lstat("/", &st) != 0 || !RootsAlone(st)) return "";
+// Walked by descriptors (Step): the walk never steps onto a FUSE file system an account
+// mounted, whose daemon answers for the account, can make its root look root's alone, and
+// can leave the agent's lookup there waiting for ever (attacker helper-89, with a daemon
+// everyone may enter); and a mount made on a step once it was checked does not change what
+// the walk goes on from (the reviewer of session 82: a list of mount points read before the
+// walk could be raced by an account mounting and unmounting on its own directory).
+std::optional<Reached> ResolveThroughRootsAlone(const std::string& path) {
+  std::vector<Reached> levels;  // "/" first, then each directory walked into
+  {
+    OwnedFd root(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    struct stat st;
+    if (!root || fstat(root.get(), &st) != 0 || !RootsAlone(st)) return std::nullopt;
+    levels.push_back(Reached{"", std::move(root)});
+  }
   std::vector<std::string> remaining;  // components still to walk, the next one last
   auto push = [&remaining](absl::string_view p) {
     std::vector<std::string> parts = absl::StrSplit(p, '/', absl::SkipEmpty());
     remaining.insert(remaining.end(), parts.rbegin(), parts.rend());
   };
   push(path);
-  std::string at;  // resolved so far ("" is /)
   int links = 0;
   while (!remaining.empty()) {
     const std::string part = std::move(remaining.back());
     remaining.pop_back();
     if (part == ".") continue;
     if (part == "..") {
-      at = at.substr(0, at.rfind('/'));
+      if (levels.size() > 1) levels.pop_back();
       continue;
     }
     // /proc's links name the process that follows them (/proc/self/exe is the agent's
     // program, /proc/self/cwd its directory): what root checks is not what the task execs.
-    if (at.empty() && part == "proc") return "";
-    const std::string next = at + "/" + part;
-    if (std::find(avoid.begin(), avoid.end(), next) != avoid.end()) return "";
-    if (lstat(next.c_str(), &st) != 0) return "";
+    if (levels.size() == 1 && part == "proc") return std::nullopt;
+    struct stat st;
+    std::optional<Reached> next = Step(levels.back().fd.get(), levels.back().path, part, &st);
+    if (!next) return std::nullopt;
     if (S_ISLNK(st.st_mode)) {
       char target[PATH_MAX];
-      const ssize_t n = readlink(next.c_str(), target, sizeof(target));
-      if (st.st_uid != 0 || ++links > 40 || n <= 0 || n == static_cast<ssize_t>(sizeof(target))) return "";
-      if (target[0] == '/') at.clear();
+      const ssize_t n = readlinkat(next->fd.get(), "", target, sizeof(target));
+      if (st.st_uid != 0 || ++links > 40 || n <= 0 || n == static_cast<ssize_t>(sizeof(target))) return std::nullopt;
+      if (target[0] == '/') levels.resize(1);
       push(absl::string_view(target, static_cast<size_t>(n)));
       continue;
     }
-    if (!RootsAlone(st)) return "";
-    if (S_ISDIR(st.st_mode) ? (st.st_mode & S_IXOTH) == 0 : !remaining.empty()) return "";
-    at = next;
+    if (!RootsAlone(st)) return std::nullopt;
+    if (S_ISDIR(st.st_mode) ? (st.st_mode & S_IXOTH) == 0 : !remaining.empty()) return std::nullopt;
+    levels.push_back(std::move(*next));
   }
-  return at;
+  if (levels.size() == 1) return std::nullopt;  // "/" itself is no program
+  return std::move(levels.back());
 }
 
 // A system program anyone may run, which exec starts as it is (an ELF file or a "#!" script).
-bool SystemProgram(const std::string& file, const std::vector<std::string>& avoid) {
-  const std::string real = ResolveThroughRootsAlone(file, avoid);
+bool SystemProgram(const std::string& file) {
+  const std::optional<Reached> real = ResolveThroughRootsAlone(file);
   struct stat st;
-  if (real.empty() || lstat(real.c_str(), &st) != 0) return false;
+  if (!real || fstat(real->fd.get(), &st) != 0) return false;
   if (!S_ISREG(st.st_mode) || (st.st_mode & S_IXOTH) == 0) return false;
-  const int fd = open(real.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  // The file checked, opened through its descriptor: not its path again.
+  const int fd = open(absl::StrCat("/proc/self/fd/", real->fd.get()).c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return false;
   char head[4] = {0};
   const ssize_t n = read(fd, head, sizeof(head));
@@ -154,9 +186,8 @@ bool Searchable(const std::string& word, absl::string_view path) {
 // The program the shell would run for `word` on `path` when it may be run directly, else
 // "". `looked`, when given, gets what the answer depends on.
 std::string Search(const std::string& word, absl::string_view path, Looked* looked) {
-  const std::vector<std::string> avoid = MountPointsOfFuseOfAccounts();
   if (word.find('/') != std::string::npos) {
-    if (word[0] != '/' || !SystemProgram(word, avoid)) return "";
+    if (word[0] != '/' || !SystemProgram(word)) return "";
     Note(looked, word.substr(0, word.rfind('/') + 1));
     Note(looked, word);
     return word;
@@ -168,19 +199,19 @@ std::string Search(const std::string& word, absl::string_view path, Looked* look
   // could not see itself. An empty entry (the working directory) or a relative one: the same.
   for (absl::string_view dir : absl::StrSplit(path, ':')) {
     if (dir.empty() || dir[0] != '/') return "";
-    const std::string real_dir = ResolveThroughRootsAlone(std::string(dir), avoid);
-    if (real_dir.empty()) return "";
-    // The name itself may be a mount point of an account's FUSE (PATH=/home, an account's
-    // mount on /home/alice, the command `alice`): not looked at (reviewer, session 82).
-    if (std::find(avoid.begin(), avoid.end(), real_dir + "/" + word) != avoid.end()) return "";
+    const std::optional<Reached> real_dir = ResolveThroughRootsAlone(std::string(dir));
+    if (!real_dir) return "";
     Note(looked, std::string(dir));
-    const std::string candidate = std::string(dir) + (dir.back() == '/' ? "" : "/") + word;
+    // The name looked at in the directory checked, and checked itself before anything is
+    // asked of it: it may be the mount point of an account's FUSE (PATH=/home, an account's
+    // mount on /home/alice, the command `alice`; reviewer, session 82).
     struct stat st;
-    if (lstat(candidate.c_str(), &st) != 0) {
+    if (!Step(real_dir->fd.get(), real_dir->path, word, &st)) {
       if (errno == ENOENT) continue;  // not there, for anyone
       return "";
     }
-    if (!SystemProgram(candidate, avoid)) return "";
+    const std::string candidate = std::string(dir) + (dir.back() == '/' ? "" : "/") + word;
+    if (!SystemProgram(candidate)) return "";
     Note(looked, candidate);
     return candidate;
   }

@@ -180,43 +180,4 @@ int OnFuseOfAnAccount(int fd) {
   return -1;
 }
 
-std::vector<std::string> MountPointsOfFuseOfAccounts() {
-  std::ifstream in("/proc/self/mountinfo");
-  return MountPointsOfFuseOfAccounts(in);
-}
-
-std::vector<std::string> MountPointsOfFuseOfAccounts(std::istream& in) {
-  std::vector<std::string> points;
-  std::string line;
-  while (std::getline(in, line)) {
-    const std::vector<absl::string_view> fields = absl::StrSplit(line, ' ');
-    size_t separator = 6;
-    while (separator < fields.size() && fields[separator] != "-") ++separator;
-    if (separator + 3 >= fields.size()) continue;  // no "- TYPE SOURCE OPTIONS": not a line of the kernel's
-    const absl::string_view type = fields[separator + 1];
-    if (type != "fuse" && type != "fuseblk" && !absl::StartsWith(type, "fuse.") && !absl::StartsWith(type, "fuseblk.")) {
-      continue;
-    }
-    bool root_made = false;
-    for (absl::string_view option : absl::StrSplit(fields[separator + 3], ',')) {
-      if (option == "user_id=0") root_made = true;
-    }
-    if (root_made) continue;
-    // The mount point, its spaces, tabs, newlines and backslashes written as octal escapes.
-    std::string point;
-    const absl::string_view escaped = fields[4];
-    for (size_t i = 0; i < escaped.size(); ++i) {
-      if (escaped[i] == '\\' && i + 3 < escaped.size() &&
-          std::all_of(escaped.begin() + i + 1, escaped.begin() + i + 4, [](char c) { return c >= '0' && c <= '7'; })) {
-        point += static_cast<char>((escaped[i + 1] - '0') * 64 + (escaped[i + 2] - '0') * 8 + (escaped[i + 3] - '0'));
-        i += 3;
-      } else {
-        point += escaped[i];
-      }
-    }
-    points.push_back(std::move(point));
-  }
-  return points;
-}
-
 }  // namespace jc::nexec

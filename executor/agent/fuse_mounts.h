@@ -66,12 +66,4 @@ long MountIdOf(int fd);
 // process's table, another mount namespace's). `fd` may be O_PATH.
 int OnFuseOfAnAccount(int fd);
 
-// The mount points, as this process sees them, of the FUSE file systems accounts mounted
-// (user_id != 0), from /proc/self/mountinfo; for the agent's own walks of paths as root
-// (direct_exec.cc), which must never step onto one: a lookup there can wait for ever. Not
-// async-signal-safe.
-std::vector<std::string> MountPointsOfFuseOfAccounts();
-// The same from a mountinfo text.
-std::vector<std::string> MountPointsOfFuseOfAccounts(std::istream& mountinfo);
-
 }  // namespace jc::nexec

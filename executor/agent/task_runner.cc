@@ -185,6 +185,10 @@ int RunTaskChild(void* arg) {
       close(c.trees[i]);
     }
   }
+  // From here on it walks the account's paths, where the kernel may hold it for good (given
+  // up, vfork_child.h): it keeps only what it hands the task, not the agent's sockets.
+  const int handed[] = {c.child_in, c.out_fd, c.err_fd};
+  CloseDescriptorsBut(handed, 3);
   // The user first, then its files: every open below is checked as the user's own. Its
   // real and saved uid stay root until just before exec (FinishBecomingAccount), so the
   // account cannot stop this child meanwhile: it holds the agent's launching thread

@@ -215,15 +215,6 @@ int MakeParentDirectories(char* path) {
   return 0;
 }
 
-namespace {
-
-// "/proc/self/fd/N" for `fd`, at `out` (room for 40 characters).
-void SelfFdPath(char* out, int fd) {
-  static constexpr char kPrefix[] = "/proc/self/fd/";
-  std::memcpy(out, kPrefix, sizeof kPrefix - 1);
-  *AppendDecimal(out + sizeof kPrefix - 1, fd) = '\0';
-}
-
 // The error for an O_PATH descriptor `located` that lies on a FUSE file system an account
 // mounted (kOnFuseOfAnAccount), or that could not be looked at (its errno); 0 for one that
 // may be opened. A file system on a block device (ext4, xfs; major number not 0) is no FUSE
@@ -241,6 +232,15 @@ int RefusalFor(int located) {
   if (on > 0) return kOnFuseOfAnAccount;
   if (errno == ESTALE) return kOnUnlistedMount;
   return errno != 0 ? errno : EIO;
+}
+
+namespace {
+
+// "/proc/self/fd/N" for `fd`, at `out` (room for 40 characters).
+void SelfFdPath(char* out, int fd) {
+  static constexpr char kPrefix[] = "/proc/self/fd/";
+  std::memcpy(out, kPrefix, sizeof kPrefix - 1);
+  *AppendDecimal(out + sizeof kPrefix - 1, fd) = '\0';
 }
 
 // What the kernel answers an open with O_CREAT of an existing file `located` found in the
@@ -388,6 +388,10 @@ absl::StatusOr<OwnedFd> OpenInChildAs(const Account& account, const std::string&
   }
   if (pid == 0) {
     // Only async-signal-safe calls from here: the agent has threads.
+    // The agent's descriptors go first, all but the answer's socket: a helper the kernel
+    // holds (given up, ReapOrAbandon) kept them for as long, the agent's listening socket
+    // among them, into the agent's next life (reviewer, session 82).
+    CloseDescriptorsBut(&sv[1], 1);
     int err = 0, fd = -1;
     // Only the effective uid the account's (with its groups and gid): files are opened
     // as the account's own shell would, while the real and saved uid stay root, so the

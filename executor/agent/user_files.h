@@ -99,6 +99,13 @@ int MakeParentDirectories(char* path);
 inline constexpr int kOnFuseOfAnAccount = 1 << 20;
 inline constexpr int kOnUnlistedMount = (1 << 20) + 1;
 
+// 0 when the O_PATH descriptor `located` lies on no FUSE file system an account mounted;
+// kOnFuseOfAnAccount where it does, kOnUnlistedMount on a mount this process's table does not
+// list, or the errno of a look that failed. Sends no request to any file system (statx from
+// the cache, the kernel's mount table): a walk checks each step with it before it looks at
+// what the step found (attributes, a link's target). Async-signal-safe.
+int RefusalFor(int located);
+
 // open(2) of `path`, unless it lies on a FUSE file system an account mounted (errno
 // kOnFuseOfAnAccount then). The path is walked once: its directory, opened O_PATH and kept,
 // then the name in it, O_PATH too (nothing opened, nothing to flush); that descriptor's mount

@@ -290,6 +290,25 @@ int UnshareLowDescriptors(int base) {
   return unshare(CLONE_FILES);
 }
 
+void CloseDescriptorsBut(const int* keep, size_t count) {
+  // The kept ones from 3 up, in order (a few: an insertion sort), and the gaps closed.
+  int sorted[kMaxKeptDescriptors];
+  size_t n = 0;
+  for (size_t i = 0; i < count && n < kMaxKeptDescriptors; ++i) {
+    if (keep[i] < 3) continue;
+    size_t at = n++;
+    for (; at > 0 && sorted[at - 1] > keep[i]; --at) sorted[at] = sorted[at - 1];
+    sorted[at] = keep[i];
+  }
+  unsigned from = 3;
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned fd = static_cast<unsigned>(sorted[i]);
+    if (fd > from) (void)syscall(SYS_close_range, from, fd - 1, 0U);
+    if (fd + 1 > from) from = fd + 1;
+  }
+  (void)syscall(SYS_close_range, from, ~0U, 0U);
+}
+
 void SetPreExecLimit(std::chrono::milliseconds limit) {
   pre_exec_limit_ms.store(std::max<int64_t>(limit.count(), 1), std::memory_order_relaxed);
 }

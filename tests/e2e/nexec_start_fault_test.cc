@@ -65,6 +65,16 @@ struct HangFs {
   std::string why;
 };
 
+// A directory of the test's, removed when it ends: declared before the daemons whose mounts
+// lie in it, so it goes after them.
+struct RemovedAtEnd {
+  std::filesystem::path at;
+  ~RemovedAtEnd() {
+    std::error_code ec;
+    std::filesystem::remove_all(at, ec);
+  }
+};
+
 // A master with a 2 s host timeout, its port in `port`.
 std::unique_ptr<Process> StartMaster(const std::filesystem::path& dir, std::string* port) {
   auto master = std::make_unique<Process>(
@@ -133,6 +143,7 @@ TEST_CASE("a task start that never returns from its file system holds neither th
   auto dir = std::filesystem::temp_directory_path() / ("jc-nexec-start-" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir / "fuse");
+  RemovedAtEnd removed_at_end{dir};
   const std::string hung = (dir / "fuse" / "hang").string();  // a lookup never answered
   HangFs fuse(dir / "fuse", {});
   if (!fuse.ready) {
@@ -223,6 +234,7 @@ TEST_CASE("a file on a FUSE file system an account mounted is never handed to th
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   std::filesystem::permissions(dir, std::filesystem::perms(0755));
+  RemovedAtEnd removed_at_end{dir};
   jc::testing::TestAccount account("jc-nexec-fuse");
   const std::string owner = std::to_string(account.uid) + ":" + std::to_string(account.gid);
   // As the account mounts one for itself (only it may enter), and as it may where the admin
@@ -274,13 +286,7 @@ TEST_CASE("a file on a FUSE file system an account mounted is never handed to th
   // onto the mount, as root, and waited there for ever.
   // (Below a directory root's alone, as a home is, or the agent's look stops before it: not
   // below /tmp, which everyone may write.)
-  struct RemovedAtEnd {
-    std::filesystem::path at;
-    ~RemovedAtEnd() {
-      std::error_code ec;
-      std::filesystem::remove_all(at, ec);
-    }
-  } trap_parent{std::filesystem::path("/run") / ("jc-nexec-trap-" + std::to_string(getpid()))};
+  RemovedAtEnd trap_parent{std::filesystem::path("/run") / ("jc-nexec-trap-" + std::to_string(getpid()))};
   std::filesystem::create_directories(trap_parent.at);
   std::filesystem::permissions(trap_parent.at, std::filesystem::perms(0755));
   HangFs trap(trap_parent.at / "trap", {"--owner", owner, "--allow-other", "--root-owned"});

@@ -23,7 +23,11 @@ struct Munged {
   ~Munged() {
     std::ifstream pid_file(dir / "key" / "munged.pid");
     pid_t pid = 0;
-    if (pid_file >> pid && pid > 0) kill(pid, SIGTERM);
+    if (pid_file >> pid && pid > 0 && kill(pid, SIGTERM) == 0) {
+      // Gone before its directory is: munged removes its socket and pid file as it exits,
+      // and a removal racing it stopped half way (hundreds of jc-munge-* left in /tmp).
+      for (int i = 0; i < 500 && kill(pid, 0) == 0; ++i) usleep(10'000);
+    }
     std::error_code ec;
     fs::remove_all(dir, ec);
   }

@@ -90,17 +90,3 @@ TEST_CASE("the mount of a descriptor is found in this process's own tables", "[B
   CHECK(jc::nexec::MountIdOf(root) == -1);
   CHECK(errno == ENOENT);
 }
-
-TEST_CASE("the mount points of FUSE file systems accounts mounted are listed, unescaped, and root's are not",
-          "[B9][C6]") {
-  std::istringstream table(
-      "22 1 0:21 / /proc rw shared:12 - proc proc rw\n"
-      "40 1 0:40 / /home/alice rw,nosuid shared:9 - fuse.sshfs alice@h:/ rw,user_id=1000,group_id=1000,allow_other\n"
-      "41 1 0:41 / /mnt/juicefs rw shared:10 - fuse.juicefs JuiceFS:jfs rw,user_id=0,group_id=0,allow_other\n"
-      "42 1 0:42 / /home/bob/my\\040files rw - fuse bob rw,user_id=1001,group_id=1001\n"
-      "43 1 0:43 / /mnt/noowner rw - fuse x rw\n"
-      "44 1 8:1 / /data rw - ext4 /dev/sda1 rw\n"
-      "a line of no kernel's\n");
-  const std::vector<std::string> points = jc::nexec::MountPointsOfFuseOfAccounts(table);
-  CHECK(points == std::vector<std::string>{"/home/alice", "/home/bob/my files", "/mnt/noowner"});
-}

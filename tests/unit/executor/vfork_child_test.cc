@@ -3,21 +3,31 @@
 // default — reset by the kernel as it makes the child (clone3's CLONE_CLEAR_SIGHAND), or by
 // the child itself (clone, kernels before 5.5) — and an ignored signal stays ignored.
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
+
+#include "absl/strings/str_join.h"
 
 #include "executor/agent/user_files.h"
 #include "executor/agent/vfork_child.h"
@@ -366,4 +376,150 @@ TEST_CASE("a child killed before exec that stays in an uninterruptible wait is g
   thaw_on_rescue.clear();
   close(freezer_tasks_fd);
   rmdir(dir.c_str());
+}
+
+// What a child the kernel may hold for good keeps of the agent's descriptors (reviewer,
+// session 82): a child walking an account's paths (a task's before exec, an open-as-account
+// helper) can be given up in an uninterruptible wait, and a copy of the agent's listening
+// socket it held outlived the agent (with SO_REUSEPORT, a restarted agent shared its address
+// with a socket nobody accepts on).
+namespace {
+
+// A TCP socket listening on loopback: the agent's own, as a child would see it.
+int ListeningSocket() {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(fd, 4) != 0) return -1;
+  return fd;
+}
+
+// The descriptors `pid` holds, as "N -> target" lines.
+std::vector<std::string> DescriptorsOf(pid_t pid) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+    std::error_code ignored;
+    out.push_back(e.path().filename().string() + " -> " + std::filesystem::read_symlink(e.path(), ignored).string());
+  }
+  return out;
+}
+
+// This process's children, every thread's.
+std::vector<pid_t> ChildrenOfThisProcess() {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    std::ifstream children(t.path() / "children");
+    pid_t pid = 0;
+    while (children >> pid) out.push_back(pid);
+  }
+  return out;
+}
+
+int keep_a = -1, keep_b = -1, drop = -1;
+
+// Keeps keep_a and keep_b, and says by its exit code what it holds: bit 0 keep_a, bit 1
+// keep_b, bit 2 drop, bit 3 stdin.
+int KeepsTwo(void*) {
+  const int keep[] = {keep_b, keep_a};
+  jc::nexec::CloseDescriptorsBut(keep, 2);
+  auto open_now = [](int fd) { return syscall(SYS_fcntl, fd, F_GETFD) >= 0; };
+  syscall(SYS_exit, (open_now(keep_a) ? 1 : 0) | (open_now(keep_b) ? 2 : 0) | (open_now(drop) ? 4 : 0) |
+                        (open_now(0) ? 8 : 0));
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("a child before exec keeps only the descriptors it is given, not the agent's listening socket [B11][C6]",
+          "[B11][C6]") {
+  drop = ListeningSocket();
+  REQUIRE(drop >= 0);
+  keep_a = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  keep_b = open("/dev/null", O_WRONLY | O_CLOEXEC);
+  REQUIRE((keep_a >= 0 && keep_b >= 0));
+  const bool share = GENERATE(false, true);
+  CAPTURE(share);
+  // Shared: the child takes a table of its own first, as a task's does.
+  const pid_t pid = jc::nexec::StartSharedMemoryChild(
+      share ? +[](void* arg) -> int {
+        if (jc::nexec::UnshareLowDescriptors(std::max({keep_a, keep_b, drop}) + 1) != 0) syscall(SYS_exit, 99);
+        return KeepsTwo(arg);
+      }
+            : KeepsTwo,
+      nullptr, share);
+  REQUIRE(pid > 0);
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == (1 | 2 | 8));  // both kept, stdin too; the socket gone
+  // This process's own are untouched.
+  CHECK(fcntl(drop, F_GETFD) >= 0);
+  close(keep_a);
+  close(keep_b);
+  close(drop);
+}
+
+TEST_CASE("an open-as-account helper that waits holds none of the agent's descriptors but its answer's socket "
+          "[B11][C6]",
+          "[B11][C6]") {
+  if (geteuid() != 0) {
+    WARN("SKIPPED: only a root agent opens through a helper");
+    return;
+  }
+  auto account = jc::nexec::LookupAccount("");
+  REQUIRE(account.ok());
+  const int listener = ListeningSocket();
+  REQUIRE(listener >= 0);
+  const std::string listener_inode = [&] {
+    std::error_code ec;
+    return std::filesystem::read_symlink("/proc/self/fd/" + std::to_string(listener), ec).string();
+  }();
+  REQUIRE(listener_inode.rfind("socket:", 0) == 0);
+  // A FIFO nobody writes to: the helper's open for reading waits until someone does.
+  const auto dir = std::filesystem::temp_directory_path() / ("jc-vfork-fds-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string fifo = (dir / "fifo").string();
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  const std::vector<pid_t> before = ChildrenOfThisProcess();
+  absl::StatusOr<jc::nexec::OwnedFd> opened = absl::UnknownError("not yet");
+  std::thread opener([&] { opened = jc::nexec::OpenAs(*account, fifo, O_RDONLY, 0, false); });
+  pid_t helper = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (helper == 0 && std::chrono::steady_clock::now() < deadline) {
+    for (pid_t p : ChildrenOfThisProcess()) {
+      if (std::find(before.begin(), before.end(), p) == before.end()) helper = p;
+    }
+    if (helper == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE(helper > 0);
+  // Past its first steps (the descriptors go before it opens anything): it waits in the open.
+  std::string state;
+  while (state != "S" && std::chrono::steady_clock::now() < deadline) {
+    std::ifstream stat("/proc/" + std::to_string(helper) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto close_paren = line.rfind(')');
+    state = close_paren == std::string::npos ? "" : line.substr(close_paren + 2, 1);
+    if (state != "S") std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const std::vector<std::string> held = DescriptorsOf(helper);
+  // Released: someone opens the FIFO for writing.
+  const int writer = open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  opener.join();
+  INFO(absl::StrJoin(held, "\n"));
+  CHECK(state == "S");
+  // stdin, stdout, stderr, its answer's socket and what its walk opened: no socket of ours.
+  CHECK(std::count_if(held.begin(), held.end(), [](const std::string& fd) {
+          return fd.find("socket:") != std::string::npos;
+        }) == 1);
+  for (const std::string& fd : held) CHECK(fd.find(listener_inode) == std::string::npos);
+  CHECK(writer >= 0);
+  CHECK(opened.ok());
+  if (writer >= 0) close(writer);
+  close(listener);
+  std::filesystem::remove_all(dir);
 }
