@@ -26,14 +26,20 @@ using jc::oci::RegistryClient;
 using jc::oci::RegistryOptions;
 using jc::testing::FakeRegistry;
 
-// One directory (one CA) for every fake registry of this test binary.
+// One directory (one CA) for every fake registry of this test binary, removed when it exits.
 std::string CertDir() {
-  static const std::string dir = [] {
+  static const struct Dir {
+    std::string path;
+    ~Dir() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } dir{[] {
     auto d = std::filesystem::temp_directory_path() / ("jc-fake-registry-" + std::to_string(getpid()));
     std::filesystem::remove_all(d);
     return d.string();
-  }();
-  return dir;
+  }()};
+  return dir.path;
 }
 
 std::unique_ptr<FakeRegistry> StartRegistry(bool tls = true) {
