@@ -75,6 +75,17 @@ void SetSize(int fd, int rows, int cols) {
   ::ioctl(fd, TIOCSWINSZ, &ws);
 }
 
+// Closes every descriptor from 3 up but `keep`; after fork, async-signal-safe.
+void KeepOnly(int keep) {
+  const bool low = keep <= 3 || ::syscall(SYS_close_range, 3u, static_cast<unsigned>(keep - 1), 0u) == 0;
+  if (low && ::syscall(SYS_close_range, static_cast<unsigned>(keep + 1), ~0u, 0u) == 0) return;
+  // A kernel without close_range (before 5.9): one by one, up to the open files limit.
+  const long max = ::sysconf(_SC_OPEN_MAX);
+  for (int fd = 3; fd < (max > 0 && max < (1 << 20) ? max : (1 << 20)); ++fd) {
+    if (fd != keep) ::close(fd);
+  }
+}
+
 int ExitStatus(int wait_status) {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
   if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
@@ -177,11 +188,16 @@ absl::StatusOr<AttachedCommand> StartAttached(const CommandPlan& plan, bool tty,
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::signal(SIGPIPE, SIG_DFL);
     // Stages a failure is reported at: 0 the cgroup, 1 the account, 2 the directory, 3 exec.
+    // Past the cgroup's join (its files are the daemon's descriptors), every descriptor but
+    // the report's is closed, not only marked: entering the directory can hold this child
+    // for good, on a file system that never answers, and a child held so kept the listening
+    // socket of the daemon that started it (nexec's restarted agent could not bind its port:
+    // attacker helper-91).
     int stage = 0;
     int err = 0;
     if (in_child != nullptr && (*in_child)() != 0) {
       err = errno;
-    } else if (stage = 1; identity != nullptr &&
+    } else if (stage = 1; (KeepOnly(report[1]), identity != nullptr) &&
                // The system calls, not glibc's wrappers (which would try to change every
                // thread of a process that has only this one now).
                (::syscall(SYS_setgroups, identity->groups.size(), identity->groups.data()) != 0 ||
@@ -222,11 +238,42 @@ absl::StatusOr<AttachedCommand> StartAttached(const CommandPlan& plan, bool tty,
   }
   child_in = child_out = child_err = -1;
   int report_errno[2] = {0, 0};
-  ssize_t n;
-  do {
-    n = ::read(report[0], report_errno, sizeof report_errno);
-  } while (n < 0 && errno == EINTR);
+  // Until it execs (the report's end closes) or reports why it could not, within the
+  // plan's limit: a start that never ends held the calling thread for ever, and the daemon
+  // could not stop (attacker helper-91).
+  const auto give_up_at = std::chrono::steady_clock::now() + plan.start_limit;
+  ssize_t n = -1;
+  bool too_slow = false;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up_at - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      too_slow = true;
+      break;
+    }
+    pollfd ready{report[0], POLLIN, 0};
+    const int polled = ::poll(&ready, 1, static_cast<int>(std::min<int64_t>(left.count(), 1000)));
+    if (polled < 0 && errno != EINTR) break;
+    if (polled <= 0) continue;
+    do {
+      n = ::read(report[0], report_errno, sizeof report_errno);
+    } while (n < 0 && errno == EINTR);
+    break;
+  }
   CloseFd(report[0]);
+  if (too_slow) {
+    ::kill(pid, SIGKILL);
+    if (plan.reap_stuck) {
+      plan.reap_stuck(pid);
+    } else {
+      std::thread([pid] { ::waitpid(pid, nullptr, 0); }).detach();
+    }
+    ::close(out.input);
+    if (out.output != out.input) ::close(out.output);
+    if (out.errors >= 0) ::close(out.errors);
+    return absl::DeadlineExceededError(absl::StrCat(
+        "the command did not start within ", plan.start_limit.count(), " ms (its directory ",
+        plan.cwd.empty() ? "/" : plan.cwd, " on a file system that does not answer, or the command stopped before it ran?)"));
+  }
   if (n == sizeof report_errno) {
     ::waitpid(pid, nullptr, 0);
     // The adapter's ends go too (an attacker helper's finding: three descriptors leaked

@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -37,6 +38,15 @@ struct CommandPlan {
   // async-signal-safe, 0 or -1 with errno set. nexec's agent moves the child into its
   // task's cgroup here, so the command is contained, limited and ended with the task.
   std::function<int()> in_child;
+  // How long the command may take from the fork to its exec (entering `cwd` can wait on a
+  // file system that never answers; its account can stop it): past it, it is killed and the
+  // start fails saying so. nexec's agent gives its --task_start_timeout.
+  std::chrono::milliseconds start_limit{10'000};
+  // Called with a child killed at start_limit that has not ended: it may be in an
+  // uninterruptible wait, so it is waited for only if it ends within a moment, else handed
+  // over (nexec's agent counts it against its account). Unset: it is reaped when it ends, by
+  // a thread of its own.
+  std::function<void(pid_t)> reap_stuck;
 };
 
 // A started command: its pid (the leader of a session and process group of its own) and

@@ -54,19 +54,69 @@ struct Reached {
   OwnedFd fd;  // O_PATH, not following a link at its name
 };
 
+// What one program search has done: what it may still do, and the mounts it has found to
+// be none of an account's FUSE file systems (each look at the kernel's mount table reads
+// all of it: attacker helper-91 made one PATH of /dev repeated cost ~800 of them, 0.8 s of
+// the launching thread per job on a host of 1,000 mounts).
+struct Walk {
+  // Past these the search is the shell's, in the task, as the account: each step costs the
+  // agent's launching thread what it costs the shell after, and each look at the mount table
+  // more (a host of 1,000 mounts: ~1 ms).
+  static constexpr int kMaxSteps = 256;
+  static constexpr int kMaxMountLooks = 16;
+  int steps_left = kMaxSteps;
+  int mount_looks_left = kMaxMountLooks;
+  std::vector<uint64_t> cleared_mounts;  // mount ids (statx) RefusalFor passed
+};
+
+// The device of /proc: its links name whoever follows them (/proc/self/cwd is the agent's
+// directory, the task's when the task execs the path), so no walk goes through it, however
+// it is reached (a bind mount of / elsewhere: attacker helper-91).
+dev_t ProcDevice() {
+  static const dev_t dev = [] {
+    struct stat st;
+    return stat("/proc", &st) == 0 ? st.st_dev : static_cast<dev_t>(-1);
+  }();
+  return dev;
+}
+
 // `name` in the directory `dir`, opened O_PATH without following a link at it, once it is
 // known to lie on no FUSE file system an account mounted, with its attributes; nullopt with
 // errno set (ENOENT: not there) otherwise. Nothing is asked of the file system the name
 // lies on before that check: the open crosses onto a mount without a request to it, and
 // RefusalFor asks none; then fstat (a FUSE daemon's, an account's, may never answer).
-std::optional<Reached> Step(int dir, const std::string& dir_path, const std::string& name, struct stat* st) {
-  OwnedFd fd(openat(dir, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd) return std::nullopt;
-  if (const int refused = RefusalFor(fd.get()); refused != 0) {
-    errno = refused;
+std::optional<Reached> Step(Walk& walk, int dir, const std::string& dir_path, const std::string& name,
+                            struct stat* st) {
+  if (--walk.steps_left < 0) {
+    errno = E2BIG;
     return std::nullopt;
   }
+  OwnedFd fd(openat(dir, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return std::nullopt;
+  struct statx where {};
+  const bool looked = statx(fd.get(), "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &where) == 0;
+  const bool has_id = looked && (where.stx_mask & STATX_MNT_ID) != 0;
+  // A file system on a block device is no account's FUSE (RefusalFor's own shortcut); one
+  // cleared already in this search is not looked up again.
+  const bool cleared = looked && (where.stx_dev_major != 0 ||
+                                  (has_id && std::find(walk.cleared_mounts.begin(), walk.cleared_mounts.end(),
+                                                       where.stx_mnt_id) != walk.cleared_mounts.end()));
+  if (!cleared) {
+    if (--walk.mount_looks_left < 0) {
+      errno = E2BIG;
+      return std::nullopt;
+    }
+    if (const int refused = RefusalFor(fd.get()); refused != 0) {
+      errno = refused;
+      return std::nullopt;
+    }
+    if (has_id) walk.cleared_mounts.push_back(where.stx_mnt_id);
+  }
   if (fstat(fd.get(), st) != 0) return std::nullopt;
+  if (st->st_dev == ProcDevice()) {
+    errno = ELOOP;
+    return std::nullopt;
+  }
   return Reached{dir_path + "/" + name, std::move(fd)};
 }
 
@@ -81,7 +131,7 @@ std::optional<Reached> Step(int dir, const std::string& dir_path, const std::str
 // everyone may enter); and a mount made on a step once it was checked does not change what
 // the walk goes on from (the reviewer of session 82: a list of mount points read before the
 // walk could be raced by an account mounting and unmounting on its own directory).
-std::optional<Reached> ResolveThroughRootsAlone(const std::string& path) {
+std::optional<Reached> ResolveThroughRootsAlone(Walk& walk, const std::string& path) {
   std::vector<Reached> levels;  // "/" first, then each directory walked into
   {
     OwnedFd root(open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
@@ -108,7 +158,7 @@ std::optional<Reached> ResolveThroughRootsAlone(const std::string& path) {
     // program, /proc/self/cwd its directory): what root checks is not what the task execs.
     if (levels.size() == 1 && part == "proc") return std::nullopt;
     struct stat st;
-    std::optional<Reached> next = Step(levels.back().fd.get(), levels.back().path, part, &st);
+    std::optional<Reached> next = Step(walk, levels.back().fd.get(), levels.back().path, part, &st);
     if (!next) return std::nullopt;
     if (S_ISLNK(st.st_mode)) {
       char target[PATH_MAX];
@@ -127,8 +177,8 @@ std::optional<Reached> ResolveThroughRootsAlone(const std::string& path) {
 }
 
 // A system program anyone may run, which exec starts as it is (an ELF file or a "#!" script).
-bool SystemProgram(const std::string& file) {
-  const std::optional<Reached> real = ResolveThroughRootsAlone(file);
+bool SystemProgram(Walk& walk, const std::string& file) {
+  const std::optional<Reached> real = ResolveThroughRootsAlone(walk, file);
   struct stat st;
   if (!real || fstat(real->fd.get(), &st) != 0) return false;
   if (!S_ISREG(st.st_mode) || (st.st_mode & S_IXOTH) == 0) return false;
@@ -186,8 +236,9 @@ bool Searchable(const std::string& word, absl::string_view path) {
 // The program the shell would run for `word` on `path` when it may be run directly, else
 // "". `looked`, when given, gets what the answer depends on.
 std::string Search(const std::string& word, absl::string_view path, Looked* looked) {
+  Walk walk;
   if (word.find('/') != std::string::npos) {
-    if (word[0] != '/' || !SystemProgram(word)) return "";
+    if (word[0] != '/' || !SystemProgram(walk, word)) return "";
     Note(looked, word.substr(0, word.rfind('/') + 1));
     Note(looked, word);
     return word;
@@ -199,19 +250,19 @@ std::string Search(const std::string& word, absl::string_view path, Looked* look
   // could not see itself. An empty entry (the working directory) or a relative one: the same.
   for (absl::string_view dir : absl::StrSplit(path, ':')) {
     if (dir.empty() || dir[0] != '/') return "";
-    const std::optional<Reached> real_dir = ResolveThroughRootsAlone(std::string(dir));
+    const std::optional<Reached> real_dir = ResolveThroughRootsAlone(walk, std::string(dir));
     if (!real_dir) return "";
     Note(looked, std::string(dir));
     // The name looked at in the directory checked, and checked itself before anything is
     // asked of it: it may be the mount point of an account's FUSE (PATH=/home, an account's
     // mount on /home/alice, the command `alice`; reviewer, session 82).
     struct stat st;
-    if (!Step(real_dir->fd.get(), real_dir->path, word, &st)) {
+    if (!Step(walk, real_dir->fd.get(), real_dir->path, word, &st)) {
       if (errno == ENOENT) continue;  // not there, for anyone
       return "";
     }
     const std::string candidate = std::string(dir) + (dir.back() == '/' ? "" : "/") + word;
-    if (!SystemProgram(candidate)) return "";
+    if (!SystemProgram(walk, candidate)) return "";
     Note(looked, candidate);
     return candidate;
   }

@@ -1028,6 +1028,7 @@ absl::StatusOr<exec_stream::CommandPlan> TaskRunner::PlanExec(const TaskLaunch& 
     return plan;
   }
   JC_ASSIGN_OR_RETURN(Account user, TaskAccount(t.user));
+  JC_RETURN_IF_ERROR(CheckNoStuckStarts(user));
   TaskLaunch without_hostfile = t;  // written at the task's start; not again
   without_hostfile.hostfile_path.clear();
   JC_ASSIGN_OR_RETURN(auto env, TaskEnvironment(without_hostfile, user));
@@ -1041,6 +1042,11 @@ absl::StatusOr<exec_stream::CommandPlan> TaskRunner::PlanExec(const TaskLaunch& 
   plan.cwd = t.cwd.empty() ? user.home : t.cwd;
   plan.cwd_fallbacks = {user.home, "/tmp"};
   if (ActsForOthers(user)) plan.identity = exec_stream::CommandPlan::Identity{user.uid, user.gid, user.groups};
+  // Bounded as a task's start is, and a child killed then that stays in the kernel counts
+  // against its account as a task's does (attacker helper-91: one stuck `nexec exec` held a
+  // server thread, and the agent's stop, for ever).
+  plan.start_limit = PreExecLimit();
+  plan.reap_stuck = [uid = user.uid](pid_t pid) { ReapOrAbandon(pid, uid); };
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
   for (int c : t.cpus) {

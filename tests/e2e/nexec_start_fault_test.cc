@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 
 #include "executor/auth/munge_auth.h"
@@ -216,6 +217,78 @@ TEST_CASE("a task start that never returns from its file system holds neither th
   // Heartbeats went on through both hangs: the host never lapsed, the bystander runs on.
   CHECK(master.Log().find("is unavailable") == std::string::npos);
   CHECK(job(bystander).state() == npb::RUNNING);
+
+  // Attacker helper-91: `nexec exec` into a running task whose directory no longer answers
+  // (a link to it repointed, as the account could mount over its own). The command's child
+  // held the agent's call for ever (the agent could not stop), and with it every descriptor
+  // of the agent's, its listening socket too: an agent restarted on that address could not
+  // listen. Now the start is bounded as a task's, and the child closes them before it enters.
+  const auto held_link = dir / "held-cwd", held_hung_link = dir / "held-hung-link";
+  std::filesystem::create_directory_symlink(dir, held_link);
+  std::filesystem::create_directory_symlink(hung, held_hung_link);
+  const int64_t held = submit("echo $$ > " + (dir / "held.pid").string() + "; exec sleep 300", held_link.string());
+  REQUIRE(WaitUntil([&] { return Exists(dir / "held.pid") && job(held).state() == npb::RUNNING; }));
+  std::filesystem::rename(held_hung_link, held_link);
+  npb::ExecFrame first;
+  first.mutable_start()->set_job_id(held);
+  first.mutable_start()->add_command("true");
+  grpc::Status exec_status;
+  const auto asked = std::chrono::steady_clock::now();
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    auto cred = auth.Encode(jc::nexec::MungeAuth::Payload("Exec", first));
+    REQUIRE(cred.ok());
+    ctx.AddMetadata(jc::nexec::kMungeMetadataKey, *cred);
+    auto stream = client.stub->Exec(&ctx);
+    REQUIRE(stream->Write(first));
+    npb::ExecFrame frame;
+    bool started = false;
+    while (stream->Read(&frame)) started = started || frame.started();
+    CHECK_FALSE(started);
+    exec_status = stream->Finish();
+  }
+  const auto exec_took = std::chrono::steady_clock::now() - asked;
+  INFO(exec_status.error_message() << "\n" << agent.Log());
+  CHECK_FALSE(exec_status.ok());
+  CHECK(exec_status.error_message().find("did not start within 4000 ms") != std::string::npos);
+  CHECK(exec_took < std::chrono::seconds(30));
+  // Its children still before exec (the direct job's, this command's, given up in the
+  // kernel) hold no socket: not the agent's listening one, not its master connections.
+  const std::string agent_address = agent.WaitForLog(R"(listening on (127\.0\.0\.1:\d+))").value_or("");
+  REQUIRE(!agent_address.empty());
+  std::error_code no_exe;
+  const auto agent_exe = std::filesystem::read_symlink("/proc/" + std::to_string(agent.pid()) + "/exe", no_exe);
+  REQUIRE(!agent_exe.empty());
+  int stuck = 0;
+  for (const auto& proc : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream stat_file(proc.path() / "stat");
+    std::string line;
+    if (!std::getline(stat_file, line) || line.rfind(')') == std::string::npos) continue;
+    std::istringstream rest(line.substr(line.rfind(')') + 2));
+    std::string state;
+    pid_t parent = 0;
+    rest >> state >> parent;
+    std::error_code ec_exe;
+    if (parent != agent.pid() || std::filesystem::read_symlink(proc.path() / "exe", ec_exe) != agent_exe) continue;
+    ++stuck;
+    std::error_code ec;
+    for (const auto& fd : std::filesystem::directory_iterator(proc.path() / "fd", ec)) {
+      std::error_code ignored;
+      const std::string target = std::filesystem::read_symlink(fd.path(), ignored).string();
+      INFO(proc.path().string() << " holds " << fd.path().filename().string() << " -> " << target);
+      CHECK(target.find("socket:") == std::string::npos);
+    }
+  }
+  CHECK(stuck >= 1);
+  // The agent stops when told, and one started on its address listens there.
+  agent.Signal(SIGTERM);
+  CHECK(agent.Wait(std::chrono::seconds(20)).has_value());
+  Process again({JC_NEXEC_AGENT, "--master=127.0.0.1:" + port, "--host=node1", "--listen=" + agent_address,
+                 "--resources=cpus=8,mem=8G", "--heartbeat=200ms", "--task_start_timeout=4s", "--metrics_address=",
+                 "--state_dir=" + (dir / "node1").string()},
+                (dir / "node1-again.log").string());
+  CHECK(again.WaitForLog("listening on " + agent_address).has_value());
 }
 
 // Attacker helper-85: a regular file on a FUSE file system the account mounted itself, whose

@@ -2,10 +2,13 @@
 // how the program is found, and that a task keeps the shell's answers (127, 126, its
 // messages) wherever the shell is still the one to give them.
 
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -406,4 +409,54 @@ TEST_CASE("however many directories accounts' PATHs name, the agent holds few in
   CHECK(cache.DirectArgv("sleep 2", long_path)->program == sleep);
   CHECK(cache.DirectArgv("sleep 2", long_path)->program == sleep);
   CHECK(cache.watches() == held);
+}
+
+TEST_CASE("a PATH that would hold the agent's look too long is left to the shell, however it repeats a directory "
+          "[B11][C6]",
+          "[B11][C6]") {
+  const std::string sleep = Found("sleep");
+  REQUIRE(!sleep.empty());
+  const std::string dir = sleep.substr(0, sleep.rfind('/'));
+  // /dev is no disk's file system: each look at it could read the kernel's whole mount
+  // table (attacker helper-91: /dev repeated 800 times, 0.8 s of the launching thread a job).
+  std::string few, many;
+  for (int i = 0; i < 3; ++i) few += "/dev:";
+  for (int i = 0; i < 200; ++i) many += "/dev:";
+  auto direct = DirectArgv("sleep 1", few + dir);
+  REQUIRE(direct.has_value());
+  CHECK(direct->program == dir + "/sleep");
+  CHECK_FALSE(DirectArgv("sleep 1", many + dir).has_value());  // the shell's to search, as the account
+}
+
+TEST_CASE("the agent's look for a program never goes through /proc, wherever /proc is reached from [B11][C6]",
+          "[B11][C6]") {
+  if (geteuid() != 0) {
+    WARN("SKIPPED: binding /proc elsewhere needs root");
+    return;
+  }
+  const std::string sleep = Found("sleep");
+  REQUIRE(!sleep.empty());
+  // Below a directory root's alone (not /tmp, which anyone may write): /proc bound again.
+  const std::string top = "/run/jc-direct-proc-" + std::to_string(getpid());
+  const std::string bound = top + "/p";
+  REQUIRE(mkdir(top.c_str(), 0755) == 0);
+  REQUIRE(mkdir(bound.c_str(), 0755) == 0);
+  if (mount("/proc", bound.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+    rmdir(bound.c_str());
+    rmdir(top.c_str());
+    WARN("SKIPPED: cannot bind /proc here: " << std::strerror(errno));
+    return;
+  }
+  // self/cwd is the agent's directory to the agent, and the task's to the task that execs
+  // the path: what root checked would not be what ran (attacker helper-91, through a bind
+  // of / elsewhere).
+  const std::string through = bound + "/self/cwd" + sleep.substr(0, sleep.rfind('/'));
+  REQUIRE(chdir("/") == 0);
+  const bool found_directly = DirectArgv("sleep 1", through).has_value();
+  const bool found_by_path = DirectArgv(through + "/sleep 1", "").has_value();
+  umount2(bound.c_str(), MNT_DETACH);
+  rmdir(bound.c_str());
+  rmdir(top.c_str());
+  CHECK_FALSE(found_directly);
+  CHECK_FALSE(found_by_path);
 }
