@@ -142,6 +142,11 @@ void Monitor::Start() {
 
 void Monitor::Stop() { loop_.Stop(); }
 
+bool HoldsNothing(const apb::CenterInfo& info) {
+  const auto& c = info.capacity();
+  return info.has_capacity() && c.cpu() <= 0 && c.gpu() <= 0 && c.npu() <= 0 && c.mlu() <= 0 && c.memory() <= 0;
+}
+
 void Monitor::Observe(CenterObservation* o) {
   const std::string& address = o->center.adapter_address();
   // The usage answered is measured after this moment, so it includes every replica the
@@ -158,7 +163,11 @@ void Monitor::Observe(CenterObservation* o) {
   }
   absl::Time now = clock_->Now();
   std::string info_error;
-  if (!o->has_info || now - o->info_at >= options_.info_refresh) {
+  // Asked again at the next poll while the center said it holds nothing: an adapter asked
+  // before its cluster's hosts came up (a nexec center whose agents had not joined yet)
+  // says so, and for info_refresh every job would have been refused as one no center could
+  // ever run (the live placement bench, twice under a fresh clone's CI).
+  if (!o->has_info || now - o->info_at >= options_.info_refresh || HoldsNothing(o->info)) {
     auto info = adapters_->GetCenterInfo({o->center.ai_center_id(), address}, options_.call_timeout);
     if (info.ok()) {
       o->info = std::move(*info);

@@ -56,6 +56,9 @@ struct CenterObservation {
   int start_estimates_dropped = 0;  // in the last queue report (BoundQueueReport)
 };
 
+// Whether a center's info gives a capacity, and it is nothing at all (every figure 0).
+bool HoldsNothing(const apb::CenterInfo& info);
+
 class Monitor {
  public:
   Monitor(registry::CenterDirectory* centers, southbound::AdapterClient* adapters, const Clock* clock, MonitorOptions options);
