@@ -69,17 +69,6 @@ struct Walk {
   std::vector<uint64_t> cleared_mounts;  // mount ids (statx) RefusalFor passed
 };
 
-// The device of /proc: its links name whoever follows them (/proc/self/cwd is the agent's
-// directory, the task's when the task execs the path), so no walk goes through it, however
-// it is reached (a bind mount of / elsewhere: attacker helper-91).
-dev_t ProcDevice() {
-  static const dev_t dev = [] {
-    struct stat st;
-    return stat("/proc", &st) == 0 ? st.st_dev : static_cast<dev_t>(-1);
-  }();
-  return dev;
-}
-
 // `name` in the directory `dir`, opened O_PATH without following a link at it, once it is
 // known to lie on no FUSE file system an account mounted, with its attributes; nullopt with
 // errno set (ENOENT: not there) otherwise. Nothing is asked of the file system the name
@@ -113,7 +102,12 @@ std::optional<Reached> Step(Walk& walk, int dir, const std::string& dir_path, co
     if (has_id) walk.cleared_mounts.push_back(where.stx_mnt_id);
   }
   if (fstat(fd.get(), st) != 0) return std::nullopt;
-  if (st->st_dev == ProcDevice()) {
+  // Never through a /proc, however it is reached (a bind of / elsewhere: attacker
+  // helper-91; a proc mounted again: reviewer helper-92): its links name whoever follows
+  // them (self/cwd is the agent's directory to the agent, the task's to the task that execs
+  // the path). Asked of a file system off a disk only (proc's is), checked above.
+  struct statfs fs;
+  if ((!looked || where.stx_dev_major == 0) && (fstatfs(fd.get(), &fs) != 0 || fs.f_type == PROC_SUPER_MAGIC)) {
     errno = ELOOP;
     return std::nullopt;
   }

@@ -34,7 +34,9 @@ double Number(const std::string& field) {
 // Runs `argv` (no shell) and returns its stdout.
 absl::StatusOr<std::string> Run(const std::vector<std::string>& argv) {
   int out[2];
-  if (pipe(out) != 0) return absl::UnavailableError("pipe failed");
+  // Close-on-exec (dup2 below clears it on stdout): a sensor forked meanwhile by another
+  // thread must not keep the write end, or this read would never end.
+  if (pipe2(out, O_CLOEXEC) != 0) return absl::UnavailableError("pipe failed");
   pid_t pid = fork();
   if (pid < 0) {
     close(out[0]);

@@ -1005,6 +1005,12 @@ absl::StatusOr<exec_stream::CommandPlan> TaskRunner::PlanExec(const TaskLaunch& 
     if (auto c = cgroups_.find(t.key); c != cgroups_.end()) cgroup = c->second;
   }
   exec_stream::CommandPlan plan;
+  // Bounded as a task's start is, and a child killed then that stays in the kernel counts
+  // against the task's account as a task's does (attacker helper-91: one stuck `nexec exec`
+  // held a server thread, and the agent's stop, for ever). runc's too (reviewer helper-92).
+  plan.start_limit = PreExecLimit();
+  const absl::StatusOr<Account> owner = TaskAccount(t.user);
+  plan.reap_stuck = [uid = owner.ok() ? owner->uid : kNoAccount](pid_t pid) { ReapOrAbandon(pid, uid); };
   if (!t.image.empty()) {
     // runc exec: the new process takes the container's own process settings (its account,
     // environment, directory, capabilities, no_new_privileges) and its cgroup.
@@ -1042,11 +1048,6 @@ absl::StatusOr<exec_stream::CommandPlan> TaskRunner::PlanExec(const TaskLaunch& 
   plan.cwd = t.cwd.empty() ? user.home : t.cwd;
   plan.cwd_fallbacks = {user.home, "/tmp"};
   if (ActsForOthers(user)) plan.identity = exec_stream::CommandPlan::Identity{user.uid, user.gid, user.groups};
-  // Bounded as a task's start is, and a child killed then that stays in the kernel counts
-  // against its account as a task's does (attacker helper-91: one stuck `nexec exec` held a
-  // server thread, and the agent's stop, for ever).
-  plan.start_limit = PreExecLimit();
-  plan.reap_stuck = [uid = user.uid](pid_t pid) { ReapOrAbandon(pid, uid); };
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
   for (int c : t.cpus) {

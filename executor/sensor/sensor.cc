@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -117,7 +118,9 @@ std::vector<pb::SensorResource> SensorRunner::Current() const {
 void SensorRunner::Run(const std::string& path) {
   while (true) {
     int fds[2];
-    if (pipe(fds) != 0) return;
+    // Close-on-exec: a probe or another sensor forked meanwhile by another thread must not
+    // keep this one's write end for its whole life (this reader would never see the end).
+    if (pipe2(fds, O_CLOEXEC) != 0) return;
     const pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {

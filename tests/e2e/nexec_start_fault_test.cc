@@ -280,7 +280,7 @@ TEST_CASE("a task start that never returns from its file system holds neither th
       CHECK(target.find("socket:") == std::string::npos);
     }
   }
-  CHECK(stuck >= 1);
+  CHECK(stuck >= 2);  // the direct job's, given up, and this command's (reviewer helper-92)
   // The agent stops when told, and one started on its address listens there.
   agent.Signal(SIGTERM);
   CHECK(agent.Wait(std::chrono::seconds(20)).has_value());

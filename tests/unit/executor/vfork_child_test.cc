@@ -441,7 +441,10 @@ TEST_CASE("a child before exec keeps only the descriptors it is given, not the a
   keep_b = open("/dev/null", O_WRONLY | O_CLOEXEC);
   REQUIRE((keep_a >= 0 && keep_b >= 0));
   const bool share = GENERATE(false, true);
-  CAPTURE(share);
+  // And as on a kernel without close_range (before 5.9; reviewer helper-92).
+  const bool close_range = GENERATE(true, false);
+  CAPTURE(share, close_range);
+  jc::nexec::UseCloseRange(close_range);
   // Shared: the child takes a table of its own first, as a task's does.
   const pid_t pid = jc::nexec::StartSharedMemoryChild(
       share ? +[](void* arg) -> int {
@@ -454,6 +457,7 @@ TEST_CASE("a child before exec keeps only the descriptors it is given, not the a
   int status = 0;
   REQUIRE(waitpid(pid, &status, 0) == pid);
   REQUIRE(WIFEXITED(status));
+  jc::nexec::UseCloseRange(true);
   CHECK(WEXITSTATUS(status) == (1 | 2 | 8));  // both kept, stdin too; the socket gone
   // This process's own are untouched.
   CHECK(fcntl(drop, F_GETFD) >= 0);
@@ -471,6 +475,9 @@ TEST_CASE("an open-as-account helper that waits holds none of the agent's descri
   }
   auto account = jc::nexec::LookupAccount("");
   REQUIRE(account.ok());
+  const bool close_range = GENERATE(true, false);  // false: as on a kernel before 5.9
+  CAPTURE(close_range);
+  jc::nexec::UseCloseRange(close_range);
   const int listener = ListeningSocket();
   REQUIRE(listener >= 0);
   const std::string listener_inode = [&] {
@@ -507,6 +514,7 @@ TEST_CASE("an open-as-account helper that waits holds none of the agent's descri
     if (state != "S") std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   const std::vector<std::string> held = DescriptorsOf(helper);
+  jc::nexec::UseCloseRange(true);
   // Released: someone opens the FIFO for writing.
   const int writer = open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
   opener.join();
