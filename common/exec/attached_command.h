@@ -66,6 +66,13 @@ struct AttachedCommand {
 // error, not the signal that would end a daemon); the command gets the default back.
 absl::StatusOr<AttachedCommand> StartAttached(const CommandPlan& plan, bool tty, int rows, int cols);
 
+// Starts killed at their start_limit and left to a thread of their own (no reap_stuck) that
+// still wait in the kernel; with kMaxStuckStarts of them StartAttached refuses (UNAVAILABLE)
+// until some end. SetMaxStuckStarts: for tests.
+inline constexpr int kMaxStuckStarts = 64;
+int StuckStarts();
+void SetMaxStuckStarts(int most);
+
 // The caller's side of one command's stream, as a transport sees it. Send and Close are
 // called from one thread, Receive from another, Cancelled from both.
 class ExecPeer {

@@ -29,6 +29,8 @@
 
 #include "absl/strings/str_join.h"
 
+#include "common/exec/attached_command.h"
+#include "tests/testing/process.h"
 #include "executor/agent/user_files.h"
 #include "executor/agent/vfork_child.h"
 
@@ -530,4 +532,50 @@ TEST_CASE("an open-as-account helper that waits holds none of the agent's descri
   if (writer >= 0) close(writer);
   close(listener);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("commands killed before they start that stay in the kernel hold a thread each, and past the most a process "
+          "allows no more start until they end [A17][C6]",
+          "[A17][C6]") {
+  const std::string root = "/sys/fs/cgroup/freezer";
+  if (geteuid() != 0 || access((root + "/tasks").c_str(), W_OK) != 0) {
+    WARN("SKIPPED: needs root and a cgroup v1 freezer hierarchy (a frozen task stays when killed)");
+    return;
+  }
+  const std::string dir = root + "/jc-exec-stuck-" + std::to_string(getpid());
+  REQUIRE(mkdir(dir.c_str(), 0755) == 0);
+  REQUIRE(WriteFile(dir + "/freezer.state", "FROZEN"));
+  const int tasks = open((dir + "/tasks").c_str(), O_WRONLY | O_CLOEXEC);
+  REQUIRE(tasks >= 0);
+  jc::exec_stream::SetMaxStuckStarts(1);
+  // Its start joins the frozen cgroup (as a command's start that a file system never
+  // answers), so it is still there when killed at its limit.
+  jc::exec_stream::CommandPlan stuck;
+  stuck.argv = {"true"};
+  stuck.env = {"PATH=/usr/bin:/bin"};
+  stuck.start_limit = std::chrono::milliseconds(200);
+  stuck.in_child = [tasks]() -> int { return ::write(tasks, "0", 1) == 1 ? 0 : -1; };
+  auto first = jc::exec_stream::StartAttached(stuck, false, 0, 0);
+  CHECK(first.status().code() == absl::StatusCode::kDeadlineExceeded);
+  CHECK(jc::exec_stream::StuckStarts() == 1);
+  jc::exec_stream::CommandPlan plain;
+  plain.argv = {"true"};
+  plain.env = {"PATH=/usr/bin:/bin"};
+  auto refused = jc::exec_stream::StartAttached(plain, false, 0, 0);
+  CHECK(refused.status().code() == absl::StatusCode::kUnavailable);
+  CHECK(refused.status().message().find("still wait in the kernel") != std::string::npos);
+  // Thawed, it ends, its thread with it, and commands start again.
+  REQUIRE(WriteFile(dir + "/freezer.state", "THAWED"));
+  CHECK(jc::testing::WaitUntil([] { return jc::exec_stream::StuckStarts() == 0; }));
+  auto again = jc::exec_stream::StartAttached(plain, false, 0, 0);
+  CHECK(again.ok());
+  if (again.ok()) {
+    ::close(again->input);
+    ::close(again->output);
+    if (again->errors >= 0) ::close(again->errors);
+    ::waitpid(again->pid, nullptr, 0);
+  }
+  jc::exec_stream::SetMaxStuckStarts(jc::exec_stream::kMaxStuckStarts);
+  close(tasks);
+  rmdir(dir.c_str());
 }
