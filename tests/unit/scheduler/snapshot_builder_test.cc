@@ -120,6 +120,25 @@ TEST_CASE("a center whose adapter the monitor polls has nothing free until its f
   CHECK(BuildSnapshot(in).Find("a")->free.gpu == 0);
 }
 
+TEST_CASE("a center whose adapter says it holds nothing at all keeps its registered capacity for what could ever run "
+          "there, with nothing free [A8][A3]",
+          "[A8][A3]") {
+  SchedulerInputs in = Inputs();
+  in.monitored = true;
+  in.centers[0].set_adapter_address("unix:/run/a.sock");
+  in.observations[0].center = in.centers[0];
+  in.observations[0].usage.mutable_free()->Clear();  // its nodes not up yet
+  in.observations[0].info.mutable_capacity()->Clear();
+  in.observations[0].info.mutable_capacity()->set_cpu(0);
+  const CenterView* a = BuildSnapshot(in).Find("a");
+  REQUIRE(a != nullptr);
+  CHECK(a->capacity.cpu == 128);  // as registered
+  CHECK(a->free.cpu == 0);
+  // What it says once they are up is its capacity.
+  in.observations[0].info.mutable_capacity()->set_cpu(16);
+  CHECK(BuildSnapshot(in).Find("a")->capacity.cpu == 16);
+}
+
 TEST_CASE("a center's reported start delays reach its view by spec, as of the monitor's poll, and bad figures are "
           "unknown [A16]",
           "[A16][A3]") {
