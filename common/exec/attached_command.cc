@@ -26,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/exec/close_descriptors.h"
 #include "common/exec/exec_stream.h"
 
 namespace jc::exec_stream {
@@ -73,17 +74,6 @@ void SetSize(int fd, int rows, int cols) {
   ws.ws_row = static_cast<unsigned short>(rows > 0 ? rows : 24);
   ws.ws_col = static_cast<unsigned short>(cols > 0 ? cols : 80);
   ::ioctl(fd, TIOCSWINSZ, &ws);
-}
-
-// Closes every descriptor from 3 up but `keep`; after fork, async-signal-safe.
-void KeepOnly(int keep) {
-  const bool low = keep <= 3 || ::syscall(SYS_close_range, 3u, static_cast<unsigned>(keep - 1), 0u) == 0;
-  if (low && ::syscall(SYS_close_range, static_cast<unsigned>(keep + 1), ~0u, 0u) == 0) return;
-  // A kernel without close_range (before 5.9): one by one, up to the open files limit.
-  const long max = ::sysconf(_SC_OPEN_MAX);
-  for (int fd = 3; fd < (max > 0 && max < (1 << 20) ? max : (1 << 20)); ++fd) {
-    if (fd != keep) ::close(fd);
-  }
 }
 
 // Children killed at their start_limit that a thread of this file still waits for.
@@ -208,7 +198,7 @@ absl::StatusOr<AttachedCommand> StartAttached(const CommandPlan& plan, bool tty,
     int err = 0;
     if (in_child != nullptr && (*in_child)() != 0) {
       err = errno;
-    } else if (stage = 1; (KeepOnly(report[1]), identity != nullptr) &&
+    } else if (stage = 1; (CloseDescriptorsBut(&report[1], 1), identity != nullptr) &&
                // The system calls, not glibc's wrappers (which would try to change every
                // thread of a process that has only this one now).
                (::syscall(SYS_setgroups, identity->groups.size(), identity->groups.data()) != 0 ||

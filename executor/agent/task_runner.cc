@@ -40,6 +40,7 @@
 #include "common/status_macros.h"
 #include "executor/agent/direct_exec.h"
 #include "executor/agent/user_files.h"
+#include "common/exec/close_descriptors.h"
 #include "executor/agent/vfork_child.h"
 
 namespace jc::nexec {

@@ -25,6 +25,7 @@
 #include "absl/strings/str_format.h"
 #include "common/status_macros.h"
 #include "executor/agent/fuse_mounts.h"
+#include "common/exec/close_descriptors.h"
 #include "executor/agent/vfork_child.h"
 
 namespace jc::nexec {

@@ -84,16 +84,6 @@ int KeepHigh(int fd);
 // cannot. The table is sized for `base` slots: pass one more than the highest descriptor
 // the child still needs, not HighDescriptorBase(). 0, or -1 with errno.
 int UnshareLowDescriptors(int base);
-// Closes every descriptor from 3 up but the `count` in `keep` (at most
-// kMaxKeptDescriptors; those below 3 are kept anyway). Async-signal-safe, for a child about
-// to walk an account's paths: one the kernel holds there (given up) keeps only these, not
-// the agent's listening socket and connections, which a child's copy held into the agent's
-// next life (reviewer, session 82). A kernel without close_range (before 5.9): one by one,
-// as /proc/self/fd lists them (reviewer helper-92).
-inline constexpr size_t kMaxKeptDescriptors = 8;
-void CloseDescriptorsBut(const int* keep, size_t count);
-// false: CloseDescriptorsBut goes as on a kernel without close_range (tests).
-void UseCloseRange(bool use);
 
 // Resets every caught signal to its default; for the first step of such a child.
 void DefaultCaughtSignals();

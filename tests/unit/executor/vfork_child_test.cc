@@ -30,6 +30,7 @@
 #include "absl/strings/str_join.h"
 
 #include "common/exec/attached_command.h"
+#include "common/exec/close_descriptors.h"
 #include "tests/testing/process.h"
 #include "executor/agent/user_files.h"
 #include "executor/agent/vfork_child.h"
@@ -426,7 +427,7 @@ int keep_a = -1, keep_b = -1, drop = -1;
 // keep_b, bit 2 drop, bit 3 stdin.
 int KeepsTwo(void*) {
   const int keep[] = {keep_b, keep_a};
-  jc::nexec::CloseDescriptorsBut(keep, 2);
+  jc::CloseDescriptorsBut(keep, 2);
   auto open_now = [](int fd) { return syscall(SYS_fcntl, fd, F_GETFD) >= 0; };
   syscall(SYS_exit, (open_now(keep_a) ? 1 : 0) | (open_now(keep_b) ? 2 : 0) | (open_now(drop) ? 4 : 0) |
                         (open_now(0) ? 8 : 0));
@@ -446,7 +447,7 @@ TEST_CASE("a child before exec keeps only the descriptors it is given, not the a
   // And as on a kernel without close_range (before 5.9; reviewer helper-92).
   const bool close_range = GENERATE(true, false);
   CAPTURE(share, close_range);
-  jc::nexec::UseCloseRange(close_range);
+  jc::UseCloseRange(close_range);
   // Shared: the child takes a table of its own first, as a task's does.
   const pid_t pid = jc::nexec::StartSharedMemoryChild(
       share ? +[](void* arg) -> int {
@@ -459,7 +460,7 @@ TEST_CASE("a child before exec keeps only the descriptors it is given, not the a
   int status = 0;
   REQUIRE(waitpid(pid, &status, 0) == pid);
   REQUIRE(WIFEXITED(status));
-  jc::nexec::UseCloseRange(true);
+  jc::UseCloseRange(true);
   CHECK(WEXITSTATUS(status) == (1 | 2 | 8));  // both kept, stdin too; the socket gone
   // This process's own are untouched.
   CHECK(fcntl(drop, F_GETFD) >= 0);
@@ -479,7 +480,7 @@ TEST_CASE("an open-as-account helper that waits holds none of the agent's descri
   REQUIRE(account.ok());
   const bool close_range = GENERATE(true, false);  // false: as on a kernel before 5.9
   CAPTURE(close_range);
-  jc::nexec::UseCloseRange(close_range);
+  jc::UseCloseRange(close_range);
   const int listener = ListeningSocket();
   REQUIRE(listener >= 0);
   const std::string listener_inode = [&] {
@@ -516,7 +517,7 @@ TEST_CASE("an open-as-account helper that waits holds none of the agent's descri
     if (state != "S") std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   const std::vector<std::string> held = DescriptorsOf(helper);
-  jc::nexec::UseCloseRange(true);
+  jc::UseCloseRange(true);
   // Released: someone opens the FIFO for writing.
   const int writer = open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
   opener.join();

@@ -33,6 +33,9 @@ class OneCenter : public jc::registry::CenterDirectory {
   }
 };
 
+// The monitor asks an adapter for its usage and what it holds, nothing else.
+constexpr char kNotAsked[] = "not asked by the monitor";
+
 // An adapter whose center's hosts come up when the test says: until then it describes a
 // capacity of nothing, as the native adapter does with no nexec host joined.
 class Adapter : public jc::southbound::AdapterClient {
@@ -51,27 +54,27 @@ class Adapter : public jc::southbound::AdapterClient {
     return info;
   }
   absl::StatusOr<apb::ListAccountingResponse> ListAccounting(const AdapterAt&, const apb::ListAccountingRequest&) override {
-    return absl::UnimplementedError("");
+    return absl::UnimplementedError(kNotAsked);
   }
   absl::StatusOr<apb::Replica> Submit(const AdapterAt&, const apb::SubmitReplicaRequest&) override {
-    return absl::UnimplementedError("");
+    return absl::UnimplementedError(kNotAsked);
   }
-  absl::Status Stop(const AdapterAt&, const apb::ReplicaKey&) override { return absl::UnimplementedError(""); }
+  absl::Status Stop(const AdapterAt&, const apb::ReplicaKey&) override { return absl::UnimplementedError(kNotAsked); }
   absl::StatusOr<apb::Replica> Withdraw(const AdapterAt&, const apb::ReplicaKey&) override {
-    return absl::UnimplementedError("");
+    return absl::UnimplementedError(kNotAsked);
   }
   absl::StatusOr<apb::Replica> Get(const AdapterAt&, const apb::ReplicaKey&) override {
-    return absl::UnimplementedError("");
+    return absl::UnimplementedError(kNotAsked);
   }
   absl::Status Watch(const AdapterAt&, uint64_t, const std::function<void(const apb::ReplicaEvent&)>&,
                      const std::function<bool()>&) override {
-    return absl::UnimplementedError("");
+    return absl::UnimplementedError(kNotAsked);
   }
   absl::StatusOr<apb::StageDatasetResponse> Stage(const AdapterAt&, const apb::StageDatasetRequest&) override {
-    return absl::UnimplementedError("");
+    return absl::UnimplementedError(kNotAsked);
   }
   absl::StatusOr<std::string> ReadLog(const AdapterAt&, const apb::ReplicaKey&, int64_t) override {
-    return absl::UnimplementedError("");
+    return absl::UnimplementedError(kNotAsked);
   }
 };
 

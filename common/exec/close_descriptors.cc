@@ -1,0 +1,79 @@
+#include "common/exec/close_descriptors.h"
+
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+
+namespace jc {
+
+namespace {
+
+std::atomic<bool> close_range_works{true};
+
+// A directory entry as getdents64 gives it.
+struct Dirent64 {
+  uint64_t d_ino;
+  int64_t d_off;
+  unsigned short d_reclen;
+  unsigned char d_type;
+  char d_name[1];
+};
+
+// Every descriptor from 3 up but those `sorted` holds (`n` of them, ascending), one by one,
+// as /proc/self/fd lists them: for a kernel without close_range (before 5.9). Raw system
+// calls and a buffer on the stack: async-signal-safe, no allocation.
+void CloseListedBut(const int* sorted, size_t n) {
+  const long dir = syscall(SYS_openat, AT_FDCWD, "/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return;
+  alignas(8) char buf[4096];
+  long got;
+  while ((got = syscall(SYS_getdents64, dir, buf, sizeof buf)) > 0) {
+    for (long at = 0; at < got;) {
+      const Dirent64* d = reinterpret_cast<const Dirent64*>(buf + at);
+      at += d->d_reclen;
+      long fd = 0;
+      const char* c = d->d_name;
+      if (*c < '0' || *c > '9') continue;  // "." and ".."
+      for (; *c >= '0' && *c <= '9'; ++c) fd = fd * 10 + (*c - '0');
+      if (fd < 3 || fd == dir) continue;
+      bool kept = false;
+      for (size_t i = 0; i < n && !kept; ++i) kept = sorted[i] == fd;
+      if (!kept) syscall(SYS_close, fd);  // a listing goes on by number: closing behind it is safe
+    }
+  }
+  syscall(SYS_close, dir);
+}
+
+}  // namespace
+
+void UseCloseRange(bool use) { close_range_works.store(use, std::memory_order_relaxed); }
+
+void CloseDescriptorsBut(const int* keep, size_t count) {
+  // The kept ones from 3 up, in order (a few: an insertion sort), and the gaps closed.
+  int sorted[kMaxKeptDescriptors];
+  size_t n = 0;
+  for (size_t i = 0; i < count && n < kMaxKeptDescriptors; ++i) {
+    if (keep[i] < 3) continue;
+    size_t at = n++;
+    for (; at > 0 && sorted[at - 1] > keep[i]; --at) sorted[at] = sorted[at - 1];
+    sorted[at] = keep[i];
+  }
+  if (!close_range_works.load(std::memory_order_relaxed)) {
+    CloseListedBut(sorted, n);
+    return;
+  }
+  unsigned from = 3;
+  bool closed = true;
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned fd = static_cast<unsigned>(sorted[i]);
+    if (fd > from) closed = syscall(SYS_close_range, from, fd - 1, 0U) == 0 && closed;
+    if (fd + 1 > from) from = fd + 1;
+  }
+  closed = syscall(SYS_close_range, from, ~0U, 0U) == 0 && closed;
+  if (!closed) CloseListedBut(sorted, n);  // a kernel without close_range (before 5.9)
+}
+
+}  // namespace jc
