@@ -196,9 +196,10 @@ absl::StatusOr<AttachedCommand> StartAttached(const CommandPlan& plan, bool tty,
     // attacker helper-91).
     int stage = 0;
     int err = 0;
+    const int handed[] = {0, 1, 2, report[1]};  // the command's input and output, and the report
     if (in_child != nullptr && (*in_child)() != 0) {
       err = errno;
-    } else if (stage = 1; (CloseDescriptorsBut(&report[1], 1), identity != nullptr) &&
+    } else if (stage = 1; (CloseDescriptorsBut(handed, 4), identity != nullptr) &&
                // The system calls, not glibc's wrappers (which would try to change every
                // thread of a process that has only this one now).
                (::syscall(SYS_setgroups, identity->groups.size(), identity->groups.data()) != 0 ||

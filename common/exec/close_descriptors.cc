@@ -47,12 +47,9 @@ void CloseListedBut(const int* sorted, size_t n) {
   syscall(SYS_close, dir);
 }
 
-}  // namespace
-
-void UseCloseRange(bool use) { close_range_works.store(use, std::memory_order_relaxed); }
-
-void CloseDescriptorsBut(const int* keep, size_t count) {
-  // The kept ones from 3 up, in order (a few: an insertion sort), and the gaps closed.
+// Every descriptor from 3 up but the `count` in `keep`: the kept ones from 3 up, in order (a
+// few: an insertion sort), and the gaps closed.
+void CloseAboveStandardBut(const int* keep, size_t count) {
   int sorted[kMaxKeptDescriptors];
   size_t n = 0;
   for (size_t i = 0; i < count && n < kMaxKeptDescriptors; ++i) {
@@ -74,6 +71,35 @@ void CloseDescriptorsBut(const int* keep, size_t count) {
   }
   closed = syscall(SYS_close_range, from, ~0U, 0U) == 0 && closed;
   if (!closed) CloseListedBut(sorted, n);  // a kernel without close_range (before 5.9)
+}
+
+// stdin, stdout and stderr but those `keep` names, pointed at /dev/null.
+void DetachStandardDescriptors(const int* keep, size_t count) {
+  bool replace[3] = {true, true, true};
+  for (size_t i = 0; i < count; ++i) {
+    if (keep[i] >= 0 && keep[i] < 3) replace[keep[i]] = false;
+  }
+  if (!replace[0] && !replace[1] && !replace[2]) return;
+  const long null = syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR | O_CLOEXEC);
+  if (null < 0) return;
+  // dup3 (no dup2 on every architecture) leaves the copies open across exec.
+  for (int fd = 0; fd < 3; ++fd) {
+    if (replace[fd] && fd != null) syscall(SYS_dup3, null, fd, 0);
+  }
+  if (null >= 3) {
+    syscall(SYS_close, null);
+  } else {
+    syscall(SYS_fcntl, null, F_SETFD, 0);  // it took a free one of the three: it stands for it
+  }
+}
+
+}  // namespace
+
+void UseCloseRange(bool use) { close_range_works.store(use, std::memory_order_relaxed); }
+
+void CloseDescriptorsBut(const int* keep, size_t count) {
+  CloseAboveStandardBut(keep, count);
+  DetachStandardDescriptors(keep, count);
 }
 
 }  // namespace jc

@@ -13,7 +13,6 @@
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -780,19 +779,6 @@ absl::Status TaskRunner::OpenOutputs(const TaskLaunch& t, const Account& user, b
   return absl::OkStatus();
 }
 
-// The submission directory when it exists on this host (a directory of another machine
-// does not), else the user's home, else / for system users whose home does not exist.
-// One that exists but the user cannot enter (a root-only build tree, a 0700 temporary
-// directory) is replaced by /tmp by the child, with a line on the task's stderr, as Slurm
-// and LSF do.
-std::string TaskRunner::WorkingDirectory(const TaskLaunch& t, const Account& user) {
-  std::error_code ec;
-  std::string cwd = t.cwd;
-  if (cwd.empty() || !std::filesystem::is_directory(cwd, ec)) cwd = user.home;
-  if (!std::filesystem::is_directory(cwd, ec)) cwd = "/";
-  return cwd;
-}
-
 // What a child that failed before exec reported, as the task's error: an output file it
 // could not open as the user as the user's shell would put it (the job ends with it as
 // its reason), any other step by name.
@@ -837,19 +823,14 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
   // In its image, the child (root, until runc) starts in /: the container's directory is
   // the one PrepareImage opened as the user.
   const bool in_image = !t.image.empty();
-  // Started by posix_spawn (below): the agent runs as the account itself, and looks.
-  const bool plain_spawn = !switch_user && t.cpus.empty() && !t.stdin_pipe && !t.tty && !cgroups_layout_ && !in_image;
   std::vector<std::string> cwds;  // TaskChild::cwds
   if (in_image) {
     cwds = {"/"};
-  } else if (plain_spawn) {
-    cwds = {WorkingDirectory(t, *user)};
   } else {
     if (!t.cwd.empty()) cwds.push_back(t.cwd);
     cwds.push_back(user->home);
     cwds.push_back("/");
   }
-  const std::string& cwd = cwds.front();
   std::vector<std::string> cwd_notes, pwd_strings;
   for (const std::string& dir : cwds) {
     cwd_notes.push_back(absl::StrCat("nexec: ", user->name, " cannot enter ", dir, "; running in /tmp\n"));
@@ -922,15 +903,6 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
     // it (an uninterruptible wait: ReapOrAbandon).
     draining_cgroups_.push_back(cgroup);
   });
-  if (plain_spawn) {
-    if (direct) {
-      auto pid = Spawn(t.key, direct->program.c_str(), argv, direct_envp.data(), out_fd, err_fd, cwd);
-      if (pid.ok()) return pid;
-      // The program gone since it was looked up: the shell runs the command and says why.
-    }
-    return Spawn(t.key, shell_argv[0], shell_argv.data(), envp.data(), out_fd, err_fd, cwd);
-  }
-
   // Interactive input: a pipe, or a pseudo-terminal; the agent keeps the writing side.
   Input input;
   int child_in = -1;  // the child's stdin (and, for a terminal, stdout and stderr)
@@ -1083,47 +1055,6 @@ void TaskRunner::KeepInput(const std::string& key, Input input) {
   inputs_[key] = std::move(input);
 }
 
-
-absl::StatusOr<pid_t> TaskRunner::Spawn(const std::string& key, const char* program, char* const argv[],
-                                        char* const envp[], int out_fd, int err_fd, const std::string& cwd) {
-  // Without a user switch, posix_spawn (vfork underneath) starts the task without
-  // copying the agent's page tables: the cheap path for the common case.
-  posix_spawn_file_actions_t files;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&files);
-  posix_spawnattr_init(&attr);
-  posix_spawn_file_actions_addopen(&files, 0, "/dev/null", O_RDONLY, 0);
-  if (out_fd >= 0) {
-    posix_spawn_file_actions_adddup2(&files, out_fd, 1);
-  } else {
-    posix_spawn_file_actions_addopen(&files, 1, "/dev/null", O_WRONLY, 0);
-  }
-  if (err_fd >= 0) {
-    posix_spawn_file_actions_adddup2(&files, err_fd, 2);
-  } else {
-    posix_spawn_file_actions_addopen(&files, 2, "/dev/null", O_WRONLY, 0);
-  }
-  posix_spawn_file_actions_addchdir_np(&files, cwd.c_str());
-  posix_spawn_file_actions_addclosefrom_np(&files, 3);  // input and output only, as above
-  sigset_t none, defaults;
-  sigemptyset(&none);
-  sigemptyset(&defaults);
-  for (int sig : kTaskDefaultSignals) sigaddset(&defaults, sig);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_USEVFORK);
-  pid_t pid = 0;
-  int rc = posix_spawn(&pid, program, &files, &attr, argv, envp);
-  posix_spawn_file_actions_destroy(&files);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("cannot start task ", key, ": ", std::strerror(rc)));
-  }
-  return pid;
-}
 
 absl::Status TaskRunner::SignalGroup(const std::string& key, int sig) {
   std::lock_guard<std::mutex> lock(mu_);

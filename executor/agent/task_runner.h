@@ -198,7 +198,6 @@ class TaskRunner {
     bool child_opens_err() const { return !same_file && err_path != "/dev/null" && err_fd() < 0; }
   };
   absl::Status OpenOutputs(const TaskLaunch& t, const Account& user, bool child_switches, TaskOutputs* out);
-  static std::string WorkingDirectory(const TaskLaunch& t, const Account& user);
   // The account a task runs as: one this host knows, and one this agent may act for.
   absl::StatusOr<Account> TaskAccount(const std::string& name);
   // `step` and `err`: what a child that failed before exec reported (task_runner.cc).
@@ -207,9 +206,6 @@ class TaskRunner {
   void KeepInput(const std::string& key, Input input);
   absl::Status OpenInput(const TaskLaunch& t, const Account& user, bool switch_user, const std::string& out_path,
                          Input* input, int* child_in);
-  // Output descriptors: -1 for /dev/null; err_fd == out_fd for one file.
-  absl::StatusOr<pid_t> Spawn(const std::string& key, const char* program, char* const argv[], char* const envp[], int out_fd,
-                              int err_fd, const std::string& cwd);
   absl::Status SignalGroup(const std::string& key, int signal);
   // What a terminal copier and the runner share: the copier may outlive its Input (given up
   // while it waits in a write that does not return: CloseInputNow).

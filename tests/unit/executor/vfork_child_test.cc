@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_join.h"
 
 #include "common/exec/attached_command.h"
@@ -422,32 +423,50 @@ std::vector<pid_t> ChildrenOfThisProcess() {
 }
 
 int keep_a = -1, keep_b = -1, drop = -1;
+bool keep_stdin = false;  // stdin among the kept (as the exec stream's child keeps its own)
+dev_t null_device = 0;    // /dev/null's device number
 
-// Keeps keep_a and keep_b, and says by its exit code what it holds: bit 0 keep_a, bit 1
-// keep_b, bit 2 drop, bit 3 stdin.
+// Keeps keep_a and keep_b (and stdin when keep_stdin), and says by its exit code what it
+// holds: bit 0 keep_a, bit 1 keep_b, bit 2 drop, bit 3 stdin is /dev/null, bit 4 stdin is a
+// pipe (what the test made it).
 int KeepsTwo(void*) {
-  const int keep[] = {keep_b, keep_a};
-  jc::CloseDescriptorsBut(keep, 2);
+  const int keep[] = {keep_b, keep_a, keep_stdin ? 0 : -1};
+  jc::CloseDescriptorsBut(keep, 3);
   auto open_now = [](int fd) { return syscall(SYS_fcntl, fd, F_GETFD) >= 0; };
+  struct stat in {};
+  const bool in_known = syscall(SYS_fstat, 0, &in) == 0;
+  const bool in_null = in_known && S_ISCHR(in.st_mode) && in.st_rdev == null_device;
+  const bool in_pipe = in_known && S_ISFIFO(in.st_mode);
   syscall(SYS_exit, (open_now(keep_a) ? 1 : 0) | (open_now(keep_b) ? 2 : 0) | (open_now(drop) ? 4 : 0) |
-                        (open_now(0) ? 8 : 0));
+                        (in_null ? 8 : 0) | (in_pipe ? 16 : 0));
   return 0;
 }
 
 }  // namespace
 
-TEST_CASE("a child before exec keeps only the descriptors it is given, not the agent's listening socket [B11][C6]",
+TEST_CASE("a child before exec keeps only the descriptors it is given, not the agent's listening socket nor its "
+          "standard input and output [B11][C6]",
           "[B11][C6]") {
   drop = ListeningSocket();
   REQUIRE(drop >= 0);
   keep_a = open("/dev/null", O_RDONLY | O_CLOEXEC);
   keep_b = open("/dev/null", O_WRONLY | O_CLOEXEC);
   REQUIRE((keep_a >= 0 && keep_b >= 0));
+  struct stat null_stat {};
+  REQUIRE(stat("/dev/null", &null_stat) == 0);
+  null_device = null_stat.st_rdev;
   const bool share = GENERATE(false, true);
   // And as on a kernel without close_range (before 5.9; reviewer helper-92).
   const bool close_range = GENERATE(true, false);
-  CAPTURE(share, close_range);
+  keep_stdin = GENERATE(false, true);
+  CAPTURE(share, close_range, keep_stdin);
   jc::UseCloseRange(close_range);
+  // The agent's stdin a pipe (whoever started it holds the other end) while the child starts.
+  int pipe_ends[2];
+  REQUIRE(pipe2(pipe_ends, O_CLOEXEC) == 0);
+  const int saved_stdin = fcntl(0, F_DUPFD_CLOEXEC, 3);
+  REQUIRE(saved_stdin >= 0);
+  REQUIRE(dup2(pipe_ends[0], 0) == 0);
   // Shared: the child takes a table of its own first, as a task's does.
   const pid_t pid = jc::nexec::StartSharedMemoryChild(
       share ? +[](void* arg) -> int {
@@ -456,12 +475,17 @@ TEST_CASE("a child before exec keeps only the descriptors it is given, not the a
       }
             : KeepsTwo,
       nullptr, share);
-  REQUIRE(pid > 0);
   int status = 0;
-  REQUIRE(waitpid(pid, &status, 0) == pid);
+  const bool reaped = pid > 0 && waitpid(pid, &status, 0) == pid;
+  dup2(saved_stdin, 0);
+  close(saved_stdin);
+  close(pipe_ends[0]);
+  close(pipe_ends[1]);
+  REQUIRE(reaped);
   REQUIRE(WIFEXITED(status));
   jc::UseCloseRange(true);
-  CHECK(WEXITSTATUS(status) == (1 | 2 | 8));  // both kept, stdin too; the socket gone
+  // Both kept, the socket gone; stdin /dev/null, or the pipe when it was kept.
+  CHECK(WEXITSTATUS(status) == (1 | 2 | (keep_stdin ? 16 : 8)));
   // This process's own are untouched.
   CHECK(fcntl(drop, F_GETFD) >= 0);
   close(keep_a);
@@ -495,6 +519,18 @@ TEST_CASE("an open-as-account helper that waits holds none of the agent's descri
   const std::string fifo = (dir / "fifo").string();
   REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
   const std::vector<pid_t> before = ChildrenOfThisProcess();
+  // The agent's stdin a pipe (whoever started it holds the other end) while the helper starts.
+  int pipe_ends[2];
+  REQUIRE(pipe2(pipe_ends, O_CLOEXEC) == 0);
+  const int saved_stdin = fcntl(0, F_DUPFD_CLOEXEC, 3);
+  REQUIRE(saved_stdin >= 0);
+  REQUIRE(dup2(pipe_ends[0], 0) == 0);
+  absl::Cleanup restore_stdin = [&] {
+    dup2(saved_stdin, 0);
+    close(saved_stdin);
+    close(pipe_ends[0]);
+    close(pipe_ends[1]);
+  };
   absl::StatusOr<jc::nexec::OwnedFd> opened = absl::UnknownError("not yet");
   std::thread opener([&] { opened = jc::nexec::OpenAs(*account, fifo, O_RDONLY, 0, false); });
   pid_t helper = 0;
@@ -518,6 +554,7 @@ TEST_CASE("an open-as-account helper that waits holds none of the agent's descri
   }
   const std::vector<std::string> held = DescriptorsOf(helper);
   jc::UseCloseRange(true);
+  std::move(restore_stdin).Invoke();
   // Released: someone opens the FIFO for writing.
   const int writer = open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
   opener.join();
@@ -528,6 +565,11 @@ TEST_CASE("an open-as-account helper that waits holds none of the agent's descri
           return fd.find("socket:") != std::string::npos;
         }) == 1);
   for (const std::string& fd : held) CHECK(fd.find(listener_inode) == std::string::npos);
+  // Its stdin, stdout and stderr /dev/null: not the pipes or terminal of whoever started the
+  // agent, whose reader would wait for their end for as long as a helper held in the kernel lives.
+  for (const char* standard : {"0 -> ", "1 -> ", "2 -> "}) {
+    CHECK(std::count(held.begin(), held.end(), std::string(standard) + "/dev/null") == 1);
+  }
   CHECK(writer >= 0);
   CHECK(opened.ok());
   if (writer >= 0) close(writer);
