@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/exec/close_descriptors.h"
 
 namespace jc::nexec {
 namespace {
@@ -49,10 +50,9 @@ absl::StatusOr<std::string> Run(const std::vector<std::string>& argv) {
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
     dup2(out[1], STDOUT_FILENO);
-    int null = open("/dev/null", O_WRONLY);
-    if (null >= 0) dup2(null, STDERR_FILENO);
-    close(out[0]);
-    close(out[1]);
+    // Its output pipe only: stdin and stderr /dev/null, nothing else of the agent's.
+    const int kept[] = {STDOUT_FILENO};
+    CloseDescriptorsBut(kept, 1);
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);

@@ -75,6 +75,7 @@ bool ReceiveResult(int sock, int* err, int* fd) {
 absl::Status OpenError(const Account& account, const std::string& path, int err) {
   std::string message = absl::StrCat("cannot open ", path, " as ", account.name, ": ", OpenErrorText(err));
   if (err == kOnFuseOfAnAccount || err == kOnUnlistedMount) return absl::PermissionDeniedError(message);
+  if (err == kThroughDescriptor) return absl::InvalidArgumentError(message);
   switch (err) {
     case EACCES:
     case EPERM:
@@ -102,6 +103,10 @@ std::string OpenErrorText(int err) {
   if (err == kOnUnlistedMount) {
     return "it lies on a mount the agent's mount table does not list (another mount namespace's?), which the "
            "agent does not touch";
+  }
+  if (err == kThroughDescriptor) {
+    return "it names a process's open descriptor (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/PID/fd/N), not a "
+           "file; name a file (errors go with the output when no error file is given)";
   }
   return std::strerror(err);
 }
@@ -277,6 +282,30 @@ int StickyRefusal(int located, int parent) {
 
 }  // namespace
 
+namespace {
+
+// `name` from `dir` (AT_FDCWD: a path), O_PATH with `flags`, without following a link into a
+// process's descriptors (openat2's RESOLVE_NO_MAGICLINKS): one found is refused with
+// kThroughDescriptor, told from a loop of ordinary links (ELOOP too) by a second look that may
+// follow it (O_PATH: nothing is opened, no file system asked). Before Linux 5.6 (no openat2)
+// as openat. -1 with errno set. Async-signal-safe.
+int LocateNoDescriptorLink(int dir, const char* name, int flags) {
+  open_how how{};
+  how.flags = static_cast<uint64_t>(O_PATH | O_CLOEXEC | flags);
+  how.resolve = RESOLVE_NO_MAGICLINKS;
+  const long fd = syscall(SYS_openat2, dir, name, &how, sizeof how);
+  if (fd >= 0) return static_cast<int>(fd);
+  if (errno == ENOSYS) return openat(dir, name, O_PATH | O_CLOEXEC | flags);
+  if (errno != ELOOP) return -1;
+  const int followed = openat(dir, name, O_PATH | O_CLOEXEC | flags);
+  if (followed < 0) return -1;  // ELOOP: a loop of links
+  close(followed);
+  errno = kThroughDescriptor;
+  return -1;
+}
+
+}  // namespace
+
 int OpenUnlessOnFuseOfAnAccount(const char* path, char* walk, int flags, mode_t mode) {
   // The path is walked once: its directory, kept, then the name in it. A second walk could be
   // answered otherwise (a link on an account's file system that reads one way, then another;
@@ -291,7 +320,7 @@ int OpenUnlessOnFuseOfAnAccount(const char* path, char* walk, int flags, mode_t 
     parent = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
   } else {
     *slash = '\0';
-    parent = open(walk, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    parent = LocateNoDescriptorLink(AT_FDCWD, walk, O_DIRECTORY);
     *slash = '/';
   }
   if (parent < 0) return -1;
@@ -300,7 +329,7 @@ int OpenUnlessOnFuseOfAnAccount(const char* path, char* walk, int flags, mode_t 
   // A few rounds: a file created meanwhile by someone else (EEXIST below) is then opened as
   // an existing one, and looked at first.
   for (int round = 0; round < 4; ++round) {
-    const int located = openat(parent, name, O_PATH | O_CLOEXEC | (flags & O_NOFOLLOW));
+    const int located = LocateNoDescriptorLink(parent, name, flags & O_NOFOLLOW);
     if (located >= 0) {
       err = RefusalFor(located);
       if (err == 0 && (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL)) err = EEXIST;
@@ -399,7 +428,8 @@ absl::StatusOr<OwnedFd> OpenInChildAs(const Account& account, const std::string&
     // account can neither signal nor stop the helper, and FUSE lets it into no file
     // system the account mounted (a FUSE mount serves its mounter only when all three uids
     // are the mounter's): the agent is handed nothing there (fuse_mounts.h).
-    if (ActAsAccount(account) != 0) {
+    // (A non-root agent's helper is the account already: it may not change its groups.)
+    if (geteuid() == 0 && ActAsAccount(account) != 0) {
       err = errno;
     } else if ((fd = open_fn()) < 0) {
       err = errno;
@@ -440,15 +470,11 @@ absl::StatusOr<OwnedFd> OpenAs(const Account& account, const std::string& path, 
                                bool make_parents) {
   flags |= O_CLOEXEC;
   std::string walk = path;  // MakeParentDirectories' buffer, made before any fork
-  // A root agent opens root's own files through the helper too: a walk of a path through a
-  // directory on an account's file system can wait for ever, and only a helper's wait is
-  // bounded (attacker helper-88: root's job, its output's directory an account's).
-  if (geteuid() != 0) {
-    if (make_parents && MakeParentDirectories(walk.data()) != 0) return OpenError(account, path, errno);
-    int fd = OpenUnlessOnFuseOfAnAccount(path.c_str(), walk.data(), flags, mode);
-    if (fd < 0) return OpenError(account, path, errno);
-    return OwnedFd(fd);
-  }
+  // Always through the helper, a root agent's for root's own files and a non-root agent's for
+  // its own too: a walk of a path through a directory on a file system that never answers
+  // waits for ever, and only a helper's wait is bounded (attacker helper-88: root's job, its
+  // output's directory an account's; helper-93: a non-root agent, its account's own FUSE
+  // mount, held the thread that starts every task, and the agent's stop).
   return OpenInChildAs(account, path, [&]() -> int {
     if (make_parents && MakeParentDirectories(walk.data()) != 0) return -1;
     return OpenUnlessOnFuseOfAnAccount(path.c_str(), walk.data(), flags, mode);
@@ -478,15 +504,7 @@ absl::StatusOr<OwnedFd> OpenDirectoryAs(const Account& account, const std::strin
   if (path.empty() || path.front() != '/') {
     return absl::InvalidArgumentError(absl::StrCat("\"", path, "\" is not an absolute path"));
   }
-  if (geteuid() != 0) {  // as OpenAs: root's own through the helper too
-    OwnedFd fd(OpenDirectoryNoMagic(path.c_str()));
-    if (!fd) return OpenError(account, path, errno);
-    if (const int refused = RefusalFor(fd.get()); refused != 0) return OpenError(account, path, refused);
-    if (geteuid() != 0 && faccessat(fd.get(), "", X_OK, AT_EMPTY_PATH | AT_EACCESS) != 0 && errno != EINVAL) {
-      return OpenError(account, path, errno);
-    }
-    return fd;
-  }
+  // As OpenAs: through the helper, whoever the agent runs as.
   return OpenInChildAs(account, path, [&]() -> int {
     const int fd = OpenDirectoryNoMagic(path.c_str());
     if (fd < 0) return -1;

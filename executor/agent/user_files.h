@@ -94,10 +94,14 @@ absl::Status CheckNoStuckStarts(const Account& account);
 int MakeParentDirectories(char* path);
 
 // What OpenUnlessOnFuseOfAnAccount sets errno to for a file on a FUSE file system an account
-// mounted (fuse_mounts.h), and for one on a mount this process's mount table does not list
-// (another mount namespace's, reached through /proc/PID/root); no errno has these values.
+// mounted (fuse_mounts.h), for one on a mount this process's mount table does not list
+// (another mount namespace's, reached through /proc/PID/root), and for a path through a
+// process's open descriptor (/dev/stdout, /dev/fd/N, /proc/PID/fd/N: no file of its own; in
+// the child that opens it, the /dev/null it holds, so a task's output went nowhere without a
+// word: attacker helper-93); no errno has these values.
 inline constexpr int kOnFuseOfAnAccount = 1 << 20;
 inline constexpr int kOnUnlistedMount = (1 << 20) + 1;
+inline constexpr int kThroughDescriptor = (1 << 20) + 2;
 
 // 0 when the O_PATH descriptor `located` lies on no FUSE file system an account mounted;
 // kOnFuseOfAnAccount where it does, kOnUnlistedMount on a mount this process's table does not
@@ -107,7 +111,8 @@ inline constexpr int kOnUnlistedMount = (1 << 20) + 1;
 int RefusalFor(int located);
 
 // open(2) of `path`, unless it lies on a FUSE file system an account mounted (errno
-// kOnFuseOfAnAccount then). The path is walked once: its directory, opened O_PATH and kept,
+// kOnFuseOfAnAccount then) or names a process's descriptor (kThroughDescriptor; not on
+// kernels before 5.6, which have no openat2). The path is walked once: its directory, opened O_PATH and kept,
 // then the name in it, O_PATH too (nothing opened, nothing to flush); that descriptor's mount
 // is checked, and the file is opened through it (/proc/self/fd), so the file checked is the
 // file opened. With O_CREAT the kernel's rule for another's file in a sticky directory
@@ -120,7 +125,7 @@ int RefusalFor(int located);
 // allocation; a descriptor, or -1 with errno set.
 int OpenUnlessOnFuseOfAnAccount(const char* path, char* walk, int flags, mode_t mode);
 
-// strerror(err), or what kOnFuseOfAnAccount or kOnUnlistedMount means.
+// strerror(err), or what kOnFuseOfAnAccount, kOnUnlistedMount or kThroughDescriptor means.
 std::string OpenErrorText(int err);
 
 // A descriptor that closes itself.
@@ -145,8 +150,8 @@ class OwnedFd {
   int fd_ = -1;
 };
 
-// open(2) of `path` as `account` (O_CLOEXEC added): directly when this process is that
-// account (or it is root), otherwise in a child that became the account. With
+// open(2) of `path` as `account` (O_CLOEXEC added), always in a child (a root agent's becomes
+// the account; a non-root agent's is it), whose wait is bounded by kOpenAsTimeout. With
 // `make_parents` the missing directories above the file are created first, also as the
 // account. Errors name the path, the account and the reason, as the user's shell would
 // meet it ("cannot open /etc/shadow as alice: Permission denied").

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/exec/close_descriptors.h"
 #include "common/log.h"
 
 namespace jc::nexec {
@@ -130,8 +131,12 @@ void SensorRunner::Run(const std::string& path) {
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != parent) _exit(1);  // the daemon died before that took hold
       dup2(fds[1], 1);
-      close(fds[0]);
-      close(fds[1]);
+      // Its output pipe, and its stderr (what it says of its own failures reaches the daemon's
+      // log); not the daemon's stdin nor anything else: a sensor lives as long as the daemon
+      // and may look at accounts' paths (a `df`), where the kernel could hold it, and with it
+      // a supervisor's pipe (attacker helper-93).
+      const int kept[] = {1, 2};
+      CloseDescriptorsBut(kept, 2);
       sigset_t none;
       sigemptyset(&none);
       sigprocmask(SIG_SETMASK, &none, nullptr);

@@ -1,9 +1,12 @@
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <string>
 
 #include "executor/sensor/sensor.h"
 #include "tests/testing/process.h"
@@ -84,4 +87,42 @@ TEST_CASE("a sensor that starts printing malformed output keeps its last good va
     if (r.resource() == "licenses") CHECK(r.value() == "3");
   }
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a sensor holds its output pipe and stderr, not the daemon's stdin nor what the daemon inherited", "[B1][C6]") {
+  // A sensor runs for the daemon's whole life and may look at accounts' paths (a `df`): what
+  // it holds, a supervisor's pipe among it, would be held as long (attacker helper-93).
+  auto dir = std::filesystem::temp_directory_path() / ("jc-sensor-fds-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const int inherited = open("/dev/null", O_RDONLY);  // not close-on-exec, as from whoever started the daemon
+  REQUIRE(inherited >= 3);
+  auto path = (dir / "ress.host").string();
+  std::ofstream(path) << "#!/bin/sh\nn=0; [ \"$(readlink /proc/$$/fd/0)\" = /dev/null ] && n=1\n"
+                         "h=0; [ -e /proc/$$/fd/" << inherited << " ] && h=1\n"
+                         "echo '- resource: stdinnull'; echo \"  value: $n\"; echo '- resource: inherited'; "
+                         "echo \"  value: $h\"; echo '---'\nwhile true; do sleep 1; done\n";
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  // The daemon's stdin a pipe while the sensor starts.
+  int pipe_ends[2];
+  REQUIRE(pipe2(pipe_ends, O_CLOEXEC) == 0);
+  const int saved_stdin = fcntl(0, F_DUPFD_CLOEXEC, 3);
+  REQUIRE(saved_stdin >= 0);
+  REQUIRE(dup2(pipe_ends[0], 0) == 0);
+  std::map<std::string, std::string> seen;
+  {
+    jc::nexec::SensorRunner runner({path});
+    jc::testing::WaitUntil([&] {
+      seen.clear();
+      for (const auto& r : runner.Current()) seen[r.resource()] = r.value();
+      return seen.size() == 2;
+    });
+  }
+  dup2(saved_stdin, 0);
+  close(saved_stdin);
+  close(pipe_ends[0]);
+  close(pipe_ends[1]);
+  close(inherited);
+  std::filesystem::remove_all(dir);
+  CHECK(seen["stdinnull"] == "1");
+  CHECK(seen["inherited"] == "0");
 }

@@ -259,6 +259,44 @@ TEST_CASE("an output file that is a FIFO no one reads is refused at once, not wa
   }
 }
 
+TEST_CASE("an output or error file that names a process's open descriptor (/dev/stdout, /dev/fd/N, /proc/self/fd/N) "
+          "is refused with why, not written to whatever the opener holds there",
+          "[B11][C6]") {
+  // The child or helper that opens it holds /dev/null there, and before that the agent's own
+  // output: a task's output went nowhere without a word, or into the agent's log (attacker
+  // helper-93).
+  TempDir dir;
+  TaskRunner runner;
+  std::vector<std::string> users{""};  // opened by the agent's helper
+  if (geteuid() == 0) users.push_back("nobody");  // opened by the task's child, as the account
+  int n = 0;
+  for (const std::string& user : users) {
+    for (const std::string path : {"/dev/stdout", "/dev/stderr", "/dev/fd/1", "/proc/self/fd/2"}) {
+      for (const bool as_error : {false, true}) {
+        CAPTURE(user, path, as_error);
+        TaskLaunch t{"31." + std::to_string(n++) + ".0", "echo lost"};
+        t.user = user;
+        t.stdout_path = as_error ? dir / ("out-" + std::to_string(n)) : path;
+        if (as_error) t.stderr_path = path;
+        const auto pid = runner.Launch(t);
+        CHECK(absl::IsInvalidArgument(pid.status()));
+        CHECK(absl::StrContains(pid.status().message(), "cannot open " + path));
+        CHECK(absl::StrContains(pid.status().message(), "names a process's open descriptor"));
+      }
+    }
+  }
+  CHECK(runner.Running().empty());
+  // A file reached through an ordinary link is still one (an existing file: a link to none
+  // is not followed to create it).
+  std::ofstream(dir / "target").close();
+  std::filesystem::create_symlink(dir / "target", dir / "link");
+  TaskLaunch t{"31.99.0", "echo through-a-link"};
+  t.stdout_path = dir / "link";
+  REQUIRE(runner.Launch(t).ok());
+  CHECK(WaitExit(runner, t.key) == 0);
+  CHECK(Read(dir / "target") == "through-a-link\n");
+}
+
 TEST_CASE("a task starts with every signal at its default, whatever the agent ignores", "[B11][C6]") {
   // An agent started by a background shell ignores SIGINT and SIGQUIT, under nohup SIGHUP:
   // its tasks must not inherit that (^C to an interactive task, a kill by SIGINT).
