@@ -105,8 +105,9 @@ std::string OpenErrorText(int err) {
            "agent does not touch";
   }
   if (err == kThroughDescriptor) {
-    return "it names a process's open descriptor (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/PID/fd/N), not a "
-           "file; name a file (errors go with the output when no error file is given)";
+    return "it names a process's open descriptor or directory through /proc (/dev/stdout, /dev/stderr, /dev/fd/N, "
+           "/proc/PID/fd/N, /proc/PID/cwd), not a file; name a file (errors go with the output when no error file "
+           "is given)";
   }
   return std::strerror(err);
 }
@@ -428,8 +429,7 @@ absl::StatusOr<OwnedFd> OpenInChildAs(const Account& account, const std::string&
     // account can neither signal nor stop the helper, and FUSE lets it into no file
     // system the account mounted (a FUSE mount serves its mounter only when all three uids
     // are the mounter's): the agent is handed nothing there (fuse_mounts.h).
-    // (A non-root agent's helper is the account already: it may not change its groups.)
-    if (geteuid() == 0 && ActAsAccount(account) != 0) {
+    if (ActAsAccount(account) != 0) {
       err = errno;
     } else if ((fd = open_fn()) < 0) {
       err = errno;
@@ -470,11 +470,19 @@ absl::StatusOr<OwnedFd> OpenAs(const Account& account, const std::string& path, 
                                bool make_parents) {
   flags |= O_CLOEXEC;
   std::string walk = path;  // MakeParentDirectories' buffer, made before any fork
-  // Always through the helper, a root agent's for root's own files and a non-root agent's for
-  // its own too: a walk of a path through a directory on a file system that never answers
-  // waits for ever, and only a helper's wait is bounded (attacker helper-88: root's job, its
-  // output's directory an account's; helper-93: a non-root agent, its account's own FUSE
-  // mount, held the thread that starts every task, and the agent's stop).
+  // A root agent opens root's own files through the helper too: a walk of a path through a
+  // directory on an account's file system can wait for ever, and only a helper's wait is
+  // bounded (attacker helper-88: root's job, its output's directory an account's). A non-root
+  // agent opens its own account's here: a helper (a fork of the agent) per open made its
+  // launches 3.5-4 times slower and put all its opens under one account's cap of helpers
+  // (reviewer helper-94); so its account's own file system that never answers holds it
+  // (helper-93; security.md).
+  if (geteuid() != 0) {
+    if (make_parents && MakeParentDirectories(walk.data()) != 0) return OpenError(account, path, errno);
+    int fd = OpenUnlessOnFuseOfAnAccount(path.c_str(), walk.data(), flags, mode);
+    if (fd < 0) return OpenError(account, path, errno);
+    return OwnedFd(fd);
+  }
   return OpenInChildAs(account, path, [&]() -> int {
     if (make_parents && MakeParentDirectories(walk.data()) != 0) return -1;
     return OpenUnlessOnFuseOfAnAccount(path.c_str(), walk.data(), flags, mode);
@@ -504,7 +512,15 @@ absl::StatusOr<OwnedFd> OpenDirectoryAs(const Account& account, const std::strin
   if (path.empty() || path.front() != '/') {
     return absl::InvalidArgumentError(absl::StrCat("\"", path, "\" is not an absolute path"));
   }
-  // As OpenAs: through the helper, whoever the agent runs as.
+  if (geteuid() != 0) {  // as OpenAs: root's own through the helper too
+    OwnedFd fd(OpenDirectoryNoMagic(path.c_str()));
+    if (!fd) return OpenError(account, path, errno);
+    if (const int refused = RefusalFor(fd.get()); refused != 0) return OpenError(account, path, refused);
+    if (faccessat(fd.get(), "", X_OK, AT_EMPTY_PATH | AT_EACCESS) != 0 && errno != EINVAL) {
+      return OpenError(account, path, errno);
+    }
+    return fd;
+  }
   return OpenInChildAs(account, path, [&]() -> int {
     const int fd = OpenDirectoryNoMagic(path.c_str());
     if (fd < 0) return -1;

@@ -150,8 +150,9 @@ class OwnedFd {
   int fd_ = -1;
 };
 
-// open(2) of `path` as `account` (O_CLOEXEC added), always in a child (a root agent's becomes
-// the account; a non-root agent's is it), whose wait is bounded by kOpenAsTimeout. With
+// open(2) of `path` as `account` (O_CLOEXEC added): directly when this process is that
+// account (a non-root agent), otherwise in a child that became the account (root's own
+// files too), whose wait is bounded by kOpenAsTimeout. With
 // `make_parents` the missing directories above the file are created first, also as the
 // account. Errors name the path, the account and the reason, as the user's shell would
 // meet it ("cannot open /etc/shadow as alice: Permission denied").

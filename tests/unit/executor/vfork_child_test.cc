@@ -5,7 +5,6 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -576,56 +575,6 @@ TEST_CASE("an open-as-account helper that waits holds none of the agent's descri
   if (writer >= 0) close(writer);
   close(listener);
   std::filesystem::remove_all(dir);
-}
-
-TEST_CASE("a non-root agent opens its account's files through the helper too, so an open that waits is given up "
-          "after the limit instead of holding the thread that starts every task [B11][C6]",
-          "[B11][C6]") {
-  if (geteuid() != 0) {
-    WARN("SKIPPED: the test becomes an unprivileged account to be a non-root agent, which needs root");
-    return;
-  }
-  auto nobody = jc::nexec::LookupAccount("nobody");
-  REQUIRE(nobody.ok());
-  // A FIFO nobody writes to, which the account may open: its open for reading waits.
-  const auto dir = std::filesystem::temp_directory_path() / ("jc-nonroot-open-" + std::to_string(getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  std::filesystem::permissions(dir, std::filesystem::perms::all);
-  const std::string fifo = (dir / "fifo").string();
-  REQUIRE(mkfifo(fifo.c_str(), 0666) == 0);
-  REQUIRE(chmod(fifo.c_str(), 0666) == 0);
-  // A process of its own that becomes the account, as a non-root agent runs: exit 0 when the
-  // open was given up within the limit, 1 when it opened, 2 when it failed otherwise; killed
-  // by its alarm when it waited (before session 84 a non-root agent opened in its own thread).
-  const pid_t pid = fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    alarm(20);
-    if (setgroups(0, nullptr) != 0 || setresgid(nobody->gid, nobody->gid, nobody->gid) != 0 ||
-        setresuid(nobody->uid, nobody->uid, nobody->uid) != 0) {
-      _exit(3);
-    }
-    jc::nexec::SetPreExecLimit(std::chrono::milliseconds(1000));
-    const auto opened = jc::nexec::OpenAs(*nobody, fifo, O_RDONLY, 0, false);
-    if (opened.ok()) _exit(1);
-    _exit(absl::IsDeadlineExceeded(opened.status()) &&
-                  opened.status().message().find("did not open within 1s") != absl::string_view::npos
-              ? 0
-              : 2);
-  }
-  int status = 0;
-  const auto asked = std::chrono::steady_clock::now();
-  REQUIRE(waitpid(pid, &status, 0) == pid);
-  const auto took = std::chrono::steady_clock::now() - asked;
-  // Whatever of it is still waiting goes with the FIFO's writer.
-  const int writer = open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-  if (writer >= 0) close(writer);
-  std::filesystem::remove_all(dir);
-  INFO("status " << status);
-  CHECK(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
-  CHECK(took < std::chrono::seconds(15));
 }
 
 TEST_CASE("commands killed before they start that stay in the kernel hold a thread each, and past the most a process "
