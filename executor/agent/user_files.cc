@@ -281,10 +281,6 @@ int StickyRefusal(int located, int parent) {
   return EACCES;
 }
 
-}  // namespace
-
-namespace {
-
 // `name` from `dir` (AT_FDCWD: a path), O_PATH with `flags`, without following a link into a
 // process's descriptors (openat2's RESOLVE_NO_MAGICLINKS): one found is refused with
 // kThroughDescriptor, told from a loop of ordinary links (ELOOP too) by a second look that may
