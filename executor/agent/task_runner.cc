@@ -752,13 +752,16 @@ absl::Status TaskRunner::OpenInput(const TaskLaunch& t, const Account& user, boo
   return absl::OkStatus();
 }
 
-// The task's output files. They are the user's: opened as the user by the child once it
-// became the user (`child_switches`), or here when the agent runs as the user, the task
-// runs in its image (its child stays root to exec runc), or the file lies in the master's
-// output directory (which no user can write; OpenTaskFile) — never by root by a path the
-// user controls, so a task writes nowhere its user could not and a link planted for it
-// leads root nowhere. New files are 0600: a job's output is its user's.
-absl::Status TaskRunner::OpenOutputs(const TaskLaunch& t, const Account& user, bool child_switches,
+// The task's output files. They are the user's: opened as the user by the child (`child_opens`)
+// once it became the user, or by a non-root agent's child, which is the user already; here
+// when the task runs in its image (its child stays root to exec runc), or the file lies in
+// the master's output directory (which no user can write; OpenTaskFile) — never by root by a
+// path the user controls, so a task writes nowhere its user could not and a link planted for
+// it leads root nowhere. Never in this thread by a path the account controls, even the
+// agent's own account's: a file system of the account's that never answers would hold the
+// thread that starts every task; the child's start is bounded (--task_start_timeout).
+// New files are 0600: a job's output is its user's.
+absl::Status TaskRunner::OpenOutputs(const TaskLaunch& t, const Account& user, bool child_opens,
                                      TaskOutputs* out) {
   out->out_path = t.stdout_path.empty() ? "/dev/null" : t.stdout_path;
   out->err_path = t.stderr_path.empty() ? out->out_path : t.stderr_path;
@@ -766,7 +769,7 @@ absl::Status TaskRunner::OpenOutputs(const TaskLaunch& t, const Account& user, b
   out->out_dirs = out->out_path;  // the child's mkdir -p buffers, made before the fork
   out->err_dirs = out->err_path;
   auto open_here = [&](const std::string& path, OwnedFd* file) -> absl::Status {
-    if (path == "/dev/null" || (child_switches && !InTrustedDirectory(path, t.output_root))) return absl::OkStatus();
+    if (path == "/dev/null" || (child_opens && !InTrustedDirectory(path, t.output_root))) return absl::OkStatus();
     // Without waiting, as the child opens them: a FIFO no one reads is refused rather than
     // hold this thread, which starts every account's tasks.
     auto opened = OpenTaskFileWithoutWaiting(user, path, O_WRONLY | O_CREAT | O_APPEND, 0600, t.output_root);
@@ -876,7 +879,10 @@ absl::StatusOr<pid_t> TaskRunner::Start(const TaskLaunch& t) {
     envp.swap(image.envp);
   }
   TaskOutputs outputs;
-  JC_RETURN_IF_ERROR(OpenOutputs(t, *user, switch_user && !in_image, &outputs));
+  // The child opens them as the user: a root agent's once it became the user, a non-root
+  // agent's (the user already) as well, so that the account's own file system that never
+  // answers holds a start bounded by --task_start_timeout, not this thread (helper-93).
+  JC_RETURN_IF_ERROR(OpenOutputs(t, *user, (switch_user || geteuid() != 0) && !in_image, &outputs));
   const std::string& out_path = outputs.out_path;
   const std::string& err_path = outputs.err_path;
   const int out_fd = outputs.out_fd();

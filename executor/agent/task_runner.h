@@ -197,7 +197,7 @@ class TaskRunner {
     bool child_opens_out() const { return out_path != "/dev/null" && out_fd() < 0; }
     bool child_opens_err() const { return !same_file && err_path != "/dev/null" && err_fd() < 0; }
   };
-  absl::Status OpenOutputs(const TaskLaunch& t, const Account& user, bool child_switches, TaskOutputs* out);
+  absl::Status OpenOutputs(const TaskLaunch& t, const Account& user, bool child_opens, TaskOutputs* out);
   // The account a task runs as: one this host knows, and one this agent may act for.
   absl::StatusOr<Account> TaskAccount(const std::string& name);
   // `step` and `err`: what a child that failed before exec reported (task_runner.cc).

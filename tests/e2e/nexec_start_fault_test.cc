@@ -9,6 +9,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <grpcpp/grpcpp.h>
@@ -16,6 +17,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <sstream>
 #include <set>
@@ -530,4 +532,117 @@ TEST_CASE("a file on a FUSE file system an account mounted is never handed to th
     INFO(agent->Log());
     CHECK(agent->Wait(std::chrono::seconds(20)).has_value());
   }
+}
+
+// Attacker helper-93's (c): an agent that runs as an account (not root; `--agent_uid` at its
+// master) opened that account's output files in the thread that starts every task, so the
+// account's own FUSE mount that never answers, named as one job's output, held every later
+// start of that agent for ever. Now the task's child opens them, as it does for a root agent,
+// and its start is bounded by --task_start_timeout.
+TEST_CASE("an agent that runs as an account: an output on that account's own file system that never answers fails "
+          "its job after --task_start_timeout, and the agent's later tasks start [B9][C7]",
+          "[B9][C7]") {
+  if (geteuid() != 0) {
+    WARN("SKIPPED: mounting the test's FUSE file system and an agent run as a second account need root");
+    return;
+  }
+  auto dir = std::filesystem::temp_directory_path() / ("jc-nexec-account-agent-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::permissions(dir, std::filesystem::perms(0755));
+  RemovedAtEnd removed_at_end{dir};
+  jc::testing::TestAccount account("jc-nexec-own");
+  const std::string owner = std::to_string(account.uid) + ":" + std::to_string(account.gid);
+  // The account's own mount: only it may enter (the agent, which runs as it, too); a lookup
+  // of anything below its root is never answered.
+  HangFs own(dir / "own", {"--owner", owner});
+  if (!own.ready) {
+    INFO(own.why);
+    REQUIRE(own.why.find("cannot mount") != std::string::npos);
+    WARN("SKIPPED: " << own.why << " (no FUSE here)");
+    return;
+  }
+  const auto home = dir / "home";  // an ordinary directory of the account's
+  const auto state = dir / "state";
+  for (const auto& p : {home, state}) {
+    std::filesystem::create_directories(p);
+    REQUIRE(chown(p.c_str(), account.uid, account.gid) == 0);
+  }
+  std::filesystem::permissions(state, std::filesystem::perms(0700));
+  // A copy of the agent the account may run (the build tree may be closed to it).
+  const auto agent_binary = dir / "nexec-agent";
+  std::filesystem::copy_file(JC_NEXEC_AGENT, agent_binary);
+  std::filesystem::permissions(agent_binary, std::filesystem::perms(0755));
+
+  const auto auth = jc::nexec::MungeAuth::Munge(jc::testing::UsePrivateMunged());
+  auto master_process = std::make_unique<Process>(
+      std::vector<std::string>{JC_NEXEC_MASTER, "--listen=127.0.0.1:0", "--data_dir=" + (dir / "data").string(),
+                               "--host_timeout=2s", "--metrics_address=", "--agent_uid=" + std::to_string(account.uid)},
+      (dir / "master.log").string());
+  const auto port = master_process->WaitForLog(R"(nexec master listening on port (\d+))");
+  REQUIRE(port.has_value());
+  Process& master = *master_process;
+  // setpriv execs the agent in its place: the test's signals reach the agent itself.
+  Process agent({"/usr/bin/setpriv", "--reuid=" + std::to_string(account.uid), "--regid=" + std::to_string(account.gid),
+                 "--clear-groups", "--", agent_binary.string(), "--master=127.0.0.1:" + *port, "--host=node1",
+                 "--resources=cpus=8,mem=8G", "--heartbeat=200ms", "--task_start_timeout=4s", "--metrics_address=",
+                 "--cgroups=off", "--master_uid=0", "--munge_socket=" + jc::testing::UsePrivateMunged(),
+                 "--state_dir=" + state.string()},
+                (dir / "node1.log").string());
+  REQUIRE(agent.WaitForLog("listening on").has_value());
+  struct KillDaemonFirst {  // whatever of the agent's waits on the mount (a regression) then ends
+    HangFs& fuse;
+    ~KillDaemonFirst() { fuse.Kill(); }
+  } kill_daemon_first{own};
+
+  MasterClient client(port.value(), auth);
+  auto submit = [&](const std::string& command, const std::string& stdout_path) {
+    npb::SubmitRequest req;
+    req.mutable_spec()->set_command(command);
+    req.mutable_spec()->set_user(account.name);
+    req.mutable_spec()->set_slots(1);
+    req.mutable_spec()->set_cwd(home.string());
+    req.mutable_spec()->set_stdout_path(stdout_path);
+    return client.Submit(req);
+  };
+  auto job = [&](int64_t id) { return client.Job(id); };
+  auto ended = [&](int64_t id) { return client.Ended(id); };
+
+  const int64_t bystander = submit("echo $$ > " + (home / "by.pid").string() + "; exec sleep 300", (home / "by.out").string());
+  {
+    const bool running = WaitUntil([&] { return Exists(home / "by.pid") && job(bystander).state() == npb::RUNNING; });
+    INFO(job(bystander).DebugString() << agent.Log() << master.Log());
+    REQUIRE(running);
+  }
+  // Its output below the mount: the walk to its directory is never answered.
+  const int64_t hung = submit("echo ran > " + (home / "hung.ran").string(), own.at + "/hang/out");
+  // Its output where the account may not write (root's directory): refused, as the user's
+  // shell would refuse it.
+  const int64_t refused = submit("echo ran > " + (home / "refused.ran").string(), (dir / "refused.out").string());
+  // And one after them, its output in a directory the child makes: it runs.
+  const int64_t later = submit("echo ran", (home / "sub" / "later.out").string());
+  REQUIRE(WaitUntil([&] { return ended(hung) && ended(refused) && ended(later); }, std::chrono::seconds(90)));
+  const npb::Job h = job(hung), r = job(refused), l = job(later);
+  INFO(h.DebugString() << r.DebugString() << l.DebugString() << agent.Log());
+  CHECK(h.state() == npb::EXIT);
+  CHECK(h.reason().find("did not start its command within 4000 ms") != std::string::npos);
+  CHECK_FALSE(Exists(home / "hung.ran"));
+  CHECK(r.state() == npb::EXIT);
+  CHECK(r.reason().find("output file: cannot open " + (dir / "refused.out").string() + " as " + account.name +
+                        ": Permission denied") != std::string::npos);
+  CHECK_FALSE(Exists(home / "refused.ran"));
+  CHECK_FALSE(Exists(dir / "refused.out"));
+  CHECK(l.state() == npb::DONE);
+  struct stat out {};
+  REQUIRE(stat((home / "sub" / "later.out").c_str(), &out) == 0);
+  CHECK(out.st_uid == account.uid);
+  CHECK((out.st_mode & 0777) == 0600);
+  std::ifstream later_out(home / "sub" / "later.out");
+  std::string text((std::istreambuf_iterator<char>(later_out)), std::istreambuf_iterator<char>());
+  CHECK(text == "ran\n");
+  // Heartbeats went on: the host never lapsed, the bystander runs on; the agent stops when told.
+  CHECK(master.Log().find("is unavailable") == std::string::npos);
+  CHECK(job(bystander).state() == npb::RUNNING);
+  agent.Signal(SIGTERM);
+  CHECK(agent.Wait(std::chrono::seconds(20)).has_value());
 }
