@@ -1366,7 +1366,10 @@ absl::StatusOr<std::string> Agent::ReadLog(const pb::ReadLogRequest& req, int64_
   // file a link there names to whoever asks for the job's output.
   auto account = LookupAccount(user);
   if (!account.ok()) return account.status();
-  auto fd = OpenTaskFile(*account, path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, output_root);
+  // A non-root agent's in this call's thread: its wait is this call's alone, and a
+  // follower's polls would each count against the account's cap of helpers.
+  auto fd = OpenTaskFile(*account, path, O_RDONLY | O_NOCTTY | O_NONBLOCK, 0, output_root,
+                         OwnAccountOpen::kInCallingThread);
   if (!fd.ok()) return absl::NotFoundError(absl::StrCat("output: ", fd.status().message()));
   struct stat st{};
   if (fstat(fd->get(), &st) != 0 || !S_ISREG(st.st_mode)) {

@@ -133,7 +133,7 @@ int OpenOutputWithoutWaiting(const char* path, char* walk) {
   // Never on a FUSE file system an account mounted: a file there another account made the
   // output's path (a shared directory) would hold this child in the close below until it
   // is given up, and count it against this task's account (attacker helper-86).
-  const int fd = OpenUnlessOnFuseOfAnAccount(path, walk, O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK, 0600);
+  const int fd = OpenUnlessOnFuseOfAnAccount(path, walk, O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK | O_NOCTTY, 0600);
   if (fd < 0) return -1;
   const int flags = fcntl(fd, F_GETFL);
   if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
@@ -732,7 +732,7 @@ absl::Status TaskRunner::OpenInput(const TaskLaunch& t, const Account& user, boo
     // The terminal's output is copied to the stdout file by the agent, through a
     // descriptor opened as the user.
     // Non-blocking for good: only the copier writes it, and never waits on it for ever.
-    auto out = OpenTaskFile(user, out_path, O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK, 0600, t.output_root);
+    auto out = OpenTaskFile(user, out_path, O_WRONLY | O_CREAT | O_APPEND | O_NONBLOCK | O_NOCTTY, 0600, t.output_root);
     if (!out.ok()) {
       close(master);
       close(slave);
@@ -772,7 +772,7 @@ absl::Status TaskRunner::OpenOutputs(const TaskLaunch& t, const Account& user, b
     if (path == "/dev/null" || (child_opens && !InTrustedDirectory(path, t.output_root))) return absl::OkStatus();
     // Without waiting, as the child opens them: a FIFO no one reads is refused rather than
     // hold this thread, which starts every account's tasks.
-    auto opened = OpenTaskFileWithoutWaiting(user, path, O_WRONLY | O_CREAT | O_APPEND, 0600, t.output_root);
+    auto opened = OpenTaskFileWithoutWaiting(user, path, O_WRONLY | O_CREAT | O_APPEND | O_NOCTTY, 0600, t.output_root);
     if (!opened.ok()) return absl::InvalidArgumentError(absl::StrCat("output file: ", opened.status().message()));
     *file = std::move(*opened);
     return absl::OkStatus();

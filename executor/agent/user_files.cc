@@ -425,7 +425,8 @@ absl::StatusOr<OwnedFd> OpenInChildAs(const Account& account, const std::string&
     // account can neither signal nor stop the helper, and FUSE lets it into no file
     // system the account mounted (a FUSE mount serves its mounter only when all three uids
     // are the mounter's): the agent is handed nothing there (fuse_mounts.h).
-    if (ActAsAccount(account) != 0) {
+    // A non-root agent's helper is the account already (it may run no other's tasks).
+    if (geteuid() == 0 && ActAsAccount(account) != 0) {
       err = errno;
     } else if ((fd = open_fn()) < 0) {
       err = errno;
@@ -463,17 +464,17 @@ absl::StatusOr<OwnedFd> OpenInChildAs(const Account& account, const std::string&
 }  // namespace
 
 absl::StatusOr<OwnedFd> OpenAs(const Account& account, const std::string& path, int flags, mode_t mode,
-                               bool make_parents) {
+                               bool make_parents, OwnAccountOpen own) {
   flags |= O_CLOEXEC;
   std::string walk = path;  // MakeParentDirectories' buffer, made before any fork
   // A root agent opens root's own files through the helper too: a walk of a path through a
   // directory on an account's file system can wait for ever, and only a helper's wait is
-  // bounded (attacker helper-88: root's job, its output's directory an account's). A non-root
-  // agent opens its own account's here: a helper (a fork of the agent) per open made its
-  // launches 3.5-4 times slower and put all its opens under one account's cap of helpers
-  // (reviewer helper-94); so its account's own file system that never answers holds it
-  // (helper-93; security.md).
-  if (geteuid() != 0) {
+  // bounded (attacker helper-88: root's job, its output's directory an account's). So does a
+  // non-root agent its own account's (helper-93), but where the caller's wait holds only
+  // itself and it opens often (`nexec logs`, whose followers poll): a helper per open there
+  // put every follower under the account's cap of helpers (reviewer helper-94). A task's
+  // ordinary output files never come here: the task's child opens them.
+  if (geteuid() != 0 && own == OwnAccountOpen::kInCallingThread) {
     if (make_parents && MakeParentDirectories(walk.data()) != 0) return OpenError(account, path, errno);
     int fd = OpenUnlessOnFuseOfAnAccount(path.c_str(), walk.data(), flags, mode);
     if (fd < 0) return OpenError(account, path, errno);
@@ -508,15 +509,7 @@ absl::StatusOr<OwnedFd> OpenDirectoryAs(const Account& account, const std::strin
   if (path.empty() || path.front() != '/') {
     return absl::InvalidArgumentError(absl::StrCat("\"", path, "\" is not an absolute path"));
   }
-  if (geteuid() != 0) {  // as OpenAs: root's own through the helper too
-    OwnedFd fd(OpenDirectoryNoMagic(path.c_str()));
-    if (!fd) return OpenError(account, path, errno);
-    if (const int refused = RefusalFor(fd.get()); refused != 0) return OpenError(account, path, refused);
-    if (faccessat(fd.get(), "", X_OK, AT_EMPTY_PATH | AT_EACCESS) != 0 && errno != EINVAL) {
-      return OpenError(account, path, errno);
-    }
-    return fd;
-  }
+  // As OpenAs: through the helper, root's own and a non-root agent's own account's too.
   return OpenInChildAs(account, path, [&]() -> int {
     const int fd = OpenDirectoryNoMagic(path.c_str());
     if (fd < 0) return -1;
@@ -579,11 +572,11 @@ bool InTrustedDirectory(const std::string& path, const std::string& trusted_root
 }
 
 absl::StatusOr<OwnedFd> OpenTaskFile(const Account& account, const std::string& path, int flags, mode_t mode,
-                                     const std::string& trusted_root) {
+                                     const std::string& trusted_root, OwnAccountOpen own) {
   if (InTrustedDirectory(path, trusted_root)) {
     return OpenInTrustedDirectory(trusted_root, path.substr(trusted_root.size() + 1), account, flags, mode);
   }
-  return OpenAs(account, path, flags, mode, /*make_parents=*/(flags & O_CREAT) != 0);
+  return OpenAs(account, path, flags, mode, /*make_parents=*/(flags & O_CREAT) != 0, own);
 }
 
 absl::StatusOr<OwnedFd> OpenTaskFileWithoutWaiting(const Account& account, const std::string& path, int flags,

@@ -150,14 +150,23 @@ class OwnedFd {
   int fd_ = -1;
 };
 
-// open(2) of `path` as `account` (O_CLOEXEC added): directly when this process is that
-// account (a non-root agent), otherwise in a child that became the account (root's own
-// files too), whose wait is bounded by kOpenAsTimeout. With
+// Where a non-root agent (which runs as the one account whose tasks it runs) opens that
+// account's files: in a helper whose wait is bounded (kBounded: a file system of the
+// account's that never answers then holds a launch for kOpenAsTimeout at most, not the
+// thread that starts every task), or in the calling thread (kInCallingThread: for a caller
+// whose wait holds only itself and which opens often, a `nexec logs` call, whose followers
+// would otherwise each count against the account's cap of helpers). A root agent always
+// opens through the helper.
+enum class OwnAccountOpen { kBounded, kInCallingThread };
+
+// open(2) of `path` as `account` (O_CLOEXEC added) in a child that is the account (one that
+// became it, for a root agent: root's own files too), whose wait is bounded by
+// kOpenAsTimeout; a non-root agent's in the calling thread where `own` says so. With
 // `make_parents` the missing directories above the file are created first, also as the
 // account. Errors name the path, the account and the reason, as the user's shell would
 // meet it ("cannot open /etc/shadow as alice: Permission denied").
 absl::StatusOr<OwnedFd> OpenAs(const Account& account, const std::string& path, int flags, mode_t mode,
-                               bool make_parents = false);
+                               bool make_parents = false, OwnAccountOpen own = OwnAccountOpen::kBounded);
 // How long an open as another account may take at most (DEADLINE_EXCEEDED after, its helper
 // killed); no longer than a task's start may take (vfork_child.h's PreExecLimit) either.
 inline constexpr absl::Duration kOpenAsTimeout = absl::Seconds(20);
@@ -189,7 +198,8 @@ bool InTrustedDirectory(const std::string& path, const std::string& trusted_root
 // directly in it, otherwise as the account (OpenAs, creating missing directories when
 // `flags` has O_CREAT).
 absl::StatusOr<OwnedFd> OpenTaskFile(const Account& account, const std::string& path, int flags, mode_t mode,
-                                     const std::string& trusted_root);
+                                     const std::string& trusted_root,
+                                     OwnAccountOpen own = OwnAccountOpen::kBounded);
 
 // OpenTaskFile without waiting (a FIFO no one reads would hold the thread that starts every
 // account's tasks: refused, ENXIO), then made blocking as a task's output is.

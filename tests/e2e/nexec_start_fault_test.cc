@@ -538,9 +538,10 @@ TEST_CASE("a file on a FUSE file system an account mounted is never handed to th
 // master) opened that account's output files in the thread that starts every task, so the
 // account's own FUSE mount that never answers, named as one job's output, held every later
 // start of that agent for ever. Now the task's child opens them, as it does for a root agent,
-// and its start is bounded by --task_start_timeout.
-TEST_CASE("an agent that runs as an account: an output on that account's own file system that never answers fails "
-          "its job after --task_start_timeout, and the agent's later tasks start [B9][C7]",
+// and its start is bounded by --task_start_timeout; what the agent writes itself (a hostfile)
+// it opens through its bounded helper, as a root agent does.
+TEST_CASE("an agent that runs as an account: an output or hostfile on that account's own file system that never "
+          "answers fails its job after --task_start_timeout, and the agent's later tasks start [B9][C7]",
           "[B9][C7]") {
   if (geteuid() != 0) {
     WARN("SKIPPED: mounting the test's FUSE file system and an agent run as a second account need root");
@@ -563,12 +564,8 @@ TEST_CASE("an agent that runs as an account: an output on that account's own fil
     return;
   }
   const auto home = dir / "home";  // an ordinary directory of the account's
-  const auto state = dir / "state";
-  for (const auto& p : {home, state}) {
-    std::filesystem::create_directories(p);
-    REQUIRE(chown(p.c_str(), account.uid, account.gid) == 0);
-  }
-  std::filesystem::permissions(state, std::filesystem::perms(0700));
+  std::filesystem::create_directories(home);
+  REQUIRE(chown(home.c_str(), account.uid, account.gid) == 0);
   // A copy of the agent the account may run (the build tree may be closed to it).
   const auto agent_binary = dir / "nexec-agent";
   std::filesystem::copy_file(JC_NEXEC_AGENT, agent_binary);
@@ -582,25 +579,36 @@ TEST_CASE("an agent that runs as an account: an output on that account's own fil
   const auto port = master_process->WaitForLog(R"(nexec master listening on port (\d+))");
   REQUIRE(port.has_value());
   Process& master = *master_process;
-  // setpriv execs the agent in its place: the test's signals reach the agent itself.
-  Process agent({"/usr/bin/setpriv", "--reuid=" + std::to_string(account.uid), "--regid=" + std::to_string(account.gid),
-                 "--clear-groups", "--", agent_binary.string(), "--master=127.0.0.1:" + *port, "--host=node1",
-                 "--resources=cpus=8,mem=8G", "--heartbeat=200ms", "--task_start_timeout=4s", "--metrics_address=",
-                 "--cgroups=off", "--master_uid=0", "--munge_socket=" + jc::testing::UsePrivateMunged(),
-                 "--state_dir=" + state.string()},
-                (dir / "node1.log").string());
-  REQUIRE(agent.WaitForLog("listening on").has_value());
+  // Two agents, as the account; setpriv execs each in its place: the test's signals reach it.
+  std::vector<std::unique_ptr<Process>> agents;
+  for (const std::string host : {"node1", "node2"}) {
+    const auto state = dir / (host + "-state");
+    std::filesystem::create_directories(state);
+    REQUIRE(chown(state.c_str(), account.uid, account.gid) == 0);
+    std::filesystem::permissions(state, std::filesystem::perms(0700));
+    agents.push_back(std::make_unique<Process>(
+        std::vector<std::string>{"/usr/bin/setpriv", "--reuid=" + std::to_string(account.uid),
+                                 "--regid=" + std::to_string(account.gid), "--clear-groups", "--",
+                                 agent_binary.string(), "--master=127.0.0.1:" + *port, "--host=" + host,
+                                 "--resources=cpus=8,mem=8G", "--heartbeat=200ms", "--task_start_timeout=4s",
+                                 "--metrics_address=", "--cgroups=off", "--master_uid=0",
+                                 "--munge_socket=" + jc::testing::UsePrivateMunged(), "--state_dir=" + state.string()},
+        (dir / (host + ".log")).string()));
+    REQUIRE(agents.back()->WaitForLog("listening on").has_value());
+  }
+  Process& agent = *agents[0];
   struct KillDaemonFirst {  // whatever of the agent's waits on the mount (a regression) then ends
     HangFs& fuse;
     ~KillDaemonFirst() { fuse.Kill(); }
   } kill_daemon_first{own};
 
   MasterClient client(port.value(), auth);
-  auto submit = [&](const std::string& command, const std::string& stdout_path) {
+  auto submit = [&](const std::string& command, const std::string& stdout_path, int slots = 1) {
     npb::SubmitRequest req;
     req.mutable_spec()->set_command(command);
     req.mutable_spec()->set_user(account.name);
-    req.mutable_spec()->set_slots(1);
+    req.mutable_spec()->set_slots(slots);
+    if (slots > 1) req.mutable_spec()->set_requirement("span[ptile=1]");
     req.mutable_spec()->set_cwd(home.string());
     req.mutable_spec()->set_stdout_path(stdout_path);
     return client.Submit(req);
@@ -619,11 +627,19 @@ TEST_CASE("an agent that runs as an account: an output on that account's own fil
   // Its output where the account may not write (root's directory): refused, as the user's
   // shell would refuse it.
   const int64_t refused = submit("echo ran > " + (home / "refused.ran").string(), (dir / "refused.out").string());
+  // Over both hosts, below the mount: the hostfile the agent writes beside the output, opened
+  // by the bounded helper (which a root agent uses for every account's), not in its thread.
+  const int64_t spread = submit("echo ran > " + (home / "spread.ran").string(), own.at + "/hang2/out", 2);
   // And one after them, its output in a directory the child makes: it runs.
   const int64_t later = submit("echo ran", (home / "sub" / "later.out").string());
-  REQUIRE(WaitUntil([&] { return ended(hung) && ended(refused) && ended(later); }, std::chrono::seconds(90)));
-  const npb::Job h = job(hung), r = job(refused), l = job(later);
-  INFO(h.DebugString() << r.DebugString() << l.DebugString() << agent.Log());
+  REQUIRE(WaitUntil([&] { return ended(hung) && ended(refused) && ended(spread) && ended(later); },
+                    std::chrono::seconds(90)));
+  const npb::Job h = job(hung), r = job(refused), sp = job(spread), l = job(later);
+  INFO(h.DebugString() << r.DebugString() << sp.DebugString() << l.DebugString() << agent.Log());
+  CHECK(sp.state() == npb::EXIT);
+  CHECK(sp.reason().find("hostfile: cannot open " + own.at + "/hang2/out.hosts as " + account.name +
+                         ": it did not open within 4s") != std::string::npos);
+  CHECK_FALSE(Exists(home / "spread.ran"));
   CHECK(h.state() == npb::EXIT);
   CHECK(h.reason().find("did not start its command within 4000 ms") != std::string::npos);
   CHECK_FALSE(Exists(home / "hung.ran"));
@@ -643,6 +659,9 @@ TEST_CASE("an agent that runs as an account: an output on that account's own fil
   // Heartbeats went on: the host never lapsed, the bystander runs on; the agent stops when told.
   CHECK(master.Log().find("is unavailable") == std::string::npos);
   CHECK(job(bystander).state() == npb::RUNNING);
-  agent.Signal(SIGTERM);
-  CHECK(agent.Wait(std::chrono::seconds(20)).has_value());
+  for (auto& a : agents) a->Signal(SIGTERM);
+  for (auto& a : agents) {
+    INFO(a->Log());
+    CHECK(a->Wait(std::chrono::seconds(20)).has_value());
+  }
 }
