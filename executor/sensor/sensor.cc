@@ -3,11 +3,13 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <set>
@@ -15,6 +17,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "common/exec/close_descriptors.h"
 #include "common/log.h"
@@ -116,12 +119,52 @@ std::vector<pb::SensorResource> SensorRunner::Current() const {
   return out;
 }
 
+namespace {
+
+// What of a sensor's stderr is logged per run: a sensor that prints errors every round would
+// fill the agent's log.
+constexpr int kStderrLinesLogged = 20;
+// A line no longer than this is kept whole; a longer one is cut there (a sensor that never
+// prints a newline must not grow the agent's memory).
+constexpr size_t kLongestLine = 64 * 1024;
+
+// Takes the complete lines (and, with `all`, the rest) off the front of `buffer`, or a piece
+// of kLongestLine of a longer one, and hands each to `line`.
+template <typename LineFn>
+void TakeLines(std::string& buffer, bool all, LineFn line) {
+  size_t start = 0;
+  while (start < buffer.size()) {
+    const size_t end = buffer.find('\n', start);
+    if (end == std::string::npos) {
+      if (!all && buffer.size() - start < kLongestLine) break;
+      const size_t len = std::min(buffer.size() - start, kLongestLine);
+      line(absl::string_view(buffer).substr(start, len));
+      start += len;
+      continue;
+    }
+    line(absl::string_view(buffer).substr(start, end - start));
+    start = end + 1;
+  }
+  buffer.erase(0, start);
+}
+
+}  // namespace
+
 void SensorRunner::Run(const std::string& path) {
   while (true) {
-    int fds[2];
+    int fds[2], errs[2];
     // Close-on-exec: a probe or another sensor forked meanwhile by another thread must not
     // keep this one's write end for its whole life (this reader would never see the end).
     if (pipe2(fds, O_CLOEXEC) != 0) return;
+    // Its stderr a pipe of its own, logged here: not the daemon's, which a child of the
+    // sensor's would keep after the daemon's SIGKILL (PR_SET_PDEATHSIG ends the sensor
+    // alone), a supervisor's pipe among it, for as long as the kernel held it on an account's
+    // path (a `df`; helper-94).
+    if (pipe2(errs, O_CLOEXEC) != 0) {
+      close(fds[0]);
+      close(fds[1]);
+      return;
+    }
     const pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
@@ -131,10 +174,10 @@ void SensorRunner::Run(const std::string& path) {
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != parent) _exit(1);  // the daemon died before that took hold
       dup2(fds[1], 1);
-      // Its output pipe, and its stderr (what it says of its own failures reaches the daemon's
-      // log); not the daemon's stdin nor anything else: a sensor lives as long as the daemon
-      // and may look at accounts' paths (a `df`), where the kernel could hold it, and with it
-      // a supervisor's pipe (attacker helper-93).
+      dup2(errs[1], 2);
+      // Its output and error pipes; not the daemon's stdin nor anything else: a sensor lives
+      // as long as the daemon and may look at accounts' paths (a `df`), where the kernel
+      // could hold it, and with it a supervisor's pipe (attacker helper-93).
       const int kept[] = {1, 2};
       CloseDescriptorsBut(kept, 2);
       sigset_t none;
@@ -144,6 +187,7 @@ void SensorRunner::Run(const std::string& path) {
       _exit(127);
     }
     close(fds[1]);
+    close(errs[1]);
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stopping_) {
@@ -152,10 +196,8 @@ void SensorRunner::Run(const std::string& path) {
         pids_[path] = pid;
       }
     }
-    FILE* in = fdopen(fds[0], "r");
     std::string round;
     std::string last_error;  // logged once per change, not every round
-    char line[4096];
     auto flush = [&] {
       if (absl::StripAsciiWhitespace(round).empty()) return;
       auto records = ParseSensorOutput(round);
@@ -172,15 +214,59 @@ void SensorRunner::Run(const std::string& path) {
       }
       round.clear();
     };
-    while (fgets(line, sizeof(line), in) != nullptr) {
+    auto output_line = [&](absl::string_view line) {
       if (absl::StripTrailingAsciiWhitespace(line) == "---") {
         flush();
       } else {
-        round += line;
+        absl::StrAppend(&round, line, "\n");
+      }
+    };
+    int error_lines = 0;
+    auto error_line = [&](absl::string_view line) {
+      if (++error_lines <= kStderrLinesLogged) {
+        spdlog::warn("sensor {} (stderr): {}", path, line);
+      } else if (error_lines == kStderrLinesLogged + 1) {
+        spdlog::warn("sensor {}: more on its stderr, not logged until it starts again", path);
+      }
+    };
+    // Until its output ends; its stderr read as it comes, never waited for to end (a child
+    // of the sensor's may hold it).
+    std::string out_buffer, err_buffer;
+    pollfd ends[2] = {{fds[0], POLLIN, 0}, {errs[0], POLLIN, 0}};
+    bool err_open = true;
+    char chunk[4096];
+    while (true) {
+      if (poll(ends, err_open ? 2 : 1, -1) < 0) {
+        if (errno == EINTR) continue;
+        break;
+      }
+      if (err_open && ends[1].revents != 0) {
+        const ssize_t n = read(errs[0], chunk, sizeof chunk);
+        if (n > 0) {
+          err_buffer.append(chunk, static_cast<size_t>(n));
+          TakeLines(err_buffer, false, error_line);
+        } else if (n == 0 || errno != EINTR) {
+          err_open = false;
+        }
+      }
+      if (ends[0].revents != 0) {
+        const ssize_t n = read(fds[0], chunk, sizeof chunk);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        out_buffer.append(chunk, static_cast<size_t>(n));
+        TakeLines(out_buffer, false, output_line);
       }
     }
+    TakeLines(out_buffer, true, output_line);
+    // What it said last, without waiting for more.
+    if (err_open && fcntl(errs[0], F_SETFL, O_NONBLOCK) == 0) {
+      ssize_t n;
+      while ((n = read(errs[0], chunk, sizeof chunk)) > 0) err_buffer.append(chunk, static_cast<size_t>(n));
+    }
+    TakeLines(err_buffer, true, error_line);
+    close(errs[0]);
     flush();
-    fclose(in);
+    close(fds[0]);
     waitpid(pid, nullptr, 0);
     std::unique_lock<std::mutex> lock(mu_);
     pids_.erase(path);

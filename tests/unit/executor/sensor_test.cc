@@ -1,4 +1,6 @@
 #include <catch2/catch.hpp>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -6,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
+#include <sstream>
 #include <string>
 
 #include "executor/sensor/sensor.h"
@@ -89,40 +93,105 @@ TEST_CASE("a sensor that starts printing malformed output keeps its last good va
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("a sensor holds its output pipe and stderr, not the daemon's stdin nor what the daemon inherited", "[B1][C6]") {
+TEST_CASE("a sensor holds its own output and error pipes, not the daemon's stdin, stderr nor what the daemon "
+          "inherited, and what it says on stderr reaches the daemon's log",
+          "[B1][C6]") {
   // A sensor runs for the daemon's whole life and may look at accounts' paths (a `df`): what
-  // it holds, a supervisor's pipe among it, would be held as long (attacker helper-93).
+  // it holds, a supervisor's pipe among it, would be held as long (attacker helper-93), and
+  // by its children after the daemon's SIGKILL, which ends the sensor alone (helper-94).
   auto dir = std::filesystem::temp_directory_path() / ("jc-sensor-fds-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   const int inherited = open("/dev/null", O_RDONLY);  // not close-on-exec, as from whoever started the daemon
   REQUIRE(inherited >= 3);
+  // The daemon's stdin and stderr pipes (a supervisor's) while the sensor starts.
+  int in_ends[2], err_ends[2];
+  REQUIRE(pipe2(in_ends, O_CLOEXEC) == 0);
+  REQUIRE(pipe2(err_ends, O_CLOEXEC) == 0);
+  char err_name[64] = {};
+  REQUIRE(readlink(("/proc/self/fd/" + std::to_string(err_ends[1])).c_str(), err_name, sizeof err_name - 1) > 0);
   auto path = (dir / "ress.host").string();
   std::ofstream(path) << "#!/bin/sh\nn=0; [ \"$(readlink /proc/$$/fd/0)\" = /dev/null ] && n=1\n"
                          "h=0; [ -e /proc/$$/fd/" << inherited << " ] && h=1\n"
+                         "e=0; [ \"$(readlink /proc/$$/fd/2)\" = '" << err_name << "' ] && e=1\n"
+                         "echo 'df: /home/alice/mnt: Transport endpoint is not connected' >&2\n"
                          "echo '- resource: stdinnull'; echo \"  value: $n\"; echo '- resource: inherited'; "
-                         "echo \"  value: $h\"; echo '---'\nwhile true; do sleep 1; done\n";
+                         "echo \"  value: $h\"; echo '- resource: daemonstderr'; echo \"  value: $e\"; echo '---'\n"
+                         "while true; do sleep 1; done\n";
   std::filesystem::permissions(path, std::filesystem::perms::owner_all);
-  // The daemon's stdin a pipe while the sensor starts.
-  int pipe_ends[2];
-  REQUIRE(pipe2(pipe_ends, O_CLOEXEC) == 0);
   const int saved_stdin = fcntl(0, F_DUPFD_CLOEXEC, 3);
+  const int saved_stderr = fcntl(2, F_DUPFD_CLOEXEC, 3);
   REQUIRE(saved_stdin >= 0);
-  REQUIRE(dup2(pipe_ends[0], 0) == 0);
+  REQUIRE(saved_stderr >= 0);
+  std::ostringstream log;
+  auto previous_logger = spdlog::default_logger();
+  spdlog::set_default_logger(
+      std::make_shared<spdlog::logger>("sensor-test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
+  REQUIRE(dup2(in_ends[0], 0) == 0);
+  REQUIRE(dup2(err_ends[1], 2) == 2);
   std::map<std::string, std::string> seen;
+  bool said = false;
   {
     jc::nexec::SensorRunner runner({path});
     jc::testing::WaitUntil([&] {
       seen.clear();
       for (const auto& r : runner.Current()) seen[r.resource()] = r.value();
-      return seen.size() == 2;
+      return seen.size() == 3;
+    });
+    said = jc::testing::WaitUntil([&] {
+      spdlog::default_logger()->flush();
+      return log.str().find("Transport endpoint is not connected") != std::string::npos;
     });
   }
   dup2(saved_stdin, 0);
+  dup2(saved_stderr, 2);
   close(saved_stdin);
-  close(pipe_ends[0]);
-  close(pipe_ends[1]);
-  close(inherited);
+  close(saved_stderr);
+  spdlog::set_default_logger(previous_logger);
+  for (int fd : {in_ends[0], in_ends[1], err_ends[0], err_ends[1], inherited}) close(fd);
   std::filesystem::remove_all(dir);
+  INFO(log.str());
   CHECK(seen["stdinnull"] == "1");
   CHECK(seen["inherited"] == "0");
+  CHECK(seen["daemonstderr"] == "0");
+  CHECK(said);
+  CHECK(log.str().find("ress.host (stderr): df: /home/alice/mnt: Transport endpoint is not connected") !=
+        std::string::npos);
+}
+
+TEST_CASE("a sensor that keeps printing on stderr fills the daemon's log with no more than 20 of its lines a run",
+          "[B1][C6]") {
+  auto dir = std::filesystem::temp_directory_path() / ("jc-sensor-noisy-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  auto path = (dir / "ress.host").string();
+  std::ofstream(path) << "#!/bin/sh\ni=0\nwhile true; do i=$((i+1)); echo \"noise $i\" >&2; "
+                         "echo '- resource: rounds'; echo \"  value: $i\"; echo '---'; "
+                         "[ $i -ge 200 ] && exec sleep 300; done\n";
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  std::ostringstream log;
+  auto previous_logger = spdlog::default_logger();
+  spdlog::set_default_logger(
+      std::make_shared<spdlog::logger>("sensor-test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
+  bool all_rounds = false;
+  {
+    jc::nexec::SensorRunner runner({path});
+    all_rounds = jc::testing::WaitUntil([&] {
+      for (const auto& r : runner.Current()) {
+        if (r.resource() == "rounds" && r.value() == "200") return true;
+      }
+      return false;
+    });
+  }
+  spdlog::set_default_logger(previous_logger);
+  std::filesystem::remove_all(dir);
+  const std::string text = log.str();
+  INFO(text.substr(0, 4000));
+  CHECK(all_rounds);
+  size_t lines = 0;
+  for (size_t at = text.find("(stderr): noise "); at != std::string::npos; at = text.find("(stderr): noise ", at + 1)) {
+    ++lines;
+  }
+  CHECK(lines == 20);
+  CHECK(text.find("(stderr): noise 20\n") != std::string::npos);
+  CHECK(text.find("(stderr): noise 21\n") == std::string::npos);
+  CHECK(text.find("more on its stderr, not logged until it starts again") != std::string::npos);
 }
