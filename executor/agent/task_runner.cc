@@ -769,7 +769,11 @@ absl::Status TaskRunner::OpenOutputs(const TaskLaunch& t, const Account& user, b
   out->out_dirs = out->out_path;  // the child's mkdir -p buffers, made before the fork
   out->err_dirs = out->err_path;
   auto open_here = [&](const std::string& path, OwnedFd* file) -> absl::Status {
-    if (path == "/dev/null" || (child_opens && !InTrustedDirectory(path, t.output_root))) return absl::OkStatus();
+    // The master's output directory is root's for a root agent (no account can plant or mount
+    // anything there: opened here), a non-root agent's own account's (as any of its paths).
+    if (path == "/dev/null" || (child_opens && (geteuid() != 0 || !InTrustedDirectory(path, t.output_root)))) {
+      return absl::OkStatus();
+    }
     // Without waiting, as the child opens them: a FIFO no one reads is refused rather than
     // hold this thread, which starts every account's tasks.
     auto opened = OpenTaskFileWithoutWaiting(user, path, O_WRONLY | O_CREAT | O_APPEND | O_NOCTTY, 0600, t.output_root);
@@ -798,10 +802,7 @@ absl::Status TaskRunner::ChildFailure(int step, int err, const std::string& key,
 absl::StatusOr<Account> TaskRunner::TaskAccount(const std::string& name) {
   auto user = accounts_.Lookup(name);
   if (!user.ok()) return user.status();
-  if (geteuid() != 0 && user->uid != geteuid()) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "the agent does not run as root, so it cannot run tasks as ", user->name));
-  }
+  JC_RETURN_IF_ERROR(CheckMayActFor(*user));
   return user;
 }
 

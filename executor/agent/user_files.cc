@@ -7,7 +7,9 @@
 #include <signal.h>
 #include <pwd.h>
 #include <sys/socket.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -75,7 +77,7 @@ bool ReceiveResult(int sock, int* err, int* fd) {
 absl::Status OpenError(const Account& account, const std::string& path, int err) {
   std::string message = absl::StrCat("cannot open ", path, " as ", account.name, ": ", OpenErrorText(err));
   if (err == kOnFuseOfAnAccount || err == kOnUnlistedMount) return absl::PermissionDeniedError(message);
-  if (err == kThroughDescriptor) return absl::InvalidArgumentError(message);
+  if (err == kThroughDescriptor || err == kInProc) return absl::InvalidArgumentError(message);
   switch (err) {
     case EACCES:
     case EPERM:
@@ -103,6 +105,9 @@ std::string OpenErrorText(int err) {
   if (err == kOnUnlistedMount) {
     return "it lies on a mount the agent's mount table does not list (another mount namespace's?), which the "
            "agent does not touch";
+  }
+  if (err == kInProc) {
+    return "it lies in /proc, which holds processes, not a task's files; name a file";
   }
   if (err == kThroughDescriptor) {
     return "it names a process's open descriptor or directory through /proc (/dev/stdout, /dev/stderr, /dev/fd/N, "
@@ -166,6 +171,12 @@ absl::StatusOr<Account> AccountCache::Lookup(const std::string& name) {
 }
 
 bool ActsForOthers(const Account& account) { return geteuid() == 0 && account.uid != 0; }
+
+absl::Status CheckMayActFor(const Account& account) {
+  if (geteuid() == 0 || account.uid == geteuid()) return absl::OkStatus();
+  return absl::PermissionDeniedError(
+      absl::StrCat("the agent does not run as root, so it cannot run tasks as ", account.name));
+}
 
 int BecomeAccount(const Account& account) {
   // The system calls themselves, not glibc's wrappers: those make every thread of the
@@ -301,6 +312,15 @@ int LocateNoDescriptorLink(int dir, const char* name, int flags) {
   return -1;
 }
 
+// kInProc for an O_PATH descriptor `located` in a proc file system, else 0 (or the errno of a
+// look that failed). Files there are processes': /proc/self/mem, opened by a task's child that
+// shares the agent's memory, is the agent's memory. Async-signal-safe.
+int InProc(int located) {
+  struct statfs where {};
+  if (fstatfs(located, &where) != 0) return errno;
+  return where.f_type == PROC_SUPER_MAGIC ? kInProc : 0;
+}
+
 }  // namespace
 
 int OpenUnlessOnFuseOfAnAccount(const char* path, char* walk, int flags, mode_t mode) {
@@ -329,6 +349,7 @@ int OpenUnlessOnFuseOfAnAccount(const char* path, char* walk, int flags, mode_t 
     const int located = LocateNoDescriptorLink(parent, name, flags & O_NOFOLLOW);
     if (located >= 0) {
       err = RefusalFor(located);
+      if (err == 0) err = InProc(located);
       if (err == 0 && (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL)) err = EEXIST;
       if (err == 0 && (flags & O_CREAT) != 0) err = StickyRefusal(located, parent);
       if (err == 0) {
@@ -465,6 +486,7 @@ absl::StatusOr<OwnedFd> OpenInChildAs(const Account& account, const std::string&
 
 absl::StatusOr<OwnedFd> OpenAs(const Account& account, const std::string& path, int flags, mode_t mode,
                                bool make_parents, OwnAccountOpen own) {
+  JC_RETURN_IF_ERROR(CheckMayActFor(account));
   flags |= O_CLOEXEC;
   std::string walk = path;  // MakeParentDirectories' buffer, made before any fork
   // A root agent opens root's own files through the helper too: a walk of a path through a
@@ -509,6 +531,7 @@ absl::StatusOr<OwnedFd> OpenDirectoryAs(const Account& account, const std::strin
   if (path.empty() || path.front() != '/') {
     return absl::InvalidArgumentError(absl::StrCat("\"", path, "\" is not an absolute path"));
   }
+  JC_RETURN_IF_ERROR(CheckMayActFor(account));
   // As OpenAs: through the helper, root's own and a non-root agent's own account's too.
   return OpenInChildAs(account, path, [&]() -> int {
     const int fd = OpenDirectoryNoMagic(path.c_str());
@@ -573,7 +596,10 @@ bool InTrustedDirectory(const std::string& path, const std::string& trusted_root
 
 absl::StatusOr<OwnedFd> OpenTaskFile(const Account& account, const std::string& path, int flags, mode_t mode,
                                      const std::string& trusted_root, OwnAccountOpen own) {
-  if (InTrustedDirectory(path, trusted_root)) {
+  // A non-root agent's output directory is its own account's, which that account may mount
+  // a file system on that never answers: opened as any path of the account's (attacker
+  // helper-95), in the bounded helper unless `own` says otherwise.
+  if (geteuid() == 0 && InTrustedDirectory(path, trusted_root)) {
     return OpenInTrustedDirectory(trusted_root, path.substr(trusted_root.size() + 1), account, flags, mode);
   }
   return OpenAs(account, path, flags, mode, /*make_parents=*/(flags & O_CREAT) != 0, own);

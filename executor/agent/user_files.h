@@ -67,6 +67,10 @@ class AccountCache {
 // Whether this process must become `account` to touch its files: it runs as root and the
 // account is not root.
 bool ActsForOthers(const Account& account);
+// OK when this agent may act for `account`: a root agent for every account, one that runs as
+// an account for that account alone (PermissionDenied, saying so, for another: nothing of
+// another's, not even its files, is touched as the agent's own account; attacker helper-95).
+absl::Status CheckMayActFor(const Account& account);
 
 // Becomes `account` (supplementary groups, gid, then uid). Async-signal-safe: for a child
 // between fork and exec. Returns 0, or -1 with errno set.
@@ -98,10 +102,13 @@ int MakeParentDirectories(char* path);
 // (another mount namespace's, reached through /proc/PID/root), and for a path through a
 // process's open descriptor (/dev/stdout, /dev/fd/N, /proc/PID/fd/N: no file of its own; in
 // the child that opens it, the /dev/null it holds, so a task's output went nowhere without a
-// word: attacker helper-93); no errno has these values.
+// word: attacker helper-93), and for a file in /proc (/proc/self/mem, opened by a task's
+// child that shares the agent's memory, was the agent's memory: attacker helper-95); no errno
+// has these values.
 inline constexpr int kOnFuseOfAnAccount = 1 << 20;
 inline constexpr int kOnUnlistedMount = (1 << 20) + 1;
 inline constexpr int kThroughDescriptor = (1 << 20) + 2;
+inline constexpr int kInProc = (1 << 20) + 3;
 
 // 0 when the O_PATH descriptor `located` lies on no FUSE file system an account mounted;
 // kOnFuseOfAnAccount where it does, kOnUnlistedMount on a mount this process's table does not
@@ -111,8 +118,8 @@ inline constexpr int kThroughDescriptor = (1 << 20) + 2;
 int RefusalFor(int located);
 
 // open(2) of `path`, unless it lies on a FUSE file system an account mounted (errno
-// kOnFuseOfAnAccount then) or names a process's descriptor (kThroughDescriptor; not on
-// kernels before 5.6, which have no openat2). The path is walked once: its directory, opened O_PATH and kept,
+// kOnFuseOfAnAccount then), names a process's descriptor (kThroughDescriptor; not on
+// kernels before 5.6, which have no openat2) or lies in /proc (kInProc). The path is walked once: its directory, opened O_PATH and kept,
 // then the name in it, O_PATH too (nothing opened, nothing to flush); that descriptor's mount
 // is checked, and the file is opened through it (/proc/self/fd), so the file checked is the
 // file opened. With O_CREAT the kernel's rule for another's file in a sticky directory
@@ -125,7 +132,7 @@ int RefusalFor(int located);
 // allocation; a descriptor, or -1 with errno set.
 int OpenUnlessOnFuseOfAnAccount(const char* path, char* walk, int flags, mode_t mode);
 
-// strerror(err), or what kOnFuseOfAnAccount, kOnUnlistedMount or kThroughDescriptor means.
+// strerror(err), or what kOnFuseOfAnAccount, kOnUnlistedMount, kThroughDescriptor or kInProc means.
 std::string OpenErrorText(int err);
 
 // A descriptor that closes itself.

@@ -539,7 +539,10 @@ TEST_CASE("a file on a FUSE file system an account mounted is never handed to th
 // account's own FUSE mount that never answers, named as one job's output, held every later
 // start of that agent for ever. Now the task's child opens them, as it does for a root agent,
 // and its start is bounded by --task_start_timeout; what the agent writes itself (a hostfile)
-// it opens through its bounded helper, as a root agent does.
+// it opens through its bounded helper, as a root agent does. And attacker helper-95's: the
+// master's output directory (this account's) opened in the agent's thread, a task's output
+// /proc/self/mem (the agent's memory, in the child that shares it), another account's elastic
+// job truncating this account's file before its launch was refused.
 TEST_CASE("an agent that runs as an account: an output or hostfile on that account's own file system that never "
           "answers fails its job after --task_start_timeout, and the agent's later tasks start [B9][C7]",
           "[B9][C7]") {
@@ -553,6 +556,7 @@ TEST_CASE("an agent that runs as an account: an output or hostfile on that accou
   std::filesystem::permissions(dir, std::filesystem::perms(0755));
   RemovedAtEnd removed_at_end{dir};
   jc::testing::TestAccount account("jc-nexec-own");
+  jc::testing::TestAccount other("jc-nexec-other");  // whose launches these agents refuse
   const std::string owner = std::to_string(account.uid) + ":" + std::to_string(account.gid);
   // The account's own mount: only it may enter (the agent, which runs as it, too); a lookup
   // of anything below its root is never answered.
@@ -574,7 +578,10 @@ TEST_CASE("an agent that runs as an account: an output or hostfile on that accou
   const auto auth = jc::nexec::MungeAuth::Munge(jc::testing::UsePrivateMunged());
   auto master_process = std::make_unique<Process>(
       std::vector<std::string>{JC_NEXEC_MASTER, "--listen=127.0.0.1:0", "--data_dir=" + (dir / "data").string(),
-                               "--host_timeout=2s", "--metrics_address=", "--agent_uid=" + std::to_string(account.uid)},
+                               "--host_timeout=2s", "--metrics_address=", "--agent_uid=" + std::to_string(account.uid),
+                               // The default output directory: an agent's that runs as an
+                               // account is that account's, here on its mount that never answers.
+                               "--log_dir=" + own.at + "/logs"},
       (dir / "master.log").string());
   const auto port = master_process->WaitForLog(R"(nexec master listening on port (\d+))");
   REQUIRE(port.has_value());
@@ -603,11 +610,13 @@ TEST_CASE("an agent that runs as an account: an output or hostfile on that accou
   } kill_daemon_first{own};
 
   MasterClient client(port.value(), auth);
-  auto submit = [&](const std::string& command, const std::string& stdout_path, int slots = 1) {
+  auto submit = [&](const std::string& command, const std::string& stdout_path, int slots = 1,
+                    const std::string& user = "", int max_slots = 0) {
     npb::SubmitRequest req;
     req.mutable_spec()->set_command(command);
-    req.mutable_spec()->set_user(account.name);
+    req.mutable_spec()->set_user(user.empty() ? account.name : user);
     req.mutable_spec()->set_slots(slots);
+    req.mutable_spec()->set_max_slots(max_slots);
     if (slots > 1) req.mutable_spec()->set_requirement("span[ptile=1]");
     req.mutable_spec()->set_cwd(home.string());
     req.mutable_spec()->set_stdout_path(stdout_path);
@@ -630,12 +639,48 @@ TEST_CASE("an agent that runs as an account: an output or hostfile on that accou
   // Over both hosts, below the mount: the hostfile the agent writes beside the output, opened
   // by the bounded helper (which a root agent uses for every account's), not in its thread.
   const int64_t spread = submit("echo ran > " + (home / "spread.ran").string(), own.at + "/hang2/out", 2);
+  // Its output where the master puts it by default, below the same mount (attacker helper-95:
+  // the agent opened files in the master's output directory in its own thread).
+  const int64_t by_default = submit("echo ran > " + (home / "default.ran").string(), "");
+  // Its output the agent's own memory: the child that opens it shares the agent's (attacker
+  // helper-95: the task wrote over the agent's code through its stdout).
+  const int64_t into_agent = submit("printf 'XXXXXXXXXXXXXXXX%.0s' $(seq 1 4096)", "/proc/self/mem");
+  // Another account's elastic job, its event file beside an output in this account's home:
+  // refused before anything is made (attacker helper-95: it truncated this account's file).
+  std::ofstream(home / "precious.events") << "the account's own\n";
+  REQUIRE(chown((home / "precious.events").c_str(), account.uid, account.gid) == 0);
+  const int64_t others = submit("true", (home / "precious").string(), 1, other.name, 2);
+  const int64_t others_new = submit("true", (home / "newdir" / "sub" / "x").string(), 1, other.name, 2);
   // And one after them, its output in a directory the child makes: it runs.
   const int64_t later = submit("echo ran", (home / "sub" / "later.out").string());
-  REQUIRE(WaitUntil([&] { return ended(hung) && ended(refused) && ended(spread) && ended(later); },
-                    std::chrono::seconds(90)));
-  const npb::Job h = job(hung), r = job(refused), sp = job(spread), l = job(later);
-  INFO(h.DebugString() << r.DebugString() << sp.DebugString() << l.DebugString() << agent.Log());
+  REQUIRE(WaitUntil(
+      [&] {
+        for (int64_t id : {hung, refused, spread, by_default, into_agent, others, others_new, later}) {
+          if (!ended(id)) return false;
+        }
+        return true;
+      },
+      std::chrono::seconds(90)));
+  const npb::Job h = job(hung), r = job(refused), sp = job(spread), l = job(later), df = job(by_default),
+                 ia = job(into_agent), ot = job(others), on = job(others_new);
+  INFO(h.DebugString() << r.DebugString() << sp.DebugString() << l.DebugString() << df.DebugString()
+                       << ia.DebugString() << ot.DebugString() << on.DebugString() << agent.Log());
+  CHECK(df.state() == npb::EXIT);
+  CHECK(df.reason().find("did not start its command within 4000 ms") != std::string::npos);
+  CHECK_FALSE(Exists(home / "default.ran"));
+  CHECK(ia.state() == npb::EXIT);
+  CHECK(ia.reason().find("output file: cannot open /proc/self/mem as " + account.name + ": it lies in /proc") !=
+        std::string::npos);
+  for (const npb::Job& o : {ot, on}) {
+    CHECK(o.state() == npb::EXIT);
+    CHECK(o.reason().find("cannot run tasks as " + other.name) != std::string::npos);
+  }
+  {
+    std::ifstream precious(home / "precious.events");
+    std::string kept((std::istreambuf_iterator<char>(precious)), std::istreambuf_iterator<char>());
+    CHECK(kept == "the account's own\n");
+  }
+  CHECK_FALSE(Exists(home / "newdir"));
   CHECK(sp.state() == npb::EXIT);
   CHECK(sp.reason().find("hostfile: cannot open " + own.at + "/hang2/out.hosts as " + account.name +
                          ": it did not open within 4s") != std::string::npos);

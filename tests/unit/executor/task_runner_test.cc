@@ -271,6 +271,32 @@ TEST_CASE("an output file that is a FIFO no one reads is refused at once, not wa
   }
 }
 
+// Each of `paths` as a task's output, then as its error file, refused at launch with `why`, as
+// the agent's own account's task (opened by its helper when root, else by the child) and, as
+// root, as another account's (opened by the child, as the account). Keys `job`.N.0.
+void ExpectRefusedOutputs(TaskRunner& runner, const std::filesystem::path& dir, const std::string& job,
+                          const std::vector<std::string>& paths, const std::string& why) {
+  std::vector<std::string> users{""};
+  if (geteuid() == 0) users.push_back("nobody");
+  int n = 0;
+  for (const std::string& user : users) {
+    for (const std::string& path : paths) {
+      for (const bool as_error : {false, true}) {
+        CAPTURE(user, path, as_error);
+        TaskLaunch t{job + "." + std::to_string(n++) + ".0", "echo lost"};
+        t.user = user;
+        t.stdout_path = as_error ? (dir / ("out-" + job + "-" + std::to_string(n))).string() : path;
+        if (as_error) t.stderr_path = path;
+        const auto pid = runner.Launch(t);
+        CHECK(absl::IsInvalidArgument(pid.status()));
+        CHECK(absl::StrContains(pid.status().message(), "cannot open " + path));
+        CHECK(absl::StrContains(pid.status().message(), why));
+      }
+    }
+  }
+  CHECK(runner.Running().empty());
+}
+
 TEST_CASE("an output or error file that names a process's open descriptor (/dev/stdout, /dev/fd/N, /proc/self/fd/N) "
           "is refused with why, not written to whatever the opener holds there",
           "[B11][C6]") {
@@ -279,25 +305,8 @@ TEST_CASE("an output or error file that names a process's open descriptor (/dev/
   // helper-93).
   TempDir dir;
   TaskRunner runner;
-  std::vector<std::string> users{""};  // opened by the agent's helper
-  if (geteuid() == 0) users.push_back("nobody");  // opened by the task's child, as the account
-  int n = 0;
-  for (const std::string& user : users) {
-    for (const std::string path : {"/dev/stdout", "/dev/stderr", "/dev/fd/1", "/proc/self/fd/2"}) {
-      for (const bool as_error : {false, true}) {
-        CAPTURE(user, path, as_error);
-        TaskLaunch t{"31." + std::to_string(n++) + ".0", "echo lost"};
-        t.user = user;
-        t.stdout_path = as_error ? dir / ("out-" + std::to_string(n)) : path;
-        if (as_error) t.stderr_path = path;
-        const auto pid = runner.Launch(t);
-        CHECK(absl::IsInvalidArgument(pid.status()));
-        CHECK(absl::StrContains(pid.status().message(), "cannot open " + path));
-        CHECK(absl::StrContains(pid.status().message(), "names a process's open descriptor"));
-      }
-    }
-  }
-  CHECK(runner.Running().empty());
+  ExpectRefusedOutputs(runner, dir.path, "31", {"/dev/stdout", "/dev/stderr", "/dev/fd/1", "/proc/self/fd/2"},
+                       "names a process's open descriptor");
   // A file reached through an ordinary link is still one (an existing file: a link to none
   // is not followed to create it).
   std::ofstream(dir / "target").close();
@@ -307,6 +316,19 @@ TEST_CASE("an output or error file that names a process's open descriptor (/dev/
   REQUIRE(runner.Launch(t).ok());
   CHECK(WaitExit(runner, t.key) == 0);
   CHECK(Read(dir / "target") == "through-a-link\n");
+}
+
+TEST_CASE("an output or error file in /proc (/proc/self/mem) is refused with why, never opened where the opener "
+          "shares the agent's memory",
+          "[B11][C6]") {
+  // A task's child shares the agent's memory until it execs: /proc/self/mem opened there, the
+  // agent's own account's, was the agent's memory, and the task wrote over the agent's code
+  // through its stdout (attacker helper-95, an agent that runs as an account).
+  TempDir dir;
+  TaskRunner runner;
+  ExpectRefusedOutputs(runner, dir.path, "32",
+                       {"/proc/self/mem", "/proc/" + std::to_string(getpid()) + "/mem", "/proc/self/clear_refs"},
+                       "it lies in /proc");
 }
 
 TEST_CASE("a task starts with every signal at its default, whatever the agent ignores", "[B11][C6]") {
