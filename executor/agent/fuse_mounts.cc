@@ -77,6 +77,7 @@ void MountInfoScan::EndToken(bool end_of_field) {
   } else if (field_ == separator_field_ + 1) {
     fuse_ = TokenIs(token_, size, "fuse") || TokenIs(token_, size, "fuseblk") || TokenStarts(token_, size, "fuse.") ||
             TokenStarts(token_, size, "fuseblk.");
+    proc_ = TokenIs(token_, size, "proc");
   } else if (field_ == separator_field_ + 3 && TokenStarts(token_, size, "user_id=")) {
     owner_ = Number(token_ + 8, size - 8);
   }
@@ -96,6 +97,7 @@ void MountInfoScan::EndLine() {
   if (!found_) {
     separator_field_ = -1;
     fuse_ = false;
+    proc_ = false;
     owner_ = -1;
   }
   token_size_ = 0;
@@ -105,6 +107,7 @@ void MountInfoScan::EndLine() {
 MountInfoScan::Verdict MountInfoScan::Finish() {
   EndLine();
   if (!found_) return Verdict::kNotFound;
+  if (proc_) return Verdict::kProc;
   if (!fuse_) return Verdict::kNotFuse;
   return owner_ == 0 ? Verdict::kFuseOfRoot : Verdict::kFuseOfAccount;
 }
@@ -152,7 +155,7 @@ long MountIdOf(int fd) {
   return id;
 }
 
-int OnFuseOfAnAccount(int fd) {
+int MountVerdictOf(int fd, MountInfoScan::Verdict* verdict) {
   const long id = MountIdOf(fd);
   if (id < 0) return -1;
   const int mounts = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
@@ -167,17 +170,11 @@ int OnFuseOfAnAccount(int fd) {
     errno = err;
     return -1;
   }
-  switch (scan.Finish()) {
-    case MountInfoScan::Verdict::kNotFuse:
-    case MountInfoScan::Verdict::kFuseOfRoot:
-      return 0;
-    case MountInfoScan::Verdict::kFuseOfAccount:
-      return 1;
-    case MountInfoScan::Verdict::kNotFound:
-      break;
-  }
+  *verdict = scan.Finish();
+  if (*verdict != MountInfoScan::Verdict::kNotFound) return 0;
   errno = ESTALE;  // its mount went while we looked
   return -1;
 }
+
 
 }  // namespace jc::nexec

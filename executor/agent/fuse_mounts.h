@@ -27,7 +27,8 @@ class MountInfoScan {
     kNotFound,      // no line for the mount (it went meanwhile)
     kNotFuse,       // not FUSE
     kFuseOfRoot,    // FUSE, mounted by root (user_id=0)
-    kFuseOfAccount  // FUSE mounted by an account (user_id=N, N != 0; or no user_id at all)
+    kFuseOfAccount,  // FUSE mounted by an account (user_id=N, N != 0; or no user_id at all)
+    kProc            // a proc file system: processes, no task's files
   };
 
   explicit MountInfoScan(long mount_id) : target_(mount_id) {}
@@ -51,7 +52,7 @@ class MountInfoScan {
   char token_[48] = {};
   size_t token_size_ = 0;
   bool token_long_ = false;  // longer than token_: compared as "no match"
-  bool found_ = false, fuse_ = false;
+  bool found_ = false, fuse_ = false, proc_ = false;
   long owner_ = -1;
 };
 
@@ -61,9 +62,10 @@ char* AppendDecimal(char* out, long n);
 // The mount id of `fd` (/proc/self/fdinfo), or -1 with errno set.
 long MountIdOf(int fd);
 
-// Whether `fd` lies on a FUSE file system an account mounted: 1 if so, 0 if not, -1 with
-// errno set when the kernel's tables could not be read (ESTALE: its mount is not in this
-// process's table, another mount namespace's). `fd` may be O_PATH.
-int OnFuseOfAnAccount(int fd);
+// What kind of mount `fd` lies on, from this process's mount table, at `verdict`: 0, or -1
+// with errno set when the kernel's tables could not be read (ESTALE: its mount is not in this
+// process's table, another mount namespace's). `fd` may be O_PATH. Async-signal-safe.
+int MountVerdictOf(int fd, MountInfoScan::Verdict* verdict);
+
 
 }  // namespace jc::nexec

@@ -43,7 +43,8 @@ struct TaskLaunch {
   std::string stderr_path;
   std::string hostfile_path;  // written when hosts span more than this host
   // The master's default output directory (LaunchRequest.output_root): files directly in
-  // it are opened by the agent for the user; every other path as the user.
+  // it are opened by a root agent for the user; every other path, and every path of a
+  // non-root agent's, as the user.
   std::string output_root;
   std::string job_id;
   // Interactive (nexec submit -I): stdin is a pipe fed by WriteInput instead of

@@ -7,9 +7,7 @@
 #include <signal.h>
 #include <pwd.h>
 #include <sys/socket.h>
-#include <linux/magic.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -175,7 +173,8 @@ bool ActsForOthers(const Account& account) { return geteuid() == 0 && account.ui
 absl::Status CheckMayActFor(const Account& account) {
   if (geteuid() == 0 || account.uid == geteuid()) return absl::OkStatus();
   return absl::PermissionDeniedError(
-      absl::StrCat("the agent does not run as root, so it cannot run tasks as ", account.name));
+      absl::StrCat("the agent does not run as root, so it cannot run tasks as ", account.name,
+                   " nor open files as that account"));
 }
 
 int BecomeAccount(const Account& account) {
@@ -234,22 +233,26 @@ int MakeParentDirectories(char* path) {
 }
 
 // The error for an O_PATH descriptor `located` that lies on a FUSE file system an account
-// mounted (kOnFuseOfAnAccount), or that could not be looked at (its errno); 0 for one that
-// may be opened. A file system on a block device (ext4, xfs; major number not 0) is no FUSE
-// mount an account can make (fuseblk needs root), told by statx without a request to any
-// file system (AT_STATX_DONT_SYNC: FUSE answers from its cache); only the rest (tmpfs, NFS,
-// overlay, FUSE) costs the look at the kernel's mount table.
+// mounted (kOnFuseOfAnAccount), in a proc file system (kInProc), or that could not be looked
+// at (its errno); 0 for one that may be opened. A file system on a block device (ext4, xfs;
+// major number not 0) is neither FUSE an account can make (fuseblk needs root) nor proc, told
+// by statx without a request to any file system (AT_STATX_DONT_SYNC: FUSE answers from its
+// cache); only the rest (tmpfs, NFS, overlay, FUSE, proc) costs the look at the kernel's
+// mount table, which asks no file system either.
 int RefusalFor(int located) {
   struct statx where {};
   if (syscall(SYS_statx, located, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, 0, &where) == 0 &&
       where.stx_dev_major != 0) {
     return 0;
   }
-  const int on = OnFuseOfAnAccount(located);
-  if (on == 0) return 0;
-  if (on > 0) return kOnFuseOfAnAccount;
-  if (errno == ESTALE) return kOnUnlistedMount;
-  return errno != 0 ? errno : EIO;
+  MountInfoScan::Verdict verdict;
+  if (MountVerdictOf(located, &verdict) != 0) {
+    if (errno == ESTALE) return kOnUnlistedMount;
+    return errno != 0 ? errno : EIO;
+  }
+  if (verdict == MountInfoScan::Verdict::kFuseOfAccount) return kOnFuseOfAnAccount;
+  if (verdict == MountInfoScan::Verdict::kProc) return kInProc;
+  return 0;
 }
 
 namespace {
@@ -312,15 +315,6 @@ int LocateNoDescriptorLink(int dir, const char* name, int flags) {
   return -1;
 }
 
-// kInProc for an O_PATH descriptor `located` in a proc file system, else 0 (or the errno of a
-// look that failed). Files there are processes': /proc/self/mem, opened by a task's child that
-// shares the agent's memory, is the agent's memory. Async-signal-safe.
-int InProc(int located) {
-  struct statfs where {};
-  if (fstatfs(located, &where) != 0) return errno;
-  return where.f_type == PROC_SUPER_MAGIC ? kInProc : 0;
-}
-
 }  // namespace
 
 int OpenUnlessOnFuseOfAnAccount(const char* path, char* walk, int flags, mode_t mode) {
@@ -349,7 +343,6 @@ int OpenUnlessOnFuseOfAnAccount(const char* path, char* walk, int flags, mode_t 
     const int located = LocateNoDescriptorLink(parent, name, flags & O_NOFOLLOW);
     if (located >= 0) {
       err = RefusalFor(located);
-      if (err == 0) err = InProc(located);
       if (err == 0 && (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL)) err = EEXIST;
       if (err == 0 && (flags & O_CREAT) != 0) err = StickyRefusal(located, parent);
       if (err == 0) {

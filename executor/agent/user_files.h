@@ -110,9 +110,9 @@ inline constexpr int kOnUnlistedMount = (1 << 20) + 1;
 inline constexpr int kThroughDescriptor = (1 << 20) + 2;
 inline constexpr int kInProc = (1 << 20) + 3;
 
-// 0 when the O_PATH descriptor `located` lies on no FUSE file system an account mounted;
-// kOnFuseOfAnAccount where it does, kOnUnlistedMount on a mount this process's table does not
-// list, or the errno of a look that failed. Sends no request to any file system (statx from
+// 0 when the O_PATH descriptor `located` lies on no FUSE file system an account mounted and
+// not in /proc; kOnFuseOfAnAccount or kInProc where it does, kOnUnlistedMount on a mount this
+// process's table does not list, or the errno of a look that failed. Sends no request to any file system (statx from
 // the cache, the kernel's mount table): a walk checks each step with it before it looks at
 // what the step found (attributes, a link's target). Async-signal-safe.
 int RefusalFor(int located);
@@ -189,7 +189,7 @@ inline constexpr absl::Duration kOpenAsTimeout = absl::Seconds(20);
 absl::StatusOr<OwnedFd> OpenDirectoryAs(const Account& account, const std::string& path);
 
 // Opens `name` in the directory `trusted_root` (the master's default output directory)
-// for `account` without becoming it: the directory must be a real directory (not a
+// for `account` without becoming it (a root agent's; OpenTaskFile): the directory must be a real directory (not a
 // symlink) that belongs to root or this process and that only its owner may write, so no
 // user can have planted a link or a file in it. `name` is opened relative to a descriptor
 // of that directory with O_NOFOLLOW; a file this creates is handed to `account`. An
@@ -202,8 +202,9 @@ absl::StatusOr<OwnedFd> OpenInTrustedDirectory(const std::string& trusted_root, 
 bool InTrustedDirectory(const std::string& path, const std::string& trusted_root);
 
 // A task's file: opened in `trusted_root` (OpenInTrustedDirectory) when `path` lies
-// directly in it, otherwise as the account (OpenAs, creating missing directories when
-// `flags` has O_CREAT).
+// directly in it and this agent is root (a non-root agent's output directory is its
+// account's own, which that account may mount on: opened as any of its paths), otherwise as
+// the account (OpenAs, creating missing directories when `flags` has O_CREAT).
 absl::StatusOr<OwnedFd> OpenTaskFile(const Account& account, const std::string& path, int flags, mode_t mode,
                                      const std::string& trusted_root,
                                      OwnAccountOpen own = OwnAccountOpen::kBounded);

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -121,28 +122,34 @@ std::vector<pb::SensorResource> SensorRunner::Current() const {
 
 namespace {
 
-// What of a sensor's stderr is logged per run: a sensor that prints errors every round would
-// fill the agent's log.
+// What of a sensor's stderr is logged per run (each line cut at 1 KiB): a sensor that prints
+// errors every round would fill the agent's log.
 constexpr int kStderrLinesLogged = 20;
-// A line no longer than this is kept whole; a longer one is cut there (a sensor that never
-// prints a newline must not grow the agent's memory).
-constexpr size_t kLongestLine = 64 * 1024;
+// What is buffered of a line before it is handed on in pieces (a sensor that never prints a
+// newline must not grow the agent's memory).
+constexpr size_t kLongestPiece = 64 * 1024;
+// A round of output longer than this is dropped (the same, for a sensor that never prints
+// `---`).
+constexpr size_t kLongestRound = 1024 * 1024;
+// What of a sensor's stderr is read once its output ended, without waiting for more (its
+// children may keep writing there).
+constexpr size_t kLastErrorRead = 64 * 1024;
 
 // Takes the complete lines (and, with `all`, the rest) off the front of `buffer`, or a piece
-// of kLongestLine of a longer one, and hands each to `line`.
-template <typename LineFn>
-void TakeLines(std::string& buffer, bool all, LineFn line) {
+// of kLongestPiece of a longer one, and hands each to `piece(text, ends_line)`.
+template <typename PieceFn>
+void TakeLines(std::string& buffer, bool all, PieceFn piece) {
   size_t start = 0;
   while (start < buffer.size()) {
     const size_t end = buffer.find('\n', start);
     if (end == std::string::npos) {
-      if (!all && buffer.size() - start < kLongestLine) break;
-      const size_t len = std::min(buffer.size() - start, kLongestLine);
-      line(absl::string_view(buffer).substr(start, len));
+      if (!all && buffer.size() - start < kLongestPiece) break;
+      const size_t len = std::min(buffer.size() - start, kLongestPiece);
+      piece(absl::string_view(buffer).substr(start, len), /*ends_line=*/all && start + len == buffer.size());
       start += len;
       continue;
     }
-    line(absl::string_view(buffer).substr(start, end - start));
+    piece(absl::string_view(buffer).substr(start, end - start), /*ends_line=*/true);
     start = end + 1;
   }
   buffer.erase(0, start);
@@ -151,22 +158,49 @@ void TakeLines(std::string& buffer, bool all, LineFn line) {
 }  // namespace
 
 void SensorRunner::Run(const std::string& path) {
-  while (true) {
+  // Before each start but the first: the restart delay, in short steps so shutdown is not
+  // held up by it; false once the runner stops.
+  bool first = true;
+  auto wait_to_restart = [&] {
+    for (absl::Time until = absl::Now() + restart_delay_; absl::Now() < until;) {
+      {
+        std::lock_guard<std::mutex> guard(mu_);
+        if (stopping_) return false;
+      }
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    return true;
+  };
+  while (first || wait_to_restart()) {
+    first = false;
     int fds[2], errs[2];
     // Close-on-exec: a probe or another sensor forked meanwhile by another thread must not
     // keep this one's write end for its whole life (this reader would never see the end).
-    if (pipe2(fds, O_CLOEXEC) != 0) return;
     // Its stderr a pipe of its own, logged here: not the daemon's, which a child of the
     // sensor's would keep after the daemon's SIGKILL (PR_SET_PDEATHSIG ends the sensor
     // alone), a supervisor's pipe among it, for as long as the kernel held it on an account's
     // path (a `df`; helper-94).
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+      spdlog::error("sensor {}: pipe: {}; trying again in {}", path, std::strerror(errno),
+                    absl::FormatDuration(restart_delay_));
+      continue;
+    }
     if (pipe2(errs, O_CLOEXEC) != 0) {
+      spdlog::error("sensor {}: pipe: {}; trying again in {}", path, std::strerror(errno),
+                    absl::FormatDuration(restart_delay_));
       close(fds[0]);
       close(fds[1]);
-      return;
+      continue;
     }
     const pid_t parent = getpid();
     pid_t pid = fork();
+    if (pid < 0) {
+      // Never a pid of -1 kept: its wait would reap any child of the daemon's (a task's).
+      spdlog::error("sensor {}: fork: {}; trying again in {}", path, std::strerror(errno),
+                    absl::FormatDuration(restart_delay_));
+      for (int fd : {fds[0], fds[1], errs[0], errs[1]}) close(fd);
+      continue;
+    }
     if (pid == 0) {
       setpgid(0, 0);
       // A sensor loops forever: it ends with the daemon that runs it, also one SIGKILLed
@@ -214,17 +248,28 @@ void SensorRunner::Run(const std::string& path) {
       }
       round.clear();
     };
-    auto output_line = [&](absl::string_view line) {
-      if (absl::StripTrailingAsciiWhitespace(line) == "---") {
+    bool in_line = false;       // the last piece handed on did not end its line
+    bool round_dropped = false;  // this round outgrew kLongestRound
+    auto output_line = [&](absl::string_view piece, bool ends_line) {
+      if (!in_line && ends_line && absl::StripTrailingAsciiWhitespace(piece) == "---") {
+        if (round_dropped) spdlog::warn("sensor {}: a round of more than {} bytes, dropped", path, kLongestRound);
+        round_dropped = false;
         flush();
-      } else {
-        absl::StrAppend(&round, line, "\n");
+        return;
       }
+      in_line = !ends_line;
+      if (round_dropped) return;
+      if (round.size() + piece.size() + 1 > kLongestRound) {
+        round.clear();
+        round_dropped = true;
+        return;
+      }
+      absl::StrAppend(&round, piece, ends_line ? "\n" : "");
     };
     int error_lines = 0;
-    auto error_line = [&](absl::string_view line) {
+    auto error_line = [&](absl::string_view line, bool /*ends_line*/) {
       if (++error_lines <= kStderrLinesLogged) {
-        spdlog::warn("sensor {} (stderr): {}", path, line);
+        spdlog::warn("sensor {} (stderr): {}", path, line.substr(0, 1024));
       } else if (error_lines == kStderrLinesLogged + 1) {
         spdlog::warn("sensor {}: more on its stderr, not logged until it starts again", path);
       }
@@ -258,29 +303,28 @@ void SensorRunner::Run(const std::string& path) {
       }
     }
     TakeLines(out_buffer, true, output_line);
-    // What it said last, without waiting for more.
+    // What it said last, without waiting for more, and no more than kLastErrorRead: a child
+    // of the sensor's may keep writing there.
     if (err_open && fcntl(errs[0], F_SETFL, O_NONBLOCK) == 0) {
       ssize_t n;
-      while ((n = read(errs[0], chunk, sizeof chunk)) > 0) err_buffer.append(chunk, static_cast<size_t>(n));
+      for (size_t read_so_far = 0;
+           read_so_far < kLastErrorRead && (n = read(errs[0], chunk, sizeof chunk)) > 0;
+           read_so_far += static_cast<size_t>(n)) {
+        err_buffer.append(chunk, static_cast<size_t>(n));
+        TakeLines(err_buffer, false, error_line);
+      }
     }
     TakeLines(err_buffer, true, error_line);
     close(errs[0]);
-    flush();
+    if (!round_dropped) flush();
     close(fds[0]);
     waitpid(pid, nullptr, 0);
-    std::unique_lock<std::mutex> lock(mu_);
-    pids_.erase(path);
-    if (stopping_) return;
-    lock.unlock();
-    spdlog::info("sensor {} exited; starting it again in {}", path, absl::FormatDuration(restart_delay_));
-    // Sleep in short steps so shutdown is not held up by the delay.
-    for (absl::Time until = absl::Now() + restart_delay_; absl::Now() < until;) {
-      {
-        std::lock_guard<std::mutex> guard(mu_);
-        if (stopping_) return;
-      }
-      absl::SleepFor(absl::Milliseconds(50));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      pids_.erase(path);
+      if (stopping_) return;
     }
+    spdlog::info("sensor {} exited; starting it again in {}", path, absl::FormatDuration(restart_delay_));
   }
 }
 

@@ -41,7 +41,8 @@ Verdict Scan(long id, const std::string& text, size_t piece, long* owner = nullp
 
 }  // namespace
 
-TEST_CASE("a FUSE mount an account made is told from root's and from other file systems, in pieces of any size",
+TEST_CASE("a FUSE mount an account made is told from root's and from other file systems, a proc file system among them, "
+          "in pieces of any size",
           "[B9][C6]") {
   for (size_t piece : {size_t{1}, size_t{7}, size_t{4096}, size_t{1} << 20}) {
     INFO("pieces of " << piece);
@@ -69,6 +70,12 @@ TEST_CASE("a FUSE mount an account made is told from root's and from other file 
     CHECK(Scan(12, Table("99 1 0:40 / /mnt/z rw - fuse z rw,user_id=0"), piece) == Verdict::kNotFound);
     CHECK(Scan(1234, Table("99 1 0:40 / /mnt/z rw - fuse z rw,user_id=7"), piece) == Verdict::kFuseOfRoot);
     CHECK(Scan(40, Table(""), piece) == Verdict::kNotFuse);
+    // A proc file system, wherever it is mounted (a task's output there is refused; attacker
+    // helper-95's /proc/self/mem); one whose source is named "proc" is not.
+    CHECK(Scan(22, Table(""), piece) == Verdict::kProc);
+    CHECK(Scan(12, Table("12 1 0:60 / /srv/chroot/proc rw,relatime - proc proc rw,hidepid=2"), piece) ==
+          Verdict::kProc);
+    CHECK(Scan(12, Table("12 1 0:61 / /mnt/t rw - tmpfs proc rw"), piece) == Verdict::kNotFuse);
   }
   // The last line without its newline.
   CHECK(Scan(5, "5 1 0:40 / /m rw - fuse m rw,user_id=42", 3) == Verdict::kFuseOfAccount);
@@ -80,8 +87,17 @@ TEST_CASE("the mount of a descriptor is found in this process's own tables", "[B
   const int root = open("/", O_PATH | O_CLOEXEC);
   REQUIRE(root >= 0);
   CHECK(jc::nexec::MountIdOf(root) > 0);
-  // The root file system of a test host is not an account's FUSE mount.
-  CHECK(jc::nexec::OnFuseOfAnAccount(root) == 0);
+  // The root file system of a test host is not an account's FUSE mount, nor proc; /proc is.
+  Verdict verdict = Verdict::kNotFound;
+  CHECK(jc::nexec::MountVerdictOf(root, &verdict) == 0);
+  CHECK(verdict != Verdict::kFuseOfAccount);
+  CHECK(verdict != Verdict::kProc);
+  CHECK(verdict != Verdict::kNotFound);
+  const int proc = open("/proc/self", O_PATH | O_CLOEXEC);
+  REQUIRE(proc >= 0);
+  CHECK(jc::nexec::MountVerdictOf(proc, &verdict) == 0);
+  CHECK(verdict == Verdict::kProc);
+  close(proc);
   close(root);
   errno = 0;
   CHECK(jc::nexec::MountIdOf(-1) == -1);

@@ -1,5 +1,5 @@
 #include <catch2/catch.hpp>
-#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <fcntl.h>
@@ -16,6 +16,30 @@
 #include "tests/testing/process.h"
 
 using jc::nexec::ParseSensorOutput;
+
+namespace {
+
+// The daemon's log, captured while it lives: read through the sink's own lock (the sensor's
+// thread writes it meanwhile).
+class CapturedLog {
+ public:
+  CapturedLog()
+      : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(4096)), previous_(spdlog::default_logger()) {
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("sensor-test", sink_));
+  }
+  ~CapturedLog() { spdlog::set_default_logger(previous_); }
+  std::string Text() const {
+    std::string text;
+    for (const std::string& line : sink_->last_formatted()) text += line;
+    return text;
+  }
+
+ private:
+  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
+  std::shared_ptr<spdlog::logger> previous_;
+};
+
+}  // namespace
 
 TEST_CASE("sensor output parses into resource records", "[B1]") {
   auto records = ParseSensorOutput(R"(
@@ -122,10 +146,8 @@ TEST_CASE("a sensor holds its own output and error pipes, not the daemon's stdin
   const int saved_stderr = fcntl(2, F_DUPFD_CLOEXEC, 3);
   REQUIRE(saved_stdin >= 0);
   REQUIRE(saved_stderr >= 0);
-  std::ostringstream log;
-  auto previous_logger = spdlog::default_logger();
-  spdlog::set_default_logger(
-      std::make_shared<spdlog::logger>("sensor-test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
+  std::string text;
+  auto log = std::make_unique<CapturedLog>();
   REQUIRE(dup2(in_ends[0], 0) == 0);
   REQUIRE(dup2(err_ends[1], 2) == 2);
   std::map<std::string, std::string> seen;
@@ -137,24 +159,23 @@ TEST_CASE("a sensor holds its own output and error pipes, not the daemon's stdin
       for (const auto& r : runner.Current()) seen[r.resource()] = r.value();
       return seen.size() == 3;
     });
-    said = jc::testing::WaitUntil([&] {
-      spdlog::default_logger()->flush();
-      return log.str().find("Transport endpoint is not connected") != std::string::npos;
-    });
+    said = jc::testing::WaitUntil(
+        [&] { return log->Text().find("Transport endpoint is not connected") != std::string::npos; });
   }
+  text = log->Text();
+  log.reset();
   dup2(saved_stdin, 0);
   dup2(saved_stderr, 2);
   close(saved_stdin);
   close(saved_stderr);
-  spdlog::set_default_logger(previous_logger);
   for (int fd : {in_ends[0], in_ends[1], err_ends[0], err_ends[1], inherited}) close(fd);
   std::filesystem::remove_all(dir);
-  INFO(log.str());
+  INFO(text);
   CHECK(seen["stdinnull"] == "1");
   CHECK(seen["inherited"] == "0");
   CHECK(seen["daemonstderr"] == "0");
   CHECK(said);
-  CHECK(log.str().find("ress.host (stderr): df: /home/alice/mnt: Transport endpoint is not connected") !=
+  CHECK(text.find("ress.host (stderr): df: /home/alice/mnt: Transport endpoint is not connected") !=
         std::string::npos);
 }
 
@@ -167,10 +188,7 @@ TEST_CASE("a sensor that keeps printing on stderr fills the daemon's log with no
                          "echo '- resource: rounds'; echo \"  value: $i\"; echo '---'; "
                          "[ $i -ge 200 ] && exec sleep 300; done\n";
   std::filesystem::permissions(path, std::filesystem::perms::owner_all);
-  std::ostringstream log;
-  auto previous_logger = spdlog::default_logger();
-  spdlog::set_default_logger(
-      std::make_shared<spdlog::logger>("sensor-test", std::make_shared<spdlog::sinks::ostream_sink_mt>(log)));
+  auto log = std::make_unique<CapturedLog>();
   bool all_rounds = false;
   {
     jc::nexec::SensorRunner runner({path});
@@ -181,9 +199,9 @@ TEST_CASE("a sensor that keeps printing on stderr fills the daemon's log with no
       return false;
     });
   }
-  spdlog::set_default_logger(previous_logger);
+  const std::string text = log->Text();
+  log.reset();
   std::filesystem::remove_all(dir);
-  const std::string text = log.str();
   INFO(text.substr(0, 4000));
   CHECK(all_rounds);
   size_t lines = 0;
@@ -194,4 +212,55 @@ TEST_CASE("a sensor that keeps printing on stderr fills the daemon's log with no
   CHECK(text.find("(stderr): noise 20\n") != std::string::npos);
   CHECK(text.find("(stderr): noise 21\n") == std::string::npos);
   CHECK(text.find("more on its stderr, not logged until it starts again") != std::string::npos);
+}
+
+TEST_CASE("a sensor's line longer than 64 KiB is read whole, and its last round counts without `---` or a final "
+          "newline",
+          "[B1]") {
+  auto dir = std::filesystem::temp_directory_path() / ("jc-sensor-long-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  auto path = (dir / "ress.host").string();
+  const std::string description(70000, 'd');
+  // Its last round ends only when its output does: its stdout closed before it sleeps.
+  std::ofstream(path) << "#!/bin/sh\nprintf -- '- resource: long\\n  type: text\\n  value: v\\n  description: "
+                      << description << "'\nexec >&-\nexec sleep 300\n";
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  std::string seen;
+  {
+    CapturedLog log;
+    jc::nexec::SensorRunner runner({path});
+    jc::testing::WaitUntil([&] {
+      for (const auto& r : runner.Current()) {
+        if (r.resource() == "long") seen = r.description();
+      }
+      return !seen.empty();
+    });
+    INFO(log.Text().substr(0, 2000));
+    CHECK(seen.size() == description.size());
+    CHECK(seen == description);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a sensor whose child keeps writing on stderr after the sensor's output ended does not hold the daemon's "
+          "reader: the sensor is started again",
+          "[B1][C6]") {
+  auto dir = std::filesystem::temp_directory_path() / ("jc-sensor-chatty-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  auto path = (dir / "ress.host").string();
+  std::ofstream(path) << "#!/bin/sh\n(exec >&-; while :; do echo chatter >&2; done) &\n"
+                         "echo '- resource: chatty'; echo '  value: 1'; echo '---'\nexit 0\n";
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  bool restarted = false;
+  std::string text;
+  {
+    CapturedLog log;
+    jc::nexec::SensorRunner runner({path}, absl::Milliseconds(100));
+    restarted = jc::testing::WaitUntil(
+        [&] { return log.Text().find("exited; starting it again") != std::string::npos; }, std::chrono::seconds(20));
+    text = log.Text();
+  }
+  std::filesystem::remove_all(dir);
+  INFO(text.substr(0, 2000));
+  CHECK(restarted);
 }
