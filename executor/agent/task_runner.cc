@@ -157,13 +157,15 @@ int RunTaskChild(void* arg) {
   sigset_t none;
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
+  // Its own session (and process group), as slurmstepd's tasks: never the agent's, whose
+  // controlling terminal (an agent started from a root shell, tmux, screen) a task could
+  // otherwise open as /dev/tty and type into with TIOCSTI (attacker helper-97: a root shell
+  // ran a job's injected command).
+  if (setsid() < 0) FailChild(c, kSetsid);
   if (c.tty) {
-    // Its own session with the terminal as its controlling one: ^C typed at the
-    // submitter's terminal reaches the task's foreground processes as SIGINT.
-    if (setsid() < 0) FailChild(c, kSetsid);
+    // The terminal as its controlling one: ^C typed at the submitter's terminal reaches the
+    // task's foreground processes as SIGINT.
     if (ioctl(c.child_in, TIOCSCTTY, 0) != 0) FailChild(c, kControllingTty);
-  } else if (setpgid(0, 0) != 0) {
-    FailChild(c, kSetpgid);
   }
   if (c.cgroup && c.cgroup->JoinFromChild() != 0) FailChild(c, kCgroup);
   if (c.share_below > 0 && UnshareLowDescriptors(c.share_below) != 0) FailChild(c, kFiles);
@@ -499,11 +501,8 @@ absl::StatusOr<pid_t> SpawnChild(TaskChild& child, ChildError* failed, uid_t acc
         " ms (--task_start_timeout; its working directory or output on a file system that does not answer?) and "
         "was killed"));
   }
-  // The child also calls setpgid; doing it here too closes the race where a signal to
-  // the group arrives before the child got there. (A terminal's task makes its own
-  // session, which setpgid here would prevent; it is done before exec, and so before
-  // this call returns.)
-  if (!child.tty) setpgid(pid, pid);
+  // Its own session and group were made by the child before exec, and so before this call
+  // returned: a signal to the group finds it.
   if (failed->step >= 0) {
     ReapOrAbandon(pid, account);  // its exit may close a file on a file system that never answers
     return absl::AbortedError("the task's child failed before exec");

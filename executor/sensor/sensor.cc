@@ -125,6 +125,8 @@ namespace {
 // What of a sensor's stderr is logged per run (each line cut at 1 KiB): a sensor that prints
 // errors every round would fill the agent's log.
 constexpr int kStderrLinesLogged = 20;
+// The resources the sensors of one daemon may report in all.
+constexpr size_t kMostResources = 1000;
 // What is buffered of a line before it is handed on in pieces (a sensor that never prints a
 // newline must not grow the agent's memory).
 constexpr size_t kLongestPiece = 64 * 1024;
@@ -235,6 +237,18 @@ void SensorRunner::Run(const std::string& path) {
     auto flush = [&] {
       if (absl::StripAsciiWhitespace(round).empty()) return;
       auto records = ParseSensorOutput(round);
+      if (records.ok()) {
+        // Bounded: a sensor that names new resources round after round would grow the daemon
+        // and its heartbeats past what the master takes (attacker helper-97: the host was lost).
+        std::lock_guard<std::mutex> lock(mu_);
+        size_t kept = current_.size();
+        for (const auto& r : *records) kept += current_.count(r.resource()) == 0 ? 1 : 0;
+        if (kept > kMostResources) {
+          records = absl::ResourceExhaustedError(absl::StrCat("this round would make ", kept,
+                                                              " resources, more than the ", kMostResources,
+                                                              " the sensors of a host may report"));
+        }
+      }
       if (!records.ok()) {
         // The last good values stay in force.
         std::string error(records.status().message());
@@ -266,11 +280,12 @@ void SensorRunner::Run(const std::string& path) {
       }
       absl::StrAppend(&round, piece, ends_line ? "\n" : "");
     };
-    int error_lines = 0;
+    int error_lines = 0;  // counted up to one past the cap, never further (no wrap)
     auto error_line = [&](absl::string_view line, bool /*ends_line*/) {
+      if (error_lines > kStderrLinesLogged) return;
       if (++error_lines <= kStderrLinesLogged) {
         spdlog::warn("sensor {} (stderr): {}", path, line.substr(0, 1024));
-      } else if (error_lines == kStderrLinesLogged + 1) {
+      } else {
         spdlog::warn("sensor {}: more on its stderr, not logged until it starts again", path);
       }
     };

@@ -264,3 +264,31 @@ TEST_CASE("a sensor whose child keeps writing on stderr after the sensor's outpu
   INFO(text.substr(0, 2000));
   CHECK(restarted);
 }
+
+TEST_CASE("the sensors of a host report at most 1000 resources: a round that would name more is refused, the last "
+          "good values kept",
+          "[B1][C5]") {
+  // Attacker helper-97: a sensor naming new resources every round grew the agent and its
+  // heartbeats until the master refused them and the host was lost.
+  auto dir = std::filesystem::temp_directory_path() / ("jc-sensor-many-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  auto path = (dir / "ress.host").string();
+  std::ofstream(path) << "#!/bin/sh\nr=0\nwhile [ $r -lt 3 ]; do r=$((r+1)); i=0\n"
+                         "  while [ $i -lt 600 ]; do i=$((i+1)); echo \"- resource: r${r}_$i\"; echo '  value: 1'; done\n"
+                         "  echo '---'\ndone\nexec sleep 300\n";
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  size_t count = 0;
+  std::string text;
+  {
+    CapturedLog log;
+    jc::nexec::SensorRunner runner({path});
+    const bool refused = jc::testing::WaitUntil(
+        [&] { return log.Text().find("the sensors of a host may report") != std::string::npos; });
+    count = runner.Current().size();
+    text = log.Text();
+    CHECK(refused);
+  }
+  std::filesystem::remove_all(dir);
+  INFO(text.substr(0, 2000));
+  CHECK(count == 600);  // the first round's; the second would have made 1,200
+}

@@ -331,6 +331,33 @@ TEST_CASE("an output or error file in /proc (/proc/self/mem) is refused with why
                        "it lies in /proc");
 }
 
+TEST_CASE("a task runs in a session of its own, never the agent's, whose controlling terminal it could type into",
+          "[B11][C6]") {
+  // Attacker helper-97: an agent started from a root shell (the quickstart's `&`), its task in
+  // the agent's session opened /dev/tty and typed a command into the root shell (TIOCSTI).
+  TempDir dir;
+  TaskRunner runner;
+  std::vector<std::string> users{""};
+  if (geteuid() == 0) users.push_back("nobody");
+  int n = 0;
+  for (const std::string& user : users) {
+    CAPTURE(user);
+    // Fields 1, 5 and 6 of its stat: its pid, process group and session.
+    TaskLaunch t{"33." + std::to_string(n++) + ".0", "cut -d' ' -f1,5,6 /proc/$$/stat"};
+    t.user = user;
+    t.stdout_path = dir / ("session-" + std::to_string(n));
+    REQUIRE(runner.Launch(t).ok());
+    CHECK(WaitExit(runner, t.key) == 0);
+    std::istringstream fields(Read(t.stdout_path));
+    pid_t pid = 0, group = 0, session = 0;
+    fields >> pid >> group >> session;
+    CHECK(pid > 0);
+    CHECK(group == pid);
+    CHECK(session == pid);
+    CHECK(session != getsid(0));
+  }
+}
+
 TEST_CASE("a task starts with every signal at its default, whatever the agent ignores", "[B11][C6]") {
   // An agent started by a background shell ignores SIGINT and SIGQUIT, under nohup SIGHUP:
   // its tasks must not inherit that (^C to an interactive task, a kill by SIGINT).
