@@ -64,9 +64,9 @@ absl::StatusOr<std::shared_ptr<OwnedFd>> CreateEventFile(const std::string& path
                                                           const std::string& output_root) {
   auto account = LookupAccount(user);
   if (!account.ok()) return account.status();
-  // Before anything is made: an agent that runs as an account creates nothing for another
-  // (attacker helper-95: another account's launch truncated this account's files).
-  JC_RETURN_IF_ERROR(CheckMayActFor(*account));
+  // An agent that runs as an account creates nothing for another (OpenAs's CheckMayActFor,
+  // before any directory is made; attacker helper-95: another account's launch truncated
+  // this account's files).
   // Without waiting (a FIFO with no reader is refused at once, not waited on: attacker
   // helper-59 stalled an agent's launches with one), and a regular file only.
   auto fd = OpenRegularTaskFile(*account, path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0600, output_root);
