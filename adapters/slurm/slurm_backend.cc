@@ -442,13 +442,9 @@ absl::StatusOr<ExecPlan> SlurmBackend::PlanExec(const ExecRequest& request) {
       // the account's own ids), which `runc exec` would join first and then could join none
       // of the container's others: nexec-userns-exec --enter joins them in order, beside
       // the container's process (runc's state names it).
-      plan.argv.insert(plan.argv.end(),
-                       {"/bin/sh", "-c",
-                        "pid=$(runc --root \"$1\" state \"$2\" | sed -n "
-                        "'s/^[[:space:]]*\"pid\":[[:space:]]*\\([0-9][0-9]*\\),*$/\\1/p') && [ -n \"$pid\" ] || "
-                        "{ echo \"jointcloud: the replica's container is not running\" >&2; exit 125; }; "
-                        "helper=$3; shift 3; exec \"$helper\" --enter \"$pid\" \"$@\"",
-                        "sh", runc_root, id, options_.userns_helper});
+      const auto enter = nexec::RootlessExecArgv(runc_root, id, options_.userns_helper,
+                                                 "jointcloud: the replica's container is not running", {});
+      plan.argv.insert(plan.argv.end(), enter.begin(), enter.end());
     } else {
       plan.argv.insert(plan.argv.end(), {"runc", "--root", runc_root, "exec"});
       if (request.tty) plan.argv.insert(plan.argv.end(), {"--tty", "--env", "TERM=xterm"});

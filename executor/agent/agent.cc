@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/sysinfo.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -246,6 +247,23 @@ void MoveIntoLeaf(const std::string& dir) {
   }
 }
 
+// Whether this process's account may make a user namespace, which rootless runc needs:
+// asked of the kernel in a child that exits at once (some kernels are built or set to
+// refuse them to unprivileged accounts).
+absl::Status CanMakeUserNamespace() {
+  const pid_t pid = fork();
+  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
+  if (pid == 0) _exit(unshare(CLONE_NEWUSER) == 0 ? 0 : (errno & 0xff));
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return absl::InternalError(absl::StrCat("waitpid: ", std::strerror(errno)));
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return absl::OkStatus();
+  const int error = WIFEXITED(status) ? WEXITSTATUS(status) : EINVAL;
+  return absl::FailedPreconditionError(absl::StrCat("its account may make no user namespace here (",
+                                                    std::strerror(error), "), which rootless runc needs"));
+}
+
 }  // namespace
 
 void Agent::SetUpImages() {
@@ -254,11 +272,19 @@ void Agent::SetUpImages() {
     std::error_code ec;
     runner = (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "nexec-image-run").string();
   }
+  // Not root (run as an account): its containers are rootless, their commands given the
+  // account's ids by nexec-userns-exec, the one beside this agent.
+  const bool rootless = geteuid() != 0;
+  std::string userns_helper;
+  if (rootless) {
+    std::error_code ec;
+    userns_helper = (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "nexec-userns-exec").string();
+  }
   std::vector<std::string> missing;
   for (const std::string& tool : {std::string("/usr/bin/runc"), std::string("/usr/bin/skopeo"),
                                   std::string("/usr/bin/umoci"), std::string("/usr/bin/setpriv"),
-                                  std::string("/usr/bin/unshare"), runner}) {
-    if (access(tool.c_str(), X_OK) != 0) missing.push_back(tool);
+                                  std::string("/usr/bin/unshare"), runner, userns_helper}) {
+    if (!tool.empty() && access(tool.c_str(), X_OK) != 0) missing.push_back(tool);
   }
   if (!missing.empty()) {
     spdlog::warn("nexec agent: jobs with --image cannot run here (missing {}); they end with that reason",
@@ -266,8 +292,17 @@ void Agent::SetUpImages() {
     runner_.RunNoImages(absl::StrCat("it found no ", absl::StrJoin(missing, ", ")));
     return;
   }
+  if (rootless) {
+    if (absl::Status userns = CanMakeUserNamespace(); !userns.ok()) {
+      spdlog::warn("nexec agent: jobs with --image cannot run here ({}); they end with that reason",
+                   std::string(userns.message()));
+      runner_.RunNoImages(std::string(userns.message()));
+      return;
+    }
+  }
   ImageRunning images;
   images.runner = runner;
+  images.userns_helper = userns_helper;
   images.store = options_.image_store.empty() ? options_.state_dir + "/images" : options_.image_store;
   images.auth_file = options_.registry_auth_file;
   images.cert_dir = options_.registry_cert_dir;
@@ -312,8 +347,8 @@ void Agent::SetUpImages() {
       return;
     }
   }
-  spdlog::info("nexec agent: tasks with an image run in it (runc), images kept in {}; GPUs in images: {}",
-               images.store, images.gpus.Describe());
+  spdlog::info("nexec agent: tasks with an image run in it (runc{}), images kept in {}; GPUs in images: {}",
+               rootless ? ", rootless: this agent is not root" : "", images.store, images.gpus.Describe());
   image_store_ = images.store;
   runner_.RunImagesWith(std::move(images));
 }

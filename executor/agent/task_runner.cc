@@ -655,6 +655,9 @@ absl::Status TaskRunner::PrepareImage(const TaskLaunch& t, const Account& user,
   spec.user = user;
   spec.cgroup = absl::StrCat("nexec-", getpid(), "-", t.key);
   spec.terminal = t.tty;
+  // An agent that is not root runs runc as its account: rootless (ImageRunning::userns_helper).
+  spec.rootless = !images_->userns_helper.empty();
+  spec.userns_helper = images_->userns_helper;
   std::ofstream config(bundle + "/config.json");
   config << ContainerConfig(spec).dump();
   if (!config.good()) return absl::InternalError(absl::StrCat("cannot write ", bundle, "/config.json"));
@@ -663,6 +666,12 @@ absl::Status TaskRunner::PrepareImage(const TaskLaunch& t, const Account& user,
   for (auto& a : out->args) out->argv.push_back(a.data());
   out->argv.push_back(nullptr);
   out->env_strings = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
+  if (spec.rootless) {
+    // runc, skopeo and umoci as the account keep their state and read their settings in
+    // its store, as the Slurm adapter's runner does, never in a home another job may use.
+    for (const char* name : {"HOME=", "XDG_RUNTIME_DIR="}) out->env_strings.push_back(name + images_->store);
+    out->env_strings.push_back("XDG_CONFIG_HOME=" + images_->store + "/.config");
+  }
   if (!images_->auth_file.empty()) out->env_strings.push_back("NEXEC_REGISTRY_AUTH_FILE=" + images_->auth_file);
   if (!images_->cert_dir.empty()) out->env_strings.push_back("NEXEC_REGISTRY_CERT_DIR=" + images_->cert_dir);
   if (images_->store_limit_mb > 0) {
@@ -1001,6 +1010,17 @@ absl::StatusOr<exec_stream::CommandPlan> TaskRunner::PlanExec(const TaskLaunch& 
       return absl::FailedPreconditionError(
           absl::StrCat("task ", t.key, "'s container is not up yet (its image may still be pulled); ask again"));
     }
+    plan.env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
+    plan.cwd = "/";
+    if (!images_->userns_helper.empty()) {
+      // Rootless (an agent that is not root): through nexec-userns-exec --enter, as the
+      // Slurm adapter's exec (RootlessExecArgv).
+      plan.env.push_back("HOME=" + images_->store);
+      plan.env.push_back("XDG_RUNTIME_DIR=" + images_->store);
+      plan.argv = RootlessExecArgv(root, id, images_->userns_helper, "nexec: the task's container is not running",
+                                   command);
+      return plan;
+    }
     plan.argv = {"runc", "--root", root, "exec"};
     if (tty) {
       plan.argv.insert(plan.argv.end(), {"--tty", "--env", "TERM=xterm"});
@@ -1008,8 +1028,6 @@ absl::StatusOr<exec_stream::CommandPlan> TaskRunner::PlanExec(const TaskLaunch& 
     // runc takes what follows the container's id as the command, flags and all.
     plan.argv.push_back(id);
     plan.argv.insert(plan.argv.end(), command.begin(), command.end());
-    plan.env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"};
-    plan.cwd = "/";
     return plan;
   }
   JC_ASSIGN_OR_RETURN(Account user, TaskAccount(t.user));
@@ -1062,11 +1080,40 @@ void TaskRunner::KeepInput(const std::string& key, Input input) {
 }
 
 
+namespace {
+
+// The process groups of a task's container: runc starts the container's first process in
+// a session of its own, so a signal to the task's group (runc's) never reaches it. Those
+// are the groups led by children of runc (the task's leader). Rootless, that process is
+// its PID namespace's init: once it is killed, every process in the container is.
+std::vector<pid_t> ContainerGroups(pid_t runc) {
+  std::vector<pid_t> groups;
+  DIR* dir = opendir("/proc");
+  if (dir == nullptr) return groups;
+  const std::string parent = std::to_string(runc);
+  while (dirent* d = readdir(dir)) {
+    int pid = 0;
+    if (!absl::SimpleAtoi(d->d_name, &pid) || pid == runc) continue;
+    std::vector<std::string> f = ProcStatFields(pid);  // state, parent, group, ...
+    if (f.size() >= 3 && f[1] == parent && f[2] == d->d_name) groups.push_back(pid);
+  }
+  closedir(dir);
+  return groups;
+}
+
+}  // namespace
+
 absl::Status TaskRunner::SignalGroup(const std::string& key, int sig) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = tasks_.find(key);
   if (it == tasks_.end() || it->second <= 0) {
     return absl::NotFoundError(absl::StrCat("no running task ", key));
+  }
+  // In an image with no cgroup around it (an agent that is not root, or --cgroups=off): the
+  // container's groups first, while runc, its parent, is there to name them (it is not
+  // reaped while the lock is held, so its pid is its own).
+  if (image_tasks_.count(key) > 0) {
+    for (pid_t group : ContainerGroups(it->second)) kill(-group, sig);
   }
   if (kill(-it->second, sig) != 0 && errno != ESRCH) {
     return absl::InternalError(absl::StrCat("kill: ", std::strerror(errno)));

@@ -68,7 +68,7 @@ struct TaskLaunch {
 // How tasks run in their images: the runner script and where images and bundles are kept.
 struct ImageRunning {
   std::string runner;     // nexec-image-run
-  std::string store;      // the agent's image store (root's, 0700)
+  std::string store;      // the agent's image store (the agent's account's, 0700)
   std::string auth_file;  // registry credentials (Docker's config.json form); may be empty
   std::string cert_dir;   // CAs for registries (*.crt); may be empty
   int64_t store_limit_mb = 0;  // least recently used images go past it; 0: no limit
@@ -82,6 +82,11 @@ struct ImageRunning {
   std::string host_lib_dir;
   std::string nexec_run_wrapper;
   GpuContainerSetup gpus;      // what a container needs for the GPUs its task holds
+  // An agent that is not root (one run as an account, `--agent_uid` at its master) runs its
+  // containers rootless, as the Slurm adapter runs an account's: runc in a user namespace
+  // of the account's, where this helper (nexec-userns-exec) gives the command the account's
+  // own ids. Empty: the agent is root.
+  std::string userns_helper;
 };
 
 struct TaskUsage {

@@ -108,7 +108,7 @@ json ContainerConfig(const ContainerSpec& spec) {
     const json caps = {"CAP_SETUID", "CAP_SETGID", "CAP_SETFCAP"};
     process["capabilities"] = {{"bounding", caps}, {"effective", caps}, {"permitted", caps}};
   }
-  if (!spec.gpu.hooks.empty()) config["hooks"] = spec.gpu.hooks;
+  if (!spec.gpu.hooks.empty() && !spec.rootless) config["hooks"] = spec.gpu.hooks;  // rootless: none (above)
   if (spec.user.uid == 0 && !spec.rootless) {
     // Root inside only where the task's user is root on the host (the queue allowed it).
     const json caps = {"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETGID",
@@ -116,6 +116,20 @@ json ContainerConfig(const ContainerSpec& spec) {
     config["process"]["capabilities"] = {{"bounding", caps}, {"effective", caps}, {"permitted", caps}};
   }
   return config;
+}
+
+std::vector<std::string> RootlessExecArgv(const std::string& runc_root, const std::string& id,
+                                          const std::string& helper, const std::string& not_running,
+                                          const std::vector<std::string>& command) {
+  std::vector<std::string> argv = {
+      "/bin/sh", "-c",
+      "pid=$(runc --root \"$1\" state \"$2\" | sed -n "
+      "'s/^[[:space:]]*\"pid\":[[:space:]]*\\([0-9][0-9]*\\),*$/\\1/p') && [ -n \"$pid\" ] || "
+      "{ printf '%s\\n' \"$4\" >&2; exit 125; }; "
+      "helper=$3; shift 4; exec \"$helper\" --enter \"$pid\" \"$@\"",
+      "sh", runc_root, id, helper, not_running};
+  argv.insert(argv.end(), command.begin(), command.end());
+  return argv;
 }
 
 }  // namespace jc::nexec

@@ -43,13 +43,15 @@ struct ContainerSpec {
   // The container's cgroup, relative to runc's own (the task's, where the agent contains
   // it; the root of hierarchies it does not): unique on the host, as the container id.
   std::string cgroup;
-  // Rootless: the task's user runs runc itself (a Slurm job's batch script does). runc
+  // Rootless: the task's user runs runc itself (a Slurm job's batch script does, and a nexec
+  // agent that runs as that account, not root). runc
   // maps root inside to that user (the one id an unprivileged account may map), and
   // `userns_helper` (nexec-userns-exec, bound at /tmp/.jc-userns-exec) nests a user
   // namespace mapping the user's own uid and gid to it, so the command runs as the user
   // (no other groups, no capabilities). PID and IPC namespaces of its own (for /proc and
-  // /dev/mqueue); device nodes are bound rather than made, and no cgroup is asked for:
-  // the batch system's cgroup around the script contains it.
+  // /dev/mqueue); device nodes are bound rather than made, no GPU hook is run (hooks do
+  // root's work, and would run as the user), and no cgroup is asked for: the batch
+  // system's cgroup around the script (the task's, at a nexec agent) contains it.
   bool rootless = false;
   std::string userns_helper;
   // Rootless only: the host's /dev instead of a private one, for a batch system whose
@@ -65,5 +67,14 @@ struct ContainerSpec {
 
 // The bundle's config.json (OCI runtime spec 1.0).
 nlohmann::json ContainerConfig(const ContainerSpec& spec);
+
+// The argv that runs `command` in the running rootless container `id` (runc's state under
+// `runc_root`), as its account: the command would run in a user namespace nested in
+// runc's, which `runc exec` joins first and then can join none of the container's other
+// namespaces, so nexec-userns-exec (`helper`) --enter joins them in order, beside the
+// container's process that runc's state names. Not running: exit 125 and `not_running`.
+std::vector<std::string> RootlessExecArgv(const std::string& runc_root, const std::string& id,
+                                          const std::string& helper, const std::string& not_running,
+                                          const std::vector<std::string>& command);
 
 }  // namespace jc::nexec

@@ -145,7 +145,7 @@ TEST_CASE("without a CDI spec a task gets its GPUs' nodes and the driver's direc
 }
 
 TEST_CASE("a rootless bundle maps root to the account, and the helper runs the command as the account's own ids, "
-          "with no cgroup asked for and GPU nodes bound (issue 30 item 4)",
+          "with no cgroup asked for, GPU nodes bound and no GPU hook (issue 30 item 4)",
           "[B6]") {
   ContainerSpec spec;
   spec.rootfs = "/var/tmp/jointcloud-images-1001/abc/rootfs";
@@ -157,8 +157,10 @@ TEST_CASE("a rootless bundle maps root to the account, and the helper runs the c
   spec.userns_helper = "/usr/lib/jointcloud/nexec-userns-exec";
   spec.cgroup = "jc-slurm-7";
   spec.gpu.device_nodes = {{"/dev/null", "/dev/nvidia0"}};
+  spec.gpu.hooks["createContainer"] = nlohmann::json::array({{{"path", "/usr/bin/nvidia-ctk"}}});
   auto config = ContainerConfig(spec);
   const auto& linux_config = config["linux"];
+  CHECK_FALSE(config.contains("hooks"));  // root's work, which would run as the account
   CHECK(linux_config["uidMappings"] == nlohmann::json::parse(R"([{"containerID":0,"hostID":1001,"size":1}])"));
   CHECK(linux_config["gidMappings"] == nlohmann::json::parse(R"([{"containerID":0,"hostID":1002,"size":1}])"));
   CHECK_FALSE(linux_config.contains("cgroupsPath"));  // the batch system's cgroup holds it
@@ -200,6 +202,7 @@ TEST_CASE("a rootless bundle maps root to the account, and the helper runs the c
   CHECK(rootful["process"]["user"]["uid"] == 1001);
   CHECK(rootful["process"]["args"][0] == "/bin/sh");
   CHECK(rootful["linux"]["cgroupsPath"] == "jc-slurm-7");
+  CHECK(rootful["hooks"]["createContainer"][0]["path"] == "/usr/bin/nvidia-ctk");
 }
 
 TEST_CASE("a task's working directory is bound from where the agent attached it, never by the user's path, and a "
