@@ -247,21 +247,63 @@ void MoveIntoLeaf(const std::string& dir) {
   }
 }
 
-// Whether this process's account may make a user namespace, which rootless runc needs:
-// asked of the kernel in a child that exits at once (some kernels are built or set to
-// refuse them to unprivileged accounts).
-absl::Status CanMakeUserNamespace() {
+// Whether this process's account may run rootless containers: make a user namespace with
+// a mount namespace in it (runc's; a security module may allow the first and deny the
+// capabilities the second needs), map root in it to the account, and make a namespace
+// nested in that one (nexec-userns-exec's). Asked of the kernel in a child that exits at
+// once, which says on a pipe which step failed and why.
+absl::Status CanRunRootless() {
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) return absl::InternalError(absl::StrCat("pipe: ", std::strerror(errno)));
+  const uid_t uid = geteuid();
+  const gid_t gid = getegid();
+  const std::string uid_map = absl::StrCat("0 ", uid, " 1\n"), gid_map = absl::StrCat("0 ", gid, " 1\n");
   const pid_t pid = fork();
-  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
-  if (pid == 0) _exit(unshare(CLONE_NEWUSER) == 0 ? 0 : (errno & 0xff));
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return absl::InternalError(absl::StrCat("waitpid: ", std::strerror(errno)));
+  if (pid < 0) {
+    close(report[0]);
+    close(report[1]);
+    return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
   }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return absl::OkStatus();
-  const int error = WIFEXITED(status) ? WEXITSTATUS(status) : EINVAL;
-  return absl::FailedPreconditionError(absl::StrCat("its account may make no user namespace here (",
-                                                    std::strerror(error), "), which rootless runc needs"));
+  if (pid == 0) {
+    auto write_file = [](const char* path, const std::string& text) {
+      const int fd = open(path, O_WRONLY | O_CLOEXEC);
+      const bool ok = fd >= 0 && write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+      if (fd >= 0) close(fd);
+      return ok;
+    };
+    int step = 0;
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) {
+      step = 1;
+    } else if (!write_file("/proc/self/setgroups", "deny") || !write_file("/proc/self/uid_map", uid_map) ||
+               !write_file("/proc/self/gid_map", gid_map)) {
+      step = 2;
+    } else if (unshare(CLONE_NEWUSER) != 0) {
+      step = 3;
+    }
+    const int out[2] = {step, errno};
+    if (write(report[1], out, sizeof out) != static_cast<ssize_t>(sizeof out)) _exit(1);
+    _exit(0);
+  }
+  close(report[1]);
+  int got[2] = {-1, 0};
+  const ssize_t n = read(report[0], got, sizeof got);
+  close(report[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (n == static_cast<ssize_t>(sizeof got) && got[0] == 0) return absl::OkStatus();
+  if (n != static_cast<ssize_t>(sizeof got)) return absl::InternalError("the user namespace probe said nothing");
+  const char* what = got[0] == 1   ? "make a user namespace with a mount namespace in it"
+                     : got[0] == 2 ? "map root in its user namespace to itself"
+                                   : "make a user namespace in its own";
+  const int err = got[1];
+  std::string why = err == ENOSPC ? "it has as many user namespaces as it may (the user.max_user_namespaces sysctl)"
+                    : (err == EINVAL || err == ENOSYS) ? "this kernel has no user namespaces"
+                    : (err == EPERM || err == EACCES)
+                        ? "the kernel or a security module (AppArmor's or SELinux's rules for unprivileged user "
+                          "namespaces, the kernel.unprivileged_userns_clone sysctl) refuses it"
+                        : std::strerror(err);
+  return absl::FailedPreconditionError(absl::StrCat("its account may not ", what, ", which rootless runc needs: ", why));
 }
 
 }  // namespace
@@ -280,11 +322,16 @@ void Agent::SetUpImages() {
     std::error_code ec;
     userns_helper = (std::filesystem::read_symlink("/proc/self/exe", ec).parent_path() / "nexec-userns-exec").string();
   }
+  // setpriv and unshare: the runner's as root (its own mount namespace, the unpack's uid).
+  std::vector<std::string> tools = {"/usr/bin/runc", "/usr/bin/skopeo", "/usr/bin/umoci", runner};
+  if (rootless) {
+    tools.push_back(userns_helper);
+  } else {
+    tools.insert(tools.end(), {"/usr/bin/setpriv", "/usr/bin/unshare"});
+  }
   std::vector<std::string> missing;
-  for (const std::string& tool : {std::string("/usr/bin/runc"), std::string("/usr/bin/skopeo"),
-                                  std::string("/usr/bin/umoci"), std::string("/usr/bin/setpriv"),
-                                  std::string("/usr/bin/unshare"), runner, userns_helper}) {
-    if (!tool.empty() && access(tool.c_str(), X_OK) != 0) missing.push_back(tool);
+  for (const std::string& tool : tools) {
+    if (access(tool.c_str(), X_OK) != 0) missing.push_back(tool);
   }
   if (!missing.empty()) {
     spdlog::warn("nexec agent: jobs with --image cannot run here (missing {}); they end with that reason",
@@ -293,7 +340,7 @@ void Agent::SetUpImages() {
     return;
   }
   if (rootless) {
-    if (absl::Status userns = CanMakeUserNamespace(); !userns.ok()) {
+    if (absl::Status userns = CanRunRootless(); !userns.ok()) {
       spdlog::warn("nexec agent: jobs with --image cannot run here ({}); they end with that reason",
                    std::string(userns.message()));
       runner_.RunNoImages(std::string(userns.message()));

@@ -1082,10 +1082,10 @@ void TaskRunner::KeepInput(const std::string& key, Input input) {
 
 namespace {
 
-// The process groups of a task's container: runc starts the container's first process in
-// a session of its own, so a signal to the task's group (runc's) never reaches it. Those
-// are the groups led by children of runc (the task's leader). Rootless, that process is
-// its PID namespace's init: once it is killed, every process in the container is.
+// The process groups led by children of runc (`runc`, stopped): the container's first
+// process, which runc starts in a session of its own, and any other child of runc's that
+// leads its group (rootful containers share the host's PID namespace, and runc, a
+// subreaper, adopts what the container's processes orphan).
 std::vector<pid_t> ContainerGroups(pid_t runc) {
   std::vector<pid_t> groups;
   DIR* dir = opendir("/proc");
@@ -1101,19 +1101,63 @@ std::vector<pid_t> ContainerGroups(pid_t runc) {
   return groups;
 }
 
+bool Stopped(pid_t pid) {
+  std::vector<std::string> f = ProcStatFields(pid);
+  return !f.empty() && (f[0] == "T" || f[0] == "t");
+}
+
+int PidfdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
+bool PidfdSignal(int pidfd, int sig) { return syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0) == 0; }
+
 }  // namespace
 
+void TaskRunner::SignalContainer(const std::string& key, int sig) {
+  pid_t runc = 0;
+  OwnedFd pidfd;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = tasks_.find(key);
+    if (it == tasks_.end() || it->second <= 0 || image_tasks_.count(key) == 0 || cgroups_.count(key) > 0) return;
+    runc = it->second;
+    pidfd = OwnedFd(PidfdOpen(runc));  // runc, the agent's child, is not reaped while the lock is held
+  }
+  if (!pidfd) {
+    spdlog::warn("task {}: cannot signal its container ({}): {}", key, runc, std::strerror(errno));
+    return;
+  }
+  // Whatever runc was (a suspended task's is stopped already), it is again afterwards.
+  const bool was_stopped = Stopped(runc);
+  if (!PidfdSignal(pidfd.get(), SIGSTOP)) return;  // it has ended: its container with it, or orphaned
+  // It stops at once unless a system call holds it (only root could hold root's runc so): a
+  // few callers hold the agent's lock, so the wait is short.
+  bool stopped = false;
+  for (int i = 0; i < 200 && !stopped; ++i) {
+    // Read, then asked whether it is still runc (not reaped, so what was read is its own).
+    const std::vector<std::string> f = ProcStatFields(runc);
+    if (!PidfdSignal(pidfd.get(), 0) || f.empty() || f[0] == "Z" || f[0] == "X") return;  // it ended meanwhile
+    stopped = f[0] == "T" || f[0] == "t";
+    if (!stopped) std::this_thread::sleep_for(std::chrono::microseconds(1000));
+  }
+  if (stopped) {
+    // Its children cannot be reaped now: each pid named is still that child's (a zombie at
+    // worst), and only root, or the agent's account, could continue runc meanwhile.
+    for (pid_t group : ContainerGroups(runc)) kill(-group, sig);
+  } else {
+    spdlog::warn("task {}: its runc ({}) did not stop within 200 ms; its container's groups were not sent signal {}",
+                 key, runc, sig);
+  }
+  if (!was_stopped && sig != SIGSTOP) PidfdSignal(pidfd.get(), SIGCONT);
+}
+
 absl::Status TaskRunner::SignalGroup(const std::string& key, int sig) {
+  std::lock_guard<std::mutex> one_at_a_time(signal_mu_);
+  // Signals runc passes on (it forwards what it catches to the container's first process)
+  // are left to it, as before; these three it cannot.
+  if (sig == SIGKILL || sig == SIGSTOP || sig == SIGCONT) SignalContainer(key, sig);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = tasks_.find(key);
   if (it == tasks_.end() || it->second <= 0) {
     return absl::NotFoundError(absl::StrCat("no running task ", key));
-  }
-  // In an image with no cgroup around it (an agent that is not root, or --cgroups=off): the
-  // container's groups first, while runc, its parent, is there to name them (it is not
-  // reaped while the lock is held, so its pid is its own).
-  if (image_tasks_.count(key) > 0) {
-    for (pid_t group : ContainerGroups(it->second)) kill(-group, sig);
   }
   if (kill(-it->second, sig) != 0 && errno != ESRCH) {
     return absl::InternalError(absl::StrCat("kill: ", std::strerror(errno)));

@@ -213,6 +213,14 @@ class TaskRunner {
   absl::Status OpenInput(const TaskLaunch& t, const Account& user, bool switch_user, const std::string& out_path,
                          Input* input, int* child_in);
   absl::Status SignalGroup(const std::string& key, int signal);
+  // A task in its image with no cgroup around it (an agent that is not root, or
+  // --cgroups=off): SIGKILL, SIGSTOP and SIGCONT, which runc cannot pass on, sent to the
+  // container's process groups too (runc starts the container's first process in a session
+  // of its own). runc is stopped meanwhile, so that it reaps none of the children whose
+  // groups are named (their pids stay theirs: attacker helper-98 had a root agent signal
+  // another account's group through a pid runc had reaped and the kernel had given out
+  // again). Called under signal_mu_, never under mu_ (it reads /proc).
+  void SignalContainer(const std::string& key, int signal);
   // What a terminal copier and the runner share: the copier may outlive its Input (given up
   // while it waits in a write that does not return: CloseInputNow).
   struct CopierState {
@@ -253,10 +261,12 @@ class TaskRunner {
   // The bundle directory of task `key` (in images_->store).
   std::string BundleDir(const std::string& key) const { return images_->store + "/.bundles/" + key; }
   mutable std::mutex mu_;
+  // One signal to a task's groups at a time (SignalContainer stops runc and continues it).
+  std::mutex signal_mu_;
   std::map<std::string, pid_t> tasks_;  // pid 0 while starting
   AccountCache accounts_;  // the accounts tasks run as
-  std::set<std::string> image_tasks_;
-  std::set<std::string> kill_when_started_;  // of tasks_ still starting (pid 0): killed once they start   // those of tasks_ that run in their image (a bundle to remove)
+  std::set<std::string> image_tasks_;        // those of tasks_ that run in their image (a bundle to remove)
+  std::set<std::string> kill_when_started_;  // of tasks_ still starting (pid 0): killed once they start
   std::map<std::string, std::shared_ptr<TaskCgroup>> cgroups_;  // by key, while the task runs
   // Cgroups of ended tasks, empty, for the next ones: made once (mkdir and rmdir of a v1
   // memory cgroup cost milliseconds), reset for each task.

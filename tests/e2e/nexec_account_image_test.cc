@@ -34,9 +34,10 @@ std::string Slurp(const std::filesystem::path& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-// The processes of `uid` whose command line is exactly `argv` (NUL-separated in /proc).
-int ProcessesOf(uid_t uid, const std::string& argv) {
-  int n = 0;
+// The states (R, S, T, ...) of the processes of `uid` whose command line is exactly `argv`
+// (NUL-separated in /proc).
+std::string StatesOf(uid_t uid, const std::string& argv) {
+  std::string states;
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
     const std::string pid = entry.path().filename().string();
     if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
@@ -44,10 +45,14 @@ int ProcessesOf(uid_t uid, const std::string& argv) {
     if (stat(entry.path().c_str(), &st) != 0 || st.st_uid != uid) continue;
     std::string cmdline = Slurp(entry.path() / "cmdline");
     if (!cmdline.empty() && cmdline.back() == '\0') cmdline.pop_back();
-    n += cmdline == argv;
+    if (cmdline != argv) continue;
+    const std::string stat = Slurp(entry.path() / "stat");
+    const size_t end = stat.rfind(')');
+    if (end != std::string::npos && end + 2 < stat.size()) states += stat[end + 2];
   }
-  return n;
+  return states;
 }
+int ProcessesOf(uid_t uid, const std::string& argv) { return static_cast<int>(StatesOf(uid, argv).size()); }
 
 // Made by root for the account: the account's own, 0700 (a directory) or 0600.
 void GiveTo(const std::filesystem::path& path, const jc::testing::TestAccount& account) {
@@ -63,146 +68,212 @@ struct RemovedAtEnd {
   }
 };
 
+
+// A master, a registry holding the test's images, and one agent: run as `account` (setpriv,
+// from copies of the binaries the account may run), its master told so with --agent_uid;
+// or, `as_account` false, as root without cgroups. Jobs run in `home`, the account's.
+struct ImageAgent {
+  ImageAgent(const jc::testing::TestAccount& account, bool as_account)
+      : account(account), dir(std::filesystem::temp_directory_path() /
+                              ("jc-nexec-rootless-" + std::to_string(getpid()) + (as_account ? "-a" : "-r"))) {
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    std::filesystem::permissions(dir, std::filesystem::perms(0755));
+    removed_at_end.at = dir;
+    registry = Unwrap(jc::testing::OciRegistry::Start((dir / "registry").string(), JC_SOURCE_DIR));
+    digest = Unwrap(registry->Push("demo/app", "v1", "inside the image"));
+    ref = registry->host() + "/demo/app@" + digest;
+    // What the agent reads: its own copies of the pull credential and of the registry's CA
+    // (the account's, where the agent runs as it).
+    const auto own = dir / "account";
+    std::filesystem::create_directories(own / "certs");
+    std::filesystem::copy_file(registry->auth_file(), own / "auth.json");
+    std::filesystem::copy_file(registry->ca_file(), own / "certs" / "ca.crt");
+    if (as_account) {
+      for (const auto& p : {own, own / "certs", own / "auth.json", own / "certs" / "ca.crt"}) GiveTo(p, account);
+    }
+    // The agent and what it runs beside it (the build tree may be closed to the account).
+    const auto bin = dir / "bin";
+    std::filesystem::create_directories(bin);
+    const auto built = std::filesystem::path(JC_NEXEC_AGENT).parent_path();
+    for (const char* name : {"nexec-agent", "nexec-image-run", "nexec-run", "nexec-userns-exec"}) {
+      std::filesystem::copy_file(built / name, bin / name);
+      std::filesystem::permissions(bin / name, std::filesystem::perms(0755));
+    }
+    std::filesystem::create_directories(home / "logs");
+    GiveTo(home, account);
+    GiveTo(home / "logs", account);
+    std::filesystem::create_directories(state);
+    if (as_account) GiveTo(state, account);
+
+    const std::string munge_socket = jc::testing::UsePrivateMunged();  // every nexec process signs with it (B9)
+    std::vector<std::string> master_args{JC_NEXEC_MASTER, "--listen=127.0.0.1:0", "--data_dir=" + (dir / "data").string(),
+                                         "--host_timeout=2s", "--metrics_address="};
+    if (as_account) {
+      // The default output directory, the account's: an agent run as it writes there.
+      master_args.push_back("--agent_uid=" + std::to_string(account.uid));
+      master_args.push_back("--log_dir=" + (home / "logs").string());
+    }
+    master = std::make_unique<Process>(master_args, (dir / "master.log").string());
+    const auto listening = master->WaitForLog(R"(nexec master listening on port (\d+))");
+    INFO(master->Log());
+    REQUIRE(listening.has_value());
+    port = *listening;
+    std::vector<std::string> agent_args;
+    if (as_account) {
+      agent_args = {"/usr/bin/setpriv", "--reuid=" + std::to_string(account.uid),
+                    "--regid=" + std::to_string(account.gid), "--clear-groups", "--"};
+    }
+    agent_args.insert(agent_args.end(), {(bin / "nexec-agent").string(), "--master=127.0.0.1:" + port, "--host=node1",
+                                         "--resources=cpus=4,mem=4G", "--heartbeat=200ms", "--metrics_address=",
+                                         "--cgroups=off", "--munge_socket=" + munge_socket,
+                                         "--state_dir=" + state.string(),
+                                         "--registry_auth_file=" + (own / "auth.json").string(),
+                                         "--registry_cert_dir=" + (own / "certs").string()});
+    if (as_account) agent_args.push_back("--master_uid=0");
+    agent = std::make_unique<Process>(agent_args, (dir / "agent.log").string());
+    REQUIRE(agent->WaitForLog("listening on").has_value());
+  }
+  ~ImageAgent() {
+    agent.reset();
+    master.reset();
+  }
+  template <typename T>
+  static T Unwrap(absl::StatusOr<T> got) {
+    INFO(got.status().ToString());
+    REQUIRE(got.ok());
+    return std::move(*got);
+  }
+
+  // The nexec CLI as root, in `home`: its exit code and output.
+  std::pair<int, std::string> Cli(std::vector<std::string> args) {
+    args.insert(args.begin(), {"/usr/bin/env", "-C", home.string(), JC_NEXEC_CLI, "--master=127.0.0.1:" + port});
+    const std::string out = (dir / ("cli-" + std::to_string(calls++) + ".out")).string();
+    Process p(args, out);
+    const auto code = p.Wait(std::chrono::seconds(60));
+    return {code.value_or(-1), Slurp(out)};
+  }
+  std::string Submit(const std::string& user, std::vector<std::string> args) {
+    args.insert(args.begin(), {"submit", "--json", "--user", user});
+    auto [code, out] = Cli(args);
+    INFO(out);
+    REQUIRE(code == 0);
+    return json::parse(out)["job_id"].get<std::string>();
+  }
+  json Job(const std::string& id) {
+    auto [code, out] = Cli({"job", id, "--json"});
+    INFO(out);
+    REQUIRE(code == 0);
+    return json::parse(out);
+  }
+  void WaitState(const std::string& id, const std::string& state_name) {
+    const bool reached = WaitUntil([&] { return Job(id).value("state", "") == state_name; }, std::chrono::seconds(90));
+    INFO(Job(id).dump() << "\n" << agent->Log());
+    REQUIRE(reached);
+  }
+  // A job of `account` in the image, two sleeps: running, suspended (every process of its
+  // container stopped: runc cannot pass SIGSTOP on, the agent signals the container's group
+  // itself), resumed, then killed with everything it started. Its id.
+  std::string SuspendResumeKill() {
+    const std::string sleeper = Submit(account.name, {"--image", ref, "--", "sleep 1000 & sleep 1000"});
+    WaitState(sleeper, "RUNNING");
+    REQUIRE(WaitUntil([&] { return ProcessesOf(account.uid, kSleepArgv) == 2; }));
+    REQUIRE(Cli({"suspend", sleeper}).first == 0);
+    CHECK(WaitUntil([&] { return StatesOf(account.uid, kSleepArgv) == "TT"; }));
+    REQUIRE(Cli({"resume", sleeper}).first == 0);
+    CHECK(WaitUntil([&] { return StatesOf(account.uid, kSleepArgv) == "SS"; }));
+    auto [code, out] = Cli({"kill", sleeper});
+    INFO(out);
+    REQUIRE(code == 0);
+    WaitState(sleeper, "EXIT");
+    CHECK(WaitUntil([&] { return ProcessesOf(account.uid, kSleepArgv) == 0; }));
+    return sleeper;
+  }
+
+  inline static const std::string kSleepArgv = std::string("sleep\0" "1000", 10);
+  const jc::testing::TestAccount& account;
+  const std::filesystem::path dir;
+  RemovedAtEnd removed_at_end;  // after the daemons below
+  const std::filesystem::path home = dir / "home";
+  const std::filesystem::path state = dir / "state";
+  std::unique_ptr<jc::testing::OciRegistry> registry;
+  std::string digest, ref, port;
+  std::unique_ptr<Process> master, agent;
+  int calls = 0;
+};
+
 }  // namespace
 
-TEST_CASE("a nexec agent run as an account runs jobs in their images rootless: as the account, pulled into its own "
-          "store, entered by exec, ended whole by a kill, a hostile image's nodes and set-id bits gone [B6][C6]",
+TEST_CASE("a nexec agent run as an account runs jobs in their images rootless, as the account, pulled into its own "
+          "store, entered by exec and interactively, suspended and ended whole, a hostile image's nodes gone [B6][C6]",
           "[B6][C6]") {
   if (geteuid() != 0) {
     WARN("SKIPPED: an agent run as a second account needs root to start it (CI runs as root)");
     return;
   }
-  const auto dir = std::filesystem::temp_directory_path() / ("jc-nexec-rootless-" + std::to_string(getpid()));
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  std::filesystem::permissions(dir, std::filesystem::perms(0755));
-  RemovedAtEnd removed_at_end{dir};
   jc::testing::TestAccount account("jc-nexec-rl");
   jc::testing::TestAccount other("jc-nexec-rl-o");  // whose jobs this agent refuses
-
-  auto registry = jc::testing::OciRegistry::Start((dir / "registry").string(), JC_SOURCE_DIR);
-  INFO(registry.status().ToString());
-  REQUIRE(registry.ok());
-  auto digest = (*registry)->Push("demo/app", "v1", "inside the image");
-  INFO(digest.status().ToString());
-  REQUIRE(digest.ok());
-  const std::string ref = (*registry)->host() + "/demo/app@" + *digest;
-  auto hostile = (*registry)->PushWith("demo/hostile", "v1", "a hostile image", {"JC_IMAGE_HOSTILE=1"});
-  INFO(hostile.status().ToString());
-  REQUIRE(hostile.ok());
-  const std::string hostile_ref = (*registry)->host() + "/demo/hostile@" + *hostile;
-
-  // What the account's agent reads as the account: its own copies of the pull credential
-  // and of the registry's CA.
-  const auto own = dir / "account";
-  std::filesystem::create_directories(own / "certs");
-  std::filesystem::copy_file((*registry)->auth_file(), own / "auth.json");
-  std::filesystem::copy_file((*registry)->ca_file(), own / "certs" / "ca.crt");
-  for (const auto& p : {own, own / "certs", own / "auth.json", own / "certs" / "ca.crt"}) GiveTo(p, account);
-  // The agent and what it runs beside it (the build tree may be closed to the account).
-  const auto bin = dir / "bin";
-  std::filesystem::create_directories(bin);
-  const auto built = std::filesystem::path(JC_NEXEC_AGENT).parent_path();
-  for (const char* name : {"nexec-agent", "nexec-image-run", "nexec-run", "nexec-userns-exec"}) {
-    std::filesystem::copy_file(built / name, bin / name);
-    std::filesystem::permissions(bin / name, std::filesystem::perms(0755));
-  }
-  const auto home = dir / "home";  // the jobs' working directory, the account's
-  std::filesystem::create_directories(home / "logs");
-  GiveTo(home, account);
-  GiveTo(home / "logs", account);
-  const auto state = dir / "state";
-  std::filesystem::create_directories(state);
-  GiveTo(state, account);
-
-  const std::string munge_socket = jc::testing::UsePrivateMunged();  // every nexec process signs with it (B9)
-  Process master({JC_NEXEC_MASTER, "--listen=127.0.0.1:0", "--data_dir=" + (dir / "data").string(),
-                  "--host_timeout=2s", "--metrics_address=", "--agent_uid=" + std::to_string(account.uid),
-                  "--log_dir=" + (home / "logs").string()},
-                 (dir / "master.log").string());
-  const auto port = master.WaitForLog(R"(nexec master listening on port (\d+))");
-  INFO(master.Log());
-  REQUIRE(port.has_value());
-  Process agent({"/usr/bin/setpriv", "--reuid=" + std::to_string(account.uid), "--regid=" + std::to_string(account.gid),
-                 "--clear-groups", "--", (bin / "nexec-agent").string(), "--master=127.0.0.1:" + *port,
-                 "--host=node1", "--resources=cpus=4,mem=4G", "--heartbeat=200ms", "--metrics_address=",
-                 "--cgroups=off", "--master_uid=0", "--munge_socket=" + munge_socket,
-                 "--state_dir=" + state.string(), "--registry_auth_file=" + (own / "auth.json").string(),
-                 "--registry_cert_dir=" + (own / "certs").string()},
-                (dir / "agent.log").string());
-  REQUIRE(agent.WaitForLog("listening on").has_value());
+  ImageAgent c(account, /*as_account=*/true);
   {
-    INFO(agent.Log());
-    CHECK(agent.Log().find("tasks with an image run in it (runc, rootless: this agent is not root)") !=
+    INFO(c.agent->Log());
+    CHECK(c.agent->Log().find("tasks with an image run in it (runc, rootless: this agent is not root)") !=
           std::string::npos);
   }
-
-  int calls = 0;
-  auto cli = [&](std::vector<std::string> args) {
-    args.insert(args.begin(), {"/usr/bin/env", "-C", home.string(), JC_NEXEC_CLI, "--master=127.0.0.1:" + *port});
-    const std::string out = (dir / ("cli-" + std::to_string(calls++) + ".out")).string();
-    Process p(args, out);
-    const auto code = p.Wait(std::chrono::seconds(60));
-    return std::make_pair(code.value_or(-1), Slurp(out));
-  };
-  auto submit = [&](const std::string& user, std::vector<std::string> args) {
-    args.insert(args.begin(), {"submit", "--json", "--user", user});
-    auto [code, out] = cli(args);
-    INFO(out);
-    REQUIRE(code == 0);
-    return json::parse(out)["job_id"].get<std::string>();
-  };
-  auto job = [&](const std::string& id) {
-    auto [code, out] = cli({"job", id, "--json"});
-    INFO(out);
-    REQUIRE(code == 0);
-    return json::parse(out);
-  };
-  auto wait_state = [&](const std::string& id, const std::string& state_name) {
-    const bool reached = WaitUntil([&] { return job(id).value("state", "") == state_name; }, std::chrono::seconds(90));
-    INFO(job(id).dump() << "\n" << agent.Log());
-    REQUIRE(reached);
-  };
+  const std::string hostile_ref =
+      c.registry->host() + "/demo/hostile@" +
+      ImageAgent::Unwrap(c.registry->PushWith("demo/hostile", "v1", "a hostile image", {"JC_IMAGE_HOSTILE=1"}));
 
   // In its image, as the account's own ids, in its directory; what it makes is the account's.
-  const std::string first = submit(account.name, {"--image", ref, "-o", (home / "first.out").string(), "--",
-                                                  "cat /etc/jc-image; id -u; id -g; pwd; echo made > made"});
-  wait_state(first, "DONE");
-  CHECK(Slurp(home / "first.out") == "inside the image\n" + std::to_string(account.uid) + "\n" +
-                                         std::to_string(account.gid) + "\n" + home.string() + "\n");
+  const std::string first = c.Submit(account.name, {"--image", c.ref, "-o", (c.home / "first.out").string(), "--",
+                                                    "cat /etc/jc-image; id -u; id -g; pwd; echo made > made"});
+  c.WaitState(first, "DONE");
+  CHECK(Slurp(c.home / "first.out") == "inside the image\n" + std::to_string(account.uid) + "\n" +
+                                           std::to_string(account.gid) + "\n" + c.home.string() + "\n");
   struct stat made {};
-  REQUIRE(stat((home / "made").c_str(), &made) == 0);
+  REQUIRE(stat((c.home / "made").c_str(), &made) == 0);
   CHECK(made.st_uid == account.uid);
   // Pulled and unpacked by the account, into the agent's own store.
   struct stat rootfs {};
-  REQUIRE(stat((state / "images" / digest->substr(7) / "rootfs").c_str(), &rootfs) == 0);
+  REQUIRE(stat((c.state / "images" / c.digest.substr(7) / "rootfs").c_str(), &rootfs) == 0);
   CHECK(rootfs.st_uid == account.uid);
   CHECK_FALSE(std::filesystem::exists("/etc/jc-image"));  // only the image has it
 
-  // Entered by exec, as the account, in the container's directory; then killed with
-  // everything it started.
-  const std::string sleeper = submit(account.name, {"--image", ref, "--", "sleep 1000 & sleep 1000"});
-  wait_state(sleeper, "RUNNING");
-  REQUIRE(WaitUntil([&] { return ProcessesOf(account.uid, std::string("sleep\0" "1000", 10)) == 2; }));
+  // Entered by exec, as the account, in the container's directory.
+  const std::string sleeper = c.Submit(account.name, {"--image", c.ref, "--", "exec sleep 1000"});
+  c.WaitState(sleeper, "RUNNING");
   std::pair<int, std::string> inside;
   REQUIRE(WaitUntil([&] {  // its container is up once runc started it
-    inside = cli({"exec", sleeper, "--", "sh", "-c", "cat /etc/jc-image; id -u; pwd"});
+    inside = c.Cli({"exec", sleeper, "--", "sh", "-c", "cat /etc/jc-image; id -u; pwd"});
     return inside.first == 0;
   }));
-  CHECK(inside.second == "inside the image\n" + std::to_string(account.uid) + "\n" + home.string() + "\n");
-  {
-    auto [code, out] = cli({"kill", sleeper});
-    INFO(out);
-    REQUIRE(code == 0);
+  CHECK(inside.second == "inside the image\n" + std::to_string(account.uid) + "\n" + c.home.string() + "\n");
+  REQUIRE(c.Cli({"kill", sleeper}).first == 0);
+  c.WaitState(sleeper, "EXIT");
+  CHECK(WaitUntil([&] { return ProcessesOf(account.uid, ImageAgent::kSleepArgv) == 0; }));
+  // Suspended and resumed, then killed, with everything it started.
+  c.SuspendResumeKill();
+
+  // Interactive, in the image: what is typed reaches the command there, on a pipe (-I) or a
+  // terminal of the container's own (-Ip), and its exit code is the session's.
+  for (const std::string mode : {"-I", "-Ip"}) {
+    const std::string line = "printf 'typed\\n' | " + std::string(JC_NEXEC_CLI) + " --master=127.0.0.1:" + c.port +
+                             " submit --user " + account.name + " --image " + c.ref + " " + mode +
+                             " -- 'read x; cat /etc/jc-image; echo x=$x; [ -t 0 ] && echo on-a-terminal; exit 6'";
+    Process p({"/bin/sh", "-c", "cd " + c.home.string() + " && " + line},
+              (c.dir / ("interactive" + mode + ".log")).string());
+    const auto code = p.Wait(std::chrono::seconds(60));
+    INFO(mode << ": " << p.Log() << c.agent->Log());
+    CHECK(code == 6);
+    CHECK(p.Log().find("inside the image") != std::string::npos);
+    CHECK(p.Log().find("x=typed") != std::string::npos);
+    CHECK((p.Log().find("on-a-terminal") != std::string::npos) == (mode == "-Ip"));
   }
-  wait_state(sleeper, "EXIT");
-  CHECK(WaitUntil([&] { return ProcessesOf(account.uid, std::string("sleep\0" "1000", 10)) == 0; }));
 
   // A hostile image: its device nodes are no nodes and its set-id files have no set-id bit.
-  const std::string look = submit(account.name, {"--image", hostile_ref, "-o", (home / "look.out").string(), "--",
-                                                 "cat /etc/jc-image; ls -ln /opt/kmsg /opt/disk /opt/suid /opt/sgid"});
-  wait_state(look, "DONE");
-  const std::string listing = Slurp(home / "look.out");
+  const std::string look = c.Submit(account.name, {"--image", hostile_ref, "-o", (c.home / "look.out").string(), "--",
+                                                   "cat /etc/jc-image; ls -ln /opt/kmsg /opt/disk /opt/suid /opt/sgid"});
+  c.WaitState(look, "DONE");
+  const std::string listing = Slurp(c.home / "look.out");
   INFO(listing);
   CHECK(listing.find("a hostile image\n") == 0);
   for (const char* kind : {"\nc", "\nb"}) CHECK(listing.find(kind) == std::string::npos);  // no node
@@ -211,11 +282,23 @@ TEST_CASE("a nexec agent run as an account runs jobs in their images rootless: a
   CHECK(listing.find("/opt/suid") != std::string::npos);
 
   // Another account's job in an image: refused, as its bare jobs are.
-  const std::string others = submit(other.name, {"--image", ref, "--", "true"});
-  wait_state(others, "EXIT");
-  CHECK(job(others).value("reason", "").find("cannot run tasks as " + other.name) != std::string::npos);
+  const std::string others = c.Submit(other.name, {"--image", c.ref, "--", "true"});
+  c.WaitState(others, "EXIT");
+  CHECK(c.Job(others).value("reason", "").find("cannot run tasks as " + other.name) != std::string::npos);
 
-  agent.Signal(SIGTERM);
-  INFO(agent.Log());
-  CHECK(agent.Wait(std::chrono::seconds(20)).has_value());
+  c.agent->Signal(SIGTERM);
+  INFO(c.agent->Log());
+  CHECK(c.agent->Wait(std::chrono::seconds(20)).has_value());
+}
+
+TEST_CASE("a root nexec agent without cgroups suspends, resumes and kills the whole of a job in its image, whose "
+          "container runc starts in a session of its own [B6][C6]",
+          "[B6][C6]") {
+  if (geteuid() != 0) {
+    WARN("SKIPPED: running images needs root (CI runs as root)");
+    return;
+  }
+  jc::testing::TestAccount account("jc-nexec-rr");
+  ImageAgent c(account, /*as_account=*/false);
+  c.SuspendResumeKill();
 }
