@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/sysinfo.h>
 #include <sys/sysmacros.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -618,6 +619,17 @@ namespace {
 // Processes of the given task keys started by the agent of `state_dir` (both from their
 // environment): task keys repeat across clusters (job 1, task 0, attempt 0), so another
 // agent's task of the same key on this machine is never taken for one of ours.
+// The task key of process `pid` if the agent of `state_dir` started it, else "".
+std::string TaskKeyOf(pid_t pid, const std::string& state_dir) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  std::string var, key, state;
+  while (std::getline(in, var, '\0')) {
+    if (var.rfind("NEXEC_TASK_KEY=", 0) == 0) key = var.substr(15);
+    if (var.rfind("NEXEC_AGENT_STATE=", 0) == 0) state = var.substr(18);
+  }
+  return state == state_dir ? key : "";
+}
+
 std::map<std::string, std::vector<pid_t>> ProcessesOfTasks(const std::set<std::string>& keys,
                                                            const std::string& state_dir) {
   std::map<std::string, std::vector<pid_t>> out;
@@ -625,15 +637,36 @@ std::map<std::string, std::vector<pid_t>> ProcessesOfTasks(const std::set<std::s
   for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
     pid_t pid = 0;
     if (!absl::SimpleAtoi(entry.path().filename().string(), &pid) || pid <= 1 || pid == getpid()) continue;
-    std::ifstream in(entry.path() / "environ", std::ios::binary);
-    std::string var, key, state;
-    while (std::getline(in, var, '\0')) {
-      if (var.rfind("NEXEC_TASK_KEY=", 0) == 0) key = var.substr(15);
-      if (var.rfind("NEXEC_AGENT_STATE=", 0) == 0) state = var.substr(18);
-    }
-    if (!key.empty() && keys.count(key) && state == state_dir) out[key].push_back(pid);
+    const std::string key = TaskKeyOf(pid, state_dir);
+    if (!key.empty() && keys.count(key)) out[key].push_back(pid);
   }
   return out;
+}
+
+// Kills every process a predecessor's still-running tasks (`keys`) left, wherever it went:
+// the processes of a container, which runc starts in a session of their own, out of the
+// task's group (reviewer helper-99: a restarted agent left them running). Each through a
+// pidfd opened before its environment is read again, so a pid the kernel gave to another
+// process meanwhile is never signalled. Returns how many.
+int KillLeftProcesses(const std::set<std::string>& keys, const std::string& state_dir) {
+  int killed = 0;
+  for (int round = 0; round < 10; ++round) {  // again: one may have forked meanwhile
+    int found = 0;
+    for (const auto& [key, pids] : ProcessesOfTasks(keys, state_dir)) {
+      for (pid_t pid : pids) {
+        const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+        if (pidfd < 0) continue;
+        if (TaskKeyOf(pid, state_dir) == key && syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, nullptr, 0) == 0) {
+          ++found;
+          spdlog::info("nexec agent: killed process {} of task {}, left by a previous agent out of its group", pid, key);
+        }
+        close(pidfd);
+      }
+    }
+    killed += found;
+    if (found == 0) break;
+  }
+  return killed;
 }
 
 }  // namespace
@@ -660,6 +693,13 @@ absl::StatusOr<int> Agent::KillPredecessorTasks() {
         }
       }
     }
+  }
+  {
+    std::set<std::string> running;
+    for (const auto& [key, recorded] : journal_->Inherited()) {
+      if (!recorded.exit_code) running.insert(key);
+    }
+    if (!running.empty()) killed += KillLeftProcesses(running, options_.state_dir);
   }
   for (const auto& [key, recorded] : journal_->Inherited()) {
     const pid_t pgid = recorded.pgid;

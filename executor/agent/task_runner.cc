@@ -273,6 +273,19 @@ std::string HumanBytes(int64_t bytes) {
 TaskRunner::TaskRunner() { signal(SIGPIPE, SIG_IGN); }
 
 TaskRunner::~TaskRunner() {
+  // Containers no cgroup holds first: runc started them out of its group (reviewer
+  // helper-99: the agent's exit left them running).
+  std::vector<std::string> in_images;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const std::string& key : image_tasks_) {
+      if (cgroups_.count(key) == 0) in_images.push_back(key);
+    }
+  }
+  for (const std::string& key : in_images) {
+    std::lock_guard<std::mutex> one_at_a_time(signal_mu_);
+    SignalContainer(key, SIGKILL);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [key, pid] : tasks_) {
     if (pid <= 0) continue;
@@ -1106,6 +1119,36 @@ bool Stopped(pid_t pid) {
   return !f.empty() && (f[0] == "T" || f[0] == "t");
 }
 
+// Whether every thread of `pid` is stopped: runc is a Go program, and whichever of its
+// threads runs the goroutine that reaps may be the last to stop (reviewer helper-99: its main
+// thread showed stopped while others ran, in a quarter of rounds).
+bool AllThreadsStopped(pid_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  DIR* tasks = opendir(dir.c_str());
+  if (tasks == nullptr) return false;
+  bool all = true, any = false;
+  while (dirent* d = readdir(tasks)) {
+    if (d->d_name[0] == '.') continue;
+    const std::string path = dir + "/" + d->d_name + "/stat";
+    const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;  // a thread that ended meanwhile
+    char buf[1024];
+    const ssize_t n = read(fd, buf, sizeof buf);
+    close(fd);
+    if (n <= 0) continue;
+    any = true;
+    const absl::string_view stat(buf, static_cast<size_t>(n));
+    const size_t end = stat.rfind(')');  // the command name may hold spaces
+    const char state = end != absl::string_view::npos && end + 2 < stat.size() ? stat[end + 2] : '?';
+    if (state != 'T' && state != 't') {
+      all = false;
+      break;
+    }
+  }
+  closedir(tasks);
+  return all && any;
+}
+
 int PidfdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
 bool PidfdSignal(int pidfd, int sig) { return syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0) == 0; }
 
@@ -1135,7 +1178,7 @@ void TaskRunner::SignalContainer(const std::string& key, int sig) {
     // Read, then asked whether it is still runc (not reaped, so what was read is its own).
     const std::vector<std::string> f = ProcStatFields(runc);
     if (!PidfdSignal(pidfd.get(), 0) || f.empty() || f[0] == "Z" || f[0] == "X") return;  // it ended meanwhile
-    stopped = f[0] == "T" || f[0] == "t";
+    stopped = (f[0] == "T" || f[0] == "t") && AllThreadsStopped(runc) && PidfdSignal(pidfd.get(), 0);
     if (!stopped) std::this_thread::sleep_for(std::chrono::microseconds(1000));
   }
   if (stopped) {

@@ -119,7 +119,6 @@ struct ImageAgent {
     INFO(master->Log());
     REQUIRE(listening.has_value());
     port = *listening;
-    std::vector<std::string> agent_args;
     if (as_account) {
       agent_args = {"/usr/bin/setpriv", "--reuid=" + std::to_string(account.uid),
                     "--regid=" + std::to_string(account.gid), "--clear-groups", "--"};
@@ -131,7 +130,10 @@ struct ImageAgent {
                                          "--registry_auth_file=" + (own / "auth.json").string(),
                                          "--registry_cert_dir=" + (own / "certs").string()});
     if (as_account) agent_args.push_back("--master_uid=0");
-    agent = std::make_unique<Process>(agent_args, (dir / "agent.log").string());
+    StartAgent();
+  }
+  void StartAgent() {
+    agent = std::make_unique<Process>(agent_args, (dir / ("agent-" + std::to_string(agents++) + ".log")).string());
     REQUIRE(agent->WaitForLog("listening on").has_value());
   }
   ~ImageAgent() {
@@ -189,6 +191,32 @@ struct ImageAgent {
     CHECK(WaitUntil([&] { return ProcessesOf(account.uid, kSleepArgv) == 0; }));
     return sleeper;
   }
+  // An agent that stops ends the containers of its tasks; one killed leaves them, and the
+  // next agent of its state directory ends them (runc started them out of the task's group).
+  void AgentStopsAndRestarts() {
+    const std::string ends_with_agent = Submit(account.name, {"--image", ref, "--", "sleep 1000 & sleep 1000"});
+    WaitState(ends_with_agent, "RUNNING");
+    REQUIRE(WaitUntil([&] { return ProcessesOf(account.uid, kSleepArgv) == 2; }));
+    agent->Signal(SIGTERM);
+    {
+      INFO(agent->Log());
+      REQUIRE(agent->Wait(std::chrono::seconds(20)).has_value());
+    }
+    CHECK(WaitUntil([&] { return ProcessesOf(account.uid, kSleepArgv) == 0; }));
+    StartAgent();
+    const std::string left = Submit(account.name, {"--image", ref, "--", "sleep 1000 & sleep 1000"});
+    WaitState(left, "RUNNING");
+    REQUIRE(WaitUntil([&] { return ProcessesOf(account.uid, kSleepArgv) == 2; }));
+    agent->Signal(SIGKILL);
+    REQUIRE(agent->Wait(std::chrono::seconds(20)).has_value());
+    CHECK(ProcessesOf(account.uid, kSleepArgv) > 0);  // nobody ended them yet
+    StartAgent();
+    {
+      INFO(agent->Log());
+      CHECK(WaitUntil([&] { return ProcessesOf(account.uid, kSleepArgv) == 0; }));
+    }
+    WaitState(left, "EXIT");
+  }
 
   inline static const std::string kSleepArgv = std::string("sleep\0" "1000", 10);
   const jc::testing::TestAccount& account;
@@ -199,14 +227,15 @@ struct ImageAgent {
   std::unique_ptr<jc::testing::OciRegistry> registry;
   std::string digest, ref, port;
   std::unique_ptr<Process> master, agent;
-  int calls = 0;
+  std::vector<std::string> agent_args;
+  int calls = 0, agents = 0;
 };
 
 }  // namespace
 
 TEST_CASE("a nexec agent run as an account runs jobs in their images rootless, as the account, pulled into its own "
-          "store, entered by exec and interactively, suspended and ended whole, a hostile image's nodes gone [B6][C6]",
-          "[B6][C6]") {
+          "store, entered by exec and interactively, suspended and ended whole, a hostile image's nodes gone [B6][B9][C6]",
+          "[B6][B9][C6]") {
   if (geteuid() != 0) {
     WARN("SKIPPED: an agent run as a second account needs root to start it (CI runs as root)");
     return;
@@ -286,14 +315,12 @@ TEST_CASE("a nexec agent run as an account runs jobs in their images rootless, a
   c.WaitState(others, "EXIT");
   CHECK(c.Job(others).value("reason", "").find("cannot run tasks as " + other.name) != std::string::npos);
 
-  c.agent->Signal(SIGTERM);
-  INFO(c.agent->Log());
-  CHECK(c.agent->Wait(std::chrono::seconds(20)).has_value());
+  c.AgentStopsAndRestarts();
 }
 
 TEST_CASE("a root nexec agent without cgroups suspends, resumes and kills the whole of a job in its image, whose "
-          "container runc starts in a session of its own [B6][C6]",
-          "[B6][C6]") {
+          "container runc starts in a session of its own, and so do its exit and its successor [B6][B9][C6]",
+          "[B6][B9][C6]") {
   if (geteuid() != 0) {
     WARN("SKIPPED: running images needs root (CI runs as root)");
     return;
@@ -301,4 +328,5 @@ TEST_CASE("a root nexec agent without cgroups suspends, resumes and kills the wh
   jc::testing::TestAccount account("jc-nexec-rr");
   ImageAgent c(account, /*as_account=*/false);
   c.SuspendResumeKill();
+  c.AgentStopsAndRestarts();
 }
